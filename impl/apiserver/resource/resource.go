@@ -1,0 +1,116 @@
+// Package resource is the contract between the API server's generic REST
+// handlers (package apiserver) and the per-kind behaviour of each served
+// resource (package registry): how objects are defaulted, validated, prepared
+// for create and update, selected by fields, shown as tables, and which
+// subresources they have.
+//
+// The handlers know nothing about any particular kind; everything
+// kind-specific is a value of the types below, registered in one place
+// (registry.All).
+package resource
+
+import (
+	"context"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubeproof/kubeproof/impl/storage"
+)
+
+// Resource is one served REST resource, e.g. apps/v1 deployments.
+type Resource struct {
+	// GroupVersion the resource is served at (also its storage version).
+	GroupVersion schema.GroupVersion
+	// Name is the plural resource name ("deployments"); SingularName "deployment".
+	Name         string
+	SingularName string
+	// Kind is the object kind ("Deployment"); lists are Kind+"List".
+	Kind       string
+	Namespaced bool
+	ShortNames []string
+	// Categories, e.g. "all" for `kubectl get all`.
+	Categories []string
+	// Verbs served on the main resource, as in discovery
+	// (create, delete, deletecollection, get, list, patch, update, watch).
+	Verbs []string
+
+	New     func() runtime.Object
+	NewList func() runtime.Object
+
+	// Strategy is the per-kind behaviour of the main resource.
+	Strategy Strategy
+	// Status, if not nil, serves the /status subresource.
+	Status StatusStrategy
+	// Scale, if not nil, serves the /scale subresource (autoscaling/v1 Scale).
+	Scale ScaleAccessor
+	// GracefulDelete, if not nil, decides the grace period of deletions (pods).
+	GracefulDelete GracefulDeleter
+}
+
+// GroupVersionResource of r.
+func (r *Resource) GroupVersionResource() schema.GroupVersionResource {
+	return r.GroupVersion.WithResource(r.Name)
+}
+
+// GroupVersionKind of r's objects.
+func (r *Resource) GroupVersionKind() schema.GroupVersionKind {
+	return r.GroupVersion.WithKind(r.Kind)
+}
+
+// Strategy is the per-kind behaviour of a resource's main endpoint.
+type Strategy interface {
+	// Default fills unset fields with Kubernetes' defaults (as upstream's
+	// SetDefaults_* functions do for this kind).
+	Default(obj runtime.Object)
+	// PrepareForCreate clears what a client may not set on create (status)
+	// and sets metadata.generation to 1 for kinds that have a spec.
+	PrepareForCreate(ctx context.Context, obj runtime.Object)
+	// PrepareForUpdate carries over from old what a client may not change
+	// through the main endpoint (status) and bumps metadata.generation when
+	// the spec changed.
+	PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
+	// Validate checks a new object; errors carry field paths.
+	Validate(ctx context.Context, obj runtime.Object) field.ErrorList
+	// ValidateUpdate checks an update, including immutable fields.
+	ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList
+	// GetAttrs gives labels and selectable fields (storage.DefaultAttrs plus
+	// the kind's own fields).
+	GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error)
+	// ConvertToTable renders an object or a list of them for kubectl get.
+	ConvertToTable(ctx context.Context, obj runtime.Object, opts *metav1.TableOptions) (*metav1.Table, error)
+}
+
+// StatusStrategy is the behaviour of a /status subresource: only status
+// changes are taken; the rest is carried over from the stored object.
+type StatusStrategy interface {
+	PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
+	ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList
+}
+
+// ScaleAccessor reads and writes the replica count behind /scale.
+type ScaleAccessor interface {
+	// Scale returns the Scale view of obj.
+	Scale(obj runtime.Object) (*autoscalingv1.Scale, error)
+	// SetReplicas sets spec.replicas of obj (a copy) to replicas.
+	SetReplicas(obj runtime.Object, replicas int32) (runtime.Object, error)
+}
+
+// GracefulDeleter decides how long a deleted object lingers with a
+// deletionTimestamp before it is removed (pods, whose kubelet stops them
+// first).
+type GracefulDeleter interface {
+	// GracePeriod returns the grace period for deleting obj with options, and
+	// whether the deletion is graceful at all (false: delete now).
+	GracePeriod(obj runtime.Object, options *metav1.DeleteOptions) (seconds int64, graceful bool)
+}
+
+// AttrFunc adapts a Strategy's GetAttrs to storage.AttrFunc.
+func AttrFunc(s Strategy) storage.AttrFunc {
+	return s.GetAttrs
+}
