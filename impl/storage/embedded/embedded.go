@@ -1,0 +1,182 @@
+// Package embedded runs a single-member etcd server inside the process, for
+// the all-in-one binary (`kubeproof up`) and for tests. Clients talk to it
+// over gRPC on loopback TCP, exactly as they would to an external etcd.
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// Config configures an embedded etcd.
+type Config struct {
+	// DataDir holds etcd's WAL and database. Starting again on the same
+	// DataDir keeps every key.
+	DataDir string
+	// ClientPort is the loopback port clients connect to; 0 picks a free one.
+	ClientPort int
+	// PeerPort is the loopback peer port; 0 picks a free one.
+	PeerPort int
+	// UnsafeNoFsync disables fsync (tests and benchmarks only: a crash may
+	// lose acknowledged writes).
+	UnsafeNoFsync bool
+	// WatchProgressNotifyInterval is how often etcd sends progress
+	// notifications to watches that ask for them; 0 keeps etcd's default.
+	WatchProgressNotifyInterval time.Duration
+	// QuotaBackendBytes caps the database size; 0 keeps etcd's default (2 GiB).
+	QuotaBackendBytes int64
+	// StartTimeout bounds how long Start waits for the server to be ready;
+	// 0 means one minute.
+	StartTimeout time.Duration
+	// LogLevel is etcd's zap log level; "" means "error".
+	LogLevel string
+}
+
+// Etcd is a running embedded etcd server with a client connected to it.
+type Etcd struct {
+	server    *embed.Etcd
+	client    *clientv3.Client
+	endpoints []string
+}
+
+// Start starts etcd in cfg.DataDir and waits until it serves requests.
+func Start(ctx context.Context, cfg Config) (*Etcd, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("embedded etcd: DataDir is required")
+	}
+	clientURL, err := loopbackURL(cfg.ClientPort)
+	if err != nil {
+		return nil, fmt.Errorf("choosing etcd client port: %w", err)
+	}
+	peerURL, err := loopbackURL(cfg.PeerPort)
+	if err != nil {
+		return nil, fmt.Errorf("choosing etcd peer port: %w", err)
+	}
+
+	ec := embed.NewConfig()
+	ec.Name = "kubeproof"
+	ec.Dir = cfg.DataDir
+	ec.ListenClientUrls = []url.URL{*clientURL}
+	ec.AdvertiseClientUrls = []url.URL{*clientURL}
+	ec.ListenPeerUrls = []url.URL{*peerURL}
+	ec.AdvertisePeerUrls = []url.URL{*peerURL}
+	ec.InitialCluster = ec.Name + "=" + peerURL.String()
+	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
+	// kube-apiserver compacts on its own schedule (package compact); etcd's
+	// own periodic compactor stays off.
+	ec.AutoCompactionRetention = "0"
+	if cfg.WatchProgressNotifyInterval > 0 {
+		ec.WatchProgressNotifyInterval = cfg.WatchProgressNotifyInterval
+	}
+	if cfg.QuotaBackendBytes > 0 {
+		ec.QuotaBackendBytes = cfg.QuotaBackendBytes
+	}
+	// API objects may be up to 3 MiB plus envelope.
+	ec.MaxRequestBytes = 4 * 1024 * 1024
+	level := cfg.LogLevel
+	if level == "" {
+		level = "error"
+	}
+	ec.LogLevel = level
+	lg, err := newLogger(level)
+	if err != nil {
+		return nil, err
+	}
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
+
+	srv, err := embed.StartEtcd(ec)
+	if err != nil {
+		return nil, fmt.Errorf("starting embedded etcd in %s: %w", cfg.DataDir, err)
+	}
+	timeout := cfg.StartTimeout
+	if timeout == 0 {
+		timeout = time.Minute
+	}
+	select {
+	case <-srv.Server.ReadyNotify():
+	case err := <-srv.Err():
+		srv.Close()
+		return nil, fmt.Errorf("embedded etcd failed while starting: %w", err)
+	case <-time.After(timeout):
+		srv.Close()
+		return nil, fmt.Errorf("embedded etcd not ready after %s", timeout)
+	case <-ctx.Done():
+		srv.Close()
+		return nil, fmt.Errorf("starting embedded etcd: %w", ctx.Err())
+	}
+
+	endpoints := []string{clientURL.Host}
+	client, err := clientv3.New(clientv3.Config{
+		Endpoints:          endpoints,
+		DialTimeout:        10 * time.Second,
+		Logger:             lg,
+		MaxCallSendMsgSize: 4 * 1024 * 1024,
+		MaxCallRecvMsgSize: 0, // unlimited, lists can be large
+	})
+	if err != nil {
+		srv.Close()
+		return nil, fmt.Errorf("connecting to embedded etcd at %s: %w", clientURL.Host, err)
+	}
+	return &Etcd{server: srv, client: client, endpoints: []string{clientURL.String()}}, nil
+}
+
+// Client returns a gRPC client connected to the server over loopback TCP.
+// It is closed by Close.
+func (e *Etcd) Client() *clientv3.Client { return e.client }
+
+// Endpoints returns the client URLs (http://127.0.0.1:<port>).
+func (e *Etcd) Endpoints() []string { return append([]string(nil), e.endpoints...) }
+
+// Close closes the client and stops the server, waiting until it has
+// released its ports and files.
+func (e *Etcd) Close() error {
+	cerr := e.client.Close()
+	e.server.Close()
+	<-e.server.Server.StopNotify()
+	if cerr != nil && !errors.Is(cerr, context.Canceled) {
+		return fmt.Errorf("closing embedded etcd client: %w", cerr)
+	}
+	return nil
+}
+
+// loopbackURL returns http://127.0.0.1:port, picking a free port when port
+// is 0. (etcd must know its port before it listens because the port is part
+// of the member's advertised URLs.)
+func loopbackURL(port int) (*url.URL, error) {
+	if port == 0 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		port = l.Addr().(*net.TCPAddr).Port
+		if err := l.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}, nil
+}
+
+func newLogger(level string) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("embedded etcd log level %q: %w", level, err)
+	}
+	zc := zap.NewProductionConfig()
+	zc.Level = zap.NewAtomicLevelAt(lvl)
+	zc.Sampling = nil
+	lg, err := zc.Build()
+	if err != nil {
+		return nil, fmt.Errorf("building etcd logger: %w", err)
+	}
+	return lg, nil
+}
