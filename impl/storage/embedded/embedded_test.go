@@ -11,7 +11,7 @@ import (
 )
 
 func TestRestartKeepsDataAndReleasesPort(t *testing.T) {
-	defer leakcheck.Check(t)()
+	defer leakcheck.CheckAll(t)()
 	ctx := context.Background()
 	dir := t.TempDir()
 
