@@ -96,11 +96,11 @@ func TestReflectedStruct(t *testing.T) {
 		t.Errorf("required = %s, want only name (the one field without omitempty)", got)
 	}
 	for field, want := range map[string]string{
-		"count": `{"format":"int64","type":"integer"}`,
-		"ratio": `{"format":"double","type":"number"}`,
-		"raw":   `{"format":"byte","type":"string"}`,
+		"count":  `{"format":"int64","type":"integer"}`,
+		"ratio":  `{"format":"double","type":"number"}`,
+		"raw":    `{"format":"byte","type":"string"}`,
 		"labels": `{"additionalProperties":{"type":"string"},"type":"object"}`,
-		"self":  `{"$ref":"#/definitions/com.github.kubeproof.kubeproof.impl.apiserver.openapi.localKind"}`,
+		"self":   `{"$ref":"#/definitions/com.github.kubeproof.kubeproof.impl.apiserver.openapi.localKind"}`,
 		// Without a structured-merge-diff schema the list semantics come
 		// from the patch tags.
 		"items": `{"items":{"$ref":"#/definitions/com.github.kubeproof.kubeproof.impl.apiserver.openapi.localItem"},"type":"array","x-kubernetes-list-map-keys":["id"],"x-kubernetes-list-type":"map","x-kubernetes-patch-merge-key":"id","x-kubernetes-patch-strategy":"merge"}`,
