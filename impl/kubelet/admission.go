@@ -1,0 +1,74 @@
+package kubelet
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// podRequests is the pod's effective request of a resource: the larger of
+// the sum over app containers and the largest init container, plus
+// overhead (as the scheduler and the kubelet compute it).
+func podRequests(pod *v1.Pod, name v1.ResourceName) int64 {
+	value := func(q resource.Quantity) int64 {
+		if name == v1.ResourceCPU {
+			return q.MilliValue()
+		}
+		return q.Value()
+	}
+	var sum int64
+	for _, c := range pod.Spec.Containers {
+		if q, ok := c.Resources.Requests[name]; ok {
+			sum += value(q)
+		}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		if q, ok := c.Resources.Requests[name]; ok && value(q) > sum {
+			sum = value(q)
+		}
+	}
+	if q, ok := pod.Spec.Overhead[name]; ok {
+		sum += value(q)
+	}
+	return sum
+}
+
+// Admit decides whether pod fits the node's allocatable given the pods
+// already admitted (and not terminal). On rejection it returns the reason
+// and message the pod fails with, as upstream: reason "OutOf<resource>",
+// message "Node didn't have enough resource: <resource>, requested: N,
+// used: N, capacity: N" (cpu in millicores, memory in bytes).
+func Admit(allocatable v1.ResourceList, pod *v1.Pod, admitted []*v1.Pod) (ok bool, reason, message string) {
+	type check struct {
+		name      v1.ResourceName
+		requested int64
+		used      int64
+		capacity  int64
+	}
+	pods := allocatable[v1.ResourcePods]
+	checks := []check{{name: v1.ResourcePods, requested: 1, used: int64(len(admitted)), capacity: pods.Value()}}
+	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage} {
+		req := podRequests(pod, name)
+		if req == 0 {
+			continue
+		}
+		var used int64
+		for _, p := range admitted {
+			used += podRequests(p, name)
+		}
+		q := allocatable[name]
+		capacity := q.Value()
+		if name == v1.ResourceCPU {
+			capacity = q.MilliValue()
+		}
+		checks = append(checks, check{name: name, requested: req, used: used, capacity: capacity})
+	}
+	for _, c := range checks {
+		if c.requested+c.used > c.capacity {
+			return false, fmt.Sprintf("OutOf%s", c.name),
+				fmt.Sprintf("Pod was rejected: Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", c.name, c.requested, c.used, c.capacity)
+		}
+	}
+	return true, "", ""
+}

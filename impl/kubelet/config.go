@@ -1,0 +1,125 @@
+package kubelet
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/clock"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
+)
+
+// Config configures one kubelet. Zero fields take upstream's defaults.
+type Config struct {
+	NodeName string
+	// NodeIP is reported as the node's InternalIP and the pods' hostIP
+	// (default 127.0.0.1).
+	NodeIP string
+	// PodCIDR is written to node.spec.podCIDR when set.
+	PodCIDR string
+	// Capacity of the node; allocatable equals capacity (no reservations).
+	CPU, Memory, EphemeralStorage resource.Quantity
+	MaxPods                       int64
+	Labels                        map[string]string
+
+	// SyncFrequency is the period of the full resync of every pod (20 s).
+	SyncFrequency time.Duration
+	// NodeStatusUpdateFrequency is how often node status is computed and
+	// posted if it changed (10 s); NodeStatusReportFrequency is how often it
+	// is posted even if unchanged (5 min).
+	NodeStatusUpdateFrequency, NodeStatusReportFrequency time.Duration
+	// LeaseDuration (40 s) and NodeLeaseRenewInterval (10 s) of the node's
+	// Lease in kube-node-lease.
+	LeaseDuration, NodeLeaseRenewInterval time.Duration
+	// RelistPeriod is how often the runtime is listed to notice container
+	// state changes (1 s, upstream's PLEG relist period).
+	RelistPeriod time.Duration
+	// Backoff is the CrashLoopBackOff schedule (10 s doubling to 5 min).
+	Backoff podsync.BackoffConfig
+	// Workers is the number of goroutines syncing pods (4).
+	Workers int
+	// KubeletVersion is reported in node status.
+	KubeletVersion string
+
+	Clock  clock.WithTicker
+	Logger *slog.Logger
+}
+
+// Defaults for Config.
+const (
+	DefaultSyncFrequency             = 20 * time.Second
+	DefaultNodeStatusUpdateFrequency = 10 * time.Second
+	DefaultNodeStatusReportFrequency = 5 * time.Minute
+	DefaultLeaseDuration             = 40 * time.Second
+	DefaultNodeLeaseRenewInterval    = 10 * time.Second
+	DefaultRelistPeriod              = time.Second
+	DefaultMaxPods                   = 110
+	DefaultWorkers                   = 4
+	DefaultKubeletVersion            = "v1.37.2-kubeproof"
+	// KubeletPort is reported in status.daemonEndpoints.
+	KubeletPort = 10250
+)
+
+func (c *Config) setDefaults() error {
+	if c.NodeName == "" {
+		return fmt.Errorf("kubelet config: node name is required")
+	}
+	if c.NodeIP == "" {
+		c.NodeIP = "127.0.0.1"
+	}
+	if c.CPU.IsZero() {
+		c.CPU = resource.MustParse("4")
+	}
+	if c.Memory.IsZero() {
+		c.Memory = resource.MustParse("32Gi")
+	}
+	if c.EphemeralStorage.IsZero() {
+		c.EphemeralStorage = resource.MustParse("100Gi")
+	}
+	if c.MaxPods == 0 {
+		c.MaxPods = DefaultMaxPods
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.SyncFrequency, DefaultSyncFrequency)
+	def(&c.NodeStatusUpdateFrequency, DefaultNodeStatusUpdateFrequency)
+	def(&c.NodeStatusReportFrequency, DefaultNodeStatusReportFrequency)
+	def(&c.LeaseDuration, DefaultLeaseDuration)
+	def(&c.NodeLeaseRenewInterval, DefaultNodeLeaseRenewInterval)
+	def(&c.RelistPeriod, DefaultRelistPeriod)
+	if c.Backoff.Base <= 0 {
+		c.Backoff.Base = podsync.DefaultBackoff.Base
+	}
+	if c.Backoff.Max <= 0 {
+		c.Backoff.Max = podsync.DefaultBackoff.Max
+	}
+	if c.Workers <= 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.KubeletVersion == "" {
+		c.KubeletVersion = DefaultKubeletVersion
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// capacity is the node's capacity (and allocatable) as a ResourceList.
+func (c *Config) capacity() v1.ResourceList {
+	return v1.ResourceList{
+		v1.ResourceCPU:              c.CPU,
+		v1.ResourceMemory:           c.Memory,
+		v1.ResourceEphemeralStorage: c.EphemeralStorage,
+		v1.ResourcePods:             *resource.NewQuantity(c.MaxPods, resource.DecimalSI),
+	}
+}

@@ -1,0 +1,430 @@
+// Package kubelet is kubeproof's node agent. It registers its Node, renews
+// its Lease in kube-node-lease, keeps node conditions current, watches the
+// pods bound to its node (plus a periodic full resync) and converges each
+// one with the container runtime: admission, sandbox, init containers, app
+// containers, hooks, probes, restarts with CrashLoopBackOff, graceful
+// termination and the final delete. Decisions are pure (podsync,
+// status.GenerateAPIPodStatus, Admit, NodeStatus); this package does the
+// I/O around them.
+//
+// Cheapness: a kubelet shares its clientset, runs one informer, one
+// housekeeping goroutine (relist, lease, node status) and a small pool of
+// workers over a delaying work queue keyed by pod UID (the "pod workers":
+// one UID is never synced by two workers at once); no goroutine per pod.
+//
+// Restart safety (KUBELET): runtime objects carry io.kubernetes.pod.uid
+// labels; a new kubelet lists them at start, adopts them, and every
+// decision is recomputed from the runtime's current state, so a pod never
+// gets a second ready sandbox and its status (restart counts, start time)
+// is regenerated, not lost.
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
+	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
+	"github.com/kubeproof/kubeproof/impl/kubelet/prober"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+	"github.com/kubeproof/kubeproof/impl/kubelet/status"
+)
+
+// Kubelet is one node agent. Create it with New, then call Run.
+type Kubelet struct {
+	cfg    Config
+	client kubernetes.Interface
+	rt     runtime.Runtime
+	clock  clock.WithTicker
+	log    *slog.Logger
+	status *status.Manager
+
+	queue  workqueue.TypedDelayingInterface[types.UID]
+	paused atomic.Bool
+
+	mu             sync.Mutex
+	pods           map[types.UID]*podRecord
+	sourceSynced   bool
+	node           *v1.Node
+	lease          *coordinationv1.Lease
+	lastNodeReport time.Time
+	relistSeen     map[types.UID]uint64
+	runCancel      context.CancelFunc
+	runDone        chan struct{}
+}
+
+// podRecord is the kubelet's memory of one pod. pod, admitted and rejected
+// are guarded by Kubelet.mu; the rest is touched only by the worker
+// syncing this UID.
+type podRecord struct {
+	pod      *v1.Pod // latest from the source; nil once gone from the API
+	lastPod  *v1.Pod // last known spec, for cleanup
+	admitted bool
+	rejected bool
+
+	terminal        *podsync.Terminal
+	backoff         map[string]podsync.BackoffEntry
+	waiting         map[string]podstate.Waiting
+	probes          map[string]prober.State // "<container id>/<kind>"
+	lastStatus      *v1.PodStatus           // last status written
+	finalDeleteSent bool
+}
+
+// New returns a kubelet for cfg.NodeName, talking to the API through client
+// (which may be shared with other kubelets) and to rt.
+func New(ctx context.Context, client kubernetes.Interface, cfg Config, rt runtime.Runtime) (*Kubelet, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	if client == nil || rt == nil {
+		return nil, fmt.Errorf("kubelet %s: client and runtime are required", cfg.NodeName)
+	}
+	return &Kubelet{
+		cfg: cfg, client: client, rt: rt, clock: cfg.Clock,
+		log:        cfg.Logger.With("node", cfg.NodeName),
+		status:     status.NewManager(client),
+		pods:       map[types.UID]*podRecord{},
+		relistSeen: map[types.UID]uint64{},
+	}, nil
+}
+
+// NodeName returns the node this kubelet runs.
+func (k *Kubelet) NodeName() string { return k.cfg.NodeName }
+
+// Runtime returns the kubelet's container runtime (for logs and exec).
+func (k *Kubelet) Runtime() runtime.Runtime { return k.rt }
+
+// StatusWrites is the number of pod status writes sent so far.
+func (k *Kubelet) StatusWrites() int64 { return k.status.Writes() }
+
+// Pause simulates a failed node: heartbeats, node status and pod syncs
+// stop until Resume. Runtime state is untouched.
+func (k *Kubelet) Pause() { k.paused.Store(true) }
+
+// Resume undoes Pause.
+func (k *Kubelet) Resume() {
+	k.paused.Store(false)
+	k.enqueueAll()
+}
+
+// Stop ends Run and waits for it to return.
+func (k *Kubelet) Stop() {
+	k.mu.Lock()
+	cancel, done := k.runCancel, k.runDone
+	k.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// Run registers the node, adopts what the runtime already runs, and syncs
+// pods until ctx is done or Stop is called. It returns after every
+// goroutine it started has ended.
+func (k *Kubelet) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	k.mu.Lock()
+	k.runCancel, k.runDone = cancel, done
+	k.mu.Unlock()
+	defer close(done)
+	defer cancel()
+
+	if err := k.registerNodeWithRetry(ctx); err != nil {
+		return err
+	}
+	if err := k.renewLease(ctx); err != nil {
+		k.log.Warn("lease", "err", err)
+	}
+	if err := k.adoptRuntimeState(ctx); err != nil {
+		return err
+	}
+
+	k.queue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[types.UID]{
+		Clock: k.clock, Name: "",
+	})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer k.queue.ShutDown()
+
+	factory := informers.NewSharedInformerFactoryWithOptions(k.client, k.cfg.SyncFrequency,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", k.cfg.NodeName).String()
+		}))
+	informer := factory.Core().V1().Pods().Informer()
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { k.podFromSource(obj, false) },
+		UpdateFunc: func(_, obj any) { k.podFromSource(obj, false) },
+		DeleteFunc: func(obj any) { k.podFromSource(obj, true) },
+	}); err != nil {
+		return fmt.Errorf("kubelet %s: watching pods: %w", k.cfg.NodeName, err)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+
+	for i := 0; i < k.cfg.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k.processNext(ctx) {
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		k.housekeeping(ctx)
+	}()
+
+	if cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		k.MarkSourceSynced()
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (k *Kubelet) registerNodeWithRetry(ctx context.Context) error {
+	delay := 100 * time.Millisecond
+	for {
+		err := k.registerNode(ctx)
+		if err == nil {
+			return nil
+		}
+		k.log.Warn("registering node", "err", err)
+		t := k.clock.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("kubelet %s: %w (last error: %v)", k.cfg.NodeName, ctx.Err(), err)
+		case <-t.C():
+		}
+		if delay < 10*time.Second {
+			delay *= 2
+		}
+	}
+}
+
+// adoptRuntimeState creates a record for every pod the runtime already
+// runs, so a restarted kubelet continues them instead of starting anew.
+func (k *Kubelet) adoptRuntimeState(ctx context.Context) error {
+	sandboxes, err := k.rt.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("kubelet %s: listing sandboxes at start: %w", k.cfg.NodeName, err)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, s := range sandboxes {
+		uid := types.UID(s.Labels[runtime.LabelPodUID])
+		if uid == "" {
+			continue
+		}
+		if _, ok := k.pods[uid]; !ok {
+			k.pods[uid] = newRecord()
+		}
+		k.pods[uid].admitted = true
+	}
+	return nil
+}
+
+func newRecord() *podRecord {
+	return &podRecord{backoff: map[string]podsync.BackoffEntry{}, probes: map[string]prober.State{}}
+}
+
+// podFromSource handles an informer event.
+func (k *Kubelet) podFromSource(obj any, deleted bool) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return
+	}
+	if deleted {
+		k.HandlePodDeleted(pod)
+	} else {
+		k.HandlePod(pod)
+	}
+}
+
+// HandlePod feeds a pod from a pod source (the kubelet's own informer, or a
+// source shared by many kubelets in one process). Pods bound elsewhere are
+// ignored.
+func (k *Kubelet) HandlePod(pod *v1.Pod) {
+	if pod.Spec.NodeName != k.cfg.NodeName {
+		return
+	}
+	k.mu.Lock()
+	rec, ok := k.pods[pod.UID]
+	if !ok {
+		rec = newRecord()
+		k.pods[pod.UID] = rec
+	}
+	rec.pod, rec.lastPod = pod, pod
+	k.mu.Unlock()
+	k.enqueue(pod.UID, 0)
+}
+
+// HandlePodDeleted tells the kubelet a pod is gone from the API.
+func (k *Kubelet) HandlePodDeleted(pod *v1.Pod) {
+	k.mu.Lock()
+	rec, ok := k.pods[pod.UID]
+	if ok {
+		rec.pod = nil
+	}
+	k.mu.Unlock()
+	if ok {
+		k.enqueue(pod.UID, 0)
+	}
+}
+
+// MarkSourceSynced says the pod source has delivered every existing pod, so
+// runtime pods without an API pod are orphans to clean up.
+func (k *Kubelet) MarkSourceSynced() {
+	k.mu.Lock()
+	k.sourceSynced = true
+	k.mu.Unlock()
+	k.enqueueAll()
+}
+
+func (k *Kubelet) enqueue(uid types.UID, after time.Duration) {
+	q := k.queue
+	if q == nil {
+		return
+	}
+	if after <= 0 {
+		q.Add(uid)
+	} else {
+		q.AddAfter(uid, after)
+	}
+}
+
+func (k *Kubelet) enqueueAll() {
+	k.mu.Lock()
+	uids := make([]types.UID, 0, len(k.pods))
+	for uid := range k.pods {
+		uids = append(uids, uid)
+	}
+	k.mu.Unlock()
+	for _, uid := range uids {
+		k.enqueue(uid, 0)
+	}
+}
+
+// processNext is one pod worker step.
+func (k *Kubelet) processNext(ctx context.Context) bool {
+	uid, shutdown := k.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer k.queue.Done(uid)
+	if k.paused.Load() {
+		k.queue.AddAfter(uid, k.cfg.SyncFrequency)
+		return true
+	}
+	requeue, err := k.syncPod(ctx, uid)
+	if err != nil {
+		if ctx.Err() != nil {
+			return true
+		}
+		k.log.Info("sync pod", "uid", uid, "err", err)
+		if requeue <= 0 || requeue > time.Second {
+			requeue = time.Second
+		}
+	}
+	if requeue > 0 {
+		k.queue.AddAfter(uid, requeue)
+	}
+	return true
+}
+
+// housekeeping relists the runtime, renews the lease and updates node
+// status, each on its own period, from one goroutine.
+func (k *Kubelet) housekeeping(ctx context.Context) {
+	ticker := k.clock.NewTicker(k.cfg.RelistPeriod)
+	defer ticker.Stop()
+	now := k.clock.Now()
+	nextLease := now.Add(k.cfg.NodeLeaseRenewInterval)
+	nextStatus := now.Add(k.cfg.NodeStatusUpdateFrequency)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		}
+		if k.paused.Load() {
+			continue
+		}
+		k.relist(ctx)
+		now := k.clock.Now()
+		if !now.Before(nextLease) {
+			if err := k.renewLease(ctx); err != nil && ctx.Err() == nil {
+				k.log.Warn("lease", "err", err)
+			}
+			nextLease = now.Add(k.cfg.NodeLeaseRenewInterval)
+		}
+		if !now.Before(nextStatus) {
+			if err := k.updateNodeStatus(ctx, false); err != nil && ctx.Err() == nil {
+				k.log.Warn("node status", "err", err)
+			}
+			nextStatus = now.Add(k.cfg.NodeStatusUpdateFrequency)
+		}
+	}
+}
+
+// relist is the pod lifecycle event generator: it lists every container
+// and enqueues the pods whose containers changed state since last time.
+func (k *Kubelet) relist(ctx context.Context) {
+	containers, err := k.rt.ListContainers(ctx, nil)
+	if err != nil {
+		k.log.Warn("relist", "err", err)
+		return
+	}
+	// Per pod, an order-independent fingerprint of (container, state).
+	seen := map[types.UID]uint64{}
+	for _, c := range containers {
+		uid := types.UID(c.Labels[runtime.LabelPodUID])
+		if uid != "" {
+			h := fnv.New64a()
+			h.Write([]byte(c.Id))
+			h.Write([]byte{byte(c.State)})
+			seen[uid] ^= h.Sum64() | 1
+		}
+	}
+	var changed []types.UID
+	k.mu.Lock()
+	for uid, fp := range seen {
+		if k.relistSeen[uid] != fp {
+			changed = append(changed, uid)
+		}
+		if _, ok := k.pods[uid]; !ok {
+			// A runtime pod nobody knows: an orphan to clean up.
+			k.pods[uid] = newRecord()
+		}
+	}
+	for uid := range k.relistSeen {
+		if _, ok := seen[uid]; !ok {
+			changed = append(changed, uid)
+		}
+	}
+	k.relistSeen = seen
+	k.mu.Unlock()
+	for _, uid := range changed {
+		k.enqueue(uid, 0)
+	}
+}

@@ -1,0 +1,222 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	goruntime "runtime"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// NodeLeaseNamespace holds the nodes' heartbeat Leases.
+const NodeLeaseNamespace = "kube-node-lease"
+
+// nodeConditions are the four conditions the kubelet owns. ready reports
+// whether the runtime answered.
+func nodeConditions(ready bool, runtimeErr string) []v1.NodeCondition {
+	r := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"}
+	if !ready {
+		r = v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: "KubeletNotReady", Message: "container runtime is down: " + runtimeErr}
+	}
+	return []v1.NodeCondition{
+		{Type: v1.NodeMemoryPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"},
+		{Type: v1.NodeDiskPressure, Status: v1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "kubelet has no disk pressure"},
+		{Type: v1.NodePIDPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "kubelet has sufficient PID available"},
+		r,
+	}
+}
+
+// NodeStatus computes the node's status from the config, the runtime's
+// health and the previous status (whose condition transition times are
+// kept while a condition's status holds). Pure.
+func NodeStatus(cfg *Config, old *v1.NodeStatus, runtimeVersion string, runtimeErr error, now time.Time) v1.NodeStatus {
+	errText := ""
+	if runtimeErr != nil {
+		errText = runtimeErr.Error()
+	}
+	conds := nodeConditions(runtimeErr == nil, errText)
+	t := metav1.NewTime(now)
+	for i := range conds {
+		conds[i].LastHeartbeatTime = t
+		conds[i].LastTransitionTime = t
+		if old != nil {
+			for _, o := range old.Conditions {
+				if o.Type == conds[i].Type && o.Status == conds[i].Status {
+					conds[i].LastTransitionTime = o.LastTransitionTime
+				}
+			}
+		}
+	}
+	return v1.NodeStatus{
+		Capacity:    cfg.capacity(),
+		Allocatable: cfg.capacity(),
+		Phase:       "",
+		Conditions:  conds,
+		Addresses: []v1.NodeAddress{
+			{Type: v1.NodeInternalIP, Address: cfg.NodeIP},
+			{Type: v1.NodeHostName, Address: cfg.NodeName},
+		},
+		DaemonEndpoints: v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: KubeletPort}},
+		NodeInfo: v1.NodeSystemInfo{
+			MachineID: cfg.NodeName, SystemUUID: cfg.NodeName, BootID: cfg.NodeName,
+			KernelVersion: "kubeproof", OSImage: "kubeproof simulated node",
+			ContainerRuntimeVersion: runtimeVersion, KubeletVersion: cfg.KubeletVersion,
+			OperatingSystem: goruntime.GOOS, Architecture: goruntime.GOARCH,
+		},
+	}
+}
+
+// nodeStatusChanged reports whether the status differs from old in
+// anything but heartbeat times.
+func nodeStatusChanged(old, cur *v1.NodeStatus) bool {
+	strip := func(s *v1.NodeStatus) *v1.NodeStatus {
+		c := s.DeepCopy()
+		for i := range c.Conditions {
+			c.Conditions[i].LastHeartbeatTime = metav1.Time{}
+		}
+		return c
+	}
+	return !apiequality.Semantic.DeepEqual(strip(old), strip(cur))
+}
+
+// registerNode creates the Node (or adopts an existing one).
+func (k *Kubelet) registerNode(ctx context.Context) error {
+	labels := map[string]string{
+		v1.LabelHostname: k.cfg.NodeName, v1.LabelOSStable: goruntime.GOOS, v1.LabelArchStable: goruntime.GOARCH,
+	}
+	for key, v := range k.cfg.Labels {
+		labels[key] = v
+	}
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, Labels: labels}}
+	if k.cfg.PodCIDR != "" {
+		node.Spec.PodCIDR = k.cfg.PodCIDR
+		node.Spec.PodCIDRs = []string{k.cfg.PodCIDR}
+	}
+	version, verr := k.rt.Version(ctx)
+	node.Status = NodeStatus(&k.cfg, nil, version, verr, k.clock.Now())
+	created, err := k.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		created, err = k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
+		if err == nil {
+			k.setNode(created)
+			return k.updateNodeStatus(ctx, true)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("registering node %s: %w", k.cfg.NodeName, err)
+	}
+	// Create may drop status (a real API server does); post it.
+	k.setNode(created)
+	return k.updateNodeStatus(ctx, true)
+}
+
+func (k *Kubelet) setNode(n *v1.Node) {
+	k.mu.Lock()
+	k.node = n
+	k.mu.Unlock()
+}
+
+// updateNodeStatus posts node status if it changed, if force, or if the
+// report frequency elapsed; it retries once on conflict with a fresh node.
+func (k *Kubelet) updateNodeStatus(ctx context.Context, force bool) error {
+	now := k.clock.Now()
+	version, verr := k.rt.Version(ctx)
+	for attempt := 0; attempt < 2; attempt++ {
+		k.mu.Lock()
+		node := k.node
+		due := now.Sub(k.lastNodeReport) >= k.cfg.NodeStatusReportFrequency
+		k.mu.Unlock()
+		if node == nil {
+			return fmt.Errorf("node %s not registered", k.cfg.NodeName)
+		}
+		st := NodeStatus(&k.cfg, &node.Status, version, verr, now)
+		if !force && !due && !nodeStatusChanged(&node.Status, &st) {
+			return nil
+		}
+		n := node.DeepCopy()
+		n.Status = st
+		updated, err := k.client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		if err == nil {
+			k.mu.Lock()
+			k.node = updated
+			k.lastNodeReport = now
+			k.mu.Unlock()
+			return nil
+		}
+		if !apierrors.IsConflict(err) {
+			return fmt.Errorf("updating status of node %s: %w", k.cfg.NodeName, err)
+		}
+		fresh, gerr := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
+		if gerr != nil {
+			return fmt.Errorf("re-reading node %s after conflict: %w", k.cfg.NodeName, gerr)
+		}
+		k.setNode(fresh)
+	}
+	return fmt.Errorf("updating status of node %s: conflict persisted", k.cfg.NodeName)
+}
+
+// renewLease creates or renews the node's Lease in kube-node-lease.
+func (k *Kubelet) renewLease(ctx context.Context) error {
+	now := metav1.NewMicroTime(k.clock.Now())
+	leases := k.client.CoordinationV1().Leases(NodeLeaseNamespace)
+	k.mu.Lock()
+	lease, node := k.lease, k.node
+	k.mu.Unlock()
+	if lease != nil {
+		l := lease.DeepCopy()
+		l.Spec.RenewTime = &now
+		updated, err := leases.Update(ctx, l, metav1.UpdateOptions{})
+		if err == nil {
+			k.mu.Lock()
+			k.lease = updated
+			k.mu.Unlock()
+			return nil
+		}
+		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("renewing lease of node %s: %w", k.cfg.NodeName, err)
+		}
+		lease = nil
+	}
+	got, err := leases.Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		l := got.DeepCopy()
+		l.Spec.HolderIdentity = ptr.To(k.cfg.NodeName)
+		l.Spec.LeaseDurationSeconds = ptr.To(int32(k.cfg.LeaseDuration / time.Second))
+		l.Spec.RenewTime = &now
+		updated, err := leases.Update(ctx, l, metav1.UpdateOptions{})
+		if err != nil {
+			return fmt.Errorf("renewing lease of node %s: %w", k.cfg.NodeName, err)
+		}
+		lease = updated
+	case apierrors.IsNotFound(err):
+		l := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, Namespace: NodeLeaseNamespace},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity:       ptr.To(k.cfg.NodeName),
+				LeaseDurationSeconds: ptr.To(int32(k.cfg.LeaseDuration / time.Second)),
+				RenewTime:            &now,
+			},
+		}
+		if node != nil && node.UID != "" {
+			l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}
+		}
+		created, err := leases.Create(ctx, l, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("creating lease of node %s: %w", k.cfg.NodeName, err)
+		}
+		lease = created
+	default:
+		return fmt.Errorf("reading lease of node %s: %w", k.cfg.NodeName, err)
+	}
+	k.mu.Lock()
+	k.lease = lease
+	k.mu.Unlock()
+	return nil
+}

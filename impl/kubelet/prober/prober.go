@@ -1,0 +1,224 @@
+// Package prober runs liveness, readiness and startup probes and lifecycle
+// hooks. The probe state machine (when a probe is due, how outcomes turn
+// into a result through successThreshold/failureThreshold) is pure; Run and
+// RunHook do the I/O through the runtime: exec via ExecSync, httpGet and
+// tcpSocket via the runtime's NetworkProber when it has one (the
+// simulation), otherwise over the network to the pod IP.
+package prober
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+)
+
+// State is one probe's state for one container instance.
+type State struct {
+	Result    podstate.ProbeResult
+	Successes int32 // consecutive
+	Failures  int32 // consecutive
+	LastRun   time.Time
+}
+
+// Initial is a probe's state before it first runs: readiness starts as
+// failure (not ready), liveness as success, startup as unknown.
+func Initial(kind string) State {
+	switch kind {
+	case runtime.ProbeReadiness:
+		return State{Result: podstate.ProbeFailure}
+	case runtime.ProbeLiveness:
+		return State{Result: podstate.ProbeSuccess}
+	}
+	return State{Result: podstate.ProbeUnknown}
+}
+
+func orDefault(v, d int32) int32 {
+	if v <= 0 {
+		return d
+	}
+	return v
+}
+
+// Period, Timeout, thresholds with upstream defaults.
+func period(p *v1.Probe) time.Duration {
+	return time.Duration(orDefault(p.PeriodSeconds, 10)) * time.Second
+}
+
+// Timeout is the probe's timeoutSeconds (default 1 s).
+func Timeout(p *v1.Probe) time.Duration {
+	return time.Duration(orDefault(p.TimeoutSeconds, 1)) * time.Second
+}
+
+// Due reports whether the probe should run at now for a container that
+// started at startedAt, and otherwise when it is next due.
+func Due(p *v1.Probe, st State, startedAt, now time.Time) (bool, time.Time) {
+	next := startedAt.Add(time.Duration(p.InitialDelaySeconds) * time.Second)
+	if !st.LastRun.IsZero() {
+		next = st.LastRun.Add(period(p))
+	}
+	return !now.Before(next), next
+}
+
+// Record folds one outcome into the state.
+func Record(p *v1.Probe, st State, success bool, now time.Time) State {
+	st.LastRun = now
+	if success {
+		st.Successes++
+		st.Failures = 0
+		if st.Successes >= orDefault(p.SuccessThreshold, 1) {
+			st.Result = podstate.ProbeSuccess
+		}
+	} else {
+		st.Failures++
+		st.Successes = 0
+		if st.Failures >= orDefault(p.FailureThreshold, 3) {
+			st.Result = podstate.ProbeFailure
+		}
+	}
+	return st
+}
+
+// Target is the container a probe or hook runs against.
+type Target struct {
+	Pod         *v1.Pod
+	Container   *v1.Container
+	ContainerID string
+	PodIP       string
+}
+
+// Run executes a probe once and reports success and a message.
+func Run(ctx context.Context, rt runtime.Runtime, kind string, p *v1.Probe, t Target) (bool, string) {
+	if o, ok := rt.(runtime.ProbeOverrider); ok {
+		if success, ok := o.ProbeOverride(t.ContainerID, kind); ok {
+			if success {
+				return true, ""
+			}
+			return false, fmt.Sprintf("%s probe failed (simulated)", kind)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, Timeout(p))
+	defer cancel()
+	err := runHandler(ctx, rt, p.Exec, p.HTTPGet, p.TCPSocket, Timeout(p), t)
+	if p.GRPC != nil {
+		err = fmt.Errorf("grpc probes are not supported by kubeproof's kubelet yet")
+	}
+	if err != nil {
+		return false, err.Error()
+	}
+	return true, ""
+}
+
+// RunHook executes a postStart or preStop handler.
+func RunHook(ctx context.Context, rt runtime.Runtime, h *v1.LifecycleHandler, t Target, sleep func(context.Context, time.Duration)) error {
+	if h == nil {
+		return nil
+	}
+	if h.Sleep != nil {
+		sleep(ctx, time.Duration(h.Sleep.Seconds)*time.Second)
+		return nil
+	}
+	return runHandler(ctx, rt, h.Exec, h.HTTPGet, h.TCPSocket, 0, t)
+}
+
+func runHandler(ctx context.Context, rt runtime.Runtime, exec *v1.ExecAction, hg *v1.HTTPGetAction, tcp *v1.TCPSocketAction, timeout time.Duration, t Target) error {
+	switch {
+	case exec != nil:
+		stdout, stderr, code, err := rt.ExecSync(ctx, t.ContainerID, exec.Command, timeout)
+		if err != nil {
+			return fmt.Errorf("exec %v: %w", exec.Command, err)
+		}
+		if code != 0 {
+			return fmt.Errorf("command %v exited with %d: %s%s", exec.Command, code, stdout, stderr)
+		}
+		return nil
+	case hg != nil:
+		port, err := resolvePort(hg.Port, t.Container)
+		if err != nil {
+			return err
+		}
+		var code int
+		if np, ok := rt.(runtime.NetworkProber); ok && hg.Host == "" {
+			code, err = np.ProbeHTTP(ctx, t.ContainerID, port, hg.Path)
+		} else {
+			code, err = httpGet(ctx, hg, port, t.PodIP)
+		}
+		if err != nil {
+			return fmt.Errorf("HTTP probe failed: %w", err)
+		}
+		if code < 200 || code >= 400 {
+			return fmt.Errorf("HTTP probe failed with statuscode: %d", code)
+		}
+		return nil
+	case tcp != nil:
+		port, err := resolvePort(tcp.Port, t.Container)
+		if err != nil {
+			return err
+		}
+		if np, ok := rt.(runtime.NetworkProber); ok && tcp.Host == "" {
+			return np.ProbeTCP(ctx, t.ContainerID, port)
+		}
+		host := tcp.Host
+		if host == "" {
+			host = t.PodIP
+		}
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	}
+	return fmt.Errorf("handler has no action")
+}
+
+func httpGet(ctx context.Context, hg *v1.HTTPGetAction, port int, podIP string) (int, error) {
+	host := hg.Host
+	if host == "" {
+		host = podIP
+	}
+	scheme := "http"
+	if hg.Scheme == v1.URISchemeHTTPS {
+		scheme = "https"
+	}
+	u := url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port)), Path: hg.Path}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return 0, err
+	}
+	for _, h := range hg.HTTPHeaders {
+		req.Header.Add(h.Name, h.Value)
+	}
+	req.Header.Set("User-Agent", "kube-probe/kubeproof")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// resolvePort turns a number or a named container port into a number.
+func resolvePort(p intstr.IntOrString, c *v1.Container) (int, error) {
+	if p.Type == intstr.Int {
+		return p.IntValue(), nil
+	}
+	for _, cp := range c.Ports {
+		if cp.Name == p.StrVal {
+			return int(cp.ContainerPort), nil
+		}
+	}
+	if n, err := strconv.Atoi(p.StrVal); err == nil {
+		return n, nil
+	}
+	return 0, fmt.Errorf("couldn't find port %q in container %s", p.StrVal, c.Name)
+}

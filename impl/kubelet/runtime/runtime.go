@@ -1,0 +1,108 @@
+// Package runtime is the kubelet's view of a container runtime: a small
+// interface modelled on CRI v1 (k8s.io/cri-api runtime/v1), whose message
+// types it reuses as data. Two implementations exist or are planned: sim
+// (an in-process simulation, impl/kubelet/runtime/sim) and cri (a gRPC
+// client for containerd or CRI-O; not written yet).
+//
+// The kubelet ties runtime objects to pods only through the labels below,
+// so that a restarted kubelet can rebuild its state from ListPodSandbox and
+// ListContainers (spec property KUBELET restart safety).
+package runtime
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Labels the kubelet puts on sandboxes and containers (the same keys as
+// upstream's kuberuntime).
+const (
+	LabelPodName       = "io.kubernetes.pod.name"
+	LabelPodNamespace  = "io.kubernetes.pod.namespace"
+	LabelPodUID        = "io.kubernetes.pod.uid"
+	LabelContainerName = "io.kubernetes.container.name"
+	// LabelContainerType is "init" for init containers and absent or
+	// "app" for regular ones (kubeproof's own label; upstream keeps the
+	// distinction in its own annotations).
+	LabelContainerType = "io.kubeproof.container.type"
+)
+
+// ErrNotFound is returned (wrapped) when a sandbox or container id is unknown.
+var ErrNotFound = errors.New("not found")
+
+// Runtime is the subset of the CRI RuntimeService and ImageService the
+// kubelet uses. Every method is safe for concurrent use.
+type Runtime interface {
+	// Type names the runtime ("sim", "containerd", ...); it prefixes
+	// container ids in pod status ("sim://<id>").
+	Type() string
+	// Version is the runtime version reported in node status.
+	Version(ctx context.Context) (string, error)
+
+	RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig) (string, error)
+	StopPodSandbox(ctx context.Context, podSandboxID string) error
+	RemovePodSandbox(ctx context.Context, podSandboxID string) error
+	PodSandboxStatus(ctx context.Context, podSandboxID string) (*runtimeapi.PodSandboxStatus, error)
+	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
+
+	// PullImage makes the image present and returns its reference.
+	PullImage(ctx context.Context, image *runtimeapi.ImageSpec) (string, error)
+	// ImageStatus returns the image reference, or "" if the image is absent.
+	ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec) (string, error)
+
+	CreateContainer(ctx context.Context, podSandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
+	StartContainer(ctx context.Context, containerID string) error
+	// StopContainer stops a container, waiting at most timeout seconds for
+	// it to exit on its own before killing it.
+	StopContainer(ctx context.Context, containerID string, timeout int64) error
+	RemoveContainer(ctx context.Context, containerID string) error
+	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+	ContainerStatus(ctx context.Context, containerID string) (*runtimeapi.ContainerStatus, error)
+
+	// ExecSync runs cmd in the container and returns its output and exit code.
+	ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (stdout, stderr []byte, exitCode int32, err error)
+	// ContainerLogs returns the container's output lines.
+	ContainerLogs(ctx context.Context, containerID string, opts LogOptions) ([]LogLine, error)
+}
+
+// LogOptions select which log lines ContainerLogs returns.
+type LogOptions struct {
+	// TailLines, when > 0, keeps only the last TailLines lines.
+	TailLines int64
+	// Since, when non-zero, drops lines written before it.
+	Since time.Time
+}
+
+// LogLine is one line of container output.
+type LogLine struct {
+	Time   time.Time
+	Stream string // "stdout" or "stderr"
+	Text   string
+}
+
+// NetworkProber is implemented by runtimes whose pod IPs are not reachable
+// from the kubelet's network (the simulation): the kubelet sends httpGet and
+// tcpSocket probes and hooks to it instead of dialling the pod IP.
+type NetworkProber interface {
+	// ProbeHTTP returns the simulated HTTP status code of GET path on port.
+	ProbeHTTP(ctx context.Context, containerID string, port int, path string) (int, error)
+	// ProbeTCP reports whether a TCP connection to port would succeed.
+	ProbeTCP(ctx context.Context, containerID string, port int) error
+}
+
+// Probe kinds, as passed to ProbeOverrider.
+const (
+	ProbeLiveness  = "liveness"
+	ProbeReadiness = "readiness"
+	ProbeStartup   = "startup"
+)
+
+// ProbeOverrider is implemented by simulated runtimes that decide probe
+// results themselves (for fault injection). ok=false means "no override:
+// run the probe's handler".
+type ProbeOverrider interface {
+	ProbeOverride(containerID, kind string) (success bool, ok bool)
+}

@@ -1,0 +1,623 @@
+// Package sim is an in-process simulated container runtime implementing
+// impl/kubelet/runtime.Runtime. Sandboxes get IPs from a per-node pool,
+// images are "pulled" instantly (or after a configured latency), and
+// containers are records whose state is derived from the injected clock, so
+// no goroutine runs per container and thousands of simulated nodes fit in
+// one process. Faults are injected per pod through annotations (see
+// faults.go) or for every pod through Config.DefaultAnnotations.
+package sim
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"sort"
+	"sync"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+)
+
+// Config configures a simulated runtime.
+type Config struct {
+	// Clock drives container lifetimes and latencies (default: real clock).
+	Clock clock.WithTicker
+	// PodCIDR is the pool sandbox IPs come from, e.g. "10.244.3.0/24".
+	PodCIDR string
+	// Latencies of the corresponding operations (default 0).
+	SandboxLatency, PullLatency, CreateLatency, StartLatency, StopLatency time.Duration
+	// DefaultAnnotations apply to every pod unless the pod's own
+	// annotations set the same key (fault injection by flag).
+	DefaultAnnotations map[string]string
+}
+
+// Runtime is the simulated runtime. Create it with New.
+type Runtime struct {
+	cfg   Config
+	clock clock.WithTicker
+
+	mu         sync.Mutex
+	seq        uint64
+	pool       *ipPool
+	sandboxes  map[string]*sandbox
+	containers map[string]*container
+	images     map[string]string // image name -> ref
+}
+
+type sandbox struct {
+	id          string
+	meta        *runtimeapi.PodSandboxMetadata
+	state       runtimeapi.PodSandboxState
+	createdAt   time.Time
+	labels      map[string]string
+	annotations map[string]string
+	ip          netip.Addr
+}
+
+type container struct {
+	id, sandboxID string
+	meta          *runtimeapi.ContainerMetadata
+	image         string
+	imageRef      string
+	labels        map[string]string
+	annotations   map[string]string
+	faults        faults
+
+	state                            runtimeapi.ContainerState
+	createdAt, startedAt, finishedAt time.Time
+	exitCode                         int32
+	reason, message                  string
+	files                            map[string]string
+	logs                             []runtime.LogLine
+}
+
+var _ runtime.Runtime = (*Runtime)(nil)
+var _ runtime.NetworkProber = (*Runtime)(nil)
+var _ runtime.ProbeOverrider = (*Runtime)(nil)
+
+// New returns a simulated runtime.
+func New(cfg Config) (*Runtime, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.PodCIDR == "" {
+		cfg.PodCIDR = "10.244.0.0/24"
+	}
+	pool, err := newIPPool(cfg.PodCIDR)
+	if err != nil {
+		return nil, err
+	}
+	return &Runtime{
+		cfg: cfg, clock: cfg.Clock, pool: pool,
+		sandboxes:  map[string]*sandbox{},
+		containers: map[string]*container{},
+		images:     map[string]string{},
+	}, nil
+}
+
+// Type implements runtime.Runtime.
+func (r *Runtime) Type() string { return "sim" }
+
+// Version implements runtime.Runtime.
+func (r *Runtime) Version(context.Context) (string, error) { return "sim://0.1.0", nil }
+
+func (r *Runtime) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := r.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// newID returns a fresh 64-hex-digit id (sequential, so tests are
+// deterministic).
+func (r *Runtime) newID(kind string) string {
+	r.seq++
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%p/%d", kind, r, r.seq)))
+	return hex.EncodeToString(sum[:])
+}
+
+// RunPodSandbox implements runtime.Runtime.
+func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig) (string, error) {
+	if config == nil || config.Metadata == nil {
+		return "", fmt.Errorf("run pod sandbox: config and metadata are required")
+	}
+	if err := r.sleep(ctx, r.cfg.SandboxLatency); err != nil {
+		return "", fmt.Errorf("run pod sandbox: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ip, err := r.pool.allocate()
+	if err != nil {
+		return "", fmt.Errorf("run pod sandbox %s/%s: failed to set up network: %w", config.Metadata.Namespace, config.Metadata.Name, err)
+	}
+	s := &sandbox{
+		id: r.newID("sandbox"), meta: config.Metadata, state: runtimeapi.PodSandboxState_SANDBOX_READY,
+		createdAt: r.clock.Now(), labels: config.Labels, annotations: r.withDefaults(config.Annotations), ip: ip,
+	}
+	r.sandboxes[s.id] = s
+	return s.id, nil
+}
+
+func (r *Runtime) withDefaults(ann map[string]string) map[string]string {
+	if len(r.cfg.DefaultAnnotations) == 0 {
+		return ann
+	}
+	out := make(map[string]string, len(ann)+len(r.cfg.DefaultAnnotations))
+	for k, v := range r.cfg.DefaultAnnotations {
+		out[k] = v
+	}
+	for k, v := range ann {
+		out[k] = v
+	}
+	return out
+}
+
+// StopPodSandbox implements runtime.Runtime: it stops every container of
+// the sandbox (killing them at once), tears down its network (releasing
+// the IP, as CNI DEL does) and marks the sandbox not ready.
+func (r *Runtime) StopPodSandbox(ctx context.Context, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.sandboxes[id]
+	if !ok {
+		// CRI: stopping an absent sandbox is not an error.
+		return nil
+	}
+	now := r.clock.Now()
+	for _, c := range r.containers {
+		if c.sandboxID == id {
+			c.refresh(now)
+			if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				c.exit(now, 137, "Error", "")
+			}
+		}
+	}
+	if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
+		// Network teardown (CNI DEL) releases the IP.
+		r.pool.release(s.ip)
+	}
+	s.state = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	return nil
+}
+
+// RemovePodSandbox implements runtime.Runtime: it removes the sandbox and
+// its containers (running ones forcibly), releasing the sandbox's IP if
+// StopPodSandbox has not already done so.
+func (r *Runtime) RemovePodSandbox(ctx context.Context, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.sandboxes[id]
+	if !ok {
+		return nil
+	}
+	// CRI: running containers are forcibly terminated and removed.
+	for cid, c := range r.containers {
+		if c.sandboxID == id {
+			delete(r.containers, cid)
+		}
+	}
+	if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
+		r.pool.release(s.ip)
+	}
+	delete(r.sandboxes, id)
+	return nil
+}
+
+// PodSandboxStatus implements runtime.Runtime.
+func (r *Runtime) PodSandboxStatus(ctx context.Context, id string) (*runtimeapi.PodSandboxStatus, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.sandboxes[id]
+	if !ok {
+		return nil, fmt.Errorf("pod sandbox %s: %w", id, runtime.ErrNotFound)
+	}
+	st := &runtimeapi.PodSandboxStatus{
+		Id: s.id, Metadata: s.meta, State: s.state, CreatedAt: s.createdAt.UnixNano(),
+		Labels: s.labels, Annotations: s.annotations,
+	}
+	if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
+		st.Network = &runtimeapi.PodSandboxNetworkStatus{Ip: s.ip.String()}
+	}
+	return st, nil
+}
+
+// ListPodSandbox implements runtime.Runtime.
+func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*runtimeapi.PodSandbox
+	for _, s := range r.sandboxes {
+		if filter != nil {
+			if filter.Id != "" && filter.Id != s.id {
+				continue
+			}
+			if filter.State != nil && filter.State.State != s.state {
+				continue
+			}
+			if !matches(s.labels, filter.LabelSelector) {
+				continue
+			}
+		}
+		out = append(out, &runtimeapi.PodSandbox{
+			Id: s.id, Metadata: s.meta, State: s.state, CreatedAt: s.createdAt.UnixNano(),
+			Labels: s.labels, Annotations: s.annotations,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt > out[j].CreatedAt })
+	return out, nil
+}
+
+func matches(labels, selector map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func imageRef(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// PullImage implements runtime.Runtime.
+func (r *Runtime) PullImage(ctx context.Context, image *runtimeapi.ImageSpec) (string, error) {
+	if image == nil || image.Image == "" {
+		return "", fmt.Errorf("pull image: no image given")
+	}
+	if err := r.sleep(ctx, r.cfg.PullLatency); err != nil {
+		return "", fmt.Errorf("pull image %s: %w", image.Image, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ref := imageRef(image.Image)
+	r.images[image.Image] = ref
+	return ref, nil
+}
+
+// ImageStatus implements runtime.Runtime.
+func (r *Runtime) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec) (string, error) {
+	if image == nil {
+		return "", nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.images[image.Image], nil
+}
+
+// CreateContainer implements runtime.Runtime.
+func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config *runtimeapi.ContainerConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
+	if config == nil || config.Metadata == nil || config.Image == nil {
+		return "", fmt.Errorf("create container: metadata and image are required")
+	}
+	if err := r.sleep(ctx, r.cfg.CreateLatency); err != nil {
+		return "", fmt.Errorf("create container: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.sandboxes[sandboxID]
+	if !ok {
+		return "", fmt.Errorf("create container %s: pod sandbox %s: %w", config.Metadata.Name, sandboxID, runtime.ErrNotFound)
+	}
+	if s.state != runtimeapi.PodSandboxState_SANDBOX_READY {
+		return "", fmt.Errorf("create container %s: pod sandbox %s is not ready", config.Metadata.Name, sandboxID)
+	}
+	ref, ok := r.images[config.Image.Image]
+	if !ok {
+		return "", fmt.Errorf("create container %s: image %q not present", config.Metadata.Name, config.Image.Image)
+	}
+	f, err := parseFaults(s.annotations, config.Metadata.Name)
+	if err != nil {
+		return "", fmt.Errorf("create container %s: %w", config.Metadata.Name, err)
+	}
+	c := &container{
+		id: r.newID("container"), sandboxID: sandboxID, meta: config.Metadata,
+		image: config.Image.Image, imageRef: ref, labels: config.Labels, annotations: config.Annotations,
+		faults: f, state: runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.clock.Now(),
+	}
+	r.containers[c.id] = c
+	return c.id, nil
+}
+
+// StartContainer implements runtime.Runtime.
+func (r *Runtime) StartContainer(ctx context.Context, id string) error {
+	if err := r.sleep(ctx, r.cfg.StartLatency); err != nil {
+		return fmt.Errorf("start container: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.containers[id]
+	if !ok {
+		return fmt.Errorf("start container %s: %w", id, runtime.ErrNotFound)
+	}
+	if c.state != runtimeapi.ContainerState_CONTAINER_CREATED {
+		return fmt.Errorf("start container %s: container is in state %s, not CREATED", id, c.state)
+	}
+	now := r.clock.Now()
+	if c.faults.startFailure != "" {
+		c.startedAt = time.Time{}
+		c.exit(now, 128, "StartError", c.faults.startFailure)
+		return fmt.Errorf("start container %s: failed to create containerd task: %s", id, c.faults.startFailure)
+	}
+	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
+	c.startedAt = now
+	c.files = map[string]string{}
+	for _, p := range c.faults.files {
+		c.files[p] = ""
+	}
+	lines := c.faults.logs
+	if lines == nil {
+		lines = []string{fmt.Sprintf("simulated container %s (image %s) started", c.meta.Name, c.image)}
+	}
+	c.logs = make([]runtime.LogLine, 0, len(lines))
+	for _, l := range lines {
+		c.logs = append(c.logs, runtime.LogLine{Time: now, Stream: "stdout", Text: l})
+	}
+	c.refresh(now)
+	return nil
+}
+
+// refresh applies a scheduled exit that is due at now.
+func (c *container) refresh(now time.Time) {
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING || !c.faults.exits {
+		return
+	}
+	at := c.startedAt.Add(c.faults.exitAfter)
+	if now.Before(at) {
+		return
+	}
+	reason := "Completed"
+	if c.faults.exitCode != 0 {
+		reason = "Error"
+	}
+	c.exit(at, c.faults.exitCode, reason, "")
+}
+
+func (c *container) exit(at time.Time, code int32, reason, message string) {
+	c.state = runtimeapi.ContainerState_CONTAINER_EXITED
+	c.finishedAt = at
+	c.exitCode = code
+	c.reason = reason
+	c.message = message
+}
+
+// StopContainer implements runtime.Runtime. A container exits at once on
+// SIGTERM (code 0) unless it has a slow-stop fault, in which case it takes
+// min(slow-stop, timeout) and exits 137 if the timeout ran out first.
+func (r *Runtime) StopContainer(ctx context.Context, id string, timeout int64) error {
+	r.mu.Lock()
+	c, ok := r.containers[id]
+	if !ok {
+		r.mu.Unlock()
+		return fmt.Errorf("stop container %s: %w", id, runtime.ErrNotFound)
+	}
+	c.refresh(r.clock.Now())
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		if c.state == runtimeapi.ContainerState_CONTAINER_CREATED {
+			c.exit(r.clock.Now(), 0, "", "")
+		}
+		r.mu.Unlock()
+		return nil
+	}
+	slow := c.faults.slowStop
+	r.mu.Unlock()
+
+	wait := r.cfg.StopLatency
+	killed := false
+	if slow > 0 {
+		grace := time.Duration(timeout) * time.Second
+		if slow >= grace {
+			wait, killed = grace, true
+		} else {
+			wait = slow
+		}
+	}
+	if err := r.sleep(ctx, wait); err != nil {
+		return fmt.Errorf("stop container %s: %w", id, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.clock.Now()
+	c.refresh(now)
+	if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+		if killed {
+			c.exit(now, 137, "Error", "")
+		} else {
+			c.exit(now, 0, "Completed", "")
+		}
+	}
+	return nil
+}
+
+// RemoveContainer implements runtime.Runtime.
+func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.containers[id]
+	if !ok {
+		return nil
+	}
+	c.refresh(r.clock.Now())
+	if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return fmt.Errorf("remove container %s: container is running", id)
+	}
+	delete(r.containers, id)
+	return nil
+}
+
+// ListContainers implements runtime.Runtime.
+func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.clock.Now()
+	var out []*runtimeapi.Container
+	for _, c := range r.containers {
+		c.refresh(now)
+		if filter != nil {
+			if filter.Id != "" && filter.Id != c.id {
+				continue
+			}
+			if filter.PodSandboxId != "" && filter.PodSandboxId != c.sandboxID {
+				continue
+			}
+			if filter.State != nil && filter.State.State != c.state {
+				continue
+			}
+			if !matches(c.labels, filter.LabelSelector) {
+				continue
+			}
+		}
+		out = append(out, &runtimeapi.Container{
+			Id: c.id, PodSandboxId: c.sandboxID, Metadata: c.meta, Image: &runtimeapi.ImageSpec{Image: c.image},
+			ImageRef: c.imageRef, State: c.state, CreatedAt: c.createdAt.UnixNano(), Labels: c.labels, Annotations: c.annotations,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt > out[j].CreatedAt })
+	return out, nil
+}
+
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// ContainerStatus implements runtime.Runtime.
+func (r *Runtime) ContainerStatus(ctx context.Context, id string) (*runtimeapi.ContainerStatus, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.containers[id]
+	if !ok {
+		return nil, fmt.Errorf("container %s: %w", id, runtime.ErrNotFound)
+	}
+	c.refresh(r.clock.Now())
+	return &runtimeapi.ContainerStatus{
+		Id: c.id, Metadata: c.meta, State: c.state, CreatedAt: nanos(c.createdAt), StartedAt: nanos(c.startedAt),
+		FinishedAt: nanos(c.finishedAt), ExitCode: c.exitCode, Image: &runtimeapi.ImageSpec{Image: c.image},
+		ImageRef: c.imageRef, Reason: c.reason, Message: c.message, Labels: c.labels, Annotations: c.annotations,
+	}, nil
+}
+
+// ContainerLogs implements runtime.Runtime.
+func (r *Runtime) ContainerLogs(ctx context.Context, id string, opts runtime.LogOptions) ([]runtime.LogLine, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.containers[id]
+	if !ok {
+		return nil, fmt.Errorf("container %s logs: %w", id, runtime.ErrNotFound)
+	}
+	var out []runtime.LogLine
+	for _, l := range c.logs {
+		if !opts.Since.IsZero() && l.Time.Before(opts.Since) {
+			continue
+		}
+		out = append(out, l)
+	}
+	if opts.TailLines > 0 && int64(len(out)) > opts.TailLines {
+		out = out[int64(len(out))-opts.TailLines:]
+	}
+	return out, nil
+}
+
+// ExecSync implements runtime.Runtime with a tiny shell (see exec.go).
+func (r *Runtime) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) ([]byte, []byte, int32, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.containers[id]
+	if !ok {
+		return nil, nil, 0, fmt.Errorf("exec in container %s: %w", id, runtime.ErrNotFound)
+	}
+	c.refresh(r.clock.Now())
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return nil, nil, 0, fmt.Errorf("exec in container %s: container is not running", id)
+	}
+	stdout, stderr, code := runShell(c.files, cmd)
+	return []byte(stdout), []byte(stderr), code, nil
+}
+
+func (r *Runtime) runningContainer(id string) (*container, error) {
+	c, ok := r.containers[id]
+	if !ok {
+		return nil, fmt.Errorf("container %s: %w", id, runtime.ErrNotFound)
+	}
+	c.refresh(r.clock.Now())
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return nil, fmt.Errorf("container %s is not running", id)
+	}
+	return c, nil
+}
+
+// ProbeHTTP implements runtime.NetworkProber: a running container answers
+// with its http-status annotation (default 200).
+func (r *Runtime) ProbeHTTP(ctx context.Context, id string, port int, path string) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := r.runningContainer(id)
+	if err != nil {
+		return 0, fmt.Errorf("dial tcp port %d: connection refused: %w", port, err)
+	}
+	return c.faults.httpStatus, nil
+}
+
+// ProbeTCP implements runtime.NetworkProber: a running container accepts
+// connections on every port.
+func (r *Runtime) ProbeTCP(ctx context.Context, id string, port int) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, err := r.runningContainer(id); err != nil {
+		return fmt.Errorf("dial tcp port %d: connection refused: %w", port, err)
+	}
+	return nil
+}
+
+// ProbeOverride implements runtime.ProbeOverrider from the liveness,
+// readiness and startup annotations.
+func (r *Runtime) ProbeOverride(id, kind string) (bool, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.containers[id]
+	if !ok {
+		return false, false
+	}
+	v, ok := c.faults.probes[kind]
+	if !ok {
+		return false, false
+	}
+	failAfter, _ := parseProbeOverride(v) // validated at create
+	if failAfter < 0 {
+		return true, true
+	}
+	return r.clock.Now().Sub(c.startedAt) < failAfter, true
+}
+
+// Counts reports the number of live sandboxes and containers (for tests and
+// benchmarks).
+func (r *Runtime) Counts() (sandboxes, containers int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.sandboxes), len(r.containers)
+}
+
+// sandboxIP is used by tests: the IP of a sandbox.
+func (r *Runtime) sandboxIP(id string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s, ok := r.sandboxes[id]; ok {
+		return s.ip.String()
+	}
+	return ""
+}

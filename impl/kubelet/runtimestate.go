@@ -1,0 +1,159 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+)
+
+// podRuntimeState asks the runtime for everything of one pod, matched by
+// the io.kubernetes.pod.uid label.
+func (k *Kubelet) podRuntimeState(ctx context.Context, uid types.UID) (*podstate.Pod, error) {
+	sel := map[string]string{runtime.LabelPodUID: string(uid)}
+	sandboxes, err := k.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("listing sandboxes of pod %s: %w", uid, err)
+	}
+	ps := &podstate.Pod{UID: uid}
+	for _, s := range sandboxes {
+		sb := podstate.Sandbox{ID: s.Id, Ready: s.State == runtimeapi.PodSandboxState_SANDBOX_READY, CreatedAt: time.Unix(0, s.CreatedAt)}
+		if s.Metadata != nil {
+			sb.Attempt = s.Metadata.Attempt
+		}
+		if sb.Ready {
+			st, err := k.rt.PodSandboxStatus(ctx, s.Id)
+			if err != nil {
+				return nil, fmt.Errorf("status of sandbox %s: %w", s.Id, err)
+			}
+			if st.Network != nil {
+				sb.IP = st.Network.Ip
+			}
+		}
+		ps.Sandboxes = append(ps.Sandboxes, sb)
+	}
+	containers, err := k.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("listing containers of pod %s: %w", uid, err)
+	}
+	for _, c := range containers {
+		st, err := k.rt.ContainerStatus(ctx, c.Id)
+		if err != nil {
+			return nil, fmt.Errorf("status of container %s: %w", c.Id, err)
+		}
+		pc := podstate.Container{
+			ID: c.Id, Name: c.Labels[runtime.LabelContainerName], Init: c.Labels[runtime.LabelContainerType] == "init",
+			SandboxID: c.PodSandboxId, State: containerState(st.State), ExitCode: st.ExitCode,
+			Reason: st.Reason, Message: st.Message, ImageRef: st.ImageRef,
+			CreatedAt: unixNano(st.CreatedAt), StartedAt: unixNano(st.StartedAt), FinishedAt: unixNano(st.FinishedAt),
+		}
+		if st.Metadata != nil {
+			pc.Attempt = st.Metadata.Attempt
+		}
+		if st.Image != nil {
+			pc.Image = st.Image.Image
+		}
+		ps.Containers = append(ps.Containers, pc)
+	}
+	return ps, nil
+}
+
+func unixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+func containerState(s runtimeapi.ContainerState) podstate.ContainerState {
+	switch s {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return podstate.ContainerCreated
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return podstate.ContainerRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return podstate.ContainerExited
+	}
+	return podstate.ContainerUnknown
+}
+
+// podLabels are the labels tying a sandbox to its pod.
+func podLabels(pod *v1.Pod) map[string]string {
+	l := make(map[string]string, len(pod.Labels)+3)
+	for k, v := range pod.Labels {
+		l[k] = v
+	}
+	l[runtime.LabelPodName] = pod.Name
+	l[runtime.LabelPodNamespace] = pod.Namespace
+	l[runtime.LabelPodUID] = string(pod.UID)
+	return l
+}
+
+// sandboxConfig is the CRI sandbox config of a pod.
+func sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
+	hostname := pod.Spec.Hostname
+	if hostname == "" {
+		hostname = pod.Name
+	}
+	cfg := &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
+		Hostname:     hostname,
+		LogDirectory: fmt.Sprintf("/var/log/pods/%s_%s_%s", pod.Namespace, pod.Name, pod.UID),
+		Labels:       podLabels(pod),
+		Annotations:  pod.Annotations,
+		Linux:        &runtimeapi.LinuxPodSandboxConfig{CgroupParent: "/kubepods/pod" + string(pod.UID)},
+	}
+	if pod.Spec.DNSConfig != nil {
+		cfg.DnsConfig = &runtimeapi.DNSConfig{Servers: pod.Spec.DNSConfig.Nameservers, Searches: pod.Spec.DNSConfig.Searches}
+	}
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort == 0 {
+				continue
+			}
+			proto := runtimeapi.Protocol_TCP
+			switch p.Protocol {
+			case v1.ProtocolUDP:
+				proto = runtimeapi.Protocol_UDP
+			case v1.ProtocolSCTP:
+				proto = runtimeapi.Protocol_SCTP
+			}
+			cfg.PortMappings = append(cfg.PortMappings, &runtimeapi.PortMapping{Protocol: proto, ContainerPort: p.ContainerPort, HostPort: p.HostPort, HostIp: p.HostIP})
+		}
+	}
+	return cfg
+}
+
+// containerConfig is the CRI container config of one container.
+func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32) *runtimeapi.ContainerConfig {
+	typ := "app"
+	if init {
+		typ = "init"
+	}
+	cfg := &runtimeapi.ContainerConfig{
+		Metadata:   &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: attempt},
+		Image:      &runtimeapi.ImageSpec{Image: c.Image},
+		Command:    c.Command,
+		Args:       c.Args,
+		WorkingDir: c.WorkingDir,
+		Labels: map[string]string{
+			runtime.LabelPodName: pod.Name, runtime.LabelPodNamespace: pod.Namespace, runtime.LabelPodUID: string(pod.UID),
+			runtime.LabelContainerName: c.Name, runtime.LabelContainerType: typ,
+		},
+		Annotations: map[string]string{"io.kubernetes.container.restartCount": strconv.FormatUint(uint64(attempt), 10)},
+		LogPath:     fmt.Sprintf("%s/%d.log", c.Name, attempt),
+	}
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
+		}
+	}
+	return cfg
+}

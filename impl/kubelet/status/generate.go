@@ -1,0 +1,408 @@
+// Package status is the kubelet's status manager. GenerateAPIPodStatus is a
+// pure function from the pod, the runtime's view of it and the probes to the
+// v1.PodStatus the kubelet reports; Manager writes it through pods/status
+// only when it changed, retrying on conflict.
+//
+// Properties enforced here:
+//   - a phase never leaves Succeeded or Failed (KUBELET terminal phase);
+//   - a container status never goes from terminated back to running or
+//     waiting once the pod is terminal;
+//   - conditions keep their lastTransitionTime while their status holds.
+package status
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
+	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
+)
+
+// Reasons used in pod status, as upstream.
+const (
+	ReasonContainerCreating         = "ContainerCreating"
+	ReasonPodInitializing           = "PodInitializing"
+	ReasonCompleted                 = "Completed"
+	ReasonError                     = "Error"
+	ReasonContainersNotInitialized  = "ContainersNotInitialized"
+	ReasonContainersNotReady        = "ContainersNotReady"
+	ReasonReadinessGatesNotReady    = "ReadinessGatesNotReady"
+	ReasonPodCompleted              = "PodCompleted"
+	ReasonPodFailed                 = "PodFailed"
+	ReasonContainerStatusUnknown    = "ContainerStatusUnknown"
+	PodReadyToStartContainers       = v1.PodConditionType("PodReadyToStartContainers")
+	messageContainerStatusUnknownAt = "The container could not be located when the pod was terminated"
+)
+
+// Input is everything GenerateAPIPodStatus looks at.
+type Input struct {
+	// Pod carries the spec and the last status written (the old status).
+	Pod     *v1.Pod
+	Runtime *podstate.Pod
+	Probes  map[string]podstate.ContainerProbes // by container id
+	// Waiting reasons by podsync.BackoffKey(name, init).
+	Waiting map[string]podstate.Waiting
+	// Terminal is a phase the kubelet decided (deadline).
+	Terminal *podsync.Terminal
+	// PodIsTerminal: the pod has been killed for good (deleted, done or
+	// past its deadline) and nothing of it runs any more.
+	PodIsTerminal bool
+	HostIPs       []string
+	RuntimeType   string
+	Now           time.Time
+}
+
+// GenerateAPIPodStatus computes the pod status to report.
+func GenerateAPIPodStatus(in Input) v1.PodStatus {
+	pod, old := in.Pod, in.Pod.Status
+	now := metav1.NewTime(in.Now)
+	s := v1.PodStatus{QOSClass: old.QOSClass, NominatedNodeName: old.NominatedNodeName}
+
+	hasInit := len(pod.Spec.InitContainers) > 0
+	s.InitContainerStatuses = containerStatuses(in, pod.Spec.InitContainers, old.InitContainerStatuses, true, hasInit)
+	s.ContainerStatuses = containerStatuses(in, pod.Spec.Containers, old.ContainerStatuses, false, hasInit)
+
+	s.Phase = GetPhase(pod, s.InitContainerStatuses, s.ContainerStatuses, in.PodIsTerminal)
+	if in.Terminal != nil {
+		s.Phase, s.Reason, s.Message = in.Terminal.Phase, in.Terminal.Reason, in.Terminal.Message
+	}
+	if podsync.IsTerminalPhase(old.Phase) {
+		// KUBELET: a terminal phase is final.
+		s.Phase, s.Reason, s.Message = old.Phase, old.Reason, old.Message
+	}
+
+	// IPs: the ready sandbox's, else the last reported ones.
+	if sb := in.Runtime.LatestSandbox(); sb != nil && sb.Ready && sb.IP != "" {
+		s.PodIP = sb.IP
+		s.PodIPs = []v1.PodIP{{IP: sb.IP}}
+	} else {
+		s.PodIP, s.PodIPs = old.PodIP, old.PodIPs
+	}
+	if len(in.HostIPs) > 0 {
+		s.HostIP = in.HostIPs[0]
+		for _, ip := range in.HostIPs {
+			s.HostIPs = append(s.HostIPs, v1.HostIP{IP: ip})
+		}
+	}
+	if old.StartTime != nil {
+		s.StartTime = old.StartTime
+	} else {
+		s.StartTime = &now
+	}
+
+	s.Conditions = conditions(in, &s, now)
+	return s
+}
+
+// GetPhase is upstream's getPhase: the pod phase from its container
+// statuses and restart policy. podIsTerminal means the kubelet has stopped
+// the pod for good, so stopped containers will not restart whatever the
+// policy says.
+func GetPhase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, podIsTerminal bool) v1.PodPhase {
+	spec := &pod.Spec
+	pendingInit, failedInit := 0, 0
+	for _, ic := range spec.InitContainers {
+		cs := find(initStatuses, ic.Name)
+		switch {
+		case cs == nil:
+			pendingInit++
+		case cs.State.Running != nil:
+			pendingInit++
+		case cs.State.Terminated != nil:
+			if cs.State.Terminated.ExitCode != 0 {
+				failedInit++
+			}
+		case cs.State.Waiting != nil:
+			if cs.LastTerminationState.Terminated != nil {
+				if cs.LastTerminationState.Terminated.ExitCode != 0 {
+					failedInit++
+				}
+			} else {
+				pendingInit++
+			}
+		default:
+			pendingInit++
+		}
+	}
+	unknown, running, waiting, stopped, succeeded := 0, 0, 0, 0, 0
+	anyStarted := false
+	for _, c := range spec.Containers {
+		cs := find(statuses, c.Name)
+		switch {
+		case cs == nil:
+			unknown++
+		case cs.State.Running != nil:
+			running++
+			anyStarted = true
+		case cs.State.Terminated != nil:
+			stopped++
+			anyStarted = true
+			if cs.State.Terminated.ExitCode == 0 {
+				succeeded++
+			}
+		case cs.State.Waiting != nil:
+			if cs.LastTerminationState.Terminated != nil {
+				stopped++
+				anyStarted = true
+			} else {
+				waiting++
+			}
+		default:
+			unknown++
+		}
+	}
+	if failedInit > 0 && spec.RestartPolicy == v1.RestartPolicyNever {
+		return v1.PodFailed
+	}
+	switch {
+	case pendingInit > 0 && !anyStarted:
+		return v1.PodPending
+	case waiting > 0:
+		return v1.PodPending
+	case running > 0 && unknown == 0:
+		return v1.PodRunning
+	case running == 0 && stopped > 0 && unknown == 0:
+		if podIsTerminal {
+			if stopped == succeeded {
+				return v1.PodSucceeded
+			}
+			return v1.PodFailed
+		}
+		if spec.RestartPolicy == v1.RestartPolicyAlways || spec.RestartPolicy == "" {
+			return v1.PodRunning
+		}
+		if stopped == succeeded {
+			return v1.PodSucceeded
+		}
+		if spec.RestartPolicy == v1.RestartPolicyNever {
+			return v1.PodFailed
+		}
+		return v1.PodRunning
+	}
+	return v1.PodPending
+}
+
+func find(statuses []v1.ContainerStatus, name string) *v1.ContainerStatus {
+	for i := range statuses {
+		if statuses[i].Name == name {
+			return &statuses[i]
+		}
+	}
+	return nil
+}
+
+func terminatedState(c *podstate.Container, runtimeType string) *v1.ContainerStateTerminated {
+	reason := c.Reason
+	if reason == "" {
+		reason = ReasonCompleted
+		if c.ExitCode != 0 {
+			reason = ReasonError
+		}
+	}
+	t := &v1.ContainerStateTerminated{
+		ExitCode: c.ExitCode, Reason: reason, Message: c.Message,
+		ContainerID: runtimeType + "://" + c.ID,
+	}
+	if !c.StartedAt.IsZero() {
+		t.StartedAt = metav1.NewTime(c.StartedAt)
+	}
+	if !c.FinishedAt.IsZero() {
+		t.FinishedAt = metav1.NewTime(c.FinishedAt)
+	}
+	return t
+}
+
+func containerStatuses(in Input, containers []v1.Container, olds []v1.ContainerStatus, init, hasInit bool) []v1.ContainerStatus {
+	if len(containers) == 0 {
+		return nil
+	}
+	defaultReason := ReasonContainerCreating
+	if hasInit {
+		defaultReason = ReasonPodInitializing
+	}
+	frozen := podsync.IsTerminalPhase(in.Pod.Status.Phase)
+	out := make([]v1.ContainerStatus, 0, len(containers))
+	for i := range containers {
+		spec := &containers[i]
+		old := find(olds, spec.Name)
+		if frozen && old != nil && old.State.Terminated != nil {
+			out = append(out, *old.DeepCopy())
+			continue
+		}
+		cs := v1.ContainerStatus{Name: spec.Name, Image: spec.Image, Started: ptr(false)}
+		c := in.Runtime.Latest(spec.Name, init)
+		if c == nil {
+			switch {
+			case old != nil && old.State.Terminated != nil:
+				cs = *old.DeepCopy()
+			case old != nil && old.State.Running != nil && in.PodIsTerminal:
+				cs = *old.DeepCopy()
+				cs.State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+					ExitCode: 137, Reason: ReasonContainerStatusUnknown, Message: messageContainerStatusUnknownAt,
+				}}
+				cs.Ready, cs.Started = false, ptr(false)
+			default:
+				cs.State.Waiting = &v1.ContainerStateWaiting{Reason: defaultReason}
+				if old != nil {
+					cs.LastTerminationState = *old.LastTerminationState.DeepCopy()
+					cs.RestartCount = old.RestartCount
+				}
+			}
+			out = append(out, cs)
+			continue
+		}
+		cs.ContainerID = in.RuntimeType + "://" + c.ID
+		cs.ImageID = c.ImageRef
+		cs.RestartCount = int32(c.Attempt)
+		if prev := in.Runtime.Previous(c); prev != nil && prev.State == podstate.ContainerExited {
+			cs.LastTerminationState.Terminated = terminatedState(prev, in.RuntimeType)
+		} else if old != nil && old.ContainerID == cs.ContainerID {
+			cs.LastTerminationState = *old.LastTerminationState.DeepCopy()
+		}
+		switch c.State {
+		case podstate.ContainerRunning:
+			cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(c.StartedAt)}
+			probes := in.Probes[c.ID]
+			started := spec.StartupProbe == nil || probes.Startup == podstate.ProbeSuccess
+			cs.Started = ptr(started)
+			if !init {
+				cs.Ready = started && (spec.ReadinessProbe == nil || probes.Readiness == podstate.ProbeSuccess)
+			}
+		case podstate.ContainerExited:
+			term := terminatedState(c, in.RuntimeType)
+			if w, ok := in.Waiting[podsync.BackoffKey(spec.Name, init)]; ok && !in.PodIsTerminal {
+				cs.State.Waiting = &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
+				cs.LastTerminationState = v1.ContainerState{Terminated: term}
+			} else {
+				cs.State.Terminated = term
+			}
+			cs.Ready = init && c.ExitCode == 0 && cs.State.Terminated != nil
+		default:
+			reason := ReasonContainerCreating
+			if w, ok := in.Waiting[podsync.BackoffKey(spec.Name, init)]; ok {
+				reason = w.Reason
+				cs.State.Waiting = &v1.ContainerStateWaiting{Reason: reason, Message: w.Message}
+			} else {
+				cs.State.Waiting = &v1.ContainerStateWaiting{Reason: reason}
+			}
+		}
+		out = append(out, cs)
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// conditions computes the kubelet-owned conditions and keeps the others.
+func conditions(in Input, s *v1.PodStatus, now metav1.Time) []v1.PodCondition {
+	pod := in.Pod
+	var out []v1.PodCondition
+	add := func(c v1.PodCondition) {
+		if old := findCondition(pod.Status.Conditions, c.Type); old != nil && old.Status == c.Status {
+			c.LastTransitionTime = old.LastTransitionTime
+		} else {
+			c.LastTransitionTime = now
+		}
+		out = append(out, c)
+	}
+
+	// PodReadyToStartContainers: a ready sandbox with networking exists.
+	ready := v1.ConditionFalse
+	if sb := in.Runtime.LatestSandbox(); sb != nil && sb.Ready {
+		ready = v1.ConditionTrue
+	}
+	add(v1.PodCondition{Type: PodReadyToStartContainers, Status: ready})
+
+	// Initialized.
+	var incomplete []string
+	for i, ic := range pod.Spec.InitContainers {
+		cs := s.InitContainerStatuses[i]
+		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+			incomplete = append(incomplete, ic.Name)
+		}
+	}
+	switch {
+	case len(incomplete) == 0 || anyRegularStarted(s.ContainerStatuses):
+		add(v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue})
+	case s.Phase == v1.PodSucceeded:
+		add(v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue, Reason: ReasonPodCompleted})
+	default:
+		add(v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionFalse, Reason: ReasonContainersNotInitialized,
+			Message: fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(incomplete, " "))})
+	}
+
+	// ContainersReady and Ready.
+	containersReady := v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionTrue}
+	switch s.Phase {
+	case v1.PodSucceeded:
+		containersReady = v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: ReasonPodCompleted}
+	case v1.PodFailed:
+		containersReady = v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: ReasonPodFailed}
+	default:
+		var unready []string
+		for _, cs := range s.ContainerStatuses {
+			if !cs.Ready {
+				unready = append(unready, cs.Name)
+			}
+		}
+		if len(unready) > 0 {
+			containersReady = v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: ReasonContainersNotReady,
+				Message: fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))}
+		}
+	}
+	podReady := containersReady
+	podReady.Type = v1.PodReady
+	if podReady.Status == v1.ConditionTrue {
+		var msgs []string
+		for _, g := range pod.Spec.ReadinessGates {
+			c := findCondition(pod.Status.Conditions, g.ConditionType)
+			switch {
+			case c == nil:
+				msgs = append(msgs, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", string(g.ConditionType)))
+			case c.Status != v1.ConditionTrue:
+				msgs = append(msgs, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", string(g.ConditionType), c.Status))
+			}
+		}
+		if len(msgs) > 0 {
+			podReady = v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: ReasonReadinessGatesNotReady, Message: strings.Join(msgs, ", ")}
+		}
+	}
+	add(v1.PodCondition{Type: podReady.Type, Status: podReady.Status, Reason: podReady.Reason, Message: podReady.Message})
+	add(containersReady)
+	add(v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue})
+
+	// Keep conditions the kubelet does not own (readiness gates,
+	// DisruptionTarget, ...).
+	owned := map[v1.PodConditionType]bool{PodReadyToStartContainers: true, v1.PodInitialized: true, v1.PodReady: true, v1.ContainersReady: true, v1.PodScheduled: true}
+	var others []v1.PodCondition
+	for _, c := range pod.Status.Conditions {
+		if !owned[c.Type] {
+			others = append(others, c)
+		}
+	}
+	sort.SliceStable(others, func(i, j int) bool { return others[i].Type < others[j].Type })
+	return append(out, others...)
+}
+
+func anyRegularStarted(statuses []v1.ContainerStatus) bool {
+	for _, cs := range statuses {
+		if cs.State.Running != nil || cs.State.Terminated != nil || cs.LastTerminationState.Terminated != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func findCondition(cs []v1.PodCondition, t v1.PodConditionType) *v1.PodCondition {
+	for i := range cs {
+		if cs[i].Type == t {
+			return &cs[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,126 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
+)
+
+// ErrPodReplaced is returned when the pod in the API has another UID than
+// the one whose status is being written (deleted and recreated).
+var ErrPodReplaced = errors.New("pod was replaced by another with the same name")
+
+// ErrTerminal is returned when asked to move a terminal pod back to a
+// non-terminal phase (KUBELET terminal phase).
+var ErrTerminal = errors.New("refusing to move a pod out of a terminal phase")
+
+// Manager writes pod statuses through pods/status.
+type Manager struct {
+	client kubernetes.Interface
+	writes atomic.Int64
+}
+
+// NewManager returns a status manager writing with client.
+func NewManager(client kubernetes.Interface) *Manager { return &Manager{client: client} }
+
+// Writes is the number of status writes sent (for tests and metrics).
+func (m *Manager) Writes() int64 { return m.writes.Load() }
+
+// Normalize truncates every timestamp to whole seconds, the precision the
+// API stores, so that a status read back compares equal to the one written.
+func Normalize(s *v1.PodStatus) {
+	trunc := func(t *metav1.Time) {
+		if t != nil && !t.IsZero() {
+			*t = metav1.NewTime(t.Rfc3339Copy().Time)
+		}
+	}
+	if s.StartTime != nil {
+		t := *s.StartTime
+		trunc(&t)
+		s.StartTime = &t
+	}
+	for i := range s.Conditions {
+		trunc(&s.Conditions[i].LastProbeTime)
+		trunc(&s.Conditions[i].LastTransitionTime)
+	}
+	for _, list := range [][]v1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses} {
+		for i := range list {
+			for _, st := range []*v1.ContainerState{&list[i].State, &list[i].LastTerminationState} {
+				if st.Running != nil {
+					trunc(&st.Running.StartedAt)
+				}
+				if st.Terminated != nil {
+					trunc(&st.Terminated.StartedAt)
+					trunc(&st.Terminated.FinishedAt)
+				}
+			}
+		}
+	}
+}
+
+// Equal reports whether two statuses are the same once normalized.
+func Equal(a, b v1.PodStatus) bool {
+	a, b = *a.DeepCopy(), *b.DeepCopy()
+	Normalize(&a)
+	Normalize(&b)
+	return apiequality.Semantic.DeepEqual(a, b)
+}
+
+// Write sets pod's status to st through pods/status if it differs from the
+// pod's current status, retrying on conflict with a freshly read pod. It
+// returns the pod as stored afterwards.
+func (m *Manager) Write(ctx context.Context, pod *v1.Pod, st v1.PodStatus) (*v1.Pod, error) {
+	Normalize(&st)
+	cur := pod
+	var out *v1.Pod
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		if cur.UID != pod.UID {
+			return ErrPodReplaced
+		}
+		if Equal(cur.Status, st) {
+			out = cur
+			return nil
+		}
+		if podsync.IsTerminalPhase(cur.Status.Phase) && !podsync.IsTerminalPhase(st.Phase) {
+			return fmt.Errorf("pod %s/%s is %s: %w", pod.Namespace, pod.Name, cur.Status.Phase, ErrTerminal)
+		}
+		p := cur.DeepCopy()
+		p.Status = st
+		m.writes.Add(1)
+		updated, err := m.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		if err == nil {
+			out = updated
+			return nil
+		}
+		if apierrors.IsConflict(err) {
+			fresh, gerr := m.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+			if gerr != nil {
+				return fmt.Errorf("re-reading pod %s/%s after conflict: %w", pod.Namespace, pod.Name, gerr)
+			}
+			cur = fresh
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("writing status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return out, nil
+}
+
+// Rejected is the status of a pod the kubelet refused to admit: the old
+// status with phase Failed and the rejection's reason and message.
+func Rejected(pod *v1.Pod, reason, message string) v1.PodStatus {
+	s := *pod.Status.DeepCopy()
+	s.Phase, s.Reason, s.Message = v1.PodFailed, reason, message
+	return s
+}

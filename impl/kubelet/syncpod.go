@@ -1,0 +1,522 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
+	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
+	"github.com/kubeproof/kubeproof/impl/kubelet/prober"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+	"github.com/kubeproof/kubeproof/impl/kubelet/status"
+)
+
+// minimumGracePeriod is the least time a container gets to stop, as
+// upstream.
+const minimumGracePeriod = 2
+
+// Waiting reasons the kubelet sets on errors, as upstream.
+const (
+	reasonErrImagePull       = "ErrImagePull"
+	reasonErrImageNeverPull  = "ErrImageNeverPull"
+	reasonCreateContainerErr = "CreateContainerError"
+	reasonRunContainerErr    = "RunContainerError"
+	reasonPostStartHookErr   = "PostStartHookError"
+)
+
+// syncPod converges one pod with the runtime and reports its status. It
+// returns when the pod should next be synced even if nothing happens.
+func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, error) {
+	k.mu.Lock()
+	rec := k.pods[uid]
+	var pod *v1.Pod
+	if rec != nil {
+		pod = rec.pod
+	}
+	synced := k.sourceSynced
+	k.mu.Unlock()
+	if rec == nil {
+		return 0, nil
+	}
+	rs, err := k.podRuntimeState(ctx, uid)
+	if err != nil {
+		return 0, err
+	}
+	if pod == nil {
+		if !synced {
+			return k.cfg.SyncFrequency, nil // the source may still deliver it
+		}
+		return 0, k.cleanupPod(ctx, uid, rec, rs)
+	}
+	now := k.clock.Now()
+
+	// Admission, once per pod (not for pods already finished or going away).
+	if ok, reason, message := k.admit(rec, pod); !ok {
+		st := status.Rejected(pod, reason, message)
+		return 0, k.writeStatus(ctx, rec, pod, st, rs)
+	}
+	if rec.rejected {
+		return 0, k.finishRejected(ctx, rec, pod, rs)
+	}
+
+	probeResults, nextProbe := k.runProbes(ctx, rec, pod, rs, now)
+	actions := podsync.ComputePodActions(podsync.Input{
+		Pod: k.podView(rec, pod), Runtime: rs, Probes: probeResults, Backoff: rec.backoff, Now: now, Config: k.cfg.Backoff,
+	})
+	rec.waiting = actions.Waiting
+	for key, e := range actions.Backoff {
+		rec.backoff[key] = e
+	}
+	if actions.Terminal != nil {
+		rec.terminal = actions.Terminal
+	}
+	execErr := k.execute(ctx, rec, pod, rs, actions)
+
+	if rs, err = k.podRuntimeState(ctx, uid); err != nil {
+		return 0, err
+	}
+	terminating := pod.DeletionTimestamp != nil || podsync.IsTerminalPhase(pod.Status.Phase) || rec.terminal != nil ||
+		(actions.KillPod && !actions.CreateSandbox)
+	podIsTerminal := terminating && rs.Stopped()
+	st := status.GenerateAPIPodStatus(status.Input{
+		Pod: k.podView(rec, pod), Runtime: rs, Probes: probeResults, Waiting: rec.waiting, Terminal: rec.terminal,
+		PodIsTerminal: podIsTerminal, HostIPs: []string{k.cfg.NodeIP}, RuntimeType: k.rt.Type(), Now: now,
+	})
+	if err := k.writeStatus(ctx, rec, pod, st, rs); err != nil {
+		return 0, err
+	}
+	if pod.DeletionTimestamp != nil && podIsTerminal {
+		if err := k.finalDelete(ctx, rec, pod); err != nil {
+			return 0, err
+		}
+	}
+
+	requeue := time.Duration(0)
+	next := actions.RequeueAt
+	if !nextProbe.IsZero() && (next.IsZero() || nextProbe.Before(next)) {
+		next = nextProbe
+	}
+	if !next.IsZero() {
+		requeue = next.Sub(now)
+		if requeue <= 0 {
+			requeue = time.Millisecond
+		}
+	}
+	if terminating && !podIsTerminal {
+		requeue = time.Second
+	}
+	return requeue, execErr
+}
+
+// podView is the pod as the kubelet last reported it: the API pod with
+// the status the kubelet last wrote (the informer may lag behind our own
+// writes), unless the API already holds a terminal phase.
+func (k *Kubelet) podView(rec *podRecord, pod *v1.Pod) *v1.Pod {
+	if rec.lastStatus == nil || podsync.IsTerminalPhase(pod.Status.Phase) {
+		return pod
+	}
+	p := pod.DeepCopy()
+	own := map[v1.PodConditionType]bool{status.PodReadyToStartContainers: true, v1.PodInitialized: true, v1.PodReady: true, v1.ContainersReady: true, v1.PodScheduled: true}
+	st := *rec.lastStatus.DeepCopy()
+	var others []v1.PodCondition
+	for _, c := range pod.Status.Conditions {
+		if !own[c.Type] {
+			others = append(others, c)
+		}
+	}
+	var mine []v1.PodCondition
+	for _, c := range st.Conditions {
+		if own[c.Type] {
+			mine = append(mine, c)
+		}
+	}
+	st.Conditions = append(mine, others...)
+	p.Status = st
+	return p
+}
+
+// admit runs admission for a pod not yet admitted. It reports false (with
+// reason and message) exactly once, when the pod is rejected.
+func (k *Kubelet) admit(rec *podRecord, pod *v1.Pod) (bool, string, string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if rec.admitted || rec.rejected {
+		return true, "", ""
+	}
+	if pod.DeletionTimestamp != nil || podsync.IsTerminalPhase(pod.Status.Phase) {
+		rec.admitted = true
+		return true, "", ""
+	}
+	var others []*v1.Pod
+	for _, r := range k.pods {
+		if r == rec || !r.admitted || r.rejected || r.pod == nil || r.terminal != nil || podsync.IsTerminalPhase(r.pod.Status.Phase) {
+			continue
+		}
+		others = append(others, r.pod)
+	}
+	ok, reason, message := Admit(k.cfg.capacity(), pod, others)
+	if !ok {
+		rec.rejected = true
+		return false, reason, message
+	}
+	rec.admitted = true
+	return true, "", ""
+}
+
+// finishRejected keeps a rejected pod's status written and deletes it
+// finally if it is being deleted.
+func (k *Kubelet) finishRejected(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *podstate.Pod) error {
+	if rec.lastStatus != nil {
+		if err := k.writeStatus(ctx, rec, pod, *rec.lastStatus, rs); err != nil {
+			return err
+		}
+	}
+	if pod.DeletionTimestamp != nil {
+		return k.finalDelete(ctx, rec, pod)
+	}
+	return nil
+}
+
+func (k *Kubelet) writeStatus(ctx context.Context, rec *podRecord, pod *v1.Pod, st v1.PodStatus, _ *podstate.Pod) error {
+	if rec.lastStatus != nil && status.Equal(*rec.lastStatus, st) && status.Equal(pod.Status, st) {
+		return nil
+	}
+	updated, err := k.status.Write(ctx, pod, st)
+	if err != nil {
+		if errors.Is(err, status.ErrPodReplaced) || errors.Is(err, status.ErrTerminal) || apierrors.IsNotFound(err) {
+			k.log.Info("not writing pod status", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+			return nil
+		}
+		return err
+	}
+	s := updated.Status
+	rec.lastStatus = &s
+	k.mu.Lock()
+	if rec.pod != nil && rec.pod.ResourceVersion == pod.ResourceVersion {
+		rec.pod = updated
+	}
+	k.mu.Unlock()
+	return nil
+}
+
+// finalDelete removes a fully stopped, deleted pod from the API: grace 0
+// with a UID precondition, once.
+func (k *Kubelet) finalDelete(ctx context.Context, rec *podRecord, pod *v1.Pod) error {
+	if rec.finalDeleteSent {
+		return nil
+	}
+	uid := pod.UID
+	err := k.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: ptr.To[int64](0),
+		Preconditions:      &metav1.Preconditions{UID: &uid},
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	rec.finalDeleteSent = true
+	return nil
+}
+
+// cleanupPod kills and removes everything of a pod that is gone from the
+// API, then forgets it.
+func (k *Kubelet) cleanupPod(ctx context.Context, uid types.UID, rec *podRecord, rs *podstate.Pod) error {
+	grace := int64(minimumGracePeriod)
+	if rec.lastPod != nil {
+		grace = podsync.GracePeriod(rec.lastPod)
+	}
+	if err := k.killPod(ctx, rec.lastPod, rs, grace); err != nil {
+		return err
+	}
+	for _, s := range rs.Sandboxes {
+		if err := k.rt.RemovePodSandbox(ctx, s.ID); err != nil {
+			return fmt.Errorf("removing sandbox %s of pod %s: %w", s.ID, uid, err)
+		}
+	}
+	for _, c := range rs.Containers {
+		if err := k.rt.RemoveContainer(ctx, c.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			return fmt.Errorf("removing container %s of pod %s: %w", c.ID, uid, err)
+		}
+	}
+	k.mu.Lock()
+	if r := k.pods[uid]; r == rec && r.pod == nil {
+		delete(k.pods, uid)
+	}
+	k.mu.Unlock()
+	return nil
+}
+
+// execute carries out the actions.
+func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *podstate.Pod, a podsync.Actions) error {
+	if a.KillPod {
+		if err := k.killPod(ctx, pod, rs, a.GracePeriod); err != nil {
+			return err
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(a.ContainersToKill))
+	for i, kill := range a.ContainersToKill {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			spec := containerSpec(pod, kill.Name, kill.Init)
+			errs[i] = k.killContainer(ctx, pod, spec, kill.ContainerID, podIP(rs), kill.GracePeriod)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+
+	sandboxID := a.SandboxID
+	sbConfig := sandboxConfig(pod, a.SandboxAttempt)
+	if a.CreateSandbox {
+		id, err := k.rt.RunPodSandbox(ctx, sbConfig)
+		if err != nil {
+			return fmt.Errorf("creating sandbox for pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		sandboxID = id
+	} else if sb := rs.LatestSandbox(); sb != nil {
+		sbConfig.Metadata.Attempt = sb.Attempt
+	}
+	if len(a.ContainersToStart) == 0 {
+		return nil
+	}
+	ip := ""
+	if st, err := k.rt.PodSandboxStatus(ctx, sandboxID); err == nil && st.Network != nil {
+		ip = st.Network.Ip
+	}
+	for _, s := range a.ContainersToStart {
+		spec := &pod.Spec.Containers[s.Index]
+		if s.Init {
+			spec = &pod.Spec.InitContainers[s.Index]
+		}
+		if err := k.startContainer(ctx, rec, pod, sandboxID, sbConfig, spec, s, ip); err != nil {
+			k.log.Info("starting container", "pod", pod.Namespace+"/"+pod.Name, "container", spec.Name, "err", err)
+			if s.Init {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+func podIP(rs *podstate.Pod) string {
+	if sb := rs.LatestSandbox(); sb != nil {
+		return sb.IP
+	}
+	return ""
+}
+
+func containerSpec(pod *v1.Pod, name string, init bool) *v1.Container {
+	if pod == nil {
+		return nil
+	}
+	list := pod.Spec.Containers
+	if init {
+		list = pod.Spec.InitContainers
+	}
+	for i := range list {
+		if list[i].Name == name {
+			return &list[i]
+		}
+	}
+	return nil
+}
+
+// startContainer pulls the image per policy, creates and starts the
+// container and runs its postStart hook. Failures are recorded as the
+// container's waiting reason.
+func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Pod, sandboxID string, sbConfig *runtimeapi.PodSandboxConfig, spec *v1.Container, s podsync.Start, ip string) error {
+	key := podsync.BackoffKey(spec.Name, s.Init)
+	fail := func(reason string, err error) error {
+		rec.waiting[key] = podstate.Waiting{Reason: reason, Message: err.Error()}
+		return err
+	}
+	image := &runtimeapi.ImageSpec{Image: spec.Image}
+	present, err := k.rt.ImageStatus(ctx, image)
+	if err != nil {
+		return fail(reasonErrImagePull, err)
+	}
+	switch pullPolicy(spec) {
+	case v1.PullNever:
+		if present == "" {
+			return fail(reasonErrImageNeverPull, fmt.Errorf("Container image %q is not present with pull policy of Never", spec.Image))
+		}
+	case v1.PullAlways:
+		if _, err := k.rt.PullImage(ctx, image); err != nil {
+			return fail(reasonErrImagePull, err)
+		}
+	default:
+		if present == "" {
+			if _, err := k.rt.PullImage(ctx, image); err != nil {
+				return fail(reasonErrImagePull, err)
+			}
+		}
+	}
+	id, err := k.rt.CreateContainer(ctx, sandboxID, containerConfig(pod, spec, s.Init, s.Attempt), sbConfig)
+	if err != nil {
+		return fail(reasonCreateContainerErr, err)
+	}
+	if err := k.rt.StartContainer(ctx, id); err != nil {
+		return fail(reasonRunContainerErr, err)
+	}
+	if spec.Lifecycle != nil && spec.Lifecycle.PostStart != nil {
+		t := prober.Target{Pod: pod, Container: spec, ContainerID: id, PodIP: ip}
+		if herr := prober.RunHook(ctx, k.rt, spec.Lifecycle.PostStart, t, k.sleep); herr != nil {
+			msg := fmt.Sprintf("PostStartHook failed: %v", herr)
+			if err := k.killContainer(ctx, pod, spec, id, ip, podsync.GracePeriod(pod)); err != nil {
+				return err
+			}
+			return fail(reasonPostStartHookErr, errors.New(msg))
+		}
+	}
+	delete(rec.waiting, key)
+	return nil
+}
+
+func pullPolicy(c *v1.Container) v1.PullPolicy {
+	if c.ImagePullPolicy != "" {
+		return c.ImagePullPolicy
+	}
+	if !strings.Contains(c.Image[strings.LastIndex(c.Image, "/")+1:], ":") || strings.HasSuffix(c.Image, ":latest") {
+		return v1.PullAlways
+	}
+	return v1.PullIfNotPresent
+}
+
+func (k *Kubelet) sleep(ctx context.Context, d time.Duration) {
+	t := k.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+	case <-ctx.Done():
+	}
+}
+
+// killContainer runs the preStop hook within the grace period, then stops
+// the container with what is left of it (at least 2 s).
+func (k *Kubelet) killContainer(ctx context.Context, pod *v1.Pod, spec *v1.Container, id, ip string, grace int64) error {
+	start := k.clock.Now()
+	if spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil && grace > 0 {
+		hctx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second)
+		t := prober.Target{Pod: pod, Container: spec, ContainerID: id, PodIP: ip}
+		if err := prober.RunHook(hctx, k.rt, spec.Lifecycle.PreStop, t, k.sleep); err != nil {
+			k.log.Info("preStop hook failed", "container", spec.Name, "err", err)
+		}
+		cancel()
+		grace -= int64(k.clock.Since(start) / time.Second)
+	}
+	if grace < minimumGracePeriod {
+		grace = minimumGracePeriod
+	}
+	if err := k.rt.StopContainer(ctx, id, grace); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+		return fmt.Errorf("stopping container %s: %w", id, err)
+	}
+	return nil
+}
+
+// killPod stops every running container (in parallel) and then every ready
+// sandbox of the pod.
+func (k *Kubelet) killPod(ctx context.Context, pod *v1.Pod, rs *podstate.Pod, grace int64) error {
+	running := rs.Running()
+	var wg sync.WaitGroup
+	errs := make([]error, len(running))
+	for i, c := range running {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = k.killContainer(ctx, pod, containerSpec(pod, c.Name, c.Init), c.ID, podIP(rs), grace)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, s := range rs.Sandboxes {
+		if s.Ready {
+			if err := k.rt.StopPodSandbox(ctx, s.ID); err != nil {
+				return fmt.Errorf("stopping sandbox %s: %w", s.ID, err)
+			}
+		}
+	}
+	return nil
+}
+
+// runProbes runs the probes that are due and returns every running
+// container's probe results and when the next probe is due.
+func (k *Kubelet) runProbes(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *podstate.Pod, now time.Time) (map[string]podstate.ContainerProbes, time.Time) {
+	results := map[string]podstate.ContainerProbes{}
+	live := map[string]bool{}
+	var next time.Time
+	ip := podIP(rs)
+	for i := range pod.Spec.Containers {
+		spec := &pod.Spec.Containers[i]
+		c := rs.Latest(spec.Name, false)
+		if c == nil || c.State != podstate.ContainerRunning {
+			continue
+		}
+		t := prober.Target{Pod: pod, Container: spec, ContainerID: c.ID, PodIP: ip}
+		var res podstate.ContainerProbes
+		started := true
+		for _, pk := range []struct {
+			kind  string
+			probe *v1.Probe
+			out   *podstate.ProbeResult
+		}{
+			{runtime.ProbeStartup, spec.StartupProbe, &res.Startup},
+			{runtime.ProbeLiveness, spec.LivenessProbe, &res.Liveness},
+			{runtime.ProbeReadiness, spec.ReadinessProbe, &res.Readiness},
+		} {
+			if pk.probe == nil {
+				continue
+			}
+			key := c.ID + "/" + pk.kind
+			live[key] = true
+			st, ok := rec.probes[key]
+			if !ok {
+				st = prober.Initial(pk.kind)
+			}
+			run := started
+			if pk.kind == runtime.ProbeStartup && st.Result == podstate.ProbeSuccess {
+				run = false // a startup probe stops once it succeeded
+			}
+			if run {
+				due, at := prober.Due(pk.probe, st, c.StartedAt, now)
+				if due {
+					ok, msg := prober.Run(ctx, k.rt, pk.kind, pk.probe, t)
+					st = prober.Record(pk.probe, st, ok, now)
+					if !ok {
+						k.log.Debug("probe failed", "pod", pod.Namespace+"/"+pod.Name, "container", spec.Name, "kind", pk.kind, "msg", msg)
+					}
+					_, at = prober.Due(pk.probe, st, c.StartedAt, now)
+				}
+				if next.IsZero() || at.Before(next) {
+					next = at
+				}
+			}
+			rec.probes[key] = st
+			*pk.out = st.Result
+			if pk.kind == runtime.ProbeStartup && st.Result != podstate.ProbeSuccess {
+				started = false
+			}
+		}
+		results[c.ID] = res
+	}
+	for key := range rec.probes {
+		if !live[key] {
+			delete(rec.probes, key)
+		}
+	}
+	return results, next
+}
