@@ -1,0 +1,10 @@
+// Package registry holds the per-kind behaviour of every resource the API
+// server serves: defaulting (as upstream's SetDefaults_* functions for the v1
+// types), validation with field paths, what a client may set on create and
+// update, status subresources, the /scale view, the grace period of pod
+// deletions, selectable fields and server-side tables for kubectl get.
+//
+// Everything here is a pure function of the objects it is given (plus the
+// clock for table ages); the API server in package apiserver does the I/O.
+// All lists every served resource in one place.
+package registry

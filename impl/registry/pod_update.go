@@ -1,0 +1,112 @@
+package registry
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// updatablePodSpecFields names what a pod update may change, in the
+// "pod updates may not change fields other than ..." message.
+var updatablePodSpecFields = []string{
+	"`spec.containers[*].image`",
+	"`spec.initContainers[*].image`",
+	"`spec.activeDeadlineSeconds`",
+	"`spec.tolerations` (only additions to existing tolerations)",
+	"`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
+	"`spec.schedulingGates` (only removals)",
+}
+
+// validatePodUpdate enforces that most of a pod's spec is immutable: only
+// images, activeDeadlineSeconds (set or lowered), tolerations (added),
+// scheduling gates (removed) and, for a pod being deleted, the termination
+// grace period may change.
+func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+
+	if ads := p.Spec.ActiveDeadlineSeconds; ads != nil {
+		if *ads < 0 || *ads > math.MaxInt32 {
+			return append(errs, field.Invalid(spec.Child("activeDeadlineSeconds"), *ads, validation.InclusiveRangeError(0, math.MaxInt32)))
+		}
+		if oldADS := old.Spec.ActiveDeadlineSeconds; oldADS != nil && *oldADS < *ads {
+			return append(errs, field.Invalid(spec.Child("activeDeadlineSeconds"), *ads, "must be less than or equal to previous value"))
+		}
+	} else if old.Spec.ActiveDeadlineSeconds != nil {
+		errs = append(errs, field.Invalid(spec.Child("activeDeadlineSeconds"), p.Spec.ActiveDeadlineSeconds, "must not update from a positive integer to nil value"))
+	}
+	errs = append(errs, validateOnlyAddedTolerations(p.Spec.Tolerations, old.Spec.Tolerations, spec.Child("tolerations"))...)
+	errs = append(errs, validateOnlyRemovedSchedulingGates(p.Spec.SchedulingGates, old.Spec.SchedulingGates, spec.Child("schedulingGates"))...)
+
+	// Take what may change from old; anything left that differs is an
+	// illegal change.
+	munged := *p.Spec.DeepCopy()
+	if len(munged.Containers) == len(old.Spec.Containers) {
+		for i := range munged.Containers {
+			munged.Containers[i].Image = old.Spec.Containers[i].Image
+		}
+	}
+	if len(munged.InitContainers) == len(old.Spec.InitContainers) {
+		for i := range munged.InitContainers {
+			munged.InitContainers[i].Image = old.Spec.InitContainers[i].Image
+		}
+	}
+	munged.ActiveDeadlineSeconds = old.Spec.ActiveDeadlineSeconds
+	munged.Tolerations = old.Spec.Tolerations
+	munged.SchedulingGates = old.Spec.SchedulingGates
+	if tgps, oldTGPS := p.Spec.TerminationGracePeriodSeconds, old.Spec.TerminationGracePeriodSeconds; tgps != nil && oldTGPS != nil &&
+		(old.DeletionTimestamp != nil || (*oldTGPS < 0 && *tgps == 1)) {
+		munged.TerminationGracePeriodSeconds = oldTGPS
+	}
+	if !apiequality.Semantic.DeepEqual(munged, old.Spec) {
+		diff := cmp.Diff(old.Spec, munged)
+		errs = append(errs, field.Forbidden(spec, fmt.Sprintf("pod updates may not change fields other than %s\n%v",
+			strings.Join(updatablePodSpecFields, ","), diff)))
+	}
+	return errs
+}
+
+// validateOnlyAddedTolerations: existing tolerations stay; only their
+// tolerationSeconds may change.
+func validateOnlyAddedTolerations(tolerations, old []corev1.Toleration, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, o := range old {
+		found := false
+		want := o
+		want.TolerationSeconds = nil
+		for _, t := range tolerations {
+			got := t
+			got.TolerationSeconds = nil
+			if got == want {
+				found = true
+				break
+			}
+		}
+		if !found {
+			errs = append(errs, field.Forbidden(path, "existing toleration can not be modified except its tolerationSeconds"))
+			return errs
+		}
+	}
+	return append(errs, validateTolerations(tolerations, path)...)
+}
+
+func validateOnlyRemovedSchedulingGates(gates, old []corev1.PodSchedulingGate, path *field.Path) field.ErrorList {
+	previous := sets.New[string]()
+	for _, g := range old {
+		previous.Insert(g.Name)
+	}
+	var errs field.ErrorList
+	for _, g := range gates {
+		if !previous.Has(g.Name) {
+			errs = append(errs, field.Forbidden(path, fmt.Sprintf("only deletion is allowed, but found new scheduling gate '%s'", g.Name)))
+		}
+	}
+	return errs
+}

@@ -1,0 +1,255 @@
+package registry
+
+import (
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
+)
+
+func pods(now func() time.Time) *resource.Resource {
+	k := kind[*corev1.Pod]{
+		namespaced:       true,
+		defaults:         defaultPod,
+		spec:             func(p *corev1.Pod) any { return p.Spec },
+		prepareForCreate: preparePodForCreate,
+		prepareForUpdate: func(p, old *corev1.Pod) { p.Status = old.Status },
+		validate:         validatePod,
+		validateUpdate:   validatePodUpdate,
+		fields:           podFields,
+		table:            &tableSpec[*corev1.Pod]{columns: podColumns, cells: podCells, conditions: podRowConditions},
+	}
+	s := newStrategy(k, now)
+	return &resource.Resource{
+		GroupVersion: corev1.SchemeGroupVersion,
+		Name:         "pods", SingularName: "pod", Kind: "Pod",
+		Namespaced: true, ShortNames: []string{"po"}, Categories: []string{"all"}, Verbs: allVerbs,
+		New:      func() runtime.Object { return &corev1.Pod{} },
+		NewList:  func() runtime.Object { return &corev1.PodList{} },
+		Strategy: s,
+		Status: statusStrategy[*corev1.Pod]{s: s, k: statusKind[*corev1.Pod]{
+			keep:     keepPodForStatusUpdate,
+			validate: validatePodStatusUpdate,
+		}},
+		GracefulDelete: podGracefulDeleter{},
+	}
+}
+
+// preparePodForCreate: a new pod is Pending with its QoS class computed;
+// nothing else of the status comes from the client.
+func preparePodForCreate(p *corev1.Pod) {
+	p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: podQOSClass(&p.Spec)}
+}
+
+// keepPodForStatusUpdate: /status writes change the status only; owner
+// references stay (old kubelets corrupted them) and the QoS class, set at
+// creation, is backfilled when a client dropped it.
+func keepPodForStatusUpdate(p, old *corev1.Pod) {
+	p.Spec = old.Spec
+	p.OwnerReferences = old.OwnerReferences
+	if p.Status.QOSClass == "" {
+		p.Status.QOSClass = old.Status.QOSClass
+	}
+	defaultPodStatus(&p.Status)
+}
+
+// podFields are the selectable fields of pods.
+func podFields(p *corev1.Pod) fields.Set {
+	podIP := ""
+	if len(p.Status.PodIPs) > 0 {
+		podIP = p.Status.PodIPs[0].IP
+	} else {
+		podIP = p.Status.PodIP
+	}
+	return fields.Set{
+		"spec.nodeName":            p.Spec.NodeName,
+		"spec.restartPolicy":       string(p.Spec.RestartPolicy),
+		"spec.schedulerName":       p.Spec.SchedulerName,
+		"spec.serviceAccountName":  p.Spec.ServiceAccountName,
+		"spec.hostNetwork":         strconv.FormatBool(p.Spec.HostNetwork),
+		"status.phase":             string(p.Status.Phase),
+		"status.podIP":             podIP,
+		"status.nominatedNodeName": p.Status.NominatedNodeName,
+	}
+}
+
+// podQOSClass computes the pod's quality of service class: BestEffort
+// without any requests or limits, Guaranteed when every container limits
+// cpu and memory with requests equal to limits, Burstable otherwise.
+func podQOSClass(s *corev1.PodSpec) corev1.PodQOSClass {
+	requests := corev1.ResourceList{}
+	limits := corev1.ResourceList{}
+	guaranteed := true
+	containers := append(append([]corev1.Container{}, s.InitContainers...), s.Containers...)
+	for _, c := range containers {
+		for name, q := range c.Resources.Requests {
+			if !isQOSResource(name) || q.Sign() == 0 {
+				continue
+			}
+			if cur, ok := requests[name]; ok {
+				cur.Add(q)
+				requests[name] = cur
+			} else {
+				requests[name] = q.DeepCopy()
+			}
+		}
+		limited := map[corev1.ResourceName]bool{}
+		for name, q := range c.Resources.Limits {
+			if !isQOSResource(name) || q.Sign() == 0 {
+				continue
+			}
+			limited[name] = true
+			if cur, ok := limits[name]; ok {
+				cur.Add(q)
+				limits[name] = cur
+			} else {
+				limits[name] = q.DeepCopy()
+			}
+		}
+		if !limited[corev1.ResourceCPU] || !limited[corev1.ResourceMemory] {
+			guaranteed = false
+		}
+	}
+	if len(requests) == 0 && len(limits) == 0 {
+		return corev1.PodQOSBestEffort
+	}
+	if guaranteed {
+		for name, req := range requests {
+			if lim, ok := limits[name]; !ok || lim.Cmp(req) != 0 {
+				guaranteed = false
+				break
+			}
+		}
+	}
+	if guaranteed && len(requests) == len(limits) {
+		return corev1.PodQOSGuaranteed
+	}
+	return corev1.PodQOSBurstable
+}
+
+func isQOSResource(name corev1.ResourceName) bool {
+	return name == corev1.ResourceCPU || name == corev1.ResourceMemory
+}
+
+// podGracefulDeleter decides the grace period of pod deletions.
+type podGracefulDeleter struct{}
+
+// GracePeriod: the requested gracePeriodSeconds, else the pod's
+// terminationGracePeriodSeconds; 0 for pods never scheduled or already
+// terminal; a negative period becomes 1. For a pod already being deleted
+// only a shorter period replaces the pending one; a pod whose pending
+// period is unset or 0 is deleted at once. graceful is false when the
+// pod is to be removed now.
+func (podGracefulDeleter) GracePeriod(obj runtime.Object, options *metav1.DeleteOptions) (int64, bool) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return 0, false
+	}
+	var period int64
+	switch {
+	case options != nil && options.GracePeriodSeconds != nil:
+		period = *options.GracePeriodSeconds
+	case p.Spec.TerminationGracePeriodSeconds != nil:
+		period = *p.Spec.TerminationGracePeriodSeconds
+	}
+	if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		period = 0
+	}
+	if period < 0 {
+		period = 1
+	}
+	if p.DeletionTimestamp != nil {
+		pending := p.DeletionGracePeriodSeconds
+		if pending == nil || *pending == 0 {
+			return 0, false
+		}
+		if options == nil || options.GracePeriodSeconds == nil || period >= *pending {
+			return *pending, true
+		}
+	}
+	return period, period > 0
+}
+
+// validatePodStatusUpdate checks a status written through /status.
+func validatePodStatusUpdate(p, old *corev1.Pod) field.ErrorList {
+	var errs field.ErrorList
+	status := field.NewPath("status")
+	switch p.Status.Phase {
+	case corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed, corev1.PodUnknown, "":
+	default:
+		errs = append(errs, field.NotSupported(status.Child("phase"), p.Status.Phase, []string{
+			string(corev1.PodPending), string(corev1.PodRunning), string(corev1.PodSucceeded), string(corev1.PodFailed), string(corev1.PodUnknown)}))
+	}
+	if old.Status.QOSClass != "" && p.Status.QOSClass != old.Status.QOSClass {
+		errs = append(errs, field.Invalid(status.Child("qosClass"), p.Status.QOSClass, "field is immutable"))
+	}
+	if p.Status.NominatedNodeName != "" {
+		errs = append(errs, dnsSubdomain(p.Status.NominatedNodeName, status.Child("nominatedNodeName"))...)
+	}
+	for i, c := range p.Status.Conditions {
+		cp := status.Child("conditions").Index(i)
+		if !isKnownPodCondition(c.Type) {
+			errs = append(errs, validateLabelKey(string(c.Type), cp.Child("type"))...)
+		}
+		switch c.Status {
+		case corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown:
+		default:
+			errs = append(errs, field.NotSupported(cp.Child("status"), c.Status, []string{
+				string(corev1.ConditionTrue), string(corev1.ConditionFalse), string(corev1.ConditionUnknown)}))
+		}
+	}
+	errs = append(errs, validatePodIPs(p, status)...)
+	if old.Spec.RestartPolicy == corev1.RestartPolicyNever {
+		errs = append(errs, validateNoRestartAfterTermination(p.Status.ContainerStatuses, old.Status.ContainerStatuses, status.Child("containerStatuses"))...)
+	}
+	return errs
+}
+
+func isKnownPodCondition(t corev1.PodConditionType) bool {
+	switch t {
+	case corev1.PodScheduled, corev1.PodReady, corev1.PodInitialized, corev1.ContainersReady,
+		corev1.DisruptionTarget, corev1.PodReadyToStartContainers, corev1.PodResizePending, corev1.PodResizeInProgress:
+		return true
+	}
+	return false
+}
+
+func validatePodIPs(p *corev1.Pod, status *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for i, ip := range p.Status.PodIPs {
+		ipPath := status.Child("podIPs").Index(i).Child("ip")
+		errs = append(errs, validationIsValidIP(ipPath, ip.IP)...)
+		if seen[ip.IP] {
+			errs = append(errs, field.Duplicate(ipPath, ip.IP))
+		}
+		seen[ip.IP] = true
+	}
+	if len(p.Status.PodIPs) > 2 {
+		errs = append(errs, field.TooMany(status.Child("podIPs"), len(p.Status.PodIPs), 2))
+	}
+	for i, ip := range p.Status.HostIPs {
+		errs = append(errs, validationIsValidIP(status.Child("hostIPs").Index(i).Child("ip"), ip.IP)...)
+	}
+	return errs
+}
+
+// validateNoRestartAfterTermination: with restartPolicy Never a terminated
+// container stays terminated.
+func validateNoRestartAfterTermination(statuses, old []corev1.ContainerStatus, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, s := range statuses {
+		for _, o := range old {
+			if o.Name == s.Name && o.State.Terminated != nil && s.State.Terminated == nil {
+				errs = append(errs, field.Forbidden(path.Index(i).Child("state"), "may not be transitioned to non-terminated state"))
+			}
+		}
+	}
+	return errs
+}

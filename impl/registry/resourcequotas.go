@@ -1,0 +1,117 @@
+package registry
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
+)
+
+func resourceQuotas(now func() time.Time) *resource.Resource {
+	k := kind[*corev1.ResourceQuota]{
+		namespaced:       true,
+		prepareForCreate: func(q *corev1.ResourceQuota) { q.Status = corev1.ResourceQuotaStatus{} },
+		prepareForUpdate: func(q, old *corev1.ResourceQuota) { q.Status = old.Status },
+		validate:         validateResourceQuota,
+		table: &tableSpec[*corev1.ResourceQuota]{
+			columns: []metav1.TableColumnDefinition{
+				nameColumn(),
+				column("Request", "string", "Used and hard request quotas."),
+				column("Limit", "string", "Used and hard limit quotas."),
+				ageColumn(),
+			},
+			cells: resourceQuotaCells,
+		},
+	}
+	s := newStrategy(k, now)
+	return &resource.Resource{
+		GroupVersion: corev1.SchemeGroupVersion,
+		Name:         "resourcequotas", SingularName: "resourcequota", Kind: "ResourceQuota",
+		Namespaced: true, ShortNames: []string{"quota"}, Verbs: allVerbs,
+		New:      func() runtime.Object { return &corev1.ResourceQuota{} },
+		NewList:  func() runtime.Object { return &corev1.ResourceQuotaList{} },
+		Strategy: s,
+		Status: statusStrategy[*corev1.ResourceQuota]{s: s, k: statusKind[*corev1.ResourceQuota]{
+			keep: func(q, old *corev1.ResourceQuota) { q.Spec = old.Spec },
+			validate: func(q, _ *corev1.ResourceQuota) field.ErrorList {
+				errs := validateResourceList(q.Status.Hard, field.NewPath("status", "hard"), validateResourceName)
+				return append(errs, validateResourceList(q.Status.Used, field.NewPath("status", "used"), validateResourceName)...)
+			},
+		}},
+	}
+}
+
+var quotaScopes = []string{
+	string(corev1.ResourceQuotaScopeTerminating), string(corev1.ResourceQuotaScopeNotTerminating),
+	string(corev1.ResourceQuotaScopeBestEffort), string(corev1.ResourceQuotaScopeNotBestEffort),
+	string(corev1.ResourceQuotaScopePriorityClass), string(corev1.ResourceQuotaScopeCrossNamespacePodAffinity),
+	string(corev1.ResourceQuotaScopeVolumeAttributesClass),
+}
+
+func validateResourceQuota(q *corev1.ResourceQuota) field.ErrorList {
+	errs := validateResourceList(q.Spec.Hard, field.NewPath("spec", "hard"), validateResourceName)
+	for i, scope := range q.Spec.Scopes {
+		if !containsString(quotaScopes, string(scope)) {
+			errs = append(errs, field.NotSupported(field.NewPath("spec", "scopes").Index(i), scope, quotaScopes))
+		}
+	}
+	if sel := q.Spec.ScopeSelector; sel != nil {
+		for i, req := range sel.MatchExpressions {
+			p := field.NewPath("spec", "scopeSelector", "matchExpressions").Index(i)
+			if !containsString(quotaScopes, string(req.ScopeName)) {
+				errs = append(errs, field.NotSupported(p.Child("scopeName"), req.ScopeName, quotaScopes))
+			}
+			switch req.Operator {
+			case corev1.ScopeSelectorOpIn, corev1.ScopeSelectorOpNotIn:
+				if len(req.Values) == 0 {
+					errs = append(errs, field.Required(p.Child("values"), "must be at least one value when `operator` is 'In' or 'NotIn' for scope selector"))
+				}
+			case corev1.ScopeSelectorOpExists, corev1.ScopeSelectorOpDoesNotExist:
+				if len(req.Values) != 0 {
+					errs = append(errs, field.Invalid(p.Child("values"), req.Values, "must be no value when `operator` is 'Exist' or 'DoesNotExist' for scope selector"))
+				}
+			default:
+				errs = append(errs, field.Invalid(p.Child("operator"), req.Operator, "not a valid selector operator"))
+			}
+		}
+	}
+	return errs
+}
+
+// resourceQuotaCells renders "name: used/hard" pairs, limits.* resources in
+// the LIMIT column and everything else in REQUEST, sorted by name.
+func resourceQuotaCells(q *corev1.ResourceQuota, now time.Time) []any {
+	names := make([]string, 0, len(q.Spec.Hard))
+	for name := range q.Spec.Hard {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	var requests, limits []string
+	for _, name := range names {
+		used := q.Status.Used[corev1.ResourceName(name)]
+		hard := q.Spec.Hard[corev1.ResourceName(name)]
+		cell := fmt.Sprintf("%s: %s/%s", name, used.String(), hard.String())
+		if strings.HasPrefix(name, "limits.") {
+			limits = append(limits, cell)
+		} else {
+			requests = append(requests, cell)
+		}
+	}
+	return []any{q.Name, strings.Join(requests, ", "), strings.Join(limits, ", "), age(q.CreationTimestamp, now)}
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

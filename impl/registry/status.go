@@ -1,0 +1,43 @@
+package registry
+
+import (
+	"context"
+
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
+)
+
+// statusKind describes a /status subresource with typed functions.
+type statusKind[T object] struct {
+	// keep copies from old everything a status write may not change
+	// (at least the spec).
+	keep func(obj, old T)
+	// validate checks the new status.
+	validate func(obj, old T) field.ErrorList
+}
+
+// statusStrategy is a statusKind made into a resource.StatusStrategy.
+type statusStrategy[T object] struct {
+	k statusKind[T]
+	s strategy[T]
+}
+
+var _ resource.StatusStrategy = statusStrategy[object]{}
+
+func (s statusStrategy[T]) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	t, o := s.s.typed(obj), s.s.typed(old)
+	prepareMetaForUpdate(t, o)
+	s.k.keep(t, o)
+}
+
+func (s statusStrategy[T]) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	t, o := s.s.typed(obj), s.s.typed(old)
+	errs := apivalidation.ValidateObjectMetaAccessorUpdate(t, o, field.NewPath("metadata"))
+	if s.k.validate != nil {
+		errs = append(errs, s.k.validate(t, o)...)
+	}
+	return errs
+}
