@@ -43,6 +43,10 @@ type Error struct {
 	Message string
 	// Err is the underlying cause, if any.
 	Err error
+	// Continue, on an ErrCodeExpired list error, is a token that continues
+	// the list at the latest revision (inconsistently); the API server puts
+	// it in the 410 Status's metadata.continue as kube-apiserver does.
+	Continue string
 }
 
 func (e *Error) Error() string {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -174,9 +175,43 @@ func newLogger(level string) (*zap.Logger, error) {
 	zc := zap.NewProductionConfig()
 	zc.Level = zap.NewAtomicLevelAt(lvl)
 	zc.Sampling = nil
-	lg, err := zc.Build()
+	lg, err := zc.Build(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return shutdownNoiseFilter{c} }))
 	if err != nil {
 		return nil, fmt.Errorf("building etcd logger: %w", err)
 	}
 	return lg, nil
+}
+
+// shutdownNoiseFilter drops the errors etcd logs on every normal Close
+// ("setting up serving from embedded etcd failed" with "server closed" or
+// "use of closed network connection").
+type shutdownNoiseFilter struct{ zapcore.Core }
+
+func (f shutdownNoiseFilter) With(fields []zapcore.Field) zapcore.Core {
+	return shutdownNoiseFilter{f.Core.With(fields)}
+}
+
+func (f shutdownNoiseFilter) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if !f.Enabled(e.Level) {
+		return ce
+	}
+	return ce.AddCore(e, f)
+}
+
+func (f shutdownNoiseFilter) Write(e zapcore.Entry, fields []zapcore.Field) error {
+	if e.Message == "setting up serving from embedded etcd failed." {
+		for _, fl := range fields {
+			if fl.Key != "error" {
+				continue
+			}
+			if err, ok := fl.Interface.(error); ok {
+				msg := err.Error()
+				if strings.Contains(msg, "server closed") || strings.Contains(msg, "Server closed") ||
+					strings.Contains(msg, "use of closed network connection") {
+					return nil
+				}
+			}
+		}
+	}
+	return f.Core.Write(e, fields)
 }

@@ -1,0 +1,58 @@
+package etcd3
+
+import (
+	"fmt"
+	"io"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/runtime/serializer/recognizer"
+	"k8s.io/apimachinery/pkg/runtime/serializer/versioning"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// NewCodec returns the codec objects are stored with, the way kube-apiserver
+// stores them: protobuf (the "k8s\x00" magic followed by a runtime.Unknown
+// envelope) in group/version gv. Kinds without protobuf support are stored
+// as JSON. Decoding recognizes either encoding.
+func NewCodec(s *runtime.Scheme, gv schema.GroupVersion) runtime.Codec {
+	if s == nil {
+		s = scheme.Scheme
+	}
+	pb := protobuf.NewSerializer(s, s)
+	js := json.NewSerializerWithOptions(json.DefaultMetaFactory, s, s, json.SerializerOptions{})
+	enc := fallbackEncoder{primary: pb, fallback: js}
+	dec := recognizer.NewDecoder(pb, js)
+	return versioning.NewCodec(enc, dec, runtime.UnsafeObjectConvertor(s), s, s, nil,
+		gv, gv, "etcd3")
+}
+
+// fallbackEncoder encodes with primary and, when the object does not
+// implement protobuf marshalling, with fallback.
+type fallbackEncoder struct {
+	primary, fallback runtime.Encoder
+}
+
+func (e fallbackEncoder) Encode(obj runtime.Object, w io.Writer) error {
+	if _, ok := obj.(protoMarshaler); ok {
+		return e.primary.Encode(obj, w)
+	}
+	if _, ok := obj.(*runtime.Unknown); ok {
+		return e.primary.Encode(obj, w)
+	}
+	if err := e.fallback.Encode(obj, w); err != nil {
+		return fmt.Errorf("encoding %T as JSON: %w", obj, err)
+	}
+	return nil
+}
+
+func (e fallbackEncoder) Identifier() runtime.Identifier {
+	return runtime.Identifier("etcd3-proto-or-json")
+}
+
+type protoMarshaler interface {
+	Marshal() ([]byte, error)
+	Unmarshal([]byte) error
+}

@@ -1,0 +1,64 @@
+package etcd3
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the etcd request metrics kube-apiserver exports, shared by
+// every store of one API server.
+type Metrics struct {
+	// RequestDuration is etcd_request_duration_seconds{operation,type}.
+	RequestDuration *prometheus.HistogramVec
+	// RequestErrors is etcd_request_errors_total{operation,type}.
+	RequestErrors *prometheus.CounterVec
+}
+
+// NewMetrics creates the metrics and registers them on reg (nil: not
+// registered). Registering twice on one registerer reuses the collectors
+// registered first.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		RequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "etcd_request_duration_seconds",
+			Help: "Etcd request latency in seconds for each operation and object type.",
+			Buckets: []float64{0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3,
+				4, 5, 6, 8, 10, 15, 20, 30, 45, 60},
+		}, []string{"operation", "type"}),
+		RequestErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "etcd_request_errors_total",
+			Help: "Etcd failed request counts for each operation and object type.",
+		}, []string{"operation", "type"}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	if err := reg.Register(m.RequestDuration); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return nil, err
+		}
+		m.RequestDuration = are.ExistingCollector.(*prometheus.HistogramVec)
+	}
+	if err := reg.Register(m.RequestErrors); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return nil, err
+		}
+		m.RequestErrors = are.ExistingCollector.(*prometheus.CounterVec)
+	}
+	return m, nil
+}
+
+// observe records one etcd request of operation op on resource typ.
+func (m *Metrics) observe(op, typ string, start time.Time, err error) {
+	if m == nil {
+		return
+	}
+	m.RequestDuration.WithLabelValues(op, typ).Observe(time.Since(start).Seconds())
+	if err != nil {
+		m.RequestErrors.WithLabelValues(op, typ).Inc()
+	}
+}

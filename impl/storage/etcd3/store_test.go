@@ -1,0 +1,48 @@
+package etcd3_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/kubeproof/kubeproof/impl/storage"
+	"github.com/kubeproof/kubeproof/impl/storage/embedded"
+	"github.com/kubeproof/kubeproof/impl/storage/etcd3"
+	"github.com/kubeproof/kubeproof/impl/storage/storagetest"
+)
+
+var etcd *embedded.Etcd
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "etcd3-test")
+	if err != nil {
+		panic(err)
+	}
+	etcd, err = embedded.Start(context.Background(), embedded.Config{DataDir: dir, UnsafeNoFsync: true})
+	if err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	etcd.Close()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func TestSuite(t *testing.T) {
+	storagetest.Run(t, storagetest.Backend{
+		Client: etcd.Client(),
+		New: func(t *testing.T, res storage.ResourceConfig) (storage.Interface, storage.DestroyFunc) {
+			s, err := etcd3.New(etcd3.Config{
+				Client:                      etcd.Client(),
+				Resource:                    res,
+				BookmarkInterval:            100 * time.Millisecond,
+				TooLargeResourceVersionWait: 200 * time.Millisecond,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s, s.Close
+		},
+	})
+}

@@ -1,0 +1,339 @@
+package etcd3
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kubeproof/kubeproof/impl/storage"
+)
+
+// InitialEventsEndAnnotation marks the BOOKMARK that ends the initial events
+// of a watch-list (sendInitialEvents=true).
+const InitialEventsEndAnnotation = metav1.InitialEventsAnnotationKey
+
+// resultBuffer is how many events a watch holds before its reader takes them.
+const resultBuffer = 100
+
+// Watch implements storage.Interface: an etcd watch with previous values
+// from resourceVersion+1, translated to API watch events (STORE-6).
+func (s *Store) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
+	k, err := s.prepareKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Recursive && !strings.HasSuffix(k, "/") {
+		k += "/"
+	}
+	rv, err := parseRV(key, opts.ResourceVersion)
+	if err != nil {
+		return nil, err
+	}
+	pred := opts.Predicate
+	if pred.GetAttrs == nil {
+		pred.GetAttrs = s.getAttrs
+	}
+	sendInitial := (opts.SendInitialEvents == nil && rv == 0) ||
+		(opts.SendInitialEvents != nil && *opts.SendInitialEvents)
+
+	w := &watchStream{
+		store:     s,
+		key:       k,
+		recursive: opts.Recursive,
+		pred:      pred,
+		bookmarks: pred.AllowWatchBookmarks,
+		result:    make(chan watch.Event, resultBuffer),
+		done:      make(chan struct{}),
+	}
+	var initial []runtime.Object
+	startRev := rv
+	if sendInitial {
+		// Synthetic ADDED events for the state at a revision not older than
+		// rv, then changes after it.
+		initial, startRev, err = s.currentState(ctx, key, k, opts.Recursive, rv, pred)
+		if err != nil {
+			return nil, err
+		}
+		w.initialEnd = opts.SendInitialEvents != nil && *opts.SendInitialEvents && pred.AllowWatchBookmarks
+	} else if rv == 0 {
+		// From now, without the current state.
+		start := time.Now()
+		resp, err := s.client.KV.Get(ctx, k, clientv3.WithCountOnly())
+		s.metrics.observe("get", s.typ, start, err)
+		if err != nil {
+			return nil, s.etcdError(key, "watch", err)
+		}
+		startRev = resp.Header.Revision
+	}
+	w.startRev = startRev
+	w.ctx, w.cancel = context.WithCancel(ctx)
+	go w.run(initial)
+	return w, nil
+}
+
+// currentState lists the objects under k that match pred, at a revision not
+// older than minRV, and returns them with that revision.
+func (s *Store) currentState(ctx context.Context, key, k string, recursive bool, minRV int64,
+	pred storage.SelectionPredicate) ([]runtime.Object, int64, error) {
+	var ops []clientv3.OpOption
+	if recursive {
+		ops = append(ops, clientv3.WithPrefix())
+	}
+	resp, err := s.getAtLeast(ctx, key, "list", minRV, func() (*clientv3.GetResponse, error) {
+		return s.client.KV.Get(ctx, k, ops...)
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	objs := make([]runtime.Object, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		obj, err := s.decodeNew(key, kv.Value, kv.ModRevision)
+		if err != nil {
+			return nil, 0, err
+		}
+		if ok, _ := pred.Matches(obj); ok {
+			objs = append(objs, obj)
+		}
+	}
+	return objs, resp.Header.Revision, nil
+}
+
+// watchStream is one watch on etcd.
+type watchStream struct {
+	store      *Store
+	key        string
+	recursive  bool
+	pred       storage.SelectionPredicate
+	bookmarks  bool
+	initialEnd bool
+	startRev   int64 // events strictly after this revision
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	result chan watch.Event
+	done   chan struct{}
+}
+
+// Stop ends the watch and waits until its goroutine has exited.
+func (w *watchStream) Stop() {
+	w.cancel()
+	<-w.done
+}
+
+// ResultChan returns the events; it is closed when the watch ends.
+func (w *watchStream) ResultChan() <-chan watch.Event { return w.result }
+
+func (w *watchStream) run(initial []runtime.Object) {
+	defer close(w.done)
+	defer close(w.result)
+	defer w.cancel()
+	for _, obj := range initial {
+		if !w.send(watch.Event{Type: watch.Added, Object: obj}) {
+			return
+		}
+	}
+	if w.initialEnd {
+		if !w.send(watch.Event{Type: watch.Bookmark, Object: w.bookmark(w.startRev, true)}) {
+			return
+		}
+	}
+
+	ops := []clientv3.OpOption{clientv3.WithRev(w.startRev + 1), clientv3.WithPrevKV()}
+	if w.recursive {
+		ops = append(ops, clientv3.WithPrefix())
+	}
+	if w.bookmarks {
+		ops = append(ops, clientv3.WithProgressNotify())
+		release := w.store.bookmarks.add()
+		defer release()
+	}
+	wctx := clientv3.WithRequireLeader(w.ctx)
+	lastRev := w.startRev
+	for wr := range w.store.client.Watch(wctx, w.key, ops...) {
+		if wr.CompactRevision != 0 {
+			w.sendError(apierrors.NewResourceExpired(
+				fmt.Sprintf("too old resource version: %d (%d)", w.startRev, wr.CompactRevision)))
+			return
+		}
+		if err := wr.Err(); err != nil {
+			if w.ctx.Err() == nil {
+				w.store.log.Debug("etcd watch failed", "key", w.key, "err", err)
+				w.sendError(apierrors.NewInternalError(fmt.Errorf("etcd watch on %s: %w", w.key, err)))
+			}
+			return
+		}
+		if wr.IsProgressNotify() {
+			if w.bookmarks && wr.Header.Revision > lastRev {
+				lastRev = wr.Header.Revision
+				if !w.send(watch.Event{Type: watch.Bookmark, Object: w.bookmark(lastRev, false)}) {
+					return
+				}
+			}
+			continue
+		}
+		for _, ev := range wr.Events {
+			e, ok, err := w.translate(ev)
+			if err != nil {
+				w.sendError(apierrors.NewInternalError(err))
+				return
+			}
+			lastRev = ev.Kv.ModRevision
+			if ok && !w.send(e) {
+				return
+			}
+		}
+	}
+}
+
+// translate turns an etcd event into the API event this watcher sees, if
+// any: an object that starts matching the selector is ADDED for it, one that
+// stops matching is DELETED (with the revision of the change).
+func (w *watchStream) translate(ev *clientv3.Event) (watch.Event, bool, error) {
+	s := w.store
+	rev := ev.Kv.ModRevision
+	var cur, prev runtime.Object
+	var err error
+	if ev.Type == clientv3.EventTypePut {
+		if cur, err = s.decodeNew(string(ev.Kv.Key), ev.Kv.Value, rev); err != nil {
+			return watch.Event{}, false, err
+		}
+	}
+	needPrev := ev.Type == clientv3.EventTypeDelete || !w.pred.Empty()
+	if needPrev && ev.PrevKv != nil {
+		// The previous state is reported with this event's revision.
+		if prev, err = s.decodeNew(string(ev.PrevKv.Key), ev.PrevKv.Value, rev); err != nil {
+			return watch.Event{}, false, err
+		}
+	}
+	curMatch := cur != nil && w.matches(cur)
+	prevMatch := prev != nil && w.matches(prev)
+	switch {
+	case cur != nil && curMatch:
+		created := ev.IsCreate() || (!w.pred.Empty() && !prevMatch)
+		if created {
+			return watch.Event{Type: watch.Added, Object: cur}, true, nil
+		}
+		return watch.Event{Type: watch.Modified, Object: cur}, true, nil
+	case prevMatch:
+		return watch.Event{Type: watch.Deleted, Object: prev}, true, nil
+	}
+	return watch.Event{}, false, nil
+}
+
+func (w *watchStream) matches(obj runtime.Object) bool {
+	ok, err := w.pred.Matches(obj)
+	return err == nil && ok
+}
+
+// bookmark returns an empty object of the resource carrying only rev.
+func (w *watchStream) bookmark(rev int64, initialEventsEnd bool) runtime.Object {
+	obj := w.store.newFunc()
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetResourceVersion(strconv.FormatInt(rev, 10))
+		if initialEventsEnd {
+			m.SetAnnotations(map[string]string{InitialEventsEndAnnotation: "true"})
+		}
+	}
+	return obj
+}
+
+func (w *watchStream) send(e watch.Event) bool {
+	select {
+	case w.result <- e:
+		return true
+	case <-w.ctx.Done():
+		return false
+	}
+}
+
+func (w *watchStream) sendError(err *apierrors.StatusError) {
+	status := err.ErrStatus
+	w.send(watch.Event{Type: watch.Error, Object: &status})
+}
+
+// progressRequester asks etcd for progress notifications every interval
+// while some watch wants bookmarks, so bookmarks do not depend on the etcd
+// server's own (by default ten-minute) progress interval.
+type progressRequester struct {
+	client   *clientv3.Client
+	interval time.Duration
+
+	mu      sync.Mutex
+	waiters int
+	cancel  context.CancelFunc
+	done    chan struct{}
+	stopped bool
+}
+
+func newProgressRequester(c *clientv3.Client, interval time.Duration) *progressRequester {
+	return &progressRequester{client: c, interval: interval}
+}
+
+// add registers a watch that wants bookmarks; the returned func unregisters.
+func (p *progressRequester) add() (release func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.waiters++
+	if p.cancel == nil && !p.stopped {
+		ctx, cancel := context.WithCancel(context.Background())
+		p.cancel = cancel
+		p.done = make(chan struct{})
+		go p.loop(ctx, p.done)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			p.waiters--
+			var cancel context.CancelFunc
+			var done chan struct{}
+			if p.waiters == 0 && p.cancel != nil {
+				cancel, done = p.cancel, p.done
+				p.cancel, p.done = nil, nil
+			}
+			p.mu.Unlock()
+			if cancel != nil {
+				cancel()
+				<-done
+			}
+		})
+	}
+}
+
+func (p *progressRequester) loop(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(p.interval)
+	defer t.Stop()
+	// Same stream key as the watches (they require a leader).
+	rctx := clientv3.WithRequireLeader(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = p.client.RequestProgress(rctx)
+		}
+	}
+}
+
+func (p *progressRequester) stop() {
+	p.mu.Lock()
+	p.stopped = true
+	cancel, done := p.cancel, p.done
+	p.cancel, p.done = nil, nil
+	p.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}

@@ -1,0 +1,76 @@
+package storagebackend
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeproof/kubeproof/impl/storage"
+	"github.com/kubeproof/kubeproof/impl/storage/embedded"
+	"github.com/kubeproof/kubeproof/impl/storage/internal/leakcheck"
+	"github.com/kubeproof/kubeproof/impl/storage/storagetest"
+)
+
+func TestFactoryStoresUnderPrefixAndRecordsMetrics(t *testing.T) {
+	defer leakcheck.Check(t)()
+	ctx := context.Background()
+	e, err := embedded.Start(ctx, embedded.Config{DataDir: t.TempDir(), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	reg := prometheus.NewRegistry()
+	f := NewFactory(Config{Client: e.Client(), Metrics: reg, CompactionInterval: 0})
+	defer f.Close()
+	// A second factory on the same registry shares the collectors.
+	NewFactory(Config{Client: e.Client(), Metrics: reg}).Close()
+
+	res := storagetest.ConfigMaps()
+	s, destroy, err := f.New(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer destroy()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}, Data: map[string]string{"k": "v"}}
+	if err := s.Create(ctx, res.ResourcePrefix+"/ns/a", cm, nil); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := e.Client().Get(ctx, "/registry"+res.ResourcePrefix+"/ns/a")
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("object not at /registry%s/ns/a: %v %v", res.ResourcePrefix, resp, err)
+	}
+	// Stored like kube-apiserver: protobuf with the k8s magic.
+	if !strings.HasPrefix(string(resp.Kvs[0].Value), "k8s\x00") {
+		t.Fatalf("stored bytes %q do not start with the protobuf magic", resp.Kvs[0].Value[:8])
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, mf := range families {
+		if mf.GetName() != "etcd_request_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["operation"] == "create" && labels["type"] == "configmaps" && m.GetHistogram().GetSampleCount() == 1 {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no etcd_request_duration_seconds{operation=create,type=configmaps} sample after a create")
+	}
+	got := &corev1.ConfigMap{}
+	if err := s.Get(ctx, res.ResourcePrefix+"/ns/a", storage.GetOptions{}, got); err != nil || got.Data["k"] != "v" {
+		t.Fatalf("get: %v %v", got, err)
+	}
+}
