@@ -625,8 +625,8 @@ func testBadContinue(t *testing.T, b Backend) {
 	res := ConfigMaps()
 	s := newStore(t, b, res)
 	for _, token := range []string{"not base64!", "e30", // {}
-		"eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MCwic3RhcnQiOiJhIn0",        // rv 0
-		"eyJ2IjoibWV0YS5rOHMuaW8vdjIiLCJydiI6MSwic3RhcnQiOiJhIn0",        // unknown version
+		"eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MCwic3RhcnQiOiJhIn0",             // rv 0
+		"eyJ2IjoibWV0YS5rOHMuaW8vdjIiLCJydiI6MSwic3RhcnQiOiJhIn0",             // unknown version
 		"eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MSwic3RhcnQiOiIuLi9zZWNyZXRzIn0", // ../secrets
 	} {
 		err := s.GetList(ctxFor(t), nsKey(res, "ns"), storage.ListOptions{Recursive: true,
