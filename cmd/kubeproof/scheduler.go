@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubeproof/kubeproof/impl/scheduler"
+	"github.com/kubeproof/kubeproof/impl/scheduler/config"
+)
+
+// newSchedulerCommand is `kubeproof scheduler`: the scheduler as its own
+// process against any API server.
+func newSchedulerCommand() *cobra.Command {
+	var (
+		kubeconfig  string
+		configFile  string
+		leaderElect bool
+		metricsAddr string
+		qps         float32
+		burst       int
+		logLevel    string
+	)
+	cmd := &cobra.Command{
+		Use:   "scheduler --kubeconfig FILE [--config FILE]",
+		Short: "Run the scheduler: assign pending pods to nodes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			conf := config.Default()
+			if configFile != "" {
+				var err error
+				if conf, err = config.Load(configFile); err != nil {
+					return err
+				}
+			}
+			if cmd.Flags().Changed("leader-elect") {
+				conf.LeaderElection.LeaderElect = &leaderElect
+			}
+			if kubeconfig == "" {
+				kubeconfig = conf.ClientConnection.Kubeconfig
+			}
+			if kubeconfig == "" {
+				return errors.New("--kubeconfig is required")
+			}
+			restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return fmt.Errorf("loading kubeconfig: %w", err)
+			}
+			restConfig.QPS, restConfig.Burst = conf.ClientConnection.QPS, int(conf.ClientConnection.Burst)
+			if cmd.Flags().Changed("kube-api-qps") {
+				restConfig.QPS = qps
+			}
+			if cmd.Flags().Changed("kube-api-burst") {
+				restConfig.Burst = burst
+			}
+			restConfig.UserAgent = "kubeproof-scheduler"
+			client, err := kubernetes.NewForConfig(restConfig)
+			if err != nil {
+				return fmt.Errorf("creating client: %w", err)
+			}
+			ctx := cmd.Context()
+			sched, err := scheduler.New(ctx, client, scheduler.Config{Configuration: conf, Logger: logger})
+			if err != nil {
+				return err
+			}
+			return runSchedulerWithMetrics(ctx, logger, metricsAddr, sched.MetricsHandler(), sched.Run)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig file for the API server")
+	f.StringVar(&configFile, "config", "", "path to a KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1)")
+	f.BoolVar(&leaderElect, "leader-elect", true, "elect a leader through a coordination.k8s.io Lease before scheduling")
+	f.StringVar(&metricsAddr, "metrics-bind-address", "127.0.0.1:10259", "address serving /metrics and /healthz over HTTP (empty disables)")
+	f.Float32Var(&qps, "kube-api-qps", 50, "API client queries per second")
+	f.IntVar(&burst, "kube-api-burst", 100, "API client burst")
+	f.StringVar(&logLevel, "log-level", "warn", "log level: debug, info, warn or error")
+	return cmd
+}
+
+// runSchedulerWithMetrics serves /metrics and /healthz while run runs, and shuts the
+// server down when run returns.
+func runSchedulerWithMetrics(ctx context.Context, logger *slog.Logger, addr string, metrics http.Handler, run func(context.Context) error) error {
+	if addr == "" {
+		return run(ctx)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", metrics)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("metrics server", "err", err)
+		}
+	}()
+	runErr := run(ctx)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdownCtx)
+	<-done
+	return runErr
+}

@@ -1,0 +1,90 @@
+package cache
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+
+	fw "github.com/kubeproof/kubeproof/impl/scheduler/framework"
+)
+
+// Snapshot is an immutable-per-cycle view of the cache: what one scheduling
+// cycle decides on. Cache.UpdateSnapshot refreshes it in place, copying only
+// the NodeInfos that changed since its generation.
+type Snapshot struct {
+	nodeInfoMap  map[string]*fw.NodeInfo
+	nodeInfoList []*fw.NodeInfo
+	// havePodsWithAffinity / RequiredAntiAffinity list only nodes that have
+	// such pods, so InterPodAffinity's PreFilter does not visit every node.
+	havePodsWithAffinity             []*fw.NodeInfo
+	havePodsWithRequiredAntiAffinity []*fw.NodeInfo
+	generation                       int64
+	nodeSetEpoch                     int64
+}
+
+var _ fw.SharedLister = (*Snapshot)(nil)
+
+// NewEmptySnapshot returns a snapshot with no nodes.
+func NewEmptySnapshot() *Snapshot {
+	return &Snapshot{nodeInfoMap: map[string]*fw.NodeInfo{}}
+}
+
+// NewSnapshot builds a snapshot straight from pods and nodes (tests and
+// benchmarks). Pods whose spec.nodeName names no node are ignored.
+func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
+	s := NewEmptySnapshot()
+	for _, n := range nodes {
+		ni := &fw.NodeInfo{}
+		ni.SetNode(n)
+		s.nodeInfoMap[n.Name] = ni
+		s.nodeInfoList = append(s.nodeInfoList, ni)
+	}
+	for _, p := range pods {
+		if ni, ok := s.nodeInfoMap[p.Spec.NodeName]; ok {
+			ni.AddPodInfo(fw.NewPodInfo(p))
+		}
+	}
+	s.rebuildAffinityLists()
+	return s
+}
+
+func (s *Snapshot) rebuildAffinityLists() {
+	s.havePodsWithAffinity = s.havePodsWithAffinity[:0]
+	s.havePodsWithRequiredAntiAffinity = s.havePodsWithRequiredAntiAffinity[:0]
+	for _, ni := range s.nodeInfoList {
+		if len(ni.PodsWithAffinity) > 0 {
+			s.havePodsWithAffinity = append(s.havePodsWithAffinity, ni)
+		}
+		if len(ni.PodsWithRequiredAntiAffinity) > 0 {
+			s.havePodsWithRequiredAntiAffinity = append(s.havePodsWithRequiredAntiAffinity, ni)
+		}
+	}
+}
+
+// NodeInfos implements fw.SharedLister.
+func (s *Snapshot) NodeInfos() fw.NodeInfoLister { return s }
+
+// NumNodes is the number of nodes in the snapshot.
+func (s *Snapshot) NumNodes() int { return len(s.nodeInfoList) }
+
+// List returns every node, in a stable order.
+func (s *Snapshot) List() ([]*fw.NodeInfo, error) { return s.nodeInfoList, nil }
+
+// HavePodsWithAffinityList returns the nodes with pods that have affinity terms.
+func (s *Snapshot) HavePodsWithAffinityList() ([]*fw.NodeInfo, error) {
+	return s.havePodsWithAffinity, nil
+}
+
+// HavePodsWithRequiredAntiAffinityList returns the nodes with pods that have
+// required anti-affinity terms.
+func (s *Snapshot) HavePodsWithRequiredAntiAffinityList() ([]*fw.NodeInfo, error) {
+	return s.havePodsWithRequiredAntiAffinity, nil
+}
+
+// Get returns one node's NodeInfo.
+func (s *Snapshot) Get(name string) (*fw.NodeInfo, error) {
+	if ni, ok := s.nodeInfoMap[name]; ok && ni.Node() != nil {
+		return ni, nil
+	}
+	return nil, fmt.Errorf("nodeinfo %q: %w", name, fw.ErrNotFound)
+}

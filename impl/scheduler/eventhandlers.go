@@ -1,0 +1,186 @@
+package scheduler
+
+import (
+	"fmt"
+	"reflect"
+
+	v1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	fw "github.com/kubeproof/kubeproof/impl/scheduler/framework"
+)
+
+// addEventHandlers wires the informers to the queue and the cache, the way
+// kube-scheduler does: unassigned pods of our profiles go to the queue;
+// assigned pods go to the cache (confirming assumptions) and may move
+// unschedulable pods; nodes go to the cache and move unschedulable pods.
+func (s *Scheduler) addEventHandlers(podInformer, nodeInformer toolscache.SharedIndexInformer) error {
+	if _, err := podInformer.AddEventHandler(toolscache.FilteringResourceEventHandler{
+		FilterFunc: func(obj any) bool {
+			pod := podFrom(obj)
+			return pod != nil && assigned(pod) && !terminal(pod)
+		},
+		Handler: toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    s.addAssignedPod,
+			UpdateFunc: s.updateAssignedPod,
+			DeleteFunc: s.deleteAssignedPod,
+		},
+	}); err != nil {
+		return fmt.Errorf("adding assigned pod handler: %w", err)
+	}
+	if _, err := podInformer.AddEventHandler(toolscache.FilteringResourceEventHandler{
+		FilterFunc: func(obj any) bool {
+			pod := podFrom(obj)
+			return pod != nil && !assigned(pod) && !terminal(pod) && s.responsibleFor(pod)
+		},
+		Handler: toolscache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) {
+				if pod := podFrom(obj); pod != nil && pod.DeletionTimestamp == nil {
+					s.queue.Add(pod)
+				}
+			},
+			UpdateFunc: func(oldObj, newObj any) {
+				oldPod, newPod := podFrom(oldObj), podFrom(newObj)
+				if s.cache.IsAssumedPod(newPod) {
+					// Being bound right now; the assigned handler takes over.
+					return
+				}
+				if newPod.DeletionTimestamp != nil {
+					s.queue.Delete(newPod)
+					return
+				}
+				s.queue.Update(oldPod, newPod)
+			},
+			DeleteFunc: func(obj any) {
+				if pod := podFrom(obj); pod != nil {
+					s.queue.Delete(pod)
+				}
+			},
+		},
+	}); err != nil {
+		return fmt.Errorf("adding unscheduled pod handler: %w", err)
+	}
+	if _, err := nodeInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			node, ok := obj.(*v1.Node)
+			if !ok {
+				return
+			}
+			s.cache.AddNode(node)
+			s.queue.MoveAllToActiveOrBackoffQueue(fw.EventNodeAdd)
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			oldNode, ok1 := oldObj.(*v1.Node)
+			newNode, ok2 := newObj.(*v1.Node)
+			if !ok1 || !ok2 {
+				return
+			}
+			s.cache.UpdateNode(oldNode, newNode)
+			if action := nodeUpdateAction(oldNode, newNode); action != 0 {
+				s.queue.MoveAllToActiveOrBackoffQueue(fw.ClusterEvent{Resource: fw.Node, ActionType: action, Label: "NodeUpdate"})
+			}
+		},
+		DeleteFunc: func(obj any) {
+			var node *v1.Node
+			switch t := obj.(type) {
+			case *v1.Node:
+				node = t
+			case toolscache.DeletedFinalStateUnknown:
+				node, _ = t.Obj.(*v1.Node)
+			}
+			if node != nil {
+				s.cache.RemoveNode(node)
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("adding node handler: %w", err)
+	}
+	return nil
+}
+
+func podFrom(obj any) *v1.Pod {
+	switch t := obj.(type) {
+	case *v1.Pod:
+		return t
+	case toolscache.DeletedFinalStateUnknown:
+		p, _ := t.Obj.(*v1.Pod)
+		return p
+	}
+	return nil
+}
+
+func assigned(pod *v1.Pod) bool { return pod.Spec.NodeName != "" }
+
+func terminal(pod *v1.Pod) bool {
+	return pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
+}
+
+func (s *Scheduler) responsibleFor(pod *v1.Pod) bool {
+	_, ok := s.profiles[pod.Spec.SchedulerName]
+	return ok
+}
+
+func (s *Scheduler) addAssignedPod(obj any) {
+	pod := podFrom(obj)
+	if err := s.cache.AddPod(pod); err != nil {
+		s.log.Error("adding pod to scheduler cache", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	}
+	// A pod that was preempting no longer needs its nomination.
+	s.queue.DeleteNominatedPodIfExists(pod)
+	s.queue.MoveAllToActiveOrBackoffQueue(fw.EventAssignedPodAdd)
+}
+
+func (s *Scheduler) updateAssignedPod(oldObj, newObj any) {
+	oldPod, newPod := podFrom(oldObj), podFrom(newObj)
+	if err := s.cache.UpdatePod(oldPod, newPod); err != nil {
+		s.log.Error("updating pod in scheduler cache", "pod", newPod.Namespace+"/"+newPod.Name, "err", err)
+	}
+	if !reflect.DeepEqual(oldPod.Labels, newPod.Labels) {
+		s.queue.MoveAllToActiveOrBackoffQueue(fw.ClusterEvent{Resource: fw.AssignedPod, ActionType: fw.UpdatePodLabel, Label: "AssignedPodUpdate"})
+	}
+}
+
+func (s *Scheduler) deleteAssignedPod(obj any) {
+	pod := podFrom(obj)
+	if pod == nil {
+		return
+	}
+	if err := s.cache.RemovePod(pod); err != nil {
+		s.log.Error("removing pod from scheduler cache", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	}
+	s.queue.MoveAllToActiveOrBackoffQueue(fw.EventAssignedPodDelete)
+}
+
+// nodeUpdateAction classifies what changed on a node in scheduling terms.
+func nodeUpdateAction(a, b *v1.Node) fw.ActionType {
+	var act fw.ActionType
+	if !reflect.DeepEqual(a.Status.Allocatable, b.Status.Allocatable) {
+		act |= fw.UpdateNodeAllocatable
+	}
+	if !reflect.DeepEqual(a.Labels, b.Labels) {
+		act |= fw.UpdateNodeLabel
+	}
+	if !reflect.DeepEqual(a.Spec.Taints, b.Spec.Taints) || a.Spec.Unschedulable != b.Spec.Unschedulable {
+		act |= fw.UpdateNodeTaint
+	}
+	if !sameConditionStatuses(a.Status.Conditions, b.Status.Conditions) {
+		act |= fw.UpdateNodeCondition
+	}
+	return act
+}
+
+func sameConditionStatuses(a, b []v1.NodeCondition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	m := make(map[v1.NodeConditionType]v1.ConditionStatus, len(a))
+	for _, c := range a {
+		m[c.Type] = c.Status
+	}
+	for _, c := range b {
+		if m[c.Type] != c.Status {
+			return false
+		}
+	}
+	return true
+}

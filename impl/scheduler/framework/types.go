@@ -1,0 +1,401 @@
+package framework
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// ErrNotFound is returned by CycleState.Read and listers for missing entries.
+var ErrNotFound = errors.New("not found")
+
+// PodInfo is a pod with what scheduling derives from it computed once: its
+// resource requests and its parsed (anti-)affinity terms.
+type PodInfo struct {
+	Pod *v1.Pod
+	// Requests and NonZeroRequests are PodRequests(Pod).
+	Requests        Resource
+	NonZeroRequests Resource
+
+	RequiredAffinityTerms      []AffinityTerm
+	RequiredAntiAffinityTerms  []AffinityTerm
+	PreferredAffinityTerms     []WeightedAffinityTerm
+	PreferredAntiAffinityTerms []WeightedAffinityTerm
+	// ParseError records an unparsable selector in the pod's affinity.
+	ParseError error
+}
+
+// AffinityTerm is a parsed PodAffinityTerm.
+type AffinityTerm struct {
+	Namespaces  sets.Set[string]
+	Selector    labels.Selector
+	TopologyKey string
+	// NamespaceSelector is nil when the term names no namespaceSelector;
+	// an empty selector matches every namespace.
+	NamespaceSelector labels.Selector
+}
+
+// WeightedAffinityTerm is a parsed WeightedPodAffinityTerm.
+type WeightedAffinityTerm struct {
+	AffinityTerm
+	Weight int32
+}
+
+// Matches reports whether pod is selected by the term. nsLabels are the
+// labels of pod's namespace (nil when unknown).
+func (t *AffinityTerm) Matches(pod *v1.Pod, nsLabels labels.Set) bool {
+	if t.Namespaces.Has(pod.Namespace) || (t.NamespaceSelector != nil && t.NamespaceSelector.Matches(nsLabels)) {
+		return t.Selector.Matches(labels.Set(pod.Labels))
+	}
+	return false
+}
+
+// NewPodInfo computes a PodInfo.
+func NewPodInfo(pod *v1.Pod) *PodInfo {
+	pi := &PodInfo{}
+	pi.Update(pod)
+	return pi
+}
+
+// Update recomputes the PodInfo for a new version of the pod.
+func (pi *PodInfo) Update(pod *v1.Pod) {
+	pi.Pod = pod
+	pi.Requests, pi.NonZeroRequests = PodRequests(pod)
+	pi.RequiredAffinityTerms, pi.RequiredAntiAffinityTerms = nil, nil
+	pi.PreferredAffinityTerms, pi.PreferredAntiAffinityTerms = nil, nil
+	pi.ParseError = nil
+	a := pod.Spec.Affinity
+	if a == nil {
+		return
+	}
+	var errs []error
+	if pa := a.PodAffinity; pa != nil {
+		pi.RequiredAffinityTerms = parseTerms(pod, pa.RequiredDuringSchedulingIgnoredDuringExecution, &errs)
+		pi.PreferredAffinityTerms = parseWeightedTerms(pod, pa.PreferredDuringSchedulingIgnoredDuringExecution, &errs)
+	}
+	if pa := a.PodAntiAffinity; pa != nil {
+		pi.RequiredAntiAffinityTerms = parseTerms(pod, pa.RequiredDuringSchedulingIgnoredDuringExecution, &errs)
+		pi.PreferredAntiAffinityTerms = parseWeightedTerms(pod, pa.PreferredDuringSchedulingIgnoredDuringExecution, &errs)
+	}
+	pi.ParseError = errors.Join(errs...)
+}
+
+func parseTerms(pod *v1.Pod, terms []v1.PodAffinityTerm, errs *[]error) []AffinityTerm {
+	if len(terms) == 0 {
+		return nil
+	}
+	out := make([]AffinityTerm, 0, len(terms))
+	for i := range terms {
+		t, err := newAffinityTerm(pod, &terms[i])
+		if err != nil {
+			*errs = append(*errs, err)
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func parseWeightedTerms(pod *v1.Pod, terms []v1.WeightedPodAffinityTerm, errs *[]error) []WeightedAffinityTerm {
+	if len(terms) == 0 {
+		return nil
+	}
+	out := make([]WeightedAffinityTerm, 0, len(terms))
+	for i := range terms {
+		t, err := newAffinityTerm(pod, &terms[i].PodAffinityTerm)
+		if err != nil {
+			*errs = append(*errs, err)
+			continue
+		}
+		out = append(out, WeightedAffinityTerm{AffinityTerm: t, Weight: terms[i].Weight})
+	}
+	return out
+}
+
+// newAffinityTerm parses a term: namespaces default to the pod's own when
+// neither namespaces nor namespaceSelector is given; matchLabelKeys and
+// mismatchLabelKeys add In / NotIn requirements on the pod's own labels.
+func newAffinityTerm(pod *v1.Pod, term *v1.PodAffinityTerm) (AffinityTerm, error) {
+	sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+	if err != nil {
+		return AffinityTerm{}, fmt.Errorf("parsing pod affinity labelSelector: %w", err)
+	}
+	if term.LabelSelector != nil {
+		for _, k := range term.MatchLabelKeys {
+			if v, ok := pod.Labels[k]; ok {
+				r, err := labels.NewRequirement(k, selection.In, []string{v})
+				if err == nil {
+					sel = sel.Add(*r)
+				}
+			}
+		}
+		for _, k := range term.MismatchLabelKeys {
+			if v, ok := pod.Labels[k]; ok {
+				r, err := labels.NewRequirement(k, selection.NotIn, []string{v})
+				if err == nil {
+					sel = sel.Add(*r)
+				}
+			}
+		}
+	}
+	t := AffinityTerm{Selector: sel, TopologyKey: term.TopologyKey, Namespaces: sets.New(term.Namespaces...)}
+	if term.NamespaceSelector != nil {
+		ns, err := metav1.LabelSelectorAsSelector(term.NamespaceSelector)
+		if err != nil {
+			return AffinityTerm{}, fmt.Errorf("parsing pod affinity namespaceSelector: %w", err)
+		}
+		t.NamespaceSelector = ns
+	}
+	if len(term.Namespaces) == 0 && term.NamespaceSelector == nil {
+		t.Namespaces.Insert(pod.Namespace)
+	}
+	return t, nil
+}
+
+// NodeInfo is a node with the pods assigned to it (bound or assumed) and the
+// aggregates the plugins need.
+type NodeInfo struct {
+	node *v1.Node
+
+	Pods                         []*PodInfo
+	PodsWithAffinity             []*PodInfo
+	PodsWithRequiredAntiAffinity []*PodInfo
+	UsedPorts                    HostPortInfo
+
+	// Requested is the sum of the pods' requests; NonZeroRequested the same
+	// with the scoring defaults; Allocatable the node's allocatable.
+	Requested        Resource
+	NonZeroRequested Resource
+	Allocatable      Resource
+
+	// Generation increases on every change; snapshots copy only NodeInfos
+	// whose generation is newer than theirs.
+	Generation int64
+}
+
+// NewNodeInfo builds a NodeInfo holding the given pods (tests, snapshots).
+func NewNodeInfo(pods ...*v1.Pod) *NodeInfo {
+	ni := &NodeInfo{}
+	for _, p := range pods {
+		ni.AddPodInfo(NewPodInfo(p))
+	}
+	return ni
+}
+
+// Node returns the node, nil if it was deleted while pods remain.
+func (n *NodeInfo) Node() *v1.Node {
+	if n == nil {
+		return nil
+	}
+	return n.node
+}
+
+// SetNode sets the node and its allocatable.
+func (n *NodeInfo) SetNode(node *v1.Node) {
+	n.node = node
+	n.Allocatable = NewResource(node.Status.Allocatable)
+}
+
+// RemoveNode clears the node, keeping its pods.
+func (n *NodeInfo) RemoveNode() { n.node = nil }
+
+// Name returns the node's name.
+func (n *NodeInfo) Name() string {
+	if n == nil || n.node == nil {
+		return ""
+	}
+	return n.node.Name
+}
+
+// AddPodInfo accounts for a pod on the node.
+func (n *NodeInfo) AddPodInfo(pi *PodInfo) {
+	n.Pods = append(n.Pods, pi)
+	if len(pi.RequiredAffinityTerms) > 0 || len(pi.RequiredAntiAffinityTerms) > 0 ||
+		len(pi.PreferredAffinityTerms) > 0 || len(pi.PreferredAntiAffinityTerms) > 0 {
+		n.PodsWithAffinity = append(n.PodsWithAffinity, pi)
+	}
+	if len(pi.RequiredAntiAffinityTerms) > 0 {
+		n.PodsWithRequiredAntiAffinity = append(n.PodsWithRequiredAntiAffinity, pi)
+	}
+	n.update(pi, 1)
+}
+
+// RemovePod removes the pod with pod's UID from the node.
+func (n *NodeInfo) RemovePod(pod *v1.Pod) error {
+	n.PodsWithAffinity = removeFromSlice(n.PodsWithAffinity, pod.UID)
+	n.PodsWithRequiredAntiAffinity = removeFromSlice(n.PodsWithRequiredAntiAffinity, pod.UID)
+	for i, pi := range n.Pods {
+		if pi.Pod.UID == pod.UID {
+			last := len(n.Pods) - 1
+			n.Pods[i] = n.Pods[last]
+			n.Pods[last] = nil
+			n.Pods = n.Pods[:last]
+			n.update(pi, -1)
+			return nil
+		}
+	}
+	return fmt.Errorf("no pod %s/%s (uid %s) on node %q", pod.Namespace, pod.Name, pod.UID, n.Name())
+}
+
+func removeFromSlice(s []*PodInfo, uid types.UID) []*PodInfo {
+	for i, pi := range s {
+		if pi.Pod.UID == uid {
+			last := len(s) - 1
+			s[i] = s[last]
+			s[last] = nil
+			return s[:last]
+		}
+	}
+	return s
+}
+
+func (n *NodeInfo) update(pi *PodInfo, sign int64) {
+	if sign > 0 {
+		n.Requested.AddResource(&pi.Requests)
+		n.NonZeroRequested.AddResource(&pi.NonZeroRequests)
+	} else {
+		n.Requested.SubResource(&pi.Requests)
+		n.NonZeroRequested.SubResource(&pi.NonZeroRequests)
+	}
+	for i := range pi.Pod.Spec.Containers {
+		for _, p := range pi.Pod.Spec.Containers[i].Ports {
+			if p.HostPort <= 0 {
+				continue
+			}
+			if sign > 0 {
+				n.UsedPorts.Add(p.HostIP, string(p.Protocol), p.HostPort)
+			} else {
+				n.UsedPorts.Remove(p.HostIP, string(p.Protocol), p.HostPort)
+			}
+		}
+	}
+	n.Generation = NextGeneration()
+}
+
+// Clone returns a copy whose slices and maps can change independently; the
+// node and PodInfos themselves are shared (they are immutable).
+func (n *NodeInfo) Clone() *NodeInfo {
+	c := &NodeInfo{
+		node:             n.node,
+		Requested:        n.Requested.Clone(),
+		NonZeroRequested: n.NonZeroRequested.Clone(),
+		Allocatable:      n.Allocatable.Clone(),
+		Generation:       n.Generation,
+		UsedPorts:        n.UsedPorts.Clone(),
+	}
+	if len(n.Pods) > 0 {
+		c.Pods = append(make([]*PodInfo, 0, len(n.Pods)+1), n.Pods...)
+	}
+	if len(n.PodsWithAffinity) > 0 {
+		c.PodsWithAffinity = append([]*PodInfo(nil), n.PodsWithAffinity...)
+	}
+	if len(n.PodsWithRequiredAntiAffinity) > 0 {
+		c.PodsWithRequiredAntiAffinity = append([]*PodInfo(nil), n.PodsWithRequiredAntiAffinity...)
+	}
+	return c
+}
+
+// HostPortInfo records the host ports in use: IP -> protocol/port.
+type HostPortInfo map[string]map[ProtocolPort]struct{}
+
+// ProtocolPort is a protocol and port.
+type ProtocolPort struct {
+	Protocol string
+	Port     int32
+}
+
+// DefaultBindAllHostIP is the wildcard address.
+const DefaultBindAllHostIP = "0.0.0.0"
+
+func sanitize(ip, protocol string) (string, string) {
+	if ip == "" {
+		ip = DefaultBindAllHostIP
+	}
+	if protocol == "" {
+		protocol = string(v1.ProtocolTCP)
+	}
+	return ip, protocol
+}
+
+// Add records a used port.
+func (h *HostPortInfo) Add(ip, protocol string, port int32) {
+	if port <= 0 {
+		return
+	}
+	ip, protocol = sanitize(ip, protocol)
+	if *h == nil {
+		*h = HostPortInfo{}
+	}
+	if (*h)[ip] == nil {
+		(*h)[ip] = map[ProtocolPort]struct{}{}
+	}
+	(*h)[ip][ProtocolPort{protocol, port}] = struct{}{}
+}
+
+// Remove forgets a used port.
+func (h HostPortInfo) Remove(ip, protocol string, port int32) {
+	if port <= 0 || h == nil {
+		return
+	}
+	ip, protocol = sanitize(ip, protocol)
+	if m, ok := h[ip]; ok {
+		delete(m, ProtocolPort{protocol, port})
+		if len(m) == 0 {
+			delete(h, ip)
+		}
+	}
+}
+
+// CheckConflict reports whether the port is already used: the wildcard IP
+// conflicts with every IP for the same protocol and port.
+func (h HostPortInfo) CheckConflict(ip, protocol string, port int32) bool {
+	if port <= 0 {
+		return false
+	}
+	ip, protocol = sanitize(ip, protocol)
+	pp := ProtocolPort{protocol, port}
+	if ip == DefaultBindAllHostIP {
+		for _, m := range h {
+			if _, ok := m[pp]; ok {
+				return true
+			}
+		}
+		return false
+	}
+	for _, key := range []string{DefaultBindAllHostIP, ip} {
+		if m, ok := h[key]; ok {
+			if _, ok := m[pp]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Clone deep-copies the map.
+func (h HostPortInfo) Clone() HostPortInfo {
+	if h == nil {
+		return nil
+	}
+	c := make(HostPortInfo, len(h))
+	for ip, m := range h {
+		cm := make(map[ProtocolPort]struct{}, len(m))
+		for k := range m {
+			cm[k] = struct{}{}
+		}
+		c[ip] = cm
+	}
+	return c
+}
+
+var generation atomic.Int64
+
+// NextGeneration returns a new, larger generation number.
+func NextGeneration() int64 { return generation.Add(1) }

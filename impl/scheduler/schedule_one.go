@@ -1,0 +1,224 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	fw "github.com/kubeproof/kubeproof/impl/scheduler/framework"
+	"github.com/kubeproof/kubeproof/impl/scheduler/metrics"
+)
+
+// Condition reasons, as in Kubernetes.
+const (
+	ReasonUnschedulable  = v1.PodReasonUnschedulable
+	ReasonSchedulerError = v1.PodReasonSchedulerError
+)
+
+// maxMessageLength bounds event notes (the events API rejects > 1 KiB).
+const maxMessageLength = 1024
+
+// ScheduleOne pops one pod and tries to schedule it: decide, assume, and
+// bind in the background. It returns when the decision is made.
+func (s *Scheduler) ScheduleOne(ctx context.Context) {
+	pInfo, err := s.queue.Pop(ctx)
+	if err != nil {
+		return
+	}
+	pod := pInfo.Pod
+	fwk, ok := s.profiles[pod.Spec.SchedulerName]
+	if !ok || pod.DeletionTimestamp != nil || s.cache.IsAssumedPod(pod) {
+		return
+	}
+	cycle := s.queue.SchedulingCycle()
+	start := time.Now()
+	state := fw.NewCycleState()
+
+	if err := s.cache.UpdateSnapshot(s.snapshot); err != nil {
+		s.failed(ctx, fwk, pInfo, err, ReasonSchedulerError, "", cycle, start)
+		return
+	}
+	result, err := s.algorithm.SchedulePod(ctx, fwk, state, pod, s.snapshot)
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		reason, nominated := ReasonSchedulerError, ""
+		var fitErr *fw.FitError
+		if errors.As(err, &fitErr) {
+			reason = ReasonUnschedulable
+			if fwk.HasPostFilterPlugins() {
+				res, st := fwk.RunPostFilterPlugins(ctx, state, pod, fitErr.Diagnosis.NodeToStatus)
+				switch {
+				case st.Code() == fw.Error:
+					s.log.Error("running preemption", "pod", podRef(pod), "err", st.AsError())
+				case !st.IsSuccess():
+					fitErr.Diagnosis.PostFilterMsg = st.Message()
+				case res != nil && res.NominatedNodeName != "":
+					if perr := s.preempt(ctx, fwk, pod, res); perr != nil {
+						s.log.Error("preempting victims", "pod", podRef(pod), "err", perr)
+					} else {
+						nominated = res.NominatedNodeName
+					}
+				}
+			}
+		} else if errors.Is(err, ErrNoNodesAvailable) {
+			reason = ReasonUnschedulable
+		}
+		s.failed(ctx, fwk, pInfo, err, reason, nominated, cycle, start)
+		return
+	}
+
+	assumed := pod.DeepCopy()
+	assumed.Spec.NodeName = result.SuggestedHost
+	if err := s.cache.AssumePod(assumed); err != nil {
+		s.failed(ctx, fwk, pInfo, fmt.Errorf("assuming pod: %w", err), ReasonSchedulerError, "", cycle, start)
+		return
+	}
+	s.queue.DeleteNominatedPodIfExists(pod)
+	s.bindings.Add(1)
+	go func() {
+		defer s.bindings.Done()
+		s.bind(ctx, fwk, pInfo, assumed, cycle, start)
+	}()
+}
+
+// bind posts the Binding; on failure it forgets the assumption and requeues.
+func (s *Scheduler) bind(ctx context.Context, fwk *fw.Framework, pInfo *fw.QueuedPodInfo, assumed *v1.Pod, cycle int64, start time.Time) {
+	bindStart := time.Now()
+	binding := &v1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: assumed.Namespace, Name: assumed.Name, UID: assumed.UID},
+		Target:     v1.ObjectReference{Kind: "Node", Name: assumed.Spec.NodeName},
+	}
+	err := s.client.CoreV1().Pods(assumed.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
+	fwk.ObserveExtensionPoint(fw.ExtensionBind, bindStart, fw.AsStatus(err))
+	if err != nil {
+		if ferr := s.cache.ForgetPod(assumed); ferr != nil {
+			s.log.Error("forgetting assumed pod", "pod", podRef(assumed), "err", ferr)
+		}
+		// The freed capacity may help other pods.
+		s.queue.MoveAllToActiveOrBackoffQueue(fw.EventAssignedPodDelete)
+		if ctx.Err() != nil {
+			return
+		}
+		s.failed(ctx, fwk, pInfo, fmt.Errorf("binding rejected: %w", err), ReasonSchedulerError, "", cycle, start)
+		return
+	}
+	if err := s.cache.FinishBinding(assumed); err != nil {
+		s.log.Error("finishing binding", "pod", podRef(assumed), "err", err)
+	}
+	s.metrics.ObserveAttempt(metrics.ResultScheduled, fwk.ProfileName(), time.Since(start))
+	s.recorders[fwk.ProfileName()].Eventf(assumed, nil, v1.EventTypeNormal, "Scheduled", "Binding",
+		"Successfully assigned %v/%v to %v", assumed.Namespace, assumed.Name, assumed.Spec.NodeName)
+	s.log.Debug("bound pod", "pod", podRef(assumed), "node", assumed.Spec.NodeName)
+}
+
+// preempt carries out a preemption decision: it deletes the victims (with
+// a UID precondition) and records a Preempted event on each.
+func (s *Scheduler) preempt(ctx context.Context, fwk *fw.Framework, pod *v1.Pod, res *fw.PostFilterResult) error {
+	s.metrics.PreemptionVictims.Observe(float64(len(res.Victims)))
+	for _, victim := range res.Victims {
+		uid := victim.UID
+		err := s.client.CoreV1().Pods(victim.Namespace).Delete(ctx, victim.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting victim %s: %w", podRef(victim), err)
+		}
+		s.recorders[fwk.ProfileName()].Eventf(victim, pod, v1.EventTypeNormal, "Preempted", "Preempting",
+			"Preempted by pod %v on node %v", pod.UID, res.NominatedNodeName)
+	}
+	return nil
+}
+
+// failed records a failed attempt: metrics, requeue (if the pod still
+// exists unassigned), nomination, FailedScheduling event and the
+// PodScheduled=False condition.
+func (s *Scheduler) failed(ctx context.Context, fwk *fw.Framework, pInfo *fw.QueuedPodInfo, err error, reason, nominatedNode string, cycle int64, start time.Time) {
+	pod := pInfo.Pod
+	result := metrics.ResultError
+	var fitErr *fw.FitError
+	if errors.As(err, &fitErr) {
+		result = metrics.ResultUnschedulable
+		pInfo.UnschedulablePlugins = fitErr.Diagnosis.UnschedulablePlugins
+	} else if errors.Is(err, ErrNoNodesAvailable) {
+		result = metrics.ResultUnschedulable
+		pInfo.UnschedulablePlugins = sets.New("NodeName") // any node add may help
+	} else {
+		pInfo.UnschedulablePlugins = nil
+	}
+	s.metrics.ObserveAttempt(result, fwk.ProfileName(), time.Since(start))
+	msg := truncate(err.Error())
+	if result == metrics.ResultError {
+		s.log.Info("error scheduling pod; retrying", "pod", podRef(pod), "err", err)
+	} else {
+		s.log.Debug("unable to schedule pod; waiting", "pod", podRef(pod), "reason", msg)
+	}
+
+	current, gerr := s.podLister.Pods(pod.Namespace).Get(pod.Name)
+	switch {
+	case gerr != nil || current.UID != pod.UID:
+		return // deleted meanwhile
+	case current.Spec.NodeName != "":
+		return // bound meanwhile (by someone else)
+	}
+	pInfo.PodInfo.Update(current)
+	if nominatedNode != "" {
+		s.queue.AddNominatedPod(pInfo.PodInfo, nominatedNode)
+	}
+	s.queue.AddUnschedulableIfNotPresent(pInfo, cycle)
+
+	s.recorders[fwk.ProfileName()].Eventf(current, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", "%s", msg)
+	if perr := s.patchStatus(ctx, current, reason, msg, nominatedNode); perr != nil && ctx.Err() == nil {
+		s.log.Info("updating pod condition", "pod", podRef(pod), "err", perr)
+	}
+}
+
+// patchStatus sets PodScheduled=False with reason and message (and
+// status.nominatedNodeName) through a strategic merge patch of pods/status,
+// skipping the write when nothing changes.
+func (s *Scheduler) patchStatus(ctx context.Context, pod *v1.Pod, reason, msg, nominatedNode string) error {
+	var old *v1.PodCondition
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == v1.PodScheduled {
+			old = &pod.Status.Conditions[i]
+		}
+	}
+	nominationChanged := nominatedNode != "" && nominatedNode != pod.Status.NominatedNodeName
+	if old != nil && old.Status == v1.ConditionFalse && old.Reason == reason && old.Message == msg && !nominationChanged {
+		return nil
+	}
+	now := metav1.Now()
+	cond := map[string]any{
+		"type": v1.PodScheduled, "status": v1.ConditionFalse, "reason": reason, "message": msg,
+		"lastProbeTime": nil, "lastTransitionTime": now.UTC().Format(time.RFC3339),
+	}
+	if old != nil && old.Status == v1.ConditionFalse {
+		cond["lastTransitionTime"] = old.LastTransitionTime.UTC().Format(time.RFC3339)
+	}
+	status := map[string]any{"conditions": []any{cond}}
+	if nominationChanged {
+		status["nominatedNodeName"] = nominatedNode
+	}
+	patch, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return err
+	}
+	_, err = s.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	return err
+}
+
+func truncate(s string) string {
+	if len(s) <= maxMessageLength {
+		return s
+	}
+	return s[:maxMessageLength-3] + "..."
+}
+
+func podRef(p *v1.Pod) string { return p.Namespace + "/" + p.Name }

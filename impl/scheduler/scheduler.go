@@ -1,0 +1,288 @@
+// Package scheduler is kubeproof's kube-scheduler: it watches pods that name
+// one of its profiles' schedulerName and have no node yet, decides a node for
+// each with the framework's plugins (filter in parallel, score, pick the best
+// with seeded tie-breaking), assumes the pod onto the node in its cache so
+// the next decision already counts it, and binds asynchronously through POST
+// pods/binding. A pod no node fits gets PodScheduled=False/Unschedulable with
+// Kubernetes' diagnosis message and a FailedScheduling event, may preempt
+// lower-priority pods, and waits in the unschedulable queue until a cluster
+// event may help.
+//
+// Spec properties: SCHED-1 (bound only where every filter passes, counting
+// assumed pods), SCHED-2 (assume before bind: no double-booking while
+// bindings are in flight), SCHED-3 (a failed binding forgets the assumption
+// and requeues the pod).
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	schedcache "github.com/kubeproof/kubeproof/impl/scheduler/cache"
+	"github.com/kubeproof/kubeproof/impl/scheduler/config"
+	fw "github.com/kubeproof/kubeproof/impl/scheduler/framework"
+	"github.com/kubeproof/kubeproof/impl/scheduler/metrics"
+	"github.com/kubeproof/kubeproof/impl/scheduler/plugins"
+	"github.com/kubeproof/kubeproof/impl/scheduler/queue"
+)
+
+// Config is what New needs besides the client.
+type Config struct {
+	// Configuration is the KubeSchedulerConfiguration; nil means
+	// config.Default() (one profile, default-scheduler). Its
+	// leaderElection.leaderElect decides whether Run elects a leader.
+	Configuration *config.KubeSchedulerConfiguration
+	// Identity is this instance's leader election identity (default
+	// hostname_uuid).
+	Identity string
+	// Seed seeds the tie-breaking among equally scored nodes; 0 picks a
+	// time-based seed.
+	Seed int64
+	// AssumedPodTTL expires assumptions whose binding finished but was
+	// never observed (default 30 s).
+	AssumedPodTTL time.Duration
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Registry overrides the plugin registry (tests); default
+	// plugins.NewInTreeRegistry().
+	Registry fw.Registry
+}
+
+// Scheduler is one scheduler instance with one or more profiles.
+type Scheduler struct {
+	client   kubernetes.Interface
+	cfg      Config
+	conf     *config.KubeSchedulerConfiguration
+	log      *slog.Logger
+	profiles map[string]*fw.Framework
+
+	informers  informers.SharedInformerFactory
+	podLister  corelisters.PodLister
+	nodeLister corelisters.NodeLister
+	synced     []toolscache.InformerSynced
+
+	cache     *schedcache.Cache
+	queue     *queue.PriorityQueue
+	snapshot  *schedcache.Snapshot
+	algorithm *Algorithm
+	metrics   *metrics.Metrics
+
+	broadcaster events.EventBroadcaster
+	recorders   map[string]events.EventRecorder
+
+	bindings sync.WaitGroup
+	ran      sync.Once
+}
+
+// New builds a scheduler: profiles from the configuration, informers on
+// pods and nodes, the queue, the cache and event recording. Nothing runs
+// until Run.
+func New(ctx context.Context, client kubernetes.Interface, cfg Config) (*Scheduler, error) {
+	conf := cfg.Configuration
+	if conf == nil {
+		conf = config.Default()
+	}
+	config.SetDefaults(conf)
+	if err := config.Validate(conf); err != nil {
+		return nil, fmt.Errorf("invalid scheduler configuration: %w", err)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.AssumedPodTTL == 0 {
+		cfg.AssumedPodTTL = 30 * time.Second
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = time.Now().UnixNano()
+	}
+	if cfg.Identity == "" {
+		host, _ := os.Hostname()
+		cfg.Identity = host + "_" + uuid.NewString()
+	}
+	registry := cfg.Registry
+	if registry == nil {
+		registry = plugins.NewInTreeRegistry()
+	}
+	s := &Scheduler{
+		client:    client,
+		cfg:       cfg,
+		conf:      conf,
+		log:       cfg.Logger.With("component", "scheduler"),
+		profiles:  map[string]*fw.Framework{},
+		cache:     schedcache.New(cfg.AssumedPodTTL, nil),
+		snapshot:  schedcache.NewEmptySnapshot(),
+		algorithm: NewAlgorithm(*conf.PercentageOfNodesToScore, cfg.Seed),
+		metrics:   metrics.New(),
+		recorders: map[string]events.EventRecorder{},
+	}
+	var less fw.LessFunc
+	interest := map[string][]fw.ClusterEvent{}
+	for i := range conf.Profiles {
+		p := &conf.Profiles[i]
+		fwk, err := fw.NewFramework(ctx, registry, p,
+			fw.WithSnapshotSharedLister(s.snapshot),
+			fw.WithParallelism(int(*conf.Parallelism)),
+			fw.WithMetricsRecorder(s.metrics))
+		if err != nil {
+			return nil, err
+		}
+		s.profiles[p.SchedulerName] = fwk
+		if less == nil {
+			less = fwk.QueueSortFunc()
+		}
+		for _, e := range fwk.EnqueueExtensions() {
+			interest[e.Name()] = append(interest[e.Name()], e.EventsToRegister()...)
+		}
+	}
+	s.queue = queue.New(less,
+		queue.WithBackoff(time.Duration(*conf.PodInitialBackoffSeconds)*time.Second, time.Duration(*conf.PodMaxBackoffSeconds)*time.Second),
+		queue.WithClusterEventInterest(interest))
+	for _, fwk := range s.profiles {
+		fwk.SetPodNominator(s.queue)
+	}
+
+	s.informers = informers.NewSharedInformerFactory(client, 0)
+	// Terminal pods take no resources; like upstream, leave them out.
+	podInformer := s.informers.InformerFor(&v1.Pod{}, func(c kubernetes.Interface, resync time.Duration) toolscache.SharedIndexInformer {
+		return coreinformers.NewFilteredPodInformer(c, metav1.NamespaceAll, resync, toolscache.Indexers{}, func(o *metav1.ListOptions) {
+			o.FieldSelector = "status.phase!=" + string(v1.PodSucceeded) + ",status.phase!=" + string(v1.PodFailed)
+		})
+	})
+	nodeInformer := s.informers.Core().V1().Nodes()
+	s.podLister = corelisters.NewPodLister(podInformer.GetIndexer())
+	s.nodeLister = nodeInformer.Lister()
+	if err := s.addEventHandlers(podInformer, nodeInformer.Informer()); err != nil {
+		return nil, err
+	}
+	s.synced = []toolscache.InformerSynced{podInformer.HasSynced, nodeInformer.Informer().HasSynced}
+
+	s.broadcaster = events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
+	for name := range s.profiles {
+		s.recorders[name] = s.broadcaster.NewRecorder(scheme.Scheme, name)
+	}
+	return s, nil
+}
+
+// Profiles returns the frameworks by schedulerName.
+func (s *Scheduler) Profiles() map[string]*fw.Framework { return s.profiles }
+
+// Cache returns the scheduler's cache (tests, benchmarks).
+func (s *Scheduler) Cache() *schedcache.Cache { return s.cache }
+
+// Queue returns the scheduling queue (tests).
+func (s *Scheduler) Queue() *queue.PriorityQueue { return s.queue }
+
+// MetricsHandler serves this scheduler's /metrics.
+func (s *Scheduler) MetricsHandler() http.Handler { return s.metrics.Handler() }
+
+// Run starts the informers, waits for them to sync, then — after winning
+// leader election when it is enabled — schedules until ctx is done. It
+// returns after every goroutine it started has stopped. Run may be called
+// once.
+func (s *Scheduler) Run(ctx context.Context) error {
+	err := errors.New("scheduler: Run called twice")
+	s.ran.Do(func() { err = s.run(ctx) })
+	return err
+}
+
+func (s *Scheduler) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopEvents := make(chan struct{})
+	s.broadcaster.StartRecordingToSink(stopEvents)
+	defer func() {
+		close(stopEvents)
+		s.broadcaster.Shutdown()
+	}()
+	s.informers.Start(ctx.Done())
+	defer s.informers.Shutdown()
+	if !toolscache.WaitForCacheSync(ctx.Done(), s.synced...) {
+		return fmt.Errorf("scheduler: waiting for informer caches to sync: %w", context.Cause(ctx))
+	}
+	if !*s.conf.LeaderElection.LeaderElect {
+		s.scheduleUntilDone(ctx)
+		return nil
+	}
+	le := s.conf.LeaderElection
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, le.ResourceNamespace, le.ResourceName,
+		s.client.CoreV1(), s.client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: s.cfg.Identity})
+	if err != nil {
+		return fmt.Errorf("scheduler: creating leader election lock: %w", err)
+	}
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   le.LeaseDuration.Duration,
+		RenewDeadline:   le.RenewDeadline.Duration,
+		RetryPeriod:     le.RetryPeriod.Duration,
+		ReleaseOnCancel: true,
+		Name:            le.ResourceName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				s.log.Info("became leader", "identity", s.cfg.Identity)
+				s.scheduleUntilDone(ctx)
+			},
+			OnStoppedLeading: func() {
+				s.log.Info("stopped leading", "identity", s.cfg.Identity)
+				cancel()
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("scheduler: configuring leader election: %w", err)
+	}
+	elector.Run(ctx)
+	if ctx.Err() == nil {
+		return errors.New("scheduler: lost leader election")
+	}
+	return nil
+}
+
+// scheduleUntilDone runs the scheduling loop and the queue's and cache's
+// housekeeping until ctx is done, then waits for in-flight bindings.
+func (s *Scheduler) scheduleUntilDone(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		s.queue.Run(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				s.cache.CleanupExpiredAssumedPods()
+				s.metrics.SetPending(s.queue.Lengths())
+			}
+		}
+	}()
+	for ctx.Err() == nil {
+		s.ScheduleOne(ctx)
+	}
+	s.queue.Close()
+	wg.Wait()
+	s.bindings.Wait()
+}
