@@ -1,0 +1,112 @@
+// Package auth holds the API server's authentication and authorization
+// extension points: small interfaces the filter chain calls, with the x509
+// client-certificate authenticator and the AlwaysAllow authorizer.
+package auth
+
+import (
+	"context"
+	"crypto/x509"
+	"net/http"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+)
+
+// Authenticator identifies the user behind a request. ok is false when the
+// request carries no credentials this authenticator understands; err is set
+// when it carries credentials that are invalid.
+type Authenticator interface {
+	Authenticate(r *http.Request) (user *request.User, ok bool, err error)
+}
+
+// Union tries each authenticator in turn; the first that recognises the
+// request decides.
+type Union []Authenticator
+
+// Authenticate implements Authenticator.
+func (u Union) Authenticate(r *http.Request) (*request.User, bool, error) {
+	var firstErr error
+	for _, a := range u {
+		user, ok, err := a.Authenticate(r)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if ok {
+			return user, true, nil
+		}
+	}
+	return nil, false, firstErr
+}
+
+// X509 authenticates requests by a TLS client certificate that chains to
+// one of Roots: the subject's CommonName is the user, its Organizations the
+// groups (as kube-apiserver's --client-ca-file does).
+type X509 struct {
+	Roots *x509.CertPool
+}
+
+// Authenticate implements Authenticator.
+func (a X509) Authenticate(r *http.Request) (*request.User, bool, error) {
+	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 || a.Roots == nil {
+		return nil, false, nil
+	}
+	certs := r.TLS.PeerCertificates
+	inter := x509.NewCertPool()
+	for _, c := range certs[1:] {
+		inter.AddCert(c)
+	}
+	chains, err := certs[0].Verify(x509.VerifyOptions{
+		Roots:         a.Roots,
+		Intermediates: inter,
+		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+	if err != nil || len(chains) == 0 {
+		return nil, false, err
+	}
+	leaf := certs[0]
+	if leaf.Subject.CommonName == "" {
+		return nil, false, nil
+	}
+	groups := append([]string(nil), leaf.Subject.Organization...)
+	groups = append(groups, "system:authenticated")
+	return &request.User{Name: leaf.Subject.CommonName, Groups: groups}, true, nil
+}
+
+// Anonymous is the user of unauthenticated requests when anonymous access
+// is enabled.
+func Anonymous() *request.User {
+	return &request.User{Name: "system:anonymous", Groups: []string{"system:unauthenticated"}}
+}
+
+// Attributes are what an authorization decision is made on.
+type Attributes struct {
+	User *request.User
+	// Info is the parsed request (verb, resource, namespace, name, ...).
+	Info *request.Info
+}
+
+// Decision is an authorizer's answer.
+type Decision int
+
+const (
+	// DecisionNoOpinion lets the next authorizer decide; at the end of the
+	// chain it denies.
+	DecisionNoOpinion Decision = iota
+	DecisionAllow
+	DecisionDeny
+)
+
+// Authorizer decides whether a request may proceed. reason explains a deny.
+type Authorizer interface {
+	Authorize(ctx context.Context, a Attributes) (d Decision, reason string, err error)
+}
+
+// AlwaysAllow authorizes every request.
+type AlwaysAllow struct{}
+
+// Authorize implements Authorizer.
+func (AlwaysAllow) Authorize(context.Context, Attributes) (Decision, string, error) {
+	return DecisionAllow, "", nil
+}

@@ -1,0 +1,155 @@
+package endpoints
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+	"github.com/kubeproof/kubeproof/impl/storage"
+)
+
+var bindingGR = schema.GroupResource{Resource: "pods/binding"}
+
+// bind serves POST pods/<name>/binding: it sets spec.nodeName of an
+// unbound pod with a compare-and-swap and marks it PodScheduled=True. A pod
+// that is already bound, or being deleted, is a 409 Conflict.
+func (h *Handler) bind(w http.ResponseWriter, r *http.Request, info *request.Info) error {
+	wo, err := parseWriteOptions(r, "CreateOptions")
+	if err != nil {
+		return err
+	}
+	target, err := h.opts.Codecs.Negotiate(r, nil, false)
+	if err != nil {
+		return err
+	}
+	body, err := h.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	obj, warnings, err := h.decode(r, body, corev1.SchemeGroupVersion.WithKind("Binding"), &corev1.Binding{}, wo.fieldValidation)
+	if err != nil {
+		return err
+	}
+	b := obj.(*corev1.Binding)
+	if b.Namespace == "" {
+		b.Namespace = info.Namespace
+	}
+	if b.Namespace != info.Namespace {
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	if b.Name != info.Name {
+		return apierrors.NewBadRequest("name in URL does not match name in Binding object")
+	}
+	var errs field.ErrorList
+	if b.Target.Kind != "" && b.Target.Kind != "Node" {
+		errs = append(errs, field.NotSupported(field.NewPath("target", "kind"), b.Target.Kind, []string{"Node", "<empty>"}))
+	}
+	if b.Target.Name == "" {
+		errs = append(errs, field.Required(field.NewPath("target", "name"), ""))
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, b.Name, errs)
+	}
+	ctx := r.Context()
+	if err := h.opts.Admission.Admit(ctx, h.adm(ctx, admission.Create, info, b.Namespace, b.Name, b, nil, wo.dryRun)); err != nil {
+		return err
+	}
+	if err := h.opts.Admission.Validate(ctx, h.adm(ctx, admission.Create, info, b.Namespace, b.Name, b, nil, wo.dryRun)); err != nil {
+		return err
+	}
+	key, err := h.objectKey(info.Namespace, info.Name)
+	if err != nil {
+		return err
+	}
+	var pre *storage.Preconditions
+	if b.UID != "" || b.ResourceVersion != "" {
+		pre = &storage.Preconditions{}
+		if b.UID != "" {
+			uid := b.UID
+			pre.UID = &uid
+		}
+		if b.ResourceVersion != "" {
+			rv := b.ResourceVersion
+			pre.ResourceVersion = &rv
+		}
+	}
+	assign := func(existing runtime.Object) (runtime.Object, error) {
+		cur, ok := existing.(*corev1.Pod)
+		if !ok {
+			return nil, fmt.Errorf("stored object is %T, not a Pod", existing)
+		}
+		if cur.DeletionTimestamp != nil {
+			return nil, apierrors.NewConflict(bindingGR, cur.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", cur.Name))
+		}
+		if cur.Spec.NodeName != "" {
+			return nil, apierrors.NewConflict(bindingGR, cur.Name, fmt.Errorf("pod %v is already assigned to node %q", cur.Name, cur.Spec.NodeName))
+		}
+		if len(cur.Spec.SchedulingGates) != 0 {
+			return nil, apierrors.NewConflict(bindingGR, cur.Name, fmt.Errorf("pod %v has non-empty .spec.schedulingGates", cur.Name))
+		}
+		pod := cur.DeepCopy()
+		pod.Spec.NodeName = b.Target.Name
+		for k, v := range b.Annotations {
+			if pod.Annotations == nil {
+				pod.Annotations = map[string]string{}
+			}
+			pod.Annotations[k] = v
+		}
+		setPodScheduled(pod, metav1.NewTime(h.now().Truncate(time.Second)))
+		return pod, nil
+	}
+	if wo.dryRun {
+		cur := h.res.New()
+		if err := h.store.Get(ctx, key, storage.GetOptions{}, cur); err != nil {
+			return err
+		}
+		if err := pre.Check(key, cur); err != nil {
+			return err
+		}
+		if _, err := assign(cur); err != nil {
+			return err
+		}
+	} else if err := h.store.GuaranteedUpdate(ctx, key, h.res.New(), false, pre, assign); err != nil {
+		var se *apierrors.StatusError
+		if errors.As(err, &se) || storage.CodeOf(err) == storage.ErrCodeKeyNotFound {
+			return ToStatusError(err, h.gr, info.Name)
+		}
+		return apierrors.NewConflict(bindingGR, info.Name, err)
+	}
+	addWarnings(w, warnings)
+	writeRaw(w, target, http.StatusCreated, &metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusSuccess, Code: http.StatusCreated,
+	})
+	return nil
+}
+
+// setPodScheduled sets condition PodScheduled=True, keeping the transition
+// time when it already was.
+func setPodScheduled(pod *corev1.Pod, now metav1.Time) {
+	for i := range pod.Status.Conditions {
+		c := &pod.Status.Conditions[i]
+		if c.Type != corev1.PodScheduled {
+			continue
+		}
+		if c.Status != corev1.ConditionTrue {
+			c.Status = corev1.ConditionTrue
+			c.LastTransitionTime = now
+			c.Reason, c.Message = "", ""
+		}
+		return
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{
+		Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now,
+	})
+}

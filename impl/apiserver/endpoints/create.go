@@ -1,0 +1,147 @@
+package endpoints
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+	"github.com/kubeproof/kubeproof/impl/storage"
+)
+
+// generateNameAttempts bounds the server-side retries of a generateName
+// create whose random name collided.
+const generateNameAttempts = 8
+
+func (h *Handler) create(w http.ResponseWriter, r *http.Request, info *request.Info) error {
+	wo, err := parseWriteOptions(r, "CreateOptions")
+	if err != nil {
+		return err
+	}
+	target, err := h.opts.Codecs.Negotiate(r, nil, false)
+	if err != nil {
+		return err
+	}
+	body, err := h.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	obj, warnings, err := h.decode(r, body, h.gvk, h.res.New(), wo.fieldValidation)
+	if err != nil {
+		return err
+	}
+	if h.res.Namespaced {
+		m := accessor(obj)
+		switch {
+		case m.GetNamespace() == "":
+			m.SetNamespace(info.Namespace)
+		case m.GetNamespace() != info.Namespace:
+			return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+	}
+	out, err := h.CreateObject(r.Context(), info, obj, wo.dryRun)
+	if err != nil {
+		return err
+	}
+	addWarnings(w, warnings)
+	if err := h.opts.Codecs.SetKind(out, h.res.GroupVersion); err != nil {
+		return err
+	}
+	writeRaw(w, target, http.StatusCreated, out)
+	return nil
+}
+
+// CreateObject runs the create path on a decoded object: defaulting,
+// admission, PrepareForCreate, system fields, validation, and the write
+// (skipped when dryRun). info may be nil for internal callers.
+func (h *Handler) CreateObject(ctx context.Context, info *request.Info, obj runtime.Object, dryRun bool) (runtime.Object, error) {
+	m := accessor(obj)
+	if !h.res.Namespaced {
+		m.SetNamespace("")
+	} else if m.GetNamespace() == "" {
+		return nil, apierrors.NewBadRequest("Namespace parameter required.")
+	}
+	if m.GetResourceVersion() != "" {
+		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+	}
+	h.res.Strategy.Default(obj)
+	ns := m.GetNamespace()
+	if err := h.opts.Admission.Admit(ctx, h.adm(ctx, admission.Create, info, ns, m.GetName(), obj, nil, dryRun)); err != nil {
+		return nil, err
+	}
+
+	// kube-apiserver's BeforeCreate: system fields are the server's.
+	m.SetDeletionTimestamp(nil)
+	m.SetDeletionGracePeriodSeconds(nil)
+	h.res.Strategy.PrepareForCreate(ctx, obj)
+	m.SetUID(uuid.NewUUID())
+	now := metav1.NewTime(h.now().Truncate(1e9))
+	m.SetCreationTimestamp(now)
+	m.SetSelfLink("")
+	m.SetManagedFields(nil)
+	generated := false
+	if m.GetName() == "" && m.GetGenerateName() != "" {
+		m.SetName(generateName(m.GetGenerateName()))
+		generated = true
+	}
+	if errs := h.res.Strategy.Validate(ctx, obj); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(h.gvk.GroupKind(), m.GetName(), errs)
+	}
+	if m.GetName() == "" {
+		return nil, apierrors.NewInvalid(h.gvk.GroupKind(), "", field.ErrorList{
+			field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
+	}
+	key, err := h.objectKey(ns, m.GetName())
+	if err != nil {
+		return nil, err
+	}
+	if err := h.opts.Admission.Validate(ctx, h.adm(ctx, admission.Create, info, ns, m.GetName(), obj, nil, dryRun)); err != nil {
+		return nil, err
+	}
+	if dryRun {
+		return obj, nil
+	}
+	out := h.res.New()
+	for attempt := 1; ; attempt++ {
+		err = h.store.Create(ctx, key, obj, out)
+		if err == nil {
+			return out, nil
+		}
+		if !generated || !storage.IsExists(err) {
+			return nil, ToStatusError(err, h.gr, m.GetName())
+		}
+		if attempt == generateNameAttempts {
+			return nil, apierrors.NewGenerateNameConflict(h.gr, m.GetName(), 1)
+		}
+		m.SetName(generateName(m.GetGenerateName()))
+		if key, err = h.objectKey(ns, m.GetName()); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// nameAlphabet is the alphabet of generated name suffixes: no vowels, so no
+// words, and no look-alike characters (as kube-apiserver's generator).
+const nameAlphabet = "bcdfghjklmnpqrstvwxz2456789"
+
+// generateName appends five random characters to base, trimming base so
+// the name fits in 63 characters.
+func generateName(base string) string {
+	const suffix, max = 5, 63
+	if len(base) > max-suffix {
+		base = base[:max-suffix]
+	}
+	b := make([]byte, suffix)
+	for i := range b {
+		b[i] = nameAlphabet[rand.IntN(len(nameAlphabet))]
+	}
+	return fmt.Sprintf("%s%s", base, b)
+}

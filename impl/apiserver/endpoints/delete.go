@@ -1,0 +1,454 @@
+package endpoints
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+	"github.com/kubeproof/kubeproof/impl/storage"
+)
+
+var (
+	errDeleteNow       = errors.New("delete the object now")
+	errAlreadyDeleting = errors.New("graceful deletion already pending")
+)
+
+// deleteOptions reads DeleteOptions from the body (if any) and the query.
+func (h *Handler) deleteOptions(w http.ResponseWriter, r *http.Request) (*metav1.DeleteOptions, error) {
+	opts := &metav1.DeleteOptions{}
+	body, err := h.readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > 0 {
+		info, err := h.opts.Codecs.RequestSerializer(r.Header.Get("Content-Type"))
+		if err != nil {
+			return nil, err
+		}
+		def := metav1.SchemeGroupVersion.WithKind("DeleteOptions")
+		obj, _, err := info.Serializer.Decode(body, &def, opts)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		var ok bool
+		if opts, ok = obj.(*metav1.DeleteOptions); !ok {
+			return nil, apierrors.NewBadRequest("the body of a delete must be DeleteOptions")
+		}
+	}
+	if q := r.URL.Query(); len(q) > 0 {
+		qopts := &metav1.DeleteOptions{}
+		if err := h.opts.Codecs.ParameterCodec.DecodeParameters(q, schema.GroupVersion{Version: "v1"}, qopts); err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		if qopts.GracePeriodSeconds != nil {
+			opts.GracePeriodSeconds = qopts.GracePeriodSeconds
+		}
+		if qopts.PropagationPolicy != nil {
+			opts.PropagationPolicy = qopts.PropagationPolicy
+		}
+		if qopts.OrphanDependents != nil { //nolint:staticcheck // still part of the API
+			opts.OrphanDependents = qopts.OrphanDependents //nolint:staticcheck
+		}
+		if len(qopts.DryRun) > 0 {
+			opts.DryRun = qopts.DryRun
+		}
+	}
+	if errs := metav1validation.ValidateDeleteOptions(opts); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
+	}
+	return opts, nil
+}
+
+func (h *Handler) delete(w http.ResponseWriter, r *http.Request, info *request.Info) error {
+	target, err := h.opts.Codecs.Negotiate(r, nil, false)
+	if err != nil {
+		return err
+	}
+	opts, err := h.deleteOptions(w, r)
+	if err != nil {
+		return err
+	}
+	key, err := h.objectKey(info.Namespace, info.Name)
+	if err != nil {
+		return err
+	}
+	out, deleted, err := h.DeleteObject(r.Context(), info, key, opts)
+	if err != nil {
+		return err
+	}
+	code := http.StatusOK
+	if !deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents { //nolint:staticcheck
+		code = http.StatusAccepted
+	}
+	resp, err := h.deleteResponse(out, deleted, code)
+	if err != nil {
+		return err
+	}
+	writeRaw(w, target, code, resp)
+	return nil
+}
+
+// deleteResponse: an object still present (graceful deletion, finalizers)
+// is returned as is; a removed one as a success Status, except for kinds
+// that return the deleted object (pods, namespaces) as kube-apiserver does.
+func (h *Handler) deleteResponse(out runtime.Object, deleted bool, code int) (runtime.Object, error) {
+	if !deleted || h.isPod || h.isNamespace {
+		if err := h.opts.Codecs.SetKind(out, h.res.GroupVersion); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	m := accessor(out)
+	return &metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusSuccess,
+		Details:  &metav1.StatusDetails{Name: m.GetName(), Group: h.gr.Group, Kind: h.gr.Resource, UID: m.GetUID()},
+	}, nil
+}
+
+// DeleteObject deletes the object at key as kube-apiserver's generic store
+// does: preconditions; graceful deletion (deletionTimestamp plus
+// deletionGracePeriodSeconds) for kinds with a GracefulDeleter; orphan and
+// foregroundDeletion finalizers recorded from the propagation policy; an
+// object with finalizers only marked. deleted reports whether the object
+// is gone.
+func (h *Handler) DeleteObject(ctx context.Context, info *request.Info, key string, opts *metav1.DeleteOptions) (out runtime.Object, deleted bool, err error) {
+	name := info.Name
+	dryRun := len(opts.DryRun) > 0
+	cur := h.res.New()
+	if err := h.store.Get(ctx, key, storage.GetOptions{}, cur); err != nil {
+		return nil, false, ToStatusError(err, h.gr, name)
+	}
+	pre := preconditions(opts)
+	if err := pre.Check(key, cur); err != nil {
+		return nil, false, ToStatusError(err, h.gr, name)
+	}
+	if err := h.opts.Admission.Validate(ctx, h.adm(ctx, admission.Delete, info, info.Namespace, name, nil, cur, dryRun)); err != nil {
+		return nil, false, err
+	}
+	if h.isNamespace {
+		return h.deleteNamespace(ctx, key, cur, opts, pre, dryRun)
+	}
+	return h.deleteGeneric(ctx, key, name, cur, opts, pre, dryRun)
+}
+
+func preconditions(opts *metav1.DeleteOptions) *storage.Preconditions {
+	if opts.Preconditions == nil {
+		return nil
+	}
+	return &storage.Preconditions{UID: opts.Preconditions.UID, ResourceVersion: opts.Preconditions.ResourceVersion}
+}
+
+func (h *Handler) deleteGeneric(ctx context.Context, key, name string, cur runtime.Object, opts *metav1.DeleteOptions, pre *storage.Preconditions, dryRun bool) (runtime.Object, bool, error) {
+	probe := cur.DeepCopyObject()
+	graceful, pending, _ := h.beforeDelete(probe, opts)
+	if pending {
+		return cur, false, nil
+	}
+	m := accessor(cur)
+	updateFinalizers, _ := deletionFinalizers(m, opts)
+	if graceful || len(m.GetFinalizers()) != 0 || updateFinalizers {
+		out, deleteNow, err := h.markForDeletion(ctx, key, name, opts, pre, dryRun)
+		if err != nil || !deleteNow {
+			return out, false, err
+		}
+		if pre != nil && pre.ResourceVersion != nil {
+			rv := accessor(out).GetResourceVersion()
+			pre = &storage.Preconditions{UID: pre.UID, ResourceVersion: &rv}
+		}
+		cur = out
+	}
+	if dryRun {
+		return cur, true, nil
+	}
+	out := h.res.New()
+	err := h.store.Delete(ctx, key, out, pre, func(_ context.Context, obj runtime.Object) error {
+		if len(accessor(obj).GetFinalizers()) != 0 {
+			return apierrors.NewConflict(h.gr, name, errors.New(optimisticLockErrorMsg))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, ToStatusError(err, h.gr, name)
+	}
+	return out, true, nil
+}
+
+// markForDeletion writes deletionTimestamp, the grace period and the
+// garbage-collection finalizers with a compare-and-swap. deleteNow is true
+// when the object should now be removed (no finalizers, zero grace).
+func (h *Handler) markForDeletion(ctx context.Context, key, name string, opts *metav1.DeleteOptions, pre *storage.Preconditions, dryRun bool) (runtime.Object, bool, error) {
+	var lastGrace int64
+	var lastGraceful, pendingFinalizers bool
+	try := func(existing runtime.Object) (runtime.Object, error) {
+		obj := existing.DeepCopyObject()
+		o := *opts
+		graceful, pending, err := h.beforeDelete(obj, &o)
+		if err != nil {
+			return nil, err
+		}
+		if pending {
+			return nil, errAlreadyDeleting
+		}
+		m := accessor(obj)
+		if update, fins := deletionFinalizers(m, &o); update {
+			m.SetFinalizers(fins)
+		}
+		pendingFinalizers = len(m.GetFinalizers()) != 0
+		lastGraceful = graceful
+		if !graceful {
+			if !pendingFinalizers {
+				return nil, errDeleteNow
+			}
+			if m.GetDeletionTimestamp() == nil {
+				now := metav1.NewTime(h.now().Truncate(time.Second))
+				m.SetDeletionTimestamp(&now)
+			}
+			zero := int64(0)
+			m.SetDeletionGracePeriodSeconds(&zero)
+			return obj, nil
+		}
+		if g := m.GetDeletionGracePeriodSeconds(); g != nil {
+			lastGrace = *g
+		}
+		return obj, nil
+	}
+	var out runtime.Object
+	var err error
+	if dryRun {
+		cur := h.res.New()
+		if err = h.store.Get(ctx, key, storage.GetOptions{}, cur); err == nil {
+			if err = pre.Check(key, cur); err == nil {
+				out, err = try(cur)
+				if errors.Is(err, errDeleteNow) {
+					out = cur
+				}
+			}
+		}
+	} else {
+		out = h.res.New()
+		err = h.store.GuaranteedUpdate(ctx, key, out, false, pre, try)
+	}
+	switch {
+	case err == nil:
+		if pendingFinalizers || (lastGraceful && lastGrace > 0) {
+			return out, false, nil
+		}
+		return out, true, nil
+	case errors.Is(err, errDeleteNow):
+		cur := h.res.New()
+		if err := h.store.Get(ctx, key, storage.GetOptions{}, cur); err != nil {
+			return nil, false, ToStatusError(err, h.gr, name)
+		}
+		return cur, true, nil
+	case errors.Is(err, errAlreadyDeleting):
+		cur := h.res.New()
+		if err := h.store.Get(ctx, key, storage.GetOptions{}, cur); err != nil {
+			return nil, false, ToStatusError(err, h.gr, name)
+		}
+		return cur, false, nil
+	}
+	return nil, false, ToStatusError(err, h.gr, name)
+}
+
+// beforeDelete is kube-apiserver's rest.BeforeDelete: it decides whether a
+// deletion is graceful and, if so, sets deletionTimestamp and
+// deletionGracePeriodSeconds on obj. pending is true when a graceful
+// deletion is already under way and this request does not shorten it.
+func (h *Handler) beforeDelete(obj runtime.Object, opts *metav1.DeleteOptions) (graceful, pending bool, err error) {
+	m := accessor(obj)
+	if opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds < 0 {
+		one := int64(1)
+		opts.GracePeriodSeconds = &one
+	}
+	if h.res.GracefulDelete == nil {
+		return false, false, nil
+	}
+	if m.GetDeletionTimestamp() != nil {
+		cur := m.GetDeletionGracePeriodSeconds()
+		if cur == nil || *cur == 0 {
+			return false, false, nil
+		}
+		if opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds >= *cur {
+			return false, true, nil
+		}
+		period := *opts.GracePeriodSeconds
+		ts := metav1.NewTime(m.GetDeletionTimestamp().Add(-time.Duration(*cur) * time.Second).Add(time.Duration(period) * time.Second))
+		m.SetDeletionTimestamp(&ts)
+		m.SetDeletionGracePeriodSeconds(&period)
+		return true, false, nil
+	}
+	period, ok := h.res.GracefulDelete.GracePeriod(obj, opts)
+	if !ok {
+		return false, false, nil
+	}
+	ts := metav1.NewTime(h.now().Truncate(time.Second).Add(time.Duration(period) * time.Second))
+	m.SetDeletionTimestamp(&ts)
+	m.SetDeletionGracePeriodSeconds(&period)
+	if g := m.GetGeneration(); g > 0 {
+		m.SetGeneration(g + 1)
+	}
+	return true, false, nil
+}
+
+// deletionFinalizers computes the finalizers a deletion with opts leaves on
+// m: orphan for Orphan (or orphanDependents=true), foregroundDeletion for
+// Foreground; neither for Background. Without an explicit policy, a
+// finalizer already present decides. update is false when nothing changes.
+func deletionFinalizers(m metav1.Object, opts *metav1.DeleteOptions) (update bool, finalizers []string) {
+	orphan, foreground := false, false
+	explicit := false
+	if opts.OrphanDependents != nil { //nolint:staticcheck
+		orphan, explicit = *opts.OrphanDependents, true //nolint:staticcheck
+	} else if opts.PropagationPolicy != nil {
+		explicit = true
+		switch *opts.PropagationPolicy {
+		case metav1.DeletePropagationOrphan:
+			orphan = true
+		case metav1.DeletePropagationForeground:
+			foreground = true
+		}
+	}
+	if !explicit {
+		for _, f := range m.GetFinalizers() {
+			switch f {
+			case metav1.FinalizerOrphanDependents:
+				orphan = true
+			case metav1.FinalizerDeleteDependents:
+				foreground = true
+			}
+		}
+	}
+	var out []string
+	for _, f := range m.GetFinalizers() {
+		if f != metav1.FinalizerOrphanDependents && f != metav1.FinalizerDeleteDependents {
+			out = append(out, f)
+		}
+	}
+	if orphan {
+		out = append(out, metav1.FinalizerOrphanDependents)
+	}
+	if foreground {
+		out = append(out, metav1.FinalizerDeleteDependents)
+	}
+	old := slices.Clone(m.GetFinalizers())
+	slices.Sort(old)
+	old = slices.Compact(old)
+	nw := slices.Clone(out)
+	slices.Sort(nw)
+	nw = slices.Compact(nw)
+	if slices.Equal(old, nw) {
+		return false, m.GetFinalizers()
+	}
+	return true, out
+}
+
+// deleteNamespace: the first delete moves a namespace to Terminating (with
+// a deletionTimestamp); it is removed only once its spec.finalizers (the
+// namespace controller's) and metadata.finalizers are gone.
+func (h *Handler) deleteNamespace(ctx context.Context, key string, cur runtime.Object, opts *metav1.DeleteOptions, pre *storage.Preconditions, dryRun bool) (runtime.Object, bool, error) {
+	ns, ok := cur.(*corev1.Namespace)
+	if !ok {
+		return nil, false, apierrors.NewInternalError(errors.New("stored namespace has the wrong type"))
+	}
+	uid := ns.UID
+	if pre == nil {
+		pre = &storage.Preconditions{}
+	}
+	if pre.UID == nil {
+		pre.UID = &uid
+	}
+	if ns.DeletionTimestamp == nil {
+		try := func(existing runtime.Object) (runtime.Object, error) {
+			n := existing.(*corev1.Namespace).DeepCopy()
+			if n.DeletionTimestamp == nil {
+				now := metav1.NewTime(h.now().Truncate(time.Second))
+				n.DeletionTimestamp = &now
+			}
+			n.Status.Phase = corev1.NamespaceTerminating
+			if update, fins := deletionFinalizers(n, opts); update {
+				n.Finalizers = fins
+			}
+			return n, nil
+		}
+		if dryRun {
+			out, err := try(cur)
+			return out, false, err
+		}
+		out := h.res.New()
+		if err := h.store.GuaranteedUpdate(ctx, key, out, false, pre, try); err != nil {
+			return nil, false, ToStatusError(err, h.gr, ns.Name)
+		}
+		return out, false, nil
+	}
+	if len(ns.Spec.Finalizers) != 0 {
+		return cur, false, nil
+	}
+	return h.deleteGeneric(ctx, key, ns.Name, cur, opts, pre, dryRun)
+}
+
+func (h *Handler) deleteCollection(w http.ResponseWriter, r *http.Request, info *request.Info) error {
+	target, err := h.opts.Codecs.Negotiate(r, nil, false)
+	if err != nil {
+		return err
+	}
+	opts, err := h.deleteOptions(w, r)
+	if err != nil {
+		return err
+	}
+	_, sopts, err := h.listOptions(r, info, false)
+	if err != nil {
+		return err
+	}
+	key, err := h.listKey(info.Namespace)
+	if err != nil {
+		return err
+	}
+	list := h.res.NewList()
+	if err := h.store.GetList(r.Context(), key, sopts, list); err != nil {
+		return err
+	}
+	items, err := extractList(list)
+	if err != nil {
+		return err
+	}
+	var deleted []runtime.Object
+	for _, item := range items {
+		m := accessor(item)
+		iinfo := *info
+		iinfo.Name, iinfo.Namespace, iinfo.Verb = m.GetName(), m.GetNamespace(), "delete"
+		ikey, err := h.objectKey(m.GetNamespace(), m.GetName())
+		if err != nil {
+			return err
+		}
+		o := opts.DeepCopy()
+		out, _, err := h.DeleteObject(r.Context(), &iinfo, ikey, o)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		deleted = append(deleted, out)
+	}
+	result := h.res.NewList()
+	if err := setList(result, deleted); err != nil {
+		return err
+	}
+	if err := h.opts.Codecs.SetKind(result, h.res.GroupVersion); err != nil {
+		return err
+	}
+	writeRaw(w, target, http.StatusOK, result)
+	return nil
+}

@@ -1,0 +1,354 @@
+// Package endpoints serves the REST verbs of one resource (get, list,
+// watch, create, update, patch, delete, deletecollection and the status,
+// scale, binding and finalize subresources) on top of a storage.Interface,
+// with the per-kind behaviour taken from a resource.Resource.
+//
+// Write paths follow kube-apiserver's order: decode, default, mutating
+// admission, prepare (PrepareForCreate/Update), validate, validating
+// admission, then one compare-and-swap write (STORE-2, STORE-3). Bad input
+// is answered with a Status error before anything is written.
+package endpoints
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/validation/path"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
+	"github.com/kubeproof/kubeproof/impl/storage"
+)
+
+// Options are shared by every resource's handler.
+type Options struct {
+	Codecs    *codec.Codecs
+	Admission *admission.Chain
+	// MaxBodyBytes limits request bodies (413 beyond it).
+	MaxBodyBytes int64
+	// MinRequestTimeout: a watch without timeoutSeconds ends after a random
+	// duration between it and twice it, spreading reconnects.
+	MinRequestTimeout time.Duration
+	// WatchStarted is called when a watch starts and the returned func when
+	// it ends (for the open-watches gauge); may be nil.
+	WatchStarted func(info *request.Info) (done func())
+	// Now returns the current time (tests may fix it).
+	Now func() time.Time
+}
+
+// Handler serves one resource.
+type Handler struct {
+	res    *resource.Resource
+	store  storage.Interface
+	opts   *Options
+	gr     schema.GroupResource
+	gvk    schema.GroupVersionKind
+	prefix string
+	// fieldLabels are the field selector keys the kind supports.
+	fieldLabels map[string]bool
+	isNamespace bool
+	isPod       bool
+}
+
+// NewHandler builds the handler of res stored in store under key prefix
+// prefix (e.g. "/pods").
+func NewHandler(res *resource.Resource, store storage.Interface, prefix string, opts *Options) *Handler {
+	h := &Handler{
+		res: res, store: store, opts: opts, prefix: prefix,
+		gr:          res.GroupVersionResource().GroupResource(),
+		gvk:         res.GroupVersionKind(),
+		fieldLabels: map[string]bool{"metadata.name": true, "metadata.namespace": true},
+	}
+	h.isNamespace = h.gr == schema.GroupResource{Resource: "namespaces"}
+	h.isPod = h.gr == schema.GroupResource{Resource: "pods"}
+	if _, f, err := res.Strategy.GetAttrs(res.New()); err == nil {
+		for k := range f {
+			h.fieldLabels[k] = true
+		}
+	}
+	return h
+}
+
+// Resource returns the resource h serves.
+func (h *Handler) Resource() *resource.Resource { return h.res }
+
+func (h *Handler) now() time.Time {
+	if h.opts.Now != nil {
+		return h.opts.Now()
+	}
+	return time.Now()
+}
+
+// ServeHTTP dispatches on the request's verb and subresource.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	info := request.InfoFrom(r.Context())
+	if info == nil {
+		info = request.Parse(r)
+	}
+	if err := h.serve(w, r, info); err != nil {
+		name := info.Name
+		gr := h.gr
+		WriteError(w, r, h.opts.Codecs, err, gr, name)
+	}
+}
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, info *request.Info) error {
+	if len(info.Parts) > 3 {
+		return apierrors.NewNotFound(h.gr, info.Name)
+	}
+	if !h.res.Namespaced && info.Namespace != "" && !h.isNamespace {
+		return apierrors.NewNotFound(schema.GroupResource{}, "")
+	}
+	if h.res.Namespaced && info.Namespace == "" && info.Name != "" {
+		// namespaced objects are addressed under /namespaces/<ns>/.
+		return apierrors.NewNotFound(schema.GroupResource{}, "")
+	}
+	switch info.Subresource {
+	case "":
+		return h.serveMain(w, r, info)
+	case "status":
+		if h.res.Status == nil {
+			return notFoundPath()
+		}
+		return h.serveSubresource(w, r, info, modeStatus)
+	case "scale":
+		if h.res.Scale == nil {
+			return notFoundPath()
+		}
+		return h.serveSubresource(w, r, info, modeScale)
+	case "binding":
+		if !h.isPod {
+			return notFoundPath()
+		}
+		if info.Verb != "create" {
+			return apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "pods/binding"}, info.Verb)
+		}
+		return h.bind(w, r, info)
+	case "finalize":
+		if !h.isNamespace {
+			return notFoundPath()
+		}
+		if info.Verb != "update" {
+			return apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "namespaces/finalize"}, info.Verb)
+		}
+		return h.serveSubresource(w, r, info, modeFinalize)
+	}
+	return notFoundPath()
+}
+
+func notFoundPath() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusNotFound,
+		Reason: metav1.StatusReasonNotFound, Message: "the server could not find the requested resource",
+		Details: &metav1.StatusDetails{},
+	}}
+}
+
+func (h *Handler) hasVerb(v string) bool {
+	for _, x := range h.res.Verbs {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *Handler) serveMain(w http.ResponseWriter, r *http.Request, info *request.Info) error {
+	if !h.hasVerb(info.Verb) {
+		return apierrors.NewMethodNotSupported(h.gr, info.Verb)
+	}
+	switch info.Verb {
+	case "get":
+		return h.get(w, r, info)
+	case "list":
+		return h.list(w, r, info)
+	case "watch":
+		return h.watch(w, r, info)
+	case "create":
+		if info.Name != "" {
+			return apierrors.NewMethodNotSupported(h.gr, "create")
+		}
+		return h.create(w, r, info)
+	case "update":
+		return h.update(w, r, info, modeMain)
+	case "patch":
+		return h.patch(w, r, info, modeMain)
+	case "delete":
+		return h.delete(w, r, info)
+	case "deletecollection":
+		return h.deleteCollection(w, r, info)
+	}
+	return apierrors.NewMethodNotSupported(h.gr, info.Verb)
+}
+
+func (h *Handler) serveSubresource(w http.ResponseWriter, r *http.Request, info *request.Info, m mode) error {
+	switch info.Verb {
+	case "get":
+		if m == modeFinalize {
+			break
+		}
+		return h.getSubresource(w, r, info, m)
+	case "update":
+		return h.update(w, r, info, m)
+	case "patch":
+		if m == modeFinalize {
+			break
+		}
+		return h.patch(w, r, info, m)
+	}
+	return apierrors.NewMethodNotSupported(schema.GroupResource{Group: h.gr.Group, Resource: h.gr.Resource + "/" + info.Subresource}, info.Verb)
+}
+
+// objectKey is the storage key of one object; names that cannot be a path
+// segment are a 400, as in kube-apiserver's key functions.
+func (h *Handler) objectKey(namespace, name string) (string, error) {
+	if name == "" {
+		return "", apierrors.NewBadRequest("Name parameter required.")
+	}
+	if msgs := path.IsValidPathSegmentName(name); len(msgs) != 0 {
+		return "", apierrors.NewBadRequest(fmt.Sprintf("Name parameter invalid: %q: %s", name, strings.Join(msgs, ";")))
+	}
+	if !h.res.Namespaced {
+		return h.prefix + "/" + name, nil
+	}
+	if namespace == "" {
+		return "", apierrors.NewBadRequest("Namespace parameter required.")
+	}
+	if msgs := path.IsValidPathSegmentName(namespace); len(msgs) != 0 {
+		return "", apierrors.NewBadRequest(fmt.Sprintf("Namespace parameter invalid: %q: %s", namespace, strings.Join(msgs, ";")))
+	}
+	return h.prefix + "/" + namespace + "/" + name, nil
+}
+
+// listKey is the storage prefix of a list or watch.
+func (h *Handler) listKey(namespace string) (string, error) {
+	if h.res.Namespaced && namespace != "" {
+		if msgs := path.IsValidPathSegmentName(namespace); len(msgs) != 0 {
+			return "", apierrors.NewBadRequest(fmt.Sprintf("Namespace parameter invalid: %q: %s", namespace, strings.Join(msgs, ";")))
+		}
+		return h.prefix + "/" + namespace + "/", nil
+	}
+	return h.prefix + "/", nil
+}
+
+// readBody reads the request body up to the limit (413 beyond).
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.Body == nil {
+		return nil, nil
+	}
+	limit := h.opts.MaxBodyBytes
+	if limit <= 0 {
+		limit = 3 << 20
+	}
+	if r.ContentLength > limit {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", limit))
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if ok := asMaxBytes(err, &mbe); ok {
+			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", limit))
+		}
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
+	}
+	return body, nil
+}
+
+// writeOptions are the query parameters of create, update and patch.
+type writeOptions struct {
+	dryRun          bool
+	fieldValidation string // Strict, Warn or Ignore
+}
+
+func parseWriteOptions(r *http.Request, kind string) (writeOptions, error) {
+	q := r.URL.Query()
+	dry := q["dryRun"]
+	fv := q.Get("fieldValidation")
+	var errs field.ErrorList
+	errs = append(errs, metav1validation.ValidateDryRun(field.NewPath("dryRun"), dry)...)
+	errs = append(errs, metav1validation.ValidateFieldValidation(field.NewPath("fieldValidation"), fv)...)
+	if len(errs) > 0 {
+		return writeOptions{}, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs)
+	}
+	if fv == "" {
+		fv = metav1.FieldValidationWarn
+	}
+	return writeOptions{dryRun: len(dry) > 0, fieldValidation: fv}, nil
+}
+
+// decode decodes a request body into a new object of kind want (in the
+// resource's group version), applying the fieldValidation directive.
+// Unknown or duplicate fields are a 400 under Strict and warnings under Warn.
+func (h *Handler) decode(r *http.Request, body []byte, want schema.GroupVersionKind, into runtime.Object, fv string) (runtime.Object, []string, error) {
+	if len(body) == 0 {
+		return nil, nil, apierrors.NewBadRequest("the body of the request was empty")
+	}
+	info, err := h.opts.Codecs.RequestSerializer(r.Header.Get("Content-Type"))
+	if err != nil {
+		return nil, nil, err
+	}
+	dec := info.Serializer
+	if fv != metav1.FieldValidationIgnore && info.StrictSerializer != nil {
+		dec = info.StrictSerializer
+	}
+	obj, gvk, err := dec.Decode(body, &want, into)
+	var warnings []string
+	if err != nil {
+		if strictErr, ok := runtime.AsStrictDecodingError(err); ok && obj != nil {
+			if fv == metav1.FieldValidationStrict {
+				return nil, nil, apierrors.NewBadRequest(err.Error())
+			}
+			for _, e := range strictErr.Errors() {
+				warnings = append(warnings, e.Error())
+			}
+		} else {
+			return nil, nil, apierrors.NewBadRequest(err.Error())
+		}
+	}
+	if gvk == nil {
+		return nil, nil, apierrors.NewBadRequest("the body of the request has no kind")
+	}
+	if gvk.GroupVersion() != want.GroupVersion() {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", gvk.GroupVersion(), want.GroupVersion()))
+	}
+	if gvk.Kind != want.Kind || fmt.Sprintf("%T", obj) != fmt.Sprintf("%T", into) {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", gvk.Kind, want.Kind))
+	}
+	return obj, warnings, nil
+}
+
+// adm builds admission attributes for a write.
+func (h *Handler) adm(ctx context.Context, op admission.Operation, info *request.Info, ns, name string, obj, old runtime.Object, dryRun bool) *admission.Attributes {
+	sub := ""
+	if info != nil {
+		sub = info.Subresource
+	}
+	return &admission.Attributes{
+		Operation: op, Resource: h.res.GroupVersionResource(), Kind: h.gvk, Subresource: sub,
+		Namespace: ns, Name: name, Object: obj, OldObject: old, DryRun: dryRun,
+		User: request.UserFrom(ctx),
+	}
+}
+
+func accessor(obj runtime.Object) metav1.Object {
+	a, err := meta.Accessor(obj)
+	if err != nil {
+		// Every object a resource.New makes has ObjectMeta; this is a
+		// programming error in a registry entry.
+		panic(fmt.Sprintf("object %T has no metadata: %v", obj, err))
+	}
+	return a
+}

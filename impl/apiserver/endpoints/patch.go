@@ -1,0 +1,153 @@
+package endpoints
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/mergepatch"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+)
+
+var patchTypes = []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType)}
+
+func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.Info, m mode) error {
+	mt, _ := codec.ParseMediaType(r.Header.Get("Content-Type"))
+	pt := types.PatchType(mt.Full())
+	switch pt {
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
+	case types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
+		return unsupportedMedia(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s (server-side apply is not implemented)", joinTypes()))
+	default:
+		return unsupportedMedia(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", joinTypes()))
+	}
+	wo, err := parseWriteOptions(r, "PatchOptions")
+	if err != nil {
+		return err
+	}
+	target, err := h.opts.Codecs.Negotiate(r, nil, false)
+	if err != nil {
+		return err
+	}
+	body, err := h.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var ops jsonpatch.Patch
+	if pt == types.JSONPatchType {
+		if ops, err = jsonpatch.DecodePatch(body); err != nil {
+			return apierrors.NewBadRequest(err.Error())
+		}
+	} else {
+		var probe map[string]any
+		if err := json.Unmarshal(body, &probe); err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+		}
+	}
+
+	var warnings []string
+	transform := func(old runtime.Object) (runtime.Object, error) {
+		var cur runtime.Object
+		want := h.gvk
+		if m == modeScale {
+			s, err := h.res.Scale.Scale(old)
+			if err != nil {
+				return nil, err
+			}
+			cur, want = s, scaleGVK
+		} else {
+			cur = old.DeepCopyObject()
+		}
+		cur.GetObjectKind().SetGroupVersionKind(want)
+		orig, err := json.Marshal(cur)
+		if err != nil {
+			return nil, fmt.Errorf("encoding current object: %w", err)
+		}
+		var patched []byte
+		switch pt {
+		case types.JSONPatchType:
+			if patched, err = ops.Apply(orig); err != nil {
+				return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+			}
+		case types.MergePatchType:
+			if patched, err = jsonpatch.MergePatch(orig, body); err != nil {
+				return nil, apierrors.NewBadRequest(err.Error())
+			}
+		case types.StrategicMergePatchType:
+			var schemaObj runtime.Object = h.res.New()
+			if m == modeScale {
+				schemaObj = &autoscalingv1.Scale{}
+			}
+			if patched, err = strategicpatch.StrategicMergePatch(orig, body, schemaObj); err != nil {
+				return nil, strategicPatchError(err)
+			}
+		}
+		var into runtime.Object = h.res.New()
+		if m == modeScale {
+			into = &autoscalingv1.Scale{}
+		}
+		jr := r.Clone(r.Context())
+		jr.Header.Set("Content-Type", codec.JSON)
+		obj, warns, err := h.decode(jr, patched, want, into, wo.fieldValidation)
+		if err != nil {
+			return nil, err
+		}
+		warnings = warns
+		if m == modeScale {
+			return h.applyScale(old, obj.(*autoscalingv1.Scale))
+		}
+		return obj, nil
+	}
+	out, err := h.updateObject(r.Context(), info, m, transform, wo.dryRun)
+	if err != nil {
+		return err
+	}
+	resp, err := h.subresourceView(m, out)
+	if err != nil {
+		return err
+	}
+	addWarnings(w, warnings)
+	writeRaw(w, target, http.StatusOK, resp)
+	return nil
+}
+
+func joinTypes() string {
+	s := ""
+	for i, t := range patchTypes {
+		if i > 0 {
+			s += ", "
+		}
+		s += t
+	}
+	return s
+}
+
+func unsupportedMedia(msg string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType,
+		Reason: metav1.StatusReasonUnsupportedMediaType, Message: msg,
+	}}
+}
+
+// strategicPatchError classifies strategic merge patch errors as
+// kube-apiserver does: malformed patches are 400, impossible ones 422.
+func strategicPatchError(err error) error {
+	switch err {
+	case mergepatch.ErrBadJSONDoc, mergepatch.ErrBadPatchFormatForPrimitiveList, mergepatch.ErrBadPatchFormatForRetainKeys,
+		mergepatch.ErrBadPatchFormatForSetElementOrderList, mergepatch.ErrUnsupportedStrategicMergePatchFormat:
+		return apierrors.NewBadRequest(err.Error())
+	case mergepatch.ErrNoListOfLists, mergepatch.ErrPatchContentNotMatchRetainKeys:
+		return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+	}
+	return apierrors.NewBadRequest(err.Error())
+}

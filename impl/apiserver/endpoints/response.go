@@ -1,0 +1,76 @@
+package endpoints
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
+)
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// writeRaw encodes obj with target's serializer and writes it with code.
+// The object's kind must already be set.
+func writeRaw(w http.ResponseWriter, target codec.Target, code int, obj runtime.Object) {
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer bufPool.Put(buf)
+	if err := target.Info.Serializer.Encode(obj, buf); err != nil {
+		slog.Error("encoding response", "type", fmt.Sprintf("%T", obj), "err", err)
+		http.Error(w, "failed to encode response", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", target.ContentType)
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// WriteStatusError writes err as a Status in the best media type the
+// client accepts (JSON when it accepts none of ours).
+func WriteStatusError(w http.ResponseWriter, r *http.Request, c *codec.Codecs, se *apierrors.StatusError) {
+	st := se.ErrStatus
+	if st.Code == 0 {
+		st.Code = http.StatusInternalServerError
+	}
+	st.Status = metav1.StatusFailure
+	st.Kind, st.APIVersion = "Status", "v1"
+	target, err := c.Negotiate(r, nil, false)
+	if err != nil || target.MediaType == codec.YAML {
+		target, _ = c.Negotiate(jsonOnly, nil, false)
+	}
+	if st.Code == http.StatusTooManyRequests || st.Code == http.StatusGatewayTimeout {
+		if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
+		}
+	}
+	writeRaw(w, target, int(st.Code), &st)
+}
+
+// WriteError writes any error as a Status about resource gr, object name.
+func WriteError(w http.ResponseWriter, r *http.Request, c *codec.Codecs, err error, gr schema.GroupResource, name string) {
+	WriteStatusError(w, r, c, ToStatusError(err, gr, name))
+}
+
+var jsonOnly = func() *http.Request {
+	r, _ := http.NewRequest(http.MethodGet, "/", nil)
+	r.Header.Set("Accept", codec.JSON)
+	return r
+}()
+
+// addWarnings adds Warning headers in the format client-go prints.
+func addWarnings(w http.ResponseWriter, warnings []string) {
+	for _, msg := range warnings {
+		w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
+	}
+}

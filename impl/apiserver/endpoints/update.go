@@ -1,0 +1,331 @@
+package endpoints
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metavalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+	"github.com/kubeproof/kubeproof/impl/storage"
+)
+
+// mode selects which endpoint an update goes through.
+type mode int
+
+const (
+	modeMain     mode = iota // the resource itself: status is carried over
+	modeStatus               // /status: only status is taken
+	modeScale                // /scale: only spec.replicas is taken
+	modeFinalize             // namespaces/<n>/finalize: only spec.finalizers
+)
+
+var scaleGVK = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
+
+// UnconditionalUpdater is optionally implemented by a Strategy: false makes
+// an update without metadata.resourceVersion a 422 (default true, as for
+// almost every built-in kind).
+type UnconditionalUpdater interface {
+	AllowUnconditionalUpdate() bool
+}
+
+func (h *Handler) allowUnconditionalUpdate() bool {
+	if u, ok := h.res.Strategy.(UnconditionalUpdater); ok {
+		return u.AllowUnconditionalUpdate()
+	}
+	return true
+}
+
+// errDeleteDuringUpdate ends a GuaranteedUpdate whose result is an object
+// marked for deletion with no finalizers left: it is deleted instead.
+var errDeleteDuringUpdate = errors.New("object has no finalizers left and is being deleted")
+
+// transformFunc computes the requested object from the stored one; it must
+// not modify old.
+type transformFunc func(old runtime.Object) (runtime.Object, error)
+
+func (h *Handler) getSubresource(w http.ResponseWriter, r *http.Request, info *request.Info, m mode) error {
+	target, err := h.opts.Codecs.Negotiate(r, nil, false)
+	if err != nil {
+		return err
+	}
+	key, err := h.objectKey(info.Namespace, info.Name)
+	if err != nil {
+		return err
+	}
+	out := h.res.New()
+	if err := h.store.Get(r.Context(), key, storage.GetOptions{ResourceVersion: r.URL.Query().Get("resourceVersion")}, out); err != nil {
+		return err
+	}
+	obj, err := h.subresourceView(m, out)
+	if err != nil {
+		return err
+	}
+	writeRaw(w, target, http.StatusOK, obj)
+	return nil
+}
+
+// subresourceView is what a subresource endpoint returns for a stored
+// object: the Scale for /scale, else the object.
+func (h *Handler) subresourceView(m mode, obj runtime.Object) (runtime.Object, error) {
+	if m == modeScale {
+		s, err := h.res.Scale.Scale(obj)
+		if err != nil {
+			return nil, err
+		}
+		s.SetGroupVersionKind(scaleGVK)
+		return s, nil
+	}
+	if err := h.opts.Codecs.SetKind(obj, h.res.GroupVersion); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+func (h *Handler) update(w http.ResponseWriter, r *http.Request, info *request.Info, m mode) error {
+	wo, err := parseWriteOptions(r, "UpdateOptions")
+	if err != nil {
+		return err
+	}
+	target, err := h.opts.Codecs.Negotiate(r, nil, false)
+	if err != nil {
+		return err
+	}
+	body, err := h.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var transform transformFunc
+	var warnings []string
+	switch m {
+	case modeScale:
+		obj, warns, err := h.decode(r, body, scaleGVK, &autoscalingv1.Scale{}, wo.fieldValidation)
+		if err != nil {
+			return err
+		}
+		warnings = warns
+		scale := obj.(*autoscalingv1.Scale)
+		transform = func(old runtime.Object) (runtime.Object, error) { return h.applyScale(old, scale) }
+	case modeFinalize:
+		obj, warns, err := h.decode(r, body, h.gvk, h.res.New(), wo.fieldValidation)
+		if err != nil {
+			return err
+		}
+		warnings = warns
+		ns, ok := obj.(*corev1.Namespace)
+		if !ok {
+			return apierrors.NewBadRequest("not a Namespace")
+		}
+		transform = func(old runtime.Object) (runtime.Object, error) {
+			cur, ok := old.(*corev1.Namespace)
+			if !ok {
+				return nil, fmt.Errorf("stored object is %T, not a Namespace", old)
+			}
+			out := cur.DeepCopy()
+			if ns.Name != cur.Name {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", ns.Name, cur.Name))
+			}
+			if ns.ResourceVersion != "" && ns.ResourceVersion != cur.ResourceVersion {
+				return nil, apierrors.NewConflict(h.gr, cur.Name, errors.New(optimisticLockErrorMsg))
+			}
+			out.Spec.Finalizers = ns.Spec.Finalizers
+			return out, nil
+		}
+	default:
+		obj, warns, err := h.decode(r, body, h.gvk, h.res.New(), wo.fieldValidation)
+		if err != nil {
+			return err
+		}
+		warnings = warns
+		if name := accessor(obj).GetName(); name != info.Name {
+			return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", name, info.Name))
+		}
+		transform = func(runtime.Object) (runtime.Object, error) { return obj.DeepCopyObject(), nil }
+	}
+	out, err := h.updateObject(r.Context(), info, m, transform, wo.dryRun)
+	if err != nil {
+		return err
+	}
+	resp, err := h.subresourceView(m, out)
+	if err != nil {
+		return err
+	}
+	addWarnings(w, warnings)
+	writeRaw(w, target, http.StatusOK, resp)
+	return nil
+}
+
+// applyScale sets the replicas a Scale asks for on a copy of old.
+func (h *Handler) applyScale(old runtime.Object, scale *autoscalingv1.Scale) (runtime.Object, error) {
+	om := accessor(old)
+	if scale.Name != om.GetName() {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", scale.Name, om.GetName()))
+	}
+	if scale.ResourceVersion != "" && scale.ResourceVersion != om.GetResourceVersion() {
+		return nil, apierrors.NewConflict(h.gr, om.GetName(), errors.New(optimisticLockErrorMsg))
+	}
+	if scale.Spec.Replicas < 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: "autoscaling", Kind: "Scale"}, scale.Name, field.ErrorList{
+			field.Invalid(field.NewPath("spec", "replicas"), scale.Spec.Replicas, "must be greater than or equal to 0")})
+	}
+	return h.res.Scale.SetReplicas(old.DeepCopyObject(), scale.Spec.Replicas)
+}
+
+// updateObject runs an update through the stored object's compare-and-swap
+// loop (STORE-3): transform, then the update checks, admission and
+// validation on every attempt. An update that leaves a deleted object with
+// no finalizers removes it. dryRun runs everything but the write.
+func (h *Handler) updateObject(ctx context.Context, info *request.Info, m mode, transform transformFunc, dryRun bool) (runtime.Object, error) {
+	key, err := h.objectKey(info.Namespace, info.Name)
+	if err != nil {
+		return nil, err
+	}
+	var toDelete runtime.Object
+	var deleteRV string
+	var deleteUID types.UID
+	try := func(old runtime.Object) (runtime.Object, error) {
+		obj, err := transform(old)
+		if err != nil {
+			return nil, err
+		}
+		if obj, err = h.prepareUpdate(ctx, info, m, obj, old, dryRun); err != nil {
+			return nil, err
+		}
+		if h.shouldDeleteDuringUpdate(obj, old) {
+			toDelete = obj
+			deleteRV = accessor(old).GetResourceVersion()
+			deleteUID = accessor(old).GetUID()
+			return nil, errDeleteDuringUpdate
+		}
+		return obj, nil
+	}
+	if dryRun {
+		cur := h.res.New()
+		if err := h.store.Get(ctx, key, storage.GetOptions{}, cur); err != nil {
+			return nil, ToStatusError(err, h.gr, info.Name)
+		}
+		obj, err := try(cur)
+		if errors.Is(err, errDeleteDuringUpdate) {
+			return toDelete, nil
+		}
+		if err != nil {
+			return nil, ToStatusError(err, h.gr, info.Name)
+		}
+		return obj, nil
+	}
+	out := h.res.New()
+	err = h.store.GuaranteedUpdate(ctx, key, out, false, nil, try)
+	if errors.Is(err, errDeleteDuringUpdate) {
+		pre := &storage.Preconditions{UID: &deleteUID, ResourceVersion: &deleteRV}
+		if err := h.store.Delete(ctx, key, h.res.New(), pre, nil); err != nil && !storage.IsNotFound(err) {
+			return nil, ToStatusError(err, h.gr, info.Name)
+		}
+		return toDelete, nil
+	}
+	if err != nil {
+		return nil, ToStatusError(err, h.gr, info.Name)
+	}
+	return out, nil
+}
+
+// prepareUpdate is kube-apiserver's BeforeUpdate plus admission: checks
+// identity and preconditions, defaults, carries over what a client cannot
+// change, validates.
+func (h *Handler) prepareUpdate(ctx context.Context, info *request.Info, m mode, obj, old runtime.Object, dryRun bool) (runtime.Object, error) {
+	om, nm := accessor(old), accessor(obj)
+	name := om.GetName()
+	if nm.GetName() != name {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", nm.GetName(), name))
+	}
+	if h.res.Namespaced {
+		switch nm.GetNamespace() {
+		case "":
+			nm.SetNamespace(om.GetNamespace())
+		case om.GetNamespace():
+		default:
+			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+	} else {
+		nm.SetNamespace("")
+	}
+	if rv := nm.GetResourceVersion(); rv != "" {
+		if rv != om.GetResourceVersion() {
+			return nil, apierrors.NewConflict(h.gr, name, errors.New(optimisticLockErrorMsg))
+		}
+	} else if m == modeMain && !h.allowUnconditionalUpdate() {
+		return nil, apierrors.NewInvalid(h.gvk.GroupKind(), name, field.ErrorList{
+			field.Invalid(field.NewPath("metadata", "resourceVersion"), nm.GetResourceVersion(), "must be specified for an update")})
+	} else {
+		nm.SetResourceVersion(om.GetResourceVersion())
+	}
+	if uid := nm.GetUID(); uid != "" && uid != om.GetUID() {
+		return nil, apierrors.NewConflict(h.gr, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, om.GetUID()))
+	}
+	if m != modeFinalize {
+		h.res.Strategy.Default(obj)
+	}
+	ns := om.GetNamespace()
+	if err := h.opts.Admission.Admit(ctx, h.adm(ctx, admission.Update, info, ns, name, obj, old, dryRun)); err != nil {
+		return nil, err
+	}
+	nm.SetGeneration(om.GetGeneration())
+	switch m {
+	case modeStatus:
+		h.res.Status.PrepareForUpdate(ctx, obj, old)
+	case modeMain, modeScale:
+		h.res.Strategy.PrepareForUpdate(ctx, obj, old)
+	}
+	if nm.GetUID() == "" {
+		nm.SetUID(om.GetUID())
+	}
+	nm.SetCreationTimestamp(om.GetCreationTimestamp())
+	if om.GetDeletionTimestamp() != nil {
+		nm.SetDeletionTimestamp(om.GetDeletionTimestamp())
+	}
+	if om.GetDeletionGracePeriodSeconds() != nil && nm.GetDeletionGracePeriodSeconds() == nil {
+		nm.SetDeletionGracePeriodSeconds(om.GetDeletionGracePeriodSeconds())
+	}
+	nm.SetSelfLink("")
+	nm.SetManagedFields(nil)
+	errs := metavalidation.ValidateObjectMetaAccessorUpdate(nm, om, field.NewPath("metadata"))
+	switch m {
+	case modeStatus:
+		errs = append(errs, h.res.Status.ValidateUpdate(ctx, obj, old)...)
+	case modeMain, modeScale:
+		errs = append(errs, h.res.Strategy.ValidateUpdate(ctx, obj, old)...)
+	}
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid(h.gvk.GroupKind(), name, errs)
+	}
+	if err := h.opts.Admission.Validate(ctx, h.adm(ctx, admission.Update, info, ns, name, obj, old, dryRun)); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// shouldDeleteDuringUpdate: a deleted object whose last finalizer was just
+// removed goes (unless it is in graceful deletion, as pods are; a namespace
+// also waits for its spec.finalizers).
+func (h *Handler) shouldDeleteDuringUpdate(obj, old runtime.Object) bool {
+	nm, om := accessor(obj), accessor(old)
+	if nm.GetDeletionTimestamp() == nil || len(nm.GetFinalizers()) != 0 {
+		return false
+	}
+	if g := om.GetDeletionGracePeriodSeconds(); g != nil && *g != 0 {
+		return false
+	}
+	if ns, ok := obj.(*corev1.Namespace); ok && len(ns.Spec.Finalizers) != 0 {
+		return false
+	}
+	return true
+}

@@ -1,0 +1,203 @@
+// Package filters is the API server's HTTP filter chain, outermost first:
+// panic recovery, request info, metrics, max-in-flight, authentication,
+// authorization. Each filter is a func(http.Handler) http.Handler.
+package filters
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
+	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
+	"github.com/kubeproof/kubeproof/impl/apiserver/endpoints"
+	"github.com/kubeproof/kubeproof/impl/apiserver/metrics"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+)
+
+// WithPanicRecovery turns a panic in a handler into a 500 Status and a log
+// line instead of a dropped connection.
+func WithPanicRecovery(next http.Handler, c *codec.Codecs, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				endpoints.WriteStatusError(w, r, c, apierrors.NewInternalError(fmt.Errorf("panic: %v", v)))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// WithRequestInfo parses the request's attributes into its context.
+func WithRequestInfo(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(request.WithInfo(r.Context(), request.Parse(r))))
+	})
+}
+
+// WithMetrics records every request's verb, resource, code and latency.
+func WithMetrics(next http.Handler, m *metrics.Metrics) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		code := rec.code
+		if code == 0 {
+			code = http.StatusOK
+		}
+		m.Observe(request.InfoFrom(r.Context()), code, time.Since(start))
+	})
+}
+
+// statusRecorder remembers the status code; it keeps Flush working for
+// watches.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.code == 0 {
+		s.code = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.code == 0 {
+		s.code = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// WithMaxInFlight bounds concurrent read-only and mutating requests
+// separately; over the bound a request gets 429 with Retry-After: 1.
+// Watches are exempt. A limit <= 0 means unlimited.
+func WithMaxInFlight(next http.Handler, c *codec.Codecs, readOnly, mutating int) http.Handler {
+	var ro, mu chan struct{}
+	if readOnly > 0 {
+		ro = make(chan struct{}, readOnly)
+	}
+	if mutating > 0 {
+		mu = make(chan struct{}, mutating)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := request.InfoFrom(r.Context())
+		if info == nil || info.IsLongRunning() {
+			next.ServeHTTP(w, r)
+			return
+		}
+		sem := mu
+		if info.IsReadOnly() {
+			sem = ro
+		}
+		if sem == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		select {
+		case sem <- struct{}{}:
+			defer func() { <-sem }()
+			next.ServeHTTP(w, r)
+		default:
+			endpoints.WriteStatusError(w, r, c, apierrors.NewTooManyRequests("Too many requests, please try again later.", 1))
+		}
+	})
+}
+
+// WithAuthentication identifies the user. A request with invalid
+// credentials, or none when anonymous access is off, gets 401 — except for
+// the public paths (health and version), which anonymous users may read as
+// kube-apiserver's system:public-info-viewer role allows.
+func WithAuthentication(next http.Handler, c *codec.Codecs, a auth.Authenticator, anonymous bool, public map[string]bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, ok, err := a.Authenticate(r)
+		if err != nil || !ok {
+			if err == nil && (anonymous || public[r.URL.Path]) {
+				user, ok = auth.Anonymous(), true
+			}
+		}
+		if !ok {
+			endpoints.WriteStatusError(w, r, c, apierrors.NewUnauthorized("Unauthorized"))
+			return
+		}
+		r.Header.Del("Authorization")
+		next.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), user)))
+	})
+}
+
+// WithAuthorization asks the authorizer; a deny is 403 with
+// kube-apiserver's message.
+func WithAuthorization(next http.Handler, c *codec.Codecs, a auth.Authorizer, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		attrs := auth.Attributes{User: request.UserFrom(r.Context()), Info: request.InfoFrom(r.Context())}
+		d, reason, err := a.Authorize(r.Context(), attrs)
+		if d == auth.DecisionAllow {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if err != nil {
+			log.Debug("authorization error", "err", err)
+			if reason == "" {
+				reason = err.Error()
+			}
+		}
+		endpoints.WriteStatusError(w, r, c, forbidden(attrs, reason))
+	})
+}
+
+// forbidden builds kube-apiserver's 403 for attrs.
+func forbidden(a auth.Attributes, reason string) *apierrors.StatusError {
+	user := ""
+	if a.User != nil {
+		user = a.User.Name
+	}
+	info := a.Info
+	var msg string
+	switch {
+	case info == nil || !info.IsResourceRequest:
+		path, verb := "", ""
+		if info != nil {
+			path, verb = info.Path, info.Verb
+		}
+		msg = fmt.Sprintf("User %q cannot %s path %q", user, verb, path)
+	default:
+		res := info.Resource
+		if info.Subresource != "" {
+			res += "/" + info.Subresource
+		}
+		if info.Namespace != "" {
+			msg = fmt.Sprintf("User %q cannot %s resource %q in API group %q in the namespace %q", user, info.Verb, res, info.APIGroup, info.Namespace)
+		} else {
+			msg = fmt.Sprintf("User %q cannot %s resource %q in API group %q at the cluster scope", user, info.Verb, res, info.APIGroup)
+		}
+	}
+	if reason != "" {
+		msg += ": " + reason
+	}
+	var gr schema.GroupResource
+	name := ""
+	if info != nil {
+		gr = schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}
+		name = info.Name
+	}
+	return apierrors.NewForbidden(gr, name, errors.New(msg))
+}

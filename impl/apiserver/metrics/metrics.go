@@ -1,0 +1,93 @@
+// Package metrics defines the API server's Prometheus metrics, named as
+// kube-apiserver names them.
+package metrics
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+)
+
+// Metrics are the request metrics of one server.
+type Metrics struct {
+	requests    *prometheus.CounterVec
+	latency     *prometheus.HistogramVec
+	longRunning *prometheus.GaugeVec
+}
+
+// New registers the metrics on reg.
+func New(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_request_total",
+			Help: "Counter of apiserver requests broken out for each verb, resource, subresource and HTTP response code.",
+		}, []string{"verb", "resource", "subresource", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "apiserver_request_duration_seconds",
+			Help: "Response latency distribution in seconds for each verb and resource.",
+			Buckets: []float64{0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3,
+				4, 5, 6, 8, 10, 15, 20, 30, 45, 60},
+		}, []string{"verb", "resource"}),
+		longRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apiserver_longrunning_requests",
+			Help: "Gauge of all active long-running apiserver requests (watches) broken out by verb and resource.",
+		}, []string{"verb", "resource"}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.longRunning} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering apiserver metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// ReportVerb is the verb label kube-apiserver reports for a request.
+func ReportVerb(info *request.Info) string {
+	if info == nil {
+		return ""
+	}
+	if !info.IsResourceRequest {
+		return strings.ToUpper(info.Verb)
+	}
+	switch info.Verb {
+	case "get":
+		return "GET"
+	case "list":
+		return "LIST"
+	case "watch":
+		return "WATCH"
+	case "create":
+		return "POST"
+	case "update":
+		return "PUT"
+	case "patch":
+		return "PATCH"
+	case "delete", "deletecollection":
+		return "DELETE"
+	}
+	return strings.ToUpper(info.Verb)
+}
+
+// Observe records one finished request.
+func (m *Metrics) Observe(info *request.Info, code int, d time.Duration) {
+	verb := ReportVerb(info)
+	res, sub := "", ""
+	if info != nil {
+		res, sub = info.Resource, info.Subresource
+	}
+	m.requests.WithLabelValues(verb, res, sub, fmt.Sprint(code)).Inc()
+	if info == nil || !info.IsLongRunning() {
+		m.latency.WithLabelValues(verb, res).Observe(d.Seconds())
+	}
+}
+
+// WatchStarted counts an open watch until the returned func is called.
+func (m *Metrics) WatchStarted(info *request.Info) func() {
+	g := m.longRunning.WithLabelValues(ReportVerb(info), info.Resource)
+	g.Inc()
+	return g.Dec
+}

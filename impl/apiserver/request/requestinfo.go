@@ -1,0 +1,184 @@
+// Package request parses an API request's URL into the attributes the
+// filters and handlers act on (verb, group, version, resource, namespace,
+// name, subresource) and carries them, and the authenticated user, in the
+// request's context.
+package request
+
+import (
+	"context"
+	"net/http"
+	"strings"
+)
+
+// Info describes one request, as kube-apiserver's RequestInfo does.
+type Info struct {
+	// IsResourceRequest is false for non-resource paths (/healthz, /api).
+	IsResourceRequest bool
+	// Path is the URL path.
+	Path string
+	// Verb is the Kubernetes verb: get, list, watch, create, update, patch,
+	// delete, deletecollection; for non-resource requests the lower-case
+	// HTTP method.
+	Verb string
+
+	APIPrefix   string // "api" or "apis"
+	APIGroup    string
+	APIVersion  string
+	Namespace   string
+	Resource    string
+	Subresource string
+	Name        string
+	// Parts are the path segments after the version (and namespace).
+	Parts []string
+}
+
+// Parse builds the Info of r. It never fails: paths it does not recognise
+// are non-resource requests.
+func Parse(r *http.Request) *Info {
+	info := &Info{Path: r.URL.Path, Verb: strings.ToLower(r.Method)}
+	segs := splitPath(r.URL.Path)
+	if len(segs) < 3 || (segs[0] != "api" && segs[0] != "apis") {
+		return info
+	}
+	info.APIPrefix = segs[0]
+	rest := segs[1:]
+	if info.APIPrefix == "apis" {
+		if len(rest) < 3 {
+			return info
+		}
+		info.APIGroup = rest[0]
+		rest = rest[1:]
+	}
+	info.APIVersion = rest[0]
+	rest = rest[1:]
+	if len(rest) == 0 {
+		return info
+	}
+	info.IsResourceRequest = true
+
+	isWatchPath := false
+	if rest[0] == "watch" {
+		isWatchPath = true
+		rest = rest[1:]
+		if len(rest) == 0 {
+			info.IsResourceRequest = false
+			return info
+		}
+	}
+
+	switch r.Method {
+	case http.MethodPost:
+		info.Verb = "create"
+	case http.MethodGet, http.MethodHead:
+		info.Verb = "get"
+	case http.MethodPut:
+		info.Verb = "update"
+	case http.MethodPatch:
+		info.Verb = "patch"
+	case http.MethodDelete:
+		info.Verb = "delete"
+	default:
+		info.Verb = ""
+	}
+
+	// /namespaces/{ns}/{resource}... addresses a namespaced resource;
+	// /namespaces/{name}[/status|/finalize] the namespace itself, whose
+	// Namespace is then its own name (as in kube-apiserver).
+	if rest[0] == "namespaces" && len(rest) > 1 {
+		info.Namespace = rest[1]
+		if len(rest) > 2 && rest[2] != "status" && rest[2] != "finalize" {
+			rest = rest[2:]
+		}
+	}
+	info.Parts = rest
+	info.Resource = rest[0]
+	if len(rest) >= 2 {
+		info.Name = rest[1]
+	}
+	if len(rest) >= 3 {
+		info.Subresource = rest[2]
+	}
+
+	q := r.URL.Query()
+	if isWatchPath {
+		info.Verb = "watch"
+	}
+	if info.Verb == "get" && info.Name == "" {
+		info.Verb = "list"
+		if isTrue(q.Get("watch")) {
+			info.Verb = "watch"
+		}
+	}
+	if info.Verb == "delete" && info.Name == "" {
+		info.Verb = "deletecollection"
+	}
+	return info
+}
+
+// IsLongRunning reports whether the request is a watch, which the
+// in-flight limit and request timeouts do not apply to.
+func (i *Info) IsLongRunning() bool {
+	return i.IsResourceRequest && i.Verb == "watch"
+}
+
+// IsReadOnly reports whether the request cannot change state.
+func (i *Info) IsReadOnly() bool {
+	switch i.Verb {
+	case "get", "list", "watch", "head", "options":
+		return true
+	}
+	return false
+}
+
+func isTrue(s string) bool { return s == "true" || s == "1" }
+
+func splitPath(p string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
+// User is an authenticated user.
+type User struct {
+	Name   string
+	UID    string
+	Groups []string
+	Extra  map[string][]string
+}
+
+// GetName and GetGroups let User satisfy small interfaces elsewhere.
+func (u *User) GetName() string { return u.Name }
+
+// GetGroups returns the user's groups.
+func (u *User) GetGroups() []string { return u.Groups }
+
+type ctxKey int
+
+const (
+	infoKey ctxKey = iota
+	userKey
+)
+
+// WithInfo returns ctx carrying info.
+func WithInfo(ctx context.Context, info *Info) context.Context {
+	return context.WithValue(ctx, infoKey, info)
+}
+
+// InfoFrom returns the Info stored in ctx, or nil.
+func InfoFrom(ctx context.Context) *Info {
+	i, _ := ctx.Value(infoKey).(*Info)
+	return i
+}
+
+// WithUser returns ctx carrying u.
+func WithUser(ctx context.Context, u *User) context.Context {
+	return context.WithValue(ctx, userKey, u)
+}
+
+// UserFrom returns the authenticated user stored in ctx, or nil.
+func UserFrom(ctx context.Context) *User {
+	u, _ := ctx.Value(userKey).(*User)
+	return u
+}

@@ -1,0 +1,49 @@
+package request
+
+import (
+	"net/http/httptest"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	cases := []struct {
+		method, url string
+		want        Info
+	}{
+		{"GET", "/api/v1/namespaces/ns/pods", Info{IsResourceRequest: true, Verb: "list", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods"}},
+		{"GET", "/api/v1/namespaces/ns/pods?watch=true", Info{IsResourceRequest: true, Verb: "watch", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods"}},
+		{"GET", "/api/v1/watch/namespaces/ns/pods/p", Info{IsResourceRequest: true, Verb: "watch", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods", Name: "p"}},
+		{"GET", "/api/v1/namespaces/ns/pods/p", Info{IsResourceRequest: true, Verb: "get", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods", Name: "p"}},
+		{"PUT", "/api/v1/namespaces/ns/pods/p/status", Info{IsResourceRequest: true, Verb: "update", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods", Name: "p", Subresource: "status"}},
+		{"POST", "/api/v1/namespaces/ns/pods/p/binding", Info{IsResourceRequest: true, Verb: "create", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods", Name: "p", Subresource: "binding"}},
+		{"DELETE", "/api/v1/namespaces/ns/configmaps", Info{IsResourceRequest: true, Verb: "deletecollection", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "configmaps"}},
+		{"GET", "/api/v1/namespaces/ns", Info{IsResourceRequest: true, Verb: "get", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "namespaces", Name: "ns"}},
+		{"PUT", "/api/v1/namespaces/ns/finalize", Info{IsResourceRequest: true, Verb: "update", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "namespaces", Name: "ns", Subresource: "finalize"}},
+		{"GET", "/api/v1/namespaces", Info{IsResourceRequest: true, Verb: "list", APIPrefix: "api", APIVersion: "v1", Resource: "namespaces"}},
+		{"PATCH", "/apis/apps/v1/namespaces/ns/deployments/d/scale", Info{IsResourceRequest: true, Verb: "patch", APIPrefix: "apis", APIGroup: "apps", APIVersion: "v1", Namespace: "ns", Resource: "deployments", Name: "d", Subresource: "scale"}},
+		{"GET", "/apis/apps/v1/deployments", Info{IsResourceRequest: true, Verb: "list", APIPrefix: "apis", APIGroup: "apps", APIVersion: "v1", Resource: "deployments"}},
+		{"GET", "/apis/apps/v1", Info{Verb: "get"}},
+		{"GET", "/healthz", Info{Verb: "get"}},
+	}
+	for _, c := range cases {
+		got := Parse(httptest.NewRequest(c.method, c.url, nil))
+		got.Parts, got.Path = nil, ""
+		c.want.Parts = nil
+		if got.IsResourceRequest != c.want.IsResourceRequest || got.Verb != c.want.Verb || got.APIGroup != c.want.APIGroup ||
+			got.APIVersion != c.want.APIVersion || got.Namespace != c.want.Namespace || got.Resource != c.want.Resource ||
+			got.Name != c.want.Name || got.Subresource != c.want.Subresource {
+			t.Errorf("%s %s: got %+v, want %+v", c.method, c.url, *got, c.want)
+		}
+	}
+}
+
+func TestLongRunningAndReadOnly(t *testing.T) {
+	w := Parse(httptest.NewRequest("GET", "/api/v1/pods?watch=1", nil))
+	if !w.IsLongRunning() || !w.IsReadOnly() {
+		t.Fatalf("watch: long-running %v read-only %v", w.IsLongRunning(), w.IsReadOnly())
+	}
+	c := Parse(httptest.NewRequest("POST", "/api/v1/namespaces/a/pods", nil))
+	if c.IsLongRunning() || c.IsReadOnly() {
+		t.Fatalf("create: long-running %v read-only %v", c.IsLongRunning(), c.IsReadOnly())
+	}
+}

@@ -1,0 +1,415 @@
+// Package apiserver is kubeproof's Kubernetes-compatible API server: HTTPS
+// (HTTP/2) serving the REST resources given in Config.Resources from a
+// storage.Factory, with discovery, health, version, metrics and OpenAPI
+// endpoints, behind the filter chain panic recovery → request info →
+// metrics → max-in-flight → authentication → authorization.
+//
+// Subpackages: request (URL → verb/resource attributes), codec (scheme,
+// serializers, content negotiation), auth (authentication and
+// authorization interfaces), admission (the admission chain with
+// NamespaceLifecycle), endpoints (the REST verbs), discovery, filters,
+// metrics. Per-kind behaviour comes from package resource (registry.All).
+package apiserver
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
+	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
+	"github.com/kubeproof/kubeproof/impl/apiserver/discovery"
+	"github.com/kubeproof/kubeproof/impl/apiserver/endpoints"
+	"github.com/kubeproof/kubeproof/impl/apiserver/filters"
+	"github.com/kubeproof/kubeproof/impl/apiserver/metrics"
+	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
+	"github.com/kubeproof/kubeproof/impl/storage"
+)
+
+// Config configures a Server. StorageFactory and Resources are required;
+// every other field has a default.
+type Config struct {
+	// StorageFactory builds the store of each resource.
+	StorageFactory storage.Factory
+	// Resources are served (registry.All()).
+	Resources []*resource.Resource
+
+	// Serving certificate: ServingCert, or CertFile and KeyFile. Run needs
+	// one; Handler does not.
+	ServingCert       *tls.Certificate
+	CertFile, KeyFile string
+	// ClientCA verifies client certificates (CN = user, O = groups).
+	ClientCA *x509.CertPool
+	// Authenticator replaces the default (x509 client certificates against
+	// ClientCA) when set.
+	Authenticator auth.Authenticator
+	// Anonymous lets unauthenticated requests through as system:anonymous
+	// (the authorizer decides). Off by default: they get 401, except
+	// /healthz, /livez, /readyz and /version.
+	Anonymous bool
+	// Authorizer decides every request; nil is auth.AlwaysAllow.
+	Authorizer auth.Authorizer
+	// AdmissionMutators and AdmissionValidators run after the built-in
+	// NamespaceLifecycle plugin.
+	AdmissionMutators   []admission.Mutator
+	AdmissionValidators []admission.Validator
+
+	// OpenAPI serves /openapi/v2 and /openapi/v3 when set.
+	OpenAPI http.Handler
+	// Metrics is where the server's metrics are registered and /metrics
+	// reads from; nil makes a private registry.
+	Metrics *prometheus.Registry
+
+	// BindAddress is where Run listens ("127.0.0.1:6443" by default);
+	// Listener, if set, is used instead.
+	BindAddress string
+	Listener    net.Listener
+	// MaxRequestsInFlight and MaxMutatingRequestsInFlight bound concurrent
+	// read-only and mutating requests (defaults 400 and 200; negative:
+	// unlimited).
+	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
+	// MinRequestTimeout is the base of watches' randomized timeout
+	// (default 30 minutes).
+	MinRequestTimeout time.Duration
+	// MaxRequestBodyBytes limits request bodies (default 3 MiB).
+	MaxRequestBodyBytes int64
+	// ShutdownTimeout bounds graceful shutdown (default 10 s).
+	ShutdownTimeout time.Duration
+	// GitVersion is reported by /version (default DefaultGitVersion).
+	GitVersion string
+	// Logger; nil is slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultGitVersion is the Kubernetes version kubeproof reports.
+const DefaultGitVersion = "v1.37.2-kubeproof"
+
+// SystemNamespaces are created at start when missing.
+var SystemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
+
+// immortalNamespaces may not be deleted.
+var immortalNamespaces = map[string]bool{"default": true, "kube-system": true, "kube-public": true}
+
+// Server is a configured API server.
+type Server struct {
+	cfg       Config
+	log       *slog.Logger
+	codecs    *codec.Codecs
+	handlers  map[schema.GroupVersionResource]*endpoints.Handler
+	nsHandler *endpoints.Handler
+	nsStore   storage.Interface
+	discovery *discovery.Handler
+	registry  *prometheus.Registry
+	handler   http.Handler
+	destroy   []storage.DestroyFunc
+	closeOnce sync.Once
+	// bootstrapped is set once the system namespaces exist.
+	bootstrapped atomic.Bool
+}
+
+// New builds a Server: one store per resource, the handler tree and the
+// filter chain. It does no I/O against storage.
+func New(cfg Config) (*Server, error) {
+	if cfg.StorageFactory == nil {
+		return nil, errors.New("apiserver: StorageFactory is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Authorizer == nil {
+		cfg.Authorizer = auth.AlwaysAllow{}
+	}
+	if cfg.Authenticator == nil {
+		cfg.Authenticator = auth.X509{Roots: cfg.ClientCA}
+	}
+	if cfg.MaxRequestsInFlight == 0 {
+		cfg.MaxRequestsInFlight = 400
+	}
+	if cfg.MaxMutatingRequestsInFlight == 0 {
+		cfg.MaxMutatingRequestsInFlight = 200
+	}
+	if cfg.MinRequestTimeout == 0 {
+		cfg.MinRequestTimeout = 30 * time.Minute
+	}
+	if cfg.MaxRequestBodyBytes == 0 {
+		cfg.MaxRequestBodyBytes = 3 << 20
+	}
+	if cfg.ShutdownTimeout == 0 {
+		cfg.ShutdownTimeout = 10 * time.Second
+	}
+	if cfg.GitVersion == "" {
+		cfg.GitVersion = DefaultGitVersion
+	}
+	if cfg.BindAddress == "" {
+		cfg.BindAddress = "127.0.0.1:6443"
+	}
+	codecs, err := codec.New()
+	if err != nil {
+		return nil, err
+	}
+	reg := cfg.Metrics
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m, err := metrics.New(reg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, codecs: codecs, registry: reg,
+		handlers: map[schema.GroupVersionResource]*endpoints.Handler{}}
+
+	chain := &admission.Chain{Mutators: cfg.AdmissionMutators}
+	opts := &endpoints.Options{
+		Codecs: codecs, Admission: chain, MaxBodyBytes: cfg.MaxRequestBodyBytes,
+		MinRequestTimeout: cfg.MinRequestTimeout, WatchStarted: m.WatchStarted,
+	}
+	prefixes := storagePrefixes(cfg.Resources)
+	for _, r := range cfg.Resources {
+		gvr := r.GroupVersionResource()
+		if _, dup := s.handlers[gvr]; dup {
+			s.Close()
+			return nil, fmt.Errorf("apiserver: resource %s registered twice", gvr)
+		}
+		store, destroy, err := cfg.StorageFactory.New(storage.ResourceConfig{
+			GroupResource: gvr.GroupResource(), StorageVersion: r.GroupVersion,
+			ResourcePrefix: prefixes[gvr], NewFunc: r.New, NewListFunc: r.NewList,
+			GetAttrs: resource.AttrFunc(r.Strategy), Namespaced: r.Namespaced,
+		})
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("apiserver: building storage for %s: %w", gvr, err)
+		}
+		s.destroy = append(s.destroy, destroy)
+		h := endpoints.NewHandler(r, store, prefixes[gvr], opts)
+		s.handlers[gvr] = h
+		if gvr == corev1.SchemeGroupVersion.WithResource("namespaces") {
+			s.nsHandler, s.nsStore = h, store
+		}
+	}
+	if s.nsStore != nil {
+		chain.Validators = append(chain.Validators, &admission.NamespaceLifecycle{Get: s.getNamespace, Immortal: immortalNamespaces})
+	}
+	chain.Validators = append(chain.Validators, cfg.AdmissionValidators...)
+
+	if s.discovery, err = discovery.New(cfg.Resources, codecs); err != nil {
+		s.Close()
+		return nil, err
+	}
+	var h http.Handler = http.HandlerFunc(s.route)
+	h = filters.WithAuthorization(h, codecs, cfg.Authorizer, s.log)
+	h = filters.WithAuthentication(h, codecs, cfg.Authenticator, cfg.Anonymous, publicPaths)
+	h = filters.WithMaxInFlight(h, codecs, cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight)
+	h = filters.WithMetrics(h, m)
+	h = filters.WithRequestInfo(h)
+	h = filters.WithPanicRecovery(h, codecs, s.log)
+	s.handler = h
+	return s, nil
+}
+
+var publicPaths = map[string]bool{"/healthz": true, "/livez": true, "/readyz": true, "/version": true}
+
+// storagePrefixes gives each resource its key prefix: "/<resource>", or
+// "/<group>/<resource>" when a resource name is served by several groups
+// (events and events.k8s.io events are stored apart, each in its own type).
+func storagePrefixes(rs []*resource.Resource) map[schema.GroupVersionResource]string {
+	count := map[string]int{}
+	for _, r := range rs {
+		count[r.Name]++
+	}
+	out := map[schema.GroupVersionResource]string{}
+	for _, r := range rs {
+		p := "/" + r.Name
+		if count[r.Name] > 1 && r.GroupVersion.Group != "" {
+			p = "/" + r.GroupVersion.Group + "/" + r.Name
+		}
+		out[r.GroupVersionResource()] = p
+	}
+	return out
+}
+
+// Handler is the server's full HTTP handler (filters included). Requests
+// without TLS client certificates are anonymous to it.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Codecs returns the server's scheme and serializers.
+func (s *Server) Codecs() *codec.Codecs { return s.codecs }
+
+// Close releases the stores. Run calls it on return.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		for _, d := range s.destroy {
+			if d != nil {
+				d()
+			}
+		}
+	})
+}
+
+// Run creates the system namespaces, then serves HTTPS on the configured
+// listener until ctx is done, then shuts down gracefully: open watches are
+// ended, in-flight requests get ShutdownTimeout to finish.
+func (s *Server) Run(ctx context.Context) error {
+	defer s.Close()
+	tlsCfg, err := s.tlsConfig()
+	if err != nil {
+		return err
+	}
+	ln := s.cfg.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", s.cfg.BindAddress); err != nil {
+			return fmt.Errorf("apiserver: listening on %s: %w", s.cfg.BindAddress, err)
+		}
+	}
+	if err := s.EnsureSystemNamespaces(ctx); err != nil {
+		_ = ln.Close()
+		return err
+	}
+	baseCtx, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	srv := &http.Server{
+		Handler:           s.handler,
+		TLSConfig:         tlsCfg,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 1000},
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("apiserver: serving: %w", err)
+	case <-ctx.Done():
+	}
+	// End watches (their contexts derive from baseCtx), then drain.
+	cancelBase()
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+	}
+	<-errc
+	return nil
+}
+
+func (s *Server) tlsConfig() (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
+	switch {
+	case s.cfg.ServingCert != nil:
+		cfg.Certificates = []tls.Certificate{*s.cfg.ServingCert}
+	case s.cfg.CertFile != "" && s.cfg.KeyFile != "":
+		c, err := tls.LoadX509KeyPair(s.cfg.CertFile, s.cfg.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("apiserver: loading serving certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{c}
+	default:
+		return nil, errors.New("apiserver: a serving certificate is required (ServingCert or CertFile/KeyFile)")
+	}
+	if s.cfg.ClientCA != nil {
+		cfg.ClientCAs = s.cfg.ClientCA
+		cfg.ClientAuth = tls.VerifyClientCertIfGiven
+	}
+	return cfg, nil
+}
+
+// route dispatches a request that passed the filters.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	switch {
+	case p == "/version" || p == "/version/":
+		s.serveVersion(w, r)
+		return
+	case p == "/healthz" || p == "/livez" || p == "/readyz" ||
+		strings.HasPrefix(p, "/healthz/") || strings.HasPrefix(p, "/livez/") || strings.HasPrefix(p, "/readyz/"):
+		s.serveHealth(w, r)
+		return
+	case p == "/metrics":
+		promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+		return
+	case strings.HasPrefix(p, "/openapi/") && s.cfg.OpenAPI != nil:
+		s.cfg.OpenAPI.ServeHTTP(w, r)
+		return
+	}
+	segs := strings.Split(strings.Trim(p, "/"), "/")
+	if segs[0] != "api" && segs[0] != "apis" {
+		s.notFound(w, r)
+		return
+	}
+	var gv schema.GroupVersion
+	rest := segs[1:]
+	if segs[0] == "apis" {
+		if len(rest) == 0 {
+			s.discoveryOnly(w, r, s.discovery.ServeAPIs)
+			return
+		}
+		gv.Group, rest = rest[0], rest[1:]
+		if len(rest) == 0 {
+			s.discoveryOnly(w, r, func(w http.ResponseWriter, r *http.Request) {
+				if !s.discovery.ServeGroup(w, r, gv.Group) {
+					s.notFound(w, r)
+				}
+			})
+			return
+		}
+	} else if len(rest) == 0 || rest[0] == "" {
+		s.discoveryOnly(w, r, s.discovery.ServeAPI)
+		return
+	}
+	gv.Version, rest = rest[0], rest[1:]
+	if segs[0] == "api" && gv.Version != "v1" {
+		s.notFound(w, r)
+		return
+	}
+	if len(rest) == 0 || (len(rest) == 1 && rest[0] == "") {
+		s.discoveryOnly(w, r, func(w http.ResponseWriter, r *http.Request) {
+			if !s.discovery.ServeVersion(w, r, gv) {
+				s.notFound(w, r)
+			}
+		})
+		return
+	}
+	info := requestInfo(r)
+	if info == nil || !info.IsResourceRequest {
+		s.notFound(w, r)
+		return
+	}
+	h, ok := s.handlers[gv.WithResource(info.Resource)]
+	if !ok {
+		s.notFound(w, r)
+		return
+	}
+	h.ServeHTTP(w, r)
+}
+
+func (s *Server) discoveryOnly(w http.ResponseWriter, r *http.Request, serve http.HandlerFunc) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		endpoints.WriteStatusError(w, r, s.codecs, apierrors.NewMethodNotSupported(schema.GroupResource{}, strings.ToLower(r.Method)))
+		return
+	}
+	serve(w, r)
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	se := apierrors.NewNotFound(schema.GroupResource{}, "")
+	se.ErrStatus.Message = "the server could not find the requested resource"
+	endpoints.WriteStatusError(w, r, s.codecs, se)
+}
