@@ -297,9 +297,11 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 		ip = st.Network.Ip
 	}
 	for _, s := range a.ContainersToStart {
-		spec := &pod.Spec.Containers[s.Index]
+		var spec *v1.Container
 		if s.Init {
 			spec = &pod.Spec.InitContainers[s.Index]
+		} else {
+			spec = &pod.Spec.Containers[s.Index]
 		}
 		if err := k.startContainer(ctx, rec, pod, sandboxID, sbConfig, spec, s, ip); err != nil {
 			k.log.Info("starting container", "pod", pod.Namespace+"/"+pod.Name, "container", spec.Name, "err", err)

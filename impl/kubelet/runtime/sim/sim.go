@@ -47,6 +47,15 @@ type Runtime struct {
 	sandboxes  map[string]*sandbox
 	containers map[string]*container
 	images     map[string]string // image name -> ref
+	execLog    []Exec
+}
+
+// Exec is one command run through ExecSync (recorded for tests, e.g. to
+// see that a preStop hook ran).
+type Exec struct {
+	ContainerID string
+	Cmd         []string
+	ExitCode    int32
 }
 
 type sandbox struct {
@@ -546,6 +555,10 @@ func (r *Runtime) ExecSync(ctx context.Context, id string, cmd []string, timeout
 		return nil, nil, 0, fmt.Errorf("exec in container %s: container is not running", id)
 	}
 	stdout, stderr, code := runShell(c.files, cmd)
+	if len(r.execLog) >= maxExecLog {
+		r.execLog = append(r.execLog[:0], r.execLog[1:]...)
+	}
+	r.execLog = append(r.execLog, Exec{ContainerID: id, Cmd: cmd, ExitCode: code})
 	return []byte(stdout), []byte(stderr), code, nil
 }
 
@@ -602,6 +615,16 @@ func (r *Runtime) ProbeOverride(id, kind string) (bool, bool) {
 		return true, true
 	}
 	return r.clock.Now().Sub(c.startedAt) < failAfter, true
+}
+
+// maxExecLog bounds the exec record kept per runtime.
+const maxExecLog = 64
+
+// Execs returns the most recent commands run (at most 64).
+func (r *Runtime) Execs() []Exec {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Exec(nil), r.execLog...)
 }
 
 // Counts reports the number of live sandboxes and containers (for tests and
