@@ -110,7 +110,8 @@ func (s strategy[T]) PrepareForUpdate(_ context.Context, obj, old runtime.Object
 }
 
 // prepareMetaForUpdate keeps the system-owned metadata of old: clients
-// cannot change generation, creationTimestamp or the deletion fields.
+// cannot change generation or creationTimestamp, nor remove a deletion
+// timestamp or grace period (setting them is refused by validation).
 func prepareMetaForUpdate(obj, old metav1.Object) {
 	obj.SetGeneration(old.GetGeneration())
 	if obj.GetUID() == "" {
@@ -119,7 +120,9 @@ func prepareMetaForUpdate(obj, old metav1.Object) {
 	if ts := old.GetCreationTimestamp(); !ts.IsZero() {
 		obj.SetCreationTimestamp(ts)
 	}
-	obj.SetDeletionTimestamp(old.GetDeletionTimestamp())
+	if ts := old.GetDeletionTimestamp(); ts != nil {
+		obj.SetDeletionTimestamp(ts)
+	}
 	if old.GetDeletionGracePeriodSeconds() != nil && obj.GetDeletionGracePeriodSeconds() == nil {
 		obj.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
 	}

@@ -41,10 +41,19 @@ func pods(now func() time.Time) *resource.Resource {
 	}
 }
 
-// preparePodForCreate: a new pod is Pending with its QoS class computed;
-// nothing else of the status comes from the client.
+// preparePodForCreate: a new pod is Pending with its QoS class computed
+// (and PodScheduled=False when scheduling gates hold it); nothing else of
+// the status comes from the client.
 func preparePodForCreate(p *corev1.Pod) {
 	p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: podQOSClass(&p.Spec)}
+	if len(p.Spec.SchedulingGates) > 0 {
+		p.Status.Conditions = []corev1.PodCondition{{
+			Type:    corev1.PodScheduled,
+			Status:  corev1.ConditionFalse,
+			Reason:  corev1.PodReasonSchedulingGated,
+			Message: "Scheduling is blocked due to non-empty scheduling gates",
+		}}
+	}
 }
 
 // keepPodForStatusUpdate: /status writes change the status only; owner
