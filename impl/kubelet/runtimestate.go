@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"time"
 
@@ -62,6 +63,22 @@ func (k *Kubelet) podRuntimeState(ctx context.Context, uid types.UID) (*podstate
 		}
 		ps.Containers = append(ps.Containers, pc)
 	}
+	// Newest first; runtimes with coarse clocks tie on CreatedAt, so the
+	// attempt number breaks ties.
+	sort.SliceStable(ps.Sandboxes, func(i, j int) bool {
+		a, b := ps.Sandboxes[i], ps.Sandboxes[j]
+		if !a.CreatedAt.Equal(b.CreatedAt) {
+			return a.CreatedAt.After(b.CreatedAt)
+		}
+		return a.Attempt > b.Attempt
+	})
+	sort.SliceStable(ps.Containers, func(i, j int) bool {
+		a, b := ps.Containers[i], ps.Containers[j]
+		if !a.CreatedAt.Equal(b.CreatedAt) {
+			return a.CreatedAt.After(b.CreatedAt)
+		}
+		return a.Attempt > b.Attempt
+	})
 	return ps, nil
 }
 

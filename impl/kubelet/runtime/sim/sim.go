@@ -60,6 +60,7 @@ type Exec struct {
 
 type sandbox struct {
 	id          string
+	seq         uint64 // creation order
 	meta        *runtimeapi.PodSandboxMetadata
 	state       runtimeapi.PodSandboxState
 	createdAt   time.Time
@@ -70,6 +71,7 @@ type sandbox struct {
 
 type container struct {
 	id, sandboxID string
+	seq           uint64 // creation order
 	meta          *runtimeapi.ContainerMetadata
 	image         string
 	imageRef      string
@@ -152,7 +154,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		return "", fmt.Errorf("run pod sandbox %s/%s: failed to set up network: %w", config.Metadata.Namespace, config.Metadata.Name, err)
 	}
 	s := &sandbox{
-		id: r.newID("sandbox"), meta: config.Metadata, state: runtimeapi.PodSandboxState_SANDBOX_READY,
+		id: r.newID("sandbox"), seq: r.seq, meta: config.Metadata, state: runtimeapi.PodSandboxState_SANDBOX_READY,
 		createdAt: r.clock.Now(), labels: config.Labels, annotations: r.withDefaults(config.Annotations), ip: ip,
 	}
 	r.sandboxes[s.id] = s
@@ -246,7 +248,7 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, id string) (*runtimeapi.
 func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []*runtimeapi.PodSandbox
+	var list []*sandbox
 	for _, s := range r.sandboxes {
 		if filter != nil {
 			if filter.Id != "" && filter.Id != s.id {
@@ -259,12 +261,17 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSand
 				continue
 			}
 		}
+		list = append(list, s)
+	}
+	// Newest first.
+	sort.Slice(list, func(i, j int) bool { return list[i].seq > list[j].seq })
+	out := make([]*runtimeapi.PodSandbox, 0, len(list))
+	for _, s := range list {
 		out = append(out, &runtimeapi.PodSandbox{
 			Id: s.id, Metadata: s.meta, State: s.state, CreatedAt: s.createdAt.UnixNano(),
 			Labels: s.labels, Annotations: s.annotations,
 		})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt > out[j].CreatedAt })
 	return out, nil
 }
 
@@ -333,7 +340,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 		return "", fmt.Errorf("create container %s: %w", config.Metadata.Name, err)
 	}
 	c := &container{
-		id: r.newID("container"), sandboxID: sandboxID, meta: config.Metadata,
+		id: r.newID("container"), seq: r.seq, sandboxID: sandboxID, meta: config.Metadata,
 		image: config.Image.Image, imageRef: ref, labels: config.Labels, annotations: config.Annotations,
 		faults: f, state: runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.clock.Now(),
 	}
@@ -472,7 +479,7 @@ func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.Contain
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.clock.Now()
-	var out []*runtimeapi.Container
+	var list []*container
 	for _, c := range r.containers {
 		c.refresh(now)
 		if filter != nil {
@@ -489,12 +496,17 @@ func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.Contain
 				continue
 			}
 		}
+		list = append(list, c)
+	}
+	// Newest first.
+	sort.Slice(list, func(i, j int) bool { return list[i].seq > list[j].seq })
+	out := make([]*runtimeapi.Container, 0, len(list))
+	for _, c := range list {
 		out = append(out, &runtimeapi.Container{
 			Id: c.id, PodSandboxId: c.sandboxID, Metadata: c.meta, Image: &runtimeapi.ImageSpec{Image: c.image},
 			ImageRef: c.imageRef, State: c.state, CreatedAt: c.createdAt.UnixNano(), Labels: c.labels, Annotations: c.annotations,
 		})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt > out[j].CreatedAt })
 	return out, nil
 }
 
