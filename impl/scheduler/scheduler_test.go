@@ -1,0 +1,222 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestPodsAreBoundWithinCapacityAndSpread(t *testing.T) {
+	c := newFakeCluster()
+	for i := 0; i < 3; i++ {
+		createNode(t, c, makeNode(fmt.Sprintf("node-%d", i), "4", "16Gi", 110, nil))
+	}
+	startScheduler(t, c, testConfig())
+	for i := 0; i < 12; i++ {
+		createPod(t, c, makePod("default", fmt.Sprintf("web-%d", i), "1", "1Gi"))
+	}
+	// A 13th pod does not fit anywhere (3 nodes × 4 cpu).
+	createPod(t, c, makePod("default", "web-extra", "1", "1Gi"))
+	perNode := map[string]int{}
+	waitFor(t, "12 pods bound", func() bool {
+		pods, _ := c.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+		perNode = map[string]int{}
+		bound := 0
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" {
+				perNode[p.Spec.NodeName]++
+				bound++
+			}
+		}
+		return bound == 12
+	})
+	for n, k := range perNode {
+		if k != 4 {
+			t.Errorf("node %s has %d pods, want 4 (capacity 4 cpu, 1 cpu each): %v", n, k, perNode)
+		}
+	}
+	waitFor(t, "web-extra marked unschedulable", func() bool {
+		return scheduledCondition(getPod(t, c, "default", "web-extra")) != nil
+	})
+	cond := scheduledCondition(getPod(t, c, "default", "web-extra"))
+	want := "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+	if cond.Status != v1.ConditionFalse || cond.Reason != v1.PodReasonUnschedulable || cond.Message != want {
+		t.Errorf("PodScheduled = %s/%s %q, want False/Unschedulable %q", cond.Status, cond.Reason, cond.Message, want)
+	}
+}
+
+func TestPodsSpreadAcrossNodes(t *testing.T) {
+	c := newFakeCluster()
+	for i := 0; i < 4; i++ {
+		createNode(t, c, makeNode(fmt.Sprintf("node-%d", i), "32", "64Gi", 110, nil))
+	}
+	startScheduler(t, c, testConfig())
+	for i := 0; i < 20; i++ {
+		createPod(t, c, makePod("default", fmt.Sprintf("web-%d", i), "100m", "128Mi"))
+	}
+	perNode := map[string]int{}
+	waitFor(t, "20 pods bound", func() bool {
+		pods, _ := c.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+		perNode = map[string]int{}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" {
+				perNode[p.Spec.NodeName]++
+			}
+		}
+		return sum(perNode) == 20
+	})
+	if len(perNode) != 4 {
+		t.Fatalf("pods landed on %d nodes, want all 4: %v", len(perNode), perNode)
+	}
+	for n, k := range perNode {
+		if k < 4 || k > 6 {
+			t.Errorf("node %s got %d of 20 pods; LeastAllocated should spread them evenly: %v", n, k, perNode)
+		}
+	}
+}
+
+func sum(m map[string]int) int {
+	s := 0
+	for _, v := range m {
+		s += v
+	}
+	return s
+}
+
+func scheduledCondition(p *v1.Pod) *v1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == v1.PodScheduled {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func TestUnschedulablePodIsScheduledWhenAFittingNodeAppears(t *testing.T) {
+	c := newFakeCluster()
+	createNode(t, c, makeNode("small-0", "2", "4Gi", 110, nil))
+	createNode(t, c, makeNode("small-1", "2", "4Gi", 110, nil))
+	startScheduler(t, c, testConfig())
+	createPod(t, c, makePod("default", "big", "8", "1Gi"))
+
+	waitFor(t, "big marked unschedulable", func() bool {
+		return scheduledCondition(getPod(t, c, "default", "big")) != nil
+	})
+	p := getPod(t, c, "default", "big")
+	cond := scheduledCondition(p)
+	want := "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+	if cond.Status != v1.ConditionFalse || cond.Reason != v1.PodReasonUnschedulable || cond.Message != want {
+		t.Fatalf("PodScheduled = %s/%s %q, want False/Unschedulable %q", cond.Status, cond.Reason, cond.Message, want)
+	}
+	if p.Spec.NodeName != "" {
+		t.Fatalf("pod bound to %q although nothing fits", p.Spec.NodeName)
+	}
+	waitFor(t, "FailedScheduling event", func() bool {
+		evs, _ := c.EventsV1().Events("default").List(context.Background(), metav1.ListOptions{})
+		for _, e := range evs.Items {
+			if e.Reason == "FailedScheduling" && e.Regarding.Name == "big" && e.Note == want && e.Type == v1.EventTypeWarning {
+				return true
+			}
+		}
+		return false
+	})
+
+	createNode(t, c, makeNode("large", "16", "32Gi", 110, nil))
+	waitFor(t, "big bound to the new node", func() bool { return getPod(t, c, "default", "big").Spec.NodeName == "large" })
+	waitFor(t, "Scheduled event", func() bool {
+		evs, _ := c.EventsV1().Events("default").List(context.Background(), metav1.ListOptions{})
+		for _, e := range evs.Items {
+			if e.Reason == "Scheduled" && e.Note == "Successfully assigned default/big to large" {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func TestFailedBindingForgetsAndRequeues(t *testing.T) {
+	c := newFakeCluster()
+	createNode(t, c, makeNode("node-a", "1", "4Gi", 110, nil))
+	failures := 0
+	c.setFailBind(func(b *v1.Binding) error {
+		if failures < 2 {
+			failures++
+			return apierrors.NewInternalError(errors.New("injected binding failure"))
+		}
+		return nil
+	})
+	conf := testConfig()
+	s := startScheduler(t, c, conf)
+	// The pod takes the node's whole cpu: if the failed assumption were
+	// not forgotten, the retry could not fit.
+	createPod(t, c, makePod("default", "p", "1", "1Gi"))
+	waitFor(t, "p bound after two failed bindings", func() bool { return getPod(t, c, "default", "p").Spec.NodeName == "node-a" })
+	if got := c.bindCount("default", "p"); got != 1 {
+		t.Errorf("successful bindings = %d, want 1", got)
+	}
+	if failures != 2 {
+		t.Errorf("failed bindings = %d, want 2", failures)
+	}
+	waitFor(t, "cache to confirm the pod", func() bool {
+		return s.Cache().PodCount() == 1 && !s.Cache().IsAssumedPod(getPod(t, c, "default", "p"))
+	})
+}
+
+func TestPreemptionEvictsLowerPriorityPods(t *testing.T) {
+	c := newFakeCluster()
+	createNode(t, c, makeNode("node-a", "4", "16Gi", 110, nil))
+	createNode(t, c, makeNode("node-b", "4", "16Gi", 110, nil))
+	low, mid := int32(1), int32(50)
+	// node-a: four low-priority pods; node-b: four mid-priority pods.
+	for i := 0; i < 4; i++ {
+		p := makePod("default", fmt.Sprintf("low-%d", i), "1", "1Gi")
+		p.Spec.Priority, p.Spec.NodeName = &low, "node-a"
+		createPod(t, c, p)
+		q := makePod("default", fmt.Sprintf("mid-%d", i), "1", "1Gi")
+		q.Spec.Priority, q.Spec.NodeName = &mid, "node-b"
+		createPod(t, c, q)
+	}
+	startScheduler(t, c, testConfig())
+	high := int32(100)
+	hp := makePod("default", "high", "2", "1Gi")
+	hp.Spec.Priority = &high
+	createPod(t, c, hp)
+
+	waitFor(t, "high nominated to node-a", func() bool {
+		return getPod(t, c, "default", "high").Status.NominatedNodeName == "node-a"
+	})
+	pods, _ := c.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+	lowLeft, midLeft := 0, 0
+	for _, p := range pods.Items {
+		switch *p.Spec.Priority {
+		case low:
+			lowLeft++
+		case mid:
+			midLeft++
+		}
+	}
+	if lowLeft != 2 || midLeft != 4 {
+		t.Errorf("after preemption: %d low and %d mid pods left, want 2 low (fewest victims) and 4 mid", lowLeft, midLeft)
+	}
+	waitFor(t, "high bound to node-a", func() bool { return getPod(t, c, "default", "high").Spec.NodeName == "node-a" })
+}
+
+func TestPodOfAnotherSchedulerIsIgnored(t *testing.T) {
+	c := newFakeCluster()
+	createNode(t, c, makeNode("node-a", "4", "16Gi", 110, nil))
+	s := startScheduler(t, c, testConfig())
+	other := makePod("default", "other", "1", "1Gi")
+	other.Spec.SchedulerName = "my-scheduler"
+	createPod(t, c, other)
+	mine := makePod("default", "mine", "1", "1Gi")
+	createPod(t, c, mine)
+	waitFor(t, "mine bound", func() bool { return getPod(t, c, "default", "mine").Spec.NodeName != "" })
+	if s.Queue().Where(other) != "" || getPod(t, c, "default", "other").Spec.NodeName != "" {
+		t.Errorf("pod for my-scheduler was picked up by default-scheduler")
+	}
+}
