@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -42,3 +44,22 @@ const (
 )
 
 func ptr[T any](v T) *T { return &v }
+
+// assertColumns checks column names in order; a trailing "*" marks a
+// priority-1 (-o wide) column.
+func assertColumns(t *testing.T, cols []metav1.TableColumnDefinition, want string) {
+	t.Helper()
+	var got []string
+	for _, c := range cols {
+		name := c.Name
+		if c.Priority == 1 {
+			name += "*"
+		}
+		got = append(got, name)
+	}
+	if strings.Join(got, ",") != want {
+		t.Errorf("columns %s, want %s", strings.Join(got, ","), want)
+	}
+}
+
+var appsV1 = appsv1.SchemeGroupVersion
