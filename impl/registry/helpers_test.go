@@ -7,7 +7,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
 )
 
 // errorKeys renders errors as "<type> <field>" (e.g. "Required value
@@ -63,3 +66,7 @@ func assertColumns(t *testing.T, cols []metav1.TableColumnDefinition, want strin
 }
 
 var appsV1 = appsv1.SchemeGroupVersion
+
+type runtimeObject = runtime.Object
+
+type resourceWithStrategy = *resource.Resource
