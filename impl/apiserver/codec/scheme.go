@@ -49,7 +49,7 @@ func New() (*Codecs, error) {
 	}
 	return &Codecs{
 		Scheme:         s,
-		Factory:        serializer.NewCodecFactory(s, serializer.EnableStrict),
+		Factory:        serializer.NewCodecFactory(s),
 		ParameterCodec: runtime.NewParameterCodec(s),
 	}, nil
 }

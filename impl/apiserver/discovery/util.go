@@ -6,4 +6,6 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 )
 
-func asNotAcceptable(err error, target **codec.NotAcceptableError) bool { return errors.As(err, target) }
+func asNotAcceptable(err error, target **codec.NotAcceptableError) bool {
+	return errors.As(err, target)
+}

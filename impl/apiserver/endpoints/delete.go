@@ -36,7 +36,7 @@ func (h *Handler) deleteOptions(w http.ResponseWriter, r *http.Request) (*metav1
 		if err != nil {
 			return nil, err
 		}
-		def := metav1.SchemeGroupVersion.WithKind("DeleteOptions")
+		def := schema.GroupVersionKind{Version: "v1", Kind: "DeleteOptions"}
 		obj, _, err := info.Serializer.Decode(body, &def, opts)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
