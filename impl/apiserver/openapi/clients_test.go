@@ -31,11 +31,7 @@ var (
 // for everything else) and returns client-go's clients for it.
 func testServer(t *testing.T) (*discovery.DiscoveryClient, dynamic.Interface, *httptest.Server) {
 	t.Helper()
-	h, err := NewHandler(issueResources())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server := httptest.NewServer(h)
+	server := httptest.NewServer(newTestHandler(t))
 	t.Cleanup(server.Close)
 	config := &rest.Config{Host: server.URL}
 	disco, err := discovery.NewDiscoveryClientForConfig(config)

@@ -20,5 +20,6 @@
 // operation to decide whether the server validates fields itself.
 //
 // Documents are built once by NewHandler and served from memory with ETags,
-// conditional requests and gzip.
+// conditional requests and gzip; their protobuf and compressed forms are
+// made on first request and kept.
 package openapi

@@ -6,10 +6,12 @@ import (
 	"crypto/sha512"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
@@ -30,11 +32,38 @@ const (
 	protobufV3Returned = "com.github.proto-openapi.spec.v3.v1.0+protobuf"
 )
 
-// encoded is one representation of a document, ready to serve.
+// encoded is one representation of a document. The protobuf forms and the
+// compressed bodies are made on first use (converting to protobuf goes
+// through a YAML parse and is most of the start-up cost otherwise), then
+// kept.
 type encoded struct {
 	contentType string
-	body        []byte
-	gzipped     []byte
+	body        func() ([]byte, error)
+	gzipped     func() ([]byte, error)
+}
+
+func newEncoded(contentType string, body func() ([]byte, error)) *encoded {
+	e := &encoded{contentType: contentType, body: sync.OnceValues(body)}
+	e.gzipped = sync.OnceValues(func() ([]byte, error) {
+		plain, err := e.body()
+		if err != nil {
+			return nil, err
+		}
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		if _, err := zw.Write(plain); err != nil {
+			return nil, fmt.Errorf("compressing: %w", err)
+		}
+		if err := zw.Close(); err != nil {
+			return nil, fmt.Errorf("compressing: %w", err)
+		}
+		return buf.Bytes(), nil
+	})
+	return e
+}
+
+func jsonEncoded(body []byte) *encoded {
+	return newEncoded("application/json", func() ([]byte, error) { return body, nil })
 }
 
 // served is a document in its representations, sharing one ETag (the
@@ -77,18 +106,17 @@ func NewHandler(resources []*resource.Resource) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding the OpenAPI v2 document: %w", err)
 	}
-	v2Document, err := openapi_v2.ParseDocument(v2JSON)
-	if err != nil {
-		return nil, fmt.Errorf("converting the OpenAPI v2 document to protobuf: %w", err)
-	}
-	v2Proto, err := proto.Marshal(v2Document)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the OpenAPI v2 document as protobuf: %w", err)
-	}
+	v2Proto := newEncoded("application/"+protobufV2Returned, func() ([]byte, error) {
+		document, err := openapi_v2.ParseDocument(v2JSON)
+		if err != nil {
+			return nil, fmt.Errorf("converting the OpenAPI v2 document to protobuf: %w", err)
+		}
+		return proto.Marshal(document)
+	})
 	h.v2 = newServed(v2JSON, map[string]*encoded{
-		"json":             newEncoded("application/json", v2JSON),
-		protobufV2Accepted: newEncoded("application/"+protobufV2Returned, v2Proto),
-		protobufV2Returned: newEncoded("application/"+protobufV2Returned, v2Proto),
+		"json":             jsonEncoded(v2JSON),
+		protobufV2Accepted: v2Proto,
+		protobufV2Returned: v2Proto,
 	})
 
 	index := v3Index{Paths: map[string]v3IndexEntry{}}
@@ -97,18 +125,17 @@ func NewHandler(resources []*resource.Resource) (http.Handler, error) {
 		if err != nil {
 			return nil, fmt.Errorf("encoding the OpenAPI v3 document of %s: %w", path, err)
 		}
-		document, err := openapi_v3.ParseDocument(docJSON)
-		if err != nil {
-			return nil, fmt.Errorf("converting the OpenAPI v3 document of %s to protobuf: %w", path, err)
-		}
-		docProto, err := proto.Marshal(document)
-		if err != nil {
-			return nil, fmt.Errorf("encoding the OpenAPI v3 document of %s as protobuf: %w", path, err)
-		}
+		docProto := newEncoded("application/"+protobufV3Returned, func() ([]byte, error) {
+			document, err := openapi_v3.ParseDocument(docJSON)
+			if err != nil {
+				return nil, fmt.Errorf("converting the OpenAPI v3 document of %s to protobuf: %w", path, err)
+			}
+			return proto.Marshal(document)
+		})
 		s := newServed(docJSON, map[string]*encoded{
-			"json":             newEncoded("application/json", docJSON),
-			protobufV3Accepted: newEncoded("application/"+protobufV3Returned, docProto),
-			protobufV3Returned: newEncoded("application/"+protobufV3Returned, docProto),
+			"json":             jsonEncoded(docJSON),
+			protobufV3Accepted: docProto,
+			protobufV3Returned: docProto,
 		})
 		h.v3[path] = s
 		index.Paths[path] = v3IndexEntry{ServerRelativeURL: v3URL(path, s.etag)}
@@ -117,21 +144,12 @@ func NewHandler(resources []*resource.Resource) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding the OpenAPI v3 index: %w", err)
 	}
-	h.v3Index = newServed(indexJSON, map[string]*encoded{"json": newEncoded("application/json", indexJSON)})
+	h.v3Index = newServed(indexJSON, map[string]*encoded{"json": jsonEncoded(indexJSON)})
 	return h, nil
 }
 
 func newServed(jsonForm []byte, representations map[string]*encoded) *served {
 	return &served{etag: fmt.Sprintf("%X", sha512.Sum512(jsonForm)), representation: representations}
-}
-
-func newEncoded(contentType string, body []byte) *encoded {
-	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	// Writing to a bytes.Buffer cannot fail.
-	_, _ = zw.Write(body)
-	_ = zw.Close()
-	return &encoded{contentType: contentType, body: body, gzipped: buf.Bytes()}
 }
 
 // v3URL is the hash-pinned URL of a group/version's v3 document.
@@ -181,18 +199,28 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, doc *served, pin
 		http.Error(w, "no acceptable representation of the OpenAPI document", http.StatusNotAcceptable)
 		return
 	}
+	body, gzipped := rep.body, false
+	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+		body, gzipped = rep.gzipped, true
+	}
+	content, err := body()
+	if err != nil {
+		// Our own documents always convert (the tests check it); should
+		// one not, say so rather than serve something else.
+		slog.ErrorContext(r.Context(), "serving an OpenAPI document", "path", r.URL.Path, "contentType", rep.contentType, "err", err)
+		http.Error(w, "internal error encoding the OpenAPI document", http.StatusInternalServerError)
+		return
+	}
 	header.Set("Content-Type", rep.contentType)
 	header.Set("Etag", strconv.Quote(doc.etag))
 	if pinned {
 		header.Set("Cache-Control", "public, immutable")
 		header.Set("Expires", time.Now().AddDate(1, 0, 0).UTC().Format(http.TimeFormat))
 	}
-	body := rep.body
-	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+	if gzipped {
 		header.Set("Content-Encoding", "gzip")
-		body = rep.gzipped
 	}
-	http.ServeContent(w, r, "", h.lastModified, bytes.NewReader(body))
+	http.ServeContent(w, r, "", h.lastModified, bytes.NewReader(content))
 }
 
 // negotiate picks the representation of doc the Accept header prefers; an

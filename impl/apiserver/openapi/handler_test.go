@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
@@ -29,9 +30,13 @@ func get(t *testing.T, h http.Handler, target string, headers ...string) *httpte
 	return rec
 }
 
+// sharedHandler is built once for the tests that only read from it (a
+// handler never changes after NewHandler).
+var sharedHandler = sync.OnceValues(func() (http.Handler, error) { return NewHandler(issueResources()) })
+
 func newTestHandler(t *testing.T) http.Handler {
 	t.Helper()
-	h, err := NewHandler(issueResources())
+	h, err := sharedHandler()
 	if err != nil {
 		t.Fatal(err)
 	}
