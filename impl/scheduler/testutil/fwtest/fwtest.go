@@ -27,4 +27,3 @@ func New(pods []*v1.Pod, nodes []*v1.Node, profile *config.KubeSchedulerProfile,
 	}
 	return f, snap, nil
 }
-
