@@ -108,6 +108,8 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path, isPod bool) field.Erro
 		}
 	}
 	errs = append(errs, validateTolerations(s.Tolerations, path.Child("tolerations"))...)
+	errs = append(errs, validateAffinity(s.Affinity, path.Child("affinity"))...)
+	errs = append(errs, validateTopologySpreadConstraints(s.TopologySpreadConstraints, path.Child("topologySpreadConstraints"))...)
 	gates := sets.New[string]()
 	for i, g := range s.SchedulingGates {
 		p := path.Child("schedulingGates").Index(i).Child("name")
