@@ -137,9 +137,13 @@ func (s strategy[T]) Validate(_ context.Context, obj runtime.Object) field.Error
 	return errs
 }
 
+// ValidateUpdate checks the new object's content and what may not change.
+// The metadata update rules (immutable name, namespace, uid, ...;
+// apivalidation.ValidateObjectMetaAccessorUpdate) are applied by the API
+// server's update path for every kind, so they are not repeated here.
 func (s strategy[T]) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	t, o := s.typed(obj), s.typed(old)
-	errs := apivalidation.ValidateObjectMetaAccessorUpdate(t, o, field.NewPath("metadata"))
+	var errs field.ErrorList
 	if s.k.validate != nil {
 		errs = append(errs, s.k.validate(t)...)
 	}

@@ -259,7 +259,6 @@ func TestPodUpdateImmutability(t *testing.T) {
 		}, []string{forbidden + " spec"}},
 		{"change node name", func(p *corev1.Pod) { p.Spec.NodeName = "node-1" }, []string{forbidden + " spec"}},
 		{"remove toleration", func(p *corev1.Pod) { p.Spec.Tolerations = nil }, []string{forbidden + " spec.tolerations"}},
-		{"change namespace", func(p *corev1.Pod) { p.Namespace = "other" }, []string{invalid + " metadata.namespace"}},
 		{"add scheduling gate", func(p *corev1.Pod) {
 			p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: "new"})
 		}, []string{forbidden + " spec.schedulingGates"}},

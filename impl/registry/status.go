@@ -3,7 +3,6 @@ package registry
 import (
 	"context"
 
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -33,11 +32,11 @@ func (s statusStrategy[T]) PrepareForUpdate(_ context.Context, obj, old runtime.
 	s.k.keep(t, o)
 }
 
+// ValidateUpdate checks the new status (metadata update rules are the API
+// server's, as for the main endpoint).
 func (s statusStrategy[T]) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	t, o := s.s.typed(obj), s.s.typed(old)
-	errs := apivalidation.ValidateObjectMetaAccessorUpdate(t, o, field.NewPath("metadata"))
-	if s.k.validate != nil {
-		errs = append(errs, s.k.validate(t, o)...)
+	if s.k.validate == nil {
+		return nil
 	}
-	return errs
+	return s.k.validate(s.s.typed(obj), s.s.typed(old))
 }
