@@ -199,3 +199,45 @@ func TestNewHandlerRejectsBadResources(t *testing.T) {
 		t.Error("a resource without NewList was accepted")
 	}
 }
+
+// TestConcurrentFirstRequests makes the lazy protobuf and gzip forms from
+// many requests at once; all must get the same bytes.
+func TestConcurrentFirstRequests(t *testing.T) {
+	h, err := NewHandler(issueResources())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	bodies := make([][]byte, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			req := httptest.NewRequest(http.MethodGet, "/openapi/v2", nil)
+			req.Header.Set("Accept", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf")
+			if i%2 == 1 {
+				req.Header.Set("Accept-Encoding", "gzip")
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			body := rec.Body.Bytes()
+			if i%2 == 1 {
+				zr, err := gzip.NewReader(bytes.NewReader(body))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if body, err = io.ReadAll(zr); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			bodies[i] = body
+		})
+	}
+	wg.Wait()
+	for i := 1; i < n; i++ {
+		if len(bodies[i]) == 0 || !bytes.Equal(bodies[i], bodies[0]) {
+			t.Fatalf("response %d differs from response 0 (%d vs %d bytes)", i, len(bodies[i]), len(bodies[0]))
+		}
+	}
+}
