@@ -173,7 +173,7 @@ func (w *watchStream) run(initial []runtime.Object) {
 			return
 		}
 		if wr.IsProgressNotify() {
-			if w.bookmarks && wr.Header.Revision > lastRev {
+			if w.bookmarks && wr.Header.Revision >= lastRev {
 				lastRev = wr.Header.Revision
 				if !w.send(watch.Event{Type: watch.Bookmark, Object: w.bookmark(lastRev, false)}) {
 					return
@@ -336,4 +336,23 @@ func (p *progressRequester) stop() {
 		cancel()
 		<-done
 	}
+}
+
+// RequestWatchProgress asks etcd to send a progress notification to the
+// store's watches now; those that allow bookmarks turn it into a BOOKMARK at
+// the current revision. The watch cache uses it to learn quickly that it is
+// up to date with a revision a reader asks for.
+func (s *Store) RequestWatchProgress(ctx context.Context) error {
+	return s.client.RequestProgress(clientv3.WithRequireLeader(ctx))
+}
+
+// CurrentRevision returns etcd's current revision (a quorum read).
+func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
+	start := time.Now()
+	resp, err := s.client.KV.Get(ctx, s.pathPrefix+s.resource.ResourcePrefix, clientv3.WithCountOnly())
+	s.metrics.observe("get", s.typ, start, err)
+	if err != nil {
+		return 0, s.etcdError(s.resource.ResourcePrefix, "get", err)
+	}
+	return resp.Header.Revision, nil
 }

@@ -74,3 +74,42 @@ func TestFactoryStoresUnderPrefixAndRecordsMetrics(t *testing.T) {
 		t.Fatalf("get: %v %v", got, err)
 	}
 }
+
+func TestFactoryWatchCacheServesAndStops(t *testing.T) {
+	defer leakcheck.Check(t)()
+	ctx := context.Background()
+	e, err := embedded.Start(ctx, embedded.Config{DataDir: t.TempDir(), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	f := NewFactory(Config{Client: e.Client(), WatchCache: true})
+	defer f.Close()
+	res := storagetest.Pods()
+	res.GroupResource.Resource = "pods"
+	s, _, err := f.New(res) // destroyed by f.Close
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}, Spec: corev1.PodSpec{NodeName: "n1"}}
+	out := &corev1.Pod{}
+	if err := s.Create(ctx, res.ResourcePrefix+"/ns/p", pod, out); err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Watch(ctx, res.ResourcePrefix, storage.ListOptions{Recursive: true, ResourceVersion: "0",
+		Predicate: storage.SelectionPredicate{GetAttrs: storagetest.PodAttrs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := <-w.ResultChan()
+	if got := ev.Object.(*corev1.Pod); ev.Type != "ADDED" || got.Name != "p" || got.ResourceVersion != out.ResourceVersion {
+		t.Fatalf("first event %v %v", ev.Type, got)
+	}
+	// Close ends the open watch too.
+	f.Close()
+	for range w.ResultChan() {
+	}
+	if _, _, err := f.New(res); err == nil {
+		t.Fatal("New after Close succeeded")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -300,37 +301,52 @@ func testWatchBookmarks(t *testing.T, b Backend) {
 
 func testWatchCompacted(t *testing.T, b Backend) {
 	res := ConfigMaps()
-	s := newStore(t, b, res)
 	k := nsKey(res, "ns")
-	rv := mustCreate(t, s, key(res, "ns", "a"), newCM("ns", "a", nil, "0"))
+	// History written and compacted before the store under test existed:
+	// neither etcd nor a watch cache can serve a watch from it.
+	{
+		s0 := newStore(t, b, res)
+		mustCreate(t, s0, key(res, "ns", "a"), newCM("ns", "a", nil, "0"))
+	}
+	resp, err := b.Client.Get(ctxFor(t), "kubeproof-storagetest-probe", clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv := resp.Header.Revision
+	s := newStore(t, b, res)
 	for i := range 3 {
 		updateCM(t, s, key(res, "ns", "a"), func(c *corev1.ConfigMap) { c.Data["v"] = strconv.Itoa(i) })
 	}
 	if err := compact.Compact(ctxFor(t), b.Client, currentRevision(t, b.Client)); err != nil {
 		t.Fatal(err)
 	}
-	w, err := s.Watch(ctxFor(t), k, storage.ListOptions{Recursive: true, ResourceVersion: strconv.FormatInt(rv, 10),
-		Predicate: storage.Everything()})
-	if err != nil {
-		wantCode(t, err, storage.ErrCodeExpired)
-		return
-	}
-	defer w.Stop()
-	e := nextEvent(t, w)
-	status, ok := e.Object.(*metav1.Status)
-	if e.Type != watch.Error || !ok {
-		t.Fatalf("watch from compacted %d: %s, want an ERROR event", rv, describe(e))
-	}
-	if status.Code != http.StatusGone || status.Reason != metav1.StatusReasonExpired {
-		t.Fatalf("error status %+v, want 410 Expired", status)
-	}
-	select {
-	case _, ok := <-w.ResultChan():
-		if ok {
-			t.Fatal("event after the ERROR")
+	// A store from before the compaction may still have the history in
+	// memory (a watch cache does); a store started after it must refuse.
+	fresh := newStore(t, b, res)
+	{
+		w, err := fresh.Watch(ctxFor(t), k, storage.ListOptions{Recursive: true, ResourceVersion: strconv.FormatInt(rv, 10),
+			Predicate: storage.Everything()})
+		if err != nil {
+			wantCode(t, err, storage.ErrCodeExpired)
+			return
 		}
-	case <-time.After(eventTimeout):
-		t.Fatal("watch not closed after the ERROR event")
+		e := nextEvent(t, w)
+		status, ok := e.Object.(*metav1.Status)
+		if e.Type != watch.Error || !ok {
+			t.Fatalf("watch from compacted %d: %s, want an ERROR event", rv, describe(e))
+		}
+		if status.Code != http.StatusGone || status.Reason != metav1.StatusReasonExpired {
+			t.Fatalf("error status %+v, want 410 Expired", status)
+		}
+		select {
+		case _, ok := <-w.ResultChan():
+			if ok {
+				t.Fatal("event after the ERROR")
+			}
+		case <-time.After(eventTimeout):
+			t.Fatal("watch not closed after the ERROR event")
+		}
+		w.Stop()
 	}
 }
 

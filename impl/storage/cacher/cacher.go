@@ -1,0 +1,549 @@
+// Package cacher is the watch cache: per resource, it lists and watches
+// etcd into memory (the current objects plus a ring buffer of recent
+// events), serves watches from any resourceVersion still in the ring and
+// lists/gets with resourceVersion "0" or "not older than N" from memory, and
+// passes writes, quorum reads ("") and exact-revision or continued lists to
+// the etcd3 store behind it.
+//
+// Spec properties: STORE-1 (resourceVersions are etcd revisions, also from
+// memory), STORE-6 (watch selector transitions). A watcher that cannot keep
+// up is closed rather than allowed to block the others; its client
+// re-watches from the last resourceVersion it saw.
+package cacher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/btree"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kubeproof/kubeproof/impl/storage"
+	"github.com/kubeproof/kubeproof/impl/storage/etcd3"
+)
+
+// Config configures the watch cache of one resource.
+type Config struct {
+	// Store is the etcd store the cache reads from and writes through.
+	Store *etcd3.Store
+	// Resource describes the resource.
+	Resource storage.ResourceConfig
+	// EventBufferSize is how many recent events are kept for watches that
+	// start in the past; 0 means 1024.
+	EventBufferSize int
+	// WatcherBufferSize is how many events a watcher may fall behind before
+	// it is closed; 0 means 256.
+	WatcherBufferSize int
+	// IndexField, if set (e.g. "spec.nodeName" for pods), indexes watchers
+	// whose field selector requires an exact value of it, so an event only
+	// costs the watchers of its value.
+	IndexField string
+	// TooLargeResourceVersionWait is how long a read waits for the cache to
+	// reach a requested resourceVersion; 0 means 3 seconds.
+	TooLargeResourceVersionWait time.Duration
+	// ReadyWait is how long a watch waits for the cache to (re)initialize;
+	// 0 means 30 seconds.
+	ReadyWait time.Duration
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Cacher is storage.Interface with a watch cache.
+type Cacher struct {
+	store      *etcd3.Store
+	res        storage.ResourceConfig
+	getAttrs   storage.AttrFunc
+	indexField string
+	ringCap    int
+	watchBuf   int
+	tooLarge   time.Duration
+	readyWait  time.Duration
+	log        *slog.Logger
+
+	ctx     context.Context
+	cancel  context.CancelFunc
+	done    chan struct{}
+	wg      sync.WaitGroup // watcher goroutines
+	stopped chan struct{}
+	stopOne sync.Once
+
+	mu          sync.RWMutex
+	ready       bool
+	readyCh     chan struct{} // closed while ready
+	rv          int64         // the revision the cache reflects
+	progressCh  chan struct{} // closed and replaced when rv advances
+	items       *btree.BTreeG[*cachedObject]
+	ring        []*cacheEvent
+	ringStart   int
+	ringLen     int
+	windowStart int64 // the cache has every event after this revision
+	nextID      int64
+	unindexed   map[int64]*cacheWatcher
+	indexed     map[string]map[int64]*cacheWatcher
+}
+
+var _ storage.Interface = (*Cacher)(nil)
+
+// cachedObject is an object in the cache with its selectable attributes.
+type cachedObject struct {
+	key    string
+	obj    runtime.Object
+	labels labels.Set
+	fields fields.Set
+}
+
+func lessKey(a, b *cachedObject) bool { return a.key < b.key }
+
+// cacheEvent is one change of the cache.
+type cacheEvent struct {
+	typ  watch.EventType // Added, Modified, Deleted or Bookmark
+	key  string
+	rv   int64
+	cur  *cachedObject // nil for Deleted
+	prev *cachedObject // the state before (for Deleted: the deleted object at rv)
+
+	prevAtRVOnce sync.Once
+	prevAtRV     runtime.Object // prev stamped with rv, for "left the selector"
+}
+
+// New starts the watch cache of cfg.Resource; Stop stops it.
+func New(cfg Config) (*Cacher, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("cacher: Store is required")
+	}
+	c := &Cacher{
+		store:      cfg.Store,
+		res:        cfg.Resource,
+		getAttrs:   cfg.Resource.GetAttrs,
+		indexField: cfg.IndexField,
+		ringCap:    cfg.EventBufferSize,
+		watchBuf:   cfg.WatcherBufferSize,
+		tooLarge:   cfg.TooLargeResourceVersionWait,
+		readyWait:  cfg.ReadyWait,
+		log:        cfg.Logger,
+		done:       make(chan struct{}),
+		stopped:    make(chan struct{}),
+		readyCh:    make(chan struct{}),
+		progressCh: make(chan struct{}),
+		items:      btree.NewG(32, lessKey),
+		unindexed:  map[int64]*cacheWatcher{},
+		indexed:    map[string]map[int64]*cacheWatcher{},
+	}
+	if c.getAttrs == nil {
+		c.getAttrs = storage.DefaultAttrs
+	}
+	if c.ringCap <= 0 {
+		c.ringCap = 1024
+	}
+	if c.watchBuf <= 0 {
+		c.watchBuf = 256
+	}
+	if c.tooLarge <= 0 {
+		c.tooLarge = 3 * time.Second
+	}
+	if c.readyWait <= 0 {
+		c.readyWait = 30 * time.Second
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	c.ring = make([]*cacheEvent, c.ringCap)
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	go c.reflect()
+	return c, nil
+}
+
+// Stop stops the cache and ends every watch it serves.
+func (c *Cacher) Stop() {
+	c.stopOne.Do(func() {
+		c.cancel()
+		<-c.done
+		close(c.stopped)
+		c.mu.Lock()
+		c.terminateAllLocked()
+		c.mu.Unlock()
+		c.wg.Wait()
+	})
+}
+
+// keyOf is the storage key of obj.
+func (c *Cacher) keyOf(obj runtime.Object) (string, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", err
+	}
+	if c.res.Namespaced {
+		return c.res.ResourcePrefix + "/" + m.GetNamespace() + "/" + m.GetName(), nil
+	}
+	return c.res.ResourcePrefix + "/" + m.GetName(), nil
+}
+
+func (c *Cacher) newCached(obj runtime.Object) (*cachedObject, error) {
+	key, err := c.keyOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	l, f, err := c.getAttrs(obj)
+	if err != nil {
+		return nil, err
+	}
+	return &cachedObject{key: key, obj: obj, labels: l, fields: f}, nil
+}
+
+// reflect keeps the cache in sync with etcd: list, then watch from the
+// list's revision; on any watch error (compaction included) relist.
+func (c *Cacher) reflect() {
+	defer close(c.done)
+	backoff := 50 * time.Millisecond
+	for c.ctx.Err() == nil {
+		start := time.Now()
+		err := c.listAndWatch()
+		c.becomeUnready()
+		if c.ctx.Err() != nil {
+			return
+		}
+		c.log.Debug("watch cache relisting", "resource", c.res.GroupResource.String(), "err", err)
+		if time.Since(start) > 10*time.Second {
+			backoff = 50 * time.Millisecond
+		}
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+func (c *Cacher) listAndWatch() error {
+	list := c.res.NewListFunc()
+	err := c.store.GetList(c.ctx, c.res.ResourcePrefix,
+		storage.ListOptions{Recursive: true, Predicate: storage.Everything()}, list)
+	if err != nil {
+		return fmt.Errorf("listing: %w", err)
+	}
+	lm, err := meta.ListAccessor(list)
+	if err != nil {
+		return err
+	}
+	objs, err := meta.ExtractList(list)
+	if err != nil {
+		return err
+	}
+	tree := btree.NewG(32, lessKey)
+	for _, o := range objs {
+		co, err := c.newCached(o)
+		if err != nil {
+			return err
+		}
+		tree.ReplaceOrInsert(co)
+	}
+	listRV, err := strconv.ParseInt(lm.GetResourceVersion(), 10, 64)
+	if err != nil {
+		return fmt.Errorf("list resourceVersion %q: %w", lm.GetResourceVersion(), err)
+	}
+	pred := storage.Everything()
+	pred.AllowWatchBookmarks = true
+	w, err := c.store.Watch(c.ctx, c.res.ResourcePrefix, storage.ListOptions{
+		ResourceVersion: lm.GetResourceVersion(), Recursive: true, Predicate: pred})
+	if err != nil {
+		return fmt.Errorf("watching: %w", err)
+	}
+	defer w.Stop()
+	c.replace(tree, listRV)
+	for ev := range w.ResultChan() {
+		switch ev.Type {
+		case watch.Error:
+			return fmt.Errorf("watch error: %v", ev.Object)
+		case watch.Bookmark:
+			m, err := meta.Accessor(ev.Object)
+			if err != nil {
+				return err
+			}
+			rv, err := strconv.ParseInt(m.GetResourceVersion(), 10, 64)
+			if err != nil {
+				return err
+			}
+			c.processBookmark(rv)
+		default:
+			if err := c.processEvent(ev); err != nil {
+				return err
+			}
+		}
+	}
+	return errors.New("etcd watch ended")
+}
+
+// replace installs a fresh list as the cache's state.
+func (c *Cacher) replace(tree *btree.BTreeG[*cachedObject], rv int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.items = tree
+	for i := range c.ring {
+		c.ring[i] = nil
+	}
+	c.ringStart, c.ringLen = 0, 0
+	c.windowStart = rv
+	c.advanceLocked(rv)
+	c.rv = rv
+	c.ready = true
+	close(c.readyCh)
+}
+
+// becomeUnready marks the cache as re-initializing and closes every watch:
+// their clients re-watch once the cache has relisted (as upstream does).
+func (c *Cacher) becomeUnready() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ready {
+		c.ready = false
+		c.readyCh = make(chan struct{})
+	}
+	c.terminateAllLocked()
+}
+
+func (c *Cacher) advanceLocked(rv int64) {
+	if rv > c.rv {
+		c.rv = rv
+		close(c.progressCh)
+		c.progressCh = make(chan struct{})
+	}
+}
+
+func (c *Cacher) processBookmark(rv int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.advanceLocked(rv)
+	ev := &cacheEvent{typ: watch.Bookmark, rv: c.rv}
+	for _, w := range c.unindexed {
+		w.offerBookmark(ev)
+	}
+	for _, set := range c.indexed {
+		for _, w := range set {
+			w.offerBookmark(ev)
+		}
+	}
+}
+
+func (c *Cacher) processEvent(ev watch.Event) error {
+	co, err := c.newCached(ev.Object)
+	if err != nil {
+		return err
+	}
+	m, err := meta.Accessor(ev.Object)
+	if err != nil {
+		return err
+	}
+	rv, err := strconv.ParseInt(m.GetResourceVersion(), 10, 64)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ce := &cacheEvent{typ: ev.Type, key: co.key, rv: rv}
+	prev, hadPrev := c.items.Get(co)
+	if ev.Type == watch.Deleted {
+		c.items.Delete(co)
+		ce.prev = co
+	} else {
+		c.items.ReplaceOrInsert(co)
+		ce.cur = co
+		if hadPrev {
+			ce.prev = prev
+		}
+	}
+	c.appendLocked(ce)
+	c.advanceLocked(rv)
+	c.dispatchLocked(ce)
+	return nil
+}
+
+func (c *Cacher) appendLocked(ce *cacheEvent) {
+	if c.ringLen == len(c.ring) {
+		oldest := c.ring[c.ringStart]
+		c.windowStart = oldest.rv
+		c.ring[c.ringStart] = nil
+		c.ringStart = (c.ringStart + 1) % len(c.ring)
+		c.ringLen--
+	}
+	c.ring[(c.ringStart+c.ringLen)%len(c.ring)] = ce
+	c.ringLen++
+}
+
+// eventsAfterLocked returns the buffered events with revision > rv.
+func (c *Cacher) eventsAfterLocked(rv int64) []*cacheEvent {
+	// Binary search the first event after rv.
+	lo, hi := 0, c.ringLen
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if c.ring[(c.ringStart+mid)%len(c.ring)].rv <= rv {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	out := make([]*cacheEvent, 0, c.ringLen-lo)
+	for i := lo; i < c.ringLen; i++ {
+		out = append(out, c.ring[(c.ringStart+i)%len(c.ring)])
+	}
+	return out
+}
+
+// dispatchLocked offers ce to the watchers that may care about it.
+func (c *Cacher) dispatchLocked(ce *cacheEvent) {
+	for _, w := range c.unindexed {
+		c.offerLocked(w, ce)
+	}
+	if c.indexField == "" || len(c.indexed) == 0 {
+		return
+	}
+	var curVal, prevVal string
+	curOK, prevOK := false, false
+	if ce.cur != nil {
+		curVal, curOK = ce.cur.fields[c.indexField], true
+	}
+	if ce.prev != nil {
+		prevVal, prevOK = ce.prev.fields[c.indexField], true
+	}
+	if curOK {
+		for _, w := range c.indexed[curVal] {
+			c.offerLocked(w, ce)
+		}
+	}
+	if prevOK && (!curOK || prevVal != curVal) {
+		for _, w := range c.indexed[prevVal] {
+			c.offerLocked(w, ce)
+		}
+	}
+}
+
+func (c *Cacher) offerLocked(w *cacheWatcher, ce *cacheEvent) {
+	if !w.interested(ce) {
+		return
+	}
+	select {
+	case w.input <- ce:
+	default:
+		// Too slow: close it instead of blocking everyone else.
+		c.log.Debug("closing watcher that cannot keep up", "resource", c.res.GroupResource.String())
+		c.terminateLocked(w)
+	}
+}
+
+func (c *Cacher) terminateLocked(w *cacheWatcher) {
+	if w.terminated {
+		return
+	}
+	w.terminated = true
+	if w.indexed {
+		set := c.indexed[w.indexValue]
+		delete(set, w.id)
+		if len(set) == 0 {
+			delete(c.indexed, w.indexValue)
+		}
+	} else {
+		delete(c.unindexed, w.id)
+	}
+	close(w.input)
+}
+
+func (c *Cacher) terminateAllLocked() {
+	for _, w := range c.unindexed {
+		c.terminateLocked(w)
+	}
+	for _, set := range c.indexed {
+		for _, w := range set {
+			c.terminateLocked(w)
+		}
+	}
+}
+
+// waitUntilFresh waits until the cache is ready and reflects revision
+// minRV, asking etcd for a progress notification so a quiet resource learns
+// about writes to others.
+func (c *Cacher) waitUntilFresh(ctx context.Context, key string, minRV int64) error {
+	deadline := time.Now().Add(c.tooLarge)
+	var lastRequest time.Time
+	for {
+		c.mu.RLock()
+		ready, cur, ch, readyCh := c.ready, c.rv, c.progressCh, c.readyCh
+		c.mu.RUnlock()
+		if ready && cur >= minRV {
+			return nil
+		}
+		now := time.Now()
+		if now.After(deadline) {
+			if !ready {
+				return storage.NewError(storage.ErrCodeUnreachable, key, minRV, "storage is (re)initializing", nil)
+			}
+			return storage.NewError(storage.ErrCodeTooLargeResourceVersion, key, minRV,
+				fmt.Sprintf("Too large resource version: %d, current: %d", minRV, cur), nil)
+		}
+		if ready && now.Sub(lastRequest) > 100*time.Millisecond {
+			lastRequest = now
+			_ = c.store.RequestWatchProgress(ctx)
+		}
+		wait := min(time.Until(deadline), 100*time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return storage.NewError(storage.ErrCodeUnreachable, key, minRV, "waiting for the watch cache", ctx.Err())
+		case <-c.stopped:
+			return storage.NewError(storage.ErrCodeUnreachable, key, minRV, "watch cache stopped", nil)
+		case <-ch:
+		case <-readyCh:
+		case <-time.After(wait):
+		}
+	}
+}
+
+// waitReady waits until the cache has listed.
+func (c *Cacher) waitReady(ctx context.Context, key string) error {
+	c.mu.RLock()
+	ready, ch := c.ready, c.readyCh
+	c.mu.RUnlock()
+	if ready {
+		return nil
+	}
+	t := time.NewTimer(c.readyWait)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return storage.NewError(storage.ErrCodeUnreachable, key, 0, "waiting for the watch cache", ctx.Err())
+	case <-c.stopped:
+		return storage.NewError(storage.ErrCodeUnreachable, key, 0, "watch cache stopped", nil)
+	case <-t.C:
+		return storage.NewError(storage.ErrCodeUnreachable, key, 0, "storage is (re)initializing", nil)
+	}
+}
+
+// isReady reports whether the cache serves reads.
+func (c *Cacher) isReady() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.ready
+}
+
+// keyPrefix returns the key range a recursive read or watch of key covers.
+func keyPrefix(key string, recursive bool) string {
+	if recursive && !strings.HasSuffix(key, "/") {
+		return key + "/"
+	}
+	return key
+}
+
+// WaitReady waits until the cache has listed from etcd and serves reads.
+func (c *Cacher) WaitReady(ctx context.Context) error {
+	return c.waitReady(ctx, c.res.ResourcePrefix)
+}

@@ -1,0 +1,165 @@
+package cacher
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/conversion"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubeproof/kubeproof/impl/storage"
+	"github.com/kubeproof/kubeproof/impl/storage/etcd3"
+)
+
+// Create implements storage.Interface by writing to etcd.
+func (c *Cacher) Create(ctx context.Context, key string, obj, out runtime.Object) error {
+	return c.store.Create(ctx, key, obj, out)
+}
+
+// GuaranteedUpdate implements storage.Interface by writing to etcd.
+func (c *Cacher) GuaranteedUpdate(ctx context.Context, key string, dest runtime.Object, ignoreNotFound bool,
+	preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc) error {
+	return c.store.GuaranteedUpdate(ctx, key, dest, ignoreNotFound, preconditions, tryUpdate)
+}
+
+// Delete implements storage.Interface by writing to etcd.
+func (c *Cacher) Delete(ctx context.Context, key string, out runtime.Object, preconditions *storage.Preconditions,
+	validateDeletion storage.ValidateObjectFunc) error {
+	return c.store.Delete(ctx, key, out, preconditions, validateDeletion)
+}
+
+// Get implements storage.Interface: resourceVersion "" reads etcd, "0" and
+// "N" (not older than N) read the cache.
+func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions, out runtime.Object) error {
+	if opts.ResourceVersion == "" || !c.isReady() {
+		return c.store.Get(ctx, key, opts, out)
+	}
+	rv, err := parseRV(key, opts.ResourceVersion)
+	if err != nil {
+		return err
+	}
+	if err := c.waitUntilFresh(ctx, key, rv); err != nil {
+		return err
+	}
+	c.mu.RLock()
+	co, ok := c.items.Get(&cachedObject{key: key})
+	c.mu.RUnlock()
+	if !ok {
+		if opts.IgnoreNotFound {
+			return runtime.SetZeroValue(out)
+		}
+		return storage.NewError(storage.ErrCodeKeyNotFound, key, 0, "", nil)
+	}
+	return copyInto(key, co.obj, out)
+}
+
+// copyInto sets out to a deep copy of obj.
+func copyInto(key string, obj, out runtime.Object) error {
+	src := reflect.ValueOf(obj.DeepCopyObject())
+	dst := reflect.ValueOf(out)
+	if dst.Kind() != reflect.Pointer || src.Type() != dst.Type() {
+		return storage.NewError(storage.ErrCodeInvalidObj, key, 0, fmt.Sprintf("cannot read %T into %T", obj, out), nil)
+	}
+	dst.Elem().Set(src.Elem())
+	return nil
+}
+
+// delegateList reports whether a list must be read from etcd: quorum reads,
+// exact revisions (explicit, or the legacy resourceVersion+limit form) and
+// continuations.
+func delegateList(opts storage.ListOptions) bool {
+	switch {
+	case opts.ResourceVersion == "":
+		return true
+	case opts.Predicate.Continue != "":
+		return true
+	case opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact:
+		return true
+	case opts.ResourceVersionMatch == "" && opts.ResourceVersion != "0" && opts.Predicate.Limit > 0 && opts.Recursive:
+		return true
+	case opts.ResourceVersionMatch != "" && opts.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan:
+		return true // let etcd3 reject it
+	}
+	return false
+}
+
+// GetList implements storage.Interface; see delegateList for what is read
+// from etcd. A list from the cache is at the cache's revision; with a limit
+// it returns the first page and a continue token that etcd serves at that
+// revision.
+func (c *Cacher) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
+	if delegateList(opts) || !c.isReady() {
+		return c.store.GetList(ctx, key, opts, listObj)
+	}
+	rv, err := parseRV(key, opts.ResourceVersion)
+	if err != nil {
+		return err
+	}
+	if err := c.waitUntilFresh(ctx, key, rv); err != nil {
+		return err
+	}
+	pred := opts.Predicate
+	if pred.GetAttrs == nil {
+		pred.GetAttrs = c.getAttrs
+	}
+	prefix := keyPrefix(key, opts.Recursive)
+	c.mu.RLock()
+	matched := c.snapshotLocked(prefix, opts.Recursive, pred)
+	listRV := c.rv
+	c.mu.RUnlock()
+
+	listPtr, err := meta.GetItemsPtr(listObj)
+	if err != nil {
+		return storage.NewError(storage.ErrCodeInvalidObj, key, 0, "list object has no items", err)
+	}
+	items, err := conversion.EnforcePtr(listPtr)
+	if err != nil || items.Kind() != reflect.Slice {
+		return storage.NewError(storage.ErrCodeInvalidObj, key, 0, "list items are not a slice", err)
+	}
+	lm, err := meta.ListAccessor(listObj)
+	if err != nil {
+		return storage.NewError(storage.ErrCodeInvalidObj, key, 0, "reading list metadata", err)
+	}
+	page := matched
+	var next string
+	var remaining *int64
+	if limit := pred.Limit; opts.Recursive && limit > 0 && int64(len(matched)) > limit {
+		page = matched[:limit]
+		last := page[len(page)-1].key
+		etcdPrefix := c.store.PathPrefix() + prefix
+		next, err = etcd3.EncodeContinue(c.store.PathPrefix()+last+"\x00", etcdPrefix, listRV)
+		if err != nil {
+			return storage.NewError(storage.ErrCodeInvalidObj, key, listRV, "encoding continue token", err)
+		}
+		if pred.Empty() {
+			n := int64(len(matched)) - limit
+			remaining = &n
+		}
+	}
+	slice := reflect.MakeSlice(items.Type(), 0, len(page))
+	for _, co := range page {
+		slice = reflect.Append(slice, reflect.ValueOf(co.obj.DeepCopyObject()).Elem())
+	}
+	items.Set(slice)
+	lm.SetResourceVersion(strconv.FormatInt(listRV, 10))
+	lm.SetContinue(next)
+	lm.SetRemainingItemCount(remaining)
+	return nil
+}
+
+// parseRV parses a resourceVersion parameter ("" and "0" are 0).
+func parseRV(key, rv string) (int64, error) {
+	if rv == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil || n < 0 {
+		return 0, storage.NewError(storage.ErrCodeInvalidArgument, key, 0,
+			fmt.Sprintf("invalid resource version: %q", rv), err)
+	}
+	return n, nil
+}

@@ -1,0 +1,43 @@
+package storagebackend
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/kubeproof/kubeproof/impl/storage"
+	"github.com/kubeproof/kubeproof/impl/storage/cacher"
+	"github.com/kubeproof/kubeproof/impl/storage/etcd3"
+)
+
+// indexFields are the fields the watch cache indexes watchers by, per
+// resource: the kubelet watches its pods by spec.nodeName.
+var indexFields = map[string]string{
+	"pods": "spec.nodeName",
+}
+
+// newCacher starts the watch cache of res in front of store and waits until
+// it has listed, so that it can serve watches from any revision written
+// after New returns.
+func newCacher(store *etcd3.Store, res storage.ResourceConfig, cfg Config, log *slog.Logger) (*cacher.Cacher, error) {
+	idx := ""
+	if res.GroupResource.Group == "" {
+		idx = indexFields[res.GroupResource.Resource]
+	}
+	c, err := cacher.New(cacher.Config{
+		Store:      store,
+		Resource:   res,
+		IndexField: idx,
+		Logger:     log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.WaitReady(ctx); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
