@@ -58,7 +58,7 @@ func TestNamespaces(t *testing.T) {
 	wantErrors(t, r.Status.ValidateUpdate(ctx, st2, deleting))
 
 	_, f, _ := r.Strategy.GetAttrs(ns)
-	if f["status.phase"] != "Active" || f["metadata.name"] != "team-a" {
+	if f["status.phase"] != "Active" || f["metadata.name"] != "team-a" || f["name"] != "team-a" {
 		t.Errorf("fields %v", f)
 	}
 	ns.CreationTimestamp = metav1.NewTime(testNow.Add(-49 * time.Hour))

@@ -103,8 +103,13 @@ func requiredMaxLen(v string, limit int, p *field.Path) field.ErrorList {
 	return nil
 }
 
-// eventFields are the selectable fields of core/v1 events.
+// eventFields are the selectable fields of core/v1 events; "source" falls
+// back to the reporting controller of new-style events.
 func eventFields(e *corev1.Event) fields.Set {
+	source := e.Source.Component
+	if source == "" {
+		source = e.ReportingController
+	}
 	return fields.Set{
 		"involvedObject.kind":            e.InvolvedObject.Kind,
 		"involvedObject.namespace":       e.InvolvedObject.Namespace,
@@ -115,7 +120,7 @@ func eventFields(e *corev1.Event) fields.Set {
 		"involvedObject.fieldPath":       e.InvolvedObject.FieldPath,
 		"reason":                         e.Reason,
 		"reportingComponent":             e.ReportingController,
-		"source":                         e.Source.Component,
+		"source":                         source,
 		"type":                           e.Type,
 	}
 }

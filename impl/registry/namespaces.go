@@ -28,7 +28,8 @@ func namespaces(now func() time.Time) *resource.Resource {
 		},
 		validate: validateNamespace,
 		fields: func(ns *corev1.Namespace) fields.Set {
-			return fields.Set{"status.phase": string(ns.Status.Phase)}
+			// "name" is kept for compatibility with old clients, as upstream does.
+			return fields.Set{"status.phase": string(ns.Status.Phase), "name": ns.Name}
 		},
 		table: &tableSpec[*corev1.Namespace]{
 			columns: []metav1.TableColumnDefinition{

@@ -242,7 +242,7 @@ func TestEventsV1(t *testing.T) {
 
 	_, f, _ := r.Strategy.GetAttrs(e)
 	if f["regarding.name"] != "web" || f["involvedObject.name"] != "web" || f["reportingController"] != "example.com/controller" ||
-		f["reportingComponent"] != "example.com/controller" {
+		f["reportingComponent"] != "example.com/controller" || f["source"] != "example.com/controller" {
 		t.Errorf("events.k8s.io fields %v", f)
 	}
 }
