@@ -109,8 +109,7 @@ func (b *schemaBuilder) specialSchema(t reflect.Type, special specialType) spec.
 }
 
 // structSchema writes a struct as an object whose properties are its JSON
-// fields, inlined embedded structs included. Fields without omitempty are
-// required.
+// fields, inlined embedded structs included.
 func (b *schemaBuilder) structSchema(t reflect.Type, definition string) spec.Schema {
 	s := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}}}
 	b.addFields(&s, t, definition)
@@ -142,10 +141,23 @@ func (b *schemaBuilder) addFields(s *spec.Schema, t reflect.Type, definition str
 			s.Properties = map[string]spec.Schema{}
 		}
 		s.Properties[name] = b.fieldSchema(f, name, definition)
-		if !strings.Contains(options, "omitempty") && !strings.Contains(options, "omitzero") {
+		if required(options) {
 			s.Required = append(s.Required, name)
 		}
 	}
+}
+
+// required approximates upstream's rule (a field is required unless it is
+// marked +optional or omitempty) without the comments: a field is required
+// when its json tag is neither omitempty nor omitzero. (Pointers are no
+// exception: apps/v1 selectors are required pointers.)
+func required(jsonOptions string) bool {
+	for _, option := range strings.Split(jsonOptions, ",") {
+		if option == "omitempty" || option == "omitzero" {
+			return false
+		}
+	}
+	return true
 }
 
 // jsonName reads a field's json tag: its name ("" when inlined), its
