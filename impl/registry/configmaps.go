@@ -15,7 +15,12 @@ import (
 
 func configMaps(now func() time.Time) *resource.Resource {
 	k := kind[*corev1.ConfigMap]{
-		namespaced:     true,
+		namespaced: true,
+		defaults: func(cm *corev1.ConfigMap) {
+			if cm.Data == nil {
+				cm.Data = map[string]string{}
+			}
+		},
 		validate:       validateConfigMap,
 		validateUpdate: validateConfigMapUpdate,
 		table: &tableSpec[*corev1.ConfigMap]{

@@ -23,6 +23,21 @@ func defaultPod(p *corev1.Pod) {
 			defaultRequestsFromLimits(&cs[i].Resources)
 		}
 	}
+	for i := range p.Spec.Containers {
+		defaultResizePolicy(&p.Spec.Containers[i])
+	}
+	if p.Spec.PriorityClassName == "" {
+		// What the Priority admission plugin gives a pod that names no
+		// priority class when no class is the global default.
+		if p.Spec.Priority == nil {
+			zero := int32(0)
+			p.Spec.Priority = &zero
+		}
+		if p.Spec.PreemptionPolicy == nil {
+			policy := corev1.PreemptLowerPriority
+			p.Spec.PreemptionPolicy = &policy
+		}
+	}
 	if p.Spec.EnableServiceLinks == nil {
 		enable := corev1.DefaultEnableServiceLinks
 		p.Spec.EnableServiceLinks = &enable
@@ -32,6 +47,26 @@ func defaultPod(p *corev1.Pod) {
 		defaultHostNetworkPorts(p.Spec.Containers)
 	}
 	defaultPodStatus(&p.Status)
+}
+
+// defaultResizePolicy: app containers that request cpu or memory may be
+// resized in place without a restart unless they say otherwise.
+func defaultResizePolicy(c *corev1.Container) {
+	if c.Resources.Requests == nil {
+		return
+	}
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if _, ok := c.Resources.Requests[name]; !ok {
+			continue
+		}
+		specified := false
+		for _, p := range c.ResizePolicy {
+			specified = specified || p.ResourceName == name
+		}
+		if !specified {
+			c.ResizePolicy = append(c.ResizePolicy, corev1.ContainerResizePolicy{ResourceName: name, RestartPolicy: corev1.NotRequired})
+		}
+	}
 }
 
 // defaultPodStatus keeps the singular and plural IP fields consistent, as
@@ -81,16 +116,6 @@ func defaultPodSpec(s *corev1.PodSpec) {
 		s.ServiceAccountName = s.DeprecatedServiceAccount
 	}
 	s.DeprecatedServiceAccount = s.ServiceAccountName
-	if s.PreemptionPolicy == nil {
-		// What the Priority admission plugin gives a pod whose priority
-		// class is not found or not named (DefaultPriorityWhenNoDefaultClassExists).
-		policy := corev1.PreemptLowerPriority
-		s.PreemptionPolicy = &policy
-	}
-	if s.Priority == nil && s.PriorityClassName == "" {
-		zero := int32(0)
-		s.Priority = &zero
-	}
 	for i := range s.InitContainers {
 		defaultContainer(&s.InitContainers[i])
 	}

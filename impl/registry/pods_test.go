@@ -85,6 +85,12 @@ func TestPodDefaults(t *testing.T) {
 	if !apiequality.Semantic.DeepEqual(app.Resources.Requests, app.Resources.Limits) {
 		t.Errorf("requests not defaulted from limits: %v", app.Resources.Requests)
 	}
+	if want := []corev1.ContainerResizePolicy{{ResourceName: "cpu", RestartPolicy: corev1.NotRequired}, {ResourceName: "memory", RestartPolicy: corev1.NotRequired}}; !apiequality.Semantic.DeepEqual(app.ResizePolicy, want) {
+		t.Errorf("resize policy %v", app.ResizePolicy)
+	}
+	if s.Containers[1].ResizePolicy != nil {
+		t.Errorf("container without requests got a resize policy")
+	}
 	if app.Env[0].ValueFrom.FieldRef.APIVersion != "v1" {
 		t.Errorf("fieldRef apiVersion %q", app.Env[0].ValueFrom.FieldRef.APIVersion)
 	}
@@ -107,7 +113,11 @@ func TestPodDefaultsKeepExplicitValues(t *testing.T) {
 	p.Spec.TerminationGracePeriodSeconds = ptr(int64(5))
 	p.Spec.EnableServiceLinks = ptr(false)
 	p.Spec.DeprecatedServiceAccount = "builder"
+	p.Spec.PriorityClassName = "high"
 	defaultPod(p)
+	if p.Spec.Priority != nil || p.Spec.PreemptionPolicy != nil {
+		t.Errorf("priority of a named class is admission's to resolve, got %v %v", p.Spec.Priority, p.Spec.PreemptionPolicy)
+	}
 	if p.Spec.RestartPolicy != corev1.RestartPolicyNever || *p.Spec.TerminationGracePeriodSeconds != 5 ||
 		*p.Spec.EnableServiceLinks || p.Spec.Containers[0].ImagePullPolicy != corev1.PullNever {
 		t.Errorf("explicit values overwritten: %+v", p.Spec)
