@@ -290,7 +290,10 @@ func TestResourceQuotas(t *testing.T) {
 	bad := rq.DeepCopy()
 	bad.Spec.Hard["pods"] = q("-1")
 	bad.Spec.Scopes = []corev1.ResourceQuotaScope{"Weekend"}
-	wantErrors(t, r.Strategy.Validate(ctx, bad), invalid+" spec.hard[pods]", notSupported+" spec.scopes[0]")
+	bad.Spec.Hard["gpus"] = q("1")
+	bad.Spec.Hard["count/deployments.apps"] = q("5")
+	bad.Spec.Hard["requests.hugepages-2Mi"] = q("1Gi")
+	wantErrors(t, r.Strategy.Validate(ctx, bad), invalid+" spec.hard[pods]", notSupported+" spec.scopes[0]", invalid+" spec.hard[gpus]")
 
 	upd := rq.DeepCopy()
 	upd.Status = corev1.ResourceQuotaStatus{}

@@ -338,6 +338,46 @@ func validateContainer(c *corev1.Container, volumes map[string]corev1.VolumeSour
 	if sc := c.SecurityContext; sc != nil {
 		errs = append(errs, validateIDs(sc.RunAsUser, sc.RunAsGroup, p.Child("securityContext"))...)
 	}
+	if lc := c.Lifecycle; lc != nil {
+		errs = append(errs, validateLifecycleHandler(lc.PostStart, p.Child("lifecycle", "postStart"))...)
+		errs = append(errs, validateLifecycleHandler(lc.PreStop, p.Child("lifecycle", "preStop"))...)
+	}
+	return errs
+}
+
+// validateLifecycleHandler: a hook has exactly one handler.
+func validateLifecycleHandler(h *corev1.LifecycleHandler, path *field.Path) field.ErrorList {
+	if h == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	n := 0
+	if h.Exec != nil {
+		n++
+		if len(h.Exec.Command) == 0 {
+			errs = append(errs, field.Required(path.Child("exec", "command"), ""))
+		}
+	}
+	if h.HTTPGet != nil {
+		n++
+		errs = append(errs, validatePortNumOrName(h.HTTPGet.Port, path.Child("httpGet", "port"))...)
+	}
+	if h.TCPSocket != nil {
+		n++
+		errs = append(errs, validatePortNumOrName(h.TCPSocket.Port, path.Child("tcpSocket", "port"))...)
+	}
+	if h.Sleep != nil {
+		n++
+		if h.Sleep.Seconds < 0 {
+			errs = append(errs, field.Invalid(path.Child("sleep", "seconds"), h.Sleep.Seconds, isNegativeErrorMsg))
+		}
+	}
+	switch {
+	case n == 0:
+		errs = append(errs, field.Required(path, "must specify a handler type"))
+	case n > 1:
+		errs = append(errs, field.Forbidden(path, "may not specify more than 1 handler type"))
+	}
 	return errs
 }
 

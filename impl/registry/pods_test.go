@@ -185,6 +185,9 @@ func TestPodValidation(t *testing.T) {
 			[]string{invalid + " spec.nodeSelector"}},
 		{"zero active deadline", func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(0)) },
 			[]string{invalid + " spec.activeDeadlineSeconds"}},
+		{"hook without handler", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{}}
+		}, []string{required + " spec.containers[0].lifecycle.preStop"}},
 		{"bad env name", func(p *corev1.Pod) { p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A=B"}} },
 			[]string{invalid + " spec.containers[0].env[0].name"}},
 	}

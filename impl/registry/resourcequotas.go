@@ -41,8 +41,8 @@ func resourceQuotas(now func() time.Time) *resource.Resource {
 		Status: statusStrategy[*corev1.ResourceQuota]{s: s, k: statusKind[*corev1.ResourceQuota]{
 			keep: func(q, old *corev1.ResourceQuota) { q.Spec = old.Spec },
 			validate: func(q, _ *corev1.ResourceQuota) field.ErrorList {
-				errs := validateResourceList(q.Status.Hard, field.NewPath("status", "hard"), validateResourceName)
-				return append(errs, validateResourceList(q.Status.Used, field.NewPath("status", "used"), validateResourceName)...)
+				errs := validateResourceList(q.Status.Hard, field.NewPath("status", "hard"), validateQuotaResourceName)
+				return append(errs, validateResourceList(q.Status.Used, field.NewPath("status", "used"), validateQuotaResourceName)...)
 			},
 		}},
 	}
@@ -55,8 +55,31 @@ var quotaScopes = []string{
 	string(corev1.ResourceQuotaScopeVolumeAttributesClass),
 }
 
+// standardQuotaResources are the quota names without a domain prefix.
+var standardQuotaResources = map[corev1.ResourceName]bool{
+	corev1.ResourcePods: true, corev1.ResourceServices: true, corev1.ResourceReplicationControllers: true,
+	corev1.ResourceQuotas: true, corev1.ResourceSecrets: true, corev1.ResourceConfigMaps: true,
+	corev1.ResourcePersistentVolumeClaims: true, corev1.ResourceServicesNodePorts: true,
+	corev1.ResourceServicesLoadBalancers: true, corev1.ResourceCPU: true, corev1.ResourceMemory: true,
+	corev1.ResourceEphemeralStorage: true, corev1.ResourceRequestsCPU: true, corev1.ResourceRequestsMemory: true,
+	corev1.ResourceRequestsStorage: true, corev1.ResourceRequestsEphemeralStorage: true,
+	corev1.ResourceLimitsCPU: true, corev1.ResourceLimitsMemory: true, corev1.ResourceLimitsEphemeralStorage: true,
+}
+
+// validateQuotaResourceName accepts standard quota resources (including
+// hugepages) and domain-prefixed names such as count/deployments.apps.
+func validateQuotaResourceName(name corev1.ResourceName, path *field.Path) field.ErrorList {
+	errs := validateResourceName(name, path)
+	n := string(name)
+	if len(errs) == 0 && !strings.Contains(n, "/") && !standardQuotaResources[name] &&
+		!strings.HasPrefix(n, corev1.ResourceHugePagesPrefix) && !strings.HasPrefix(n, corev1.ResourceRequestsHugePagesPrefix) {
+		errs = append(errs, field.Invalid(path, name, "must be a standard resource for quota"))
+	}
+	return errs
+}
+
 func validateResourceQuota(q *corev1.ResourceQuota) field.ErrorList {
-	errs := validateResourceList(q.Spec.Hard, field.NewPath("spec", "hard"), validateResourceName)
+	errs := validateResourceList(q.Spec.Hard, field.NewPath("spec", "hard"), validateQuotaResourceName)
 	for i, scope := range q.Spec.Scopes {
 		if !containsString(quotaScopes, string(scope)) {
 			errs = append(errs, field.NotSupported(field.NewPath("spec", "scopes").Index(i), scope, quotaScopes))
