@@ -30,7 +30,10 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	// Every subcommand is listed here, one constructor each.
-	for _, newCmd := range []func() *cobra.Command{} {
+	for _, newCmd := range []func() *cobra.Command{
+		newUpCommand,
+		newAPIServerCommand,
+	} {
 		root.AddCommand(newCmd())
 	}
 	return root

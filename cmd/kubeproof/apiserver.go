@@ -1,0 +1,160 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kubeproof/kubeproof/impl/cluster"
+	"github.com/kubeproof/kubeproof/impl/pki"
+)
+
+// newAPIServerCommand is `kubeproof apiserver`: the API server alone on an
+// external etcd cluster. Several may share one etcd cluster. Flags carry
+// kube-apiserver's names.
+func newAPIServerCommand() *cobra.Command {
+	var (
+		logs                          logOptions
+		etcdServers                   []string
+		etcdPrefix                    string
+		etcdCAFile, etcdCert, etcdKey string
+		bindAddress                   string
+		securePort                    int
+		tlsCertFile, tlsKeyFile       string
+		clientCAFile                  string
+		certDir                       string
+		watchCache                    bool
+		compaction                    time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "apiserver",
+		Short: "Run the API server alone against an etcd cluster",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := logs.logger()
+			if err != nil {
+				return err
+			}
+			if len(etcdServers) == 0 {
+				return errors.New("--etcd-servers is required")
+			}
+			serving, clientCA, err := apiserverCredentials(tlsCertFile, tlsKeyFile, clientCAFile, certDir)
+			if err != nil {
+				return err
+			}
+			etcdTLS, err := etcdClientTLS(etcdCAFile, etcdCert, etcdKey)
+			if err != nil {
+				return err
+			}
+			etcdClient, err := clientv3.New(clientv3.Config{Endpoints: etcdServers, TLS: etcdTLS, DialTimeout: 10 * time.Second})
+			if err != nil {
+				return fmt.Errorf("connecting to etcd %v: %w", etcdServers, err)
+			}
+			defer etcdClient.Close()
+			srv, factory, err := cluster.NewAPIServer(cluster.APIServerConfig{
+				EtcdClient: etcdClient, EtcdPrefix: etcdPrefix, WatchCache: watchCache,
+				CompactionInterval: compaction, ServingCert: &serving, ClientCA: clientCA,
+				BindAddress: net.JoinHostPort(bindAddress, strconv.Itoa(securePort)),
+				Metrics:     prometheus.NewRegistry(), Logger: logger,
+			})
+			if err != nil {
+				return err
+			}
+			defer factory.Close()
+			fmt.Fprintf(cmd.OutOrStdout(), "Serving securely on %s\n", net.JoinHostPort(bindAddress, strconv.Itoa(securePort)))
+			return srv.Run(cmd.Context())
+		},
+	}
+	fs := cmd.Flags()
+	logs.addFlags(fs)
+	fs.StringSliceVar(&etcdServers, "etcd-servers", nil, "etcd endpoints (scheme://ip:port), comma separated.")
+	fs.StringVar(&etcdPrefix, "etcd-prefix", "/registry", "The prefix of every key in etcd.")
+	fs.StringVar(&etcdCAFile, "etcd-cafile", "", "SSL Certificate Authority file used to secure etcd communication.")
+	fs.StringVar(&etcdCert, "etcd-certfile", "", "SSL certification file used to secure etcd communication.")
+	fs.StringVar(&etcdKey, "etcd-keyfile", "", "SSL key file used to secure etcd communication.")
+	fs.StringVar(&bindAddress, "bind-address", "127.0.0.1", "The IP address on which to listen for the --secure-port port.")
+	fs.IntVar(&securePort, "secure-port", 6443, "The port on which to serve HTTPS; 0 picks a free one.")
+	fs.StringVar(&tlsCertFile, "tls-cert-file", "", "File containing the default x509 serving certificate (PEM).")
+	fs.StringVar(&tlsKeyFile, "tls-private-key-file", "", "File containing the default x509 private key matching --tls-cert-file.")
+	fs.StringVar(&clientCAFile, "client-ca-file", "", "Client certificates signed by this CA are authenticated (CN = user, O = groups).")
+	fs.StringVar(&certDir, "cert-dir", "apiserver.local.config/certificates", "Where a CA and serving certificate are generated when --tls-cert-file is not given.")
+	fs.BoolVar(&watchCache, "watch-cache", true, "Enable the watch cache.")
+	fs.DurationVar(&compaction, "etcd-compaction-interval", 5*time.Minute, "The interval of compaction requests; 0 disables.")
+	return cmd
+}
+
+// apiserverCredentials loads the serving certificate and client CA from
+// files, or generates a CA and serving certificate in certDir (the client CA
+// then being that CA), as kube-apiserver does with --cert-dir.
+func apiserverCredentials(certFile, keyFile, clientCAFile, certDir string) (tls.Certificate, *x509.CertPool, error) {
+	var clientCA *x509.CertPool
+	if clientCAFile != "" {
+		pem, err := os.ReadFile(clientCAFile)
+		if err != nil {
+			return tls.Certificate{}, nil, fmt.Errorf("reading --client-ca-file: %w", err)
+		}
+		clientCA = x509.NewCertPool()
+		if !clientCA.AppendCertsFromPEM(pem) {
+			return tls.Certificate{}, nil, fmt.Errorf("--client-ca-file %s holds no PEM certificate", clientCAFile)
+		}
+	}
+	if certFile != "" || keyFile != "" {
+		c, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return tls.Certificate{}, nil, fmt.Errorf("loading --tls-cert-file/--tls-private-key-file: %w", err)
+		}
+		return c, clientCA, nil
+	}
+	ca, err := pki.LoadOrCreateCA(certDir, "kubeproof-ca")
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	kp, err := pki.LoadOrIssue(certDir, "apiserver", func() (pki.KeyPair, error) {
+		return ca.IssueServing("kube-apiserver", []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")})
+	})
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	c, err := kp.TLSCertificate()
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	if clientCA == nil {
+		clientCA = ca.Pool()
+	}
+	return c, clientCA, nil
+}
+
+func etcdClientTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
+	if caFile == "" && certFile == "" && keyFile == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading --etcd-cafile: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--etcd-cafile %s holds no PEM certificate", caFile)
+		}
+	}
+	if certFile != "" || keyFile != "" {
+		c, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("loading --etcd-certfile/--etcd-keyfile: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{c}
+	}
+	return cfg, nil
+}

@@ -1,0 +1,237 @@
+// Package cluster composes kubeproof's components into one running control
+// plane: etcd (embedded, or external endpoints), the API server with its
+// certificates and kubeconfigs, and — as they join — the controller manager,
+// the scheduler and simulated kubelets. It is what `kubeproof up` runs and
+// what cross-component tests and benchmarks start in-process.
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeproof/kubeproof/impl/pki"
+	"github.com/kubeproof/kubeproof/impl/storage/embedded"
+	"github.com/kubeproof/kubeproof/impl/storage/storagebackend"
+)
+
+// Config configures a cluster.
+type Config struct {
+	// DataDir holds pki/, etcd/ (when embedded) and the kubeconfigs.
+	// Starting again on the same DataDir keeps every object and credential.
+	DataDir string
+	// BindAddress is the API server's host:port; port 0 picks a free one.
+	BindAddress string
+	// EtcdServers are external etcd endpoints; empty runs an embedded etcd
+	// in DataDir/etcd.
+	EtcdServers []string
+	// EtcdClientTLS is the client TLS of external etcd endpoints (nil: plain).
+	EtcdClientTLS *tls.Config
+	// EtcdPrefix is the key prefix of objects (default "/registry").
+	EtcdPrefix string
+	// WatchCache serves watches and resourceVersion="0" lists from memory.
+	WatchCache bool
+	// CompactionInterval is how often etcd history is compacted (0: the
+	// storage default; negative: never).
+	CompactionInterval time.Duration
+	// UnsafeNoFsync turns off fsync in the embedded etcd (tests and
+	// benchmarks only: a machine crash may lose acknowledged writes).
+	UnsafeNoFsync bool
+	// Logger; nil is slog.Default().
+	Logger *slog.Logger
+}
+
+// Cluster is a running control plane.
+type Cluster struct {
+	// URL is the API server's https URL.
+	URL string
+	// AdminKubeconfig is the path of the cluster-admin kubeconfig.
+	AdminKubeconfig string
+	// AdminConfig is the client-go configuration of the admin identity.
+	AdminConfig *rest.Config
+	// CA signs every certificate of the cluster.
+	CA *pki.CA
+	// EtcdClient talks to the cluster's etcd.
+	EtcdClient *clientv3.Client
+	// Metrics is the API server's metrics registry.
+	Metrics *prometheus.Registry
+
+	etcd    *embedded.Etcd
+	storage *storagebackend.Factory
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	errMu   sync.Mutex
+	err     error
+	done    chan struct{}
+}
+
+// Start starts every component and returns once the API server answers
+// /readyz. Cancel ctx or call Stop to shut down.
+func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("cluster: DataDir is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.BindAddress == "" {
+		cfg.BindAddress = "127.0.0.1:6443"
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating data dir: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	c := &Cluster{cancel: cancel, done: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			cancel()
+			c.wg.Wait()
+			c.release()
+		}
+	}()
+
+	creds, err := loadCredentials(filepath.Join(cfg.DataDir, "pki"), cfg.BindAddress)
+	if err != nil {
+		return nil, err
+	}
+	c.CA = creds.ca
+
+	if len(cfg.EtcdServers) == 0 {
+		c.etcd, err = embedded.Start(ctx, embedded.Config{DataDir: filepath.Join(cfg.DataDir, "etcd"), UnsafeNoFsync: cfg.UnsafeNoFsync})
+		if err != nil {
+			return nil, err
+		}
+		c.EtcdClient = c.etcd.Client()
+	} else {
+		c.EtcdClient, err = clientv3.New(clientv3.Config{Endpoints: cfg.EtcdServers, TLS: cfg.EtcdClientTLS, DialTimeout: 10 * time.Second})
+		if err != nil {
+			return nil, fmt.Errorf("connecting to etcd %v: %w", cfg.EtcdServers, err)
+		}
+	}
+
+	c.Metrics = prometheus.NewRegistry()
+	ln, err := net.Listen("tcp", cfg.BindAddress)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", cfg.BindAddress, err)
+	}
+	c.URL = "https://" + ln.Addr().String()
+	srv, storageFactory, err := NewAPIServer(APIServerConfig{
+		EtcdClient: c.EtcdClient, EtcdPrefix: cfg.EtcdPrefix, WatchCache: cfg.WatchCache,
+		CompactionInterval: cfg.CompactionInterval, ServingCert: &creds.serving, ClientCA: creds.ca.Pool(),
+		Listener: ln, Metrics: c.Metrics, Logger: cfg.Logger,
+	})
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	c.storage = storageFactory
+	c.goRun("apiserver", func() error { return srv.Run(ctx) })
+
+	c.AdminConfig = pki.RESTConfig(c.URL, creds.ca.CertPEM, creds.admin)
+	c.AdminKubeconfig = filepath.Join(cfg.DataDir, "admin.kubeconfig")
+	if err := pki.WriteKubeconfig(c.AdminKubeconfig, pki.Kubeconfig(c.URL, creds.ca.CertPEM, AdminUser, creds.admin)); err != nil {
+		return nil, err
+	}
+	if err := c.waitReady(ctx, time.Minute); err != nil {
+		return nil, err
+	}
+	go func() {
+		c.wg.Wait()
+		c.release()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+// AdminUser is the user name of the admin kubeconfig; its group
+// system:masters is the superuser group of Kubernetes.
+const AdminUser = "kubernetes-admin"
+
+// Client returns a clientset for the admin identity.
+func (c *Cluster) Client() (kubernetes.Interface, error) {
+	return kubernetes.NewForConfig(c.AdminConfig)
+}
+
+// Stop shuts every component down and waits until they have stopped.
+func (c *Cluster) Stop() error {
+	c.cancel()
+	<-c.done
+	return c.Err()
+}
+
+// Done is closed once every component has stopped.
+func (c *Cluster) Done() <-chan struct{} { return c.done }
+
+// Err is the first error a component stopped with.
+func (c *Cluster) Err() error {
+	c.errMu.Lock()
+	defer c.errMu.Unlock()
+	return c.err
+}
+
+// goRun runs a component; if it fails, the whole cluster stops.
+func (c *Cluster) goRun(name string, run func() error) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		if err := run(); err != nil {
+			c.errMu.Lock()
+			if c.err == nil {
+				c.err = fmt.Errorf("%s: %w", name, err)
+			}
+			c.errMu.Unlock()
+			c.cancel()
+		}
+	}()
+}
+
+func (c *Cluster) release() {
+	if c.storage != nil {
+		c.storage.Close()
+	}
+	if c.etcd != nil {
+		_ = c.etcd.Close()
+	} else if c.EtcdClient != nil {
+		_ = c.EtcdClient.Close()
+	}
+}
+
+// waitReady polls /readyz until the API server is ready.
+func (c *Cluster) waitReady(ctx context.Context, timeout time.Duration) error {
+	rc, err := rest.RESTClientFor(restConfigForRaw(c.AdminConfig))
+	if err != nil {
+		return fmt.Errorf("building readiness client: %w", err)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		res := rc.Get().AbsPath("/readyz").Do(ctx)
+		var code int
+		res.StatusCode(&code)
+		if code == 200 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("API server not ready after %s: %v", timeout, res.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the API server: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if err := c.Err(); err != nil {
+			return err
+		}
+	}
+}
