@@ -21,6 +21,8 @@ func deployments(now func() time.Time) *resource.Resource {
 		namespaced: true,
 		defaults:   defaultDeployment,
 		// Annotations are copied to the ReplicaSets, so they count as spec.
+		// The controller's observedGeneration compares against this
+		// generation (DEP-1 holds once the current generation is observed).
 		spec: func(d *appsv1.Deployment) any {
 			return struct {
 				Spec        appsv1.DeploymentSpec

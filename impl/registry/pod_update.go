@@ -27,7 +27,8 @@ var updatablePodSpecFields = []string{
 // validatePodUpdate enforces that most of a pod's spec is immutable: only
 // images, activeDeadlineSeconds (set or lowered), tolerations (added),
 // scheduling gates (removed) and, for a pod being deleted, the termination
-// grace period may change.
+// grace period may change. In particular spec.nodeName cannot be written by
+// an update: pods are bound only through pods/binding (SCHED-1).
 func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")

@@ -214,9 +214,8 @@ func validatePodStatusUpdate(p, old *corev1.Pod) field.ErrorList {
 		}
 	}
 	errs = append(errs, validatePodIPs(p, status)...)
-	if old.Spec.RestartPolicy == corev1.RestartPolicyNever {
-		errs = append(errs, validateNoRestartAfterTermination(p.Status.ContainerStatuses, old.Status.ContainerStatuses, status.Child("containerStatuses"))...)
-	}
+	errs = append(errs, validateNoRestartAfterTermination(p.Status.ContainerStatuses, old.Status.ContainerStatuses,
+		status.Child("containerStatuses"), old.Spec.RestartPolicy)...)
 	return errs
 }
 
@@ -249,13 +248,20 @@ func validatePodIPs(p *corev1.Pod, status *field.Path) field.ErrorList {
 	return errs
 }
 
-// validateNoRestartAfterTermination: with restartPolicy Never a terminated
-// container stays terminated.
-func validateNoRestartAfterTermination(statuses, old []corev1.ContainerStatus, path *field.Path) field.ErrorList {
+// validateNoRestartAfterTermination: unless the pod restarts always, a
+// terminated container stays terminated (with OnFailure, one that failed
+// may restart).
+func validateNoRestartAfterTermination(statuses, old []corev1.ContainerStatus, path *field.Path, policy corev1.RestartPolicy) field.ErrorList {
 	var errs field.ErrorList
-	for i, s := range statuses {
-		for _, o := range old {
-			if o.Name == s.Name && o.State.Terminated != nil && s.State.Terminated == nil {
+	if policy == corev1.RestartPolicyAlways {
+		return nil
+	}
+	for i, o := range old {
+		if o.State.Terminated == nil || (o.State.Terminated.ExitCode != 0 && policy == corev1.RestartPolicyOnFailure) {
+			continue
+		}
+		for _, s := range statuses {
+			if s.Name == o.Name && s.State.Terminated == nil {
 				errs = append(errs, field.Forbidden(path.Index(i).Child("state"), "may not be transitioned to non-terminated state"))
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 var coreV1 = schema.GroupVersion{Version: "v1"}
@@ -631,5 +632,27 @@ func TestPodTableColumnsAndList(t *testing.T) {
 	}
 	if table.Rows[1].Conditions != nil {
 		t.Errorf("pending pod row conditions %+v", table.Rows[1].Conditions)
+	}
+}
+
+func TestContainerMayNotLeaveTerminated(t *testing.T) {
+	terminated := func(code int32) []corev1.ContainerStatus {
+		return []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code}}}}
+	}
+	running := []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	path := field.NewPath("status", "containerStatuses")
+	cases := []struct {
+		policy corev1.RestartPolicy
+		old    []corev1.ContainerStatus
+		want   []string
+	}{
+		{corev1.RestartPolicyAlways, terminated(0), nil},
+		{corev1.RestartPolicyOnFailure, terminated(1), nil},
+		{corev1.RestartPolicyOnFailure, terminated(0), []string{forbidden + " status.containerStatuses[0].state"}},
+		{corev1.RestartPolicyNever, terminated(1), []string{forbidden + " status.containerStatuses[0].state"}},
+		{corev1.RestartPolicyNever, running, nil},
+	}
+	for _, tc := range cases {
+		wantErrors(t, validateNoRestartAfterTermination(running, tc.old, path, tc.policy), tc.want...)
 	}
 }
