@@ -1,0 +1,69 @@
+package apiserver_test
+
+import (
+	"net/http"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestNamespaceLifecycle(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	// creating in a missing namespace: 404 for the namespace.
+	r := e.do("POST", "/api/v1/namespaces/nope/configmaps", []byte(`{"metadata":{"name":"x"}}`))
+	st := expectStatus(t, r, http.StatusNotFound, metav1.StatusReasonNotFound, `namespaces "nope" not found`)
+	if st.Details == nil || st.Details.Kind != "namespaces" || st.Details.Name != "nope" {
+		t.Fatalf("details: %s", r.body)
+	}
+
+	nss := e.cs.CoreV1().Namespaces()
+	ns, err := nss.Create(c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ns.Spec.Finalizers) != 1 || ns.Spec.Finalizers[0] != corev1.FinalizerKubernetes {
+		t.Fatalf("spec.finalizers %v", ns.Spec.Finalizers)
+	}
+	if _, err := e.cs.CoreV1().ConfigMaps("team").Create(c, configMap("", "in", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// delete: Terminating, kept while spec.finalizers remain.
+	if err := nss.Delete(c, "team", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ns, err = nss.Get(c, "team", metav1.GetOptions{})
+	if err != nil || ns.Status.Phase != corev1.NamespaceTerminating || ns.DeletionTimestamp == nil {
+		t.Fatalf("terminating: %v %+v", err, ns)
+	}
+	r = e.do("POST", "/api/v1/namespaces/team/configmaps", []byte(`{"metadata":{"name":"late"}}`))
+	st = expectStatus(t, r, http.StatusForbidden, metav1.StatusReasonForbidden,
+		`configmaps "late" is forbidden: unable to create new content in namespace team because it is being terminated`)
+	if st.Details == nil || len(st.Details.Causes) == 0 || st.Details.Causes[0].Type != corev1.NamespaceTerminatingCause {
+		t.Fatalf("causes: %s", r.body)
+	}
+	// updates and deletes in a terminating namespace still work.
+	if err := e.cs.CoreV1().ConfigMaps("team").Delete(c, "in", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nss.Delete(c, "team", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nss.Get(c, "team", metav1.GetOptions{}); err != nil {
+		t.Fatalf("namespace with spec.finalizers removed: %v", err)
+	}
+	// the namespace controller's finalize removes the last finalizer and the namespace goes.
+	ns.Spec.Finalizers = nil
+	if _, err := nss.Finalize(c, ns, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nss.Get(c, "team", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("after finalize: %v", err)
+	}
+	// system namespaces cannot be deleted.
+	if err := nss.Delete(c, "kube-system", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("deleting kube-system: %v", err)
+	}
+}
