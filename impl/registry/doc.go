@@ -7,4 +7,9 @@
 // Everything here is a pure function of the objects it is given (plus the
 // clock for table ages); the API server in package apiserver does the I/O.
 // All lists every served resource in one place.
+//
+// Spec properties enforced here: SCHED-1 (a pod's spec.nodeName cannot be
+// written by an update; binding is the only way, see pod_update.go) and the
+// generation half of DEP-1 (metadata.generation changes exactly when a
+// Deployment's spec does, so observedGeneration means what it says).
 package registry

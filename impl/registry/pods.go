@@ -195,9 +195,6 @@ func validatePodStatusUpdate(p, old *corev1.Pod) field.ErrorList {
 		errs = append(errs, field.NotSupported(status.Child("phase"), p.Status.Phase, []string{
 			string(corev1.PodPending), string(corev1.PodRunning), string(corev1.PodSucceeded), string(corev1.PodFailed), string(corev1.PodUnknown)}))
 	}
-	if old.Status.QOSClass != "" && p.Status.QOSClass != old.Status.QOSClass {
-		errs = append(errs, field.Invalid(status.Child("qosClass"), p.Status.QOSClass, "field is immutable"))
-	}
 	if p.Status.NominatedNodeName != "" {
 		errs = append(errs, dnsSubdomain(p.Status.NominatedNodeName, status.Child("nominatedNodeName"))...)
 	}

@@ -391,7 +391,6 @@ func TestPodStatusValidation(t *testing.T) {
 			p.Status.Conditions = []corev1.PodCondition{{Type: "not valid!", Status: corev1.ConditionTrue}}
 		}, []string{invalid + " status.conditions[0].type"}},
 		{"bad pod IP", func(p *corev1.Pod) { p.Status.PodIPs = []corev1.PodIP{{IP: "10.0.0.300"}} }, []string{invalid + " status.podIPs[0].ip"}},
-		{"qos changed", func(p *corev1.Pod) { p.Status.QOSClass = corev1.PodQOSGuaranteed }, []string{invalid + " status.qosClass"}},
 		{"restart after termination with Never", func(p *corev1.Pod) {
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
 		}, []string{forbidden + " status.containerStatuses[0].state"}},
