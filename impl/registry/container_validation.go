@@ -1,0 +1,415 @@
+package registry
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// validateContainerName checks a container name and records it in names;
+// names are unique across init, app and ephemeral containers.
+func validateContainerName(name string, names sets.Set[string], p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if name == "" {
+		errs = append(errs, field.Required(p, ""))
+	} else {
+		errs = append(errs, dnsLabel(name, p)...)
+	}
+	if names.Has(name) {
+		errs = append(errs, field.Duplicate(p, name))
+	}
+	names.Insert(name)
+	return errs
+}
+
+func validateContainerList(cs []corev1.Container, volumes map[string]corev1.VolumeSource, names sets.Set[string], path *field.Path, init bool) field.ErrorList {
+	var errs field.ErrorList
+	for i := range cs {
+		c := &cs[i]
+		p := path.Index(i)
+		errs = append(errs, validateContainerName(c.Name, names, p.Child("name"))...)
+		errs = append(errs, validateContainer(c, volumes, p, init)...)
+	}
+	return errs
+}
+
+func validateContainer(c *corev1.Container, volumes map[string]corev1.VolumeSource, p *field.Path, init bool) field.ErrorList {
+	var errs field.ErrorList
+	if c.Image == "" {
+		errs = append(errs, field.Required(p.Child("image"), ""))
+	} else if len(c.Image) != len(strings.TrimSpace(c.Image)) {
+		errs = append(errs, field.Invalid(p.Child("image"), c.Image, "must not have leading or trailing whitespace"))
+	}
+	switch c.ImagePullPolicy {
+	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+	case "":
+		errs = append(errs, field.Required(p.Child("imagePullPolicy"), ""))
+	default:
+		errs = append(errs, field.NotSupported(p.Child("imagePullPolicy"), c.ImagePullPolicy, pullPolicies))
+	}
+	switch c.TerminationMessagePolicy {
+	case corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError:
+	case "":
+		errs = append(errs, field.Required(p.Child("terminationMessagePolicy"), "must be 'File' or 'FallbackToLogsOnError'"))
+	default:
+		errs = append(errs, field.NotSupported(p.Child("terminationMessagePolicy"), c.TerminationMessagePolicy, terminationMessagePolicies))
+	}
+	errs = append(errs, validatePorts(c.Ports, p.Child("ports"))...)
+	errs = append(errs, validateEnv(c.Env, p.Child("env"))...)
+	for i, from := range c.EnvFrom {
+		fp := p.Child("envFrom").Index(i)
+		n := 0
+		if from.ConfigMapRef != nil {
+			n++
+			if from.ConfigMapRef.Name == "" {
+				errs = append(errs, field.Required(fp.Child("configMapRef", "name"), ""))
+			}
+		}
+		if from.SecretRef != nil {
+			n++
+			if from.SecretRef.Name == "" {
+				errs = append(errs, field.Required(fp.Child("secretRef", "name"), ""))
+			}
+		}
+		if n != 1 {
+			errs = append(errs, field.Invalid(fp, "", "must specify one of: `configMapRef` or `secretRef`"))
+		}
+	}
+	errs = append(errs, validateVolumeMounts(c.VolumeMounts, volumes, p.Child("volumeMounts"))...)
+	errs = append(errs, validateResources(&c.Resources, p.Child("resources"))...)
+	errs = append(errs, validateProbe(c.ReadinessProbe, p.Child("readinessProbe"))...)
+	errs = append(errs, validateProbe(c.StartupProbe, p.Child("startupProbe"))...)
+	errs = append(errs, validateProbe(c.LivenessProbe, p.Child("livenessProbe"))...)
+	if c.LivenessProbe != nil && c.LivenessProbe.SuccessThreshold != 1 {
+		errs = append(errs, field.Invalid(p.Child("livenessProbe", "successThreshold"), c.LivenessProbe.SuccessThreshold, "must be 1"))
+	}
+	if c.StartupProbe != nil && c.StartupProbe.SuccessThreshold != 1 {
+		errs = append(errs, field.Invalid(p.Child("startupProbe", "successThreshold"), c.StartupProbe.SuccessThreshold, "must be 1"))
+	}
+	if c.RestartPolicy != nil {
+		if !init {
+			errs = append(errs, field.Forbidden(p.Child("restartPolicy"), "may not be set for non-init containers"))
+		} else if *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+			errs = append(errs, field.NotSupported(p.Child("restartPolicy"), *c.RestartPolicy, []string{string(corev1.ContainerRestartPolicyAlways)}))
+		}
+	}
+	sidecar := init && c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+	if init && !sidecar {
+		for _, probe := range []struct {
+			set  bool
+			name string
+		}{{c.LivenessProbe != nil, "livenessProbe"}, {c.ReadinessProbe != nil, "readinessProbe"}, {c.StartupProbe != nil, "startupProbe"}} {
+			if probe.set {
+				errs = append(errs, field.Forbidden(p.Child(probe.name), "may not be set for init containers without restartPolicy=Always"))
+			}
+		}
+		if c.Lifecycle != nil {
+			errs = append(errs, field.Forbidden(p.Child("lifecycle"), "may not be set for init containers without restartPolicy=Always"))
+		}
+	}
+	if sc := c.SecurityContext; sc != nil {
+		errs = append(errs, validateIDs(sc.RunAsUser, sc.RunAsGroup, p.Child("securityContext"))...)
+	}
+	if lc := c.Lifecycle; lc != nil {
+		errs = append(errs, validateLifecycleHandler(lc.PostStart, p.Child("lifecycle", "postStart"))...)
+		errs = append(errs, validateLifecycleHandler(lc.PreStop, p.Child("lifecycle", "preStop"))...)
+	}
+	return errs
+}
+
+// validateLifecycleHandler: a hook has exactly one handler.
+func validateLifecycleHandler(h *corev1.LifecycleHandler, path *field.Path) field.ErrorList {
+	if h == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	n := 0
+	if h.Exec != nil {
+		n++
+		if len(h.Exec.Command) == 0 {
+			errs = append(errs, field.Required(path.Child("exec", "command"), ""))
+		}
+	}
+	if h.HTTPGet != nil {
+		n++
+		errs = append(errs, validatePortNumOrName(h.HTTPGet.Port, path.Child("httpGet", "port"))...)
+	}
+	if h.TCPSocket != nil {
+		n++
+		errs = append(errs, validatePortNumOrName(h.TCPSocket.Port, path.Child("tcpSocket", "port"))...)
+	}
+	if h.Sleep != nil {
+		n++
+		if h.Sleep.Seconds < 0 {
+			errs = append(errs, field.Invalid(path.Child("sleep", "seconds"), h.Sleep.Seconds, isNegativeErrorMsg))
+		}
+	}
+	switch {
+	case n == 0:
+		errs = append(errs, field.Required(path, "must specify a handler type"))
+	case n > 1:
+		errs = append(errs, field.Forbidden(path, "may not specify more than 1 handler type"))
+	}
+	return errs
+}
+
+func validateIDs(user, group *int64, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if user != nil {
+		for _, msg := range validation.IsValidUserID(*user) {
+			errs = append(errs, field.Invalid(p.Child("runAsUser"), *user, msg))
+		}
+	}
+	if group != nil {
+		for _, msg := range validation.IsValidGroupID(*group) {
+			errs = append(errs, field.Invalid(p.Child("runAsGroup"), *group, msg))
+		}
+	}
+	return errs
+}
+
+func validatePorts(ports []corev1.ContainerPort, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	names := sets.New[string]()
+	for i, port := range ports {
+		p := path.Index(i)
+		if port.Name != "" {
+			for _, msg := range validation.IsValidPortName(port.Name) {
+				errs = append(errs, field.Invalid(p.Child("name"), port.Name, msg))
+			}
+			if names.Has(port.Name) {
+				errs = append(errs, field.Duplicate(p.Child("name"), port.Name))
+			}
+			names.Insert(port.Name)
+		}
+		if port.ContainerPort == 0 {
+			errs = append(errs, field.Required(p.Child("containerPort"), ""))
+		} else {
+			for _, msg := range validation.IsValidPortNum(int(port.ContainerPort)) {
+				errs = append(errs, field.Invalid(p.Child("containerPort"), port.ContainerPort, msg))
+			}
+		}
+		if port.HostPort != 0 {
+			for _, msg := range validation.IsValidPortNum(int(port.HostPort)) {
+				errs = append(errs, field.Invalid(p.Child("hostPort"), port.HostPort, msg))
+			}
+		}
+		switch port.Protocol {
+		case corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP:
+		case "":
+			errs = append(errs, field.Required(p.Child("protocol"), ""))
+		default:
+			errs = append(errs, field.NotSupported(p.Child("protocol"), port.Protocol, portProtocols))
+		}
+	}
+	return errs
+}
+
+// validateHostPortConflicts rejects two containers asking for the same
+// host port and protocol.
+func validateHostPortConflicts(s *corev1.PodSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	type key struct {
+		ip       string
+		port     int32
+		protocol corev1.Protocol
+	}
+	seen := map[key]bool{}
+	for i, c := range s.Containers {
+		for j, port := range c.Ports {
+			if port.HostPort == 0 {
+				continue
+			}
+			k := key{port.HostIP, port.HostPort, port.Protocol}
+			if seen[k] {
+				errs = append(errs, field.Duplicate(path.Child("containers").Index(i).Child("ports").Index(j).Child("hostPort"),
+					fmt.Sprintf("%s/%d", port.Protocol, port.HostPort)))
+			}
+			seen[k] = true
+		}
+	}
+	return errs
+}
+
+func validateEnv(env []corev1.EnvVar, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, e := range env {
+		p := path.Index(i)
+		if e.Name == "" {
+			errs = append(errs, field.Required(p.Child("name"), ""))
+		} else {
+			for _, msg := range validation.IsRelaxedEnvVarName(e.Name) {
+				errs = append(errs, field.Invalid(p.Child("name"), e.Name, msg))
+			}
+		}
+		if from := e.ValueFrom; from != nil {
+			n := 0
+			if from.FieldRef != nil {
+				n++
+				if from.FieldRef.FieldPath == "" {
+					errs = append(errs, field.Required(p.Child("valueFrom", "fieldRef", "fieldPath"), ""))
+				}
+			}
+			if from.ResourceFieldRef != nil {
+				n++
+				if from.ResourceFieldRef.Resource == "" {
+					errs = append(errs, field.Required(p.Child("valueFrom", "resourceFieldRef", "resource"), ""))
+				}
+			}
+			if from.ConfigMapKeyRef != nil {
+				n++
+				if from.ConfigMapKeyRef.Key == "" {
+					errs = append(errs, field.Required(p.Child("valueFrom", "configMapKeyRef", "key"), ""))
+				}
+			}
+			if from.SecretKeyRef != nil {
+				n++
+				if from.SecretKeyRef.Key == "" {
+					errs = append(errs, field.Required(p.Child("valueFrom", "secretKeyRef", "key"), ""))
+				}
+			}
+			if from.FileKeyRef != nil {
+				n++
+			}
+			switch {
+			case n == 0:
+				errs = append(errs, field.Invalid(p.Child("valueFrom"), "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"))
+			case n > 1:
+				errs = append(errs, field.Invalid(p.Child("valueFrom"), "", "may not have more than one field specified at a time"))
+			}
+			if e.Value != "" {
+				errs = append(errs, field.Invalid(p.Child("valueFrom"), "", "may not be specified when `value` is not empty"))
+			}
+		}
+	}
+	return errs
+}
+
+func validateVolumeMounts(mounts []corev1.VolumeMount, volumes map[string]corev1.VolumeSource, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	paths := sets.New[string]()
+	for i, m := range mounts {
+		p := path.Index(i)
+		if m.Name == "" {
+			errs = append(errs, field.Required(p.Child("name"), ""))
+		} else if _, ok := volumes[m.Name]; !ok {
+			errs = append(errs, field.NotFound(p.Child("name"), m.Name))
+		}
+		if m.MountPath == "" {
+			errs = append(errs, field.Required(p.Child("mountPath"), ""))
+		} else if paths.Has(m.MountPath) {
+			errs = append(errs, field.Invalid(p.Child("mountPath"), m.MountPath, "must be unique"))
+		}
+		paths.Insert(m.MountPath)
+		if m.SubPath != "" && (strings.HasPrefix(m.SubPath, "/") || containsDotDot(m.SubPath)) {
+			errs = append(errs, field.Invalid(p.Child("subPath"), m.SubPath, "must be a relative path without '..'"))
+		}
+	}
+	return errs
+}
+
+func containsDotDot(p string) bool {
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// validateResources checks resource names, non-negative quantities and
+// that no request exceeds its limit.
+func validateResources(r *corev1.ResourceRequirements, path *field.Path) field.ErrorList {
+	errs := validateResourceList(r.Limits, path.Child("limits"), validateContainerResourceName)
+	errs = append(errs, validateResourceList(r.Requests, path.Child("requests"), validateContainerResourceName)...)
+	for name, req := range r.Requests {
+		limit, ok := r.Limits[name]
+		if ok && req.Cmp(limit) > 0 {
+			errs = append(errs, field.Invalid(path.Child("requests").Key(string(name)), req.String(),
+				fmt.Sprintf("must be less than or equal to %s limit of %s", name, limit.String())))
+		}
+		if isExtendedResource(name) {
+			// Extended resources cannot be overcommitted.
+			if !ok {
+				errs = append(errs, field.Forbidden(path.Child("limits"), "Limit must be set for non overcommitable resources"))
+			} else if req.Cmp(limit) != 0 {
+				errs = append(errs, field.Invalid(path.Child("requests").Key(string(name)), req.String(),
+					fmt.Sprintf("must be equal to %s limit of %s", name, limit.String())))
+			}
+		}
+	}
+	return errs
+}
+
+func validateProbe(p *corev1.Probe, path *field.Path) field.ErrorList {
+	if p == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	n := 0
+	if p.Exec != nil {
+		n++
+	}
+	if p.HTTPGet != nil {
+		n++
+		errs = append(errs, validatePortNumOrName(p.HTTPGet.Port, path.Child("httpGet", "port"))...)
+		if s := p.HTTPGet.Scheme; s != corev1.URISchemeHTTP && s != corev1.URISchemeHTTPS {
+			errs = append(errs, field.NotSupported(path.Child("httpGet", "scheme"), s, []string{string(corev1.URISchemeHTTP), string(corev1.URISchemeHTTPS)}))
+		}
+	}
+	if p.TCPSocket != nil {
+		n++
+		errs = append(errs, validatePortNumOrName(p.TCPSocket.Port, path.Child("tcpSocket", "port"))...)
+	}
+	if p.GRPC != nil {
+		n++
+		for _, msg := range validation.IsValidPortNum(int(p.GRPC.Port)) {
+			errs = append(errs, field.Invalid(path.Child("grpc", "port"), p.GRPC.Port, msg))
+		}
+	}
+	switch {
+	case n == 0:
+		errs = append(errs, field.Required(path, "must specify a handler type"))
+	case n > 1:
+		errs = append(errs, field.Forbidden(path, "may not specify more than 1 handler type"))
+	}
+	for _, f := range []struct {
+		v    int32
+		name string
+	}{{p.InitialDelaySeconds, "initialDelaySeconds"}, {p.TimeoutSeconds, "timeoutSeconds"}, {p.PeriodSeconds, "periodSeconds"},
+		{p.SuccessThreshold, "successThreshold"}, {p.FailureThreshold, "failureThreshold"}} {
+		errs = append(errs, apivalidation.ValidateNonnegativeField(int64(f.v), path.Child(f.name))...)
+	}
+	if p.TerminationGracePeriodSeconds != nil && *p.TerminationGracePeriodSeconds <= 0 {
+		errs = append(errs, field.Invalid(path.Child("terminationGracePeriodSeconds"), *p.TerminationGracePeriodSeconds, "must be greater than 0"))
+	}
+	return errs
+}
+
+// isExtendedResource reports whether name is a domain-prefixed resource
+// outside kubernetes.io (e.g. example.com/gpu).
+func isExtendedResource(name corev1.ResourceName) bool {
+	n := string(name)
+	return strings.Contains(n, "/") && !strings.Contains(n, corev1.ResourceDefaultNamespacePrefix)
+}
+
+// validatePortNumOrName checks a port given as number or IANA name.
+func validatePortNumOrName(port intstr.IntOrString, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if port.Type == intstr.Int {
+		for _, msg := range validation.IsValidPortNum(port.IntValue()) {
+			errs = append(errs, field.Invalid(p, port.IntValue(), msg))
+		}
+		return errs
+	}
+	for _, msg := range validation.IsValidPortName(port.StrVal) {
+		errs = append(errs, field.Invalid(p, port.StrVal, msg))
+	}
+	return errs
+}
