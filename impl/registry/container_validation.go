@@ -307,20 +307,11 @@ func validateVolumeMounts(mounts []corev1.VolumeMount, volumes map[string]corev1
 			errs = append(errs, field.Invalid(p.Child("mountPath"), m.MountPath, "must be unique"))
 		}
 		paths.Insert(m.MountPath)
-		if m.SubPath != "" && (strings.HasPrefix(m.SubPath, "/") || containsDotDot(m.SubPath)) {
-			errs = append(errs, field.Invalid(p.Child("subPath"), m.SubPath, "must be a relative path without '..'"))
+		if m.SubPath != "" {
+			errs = append(errs, validateLocalDescendingPath(m.SubPath, p.Child("subPath"))...)
 		}
 	}
 	return errs
-}
-
-func containsDotDot(p string) bool {
-	for _, part := range strings.Split(p, "/") {
-		if part == ".." {
-			return true
-		}
-	}
-	return false
 }
 
 // validateResources checks resource names, non-negative quantities and

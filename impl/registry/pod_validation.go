@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"fmt"
 	"math"
 
 	corev1 "k8s.io/api/core/v1"
@@ -127,6 +128,14 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path, isPod bool) field.Erro
 	if sc := s.SecurityContext; sc != nil {
 		errs = append(errs, validateIDs(sc.RunAsUser, sc.RunAsGroup, path.Child("securityContext"))...)
 	}
+	errs = append(errs, validateDNSConfig(s.DNSConfig, path.Child("dnsConfig"))...)
+	for i, ha := range s.HostAliases {
+		hp := path.Child("hostAliases").Index(i)
+		errs = append(errs, validationIsValidIP(hp.Child("ip"), ha.IP)...)
+		for j, h := range ha.Hostnames {
+			errs = append(errs, dnsSubdomain(h, hp.Child("hostnames").Index(j))...)
+		}
+	}
 	if s.HostNetwork && isPod {
 		for i, c := range s.Containers {
 			for j, port := range c.Ports {
@@ -154,81 +163,6 @@ func dnsLabel(v string, p *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(p, v, msg))
 	}
 	return errs
-}
-
-// validateVolumes checks names (unique DNS-1123 labels) and that each
-// volume has exactly one source; it returns the volumes by name.
-func validateVolumes(volumes []corev1.Volume, path *field.Path) (map[string]corev1.VolumeSource, field.ErrorList) {
-	var errs field.ErrorList
-	byName := map[string]corev1.VolumeSource{}
-	for i, v := range volumes {
-		p := path.Index(i)
-		if v.Name == "" {
-			errs = append(errs, field.Required(p.Child("name"), ""))
-		} else {
-			errs = append(errs, dnsLabel(v.Name, p.Child("name"))...)
-		}
-		if _, dup := byName[v.Name]; dup && v.Name != "" {
-			errs = append(errs, field.Duplicate(p.Child("name"), v.Name))
-		}
-		byName[v.Name] = v.VolumeSource
-		switch n := countVolumeSources(&v.VolumeSource); {
-		case n == 0:
-			errs = append(errs, field.Required(p, "must specify a volume type"))
-		case n > 1:
-			errs = append(errs, field.Forbidden(p, "may not specify more than 1 volume type"))
-		}
-		src := v.VolumeSource
-		checkMode := func(mode *int32, mp *field.Path) {
-			if mode != nil && (*mode < 0 || *mode > 0777) {
-				errs = append(errs, field.Invalid(mp, *mode, "must be a number between 0 and 0777 (octal), both inclusive"))
-			}
-		}
-		switch {
-		case src.ConfigMap != nil:
-			if src.ConfigMap.Name == "" {
-				errs = append(errs, field.Required(p.Child("configMap", "name"), ""))
-			}
-			checkMode(src.ConfigMap.DefaultMode, p.Child("configMap", "defaultMode"))
-		case src.Secret != nil:
-			if src.Secret.SecretName == "" {
-				errs = append(errs, field.Required(p.Child("secret", "secretName"), ""))
-			}
-			checkMode(src.Secret.DefaultMode, p.Child("secret", "defaultMode"))
-		case src.HostPath != nil:
-			if src.HostPath.Path == "" {
-				errs = append(errs, field.Required(p.Child("hostPath", "path"), ""))
-			}
-		case src.PersistentVolumeClaim != nil:
-			if src.PersistentVolumeClaim.ClaimName == "" {
-				errs = append(errs, field.Required(p.Child("persistentVolumeClaim", "claimName"), ""))
-			}
-		case src.Projected != nil:
-			checkMode(src.Projected.DefaultMode, p.Child("projected", "defaultMode"))
-		case src.DownwardAPI != nil:
-			checkMode(src.DownwardAPI.DefaultMode, p.Child("downwardAPI", "defaultMode"))
-		}
-	}
-	return byName, errs
-}
-
-// countVolumeSources counts the non-nil sources of a volume.
-func countVolumeSources(s *corev1.VolumeSource) int {
-	n := 0
-	for _, set := range []bool{
-		s.HostPath != nil, s.EmptyDir != nil, s.GCEPersistentDisk != nil, s.AWSElasticBlockStore != nil,
-		s.GitRepo != nil, s.Secret != nil, s.NFS != nil, s.ISCSI != nil, s.Glusterfs != nil,
-		s.PersistentVolumeClaim != nil, s.RBD != nil, s.FlexVolume != nil, s.Cinder != nil,
-		s.CephFS != nil, s.Flocker != nil, s.DownwardAPI != nil, s.FC != nil, s.AzureFile != nil,
-		s.ConfigMap != nil, s.VsphereVolume != nil, s.Quobyte != nil, s.AzureDisk != nil,
-		s.PhotonPersistentDisk != nil, s.Projected != nil, s.PortworxVolume != nil, s.ScaleIO != nil,
-		s.StorageOS != nil, s.CSI != nil, s.Ephemeral != nil, s.Image != nil,
-	} {
-		if set {
-			n++
-		}
-	}
-	return n
 }
 
 func validateTolerations(ts []corev1.Toleration, path *field.Path) field.ErrorList {
@@ -262,6 +196,34 @@ func validateTolerations(ts []corev1.Toleration, path *field.Path) field.ErrorLi
 			default:
 				errs = append(errs, field.NotSupported(p.Child("effect"), t.Effect, taintEffects))
 			}
+		}
+	}
+	return errs
+}
+
+// Limits of a pod's DNS configuration.
+const (
+	maxDNSNameservers = 3
+	maxDNSSearchPaths = 32
+)
+
+func validateDNSConfig(c *corev1.PodDNSConfig, path *field.Path) field.ErrorList {
+	if c == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if len(c.Nameservers) > maxDNSNameservers {
+		errs = append(errs, field.Invalid(path.Child("nameservers"), c.Nameservers, fmt.Sprintf("must not have more than %d nameservers", maxDNSNameservers)))
+	}
+	for i, ns := range c.Nameservers {
+		errs = append(errs, validationIsValidIP(path.Child("nameservers").Index(i), ns)...)
+	}
+	if len(c.Searches) > maxDNSSearchPaths {
+		errs = append(errs, field.Invalid(path.Child("searches"), c.Searches, fmt.Sprintf("must not have more than %d search paths", maxDNSSearchPaths)))
+	}
+	for i, o := range c.Options {
+		if o.Name == "" {
+			errs = append(errs, field.Required(path.Child("options").Index(i), "Option.Name must not be empty"))
 		}
 	}
 	return errs
