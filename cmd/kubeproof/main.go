@@ -33,6 +33,7 @@ func newRootCommand() *cobra.Command {
 	for _, newCmd := range []func() *cobra.Command{
 		newUpCommand,
 		newAPIServerCommand,
+		newBenchCommand,
 	} {
 		root.AddCommand(newCmd())
 	}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubeproof/kubeproof/bench"
+	"github.com/kubeproof/kubeproof/impl/cluster"
+)
+
+// newBenchCommand is `kubeproof bench [WORKLOAD...]`.
+func newBenchCommand() *cobra.Command {
+	var (
+		logs        logOptions
+		kubeconfig  string
+		etcdServers []string
+		clients     []int
+		duration    time.Duration
+		pods        int
+		outDir      string
+		watchCache  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "bench [WORKLOAD...]",
+		Short: "Run benchmark workloads and print a table",
+		Long: `Run benchmark workloads against an in-process kubeproof control plane, or against
+any API server given by --kubeconfig, and print Markdown tables.
+
+Workloads:
+  writes            1 KiB ConfigMap creates/s through the API server (protobuf and JSON
+                    clients) at each --clients level, next to raw etcd Txn creates/s on the
+                    same etcd (in-process, or --etcd-servers with --kubeconfig).
+  apiserver-memory  RSS of a separate 'kubeproof apiserver' process after --pods pods.
+
+With no WORKLOAD, runs writes.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := logs.logger(); err != nil {
+				return err
+			}
+			if len(args) == 0 {
+				args = []string{"writes"}
+			}
+			out := cmd.OutOrStdout()
+			machine := bench.ThisMachine()
+			report := map[string]any{"machine": machine}
+			var md bytes.Buffer
+			for _, w := range args {
+				switch w {
+				case "writes":
+					results, err := runWritesWorkload(cmd.Context(), out, kubeconfig, etcdServers, clients, duration, watchCache)
+					if err != nil {
+						return err
+					}
+					report["writes"] = results
+					fmt.Fprintln(&md, "## writes")
+					bench.WriteTable(&md, machine, results)
+				case "apiserver-memory":
+					self, err := os.Executable()
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(out, "creating %d pods through a separate API server process...\n", pods)
+					res, err := bench.APIServerMemory(cmd.Context(), self, pods, watchCache)
+					if err != nil {
+						return err
+					}
+					report["apiserverMemory"] = res
+					fmt.Fprintln(&md, "## apiserver-memory")
+					fmt.Fprintf(&md, "| pods | RSS | peak RSS | create time | watch cache |\n|---:|---:|---:|---:|---|\n| %d | %.0f MiB | %.0f MiB | %s | %v |\n",
+						res.Pods, float64(res.RSSBytes)/(1<<20), float64(res.PeakRSSBytes)/(1<<20), res.CreateTime.Round(time.Millisecond), watchCache)
+				default:
+					return fmt.Errorf("unknown workload %q (writes, apiserver-memory)", w)
+				}
+				fmt.Fprintln(&md)
+			}
+			fmt.Fprintln(out)
+			_, _ = io.Copy(out, bytes.NewReader(md.Bytes()))
+			if outDir != "" {
+				return writeReport(outDir, report, md.Bytes())
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	logs.addFlags(fs)
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "Benchmark this API server instead of an in-process kubeproof.")
+	fs.StringSliceVar(&etcdServers, "etcd-servers", nil, "With --kubeconfig: the etcd behind it, for the raw etcd comparison.")
+	fs.IntSliceVar(&clients, "clients", []int{1, 16, 64, 256}, "Concurrent clients of the writes workload.")
+	fs.DurationVar(&duration, "duration", 10*time.Second, "Duration of each writes measurement.")
+	fs.IntVar(&pods, "pods", 10000, "Pods of the apiserver-memory workload.")
+	fs.StringVar(&outDir, "out", "", "Directory for results.json and results.md.")
+	fs.BoolVar(&watchCache, "watch-cache", true, "In-process API servers use the watch cache.")
+	return cmd
+}
+
+func runWritesWorkload(ctx context.Context, out io.Writer, kubeconfig string, etcdServers []string, clients []int, d time.Duration, watchCache bool) ([]bench.WriteResult, error) {
+	var api *rest.Config
+	var etcd *clientv3.Client
+	if kubeconfig != "" {
+		var err error
+		if api, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
+			return nil, fmt.Errorf("loading --kubeconfig: %w", err)
+		}
+		if len(etcdServers) > 0 {
+			if etcd, err = clientv3.New(clientv3.Config{Endpoints: etcdServers, DialTimeout: 10 * time.Second}); err != nil {
+				return nil, fmt.Errorf("connecting to etcd: %w", err)
+			}
+			defer etcd.Close()
+		}
+	} else {
+		dir, err := os.MkdirTemp("", "kubeproof-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		// fsync stays on: the numbers are what a user's cluster gets.
+		c, err := cluster.Start(ctx, cluster.Config{DataDir: dir, BindAddress: "127.0.0.1:0", WatchCache: watchCache, CompactionInterval: -1})
+		if err != nil {
+			return nil, err
+		}
+		defer c.Stop()
+		api, etcd = c.AdminConfig, c.EtcdClient
+	}
+	return bench.RunWrites(ctx, bench.WritesConfig{
+		API: api, Etcd: etcd, Clients: clients, Duration: d,
+		Progress: func(r bench.WriteResult) {
+			fmt.Fprintf(out, "%-22s clients=%-4d %8.0f/s  p50 %6.1f ms  p99 %6.1f ms  errors %d\n", r.Target, r.Clients, r.Rate,
+				float64(r.Latencies.P50)/1e6, float64(r.Latencies.P99)/1e6, r.Errors)
+		},
+	})
+}
+
+func writeReport(dir string, report map[string]any, md []byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(report, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), js, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "results.md"), md, 0o644)
+}
