@@ -114,7 +114,7 @@ func validateContainer(c *corev1.Container, volumes map[string]corev1.VolumeSour
 		}
 	}
 	if sc := c.SecurityContext; sc != nil {
-		errs = append(errs, validateIDs(sc.RunAsUser, sc.RunAsGroup, p.Child("securityContext"))...)
+		errs = append(errs, validateContainerSecurityContext(sc, p.Child("securityContext"))...)
 	}
 	if lc := c.Lifecycle; lc != nil {
 		errs = append(errs, validateLifecycleHandler(lc.PostStart, p.Child("lifecycle", "postStart"))...)
@@ -403,4 +403,47 @@ func validatePortNumOrName(port intstr.IntOrString, p *field.Path) field.ErrorLi
 		errs = append(errs, field.Invalid(p, port.StrVal, msg))
 	}
 	return errs
+}
+
+// validateContainerSecurityContext checks IDs, the privilege-escalation
+// combination and seccomp/AppArmor profiles.
+func validateContainerSecurityContext(sc *corev1.SecurityContext, p *field.Path) field.ErrorList {
+	errs := validateIDs(sc.RunAsUser, sc.RunAsGroup, p)
+	if sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
+		if sc.Privileged != nil && *sc.Privileged {
+			errs = append(errs, field.Invalid(p, sc, "cannot set `allowPrivilegeEscalation` to false and `privileged` to true"))
+		}
+		if sc.Capabilities != nil {
+			for _, c := range sc.Capabilities.Add {
+				if c == "SYS_ADMIN" || c == "CAP_SYS_ADMIN" {
+					errs = append(errs, field.Invalid(p, sc, "cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN"))
+				}
+			}
+		}
+	}
+	if sp := sc.SeccompProfile; sp != nil {
+		errs = append(errs, validateProfile(string(sp.Type), sp.LocalhostProfile, p.Child("seccompProfile"),
+			[]string{string(corev1.SeccompProfileTypeLocalhost), string(corev1.SeccompProfileTypeRuntimeDefault), string(corev1.SeccompProfileTypeUnconfined)})...)
+	}
+	if ap := sc.AppArmorProfile; ap != nil {
+		errs = append(errs, validateProfile(string(ap.Type), ap.LocalhostProfile, p.Child("appArmorProfile"),
+			[]string{string(corev1.AppArmorProfileTypeLocalhost), string(corev1.AppArmorProfileTypeRuntimeDefault), string(corev1.AppArmorProfileTypeUnconfined)})...)
+	}
+	return errs
+}
+
+// validateProfile: a known profile type; Localhost needs a profile name,
+// the others none.
+func validateProfile(typ string, localhost *string, p *field.Path, types []string) field.ErrorList {
+	switch {
+	case typ == "":
+		return field.ErrorList{field.Required(p.Child("type"), "")}
+	case !containsString(types, typ):
+		return field.ErrorList{field.NotSupported(p.Child("type"), typ, types)}
+	case typ == "Localhost" && (localhost == nil || *localhost == ""):
+		return field.ErrorList{field.Required(p.Child("localhostProfile"), "must be set when type is Localhost")}
+	case typ != "Localhost" && localhost != nil:
+		return field.ErrorList{field.Invalid(p.Child("localhostProfile"), *localhost, "can only be set when type is Localhost")}
+	}
+	return nil
 }

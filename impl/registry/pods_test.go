@@ -186,6 +186,10 @@ func TestPodValidation(t *testing.T) {
 			[]string{invalid + " spec.nodeSelector"}},
 		{"zero active deadline", func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(0)) },
 			[]string{invalid + " spec.activeDeadlineSeconds"}},
+		{"privileged without escalation", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr(true), AllowPrivilegeEscalation: ptr(false),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost}}
+		}, []string{invalid + " spec.containers[0].securityContext", required + " spec.containers[0].securityContext.seccompProfile.localhostProfile"}},
 		{"hook without handler", func(p *corev1.Pod) {
 			p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{}}
 		}, []string{required + " spec.containers[0].lifecycle.preStop"}},
