@@ -32,10 +32,25 @@ import (
 	"github.com/kubeproof/kubeproof/impl/storage/etcd3"
 )
 
+// Upstream is what the cache lists and watches and writes through: an
+// *etcd3.Store.
+type Upstream interface {
+	storage.Interface
+	// RequestWatchProgress makes etcd send its watches a progress
+	// notification now.
+	RequestWatchProgress(ctx context.Context) error
+	// CurrentRevision is etcd's revision now (a quorum read).
+	CurrentRevision(ctx context.Context) (int64, error)
+	// PathPrefix is the etcd key prefix of every key ("/registry").
+	PathPrefix() string
+}
+
+var _ Upstream = (*etcd3.Store)(nil)
+
 // Config configures the watch cache of one resource.
 type Config struct {
 	// Store is the etcd store the cache reads from and writes through.
-	Store *etcd3.Store
+	Store Upstream
 	// Resource describes the resource.
 	Resource storage.ResourceConfig
 	// EventBufferSize is how many recent events are kept for watches that
@@ -60,7 +75,7 @@ type Config struct {
 
 // Cacher is storage.Interface with a watch cache.
 type Cacher struct {
-	store      *etcd3.Store
+	store      Upstream
 	res        storage.ResourceConfig
 	getAttrs   storage.AttrFunc
 	indexField string

@@ -62,30 +62,19 @@ func TestSlowWatcherIsClosedOthersUnaffected(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fast.Stop()
+	// Lockstep: each event is written once the fast watcher has the
+	// previous one, so only the slow watcher ever falls behind.
 	const n = 50
-	got := make(chan int, 1)
-	go func() {
-		count := 0
-		for e := range fast.ResultChan() {
-			if e.Type == watch.Added {
-				count++
-			}
-			if count == n {
-				break
-			}
-		}
-		got <- count
-	}()
 	for i := range n {
-		create(t, c, res, cm(fmt.Sprintf("cm%02d", i), nil, "x"))
-	}
-	select {
-	case count := <-got:
-		if count != n {
-			t.Fatalf("fast watcher got %d events, want %d", count, n)
+		rv := create(t, c, res, cm(fmt.Sprintf("cm%02d", i), nil, "x"))
+		select {
+		case e, ok := <-fast.ResultChan():
+			if !ok || e.Type != watch.Added || e.Object.(*corev1.ConfigMap).ResourceVersion != strconv.FormatInt(rv, 10) {
+				t.Fatalf("fast watcher got %v %v (open %v), want ADDED at %d", e.Type, e.Object, ok, rv)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("fast watcher did not get event %d", i)
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("fast watcher blocked")
 	}
 	// The slow one ends after what it had buffered.
 	received := 0
@@ -200,11 +189,13 @@ func TestCachedListPagesContinueInEtcd(t *testing.T) {
 	c, s := newCacher(t, res, nil)
 	defer s.Close()
 	defer c.Stop()
+	var last int64
 	for i := range 5 {
-		create(t, c, res, cm(fmt.Sprintf("cm%d", i), nil, "x"))
+		last = create(t, c, res, cm(fmt.Sprintf("cm%d", i), nil, "x"))
 	}
 	var names []string
-	opts := storage.ListOptions{Recursive: true, ResourceVersion: "0", Predicate: everything(false)}
+	opts := storage.ListOptions{Recursive: true, ResourceVersion: strconv.FormatInt(last, 10),
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Predicate: everything(false)}
 	opts.Predicate.Limit = 2
 	for {
 		l := &corev1.ConfigMapList{}
@@ -217,7 +208,7 @@ func TestCachedListPagesContinueInEtcd(t *testing.T) {
 		if l.Continue == "" {
 			break
 		}
-		opts.ResourceVersion = ""
+		opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
 		opts.Predicate.Continue = l.Continue
 		create(t, c, res, cm("zz-later-"+strconv.Itoa(len(names)), nil, "x")) // not in the snapshot
 	}

@@ -241,7 +241,8 @@ func testWatchSendInitialEvents(t *testing.T, b Backend) {
 	rvA := mustCreate(t, s, key(res, "ns", "a"), newCM("ns", "a", nil, "0"))
 	rvB := mustCreate(t, s, key(res, "ns", "b"), newCM("ns", "b", nil, "0"))
 	tr := true
-	w := startWatch(t, s, k, storage.ListOptions{ResourceVersion: strconv.FormatInt(rvA, 10),
+	// The initial state is not older than rvB, so it holds both objects.
+	w := startWatch(t, s, k, storage.ListOptions{ResourceVersion: strconv.FormatInt(rvB, 10),
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, SendInitialEvents: &tr,
 		Predicate: storage.SelectionPredicate{AllowWatchBookmarks: true}})
 	expectEvents(t, w, fmt.Sprintf("ADDED a@%d", rvA), fmt.Sprintf("ADDED b@%d", rvB))
