@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
@@ -133,3 +134,5 @@ func cstatus(p *v1.Pod, name string) v1.ContainerStatus {
 	}
 	return v1.ContainerStatus{}
 }
+
+func resourceMust(s string) resource.Quantity { return resource.MustParse(s) }

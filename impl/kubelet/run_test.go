@@ -1,0 +1,143 @@
+package kubelet
+
+import (
+	"context"
+	goruntime "runtime"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
+)
+
+// eventually polls cond (real time) until it holds or 10 s pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestRunRegistersNodeHeartbeatsAndRunsPods(t *testing.T) {
+	baseline := goruntime.NumGoroutine()
+	clk := testingclock.NewFakeClock(t0)
+	client := fake.NewClientset()
+	rt, err := sim.New(sim.Config{Clock: clk, PodCIDR: "10.244.1.0/24"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := New(context.Background(), client, Config{NodeName: "n1", Clock: clk, CPU: resourceMust("2")}, rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- k.Run(ctx) }()
+
+	var node *v1.Node
+	eventually(t, "node registration", func() bool {
+		node, err = client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+		return err == nil && len(node.Status.Conditions) == 4
+	})
+	if c := nodeCondition(node, v1.NodeReady); c.Status != v1.ConditionTrue || c.Reason != "KubeletReady" {
+		t.Fatalf("Ready = %+v", c)
+	}
+	if cpu := node.Status.Allocatable[v1.ResourceCPU]; cpu.String() != "2" || node.Status.NodeInfo.KubeletVersion == "" ||
+		node.Status.DaemonEndpoints.KubeletEndpoint.Port != KubeletPort {
+		t.Fatalf("node status: %+v", node.Status)
+	}
+	var lease *coordinationv1.Lease
+	eventually(t, "lease", func() bool {
+		lease, err = client.CoordinationV1().Leases(NodeLeaseNamespace).Get(ctx, "n1", metav1.GetOptions{})
+		return err == nil
+	})
+	if *lease.Spec.HolderIdentity != "n1" || *lease.Spec.LeaseDurationSeconds != 40 || !lease.Spec.RenewTime.Time.Equal(t0) {
+		t.Fatalf("lease: %+v", lease.Spec)
+	}
+
+	// A pod bound to the node is started through the watch.
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "uid-p"},
+		Spec: v1.PodSpec{NodeName: "n1", RestartPolicy: v1.RestartPolicyAlways, Containers: []v1.Container{{Name: "c", Image: "nginx:1"}}}}
+	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A pod bound elsewhere is ignored.
+	other := pod.DeepCopy()
+	other.Name, other.UID, other.Spec.NodeName = "q", "uid-q", "n2"
+	if _, err := client.CoreV1().Pods("default").Create(ctx, other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "pod running", func() bool {
+		p, err := client.CoreV1().Pods("default").Get(ctx, "p", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == v1.PodRunning
+	})
+
+	// Heartbeat: stepping the clock renews the lease.
+	for i := 0; i < 11; i++ {
+		clk.Step(time.Second)
+		time.Sleep(2 * time.Millisecond)
+	}
+	eventually(t, "lease renewal", func() bool {
+		l, err := client.CoordinationV1().Leases(NodeLeaseNamespace).Get(ctx, "n1", metav1.GetOptions{})
+		return err == nil && l.Spec.RenewTime.Time.After(t0)
+	})
+
+	// Graceful delete: the kubelet stops the pod and deletes it finally.
+	p, _ := client.CoreV1().Pods("default").Get(ctx, "p", metav1.GetOptions{})
+	now := metav1.NewTime(clk.Now())
+	p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, ptrInt64(30)
+	if _, err := client.CoreV1().Pods("default").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "final delete", func() bool {
+		_, err := client.CoreV1().Pods("default").Get(ctx, "p", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	eventually(t, "runtime cleanup", func() bool {
+		sb, c := rt.Counts()
+		return sb == 0 && c == 0
+	})
+	if _, err := client.CoreV1().Pods("default").Get(ctx, "q", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the other node's pod was touched: %v", err)
+	}
+
+	// Pause stops heartbeats.
+	k.Pause()
+	l0, _ := client.CoordinationV1().Leases(NodeLeaseNamespace).Get(ctx, "n1", metav1.GetOptions{})
+	for i := 0; i < 30; i++ {
+		clk.Step(time.Second)
+		time.Sleep(time.Millisecond)
+	}
+	l1, _ := client.CoordinationV1().Leases(NodeLeaseNamespace).Get(ctx, "n1", metav1.GetOptions{})
+	if !l1.Spec.RenewTime.Equal(l0.Spec.RenewTime) {
+		t.Fatalf("a paused kubelet renewed its lease")
+	}
+
+	k.Stop()
+	if err := <-runErr; err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "goroutines to end", func() bool { return goruntime.NumGoroutine() <= baseline })
+}
+
+func nodeCondition(n *v1.Node, t v1.NodeConditionType) v1.NodeCondition {
+	for _, c := range n.Status.Conditions {
+		if c.Type == t {
+			return c
+		}
+	}
+	return v1.NodeCondition{}
+}
+
+func ptrInt64(v int64) *int64 { return &v }

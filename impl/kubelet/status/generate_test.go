@@ -1,0 +1,190 @@
+package status
+
+import (
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
+	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
+)
+
+var now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+func running() v1.ContainerState {
+	return v1.ContainerState{Running: &v1.ContainerStateRunning{}}
+}
+func terminated(code int32) v1.ContainerState {
+	return v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: code}}
+}
+func waiting() v1.ContainerState { return v1.ContainerState{Waiting: &v1.ContainerStateWaiting{}} }
+
+func cs(name string, st v1.ContainerState, last ...v1.ContainerState) v1.ContainerStatus {
+	s := v1.ContainerStatus{Name: name, State: st}
+	if len(last) > 0 {
+		s.LastTerminationState = last[0]
+	}
+	return s
+}
+
+func TestGetPhase(t *testing.T) {
+	two := func(policy v1.RestartPolicy, inits int) *v1.Pod {
+		p := &v1.Pod{Spec: v1.PodSpec{RestartPolicy: policy, Containers: []v1.Container{{Name: "a"}, {Name: "b"}}}}
+		if inits > 0 {
+			p.Spec.InitContainers = []v1.Container{{Name: "i"}}
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name     string
+		pod      *v1.Pod
+		init     []v1.ContainerStatus
+		app      []v1.ContainerStatus
+		terminal bool
+		want     v1.PodPhase
+	}{
+		{"nothing yet", two(v1.RestartPolicyAlways, 0), nil, nil, false, v1.PodPending},
+		{"one waiting", two(v1.RestartPolicyAlways, 0), nil, []v1.ContainerStatus{cs("a", running()), cs("b", waiting())}, false, v1.PodPending},
+		{"all running", two(v1.RestartPolicyAlways, 0), nil, []v1.ContainerStatus{cs("a", running()), cs("b", running())}, false, v1.PodRunning},
+		{"one restarting in back-off", two(v1.RestartPolicyAlways, 0), nil, []v1.ContainerStatus{cs("a", running()), cs("b", waiting(), terminated(1))}, false, v1.PodRunning},
+		{"Always, all exited", two(v1.RestartPolicyAlways, 0), nil, []v1.ContainerStatus{cs("a", terminated(0)), cs("b", terminated(1))}, false, v1.PodRunning},
+		{"Never, all succeeded", two(v1.RestartPolicyNever, 0), nil, []v1.ContainerStatus{cs("a", terminated(0)), cs("b", terminated(0))}, false, v1.PodSucceeded},
+		{"Never, one failed", two(v1.RestartPolicyNever, 0), nil, []v1.ContainerStatus{cs("a", terminated(0)), cs("b", terminated(2))}, false, v1.PodFailed},
+		{"OnFailure, one failed", two(v1.RestartPolicyOnFailure, 0), nil, []v1.ContainerStatus{cs("a", terminated(0)), cs("b", terminated(2))}, false, v1.PodRunning},
+		{"OnFailure, all succeeded", two(v1.RestartPolicyOnFailure, 0), nil, []v1.ContainerStatus{cs("a", terminated(0)), cs("b", terminated(0))}, false, v1.PodSucceeded},
+		{"Always, terminal, all 0", two(v1.RestartPolicyAlways, 0), nil, []v1.ContainerStatus{cs("a", terminated(0)), cs("b", terminated(0))}, true, v1.PodSucceeded},
+		{"Always, terminal, one 137", two(v1.RestartPolicyAlways, 0), nil, []v1.ContainerStatus{cs("a", terminated(0)), cs("b", terminated(137))}, true, v1.PodFailed},
+		{"init running", two(v1.RestartPolicyAlways, 1), []v1.ContainerStatus{cs("i", running())}, []v1.ContainerStatus{cs("a", waiting()), cs("b", waiting())}, false, v1.PodPending},
+		{"init failed, Never", two(v1.RestartPolicyNever, 1), []v1.ContainerStatus{cs("i", terminated(1))}, []v1.ContainerStatus{cs("a", waiting()), cs("b", waiting())}, false, v1.PodFailed},
+		{"init failed, Always: pending", two(v1.RestartPolicyAlways, 1), []v1.ContainerStatus{cs("i", waiting(), terminated(1))}, []v1.ContainerStatus{cs("a", waiting()), cs("b", waiting())}, false, v1.PodPending},
+		{"unknown container", two(v1.RestartPolicyAlways, 0), nil, []v1.ContainerStatus{cs("a", running())}, false, v1.PodPending},
+	} {
+		if got := GetPhase(tc.pod, tc.init, tc.app, tc.terminal); got != tc.want {
+			t.Errorf("%s: phase %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+func basePod() *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"},
+		Spec:       v1.PodSpec{RestartPolicy: v1.RestartPolicyAlways, Containers: []v1.Container{{Name: "a", Image: "img"}}},
+	}
+}
+
+func runtimeWith(cs ...podstate.Container) *podstate.Pod {
+	return &podstate.Pod{UID: "u", Sandboxes: []podstate.Sandbox{{ID: "s", Ready: true, IP: "10.0.0.9"}}, Containers: cs}
+}
+
+func find2(s v1.PodStatus, t v1.PodConditionType) v1.PodCondition {
+	for _, c := range s.Conditions {
+		if c.Type == t {
+			return c
+		}
+	}
+	return v1.PodCondition{}
+}
+
+func TestGenerateAPIPodStatus(t *testing.T) {
+	started := now.Add(-time.Minute)
+	run := podstate.Container{ID: "c1", Name: "a", SandboxID: "s", State: podstate.ContainerRunning, StartedAt: started, ImageRef: "sha256:x"}
+
+	t.Run("running and ready", func(t *testing.T) {
+		s := GenerateAPIPodStatus(Input{Pod: basePod(), Runtime: runtimeWith(run), RuntimeType: "sim", HostIPs: []string{"1.2.3.4"}, Now: now})
+		if s.Phase != v1.PodRunning || s.PodIP != "10.0.0.9" || s.HostIP != "1.2.3.4" || s.StartTime == nil || !s.StartTime.Time.Equal(now) {
+			t.Fatalf("%+v", s)
+		}
+		c := s.ContainerStatuses[0]
+		if !c.Ready || c.ContainerID != "sim://c1" || c.ImageID != "sha256:x" || !*c.Started || !c.State.Running.StartedAt.Time.Equal(started) {
+			t.Fatalf("%+v", c)
+		}
+		for _, ct := range []v1.PodConditionType{PodReadyToStartContainers, v1.PodInitialized, v1.ContainersReady, v1.PodReady, v1.PodScheduled} {
+			if find2(s, ct).Status != v1.ConditionTrue {
+				t.Errorf("%s not True", ct)
+			}
+		}
+	})
+	t.Run("readiness probe gates Ready; transition time kept", func(t *testing.T) {
+		p := basePod()
+		p.Spec.Containers[0].ReadinessProbe = &v1.Probe{}
+		earlier := metav1.NewTime(now.Add(-time.Hour))
+		p.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse, LastTransitionTime: earlier}}
+		s := GenerateAPIPodStatus(Input{Pod: p, Runtime: runtimeWith(run), Probes: map[string]podstate.ContainerProbes{"c1": {Readiness: podstate.ProbeFailure}}, Now: now})
+		r := find2(s, v1.PodReady)
+		if r.Status != v1.ConditionFalse || r.Reason != ReasonContainersNotReady || !r.LastTransitionTime.Equal(&earlier) {
+			t.Fatalf("%+v", r)
+		}
+		s = GenerateAPIPodStatus(Input{Pod: p, Runtime: runtimeWith(run), Probes: map[string]podstate.ContainerProbes{"c1": {Readiness: podstate.ProbeSuccess}}, Now: now})
+		if r := find2(s, v1.PodReady); r.Status != v1.ConditionTrue || !r.LastTransitionTime.Time.Equal(now) {
+			t.Fatalf("%+v", r)
+		}
+	})
+	t.Run("startup probe gates started and ready", func(t *testing.T) {
+		p := basePod()
+		p.Spec.Containers[0].StartupProbe = &v1.Probe{}
+		s := GenerateAPIPodStatus(Input{Pod: p, Runtime: runtimeWith(run), Now: now})
+		if c := s.ContainerStatuses[0]; *c.Started || c.Ready {
+			t.Fatalf("%+v", c)
+		}
+	})
+	t.Run("no sandbox yet: ContainerCreating", func(t *testing.T) {
+		s := GenerateAPIPodStatus(Input{Pod: basePod(), Runtime: &podstate.Pod{}, Now: now})
+		if s.Phase != v1.PodPending || s.ContainerStatuses[0].State.Waiting.Reason != ReasonContainerCreating ||
+			find2(s, PodReadyToStartContainers).Status != v1.ConditionFalse {
+			t.Fatalf("%+v", s)
+		}
+	})
+	t.Run("crash loop: waiting with last state", func(t *testing.T) {
+		old := podstate.Container{ID: "c1", Name: "a", SandboxID: "s", State: podstate.ContainerExited, ExitCode: 2, Attempt: 4, FinishedAt: now}
+		s := GenerateAPIPodStatus(Input{Pod: basePod(), Runtime: runtimeWith(old), RuntimeType: "sim", Now: now,
+			Waiting: map[string]podstate.Waiting{"a": {Reason: "CrashLoopBackOff", Message: "m"}}})
+		c := s.ContainerStatuses[0]
+		if c.State.Waiting == nil || c.State.Waiting.Reason != "CrashLoopBackOff" || c.LastTerminationState.Terminated.ExitCode != 2 ||
+			c.LastTerminationState.Terminated.Reason != "Error" || c.RestartCount != 4 || s.Phase != v1.PodRunning {
+			t.Fatalf("%s %+v", s.Phase, c)
+		}
+	})
+	t.Run("terminal phase is final", func(t *testing.T) {
+		p := basePod()
+		p.Status.Phase, p.Status.Reason = v1.PodFailed, "DeadlineExceeded"
+		s := GenerateAPIPodStatus(Input{Pod: p, Runtime: runtimeWith(run), Now: now})
+		if s.Phase != v1.PodFailed || s.Reason != "DeadlineExceeded" {
+			t.Fatalf("%s %s", s.Phase, s.Reason)
+		}
+	})
+	t.Run("kubelet-decided terminal", func(t *testing.T) {
+		s := GenerateAPIPodStatus(Input{Pod: basePod(), Runtime: runtimeWith(run), Now: now,
+			Terminal: &podsync.Terminal{Phase: v1.PodFailed, Reason: "DeadlineExceeded", Message: "m"}})
+		if s.Phase != v1.PodFailed || s.Reason != "DeadlineExceeded" || find2(s, v1.PodReady).Reason != ReasonPodFailed {
+			t.Fatalf("%+v", s)
+		}
+	})
+	t.Run("readiness gate", func(t *testing.T) {
+		p := basePod()
+		p.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/lb"}}
+		s := GenerateAPIPodStatus(Input{Pod: p, Runtime: runtimeWith(run), Now: now})
+		if r := find2(s, v1.PodReady); r.Status != v1.ConditionFalse || r.Reason != ReasonReadinessGatesNotReady ||
+			r.Message != `corresponding condition of pod readiness gate "example.com/lb" does not exist.` {
+			t.Fatalf("%+v", r)
+		}
+		p.Status.Conditions = []v1.PodCondition{{Type: "example.com/lb", Status: v1.ConditionTrue}}
+		s = GenerateAPIPodStatus(Input{Pod: p, Runtime: runtimeWith(run), Now: now})
+		if find2(s, v1.PodReady).Status != v1.ConditionTrue || find2(s, "example.com/lb").Status != v1.ConditionTrue {
+			t.Fatalf("%+v", s.Conditions)
+		}
+	})
+}
+
+func TestEqualIgnoresSubSecondTimes(t *testing.T) {
+	a := v1.PodStatus{StartTime: &metav1.Time{Time: now.Add(300 * time.Millisecond)}}
+	b := v1.PodStatus{StartTime: &metav1.Time{Time: now}}
+	if !Equal(a, b) {
+		t.Fatal("statuses differing below a second compare unequal")
+	}
+	b.Phase = v1.PodRunning
+	if Equal(a, b) {
+		t.Fatal("different phases compare equal")
+	}
+}
