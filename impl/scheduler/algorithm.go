@@ -41,6 +41,10 @@ type Algorithm struct {
 	percentageOfNodesToScore int32
 	nextStartNodeIndex       int
 	rng                      *rand.Rand
+	// Per-call scratch space reused across calls (an Algorithm serves one
+	// scheduling loop at a time).
+	feasibleIdx []int32
+	statuses    []*fw.Status
 }
 
 // NewAlgorithm returns an Algorithm. percentage 0 selects the adaptive
@@ -149,8 +153,14 @@ func (a *Algorithm) findNodesThatPassFilters(ctx context.Context, fwk *fw.Framew
 	began := time.Now()
 	checkCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	feasibleIdx := make([]int32, numAll)
-	statuses := make([]*fw.Status, numAll)
+	if cap(a.feasibleIdx) < numAll {
+		a.feasibleIdx = make([]int32, numAll)
+		a.statuses = make([]*fw.Status, numAll)
+	}
+	feasibleIdx := a.feasibleIdx[:numAll]
+	statuses := a.statuses[:numAll]
+	clear(statuses)
+	defer clear(statuses) // do not keep statuses alive between cycles
 	var found atomic.Int32
 	var processed atomic.Int32
 	fwk.Parallelizer().Until(checkCtx, numAll, func(i int) {

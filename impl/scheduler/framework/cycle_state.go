@@ -19,6 +19,11 @@ type CycleState struct {
 	// PreScore returned Skip.
 	SkipFilterPlugins map[string]bool
 	SkipScorePlugins  map[string]bool
+
+	// filters and scores are the plugins this cycle runs after the skips,
+	// resolved once per cycle instead of per node.
+	filters []FilterPlugin
+	scores  []weightedScorePlugin
 }
 
 // NewCycleState returns an empty CycleState.
@@ -51,5 +56,7 @@ func (c *CycleState) Clone() *CycleState {
 	}
 	n.SkipFilterPlugins = c.SkipFilterPlugins
 	n.SkipScorePlugins = c.SkipScorePlugins
+	n.filters = c.filters
+	n.scores = c.scores
 	return n
 }

@@ -321,16 +321,23 @@ func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *CycleState, 
 		}
 	}
 	state.SkipFilterPlugins = skip
+	state.filters = make([]FilterPlugin, 0, len(f.filter))
+	for _, p := range f.filter {
+		if !skip[p.Name()] {
+			state.filters = append(state.filters, p)
+		}
+	}
 	return nil
 }
 
 // RunFilterPlugins runs the filters on one node, stopping at the first that
 // does not succeed.
 func (f *Framework) RunFilterPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeInfo *NodeInfo) *Status {
-	for _, p := range f.filter {
-		if state.SkipFilterPlugins[p.Name()] {
-			continue
-		}
+	filters := state.filters
+	if filters == nil && state.SkipFilterPlugins == nil {
+		filters = f.filter // PreFilter did not run (tests calling Filter directly)
+	}
+	for _, p := range filters {
 		if s := p.Filter(ctx, state, pod, nodeInfo); !s.IsSuccess() {
 			if !s.IsRejected() {
 				return AsStatus(fmt.Errorf("running Filter plugin %q: %w", p.Name(), s.AsError())).WithPlugin(p.Name())

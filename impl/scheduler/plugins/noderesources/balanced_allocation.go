@@ -45,7 +45,7 @@ func (*BalancedAllocation) Name() string { return BalancedAllocationName }
 const balancedKey fw.StateKey = "PreScore" + BalancedAllocationName
 
 type balancedState struct {
-	req, nonZero fw.Resource
+	ps preFilterState
 }
 
 func (s *balancedState) Clone() fw.StateData { return s }
@@ -70,7 +70,7 @@ func (b *BalancedAllocation) PreScore(_ context.Context, state *fw.CycleState, p
 	if bestEffort {
 		return fw.NewStatus(fw.Skip)
 	}
-	state.Write(balancedKey, &balancedState{req: req, nonZero: nz})
+	state.Write(balancedKey, &balancedState{ps: preFilterState{Resource: req, nonZero: nz}})
 	return nil
 }
 
@@ -81,10 +81,10 @@ func (b *BalancedAllocation) Score(_ context.Context, state *fw.CycleState, _ *v
 		return 0, fw.AsStatus(fmt.Errorf("reading %q from cycleState: %w", balancedKey, err))
 	}
 	s := d.(*balancedState)
-	ps := &preFilterState{Resource: s.req, nonZero: s.nonZero}
-	fractions := make([]float64, 0, len(b.resources))
+	var buf [8]float64
+	fractions := buf[:0]
 	for _, r := range b.resources {
-		requested, allocatable := requestedAndAllocatable(r.Name, ps, nodeInfo)
+		requested, allocatable := requestedAndAllocatable(r.Name, &s.ps, nodeInfo)
 		if allocatable == 0 {
 			continue
 		}
