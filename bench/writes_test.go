@@ -67,7 +67,8 @@ func BenchmarkAPICreate(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			ns := fmt.Sprintf("bench-%d", clients)
+			// The body runs once per b.N probe: a fresh namespace each time.
+			ns := fmt.Sprintf("bench-%d-%d", clients, runSeq.Add(1))
 			if _, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 				b.Fatal(err)
 			}
@@ -105,6 +106,8 @@ func BenchmarkEtcdTxnCreate(b *testing.B) {
 		})
 	}
 }
+
+var runSeq atomic.Int64
 
 // parallelN runs op b.N times from clients goroutines and reports ops/s.
 func parallelN(b *testing.B, clients int, op func(i int64) error) {
