@@ -1,0 +1,150 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet"
+	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
+)
+
+// newKubeletCommand is `kubeproof kubelet`: one node agent against any API
+// server, with the simulated runtime (the CRI client is not written yet).
+func newKubeletCommand() *cobra.Command {
+	var (
+		logs                                logOptions
+		kubeconfig, nodeName, runtimeName   string
+		criEndpoint, nodeIP, podCIDR        string
+		cpu, memory, ephemeral              string
+		maxPods                             int64
+		nodeLabels                          []string
+		syncFrequency, statusUpdate, relist time.Duration
+		statusReport, leaseDuration, renew  time.Duration
+		backoffBase, backoffMax             time.Duration
+		workers                             int
+		qps                                 float32
+		burst                               int
+		simAnnotations                      []string
+		simSandbox, simPull, simCreate      time.Duration
+		simStart, simStop                   time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "kubelet --kubeconfig FILE --node-name NAME [--runtime sim|cri]",
+		Short: "Run a node agent: register the node, heartbeat, and run the pods bound to it",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := logs.logger()
+			if err != nil {
+				return err
+			}
+			if kubeconfig == "" {
+				return errors.New("--kubeconfig is required")
+			}
+			if nodeName == "" {
+				return errors.New("--node-name is required")
+			}
+			cfg := kubelet.Config{
+				NodeName: nodeName, NodeIP: nodeIP, PodCIDR: podCIDR, MaxPods: maxPods,
+				SyncFrequency: syncFrequency, NodeStatusUpdateFrequency: statusUpdate, NodeStatusReportFrequency: statusReport,
+				LeaseDuration: leaseDuration, NodeLeaseRenewInterval: renew, RelistPeriod: relist,
+				Backoff: podsync.BackoffConfig{Base: backoffBase, Max: backoffMax}, Workers: workers, Logger: logger,
+				Labels: map[string]string{},
+			}
+			for flag, pair := range map[string]struct {
+				s string
+				q *resource.Quantity
+			}{"--cpu": {cpu, &cfg.CPU}, "--memory": {memory, &cfg.Memory}, "--ephemeral-storage": {ephemeral, &cfg.EphemeralStorage}} {
+				q, err := resource.ParseQuantity(pair.s)
+				if err != nil {
+					return fmt.Errorf("%s: %w", flag, err)
+				}
+				*pair.q = q
+			}
+			if err := parseKeyValues("--node-labels", nodeLabels, cfg.Labels); err != nil {
+				return err
+			}
+			if runtimeName != "sim" {
+				return fmt.Errorf("--runtime %q: only the simulated runtime (sim) is implemented so far; the CRI client (--cri-endpoint %s) is not", runtimeName, criEndpoint)
+			}
+			simCfg := sim.Config{PodCIDR: podCIDR, SandboxLatency: simSandbox, PullLatency: simPull, CreateLatency: simCreate,
+				StartLatency: simStart, StopLatency: simStop, DefaultAnnotations: map[string]string{}}
+			if simCfg.PodCIDR == "" {
+				simCfg.PodCIDR = "10.244.0.0/24"
+			}
+			if err := parseKeyValues("--sim-annotation", simAnnotations, simCfg.DefaultAnnotations); err != nil {
+				return err
+			}
+			rt, err := sim.New(simCfg)
+			if err != nil {
+				return err
+			}
+			restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return fmt.Errorf("loading kubeconfig: %w", err)
+			}
+			restConfig.QPS, restConfig.Burst, restConfig.UserAgent = qps, burst, "kubeproof-kubelet/"+nodeName
+			client, err := kubernetes.NewForConfig(restConfig)
+			if err != nil {
+				return fmt.Errorf("creating client: %w", err)
+			}
+			k, err := kubelet.New(cmd.Context(), client, cfg, rt)
+			if err != nil {
+				return err
+			}
+			return k.Run(cmd.Context())
+		},
+	}
+	fs := cmd.Flags()
+	logs.addFlags(fs)
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig file for the API server.")
+	fs.StringVar(&nodeName, "node-name", "", "Name of the Node to register.")
+	fs.StringVar(&nodeName, "hostname-override", "", "Same as --node-name (upstream's flag name).")
+	fs.StringVar(&runtimeName, "runtime", "sim", "Container runtime: sim (in-process simulation) or cri (not implemented yet).")
+	fs.StringVar(&criEndpoint, "cri-endpoint", "unix:///run/containerd/containerd.sock", "CRI endpoint for --runtime cri.")
+	fs.StringVar(&criEndpoint, "container-runtime-endpoint", "unix:///run/containerd/containerd.sock", "Same as --cri-endpoint (upstream's flag name).")
+	fs.StringVar(&nodeIP, "node-ip", "", "The node's InternalIP and the pods' hostIP (default 127.0.0.1).")
+	fs.StringVar(&podCIDR, "pod-cidr", "", "Pod CIDR: the simulated runtime's IP pool, also written to node.spec.podCIDR (default pool 10.244.0.0/24).")
+	fs.StringVar(&cpu, "cpu", "4", "Node CPU capacity (and allocatable).")
+	fs.StringVar(&memory, "memory", "32Gi", "Node memory capacity (and allocatable).")
+	fs.StringVar(&ephemeral, "ephemeral-storage", "100Gi", "Node ephemeral-storage capacity (and allocatable).")
+	fs.Int64Var(&maxPods, "max-pods", kubelet.DefaultMaxPods, "Maximum number of pods on the node.")
+	fs.StringSliceVar(&nodeLabels, "node-labels", nil, "Extra node labels, key=value,...")
+	fs.DurationVar(&syncFrequency, "sync-frequency", kubelet.DefaultSyncFrequency, "Period of the full resync of every pod.")
+	fs.DurationVar(&statusUpdate, "node-status-update-frequency", kubelet.DefaultNodeStatusUpdateFrequency, "How often node status is computed and posted if changed.")
+	fs.DurationVar(&statusReport, "node-status-report-frequency", kubelet.DefaultNodeStatusReportFrequency, "How often node status is posted even if unchanged.")
+	fs.DurationVar(&leaseDuration, "node-lease-duration", kubelet.DefaultLeaseDuration, "leaseDurationSeconds of the node Lease.")
+	fs.DurationVar(&renew, "node-lease-renew-interval", kubelet.DefaultNodeLeaseRenewInterval, "How often the node Lease is renewed.")
+	fs.DurationVar(&relist, "relist-period", kubelet.DefaultRelistPeriod, "How often the runtime is listed for container state changes.")
+	fs.DurationVar(&backoffBase, "crashloop-backoff-base", podsync.DefaultBackoff.Base, "First CrashLoopBackOff delay (doubles per restart).")
+	fs.DurationVar(&backoffMax, "crashloop-backoff-max", podsync.DefaultBackoff.Max, "Largest CrashLoopBackOff delay.")
+	fs.IntVar(&workers, "pod-workers", kubelet.DefaultWorkers, "Goroutines syncing pods.")
+	fs.Float32Var(&qps, "kube-api-qps", 50, "Client QPS to the API server.")
+	fs.IntVar(&burst, "kube-api-burst", 100, "Client burst to the API server.")
+	fs.StringSliceVar(&simAnnotations, "sim-annotation", nil, "Fault annotations applied to every pod unless the pod sets them, key=value,... (e.g. sim.kubeproof.io/readiness=fail).")
+	fs.DurationVar(&simSandbox, "sim-sandbox-latency", 0, "Simulated RunPodSandbox latency.")
+	fs.DurationVar(&simPull, "sim-pull-latency", 0, "Simulated image pull latency.")
+	fs.DurationVar(&simCreate, "sim-create-latency", 0, "Simulated CreateContainer latency.")
+	fs.DurationVar(&simStart, "sim-start-latency", 0, "Simulated StartContainer latency.")
+	fs.DurationVar(&simStop, "sim-stop-latency", 0, "Simulated StopContainer latency.")
+	return cmd
+}
+
+// parseKeyValues parses key=value items into out.
+func parseKeyValues(flag string, items []string, out map[string]string) error {
+	for _, kv := range items {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("%s: want key=value, got %q", flag, kv)
+		}
+		out[k] = v
+	}
+	return nil
+}
