@@ -162,4 +162,3 @@ func leaseHolder(c *fakeCluster) string {
 	}
 	return *l.Spec.HolderIdentity
 }
-
