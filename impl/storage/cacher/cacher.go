@@ -105,6 +105,7 @@ type Cacher struct {
 	nextID      int64
 	unindexed   map[int64]*cacheWatcher
 	indexed     map[string]map[int64]*cacheWatcher
+	considered  int64 // watcher checks made while dispatching (for tests)
 }
 
 var _ storage.Interface = (*Cacher)(nil)
@@ -443,6 +444,7 @@ func (c *Cacher) dispatchLocked(ce *cacheEvent) {
 }
 
 func (c *Cacher) offerLocked(w *cacheWatcher, ce *cacheEvent) {
+	c.considered++
 	if !w.interested(ce) {
 		return
 	}
