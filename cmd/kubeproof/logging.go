@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
 )
 
 // logOptions are the logging flags every subcommand has. Logs are
@@ -39,5 +40,8 @@ func (o *logOptions) logger() (*slog.Logger, error) {
 	}
 	l := slog.New(h)
 	slog.SetDefault(l)
+	// client-go logs through klog; send it through the same handler so
+	// --log-level governs everything.
+	klog.SetSlogLogger(l)
 	return l, nil
 }

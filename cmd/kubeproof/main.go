@@ -34,6 +34,8 @@ func newRootCommand() *cobra.Command {
 		newUpCommand,
 		newAPIServerCommand,
 		newBenchCommand,
+		newSchedulerCommand,
+		newKubeletCommand,
 	} {
 		root.AddCommand(newCmd())
 	}
