@@ -191,24 +191,9 @@ func (c *Controller) deleteAllContent(ctx context.Context, ns string) (int, erro
 	var errs []error
 	for _, gvr := range gvrs {
 		rc := c.dynamic.Resource(gvr).Namespace(ns)
-		if err := rc.DeleteCollection(ctx, opts, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			// Not supported (or refused): delete one by one.
-			list, lerr := rc.List(ctx, metav1.ListOptions{})
-			if lerr != nil {
-				if !apierrors.IsNotFound(lerr) && !apierrors.IsMethodNotSupported(lerr) {
-					errs = append(errs, fmt.Errorf("listing %s in %s: %w", gvr.Resource, ns, lerr))
-				}
-				continue
-			}
-			for _, item := range list.Items {
-				if item.GetDeletionTimestamp() != nil {
-					continue
-				}
-				if derr := rc.Delete(ctx, item.GetName(), opts); derr != nil && !apierrors.IsNotFound(derr) {
-					errs = append(errs, fmt.Errorf("deleting %s %s/%s: %w", gvr.Resource, ns, item.GetName(), derr))
-				}
-			}
-		}
+		// deletecollection first; whatever a listing still shows afterwards
+		// (unsupported verb, objects created meanwhile) is deleted one by one.
+		collectionErr := rc.DeleteCollection(ctx, opts, metav1.ListOptions{})
 		list, err := rc.List(ctx, metav1.ListOptions{})
 		if err != nil {
 			if !apierrors.IsNotFound(err) && !apierrors.IsMethodNotSupported(err) {
@@ -217,6 +202,14 @@ func (c *Controller) deleteAllContent(ctx context.Context, ns string) (int, erro
 			continue
 		}
 		remaining += len(list.Items)
+		for _, item := range list.Items {
+			if item.GetDeletionTimestamp() != nil {
+				continue // going away (grace period or finalizers)
+			}
+			if derr := rc.Delete(ctx, item.GetName(), opts); derr != nil && !apierrors.IsNotFound(derr) {
+				errs = append(errs, fmt.Errorf("deleting %s %s/%s (deletecollection: %v): %w", gvr.Resource, ns, item.GetName(), collectionErr, derr))
+			}
+		}
 	}
 	if discErr != nil {
 		errs = append(errs, discErr)
