@@ -311,7 +311,6 @@ func (c *Cacher) replace(tree *btree.BTreeG[*cachedObject], rv int64) {
 	c.ringStart, c.ringLen = 0, 0
 	c.windowStart = rv
 	c.advanceLocked(rv)
-	c.rv = rv
 	c.ready = true
 	close(c.readyCh)
 }
