@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -28,21 +27,19 @@ func newSchedulerCommand() *cobra.Command {
 		metricsAddr string
 		qps         float32
 		burst       int
-		logLevel    string
+		logOpts     logOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "scheduler --kubeconfig FILE [--config FILE]",
 		Short: "Run the scheduler: assign pending pods to nodes",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
+			logger, err := logOpts.logger()
+			if err != nil {
+				return err
 			}
-			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			conf := config.Default()
 			if configFile != "" {
-				var err error
 				if conf, err = config.Load(configFile); err != nil {
 					return err
 				}
@@ -87,7 +84,7 @@ func newSchedulerCommand() *cobra.Command {
 	f.StringVar(&metricsAddr, "metrics-bind-address", "127.0.0.1:10259", "address serving /metrics and /healthz over HTTP (empty disables)")
 	f.Float32Var(&qps, "kube-api-qps", 50, "API client queries per second")
 	f.IntVar(&burst, "kube-api-burst", 100, "API client burst")
-	f.StringVar(&logLevel, "log-level", "warn", "log level: debug, info, warn or error")
+	logOpts.addFlags(f)
 	return cmd
 }
 

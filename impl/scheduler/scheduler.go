@@ -8,10 +8,14 @@
 // lower-priority pods, and waits in the unschedulable queue until a cluster
 // event may help.
 //
-// Spec properties: SCHED-1 (bound only where every filter passes, counting
-// assumed pods), SCHED-2 (assume before bind: no double-booking while
-// bindings are in flight), SCHED-3 (a failed binding forgets the assumption
-// and requeues the pod).
+// Spec properties: SCHED-1 BindOnce (a pod is bound at most once: only pods
+// without spec.nodeName are queued, an assumed pod is never tried again, and
+// the binding is a POST the server refuses for a bound pod); SCHED-2
+// NodeCapacity (NodeResourcesFit filters by free allocatable, and the pod is
+// assumed onto its node before the binding is sent, so decisions made while
+// bindings are in flight count it; a failed binding forgets the assumption
+// and requeues the pod); SCHED-3 BindUntainted (TaintToleration filters
+// untolerated NoSchedule and NoExecute taints).
 package scheduler
 
 import (

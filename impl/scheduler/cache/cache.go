@@ -1,7 +1,7 @@
 // Package cache is the scheduler's cache of nodes and the pods assigned to
 // them. A pod the scheduler has decided on is *assumed* onto its node at once,
 // so the next decision sees it before the binding is observed through the
-// watch (SCHED-2: capacity is never double-booked). When the binding
+// watch (SCHED-2 NodeCapacity: capacity is never double-booked). When the binding
 // succeeds the assumption waits for the informer's Add to confirm it; when
 // it fails the scheduler forgets it. An assumption whose binding finished
 // but that was never confirmed expires after a TTL.

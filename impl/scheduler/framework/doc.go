@@ -10,6 +10,7 @@
 // are handed: they never do I/O. Preemption (PostFilter) returns its victims
 // and nominated node as data; the scheduler loop performs the API writes.
 //
-// Spec properties: SCHED-1 (a pod is only bound to a node on which every
-// Filter plugin succeeds, counting pods assumed but not yet bound).
+// Spec properties: a pod is only bound to a node on which every Filter plugin
+// succeeds, counting pods assumed but not yet bound — which is how SCHED-2
+// (NodeCapacity) and SCHED-3 (BindUntainted) hold.
 package framework

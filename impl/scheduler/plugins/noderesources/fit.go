@@ -2,7 +2,9 @@
 // requests fit the node's free allocatable cpu, memory, ephemeral storage,
 // pod count and extended resources; Score: LeastAllocated, MostAllocated or
 // RequestedToCapacityRatio) and NodeResourcesBalancedAllocation (Score:
-// prefer nodes whose cpu and memory utilisation stay balanced).
+// prefer nodes whose cpu and memory utilisation stay balanced). Fit's
+// Filter enforces SCHED-2 (NodeCapacity) together with the cache's assumed
+// pods.
 package noderesources
 
 import (

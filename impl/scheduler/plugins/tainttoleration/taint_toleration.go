@@ -1,6 +1,7 @@
 // Package tainttoleration is the TaintToleration plugin: Filter rejects nodes
 // with a NoSchedule or NoExecute taint the pod does not tolerate; Score
-// prefers nodes with fewer untolerated PreferNoSchedule taints.
+// prefers nodes with fewer untolerated PreferNoSchedule taints. It enforces
+// SCHED-3 (BindUntainted).
 package tainttoleration
 
 import (
