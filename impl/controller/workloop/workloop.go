@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 )
 
 // NewQueue returns the rate-limited key queue every controller uses, named for
@@ -20,6 +21,15 @@ func NewQueue(name string) workqueue.TypedRateLimitingInterface[string] {
 	return workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: name},
+	)
+}
+
+// NewQueueWithClock is NewQueue with an injected clock, so delayed
+// re-examinations (AddAfter) follow a fake clock in tests.
+func NewQueueWithClock(name string, clk clock.WithTicker) workqueue.TypedRateLimitingInterface[string] {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: name, Clock: clk},
 	)
 }
 

@@ -1,0 +1,318 @@
+// Package nodelifecycle is kubeproof's node lifecycle controller: it notices
+// kubelets that stopped renewing their Lease (or posting status), marks
+// their nodes' conditions Unknown, keeps the condition taints in step with
+// the conditions, and — as the NoExecute taint manager — evicts pods from
+// nodes with NoExecute taints they do not tolerate, at once or after their
+// tolerationSeconds.
+//
+// DecideNode and DecideEviction are pure and take the time as input; the
+// loop reads time from an injected clock, so tests drive it with a fake one.
+// Properties: NODE-lease-grace, NODE-taints, NODE-noexecute.
+package nodelifecycle
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	coordinformers "k8s.io/client-go/informers/coordination/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	coordlisters "k8s.io/client-go/listers/coordination/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+
+	"github.com/kubeproof/kubeproof/impl/controller/workloop"
+)
+
+// NodeLeaseNamespace is where kubelets keep their Leases.
+const NodeLeaseNamespace = corev1.NamespaceNodeLease
+
+// EventTaintManagerEviction is the event reason for evictions, as upstream.
+const EventTaintManagerEviction = "TaintManagerEviction"
+
+const podsByNodeIndex = "nodelifecycle.spec.nodeName"
+
+// Config holds the controller's periods (upstream flag names in comments).
+type Config struct {
+	MonitorPeriod time.Duration // --node-monitor-period (5s)
+	MonitorGrace  time.Duration // --node-monitor-grace-period (40s)
+	StartupGrace  time.Duration // --node-startup-grace-period (1m)
+	Defaults      DefaultTolerations
+}
+
+// DefaultConfig is upstream's defaults.
+func DefaultConfig() Config {
+	return Config{MonitorPeriod: 5 * time.Second, MonitorGrace: 40 * time.Second, StartupGrace: time.Minute,
+		Defaults: DefaultTolerations{NotReadySeconds: 300, UnreachableSeconds: 300}}
+}
+
+// Controller is the node lifecycle controller with its taint manager.
+type Controller struct {
+	client      kubernetes.Interface
+	nodeLister  corelisters.NodeLister
+	leaseLister coordlisters.LeaseLister
+	podLister   corelisters.PodLister
+	podIndexer  cache.Indexer
+	synced      []cache.InformerSynced
+	recorder    record.EventRecorder
+	clock       clock.WithTicker
+	cfg         Config
+	queue       workqueue.TypedRateLimitingInterface[string]
+
+	mu         sync.Mutex
+	health     map[string]*Health
+	underTaint map[string]time.Time // pod key → when first seen under NoExecute taints
+}
+
+// New wires the controller to shared informers.
+func New(client kubernetes.Interface, nodes coreinformers.NodeInformer, leases coordinformers.LeaseInformer, pods coreinformers.PodInformer, recorder record.EventRecorder, clk clock.WithTicker, cfg Config) (*Controller, error) {
+	c := &Controller{
+		client: client, nodeLister: nodes.Lister(), leaseLister: leases.Lister(), podLister: pods.Lister(),
+		podIndexer: pods.Informer().GetIndexer(),
+		synced:     []cache.InformerSynced{nodes.Informer().HasSynced, leases.Informer().HasSynced, pods.Informer().HasSynced},
+		recorder:   recorder, clock: clk, cfg: cfg,
+		queue:      workloop.NewQueueWithClock("node_lifecycle_taint_manager", clk),
+		health:     map[string]*Health{},
+		underTaint: map[string]time.Time{},
+	}
+	if err := pods.Informer().AddIndexers(cache.Indexers{podsByNodeIndex: func(obj any) ([]string, error) {
+		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+			return []string{p.Spec.NodeName}, nil
+		}
+		return nil, nil
+	}}); err != nil {
+		return nil, fmt.Errorf("indexing pods by node: %w", err)
+	}
+	enqueuePod := func(obj any) {
+		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+			if key, err := cache.MetaNamespaceKeyFunc(p); err == nil {
+				c.queue.Add(key)
+			}
+		}
+	}
+	_, _ = pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueuePod,
+		UpdateFunc: func(_, obj any) { enqueuePod(obj) },
+		DeleteFunc: func(obj any) {
+			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+				c.forget(key)
+			}
+		},
+	})
+	_, _ = nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { c.enqueuePodsOn(obj) },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, n := oldObj.(*corev1.Node), newObj.(*corev1.Node)
+			if !taintsEqual(o.Spec.Taints, n.Spec.Taints) {
+				c.enqueuePodsOn(n)
+			}
+		},
+	})
+	return c, nil
+}
+
+func taintsEqual(a, b []corev1.Taint) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !a[i].MatchTaint(&b[i]) || a[i].Value != b[i].Value {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Controller) enqueuePodsOn(obj any) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	objs, _ := c.podIndexer.ByIndex(podsByNodeIndex, node.Name)
+	for _, o := range objs {
+		if key, err := cache.MetaNamespaceKeyFunc(o); err == nil {
+			c.queue.Add(key)
+		}
+	}
+}
+
+// Run monitors nodes every MonitorPeriod and runs the taint manager's
+// workers until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		c.queue.ShutDown()
+		return fmt.Errorf("node lifecycle controller: caches did not sync: %w", ctx.Err())
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		workloop.Run(ctx, "nodelifecycle", c.queue, workers, c.syncPod)
+	}()
+	ticker := c.clock.NewTicker(c.cfg.MonitorPeriod)
+	defer ticker.Stop()
+	c.MonitorNodes(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return nil
+		case <-ticker.C():
+			c.MonitorNodes(ctx)
+		}
+	}
+}
+
+// MonitorNodes runs one health pass over every node.
+func (c *Controller) MonitorNodes(ctx context.Context) {
+	nodes, err := c.nodeLister.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	now := c.clock.Now()
+	seen := map[string]bool{}
+	for _, node := range nodes {
+		seen[node.Name] = true
+		lease, err := c.leaseLister.Leases(NodeLeaseNamespace).Get(node.Name)
+		if err != nil {
+			lease = nil
+		}
+		c.mu.Lock()
+		prev := c.health[node.Name]
+		c.mu.Unlock()
+		dec := DecideNode(node, lease, prev, now, Timing{MonitorGrace: c.cfg.MonitorGrace, StartupGrace: c.cfg.StartupGrace})
+		c.mu.Lock()
+		h := dec.Health
+		c.health[node.Name] = &h
+		c.mu.Unlock()
+		if err := c.apply(ctx, node, dec); err != nil {
+			slog.Debug("node lifecycle: update failed; retrying next pass", "node", node.Name, "err", err)
+		}
+	}
+	c.mu.Lock()
+	for name := range c.health {
+		if !seen[name] {
+			delete(c.health, name)
+		}
+	}
+	c.mu.Unlock()
+}
+
+func (c *Controller) apply(ctx context.Context, node *corev1.Node, dec NodeDecision) error {
+	current := node
+	if dec.Conditions != nil {
+		next := node.DeepCopy()
+		next.Status.Conditions = dec.Conditions
+		updated, err := c.client.CoreV1().Nodes().UpdateStatus(ctx, next, metav1.UpdateOptions{})
+		if err != nil {
+			return fmt.Errorf("updating status of node %s: %w", node.Name, err)
+		}
+		if ready := readyCondition(dec.Conditions); ready != nil && ready.Status == corev1.ConditionUnknown {
+			c.recorder.Eventf(node, corev1.EventTypeNormal, "NodeNotReady", "Node %s status is now: NodeNotReady", node.Name)
+		}
+		current = updated
+	}
+	if dec.Taints != nil {
+		next := current.DeepCopy()
+		next.Spec.Taints = dec.Taints
+		if _, err := c.client.CoreV1().Nodes().Update(ctx, next, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("updating taints of node %s: %w", node.Name, err)
+		}
+	}
+	return nil
+}
+
+func (c *Controller) forget(key string) {
+	c.mu.Lock()
+	delete(c.underTaint, key)
+	c.mu.Unlock()
+}
+
+// syncPod is the taint manager's decision loop for one pod.
+func (c *Controller) syncPod(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	pod, err := c.podLister.Pods(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.forget(key)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	node, err := c.nodeLister.Get(pod.Spec.NodeName)
+	if err != nil {
+		c.forget(key)
+		return nil
+	}
+	var noExecute []corev1.Taint
+	for _, t := range node.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoExecute {
+			noExecute = append(noExecute, t)
+		}
+	}
+	now := c.clock.Now()
+	c.mu.Lock()
+	since, tracked := c.underTaint[key]
+	if !tracked {
+		since = now
+	}
+	c.mu.Unlock()
+	switch d := DecideEviction(pod, noExecute, c.cfg.Defaults, since, now); d.Kind {
+	case Keep:
+		if tracked {
+			c.recorder.Eventf(pod, corev1.EventTypeNormal, EventTaintManagerEviction, "Cancelling deletion of Pod %s", key)
+		}
+		c.forget(key)
+	case EvictAt:
+		c.mu.Lock()
+		c.underTaint[key] = since
+		c.mu.Unlock()
+		c.queue.AddAfter(key, d.At.Sub(now))
+	case EvictNow:
+		c.forget(key)
+		return c.evict(ctx, pod)
+	}
+	return nil
+}
+
+// evict marks the pod with a DisruptionTarget condition (best effort, as
+// upstream) and deletes it.
+func (c *Controller) evict(ctx context.Context, pod *corev1.Pod) error {
+	key := pod.Namespace + "/" + pod.Name
+	c.recorder.Eventf(pod, corev1.EventTypeNormal, EventTaintManagerEviction, "Marking for deletion Pod %s", key)
+	next := pod.DeepCopy()
+	found := false
+	for i := range next.Status.Conditions {
+		if next.Status.Conditions[i].Type == corev1.DisruptionTarget {
+			found = true
+		}
+	}
+	if !found {
+		next.Status.Conditions = append(next.Status.Conditions, corev1.PodCondition{
+			Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByTaintManager",
+			Message: "Taint manager: deleting due to NoExecute taint", LastTransitionTime: metav1.NewTime(c.clock.Now()),
+		})
+		if _, err := c.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			slog.Debug("taint manager: could not add DisruptionTarget condition", "pod", key, "err", err)
+		}
+	}
+	uid := pod.UID
+	err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("evicting pod %s: %w", key, err)
+	}
+	return nil
+}

@@ -1,0 +1,123 @@
+package nodelifecycle
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func podOn(name string, tols ...corev1.Toleration) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)},
+		Spec: corev1.PodSpec{NodeName: "n1", Tolerations: tols}}
+}
+
+func TestUnreachableNodeTaintedAndPodsEvictedOnTime(t *testing.T) {
+	before := runtime.NumGoroutine()
+	clk := clocktesting.NewFakeClock(t0)
+	client := fake.NewClientset(
+		readyNode(corev1.ConditionTrue, t0), lease(t0),
+		podOn("plain"),
+		podOn("short", toleration(TaintUnreachable, secs(10))),
+		podOn("forever", toleration(TaintUnreachable, nil)),
+	)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	recorder := record.NewFakeRecorder(100)
+	cfg := Config{MonitorPeriod: time.Hour, MonitorGrace: 40 * time.Second, StartupGrace: time.Minute,
+		Defaults: DefaultTolerations{NotReadySeconds: -1, UnreachableSeconds: -1}}
+	c, err := New(client, factory.Core().V1().Nodes(), factory.Coordination().V1().Leases(), factory.Core().V1().Pods(), recorder, clk, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = c.Run(ctx, 2) }()
+
+	podExists := func(name string) bool {
+		_, err := client.CoreV1().Pods("ns").Get(ctx, name, metav1.GetOptions{})
+		return !apierrors.IsNotFound(err)
+	}
+	node := func() *corev1.Node {
+		n, _ := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+		return n
+	}
+	c.MonitorNodes(ctx)
+	clk.Step(30 * time.Second)
+	c.MonitorNodes(ctx)
+	if len(node().Spec.Taints) != 0 {
+		t.Fatal("tainted within the grace period")
+	}
+	clk.Step(11 * time.Second) // 41 s without a heartbeat or a lease renewal
+	c.MonitorNodes(ctx)
+	n := node()
+	if ready := readyCondition(n.Status.Conditions); ready == nil || ready.Status != corev1.ConditionUnknown {
+		t.Fatalf("ready condition %+v", ready)
+	}
+	if !taintSet(n.Spec.Taints)[TaintUnreachable+":NoExecute"] {
+		t.Fatalf("taints %+v", n.Spec.Taints)
+	}
+	waitFor(t, "the intolerant pod evicted at once", func() bool { return !podExists("plain") })
+	waitFor(t, "the 10 s pod scheduled for eviction", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		_, ok := c.underTaint["ns/short"]
+		return ok
+	})
+	if !podExists("short") || !podExists("forever") {
+		t.Fatal("tolerating pods evicted early")
+	}
+	clk.Step(10 * time.Second)
+	waitFor(t, "the 10 s pod evicted after its tolerationSeconds", func() bool { return !podExists("short") })
+	if !podExists("forever") {
+		t.Fatal("a pod tolerating forever was evicted")
+	}
+
+	// The kubelet comes back: its status update shows Ready with a new heartbeat.
+	n = node()
+	for i := range n.Status.Conditions {
+		n.Status.Conditions[i].Status = corev1.ConditionFalse
+		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			n.Status.Conditions[i].Status = corev1.ConditionTrue
+		}
+		n.Status.Conditions[i].LastHeartbeatTime = metav1.NewTime(clk.Now())
+	}
+	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the informer to see the recovered node", func() bool {
+		cached, err := c.nodeLister.Get("n1")
+		return err == nil && readyCondition(cached.Status.Conditions).Status == corev1.ConditionTrue
+	})
+	c.MonitorNodes(ctx)
+	if ts := node().Spec.Taints; len(ts) != 0 {
+		t.Fatalf("taints not removed on recovery: %+v", ts)
+	}
+	cancel()
+	wg.Wait()
+	factory.Shutdown()
+	waitFor(t, "goroutines to exit", func() bool { return runtime.NumGoroutine() <= before+2 })
+}
