@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	fw "github.com/kubeproof/kubeproof/impl/scheduler/framework"
 	"github.com/kubeproof/kubeproof/impl/scheduler/metrics"
@@ -121,11 +122,24 @@ func (s *Scheduler) bind(ctx context.Context, fwk *fw.Framework, pInfo *fw.Queue
 	s.log.Debug("bound pod", "pod", podRef(assumed), "node", assumed.Spec.NodeName)
 }
 
-// preempt carries out a preemption decision: it deletes the victims (with
-// a UID precondition) and records a Preempted event on each.
+// preempt carries out a preemption decision: it marks each victim with
+// DisruptionTarget=True (reason PreemptionByScheduler), deletes it with a
+// UID precondition and records a Preempted event; then it withdraws the
+// nominations of lower-priority pods to the same node, whose room the
+// preemptor takes.
 func (s *Scheduler) preempt(ctx context.Context, fwk *fw.Framework, pod *v1.Pod, res *fw.PostFilterResult) error {
 	s.metrics.PreemptionVictims.Observe(float64(len(res.Victims)))
 	for _, victim := range res.Victims {
+		cond := map[string]any{"status": map[string]any{"conditions": []any{map[string]any{
+			"type": v1.DisruptionTarget, "status": v1.ConditionTrue, "reason": v1.PodReasonPreemptionByScheduler,
+			"message":            fmt.Sprintf("%s: preempting to accommodate a higher priority pod", pod.Spec.SchedulerName),
+			"lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339),
+		}}}}
+		if patch, err := json.Marshal(cond); err == nil {
+			if _, err := s.client.CoreV1().Pods(victim.Namespace).Patch(ctx, victim.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("marking victim %s as a disruption target: %w", podRef(victim), err)
+			}
+		}
 		uid := victim.UID
 		err := s.client.CoreV1().Pods(victim.Namespace).Delete(ctx, victim.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -133,6 +147,17 @@ func (s *Scheduler) preempt(ctx context.Context, fwk *fw.Framework, pod *v1.Pod,
 		}
 		s.recorders[fwk.ProfileName()].Eventf(victim, pod, v1.EventTypeNormal, "Preempted", "Preempting",
 			"Preempted by pod %v on node %v", pod.UID, res.NominatedNodeName)
+	}
+	prio := corev1helpers.PodPriority(pod)
+	for _, np := range s.queue.NominatedPodsForNode(res.NominatedNodeName) {
+		if np.Pod.UID == pod.UID || corev1helpers.PodPriority(np.Pod) >= prio {
+			continue
+		}
+		s.queue.DeleteNominatedPodIfExists(np.Pod)
+		patch := []byte(`{"status":{"nominatedNodeName":null}}`)
+		if _, err := s.client.CoreV1().Pods(np.Pod.Namespace).Patch(ctx, np.Pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil && !apierrors.IsNotFound(err) {
+			s.log.Info("clearing nominatedNodeName", "pod", podRef(np.Pod), "err", err)
+		}
 	}
 	return nil
 }

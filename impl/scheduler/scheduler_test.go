@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -204,6 +205,16 @@ func TestPreemptionEvictsLowerPriorityPods(t *testing.T) {
 		t.Errorf("after preemption: %d low and %d mid pods left, want 2 low (fewest victims) and 4 mid", lowLeft, midLeft)
 	}
 	waitFor(t, "high bound to node-a", func() bool { return getPod(t, c, "default", "high").Spec.NodeName == "node-a" })
+	waitFor(t, "Preempted events", func() bool {
+		evs, _ := c.EventsV1().Events("default").List(context.Background(), metav1.ListOptions{})
+		n := 0
+		for _, e := range evs.Items {
+			if e.Reason == "Preempted" && strings.HasPrefix(e.Regarding.Name, "low-") && e.Related != nil && e.Related.Name == "high" {
+				n++
+			}
+		}
+		return n == 2
+	})
 }
 
 func TestPodOfAnotherSchedulerIsIgnored(t *testing.T) {
