@@ -23,12 +23,17 @@ func newUpCommand() *cobra.Command {
 		etcdServers []string
 		watchCache  bool
 		compaction  time.Duration
+		nodes       int
+		nodeCPU     string
+		nodeMemory  string
+		nodeMaxPods int64
+		noScheduler bool
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Run the whole control plane in one process on an embedded etcd",
-		Long: `Run the whole control plane in one process: an embedded etcd (or --etcd-servers)
-and the API server. Writes DATA_DIR/admin.kubeconfig for a cluster-admin user and
+		Long: `Run the whole control plane in one process: an embedded etcd (or --etcd-servers),
+the API server, the scheduler and --nodes simulated kubelets. Writes DATA_DIR/admin.kubeconfig for a cluster-admin user and
 runs until interrupted. Restarting on the same --data-dir keeps every object.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -46,6 +51,11 @@ runs until interrupted. Restarting on the same --data-dir keeps every object.`,
 				EtcdServers:        etcdServers,
 				WatchCache:         watchCache,
 				CompactionInterval: compaction,
+				Scheduler:          !noScheduler,
+				Nodes:              nodes,
+				NodeCPU:            nodeCPU,
+				NodeMemory:         nodeMemory,
+				NodeMaxPods:        nodeMaxPods,
 				Logger:             logger,
 			})
 			if err != nil {
@@ -73,5 +83,10 @@ runs until interrupted. Restarting on the same --data-dir keeps every object.`,
 	fs.StringSliceVar(&etcdServers, "etcd-servers", nil, "External etcd endpoints; empty runs an embedded etcd in --data-dir.")
 	fs.BoolVar(&watchCache, "watch-cache", true, "Serve watches and resourceVersion=0 lists from an in-memory watch cache.")
 	fs.DurationVar(&compaction, "etcd-compaction-interval", 5*time.Minute, "How often etcd history is compacted; negative disables.")
+	fs.IntVar(&nodes, "nodes", 3, "Simulated nodes (kubelets with the sim runtime) to run in-process.")
+	fs.StringVar(&nodeCPU, "node-cpu", "4", "CPU capacity of each simulated node.")
+	fs.StringVar(&nodeMemory, "node-memory", "32Gi", "Memory capacity of each simulated node.")
+	fs.Int64Var(&nodeMaxPods, "node-max-pods", 110, "Pod capacity of each simulated node.")
+	fs.BoolVar(&noScheduler, "no-scheduler", false, "Do not run the scheduler (pods stay Pending unless bound by someone else).")
 	return cmd
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubeproof/kubeproof/impl/kubelet"
 	"github.com/kubeproof/kubeproof/impl/pki"
 	"github.com/kubeproof/kubeproof/impl/storage/embedded"
 	"github.com/kubeproof/kubeproof/impl/storage/storagebackend"
@@ -49,6 +50,15 @@ type Config struct {
 	// UnsafeNoFsync turns off fsync in the embedded etcd (tests and
 	// benchmarks only: a machine crash may lose acknowledged writes).
 	UnsafeNoFsync bool
+	// Scheduler runs the scheduler in-process.
+	Scheduler bool
+	// Nodes is the number of simulated kubelets (node-1 … node-N) run
+	// in-process; NodeCPU, NodeMemory and NodeMaxPods are each one's
+	// capacity (defaults 4, 32Gi, 110).
+	Nodes       int
+	NodeCPU     string
+	NodeMemory  string
+	NodeMaxPods int64
 	// Logger; nil is slog.Default().
 	Logger *slog.Logger
 }
@@ -68,13 +78,20 @@ type Cluster struct {
 	// Metrics is the API server's metrics registry.
 	Metrics *prometheus.Registry
 
+	kubelets []*kubelet.Kubelet
+
 	etcd    *embedded.Etcd
 	storage *storagebackend.Factory
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	errMu   sync.Mutex
-	err     error
-	done    chan struct{}
+	// Components stop before the API server, which stops before etcd, so
+	// that no client sees its server vanish during an orderly shutdown.
+	cancel         context.CancelFunc // stops everything (ordered)
+	cancelComps    context.CancelFunc
+	cancelServer   context.CancelFunc
+	compsWG, srvWG sync.WaitGroup
+	shutdownOnce   sync.Once
+	errMu          sync.Mutex
+	err            error
+	done           chan struct{}
 }
 
 // Start starts every component and returns once the API server answers
@@ -89,16 +106,28 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if cfg.BindAddress == "" {
 		cfg.BindAddress = "127.0.0.1:6443"
 	}
+	if cfg.NodeCPU == "" {
+		cfg.NodeCPU = "4"
+	}
+	if cfg.NodeMemory == "" {
+		cfg.NodeMemory = "32Gi"
+	}
+	if cfg.NodeMaxPods == 0 {
+		cfg.NodeMaxPods = 110
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data dir: %w", err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	c := &Cluster{cancel: cancel, done: make(chan struct{})}
+	// The server context is cancelled only by the ordered shutdown, never
+	// directly by the caller's ctx.
+	serverCtx, cancelServer := context.WithCancel(context.WithoutCancel(ctx))
+	compsCtx, cancelComps := context.WithCancel(serverCtx)
+	c := &Cluster{cancelComps: cancelComps, cancelServer: cancelServer, done: make(chan struct{})}
+	stop := make(chan struct{})
+	c.cancel = sync.OnceFunc(func() { close(stop) })
 	defer func() {
 		if err != nil {
-			cancel()
-			c.wg.Wait()
-			c.release()
+			c.shutdown()
 		}
 	}()
 
@@ -137,20 +166,32 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		return nil, err
 	}
 	c.storage = storageFactory
-	c.goRun("apiserver", func() error { return srv.Run(ctx) })
+	c.goRun(&c.srvWG, "apiserver", func() error { return srv.Run(serverCtx) })
 
 	c.AdminConfig = pki.RESTConfig(c.URL, creds.ca.CertPEM, creds.admin)
 	c.AdminKubeconfig = filepath.Join(cfg.DataDir, "admin.kubeconfig")
 	if err := pki.WriteKubeconfig(c.AdminKubeconfig, pki.Kubeconfig(c.URL, creds.ca.CertPEM, AdminUser, creds.admin)); err != nil {
 		return nil, err
 	}
-	if err := c.waitReady(ctx, time.Minute); err != nil {
+	if err := c.waitReady(ctx, stop, time.Minute); err != nil {
 		return nil, err
 	}
+	if cfg.Scheduler {
+		if err := c.startScheduler(compsCtx, cfg); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Nodes > 0 {
+		if err := c.startKubelets(compsCtx, cfg); err != nil {
+			return nil, err
+		}
+	}
 	go func() {
-		c.wg.Wait()
-		c.release()
-		close(c.done)
+		select {
+		case <-ctx.Done():
+		case <-stop:
+		}
+		c.shutdown()
 	}()
 	return c, nil
 }
@@ -181,11 +222,24 @@ func (c *Cluster) Err() error {
 	return c.err
 }
 
-// goRun runs a component; if it fails, the whole cluster stops.
-func (c *Cluster) goRun(name string, run func() error) {
-	c.wg.Add(1)
+// shutdown stops the components, then the API server, then releases
+// storage and etcd, and closes done. It runs once.
+func (c *Cluster) shutdown() {
+	c.shutdownOnce.Do(func() {
+		c.cancelComps()
+		c.compsWG.Wait()
+		c.cancelServer()
+		c.srvWG.Wait()
+		c.release()
+		close(c.done)
+	})
+}
+
+// goRun runs a component in wg; if it fails, the whole cluster stops.
+func (c *Cluster) goRun(wg *sync.WaitGroup, name string, run func() error) {
+	wg.Add(1)
 	go func() {
-		defer c.wg.Done()
+		defer wg.Done()
 		if err := run(); err != nil {
 			c.errMu.Lock()
 			if c.err == nil {
@@ -209,7 +263,7 @@ func (c *Cluster) release() {
 }
 
 // waitReady polls /readyz until the API server is ready.
-func (c *Cluster) waitReady(ctx context.Context, timeout time.Duration) error {
+func (c *Cluster) waitReady(ctx context.Context, stop <-chan struct{}, timeout time.Duration) error {
 	rc, err := rest.RESTClientFor(restConfigForRaw(c.AdminConfig))
 	if err != nil {
 		return fmt.Errorf("building readiness client: %w", err)
@@ -228,6 +282,11 @@ func (c *Cluster) waitReady(ctx context.Context, timeout time.Duration) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for the API server: %w", ctx.Err())
+		case <-stop:
+			if err := c.Err(); err != nil {
+				return err
+			}
+			return errors.New("cluster stopped while waiting for the API server")
 		case <-time.After(50 * time.Millisecond):
 		}
 		if err := c.Err(); err != nil {

@@ -1,0 +1,114 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
+	"github.com/kubeproof/kubeproof/impl/pki"
+	"github.com/kubeproof/kubeproof/impl/scheduler"
+)
+
+// Component identities, as Kubernetes names them; issue 8's RBAC defaults
+// grant each exactly what it needs.
+const (
+	SchedulerUser         = "system:kube-scheduler"
+	ControllerManagerUser = "system:kube-controller-manager"
+	NodeUserPrefix        = "system:node:"
+	NodesGroup            = "system:nodes"
+)
+
+// maxSimulatedNodes bounds --nodes: node i gets pod CIDR
+// 10.(244+i/256).(i%256).0/24, which stays inside 10.244.0.0/14.
+const maxSimulatedNodes = 1024
+
+// componentClient builds a client for a component with its own client
+// certificate (issued once, kept in DataDir/pki) and writes its kubeconfig
+// to DataDir/<file> so it can also be run as a separate process.
+func (c *Cluster) componentClient(pkiDir, dataDir, certName, user string, groups []string, qps float32, burst int) (kubernetes.Interface, error) {
+	kp, err := pki.LoadOrIssue(pkiDir, certName, func() (pki.KeyPair, error) { return c.CA.IssueClient(user, groups) })
+	if err != nil {
+		return nil, err
+	}
+	if dataDir != "" {
+		if err := pki.WriteKubeconfig(filepath.Join(dataDir, certName+".kubeconfig"), pki.Kubeconfig(c.URL, c.CA.CertPEM, user, kp)); err != nil {
+			return nil, err
+		}
+	}
+	cfg := pki.RESTConfig(c.URL, c.CA.CertPEM, kp)
+	cfg.QPS, cfg.Burst, cfg.UserAgent = qps, burst, "kubeproof/"+certName
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building %s client: %w", user, err)
+	}
+	return cs, nil
+}
+
+// startScheduler runs the default scheduler in-process. Its client is not
+// throttled the way a stock kube-scheduler's is (50 QPS): binding
+// throughput is what it is measured on.
+func (c *Cluster) startScheduler(ctx context.Context, cfg Config) error {
+	cs, err := c.componentClient(filepath.Join(cfg.DataDir, "pki"), cfg.DataDir, "scheduler", SchedulerUser, nil, 5000, 10000)
+	if err != nil {
+		return err
+	}
+	s, err := scheduler.New(ctx, cs, scheduler.Config{Logger: cfg.Logger})
+	if err != nil {
+		return fmt.Errorf("building scheduler: %w", err)
+	}
+	c.goRun(&c.compsWG, "scheduler", func() error { return s.Run(ctx) })
+	return nil
+}
+
+// startKubelets runs cfg.Nodes simulated kubelets named node-1 … node-N,
+// each with its own node identity and pod CIDR.
+func (c *Cluster) startKubelets(ctx context.Context, cfg Config) error {
+	if cfg.Nodes > maxSimulatedNodes {
+		return fmt.Errorf("at most %d simulated nodes are supported, %d asked", maxSimulatedNodes, cfg.Nodes)
+	}
+	cpu, err := resource.ParseQuantity(cfg.NodeCPU)
+	if err != nil {
+		return fmt.Errorf("node cpu: %w", err)
+	}
+	mem, err := resource.ParseQuantity(cfg.NodeMemory)
+	if err != nil {
+		return fmt.Errorf("node memory: %w", err)
+	}
+	pkiDir := filepath.Join(cfg.DataDir, "pki", "nodes")
+	for i := 0; i < cfg.Nodes; i++ {
+		name := fmt.Sprintf("node-%d", i+1)
+		cidr := fmt.Sprintf("10.%d.%d.0/24", 244+i/256, i%256)
+		cs, err := c.componentClient(pkiDir, "", name, NodeUserPrefix+name, []string{NodesGroup}, 50, 100)
+		if err != nil {
+			return err
+		}
+		rt, err := sim.New(sim.Config{PodCIDR: cidr})
+		if err != nil {
+			return fmt.Errorf("building runtime of %s: %w", name, err)
+		}
+		k, err := kubelet.New(ctx, cs, kubelet.Config{
+			NodeName: name, PodCIDR: cidr, CPU: cpu, Memory: mem, MaxPods: cfg.NodeMaxPods, Logger: cfg.Logger.With("node", name),
+		}, rt)
+		if err != nil {
+			return fmt.Errorf("building kubelet %s: %w", name, err)
+		}
+		c.kubelets = append(c.kubelets, k)
+		c.goRun(&c.compsWG, "kubelet "+name, func() error { return k.Run(ctx) })
+	}
+	return nil
+}
+
+// Kubelet returns the simulated kubelet of node name, or nil.
+func (c *Cluster) Kubelet(name string) *kubelet.Kubelet {
+	for _, k := range c.kubelets {
+		if k.NodeName() == name {
+			return k
+		}
+	}
+	return nil
+}
