@@ -1,0 +1,450 @@
+package linearizability
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// Labels and the data key the recorder puts on its ConfigMaps.
+const (
+	RunLabel   = "linearizability.kubeproof.io/run"
+	GroupLabel = "linearizability.kubeproof.io/group"
+	DataKey    = "v"
+)
+
+// RecordConfig configures a recording.
+type RecordConfig struct {
+	// Scenario names the history.
+	Scenario string
+	// Servers are the API servers' client configurations; client i talks
+	// to Servers[i % len(Servers)].
+	Servers []*rest.Config
+	// Namespace holds the ConfigMaps; it is created if missing.
+	Namespace string
+	// Clients issue operations concurrently (default 8).
+	Clients int
+	// Keys is the number of ConfigMaps operated on (default 5).
+	Keys int
+	// Watchers record watch streams concurrently (default 3).
+	Watchers int
+	// Duration bounds the recording; MaxOps, when positive, stops it
+	// after that many operations.
+	Duration time.Duration
+	MaxOps   int
+	// OpTimeout bounds each request (default 5 s); a timed-out write is
+	// ambiguous.
+	OpTimeout time.Duration
+	// Seed makes the operation mix reproducible (0: random).
+	Seed uint64
+	// ExpiredExact is copied into the history (see History).
+	ExpiredExact bool
+	// Logger; nil is slog.Default().
+	Logger *slog.Logger
+}
+
+// Recorder records one history. Run it once; fault injectors may call
+// Now and AddCompaction while it runs.
+type Recorder struct {
+	cfg     RecordConfig
+	clients []kubernetes.Interface
+	run     string
+	keys    []string
+	start   time.Time
+	maxRV   atomic.Int64
+	ops     atomic.Int64
+
+	mu          sync.Mutex
+	history     []Op
+	watches     []Watch
+	compactions []Compaction
+}
+
+// NewRecorder prepares a recording: it builds JSON clients for every
+// server (so a proxy can read the streams) without client-side rate limits.
+func NewRecorder(cfg RecordConfig) (*Recorder, error) {
+	if len(cfg.Servers) == 0 {
+		return nil, errors.New("linearizability: no API server configured")
+	}
+	if cfg.Clients <= 0 {
+		cfg.Clients = 8
+	}
+	if cfg.Keys <= 0 {
+		cfg.Keys = 5
+	}
+	if cfg.Watchers < 0 {
+		cfg.Watchers = 0
+	} else if cfg.Watchers == 0 {
+		cfg.Watchers = 3
+	}
+	if cfg.OpTimeout <= 0 {
+		cfg.OpTimeout = 5 * time.Second
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = "default"
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = rand.Uint64()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	r := &Recorder{cfg: cfg, run: fmt.Sprintf("r%06x", cfg.Seed%(1<<24))}
+	for _, sc := range cfg.Servers {
+		c := rest.CopyConfig(sc)
+		c.ContentType = "application/json"
+		c.AcceptContentTypes = "application/json"
+		c.QPS, c.Burst = 1e6, 1e6
+		cs, err := kubernetes.NewForConfig(c)
+		if err != nil {
+			return nil, fmt.Errorf("building client for %s: %w", sc.Host, err)
+		}
+		r.clients = append(r.clients, cs)
+	}
+	for i := 0; i < cfg.Keys; i++ {
+		r.keys = append(r.keys, fmt.Sprintf("lin-%s-%d", r.run, i))
+	}
+	return r, nil
+}
+
+// Now is the time since the recording started, in nanoseconds.
+func (r *Recorder) Now() int64 { return time.Since(r.start).Nanoseconds() }
+
+// AddCompaction records a compaction the scenario made.
+func (r *Recorder) AddCompaction(c Compaction) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.compactions = append(r.compactions, c)
+}
+
+// MaxRV is the highest resourceVersion any client has seen so far.
+func (r *Recorder) MaxRV() int64 { return r.maxRV.Load() }
+
+// Operations is how many operations have been recorded so far.
+func (r *Recorder) Operations() int64 { return r.ops.Load() }
+
+func (r *Recorder) seen(rv int64) {
+	for {
+		cur := r.maxRV.Load()
+		if rv <= cur || r.maxRV.CompareAndSwap(cur, rv) {
+			return
+		}
+	}
+}
+
+// Run records until the duration passes, MaxOps operations were made or
+// ctx ends, then reads every key once more, lets the watches catch up
+// and returns the history.
+func (r *Recorder) Run(ctx context.Context) (*History, error) {
+	r.start = time.Now()
+	if err := r.ensureNamespace(ctx); err != nil {
+		return nil, err
+	}
+	// The revision every watch stream may start from.
+	startList, err := r.clients[0].CoreV1().ConfigMaps(r.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: RunLabel + "=" + r.run})
+	if err != nil {
+		return nil, fmt.Errorf("listing the start revision: %w", err)
+	}
+	startRV, _ := strconv.ParseInt(startList.ResourceVersion, 10, 64)
+	r.seen(startRV)
+
+	runCtx, stopClients := context.WithCancel(ctx)
+	if r.cfg.Duration > 0 {
+		runCtx, stopClients = context.WithTimeout(ctx, r.cfg.Duration)
+	}
+	defer stopClients()
+	watchCtx, stopWatches := context.WithCancel(ctx)
+	defer stopWatches()
+
+	var watchWG, clientWG sync.WaitGroup
+	for i := 0; i < r.cfg.Watchers; i++ {
+		watchWG.Add(1)
+		go func() {
+			defer watchWG.Done()
+			r.watcher(watchCtx, i, startRV)
+		}()
+	}
+	for i := 0; i < r.cfg.Clients; i++ {
+		clientWG.Add(1)
+		go func() {
+			defer clientWG.Done()
+			c := &client{r: r, id: i, cs: r.clients[i%len(r.clients)], rnd: rand.New(rand.NewPCG(r.cfg.Seed, uint64(i))), rvs: map[string]int64{}}
+			for runCtx.Err() == nil {
+				if r.cfg.MaxOps > 0 && r.ops.Add(1) > int64(r.cfg.MaxOps) {
+					stopClients()
+					return
+				}
+				c.randomOp(runCtx)
+			}
+		}()
+	}
+	clientWG.Wait()
+	// A final quorum read of every key, then time for watches to catch up.
+	if ctx.Err() == nil {
+		c := &client{r: r, id: r.cfg.Clients, cs: r.clients[0], rnd: rand.New(rand.NewPCG(r.cfg.Seed, 1<<20)), rvs: map[string]int64{}}
+		for _, k := range r.keys {
+			c.get(ctx, k, "")
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	stopWatches()
+	watchWG.Wait()
+	return r.assemble(), nil
+}
+
+func (r *Recorder) ensureNamespace(ctx context.Context) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.cfg.Namespace}}
+	_, err := r.clients[0].CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", r.cfg.Namespace, err)
+	}
+	return nil
+}
+
+func (r *Recorder) record(o Op) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.history = append(r.history, o)
+}
+
+// assemble orders the operations by call time and numbers them.
+func (r *Recorder) assemble() *History {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ops := append([]Op(nil), r.history...)
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
+	for i := range ops {
+		ops[i].ID = i
+	}
+	return &History{
+		Scenario: r.cfg.Scenario, Clients: r.cfg.Clients, Keys: append([]string(nil), r.keys...),
+		Duration: r.Now(), Ops: ops, Watches: append([]Watch(nil), r.watches...),
+		Compactions: append([]Compaction(nil), r.compactions...), ExpiredExact: r.cfg.ExpiredExact,
+	}
+}
+
+// classify maps an API error to an outcome.
+func classify(err error) Outcome {
+	switch {
+	case err == nil:
+		return OK
+	case apierrors.IsAlreadyExists(err):
+		return AlreadyExists
+	case apierrors.IsConflict(err):
+		return Conflict
+	case apierrors.IsNotFound(err):
+		return NotFound
+	case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+		return Expired
+	case apierrors.IsTooManyRequests(err):
+		return Failed
+	}
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		code := st.Status().Code
+		if code >= 400 && code < 500 {
+			return Failed
+		}
+	}
+	// 5xx, timeouts, resets, cancellations: it may or may not have happened.
+	return Ambiguous
+}
+
+// toObject converts a ConfigMap to the checker's view of it.
+func toObject(cm *corev1.ConfigMap) Object {
+	rv, _ := strconv.ParseInt(cm.ResourceVersion, 10, 64)
+	return Object{Key: cm.Name, Value: cm.Data[DataKey], Group: cm.Labels[GroupLabel], RV: rv}
+}
+
+// client issues random operations and records them.
+type client struct {
+	r   *Recorder
+	id  int
+	cs  kubernetes.Interface
+	rnd *rand.Rand
+	seq int
+	// rvs is the last resourceVersion this client saw per key.
+	rvs map[string]int64
+}
+
+func (c *client) nextValue() (string, string) {
+	c.seq++
+	group := "a"
+	if c.rnd.IntN(2) == 1 {
+		group = "b"
+	}
+	return fmt.Sprintf("c%d-%d", c.id, c.seq), group
+}
+
+func (c *client) configMap(key, value, group string, rv int64) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: key, Namespace: c.r.cfg.Namespace, Labels: map[string]string{RunLabel: c.r.run, GroupLabel: group}},
+		Data:       map[string]string{DataKey: value},
+	}
+	if rv != 0 {
+		cm.ResourceVersion = strconv.FormatInt(rv, 10)
+	}
+	return cm
+}
+
+// do runs one request with the per-op timeout and records it.
+func (c *client) do(ctx context.Context, o Op, req func(ctx context.Context, o *Op) error) {
+	ctx, cancel := context.WithTimeout(ctx, c.r.cfg.OpTimeout)
+	defer cancel()
+	o.Client = c.id
+	o.Call = c.r.Now()
+	err := req(ctx, &o)
+	o.Return = c.r.Now()
+	o.Outcome = classify(err)
+	if err != nil {
+		o.Error = err.Error()
+		o.Object, o.Items = nil, nil
+	}
+	if o.Outcome == OK {
+		if o.Object != nil {
+			c.rvs[o.Key] = o.Object.RV
+			c.r.seen(o.Object.RV)
+		}
+		for _, it := range o.Items {
+			c.rvs[it.Key] = it.RV
+		}
+		c.r.seen(o.ListRV)
+	}
+	c.r.record(o)
+}
+
+func (c *client) randomOp(ctx context.Context) {
+	key := c.r.keys[c.rnd.IntN(len(c.r.keys))]
+	recent := strconv.FormatInt(c.r.MaxRV(), 10)
+	switch p := c.rnd.IntN(100); {
+	case p < 15:
+		c.create(ctx, key)
+	case p < 35:
+		c.get(ctx, key, "")
+	case p < 40:
+		c.get(ctx, key, "0")
+	case p < 45:
+		c.get(ctx, key, recent)
+	case p < 50:
+		c.list(ctx, "", "", 0)
+	case p < 53:
+		c.list(ctx, "0", "", 0)
+	case p < 57:
+		c.list(ctx, recent, "Exact", 0)
+	case p < 59:
+		c.list(ctx, recent, "NotOlderThan", 0)
+	case p < 64:
+		c.list(ctx, "", "", 2)
+	case p < 76:
+		c.update(ctx, key, c.rvs[key])
+	case p < 81:
+		c.update(ctx, key, 0)
+	case p < 90:
+		c.patch(ctx, key)
+	case p < 95:
+		c.delete(ctx, key, c.rvs[key])
+	default:
+		c.delete(ctx, key, 0)
+	}
+}
+
+func (c *client) create(ctx context.Context, key string) {
+	value, group := c.nextValue()
+	c.do(ctx, Op{Kind: Create, Key: key, Value: value, Group: group}, func(ctx context.Context, o *Op) error {
+		cm, err := c.cs.CoreV1().ConfigMaps(c.r.cfg.Namespace).Create(ctx, c.configMap(key, value, group, 0), metav1.CreateOptions{})
+		if err == nil {
+			obj := toObject(cm)
+			o.Object = &obj
+		}
+		return err
+	})
+}
+
+func (c *client) get(ctx context.Context, key, rv string) {
+	c.do(ctx, Op{Kind: Get, Key: key, ResourceVersion: rv}, func(ctx context.Context, o *Op) error {
+		cm, err := c.cs.CoreV1().ConfigMaps(c.r.cfg.Namespace).Get(ctx, key, metav1.GetOptions{ResourceVersion: rv})
+		if err == nil {
+			obj := toObject(cm)
+			o.Object = &obj
+		}
+		return err
+	})
+}
+
+func (c *client) list(ctx context.Context, rv, match string, limit int64) {
+	c.do(ctx, Op{Kind: List, ResourceVersion: rv, Match: match, Limit: limit}, func(ctx context.Context, o *Op) error {
+		opts := metav1.ListOptions{LabelSelector: RunLabel + "=" + c.r.run, ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatch(match), Limit: limit}
+		for {
+			l, err := c.cs.CoreV1().ConfigMaps(c.r.cfg.Namespace).List(ctx, opts)
+			if err != nil {
+				return err
+			}
+			pageRV, _ := strconv.ParseInt(l.ResourceVersion, 10, 64)
+			if o.Pages == 0 {
+				o.ListRV = pageRV
+			}
+			o.Pages++
+			o.PageRVs = append(o.PageRVs, pageRV)
+			for i := range l.Items {
+				o.Items = append(o.Items, toObject(&l.Items[i]))
+			}
+			if l.Continue == "" {
+				return nil
+			}
+			opts.Continue, opts.ResourceVersion, opts.ResourceVersionMatch = l.Continue, "", ""
+		}
+	})
+}
+
+func (c *client) update(ctx context.Context, key string, precondition int64) {
+	value, group := c.nextValue()
+	c.do(ctx, Op{Kind: Update, Key: key, Value: value, Group: group, Precondition: precondition}, func(ctx context.Context, o *Op) error {
+		cm, err := c.cs.CoreV1().ConfigMaps(c.r.cfg.Namespace).Update(ctx, c.configMap(key, value, group, precondition), metav1.UpdateOptions{})
+		if err == nil {
+			obj := toObject(cm)
+			o.Object = &obj
+		}
+		return err
+	})
+}
+
+func (c *client) patch(ctx context.Context, key string) {
+	value, group := c.nextValue()
+	body := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}},"data":{%q:%q}}`, GroupLabel, group, DataKey, value)
+	c.do(ctx, Op{Kind: Patch, Key: key, Value: value, Group: group}, func(ctx context.Context, o *Op) error {
+		cm, err := c.cs.CoreV1().ConfigMaps(c.r.cfg.Namespace).Patch(ctx, key, types.MergePatchType, []byte(body), metav1.PatchOptions{})
+		if err == nil {
+			obj := toObject(cm)
+			o.Object = &obj
+		}
+		return err
+	})
+}
+
+func (c *client) delete(ctx context.Context, key string, precondition int64) {
+	c.do(ctx, Op{Kind: Delete, Key: key, Precondition: precondition}, func(ctx context.Context, o *Op) error {
+		opts := metav1.DeleteOptions{}
+		if precondition != 0 {
+			s := strconv.FormatInt(precondition, 10)
+			opts.Preconditions = &metav1.Preconditions{ResourceVersion: &s}
+		}
+		return c.cs.CoreV1().ConfigMaps(c.r.cfg.Namespace).Delete(ctx, key, opts)
+	})
+}
