@@ -1,0 +1,370 @@
+// Package controllermanager runs kubeproof's controllers — deployment,
+// replicaset, garbagecollector, namespace, nodelifecycle — over shared
+// informers, behind leader election on a coordination.k8s.io Lease
+// (kube-system/kube-controller-manager), with event recorders and optional
+// /metrics. It runs in-process (kubeproof up) or as its own process against
+// any API server (kubeproof controller-manager).
+package controllermanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/kubeproof/kubeproof/impl/controller/deployment"
+	"github.com/kubeproof/kubeproof/impl/controller/garbagecollector"
+	"github.com/kubeproof/kubeproof/impl/controller/namespace"
+	"github.com/kubeproof/kubeproof/impl/controller/nodelifecycle"
+	"github.com/kubeproof/kubeproof/impl/controller/replicaset"
+)
+
+// Controller names accepted in Config.Controllers.
+const (
+	Deployment       = "deployment"
+	ReplicaSet       = "replicaset"
+	GarbageCollector = "garbagecollector"
+	Namespace        = "namespace"
+	NodeLifecycle    = "nodelifecycle"
+)
+
+// AllControllers lists every controller, in start order.
+var AllControllers = []string{NodeLifecycle, Namespace, GarbageCollector, ReplicaSet, Deployment}
+
+// LeaderElection configures the Lease lock (upstream defaults).
+type LeaderElection struct {
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	Namespace, Name                           string
+	// Identity of this candidate; default hostname_uuid.
+	Identity string
+}
+
+// Config configures the controller manager. Zero values take upstream's
+// defaults (DefaultConfig).
+type Config struct {
+	// Controllers to run: names, "*" for all, "-name" to disable one.
+	Controllers []string
+	LeaderElect bool
+	Election    LeaderElection
+
+	ConcurrentDeploymentSyncs int
+	ConcurrentReplicaSetSyncs int
+	ConcurrentGCSyncs         int
+	ConcurrentNamespaceSyncs  int
+	ConcurrentTaintSyncs      int
+
+	NodeMonitorPeriod                   time.Duration
+	NodeMonitorGracePeriod              time.Duration
+	NodeStartupGracePeriod              time.Duration
+	DefaultNotReadyTolerationSeconds    int64
+	DefaultUnreachableTolerationSeconds int64
+
+	// ResyncPeriod of the shared informers (0: none).
+	ResyncPeriod time.Duration
+	// MetricsAddr serves /metrics (and /healthz) when set, e.g. ":10257".
+	MetricsAddr string
+	// Clock for the time-driven controllers (nil: real time).
+	Clock clock.WithTicker
+}
+
+// DefaultConfig returns upstream's defaults.
+func DefaultConfig() Config {
+	return Config{
+		Controllers: []string{"*"},
+		LeaderElect: true,
+		Election: LeaderElection{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+			Namespace: "kube-system", Name: "kube-controller-manager"},
+		ConcurrentDeploymentSyncs: 5, ConcurrentReplicaSetSyncs: 5, ConcurrentGCSyncs: 20, ConcurrentNamespaceSyncs: 10, ConcurrentTaintSyncs: 8,
+		NodeMonitorPeriod: 5 * time.Second, NodeMonitorGracePeriod: 40 * time.Second, NodeStartupGracePeriod: time.Minute,
+		DefaultNotReadyTolerationSeconds: 300, DefaultUnreachableTolerationSeconds: 300,
+	}
+}
+
+func (c *Config) fillDefaults() {
+	d := DefaultConfig()
+	if len(c.Controllers) == 0 {
+		c.Controllers = d.Controllers
+	}
+	e := &c.Election
+	if e.LeaseDuration == 0 {
+		e.LeaseDuration = d.Election.LeaseDuration
+	}
+	if e.RenewDeadline == 0 {
+		e.RenewDeadline = d.Election.RenewDeadline
+	}
+	if e.RetryPeriod == 0 {
+		e.RetryPeriod = d.Election.RetryPeriod
+	}
+	if e.Namespace == "" {
+		e.Namespace = d.Election.Namespace
+	}
+	if e.Name == "" {
+		e.Name = d.Election.Name
+	}
+	if e.Identity == "" {
+		host, _ := os.Hostname()
+		e.Identity = host + "_" + string(uuid.NewUUID())
+	}
+	for _, p := range []struct {
+		v *int
+		d int
+	}{
+		{&c.ConcurrentDeploymentSyncs, d.ConcurrentDeploymentSyncs}, {&c.ConcurrentReplicaSetSyncs, d.ConcurrentReplicaSetSyncs},
+		{&c.ConcurrentGCSyncs, d.ConcurrentGCSyncs}, {&c.ConcurrentNamespaceSyncs, d.ConcurrentNamespaceSyncs}, {&c.ConcurrentTaintSyncs, d.ConcurrentTaintSyncs},
+	} {
+		if *p.v <= 0 {
+			*p.v = p.d
+		}
+	}
+	for _, p := range []struct {
+		v *time.Duration
+		d time.Duration
+	}{
+		{&c.NodeMonitorPeriod, d.NodeMonitorPeriod}, {&c.NodeMonitorGracePeriod, d.NodeMonitorGracePeriod}, {&c.NodeStartupGracePeriod, d.NodeStartupGracePeriod},
+	} {
+		if *p.v <= 0 {
+			*p.v = p.d
+		}
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+}
+
+// Enabled reports whether the named controller runs under cfg.Controllers.
+func (c Config) Enabled(name string) bool {
+	if slices.Contains(c.Controllers, "-"+name) {
+		return false
+	}
+	return slices.Contains(c.Controllers, name) || slices.Contains(c.Controllers, "*")
+}
+
+// Clients are the API clients the controllers use.
+type Clients struct {
+	Kube      kubernetes.Interface
+	Metadata  metadata.Interface           // garbage collector
+	Dynamic   dynamic.Interface            // namespace controller
+	Discovery discovery.DiscoveryInterface // garbage collector and namespace controller
+}
+
+// ClientsFor builds the metadata and dynamic clients from restConfig next to
+// an existing clientset.
+func ClientsFor(client kubernetes.Interface, restConfig *rest.Config) (Clients, error) {
+	cl := Clients{Kube: client, Discovery: client.Discovery()}
+	if restConfig == nil {
+		return cl, nil
+	}
+	var err error
+	if cl.Metadata, err = metadata.NewForConfig(restConfig); err != nil {
+		return cl, fmt.Errorf("metadata client: %w", err)
+	}
+	if cl.Dynamic, err = dynamic.NewForConfig(restConfig); err != nil {
+		return cl, fmt.Errorf("dynamic client: %w", err)
+	}
+	return cl, nil
+}
+
+// Run runs the controller manager until ctx is done (or, with leader
+// election, until leadership is lost, which is an error). restConfig is used
+// for the metadata and dynamic clients the garbage collector and namespace
+// controller need; it may be nil when both are disabled.
+func Run(ctx context.Context, client kubernetes.Interface, restConfig *rest.Config, cfg Config) error {
+	clients, err := ClientsFor(client, restConfig)
+	if err != nil {
+		return err
+	}
+	return RunWithClients(ctx, clients, cfg)
+}
+
+// RunWithClients is Run with the clients given directly (tests use fakes).
+func RunWithClients(ctx context.Context, clients Clients, cfg Config) error {
+	cfg.fillDefaults()
+	if (cfg.Enabled(GarbageCollector) && clients.Metadata == nil) || (cfg.Enabled(Namespace) && clients.Dynamic == nil) {
+		return errors.New("controller manager: the garbage collector needs a metadata client and the namespace controller a dynamic client (pass a rest.Config)")
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if cfg.MetricsAddr != "" {
+		srv, err := serveMetrics(cfg.MetricsAddr)
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-ctx.Done()
+			shutdownCtx, c := context.WithTimeout(context.Background(), 5*time.Second)
+			defer c()
+			_ = srv.Shutdown(shutdownCtx)
+		}()
+	}
+	if !cfg.LeaderElect {
+		return runControllers(ctx, clients, cfg)
+	}
+	return runElected(ctx, clients, cfg)
+}
+
+// ErrLostLeadership is returned when another controller manager took over.
+var ErrLostLeadership = errors.New("controller manager: leader election lost")
+
+func runElected(ctx context.Context, clients Clients, cfg Config) error {
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Election.Namespace, Name: cfg.Election.Name},
+		Client:     clients.Kube.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Election.Identity},
+	}
+	var (
+		mu       sync.Mutex
+		started  bool
+		stopped  bool
+		runErr   error
+		finished = make(chan struct{})
+	)
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   cfg.Election.LeaseDuration,
+		RenewDeadline:   cfg.Election.RenewDeadline,
+		RetryPeriod:     cfg.Election.RetryPeriod,
+		ReleaseOnCancel: true,
+		Name:            cfg.Election.Name,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(lctx context.Context) {
+				mu.Lock()
+				if stopped {
+					mu.Unlock()
+					return
+				}
+				started = true
+				mu.Unlock()
+				defer close(finished)
+				slog.Info("controller manager: became leader", "identity", cfg.Election.Identity)
+				err := runControllers(lctx, clients, cfg)
+				mu.Lock()
+				runErr = err
+				mu.Unlock()
+			},
+			OnStoppedLeading: func() {},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("controller manager: leader election: %w", err)
+	}
+	le.Run(ctx)
+	mu.Lock()
+	stopped = true
+	wasStarted := started
+	mu.Unlock()
+	if wasStarted {
+		<-finished
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if runErr != nil {
+		return runErr
+	}
+	if ctx.Err() == nil {
+		return ErrLostLeadership
+	}
+	return nil
+}
+
+// runControllers starts the enabled controllers on one set of shared
+// informers and returns when ctx is done and all have stopped.
+func runControllers(ctx context.Context, clients Clients, cfg Config) error {
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: clients.Kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := func(component string) record.EventRecorder {
+		return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
+	}
+	factory := informers.NewSharedInformerFactory(clients.Kube, cfg.ResyncPeriod)
+	defer factory.Shutdown()
+	clk := cfg.Clock
+
+	var runs []func(context.Context) error
+	if cfg.Enabled(NodeLifecycle) {
+		c, err := nodelifecycle.New(clients.Kube, factory.Core().V1().Nodes(), factory.Coordination().V1().Leases(), factory.Core().V1().Pods(),
+			recorder("node-controller"), clk, nodelifecycle.Config{
+				MonitorPeriod: cfg.NodeMonitorPeriod, MonitorGrace: cfg.NodeMonitorGracePeriod, StartupGrace: cfg.NodeStartupGracePeriod,
+				Defaults: nodelifecycle.DefaultTolerations{NotReadySeconds: cfg.DefaultNotReadyTolerationSeconds, UnreachableSeconds: cfg.DefaultUnreachableTolerationSeconds},
+			})
+		if err != nil {
+			return err
+		}
+		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentTaintSyncs) })
+	}
+	if cfg.Enabled(Namespace) {
+		c := namespace.New(clients.Kube, clients.Dynamic, clients.Discovery, factory.Core().V1().Namespaces())
+		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentNamespaceSyncs) })
+	}
+	if cfg.Enabled(GarbageCollector) {
+		gc := garbagecollector.New(clients.Metadata, clients.Discovery, recorder("garbage-collector-controller"), garbagecollector.Config{Workers: cfg.ConcurrentGCSyncs})
+		runs = append(runs, gc.Run)
+	}
+	if cfg.Enabled(ReplicaSet) {
+		c := replicaset.New(clients.Kube, factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), recorder("replicaset-controller"), clk)
+		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentReplicaSetSyncs) })
+	}
+	if cfg.Enabled(Deployment) {
+		c := deployment.New(clients.Kube, factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), recorder("deployment-controller"), clk)
+		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentDeploymentSyncs) })
+	}
+	factory.Start(ctx.Done())
+
+	var wg sync.WaitGroup
+	errs := make([]error, len(runs))
+	for i, run := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := run(ctx); err != nil && ctx.Err() == nil {
+				errs[i] = err
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func serveMetrics(addr string) (*http.Server, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerWorkqueueMetrics(reg)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("controller manager: metrics listener: %w", err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return srv, nil
+}

@@ -1,0 +1,66 @@
+package controllermanager
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// workqueueMetrics exposes client-go work-queue metrics under upstream's
+// names (workqueue_depth, workqueue_adds_total, ...), labelled by queue.
+type workqueueMetrics struct {
+	depth                      *prometheus.GaugeVec
+	addsTotal, retriesTotal    *prometheus.CounterVec
+	latency, workDuration      *prometheus.HistogramVec
+	unfinished, longestRunning *prometheus.GaugeVec
+}
+
+var (
+	queueMetricsOnce sync.Once
+	queueMetrics     *workqueueMetrics
+)
+
+// registerWorkqueueMetrics installs the provider once per process (client-go
+// allows only one) and registers its collectors with reg.
+func registerWorkqueueMetrics(reg prometheus.Registerer) {
+	queueMetricsOnce.Do(func() {
+		buckets := prometheus.ExponentialBuckets(10e-9, 10, 12)
+		m := &workqueueMetrics{
+			depth:          prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "workqueue_depth", Help: "Current depth of workqueue"}, []string{"name"}),
+			addsTotal:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "workqueue_adds_total", Help: "Total number of adds handled by workqueue"}, []string{"name"}),
+			retriesTotal:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "workqueue_retries_total", Help: "Total number of retries handled by workqueue"}, []string{"name"}),
+			latency:        prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "workqueue_queue_duration_seconds", Help: "How long in seconds an item stays in workqueue before being requested", Buckets: buckets}, []string{"name"}),
+			workDuration:   prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "workqueue_work_duration_seconds", Help: "How long in seconds processing an item from workqueue takes", Buckets: buckets}, []string{"name"}),
+			unfinished:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "workqueue_unfinished_work_seconds", Help: "Seconds of work in progress not yet observed by work_duration"}, []string{"name"}),
+			longestRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "workqueue_longest_running_processor_seconds", Help: "Seconds the longest running processor has been running"}, []string{"name"}),
+		}
+		for _, c := range []prometheus.Collector{m.depth, m.addsTotal, m.retriesTotal, m.latency, m.workDuration, m.unfinished, m.longestRunning} {
+			_ = reg.Register(c)
+		}
+		workqueue.SetProvider(m)
+		queueMetrics = m
+	})
+}
+
+func (m *workqueueMetrics) NewDepthMetric(name string) workqueue.GaugeMetric {
+	return m.depth.WithLabelValues(name)
+}
+func (m *workqueueMetrics) NewAddsMetric(name string) workqueue.CounterMetric {
+	return m.addsTotal.WithLabelValues(name)
+}
+func (m *workqueueMetrics) NewLatencyMetric(name string) workqueue.HistogramMetric {
+	return m.latency.WithLabelValues(name)
+}
+func (m *workqueueMetrics) NewWorkDurationMetric(name string) workqueue.HistogramMetric {
+	return m.workDuration.WithLabelValues(name)
+}
+func (m *workqueueMetrics) NewUnfinishedWorkSecondsMetric(name string) workqueue.SettableGaugeMetric {
+	return m.unfinished.WithLabelValues(name)
+}
+func (m *workqueueMetrics) NewLongestRunningProcessorSecondsMetric(name string) workqueue.SettableGaugeMetric {
+	return m.longestRunning.WithLabelValues(name)
+}
+func (m *workqueueMetrics) NewRetriesMetric(name string) workqueue.CounterMetric {
+	return m.retriesTotal.WithLabelValues(name)
+}
