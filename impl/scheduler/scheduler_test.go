@@ -231,3 +231,37 @@ func TestPodOfAnotherSchedulerIsIgnored(t *testing.T) {
 		t.Errorf("pod for my-scheduler was picked up by default-scheduler")
 	}
 }
+
+func TestRemovingATaintSchedulesTheWaitingPod(t *testing.T) {
+	c := newFakeCluster()
+	n := makeNode("n1", "4", "8Gi", 110, nil)
+	n.Spec.Taints = []v1.Taint{{Key: "dedicated", Value: "infra", Effect: v1.TaintEffectNoSchedule}}
+	createNode(t, c, n)
+	startScheduler(t, c, testConfig())
+	createPod(t, c, makePod("default", "p", "1", "1Gi"))
+	waitFor(t, "p unschedulable", func() bool {
+		cond := scheduledCondition(getPod(t, c, "default", "p"))
+		return cond != nil && cond.Message == "0/1 nodes are available: 1 node(s) had untolerated taint {dedicated: infra}. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+	})
+	n, _ = c.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
+	n.Spec.Taints = nil
+	if _, err := c.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "p bound after the taint is removed", func() bool { return getPod(t, c, "default", "p").Spec.NodeName == "n1" })
+}
+
+func TestDeletingABoundPodFreesRoomForAWaitingPod(t *testing.T) {
+	c := newFakeCluster()
+	createNode(t, c, makeNode("n1", "2", "8Gi", 110, nil))
+	hog := makePod("default", "hog", "2", "1Gi")
+	hog.Spec.NodeName = "n1"
+	createPod(t, c, hog)
+	startScheduler(t, c, testConfig())
+	createPod(t, c, makePod("default", "p", "1", "1Gi"))
+	waitFor(t, "p unschedulable", func() bool { return scheduledCondition(getPod(t, c, "default", "p")) != nil })
+	if err := c.CoreV1().Pods("default").Delete(context.Background(), "hog", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "p bound once hog is gone", func() bool { return getPod(t, c, "default", "p").Spec.NodeName == "n1" })
+}

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -74,6 +75,9 @@ type PriorityQueue struct {
 
 	nominated      map[string][]*fw.PodInfo
 	nominatedNodes map[types.UID]string
+	// nominatedCount lets NominatedPodsForNode, called for every node in
+	// every cycle, return without the lock when nothing is nominated.
+	nominatedCount atomic.Int64
 }
 
 // Option configures the queue.
@@ -452,6 +456,7 @@ func (q *PriorityQueue) addNominatedLocked(pi *fw.PodInfo, nodeName string) {
 	}
 	q.nominatedNodes[pi.Pod.UID] = nodeName
 	q.nominated[nodeName] = append(q.nominated[nodeName], pi)
+	q.nominatedCount.Add(1)
 }
 
 // DeleteNominatedPodIfExists forgets a pod's nomination.
@@ -467,6 +472,7 @@ func (q *PriorityQueue) deleteNominatedLocked(pod *v1.Pod) {
 		return
 	}
 	delete(q.nominatedNodes, pod.UID)
+	q.nominatedCount.Add(-1)
 	list := q.nominated[node]
 	for i, pi := range list {
 		if pi.Pod.UID == pod.UID {
@@ -492,6 +498,9 @@ func (q *PriorityQueue) updateNominatedLocked(pod *v1.Pod) {
 
 // NominatedPodsForNode implements fw.PodNominator.
 func (q *PriorityQueue) NominatedPodsForNode(nodeName string) []*fw.PodInfo {
+	if q.nominatedCount.Load() == 0 {
+		return nil
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	list := q.nominated[nodeName]
