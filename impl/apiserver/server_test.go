@@ -1,0 +1,219 @@
+package apiserver_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver"
+	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
+	"github.com/kubeproof/kubeproof/impl/registry"
+	"github.com/kubeproof/kubeproof/impl/storage"
+)
+
+// denyConfigMaps forbids everything on configmaps to user "admin".
+type denyConfigMaps struct{}
+
+func (denyConfigMaps) Authorize(_ context.Context, a auth.Attributes) (auth.Decision, string, error) {
+	if a.Info != nil && a.Info.Resource == "configmaps" {
+		return auth.DecisionDeny, "", nil
+	}
+	return auth.DecisionAllow, "", nil
+}
+
+func TestAuthentication(t *testing.T) {
+	e := newEnv(t, nil)
+	r := e.doWith(e.anon, "GET", "/api/v1/namespaces/default/configmaps", nil)
+	expectStatus(t, r, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized")
+	// health and version are public.
+	for _, p := range []string{"/healthz", "/livez", "/readyz", "/version"} {
+		if r := e.doWith(e.anon, "GET", p, nil); r.code != 200 {
+			t.Errorf("%s anonymously: %d %s", p, r.code, r.body)
+		}
+	}
+	// a client certificate from another CA is not accepted.
+	if r := e.do("GET", "/api/v1/namespaces", nil); r.code != 200 {
+		t.Fatalf("admin: %d", r.code)
+	}
+}
+
+func TestAuthorization(t *testing.T) {
+	e := newEnv(t, func(c *apiserver.Config) { c.Authorizer = denyConfigMaps{} })
+	r := e.do("GET", "/api/v1/namespaces/default/configmaps/x", nil)
+	expectStatus(t, r, http.StatusForbidden, metav1.StatusReasonForbidden,
+		`configmaps "x" is forbidden: User "admin" cannot get resource "configmaps" in API group "" in the namespace "default"`)
+	r = e.do("GET", "/api/v1/configmaps", nil)
+	expectStatus(t, r, http.StatusForbidden, metav1.StatusReasonForbidden,
+		`User "admin" cannot list resource "configmaps" in API group "" at the cluster scope`)
+	if r := e.do("GET", "/api/v1/namespaces/default/pods", nil); r.code != 200 {
+		t.Fatalf("pods: %d", r.code)
+	}
+}
+
+// gate blocks creates until released, to fill the mutating in-flight limit.
+type gate struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gate) Admit(ctx context.Context, a *admission.Attributes) error {
+	if a.Resource.Resource != "configmaps" {
+		return nil
+	}
+	g.entered <- struct{}{}
+	select {
+	case <-g.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func TestMaxInFlight(t *testing.T) {
+	g := &gate{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	e := newEnv(t, func(c *apiserver.Config) {
+		c.MaxMutatingRequestsInFlight = 1
+		c.AdmissionMutators = []admission.Mutator{g}
+	})
+	var wg sync.WaitGroup
+	var first response
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		first = e.do("POST", "/api/v1/namespaces/default/configmaps", []byte(`{"metadata":{"name":"slow"}}`))
+	}()
+	<-g.entered
+	r := e.do("POST", "/api/v1/namespaces/default/configmaps", []byte(`{"metadata":{"name":"rejected"}}`))
+	expectStatus(t, r, http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests, "Too many requests")
+	if r.header.Get("Retry-After") != "1" {
+		t.Fatalf("Retry-After %q", r.header.Get("Retry-After"))
+	}
+	// reads and watches are not limited by the mutating limit.
+	if r := e.do("GET", "/api/v1/namespaces/default/configmaps", nil); r.code != 200 {
+		t.Fatalf("read while writes are full: %d", r.code)
+	}
+	close(g.release)
+	wg.Wait()
+	if first.code != http.StatusCreated {
+		t.Fatalf("first create: %d %s", first.code, first.body)
+	}
+}
+
+func TestHealthAndMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, func(c *apiserver.Config) { c.Metrics = reg })
+	r := e.do("GET", "/readyz?verbose", nil)
+	if r.code != 200 || !strings.Contains(string(r.body), "[+]etcd ok") || !strings.Contains(string(r.body), "readyz check passed") {
+		t.Fatalf("readyz: %d %s", r.code, r.body)
+	}
+	if r := e.do("GET", "/healthz/etcd", nil); r.code != 200 || string(r.body) != "ok" {
+		t.Fatalf("healthz/etcd: %d %s", r.code, r.body)
+	}
+	if r := e.do("GET", "/livez", nil); r.code != 200 || string(r.body) != "ok" {
+		t.Fatalf("livez: %d %s", r.code, r.body)
+	}
+	e.do("GET", "/api/v1/namespaces/default/configmaps/missing", nil)
+	e.do("POST", "/api/v1/namespaces/default/configmaps", []byte(`{"metadata":{"name":"m"}}`))
+	// an open watch is counted as long-running.
+	c, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := e.cs.CoreV1().Pods("default").Watch(c, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	deadline := time.Now().Add(10 * time.Second)
+	var body string
+	for time.Now().Before(deadline) {
+		body = string(e.do("GET", "/metrics", nil).body)
+		if strings.Contains(body, `apiserver_longrunning_requests{resource="pods",verb="WATCH"} 1`) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, want := range []string{
+		`apiserver_request_total{code="404",resource="configmaps",subresource="",verb="GET"} 1`,
+		`apiserver_request_total{code="201",resource="configmaps",subresource="",verb="POST"} 1`,
+		`apiserver_request_duration_seconds_bucket{resource="configmaps",verb="POST",le="+Inf"} 1`,
+		`apiserver_longrunning_requests{resource="pods",verb="WATCH"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+func TestOpenAPIMounted(t *testing.T) {
+	oa := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"swagger":"2.0","path":"` + r.URL.Path + `"}`))
+	})
+	e := newEnv(t, func(c *apiserver.Config) { c.OpenAPI = oa })
+	r := e.do("GET", "/openapi/v2", nil)
+	if r.code != 200 || !strings.Contains(string(r.body), `"path":"/openapi/v2"`) {
+		t.Fatalf("openapi: %d %s", r.code, r.body)
+	}
+	e2 := newEnv(t, nil)
+	r = e2.do("GET", "/openapi/v2", nil)
+	expectStatus(t, r, http.StatusNotFound, metav1.StatusReasonNotFound, "")
+}
+
+func TestConfigErrors(t *testing.T) {
+	if _, err := apiserver.New(apiserver.Config{}); err == nil {
+		t.Fatal("New without storage succeeded")
+	}
+	_, err := apiserver.New(apiserver.Config{StorageFactory: failingFactory{}, Resources: registry.All()})
+	if err == nil || !errors.Is(err, errNoStorage) {
+		t.Fatalf("failing storage: %v", err)
+	}
+	srv, err := apiserver.New(apiserver.Config{StorageFactory: failingFactory{}})
+	if err != nil {
+		t.Fatalf("no resources: %v", err)
+	}
+	if err := srv.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "serving certificate") {
+		t.Fatalf("Run without a certificate: %v", err)
+	}
+}
+
+func TestShutdownLeavesNoGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	t.Run("server", func(t *testing.T) {
+		e := newEnv(t, nil)
+		c := ctx(t)
+		// an open watch must not hold shutdown up.
+		w, err := e.cs.CoreV1().ConfigMaps("default").Watch(c, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		if _, err := e.cs.CoreV1().ConfigMaps("default").Create(c, configMap("", "g", nil), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		<-w.ResultChan()
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before+2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before+2 {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("goroutines: %d before, %d after shutdown\n%s", before, n, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+var errNoStorage = errors.New("no storage")
+
+type failingFactory struct{}
+
+func (failingFactory) New(storage.ResourceConfig) (storage.Interface, storage.DestroyFunc, error) {
+	return nil, nil, errNoStorage
+}
