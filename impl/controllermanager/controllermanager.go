@@ -212,11 +212,12 @@ func RunWithClients(ctx context.Context, clients Clients, cfg Config) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if cfg.MetricsAddr != "" {
-		srv, err := serveMetrics(cfg.MetricsAddr)
+		srv, ln, err := metricsServer(cfg.MetricsAddr)
 		if err != nil {
 			return err
 		}
-		wg.Add(1)
+		wg.Add(2)
+		go func() { defer wg.Done(); _ = srv.Serve(ln) }()
 		go func() {
 			defer wg.Done()
 			<-ctx.Done()
@@ -353,7 +354,7 @@ func runControllers(ctx context.Context, clients Clients, cfg Config) error {
 	return errors.Join(errs...)
 }
 
-func serveMetrics(addr string) (*http.Server, error) {
+func metricsServer(addr string) (*http.Server, net.Listener, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerWorkqueueMetrics(reg)
@@ -362,9 +363,7 @@ func serveMetrics(addr string) (*http.Server, error) {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("controller manager: metrics listener: %w", err)
+		return nil, nil, fmt.Errorf("controller manager: metrics listener: %w", err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	return srv, nil
+	return &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln, nil
 }

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubeproof/kubeproof/impl/controllermanager"
+)
+
+// newControllerManagerCommand is `kubeproof controller-manager`: the
+// Deployment, ReplicaSet, garbage-collector, namespace and node-lifecycle
+// controllers as their own process against any API server. Flag names are
+// kube-controller-manager's.
+func newControllerManagerCommand() *cobra.Command {
+	cfg := controllermanager.DefaultConfig()
+	var (
+		kubeconfig string
+		qps        float32
+		burst      int
+		logOpts    logOptions
+	)
+	cmd := &cobra.Command{
+		Use:   "controller-manager --kubeconfig FILE",
+		Short: "Run the controllers: deployment, replicaset, garbagecollector, namespace, nodelifecycle",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := logOpts.logger(); err != nil {
+				return err
+			}
+			restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return fmt.Errorf("loading kubeconfig: %w", err)
+			}
+			restConfig.QPS, restConfig.Burst = qps, burst
+			restConfig.UserAgent = "kubeproof-controller-manager"
+			client, err := kubernetes.NewForConfig(restConfig)
+			if err != nil {
+				return fmt.Errorf("creating client: %w", err)
+			}
+			return controllermanager.Run(cmd.Context(), client, restConfig, cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig file for the API server (empty: in-cluster config)")
+	f.StringSliceVar(&cfg.Controllers, "controllers", cfg.Controllers, "controllers to run: '*' for all, 'name' to enable, '-name' to disable ("+fmt.Sprint(controllermanager.AllControllers)+")")
+	f.BoolVar(&cfg.LeaderElect, "leader-elect", cfg.LeaderElect, "elect a leader through a coordination.k8s.io Lease before running the controllers")
+	f.DurationVar(&cfg.Election.LeaseDuration, "leader-elect-lease-duration", cfg.Election.LeaseDuration, "how long a non-leader waits before trying to take an unrenewed lease")
+	f.DurationVar(&cfg.Election.RenewDeadline, "leader-elect-renew-deadline", cfg.Election.RenewDeadline, "how long the leader retries renewing before giving up")
+	f.DurationVar(&cfg.Election.RetryPeriod, "leader-elect-retry-period", cfg.Election.RetryPeriod, "how long candidates wait between attempts")
+	f.StringVar(&cfg.Election.Namespace, "leader-elect-resource-namespace", cfg.Election.Namespace, "namespace of the leader-election Lease")
+	f.StringVar(&cfg.Election.Name, "leader-elect-resource-name", cfg.Election.Name, "name of the leader-election Lease")
+	f.IntVar(&cfg.ConcurrentDeploymentSyncs, "concurrent-deployment-syncs", cfg.ConcurrentDeploymentSyncs, "Deployments synced at once")
+	f.IntVar(&cfg.ConcurrentReplicaSetSyncs, "concurrent-replicaset-syncs", cfg.ConcurrentReplicaSetSyncs, "ReplicaSets synced at once")
+	f.IntVar(&cfg.ConcurrentGCSyncs, "concurrent-gc-syncs", cfg.ConcurrentGCSyncs, "garbage collector workers")
+	f.IntVar(&cfg.ConcurrentNamespaceSyncs, "concurrent-namespace-syncs", cfg.ConcurrentNamespaceSyncs, "namespaces deleted at once")
+	f.DurationVar(&cfg.NodeMonitorPeriod, "node-monitor-period", cfg.NodeMonitorPeriod, "how often node health is checked")
+	f.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", cfg.NodeMonitorGracePeriod, "how long a node may go without a Lease renewal or status heartbeat before it is Unknown")
+	f.DurationVar(&cfg.NodeStartupGracePeriod, "node-startup-grace-period", cfg.NodeStartupGracePeriod, "the same for a node that never posted status")
+	f.Int64Var(&cfg.DefaultNotReadyTolerationSeconds, "default-not-ready-toleration-seconds", cfg.DefaultNotReadyTolerationSeconds, "tolerationSeconds assumed for pods with no toleration for node.kubernetes.io/not-ready:NoExecute (as the DefaultTolerationSeconds admission adds; negative: none)")
+	f.Int64Var(&cfg.DefaultUnreachableTolerationSeconds, "default-unreachable-toleration-seconds", cfg.DefaultUnreachableTolerationSeconds, "the same for node.kubernetes.io/unreachable:NoExecute")
+	f.DurationVar(&cfg.ResyncPeriod, "min-resync-period", 0, "informer resync period (0: none)")
+	f.StringVar(&cfg.MetricsAddr, "metrics-bind-address", "127.0.0.1:10257", "address serving /metrics and /healthz over HTTP (empty disables)")
+	f.Float32Var(&qps, "kube-api-qps", 50, "API client queries per second")
+	f.IntVar(&burst, "kube-api-burst", 100, "API client burst")
+	logOpts.addFlags(f)
+	return cmd
+}
