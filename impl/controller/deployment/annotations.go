@@ -53,7 +53,7 @@ func maxRevision(rss []*appsv1.ReplicaSet) int64 {
 // setNewReplicaSetAnnotations copies the Deployment's user annotations to its
 // new ReplicaSet and raises the ReplicaSet's revision to newRevision,
 // recording the revision it had before in revision-history (that is how a
-// `kubectl rollout undo` target keeps its history, DEP-revision). For a
+// `kubectl rollout undo` target keeps its history). For a
 // ReplicaSet about to be created it also sets the replica annotations.
 // It reports whether anything changed.
 func setNewReplicaSetAnnotations(d *appsv1.Deployment, rs *appsv1.ReplicaSet, newRevision int64, exists bool) bool {

@@ -5,15 +5,20 @@
 // informer handlers that only enqueue Deployment keys, and an executor that
 // performs a Plan.
 //
-// Properties enforced (names as in spec/README.md where numbered):
-//   - DEP-one-rs-per-template: a ReplicaSet named <deployment>-<hash> with the
-//     pod-template-hash label per distinct template (ComputeHash).
-//   - DEP-rolling-bounds: with observedGeneration current, available ≥
-//     replicas − maxUnavailable and total ≤ replicas + maxSurge at every step
-//     (newRSNewReplicas, reconcileOldReplicaSets).
-//   - DEP-revision: revision and revision-history annotations, so `kubectl
-//     rollout undo` re-adopts an old ReplicaSet under a new revision.
-//   - DEP-proportional-scaling, DEP-history-limit, DEP-progress, DEP-status.
+// Properties (spec/README.md):
+//   - DEP-1: once the current generation is observed, the ReplicaSets'
+//     replicas total at most replicas + maxSurge (newRSNewReplicas, scale).
+//   - DEP-2: old ReplicaSets are scaled down only as far as keeps
+//     replicas − maxUnavailable pods available (reconcileOldReplicaSets).
+//   - RS-2 (with the ReplicaSet controller): each ReplicaSet's selector
+//     carries its pod-template-hash, so siblings never share pods.
+//   - LIVE-1: rollouts converge (the simulation tests run them to the end).
+//
+// Upstream behaviour without a spec number: one ReplicaSet per template hash
+// (ComputeHash), revision and revision-history annotations (so `kubectl
+// rollout undo` re-adopts an old ReplicaSet under a new revision),
+// proportional scaling, revisionHistoryLimit, Progressing/Available
+// conditions and status counts.
 package deployment
 
 import (

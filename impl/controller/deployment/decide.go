@@ -252,7 +252,7 @@ func (p *planner) hasProgressDeadline() bool {
 }
 
 // newAndOldSyncRevision finds (or, with create, plans to create) the new
-// ReplicaSet and brings revisions up to date (DEP-revision): the new
+// ReplicaSet and brings revisions up to date : the new
 // ReplicaSet gets max(old revisions)+1 and the Deployment carries the same.
 func (p *planner) newAndOldSyncRevision(rsList []*appsv1.ReplicaSet, create bool) (*appsv1.ReplicaSet, []*appsv1.ReplicaSet) {
 	d := p.d
@@ -334,7 +334,7 @@ func (p *planner) setDeploymentRevision(rev string) {
 
 // newRSNewReplicas is the size the new ReplicaSet may grow to now: for
 // Recreate the full count, for RollingUpdate as far as maxSurge allows
-// (DEP-rolling-bounds: the sum of replicas never exceeds replicas+maxSurge).
+// (DEP-1: the sum of replicas never exceeds replicas+maxSurge).
 func (p *planner) newRSNewReplicas(all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) int32 {
 	d := p.d
 	if !isRollingUpdate(d) {
@@ -405,7 +405,7 @@ func (p *planner) sync(rsList []*appsv1.ReplicaSet) {
 // scale resizes the ReplicaSets to a new spec.replicas. With one active
 // ReplicaSet it takes the whole count; with a saturated new ReplicaSet the
 // old ones go to zero; otherwise, mid-rollout, the change is spread over the
-// active ReplicaSets in proportion to their size (DEP-proportional-scaling).
+// active ReplicaSets in proportion to their size .
 func (p *planner) scale(newRS *appsv1.ReplicaSet, oldRSs []*appsv1.ReplicaSet) {
 	d := p.d
 	if rs := activeOrLatest(newRS, oldRSs); rs != nil {
@@ -532,7 +532,7 @@ func (p *planner) isSaturated(rs *appsv1.ReplicaSet) bool {
 
 // rolloutRolling is one step of a RollingUpdate: grow the new ReplicaSet
 // within maxSurge, else shrink old ones within maxUnavailable
-// (DEP-rolling-bounds), else clean up; then report status.
+// (DEP-1, DEP-2), else clean up; then report status.
 func (p *planner) rolloutRolling(rsList []*appsv1.ReplicaSet) {
 	newRS, oldRSs := p.newAndOldSyncRevision(rsList, true)
 	all := append(append([]*appsv1.ReplicaSet(nil), oldRSs...), newRS)
@@ -656,7 +656,7 @@ func (p *planner) oldPodsRunning(newRS *appsv1.ReplicaSet, oldRSs []*appsv1.Repl
 }
 
 // cleanup deletes the oldest fully scaled-down old ReplicaSets beyond
-// revisionHistoryLimit (DEP-history-limit).
+// revisionHistoryLimit .
 func (p *planner) cleanup(oldRSs []*appsv1.ReplicaSet) {
 	limit := p.d.Spec.RevisionHistoryLimit
 	if limit == nil || *limit == math.MaxInt32 {

@@ -14,7 +14,7 @@ func isRollingUpdate(d *appsv1.Deployment) bool {
 // ResolveFenceposts turns maxSurge and maxUnavailable (numbers or
 // percentages of desired) into pod counts: surge rounds up, unavailable
 // rounds down, and if both come out 0 unavailable becomes 1 so a rollout can
-// always make progress (DEP-rolling-bounds).
+// always make progress (DEP-1, DEP-2).
 func ResolveFenceposts(maxSurge, maxUnavailable *intstr.IntOrString, desired int32) (int32, int32) {
 	if maxSurge == nil {
 		maxSurge = &defaultQuarter

@@ -14,7 +14,7 @@ import (
 
 // ComputeHash returns the pod-template-hash of a Deployment's pod template:
 // an FNV-32a hash of the template's deep printout, salted with the
-// collision count when there is one (DEP-one-rs-per-template). It is computed
+// collision count when there is one . It is computed
 // the way upstream computes it, so ReplicaSets created by either controller
 // are recognised by the other.
 func ComputeHash(template *corev1.PodTemplateSpec, collisionCount *int32) string {

@@ -48,7 +48,7 @@ func removeCondition(st *appsv1.DeploymentStatus, t appsv1.DeploymentConditionTy
 }
 
 // calculateStatus derives the Deployment's status from its ReplicaSets
-// (DEP-status) and sets the Available condition: True once at least
+// and sets the Available condition: True once at least
 // replicas-maxUnavailable pods are available.
 func (p *planner) calculateStatus(all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) appsv1.DeploymentStatus {
 	d := p.d
@@ -105,7 +105,7 @@ func (p *planner) timedOut(st *appsv1.DeploymentStatus) bool {
 }
 
 // syncRolloutStatus computes status during a rollout, including the
-// Progressing condition (DEP-progress): NewReplicaSetAvailable when complete,
+// Progressing condition : NewReplicaSetAvailable when complete,
 // ReplicaSetUpdated while pods move, ProgressDeadlineExceeded when nothing
 // moved for progressDeadlineSeconds. ReplicaSet failures are surfaced as
 // the Deployment's ReplicaFailure condition.

@@ -7,7 +7,7 @@
 // each pod-delete event (or an update showing a deletionTimestamp) removes
 // one. While a key's expectations are unfulfilled the controller does not
 // act on its count of pods, so a stale cache never makes it create or delete
-// twice (the "expectations" property, RS-expectations). Expectations expire
+// twice (the "expectations" property, RS-1). Expectations expire
 // after Timeout so a lost event cannot wedge a controller forever.
 package expectations
 

@@ -3,15 +3,15 @@
 // informers) and deletes dependents whose owners are gone, implementing the
 // three propagation policies:
 //
-//   - GC-background: when an owner disappears, each dependent is examined;
+//   - LIVE-2, background: when an owner disappears, each dependent is examined;
 //     one whose owners are all verified absent by a live read (by uid) is
-//     deleted. A dependent with another live owner is kept (GC-live-owner).
-//   - GC-foreground: an owner being deleted with the foregroundDeletion
+//     deleted. A dependent with another live owner is kept (GC-1).
+//   - GC-2, foreground: an owner being deleted with the foregroundDeletion
 //     finalizer has its dependents deleted; once no dependent with
 //     blockOwnerDeletion remains, the finalizer is removed.
-//   - GC-orphan: an owner being deleted with the orphan finalizer has its
+//   - orphan: an owner being deleted with the orphan finalizer has its
 //     reference stripped from every dependent, then the finalizer removed.
-//   - GC-dangling / GC-no-cross-namespace: a namespaced owner is looked up in
+//   - dangling and cross-namespace owners: a namespaced owner is looked up in
 //     the dependent's namespace only; a reference to an object in another
 //     namespace is reported (OwnerRefInvalidNamespace) and treated as absent.
 //     A cluster-scoped dependent naming a namespaced kind can never resolve:
@@ -392,7 +392,7 @@ func (gc *GarbageCollector) execute(ctx context.Context, r Resource, obj *metav1
 }
 
 // orphanDependents strips the owner's reference from every dependent, then
-// removes the orphan finalizer from the owner (GC-orphan).
+// removes the orphan finalizer from the owner (orphan propagation).
 func (gc *GarbageCollector) orphanDependents(ctx context.Context, key string) error {
 	snap, ok := gc.graph.Snapshot(types.UID(key))
 	if !ok {

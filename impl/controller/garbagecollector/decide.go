@@ -12,10 +12,10 @@ type OwnerState int
 const (
 	// OwnerSolid: the owner exists (same uid) and is not deleting dependents.
 	OwnerSolid OwnerState = iota
-	// OwnerDangling: no object with that uid at that name (GC-dangling).
+	// OwnerDangling: no object with that uid at that name (dangling reference).
 	OwnerDangling
 	// OwnerWaiting: the owner is in foreground deletion, waiting for its
-	// dependents (GC-foreground).
+	// dependents (GC-2).
 	OwnerWaiting
 	// OwnerUnresolvable: the reference can never resolve (a cluster-scoped
 	// dependent naming a namespaced kind, or an unknown kind). Such an item
@@ -59,12 +59,12 @@ type Action struct {
 
 // Decide is the garbage collector's decision for one dependent, from the
 // live state of its owners:
-//   - any solid owner keeps it (GC-live-owner); references to dangling or
+//   - any solid owner keeps it (GC-1); references to dangling or
 //     waiting owners are removed from it;
 //   - otherwise, with an owner waiting for dependents and dependents of its
-//     own, it is deleted in the foreground too (GC-foreground);
+//     own, it is deleted in the foreground too (GC-2);
 //   - otherwise it is garbage: deleted with the policy its own finalizers ask
-//     for, background by default (GC-background, GC-dangling).
+//     for, background by default (LIVE-2).
 func Decide(it Item) Action {
 	var solid, dangling, waiting []types.UID
 	for i, r := range it.Owners {

@@ -62,7 +62,7 @@ type Change struct {
 }
 
 // InvalidOwnerRef records a namespaced owner reference that resolved to an
-// object in another namespace (OwnerRefInvalidNamespace, GC-no-cross-namespace).
+// object in another namespace (OwnerRefInvalidNamespace).
 type InvalidOwnerRef struct {
 	Dependent ObjectRef
 	OwnerUID  types.UID
@@ -177,7 +177,7 @@ func (g *Graph) Apply(ch Change) Effects {
 				}
 			}
 		}
-		// GC-background: dependents of a vanished owner are examined.
+		// LIVE-2: dependents of a vanished owner are examined.
 		for dep := range existing.dependents {
 			eff.del(dep)
 		}
@@ -195,7 +195,7 @@ func (g *Graph) addToOwners(n *node, owners []metav1.OwnerReference, eff *Effect
 		}
 		owner.dependents[n] = struct{}{}
 		if ok && owner.identity.Namespace != "" && owner.identity.Namespace != n.identity.Namespace {
-			// GC-no-cross-namespace: a namespaced owner must be in the
+			// No cross-namespace owners: a namespaced owner must be in the
 			// dependent's namespace.
 			if owner.observed {
 				eff.Invalid = append(eff.Invalid, InvalidOwnerRef{Dependent: n.identity, OwnerUID: o.UID})

@@ -2,7 +2,7 @@
 // deleted (deletionTimestamp set) it deletes every namespaced resource in it,
 // waits until nothing is left, then removes the "kubernetes" finalizer
 // through namespaces/<name>/finalize so the API server can remove the
-// namespace (NS-delete-contents, NS-finalize-last).
+// namespace (the namespace goes only after its content: LIVE-2's counterpart for namespaces).
 package namespace
 
 import (

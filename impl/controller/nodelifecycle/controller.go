@@ -7,7 +7,8 @@
 //
 // DecideNode and DecideEviction are pure and take the time as input; the
 // loop reads time from an injected clock, so tests drive it with a fake one.
-// Properties: NODE-lease-grace, NODE-taints, NODE-noexecute.
+// Properties: GC-1 (taint-based eviction is one of the allowed reasons to
+// delete a pod); the scheduler's SCHED-3 relies on the taints set here.
 package nodelifecycle
 
 import (

@@ -62,7 +62,7 @@ func effectiveTolerations(pod *corev1.Pod, d DefaultTolerations) []corev1.Tolera
 }
 
 // DecideEviction is the NoExecute taint manager's decision for a pod on a
-// node with taints (NODE-noexecute): a NoExecute taint the pod does not
+// node with taints (GC-1: a pod is deleted because its node is tainted): a NoExecute taint the pod does not
 // tolerate evicts it now; otherwise it may stay for the smallest
 // tolerationSeconds among the tolerations used, counted from since (when
 // the taint manager first saw the pod under these taints); tolerations

@@ -55,11 +55,11 @@ func readyCondition(conds []corev1.NodeCondition) *corev1.NodeCondition {
 	return nil
 }
 
-// DecideNode checks one node's health (NODE-lease-grace): the kubelet is
+// DecideNode checks one node's health : the kubelet is
 // alive while its Ready heartbeat or its Lease renewTime keeps changing;
 // after the grace period without either, every kubelet-owned condition
 // becomes Unknown ("Kubelet stopped posting node status."). Then the taints
-// follow the conditions (NODE-taints): Ready=False → not-ready, Ready=Unknown
+// follow the conditions : Ready=False → not-ready, Ready=Unknown
 // → unreachable (NoExecute and NoSchedule), pressure conditions and
 // spec.unschedulable → their NoSchedule taints; recovered conditions drop
 // their taints.

@@ -5,17 +5,16 @@
 // file is the loop: informer handlers that only enqueue keys and feed the
 // expectations, and an executor that performs a Plan with the API.
 //
-// Properties enforced (names as in spec/README.md where numbered):
-//   - RS-owner-ref: every created pod carries a controller owner reference
-//     with blockOwnerDeletion (ControllerRef).
-//   - RS-expectations: no creation or deletion decision on a cache that has
-//     not observed the previous decision's writes (Decide, expectations).
-//   - RS-slow-start: creations go out in batches 1, 2, 4, ... and stop at the
-//     first failing batch (createInBatches).
-//   - RS-adoption: matching orphans are adopted, non-matching pods released,
-//     never while the ReplicaSet is being deleted (Claim, adopt).
-//   - RS-deletion-ranking: scale-down removes the least valuable pods first (Less).
-//   - RS-status: status counts and observedGeneration (CalculateStatus).
+// Properties (spec/README.md):
+//   - RS-1: no creation or deletion decision on a cache that has not observed
+//     the previous decision's writes (Decide, package expectations).
+//   - RS-2: a pod has at most one controller owner — only orphans are
+//     adopted, never while the ReplicaSet is being deleted, and pods that stop
+//     matching are released (Claim, adoptAndRelease).
+//
+// Upstream behaviour without a spec number: the controller owner reference
+// with blockOwnerDeletion (ControllerRef), slow-start batches 1, 2, 4, ...
+// (CreateInBatches), the deletion ranking (Less) and status (CalculateStatus).
 package replicaset
 
 import (
@@ -371,7 +370,7 @@ func (c *Controller) manage(ctx context.Context, rs *appsv1.ReplicaSet, key stri
 }
 
 // CreateInBatches calls create n times in slow-start batches of 1, 2, 4, ...
-// (RS-slow-start): a batch runs only if every earlier call succeeded, so a
+// : a batch runs only if every earlier call succeeded, so a
 // quota or admission error costs one request, not n. It returns how many
 // calls succeeded and the errors of the failing batch.
 func CreateInBatches(n int, create func() error) (int, error) {
@@ -399,7 +398,7 @@ func CreateInBatches(n int, create func() error) (int, error) {
 
 // PodFromTemplate builds the pod a ReplicaSet creates: the template's labels,
 // annotations, finalizers and spec, generateName "<rs>-", and the controller
-// owner reference (RS-owner-ref).
+// owner reference (RS-2).
 func PodFromTemplate(rs *appsv1.ReplicaSet) *corev1.Pod {
 	t := rs.Spec.Template
 	return &corev1.Pod{

@@ -47,7 +47,7 @@ type Plan struct {
 }
 
 // ControllerRef returns the controller owner reference a ReplicaSet puts on
-// its pods (RS-owner-ref: controller true, blockOwnerDeletion true).
+// its pods (RS-2: controller true, blockOwnerDeletion true).
 func ControllerRef(rs *appsv1.ReplicaSet) metav1.OwnerReference {
 	t := true
 	return metav1.OwnerReference{
@@ -71,7 +71,7 @@ func Decide(obs Observed) (Plan, error) {
 	var plan Plan
 	plan.Adopt, plan.Release, plan.Owned = Claim(rs, selector, obs.Pods)
 
-	// RS-expectations: act on the count only when the cache reflects our own
+	// RS-1: act on the count only when the cache reflects our own
 	// earlier writes; and a ReplicaSet being deleted makes no new pods.
 	if !obs.ExpectationsSatisfied || rs.DeletionTimestamp != nil {
 		return plan, nil
@@ -96,7 +96,7 @@ func Decide(obs Observed) (Plan, error) {
 //   - a pod controlled by rs stays owned while it matches the selector and is
 //     released when it stops matching (unless rs is being deleted);
 //   - an orphan that matches, is not being deleted, and whose would-be owner is
-//     not being deleted is adopted (RS-adoption);
+//     not being deleted is adopted (RS-2);
 //   - pods controlled by someone else are never touched.
 //
 // Owned holds only active pods (not finished, not being deleted).
@@ -129,7 +129,7 @@ func Claim(rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.Pod) 
 }
 
 // PodsToDelete picks n of the owned pods to delete, ranked as upstream
-// ranks them (RS-deletion-ranking); see Less.
+// ranks them ; see Less.
 func PodsToDelete(owned, related []*corev1.Pod, n int, now time.Time) []*corev1.Pod {
 	if n >= len(owned) {
 		return append([]*corev1.Pod(nil), owned...)

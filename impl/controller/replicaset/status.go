@@ -18,7 +18,7 @@ const (
 )
 
 // CalculateStatus derives the ReplicaSet's status from the active pods it
-// owns (RS-status): replicas, fully labeled, ready and available counts,
+// owns : replicas, fully labeled, ready and available counts,
 // observedGeneration, and the ReplicaFailure condition, set while creating
 // or deleting pods fails (manageErr with the direction of the failed change)
 // and removed once a sync succeeds.
