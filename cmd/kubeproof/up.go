@@ -28,12 +28,15 @@ func newUpCommand() *cobra.Command {
 		nodeMemory  string
 		nodeMaxPods int64
 		noScheduler bool
+		noCM        bool
+		evictAfter  time.Duration
+		monitorGP   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Run the whole control plane in one process on an embedded etcd",
 		Long: `Run the whole control plane in one process: an embedded etcd (or --etcd-servers),
-the API server, the scheduler and --nodes simulated kubelets. Writes DATA_DIR/admin.kubeconfig for a cluster-admin user and
+the API server, the controller manager, the scheduler and --nodes simulated kubelets. Writes DATA_DIR/admin.kubeconfig for a cluster-admin user and
 runs until interrupted. Restarting on the same --data-dir keeps every object.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -46,17 +49,20 @@ runs until interrupted. Restarting on the same --data-dir keeps every object.`,
 				return fmt.Errorf("resolving --data-dir: %w", err)
 			}
 			c, err := cluster.Start(cmd.Context(), cluster.Config{
-				DataDir:            dir,
-				BindAddress:        net.JoinHostPort(bindAddress, strconv.Itoa(port)),
-				EtcdServers:        etcdServers,
-				WatchCache:         watchCache,
-				CompactionInterval: compaction,
-				Scheduler:          !noScheduler,
-				Nodes:              nodes,
-				NodeCPU:            nodeCPU,
-				NodeMemory:         nodeMemory,
-				NodeMaxPods:        nodeMaxPods,
-				Logger:             logger,
+				DataDir:                dir,
+				BindAddress:            net.JoinHostPort(bindAddress, strconv.Itoa(port)),
+				EtcdServers:            etcdServers,
+				WatchCache:             watchCache,
+				CompactionInterval:     compaction,
+				ControllerManager:      !noCM,
+				PodEvictionTimeout:     evictAfter,
+				NodeMonitorGracePeriod: monitorGP,
+				Scheduler:              !noScheduler,
+				Nodes:                  nodes,
+				NodeCPU:                nodeCPU,
+				NodeMemory:             nodeMemory,
+				NodeMaxPods:            nodeMaxPods,
+				Logger:                 logger,
 			})
 			if err != nil {
 				return err
@@ -87,6 +93,9 @@ runs until interrupted. Restarting on the same --data-dir keeps every object.`,
 	fs.StringVar(&nodeCPU, "node-cpu", "4", "CPU capacity of each simulated node.")
 	fs.StringVar(&nodeMemory, "node-memory", "32Gi", "Memory capacity of each simulated node.")
 	fs.Int64Var(&nodeMaxPods, "node-max-pods", 110, "Pod capacity of each simulated node.")
+	fs.BoolVar(&noCM, "no-controller-manager", false, "Do not run the controller manager (no Deployments/ReplicaSets progress, no garbage collection).")
+	fs.DurationVar(&evictAfter, "pod-eviction-timeout", 300*time.Second, "How long pods stay on a NotReady or unreachable node before eviction (their default tolerationSeconds).")
+	fs.DurationVar(&monitorGP, "node-monitor-grace-period", 40*time.Second, "How long a node may go without renewing its Lease before it is marked unreachable.")
 	fs.BoolVar(&noScheduler, "no-scheduler", false, "Do not run the scheduler (pods stay Pending unless bound by someone else).")
 	return cmd
 }

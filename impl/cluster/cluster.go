@@ -50,6 +50,13 @@ type Config struct {
 	// UnsafeNoFsync turns off fsync in the embedded etcd (tests and
 	// benchmarks only: a machine crash may lose acknowledged writes).
 	UnsafeNoFsync bool
+	// ControllerManager runs the controller manager in-process
+	// (Deployment, ReplicaSet, garbage collector, namespace, node lifecycle).
+	ControllerManager bool
+	// NodeMonitorGracePeriod and PodEvictionTimeout override the node
+	// lifecycle controller's defaults (40 s; 300 s tolerations).
+	NodeMonitorGracePeriod time.Duration
+	PodEvictionTimeout     time.Duration
 	// Scheduler runs the scheduler in-process.
 	Scheduler bool
 	// Nodes is the number of simulated kubelets (node-1 … node-N) run
@@ -175,6 +182,11 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	if err := c.waitReady(ctx, stop, time.Minute); err != nil {
 		return nil, err
+	}
+	if cfg.ControllerManager {
+		if err := c.startControllerManager(compsCtx, cfg); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Scheduler {
 		if err := c.startScheduler(compsCtx, cfg); err != nil {

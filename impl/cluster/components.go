@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeproof/kubeproof/impl/controllermanager"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
@@ -30,30 +34,50 @@ const maxSimulatedNodes = 1024
 // componentClient builds a client for a component with its own client
 // certificate (issued once, kept in DataDir/pki) and writes its kubeconfig
 // to DataDir/<file> so it can also be run as a separate process.
-func (c *Cluster) componentClient(pkiDir, dataDir, certName, user string, groups []string, qps float32, burst int) (kubernetes.Interface, error) {
+func (c *Cluster) componentClient(pkiDir, dataDir, certName, user string, groups []string, qps float32, burst int) (*rest.Config, kubernetes.Interface, error) {
 	kp, err := pki.LoadOrIssue(pkiDir, certName, func() (pki.KeyPair, error) { return c.CA.IssueClient(user, groups) })
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if dataDir != "" {
 		if err := pki.WriteKubeconfig(filepath.Join(dataDir, certName+".kubeconfig"), pki.Kubeconfig(c.URL, c.CA.CertPEM, user, kp)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	cfg := pki.RESTConfig(c.URL, c.CA.CertPEM, kp)
 	cfg.QPS, cfg.Burst, cfg.UserAgent = qps, burst, "kubeproof/"+certName
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("building %s client: %w", user, err)
+		return nil, nil, fmt.Errorf("building %s client: %w", user, err)
 	}
-	return cs, nil
+	return cfg, cs, nil
+}
+
+// startControllerManager runs the controller manager in-process. Its client
+// allows more than a stock kube-controller-manager's 20 QPS, which would
+// otherwise cap pod creation at 20 pods/s.
+func (c *Cluster) startControllerManager(ctx context.Context, cfg Config) error {
+	restCfg, cs, err := c.componentClient(filepath.Join(cfg.DataDir, "pki"), cfg.DataDir, "controller-manager", ControllerManagerUser, nil, 1000, 2000)
+	if err != nil {
+		return err
+	}
+	cmCfg := controllermanager.DefaultConfig()
+	if cfg.PodEvictionTimeout > 0 {
+		secs := int64(cfg.PodEvictionTimeout / time.Second)
+		cmCfg.DefaultNotReadyTolerationSeconds, cmCfg.DefaultUnreachableTolerationSeconds = secs, secs
+	}
+	if cfg.NodeMonitorGracePeriod > 0 {
+		cmCfg.NodeMonitorGracePeriod = cfg.NodeMonitorGracePeriod
+	}
+	c.goRun(&c.compsWG, "controller-manager", func() error { return controllermanager.Run(ctx, cs, restCfg, cmCfg) })
+	return nil
 }
 
 // startScheduler runs the default scheduler in-process. Its client is not
 // throttled the way a stock kube-scheduler's is (50 QPS): binding
 // throughput is what it is measured on.
 func (c *Cluster) startScheduler(ctx context.Context, cfg Config) error {
-	cs, err := c.componentClient(filepath.Join(cfg.DataDir, "pki"), cfg.DataDir, "scheduler", SchedulerUser, nil, 5000, 10000)
+	_, cs, err := c.componentClient(filepath.Join(cfg.DataDir, "pki"), cfg.DataDir, "scheduler", SchedulerUser, nil, 5000, 10000)
 	if err != nil {
 		return err
 	}
@@ -83,7 +107,7 @@ func (c *Cluster) startKubelets(ctx context.Context, cfg Config) error {
 	for i := 0; i < cfg.Nodes; i++ {
 		name := fmt.Sprintf("node-%d", i+1)
 		cidr := fmt.Sprintf("10.%d.%d.0/24", 244+i/256, i%256)
-		cs, err := c.componentClient(pkiDir, "", name, NodeUserPrefix+name, []string{NodesGroup}, 50, 100)
+		_, cs, err := c.componentClient(pkiDir, "", name, NodeUserPrefix+name, []string{NodesGroup}, 50, 100)
 		if err != nil {
 			return err
 		}
