@@ -195,7 +195,7 @@ func (s *Scheduler) failed(ctx context.Context, fwk *fw.Framework, pInfo *fw.Que
 	}
 	pInfo.PodInfo.Update(current)
 	if nominatedNode != "" {
-		s.queue.AddNominatedPod(pInfo.PodInfo, nominatedNode)
+		s.queue.AddNominatedPod(fw.NewPodInfo(current), nominatedNode)
 	}
 	s.queue.AddUnschedulableIfNotPresent(pInfo, cycle)
 

@@ -265,3 +265,24 @@ func TestDeletingABoundPodFreesRoomForAWaitingPod(t *testing.T) {
 	}
 	waitFor(t, "p bound once hog is gone", func() bool { return getPod(t, c, "default", "p").Spec.NodeName == "n1" })
 }
+
+func TestGatedPodIsScheduledOnlyAfterItsGatesAreRemoved(t *testing.T) {
+	c := newFakeCluster()
+	createNode(t, c, makeNode("n1", "4", "8Gi", 110, nil))
+	s := startScheduler(t, c, testConfig())
+	gated := makePod("default", "gated", "1", "1Gi")
+	gated.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/wait"}}
+	createPod(t, c, gated)
+	waitFor(t, "gated pod queued as gated", func() bool { return s.Queue().Where(gated) == "gated" })
+	createPod(t, c, makePod("default", "free", "1", "1Gi"))
+	waitFor(t, "free bound", func() bool { return getPod(t, c, "default", "free").Spec.NodeName != "" })
+	if getPod(t, c, "default", "gated").Spec.NodeName != "" {
+		t.Fatal("gated pod was bound")
+	}
+	p := getPod(t, c, "default", "gated")
+	p.Spec.SchedulingGates = nil
+	if _, err := c.CoreV1().Pods("default").Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "gated bound after its gate is removed", func() bool { return getPod(t, c, "default", "gated").Spec.NodeName == "n1" })
+}

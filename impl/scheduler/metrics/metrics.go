@@ -52,7 +52,7 @@ func New() *Metrics {
 	}, []string{"result", "profile"})
 	m.PendingPods = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Subsystem: "scheduler", Name: "pending_pods",
-		Help: "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods.",
+		Help: "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods; 'gated' is the number of pods with scheduling gates.",
 	}, []string{"queue"})
 	m.PreemptionVictims = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Subsystem: "scheduler", Name: "preemption_victims",
@@ -75,7 +75,8 @@ func (m *Metrics) ObserveAttempt(result, profile string, d time.Duration) {
 }
 
 // SetPending records the queue sizes.
-func (m *Metrics) SetPending(active, backoff, unschedulable int) {
+func (m *Metrics) SetPending(active, backoff, unschedulable, gated int) {
+	m.PendingPods.WithLabelValues("gated").Set(float64(gated))
 	m.PendingPods.WithLabelValues("active").Set(float64(active))
 	m.PendingPods.WithLabelValues("backoff").Set(float64(backoff))
 	m.PendingPods.WithLabelValues("unschedulable").Set(float64(unschedulable))

@@ -7,7 +7,9 @@
 //     backoff (1 s doubling to 10 s by default) to expire;
 //   - unschedulable: pods no node fits, parked until a cluster event one
 //     of the plugins that rejected them cares about (a node added or
-//     changed, an assigned pod deleted, …) or a 5-minute timeout moves them.
+//     changed, an assigned pod deleted, …) or a 5-minute timeout moves them;
+//   - gated: pods with spec.schedulingGates, never tried until an update
+//     removes the last gate.
 //
 // It is a data structure with a clock interface: no goroutine of its own
 // except the optional Run ticker that flushes the backoff and leftover pods.
@@ -64,6 +66,7 @@ type PriorityQueue struct {
 	activeQ       *podHeap
 	backoffQ      *podHeap
 	unschedulable map[string]*fw.QueuedPodInfo
+	gated         map[string]*fw.QueuedPodInfo
 
 	// schedulingCycle counts Pops; moveRequestCycle is the cycle of the
 	// last cluster event that moved pods. A pod that failed in a cycle
@@ -111,6 +114,7 @@ func New(less fw.LessFunc, opts ...Option) *PriorityQueue {
 		unschedulableMaxDuration: DefaultUnschedulableMaxDuration,
 		activeQ:                  newPodHeap(less),
 		unschedulable:            map[string]*fw.QueuedPodInfo{},
+		gated:                    map[string]*fw.QueuedPodInfo{},
 		nominated:                map[string][]*fw.PodInfo{},
 		nominatedNodes:           map[types.UID]string{},
 	}
@@ -155,8 +159,14 @@ func (q *PriorityQueue) Add(pod *v1.Pod) {
 	key := podKey(pod)
 	q.backoffQ.delete(key)
 	delete(q.unschedulable, key)
-	q.activeQ.addOrUpdate(q.newQueuedPodInfo(pod))
 	q.updateNominatedLocked(pod)
+	if len(pod.Spec.SchedulingGates) > 0 {
+		q.activeQ.delete(key)
+		q.gated[key] = q.newQueuedPodInfo(pod)
+		return
+	}
+	delete(q.gated, key)
+	q.activeQ.addOrUpdate(q.newQueuedPodInfo(pod))
 	q.cond.Broadcast()
 }
 
@@ -167,6 +177,16 @@ func (q *PriorityQueue) Update(oldPod, newPod *v1.Pod) {
 	defer q.mu.Unlock()
 	key := podKey(newPod)
 	q.updateNominatedLocked(newPod)
+	if p, ok := q.gated[key]; ok {
+		p.PodInfo.Update(newPod)
+		if len(newPod.Spec.SchedulingGates) == 0 {
+			delete(q.gated, key)
+			p.Timestamp = q.clock.Now()
+			q.activeQ.addOrUpdate(p)
+			q.cond.Broadcast()
+		}
+		return
+	}
 	if p, ok := q.activeQ.get(key); ok {
 		p.PodInfo.Update(newPod)
 		q.activeQ.addOrUpdate(p)
@@ -239,6 +259,7 @@ func (q *PriorityQueue) Delete(pod *v1.Pod) {
 	q.activeQ.delete(key)
 	q.backoffQ.delete(key)
 	delete(q.unschedulable, key)
+	delete(q.gated, key)
 	q.deleteNominatedLocked(pod)
 }
 
@@ -416,15 +437,15 @@ func (q *PriorityQueue) Run(ctx context.Context) {
 	}
 }
 
-// Lengths reports the sizes of activeQ, backoffQ and unschedulable.
-func (q *PriorityQueue) Lengths() (active, backoff, unschedulable int) {
+// Lengths reports the sizes of activeQ, backoffQ, unschedulable and gated.
+func (q *PriorityQueue) Lengths() (active, backoff, unschedulable, gated int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.activeQ.Len(), q.backoffQ.Len(), len(q.unschedulable)
+	return q.activeQ.Len(), q.backoffQ.Len(), len(q.unschedulable), len(q.gated)
 }
 
 // Where reports which sub-queue holds the pod: "active", "backoff",
-// "unschedulable" or "".
+// "unschedulable", "gated" or "".
 func (q *PriorityQueue) Where(pod *v1.Pod) string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -437,6 +458,9 @@ func (q *PriorityQueue) Where(pod *v1.Pod) string {
 	}
 	if _, ok := q.unschedulable[key]; ok {
 		return "unschedulable"
+	}
+	if _, ok := q.gated[key]; ok {
+		return "gated"
 	}
 	return ""
 }

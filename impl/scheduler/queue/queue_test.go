@@ -201,7 +201,7 @@ func TestDeleteRemovesFromEverySubQueue(t *testing.T) {
 	q.AddUnschedulableIfNotPresent(pb, q.SchedulingCycle())
 	q.Delete(a)
 	q.Delete(b)
-	if act, bo, un := q.Lengths(); act+bo+un != 0 {
+	if act, bo, un, g := q.Lengths(); act+bo+un+g != 0 {
 		t.Fatalf("lengths after delete: %d %d %d", act, bo, un)
 	}
 }
@@ -220,5 +220,26 @@ func TestNominatedPods(t *testing.T) {
 	q.DeleteNominatedPodIfExists(p)
 	if len(q.NominatedPodsForNode("n2")) != 0 {
 		t.Fatal("nomination not deleted")
+	}
+}
+
+func TestGatedPodWaitsForItsGatesToBeRemoved(t *testing.T) {
+	q := New(less(), WithClock(newClock()))
+	gated := tu.Pod("g").Obj()
+	gated.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/quota"}}
+	q.Add(gated)
+	if w := q.Where(gated); w != "gated" {
+		t.Fatalf("gated pod in %q", w)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if p, err := q.Pop(ctx); err == nil {
+		t.Fatalf("popped gated pod %s", p.Pod.Name)
+	}
+	open := gated.DeepCopy()
+	open.Spec.SchedulingGates = nil
+	q.Update(gated, open)
+	if got := pop(t, q).Pod.Name; got != "g" {
+		t.Fatalf("popped %s", got)
 	}
 }
