@@ -223,6 +223,22 @@ func (c *Controller) apply(ctx context.Context, node *corev1.Node, dec NodeDecis
 		}
 		current = updated
 	}
+	conds := node.Status.Conditions
+	if dec.Conditions != nil {
+		conds = dec.Conditions
+	}
+	if ready := readyCondition(conds); ready != nil {
+		objs, _ := c.podIndexer.ByIndex(podsByNodeIndex, node.Name)
+		var pods []*corev1.Pod
+		for _, o := range objs {
+			if p, ok := o.(*corev1.Pod); ok {
+				pods = append(pods, p)
+			}
+		}
+		for _, p := range PodsToMarkNotReady(ready.Status, pods) {
+			c.markNotReady(ctx, p)
+		}
+	}
 	if dec.Taints != nil {
 		next := current.DeepCopy()
 		next.Spec.Taints = dec.Taints
@@ -231,6 +247,21 @@ func (c *Controller) apply(ctx context.Context, node *corev1.Node, dec NodeDecis
 		}
 	}
 	return nil
+}
+
+// markNotReady turns a pod's Ready condition False (best effort; the next
+// pass retries).
+func (c *Controller) markNotReady(ctx context.Context, pod *corev1.Pod) {
+	next := pod.DeepCopy()
+	for i := range next.Status.Conditions {
+		if next.Status.Conditions[i].Type == corev1.PodReady {
+			next.Status.Conditions[i].Status = corev1.ConditionFalse
+			next.Status.Conditions[i].LastTransitionTime = metav1.NewTime(c.clock.Now())
+		}
+	}
+	if _, err := c.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
+		slog.Debug("node lifecycle: could not mark pod not ready", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	}
 }
 
 func (c *Controller) forget(key string) {

@@ -33,6 +33,11 @@ func podOn(name string, tols ...corev1.Toleration) *corev1.Pod {
 		Spec: corev1.PodSpec{NodeName: "n1", Tolerations: tols}}
 }
 
+func readyPod(p *corev1.Pod) *corev1.Pod {
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	return p
+}
+
 func TestUnreachableNodeTaintedAndPodsEvictedOnTime(t *testing.T) {
 	before := runtime.NumGoroutine()
 	clk := clocktesting.NewFakeClock(t0)
@@ -40,7 +45,7 @@ func TestUnreachableNodeTaintedAndPodsEvictedOnTime(t *testing.T) {
 		readyNode(corev1.ConditionTrue, t0), lease(t0),
 		podOn("plain"),
 		podOn("short", toleration(TaintUnreachable, secs(10))),
-		podOn("forever", toleration(TaintUnreachable, nil)),
+		readyPod(podOn("forever", toleration(TaintUnreachable, nil))),
 	)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	recorder := record.NewFakeRecorder(100)
@@ -94,6 +99,9 @@ func TestUnreachableNodeTaintedAndPodsEvictedOnTime(t *testing.T) {
 	waitFor(t, "the 10 s pod evicted after its tolerationSeconds", func() bool { return !podExists("short") })
 	if !podExists("forever") {
 		t.Fatal("a pod tolerating forever was evicted")
+	}
+	if p, _ := client.CoreV1().Pods("ns").Get(ctx, "forever", metav1.GetOptions{}); p.Status.Conditions[0].Status != corev1.ConditionFalse {
+		t.Fatalf("a pod on an unreachable node still claims Ready: %+v", p.Status.Conditions)
 	}
 
 	// The kubelet comes back: its status update shows Ready with a new heartbeat.

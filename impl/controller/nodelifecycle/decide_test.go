@@ -186,3 +186,14 @@ func TestDecideEviction(t *testing.T) {
 		})
 	}
 }
+
+func TestPodsToMarkNotReady(t *testing.T) {
+	ready := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+	notReady := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
+	if got := PodsToMarkNotReady(corev1.ConditionTrue, []*corev1.Pod{ready}); len(got) != 0 {
+		t.Fatal("a ready node's pods are left alone")
+	}
+	if got := PodsToMarkNotReady(corev1.ConditionUnknown, []*corev1.Pod{ready, notReady}); len(got) != 1 || got[0].Name != "r" {
+		t.Fatalf("got %v", got)
+	}
+}

@@ -209,3 +209,24 @@ func desiredTaints(current []corev1.Taint, conds []corev1.NodeCondition, unsched
 	}
 	return out, changed
 }
+
+// PodsToMarkNotReady returns the pods (on a node whose Ready condition is
+// not True) that still claim Ready=True: their Ready condition must turn
+// False, since nobody can vouch for them (upstream's MarkPodsNotReady).
+func PodsToMarkNotReady(nodeReady corev1.ConditionStatus, pods []*corev1.Pod) []*corev1.Pod {
+	if nodeReady == corev1.ConditionTrue || nodeReady == "" {
+		return nil
+	}
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
