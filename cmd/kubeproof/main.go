@@ -34,6 +34,7 @@ func newRootCommand() *cobra.Command {
 		newUpCommand,
 		newAPIServerCommand,
 		newBenchCommand,
+		newControllerManagerCommand,
 		newSchedulerCommand,
 		newKubeletCommand,
 	} {
