@@ -85,9 +85,18 @@ func (s *Scheduler) ScheduleOne(ctx context.Context) {
 		return
 	}
 	s.queue.DeleteNominatedPodIfExists(pod)
+	select {
+	case s.bindSlots <- struct{}{}:
+	case <-ctx.Done():
+		_ = s.cache.ForgetPod(assumed)
+		return
+	}
 	s.bindings.Add(1)
 	go func() {
-		defer s.bindings.Done()
+		defer func() {
+			<-s.bindSlots
+			s.bindings.Done()
+		}()
 		s.bind(ctx, fwk, pInfo, assumed, cycle, start)
 	}()
 }

@@ -69,6 +69,10 @@ type Config struct {
 	// Registry overrides the plugin registry (tests); default
 	// plugins.NewInTreeRegistry().
 	Registry fw.Registry
+	// MaxInFlightBindings bounds the bindings posted but not yet answered
+	// (default 256); the loop waits for a slot, so a slow API server slows
+	// decisions instead of piling up goroutines.
+	MaxInFlightBindings int
 }
 
 // Scheduler is one scheduler instance with one or more profiles.
@@ -93,8 +97,9 @@ type Scheduler struct {
 	broadcaster events.EventBroadcaster
 	recorders   map[string]events.EventRecorder
 
-	bindings sync.WaitGroup
-	ran      sync.Once
+	bindings  sync.WaitGroup
+	bindSlots chan struct{}
+	ran       sync.Once
 }
 
 // New builds a scheduler: profiles from the configuration, informers on
@@ -114,6 +119,9 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config) (*Schedul
 	}
 	if cfg.AssumedPodTTL == 0 {
 		cfg.AssumedPodTTL = 30 * time.Second
+	}
+	if cfg.MaxInFlightBindings <= 0 {
+		cfg.MaxInFlightBindings = 256
 	}
 	if cfg.Seed == 0 {
 		cfg.Seed = time.Now().UnixNano()
@@ -137,6 +145,7 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config) (*Schedul
 		algorithm: NewAlgorithm(*conf.PercentageOfNodesToScore, cfg.Seed),
 		metrics:   metrics.New(),
 		recorders: map[string]events.EventRecorder{},
+		bindSlots: make(chan struct{}, cfg.MaxInFlightBindings),
 	}
 	var less fw.LessFunc
 	interest := map[string][]fw.ClusterEvent{}
@@ -178,11 +187,6 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config) (*Schedul
 		return nil, err
 	}
 	s.synced = []toolscache.InformerSynced{podInformer.HasSynced, nodeInformer.Informer().HasSynced}
-
-	s.broadcaster = events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
-	for name := range s.profiles {
-		s.recorders[name] = s.broadcaster.NewRecorder(scheme.Scheme, name)
-	}
 	return s, nil
 }
 
@@ -211,6 +215,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 func (s *Scheduler) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The broadcaster starts a goroutine when created, so it is created
+	// here, where it is also shut down.
+	s.broadcaster = events.NewBroadcaster(&events.EventSinkImpl{Interface: s.client.EventsV1()})
+	for name := range s.profiles {
+		s.recorders[name] = s.broadcaster.NewRecorder(scheme.Scheme, name)
+	}
 	stopEvents := make(chan struct{})
 	s.broadcaster.StartRecordingToSink(stopEvents)
 	defer func() {
