@@ -41,6 +41,10 @@ type Config struct {
 	Backoff podsync.BackoffConfig
 	// Workers is the number of goroutines syncing pods (4).
 	Workers int
+	// ExternalPodSource: the kubelet starts no pod watch of its own; a
+	// shared source (PodDispatcher) calls HandlePod, HandlePodDeleted and
+	// MarkSourceSynced instead.
+	ExternalPodSource bool
 	// KubeletVersion is reported in node status.
 	KubeletVersion string
 

@@ -156,27 +156,31 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		return err
 	}
 
-	k.queue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[types.UID]{
-		Clock: k.clock, Name: "",
-	})
+	queue := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[types.UID]{Clock: k.clock})
+	k.mu.Lock()
+	k.queue = queue
+	k.mu.Unlock()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	defer k.queue.ShutDown()
+	defer queue.ShutDown()
 
-	factory := informers.NewSharedInformerFactoryWithOptions(k.client, k.cfg.SyncFrequency,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", k.cfg.NodeName).String()
-		}))
-	informer := factory.Core().V1().Pods().Informer()
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { k.podFromSource(obj, false) },
-		UpdateFunc: func(_, obj any) { k.podFromSource(obj, false) },
-		DeleteFunc: func(obj any) { k.podFromSource(obj, true) },
-	}); err != nil {
-		return fmt.Errorf("kubelet %s: watching pods: %w", k.cfg.NodeName, err)
+	var informer cache.SharedIndexInformer
+	if !k.cfg.ExternalPodSource {
+		factory := informers.NewSharedInformerFactoryWithOptions(k.client, k.cfg.SyncFrequency,
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+				o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", k.cfg.NodeName).String()
+			}))
+		informer = factory.Core().V1().Pods().Informer()
+		if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { k.podFromSource(obj, false) },
+			UpdateFunc: func(_, obj any) { k.podFromSource(obj, false) },
+			DeleteFunc: func(obj any) { k.podFromSource(obj, true) },
+		}); err != nil {
+			return fmt.Errorf("kubelet %s: watching pods: %w", k.cfg.NodeName, err)
+		}
+		factory.Start(ctx.Done())
+		defer factory.Shutdown()
 	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
 
 	for i := 0; i < k.cfg.Workers; i++ {
 		wg.Add(1)
@@ -192,8 +196,13 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		k.housekeeping(ctx)
 	}()
 
-	if cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
-		k.MarkSourceSynced()
+	if informer != nil {
+		if cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+			k.MarkSourceSynced()
+		}
+	} else {
+		// Pods handed over before Run started wait in their records.
+		k.enqueueAll()
 	}
 	<-ctx.Done()
 	return nil
@@ -303,7 +312,9 @@ func (k *Kubelet) MarkSourceSynced() {
 }
 
 func (k *Kubelet) enqueue(uid types.UID, after time.Duration) {
+	k.mu.Lock()
 	q := k.queue
+	k.mu.Unlock()
 	if q == nil {
 		return
 	}

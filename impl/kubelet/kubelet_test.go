@@ -12,6 +12,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
 
@@ -493,5 +494,33 @@ func TestPodIPsAreUnique(t *testing.T) {
 			t.Fatalf("pod %s ip %q reused or empty", n, got.Status.PodIP)
 		}
 		seen[got.Status.PodIP] = true
+	}
+}
+
+func TestContainerLogs(t *testing.T) {
+	h := newHarness(t, nil)
+	p := h.create(h.pod("logs", func(p *v1.Pod) {
+		p.Annotations[sim.AnnotationLogs] = "hello\nworld"
+		p.Annotations[sim.AnnotationCrashAfter] = "1s"
+	}))
+	if _, err := h.k.ContainerLogs(h.ctx, "default", "logs", "", false, runtime.LogOptions{}); err == nil ||
+		err.Error() != `container "app" in pod "logs" is waiting to start: ContainerCreating` {
+		t.Fatalf("before start: %v", err)
+	}
+	h.sync(p)
+	lines, err := h.k.ContainerLogs(h.ctx, "default", "logs", "app", false, runtime.LogOptions{})
+	if err != nil || len(lines) != 2 || lines[0].Text != "hello" {
+		t.Fatalf("logs: %+v %v", lines, err)
+	}
+	if _, err := h.k.ContainerLogs(h.ctx, "default", "logs", "app", true, runtime.LogOptions{}); err == nil {
+		t.Fatal("previous logs of a first instance")
+	}
+	h.step(time.Second)
+	h.sync(p) // restarted
+	if lines, err = h.k.ContainerLogs(h.ctx, "default", "logs", "app", true, runtime.LogOptions{TailLines: 1}); err != nil || len(lines) != 1 || lines[0].Text != "world" {
+		t.Fatalf("previous: %+v %v", lines, err)
+	}
+	if _, err := h.k.ContainerLogs(h.ctx, "default", "logs", "nope", false, runtime.LogOptions{}); err == nil {
+		t.Fatal("unknown container accepted")
 	}
 }
