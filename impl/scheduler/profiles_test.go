@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -161,4 +162,12 @@ func leaseHolder(c *fakeCluster) string {
 		return ""
 	}
 	return *l.Spec.HolderIdentity
+}
+
+func TestNewStartsNoGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	if _, err := New(context.Background(), newFakeCluster(), Config{Configuration: testConfig()}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "goroutine count back to its start", func() bool { return runtime.NumGoroutine() <= before })
 }

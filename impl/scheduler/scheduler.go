@@ -212,8 +212,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	return err
 }
 
-func (s *Scheduler) run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
+func (s *Scheduler) run(parent context.Context) error {
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	// The broadcaster starts a goroutine when created, so it is created
 	// here, where it is also shut down.
@@ -242,6 +242,13 @@ func (s *Scheduler) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("scheduler: creating leader election lock: %w", err)
 	}
+	// The elector runs OnStartedLeading on a goroutine of its own; run
+	// waits for it, and a late start after the elector returned does nothing.
+	var (
+		leadMu   sync.Mutex
+		leadDone bool
+		leading  sync.WaitGroup
+	)
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   le.LeaseDuration.Duration,
@@ -251,6 +258,14 @@ func (s *Scheduler) run(ctx context.Context) error {
 		Name:            le.ResourceName,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
+				leadMu.Lock()
+				if leadDone {
+					leadMu.Unlock()
+					return
+				}
+				leading.Add(1)
+				leadMu.Unlock()
+				defer leading.Done()
 				s.log.Info("became leader", "identity", s.cfg.Identity)
 				s.scheduleUntilDone(ctx)
 			},
@@ -264,7 +279,13 @@ func (s *Scheduler) run(ctx context.Context) error {
 		return fmt.Errorf("scheduler: configuring leader election: %w", err)
 	}
 	elector.Run(ctx)
-	if ctx.Err() == nil {
+	leadMu.Lock()
+	leadDone = true
+	leadMu.Unlock()
+	leading.Wait()
+	if parent.Err() == nil {
+		// Like kube-scheduler, stop rather than keep scheduling on a
+		// possibly stale view: the process (or its supervisor) restarts.
 		return errors.New("scheduler: lost leader election")
 	}
 	return nil
