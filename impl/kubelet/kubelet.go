@@ -78,6 +78,7 @@ type podRecord struct {
 	admitted bool
 	rejected bool
 
+	rejection       *podsync.Terminal // admission's verdict, if rejected
 	terminal        *podsync.Terminal
 	backoff         map[string]podsync.BackoffEntry
 	waiting         map[string]podstate.Waiting

@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -522,5 +524,24 @@ func TestContainerLogs(t *testing.T) {
 	}
 	if _, err := h.k.ContainerLogs(h.ctx, "default", "logs", "nope", false, runtime.LogOptions{}); err == nil {
 		t.Fatal("unknown container accepted")
+	}
+}
+
+func TestRejectionStatusIsRetried(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.CPU = resource.MustParse("1") })
+	failed := false
+	h.client.PrependReactor("update", "pods", func(a clienttesting.Action) (bool, k8sruntime.Object, error) {
+		if a.GetSubresource() == "status" && !failed {
+			failed = true
+			return true, nil, errors.New("injected write failure")
+		}
+		return false, nil, nil
+	})
+	p := h.create(h.pod("big", withRequests("2", "1Mi")))
+	if _, err := h.k.syncPod(h.ctx, p.UID); err == nil {
+		t.Fatal("the injected failure was not reported")
+	}
+	if got := h.sync(p); got.Status.Phase != v1.PodFailed || got.Status.Reason != "OutOfcpu" {
+		t.Fatalf("after retry: %s %q", got.Status.Phase, got.Status.Reason)
 	}
 }

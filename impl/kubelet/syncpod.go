@@ -62,11 +62,8 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	now := k.clock.Now()
 
 	// Admission, once per pod (not for pods already finished or going away).
-	if ok, reason, message := k.admit(rec, pod); !ok {
-		st := status.Rejected(pod, reason, message)
-		return 0, k.writeStatus(ctx, rec, pod, st, rs)
-	}
-	if rec.rejected {
+	k.admit(rec, pod)
+	if rec.rejection != nil {
 		return 0, k.finishRejected(ctx, rec, pod, rs)
 	}
 
@@ -146,17 +143,17 @@ func (k *Kubelet) podView(rec *podRecord, pod *v1.Pod) *v1.Pod {
 	return p
 }
 
-// admit runs admission for a pod not yet admitted. It reports false (with
-// reason and message) exactly once, when the pod is rejected.
-func (k *Kubelet) admit(rec *podRecord, pod *v1.Pod) (bool, string, string) {
+// admit runs admission once for a pod not yet admitted; a rejection is
+// recorded in rec.rejection.
+func (k *Kubelet) admit(rec *podRecord, pod *v1.Pod) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if rec.admitted || rec.rejected {
-		return true, "", ""
+		return
 	}
 	if pod.DeletionTimestamp != nil || podsync.IsTerminalPhase(pod.Status.Phase) {
 		rec.admitted = true
-		return true, "", ""
+		return
 	}
 	var others []*v1.Pod
 	for _, r := range k.pods {
@@ -168,17 +165,18 @@ func (k *Kubelet) admit(rec *podRecord, pod *v1.Pod) (bool, string, string) {
 	ok, reason, message := Admit(k.cfg.capacity(), pod, others)
 	if !ok {
 		rec.rejected = true
-		return false, reason, message
+		rec.rejection = &podsync.Terminal{Phase: v1.PodFailed, Reason: reason, Message: message}
+		return
 	}
 	rec.admitted = true
-	return true, "", ""
 }
 
-// finishRejected keeps a rejected pod's status written and deletes it
-// finally if it is being deleted.
+// finishRejected writes a rejected pod's Failed status (until it sticks)
+// and deletes the pod finally if it is being deleted.
 func (k *Kubelet) finishRejected(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *podstate.Pod) error {
-	if rec.lastStatus != nil {
-		if err := k.writeStatus(ctx, rec, pod, *rec.lastStatus, rs); err != nil {
+	if !podsync.IsTerminalPhase(pod.Status.Phase) {
+		st := status.Rejected(pod, rec.rejection.Reason, rec.rejection.Message)
+		if err := k.writeStatus(ctx, rec, pod, st, rs); err != nil {
 			return err
 		}
 	}
