@@ -31,6 +31,7 @@ import (
 	"github.com/google/uuid"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -147,6 +148,16 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config) (*Schedul
 		recorders: map[string]events.EventRecorder{},
 		bindSlots: make(chan struct{}, cfg.MaxInFlightBindings),
 	}
+	s.informers = informers.NewSharedInformerFactory(client, 0)
+	nsInformer := s.informers.Core().V1().Namespaces()
+	nsLister := nsInformer.Lister()
+	namespaceLabels := func(name string) labels.Set {
+		ns, err := nsLister.Get(name)
+		if err != nil {
+			return nil
+		}
+		return ns.Labels
+	}
 	var less fw.LessFunc
 	interest := map[string][]fw.ClusterEvent{}
 	for i := range conf.Profiles {
@@ -154,7 +165,8 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config) (*Schedul
 		fwk, err := fw.NewFramework(ctx, registry, p,
 			fw.WithSnapshotSharedLister(s.snapshot),
 			fw.WithParallelism(int(*conf.Parallelism)),
-			fw.WithMetricsRecorder(s.metrics))
+			fw.WithMetricsRecorder(s.metrics),
+			fw.WithNamespaceLabels(namespaceLabels))
 		if err != nil {
 			return nil, err
 		}
@@ -173,7 +185,6 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config) (*Schedul
 		fwk.SetPodNominator(s.queue)
 	}
 
-	s.informers = informers.NewSharedInformerFactory(client, 0)
 	// Terminal pods take no resources; like upstream, leave them out.
 	podInformer := s.informers.InformerFor(&v1.Pod{}, func(c kubernetes.Interface, resync time.Duration) toolscache.SharedIndexInformer {
 		return coreinformers.NewFilteredPodInformer(c, metav1.NamespaceAll, resync, toolscache.Indexers{}, func(o *metav1.ListOptions) {
@@ -186,7 +197,7 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config) (*Schedul
 	if err := s.addEventHandlers(podInformer, nodeInformer.Informer()); err != nil {
 		return nil, err
 	}
-	s.synced = []toolscache.InformerSynced{podInformer.HasSynced, nodeInformer.Informer().HasSynced}
+	s.synced = []toolscache.InformerSynced{podInformer.HasSynced, nodeInformer.Informer().HasSynced, nsInformer.Informer().HasSynced}
 	return s, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/kubeproof/kubeproof/impl/scheduler/config"
@@ -50,6 +51,7 @@ type Framework struct {
 	parallelizer Parallelizer
 	nominator    PodNominator
 	metrics      MetricsRecorder
+	nsLabels     func(string) labels.Set
 }
 
 // Option configures a Framework.
@@ -66,6 +68,11 @@ func WithParallelism(n int) Option {
 
 // WithPodNominator sets the source of nominated pods.
 func WithPodNominator(n PodNominator) Option { return func(f *Framework) { f.nominator = n } }
+
+// WithNamespaceLabels sets the namespace label lookup (a namespace lister).
+func WithNamespaceLabels(f func(namespace string) labels.Set) Option {
+	return func(fw *Framework) { fw.nsLabels = f }
+}
 
 // WithMetricsRecorder sets where extension point durations go.
 func WithMetricsRecorder(m MetricsRecorder) Option { return func(f *Framework) { f.metrics = m } }
@@ -257,6 +264,14 @@ func (f *Framework) SetSnapshotSharedLister(s SharedLister) { f.snapshot = s }
 
 // SetPodNominator sets the nominated pods source.
 func (f *Framework) SetPodNominator(n PodNominator) { f.nominator = n }
+
+// NamespaceLabels implements Handle.
+func (f *Framework) NamespaceLabels(namespace string) labels.Set {
+	if f.nsLabels == nil {
+		return nil
+	}
+	return f.nsLabels(namespace)
+}
 
 // Parallelizer implements Handle.
 func (f *Framework) Parallelizer() Parallelizer { return f.parallelizer }

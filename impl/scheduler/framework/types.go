@@ -48,13 +48,26 @@ type WeightedAffinityTerm struct {
 	Weight int32
 }
 
-// Matches reports whether pod is selected by the term. nsLabels are the
-// labels of pod's namespace (nil when unknown).
-func (t *AffinityTerm) Matches(pod *v1.Pod, nsLabels labels.Set) bool {
-	if t.Namespaces.Has(pod.Namespace) || (t.NamespaceSelector != nil && t.NamespaceSelector.Matches(nsLabels)) {
-		return t.Selector.Matches(labels.Set(pod.Labels))
+// Matches reports whether pod is selected by the term. nsLabels looks up
+// the labels of a namespace; it is only called for terms with a non-empty
+// namespaceSelector and may be nil (no namespace then matches such a term).
+func (t *AffinityTerm) Matches(pod *v1.Pod, nsLabels func(namespace string) labels.Set) bool {
+	if !t.Namespaces.Has(pod.Namespace) && !t.namespaceSelected(pod.Namespace, nsLabels) {
+		return false
 	}
-	return false
+	return t.Selector.Matches(labels.Set(pod.Labels))
+}
+
+func (t *AffinityTerm) namespaceSelected(ns string, nsLabels func(string) labels.Set) bool {
+	switch {
+	case t.NamespaceSelector == nil:
+		return false
+	case t.NamespaceSelector.Empty():
+		return true
+	case nsLabels == nil:
+		return false
+	}
+	return t.NamespaceSelector.Matches(nsLabels(ns))
 }
 
 // NewPodInfo computes a PodInfo.

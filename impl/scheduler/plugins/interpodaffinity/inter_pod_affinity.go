@@ -3,8 +3,8 @@
 // required anti-affinity of pods already running (symmetry); Score adds the
 // weights of preferred terms, in both directions, per topology domain.
 //
-// Terms with a non-empty namespaceSelector are matched against namespaces
-// without labels (namespace labels are not watched).
+// Terms with a namespaceSelector match pods in the namespaces whose labels
+// (from the framework's namespace lookup) it selects.
 package interpodaffinity
 
 import (
@@ -13,6 +13,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	fw "github.com/kubeproof/kubeproof/impl/scheduler/framework"
 )
@@ -76,6 +77,8 @@ type topologyPair struct{ key, value string }
 
 type topologyToMatchedTermCount map[topologyPair]int64
 
+type nsLabelsFunc = func(string) labels.Set
+
 func (m topologyToMatchedTermCount) clone() topologyToMatchedTermCount {
 	c := make(topologyToMatchedTermCount, len(m))
 	for k, v := range m {
@@ -85,11 +88,11 @@ func (m topologyToMatchedTermCount) clone() topologyToMatchedTermCount {
 }
 
 // add counts, for every term that matches pod, the domain of node.
-func (m topologyToMatchedTermCount) add(terms []fw.AffinityTerm, pod *v1.Pod, node *v1.Node, delta int64) {
+func (m topologyToMatchedTermCount) add(terms []fw.AffinityTerm, pod *v1.Pod, node *v1.Node, delta int64, ns nsLabelsFunc) {
 	for i := range terms {
 		t := &terms[i]
 		v, ok := node.Labels[t.TopologyKey]
-		if !ok || !t.Matches(pod, nil) {
+		if !ok || !t.Matches(pod, ns) {
 			continue
 		}
 		pair := topologyPair{t.TopologyKey, v}
@@ -101,9 +104,9 @@ func (m topologyToMatchedTermCount) add(terms []fw.AffinityTerm, pod *v1.Pod, no
 }
 
 // addAll counts a pod only if it matches every term (affinity terms are ANDed).
-func (m topologyToMatchedTermCount) addAll(terms []fw.AffinityTerm, pod *v1.Pod, node *v1.Node, delta int64) {
+func (m topologyToMatchedTermCount) addAll(terms []fw.AffinityTerm, pod *v1.Pod, node *v1.Node, delta int64, ns nsLabelsFunc) {
 	for i := range terms {
-		if !terms[i].Matches(pod, nil) {
+		if !terms[i].Matches(pod, ns) {
 			return
 		}
 	}
@@ -129,6 +132,7 @@ type preFilterState struct {
 	// match the incoming pod's required (anti-)affinity terms.
 	affinityCounts     topologyToMatchedTermCount
 	antiAffinityCounts topologyToMatchedTermCount
+	nsLabels           nsLabelsFunc
 }
 
 func (s *preFilterState) Clone() fw.StateData {
@@ -137,6 +141,7 @@ func (s *preFilterState) Clone() fw.StateData {
 		existingAntiAffinityCounts: s.existingAntiAffinityCounts.clone(),
 		affinityCounts:             s.affinityCounts.clone(),
 		antiAffinityCounts:         s.antiAffinityCounts.clone(),
+		nsLabels:                   s.nsLabels,
 	}
 }
 
@@ -144,9 +149,9 @@ func (s *preFilterState) updateWithPod(existing *fw.PodInfo, node *v1.Node, delt
 	if node == nil {
 		return
 	}
-	s.existingAntiAffinityCounts.add(existing.RequiredAntiAffinityTerms, s.podInfo.Pod, node, delta)
-	s.affinityCounts.addAll(s.podInfo.RequiredAffinityTerms, existing.Pod, node, delta)
-	s.antiAffinityCounts.add(s.podInfo.RequiredAntiAffinityTerms, existing.Pod, node, delta)
+	s.existingAntiAffinityCounts.add(existing.RequiredAntiAffinityTerms, s.podInfo.Pod, node, delta, s.nsLabels)
+	s.affinityCounts.addAll(s.podInfo.RequiredAffinityTerms, existing.Pod, node, delta, s.nsLabels)
+	s.antiAffinityCounts.add(s.podInfo.RequiredAntiAffinityTerms, existing.Pod, node, delta, s.nsLabels)
 }
 
 // PreFilter implements fw.PreFilterPlugin.
@@ -169,13 +174,14 @@ func (p *InterPodAffinity) PreFilter(_ context.Context, state *fw.CycleState, po
 		existingAntiAffinityCounts: topologyToMatchedTermCount{},
 		affinityCounts:             topologyToMatchedTermCount{},
 		antiAffinityCounts:         topologyToMatchedTermCount{},
+		nsLabels:                   p.handle.NamespaceLabels,
 	}
 	for _, ni := range withAnti {
 		if ni.Node() == nil {
 			continue
 		}
 		for _, existing := range ni.PodsWithRequiredAntiAffinity {
-			s.existingAntiAffinityCounts.add(existing.RequiredAntiAffinityTerms, pod, ni.Node(), 1)
+			s.existingAntiAffinityCounts.add(existing.RequiredAntiAffinityTerms, pod, ni.Node(), 1, s.nsLabels)
 		}
 	}
 	if hasOwn {
@@ -185,8 +191,8 @@ func (p *InterPodAffinity) PreFilter(_ context.Context, state *fw.CycleState, po
 		}
 		for _, ni := range all {
 			for _, existing := range ni.Pods {
-				s.affinityCounts.addAll(pi.RequiredAffinityTerms, existing.Pod, ni.Node(), 1)
-				s.antiAffinityCounts.add(pi.RequiredAntiAffinityTerms, existing.Pod, ni.Node(), 1)
+				s.affinityCounts.addAll(pi.RequiredAffinityTerms, existing.Pod, ni.Node(), 1, s.nsLabels)
+				s.antiAffinityCounts.add(pi.RequiredAntiAffinityTerms, existing.Pod, ni.Node(), 1, s.nsLabels)
 			}
 		}
 	}
@@ -254,7 +260,7 @@ func (p *InterPodAffinity) Filter(_ context.Context, state *fw.CycleState, pod *
 			}
 		}
 		if !satisfied {
-			if len(s.affinityCounts) > 0 || !matchesAllOwnTerms(s.podInfo) || !hasAllKeys(node, terms) {
+			if len(s.affinityCounts) > 0 || !matchesAllOwnTerms(s.podInfo, s.nsLabels) || !hasAllKeys(node, terms) {
 				return fw.NewStatus(fw.UnschedulableAndUnresolvable, ErrReasonAffinityRulesNotMatch)
 			}
 		}
@@ -262,9 +268,9 @@ func (p *InterPodAffinity) Filter(_ context.Context, state *fw.CycleState, pod *
 	return nil
 }
 
-func matchesAllOwnTerms(pi *fw.PodInfo) bool {
+func matchesAllOwnTerms(pi *fw.PodInfo, ns nsLabelsFunc) bool {
 	for i := range pi.RequiredAffinityTerms {
-		if !pi.RequiredAffinityTerms[i].Matches(pi.Pod, nil) {
+		if !pi.RequiredAffinityTerms[i].Matches(pi.Pod, ns) {
 			return false
 		}
 	}
@@ -288,11 +294,11 @@ type preScoreState struct {
 
 func (s *preScoreState) Clone() fw.StateData { return s }
 
-func (m scoreMap) add(terms []fw.WeightedAffinityTerm, pod *v1.Pod, node *v1.Node, sign int64) {
+func (m scoreMap) add(terms []fw.WeightedAffinityTerm, pod *v1.Pod, node *v1.Node, sign int64, ns nsLabelsFunc) {
 	for i := range terms {
 		t := &terms[i]
 		v, ok := node.Labels[t.TopologyKey]
-		if !ok || !t.Matches(pod, nil) {
+		if !ok || !t.Matches(pod, ns) {
 			continue
 		}
 		if m[t.TopologyKey] == nil {
@@ -321,6 +327,7 @@ func (p *InterPodAffinity) PreScore(_ context.Context, state *fw.CycleState, pod
 		return fw.NewStatus(fw.Skip)
 	}
 	m := scoreMap{}
+	ns := p.handle.NamespaceLabels
 	for _, ni := range nodes {
 		node := ni.Node()
 		if node == nil {
@@ -331,16 +338,16 @@ func (p *InterPodAffinity) PreScore(_ context.Context, state *fw.CycleState, pod
 			pods = ni.Pods
 		}
 		for _, existing := range pods {
-			m.add(pi.PreferredAffinityTerms, existing.Pod, node, 1)
-			m.add(pi.PreferredAntiAffinityTerms, existing.Pod, node, -1)
+			m.add(pi.PreferredAffinityTerms, existing.Pod, node, 1, ns)
+			m.add(pi.PreferredAntiAffinityTerms, existing.Pod, node, -1, ns)
 			if p.hardPodAffinityWeight > 0 {
 				for _, t := range existing.RequiredAffinityTerms {
-					m.add([]fw.WeightedAffinityTerm{{AffinityTerm: t, Weight: p.hardPodAffinityWeight}}, pod, node, 1)
+					m.add([]fw.WeightedAffinityTerm{{AffinityTerm: t, Weight: p.hardPodAffinityWeight}}, pod, node, 1, ns)
 				}
 			}
 			if !p.ignorePreferredOfOthers {
-				m.add(existing.PreferredAffinityTerms, pod, node, 1)
-				m.add(existing.PreferredAntiAffinityTerms, pod, node, -1)
+				m.add(existing.PreferredAffinityTerms, pod, node, 1, ns)
+				m.add(existing.PreferredAntiAffinityTerms, pod, node, -1, ns)
 			}
 		}
 	}

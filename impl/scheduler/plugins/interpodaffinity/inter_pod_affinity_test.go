@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	fw "github.com/kubeproof/kubeproof/impl/scheduler/framework"
 	ipa "github.com/kubeproof/kubeproof/impl/scheduler/plugins/interpodaffinity"
@@ -117,5 +118,43 @@ func TestScorePreferredAffinity(t *testing.T) {
 	p.NormalizeScore(context.Background(), state, pod, scores)
 	if scores[0].Score != 0 || scores[1].Score != 100 {
 		t.Errorf("scores %v: the zone with the cache pod must score 100, the other 0", scores)
+	}
+}
+
+func TestNamespaceSelector(t *testing.T) {
+	nodes := []*v1.Node{tu.Node("a1").Label("zone", "a").Obj(), tu.Node("b1").Label("zone", "b").Obj()}
+	existing := []*v1.Pod{
+		tu.Pod("cache-prod").Namespace("prod").Label("app", "cache").Node("a1").Obj(),
+		tu.Pod("cache-dev").Namespace("dev").Label("app", "cache").Node("b1").Obj(),
+	}
+	nsLabels := map[string]labels.Set{"prod": {"env": "prod"}, "dev": {"env": "dev"}}
+	tm := term("app", "cache", "zone")
+	tm.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}
+	pod := tu.Pod("web").Affinity(affinity(tm)).Obj()
+	f, snap, err := fwtest.New(existing, nodes, nil, fw.WithNamespaceLabels(func(ns string) labels.Set { return nsLabels[ns] }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := fw.NewCycleState()
+	if s := f.RunPreFilterPlugins(context.Background(), state, pod); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	for node, want := range map[string]string{"a1": "", "b1": ipa.ErrReasonAffinityRulesNotMatch} {
+		ni, _ := snap.Get(node)
+		if got := f.RunFilterPlugins(context.Background(), state, pod, ni); got.Message() != want {
+			t.Errorf("node %s: %v, want %q", node, got, want)
+		}
+	}
+	// An empty namespaceSelector selects every namespace.
+	all := term("app", "cache", "zone")
+	all.NamespaceSelector = &metav1.LabelSelector{}
+	anywhere := tu.Pod("web2").Affinity(affinity(all)).Obj()
+	state = fw.NewCycleState()
+	f.RunPreFilterPlugins(context.Background(), state, anywhere)
+	for _, node := range []string{"a1", "b1"} {
+		ni, _ := snap.Get(node)
+		if got := f.RunFilterPlugins(context.Background(), state, anywhere, ni); !got.IsSuccess() {
+			t.Errorf("node %s: %v", node, got)
+		}
 	}
 }
