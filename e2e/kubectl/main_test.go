@@ -2,8 +2,9 @@
 // issue 2's acceptance test that kubectl works against kubeproof's API
 // server. TestMain builds the kubeproof binary once, finds kubectl on the PATH
 // (or builds one from the k8s.io/kubectl module, so the tests never skip for
-// want of one), starts `kubeproof up --port 0` on a temporary data dir and
-// stops it with SIGTERM at the end, failing unless it exits 0.
+// want of one), starts `kubeproof up --port 0` on a temporary data dir with
+// the API server and etcd only (--no-controller-manager --no-scheduler
+// --nodes 0) and stops it with SIGTERM at the end, failing unless it exits 0.
 package kubectl
 
 import (
@@ -117,7 +118,11 @@ type upProcess struct {
 // has printed its API server URL and kubeconfig path.
 func startUp(dataDir string) (*upProcess, error) {
 	p := &upProcess{dataDir: dataDir, done: make(chan struct{})}
-	p.cmd = exec.Command(kubeproofPath, "up", "--port", "0", "--data-dir", dataDir)
+	// Only the API server (and etcd): these are the API server's acceptance
+	// tests, and with no controllers, scheduler or kubelets what an object
+	// looks like after each command is what the API server alone made of it.
+	p.cmd = exec.Command(kubeproofPath, "up", "--port", "0", "--data-dir", dataDir,
+		"--no-controller-manager", "--no-scheduler", "--nodes", "0")
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
