@@ -77,7 +77,7 @@ type Op struct {
 	Pages  int      `json:"pages,omitempty"`
 	// PageRVs are the resourceVersions of every page of a list.
 	PageRVs []int64 `json:"pageRVs,omitempty"`
-	Error  string   `json:"error,omitempty"`
+	Error   string  `json:"error,omitempty"`
 }
 
 func (o *Op) isWrite() bool {
@@ -114,11 +114,11 @@ type WatchEvent struct {
 type Watch struct {
 	ID int `json:"id"`
 	// Resume is the ID of the stream this one resumes (-1: none).
-	Resume            int    `json:"resume"`
-	Call              int64  `json:"call"`
-	End               int64  `json:"end"`
-	ResourceVersion   string `json:"resourceVersion"`
-	Selector          string `json:"selector,omitempty"`
+	Resume          int    `json:"resume"`
+	Call            int64  `json:"call"`
+	End             int64  `json:"end"`
+	ResourceVersion string `json:"resourceVersion"`
+	Selector        string `json:"selector,omitempty"`
 	// Group is the group label the selector requires ("" = every group).
 	Group             string `json:"group,omitempty"`
 	SendInitialEvents bool   `json:"sendInitialEvents,omitempty"`
