@@ -135,4 +135,3 @@ func TestSchedulingDecisionsRespectCapacityTaintsAndSelectors(t *testing.T) {
 		}
 	})
 }
-
