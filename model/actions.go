@@ -1,0 +1,891 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Kind names an action of the specification; the String of a Kind is the
+// name of its TLA+ operator.
+type Kind uint8
+
+const (
+	// Environment: users.
+	CreateDeployment Kind = iota + 1
+	UpdateDeployment
+	ScaleDeployment
+	DeleteDeployment
+	// Deployment controller.
+	DeploymentCreateReplicaSet
+	DeploymentScaleUp
+	DeploymentScaleDown
+	DeploymentObserve
+	// ReplicaSet controller.
+	ReplicaSetCreatePod
+	ReplicaSetDeletePod
+	// Garbage collector.
+	GCDeleteReplicaSet
+	GCDeletePod
+	GCRemoveReplicaSet
+	GCRemoveDeployment
+	// Scheduler.
+	SchedulerBindPod
+	// Node lifecycle controller.
+	NodeLifecycleTaintNode
+	NodeLifecycleUntaintNode
+	NodeLifecycleEvictPod
+	// Kubelet of node n.
+	KubeletStartPod
+	KubeletRejectPod
+	KubeletUpdatePodStatus
+	KubeletStopPod
+	KubeletFinalizePod
+	KubeletEvictPod
+	// Faults and recovery.
+	ControllerCrash
+	ControllerRestart
+	KubeletCrash
+	KubeletRestart
+	WatchDrop
+	Relist
+	NodeFail
+	NodeRecover
+	// Only in mutants (not part of the specification).
+	ReplicaSetAdoptPod
+	numKinds
+)
+
+var kindNames = [numKinds]string{"", "CreateDeployment", "UpdateDeployment", "ScaleDeployment", "DeleteDeployment",
+	"DeploymentCreateReplicaSet", "DeploymentScaleUp", "DeploymentScaleDown", "DeploymentObserve",
+	"ReplicaSetCreatePod", "ReplicaSetDeletePod",
+	"GCDeleteReplicaSet", "GCDeletePod", "GCRemoveReplicaSet", "GCRemoveDeployment",
+	"SchedulerBindPod",
+	"NodeLifecycleTaintNode", "NodeLifecycleUntaintNode", "NodeLifecycleEvictPod",
+	"KubeletStartPod", "KubeletRejectPod", "KubeletUpdatePodStatus", "KubeletStopPod", "KubeletFinalizePod", "KubeletEvictPod",
+	"ControllerCrash", "ControllerRestart", "KubeletCrash", "KubeletRestart", "WatchDrop", "Relist", "NodeFail", "NodeRecover",
+	"ReplicaSetAdoptPod"}
+
+func (k Kind) String() string {
+	if k < numKinds {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", k)
+}
+
+// Kinds lists every action of the specification (mutant-only actions excluded).
+func Kinds() []Kind {
+	var ks []Kind
+	for k := CreateDeployment; k < ReplicaSetAdoptPod; k++ {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// Fair reports whether the specification assumes weak fairness for the
+// action: every component action and every recovery is fair; user
+// operations and faults are not (they may simply stop happening).
+func (k Kind) Fair() bool {
+	switch k {
+	case CreateDeployment, UpdateDeployment, ScaleDeployment, DeleteDeployment,
+		KubeletEvictPod, ControllerCrash, KubeletCrash, WatchDrop, NodeFail, ReplicaSetAdoptPod:
+		return false
+	}
+	return true
+}
+
+// Writes reports whether the action writes to the store.
+func (k Kind) Writes() bool {
+	switch k {
+	case KubeletStartPod, KubeletStopPod,
+		ControllerCrash, ControllerRestart, KubeletCrash, KubeletRestart, WatchDrop, Relist, NodeFail, NodeRecover:
+		return false
+	}
+	return true
+}
+
+// Action is one step: an action kind and its parameters. Pod parameters are
+// pod indices (see Pod); everything else is numbered as in the TLA+ module.
+type Action struct {
+	Kind Kind
+	Args [3]int8
+	NArg int8
+	Pods uint8 // bit i set: Args[i] is a pod index
+}
+
+func act(k Kind, args ...int) Action {
+	a := Action{Kind: k, NArg: int8(len(args))}
+	for i, x := range args {
+		a.Args[i] = int8(x)
+	}
+	return a
+}
+
+func actPod(k Kind, podArg int, args ...int) Action {
+	a := act(k, args...)
+	a.Pods = 1 << podArg
+	return a
+}
+
+// String renders the action as its TLA+ operator applied to its arguments,
+// e.g. SchedulerBindPod(<<1, 2, 1>>, 2).
+func (a Action) String() string {
+	var b strings.Builder
+	b.WriteString(a.Kind.String())
+	b.WriteByte('(')
+	for i := 0; i < int(a.NArg); i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		switch {
+		case a.Pods&(1<<i) != 0:
+			b.WriteString(PodName(int(a.Args[i])))
+		case (a.Kind == ControllerCrash || a.Kind == ControllerRestart || a.Kind == WatchDrop || a.Kind == Relist) && i == 0:
+			fmt.Fprintf(&b, "%q", ControllerNames[a.Args[i]])
+		case a.Kind == DeleteDeployment && i == 1:
+			if a.Args[i] == 1 {
+				b.WriteString(`"Foreground"`)
+			} else {
+				b.WriteString(`"Background"`)
+			}
+		default:
+			fmt.Fprintf(&b, "%d", a.Args[i])
+		}
+	}
+	b.WriteByte(')')
+	return b.String()
+}
+
+// PodName renders a pod index as its TLA+ tuple <<d, v, k>>.
+func PodName(p int) string {
+	d, v, k := PodCoords(p)
+	return fmt.Sprintf("<<%d, %d, %d>>", d, v, k)
+}
+
+// Successors calls emit for every enabled action of s and the state it
+// leads to. The order is fixed (deterministic). emit must not keep t.
+func (m *Model) Successors(s *State, emit func(a Action, t *State)) {
+	c := &m.cfg
+	var t State
+	try := func(a Action, ok bool) {
+		if ok {
+			emit(a, &t)
+		}
+	}
+	for d := 1; d <= c.NumDeployments; d++ {
+		try(act(CreateDeployment, d), m.createDeployment(s, &t, d))
+		try(act(UpdateDeployment, d), m.updateDeployment(s, &t, d))
+		for r := 0; r <= c.Replicas; r++ {
+			try(act(ScaleDeployment, d, r), m.scaleDeployment(s, &t, d, r))
+		}
+		for fg := 0; fg <= 1; fg++ {
+			try(act(DeleteDeployment, d, fg), m.deleteDeployment(s, &t, d, fg == 1))
+		}
+		try(act(DeploymentCreateReplicaSet, d), m.deploymentCreateReplicaSet(s, &t, d))
+		try(act(DeploymentScaleUp, d), m.deploymentScaleUp(s, &t, d))
+		for v := 1; v <= c.NumVersions; v++ {
+			try(act(DeploymentScaleDown, d, v), m.deploymentScaleDown(s, &t, d, v))
+		}
+		try(act(DeploymentObserve, d), m.deploymentObserve(s, &t, d))
+		for v := 1; v <= c.NumVersions; v++ {
+			try(act(ReplicaSetCreatePod, d, v), m.replicaSetCreatePod(s, &t, d, v))
+			try(act(GCDeleteReplicaSet, d, v), m.gcDeleteReplicaSet(s, &t, d, v))
+			try(act(GCRemoveReplicaSet, d, v), m.gcRemoveReplicaSet(s, &t, d, v))
+		}
+		try(act(GCRemoveDeployment, d), m.gcRemoveDeployment(s, &t, d))
+	}
+	for _, p := range m.pods {
+		try(actPod(ReplicaSetDeletePod, 0, p), m.replicaSetDeletePod(s, &t, p))
+		try(actPod(GCDeletePod, 0, p), m.gcDeletePod(s, &t, p))
+		for n := 1; n <= c.NumNodes; n++ {
+			try(actPod(SchedulerBindPod, 0, p, n), m.schedulerBindPod(s, &t, p, n))
+		}
+		try(actPod(NodeLifecycleEvictPod, 0, p), m.nodeLifecycleEvictPod(s, &t, p))
+		for n := 1; n <= c.NumNodes; n++ {
+			if s.PodNode[p] != uint8(n) && s.SandboxNode[p] != uint8(n) && m.mutant != MutantKubeletRunsPodBoundElsewhere {
+				continue // every kubelet action of node n concerns a pod bound to n or with a sandbox on n
+			}
+			try(actPod(KubeletStartPod, 1, n, p), m.kubeletStartPod(s, &t, n, p))
+			try(actPod(KubeletRejectPod, 1, n, p), m.kubeletRejectPod(s, &t, n, p))
+			try(actPod(KubeletUpdatePodStatus, 1, n, p), m.kubeletUpdatePodStatus(s, &t, n, p))
+			try(actPod(KubeletStopPod, 1, n, p), m.kubeletStopPod(s, &t, n, p))
+			try(actPod(KubeletFinalizePod, 1, n, p), m.kubeletFinalizePod(s, &t, n, p))
+			try(actPod(KubeletEvictPod, 1, n, p), m.kubeletEvictPod(s, &t, n, p))
+		}
+		if m.mutant == MutantReplicaSetAdoptsOtherTemplates {
+			d, _, _ := PodCoords(p)
+			for v := 1; v <= c.NumVersions; v++ {
+				try(actPod(ReplicaSetAdoptPod, 2, d, v, p), m.replicaSetAdoptPod(s, &t, d, v, p))
+			}
+		}
+	}
+	for n := 1; n <= c.NumNodes; n++ {
+		try(act(NodeLifecycleTaintNode, n), m.nodeLifecycleTaintNode(s, &t, n))
+		try(act(NodeLifecycleUntaintNode, n), m.nodeLifecycleUntaintNode(s, &t, n))
+	}
+	for ctl := 1; ctl <= NumControllers; ctl++ {
+		try(act(ControllerCrash, ctl), m.controllerCrash(s, &t, ctl))
+		try(act(ControllerRestart, ctl), m.controllerRestart(s, &t, ctl))
+		try(act(WatchDrop, ctl), m.watchDrop(s, &t, ctl))
+		try(act(Relist, ctl), m.relist(s, &t, ctl))
+	}
+	for n := 1; n <= c.NumNodes; n++ {
+		try(act(KubeletCrash, n), m.kubeletCrash(s, &t, n))
+		try(act(KubeletRestart, n), m.kubeletRestart(s, &t, n))
+		try(act(NodeFail, n), m.nodeFail(s, &t, n))
+		try(act(NodeRecover, n), m.nodeRecover(s, &t, n))
+	}
+}
+
+// Apply performs action a on s, reporting whether it is enabled.
+func (m *Model) Apply(s *State, a Action) (State, bool) {
+	var out State
+	found := false
+	m.Successors(s, func(b Action, t *State) {
+		if !found && b == a {
+			out, found = *t, true
+		}
+	})
+	return out, found
+}
+
+// write is the effect every store write shares: delivery of the change to
+// every established watch.
+func (m *Model) write(t *State, k Kind) {
+	if m.mutant == MutantWatchSkipsDeleteEvents && k == KubeletFinalizePod {
+		return
+	}
+	m.deliver(t)
+}
+
+// deliver brings the cache of every running controller whose watch is
+// established up to date with the store: what it expected is observed, its
+// assumed pods are confirmed. (Watch delivery is immediate while the watch is
+// established; caches lag from a WatchDrop to the Relist that follows it.)
+func (m *Model) deliver(t *State) {
+	for c := 1; c <= NumControllers; c++ {
+		if t.Up[c] && t.WatchOK[c] {
+			m.syncCache(t, c)
+		}
+	}
+}
+
+// syncCache replaces controller c's cache by the store's current state.
+func (m *Model) syncCache(t *State, c int) {
+	for _, p := range m.pods {
+		switch c {
+		case ReplicaSetController:
+			t.RSCView[p] = ProjRS(t, p)
+			t.RSCExpect[p] = ExpectNone
+		case Scheduler:
+			t.SchedView[p] = ProjSched(t, p)
+			t.SchedAssumed[p] = 0
+		}
+	}
+}
+
+// ===================== Environment: users =====================
+
+// CreateDeployment(d): a user creates deployment d (once).
+func (m *Model) createDeployment(s, t *State, d int) bool {
+	if s.DepState[d] != Absent {
+		return false
+	}
+	*t = *s
+	t.DepState[d] = Live
+	t.DepReplicas[d] = uint8(m.cfg.Replicas)
+	t.DepVersion[d] = 1
+	t.DepObserved[d] = false
+	m.write(t, CreateDeployment)
+	return true
+}
+
+// UpdateDeployment(d): a user changes the pod template (a rolling update).
+func (m *Model) updateDeployment(s, t *State, d int) bool {
+	if s.DepState[d] != Live || int(s.DepVersion[d]) >= m.cfg.NumVersions {
+		return false
+	}
+	*t = *s
+	t.DepVersion[d]++
+	t.DepObserved[d] = false
+	m.write(t, UpdateDeployment)
+	return true
+}
+
+// ScaleDeployment(d, r): a user sets spec.replicas to r.
+func (m *Model) scaleDeployment(s, t *State, d, r int) bool {
+	if s.DepState[d] != Live || int(s.Scales) >= m.cfg.MaxScales || int(s.DepReplicas[d]) == r {
+		return false
+	}
+	*t = *s
+	t.DepReplicas[d] = uint8(r)
+	t.DepObserved[d] = false
+	t.Scales++
+	m.write(t, ScaleDeployment)
+	return true
+}
+
+// DeleteDeployment(d, policy): a user deletes deployment d with propagation
+// policy Background (the object goes at once, the garbage collector deletes
+// the dependents) or Foreground (the object stays, with the
+// foregroundDeletion finalizer, until its dependents are gone).
+func (m *Model) deleteDeployment(s, t *State, d int, foreground bool) bool {
+	if s.DepState[d] != Live || int(s.Deletes) >= m.cfg.MaxDeletes {
+		return false
+	}
+	*t = *s
+	if foreground {
+		t.DepState[d] = Deleting
+	} else {
+		removeDeployment(t, d)
+	}
+	t.Deletes++
+	m.write(t, DeleteDeployment)
+	return true
+}
+
+func removeDeployment(t *State, d int) {
+	t.DepState[d] = Gone
+	t.DepReplicas[d] = 0
+	t.DepVersion[d] = 0
+	t.DepObserved[d] = false
+}
+
+// ===================== Deployment controller =====================
+
+func (m *Model) dcReady(s *State, d int) bool { return s.DepState[d] == Live }
+
+// surgeRoom is how many more replicas the deployment's ReplicaSets may have
+// in total without exceeding replicas + maxSurge.
+func (m *Model) surgeRoom(s *State, d int) int {
+	return max(0, int(s.DepReplicas[d])+m.cfg.MaxSurge-m.TotalReplicas(s, d))
+}
+
+// DeploymentCreateReplicaSet(d): create the ReplicaSet of the current
+// template, as large as maxSurge allows.
+func (m *Model) deploymentCreateReplicaSet(s, t *State, d int) bool {
+	cur := s.DepVersion[d]
+	if !m.dcReady(s, d) || s.RSState[d][cur] != Absent {
+		return false
+	}
+	*t = *s
+	t.RSState[d][cur] = Live
+	t.RSReplicas[d][cur] = uint8(min(int(s.DepReplicas[d]), m.surgeRoom(s, d)))
+	m.write(t, DeploymentCreateReplicaSet)
+	return true
+}
+
+// DeploymentScaleUp(d): scale the current ReplicaSet up toward replicas,
+// keeping the total within replicas + maxSurge.
+func (m *Model) deploymentScaleUp(s, t *State, d int) bool {
+	cur := s.DepVersion[d]
+	if !m.dcReady(s, d) || s.RSState[d][cur] != Live {
+		return false
+	}
+	target := min(int(s.DepReplicas[d]), int(s.RSReplicas[d][cur])+m.surgeRoom(s, d))
+	if m.mutant == MutantDeploymentIgnoresMaxSurge {
+		target = int(s.DepReplicas[d])
+	}
+	if target <= int(s.RSReplicas[d][cur]) {
+		return false
+	}
+	*t = *s
+	t.RSReplicas[d][cur] = uint8(target)
+	m.write(t, DeploymentScaleUp)
+	return true
+}
+
+// ScaleDownTarget is the replicas the deployment controller scales
+// ReplicaSet (d, v) down to: the current one down to replicas; an old one
+// drops its unavailable pods and as many available ones as keep
+// replicas - maxUnavailable pods of the deployment available.
+func (m *Model) ScaleDownTarget(s *State, d, v int) int {
+	spec := int(s.RSReplicas[d][v])
+	if v == int(s.DepVersion[d]) {
+		return min(spec, int(s.DepReplicas[d]))
+	}
+	excess := m.AvailableTotal(s, d) - (int(s.DepReplicas[d]) - m.cfg.MaxUnavailable)
+	return min(spec, max(0, m.AvailablePods(s, d, v)-max(0, excess)))
+}
+
+// DeploymentScaleDown(d, v): scale ReplicaSet (d, v) down (see ScaleDownTarget).
+func (m *Model) deploymentScaleDown(s, t *State, d, v int) bool {
+	if !m.dcReady(s, d) || s.RSState[d][v] != Live {
+		return false
+	}
+	if m.mutant == MutantDeploymentNeverRemovesOldReplicas && v != int(s.DepVersion[d]) {
+		return false
+	}
+	target := m.ScaleDownTarget(s, d, v)
+	if target >= int(s.RSReplicas[d][v]) {
+		return false
+	}
+	*t = *s
+	t.RSReplicas[d][v] = uint8(target)
+	m.write(t, DeploymentScaleDown)
+	return true
+}
+
+// DeploymentObserve(d): write status.observedGeneration once the
+// ReplicaSets are within replicas + maxSurge.
+func (m *Model) deploymentObserve(s, t *State, d int) bool {
+	if !m.dcReady(s, d) || s.DepObserved[d] || m.TotalReplicas(s, d) > int(s.DepReplicas[d])+m.cfg.MaxSurge {
+		return false
+	}
+	*t = *s
+	t.DepObserved[d] = true
+	m.write(t, DeploymentObserve)
+	return true
+}
+
+// ===================== ReplicaSet controller =====================
+
+// ReplicaSetCreatePod(d, v): the controller believes ReplicaSet (d, v) has
+// fewer pods than spec.replicas; it creates one under the lowest free name
+// slot and expects to observe it.
+func (m *Model) replicaSetCreatePod(s, t *State, d, v int) bool {
+	if !s.Up[ReplicaSetController] || s.RSState[d][v] != Live || m.Believed(s, d, v) >= int(s.RSReplicas[d][v]) {
+		return false
+	}
+	p := -1
+	for k := 1; k <= m.cfg.PodsPerRS; k++ {
+		if q := Pod(d, v, k); SlotFree(s, q) {
+			p = q
+			break
+		}
+	}
+	if m.mutant == MutantCreateOverwritesExistingKey {
+		p = Pod(d, v, 1) // the name generator always returns the first name; the store does not check it is taken
+	}
+	if p < 0 {
+		return false
+	}
+	*t = *s
+	t.PodState[p] = Live
+	t.PodNode[p] = 0
+	t.PodPhase[p] = Pending
+	t.PodOwners[p] = 1 << v
+	t.RSCExpect[p] = ExpectAdd
+	m.write(t, ReplicaSetCreatePod)
+	return true
+}
+
+// ReplicaSetDeletePod(p): the controller believes p's ReplicaSet has more
+// pods than spec.replicas; it deletes p, one of its cached active pods, and
+// expects to observe the deletion. (Upstream ranks the candidates —
+// unscheduled before scheduled before running; the model lets it pick any,
+// which includes that choice. Deleting a pod that is already gone is a no-op
+// and is not a step.)
+func (m *Model) replicaSetDeletePod(s, t *State, p int) bool {
+	d, v, _ := PodCoords(p)
+	if !s.Up[ReplicaSetController] || s.RSState[d][v] != Live || m.Believed(s, d, v) <= int(s.RSReplicas[d][v]) ||
+		!ActiveView(s.RSCView[p]) || s.RSCExpect[p] != ExpectNone || s.PodState[p] != Live {
+		return false
+	}
+	*t = *s
+	t.RSCExpect[p] = ExpectDelete
+	deletePod(t, p)
+	m.write(t, ReplicaSetDeletePod)
+	return true
+}
+
+// ReplicaSetAdoptPod(d, v, p) exists only in mutant
+// ReplicaSetAdoptsOtherTemplates: the ReplicaSet's selector ignores the
+// pod-template-hash, so it adopts pods of its sibling ReplicaSets.
+func (m *Model) replicaSetAdoptPod(s, t *State, d, v, p int) bool {
+	if !s.Up[ReplicaSetController] || s.RSState[d][v] != Live || s.PodState[p] != Live || s.PodOwners[p]&(1<<v) != 0 {
+		return false
+	}
+	*t = *s
+	t.PodOwners[p] |= 1 << v
+	m.write(t, ReplicaSetAdoptPod)
+	return true
+}
+
+// ===================== Garbage collector =====================
+
+// GCDeleteReplicaSet(d, v): the owner of ReplicaSet (d, v) is gone (deleted
+// in the background) or being deleted in the foreground: delete the
+// ReplicaSet, in the background or in the foreground respectively.
+func (m *Model) gcDeleteReplicaSet(s, t *State, d, v int) bool {
+	if s.RSState[d][v] != Live || (s.DepState[d] != Deleting && s.DepState[d] != Gone) {
+		return false
+	}
+	*t = *s
+	if s.DepState[d] == Deleting {
+		t.RSState[d][v] = Deleting
+	} else {
+		t.RSState[d][v] = Absent
+		t.RSReplicas[d][v] = 0
+	}
+	m.write(t, GCDeleteReplicaSet)
+	return true
+}
+
+// GCDeletePod(p): every controller owner of pod p is gone or being deleted
+// in the foreground: delete p.
+func (m *Model) gcDeletePod(s, t *State, p int) bool {
+	if s.PodState[p] != Live {
+		return false
+	}
+	d, _, _ := PodCoords(p)
+	gone := OwnersGone(s, p)
+	if m.mutant == MutantGCDeletesPodsOfLiveOwner && (s.DepState[d] == Deleting || s.DepState[d] == Gone) {
+		gone = true // looks at the owner's owner instead of the owner
+	}
+	if !gone || m.mutant == MutantGCNeverDeletesOrphans {
+		return false
+	}
+	*t = *s
+	deletePod(t, p)
+	m.write(t, GCDeletePod)
+	return true
+}
+
+// GCRemoveReplicaSet(d, v): ReplicaSet (d, v) is being deleted in the
+// foreground and none of its pods (all have blockOwnerDeletion) remain:
+// remove the foregroundDeletion finalizer, so the object goes.
+func (m *Model) gcRemoveReplicaSet(s, t *State, d, v int) bool {
+	if s.RSState[d][v] != Deleting {
+		return false
+	}
+	if m.mutant != MutantGCIgnoresBlockOwnerDeletion {
+		for k := 1; k <= m.cfg.PodsPerRS; k++ {
+			if s.PodState[Pod(d, v, k)] != Absent {
+				return false
+			}
+		}
+	}
+	*t = *s
+	t.RSState[d][v] = Absent
+	t.RSReplicas[d][v] = 0
+	m.write(t, GCRemoveReplicaSet)
+	return true
+}
+
+// GCRemoveDeployment(d): deployment d is being deleted in the foreground and
+// none of its ReplicaSets remain: remove the finalizer, so it goes.
+func (m *Model) gcRemoveDeployment(s, t *State, d int) bool {
+	if s.DepState[d] != Deleting {
+		return false
+	}
+	if m.mutant != MutantGCIgnoresBlockOwnerDeletion {
+		for v := 1; v <= m.cfg.NumVersions; v++ {
+			if s.RSState[d][v] != Absent {
+				return false
+			}
+		}
+	}
+	*t = *s
+	removeDeployment(t, d)
+	m.write(t, GCRemoveDeployment)
+	return true
+}
+
+// ===================== Scheduler =====================
+
+// SchedulerBindPod(p, n): the scheduler's cache shows p pending and not
+// assumed; node n is untainted and has room for p counting assumed pods;
+// the binding is a compare-and-swap on p (it must still be unbound, live
+// and not terminal), and p is assumed onto n until the binding is observed.
+func (m *Model) schedulerBindPod(s, t *State, p, n int) bool {
+	if !s.Up[Scheduler] || s.SchedAssumed[p] != 0 {
+		return false
+	}
+	view := s.SchedView[p] == SchedUnbound
+	store := s.PodState[p] == Live && s.PodNode[p] == 0 && s.PodPhase[p] != Failed
+	switch m.mutant {
+	case MutantBindingOverwritesBinding:
+		// Re-schedules pods its cache shows on a tainted node, and the store
+		// lets the binding replace the old one.
+		if old := int(s.SchedView[p]) - int(SchedUnbound); old > 0 && s.NodeTainted[old] && old != n {
+			view = true
+			store = s.PodState[p] == Live && s.PodNode[p] == uint8(old)
+		}
+	case MutantStoreAcceptsStaleBinding:
+		store = s.PodState[p] == Live // no resourceVersion precondition
+	}
+	if !view || !store || s.NodeTainted[n] && m.mutant != MutantSchedulerIgnoresTaints {
+		return false
+	}
+	if m.SchedulerCount(s, n) >= m.cfg.Capacity && m.mutant != MutantSchedulerIgnoresCapacity {
+		return false
+	}
+	*t = *s
+	t.PodNode[p] = uint8(n)
+	if m.mutant != MutantStoreAcceptsStaleBinding { // that mutant's binding call "times out": the assumption is forgotten
+		t.SchedAssumed[p] = uint8(n)
+	}
+	m.write(t, SchedulerBindPod)
+	return true
+}
+
+// ===================== Node lifecycle controller =====================
+
+// NodeLifecycleTaintNode(n): node n stopped reporting: mark it NotReady and
+// taint it NoExecute (node.kubernetes.io/unreachable).
+func (m *Model) nodeLifecycleTaintNode(s, t *State, n int) bool {
+	if s.NodeUp[n] || s.NodeTainted[n] {
+		return false
+	}
+	*t = *s
+	t.NodeTainted[n] = true
+	m.write(t, NodeLifecycleTaintNode)
+	return true
+}
+
+// NodeLifecycleUntaintNode(n): node n reports Ready again: remove the taint.
+func (m *Model) nodeLifecycleUntaintNode(s, t *State, n int) bool {
+	if !s.NodeUp[n] || !s.NodeTainted[n] {
+		return false
+	}
+	*t = *s
+	t.NodeTainted[n] = false
+	m.write(t, NodeLifecycleUntaintNode)
+	return true
+}
+
+// NodeLifecycleEvictPod(p): p is bound to a NoExecute-tainted node it does
+// not tolerate: delete it (taint-based eviction).
+func (m *Model) nodeLifecycleEvictPod(s, t *State, p int) bool {
+	if s.PodState[p] != Live || s.PodNode[p] == 0 || !s.NodeTainted[s.PodNode[p]] {
+		return false
+	}
+	*t = *s
+	t.PodState[p] = Deleting
+	m.write(t, NodeLifecycleEvictPod)
+	return true
+}
+
+// ===================== Kubelet of node n =====================
+
+func (m *Model) kubeletReady(s *State, n int) bool { return s.NodeUp[n] && s.KubeletUp[n] }
+
+// kubeletAdmissible: p is bound to n, live, Pending, and the kubelet has no
+// sandbox for it in its pod manager.
+func (m *Model) kubeletAdmissible(s *State, n, p int) bool {
+	bound := s.PodNode[p] == uint8(n)
+	if m.mutant == MutantKubeletRunsPodBoundElsewhere {
+		bound = s.PodNode[p] != 0 // runs every scheduled pod it hears of
+	}
+	return m.kubeletReady(s, n) && bound && s.PodState[p] == Live && s.PodPhase[p] == Pending && !s.KubeletKnows[p] &&
+		(s.Sandboxes[p] == 0 || s.SandboxNode[p] == uint8(n))
+}
+
+// KubeletStartPod(n, p): admit p (it fits among the node's admitted pods),
+// run its sandbox with the lowest free IP of n's pool, and start its
+// containers in it.
+func (m *Model) kubeletStartPod(s, t *State, n, p int) bool {
+	if !m.kubeletAdmissible(s, n, p) || m.Admitted(s, n) >= m.cfg.Capacity {
+		return false
+	}
+	ip := m.FreeIP(s, n)
+	if m.mutant == MutantKubeletReusesIP {
+		ip = 1
+	}
+	if ip == 0 {
+		return false
+	}
+	*t = *s
+	t.Sandboxes[p]++
+	t.SandboxNode[p] = uint8(n)
+	t.SandboxIP[p] = ip
+	t.KubeletKnows[p] = true
+	return true
+}
+
+// KubeletRejectPod(n, p): admission fails (the node is full): p Failed.
+func (m *Model) kubeletRejectPod(s, t *State, n, p int) bool {
+	if !m.kubeletAdmissible(s, n, p) || s.PodNode[p] != uint8(n) || m.Admitted(s, n) < m.cfg.Capacity {
+		return false
+	}
+	*t = *s
+	t.PodPhase[p] = Failed
+	m.write(t, KubeletRejectPod)
+	return true
+}
+
+// KubeletUpdatePodStatus(n, p): report p Running and Ready.
+func (m *Model) kubeletUpdatePodStatus(s, t *State, n, p int) bool {
+	phaseOK := s.PodPhase[p] == Pending || (m.mutant == MutantKubeletRestartsFailedPod && s.PodPhase[p] == Failed)
+	if !m.kubeletReady(s, n) || s.Sandboxes[p] == 0 || s.SandboxNode[p] != uint8(n) || s.PodState[p] != Live || !phaseOK {
+		return false
+	}
+	*t = *s
+	t.PodPhase[p] = Running
+	m.write(t, KubeletUpdatePodStatus)
+	return true
+}
+
+// KubeletStopPod(n, p): p is terminating, Failed, or not bound here: stop
+// its containers (gracefully), remove its sandbox and release its IP.
+func (m *Model) kubeletStopPod(s, t *State, n, p int) bool {
+	if m.mutant == MutantKubeletNeverStopsFailedPods && s.PodState[p] == Live && s.PodPhase[p] == Failed {
+		return false
+	}
+	if !m.kubeletReady(s, n) || s.Sandboxes[p] == 0 || s.SandboxNode[p] != uint8(n) ||
+		(s.PodState[p] == Live && s.PodPhase[p] != Failed && s.PodNode[p] == uint8(n)) {
+		return false
+	}
+	*t = *s
+	t.Sandboxes[p] = 0
+	t.SandboxNode[p] = 0
+	if m.mutant != MutantKubeletLeaksIPOnStop {
+		t.SandboxIP[p] = 0
+	}
+	t.KubeletKnows[p] = false
+	return true
+}
+
+// KubeletFinalizePod(n, p): p is terminating on n and nothing of it runs
+// any more: delete the object for good (grace period 0).
+func (m *Model) kubeletFinalizePod(s, t *State, n, p int) bool {
+	if m.mutant == MutantKubeletNeverFinalizesDeletion {
+		return false
+	}
+	if !m.kubeletReady(s, n) || s.PodState[p] != Deleting || s.PodNode[p] != uint8(n) || s.Sandboxes[p] != 0 {
+		return false
+	}
+	*t = *s
+	removePod(t, p)
+	m.write(t, KubeletFinalizePod)
+	return true
+}
+
+// KubeletEvictPod(n, p) (fault): node-pressure eviction of running pod p:
+// its phase becomes Failed.
+func (m *Model) kubeletEvictPod(s, t *State, n, p int) bool {
+	if !m.kubeletReady(s, n) || int(s.Evictions) >= m.cfg.MaxEvictions || s.PodNode[p] != uint8(n) ||
+		s.PodState[p] != Live || s.PodPhase[p] != Running {
+		return false
+	}
+	*t = *s
+	t.PodPhase[p] = Failed
+	t.Evictions++
+	m.write(t, KubeletEvictPod)
+	return true
+}
+
+// ===================== Faults and recovery =====================
+
+// ControllerCrash(c): controller c crashes and loses its memory.
+func (m *Model) controllerCrash(s, t *State, c int) bool {
+	if !s.Up[c] || int(s.Crashes) >= m.cfg.MaxCrashes {
+		return false
+	}
+	*t = *s
+	t.Up[c] = false
+	t.WatchOK[c] = true // meaningless while down; a restart establishes the watch
+	t.Crashes++
+	switch c {
+	case ReplicaSetController:
+		t.RSCView = [MaxPods]uint8{}
+		t.RSCExpect = [MaxPods]uint8{}
+	case Scheduler:
+		t.SchedView = [MaxPods]uint8{}
+		t.SchedAssumed = [MaxPods]uint8{}
+	}
+	return true
+}
+
+// ControllerRestart(c): controller c starts again: it lists (its cache is
+// the current state) and watches.
+func (m *Model) controllerRestart(s, t *State, c int) bool {
+	if s.Up[c] {
+		return false
+	}
+	*t = *s
+	t.Up[c] = true
+	m.relistCache(t, c)
+	return true
+}
+
+// WatchDrop(c): the pod watch of controller c breaks: its cache stops
+// receiving events.
+func (m *Model) watchDrop(s, t *State, c int) bool {
+	if !s.Up[c] || !s.WatchOK[c] || int(s.WatchDrops) >= m.cfg.MaxWatchDrops {
+		return false
+	}
+	*t = *s
+	t.WatchOK[c] = false
+	t.WatchDrops++
+	return true
+}
+
+// Relist(c): controller c re-lists after its watch broke (the resume
+// revision may have been compacted) and watches again.
+func (m *Model) relist(s, t *State, c int) bool {
+	if !s.Up[c] || s.WatchOK[c] {
+		return false
+	}
+	*t = *s
+	m.relistCache(t, c)
+	return true
+}
+
+// relistCache replaces controller c's cache by a consistent list of the
+// store; what it expected is now observed.
+func (m *Model) relistCache(t *State, c int) {
+	t.WatchOK[c] = true
+	if m.mutant == MutantRelistServedFromStaleCache && c == ReplicaSetController {
+		t.RSCExpect = [MaxPods]uint8{} // the list came from a lagging cache: expectations cleared, views stale
+		return
+	}
+	m.syncCache(t, c)
+}
+
+// KubeletCrash(n): the kubelet of node n crashes; its pod manager is lost,
+// the runtime's sandboxes and containers stay.
+func (m *Model) kubeletCrash(s, t *State, n int) bool {
+	if !s.KubeletUp[n] || int(s.Crashes) >= m.cfg.MaxCrashes {
+		return false
+	}
+	*t = *s
+	t.KubeletUp[n] = false
+	for _, p := range m.pods {
+		if s.SandboxNode[p] == uint8(n) {
+			t.KubeletKnows[p] = false
+		}
+	}
+	t.Crashes++
+	return true
+}
+
+// KubeletRestart(n): the kubelet of node n starts again and rebuilds its pod
+// manager from the runtime's sandboxes.
+func (m *Model) kubeletRestart(s, t *State, n int) bool {
+	if s.KubeletUp[n] {
+		return false
+	}
+	*t = *s
+	t.KubeletUp[n] = true
+	if m.mutant != MutantKubeletForgetsSandboxesOnRestart {
+		for _, p := range m.pods {
+			if s.SandboxNode[p] == uint8(n) && s.Sandboxes[p] > 0 {
+				t.KubeletKnows[p] = true
+			}
+		}
+	}
+	return true
+}
+
+// NodeFail(n): node n becomes unreachable (its kubelet stops reporting; its
+// runtime is frozen).
+func (m *Model) nodeFail(s, t *State, n int) bool {
+	if !s.NodeUp[n] || int(s.NodeFailures) >= m.cfg.MaxNodeFailures {
+		return false
+	}
+	*t = *s
+	t.NodeUp[n] = false
+	t.NodeFailures++
+	return true
+}
+
+// NodeRecover(n): node n is reachable again.
+func (m *Model) nodeRecover(s, t *State, n int) bool {
+	if s.NodeUp[n] {
+		return false
+	}
+	*t = *s
+	t.NodeUp[n] = true
+	return true
+}

@@ -1,0 +1,156 @@
+package checker
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/kubeproof/kubeproof/model"
+)
+
+// small returns the Small configuration with some constants overridden.
+func small(t testing.TB, set map[string]int) model.Config {
+	t.Helper()
+	cfg, err := model.LoadConfig("Small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := map[string]*int{
+		"Replicas": &cfg.Replicas, "Capacity": &cfg.Capacity, "MaxScales": &cfg.MaxScales, "MaxDeletes": &cfg.MaxDeletes,
+		"MaxCrashes": &cfg.MaxCrashes, "MaxWatchDrops": &cfg.MaxWatchDrops, "MaxNodeFailures": &cfg.MaxNodeFailures,
+		"MaxEvictions": &cfg.MaxEvictions, "IPsPerNode": &cfg.IPsPerNode, "PodsPerRS": &cfg.PodsPerRS,
+		"MaxUnavailable": &cfg.MaxUnavailable, "NumNodes": &cfg.NumNodes,
+	}
+	for k, v := range set {
+		f, ok := fields[k]
+		if !ok {
+			t.Fatalf("no constant %s", k)
+		}
+		*f = v
+	}
+	var name []string
+	for _, k := range []string{"Replicas", "Capacity", "MaxScales", "MaxDeletes", "MaxCrashes", "MaxWatchDrops", "MaxNodeFailures", "MaxEvictions"} {
+		if v, ok := set[k]; ok {
+			name = append(name, k+"="+itoa(v))
+		}
+	}
+	cfg.Name = "Small"
+	if len(name) > 0 {
+		cfg.Name += "{" + strings.Join(name, ",") + "}"
+	}
+	return cfg
+}
+
+func itoa(v int) string { return string(rune('0' + v)) }
+
+func check(t testing.TB, cfg model.Config, mutant string, symmetry bool) Result {
+	t.Helper()
+	m, err := model.New(cfg, mutant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Check(context.Background(), m, Options{Symmetry: symmetry, MaxStates: 5_000_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// faultConfigs exercise each fault and user operation on the small
+// configuration, one at a time (their product is what the standard
+// configurations check).
+var faultConfigs = []map[string]int{
+	{},
+	{"Replicas": 2, "Capacity": 2},
+	{"MaxCrashes": 1},
+	{"MaxWatchDrops": 1},
+	{"MaxNodeFailures": 1},
+	{"MaxEvictions": 1},
+	{"MaxDeletes": 1},
+	{"MaxScales": 1, "Replicas": 2, "Capacity": 2, "PodsPerRS": 3},
+	{"MaxWatchDrops": 1, "Replicas": 2, "Capacity": 2, "PodsPerRS": 3},
+}
+
+func TestSpecificationHoldsOnSmallConfigurations(t *testing.T) {
+	for _, set := range faultConfigs {
+		cfg := small(t, set)
+		t.Run(cfg.Name, func(t *testing.T) {
+			r := check(t, cfg, "", true)
+			if r.Violation != nil {
+				m, _ := model.New(cfg, "")
+				t.Fatalf("%s", FormatViolation(m, r.Violation))
+			}
+			if r.Distinct < 100 || r.Quiescent == 0 {
+				t.Fatalf("suspiciously small exploration: %+v", r)
+			}
+			t.Logf("%d distinct states, depth %d, %d quiescent, %d fair SCCs", r.Distinct, r.Depth, r.Quiescent, r.FairSCCs)
+		})
+	}
+}
+
+// mutantConfig is the small configuration in which each mutant's bug can
+// show.
+var mutantConfig = map[string]map[string]int{
+	model.MutantWatchSkipsDeleteEvents:             {},
+	model.MutantCreateOverwritesExistingKey:        {"Replicas": 2, "Capacity": 2},
+	model.MutantStoreAcceptsStaleBinding:           {"MaxWatchDrops": 1},
+	model.MutantRelistServedFromStaleCache:         {"MaxWatchDrops": 1},
+	model.MutantReplicaSetIgnoresExpectations:      {"MaxWatchDrops": 1},
+	model.MutantReplicaSetAdoptsOtherTemplates:     {},
+	model.MutantDeploymentIgnoresMaxSurge:          {"Replicas": 2, "Capacity": 2, "PodsPerRS": 3},
+	model.MutantDeploymentCountsUnreadyAsAvailable: {},
+	model.MutantGCDeletesPodsOfLiveOwner:           {"MaxDeletes": 1},
+	model.MutantGCIgnoresBlockOwnerDeletion:        {"MaxDeletes": 1},
+	model.MutantBindingOverwritesBinding:           {"MaxNodeFailures": 1},
+	model.MutantSchedulerIgnoresCapacity:           {"Replicas": 2},
+	model.MutantSchedulerIgnoresAssumedPods:        {"Replicas": 2, "MaxWatchDrops": 1},
+	model.MutantSchedulerIgnoresTaints:             {"MaxNodeFailures": 1},
+	model.MutantKubeletRunsPodBoundElsewhere:       {},
+	model.MutantKubeletForgetsSandboxesOnRestart:   {"MaxCrashes": 1, "Capacity": 2},
+	model.MutantKubeletReusesIP:                    {"Replicas": 2, "Capacity": 2},
+	model.MutantKubeletLeaksIPOnStop:               {},
+	model.MutantKubeletRestartsFailedPod:           {"MaxEvictions": 1},
+	model.MutantDeploymentNeverRemovesOldReplicas:  {},
+	model.MutantGCNeverDeletesOrphans:              {"MaxDeletes": 1},
+	model.MutantKubeletNeverFinalizesDeletion:      {"MaxDeletes": 1},
+	model.MutantKubeletNeverStopsFailedPods:        {"MaxEvictions": 1},
+}
+
+func TestEveryMutantIsCaughtWithATrace(t *testing.T) {
+	covered := map[string]bool{}
+	for _, mi := range model.Mutants {
+		set, ok := mutantConfig[mi.Name]
+		if !ok {
+			t.Errorf("mutant %s has no test configuration", mi.Name)
+			continue
+		}
+		covered[mi.Breaks] = true
+		t.Run(mi.Name, func(t *testing.T) {
+			cfg := small(t, set)
+			m, err := model.New(cfg, mi.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := Check(context.Background(), m, Options{MaxStates: 5_000_000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Violation == nil {
+				t.Fatalf("mutant %s not caught (%d states)", mi.Name, r.Distinct)
+			}
+			if r.Violation.Property != mi.Breaks {
+				t.Fatalf("mutant %s: want %s violated, got %s\n%s", mi.Name, mi.Breaks, r.Violation.Property, FormatViolation(m, r.Violation))
+			}
+			out := FormatViolation(m, r.Violation)
+			if len(r.Violation.Trace) < 2 || !strings.Contains(out, "1. ") || !strings.Contains(out, mi.Breaks) {
+				t.Fatalf("trace not readable:\n%s", out)
+			}
+			t.Logf("\n%s", out)
+		})
+	}
+	for _, p := range model.Properties {
+		if !covered[p.ID] {
+			t.Errorf("property %s has no mutant", p.ID)
+		}
+	}
+}

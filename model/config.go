@@ -1,0 +1,202 @@
+package model
+
+import (
+	"bufio"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kubeproof/kubeproof/spec"
+)
+
+// Config is one bounded configuration of the specification: the CONSTANTS,
+// INVARIANTS and PROPERTIES sections of a spec/*.cfg file (the same file TLC
+// reads).
+type Config struct {
+	Name string // file name without .cfg
+
+	NumNodes       int // nodes 1..NumNodes, all alike (capacity, IP pool)
+	NumDeployments int // deployments 1..NumDeployments
+	Replicas       int // spec.replicas a deployment is created with
+	NumVersions    int // template versions 1..NumVersions (NumVersions-1 rolling updates)
+	MaxSurge       int // deployment strategy, absolute numbers
+	MaxUnavailable int
+	PodsPerRS      int // pod name slots per ReplicaSet
+	Capacity       int // pods a node can hold (every pod requests one unit)
+	IPsPerNode     int // size of a node's pod IP pool
+
+	MaxScales       int // user scale operations, in total
+	MaxDeletes      int // user deployment deletions, in total
+	MaxCrashes      int // component crashes (controllers, scheduler, kubelets), in total
+	MaxWatchDrops   int // dropped watches, in total
+	MaxNodeFailures int // node failures, in total
+	MaxEvictions    int // kubelet node-pressure evictions, in total
+
+	// Invariants and Properties are the property IDs to check (e.g. "SCHED-2",
+	// "LIVE-1"), translated from the TLA+ operator names (SCHED_2, LIVE_1).
+	Invariants []string
+	Properties []string
+}
+
+// constantFields maps each TLA+ CONSTANT name to its Config field.
+func (c *Config) constantFields() map[string]*int {
+	return map[string]*int{
+		"NumNodes": &c.NumNodes, "NumDeployments": &c.NumDeployments, "Replicas": &c.Replicas,
+		"NumVersions": &c.NumVersions, "MaxSurge": &c.MaxSurge, "MaxUnavailable": &c.MaxUnavailable,
+		"PodsPerRS": &c.PodsPerRS, "Capacity": &c.Capacity, "IPsPerNode": &c.IPsPerNode,
+		"MaxScales": &c.MaxScales, "MaxDeletes": &c.MaxDeletes, "MaxCrashes": &c.MaxCrashes,
+		"MaxWatchDrops": &c.MaxWatchDrops, "MaxNodeFailures": &c.MaxNodeFailures, "MaxEvictions": &c.MaxEvictions,
+	}
+}
+
+// Limits of the Go state layout (fixed-size arrays keep State comparable and
+// cheap to copy).
+const (
+	MaxNodes       = 3
+	MaxDeployments = 2
+	MaxVersions    = 2
+	MaxPodsPerRS   = 4
+	MaxPods        = MaxDeployments * MaxVersions * MaxPodsPerRS
+	MaxIPs         = 7
+)
+
+// ParseConfig reads a TLC configuration file. Only the sections the model
+// uses are understood: SPECIFICATION, CONSTANTS (NAME = integer), INVARIANTS,
+// INVARIANT, PROPERTIES, PROPERTY, SYMMETRY (ignored: symmetry is a flag of
+// the Go checker). Every constant must be given.
+func ParseConfig(name, text string) (Config, error) {
+	c := Config{Name: name}
+	fields := c.constantFields()
+	seen := map[string]bool{}
+	section := ""
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for line := 1; sc.Scan(); line++ {
+		l := sc.Text()
+		if i := strings.Index(l, "\\*"); i >= 0 {
+			l = l[:i]
+		}
+		words := strings.Fields(l)
+		for len(words) > 0 {
+			switch words[0] {
+			case "SPECIFICATION", "CONSTANTS", "CONSTANT", "INVARIANTS", "INVARIANT", "PROPERTIES", "PROPERTY", "SYMMETRY", "CHECK_DEADLOCK":
+				section = words[0]
+				words = words[1:]
+				if section == "SPECIFICATION" || section == "SYMMETRY" || section == "CHECK_DEADLOCK" {
+					words = nil // one argument, not needed by the Go checker
+				}
+				continue
+			}
+			switch section {
+			case "CONSTANTS", "CONSTANT":
+				// NAME = value, possibly written NAME=value.
+				joined := strings.Join(words, "")
+				k, v, ok := strings.Cut(joined, "=")
+				if !ok {
+					return c, fmt.Errorf("%s.cfg:%d: want NAME = integer, got %q", name, line, l)
+				}
+				f, known := fields[k]
+				if !known {
+					return c, fmt.Errorf("%s.cfg:%d: unknown constant %q", name, line, k)
+				}
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					return c, fmt.Errorf("%s.cfg:%d: constant %s: %w", name, line, k, err)
+				}
+				*f = n
+				seen[k] = true
+			case "INVARIANTS", "INVARIANT":
+				for _, w := range words {
+					if w != "TypeOK" {
+						c.Invariants = append(c.Invariants, idFromOperator(w))
+					}
+				}
+			case "PROPERTIES", "PROPERTY":
+				for _, w := range words {
+					c.Properties = append(c.Properties, idFromOperator(w))
+				}
+			default:
+				return c, fmt.Errorf("%s.cfg:%d: text outside a section: %q", name, line, l)
+			}
+			words = nil
+		}
+	}
+	for k := range fields {
+		if !seen[k] {
+			return c, fmt.Errorf("%s.cfg: constant %s not given", name, k)
+		}
+	}
+	return c, c.Validate()
+}
+
+// idFromOperator turns a TLA+ operator name (SCHED_2) into a property ID (SCHED-2).
+func idFromOperator(op string) string { return strings.Replace(op, "_", "-", 1) }
+
+// OperatorFromID turns a property ID (SCHED-2) into its TLA+ operator name (SCHED_2).
+func OperatorFromID(id string) string { return strings.Replace(id, "-", "_", 1) }
+
+// Validate checks the bounds against the Go state layout.
+func (c Config) Validate() error {
+	check := func(name string, v, lo, hi int) error {
+		if v < lo || v > hi {
+			return fmt.Errorf("config %s: %s = %d, want %d..%d", c.Name, name, v, lo, hi)
+		}
+		return nil
+	}
+	for _, e := range []error{
+		check("NumNodes", c.NumNodes, 1, MaxNodes),
+		check("NumDeployments", c.NumDeployments, 1, MaxDeployments),
+		check("NumVersions", c.NumVersions, 1, MaxVersions),
+		check("PodsPerRS", c.PodsPerRS, 1, MaxPodsPerRS),
+		check("Replicas", c.Replicas, 0, c.PodsPerRS),
+		check("MaxSurge", c.MaxSurge, 0, 9),
+		check("MaxUnavailable", c.MaxUnavailable, 0, 9),
+		check("Capacity", c.Capacity, 0, MaxPods),
+		check("IPsPerNode", c.IPsPerNode, 0, MaxIPs),
+		check("MaxScales", c.MaxScales, 0, 9),
+		check("MaxDeletes", c.MaxDeletes, 0, 9),
+		check("MaxCrashes", c.MaxCrashes, 0, 9),
+		check("MaxWatchDrops", c.MaxWatchDrops, 0, 9),
+		check("MaxNodeFailures", c.MaxNodeFailures, 0, 9),
+		check("MaxEvictions", c.MaxEvictions, 0, 9),
+	} {
+		if e != nil {
+			return e
+		}
+	}
+	if c.MaxSurge == 0 && c.MaxUnavailable == 0 {
+		return fmt.Errorf("config %s: MaxSurge and MaxUnavailable are both 0 (Kubernetes rejects this)", c.Name)
+	}
+	for _, id := range append(append([]string{}, c.Invariants...), c.Properties...) {
+		if _, ok := propertyByID[id]; !ok {
+			return fmt.Errorf("config %s: unknown property %s", c.Name, id)
+		}
+	}
+	return nil
+}
+
+// LoadConfig returns the named configuration from spec/*.cfg.
+func LoadConfig(name string) (Config, error) {
+	b, err := fs.ReadFile(spec.Configs, name+".cfg")
+	if err != nil {
+		return Config{}, fmt.Errorf("loading configuration %s: %w", name, err)
+	}
+	return ParseConfig(name, string(b))
+}
+
+// ConfigNames lists the configurations in spec/*.cfg, sorted.
+func ConfigNames() []string {
+	entries, _ := fs.Glob(spec.Configs, "*.cfg")
+	var names []string
+	for _, e := range entries {
+		names = append(names, strings.TrimSuffix(path.Base(e), ".cfg"))
+	}
+	sort.Strings(names)
+	return names
+}
+
+// StandardConfigs are the configurations `kubeproof model check` and
+// `make model` run by default.
+var StandardConfigs = []string{"RollingUpdate", "NodeFailure"}

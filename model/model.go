@@ -1,0 +1,262 @@
+package model
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Model is the specification instantiated with one bounded configuration
+// and, optionally, one deliberately broken action variant (a mutant, see
+// Mutants). It is immutable and safe for concurrent use.
+type Model struct {
+	cfg    Config
+	mutant string
+	pods   []int // the pod indices in use, in TLA+ order of <<d, v, k>>
+}
+
+// New returns the model of configuration cfg. mutant is "" for the
+// specification itself, or a name from Mutants.
+func New(cfg Config, mutant string) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if mutant != "" {
+		if _, ok := mutantByName[mutant]; !ok {
+			return nil, fmt.Errorf("unknown mutant %q", mutant)
+		}
+	}
+	m := &Model{cfg: cfg, mutant: mutant}
+	for d := 1; d <= cfg.NumDeployments; d++ {
+		for v := 1; v <= cfg.NumVersions; v++ {
+			for k := 1; k <= cfg.PodsPerRS; k++ {
+				m.pods = append(m.pods, Pod(d, v, k))
+			}
+		}
+	}
+	return m, nil
+}
+
+// Config returns the model's configuration.
+func (m *Model) Config() Config { return m.cfg }
+
+// Mutant returns the name of the broken variant the model runs, or "".
+func (m *Model) Mutant() string { return m.mutant }
+
+// Pods returns the pod indices in use.
+func (m *Model) Pods() []int { return m.pods }
+
+// Init returns the initial states (the specification has exactly one):
+// no objects, every component and node up, every watch established.
+func (m *Model) Init() []State {
+	var s State
+	for c := 1; c <= NumControllers; c++ {
+		s.Up[c] = true
+		s.WatchOK[c] = true
+	}
+	for n := 1; n <= m.cfg.NumNodes; n++ {
+		s.KubeletUp[n] = true
+		s.NodeUp[n] = true
+	}
+	return []State{s}
+}
+
+// ---- Derived quantities (the TLA+ module defines the same operators) ----
+
+// ProjRS is what the ReplicaSet controller's informer would show for pod p now.
+func ProjRS(s *State, p int) uint8 {
+	switch {
+	case s.PodState[p] == Absent:
+		return ViewAbsent
+	case s.PodState[p] == Deleting || s.PodPhase[p] == Failed:
+		return ViewInactive
+	default:
+		return ViewActive
+	}
+}
+
+// ProjSched is what the scheduler's informer would show for pod p now:
+// terminal and absent pods are not cached; terminating pods still are.
+func ProjSched(s *State, p int) uint8 {
+	if s.PodState[p] == Absent || s.PodPhase[p] == Failed {
+		return SchedNotCached
+	}
+	return SchedUnbound + s.PodNode[p]
+}
+
+// ActiveView reports whether a cached view counts as an active pod.
+func ActiveView(view uint8) bool { return view == ViewActive }
+
+// ActivePods counts the pods of ReplicaSet (d, v) that are live and not Failed.
+func (m *Model) ActivePods(s *State, d, v int) int {
+	n := 0
+	for k := 1; k <= m.cfg.PodsPerRS; k++ {
+		p := Pod(d, v, k)
+		if s.PodState[p] == Live && s.PodPhase[p] != Failed {
+			n++
+		}
+	}
+	return n
+}
+
+// AvailablePods counts the pods of ReplicaSet (d, v) that are live and
+// Running (Ready).
+func (m *Model) AvailablePods(s *State, d, v int) int {
+	n := 0
+	for k := 1; k <= m.cfg.PodsPerRS; k++ {
+		p := Pod(d, v, k)
+		if s.PodState[p] != Live {
+			continue
+		}
+		if s.PodPhase[p] == Running || (m.mutant == MutantDeploymentCountsUnreadyAsAvailable && s.PodPhase[p] == Pending) {
+			n++
+		}
+	}
+	return n
+}
+
+// AvailableTotal counts the available pods of deployment d over all versions.
+func (m *Model) AvailableTotal(s *State, d int) int {
+	n := 0
+	for v := 1; v <= m.cfg.NumVersions; v++ {
+		n += m.AvailablePods(s, d, v)
+	}
+	return n
+}
+
+// TotalReplicas is the sum of spec.replicas over deployment d's live ReplicaSets.
+func (m *Model) TotalReplicas(s *State, d int) int {
+	n := 0
+	for v := 1; v <= m.cfg.NumVersions; v++ {
+		if s.RSState[d][v] == Live {
+			n += int(s.RSReplicas[d][v])
+		}
+	}
+	return n
+}
+
+// Believed is how many pods the ReplicaSet controller believes ReplicaSet
+// (d, v) has: active pods in its cache not expected to be deleted, plus pods
+// it created and has not yet observed (expectations).
+func (m *Model) Believed(s *State, d, v int) int {
+	n := 0
+	for k := 1; k <= m.cfg.PodsPerRS; k++ {
+		p := Pod(d, v, k)
+		if m.mutant == MutantReplicaSetIgnoresExpectations {
+			if ActiveView(s.RSCView[p]) {
+				n++
+			}
+			continue
+		}
+		if (ActiveView(s.RSCView[p]) && s.RSCExpect[p] != ExpectDelete) || s.RSCExpect[p] == ExpectAdd {
+			n++
+		}
+	}
+	return n
+}
+
+// OwnersGone reports whether pod p has controller owners and every one of
+// them is absent or being deleted in the foreground.
+func OwnersGone(s *State, p int) bool {
+	d, _, _ := PodCoords(p)
+	if s.PodOwners[p] == 0 {
+		return false
+	}
+	for v := 1; v <= MaxVersions; v++ {
+		if s.PodOwners[p]&(1<<v) != 0 && s.RSState[d][v] == Live {
+			return false
+		}
+	}
+	return true
+}
+
+// SlotFree reports whether pod name slot p is unused everywhere: no object,
+// no sandbox, nothing cached or expected. Only free slots are reused, so a
+// reused name never meets leftovers of its previous pod.
+func SlotFree(s *State, p int) bool {
+	return s.PodState[p] == Absent && s.Sandboxes[p] == 0 && s.SandboxNode[p] == 0 && s.SandboxIP[p] == 0 &&
+		!s.KubeletKnows[p] && s.RSCView[p] == ViewAbsent && s.RSCExpect[p] == ExpectNone &&
+		s.SchedView[p] == SchedNotCached && s.SchedAssumed[p] == 0
+}
+
+// SchedulerCount is the number of pods the scheduler counts on node n: pods
+// its cache shows bound there plus pods it assumed there and has not yet
+// seen bound.
+func (m *Model) SchedulerCount(s *State, n int) int {
+	c := 0
+	for _, p := range m.pods {
+		if s.SchedView[p] == SchedUnbound+uint8(n) {
+			c++
+		} else if s.SchedAssumed[p] == uint8(n) && m.mutant != MutantSchedulerIgnoresAssumedPods {
+			c++
+		}
+	}
+	return c
+}
+
+// Admitted is the number of non-terminal pods with a sandbox on node n (what
+// kubelet admission counts).
+func (m *Model) Admitted(s *State, n int) int {
+	c := 0
+	for _, p := range m.pods {
+		if s.Sandboxes[p] > 0 && s.SandboxNode[p] == uint8(n) && s.PodState[p] != Absent && s.PodPhase[p] != Failed {
+			c++
+		}
+	}
+	return c
+}
+
+// FreeIP is the lowest IP of node n's pool that no sandbox on n holds, or 0.
+func (m *Model) FreeIP(s *State, n int) uint8 {
+	var used uint16
+	for _, p := range m.pods {
+		if s.SandboxNode[p] == uint8(n) && s.SandboxIP[p] != 0 {
+			used |= 1 << s.SandboxIP[p]
+		}
+	}
+	for ip := 1; ip <= m.cfg.IPsPerNode; ip++ {
+		if used&(1<<ip) == 0 {
+			return uint8(ip)
+		}
+	}
+	return 0
+}
+
+// BoundPods counts the non-terminal pods bound to node n (SCHED-2).
+func (m *Model) BoundPods(s *State, n int) int {
+	c := 0
+	for _, p := range m.pods {
+		if s.PodState[p] != Absent && s.PodNode[p] == uint8(n) && s.PodPhase[p] != Failed {
+			c++
+		}
+	}
+	return c
+}
+
+// removePod removes pod p's object from the store (its fields return to
+// their defaults).
+func removePod(t *State, p int) {
+	t.PodState[p] = Absent
+	t.PodNode[p] = 0
+	t.PodPhase[p] = Pending
+	t.PodOwners[p] = 0
+}
+
+// deletePod is a graceful delete: an unscheduled pod is removed at once, a
+// scheduled one becomes Deleting until its kubelet has stopped it.
+func deletePod(t *State, p int) {
+	if t.PodNode[p] == 0 {
+		removePod(t, p)
+	} else {
+		t.PodState[p] = Deleting
+	}
+}
+
+// sortedKeys returns the keys of a string-keyed map in order.
+func sortedKeys[V any](mp map[string]V) []string {
+	keys := make([]string, 0, len(mp))
+	for k := range mp {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,353 @@
+package model
+
+// Property is one named property of the specification (spec/README.md).
+// Exactly one of Invariant, Step and Goal is set:
+//   - Invariant: a predicate every reachable state satisfies;
+//   - Step: a predicate every step s -> t satisfies (TLA+ [][P]_vars);
+//   - Goal: a liveness property <>[]Goal under the fairness assumptions.
+type Property struct {
+	ID        string // e.g. "SCHED-2"; the TLA+ operator is OperatorFromID(ID)
+	Name      string // the TLA+ helper predicate it is written with
+	Text      string // plain words
+	Invariant func(m *Model, s *State) bool
+	Step      func(m *Model, s, t *State) bool
+	Goal      func(m *Model, s *State) bool
+}
+
+// Kind of the property, as the report prints it.
+func (p Property) Kind() string {
+	switch {
+	case p.Invariant != nil:
+		return "invariant"
+	case p.Step != nil:
+		return "step"
+	default:
+		return "liveness"
+	}
+}
+
+// Properties lists every property, in the order of spec/README.md.
+var Properties = []Property{
+	{ID: "STORE-1", Name: "WatchDeliversEveryWrite", Text: "writes are totally ordered (each is a new resourceVersion) and an established watch delivers every one of them in order: a watching cache is never left behind", Step: storeWatchDeliversEveryWrite},
+	{ID: "STORE-2", Name: "CreateOnlyAbsent", Text: "a create succeeds only on an absent key: an existing pod is never replaced by a fresh one", Step: storeCreateOnlyAbsent},
+	{ID: "STORE-3", Name: "BindFromCurrentCopy", Text: "a compare-and-swap write (the binding) succeeds only if the writer's copy is current: a stale write fails", Step: storeBindFromCurrentCopy},
+	{ID: "STORE-4", Name: "ListIsCurrent", Text: "a list (after a restart or a dropped watch) returns the current state", Step: storeListIsCurrent},
+	{ID: "RS-1", Name: "CreateBelowReplicas", Text: "the ReplicaSet controller creates a pod only while the ReplicaSet really has fewer active pods than spec.replicas (expectations compensate its lagging cache)", Step: rsCreateBelowReplicas},
+	{ID: "RS-2", Name: "OneControllerOwner", Text: "a pod has at most one controller owner", Invariant: rsOneControllerOwner},
+	{ID: "DEP-1", Name: "SurgeBound", Text: "once the controller has observed the current generation, the ReplicaSets' replicas total at most replicas + maxSurge", Invariant: depSurgeBound},
+	{ID: "DEP-2", Name: "ScaleDownKeepsAvailable", Text: "the controller scales a ReplicaSet down only as far as keeps replicas - maxUnavailable pods available", Step: depScaleDownKeepsAvailable},
+	{ID: "GC-1", Name: "DeleteWithReason", Text: "a live pod is deleted only because its owners are gone, its node is tainted, or its ReplicaSet controller saw too many pods", Step: gcDeleteWithReason},
+	{ID: "GC-2", Name: "ForegroundBlocks", Text: "an owner deleted in the foreground goes only after its blocking dependents are gone", Step: gcForegroundBlocks},
+	{ID: "SCHED-1", Name: "BindOnce", Text: "a pod is bound at most once and never re-bound", Step: schedBindOnce},
+	{ID: "SCHED-2", Name: "NodeCapacity", Text: "the non-terminal pods bound to a node never exceed its capacity", Invariant: schedNodeCapacity},
+	{ID: "SCHED-3", Name: "BindUntainted", Text: "a pod is bound only to a node without a NoExecute taint", Step: schedBindUntainted},
+	{ID: "KUBELET-1", Name: "RunsOnlyBoundPods", Text: "a kubelet runs only pods bound to its node", Invariant: kubeletRunsOnlyBoundPods},
+	{ID: "KUBELET-2", Name: "OneSandbox", Text: "a pod has at most one live sandbox", Invariant: kubeletOneSandbox},
+	{ID: "KUBELET-3", Name: "UniqueIPs", Text: "pod IPs are unique among a node's live sandboxes", Invariant: kubeletUniqueIPs},
+	{ID: "KUBELET-4", Name: "IPReleased", Text: "an IP is held only by a live sandbox: removing a sandbox releases it", Invariant: kubeletIPReleased},
+	{ID: "KUBELET-5", Name: "TerminalPhase", Text: "a pod's phase never leaves Failed (or Succeeded)", Step: kubeletTerminalPhase},
+	{ID: "LIVE-1", Name: "DeploymentsConverged", Text: "every deployment eventually has exactly replicas Ready pods of its current template and none of older ones, observed", Goal: liveDeploymentsConverged},
+	{ID: "LIVE-2", Name: "NoOrphans", Text: "every pod (and ReplicaSet) whose owner is gone is eventually deleted, and foreground deletions finish", Goal: liveNoOrphans},
+	{ID: "LIVE-3", Name: "NoLeakedSandboxes", Text: "every sandbox of a deleted, Failed or foreign pod is eventually removed and its IP released", Goal: liveNoLeakedSandboxes},
+}
+
+var propertyByID = func() map[string]Property {
+	mp := map[string]Property{}
+	for _, p := range Properties {
+		mp[p.ID] = p
+	}
+	return mp
+}()
+
+// LookupProperty returns the property with the given ID.
+func LookupProperty(id string) (Property, bool) { p, ok := propertyByID[id]; return p, ok }
+
+// ---- STORE ----
+
+// storeChanged reports whether any store variable differs between s and t.
+func storeChanged(s, t *State) bool {
+	return s.DepState != t.DepState || s.DepReplicas != t.DepReplicas || s.DepVersion != t.DepVersion ||
+		s.DepObserved != t.DepObserved || s.RSState != t.RSState || s.RSReplicas != t.RSReplicas ||
+		s.PodState != t.PodState || s.PodNode != t.PodNode || s.PodPhase != t.PodPhase || s.PodOwners != t.PodOwners ||
+		s.NodeTainted != t.NodeTainted
+}
+
+func storeWatchDeliversEveryWrite(m *Model, s, t *State) bool {
+	if !storeChanged(s, t) {
+		return true
+	}
+	for _, p := range m.pods {
+		if t.Up[ReplicaSetController] && t.WatchOK[ReplicaSetController] && t.RSCView[p] != ProjRS(t, p) ||
+			t.Up[Scheduler] && t.WatchOK[Scheduler] && t.SchedView[p] != ProjSched(t, p) {
+			return false
+		}
+	}
+	return true
+}
+
+func storeCreateOnlyAbsent(m *Model, s, t *State) bool {
+	for _, p := range m.pods {
+		fresh := t.PodState[p] == Live && t.PodNode[p] == 0 && t.PodPhase[p] == Pending
+		wasOther := s.PodState[p] == Deleting || s.PodNode[p] != 0 || s.PodPhase[p] != Pending
+		if s.PodState[p] != Absent && fresh && wasOther {
+			return false
+		}
+	}
+	return true
+}
+
+func storeBindFromCurrentCopy(m *Model, s, t *State) bool {
+	for _, p := range m.pods {
+		if t.PodNode[p] != s.PodNode[p] && t.PodNode[p] != 0 && s.SchedView[p] != ProjSched(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
+func storeListIsCurrent(m *Model, s, t *State) bool {
+	for _, c := range []int{ReplicaSetController, Scheduler} {
+		if s.Up[c] && s.WatchOK[c] || !(t.Up[c] && t.WatchOK[c]) {
+			continue // no list happened
+		}
+		for _, p := range m.pods {
+			if c == ReplicaSetController && t.RSCView[p] != ProjRS(t, p) || c == Scheduler && t.SchedView[p] != ProjSched(t, p) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ---- RS ----
+
+func rsCreateBelowReplicas(m *Model, s, t *State) bool {
+	for _, p := range m.pods {
+		if s.PodState[p] == Absent && t.PodState[p] == Live || storeCreated(s, t, p) {
+			d, v, _ := PodCoords(p)
+			if m.ActivePods(t, d, v) > int(s.RSReplicas[d][v]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// storeCreated reports a pod object replaced by a freshly created one.
+func storeCreated(s, t *State, p int) bool {
+	return s.PodState[p] != Absent && t.PodState[p] == Live && t.PodNode[p] == 0 && t.PodPhase[p] == Pending &&
+		(s.PodState[p] == Deleting || s.PodNode[p] != 0 || s.PodPhase[p] != Pending)
+}
+
+func popcount(x uint8) int {
+	n := 0
+	for ; x != 0; x &= x - 1 {
+		n++
+	}
+	return n
+}
+
+func rsOneControllerOwner(m *Model, s *State) bool {
+	for _, p := range m.pods {
+		if popcount(s.PodOwners[p]) > 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// ---- DEP ----
+
+func depSurgeBound(m *Model, s *State) bool {
+	for d := 1; d <= m.cfg.NumDeployments; d++ {
+		if s.DepState[d] == Live && s.DepObserved[d] && m.TotalReplicas(s, d) > int(s.DepReplicas[d])+m.cfg.MaxSurge {
+			return false
+		}
+	}
+	return true
+}
+
+// depScaleDownKeepsAvailable counts availability truthfully (Running pods),
+// whatever a mutant's controller counts.
+func depScaleDownKeepsAvailable(m *Model, s, t *State) bool {
+	truth := m
+	if m.mutant != "" {
+		truth = &Model{cfg: m.cfg, pods: m.pods}
+	}
+	for d := 1; d <= m.cfg.NumDeployments; d++ {
+		for v := 1; v <= m.cfg.NumVersions; v++ {
+			if s.RSState[d][v] != Live || t.RSState[d][v] != Live || t.RSReplicas[d][v] >= s.RSReplicas[d][v] {
+				continue
+			}
+			avail := truth.AvailablePods(s, d, v)
+			if lost := avail - int(t.RSReplicas[d][v]); lost > 0 &&
+				truth.AvailableTotal(s, d)-lost < int(s.DepReplicas[d])-m.cfg.MaxUnavailable {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ---- GC ----
+
+func gcDeleteWithReason(m *Model, s, t *State) bool {
+	for _, p := range m.pods {
+		if s.PodState[p] != Live || t.PodState[p] == Live {
+			continue
+		}
+		d, v, _ := PodCoords(p)
+		tainted := s.PodNode[p] != 0 && s.NodeTainted[s.PodNode[p]]
+		excess := m.Believed(s, d, v) > int(s.RSReplicas[d][v])
+		if !OwnersGone(s, p) && !tainted && !excess {
+			return false
+		}
+	}
+	return true
+}
+
+func gcForegroundBlocks(m *Model, s, t *State) bool {
+	for d := 1; d <= m.cfg.NumDeployments; d++ {
+		for v := 1; v <= m.cfg.NumVersions; v++ {
+			if s.RSState[d][v] == Deleting && t.RSState[d][v] == Absent {
+				for k := 1; k <= m.cfg.PodsPerRS; k++ {
+					if s.PodState[Pod(d, v, k)] != Absent {
+						return false
+					}
+				}
+			}
+			if s.DepState[d] == Deleting && t.DepState[d] == Gone && s.RSState[d][v] != Absent {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ---- SCHED ----
+
+func schedBindOnce(m *Model, s, t *State) bool {
+	for _, p := range m.pods {
+		if s.PodNode[p] != 0 && t.PodState[p] != Absent && t.PodNode[p] != s.PodNode[p] {
+			return false
+		}
+	}
+	return true
+}
+
+func schedNodeCapacity(m *Model, s *State) bool {
+	for n := 1; n <= m.cfg.NumNodes; n++ {
+		if m.BoundPods(s, n) > m.cfg.Capacity {
+			return false
+		}
+	}
+	return true
+}
+
+func schedBindUntainted(m *Model, s, t *State) bool {
+	for _, p := range m.pods {
+		if s.PodNode[p] != t.PodNode[p] && t.PodNode[p] != 0 && s.NodeTainted[t.PodNode[p]] {
+			return false
+		}
+	}
+	return true
+}
+
+// ---- KUBELET ----
+
+func kubeletRunsOnlyBoundPods(m *Model, s *State) bool {
+	for _, p := range m.pods {
+		if s.Sandboxes[p] > 0 && s.SandboxNode[p] != s.PodNode[p] {
+			return false
+		}
+	}
+	return true
+}
+
+func kubeletOneSandbox(m *Model, s *State) bool {
+	for _, p := range m.pods {
+		if s.Sandboxes[p] > 1 {
+			return false
+		}
+	}
+	return true
+}
+
+func kubeletUniqueIPs(m *Model, s *State) bool {
+	for i, p := range m.pods {
+		for _, q := range m.pods[i+1:] {
+			if s.Sandboxes[p] > 0 && s.Sandboxes[q] > 0 && s.SandboxNode[p] == s.SandboxNode[q] && s.SandboxIP[p] == s.SandboxIP[q] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func kubeletIPReleased(m *Model, s *State) bool {
+	for _, p := range m.pods {
+		if s.Sandboxes[p] == 0 && (s.SandboxIP[p] != 0 || s.SandboxNode[p] != 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func kubeletTerminalPhase(m *Model, s, t *State) bool {
+	for _, p := range m.pods {
+		if s.PodPhase[p] == Failed && t.PodState[p] != Absent && t.PodPhase[p] != Failed {
+			return false
+		}
+	}
+	return true
+}
+
+// ---- LIVE: the goals of <>[]Goal ----
+
+func liveDeploymentsConverged(m *Model, s *State) bool {
+	for d := 1; d <= m.cfg.NumDeployments; d++ {
+		if s.DepState[d] != Live {
+			continue
+		}
+		cur := int(s.DepVersion[d])
+		r := int(s.DepReplicas[d])
+		if !s.DepObserved[d] || s.RSState[d][cur] != Live || int(s.RSReplicas[d][cur]) != r ||
+			m.ActivePods(s, d, cur) != r || m.AvailablePods(s, d, cur) != r {
+			return false
+		}
+		for v := 1; v <= m.cfg.NumVersions; v++ {
+			if v != cur && (s.RSReplicas[d][v] != 0 || m.ActivePods(s, d, v) != 0) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func liveNoOrphans(m *Model, s *State) bool {
+	for _, p := range m.pods {
+		if s.PodState[p] != Absent && OwnersGone(s, p) {
+			return false
+		}
+	}
+	for d := 1; d <= m.cfg.NumDeployments; d++ {
+		if s.DepState[d] == Deleting {
+			return false
+		}
+		for v := 1; v <= m.cfg.NumVersions; v++ {
+			if s.RSState[d][v] != Absent && s.DepState[d] != Live {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func liveNoLeakedSandboxes(m *Model, s *State) bool {
+	for _, p := range m.pods {
+		if s.Sandboxes[p] > 0 && (s.PodState[p] != Live || s.PodPhase[p] == Failed || s.PodNode[p] != s.SandboxNode[p]) {
+			return false
+		}
+	}
+	return true
+}

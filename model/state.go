@@ -1,0 +1,121 @@
+// Package model is the executable Go twin of the TLA+ specification
+// spec/PodPipeline.tla: a State value with the same variables, actions with
+// the same names (guard + effect, pure functions), and the invariants and
+// properties of spec/README.md as predicates carrying their IDs (STORE-n,
+// RS-n, DEP-n, GC-n, SCHED-n, KUBELET-n, LIVE-n).
+//
+// The explicit-state model checker that explores it is model/checker.
+//
+// Indexing follows the TLA+ module: nodes, deployments, versions and pod slots
+// are numbered from 1; the value 0 means "none" (an unbound pod, a pod
+// without a sandbox IP). Arrays are sized one larger and index 0 is unused,
+// except the pod arrays, indexed by Pod(d, v, k).
+package model
+
+// Object lifecycles in the store (values of depState, rsState, podState).
+const (
+	Absent   uint8 = iota // no object under this key (never created, or removed)
+	Live                  // exists, no deletionTimestamp
+	Deleting              // deletionTimestamp set: graceful (pods) or foreground (owners)
+	Gone                  // deployments only: deleted, never to be created again
+)
+
+// Pod phases (podPhase). A deployment's pods never reach Succeeded
+// (restartPolicy Always); Failed comes from kubelet admission rejection and
+// node-pressure eviction.
+const (
+	Pending uint8 = iota
+	Running       // containers started and Ready (no readiness probes are modelled)
+	Failed        // terminal
+)
+
+// The ReplicaSet controller's cached view of a pod (rscView): the projection
+// of the pod object it reads from its informer.
+const (
+	ViewAbsent   uint8 = iota // not in the cache
+	ViewInactive              // terminating or Failed: not counted
+	ViewActive                // counted toward the ReplicaSet's replicas
+)
+
+// The ReplicaSet controller's expectation for a pod (rscExpect).
+const (
+	ExpectNone   uint8 = iota
+	ExpectAdd          // created, creation not yet observed
+	ExpectDelete       // deleted, deletion not yet observed
+)
+
+// The scheduler's cached view of a pod (schedView): SchedNotCached, SchedUnbound,
+// or SchedUnbound+n for a pod bound to node n.
+const (
+	SchedNotCached uint8 = 0
+	SchedUnbound   uint8 = 1
+)
+
+// Controllers: the control-plane components with memory in the model (an
+// informer cache and, for the ReplicaSet controller, expectations; for the
+// scheduler, assumed pods). They crash, restart, and lose their watch.
+// The deployment controller, the garbage collector and the node lifecycle
+// controller keep nothing in the model, so their crash would be
+// indistinguishable from not being scheduled for a while, which
+// interleaving already covers.
+const (
+	ReplicaSetController = 1
+	Scheduler            = 2
+	NumControllers       = 2
+)
+
+// ControllerNames are the TLA+ names of the controllers (the set Controllers).
+var ControllerNames = [NumControllers + 1]string{"", "ReplicaSetController", "Scheduler"}
+
+// State is one state of the specification. Field names are the TLA+
+// variable names, capitalised. It is a plain comparable value.
+type State struct {
+	// ---- Store: the API objects (etcd behind the API server) ----
+	DepState    [MaxDeployments + 1]uint8 // Absent, Live, Deleting (foreground), Gone
+	DepReplicas [MaxDeployments + 1]uint8 // spec.replicas
+	DepVersion  [MaxDeployments + 1]uint8 // the pod template's version (1..NumVersions)
+	DepObserved [MaxDeployments + 1]bool  // status.observedGeneration == metadata.generation
+
+	RSState    [MaxDeployments + 1][MaxVersions + 1]uint8 // the ReplicaSet of template version v: Absent, Live, Deleting
+	RSReplicas [MaxDeployments + 1][MaxVersions + 1]uint8 // its spec.replicas
+
+	PodState  [MaxPods]uint8 // Absent, Live, Deleting
+	PodNode   [MaxPods]uint8 // spec.nodeName: 0 = unbound
+	PodPhase  [MaxPods]uint8 // Pending, Running, Failed
+	PodOwners [MaxPods]uint8 // controller ownerReferences: bit v = ReplicaSet of version v
+
+	NodeTainted [MaxNodes + 1]bool // NotReady + NoExecute unreachable taint
+
+	// ---- Node runtime (CRI, CNI): survives component crashes ----
+	Sandboxes   [MaxPods]uint8 // live sandboxes (with the pod's containers) of the pod: at most 1, KUBELET-2
+	SandboxNode [MaxPods]uint8 // node whose runtime holds them: 0 = none
+	SandboxIP   [MaxPods]uint8 // IP from that node's pool: 0 = none
+
+	// ---- Component memory: lost on a crash ----
+	KubeletKnows [MaxPods]bool  // the kubelet of SandboxNode has the pod's sandbox in its pod manager
+	RSCView      [MaxPods]uint8 // the ReplicaSet controller's informer cache (View*)
+	RSCExpect    [MaxPods]uint8 // the ReplicaSet controller's expectations (Expect*)
+	SchedView    [MaxPods]uint8 // the scheduler's informer cache (Sched*)
+	SchedAssumed [MaxPods]uint8 // node the scheduler assumed the pod onto, not yet observed bound: 0 = none
+
+	// ---- Environment: components and nodes up or down ----
+	Up        [NumControllers + 1]bool // controller c is running
+	WatchOK   [NumControllers + 1]bool // its pod watch is established: events reach its cache
+	KubeletUp [MaxNodes + 1]bool
+	NodeUp    [MaxNodes + 1]bool // the node (machine, network) is reachable
+
+	// ---- Fault and user-operation budgets used so far ----
+	Crashes, WatchDrops, NodeFailures, Evictions, Scales, Deletes uint8
+}
+
+// Pod returns the index of pod slot k of the ReplicaSet of version v of
+// deployment d (all numbered from 1).
+func Pod(d, v, k int) int { return ((d-1)*MaxVersions+(v-1))*MaxPodsPerRS + (k - 1) }
+
+// PodCoords is the inverse of Pod.
+func PodCoords(p int) (d, v, k int) {
+	k = p%MaxPodsPerRS + 1
+	v = (p/MaxPodsPerRS)%MaxVersions + 1
+	d = p/(MaxPodsPerRS*MaxVersions) + 1
+	return
+}
