@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"os"
+	goruntime "runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,11 +17,13 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/kubelet"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
+	kruntime "github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/cri"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
 
 // newKubeletCommand is `kubeproof kubelet`: one node agent against any API
-// server, with the simulated runtime (the CRI client is not written yet).
+// server, with the simulated runtime or a CRI runtime (containerd, CRI-O).
 func newKubeletCommand() *cobra.Command {
 	var (
 		logs                                logOptions
@@ -71,8 +77,30 @@ func newKubeletCommand() *cobra.Command {
 			if err := parseKeyValues("--node-labels", nodeLabels, cfg.Labels); err != nil {
 				return err
 			}
-			if runtimeName != "sim" {
-				return fmt.Errorf("--runtime %q: only the simulated runtime (sim) is implemented so far; the CRI client (--cri-endpoint %s) is not", runtimeName, criEndpoint)
+			var rt kruntime.Runtime
+			switch runtimeName {
+			case "cri":
+				// Capacity from the machine unless given by flag.
+				if !cmd.Flags().Changed("cpu") {
+					cfg.CPU = *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI)
+				}
+				if !cmd.Flags().Changed("memory") {
+					if mem, err := machineMemory(); err == nil {
+						cfg.Memory = *resource.NewQuantity(mem, resource.BinarySI)
+					}
+				}
+				c, err := cri.Dial(cmd.Context(), criEndpoint)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				if err := c.WaitNetworkReady(cmd.Context(), time.Second); err != nil {
+					return err
+				}
+				rt = c
+			case "sim":
+			default:
+				return fmt.Errorf("--runtime %q: want sim or cri", runtimeName)
 			}
 			simCfg := sim.Config{PodCIDR: podCIDR, SandboxLatency: simSandbox, PullLatency: simPull, CreateLatency: simCreate,
 				StartLatency: simStart, StopLatency: simStop, DefaultAnnotations: map[string]string{}}
@@ -82,9 +110,10 @@ func newKubeletCommand() *cobra.Command {
 			if err := parseKeyValues("--sim-annotation", simAnnotations, simCfg.DefaultAnnotations); err != nil {
 				return err
 			}
-			rt, err := sim.New(simCfg)
-			if err != nil {
-				return err
+			if rt == nil {
+				if rt, err = sim.New(simCfg); err != nil {
+					return err
+				}
 			}
 			restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 			if err != nil {
@@ -107,7 +136,7 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig file for the API server.")
 	fs.StringVar(&nodeName, "node-name", "", "Name of the Node to register.")
 	fs.StringVar(&nodeName, "hostname-override", "", "Same as --node-name (upstream's flag name).")
-	fs.StringVar(&runtimeName, "runtime", "sim", "Container runtime: sim (in-process simulation) or cri (not implemented yet).")
+	fs.StringVar(&runtimeName, "runtime", "sim", "Container runtime: sim (in-process simulation) or cri (a CRI v1 runtime at --cri-endpoint).")
 	fs.StringVar(&criEndpoint, "cri-endpoint", "unix:///run/containerd/containerd.sock", "CRI endpoint for --runtime cri.")
 	fs.StringVar(&criEndpoint, "container-runtime-endpoint", "unix:///run/containerd/containerd.sock", "Same as --cri-endpoint (upstream's flag name).")
 	fs.StringVar(&nodeIP, "node-ip", "", "The node's InternalIP and the pods' hostIP (default 127.0.0.1).")
@@ -147,4 +176,25 @@ func parseKeyValues(flag string, items []string, out map[string]string) error {
 		out[k] = v
 	}
 	return nil
+}
+
+// machineMemory is MemTotal from /proc/meminfo, in bytes.
+func machineMemory() (int64, error) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+			kb, err := strconv.ParseInt(fields[1], 10, 64)
+			if err != nil {
+				return 0, err
+			}
+			return kb * 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("MemTotal not found in /proc/meminfo")
 }

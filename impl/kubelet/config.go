@@ -41,6 +41,9 @@ type Config struct {
 	Backoff podsync.BackoffConfig
 	// Workers is the number of goroutines syncing pods (4).
 	Workers int
+	// PodLogsDir is where the runtime writes container logs
+	// (/var/log/pods/<namespace>_<name>_<uid>/<container>/<n>.log).
+	PodLogsDir string
 	// ExternalPodSource: the kubelet starts no pod watch of its own; a
 	// shared source (PodDispatcher) calls HandlePod, HandlePodDeleted and
 	// MarkSourceSynced instead.
@@ -105,6 +108,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Workers <= 0 {
 		c.Workers = DefaultWorkers
+	}
+	if c.PodLogsDir == "" {
+		c.PodLogsDir = "/var/log/pods"
 	}
 	if c.KubeletVersion == "" {
 		c.KubeletVersion = DefaultKubeletVersion

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
 
@@ -23,6 +24,7 @@ type harness struct {
 	clock  *testingclock.FakeClock
 	client *fake.Clientset
 	rt     *sim.Runtime
+	krt    runtime.Runtime // what the kubelet talks to (default rt)
 	k      *Kubelet
 	seq    int
 }
@@ -46,7 +48,11 @@ func (h *harness) newKubelet(mutate func(*Config)) *Kubelet {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	k, err := New(h.ctx, h.client, cfg, h.rt)
+	var krt runtime.Runtime = h.rt
+	if h.krt != nil {
+		krt = h.krt
+	}
+	k, err := New(h.ctx, h.client, cfg, krt)
 	if err != nil {
 		h.t.Fatal(err)
 	}

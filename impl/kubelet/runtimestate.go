@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"time"
@@ -114,7 +115,7 @@ func podLabels(pod *v1.Pod) map[string]string {
 }
 
 // sandboxConfig is the CRI sandbox config of a pod.
-func sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
+func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string) *runtimeapi.PodSandboxConfig {
 	hostname := pod.Spec.Hostname
 	if hostname == "" {
 		hostname = pod.Name
@@ -122,7 +123,7 @@ func sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
 		Hostname:     hostname,
-		LogDirectory: fmt.Sprintf("/var/log/pods/%s_%s_%s", pod.Namespace, pod.Name, pod.UID),
+		LogDirectory: filepath.Join(podLogsDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID)),
 		Labels:       podLabels(pod),
 		Annotations:  pod.Annotations,
 		Linux:        &runtimeapi.LinuxPodSandboxConfig{CgroupParent: "/kubepods/pod" + string(pod.UID)},

@@ -277,7 +277,7 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 	}
 
 	sandboxID := a.SandboxID
-	sbConfig := sandboxConfig(pod, a.SandboxAttempt)
+	sbConfig := sandboxConfig(pod, a.SandboxAttempt, k.cfg.PodLogsDir)
 	if a.CreateSandbox {
 		id, err := k.rt.RunPodSandbox(ctx, sbConfig)
 		if err != nil {
