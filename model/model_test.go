@@ -1,0 +1,175 @@
+package model
+
+import (
+	"math/rand/v2"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func loadSmall(t testing.TB) *Model {
+	t.Helper()
+	cfg, err := LoadConfig("Small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Replicas, cfg.Capacity, cfg.MaxCrashes, cfg.MaxWatchDrops, cfg.MaxNodeFailures, cfg.MaxEvictions, cfg.MaxDeletes = 2, 2, 1, 1, 1, 1, 1
+	cfg.PodsPerRS = 3
+	m, err := New(cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestEveryConfigurationParses(t *testing.T) {
+	names := ConfigNames()
+	for _, want := range StandardConfigs {
+		if !strings.Contains(strings.Join(names, " "), want) {
+			t.Errorf("standard configuration %s missing from spec/*.cfg (%v)", want, names)
+		}
+	}
+	for _, n := range names {
+		cfg, err := LoadConfig(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cfg.Invariants) == 0 || len(cfg.Properties) == 0 {
+			t.Errorf("%s: no invariants or properties", n)
+		}
+	}
+}
+
+func TestParseConfigRejectsBadInput(t *testing.T) {
+	for _, text := range []string{
+		"CONSTANTS\n NumNodes = 2\n",   // constants missing
+		"CONSTANTS\n Bogus = 2\n",      // unknown constant
+		"CONSTANTS\n NumNodes = two\n", // not a number
+		"stray words\n",                // outside a section
+		"PROPERTIES\n NOPE_1\n",        // unknown property (after constants fail)
+	} {
+		if _, err := ParseConfig("bad", text); err == nil {
+			t.Errorf("ParseConfig accepted %q", text)
+		}
+	}
+}
+
+// The TLA+ module has every variable and every action of the Go model,
+// under the same names, and every property operator.
+func TestTLAModuleNamesMatchTheGoModel(t *testing.T) {
+	b, err := os.ReadFile("../spec/PodPipeline.tla")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tla := string(b)
+	for _, k := range Kinds() {
+		if !regexp.MustCompile(`(?m)^` + k.String() + `\(`).MatchString(tla) {
+			t.Errorf("action %s has no operator definition in PodPipeline.tla", k)
+		}
+		if !strings.Contains(tla, k.String()+"(") {
+			t.Errorf("action %s missing from Next", k)
+		}
+	}
+	m := loadSmall(t)
+	s := m.Init()[0]
+	seen := map[string]bool{}
+	for _, b := range m.Bindings(&s) {
+		name, _, _ := strings.Cut(b.Name, "[")
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		if !regexp.MustCompile(`(?m)^\s+`+name+`,?\s`).MatchString(tla) && !strings.Contains(tla, "VARIABLES crashes") {
+			t.Errorf("variable %s not declared in PodPipeline.tla", name)
+		}
+		if !regexp.MustCompile(`\b` + name + `\b`).MatchString(tla) {
+			t.Errorf("variable %s not in PodPipeline.tla", name)
+		}
+	}
+	for _, p := range Properties {
+		if !regexp.MustCompile(`(?m)^` + OperatorFromID(p.ID) + ` ==`).MatchString(tla) {
+			t.Errorf("property %s has no operator %s in PodPipeline.tla", p.ID, OperatorFromID(p.ID))
+		}
+	}
+}
+
+// randomWalk returns the states of a random behaviour of m.
+func randomWalk(m *Model, r *rand.Rand, steps int) []State {
+	s := m.Init()[0]
+	out := []State{s}
+	for i := 0; i < steps; i++ {
+		var succ []State
+		m.Successors(&s, func(_ Action, t *State) { succ = append(succ, *t) })
+		if len(succ) == 0 {
+			break
+		}
+		s = succ[r.IntN(len(succ))]
+		out = append(out, s)
+	}
+	return out
+}
+
+// Canonicalisation is a function of the orbit: permuting nodes or slots
+// does not change the representative, and the representative is in the
+// orbit (it satisfies the same invariants and has as many successors).
+func TestCanonicalIsInvariantUnderSymmetry(t *testing.T) {
+	m := loadSmall(t)
+	r := rand.New(rand.NewPCG(1, 2))
+	for walk := 0; walk < 40; walk++ {
+		for _, s := range randomWalk(m, r, 40) {
+			c, enc := m.Canonical(&s, nil)
+			perm := nodePerms[m.cfg.NumNodes][1]
+			ps := m.permuteNodes(&s, perm)
+			// swap two slots of the first ReplicaSet as well
+			swapPods(&ps, Pod(1, 1, 1), Pod(1, 1, 2))
+			_, enc2 := m.Canonical(&ps, nil)
+			if string(enc) != string(enc2) {
+				t.Fatalf("canonical form differs for a permuted state:\n%v\n%v", m.Summary(&s), m.Summary(&ps))
+			}
+			var n1, n2 int
+			m.Successors(&s, func(Action, *State) { n1++ })
+			m.Successors(&c, func(Action, *State) { n2++ })
+			if n1 != n2 {
+				t.Fatalf("representative has %d successors, state has %d", n2, n1)
+			}
+		}
+	}
+}
+
+func TestEveryActionIsAStep(t *testing.T) {
+	// No enabled action leaves the state unchanged (so ENABLED A is A's
+	// guard, which the liveness check relies on).
+	m := loadSmall(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	for walk := 0; walk < 40; walk++ {
+		for _, s := range randomWalk(m, r, 40) {
+			m.Successors(&s, func(a Action, next *State) {
+				if *next == s {
+					t.Fatalf("%s is enabled but changes nothing", a)
+				}
+			})
+		}
+	}
+}
+
+func TestApplyAndActionNames(t *testing.T) {
+	m := loadSmall(t)
+	s := m.Init()[0]
+	if _, ok := m.Apply(&s, act(UpdateDeployment, 1)); ok {
+		t.Fatal("UpdateDeployment enabled before the deployment exists")
+	}
+	s1, ok := m.Apply(&s, act(CreateDeployment, 1))
+	if !ok || s1.DepState[1] != Live || s1.DepReplicas[1] != 2 {
+		t.Fatalf("CreateDeployment: %v %+v", ok, s1.DepState)
+	}
+	if got := actPod(SchedulerBindPod, 0, Pod(1, 2, 3), 2).String(); got != "SchedulerBindPod(<<1, 2, 3>>, 2)" {
+		t.Fatalf("action name %q", got)
+	}
+	if got := act(WatchDrop, Scheduler).String(); got != `WatchDrop("Scheduler")` {
+		t.Fatalf("action name %q", got)
+	}
+	if d := m.Diff(&s, &s1); len(d) != 3 || !strings.Contains(d[0], `depState[1]: "Absent" -> "Live"`) {
+		t.Fatalf("diff %v", d)
+	}
+}

@@ -1,0 +1,787 @@
+---------------------------- MODULE PodPipeline ----------------------------
+(***************************************************************************)
+(* The Kubernetes pod-creation pipeline, abstracted: a revisioned store    *)
+(* with watches, the Deployment and ReplicaSet controllers, the garbage    *)
+(* collector, the scheduler, the node lifecycle controller, one kubelet    *)
+(* per node, and an environment of users and faults.                       *)
+(*                                                                         *)
+(* spec/README.md says what is modelled and what is abstracted away, and   *)
+(* explains every property.  The Go package model/ is this module's        *)
+(* executable twin: the same variables and actions under the same names;   *)
+(* its checker (model/checker) explores the .cfg files of this directory.  *)
+(***************************************************************************)
+EXTENDS Integers, FiniteSets
+
+CONSTANTS
+    NumNodes,        \* nodes 1..NumNodes, all alike
+    NumDeployments,  \* deployments 1..NumDeployments
+    Replicas,        \* spec.replicas a deployment is created with
+    NumVersions,     \* pod template versions 1..NumVersions
+    MaxSurge,        \* rolling update strategy, absolute numbers
+    MaxUnavailable,
+    PodsPerRS,       \* pod name slots per ReplicaSet
+    Capacity,        \* pods a node holds (every pod requests one unit)
+    IPsPerNode,      \* size of a node's pod IP pool
+    MaxScales,       \* budgets: user scale operations,
+    MaxDeletes,      \*   user deployment deletions,
+    MaxCrashes,      \*   component crashes,
+    MaxWatchDrops,   \*   dropped watches,
+    MaxNodeFailures, \*   node failures,
+    MaxEvictions     \*   kubelet node-pressure evictions (all in total)
+
+Nodes       == 1..NumNodes
+Deployments == 1..NumDeployments
+Versions    == 1..NumVersions
+Slots       == 1..PodsPerRS
+IPs         == 1..IPsPerNode
+\* A pod is named by its deployment, the template version of its
+\* ReplicaSet, and a name slot (its generated name suffix).
+Pods        == Deployments \X Versions \X Slots
+\* The ReplicaSet of template version v of deployment d is <<d, v>>.
+RSs         == Deployments \X Versions
+\* Components with memory in the model (an informer cache; expectations or
+\* assumed pods).  The other controllers keep nothing the model needs.
+Controllers == {"ReplicaSetController", "Scheduler"}
+
+Min(a, b) == IF a < b THEN a ELSE b
+Max(a, b) == IF a > b THEN a ELSE b
+RECURSIVE SumOver(_, _)
+SumOver(f, S) == IF S = {} THEN 0
+                 ELSE LET x == CHOOSE x \in S : TRUE IN f[x] + SumOver(f, S \ {x})
+
+-----------------------------------------------------------------------------
+(* Store: the API objects, as the API server keeps them in etcd.  Every    *)
+(* write is a compare-and-swap on one object and gets the next revision;   *)
+(* the revision counter itself is abstracted away (STORE-1 states what     *)
+(* clients rely on).                                                       *)
+
+VARIABLES
+    depState,    \* deployment d: "Absent", "Live", "Deleting" (foreground), "Gone"
+    depReplicas, \* its spec.replicas
+    depVersion,  \* its pod template version (0 while absent or gone)
+    depObserved, \* status.observedGeneration = metadata.generation
+    rsState,     \* ReplicaSet <<d, v>>: "Absent", "Live", "Deleting" (foreground)
+    rsReplicas,  \* its spec.replicas
+    podState,    \* pod p: "Absent", "Live", "Deleting" (deletionTimestamp set)
+    podNode,     \* its spec.nodeName: 0 = unbound
+    podPhase,    \* its status.phase: "Pending", "Running" (and Ready), "Failed"
+    podOwners,   \* versions of the ReplicaSets that are its controller owners
+    nodeTainted  \* node n is NotReady with the NoExecute unreachable taint
+
+storeVars == <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas,
+               podState, podNode, podPhase, podOwners, nodeTainted>>
+
+(* Node runtime (CRI and CNI): survives component crashes. *)
+VARIABLES
+    sandboxes,   \* live sandboxes (with the pod's containers) of pod p
+    sandboxNode, \* node whose runtime holds them: 0 = none
+    sandboxIP    \* the IP they hold, from that node's pool: 0 = none
+
+runtimeVars == <<sandboxes, sandboxNode, sandboxIP>>
+
+(* Component memory: lost when the component crashes. *)
+VARIABLES
+    kubeletKnows, \* the kubelet of sandboxNode[p] has p's sandbox in its pod manager
+    rscView,      \* the ReplicaSet controller's cache: "Absent", "Inactive", "Active"
+    rscExpect,    \* its expectations: "None", "Add", "Delete"
+    schedView,    \* the scheduler's cache: 0 not cached, 1 unbound, 1 + n bound to n
+    schedAssumed  \* node the scheduler assumed p onto, binding not yet observed: 0 = none
+
+memoryVars == <<kubeletKnows, rscView, rscExpect, schedView, schedAssumed>>
+
+(* Environment: which components, watches and nodes are up. *)
+VARIABLES
+    up,        \* controller c runs
+    watchOK,   \* its pod watch is established: events reach its cache
+    kubeletUp, \* the kubelet of node n runs
+    nodeUp     \* node n is reachable
+
+envVars == <<up, watchOK, kubeletUp, nodeUp>>
+
+(* Budgets of faults and user operations used so far. *)
+VARIABLES crashes, watchDrops, nodeFailures, evictions, scales, deletes
+
+budgetVars == <<crashes, watchDrops, nodeFailures, evictions, scales, deletes>>
+
+vars == <<storeVars, runtimeVars, memoryVars, envVars, budgetVars>>
+
+-----------------------------------------------------------------------------
+(* Derived quantities. *)
+
+PodsOf(d, v) == {<<d, v, k>> : k \in Slots}
+
+\* What each cache would show for pod p now, and after the step ('Next').
+ProjRS(p) == IF podState[p] = "Absent" THEN "Absent"
+             ELSE IF podState[p] = "Deleting" \/ podPhase[p] = "Failed" THEN "Inactive"
+             ELSE "Active"
+ProjRSNext(p) == IF podState'[p] = "Absent" THEN "Absent"
+                 ELSE IF podState'[p] = "Deleting" \/ podPhase'[p] = "Failed" THEN "Inactive"
+                 ELSE "Active"
+ProjSched(p) == IF podState[p] = "Absent" \/ podPhase[p] = "Failed" THEN 0 ELSE 1 + podNode[p]
+ProjSchedNext(p) == IF podState'[p] = "Absent" \/ podPhase'[p] = "Failed" THEN 0 ELSE 1 + podNode'[p]
+
+ActivePods(d, v) == Cardinality({p \in PodsOf(d, v) : podState[p] = "Live" /\ podPhase[p] # "Failed"})
+AvailablePods(d, v) == Cardinality({p \in PodsOf(d, v) : podState[p] = "Live" /\ podPhase[p] = "Running"})
+AvailableTotal(d) == Cardinality({p \in Pods : p[1] = d /\ podState[p] = "Live" /\ podPhase[p] = "Running"})
+TotalReplicas(d) == SumOver([v \in Versions |-> IF rsState[<<d, v>>] = "Live" THEN rsReplicas[<<d, v>>] ELSE 0], Versions)
+
+\* Pods the ReplicaSet controller believes <<d, v>> has: cached active pods
+\* not expected to be deleted, plus creations not yet observed.
+Believed(d, v) == Cardinality({p \in PodsOf(d, v) :
+                      (rscView[p] = "Active" /\ rscExpect[p] # "Delete") \/ rscExpect[p] = "Add"})
+
+\* Pod p has controller owners and none of them is live.
+OwnersGone(p) == podOwners[p] # {} /\ \A v \in podOwners[p] : rsState[<<p[1], v>>] # "Live"
+
+\* A name slot is reused only when nothing anywhere refers to its last pod.
+SlotFree(p) == /\ podState[p] = "Absent" /\ sandboxes[p] = 0 /\ sandboxNode[p] = 0 /\ sandboxIP[p] = 0
+               /\ ~kubeletKnows[p] /\ rscView[p] = "Absent" /\ rscExpect[p] = "None"
+               /\ schedView[p] = 0 /\ schedAssumed[p] = 0
+
+\* Pods the scheduler counts on node n: cached there, or assumed there.
+SchedulerCount(n) == Cardinality({p \in Pods : schedView[p] = 1 + n \/ schedAssumed[p] = n})
+\* Non-terminal pods with a sandbox on n (what kubelet admission counts).
+Admitted(n) == Cardinality({p \in Pods : sandboxes[p] > 0 /\ sandboxNode[p] = n
+                                         /\ podState[p] # "Absent" /\ podPhase[p] # "Failed"})
+FreeIPs(n) == IPs \ {sandboxIP[p] : p \in {q \in Pods : sandboxNode[q] = n /\ sandboxIP[q] # 0}}
+LowestFreeIP(n) == CHOOSE ip \in FreeIPs(n) : \A j \in FreeIPs(n) : ip <= j
+\* Non-terminal pods bound to node n.
+BoundPods(n) == Cardinality({p \in Pods : podState[p] # "Absent" /\ podNode[p] = n /\ podPhase[p] # "Failed"})
+
+-----------------------------------------------------------------------------
+(* Effects shared by actions. *)
+
+\* Every write is delivered to every established watch: the cache of each
+\* running controller whose watch is up follows the store, and what it
+\* expected or assumed is thereby observed.  Otherwise the cache stays as it
+\* was, with the expectations/assumptions the action passes in.
+Deliver(newExpect, newAssumed) ==
+    /\ IF up["ReplicaSetController"] /\ watchOK["ReplicaSetController"]
+         THEN /\ rscView' = [p \in Pods |-> ProjRSNext(p)]
+              /\ rscExpect' = [p \in Pods |-> "None"]
+         ELSE /\ rscView' = rscView
+              /\ rscExpect' = newExpect
+    /\ IF up["Scheduler"] /\ watchOK["Scheduler"]
+         THEN /\ schedView' = [p \in Pods |-> ProjSchedNext(p)]
+              /\ schedAssumed' = [p \in Pods |-> 0]
+         ELSE /\ schedView' = schedView
+              /\ schedAssumed' = newAssumed
+
+\* A write: the store variables are set (before this conjunct), caches follow.
+Write(newExpect, newAssumed) ==
+    /\ Deliver(newExpect, newAssumed)
+    /\ UNCHANGED <<runtimeVars, kubeletKnows, envVars>>
+
+RemovePod(p) ==
+    /\ podState' = [podState EXCEPT ![p] = "Absent"]
+    /\ podNode' = [podNode EXCEPT ![p] = 0]
+    /\ podPhase' = [podPhase EXCEPT ![p] = "Pending"]
+    /\ podOwners' = [podOwners EXCEPT ![p] = {}]
+
+\* Graceful deletion: an unscheduled pod goes at once; a scheduled one
+\* becomes Deleting until its kubelet has stopped it.
+DeletePod(p) ==
+    IF podNode[p] = 0 THEN RemovePod(p)
+    ELSE /\ podState' = [podState EXCEPT ![p] = "Deleting"]
+         /\ UNCHANGED <<podNode, podPhase, podOwners>>
+
+RemoveDeployment(d) ==
+    /\ depState' = [depState EXCEPT ![d] = "Gone"]
+    /\ depReplicas' = [depReplicas EXCEPT ![d] = 0]
+    /\ depVersion' = [depVersion EXCEPT ![d] = 0]
+    /\ depObserved' = [depObserved EXCEPT ![d] = FALSE]
+
+\* Controller c's cache is replaced by a consistent list of the store.
+Relisted(c) ==
+    /\ watchOK' = [watchOK EXCEPT ![c] = TRUE]
+    /\ IF c = "ReplicaSetController"
+         THEN /\ rscView' = [p \in Pods |-> ProjRS(p)]
+              /\ rscExpect' = [p \in Pods |-> "None"]
+              /\ UNCHANGED <<schedView, schedAssumed>>
+         ELSE /\ schedView' = [p \in Pods |-> ProjSched(p)]
+              /\ schedAssumed' = [p \in Pods |-> 0]
+              /\ UNCHANGED <<rscView, rscExpect>>
+
+-----------------------------------------------------------------------------
+(* Environment: users. *)
+
+\* A user creates deployment d (once).
+CreateDeployment(d) ==
+    /\ depState[d] = "Absent"
+    /\ depState' = [depState EXCEPT ![d] = "Live"]
+    /\ depReplicas' = [depReplicas EXCEPT ![d] = Replicas]
+    /\ depVersion' = [depVersion EXCEPT ![d] = 1]
+    /\ depObserved' = [depObserved EXCEPT ![d] = FALSE]
+    /\ UNCHANGED <<rsState, rsReplicas, podState, podNode, podPhase, podOwners, nodeTainted>>
+    /\ Write(rscExpect, schedAssumed)
+    /\ UNCHANGED budgetVars
+
+\* A user changes the pod template: a rolling update.
+UpdateDeployment(d) ==
+    /\ depState[d] = "Live" /\ depVersion[d] < NumVersions
+    /\ depVersion' = [depVersion EXCEPT ![d] = @ + 1]
+    /\ depObserved' = [depObserved EXCEPT ![d] = FALSE]
+    /\ UNCHANGED <<depState, depReplicas, rsState, rsReplicas, podState, podNode, podPhase, podOwners, nodeTainted>>
+    /\ Write(rscExpect, schedAssumed)
+    /\ UNCHANGED budgetVars
+
+\* A user sets spec.replicas to r.
+ScaleDeployment(d, r) ==
+    /\ depState[d] = "Live" /\ scales < MaxScales /\ depReplicas[d] # r
+    /\ depReplicas' = [depReplicas EXCEPT ![d] = r]
+    /\ depObserved' = [depObserved EXCEPT ![d] = FALSE]
+    /\ scales' = scales + 1
+    /\ UNCHANGED <<depState, depVersion, rsState, rsReplicas, podState, podNode, podPhase, podOwners, nodeTainted>>
+    /\ Write(rscExpect, schedAssumed)
+    /\ UNCHANGED <<crashes, watchDrops, nodeFailures, evictions, deletes>>
+
+\* A user deletes deployment d with propagation policy Background (it goes
+\* at once; the garbage collector deletes its dependents) or Foreground (it
+\* stays, with the foregroundDeletion finalizer, until they are gone).
+DeleteDeployment(d, policy) ==
+    /\ depState[d] = "Live" /\ deletes < MaxDeletes
+    /\ IF policy = "Foreground"
+         THEN /\ depState' = [depState EXCEPT ![d] = "Deleting"]
+              /\ UNCHANGED <<depReplicas, depVersion, depObserved>>
+         ELSE RemoveDeployment(d)
+    /\ deletes' = deletes + 1
+    /\ UNCHANGED <<rsState, rsReplicas, podState, podNode, podPhase, podOwners, nodeTainted>>
+    /\ Write(rscExpect, schedAssumed)
+    /\ UNCHANGED <<crashes, watchDrops, nodeFailures, evictions, scales>>
+
+-----------------------------------------------------------------------------
+(* Deployment controller. *)
+
+\* How many more replicas d's ReplicaSets may have in total.
+SurgeRoom(d) == Max(0, depReplicas[d] + MaxSurge - TotalReplicas(d))
+
+\* Create the ReplicaSet of the current template, as large as maxSurge allows.
+DeploymentCreateReplicaSet(d) ==
+    LET cur == depVersion[d] IN
+    /\ depState[d] = "Live" /\ rsState[<<d, cur>>] = "Absent"
+    /\ rsState' = [rsState EXCEPT ![<<d, cur>>] = "Live"]
+    /\ rsReplicas' = [rsReplicas EXCEPT ![<<d, cur>>] = Min(depReplicas[d], SurgeRoom(d))]
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, podState, podNode, podPhase, podOwners, nodeTainted>>
+    /\ Write(rscExpect, schedAssumed)
+    /\ UNCHANGED budgetVars
+
+\* Scale the current ReplicaSet up toward replicas, within replicas + maxSurge.
+DeploymentScaleUp(d) ==
+    LET cur == depVersion[d]
+        target == Min(depReplicas[d], rsReplicas[<<d, cur>>] + SurgeRoom(d)) IN
+    /\ depState[d] = "Live" /\ rsState[<<d, cur>>] = "Live"
+    /\ target > rsReplicas[<<d, cur>>]
+    /\ rsReplicas' = [rsReplicas EXCEPT ![<<d, cur>>] = target]
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, podState, podNode, podPhase, podOwners, nodeTainted>>
+    /\ Write(rscExpect, schedAssumed)
+    /\ UNCHANGED budgetVars
+
+\* The current ReplicaSet goes down to replicas; an old one drops its
+\* unavailable pods and as many available ones as keep
+\* replicas - maxUnavailable pods of the deployment available.
+ScaleDownTarget(d, v) ==
+    LET spec == rsReplicas[<<d, v>>]
+        excess == AvailableTotal(d) - (depReplicas[d] - MaxUnavailable) IN
+    IF v = depVersion[d] THEN Min(spec, depReplicas[d])
+    ELSE Min(spec, Max(0, AvailablePods(d, v) - Max(0, excess)))
+
+DeploymentScaleDown(d, v) ==
+    /\ depState[d] = "Live" /\ rsState[<<d, v>>] = "Live"
+    /\ ScaleDownTarget(d, v) < rsReplicas[<<d, v>>]
+    /\ rsReplicas' = [rsReplicas EXCEPT ![<<d, v>>] = ScaleDownTarget(d, v)]
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, podState, podNode, podPhase, podOwners, nodeTainted>>
+    /\ Write(rscExpect, schedAssumed)
+    /\ UNCHANGED budgetVars
+
+\* Write status.observedGeneration once the ReplicaSets are within bounds.
+DeploymentObserve(d) ==
+    /\ depState[d] = "Live" /\ ~depObserved[d]
+    /\ TotalReplicas(d) <= depReplicas[d] + MaxSurge
+    /\ depObserved' = [depObserved EXCEPT ![d] = TRUE]
+    /\ UNCHANGED <<depState, depReplicas, depVersion, rsState, rsReplicas, podState, podNode, podPhase, podOwners, nodeTainted>>
+    /\ Write(rscExpect, schedAssumed)
+    /\ UNCHANGED budgetVars
+
+-----------------------------------------------------------------------------
+(* ReplicaSet controller: acts on its cache and its expectations. *)
+
+\* It believes <<d, v>> has too few pods: create one under the lowest free
+\* name slot, and expect to observe it.
+ReplicaSetCreatePod(d, v) ==
+    /\ up["ReplicaSetController"] /\ rsState[<<d, v>>] = "Live"
+    /\ Believed(d, v) < rsReplicas[<<d, v>>]
+    /\ \E k \in Slots : SlotFree(<<d, v, k>>)
+    /\ LET k == CHOOSE k \in Slots : SlotFree(<<d, v, k>>) /\ \A j \in Slots : SlotFree(<<d, v, j>>) => k <= j
+           p == <<d, v, k>> IN
+       /\ podState' = [podState EXCEPT ![p] = "Live"]
+       /\ podNode' = [podNode EXCEPT ![p] = 0]
+       /\ podPhase' = [podPhase EXCEPT ![p] = "Pending"]
+       /\ podOwners' = [podOwners EXCEPT ![p] = {v}]
+       /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, nodeTainted>>
+       /\ Write([rscExpect EXCEPT ![p] = "Add"], schedAssumed)
+    /\ UNCHANGED budgetVars
+
+\* It believes p's ReplicaSet has too many pods: delete p, one of its cached
+\* active pods, and expect to observe that.
+ReplicaSetDeletePod(p) ==
+    LET d == p[1]  v == p[2] IN
+    /\ up["ReplicaSetController"] /\ rsState[<<d, v>>] = "Live"
+    /\ Believed(d, v) > rsReplicas[<<d, v>>]
+    /\ rscView[p] = "Active" /\ rscExpect[p] = "None"
+    /\ podState[p] = "Live"
+    /\ DeletePod(p)
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, nodeTainted>>
+    /\ Write([rscExpect EXCEPT ![p] = "Delete"], schedAssumed)
+    /\ UNCHANGED budgetVars
+
+-----------------------------------------------------------------------------
+(* Garbage collector. *)
+
+\* The owner of <<d, v>> is gone, or being deleted in the foreground:
+\* delete the ReplicaSet in the background, or in the foreground.
+GCDeleteReplicaSet(d, v) ==
+    /\ rsState[<<d, v>>] = "Live" /\ depState[d] \in {"Deleting", "Gone"}
+    /\ IF depState[d] = "Deleting"
+         THEN /\ rsState' = [rsState EXCEPT ![<<d, v>>] = "Deleting"]
+              /\ UNCHANGED rsReplicas
+         ELSE /\ rsState' = [rsState EXCEPT ![<<d, v>>] = "Absent"]
+              /\ rsReplicas' = [rsReplicas EXCEPT ![<<d, v>>] = 0]
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, podState, podNode, podPhase, podOwners, nodeTainted>>
+    /\ Write(rscExpect, schedAssumed)
+    /\ UNCHANGED budgetVars
+
+\* Every controller owner of p is gone or being deleted: delete p.
+GCDeletePod(p) ==
+    /\ podState[p] = "Live" /\ OwnersGone(p)
+    /\ DeletePod(p)
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, nodeTainted>>
+    /\ Write(rscExpect, schedAssumed)
+    /\ UNCHANGED budgetVars
+
+\* <<d, v>> is being deleted in the foreground and no pod of it (they all
+\* have blockOwnerDeletion) remains: remove the finalizer; it goes.
+GCRemoveReplicaSet(d, v) ==
+    /\ rsState[<<d, v>>] = "Deleting"
+    /\ \A k \in Slots : podState[<<d, v, k>>] = "Absent"
+    /\ rsState' = [rsState EXCEPT ![<<d, v>>] = "Absent"]
+    /\ rsReplicas' = [rsReplicas EXCEPT ![<<d, v>>] = 0]
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, podState, podNode, podPhase, podOwners, nodeTainted>>
+    /\ Write(rscExpect, schedAssumed)
+    /\ UNCHANGED budgetVars
+
+\* d is being deleted in the foreground and none of its ReplicaSets remain.
+GCRemoveDeployment(d) ==
+    /\ depState[d] = "Deleting"
+    /\ \A v \in Versions : rsState[<<d, v>>] = "Absent"
+    /\ RemoveDeployment(d)
+    /\ UNCHANGED <<rsState, rsReplicas, podState, podNode, podPhase, podOwners, nodeTainted>>
+    /\ Write(rscExpect, schedAssumed)
+    /\ UNCHANGED budgetVars
+
+-----------------------------------------------------------------------------
+(* Scheduler: acts on its cache and its assumed pods. *)
+
+\* Its cache shows p pending and not assumed; n is untainted and has room
+\* counting assumed pods.  The binding is a compare-and-swap on p (still
+\* unbound, live, not terminal); p is assumed onto n until observed bound.
+SchedulerBindPod(p, n) ==
+    /\ up["Scheduler"] /\ schedAssumed[p] = 0 /\ schedView[p] = 1
+    /\ podState[p] = "Live" /\ podNode[p] = 0 /\ podPhase[p] # "Failed"
+    /\ ~nodeTainted[n]
+    /\ SchedulerCount(n) < Capacity
+    /\ podNode' = [podNode EXCEPT ![p] = n]
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podState, podPhase, podOwners, nodeTainted>>
+    /\ Write(rscExpect, [schedAssumed EXCEPT ![p] = n])
+    /\ UNCHANGED budgetVars
+
+-----------------------------------------------------------------------------
+(* Node lifecycle controller. *)
+
+\* Node n stopped reporting: NotReady and the NoExecute unreachable taint.
+NodeLifecycleTaintNode(n) ==
+    /\ ~nodeUp[n] /\ ~nodeTainted[n]
+    /\ nodeTainted' = [nodeTainted EXCEPT ![n] = TRUE]
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podState, podNode, podPhase, podOwners>>
+    /\ Write(rscExpect, schedAssumed)
+    /\ UNCHANGED budgetVars
+
+\* Node n reports Ready again: remove the taint.
+NodeLifecycleUntaintNode(n) ==
+    /\ nodeUp[n] /\ nodeTainted[n]
+    /\ nodeTainted' = [nodeTainted EXCEPT ![n] = FALSE]
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podState, podNode, podPhase, podOwners>>
+    /\ Write(rscExpect, schedAssumed)
+    /\ UNCHANGED budgetVars
+
+\* p is bound to a tainted node it does not tolerate: delete it.
+NodeLifecycleEvictPod(p) ==
+    /\ podState[p] = "Live" /\ podNode[p] # 0 /\ nodeTainted[podNode[p]]
+    /\ podState' = [podState EXCEPT ![p] = "Deleting"]
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podNode, podPhase, podOwners, nodeTainted>>
+    /\ Write(rscExpect, schedAssumed)
+    /\ UNCHANGED budgetVars
+
+-----------------------------------------------------------------------------
+(* Kubelet of node n: reads the pods bound to n and its runtime. *)
+
+KubeletReady(n) == nodeUp[n] /\ kubeletUp[n]
+
+KubeletAdmissible(n, p) ==
+    /\ KubeletReady(n) /\ podNode[p] = n /\ podState[p] = "Live" /\ podPhase[p] = "Pending"
+    /\ ~kubeletKnows[p] /\ (sandboxes[p] = 0 \/ sandboxNode[p] = n)
+
+\* Admit p (it fits among the admitted pods), run its sandbox with the
+\* lowest free IP of n's pool, and start its containers.
+KubeletStartPod(n, p) ==
+    /\ KubeletAdmissible(n, p) /\ Admitted(n) < Capacity /\ FreeIPs(n) # {}
+    /\ sandboxes' = [sandboxes EXCEPT ![p] = @ + 1]
+    /\ sandboxNode' = [sandboxNode EXCEPT ![p] = n]
+    /\ sandboxIP' = [sandboxIP EXCEPT ![p] = LowestFreeIP(n)]
+    /\ kubeletKnows' = [kubeletKnows EXCEPT ![p] = TRUE]
+    /\ UNCHANGED <<storeVars, rscView, rscExpect, schedView, schedAssumed, envVars, budgetVars>>
+
+\* Admission fails, the node is full: p is Failed.
+KubeletRejectPod(n, p) ==
+    /\ KubeletAdmissible(n, p) /\ Admitted(n) >= Capacity
+    /\ podPhase' = [podPhase EXCEPT ![p] = "Failed"]
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podState, podNode, podOwners, nodeTainted>>
+    /\ Write(rscExpect, schedAssumed)
+    /\ UNCHANGED budgetVars
+
+\* Report p Running and Ready.
+KubeletUpdatePodStatus(n, p) ==
+    /\ KubeletReady(n) /\ sandboxes[p] > 0 /\ sandboxNode[p] = n
+    /\ podState[p] = "Live" /\ podPhase[p] = "Pending"
+    /\ podPhase' = [podPhase EXCEPT ![p] = "Running"]
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podState, podNode, podOwners, nodeTainted>>
+    /\ Write(rscExpect, schedAssumed)
+    /\ UNCHANGED budgetVars
+
+\* p is terminating, Failed, or not bound here: stop its containers, remove
+\* its sandbox, release its IP.
+KubeletStopPod(n, p) ==
+    /\ KubeletReady(n) /\ sandboxes[p] > 0 /\ sandboxNode[p] = n
+    /\ ~(podState[p] = "Live" /\ podPhase[p] # "Failed" /\ podNode[p] = n)
+    /\ sandboxes' = [sandboxes EXCEPT ![p] = 0]
+    /\ sandboxNode' = [sandboxNode EXCEPT ![p] = 0]
+    /\ sandboxIP' = [sandboxIP EXCEPT ![p] = 0]
+    /\ kubeletKnows' = [kubeletKnows EXCEPT ![p] = FALSE]
+    /\ UNCHANGED <<storeVars, rscView, rscExpect, schedView, schedAssumed, envVars, budgetVars>>
+
+\* p is terminating on n and nothing of it runs: delete the object for good.
+KubeletFinalizePod(n, p) ==
+    /\ KubeletReady(n) /\ podState[p] = "Deleting" /\ podNode[p] = n /\ sandboxes[p] = 0
+    /\ RemovePod(p)
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, nodeTainted>>
+    /\ Write(rscExpect, schedAssumed)
+    /\ UNCHANGED budgetVars
+
+\* Fault: node-pressure eviction of running pod p: Failed.
+KubeletEvictPod(n, p) ==
+    /\ KubeletReady(n) /\ evictions < MaxEvictions
+    /\ podNode[p] = n /\ podState[p] = "Live" /\ podPhase[p] = "Running"
+    /\ podPhase' = [podPhase EXCEPT ![p] = "Failed"]
+    /\ evictions' = evictions + 1
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podState, podNode, podOwners, nodeTainted>>
+    /\ Write(rscExpect, schedAssumed)
+    /\ UNCHANGED <<crashes, watchDrops, nodeFailures, scales, deletes>>
+
+-----------------------------------------------------------------------------
+(* Faults and recovery. *)
+
+\* Controller c crashes and loses its cache and expectations/assumptions.
+ControllerCrash(c) ==
+    /\ up[c] /\ crashes < MaxCrashes
+    /\ up' = [up EXCEPT ![c] = FALSE]
+    /\ watchOK' = [watchOK EXCEPT ![c] = TRUE]  \* meaningless while down
+    /\ crashes' = crashes + 1
+    /\ IF c = "ReplicaSetController"
+         THEN /\ rscView' = [p \in Pods |-> "Absent"]
+              /\ rscExpect' = [p \in Pods |-> "None"]
+              /\ UNCHANGED <<schedView, schedAssumed>>
+         ELSE /\ schedView' = [p \in Pods |-> 0]
+              /\ schedAssumed' = [p \in Pods |-> 0]
+              /\ UNCHANGED <<rscView, rscExpect>>
+    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, kubeletUp, nodeUp,
+                   watchDrops, nodeFailures, evictions, scales, deletes>>
+
+\* Controller c starts again: it lists and watches.
+ControllerRestart(c) ==
+    /\ ~up[c]
+    /\ up' = [up EXCEPT ![c] = TRUE]
+    /\ Relisted(c)
+    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, kubeletUp, nodeUp, budgetVars>>
+
+\* The pod watch of controller c breaks: its cache stops following.
+WatchDrop(c) ==
+    /\ up[c] /\ watchOK[c] /\ watchDrops < MaxWatchDrops
+    /\ watchOK' = [watchOK EXCEPT ![c] = FALSE]
+    /\ watchDrops' = watchDrops + 1
+    /\ UNCHANGED <<storeVars, runtimeVars, memoryVars, up, kubeletUp, nodeUp,
+                   crashes, nodeFailures, evictions, scales, deletes>>
+
+\* Controller c lists again (its resume revision may have been compacted).
+Relist(c) ==
+    /\ up[c] /\ ~watchOK[c]
+    /\ Relisted(c)
+    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, up, kubeletUp, nodeUp, budgetVars>>
+
+\* The kubelet of n crashes: its pod manager is lost, the runtime stays.
+KubeletCrash(n) ==
+    /\ kubeletUp[n] /\ crashes < MaxCrashes
+    /\ kubeletUp' = [kubeletUp EXCEPT ![n] = FALSE]
+    /\ kubeletKnows' = [p \in Pods |-> IF sandboxNode[p] = n THEN FALSE ELSE kubeletKnows[p]]
+    /\ crashes' = crashes + 1
+    /\ UNCHANGED <<storeVars, runtimeVars, rscView, rscExpect, schedView, schedAssumed, up, watchOK, nodeUp,
+                   watchDrops, nodeFailures, evictions, scales, deletes>>
+
+\* The kubelet of n starts again and rebuilds its pod manager from the runtime.
+KubeletRestart(n) ==
+    /\ ~kubeletUp[n]
+    /\ kubeletUp' = [kubeletUp EXCEPT ![n] = TRUE]
+    /\ kubeletKnows' = [p \in Pods |-> IF sandboxNode[p] = n /\ sandboxes[p] > 0 THEN TRUE ELSE kubeletKnows[p]]
+    /\ UNCHANGED <<storeVars, runtimeVars, rscView, rscExpect, schedView, schedAssumed, up, watchOK, nodeUp, budgetVars>>
+
+\* Node n becomes unreachable (its runtime is frozen).
+NodeFail(n) ==
+    /\ nodeUp[n] /\ nodeFailures < MaxNodeFailures
+    /\ nodeUp' = [nodeUp EXCEPT ![n] = FALSE]
+    /\ nodeFailures' = nodeFailures + 1
+    /\ UNCHANGED <<storeVars, runtimeVars, memoryVars, up, watchOK, kubeletUp,
+                   crashes, watchDrops, evictions, scales, deletes>>
+
+\* Node n is reachable again.
+NodeRecover(n) ==
+    /\ ~nodeUp[n]
+    /\ nodeUp' = [nodeUp EXCEPT ![n] = TRUE]
+    /\ UNCHANGED <<storeVars, runtimeVars, memoryVars, up, watchOK, kubeletUp, budgetVars>>
+
+-----------------------------------------------------------------------------
+(* The specification. *)
+
+Init ==
+    /\ depState = [d \in Deployments |-> "Absent"]
+    /\ depReplicas = [d \in Deployments |-> 0]
+    /\ depVersion = [d \in Deployments |-> 0]
+    /\ depObserved = [d \in Deployments |-> FALSE]
+    /\ rsState = [r \in RSs |-> "Absent"]
+    /\ rsReplicas = [r \in RSs |-> 0]
+    /\ podState = [p \in Pods |-> "Absent"]
+    /\ podNode = [p \in Pods |-> 0]
+    /\ podPhase = [p \in Pods |-> "Pending"]
+    /\ podOwners = [p \in Pods |-> {}]
+    /\ nodeTainted = [n \in Nodes |-> FALSE]
+    /\ sandboxes = [p \in Pods |-> 0]
+    /\ sandboxNode = [p \in Pods |-> 0]
+    /\ sandboxIP = [p \in Pods |-> 0]
+    /\ kubeletKnows = [p \in Pods |-> FALSE]
+    /\ rscView = [p \in Pods |-> "Absent"]
+    /\ rscExpect = [p \in Pods |-> "None"]
+    /\ schedView = [p \in Pods |-> 0]
+    /\ schedAssumed = [p \in Pods |-> 0]
+    /\ up = [c \in Controllers |-> TRUE]
+    /\ watchOK = [c \in Controllers |-> TRUE]
+    /\ kubeletUp = [n \in Nodes |-> TRUE]
+    /\ nodeUp = [n \in Nodes |-> TRUE]
+    /\ crashes = 0 /\ watchDrops = 0 /\ nodeFailures = 0
+    /\ evictions = 0 /\ scales = 0 /\ deletes = 0
+
+Next ==
+    \/ \E d \in Deployments :
+         \/ CreateDeployment(d)
+         \/ UpdateDeployment(d)
+         \/ \E r \in 0..Replicas : ScaleDeployment(d, r)
+         \/ \E policy \in {"Background", "Foreground"} : DeleteDeployment(d, policy)
+         \/ DeploymentCreateReplicaSet(d)
+         \/ DeploymentScaleUp(d)
+         \/ \E v \in Versions : DeploymentScaleDown(d, v)
+         \/ DeploymentObserve(d)
+         \/ \E v \in Versions : ReplicaSetCreatePod(d, v)
+         \/ \E v \in Versions : GCDeleteReplicaSet(d, v)
+         \/ \E v \in Versions : GCRemoveReplicaSet(d, v)
+         \/ GCRemoveDeployment(d)
+    \/ \E p \in Pods :
+         \/ ReplicaSetDeletePod(p)
+         \/ GCDeletePod(p)
+         \/ \E n \in Nodes : SchedulerBindPod(p, n)
+         \/ NodeLifecycleEvictPod(p)
+         \/ \E n \in Nodes :
+              \/ KubeletStartPod(n, p)
+              \/ KubeletRejectPod(n, p)
+              \/ KubeletUpdatePodStatus(n, p)
+              \/ KubeletStopPod(n, p)
+              \/ KubeletFinalizePod(n, p)
+              \/ KubeletEvictPod(n, p)
+    \/ \E n \in Nodes :
+         \/ NodeLifecycleTaintNode(n)
+         \/ NodeLifecycleUntaintNode(n)
+         \/ KubeletCrash(n)
+         \/ KubeletRestart(n)
+         \/ NodeFail(n)
+         \/ NodeRecover(n)
+    \/ \E c \in Controllers :
+         \/ ControllerCrash(c)
+         \/ ControllerRestart(c)
+         \/ WatchDrop(c)
+         \/ Relist(c)
+
+\* Weak fairness for every component action and every recovery; none for
+\* users and faults, which may simply stop.
+Fairness ==
+    /\ \A d \in Deployments :
+         /\ WF_vars(DeploymentCreateReplicaSet(d)) /\ WF_vars(DeploymentScaleUp(d))
+         /\ WF_vars(DeploymentObserve(d)) /\ WF_vars(GCRemoveDeployment(d))
+         /\ \A v \in Versions :
+              /\ WF_vars(DeploymentScaleDown(d, v)) /\ WF_vars(ReplicaSetCreatePod(d, v))
+              /\ WF_vars(GCDeleteReplicaSet(d, v)) /\ WF_vars(GCRemoveReplicaSet(d, v))
+    /\ \A p \in Pods :
+         /\ WF_vars(ReplicaSetDeletePod(p)) /\ WF_vars(GCDeletePod(p)) /\ WF_vars(NodeLifecycleEvictPod(p))
+         /\ \A n \in Nodes :
+              /\ WF_vars(SchedulerBindPod(p, n)) /\ WF_vars(KubeletStartPod(n, p))
+              /\ WF_vars(KubeletRejectPod(n, p)) /\ WF_vars(KubeletUpdatePodStatus(n, p))
+              /\ WF_vars(KubeletStopPod(n, p)) /\ WF_vars(KubeletFinalizePod(n, p))
+    /\ \A n \in Nodes :
+         /\ WF_vars(NodeLifecycleTaintNode(n)) /\ WF_vars(NodeLifecycleUntaintNode(n))
+         /\ WF_vars(KubeletRestart(n)) /\ WF_vars(NodeRecover(n))
+    /\ \A c \in Controllers : WF_vars(ControllerRestart(c)) /\ WF_vars(Relist(c))
+
+Spec == Init /\ [][Next]_vars /\ Fairness
+
+-----------------------------------------------------------------------------
+(* Properties.  IDs as in spec/README.md; operator names replace the dash  *)
+(* by an underscore.                                                        *)
+
+TypeOK ==
+    /\ depState \in [Deployments -> {"Absent", "Live", "Deleting", "Gone"}]
+    /\ depReplicas \in [Deployments -> 0..Replicas]
+    /\ depVersion \in [Deployments -> 0..NumVersions]
+    /\ depObserved \in [Deployments -> BOOLEAN]
+    /\ rsState \in [RSs -> {"Absent", "Live", "Deleting"}]
+    /\ rsReplicas \in [RSs -> 0..Replicas]
+    /\ podState \in [Pods -> {"Absent", "Live", "Deleting"}]
+    /\ podNode \in [Pods -> 0..NumNodes]
+    /\ podPhase \in [Pods -> {"Pending", "Running", "Failed"}]
+    /\ podOwners \in [Pods -> SUBSET Versions]
+    /\ nodeTainted \in [Nodes -> BOOLEAN]
+    /\ sandboxes \in [Pods -> 0..2]
+    /\ sandboxNode \in [Pods -> 0..NumNodes]
+    /\ sandboxIP \in [Pods -> 0..IPsPerNode]
+    /\ kubeletKnows \in [Pods -> BOOLEAN]
+    /\ rscView \in [Pods -> {"Absent", "Inactive", "Active"}]
+    /\ rscExpect \in [Pods -> {"None", "Add", "Delete"}]
+    /\ schedView \in [Pods -> 0..NumNodes + 1]
+    /\ schedAssumed \in [Pods -> 0..NumNodes]
+    /\ up \in [Controllers -> BOOLEAN] /\ watchOK \in [Controllers -> BOOLEAN]
+    /\ kubeletUp \in [Nodes -> BOOLEAN] /\ nodeUp \in [Nodes -> BOOLEAN]
+
+StoreChanged == storeVars' # storeVars
+CacheCurrent(c) == \A p \in Pods : IF c = "ReplicaSetController" THEN rscView[p] = ProjRS(p)
+                                   ELSE schedView[p] = ProjSched(p)
+
+\* STORE-1: writes are totally ordered, each a new resourceVersion, and an
+\* established watch delivers every one in order: after any write, the
+\* cache of every controller whose watch is up is current.
+STORE_1 == [][StoreChanged => \A c \in Controllers : (up'[c] /\ watchOK'[c]) => CacheCurrent(c)']_vars
+
+\* STORE-2: a create succeeds only on an absent key: an existing pod is
+\* never replaced by a freshly created one.
+STORE_2 == [][\A p \in Pods :
+                (podState[p] # "Absent" /\ podState'[p] = "Live" /\ podNode'[p] = 0 /\ podPhase'[p] = "Pending")
+                => ~(podState[p] = "Deleting" \/ podNode[p] # 0 \/ podPhase[p] # "Pending")]_vars
+
+\* STORE-3: a compare-and-swap write (the binding) succeeds only if the
+\* writer's copy is current.
+STORE_3 == [][\A p \in Pods : (podNode'[p] # podNode[p] /\ podNode'[p] # 0) => schedView[p] = ProjSched(p)]_vars
+
+\* STORE-4: a list returns the current state.
+STORE_4 == [][\A c \in Controllers : (~(up[c] /\ watchOK[c]) /\ up'[c] /\ watchOK'[c]) => CacheCurrent(c)']_vars
+
+\* RS-1: a pod is created only while its ReplicaSet really has fewer active
+\* pods than spec.replicas (expectations make up for the lagging cache).
+Created(p) == \/ podState[p] = "Absent" /\ podState'[p] = "Live"
+              \/ /\ podState[p] # "Absent" /\ podState'[p] = "Live" /\ podNode'[p] = 0 /\ podPhase'[p] = "Pending"
+                 /\ (podState[p] = "Deleting" \/ podNode[p] # 0 \/ podPhase[p] # "Pending")
+RS_1 == [][\A p \in Pods : Created(p) =>
+             Cardinality({q \in PodsOf(p[1], p[2]) : podState'[q] = "Live" /\ podPhase'[q] # "Failed"})
+               <= rsReplicas[<<p[1], p[2]>>]]_vars
+
+\* RS-2: a pod has at most one controller owner.
+RS_2 == \A p \in Pods : Cardinality(podOwners[p]) <= 1
+
+\* DEP-1: once the controller has observed the current generation, the
+\* ReplicaSets' replicas total at most replicas + maxSurge.
+DEP_1 == \A d \in Deployments : (depState[d] = "Live" /\ depObserved[d]) => TotalReplicas(d) <= depReplicas[d] + MaxSurge
+
+\* DEP-2: a ReplicaSet is scaled down only as far as keeps
+\* replicas - maxUnavailable pods of the deployment available.
+DEP_2 == [][\A d \in Deployments, v \in Versions :
+              LET r == <<d, v>>  lost == AvailablePods(d, v) - rsReplicas'[r] IN
+              (rsState[r] = "Live" /\ rsState'[r] = "Live" /\ rsReplicas'[r] < rsReplicas[r] /\ lost > 0)
+              => AvailableTotal(d) - lost >= depReplicas[d] - MaxUnavailable]_vars
+
+\* GC-1: a live pod is deleted only because its owners are gone, its node is
+\* tainted, or its ReplicaSet controller believed there were too many.
+GC_1 == [][\A p \in Pods : (podState[p] = "Live" /\ podState'[p] # "Live") =>
+             \/ OwnersGone(p)
+             \/ podNode[p] # 0 /\ nodeTainted[podNode[p]]
+             \/ Believed(p[1], p[2]) > rsReplicas[<<p[1], p[2]>>]]_vars
+
+\* GC-2: an owner deleted in the foreground goes only after its blocking
+\* dependents are gone.
+GC_2 == [][/\ \A d \in Deployments, v \in Versions :
+                (rsState[<<d, v>>] = "Deleting" /\ rsState'[<<d, v>>] = "Absent")
+                => \A k \in Slots : podState[<<d, v, k>>] = "Absent"
+           /\ \A d \in Deployments :
+                (depState[d] = "Deleting" /\ depState'[d] = "Gone")
+                => \A v \in Versions : rsState[<<d, v>>] = "Absent"]_vars
+
+\* SCHED-1: a pod is bound at most once and never re-bound.
+SCHED_1 == [][\A p \in Pods : (podNode[p] # 0 /\ podState'[p] # "Absent") => podNode'[p] = podNode[p]]_vars
+
+\* SCHED-2: the non-terminal pods bound to a node never exceed its capacity.
+SCHED_2 == \A n \in Nodes : BoundPods(n) <= Capacity
+
+\* SCHED-3: a pod is bound only to a node without a NoExecute taint.
+SCHED_3 == [][\A p \in Pods : (podNode'[p] # podNode[p] /\ podNode'[p] # 0) => ~nodeTainted[podNode'[p]]]_vars
+
+\* KUBELET-1: a kubelet runs only pods bound to its node.
+KUBELET_1 == \A p \in Pods : sandboxes[p] > 0 => sandboxNode[p] = podNode[p]
+
+\* KUBELET-2: a pod has at most one live sandbox.
+KUBELET_2 == \A p \in Pods : sandboxes[p] <= 1
+
+\* KUBELET-3: pod IPs are unique among a node's live sandboxes.
+KUBELET_3 == \A p, q \in Pods : (p # q /\ sandboxes[p] > 0 /\ sandboxes[q] > 0 /\ sandboxNode[p] = sandboxNode[q])
+                                 => sandboxIP[p] # sandboxIP[q]
+
+\* KUBELET-4: an IP is held only by a live sandbox: removal releases it.
+KUBELET_4 == \A p \in Pods : sandboxes[p] = 0 => (sandboxIP[p] = 0 /\ sandboxNode[p] = 0)
+
+\* KUBELET-5: a pod's phase never leaves Failed.
+KUBELET_5 == [][\A p \in Pods : (podPhase[p] = "Failed" /\ podState'[p] # "Absent") => podPhase'[p] = "Failed"]_vars
+
+\* LIVE-1: every deployment eventually has exactly replicas Ready pods of its
+\* current template, none of older ones, and has observed its generation.
+DeploymentsConverged ==
+    \A d \in Deployments : depState[d] = "Live" =>
+        LET cur == depVersion[d]  r == depReplicas[d] IN
+        /\ depObserved[d] /\ rsState[<<d, cur>>] = "Live" /\ rsReplicas[<<d, cur>>] = r
+        /\ ActivePods(d, cur) = r /\ AvailablePods(d, cur) = r
+        /\ \A v \in Versions \ {cur} : rsReplicas[<<d, v>>] = 0 /\ ActivePods(d, v) = 0
+LIVE_1 == <>[]DeploymentsConverged
+
+\* LIVE-2: every pod and ReplicaSet whose owner is gone is eventually
+\* deleted, and foreground deletions finish.
+NoOrphans ==
+    /\ \A p \in Pods : podState[p] # "Absent" => ~OwnersGone(p)
+    /\ \A d \in Deployments : depState[d] # "Deleting"
+    /\ \A d \in Deployments, v \in Versions : rsState[<<d, v>>] # "Absent" => depState[d] = "Live"
+LIVE_2 == <>[]NoOrphans
+
+\* LIVE-3: every sandbox of a deleted, Failed or foreign pod is eventually
+\* removed and its IP released.
+NoLeakedSandboxes ==
+    \A p \in Pods : sandboxes[p] > 0 => (podState[p] = "Live" /\ podPhase[p] # "Failed" /\ podNode[p] = sandboxNode[p])
+LIVE_3 == <>[]NoLeakedSandboxes
+
+=============================================================================
