@@ -1,0 +1,330 @@
+package fuzz
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
+	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/randfill/bytesource"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
+)
+
+// allowed5xx documents the server errors a fuzzed request may legitimately
+// get, with the reason each is not a bug. Everything else 5xx is a finding.
+var allowed5xx = []struct {
+	code   int
+	reason metav1.StatusReason
+	why    string
+}{
+	// Creating with generateName retries a colliding random suffix a
+	// bounded number of times, then answers 500 ServerTimeout as
+	// kube-apiserver does; with 5 random characters it needs thousands of
+	// objects of one prefix to become likely.
+	{http.StatusInternalServerError, metav1.StatusReasonServerTimeout, "generateName collisions exhausted the retries"},
+	// A read at a resourceVersion newer than the store's waits briefly for
+	// it, then answers 504 Timeout (cause ResourceVersionTooLarge), as
+	// kube-apiserver does; a watch ended by the fuzzer's own short deadline
+	// before it started streaming answers the same way.
+	{http.StatusGatewayTimeout, metav1.StatusReasonTimeout, "resourceVersion too large, or the fuzzer's deadline ended a watch"},
+}
+
+// httpMethods are the verbs' methods plus a few no handler serves.
+var httpMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "CONNECT", "TRACE", "FOO"}
+
+// contentTypes are request bodies' media types, served or not.
+var contentTypes = []string{
+	codec.JSON, codec.YAML, codec.Protobuf,
+	"application/merge-patch+json", "application/json-patch+json", "application/strategic-merge-patch+json",
+	"application/apply-patch+yaml", "application/json; charset=utf-8", "text/plain", "", "application/", ";;;",
+}
+
+// accepts are Accept headers, including the "as=" conversions kubectl uses.
+var accepts = []string{
+	"", "*/*", codec.JSON, codec.YAML, codec.Protobuf,
+	"application/json;as=Table;v=v1;g=meta.k8s.io", "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json",
+	"application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io", "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;v=v1;g=meta.k8s.io",
+	"application/json;as=APIGroupDiscoveryList;v=v2;g=apidiscovery.k8s.io", "text/html", "application/json;q=0", "a/b;as=Table",
+}
+
+// queryParams are the parameters handlers read, each with values worth
+// trying; "" values are replaced by fuzzer bytes.
+var queryParams = map[string][]string{
+	"dryRun":               {"All", "all", ""},
+	"fieldValidation":      {"Strict", "Warn", "Ignore", ""},
+	"labelSelector":        {"app=fuzz", "app!=fuzz,x", "!app", "app in (a,b)", ""},
+	"fieldSelector":        {"metadata.name=seed", "metadata.namespace!=default", "spec.nodeName=", "status.phase=Pending", ""},
+	"resourceVersion":      {"0", "1", "999999999", "-1", ""},
+	"resourceVersionMatch": {"NotOlderThan", "Exact", ""},
+	"limit":                {"1", "0", "-1", "500", ""},
+	"continue":             {"eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MSwic3RhcnQiOiJhIn0", ""},
+	"gracePeriodSeconds":   {"0", "-1", "30", ""},
+	"propagationPolicy":    {"Foreground", "Background", "Orphan", ""},
+	"orphanDependents":     {"true", "false", ""},
+	"pretty":               {"true", ""},
+	"fieldManager":         {"kubectl", ""},
+	"force":                {"true", ""},
+	"timeoutSeconds":       {"1", "-5", ""},
+	"watch":                {"true", "1", ""},
+	"allowWatchBookmarks":  {"true", ""},
+	"sendInitialEvents":    {"true", ""},
+	"includeObject":        {"Object", "Metadata", "None", ""},
+}
+
+var queryKeys = sortedKeys(queryParams)
+
+// FuzzHTTP sends one request built from discovery and the fuzzer's bytes
+// to the process's API server. Properties:
+//   - no 5xx outside allowed5xx (a panic in a handler is a 500);
+//   - an error answer is a metav1.Status when it is JSON;
+//   - etcd's revision moves only on a 2xx answer to a write without
+//     dryRun — nothing is stored by a rejected, read-only or dry-run
+//     request;
+//   - every object written by the request validates with its kind's
+//     strategy (an object validation rejects is never stored).
+func FuzzHTTP(f *testing.F) {
+	s := server(f)
+	for i := range s.discovered {
+		for verb := range 6 {
+			f.Add([]byte{byte(i), byte(verb), 0, 0, 0, 0})
+			f.Add([]byte{byte(i), byte(verb), 2, 1, 3, 0, 1, 2})
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req := s.buildRequest(&input{data: data})
+		s.check(t, req)
+	})
+}
+
+// fuzzRequest is a request before it becomes an *http.Request.
+type fuzzRequest struct {
+	method, path        string
+	query               url.Values
+	contentType, accept string
+	body                []byte
+	// res is the discovered resource the path was built for.
+	res *discoveredResource
+}
+
+func (r fuzzRequest) String() string {
+	return fmt.Sprintf("%s %s?%s\nContent-Type: %q\nAccept: %q\n\n%q", r.method, r.path, r.query.Encode(), r.contentType, r.accept, r.body)
+}
+
+// buildRequest decides a request from in.
+func (s *liveServer) buildRequest(in *input) fuzzRequest {
+	d := &s.discovered[in.intn(len(s.discovered))]
+	parent, sub, _ := strings.Cut(d.Name, "/")
+	verb := pick(in, append(append([]string{}, d.Verbs...), "get", "create"))
+	ns := pick(in, fuzzNamespaces)
+	name := pick(in, []string{"seed", "a", "b", "", "x." + in.string(12)})
+	if name == "" && sub != "" {
+		name = "seed"
+	}
+	path := d.root
+	if d.Namespaced && !(verb == "list" && in.intn(4) == 0) {
+		path += "/namespaces/" + url.PathEscape(ns)
+	}
+	path += "/" + parent
+	collection := verb == "create" || verb == "list" || verb == "deletecollection" || verb == "watch"
+	if !collection || in.intn(8) == 0 {
+		path += "/" + url.PathEscape(name)
+		if sub != "" {
+			path += "/" + sub
+		}
+	}
+	method := map[string]string{"get": "GET", "list": "GET", "watch": "GET", "create": "POST", "update": "PUT",
+		"patch": "PATCH", "delete": "DELETE", "deletecollection": "DELETE"}[verb]
+	if method == "" || in.intn(16) == 0 {
+		method = pick(in, httpMethods)
+	}
+	r := fuzzRequest{method: method, path: path, query: url.Values{}, res: d}
+	if verb == "watch" {
+		r.query.Set("watch", "true")
+	}
+	for range max(0, in.intn(6)-2) {
+		k := pick(in, queryKeys)
+		v := pick(in, queryParams[k])
+		if v == "" {
+			v = in.string(16)
+		}
+		r.query.Add(k, v)
+	}
+	if in.intn(4) == 0 {
+		r.accept = pick(in, accepts)
+	}
+	r.contentType = pick(in, contentTypes[:3])
+	if method == "PATCH" {
+		r.contentType = pick(in, contentTypes[3:7])
+	}
+	if in.intn(8) == 0 {
+		r.contentType = pick(in, contentTypes)
+	}
+	if method == "POST" || method == "PUT" || method == "PATCH" || (method == "DELETE" && in.bool()) {
+		r.body = s.buildBody(in, d, sub, ns, name, r.contentType, method)
+	}
+	return r
+}
+
+// buildBody makes a request body: a valid object of the kind, one with a
+// field replaced by fuzzed JSON, a randfill object, a patch, or raw bytes.
+func (s *liveServer) buildBody(in *input, d *discoveredResource, sub, ns, name, contentType, method string) []byte {
+	_, c := served()
+	var doc []byte
+	switch sub {
+	case "scale":
+		doc = fmt.Appendf(nil, `{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":%q,"namespace":%q},"spec":{"replicas":%s}}`, name, ns, in.number())
+	case "binding":
+		doc = fmt.Appendf(nil, `{"apiVersion":"v1","kind":"Binding","metadata":{"name":%q},"target":{"kind":"Node","name":%q}}`, name, pick(in, []string{"seed", "a", ""}))
+	case "eviction":
+		doc = fmt.Appendf(nil, `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":%q,"namespace":%q}}`, name, ns)
+	default:
+		doc = templateJSON(d.res, ns, name)
+	}
+	if method == "DELETE" {
+		doc = fmt.Appendf(nil, `{"apiVersion":"v1","kind":"DeleteOptions","gracePeriodSeconds":%s,"propagationPolicy":%q}`, in.number(), pick(in, []string{"Orphan", "Background", "x"}))
+	}
+	switch in.intn(8) {
+	case 0, 1, 2: // as built
+	case 3, 4:
+		doc = mutateJSON(in, doc)
+	case 5:
+		if sub == "" && method != "DELETE" {
+			obj := d.res.New()
+			fuzzer.FuzzerFor(metafuzzer.Funcs, bytesource.New(in.bytes(256)), c.Factory).NilChance(0.3).NumElements(0, 2).Fill(obj)
+			if b, err := encodeAs(c, codec.JSON, obj); err == nil {
+				doc = b
+			}
+		}
+	case 6:
+		if method == "PATCH" {
+			return patchBody(in, contentType, doc)
+		}
+	default:
+		return in.rest()
+	}
+	return encodeBody(c, d, contentType, doc)
+}
+
+// encodeBody converts a JSON document to contentType when it is YAML or
+// protobuf (sending it as is when it does not decode).
+func encodeBody(c *codec.Codecs, d *discoveredResource, contentType string, doc []byte) []byte {
+	switch {
+	case strings.HasPrefix(contentType, codec.YAML), strings.HasPrefix(contentType, "application/apply-patch+yaml"):
+		if y, err := yaml.JSONToYAML(doc); err == nil {
+			return y
+		}
+	case strings.HasPrefix(contentType, codec.Protobuf):
+		gvk := d.res.GroupVersionKind()
+		obj, _, err := c.Factory.UniversalDeserializer().Decode(doc, &gvk, nil)
+		if err == nil {
+			if b, err := encodeAs(c, codec.Protobuf, obj); err == nil {
+				return b
+			}
+		}
+	}
+	return doc
+}
+
+// check sends req and checks the properties listed on FuzzHTTP.
+// It returns the answer's status code.
+func (s *liveServer) check(t *testing.T, req fuzzRequest) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rev0, err := s.revision(ctx)
+	if err != nil {
+		t.Fatalf("reading etcd revision: %v", err)
+	}
+	code, header, body := s.send(ctx, req)
+	rev1, err := s.revision(ctx)
+	if err != nil {
+		t.Fatalf("reading etcd revision: %v", err)
+	}
+	var status metav1.Status
+	isJSON := strings.HasPrefix(header.Get("Content-Type"), codec.JSON)
+	if code >= 400 && isJSON {
+		if err := json.Unmarshal(body, &status); err != nil || status.Kind != "Status" {
+			t.Fatalf("error answer %d is not a Status: %q\nrequest:\n%s", code, body, req)
+		}
+	}
+	if code >= 500 && !allowedServerError(code, header, body) {
+		t.Fatalf("server error %d: %s\nrequest:\n%s", code, body, req)
+	}
+	changed := rev1 != rev0
+	success := code >= 200 && code < 300
+	switch {
+	case !changed:
+	case !success:
+		t.Fatalf("storage changed (revision %d → %d) on a %d answer: %s\nrequest:\n%s", rev0, rev1, code, body, req)
+	case req.method == "GET" || req.method == "HEAD" || req.method == "OPTIONS":
+		t.Fatalf("storage changed (revision %d → %d) on a read:\nrequest:\n%s", rev0, rev1, req)
+	case req.query.Get("dryRun") == "All":
+		t.Fatalf("storage changed (revision %d → %d) on a dry run:\nrequest:\n%s", rev0, rev1, req)
+	}
+	if !changed {
+		return code
+	}
+	written, err := s.writtenSince(ctx, rev0)
+	if err != nil {
+		t.Fatalf("reading what the request wrote: %v\nrequest:\n%s", err, req)
+	}
+	for _, w := range written {
+		if errs := w.res.Strategy.Validate(ctx, w.obj); len(errs) > 0 {
+			t.Fatalf("stored %s fails validation: %v\nrequest:\n%s\nanswer %d: %s", w.key, errs.ToAggregate(), req, code, body)
+		}
+	}
+	return code
+}
+
+// send serves req in-process. Watches get a short deadline: the stream is
+// ended by it, which is how a client's timeout ends a watch.
+func (s *liveServer) send(ctx context.Context, req fuzzRequest) (int, http.Header, []byte) {
+	if v := req.query.Get("watch"); v != "" && v != "false" && v != "0" || strings.Contains(req.path, "/watch/") {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Millisecond)
+		defer cancel()
+	}
+	target := req.path
+	if len(req.query) > 0 {
+		target += "?" + req.query.Encode()
+	}
+	hr, err := http.NewRequestWithContext(ctx, req.method, "http://fuzz"+target, bytes.NewReader(req.body))
+	if err != nil {
+		return http.StatusBadRequest, http.Header{}, nil // not sendable by any client
+	}
+	if req.contentType != "" {
+		hr.Header.Set("Content-Type", req.contentType)
+	}
+	if req.accept != "" {
+		hr.Header.Set("Accept", req.accept)
+	}
+	hr.RemoteAddr = "127.0.0.1:1"
+	hr.RequestURI = target
+	rec := httptest.NewRecorder()
+	s.handler.ServeHTTP(rec, hr)
+	return rec.Code, rec.Header(), rec.Body.Bytes()
+}
+
+func allowedServerError(code int, header http.Header, body []byte) bool {
+	var st metav1.Status
+	if !strings.HasPrefix(header.Get("Content-Type"), codec.JSON) || json.Unmarshal(body, &st) != nil {
+		return false
+	}
+	for _, a := range allowed5xx {
+		if a.code == code && a.reason == st.Reason {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,122 @@
+package fuzz
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
+	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
+	"github.com/kubeproof/kubeproof/impl/registry"
+)
+
+// served is every resource the API server serves, in discovery order, and
+// the server's codecs; both are built once per test process.
+var served = sync.OnceValues(func() ([]*resource.Resource, *codec.Codecs) {
+	c, err := codec.New()
+	if err != nil {
+		panic(fmt.Sprintf("building codecs: %v", err))
+	}
+	return registry.All(), c
+})
+
+// templates are small valid objects of every served kind, keyed by
+// resource name, in JSON without apiVersion and kind (added by
+// templateJSON). Their namespace is filled in by the caller.
+var templates = map[string]string{
+	"configmaps":           `{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"data":{"k":"v"}}`,
+	"events":               `{"metadata":{"name":"NAME"},"involvedObject":{"kind":"Pod","name":"p","namespace":"NS"},"reason":"Fuzz","message":"m","type":"Normal","source":{"component":"fuzz"}}`,
+	"limitranges":          `{"metadata":{"name":"NAME"},"spec":{"limits":[{"type":"Container","max":{"cpu":"2"},"min":{"cpu":"100m"}}]}}`,
+	"namespaces":           `{"metadata":{"name":"NAME","labels":{"app":"fuzz"}}}`,
+	"nodes":                `{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"spec":{"podCIDR":"10.1.0.0/24"}}`,
+	"pods":                 `{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"spec":{"containers":[{"name":"c","image":"nginx","resources":{"requests":{"cpu":"100m"}}}]}}`,
+	"resourcequotas":       `{"metadata":{"name":"NAME"},"spec":{"hard":{"pods":"10","requests.cpu":"4"}}}`,
+	"secrets":              `{"metadata":{"name":"NAME"},"type":"Opaque","data":{"k":"dg=="}}`,
+	"serviceaccounts":      `{"metadata":{"name":"NAME"}}`,
+	"deployments":          `{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"spec":{"replicas":1,"selector":{"matchLabels":{"app":"fuzz"}},"template":{"metadata":{"labels":{"app":"fuzz"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}}}`,
+	"replicasets":          `{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"spec":{"replicas":1,"selector":{"matchLabels":{"app":"fuzz"}},"template":{"metadata":{"labels":{"app":"fuzz"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}}}`,
+	"leases":               `{"metadata":{"name":"NAME"},"spec":{"holderIdentity":"h","leaseDurationSeconds":10}}`,
+	"clusterrolebindings":  `{"metadata":{"name":"NAME"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"view"},"subjects":[{"kind":"User","apiGroup":"rbac.authorization.k8s.io","name":"alice"}]}`,
+	"clusterroles":         `{"metadata":{"name":"NAME"},"rules":[{"apiGroups":[""],"resources":["pods"],"verbs":["get","list"]}]}`,
+	"rolebindings":         `{"metadata":{"name":"NAME"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"r"},"subjects":[{"kind":"ServiceAccount","name":"default","namespace":"NS"}]}`,
+	"roles":                `{"metadata":{"name":"NAME"},"rules":[{"apiGroups":["apps"],"resources":["deployments"],"verbs":["*"]}]}`,
+	"priorityclasses":      `{"metadata":{"name":"NAME"},"value":1000,"description":"fuzz"}`,
+	"events.k8s.io/events": `{"metadata":{"name":"NAME"},"eventTime":"2026-01-01T00:00:00.000000Z","reportingController":"fuzz/c","reportingInstance":"i","action":"Fuzz","reason":"Fuzz","type":"Normal","regarding":{"kind":"Pod","name":"p","namespace":"NS"}}`,
+}
+
+// templateKey is r's key in templates.
+func templateKey(r *resource.Resource) string {
+	if r.GroupVersion.Group == "events.k8s.io" {
+		return "events.k8s.io/" + r.Name
+	}
+	return r.Name
+}
+
+// templateJSON returns r's template with apiVersion, kind, name and
+// namespace filled in.
+func templateJSON(r *resource.Resource, ns, name string) []byte {
+	t, ok := templates[templateKey(r)]
+	if !ok {
+		panic("no template for " + templateKey(r))
+	}
+	head := fmt.Sprintf(`{"apiVersion":%q,"kind":%q,`, r.GroupVersion.String(), r.Kind)
+	body := head + t[1:]
+	body = strings.ReplaceAll(body, "NAME", name)
+	body = strings.ReplaceAll(body, "NS", ns)
+	if r.Namespaced {
+		body = strings.ReplaceAll(body, `"metadata":{`, fmt.Sprintf(`"metadata":{"namespace":%q,`, ns))
+	}
+	return []byte(body)
+}
+
+// decodeTemplate decodes r's template into a typed object.
+func decodeTemplate(t testing.TB, r *resource.Resource, ns, name string) runtime.Object {
+	t.Helper()
+	_, c := served()
+	gvk := r.GroupVersionKind()
+	obj, _, err := c.Factory.UniversalDeserializer().Decode(templateJSON(r, ns, name), &gvk, r.New())
+	if err != nil {
+		t.Fatalf("decoding template of %s: %v", r.Name, err)
+	}
+	return obj
+}
+
+// The templates are what the other targets start from: each must be valid.
+func TestTemplatesAreValid(t *testing.T) {
+	rs, _ := served()
+	for _, r := range rs {
+		obj := decodeTemplate(t, r, "fuzz", "t1")
+		r.Strategy.Default(obj)
+		r.Strategy.PrepareForCreate(context.Background(), obj)
+		if errs := r.Strategy.Validate(context.Background(), obj); len(errs) > 0 {
+			t.Errorf("%s template is invalid: %v", r.Name, errs.ToAggregate())
+		}
+	}
+}
+
+// gvkOf is r's kind as a pointer, as Decode wants it.
+func gvkOf(r *resource.Resource) *schema.GroupVersionKind {
+	gvk := r.GroupVersionKind()
+	return &gvk
+}
+
+// schemaGV is the group version obj's type is registered in, preferring
+// the served one.
+func schemaGV(obj runtime.Object, c *codec.Codecs) schema.GroupVersion {
+	rs, _ := served()
+	for _, r := range rs {
+		if fmt.Sprintf("%T", r.New()) == fmt.Sprintf("%T", obj) {
+			return r.GroupVersion
+		}
+	}
+	gvks, _, err := c.Scheme.ObjectKinds(obj)
+	if err != nil || len(gvks) == 0 {
+		return schema.GroupVersion{}
+	}
+	return gvks[0].GroupVersion()
+}

@@ -1,0 +1,268 @@
+package fuzz
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
+	"github.com/kubeproof/kubeproof/impl/registry"
+	"github.com/kubeproof/kubeproof/impl/storage/embedded"
+	"github.com/kubeproof/kubeproof/impl/storage/storagebackend"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	stopServer()
+	os.Exit(code)
+}
+
+// keyPrefix is where the fuzzed server keeps its objects in etcd.
+const keyPrefix = "/fuzz"
+
+// fuzzNamespaces are the namespaces requests are sent to: the immortal
+// system ones (so fuzzing can never lose them), one the fuzzer may delete,
+// and one that does not exist.
+var fuzzNamespaces = []string{"default", "kube-system", "fuzz", "missing"}
+
+// liveServer is one API server on an embedded etcd per test process,
+// started on first use and shared by every HTTP-level target (a fuzz
+// worker is one process running one target for its whole life).
+type liveServer struct {
+	dir     string
+	etcd    *embedded.Etcd
+	srv     *apiserver.Server
+	handler http.Handler
+	// discovered lists every resource and subresource discovery shows.
+	discovered []discoveredResource
+	// byGVK finds the served resource of a stored object.
+	byGVK map[schema.GroupVersionKind]*resource.Resource
+}
+
+// discoveredResource is one entry of a discovery resource list.
+type discoveredResource struct {
+	// root is "/api/v1" or "/apis/<group>/<version>".
+	root string
+	gv   schema.GroupVersion
+	metav1.APIResource
+	// res is the served resource behind it (the parent for subresources).
+	res *resource.Resource
+}
+
+// admin authenticates every request as a cluster administrator, so that
+// the fuzzer reaches the handlers rather than the authentication filter.
+type admin struct{}
+
+func (admin) Authenticate(*http.Request) (*request.User, bool, error) {
+	return &request.User{Name: "fuzz-admin", Groups: []string{"system:masters", "system:authenticated"}}, true, nil
+}
+
+var (
+	serverMu  sync.Mutex
+	theServer *liveServer
+	serverErr error
+)
+
+// server returns the process's API server, starting it if needed.
+func server(t testing.TB) *liveServer {
+	t.Helper()
+	serverMu.Lock()
+	defer serverMu.Unlock()
+	if theServer == nil && serverErr == nil {
+		theServer, serverErr = startServer()
+	}
+	if serverErr != nil {
+		t.Fatalf("starting the API server: %v", serverErr)
+	}
+	return theServer
+}
+
+func startServer() (*liveServer, error) {
+	dir, err := os.MkdirTemp("", "kubeproof-fuzz-")
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := &liveServer{dir: dir, byGVK: map[schema.GroupVersionKind]*resource.Resource{}}
+	s.etcd, err = embedded.Start(ctx, embedded.Config{DataDir: dir, UnsafeNoFsync: true})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("starting etcd: %w", err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// No watch cache and no compaction: every read is a quorum read of
+	// etcd and the revision moves only when a request writes.
+	factory := storagebackend.NewFactory(storagebackend.Config{Client: s.etcd.Client(), Prefix: keyPrefix, Logger: quiet})
+	rs := registry.All()
+	for _, r := range rs {
+		s.byGVK[r.GroupVersionKind()] = r
+	}
+	s.srv, err = apiserver.New(apiserver.Config{
+		StorageFactory: factory,
+		Resources:      rs,
+		Authenticator:  admin{},
+		Logger:         quiet,
+		// One request at a time reaches the server; never shed load.
+		MaxRequestsInFlight: -1, MaxMutatingRequestsInFlight: -1,
+	})
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	if err := s.srv.EnsureSystemNamespaces(ctx); err != nil {
+		s.close()
+		return nil, err
+	}
+	s.handler = s.srv.Handler()
+	if code, body := s.do(ctx, http.MethodPost, "/api/v1/namespaces", "application/json", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"fuzz"}}`)); code != http.StatusCreated {
+		s.close()
+		return nil, fmt.Errorf("creating namespace fuzz: %d %s", code, body)
+	}
+	if err := s.discover(ctx, rs); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func stopServer() {
+	serverMu.Lock()
+	defer serverMu.Unlock()
+	if theServer != nil {
+		theServer.close()
+		theServer = nil
+	}
+}
+
+func (s *liveServer) close() {
+	if s.srv != nil {
+		s.srv.Close()
+	}
+	if s.etcd != nil {
+		s.etcd.Close()
+	}
+	os.RemoveAll(s.dir)
+}
+
+// do sends one request to the handler in-process.
+func (s *liveServer) do(ctx context.Context, method, path, contentType string, body []byte) (int, []byte) {
+	req := httptest.NewRequestWithContext(ctx, method, path, strings.NewReader(string(body)))
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	rec := httptest.NewRecorder()
+	s.handler.ServeHTTP(rec, req)
+	return rec.Code, rec.Body.Bytes()
+}
+
+// discover reads /api, /apis and every group version's resource list, as
+// a client would.
+func (s *liveServer) discover(ctx context.Context, rs []*resource.Resource) error {
+	get := func(path string, into any) error {
+		code, body := s.do(ctx, http.MethodGet, path, "", nil)
+		if code != http.StatusOK {
+			return fmt.Errorf("GET %s: %d %s", path, code, body)
+		}
+		return json.Unmarshal(body, into)
+	}
+	var roots []string
+	var versions metav1.APIVersions
+	if err := get("/api", &versions); err != nil {
+		return err
+	}
+	for _, v := range versions.Versions {
+		roots = append(roots, "/api/"+v)
+	}
+	var groups metav1.APIGroupList
+	if err := get("/apis", &groups); err != nil {
+		return err
+	}
+	for _, g := range groups.Groups {
+		for _, v := range g.Versions {
+			roots = append(roots, "/apis/"+v.GroupVersion)
+		}
+	}
+	for _, root := range roots {
+		var list metav1.APIResourceList
+		if err := get(root, &list); err != nil {
+			return err
+		}
+		gv, err := schema.ParseGroupVersion(list.GroupVersion)
+		if err != nil {
+			return err
+		}
+		for _, ar := range list.APIResources {
+			parent, _, _ := strings.Cut(ar.Name, "/")
+			var res *resource.Resource
+			for _, r := range rs {
+				if r.GroupVersion == gv && r.Name == parent {
+					res = r
+				}
+			}
+			if res == nil {
+				return fmt.Errorf("discovery lists %s/%s, which no registry entry serves", gv, ar.Name)
+			}
+			s.discovered = append(s.discovered, discoveredResource{root: root, gv: gv, APIResource: ar, res: res})
+		}
+	}
+	if len(s.discovered) == 0 {
+		return fmt.Errorf("discovery lists no resources")
+	}
+	return nil
+}
+
+// revision is etcd's current revision: it moves exactly when something is
+// written.
+func (s *liveServer) revision(ctx context.Context) (int64, error) {
+	resp, err := s.etcd.Client().Get(ctx, "/revision-probe", clientv3.WithCountOnly())
+	if err != nil {
+		return 0, err
+	}
+	return resp.Header.Revision, nil
+}
+
+// storedObject is one object written after some revision.
+type storedObject struct {
+	key string
+	obj runtime.Object
+	res *resource.Resource
+}
+
+// writtenSince decodes every object under keyPrefix modified after rev.
+func (s *liveServer) writtenSince(ctx context.Context, rev int64) ([]storedObject, error) {
+	resp, err := s.etcd.Client().Get(ctx, keyPrefix+"/", clientv3.WithPrefix(), clientv3.WithMinModRev(rev+1))
+	if err != nil {
+		return nil, err
+	}
+	_, c := served()
+	var out []storedObject
+	for _, kv := range resp.Kvs {
+		obj, gvk, err := c.Factory.UniversalDeserializer().Decode(kv.Value, nil, nil)
+		if err != nil {
+			return nil, fmt.Errorf("decoding stored %s: %w", kv.Key, err)
+		}
+		res := s.byGVK[*gvk]
+		if res == nil {
+			return nil, fmt.Errorf("stored %s is a %s, which is not served", kv.Key, gvk)
+		}
+		out = append(out, storedObject{key: string(kv.Key), obj: obj, res: res})
+	}
+	return out, nil
+}
