@@ -1,0 +1,123 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubeproof/kubeproof/model"
+	"github.com/kubeproof/kubeproof/model/checker"
+)
+
+// newModelCommand is `kubeproof model`: the model checker of the
+// specification in spec/ (see spec/README.md).
+func newModelCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "model",
+		Short: "Check the specification (spec/PodPipeline.tla) with the Go model checker",
+	}
+	cmd.AddCommand(newModelCheckCommand(), newModelListCommand())
+	return cmd
+}
+
+func newModelCheckCommand() *cobra.Command {
+	var (
+		configs   []string
+		symmetry  bool
+		workers   int
+		mutant    string
+		maxStates int64
+		quiet     bool
+		interval  time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Explore every reachable state of the bounded configurations and check their properties",
+		Long: `Explore every reachable state of each bounded configuration (spec/*.cfg) and check
+the invariants and properties the configuration lists: safety on every state and step,
+liveness under weak fairness. Without --config the standard configurations run
+(` + strings.Join(model.StandardConfigs, ", ") + `). A violation prints the shortest trace, action by
+action, with the variables each step changed, and makes the command fail.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			names := configs
+			if len(names) == 0 {
+				names = model.StandardConfigs
+			}
+			if len(names) == 1 && names[0] == "all" {
+				names = model.ConfigNames()
+			}
+			out := cmd.OutOrStdout()
+			var progress io.Writer = cmd.ErrOrStderr()
+			if quiet {
+				progress = nil
+			}
+			var results []checker.Result
+			var failed []string
+			for _, name := range names {
+				cfg, err := model.LoadConfig(name)
+				if err != nil {
+					return err
+				}
+				m, err := model.New(cfg, mutant)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "checking %s (symmetry %v)\n", name, symmetry)
+				r, err := checker.Check(cmd.Context(), m, checker.Options{
+					Symmetry: symmetry, Workers: workers, Progress: progress, ProgressInterval: interval, MaxStates: maxStates,
+				})
+				if err != nil {
+					return fmt.Errorf("model check %s: %w", name, err)
+				}
+				results = append(results, r)
+				if r.Violation != nil {
+					checker.WriteViolation(out, m, r.Violation)
+					failed = append(failed, name+": "+r.Violation.Property)
+				}
+			}
+			fmt.Fprintln(out)
+			checker.WriteSummary(out, results)
+			if len(failed) > 0 {
+				return errors.New("properties violated: " + strings.Join(failed, "; "))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringSliceVar(&configs, "config", nil, "configuration(s) from spec/*.cfg to check, or \"all\" (default: the standard ones)")
+	cmd.Flags().BoolVar(&symmetry, "symmetry", true, "reduce by node, pod-slot and IP symmetry (false: the distinct-state count TLC reports)")
+	cmd.Flags().IntVar(&workers, "workers", 0, "parallel workers (default: GOMAXPROCS)")
+	cmd.Flags().StringVar(&mutant, "mutant", "", "run a deliberately broken variant (see `kubeproof model list`)")
+	cmd.Flags().Int64Var(&maxStates, "max-states", 0, "give up beyond this many distinct states (0: no limit)")
+	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress lines")
+	cmd.Flags().DurationVar(&interval, "progress-interval", 5*time.Second, "time between progress lines")
+	return cmd
+}
+
+func newModelListCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the configurations, properties and mutants",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			fmt.Fprintln(out, "Configurations (spec/*.cfg):")
+			for _, n := range model.ConfigNames() {
+				fmt.Fprintln(out, "  "+n)
+			}
+			fmt.Fprintln(out, "Properties:")
+			for _, p := range model.Properties {
+				fmt.Fprintf(out, "  %-10s %-9s %s\n", p.ID, p.Kind(), p.Text)
+			}
+			fmt.Fprintln(out, "Mutants (--mutant):")
+			for _, mi := range model.Mutants {
+				fmt.Fprintf(out, "  %-36s breaks %-9s %s\n", mi.Name, mi.Breaks, mi.Describe)
+			}
+			return nil
+		},
+	}
+}
