@@ -237,8 +237,8 @@ func encodeBody(c *codec.Codecs, d *discoveredResource, contentType string, doc 
 }
 
 // check sends req and checks the properties listed on FuzzHTTP.
-// It returns the answer's status code.
-func (s *liveServer) check(t *testing.T, req fuzzRequest) int {
+// It returns the answer's status code and body.
+func (s *liveServer) check(t *testing.T, req fuzzRequest) (int, []byte) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -273,7 +273,7 @@ func (s *liveServer) check(t *testing.T, req fuzzRequest) int {
 		t.Fatalf("storage changed (revision %d → %d) on a dry run:\nrequest:\n%s", rev0, rev1, req)
 	}
 	if !changed {
-		return code
+		return code, body
 	}
 	written, err := s.writtenSince(ctx, rev0)
 	if err != nil {
@@ -284,7 +284,7 @@ func (s *liveServer) check(t *testing.T, req fuzzRequest) int {
 			t.Fatalf("stored %s fails validation: %v\nrequest:\n%s\nanswer %d: %s", w.key, errs.ToAggregate(), req, code, body)
 		}
 	}
-	return code
+	return code, body
 }
 
 // send serves req in-process. Watches get a short deadline: the stream is
