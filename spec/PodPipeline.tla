@@ -47,7 +47,7 @@ Min(a, b) == IF a < b THEN a ELSE b
 Max(a, b) == IF a > b THEN a ELSE b
 RECURSIVE SumOver(_, _)
 SumOver(f, S) == IF S = {} THEN 0
-                 ELSE LET x == CHOOSE x \in S : TRUE IN f[x] + SumOver(f, S \ {x})
+                 ELSE LET x == CHOOSE y \in S : TRUE IN f[x] + SumOver(f, S \ {x})
 
 -----------------------------------------------------------------------------
 (* Store: the API objects, as the API server keeps them in etcd.  Every    *)
@@ -311,7 +311,7 @@ ReplicaSetCreatePod(d, v) ==
     /\ up["ReplicaSetController"] /\ rsState[<<d, v>>] = "Live"
     /\ Believed(d, v) < rsReplicas[<<d, v>>]
     /\ \E k \in Slots : SlotFree(<<d, v, k>>)
-    /\ LET k == CHOOSE k \in Slots : SlotFree(<<d, v, k>>) /\ \A j \in Slots : SlotFree(<<d, v, j>>) => k <= j
+    /\ LET k == CHOOSE i \in Slots : SlotFree(<<d, v, i>>) /\ \A j \in Slots : SlotFree(<<d, v, j>>) => i <= j
            p == <<d, v, k>> IN
        /\ podState' = [podState EXCEPT ![p] = "Live"]
        /\ podNode' = [podNode EXCEPT ![p] = 0]
