@@ -150,7 +150,7 @@ func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string) *runtimeapi.P
 }
 
 // containerConfig is the CRI container config of one container.
-func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32) *runtimeapi.ContainerConfig {
+func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, env []EnvVar) *runtimeapi.ContainerConfig {
 	typ := "app"
 	if init {
 		typ = "init"
@@ -168,10 +168,8 @@ func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32) *r
 		Annotations: map[string]string{"io.kubernetes.container.restartCount": strconv.FormatUint(uint64(attempt), 10)},
 		LogPath:     fmt.Sprintf("%s/%d.log", c.Name, attempt),
 	}
-	for _, e := range c.Env {
-		if e.ValueFrom == nil {
-			cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
-		}
+	for _, e := range env {
+		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
 	}
 	return cfg
 }

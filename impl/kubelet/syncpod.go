@@ -113,6 +113,13 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	if terminating && !podIsTerminal {
 		requeue = time.Second
 	}
+	for _, w := range rec.waiting {
+		if w.Reason != podsync.ReasonCrashLoopBackOff && (requeue == 0 || requeue > k.cfg.Backoff.Base) {
+			// Retry failed creations (missing ConfigMap, image pull) on
+			// the back-off base period.
+			requeue = k.cfg.Backoff.Base
+		}
+	}
 	return requeue, execErr
 }
 
@@ -364,7 +371,17 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 			}
 		}
 	}
-	id, err := k.rt.CreateContainer(ctx, sandboxID, containerConfig(pod, spec, s.Init, s.Attempt), sbConfig)
+	envPod := pod
+	if ip != "" && pod.Status.PodIP != ip {
+		envPod = pod.DeepCopy() // the downward API sees this sandbox's IP
+		envPod.Status.PodIP, envPod.Status.PodIPs = ip, []v1.PodIP{{IP: ip}}
+		envPod.Status.HostIP, envPod.Status.HostIPs = k.cfg.NodeIP, []v1.HostIP{{IP: k.cfg.NodeIP}}
+	}
+	env, err := ContainerEnv(envPod, spec, clientEnvSource{ctx: ctx, k: k}, k.cfg.capacity())
+	if err != nil {
+		return fail(reasonCreateContainerConfigErr, err)
+	}
+	id, err := k.rt.CreateContainer(ctx, sandboxID, containerConfig(pod, spec, s.Init, s.Attempt, env), sbConfig)
 	if err != nil {
 		return fail(reasonCreateContainerErr, err)
 	}

@@ -248,6 +248,10 @@ func containerStatuses(in Input, containers []v1.Container, olds []v1.ContainerS
 				cs.Ready, cs.Started = false, ptr(false)
 			default:
 				cs.State.Waiting = &v1.ContainerStateWaiting{Reason: defaultReason}
+				if w, ok := in.Waiting[podsync.BackoffKey(spec.Name, init)]; ok {
+					// e.g. CreateContainerConfigError, ErrImagePull
+					cs.State.Waiting = &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
+				}
 				if old != nil {
 					cs.LastTerminationState = *old.LastTerminationState.DeepCopy()
 					cs.RestartCount = old.RestartCount

@@ -2,22 +2,25 @@ package sim
 
 import (
 	"fmt"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"strconv"
 	"strings"
 )
 
 // runShell runs a simulated command against a container's file map. It
 // understands: true, false, exit N, echo ARGS [> FILE], cat FILE,
-// touch FILE, rm [-f] FILE, test -e FILE, and `sh -c "..."` / `/bin/sh -c`
+// touch FILE, rm [-f] FILE, test -e FILE, env, printenv [NAME], and
+// `sh -c "..."` / `/bin/sh -c`
 // with commands joined by && or ;. Anything else exits 127 like a shell.
-func runShell(files map[string]string, argv []string) (string, string, int32) {
+func runShell(files map[string]string, env []*runtimeapi.KeyValue, argv []string) (string, string, int32) {
 	if len(argv) >= 3 && (argv[0] == "sh" || argv[0] == "/bin/sh" || argv[0] == "bash" || argv[0] == "/bin/bash") && argv[1] == "-c" {
-		return runScript(files, argv[2])
+		return runScript(files, env, argv[2])
 	}
-	return runCommand(files, argv)
+	return runCommand(files, env, argv)
 }
 
-func runScript(files map[string]string, script string) (string, string, int32) {
+func runScript(files map[string]string, env []*runtimeapi.KeyValue, script string) (string, string, int32) {
 	var out, errOut strings.Builder
 	var code int32
 	for _, seq := range strings.Split(script, ";") {
@@ -25,7 +28,7 @@ func runScript(files map[string]string, script string) (string, string, int32) {
 			if i > 0 && code != 0 {
 				break
 			}
-			o, e, c := runCommand(files, strings.Fields(part))
+			o, e, c := runCommand(files, env, strings.Fields(part))
 			out.WriteString(o)
 			errOut.WriteString(e)
 			code = c
@@ -34,7 +37,7 @@ func runScript(files map[string]string, script string) (string, string, int32) {
 	return out.String(), errOut.String(), code
 }
 
-func runCommand(files map[string]string, argv []string) (string, string, int32) {
+func runCommand(files map[string]string, env []*runtimeapi.KeyValue, argv []string) (string, string, int32) {
 	if len(argv) == 0 {
 		return "", "", 0
 	}
@@ -46,6 +49,20 @@ func runCommand(files map[string]string, argv []string) (string, string, int32) 
 	switch name {
 	case "true":
 		return "", "", 0
+	case "env", "printenv":
+		var out strings.Builder
+		for _, kv := range env {
+			switch {
+			case len(args) == 0:
+				out.WriteString(kv.Key + "=" + string(kv.Value) + "\n")
+			case kv.Key == args[0]:
+				return string(kv.Value) + "\n", "", 0
+			}
+		}
+		if len(args) > 0 {
+			return "", "", 1
+		}
+		return out.String(), "", 0
 	case "false":
 		return "", "", 1
 	case "exit":

@@ -84,6 +84,7 @@ type container struct {
 	exitCode                         int32
 	reason, message                  string
 	files                            map[string]string
+	env                              []*runtimeapi.KeyValue
 	logs                             []runtime.LogLine
 }
 
@@ -343,6 +344,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 		id: r.newID("container"), seq: r.seq, sandboxID: sandboxID, meta: config.Metadata,
 		image: config.Image.Image, imageRef: ref, labels: config.Labels, annotations: config.Annotations,
 		faults: f, state: runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.clock.Now(),
+		env: config.Envs,
 	}
 	r.containers[c.id] = c
 	return c.id, nil
@@ -566,7 +568,7 @@ func (r *Runtime) ExecSync(ctx context.Context, id string, cmd []string, timeout
 	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		return nil, nil, 0, fmt.Errorf("exec in container %s: container is not running", id)
 	}
-	stdout, stderr, code := runShell(c.files, cmd)
+	stdout, stderr, code := runShell(c.files, c.env, cmd)
 	if len(r.execLog) >= maxExecLog {
 		r.execLog = append(r.execLog[:0], r.execLog[1:]...)
 	}
