@@ -56,11 +56,17 @@ func runMain(m *testing.M) (int, error) {
 	if err := goBuild(kubeproofPath, "github.com/kubeproof/kubeproof/cmd/kubeproof"); err != nil {
 		return 1, err
 	}
-	if p, err := exec.LookPath("kubectl"); err == nil {
+	// KUBEPROOF_E2E_BUILD_KUBECTL=1 uses the built kubectl even when one is
+	// on the PATH (how CI machines without kubectl run).
+	if p, err := exec.LookPath("kubectl"); err == nil && os.Getenv("KUBEPROOF_E2E_BUILD_KUBECTL") == "" {
 		kubectlPath = p
 	} else {
 		kubectlPath = filepath.Join(dir, "kubectl")
-		if err := goBuild(kubectlPath, "github.com/kubeproof/kubeproof/e2e/internal/kubectlbin"); err != nil {
+		flags, err := kubectlVersionFlags()
+		if err != nil {
+			return 1, err
+		}
+		if err := goBuild(kubectlPath, "github.com/kubeproof/kubeproof/e2e/internal/kubectlbin", flags...); err != nil {
 			return 1, err
 		}
 	}
@@ -79,13 +85,37 @@ func runMain(m *testing.M) (int, error) {
 	return code, nil
 }
 
-// goBuild builds a main package of this module into out.
-func goBuild(out, pkg string) error {
-	goTool, err := exec.LookPath("go")
+// kubectlVersionFlags stamp the built kubectl with the version of the
+// k8s.io/kubectl module (module v0.N.P is kubectl v1.N.P), as release builds
+// are; unstamped, `kubectl version` fails to parse its own version.
+func kubectlVersionFlags() ([]string, error) {
+	out, err := exec.Command(goTool(), "list", "-m", "-f", "{{.Version}}", "k8s.io/kubectl").Output()
 	if err != nil {
-		goTool = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+		return nil, fmt.Errorf("go list -m k8s.io/kubectl: %w", err)
 	}
-	cmd := exec.Command(goTool, "build", "-o", out, pkg)
+	v := strings.TrimSpace(string(out)) // v0.37.2
+	parts := strings.SplitN(strings.TrimPrefix(v, "v0."), ".", 2)
+	if !strings.HasPrefix(v, "v0.") || len(parts) != 2 {
+		return nil, fmt.Errorf("unexpected k8s.io/kubectl version %q", v)
+	}
+	var x []string
+	for _, pkg := range []string{"k8s.io/client-go/pkg/version", "k8s.io/component-base/version"} {
+		x = append(x, "-X", pkg+".gitVersion=v1."+parts[0]+"."+parts[1], "-X", pkg+".gitMajor=1", "-X", pkg+".gitMinor="+parts[0])
+	}
+	return []string{"-ldflags=" + strings.Join(x, " ")}, nil
+}
+
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+}
+
+// goBuild builds a main package of this module into out.
+func goBuild(out, pkg string, flags ...string) error {
+	args := append(append([]string{"build", "-o", out}, flags...), pkg)
+	cmd := exec.Command(goTool(), args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
