@@ -42,11 +42,14 @@ func Check(h *History, opts CheckOptions) *Result {
 		opts.PorcupineTimeout = time.Minute
 	}
 	res := &Result{}
-	res.Linearizable, res.info = porcupine.CheckOperationsVerbose(keyModel, porcupineHistory(h), opts.PorcupineTimeout)
-	if res.Linearizable == porcupine.Illegal {
-		res.Violations = append(res.Violations, Violation{Check: "linearizable", Op: -1, Watch: -1, Message: "the per-key histories are not linearizable (see history.html)"})
-	}
 	t, vs := buildTimeline(h)
+	res.Linearizable, res.info = porcupine.CheckOperationsVerbose(keyModel, porcupineHistory(h, t), opts.PorcupineTimeout)
+	switch res.Linearizable {
+	case porcupine.Illegal:
+		res.Violations = append(res.Violations, Violation{Check: "linearizable", Op: -1, Watch: -1, Message: "the per-key histories are not linearizable (see history.html)"})
+	case porcupine.Unknown:
+		res.Violations = append(res.Violations, Violation{Check: "linearizable", Op: -1, Watch: -1, Message: fmt.Sprintf("porcupine found no verdict within %s", opts.PorcupineTimeout)})
+	}
 	res.Violations = append(res.Violations, vs...)
 	res.Violations = append(res.Violations, checkRevisionOrder(h, t)...)
 	res.Violations = append(res.Violations, checkReads(h, t)...)

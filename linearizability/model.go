@@ -191,7 +191,11 @@ var keyModel = (&porcupine.NondeterministicModel{
 
 // porcupineHistory converts the per-key part of h into porcupine
 // operations; ambiguous writes never return (Return = MaxInt64).
-func porcupineHistory(h *History) []porcupine.Operation {
+//
+// An ambiguous create, update or patch whose value was observed somewhere
+// did happen, at the observed revision: it enters the model as a success
+// that never returns, which keeps the search from branching on it.
+func porcupineHistory(h *History, t *timeline) []porcupine.Operation {
 	var ops []porcupine.Operation
 	for i := range h.Ops {
 		o := &h.Ops[i]
@@ -201,6 +205,11 @@ func porcupineHistory(h *History) []porcupine.Operation {
 		ret := o.Return
 		if o.Outcome == Ambiguous {
 			ret = math.MaxInt64
+			if obj, ok := t.byValue[o.Value]; ok && o.Kind != Delete {
+				happened := *o
+				happened.Outcome, happened.Object = OK, &obj
+				o = &happened
+			}
 		}
 		ops = append(ops, porcupine.Operation{ClientId: o.Client, Input: o, Call: o.Call, Output: nil, Return: ret})
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -254,6 +255,9 @@ func classify(err error) Outcome {
 	case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
 		return Expired
 	case apierrors.IsTooManyRequests(err):
+		return Failed
+	case errors.Is(err, syscall.ECONNREFUSED):
+		// Nothing was sent: the server was not listening.
 		return Failed
 	}
 	var st apierrors.APIStatus

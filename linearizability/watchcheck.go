@@ -36,15 +36,17 @@ func checkWatch(h *History, t *timeline, w *Watch) []Violation {
 		start, numeric = r, true
 	}
 	switch w.Outcome {
+	// A watch from R reads revisions from R+1 on: it is compacted when
+	// R+1 is below the compaction revision.
 	case Expired:
-		if h.ExpiredExact && numeric && !compactedBefore(h, start, w.End) {
+		if h.ExpiredExact && numeric && !compactedBefore(h, start+1, w.End) {
 			vs = append(vs, watchViolation("expired", w, "410 Expired for revision %d, which was not compacted", start))
 		}
 		return vs
 	case Failed:
 		return vs
 	}
-	if h.ExpiredExact && numeric && compactedSurely(h, start, w.Call) {
+	if h.ExpiredExact && numeric && compactedSurely(h, start+1, w.Call) {
 		vs = append(vs, watchViolation("expired", w, "revision %d was compacted before the watch started, yet no 410 Expired", start))
 	}
 	events := w.Events

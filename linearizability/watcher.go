@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,7 +41,7 @@ func (r *Recorder) watcher(ctx context.Context, id int, startRV int64) {
 				from = strconv.FormatInt(startRV+rnd.Int64N(max-startRV+1), 10)
 			}
 		}
-		w := r.watchOnce(ctx, resume, from, group, initial, int64(1+rnd.IntN(3)))
+		w := r.watchOnce(ctx, id, resume, from, group, initial, int64(1+rnd.IntN(3)))
 		if ctx.Err() != nil && len(w.Events) == 0 && w.Outcome != OK {
 			// Cancelled before it started: nothing was observed.
 			return
@@ -56,9 +57,17 @@ func (r *Recorder) watcher(ctx context.Context, id int, startRV int64) {
 		case w.Outcome == OK && !initial:
 			resume = w.ID // nothing happened: resume from the same revision
 		default:
-			// Expired or failed: start over from a recent revision.
+			// Expired or failed: start over from a recent revision, after a
+			// pause so a server that is down is not hammered.
 			resume, initial = -1, id == 1
 			from = strconv.FormatInt(r.MaxRV(), 10)
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		if id > 1 && rnd.IntN(2) == 0 {
+			resume = -1 // a fresh stream from a random revision
 		}
 	}
 }
@@ -74,7 +83,7 @@ func lastRV(w *Watch) int64 {
 }
 
 // watchOnce records one stream.
-func (r *Recorder) watchOnce(ctx context.Context, resume int, from, group string, initial bool, timeoutSeconds int64) Watch {
+func (r *Recorder) watchOnce(ctx context.Context, id, resume int, from, group string, initial bool, timeoutSeconds int64) Watch {
 	sel := RunLabel + "=" + r.run
 	if group != "" {
 		sel += "," + GroupLabel + "=" + group
@@ -89,7 +98,7 @@ func (r *Recorder) watchOnce(ctx context.Context, resume int, from, group string
 	w := Watch{Resume: resume, ResourceVersion: opts.ResourceVersion, Selector: sel, Group: group, SendInitialEvents: initial, AllowBookmarks: true, Events: []WatchEvent{}}
 	w.Call = r.Now()
 	defer func() { w.End = r.Now() }()
-	wi, err := r.clients[0].CoreV1().ConfigMaps(r.cfg.Namespace).Watch(ctx, opts)
+	wi, err := r.clients[id%len(r.clients)].CoreV1().ConfigMaps(r.cfg.Namespace).Watch(ctx, opts)
 	if err != nil {
 		w.Outcome, w.Error = classify(err), err.Error()
 		if w.Outcome != Expired {
@@ -138,4 +147,18 @@ func (r *Recorder) watchOnce(ctx context.Context, resume int, from, group string
 			w.Events = append(w.Events, we)
 		}
 	}
+}
+
+// Probe records, outside the random mix, a short watch from revision rv
+// and an Exact list at rv (for scenarios that compact: both must be
+// answered 410 Expired exactly when rv was compacted).
+func (r *Recorder) Probe(ctx context.Context, rv int64) {
+	from := strconv.FormatInt(rv, 10)
+	w := r.watchOnce(ctx, 0, -1, from, "", false, 1)
+	r.mu.Lock()
+	w.ID = len(r.watches)
+	r.watches = append(r.watches, w)
+	r.mu.Unlock()
+	c := &client{r: r, id: r.cfg.Clients + 1, cs: r.clients[0], rnd: rand.New(rand.NewPCG(r.cfg.Seed, 1<<21)), rvs: map[string]int64{}}
+	c.list(ctx, from, "Exact", 0)
 }
