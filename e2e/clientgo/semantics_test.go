@@ -54,6 +54,8 @@ func TestSemantics(t *testing.T) {
 				{"ConflictAndAlreadyExists", testConflict},
 				{"InvalidCauses", testInvalidCauses},
 				{"PaginationConsistency", testPagination},
+				{"WatchUnderConcurrentWrites", testWatchUnderConcurrentWrites},
+				{"ReadYourWrites", testReadYourWrites},
 				{"CompactedResourceVersions", testCompacted},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
@@ -598,6 +600,7 @@ func testPagination(t *testing.T, _ *cluster.Cluster, cs kubernetes.Interface, n
 		close(stop)
 		wg.Wait()
 	}()
+	moved := 0 // rounds during which the writers wrote
 	for round := range 3 {
 		var items []corev1.ConfigMap
 		opts := metav1.ListOptions{Limit: 7}
@@ -634,6 +637,13 @@ func testPagination(t *testing.T, _ *cluster.Cluster, cs kubernetes.Interface, n
 		if !sort.StringsAreSorted(names) || len(slices.Compact(slices.Clone(names))) != len(names) {
 			t.Errorf("paged names not sorted and unique: %v", names)
 		}
+		now, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rvInt(t, now.ResourceVersion) > rvInt(t, snapshotRV) {
+			moved++
+		}
 		exact, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{ResourceVersion: snapshotRV, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
 		if err != nil {
 			t.Fatal(err)
@@ -641,6 +651,9 @@ func testPagination(t *testing.T, _ *cluster.Cluster, cs kubernetes.Interface, n
 		if got, want := snapshot(items), snapshot(exact.Items); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("round %d: %d pages at %s are not the snapshot at %s:\npages: %v\nexact: %v", round, pages, snapshotRV, snapshotRV, got, want)
 		}
+	}
+	if moved == 0 {
+		t.Error("the writers wrote nothing while the pages were read: the test proved nothing")
 	}
 }
 
@@ -698,5 +711,135 @@ func testCompacted(t *testing.T, c *cluster.Cluster, cs kubernetes.Interface, ns
 	}
 	if got := describe(t, ev); got != "ADDED b-0 "+next.ResourceVersion {
 		t.Errorf("watch from compacted %s: %s, want 410 or exactly the next event (ADDED b-0 %s)", old.ResourceVersion, got, next.ResourceVersion)
+	}
+}
+
+// testWatchUnderConcurrentWrites: with several writers at once, a watch
+// from a resourceVersion delivers every write exactly once in revision
+// order, and a second watch from the middle delivers exactly the suffix.
+func testWatchUnderConcurrentWrites(t *testing.T, _ *cluster.Cluster, cs kubernetes.Interface, ns string) {
+	ctx := context.Background()
+	start := mustCreate(t, cs, ns, configMap("start", nil, "0"))
+	w, err := cs.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: start.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	const writers, each = 4, 30
+	var (
+		mu      sync.Mutex
+		written = map[string]string{} // rv -> "TYPE name"
+		wg      sync.WaitGroup
+	)
+	for wid := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprintf("w%d", wid)
+			for i := range each {
+				var rv, typ string
+				switch {
+				case i%10 == 0:
+					cm, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, configMap(name, nil, "0"), metav1.CreateOptions{})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					rv, typ = cm.ResourceVersion, "ADDED"
+				case i%10 == 9:
+					// A delete's revision is only in its DELETED event.
+					if err := cs.CoreV1().ConfigMaps(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+						t.Error(err)
+						return
+					}
+					typ = "DELETED"
+				default:
+					cm, err := cs.CoreV1().ConfigMaps(ns).Patch(ctx, name, types.MergePatchType, []byte(fmt.Sprintf(`{"data":{"v":"%d"}}`, i)), metav1.PatchOptions{})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					rv, typ = cm.ResourceVersion, "MODIFIED"
+				}
+				mu.Lock()
+				if rv != "" {
+					written[rv] = typ + " " + name
+				} else {
+					written[fmt.Sprintf("del-%s-%d", name, i)] = typ + " " + name
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	sentinel := mustCreate(t, cs, ns, configMap("sentinel", nil, "0"))
+	var got []watch.Event
+	for {
+		ev := nextNonBookmark(t, w)
+		if m, _ := meta.Accessor(ev.Object); m != nil && m.GetName() == "sentinel" {
+			if m.GetResourceVersion() != sentinel.ResourceVersion {
+				t.Errorf("sentinel at %s, want %s", m.GetResourceVersion(), sentinel.ResourceVersion)
+			}
+			break
+		}
+		got = append(got, ev)
+	}
+	if len(got) != writers*each {
+		t.Errorf("watch delivered %d events for %d writes", len(got), writers*each)
+	}
+	var last int64
+	deletes := 0
+	for _, ev := range got {
+		d := describe(t, ev)
+		fields := strings.Fields(d)
+		rv := rvInt(t, fields[2])
+		if rv <= last {
+			t.Errorf("event %s not after %d", d, last)
+		}
+		last = rv
+		if ev.Type == watch.Deleted {
+			deletes++
+			continue
+		}
+		if want, ok := written[fields[2]]; !ok || want != fields[0]+" "+fields[1] {
+			t.Errorf("event %s: the write at that revision was %q", d, want)
+		}
+	}
+	if deletes != writers*each/10 {
+		t.Errorf("%d DELETED events, want %d", deletes, writers*each/10)
+	}
+	// From the middle: exactly the suffix.
+	mid := got[len(got)/2]
+	midRV := strings.Fields(describe(t, mid))[2]
+	w2, err := cs.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: midRV})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+	for _, want := range got[len(got)/2+1:] {
+		if g, wnt := describe(t, nextNonBookmark(t, w2)), describe(t, want); g != wnt {
+			t.Fatalf("watch from %s: %q, want %q", midRV, g, wnt)
+		}
+	}
+	if g := describe(t, nextNonBookmark(t, w2)); g != "ADDED sentinel "+sentinel.ResourceVersion {
+		t.Errorf("watch from %s ends with %q, want the sentinel", midRV, g)
+	}
+}
+
+// testReadYourWrites: a quorum read ("" resourceVersion) after a write
+// always sees it.
+func testReadYourWrites(t *testing.T, _ *cluster.Cluster, cs kubernetes.Interface, ns string) {
+	ctx := context.Background()
+	mustCreate(t, cs, ns, configMap("a", nil, "0"))
+	for i := 1; i <= 30; i++ {
+		w := mustPatch(t, cs, ns, "a", fmt.Sprintf(`{"data":{"v":"%d"}}`, i))
+		got, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "a", metav1.GetOptions{})
+		if err != nil || got.ResourceVersion != w.ResourceVersion {
+			t.Fatalf("get after write %d: %v at %s, want %s", i, err, got.ResourceVersion, w.ResourceVersion)
+		}
+		list, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+		if err != nil || len(list.Items) != 1 || list.Items[0].ResourceVersion != w.ResourceVersion {
+			t.Fatalf("list after write %d: %v %v, want a at %s", i, err, list.Items, w.ResourceVersion)
+		}
 	}
 }
