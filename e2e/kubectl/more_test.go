@@ -151,3 +151,57 @@ func TestServerInfo(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeShowsEvents: describe lists an object's events (an events
+// list by involvedObject field selectors), and `kubectl events --for` too.
+func TestDescribeShowsEvents(t *testing.T) {
+	t.Parallel()
+	ns := createNamespace(t, "describe-events")
+	if out := strings.TrimSpace(run(t, "run", "evp", "--image=nginx", "-n", ns)); out != "pod/evp created" {
+		t.Errorf("kubectl run: %q", out)
+	}
+	uid := jsonpath(t, "{.metadata.uid}", "get", "pod", "evp", "-n", ns)
+	ev := `apiVersion: v1
+kind: Event
+metadata:
+  name: evp.1
+  namespace: NS
+involvedObject: {apiVersion: v1, kind: Pod, name: evp, namespace: NS, uid: UID}
+reason: Pulled
+message: pulled the image
+type: Normal
+source: {component: kubelet}
+firstTimestamp: "2026-01-01T00:00:00Z"
+lastTimestamp: "2026-01-01T00:00:00Z"
+count: 2
+`
+	runIn(t, strings.NewReplacer("NS", ns, "UID", uid).Replace(ev), "create", "-f", "-")
+	desc := run(t, "describe", "pod", "evp", "-n", ns)
+	if !regexp.MustCompile(`(?m)^\s+Normal\s+Pulled\s+\S+ \(x2 over \S+\)\s+kubelet\s+pulled the image$`).MatchString(desc) {
+		t.Errorf("describe pod lacks the event:\n%s", desc)
+	}
+	if out := run(t, "events", "-n", ns, "--for", "pod/evp"); !strings.Contains(out, "pulled the image") {
+		t.Errorf("kubectl events --for pod/evp:\n%s", out)
+	}
+	if out := run(t, "get", "events", "-n", ns, "--field-selector", "reason=Pulled,type=Normal", "-o", "name"); strings.TrimSpace(out) != "event/evp.1" {
+		t.Errorf("events by field selector: %q", out)
+	}
+}
+
+// TestApplyRemovesDroppedFields: a field dropped from the applied manifest
+// is removed (kubectl's three-way merge against last-applied).
+func TestApplyRemovesDroppedFields(t *testing.T) {
+	t.Parallel()
+	ns := createNamespace(t, "apply-drop")
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: " + ns + "\n  labels:\n    keep: \"yes\"\n    drop: \"yes\"\ndata:\n  a: \"1\"\n  b: \"2\"\n"
+	runIn(t, cm, "apply", "-f", "-")
+	// Someone else adds a label; apply leaves fields it never managed.
+	run(t, "label", "configmap", "c", "-n", ns, "other=yes")
+	dropped := strings.NewReplacer("    drop: \"yes\"\n", "", "  b: \"2\"\n", "").Replace(cm)
+	if out := strings.TrimSpace(runIn(t, dropped, "apply", "-f", "-")); out != "configmap/c configured" {
+		t.Errorf("apply with dropped fields: %q", out)
+	}
+	if got := jsonpath(t, "{.metadata.labels} {.data}", "get", "configmap", "c", "-n", ns); got != `{"keep":"yes","other":"yes"} {"a":"1"}` {
+		t.Errorf("after apply: labels and data %s", got)
+	}
+}
