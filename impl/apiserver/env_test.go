@@ -79,7 +79,7 @@ func run(m *testing.M) int {
 
 // env is one running API server with clients for it.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *apiserver.Server
 	url    string
 	rest   *rest.Config
@@ -90,7 +90,7 @@ type env struct {
 
 // newEnv starts a server over HTTPS on a fresh key prefix; configure may
 // adjust the Config. The server stops when the test ends.
-func newEnv(t *testing.T, configure func(*apiserver.Config)) *env {
+func newEnv(t testing.TB, configure func(*apiserver.Config)) *env {
 	t.Helper()
 	factory := storagebackend.NewFactory(storagebackend.Config{
 		Client: etcdServer.Client(),

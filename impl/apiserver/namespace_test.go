@@ -38,7 +38,15 @@ func TestNamespaceLifecycle(t *testing.T) {
 	if err != nil || ns.Status.Phase != corev1.NamespaceTerminating || ns.DeletionTimestamp == nil {
 		t.Fatalf("terminating: %v %+v", err, ns)
 	}
-	r = e.do("POST", "/api/v1/namespaces/team/configmaps", []byte(`{"metadata":{"name":"late"}}`))
+	// admission reads namespaces from a watch-fed cache, which may lag the
+	// delete by a moment (as kube-apiserver's informer does).
+	eventually(t, "namespace seen as terminating", func() bool {
+		r = e.do("POST", "/api/v1/namespaces/team/configmaps", []byte(`{"metadata":{"name":"late"}}`))
+		if r.code == http.StatusCreated {
+			e.do("DELETE", "/api/v1/namespaces/team/configmaps/late", nil)
+		}
+		return r.code != http.StatusCreated
+	})
 	st = expectStatus(t, r, http.StatusForbidden, metav1.StatusReasonForbidden,
 		`configmaps "late" is forbidden: unable to create new content in namespace team because it is being terminated`)
 	if st.Details == nil || len(st.Details.Causes) == 0 || st.Details.Causes[0].Type != corev1.NamespaceTerminatingCause {

@@ -16,6 +16,11 @@ import (
 // getNamespace reads a namespace for admission; fresh asks for a quorum
 // read, otherwise any cached state is good enough.
 func (s *Server) getNamespace(ctx context.Context, name string, fresh bool) (*corev1.Namespace, error) {
+	if !fresh && s.nsCache != nil {
+		if ns, ok := s.nsCache.get(name); ok {
+			return ns, nil
+		}
+	}
 	rv := "0"
 	if fresh {
 		rv = ""

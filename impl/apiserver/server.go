@@ -114,6 +114,7 @@ type Server struct {
 	handlers  map[schema.GroupVersionResource]*endpoints.Handler
 	nsHandler *endpoints.Handler
 	nsStore   storage.Interface
+	nsCache   *nsCache
 	discovery *discovery.Handler
 	registry  *prometheus.Registry
 	handler   http.Handler
@@ -136,7 +137,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Authorizer = auth.AlwaysAllow{}
 	}
 	if cfg.Authenticator == nil {
-		cfg.Authenticator = auth.X509{Roots: cfg.ClientCA}
+		cfg.Authenticator = auth.NewX509(cfg.ClientCA)
 	}
 	if cfg.MaxRequestsInFlight == 0 {
 		cfg.MaxRequestsInFlight = 400
@@ -200,6 +201,7 @@ func New(cfg Config) (*Server, error) {
 		s.handlers[gvr] = h
 		if gvr == corev1.SchemeGroupVersion.WithResource("namespaces") {
 			s.nsHandler, s.nsStore = h, store
+			s.nsCache = newNSCache(store)
 		}
 	}
 	if s.nsStore != nil {
@@ -281,7 +283,14 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	baseCtx, cancelBase := context.WithCancel(context.Background())
-	defer cancelBase()
+	var bg sync.WaitGroup
+	defer func() {
+		cancelBase()
+		bg.Wait()
+	}()
+	if s.nsCache != nil {
+		bg.Go(func() { s.nsCache.run(baseCtx) })
+	}
 	srv := &http.Server{
 		Handler:           s.handler,
 		TLSConfig:         tlsCfg,

@@ -7,6 +7,8 @@ import (
 	"context"
 	"crypto/x509"
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
@@ -42,17 +44,50 @@ func (u Union) Authenticate(r *http.Request) (*request.User, bool, error) {
 
 // X509 authenticates requests by a TLS client certificate that chains to
 // one of Roots: the subject's CommonName is the user, its Organizations the
-// groups (as kube-apiserver's --client-ca-file does).
+// groups (as kube-apiserver's --client-ca-file does). Verified chains are
+// remembered per certificate, so a connection's requests verify once.
 type X509 struct {
 	Roots *x509.CertPool
+
+	mu       sync.Mutex
+	verified map[string]*request.User
 }
 
+// NewX509 returns an X509 authenticator trusting roots.
+func NewX509(roots *x509.CertPool) *X509 {
+	return &X509{Roots: roots}
+}
+
+// maxVerifiedCache bounds the per-certificate cache; it is emptied when
+// full.
+const maxVerifiedCache = 4096
+
 // Authenticate implements Authenticator.
-func (a X509) Authenticate(r *http.Request) (*request.User, bool, error) {
+func (a *X509) Authenticate(r *http.Request) (*request.User, bool, error) {
 	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 || a.Roots == nil {
 		return nil, false, nil
 	}
 	certs := r.TLS.PeerCertificates
+	key := string(certs[0].Signature)
+	a.mu.Lock()
+	u, ok := a.verified[key]
+	a.mu.Unlock()
+	if ok && time.Now().Before(certs[0].NotAfter) {
+		return u, true, nil
+	}
+	u, ok, err := a.verify(certs)
+	if ok {
+		a.mu.Lock()
+		if a.verified == nil || len(a.verified) >= maxVerifiedCache {
+			a.verified = map[string]*request.User{}
+		}
+		a.verified[key] = u
+		a.mu.Unlock()
+	}
+	return u, ok, err
+}
+
+func (a *X509) verify(certs []*x509.Certificate) (*request.User, bool, error) {
 	inter := x509.NewCertPool()
 	for _, c := range certs[1:] {
 		inter.AddCert(c)
