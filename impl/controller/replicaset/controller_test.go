@@ -87,7 +87,9 @@ func TestLoopScalesUpAndDown(t *testing.T) {
 
 	var creates, deletes int
 	close(recorder.Events)
+	var all []string
 	for e := range recorder.Events {
+		all = append(all, e)
 		switch {
 		case strings.Contains(e, EventSuccessfulCreate+" Created pod: web-"):
 			creates++
@@ -96,6 +98,9 @@ func TestLoopScalesUpAndDown(t *testing.T) {
 		}
 	}
 	if creates != 2 || deletes != 2 {
+		for _, e := range all {
+			t.Log(e)
+		}
 		t.Errorf("events: %d creates, %d deletes; want 2 and 2", creates, deletes)
 	}
 	waitFor(t, "goroutines to exit", func() bool { return runtime.NumGoroutine() <= before+2 })

@@ -1,6 +1,7 @@
 // Package fakeapi makes client-go's fake clientset behave like an API server
 // in the few ways controller loop tests depend on: generateName produces a
-// unique name and every created object gets a uid and a creationTimestamp.
+// unique name, every created object gets a uid and a creationTimestamp, and
+// a status update changes only status.
 package fakeapi
 
 import (
@@ -40,6 +41,41 @@ func NewClientset(objs ...runtime.Object) *fake.Clientset {
 			m.SetCreationTimestamp(metav1.Now())
 		}
 		return false, nil, nil
+	})
+	// A status update changes only status, as the status subresource does;
+	// without this a controller's status write from a stale copy would
+	// silently revert a concurrent spec change.
+	c.PrependReactor("update", "*", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		update, ok := action.(k8stesting.UpdateAction)
+		if !ok || action.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		m, err := meta.Accessor(update.GetObject())
+		if err != nil {
+			return false, nil, nil
+		}
+		gvr, ns := action.GetResource(), action.GetNamespace()
+		existing, err := c.Tracker().Get(gvr, ns, m.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		incoming, err := runtime.DefaultUnstructuredConverter.ToUnstructured(update.GetObject())
+		if err != nil {
+			return true, nil, err
+		}
+		merged, err := runtime.DefaultUnstructuredConverter.ToUnstructured(existing)
+		if err != nil {
+			return true, nil, err
+		}
+		merged["status"] = incoming["status"]
+		out := existing.DeepCopyObject()
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(merged, out); err != nil {
+			return true, nil, err
+		}
+		if err := c.Tracker().Update(gvr, out, ns); err != nil {
+			return true, nil, err
+		}
+		return true, out, nil
 	})
 	return c
 }
