@@ -2,7 +2,6 @@ package kubelet
 
 import (
 	"context"
-	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -18,8 +17,15 @@ import (
 
 // harness drives one kubelet synchronously: the test plays the pod source
 // (HandlePod after every change) and the pod worker (sync).
+// fataler is what the harness needs of *testing.T (and *rapid.T).
+type fataler interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
 type harness struct {
-	t      *testing.T
+	t      fataler
 	ctx    context.Context
 	clock  *testingclock.FakeClock
 	client *fake.Clientset
@@ -31,7 +37,7 @@ type harness struct {
 
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
-func newHarness(t *testing.T, mutate func(*Config)) *harness {
+func newHarness(t fataler, mutate func(*Config)) *harness {
 	t.Helper()
 	clk := testingclock.NewFakeClock(t0)
 	rt, err := sim.New(sim.Config{Clock: clk, PodCIDR: "10.244.7.0/24"})

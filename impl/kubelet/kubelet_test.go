@@ -545,3 +545,23 @@ func TestRejectionStatusIsRetried(t *testing.T) {
 		t.Fatalf("after retry: %s %q", got.Status.Phase, got.Status.Reason)
 	}
 }
+
+func TestTerminalPodIsNeverRestarted(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.CPU = resource.MustParse("1") })
+	p := h.create(h.pod("big", withRequests("2", "1Mi")))
+	if got := h.sync(p); got.Status.Phase != v1.PodFailed {
+		t.Fatalf("not rejected: %s", got.Status.Phase)
+	}
+	// KUBELET-5: a new kubelet (which admits nothing it has not seen
+	// rejected) must still not run the Failed pod.
+	h.k = h.newKubelet(func(c *Config) { c.CPU = resource.MustParse("8") })
+	if err := h.k.adoptRuntimeState(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.sync(p); got.Status.Phase != v1.PodFailed || got.Status.Reason != "OutOfcpu" {
+		t.Fatalf("phase %s reason %q after kubelet restart", got.Status.Phase, got.Status.Reason)
+	}
+	if sb, _ := h.rt.Counts(); sb != 0 {
+		t.Fatalf("a Failed pod got a sandbox")
+	}
+}
