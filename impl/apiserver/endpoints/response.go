@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,12 +19,29 @@ import (
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
+// maxPooledBuffer: larger encode buffers are dropped rather than pooled.
+const maxPooledBuffer = 256 << 10
+
 // writeRaw encodes obj with target's serializer and writes it with code.
 // The object's kind must already be set.
 func writeRaw(w http.ResponseWriter, target codec.Target, code int, obj runtime.Object) {
+	if meta.IsListType(obj) {
+		// Lists go straight to the client: no second copy of a large
+		// encoding is kept.
+		w.Header().Set("Content-Type", target.ContentType)
+		w.WriteHeader(code)
+		if err := target.Info.Serializer.Encode(obj, w); err != nil {
+			slog.Debug("writing list response", "err", err)
+		}
+		return
+	}
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
-	defer bufPool.Put(buf)
+	defer func() {
+		if buf.Cap() <= maxPooledBuffer {
+			bufPool.Put(buf)
+		}
+	}()
 	if err := target.Info.Serializer.Encode(obj, buf); err != nil {
 		slog.Error("encoding response", "type", fmt.Sprintf("%T", obj), "err", err)
 		http.Error(w, "failed to encode response", http.StatusInternalServerError)
