@@ -37,6 +37,8 @@ func newRootCommand() *cobra.Command {
 		newControllerManagerCommand,
 		newSchedulerCommand,
 		newKubeletCommand,
+		newModelCommand,
+		newCheckCommand,
 	} {
 		root.AddCommand(newCmd())
 	}
