@@ -205,3 +205,22 @@ func TestApplyRemovesDroppedFields(t *testing.T) {
 		t.Errorf("after apply: labels and data %s", got)
 	}
 }
+
+// TestResourceQuotaTable: the REQUEST and LIMIT columns show the quota's
+// status (used/hard as the quota controller observed them), as upstream's
+// printer does, not its spec.
+func TestResourceQuotaTable(t *testing.T) {
+	t.Parallel()
+	t.Skip("known bug: the ResourceQuota table prints spec.hard where upstream prints status.hard (impl/registry resourceQuotaCells) — see report")
+	ns := createNamespace(t, "quota-table")
+	quota := "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: q\n  namespace: " + ns + "\nspec:\n  hard:\n    pods: \"5\"\n    limits.cpu: \"4\"\n"
+	runIn(t, quota, "create", "-f", "-")
+	// No quota controller has written status yet: nothing to show.
+	if !regexp.MustCompile(`(?m)^q\s+\d+s$`).MatchString(run(t, "get", "quota", "q", "-n", ns)) {
+		t.Errorf("quota without status:\n%s", run(t, "get", "quota", "q", "-n", ns))
+	}
+	run(t, "patch", "quota", "q", "-n", ns, "--subresource=status", "--type=merge", "-p", `{"status":{"hard":{"pods":"10","limits.cpu":"4"},"used":{"pods":"3","limits.cpu":"1"}}}`)
+	if out := run(t, "get", "quota", "q", "-n", ns); !regexp.MustCompile(`(?m)^q\s+pods: 3/10\s+limits.cpu: 1/4\s+\S+$`).MatchString(out) {
+		t.Errorf("quota with status:\n%s", out)
+	}
+}
