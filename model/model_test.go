@@ -173,3 +173,87 @@ func TestApplyAndActionNames(t *testing.T) {
 		t.Fatalf("diff %v", d)
 	}
 }
+
+// bfs explores every reachable state, canonicalising with symmetry or not.
+func bfs(m *Model, symmetry bool) map[string]bool {
+	seen := map[string]bool{}
+	var queue []State
+	add := func(s *State) {
+		var key []byte
+		var c State
+		if symmetry {
+			c, key = m.Canonical(s, nil)
+		} else {
+			c, key = *s, m.Encode(s, nil)
+		}
+		if !seen[string(key)] {
+			seen[string(key)] = true
+			queue = append(queue, c)
+		}
+	}
+	for _, s := range m.Init() {
+		add(&s)
+	}
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		m.Successors(&s, func(_ Action, t *State) { add(t) })
+	}
+	return seen
+}
+
+// The symmetry-reduced search visits exactly one representative of every
+// orbit of the full search: reduction loses no behaviour.
+func TestSymmetryReductionVisitsEveryOrbit(t *testing.T) {
+	for _, set := range []func(*Config){
+		func(c *Config) { c.Replicas, c.Capacity = 2, 2 },
+		func(c *Config) { c.MaxNodeFailures = 1 },
+		func(c *Config) { c.MaxWatchDrops = 1 },
+	} {
+		cfg, err := LoadConfig("Small")
+		if err != nil {
+			t.Fatal(err)
+		}
+		set(&cfg)
+		m, err := New(cfg, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		full := bfs(m, false)
+		reduced := bfs(m, true)
+		orbits := map[string]bool{}
+		for _, s := range allStates(m) {
+			_, key := m.Canonical(&s, nil)
+			orbits[string(key)] = true
+		}
+		if len(orbits) != len(reduced) {
+			t.Fatalf("%+v: %d orbits in the full graph, %d states in the reduced search", cfg, len(orbits), len(reduced))
+		}
+		if len(reduced) >= len(full) {
+			t.Fatalf("no reduction: %d vs %d", len(reduced), len(full))
+		}
+		t.Logf("%d states, %d orbits", len(full), len(reduced))
+	}
+}
+
+// allStates lists every reachable state (no reduction).
+func allStates(m *Model) []State {
+	seen := map[State]bool{}
+	var out []State
+	queue := m.Init()
+	for _, s := range queue {
+		seen[s] = true
+	}
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		out = append(out, s)
+		m.Successors(&s, func(_ Action, t *State) {
+			if !seen[*t] {
+				seen[*t] = true
+				queue = append(queue, *t)
+			}
+		})
+	}
+	return out
+}
