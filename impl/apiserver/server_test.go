@@ -82,8 +82,17 @@ func TestMaxInFlight(t *testing.T) {
 	g := &gate{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	e := newEnv(t, func(c *apiserver.Config) {
 		c.MaxMutatingRequestsInFlight = 1
+		c.MaxRequestsInFlight = 1
 		c.AdmissionMutators = []admission.Mutator{g}
 	})
+	// an open watch does not count against the read-only limit of 1.
+	wctx, wcancel := context.WithCancel(context.Background())
+	defer wcancel()
+	w, err := e.cs.CoreV1().Pods("default").Watch(wctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
 	var wg sync.WaitGroup
 	var first response
 	wg.Add(1)
