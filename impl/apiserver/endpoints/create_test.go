@@ -36,7 +36,6 @@ func (s *collidingStore) Create(_ context.Context, key string, obj, out runtime.
 	return nil
 }
 
-
 type cmStrategy struct{}
 
 func (cmStrategy) Default(runtime.Object)                                           {}
