@@ -41,6 +41,10 @@ type Config struct {
 	Backoff podsync.BackoffConfig
 	// Workers is the number of goroutines syncing pods (4).
 	Workers int
+	// RootDir holds pod directories and their volumes
+	// (<RootDir>/pods/<uid>/volumes/<plugin>/<name>); default
+	// /var/lib/kubelet. Only pods with volumes touch it.
+	RootDir string
 	// PodLogsDir is where the runtime writes container logs
 	// (/var/log/pods/<namespace>_<name>_<uid>/<container>/<n>.log).
 	PodLogsDir string
@@ -108,6 +112,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Workers <= 0 {
 		c.Workers = DefaultWorkers
+	}
+	if c.RootDir == "" {
+		c.RootDir = "/var/lib/kubelet"
 	}
 	if c.PodLogsDir == "" {
 		c.PodLogsDir = "/var/log/pods"

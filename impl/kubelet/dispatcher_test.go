@@ -3,7 +3,9 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"os"
 	goruntime "runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -173,8 +175,16 @@ func benchPod(i, nodes int) *v1.Pod {
 			Containers: []v1.Container{{Name: "c", Image: "nginx:1.27"}}}}
 }
 
-// Benchmark size.
-var benchNodes, benchPods = 100, 3000
+// Benchmark size: 100 nodes and 3,000 pods unless the environment sets
+// KUBELET_BENCH_NODES and KUBELET_BENCH_PODS (e.g. 1000 and 30000).
+var benchNodes, benchPods = envInt("KUBELET_BENCH_NODES", 100), envInt("KUBELET_BENCH_PODS", 3000)
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
 
 // newBenchClient is a plain fake clientset whose watches never overflow:
 // the tracker's own watchers have 100-slot channels that panic when a

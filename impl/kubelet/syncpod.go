@@ -253,6 +253,9 @@ func (k *Kubelet) cleanupPod(ctx context.Context, uid types.UID, rec *podRecord,
 			return fmt.Errorf("removing container %s of pod %s: %w", c.ID, uid, err)
 		}
 	}
+	if err := k.removePodDir(uid); err != nil {
+		return err
+	}
 	k.mu.Lock()
 	if r := k.pods[uid]; r == rec && r.pod == nil {
 		delete(k.pods, uid)
@@ -283,6 +286,11 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 		return err
 	}
 
+	if (a.CreateSandbox || len(a.ContainersToStart) > 0) && len(pod.Spec.Volumes) > 0 {
+		if err := k.setUpVolumes(ctx, pod); err != nil {
+			return err // the pod stays ContainerCreating and is retried
+		}
+	}
 	sandboxID := a.SandboxID
 	sbConfig := sandboxConfig(pod, a.SandboxAttempt, k.cfg.PodLogsDir)
 	if a.CreateSandbox {
@@ -381,7 +389,13 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 	if err != nil {
 		return fail(reasonCreateContainerConfigErr, err)
 	}
-	id, err := k.rt.CreateContainer(ctx, sandboxID, containerConfig(pod, spec, s.Init, s.Attempt, env), sbConfig)
+	mounts, err := k.mounts(pod, spec)
+	if err != nil {
+		return fail(reasonCreateContainerConfigErr, err)
+	}
+	cc := containerConfig(pod, spec, s.Init, s.Attempt, env)
+	cc.Mounts = mounts
+	id, err := k.rt.CreateContainer(ctx, sandboxID, cc, sbConfig)
 	if err != nil {
 		return fail(reasonCreateContainerErr, err)
 	}

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"strconv"
@@ -11,16 +13,59 @@ import (
 // runShell runs a simulated command against a container's file map. It
 // understands: true, false, exit N, echo ARGS [> FILE], cat FILE,
 // touch FILE, rm [-f] FILE, test -e FILE, env, printenv [NAME], and
-// `sh -c "..."` / `/bin/sh -c`
+// `sh -c "..."` / `/bin/sh -c`. cat and test also see mounted files.
 // with commands joined by && or ;. Anything else exits 127 like a shell.
-func runShell(files map[string]string, env []*runtimeapi.KeyValue, argv []string) (string, string, int32) {
-	if len(argv) >= 3 && (argv[0] == "sh" || argv[0] == "/bin/sh" || argv[0] == "bash" || argv[0] == "/bin/bash") && argv[1] == "-c" {
-		return runScript(files, env, argv[2])
-	}
-	return runCommand(files, env, argv)
+// shell is a container's view for the simulated commands: its own files,
+// its environment, and its mounts (read from the host).
+type shell struct {
+	files  map[string]string
+	env    []*runtimeapi.KeyValue
+	mounts []*runtimeapi.Mount
 }
 
-func runScript(files map[string]string, env []*runtimeapi.KeyValue, script string) (string, string, int32) {
+// read returns a file's content: the container's own files first, then
+// files under a mount, read from the mount's host path.
+func (sh *shell) read(path string) (string, bool) {
+	if c, ok := sh.files[path]; ok {
+		return c, true
+	}
+	for _, m := range sh.mounts {
+		mp := strings.TrimSuffix(m.ContainerPath, "/")
+		if path == mp || strings.HasPrefix(path, mp+"/") {
+			b, err := os.ReadFile(filepath.Join(m.HostPath, strings.TrimPrefix(path, mp)))
+			if err == nil {
+				return string(b), true
+			}
+		}
+	}
+	return "", false
+}
+
+// exists reports whether a path exists: an own file or anything (files or
+// directories) under a mount.
+func (sh *shell) exists(path string) bool {
+	if _, ok := sh.files[path]; ok {
+		return true
+	}
+	for _, m := range sh.mounts {
+		mp := strings.TrimSuffix(m.ContainerPath, "/")
+		if path == mp || strings.HasPrefix(path, mp+"/") {
+			if _, err := os.Stat(filepath.Join(m.HostPath, strings.TrimPrefix(path, mp))); err == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func runShell(sh *shell, argv []string) (string, string, int32) {
+	if len(argv) >= 3 && (argv[0] == "sh" || argv[0] == "/bin/sh" || argv[0] == "bash" || argv[0] == "/bin/bash") && argv[1] == "-c" {
+		return runScript(sh, argv[2])
+	}
+	return runCommand(sh, argv)
+}
+
+func runScript(sh *shell, script string) (string, string, int32) {
 	var out, errOut strings.Builder
 	var code int32
 	for _, seq := range strings.Split(script, ";") {
@@ -28,7 +73,7 @@ func runScript(files map[string]string, env []*runtimeapi.KeyValue, script strin
 			if i > 0 && code != 0 {
 				break
 			}
-			o, e, c := runCommand(files, env, strings.Fields(part))
+			o, e, c := runCommand(sh, strings.Fields(part))
 			out.WriteString(o)
 			errOut.WriteString(e)
 			code = c
@@ -37,7 +82,8 @@ func runScript(files map[string]string, env []*runtimeapi.KeyValue, script strin
 	return out.String(), errOut.String(), code
 }
 
-func runCommand(files map[string]string, env []*runtimeapi.KeyValue, argv []string) (string, string, int32) {
+func runCommand(sh *shell, argv []string) (string, string, int32) {
+	files, env := sh.files, sh.env
 	if len(argv) == 0 {
 		return "", "", 0
 	}
@@ -85,7 +131,7 @@ func runCommand(files map[string]string, env []*runtimeapi.KeyValue, argv []stri
 	case "cat":
 		var out strings.Builder
 		for _, f := range args {
-			content, ok := files[f]
+			content, ok := sh.read(f)
 			if !ok {
 				return out.String(), fmt.Sprintf("cat: %s: No such file or directory\n", f), 1
 			}
@@ -109,7 +155,7 @@ func runCommand(files map[string]string, env []*runtimeapi.KeyValue, argv []stri
 		return "", "", 0
 	case "test", "[":
 		if len(args) >= 2 && (args[0] == "-e" || args[0] == "-f") {
-			if _, ok := files[args[1]]; ok {
+			if sh.exists(args[1]) {
 				return "", "", 0
 			}
 			return "", "", 1

@@ -85,6 +85,7 @@ type container struct {
 	reason, message                  string
 	files                            map[string]string
 	env                              []*runtimeapi.KeyValue
+	mounts                           []*runtimeapi.Mount
 	logs                             []runtime.LogLine
 }
 
@@ -344,7 +345,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 		id: r.newID("container"), seq: r.seq, sandboxID: sandboxID, meta: config.Metadata,
 		image: config.Image.Image, imageRef: ref, labels: config.Labels, annotations: config.Annotations,
 		faults: f, state: runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.clock.Now(),
-		env: config.Envs,
+		env: config.Envs, mounts: config.Mounts,
 	}
 	r.containers[c.id] = c
 	return c.id, nil
@@ -568,7 +569,7 @@ func (r *Runtime) ExecSync(ctx context.Context, id string, cmd []string, timeout
 	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		return nil, nil, 0, fmt.Errorf("exec in container %s: container is not running", id)
 	}
-	stdout, stderr, code := runShell(c.files, c.env, cmd)
+	stdout, stderr, code := runShell(&shell{files: c.files, env: c.env, mounts: c.mounts}, cmd)
 	if len(r.execLog) >= maxExecLog {
 		r.execLog = append(r.execLog[:0], r.execLog[1:]...)
 	}

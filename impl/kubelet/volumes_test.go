@@ -1,0 +1,76 @@
+package kubelet
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestVolumesAreMaterializedAndMounted(t *testing.T) {
+	root := t.TempDir()
+	h := newHarness(t, func(c *Config) { c.RootDir = root })
+	p := h.create(h.pod("vols", func(p *v1.Pod) {
+		p.Labels = map[string]string{"tier": "web"}
+		p.Spec.Volumes = []v1.Volume{
+			{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "site"},
+				Items: []v1.KeyToPath{{Key: "index", Path: "html/index.html"}}}}},
+			{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "creds"}}},
+			{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+			{Name: "info", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{Items: []v1.DownwardAPIVolumeFile{
+				{Path: "labels-tier", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels['tier']"}}}}}},
+		}
+		p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{
+			{Name: "cfg", MountPath: "/usr/share/nginx"}, {Name: "sec", MountPath: "/etc/creds"},
+			{Name: "scratch", MountPath: "/tmp/scratch"}, {Name: "info", MountPath: "/etc/podinfo"},
+		}
+	}))
+	h.k.HandlePod(h.get(p))
+	if _, err := h.k.syncPod(h.ctx, p.UID); err == nil || err.Error() != `MountVolume.SetUp failed for volume "cfg" : configmap "site" not found` {
+		t.Fatalf("sync error = %v", err)
+	}
+	got := h.get(p)
+	cs := cstatus(got, "app")
+	if cs.State.Waiting == nil || cs.State.Waiting.Reason != "ContainerCreating" || got.Status.Phase != v1.PodPending {
+		t.Fatalf("without its ConfigMap the pod should wait in ContainerCreating: %+v", cs.State)
+	}
+	if sb, _ := h.rt.Counts(); sb != 0 {
+		t.Fatalf("sandbox created before volumes could be set up")
+	}
+	ctx := h.ctx
+	if _, err := h.client.CoreV1().ConfigMaps("default").Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "site", Namespace: "default"},
+		Data: map[string]string{"index": "<h1>hi</h1>"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.client.CoreV1().Secrets("default").Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "default"},
+		Data: map[string][]byte{"password": []byte("pw")}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got = h.sync(p)
+	if got.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s: %+v", got.Status.Phase, cstatus(got, "app"))
+	}
+	id := strings.TrimPrefix(cstatus(got, "app").ContainerID, "sim://")
+	for path, want := range map[string]string{
+		"/usr/share/nginx/html/index.html": "<h1>hi</h1>", "/etc/creds/password": "pw", "/etc/podinfo/labels-tier": "web",
+	} {
+		out, _, code, err := h.rt.ExecSync(ctx, id, []string{"cat", path}, time.Second)
+		if err != nil || code != 0 || string(out) != want {
+			t.Errorf("cat %s = %q %d %v, want %q", path, out, code, err, want)
+		}
+	}
+	if _, _, code, _ := h.rt.ExecSync(ctx, id, []string{"test", "-e", "/tmp/scratch"}, time.Second); code != 0 {
+		t.Errorf("emptyDir not mounted")
+	}
+	// Once the pod is gone, its directory goes too.
+	if err := h.client.CoreV1().Pods("default").Delete(ctx, "vols", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.sync(p)
+	if _, err := os.Stat(h.k.podDir(p.UID)); !os.IsNotExist(err) {
+		t.Fatalf("pod directory left behind: %v", err)
+	}
+}
