@@ -16,6 +16,12 @@
 // bindings are in flight count it; a failed binding forgets the assumption
 // and requeues the pod); SCHED-3 BindUntainted (TaintToleration filters
 // untolerated NoSchedule and NoExecute taints).
+//
+// Not implemented (compared with kube-scheduler): the Reserve, Permit,
+// PreBind and PostBind extension points and scheduler extenders; the
+// volume, image-locality and dynamic-resource plugins; PodDisruptionBudgets
+// in preemption; PodTopologySpread's cluster-default constraints; per-plugin
+// queueing hints (requeueing uses each plugin's registered cluster events).
 package scheduler
 
 import (
