@@ -324,7 +324,9 @@ func (h *Handler) decode(r *http.Request, body []byte, want schema.GroupVersionK
 	if gvk.GroupVersion() != want.GroupVersion() {
 		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", gvk.GroupVersion(), want.GroupVersion()))
 	}
-	if gvk.Kind != want.Kind || fmt.Sprintf("%T", obj) != fmt.Sprintf("%T", into) {
+	// The decoder fills into when the data's kind is into's; anything else
+	// is a different type.
+	if gvk.Kind != want.Kind || obj != into {
 		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", gvk.Kind, want.Kind))
 	}
 	return obj, warnings, nil
