@@ -21,8 +21,9 @@ import (
 var bindingGR = schema.GroupResource{Resource: "pods/binding"}
 
 // bind serves POST pods/<name>/binding: it sets spec.nodeName of an
-// unbound pod with a compare-and-swap and marks it PodScheduled=True. A pod
-// that is already bound, or being deleted, is a 409 Conflict.
+// unbound pod with a compare-and-swap (STORE-3) and marks it
+// PodScheduled=True. A pod that is already bound, or being deleted, is a
+// 409 Conflict: a pod is bound at most once (SCHED-1).
 func (h *Handler) bind(w http.ResponseWriter, r *http.Request, info *request.Info) error {
 	wo, err := parseWriteOptions(r, "CreateOptions")
 	if err != nil {
