@@ -24,7 +24,8 @@ const (
 	ReasonSchedulerError = v1.PodReasonSchedulerError
 )
 
-// maxMessageLength bounds event notes (the events API rejects > 1 KiB).
+// maxMessageLength bounds event notes (the events API rejects > 1 KiB); the
+// condition message is not truncated.
 const maxMessageLength = 1024
 
 // ScheduleOne pops one pod and tries to schedule it: decide, assume, and
@@ -188,7 +189,7 @@ func (s *Scheduler) failed(ctx context.Context, fwk *fw.Framework, pInfo *fw.Que
 		pInfo.UnschedulablePlugins = nil
 	}
 	s.metrics.ObserveAttempt(result, fwk.ProfileName(), time.Since(start))
-	msg := truncate(err.Error())
+	msg := err.Error()
 	if result == metrics.ResultError {
 		s.log.Info("error scheduling pod; retrying", "pod", podRef(pod), "err", err)
 	} else {
@@ -208,7 +209,7 @@ func (s *Scheduler) failed(ctx context.Context, fwk *fw.Framework, pInfo *fw.Que
 	}
 	s.queue.AddUnschedulableIfNotPresent(pInfo, cycle)
 
-	s.recorders[fwk.ProfileName()].Eventf(current, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", "%s", msg)
+	s.recorders[fwk.ProfileName()].Eventf(current, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", "%s", truncate(msg))
 	if perr := s.patchStatus(ctx, current, reason, msg, nominatedNode); perr != nil && ctx.Err() == nil {
 		s.log.Info("updating pod condition", "pod", podRef(pod), "err", perr)
 	}
