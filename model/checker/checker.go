@@ -194,7 +194,7 @@ func Check(ctx context.Context, m *model.Model, opt Options) (Result, error) {
 				var local []item
 				var localEdges []uint64
 				const chunk = 64
-				for !stop.Load() {
+				for !stop.Load() && ctx.Err() == nil {
 					i := int(next.Add(chunk)) - chunk
 					if i >= len(cur) {
 						break
@@ -252,6 +252,9 @@ func Check(ctx context.Context, m *model.Model, opt Options) (Result, error) {
 			}(w)
 		}
 		wg.Wait()
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
 		for _, e := range levelEdges {
 			if len(e) > 0 {
 				edges = append(edges, e)

@@ -2,8 +2,10 @@ package checker
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubeproof/kubeproof/model"
 )
@@ -183,5 +185,35 @@ func TestDistinctCountMatchesPlainSearch(t *testing.T) {
 		if r.Distinct != int64(len(seen)) {
 			t.Fatalf("%s: checker counts %d states, plain search %d", cfg.Name, r.Distinct, len(seen))
 		}
+	}
+}
+
+func TestCheckStopsWhenCancelled(t *testing.T) {
+	m, err := model.New(small(t, map[string]int{"MaxWatchDrops": 1, "Replicas": 2, "Capacity": 2}), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Check(ctx, m, Options{}); err == nil {
+		t.Fatal("a cancelled check returned no error")
+	}
+}
+
+func TestCheckLeavesNoGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	m, err := model.New(small(t, map[string]int{"MaxCrashes": 1}), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress strings.Builder
+	if _, err := Check(context.Background(), m, Options{Progress: &progress, ProgressInterval: time.Millisecond, Workers: 4}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100 && runtime.NumGoroutine() > before; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Fatalf("%d goroutines left running (before: %d)", n, before)
 	}
 }
