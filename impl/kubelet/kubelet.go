@@ -12,7 +12,10 @@
 // workers over a delaying work queue keyed by pod UID (the "pod workers":
 // one UID is never synced by two workers at once); no goroutine per pod.
 //
-// Restart safety (KUBELET): runtime objects carry io.kubernetes.pod.uid
+// KUBELET-1: HandlePod ignores pods bound to other nodes, and runtime pods
+// whose API pod is gone are killed and removed.
+//
+// Restart safety (KUBELET-2): runtime objects carry io.kubernetes.pod.uid
 // labels; a new kubelet lists them at start, adopts them, and every
 // decision is recomputed from the runtime's current state, so a pod never
 // gets a second ready sandbox and its status (restart counts, start time)

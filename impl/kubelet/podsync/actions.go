@@ -7,14 +7,14 @@
 //
 // Rules enforced here:
 //   - never a second ready sandbox for a pod: a sandbox is created only
-//     when no ready one exists (KUBELET restart safety);
+//     when no ready one exists (KUBELET-2, also across kubelet restarts);
 //   - init containers run one at a time, in order, each to successful
 //     completion before the next starts, and before any app container;
 //   - restartPolicy Always / OnFailure / Never decides restarts, with
 //     CrashLoopBackOff (Base doubling to Max) between restarts;
 //   - a pod that is being deleted, is past activeDeadlineSeconds, or whose
 //     phase is terminal is killed and nothing in it is started again
-//     (a phase never leaves Succeeded/Failed).
+//     (KUBELET-5: a phase never leaves Succeeded/Failed).
 package podsync
 
 import (

@@ -1,8 +1,8 @@
 // Package runtime is the kubelet's view of a container runtime: a small
 // interface modelled on CRI v1 (k8s.io/cri-api runtime/v1), whose message
-// types it reuses as data. Two implementations exist or are planned: sim
-// (an in-process simulation, impl/kubelet/runtime/sim) and cri (a gRPC
-// client for containerd or CRI-O; not written yet).
+// types it reuses as data. Two implementations: sim (an in-process
+// simulation, impl/kubelet/runtime/sim) and cri (a CRI v1 gRPC client for
+// containerd or CRI-O, impl/kubelet/runtime/cri).
 //
 // The kubelet ties runtime objects to pods only through the labels below,
 // so that a restarted kubelet can rebuild its state from ListPodSandbox and

@@ -4,7 +4,8 @@
 // only when it changed, retrying on conflict.
 //
 // Properties enforced here:
-//   - a phase never leaves Succeeded or Failed (KUBELET terminal phase);
+//   - a phase never leaves Succeeded or Failed (KUBELET-5), both here and
+//     in Manager.Write, which refuses such a write;
 //   - a container status never goes from terminated back to running or
 //     waiting once the pod is terminal;
 //   - conditions keep their lastTransitionTime while their status holds.

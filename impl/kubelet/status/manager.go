@@ -21,7 +21,7 @@ import (
 var ErrPodReplaced = errors.New("pod was replaced by another with the same name")
 
 // ErrTerminal is returned when asked to move a terminal pod back to a
-// non-terminal phase (KUBELET terminal phase).
+// non-terminal phase (KUBELET-5).
 var ErrTerminal = errors.New("refusing to move a pod out of a terminal phase")
 
 // Manager writes pod statuses through pods/status.

@@ -5,6 +5,9 @@
 // no goroutine runs per container and thousands of simulated nodes fit in
 // one process. Faults are injected per pod through annotations (see
 // faults.go) or for every pod through Config.DefaultAnnotations.
+//
+// Spec properties: an IP is handed to at most one live sandbox (KUBELET-3)
+// and is released when its sandbox stops or is removed (KUBELET-4).
 package sim
 
 import (
@@ -648,14 +651,4 @@ func (r *Runtime) Counts() (sandboxes, containers int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.sandboxes), len(r.containers)
-}
-
-// sandboxIP is used by tests: the IP of a sandbox.
-func (r *Runtime) sandboxIP(id string) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if s, ok := r.sandboxes[id]; ok {
-		return s.ip.String()
-	}
-	return ""
 }
