@@ -257,3 +257,27 @@ func allStates(m *Model) []State {
 	}
 	return out
 }
+
+func TestPropertyHelpers(t *testing.T) {
+	m := loadSmall(t)
+	s := m.Init()[0]
+	if v := m.ViolatedInvariants(&s); len(v) != 0 {
+		t.Fatalf("initial state violates %v", v)
+	}
+	bad := s
+	bad.Sandboxes[Pod(1, 1, 1)] = 2
+	bad.SandboxNode[Pod(1, 1, 1)] = 1
+	if v := m.ViolatedInvariants(&bad); strings.Join(v, ",") != "KUBELET-1,KUBELET-2" {
+		t.Fatalf("got %v", v)
+	}
+	if v := m.UnmetGoals(&bad); strings.Join(v, ",") != "LIVE-3" {
+		t.Fatalf("got %v", v)
+	}
+	rebound := s
+	rebound.PodState[Pod(1, 1, 1)], rebound.PodNode[Pod(1, 1, 1)] = Live, 1
+	moved := rebound
+	moved.PodNode[Pod(1, 1, 1)] = 2
+	if v := m.ViolatedStepProperties(&rebound, &moved); !strings.Contains(strings.Join(v, ","), "SCHED-1") {
+		t.Fatalf("got %v", v)
+	}
+}

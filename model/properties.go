@@ -351,3 +351,39 @@ func liveNoLeakedSandboxes(m *Model, s *State) bool {
 	}
 	return true
 }
+
+// ViolatedInvariants returns the IDs of the invariants s breaks (all of
+// them, whatever a configuration lists).
+func (m *Model) ViolatedInvariants(s *State) []string {
+	var ids []string
+	for _, p := range Properties {
+		if p.Invariant != nil && !p.Invariant(m, s) {
+			ids = append(ids, p.ID)
+		}
+	}
+	return ids
+}
+
+// ViolatedStepProperties returns the IDs of the step properties the step
+// s -> t breaks.
+func (m *Model) ViolatedStepProperties(s, t *State) []string {
+	var ids []string
+	for _, p := range Properties {
+		if p.Step != nil && !p.Step(m, s, t) {
+			ids = append(ids, p.ID)
+		}
+	}
+	return ids
+}
+
+// UnmetGoals returns the IDs of the liveness goals s does not meet (a
+// converged, fault-free cluster meets them all).
+func (m *Model) UnmetGoals(s *State) []string {
+	var ids []string
+	for _, p := range Properties {
+		if p.Goal != nil && !p.Goal(m, s) {
+			ids = append(ids, p.ID)
+		}
+	}
+	return ids
+}
