@@ -62,6 +62,8 @@ func TestBadInput(t *testing.T) {
 		{"bad json patch", "PATCH", cms + "/a", []byte(`{"op":"add"}`), []string{"Content-Type", "application/json-patch+json"}, 400, metav1.StatusReasonBadRequest, ""},
 		{"bad merge patch", "PATCH", cms + "/a", []byte(`{"data":`), []string{"Content-Type", "application/merge-patch+json"}, 400, metav1.StatusReasonBadRequest, ""},
 		{"patch changes kind", "PATCH", cms + "/a", []byte(`{"kind":"Secret"}`), []string{"Content-Type", "application/merge-patch+json"}, 400, metav1.StatusReasonBadRequest, ""},
+		{"json patch copy bomb", "PATCH", cms + "/a", copyBomb(), []string{"Content-Type", "application/json-patch+json"}, 422, metav1.StatusReasonInvalid, ""},
+		{"too many json patch ops", "PATCH", cms + "/a", manyOps(10001), []string{"Content-Type", "application/json-patch+json"}, 413, metav1.StatusReasonRequestEntityTooLarge, "maximum operations"},
 		{"bad delete body", "DELETE", cms + "/a", []byte(`{"propagationPolicy":`), nil, 400, metav1.StatusReasonBadRequest, ""},
 		{"bad propagation policy", "DELETE", cms + "/a", []byte(`{"propagationPolicy":"Sideways"}`), nil, 422, metav1.StatusReasonInvalid, "propagationPolicy"},
 		{"bad gracePeriodSeconds", "DELETE", cms + "/a?gracePeriodSeconds=soon", nil, nil, 400, metav1.StatusReasonBadRequest, ""},
@@ -104,4 +106,22 @@ func TestBadInput(t *testing.T) {
 	}
 	r := e.do("GET", cms+"?includeObject=Everything", nil, "Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
 	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "includeObject")
+}
+
+// copyBomb doubles a subtree with every operation.
+func copyBomb() []byte {
+	ops := []string{`{"op":"add","path":"/data/x","value":"` + strings.Repeat("y", 1000) + `"}`,
+		`{"op":"add","path":"/metadata/annotations","value":{"a":[]}}`}
+	for range 40 {
+		ops = append(ops, `{"op":"copy","from":"/metadata/annotations/a","path":"/metadata/annotations/a/-"}`)
+	}
+	return []byte("[" + strings.Join(ops, ",") + "]")
+}
+
+func manyOps(n int) []byte {
+	ops := make([]string, n)
+	for i := range ops {
+		ops[i] = `{"op":"test","path":"/kind","value":"ConfigMap"}`
+	}
+	return []byte("[" + strings.Join(ops, ",") + "]")
 }

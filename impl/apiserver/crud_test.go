@@ -230,3 +230,14 @@ func TestFieldValidation(t *testing.T) {
 	r = e.do("PATCH", "/api/v1/namespaces/default/configmaps/fv3?fieldValidation=Strict", []byte(`{"spec":{"x":1}}`), "Content-Type", "application/merge-patch+json")
 	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `strict decoding error: unknown field "spec"`)
 }
+
+func TestYAMLBody(t *testing.T) {
+	e := newEnv(t, nil)
+	body := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yml\ndata:\n  a: b\n")
+	r := e.do("POST", "/api/v1/namespaces/default/configmaps", body, "Content-Type", "application/yaml", "Accept", "application/yaml")
+	if r.code != http.StatusCreated || !strings.Contains(string(r.body), "name: yml") || r.header.Get("Content-Type") != "application/yaml" {
+		t.Fatalf("yaml create: %d %q %s", r.code, r.header.Get("Content-Type"), r.body)
+	}
+	r = e.do("POST", "/api/v1/namespaces/default/configmaps", []byte("a: [b"), "Content-Type", "application/yaml")
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "")
+}

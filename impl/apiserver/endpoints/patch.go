@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -18,6 +19,24 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
+
+// maxJSONPatchOperations bounds a JSON patch's length, as kube-apiserver
+// does.
+const maxJSONPatchOperations = 10000
+
+var copyLimitOnce sync.Once
+
+// limitJSONPatchCopies bounds how much "copy" operations may grow a
+// document (the library's limit is a package setting, unlimited by
+// default): without it, a few hundred copies of a growing subtree exhaust
+// memory.
+func limitJSONPatchCopies() {
+	copyLimitOnce.Do(func() {
+		if jsonpatch.AccumulatedCopySizeLimit == 0 {
+			jsonpatch.AccumulatedCopySizeLimit = 3 << 20
+		}
+	})
+}
 
 var patchTypes = []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType)}
 
@@ -48,6 +67,11 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 		if ops, err = jsonpatch.DecodePatch(body); err != nil {
 			return apierrors.NewBadRequest(err.Error())
 		}
+		if len(ops) > maxJSONPatchOperations {
+			return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
+				"The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(ops)))
+		}
+		limitJSONPatchCopies()
 	} else {
 		var probe map[string]any
 		if err := json.Unmarshal(body, &probe); err != nil {

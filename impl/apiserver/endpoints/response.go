@@ -64,7 +64,7 @@ func WriteStatusError(w http.ResponseWriter, r *http.Request, c *codec.Codecs, s
 	st.Status = metav1.StatusFailure
 	st.Kind, st.APIVersion = "Status", "v1"
 	target, err := c.Negotiate(r, nil, false)
-	if err != nil || target.MediaType == codec.YAML {
+	if err != nil {
 		target, _ = c.Negotiate(jsonOnly, nil, false)
 	}
 	if st.Code == http.StatusTooManyRequests || st.Code == http.StatusGatewayTimeout {

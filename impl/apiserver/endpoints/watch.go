@@ -54,7 +54,6 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, info *request.In
 		ct += ";stream=watch"
 	}
 	w.Header().Set("Content-Type", ct)
-	w.Header().Set("Transfer-Encoding", "chunked")
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
 	if flusher != nil {
