@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -45,6 +46,16 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) (int, error) {
+	// The tests mostly wait on kubectl processes: run more of them at once
+	// than the default (GOMAXPROCS) unless -parallel was given.
+	flag.Parse()
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		if err := flag.Set("test.parallel", "6"); err != nil {
+			return 1, err
+		}
+	}
 	dir, err := os.MkdirTemp("", "kubeproof-e2e-kubectl-")
 	if err != nil {
 		return 1, err
