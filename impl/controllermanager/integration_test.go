@@ -94,7 +94,8 @@ func TestAgainstTheAPIServer(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := controllermanager.DefaultConfig()
-	cfg.LeaderElect = false
+	cfg.LeaderElect = true // through a Lease in kube-system, as kube-controller-manager
+	cfg.Election.Identity = "integration-test"
 	cfg.Controllers = []string{"*", "-" + controllermanager.NodeLifecycle}
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -138,6 +139,10 @@ func TestAgainstTheAPIServer(t *testing.T) {
 	if _, err := deps.Create(ctx, newDeployment("web", 3), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	eventually(t, "the leader-election Lease", func() (bool, error) {
+		l, err := cs.CoordinationV1().Leases("kube-system").Get(ctx, "kube-controller-manager", metav1.GetOptions{})
+		return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == "integration-test", err
+	})
 	eventually(t, "3 available replicas", complete("web", 3))
 	for _, n := range []int32{6, 2} {
 		d, _ := deps.Get(ctx, "web", metav1.GetOptions{})
