@@ -401,6 +401,9 @@ func (m *Model) deploymentScaleUp(s, t *State, d int) bool {
 func (m *Model) ScaleDownTarget(s *State, d, v int) int {
 	spec := int(s.RSReplicas[d][v])
 	if v == int(s.DepVersion[d]) {
+		if m.mutant == MutantDeploymentFlapsReplicas && spec > 0 && spec == int(s.DepReplicas[d]) && m.AvailablePods(s, d, v) == spec {
+			return spec - 1
+		}
 		return min(spec, int(s.DepReplicas[d]))
 	}
 	excess := m.AvailableTotal(s, d) - (int(s.DepReplicas[d]) - m.cfg.MaxUnavailable)

@@ -28,6 +28,7 @@ const (
 	MutantGCNeverDeletesOrphans              = "GCNeverDeletesOrphans"
 	MutantKubeletNeverFinalizesDeletion      = "KubeletNeverFinalizesDeletion"
 	MutantKubeletNeverStopsFailedPods        = "KubeletNeverStopsFailedPods"
+	MutantDeploymentFlapsReplicas            = "DeploymentFlapsReplicas"
 )
 
 // MutantInfo describes one mutant: the action it breaks, how, and the
@@ -64,6 +65,7 @@ var Mutants = []MutantInfo{
 	{MutantGCNeverDeletesOrphans, GCDeletePod, "LIVE-2", "the garbage collector never deletes pods whose owner is gone"},
 	{MutantKubeletNeverFinalizesDeletion, KubeletFinalizePod, "LIVE-2", "the kubelet stops a terminating pod but never deletes the object"},
 	{MutantKubeletNeverStopsFailedPods, KubeletStopPod, "LIVE-3", "the kubelet never stops the sandbox of a Failed pod"},
+	{MutantDeploymentFlapsReplicas, DeploymentScaleDown, "LIVE-1", "the controller scales a fully available ReplicaSet down by one, then up again, forever (a fair cycle)"},
 }
 
 var mutantByName = func() map[string]MutantInfo {

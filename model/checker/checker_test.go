@@ -116,6 +116,7 @@ var mutantConfig = map[string]map[string]int{
 	model.MutantGCNeverDeletesOrphans:              {"MaxDeletes": 1},
 	model.MutantKubeletNeverFinalizesDeletion:      {"MaxDeletes": 1},
 	model.MutantKubeletNeverStopsFailedPods:        {"MaxEvictions": 1},
+	model.MutantDeploymentFlapsReplicas:            {"Replicas": 2, "Capacity": 2, "MaxUnavailable": 1},
 }
 
 func TestEveryMutantIsCaughtWithATrace(t *testing.T) {
@@ -146,6 +147,9 @@ func TestEveryMutantIsCaughtWithATrace(t *testing.T) {
 			out := FormatViolation(m, r.Violation)
 			if len(r.Violation.Trace) < 2 || !strings.Contains(out, "1. ") || !strings.Contains(out, mi.Breaks) {
 				t.Fatalf("trace not readable:\n%s", out)
+			}
+			if mi.Name == model.MutantDeploymentFlapsReplicas && r.Violation.CycleLength == 0 {
+				t.Fatalf("the flapping controller must be caught as a fair cycle:\n%s", out)
 			}
 			t.Logf("\n%s", out)
 		})

@@ -81,27 +81,33 @@ func fairCycles(set *fpSet, edgeChunks [][]uint64, goals []model.Property, nEdge
 	sccs := 0
 	var result *found
 
+	inComp := make([]uint32, n) // component number + 1 of states being examined
+	compNo := uint32(0)
 	examine := func(comp []uint32) {
-		// Non-trivial: more than one state, or a self-loop.
-		inComp := make(map[uint32]bool, len(comp))
-		for _, s := range comp {
-			inComp[s] = true
-		}
-		var taken uint64
-		selfLoop := false
-		for _, s := range comp {
+		// Only non-trivial components matter: more than one state, or a self-loop.
+		if len(comp) == 1 {
+			s := comp[0]
+			self := false
 			for _, e := range all[start[s]:start[s+1]] {
-				_, dst, k := unpackEdge(e)
-				if inComp[dst] {
-					taken |= 1 << k
-					if dst == s {
-						selfLoop = true
-					}
+				if _, dst, _ := unpackEdge(e); dst == s {
+					self = true
 				}
 			}
+			if !self {
+				return
+			}
 		}
-		if len(comp) == 1 && !selfLoop {
-			return
+		compNo++
+		for _, s := range comp {
+			inComp[s] = compNo
+		}
+		var taken uint64
+		for _, s := range comp {
+			for _, e := range all[start[s]:start[s+1]] {
+				if _, dst, k := unpackEdge(e); inComp[dst] == compNo {
+					taken |= 1 << k
+				}
+			}
 		}
 		sccs++
 		var disabledSomewhere uint64

@@ -36,7 +36,11 @@ func WriteViolation(w io.Writer, m *model.Model, v *Violation) {
 			fmt.Fprintf(w, "       %s\n", l)
 		}
 	}
-	if v.Kind == "liveness" {
+	switch {
+	case v.Kind == "liveness" && v.CycleLength > 0:
+		fmt.Fprintf(w, "  ... and from here the system can run forever, fairly (every fair action is taken or disabled now and then),\n"+
+			"      through a strongly connected set of %d states in which %s keeps becoming false.\n", v.CycleLength, p.Name)
+	case v.Kind == "liveness":
 		fmt.Fprintf(w, "  ... and then no fair action is enabled: the system stutters here forever with %s false.\n", p.Name)
 	}
 }
