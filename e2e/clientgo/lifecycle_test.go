@@ -45,6 +45,8 @@ func TestLifecycle(t *testing.T) {
 				{"BadRequests", testBadRequests},
 				{"Protobuf", testProtobuf},
 				{"DeleteCollection", testDeleteCollection},
+				{"NoopWrites", testNoopWrites},
+				{"ScaleSubresource", testScaleSubresource},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					ns := strings.ToLower(tc.name)
@@ -441,5 +443,65 @@ func testDeleteCollection(t *testing.T, _ *cluster.Cluster, cs kubernetes.Interf
 	}
 	if !slices.Equal(left, []string{"cm-1", "cm-3", "cm-5"}) {
 		t.Errorf("left %v", left)
+	}
+}
+
+// testNoopWrites: an update or patch that changes nothing writes nothing:
+// same resourceVersion, no watch event.
+func testNoopWrites(t *testing.T, _ *cluster.Cluster, cs kubernetes.Interface, ns string) {
+	ctx := context.Background()
+	cm := mustCreate(t, cs, ns, configMap("a", map[string]string{"k": "v"}, "1"))
+	w, err := cs.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: cm.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	upd, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
+	if err != nil || upd.ResourceVersion != cm.ResourceVersion {
+		t.Errorf("no-op update: %v, resourceVersion %s -> %s", err, cm.ResourceVersion, upd.ResourceVersion)
+	}
+	p := mustPatch(t, cs, ns, "a", `{"metadata":{"labels":{"k":"v"}}}`)
+	if p.ResourceVersion != cm.ResourceVersion {
+		t.Errorf("no-op patch: resourceVersion %s -> %s", cm.ResourceVersion, p.ResourceVersion)
+	}
+	s := mustCreate(t, cs, ns, configMap("sentinel", nil, "1"))
+	if got := describe(t, nextNonBookmark(t, w)); got != "ADDED sentinel "+s.ResourceVersion {
+		t.Errorf("watch after no-op writes: %q, want only the sentinel", got)
+	}
+}
+
+// testScaleSubresource: GET and UPDATE of deployments/scale and
+// replicasets/scale (autoscaling/v1 Scale with the selector as a string).
+func testScaleSubresource(t *testing.T, _ *cluster.Cluster, cs kubernetes.Interface, ns string) {
+	ctx := context.Background()
+	d, err := cs.AppsV1().Deployments(ns).Create(ctx, simpleDeployment("web"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := cs.AppsV1().Deployments(ns).GetScale(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Spec.Replicas != 1 || sc.Status.Selector != "app=web" || sc.Name != "web" || sc.ResourceVersion != d.ResourceVersion || sc.UID != d.UID {
+		t.Errorf("deployment scale: %+v", sc)
+	}
+	sc.Spec.Replicas = 4
+	out, err := cs.AppsV1().Deployments(ns).UpdateScale(ctx, "web", sc, metav1.UpdateOptions{})
+	if err != nil || out.Spec.Replicas != 4 {
+		t.Fatalf("update scale: %v %+v", err, out)
+	}
+	got, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil || *got.Spec.Replicas != 4 || got.Generation != d.Generation+1 {
+		t.Errorf("after scale: replicas %v generation %d (%v)", got.Spec.Replicas, got.Generation, err)
+	}
+	// A stale scale is a Conflict.
+	sc.Spec.Replicas = 5
+	if _, err := cs.AppsV1().Deployments(ns).UpdateScale(ctx, "web", sc, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+		t.Errorf("stale scale update: %v, want Conflict", err)
+	}
+	sc.Spec.Replicas = -1
+	sc.ResourceVersion = ""
+	if _, err := cs.AppsV1().Deployments(ns).UpdateScale(ctx, "web", sc, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("negative scale: %v, want 422", err)
 	}
 }
