@@ -37,8 +37,11 @@ func (r *Recorder) watcher(ctx context.Context, id int, startRV int64) {
 	for ctx.Err() == nil {
 		if id > 1 && resume < 0 {
 			initial = rnd.IntN(2) == 0
-			if max := r.MaxRV(); !initial && max > startRV {
-				from = strconv.FormatInt(startRV+rnd.Int64N(max-startRV+1), 10)
+			// Random starts stay at or above the last compaction the
+			// scenario made; Probe covers compacted revisions explicitly.
+			low := max(startRV, r.compactedRV())
+			if top := r.MaxRV(); !initial && top > low {
+				from = strconv.FormatInt(low+rnd.Int64N(top-low+1), 10)
 			}
 		}
 		w := r.watchOnce(ctx, id, resume, from, group, initial, int64(1+rnd.IntN(3)))
@@ -161,4 +164,14 @@ func (r *Recorder) Probe(ctx context.Context, rv int64) {
 	r.mu.Unlock()
 	c := &client{r: r, id: r.cfg.Clients + 1, cs: r.clients[0], rnd: rand.New(rand.NewPCG(r.cfg.Seed, 1<<21)), rvs: map[string]int64{}}
 	c.list(ctx, from, "Exact", 0)
+}
+
+func (r *Recorder) compactedRV() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var rv int64
+	for _, c := range r.compactions {
+		rv = max(rv, c.Revision)
+	}
+	return rv
 }
