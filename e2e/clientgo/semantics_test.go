@@ -54,6 +54,7 @@ func TestSemantics(t *testing.T) {
 				{"ConflictAndAlreadyExists", testConflict},
 				{"InvalidCauses", testInvalidCauses},
 				{"PaginationConsistency", testPagination},
+				{"PaginationWithSelector", testPaginationWithSelector},
 				{"WatchUnderConcurrentWrites", testWatchUnderConcurrentWrites},
 				{"ReadYourWrites", testReadYourWrites},
 				{"CompactedResourceVersions", testCompacted},
@@ -841,5 +842,81 @@ func testReadYourWrites(t *testing.T, _ *cluster.Cluster, cs kubernetes.Interfac
 		if err != nil || len(list.Items) != 1 || list.Items[0].ResourceVersion != w.ResourceVersion {
 			t.Fatalf("list after write %d: %v %v, want a at %s", i, err, list.Items, w.ResourceVersion)
 		}
+	}
+}
+
+// testPaginationWithSelector: with a selector, pages may hold fewer items
+// than the limit but together hold exactly the matching objects, and no
+// remainingItemCount is promised (upstream sets it only without selectors).
+func testPaginationWithSelector(t *testing.T, _ *cluster.Cluster, cs kubernetes.Interface, ns string) {
+	ctx := context.Background()
+	var want []string
+	for i := range 20 {
+		labels := map[string]string{"pick": "no"}
+		if i%4 == 0 {
+			labels["pick"] = "yes"
+			want = append(want, fmt.Sprintf("cm-%02d", i))
+		}
+		mustCreate(t, cs, ns, configMap(fmt.Sprintf("cm-%02d", i), labels, "1"))
+	}
+	var got []string
+	opts := metav1.ListOptions{Limit: 2, LabelSelector: "pick=yes"}
+	for pages := 0; ; pages++ {
+		if pages > 20 {
+			t.Fatal("pagination does not end")
+		}
+		page, err := cs.CoreV1().ConfigMaps(ns).List(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Items) > 2 {
+			t.Errorf("page of %d with limit 2", len(page.Items))
+		}
+		if page.RemainingItemCount != nil {
+			t.Errorf("remainingItemCount %d with a label selector", *page.RemainingItemCount)
+		}
+		for _, cm := range page.Items {
+			got = append(got, cm.Name)
+		}
+		if page.Continue == "" {
+			break
+		}
+		opts.Continue = page.Continue
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("paged with selector: %v, want %v", got, want)
+	}
+	// Without a selector, the first page counts what remains.
+	page, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{Limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.RemainingItemCount == nil || *page.RemainingItemCount != 15 || page.Continue == "" {
+		t.Errorf("first page of 5 of 20: remainingItemCount %v continue %q", page.RemainingItemCount, page.Continue)
+	}
+	// A watch-list with a selector sends only matching objects.
+	w, err := cs.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "pick=yes",
+		SendInitialEvents: ptr.To(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var initial []string
+	for {
+		ev := nextEvent(t, w)
+		if ev.Type == watch.Bookmark {
+			if ev.Object.(*corev1.ConfigMap).Annotations[metav1.InitialEventsAnnotationKey] == "true" {
+				break
+			}
+			continue
+		}
+		if ev.Type != watch.Added {
+			t.Fatalf("initial events: %s", describe(t, ev))
+		}
+		initial = append(initial, ev.Object.(*corev1.ConfigMap).Name)
+	}
+	slices.Sort(initial)
+	if !slices.Equal(initial, want) {
+		t.Errorf("watch-list with selector: %v, want %v", initial, want)
 	}
 }
