@@ -169,3 +169,37 @@ func swapPods(s *State, p, q int) {
 	s.SchedView[p], s.SchedView[q] = s.SchedView[q], s.SchedView[p]
 	s.SchedAssumed[p], s.SchedAssumed[q] = s.SchedAssumed[q], s.SchedAssumed[p]
 }
+
+// Decode is the inverse of Encode: it reads the state s was encoded from
+// (the encoding has a fixed length for a configuration, EncodedSize).
+func (m *Model) Decode(b []byte) State {
+	c := &m.cfg
+	var s State
+	i := 0
+	next := func() uint8 { i++; return b[i-1] }
+	for d := 1; d <= c.NumDeployments; d++ {
+		s.DepState[d], s.DepReplicas[d], s.DepVersion[d], s.DepObserved[d] = next(), next(), next(), next() == 1
+		for v := 1; v <= c.NumVersions; v++ {
+			s.RSState[d][v], s.RSReplicas[d][v] = next(), next()
+		}
+	}
+	for _, p := range m.pods {
+		s.PodState[p], s.PodNode[p], s.PodPhase[p], s.PodOwners[p] = next(), next(), next(), next()
+		s.Sandboxes[p], s.SandboxNode[p], s.SandboxIP[p], s.KubeletKnows[p] = next(), next(), next(), next() == 1
+		s.RSCView[p], s.RSCExpect[p], s.SchedView[p], s.SchedAssumed[p] = next(), next(), next(), next()
+	}
+	for n := 1; n <= c.NumNodes; n++ {
+		s.NodeTainted[n], s.KubeletUp[n], s.NodeUp[n] = next() == 1, next() == 1, next() == 1
+	}
+	for ctl := 1; ctl <= NumControllers; ctl++ {
+		s.Up[ctl], s.WatchOK[ctl] = next() == 1, next() == 1
+	}
+	s.Crashes, s.WatchDrops, s.NodeFailures, s.Evictions, s.Scales, s.Deletes = next(), next(), next(), next(), next(), next()
+	return s
+}
+
+// EncodedSize is the length of every encoding of the model's states.
+func (m *Model) EncodedSize() int {
+	var s State
+	return len(m.Encode(&s, nil))
+}

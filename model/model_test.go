@@ -281,3 +281,16 @@ func TestPropertyHelpers(t *testing.T) {
 		t.Fatalf("got %v", v)
 	}
 }
+
+func TestDecodeInvertsEncode(t *testing.T) {
+	m := loadSmall(t)
+	r := rand.New(rand.NewPCG(5, 6))
+	for walk := 0; walk < 20; walk++ {
+		for _, s := range randomWalk(m, r, 40) {
+			enc := m.Encode(&s, nil)
+			if len(enc) != m.EncodedSize() || m.Decode(enc) != s {
+				t.Fatalf("decode(encode(s)) != s for\n%v", m.Summary(&s))
+			}
+		}
+	}
+}

@@ -10,6 +10,7 @@ package checker
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -71,9 +72,23 @@ func (r Result) OK() bool { return r.Violation == nil }
 // ErrTooManyStates is returned when Options.MaxStates is exceeded.
 var ErrTooManyStates = errors.New("state space larger than the configured limit")
 
-type item struct {
-	s  model.State
-	id uint32
+// The frontier is kept encoded: records of the state's encoding followed by
+// its id (4 bytes, little endian), about a third of a State each.
+type frontier struct {
+	buf    []byte
+	stride int
+}
+
+func (f *frontier) push(enc []byte, id uint32) {
+	f.buf = append(f.buf, enc...)
+	f.buf = binary.LittleEndian.AppendUint32(f.buf, id)
+}
+
+func (f *frontier) len() int { return len(f.buf) / f.stride }
+
+func (f *frontier) at(m *model.Model, j int) (model.State, uint32) {
+	r := f.buf[j*f.stride : (j+1)*f.stride]
+	return m.Decode(r[:f.stride-4]), binary.LittleEndian.Uint32(r[f.stride-4:])
 }
 
 type found struct {
@@ -155,14 +170,15 @@ func Check(ctx context.Context, m *model.Model, opt Options) (Result, error) {
 		}
 		return g
 	}
-	var cur []item
+	stride := m.EncodedSize() + 4
+	cur := frontier{stride: stride}
 	buf := make([]byte, 0, 512)
 	for _, s0 := range m.Init() {
 		c, enc := encodeCanonical(&s0, buf)
 		id, isNew := set.insert(fingerprint(enc), noState, goalMask(&c))
 		if isNew {
 			distinct.Add(1)
-			cur = append(cur, item{c, id})
+			cur.push(enc, id)
 			for _, p := range invariants {
 				if !p.Invariant(m, &c) {
 					report(found{kind: "invariant", id: p.ID, from: id})
@@ -176,14 +192,14 @@ func Check(ctx context.Context, m *model.Model, opt Options) (Result, error) {
 	defer stopProgress()
 
 	depth := 0
-	for len(cur) > 0 && !stop.Load() {
+	for cur.len() > 0 && !stop.Load() {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
 		depthNow.Store(int64(depth))
-		queueLen.Store(int64(len(cur)))
+		queueLen.Store(int64(cur.len()))
 		var next atomic.Int64
-		nexts := make([][]item, workers)
+		nexts := make([]frontier, workers)
 		levelEdges := make([][]uint64, workers)
 		var wg sync.WaitGroup
 		for w := 0; w < workers; w++ {
@@ -191,17 +207,17 @@ func Check(ctx context.Context, m *model.Model, opt Options) (Result, error) {
 			go func(w int) {
 				defer wg.Done()
 				buf := make([]byte, 0, 512)
-				var local []item
+				local := frontier{stride: stride}
 				var localEdges []uint64
 				const chunk = 64
 				for !stop.Load() && ctx.Err() == nil {
 					i := int(next.Add(chunk)) - chunk
-					if i >= len(cur) {
+					if i >= cur.len() {
 						break
 					}
-					for j := i; j < min(i+chunk, len(cur)) && !stop.Load(); j++ {
-						it := &cur[j]
-						s := &it.s
+					for j := i; j < min(i+chunk, cur.len()) && !stop.Load(); j++ {
+						state, sid := cur.at(m, j)
+						s := &state
 						fair := false
 						var n int64
 						m.Successors(s, func(a model.Action, t *model.State) {
@@ -211,7 +227,7 @@ func Check(ctx context.Context, m *model.Model, opt Options) (Result, error) {
 							}
 							for _, p := range steps {
 								if !p.Step(m, s, t) {
-									report(found{kind: "step", id: p.ID, from: it.id, action: a, to: *t, hasStep: true})
+									report(found{kind: "step", id: p.ID, from: sid, action: a, to: *t, hasStep: true})
 								}
 							}
 							c, enc := encodeCanonical(t, buf)
@@ -220,9 +236,9 @@ func Check(ctx context.Context, m *model.Model, opt Options) (Result, error) {
 							if res.Liveness {
 								g = goalMask(&c)
 							}
-							id, isNew := set.insert(fingerprint(enc), it.id, g)
+							id, isNew := set.insert(fingerprint(enc), sid, g)
 							if res.Liveness {
-								localEdges = append(localEdges, packEdge(it.id, id, a.Kind))
+								localEdges = append(localEdges, packEdge(sid, id, a.Kind))
 							}
 							if !isNew {
 								return
@@ -230,17 +246,17 @@ func Check(ctx context.Context, m *model.Model, opt Options) (Result, error) {
 							distinct.Add(1)
 							for _, p := range invariants {
 								if !p.Invariant(m, &c) {
-									report(found{kind: "invariant", id: p.ID, from: it.id, action: a, to: *t, hasStep: true})
+									report(found{kind: "invariant", id: p.ID, from: sid, action: a, to: *t, hasStep: true})
 								}
 							}
-							local = append(local, item{c, id})
+							local.push(enc, id) // the encoding of c, the canonical state
 						})
 						trans.Add(n)
 						if res.Liveness && !fair {
 							quiet.Add(1)
 							for _, p := range goals {
 								if !p.Goal(m, s) {
-									report(found{kind: "liveness", id: p.ID, from: it.id})
+									report(found{kind: "liveness", id: p.ID, from: sid})
 								}
 							}
 						}
@@ -260,11 +276,15 @@ func Check(ctx context.Context, m *model.Model, opt Options) (Result, error) {
 				edges = append(edges, e)
 			}
 		}
-		cur = cur[:0:0]
+		total := 0
 		for _, l := range nexts {
-			cur = append(cur, l...)
+			total += len(l.buf)
 		}
-		if len(cur) > 0 {
+		cur = frontier{buf: make([]byte, 0, total), stride: stride}
+		for _, l := range nexts {
+			cur.buf = append(cur.buf, l.buf...)
+		}
+		if cur.len() > 0 {
 			depth++
 		}
 		if opt.MaxStates > 0 && distinct.Load() > opt.MaxStates {

@@ -1,8 +1,6 @@
 package checker
 
 import (
-	"slices"
-
 	"github.com/kubeproof/kubeproof/model"
 )
 
@@ -32,35 +30,43 @@ import (
 // particular instance, never the other way round, so a "holds" answer is
 // sound and a reported cycle is a candidate to read. The component search is
 // Tarjan's algorithm, iterative, over the transitions kept during the
-// search (8 bytes each). Kinds carry no parameters, so the check is the same
+// search (8 bytes each, then 5 in the adjacency arrays). Kinds carry no parameters, so the check is the same
 // on the symmetry-reduced graph (a cycle there lifts to one in the full
 // graph taking the same kinds).
 func fairCycles(set *fpSet, edgeChunks [][]uint64, goals []model.Property, nEdges *int64) (*found, int) {
 	n := set.size()
-	// Compressed adjacency: sort edges by source.
-	var all []uint64
-	for _, c := range edgeChunks {
-		all = append(all, c...)
-	}
-	slices.Sort(all)
-	all = slices.Compact(all)
-	*nEdges = int64(len(all))
+	// Compressed adjacency by source (counting sort; each chunk is released
+	// once copied): dst[start[s]:start[s+1]] and kind[...] are s's edges.
 	start := make([]uint32, n+1)
-	for _, e := range all {
-		src, _, _ := unpackEdge(e)
-		start[src+1]++
+	for _, c := range edgeChunks {
+		for _, e := range c {
+			src, _, _ := unpackEdge(e)
+			start[src+1]++
+		}
 	}
 	for i := 1; i <= n; i++ {
 		start[i] += start[i-1]
 	}
+	total := start[n]
+	*nEdges = int64(total)
+	dsts := make([]uint32, total)
+	kinds := make([]model.Kind, total)
+	fill := make([]uint32, n)
+	copy(fill, start[:n])
 	// enabled[s]: fair kinds enabled in s (it has an edge of that kind).
 	enabled := make([]uint64, n)
-	for _, e := range all {
-		src, _, k := unpackEdge(e)
-		if k.Fair() {
-			enabled[src] |= 1 << k
+	for i, c := range edgeChunks {
+		for _, e := range c {
+			src, dst, k := unpackEdge(e)
+			dsts[fill[src]], kinds[fill[src]] = dst, k
+			fill[src]++
+			if k.Fair() {
+				enabled[src] |= 1 << k
+			}
 		}
+		edgeChunks[i] = nil
 	}
+	fill = nil
 	var fairKinds uint64
 	for _, k := range model.Kinds() {
 		if k.Fair() {
@@ -88,8 +94,8 @@ func fairCycles(set *fpSet, edgeChunks [][]uint64, goals []model.Property, nEdge
 		if len(comp) == 1 {
 			s := comp[0]
 			self := false
-			for _, e := range all[start[s]:start[s+1]] {
-				if _, dst, _ := unpackEdge(e); dst == s {
+			for _, dst := range dsts[start[s]:start[s+1]] {
+				if dst == s {
 					self = true
 				}
 			}
@@ -103,9 +109,9 @@ func fairCycles(set *fpSet, edgeChunks [][]uint64, goals []model.Property, nEdge
 		}
 		var taken uint64
 		for _, s := range comp {
-			for _, e := range all[start[s]:start[s+1]] {
-				if _, dst, k := unpackEdge(e); inComp[dst] == compNo {
-					taken |= 1 << k
+			for i := start[s]; i < start[s+1]; i++ {
+				if inComp[dsts[i]] == compNo {
+					taken |= 1 << kinds[i]
 				}
 			}
 		}
@@ -144,7 +150,7 @@ func fairCycles(set *fpSet, edgeChunks [][]uint64, goals []model.Property, nEdge
 			pos := edgePos[len(edgePos)-1]
 			if pos < start[v+1] {
 				edgePos[len(edgePos)-1]++
-				_, w, _ := unpackEdge(all[pos])
+				w := dsts[pos]
 				if index[w] == unvisited {
 					index[w], low[w] = next, next
 					next++
