@@ -1,9 +1,6 @@
 package model
 
-import (
-	"fmt"
-	"sort"
-)
+import "fmt"
 
 // Model is the specification instantiated with one bounded configuration
 // and, optionally, one deliberately broken action variant (a mutant, see
@@ -249,14 +246,4 @@ func deletePod(t *State, p int) {
 	} else {
 		t.PodState[p] = Deleting
 	}
-}
-
-// sortedKeys returns the keys of a string-keyed map in order.
-func sortedKeys[V any](mp map[string]V) []string {
-	keys := make([]string, 0, len(mp))
-	for k := range mp {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -1,11 +1,12 @@
 // Package checker is an explicit-state model checker for the specification
-// in package model: breadth-first search over fingerprints (64-bit hashes of
-// canonical encodings, 16 bytes a visited state with the parent link),
-// parallel workers, optional symmetry reduction over interchangeable nodes
-// and pod name slots, shortest counterexamples printed action by action with
-// the state difference at each step, and liveness under weak fairness.
-//
-// Liveness method: see liveness.go.
+// in package model: breadth-first search, level by level, by parallel
+// workers; visited states kept as 64-bit fingerprints of their canonical
+// encodings (fpset.go: about 35 bytes a state with the id, parent link and
+// table slack); the frontier kept encoded; optional symmetry reduction over
+// interchangeable nodes, pod name slots and IPs (model.Model.Canonical);
+// shortest counterexamples printed action by action with the state
+// difference at each step (report.go); liveness under weak fairness
+// (liveness.go); and the trace-validation query CanReach (reach.go).
 package checker
 
 import (
