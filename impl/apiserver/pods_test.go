@@ -218,8 +218,8 @@ func TestFinalizersAndPropagation(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: deleted at once: %v", tc.policy, err)
 		}
-		if d.DeletionTimestamp == nil || len(d.Finalizers) != 1 || d.Finalizers[0] != tc.finalizer {
-			t.Fatalf("%s: ts %v finalizers %v", tc.policy, d.DeletionTimestamp, d.Finalizers)
+		if d.DeletionTimestamp == nil || len(d.Finalizers) != 1 || d.Finalizers[0] != tc.finalizer || d.Generation != 2 {
+			t.Fatalf("%s: ts %v finalizers %v generation %d", tc.policy, d.DeletionTimestamp, d.Finalizers, d.Generation)
 		}
 		// the garbage collector's update removing the finalizer removes the object.
 		d.Finalizers = nil

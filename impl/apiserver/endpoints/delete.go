@@ -211,8 +211,13 @@ func (h *Handler) markForDeletion(ctx context.Context, key, name string, opts *m
 			if !pendingFinalizers {
 				return nil, errDeleteNow
 			}
-			if m.GetDeletionTimestamp() == nil {
-				now := metav1.NewTime(h.now().Truncate(time.Second))
+			// kube-apiserver's markAsDeleting: the first mark bumps the
+			// generation; the timestamp only ever moves earlier.
+			now := metav1.NewTime(h.now().Truncate(time.Second))
+			if m.GetDeletionTimestamp() == nil && m.GetGeneration() > 0 {
+				m.SetGeneration(m.GetGeneration() + 1)
+			}
+			if ts := m.GetDeletionTimestamp(); ts == nil || ts.After(now.Time) {
 				m.SetDeletionTimestamp(&now)
 			}
 			zero := int64(0)
