@@ -211,7 +211,6 @@ func TestApplyRemovesDroppedFields(t *testing.T) {
 // printer does, not its spec.
 func TestResourceQuotaTable(t *testing.T) {
 	t.Parallel()
-	t.Skip("known bug: the ResourceQuota table prints spec.hard where upstream prints status.hard (impl/registry resourceQuotaCells) — see report")
 	ns := createNamespace(t, "quota-table")
 	quota := "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: q\n  namespace: " + ns + "\nspec:\n  hard:\n    pods: \"5\"\n    limits.cpu: \"4\"\n"
 	runIn(t, quota, "create", "-f", "-")

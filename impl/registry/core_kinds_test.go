@@ -282,10 +282,14 @@ func TestResourceQuotas(t *testing.T) {
 		t.Errorf("status not cleared on create")
 	}
 	wantErrors(t, r.Strategy.Validate(ctx, rq))
-	rq.Status.Used = corev1.ResourceList{"pods": q("3"), "requests.cpu": q("500m")}
 	rq.CreationTimestamp = metav1.NewTime(testNow.Add(-time.Minute))
+	// Before the quota controller has written status there is nothing to show.
+	assertRow(t, r, rq, "Name,Request,Limit,Age", "compute", "", "", "60s")
+	// The columns show status (used/hard as enforced), not spec.
+	rq.Status.Hard = corev1.ResourceList{"pods": q("20"), "requests.cpu": q("4"), "limits.cpu": q("8"), "limits.memory": q("16Gi")}
+	rq.Status.Used = corev1.ResourceList{"pods": q("3"), "requests.cpu": q("500m")}
 	assertRow(t, r, rq, "Name,Request,Limit,Age", "compute",
-		"pods: 3/10, requests.cpu: 500m/4", "limits.cpu: 0/8, limits.memory: 0/16Gi", "60s")
+		"pods: 3/20, requests.cpu: 500m/4", "limits.cpu: 0/8, limits.memory: 0/16Gi", "60s")
 
 	bad := rq.DeepCopy()
 	bad.Spec.Hard["pods"] = q("-1")

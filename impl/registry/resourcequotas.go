@@ -108,18 +108,20 @@ func validateResourceQuota(q *corev1.ResourceQuota) field.ErrorList {
 	return errs
 }
 
-// resourceQuotaCells renders "name: used/hard" pairs, limits.* resources in
-// the LIMIT column and everything else in REQUEST, sorted by name.
+// resourceQuotaCells renders "name: used/hard" pairs from the quota's status
+// (what the quota controller enforces, as upstream's printer shows it),
+// limits.* resources in the LIMIT column and everything else in REQUEST,
+// sorted by name. A quota nobody has computed status for shows none.
 func resourceQuotaCells(q *corev1.ResourceQuota, now time.Time) []any {
-	names := make([]string, 0, len(q.Spec.Hard))
-	for name := range q.Spec.Hard {
+	names := make([]string, 0, len(q.Status.Hard))
+	for name := range q.Status.Hard {
 		names = append(names, string(name))
 	}
 	sort.Strings(names)
 	var requests, limits []string
 	for _, name := range names {
 		used := q.Status.Used[corev1.ResourceName(name)]
-		hard := q.Spec.Hard[corev1.ResourceName(name)]
+		hard := q.Status.Hard[corev1.ResourceName(name)]
 		cell := fmt.Sprintf("%s: %s/%s", name, used.String(), hard.String())
 		if strings.HasPrefix(name, "limits.") {
 			limits = append(limits, cell)
