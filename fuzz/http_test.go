@@ -96,10 +96,8 @@ var queryKeys = sortedKeys(queryParams)
 func FuzzHTTP(f *testing.F) {
 	s := server(f)
 	for i := range s.discovered {
-		for verb := range 6 {
-			f.Add([]byte{byte(i), byte(verb), 0, 0, 0, 0})
-			f.Add([]byte{byte(i), byte(verb), 2, 1, 3, 0, 1, 2})
-		}
+		f.Add([]byte{byte(i), 0, 0, 0, 0, 0})
+		f.Add([]byte{byte(i), 1, 2, 1, 3, 0, 1, 2})
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		req := s.buildRequest(&input{data: data})

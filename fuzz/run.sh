@@ -38,6 +38,21 @@ if [ ${#targets[@]} -eq 0 ]; then
 	echo "run.sh: no fuzz targets found in $PKG" >&2
 	exit 2
 fi
+# seconds converts go's durations (1h2m3s, 45s) to seconds.
+seconds() {
+	local d=$1 total=0 n
+	while [[ $d =~ ^([0-9]+)([hms])(.*)$ ]]; do
+		n=${BASH_REMATCH[1]}
+		case ${BASH_REMATCH[2]} in
+		h) total=$((total + n * 3600)) ;;
+		m) total=$((total + n * 60)) ;;
+		s) total=$((total + n)) ;;
+		esac
+		d=${BASH_REMATCH[3]}
+	done
+	echo $total
+}
+
 cache=$($GO env GOCACHE)/fuzz/github.com/kubeproof/kubeproof/fuzz
 logdir=$(mktemp -d "${TMPDIR:-/tmp}/kubeproof-fuzz.XXXXXX")
 summary=()
@@ -68,6 +83,12 @@ for t in "${targets[@]}"; do
 				printf '%-20s elapsed %-7s execs %-10s %6s/s  new interesting %-5s corpus %-6s findings 0\n' \
 					"$t" "$elapsed" "$execs" "$rate" "$newint" "$total"
 			fi
+		elif [[ $line =~ elapsed:\ ([0-9hms]+),\ gathering\ baseline\ coverage:\ ([0-9]+/[0-9]+) ]]; then
+			now=$(date +%s)
+			if [ $((now - last)) -ge "$PROGRESS_EVERY" ]; then
+				last=$now
+				printf '%-20s elapsed %-7s gathering baseline coverage %s\n' "$t" "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
+			fi
 		elif [[ $line == *"Failing input written to"* ]]; then
 			printf '%-20s FINDING: %s\n' "$t" "${line#*Failing input written to }"
 		fi
@@ -96,8 +117,9 @@ for t in "${targets[@]}"; do
 	for f in $new; do
 		echo "    finding: $FINDINGS/$t/$f (re-run: go test -run=$t/$f $PKG)"
 	done
+	secs=$(seconds "$elapsed")
 	avg=0
-	if [ "$took" -gt 0 ]; then avg=$((execs / took)); fi
+	if [ "$secs" -gt 0 ]; then avg=$((execs / secs)); fi
 	summary+=("$(printf '| %-18s | %7s | %10s | %7s | %15s | %6s | %8s | %s |' "$t" "$elapsed" "$execs" "$avg" "$newint" "$corpus" "$nfind" "$result")")
 done
 
