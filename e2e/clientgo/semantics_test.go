@@ -47,7 +47,6 @@ func TestSemantics(t *testing.T) {
 					if !mode.watchCache {
 						t.Skip("without the watch cache upstream sends no bookmark before a watch's timeout either")
 					}
-					t.Skip("known bug: the watch cache sends no bookmark 2 s before a watch's timeout as upstream's cacher does (only etcd progress bookmarks, every minute) — see report")
 					testBookmarkBeforeTimeout(t, cs, ns)
 				}},
 				{"WatchList", testWatchList},

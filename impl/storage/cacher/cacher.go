@@ -335,6 +335,16 @@ func (c *Cacher) advanceLocked(rv int64) {
 	}
 }
 
+// requestBookmark gives one watcher a bookmark at the revision the cache
+// has reached. It is queued under the cache lock, behind every event the
+// dispatcher already queued for the watcher, so it never claims a revision
+// whose events the watcher has yet to receive (bookmarkable).
+func (c *Cacher) requestBookmark(w *cacheWatcher) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w.offerBookmark(&cacheEvent{typ: watch.Bookmark, rv: c.rv})
+}
+
 func (c *Cacher) processBookmark(rv int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -135,8 +136,13 @@ func (w *cacheWatcher) run(initial []*cachedObject, initialEnd bool, startRV int
 		}
 		lastRV = ce.rv
 	}
+	bookmarkTimer := w.newBookmarkTimer()
+	defer bookmarkTimer.Stop()
 	for {
 		select {
+		case <-bookmarkTimer.C:
+			w.c.requestBookmark(w)
+			bookmarkTimer.Reset(bookmarkFrequency)
 		case ce, ok := <-w.input:
 			if !ok {
 				return
@@ -167,6 +173,33 @@ func (w *cacheWatcher) run(initial []*cachedObject, initialEnd bool, startRV int
 			return
 		}
 	}
+}
+
+// bookmarkFrequency is how often a watcher that allows bookmarks gets one
+// from the cache, as upstream's cacher does (about once a minute).
+const bookmarkFrequency = time.Minute
+
+// bookmarkBeforeDeadline: a watch with a deadline (the request's
+// timeoutSeconds) gets a bookmark this long before it ends, so the client
+// can resume from a fresh resourceVersion.
+const bookmarkBeforeDeadline = 2 * time.Second
+
+// newBookmarkTimer schedules the watcher's first cache bookmark: shortly
+// before its deadline when that comes first, else after bookmarkFrequency.
+// A watcher that does not allow bookmarks gets a timer that never fires.
+func (w *cacheWatcher) newBookmarkTimer() *time.Timer {
+	if !w.bookmarks {
+		t := time.NewTimer(time.Hour)
+		t.Stop()
+		return t
+	}
+	next := bookmarkFrequency
+	if deadline, ok := w.ctx.Deadline(); ok {
+		if d := time.Until(deadline) - bookmarkBeforeDeadline; d > 0 && d < next {
+			next = d
+		}
+	}
+	return time.NewTimer(next)
 }
 
 func (w *cacheWatcher) send(e watch.Event) bool {
