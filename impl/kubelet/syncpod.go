@@ -64,7 +64,7 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	// Admission, once per pod (not for pods already finished or going away).
 	k.admit(rec, pod)
 	if rec.rejection != nil {
-		return 0, k.finishRejected(ctx, rec, pod, rs)
+		return 0, k.finishRejected(ctx, rec, pod)
 	}
 
 	probeResults, nextProbe := k.runProbes(ctx, rec, pod, rs, now)
@@ -90,7 +90,7 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 		Pod: k.podView(rec, pod), Runtime: rs, Probes: probeResults, Waiting: rec.waiting, Terminal: rec.terminal,
 		PodIsTerminal: podIsTerminal, HostIPs: []string{k.cfg.NodeIP}, RuntimeType: k.rt.Type(), Now: now,
 	})
-	if err := k.writeStatus(ctx, rec, pod, st, rs); err != nil {
+	if err := k.writeStatus(ctx, rec, pod, st); err != nil {
 		return 0, err
 	}
 	if pod.DeletionTimestamp != nil && podIsTerminal {
@@ -180,10 +180,10 @@ func (k *Kubelet) admit(rec *podRecord, pod *v1.Pod) {
 
 // finishRejected writes a rejected pod's Failed status (until it sticks)
 // and deletes the pod finally if it is being deleted.
-func (k *Kubelet) finishRejected(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *podstate.Pod) error {
+func (k *Kubelet) finishRejected(ctx context.Context, rec *podRecord, pod *v1.Pod) error {
 	if !podsync.IsTerminalPhase(pod.Status.Phase) {
 		st := status.Rejected(pod, rec.rejection.Reason, rec.rejection.Message)
-		if err := k.writeStatus(ctx, rec, pod, st, rs); err != nil {
+		if err := k.writeStatus(ctx, rec, pod, st); err != nil {
 			return err
 		}
 	}
@@ -193,7 +193,7 @@ func (k *Kubelet) finishRejected(ctx context.Context, rec *podRecord, pod *v1.Po
 	return nil
 }
 
-func (k *Kubelet) writeStatus(ctx context.Context, rec *podRecord, pod *v1.Pod, st v1.PodStatus, _ *podstate.Pod) error {
+func (k *Kubelet) writeStatus(ctx context.Context, rec *podRecord, pod *v1.Pod, st v1.PodStatus) error {
 	if rec.lastStatus != nil && status.Equal(*rec.lastStatus, st) && status.Equal(pod.Status, st) {
 		return nil
 	}

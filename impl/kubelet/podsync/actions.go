@@ -159,11 +159,11 @@ func ComputePodActions(in Input) Actions {
 
 	// 1. Pods that must stop: deleted, terminal, or past their deadline.
 	if pod.DeletionTimestamp != nil || IsTerminalPhase(pod.Status.Phase) {
-		return killPod(a, rs, GracePeriod(pod))
+		return killPod(a, GracePeriod(pod))
 	}
 	if past, deadline := PastActiveDeadline(pod, now); past {
 		a.Terminal = &Terminal{Phase: v1.PodFailed, Reason: ReasonDeadlineExceeded, Message: MessageDeadlineExceeded}
-		return killPod(a, rs, GracePeriod(pod))
+		return killPod(a, GracePeriod(pod))
 	} else if !deadline.IsZero() {
 		a.RequeueAt = deadline
 	}
@@ -171,7 +171,7 @@ func ComputePodActions(in Input) Actions {
 	sb := rs.LatestSandbox()
 	// 2. Done by restart policy: nothing runs and nothing will restart.
 	if sb != nil && podDone(pod, rs, sb.ID) {
-		return killPod(a, rs, GracePeriod(pod))
+		return killPod(a, GracePeriod(pod))
 	}
 
 	// 3. Sandbox: reuse the newest one if it is ready and the only ready
@@ -181,10 +181,10 @@ func ComputePodActions(in Input) Actions {
 			// The sandbox died under a pod that never restarts: its
 			// containers are gone for good; podDone will see it once
 			// they are all reported exited.
-			return killPod(a, rs, GracePeriod(pod))
+			return killPod(a, GracePeriod(pod))
 		}
 		if sb != nil {
-			a = killPod(a, rs, GracePeriod(pod))
+			a = killPod(a, GracePeriod(pod))
 			a.SandboxAttempt = sb.Attempt + 1
 		}
 		a.CreateSandbox = true
@@ -213,7 +213,7 @@ func ComputePodActions(in Input) Actions {
 		}
 		// Failed (or never properly started) init container.
 		if pod.Spec.RestartPolicy == v1.RestartPolicyNever {
-			return killPod(a, rs, GracePeriod(pod)) // the pod has failed
+			return killPod(a, GracePeriod(pod)) // the pod has failed
 		}
 		a = restartWithBackoff(a, in, i, true, ic.Name, c)
 		return a
@@ -290,7 +290,7 @@ func probeGrace(pod *v1.Pod, c *v1.Container) int64 {
 	return GracePeriod(pod)
 }
 
-func killPod(a Actions, rs *podstate.Pod, grace int64) Actions {
+func killPod(a Actions, grace int64) Actions {
 	a.KillPod = true
 	a.GracePeriod = grace
 	a.ContainersToStart = nil
