@@ -66,16 +66,6 @@ type SchedulingConfig struct {
 	Logger   *slog.Logger
 }
 
-// Progress is a snapshot of a running workload for a live progress line.
-type Progress struct {
-	Workload string
-	Phase    string
-	Done     int
-	Total    int
-	// Rate is Done's increase per second over the last second.
-	Rate float64
-}
-
 // Throughput is scheduler_perf's SchedulingThroughput: pods bound per
 // 1 s window.
 type Throughput struct {
@@ -158,7 +148,7 @@ func RunScheduling(ctx context.Context, cfg SchedulingConfig) (SchedulingResult,
 	}
 	r := &schedulingRun{cfg: cfg, cs: cs, api: api, kubeconfig: kubeconfigPath, res: &res,
 		ns: fmt.Sprintf("bench-sched-%d", time.Now().UnixNano())}
-	r.progress.workload = cfg.Workload.Name
+	r.progress = &progressLine{workload: cfg.Workload.Name}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}}, metav1.CreateOptions{}); err != nil {
 		return res, fmt.Errorf("creating namespace %s: %w", r.ns, err)
 	}
@@ -171,7 +161,7 @@ func RunScheduling(ctx context.Context, cfg SchedulingConfig) (SchedulingResult,
 	}
 	defer stopWatch()
 	if cfg.Progress != nil {
-		done := r.reportProgress(ctx)
+		done := r.progress.report(ctx, cfg.Progress)
 		defer done()
 	}
 	defer r.stopScheduler()
@@ -207,51 +197,7 @@ type schedulingRun struct {
 	measured   bool
 	boundAtMes int64
 	sampler    *throughputSampler
-	progress   progressState
-}
-
-type progressState struct {
-	mu          sync.Mutex
-	workload    string
-	phase       string
-	done, total func() int
-}
-
-func (r *schedulingRun) setPhase(phase string, done, total func() int) {
-	r.progress.mu.Lock()
-	r.progress.phase, r.progress.done, r.progress.total = phase, done, total
-	r.progress.mu.Unlock()
-}
-
-func (r *schedulingRun) reportProgress(ctx context.Context) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		last, lastPhase := 0, ""
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			r.progress.mu.Lock()
-			p := Progress{Workload: r.progress.workload, Phase: r.progress.phase}
-			if r.progress.done != nil {
-				p.Done, p.Total = r.progress.done(), r.progress.total()
-			}
-			r.progress.mu.Unlock()
-			if p.Phase == lastPhase {
-				p.Rate = float64(p.Done - last)
-			}
-			last, lastPhase = p.Done, p.Phase
-			r.cfg.Progress(p)
-		}
-	}()
-	return func() { cancel(); wg.Wait() }
+	progress   *progressLine
 }
 
 // watchPods runs an informer on the benchmark namespace's pods counting
@@ -383,7 +329,7 @@ func (r *schedulingRun) createNodes(ctx context.Context, n int) error {
 	r.nodeSeq += n
 	r.res.Nodes += n
 	var done atomic.Int64
-	r.setPhase("create nodes", func() int { return int(done.Load()) }, func() int { return n })
+	r.progress.setFunc("create nodes", func() int { return int(done.Load()) }, func() int { return n })
 	return parallel(ctx, n, &done, func(ctx context.Context, i int) error {
 		node := r.cfg.Workload.NodeTemplate.DeepCopy()
 		node.Name = fmt.Sprintf("%s%s-%d", node.GenerateName, r.ns, first+i)
@@ -417,7 +363,7 @@ func (r *schedulingRun) createPods(ctx context.Context, n int, phase string) ([]
 	names := make([]string, n)
 	var done atomic.Int64
 	if phase != "" {
-		r.setPhase(phase, func() int { return int(done.Load()) }, func() int { return n })
+		r.progress.setFunc(phase, func() int { return int(done.Load()) }, func() int { return n })
 	}
 	err := parallel(ctx, n, &done, func(ctx context.Context, i int) error {
 		pod := r.cfg.Workload.PodTemplate.DeepCopy()
@@ -439,7 +385,7 @@ func (r *schedulingRun) barrier(ctx context.Context) error {
 	want := int64(len(r.live) + len(r.churnLive))
 	r.mu.Unlock()
 	startBound := r.bound.Load()
-	r.setPhase("scheduling", func() int { return int(r.bound.Load() - startBound) }, func() int { return int(r.unbound.Load() + r.bound.Load() - startBound) })
+	r.progress.setFunc("scheduling", func() int { return int(r.bound.Load() - startBound) }, func() int { return int(r.unbound.Load() + r.bound.Load() - startBound) })
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.BarrierTimeout)
 	defer cancel()
 	t := time.NewTicker(10 * time.Millisecond)
@@ -463,7 +409,7 @@ func (r *schedulingRun) deletePods(ctx context.Context, n int) error {
 	r.live = r.live[n:]
 	r.mu.Unlock()
 	var done atomic.Int64
-	r.setPhase("delete pods", func() int { return int(done.Load()) }, func() int { return n })
+	r.progress.setFunc("delete pods", func() int { return int(done.Load()) }, func() int { return n })
 	return parallel(ctx, n, &done, func(ctx context.Context, i int) error {
 		if err := r.cs.CoreV1().Pods(r.ns).Delete(ctx, victims[i], metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 			return fmt.Errorf("deleting pod %s: %w", victims[i], err)
@@ -477,7 +423,7 @@ func (r *schedulingRun) deletePods(ctx context.Context, n int) error {
 func (r *schedulingRun) churn(ctx context.Context, op ResolvedOp) error {
 	var created atomic.Int64
 	total := int(op.Duration.Seconds() * float64(op.Rate))
-	r.setPhase("churn", func() int { return int(created.Load()) }, func() int { return total })
+	r.progress.setFunc("churn", func() int { return int(created.Load()) }, func() int { return total })
 	t := time.NewTicker(time.Second / time.Duration(op.Rate))
 	defer t.Stop()
 	end := time.After(op.Duration)

@@ -1,0 +1,406 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubeproof/kubeproof/impl/cluster"
+	"github.com/kubeproof/kubeproof/impl/kubelet"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
+)
+
+// maxStartupNodes bounds StartupConfig.Nodes: node i gets pod CIDR
+// 10.(244+i/256).(i%256).0/24, inside 10.244.0.0/14.
+const maxStartupNodes = 1024
+
+// StartupConfig configures RunStartup.
+type StartupConfig struct {
+	// Nodes is the number of simulated nodes (default 10, at most 1024).
+	Nodes int
+	// Pods is the number of pods created (default 20).
+	Pods int
+	// Rate is the pod arrival rate per second (default 100).
+	Rate float64
+	// NodeCPU, NodeMemory and NodeMaxPods are each node's capacity
+	// (defaults 4, 32Gi, 110).
+	NodeCPU, NodeMemory string
+	NodeMaxPods         int64
+	// UnsafeNoFsync turns fsync off in the embedded etcd (tests).
+	UnsafeNoFsync bool
+	// Timeout bounds the wait for nodes to be Ready and for pods to be
+	// Running (default 10 min).
+	Timeout time.Duration
+	// Settle is how long memory is left to settle before each reading
+	// (default 2 s).
+	Settle time.Duration
+	// Progress, if set, is called about once a second.
+	Progress func(Progress)
+	Logger   *slog.Logger
+}
+
+// StartupResult is one pod-startup measurement.
+type StartupResult struct {
+	Nodes   int     `json:"nodes"`
+	Pods    int     `json:"pods"`
+	Rate    float64 `json:"rate"`
+	Running int     `json:"running"`
+	Ready   int     `json:"ready"`
+	// CreateToRunning and CreateToReady run from the moment the create
+	// request was sent to the moment a pod watch first delivered the pod
+	// with phase Running, or with condition Ready=True. (Measured from the
+	// client's clock, because creationTimestamp has 1 s resolution.)
+	CreateToRunning Latencies `json:"createToRunning"`
+	CreateToReady   Latencies `json:"createToReady"`
+	// Memory: live heap after a forced GC, and VmRSS, of the one process
+	// running etcd, the API server, controller manager, scheduler and every
+	// simulated kubelet, read before the nodes start, once every node is
+	// Ready, and once every pod is Running.
+	HeapBefore, HeapAfterNodes, HeapAfterPods uint64
+	RSSBefore, RSSAfterNodes, RSSAfterPods    int64
+	// HeapPerNode = (HeapAfterNodes-HeapBefore)/Nodes and HeapPerPod =
+	// (HeapAfterPods-HeapAfterNodes)/Pods: everything a node or pod costs
+	// the whole process, the API server's watch cache and the other
+	// components' informers included.
+	HeapPerNode float64 `json:"heapPerNode"`
+	HeapPerPod  float64 `json:"heapPerPod"`
+	RSSPerNode  float64 `json:"rssPerNode"`
+	RSSPerPod   float64 `json:"rssPerPod"`
+}
+
+// RunStartup measures pod startup latency with simulated nodes: an
+// in-process control plane (embedded etcd, API server, controller manager,
+// scheduler) and cfg.Nodes simulated kubelets sharing one pod watch (the
+// PodDispatcher) and one client; pods arrive at cfg.Rate per second.
+func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
+	if cfg.Nodes == 0 {
+		cfg.Nodes = 10
+	}
+	if cfg.Pods == 0 {
+		cfg.Pods = 20
+	}
+	if cfg.Rate == 0 {
+		cfg.Rate = 100
+	}
+	if cfg.NodeCPU == "" {
+		cfg.NodeCPU = "4"
+	}
+	if cfg.NodeMemory == "" {
+		cfg.NodeMemory = "32Gi"
+	}
+	if cfg.NodeMaxPods == 0 {
+		cfg.NodeMaxPods = 110
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Minute
+	}
+	if cfg.Settle == 0 {
+		cfg.Settle = 2 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	res := StartupResult{Nodes: cfg.Nodes, Pods: cfg.Pods, Rate: cfg.Rate}
+	if cfg.Nodes > maxStartupNodes {
+		return res, fmt.Errorf("at most %d simulated nodes, %d asked", maxStartupNodes, cfg.Nodes)
+	}
+	cpu, err := resource.ParseQuantity(cfg.NodeCPU)
+	if err != nil {
+		return res, fmt.Errorf("node cpu: %w", err)
+	}
+	mem, err := resource.ParseQuantity(cfg.NodeMemory)
+	if err != nil {
+		return res, fmt.Errorf("node memory: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "kubeproof-bench-startup-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	c, err := cluster.Start(ctx, cluster.Config{
+		DataDir: filepath.Join(dir, "cluster"), BindAddress: "127.0.0.1:0", WatchCache: true, CompactionInterval: -1,
+		UnsafeNoFsync: cfg.UnsafeNoFsync, ControllerManager: true, Scheduler: true, Logger: cfg.Logger,
+	})
+	if err != nil {
+		return res, err
+	}
+	defer c.Stop()
+	cs, err := kubernetes.NewForConfig(APIClientConfig(c.AdminConfig, runtime.ContentTypeProtobuf))
+	if err != nil {
+		return res, err
+	}
+	prog := &progressLine{workload: "startup"}
+	if cfg.Progress != nil {
+		stop := prog.report(ctx, cfg.Progress)
+		defer stop()
+	}
+
+	time.Sleep(cfg.Settle)
+	res.HeapBefore, res.RSSBefore = liveMemory()
+
+	// The simulated nodes: one client and one pod watch for all.
+	kctx, stopKubelets := context.WithCancel(ctx)
+	var kwg sync.WaitGroup
+	defer func() { stopKubelets(); kwg.Wait() }()
+	dispatcher := kubelet.NewPodDispatcher(cs, 0)
+	for i := 0; i < cfg.Nodes; i++ {
+		name := fmt.Sprintf("sim-node-%d", i+1)
+		cidr := fmt.Sprintf("10.%d.%d.0/24", 244+i/256, i%256)
+		rt, err := sim.New(sim.Config{PodCIDR: cidr})
+		if err != nil {
+			return res, fmt.Errorf("runtime of %s: %w", name, err)
+		}
+		k, err := kubelet.New(kctx, cs, kubelet.Config{
+			NodeName: name, PodCIDR: cidr, CPU: cpu, Memory: mem, MaxPods: cfg.NodeMaxPods, ExternalPodSource: true,
+			RootDir: filepath.Join(dir, "kubelet"), PodLogsDir: filepath.Join(dir, "pod-logs"), Workers: 2,
+			Logger: cfg.Logger.With("node", name),
+		}, rt)
+		if err != nil {
+			return res, fmt.Errorf("kubelet %s: %w", name, err)
+		}
+		dispatcher.Add(k)
+		kwg.Add(1)
+		go func() {
+			defer kwg.Done()
+			if err := k.Run(kctx); err != nil && kctx.Err() == nil {
+				cfg.Logger.Error("kubelet stopped", "node", name, "err", err)
+			}
+		}()
+	}
+	kwg.Add(1)
+	go func() {
+		defer kwg.Done()
+		if err := dispatcher.Run(kctx); err != nil {
+			cfg.Logger.Error("pod dispatcher stopped", "err", err)
+		}
+	}()
+	if err := waitNodesReady(ctx, cs, cfg.Nodes, cfg.Timeout, prog); err != nil {
+		return res, err
+	}
+	time.Sleep(cfg.Settle)
+	res.HeapAfterNodes, res.RSSAfterNodes = liveMemory()
+
+	ns := fmt.Sprintf("bench-startup-%d", time.Now().UnixNano())
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return res, fmt.Errorf("creating namespace: %w", err)
+	}
+	tr, stopWatch, err := watchStartup(ctx, cs, ns)
+	if err != nil {
+		return res, err
+	}
+	defer stopWatch()
+	if err := createPodsAtRate(ctx, cs, ns, cfg.Pods, cfg.Rate, tr, prog); err != nil {
+		return res, err
+	}
+	prog.set("wait running", func() int { return int(tr.running.Load()) }, cfg.Pods)
+	deadline := time.Now().Add(cfg.Timeout)
+	for int(tr.running.Load()) < cfg.Pods || int(tr.ready.Load()) < cfg.Pods {
+		if time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	running, ready := tr.results()
+	res.Running, res.Ready = len(running), len(ready)
+	res.CreateToRunning, res.CreateToReady = Summarize(running), Summarize(ready)
+	if res.Running < cfg.Pods {
+		return res, fmt.Errorf("only %d of %d pods Running after %s", res.Running, cfg.Pods, cfg.Timeout)
+	}
+	time.Sleep(cfg.Settle)
+	res.HeapAfterPods, res.RSSAfterPods = liveMemory()
+	res.HeapPerNode = (float64(res.HeapAfterNodes) - float64(res.HeapBefore)) / float64(cfg.Nodes)
+	res.HeapPerPod = (float64(res.HeapAfterPods) - float64(res.HeapAfterNodes)) / float64(cfg.Pods)
+	res.RSSPerNode = float64(res.RSSAfterNodes-res.RSSBefore) / float64(cfg.Nodes)
+	res.RSSPerPod = float64(res.RSSAfterPods-res.RSSAfterNodes) / float64(cfg.Pods)
+	return res, nil
+}
+
+// liveMemory is the live heap after a forced GC, and the process's VmRSS
+// after freed memory was returned to the operating system.
+func liveMemory() (heap uint64, rss int64) {
+	debug.FreeOSMemory() // forces a GC first
+	var ms goruntime.MemStats
+	goruntime.ReadMemStats(&ms)
+	rss, _, _ = processRSS(os.Getpid())
+	return ms.HeapAlloc, rss
+}
+
+func waitNodesReady(ctx context.Context, cs kubernetes.Interface, n int, timeout time.Duration, prog *progressLine) error {
+	var ready atomic.Int64
+	prog.set("nodes ready", func() int { return int(ready.Load()) }, n)
+	deadline := time.Now().Add(timeout)
+	for {
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err == nil {
+			count := 0
+			for _, node := range nodes.Items {
+				for _, cond := range node.Status.Conditions {
+					if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+						count++
+					}
+				}
+			}
+			ready.Store(int64(count))
+			if count >= n {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d nodes Ready after %s (last error: %v)", ready.Load(), n, timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// startupTracker records, per pod, when its create was sent and when the
+// watch first showed it Running and Ready.
+type startupTracker struct {
+	mu             sync.Mutex
+	sent           map[string]time.Time
+	running, ready atomic.Int64
+	runningAt      map[string]time.Time
+	readyAt        map[string]time.Time
+}
+
+func (t *startupTracker) sentAt(name string, at time.Time) {
+	t.mu.Lock()
+	t.sent[name] = at
+	t.mu.Unlock()
+}
+
+func (t *startupTracker) observe(p *corev1.Pod, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.runningAt[p.Name]; !ok && p.Status.Phase == corev1.PodRunning {
+		t.runningAt[p.Name] = at
+		t.running.Add(1)
+	}
+	if _, ok := t.readyAt[p.Name]; !ok {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				t.readyAt[p.Name] = at
+				t.ready.Add(1)
+			}
+		}
+	}
+}
+
+func (t *startupTracker) results() (running, ready []time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name, at := range t.runningAt {
+		if s, ok := t.sent[name]; ok {
+			running = append(running, at.Sub(s))
+		}
+	}
+	for name, at := range t.readyAt {
+		if s, ok := t.sent[name]; ok {
+			ready = append(ready, at.Sub(s))
+		}
+	}
+	return running, ready
+}
+
+func watchStartup(ctx context.Context, cs kubernetes.Interface, ns string) (*startupTracker, func(), error) {
+	tr := &startupTracker{sent: map[string]time.Time{}, runningAt: map[string]time.Time{}, readyAt: map[string]time.Time{}}
+	ctx, cancel := context.WithCancel(ctx)
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
+	inf := factory.Core().V1().Pods().Informer()
+	handle := func(obj any) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			tr.observe(p, time.Now())
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: handle, UpdateFunc: func(_, obj any) { handle(obj) },
+	}); err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		cancel()
+		factory.Shutdown()
+		return nil, nil, errors.New("pod watch did not sync")
+	}
+	return tr, func() { cancel(); factory.Shutdown() }, nil
+}
+
+// createPodsAtRate creates n BenchPods, the i-th sent at start+i/rate by a
+// pool of senders, so that a slow create does not delay the next arrival.
+func createPodsAtRate(ctx context.Context, cs kubernetes.Interface, ns string, n int, rate float64, tr *startupTracker, prog *progressLine) error {
+	var created atomic.Int64
+	prog.set("create pods", func() int { return int(created.Load()) }, n)
+	work := make(chan int)
+	errc := make(chan error, 1)
+	var wg sync.WaitGroup
+	for w := 0; w < 64; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				name := fmt.Sprintf("startup-%d", i)
+				tr.sentAt(name, time.Now())
+				if _, err := cs.CoreV1().Pods(ns).Create(ctx, BenchPod(ns, name), metav1.CreateOptions{}); err != nil {
+					select {
+					case errc <- fmt.Errorf("creating pod %s: %w", name, err):
+					default:
+					}
+					continue
+				}
+				created.Add(1)
+			}
+		}()
+	}
+	start := time.Now()
+	interval := time.Duration(float64(time.Second) / rate)
+loop:
+	for i := 0; i < n; i++ {
+		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+			select {
+			case <-ctx.Done():
+				break loop
+			case <-time.After(d):
+			}
+		}
+		select {
+		case work <- i:
+		case <-ctx.Done():
+			break loop
+		}
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+	}
+	return ctx.Err()
+}
