@@ -87,6 +87,9 @@ type Config struct {
 	// MinRequestTimeout is the base of watches' randomized timeout
 	// (default 30 minutes).
 	MinRequestTimeout time.Duration
+	// RequestTimeout bounds every request but watches (default 60 s, as
+	// kube-apiserver's --request-timeout; negative: none).
+	RequestTimeout time.Duration
 	// MaxRequestBodyBytes limits request bodies (default 3 MiB).
 	MaxRequestBodyBytes int64
 	// ShutdownTimeout bounds graceful shutdown (default 10 s).
@@ -147,6 +150,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MinRequestTimeout == 0 {
 		cfg.MinRequestTimeout = 30 * time.Minute
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = time.Minute
 	}
 	if cfg.MaxRequestBodyBytes == 0 {
 		cfg.MaxRequestBodyBytes = 3 << 20
@@ -216,6 +222,7 @@ func New(cfg Config) (*Server, error) {
 	var h http.Handler = http.HandlerFunc(s.route)
 	h = filters.WithAuthorization(h, codecs, cfg.Authorizer, s.log)
 	h = filters.WithAuthentication(h, codecs, cfg.Authenticator, cfg.Anonymous, publicPaths)
+	h = filters.WithRequestTimeout(h, cfg.RequestTimeout)
 	h = filters.WithMaxInFlight(h, codecs, cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight)
 	h = filters.WithMetrics(h, m)
 	h = filters.WithRequestInfo(h)

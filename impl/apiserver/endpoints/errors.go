@@ -26,6 +26,12 @@ func ToStatusError(err error, gr schema.GroupResource, name string) *apierrors.S
 	if errors.As(err, &st) {
 		return &apierrors.StatusError{ErrStatus: st.Status()}
 	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return apierrors.NewTimeoutError("request did not complete within the allowed duration", 0)
+	}
+	if errors.Is(err, context.Canceled) {
+		return apierrors.NewTimeoutError("request was cancelled", 0)
+	}
 	var sterr *storage.Error
 	if errors.As(err, &sterr) {
 		return storageError(sterr, gr, name)
@@ -47,12 +53,6 @@ func ToStatusError(err error, gr schema.GroupResource, name string) *apierrors.S
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", mbe.Limit))
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return apierrors.NewTimeoutError("request did not complete within the allowed duration", 0)
-	}
-	if errors.Is(err, context.Canceled) {
-		return apierrors.NewTimeoutError("request was cancelled", 0)
 	}
 	return apierrors.NewInternalError(err)
 }

@@ -4,6 +4,7 @@
 package filters
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -87,6 +88,25 @@ func (s *statusRecorder) Flush() {
 }
 
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// WithRequestTimeout bounds every request but watches by d: its context
+// ends then, so storage calls give up and the client gets a timeout
+// Status instead of waiting forever on an unreachable etcd.
+func WithRequestTimeout(next http.Handler, d time.Duration) http.Handler {
+	if d <= 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := request.InfoFrom(r.Context())
+		if info != nil && info.IsLongRunning() {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
 
 // WithMaxInFlight bounds concurrent read-only and mutating requests
 // separately; over the bound a request gets 429 with Retry-After: 1.

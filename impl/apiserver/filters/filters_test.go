@@ -1,8 +1,10 @@
 package filters
 
 import (
+	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
@@ -24,5 +26,20 @@ func TestForbiddenMessages(t *testing.T) {
 		if got.ErrStatus.Message != c.want || got.ErrStatus.Code != 403 {
 			t.Errorf("%s %s:\n got %q\nwant %q", c.method, c.url, got.ErrStatus.Message, c.want)
 		}
+	}
+}
+
+func TestRequestTimeoutSparesWatches(t *testing.T) {
+	var deadlines []bool
+	next := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		_, ok := r.Context().Deadline()
+		deadlines = append(deadlines, ok)
+	})
+	h := WithRequestInfo(WithRequestTimeout(next, time.Minute))
+	for _, url := range []string{"/api/v1/namespaces/a/pods", "/api/v1/namespaces/a/pods?watch=true"} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", url, nil))
+	}
+	if len(deadlines) != 2 || !deadlines[0] || deadlines[1] {
+		t.Fatalf("deadlines (list, watch): %v", deadlines)
 	}
 }
