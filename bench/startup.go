@@ -2,9 +2,9 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -17,9 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubeproof/kubeproof/impl/cluster"
 	"github.com/kubeproof/kubeproof/impl/kubelet"
@@ -148,6 +147,7 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 		return res, err
 	}
 	prog := &progressLine{workload: "startup"}
+	prog.set("settle", func() int { return 0 }, 0)
 	if cfg.Progress != nil {
 		stop := prog.report(ctx, cfg.Progress)
 		defer stop()
@@ -327,29 +327,54 @@ func (t *startupTracker) results() (running, ready []time.Duration) {
 	return running, ready
 }
 
+// watchStartup follows the namespace's pods with a plain watch (no
+// informer: the benchmark keeps no copy of the pods, so its own memory
+// stays out of the per-pod numbers), re-watching from the last
+// resourceVersion when the server ends a watch.
 func watchStartup(ctx context.Context, cs kubernetes.Interface, ns string) (*startupTracker, func(), error) {
 	tr := &startupTracker{sent: map[string]time.Time{}, runningAt: map[string]time.Time{}, readyAt: map[string]time.Time{}}
+	list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing pods: %w", err)
+	}
+	rv := list.ResourceVersion
 	ctx, cancel := context.WithCancel(ctx)
-	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
-	inf := factory.Core().V1().Pods().Informer()
-	handle := func(obj any) {
-		if p, ok := obj.(*corev1.Pod); ok {
-			tr.observe(p, time.Now())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+			if err != nil {
+				select {
+				case <-ctx.Done():
+				case <-time.After(100 * time.Millisecond):
+				}
+				continue
+			}
+			for ev := range w.ResultChan() {
+				p, ok := ev.Object.(*corev1.Pod)
+				if !ok {
+					// A Status error ends this watch. If the
+					// resourceVersion is too old, start over from a list.
+					if st, isStatus := ev.Object.(*metav1.Status); isStatus && st.Code == http.StatusGone {
+						if l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {
+							for i := range l.Items {
+								tr.observe(&l.Items[i], time.Now())
+							}
+							rv = l.ResourceVersion
+						}
+					}
+					continue
+				}
+				rv = p.ResourceVersion
+				if ev.Type == watch.Added || ev.Type == watch.Modified {
+					tr.observe(p, time.Now())
+				}
+			}
+			w.Stop()
 		}
-	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: handle, UpdateFunc: func(_, obj any) { handle(obj) },
-	}); err != nil {
-		cancel()
-		return nil, nil, err
-	}
-	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		cancel()
-		factory.Shutdown()
-		return nil, nil, errors.New("pod watch did not sync")
-	}
-	return tr, func() { cancel(); factory.Shutdown() }, nil
+	}()
+	return tr, func() { cancel(); <-done }, nil
 }
 
 // createPodsAtRate creates n BenchPods, the i-th sent at start+i/rate by a
