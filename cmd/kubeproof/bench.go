@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -30,6 +31,12 @@ func newBenchCommand() *cobra.Command {
 		pods        int
 		outDir      string
 		watchCache  bool
+
+		schedProcess    bool
+		fsyncOff        bool
+		startupNodes    int
+		rate            float64
+		startupDuration time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [WORKLOAD...]",
@@ -42,6 +49,26 @@ Workloads:
                     clients) at each --clients level, next to raw etcd Txn creates/s on the
                     same etcd (in-process, or --etcd-servers with --kubeconfig).
   apiserver-memory  RSS of a separate 'kubeproof apiserver' process after --pods pods.
+  scheduling-basic-500
+                    scheduler_perf SchedulingBasic/500Nodes_1000Pods: nodes and pods are
+                    created first, then the scheduler starts; SchedulingThroughput (pods
+                    bound per 1 s window: Average, Perc50/90/99), attempt latency p50/p99
+                    from the scheduler's histogram, the scheduler's CPU time and RSS.
+  scheduling-basic-5000
+                    the same, SchedulingBasic/5000Nodes_10000Pods.
+  scheduling:NAME   any workload of bench/workloads/*.yaml by name, e.g.
+                    scheduling:TopologySpreading/5000Nodes, scheduling:MixedChurn/5000Nodes
+                    (also SchedulingNodeAffinity/5000Nodes, SchedulingPodAntiAffinity/5000Nodes).
+                    The scheduler runs as a separate 'kubeproof scheduler' process
+                    (--scheduler-process, default) so CPU and RSS are its own; with
+                    --kubeconfig, a scheduler already running there is measured (binding
+                    throughput only).
+  startup           pod startup latency: --startup-nodes simulated nodes in-process
+                    (controller manager, scheduler, one shared pod watch), pods arriving at
+                    --rate per second for --startup-duration; creation→Running/Ready
+                    p50/p99/max and memory per simulated node and per pod.
+  startup-1000x30000
+                    the same with 1,000 nodes and 30,000 pods at --rate (300 s at 100/s).
 
 With no WORKLOAD, runs writes.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -55,6 +82,8 @@ With no WORKLOAD, runs writes.`,
 			machine := bench.ThisMachine()
 			report := map[string]any{"machine": machine}
 			var md bytes.Buffer
+			var schedResults []bench.SchedulingResult
+			var startupResults []bench.StartupResult
 			for _, w := range args {
 				switch w {
 				case "writes":
@@ -79,8 +108,47 @@ With no WORKLOAD, runs writes.`,
 					fmt.Fprintln(&md, "## apiserver-memory")
 					fmt.Fprintf(&md, "| pods | RSS | peak RSS | create time | watch cache |\n|---:|---:|---:|---:|---|\n| %d | %.0f MiB | %.0f MiB | %s | %v |\n",
 						res.Pods, float64(res.RSSBytes)/(1<<20), float64(res.PeakRSSBytes)/(1<<20), res.CreateTime.Round(time.Millisecond), watchCache)
+				case "scheduling-basic-500", "scheduling-basic-5000":
+					name := map[string]string{"scheduling-basic-500": "SchedulingBasic/500Nodes_1000Pods", "scheduling-basic-5000": "SchedulingBasic/5000Nodes_10000Pods"}[w]
+					res, err := runSchedulingWorkload(cmd.Context(), cmd.ErrOrStderr(), name, kubeconfig, schedProcess, fsyncOff)
+					if err != nil {
+						return err
+					}
+					schedResults = append(schedResults, res)
+					report["scheduling"] = schedResults
+					fmt.Fprintln(&md, "## "+w)
+					bench.WriteSchedulingTable(&md, machine, []bench.SchedulingResult{res})
+				case "startup", "startup-1000x30000":
+					if kubeconfig != "" {
+						return fmt.Errorf("%s runs its own simulated nodes in-process; it does not take --kubeconfig", w)
+					}
+					cfg := bench.StartupConfig{Nodes: startupNodes, Rate: rate, Pods: int(rate * startupDuration.Seconds()), UnsafeNoFsync: fsyncOff}
+					if w == "startup-1000x30000" {
+						cfg.Nodes, cfg.Pods = 1000, 30000
+					}
+					cfg.Progress = progressPrinter(cmd.ErrOrStderr())
+					res, err := bench.RunStartup(cmd.Context(), cfg)
+					fmt.Fprintln(cmd.ErrOrStderr())
+					if err != nil {
+						return err
+					}
+					startupResults = append(startupResults, res)
+					report["startup"] = startupResults
+					fmt.Fprintln(&md, "## "+w)
+					bench.WriteStartupTable(&md, machine, []bench.StartupResult{res})
 				default:
-					return fmt.Errorf("unknown workload %q (writes, apiserver-memory)", w)
+					if name, ok := strings.CutPrefix(w, "scheduling:"); ok {
+						res, err := runSchedulingWorkload(cmd.Context(), cmd.ErrOrStderr(), name, kubeconfig, schedProcess, fsyncOff)
+						if err != nil {
+							return err
+						}
+						schedResults = append(schedResults, res)
+						report["scheduling"] = schedResults
+						fmt.Fprintln(&md, "## "+name)
+						bench.WriteSchedulingTable(&md, machine, []bench.SchedulingResult{res})
+						break
+					}
+					return fmt.Errorf("unknown workload %q (writes, apiserver-memory, scheduling-basic-500, scheduling-basic-5000, scheduling:NAME, startup, startup-1000x30000)", w)
 				}
 				fmt.Fprintln(&md)
 			}
@@ -101,7 +169,42 @@ With no WORKLOAD, runs writes.`,
 	fs.IntVar(&pods, "pods", 10000, "Pods of the apiserver-memory workload.")
 	fs.StringVar(&outDir, "out", "", "Directory for results.json and results.md.")
 	fs.BoolVar(&watchCache, "watch-cache", true, "In-process API servers use the watch cache.")
+	fs.BoolVar(&schedProcess, "scheduler-process", true, "Scheduling workloads run the scheduler as a separate 'kubeproof scheduler' process (false: in-process; CPU and RSS are then the whole process's).")
+	fs.BoolVar(&fsyncOff, "unsafe-no-fsync", false, "Scheduling and startup workloads turn fsync off in the embedded etcd.")
+	fs.IntVar(&startupNodes, "startup-nodes", 100, "Simulated nodes of the startup workload.")
+	fs.Float64Var(&rate, "rate", 100, "Pod arrival rate (pods/s) of the startup workloads.")
+	fs.DurationVar(&startupDuration, "startup-duration", 30*time.Second, "How long pods arrive in the startup workload.")
 	return cmd
+}
+
+// runSchedulingWorkload runs the named scheduling workload, against
+// --kubeconfig (whose scheduler is measured) or an in-process control
+// plane with the scheduler in a child process (or in-process).
+func runSchedulingWorkload(ctx context.Context, progress io.Writer, name, kubeconfig string, schedProcess, fsyncOff bool) (bench.SchedulingResult, error) {
+	w, err := bench.SchedulingWorkloadByName(name)
+	if err != nil {
+		return bench.SchedulingResult{}, err
+	}
+	cfg := bench.SchedulingConfig{Workload: w, UnsafeNoFsync: fsyncOff, Progress: progressPrinter(progress)}
+	if kubeconfig != "" {
+		if cfg.API, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
+			return bench.SchedulingResult{}, fmt.Errorf("loading --kubeconfig: %w", err)
+		}
+	} else if schedProcess {
+		if cfg.SchedulerBinary, err = os.Executable(); err != nil {
+			return bench.SchedulingResult{}, err
+		}
+	}
+	res, err := bench.RunScheduling(ctx, cfg)
+	fmt.Fprintln(progress)
+	return res, err
+}
+
+// progressPrinter rewrites one status line on w.
+func progressPrinter(w io.Writer) func(bench.Progress) {
+	return func(p bench.Progress) {
+		fmt.Fprintf(w, "\r\033[K%s | %s | %d/%d | %.0f/s", p.Workload, p.Phase, p.Done, p.Total, p.Rate)
+	}
 }
 
 func runWritesWorkload(ctx context.Context, out io.Writer, kubeconfig string, etcdServers []string, clients []int, d time.Duration, watchCache bool) ([]bench.WriteResult, error) {
