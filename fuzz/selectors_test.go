@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -84,7 +85,8 @@ func FuzzFieldSelector(f *testing.F) {
 }
 
 // FuzzContinueToken: decoding any token never panics and never yields a
-// key outside the listed prefix; encoding a clean key decodes back to it.
+// key outside the listed prefix; encoding a clean UTF-8 key decodes back
+// to it.
 func FuzzContinueToken(f *testing.F) {
 	tok, _ := etcd3.EncodeContinue("/registry/pods/default/a", "/registry/pods/", 5)
 	f.Add(tok, "default/b", int64(7))
@@ -102,7 +104,10 @@ func FuzzContinueToken(f *testing.F) {
 				t.Fatalf("token %q decodes to resourceVersion 0", token)
 			}
 		}
-		if rv == 0 || key == "" || path.Clean("/"+key) != "/"+key {
+		// Keys are built from validated names: clean paths in valid UTF-8
+		// (the token is JSON, which cannot carry other bytes, upstream's
+		// tokens alike).
+		if rv == 0 || key == "" || path.Clean("/"+key) != "/"+key || !utf8.ValidString(key) {
 			return
 		}
 		tok, err := etcd3.EncodeContinue(prefix+key, prefix, rv)
