@@ -36,7 +36,6 @@ func TestLifecycle(t *testing.T) {
 			}{
 				{"Finalizers", testFinalizers},
 				{"FinalizerMarkBumpsGeneration", func(t *testing.T, _ *cluster.Cluster, cs kubernetes.Interface, ns string) {
-					t.Skip("known bug: marking an object with finalizers for deletion does not bump metadata.generation as upstream's markAsDeleting does — see report")
 					testFinalizerMarkBumpsGeneration(t, cs, ns)
 				}},
 				{"BindingAndNodeNameWatch", testBinding},

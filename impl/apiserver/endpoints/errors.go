@@ -72,14 +72,21 @@ func storageError(e *storage.Error, gr schema.GroupResource, name string) *apier
 		}
 		return apierrors.NewConflict(gr, name, errors.New(msg))
 	case storage.ErrCodeExpired:
+		// The store words its messages as Kubernetes does ("too old
+		// resource version: 5 (10)", "The resourceVersion for the provided
+		// list is too old."); only a bare error gets the generic one.
 		msg := e.Message
 		if msg == "" {
 			msg = "too old resource version"
+			if e.ResourceVersion != 0 {
+				msg = fmt.Sprintf("%s: %d", msg, e.ResourceVersion)
+			}
 		}
-		if e.ResourceVersion != 0 && !strings.Contains(msg, "(") {
-			msg = fmt.Sprintf("%s: %d", msg, e.ResourceVersion)
-		}
-		return apierrors.NewResourceExpired(msg)
+		se := apierrors.NewResourceExpired(msg)
+		// An expired continue token comes with one that continues at the
+		// latest revision, which kube-apiserver returns in the Status.
+		se.ErrStatus.ListMeta.Continue = e.Continue
+		return se
 	case storage.ErrCodeTooLargeResourceVersion:
 		se := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d", e.ResourceVersion), 1)
 		se.ErrStatus.Details.Causes = []metav1.StatusCause{{
@@ -87,6 +94,9 @@ func storageError(e *storage.Error, gr schema.GroupResource, name string) *apier
 		}}
 		return se
 	case storage.ErrCodeInvalidArgument:
+		if e.Message != "" {
+			return apierrors.NewBadRequest(e.Message)
+		}
 		return apierrors.NewBadRequest(e.Error())
 	case storage.ErrCodeUnreachable:
 		return apierrors.NewServerTimeout(gr, "get", 2)
