@@ -23,6 +23,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 
 	"github.com/kubeproof/kubeproof/impl/controller/workloop"
 )
@@ -73,6 +74,7 @@ type Controller struct {
 	lister    corelisters.NamespaceLister
 	synced    cache.InformerSynced
 	queue     workqueue.TypedRateLimitingInterface[string]
+	clock     clock.PassiveClock
 	// RecheckAfter is how long to wait before looking again at a namespace
 	// whose content is still going away.
 	RecheckAfter time.Duration
@@ -86,6 +88,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, dc discovery.Discov
 		synced:       nsInformer.Informer().HasSynced,
 		queue:        workloop.NewQueue("namespace"),
 		RecheckAfter: 2 * time.Second,
+		clock:        clock.RealClock{},
 	}
 	enqueue := func(obj any) {
 		if ns, ok := obj.(*corev1.Namespace); ok && ns.DeletionTimestamp != nil {
@@ -131,13 +134,22 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	if Decide(ns, -1) == Nothing {
 		return nil
 	}
-	remaining, err := c.deleteAllContent(ctx, name)
+	content, err := c.deleteAllContent(ctx, name)
+	if conds := Conditions(ns.Status.Conditions, content, c.clock.Now()); conds != nil {
+		next := ns.DeepCopy()
+		next.Status.Conditions = conds
+		if updated, uerr := c.client.CoreV1().Namespaces().UpdateStatus(ctx, next, metav1.UpdateOptions{}); uerr == nil {
+			ns = updated
+		} else if !apierrors.IsNotFound(uerr) {
+			slog.Debug("namespace: could not update conditions", "namespace", name, "err", uerr)
+		}
+	}
 	if err != nil {
 		return err
 	}
-	switch Decide(ns, remaining) {
+	switch Decide(ns, content.Total) {
 	case DeleteContent:
-		slog.Debug("namespace content remaining", "namespace", name, "objects", remaining)
+		slog.Debug("namespace content remaining", "namespace", name, "objects", content.Total)
 		c.queue.AddAfter(name, c.RecheckAfter)
 		return nil
 	case Finalize:
@@ -180,10 +192,12 @@ func (c *Controller) namespacedResources() ([]schema.GroupVersionResource, error
 // or one by one where that is not supported) and returns how many objects a
 // listing afterwards still finds (objects with finalizers or a grace period
 // stay until they are really gone).
-func (c *Controller) deleteAllContent(ctx context.Context, ns string) (int, error) {
+func (c *Controller) deleteAllContent(ctx context.Context, ns string) (Content, error) {
+	content := Content{Remaining: map[string]int{}, Finalizers: map[string]int{}}
 	gvrs, discErr := c.namespacedResources()
+	content.DiscoveryErr = discErr
 	if discErr != nil && len(gvrs) == 0 {
-		return 0, discErr
+		return content, discErr
 	}
 	background := metav1.DeletePropagationBackground
 	opts := metav1.DeleteOptions{PropagationPolicy: &background}
@@ -202,7 +216,13 @@ func (c *Controller) deleteAllContent(ctx context.Context, ns string) (int, erro
 			continue
 		}
 		remaining += len(list.Items)
+		if len(list.Items) > 0 {
+			content.Remaining[gvr.GroupResource().String()] += len(list.Items)
+		}
 		for _, item := range list.Items {
+			for _, f := range item.GetFinalizers() {
+				content.Finalizers[f]++
+			}
 			if item.GetDeletionTimestamp() != nil {
 				continue // going away (grace period or finalizers)
 			}
@@ -211,10 +231,12 @@ func (c *Controller) deleteAllContent(ctx context.Context, ns string) (int, erro
 			}
 		}
 	}
+	content.Total = remaining
+	content.DeleteErr = errors.Join(errs...)
 	if discErr != nil {
 		errs = append(errs, discErr)
 	}
-	return remaining, errors.Join(errs...)
+	return content, errors.Join(errs...)
 }
 
 // finalize removes the kubernetes finalizer through the finalize subresource.

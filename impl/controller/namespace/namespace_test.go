@@ -102,6 +102,19 @@ func TestLoopEmptiesThenFinalizes(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("namespace never finalized")
 	}
+	got, err := client.CoreV1().Namespaces().Get(ctx, "doomed", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var remaining *corev1.NamespaceCondition
+	for i := range got.Status.Conditions {
+		if got.Status.Conditions[i].Type == corev1.NamespaceContentRemaining {
+			remaining = &got.Status.Conditions[i]
+		}
+	}
+	if remaining == nil || remaining.Status != corev1.ConditionFalse || remaining.Reason != "ContentRemoved" {
+		t.Fatalf("NamespaceContentRemaining condition %+v", remaining)
+	}
 	for _, gvr := range []schema.GroupVersionResource{podsGVR, cmGVR} {
 		list, err := dyn.Resource(gvr).Namespace("doomed").List(ctx, metav1.ListOptions{})
 		if err != nil || len(list.Items) != 0 {
@@ -120,5 +133,27 @@ func TestLoopEmptiesThenFinalizes(t *testing.T) {
 	}
 	if goruntime.NumGoroutine() > before+2 {
 		t.Fatal("goroutines leaked")
+	}
+}
+
+func TestConditions(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := Conditions(nil, Content{Total: 3, Remaining: map[string]int{"pods": 2, "configmaps": 1}, Finalizers: map[string]int{"example.com/hold": 1}}, now)
+	if len(c) != 4 {
+		t.Fatalf("conditions %+v", c)
+	}
+	if c[2].Type != corev1.NamespaceContentRemaining || c[2].Status != corev1.ConditionTrue ||
+		c[2].Message != "Some resources are remaining: configmaps has 1 resource instances, pods has 2 resource instances" {
+		t.Fatalf("content remaining %+v", c[2])
+	}
+	if c[3].Reason != "SomeFinalizersRemain" || c[0].Reason != "ResourcesDiscovered" || c[1].Reason != "ContentDeleted" {
+		t.Fatalf("conditions %+v", c)
+	}
+	if again := Conditions(c, Content{Total: 3, Remaining: map[string]int{"pods": 2, "configmaps": 1}, Finalizers: map[string]int{"example.com/hold": 1}}, now.Add(time.Minute)); again != nil {
+		t.Fatal("unchanged content must not rewrite conditions")
+	}
+	done := Conditions(c, Content{Remaining: map[string]int{}, Finalizers: map[string]int{}}, now.Add(time.Minute))
+	if done[2].Status != corev1.ConditionFalse || done[2].Reason != "ContentRemoved" || !done[2].LastTransitionTime.Time.Equal(now.Add(time.Minute)) {
+		t.Fatalf("after removal %+v", done[2])
 	}
 }
