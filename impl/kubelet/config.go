@@ -18,6 +18,9 @@ type Config struct {
 	// NodeIP is reported as the node's InternalIP and the pods' hostIP
 	// (default 127.0.0.1).
 	NodeIP string
+	// Port is the kubelet API's port, reported in
+	// status.daemonEndpoints.kubeletEndpoint (default KubeletPort).
+	Port int32
 	// PodCIDR is written to node.spec.podCIDR when set.
 	PodCIDR string
 	// Capacity of the node; allocatable equals capacity (no reservations).
@@ -89,6 +92,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.EphemeralStorage.IsZero() {
 		c.EphemeralStorage = resource.MustParse("100Gi")
+	}
+	if c.Port == 0 {
+		c.Port = KubeletPort
 	}
 	if c.MaxPods == 0 {
 		c.MaxPods = DefaultMaxPods

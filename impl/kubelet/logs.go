@@ -13,19 +13,10 @@ import (
 // `kubectl logs [-p]` shows). An empty container name means the pod's only
 // container. Errors read like upstream's.
 func (k *Kubelet) ContainerLogs(ctx context.Context, namespace, name, container string, previous bool, opts runtime.LogOptions) ([]runtime.LogLine, error) {
-	k.mu.Lock()
-	var rec *podRecord
-	for _, r := range k.pods {
-		if p := r.pod; p != nil && p.Namespace == namespace && p.Name == name {
-			rec = r
-			break
-		}
-	}
-	k.mu.Unlock()
-	if rec == nil {
+	pod, ok := k.GetPodByName(namespace, name) // rec.pod is read under k.mu
+	if !ok {
 		return nil, fmt.Errorf("pod %q not found on node %s", namespace+"/"+name, k.cfg.NodeName)
 	}
-	pod := rec.pod
 	init := false
 	if container == "" {
 		if len(pod.Spec.Containers) != 1 {

@@ -62,7 +62,7 @@ func NodeStatus(cfg *Config, old *v1.NodeStatus, runtimeVersion string, runtimeE
 			{Type: v1.NodeInternalIP, Address: cfg.NodeIP},
 			{Type: v1.NodeHostName, Address: cfg.NodeName},
 		},
-		DaemonEndpoints: v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: KubeletPort}},
+		DaemonEndpoints: v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: cfg.Port}},
 		NodeInfo: v1.NodeSystemInfo{
 			MachineID: cfg.NodeName, SystemUUID: cfg.NodeName, BootID: cfg.NodeName,
 			KernelVersion: "kubeproof", OSImage: "kubeproof simulated node",

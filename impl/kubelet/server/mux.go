@@ -1,0 +1,215 @@
+// Package server is the kubelet API: the HTTPS endpoints the API server
+// proxies pods/log, pods/exec and nodes/proxy to.
+//
+//	GET  /healthz                                  "ok"
+//	GET  /metrics                                  Prometheus metrics
+//	GET  /containerLogs/{namespace}/{pod}/{container}
+//	     ?follow&previous&timestamps&tailLines&sinceSeconds&sinceTime&limitBytes
+//	GET|POST /exec/{namespace}/{pod}/{container}?command=...&stdout=1&stderr=1
+//	     upgraded to WebSocket (v5.channel.k8s.io, v4.channel.k8s.io) or
+//	     SPDY/3.1 (v4.channel.k8s.io), as kubectl and client-go's
+//	     remotecommand executors speak them
+//
+// One Mux serves any number of kubelets: `kubeproof up` runs all its
+// simulated kubelets in one process and registers them all with one Mux
+// behind one HTTPS port; a request for a pod goes to the kubelet that runs
+// it. The standalone `kubeproof kubelet` registers just itself.
+//
+// Exec is non-interactive: the command runs through the runtime's ExecSync
+// and its output, then its exit status (a metav1.Status on the error
+// stream, reason NonZeroExitCode with an ExitCode cause, as upstream), are
+// sent back. Requests for stdin or a TTY are refused with 400.
+//
+// Authentication is TLS client certificates only (see TLSConfig): with a
+// client CA every request must present a certificate it signed (the API
+// server's kubelet client certificate), and any such client may use every
+// endpoint; without one the API is open. There is no webhook authorization
+// (upstream's SubjectAccessReview against nodes/proxy).
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+)
+
+// Kubelet is what the API needs from a kubelet; *kubelet.Kubelet
+// implements it.
+type Kubelet interface {
+	NodeName() string
+	// GetPodByName returns the pod as the kubelet knows it (read-only).
+	GetPodByName(namespace, name string) (*v1.Pod, bool)
+	ContainerLogs(ctx context.Context, namespace, pod, container string, previous bool, opts runtime.LogOptions) ([]runtime.LogLine, error)
+	// ContainerRunning reports whether the container's latest instance runs.
+	ContainerRunning(ctx context.Context, namespace, pod, container string) bool
+	ExecInContainer(ctx context.Context, namespace, pod, container string, cmd []string, timeout time.Duration) (stdout, stderr []byte, exitCode int32, err error)
+	RunningPods() int
+}
+
+// Options configure a Mux. Zero fields take defaults.
+type Options struct {
+	// FollowPollInterval is how often a followed log is checked for new
+	// lines (250 ms).
+	FollowPollInterval time.Duration
+	// StreamCreationTimeout bounds how long exec waits for the client's
+	// SPDY streams (30 s, upstream's default).
+	StreamCreationTimeout time.Duration
+	Logger                *slog.Logger
+}
+
+// Mux is the kubelet API's http.Handler for a set of kubelets.
+type Mux struct {
+	opts     Options
+	log      *slog.Logger
+	registry *prometheus.Registry
+	requests *prometheus.CounterVec
+
+	mu       sync.RWMutex
+	kubelets map[string]Kubelet // by node name
+}
+
+// NewMux returns a Mux serving no kubelet yet.
+func NewMux(opts Options) *Mux {
+	if opts.FollowPollInterval <= 0 {
+		opts.FollowPollInterval = 250 * time.Millisecond
+	}
+	if opts.StreamCreationTimeout <= 0 {
+		opts.StreamCreationTimeout = 30 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Mux{opts: opts, log: opts.Logger, kubelets: map[string]Kubelet{}, registry: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: "kubelet", Name: "http_requests_total",
+		Help: "Number of HTTP requests received by the kubelet API, by method and path (its first segment).",
+	}, []string{"method", "path"})
+	m.registry.MustRegister(m.requests, runningPodsCollector{m})
+	return m
+}
+
+// Add registers k; requests for its pods go to it.
+func (m *Mux) Add(k Kubelet) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.kubelets[k.NodeName()] = k
+}
+
+// Remove unregisters the kubelet of a node.
+func (m *Mux) Remove(nodeName string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.kubelets, nodeName)
+}
+
+// kubeletFor returns the kubelet running namespace/name and the pod. If
+// several do (a pod recreated under the same name on another node while
+// the old one terminates), the one whose pod is not being deleted wins.
+func (m *Mux) kubeletFor(namespace, name string) (Kubelet, *v1.Pod, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var found Kubelet
+	var foundPod *v1.Pod
+	for _, k := range m.kubelets {
+		p, ok := k.GetPodByName(namespace, name)
+		if !ok {
+			continue
+		}
+		if p.DeletionTimestamp == nil {
+			return k, p, true
+		}
+		found, foundPod = k, p
+	}
+	return found, foundPod, found != nil
+}
+
+// ServeHTTP implements http.Handler.
+func (m *Mux) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	m.requests.WithLabelValues(req.Method, parts[0]).Inc()
+	switch parts[0] {
+	case "healthz":
+		if len(parts) > 1 {
+			break
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok"))
+		return
+	case "metrics":
+		if len(parts) > 1 {
+			break
+		}
+		promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}).ServeHTTP(w, req)
+		return
+	case "containerLogs":
+		if req.Method != http.MethodGet {
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		if len(parts) != 4 {
+			http.Error(w, "path must be /containerLogs/{namespace}/{pod}/{container}", http.StatusBadRequest)
+			return
+		}
+		m.serveContainerLogs(w, req, parts[1], parts[2], parts[3])
+		return
+	case "exec":
+		if req.Method != http.MethodGet && req.Method != http.MethodPost {
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		if len(parts) != 4 {
+			http.Error(w, "path must be /exec/{namespace}/{pod}/{container}", http.StatusBadRequest)
+			return
+		}
+		m.serveExec(w, req, parts[1], parts[2], parts[3])
+		return
+	}
+	http.NotFound(w, req)
+}
+
+// runningPodsCollector reports kubelet_running_pods per registered node.
+type runningPodsCollector struct{ m *Mux }
+
+var runningPodsDesc = prometheus.NewDesc("kubelet_running_pods",
+	"Number of pods the kubelet has admitted and is running, by node (one series per kubelet this server serves).",
+	[]string{"node"}, nil)
+
+func (c runningPodsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- runningPodsDesc }
+
+func (c runningPodsCollector) Collect(ch chan<- prometheus.Metric) {
+	c.m.mu.RLock()
+	defer c.m.mu.RUnlock()
+	for name, k := range c.m.kubelets {
+		ch <- prometheus.MustNewConstMetric(runningPodsDesc, prometheus.GaugeValue, float64(k.RunningPods()), name)
+	}
+}
+
+// lookupContainer resolves the pod and checks the container is in its
+// spec, writing upstream's 404s when not.
+func (m *Mux) lookupContainer(w http.ResponseWriter, namespace, pod, container string) (Kubelet, bool) {
+	k, p, ok := m.kubeletFor(namespace, pod)
+	if !ok {
+		http.Error(w, fmt.Sprintf("pod %q does not exist", pod), http.StatusNotFound)
+		return nil, false
+	}
+	for _, list := range [][]v1.Container{p.Spec.Containers, p.Spec.InitContainers} {
+		for _, c := range list {
+			if c.Name == container {
+				return k, true
+			}
+		}
+	}
+	http.Error(w, fmt.Sprintf("container %q not found in pod %q", container, pod), http.StatusNotFound)
+	return nil, false
+}

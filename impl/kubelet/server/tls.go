@@ -1,0 +1,103 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	certutil "k8s.io/client-go/util/cert"
+)
+
+// TLSOptions say how the kubelet API authenticates itself and its clients.
+type TLSOptions struct {
+	// CertFile and KeyFile hold the serving certificate; when both are
+	// empty a self-signed one is generated for Hosts (as upstream's kubelet
+	// does without --tls-cert-file).
+	CertFile, KeyFile string
+	// Hosts are the DNS names and IPs the self-signed certificate covers.
+	Hosts []string
+	// ClientCAFile, when set, makes the server require a client
+	// certificate signed by one of its CAs (upstream's --client-ca-file);
+	// when empty, any client is served.
+	ClientCAFile string
+}
+
+// TLSConfig builds the kubelet API's TLS configuration.
+func TLSConfig(o TLSOptions) (*tls.Config, error) {
+	var cert tls.Certificate
+	var err error
+	switch {
+	case o.CertFile != "" || o.KeyFile != "":
+		if o.CertFile == "" || o.KeyFile == "" {
+			return nil, errors.New("kubelet API: --tls-cert-file and --tls-private-key-file go together")
+		}
+		if cert, err = tls.LoadX509KeyPair(o.CertFile, o.KeyFile); err != nil {
+			return nil, fmt.Errorf("kubelet API: loading serving certificate: %w", err)
+		}
+	default:
+		hosts := o.Hosts
+		if len(hosts) == 0 {
+			hosts = []string{"localhost"}
+		}
+		var ips []net.IP
+		var dns []string
+		for _, h := range hosts[1:] {
+			if ip := net.ParseIP(h); ip != nil {
+				ips = append(ips, ip)
+			} else {
+				dns = append(dns, h)
+			}
+		}
+		certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(hosts[0], ips, dns)
+		if err != nil {
+			return nil, fmt.Errorf("kubelet API: generating a self-signed certificate: %w", err)
+		}
+		if cert, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
+			return nil, fmt.Errorf("kubelet API: self-signed certificate: %w", err)
+		}
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+	if o.ClientCAFile != "" {
+		pem, err := os.ReadFile(o.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("kubelet API: reading client CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("kubelet API: no certificates in client CA file %s", o.ClientCAFile)
+		}
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return cfg, nil
+}
+
+// Serve serves h over TLS on ln until ctx ends; then it closes the
+// listener and every connection, and returns nil. Request contexts derive
+// from ctx, so followed logs end with it.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, tlsConfig *tls.Config) error {
+	srv := &http.Server{
+		Handler:           h,
+		TLSConfig:         tlsConfig,
+		ReadHeaderTimeout: 30 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ErrorLog:          log.New(io.Discard, "", 0), // failed TLS handshakes are the client's problem
+	}
+	errCh := make(chan error, 1)
+	go func() { errCh <- srv.Serve(tls.NewListener(ln, tlsConfig)) }()
+	select {
+	case err := <-errCh:
+		return fmt.Errorf("kubelet API: %w", err)
+	case <-ctx.Done():
+		_ = srv.Close()
+		<-errCh
+		return nil
+	}
+}
