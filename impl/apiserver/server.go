@@ -40,6 +40,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/metrics"
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
 	"github.com/kubeproof/kubeproof/impl/storage"
+	"github.com/kubeproof/kubeproof/impl/storage/convert"
 )
 
 // Config configures a Server. StorageFactory and Resources are required;
@@ -187,11 +188,17 @@ func New(cfg Config) (*Server, error) {
 		MinRequestTimeout: cfg.MinRequestTimeout, WatchStarted: m.WatchStarted,
 	}
 	prefixes := storagePrefixes(cfg.Resources)
+	stores := map[schema.GroupVersionResource]storage.Interface{}
+	byGVR := map[schema.GroupVersionResource]*resource.Resource{}
 	for _, r := range cfg.Resources {
 		gvr := r.GroupVersionResource()
-		if _, dup := s.handlers[gvr]; dup {
+		if _, dup := byGVR[gvr]; dup {
 			s.Close()
 			return nil, fmt.Errorf("apiserver: resource %s registered twice", gvr)
+		}
+		byGVR[gvr] = r
+		if r.SharedStorage != nil {
+			continue // served from another resource's store, below
 		}
 		store, destroy, err := cfg.StorageFactory.New(storage.ResourceConfig{
 			GroupResource: gvr.GroupResource(), StorageVersion: r.GroupVersion,
@@ -203,6 +210,23 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("apiserver: building storage for %s: %w", gvr, err)
 		}
 		s.destroy = append(s.destroy, destroy)
+		stores[gvr] = store
+	}
+	for _, r := range cfg.Resources {
+		gvr := r.GroupVersionResource()
+		store := stores[gvr]
+		if sh := r.SharedStorage; sh != nil {
+			of, ok := byGVR[sh.Of]
+			if !ok || of.SharedStorage != nil {
+				s.Close()
+				return nil, fmt.Errorf("apiserver: %s shares the storage of %s, which is not a served resource with its own storage", gvr, sh.Of)
+			}
+			store = convert.New(convert.Config{
+				Inner: stores[sh.Of], NewInner: of.New, NewInnerList: of.NewList,
+				InnerAttrs: resource.AttrFunc(of.Strategy),
+				ToInner:    sh.ToStorage, FromInner: sh.FromStorage, FieldLabel: sh.FieldLabel,
+			})
+		}
 		h := endpoints.NewHandler(r, store, prefixes[gvr], opts)
 		s.handlers[gvr] = h
 		if gvr == corev1.SchemeGroupVersion.WithResource("namespaces") {
@@ -234,20 +258,30 @@ func New(cfg Config) (*Server, error) {
 var publicPaths = map[string]bool{"/healthz": true, "/livez": true, "/readyz": true, "/version": true}
 
 // storagePrefixes gives each resource its key prefix: "/<resource>", or
-// "/<group>/<resource>" when a resource name is served by several groups
-// (events and events.k8s.io events are stored apart, each in its own type).
+// "/<group>/<resource>" when a resource name is stored by several groups. A
+// resource served from another's storage uses that one's prefix (events.k8s.io
+// events live under /events with core events, as in Kubernetes).
 func storagePrefixes(rs []*resource.Resource) map[schema.GroupVersionResource]string {
 	count := map[string]int{}
 	for _, r := range rs {
-		count[r.Name]++
+		if r.SharedStorage == nil {
+			count[r.Name]++
+		}
 	}
 	out := map[schema.GroupVersionResource]string{}
 	for _, r := range rs {
-		p := "/" + r.Name
-		if count[r.Name] > 1 && r.GroupVersion.Group != "" {
-			p = "/" + r.GroupVersion.Group + "/" + r.Name
+		if r.SharedStorage == nil {
+			p := "/" + r.Name
+			if count[r.Name] > 1 && r.GroupVersion.Group != "" {
+				p = "/" + r.GroupVersion.Group + "/" + r.Name
+			}
+			out[r.GroupVersionResource()] = p
 		}
-		out[r.GroupVersionResource()] = p
+	}
+	for _, r := range rs {
+		if r.SharedStorage != nil {
+			out[r.GroupVersionResource()] = out[r.SharedStorage.Of]
+		}
 	}
 	return out
 }

@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,7 +47,41 @@ func eventsV1(now func() time.Time) *resource.Resource {
 		New:      func() runtime.Object { return &eventsv1.Event{} },
 		NewList:  func() runtime.Object { return &eventsv1.EventList{} },
 		Strategy: newStrategy(k, now),
+		// One store for both event APIs, as upstream: what the scheduler
+		// records through events.k8s.io is what `kubectl describe` reads
+		// through core/v1, and the other way round.
+		SharedStorage: &resource.SharedStorage{
+			Of: corev1.SchemeGroupVersion.WithResource("events"),
+			ToStorage: func(obj runtime.Object) (runtime.Object, error) {
+				e, ok := obj.(*eventsv1.Event)
+				if !ok {
+					return nil, fmt.Errorf("expected *eventsv1.Event, got %T", obj)
+				}
+				return CoreEventFromV1(e), nil
+			},
+			FromStorage: func(obj runtime.Object) (runtime.Object, error) {
+				e, ok := obj.(*corev1.Event)
+				if !ok {
+					return nil, fmt.Errorf("expected *corev1.Event, got %T", obj)
+				}
+				return V1EventFromCore(e), nil
+			},
+			FieldLabel: eventV1FieldToCore,
+		},
 	}
+}
+
+// eventV1FieldToCore maps an events.k8s.io/v1 field selector label to the
+// stored core/v1 Event's: regarding.* is involvedObject.*, and
+// reportingController is reportingComponent.
+func eventV1FieldToCore(label string) string {
+	if rest, ok := strings.CutPrefix(label, "regarding."); ok {
+		return "involvedObject." + rest
+	}
+	if label == "reportingController" {
+		return "reportingComponent"
+	}
+	return label
 }
 
 // validateEventV1 is the strict validation of events written through

@@ -51,6 +51,24 @@ type Resource struct {
 	Scale ScaleAccessor
 	// GracefulDelete, if not nil, decides the grace period of deletions (pods).
 	GracefulDelete GracefulDeleter
+	// SharedStorage, if not nil, makes this resource a second view of
+	// another resource's stored objects (events.k8s.io/v1 events are
+	// core/v1 events), converted on the way in and out.
+	SharedStorage *SharedStorage
+}
+
+// SharedStorage is how a resource is served from another resource's
+// storage: one key space, two kinds.
+type SharedStorage struct {
+	// Of is the resource whose objects are stored.
+	Of schema.GroupVersionResource
+	// ToStorage converts a served object to the stored kind and FromStorage
+	// back; both keep all metadata.
+	ToStorage, FromStorage func(runtime.Object) (runtime.Object, error)
+	// FieldLabel maps a field selector label of the served kind to the
+	// stored kind's ("regarding.name" → "involvedObject.name"); labels the
+	// kinds share map to themselves.
+	FieldLabel func(string) string
 }
 
 // GroupVersionResource of r.
