@@ -20,6 +20,7 @@ import (
 	kruntime "github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/cri"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
+	"github.com/kubeproof/kubeproof/impl/kubelet/server"
 )
 
 // newKubeletCommand is `kubeproof kubelet`: one node agent against any API
@@ -41,6 +42,8 @@ func newKubeletCommand() *cobra.Command {
 		simAnnotations                      []string
 		simSandbox, simPull, simCreate      time.Duration
 		simStart, simStop                   time.Duration
+		port                                int32
+		address, tlsCert, tlsKey, clientCA  string
 	)
 	cmd := &cobra.Command{
 		Use:   "kubelet --kubeconfig FILE --node-name NAME [--runtime sim|cri]",
@@ -62,7 +65,7 @@ func newKubeletCommand() *cobra.Command {
 				SyncFrequency: syncFrequency, NodeStatusUpdateFrequency: statusUpdate, NodeStatusReportFrequency: statusReport,
 				LeaseDuration: leaseDuration, NodeLeaseRenewInterval: renew, RelistPeriod: relist,
 				Backoff: podsync.BackoffConfig{Base: backoffBase, Max: backoffMax}, Workers: workers, Logger: logger,
-				Labels: map[string]string{},
+				Labels: map[string]string{}, Port: port,
 			}
 			for flag, pair := range map[string]struct {
 				s string
@@ -128,7 +131,10 @@ func newKubeletCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return k.Run(cmd.Context())
+			return runKubeletWithAPI(cmd.Context(), k, kubeletAPIOptions{
+				address: address, port: port, nodeIP: nodeIP, nodeName: nodeName,
+				tls: server.TLSOptions{CertFile: tlsCert, KeyFile: tlsKey, ClientCAFile: clientCA},
+			}, logger)
 		},
 	}
 	fs := cmd.Flags()
@@ -162,6 +168,11 @@ func newKubeletCommand() *cobra.Command {
 	fs.DurationVar(&simPull, "sim-pull-latency", 0, "Simulated image pull latency.")
 	fs.DurationVar(&simCreate, "sim-create-latency", 0, "Simulated CreateContainer latency.")
 	fs.DurationVar(&simStart, "sim-start-latency", 0, "Simulated StartContainer latency.")
+	fs.Int32Var(&port, "port", kubelet.KubeletPort, "Port of the kubelet API (HTTPS), reported in the node's status.daemonEndpoints; 0 disables the API.")
+	fs.StringVar(&address, "address", "0.0.0.0", "IP address the kubelet API listens on.")
+	fs.StringVar(&tlsCert, "tls-cert-file", "", "Serving certificate of the kubelet API (default: a self-signed one for the node name and IP).")
+	fs.StringVar(&tlsKey, "tls-private-key-file", "", "Private key of --tls-cert-file.")
+	fs.StringVar(&clientCA, "client-ca-file", "", "CA bundle the kubelet API verifies client certificates against; when set, a certificate it signed is required (otherwise the API is open).")
 	fs.DurationVar(&simStop, "sim-stop-latency", 0, "Simulated StopContainer latency.")
 	return cmd
 }
