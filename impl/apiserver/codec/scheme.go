@@ -68,7 +68,12 @@ func (c *Codecs) SetKind(obj runtime.Object, gv schema.GroupVersion) error {
 			break
 		}
 	}
-	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	// Objects in watch events are shared between watchers (the watch
+	// cache): write the kind only when it is not already the one wanted,
+	// so that serving a shared object never writes to it.
+	if obj.GetObjectKind().GroupVersionKind() != gvk {
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
+	}
 	return nil
 }
 
