@@ -245,6 +245,7 @@ func (s *liveServer) check(t *testing.T, req fuzzRequest) (int, []byte) {
 		t.Fatalf("reading etcd revision: %v", err)
 	}
 	code, header, body := s.send(ctx, req)
+	skipKnownBugs(t, body)
 	rev1, err := s.revision(ctx)
 	if err != nil {
 		t.Fatalf("reading etcd revision: %v", err)
