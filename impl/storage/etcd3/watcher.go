@@ -209,6 +209,14 @@ func (w *watchStream) translate(ev *clientv3.Event) (watch.Event, bool, error) {
 		}
 	}
 	needPrev := ev.Type == clientv3.EventTypeDelete || !w.pred.Empty()
+	if needPrev && ev.PrevKv == nil && (ev.Type == clientv3.EventTypeDelete || !ev.IsCreate()) {
+		// etcd could not give the previous value (it was compacted away:
+		// the watch started just below the compaction revision). Guessing
+		// would turn an update into an ADDED or lose a DELETED; like
+		// kube-apiserver, end the watch with an error so the client relists.
+		return watch.Event{}, false, fmt.Errorf("etcd event received with PrevKv=nil (key=%q, modRevision=%d, type=%s)",
+			string(ev.Kv.Key), ev.Kv.ModRevision, ev.Type)
+	}
 	if needPrev && ev.PrevKv != nil {
 		// The previous state is reported with this event's revision.
 		if prev, err = s.decodeNew(string(ev.PrevKv.Key), ev.PrevKv.Value, rev); err != nil {
