@@ -55,7 +55,7 @@ func newAPIServerCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			etcdClient, err := clientv3.New(clientv3.Config{Endpoints: etcdServers, TLS: etcdTLS, DialTimeout: 10 * time.Second})
+			etcdClient, err := clientv3.New(clientv3.Config{Endpoints: etcdServers, TLS: etcdTLS, DialTimeout: 10 * time.Second, Logger: cluster.EtcdClientLogger()})
 			if err != nil {
 				return fmt.Errorf("connecting to etcd %v: %w", etcdServers, err)
 			}

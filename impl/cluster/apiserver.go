@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver"
 	"github.com/kubeproof/kubeproof/impl/apiserver/openapi"
@@ -72,4 +73,17 @@ func NewAPIServer(cfg APIServerConfig) (*apiserver.Server, *storagebackend.Facto
 		return nil, nil, err
 	}
 	return srv, factory, nil
+}
+
+// EtcdClientLogger is the logger of kubeproof's etcd clients: errors only,
+// so that etcd's client warnings (retries, balancer changes) stay out of a
+// quiet log.
+func EtcdClientLogger() *zap.Logger {
+	cfg := zap.NewProductionConfig()
+	cfg.Level = zap.NewAtomicLevelAt(zap.ErrorLevel)
+	lg, err := cfg.Build()
+	if err != nil {
+		return zap.NewNop()
+	}
+	return lg
 }

@@ -151,7 +151,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		}
 		c.EtcdClient = c.etcd.Client()
 	} else {
-		c.EtcdClient, err = clientv3.New(clientv3.Config{Endpoints: cfg.EtcdServers, TLS: cfg.EtcdClientTLS, DialTimeout: 10 * time.Second})
+		c.EtcdClient, err = clientv3.New(clientv3.Config{Endpoints: cfg.EtcdServers, TLS: cfg.EtcdClientTLS, DialTimeout: 10 * time.Second, Logger: EtcdClientLogger()})
 		if err != nil {
 			return nil, fmt.Errorf("connecting to etcd %v: %w", cfg.EtcdServers, err)
 		}
