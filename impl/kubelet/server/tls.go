@@ -28,6 +28,10 @@ type TLSOptions struct {
 	// certificate signed by one of its CAs (upstream's --client-ca-file);
 	// when empty, any client is served.
 	ClientCAFile string
+	// Certificate and ClientCAs are the in-memory forms (`kubeproof up`):
+	// they take precedence over the files.
+	Certificate *tls.Certificate
+	ClientCAs   *x509.CertPool
 }
 
 // TLSConfig builds the kubelet API's TLS configuration.
@@ -35,6 +39,8 @@ func TLSConfig(o TLSOptions) (*tls.Config, error) {
 	var cert tls.Certificate
 	var err error
 	switch {
+	case o.Certificate != nil:
+		cert = *o.Certificate
 	case o.CertFile != "" || o.KeyFile != "":
 		if o.CertFile == "" || o.KeyFile == "" {
 			return nil, errors.New("kubelet API: --tls-cert-file and --tls-private-key-file go together")
@@ -65,7 +71,9 @@ func TLSConfig(o TLSOptions) (*tls.Config, error) {
 		}
 	}
 	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
-	if o.ClientCAFile != "" {
+	if o.ClientCAs != nil {
+		cfg.ClientCAs, cfg.ClientAuth = o.ClientCAs, tls.RequireAndVerifyClientCert
+	} else if o.ClientCAFile != "" {
 		pem, err := os.ReadFile(o.ClientCAFile)
 		if err != nil {
 			return nil, fmt.Errorf("kubelet API: reading client CA: %w", err)

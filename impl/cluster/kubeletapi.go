@@ -1,0 +1,82 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/server"
+	"github.com/kubeproof/kubeproof/impl/pki"
+)
+
+// KubeletAPIClientUser is the identity the API server presents to kubelets
+// (kube-apiserver's --kubelet-client-certificate, as kubeadm names it).
+const KubeletAPIClientUser = "kube-apiserver-kubelet-client"
+
+// KubeletAPI is the one HTTPS server of the kubelet API (impl/kubelet/server)
+// serving every in-process simulated kubelet: each is registered with Mux
+// and reports Port (on its NodeIP, 127.0.0.1) in status.daemonEndpoints, so
+// N nodes share one port. Its serving certificate and the client
+// certificate it requires both come from the cluster CA.
+type KubeletAPI struct {
+	Mux  *server.Mux
+	Port int32
+	// ClientTLS is what the API server reaches kubelets with: the
+	// kube-apiserver-kubelet-client certificate, trusting the cluster CA.
+	ClientTLS *tls.Config
+	done      chan struct{}
+}
+
+// StartKubeletAPI listens on 127.0.0.1 (a free port) and serves the kubelet
+// API until ctx ends; certificates are issued once into pkiDir.
+func StartKubeletAPI(ctx context.Context, ca *pki.CA, pkiDir string, logger *slog.Logger) (*KubeletAPI, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	serving, err := pki.LoadOrIssue(pkiDir, "kubelet-serving", func() (pki.KeyPair, error) {
+		return ca.IssueServing("kubelet", []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1)})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kubelet API serving certificate: %w", err)
+	}
+	servingCert, err := serving.TLSCertificate()
+	if err != nil {
+		return nil, err
+	}
+	client, err := pki.LoadOrIssue(pkiDir, "apiserver-kubelet-client", func() (pki.KeyPair, error) {
+		return ca.IssueClient(KubeletAPIClientUser, []string{"kubeadm:cluster-admins"})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("API server's kubelet client certificate: %w", err)
+	}
+	clientCert, err := client.TLSCertificate()
+	if err != nil {
+		return nil, err
+	}
+	tlsConfig, err := server.TLSConfig(server.TLSOptions{Certificate: &servingCert, ClientCAs: ca.Pool()})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("kubelet API: %w", err)
+	}
+	k := &KubeletAPI{
+		Mux:       server.NewMux(server.Options{Logger: logger}),
+		Port:      int32(ln.Addr().(*net.TCPAddr).Port),
+		ClientTLS: &tls.Config{Certificates: []tls.Certificate{clientCert}, RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12},
+		done:      make(chan struct{}),
+	}
+	go func() {
+		defer close(k.done)
+		if err := server.Serve(ctx, ln, k.Mux, tlsConfig); err != nil {
+			logger.Error("kubelet API stopped", "err", err)
+		}
+	}()
+	return k, nil
+}
+
+// Wait returns once the server has stopped (after ctx ended).
+func (k *KubeletAPI) Wait() { <-k.done }
