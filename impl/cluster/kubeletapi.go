@@ -26,12 +26,14 @@ type KubeletAPI struct {
 	// ClientTLS is what the API server reaches kubelets with: the
 	// kube-apiserver-kubelet-client certificate, trusting the cluster CA.
 	ClientTLS *tls.Config
-	done      chan struct{}
+
+	ln        net.Listener
+	tlsConfig *tls.Config
 }
 
-// StartKubeletAPI listens on 127.0.0.1 (a free port) and serves the kubelet
-// API until ctx ends; certificates are issued once into pkiDir.
-func StartKubeletAPI(ctx context.Context, ca *pki.CA, pkiDir string, logger *slog.Logger) (*KubeletAPI, error) {
+// NewKubeletAPI listens on 127.0.0.1 (a free port) for the kubelet API;
+// certificates are issued once into pkiDir. Serve it with Serve.
+func NewKubeletAPI(ca *pki.CA, pkiDir string, logger *slog.Logger) (*KubeletAPI, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -63,20 +65,19 @@ func StartKubeletAPI(ctx context.Context, ca *pki.CA, pkiDir string, logger *slo
 	if err != nil {
 		return nil, fmt.Errorf("kubelet API: %w", err)
 	}
-	k := &KubeletAPI{
+	return &KubeletAPI{
 		Mux:       server.NewMux(server.Options{Logger: logger}),
 		Port:      int32(ln.Addr().(*net.TCPAddr).Port),
 		ClientTLS: &tls.Config{Certificates: []tls.Certificate{clientCert}, RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12},
-		done:      make(chan struct{}),
-	}
-	go func() {
-		defer close(k.done)
-		if err := server.Serve(ctx, ln, k.Mux, tlsConfig); err != nil {
-			logger.Error("kubelet API stopped", "err", err)
-		}
-	}()
-	return k, nil
+		ln:        ln,
+		tlsConfig: tlsConfig,
+	}, nil
 }
 
-// Wait returns once the server has stopped (after ctx ended).
-func (k *KubeletAPI) Wait() { <-k.done }
+// Serve serves the kubelet API until ctx ends, then closes the listener.
+func (k *KubeletAPI) Serve(ctx context.Context) error {
+	return server.Serve(ctx, k.ln, k.Mux, k.tlsConfig)
+}
+
+// Close releases the listener of a KubeletAPI that is never served.
+func (k *KubeletAPI) Close() error { return k.ln.Close() }

@@ -17,11 +17,18 @@ func TestKubeletAPIRequiresTheAPIServersClientCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	k, err := StartKubeletAPI(ctx, ca, t.TempDir(), nil)
+	k, err := NewKubeletAPI(ca, t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cancel(); k.Wait() }()
+	done := make(chan error, 1)
+	go func() { done <- k.Serve(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
 	url := fmt.Sprintf("https://127.0.0.1:%d/healthz", k.Port)
 
 	tr := &http.Transport{TLSClientConfig: k.ClientTLS}
