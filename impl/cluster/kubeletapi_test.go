@@ -44,6 +44,14 @@ func TestKubeletAPIRequiresTheAPIServersClientCertificate(t *testing.T) {
 	}
 
 	anon := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}}
+	// The serving certificate is the cluster CA's, for 127.0.0.1.
+	verified := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), Certificates: k.ClientTLS.Certificates}}
+	defer verified.CloseIdleConnections()
+	if resp, err := (&http.Client{Transport: verified}).Get(url); err != nil {
+		t.Errorf("verifying the serving certificate against the cluster CA: %v", err)
+	} else {
+		resp.Body.Close()
+	}
 	defer anon.CloseIdleConnections()
 	if resp, err := (&http.Client{Transport: anon}).Get(url); err == nil {
 		resp.Body.Close()
