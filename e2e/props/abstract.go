@@ -1,0 +1,293 @@
+package props
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubeproof/kubeproof/model"
+)
+
+// Abstraction maps observations of one run to model states. It numbers
+// deployments in the order it first sees them and, per deployment, template
+// versions in the order it first sees their images, and remembers which
+// deployment and version every pod it has seen belongs to (so that a
+// sandbox outliving its pod object maps to an Absent pod). The model is
+// bounded (model.MaxDeployments, model.MaxVersions, model.MaxPodsPerRS,
+// model.MaxIPs); an observation outside the bounds is reported as
+// unrepresentable and only the implementation-level checks apply to it.
+type Abstraction struct {
+	Model *model.Model
+
+	deps     map[string]int            // deployment name -> number
+	versions map[string]map[string]int // deployment name -> image -> version
+	pods     map[string][2]int         // pod uid -> deployment, version
+	// Orphaned names the deployments deleted with propagationPolicy Orphan:
+	// the model has no such policy, so their ReplicaSets, pods and sandboxes
+	// (left running without an owner, as the user asked) are not mapped.
+	Orphaned map[string]bool
+}
+
+// NewModel returns the model configuration the harness maps clusters to:
+// three nodes of the given capacity (pods per node), up to two deployments
+// of up to four replicas with one rolling update each (maxSurge 1,
+// maxUnavailable 1), and every safety invariant and liveness goal.
+func NewModel(capacity int) (*model.Model, error) {
+	cfg := model.Config{
+		Name:           "props",
+		NumNodes:       model.MaxNodes,
+		NumDeployments: model.MaxDeployments,
+		Replicas:       model.MaxPodsPerRS,
+		NumVersions:    model.MaxVersions,
+		MaxSurge:       1,
+		MaxUnavailable: 1,
+		PodsPerRS:      model.MaxPodsPerRS,
+		Capacity:       capacity,
+		IPsPerNode:     model.MaxIPs,
+		MaxScales:      9, MaxDeletes: 9, MaxCrashes: 9, MaxWatchDrops: 9, MaxNodeFailures: 9, MaxEvictions: 9,
+	}
+	for _, p := range model.Properties {
+		if p.Invariant != nil {
+			cfg.Invariants = append(cfg.Invariants, p.ID)
+		} else {
+			cfg.Properties = append(cfg.Properties, p.ID)
+		}
+	}
+	return model.New(cfg, "")
+}
+
+// NewAbstraction starts a fresh numbering for one run.
+func NewAbstraction(m *model.Model) *Abstraction {
+	return &Abstraction{Model: m, deps: map[string]int{}, versions: map[string]map[string]int{},
+		pods: map[string][2]int{}, Orphaned: map[string]bool{}}
+}
+
+func (a *Abstraction) deployment(name string) (int, error) {
+	if d, ok := a.deps[name]; ok {
+		return d, nil
+	}
+	if len(a.deps) >= model.MaxDeployments {
+		return 0, fmt.Errorf("deployment %s: the model holds %d deployments", name, model.MaxDeployments)
+	}
+	a.deps[name] = len(a.deps) + 1
+	a.versions[name] = map[string]int{}
+	return a.deps[name], nil
+}
+
+func (a *Abstraction) version(dep, img string) (int, error) {
+	if _, err := a.deployment(dep); err != nil {
+		return 0, err
+	}
+	vs := a.versions[dep]
+	if v, ok := vs[img]; ok {
+		return v, nil
+	}
+	if len(vs) >= model.MaxVersions {
+		return 0, fmt.Errorf("deployment %s image %s: the model holds %d versions", dep, img, model.MaxVersions)
+	}
+	vs[img] = len(vs) + 1
+	return vs[img], nil
+}
+
+// NodeNumber maps "node-N" to N.
+func NodeNumber(name string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimPrefix(name, "node-"))
+	if err != nil || !strings.HasPrefix(name, "node-") || n < 1 || n > model.MaxNodes {
+		return 0, fmt.Errorf("node %q outside the model's nodes 1..%d", name, model.MaxNodes)
+	}
+	return n, nil
+}
+
+// Snapshot maps an observation to a model snapshot. down names the nodes
+// whose kubelet the harness has failed.
+func (a *Abstraction) Snapshot(ob *Observation, down map[string]bool) (model.Snapshot, error) {
+	var sn model.Snapshot
+	for _, d := range ob.Deployments {
+		num, err := a.deployment(d.Name)
+		if err != nil {
+			return sn, err
+		}
+		v, err := a.version(d.Name, image(&d.Spec.Template.Spec))
+		if err != nil {
+			return sn, err
+		}
+		state := model.Live
+		if d.DeletionTimestamp != nil {
+			state = model.Deleting
+		}
+		replicas := 1
+		if d.Spec.Replicas != nil {
+			replicas = int(*d.Spec.Replicas)
+		}
+		sn.Deployments = append(sn.Deployments, model.DeploymentSnapshot{Number: num, State: state, Replicas: replicas,
+			Version: v, Observed: ob.DeploymentStable[d.Name] && d.Status.ObservedGeneration == d.Generation})
+	}
+	present := map[string]bool{}
+	for _, d := range ob.Deployments {
+		present[d.Name] = true
+	}
+	for name, num := range a.deps {
+		if !present[name] {
+			sn.Deployments = append(sn.Deployments, model.DeploymentSnapshot{Number: num, State: model.Gone})
+		}
+	}
+	rsVersion := map[string][2]int{} // replicaset name -> deployment, version
+	for _, r := range ob.ReplicaSets {
+		dep := r.Spec.Selector.MatchLabels[AppLabel]
+		if a.Orphaned[dep] {
+			continue
+		}
+		d, err := a.deployment(dep)
+		if err != nil {
+			return sn, err
+		}
+		v, err := a.version(dep, image(&r.Spec.Template.Spec))
+		if err != nil {
+			return sn, err
+		}
+		rsVersion[r.Name] = [2]int{d, v}
+		replicas := 1
+		if r.Spec.Replicas != nil {
+			replicas = int(*r.Spec.Replicas)
+		}
+		sn.ReplicaSets = append(sn.ReplicaSets, model.ReplicaSetSnapshot{Deployment: d, Version: v,
+			Deleting: r.DeletionTimestamp != nil, Replicas: replicas})
+	}
+	live := map[string]*Sandbox{}
+	for i := range ob.Sandboxes {
+		s := &ob.Sandboxes[i]
+		if s.Ready && !a.orphanedUID(s.PodUID) {
+			if live[s.PodUID] != nil {
+				return sn, fmt.Errorf("pod %s has two live sandboxes (KUBELET-2, checked directly)", s.PodUID)
+			}
+			live[s.PodUID] = s
+		}
+	}
+	nodeIPs := map[string][]string{}
+	for _, s := range live {
+		nodeIPs[s.Node] = append(nodeIPs[s.Node], s.IP)
+	}
+	ipRank := map[string]map[string]int{}
+	for node, ips := range nodeIPs {
+		sort.Strings(ips)
+		ipRank[node] = map[string]int{}
+		for _, ip := range ips {
+			if _, dup := ipRank[node][ip]; !dup {
+				ipRank[node][ip] = len(ipRank[node]) + 1
+			}
+		}
+	}
+	podSnap := func(uid string, dv [2]int) (model.PodSnapshot, error) {
+		ps := model.PodSnapshot{Deployment: dv[0], Version: dv[1], State: model.Absent}
+		if s := live[uid]; s != nil {
+			n, err := NodeNumber(s.Node)
+			if err != nil {
+				return ps, err
+			}
+			ps.Sandboxes, ps.SandboxNode, ps.SandboxIP = 1, n, ipRank[s.Node][s.IP]
+		}
+		return ps, nil
+	}
+	inAPI := map[string]bool{}
+	for i := range ob.Pods {
+		p := &ob.Pods[i]
+		inAPI[string(p.UID)] = true
+		dep := p.Labels[AppLabel]
+		if a.Orphaned[dep] {
+			continue
+		}
+		d, err := a.deployment(dep)
+		if err != nil {
+			return sn, err
+		}
+		v, err := a.version(dep, image(&p.Spec))
+		if err != nil {
+			return sn, err
+		}
+		a.pods[string(p.UID)] = [2]int{d, v}
+		ps, err := podSnap(string(p.UID), [2]int{d, v})
+		if err != nil {
+			return sn, err
+		}
+		ps.State = model.Live
+		if p.DeletionTimestamp != nil {
+			ps.State = model.Deleting
+		}
+		if p.Spec.NodeName != "" {
+			if ps.Node, err = NodeNumber(p.Spec.NodeName); err != nil {
+				return sn, err
+			}
+		}
+		switch {
+		case Terminal(p.Status.Phase):
+			ps.Phase = model.Failed
+		case p.Status.Phase == v1.PodRunning && PodReady(p):
+			ps.Phase = model.Running
+		default:
+			ps.Phase = model.Pending
+		}
+		for _, o := range ControllerOwners(p.OwnerReferences) {
+			if dv, ok := rsVersion[o.Name]; ok && o.Kind == "ReplicaSet" {
+				ps.OwnerVersions = append(ps.OwnerVersions, dv[1])
+			}
+		}
+		sn.Pods = append(sn.Pods, ps)
+	}
+	for uid := range live {
+		if inAPI[uid] {
+			continue
+		}
+		dv, ok := a.pods[uid]
+		if !ok {
+			return sn, fmt.Errorf("live sandbox of pod %s the harness never saw", uid)
+		}
+		ps, err := podSnap(uid, dv)
+		if err != nil {
+			return sn, err
+		}
+		sn.Pods = append(sn.Pods, ps)
+	}
+	for _, n := range ob.Nodes {
+		num, err := NodeNumber(n.Name)
+		if err != nil {
+			return sn, err
+		}
+		sn.Nodes = append(sn.Nodes, model.NodeSnapshot{Number: num, Up: !down[n.Name], KubeletUp: !down[n.Name],
+			Tainted: hasTaint(&n, v1.TaintNodeUnreachable, v1.TaintEffectNoExecute)})
+	}
+	return sn, nil
+}
+
+func (a *Abstraction) orphanedUID(uid string) bool {
+	dv, ok := a.pods[uid]
+	if !ok {
+		return false
+	}
+	for name, d := range a.deps {
+		if d == dv[0] {
+			return a.Orphaned[name]
+		}
+	}
+	return false
+}
+
+// Remember records a pod's deployment and version as the recorder sees it,
+// so that a sandbox outliving the pod object maps to its (Absent) pod.
+func (a *Abstraction) Remember(p *v1.Pod) {
+	dep := p.Labels[AppLabel]
+	if v, err := a.version(dep, image(&p.Spec)); err == nil {
+		a.pods[string(p.UID)] = [2]int{a.deps[dep], v}
+	}
+}
+
+func hasTaint(n *v1.Node, key string, effect v1.TaintEffect) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == key && t.Effect == effect {
+			return true
+		}
+	}
+	return false
+}

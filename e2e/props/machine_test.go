@@ -1,0 +1,502 @@
+package props
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"pgregory.net/rapid"
+
+	"github.com/kubeproof/kubeproof/impl/cluster"
+	kruntime "github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+	"github.com/kubeproof/kubeproof/model"
+)
+
+// Budgets. The defaults keep `go test ./e2e/props/` within two minutes on
+// a 2-core machine; PROPS_CHECKS (runs per rapid.Check), PROPS_STEPS
+// (actions per run) and PROPS_DURATION (repeat rapid.Check with fresh
+// seeds until this much time has passed, e.g. 1h) set a longer campaign.
+const (
+	numNodes    = 3
+	nodeMaxPods = 5
+	// convergeTimeout bounds how long the cluster may take, once faults
+	// stop, to reach a stable state (LIVE-1..3). Generous: the machine is
+	// shared.
+	convergeTimeout = 90 * time.Second
+)
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	// rapid's own flags win when given on the command line.
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["rapid.checks"] {
+		_ = flag.Set("rapid.checks", strconv.Itoa(envInt("PROPS_CHECKS", 2)))
+	}
+	if !set["rapid.steps"] {
+		_ = flag.Set("rapid.steps", strconv.Itoa(envInt("PROPS_STEPS", 15)))
+	}
+	os.Exit(m.Run())
+}
+
+// stats are the campaign's totals, printed at the end.
+var stats struct {
+	runs, actions, faults, observations, modelStates, unrepresentable, changes atomic.Int64
+}
+
+func startCluster(t *testing.T) *cluster.Cluster {
+	t.Helper()
+	c, err := cluster.Start(context.Background(), cluster.Config{
+		DataDir:                t.TempDir(),
+		BindAddress:            "127.0.0.1:0",
+		WatchCache:             true,
+		CompactionInterval:     -1,
+		UnsafeNoFsync:          true,
+		ControllerManager:      true,
+		Scheduler:              true,
+		Nodes:                  numNodes,
+		NodeMaxPods:            nodeMaxPods,
+		NodeMonitorGracePeriod: 20 * time.Second,
+		PodEvictionTimeout:     2 * time.Second,
+	})
+	if err != nil {
+		t.Fatalf("starting cluster: %v", err)
+	}
+	return c
+}
+
+// TestPipelineProperties is the state-machine property test: rapid drives
+// one cluster (reused across runs, one namespace per run) with user
+// operations and node faults; after each action every safety property is
+// checked on observed states and on every recorded change; at the end of a
+// run faults stop and the cluster must converge (LIVE-1..3).
+func TestPipelineProperties(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	before := runtime.NumGoroutine()
+	c := startCluster(t)
+	client, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewModel(nodeMaxPods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtimes := map[string]kruntime.Runtime{}
+	for i := 1; i <= numNodes; i++ {
+		name := fmt.Sprintf("node-%d", i)
+		runtimes[name] = c.Kubelet(name).Runtime()
+	}
+	var run atomic.Int64
+	prop := func(rt *rapid.T) {
+		h := newHarness(rt, c, client, m, runtimes, fmt.Sprintf("props-%d", run.Add(1)))
+		defer h.close()
+		h.create(rt) // every run starts with a deployment
+		rt.Repeat(h.actions())
+		h.converge()
+	}
+	deadline := time.Now()
+	if d, err := time.ParseDuration(os.Getenv("PROPS_DURATION")); err == nil {
+		deadline = deadline.Add(d)
+	}
+	for {
+		rapid.Check(t, prop)
+		if t.Failed() || !time.Now().Before(deadline) {
+			break
+		}
+		t.Logf("progress: %d runs, %d actions, %d faults, %d observations (%d model states, %d outside the model's bounds), %d changes recorded",
+			stats.runs.Load(), stats.actions.Load(), stats.faults.Load(), stats.observations.Load(),
+			stats.modelStates.Load(), stats.unrepresentable.Load(), stats.changes.Load())
+	}
+	t.Logf("summary: %d runs, %d actions, %d faults injected, %d observed states checked (%d as model states against %d invariants, %d outside the model's bounds), %d changes checked against step properties",
+		stats.runs.Load(), stats.actions.Load(), stats.faults.Load(), stats.observations.Load(),
+		stats.modelStates.Load(), countInvariants(), stats.unrepresentable.Load(), stats.changes.Load())
+	if err := c.Stop(); err != nil {
+		t.Errorf("stopping cluster: %v", err)
+	}
+	waitGoroutines(t, before)
+}
+
+// waitGoroutines fails the test when goroutines the cluster started are
+// still running a while after it stopped.
+func waitGoroutines(t *testing.T, before int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for runtime.NumGoroutine() > before+5 {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Errorf("%d goroutines after stop, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// harness is one rapid run: a namespace, its recorder, what the user did.
+type harness struct {
+	t        *rapid.T
+	c        *cluster.Cluster
+	client   kubernetes.Interface
+	ns       string
+	obs      *Observer
+	abs      *Abstraction
+	rec      *Recorder
+	script   []string        // the actions so far, readable
+	deps     []string        // created deployments, in order
+	live     map[string]bool // deployments not deleted
+	updated  map[string]bool // deployments whose image was updated
+	paused   map[string]bool
+	cordoned map[string]bool
+	down     map[string]bool // nodes whose kubelet is paused
+}
+
+func newHarness(t *rapid.T, c *cluster.Cluster, client kubernetes.Interface, m *model.Model, runtimes map[string]kruntime.Runtime, ns string) *harness {
+	ctx := context.Background()
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating namespace %s: %v", ns, err)
+	}
+	rec, err := StartRecorder(ctx, client, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats.runs.Add(1)
+	return &harness{t: t, c: c, client: client, ns: ns, rec: rec,
+		obs:  &Observer{Client: client, Namespace: ns, Runtimes: runtimes},
+		abs:  NewAbstraction(m),
+		live: map[string]bool{}, updated: map[string]bool{}, paused: map[string]bool{},
+		cordoned: map[string]bool{}, down: map[string]bool{}}
+}
+
+// close restores the shared cluster for the next run: nodes back up and
+// schedulable, the run's namespace deleted.
+func (h *harness) close() {
+	ctx := context.Background()
+	h.stopFaults()
+	h.rec.Stop()
+	stats.changes.Add(int64(h.rec.Count()))
+	policy := metav1.DeletePropagationBackground
+	_ = h.client.CoreV1().Namespaces().Delete(ctx, h.ns, metav1.DeleteOptions{PropagationPolicy: &policy})
+}
+
+// stopFaults resumes failed nodes and uncordons cordoned ones.
+func (h *harness) stopFaults() {
+	for _, n := range sortedKeys(h.down) {
+		h.c.Kubelet(n).Resume()
+		delete(h.down, n)
+	}
+	for _, n := range sortedKeys(h.cordoned) {
+		h.setUnschedulable(n, false)
+		delete(h.cordoned, n)
+	}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	var out []string
+	for k, v := range m {
+		if v {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (h *harness) step(format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	h.script = append(h.script, s)
+	if testing.Verbose() {
+		fmt.Fprintf(os.Stderr, "%s: %s\n", h.ns, s)
+	}
+	stats.actions.Add(1)
+}
+
+// fail reports violations with the action script and the recent changes.
+func (h *harness) fail(what string, vs []Violation) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s in namespace %s:\n%s\n\naction script:\n", what, h.ns, FormatViolations(vs))
+	for i, s := range h.script {
+		fmt.Fprintf(&b, "  %2d. %s\n", i+1, s)
+	}
+	b.WriteString("\nlast recorded changes (kind name type resourceVersion):\n")
+	ch := h.rec.Changes()
+	if len(ch) > 60 {
+		ch = ch[len(ch)-60:]
+	}
+	for _, c := range ch {
+		fmt.Fprintf(&b, "  %s %s %s rv=%s %s\n", c.Kind, c.Name, c.Type, c.ResourceVersion, c.Summary)
+	}
+	h.t.Fatal(b.String())
+}
+
+// check observes the cluster a few times (a short settle after the action)
+// and checks every safety property on each observation and every recorded
+// change.
+func (h *harness) check() {
+	for i := 0; i < 3; i++ {
+		if i > 0 {
+			time.Sleep(150 * time.Millisecond)
+		}
+		h.checkOnce()
+	}
+}
+
+func (h *harness) observe() *Observation {
+	ob, err := h.obs.Observe(context.Background())
+	if err != nil {
+		h.t.Fatalf("observing: %v", err)
+	}
+	for _, p := range h.rec.Pods() {
+		h.abs.Remember(p)
+	}
+	return ob
+}
+
+func (h *harness) checkOnce() {
+	ob := h.observe()
+	stats.observations.Add(1)
+	vs := CheckObservation(ob)
+	mvs, ok := CheckModel(h.abs, ob, h.down)
+	if ok {
+		stats.modelStates.Add(1)
+	} else {
+		stats.unrepresentable.Add(1)
+	}
+	vs = append(vs, mvs...)
+	vs = append(vs, h.rec.Violations()...)
+	if len(vs) > 0 {
+		h.fail("safety violation", vs)
+	}
+}
+
+func (h *harness) actions() map[string]func(*rapid.T) {
+	return map[string]func(*rapid.T){
+		"":               func(*rapid.T) {}, // checks run inside each action, after its settle
+		"create":         h.create,
+		"scale":          h.scale,
+		"updateImage":    h.updateImage,
+		"pauseResume":    h.pauseResume,
+		"delete":         h.delete,
+		"deletePod":      h.deletePod,
+		"cordonUncordon": h.cordon,
+		"failRecover":    h.failNode,
+	}
+}
+
+func (h *harness) liveDeployments() []string {
+	var out []string
+	for _, d := range h.deps {
+		if h.live[d] {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func (h *harness) create(t *rapid.T) {
+	if len(h.deps) >= 2 { // the model holds two deployments
+		t.Skip("two deployments already")
+	}
+	name := fmt.Sprintf("d%d", len(h.deps)+1)
+	replicas := int32(rapid.IntRange(1, 4).Draw(t, "replicas"))
+	one := intstr.FromInt32(1)
+	grace := int64(1)
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas:             &replicas,
+			RevisionHistoryLimit: ptr(int32(0)),
+			Selector:             &metav1.LabelSelector{MatchLabels: map[string]string{AppLabel: name}},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &one, MaxUnavailable: &one}},
+			Template: v1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{AppLabel: name}},
+				Spec: v1.PodSpec{
+					TerminationGracePeriodSeconds: &grace,
+					Containers:                    []v1.Container{{Name: "app", Image: "registry.example/app:v1"}},
+				},
+			},
+		},
+	}
+	h.step("create deployment %s replicas=%d image=app:v1", name, replicas)
+	if _, err := h.client.AppsV1().Deployments(h.ns).Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating %s: %v", name, err)
+	}
+	h.deps = append(h.deps, name)
+	h.live[name] = true
+	h.check()
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// update applies f to deployment name with retries on conflict.
+func (h *harness) update(name string, f func(*appsv1.Deployment)) {
+	ctx := context.Background()
+	for attempt := 0; ; attempt++ {
+		d, err := h.client.AppsV1().Deployments(h.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			h.t.Fatalf("getting %s: %v", name, err)
+		}
+		f(d)
+		if _, err = h.client.AppsV1().Deployments(h.ns).Update(ctx, d, metav1.UpdateOptions{}); err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) || attempt > 20 {
+			h.t.Fatalf("updating %s: %v", name, err)
+		}
+	}
+}
+
+func (h *harness) pickDeployment(t *rapid.T) string {
+	live := h.liveDeployments()
+	if len(live) == 0 {
+		t.Skip("no deployment")
+	}
+	return rapid.SampledFrom(live).Draw(t, "deployment")
+}
+
+func (h *harness) scale(t *rapid.T) {
+	name := h.pickDeployment(t)
+	replicas := int32(rapid.IntRange(0, 4).Draw(t, "replicas"))
+	h.step("scale %s to %d", name, replicas)
+	h.update(name, func(d *appsv1.Deployment) { d.Spec.Replicas = &replicas })
+	h.check()
+}
+
+func (h *harness) updateImage(t *rapid.T) {
+	name := h.pickDeployment(t)
+	if h.updated[name] { // the model holds two template versions
+		t.Skip("already updated")
+	}
+	h.step("update image of %s to app:v2 (rolling update)", name)
+	h.update(name, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "registry.example/app:v2" })
+	h.updated[name] = true
+	h.check()
+}
+
+func (h *harness) pauseResume(t *rapid.T) {
+	name := h.pickDeployment(t)
+	p := !h.paused[name]
+	if p {
+		h.step("pause %s", name)
+	} else {
+		h.step("resume %s", name)
+	}
+	h.update(name, func(d *appsv1.Deployment) { d.Spec.Paused = p })
+	h.paused[name] = p
+	h.check()
+}
+
+func (h *harness) delete(t *rapid.T) {
+	name := h.pickDeployment(t)
+	policy := rapid.SampledFrom([]metav1.DeletionPropagation{
+		metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan,
+	}).Draw(t, "policy")
+	h.step("delete %s propagationPolicy=%s", name, policy)
+	if policy == metav1.DeletePropagationOrphan {
+		h.abs.Orphaned[name] = true
+	}
+	if err := h.client.AppsV1().Deployments(h.ns).Delete(context.Background(), name, metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil {
+		t.Fatalf("deleting %s: %v", name, err)
+	}
+	h.live[name] = false
+	h.check()
+}
+
+func (h *harness) deletePod(t *rapid.T) {
+	pods, err := h.client.CoreV1().Pods(h.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			names = append(names, p.Name)
+		}
+	}
+	if len(names) == 0 {
+		t.Skip("no pod")
+	}
+	sort.Strings(names)
+	name := rapid.SampledFrom(names).Draw(t, "pod")
+	h.step("delete pod %s", name)
+	if err := h.client.CoreV1().Pods(h.ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatalf("deleting pod %s: %v", name, err)
+	}
+	h.check()
+}
+
+func (h *harness) setUnschedulable(node string, u bool) {
+	ctx := context.Background()
+	for attempt := 0; ; attempt++ {
+		n, err := h.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			h.t.Fatalf("getting node %s: %v", node, err)
+		}
+		n.Spec.Unschedulable = u
+		if _, err = h.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) || attempt > 20 {
+			h.t.Fatalf("updating node %s: %v", node, err)
+		}
+	}
+}
+
+func nodeName(t *rapid.T) string {
+	return fmt.Sprintf("node-%d", rapid.IntRange(1, numNodes).Draw(t, "node"))
+}
+
+func (h *harness) cordon(t *rapid.T) {
+	n := nodeName(t)
+	c := !h.cordoned[n]
+	if c {
+		h.step("cordon %s", n)
+	} else {
+		h.step("uncordon %s", n)
+	}
+	h.setUnschedulable(n, c)
+	h.cordoned[n] = c
+	stats.faults.Add(1)
+	h.check()
+}
+
+func (h *harness) failNode(t *rapid.T) {
+	n := nodeName(t)
+	if h.down[n] {
+		h.step("recover %s (kubelet resumes)", n)
+		h.c.Kubelet(n).Resume()
+		h.down[n] = false
+	} else {
+		if len(sortedKeys(h.down)) >= 1 { // keep capacity for every deployment
+			t.Skip("a node is already down")
+		}
+		h.step("fail %s (kubelet stops: no heartbeats, no syncs)", n)
+		h.c.Kubelet(n).Pause()
+		h.down[n] = true
+		stats.faults.Add(1)
+	}
+	h.check()
+}

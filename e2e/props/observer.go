@@ -1,0 +1,209 @@
+// Package props checks the running implementation against the model
+// (issue 6): randomized state-machine tests (pgregory.net/rapid) drive a real
+// in-process cluster (impl/cluster: API server on embedded etcd, controller
+// manager, scheduler, simulated kubelets) with user operations and node
+// failures, and after every action an Observer snapshots the cluster through
+// the API and the kubelets' runtimes, maps the snapshot to a model.State with
+// the model's abstraction function (model.FromSnapshot) and checks every
+// safety invariant of spec/README.md on it (RS-2, DEP-1, SCHED-2,
+// KUBELET-1..4), plus implementation-level checks that need no model. A
+// Recorder watches every pod, ReplicaSet and deployment change and checks the
+// step properties on each observed change (SCHED-1: spec.nodeName is set at
+// most once; KUBELET-5: a phase never leaves Succeeded or Failed; RS-2 on
+// every pod version). After faults stop, every run must converge (LIVE-1,
+// LIVE-2, LIVE-3) within a bounded time.
+package props
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+)
+
+// AppLabel is the label every deployment the harness creates selects its
+// pods by; its value is the deployment's name.
+const AppLabel = "app"
+
+// Sandbox is one pod sandbox a node's runtime holds.
+type Sandbox struct {
+	ID, Node     string
+	PodUID       string
+	PodNamespace string
+	PodName      string
+	Ready        bool   // SANDBOX_READY: live, holding an IP
+	IP           string // "" unless Ready
+}
+
+// Observation is what the harness saw of one namespace: the API objects and
+// the sandboxes of every node runtime.
+type Observation struct {
+	Deployments []appsv1.Deployment
+	// DeploymentStable[name] is false when the deployment's generation or
+	// observedGeneration changed while the ReplicaSets were listed (its
+	// surge bound is then not checked on this observation).
+	DeploymentStable map[string]bool
+	ReplicaSets      []appsv1.ReplicaSet
+	Pods             []v1.Pod
+	Nodes            []v1.Node
+	// Sandboxes are those present, in the same state, both before and after
+	// the API objects were listed: the runtime held them all along.
+	Sandboxes []Sandbox
+}
+
+// Observer lists a namespace's objects and the runtimes' sandboxes.
+type Observer struct {
+	Client    kubernetes.Interface
+	Namespace string
+	// Runtimes maps a node name to its kubelet's runtime.
+	Runtimes map[string]runtime.Runtime
+}
+
+// Observe takes one observation. Sandboxes are listed before and after the
+// API objects and only those in both lists (same state) are kept, so that a
+// sandbox created or removed while listing is never paired with an object
+// list taken at another moment.
+func (o *Observer) Observe(ctx context.Context) (*Observation, error) {
+	before, err := o.sandboxes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ob := &Observation{DeploymentStable: map[string]bool{}}
+	deps1, err := o.Client.AppsV1().Deployments(o.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing deployments: %w", err)
+	}
+	rss, err := o.Client.AppsV1().ReplicaSets(o.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing replicasets: %w", err)
+	}
+	deps2, err := o.Client.AppsV1().Deployments(o.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing deployments: %w", err)
+	}
+	pods, err := o.Client.CoreV1().Pods(o.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	nodes, err := o.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	after, err := o.sandboxes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	first := map[string]struct {
+		Generation, Observed int64
+	}{}
+	for _, d := range deps1.Items {
+		first[d.Name] = struct{ Generation, Observed int64 }{d.Generation, d.Status.ObservedGeneration}
+	}
+	for _, d := range deps2.Items {
+		f, ok := first[d.Name]
+		ob.DeploymentStable[d.Name] = ok && f.Generation == d.Generation && f.Observed == d.Status.ObservedGeneration
+	}
+	ob.Deployments, ob.ReplicaSets, ob.Pods, ob.Nodes = deps2.Items, rss.Items, pods.Items, nodes.Items
+	seen := map[string]Sandbox{}
+	for _, s := range before {
+		seen[s.ID] = s
+	}
+	for _, s := range after {
+		if b, ok := seen[s.ID]; ok && b == s && s.PodNamespace == o.Namespace {
+			ob.Sandboxes = append(ob.Sandboxes, s)
+		}
+	}
+	return ob, nil
+}
+
+func (o *Observer) sandboxes(ctx context.Context) ([]Sandbox, error) {
+	names := make([]string, 0, len(o.Runtimes))
+	for n := range o.Runtimes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []Sandbox
+	for _, node := range names {
+		rt := o.Runtimes[node]
+		list, err := rt.ListPodSandbox(ctx, nil)
+		if err != nil {
+			return nil, fmt.Errorf("listing sandboxes of %s: %w", node, err)
+		}
+		for _, s := range list {
+			sb := Sandbox{ID: s.Id, Node: node, PodUID: s.Labels[runtime.LabelPodUID],
+				Ready: s.State == runtimeapi.PodSandboxState_SANDBOX_READY}
+			if s.Metadata != nil {
+				sb.PodNamespace, sb.PodName = s.Metadata.Namespace, s.Metadata.Name
+			}
+			if sb.Ready {
+				st, err := rt.PodSandboxStatus(ctx, s.Id)
+				if errors.Is(err, runtime.ErrNotFound) {
+					continue // removed since listed: not stable
+				}
+				if err != nil {
+					return nil, fmt.Errorf("status of sandbox %s on %s: %w", s.Id, node, err)
+				}
+				if st.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+					continue
+				}
+				if st.Network != nil {
+					sb.IP = st.Network.Ip
+				}
+			}
+			out = append(out, sb)
+		}
+	}
+	return out, nil
+}
+
+// Terminal reports whether a pod phase is Succeeded or Failed.
+func Terminal(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
+
+// PodReady reports the pod's Ready condition.
+func PodReady(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// ControllerOwners returns the pod's ownerReferences with controller=true.
+func ControllerOwners(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	var out []metav1.OwnerReference
+	for _, r := range refs {
+		if r.Controller != nil && *r.Controller {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// image is the first container image of a pod template (the harness's
+// deployments have one container and change only its image).
+func image(spec *v1.PodSpec) string {
+	if len(spec.Containers) == 0 {
+		return ""
+	}
+	return spec.Containers[0].Image
+}
+
+func describePod(p *v1.Pod) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pod %s (uid %s, node %q, phase %s", p.Name, p.UID, p.Spec.NodeName, p.Status.Phase)
+	if p.DeletionTimestamp != nil {
+		b.WriteString(", terminating")
+	}
+	b.WriteString(")")
+	return b.String()
+}

@@ -1,0 +1,186 @@
+package props
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Change is one observed write, as a watch delivered it.
+type Change struct {
+	Kind, Name, Type, ResourceVersion string
+	Summary                           string
+}
+
+// Recorder watches every pod, ReplicaSet and deployment change of a
+// namespace (client-go informers: one watch per resource, relisting on a
+// break) and checks the step properties on each consecutive pair of versions
+// of an object it receives:
+//   - SCHED-1: spec.nodeName, once set, never changes (bound at most once);
+//   - KUBELET-5: a pod's phase never leaves Succeeded or Failed;
+//   - RS-2: no version of a pod has two controller owners.
+type Recorder struct {
+	mu         sync.Mutex
+	changes    []Change
+	violations []Violation
+	pods       map[string]*v1.Pod // uid -> last version seen
+	cancel     context.CancelFunc
+	done       chan struct{}
+}
+
+// MaxChanges bounds the change log a Recorder keeps for reports.
+const MaxChanges = 400
+
+// StartRecorder starts watching namespace and returns once the informers
+// have synced.
+func StartRecorder(ctx context.Context, client kubernetes.Interface, namespace string) (*Recorder, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &Recorder{pods: map[string]*v1.Pod{}, cancel: cancel, done: make(chan struct{})}
+	f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
+	podInf := f.Core().V1().Pods().Informer()
+	rsInf := f.Apps().V1().ReplicaSets().Informer()
+	depInf := f.Apps().V1().Deployments().Informer()
+	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { r.pod("ADDED", nil, o.(*v1.Pod)) },
+		UpdateFunc: func(o, n any) { r.pod("MODIFIED", o.(*v1.Pod), n.(*v1.Pod)) },
+		DeleteFunc: func(o any) {
+			if p, ok := o.(*v1.Pod); ok {
+				r.pod("DELETED", nil, p)
+			}
+		},
+	}); err != nil {
+		cancel()
+		return nil, fmt.Errorf("pod handler: %w", err)
+	}
+	rsLog := func(typ string) func(any) {
+		return func(o any) {
+			if rs, ok := o.(*appsv1.ReplicaSet); ok {
+				rep := int32(-1)
+				if rs.Spec.Replicas != nil {
+					rep = *rs.Spec.Replicas
+				}
+				r.log(Change{"ReplicaSet", rs.Name, typ, rs.ResourceVersion,
+					fmt.Sprintf("replicas=%d ready=%d deleting=%v", rep, rs.Status.ReadyReplicas, rs.DeletionTimestamp != nil)})
+			}
+		}
+	}
+	depLog := func(typ string) func(any) {
+		return func(o any) {
+			if d, ok := o.(*appsv1.Deployment); ok {
+				rep := int32(-1)
+				if d.Spec.Replicas != nil {
+					rep = *d.Spec.Replicas
+				}
+				r.log(Change{"Deployment", d.Name, typ, d.ResourceVersion,
+					fmt.Sprintf("gen=%d observed=%d replicas=%d image=%s paused=%v available=%d", d.Generation,
+						d.Status.ObservedGeneration, rep, image(&d.Spec.Template.Spec), d.Spec.Paused, d.Status.AvailableReplicas)})
+			}
+		}
+	}
+	for inf, lg := range map[cache.SharedIndexInformer]func(string) func(any){rsInf: rsLog, depInf: depLog} {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    lg("ADDED"),
+			UpdateFunc: func(_, n any) { lg("MODIFIED")(n) },
+			DeleteFunc: lg("DELETED"),
+		}); err != nil {
+			cancel()
+			return nil, fmt.Errorf("handler: %w", err)
+		}
+	}
+	go func() {
+		defer close(r.done)
+		f.Start(ctx.Done())
+		<-ctx.Done()
+		f.Shutdown()
+	}()
+	syncCtx, cancelSync := context.WithTimeout(ctx, time.Minute)
+	defer cancelSync()
+	if !cache.WaitForCacheSync(syncCtx.Done(), podInf.HasSynced, rsInf.HasSynced, depInf.HasSynced) {
+		r.Stop()
+		return nil, fmt.Errorf("recorder informers did not sync")
+	}
+	return r, nil
+}
+
+func (r *Recorder) log(c Change) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.changes = append(r.changes, c)
+	if len(r.changes) > MaxChanges {
+		r.changes = r.changes[len(r.changes)-MaxChanges:]
+	}
+}
+
+func (r *Recorder) pod(typ string, old, p *v1.Pod) {
+	r.log(Change{"Pod", p.Name, typ, p.ResourceVersion, fmt.Sprintf("uid=%s node=%q phase=%s ready=%v deleting=%v",
+		p.UID, p.Spec.NodeName, p.Status.Phase, PodReady(p), p.DeletionTimestamp != nil)})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	prev := r.pods[string(p.UID)]
+	if old != nil && old.UID == p.UID && (prev == nil || old.ResourceVersion != prev.ResourceVersion) {
+		// The informer's own previous version is authoritative for the pair.
+		prev = old
+	}
+	if prev != nil {
+		if prev.Spec.NodeName != "" && p.Spec.NodeName != prev.Spec.NodeName {
+			r.violations = append(r.violations, Violation{"SCHED-1", fmt.Sprintf(
+				"pod %s (uid %s) bound to %q at resourceVersion %s, then to %q at %s",
+				p.Name, p.UID, prev.Spec.NodeName, prev.ResourceVersion, p.Spec.NodeName, p.ResourceVersion)})
+		}
+		if Terminal(prev.Status.Phase) && p.Status.Phase != prev.Status.Phase {
+			r.violations = append(r.violations, Violation{"KUBELET-5", fmt.Sprintf(
+				"pod %s (uid %s) phase %s at resourceVersion %s, then %s at %s",
+				p.Name, p.UID, prev.Status.Phase, prev.ResourceVersion, p.Status.Phase, p.ResourceVersion)})
+		}
+	}
+	if n := len(ControllerOwners(p.OwnerReferences)); n > 1 {
+		r.violations = append(r.violations, Violation{"RS-2", fmt.Sprintf(
+			"pod %s (uid %s) at resourceVersion %s has %d controller owners", p.Name, p.UID, p.ResourceVersion, n)})
+	}
+	r.pods[string(p.UID)] = p
+}
+
+// Violations returns the step violations seen so far.
+func (r *Recorder) Violations() []Violation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Violation(nil), r.violations...)
+}
+
+// Pods returns the last version of every pod seen (deleted ones included).
+func (r *Recorder) Pods() []*v1.Pod {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*v1.Pod, 0, len(r.pods))
+	for _, p := range r.pods {
+		out = append(out, p)
+	}
+	return out
+}
+
+// Changes returns the most recent changes, oldest first.
+func (r *Recorder) Changes() []Change {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Change(nil), r.changes...)
+}
+
+// Count is the number of changes recorded.
+func (r *Recorder) Count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.changes)
+}
+
+// Stop stops the informers and waits for them.
+func (r *Recorder) Stop() {
+	r.cancel()
+	<-r.done
+}
