@@ -29,6 +29,7 @@ type Change struct {
 type Recorder struct {
 	mu         sync.Mutex
 	changes    []Change
+	total      int
 	violations []Violation
 	pods       map[string]*v1.Pod // uid -> last version seen
 	cancel     context.CancelFunc
@@ -113,6 +114,7 @@ func (r *Recorder) log(c Change) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.changes = append(r.changes, c)
+	r.total++
 	if len(r.changes) > MaxChanges {
 		r.changes = r.changes[len(r.changes)-MaxChanges:]
 	}
@@ -176,7 +178,7 @@ func (r *Recorder) Changes() []Change {
 func (r *Recorder) Count() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.changes)
+	return r.total
 }
 
 // Stop stops the informers and waits for them.
