@@ -59,10 +59,10 @@ type execStreams struct {
 func (m *Mux) serveExec(w http.ResponseWriter, req *http.Request, namespace, pod, container string) {
 	er, err := parseExecRequest(req)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+		writeStatusError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	k, ok := m.lookupContainer(w, namespace, pod, container)
+	k, ok := m.lookupContainer(func(code int, msg string) { writeStatusError(w, code, msg) }, namespace, pod, container)
 	if !ok {
 		return
 	}
@@ -86,7 +86,21 @@ func (m *Mux) serveExec(w http.ResponseWriter, req *http.Request, namespace, pod
 		m.execSPDY(w, req, er, run)
 		return
 	}
-	http.Error(w, "exec requires a WebSocket or SPDY/3.1 upgrade", http.StatusBadRequest)
+	writeStatusError(w, http.StatusBadRequest, "exec requires a WebSocket or SPDY/3.1 upgrade")
+}
+
+// writeStatusError answers an exec request that cannot be upgraded with a
+// Status, as upstream's streaming server does; client-go shows its message.
+func writeStatusError(w http.ResponseWriter, code int, msg string) {
+	st := metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
+		Code: int32(code), Reason: metav1.StatusReasonBadRequest, Message: msg}
+	if code == http.StatusNotFound {
+		st.Reason = metav1.StatusReasonNotFound
+	}
+	b, _ := json.Marshal(st)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(b)
 }
 
 // writeExecStatus writes the command's outcome as upstream does on the

@@ -196,11 +196,11 @@ func (c runningPodsCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // lookupContainer resolves the pod and checks the container is in its
-// spec, writing upstream's 404s when not.
-func (m *Mux) lookupContainer(w http.ResponseWriter, namespace, pod, container string) (Kubelet, bool) {
+// spec, writing upstream's 404s with writeError when not.
+func (m *Mux) lookupContainer(writeError func(code int, msg string), namespace, pod, container string) (Kubelet, bool) {
 	k, p, ok := m.kubeletFor(namespace, pod)
 	if !ok {
-		http.Error(w, fmt.Sprintf("pod %q does not exist", pod), http.StatusNotFound)
+		writeError(http.StatusNotFound, fmt.Sprintf("pod %q does not exist", pod))
 		return nil, false
 	}
 	for _, list := range [][]v1.Container{p.Spec.Containers, p.Spec.InitContainers} {
@@ -210,6 +210,6 @@ func (m *Mux) lookupContainer(w http.ResponseWriter, namespace, pod, container s
 			}
 		}
 	}
-	http.Error(w, fmt.Sprintf("container %q not found in pod %q", container, pod), http.StatusNotFound)
+	writeError(http.StatusNotFound, fmt.Sprintf("container %q not found in pod %q", container, pod))
 	return nil, false
 }

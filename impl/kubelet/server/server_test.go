@@ -394,9 +394,7 @@ func TestExecRefusals(t *testing.T) {
 				t.Errorf("%s over %s: no error", name, transport)
 				continue
 			}
-			// client-go's SPDY executor reports the body; the WebSocket one
-			// only the status, unless it falls back.
-			if transport == "spdy" && !strings.Contains(err.Error(), tc.want) {
+			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%s over %s: %v, want %q", name, transport, err, tc.want)
 			}
 		}
