@@ -10,12 +10,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/httpstream/spdy"
 	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
 	"k8s.io/apimachinery/pkg/util/remotecommand"
+	"k8s.io/klog/v2"
 )
 
 // execRequest is the query of /exec.
@@ -140,6 +142,9 @@ func (m *Mux) execWebSocket(w http.ResponseWriter, req *http.Request, er execReq
 		remotecommand.StreamProtocolV4Name: {Binary: true, Channels: channels},
 	})
 	conn.SetIdleTimeout(4 * time.Hour)
+	// The connection's reader logs through the request's klog logger; it
+	// would report our own close at the end of every session as an error.
+	req = req.WithContext(klog.NewContext(req.Context(), logr.Discard()))
 	_, streams, err := conn.Open(w, req)
 	if err != nil {
 		m.log.Debug("exec: websocket upgrade failed", "err", err)
