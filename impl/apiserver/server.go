@@ -175,7 +175,11 @@ func New(cfg Config) (*Server, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	m, err := metrics.New(reg)
+	served := make([]string, 0, len(cfg.Resources))
+	for _, r := range cfg.Resources {
+		served = append(served, r.Name)
+	}
+	m, err := metrics.New(reg, served)
 	if err != nil {
 		return nil, err
 	}

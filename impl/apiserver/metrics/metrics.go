@@ -17,11 +17,23 @@ type Metrics struct {
 	requests    *prometheus.CounterVec
 	latency     *prometheus.HistogramVec
 	longRunning *prometheus.GaugeVec
+	// served are the resource names the server serves; a request for
+	// anything else is labelled with resource "" so that request paths
+	// cannot create unbounded (or invalid) label values.
+	served map[string]bool
 }
 
-// New registers the metrics on reg.
-func New(reg prometheus.Registerer) (*Metrics, error) {
+// Subresources are the subresource names that may appear as a label value.
+var Subresources = map[string]bool{
+	"status": true, "scale": true, "binding": true, "finalize": true, "log": true, "exec": true,
+	"attach": true, "portforward": true, "proxy": true, "eviction": true, "token": true,
+}
+
+// New registers the metrics on reg. served lists the resource names
+// (plural, e.g. "pods") the server serves.
+func New(reg prometheus.Registerer, served []string) (*Metrics, error) {
 	m := &Metrics{
+		served: map[string]bool{},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apiserver_request_total",
 			Help: "Counter of apiserver requests broken out for each verb, resource, subresource and HTTP response code.",
@@ -36,6 +48,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "apiserver_longrunning_requests",
 			Help: "Gauge of all active long-running apiserver requests (watches) broken out by verb and resource.",
 		}, []string{"verb", "resource"}),
+	}
+	for _, r := range served {
+		m.served[r] = true
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.latency, m.longRunning} {
 		if err := reg.Register(c); err != nil {
@@ -75,19 +90,29 @@ func ReportVerb(info *request.Info) string {
 // Observe records one finished request.
 func (m *Metrics) Observe(info *request.Info, code int, d time.Duration) {
 	verb := ReportVerb(info)
-	res, sub := "", ""
-	if info != nil {
-		res, sub = info.Resource, info.Subresource
-	}
+	res, sub := m.labels(info)
 	m.requests.WithLabelValues(verb, res, sub, fmt.Sprint(code)).Inc()
 	if info == nil || !info.IsLongRunning() {
 		m.latency.WithLabelValues(verb, res).Observe(d.Seconds())
 	}
 }
 
+// labels are the resource and subresource label values of a request: only
+// served resources and known subresource names, never raw path segments.
+func (m *Metrics) labels(info *request.Info) (resource, subresource string) {
+	if info == nil || !m.served[info.Resource] {
+		return "", ""
+	}
+	if Subresources[info.Subresource] {
+		return info.Resource, info.Subresource
+	}
+	return info.Resource, ""
+}
+
 // WatchStarted counts an open watch until the returned func is called.
 func (m *Metrics) WatchStarted(info *request.Info) func() {
-	g := m.longRunning.WithLabelValues(ReportVerb(info), info.Resource)
+	res, _ := m.labels(info)
+	g := m.longRunning.WithLabelValues(ReportVerb(info), res)
 	g.Inc()
 	return g.Dec
 }

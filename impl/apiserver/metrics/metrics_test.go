@@ -1,0 +1,53 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+)
+
+// TestLabelsComeFromServedResourcesOnly: request paths never become label
+// values, so a client cannot make the server panic (non-UTF-8 labels) or
+// grow its metrics without bound (one series per made-up name).
+func TestLabelsComeFromServedResourcesOnly(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg, []string{"pods", "replicasets"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, info := range []*request.Info{
+		{IsResourceRequest: true, Verb: "get", Resource: "replicasets", Subresource: "x.00/0000\x800"},
+		{IsResourceRequest: true, Verb: "get", Resource: "no-such-\xff", Subresource: "status"},
+		{IsResourceRequest: true, Verb: "get", Resource: "pods", Subresource: "status"},
+		{IsResourceRequest: true, Verb: "list", Resource: "made-up-1"},
+		{IsResourceRequest: true, Verb: "list", Resource: "made-up-2"},
+		nil,
+	} {
+		m.Observe(info, 404, time.Millisecond) // must not panic
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for _, mf := range families {
+		if mf.GetName() == "apiserver_request_total" {
+			got = len(mf.GetMetric())
+		}
+	}
+	// replicasets/"" (bad subresource dropped), ""/"" (unserved: twice for GET,
+	// both LISTs share one series), pods/status, and the nil request.
+	if got != 5 {
+		var b strings.Builder
+		for _, mf := range families {
+			b.WriteString(mf.String())
+		}
+		t.Fatalf("%d series, want 5:\n%s", got, b.String())
+	}
+	done := m.WatchStarted(&request.Info{IsResourceRequest: true, Verb: "watch", Resource: "bogus\xff"})
+	done()
+}
