@@ -20,6 +20,12 @@ const KubeletAPIClientUser = "kube-apiserver-kubelet-client"
 // and reports Port (on its NodeIP, 127.0.0.1) in status.daemonEndpoints, so
 // N nodes share one port. Its serving certificate and the client
 // certificate it requires both come from the cluster CA.
+//
+// Wiring into Start (when cfg.Nodes > 0): NewKubeletAPI before the API
+// server, Serve in the components' wait group on compsCtx, ClientTLS as the
+// API server's KubeletClientTLS (APIServerConfig → apiserver.Config), and
+// in startKubelets kubelet.Config.Port = Port and Mux.Add(k) for each
+// kubelet.
 type KubeletAPI struct {
 	Mux  *server.Mux
 	Port int32
