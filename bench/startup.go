@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,9 @@ type StartupConfig struct {
 	// Settle is how long memory is left to settle before each reading
 	// (default 2 s).
 	Settle time.Duration
+	// HeapProfile, if set, is a file the heap profile is written to once
+	// every pod is Running (go tool pprof -sample_index=inuse_space).
+	HeapProfile string
 	// Progress, if set, is called about once a second.
 	Progress func(Progress)
 	Logger   *slog.Logger
@@ -126,6 +130,9 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	mem, err := resource.ParseQuantity(cfg.NodeMemory)
 	if err != nil {
 		return res, fmt.Errorf("node memory: %w", err)
+	}
+	if fit := podsPerNode(cpu, mem, cfg.NodeMaxPods); fit*cfg.Nodes < cfg.Pods {
+		return res, fmt.Errorf("%d pods do not fit on %d nodes: each takes %d bench pods (100m cpu, 500Mi memory)", cfg.Pods, cfg.Nodes, fit)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -230,11 +237,34 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	}
 	time.Sleep(cfg.Settle)
 	res.HeapAfterPods, res.RSSAfterPods = liveMemory()
+	if cfg.HeapProfile != "" {
+		if err := writeHeapProfile(cfg.HeapProfile); err != nil {
+			return res, err
+		}
+	}
 	res.HeapPerNode = (float64(res.HeapAfterNodes) - float64(res.HeapBefore)) / float64(cfg.Nodes)
 	res.HeapPerPod = (float64(res.HeapAfterPods) - float64(res.HeapAfterNodes)) / float64(cfg.Pods)
 	res.RSSPerNode = float64(res.RSSAfterNodes-res.RSSBefore) / float64(cfg.Nodes)
 	res.RSSPerPod = float64(res.RSSAfterPods-res.RSSAfterNodes) / float64(cfg.Pods)
 	return res, nil
+}
+
+// podsPerNode is how many BenchPods fit on a node of the given capacity.
+func podsPerNode(cpu, mem resource.Quantity, maxPods int64) int {
+	req := BenchPod("", "").Spec.Containers[0].Resources.Requests
+	return int(min(cpu.MilliValue()/req.Cpu().MilliValue(), mem.Value()/req.Memory().Value(), maxPods))
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("writing heap profile: %w", err)
+	}
+	return f.Close()
 }
 
 // liveMemory is the live heap after a forced GC, and the process's VmRSS

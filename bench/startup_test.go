@@ -52,3 +52,11 @@ func BenchmarkPodStartup(b *testing.B) {
 		b.ReportMetric(res.HeapPerPod, "heap-B/pod")
 	}
 }
+
+func TestStartupRejectsPodsThatCannotFit(t *testing.T) {
+	// 4 cpu / 100m = 40 pods per node.
+	_, err := RunStartup(context.Background(), StartupConfig{Nodes: 2, Pods: 81})
+	if err == nil {
+		t.Fatal("81 pods on 2 nodes accepted")
+	}
+}

@@ -37,6 +37,7 @@ func newBenchCommand() *cobra.Command {
 		startupNodes    int
 		rate            float64
 		startupDuration time.Duration
+		heapProfile     string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [WORKLOAD...]",
@@ -122,7 +123,7 @@ With no WORKLOAD, runs writes.`,
 					if kubeconfig != "" {
 						return fmt.Errorf("%s runs its own simulated nodes in-process; it does not take --kubeconfig", w)
 					}
-					cfg := bench.StartupConfig{Nodes: startupNodes, Rate: rate, Pods: int(rate * startupDuration.Seconds()), UnsafeNoFsync: fsyncOff}
+					cfg := bench.StartupConfig{Nodes: startupNodes, Rate: rate, Pods: int(rate * startupDuration.Seconds()), UnsafeNoFsync: fsyncOff, HeapProfile: heapProfile}
 					if w == "startup-1000x30000" {
 						cfg.Nodes, cfg.Pods = 1000, 30000
 					}
@@ -174,6 +175,7 @@ With no WORKLOAD, runs writes.`,
 	fs.IntVar(&startupNodes, "startup-nodes", 100, "Simulated nodes of the startup workload.")
 	fs.Float64Var(&rate, "rate", 100, "Pod arrival rate (pods/s) of the startup workloads.")
 	fs.DurationVar(&startupDuration, "startup-duration", 30*time.Second, "How long pods arrive in the startup workload.")
+	fs.StringVar(&heapProfile, "heap-profile", "", "Startup workloads write a heap profile here once every pod is Running.")
 	return cmd
 }
 
