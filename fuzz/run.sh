@@ -66,6 +66,7 @@ for t in "${targets[@]}"; do
 		cp -n "$CORPUS/$t"/* "$cache/$t"/ 2>/dev/null || true
 	fi
 	before=$(ls "$FINDINGS/$t" 2>/dev/null | sort)
+	tmpBefore=$(ls -d "${TMPDIR:-/tmp}"/kubeproof-fuzz-* 2>/dev/null | sort)
 	log="$logdir/$t.log"
 	start=$(date +%s)
 	last=0
@@ -96,6 +97,12 @@ for t in "${targets[@]}"; do
 	wait $pid
 	rc=$?
 	took=$(($(date +%s) - start))
+	# Fuzz workers are stopped without running TestMain's cleanup: remove
+	# the etcd data directories of the API servers this target started.
+	tmpAfter=$(ls -d "${TMPDIR:-/tmp}"/kubeproof-fuzz-* 2>/dev/null | sort)
+	for d in $(comm -13 <(echo "$tmpBefore") <(echo "$tmpAfter")); do
+		rm -rf "$d"
+	done
 	after=$(ls "$FINDINGS/$t" 2>/dev/null | sort)
 	new=$(comm -13 <(echo "$before") <(echo "$after") | grep -v '^$' || true)
 	nfind=$(echo -n "$new" | grep -c . || true)
