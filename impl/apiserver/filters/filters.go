@@ -26,16 +26,23 @@ import (
 // line instead of a dropped connection.
 func WithPanicRecovery(next http.Handler, c *codec.Codecs, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
 				log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				if rec.code != 0 {
+					// The response has begun: a Status now would be glued
+					// to it. Abort the stream so the client sees a broken
+					// response, never a well-formed wrong one.
+					panic(http.ErrAbortHandler)
+				}
 				endpoints.WriteStatusError(w, r, c, apierrors.NewInternalError(fmt.Errorf("panic: %v", v)))
 			}
 		}()
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(rec, r)
 	})
 }
 

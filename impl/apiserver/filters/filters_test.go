@@ -1,12 +1,16 @@
 package filters
 
 import (
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
+	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
@@ -41,5 +45,41 @@ func TestRequestTimeoutSparesWatches(t *testing.T) {
 	}
 	if len(deadlines) != 2 || !deadlines[0] || deadlines[1] {
 		t.Fatalf("deadlines (list, watch): %v", deadlines)
+	}
+}
+
+// TestPanicRecovery: a panic before the response began becomes one 500
+// Status; a panic after it began aborts the stream (http.ErrAbortHandler)
+// instead of gluing a Status to the partial answer.
+func TestPanicRecovery(t *testing.T) {
+	c, err := codec.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	early := WithPanicRecovery(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }), c, log)
+	rw := httptest.NewRecorder()
+	early.ServeHTTP(rw, httptest.NewRequest("GET", "/api/v1/pods", nil))
+	if rw.Code != http.StatusInternalServerError || !strings.Contains(rw.Body.String(), `"kind":"Status"`) {
+		t.Fatalf("early panic: %d %s", rw.Code, rw.Body.String())
+	}
+
+	late := WithPanicRecovery(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"kind":"Status"}`))
+		panic("late")
+	}), c, log)
+	rw = httptest.NewRecorder()
+	func() {
+		defer func() {
+			if v := recover(); v != http.ErrAbortHandler {
+				t.Fatalf("late panic re-raised %v, want http.ErrAbortHandler", v)
+			}
+		}()
+		late.ServeHTTP(rw, httptest.NewRequest("GET", "/api/v1/pods", nil))
+	}()
+	if strings.Count(rw.Body.String(), "Status") != 1 {
+		t.Fatalf("a second body was written: %s", rw.Body.String())
 	}
 }
