@@ -135,3 +135,41 @@ func TestRecorderStepChecks(t *testing.T) {
 		t.Errorf("report does not carry the property text: %s", s)
 	}
 }
+
+func TestLivenessCheckReportsUnstableStates(t *testing.T) {
+	m, err := NewModel(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{abs: NewAbstraction(m)}
+	stable := testObservation()
+	st := &stable.Deployments[0].Status
+	st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas = 2, 2, 2, 2
+	if r := h.unconverged(stable); len(r) != 0 {
+		t.Fatalf("stable observation reported: %v", r)
+	}
+	for _, tc := range []struct {
+		id     string
+		break_ func(ob *Observation)
+	}{
+		{"LIVE-1", func(ob *Observation) { ob.Pods[1].Status.Conditions = nil }},
+		{"LIVE-2", func(ob *Observation) { ob.Pods[1].OwnerReferences = nil }},
+		{"LIVE-3", func(ob *Observation) {
+			ob.Sandboxes = append(ob.Sandboxes, Sandbox{ID: "s9", Node: "node-2", PodUID: "gone", PodName: "x", Ready: true, IP: "10.244.1.2"})
+		}},
+	} {
+		ob := testObservation()
+		st := &ob.Deployments[0].Status
+		st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas = 2, 2, 2, 2
+		tc.break_(ob)
+		h.abs.Remember(&v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "gone", Labels: map[string]string{AppLabel: "d1"}},
+			Spec: v1.PodSpec{Containers: []v1.Container{{Image: "app:v1"}}}})
+		found := false
+		for _, r := range h.unconverged(ob) {
+			found = found || strings.HasPrefix(r, tc.id)
+		}
+		if !found {
+			t.Errorf("%s: not reported: %v", tc.id, h.unconverged(ob))
+		}
+	}
+}

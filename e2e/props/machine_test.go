@@ -52,13 +52,14 @@ func TestMain(m *testing.M) {
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if !set["rapid.checks"] {
-		_ = flag.Set("rapid.checks", strconv.Itoa(envInt("PROPS_CHECKS", 2)))
-	}
-	if !set["rapid.steps"] {
-		_ = flag.Set("rapid.steps", strconv.Itoa(envInt("PROPS_STEPS", 15)))
+		_ = flag.Set("rapid.checks", strconv.Itoa(envInt("PROPS_CHECKS", 3)))
 	}
 	os.Exit(m.Run())
 }
+
+// maxSteps is the most actions one run draws (PROPS_STEPS, default 10);
+// every action checks the safety properties after its settle.
+func maxSteps() int { return envInt("PROPS_STEPS", 10) }
 
 // stats are the campaign's totals, printed at the end.
 var stats struct {
@@ -93,7 +94,7 @@ func startCluster(t *testing.T) *cluster.Cluster {
 // run faults stop and the cluster must converge (LIVE-1..3).
 func TestPipelineProperties(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a cluster")
+		return
 	}
 	before := runtime.NumGoroutine()
 	c := startCluster(t)
@@ -115,7 +116,16 @@ func TestPipelineProperties(t *testing.T) {
 		h := newHarness(rt, c, client, m, runtimes, fmt.Sprintf("props-%d", run.Add(1)))
 		defer h.close()
 		h.create(rt) // every run starts with a deployment
-		rt.Repeat(h.actions())
+		acts := h.actions()
+		names := make([]string, 0, len(acts))
+		for n := range acts {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		steps := rapid.IntRange(1, maxSteps()).Draw(rt, "steps")
+		for i := 0; i < steps; i++ {
+			acts[rapid.SampledFrom(names).Draw(rt, "action")](rt)
+		}
 		h.converge()
 	}
 	deadline := time.Now()
@@ -293,7 +303,6 @@ func (h *harness) checkOnce() {
 
 func (h *harness) actions() map[string]func(*rapid.T) {
 	return map[string]func(*rapid.T){
-		"":               func(*rapid.T) {}, // checks run inside each action, after its settle
 		"create":         h.create,
 		"scale":          h.scale,
 		"updateImage":    h.updateImage,
@@ -302,6 +311,8 @@ func (h *harness) actions() map[string]func(*rapid.T) {
 		"deletePod":      h.deletePod,
 		"cordonUncordon": h.cordon,
 		"failRecover":    h.failNode,
+		"rebindPod":      h.rebindPod,
+		"recreatePod":    h.recreatePod,
 	}
 }
 
@@ -317,7 +328,7 @@ func (h *harness) liveDeployments() []string {
 
 func (h *harness) create(t *rapid.T) {
 	if len(h.deps) >= 2 { // the model holds two deployments
-		t.Skip("two deployments already")
+		return
 	}
 	name := fmt.Sprintf("d%d", len(h.deps)+1)
 	replicas := int32(rapid.IntRange(1, 4).Draw(t, "replicas"))
@@ -372,13 +383,16 @@ func (h *harness) update(name string, f func(*appsv1.Deployment)) {
 func (h *harness) pickDeployment(t *rapid.T) string {
 	live := h.liveDeployments()
 	if len(live) == 0 {
-		t.Skip("no deployment")
+		return ""
 	}
 	return rapid.SampledFrom(live).Draw(t, "deployment")
 }
 
 func (h *harness) scale(t *rapid.T) {
 	name := h.pickDeployment(t)
+	if name == "" {
+		return
+	}
 	replicas := int32(rapid.IntRange(0, 4).Draw(t, "replicas"))
 	h.step("scale %s to %d", name, replicas)
 	h.update(name, func(d *appsv1.Deployment) { d.Spec.Replicas = &replicas })
@@ -387,8 +401,11 @@ func (h *harness) scale(t *rapid.T) {
 
 func (h *harness) updateImage(t *rapid.T) {
 	name := h.pickDeployment(t)
+	if name == "" {
+		return
+	}
 	if h.updated[name] { // the model holds two template versions
-		t.Skip("already updated")
+		return
 	}
 	h.step("update image of %s to app:v2 (rolling update)", name)
 	h.update(name, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "registry.example/app:v2" })
@@ -398,6 +415,9 @@ func (h *harness) updateImage(t *rapid.T) {
 
 func (h *harness) pauseResume(t *rapid.T) {
 	name := h.pickDeployment(t)
+	if name == "" {
+		return
+	}
 	p := !h.paused[name]
 	if p {
 		h.step("pause %s", name)
@@ -411,6 +431,9 @@ func (h *harness) pauseResume(t *rapid.T) {
 
 func (h *harness) delete(t *rapid.T) {
 	name := h.pickDeployment(t)
+	if name == "" {
+		return
+	}
 	policy := rapid.SampledFrom([]metav1.DeletionPropagation{
 		metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan,
 	}).Draw(t, "policy")
@@ -437,7 +460,7 @@ func (h *harness) deletePod(t *rapid.T) {
 		}
 	}
 	if len(names) == 0 {
-		t.Skip("no pod")
+		return
 	}
 	sort.Strings(names)
 	name := rapid.SampledFrom(names).Draw(t, "pod")
@@ -491,12 +514,82 @@ func (h *harness) failNode(t *rapid.T) {
 		h.down[n] = false
 	} else {
 		if len(sortedKeys(h.down)) >= 1 { // keep capacity for every deployment
-			t.Skip("a node is already down")
+			return
 		}
 		h.step("fail %s (kubelet stops: no heartbeats, no syncs)", n)
 		h.c.Kubelet(n).Pause()
 		h.down[n] = true
 		stats.faults.Add(1)
+	}
+	h.check()
+}
+
+// boundPod draws a bound, non-terminating pod.
+func (h *harness) boundPod(t *rapid.T) *v1.Pod {
+	pods, err := h.client.CoreV1().Pods(h.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bound []v1.Pod
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+			bound = append(bound, p)
+		}
+	}
+	if len(bound) == 0 {
+		return nil
+	}
+	sort.Slice(bound, func(i, j int) bool { return bound[i].Name < bound[j].Name })
+	i := rapid.IntRange(0, len(bound)-1).Draw(t, "pod")
+	return &bound[i]
+}
+
+// rebindPod is a second scheduler trying to bind a bound pod elsewhere
+// (SCHED-1, STORE-3): the API server must refuse with Conflict; were it to
+// accept, the recorder would also see the re-binding.
+func (h *harness) rebindPod(t *rapid.T) {
+	p := h.boundPod(t)
+	if p == nil {
+		return
+	}
+	target := nodeName(t)
+	h.step("bind already bound pod %s (on %s) to %s", p.Name, p.Spec.NodeName, target)
+	b := &v1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name, UID: p.UID},
+		Target: v1.ObjectReference{Kind: "Node", Name: target}}
+	err := h.client.CoreV1().Pods(h.ns).Bind(context.Background(), b, metav1.CreateOptions{})
+	if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+		h.fail("binding a bound pod", []Violation{{ID: "SCHED-1", Detail: fmt.Sprintf(
+			"binding bound pod %s (uid %s, on %s) to %s returned %v, want Conflict", p.Name, p.UID, p.Spec.NodeName, target, err)}})
+	}
+	h.check()
+}
+
+// recreatePod creates a pod under an existing pod's name (STORE-2): the API
+// server must refuse with AlreadyExists and leave the pod as it was.
+func (h *harness) recreatePod(t *rapid.T) {
+	p := h.boundPod(t)
+	if p == nil {
+		return
+	}
+	h.step("create a fresh pod under existing name %s", p.Name)
+	fresh := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Labels: p.Labels},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: image(&p.Spec)}}}}
+	created, err := h.client.CoreV1().Pods(h.ns).Create(context.Background(), fresh, metav1.CreateOptions{})
+	if err == nil {
+		// Legal only if the old pod was removed in the meantime.
+		zero := int64(0)
+		_ = h.client.CoreV1().Pods(h.ns).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		deadline := time.Now().Add(10 * time.Second)
+		for !h.rec.Deleted(string(p.UID)) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if !h.rec.Deleted(string(p.UID)) {
+			h.fail("creating a pod under an existing name", []Violation{{ID: "STORE-2", Detail: fmt.Sprintf(
+				"creating pod %s while uid %s exists succeeded (new uid %s), want AlreadyExists", p.Name, p.UID, created.UID)}})
+		}
+	} else if !apierrors.IsAlreadyExists(err) {
+		h.fail("creating a pod under an existing name", []Violation{{ID: "STORE-2", Detail: fmt.Sprintf(
+			"creating pod %s while uid %s exists returned %v, want AlreadyExists", p.Name, p.UID, err)}})
 	}
 	h.check()
 }

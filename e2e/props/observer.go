@@ -13,10 +13,10 @@
 // every pod version). After faults stop, every run must converge (LIVE-1,
 // LIVE-2, LIVE-3) within a bounded time.
 //
-// Budgets: `go test ./e2e/props/` runs two rapid runs of 15 actions (about a
+// Budgets: `go test ./e2e/props/` runs three rapid runs of up to 10 actions (about a
 // minute). PROPS_CHECKS (runs per rapid.Check), PROPS_STEPS (actions per run)
 // and PROPS_DURATION (repeat with fresh seeds until it has passed, e.g. 1h)
-// make a campaign; rapid's own -rapid.checks, -rapid.steps and -rapid.seed
+// make a campaign; rapid's own -rapid.checks and -rapid.seed
 // flags win when given. A failure prints the shrunk action script, the last
 // recorded changes with their resourceVersions, and rapid's seed and fail
 // file (testdata/rapid/...), which -rapid.failfile replays; the timing of the

@@ -32,6 +32,7 @@ type Recorder struct {
 	total      int
 	violations []Violation
 	pods       map[string]*v1.Pod // uid -> last version seen
+	deleted    map[string]bool    // uids whose deletion was seen
 	cancel     context.CancelFunc
 	done       chan struct{}
 }
@@ -147,6 +148,19 @@ func (r *Recorder) pod(typ string, old, p *v1.Pod) {
 			"pod %s (uid %s) at resourceVersion %s has %d controller owners", p.Name, p.UID, p.ResourceVersion, n)})
 	}
 	r.pods[string(p.UID)] = p
+	if typ == "DELETED" {
+		if r.deleted == nil {
+			r.deleted = map[string]bool{}
+		}
+		r.deleted[string(p.UID)] = true
+	}
+}
+
+// Deleted reports whether the recorder saw the pod with this uid removed.
+func (r *Recorder) Deleted(uid string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.deleted[uid]
 }
 
 // Violations returns the step violations seen so far.
