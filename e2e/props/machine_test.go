@@ -312,6 +312,7 @@ func (h *harness) actions() map[string]func(*rapid.T) {
 		"cordonUncordon": h.cordon,
 		"failRecover":    h.failNode,
 		"rebindPod":      h.rebindPod,
+		"compactEtcd":    h.compactEtcd,
 		"recreatePod":    h.recreatePod,
 	}
 }
@@ -591,5 +592,22 @@ func (h *harness) recreatePod(t *rapid.T) {
 		h.fail("creating a pod under an existing name", []Violation{{ID: "STORE-2", Detail: fmt.Sprintf(
 			"creating pod %s while uid %s exists returned %v, want AlreadyExists", p.Name, p.UID, err)}})
 	}
+	h.check()
+}
+
+// compactEtcd compacts etcd's history up to its current revision: a
+// component whose watch breaks after this must relist (410 Gone) rather
+// than resume from a compacted resourceVersion.
+func (h *harness) compactEtcd(t *rapid.T) {
+	ctx := context.Background()
+	resp, err := h.c.EtcdClient.Get(ctx, "compact-probe")
+	if err != nil {
+		t.Fatalf("reading etcd revision: %v", err)
+	}
+	h.step("compact etcd at revision %d", resp.Header.Revision)
+	if _, err := h.c.EtcdClient.Compact(ctx, resp.Header.Revision); err != nil && !strings.Contains(err.Error(), "compacted") {
+		t.Fatalf("compacting etcd: %v", err)
+	}
+	stats.faults.Add(1)
 	h.check()
 }
