@@ -4,8 +4,10 @@ BIN       ?= bin/kubeproof
 DATA_DIR  ?= .kubeproof
 PKGS      ?= ./...
 TEST_TIMEOUT ?= 35m
+FUZZTIME  ?= 10m
+BENCH_OUT ?= bench/results/latest
 
-.PHONY: all build run test lint fmt vet unit model tlc bench bench-smoke props lin fuzz clean
+.PHONY: all build run test lint fmt vet unit model tlc bench bench-smoke lin fuzz clean
 
 all: build
 
@@ -16,9 +18,11 @@ build:
 run: build
 	$(BIN) up --data-dir $(DATA_DIR)
 
-# Every test: formatting and vet, unit/integration tests (including the kubectl
-# tests), then the model checker's standard configurations.
-test: lint unit
+# Every test: formatting and vet, unit and integration tests (the kubectl and
+# client-go acceptance tests, the short linearizability scenarios, every fuzz
+# target's seed corpus, the benchmark smoke tests), then the model checker's
+# standard configurations.
+test: lint unit model
 
 unit:
 	$(GO) test -timeout $(TEST_TIMEOUT) $(PKGS)
@@ -31,6 +35,34 @@ fmt:
 
 vet:
 	$(GO) vet $(PKGS)
+
+# The model checker on every standard configuration of spec/*.cfg, ending
+# with a summary table.
+model: build
+	$(BIN) model check --progress-interval 30s
+
+# TLC on every spec/*.cfg beside the Go checker's counts, when TLA2TOOLS
+# points at a tla2tools.jar (it cannot be installed here; without it this
+# says so and succeeds).
+tlc: build
+	KUBEPROOF=$(abspath $(BIN)) sh spec/tlc.sh
+
+# The long linearizability scenarios.
+lin:
+	LIN_LONG=1 $(GO) test -timeout 60m -run . -v ./linearizability/ 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|summary|scenario)' || true
+
+# Every fuzz target in turn for FUZZTIME each, with a summary table.
+fuzz:
+	FUZZTIME=$(FUZZTIME) GO=$(GO) bash fuzz/run.sh
+
+# The default benchmark workloads, results (JSON and Markdown) in $(BENCH_OUT).
+bench: build
+	$(BIN) bench --out $(BENCH_OUT) writes apiserver-memory scheduling-basic-500 scheduling-basic-5000 startup
+
+# A quick run of every benchmark path so the suite cannot rot (the bench
+# package's tests; `make unit` runs them too).
+bench-smoke:
+	$(GO) test -count=1 ./bench/...
 
 clean:
 	rm -rf bin
