@@ -7,7 +7,7 @@ TEST_TIMEOUT ?= 35m
 FUZZTIME  ?= 10m
 BENCH_OUT ?= bench/results/latest
 
-.PHONY: all build run test lint fmt vet unit model tlc bench bench-smoke lin fuzz clean
+.PHONY: all build run test lint fmt vet unit model tlc bench bench-smoke lin fuzz props clean
 
 all: build
 
@@ -50,6 +50,12 @@ tlc: build
 # The long linearizability scenarios.
 lin:
 	LIN_LONG=1 $(GO) test -timeout 60m -run . -v ./linearizability/ 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|summary|scenario)' || true
+
+# A long property-test campaign of the whole pipeline against the model
+# (PROPS_DURATION, default 1h), with a progress line and a closing summary.
+props:
+	PROPS_DURATION=$${PROPS_DURATION:-1h} PROPS_CHECKS=$${PROPS_CHECKS:-5} PROPS_STEPS=$${PROPS_STEPS:-25} \
+		$(GO) test ./e2e/props/ -run TestPipelineProperties -count=1 -v -timeout 0
 
 # Every fuzz target in turn for FUZZTIME each, with a summary table.
 fuzz:
