@@ -25,15 +25,7 @@ var bindingGR = schema.GroupResource{Resource: "pods/binding"}
 // PodScheduled=True. A pod that is already bound, or being deleted, is a
 // 409 Conflict: a pod is bound at most once (SCHED-1).
 func (h *Handler) bind(w http.ResponseWriter, r *http.Request, info *request.Info) error {
-	wo, err := parseWriteOptions(r, "CreateOptions")
-	if err != nil {
-		return err
-	}
-	target, err := h.opts.Codecs.Negotiate(r, nil, false)
-	if err != nil {
-		return err
-	}
-	body, err := h.readBody(w, r)
+	wo, target, body, err := h.readWrite(w, r, "CreateOptions")
 	if err != nil {
 		return err
 	}

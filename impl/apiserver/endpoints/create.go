@@ -22,15 +22,7 @@ import (
 const generateNameAttempts = 8
 
 func (h *Handler) create(w http.ResponseWriter, r *http.Request, info *request.Info) error {
-	wo, err := parseWriteOptions(r, "CreateOptions")
-	if err != nil {
-		return err
-	}
-	target, err := h.opts.Codecs.Negotiate(r, nil, false)
-	if err != nil {
-		return err
-	}
-	body, err := h.readBody(w, r)
+	wo, target, body, err := h.readWrite(w, r, "CreateOptions")
 	if err != nil {
 		return err
 	}

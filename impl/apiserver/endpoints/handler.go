@@ -245,6 +245,25 @@ func (h *Handler) listKey(namespace string) (string, error) {
 }
 
 // readBody reads the request body up to the limit (413 beyond).
+// readWrite reads what every write request (create, update, patch, binding)
+// starts with: its options (optionsKind names them in errors), the response
+// format the client accepts, and the body.
+func (h *Handler) readWrite(w http.ResponseWriter, r *http.Request, optionsKind string) (writeOptions, codec.Target, []byte, error) {
+	wo, err := parseWriteOptions(r, optionsKind)
+	if err != nil {
+		return writeOptions{}, codec.Target{}, nil, err
+	}
+	target, err := h.opts.Codecs.Negotiate(r, nil, false)
+	if err != nil {
+		return writeOptions{}, codec.Target{}, nil, err
+	}
+	body, err := h.readBody(w, r)
+	if err != nil {
+		return writeOptions{}, codec.Target{}, nil, err
+	}
+	return wo, target, body, nil
+}
+
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if r.Body == nil {
 		return nil, nil

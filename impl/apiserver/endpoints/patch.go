@@ -50,15 +50,7 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 	default:
 		return unsupportedMedia(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", joinTypes()))
 	}
-	wo, err := parseWriteOptions(r, "PatchOptions")
-	if err != nil {
-		return err
-	}
-	target, err := h.opts.Codecs.Negotiate(r, nil, false)
-	if err != nil {
-		return err
-	}
-	body, err := h.readBody(w, r)
+	wo, target, body, err := h.readWrite(w, r, "PatchOptions")
 	if err != nil {
 		return err
 	}

@@ -93,15 +93,7 @@ func (h *Handler) subresourceView(m mode, obj runtime.Object) (runtime.Object, e
 }
 
 func (h *Handler) update(w http.ResponseWriter, r *http.Request, info *request.Info, m mode) error {
-	wo, err := parseWriteOptions(r, "UpdateOptions")
-	if err != nil {
-		return err
-	}
-	target, err := h.opts.Codecs.Negotiate(r, nil, false)
-	if err != nil {
-		return err
-	}
-	body, err := h.readBody(w, r)
+	wo, target, body, err := h.readWrite(w, r, "UpdateOptions")
 	if err != nil {
 		return err
 	}
