@@ -499,17 +499,7 @@ func (s *Store) listError(key, keyPrefix string, plan listPlan, rev int64, err e
 // GuaranteedUpdate implements storage.Interface.
 func (s *Store) GuaranteedUpdate(ctx context.Context, key string, dest runtime.Object, ignoreNotFound bool,
 	preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc) error {
-	k, err := s.prepareKey(key)
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	resp, err := s.client.KV.Get(ctx, k)
-	s.metrics.observe("get", s.typ, start, err)
-	if err != nil {
-		return s.etcdError(key, "get", err)
-	}
-	cur, err := s.stateFrom(key, resp.Kvs)
+	k, cur, err := s.readCurrent(ctx, key)
 	if err != nil {
 		return err
 	}
@@ -575,20 +565,31 @@ func (s *Store) stateFrom(key string, kvs []*mvccpb.KeyValue) (objState, error) 
 	return objState{obj: obj, data: kv.Value, rev: kv.ModRevision}, nil
 }
 
-// Delete implements storage.Interface.
-func (s *Store) Delete(ctx context.Context, key string, out runtime.Object, preconditions *storage.Preconditions,
-	validateDeletion storage.ValidateObjectFunc) error {
+// readCurrent reads the object at key by a quorum get, as the first step of
+// a compare-and-swap write: the etcd key and the object's state (rev 0 when
+// absent).
+func (s *Store) readCurrent(ctx context.Context, key string) (string, objState, error) {
 	k, err := s.prepareKey(key)
 	if err != nil {
-		return err
+		return "", objState{}, err
 	}
 	start := time.Now()
 	resp, err := s.client.KV.Get(ctx, k)
 	s.metrics.observe("get", s.typ, start, err)
 	if err != nil {
-		return s.etcdError(key, "get", err)
+		return "", objState{}, s.etcdError(key, "get", err)
 	}
 	cur, err := s.stateFrom(key, resp.Kvs)
+	if err != nil {
+		return "", objState{}, err
+	}
+	return k, cur, nil
+}
+
+// Delete implements storage.Interface.
+func (s *Store) Delete(ctx context.Context, key string, out runtime.Object, preconditions *storage.Preconditions,
+	validateDeletion storage.ValidateObjectFunc) error {
+	k, cur, err := s.readCurrent(ctx, key)
 	if err != nil {
 		return err
 	}
