@@ -39,6 +39,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/filters"
 	"github.com/kubeproof/kubeproof/impl/apiserver/metrics"
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
+	"github.com/kubeproof/kubeproof/impl/kubelet/server/apiproxy"
 	"github.com/kubeproof/kubeproof/impl/storage"
 	"github.com/kubeproof/kubeproof/impl/storage/convert"
 )
@@ -71,6 +72,11 @@ type Config struct {
 	AdmissionMutators   []admission.Mutator
 	AdmissionValidators []admission.Validator
 
+	// KubeletClientTLS is how pods/log, pods/exec and nodes/proxy reach
+	// kubelets (client certificate, CA of their serving certificates); nil
+	// connects without a client certificate and without verifying them,
+	// as kube-apiserver does without --kubelet-client-certificate.
+	KubeletClientTLS *tls.Config
 	// OpenAPI serves /openapi/v2 and /openapi/v3 when set.
 	OpenAPI http.Handler
 	// Metrics is where the server's metrics are registered and /metrics
@@ -126,6 +132,8 @@ type Server struct {
 	closeOnce sync.Once
 	// bootstrapped is set once the system namespaces exist.
 	bootstrapped atomic.Bool
+	// kubeletProxy serves pods/log, pods/exec and nodes/proxy.
+	kubeletProxy *apiproxy.Proxy
 }
 
 // New builds a Server: one store per resource, the handler tree and the
@@ -243,6 +251,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	chain.Validators = append(chain.Validators, cfg.AdmissionValidators...)
 
+	s.kubeletProxy = newKubeletProxy(s, cfg.KubeletClientTLS)
 	if s.discovery, err = discovery.New(cfg.Resources, codecs); err != nil {
 		s.Close()
 		return nil, err
@@ -300,6 +309,9 @@ func (s *Server) Codecs() *codec.Codecs { return s.codecs }
 // Close releases the stores. Run calls it on return.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
+		if s.kubeletProxy != nil {
+			s.kubeletProxy.Close()
+		}
 		for _, d := range s.destroy {
 			if d != nil {
 				d()
@@ -444,6 +456,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	info := requestInfo(r)
 	if info == nil || !info.IsResourceRequest {
 		s.notFound(w, r)
+		return
+	}
+	if s.serveKubeletSubresource(w, r, gv, info) {
 		return
 	}
 	h, ok := s.handlers[gv.WithResource(info.Resource)]

@@ -118,6 +118,11 @@ func subresources(r *resource.Resource) []subresource {
 	core := r.GroupVersion.Group == ""
 	if core && r.Name == "pods" {
 		out = append(out, subresource{"binding", schema.GroupVersionKind{Version: "v1", Kind: "Binding"}, []string{"create"}})
+		out = append(out, subresource{"exec", schema.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}, []string{"create", "get"}})
+		out = append(out, subresource{"log", gvk, []string{"get"}})
+	}
+	if core && r.Name == "nodes" {
+		out = append(out, subresource{"proxy", schema.GroupVersionKind{Version: "v1", Kind: "NodeProxyOptions"}, []string{"create", "delete", "get", "patch", "update"}})
 	}
 	if core && r.Name == "namespaces" {
 		out = append(out, subresource{"finalize", gvk, []string{"update"}})

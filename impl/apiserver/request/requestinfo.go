@@ -115,10 +115,19 @@ func Parse(r *http.Request) *Info {
 	return info
 }
 
-// IsLongRunning reports whether the request is a watch, which the
-// in-flight limit and request timeouts do not apply to.
+// IsLongRunning reports whether the request is a watch or a streaming
+// subresource (log, exec, attach, portforward, proxy: upstream's
+// long-running set), which the in-flight limit and request timeouts do not
+// apply to.
 func (i *Info) IsLongRunning() bool {
-	return i.IsResourceRequest && i.Verb == "watch"
+	if !i.IsResourceRequest {
+		return false
+	}
+	switch i.Subresource {
+	case "log", "exec", "attach", "portforward", "proxy":
+		return true
+	}
+	return i.Verb == "watch"
 }
 
 // IsReadOnly reports whether the request cannot change state.
