@@ -37,9 +37,8 @@ func TestLogsAndExec(t *testing.T) {
 		return p.kubectl(ctx, "", nil, args...)
 	}
 
-	// Until `kubeproof up` runs the shared kubelet API server (the wiring in
-	// impl/cluster/kubeletapi.go's doc), its nodes report the default port
-	// with nothing behind it.
+	// `kubeproof up` serves every simulated kubelet's API on one shared port
+	// (impl/cluster/kubeletapi.go), which its nodes report.
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		if _, _, err := kubectl("get", "node", "node-1"); err == nil {
 			break
@@ -50,7 +49,7 @@ func TestLogsAndExec(t *testing.T) {
 	}
 	must("wait", "--for=condition=Ready", "node/node-1", "--timeout=60s")
 	if port := must("get", "node", "node-1", "-o", "jsonpath={.status.daemonEndpoints.kubeletEndpoint.Port}"); port == "10250" {
-		t.Skip("kubeproof up does not serve the kubelet API yet (its nodes report port 10250)")
+		t.Fatal("node-1 reports the default kubelet port 10250: kubeproof up is not serving its shared kubelet API")
 	}
 
 	must("run", "web", "--image=nginx", "--annotations=sim.kubeproof.io/logs=hello\nworld")

@@ -29,6 +29,8 @@ type APIServerConfig struct {
 	CompactionInterval time.Duration
 	ServingCert        *tls.Certificate
 	ClientCA           *x509.CertPool
+	// KubeletClientTLS: how pods/log, pods/exec and nodes/proxy reach kubelets.
+	KubeletClientTLS *tls.Config
 	// Listener, or BindAddress when nil.
 	Listener    net.Listener
 	BindAddress string
@@ -58,15 +60,16 @@ func NewAPIServer(cfg APIServerConfig) (*apiserver.Server, *storagebackend.Facto
 		return nil, nil, fmt.Errorf("building OpenAPI documents: %w", err)
 	}
 	srv, err := apiserver.New(apiserver.Config{
-		StorageFactory: factory,
-		Resources:      resources,
-		ServingCert:    cfg.ServingCert,
-		ClientCA:       cfg.ClientCA,
-		OpenAPI:        openAPI,
-		Metrics:        cfg.Metrics,
-		Listener:       cfg.Listener,
-		BindAddress:    cfg.BindAddress,
-		Logger:         cfg.Logger,
+		StorageFactory:   factory,
+		Resources:        resources,
+		ServingCert:      cfg.ServingCert,
+		ClientCA:         cfg.ClientCA,
+		KubeletClientTLS: cfg.KubeletClientTLS,
+		OpenAPI:          openAPI,
+		Metrics:          cfg.Metrics,
+		Listener:         cfg.Listener,
+		BindAddress:      cfg.BindAddress,
+		Logger:           cfg.Logger,
 	})
 	if err != nil {
 		factory.Close()

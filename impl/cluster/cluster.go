@@ -86,6 +86,8 @@ type Cluster struct {
 	Metrics *prometheus.Registry
 
 	kubelets []*kubelet.Kubelet
+	// kubeletAPI serves the kubelet API of every simulated kubelet.
+	kubeletAPI *KubeletAPI
 
 	etcd    *embedded.Etcd
 	storage *storagebackend.Factory
@@ -157,6 +159,15 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		}
 	}
 
+	var kubeletClientTLS *tls.Config
+	if cfg.Nodes > 0 {
+		if c.kubeletAPI, err = NewKubeletAPI(creds.ca, filepath.Join(cfg.DataDir, "pki"), cfg.Logger); err != nil {
+			return nil, err
+		}
+		c.goRun(&c.compsWG, "kubelet API", func() error { return c.kubeletAPI.Serve(compsCtx) })
+		kubeletClientTLS = c.kubeletAPI.ClientTLS
+	}
+
 	c.Metrics = prometheus.NewRegistry()
 	ln, err := net.Listen("tcp", cfg.BindAddress)
 	if err != nil {
@@ -166,7 +177,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	srv, storageFactory, err := NewAPIServer(APIServerConfig{
 		EtcdClient: c.EtcdClient, EtcdPrefix: cfg.EtcdPrefix, WatchCache: cfg.WatchCache,
 		CompactionInterval: cfg.CompactionInterval, ServingCert: &creds.serving, ClientCA: creds.ca.Pool(),
-		Listener: ln, Metrics: c.Metrics, Logger: cfg.Logger,
+		Listener: ln, Metrics: c.Metrics, Logger: cfg.Logger, KubeletClientTLS: kubeletClientTLS,
 	})
 	if err != nil {
 		_ = ln.Close()

@@ -116,12 +116,13 @@ func (c *Cluster) startKubelets(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("building runtime of %s: %w", name, err)
 		}
 		k, err := kubelet.New(ctx, cs, kubelet.Config{
-			NodeName: name, PodCIDR: cidr, CPU: cpu, Memory: mem, MaxPods: cfg.NodeMaxPods, Logger: cfg.Logger.With("node", name),
+			NodeName: name, PodCIDR: cidr, Port: c.kubeletAPI.Port, CPU: cpu, Memory: mem, MaxPods: cfg.NodeMaxPods, Logger: cfg.Logger.With("node", name),
 		}, rt)
 		if err != nil {
 			return fmt.Errorf("building kubelet %s: %w", name, err)
 		}
 		c.kubelets = append(c.kubelets, k)
+		c.kubeletAPI.Mux.Add(k)
 		c.goRun(&c.compsWG, "kubelet "+name, func() error { return k.Run(ctx) })
 	}
 	return nil
