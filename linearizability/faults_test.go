@@ -206,7 +206,15 @@ func (f *eventFilter) filter(line []byte) {
 		f.held = nil
 		return
 	}
-	isChange := bytes.HasPrefix(line, []byte(`{"type":"ADDED"`)) || bytes.HasPrefix(line, []byte(`{"type":"MODIFIED"`)) || bytes.HasPrefix(line, []byte(`{"type":"DELETED"`))
+	isChange := bytes.HasPrefix(line, []byte(`{"type":"ADDED"`)) || bytes.HasPrefix(line, []byte(`{"type":"MODIFIED"`))
+	if f.t.fault == reorderWatchEvents {
+		isChange = isChange || bytes.HasPrefix(line, []byte(`{"type":"DELETED"`))
+	}
+	// The drop fault removes an ADDED or MODIFIED event: the checker knows
+	// every such change from the writers' responses. A DELETED is known only
+	// from watch events (the API does not return a delete's revision), so a
+	// DELETED that no other watch saw is a documented blind spot (package
+	// doc), not something this control can demand be caught.
 	if isChange && f.t.seen.Add(1) > f.t.after && f.t.fired.CompareAndSwap(false, true) {
 		f.held = append([]byte(nil), line...)
 		return
