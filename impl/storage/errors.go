@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // ErrorCode classifies storage errors; the API server maps each to a
@@ -98,3 +99,17 @@ func IsConflict(err error) bool { return CodeOf(err) == ErrCodeResourceVersionCo
 
 // IsExpired reports whether err is ErrCodeExpired.
 func IsExpired(err error) bool { return CodeOf(err) == ErrCodeExpired }
+
+// ParseResourceVersion parses a resourceVersion parameter ("" and "0" are
+// 0); anything else that is not a non-negative integer is
+// ErrCodeInvalidArgument about key.
+func ParseResourceVersion(key, rv string) (int64, error) {
+	if rv == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil || n < 0 {
+		return 0, NewError(ErrCodeInvalidArgument, key, 0, fmt.Sprintf("invalid resource version: %q", rv), err)
+	}
+	return n, nil
+}

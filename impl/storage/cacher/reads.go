@@ -38,7 +38,7 @@ func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions, o
 	if opts.ResourceVersion == "" || !c.isReady() {
 		return c.store.Get(ctx, key, opts, out)
 	}
-	rv, err := parseRV(key, opts.ResourceVersion)
+	rv, err := storage.ParseResourceVersion(key, opts.ResourceVersion)
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (c *Cacher) GetList(ctx context.Context, key string, opts storage.ListOptio
 	if delegateList(opts) || !c.isReady() {
 		return c.store.GetList(ctx, key, opts, listObj)
 	}
-	rv, err := parseRV(key, opts.ResourceVersion)
+	rv, err := storage.ParseResourceVersion(key, opts.ResourceVersion)
 	if err != nil {
 		return err
 	}
@@ -151,15 +151,3 @@ func (c *Cacher) GetList(ctx context.Context, key string, opts storage.ListOptio
 	return nil
 }
 
-// parseRV parses a resourceVersion parameter ("" and "0" are 0).
-func parseRV(key, rv string) (int64, error) {
-	if rv == "" {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(rv, 10, 64)
-	if err != nil || n < 0 {
-		return 0, storage.NewError(storage.ErrCodeInvalidArgument, key, 0,
-			fmt.Sprintf("invalid resource version: %q", rv), err)
-	}
-	return n, nil
-}

@@ -232,7 +232,7 @@ func (c *Cacher) removeWatcher(w *cacheWatcher) {
 
 // Watch implements storage.Interface from the cache.
 func (c *Cacher) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
-	rv, err := parseRV(key, opts.ResourceVersion)
+	rv, err := storage.ParseResourceVersion(key, opts.ResourceVersion)
 	if err != nil {
 		return nil, err
 	}

@@ -201,7 +201,7 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions, ou
 	if err != nil {
 		return err
 	}
-	minRV, err := parseRV(key, opts.ResourceVersion)
+	minRV, err := storage.ParseResourceVersion(key, opts.ResourceVersion)
 	if err != nil {
 		return err
 	}
@@ -427,7 +427,7 @@ func planList(key, keyPrefix string, opts storage.ListOptions) (listPlan, error)
 		// rv == -1: continue at the latest revision.
 		return p, nil
 	}
-	rv, err := parseRV(key, opts.ResourceVersion)
+	rv, err := storage.ParseResourceVersion(key, opts.ResourceVersion)
 	if err != nil {
 		return p, err
 	}
@@ -679,18 +679,6 @@ func setRV(key string, obj runtime.Object, rev int64) error {
 	return nil
 }
 
-// parseRV parses a resourceVersion parameter ("" and "0" are 0).
-func parseRV(key, rv string) (int64, error) {
-	if rv == "" {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(rv, 10, 64)
-	if err != nil || n < 0 {
-		return 0, storage.NewError(storage.ErrCodeInvalidArgument, key, 0,
-			fmt.Sprintf("invalid resource version: %q", rv), err)
-	}
-	return n, nil
-}
 
 // etcdError classifies an etcd client error.
 func (s *Store) etcdError(key, op string, err error) error {

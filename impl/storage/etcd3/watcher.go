@@ -35,7 +35,7 @@ func (s *Store) Watch(ctx context.Context, key string, opts storage.ListOptions)
 	if opts.Recursive && !strings.HasSuffix(k, "/") {
 		k += "/"
 	}
-	rv, err := parseRV(key, opts.ResourceVersion)
+	rv, err := storage.ParseResourceVersion(key, opts.ResourceVersion)
 	if err != nil {
 		return nil, err
 	}
