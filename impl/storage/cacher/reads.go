@@ -150,4 +150,3 @@ func (c *Cacher) GetList(ctx context.Context, key string, opts storage.ListOptio
 	lm.SetRemainingItemCount(remaining)
 	return nil
 }
-

@@ -679,7 +679,6 @@ func setRV(key string, obj runtime.Object, rev int64) error {
 	return nil
 }
 
-
 // etcdError classifies an etcd client error.
 func (s *Store) etcdError(key, op string, err error) error {
 	if errors.Is(err, rpctypes.ErrCompacted) {

@@ -525,28 +525,31 @@ func testPaginationSnapshot(t *testing.T, b Backend) {
 		name := fmt.Sprintf("cm%02d", i)
 		mustCreate(t, s, key(res, "ns", name), newCM("ns", name, nil, "0"))
 	}
-	// Writers change the collection while the pages are read.
+	// Writers change the collection while the later pages are read; they
+	// start after the first page so that its remainingItemCount is known.
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
+	startWriters := func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx := context.Background()
+				name := fmt.Sprintf("cm%02d", i%20)
+				_ = s.GuaranteedUpdate(ctx, key(res, "ns", name), &corev1.ConfigMap{}, false, nil, setData(strconv.Itoa(i)))
+				extra := fmt.Sprintf("new%03d", i)
+				_ = s.Create(ctx, key(res, "ns", extra), newCM("ns", extra, nil, "0"), nil)
+				if i%3 == 0 {
+					_ = s.Delete(ctx, key(res, "ns", fmt.Sprintf("cm%02d", (i+7)%20)), &corev1.ConfigMap{}, nil, nil)
+				}
 			}
-			ctx := context.Background()
-			name := fmt.Sprintf("cm%02d", i%20)
-			_ = s.GuaranteedUpdate(ctx, key(res, "ns", name), &corev1.ConfigMap{}, false, nil, setData(strconv.Itoa(i)))
-			extra := fmt.Sprintf("new%03d", i)
-			_ = s.Create(ctx, key(res, "ns", extra), newCM("ns", extra, nil, "0"), nil)
-			if i%3 == 0 {
-				_ = s.Delete(ctx, key(res, "ns", fmt.Sprintf("cm%02d", (i+7)%20)), &corev1.ConfigMap{}, nil, nil)
-			}
-		}
-	}()
+		}()
+	}
 	defer func() { close(stop); wg.Wait() }()
 
 	var items []corev1.ConfigMap
@@ -559,6 +562,7 @@ func testPaginationSnapshot(t *testing.T, b Backend) {
 			if l.RemainingItemCount == nil || *l.RemainingItemCount != 13 {
 				t.Fatalf("first page remainingItemCount %v, want 13", l.RemainingItemCount)
 			}
+			startWriters()
 		} else if l.ResourceVersion != firstRV {
 			t.Fatalf("page %d read at %s, first page at %s", page, l.ResourceVersion, firstRV)
 		}
