@@ -104,9 +104,8 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, dc discovery.Discov
 
 // Run runs workers until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		c.queue.ShutDown()
-		return fmt.Errorf("namespace controller: caches did not sync: %w", ctx.Err())
+	if err := workloop.WaitForSync(ctx, "namespace controller", c.queue, c.synced); err != nil {
+		return err
 	}
 	workloop.Run(ctx, "namespace", c.queue, workers, c.sync)
 	return nil

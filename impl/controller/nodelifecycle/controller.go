@@ -150,9 +150,8 @@ func (c *Controller) enqueuePodsOn(obj any) {
 // Run monitors nodes every MonitorPeriod and runs the taint manager's
 // workers until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		c.queue.ShutDown()
-		return fmt.Errorf("node lifecycle controller: caches did not sync: %w", ctx.Err())
+	if err := workloop.WaitForSync(ctx, "node lifecycle controller", c.queue, c.synced...); err != nil {
+		return err
 	}
 	var wg sync.WaitGroup
 	wg.Add(1)

@@ -92,9 +92,8 @@ func New(client kubernetes.Interface, rsInformer appsinformers.ReplicaSetInforme
 
 // Run waits for the caches and runs workers until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		c.queue.ShutDown()
-		return fmt.Errorf("replicaset controller: caches did not sync: %w", ctx.Err())
+	if err := workloop.WaitForSync(ctx, "replicaset controller", c.queue, c.synced...); err != nil {
+		return err
 	}
 	workloop.Run(ctx, "replicaset", c.queue, workers, c.sync)
 	return nil

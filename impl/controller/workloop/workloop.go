@@ -7,10 +7,12 @@ package workloop
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 )
@@ -36,6 +38,17 @@ func NewQueueWithClock(name string, clk clock.WithTicker) workqueue.TypedRateLim
 // MaxRetries is how many times a key is retried with back-off before it is
 // dropped (the next informer event or resync brings it back).
 const MaxRetries = 15
+
+// WaitForSync waits until every informer in synced has synced. If ctx ends
+// first, it shuts queue down (no worker will ever drain it) and returns an
+// error naming the controller.
+func WaitForSync(ctx context.Context, controller string, queue workqueue.TypedRateLimitingInterface[string], synced ...cache.InformerSynced) error {
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		queue.ShutDown()
+		return fmt.Errorf("%s: caches did not sync: %w", controller, ctx.Err())
+	}
+	return nil
+}
 
 // Run starts workers goroutines that call sync for every key popped from
 // queue, until ctx is done. It shuts the queue down and returns only after
