@@ -9,6 +9,28 @@
 // authorization interfaces), admission (the admission chain with
 // NamespaceLifecycle), endpoints (the REST verbs), discovery, filters,
 // metrics. Per-kind behaviour comes from package resource (registry.All).
+//
+// Plugin hook. Authorizers and admission plugins that read the server's own
+// objects are built by Config.Plugins, a PluginsFunc:
+//
+//	type PluginsFunc func(stores StoreGetter) (Plugins, error)
+//	type StoreGetter interface {
+//		Store(gr schema.GroupResource) (storage.Interface, bool)
+//		ObjectKey(gr schema.GroupResource, namespace, name string) string
+//		ListKey(gr schema.GroupResource, namespace string) string
+//	}
+//	type Plugins struct {
+//		Authorizer     auth.Authorizer       // replaces Config.Authorizer (use auth.AuthorizerUnion)
+//		Authenticators []auth.Authenticator  // tried after Config.Authenticator
+//		Mutators       []admission.Mutator   // after Config.AdmissionMutators
+//		Validators     []admission.Validator // after NamespaceLifecycle and Config.AdmissionValidators
+//		Starters       []func(ctx context.Context)       // run by Run until shutdown; Run waits for them
+//		WaitReady      []func(ctx context.Context) error // Run serves only once all returned nil
+//	}
+//
+// New calls it once, after building the stores; *Server is the StoreGetter.
+// Plugin packages declare the StoreGetter method set they use as their own
+// interface and do not import this package.
 package apiserver
 
 import (
@@ -71,6 +93,12 @@ type Config struct {
 	// NamespaceLifecycle plugin.
 	AdmissionMutators   []admission.Mutator
 	AdmissionValidators []admission.Validator
+	// DisableNamespaceLifecycle leaves the built-in NamespaceLifecycle
+	// admission plugin out (--disable-admission-plugins=NamespaceLifecycle).
+	DisableNamespaceLifecycle bool
+	// Plugins, when set, is called once the stores exist; what it returns
+	// extends the chain (see Plugins and StoreGetter).
+	Plugins PluginsFunc
 
 	// KubeletClientTLS is how pods/log, pods/exec and nodes/proxy reach
 	// kubelets (client certificate, CA of their serving certificates); nil
@@ -134,6 +162,10 @@ type Server struct {
 	bootstrapped atomic.Bool
 	// kubeletProxy serves pods/log, pods/exec and nodes/proxy.
 	kubeletProxy *apiproxy.Proxy
+	// stores are the resources' own stores by group/resource (StoreGetter).
+	stores map[schema.GroupResource]storeEntry
+	// plugins are what Config.Plugins returned.
+	plugins Plugins
 }
 
 // New builds a Server: one store per resource, the handler tree and the
@@ -192,7 +224,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, codecs: codecs, registry: reg,
-		handlers: map[schema.GroupVersionResource]*endpoints.Handler{}}
+		handlers: map[schema.GroupVersionResource]*endpoints.Handler{},
+		stores:   map[schema.GroupResource]storeEntry{}}
 
 	chain := &admission.Chain{Mutators: cfg.AdmissionMutators}
 	opts := &endpoints.Options{
@@ -223,6 +256,9 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.destroy = append(s.destroy, destroy)
 		stores[gvr] = store
+		if _, seen := s.stores[gvr.GroupResource()]; !seen {
+			s.stores[gvr.GroupResource()] = storeEntry{store: store, res: r, prefix: prefixes[gvr]}
+		}
 	}
 	for _, r := range cfg.Resources {
 		gvr := r.GroupVersionResource()
@@ -246,10 +282,25 @@ func New(cfg Config) (*Server, error) {
 			s.nsCache = newNSCache(store)
 		}
 	}
-	if s.nsStore != nil {
+	if s.nsStore != nil && !cfg.DisableNamespaceLifecycle {
 		chain.Validators = append(chain.Validators, &admission.NamespaceLifecycle{Get: s.getNamespace, Immortal: immortalNamespaces})
 	}
 	chain.Validators = append(chain.Validators, cfg.AdmissionValidators...)
+	authenticator, authorizer := cfg.Authenticator, cfg.Authorizer
+	if cfg.Plugins != nil {
+		if s.plugins, err = cfg.Plugins(s); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("apiserver: building plugins: %w", err)
+		}
+		chain.Mutators = append(chain.Mutators, s.plugins.Mutators...)
+		chain.Validators = append(chain.Validators, s.plugins.Validators...)
+		if s.plugins.Authorizer != nil {
+			authorizer = s.plugins.Authorizer
+		}
+		if len(s.plugins.Authenticators) > 0 {
+			authenticator = append(auth.Union{authenticator}, s.plugins.Authenticators...)
+		}
+	}
 
 	s.kubeletProxy = newKubeletProxy(s, cfg.KubeletClientTLS)
 	if s.discovery, err = discovery.New(cfg.Resources, codecs); err != nil {
@@ -257,8 +308,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	var h http.Handler = http.HandlerFunc(s.route)
-	h = filters.WithAuthorization(h, codecs, cfg.Authorizer, s.log)
-	h = filters.WithAuthentication(h, codecs, cfg.Authenticator, cfg.Anonymous, publicPaths)
+	h = filters.WithAuthorization(h, codecs, authorizer, s.log)
+	h = filters.WithAuthentication(h, codecs, authenticator, cfg.Anonymous, publicPaths)
 	h = filters.WithRequestTimeout(h, cfg.RequestTimeout)
 	h = filters.WithMaxInFlight(h, codecs, cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight)
 	h = filters.WithMetrics(h, m)
@@ -348,6 +399,15 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.nsCache != nil {
 		bg.Go(func() { s.nsCache.run(baseCtx) })
 	}
+	for _, start := range s.plugins.Starters {
+		bg.Go(func() { start(baseCtx) })
+	}
+	for _, wait := range s.plugins.WaitReady {
+		if err := waitReady(ctx, baseCtx, wait); err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("apiserver: waiting for plugins: %w", err)
+		}
+	}
 	srv := &http.Server{
 		Handler:           s.handler,
 		TLSConfig:         tlsCfg,
@@ -374,6 +434,16 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	<-errc
 	return nil
+}
+
+// waitReady runs one WaitReady function with a context that ends with
+// either ctx (Run's caller) or base (shutdown).
+func waitReady(ctx, base context.Context, wait func(context.Context) error) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(base, cancel)
+	defer stop()
+	return wait(wctx)
 }
 
 func (s *Server) tlsConfig() (*tls.Config, error) {

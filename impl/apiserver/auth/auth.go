@@ -6,7 +6,9 @@ package auth
 import (
 	"context"
 	"crypto/x509"
+	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -144,4 +146,38 @@ type AlwaysAllow struct{}
 // Authorize implements Authorizer.
 func (AlwaysAllow) Authorize(context.Context, Attributes) (Decision, string, error) {
 	return DecisionAllow, "", nil
+}
+
+// AuthorizerUnion asks each authorizer in turn (the --authorization-mode
+// order): the first Allow or Deny decides. When every one has no opinion
+// the request is denied, with their reasons joined, as kube-apiserver's
+// union does. Errors are kept in the reason but do not stop the walk.
+type AuthorizerUnion []Authorizer
+
+// Authorize implements Authorizer.
+func (u AuthorizerUnion) Authorize(ctx context.Context, a Attributes) (Decision, string, error) {
+	var reasons []string
+	var errs []error
+	for _, z := range u {
+		d, reason, err := z.Authorize(ctx, a)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if reason != "" {
+			reasons = append(reasons, reason)
+		}
+		switch d {
+		case DecisionAllow, DecisionDeny:
+			return d, reason, err
+		}
+	}
+	return DecisionNoOpinion, strings.Join(reasons, ", "), errors.Join(errs...)
+}
+
+// AlwaysDeny denies every request (--authorization-mode=AlwaysDeny).
+type AlwaysDeny struct{}
+
+// Authorize implements Authorizer.
+func (AlwaysDeny) Authorize(context.Context, Attributes) (Decision, string, error) {
+	return DecisionDeny, "Everything is forbidden.", nil
 }

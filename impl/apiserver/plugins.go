@@ -1,0 +1,101 @@
+package apiserver
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
+	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
+	"github.com/kubeproof/kubeproof/impl/storage"
+)
+
+// StoreGetter gives plugins the server's own stores, as kube-apiserver's
+// admission plugins and authorizers get informers over its storage. *Server
+// implements it; plugin packages declare the same method set as a small
+// interface of their own and never import this package.
+//
+// Keys follow package storage: ObjectKey and ListKey build them, so a
+// plugin never assumes a resource's prefix.
+type StoreGetter interface {
+	// Store is the storage of a served resource (its storage version).
+	Store(gr schema.GroupResource) (storage.Interface, bool)
+	// ObjectKey is the key of one object ("" namespace for cluster-scoped
+	// resources).
+	ObjectKey(gr schema.GroupResource, namespace, name string) string
+	// ListKey is the key prefix of a list or watch: one namespace, or all
+	// of them when namespace is "".
+	ListKey(gr schema.GroupResource, namespace string) string
+}
+
+// Plugins are the parts of the request chain built once the stores exist
+// (Config.Plugins returns them): authorizers and admission plugins that
+// read the server's own objects, and the background loops (caches,
+// bootstrap writers) they need.
+type Plugins struct {
+	// Authorizer, when set, replaces Config.Authorizer. Build the
+	// --authorization-mode union with auth.AuthorizerUnion.
+	Authorizer auth.Authorizer
+	// Authenticators are tried after Config.Authenticator (the x509
+	// authenticator by default), in order; the first that recognises a
+	// request wins.
+	Authenticators []auth.Authenticator
+	// Mutators run after Config.AdmissionMutators; Validators after the
+	// built-in NamespaceLifecycle and Config.AdmissionValidators.
+	Mutators   []admission.Mutator
+	Validators []admission.Validator
+	// Starters are run by Server.Run, each in its own goroutine, with a
+	// context that ends when Run is shutting down; Run waits for every
+	// one to return before it returns. They start after the system
+	// namespaces exist and before the server serves requests.
+	Starters []func(ctx context.Context)
+	// WaitReady are called by Run, in order, after the Starters have
+	// started and before it serves requests (caches synced, bootstrap
+	// policy written): the server answers no request its plugins are not
+	// ready for. Each must return when ctx ends; an error stops Run.
+	WaitReady []func(ctx context.Context) error
+}
+
+// PluginsFunc builds the Plugins from the server's stores; Config.Plugins.
+type PluginsFunc func(stores StoreGetter) (Plugins, error)
+
+// storeEntry is one resource's own storage.
+type storeEntry struct {
+	store  storage.Interface
+	res    *resource.Resource
+	prefix string
+}
+
+// Store implements StoreGetter.
+func (s *Server) Store(gr schema.GroupResource) (storage.Interface, bool) {
+	e, ok := s.stores[gr]
+	if !ok {
+		return nil, false
+	}
+	return e.store, true
+}
+
+// ObjectKey implements StoreGetter.
+func (s *Server) ObjectKey(gr schema.GroupResource, namespace, name string) string {
+	e, ok := s.stores[gr]
+	if !ok {
+		return ""
+	}
+	if !e.res.Namespaced || namespace == "" {
+		return e.prefix + "/" + name
+	}
+	return e.prefix + "/" + namespace + "/" + name
+}
+
+// ListKey implements StoreGetter.
+func (s *Server) ListKey(gr schema.GroupResource, namespace string) string {
+	e, ok := s.stores[gr]
+	if !ok {
+		return ""
+	}
+	if e.res.Namespaced && namespace != "" {
+		return e.prefix + "/" + namespace + "/"
+	}
+	return e.prefix + "/"
+}
