@@ -1,0 +1,334 @@
+// Package node is the Node authorizer (--authorization-mode=Node): it
+// decides the requests of kubelets — users named system:node:<name> in
+// the group system:nodes — from a graph of which objects each node's pods
+// use, fed by a watch-fed cache of pods (package objcache).
+//
+// A node may:
+//   - read its own Node (get, or list/watch with the field selector
+//     metadata.name=<node>), create its Node, update/patch its own Node
+//     and nodes/status;
+//   - get a pod bound to it, list/watch pods only with the field selector
+//     spec.nodeName=<node>, create pods (mirror pods; NodeRestriction
+//     checks them), delete, update/patch pods/status of and create
+//     evictions for pods bound to it;
+//   - get/list/watch a secret or config map, get a persistent volume
+//     claim, create a token for a service account, only when a pod bound
+//     to it references the object;
+//   - get, create, update, patch, delete its own Lease in kube-node-lease;
+//   - everything else the system:node rules allow (events, services,
+//     tokenreviews, ...: bootstrappolicy.NodeRules).
+//
+// Anything else, and every request of a non-node user, is NoOpinion, so
+// the next authorizer (RBAC) decides. Reasons follow Kubernetes' wording.
+// Upstream leaves "only its own Node", "only its own pods' status" and
+// "only pods bound to it" for deletes to the NodeRestriction admission
+// plugin; this authorizer enforces them itself as well, since it knows
+// the object's name.
+//
+// Constructor (the API server's plugin hook calls it with its stores):
+//
+//	a, err := node.New(stores, node.Config{FieldSelector: ...})
+//	go a.Run(ctx)             // keeps the pod graph current until ctx ends
+//	err = a.WaitSynced(ctx)   // before serving requests
+package node
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth/bootstrappolicy"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth/rbac"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth/rbac/objcache"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+)
+
+// Config configures the Node authorizer.
+type Config struct {
+	// FieldSelector returns the request's fieldSelector query parameter
+	// (list and watch). request.Info does not carry it; without this
+	// function a node's list/watch of pods is never allowed, nor a list
+	// of nodes.
+	FieldSelector func(ctx context.Context, info *request.Info) string
+	// Rules are the static node rules; nil means
+	// bootstrappolicy.NodeRules().
+	Rules []rbacv1.PolicyRule
+}
+
+// Authorizer is the Node authorizer. It implements auth.Authorizer.
+type Authorizer struct {
+	cfg   Config
+	graph *Graph
+	pods  *objcache.Cache
+}
+
+var _ auth.Authorizer = (*Authorizer)(nil)
+
+// New builds the authorizer over the API server's pod store.
+func New(stores objcache.Stores, cfg Config) (*Authorizer, error) {
+	src, err := objcache.SourceFor(stores, corev1.Resource("pods"), func() runtime.Object { return &corev1.PodList{} })
+	if err != nil {
+		return nil, fmt.Errorf("node authorizer: %w", err)
+	}
+	return NewFromSource(src, cfg), nil
+}
+
+// NewFromSource builds the authorizer over a pod source.
+func NewFromSource(pods objcache.Source, cfg Config) *Authorizer {
+	if cfg.Rules == nil {
+		cfg.Rules = bootstrappolicy.NodeRules()
+	}
+	g := NewGraph()
+	return &Authorizer{cfg: cfg, graph: g, pods: objcache.New(pods, g.OnPod)}
+}
+
+// Run keeps the pod graph current until ctx ends.
+func (a *Authorizer) Run(ctx context.Context) { a.pods.Run(ctx) }
+
+// WaitSynced returns once the first pod list is in the graph.
+func (a *Authorizer) WaitSynced(ctx context.Context) error {
+	if err := a.pods.WaitSynced(ctx); err != nil {
+		return fmt.Errorf("node authorizer: %w", err)
+	}
+	return nil
+}
+
+// Graph is the authorizer's pod graph.
+func (a *Authorizer) Graph() *Graph { return a.graph }
+
+// Node identity: user name prefix and group.
+const (
+	NodeUserPrefix = "system:node:"
+	NodesGroup     = "system:nodes"
+)
+
+// NodeIdentity returns the node a user is, as Kubernetes' default node
+// identifier: isNode when the user is in system:nodes and named
+// system:node:<name>; name may then still be empty.
+func NodeIdentity(u *request.User) (name string, isNode bool) {
+	if u == nil || !strings.HasPrefix(u.Name, NodeUserPrefix) || !slices.Contains(u.Groups, NodesGroup) {
+		return "", false
+	}
+	return strings.TrimPrefix(u.Name, NodeUserPrefix), true
+}
+
+type decision struct {
+	allow  bool
+	reason string
+}
+
+var allow = decision{allow: true}
+
+func noOpinion(format string, args ...any) decision {
+	return decision{reason: fmt.Sprintf(format, args...)}
+}
+
+// Authorize implements auth.Authorizer.
+func (a *Authorizer) Authorize(ctx context.Context, attrs auth.Attributes) (auth.Decision, string, error) {
+	nodeName, isNode := NodeIdentity(attrs.User)
+	if !isNode || attrs.Info == nil {
+		return auth.DecisionNoOpinion, "", nil
+	}
+	if nodeName == "" {
+		return auth.DecisionNoOpinion, fmt.Sprintf("unknown node for user %q", attrs.User.Name), nil
+	}
+	d := a.decide(ctx, nodeName, attrs.Info)
+	if d.allow {
+		return auth.DecisionAllow, "", nil
+	}
+	return auth.DecisionNoOpinion, d.reason, nil
+}
+
+func (a *Authorizer) decide(ctx context.Context, node string, info *request.Info) decision {
+	if info.IsResourceRequest {
+		switch info.APIGroup + "/" + info.Resource {
+		case "/secrets", "/configmaps":
+			return a.readNamespacedObject(node, info)
+		case "/persistentvolumeclaims":
+			if info.Subresource == "status" {
+				if info.Verb != "update" && info.Verb != "patch" {
+					return noOpinion("can only get/update/patch this type")
+				}
+				return a.related(node, kindPVC, info)
+			}
+			return a.get(node, kindPVC, info)
+		case "/persistentvolumes":
+			// The graph does not follow claims to volumes.
+			return noOpinion("no relationship found between node '%s' and this object", node)
+		case "/serviceaccounts":
+			return a.createToken(node, info)
+		case "coordination.k8s.io/leases":
+			return a.lease(node, info)
+		case "/nodes":
+			return a.node(ctx, node, info)
+		case "/pods":
+			return a.pod(ctx, node, info)
+		}
+	}
+	if rbac.RulesAllow(info, a.cfg.Rules...) {
+		return allow
+	}
+	return decision{}
+}
+
+func (a *Authorizer) related(node, kind string, info *request.Info) decision {
+	if info.Name == "" {
+		return noOpinion("No Object name found")
+	}
+	if !a.graph.Related(node, kind, info.Namespace, info.Name) {
+		return noOpinion("no relationship found between node '%s' and this object", node)
+	}
+	return allow
+}
+
+func (a *Authorizer) get(node, kind string, info *request.Info) decision {
+	if info.Verb != "get" {
+		return noOpinion("can only get individual resources of this type")
+	}
+	if info.Subresource != "" {
+		return noOpinion("cannot get subresource")
+	}
+	return a.related(node, kind, info)
+}
+
+func (a *Authorizer) readNamespacedObject(node string, info *request.Info) decision {
+	switch info.Verb {
+	case "get", "list", "watch":
+	default:
+		return noOpinion("can only read resources of this type")
+	}
+	if info.Subresource != "" {
+		return noOpinion("cannot read subresource")
+	}
+	if info.Namespace == "" {
+		return noOpinion("can only read namespaced object of this type")
+	}
+	kind := kindSecret
+	if info.Resource == "configmaps" {
+		kind = kindConfigMap
+	}
+	return a.related(node, kind, info)
+}
+
+func (a *Authorizer) createToken(node string, info *request.Info) decision {
+	if info.Verb != "create" || info.Name == "" {
+		return noOpinion("can only create tokens for individual service accounts")
+	}
+	if info.Subresource != "token" {
+		return noOpinion("can only create token subresource of serviceaccount")
+	}
+	return a.related(node, kindServiceAccount, info)
+}
+
+func (a *Authorizer) lease(node string, info *request.Info) decision {
+	switch info.Verb {
+	case "get", "create", "update", "patch", "delete":
+	default:
+		return noOpinion("can only get, create, update, patch, or delete a node lease")
+	}
+	if info.Namespace != corev1.NamespaceNodeLease {
+		return noOpinion("can only access leases in the %q system namespace", corev1.NamespaceNodeLease)
+	}
+	// The name of a create is in the body, which NodeRestriction checks.
+	if info.Verb != "create" && info.Name != node {
+		return noOpinion("can only access node lease with the same name as the requesting node")
+	}
+	return allow
+}
+
+// selects reports whether the request's field selector requires
+// field=value.
+func (a *Authorizer) selects(ctx context.Context, info *request.Info, field, value string) bool {
+	if a.cfg.FieldSelector == nil {
+		return false
+	}
+	raw := a.cfg.FieldSelector(ctx, info)
+	if raw == "" {
+		return false
+	}
+	sel, err := fields.ParseSelector(raw)
+	if err != nil {
+		return false
+	}
+	for _, r := range sel.Requirements() {
+		if r.Field == field && (r.Operator == selection.Equals || r.Operator == selection.DoubleEquals) && r.Value == value {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *Authorizer) node(ctx context.Context, node string, info *request.Info) decision {
+	switch info.Subresource {
+	case "":
+		switch info.Verb {
+		case "create":
+			// The name is in the body; NodeRestriction checks it.
+			return allow
+		case "update", "patch":
+			if info.Name != node {
+				return noOpinion("node '%s' cannot modify '%s', only its own Node object", node, info.Name)
+			}
+			return allow
+		case "get", "list", "watch":
+			switch {
+			case info.Name == node:
+				return allow
+			case info.Name == "" && a.selects(ctx, info, "metadata.name", node):
+				return allow
+			case info.Name == "":
+				return noOpinion("node '%s' cannot read all nodes, only its own Node object", node)
+			default:
+				return noOpinion("node '%s' cannot read '%s', only its own Node object", node, info.Name)
+			}
+		}
+	case "status":
+		if info.Verb == "update" || info.Verb == "patch" {
+			if info.Name != node {
+				return noOpinion("node '%s' cannot modify '%s', only its own Node object", node, info.Name)
+			}
+			return allow
+		}
+	}
+	return decision{}
+}
+
+func (a *Authorizer) pod(ctx context.Context, node string, info *request.Info) decision {
+	switch info.Subresource {
+	case "":
+		switch info.Verb {
+		case "get":
+			return a.related(node, kindPod, info)
+		case "list", "watch":
+			if a.selects(ctx, info, "spec.nodeName", node) {
+				return allow
+			}
+			if info.Name != "" {
+				return a.related(node, kindPod, info)
+			}
+			return noOpinion("can only list/watch pods with spec.nodeName field selector")
+		case "create":
+			// Mirror pods; NodeRestriction checks they are bound to the node.
+			return allow
+		case "delete":
+			return a.related(node, kindPod, info)
+		}
+	case "status":
+		if info.Verb == "update" || info.Verb == "patch" {
+			return a.related(node, kindPod, info)
+		}
+	case "eviction":
+		if info.Verb == "create" {
+			return a.related(node, kindPod, info)
+		}
+	}
+	return decision{}
+}

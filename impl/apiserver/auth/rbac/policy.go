@@ -1,0 +1,273 @@
+package rbac
+
+import (
+	"fmt"
+	"sort"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+)
+
+// Policy is one consistent view of the RBAC objects, with aggregated
+// ClusterRoles expanded. Its methods are pure: the authorizer rebuilds a
+// Policy when its caches change and decides on it.
+type Policy struct {
+	clusterRoles    map[string][]rbacv1.PolicyRule
+	roles           map[string][]rbacv1.PolicyRule // namespace/name
+	clusterBindings []*rbacv1.ClusterRoleBinding
+	bindings        map[string][]*rbacv1.RoleBinding // by namespace
+}
+
+// NewPolicy builds a Policy from the four kinds of RBAC objects. A
+// ClusterRole with an aggregationRule gets the rules of every ClusterRole
+// its selectors match (recursively, as Kubernetes' clusterrole-aggregation
+// controller converges to), in place of its own.
+func NewPolicy(clusterRoles []*rbacv1.ClusterRole, roles []*rbacv1.Role,
+	clusterBindings []*rbacv1.ClusterRoleBinding, bindings []*rbacv1.RoleBinding) *Policy {
+	p := &Policy{
+		clusterRoles: map[string][]rbacv1.PolicyRule{},
+		roles:        map[string][]rbacv1.PolicyRule{},
+		bindings:     map[string][]*rbacv1.RoleBinding{},
+	}
+	for name, rules := range AggregateClusterRoles(clusterRoles) {
+		p.clusterRoles[name] = rules
+	}
+	for _, r := range roles {
+		p.roles[r.Namespace+"/"+r.Name] = r.Rules
+	}
+	p.clusterBindings = append(p.clusterBindings, clusterBindings...)
+	sort.Slice(p.clusterBindings, func(i, j int) bool { return p.clusterBindings[i].Name < p.clusterBindings[j].Name })
+	for _, b := range bindings {
+		p.bindings[b.Namespace] = append(p.bindings[b.Namespace], b)
+	}
+	for _, bs := range p.bindings {
+		sort.Slice(bs, func(i, j int) bool { return bs[i].Name < bs[j].Name })
+	}
+	return p
+}
+
+// AggregateClusterRoles returns the effective rules of every ClusterRole:
+// its own rules, or for one with an aggregationRule the rules of the
+// ClusterRoles matched by its selectors (themselves expanded), without
+// duplicates, in ClusterRole name order — what the clusterrole-aggregation
+// controller writes into the object.
+func AggregateClusterRoles(roles []*rbacv1.ClusterRole) map[string][]rbacv1.PolicyRule {
+	byName := make(map[string]*rbacv1.ClusterRole, len(roles))
+	names := make([]string, 0, len(roles))
+	for _, r := range roles {
+		byName[r.Name] = r
+		names = append(names, r.Name)
+	}
+	sort.Strings(names)
+	out := make(map[string][]rbacv1.PolicyRule, len(roles))
+	var expand func(name string, visiting map[string]bool) []rbacv1.PolicyRule
+	expand = func(name string, visiting map[string]bool) []rbacv1.PolicyRule {
+		if rules, ok := out[name]; ok {
+			return rules
+		}
+		r := byName[name]
+		if r.AggregationRule == nil {
+			out[name] = r.Rules
+			return r.Rules
+		}
+		visiting[name] = true
+		defer delete(visiting, name)
+		var rules []rbacv1.PolicyRule
+		for _, sel := range r.AggregationRule.ClusterRoleSelectors {
+			s, err := metav1.LabelSelectorAsSelector(&sel)
+			if err != nil {
+				continue
+			}
+			for _, other := range names {
+				if other == name || visiting[other] || !s.Matches(labels.Set(byName[other].Labels)) {
+					continue
+				}
+				for _, rule := range expand(other, visiting) {
+					if !containsRule(rules, rule) {
+						rules = append(rules, rule)
+					}
+				}
+			}
+		}
+		if len(visiting) == 1 {
+			out[name] = rules
+		}
+		return rules
+	}
+	for _, n := range names {
+		expand(n, map[string]bool{})
+	}
+	return out
+}
+
+func containsRule(rules []rbacv1.PolicyRule, r rbacv1.PolicyRule) bool {
+	for i := range rules {
+		if equalRule(&rules[i], &r) {
+			return true
+		}
+	}
+	return false
+}
+
+func equalRule(a, b *rbacv1.PolicyRule) bool {
+	eq := func(x, y []string) bool {
+		if len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if x[i] != y[i] {
+				return false
+			}
+		}
+		return true
+	}
+	return eq(a.Verbs, b.Verbs) && eq(a.APIGroups, b.APIGroups) && eq(a.Resources, b.Resources) &&
+		eq(a.ResourceNames, b.ResourceNames) && eq(a.NonResourceURLs, b.NonResourceURLs)
+}
+
+// ruleSource says which binding of which role a rule came from.
+type ruleSource struct {
+	bindingKind, bindingName, bindingNamespace string
+	roleKind, roleName                         string
+	subject                                    rbacv1.Subject
+}
+
+// visit calls fn with the rules that apply to user in namespace (""
+// means cluster-scoped requests: only ClusterRoleBindings apply), the
+// ClusterRoleBindings first, then the namespace's RoleBindings. fn
+// returns false to stop. A binding whose role does not exist adds an
+// error, in Kubernetes' words.
+func (p *Policy) visit(user *request.User, namespace string, fn func(src *ruleSource, rules []rbacv1.PolicyRule) bool) []error {
+	var errs []error
+	for _, b := range p.clusterBindings {
+		i, ok := appliesToAny(user, b.Subjects, "")
+		if !ok {
+			continue
+		}
+		rules, err := p.roleRules(b.RoleRef, "")
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		src := &ruleSource{bindingKind: "ClusterRoleBinding", bindingName: b.Name,
+			roleKind: b.RoleRef.Kind, roleName: b.RoleRef.Name, subject: b.Subjects[i]}
+		if !fn(src, rules) {
+			return errs
+		}
+	}
+	if namespace == "" {
+		return errs
+	}
+	for _, b := range p.bindings[namespace] {
+		i, ok := appliesToAny(user, b.Subjects, namespace)
+		if !ok {
+			continue
+		}
+		rules, err := p.roleRules(b.RoleRef, namespace)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		src := &ruleSource{bindingKind: "RoleBinding", bindingName: b.Name, bindingNamespace: namespace,
+			roleKind: b.RoleRef.Kind, roleName: b.RoleRef.Name, subject: b.Subjects[i]}
+		if !fn(src, rules) {
+			return errs
+		}
+	}
+	return errs
+}
+
+func (p *Policy) roleRules(ref rbacv1.RoleRef, namespace string) ([]rbacv1.PolicyRule, error) {
+	switch ref.Kind {
+	case "ClusterRole":
+		rules, ok := p.clusterRoles[ref.Name]
+		if !ok {
+			return nil, fmt.Errorf("clusterrole.rbac.authorization.k8s.io %q not found", ref.Name)
+		}
+		return rules, nil
+	case "Role":
+		rules, ok := p.roles[namespace+"/"+ref.Name]
+		if !ok {
+			return nil, fmt.Errorf("role.rbac.authorization.k8s.io %q not found", ref.Name)
+		}
+		return rules, nil
+	}
+	return nil, fmt.Errorf("unsupported role reference kind: %q", ref.Kind)
+}
+
+// Allows decides a request on the policy: allowed, and the reason (the
+// granting binding, or, when denied, the errors met on the way, as
+// kube-apiserver's "RBAC: ..." reason).
+func (p *Policy) Allows(user *request.User, info *request.Info) (bool, string) {
+	if user == nil || info == nil {
+		return false, ""
+	}
+	ns := ""
+	if info.IsResourceRequest {
+		ns = info.Namespace
+	}
+	var granted *ruleSource
+	errs := p.visit(user, ns, func(src *ruleSource, rules []rbacv1.PolicyRule) bool {
+		if RulesAllow(info, rules...) {
+			granted = src
+			return false
+		}
+		return true
+	})
+	if granted != nil {
+		return true, describe(granted)
+	}
+	if len(errs) == 0 {
+		return false, ""
+	}
+	msg := "RBAC: "
+	if len(errs) > 1 {
+		msg += "["
+	}
+	for i, e := range errs {
+		if i > 0 {
+			msg += ", "
+		}
+		msg += e.Error()
+	}
+	if len(errs) > 1 {
+		msg += "]"
+	}
+	return false, msg
+}
+
+func describe(s *ruleSource) string {
+	subj := fmt.Sprintf("%s %q", s.subject.Kind, s.subject.Name)
+	if s.subject.Kind == rbacv1.ServiceAccountKind {
+		ns := s.subject.Namespace
+		if ns == "" {
+			ns = s.bindingNamespace
+		}
+		subj = fmt.Sprintf("%s %q", s.subject.Kind, ns+"/"+s.subject.Name)
+	}
+	if s.bindingKind == "RoleBinding" {
+		return fmt.Sprintf("RBAC: allowed by RoleBinding %q of %s %q to %s",
+			s.bindingName+"/"+s.bindingNamespace, s.roleKind, s.roleName, subj)
+	}
+	return fmt.Sprintf("RBAC: allowed by ClusterRoleBinding %q of %s %q to %s",
+		s.bindingName, s.roleKind, s.roleName, subj)
+}
+
+// RulesFor returns every rule that applies to user in namespace (the
+// ClusterRoleBindings' and, when namespace is set, that namespace's
+// RoleBindings'), for SelfSubjectRulesReview. err joins the bindings
+// whose role is missing; the rules found are still returned.
+func (p *Policy) RulesFor(user *request.User, namespace string) ([]rbacv1.PolicyRule, error) {
+	var out []rbacv1.PolicyRule
+	errs := p.visit(user, namespace, func(_ *ruleSource, rules []rbacv1.PolicyRule) bool {
+		out = append(out, rules...)
+		return true
+	})
+	if len(errs) > 0 {
+		return out, fmt.Errorf("RBAC: %v", errs)
+	}
+	return out, nil
+}
