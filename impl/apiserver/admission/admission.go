@@ -1,6 +1,30 @@
 // Package admission is the API server's admission chain: plugins that may
 // change (mutating) and then accept or reject (validating) each create,
 // update and delete after the object is decoded and before it is written.
+//
+// The plugins, one file each, are kube-apiserver's of the same names:
+// NamespaceLifecycle, LimitRanger, ServiceAccount, NodeRestriction,
+// AlwaysPullImages, PodSecurity, Priority, DefaultTolerationSeconds,
+// MutatingAdmissionWebhook, ValidatingAdmissionWebhook and ResourceQuota.
+// Each is a small type whose decision is a pure function of the request and
+// the objects it reads; storage access sits behind a small function or
+// interface field, so tests give them fixed objects.
+//
+// Registry (plugins.go, the one place plugins are listed, in the order
+// they run):
+//
+//	// names from --enable-admission-plugins / --disable-admission-plugins:
+//	names, err := admission.EnabledPlugins(enable, disable)
+//	// build them on the API server's stores (*apiserver.Server is a StoreGetter):
+//	mutators, validators, starters, err := admission.NewPlugins(names, stores)
+//
+// AllPlugins and DefaultPlugins list the known and the default-enabled
+// names (kube-apiserver's default set: everything here but NodeRestriction
+// and AlwaysPullImages). starters are background loops to run with the
+// server's lifetime context (they return when it ends). NewPlugins'
+// NamespaceLifecycle reads namespaces from the store; the server's own
+// built-in one (reading its namespace cache) can be used instead by leaving
+// "NamespaceLifecycle" out of names.
 package admission
 
 import (

@@ -1,0 +1,74 @@
+package admission
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func limitRanger(items ...corev1.LimitRangeItem) *LimitRanger {
+	lr := corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "lr", Namespace: "ns"}, Spec: corev1.LimitRangeSpec{Limits: items}}
+	return &LimitRanger{List: func(_ context.Context, ns string) ([]corev1.LimitRange, error) {
+		if ns != "ns" {
+			return nil, nil
+		}
+		return []corev1.LimitRange{lr}, nil
+	}}
+}
+
+func TestLimitRangerDefaults(t *testing.T) {
+	p := limitRanger(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer,
+		Default: rl("cpu", "500m", "memory", "256Mi"), DefaultRequest: rl("cpu", "100m", "memory", "128Mi")})
+	pod := newPod("p", container("a", nil, nil), container("b", rl("cpu", "200m"), rl("memory", "1Gi")))
+	if err := p.Admit(context.Background(), podCreate(pod)); err != nil {
+		t.Fatal(err)
+	}
+	a, b := pod.Spec.Containers[0].Resources, pod.Spec.Containers[1].Resources
+	if !apiequality.Semantic.DeepEqual(a.Limits, rl("cpu", "500m", "memory", "256Mi")) || !apiequality.Semantic.DeepEqual(a.Requests, rl("cpu", "100m", "memory", "128Mi")) {
+		t.Fatalf("container a: %+v", a)
+	}
+	if !apiequality.Semantic.DeepEqual(b.Limits, rl("cpu", "500m", "memory", "1Gi")) || !apiequality.Semantic.DeepEqual(b.Requests, rl("cpu", "200m", "memory", "128Mi")) {
+		t.Fatalf("container b: %+v", b)
+	}
+	want := "LimitRanger plugin set: cpu, memory request for container a; cpu, memory limit for container a; memory request for container b; cpu limit for container b"
+	if got := pod.Annotations[limitRangerAnnotation]; got != want {
+		t.Fatalf("annotation %q\nwant       %q", got, want)
+	}
+}
+
+func TestLimitRangerConstraints(t *testing.T) {
+	containerMinMax := corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Min: rl("cpu", "100m"), Max: rl("memory", "1Gi")}
+	ratio := corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, MaxLimitRequestRatio: rl("cpu", "2")}
+	podMax := corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("cpu", "1")}
+	tests := []struct {
+		name string
+		item corev1.LimitRangeItem
+		pod  *corev1.Pod
+		want string
+	}{
+		{"within min and max", containerMinMax, newPod("p", container("a", rl("cpu", "200m"), rl("memory", "512Mi"))), ""},
+		{"no request for min", containerMinMax, newPod("p", container("a", nil, rl("memory", "512Mi"))), "minimum cpu usage per Container is 100m.  No request is specified"},
+		{"below min", containerMinMax, newPod("p", container("a", rl("cpu", "50m"), rl("memory", "512Mi"))), "minimum cpu usage per Container is 100m, but request is 50m"},
+		{"no limit for max", containerMinMax, newPod("p", container("a", rl("cpu", "200m"), nil)), "maximum memory usage per Container is 1Gi.  No limit is specified"},
+		{"above max", containerMinMax, newPod("p", container("a", rl("cpu", "200m"), rl("memory", "2Gi"))), "maximum memory usage per Container is 1Gi, but limit is 2Gi"},
+		{"ratio ok", ratio, newPod("p", container("a", rl("cpu", "1"), rl("cpu", "2"))), ""},
+		{"ratio exceeded", ratio, newPod("p", container("a", rl("cpu", "100m"), rl("cpu", "500m"))), `pods "p" is forbidden: cpu max limit to request ratio per Container is 2, but provided ratio is 5.000000`},
+		{"ratio without request", ratio, newPod("p", container("a", nil, rl("cpu", "500m"))), "cpu max limit to request ratio per Container is 2, but no request is specified or request is 0"},
+		{"pod sum within", podMax, newPod("p", container("a", nil, rl("cpu", "500m")), container("b", nil, rl("cpu", "500m"))), ""},
+		{"pod sum above", podMax, newPod("p", container("a", nil, rl("cpu", "600m")), container("b", nil, rl("cpu", "500m"))), "maximum cpu usage per Pod is 1, but limit is 1100m"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantForbidden(t, limitRanger(tt.item).Validate(context.Background(), podCreate(tt.pod)), tt.want)
+		})
+	}
+}
+
+func TestLimitRangerReportsEveryViolation(t *testing.T) {
+	p := limitRanger(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Max: rl("memory", "400M"), MaxLimitRequestRatio: rl("memory", "3")})
+	err := p.Validate(context.Background(), podCreate(newPod("my-lr-pod1", container("a", rl("memory", "100M"), rl("memory", "500M")))))
+	wantForbidden(t, err, `pods "my-lr-pod1" is forbidden: [maximum memory usage per Container is 400M, but limit is 500M, memory max limit to request ratio per Container is 3, but provided ratio is 5.000000]`)
+}

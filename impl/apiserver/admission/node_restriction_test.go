@@ -1,0 +1,83 @@
+package admission
+
+import (
+	"context"
+	"testing"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+)
+
+func TestNodeRestriction(t *testing.T) {
+	kubeletA := &request.User{Name: "system:node:a", Groups: []string{"system:nodes", "system:authenticated"}}
+	admin := &request.User{Name: "admin", Groups: []string{"system:masters"}}
+	podsGVR := corev1.SchemeGroupVersion.WithResource("pods")
+	nodesGVR := corev1.SchemeGroupVersion.WithResource("nodes")
+	boundTo := func(node string) *corev1.Pod {
+		p := newPod("p")
+		p.Spec.NodeName = node
+		return p
+	}
+	mirror := func(mutate func(*corev1.Pod)) *corev1.Pod {
+		p := boundTo("a")
+		p.Annotations = map[string]string{mirrorPodAnnotation: "x"}
+		if mutate != nil {
+			mutate(p)
+		}
+		return p
+	}
+	node := func(name string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{Taints: taints}}
+	}
+	lease := func(ns, name string) *Attributes {
+		return &Attributes{Operation: Update, Resource: coordinationv1.SchemeGroupVersion.WithResource("leases"), Namespace: ns, Name: name,
+			Object: &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}}
+	}
+	taint := corev1.Taint{Key: "k", Effect: corev1.TaintEffectNoSchedule}
+	tests := []struct {
+		name string
+		a    *Attributes
+		want string
+	}{
+		{"admin is not restricted", &Attributes{User: admin, Operation: Create, Resource: podsGVR, Namespace: "ns", Name: "p", Object: newPod("p")}, ""},
+		{"plain pod create", &Attributes{Operation: Create, Resource: podsGVR, Namespace: "ns", Name: "p", Object: boundTo("a")},
+			`pods "p" is forbidden: pod does not have "kubernetes.io/config.mirror" annotation, node "a" can only create mirror pods`},
+		{"mirror pod on itself", &Attributes{Operation: Create, Resource: podsGVR, Namespace: "ns", Name: "p", Object: mirror(nil)}, ""},
+		{"mirror pod on other node", &Attributes{Operation: Create, Resource: podsGVR, Namespace: "ns", Name: "p",
+			Object: mirror(func(p *corev1.Pod) { p.Spec.NodeName = "b" })}, `node "a" can only create pods with spec.nodeName set to itself`},
+		{"mirror pod with secret", &Attributes{Operation: Create, Resource: podsGVR, Namespace: "ns", Name: "p",
+			Object: mirror(func(p *corev1.Pod) {
+				p.Spec.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s"}}}}
+			})}, `node "a" can not create pods that reference secrets`},
+		{"status of own pod", &Attributes{Operation: Update, Resource: podsGVR, Subresource: "status", Namespace: "ns", Name: "p", Object: boundTo("a"), OldObject: boundTo("a")}, ""},
+		{"status of other node's pod", &Attributes{Operation: Update, Resource: podsGVR, Subresource: "status", Namespace: "ns", Name: "p", Object: boundTo("b"), OldObject: boundTo("b")},
+			`node "a" can only update pod status for pods with spec.nodeName set to itself`},
+		{"delete other node's pod", &Attributes{Operation: Delete, Resource: podsGVR, Namespace: "ns", Name: "p", OldObject: boundTo("b")},
+			`node "a" can only delete pods with spec.nodeName set to itself`},
+		{"delete own pod", &Attributes{Operation: Delete, Resource: podsGVR, Namespace: "ns", Name: "p", OldObject: boundTo("a")}, ""},
+		{"register itself", &Attributes{Operation: Create, Resource: nodesGVR, Name: "a", Object: node("a", map[string]string{"kubernetes.io/hostname": "a", "topology.kubernetes.io/zone": "z", "example.com/x": "y"}, taint)}, ""},
+		{"modify other node", &Attributes{Operation: Update, Resource: nodesGVR, Subresource: "status", Name: "b", Object: node("b", nil), OldObject: node("b", nil)},
+			`nodes "b" is forbidden: node "a" is not allowed to modify node "b"`},
+		{"restricted label on create", &Attributes{Operation: Create, Resource: nodesGVR, Name: "a", Object: node("a", map[string]string{"node-restriction.kubernetes.io/pool": "x"})},
+			`node "a" is not allowed to set the following labels: node-restriction.kubernetes.io/pool`},
+		{"kubernetes.io label on update", &Attributes{Operation: Update, Resource: nodesGVR, Name: "a", Object: node("a", map[string]string{"node-role.kubernetes.io/master": ""}), OldObject: node("a", nil)},
+			`node "a" is not allowed to modify labels: node-role.kubernetes.io/master`},
+		{"kubelet label allowed", &Attributes{Operation: Update, Resource: nodesGVR, Name: "a", Object: node("a", map[string]string{"node.kubernetes.io/exclude-from-external-load-balancers": ""}), OldObject: node("a", nil)}, ""},
+		{"taints on update", &Attributes{Operation: Update, Resource: nodesGVR, Name: "a", Object: node("a", nil, taint), OldObject: node("a", nil)},
+			`node "a" is not allowed to modify taints`},
+		{"own lease", lease("kube-node-lease", "a"), ""},
+		{"other lease", lease("kube-node-lease", "b"), "can only access node lease with the same name as the requesting node"},
+		{"lease elsewhere", lease("default", "a"), `can only access leases in the "kube-node-lease" namespace`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.a.User == nil {
+				tt.a.User = kubeletA
+			}
+			wantForbidden(t, NodeRestriction{}.Validate(context.Background(), tt.a), tt.want)
+		})
+	}
+}

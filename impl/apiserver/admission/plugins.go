@@ -1,0 +1,141 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Starter is a plugin with background work (Start returns when ctx ends).
+type Starter interface {
+	Start(ctx context.Context)
+}
+
+// factory builds one plugin from the server's stores. The plugin is a
+// Mutator, a Validator or both, and may be a Starter.
+type factory func(stores StoreGetter) (any, error)
+
+type registered struct {
+	name string
+	// defaultOn: enabled when --enable-admission-plugins does not name it,
+	// as in kube-apiserver.
+	defaultOn bool
+	new       factory
+}
+
+// plugins is the one registry of admission plugins, in the order they run
+// (kube-apiserver's order: mutating ones run in this order, then validating
+// ones in this order).
+var plugins = []registered{
+	{"NamespaceLifecycle", true, newNamespaceLifecycle},
+	{"LimitRanger", true, newLimitRanger},
+	{"ServiceAccount", true, newServiceAccount},
+	{"NodeRestriction", false, newNodeRestriction},
+	{"AlwaysPullImages", false, newAlwaysPullImages},
+	// PODSEC
+	{"Priority", true, newPriority},
+	{"DefaultTolerationSeconds", true, newDefaultTolerationSeconds},
+	// MWH
+	// VWH
+	{"ResourceQuota", true, newResourceQuota},
+}
+
+// AllPlugins names every plugin, in the order they run.
+func AllPlugins() []string {
+	out := make([]string, len(plugins))
+	for i, p := range plugins {
+		out[i] = p.name
+	}
+	return out
+}
+
+// DefaultPlugins names the plugins enabled by default (kube-apiserver's
+// default set, restricted to the plugins kubeproof has).
+func DefaultPlugins() []string {
+	var out []string
+	for _, p := range plugins {
+		if p.defaultOn {
+			out = append(out, p.name)
+		}
+	}
+	return out
+}
+
+// EnabledPlugins resolves --enable-admission-plugins and
+// --disable-admission-plugins as kube-apiserver does: the default set plus
+// enable, minus disable, in the registry's order. Unknown names, and a name
+// in both lists, are errors.
+func EnabledPlugins(enable, disable []string) ([]string, error) {
+	on := map[string]bool{}
+	for _, p := range plugins {
+		on[p.name] = p.defaultOn
+	}
+	for _, n := range enable {
+		if _, ok := on[n]; !ok {
+			return nil, fmt.Errorf("enable-admission-plugins plugin %q is unknown (known: %s)", n, strings.Join(AllPlugins(), ", "))
+		}
+		if slices.Contains(disable, n) {
+			return nil, fmt.Errorf("%s in enable-admission-plugins and disable-admission-plugins overlapped", n)
+		}
+		on[n] = true
+	}
+	for _, n := range disable {
+		if _, ok := on[n]; !ok {
+			return nil, fmt.Errorf("disable-admission-plugins plugin %q is unknown (known: %s)", n, strings.Join(AllPlugins(), ", "))
+		}
+		on[n] = false
+	}
+	var out []string
+	for _, p := range plugins {
+		if on[p.name] {
+			out = append(out, p.name)
+		}
+	}
+	return out, nil
+}
+
+// NewPlugins builds the named plugins (in the registry's order, whatever
+// the order of names) on the server's stores. Each plugin lands in
+// mutators, validators or both; starters are the background loops the
+// server must run with its lifetime context.
+func NewPlugins(names []string, stores StoreGetter) (mutators []Mutator, validators []Validator, starters []func(context.Context), err error) {
+	want := map[string]bool{}
+	for _, n := range names {
+		if !slices.ContainsFunc(plugins, func(p registered) bool { return p.name == n }) {
+			return nil, nil, nil, fmt.Errorf("admission plugin %q is unknown (known: %s)", n, strings.Join(AllPlugins(), ", "))
+		}
+		want[n] = true
+	}
+	for _, p := range plugins {
+		if !want[p.name] {
+			continue
+		}
+		plugin, err := p.new(stores)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("building admission plugin %s: %w", p.name, err)
+		}
+		if m, ok := plugin.(Mutator); ok {
+			mutators = append(mutators, m)
+		}
+		if v, ok := plugin.(Validator); ok {
+			validators = append(validators, v)
+		}
+		if s, ok := plugin.(Starter); ok {
+			starters = append(starters, s.Start)
+		}
+	}
+	return mutators, validators, starters, nil
+}
+
+func newNamespaceLifecycle(stores StoreGetter) (any, error) {
+	s, err := storeFor(stores, nsResource)
+	if err != nil {
+		return nil, err
+	}
+	return &NamespaceLifecycle{Get: namespaceGetter(s), Immortal: ImmortalNamespaces}, nil
+}
+
+// ImmortalNamespaces may not be deleted (kube-apiserver's default,
+// kube-system and kube-public).
+var ImmortalNamespaces = map[string]bool{"default": true, "kube-system": true, "kube-public": true}

@@ -1,0 +1,73 @@
+package admission
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestEnabledPlugins(t *testing.T) {
+	tests := []struct {
+		name             string
+		enable, disable  []string
+		wantHas, wantNot []string
+		wantErr          string
+	}{
+		{"defaults", nil, nil, []string{"NamespaceLifecycle", "ServiceAccount", "LimitRanger", "Priority", "DefaultTolerationSeconds", "ResourceQuota"},
+			[]string{"NodeRestriction", "AlwaysPullImages"}, ""},
+		{"enable NodeRestriction", []string{"NodeRestriction"}, nil, []string{"NodeRestriction", "ServiceAccount"}, nil, ""},
+		{"disable ServiceAccount", nil, []string{"ServiceAccount"}, []string{"LimitRanger"}, []string{"ServiceAccount"}, ""},
+		{"unknown", []string{"Bogus"}, nil, nil, nil, `enable-admission-plugins plugin "Bogus" is unknown`},
+		{"overlap", []string{"AlwaysPullImages"}, []string{"AlwaysPullImages"}, nil, nil, "overlapped"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := EnabledPlugins(tt.enable, tt.disable)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range tt.wantHas {
+				if !slices.Contains(got, n) {
+					t.Fatalf("%v lacks %s", got, n)
+				}
+			}
+			for _, n := range tt.wantNot {
+				if slices.Contains(got, n) {
+					t.Fatalf("%v has %s", got, n)
+				}
+			}
+			// Always in the registry's order.
+			all := AllPlugins()
+			if !slices.IsSortedFunc(got, func(a, b string) int { return slices.Index(all, a) - slices.Index(all, b) }) {
+				t.Fatalf("%v not in registry order", got)
+			}
+		})
+	}
+}
+
+func TestNewPluginsKinds(t *testing.T) {
+	mut, val, _, err := NewPlugins([]string{"DefaultTolerationSeconds", "NodeRestriction", "AlwaysPullImages"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// AlwaysPullImages runs before DefaultTolerationSeconds whatever the
+	// order of names; NodeRestriction only validates.
+	if len(mut) != 2 || len(val) != 2 {
+		t.Fatalf("mutators %d validators %d", len(mut), len(val))
+	}
+	if _, ok := mut[0].(AlwaysPullImages); !ok {
+		t.Fatalf("first mutator %T", mut[0])
+	}
+	if _, _, _, err := NewPlugins([]string{"ServiceAccount"}, nil); err == nil {
+		t.Fatal("a plugin that needs stores must fail without them")
+	}
+	if _, _, _, err := NewPlugins([]string{"Nope"}, nil); err == nil {
+		t.Fatal("unknown plugin accepted")
+	}
+}

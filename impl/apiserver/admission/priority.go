@@ -1,0 +1,143 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// SystemPriorityClasses are the classes every cluster has, with their
+// values; Priority resolves them even before the API server has stored
+// them.
+var SystemPriorityClasses = map[string]int32{
+	"system-node-critical":    2000001000,
+	"system-cluster-critical": 2000000000,
+}
+
+// PriorityClassLister lists the stored PriorityClasses.
+type PriorityClassLister func(ctx context.Context) ([]schedulingv1.PriorityClass, error)
+
+// Priority resolves a new pod's spec.priorityClassName (or the cluster's
+// globalDefault class) into spec.priority and spec.preemptionPolicy, and
+// keeps a single globalDefault PriorityClass, as kube-apiserver's plugin.
+type Priority struct {
+	List PriorityClassLister
+}
+
+func newPriority(stores StoreGetter) (any, error) {
+	s, err := storeFor(stores, priorityClassResource)
+	if err != nil {
+		return nil, err
+	}
+	return &Priority{List: func(ctx context.Context) ([]schedulingv1.PriorityClass, error) {
+		l := &schedulingv1.PriorityClassList{}
+		if err := s.list(ctx, "", false, l); err != nil {
+			return nil, err
+		}
+		return l.Items, nil
+	}}, nil
+}
+
+// Admit implements Mutator.
+func (p *Priority) Admit(ctx context.Context, a *Attributes) error {
+	pod := podOf(a)
+	if pod == nil {
+		return nil
+	}
+	switch a.Operation {
+	case Create:
+	case Update:
+		// The priority was set at create; an update that drops it keeps it.
+		if old, ok := a.OldObject.(*corev1.Pod); ok {
+			if pod.Spec.Priority == nil {
+				pod.Spec.Priority = old.Spec.Priority
+			}
+			if pod.Spec.PreemptionPolicy == nil {
+				pod.Spec.PreemptionPolicy = old.Spec.PreemptionPolicy
+			}
+		}
+		return nil
+	default:
+		return nil
+	}
+	classes, err := p.List(ctx)
+	if err != nil {
+		return fmt.Errorf("resolving the pod's priority: %w", err)
+	}
+	name, value, policy, err := resolvePriority(pod.Spec.PriorityClassName, classes)
+	if apierrors.IsNotFound(err) {
+		return forbidden(a, fmt.Errorf("no PriorityClass with name %v was found", pod.Spec.PriorityClassName))
+	}
+	if err != nil {
+		return err
+	}
+	if pod.Spec.Priority != nil && *pod.Spec.Priority != value {
+		return forbidden(a, fmt.Errorf("the integer value of priority (%d) must not be provided in pod spec; priority admission controller computed %d from the given PriorityClass name", *pod.Spec.Priority, value))
+	}
+	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy != policy {
+		return forbidden(a, fmt.Errorf("the string value of PreemptionPolicy (%s) must not be provided in pod spec; priority admission controller computed %s from the given PriorityClass name", *pod.Spec.PreemptionPolicy, policy))
+	}
+	pod.Spec.PriorityClassName = name
+	pod.Spec.Priority = &value
+	pod.Spec.PreemptionPolicy = &policy
+	return nil
+}
+
+// resolvePriority is the pure decision: the class name, priority and
+// preemption policy a pod naming className gets. An empty className takes
+// the globalDefault class with the highest value, or priority 0 and
+// PreemptLowerPriority when there is none. An unknown class is NotFound.
+func resolvePriority(className string, classes []schedulingv1.PriorityClass) (string, int32, corev1.PreemptionPolicy, error) {
+	policyOf := func(pc *schedulingv1.PriorityClass) corev1.PreemptionPolicy {
+		if pc.PreemptionPolicy != nil {
+			return *pc.PreemptionPolicy
+		}
+		return corev1.PreemptLowerPriority
+	}
+	if className == "" {
+		var def *schedulingv1.PriorityClass
+		for i := range classes {
+			if classes[i].GlobalDefault && (def == nil || classes[i].Value > def.Value) {
+				def = &classes[i]
+			}
+		}
+		if def == nil {
+			return "", 0, corev1.PreemptLowerPriority, nil
+		}
+		return def.Name, def.Value, policyOf(def), nil
+	}
+	for i := range classes {
+		if classes[i].Name == className {
+			return className, classes[i].Value, policyOf(&classes[i]), nil
+		}
+	}
+	if v, ok := SystemPriorityClasses[className]; ok {
+		return className, v, corev1.PreemptLowerPriority, nil
+	}
+	return "", 0, "", apierrors.NewNotFound(priorityClassResource, className)
+}
+
+// Validate implements Validator: at most one PriorityClass is the
+// globalDefault.
+func (p *Priority) Validate(ctx context.Context, a *Attributes) error {
+	if a.Resource.GroupResource() != priorityClassResource || a.Subresource != "" || (a.Operation != Create && a.Operation != Update) {
+		return nil
+	}
+	pc, ok := a.Object.(*schedulingv1.PriorityClass)
+	if !ok || !pc.GlobalDefault {
+		return nil
+	}
+	classes, err := p.List(ctx)
+	if err != nil {
+		return fmt.Errorf("checking for another default PriorityClass: %w", err)
+	}
+	for _, other := range classes {
+		if other.GlobalDefault && other.Name != pc.Name {
+			return forbidden(a, fmt.Errorf("PriorityClass %v is already marked as default. Only one default can exist", other.Name))
+		}
+	}
+	return nil
+}

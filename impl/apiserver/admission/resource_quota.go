@@ -1,0 +1,424 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// QuotaStore is what ResourceQuota needs of storage.
+type QuotaStore interface {
+	// List returns the namespace's quotas (a cached read is fine: Update
+	// decides on the current object).
+	List(ctx context.Context, namespace string) ([]corev1.ResourceQuota, error)
+	// Update applies tryUpdate to the current quota and writes the result
+	// with a compare-and-swap on its resourceVersion, calling tryUpdate
+	// again on the newer object when another write came first.
+	Update(ctx context.Context, namespace, name string, tryUpdate func(*corev1.ResourceQuota) (*corev1.ResourceQuota, error)) error
+	// Usage recounts the namespace's current usage of the named resources
+	// by the objects a quota with the given scopes covers (for a quota
+	// whose status no one has computed yet).
+	Usage(ctx context.Context, namespace string, q *corev1.ResourceQuota) (corev1.ResourceList, error)
+}
+
+// ResourceQuota keeps every namespace within its ResourceQuotas. Before a
+// create is admitted, the usage it adds (object counts, and a pod's
+// requests and limits) is added to status.used of every quota that covers
+// it, with a compare-and-swap on the quota object, retried on conflict: a
+// create that would take any quota over status.hard is refused, so
+// concurrent creates can never exceed a quota. status.hard follows
+// spec.hard; a quota whose status was never computed is first recounted.
+//
+// Not done here: giving usage back when objects are deleted (Kubernetes'
+// quota controller recalculates status.used; kubeproof has none yet).
+type ResourceQuota struct {
+	Store QuotaStore
+}
+
+func newResourceQuota(stores StoreGetter) (any, error) {
+	q, err := storeFor(stores, quotaResource)
+	if err != nil {
+		return nil, err
+	}
+	return &ResourceQuota{Store: &storeQuotas{quotas: q, stores: stores}}, nil
+}
+
+// Validate implements Validator.
+func (p *ResourceQuota) Validate(ctx context.Context, a *Attributes) error {
+	if a.Operation != Create || a.Namespace == "" || a.Subresource != "" || a.Object == nil {
+		return nil
+	}
+	delta := usageOf(a.Resource.GroupResource(), a.Object)
+	if len(delta) == 0 {
+		return nil
+	}
+	quotas, err := p.Store.List(ctx, a.Namespace)
+	if err != nil {
+		return fmt.Errorf("checking resource quotas: %w", err)
+	}
+	sort.Slice(quotas, func(i, j int) bool { return quotas[i].Name < quotas[j].Name })
+	var charged []string
+	for i := range quotas {
+		q := &quotas[i]
+		if !quotaCovers(q, a.Resource.GroupResource(), a.Object) {
+			continue
+		}
+		if err := quotaConstraints(q, a.Object); err != nil {
+			p.refund(ctx, a.Namespace, charged, delta)
+			return forbidden(a, err)
+		}
+		if !touches(q.Spec.Hard, delta) {
+			continue
+		}
+		if err := p.charge(ctx, a, q.Name, delta); err != nil {
+			p.refund(ctx, a.Namespace, charged, delta)
+			return err
+		}
+		charged = append(charged, q.Name)
+	}
+	return nil
+}
+
+// errQuotaGone ends a charge against a quota deleted meanwhile.
+var errQuotaGone = errors.New("quota deleted")
+
+// charge adds delta to one quota's status.used, or refuses the write. A
+// quota whose status was never computed is recounted first.
+func (p *ResourceQuota) charge(ctx context.Context, a *Attributes, name string, delta corev1.ResourceList) error {
+	var recount corev1.ResourceList
+	for {
+		var refusal error
+		err := p.Store.Update(ctx, a.Namespace, name, func(q *corev1.ResourceQuota) (*corev1.ResourceQuota, error) {
+			refusal = nil
+			if q.DeletionTimestamp != nil {
+				return nil, errQuotaGone
+			}
+			if recount == nil && needsRecount(q) {
+				return nil, errNeedsRecount
+			}
+			next, err := chargeQuota(q, delta, recount)
+			if err != nil {
+				refusal = err
+				return nil, err
+			}
+			if a.DryRun {
+				return nil, errDryRunCharged
+			}
+			return next, nil
+		})
+		switch {
+		case err == nil, errors.Is(err, errDryRunCharged), errors.Is(err, errQuotaGone):
+			return nil
+		case refusal != nil:
+			return forbidden(a, refusal)
+		case errors.Is(err, errNeedsRecount) && recount == nil:
+			if recount, err = p.recount(ctx, a.Namespace, name); err != nil {
+				return err
+			}
+			continue
+		}
+		return fmt.Errorf("charging quota %s: %w", name, err)
+	}
+}
+
+func (p *ResourceQuota) recount(ctx context.Context, namespace, name string) (corev1.ResourceList, error) {
+	quotas, err := p.Store.List(ctx, namespace)
+	if err != nil {
+		return nil, fmt.Errorf("recounting quota %s: %w", name, err)
+	}
+	for i := range quotas {
+		if quotas[i].Name == name {
+			used, err := p.Store.Usage(ctx, namespace, &quotas[i])
+			if err != nil {
+				return nil, fmt.Errorf("recounting quota %s: %w", name, err)
+			}
+			return used, nil
+		}
+	}
+	return corev1.ResourceList{}, nil
+}
+
+var (
+	errNeedsRecount  = errors.New("quota status not computed")
+	errDryRunCharged = errors.New("dry run: quota checked, not charged")
+)
+
+// refund takes delta back from quotas charged before a later one refused.
+func (p *ResourceQuota) refund(ctx context.Context, namespace string, names []string, delta corev1.ResourceList) {
+	for _, name := range names {
+		_ = p.Store.Update(ctx, namespace, name, func(q *corev1.ResourceQuota) (*corev1.ResourceQuota, error) {
+			next := q.DeepCopy()
+			for n, d := range delta {
+				if u, ok := next.Status.Used[n]; ok {
+					u.Sub(d)
+					if u.Sign() < 0 {
+						u = resource.MustParse("0")
+					}
+					next.Status.Used[n] = u
+				}
+			}
+			return next, nil
+		})
+	}
+}
+
+// needsRecount: status.hard does not follow spec.hard, or a hard resource
+// has no usage yet.
+func needsRecount(q *corev1.ResourceQuota) bool {
+	if !apiequality.Semantic.DeepEqual(q.Status.Hard, q.Spec.Hard) {
+		return true
+	}
+	for n := range q.Spec.Hard {
+		if _, ok := q.Status.Used[n]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// chargeQuota is the pure decision: q with delta added to status.used, or
+// the "exceeded quota" refusal. recount, when not nil, is the usage to
+// start from for resources q has no usage for yet.
+func chargeQuota(q *corev1.ResourceQuota, delta, recount corev1.ResourceList) (*corev1.ResourceQuota, error) {
+	next := q.DeepCopy()
+	next.Status.Hard = q.Spec.Hard.DeepCopy()
+	used := corev1.ResourceList{}
+	for n := range next.Status.Hard {
+		switch u, ok := q.Status.Used[n]; {
+		case ok && !needsRecount(q):
+			used[n] = u.DeepCopy()
+		case recount != nil:
+			used[n] = recount[n].DeepCopy()
+		case ok:
+			used[n] = u.DeepCopy()
+		default:
+			used[n] = resource.MustParse("0")
+		}
+	}
+	var requested, usedNow, limited []string
+	for _, n := range sortedNames(delta) {
+		hard, ok := next.Status.Hard[n]
+		if !ok {
+			continue
+		}
+		u, d := used[n], delta[n]
+		after := u.DeepCopy()
+		after.Add(d)
+		if after.Cmp(hard) > 0 {
+			requested = append(requested, fmt.Sprintf("%s=%s", n, d.String()))
+			usedNow = append(usedNow, fmt.Sprintf("%s=%s", n, u.String()))
+			limited = append(limited, fmt.Sprintf("%s=%s", n, hard.String()))
+		}
+		used[n] = after
+	}
+	if len(requested) > 0 {
+		return nil, fmt.Errorf("exceeded quota: %s, requested: %s, used: %s, limited: %s", q.Name,
+			strings.Join(requested, ","), strings.Join(usedNow, ","), strings.Join(limited, ","))
+	}
+	next.Status.Used = used
+	return next, nil
+}
+
+func touches(hard, delta corev1.ResourceList) bool {
+	for n := range delta {
+		if _, ok := hard[n]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// usageOf is what creating obj of resource gr adds: count/<resource>[.<group>]
+// for every resource, the legacy object counts of core resources, and a
+// pod's compute resources.
+func usageOf(gr schema.GroupResource, obj runtime.Object) corev1.ResourceList {
+	one := resource.MustParse("1")
+	countName := "count/" + gr.Resource
+	if gr.Group != "" {
+		countName += "." + gr.Group
+	}
+	out := corev1.ResourceList{corev1.ResourceName(countName): one.DeepCopy()}
+	if gr.Group == "" {
+		switch gr.Resource {
+		case "services", "configmaps", "secrets", "replicationcontrollers", "resourcequotas", "persistentvolumeclaims":
+			out[corev1.ResourceName(gr.Resource)] = one.DeepCopy()
+		}
+	}
+	if pod, ok := obj.(*corev1.Pod); ok && gr == podResource {
+		for n, q := range podUsage(pod) {
+			out[n] = q
+		}
+	}
+	return out
+}
+
+// podUsage is a pod's compute usage in quota terms; terminal pods use
+// nothing but their object count.
+func podUsage(pod *corev1.Pod) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return out
+	}
+	out[corev1.ResourcePods] = resource.MustParse("1")
+	requests := podResources(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests })
+	limits := podResources(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits })
+	for n, q := range pod.Spec.Overhead {
+		r := requests[n]
+		r.Add(q)
+		requests[n] = r
+		if l, ok := limits[n]; ok {
+			l.Add(q)
+			limits[n] = l
+		}
+	}
+	for n, q := range requests {
+		switch n {
+		case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+			out[n] = q.DeepCopy()
+		}
+		out[corev1.ResourceName("requests."+string(n))] = q.DeepCopy()
+	}
+	for n, q := range limits {
+		switch n {
+		case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+			out[corev1.ResourceName("limits."+string(n))] = q.DeepCopy()
+		}
+	}
+	return out
+}
+
+// quotaConstraints: a quota on a pod's cpu or memory requires every
+// container to say how much it requests (or limits).
+func quotaConstraints(q *corev1.ResourceQuota, obj runtime.Object) error {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil
+	}
+	type need struct {
+		limits bool
+		name   corev1.ResourceName
+	}
+	required := map[corev1.ResourceName]need{
+		"cpu": {false, corev1.ResourceCPU}, "requests.cpu": {false, corev1.ResourceCPU},
+		"memory": {false, corev1.ResourceMemory}, "requests.memory": {false, corev1.ResourceMemory},
+		"limits.cpu": {true, corev1.ResourceCPU}, "limits.memory": {true, corev1.ResourceMemory},
+	}
+	missing := map[corev1.ResourceName][]string{}
+	check := func(c *corev1.Container) {
+		for n := range q.Spec.Hard {
+			r, ok := required[n]
+			if !ok {
+				continue
+			}
+			list := c.Resources.Requests
+			if r.limits {
+				list = c.Resources.Limits
+			}
+			if _, ok := list[r.name]; !ok {
+				missing[n] = append(missing[n], c.Name)
+			}
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		check(&pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		check(&pod.Spec.Containers[i])
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	var parts []string
+	for _, n := range sortedNames(q.Spec.Hard) {
+		if cs, ok := missing[n]; ok {
+			parts = append(parts, fmt.Sprintf("%s for: %s", n, strings.Join(cs, ",")))
+		}
+	}
+	return fmt.Errorf("failed quota: %s: must specify %s", q.Name, strings.Join(parts, "; "))
+}
+
+// quotaCovers: a quota with scopes covers only pods in those scopes.
+func quotaCovers(q *corev1.ResourceQuota, gr schema.GroupResource, obj runtime.Object) bool {
+	if len(q.Spec.Scopes) == 0 && q.Spec.ScopeSelector == nil {
+		return true
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || gr != podResource {
+		return false
+	}
+	for _, s := range q.Spec.Scopes {
+		if !podInScope(pod, s, corev1.ScopeSelectorOpExists, nil) {
+			return false
+		}
+	}
+	if q.Spec.ScopeSelector != nil {
+		for _, e := range q.Spec.ScopeSelector.MatchExpressions {
+			if !podInScope(pod, e.ScopeName, e.Operator, e.Values) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func podInScope(pod *corev1.Pod, scope corev1.ResourceQuotaScope, op corev1.ScopeSelectorOperator, values []string) bool {
+	bestEffort := true
+	eachContainer(&pod.Spec, func(c *corev1.Container, _ *field.Path) {
+		for _, l := range []corev1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
+			if _, ok := l[corev1.ResourceCPU]; ok {
+				bestEffort = false
+			}
+			if _, ok := l[corev1.ResourceMemory]; ok {
+				bestEffort = false
+			}
+		}
+	})
+	var in bool
+	switch scope {
+	case corev1.ResourceQuotaScopeTerminating:
+		in = pod.Spec.ActiveDeadlineSeconds != nil && *pod.Spec.ActiveDeadlineSeconds >= 0
+	case corev1.ResourceQuotaScopeNotTerminating:
+		in = pod.Spec.ActiveDeadlineSeconds == nil
+	case corev1.ResourceQuotaScopeBestEffort:
+		in = bestEffort
+	case corev1.ResourceQuotaScopeNotBestEffort:
+		in = !bestEffort
+	case corev1.ResourceQuotaScopePriorityClass:
+		switch op {
+		case corev1.ScopeSelectorOpExists:
+			return pod.Spec.PriorityClassName != ""
+		case corev1.ScopeSelectorOpDoesNotExist:
+			return pod.Spec.PriorityClassName == ""
+		case corev1.ScopeSelectorOpIn:
+			for _, v := range values {
+				if v == pod.Spec.PriorityClassName {
+					return true
+				}
+			}
+			return false
+		case corev1.ScopeSelectorOpNotIn:
+			for _, v := range values {
+				if v == pod.Spec.PriorityClassName {
+					return false
+				}
+			}
+			return true
+		}
+		return false
+	default:
+		return false
+	}
+	if op == corev1.ScopeSelectorOpDoesNotExist {
+		return !in
+	}
+	return in
+}

@@ -1,0 +1,125 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeproof/kubeproof/impl/storage"
+)
+
+// storeQuotas is QuotaStore on the API server's stores.
+type storeQuotas struct {
+	quotas objectStore
+	stores StoreGetter
+}
+
+func (s *storeQuotas) List(ctx context.Context, namespace string) ([]corev1.ResourceQuota, error) {
+	l := &corev1.ResourceQuotaList{}
+	if err := s.quotas.list(ctx, namespace, false, l); err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+func (s *storeQuotas) Update(ctx context.Context, namespace, name string, tryUpdate func(*corev1.ResourceQuota) (*corev1.ResourceQuota, error)) error {
+	return s.quotas.store.GuaranteedUpdate(ctx, s.quotas.key(namespace, name), &corev1.ResourceQuota{}, false, nil,
+		func(in runtime.Object) (runtime.Object, error) {
+			q, ok := in.(*corev1.ResourceQuota)
+			if !ok {
+				return nil, fmt.Errorf("quota store holds %T", in)
+			}
+			return tryUpdate(q)
+		})
+}
+
+// Usage counts, with quorum reads, what the namespace's objects use of
+// each resource q limits.
+func (s *storeQuotas) Usage(ctx context.Context, namespace string, q *corev1.ResourceQuota) (corev1.ResourceList, error) {
+	used := corev1.ResourceList{}
+	for n := range q.Spec.Hard {
+		used[n] = resource.MustParse("0")
+	}
+	add := func(l corev1.ResourceList) {
+		for n, v := range l {
+			if u, ok := used[n]; ok {
+				u.Add(v)
+				used[n] = u
+			}
+		}
+	}
+	// Every resource q counts, by the resource it is counted on.
+	counted := map[schema.GroupResource]bool{}
+	for n := range q.Spec.Hard {
+		if gr, ok := countedResource(n); ok {
+			counted[gr] = true
+		} else {
+			counted[podResource] = true
+		}
+	}
+	for gr := range counted {
+		st, err := storeFor(s.stores, gr)
+		if err != nil {
+			continue // not served: nothing of it exists
+		}
+		newList := listOf(gr)
+		if newList == nil {
+			continue
+		}
+		l := newList()
+		if err := st.store.GetList(ctx, st.listKey(namespace), storage.ListOptions{Recursive: true, Predicate: storage.Everything()}, l); err != nil {
+			return nil, fmt.Errorf("counting %s: %w", gr, err)
+		}
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			return nil, err
+		}
+		for _, obj := range items {
+			if quotaCovers(q, gr, obj) {
+				add(usageOf(gr, obj))
+			}
+		}
+	}
+	return used, nil
+}
+
+// countedResource names the resource a count quota counts.
+func countedResource(n corev1.ResourceName) (schema.GroupResource, bool) {
+	s := string(n)
+	if rest, ok := strings.CutPrefix(s, "count/"); ok {
+		res, group, _ := strings.Cut(rest, ".")
+		return schema.GroupResource{Group: group, Resource: res}, true
+	}
+	switch s {
+	case "services", "configmaps", "secrets", "replicationcontrollers", "resourcequotas", "persistentvolumeclaims":
+		return schema.GroupResource{Resource: s}, true
+	}
+	return schema.GroupResource{}, false
+}
+
+// listOf gives an empty list of the resources a quota can count here.
+func listOf(gr schema.GroupResource) func() runtime.Object {
+	switch gr {
+	case podResource:
+		return func() runtime.Object { return &corev1.PodList{} }
+	case corev1.Resource("configmaps"):
+		return func() runtime.Object { return &corev1.ConfigMapList{} }
+	case corev1.Resource("secrets"):
+		return func() runtime.Object { return &corev1.SecretList{} }
+	case corev1.Resource("services"):
+		return func() runtime.Object { return &corev1.ServiceList{} }
+	case quotaResource:
+		return func() runtime.Object { return &corev1.ResourceQuotaList{} }
+	case saResource:
+		return func() runtime.Object { return &corev1.ServiceAccountList{} }
+	case limitRangeResource:
+		return func() runtime.Object { return &corev1.LimitRangeList{} }
+	}
+	return nil
+}

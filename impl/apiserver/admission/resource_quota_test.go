@@ -1,0 +1,180 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// memQuotas is a QuotaStore in memory with a real compare-and-swap.
+type memQuotas struct {
+	mu      sync.Mutex
+	quotas  map[string]*corev1.ResourceQuota
+	usage   corev1.ResourceList
+	updates int
+}
+
+func (m *memQuotas) List(context.Context, string) ([]corev1.ResourceQuota, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []corev1.ResourceQuota
+	for _, q := range m.quotas {
+		out = append(out, *q.DeepCopy())
+	}
+	return out, nil
+}
+
+func (m *memQuotas) Update(_ context.Context, _, name string, try func(*corev1.ResourceQuota) (*corev1.ResourceQuota, error)) error {
+	for {
+		m.mu.Lock()
+		cur := m.quotas[name].DeepCopy()
+		m.mu.Unlock()
+		next, err := try(cur)
+		if err != nil {
+			return err
+		}
+		m.mu.Lock()
+		if m.quotas[name].ResourceVersion == cur.ResourceVersion {
+			next.ResourceVersion = fmt.Sprint(m.updates + 1)
+			m.updates++
+			m.quotas[name] = next
+			m.mu.Unlock()
+			return nil
+		}
+		m.mu.Unlock()
+	}
+}
+
+func (m *memQuotas) Usage(context.Context, string, *corev1.ResourceQuota) (corev1.ResourceList, error) {
+	return m.usage.DeepCopy(), nil
+}
+
+func quota(name string, hard, used corev1.ResourceList) *corev1.ResourceQuota {
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", ResourceVersion: "1"}, Spec: corev1.ResourceQuotaSpec{Hard: hard}}
+	if used != nil {
+		q.Status = corev1.ResourceQuotaStatus{Hard: hard.DeepCopy(), Used: used}
+	}
+	return q
+}
+
+func TestResourceQuotaDecisions(t *testing.T) {
+	small := newPod("p", container("a", rl("cpu", "100m", "memory", "64Mi"), rl("cpu", "200m", "memory", "64Mi")))
+	tests := []struct {
+		name     string
+		quota    *corev1.ResourceQuota
+		recount  corev1.ResourceList
+		pod      *corev1.Pod
+		want     string
+		wantUsed corev1.ResourceList
+	}{
+		{"pods counted", quota("q", rl("pods", "2"), rl("pods", "1")), nil, small, "", rl("pods", "2")},
+		{"pods exceeded", quota("q", rl("pods", "1"), rl("pods", "1")), nil, small,
+			`pods "p" is forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1`, rl("pods", "1")},
+		{"compute charged", quota("q", rl("requests.cpu", "1", "limits.memory", "1Gi", "count/pods", "5"), rl("requests.cpu", "500m", "limits.memory", "0", "count/pods", "0")), nil, small,
+			"", rl("requests.cpu", "600m", "limits.memory", "64Mi", "count/pods", "1")},
+		{"cpu exceeded", quota("q", rl("requests.cpu", "1", "limits.cpu", "1"), rl("requests.cpu", "950m", "limits.cpu", "900m")), nil, small,
+			"exceeded quota: q, requested: limits.cpu=200m,requests.cpu=100m, used: limits.cpu=900m,requests.cpu=950m, limited: limits.cpu=1,requests.cpu=1", nil},
+		{"must specify", quota("q", rl("requests.memory", "1Gi", "limits.cpu", "1"), rl("requests.memory", "0", "limits.cpu", "0")), nil, newPod("p"),
+			"failed quota: q: must specify limits.cpu for: c; requests.memory for: c", nil},
+		{"unrelated quota", quota("q", rl("count/configmaps", "0"), rl("count/configmaps", "0")), nil, small, "", rl("count/configmaps", "0")},
+		{"never computed: recounted first", quota("q", rl("pods", "3"), nil), rl("pods", "2"), small, "", rl("pods", "3")},
+		{"never computed: recount full", quota("q", rl("pods", "2"), nil), rl("pods", "2"), small, "exceeded quota: q, requested: pods=1, used: pods=2, limited: pods=2", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &memQuotas{quotas: map[string]*corev1.ResourceQuota{"q": tt.quota}, usage: tt.recount}
+			err := (&ResourceQuota{Store: store}).Validate(context.Background(), podCreate(tt.pod.DeepCopy()))
+			wantForbidden(t, err, tt.want)
+			if tt.wantUsed != nil && !apiequality.Semantic.DeepEqual(store.quotas["q"].Status.Used, tt.wantUsed) {
+				t.Fatalf("used %v, want %v", store.quotas["q"].Status.Used, tt.wantUsed)
+			}
+			if tt.want != "" && store.updates != 0 && tt.recount == nil {
+				t.Fatalf("a refused create was charged")
+			}
+		})
+	}
+}
+
+func TestResourceQuotaDryRunAndRefund(t *testing.T) {
+	store := &memQuotas{quotas: map[string]*corev1.ResourceQuota{
+		"a": quota("a", rl("pods", "5"), rl("pods", "0")),
+		"b": quota("b", rl("pods", "1"), rl("pods", "1")),
+	}}
+	p := &ResourceQuota{Store: store}
+	a := podCreate(newPod("p"))
+	a.DryRun = true
+	wantForbidden(t, p.Validate(context.Background(), a), "exceeded quota: b")
+	delete(store.quotas, "b")
+	wantForbidden(t, p.Validate(context.Background(), a), "")
+	if u := store.quotas["a"].Status.Used["pods"]; u.Value() != 0 {
+		t.Fatalf("dry run charged the quota: %v", u.String())
+	}
+
+	// quota a is charged, then b refuses: a gets its charge back.
+	store.quotas["b"] = quota("b", rl("pods", "1"), rl("pods", "1"))
+	wantForbidden(t, p.Validate(context.Background(), podCreate(newPod("p"))), "exceeded quota: b")
+	if u := store.quotas["a"].Status.Used["pods"]; u.Value() != 0 {
+		t.Fatalf("refused create left a charge on quota a: %v", u.String())
+	}
+}
+
+func TestResourceQuotaScopes(t *testing.T) {
+	bestEffort := newPod("p")
+	burstable := newPod("p", container("a", rl("cpu", "1"), nil))
+	terminating := newPod("p")
+	terminating.Spec.ActiveDeadlineSeconds = ptr(int64(10))
+	critical := newPod("p")
+	critical.Spec.PriorityClassName = "high"
+	tests := []struct {
+		name   string
+		scopes []corev1.ResourceQuotaScope
+		sel    *corev1.ScopeSelector
+		pod    *corev1.Pod
+		covers bool
+	}{
+		{"BestEffort covers best effort", []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort}, nil, bestEffort, true},
+		{"BestEffort skips burstable", []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort}, nil, burstable, false},
+		{"NotBestEffort covers burstable", []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeNotBestEffort}, nil, burstable, true},
+		{"Terminating", []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeTerminating}, nil, terminating, true},
+		{"NotTerminating skips terminating", []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeNotTerminating}, nil, terminating, false},
+		{"PriorityClass In", nil, &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{{
+			ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpIn, Values: []string{"high"}}}}, critical, true},
+		{"PriorityClass In other", nil, &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{{
+			ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpIn, Values: []string{"high"}}}}, bestEffort, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := quota("q", rl("pods", "1"), nil)
+			q.Spec.Scopes, q.Spec.ScopeSelector = tt.scopes, tt.sel
+			if got := quotaCovers(q, podResource, tt.pod); got != tt.covers {
+				t.Fatalf("covers %v, want %v", got, tt.covers)
+			}
+		})
+	}
+}
+
+func TestResourceQuotaStoreErrors(t *testing.T) {
+	boom := errors.New("etcd down")
+	p := &ResourceQuota{Store: failingQuotas{boom}}
+	err := p.Validate(context.Background(), podCreate(newPod("p")))
+	if !errors.Is(err, boom) || apierrors.IsForbidden(err) {
+		t.Fatalf("a storage failure must surface as itself, got %v", err)
+	}
+}
+
+type failingQuotas struct{ err error }
+
+func (f failingQuotas) List(context.Context, string) ([]corev1.ResourceQuota, error) { return nil, f.err }
+func (f failingQuotas) Update(context.Context, string, string, func(*corev1.ResourceQuota) (*corev1.ResourceQuota, error)) error {
+	return f.err
+}
+func (f failingQuotas) Usage(context.Context, string, *corev1.ResourceQuota) (corev1.ResourceList, error) {
+	return nil, f.err
+}
