@@ -171,7 +171,9 @@ func TestResourceQuotaStoreErrors(t *testing.T) {
 
 type failingQuotas struct{ err error }
 
-func (f failingQuotas) List(context.Context, string) ([]corev1.ResourceQuota, error) { return nil, f.err }
+func (f failingQuotas) List(context.Context, string) ([]corev1.ResourceQuota, error) {
+	return nil, f.err
+}
 func (f failingQuotas) Update(context.Context, string, string, func(*corev1.ResourceQuota) (*corev1.ResourceQuota, error)) error {
 	return f.err
 }
