@@ -1,0 +1,326 @@
+package harness
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// iptablesTables are the tables the bridge (ipMasq) and portmap plugins
+// write chains into.
+var iptablesTables = []string{"nat", "filter", "mangle"}
+
+// hostState is what the suite may change on the host, as found before it
+// started, so that teardown can put it back.
+type hostState struct {
+	ipForward     string              // net.ipv4.ip_forward
+	chains        map[string][]string // iptables table -> chains before
+	existingPaths map[string]bool     // paths outside the work dir that existed before
+	cgroupDirs    map[string]bool     // cgroup dirs named cgroupParents that existed before
+}
+
+// Paths outside the work dir that containerd 1.6 and go-cni write to
+// regardless of their configuration.
+const (
+	cniResultsDir  = "/var/lib/cni/results"
+	cniStateRoot   = "/var/lib/cni"
+	shimSocketsDir = "/run/containerd/s"
+	containerdRun  = "/run/containerd"
+)
+
+// cgroupParents are the top-level cgroups the kubelet (CgroupParent
+// /kubepods/pod<uid>) and containerd's defaults (k8s.io) create in every
+// hierarchy.
+var cgroupParents = []string{"kubepods", "k8s.io"}
+
+const ipForwardFile = "/proc/sys/net/ipv4/ip_forward"
+
+func snapshotHost() (*hostState, error) {
+	h := &hostState{chains: map[string][]string{}, existingPaths: map[string]bool{}, cgroupDirs: map[string]bool{}}
+	b, err := os.ReadFile(ipForwardFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading ip_forward: %w", err)
+	}
+	h.ipForward = strings.TrimSpace(string(b))
+	for _, t := range iptablesTables {
+		chains, err := iptablesChains(t)
+		if err != nil {
+			return nil, err
+		}
+		h.chains[t] = chains
+	}
+	for _, p := range []string{cniStateRoot, cniResultsDir, containerdRun, shimSocketsDir} {
+		if _, err := os.Stat(p); err == nil {
+			h.existingPaths[p] = true
+		}
+	}
+	for _, d := range cgroupDirs() {
+		h.cgroupDirs[d] = true
+	}
+	return h, nil
+}
+
+// iptablesChains lists the chains of table ("-N" lines of iptables -S, and
+// the built-in ones).
+func iptablesChains(table string) ([]string, error) {
+	out, err := exec.Command("iptables", "-w", "-t", table, "-S").Output()
+	if err != nil {
+		return nil, fmt.Errorf("iptables -t %s -S: %w", table, err)
+	}
+	var chains []string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && (f[0] == "-N" || f[0] == "-P") {
+			chains = append(chains, f[1])
+		}
+	}
+	return chains, nil
+}
+
+// cgroupDirs lists the existing /sys/fs/cgroup/<hierarchy>/<parent> dirs
+// (and /sys/fs/cgroup/<parent> on a pure cgroup v2 host).
+func cgroupDirs() []string {
+	var out []string
+	for _, parent := range cgroupParents {
+		matches, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", parent))
+		if fi, err := os.Stat(filepath.Join("/sys/fs/cgroup", parent)); err == nil && fi.IsDir() {
+			matches = append(matches, filepath.Join("/sys/fs/cgroup", parent))
+		}
+		out = append(out, matches...)
+	}
+	return out
+}
+
+// restoreNetwork deletes the bridge, removes the iptables chains that did
+// not exist before (and every rule jumping to them), restores ip_forward
+// and deletes go-cni's result files of network.
+func (h *hostState) restoreNetwork(bridge, network string) error {
+	var errs []error
+	if _, err := os.Stat(filepath.Join("/sys/class/net", bridge)); err == nil {
+		if out, err := exec.Command("ip", "link", "del", bridge).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("deleting bridge %s: %w: %s", bridge, err, out))
+		}
+	}
+	for _, t := range iptablesTables {
+		if err := h.removeNewChains(t); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := os.WriteFile(ipForwardFile, []byte(h.ipForward+"\n"), 0o644); err != nil {
+		errs = append(errs, fmt.Errorf("restoring ip_forward: %w", err))
+	}
+	results, _ := filepath.Glob(filepath.Join(cniResultsDir, network+"-*"))
+	for _, r := range results {
+		if err := os.Remove(r); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, p := range []string{cniResultsDir, cniStateRoot} {
+		if !h.existingPaths[p] {
+			if err := removeIfEmpty(p); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeNewChains removes every rule of table that jumps to a chain that
+// did not exist at snapshot time, then flushes and deletes those chains.
+func (h *hostState) removeNewChains(table string) error {
+	before := map[string]bool{}
+	for _, c := range h.chains[table] {
+		before[c] = true
+	}
+	out, err := exec.Command("iptables", "-w", "-t", table, "-S").Output()
+	if err != nil {
+		return fmt.Errorf("iptables -t %s -S: %w", table, err)
+	}
+	lines := strings.Split(string(out), "\n")
+	var newChains []string
+	isNew := map[string]bool{}
+	for _, line := range lines {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "-N" && !before[f[1]] {
+			newChains = append(newChains, f[1])
+			isNew[f[1]] = true
+		}
+	}
+	var jumps [][]string
+	for _, line := range lines {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "-A" || isNew[f[1]] {
+			continue
+		}
+		for i := 2; i+1 < len(f); i++ {
+			if (f[i] == "-j" || f[i] == "-g") && isNew[f[i+1]] {
+				jumps = append(jumps, f[1:]) // a jump from an old chain to a new one
+				break
+			}
+		}
+	}
+	var errs []error
+	for _, rule := range jumps {
+		args := append([]string{"-w", "-t", table, "-D"}, unquote(rule)...)
+		if out, err := exec.Command("iptables", args...).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("iptables %v: %w: %s", args, err, out))
+		}
+	}
+	for _, c := range newChains {
+		exec.Command("iptables", "-w", "-t", table, "-F", c).Run()
+	}
+	for _, c := range newChains {
+		if out, err := exec.Command("iptables", "-w", "-t", table, "-X", c).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("iptables -t %s -X %s: %w: %s", table, c, err, out))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// unquote strips the double quotes iptables -S puts around comments
+// (a comment with spaces spans several fields; rejoin them).
+func unquote(fields []string) []string {
+	var out []string
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		if strings.HasPrefix(f, `"`) {
+			s := f
+			for !strings.HasSuffix(s, `"`) || len(s) == 1 {
+				if i+1 >= len(fields) {
+					break
+				}
+				i++
+				s += " " + fields[i]
+			}
+			f = strings.TrimSuffix(strings.TrimPrefix(s, `"`), `"`)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// removeCgroups removes the cgroup dirs under cgroupParents that did not
+// exist before, deepest first (a cgroup dir is removed with rmdir once it
+// has no processes and no children).
+func (h *hostState) removeCgroups() error {
+	var errs []error
+	for _, top := range cgroupDirs() {
+		if h.cgroupDirs[top] {
+			continue
+		}
+		var dirs []string
+		filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
+		for _, d := range dirs {
+			if err := syscall.Rmdir(d); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("removing cgroup %s: %w", d, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeRunDirs removes /run/containerd (its shim socket dir) when it did
+// not exist before and nothing is left in it.
+func (h *hostState) removeRunDirs() error {
+	var errs []error
+	for _, p := range []string{shimSocketsDir, containerdRun} {
+		if !h.existingPaths[p] {
+			if err := removeIfEmpty(p); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func removeIfEmpty(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("%s is not empty after teardown (%d entries, e.g. %s)", dir, len(entries), entries[0].Name())
+	}
+	return os.Remove(dir)
+}
+
+// unmountUnder lazily unmounts every mount point under dir, deepest first.
+func unmountUnder(dir string) error {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var points []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		p := unescapeMount(fields[4])
+		if p == dir || strings.HasPrefix(p, dir+"/") {
+			points = append(points, p)
+		}
+	}
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	var errs []error
+	for _, p := range points {
+		if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("unmounting %s: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var v int
+			if _, err := fmt.Sscanf(s[i+1:i+4], "%o", &v); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// processesWith returns the pids whose command line contains needle.
+func processesWith(needle string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), needle) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
