@@ -1,0 +1,197 @@
+package node
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth/rbac/objcache"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+)
+
+func kubelet(node string) *request.User {
+	return &request.User{Name: "system:node:" + node, Groups: []string{"system:nodes", "system:authenticated"}}
+}
+
+// fieldSelectorKey carries the test request's field selector.
+type fieldSelectorKey struct{}
+
+func newTestAuthorizer() *Authorizer {
+	return NewFromSource(objcache.Source{}, Config{FieldSelector: func(ctx context.Context, _ *request.Info) string {
+		s, _ := ctx.Value(fieldSelectorKey{}).(string)
+		return s
+	}})
+}
+
+func podOn(node, ns, name string, spec func(*corev1.PodSpec)) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.PodSpec{NodeName: node, ServiceAccountName: "default", Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+	if spec != nil {
+		spec(&p.Spec)
+	}
+	return p
+}
+
+func info(verb, group, resource, sub, ns, name string) *request.Info {
+	return &request.Info{IsResourceRequest: true, Verb: verb, APIGroup: group, Resource: resource, Subresource: sub, Namespace: ns, Name: name}
+}
+
+func TestPodRefs(t *testing.T) {
+	p := podOn("a", "ns", "web", func(s *corev1.PodSpec) {
+		s.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "pull"}}
+		s.Volumes = []corev1.Volume{
+			{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "vol-secret"}}},
+			{Name: "c", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "vol-cm"}}}},
+			{Name: "p", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "proj-secret"}}},
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}}},
+			}}}},
+			{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "claim"}}},
+		}
+		s.InitContainers = []corev1.Container{{Name: "init", EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "init-env"}}}}}}
+		s.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "envfrom-cm"}}}}
+		s.Containers[0].Env = []corev1.EnvVar{
+			{Name: "A", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "env-secret"}, Key: "k"}}},
+			{Name: "B", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "env-cm"}, Key: "k"}}},
+			{Name: "C", Value: "plain"},
+		}
+	})
+	want := map[ref]bool{
+		{kindPod, "ns", "web"}: true, {kindServiceAccount, "ns", "default"}: true, {kindSecret, "ns", "pull"}: true,
+		{kindSecret, "ns", "vol-secret"}: true, {kindConfigMap, "ns", "vol-cm"}: true, {kindSecret, "ns", "proj-secret"}: true,
+		{kindConfigMap, "ns", "kube-root-ca.crt"}: true, {kindPVC, "ns", "claim"}: true, {kindSecret, "ns", "init-env"}: true,
+		{kindConfigMap, "ns", "envfrom-cm"}: true, {kindSecret, "ns", "env-secret"}: true, {kindConfigMap, "ns", "env-cm"}: true,
+	}
+	got := PodRefs(p)
+	if len(got) != len(want) {
+		t.Fatalf("PodRefs = %v, want %d refs", got, len(want))
+	}
+	for _, r := range got {
+		if !want[r] {
+			t.Errorf("unexpected ref %v", r)
+		}
+	}
+}
+
+func TestGraphFollowsPodChanges(t *testing.T) {
+	g := NewGraph()
+	withSecret := func(name string) func(*corev1.PodSpec) {
+		return func(s *corev1.PodSpec) {
+			s.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: name}}}}
+		}
+	}
+	p1 := podOn("a", "ns", "p1", withSecret("shared"))
+	p2 := podOn("a", "ns", "p2", withSecret("shared"))
+	g.OnPod(nil, p1)
+	g.OnPod(nil, p2)
+	if !g.Related("a", kindSecret, "ns", "shared") {
+		t.Fatal("secret used by two pods on a is not related to a")
+	}
+	g.OnPod(p1, nil)
+	if !g.Related("a", kindSecret, "ns", "shared") {
+		t.Fatal("secret still used by p2 lost its relation when p1 went away")
+	}
+	// p2 now uses another secret.
+	p2b := podOn("a", "ns", "p2", withSecret("other"))
+	g.OnPod(p2, p2b)
+	if g.Related("a", kindSecret, "ns", "shared") || !g.Related("a", kindSecret, "ns", "other") {
+		t.Fatal("graph did not follow p2's update")
+	}
+	// Unbound pods relate to no node.
+	unbound := podOn("", "ns", "p3", withSecret("third"))
+	g.OnPod(nil, unbound)
+	if g.Related("", kindSecret, "ns", "third") {
+		t.Fatal("unbound pod's secret related to the empty node")
+	}
+	g.OnPod(p2b, nil)
+	if len(g.uses) != 0 {
+		t.Fatalf("graph keeps %d entries after every bound pod went away", len(g.uses))
+	}
+}
+
+func TestNodeAuthorizer(t *testing.T) {
+	a := newTestAuthorizer()
+	a.Graph().OnPod(nil, podOn("a", "ns", "pod-a", func(s *corev1.PodSpec) {
+		s.ServiceAccountName = "sa-a"
+		s.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "secret-a"}}}}
+		s.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm-a"}}}}
+	}))
+	a.Graph().OnPod(nil, podOn("b", "ns", "pod-b", func(s *corev1.PodSpec) {
+		s.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "secret-b"}}}}
+	}))
+	A := kubelet("a")
+	cases := []struct {
+		name     string
+		user     *request.User
+		info     *request.Info
+		selector string
+		want     auth.Decision
+		reason   string
+	}{
+		{"not a node", &request.User{Name: "alice"}, info("get", "", "secrets", "", "ns", "secret-a"), "", auth.DecisionNoOpinion, ""},
+		{"node name without group", &request.User{Name: "system:node:a"}, info("get", "", "secrets", "", "ns", "secret-a"), "", auth.DecisionNoOpinion, ""},
+		{"empty node name", &request.User{Name: "system:node:", Groups: []string{"system:nodes"}}, info("get", "", "nodes", "", "", "a"), "", auth.DecisionNoOpinion, `unknown node for user "system:node:"`},
+
+		{"own secret", A, info("get", "", "secrets", "", "ns", "secret-a"), "", auth.DecisionAllow, ""},
+		{"other node's secret", A, info("get", "", "secrets", "", "ns", "secret-b"), "", auth.DecisionNoOpinion, "no relationship found between node 'a' and this object"},
+		{"unused secret", A, info("get", "", "secrets", "", "ns", "nobody"), "", auth.DecisionNoOpinion, "no relationship found between node 'a' and this object"},
+		{"list secrets", A, info("list", "", "secrets", "", "ns", ""), "", auth.DecisionNoOpinion, "No Object name found"},
+		{"write secret", A, info("update", "", "secrets", "", "ns", "secret-a"), "", auth.DecisionNoOpinion, "can only read resources of this type"},
+		{"own configmap", A, info("get", "", "configmaps", "", "ns", "cm-a"), "", auth.DecisionAllow, ""},
+		{"same name other namespace", A, info("get", "", "configmaps", "", "other", "cm-a"), "", auth.DecisionNoOpinion, "no relationship found between node 'a' and this object"},
+
+		{"own pod", A, info("get", "", "pods", "", "ns", "pod-a"), "", auth.DecisionAllow, ""},
+		{"other node's pod", A, info("get", "", "pods", "", "ns", "pod-b"), "", auth.DecisionNoOpinion, "no relationship found between node 'a' and this object"},
+		{"list pods on own node", A, info("list", "", "pods", "", "", ""), "spec.nodeName=a", auth.DecisionAllow, ""},
+		{"watch pods on own node", A, info("watch", "", "pods", "", "", ""), "spec.nodeName==a,metadata.namespace=ns", auth.DecisionAllow, ""},
+		{"list pods on other node", A, info("list", "", "pods", "", "", ""), "spec.nodeName=b", auth.DecisionNoOpinion, "can only list/watch pods with spec.nodeName field selector"},
+		{"list all pods", A, info("list", "", "pods", "", "", ""), "", auth.DecisionNoOpinion, "can only list/watch pods with spec.nodeName field selector"},
+		{"list pods not-equal", A, info("list", "", "pods", "", "", ""), "spec.nodeName!=a", auth.DecisionNoOpinion, "can only list/watch pods with spec.nodeName field selector"},
+		{"own pod status", A, info("update", "", "pods", "status", "ns", "pod-a"), "", auth.DecisionAllow, ""},
+		{"other pod status", A, info("patch", "", "pods", "status", "ns", "pod-b"), "", auth.DecisionNoOpinion, "no relationship found between node 'a' and this object"},
+		{"update own pod spec", A, info("update", "", "pods", "", "ns", "pod-a"), "", auth.DecisionNoOpinion, ""},
+		{"delete own pod", A, info("delete", "", "pods", "", "ns", "pod-a"), "", auth.DecisionAllow, ""},
+		{"delete other pod", A, info("delete", "", "pods", "", "ns", "pod-b"), "", auth.DecisionNoOpinion, "no relationship found between node 'a' and this object"},
+		{"create mirror pod", A, info("create", "", "pods", "", "ns", ""), "", auth.DecisionAllow, ""},
+		{"evict own pod", A, info("create", "", "pods", "eviction", "ns", "pod-a"), "", auth.DecisionAllow, ""},
+		{"pod logs", A, info("get", "", "pods", "log", "ns", "pod-a"), "", auth.DecisionNoOpinion, ""},
+
+		{"get own node", A, info("get", "", "nodes", "", "", "a"), "", auth.DecisionAllow, ""},
+		{"get other node", A, info("get", "", "nodes", "", "", "b"), "", auth.DecisionNoOpinion, "node 'a' cannot read 'b', only its own Node object"},
+		{"list all nodes", A, info("list", "", "nodes", "", "", ""), "", auth.DecisionNoOpinion, "node 'a' cannot read all nodes, only its own Node object"},
+		{"watch own node by selector", A, info("watch", "", "nodes", "", "", ""), "metadata.name=a", auth.DecisionAllow, ""},
+		{"create node", A, info("create", "", "nodes", "", "", ""), "", auth.DecisionAllow, ""},
+		{"update own node", A, info("update", "", "nodes", "", "", "a"), "", auth.DecisionAllow, ""},
+		{"update other node", A, info("update", "", "nodes", "", "", "b"), "", auth.DecisionNoOpinion, "node 'a' cannot modify 'b', only its own Node object"},
+		{"own node status", A, info("patch", "", "nodes", "status", "", "a"), "", auth.DecisionAllow, ""},
+		{"other node status", A, info("update", "", "nodes", "status", "", "b"), "", auth.DecisionNoOpinion, "node 'a' cannot modify 'b', only its own Node object"},
+		{"delete own node", A, info("delete", "", "nodes", "", "", "a"), "", auth.DecisionNoOpinion, ""},
+
+		{"own lease", A, info("update", "coordination.k8s.io", "leases", "", "kube-node-lease", "a"), "", auth.DecisionAllow, ""},
+		{"create lease", A, info("create", "coordination.k8s.io", "leases", "", "kube-node-lease", ""), "", auth.DecisionAllow, ""},
+		{"other lease", A, info("update", "coordination.k8s.io", "leases", "", "kube-node-lease", "b"), "", auth.DecisionNoOpinion, "can only access node lease with the same name as the requesting node"},
+		{"lease elsewhere", A, info("get", "coordination.k8s.io", "leases", "", "kube-system", "a"), "", auth.DecisionNoOpinion, `can only access leases in the "kube-node-lease" system namespace`},
+		{"list leases", A, info("list", "coordination.k8s.io", "leases", "", "kube-node-lease", ""), "", auth.DecisionNoOpinion, "can only get, create, update, patch, or delete a node lease"},
+
+		{"token for own pod's SA", A, info("create", "", "serviceaccounts", "token", "ns", "sa-a"), "", auth.DecisionAllow, ""},
+		{"token for default SA of pod-b", A, info("create", "", "serviceaccounts", "token", "ns", "default"), "", auth.DecisionNoOpinion, "no relationship found between node 'a' and this object"},
+		{"read SA", A, info("get", "", "serviceaccounts", "", "ns", "sa-a"), "", auth.DecisionNoOpinion, "can only create tokens for individual service accounts"},
+		{"other SA subresource", A, info("create", "", "serviceaccounts", "other", "ns", "sa-a"), "", auth.DecisionNoOpinion, "can only create token subresource of serviceaccount"},
+
+		{"events from static rules", A, info("create", "", "events", "", "ns", ""), "", auth.DecisionAllow, ""},
+		{"events.k8s.io not in node rules", A, info("create", "events.k8s.io", "events", "", "ns", ""), "", auth.DecisionNoOpinion, ""},
+		{"services read", A, info("list", "", "services", "", "", ""), "", auth.DecisionAllow, ""},
+		{"services write", A, info("create", "", "services", "", "ns", ""), "", auth.DecisionNoOpinion, ""},
+		{"deployments", A, info("list", "apps", "deployments", "", "", ""), "", auth.DecisionNoOpinion, ""},
+	}
+	for _, c := range cases {
+		ctx := context.WithValue(context.Background(), fieldSelectorKey{}, c.selector)
+		d, reason, err := a.Authorize(ctx, auth.Attributes{User: c.user, Info: c.info})
+		if err != nil || d != c.want || reason != c.reason {
+			t.Errorf("%s: got %v %q %v, want %v %q", c.name, d, reason, err, c.want, c.reason)
+		}
+	}
+}
