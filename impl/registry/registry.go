@@ -40,6 +40,9 @@ func resources(now func() time.Time) []*resource.Resource {
 		clusterRoles(now),
 		roleBindings(now),
 		roles(now),
+		// admissionregistration.k8s.io/v1
+		mutatingWebhookConfigurations(now),
+		validatingWebhookConfigurations(now),
 		// scheduling.k8s.io/v1
 		priorityClasses(now),
 		// events.k8s.io/v1
