@@ -57,11 +57,15 @@ func TestWebhookConfigurationValidation(t *testing.T) {
 			[]string{required + " webhooks[0].admissionReviewVersions"}},
 		{"unknown review version", func(w *admissionregistrationv1.ValidatingWebhook) { w.AdmissionReviewVersions = []string{"v2"} },
 			[]string{invalid + " webhooks[0].admissionReviewVersions"}},
-		{"bad operation", func(w *admissionregistrationv1.ValidatingWebhook) { w.Rules[0].Operations = []admissionregistrationv1.OperationType{"PATCH"} },
+		{"bad operation", func(w *admissionregistrationv1.ValidatingWebhook) {
+			w.Rules[0].Operations = []admissionregistrationv1.OperationType{"PATCH"}
+		},
 			[]string{notSupported + " webhooks[0].rules[0].operations[0]"}},
 		{"wildcard with others", func(w *admissionregistrationv1.ValidatingWebhook) { w.Rules[0].Resources = []string{"*", "pods"} },
 			[]string{invalid + " webhooks[0].rules[0].resources[0]"}},
-		{"bad scope", func(w *admissionregistrationv1.ValidatingWebhook) { w.Rules[0].Scope = ptr(admissionregistrationv1.ScopeType("Everywhere")) },
+		{"bad scope", func(w *admissionregistrationv1.ValidatingWebhook) {
+			w.Rules[0].Scope = ptr(admissionregistrationv1.ScopeType("Everywhere"))
+		},
 			[]string{notSupported + " webhooks[0].rules[0].scope"}},
 		{"bad selector", func(w *admissionregistrationv1.ValidatingWebhook) {
 			w.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "k", Operator: "Near"}}}
