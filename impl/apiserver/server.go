@@ -2,7 +2,13 @@
 // (HTTP/2) serving the REST resources given in Config.Resources from a
 // storage.Factory, with discovery, health, version, metrics and OpenAPI
 // endpoints, behind the filter chain panic recovery → request info →
-// metrics → max-in-flight → authentication → authorization.
+// metrics → max-in-flight → timeout → authentication (x509, bearer tokens:
+// token file, service account, bootstrap) → impersonation → authorization.
+// Besides the stored resources it serves the create-only reviews
+// (authorization.k8s.io SubjectAccessReview, SelfSubjectAccessReview,
+// LocalSubjectAccessReview, SelfSubjectRulesReview when the authorizer
+// lists rules; authentication.k8s.io TokenReview, SelfSubjectReview) and
+// serviceaccounts/token (TokenRequest).
 //
 // Subpackages: request (URL → verb/resource attributes), codec (scheme,
 // serializers, content negotiation), auth (authentication and
@@ -35,6 +41,7 @@ package apiserver
 
 import (
 	"context"
+	"crypto"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -87,6 +94,16 @@ type Config struct {
 	// (the authorizer decides). Off by default: they get 401, except
 	// /healthz, /livez, /readyz and /version.
 	Anonymous bool
+	// TokenAuthenticators check bearer tokens before service account and
+	// bootstrap tokens (--token-auth-file: auth.LoadTokenFile).
+	TokenAuthenticators []auth.TokenAuthenticator
+	// ServiceAccounts configures service account tokens (authenticating
+	// them, and issuing them through serviceaccounts/token when it has a
+	// signing key); nil: none.
+	ServiceAccounts *ServiceAccountConfig
+	// BootstrapTokenAuth authenticates bootstrap tokens
+	// (--enable-bootstrap-token-auth).
+	BootstrapTokenAuth bool
 	// Authorizer decides every request; nil is auth.AlwaysAllow.
 	Authorizer auth.Authorizer
 	// AdmissionMutators and AdmissionValidators run after the built-in
@@ -135,6 +152,26 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// ServiceAccountConfig is kube-apiserver's --service-account-* and
+// --api-audiences flags.
+type ServiceAccountConfig struct {
+	// Issuers (--service-account-issuer): the first is put in new tokens,
+	// all are accepted.
+	Issuers []string
+	// SigningKey (--service-account-signing-key-file) signs new tokens;
+	// nil disables the TokenRequest API.
+	SigningKey crypto.Signer
+	// VerifyKeys (--service-account-key-file) verify tokens, besides the
+	// signing key's public half.
+	VerifyKeys []crypto.PublicKey
+	// APIAudiences (--api-audiences; default: Issuers) a bound token must
+	// be meant for; TokenRequests without audiences get them.
+	APIAudiences []string
+	// MaxTokenExpiration (--service-account-max-token-expiration) caps
+	// requested expirations; 0: no cap.
+	MaxTokenExpiration time.Duration
+}
+
 // DefaultGitVersion is the Kubernetes version kubeproof reports.
 const DefaultGitVersion = "v1.37.2-kubeproof"
 
@@ -166,6 +203,14 @@ type Server struct {
 	stores map[schema.GroupResource]storeEntry
 	// plugins are what Config.Plugins returned.
 	plugins Plugins
+	// saTokens issues and checks service account tokens (nil: none).
+	saTokens *auth.ServiceAccountTokens
+	// bearer is the bearer token authenticator (TokenReview uses it).
+	bearer auth.BearerToken
+	// authorizer is the one the filter chain asks (reviews use it).
+	authorizer auth.Authorizer
+	// virtual are the review endpoints by group/version/resource.
+	virtual map[schema.GroupVersionResource]virtualResource
 }
 
 // New builds a Server: one store per resource, the handler tree and the
@@ -286,7 +331,7 @@ func New(cfg Config) (*Server, error) {
 		chain.Validators = append(chain.Validators, &admission.NamespaceLifecycle{Get: s.getNamespace, Immortal: immortalNamespaces})
 	}
 	chain.Validators = append(chain.Validators, cfg.AdmissionValidators...)
-	authenticator, authorizer := cfg.Authenticator, cfg.Authorizer
+	authorizer := cfg.Authorizer
 	if cfg.Plugins != nil {
 		if s.plugins, err = cfg.Plugins(s); err != nil {
 			s.Close()
@@ -297,18 +342,28 @@ func New(cfg Config) (*Server, error) {
 		if s.plugins.Authorizer != nil {
 			authorizer = s.plugins.Authorizer
 		}
-		if len(s.plugins.Authenticators) > 0 {
-			authenticator = append(auth.Union{authenticator}, s.plugins.Authenticators...)
-		}
 	}
+	if sa := cfg.ServiceAccounts; sa != nil {
+		s.saTokens = &auth.ServiceAccountTokens{Issuers: sa.Issuers, SigningKey: sa.SigningKey,
+			VerifyKeys: sa.VerifyKeys, APIAudiences: sa.APIAudiences, Objects: storeLookup{s}}
+	}
+	authenticator := s.buildAuthenticator()
+	s.authorizer = authorizer
 
 	s.kubeletProxy = newKubeletProxy(s, cfg.KubeletClientTLS)
-	if s.discovery, err = discovery.New(cfg.Resources, codecs); err != nil {
+	discovered := append([]*resource.Resource(nil), cfg.Resources...)
+	s.virtual = map[schema.GroupVersionResource]virtualResource{}
+	for _, v := range s.virtualResources() {
+		s.virtual[v.gvr] = v
+		discovered = append(discovered, v.discoveryResource())
+	}
+	if s.discovery, err = discovery.New(discovered, codecs); err != nil {
 		s.Close()
 		return nil, err
 	}
 	var h http.Handler = http.HandlerFunc(s.route)
 	h = filters.WithAuthorization(h, codecs, authorizer, s.log)
+	h = filters.WithImpersonation(h, codecs, authorizer, s.log)
 	h = filters.WithAuthentication(h, codecs, authenticator, cfg.Anonymous, publicPaths)
 	h = filters.WithRequestTimeout(h, cfg.RequestTimeout)
 	h = filters.WithMaxInFlight(h, codecs, cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight)
@@ -529,6 +584,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.serveKubeletSubresource(w, r, gv, info) {
+		return
+	}
+	if s.serveVirtual(w, r, gv, info) {
 		return
 	}
 	h, ok := s.handlers[gv.WithResource(info.Resource)]

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
@@ -180,4 +182,60 @@ type AlwaysDeny struct{}
 // Authorize implements Authorizer.
 func (AlwaysDeny) Authorize(context.Context, Attributes) (Decision, string, error) {
 	return DecisionDeny, "Everything is forbidden.", nil
+}
+
+// RuleResolver lists what a user may do in a namespace, for
+// SelfSubjectRulesReview (kubectl auth can-i --list). incomplete is true
+// when the list may miss rules (an authorizer that cannot list them).
+type RuleResolver interface {
+	RulesFor(ctx context.Context, user *request.User, namespace string) (rules []authorizationv1.ResourceRule, nonResource []authorizationv1.NonResourceRule, incomplete bool, err error)
+}
+
+// ListsRules reports whether a can list rules: it is a RuleResolver, and
+// for a union at least one member lists real rules.
+func ListsRules(a Authorizer) bool {
+	if u, ok := a.(AuthorizerUnion); ok {
+		for _, m := range u {
+			if ListsRules(m) {
+				return true
+			}
+		}
+		return false
+	}
+	_, ok := a.(RuleResolver)
+	return ok
+}
+
+// RulesFor implements RuleResolver: the members' rules together; members
+// that cannot list rules make the answer incomplete.
+func (u AuthorizerUnion) RulesFor(ctx context.Context, user *request.User, namespace string) ([]authorizationv1.ResourceRule, []authorizationv1.NonResourceRule, bool, error) {
+	var rules []authorizationv1.ResourceRule
+	var nonResource []authorizationv1.NonResourceRule
+	incomplete := false
+	var errs []error
+	for _, m := range u {
+		rr, ok := m.(RuleResolver)
+		if !ok {
+			incomplete = true
+			continue
+		}
+		r, n, inc, err := rr.RulesFor(ctx, user, namespace)
+		rules, nonResource = append(rules, r...), append(nonResource, n...)
+		incomplete = incomplete || inc
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return rules, nonResource, incomplete, errors.Join(errs...)
+}
+
+// RulesFor implements RuleResolver: everything.
+func (AlwaysAllow) RulesFor(context.Context, *request.User, string) ([]authorizationv1.ResourceRule, []authorizationv1.NonResourceRule, bool, error) {
+	return []authorizationv1.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}},
+		[]authorizationv1.NonResourceRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}}, false, nil
+}
+
+// RulesFor implements RuleResolver: nothing.
+func (AlwaysDeny) RulesFor(context.Context, *request.User, string) ([]authorizationv1.ResourceRule, []authorizationv1.NonResourceRule, bool, error) {
+	return nil, nil, false, nil
 }

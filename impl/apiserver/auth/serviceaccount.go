@@ -409,3 +409,13 @@ func lookupError(kind, namespace, name string, err error) error {
 	}
 	return fmt.Errorf("looking up %s %s/%s: %w", kind, namespace, name, err)
 }
+
+// TokenAudiences returns the audiences a token claims, without verifying
+// it (call it on a token AuthenticateToken accepted).
+func (s *ServiceAccountTokens) TokenAudiences(token string) []string {
+	var c tokenClaims
+	if _, _, _, err := parseJWT(token, &c); err != nil {
+		return nil
+	}
+	return c.Audience
+}

@@ -1,6 +1,6 @@
 // Package filters is the API server's HTTP filter chain, outermost first:
 // panic recovery, request info, metrics, max-in-flight, authentication,
-// authorization. Each filter is a func(http.Handler) http.Handler.
+// impersonation, authorization. Each filter is a func(http.Handler) http.Handler.
 package filters
 
 import (
@@ -150,17 +150,18 @@ func WithMaxInFlight(next http.Handler, c *codec.Codecs, readOnly, mutating int)
 	})
 }
 
-// WithAuthentication identifies the user. A request with invalid
-// credentials, or none when anonymous access is off, gets 401 — except for
+// WithAuthentication identifies the user (adding system:authenticated to
+// its groups). A request with invalid credentials, or none when anonymous
+// access is off, gets 401 — except for
 // the public paths (health and version), which anonymous users may read as
 // kube-apiserver's system:public-info-viewer role allows.
 func WithAuthentication(next http.Handler, c *codec.Codecs, a auth.Authenticator, anonymous bool, public map[string]bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, ok, err := a.Authenticate(r)
-		if err != nil || !ok {
-			if err == nil && (anonymous || public[r.URL.Path]) {
-				user, ok = auth.Anonymous(), true
-			}
+		if ok {
+			user = auth.WithAuthenticatedGroup(user)
+		} else if err == nil && (anonymous || public[r.URL.Path]) {
+			user, ok = auth.Anonymous(), true
 		}
 		if !ok {
 			endpoints.WriteStatusError(w, r, c, apierrors.NewUnauthorized("Unauthorized"))

@@ -1,0 +1,311 @@
+package apiserver_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
+)
+
+const issuer = "https://kubernetes.default.svc.cluster.local"
+
+// adminOnly allows system:masters everything, anyone "get pods", and
+// alice to impersonate bob.
+type adminOnly struct{}
+
+func (adminOnly) Authorize(_ context.Context, a auth.Attributes) (auth.Decision, string, error) {
+	if a.User == nil {
+		return auth.DecisionNoOpinion, "", nil
+	}
+	if slices.Contains(a.User.Groups, "system:masters") {
+		return auth.DecisionAllow, "", nil
+	}
+	i := a.Info
+	switch {
+	case i.IsResourceRequest && i.Verb == "get" && i.Resource == "pods":
+		return auth.DecisionAllow, "", nil
+	case a.User.Name == "alice" && i.Verb == "impersonate" && i.Resource == "users" && i.Name == "bob":
+		return auth.DecisionAllow, "", nil
+	case i.Resource == "selfsubjectreviews" || i.Resource == "selfsubjectaccessreviews":
+		return auth.DecisionAllow, "", nil
+	}
+	return auth.DecisionNoOpinion, "no rule", nil
+}
+
+func newAuthEnv(t *testing.T) *env {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := auth.ParseTokenFile(strings.NewReader("alice-token,alice,1001,\"devs\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newEnv(t, func(c *apiserver.Config) {
+		c.Authorizer = adminOnly{}
+		c.TokenAuthenticators = []auth.TokenAuthenticator{tokens}
+		c.ServiceAccounts = &apiserver.ServiceAccountConfig{Issuers: []string{issuer}, SigningKey: key}
+		c.BootstrapTokenAuth = true
+	})
+}
+
+// tokenClient is a clientset authenticating with a bearer token only.
+func (e *env) tokenClient(t *testing.T, token string, impersonate string) *kubernetes.Clientset {
+	t.Helper()
+	cfg := &rest.Config{Host: e.url, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: ca.CertPEM}}
+	cfg.Impersonate.UserName = impersonate
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+func whoami(t *testing.T, cs *kubernetes.Clientset) (authenticationv1.UserInfo, error) {
+	t.Helper()
+	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(context.Background(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return authenticationv1.UserInfo{}, err
+	}
+	return r.Status.UserInfo, nil
+}
+
+func TestAuthenticationUnion(t *testing.T) {
+	e := newAuthEnv(t)
+	u, err := whoami(t, e.cs)
+	if err != nil || u.Username != "admin" || !slices.Contains(u.Groups, "system:masters") || !slices.Contains(u.Groups, "system:authenticated") {
+		t.Fatalf("admin whoami: %+v %v", u, err)
+	}
+	u, err = whoami(t, e.tokenClient(t, "alice-token", ""))
+	if err != nil || u.Username != "alice" || u.UID != "1001" || !slices.Equal(u.Groups, []string{"devs", "system:authenticated"}) {
+		t.Fatalf("token file whoami: %+v %v", u, err)
+	}
+	if _, err = whoami(t, e.tokenClient(t, "wrong-token", "")); !apierrors.IsUnauthorized(err) {
+		t.Fatalf("bad token: %v, want 401", err)
+	}
+	// Impersonation: alice may act as bob, not as carol.
+	u, err = whoami(t, e.tokenClient(t, "alice-token", "bob"))
+	if err != nil || u.Username != "bob" || !slices.Equal(u.Groups, []string{"system:authenticated"}) {
+		t.Fatalf("impersonated whoami: %+v %v", u, err)
+	}
+	_, err = whoami(t, e.tokenClient(t, "alice-token", "carol"))
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `User "alice" cannot impersonate resource "users" in API group "" at the cluster scope`) {
+		t.Fatalf("impersonating carol: %v", err)
+	}
+	// Bootstrap token.
+	c := ctx(t)
+	_, err = e.cs.CoreV1().Secrets("kube-system").Create(c, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-abcdef"}, Type: auth.SecretTypeBootstrapToken,
+		StringData: map[string]string{"token-id": "abcdef", "token-secret": "0123456789abcdef", "usage-bootstrap-authentication": "true"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err = whoami(t, e.tokenClient(t, "abcdef.0123456789abcdef", ""))
+	if err != nil || u.Username != "system:bootstrap:abcdef" || !slices.Equal(u.Groups, []string{"system:bootstrappers", "system:authenticated"}) {
+		t.Fatalf("bootstrap whoami: %+v %v", u, err)
+	}
+	// Unauthenticated: 401 Status.
+	r := e.doWith(e.anon, http.MethodGet, "/api/v1/pods", nil)
+	expectStatus(t, r, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized")
+	r = e.doWith(e.anon, http.MethodGet, "/api/v1/pods", nil, "Authorization", "Bearer nope")
+	expectStatus(t, r, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized")
+}
+
+func TestTokenRequestAndBoundTokens(t *testing.T) {
+	e := newAuthEnv(t)
+	c := ctx(t)
+	core := e.cs.CoreV1()
+	sa, err := core.ServiceAccounts("default").Create(c, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "builder"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, err := core.Pods("default").Create(c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.PodSpec{ServiceAccountName: "builder", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := int64(1200)
+	tr, err := core.ServiceAccounts("default").CreateToken(c, "builder", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: &exp,
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "web"},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Status.Token == "" || !slices.Equal(tr.Spec.Audiences, []string{issuer}) || tr.Spec.BoundObjectRef.UID != pod.UID {
+		t.Fatalf("token request answer: %+v", tr)
+	}
+	if d := tr.Status.ExpirationTimestamp.Sub(tr.CreationTimestamp.Time).Seconds(); d < 1190 || d > 1210 {
+		t.Fatalf("expiry %v after creation, want 1200 s", d)
+	}
+	u, err := whoami(t, e.tokenClient(t, tr.Status.Token, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Username != "system:serviceaccount:default:builder" || u.UID != string(sa.UID) ||
+		!slices.Equal(u.Groups, []string{"system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"}) ||
+		!slices.Equal(u.Extra[auth.ExtraPodName], []string{"web"}) || !slices.Equal(u.Extra[auth.ExtraPodUID], []string{string(pod.UID)}) {
+		t.Fatalf("bound token user %+v", u)
+	}
+	// TokenReview agrees, and rejects other audiences.
+	rev, err := e.cs.AuthenticationV1().TokenReviews().Create(c, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: tr.Status.Token}}, metav1.CreateOptions{})
+	if err != nil || !rev.Status.Authenticated || rev.Status.User.Username != u.Username || !slices.Equal(rev.Status.Audiences, []string{issuer}) {
+		t.Fatalf("token review: %+v %v", rev, err)
+	}
+	rev, err = e.cs.AuthenticationV1().TokenReviews().Create(c, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: tr.Status.Token, Audiences: []string{"vault"}}}, metav1.CreateOptions{})
+	if err != nil || rev.Status.Authenticated || !strings.Contains(rev.Status.Error, "audiences") {
+		t.Fatalf("token review for another audience: %+v %v", rev.Status, err)
+	}
+	// Validation and binding errors.
+	short := int64(60)
+	_, err = core.ServiceAccounts("default").CreateToken(c, "builder", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &short}}, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "may not specify a duration less than 10 minutes") {
+		t.Fatalf("short expiry: %v", err)
+	}
+	_, err = core.ServiceAccounts("default").CreateToken(c, "builder", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "web", UID: "other"}}}, metav1.CreateOptions{})
+	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "does not match the UID in record") {
+		t.Fatalf("uid mismatch: %v", err)
+	}
+	_, err = core.ServiceAccounts("default").CreateToken(c, "nobody", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("missing service account: %v", err)
+	}
+	// Deleting the pod invalidates the token.
+	zero := int64(0)
+	if err := core.Pods("default").Delete(c, "web", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := core.Pods("default").Get(c, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("pod still there: %v", err)
+	}
+	if _, err := whoami(t, e.tokenClient(t, tr.Status.Token, "")); !apierrors.IsUnauthorized(err) {
+		t.Fatalf("token of a deleted pod: %v, want 401", err)
+	}
+}
+
+func TestAccessReviews(t *testing.T) {
+	e := newAuthEnv(t)
+	c := ctx(t)
+	alice := e.tokenClient(t, "alice-token", "")
+	for _, tc := range []struct {
+		attrs *authorizationv1.ResourceAttributes
+		want  bool
+	}{
+		{&authorizationv1.ResourceAttributes{Verb: "get", Resource: "pods", Namespace: "default"}, true},
+		{&authorizationv1.ResourceAttributes{Verb: "delete", Resource: "pods", Namespace: "default"}, false},
+	} {
+		r, err := alice.AuthorizationV1().SelfSubjectAccessReviews().Create(c, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: tc.attrs}}, metav1.CreateOptions{})
+		if err != nil || r.Status.Allowed != tc.want {
+			t.Fatalf("SSAR %+v: %+v %v", tc.attrs, r, err)
+		}
+	}
+	// SubjectAccessReview needs its own permission; admin has it.
+	_, err := alice.AuthorizationV1().SubjectAccessReviews().Create(c, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: "bob", ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "pods"}}}, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("alice SAR: %v, want 403", err)
+	}
+	r, err := e.cs.AuthorizationV1().SubjectAccessReviews().Create(c, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: "bob", ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "list", Resource: "secrets"}}}, metav1.CreateOptions{})
+	if err != nil || r.Status.Allowed || r.Status.Reason != "no rule" {
+		t.Fatalf("SAR bob list secrets: %+v %v", r, err)
+	}
+	r, err = e.cs.AuthorizationV1().SubjectAccessReviews().Create(c, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: "root", Groups: []string{"system:masters"}, NonResourceAttributes: &authorizationv1.NonResourceAttributes{Verb: "get", Path: "/metrics"}}}, metav1.CreateOptions{})
+	if err != nil || !r.Status.Allowed {
+		t.Fatalf("SAR system:masters /metrics: %+v %v", r, err)
+	}
+	_, err = e.cs.AuthorizationV1().SubjectAccessReviews().Create(c, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "pods"}}}, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "at least one of user or group must be specified") {
+		t.Fatalf("SAR without user: %v", err)
+	}
+	l, err := e.cs.AuthorizationV1().LocalSubjectAccessReviews("default").Create(c, &authorizationv1.LocalSubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: "bob", ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "pods", Namespace: "default"}}}, metav1.CreateOptions{})
+	if err != nil || !l.Status.Allowed {
+		t.Fatalf("LSAR: %+v %v", l, err)
+	}
+	_, err = e.cs.AuthorizationV1().LocalSubjectAccessReviews("default").Create(c, &authorizationv1.LocalSubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: "bob", ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "pods", Namespace: "other"}}}, metav1.CreateOptions{})
+	if !apierrors.IsBadRequest(err) {
+		t.Fatalf("LSAR namespace mismatch: %v", err)
+	}
+	// Reviews are create-only.
+	r2 := e.do(http.MethodGet, "/apis/authorization.k8s.io/v1/subjectaccessreviews", nil)
+	expectStatus(t, r2, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "")
+}
+
+// discoveredPaths lists every collection path the discovery documents
+// name (namespaced ones in namespace default), plus the discovery
+// documents themselves.
+func discoveredPaths(t *testing.T, e *env) []string {
+	t.Helper()
+	paths := []string{"/api", "/apis", "/api/v1"}
+	var groups metav1.APIGroupList
+	if err := json.Unmarshal(e.do(http.MethodGet, "/apis", nil).body, &groups); err != nil {
+		t.Fatal(err)
+	}
+	gvs := []string{"/api/v1"}
+	for _, g := range groups.Groups {
+		paths = append(paths, "/apis/"+g.Name)
+		for _, v := range g.Versions {
+			gvs = append(gvs, "/apis/"+v.GroupVersion)
+			paths = append(paths, "/apis/"+v.GroupVersion)
+		}
+	}
+	for _, gv := range gvs {
+		var list metav1.APIResourceList
+		if err := json.Unmarshal(e.do(http.MethodGet, gv, nil).body, &list); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range list.APIResources {
+			name, sub, isSub := strings.Cut(r.Name, "/")
+			p := gv + "/" + name
+			if r.Namespaced {
+				p = gv + "/namespaces/default/" + name
+			}
+			if isSub {
+				p += "/x/" + sub
+			}
+			paths = append(paths, p)
+		}
+	}
+	return paths
+}
+
+func TestUnauthenticatedGets401Everywhere(t *testing.T) {
+	e := newAuthEnv(t)
+	paths := discoveredPaths(t, e)
+	if len(paths) < 40 || !slices.Contains(paths, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews") ||
+		!slices.Contains(paths, "/apis/authentication.k8s.io/v1/tokenreviews") {
+		t.Fatalf("discovery lists too little: %v", paths)
+	}
+	for _, p := range append(paths, "/metrics", "/openapi/v2") {
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+			r := e.doWith(e.anon, m, p, []byte(`{}`))
+			if r.code != http.StatusUnauthorized {
+				t.Errorf("%s %s: %d, want 401", m, p, r.code)
+			}
+		}
+	}
+}

@@ -1,0 +1,255 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+)
+
+// The review endpoints: the authorizer (the same one the filter chain
+// asks) and the authenticators answer questions about a user, as
+// kube-apiserver's authorization.k8s.io and authentication.k8s.io groups
+// do. kubectl auth can-i, can-i --list and whoami use them.
+
+// attributesInfo is the request an access review asks about.
+func attributesInfo(ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes) *request.Info {
+	if ra != nil {
+		return &request.Info{IsResourceRequest: true, Verb: ra.Verb, APIGroup: ra.Group, APIVersion: ra.Version,
+			Resource: ra.Resource, Subresource: ra.Subresource, Namespace: ra.Namespace, Name: ra.Name}
+	}
+	return &request.Info{Path: nra.Path, Verb: nra.Verb}
+}
+
+// validateAttributes: exactly one of resourceAttributes and
+// nonResourceAttributes.
+func validateAttributes(ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case ra != nil && nra != nil:
+		errs = append(errs, field.Invalid(path.Child("nonResourceAttributes"), nra, "cannot be specified in combination with resourceAttributes"))
+	case ra == nil && nra == nil:
+		errs = append(errs, field.Required(path.Child("resourceAttributes"), "exactly one of nonResourceAttributes or resourceAttributes must be specified"))
+	}
+	return errs
+}
+
+// validateEmptyMeta: reviews have no metadata (managedFields aside).
+func validateEmptyMeta(m metav1.ObjectMeta, allowNamespace bool) field.ErrorList {
+	m.ManagedFields = nil
+	if allowNamespace {
+		m.Namespace = ""
+	}
+	if apiequality.Semantic.DeepEqual(metav1.ObjectMeta{}, m) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(field.NewPath("metadata"), m, "must be empty")}
+}
+
+func invalid(kind string, errs field.ErrorList) error {
+	return apierrors.NewInvalid(schema.GroupKind{Group: authorizationv1.GroupName, Kind: kind}, "", errs)
+}
+
+// decide asks the authorizer and fills a SubjectAccessReviewStatus.
+func (s *Server) decide(r *http.Request, u *request.User, info *request.Info) authorizationv1.SubjectAccessReviewStatus {
+	d, reason, err := s.authorizer.Authorize(r.Context(), auth.Attributes{User: u, Info: info})
+	st := authorizationv1.SubjectAccessReviewStatus{Allowed: d == auth.DecisionAllow, Denied: d == auth.DecisionDeny, Reason: reason}
+	if err != nil {
+		st.EvaluationError = err.Error()
+	}
+	return st
+}
+
+func (s *Server) selfSubjectAccessReview(r *http.Request, _ *request.Info, in runtime.Object) (runtime.Object, error) {
+	rev := in.(*authorizationv1.SelfSubjectAccessReview)
+	errs := validateEmptyMeta(rev.ObjectMeta, false)
+	errs = append(errs, validateAttributes(rev.Spec.ResourceAttributes, rev.Spec.NonResourceAttributes, field.NewPath("spec"))...)
+	if len(errs) > 0 {
+		return nil, invalid("SelfSubjectAccessReview", errs)
+	}
+	rev.Status = s.decide(r, request.UserFrom(r.Context()), attributesInfo(rev.Spec.ResourceAttributes, rev.Spec.NonResourceAttributes))
+	return rev, nil
+}
+
+// reviewedUser is the user a SubjectAccessReviewSpec names.
+func reviewedUser(spec *authorizationv1.SubjectAccessReviewSpec) *request.User {
+	u := &request.User{Name: spec.User, UID: spec.UID, Groups: spec.Groups}
+	if len(spec.Extra) > 0 {
+		u.Extra = map[string][]string{}
+		for k, v := range spec.Extra {
+			u.Extra[k] = []string(v)
+		}
+	}
+	return u
+}
+
+func validateSubjectAccessReviewSpec(spec *authorizationv1.SubjectAccessReviewSpec, path *field.Path) field.ErrorList {
+	errs := validateAttributes(spec.ResourceAttributes, spec.NonResourceAttributes, path)
+	if spec.User == "" && len(spec.Groups) == 0 {
+		errs = append(errs, field.Invalid(path.Child("user"), spec.User, "at least one of user or group must be specified"))
+	}
+	return errs
+}
+
+func (s *Server) subjectAccessReview(r *http.Request, _ *request.Info, in runtime.Object) (runtime.Object, error) {
+	rev := in.(*authorizationv1.SubjectAccessReview)
+	errs := validateEmptyMeta(rev.ObjectMeta, false)
+	errs = append(errs, validateSubjectAccessReviewSpec(&rev.Spec, field.NewPath("spec"))...)
+	if len(errs) > 0 {
+		return nil, invalid("SubjectAccessReview", errs)
+	}
+	rev.Status = s.decide(r, reviewedUser(&rev.Spec), attributesInfo(rev.Spec.ResourceAttributes, rev.Spec.NonResourceAttributes))
+	return rev, nil
+}
+
+func (s *Server) localSubjectAccessReview(r *http.Request, info *request.Info, in runtime.Object) (runtime.Object, error) {
+	rev := in.(*authorizationv1.LocalSubjectAccessReview)
+	spec := field.NewPath("spec")
+	errs := validateEmptyMeta(rev.ObjectMeta, true)
+	errs = append(errs, validateSubjectAccessReviewSpec(&rev.Spec, spec)...)
+	if rev.Spec.NonResourceAttributes != nil {
+		errs = append(errs, field.Invalid(spec.Child("nonResourceAttributes"), rev.Spec.NonResourceAttributes, "disallowed on this kind of request"))
+	}
+	if len(errs) > 0 {
+		return nil, invalid("LocalSubjectAccessReview", errs)
+	}
+	if rev.Namespace == "" {
+		rev.Namespace = info.Namespace
+	}
+	if rev.Namespace != info.Namespace {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the namespace of the provided object does not match the namespace sent on the request"))
+	}
+	if rev.Spec.ResourceAttributes.Namespace != info.Namespace {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.resourceAttributes.namespace must match namespace: %v", info.Namespace))
+	}
+	rev.Status = s.decide(r, reviewedUser(&rev.Spec), attributesInfo(rev.Spec.ResourceAttributes, nil))
+	return rev, nil
+}
+
+func (s *Server) selfSubjectRulesReview(r *http.Request, _ *request.Info, in runtime.Object) (runtime.Object, error) {
+	rev := in.(*authorizationv1.SelfSubjectRulesReview)
+	if rev.Spec.Namespace == "" {
+		return nil, invalid("SelfSubjectRulesReview", field.ErrorList{field.Required(field.NewPath("spec", "namespace"), "")})
+	}
+	rr, ok := s.authorizer.(auth.RuleResolver)
+	if !ok {
+		return nil, apierrors.NewMethodNotSupported(authorizationv1.SchemeGroupVersion.WithResource("selfsubjectrulesreviews").GroupResource(), "create")
+	}
+	rules, nonResource, incomplete, err := rr.RulesFor(r.Context(), request.UserFrom(r.Context()), rev.Spec.Namespace)
+	rev.Status = authorizationv1.SubjectRulesReviewStatus{ResourceRules: rules, NonResourceRules: nonResource, Incomplete: incomplete}
+	if rev.Status.ResourceRules == nil {
+		rev.Status.ResourceRules = []authorizationv1.ResourceRule{}
+	}
+	if rev.Status.NonResourceRules == nil {
+		rev.Status.NonResourceRules = []authorizationv1.NonResourceRule{}
+	}
+	if err != nil {
+		rev.Status.EvaluationError = err.Error()
+	}
+	return rev, nil
+}
+
+// userInfo is the authentication.k8s.io form of a user.
+func userInfo(u *request.User) authenticationv1.UserInfo {
+	out := authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
+	if len(u.Extra) > 0 {
+		out.Extra = map[string]authenticationv1.ExtraValue{}
+		for k, v := range u.Extra {
+			out.Extra[k] = v
+		}
+	}
+	return out
+}
+
+func (s *Server) selfSubjectReview(r *http.Request, _ *request.Info, in runtime.Object) (runtime.Object, error) {
+	rev := in.(*authenticationv1.SelfSubjectReview)
+	u := request.UserFrom(r.Context())
+	if u == nil {
+		return nil, apierrors.NewUnauthorized("Unauthorized")
+	}
+	rev.Status.UserInfo = userInfo(u)
+	return rev, nil
+}
+
+// tokenReview authenticates spec.token with the bearer token
+// authenticators for spec.audiences (the API audiences when empty).
+func (s *Server) tokenReview(r *http.Request, _ *request.Info, in runtime.Object) (runtime.Object, error) {
+	rev := in.(*authenticationv1.TokenReview)
+	if rev.Spec.Token == "" {
+		return nil, apierrors.NewBadRequest("token is required for TokenReview in authentication")
+	}
+	apiAudiences := s.apiAudiences()
+	want := rev.Spec.Audiences
+	if len(want) == 0 {
+		want = apiAudiences
+	}
+	var tokens []auth.TokenAuthenticator
+	agnostic := intersect(want, apiAudiences)
+	for _, t := range s.bearer.Tokens {
+		if sa, ok := t.(*auth.ServiceAccountTokens); ok {
+			c := *sa
+			c.APIAudiences = want
+			tokens = append(tokens, &c)
+			continue
+		}
+		// Audience-agnostic tokens are only meant for this server.
+		if len(want) == 0 || len(agnostic) > 0 {
+			tokens = append(tokens, t)
+		}
+	}
+	rev.Status = authenticationv1.TokenReviewStatus{}
+	for _, t := range tokens {
+		u, ok, err := t.AuthenticateToken(r.Context(), rev.Spec.Token)
+		if err != nil {
+			rev.Status.Error = err.Error()
+			continue
+		}
+		if !ok {
+			continue
+		}
+		rev.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: userInfo(auth.WithAuthenticatedGroup(u))}
+		rev.Status.Audiences = agnostic
+		if sa, isSA := t.(*auth.ServiceAccountTokens); isSA {
+			if claimed := sa.TokenAudiences(rev.Spec.Token); len(claimed) > 0 {
+				rev.Status.Audiences = intersect(want, claimed)
+			}
+		}
+		break
+	}
+	if !rev.Status.Authenticated && rev.Status.Error == "" {
+		rev.Status.Error = auth.ErrInvalidBearerToken.Error()
+	}
+	return rev, nil
+}
+
+// apiAudiences are the audiences this server's tokens are for.
+func (s *Server) apiAudiences() []string {
+	if sa := s.cfg.ServiceAccounts; sa != nil {
+		if len(sa.APIAudiences) > 0 {
+			return sa.APIAudiences
+		}
+		return sa.Issuers
+	}
+	return nil
+}
+
+func intersect(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if slices.Contains(b, x) && !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,173 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
+	"github.com/kubeproof/kubeproof/impl/apiserver/endpoints"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+)
+
+// The serviceaccounts/token subresource (TokenRequest, what `kubectl
+// create token` and the kubelet's projected token volumes call): POST an
+// authentication.k8s.io/v1 TokenRequest, get back a bound service account
+// token for spec.audiences (default: the API audiences), valid
+// spec.expirationSeconds (default one hour, at least ten minutes, capped
+// at --service-account-max-token-expiration), optionally bound to a pod,
+// secret or node that must exist (and have the given uid).
+
+const (
+	defaultTokenExpirationSeconds = 3600
+	minTokenExpirationSeconds     = 600
+	maxTokenExpirationSeconds     = 1 << 32
+)
+
+var tokenRequestGR = schema.GroupResource{Resource: "serviceaccounts/token"}
+
+// serveTokenRequest serves serviceaccounts/token and reports whether the
+// request was one.
+func (s *Server) serveTokenRequest(w http.ResponseWriter, r *http.Request, gv schema.GroupVersion, info *request.Info) bool {
+	if gv != corev1.SchemeGroupVersion || info.Resource != "serviceaccounts" || info.Subresource != "token" ||
+		len(info.Parts) != 3 || info.Namespace == "" {
+		return false
+	}
+	if s.saTokens == nil || s.saTokens.SigningKey == nil || len(s.saTokens.Issuers) == 0 {
+		s.notFound(w, r)
+		return true
+	}
+	if info.Verb != "create" {
+		endpoints.WriteStatusError(w, r, s.codecs, apierrors.NewMethodNotSupported(tokenRequestGR, info.Verb))
+		return true
+	}
+	req := &authenticationv1.TokenRequest{}
+	if err := s.readObject(w, r, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), req); err != nil {
+		endpoints.WriteError(w, r, s.codecs, err, tokenRequestGR, info.Name)
+		return true
+	}
+	out, err := s.createToken(r, info.Namespace, info.Name, req)
+	if err != nil {
+		endpoints.WriteError(w, r, s.codecs, err, serviceAccountsGVR.GroupResource(), info.Name)
+		return true
+	}
+	s.writeObject(w, r, http.StatusCreated, out, authenticationv1.SchemeGroupVersion)
+	return true
+}
+
+func (s *Server) createToken(r *http.Request, namespace, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+	ctx := r.Context()
+	if req.Name != "" && req.Name != name {
+		return nil, apierrors.NewBadRequest("the name of the TokenRequest does not match the name of the service account in the URL")
+	}
+	if req.Namespace != "" && req.Namespace != namespace {
+		return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	spec := &req.Spec
+	if spec.ExpirationSeconds == nil {
+		def := int64(defaultTokenExpirationSeconds)
+		spec.ExpirationSeconds = &def
+	}
+	if len(spec.Audiences) == 0 {
+		spec.Audiences = s.apiAudiences()
+	}
+	if errs := validateTokenRequest(spec); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: authenticationv1.GroupName, Kind: "TokenRequest"}, name, errs)
+	}
+	look := storeLookup{s}
+	sa, err := look.GetServiceAccount(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	issue := auth.BoundTokenRequest{ServiceAccount: sa, Audiences: spec.Audiences}
+	if ref := spec.BoundObjectRef; ref != nil {
+		var uid types.UID
+		switch ref.Kind {
+		case "Pod":
+			pod, err := look.GetPod(ctx, namespace, ref.Name)
+			if err != nil {
+				return nil, err
+			}
+			if pod.Spec.ServiceAccountName != sa.Name {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("cannot bind token for serviceaccount %q to pod running with different serviceaccount name.", sa.Name))
+			}
+			uid, issue.Pod = pod.UID, pod
+			if pod.Spec.NodeName != "" {
+				issue.Node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: pod.Spec.NodeName}}
+				if node, err := look.GetNode(ctx, pod.Spec.NodeName); err == nil {
+					issue.Node = node
+				}
+			}
+		case "Secret":
+			secret, err := look.GetSecret(ctx, namespace, ref.Name)
+			if err != nil {
+				return nil, err
+			}
+			uid, issue.Secret = secret.UID, secret
+		case "Node":
+			node, err := look.GetNode(ctx, ref.Name)
+			if err != nil {
+				return nil, err
+			}
+			uid, issue.Node = node.UID, node
+		}
+		if ref.UID != "" && ref.UID != uid {
+			return nil, apierrors.NewConflict(schema.GroupResource{Resource: ref.Kind}, ref.Name,
+				fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID))
+		}
+		ref.UID = uid
+	}
+	exp := time.Duration(*spec.ExpirationSeconds) * time.Second
+	if max := s.cfg.ServiceAccounts.MaxTokenExpiration; max > 0 && exp > max {
+		exp = max
+		secs := int64(max / time.Second)
+		spec.ExpirationSeconds = &secs
+	}
+	issue.Expiration = exp
+	token, expiry, err := s.saTokens.IssueBound(issue)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	out := &authenticationv1.TokenRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: sa.Name, Namespace: sa.Namespace, CreationTimestamp: metav1.Now()},
+		Spec:       *spec,
+		Status:     authenticationv1.TokenRequestStatus{Token: token, ExpirationTimestamp: metav1.NewTime(expiry)},
+	}
+	return out, nil
+}
+
+func validateTokenRequest(spec *authenticationv1.TokenRequestSpec) field.ErrorList {
+	var errs field.ErrorList
+	p := field.NewPath("spec")
+	if secs := *spec.ExpirationSeconds; secs < minTokenExpirationSeconds {
+		errs = append(errs, field.Invalid(p.Child("expirationSeconds"), secs, "may not specify a duration less than 10 minutes"))
+	} else if secs > maxTokenExpirationSeconds {
+		errs = append(errs, field.Invalid(p.Child("expirationSeconds"), secs, "may not specify a duration larger than 2^32 seconds"))
+	}
+	if len(spec.Audiences) == 0 {
+		errs = append(errs, field.Required(p.Child("audiences"), "at least one audience must be given"))
+	}
+	if ref := spec.BoundObjectRef; ref != nil {
+		rp := p.Child("boundObjectRef")
+		switch ref.Kind {
+		case "Pod", "Secret", "Node":
+		default:
+			errs = append(errs, field.NotSupported(rp.Child("kind"), ref.Kind, []string{"Pod", "Secret", "Node"}))
+		}
+		if ref.APIVersion != "" && ref.APIVersion != "v1" {
+			errs = append(errs, field.NotSupported(rp.Child("apiVersion"), ref.APIVersion, []string{"v1"}))
+		}
+		if ref.Name == "" {
+			errs = append(errs, field.Required(rp.Child("name"), ""))
+		}
+	}
+	return errs
+}

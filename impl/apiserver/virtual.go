@@ -1,0 +1,152 @@
+package apiserver
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
+	"github.com/kubeproof/kubeproof/impl/apiserver/endpoints"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
+)
+
+// Virtual resources: create-only endpoints that compute an answer and
+// store nothing, as kube-apiserver's reviews (authorization.k8s.io
+// SubjectAccessReview and friends, authentication.k8s.io TokenReview and
+// SelfSubjectReview) and the serviceaccounts/token subresource
+// (TokenRequest). They are listed in discovery with the single verb
+// "create".
+
+// virtualResource is one review endpoint.
+type virtualResource struct {
+	gvr        schema.GroupVersionResource
+	kind       string
+	namespaced bool
+	newObj     func() runtime.Object
+	// serve computes the response object from the decoded request.
+	serve func(s *Server, r *http.Request, info *request.Info, in runtime.Object) (runtime.Object, error)
+}
+
+func (s *Server) virtualResources() []virtualResource {
+	authz := authorizationv1.SchemeGroupVersion
+	authn := authenticationv1.SchemeGroupVersion
+	out := []virtualResource{
+		{authz.WithResource("selfsubjectaccessreviews"), "SelfSubjectAccessReview", false,
+			func() runtime.Object { return &authorizationv1.SelfSubjectAccessReview{} }, (*Server).selfSubjectAccessReview},
+		{authz.WithResource("subjectaccessreviews"), "SubjectAccessReview", false,
+			func() runtime.Object { return &authorizationv1.SubjectAccessReview{} }, (*Server).subjectAccessReview},
+		{authz.WithResource("localsubjectaccessreviews"), "LocalSubjectAccessReview", true,
+			func() runtime.Object { return &authorizationv1.LocalSubjectAccessReview{} }, (*Server).localSubjectAccessReview},
+		{authn.WithResource("selfsubjectreviews"), "SelfSubjectReview", false,
+			func() runtime.Object { return &authenticationv1.SelfSubjectReview{} }, (*Server).selfSubjectReview},
+		{authn.WithResource("tokenreviews"), "TokenReview", false,
+			func() runtime.Object { return &authenticationv1.TokenReview{} }, (*Server).tokenReview},
+	}
+	if auth.ListsRules(s.authorizer) {
+		out = append(out, virtualResource{authz.WithResource("selfsubjectrulesreviews"), "SelfSubjectRulesReview", false,
+			func() runtime.Object { return &authorizationv1.SelfSubjectRulesReview{} }, (*Server).selfSubjectRulesReview})
+	}
+	return out
+}
+
+// discoveryResource is how discovery lists a virtual resource.
+func (v virtualResource) discoveryResource() *resource.Resource {
+	return &resource.Resource{
+		GroupVersion: v.gvr.GroupVersion(), Name: v.gvr.Resource, Kind: v.kind,
+		Namespaced: v.namespaced, Verbs: []string{"create"},
+	}
+}
+
+// serveVirtual serves the request if it addresses a virtual resource and
+// reports whether it did.
+func (s *Server) serveVirtual(w http.ResponseWriter, r *http.Request, gv schema.GroupVersion, info *request.Info) bool {
+	if s.serveTokenRequest(w, r, gv, info) {
+		return true
+	}
+	v, ok := s.virtual[gv.WithResource(info.Resource)]
+	if !ok {
+		return false
+	}
+	gr := v.gvr.GroupResource()
+	switch {
+	case info.Name != "" || info.Subresource != "" || (v.namespaced != (info.Namespace != "")):
+		// Only the collection is served (POST /…/<resource>).
+		s.notFound(w, r)
+	case info.Verb != "create":
+		endpoints.WriteStatusError(w, r, s.codecs, apierrors.NewMethodNotSupported(gr, info.Verb))
+	default:
+		in := v.newObj()
+		if err := s.readObject(w, r, v.gvr.GroupVersion().WithKind(v.kind), in); err != nil {
+			endpoints.WriteError(w, r, s.codecs, err, gr, "")
+			return true
+		}
+		out, err := v.serve(s, r, info, in)
+		if err != nil {
+			endpoints.WriteError(w, r, s.codecs, err, gr, "")
+			return true
+		}
+		s.writeObject(w, r, http.StatusCreated, out, v.gvr.GroupVersion())
+	}
+	return true
+}
+
+// readObject decodes the request body into into (kind want); errors are
+// API errors (400, 413, 415).
+func (s *Server) readObject(w http.ResponseWriter, r *http.Request, want schema.GroupVersionKind, into runtime.Object) error {
+	limit := s.cfg.MaxRequestBodyBytes
+	if r.ContentLength > limit {
+		return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", limit))
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", limit))
+		}
+		return apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
+	}
+	if len(body) == 0 {
+		return apierrors.NewBadRequest("the body of the request was empty")
+	}
+	info, err := s.codecs.RequestSerializer(r.Header.Get("Content-Type"))
+	if err != nil {
+		return err
+	}
+	obj, gvk, err := info.Serializer.Decode(body, &want, into)
+	if err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	if gvk == nil || gvk.GroupVersion() != want.GroupVersion() || gvk.Kind != want.Kind || obj != into {
+		return apierrors.NewBadRequest(fmt.Sprintf("the body of the request is not a %s", want))
+	}
+	return nil
+}
+
+// writeObject encodes obj in the media type the client accepts.
+func (s *Server) writeObject(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object, gv schema.GroupVersion) {
+	target, err := s.codecs.Negotiate(r, nil, false)
+	if err != nil {
+		endpoints.WriteError(w, r, s.codecs, err, schema.GroupResource{}, "")
+		return
+	}
+	if err := s.codecs.SetKind(obj, gv); err != nil {
+		endpoints.WriteError(w, r, s.codecs, err, schema.GroupResource{}, "")
+		return
+	}
+	data, err := runtime.Encode(target.Info.Serializer, obj)
+	if err != nil {
+		endpoints.WriteError(w, r, s.codecs, err, schema.GroupResource{}, "")
+		return
+	}
+	w.Header().Set("Content-Type", target.ContentType)
+	w.WriteHeader(code)
+	_, _ = w.Write(data)
+}
