@@ -1,0 +1,429 @@
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+)
+
+// HeaderAuditID is the request header a client may set to choose the
+// audit ID, and the response header the ID is returned in.
+const HeaderAuditID = "Audit-ID"
+
+// DefaultMaxBodyBytes caps the request and response bodies recorded in
+// an event (kube-apiserver's request body limit).
+const DefaultMaxBodyBytes = 3 << 20
+
+// Config configures WithAudit.
+type Config struct {
+	Policy  *Policy
+	Backend Backend
+	// MaxBodyBytes caps recorded bodies; a larger body is not recorded
+	// (the request itself is unaffected). 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// WithAudit records the requests next serves, as cfg.Policy says. It must
+// run after authentication. With a nil Policy or Backend it returns next.
+func WithAudit(next http.Handler, cfg Config) http.Handler {
+	if cfg.Policy == nil || cfg.Backend == nil {
+		return next
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		received := cfg.Now()
+		info := request.InfoFrom(r.Context())
+		if info == nil {
+			info = request.Parse(r)
+		}
+		user := request.UserFrom(r.Context())
+		d := cfg.Policy.Evaluate(user, info)
+		if d.Level == LevelNone {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rec := &recorder{cfg: cfg, decision: d, ev: newEvent(r, info, user, d.Level, received)}
+		w.Header().Set(HeaderAuditID, string(rec.ev.AuditID))
+		if !d.Level.Less(LevelRequest) && r.Body != nil && r.Body != http.NoBody {
+			rec.captureRequest(r)
+		}
+		rec.emit(StageRequestReceived, nil)
+
+		rw := &responseWriter{ResponseWriter: w, rec: rec, longRunning: info.IsLongRunning(),
+			captureAll: !d.Level.Less(LevelRequestResponse), limit: cfg.MaxBodyBytes}
+		defer func() {
+			if p := recover(); p != nil {
+				rec.finish(rw, StagePanic)
+				panic(p)
+			}
+		}()
+		next.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), eventKey{}, rec)))
+		rec.finish(rw, StageResponseComplete)
+	})
+}
+
+func newEvent(r *http.Request, info *request.Info, user *request.User, level Level, received time.Time) *Event {
+	id := r.Header.Get(HeaderAuditID)
+	if id == "" {
+		id = string(uuid.NewUUID())
+	}
+	ev := &Event{
+		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: EventKind},
+		Level:      level,
+		AuditID:    types.UID(id),
+		RequestURI: r.URL.RequestURI(),
+		Verb:       info.Verb,
+		User:       userInfo(user),
+		SourceIPs:  sourceIPs(r),
+		UserAgent:  r.UserAgent(),
+
+		RequestReceivedTimestamp: metav1.NewMicroTime(received),
+	}
+	if info.IsResourceRequest {
+		ev.ObjectRef = &ObjectReference{Resource: info.Resource, Namespace: info.Namespace, Name: info.Name,
+			APIGroup: info.APIGroup, APIVersion: info.APIVersion, Subresource: info.Subresource}
+	}
+	return ev
+}
+
+func userInfo(u *request.User) authnv1.UserInfo {
+	if u == nil {
+		return authnv1.UserInfo{}
+	}
+	ui := authnv1.UserInfo{Username: u.Name, UID: u.UID, Groups: append([]string(nil), u.Groups...)}
+	if len(u.Extra) > 0 {
+		ui.Extra = map[string]authnv1.ExtraValue{}
+		for k, v := range u.Extra {
+			ui.Extra[k] = append(authnv1.ExtraValue(nil), v...)
+		}
+	}
+	return ui
+}
+
+// sourceIPs lists X-Forwarded-For, then X-Real-Ip, then the connection's
+// peer, without duplicates, as kube-apiserver does.
+func sourceIPs(r *http.Request) []string {
+	var ips []string
+	add := func(s string) {
+		s = strings.TrimSpace(s)
+		if net.ParseIP(s) == nil {
+			return
+		}
+		for _, x := range ips {
+			if x == s {
+				return
+			}
+		}
+		ips = append(ips, s)
+	}
+	for _, s := range strings.Split(r.Header.Get("X-Forwarded-For"), ",") {
+		add(s)
+	}
+	add(r.Header.Get("X-Real-Ip"))
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	add(host)
+	return ips
+}
+
+// recorder builds one request's events.
+type recorder struct {
+	cfg      Config
+	decision Decision
+
+	mu          sync.Mutex
+	ev          *Event
+	requestBody json.RawMessage
+	finished    bool
+}
+
+type eventKey struct{}
+
+func recorderFrom(ctx context.Context) *recorder {
+	r, _ := ctx.Value(eventKey{}).(*recorder)
+	return r
+}
+
+// AddAnnotation adds key=value to the audit events of the request ctx
+// belongs to (from the next stage on); it does nothing when the request
+// is not audited. An existing key keeps its first value.
+func AddAnnotation(ctx context.Context, key, value string) {
+	rec := recorderFrom(ctx)
+	if rec == nil {
+		return
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.ev.Annotations == nil {
+		rec.ev.Annotations = map[string]string{}
+	}
+	if _, ok := rec.ev.Annotations[key]; !ok {
+		rec.ev.Annotations[key] = value
+	}
+}
+
+// SetImpersonatedUser records, for the request ctx belongs to, the user
+// an impersonating request acts as.
+func SetImpersonatedUser(ctx context.Context, u *request.User) {
+	rec := recorderFrom(ctx)
+	if rec == nil || u == nil {
+		return
+	}
+	ui := userInfo(u)
+	rec.mu.Lock()
+	rec.ev.ImpersonatedUser = &ui
+	rec.mu.Unlock()
+}
+
+// captureRequest reads up to the body limit (restoring the body for the
+// handler) and keeps it when it is JSON, or YAML it converts to JSON.
+func (rec *recorder) captureRequest(r *http.Request) {
+	buf, err := io.ReadAll(io.LimitReader(r.Body, int64(rec.cfg.MaxBodyBytes)+1))
+	r.Body = readCloser{io.MultiReader(bytes.NewReader(buf), r.Body), r.Body}
+	if err != nil || len(buf) > rec.cfg.MaxBodyBytes || len(buf) == 0 {
+		return
+	}
+	rec.requestBody = toJSON(r.Header.Get("Content-Type"), buf, rec.decision.OmitManagedFields)
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// toJSON returns body as JSON when the content type is a JSON or YAML
+// one, or nil.
+func toJSON(contentType string, body []byte, omitManagedFields bool) json.RawMessage {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	var js []byte
+	switch {
+	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
+		if !json.Valid(body) {
+			return nil
+		}
+		js = body
+	case mt == "application/yaml" || strings.HasSuffix(mt, "+yaml"):
+		var err error
+		if js, err = yaml.YAMLToJSON(body); err != nil {
+			return nil
+		}
+	default:
+		return nil
+	}
+	if omitManagedFields {
+		js = dropManagedFields(js)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, js); err != nil {
+		return nil
+	}
+	return compact.Bytes()
+}
+
+func dropManagedFields(js []byte) []byte {
+	var obj map[string]any
+	if json.Unmarshal(js, &obj) != nil {
+		return js
+	}
+	md, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		return js
+	}
+	delete(md, "managedFields")
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return js
+	}
+	return out
+}
+
+func (rec *recorder) omitted(s Stage) bool {
+	for _, o := range rec.decision.OmitStages {
+		if o == s {
+			return true
+		}
+	}
+	return false
+}
+
+// emit sends a copy of the event at stage s; status, when set, is its
+// responseStatus.
+func (rec *recorder) emit(s Stage, fill func(ev *Event)) {
+	if rec.omitted(s) {
+		return
+	}
+	rec.mu.Lock()
+	ev := *rec.ev
+	if rec.ev.Annotations != nil {
+		ev.Annotations = make(map[string]string, len(rec.ev.Annotations))
+		for k, v := range rec.ev.Annotations {
+			ev.Annotations[k] = v
+		}
+	}
+	rec.mu.Unlock()
+	ev.Stage = s
+	ev.StageTimestamp = metav1.NewMicroTime(rec.cfg.Now())
+	if !ev.Level.Less(LevelRequest) {
+		ev.RequestObject = rec.requestBody
+	}
+	if fill != nil {
+		fill(&ev)
+	}
+	rec.cfg.Backend.ProcessEvent(&ev)
+}
+
+// finish emits the final event once.
+func (rec *recorder) finish(rw *responseWriter, s Stage) {
+	rec.mu.Lock()
+	if rec.finished {
+		rec.mu.Unlock()
+		return
+	}
+	rec.finished = true
+	rec.mu.Unlock()
+	code, body, contentType := rw.result()
+	if s == StagePanic {
+		code = http.StatusInternalServerError
+	}
+	rec.emit(s, func(ev *Event) {
+		ev.ResponseStatus = responseStatus(code, contentType, body)
+		if s == StageResponseComplete && !ev.Level.Less(LevelRequestResponse) && !rw.longRunning && body != nil {
+			ev.ResponseObject = toJSON(contentType, body, rec.decision.OmitManagedFields)
+		}
+	})
+}
+
+// responseStatus is the code, with the Status's status, message, reason
+// and details when the response is a failure Status.
+func responseStatus(code int, contentType string, body []byte) *metav1.Status {
+	st := &metav1.Status{Code: int32(code)}
+	if code < 300 || body == nil {
+		return st
+	}
+	js := toJSON(contentType, body, false)
+	if js == nil {
+		return st
+	}
+	var parsed metav1.Status
+	if json.Unmarshal(js, &parsed) != nil || parsed.Kind != "Status" {
+		return st
+	}
+	st.Status, st.Message, st.Reason, st.Details = parsed.Status, parsed.Message, parsed.Reason, parsed.Details
+	return st
+}
+
+// responseWriter records the status code and (up to the limit) the body,
+// and emits ResponseStarted for long-running requests when the headers go
+// out. It passes Flush, Hijack and Unwrap through.
+type responseWriter struct {
+	http.ResponseWriter
+	rec         *recorder
+	longRunning bool
+	// captureAll keeps every body (RequestResponse); otherwise only
+	// failure bodies are kept, for their Status.
+	captureAll bool
+	limit      int
+
+	mu          sync.Mutex
+	code        int
+	body        bytes.Buffer
+	overflow    bool
+	wroteHeader bool
+}
+
+func (rw *responseWriter) WriteHeader(code int) {
+	rw.headerWritten(code)
+	rw.ResponseWriter.WriteHeader(code)
+}
+
+func (rw *responseWriter) headerWritten(code int) {
+	rw.mu.Lock()
+	if rw.wroteHeader {
+		rw.mu.Unlock()
+		return
+	}
+	rw.wroteHeader, rw.code = true, code
+	rw.mu.Unlock()
+	if rw.longRunning {
+		rw.rec.emit(StageResponseStarted, func(ev *Event) { ev.ResponseStatus = &metav1.Status{Code: int32(code)} })
+	}
+}
+
+func (rw *responseWriter) Write(p []byte) (int, error) {
+	rw.headerWritten(http.StatusOK)
+	rw.mu.Lock()
+	if (rw.captureAll || rw.code >= 300) && !rw.longRunning && !rw.overflow {
+		if rw.body.Len()+len(p) > rw.limit {
+			rw.overflow = true
+			rw.body.Reset()
+		} else {
+			rw.body.Write(p)
+		}
+	}
+	rw.mu.Unlock()
+	return rw.ResponseWriter.Write(p)
+}
+
+// result returns the status code (200 when nothing was written), the
+// captured body (nil when too large or none) and its content type.
+func (rw *responseWriter) result() (int, []byte, string) {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	code := rw.code
+	if !rw.wroteHeader {
+		code = http.StatusOK
+	}
+	var body []byte
+	if !rw.overflow && rw.body.Len() > 0 && rw.ResponseWriter.Header().Get("Content-Encoding") == "" {
+		body = append([]byte(nil), rw.body.Bytes()...)
+	}
+	return code, body, rw.ResponseWriter.Header().Get("Content-Type")
+}
+
+// Flush implements http.Flusher.
+func (rw *responseWriter) Flush() {
+	rw.headerWritten(http.StatusOK)
+	if f, ok := rw.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Hijack implements http.Hijacker (exec and attach upgrades). A
+// hijacked connection's status is 101 Switching Protocols.
+func (rw *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	h, ok := rw.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("audit: the response writer does not support hijacking")
+	}
+	rw.headerWritten(http.StatusSwitchingProtocols)
+	return h.Hijack()
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (rw *responseWriter) Unwrap() http.ResponseWriter { return rw.ResponseWriter }

@@ -1,0 +1,292 @@
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+)
+
+type memBackend struct {
+	mu     sync.Mutex
+	events []*Event
+}
+
+func (b *memBackend) ProcessEvent(ev *Event) {
+	b.mu.Lock()
+	b.events = append(b.events, ev)
+	b.mu.Unlock()
+}
+
+func policyAt(level Level, omit ...Stage) *Policy {
+	return &Policy{TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: PolicyKind},
+		Rules: []PolicyRule{{Level: level, OmitStages: omit}}}
+}
+
+var testUser = &request.User{Name: "alice", UID: "u1", Groups: []string{"devs", "system:authenticated"},
+	Extra: map[string][]string{"scope": {"a"}}}
+
+// serve runs req through WithAudit (after a stand-in for authentication
+// and request info) to handler, returning the recorded events.
+func serve(t *testing.T, p *Policy, req *http.Request, handler http.HandlerFunc) ([]*Event, *httptest.ResponseRecorder) {
+	t.Helper()
+	b := &memBackend{}
+	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	h := WithAudit(handler, Config{Policy: p, Backend: b, Now: func() time.Time { clock = clock.Add(time.Millisecond); return clock }})
+	chain := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := request.WithInfo(r.Context(), request.Parse(r))
+		h.ServeHTTP(w, r.WithContext(request.WithUser(ctx, testUser)))
+	})
+	rec := httptest.NewRecorder()
+	chain.ServeHTTP(rec, req)
+	return b.events, rec
+}
+
+const podJSON = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"ns"}}`
+
+func createPod(body, contentType string) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/ns/pods?fieldManager=kubectl", strings.NewReader(body))
+	r.Header.Set("Content-Type", contentType)
+	r.Header.Set("User-Agent", "kubectl/v1.37")
+	r.Header.Set("X-Forwarded-For", "10.0.0.1, 10.0.0.2")
+	r.RemoteAddr = "192.0.2.7:5555"
+	return r
+}
+
+// created answers 201 with the request body, after reading all of it.
+func created(t *testing.T) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil || len(body) == 0 {
+			t.Errorf("handler read %q, %v: the audit filter lost the body", body, err)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		w.Write(body)
+	}
+}
+
+func TestMetadataLevel(t *testing.T) {
+	events, rec := serve(t, policyAt(LevelMetadata), createPod(podJSON, "application/json"), created(t))
+	if len(events) != 2 || events[0].Stage != StageRequestReceived || events[1].Stage != StageResponseComplete {
+		t.Fatalf("events %v, want RequestReceived then ResponseComplete", stagesOf(events))
+	}
+	ev := events[1]
+	if ev.Kind != "Event" || ev.APIVersion != "audit.k8s.io/v1" || ev.Level != LevelMetadata {
+		t.Errorf("type/level %s %s %s", ev.APIVersion, ev.Kind, ev.Level)
+	}
+	if ev.AuditID == "" || ev.AuditID != events[0].AuditID || rec.Header().Get("Audit-Id") != string(ev.AuditID) {
+		t.Errorf("audit IDs %q %q, response header %q: want one ID everywhere", events[0].AuditID, ev.AuditID, rec.Header().Get("Audit-Id"))
+	}
+	if ev.Verb != "create" || ev.RequestURI != "/api/v1/namespaces/ns/pods?fieldManager=kubectl" || ev.UserAgent != "kubectl/v1.37" {
+		t.Errorf("verb %q uri %q agent %q", ev.Verb, ev.RequestURI, ev.UserAgent)
+	}
+	if strings.Join(ev.SourceIPs, ",") != "10.0.0.1,10.0.0.2,192.0.2.7" {
+		t.Errorf("sourceIPs %v", ev.SourceIPs)
+	}
+	if ev.User.Username != "alice" || ev.User.UID != "u1" || len(ev.User.Groups) != 2 || ev.User.Extra["scope"][0] != "a" {
+		t.Errorf("user %+v", ev.User)
+	}
+	want := ObjectReference{Resource: "pods", Namespace: "ns", APIVersion: "v1"}
+	if ev.ObjectRef == nil || *ev.ObjectRef != want {
+		t.Errorf("objectRef %+v, want %+v", ev.ObjectRef, want)
+	}
+	if ev.ResponseStatus == nil || ev.ResponseStatus.Code != 201 || events[0].ResponseStatus != nil {
+		t.Errorf("responseStatus %+v / %+v, want only the last event's with code 201", ev.ResponseStatus, events[0].ResponseStatus)
+	}
+	if ev.RequestObject != nil || ev.ResponseObject != nil {
+		t.Error("bodies recorded at Metadata level")
+	}
+	if !ev.StageTimestamp.After(ev.RequestReceivedTimestamp.Time) || !ev.RequestReceivedTimestamp.Equal(&events[0].RequestReceivedTimestamp) {
+		t.Errorf("timestamps received %v stage %v", ev.RequestReceivedTimestamp, ev.StageTimestamp)
+	}
+}
+
+func TestRequestAndRequestResponseLevels(t *testing.T) {
+	events, _ := serve(t, policyAt(LevelRequest), createPod(podJSON, "application/json"), created(t))
+	for _, ev := range events {
+		if string(ev.RequestObject) != podJSON || ev.ResponseObject != nil {
+			t.Errorf("Request level %s: requestObject %s responseObject %s", ev.Stage, ev.RequestObject, ev.ResponseObject)
+		}
+	}
+	events, _ = serve(t, policyAt(LevelRequestResponse), createPod(podJSON, "application/json"), created(t))
+	last := events[len(events)-1]
+	if string(last.RequestObject) != podJSON || string(last.ResponseObject) != podJSON {
+		t.Errorf("RequestResponse: requestObject %s responseObject %s", last.RequestObject, last.ResponseObject)
+	}
+	// A YAML apply body is recorded as JSON; protobuf is not recorded.
+	yamlBody := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: ns\n"
+	events, _ = serve(t, policyAt(LevelRequest), createPod(yamlBody, "application/apply-patch+yaml"), created(t))
+	if got := string(events[0].RequestObject); got != podJSON {
+		t.Errorf("yaml body recorded as %s, want %s", got, podJSON)
+	}
+	events, _ = serve(t, policyAt(LevelRequest), createPod("k8s\x00binary", "application/vnd.kubernetes.protobuf"), created(t))
+	if events[0].RequestObject != nil {
+		t.Errorf("protobuf body recorded as %q", events[0].RequestObject)
+	}
+}
+
+func TestFailureStatusAtMetadataLevel(t *testing.T) {
+	events, _ := serve(t, policyAt(LevelMetadata), httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/ns/pods/missing", nil),
+		func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
+				Message: `pods "missing" not found`, Reason: metav1.StatusReasonNotFound, Code: 404,
+				Details: &metav1.StatusDetails{Name: "missing", Kind: "pods"}})
+		})
+	st := events[len(events)-1].ResponseStatus
+	if st == nil || st.Code != 404 || st.Reason != metav1.StatusReasonNotFound || st.Message != `pods "missing" not found` || st.Status != "Failure" {
+		t.Errorf("responseStatus %+v", st)
+	}
+	if events[len(events)-1].ObjectRef.Name != "missing" {
+		t.Errorf("objectRef %+v", events[len(events)-1].ObjectRef)
+	}
+}
+
+func TestWatchHasResponseStarted(t *testing.T) {
+	events, _ := serve(t, policyAt(LevelRequestResponse), httptest.NewRequest(http.MethodGet, "/api/v1/pods?watch=true", nil),
+		func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			w.Write([]byte(`{"type":"ADDED","object":{}}` + "\n"))
+		})
+	if got := strings.Join(stageNames(stagesOf(events)), ","); got != "RequestReceived,ResponseStarted,ResponseComplete" {
+		t.Fatalf("stages %s", got)
+	}
+	if events[1].ResponseStatus == nil || events[1].ResponseStatus.Code != 200 || events[2].ResponseObject != nil || events[2].Verb != "watch" {
+		t.Errorf("watch events: started %+v, complete body %s verb %s", events[1].ResponseStatus, events[2].ResponseObject, events[2].Verb)
+	}
+}
+
+func TestNoneAndOmittedStages(t *testing.T) {
+	ran := false
+	events, rec := serve(t, policyAt(LevelNone), createPod(podJSON, "application/json"), func(w http.ResponseWriter, r *http.Request) {
+		ran = true
+		w.WriteHeader(http.StatusCreated)
+	})
+	if len(events) != 0 || !ran || rec.Code != http.StatusCreated || rec.Header().Get("Audit-Id") != "" {
+		t.Errorf("level None: %d events, handler ran %v, code %d", len(events), ran, rec.Code)
+	}
+	events, _ = serve(t, policyAt(LevelMetadata, StageRequestReceived), createPod(podJSON, "application/json"), created(t))
+	if got := stageNames(stagesOf(events)); len(got) != 1 || got[0] != "ResponseComplete" {
+		t.Errorf("omitStages RequestReceived: stages %v", got)
+	}
+}
+
+func TestClientAuditIDAnnotationsAndImpersonation(t *testing.T) {
+	req := httptest.NewRequest(http.MethodDelete, "/apis/apps/v1/namespaces/ns/deployments/web", nil)
+	req.Header.Set("Audit-ID", "client-chosen")
+	events, _ := serve(t, policyAt(LevelMetadata), req, func(w http.ResponseWriter, r *http.Request) {
+		AddAnnotation(r.Context(), "authorization.k8s.io/decision", "allow")
+		AddAnnotation(r.Context(), "authorization.k8s.io/decision", "forbid") // first value wins
+		SetImpersonatedUser(r.Context(), &request.User{Name: "bob", Groups: []string{"ops"}})
+		w.WriteHeader(http.StatusOK)
+	})
+	last := events[len(events)-1]
+	if last.AuditID != "client-chosen" {
+		t.Errorf("auditID %q, want the client's", last.AuditID)
+	}
+	if last.Annotations["authorization.k8s.io/decision"] != "allow" || events[0].Annotations != nil {
+		t.Errorf("annotations %v / %v", events[0].Annotations, last.Annotations)
+	}
+	if last.ImpersonatedUser == nil || last.ImpersonatedUser.Username != "bob" || last.User.Username != "alice" {
+		t.Errorf("user %+v impersonated %+v", last.User, last.ImpersonatedUser)
+	}
+	if last.Verb != "delete" || last.ObjectRef.APIGroup != "apps" || last.ObjectRef.Resource != "deployments" {
+		t.Errorf("verb %s objectRef %+v", last.Verb, last.ObjectRef)
+	}
+}
+
+func TestPanicIsRecorded(t *testing.T) {
+	b := &memBackend{}
+	h := WithAudit(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }), Config{Policy: policyAt(LevelMetadata), Backend: b})
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic did not propagate")
+			}
+		}()
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/api/v1/pods", nil))
+	}()
+	if got := stageNames(stagesOf(b.events)); strings.Join(got, ",") != "RequestReceived,Panic" || b.events[1].ResponseStatus.Code != 500 {
+		t.Errorf("stages %v", got)
+	}
+}
+
+func TestFileBackendWritesJSONLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	fb, err := NewFileBackend(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := WithAudit(created(t), Config{Policy: policyAt(LevelRequestResponse), Backend: fb})
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.ServeHTTP(httptest.NewRecorder(), createPod(podJSON, "application/json"))
+		}()
+	}
+	wg.Wait()
+	if err := fb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	info, _ := f.Stat()
+	if info.Mode().Perm() != 0o600 {
+		t.Errorf("audit log mode %v, want 0600", info.Mode().Perm())
+	}
+	lines := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var ev map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("line %d is not JSON: %v: %s", lines, err, sc.Bytes())
+		}
+		for _, k := range []string{"kind", "apiVersion", "level", "auditID", "stage", "requestURI", "verb", "user", "requestReceivedTimestamp", "stageTimestamp"} {
+			if _, ok := ev[k]; !ok {
+				t.Errorf("line %d lacks %q", lines, k)
+			}
+		}
+		lines++
+	}
+	if lines != 16 {
+		t.Errorf("%d lines, want 16 (8 requests × 2 stages)", lines)
+	}
+	fb.ProcessEvent(&Event{})
+	if fb.Errors() != 1 {
+		t.Errorf("event after Close: %d errors, want 1", fb.Errors())
+	}
+	var buf bytes.Buffer
+	NewWriterBackend(&buf).ProcessEvent(&Event{AuditID: "x"})
+	if !strings.HasSuffix(buf.String(), "}\n") {
+		t.Errorf("writer backend wrote %q", buf.String())
+	}
+}
+
+func stagesOf(evs []*Event) []Stage {
+	out := make([]Stage, len(evs))
+	for i, e := range evs {
+		out[i] = e.Stage
+	}
+	return out
+}
