@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -155,7 +156,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 	create(t, s, pods, "team", "pod-a", pod("a", "team", "pod-a", "secret-a", "cm-a"))
 	create(t, s, pods, "team", "pod-b", pod("b", "team", "pod-b", "secret-b", "cm-b"))
 	create(t, s, pods, "team", "pending", pod("", "team", "pending", "secret-p", "cm-p"))
-	authz, _ := startAuthorizers(t, s)
+	authz, rbacAuthz := startAuthorizers(t, s)
 
 	users := map[string]*request.User{
 		"admin":       user("admin", "system:masters"),
@@ -341,7 +342,30 @@ func TestAuthorizationMatrix(t *testing.T) {
 		if got := d == auth.DecisionAllow; got != r.allow {
 			t.Errorf("%v: allowed=%v, want %v (reason %q)", r, got, r.allow, reason)
 		}
+		// For users RBAC alone decides, the rules review agrees.
+		if _, isNode := node.NodeIdentity(u); !isNode {
+			res, nonRes, incomplete, err := rbacAuthz.RulesFor(ctx, u, r.ns)
+			if err != nil || incomplete {
+				t.Errorf("%v: RulesFor: incomplete=%v err=%v", r, incomplete, err)
+			}
+			if got := rulesAllow(res, nonRes, r.info()); got != r.allow {
+				t.Errorf("%v: RulesFor lists rules that allow=%v, want %v", r, got, r.allow)
+			}
+		}
 	}
+}
+
+// rulesAllow is what kubectl auth can-i --list shows: whether the
+// listed rules cover the request.
+func rulesAllow(res []authorizationv1.ResourceRule, nonRes []authorizationv1.NonResourceRule, info *request.Info) bool {
+	var rules []rbacv1.PolicyRule
+	for _, r := range res {
+		rules = append(rules, rbacv1.PolicyRule{Verbs: r.Verbs, APIGroups: r.APIGroups, Resources: r.Resources, ResourceNames: r.ResourceNames})
+	}
+	for _, r := range nonRes {
+		rules = append(rules, rbacv1.PolicyRule{Verbs: r.Verbs, NonResourceURLs: r.NonResourceURLs})
+	}
+	return rbac.RulesAllow(info, rules...)
 }
 
 // TestAuthorizersFollowChanges: a new RoleBinding and a newly bound pod

@@ -195,3 +195,14 @@ func TestNodeAuthorizer(t *testing.T) {
 		}
 	}
 }
+
+func TestRulesForNodesIsIncomplete(t *testing.T) {
+	a := newTestAuthorizer()
+	if _, _, incomplete, err := a.RulesFor(context.Background(), kubelet("a"), "ns"); !incomplete || err == nil {
+		t.Errorf("node user: incomplete=%v err=%v, want incomplete with an error", incomplete, err)
+	}
+	res, nonRes, incomplete, err := a.RulesFor(context.Background(), &request.User{Name: "alice"}, "ns")
+	if res != nil || nonRes != nil || incomplete || err != nil {
+		t.Errorf("other user: %v %v %v %v, want nothing", res, nonRes, incomplete, err)
+	}
+}

@@ -17,7 +17,7 @@
 //	go a.Run(ctx)                     // keeps the caches current until ctx ends
 //	err = a.WaitSynced(ctx)           // before serving requests
 //	d, reason, err := a.Authorize(ctx, auth.Attributes{...})
-//	rules, err := a.RulesFor(user, namespace) // SelfSubjectRulesReview
+//	res, nonRes, incomplete, err := a.RulesFor(ctx, user, namespace) // auth.RuleResolver
 //
 // RuleAllows and RulesAllow are the pure rule matchers (the Node
 // authorizer uses them for its static rules); NewPolicy builds a decision
@@ -30,6 +30,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -146,8 +147,35 @@ func (a *Authorizer) Authorize(_ context.Context, attrs auth.Attributes) (auth.D
 	return auth.DecisionNoOpinion, reason, nil
 }
 
-// RulesFor returns the rules that apply to user in namespace, for
-// SelfSubjectRulesReview (see Policy.RulesFor).
-func (a *Authorizer) RulesFor(user *request.User, namespace string) ([]rbacv1.PolicyRule, error) {
+// PolicyRules returns the rules that apply to user in namespace (see
+// Policy.RulesFor).
+func (a *Authorizer) PolicyRules(user *request.User, namespace string) ([]rbacv1.PolicyRule, error) {
 	return a.Policy().RulesFor(user, namespace)
+}
+
+var _ auth.RuleResolver = (*Authorizer)(nil)
+
+// RulesFor implements auth.RuleResolver for SelfSubjectRulesReview: the
+// rules split into resource and non-resource rules, incomplete when a
+// binding refers to a missing role (err says which).
+func (a *Authorizer) RulesFor(_ context.Context, user *request.User, namespace string) ([]authorizationv1.ResourceRule, []authorizationv1.NonResourceRule, bool, error) {
+	rules, err := a.Policy().RulesFor(user, namespace)
+	res, nonRes := SplitRules(rules)
+	return res, nonRes, err != nil, err
+}
+
+// SplitRules converts policy rules to the SelfSubjectRulesReview form.
+func SplitRules(rules []rbacv1.PolicyRule) ([]authorizationv1.ResourceRule, []authorizationv1.NonResourceRule) {
+	var res []authorizationv1.ResourceRule
+	var nonRes []authorizationv1.NonResourceRule
+	for _, r := range rules {
+		if len(r.Resources) > 0 {
+			res = append(res, authorizationv1.ResourceRule{Verbs: r.Verbs, APIGroups: r.APIGroups,
+				Resources: r.Resources, ResourceNames: r.ResourceNames})
+		}
+		if len(r.NonResourceURLs) > 0 {
+			nonRes = append(nonRes, authorizationv1.NonResourceRule{Verbs: r.Verbs, NonResourceURLs: r.NonResourceURLs})
+		}
+	}
+	return res, nonRes
 }
