@@ -36,8 +36,8 @@ var plugins = []registered{
 	// PODSEC
 	{"Priority", true, newPriority},
 	{"DefaultTolerationSeconds", true, newDefaultTolerationSeconds},
-	// MWH
-	// VWH
+	{"MutatingAdmissionWebhook", true, newMutatingWebhook},
+	{"ValidatingAdmissionWebhook", true, newValidatingWebhook},
 	{"ResourceQuota", true, newResourceQuota},
 }
 

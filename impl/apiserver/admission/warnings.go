@@ -1,0 +1,50 @@
+package admission
+
+import (
+	"context"
+	"sync"
+)
+
+// Warnings collects the warnings plugins give one request (PodSecurity's
+// warn level, webhooks' response warnings); the endpoint that serves the
+// request sends them as Warning headers.
+type Warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+type warningsKey struct{}
+
+// WithWarnings returns a context whose plugins' warnings land in the
+// returned Warnings.
+func WithWarnings(ctx context.Context) (context.Context, *Warnings) {
+	w := &Warnings{}
+	return context.WithValue(ctx, warningsKey{}, w), w
+}
+
+// AddWarning records a warning for the request of ctx; without a
+// collector (WithWarnings) it is dropped. Repeated messages are kept once.
+func AddWarning(ctx context.Context, msg string) {
+	w, ok := ctx.Value(warningsKey{}).(*Warnings)
+	if !ok || msg == "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, m := range w.msgs {
+		if m == msg {
+			return
+		}
+	}
+	w.msgs = append(w.msgs, msg)
+}
+
+// List returns the warnings recorded so far, in order.
+func (w *Warnings) List() []string {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.msgs...)
+}

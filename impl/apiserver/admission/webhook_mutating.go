@@ -1,0 +1,162 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var mutatingConfigResource = schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"}
+
+// MutatingWebhook calls the MutatingWebhookConfigurations' webhooks that
+// match a request, one after another in configuration-name order, sending
+// an admission.k8s.io/v1 AdmissionReview over HTTPS to clientConfig.url
+// (verified against clientConfig.caBundle). A JSONPatch response is
+// applied to the object; a refusal ends the request with the webhook's
+// status; a failed call (error, timeout, bad response) ends it with 500
+// unless the failurePolicy is Ignore. Webhooks with reinvocationPolicy
+// IfNeeded are called once more when a later webhook changed the object.
+type MutatingWebhook struct {
+	*webhookDispatcher
+}
+
+func newMutatingWebhook(stores StoreGetter) (any, error) {
+	d, err := newDispatcher(stores, func(s objectStore) func(context.Context) ([]webhook, error) {
+		return func(ctx context.Context) ([]webhook, error) {
+			l := &admissionregistrationv1.MutatingWebhookConfigurationList{}
+			if err := s.list(ctx, "", false, l); err != nil {
+				return nil, err
+			}
+			return mutatingWebhooks(l.Items), nil
+		}
+	}, mutatingConfigResource)
+	if err != nil {
+		return nil, err
+	}
+	return &MutatingWebhook{d}, nil
+}
+
+func mutatingWebhooks(configs []admissionregistrationv1.MutatingWebhookConfiguration) []webhook {
+	sortByName(configs, func(c *admissionregistrationv1.MutatingWebhookConfiguration) string { return c.Name })
+	var out []webhook
+	for _, c := range configs {
+		for _, h := range c.Webhooks {
+			w := toWebhook(c.Name, h.Name, h.ClientConfig, h.Rules, h.FailurePolicy, h.NamespaceSelector, h.ObjectSelector, h.SideEffects, h.TimeoutSeconds)
+			w.reinvoke = h.ReinvocationPolicy != nil && *h.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// Admit implements Mutator.
+func (p *MutatingWebhook) Admit(ctx context.Context, a *Attributes) error {
+	hooks, err := p.matching(ctx, a)
+	if err != nil || len(hooks) == 0 {
+		return err
+	}
+	lastChange := -1
+	calledAt := make([]int, len(hooks))
+	step := 0
+	for i, w := range hooks {
+		changed, err := p.callOne(ctx, w, a)
+		if err != nil {
+			return err
+		}
+		calledAt[i] = step
+		if changed {
+			lastChange = step
+		}
+		step++
+	}
+	// Reinvocation: once, for IfNeeded webhooks called before the last
+	// change by another webhook.
+	for i, w := range hooks {
+		if w.reinvoke && calledAt[i] < lastChange {
+			if _, err := p.callOne(ctx, w, a); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// callOne calls one webhook and applies its patch; changed reports whether
+// the object changed.
+func (p *MutatingWebhook) callOne(ctx context.Context, w webhook, a *Attributes) (bool, error) {
+	rev, err := review(a)
+	if err != nil {
+		return false, err
+	}
+	resp, err := p.call(ctx, w, rev)
+	if err != nil {
+		return false, p.callFailed(w, err)
+	}
+	addResponseWarnings(ctx, resp)
+	if !resp.Allowed {
+		return false, denied(w.name, resp.Result)
+	}
+	if len(resp.Patch) == 0 {
+		return false, nil
+	}
+	if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
+		pt := ""
+		if resp.PatchType != nil {
+			pt = string(*resp.PatchType)
+		}
+		return false, p.callFailed(w, fmt.Errorf("unsupported patch type %q", pt))
+	}
+	if a.Object == nil {
+		return false, p.callFailed(w, errors.New("a patch was returned for a request without an object"))
+	}
+	changed, err := applyJSONPatch(a, rev.Request.Object.Raw, resp.Patch)
+	if err != nil {
+		if apierrors.IsBadRequest(err) {
+			return false, err
+		}
+		return false, p.callFailed(w, err)
+	}
+	return changed, nil
+}
+
+// applyJSONPatch patches the object's JSON and decodes the result back
+// into a.Object in place.
+func applyJSONPatch(a *Attributes, original, patchJSON []byte) (bool, error) {
+	patch, err := jsonpatch.DecodePatch(patchJSON)
+	if err != nil {
+		return false, fmt.Errorf("decoding the webhook's JSON patch: %w", err)
+	}
+	patched, err := patch.Apply(original)
+	if err != nil {
+		return false, apierrors.NewBadRequest(fmt.Sprintf("applying the webhook's JSON patch: %v", err))
+	}
+	if jsonEqual(original, patched) {
+		return false, nil
+	}
+	fresh := reflect.New(reflect.TypeOf(a.Object).Elem()).Interface().(runtime.Object)
+	if err := json.Unmarshal(patched, fresh); err != nil {
+		return false, apierrors.NewBadRequest(fmt.Sprintf("the webhook's patch made an invalid object: %v", err))
+	}
+	if gvk := fresh.GetObjectKind().GroupVersionKind(); gvk != a.Kind {
+		return false, apierrors.NewBadRequest(fmt.Sprintf("the webhook's patch changed the object's kind to %s", gvk))
+	}
+	reflect.ValueOf(a.Object).Elem().Set(reflect.ValueOf(fresh).Elem())
+	return true, nil
+}
+
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}

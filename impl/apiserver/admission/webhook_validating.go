@@ -1,0 +1,81 @@
+package admission
+
+import (
+	"context"
+	"sync"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var validatingConfigResource = schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"}
+
+// ValidatingWebhook calls the ValidatingWebhookConfigurations' webhooks
+// that match a request, all at once (as kube-apiserver does), with the
+// same AdmissionReview, matching and failure policy as MutatingWebhook.
+// Any refusal or failed call under failurePolicy Fail rejects the request;
+// the first in configuration order is reported.
+type ValidatingWebhook struct {
+	*webhookDispatcher
+}
+
+func newValidatingWebhook(stores StoreGetter) (any, error) {
+	d, err := newDispatcher(stores, func(s objectStore) func(context.Context) ([]webhook, error) {
+		return func(ctx context.Context) ([]webhook, error) {
+			l := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
+			if err := s.list(ctx, "", false, l); err != nil {
+				return nil, err
+			}
+			return validatingWebhooks(l.Items), nil
+		}
+	}, validatingConfigResource)
+	if err != nil {
+		return nil, err
+	}
+	return &ValidatingWebhook{d}, nil
+}
+
+func validatingWebhooks(configs []admissionregistrationv1.ValidatingWebhookConfiguration) []webhook {
+	sortByName(configs, func(c *admissionregistrationv1.ValidatingWebhookConfiguration) string { return c.Name })
+	var out []webhook
+	for _, c := range configs {
+		for _, h := range c.Webhooks {
+			out = append(out, toWebhook(c.Name, h.Name, h.ClientConfig, h.Rules, h.FailurePolicy, h.NamespaceSelector, h.ObjectSelector, h.SideEffects, h.TimeoutSeconds))
+		}
+	}
+	return out
+}
+
+// Validate implements Validator.
+func (p *ValidatingWebhook) Validate(ctx context.Context, a *Attributes) error {
+	hooks, err := p.matching(ctx, a)
+	if err != nil || len(hooks) == 0 {
+		return err
+	}
+	rev, err := review(a)
+	if err != nil {
+		return err
+	}
+	errs := make([]error, len(hooks))
+	var wg sync.WaitGroup
+	for i, w := range hooks {
+		wg.Go(func() {
+			resp, err := p.call(ctx, w, rev)
+			if err != nil {
+				errs[i] = p.callFailed(w, err)
+				return
+			}
+			addResponseWarnings(ctx, resp)
+			if !resp.Allowed {
+				errs[i] = denied(w.name, resp.Result)
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
