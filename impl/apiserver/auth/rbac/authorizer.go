@@ -19,6 +19,9 @@
 //	d, reason, err := a.Authorize(ctx, auth.Attributes{...})
 //	res, nonRes, incomplete, err := a.RulesFor(ctx, user, namespace) // auth.RuleResolver
 //
+// NewAggregator(stores) is the clusterrole-aggregation loop that writes
+// aggregated rules into admin/edit/view (run it like the authorizer).
+//
 // RuleAllows and RulesAllow are the pure rule matchers (the Node
 // authorizer uses them for its static rules); NewPolicy builds a decision
 // snapshot from plain objects.
