@@ -290,3 +290,29 @@ func stagesOf(evs []*Event) []Stage {
 	}
 	return out
 }
+
+func TestFailedAuthenticationAudit(t *testing.T) {
+	b := &memBackend{}
+	unauthorized := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+	})
+	h := WithFailedAuthenticationAudit(unauthorized, Config{Policy: policyAt(LevelMetadata), Backend: b})
+	req := httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/ns/secrets/s", nil)
+	req.Header.Set("Authorization", "Bearer not-a-token")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusUnauthorized || len(b.events) != 1 {
+		t.Fatalf("code %d, %d events", rec.Code, len(b.events))
+	}
+	ev := b.events[0]
+	if ev.Stage != StageResponseStarted || ev.ResponseStatus.Code != 401 ||
+		ev.ResponseStatus.Message != "Authentication failed, attempted: token" || ev.User.Username != "" ||
+		ev.ObjectRef.Resource != "secrets" || ev.Verb != "get" {
+		t.Errorf("event %+v status %+v", ev, ev.ResponseStatus)
+	}
+	none := WithFailedAuthenticationAudit(unauthorized, Config{Policy: policyAt(LevelNone), Backend: b})
+	none.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/api", nil))
+	if len(b.events) != 1 {
+		t.Errorf("level None recorded a failed authentication")
+	}
+}

@@ -15,6 +15,9 @@
 //	backend, err := audit.NewFileBackend(path)   // "-" is standard output; Close it on shutdown
 //	h = audit.WithAudit(h, audit.Config{Policy: policy, Backend: backend})
 //
+// WithFailedAuthenticationAudit(unauthorizedHandler, cfg) records the
+// requests authentication rejects (stage ResponseStarted, 401).
+//
 // WithAudit must run after authentication (it reads request.UserFrom and
 // request.InfoFrom). Later filters may enrich the event through the
 // request context: SetImpersonatedUser (impersonation) and AddAnnotation
