@@ -249,3 +249,5 @@ func waitNoPods(t *testing.T, ns string, timeout time.Duration) {
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+var getOpts = metav1.GetOptions{}

@@ -13,7 +13,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"sync"
@@ -64,7 +63,6 @@ func run(m *testing.M) int {
 		fmt.Println("e2e/cri: set-up failed:", err)
 		return 1
 	}
-	slog.SetDefault(env.Logger())
 	var closeOnce sync.Once
 	closeErr := error(nil)
 	teardown := func() { closeOnce.Do(func() { closeErr = env.Close() }) }

@@ -126,6 +126,9 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		return nil, err
 	}
 	e.logger = slog.New(slog.NewTextHandler(lf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// Some components log through slog's default logger: keep the test
+	// output quiet by sending those lines to the log file too.
+	slog.SetDefault(e.logger)
 
 	if err := ensurePackages(ctx, e.logf); err != nil {
 		return nil, err
