@@ -33,7 +33,7 @@ var plugins = []registered{
 	{"ServiceAccount", true, newServiceAccount},
 	{"NodeRestriction", false, newNodeRestriction},
 	{"AlwaysPullImages", false, newAlwaysPullImages},
-	// PODSEC
+	{"PodSecurity", true, newPodSecurity},
 	{"Priority", true, newPriority},
 	{"DefaultTolerationSeconds", true, newDefaultTolerationSeconds},
 	{"MutatingAdmissionWebhook", true, newMutatingWebhook},

@@ -1,0 +1,188 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Namespace labels that choose a namespace's Pod Security Standards.
+const (
+	podSecurityLabelPrefix = "pod-security.kubernetes.io/"
+	podSecurityEnforce     = podSecurityLabelPrefix + "enforce"
+	podSecurityWarn        = podSecurityLabelPrefix + "warn"
+	podSecurityAudit       = podSecurityLabelPrefix + "audit"
+)
+
+// PodSecurity enforces the Pod Security Standards (privileged, baseline,
+// restricted) a namespace chooses with its pod-security.kubernetes.io/enforce
+// and warn labels (each with an optional -version label, "latest" or
+// "v1.N"): a pod that violates the enforce level is refused (403 listing
+// every violation); violations of the warn level, and of either level by
+// a workload's pod template (Deployments, ReplicaSets, StatefulSets,
+// DaemonSets, Jobs, CronJobs, ReplicationControllers, PodTemplates), are
+// returned as warnings. A namespace without labels is privileged. An
+// invalid level or version enforces restricted:latest, as kube-apiserver.
+type PodSecurity struct {
+	Namespaces NamespaceGetter
+	// Exempt users, namespaces and runtime classes are not checked.
+	ExemptUsers, ExemptNamespaces, ExemptRuntimeClasses map[string]bool
+}
+
+func newPodSecurity(stores StoreGetter) (any, error) {
+	s, err := storeFor(stores, nsResource)
+	if err != nil {
+		return nil, err
+	}
+	return &PodSecurity{Namespaces: namespaceGetter(s)}, nil
+}
+
+// podSecurityPolicy is one mode's level and version.
+type podSecurityPolicy struct{ level, version string }
+
+func (p podSecurityPolicy) String() string { return p.level + ":" + p.version }
+
+var podSecurityVersion = regexp.MustCompile(`^v1\.(0|[1-9][0-9]*)$`)
+
+// policyFor reads one mode (enforce, warn, audit) from namespace labels.
+// Unset is privileged:latest; an invalid level or version is
+// restricted:latest.
+func policyFor(labels map[string]string, mode string) podSecurityPolicy {
+	level, hasLevel := labels[mode]
+	version, hasVersion := labels[mode+"-version"]
+	if !hasLevel {
+		level = levelPrivileged
+	}
+	if !hasVersion {
+		version = "latest"
+	}
+	switch level {
+	case levelPrivileged, levelBaseline, levelRestricted:
+	default:
+		return podSecurityPolicy{levelRestricted, "latest"}
+	}
+	if version != "latest" && !podSecurityVersion.MatchString(version) {
+		return podSecurityPolicy{levelRestricted, "latest"}
+	}
+	return podSecurityPolicy{level, version}
+}
+
+// Validate implements Validator.
+func (p *PodSecurity) Validate(ctx context.Context, a *Attributes) error {
+	if (a.Operation != Create && a.Operation != Update) || a.Namespace == "" || a.Object == nil {
+		return nil
+	}
+	meta, spec, isPod := podSpecOf(a)
+	if spec == nil {
+		return nil
+	}
+	if p.ExemptNamespaces[a.Namespace] || (a.User != nil && p.ExemptUsers[a.User.Name]) ||
+		(spec.RuntimeClassName != nil && p.ExemptRuntimeClasses[*spec.RuntimeClassName]) {
+		return nil
+	}
+	if isPod && a.Operation == Update && !significantPodUpdate(a) {
+		return nil
+	}
+	ns, err := p.Namespaces(ctx, a.Namespace, false)
+	if apierrors.IsNotFound(err) {
+		return nil // NamespaceLifecycle answers for missing namespaces
+	}
+	if err != nil {
+		return fmt.Errorf("reading the namespace's pod security labels: %w", err)
+	}
+	enforce, warn := policyFor(ns.Labels, podSecurityEnforce), policyFor(ns.Labels, podSecurityWarn)
+	if v := evaluatePodSecurity(enforce.level, meta, spec); len(v) > 0 {
+		if isPod {
+			return forbidden(a, fmt.Errorf("violates PodSecurity %q: %s", enforce.String(), describeViolations(v)))
+		}
+		AddWarning(ctx, fmt.Sprintf("would violate PodSecurity %q: %s", enforce.String(), describeViolations(v)))
+	}
+	if warn != enforce {
+		if v := evaluatePodSecurity(warn.level, meta, spec); len(v) > 0 {
+			AddWarning(ctx, fmt.Sprintf("would violate PodSecurity %q: %s", warn.String(), describeViolations(v)))
+		}
+	}
+	return nil
+}
+
+func describeViolations(vs []violation) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = v.reason
+		if v.detail != "" {
+			parts[i] += " (" + v.detail + ")"
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// podSpecOf finds the pod spec a write carries: the pod's own (isPod), or
+// a workload's pod template.
+func podSpecOf(a *Attributes) (*podMeta, *corev1.PodSpec, bool) {
+	if a.Resource.GroupResource() == podResource {
+		if a.Subresource != "" && a.Subresource != "ephemeralcontainers" {
+			return nil, nil, false
+		}
+		if pod, ok := a.Object.(*corev1.Pod); ok {
+			return &podMeta{pod.Annotations}, &pod.Spec, true
+		}
+		return nil, nil, false
+	}
+	if a.Subresource != "" {
+		return nil, nil, false
+	}
+	if t := podTemplateOf(a.Object); t != nil {
+		return &podMeta{t.Annotations}, &t.Spec, false
+	}
+	return nil, nil, false
+}
+
+func podTemplateOf(obj runtime.Object) *corev1.PodTemplateSpec {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return &o.Spec.Template
+	case *appsv1.ReplicaSet:
+		return &o.Spec.Template
+	case *appsv1.StatefulSet:
+		return &o.Spec.Template
+	case *appsv1.DaemonSet:
+		return &o.Spec.Template
+	case *batchv1.Job:
+		return &o.Spec.Template
+	case *batchv1.CronJob:
+		return &o.Spec.JobTemplate.Spec.Template
+	case *corev1.ReplicationController:
+		return o.Spec.Template
+	case *corev1.PodTemplate:
+		return &o.Template
+	}
+	return nil
+}
+
+// significantPodUpdate: a pod update is checked again only when it
+// changes the spec or the AppArmor annotations (label, annotation and
+// status changes to running pods are not refused).
+func significantPodUpdate(a *Attributes) bool {
+	pod, _ := a.Object.(*corev1.Pod)
+	old, ok := a.OldObject.(*corev1.Pod)
+	if !ok || pod == nil {
+		return true
+	}
+	if !apiequality.Semantic.DeepEqual(pod.Spec, old.Spec) {
+		return true
+	}
+	for k, v := range pod.Annotations {
+		if strings.HasPrefix(k, appArmorAnnotationPrefix) && old.Annotations[k] != v {
+			return true
+		}
+	}
+	return false
+}

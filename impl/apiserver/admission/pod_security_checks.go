@@ -1,0 +1,636 @@
+package admission
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Pod Security Standards levels.
+const (
+	levelPrivileged = "privileged"
+	levelBaseline   = "baseline"
+	levelRestricted = "restricted"
+)
+
+// violation is one failed check: a short reason and its detail.
+type violation struct{ reason, detail string }
+
+// securityCheck is one Pod Security Standards control.
+type securityCheck struct {
+	level string // the lowest level that enforces it
+	check func(meta *podMeta, spec *corev1.PodSpec) *violation
+}
+
+// podMeta is what checks read of a pod's metadata.
+type podMeta struct{ annotations map[string]string }
+
+// securityChecks are the baseline and restricted controls, in the order
+// their violations are reported.
+var securityChecks = []securityCheck{
+	{levelBaseline, checkHostProcess},
+	{levelBaseline, checkHostNamespaces},
+	{levelBaseline, checkPrivileged},
+	{levelBaseline, checkBaselineCapabilities},
+	{levelBaseline, checkHostPathVolumes},
+	{levelBaseline, checkHostPorts},
+	{levelBaseline, checkAppArmor},
+	{levelBaseline, checkSELinux},
+	{levelBaseline, checkProcMount},
+	{levelBaseline, checkBaselineSeccomp},
+	{levelBaseline, checkSysctls},
+	{levelBaseline, checkProbeHost},
+	{levelRestricted, checkVolumeTypes},
+	{levelRestricted, checkPrivilegeEscalation},
+	{levelRestricted, checkRunAsNonRoot},
+	{levelRestricted, checkRunAsUser},
+	{levelRestricted, checkRestrictedSeccomp},
+	{levelRestricted, checkRestrictedCapabilities},
+}
+
+// evaluatePodSecurity returns spec's violations of level.
+func evaluatePodSecurity(level string, meta *podMeta, spec *corev1.PodSpec) []violation {
+	if level == levelPrivileged {
+		return nil
+	}
+	var out []violation
+	for _, c := range securityChecks {
+		if c.level == levelRestricted && level != levelRestricted {
+			continue
+		}
+		if v := c.check(meta, spec); v != nil {
+			out = append(out, *v)
+		}
+	}
+	return out
+}
+
+// containersOf lists every container's name and common fields.
+func containersOf(spec *corev1.PodSpec) []*corev1.Container {
+	var out []*corev1.Container
+	eachContainer(spec, func(c *corev1.Container, _ *field.Path) { out = append(out, c) })
+	return out
+}
+
+// quoted renders names as `"a", "b"`.
+func quoted(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
+}
+
+// containerNoun is `container "a"` or `containers "a", "b"`.
+func containerNoun(names []string) string {
+	if len(names) == 1 {
+		return "container " + quoted(names)
+	}
+	return "containers " + quoted(names)
+}
+
+func pluralNoun(singular, plural string, names []string) string {
+	if len(names) == 1 {
+		return singular + " " + quoted(names)
+	}
+	return plural + " " + quoted(names)
+}
+
+func badContainers(spec *corev1.PodSpec, bad func(c *corev1.Container) bool) []string {
+	var names []string
+	for _, c := range containersOf(spec) {
+		if bad(c) {
+			names = append(names, c.Name)
+		}
+	}
+	return names
+}
+
+func isWindows(spec *corev1.PodSpec) bool {
+	return spec.OS != nil && spec.OS.Name == corev1.Windows
+}
+
+func checkHostProcess(_ *podMeta, spec *corev1.PodSpec) *violation {
+	podSets := spec.SecurityContext != nil && spec.SecurityContext.WindowsOptions != nil &&
+		spec.SecurityContext.WindowsOptions.HostProcess != nil && *spec.SecurityContext.WindowsOptions.HostProcess
+	names := badContainers(spec, func(c *corev1.Container) bool {
+		sc := c.SecurityContext
+		return sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil && *sc.WindowsOptions.HostProcess
+	})
+	var who []string
+	if podSets {
+		who = append(who, "pod")
+	}
+	if len(names) > 0 {
+		who = append(who, containerNoun(names))
+	}
+	if len(who) == 0 {
+		return nil
+	}
+	return &violation{"hostProcess", strings.Join(who, " and ") + " must not set securityContext.windowsOptions.hostProcess=true"}
+}
+
+func checkHostNamespaces(_ *podMeta, spec *corev1.PodSpec) *violation {
+	var set []string
+	if spec.HostNetwork {
+		set = append(set, "hostNetwork=true")
+	}
+	if spec.HostPID {
+		set = append(set, "hostPID=true")
+	}
+	if spec.HostIPC {
+		set = append(set, "hostIPC=true")
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	return &violation{"host namespaces", strings.Join(set, ", ")}
+}
+
+func checkPrivileged(_ *podMeta, spec *corev1.PodSpec) *violation {
+	names := badContainers(spec, func(c *corev1.Container) bool {
+		return c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged
+	})
+	if len(names) == 0 {
+		return nil
+	}
+	return &violation{"privileged", containerNoun(names) + " must not set securityContext.privileged=true"}
+}
+
+// baselineCapabilities may be added at the baseline level.
+var baselineCapabilities = map[corev1.Capability]bool{
+	"AUDIT_WRITE": true, "CHOWN": true, "DAC_OVERRIDE": true, "FOWNER": true, "FSETID": true, "KILL": true, "MKNOD": true,
+	"NET_BIND_SERVICE": true, "SETFCAP": true, "SETGID": true, "SETPCAP": true, "SETUID": true, "SYS_CHROOT": true,
+}
+
+func capabilitiesAdded(spec *corev1.PodSpec, allowed func(corev1.Capability) bool) ([]string, []string) {
+	var names []string
+	caps := map[string]bool{}
+	for _, c := range containersOf(spec) {
+		if c.SecurityContext == nil || c.SecurityContext.Capabilities == nil {
+			continue
+		}
+		bad := false
+		for _, cp := range c.SecurityContext.Capabilities.Add {
+			if !allowed(cp) {
+				bad = true
+				caps[string(cp)] = true
+			}
+		}
+		if bad {
+			names = append(names, c.Name)
+		}
+	}
+	list := make([]string, 0, len(caps))
+	for cp := range caps {
+		list = append(list, cp)
+	}
+	sort.Strings(list)
+	return names, list
+}
+
+func checkBaselineCapabilities(_ *podMeta, spec *corev1.PodSpec) *violation {
+	names, caps := capabilitiesAdded(spec, func(c corev1.Capability) bool { return baselineCapabilities[c] })
+	if len(names) == 0 {
+		return nil
+	}
+	return &violation{"non-default capabilities", containerNoun(names) + " must not include " + quoted(caps) + " in securityContext.capabilities.add"}
+}
+
+func checkHostPathVolumes(_ *podMeta, spec *corev1.PodSpec) *violation {
+	var names []string
+	for _, v := range spec.Volumes {
+		if v.HostPath != nil {
+			names = append(names, v.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return &violation{"hostPath volumes", pluralNoun("volume", "volumes", names)}
+}
+
+func checkHostPorts(_ *podMeta, spec *corev1.PodSpec) *violation {
+	var names, ports []string
+	for _, c := range containersOf(spec) {
+		bad := false
+		for _, p := range c.Ports {
+			if p.HostPort != 0 {
+				bad = true
+				ports = append(ports, fmt.Sprint(p.HostPort))
+			}
+		}
+		if bad {
+			names = append(names, c.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	noun := "hostPort"
+	if len(ports) > 1 {
+		noun = "hostPorts"
+	}
+	return &violation{"hostPort", containerNoun(names) + " uses " + noun + " " + strings.Join(ports, ", ")}
+}
+
+const appArmorAnnotationPrefix = "container.apparmor.security.beta.kubernetes.io/"
+
+func checkAppArmor(meta *podMeta, spec *corev1.PodSpec) *violation {
+	var bad []string
+	okProfile := func(p *corev1.AppArmorProfile) bool {
+		return p == nil || p.Type == corev1.AppArmorProfileTypeRuntimeDefault || p.Type == corev1.AppArmorProfileTypeLocalhost
+	}
+	if spec.SecurityContext != nil && !okProfile(spec.SecurityContext.AppArmorProfile) {
+		bad = append(bad, fmt.Sprintf("pod must not set securityContext.appArmorProfile.type to %q", spec.SecurityContext.AppArmorProfile.Type))
+	}
+	names := badContainers(spec, func(c *corev1.Container) bool {
+		return c.SecurityContext != nil && !okProfile(c.SecurityContext.AppArmorProfile)
+	})
+	if len(names) > 0 {
+		bad = append(bad, containerNoun(names)+" must not set securityContext.appArmorProfile.type to \"Unconfined\"")
+	}
+	var keys []string
+	for k, v := range meta.annotations {
+		if strings.HasPrefix(k, appArmorAnnotationPrefix) && v != "runtime/default" && !strings.HasPrefix(v, "localhost/") {
+			keys = append(keys, fmt.Sprintf("%s=%q", k, v))
+		}
+	}
+	sort.Strings(keys)
+	if len(keys) > 0 {
+		bad = append(bad, strings.Join(keys, ", "))
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	reason := "forbidden AppArmor profile"
+	if len(bad) > 1 {
+		reason += "s"
+	}
+	return &violation{reason, strings.Join(bad, ", ")}
+}
+
+var allowedSELinuxTypes = map[string]bool{"": true, "container_t": true, "container_init_t": true, "container_kvm_t": true, "container_engine_t": true}
+
+func checkSELinux(_ *podMeta, spec *corev1.PodSpec) *violation {
+	var problems []string
+	seen := map[string]bool{}
+	var who []string
+	check := func(owner string, o *corev1.SELinuxOptions) {
+		if o == nil {
+			return
+		}
+		bad := false
+		if !allowedSELinuxTypes[o.Type] {
+			bad = true
+			if p := fmt.Sprintf("type %q", o.Type); !seen[p] {
+				seen[p] = true
+				problems = append(problems, p)
+			}
+		}
+		if o.User != "" {
+			bad = true
+			if !seen["user"] {
+				seen["user"] = true
+				problems = append(problems, fmt.Sprintf("user %q", o.User))
+			}
+		}
+		if o.Role != "" {
+			bad = true
+			if !seen["role"] {
+				seen["role"] = true
+				problems = append(problems, fmt.Sprintf("role %q", o.Role))
+			}
+		}
+		if bad {
+			who = append(who, owner)
+		}
+	}
+	if spec.SecurityContext != nil {
+		check("pod", spec.SecurityContext.SELinuxOptions)
+	}
+	var names []string
+	for _, c := range containersOf(spec) {
+		if c.SecurityContext != nil {
+			before := len(who)
+			check(c.Name, c.SecurityContext.SELinuxOptions)
+			if len(who) > before {
+				who = who[:before]
+				names = append(names, c.Name)
+			}
+		}
+	}
+	if len(who) == 0 && len(names) == 0 {
+		return nil
+	}
+	var subject []string
+	if len(who) > 0 {
+		subject = append(subject, "pod")
+	}
+	if len(names) > 0 {
+		subject = append(subject, containerNoun(names))
+	}
+	return &violation{"seLinuxOptions", strings.Join(subject, " and ") + " set forbidden securityContext.seLinuxOptions: " + strings.Join(problems, ", ")}
+}
+
+func checkProcMount(_ *podMeta, spec *corev1.PodSpec) *violation {
+	names := badContainers(spec, func(c *corev1.Container) bool {
+		return c.SecurityContext != nil && c.SecurityContext.ProcMount != nil && *c.SecurityContext.ProcMount != corev1.DefaultProcMount
+	})
+	if len(names) == 0 {
+		return nil
+	}
+	return &violation{"procMount", containerNoun(names) + " must not set securityContext.procMount to \"Unmasked\""}
+}
+
+func checkBaselineSeccomp(_ *podMeta, spec *corev1.PodSpec) *violation {
+	var who []string
+	if sc := spec.SecurityContext; sc != nil && sc.SeccompProfile != nil && sc.SeccompProfile.Type == corev1.SeccompProfileTypeUnconfined {
+		who = append(who, "pod")
+	}
+	names := badContainers(spec, func(c *corev1.Container) bool {
+		sc := c.SecurityContext
+		return sc != nil && sc.SeccompProfile != nil && sc.SeccompProfile.Type == corev1.SeccompProfileTypeUnconfined
+	})
+	if len(names) > 0 {
+		who = append(who, containerNoun(names))
+	}
+	if len(who) == 0 {
+		return nil
+	}
+	return &violation{"seccompProfile", strings.Join(who, " and ") + " must not set securityContext.seccompProfile.type to \"Unconfined\""}
+}
+
+// safeSysctls are the namespaced sysctls baseline allows.
+var safeSysctls = map[string]bool{
+	"kernel.shm_rmid_forced": true, "net.ipv4.ip_local_port_range": true, "net.ipv4.ip_unprivileged_port_start": true,
+	"net.ipv4.tcp_syncookies": true, "net.ipv4.ping_group_range": true, "net.ipv4.ip_local_reserved_ports": true,
+	"net.ipv4.tcp_keepalive_time": true, "net.ipv4.tcp_fin_timeout": true, "net.ipv4.tcp_keepalive_intvl": true,
+	"net.ipv4.tcp_keepalive_probes": true, "net.ipv4.tcp_rmem": true, "net.ipv4.tcp_wmem": true,
+}
+
+func checkSysctls(_ *podMeta, spec *corev1.PodSpec) *violation {
+	if spec.SecurityContext == nil {
+		return nil
+	}
+	var bad []string
+	for _, s := range spec.SecurityContext.Sysctls {
+		if !safeSysctls[s.Name] {
+			bad = append(bad, s.Name)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return &violation{"forbidden sysctls", strings.Join(bad, ", ")}
+}
+
+func checkProbeHost(_ *podMeta, spec *corev1.PodSpec) *violation {
+	var names []string
+	hosts := map[string]bool{}
+	for _, c := range containersOf(spec) {
+		bad := false
+		for _, h := range handlerHosts(c) {
+			if h != "" && h != "127.0.0.1" && h != "::1" && h != "localhost" {
+				bad = true
+				hosts[h] = true
+			}
+		}
+		if bad {
+			names = append(names, c.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	list := make([]string, 0, len(hosts))
+	for h := range hosts {
+		list = append(list, h)
+	}
+	sort.Strings(list)
+	return &violation{"probe or lifecycle host", containerNoun(names) + " uses probe or lifecycle hosts " + quoted(list)}
+}
+
+func handlerHosts(c *corev1.Container) []string {
+	var out []string
+	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
+		if p == nil {
+			continue
+		}
+		if p.HTTPGet != nil {
+			out = append(out, p.HTTPGet.Host)
+		}
+		if p.TCPSocket != nil {
+			out = append(out, p.TCPSocket.Host)
+		}
+	}
+	if c.Lifecycle != nil {
+		for _, h := range []*corev1.LifecycleHandler{c.Lifecycle.PostStart, c.Lifecycle.PreStop} {
+			if h == nil {
+				continue
+			}
+			if h.HTTPGet != nil {
+				out = append(out, h.HTTPGet.Host)
+			}
+			if h.TCPSocket != nil {
+				out = append(out, h.TCPSocket.Host)
+			}
+		}
+	}
+	return out
+}
+
+// restrictedVolumeType names the type of a volume restricted forbids, or "".
+func restrictedVolumeType(v *corev1.Volume) string {
+	s := v.VolumeSource
+	switch {
+	case s.ConfigMap != nil, s.CSI != nil, s.DownwardAPI != nil, s.EmptyDir != nil, s.Ephemeral != nil,
+		s.PersistentVolumeClaim != nil, s.Projected != nil, s.Secret != nil:
+		return ""
+	case s.HostPath != nil:
+		return "hostPath"
+	case s.GCEPersistentDisk != nil:
+		return "gcePersistentDisk"
+	case s.AWSElasticBlockStore != nil:
+		return "awsElasticBlockStore"
+	case s.GitRepo != nil:
+		return "gitRepo"
+	case s.NFS != nil:
+		return "nfs"
+	case s.ISCSI != nil:
+		return "iscsi"
+	case s.Glusterfs != nil:
+		return "glusterfs"
+	case s.RBD != nil:
+		return "rbd"
+	case s.FlexVolume != nil:
+		return "flexVolume"
+	case s.Cinder != nil:
+		return "cinder"
+	case s.CephFS != nil:
+		return "cephfs"
+	case s.Flocker != nil:
+		return "flocker"
+	case s.FC != nil:
+		return "fc"
+	case s.AzureFile != nil:
+		return "azureFile"
+	case s.VsphereVolume != nil:
+		return "vsphereVolume"
+	case s.Quobyte != nil:
+		return "quobyte"
+	case s.AzureDisk != nil:
+		return "azureDisk"
+	case s.PhotonPersistentDisk != nil:
+		return "photonPersistentDisk"
+	case s.PortworxVolume != nil:
+		return "portworxVolume"
+	case s.ScaleIO != nil:
+		return "scaleIO"
+	case s.StorageOS != nil:
+		return "storageos"
+	case s.Image != nil:
+		return "image"
+	}
+	return "unknown"
+}
+
+func checkVolumeTypes(_ *podMeta, spec *corev1.PodSpec) *violation {
+	var names []string
+	types := map[string]bool{}
+	for i := range spec.Volumes {
+		if t := restrictedVolumeType(&spec.Volumes[i]); t != "" {
+			names = append(names, spec.Volumes[i].Name)
+			types[t] = true
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	list := make([]string, 0, len(types))
+	for t := range types {
+		list = append(list, t)
+	}
+	sort.Strings(list)
+	noun := "type"
+	if len(list) > 1 {
+		noun = "types"
+	}
+	return &violation{"restricted volume types", pluralNoun("volume", "volumes", names) + " uses restricted volume " + noun + " " + quoted(list)}
+}
+
+func checkPrivilegeEscalation(_ *podMeta, spec *corev1.PodSpec) *violation {
+	if isWindows(spec) {
+		return nil
+	}
+	names := badContainers(spec, func(c *corev1.Container) bool {
+		return c.SecurityContext == nil || c.SecurityContext.AllowPrivilegeEscalation == nil || *c.SecurityContext.AllowPrivilegeEscalation
+	})
+	if len(names) == 0 {
+		return nil
+	}
+	return &violation{"allowPrivilegeEscalation != false", containerNoun(names) + " must set securityContext.allowPrivilegeEscalation=false"}
+}
+
+func checkRunAsNonRoot(_ *podMeta, spec *corev1.PodSpec) *violation {
+	podNonRoot := spec.SecurityContext != nil && spec.SecurityContext.RunAsNonRoot != nil
+	if podNonRoot && !*spec.SecurityContext.RunAsNonRoot {
+		return &violation{"runAsNonRoot != true", "pod must not set securityContext.runAsNonRoot=false"}
+	}
+	var explicitFalse, unset []string
+	for _, c := range containersOf(spec) {
+		sc := c.SecurityContext
+		switch {
+		case sc != nil && sc.RunAsNonRoot != nil && !*sc.RunAsNonRoot:
+			explicitFalse = append(explicitFalse, c.Name)
+		case (sc == nil || sc.RunAsNonRoot == nil) && !podNonRoot:
+			unset = append(unset, c.Name)
+		}
+	}
+	switch {
+	case len(explicitFalse) > 0:
+		return &violation{"runAsNonRoot != true", containerNoun(explicitFalse) + " must not set securityContext.runAsNonRoot=false"}
+	case len(unset) > 0:
+		return &violation{"runAsNonRoot != true", "pod or " + containerNoun(unset) + " must set securityContext.runAsNonRoot=true"}
+	}
+	return nil
+}
+
+func checkRunAsUser(_ *podMeta, spec *corev1.PodSpec) *violation {
+	var who []string
+	if sc := spec.SecurityContext; sc != nil && sc.RunAsUser != nil && *sc.RunAsUser == 0 {
+		who = append(who, "pod")
+	}
+	names := badContainers(spec, func(c *corev1.Container) bool {
+		return c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil && *c.SecurityContext.RunAsUser == 0
+	})
+	if len(names) > 0 {
+		who = append(who, containerNoun(names))
+	}
+	if len(who) == 0 {
+		return nil
+	}
+	return &violation{"runAsUser=0", strings.Join(who, " and ") + " must not set runAsUser=0"}
+}
+
+func checkRestrictedSeccomp(_ *podMeta, spec *corev1.PodSpec) *violation {
+	if isWindows(spec) {
+		return nil
+	}
+	ok := func(p *corev1.SeccompProfile) bool {
+		return p.Type == corev1.SeccompProfileTypeRuntimeDefault || p.Type == corev1.SeccompProfileTypeLocalhost
+	}
+	podSet := spec.SecurityContext != nil && spec.SecurityContext.SeccompProfile != nil
+	if podSet && !ok(spec.SecurityContext.SeccompProfile) {
+		return &violation{"seccompProfile", fmt.Sprintf("pod must not set securityContext.seccompProfile.type to %q", spec.SecurityContext.SeccompProfile.Type)}
+	}
+	var wrong, unset []string
+	for _, c := range containersOf(spec) {
+		sc := c.SecurityContext
+		switch {
+		case sc != nil && sc.SeccompProfile != nil && !ok(sc.SeccompProfile):
+			wrong = append(wrong, c.Name)
+		case (sc == nil || sc.SeccompProfile == nil) && !podSet:
+			unset = append(unset, c.Name)
+		}
+	}
+	switch {
+	case len(wrong) > 0:
+		return &violation{"seccompProfile", containerNoun(wrong) + " must not set securityContext.seccompProfile.type to \"Unconfined\""}
+	case len(unset) > 0:
+		return &violation{"seccompProfile", "pod or " + containerNoun(unset) + " must set securityContext.seccompProfile.type to \"RuntimeDefault\" or \"Localhost\""}
+	}
+	return nil
+}
+
+func checkRestrictedCapabilities(_ *podMeta, spec *corev1.PodSpec) *violation {
+	if isWindows(spec) {
+		return nil
+	}
+	noDropAll := badContainers(spec, func(c *corev1.Container) bool {
+		if c.SecurityContext == nil || c.SecurityContext.Capabilities == nil {
+			return true
+		}
+		for _, d := range c.SecurityContext.Capabilities.Drop {
+			if d == "ALL" {
+				return false
+			}
+		}
+		return true
+	})
+	added, caps := capabilitiesAdded(spec, func(c corev1.Capability) bool { return c == "NET_BIND_SERVICE" })
+	var parts []string
+	if len(noDropAll) > 0 {
+		parts = append(parts, containerNoun(noDropAll)+` must set securityContext.capabilities.drop=["ALL"]`)
+	}
+	if len(added) > 0 {
+		parts = append(parts, containerNoun(added)+" must not include "+quoted(caps)+" in securityContext.capabilities.add")
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return &violation{"unrestricted capabilities", strings.Join(parts, "; ")}
+}

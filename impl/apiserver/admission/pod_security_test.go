@@ -1,0 +1,172 @@
+package admission
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// restrictedPod passes every restricted check.
+func restrictedPod() *corev1.Pod {
+	pod := newPod("p")
+	pod.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr(true),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+	pod.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: ptr(false),
+		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
+	return pod
+}
+
+func TestPodSecurityChecks(t *testing.T) {
+	tests := []struct {
+		name       string
+		mutate     func(p *corev1.Pod)
+		baseline   string // "" means allowed
+		restricted string
+	}{
+		{"compliant", func(*corev1.Pod) {}, "", ""},
+		{"hostNetwork and hostPID", func(p *corev1.Pod) { p.Spec.HostNetwork, p.Spec.HostPID = true, true },
+			"host namespaces (hostNetwork=true, hostPID=true)", "host namespaces (hostNetwork=true, hostPID=true)"},
+		{"privileged", func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext.Privileged = ptr(true) },
+			`privileged (container "c" must not set securityContext.privileged=true)`, "privileged"},
+		{"hostProcess", func(p *corev1.Pod) {
+			p.Spec.SecurityContext.WindowsOptions = &corev1.WindowsSecurityContextOptions{HostProcess: ptr(true)}
+		}, "hostProcess (pod must not set securityContext.windowsOptions.hostProcess=true)", "hostProcess"},
+		{"SYS_ADMIN", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"SYS_ADMIN"}
+		}, `non-default capabilities (container "c" must not include "SYS_ADMIN" in securityContext.capabilities.add)`,
+			`unrestricted capabilities (container "c" must not include "SYS_ADMIN" in securityContext.capabilities.add)`},
+		{"CHOWN allowed by baseline only", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"CHOWN"}
+		}, "", `unrestricted capabilities (container "c" must not include "CHOWN" in securityContext.capabilities.add)`},
+		{"hostPath", func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+		}, `hostPath volumes (volume "h")`, `restricted volume types (volume "h" uses restricted volume type "hostPath")`},
+		{"hostPort", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}}
+		},
+			`hostPort (container "c" uses hostPort 8080)`, "hostPort"},
+		{"AppArmor unconfined", func(p *corev1.Pod) {
+			p.Spec.SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
+		}, `forbidden AppArmor profile (pod must not set securityContext.appArmorProfile.type to "Unconfined")`, "AppArmor"},
+		{"SELinux type", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext.SELinuxOptions = &corev1.SELinuxOptions{Type: "spc_t"}
+		}, `seLinuxOptions (container "c" set forbidden securityContext.seLinuxOptions: type "spc_t")`, "seLinuxOptions"},
+		{"procMount", func(p *corev1.Pod) {
+			um := corev1.UnmaskedProcMount
+			p.Spec.Containers[0].SecurityContext.ProcMount = &um
+		}, `procMount (container "c" must not set securityContext.procMount to "Unmasked")`, "procMount"},
+		{"seccomp unconfined", func(p *corev1.Pod) { p.Spec.SecurityContext.SeccompProfile.Type = corev1.SeccompProfileTypeUnconfined },
+			`seccompProfile (pod must not set securityContext.seccompProfile.type to "Unconfined")`, "seccompProfile"},
+		{"unsafe sysctl", func(p *corev1.Pod) {
+			p.Spec.SecurityContext.Sysctls = []corev1.Sysctl{{Name: "kernel.msgmax", Value: "1"}, {Name: "net.ipv4.tcp_syncookies", Value: "1"}}
+		}, "forbidden sysctls (kernel.msgmax)", "forbidden sysctls"},
+		{"allowPrivilegeEscalation unset", func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = nil },
+			"", `allowPrivilegeEscalation != false (container "c" must set securityContext.allowPrivilegeEscalation=false)`},
+		{"runAsNonRoot unset", func(p *corev1.Pod) { p.Spec.SecurityContext.RunAsNonRoot = nil },
+			"", `runAsNonRoot != true (pod or container "c" must set securityContext.runAsNonRoot=true)`},
+		{"runAsUser 0", func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext.RunAsUser = ptr(int64(0)) },
+			"", `runAsUser=0 (container "c" must not set runAsUser=0)`},
+		{"seccomp unset", func(p *corev1.Pod) { p.Spec.SecurityContext.SeccompProfile = nil },
+			"", `seccompProfile (pod or container "c" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")`},
+		{"capabilities not dropped", func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext.Capabilities = nil },
+			"", `unrestricted capabilities (container "c" must set securityContext.capabilities.drop=["ALL"])`},
+		{"emptyDir and projected allowed", func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "e", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "t", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}}}
+		}, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := restrictedPod()
+			tt.mutate(pod)
+			for level, want := range map[string]string{levelBaseline: tt.baseline, levelRestricted: tt.restricted} {
+				got := describeViolations(evaluatePodSecurity(level, &podMeta{pod.Annotations}, &pod.Spec))
+				if (want == "") != (got == "") || !strings.Contains(got, want) {
+					t.Errorf("%s: got %q, want %q", level, got, want)
+				}
+			}
+			if v := evaluatePodSecurity(levelPrivileged, &podMeta{}, &pod.Spec); len(v) != 0 {
+				t.Errorf("privileged refused %v", v)
+			}
+		})
+	}
+}
+
+func podSecurity(labels map[string]string) *PodSecurity {
+	return &PodSecurity{Namespaces: func(_ context.Context, name string, _ bool) (*corev1.Namespace, error) {
+		if name != "ns" {
+			return nil, apierrors.NewNotFound(nsResource, name)
+		}
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, nil
+	}}
+}
+
+func TestPodSecurityNamespaceLabels(t *testing.T) {
+	privilegedPod := newPod("p")
+	privilegedPod.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr(true)}
+	plain := newPod("p")
+	tests := []struct {
+		name     string
+		labels   map[string]string
+		pod      *corev1.Pod
+		wantErr  string
+		wantWarn string
+	}{
+		{"no labels: privileged", nil, privilegedPod, "", ""},
+		{"enforce baseline", map[string]string{podSecurityEnforce: "baseline"}, privilegedPod,
+			`pods "p" is forbidden: violates PodSecurity "baseline:latest": privileged (container "c" must not set securityContext.privileged=true)`, ""},
+		{"enforce with version", map[string]string{podSecurityEnforce: "baseline", podSecurityEnforce + "-version": "v1.30"}, privilegedPod,
+			`violates PodSecurity "baseline:v1.30"`, ""},
+		{"warn restricted, enforce baseline", map[string]string{podSecurityEnforce: "baseline", podSecurityWarn: "restricted"}, plain,
+			"", `would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false`},
+		{"invalid level enforces restricted", map[string]string{podSecurityEnforce: "strict"}, plain,
+			`violates PodSecurity "restricted:latest"`, ""},
+		{"audit alone enforces nothing", map[string]string{podSecurityAudit: "restricted"}, privilegedPod, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, warnings := WithWarnings(context.Background())
+			wantForbidden(t, podSecurity(tt.labels).Validate(ctx, podCreate(tt.pod.DeepCopy())), tt.wantErr)
+			w := strings.Join(warnings.List(), "\n")
+			if (tt.wantWarn == "") != (w == "") || !strings.Contains(w, tt.wantWarn) {
+				t.Fatalf("warnings %q, want %q", w, tt.wantWarn)
+			}
+		})
+	}
+}
+
+func TestPodSecurityWorkloadsWarnOnly(t *testing.T) {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "ns"}}
+	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "x", SecurityContext: &corev1.SecurityContext{Privileged: ptr(true)}}}
+	a := &Attributes{Operation: Create, Resource: appsv1.SchemeGroupVersion.WithResource("deployments"), Namespace: "ns", Name: "d", Object: d}
+	ctx, warnings := WithWarnings(context.Background())
+	if err := podSecurity(map[string]string{podSecurityEnforce: "baseline"}).Validate(ctx, a); err != nil {
+		t.Fatalf("a workload is warned about, not refused: %v", err)
+	}
+	if w := warnings.List(); len(w) != 1 || !strings.HasPrefix(w[0], `would violate PodSecurity "baseline:latest": privileged`) {
+		t.Fatalf("warnings %q", w)
+	}
+}
+
+func TestPodSecurityUpdates(t *testing.T) {
+	p := podSecurity(map[string]string{podSecurityEnforce: "baseline"})
+	old := newPod("p")
+	old.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr(true)}
+	// A label change to a pod that predates the label is not refused.
+	relabel := old.DeepCopy()
+	relabel.Labels = map[string]string{"x": "y"}
+	a := podCreate(relabel)
+	a.Operation, a.OldObject = Update, old
+	wantForbidden(t, p.Validate(context.Background(), a), "")
+	// A spec change is checked.
+	changed := old.DeepCopy()
+	changed.Spec.Containers[0].Image = "x:2"
+	a = podCreate(changed)
+	a.Operation, a.OldObject = Update, old
+	wantForbidden(t, p.Validate(context.Background(), a), "violates PodSecurity")
+}
