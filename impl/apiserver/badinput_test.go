@@ -58,7 +58,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown path", "GET", "/frob", nil, nil, 404, metav1.StatusReasonNotFound, ""},
 		{"unknown subresource", "GET", cms + "/a/frob", nil, nil, 404, metav1.StatusReasonNotFound, ""},
 		{"method not allowed", "POST", cms + "/a", []byte(`{}`), nil, 405, metav1.StatusReasonMethodNotAllowed, ""},
-		{"apply patch", "PATCH", cms + "/a", []byte(`{}`), []string{"Content-Type", "application/apply-patch+yaml"}, 415, metav1.StatusReasonUnsupportedMediaType, ""},
+		{"apply patch without fieldManager", "PATCH", cms + "/a", []byte(`{}`), []string{"Content-Type", "application/apply-patch+yaml"}, 422, metav1.StatusReasonInvalid, "fieldManager: Required value"},
 		{"bad json patch", "PATCH", cms + "/a", []byte(`{"op":"add"}`), []string{"Content-Type", "application/json-patch+json"}, 400, metav1.StatusReasonBadRequest, ""},
 		{"bad merge patch", "PATCH", cms + "/a", []byte(`{"data":`), []string{"Content-Type", "application/merge-patch+json"}, 400, metav1.StatusReasonBadRequest, ""},
 		{"patch changes kind", "PATCH", cms + "/a", []byte(`{"kind":"Secret"}`), []string{"Content-Type", "application/merge-patch+json"}, 400, metav1.StatusReasonBadRequest, ""},

@@ -41,6 +41,8 @@ func events(now func() time.Time) *resource.Resource {
 		New:      func() runtime.Object { return &corev1.Event{} },
 		NewList:  func() runtime.Object { return &corev1.EventList{} },
 		Strategy: newStrategy(k, now),
+
+		AllowCreateOnUpdate: true, // as in Kubernetes
 	}
 }
 

@@ -47,6 +47,8 @@ func eventsV1(now func() time.Time) *resource.Resource {
 		New:      func() runtime.Object { return &eventsv1.Event{} },
 		NewList:  func() runtime.Object { return &eventsv1.EventList{} },
 		Strategy: newStrategy(k, now),
+
+		AllowCreateOnUpdate: true, // as in Kubernetes
 		// One store for both event APIs, as upstream: what the scheduler
 		// records through events.k8s.io is what `kubectl describe` reads
 		// through core/v1, and the other way round.

@@ -37,6 +37,8 @@ func leases(now func() time.Time) *resource.Resource {
 		New:      func() runtime.Object { return &coordinationv1.Lease{} },
 		NewList:  func() runtime.Object { return &coordinationv1.LeaseList{} },
 		Strategy: newStrategy(k, now),
+
+		AllowCreateOnUpdate: true, // as in Kubernetes
 	}
 }
 

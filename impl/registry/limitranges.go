@@ -25,6 +25,8 @@ func limitRanges(now func() time.Time) *resource.Resource {
 		New:      func() runtime.Object { return &corev1.LimitRange{} },
 		NewList:  func() runtime.Object { return &corev1.LimitRangeList{} },
 		Strategy: newStrategy(k, now),
+
+		AllowCreateOnUpdate: true, // as in Kubernetes
 	}
 }
 

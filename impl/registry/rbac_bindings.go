@@ -37,6 +37,8 @@ func roleBindings(now func() time.Time) *resource.Resource {
 		New:      func() runtime.Object { return &rbacv1.RoleBinding{} },
 		NewList:  func() runtime.Object { return &rbacv1.RoleBindingList{} },
 		Strategy: newStrategy(k, now),
+
+		AllowCreateOnUpdate: true, // as in Kubernetes
 	}
 }
 
@@ -64,6 +66,8 @@ func clusterRoleBindings(now func() time.Time) *resource.Resource {
 		New:      func() runtime.Object { return &rbacv1.ClusterRoleBinding{} },
 		NewList:  func() runtime.Object { return &rbacv1.ClusterRoleBindingList{} },
 		Strategy: newStrategy(k, now),
+
+		AllowCreateOnUpdate: true, // as in Kubernetes
 	}
 }
 

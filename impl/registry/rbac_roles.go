@@ -31,6 +31,8 @@ func roles(now func() time.Time) *resource.Resource {
 		New:      func() runtime.Object { return &rbacv1.Role{} },
 		NewList:  func() runtime.Object { return &rbacv1.RoleList{} },
 		Strategy: newStrategy(k, now),
+
+		AllowCreateOnUpdate: true, // as in Kubernetes
 	}
 }
 
@@ -47,6 +49,8 @@ func clusterRoles(now func() time.Time) *resource.Resource {
 		New:      func() runtime.Object { return &rbacv1.ClusterRole{} },
 		NewList:  func() runtime.Object { return &rbacv1.ClusterRoleList{} },
 		Strategy: newStrategy(k, now),
+
+		AllowCreateOnUpdate: true, // as in Kubernetes
 	}
 }
 

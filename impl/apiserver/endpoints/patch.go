@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
+	"github.com/kubeproof/kubeproof/impl/apiserver/fieldmanager"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
@@ -38,21 +39,29 @@ func limitJSONPatchCopies() {
 	})
 }
 
-var patchTypes = []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType)}
+// patchTypes are the patch media types served, in the order errors list
+// them. CBOR apply patches are behind a feature gate in Kubernetes, off by
+// default; they are not served.
+var patchTypes = []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType), string(types.ApplyYAMLPatchType)}
 
 func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.Info, m mode) error {
 	mt, _ := codec.ParseMediaType(r.Header.Get("Content-Type"))
 	pt := types.PatchType(mt.Full())
 	switch pt {
-	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
-	case types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
-		return unsupportedMedia(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s (server-side apply is not implemented)", joinTypes()))
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType:
 	default:
 		return unsupportedMedia(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", joinTypes()))
 	}
 	wo, target, body, err := h.readWrite(w, r, "PatchOptions")
 	if err != nil {
 		return err
+	}
+	params, err := parseManagerParams(r, "PatchOptions", pt)
+	if err != nil {
+		return err
+	}
+	if pt == types.ApplyYAMLPatchType {
+		return h.apply(w, r, info, m, wo, target, body, params)
 	}
 	var ops jsonpatch.Patch
 	if pt == types.JSONPatchType {
@@ -72,7 +81,7 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 	}
 
 	var warnings []string
-	transform := func(old runtime.Object) (runtime.Object, error) {
+	var transform transformFunc = func(old runtime.Object) (runtime.Object, error) {
 		var cur runtime.Object
 		want := h.gvk
 		if m == modeScale {
@@ -124,7 +133,11 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 		}
 		return obj, nil
 	}
-	out, err := h.updateObject(r.Context(), info, m, transform, wo.dryRun)
+	transform, err = h.tracked(m, fieldmanager.ManagerName(params.fieldManager, r.UserAgent()), transform)
+	if err != nil {
+		return err
+	}
+	out, _, err := h.updateObject(r.Context(), info, m, transform, wo.dryRun, false)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/apiserver/fieldmanager"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
@@ -97,6 +98,10 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request, info *request.I
 	if err != nil {
 		return err
 	}
+	params, err := parseManagerParams(r, "UpdateOptions", "")
+	if err != nil {
+		return err
+	}
 	var transform transformFunc
 	var warnings []string
 	switch m {
@@ -144,7 +149,11 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request, info *request.I
 		}
 		transform = func(runtime.Object) (runtime.Object, error) { return obj.DeepCopyObject(), nil }
 	}
-	out, err := h.updateObject(r.Context(), info, m, transform, wo.dryRun)
+	if transform, err = h.tracked(m, fieldmanager.ManagerName(params.fieldManager, r.UserAgent()), transform); err != nil {
+		return err
+	}
+	createIfMissing := m == modeMain && h.res.AllowCreateOnUpdate
+	out, created, err := h.updateObject(r.Context(), info, m, transform, wo.dryRun, createIfMissing)
 	if err != nil {
 		return err
 	}
@@ -153,8 +162,17 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request, info *request.I
 		return err
 	}
 	addWarnings(w, warnings)
-	writeRaw(w, target, http.StatusOK, resp)
+	writeRaw(w, target, writeCode(created), resp)
 	return nil
+}
+
+// writeCode is the status of a successful update or patch: 201 when it
+// created the object.
+func writeCode(created bool) int {
+	if created {
+		return http.StatusCreated
+	}
+	return http.StatusOK
 }
 
 // applyScale sets the replicas a Scale asks for on a copy of old.
@@ -173,11 +191,50 @@ func (h *Handler) applyScale(old runtime.Object, scale *autoscalingv1.Scale) (ru
 	return h.res.Scale.SetReplicas(old.DeepCopyObject(), scale.Spec.Replicas)
 }
 
+// createAttempts bounds how often a write that creates a missing object
+// (createIfMissing) goes back to updating because another client created
+// the object first.
+const createAttempts = 3
+
 // updateObject runs an update through the stored object's compare-and-swap
 // loop (STORE-3): transform, then the update checks, admission and
 // validation on every attempt. An update that leaves a deleted object with
-// no finalizers removes it. dryRun runs everything but the write.
-func (h *Handler) updateObject(ctx context.Context, info *request.Info, m mode, transform transformFunc, dryRun bool) (runtime.Object, error) {
+// no finalizers removes it. dryRun runs everything but the write. When the
+// object does not exist and createIfMissing, transform's result on an
+// empty object is created instead (created is then true).
+func (h *Handler) updateObject(ctx context.Context, info *request.Info, m mode, transform transformFunc, dryRun, createIfMissing bool) (out runtime.Object, created bool, err error) {
+	for attempt := 1; ; attempt++ {
+		out, err = h.updateExisting(ctx, info, m, transform, dryRun)
+		if !createIfMissing || !storage.IsNotFound(err) {
+			return out, false, toStatus(err, h.gr, info.Name)
+		}
+		obj, err := transform(h.res.New())
+		if err != nil {
+			return nil, false, err
+		}
+		if nm := accessor(obj).GetName(); nm != info.Name {
+			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", nm, info.Name))
+		}
+		accessor(obj).SetResourceVersion("")
+		out, err = h.createTracked(ctx, info, obj, dryRun)
+		if apierrors.IsAlreadyExists(err) && attempt < createAttempts {
+			continue // created meanwhile: update it
+		}
+		return out, err == nil, err
+	}
+}
+
+// toStatus is ToStatusError, keeping nil nil.
+func toStatus(err error, gr schema.GroupResource, name string) error {
+	if err == nil {
+		return nil
+	}
+	return ToStatusError(err, gr, name)
+}
+
+// updateExisting is updateObject for an object that exists; a missing one
+// is storage's not-found error.
+func (h *Handler) updateExisting(ctx context.Context, info *request.Info, m mode, transform transformFunc, dryRun bool) (runtime.Object, error) {
 	key, err := h.objectKey(info.Namespace, info.Name)
 	if err != nil {
 		return nil, err
@@ -204,14 +261,14 @@ func (h *Handler) updateObject(ctx context.Context, info *request.Info, m mode, 
 	if dryRun {
 		cur := h.res.New()
 		if err := h.store.Get(ctx, key, storage.GetOptions{}, cur); err != nil {
-			return nil, ToStatusError(err, h.gr, info.Name)
+			return nil, err
 		}
 		obj, err := try(cur)
 		if errors.Is(err, errDeleteDuringUpdate) {
 			return toDelete, nil
 		}
 		if err != nil {
-			return nil, ToStatusError(err, h.gr, info.Name)
+			return nil, err
 		}
 		return obj, nil
 	}
@@ -220,12 +277,12 @@ func (h *Handler) updateObject(ctx context.Context, info *request.Info, m mode, 
 	if errors.Is(err, errDeleteDuringUpdate) {
 		pre := &storage.Preconditions{UID: &deleteUID, ResourceVersion: &deleteRV}
 		if err := h.store.Delete(ctx, key, h.res.New(), pre, nil); err != nil && !storage.IsNotFound(err) {
-			return nil, ToStatusError(err, h.gr, info.Name)
+			return nil, err
 		}
 		return toDelete, nil
 	}
 	if err != nil {
-		return nil, ToStatusError(err, h.gr, info.Name)
+		return nil, err
 	}
 	return out, nil
 }
@@ -288,7 +345,6 @@ func (h *Handler) prepareUpdate(ctx context.Context, info *request.Info, m mode,
 		nm.SetDeletionGracePeriodSeconds(om.GetDeletionGracePeriodSeconds())
 	}
 	nm.SetSelfLink("")
-	nm.SetManagedFields(nil)
 	errs := metavalidation.ValidateObjectMetaAccessorUpdate(nm, om, field.NewPath("metadata"))
 	switch m {
 	case modeStatus:

@@ -51,6 +51,11 @@ type Resource struct {
 	Scale ScaleAccessor
 	// GracefulDelete, if not nil, decides the grace period of deletions (pods).
 	GracefulDelete GracefulDeleter
+	// AllowCreateOnUpdate makes an update (PUT) of a missing object create
+	// it. Kubernetes allows it for a few kinds only (events, leases, limit
+	// ranges, the RBAC kinds); the others answer 404. Server-side apply
+	// creates missing objects of every kind.
+	AllowCreateOnUpdate bool
 	// SharedStorage, if not nil, makes this resource a second view of
 	// another resource's stored objects (events.k8s.io/v1 events are
 	// core/v1 events), converted on the way in and out.

@@ -1,0 +1,190 @@
+package endpoints
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
+	"github.com/kubeproof/kubeproof/impl/apiserver/fieldmanager"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+	"github.com/kubeproof/kubeproof/impl/storage"
+)
+
+// Server-side apply and managed fields: every update and patch records its
+// manager in metadata.managedFields (operation Update), an apply patch
+// (application/apply-patch+yaml) merges the applied configuration with
+// structured-merge-diff and records it as operation Apply. Package
+// fieldmanager does the field bookkeeping; this file connects it to the
+// write paths.
+
+// fieldManager returns the field manager of the endpoint m writes through.
+func (h *Handler) fieldManager(m mode) (*fieldmanager.Manager, error) {
+	cfg := fieldmanager.Config{
+		TypeConverter: fieldmanager.TypeConverterFor(h.res),
+		Scheme:        h.opts.Codecs.Scheme,
+		Kind:          h.gvk,
+		Default:       h.res.Strategy.Default,
+	}
+	switch m {
+	case modeMain:
+		if h.res.Status != nil {
+			cfg.ResetFields = []string{"status"}
+		}
+	case modeStatus:
+		cfg.Subresource = "status"
+		cfg.ResetFields = []string{"spec"}
+	case modeScale:
+		cfg.Subresource = "scale"
+	case modeFinalize:
+		cfg.Subresource = "finalize"
+	}
+	return fieldmanager.New(cfg)
+}
+
+// managerParams are the field-manager query parameters of a write.
+type managerParams struct {
+	fieldManager string
+	force        *bool
+}
+
+// parseManagerParams reads fieldManager and force and validates them as
+// kube-apiserver validates Create/Update/PatchOptions (a 422 naming the
+// options kind). patchType is "" for anything but a patch.
+func parseManagerParams(r *http.Request, optionsKind string, patchType types.PatchType) (managerParams, error) {
+	q := r.URL.Query()
+	p := managerParams{fieldManager: q.Get("fieldManager")}
+	if v, ok := q["force"]; ok && len(v) > 0 && optionsKind == "PatchOptions" {
+		force, err := strconv.ParseBool(v[0])
+		if err != nil {
+			return managerParams{}, apierrors.NewBadRequest(fmt.Sprintf("invalid value for force: %q: %v", v[0], err))
+		}
+		p.force = &force
+	}
+	var errs field.ErrorList
+	if optionsKind == "PatchOptions" {
+		errs = metav1validation.ValidatePatchOptions(&metav1.PatchOptions{FieldManager: p.fieldManager, Force: p.force}, patchType)
+	} else {
+		errs = metav1validation.ValidateFieldManager(p.fieldManager, field.NewPath("fieldManager"))
+	}
+	if len(errs) > 0 {
+		return managerParams{}, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: optionsKind}, "", errs)
+	}
+	return p, nil
+}
+
+// tracked wraps a non-apply transform so that its result records manager
+// as the manager of what it changed. The result is defaulted first, as
+// kube-apiserver's objects are when decoded, so that defaulted fields do not
+// read as changes.
+func (h *Handler) tracked(m mode, manager string, transform transformFunc) (transformFunc, error) {
+	fm, err := h.fieldManager(m)
+	if err != nil {
+		return nil, err
+	}
+	return func(old runtime.Object) (runtime.Object, error) {
+		obj, err := transform(old)
+		if err != nil {
+			return nil, err
+		}
+		if m != modeFinalize {
+			h.res.Strategy.Default(obj)
+		}
+		return fm.Update(old, obj, manager), nil
+	}, nil
+}
+
+// createTracked creates obj for a write of a missing object (an apply, or
+// an update of a kind that allows create on update): POST's create path
+// (defaulting, create admission, validation), with obj's managed fields,
+// computed for this write, kept on the stored object.
+func (h *Handler) createTracked(ctx context.Context, info *request.Info, obj runtime.Object, dryRun bool) (runtime.Object, error) {
+	m := accessor(obj)
+	if h.res.Namespaced {
+		switch m.GetNamespace() {
+		case "":
+			m.SetNamespace(info.Namespace)
+		case info.Namespace:
+		default:
+			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+	}
+	managed := m.GetManagedFields()
+	withFields := *h
+	withFields.store = managedFieldsStore{Interface: h.store, managed: managed}
+	out, err := withFields.CreateObject(ctx, info, obj, dryRun)
+	if err != nil {
+		return nil, err
+	}
+	if dryRun {
+		accessor(out).SetManagedFields(managed)
+	}
+	return out, nil
+}
+
+// managedFieldsStore writes the given managed fields on the objects it
+// creates (CreateObject clears what a POST body says about them).
+type managedFieldsStore struct {
+	storage.Interface
+	managed []metav1.ManagedFieldsEntry
+}
+
+func (s managedFieldsStore) Create(ctx context.Context, key string, obj, out runtime.Object) error {
+	accessor(obj).SetManagedFields(s.managed)
+	return s.Interface.Create(ctx, key, obj, out)
+}
+
+// apply serves a server-side apply patch: the body is the manager's applied
+// configuration (YAML or JSON); it is merged into the stored object, or
+// creates it when there is none (201). Conflicts with other managers are a
+// 409 unless force.
+func (h *Handler) apply(w http.ResponseWriter, r *http.Request, info *request.Info, m mode, wo writeOptions, target codec.Target, body []byte, params managerParams) error {
+	if m == modeScale {
+		return unsupportedMedia("server-side apply of the scale subresource is not supported; use a merge or strategic merge patch")
+	}
+	if len(body) == 0 {
+		return apierrors.NewBadRequest("the body of the request was empty")
+	}
+	var warnings []string
+	if wo.fieldValidation != metav1.FieldValidationIgnore {
+		if err := fieldmanager.ValidateApplyYAML(body); err != nil {
+			if wo.fieldValidation == metav1.FieldValidationStrict {
+				return apierrors.NewBadRequest(fmt.Sprintf("error strict decoding YAML: %v", err))
+			}
+			warnings = append(warnings, err.Error())
+		}
+	}
+	fm, err := h.fieldManager(m)
+	if err != nil {
+		return err
+	}
+	force := params.force != nil && *params.force
+	transform := func(old runtime.Object) (runtime.Object, error) {
+		obj, err := fm.Apply(old, body, params.fieldManager, force)
+		if err != nil {
+			return nil, err
+		}
+		fieldmanager.KeepTimesIfUnchanged(old, obj)
+		return obj, nil
+	}
+	out, created, err := h.updateObject(r.Context(), info, m, transform, wo.dryRun, m == modeMain)
+	if err != nil {
+		return err
+	}
+	resp, err := h.subresourceView(m, out)
+	if err != nil {
+		return err
+	}
+	addWarnings(w, warnings)
+	writeRaw(w, target, writeCode(created), resp)
+	return nil
+}

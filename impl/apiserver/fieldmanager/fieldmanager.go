@@ -1,0 +1,150 @@
+// Package fieldmanager keeps metadata.managedFields, the record of which
+// manager owns which fields of an object, and merges server-side apply
+// requests, as kube-apiserver does. The field ownership and merge logic is
+// apimachinery's (k8s.io/apimachinery/pkg/util/managedfields, on
+// structured-merge-diff); this package supplies what it needs from the API
+// server: the structured-merge-diff types of each kind (built from the same
+// OpenAPI schemas the server publishes), the scheme that converts between
+// typed and unstructured objects, and the kind's defaulting.
+//
+// A write through the main endpoint or a subresource records an entry with
+// operation Update for its manager (the fieldManager query parameter, else
+// the client's user agent up to its first "/"); an apply records one with
+// operation Apply. An apply that touches fields another manager owns is a
+// 409 Conflict listing them, unless forced, which transfers ownership.
+// Fields an applier stops applying are removed when no one else owns them.
+package fieldmanager
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/yaml"
+)
+
+// Config describes the objects one endpoint writes.
+type Config struct {
+	// TypeConverter knows the structured-merge-diff type of Kind.
+	TypeConverter managedfields.TypeConverter
+	// Scheme converts between typed and unstructured objects of Kind.
+	Scheme *runtime.Scheme
+	// Kind of the objects (their served and stored version).
+	Kind schema.GroupVersionKind
+	// Default fills unset fields the way the kind's strategy does; apply
+	// runs it on the merged object.
+	Default func(runtime.Object)
+	// Subresource is "" for the main endpoint, else e.g. "status", "scale";
+	// entries record it.
+	Subresource string
+	// ResetFields are top-level fields the endpoint does not change (status
+	// through the main endpoint, spec through /status): no manager of this
+	// endpoint comes to own them.
+	ResetFields []string
+}
+
+// Manager updates the managed fields of one endpoint's writes.
+type Manager struct {
+	fm   *managedfields.FieldManager
+	kind schema.GroupVersionKind
+}
+
+// New builds the manager of cfg.
+func New(cfg Config) (*Manager, error) {
+	var reset map[fieldpath.APIVersion]fieldpath.Filter
+	if len(cfg.ResetFields) > 0 {
+		set := fieldpath.NewSet()
+		for _, f := range cfg.ResetFields {
+			set.Insert(fieldpath.MakePathOrDie(f))
+		}
+		reset = map[fieldpath.APIVersion]fieldpath.Filter{
+			fieldpath.APIVersion(cfg.Kind.GroupVersion().String()): fieldpath.NewExcludeSetFilter(set),
+		}
+	}
+	fm, err := managedfields.NewDefaultFieldManager(cfg.TypeConverter, cfg.Scheme, defaulter(cfg.Default), cfg.Scheme,
+		cfg.Kind, cfg.Kind.GroupVersion(), cfg.Subresource, reset)
+	if err != nil {
+		return nil, fmt.Errorf("field manager for %s: %w", cfg.Kind, err)
+	}
+	return &Manager{fm: fm, kind: cfg.Kind}, nil
+}
+
+// defaulter adapts a strategy's Default to runtime.ObjectDefaulter.
+type defaulter func(runtime.Object)
+
+func (d defaulter) Default(obj runtime.Object) {
+	if d != nil {
+		d(obj)
+	}
+}
+
+// Update records that manager changed live into obj (operation Update) and
+// returns obj with its managedFields set. A live object that exists but has
+// no managed fields stays untracked, as in Kubernetes. Managed fields the
+// client sent in obj replace the recorded ones (through the main endpoint
+// only); an empty list resets them. It never fails the write: if the
+// fields cannot be computed the live object's are kept.
+func (m *Manager) Update(live, obj runtime.Object, manager string) runtime.Object {
+	return m.fm.UpdateNoErrors(live, obj, manager)
+}
+
+// Apply merges the applied configuration patch (YAML or JSON) into live for
+// manager and returns the new object with its managedFields set. live is
+// an empty object (no uid) when the apply creates. A conflict with other
+// managers is a 409 listing them unless force; a malformed configuration
+// is a 400.
+func (m *Manager) Apply(live runtime.Object, patch []byte, manager string, force bool) (runtime.Object, error) {
+	applied := &unstructured.Unstructured{Object: map[string]any{}}
+	if err := yaml.Unmarshal(patch, &applied.Object); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+	}
+	if applied.Object == nil {
+		return nil, apierrors.NewBadRequest("error decoding YAML: the applied configuration is not an object")
+	}
+	out, err := m.fm.Apply(live, applied, manager, force)
+	if err != nil {
+		if _, ok := err.(apierrors.APIStatus); ok {
+			return nil, err
+		}
+		// What is left is the configuration not fitting the kind's
+		// schema (an unknown field, a wrong type, a duplicate key).
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	return out, nil
+}
+
+// ValidateApplyYAML reports duplicate fields in an applied configuration
+// (what fieldValidation Strict rejects and Warn reports); nil when there
+// are none.
+func ValidateApplyYAML(patch []byte) error {
+	return yaml.UnmarshalStrict(patch, &map[string]any{})
+}
+
+// ManagerName is the manager a write is recorded under: the fieldManager
+// parameter, else the user agent's product (what precedes its first "/"),
+// printable characters only, at most 128 bytes.
+func ManagerName(fieldManager, userAgent string) string {
+	if fieldManager != "" {
+		return fieldManager
+	}
+	product, _, _ := strings.Cut(userAgent, "/")
+	var b strings.Builder
+	for _, r := range product {
+		if !unicode.IsPrint(r) {
+			continue
+		}
+		if b.Len()+utf8.RuneLen(r) > metav1validation.FieldManagerMaxLength {
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
