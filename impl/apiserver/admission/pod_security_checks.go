@@ -79,7 +79,7 @@ func containersOf(spec *corev1.PodSpec) []*corev1.Container {
 func quoted(names []string) string {
 	q := make([]string, len(names))
 	for i, n := range names {
-		q[i] = fmt.Sprintf("%q", n)
+		q[i] = `"` + n + `"`
 	}
 	return strings.Join(q, ", ")
 }
@@ -214,13 +214,14 @@ func checkHostPathVolumes(_ *podMeta, spec *corev1.PodSpec) *violation {
 }
 
 func checkHostPorts(_ *podMeta, spec *corev1.PodSpec) *violation {
-	var names, ports []string
+	var names []string
+	ports := map[int32]bool{}
 	for _, c := range containersOf(spec) {
 		bad := false
 		for _, p := range c.Ports {
 			if p.HostPort != 0 {
 				bad = true
-				ports = append(ports, fmt.Sprint(p.HostPort))
+				ports[p.HostPort] = true
 			}
 		}
 		if bad {
@@ -230,110 +231,93 @@ func checkHostPorts(_ *podMeta, spec *corev1.PodSpec) *violation {
 	if len(names) == 0 {
 		return nil
 	}
-	noun := "hostPort"
-	if len(ports) > 1 {
-		noun = "hostPorts"
+	list := make([]int, 0, len(ports))
+	for p := range ports {
+		list = append(list, int(p))
 	}
-	return &violation{"hostPort", containerNoun(names) + " uses " + noun + " " + strings.Join(ports, ", ")}
+	sort.Ints(list)
+	strs := make([]string, len(list))
+	for i, p := range list {
+		strs[i] = fmt.Sprint(p)
+	}
+	return &violation{"hostPort", containerNoun(names) + " " + pluralize("uses", "use", len(names)) + " " +
+		pluralize("hostPort", "hostPorts", len(list)) + " " + strings.Join(strs, ", ")}
 }
-
-const appArmorAnnotationPrefix = "container.apparmor.security.beta.kubernetes.io/"
 
 func checkAppArmor(meta *podMeta, spec *corev1.PodSpec) *violation {
-	var bad []string
-	okProfile := func(p *corev1.AppArmorProfile) bool {
-		return p == nil || p.Type == corev1.AppArmorProfileTypeRuntimeDefault || p.Type == corev1.AppArmorProfileTypeLocalhost
+	badType := func(p *corev1.AppArmorProfile) bool {
+		return p != nil && p.Type != corev1.AppArmorProfileTypeRuntimeDefault && p.Type != corev1.AppArmorProfileTypeLocalhost
 	}
-	if spec.SecurityContext != nil && !okProfile(spec.SecurityContext.AppArmorProfile) {
-		bad = append(bad, fmt.Sprintf("pod must not set securityContext.appArmorProfile.type to %q", spec.SecurityContext.AppArmorProfile.Type))
+	types := map[string]bool{}
+	podBad := spec.SecurityContext != nil && badType(spec.SecurityContext.AppArmorProfile)
+	if podBad {
+		types[string(spec.SecurityContext.AppArmorProfile.Type)] = true
 	}
 	names := badContainers(spec, func(c *corev1.Container) bool {
-		return c.SecurityContext != nil && !okProfile(c.SecurityContext.AppArmorProfile)
+		if c.SecurityContext != nil && badType(c.SecurityContext.AppArmorProfile) {
+			types[string(c.SecurityContext.AppArmorProfile.Type)] = true
+			return true
+		}
+		return false
 	})
-	if len(names) > 0 {
-		bad = append(bad, containerNoun(names)+" must not set securityContext.appArmorProfile.type to \"Unconfined\"")
-	}
-	var keys []string
+	var annotations []string
 	for k, v := range meta.annotations {
-		if strings.HasPrefix(k, appArmorAnnotationPrefix) && v != "runtime/default" && !strings.HasPrefix(v, "localhost/") {
-			keys = append(keys, fmt.Sprintf("%s=%q", k, v))
+		if strings.HasPrefix(k, appArmorAnnotationPrefix) && v != "" && v != "runtime/default" && !strings.HasPrefix(v, "localhost/") {
+			annotations = append(annotations, fmt.Sprintf("%s=%q", k, v))
 		}
 	}
-	sort.Strings(keys)
-	if len(keys) > 0 {
-		bad = append(bad, strings.Join(keys, ", "))
+	setters := settersOf(podBad, names)
+	if len(annotations) > 0 {
+		setters = append(setters, pluralize("annotation", "annotations", len(annotations)))
 	}
-	if len(bad) == 0 {
+	if len(setters) == 0 {
 		return nil
 	}
-	reason := "forbidden AppArmor profile"
-	if len(bad) > 1 {
-		reason += "s"
-	}
-	return &violation{reason, strings.Join(bad, ", ")}
+	values := sortedKeys(types)
+	sort.Strings(annotations)
+	values = append(values, annotations...)
+	return &violation{pluralize("forbidden AppArmor profile", "forbidden AppArmor profiles", len(values)),
+		strings.Join(setters, " and ") + " must not set AppArmor profile type to " + quoted(values)}
 }
 
-var allowedSELinuxTypes = map[string]bool{"": true, "container_t": true, "container_init_t": true, "container_kvm_t": true, "container_engine_t": true}
-
 func checkSELinux(_ *podMeta, spec *corev1.PodSpec) *violation {
-	var problems []string
-	seen := map[string]bool{}
-	var who []string
-	check := func(owner string, o *corev1.SELinuxOptions) {
+	types := map[string]bool{}
+	var user, role bool
+	bad := func(o *corev1.SELinuxOptions) bool {
 		if o == nil {
-			return
+			return false
 		}
-		bad := false
+		b := false
 		if !allowedSELinuxTypes[o.Type] {
-			bad = true
-			if p := fmt.Sprintf("type %q", o.Type); !seen[p] {
-				seen[p] = true
-				problems = append(problems, p)
-			}
+			types[o.Type], b = true, true
 		}
 		if o.User != "" {
-			bad = true
-			if !seen["user"] {
-				seen["user"] = true
-				problems = append(problems, fmt.Sprintf("user %q", o.User))
-			}
+			user, b = true, true
 		}
 		if o.Role != "" {
-			bad = true
-			if !seen["role"] {
-				seen["role"] = true
-				problems = append(problems, fmt.Sprintf("role %q", o.Role))
-			}
+			role, b = true, true
 		}
-		if bad {
-			who = append(who, owner)
-		}
+		return b
 	}
-	if spec.SecurityContext != nil {
-		check("pod", spec.SecurityContext.SELinuxOptions)
-	}
-	var names []string
-	for _, c := range containersOf(spec) {
-		if c.SecurityContext != nil {
-			before := len(who)
-			check(c.Name, c.SecurityContext.SELinuxOptions)
-			if len(who) > before {
-				who = who[:before]
-				names = append(names, c.Name)
-			}
-		}
-	}
-	if len(who) == 0 && len(names) == 0 {
+	podBad := spec.SecurityContext != nil && bad(spec.SecurityContext.SELinuxOptions)
+	names := badContainers(spec, func(c *corev1.Container) bool {
+		return c.SecurityContext != nil && bad(c.SecurityContext.SELinuxOptions)
+	})
+	setters := settersOf(podBad, names)
+	if len(setters) == 0 {
 		return nil
 	}
-	var subject []string
-	if len(who) > 0 {
-		subject = append(subject, "pod")
+	var problems []string
+	if len(types) > 0 {
+		problems = append(problems, pluralize("type", "types", len(types))+" "+quoted(sortedKeys(types)))
 	}
-	if len(names) > 0 {
-		subject = append(subject, containerNoun(names))
+	if user {
+		problems = append(problems, "user may not be set")
 	}
-	return &violation{"seLinuxOptions", strings.Join(subject, " and ") + " set forbidden securityContext.seLinuxOptions: " + strings.Join(problems, ", ")}
+	if role {
+		problems = append(problems, "role may not be set")
+	}
+	return &violation{"seLinuxOptions", strings.Join(setters, " and ") + " set forbidden securityContext.seLinuxOptions: " + strings.Join(problems, "; ")}
 }
 
 func checkProcMount(_ *podMeta, spec *corev1.PodSpec) *violation {
@@ -389,29 +373,21 @@ func checkSysctls(_ *podMeta, spec *corev1.PodSpec) *violation {
 }
 
 func checkProbeHost(_ *podMeta, spec *corev1.PodSpec) *violation {
-	var names []string
 	hosts := map[string]bool{}
+	names := map[string]bool{}
 	for _, c := range containersOf(spec) {
-		bad := false
 		for _, h := range handlerHosts(c) {
-			if h != "" && h != "127.0.0.1" && h != "::1" && h != "localhost" {
-				bad = true
+			if h != "" {
 				hosts[h] = true
+				names[c.Name] = true
 			}
-		}
-		if bad {
-			names = append(names, c.Name)
 		}
 	}
 	if len(names) == 0 {
 		return nil
 	}
-	list := make([]string, 0, len(hosts))
-	for h := range hosts {
-		list = append(list, h)
-	}
-	sort.Strings(list)
-	return &violation{"probe or lifecycle host", containerNoun(names) + " uses probe or lifecycle hosts " + quoted(list)}
+	return &violation{"probe or lifecycle host", containerNoun(sortedKeys(names)) + " " + pluralize("uses", "use", len(names)) + " " +
+		pluralize("probe or lifecycle host", "probe or lifecycle hosts", len(hosts)) + " " + quoted(sortedKeys(hosts))}
 }
 
 func handlerHosts(c *corev1.Container) []string {
@@ -448,7 +424,7 @@ func restrictedVolumeType(v *corev1.Volume) string {
 	s := v.VolumeSource
 	switch {
 	case s.ConfigMap != nil, s.CSI != nil, s.DownwardAPI != nil, s.EmptyDir != nil, s.Ephemeral != nil,
-		s.PersistentVolumeClaim != nil, s.Projected != nil, s.Secret != nil:
+		s.PersistentVolumeClaim != nil, s.Projected != nil, s.Secret != nil, s.Image != nil:
 		return ""
 	case s.HostPath != nil:
 		return "hostPath"
@@ -492,8 +468,6 @@ func restrictedVolumeType(v *corev1.Volume) string {
 		return "scaleIO"
 	case s.StorageOS != nil:
 		return "storageos"
-	case s.Image != nil:
-		return "image"
 	}
 	return "unknown"
 }
@@ -510,16 +484,8 @@ func checkVolumeTypes(_ *podMeta, spec *corev1.PodSpec) *violation {
 	if len(names) == 0 {
 		return nil
 	}
-	list := make([]string, 0, len(types))
-	for t := range types {
-		list = append(list, t)
-	}
-	sort.Strings(list)
-	noun := "type"
-	if len(list) > 1 {
-		noun = "types"
-	}
-	return &violation{"restricted volume types", pluralNoun("volume", "volumes", names) + " uses restricted volume " + noun + " " + quoted(list)}
+	return &violation{"restricted volume types", pluralNoun("volume", "volumes", names) + " " + pluralize("uses", "use", len(names)) +
+		" restricted volume " + pluralize("type", "types", len(types)) + " " + quoted(sortedKeys(types))}
 }
 
 func checkPrivilegeEscalation(_ *podMeta, spec *corev1.PodSpec) *violation {
@@ -536,72 +502,84 @@ func checkPrivilegeEscalation(_ *podMeta, spec *corev1.PodSpec) *violation {
 }
 
 func checkRunAsNonRoot(_ *podMeta, spec *corev1.PodSpec) *violation {
-	podNonRoot := spec.SecurityContext != nil && spec.SecurityContext.RunAsNonRoot != nil
-	if podNonRoot && !*spec.SecurityContext.RunAsNonRoot {
-		return &violation{"runAsNonRoot != true", "pod must not set securityContext.runAsNonRoot=false"}
+	if userNamespaced(spec) {
+		return nil
+	}
+	podFalse, podTrue := false, false
+	if sc := spec.SecurityContext; sc != nil && sc.RunAsNonRoot != nil {
+		podFalse, podTrue = !*sc.RunAsNonRoot, *sc.RunAsNonRoot
 	}
 	var explicitFalse, unset []string
 	for _, c := range containersOf(spec) {
 		sc := c.SecurityContext
 		switch {
-		case sc != nil && sc.RunAsNonRoot != nil && !*sc.RunAsNonRoot:
-			explicitFalse = append(explicitFalse, c.Name)
-		case (sc == nil || sc.RunAsNonRoot == nil) && !podNonRoot:
+		case sc != nil && sc.RunAsNonRoot != nil:
+			if !*sc.RunAsNonRoot {
+				explicitFalse = append(explicitFalse, c.Name)
+			}
+		case !podTrue:
 			unset = append(unset, c.Name)
 		}
 	}
-	switch {
-	case len(explicitFalse) > 0:
-		return &violation{"runAsNonRoot != true", containerNoun(explicitFalse) + " must not set securityContext.runAsNonRoot=false"}
-	case len(unset) > 0:
+	if setters := settersOf(podFalse, explicitFalse); len(setters) > 0 {
+		return &violation{"runAsNonRoot != true", strings.Join(setters, " and ") + " must not set securityContext.runAsNonRoot=false"}
+	}
+	if len(unset) > 0 {
 		return &violation{"runAsNonRoot != true", "pod or " + containerNoun(unset) + " must set securityContext.runAsNonRoot=true"}
 	}
 	return nil
 }
 
 func checkRunAsUser(_ *podMeta, spec *corev1.PodSpec) *violation {
-	var who []string
-	if sc := spec.SecurityContext; sc != nil && sc.RunAsUser != nil && *sc.RunAsUser == 0 {
-		who = append(who, "pod")
+	if userNamespaced(spec) {
+		return nil
 	}
+	podBad := spec.SecurityContext != nil && spec.SecurityContext.RunAsUser != nil && *spec.SecurityContext.RunAsUser == 0
 	names := badContainers(spec, func(c *corev1.Container) bool {
 		return c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil && *c.SecurityContext.RunAsUser == 0
 	})
-	if len(names) > 0 {
-		who = append(who, containerNoun(names))
-	}
-	if len(who) == 0 {
+	setters := settersOf(podBad, names)
+	if len(setters) == 0 {
 		return nil
 	}
-	return &violation{"runAsUser=0", strings.Join(who, " and ") + " must not set runAsUser=0"}
+	return &violation{"runAsUser=0", strings.Join(setters, " and ") + " must not set runAsUser=0"}
 }
 
 func checkRestrictedSeccomp(_ *podMeta, spec *corev1.PodSpec) *violation {
 	if isWindows(spec) {
 		return nil
 	}
-	ok := func(p *corev1.SeccompProfile) bool {
+	valid := func(p *corev1.SeccompProfile) bool {
 		return p.Type == corev1.SeccompProfileTypeRuntimeDefault || p.Type == corev1.SeccompProfileTypeLocalhost
 	}
-	podSet := spec.SecurityContext != nil && spec.SecurityContext.SeccompProfile != nil
-	if podSet && !ok(spec.SecurityContext.SeccompProfile) {
-		return &violation{"seccompProfile", fmt.Sprintf("pod must not set securityContext.seccompProfile.type to %q", spec.SecurityContext.SeccompProfile.Type)}
+	values := map[string]bool{}
+	podBad, podSet := false, false
+	if sc := spec.SecurityContext; sc != nil && sc.SeccompProfile != nil {
+		if valid(sc.SeccompProfile) {
+			podSet = true
+		} else {
+			podBad = true
+			values[string(sc.SeccompProfile.Type)] = true
+		}
 	}
 	var wrong, unset []string
 	for _, c := range containersOf(spec) {
 		sc := c.SecurityContext
 		switch {
-		case sc != nil && sc.SeccompProfile != nil && !ok(sc.SeccompProfile):
-			wrong = append(wrong, c.Name)
-		case (sc == nil || sc.SeccompProfile == nil) && !podSet:
+		case sc != nil && sc.SeccompProfile != nil:
+			if !valid(sc.SeccompProfile) {
+				wrong = append(wrong, c.Name)
+				values[string(sc.SeccompProfile.Type)] = true
+			}
+		case !podSet:
 			unset = append(unset, c.Name)
 		}
 	}
-	switch {
-	case len(wrong) > 0:
-		return &violation{"seccompProfile", containerNoun(wrong) + " must not set securityContext.seccompProfile.type to \"Unconfined\""}
-	case len(unset) > 0:
-		return &violation{"seccompProfile", "pod or " + containerNoun(unset) + " must set securityContext.seccompProfile.type to \"RuntimeDefault\" or \"Localhost\""}
+	if setters := settersOf(podBad, wrong); len(setters) > 0 {
+		return &violation{"seccompProfile", strings.Join(setters, " and ") + " must not set securityContext.seccompProfile.type to " + quoted(sortedKeys(values))}
+	}
+	if len(unset) > 0 {
+		return &violation{"seccompProfile", "pod or " + containerNoun(unset) + ` must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost"`}
 	}
 	return nil
 }
@@ -634,3 +612,42 @@ func checkRestrictedCapabilities(_ *podMeta, spec *corev1.PodSpec) *violation {
 	}
 	return &violation{"unrestricted capabilities", strings.Join(parts, "; ")}
 }
+
+// settersOf names who set a forbidden value: "pod", `container "a"`,
+// `containers "a", "b"`.
+func settersOf(pod bool, containers []string) []string {
+	var out []string
+	if pod {
+		out = append(out, "pod")
+	}
+	if len(containers) > 0 {
+		out = append(out, containerNoun(containers))
+	}
+	return out
+}
+
+func pluralize(singular, plural string, n int) string {
+	if n == 1 {
+		return singular
+	}
+	return plural
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// userNamespaced pods (hostUsers: false) run as root only inside their own
+// user namespace, so the runAsNonRoot and runAsUser controls do not apply.
+func userNamespaced(spec *corev1.PodSpec) bool {
+	return spec.HostUsers != nil && !*spec.HostUsers
+}
+
+const appArmorAnnotationPrefix = "container.apparmor.security.beta.kubernetes.io/"
+
+var allowedSELinuxTypes = map[string]bool{"": true, "container_t": true, "container_init_t": true, "container_kvm_t": true, "container_engine_t": true}

@@ -52,7 +52,7 @@ func TestPodSecurityChecks(t *testing.T) {
 			`hostPort (container "c" uses hostPort 8080)`, "hostPort"},
 		{"AppArmor unconfined", func(p *corev1.Pod) {
 			p.Spec.SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
-		}, `forbidden AppArmor profile (pod must not set securityContext.appArmorProfile.type to "Unconfined")`, "AppArmor"},
+		}, `forbidden AppArmor profile (pod must not set AppArmor profile type to "Unconfined")`, "AppArmor"},
 		{"SELinux type", func(p *corev1.Pod) {
 			p.Spec.Containers[0].SecurityContext.SELinuxOptions = &corev1.SELinuxOptions{Type: "spc_t"}
 		}, `seLinuxOptions (container "c" set forbidden securityContext.seLinuxOptions: type "spc_t")`, "seLinuxOptions"},
@@ -75,6 +75,30 @@ func TestPodSecurityChecks(t *testing.T) {
 			"", `seccompProfile (pod or container "c" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")`},
 		{"capabilities not dropped", func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext.Capabilities = nil },
 			"", `unrestricted capabilities (container "c" must set securityContext.capabilities.drop=["ALL"])`},
+		{"several host ports", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 20}, {ContainerPort: 81, HostPort: 10}}
+			p.Spec.InitContainers = []corev1.Container{{Name: "i", Image: "x", SecurityContext: p.Spec.Containers[0].SecurityContext,
+				Ports: []corev1.ContainerPort{{ContainerPort: 80, HostPort: 10}}}}
+		}, `hostPort (containers "i", "c" use hostPorts 10, 20)`, "hostPort"},
+		{"SELinux on pod and container", func(p *corev1.Pod) {
+			p.Spec.SecurityContext.SELinuxOptions = &corev1.SELinuxOptions{Type: "foo", User: "u"}
+			p.Spec.Containers[0].SecurityContext.SELinuxOptions = &corev1.SELinuxOptions{Type: "bar", Role: "r"}
+		}, `seLinuxOptions (pod and container "c" set forbidden securityContext.seLinuxOptions: types "bar", "foo"; user may not be set; role may not be set)`, "seLinuxOptions"},
+		{"probe host", func(p *corev1.Pod) {
+			p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Host: "10.0.0.1"}}}
+		}, `probe or lifecycle host (container "c" uses probe or lifecycle host "10.0.0.1")`, "probe or lifecycle host"},
+		{"AppArmor annotation", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{appArmorAnnotationPrefix + "c": "unconfined"}
+		}, `forbidden AppArmor profile (annotation must not set AppArmor profile type to "container.apparmor.security.beta.kubernetes.io/c="unconfined"")`, "AppArmor"},
+		{"user namespace relaxes runAsUser", func(p *corev1.Pod) {
+			p.Spec.HostUsers = ptr(false)
+			p.Spec.SecurityContext.RunAsNonRoot = nil
+			p.Spec.Containers[0].SecurityContext.RunAsUser = ptr(int64(0))
+		}, "", ""},
+		{"runAsNonRoot false on pod and container", func(p *corev1.Pod) {
+			p.Spec.SecurityContext.RunAsNonRoot = ptr(false)
+			p.Spec.Containers[0].SecurityContext.RunAsNonRoot = ptr(false)
+		}, "", `runAsNonRoot != true (pod and container "c" must not set securityContext.runAsNonRoot=false)`},
 		{"emptyDir and projected allowed", func(p *corev1.Pod) {
 			p.Spec.Volumes = []corev1.Volume{{Name: "e", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 				{Name: "t", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}}}

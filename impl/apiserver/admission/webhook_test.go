@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
+	"io"
+	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -34,7 +36,7 @@ type hookServer struct {
 
 func newHookServer(t *testing.T, decide func(path string, r *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse) *hookServer {
 	h := &hookServer{decide: decide}
-	h.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rev := &admissionv1.AdmissionReview{}
 		if err := json.NewDecoder(r.Body).Decode(rev); err != nil || rev.Request == nil {
 			http.Error(w, "bad review", http.StatusBadRequest)
@@ -57,6 +59,9 @@ func newHookServer(t *testing.T, decide func(path string, r *admissionv1.Admissi
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(out)
 	}))
+	// The unknown-CA case makes the server log a failed handshake.
+	h.Config.ErrorLog = log.New(io.Discard, "", 0)
+	h.StartTLS()
 	t.Cleanup(h.Close)
 	return h
 }
