@@ -2,62 +2,100 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // NodeRestriction limits what a kubelet (user system:node:<name> in group
-// system:nodes) may write to its own node's objects: its Node (no changes
-// to taints after registration, no labels under node-restriction.kubernetes.io/
-// or other kubernetes.io/k8s.io labels not reserved for kubelets), its
-// Lease in kube-node-lease, the status of pods bound to it, deleting and
-// evicting pods bound to it, and creating only mirror pods bound to it
-// that reference no service account, secret, configmap or volume claim.
+// system:nodes) may write to its own node's objects, as kube-apiserver's
+// plugin: its Node (no configSource, no changes to taints after
+// registration, no labels under node-restriction.kubernetes.io/ or other
+// kubernetes.io / k8s.io labels kubelets do not own), its Lease in
+// kube-node-lease, the status of pods bound to it (labels unchanged),
+// deleting and evicting pods bound to it, creating only mirror pods bound
+// to it and owned by its Node that reference no service account, secret,
+// configmap or volume claim, and service account tokens bound to its pods.
 // The Node authorizer decides reads; this plugin checks the objects.
-type NodeRestriction struct{}
+type NodeRestriction struct {
+	GetNode func(ctx context.Context, name string) (*corev1.Node, error)
+	GetPod  func(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+}
 
-func newNodeRestriction(StoreGetter) (any, error) { return NodeRestriction{}, nil }
+func newNodeRestriction(stores StoreGetter) (any, error) {
+	nodes, err := storeFor(stores, nodeResource)
+	if err != nil {
+		return nil, err
+	}
+	pods, err := storeFor(stores, podResource)
+	if err != nil {
+		return nil, err
+	}
+	return &NodeRestriction{
+		GetNode: func(ctx context.Context, name string) (*corev1.Node, error) {
+			n := &corev1.Node{}
+			return n, nodes.get(ctx, "", name, false, n)
+		},
+		GetPod: func(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+			p := &corev1.Pod{}
+			return p, pods.get(ctx, namespace, name, false, p)
+		},
+	}, nil
+}
 
 const nodeUserPrefix = "system:node:"
 
 var leaseResource = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
 
-// nodeOfUser is the node a kubelet's identity names, or "".
-func nodeOfUser(a *Attributes) string {
+// nodeOfUser is the node a kubelet's identity names; isNode is false for
+// every other user.
+func nodeOfUser(a *Attributes) (name string, isNode bool) {
 	if a.User == nil || !strings.HasPrefix(a.User.Name, nodeUserPrefix) {
-		return ""
+		return "", false
 	}
 	for _, g := range a.User.Groups {
 		if g == "system:nodes" {
-			return strings.TrimPrefix(a.User.Name, nodeUserPrefix)
+			return strings.TrimPrefix(a.User.Name, nodeUserPrefix), true
 		}
 	}
-	return ""
+	return "", false
 }
 
 // Validate implements Validator.
-func (NodeRestriction) Validate(_ context.Context, a *Attributes) error {
-	node := nodeOfUser(a)
-	if node == "" {
+func (p *NodeRestriction) Validate(ctx context.Context, a *Attributes) error {
+	node, isNode := nodeOfUser(a)
+	if !isNode {
 		return nil
+	}
+	if node == "" {
+		return forbidden(a, fmt.Errorf("could not determine node from user %q", a.User.Name))
 	}
 	var err error
 	switch a.Resource.GroupResource() {
 	case podResource:
-		err = nodeMayWritePod(node, a)
+		err = p.nodeMayWritePod(ctx, node, a)
 	case nodeResource:
 		err = nodeMayWriteNode(node, a)
 	case leaseResource:
 		err = nodeMayWriteLease(node, a)
+	case saResource:
+		err = p.nodeMayRequestToken(ctx, node, a)
 	}
 	if err != nil {
+		var status apierrors.APIStatus
+		if errors.As(err, &status) {
+			return err
+		}
 		return forbidden(a, err)
 	}
 	return nil
@@ -70,16 +108,16 @@ func boundTo(obj any) string {
 	return ""
 }
 
-func nodeMayWritePod(node string, a *Attributes) error {
+func (p *NodeRestriction) nodeMayWritePod(ctx context.Context, node string, a *Attributes) error {
 	switch a.Subresource {
 	case "":
 		switch a.Operation {
 		case Create:
-			pod, _ := a.Object.(*corev1.Pod)
-			if pod == nil {
-				return nil
+			pod, ok := a.Object.(*corev1.Pod)
+			if !ok {
+				return fmt.Errorf("unexpected type %T", a.Object)
 			}
-			return nodeMayCreatePod(node, pod)
+			return p.nodeMayCreatePod(ctx, node, pod)
 		case Delete:
 			if boundTo(a.OldObject) != node {
 				return fmt.Errorf("node %q can only delete pods with spec.nodeName set to itself", node)
@@ -88,38 +126,77 @@ func nodeMayWritePod(node string, a *Attributes) error {
 		}
 		return fmt.Errorf("unexpected operation %q, node %q can only create and delete mirror pods", a.Operation, node)
 	case "status":
-		if boundTo(a.OldObject) != node {
+		if a.Operation != Update {
+			return fmt.Errorf("unexpected operation %q", a.Operation)
+		}
+		old, ok := a.OldObject.(*corev1.Pod)
+		if !ok {
+			return fmt.Errorf("unexpected type %T", a.OldObject)
+		}
+		if old.Spec.NodeName != node {
 			return fmt.Errorf("node %q can only update pod status for pods with spec.nodeName set to itself", node)
+		}
+		if pod, ok := a.Object.(*corev1.Pod); ok && !labels.Equals(old.Labels, pod.Labels) {
+			return fmt.Errorf("node %q cannot update labels through pod status", node)
 		}
 		return nil
 	case "eviction":
-		if a.OldObject != nil && boundTo(a.OldObject) != node {
+		if a.Operation != Create {
+			return fmt.Errorf("unexpected operation %s", a.Operation)
+		}
+		pod, err := p.GetPod(ctx, a.Namespace, a.Name)
+		if err != nil {
+			return err
+		}
+		if pod.Spec.NodeName != node {
 			return fmt.Errorf("node %s can only evict pods with spec.nodeName set to itself", node)
 		}
 		return nil
 	}
-	return fmt.Errorf("unexpected subresource %q, node %q can only update pod status", a.Subresource, node)
+	return fmt.Errorf("unexpected pod subresource %q, only 'status' and 'eviction' are allowed", a.Subresource)
 }
 
-func nodeMayCreatePod(node string, pod *corev1.Pod) error {
+func (p *NodeRestriction) nodeMayCreatePod(ctx context.Context, node string, pod *corev1.Pod) error {
 	if _, mirror := pod.Annotations[mirrorPodAnnotation]; !mirror {
 		return fmt.Errorf("pod does not have %q annotation, node %q can only create mirror pods", mirrorPodAnnotation, node)
 	}
 	if pod.Spec.NodeName != node {
 		return fmt.Errorf("node %q can only create pods with spec.nodeName set to itself", node)
 	}
+	switch len(pod.OwnerReferences) {
+	case 0:
+		return fmt.Errorf("node %q can only create pods with an owner reference set to itself", node)
+	case 1:
+	default:
+		return fmt.Errorf("node %q can only create pods with a single owner reference set to itself", node)
+	}
+	owner := pod.OwnerReferences[0]
+	if owner.APIVersion != "v1" || owner.Kind != "Node" || owner.Name != node {
+		return fmt.Errorf("node %q can only create pods with an owner reference set to itself", node)
+	}
+	if owner.Controller == nil || !*owner.Controller {
+		return fmt.Errorf("node %q can only create pods with a controller owner reference set to itself", node)
+	}
+	if owner.BlockOwnerDeletion != nil && *owner.BlockOwnerDeletion {
+		return fmt.Errorf("node %q must not set blockOwnerDeletion on an owner reference", node)
+	}
+	n, err := p.GetNode(ctx, node)
+	if apierrors.IsNotFound(err) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("error looking up node %s to verify uid: %v", node, err)
+	}
+	if owner.UID != n.UID {
+		return fmt.Errorf("node %s UID mismatch: expected %s got %s", node, owner.UID, n.UID)
+	}
 	if pod.Spec.ServiceAccountName != "" {
 		return fmt.Errorf("node %q can not create pods that reference a service account", node)
 	}
 	refs := podReferences(pod)
-	for _, kind := range []string{"secrets", "configmaps", "persistentvolumeclaims"} {
+	for _, kind := range []string{"secrets", "configmaps", "clustertrustbundles", "persistentvolumeclaims"} {
 		if refs[kind] {
 			return fmt.Errorf("node %q can not create pods that reference %s", node, kind)
-		}
-	}
-	for _, o := range pod.OwnerReferences {
-		if o.APIVersion != "v1" || o.Kind != "Node" || o.Name != node {
-			return fmt.Errorf("node %s can only create pods with an owner reference set to itself", node)
 		}
 	}
 	return nil
@@ -134,7 +211,7 @@ func podReferences(pod *corev1.Pod) map[string]bool {
 			refs["secrets"] = true
 		case v.ConfigMap != nil:
 			refs["configmaps"] = true
-		case v.PersistentVolumeClaim != nil, v.Ephemeral != nil:
+		case v.PersistentVolumeClaim != nil:
 			refs["persistentvolumeclaims"] = true
 		case v.Projected != nil:
 			for _, s := range v.Projected.Sources {
@@ -144,7 +221,18 @@ func podReferences(pod *corev1.Pod) map[string]bool {
 				if s.ConfigMap != nil {
 					refs["configmaps"] = true
 				}
+				if s.ClusterTrustBundle != nil {
+					refs["clustertrustbundles"] = true
+				}
 			}
+		}
+		switch {
+		case v.CephFS != nil && v.CephFS.SecretRef != nil, v.Cinder != nil && v.Cinder.SecretRef != nil,
+			v.FlexVolume != nil && v.FlexVolume.SecretRef != nil, v.ISCSI != nil && v.ISCSI.SecretRef != nil,
+			v.RBD != nil && v.RBD.SecretRef != nil, v.ScaleIO != nil && v.ScaleIO.SecretRef != nil,
+			v.StorageOS != nil && v.StorageOS.SecretRef != nil, v.CSI != nil && v.CSI.NodePublishSecretRef != nil,
+			v.AzureFile != nil:
+			refs["secrets"] = true
 		}
 	}
 	eachContainer(&pod.Spec, func(c *corev1.Container, _ *field.Path) {
@@ -176,22 +264,31 @@ func nodeMayWriteNode(node string, a *Attributes) error {
 		return fmt.Errorf("node %q is not allowed to modify node %q", node, a.Name)
 	}
 	n, _ := a.Object.(*corev1.Node)
-	old, _ := a.OldObject.(*corev1.Node)
 	if n == nil {
 		return nil
 	}
-	var oldLabels map[string]string
-	if old != nil {
-		oldLabels = old.Labels
-	}
-	if bad := forbiddenNodeLabels(n.Labels, oldLabels); len(bad) > 0 {
-		if a.Operation == Create {
+	switch a.Operation {
+	case Create:
+		if n.Spec.ConfigSource != nil {
+			return fmt.Errorf("node %q is not allowed to create pods with a non-nil configSource", node)
+		}
+		if bad := forbiddenNodeLabels(n.Labels, nil); len(bad) > 0 {
 			return fmt.Errorf("node %q is not allowed to set the following labels: %s", node, strings.Join(bad, ", "))
 		}
-		return fmt.Errorf("node %q is not allowed to modify labels: %s", node, strings.Join(bad, ", "))
-	}
-	if a.Operation == Update && old != nil && a.Subresource == "" && !apiequality.Semantic.DeepEqual(n.Spec.Taints, old.Spec.Taints) {
-		return fmt.Errorf("node %q is not allowed to modify taints", node)
+	case Update:
+		old, ok := a.OldObject.(*corev1.Node)
+		if !ok {
+			return fmt.Errorf("unexpected type %T", a.OldObject)
+		}
+		if n.Spec.ConfigSource != nil && !apiequality.Semantic.DeepEqual(n.Spec.ConfigSource, old.Spec.ConfigSource) {
+			return fmt.Errorf("node %q is not allowed to update configSource to a new non-nil configSource", node)
+		}
+		if !apiequality.Semantic.DeepEqual(n.Spec.Taints, old.Spec.Taints) {
+			return fmt.Errorf("node %q is not allowed to modify taints", node)
+		}
+		if bad := forbiddenNodeLabels(n.Labels, old.Labels); len(bad) > 0 {
+			return fmt.Errorf("is not allowed to modify labels: %s", strings.Join(bad, ", "))
+		}
 	}
 	return nil
 }
@@ -243,14 +340,48 @@ func kubeletMaySetLabel(key string) bool {
 
 func nodeMayWriteLease(node string, a *Attributes) error {
 	if a.Namespace != corev1.NamespaceNodeLease {
-		return fmt.Errorf("can only access leases in the %q namespace", corev1.NamespaceNodeLease)
+		return fmt.Errorf("can only access leases in the %q system namespace", corev1.NamespaceNodeLease)
 	}
 	name := a.Name
-	if l, ok := a.Object.(*coordinationv1.Lease); ok && name == "" {
+	if a.Operation == Create {
+		l, ok := a.Object.(*coordinationv1.Lease)
+		if !ok {
+			return fmt.Errorf("unexpected type %T", a.Object)
+		}
 		name = l.Name
 	}
 	if name != node {
 		return fmt.Errorf("can only access node lease with the same name as the requesting node")
+	}
+	return nil
+}
+
+// nodeMayRequestToken: a kubelet's TokenRequests must be bound to a pod
+// (by name and uid) that runs on it.
+func (p *NodeRestriction) nodeMayRequestToken(ctx context.Context, node string, a *Attributes) error {
+	if a.Operation != Create || a.Subresource != "token" {
+		return nil
+	}
+	tr, ok := a.Object.(*authenticationv1.TokenRequest)
+	if !ok {
+		return fmt.Errorf("unexpected type %T", a.Object)
+	}
+	ref := tr.Spec.BoundObjectRef
+	if ref == nil || ref.APIVersion != "v1" || ref.Kind != "Pod" || ref.Name == "" {
+		return errors.New("node requested token not bound to a pod")
+	}
+	if ref.UID == "" {
+		return errors.New("node requested token with a pod binding without a uid")
+	}
+	pod, err := p.GetPod(ctx, a.Namespace, ref.Name)
+	if err != nil {
+		return err
+	}
+	if ref.UID != pod.UID {
+		return fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID)
+	}
+	if pod.Spec.NodeName != node {
+		return errors.New("node requested token bound to a pod scheduled on a different node")
 	}
 	return nil
 }

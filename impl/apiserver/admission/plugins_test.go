@@ -52,13 +52,13 @@ func TestEnabledPlugins(t *testing.T) {
 }
 
 func TestNewPluginsKinds(t *testing.T) {
-	mut, val, _, err := NewPlugins([]string{"DefaultTolerationSeconds", "NodeRestriction", "AlwaysPullImages"}, nil)
+	mut, val, _, err := NewPlugins([]string{"DefaultTolerationSeconds", "AlwaysPullImages"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// AlwaysPullImages runs before DefaultTolerationSeconds whatever the
-	// order of names; NodeRestriction only validates.
-	if len(mut) != 2 || len(val) != 2 {
+	// order of names; DefaultTolerationSeconds only mutates.
+	if len(mut) != 2 || len(val) != 1 {
 		t.Fatalf("mutators %d validators %d", len(mut), len(val))
 	}
 	if _, ok := mut[0].(AlwaysPullImages); !ok {
