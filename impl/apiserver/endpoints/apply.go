@@ -188,3 +188,22 @@ func (h *Handler) apply(w http.ResponseWriter, r *http.Request, info *request.In
 	writeRaw(w, target, writeCode(created), resp)
 	return nil
 }
+
+// trackCreate records the manager of a POST create (its fieldManager
+// parameter, else its user agent) as the owner of everything obj sets,
+// operation Update, as kube-apiserver does for every create. It validates
+// the fieldManager parameter (422 CreateOptions) and defaults obj first.
+// For CreateObject to keep what it records, CreateObject must not clear
+// metadata.managedFields.
+func (h *Handler) trackCreate(r *http.Request, obj runtime.Object) (runtime.Object, error) {
+	params, err := parseManagerParams(r, "CreateOptions", "")
+	if err != nil {
+		return nil, err
+	}
+	fm, err := h.fieldManager(modeMain)
+	if err != nil {
+		return nil, err
+	}
+	h.res.Strategy.Default(obj)
+	return fm.Update(h.res.New(), obj, fieldmanager.ManagerName(params.fieldManager, r.UserAgent())), nil
+}

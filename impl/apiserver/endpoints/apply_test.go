@@ -13,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -118,7 +119,7 @@ func (s *memStore) Watch(context.Context, string, storage.ListOptions) (watch.In
 }
 
 // servedHandler is the handler of a registry resource on a memStore.
-func servedHandler(t *testing.T, resourceName string) (*Handler, *memStore) {
+func servedHandler(t testing.TB, resourceName string) (*Handler, *memStore) {
 	t.Helper()
 	c, err := codec.New()
 	if err != nil {
@@ -411,5 +412,31 @@ func TestCreateOnUpdateLosingTheRaceUpdates(t *testing.T) {
 	var l coordinationv1.Lease
 	if err := json.Unmarshal(r.body, &l); err != nil || r.code != 200 || l.UID != "other" || *l.Spec.HolderIdentity != "me" {
 		t.Fatalf("after the race: %d %s", r.code, r.body)
+	}
+}
+
+func TestTrackCreate(t *testing.T) {
+	h, _ := servedHandler(t, "configmaps")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{"a": "b"}}, Data: map[string]string{"k": "v"}}
+	r := httptest.NewRequest("POST", "/api/v1/namespaces/ns/configmaps?fieldManager=creator", nil)
+	out, err := h.trackCreate(r, cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := managers(accessor(out)); len(m) != 1 || m["creator/Update"] != `{"f:data":{".":{},"f:k":{}},"f:metadata":{"f:labels":{".":{},"f:a":{}}}}` {
+		t.Fatalf("managers %v", m)
+	}
+	r = httptest.NewRequest("POST", "/api/v1/namespaces/ns/configmaps?fieldManager=%00", nil)
+	if _, err := h.trackCreate(r, cm); err == nil || !strings.Contains(err.Error(), "CreateOptions.meta.k8s.io") {
+		t.Fatalf("bad fieldManager: %v", err)
+	}
+	r = httptest.NewRequest("POST", "/api/v1/namespaces/ns/configmaps", nil)
+	r.Header.Set("User-Agent", "kube-controller-manager/v1.37.1 (linux/amd64)/replicaset-controller")
+	out, err = h.trackCreate(r, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "d"}, Data: map[string]string{"k": "v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := managers(accessor(out))["kube-controller-manager/Update"]; !ok {
+		t.Fatalf("user agent manager: %v", managers(accessor(out)))
 	}
 }
