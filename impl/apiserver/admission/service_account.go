@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,7 +49,14 @@ type ServiceAccount struct {
 	Get ServiceAccountGetter
 	// suffix makes the random part of the volume name (tests fix it).
 	suffix func() string
+	// retryWait is the pause between quorum reads of a "default" service
+	// account not found yet (100-200 ms, as kube-apiserver; tests shorten it).
+	retryWait func() time.Duration
 }
+
+// defaultAccountAttempts is how many quorum reads wait for the service
+// account controller to create "default" in a new namespace.
+const defaultAccountAttempts = 10
 
 func newServiceAccount(stores StoreGetter) (any, error) {
 	s, err := storeFor(stores, saResource)
@@ -88,17 +96,39 @@ func (p *ServiceAccount) Admit(ctx context.Context, a *Attributes) error {
 	return nil
 }
 
-// lookup reads the service account from the cache, then once more with a
-// quorum read: one created just before the pod may not be cached yet.
+// lookup reads the service account from the cache, then with a quorum
+// read: one created just before the pod may not be cached yet. "default"
+// is read up to ten times, 100-200 ms apart, as the service account
+// controller creates it shortly after the namespace.
 func (p *ServiceAccount) lookup(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error) {
 	sa, err := p.Get(ctx, namespace, name, false)
-	if apierrors.IsNotFound(err) {
+	if !apierrors.IsNotFound(err) {
+		return sa, err
+	}
+	attempts := 1
+	if name == DefaultServiceAccountName {
+		attempts = defaultAccountAttempts
+	}
+	wait := p.retryWait
+	if wait == nil {
+		wait = func() time.Duration { return time.Duration(100+rand.Intn(100)) * time.Millisecond }
+	}
+	for i := 0; i < attempts; i++ {
+		if i > 0 {
+			t := time.NewTimer(wait())
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			case <-t.C:
+			}
+		}
 		sa, err = p.Get(ctx, namespace, name, true)
+		if !apierrors.IsNotFound(err) {
+			return sa, err
+		}
 	}
-	if apierrors.IsNotFound(err) {
-		return nil, apierrors.NewNotFound(corev1.Resource("serviceaccount"), name)
-	}
-	return sa, err
+	return nil, apierrors.NewNotFound(corev1.Resource("serviceaccount"), name)
 }
 
 // applyServiceAccount is the pure mutation of a pod by its service account.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,7 +25,8 @@ func saPlugin(sas ...*corev1.ServiceAccount) (*ServiceAccount, *int) {
 			}
 			return nil, apierrors.NewNotFound(corev1.Resource("serviceaccounts"), name)
 		},
-		suffix: func() string { return "abcde" },
+		suffix:    func() string { return "abcde" },
+		retryWait: func() time.Duration { return 0 },
 	}, fresh
 }
 
@@ -122,8 +124,15 @@ func TestServiceAccountMissing(t *testing.T) {
 	p, fresh := saPlugin()
 	err := p.Admit(context.Background(), podCreate(newPod("p")))
 	wantForbidden(t, err, `pods "p" is forbidden: error looking up service account ns/default: serviceaccount "default" not found`)
+	if *fresh != 10 {
+		t.Fatalf("a missing default service account is read again 10 times, got %d", *fresh)
+	}
+	*fresh = 0
+	named := newPod("p")
+	named.Spec.ServiceAccountName = "builder"
+	wantForbidden(t, p.Admit(context.Background(), podCreate(named)), `error looking up service account ns/builder: serviceaccount "builder" not found`)
 	if *fresh != 1 {
-		t.Fatalf("a miss must be confirmed with a quorum read, got %d", *fresh)
+		t.Fatalf("a miss must be confirmed with one quorum read, got %d", *fresh)
 	}
 	// A generated name is reported by its prefix, as Kubernetes does.
 	pod := newPod("")
