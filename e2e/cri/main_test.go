@@ -91,7 +91,7 @@ func run(m *testing.M) int {
 		fmt.Println("e2e/cri: teardown:", closeErr)
 		code = 1
 	}
-	if code != 0 {
+	if code != 0 || os.Getenv("KUBEPROOF_E2E_KEEP_LOGS") == "1" {
 		fmt.Println("e2e/cri: logs of containerd, the kubelets and the control plane are in", env.LogDir)
 	} else {
 		os.RemoveAll(env.LogDir)
