@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,8 +29,32 @@ import (
 // fieldmanager does the field bookkeeping; this file connects it to the
 // write paths.
 
+// fieldManagerKey identifies a field manager: the same kind written
+// through the same endpoint with the same strategy type behaves the same in
+// every server of the process, so they share one.
+type fieldManagerKey struct {
+	gvk      schema.GroupVersionKind
+	mode     mode
+	strategy reflect.Type
+}
+
+var fieldManagers sync.Map // fieldManagerKey -> *fieldmanager.Manager
+
 // fieldManager returns the field manager of the endpoint m writes through.
 func (h *Handler) fieldManager(m mode) (*fieldmanager.Manager, error) {
+	key := fieldManagerKey{gvk: h.gvk, mode: m, strategy: reflect.TypeOf(h.res.Strategy)}
+	if fm, ok := fieldManagers.Load(key); ok {
+		return fm.(*fieldmanager.Manager), nil
+	}
+	fm, err := h.newFieldManager(m)
+	if err != nil {
+		return nil, err
+	}
+	got, _ := fieldManagers.LoadOrStore(key, fm)
+	return got.(*fieldmanager.Manager), nil
+}
+
+func (h *Handler) newFieldManager(m mode) (*fieldmanager.Manager, error) {
 	cfg := fieldmanager.Config{
 		TypeConverter: fieldmanager.TypeConverterFor(h.res),
 		Scheme:        h.opts.Codecs.Scheme,

@@ -440,3 +440,53 @@ func TestTrackCreate(t *testing.T) {
 		t.Fatalf("user agent manager: %v", managers(accessor(out)))
 	}
 }
+
+func TestApplyStatus(t *testing.T) {
+	h, _ := servedHandler(t, "deployments")
+	if r := do(h, "PATCH", deps+"/web/status?fieldManager=controller", applyType, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"status":{"replicas":2}}`); r.code != 404 {
+		t.Fatalf("status apply of a missing object: %d %s", r.code, r.body)
+	}
+	if r := do(h, "PATCH", deps+"/web?fieldManager=alice", applyType, webConfig("2", "nginx")); r.code != 201 {
+		t.Fatalf("create: %d %s", r.code, r.body)
+	}
+	// Spec in a status apply is ignored and not owned; status is.
+	r := do(h, "PATCH", deps+"/web/status?fieldManager=controller", applyType,
+		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":9},"status":{"replicas":2}}`)
+	if r.code != 200 {
+		t.Fatalf("status apply: %d %s", r.code, r.body)
+	}
+	d := r.deployment(t)
+	if *d.Spec.Replicas != 2 || d.Status.Replicas != 2 {
+		t.Fatalf("spec.replicas %d status.replicas %d", *d.Spec.Replicas, d.Status.Replicas)
+	}
+	if m := managers(d); m["controller/Apply/status"] != `{"f:status":{"f:replicas":{}}}` {
+		t.Fatalf("managers %v", m)
+	}
+	// Status in a main-resource apply is ignored and not owned either.
+	r = do(h, "PATCH", deps+"/web?fieldManager=alice", applyType, webConfig("2", "nginx")[:len(webConfig("2", "nginx"))-1]+`,"status":{"replicas":7}}`)
+	if d := r.deployment(t); r.code != 200 || d.Status.Replicas != 2 || strings.Contains(managers(d)["alice/Apply"], "status") {
+		t.Fatalf("main apply with status: %d %s", r.code, r.body)
+	}
+}
+
+func TestApplySharedStorageKind(t *testing.T) {
+	c, err := codec.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range registry.All() {
+		if res.GroupVersion.Group != "events.k8s.io" {
+			continue
+		}
+		// Served here from its own in-memory store: the converting store
+		// is not what this test is about.
+		h := NewHandler(res, newMemStore(res.New), "/events", &Options{Codecs: c})
+		r := do(h, "PATCH", "/apis/events.k8s.io/v1/namespaces/ns/events/e?fieldManager=recorder", applyType,
+			`{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":"e"},"eventTime":"2026-01-01T00:00:00.000000Z","reportingController":"x/y","reportingInstance":"i","action":"A","reason":"R","type":"Normal","regarding":{"kind":"Pod","name":"p","namespace":"ns"}}`)
+		if r.code != 201 || !strings.Contains(string(r.body), `"manager":"recorder","operation":"Apply"`) {
+			t.Fatalf("apply of an events.k8s.io Event: %d %s", r.code, r.body)
+		}
+		return
+	}
+	t.Fatal("events.k8s.io is not served")
+}
