@@ -63,6 +63,14 @@ func (p *Priority) Admit(ctx context.Context, a *Attributes) error {
 	default:
 		return nil
 	}
+	if pod.Spec.PriorityClassName == "" && pod.Spec.Priority != nil && *pod.Spec.Priority == 0 &&
+		(pod.Spec.PreemptionPolicy == nil || *pod.Spec.PreemptionPolicy == corev1.PreemptLowerPriority) {
+		// impl/registry's pod defaulting fills priority 0 and
+		// PreemptLowerPriority into pods that name no class (standing in
+		// for this plugin); that is not a priority the client chose, so
+		// the global default class still applies.
+		pod.Spec.Priority, pod.Spec.PreemptionPolicy = nil, nil
+	}
 	classes, err := p.List(ctx)
 	if err != nil {
 		return fmt.Errorf("resolving the pod's priority: %w", err)

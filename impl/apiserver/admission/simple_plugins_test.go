@@ -101,6 +101,7 @@ func TestPriority(t *testing.T) {
 		{"named class", []schedulingv1.PriorityClass{high, def}, "high", nil, "high", 1000, corev1.PreemptNever, ""},
 		{"built-in system class", nil, "system-node-critical", nil, "system-node-critical", 2000001000, corev1.PreemptLowerPriority, ""},
 		{"unknown class", nil, "nope", nil, "", 0, "", `pods "p" is forbidden: no PriorityClass with name nope was found`},
+		{"registry-defaulted zero takes the global default", []schedulingv1.PriorityClass{def}, "", ptr(int32(0)), "def", 7, corev1.PreemptLowerPriority, ""},
 		{"matching priority accepted", []schedulingv1.PriorityClass{high}, "high", ptr(int32(1000)), "high", 1000, corev1.PreemptNever, ""},
 		{"priority set by hand", []schedulingv1.PriorityClass{high}, "high", ptr(int32(5)), "", 0, "",
 			"the integer value of priority (5) must not be provided in pod spec; priority admission controller computed 1000 from the given PriorityClass name"},

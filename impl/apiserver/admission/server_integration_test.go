@@ -1,0 +1,282 @@
+package admission_test
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver"
+	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/pki"
+	"github.com/kubeproof/kubeproof/impl/registry"
+	"github.com/kubeproof/kubeproof/impl/storage/embedded"
+	"github.com/kubeproof/kubeproof/impl/storage/storagebackend"
+)
+
+// warningRecorder keeps the Warning headers client-go hands it.
+type warningRecorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warningRecorder) HandleWarningHeader(_ int, _ string, msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, msg)
+}
+
+func (w *warningRecorder) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.msgs
+	w.msgs = nil
+	return out
+}
+
+// startServer runs an API server on embedded etcd with the default
+// admission plugins plus NodeRestriction, built by admission.NewPlugins
+// through the server's plugin hook.
+func startServer(t *testing.T) (*kubernetes.Clientset, *warningRecorder) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("embedded etcd and API server: skipped with -short")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	etcd, err := embedded.Start(ctx, embedded.Config{DataDir: t.TempDir(), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := pki.NewCA("admission-test-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := ca.IssueServing("apiserver", []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving, err := kp.TLSCertificate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminKP, err := ca.IssueClient("admin", []string{"system:masters"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory := storagebackend.NewFactory(storagebackend.Config{Client: etcd.Client(), Prefix: "/registry"})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := admission.EnabledPlugins([]string{"NodeRestriction"}, []string{"NamespaceLifecycle"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := apiserver.New(apiserver.Config{
+		StorageFactory: factory, Resources: registry.All(),
+		ServingCert: &serving, ClientCA: ca.Pool(), Listener: ln,
+		Plugins: func(stores apiserver.StoreGetter) (apiserver.Plugins, error) {
+			m, v, s, err := admission.NewPlugins(names, stores)
+			return apiserver.Plugins{Mutators: m, Validators: v, Starters: s}, err
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	cfg := pki.RESTConfig("https://"+ln.Addr().String(), ca.CertPEM, adminKP)
+	cfg.QPS, cfg.Burst = 1000, 1000
+	warnings := &warningRecorder{}
+	cfg.WarningHandler = warnings
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("server: %v", err)
+		}
+		factory.Close()
+		etcd.Close()
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := cs.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("server never served the default namespace")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return cs, warnings
+}
+
+// result is a client call's answer, checked with must.
+type result[T any] struct {
+	obj T
+	err error
+}
+
+func created[T any](obj T, err error) result[T] { return result[T]{obj, err} }
+
+func (r result[T]) must(t *testing.T, what string) T {
+	t.Helper()
+	if r.err != nil {
+		t.Fatalf("creating %s: %v", what, r.err)
+	}
+	return r.obj
+}
+
+func wantStatus(t *testing.T, err error, code int32, contains string) {
+	t.Helper()
+	st, ok := err.(apierrors.APIStatus)
+	if !ok || st.Status().Code != code || !strings.Contains(err.Error(), contains) {
+		t.Fatalf("got %v, want %d containing %q", err, code, contains)
+	}
+}
+
+// TestPluginsThroughTheAPIServer: every default plugin acting on real
+// requests to a real API server.
+func TestPluginsThroughTheAPIServer(t *testing.T) {
+	cs, warnings := startServer(t)
+	ctx := context.Background()
+	core := cs.CoreV1()
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "baseline", "pod-security.kubernetes.io/warn": "restricted"}}}
+	created(core.Namespaces().Create(ctx, ns, metav1.CreateOptions{})).must(t, "namespace")
+
+	// ServiceAccount: no default account yet, so pods are refused.
+	pod := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	}
+	_, err := core.Pods("team").Create(ctx, pod("early"), metav1.CreateOptions{})
+	wantStatus(t, err, 403, `pods "early" is forbidden: error looking up service account team/default: serviceaccount "default" not found`)
+	created(core.ServiceAccounts("team").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})).must(t, "service account")
+
+	// LimitRanger defaults, PriorityClass globalDefault.
+	created(core.LimitRanges("team").Create(ctx, &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "lr"},
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
+			Default: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}}}}}, metav1.CreateOptions{})).must(t, "limit range")
+	created(cs.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "normal"}, Value: 100, GlobalDefault: true}, metav1.CreateOptions{})).must(t, "priority class")
+	_, err = cs.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "other"}, Value: 1, GlobalDefault: true}, metav1.CreateOptions{})
+	wantStatus(t, err, 403, "PriorityClass normal is already marked as default")
+
+	warnings.take()
+	p := created(core.Pods("team").Create(ctx, pod("web"), metav1.CreateOptions{})).must(t, "pod")
+	if p.Spec.ServiceAccountName != "default" || len(p.Spec.Volumes) != 1 || !strings.HasPrefix(p.Spec.Volumes[0].Name, "kube-api-access-") ||
+		p.Spec.Containers[0].VolumeMounts[0].MountPath != admission.ServiceAccountTokenMountPath {
+		t.Fatalf("service account not applied: %+v", p.Spec)
+	}
+	if cpu := p.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU]; cpu.String() != "200m" {
+		t.Fatalf("limit range default not applied: %+v", p.Spec.Containers[0].Resources)
+	}
+	if p.Spec.Priority == nil || *p.Spec.Priority != 100 || p.Spec.PriorityClassName != "normal" {
+		t.Fatalf("priority %v %q", p.Spec.Priority, p.Spec.PriorityClassName)
+	}
+	if len(p.Spec.Tolerations) != 2 || *p.Spec.Tolerations[0].TolerationSeconds != 300 {
+		t.Fatalf("default tolerations %+v", p.Spec.Tolerations)
+	}
+	// PodSecurity: the warn level's violations reach the client as
+	// Warning headers once the endpoints pass them on.
+	if w := warnings.take(); len(w) > 0 && !strings.Contains(strings.Join(w, "\n"), `would violate PodSecurity "restricted:latest"`) {
+		t.Fatalf("warnings %q", w)
+	}
+
+	// PodSecurity enforce.
+	priv := pod("priv")
+	priv.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: func() *bool { b := true; return &b }()}
+	_, err = core.Pods("team").Create(ctx, priv, metav1.CreateOptions{})
+	wantStatus(t, err, 403, `pods "priv" is forbidden: violates PodSecurity "baseline:latest": privileged (container "c" must not set securityContext.privileged=true)`)
+
+	// ResourceQuota: two pods in all, counting the one already there.
+	created(core.ResourceQuotas("team").Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")}}}, metav1.CreateOptions{})).must(t, "quota")
+	created(core.Pods("team").Create(ctx, pod("second"), metav1.CreateOptions{})).must(t, "second pod")
+	_, err = core.Pods("team").Create(ctx, pod("third"), metav1.CreateOptions{})
+	wantStatus(t, err, 403, `pods "third" is forbidden: exceeded quota: q, requested: pods=1, used: pods=2, limited: pods=2`)
+	q, err := core.ResourceQuotas("team").Get(ctx, "q", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used := q.Status.Used[corev1.ResourcePods]; used.Value() != 2 {
+		t.Fatalf("quota status %+v", q.Status)
+	}
+	if err := core.ResourceQuotas("team").Delete(ctx, "q", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Webhooks over HTTPS: one labels pods, one refuses pods labelled deny.
+	hook := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rev := &admissionv1.AdmissionReview{}
+		if err := json.NewDecoder(r.Body).Decode(rev); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		resp := &admissionv1.AdmissionResponse{UID: rev.Request.UID, Allowed: true}
+		var obj corev1.Pod
+		_ = json.Unmarshal(rev.Request.Object.Raw, &obj)
+		switch r.URL.Path {
+		case "/mutate":
+			pt := admissionv1.PatchTypeJSONPatch
+			resp.PatchType, resp.Patch = &pt, []byte(`[{"op":"add","path":"/metadata/labels/hooked","value":"yes"}]`)
+		case "/validate":
+			if obj.Labels["deny"] == "yes" {
+				resp.Allowed = false
+				resp.Result = &metav1.Status{Code: 403, Reason: metav1.StatusReasonForbidden, Message: "labelled deny"}
+			}
+		}
+		_ = json.NewEncoder(w).Encode(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Response: resp})
+	}))
+	hook.Config.ErrorLog = log.New(io.Discard, "", 0)
+	hook.StartTLS()
+	defer hook.Close()
+	caBundle := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw})
+	none := admissionregistrationv1.SideEffectClassNone
+	rules := []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}}
+	url := func(path string) *string { s := hook.URL + path; return &s }
+	created(cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "labeler"},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "labeler.example.com", SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: url("/mutate"), CABundle: caBundle}, Rules: rules}},
+	}, metav1.CreateOptions{})).must(t, "mutating webhook")
+	created(cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "guard"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "guard.example.com", SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: url("/validate"), CABundle: caBundle}, Rules: rules}},
+	}, metav1.CreateOptions{})).must(t, "validating webhook")
+	hooked := created(core.Pods("team").Create(ctx, func() *corev1.Pod { p := pod("hooked"); p.Labels = map[string]string{"app": "x"}; return p }(), metav1.CreateOptions{})).must(t, "hooked pod")
+	if hooked.Labels["hooked"] != "yes" {
+		t.Fatalf("mutating webhook not applied: %v", hooked.Labels)
+	}
+	denied := pod("denied")
+	denied.Labels = map[string]string{"deny": "yes"}
+	_, err = core.Pods("team").Create(ctx, denied, metav1.CreateOptions{})
+	wantStatus(t, err, 403, `admission webhook "guard.example.com" denied the request: labelled deny`)
+	if _, err := core.Pods("team").Get(ctx, "denied", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a refused pod was stored: %v", err)
+	}
+}
