@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,6 +28,7 @@ func newSchedulerCommand() *cobra.Command {
 		metricsAddr string
 		qps         float32
 		burst       int
+		profiling   bool
 		logOpts     logOptions
 	)
 	cmd := &cobra.Command{
@@ -74,7 +76,7 @@ func newSchedulerCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runSchedulerWithMetrics(ctx, logger, metricsAddr, sched.MetricsHandler(), sched.Run)
+			return runSchedulerWithMetrics(ctx, logger, metricsAddr, sched.MetricsHandler(), profiling, sched.Run)
 		},
 	}
 	f := cmd.Flags()
@@ -84,13 +86,14 @@ func newSchedulerCommand() *cobra.Command {
 	f.StringVar(&metricsAddr, "metrics-bind-address", "127.0.0.1:10259", "address serving /metrics and /healthz over HTTP (empty disables)")
 	f.Float32Var(&qps, "kube-api-qps", 50, "API client queries per second")
 	f.IntVar(&burst, "kube-api-burst", 100, "API client burst")
+	f.BoolVar(&profiling, "profiling", true, "serve Go profiles at /debug/pprof/ on the metrics address, as kube-scheduler does")
 	logOpts.addFlags(f)
 	return cmd
 }
 
-// runSchedulerWithMetrics serves /metrics and /healthz while run runs, and shuts the
-// server down when run returns.
-func runSchedulerWithMetrics(ctx context.Context, logger *slog.Logger, addr string, metrics http.Handler, run func(context.Context) error) error {
+// runSchedulerWithMetrics serves /metrics and /healthz (and /debug/pprof/ when
+// profiling) while run runs, and shuts the server down when run returns.
+func runSchedulerWithMetrics(ctx context.Context, logger *slog.Logger, addr string, metrics http.Handler, profiling bool, run func(context.Context) error) error {
 	if addr == "" {
 		return run(ctx)
 	}
@@ -101,6 +104,13 @@ func runSchedulerWithMetrics(ctx context.Context, logger *slog.Logger, addr stri
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", metrics)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {

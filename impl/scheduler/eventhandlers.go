@@ -41,19 +41,19 @@ func (s *Scheduler) addEventHandlers(podInformer, nodeInformer toolscache.Shared
 			},
 			UpdateFunc: func(oldObj, newObj any) {
 				oldPod, newPod := podFrom(oldObj), podFrom(newObj)
-				if s.cache.IsAssumedPod(newPod) {
+				if s.cache.IsAssumedPod(newPod) && newPod.DeletionTimestamp == nil {
 					// Being bound right now; the assigned handler takes over.
 					return
 				}
 				if newPod.DeletionTimestamp != nil {
-					s.queue.Delete(newPod)
+					s.deleteUnscheduledPod(newPod)
 					return
 				}
 				s.queue.Update(oldPod, newPod)
 			},
 			DeleteFunc: func(obj any) {
 				if pod := podFrom(obj); pod != nil {
-					s.queue.Delete(pod)
+					s.deleteUnscheduledPod(pod)
 				}
 			},
 		},
@@ -96,6 +96,15 @@ func (s *Scheduler) addEventHandlers(podInformer, nodeInformer toolscache.Shared
 		return fmt.Errorf("adding node handler: %w", err)
 	}
 	return nil
+}
+
+// deleteUnscheduledPod drops a deleted (or terminating) pod from the queue
+// and turns it away if it is held at Permit, as kube-scheduler does.
+func (s *Scheduler) deleteUnscheduledPod(pod *v1.Pod) {
+	s.queue.Delete(pod)
+	if fwk, ok := s.profiles[pod.Spec.SchedulerName]; ok {
+		fwk.RejectWaitingPod(pod.UID)
+	}
 }
 
 func podFrom(obj any) *v1.Pod {

@@ -85,11 +85,25 @@ func (s *Scheduler) ScheduleOne(ctx context.Context) {
 		s.failed(ctx, fwk, pInfo, fmt.Errorf("assuming pod: %w", err), ReasonSchedulerError, "", cycle, start)
 		return
 	}
+	host := result.SuggestedHost
+	// Reserve, then Permit, still in the scheduling cycle: what they claim
+	// is seen by the next decision, like the assumption.
+	if st := fwk.RunReservePluginsReserve(ctx, state, assumed, host); !st.IsSuccess() {
+		s.undoAssumption(ctx, fwk, state, assumed)
+		s.failed(ctx, fwk, pInfo, afterFilterError(pod, host, st), reasonFor(st), "", cycle, start)
+		return
+	}
+	if st := fwk.RunPermitPlugins(ctx, state, assumed, host); !st.IsSuccess() && !st.IsWait() {
+		s.undoAssumption(ctx, fwk, state, assumed)
+		s.failed(ctx, fwk, pInfo, afterFilterError(pod, host, st), reasonFor(st), "", cycle, start)
+		return
+	}
 	s.queue.DeleteNominatedPodIfExists(pod)
 	select {
 	case s.bindSlots <- struct{}{}:
 	case <-ctx.Done():
-		_ = s.cache.ForgetPod(assumed)
+		_ = fwk.WaitOnPermit(ctx, assumed) // rejects and drops a waiting pod
+		s.undoAssumption(ctx, fwk, state, assumed)
 		return
 	}
 	s.bindings.Add(1)
@@ -98,29 +112,60 @@ func (s *Scheduler) ScheduleOne(ctx context.Context) {
 			<-s.bindSlots
 			s.bindings.Done()
 		}()
-		s.bind(ctx, fwk, pInfo, assumed, cycle, start)
+		s.bindingCycle(ctx, fwk, state, pInfo, assumed, cycle, start)
 	}()
 }
 
-// bind posts the Binding; on failure it forgets the assumption and requeues.
-func (s *Scheduler) bind(ctx context.Context, fwk *fw.Framework, pInfo *fw.QueuedPodInfo, assumed *v1.Pod, cycle int64, start time.Time) {
+// afterFilterError is how a rejection after filtering reads, as in
+// kube-scheduler: a FitError over the one chosen node ("0/1 nodes are
+// available: ..."); errors stay errors.
+func afterFilterError(pod *v1.Pod, host string, st *fw.Status) error {
+	if !st.IsRejected() {
+		return st.AsError()
+	}
+	return &fw.FitError{Pod: pod, NumAllNodes: 1, Diagnosis: fw.Diagnosis{
+		NodeToStatus:         fw.NodeToStatus{host: st},
+		UnschedulablePlugins: sets.New(st.Plugin()),
+	}}
+}
+
+func reasonFor(st *fw.Status) string {
+	if st.IsRejected() {
+		return ReasonUnschedulable
+	}
+	return ReasonSchedulerError
+}
+
+// undoAssumption runs every Unreserve and forgets the assumed pod.
+func (s *Scheduler) undoAssumption(ctx context.Context, fwk *fw.Framework, state *fw.CycleState, assumed *v1.Pod) {
+	fwk.RunReservePluginsUnreserve(ctx, state, assumed, assumed.Spec.NodeName)
+	if err := s.cache.ForgetPod(assumed); err != nil {
+		s.log.Error("forgetting assumed pod", "pod", podRef(assumed), "err", err)
+	}
+}
+
+// bindingCycle waits for Permit, runs PreBind, posts the Binding and runs
+// PostBind. On failure it runs Unreserve, forgets the assumption and
+// requeues the pod.
+func (s *Scheduler) bindingCycle(ctx context.Context, fwk *fw.Framework, state *fw.CycleState, pInfo *fw.QueuedPodInfo, assumed *v1.Pod, cycle int64, start time.Time) {
+	host := assumed.Spec.NodeName
+	if st := fwk.WaitOnPermit(ctx, assumed); !st.IsSuccess() {
+		s.bindingFailed(ctx, fwk, state, pInfo, assumed, afterFilterError(pInfo.Pod, host, st), reasonFor(st), st.IsRejected(), cycle, start)
+		return
+	}
+	if st := fwk.RunPreBindPlugins(ctx, state, assumed, host); !st.IsSuccess() {
+		s.bindingFailed(ctx, fwk, state, pInfo, assumed, afterFilterError(pInfo.Pod, host, st), reasonFor(st), false, cycle, start)
+		return
+	}
 	bindStart := time.Now()
 	binding := &v1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: assumed.Namespace, Name: assumed.Name, UID: assumed.UID},
-		Target:     v1.ObjectReference{Kind: "Node", Name: assumed.Spec.NodeName},
+		Target:     v1.ObjectReference{Kind: "Node", Name: host},
 	}
 	err := s.client.CoreV1().Pods(assumed.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
 	fwk.ObserveExtensionPoint(fw.ExtensionBind, bindStart, fw.AsStatus(err))
 	if err != nil {
-		if ferr := s.cache.ForgetPod(assumed); ferr != nil {
-			s.log.Error("forgetting assumed pod", "pod", podRef(assumed), "err", ferr)
-		}
-		// The freed capacity may help other pods.
-		s.queue.MoveAllToActiveOrBackoffQueue(fw.EventAssignedPodDelete)
-		if ctx.Err() != nil {
-			return
-		}
-		s.failed(ctx, fwk, pInfo, fmt.Errorf("binding rejected: %w", err), ReasonSchedulerError, "", cycle, start)
+		s.bindingFailed(ctx, fwk, state, pInfo, assumed, fmt.Errorf("binding rejected: %w", err), ReasonSchedulerError, false, cycle, start)
 		return
 	}
 	if err := s.cache.FinishBinding(assumed); err != nil {
@@ -128,8 +173,26 @@ func (s *Scheduler) bind(ctx context.Context, fwk *fw.Framework, pInfo *fw.Queue
 	}
 	s.metrics.ObserveAttempt(metrics.ResultScheduled, fwk.ProfileName(), time.Since(start))
 	s.recorders[fwk.ProfileName()].Eventf(assumed, nil, v1.EventTypeNormal, "Scheduled", "Binding",
-		"Successfully assigned %v/%v to %v", assumed.Namespace, assumed.Name, assumed.Spec.NodeName)
-	s.log.Debug("bound pod", "pod", podRef(assumed), "node", assumed.Spec.NodeName)
+		"Successfully assigned %v/%v to %v", assumed.Namespace, assumed.Name, host)
+	s.log.Debug("bound pod", "pod", podRef(assumed), "node", host)
+	fwk.RunPostBindPlugins(ctx, state, assumed, host)
+}
+
+// bindingFailed undoes the assumption and requeues the pod. The capacity it
+// held may help other pods, so they are moved; a pod a Permit plugin
+// rejected is requeued first and left out of that move, so that it waits
+// for a cluster event instead of going straight back to backoff.
+func (s *Scheduler) bindingFailed(ctx context.Context, fwk *fw.Framework, state *fw.CycleState, pInfo *fw.QueuedPodInfo, assumed *v1.Pod, err error, reason string, rejected bool, cycle int64, start time.Time) {
+	s.undoAssumption(ctx, fwk, state, assumed)
+	if !rejected {
+		s.queue.MoveAllToActiveOrBackoffQueue(fw.EventAssignedPodDelete)
+	}
+	if ctx.Err() == nil {
+		s.failed(ctx, fwk, pInfo, err, reason, "", cycle, start)
+	}
+	if rejected {
+		s.queue.MoveAllToActiveOrBackoffQueueExcept(fw.EventAssignedPodDelete, assumed.UID)
+	}
 }
 
 // preempt carries out a preemption decision: it marks each victim with
@@ -140,6 +203,12 @@ func (s *Scheduler) bind(ctx context.Context, fwk *fw.Framework, pInfo *fw.Queue
 func (s *Scheduler) preempt(ctx context.Context, fwk *fw.Framework, pod *v1.Pod, res *fw.PostFilterResult) error {
 	s.metrics.PreemptionVictims.Observe(float64(len(res.Victims)))
 	for _, victim := range res.Victims {
+		// A victim held at Permit is not bound yet: turning it away is
+		// enough.
+		if wp := fwk.GetWaitingPod(victim.UID); wp != nil {
+			wp.Reject(fw.ExtensionPostFilter, "preempted")
+			continue
+		}
 		cond := map[string]any{"status": map[string]any{"conditions": []any{map[string]any{
 			"type": v1.DisruptionTarget, "status": v1.ConditionTrue, "reason": v1.PodReasonPreemptionByScheduler,
 			"message":            fmt.Sprintf("%s: preempting to accommodate a higher priority pod", pod.Spec.SchedulerName),

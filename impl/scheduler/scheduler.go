@@ -17,11 +17,17 @@
 // and requeues the pod); SCHED-3 BindUntainted (TaintToleration filters
 // untolerated NoSchedule and NoExecute taints).
 //
-// Not implemented (compared with kube-scheduler): the Reserve, Permit,
-// PreBind and PostBind extension points and scheduler extenders; the
-// volume, image-locality and dynamic-resource plugins; PodDisruptionBudgets
-// in preemption; PodTopologySpread's cluster-default constraints; per-plugin
-// queueing hints (requeueing uses each plugin's registered cluster events).
+// After a node is chosen, the Reserve and Permit plugins run in the
+// scheduling cycle and WaitOnPermit, PreBind, the binding and PostBind in the
+// binding cycle (framework/binding_interface.go); a failure after Reserve
+// runs Unreserve, forgets the assumption and requeues the pod. Informer
+// caches hold pods and nodes trimmed to what scheduling reads (transform.go).
+//
+// Not implemented (compared with kube-scheduler): Bind plugins (binding is
+// the scheduler's own POST) and scheduler extenders; the volume,
+// image-locality and dynamic-resource plugins; PodTopologySpread's
+// cluster-default constraints; per-plugin queueing hints (requeueing uses
+// each plugin's registered cluster events).
 package scheduler
 
 import (
@@ -154,7 +160,7 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config) (*Schedul
 		recorders: map[string]events.EventRecorder{},
 		bindSlots: make(chan struct{}, cfg.MaxInFlightBindings),
 	}
-	s.informers = informers.NewSharedInformerFactory(client, 0)
+	s.informers = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(TransformForScheduling))
 	nsInformer := s.informers.Core().V1().Namespaces()
 	nsLister := nsInformer.Lister()
 	namespaceLabels := func(name string) labels.Set {

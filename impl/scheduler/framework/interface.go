@@ -206,6 +206,8 @@ type Handle interface {
 	// NamespaceLabels returns a namespace's labels (nil if unknown), for
 	// affinity terms with a namespaceSelector.
 	NamespaceLabels(namespace string) labels.Set
+	// The pods held at Permit.
+	WaitingPodsHandle
 }
 
 // PluginFactory builds a plugin from its pluginConfig args (raw JSON, may

@@ -21,7 +21,12 @@ const (
 	ExtensionPostFilter = "PostFilter"
 	ExtensionPreScore   = "PreScore"
 	ExtensionScore      = "Score"
+	ExtensionReserve    = "Reserve"
+	ExtensionUnreserve  = "Unreserve"
+	ExtensionPermit     = "Permit"
+	ExtensionPreBind    = "PreBind"
 	ExtensionBind       = "Bind"
+	ExtensionPostBind   = "PostBind"
 )
 
 // MetricsRecorder observes extension point durations.
@@ -45,7 +50,12 @@ type Framework struct {
 	postFilter  []PostFilterPlugin
 	preScore    []PreScorePlugin
 	score       []weightedScorePlugin
+	reserve     []ReservePlugin
+	permit      []PermitPlugin
+	preBind     []PreBindPlugin
+	postBind    []PostBindPlugin
 	enqueueExts []EnqueueExtensions
+	waitingPods *WaitingPods
 
 	snapshot     SharedLister
 	parallelizer Parallelizer
@@ -73,6 +83,10 @@ func WithPodNominator(n PodNominator) Option { return func(f *Framework) { f.nom
 func WithNamespaceLabels(f func(namespace string) labels.Set) Option {
 	return func(fw *Framework) { fw.nsLabels = f }
 }
+
+// WithWaitingPods shares one set of pods held at Permit (by default each
+// framework has its own).
+func WithWaitingPods(w *WaitingPods) Option { return func(f *Framework) { f.waitingPods = w } }
 
 // WithMetricsRecorder sets where extension point durations go.
 func WithMetricsRecorder(m MetricsRecorder) Option { return func(f *Framework) { f.metrics = m } }
@@ -115,6 +129,7 @@ func NewFramework(ctx context.Context, registry Registry, profile *config.KubeSc
 		profileName:              profile.SchedulerName,
 		percentageOfNodesToScore: profile.PercentageOfNodesToScore,
 		parallelizer:             NewParallelizer(DefaultParallelism),
+		waitingPods:              NewWaitingPods(),
 	}
 	for _, o := range opts {
 		o(f)
@@ -233,6 +248,34 @@ func NewFramework(ctx context.Context, registry Registry, profile *config.KubeSc
 		}
 		f.score = append(f.score, weightedScorePlugin{instances[n.name].(ScorePlugin), w})
 	}
+	rs, err := resolve(ExtensionReserve, plugins.Reserve, is(func(p Plugin) bool { _, ok := p.(ReservePlugin); return ok }))
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range rs {
+		f.reserve = append(f.reserve, instances[n.name].(ReservePlugin))
+	}
+	pm, err := resolve(ExtensionPermit, plugins.Permit, is(func(p Plugin) bool { _, ok := p.(PermitPlugin); return ok }))
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range pm {
+		f.permit = append(f.permit, instances[n.name].(PermitPlugin))
+	}
+	pb, err := resolve(ExtensionPreBind, plugins.PreBind, is(func(p Plugin) bool { _, ok := p.(PreBindPlugin); return ok }))
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range pb {
+		f.preBind = append(f.preBind, instances[n.name].(PreBindPlugin))
+	}
+	pob, err := resolve(ExtensionPostBind, plugins.PostBind, is(func(p Plugin) bool { _, ok := p.(PostBindPlugin); return ok }))
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range pob {
+		f.postBind = append(f.postBind, instances[n.name].(PostBindPlugin))
+	}
 	for _, p := range instances {
 		if e, ok := p.(EnqueueExtensions); ok {
 			f.enqueueExts = append(f.enqueueExts, e)
@@ -302,6 +345,18 @@ func (f *Framework) ListPlugins() map[string][]string {
 	}
 	for _, p := range f.score {
 		m[ExtensionScore] = append(m[ExtensionScore], fmt.Sprintf("%s:%d", p.Name(), p.weight))
+	}
+	for _, p := range f.reserve {
+		m[ExtensionReserve] = append(m[ExtensionReserve], p.Name())
+	}
+	for _, p := range f.permit {
+		m[ExtensionPermit] = append(m[ExtensionPermit], p.Name())
+	}
+	for _, p := range f.preBind {
+		m[ExtensionPreBind] = append(m[ExtensionPreBind], p.Name())
+	}
+	for _, p := range f.postBind {
+		m[ExtensionPostBind] = append(m[ExtensionPostBind], p.Name())
 	}
 	return m
 }

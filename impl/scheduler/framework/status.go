@@ -22,9 +22,13 @@ const (
 	// Skip means the plugin has nothing to do for this pod (PreFilter,
 	// PreScore), so its Filter or Score is skipped too.
 	Skip
+	// Wait means a Permit plugin holds the pod on its node until the
+	// plugin, or someone through the framework's waiting pods, allows or
+	// rejects it, or its timeout passes.
+	Wait
 )
 
-var codeNames = [...]string{"Success", "Error", "Unschedulable", "UnschedulableAndUnresolvable", "Skip"}
+var codeNames = [...]string{"Success", "Error", "Unschedulable", "UnschedulableAndUnresolvable", "Skip", "Wait"}
 
 func (c Code) String() string {
 	if int(c) < len(codeNames) {
@@ -69,6 +73,9 @@ func (s *Status) IsSuccess() bool { return s.Code() == Success }
 // IsSkip reports Skip.
 func (s *Status) IsSkip() bool { return s.Code() == Skip }
 
+// IsWait reports Wait.
+func (s *Status) IsWait() bool { return s.Code() == Wait }
+
 // IsRejected reports Unschedulable or UnschedulableAndUnresolvable.
 func (s *Status) IsRejected() bool {
 	c := s.Code()
@@ -109,7 +116,7 @@ func (s *Status) WithPlugin(name string) *Status {
 
 // AsError returns nil for success and rejections' reasons as an error otherwise.
 func (s *Status) AsError() error {
-	if s.IsSuccess() || s.IsSkip() {
+	if s.IsSuccess() || s.IsSkip() || s.IsWait() {
 		return nil
 	}
 	if s.err != nil {

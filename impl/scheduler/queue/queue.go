@@ -363,11 +363,18 @@ func (q *PriorityQueue) FlushUnschedulablePodsLeftover() {
 // may help: those rejected by a plugin that registered interest in it (or
 // by no recorded plugin).
 func (q *PriorityQueue) MoveAllToActiveOrBackoffQueue(event fw.ClusterEvent) {
+	q.MoveAllToActiveOrBackoffQueueExcept(event, "")
+}
+
+// MoveAllToActiveOrBackoffQueueExcept is MoveAllToActiveOrBackoffQueue
+// leaving out the pod with UID except (a pod that was just turned away and
+// must wait for a further event).
+func (q *PriorityQueue) MoveAllToActiveOrBackoffQueueExcept(event fw.ClusterEvent, except types.UID) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var pods []*fw.QueuedPodInfo
 	for _, p := range q.unschedulable {
-		if q.interested(p, event) {
+		if (except == "" || p.Pod.UID != except) && q.interested(p, event) {
 			pods = append(pods, p)
 		}
 	}

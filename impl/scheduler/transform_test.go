@@ -1,0 +1,90 @@
+package scheduler
+
+import (
+	"reflect"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestTransformKeepsWhatSchedulingReads(t *testing.T) {
+	prio := int32(7)
+	now := metav1.Now()
+	req := v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "p", Namespace: "ns", UID: "u", Labels: map[string]string{"app": "web"},
+			Annotations:   map[string]string{"keep": "me", lastAppliedAnnotation: `{"huge":"json"}`},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+		},
+		Spec: v1.PodSpec{
+			NodeName: "n1", SchedulerName: "default-scheduler", Priority: &prio,
+			NodeSelector:              map[string]string{"zone": "a"},
+			Tolerations:               []v1.Toleration{{Key: "k", Operator: v1.TolerationOpExists}},
+			Affinity:                  &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{}},
+			TopologySpreadConstraints: []v1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone"}},
+			Overhead:                  req,
+			Volumes:                   []v1.Volume{{Name: "data"}},
+			Containers: []v1.Container{{
+				Name: "c", Image: "nginx", Command: []string{"sleep"}, Env: []v1.EnvVar{{Name: "A", Value: "b"}},
+				Ports:     []v1.ContainerPort{{ContainerPort: 80, HostPort: 8080}},
+				Resources: v1.ResourceRequirements{Requests: req},
+			}},
+			InitContainers: []v1.Container{{Name: "sidecar", Image: "envoy", RestartPolicy: ptrTo(v1.ContainerRestartPolicyAlways), Resources: v1.ResourceRequirements{Requests: req}}},
+		},
+		Status: v1.PodStatus{
+			Phase: v1.PodRunning, NominatedNodeName: "n2", StartTime: &now, QOSClass: v1.PodQOSBurstable,
+			Conditions:        []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue}},
+			ContainerStatuses: []v1.ContainerStatus{{Name: "c", Image: "nginx"}},
+			PodIPs:            []v1.PodIP{{IP: "10.0.0.1"}},
+		},
+	}
+	out, err := TransformForScheduling(pod.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*v1.Pod)
+	want := pod.DeepCopy()
+	want.ManagedFields = nil
+	want.Annotations = map[string]string{"keep": "me"}
+	want.Spec.Volumes = nil
+	want.Spec.Containers[0] = v1.Container{Name: "c", Ports: pod.Spec.Containers[0].Ports, Resources: pod.Spec.Containers[0].Resources}
+	want.Spec.InitContainers[0] = v1.Container{Name: "sidecar", RestartPolicy: pod.Spec.InitContainers[0].RestartPolicy, Resources: pod.Spec.InitContainers[0].Resources}
+	want.Status.ContainerStatuses, want.Status.PodIPs = nil, nil
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("trimmed pod:\n got %+v\nwant %+v", got, want)
+	}
+
+	node := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"zone": "a"}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+		Spec:       v1.NodeSpec{Unschedulable: true, Taints: []v1.Taint{{Key: "k", Effect: v1.TaintEffectNoSchedule}}, PodCIDR: "10.0.0.0/24"},
+		Status: v1.NodeStatus{
+			Allocatable: req, Capacity: req,
+			Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now}},
+			Images:     []v1.ContainerImage{{Names: []string{"nginx"}, SizeBytes: 1 << 20}},
+			NodeInfo:   v1.NodeSystemInfo{KubeletVersion: "v1.37.2"},
+		},
+	}
+	out, _ = TransformForScheduling(node.DeepCopy())
+	gotNode := out.(*v1.Node)
+	wantNode := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"zone": "a"}},
+		Spec:       v1.NodeSpec{Unschedulable: true, Taints: node.Spec.Taints},
+		Status: v1.NodeStatus{Allocatable: req, Conditions: []v1.NodeCondition{
+			{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", LastTransitionTime: now},
+		}},
+	}
+	if !reflect.DeepEqual(gotNode, wantNode) {
+		t.Errorf("trimmed node:\n got %+v\nwant %+v", gotNode, wantNode)
+	}
+
+	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{"team": "a"}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}}}
+	out, _ = TransformForScheduling(ns)
+	if got := out.(*v1.Namespace); got.ManagedFields != nil || got.Labels["team"] != "a" {
+		t.Errorf("namespace: %+v", got)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
