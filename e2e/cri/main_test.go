@@ -79,7 +79,7 @@ func run(m *testing.M) int {
 	defer signal.Stop(sigs)
 
 	code := 0
-	if node, err = env.AddNode(ctx); err != nil {
+	if node, err = env.AddNode(ctx, harness.NodeOptions{}); err != nil {
 		fmt.Println("e2e/cri: starting node:", err)
 		code = 1
 	} else {

@@ -93,7 +93,9 @@ var cniConflist = template.Must(template.New("conflist").Parse(`{
 `))
 
 // startContainerd writes the configuration and CNI config under dir, starts
-// containerd (in netns when non-empty, via `ip netns exec`), and waits until
+// containerd (in network namespace netns when non-empty, entered with
+// nsenter, which unlike `ip netns exec` keeps the host's mounts and so
+// /sys/fs/cgroup), and waits until
 // its CRI plugin answers and reports NetworkReady.
 func startContainerd(ctx context.Context, dir, cniBinDir, bridge, network, podCIDR, ipamDir, logDir, netns string) (*containerd, *cri.Runtime, error) {
 	c := &containerd{dir: dir, socket: filepath.Join(dir, "containerd.sock"), exited: make(chan struct{})}
@@ -120,7 +122,7 @@ func startContainerd(ctx context.Context, dir, cniBinDir, bridge, network, podCI
 	c.logFile = logFile
 	args := []string{"containerd", "--config", filepath.Join(dir, "config.toml")}
 	if netns != "" {
-		args = append([]string{"ip", "netns", "exec", netns}, args...)
+		args = append([]string{"nsenter", "--net=/run/netns/" + netns, "--"}, args...)
 	}
 	c.cmd = exec.Command(args[0], args[1:]...)
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile

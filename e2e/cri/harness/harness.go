@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -62,11 +63,15 @@ type Env struct {
 	// Nodes are the nodes started so far.
 	Nodes []*Node
 
-	host   *hostState
-	cniBin string
-	lock   *os.File
-	logf   func(string, ...any)
-	logger *slog.Logger
+	host    *hostState
+	cniBin  string
+	nodeSeq int
+	// hostBridges are the bridges of the nodes in the host's network
+	// namespace, removed or not.
+	hostBridges []string
+	lock        *os.File
+	logf        func(string, ...any)
+	logger      *slog.Logger
 }
 
 // Options configure Start.
@@ -222,6 +227,8 @@ func (e *Env) cleanStale() {
 	}
 	_ = unmountUnder(WorkDir)
 	links, _ := filepath.Glob("/sys/class/net/" + BridgePrefix + "*")
+	veths, _ := filepath.Glob("/sys/class/net/kp-veth*")
+	links = append(links, veths...)
 	for _, l := range links {
 		_ = exec.Command("ip", "link", "del", filepath.Base(l)).Run()
 	}
@@ -229,8 +236,10 @@ func (e *Env) cleanStale() {
 	_ = os.RemoveAll(WorkDir)
 }
 
-// Close stops everything Start and AddNode started and restores the host.
-// It returns every problem it met; it never stops half way.
+// Close stops everything Start and AddNode started and restores the host,
+// then checks the host against the snapshot taken at Start (devices,
+// iptables chains, ip_forward, mounts, processes, cgroups, paths). It
+// returns every problem it met; it never stops half way.
 func (e *Env) Close() error {
 	var errs []error
 	add := func(what string, err error) {
@@ -252,16 +261,18 @@ func (e *Env) Close() error {
 	}
 	add("unmounting", unmountUnder(WorkDir))
 	if e.host != nil {
-		for _, n := range e.Nodes {
-			if n.NetNS == "" {
-				add("restoring the network", e.host.restoreNetwork(n.Bridge, Network))
-			}
-		}
 		add("removing the network namespaces", e.removeNodeNetworks())
+		add("removing /run/netns", e.host.removeNetnsDir())
+		add("restoring the network", e.host.restoreNetwork(e.hostBridges, Network))
 		add("removing cgroups", e.host.removeCgroups())
 		add("removing /run/containerd", e.host.removeRunDirs())
 	}
 	add("removing the work dir", os.RemoveAll(WorkDir))
+	if e.host != nil {
+		if left := e.host.leftovers(WorkDir); len(left) > 0 {
+			errs = append(errs, fmt.Errorf("the host is not as it was: %s", strings.Join(left, "; ")))
+		}
+	}
 	if e.lock != nil {
 		_ = os.Remove(WorkDir + ".lock")
 		e.lock.Close()

@@ -32,6 +32,9 @@ const (
 	cniStateRoot   = "/var/lib/cni"
 	shimSocketsDir = "/run/containerd/s"
 	containerdRun  = "/run/containerd"
+	// netnsDir is where `ip netns add` bind-mounts named network
+	// namespaces; the first one makes the dir a (shared) mount of itself.
+	netnsDir = "/run/netns"
 )
 
 // cgroupParents are the top-level cgroups the kubelet (CgroupParent
@@ -55,7 +58,7 @@ func snapshotHost() (*hostState, error) {
 		}
 		h.chains[t] = chains
 	}
-	for _, p := range []string{cniStateRoot, cniResultsDir, containerdRun, shimSocketsDir} {
+	for _, p := range []string{cniStateRoot, cniResultsDir, containerdRun, shimSocketsDir, netnsDir} {
 		if _, err := os.Stat(p); err == nil {
 			h.existingPaths[p] = true
 		}
@@ -97,14 +100,16 @@ func cgroupDirs() []string {
 	return out
 }
 
-// restoreNetwork deletes the bridge, removes the iptables chains that did
+// restoreNetwork deletes the bridges, removes the iptables chains that did
 // not exist before (and every rule jumping to them), restores ip_forward
 // and deletes go-cni's result files of network.
-func (h *hostState) restoreNetwork(bridge, network string) error {
+func (h *hostState) restoreNetwork(bridges []string, network string) error {
 	var errs []error
-	if _, err := os.Stat(filepath.Join("/sys/class/net", bridge)); err == nil {
-		if out, err := exec.Command("ip", "link", "del", bridge).CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("deleting bridge %s: %w: %s", bridge, err, out))
+	for _, bridge := range bridges {
+		if _, err := os.Stat(filepath.Join("/sys/class/net", bridge)); err == nil {
+			if out, err := exec.Command("ip", "link", "del", bridge).CombinedOutput(); err != nil {
+				errs = append(errs, fmt.Errorf("deleting bridge %s: %w: %s", bridge, err, out))
+			}
 		}
 	}
 	for _, t := range iptablesTables {
@@ -231,6 +236,20 @@ func (h *hostState) removeCgroups() error {
 	return errors.Join(errs...)
 }
 
+// removeNetnsDir unmounts and removes /run/netns when it did not exist
+// before and no namespace is left in it (other programs may use it).
+func (h *hostState) removeNetnsDir() error {
+	if h.existingPaths[netnsDir] {
+		return nil
+	}
+	entries, err := os.ReadDir(netnsDir)
+	if err != nil || len(entries) > 0 {
+		return nil
+	}
+	_ = syscall.Unmount(netnsDir, syscall.MNT_DETACH)
+	return removeIfEmpty(netnsDir)
+}
+
 // removeRunDirs removes /run/containerd (its shim socket dir) when it did
 // not exist before and nothing is left in it.
 func (h *hostState) removeRunDirs() error {
@@ -323,4 +342,62 @@ func processesWith(needle string) []int {
 		}
 	}
 	return pids
+}
+
+// leftovers lists what teardown failed to undo: devices, iptables chains,
+// ip_forward, mounts, processes, cgroups and paths that differ from the
+// snapshot.
+func (h *hostState) leftovers(workDir string) []string {
+	var left []string
+	for _, pattern := range []string{BridgePrefix + "*", "kp-veth*"} {
+		links, _ := filepath.Glob(filepath.Join("/sys/class/net", pattern))
+		for _, l := range links {
+			left = append(left, "network device "+filepath.Base(l))
+		}
+	}
+	for _, t := range iptablesTables {
+		before := map[string]bool{}
+		for _, c := range h.chains[t] {
+			before[c] = true
+		}
+		now, err := iptablesChains(t)
+		if err != nil {
+			left = append(left, err.Error())
+		}
+		for _, c := range now {
+			if !before[c] {
+				left = append(left, "iptables chain "+t+"/"+c)
+			}
+		}
+	}
+	if b, err := os.ReadFile(ipForwardFile); err == nil && strings.TrimSpace(string(b)) != h.ipForward {
+		left = append(left, fmt.Sprintf("net.ipv4.ip_forward is %s, was %s", strings.TrimSpace(string(b)), h.ipForward))
+	}
+	if mi, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(mi), "\n") {
+			if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(unescapeMount(f[4]), workDir) {
+				left = append(left, "mount "+f[4])
+			}
+		}
+	}
+	for _, pid := range processesWith(workDir) {
+		left = append(left, fmt.Sprintf("process %d", pid))
+	}
+	for _, d := range cgroupDirs() {
+		if !h.cgroupDirs[d] {
+			left = append(left, "cgroup "+d)
+		}
+	}
+	for _, p := range []string{cniStateRoot, containerdRun, netnsDir, workDir} {
+		if _, err := os.Stat(p); err == nil && !h.existingPaths[p] {
+			left = append(left, "path "+p)
+		}
+	}
+	out, _ := exec.Command("ip", "netns", "list").Output()
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, netnsPrefix) {
+			left = append(left, "network namespace "+strings.Fields(line)[0])
+		}
+	}
+	return left
 }

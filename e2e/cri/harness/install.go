@@ -18,6 +18,7 @@ var Packages = map[string]string{
 	"iptables":   "iptables",
 	"busybox":    "busybox-static",
 	"ip":         "iproute2",
+	"nsenter":    "util-linux",
 }
 
 // ensurePackages installs, with apt-get, the packages whose binaries are

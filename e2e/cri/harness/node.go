@@ -9,10 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeproof/kubeproof/impl/cluster"
@@ -54,10 +58,20 @@ type Node struct {
 	stop    func()
 }
 
-// AddNode starts node number len(e.Nodes)+1: its containerd (importing the
-// images) and its kubelet, and waits until the Node is registered.
-func (e *Env) AddNode(ctx context.Context) (_ *Node, err error) {
-	i := len(e.Nodes) + 1
+// NodeOptions configure AddNode.
+type NodeOptions struct {
+	// OwnNetNS runs the node's containerd (and so its pods, bridge and
+	// iptables rules) in a network namespace of its own, joined to the host
+	// by a veth pair, with a route on the host to its pod subnet and a
+	// default route back: two nodes on one machine, routed like two hosts.
+	OwnNetNS bool
+}
+
+// AddNode starts a node: its containerd (importing the images) and its
+// kubelet. Node i is kp-node-i with pod CIDR 10.244.(i-1).0/24.
+func (e *Env) AddNode(ctx context.Context, opts NodeOptions) (_ *Node, err error) {
+	e.nodeSeq++
+	i := e.nodeSeq
 	n := &Node{
 		Name: fmt.Sprintf("kp-node-%d", i), PodCIDR: fmt.Sprintf("10.244.%d.0/24", i-1),
 		Bridge: fmt.Sprintf("%s%d", BridgePrefix, i-1), env: e,
@@ -65,6 +79,14 @@ func (e *Env) AddNode(ctx context.Context) (_ *Node, err error) {
 	n.Dir = filepath.Join(WorkDir, fmt.Sprintf("node-%d", i))
 	n.IPAMDir = filepath.Join(n.Dir, "ipam")
 	e.Nodes = append(e.Nodes, n)
+	if !opts.OwnNetNS {
+		e.hostBridges = append(e.hostBridges, n.Bridge)
+	} else {
+		n.NetNS = fmt.Sprintf("%snode-%d", netnsPrefix, i)
+		if err := n.setUpNetNS(i); err != nil {
+			return nil, err
+		}
+	}
 	var rt *cri.Runtime
 	n.containerd, rt, err = startContainerd(ctx, filepath.Join(n.Dir, "containerd"), e.cniBin, n.Bridge, Network, n.PodCIDR, n.IPAMDir, e.LogDir, n.NetNS)
 	if err != nil {
@@ -88,12 +110,37 @@ func (e *Env) AddNode(ctx context.Context) (_ *Node, err error) {
 	if err := n.StartKubelet(ctx); err != nil {
 		return nil, err
 	}
+	if err := n.waitReady(ctx, time.Minute); err != nil {
+		return nil, err
+	}
 	return n, nil
 }
 
+// waitReady waits until the Node object reports Ready.
+func (n *Node) waitReady(ctx context.Context, timeout time.Duration) error {
+	var last string
+	ok := waitFor(timeout, 200*time.Millisecond, func() bool {
+		node, err := n.env.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				last = string(c.Status) + ": " + c.Message
+				return c.Status == corev1.ConditionTrue
+			}
+		}
+		return false
+	})
+	if !ok {
+		return fmt.Errorf("node %s not Ready within %s (last: %s)", n.Name, timeout, last)
+	}
+	return nil
+}
+
 // StartKubelet starts the node's kubelet in-process with its kubelet API
-// (HTTPS on 127.0.0.1, the port it had before if restarted) and waits
-// until the Node reports Ready.
+// (HTTPS on 127.0.0.1, the port it had before if restarted).
 func (n *Node) StartKubelet(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -229,6 +276,51 @@ func (n *Node) AllocatedIPs() ([]string, error) {
 		}
 	}
 	return ips, nil
+}
+
+// setUpNetNS creates the node's network namespace and links it to the
+// host: veth kp-veth<i> (host, 10.243.<i>.1/24) <-> eth0 (namespace,
+// 10.243.<i>.2/24); the host routes the node's pod CIDR to the namespace,
+// and the namespace's default route is the host.
+func (n *Node) setUpNetNS(i int) error {
+	hostIf, hostIP, nsIP := fmt.Sprintf("kp-veth%d", i), fmt.Sprintf("10.243.%d.1", i), fmt.Sprintf("10.243.%d.2", i)
+	in := []string{"ip", "netns", "exec", n.NetNS}
+	for _, cmd := range [][]string{
+		{"ip", "netns", "add", n.NetNS},
+		{"ip", "link", "add", hostIf, "type", "veth", "peer", "name", "eth0", "netns", n.NetNS},
+		{"ip", "addr", "add", hostIP + "/24", "dev", hostIf},
+		{"ip", "link", "set", hostIf, "up"},
+		append(in, "ip", "link", "set", "lo", "up"),
+		append(in, "ip", "addr", "add", nsIP+"/24", "dev", "eth0"),
+		append(in, "ip", "link", "set", "eth0", "up"),
+		append(in, "ip", "route", "add", "default", "via", hostIP),
+		{"ip", "route", "add", n.PodCIDR, "via", nsIP, "dev", hostIf},
+	} {
+		if out, err := exec.Command(cmd[0], cmd[1:]...).CombinedOutput(); err != nil {
+			return fmt.Errorf("node %s network: %s: %w: %s", n.Name, strings.Join(cmd, " "), err, out)
+		}
+	}
+	// Forwarding between the host's bridge and the namespaces.
+	return os.WriteFile(ipForwardFile, []byte("1\n"), 0o644)
+}
+
+// RemoveNode stops the node's kubelet, removes its pods from its
+// containerd, stops it, deletes the Node object and, for a node with its
+// own network namespace, the namespace.
+func (e *Env) RemoveNode(ctx context.Context, n *Node) error {
+	n.StopKubelet()
+	errs := []error{n.removeAllPods(), n.stopContainerd()}
+	if err := e.Client.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		errs = append(errs, err)
+	}
+	errs = append(errs, unmountUnder(n.Dir))
+	if n.NetNS != "" {
+		if out, err := exec.Command("ip", "netns", "del", n.NetNS).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("ip netns del %s: %w: %s", n.NetNS, err, out))
+		}
+	}
+	e.Nodes = slices.DeleteFunc(e.Nodes, func(x *Node) bool { return x == n })
+	return errors.Join(errs...)
 }
 
 // netnsPrefix names the nodes' network namespaces.
