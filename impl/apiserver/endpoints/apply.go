@@ -8,13 +8,16 @@ import (
 	"strconv"
 	"sync"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 	"github.com/kubeproof/kubeproof/impl/apiserver/fieldmanager"
@@ -36,6 +39,9 @@ type fieldManagerKey struct {
 	gvk      schema.GroupVersionKind
 	mode     mode
 	strategy reflect.Type
+	// scale is set for the manager of autoscaling/v1 Scale objects that
+	// applies to /scale work with.
+	scale bool
 }
 
 var fieldManagers sync.Map // fieldManagerKey -> *fieldmanager.Manager
@@ -174,9 +180,6 @@ func (s managedFieldsStore) Create(ctx context.Context, key string, obj, out run
 // creates it when there is none (201). Conflicts with other managers are a
 // 409 unless force.
 func (h *Handler) apply(w http.ResponseWriter, r *http.Request, info *request.Info, m mode, wo writeOptions, target codec.Target, body []byte, params managerParams) error {
-	if m == modeScale {
-		return unsupportedMedia("server-side apply of the scale subresource is not supported; use a merge or strategic merge patch")
-	}
 	if len(body) == 0 {
 		return apierrors.NewBadRequest("the body of the request was empty")
 	}
@@ -189,18 +192,26 @@ func (h *Handler) apply(w http.ResponseWriter, r *http.Request, info *request.In
 			warnings = append(warnings, err.Error())
 		}
 	}
-	fm, err := h.fieldManager(m)
-	if err != nil {
-		return err
-	}
 	force := params.force != nil && *params.force
-	transform := func(old runtime.Object) (runtime.Object, error) {
-		obj, err := fm.Apply(old, body, params.fieldManager, force)
-		if err != nil {
-			return nil, err
+	var transform transformFunc
+	if m == modeScale {
+		var err error
+		if transform, err = h.scaleApply(body, params.fieldManager, force); err != nil {
+			return err
 		}
-		fieldmanager.KeepTimesIfUnchanged(old, obj)
-		return obj, nil
+	} else {
+		fm, err := h.fieldManager(m)
+		if err != nil {
+			return err
+		}
+		transform = func(old runtime.Object) (runtime.Object, error) {
+			obj, err := fm.Apply(old, body, params.fieldManager, force)
+			if err != nil {
+				return nil, err
+			}
+			fieldmanager.KeepTimesIfUnchanged(old, obj)
+			return obj, nil
+		}
 	}
 	out, created, err := h.updateObject(r.Context(), info, m, transform, wo.dryRun, m == modeMain)
 	if err != nil {
@@ -232,4 +243,62 @@ func (h *Handler) trackCreate(r *http.Request, obj runtime.Object) (runtime.Obje
 	}
 	h.res.Strategy.Default(obj)
 	return fm.Update(h.res.New(), obj, fieldmanager.ManagerName(params.fieldManager, r.UserAgent())), nil
+}
+
+// replicasPath is where every served kind with a /scale subresource keeps
+// its replica count (deployments, replica sets).
+var replicasPath = fieldpath.MakePathOrDie("spec", "replicas")
+
+// scaleApply is the transform of an apply to /scale: the applied
+// configuration is an autoscaling/v1 Scale, merged into the Scale view of
+// the stored object with the view's managed fields (the parent's owners of
+// spec.replicas), whose result goes back to the parent, as kube-apiserver
+// does.
+func (h *Handler) scaleApply(body []byte, manager string, force bool) (transformFunc, error) {
+	key := fieldManagerKey{gvk: h.gvk, mode: modeScale, scale: true}
+	var fm *fieldmanager.Manager
+	if got, ok := fieldManagers.Load(key); ok {
+		fm = got.(*fieldmanager.Manager)
+	} else {
+		built, err := fieldmanager.New(fieldmanager.Config{
+			TypeConverter: fieldmanager.TypeConverterFor(h.res), Scheme: h.opts.Codecs.Scheme,
+			Kind: scaleGVK, Subresource: "scale",
+		})
+		if err != nil {
+			return nil, err
+		}
+		got, _ := fieldManagers.LoadOrStore(key, built)
+		fm = got.(*fieldmanager.Manager)
+	}
+	mappings := managedfields.ResourcePathMappings{h.gvk.GroupVersion().String(): replicasPath}
+	return func(old runtime.Object) (runtime.Object, error) {
+		scale, err := h.res.Scale.Scale(old)
+		if err != nil {
+			return nil, err
+		}
+		scale.SetGroupVersionKind(scaleGVK)
+		handler := managedfields.NewScaleHandler(accessor(old).GetManagedFields(), h.gvk.GroupVersion(), mappings)
+		if scale.ManagedFields, err = handler.ToSubresource(); err != nil {
+			return nil, fmt.Errorf("managed fields of the scale view: %w", err)
+		}
+		applied, err := fm.Apply(scale, body, manager, force)
+		if err != nil {
+			return nil, err
+		}
+		newScale, ok := applied.(*autoscalingv1.Scale)
+		if !ok {
+			return nil, fmt.Errorf("apply to /scale gave %T", applied)
+		}
+		entries, err := handler.ToParent(newScale.ManagedFields)
+		if err != nil {
+			return nil, fmt.Errorf("managed fields from the scale view: %w", err)
+		}
+		parent, err := h.applyScale(old, newScale)
+		if err != nil {
+			return nil, err
+		}
+		accessor(parent).SetManagedFields(entries)
+		fieldmanager.KeepTimesIfUnchanged(old, parent)
+		return parent, nil
+	}, nil
 }

@@ -217,7 +217,7 @@ func TestServerSideApplyThroughHandler(t *testing.T) {
 		{"invalid result", "PATCH", deps + "/web?fieldManager=x", applyType, webConfig("-1", "nginx"), 422, "spec.replicas"},
 		{"merge patch does not create", "PATCH", deps + "/web?fieldManager=x", mergeType, `{"spec":{"replicas":1}}`, 404, "not found"},
 		{"PUT does not create deployments", "PUT", deps + "/web", "application/json", webConfig("1", "nginx"), 404, "not found"},
-		{"apply to /scale", "PATCH", deps + "/web/scale?fieldManager=x", applyType, `{}`, 415, "scale subresource"},
+		{"apply to /scale of a missing object", "PATCH", deps + "/web/scale?fieldManager=x", applyType, `{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"web"},"spec":{"replicas":1}}`, 404, "not found"},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {
@@ -489,4 +489,54 @@ func TestApplySharedStorageKind(t *testing.T) {
 		return
 	}
 	t.Fatal("events.k8s.io is not served")
+}
+
+func TestApplyScale(t *testing.T) {
+	h, store := servedHandler(t, "deployments")
+	if r := do(h, "PATCH", deps+"/web?fieldManager=alice", applyType, webConfig("2", "nginx")); r.code != 201 {
+		t.Fatalf("create: %d %s", r.code, r.body)
+	}
+	scale := func(replicas string) string {
+		return `{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"web"},"spec":{"replicas":` + replicas + `}}`
+	}
+	storedManagers := func() map[string]string {
+		var d appsv1.Deployment
+		if err := store.Get(context.Background(), "/deployments/ns/web", storage.GetOptions{}, &d); err != nil {
+			t.Fatal(err)
+		}
+		return managers(&d)
+	}
+	// alice applied replicas on the deployment: a different value through
+	// /scale conflicts with her.
+	r := do(h, "PATCH", deps+"/web/scale?fieldManager=hpa", applyType, scale("4"))
+	if st := r.status(t); r.code != 409 || st.Message != `Apply failed with 1 conflict: conflict with "alice": .spec.replicas` {
+		t.Fatalf("scale apply against alice: %d %s", r.code, r.body)
+	}
+	// The same value is shared; forced, hpa owns replicas alone.
+	if r := do(h, "PATCH", deps+"/web/scale?fieldManager=hpa", applyType, scale("2")); r.code != 200 {
+		t.Fatalf("shared: %d %s", r.code, r.body)
+	}
+	if m := storedManagers(); m["hpa/Apply/scale"] != `{"f:spec":{"f:replicas":{}}}` || !strings.Contains(m["alice/Apply"], "f:replicas") {
+		t.Fatalf("after sharing: %v", m)
+	}
+	r = do(h, "PATCH", deps+"/web/scale?fieldManager=hpa&force=true", applyType, scale("4"))
+	var s struct {
+		Kind string
+		Spec struct{ Replicas int32 }
+	}
+	if err := json.Unmarshal(r.body, &s); err != nil || r.code != 200 || s.Kind != "Scale" || s.Spec.Replicas != 4 {
+		t.Fatalf("forced scale apply: %d %s", r.code, r.body)
+	}
+	if m := storedManagers(); m["hpa/Apply/scale"] != `{"f:spec":{"f:replicas":{}}}` || strings.Contains(m["alice/Apply"], "f:replicas") {
+		t.Fatalf("after force: %v", m)
+	}
+	// Now alice's apply of other replicas conflicts with the hpa.
+	r = do(h, "PATCH", deps+"/web?fieldManager=alice", applyType, webConfig("2", "nginx"))
+	if st := r.status(t); r.code != 409 || !strings.Contains(st.Message, `conflict with "hpa" with subresource "scale": .spec.replicas`) {
+		t.Fatalf("alice against hpa: %d %s", r.code, r.body)
+	}
+	// A Scale of another kind is a 400.
+	if r := do(h, "PATCH", deps+"/web/scale?fieldManager=hpa", applyType, webConfig("2", "nginx")); r.code != 400 {
+		t.Fatalf("deployment applied to /scale: %d %s", r.code, r.body)
+	}
 }
