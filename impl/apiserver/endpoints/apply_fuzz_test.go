@@ -1,0 +1,42 @@
+package endpoints
+
+import (
+	"testing"
+)
+
+// FuzzApply sends arbitrary applied configurations to a stored Deployment
+// and to a missing one: every answer is a success or a 4xx Status, never a
+// panic or a 5xx.
+func FuzzApply(f *testing.F) {
+	for _, seed := range []string{
+		webConfig("2", "nginx"),
+		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","labels":{"a":null}},"spec":{"template":{"spec":{"containers":[{"name":"c"},{"name":"c"}]}}}}`,
+		"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  managedFields: 3\n",
+		"apiVersion: apps/v1\nkind: Deployment\nmetadata: 7\n",
+		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":"x","selector":[]}}`,
+		`{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"web"},"spec":{"replicas":3}}`,
+		"null", "[]", "", "{", "- a", "a: &x [*x, *x]",
+	} {
+		f.Add(seed, false)
+		f.Add(seed, true)
+	}
+	f.Fuzz(func(t *testing.T, body string, scale bool) {
+		h, _ := servedHandler(t, "deployments")
+		if r := do(h, "PATCH", deps+"/web?fieldManager=alice", applyType, webConfig("2", "nginx")); r.code != 201 {
+			t.Fatalf("seeding: %d %s", r.code, r.body)
+		}
+		paths := []string{deps + "/web?fieldManager=bob", deps + "/missing?fieldManager=bob&force=true"}
+		if scale {
+			paths = []string{deps + "/web/scale?fieldManager=bob", deps + "/missing/scale?fieldManager=bob"}
+		}
+		for _, path := range paths {
+			r := do(h, "PATCH", path, applyType, body)
+			if r.code >= 500 {
+				t.Fatalf("%s: %d %s", path, r.code, r.body)
+			}
+			if r.code >= 400 {
+				r.status(t)
+			}
+		}
+	})
+}
