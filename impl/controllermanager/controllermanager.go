@@ -90,6 +90,14 @@ type Config struct {
 	MetricsAddr string
 	// Clock for the time-driven controllers (nil: real time).
 	Clock clock.WithTicker
+
+	// UseServiceAccountCredentials (--use-service-account-credentials):
+	// each controller writes as its own service account in kube-system
+	// (ServiceAccountNames) with tokens from the TokenRequest API, so RBAC
+	// grants it only its system:controller:<name> role; the shared
+	// informers, leader election and the service accounts themselves stay
+	// on the controller manager's own identity. Needs a rest.Config (Run).
+	UseServiceAccountCredentials bool
 }
 
 // DefaultConfig returns upstream's defaults.
@@ -170,6 +178,10 @@ type Clients struct {
 	Metadata  metadata.Interface           // garbage collector
 	Dynamic   dynamic.Interface            // namespace controller
 	Discovery discovery.DiscoveryInterface // garbage collector and namespace controller
+	// ForController, when set with Config.UseServiceAccountCredentials,
+	// gives the clients a controller writes with, by its service account
+	// name (ServiceAccountClientBuilder.Clients).
+	ForController func(ctx context.Context, serviceAccount string) (Clients, error)
 }
 
 // ClientsFor builds the metadata and dynamic clients from restConfig next to
@@ -198,12 +210,22 @@ func Run(ctx context.Context, client kubernetes.Interface, restConfig *rest.Conf
 	if err != nil {
 		return err
 	}
+	if cfg.UseServiceAccountCredentials {
+		if restConfig == nil {
+			return errors.New("controller manager: --use-service-account-credentials needs a rest.Config")
+		}
+		clients.ForController = NewServiceAccountClientBuilder(client, restConfig).Clients
+	}
 	return RunWithClients(ctx, clients, cfg)
 }
 
 // RunWithClients is Run with the clients given directly (tests use fakes).
+// With cfg.UseServiceAccountCredentials, clients.ForController must be set.
 func RunWithClients(ctx context.Context, clients Clients, cfg Config) error {
 	cfg.fillDefaults()
+	if cfg.UseServiceAccountCredentials && clients.ForController == nil {
+		return errors.New("controller manager: --use-service-account-credentials needs Clients.ForController")
+	}
 	if (cfg.Enabled(GarbageCollector) && clients.Metadata == nil) || (cfg.Enabled(Namespace) && clients.Dynamic == nil) {
 		return errors.New("controller manager: the garbage collector needs a metadata client and the namespace controller a dynamic client (pass a rest.Config)")
 	}
@@ -298,21 +320,41 @@ func runElected(ctx context.Context, clients Clients, cfg Config) error {
 
 // runControllers starts the enabled controllers on one set of shared
 // informers and returns when ctx is done and all have stopped.
-func runControllers(ctx context.Context, clients Clients, cfg Config) error {
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: clients.Kube.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
-	recorder := func(component string) record.EventRecorder {
-		return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
+func runControllers(ctx context.Context, root Clients, cfg Config) error {
+	// Events go out through the client of the controller that records
+	// them, one broadcaster per controller, as upstream's controllers.
+	var broadcasters []record.EventBroadcaster
+	defer func() {
+		for _, b := range broadcasters {
+			b.Shutdown()
+		}
+	}()
+	recorder := func(cl Clients, component string) record.EventRecorder {
+		b := record.NewBroadcaster(record.WithContext(ctx))
+		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cl.Kube.CoreV1().Events("")})
+		broadcasters = append(broadcasters, b)
+		return b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
 	}
-	factory := informers.NewSharedInformerFactory(clients.Kube, cfg.ResyncPeriod)
+	// clientsOf is what a controller writes with: its service account's
+	// clients with --use-service-account-credentials, else the root's.
+	clientsOf := func(controller string) (Clients, error) {
+		if !cfg.UseServiceAccountCredentials {
+			return root, nil
+		}
+		return root.ForController(ctx, ServiceAccountNames[controller])
+	}
+	factory := informers.NewSharedInformerFactory(root.Kube, cfg.ResyncPeriod)
 	defer factory.Shutdown()
 	clk := cfg.Clock
 
 	var runs []func(context.Context) error
 	if cfg.Enabled(NodeLifecycle) {
+		clients, err := clientsOf(NodeLifecycle)
+		if err != nil {
+			return err
+		}
 		c, err := nodelifecycle.New(clients.Kube, factory.Core().V1().Nodes(), factory.Coordination().V1().Leases(), factory.Core().V1().Pods(),
-			recorder("node-controller"), clk, nodelifecycle.Config{
+			recorder(clients, "node-controller"), clk, nodelifecycle.Config{
 				MonitorPeriod: cfg.NodeMonitorPeriod, MonitorGrace: cfg.NodeMonitorGracePeriod, StartupGrace: cfg.NodeStartupGracePeriod,
 				Defaults: nodelifecycle.DefaultTolerations{NotReadySeconds: cfg.DefaultNotReadyTolerationSeconds, UnreachableSeconds: cfg.DefaultUnreachableTolerationSeconds},
 			})
@@ -322,19 +364,35 @@ func runControllers(ctx context.Context, clients Clients, cfg Config) error {
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentTaintSyncs) })
 	}
 	if cfg.Enabled(Namespace) {
+		clients, err := clientsOf(Namespace)
+		if err != nil {
+			return err
+		}
 		c := namespace.New(clients.Kube, clients.Dynamic, clients.Discovery, factory.Core().V1().Namespaces())
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentNamespaceSyncs) })
 	}
 	if cfg.Enabled(GarbageCollector) {
-		gc := garbagecollector.New(clients.Metadata, clients.Discovery, recorder("garbage-collector-controller"), garbagecollector.Config{Workers: cfg.ConcurrentGCSyncs})
+		clients, err := clientsOf(GarbageCollector)
+		if err != nil {
+			return err
+		}
+		gc := garbagecollector.New(clients.Metadata, clients.Discovery, recorder(clients, "garbage-collector-controller"), garbagecollector.Config{Workers: cfg.ConcurrentGCSyncs})
 		runs = append(runs, gc.Run)
 	}
 	if cfg.Enabled(ReplicaSet) {
-		c := replicaset.New(clients.Kube, factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), recorder("replicaset-controller"), clk)
+		clients, err := clientsOf(ReplicaSet)
+		if err != nil {
+			return err
+		}
+		c := replicaset.New(clients.Kube, factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), recorder(clients, "replicaset-controller"), clk)
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentReplicaSetSyncs) })
 	}
 	if cfg.Enabled(Deployment) {
-		c := deployment.New(clients.Kube, factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), recorder("deployment-controller"), clk)
+		clients, err := clientsOf(Deployment)
+		if err != nil {
+			return err
+		}
+		c := deployment.New(clients.Kube, factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), recorder(clients, "deployment-controller"), clk)
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentDeploymentSyncs) })
 	}
 	factory.Start(ctx.Done())
