@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	if reason := harness.Preflight(); reason != "" {
 		if os.Getenv("CI") == "true" {
-			fmt.Printf("FAIL: e2e/cri cannot run: %s (CI=true: not running it is a failure)\n", reason)
+			fmt.Printf("FAIL: e2e/cri: %s, and CI=true makes not running it a failure\n", reason)
 			os.Exit(1)
 		}
 		fmt.Printf("SKIP: e2e/cri: %s\n", reason)

@@ -66,12 +66,9 @@ type Env struct {
 	host    *hostState
 	cniBin  string
 	nodeSeq int
-	// hostBridges are the bridges of the nodes in the host's network
-	// namespace, removed or not.
-	hostBridges []string
-	lock        *os.File
-	logf        func(string, ...any)
-	logger      *slog.Logger
+	lock    *os.File
+	logf    func(string, ...any)
+	logger  *slog.Logger
 }
 
 // Options configure Start.
@@ -84,10 +81,10 @@ type Options struct {
 // root (containerd, network namespaces, iptables, cgroups) on Linux.
 func Preflight() string {
 	if os.Geteuid() != 0 {
-		return "e2e/cri needs root (it runs containerd, runc and CNI plugins on this host)"
+		return "needs root (it runs containerd, runc and CNI plugins on this host)"
 	}
 	if _, err := os.Stat("/proc/self/mountinfo"); err != nil {
-		return "e2e/cri needs Linux"
+		return "needs Linux"
 	}
 	return ""
 }
@@ -139,6 +136,9 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		return nil, err
 	}
 	if e.host, err = snapshotHost(); err != nil {
+		return nil, err
+	}
+	if err := e.host.save(WorkDir); err != nil {
 		return nil, err
 	}
 	goTool := GoTool()
@@ -214,8 +214,9 @@ func kubectl(goTool, dir string) (string, error) {
 }
 
 // cleanStale undoes what a killed earlier run left: its containerds and
-// shims, mounts under the work dir, its bridges and network namespaces,
-// and the work dir itself.
+// shims, their containers, mounts under the work dir, its network
+// namespaces, bridges and iptables chains, cgroups and ip_forward (against
+// the host snapshot that run saved), and the work dir itself.
 func (e *Env) cleanStale() {
 	if _, err := os.Stat(WorkDir); err != nil {
 		return
@@ -226,13 +227,25 @@ func (e *Env) cleanStale() {
 		killStaleContainerd(filepath.Join(n, "containerd"))
 	}
 	_ = unmountUnder(WorkDir)
+	deleteNetnses()
 	links, _ := filepath.Glob("/sys/class/net/" + BridgePrefix + "*")
 	veths, _ := filepath.Glob("/sys/class/net/kp-veth*")
-	links = append(links, veths...)
-	for _, l := range links {
+	for _, l := range append(links, veths...) {
 		_ = exec.Command("ip", "link", "del", filepath.Base(l)).Run()
 	}
-	deleteNetnses()
+	// The sandboxes it ran, whose CNI results go-cni keeps outside the work dir.
+	sandboxes, _ := filepath.Glob(filepath.Join(WorkDir, "node-*", "containerd", "root", "io.containerd.grpc.v1.cri", "sandboxes", "*"))
+	var ids []string
+	for _, sb := range sandboxes {
+		ids = append(ids, filepath.Base(sb))
+	}
+	_ = removeCNIResults(ids)
+	if h, err := loadHostState(WorkDir); err == nil {
+		_ = h.removeNetnsDir()
+		_ = h.restoreNetwork(nil, Network)
+		_ = h.removeCgroups()
+		_ = h.removeRunDirs()
+	}
 	_ = os.RemoveAll(WorkDir)
 }
 
@@ -263,7 +276,7 @@ func (e *Env) Close() error {
 	if e.host != nil {
 		add("removing the network namespaces", e.removeNodeNetworks())
 		add("removing /run/netns", e.host.removeNetnsDir())
-		add("restoring the network", e.host.restoreNetwork(e.hostBridges, Network))
+		add("restoring the network", e.host.restoreNetwork(e.host.Bridges, Network))
 		add("removing cgroups", e.host.removeCgroups())
 		add("removing /run/containerd", e.host.removeRunDirs())
 	}

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // iptablesTables are the tables the bridge (ipMasq) and portmap plugins
@@ -18,11 +20,14 @@ var iptablesTables = []string{"nat", "filter", "mangle"}
 
 // hostState is what the suite may change on the host, as found before it
 // started, so that teardown can put it back.
+// It is saved in the work dir so that the next run can restore the host
+// after a run killed before its teardown.
 type hostState struct {
-	ipForward     string              // net.ipv4.ip_forward
-	chains        map[string][]string // iptables table -> chains before
-	existingPaths map[string]bool     // paths outside the work dir that existed before
-	cgroupDirs    map[string]bool     // cgroup dirs named cgroupParents that existed before
+	IPForward     string              // net.ipv4.ip_forward
+	Chains        map[string][]string // iptables table -> chains before
+	ExistingPaths map[string]bool     // paths outside the work dir that existed before
+	CgroupDirs    map[string]bool     // cgroup dirs named cgroupParents that existed before
+	Bridges       []string            // bridges in the host namespace the run creates
 }
 
 // Paths outside the work dir that containerd 1.6 and go-cni write to
@@ -45,26 +50,49 @@ var cgroupParents = []string{"kubepods", "k8s.io"}
 const ipForwardFile = "/proc/sys/net/ipv4/ip_forward"
 
 func snapshotHost() (*hostState, error) {
-	h := &hostState{chains: map[string][]string{}, existingPaths: map[string]bool{}, cgroupDirs: map[string]bool{}}
+	h := &hostState{Chains: map[string][]string{}, ExistingPaths: map[string]bool{}, CgroupDirs: map[string]bool{}}
 	b, err := os.ReadFile(ipForwardFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading ip_forward: %w", err)
 	}
-	h.ipForward = strings.TrimSpace(string(b))
+	h.IPForward = strings.TrimSpace(string(b))
 	for _, t := range iptablesTables {
 		chains, err := iptablesChains(t)
 		if err != nil {
 			return nil, err
 		}
-		h.chains[t] = chains
+		h.Chains[t] = chains
 	}
 	for _, p := range []string{cniStateRoot, cniResultsDir, containerdRun, shimSocketsDir, netnsDir} {
 		if _, err := os.Stat(p); err == nil {
-			h.existingPaths[p] = true
+			h.ExistingPaths[p] = true
 		}
 	}
 	for _, d := range cgroupDirs() {
-		h.cgroupDirs[d] = true
+		h.CgroupDirs[d] = true
+	}
+	return h, nil
+}
+
+// hostStateFile is where the snapshot is kept while a run is under way.
+func hostStateFile(workDir string) string { return filepath.Join(workDir, "host-state.json") }
+
+func (h *hostState) save(workDir string) error {
+	b, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(hostStateFile(workDir), b, 0o644)
+}
+
+func loadHostState(workDir string) (*hostState, error) {
+	b, err := os.ReadFile(hostStateFile(workDir))
+	if err != nil {
+		return nil, err
+	}
+	h := &hostState{}
+	if err := json.Unmarshal(b, h); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", hostStateFile(workDir), err)
 	}
 	return h, nil
 }
@@ -117,7 +145,7 @@ func (h *hostState) restoreNetwork(bridges []string, network string) error {
 			errs = append(errs, err)
 		}
 	}
-	if err := os.WriteFile(ipForwardFile, []byte(h.ipForward+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(ipForwardFile, []byte(h.IPForward+"\n"), 0o644); err != nil {
 		errs = append(errs, fmt.Errorf("restoring ip_forward: %w", err))
 	}
 	results, _ := filepath.Glob(filepath.Join(cniResultsDir, network+"-*"))
@@ -127,7 +155,7 @@ func (h *hostState) restoreNetwork(bridges []string, network string) error {
 		}
 	}
 	for _, p := range []string{cniResultsDir, cniStateRoot} {
-		if !h.existingPaths[p] {
+		if !h.ExistingPaths[p] {
 			if err := removeIfEmpty(p); err != nil {
 				errs = append(errs, err)
 			}
@@ -138,43 +166,56 @@ func (h *hostState) restoreNetwork(bridges []string, network string) error {
 
 // removeNewChains removes every rule of table that jumps to a chain that
 // did not exist at snapshot time, then flushes and deletes those chains.
+// Rules are deleted by position, so comments with quotes need no parsing.
 func (h *hostState) removeNewChains(table string) error {
 	before := map[string]bool{}
-	for _, c := range h.chains[table] {
+	for _, c := range h.Chains[table] {
 		before[c] = true
 	}
-	out, err := exec.Command("iptables", "-w", "-t", table, "-S").Output()
+	now, err := iptablesChains(table)
 	if err != nil {
-		return fmt.Errorf("iptables -t %s -S: %w", table, err)
+		return err
 	}
-	lines := strings.Split(string(out), "\n")
 	var newChains []string
 	isNew := map[string]bool{}
-	for _, line := range lines {
-		f := strings.Fields(line)
-		if len(f) >= 2 && f[0] == "-N" && !before[f[1]] {
-			newChains = append(newChains, f[1])
-			isNew[f[1]] = true
+	for _, c := range now {
+		if !before[c] {
+			newChains = append(newChains, c)
+			isNew[c] = true
 		}
 	}
-	var jumps [][]string
-	for _, line := range lines {
-		f := strings.Fields(line)
-		if len(f) < 2 || f[0] != "-A" || isNew[f[1]] {
-			continue
-		}
-		for i := 2; i+1 < len(f); i++ {
-			if (f[i] == "-j" || f[i] == "-g") && isNew[f[i+1]] {
-				jumps = append(jumps, f[1:]) // a jump from an old chain to a new one
-				break
-			}
-		}
+	if len(newChains) == 0 {
+		return nil
 	}
 	var errs []error
-	for _, rule := range jumps {
-		args := append([]string{"-w", "-t", table, "-D"}, unquote(rule)...)
-		if out, err := exec.Command("iptables", args...).CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("iptables %v: %w: %s", args, err, out))
+	for _, chain := range now {
+		if isNew[chain] {
+			continue
+		}
+		out, err := exec.Command("iptables", "-w", "-t", table, "-S", chain).Output()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("iptables -t %s -S %s: %w", table, chain, err))
+			continue
+		}
+		var positions []int // 1-based rule numbers jumping to a new chain
+		n := 0
+		for _, line := range strings.Split(string(out), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 2 || f[0] != "-A" {
+				continue
+			}
+			n++
+			for i := 2; i+1 < len(f); i++ {
+				if (f[i] == "-j" || f[i] == "-g") && isNew[f[i+1]] {
+					positions = append(positions, n)
+					break
+				}
+			}
+		}
+		for i := len(positions) - 1; i >= 0; i-- {
+			if out, err := exec.Command("iptables", "-w", "-t", table, "-D", chain, fmt.Sprint(positions[i])).CombinedOutput(); err != nil {
+				errs = append(errs, fmt.Errorf("iptables -t %s -D %s %d: %w: %s", table, chain, positions[i], err, out))
+			}
 		}
 	}
 	for _, c := range newChains {
@@ -188,35 +229,13 @@ func (h *hostState) removeNewChains(table string) error {
 	return errors.Join(errs...)
 }
 
-// unquote strips the double quotes iptables -S puts around comments
-// (a comment with spaces spans several fields; rejoin them).
-func unquote(fields []string) []string {
-	var out []string
-	for i := 0; i < len(fields); i++ {
-		f := fields[i]
-		if strings.HasPrefix(f, `"`) {
-			s := f
-			for !strings.HasSuffix(s, `"`) || len(s) == 1 {
-				if i+1 >= len(fields) {
-					break
-				}
-				i++
-				s += " " + fields[i]
-			}
-			f = strings.TrimSuffix(strings.TrimPrefix(s, `"`), `"`)
-		}
-		out = append(out, f)
-	}
-	return out
-}
-
 // removeCgroups removes the cgroup dirs under cgroupParents that did not
 // exist before, deepest first (a cgroup dir is removed with rmdir once it
 // has no processes and no children).
 func (h *hostState) removeCgroups() error {
 	var errs []error
 	for _, top := range cgroupDirs() {
-		if h.cgroupDirs[top] {
+		if h.CgroupDirs[top] {
 			continue
 		}
 		var dirs []string
@@ -227,6 +246,28 @@ func (h *hostState) removeCgroups() error {
 			return nil
 		})
 		sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
+		// Containers left by a run whose containerd and shims were killed
+		// still sit in these cgroups: kill them by pid.
+		killed := false
+		for _, d := range dirs {
+			b, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+			for _, f := range strings.Fields(string(b)) {
+				var pid int
+				if _, err := fmt.Sscan(f, &pid); err == nil && pid > 1 {
+					killed = syscall.Kill(pid, syscall.SIGKILL) == nil || killed
+				}
+			}
+		}
+		if killed {
+			waitFor(5*time.Second, 50*time.Millisecond, func() bool {
+				for _, d := range dirs {
+					if b, _ := os.ReadFile(filepath.Join(d, "cgroup.procs")); len(strings.TrimSpace(string(b))) > 0 {
+						return false
+					}
+				}
+				return true
+			})
+		}
 		for _, d := range dirs {
 			if err := syscall.Rmdir(d); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, fmt.Errorf("removing cgroup %s: %w", d, err))
@@ -239,7 +280,7 @@ func (h *hostState) removeCgroups() error {
 // removeNetnsDir unmounts and removes /run/netns when it did not exist
 // before and no namespace is left in it (other programs may use it).
 func (h *hostState) removeNetnsDir() error {
-	if h.existingPaths[netnsDir] {
+	if h.ExistingPaths[netnsDir] {
 		return nil
 	}
 	entries, err := os.ReadDir(netnsDir)
@@ -251,13 +292,35 @@ func (h *hostState) removeNetnsDir() error {
 }
 
 // removeRunDirs removes /run/containerd (its shim socket dir) when it did
-// not exist before and nothing is left in it.
+// not exist before: when no containerd or shim runs on the host any more,
+// with whatever sockets killed shims left in it; otherwise only if empty.
 func (h *hostState) removeRunDirs() error {
+	if h.ExistingPaths[containerdRun] {
+		return nil
+	}
+	if len(processesWith("containerd")) == 0 {
+		return os.RemoveAll(containerdRun)
+	}
 	var errs []error
 	for _, p := range []string{shimSocketsDir, containerdRun} {
-		if !h.existingPaths[p] {
-			if err := removeIfEmpty(p); err != nil {
-				errs = append(errs, err)
+		if err := removeIfEmpty(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeCNIResults deletes go-cni's cached results of the given sandboxes
+// (<network>-<sandbox id>-<interface>, for the pod network and loopback).
+func removeCNIResults(sandboxIDs []string) error {
+	var errs []error
+	entries, _ := os.ReadDir(cniResultsDir)
+	for _, e := range entries {
+		for _, id := range sandboxIDs {
+			if strings.Contains(e.Name(), "-"+id+"-") {
+				if err := os.Remove(filepath.Join(cniResultsDir, e.Name())); err != nil {
+					errs = append(errs, err)
+				}
 			}
 		}
 	}
@@ -357,7 +420,7 @@ func (h *hostState) leftovers(workDir string) []string {
 	}
 	for _, t := range iptablesTables {
 		before := map[string]bool{}
-		for _, c := range h.chains[t] {
+		for _, c := range h.Chains[t] {
 			before[c] = true
 		}
 		now, err := iptablesChains(t)
@@ -370,8 +433,8 @@ func (h *hostState) leftovers(workDir string) []string {
 			}
 		}
 	}
-	if b, err := os.ReadFile(ipForwardFile); err == nil && strings.TrimSpace(string(b)) != h.ipForward {
-		left = append(left, fmt.Sprintf("net.ipv4.ip_forward is %s, was %s", strings.TrimSpace(string(b)), h.ipForward))
+	if b, err := os.ReadFile(ipForwardFile); err == nil && strings.TrimSpace(string(b)) != h.IPForward {
+		left = append(left, fmt.Sprintf("net.ipv4.ip_forward is %s, was %s", strings.TrimSpace(string(b)), h.IPForward))
 	}
 	if mi, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
 		for _, line := range strings.Split(string(mi), "\n") {
@@ -384,12 +447,12 @@ func (h *hostState) leftovers(workDir string) []string {
 		left = append(left, fmt.Sprintf("process %d", pid))
 	}
 	for _, d := range cgroupDirs() {
-		if !h.cgroupDirs[d] {
+		if !h.CgroupDirs[d] {
 			left = append(left, "cgroup "+d)
 		}
 	}
 	for _, p := range []string{cniStateRoot, containerdRun, netnsDir, workDir} {
-		if _, err := os.Stat(p); err == nil && !h.existingPaths[p] {
+		if _, err := os.Stat(p); err == nil && !h.ExistingPaths[p] {
 			left = append(left, "path "+p)
 		}
 	}

@@ -80,7 +80,10 @@ func (e *Env) AddNode(ctx context.Context, opts NodeOptions) (_ *Node, err error
 	n.IPAMDir = filepath.Join(n.Dir, "ipam")
 	e.Nodes = append(e.Nodes, n)
 	if !opts.OwnNetNS {
-		e.hostBridges = append(e.hostBridges, n.Bridge)
+		e.host.Bridges = append(e.host.Bridges, n.Bridge)
+		if err := e.host.save(WorkDir); err != nil {
+			return nil, err
+		}
 	} else {
 		n.NetNS = fmt.Sprintf("%snode-%d", netnsPrefix, i)
 		if err := n.setUpNetNS(i); err != nil {
