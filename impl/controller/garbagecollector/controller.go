@@ -16,6 +16,9 @@
 //     namespace is reported (OwnerRefInvalidNamespace) and treated as absent.
 //     A cluster-scoped dependent naming a namespaced kind can never resolve:
 //     it is reported and never deleted on that basis.
+//   - owners verified absent are remembered in a bounded LRU
+//     (AbsentOwnerCache, as upstream's absentOwnerCache), so the other
+//     dependents of a deleted owner are collected without reading it again.
 //
 // Graph.Apply and Decide are pure; this file is the I/O around them.
 package garbagecollector
@@ -60,6 +63,9 @@ type Config struct {
 	// (default 30 s); decisions are verified by live reads, so starting with
 	// an incomplete graph is safe, only slower.
 	CacheSyncTimeout time.Duration
+	// AbsentOwnerCacheSize bounds the cache of owners verified absent
+	// (DefaultAbsentOwnerCacheSize when 0).
+	AbsentOwnerCacheSize int
 }
 
 // GarbageCollector is the controller.
@@ -69,6 +75,9 @@ type GarbageCollector struct {
 	recorder  record.EventRecorder
 	cfg       Config
 	graph     *Graph
+	// absent are owner references verified absent: their other
+	// dependents skip the live read.
+	absent *AbsentOwnerCache
 
 	changes         workqueue.TypedInterface[*Change]
 	attemptToDelete workqueue.TypedRateLimitingInterface[string]
@@ -98,6 +107,7 @@ func New(metaClient metadata.Interface, dc discovery.DiscoveryInterface, recorde
 		recorder:        recorder,
 		cfg:             cfg,
 		graph:           NewGraph(),
+		absent:          NewAbsentOwnerCache(cfg.AbsentOwnerCacheSize),
 		changes:         workqueue.NewTyped[*Change](),
 		attemptToDelete: workloop.NewQueue("garbage_collector_attempt_to_delete"),
 		attemptToOrphan: workloop.NewQueue("garbage_collector_attempt_to_orphan"),
@@ -217,6 +227,7 @@ func (gc *GarbageCollector) processChanges() {
 		if quit {
 			return
 		}
+		gc.trackAbsence(ch)
 		eff := gc.graph.Apply(*ch)
 		gc.changes.Done(ch)
 		for _, uid := range eff.AttemptToDelete {
@@ -227,6 +238,20 @@ func (gc *GarbageCollector) processChanges() {
 		}
 		for _, inv := range eff.Invalid {
 			gc.reportInvalidNamespace(inv.Dependent, inv.OwnerUID)
+		}
+	}
+}
+
+// trackAbsence keeps the absent-owner cache true to a change before the
+// graph applies it: an object seen alive is not absent; one deleted while
+// it had dependents is, so they are collected without reading it again.
+func (gc *GarbageCollector) trackAbsence(ch *Change) {
+	switch ch.Type {
+	case Added, Updated:
+		gc.absent.Forget(ch.Object.UID)
+	case Deleted, VirtualDeleted:
+		if snap, ok := gc.graph.Snapshot(ch.Object.UID); ok && len(snap.Dependents) > 0 {
+			gc.absent.Add(ch.Object)
 		}
 	}
 }
@@ -356,13 +381,19 @@ func (gc *GarbageCollector) ownerState(ctx context.Context, dep ObjectRef, depNa
 		}
 		ns = dep.Namespace
 	}
+	key := refFromOwner(ref, ns)
+	if gc.absent.Has(key) {
+		return OwnerDangling, nil
+	}
 	owner, err := gc.client(r, ns).Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
+		gc.absent.Add(key)
 		return OwnerDangling, nil
 	case err != nil:
 		return 0, fmt.Errorf("reading owner %s %s/%s: %w", ref.Kind, ns, ref.Name, err)
 	case owner.UID != ref.UID:
+		gc.absent.Add(key)
 		return OwnerDangling, nil
 	case owner.DeletionTimestamp != nil && has(owner.Finalizers, FinalizerForeground):
 		return OwnerWaiting, nil

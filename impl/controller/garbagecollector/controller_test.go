@@ -44,6 +44,12 @@ func partial(apiVersion, kind, ns, name string, uid types.UID, owners ...metav1.
 }
 
 func startGC(t *testing.T, objs map[schema.GroupVersionResource][]*metav1.PartialObjectMetadata) *harness {
+	return startGCWith(t, objs, nil)
+}
+
+// startGCWith is startGC with a hook that may install reactors on the fake
+// client before the collector starts.
+func startGCWith(t *testing.T, objs map[schema.GroupVersionResource][]*metav1.PartialObjectMetadata, hook func(*metafake.FakeMetadataClient)) *harness {
 	h := &harness{t: t, before: runtime.NumGoroutine()}
 	scheme := metafake.NewTestScheme()
 	if err := metav1.AddMetaToScheme(scheme); err != nil {
@@ -56,6 +62,9 @@ func startGC(t *testing.T, objs map[schema.GroupVersionResource][]*metav1.Partia
 				t.Fatal(err)
 			}
 		}
+	}
+	if hook != nil {
+		hook(h.client)
 	}
 	h.recorder = record.NewFakeRecorder(100)
 	gc := New(h.client, nil, h.recorder, Config{Resources: testResources, Workers: 2})
