@@ -17,7 +17,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/registry"
 )
 
-func served(t *testing.T, gvk schema.GroupVersionKind) *resource.Resource {
+func served(t testing.TB, gvk schema.GroupVersionKind) *resource.Resource {
 	t.Helper()
 	for _, r := range registry.All() {
 		if r.GroupVersionKind() == gvk {
@@ -28,7 +28,7 @@ func served(t *testing.T, gvk schema.GroupVersionKind) *resource.Resource {
 	return nil
 }
 
-func managerFor(t *testing.T, gvk schema.GroupVersionKind, subresource string, reset ...string) *Manager {
+func managerFor(t testing.TB, gvk schema.GroupVersionKind, subresource string, reset ...string) *Manager {
 	t.Helper()
 	c, err := codec.New()
 	if err != nil {
