@@ -37,11 +37,15 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
@@ -49,6 +53,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection"
@@ -113,6 +118,10 @@ type Scheduler struct {
 	bindings  sync.WaitGroup
 	bindSlots chan struct{}
 	ran       sync.Once
+
+	// pdbLister is set in Run when the API server serves policy/v1
+	// PodDisruptionBudgets; preemption reads them through it.
+	pdbLister atomic.Pointer[policylisters.PodDisruptionBudgetLister]
 }
 
 // New builds a scheduler: profiles from the configuration, informers on
@@ -172,13 +181,16 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config) (*Schedul
 	}
 	var less fw.LessFunc
 	interest := map[string][]fw.ClusterEvent{}
+	waitingPods := fw.NewWaitingPods()
 	for i := range conf.Profiles {
 		p := &conf.Profiles[i]
 		fwk, err := fw.NewFramework(ctx, registry, p,
 			fw.WithSnapshotSharedLister(s.snapshot),
 			fw.WithParallelism(int(*conf.Parallelism)),
 			fw.WithMetricsRecorder(s.metrics),
-			fw.WithNamespaceLabels(namespaceLabels))
+			fw.WithNamespaceLabels(namespaceLabels),
+			fw.WithWaitingPods(waitingPods),
+			fw.WithPodDisruptionBudgets(s.listPDBs))
 		if err != nil {
 			return nil, err
 		}
@@ -250,6 +262,9 @@ func (s *Scheduler) run(parent context.Context) error {
 		close(stopEvents)
 		s.broadcaster.Shutdown()
 	}()
+	if err := s.watchPDBsIfServed(ctx); err != nil {
+		return err
+	}
 	s.informers.Start(ctx.Done())
 	defer s.informers.Shutdown()
 	if !toolscache.WaitForCacheSync(ctx.Done(), s.synced...) {
@@ -312,6 +327,47 @@ func (s *Scheduler) run(parent context.Context) error {
 		return errors.New("scheduler: lost leader election")
 	}
 	return nil
+}
+
+// watchPDBsIfServed adds a PodDisruptionBudget informer when the API server
+// serves policy/v1 poddisruptionbudgets (a kube-apiserver does; an API
+// server without them means no budgets). It asks discovery until it gets an
+// answer or ctx is done.
+func (s *Scheduler) watchPDBsIfServed(ctx context.Context) error {
+	for {
+		list, err := s.client.Discovery().ServerResourcesForGroupVersionWithContext(ctx, "policy/v1")
+		switch {
+		case err == nil:
+			if !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == "poddisruptionbudgets" }) {
+				s.log.Info("policy/v1 serves no poddisruptionbudgets; preemption ignores budgets")
+				return nil
+			}
+			inf := s.informers.Policy().V1().PodDisruptionBudgets()
+			s.synced = append(s.synced, inf.Informer().HasSynced)
+			lister := inf.Lister()
+			s.pdbLister.Store(&lister)
+			return nil
+		case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
+			s.log.Info("PodDisruptionBudgets not available; preemption ignores budgets", "err", err)
+			return nil
+		}
+		s.log.Info("discovering policy/v1; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("scheduler: discovering policy/v1: %w", context.Cause(ctx))
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// listPDBs lists the PodDisruptionBudgets seen so far (none if they are
+// not served).
+func (s *Scheduler) listPDBs() ([]*policyv1.PodDisruptionBudget, error) {
+	l := s.pdbLister.Load()
+	if l == nil {
+		return nil, nil
+	}
+	return (*l).List(labels.Everything())
 }
 
 // scheduleUntilDone runs the scheduling loop and the queue's and cache's

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 )
@@ -206,6 +207,9 @@ type Handle interface {
 	// NamespaceLabels returns a namespace's labels (nil if unknown), for
 	// affinity terms with a namespaceSelector.
 	NamespaceLabels(namespace string) labels.Set
+	// PodDisruptionBudgets lists the cluster's PodDisruptionBudgets (none
+	// when the API server does not serve policy/v1), for preemption.
+	PodDisruptionBudgets() ([]*policyv1.PodDisruptionBudget, error)
 	// The pods held at Permit.
 	WaitingPodsHandle
 }

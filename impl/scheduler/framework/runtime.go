@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
@@ -62,6 +63,7 @@ type Framework struct {
 	nominator    PodNominator
 	metrics      MetricsRecorder
 	nsLabels     func(string) labels.Set
+	pdbs         func() ([]*policyv1.PodDisruptionBudget, error)
 }
 
 // Option configures a Framework.
@@ -82,6 +84,12 @@ func WithPodNominator(n PodNominator) Option { return func(f *Framework) { f.nom
 // WithNamespaceLabels sets the namespace label lookup (a namespace lister).
 func WithNamespaceLabels(f func(namespace string) labels.Set) Option {
 	return func(fw *Framework) { fw.nsLabels = f }
+}
+
+// WithPodDisruptionBudgets sets where PodDisruptionBudgets come from (a
+// lister); without it there are none.
+func WithPodDisruptionBudgets(list func() ([]*policyv1.PodDisruptionBudget, error)) Option {
+	return func(f *Framework) { f.pdbs = list }
 }
 
 // WithWaitingPods shares one set of pods held at Permit (by default each
@@ -314,6 +322,14 @@ func (f *Framework) NamespaceLabels(namespace string) labels.Set {
 		return nil
 	}
 	return f.nsLabels(namespace)
+}
+
+// PodDisruptionBudgets implements Handle.
+func (f *Framework) PodDisruptionBudgets() ([]*policyv1.PodDisruptionBudget, error) {
+	if f.pdbs == nil {
+		return nil, nil
+	}
+	return f.pdbs()
 }
 
 // Parallelizer implements Handle.

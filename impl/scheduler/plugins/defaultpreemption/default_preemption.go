@@ -2,14 +2,20 @@
 // When a pod fits no node, it looks for the node where evicting the fewest,
 // lowest-priority pods makes it fit: on every node where preemption might
 // help, it removes all pods of lower priority, checks the pod fits, then
-// gives pods back in order of importance while it still fits; what could not
-// be given back are the victims. The chosen node minimises, in order, the
-// highest victim priority, the sum of victim priorities, the number of
-// victims, and prefers the victims that started last.
+// gives pods back while it still fits — first those whose eviction would
+// violate a PodDisruptionBudget, then the others, each group in order of
+// importance; what could not be given back are the victims. The chosen node
+// minimises, in order (Kubernetes' pickOneNodeForPreemption), the number of
+// victims that violate a PodDisruptionBudget, the highest victim priority,
+// the sum of victim priorities, the number of victims, and prefers the
+// victims that started last.
+//
+// A PodDisruptionBudget only steers the choice: as in Kubernetes, a pod may
+// still be preempted when every alternative violates a budget too.
 //
 // The result is data (fw.PostFilterResult: the nominated node and the
 // victims); the scheduler loop deletes the victims and sets
-// status.nominatedNodeName. PodDisruptionBudgets are not consulted.
+// status.nominatedNodeName.
 package defaultpreemption
 
 import (
@@ -22,6 +28,9 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	fw "github.com/kubeproof/kubeproof/impl/scheduler/framework"
@@ -63,6 +72,9 @@ type candidate struct {
 	index   int
 	node    string
 	victims []*v1.Pod
+	// numPDBViolations counts the victims whose eviction violates a
+	// PodDisruptionBudget.
+	numPDBViolations int
 }
 
 // PostFilter implements fw.PostFilterPlugin.
@@ -74,6 +86,10 @@ func (pl *DefaultPreemption) PostFilter(ctx context.Context, state *fw.CycleStat
 	all, err := lister.List()
 	if err != nil {
 		return nil, fw.AsStatus(err)
+	}
+	pdbs, err := pl.handle.PodDisruptionBudgets()
+	if err != nil {
+		return nil, fw.AsStatus(fmt.Errorf("listing PodDisruptionBudgets: %w", err))
 	}
 	results := make(fw.NodeToStatus, len(all))
 	var potential []*fw.NodeInfo
@@ -89,10 +105,10 @@ func (pl *DefaultPreemption) PostFilter(ctx context.Context, state *fw.CycleStat
 	var errOnce sync.Once
 	var firstErr error
 	pl.handle.Parallelizer().Until(ctx, len(potential), func(i int) {
-		victims, s := pl.SelectVictimsOnNode(ctx, state.Clone(), pod, potential[i].Clone())
+		victims, violations, s := pl.SelectVictimsOnNode(ctx, state.Clone(), pod, potential[i].Clone(), pdbs)
 		switch {
 		case s.IsSuccess() && len(victims) > 0:
-			cands[i] = &candidate{index: i, node: potential[i].Name(), victims: victims}
+			cands[i] = &candidate{index: i, node: potential[i].Name(), victims: victims, numPDBViolations: violations}
 		case s.IsSuccess():
 			nodeStatus[i] = fw.AsStatus(fmt.Errorf("expected at least one victim pod on node %q", potential[i].Name()))
 		default:
@@ -159,8 +175,11 @@ func startTime(p *v1.Pod) time.Time {
 }
 
 // SelectVictimsOnNode returns the fewest lower-priority pods whose removal
-// from nodeInfo (a copy it may change) lets pod pass every filter.
-func (pl *DefaultPreemption) SelectVictimsOnNode(ctx context.Context, state *fw.CycleState, pod *v1.Pod, nodeInfo *fw.NodeInfo) ([]*v1.Pod, *fw.Status) {
+// from nodeInfo (a copy it may change) lets pod pass every filter, and how
+// many of them violate one of pdbs. Pods whose eviction would violate a
+// budget are given back first, so they are victims only when nothing else
+// makes room.
+func (pl *DefaultPreemption) SelectVictimsOnNode(ctx context.Context, state *fw.CycleState, pod *v1.Pod, nodeInfo *fw.NodeInfo, pdbs []*policyv1.PodDisruptionBudget) ([]*v1.Pod, int, *fw.Status) {
 	prio := corev1helpers.PodPriority(pod)
 	var potential []*fw.PodInfo
 	for _, pi := range nodeInfo.Pods {
@@ -169,38 +188,97 @@ func (pl *DefaultPreemption) SelectVictimsOnNode(ctx context.Context, state *fw.
 		}
 	}
 	if len(potential) == 0 {
-		return nil, fw.NewStatus(fw.UnschedulableAndUnresolvable, ErrReasonNoVictims)
+		return nil, 0, fw.NewStatus(fw.UnschedulableAndUnresolvable, ErrReasonNoVictims)
 	}
 	for _, pi := range potential {
 		if err := nodeInfo.RemovePod(pi.Pod); err != nil {
-			return nil, fw.AsStatus(err)
+			return nil, 0, fw.AsStatus(err)
 		}
 		if s := pl.handle.RunPreFilterExtensionRemovePod(ctx, state, pod, pi, nodeInfo); !s.IsSuccess() {
-			return nil, s
+			return nil, 0, s
 		}
 	}
 	if s := pl.handle.RunFilterPluginsWithNominatedPods(ctx, state, pod, nodeInfo); !s.IsSuccess() {
-		return nil, s
+		return nil, 0, s
 	}
 	sort.SliceStable(potential, func(i, j int) bool { return moreImportant(potential[i].Pod, potential[j].Pod) })
+	violating, nonViolating := splitByPDBViolation(potential, pdbs)
 	var victims []*v1.Pod
-	for _, pi := range potential {
+	// reprieve gives pi back to the node if the pod still fits, else makes
+	// it a victim.
+	reprieve := func(pi *fw.PodInfo) (victim bool, s *fw.Status) {
 		nodeInfo.AddPodInfo(pi)
 		if s := pl.handle.RunPreFilterExtensionAddPod(ctx, state, pod, pi, nodeInfo); !s.IsSuccess() {
-			return nil, s
+			return false, s
 		}
 		if pl.handle.RunFilterPluginsWithNominatedPods(ctx, state, pod, nodeInfo).IsSuccess() {
-			continue // reprieved
+			return false, nil
 		}
 		if err := nodeInfo.RemovePod(pi.Pod); err != nil {
-			return nil, fw.AsStatus(err)
+			return false, fw.AsStatus(err)
 		}
 		if s := pl.handle.RunPreFilterExtensionRemovePod(ctx, state, pod, pi, nodeInfo); !s.IsSuccess() {
-			return nil, s
+			return false, s
 		}
 		victims = append(victims, pi.Pod)
+		return true, nil
 	}
-	return victims, nil
+	violations := 0
+	for _, pi := range violating {
+		victim, s := reprieve(pi)
+		if !s.IsSuccess() {
+			return nil, 0, s
+		}
+		if victim {
+			violations++
+		}
+	}
+	for _, pi := range nonViolating {
+		if _, s := reprieve(pi); !s.IsSuccess() {
+			return nil, 0, s
+		}
+	}
+	return victims, violations, nil
+}
+
+// splitByPDBViolation walks pods (most important first) and charges each
+// to the budgets that select it, as Kubernetes does: a pod whose eviction
+// leaves some budget below zero disruptions allowed is violating. Budgets
+// of another namespace, with an empty or invalid selector, or that already
+// count the pod in status.disruptedPods are not charged.
+func splitByPDBViolation(pods []*fw.PodInfo, pdbs []*policyv1.PodDisruptionBudget) (violating, nonViolating []*fw.PodInfo) {
+	allowed := make([]int32, len(pdbs))
+	selectors := make([]labels.Selector, len(pdbs))
+	for i, pdb := range pdbs {
+		allowed[i] = pdb.Status.DisruptionsAllowed
+		if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err == nil && !sel.Empty() {
+			selectors[i] = sel
+		}
+	}
+	for _, pi := range pods {
+		pod := pi.Pod
+		violates := false
+		if len(pod.Labels) > 0 {
+			for i, pdb := range pdbs {
+				if pdb.Namespace != pod.Namespace || selectors[i] == nil || !selectors[i].Matches(labels.Set(pod.Labels)) {
+					continue
+				}
+				if _, disrupted := pdb.Status.DisruptedPods[pod.Name]; disrupted {
+					continue
+				}
+				allowed[i]--
+				if allowed[i] < 0 {
+					violates = true
+				}
+			}
+		}
+		if violates {
+			violating = append(violating, pi)
+		} else {
+			nonViolating = append(nonViolating, pi)
+		}
+	}
+	return violating, nonViolating
 }
 
 // pickOneNode applies upstream's criteria in order; ties go to the node
@@ -233,6 +311,9 @@ func pickOneNode(cands []*candidate) *candidate {
 		return t
 	}
 	better := func(a, b *candidate) bool {
+		if a.numPDBViolations != b.numPDBViolations {
+			return a.numPDBViolations < b.numPDBViolations
+		}
 		if ha, hb := highest(a), highest(b); ha != hb {
 			return ha < hb
 		}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fw "github.com/kubeproof/kubeproof/impl/scheduler/framework"
 	"github.com/kubeproof/kubeproof/impl/scheduler/plugins/defaultpreemption"
@@ -15,9 +17,9 @@ import (
 )
 
 // runPostFilter filters every node, then runs preemption on the result.
-func runPostFilter(t *testing.T, pods []*v1.Pod, nodes []*v1.Node, pod *v1.Pod) (*fw.PostFilterResult, *fw.Status) {
+func runPostFilter(t *testing.T, pods []*v1.Pod, nodes []*v1.Node, pod *v1.Pod, opts ...fw.Option) (*fw.PostFilterResult, *fw.Status) {
 	t.Helper()
-	f, snap, err := fwtest.New(pods, nodes, nil)
+	f, snap, err := fwtest.New(pods, nodes, nil, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,5 +127,71 @@ func TestPreemptionPolicyNever(t *testing.T) {
 	_, s := runPostFilter(t, pods, nodes, pod)
 	if s.IsSuccess() || s.Message() != defaultpreemption.MsgPolicyNever {
 		t.Errorf("got %v, want %q", s, defaultpreemption.MsgPolicyNever)
+	}
+}
+
+func budgets(pdbs ...*policyv1.PodDisruptionBudget) fw.Option {
+	return fw.WithPodDisruptionBudgets(func() ([]*policyv1.PodDisruptionBudget, error) { return pdbs, nil })
+}
+
+func budget(allowed int32, app string) *policyv1.PodDisruptionBudget {
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: app},
+		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}},
+		Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed},
+	}
+}
+
+func TestPreemptionPrefersNodesWithoutPDBViolations(t *testing.T) {
+	nodes := []*v1.Node{node("n1"), node("n2")}
+	pods := []*v1.Pod{
+		tu.Pod("guarded").Req("cpu", "4").Priority(1).Label("app", "db").Node("n1").Obj(),
+		tu.Pod("free").Req("cpu", "4").Priority(5).Label("app", "batch").Node("n2").Obj(),
+	}
+	vip := tu.Pod("vip").Req("cpu", "2").Priority(100).Obj()
+
+	res, s := runPostFilter(t, pods, nodes, vip)
+	if !s.IsSuccess() || res.NominatedNodeName != "n1" {
+		t.Fatalf("without budgets: %v %v, want n1 (lowest priority victim)", res, s)
+	}
+	res, s = runPostFilter(t, pods, nodes, vip, budgets(budget(0, "db")))
+	if !s.IsSuccess() || res.NominatedNodeName != "n2" || strings.Join(names(res.Victims), ",") != "free" {
+		t.Fatalf("with db's budget exhausted: %v %v, want n2 evicting free", res, s)
+	}
+	// A budget that still allows a disruption is no obstacle.
+	res, s = runPostFilter(t, pods, nodes, vip, budgets(budget(1, "db")))
+	if !s.IsSuccess() || res.NominatedNodeName != "n1" {
+		t.Fatalf("with a disruption allowed: %v %v, want n1", res, s)
+	}
+}
+
+func TestPreemptionViolatesABudgetWhenNothingElseHelps(t *testing.T) {
+	nodes := []*v1.Node{node("n1")}
+	pods := []*v1.Pod{tu.Pod("guarded").Req("cpu", "4").Priority(1).Label("app", "db").Node("n1").Obj()}
+	res, s := runPostFilter(t, pods, nodes, tu.Pod("vip").Req("cpu", "2").Priority(100).Obj(), budgets(budget(0, "db")))
+	if !s.IsSuccess() || res.NominatedNodeName != "n1" || strings.Join(names(res.Victims), ",") != "guarded" {
+		t.Fatalf("got %v %v: a budget steers preemption but does not forbid it", res, s)
+	}
+}
+
+func TestVictimsOnANodeSpareBudgetedPodsFirst(t *testing.T) {
+	nodes := []*v1.Node{node("n1")}
+	pods := []*v1.Pod{
+		tu.Pod("a").Req("cpu", "1").Priority(5).Label("app", "web").Node("n1").Obj(),
+		tu.Pod("b").Req("cpu", "1").Priority(5).Label("app", "web").Node("n1").Obj(),
+		tu.Pod("c").Req("cpu", "1").Priority(5).Label("app", "web").Node("n1").Obj(),
+		tu.Pod("d").Req("cpu", "1").Priority(5).Label("app", "web").Node("n1").Obj(),
+	}
+	vip := tu.Pod("vip").Req("cpu", "2").Priority(100).Obj()
+	res, s := runPostFilter(t, pods, nodes, vip)
+	if !s.IsSuccess() || strings.Join(names(res.Victims), ",") != "c,d" {
+		t.Fatalf("without budgets: %v %v, want the least important c,d", res, s)
+	}
+	// The budget allows one disruption, taken by a (the first, as all are
+	// equally important); b, c and d would violate it, so they are given
+	// back first and only d cannot be.
+	res, s = runPostFilter(t, pods, nodes, vip, budgets(budget(1, "web")))
+	if !s.IsSuccess() || strings.Join(names(res.Victims), ",") != "a,d" {
+		t.Fatalf("with a budget of one: %v %v, want a,d", res, s)
 	}
 }
