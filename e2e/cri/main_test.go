@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
@@ -57,6 +58,7 @@ func run(m *testing.M) int {
 		}
 	}
 	start := time.Now()
+	goroutinesBefore := runtime.NumGoroutine()
 	var err error
 	env, err = harness.Start(ctx, harness.Options{Logf: logf})
 	if err != nil {
@@ -76,7 +78,6 @@ func run(m *testing.M) int {
 			os.Exit(1)
 		}
 	}()
-	defer signal.Stop(sigs)
 
 	code := 0
 	if node, err = env.AddNode(ctx, harness.NodeOptions{}); err != nil {
@@ -87,8 +88,16 @@ func run(m *testing.M) int {
 		code = m.Run()
 	}
 	teardown()
+	signal.Stop(sigs)
+	close(sigs)
 	if closeErr != nil {
 		fmt.Println("e2e/cri: teardown:", closeErr)
+		code = 1
+	}
+	// Everything the suite started has stopped: only os/signal's own
+	// watcher goroutine may remain.
+	if left := goroutinesLeft(goroutinesBefore+1, 10*time.Second); left != "" {
+		fmt.Println("e2e/cri: goroutines left after teardown:\n" + left)
 		code = 1
 	}
 	if code != 0 || os.Getenv("KUBEPROOF_E2E_KEEP_LOGS") == "1" {
@@ -97,4 +106,18 @@ func run(m *testing.M) int {
 		os.RemoveAll(env.LogDir)
 	}
 	return code
+}
+
+// goroutinesLeft polls until at most max goroutines run, and returns the
+// stacks of all goroutines if that does not happen within timeout.
+func goroutinesLeft(max int, timeout time.Duration) string {
+	deadline := time.Now().Add(timeout)
+	for runtime.NumGoroutine() > max {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			return string(buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return ""
 }
