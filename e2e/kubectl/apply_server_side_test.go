@@ -98,3 +98,18 @@ func TestReplaceCreatesWhereKubernetesDoes(t *testing.T) {
 	runFailIn(t, cm, `configmaps "c" not found`, "replace", "-f", "-")
 	runFail(t, `configmaps "c" not found`, "get", "configmap", "c", "-n", ns)
 }
+
+// TestServerSideApplyOfCreatedObject: an object made with `kubectl create`
+// can be taken over by server-side apply: the same values apply cleanly,
+// a different one conflicts with the fields' earlier owner until forced.
+func TestServerSideApplyOfCreatedObject(t *testing.T) {
+	t.Parallel()
+	ns := createNamespace(t, "server-side-apply-created")
+	runIn(t, deployment(ns, "2", "nginx:1.25"), "create", "-f", "-")
+	runIn(t, deployment(ns, "2", "nginx:1.25"), "apply", "--server-side", "-f", "-")
+	runFailIn(t, deployment(ns, "2", "nginx:1.27"), `Apply failed with 1 conflict: conflict with `, "apply", "--server-side", "-f", "-")
+	runIn(t, deployment(ns, "2", "nginx:1.27"), "apply", "--server-side", "--force-conflicts", "-f", "-")
+	if got := jsonpath(t, "{.spec.template.spec.containers[0].image} {.metadata.generation}", "get", "deployment", "web", "-n", ns); got != "nginx:1.27 2" {
+		t.Errorf("after the forced apply: image generation = %q, want \"nginx:1.27 2\"", got)
+	}
+}
