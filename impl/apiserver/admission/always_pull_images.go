@@ -13,7 +13,7 @@ import (
 // pod without credentials for it. Off by default, as in kube-apiserver.
 type AlwaysPullImages struct{}
 
-func newAlwaysPullImages(StoreGetter) (any, error) { return AlwaysPullImages{}, nil }
+func newAlwaysPullImages(*deps) (any, error) { return AlwaysPullImages{}, nil }
 
 // Admit implements Mutator.
 func (AlwaysPullImages) Admit(_ context.Context, a *Attributes) error {

@@ -16,7 +16,7 @@ type DefaultTolerationSeconds struct {
 	NotReadySeconds, UnreachableSeconds int64
 }
 
-func newDefaultTolerationSeconds(StoreGetter) (any, error) {
+func newDefaultTolerationSeconds(*deps) (any, error) {
 	return &DefaultTolerationSeconds{NotReadySeconds: 300, UnreachableSeconds: 300}, nil
 }
 

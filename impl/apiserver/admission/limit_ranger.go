@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 )
 
@@ -26,17 +27,14 @@ type LimitRanger struct {
 	List LimitRangeLister
 }
 
-func newLimitRanger(stores StoreGetter) (any, error) {
-	s, err := storeFor(stores, limitRangeResource)
+func newLimitRanger(d *deps) (any, error) {
+	c, err := d.cache(limitRangeResource, func() runtime.Object { return &corev1.LimitRangeList{} })
 	if err != nil {
 		return nil, err
 	}
 	return &LimitRanger{List: func(ctx context.Context, namespace string) ([]corev1.LimitRange, error) {
-		l := &corev1.LimitRangeList{}
-		if err := s.list(ctx, namespace, false, l); err != nil {
-			return nil, err
-		}
-		return l.Items, nil
+		objs, err := c.list(ctx, namespace)
+		return typed[corev1.LimitRange](objs), err
 	}}, nil
 }
 

@@ -32,12 +32,12 @@ type NodeRestriction struct {
 	GetPod  func(ctx context.Context, namespace, name string) (*corev1.Pod, error)
 }
 
-func newNodeRestriction(stores StoreGetter) (any, error) {
-	nodes, err := storeFor(stores, nodeResource)
+func newNodeRestriction(d *deps) (any, error) {
+	nodes, err := d.store(nodeResource)
 	if err != nil {
 		return nil, err
 	}
-	pods, err := storeFor(stores, podResource)
+	pods, err := d.store(podResource)
 	if err != nil {
 		return nil, err
 	}

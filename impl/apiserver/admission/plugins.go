@@ -14,7 +14,7 @@ type Starter interface {
 
 // factory builds one plugin from the server's stores. The plugin is a
 // Mutator, a Validator or both, and may be a Starter.
-type factory func(stores StoreGetter) (any, error)
+type factory func(d *deps) (any, error)
 
 type registered struct {
 	name string
@@ -107,11 +107,12 @@ func NewPlugins(names []string, stores StoreGetter) (mutators []Mutator, validat
 		}
 		want[n] = true
 	}
+	d := &deps{stores: stores}
 	for _, p := range plugins {
 		if !want[p.name] {
 			continue
 		}
-		plugin, err := p.new(stores)
+		plugin, err := p.new(d)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("building admission plugin %s: %w", p.name, err)
 		}
@@ -125,15 +126,18 @@ func NewPlugins(names []string, stores StoreGetter) (mutators []Mutator, validat
 			starters = append(starters, s.Start)
 		}
 	}
+	for _, c := range d.order {
+		starters = append(starters, c.run)
+	}
 	return mutators, validators, starters, nil
 }
 
-func newNamespaceLifecycle(stores StoreGetter) (any, error) {
-	s, err := storeFor(stores, nsResource)
+func newNamespaceLifecycle(d *deps) (any, error) {
+	get, err := d.namespaces()
 	if err != nil {
 		return nil, err
 	}
-	return &NamespaceLifecycle{Get: namespaceGetter(s), Immortal: ImmortalNamespaces}, nil
+	return &NamespaceLifecycle{Get: get, Immortal: ImmortalNamespaces}, nil
 }
 
 // ImmortalNamespaces may not be deleted (kube-apiserver's default,

@@ -37,12 +37,12 @@ type PodSecurity struct {
 	ExemptUsers, ExemptNamespaces, ExemptRuntimeClasses map[string]bool
 }
 
-func newPodSecurity(stores StoreGetter) (any, error) {
-	s, err := storeFor(stores, nsResource)
+func newPodSecurity(d *deps) (any, error) {
+	get, err := d.namespaces()
 	if err != nil {
 		return nil, err
 	}
-	return &PodSecurity{Namespaces: namespaceGetter(s)}, nil
+	return &PodSecurity{Namespaces: get}, nil
 }
 
 // podSecurityPolicy is one mode's level and version.
@@ -92,6 +92,10 @@ func (p *PodSecurity) Validate(ctx context.Context, a *Attributes) error {
 		return nil
 	}
 	ns, err := p.Namespaces(ctx, a.Namespace, false)
+	if apierrors.IsNotFound(err) {
+		// The cached view may lag a namespace just created: look again.
+		ns, err = p.Namespaces(ctx, a.Namespace, true)
+	}
 	if apierrors.IsNotFound(err) {
 		return nil // NamespaceLifecycle answers for missing namespaces
 	}

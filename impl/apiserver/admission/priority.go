@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // SystemPriorityClasses are the classes every cluster has, with their
@@ -17,8 +18,9 @@ var SystemPriorityClasses = map[string]int32{
 	"system-cluster-critical": 2000000000,
 }
 
-// PriorityClassLister lists the stored PriorityClasses.
-type PriorityClassLister func(ctx context.Context) ([]schedulingv1.PriorityClass, error)
+// PriorityClassLister lists the stored PriorityClasses; fresh asks for a
+// quorum read rather than a possibly cached one.
+type PriorityClassLister func(ctx context.Context, fresh bool) ([]schedulingv1.PriorityClass, error)
 
 // Priority resolves a new pod's spec.priorityClassName (or the cluster's
 // globalDefault class) into spec.priority and spec.preemptionPolicy, and
@@ -27,17 +29,14 @@ type Priority struct {
 	List PriorityClassLister
 }
 
-func newPriority(stores StoreGetter) (any, error) {
-	s, err := storeFor(stores, priorityClassResource)
+func newPriority(d *deps) (any, error) {
+	c, err := d.cache(priorityClassResource, func() runtime.Object { return &schedulingv1.PriorityClassList{} })
 	if err != nil {
 		return nil, err
 	}
-	return &Priority{List: func(ctx context.Context) ([]schedulingv1.PriorityClass, error) {
-		l := &schedulingv1.PriorityClassList{}
-		if err := s.list(ctx, "", false, l); err != nil {
-			return nil, err
-		}
-		return l.Items, nil
+	return &Priority{List: func(ctx context.Context, fresh bool) ([]schedulingv1.PriorityClass, error) {
+		objs, err := c.read(ctx, "", fresh)
+		return typed[schedulingv1.PriorityClass](objs), err
 	}}, nil
 }
 
@@ -71,7 +70,7 @@ func (p *Priority) Admit(ctx context.Context, a *Attributes) error {
 		// the global default class still applies.
 		pod.Spec.Priority, pod.Spec.PreemptionPolicy = nil, nil
 	}
-	classes, err := p.List(ctx)
+	classes, err := p.List(ctx, false)
 	if err != nil {
 		return fmt.Errorf("resolving the pod's priority: %w", err)
 	}
@@ -138,7 +137,8 @@ func (p *Priority) Validate(ctx context.Context, a *Attributes) error {
 	if !ok || !pc.GlobalDefault {
 		return nil
 	}
-	classes, err := p.List(ctx)
+	// A quorum read: two defaults must not slip through a lagging cache.
+	classes, err := p.List(ctx, true)
 	if err != nil {
 		return fmt.Errorf("checking for another default PriorityClass: %w", err)
 	}

@@ -44,12 +44,16 @@ type ResourceQuota struct {
 	Store QuotaStore
 }
 
-func newResourceQuota(stores StoreGetter) (any, error) {
-	q, err := storeFor(stores, quotaResource)
+func newResourceQuota(d *deps) (any, error) {
+	q, err := d.store(quotaResource)
 	if err != nil {
 		return nil, err
 	}
-	return &ResourceQuota{Store: &storeQuotas{quotas: q, stores: stores}}, nil
+	c, err := d.cache(quotaResource, func() runtime.Object { return &corev1.ResourceQuotaList{} })
+	if err != nil {
+		return nil, err
+	}
+	return &ResourceQuota{Store: &storeQuotas{quotas: q, cache: c, stores: d.stores}}, nil
 }
 
 // Validate implements Validator.

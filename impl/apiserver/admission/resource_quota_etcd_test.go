@@ -27,10 +27,16 @@ func (s etcdStores) Store(gr schema.GroupResource) (storage.Interface, bool) {
 }
 
 func (etcdStores) ObjectKey(gr schema.GroupResource, namespace, name string) string {
+	if namespace == "" {
+		return "/" + gr.Resource + "/" + name
+	}
 	return "/" + gr.Resource + "/" + namespace + "/" + name
 }
 
 func (etcdStores) ListKey(gr schema.GroupResource, namespace string) string {
+	if namespace == "" {
+		return "/" + gr.Resource + "/"
+	}
 	return "/" + gr.Resource + "/" + namespace + "/"
 }
 

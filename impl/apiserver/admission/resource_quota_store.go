@@ -17,15 +17,16 @@ import (
 // storeQuotas is QuotaStore on the API server's stores.
 type storeQuotas struct {
 	quotas objectStore
+	cache  *objectCache
 	stores StoreGetter
 }
 
+// List reads the cache: which quotas exist may lag a little (as
+// kube-apiserver's informer), their usage never does, since Update
+// decides on the current object.
 func (s *storeQuotas) List(ctx context.Context, namespace string) ([]corev1.ResourceQuota, error) {
-	l := &corev1.ResourceQuotaList{}
-	if err := s.quotas.list(ctx, namespace, false, l); err != nil {
-		return nil, err
-	}
-	return l.Items, nil
+	objs, err := s.cache.list(ctx, namespace)
+	return typed[corev1.ResourceQuota](objs), err
 }
 
 func (s *storeQuotas) Update(ctx context.Context, namespace, name string, tryUpdate func(*corev1.ResourceQuota) (*corev1.ResourceQuota, error)) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -147,6 +148,26 @@ func (r result[T]) must(t *testing.T, what string) T {
 	return r.obj
 }
 
+// eventually retries check until it passes: plugins read watch-fed
+// caches, which see new objects a little after they are written (as
+// kube-apiserver's informers do).
+func eventually(t *testing.T, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+var dryRun = metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+
 func wantStatus(t *testing.T, err error, code int32, contains string) {
 	t.Helper()
 	st, ok := err.(apierrors.APIStatus)
@@ -184,6 +205,16 @@ func TestPluginsThroughTheAPIServer(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "other"}, Value: 1, GlobalDefault: true}, metav1.CreateOptions{})
 	wantStatus(t, err, 403, "PriorityClass normal is already marked as default")
 
+	eventually(t, "limit range and priority class seen by admission", func() error {
+		p, err := core.Pods("team").Create(ctx, pod("probe"), dryRun)
+		if err != nil {
+			return err
+		}
+		if cpu := p.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU]; cpu.String() != "200m" || p.Spec.PriorityClassName != "normal" {
+			return fmt.Errorf("not yet: limits %v, class %q", p.Spec.Containers[0].Resources.Limits, p.Spec.PriorityClassName)
+		}
+		return nil
+	})
 	warnings.take()
 	p := created(core.Pods("team").Create(ctx, pod("web"), metav1.CreateOptions{})).must(t, "pod")
 	if p.Spec.ServiceAccountName != "default" || len(p.Spec.Volumes) != 1 || !strings.HasPrefix(p.Spec.Volumes[0].Name, "kube-api-access-") ||
@@ -211,13 +242,25 @@ func TestPluginsThroughTheAPIServer(t *testing.T) {
 	_, err = core.Pods("team").Create(ctx, priv, metav1.CreateOptions{})
 	wantStatus(t, err, 403, `pods "priv" is forbidden: violates PodSecurity "baseline:latest": privileged (container "c" must not set securityContext.privileged=true)`)
 
-	// ResourceQuota: two pods in all, counting the one already there.
-	created(core.ResourceQuotas("team").Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q"},
-		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")}}}, metav1.CreateOptions{})).must(t, "quota")
+	// ResourceQuota: a quota of one pod, already used by the pod there
+	// (recounted), then raised to two.
+	q := created(core.ResourceQuotas("team").Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}, metav1.CreateOptions{})).must(t, "quota")
+	eventually(t, "quota seen by admission", func() error {
+		_, err := core.Pods("team").Create(ctx, pod("probe"), dryRun)
+		if !apierrors.IsForbidden(err) {
+			return fmt.Errorf("dry run not refused yet: %v", err)
+		}
+		return nil
+	})
+	q.Spec.Hard[corev1.ResourcePods] = resource.MustParse("2")
+	if _, err := core.ResourceQuotas("team").Update(ctx, q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	created(core.Pods("team").Create(ctx, pod("second"), metav1.CreateOptions{})).must(t, "second pod")
 	_, err = core.Pods("team").Create(ctx, pod("third"), metav1.CreateOptions{})
 	wantStatus(t, err, 403, `pods "third" is forbidden: exceeded quota: q, requested: pods=1, used: pods=2, limited: pods=2`)
-	q, err := core.ResourceQuotas("team").Get(ctx, "q", metav1.GetOptions{})
+	q, err = core.ResourceQuotas("team").Get(ctx, "q", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,12 +311,24 @@ func TestPluginsThroughTheAPIServer(t *testing.T) {
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "guard.example.com", SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
 			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: url("/validate"), CABundle: caBundle}, Rules: rules}},
 	}, metav1.CreateOptions{})).must(t, "validating webhook")
-	hooked := created(core.Pods("team").Create(ctx, func() *corev1.Pod { p := pod("hooked"); p.Labels = map[string]string{"app": "x"}; return p }(), metav1.CreateOptions{})).must(t, "hooked pod")
-	if hooked.Labels["hooked"] != "yes" {
-		t.Fatalf("mutating webhook not applied: %v", hooked.Labels)
-	}
 	denied := pod("denied")
 	denied.Labels = map[string]string{"deny": "yes"}
+	eventually(t, "webhooks seen by admission", func() error {
+		probe := pod("probe")
+		probe.Labels = map[string]string{"app": "probe"}
+		p, err := core.Pods("team").Create(ctx, probe, dryRun)
+		if err != nil || p.Labels["hooked"] != "yes" {
+			return fmt.Errorf("mutating webhook not called yet: %v", err)
+		}
+		if _, err := core.Pods("team").Create(ctx, denied, dryRun); err == nil {
+			return fmt.Errorf("validating webhook not called yet")
+		}
+		return nil
+	})
+	hooked := created(core.Pods("team").Create(ctx, func() *corev1.Pod { p := pod("hooked"); p.Labels = map[string]string{"app": "x"}; return p }(), metav1.CreateOptions{})).must(t, "hooked pod")
+	if hooked.Labels["hooked"] != "yes" || hooked.Labels["app"] != "x" {
+		t.Fatalf("mutating webhook not applied: %v", hooked.Labels)
+	}
 	_, err = core.Pods("team").Create(ctx, denied, metav1.CreateOptions{})
 	wantStatus(t, err, 403, `admission webhook "guard.example.com" denied the request: labelled deny`)
 	if _, err := core.Pods("team").Get(ctx, "denied", metav1.GetOptions{}); !apierrors.IsNotFound(err) {

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
 )
 
@@ -58,17 +59,17 @@ type ServiceAccount struct {
 // account controller to create "default" in a new namespace.
 const defaultAccountAttempts = 10
 
-func newServiceAccount(stores StoreGetter) (any, error) {
-	s, err := storeFor(stores, saResource)
+func newServiceAccount(d *deps) (any, error) {
+	c, err := d.cache(saResource, func() runtime.Object { return &corev1.ServiceAccountList{} })
 	if err != nil {
 		return nil, err
 	}
 	return &ServiceAccount{Get: func(ctx context.Context, namespace, name string, fresh bool) (*corev1.ServiceAccount, error) {
-		sa := &corev1.ServiceAccount{}
-		if err := s.get(ctx, namespace, name, fresh, sa); err != nil {
+		o, err := c.get(ctx, namespace, name, fresh, &corev1.ServiceAccount{})
+		if err != nil {
 			return nil, err
 		}
-		return sa, nil
+		return o.(*corev1.ServiceAccount), nil
 	}}, nil
 }
 

@@ -79,7 +79,7 @@ func TestAlwaysPullImages(t *testing.T) {
 }
 
 func priorityPlugin(classes ...schedulingv1.PriorityClass) *Priority {
-	return &Priority{List: func(context.Context) ([]schedulingv1.PriorityClass, error) { return classes, nil }}
+	return &Priority{List: func(context.Context, bool) ([]schedulingv1.PriorityClass, error) { return classes, nil }}
 }
 
 func TestPriority(t *testing.T) {

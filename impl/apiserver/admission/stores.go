@@ -76,17 +76,6 @@ func (s objectStore) list(ctx context.Context, namespace string, fresh bool, lis
 	return nil
 }
 
-// namespaceGetter adapts the namespaces store to NamespaceGetter.
-func namespaceGetter(s objectStore) NamespaceGetter {
-	return func(ctx context.Context, name string, fresh bool) (*corev1.Namespace, error) {
-		ns := &corev1.Namespace{}
-		if err := s.get(ctx, "", name, fresh, ns); err != nil {
-			return nil, err
-		}
-		return ns, nil
-	}
-}
-
 // The resources plugins read and write.
 var (
 	podResource           = corev1.Resource("pods")
@@ -106,4 +95,8 @@ func podOf(a *Attributes) *corev1.Pod {
 	}
 	p, _ := a.Object.(*corev1.Pod)
 	return p
+}
+
+func notFound(gr schema.GroupResource, name string) error {
+	return apierrors.NewNotFound(gr, name)
 }

@@ -151,6 +151,9 @@ func (d *webhookDispatcher) namespaceLabels(ctx context.Context, a *Attributes, 
 	case a.Namespace != "":
 		ns, err := d.namespaces(ctx, a.Namespace, false)
 		if apierrors.IsNotFound(err) {
+			ns, err = d.namespaces(ctx, a.Namespace, true)
+		}
+		if apierrors.IsNotFound(err) {
 			*cache = labels.Set{}
 			return *cache, nil
 		}
@@ -451,16 +454,23 @@ func (c *webhookClients) closeIdle() {
 	}
 }
 
-func newDispatcher(stores StoreGetter, list func(objectStore) func(context.Context) ([]webhook, error), gr schema.GroupResource) (*webhookDispatcher, error) {
-	s, err := storeFor(stores, gr)
+func newDispatcher(d *deps, gr schema.GroupResource, newList func() runtime.Object, toWebhooks func([]runtime.Object) []webhook) (*webhookDispatcher, error) {
+	c, err := d.cache(gr, newList)
 	if err != nil {
 		return nil, err
 	}
-	ns, err := storeFor(stores, nsResource)
+	ns, err := d.namespaces()
 	if err != nil {
 		return nil, err
 	}
-	return &webhookDispatcher{list: list(s), namespaces: namespaceGetter(ns), clients: &webhookClients{}, log: slog.Default()}, nil
+	list := func(ctx context.Context) ([]webhook, error) {
+		objs, err := c.list(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		return toWebhooks(objs), nil
+	}
+	return &webhookDispatcher{list: list, namespaces: ns, clients: &webhookClients{}, log: slog.Default()}, nil
 }
 
 // sortByName orders configurations by name, as kube-apiserver calls them.

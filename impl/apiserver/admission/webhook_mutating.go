@@ -29,20 +29,16 @@ type MutatingWebhook struct {
 	*webhookDispatcher
 }
 
-func newMutatingWebhook(stores StoreGetter) (any, error) {
-	d, err := newDispatcher(stores, func(s objectStore) func(context.Context) ([]webhook, error) {
-		return func(ctx context.Context) ([]webhook, error) {
-			l := &admissionregistrationv1.MutatingWebhookConfigurationList{}
-			if err := s.list(ctx, "", false, l); err != nil {
-				return nil, err
-			}
-			return mutatingWebhooks(l.Items), nil
-		}
-	}, mutatingConfigResource)
+func newMutatingWebhook(d *deps) (any, error) {
+	w, err := newDispatcher(d, mutatingConfigResource,
+		func() runtime.Object { return &admissionregistrationv1.MutatingWebhookConfigurationList{} },
+		func(objs []runtime.Object) []webhook {
+			return mutatingWebhooks(typed[admissionregistrationv1.MutatingWebhookConfiguration](objs))
+		})
 	if err != nil {
 		return nil, err
 	}
-	return &MutatingWebhook{d}, nil
+	return &MutatingWebhook{w}, nil
 }
 
 func mutatingWebhooks(configs []admissionregistrationv1.MutatingWebhookConfiguration) []webhook {

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -19,20 +20,16 @@ type ValidatingWebhook struct {
 	*webhookDispatcher
 }
 
-func newValidatingWebhook(stores StoreGetter) (any, error) {
-	d, err := newDispatcher(stores, func(s objectStore) func(context.Context) ([]webhook, error) {
-		return func(ctx context.Context) ([]webhook, error) {
-			l := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
-			if err := s.list(ctx, "", false, l); err != nil {
-				return nil, err
-			}
-			return validatingWebhooks(l.Items), nil
-		}
-	}, validatingConfigResource)
+func newValidatingWebhook(d *deps) (any, error) {
+	w, err := newDispatcher(d, validatingConfigResource,
+		func() runtime.Object { return &admissionregistrationv1.ValidatingWebhookConfigurationList{} },
+		func(objs []runtime.Object) []webhook {
+			return validatingWebhooks(typed[admissionregistrationv1.ValidatingWebhookConfiguration](objs))
+		})
 	if err != nil {
 		return nil, err
 	}
-	return &ValidatingWebhook{d}, nil
+	return &ValidatingWebhook{w}, nil
 }
 
 func validatingWebhooks(configs []admissionregistrationv1.ValidatingWebhookConfiguration) []webhook {
