@@ -55,7 +55,13 @@ func (w *warningRecorder) take() []string {
 // startServer runs an API server on embedded etcd with the default
 // admission plugins plus NodeRestriction, built by admission.NewPlugins
 // through the server's plugin hook.
-func startServer(t *testing.T) (*kubernetes.Clientset, *warningRecorder) {
+func startServer(t testing.TB) (*kubernetes.Clientset, *warningRecorder) {
+	return startServerWith(t, true)
+}
+
+// startServerWith starts the server with the plugins, or with none but
+// the server's built-in NamespaceLifecycle.
+func startServerWith(t testing.TB, withPlugins bool) (*kubernetes.Clientset, *warningRecorder) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("embedded etcd and API server: skipped with -short")
@@ -90,24 +96,27 @@ func startServer(t *testing.T) (*kubernetes.Clientset, *warningRecorder) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := apiserver.New(apiserver.Config{
+	cfg := apiserver.Config{
 		StorageFactory: factory, Resources: registry.All(),
 		ServingCert: &serving, ClientCA: ca.Pool(), Listener: ln,
-		Plugins: func(stores apiserver.StoreGetter) (apiserver.Plugins, error) {
+	}
+	if withPlugins {
+		cfg.Plugins = func(stores apiserver.StoreGetter) (apiserver.Plugins, error) {
 			m, v, s, err := admission.NewPlugins(names, stores)
 			return apiserver.Plugins{Mutators: m, Validators: v, Starters: s}, err
-		},
-	})
+		}
+	}
+	srv, err := apiserver.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
-	cfg := pki.RESTConfig("https://"+ln.Addr().String(), ca.CertPEM, adminKP)
-	cfg.QPS, cfg.Burst = 1000, 1000
+	rc := pki.RESTConfig("https://"+ln.Addr().String(), ca.CertPEM, adminKP)
+	rc.QPS, rc.Burst = -1, 0
 	warnings := &warningRecorder{}
-	cfg.WarningHandler = warnings
-	cs, err := kubernetes.NewForConfig(cfg)
+	rc.WarningHandler = warnings
+	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		t.Fatal(err)
 	}
