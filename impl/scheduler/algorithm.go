@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/kubeproof/kubeproof/impl/scheduler/cache"
+	"github.com/kubeproof/kubeproof/impl/scheduler/extender"
 	fw "github.com/kubeproof/kubeproof/impl/scheduler/framework"
 )
 
@@ -45,6 +46,8 @@ type Algorithm struct {
 	// scheduling loop at a time).
 	feasibleIdx []int32
 	statuses    []*fw.Status
+	// extenders are called after the plugins (filter, prioritize).
+	extenders []*extender.HTTPExtender
 }
 
 // NewAlgorithm returns an Algorithm. percentage 0 selects the adaptive
@@ -84,6 +87,9 @@ func (a *Algorithm) SchedulePod(ctx context.Context, fwk *fw.Framework, state *f
 	if err != nil {
 		return ScheduleResult{}, err
 	}
+	if feasible, err = a.findNodesThatPassExtenders(ctx, pod, feasible, diagnosis.NodeToStatus); err != nil {
+		return ScheduleResult{}, err
+	}
 	evaluated := len(feasible) + len(diagnosis.NodeToStatus)
 	if len(feasible) == 0 {
 		return ScheduleResult{}, &fw.FitError{Pod: pod, NumAllNodes: snap.NumNodes(), Diagnosis: diagnosis}
@@ -120,7 +126,14 @@ func (a *Algorithm) findNodesThatFitPod(ctx context.Context, fwk *fw.Framework, 
 		if ni, err := snap.Get(nom); err == nil {
 			s := fwk.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
 			if s.IsSuccess() {
-				return []*fw.NodeInfo{ni}, diagnosis, nil
+				// The extenders must accept it too, else search them all.
+				ok, err := a.findNodesThatPassExtenders(ctx, pod, []*fw.NodeInfo{ni}, fw.NodeToStatus{})
+				if err != nil {
+					return nil, diagnosis, err
+				}
+				if len(ok) == 1 {
+					return ok, diagnosis, nil
+				}
 			}
 			if !s.IsRejected() {
 				return nil, diagnosis, s.AsError()
@@ -207,7 +220,9 @@ func (a *Algorithm) findNodesThatPassFilters(ctx context.Context, fwk *fw.Framew
 
 func (a *Algorithm) prioritizeNodes(ctx context.Context, fwk *fw.Framework, state *fw.CycleState, pod *v1.Pod, nodes []*fw.NodeInfo) ([]int64, error) {
 	if !fwk.HasScorePlugins() {
-		return make([]int64, len(nodes)), nil
+		scores := make([]int64, len(nodes))
+		a.addExtenderScores(ctx, pod, nodes, scores)
+		return scores, nil
 	}
 	if s := fwk.RunPreScorePlugins(ctx, state, pod, nodes); !s.IsSuccess() {
 		return nil, s.AsError()
@@ -216,7 +231,80 @@ func (a *Algorithm) prioritizeNodes(ctx context.Context, fwk *fw.Framework, stat
 	if !s.IsSuccess() {
 		return nil, s.AsError()
 	}
+	a.addExtenderScores(ctx, pod, nodes, scores)
 	return scores, nil
+}
+
+// findNodesThatPassExtenders lets every interested extender filter the
+// nodes the plugins found feasible, recording the nodes they turned away in
+// statuses (an unresolvable failure wins over a plain one). An extender's
+// error fails the attempt unless the extender is ignorable.
+func (a *Algorithm) findNodesThatPassExtenders(ctx context.Context, pod *v1.Pod, feasible []*fw.NodeInfo, statuses fw.NodeToStatus) ([]*fw.NodeInfo, error) {
+	for _, ext := range a.extenders {
+		if len(feasible) == 0 {
+			break
+		}
+		if !ext.IsFilter() || !ext.IsInterested(pod) {
+			continue
+		}
+		nodes := make([]*v1.Node, len(feasible))
+		infos := make(map[string]*fw.NodeInfo, len(feasible))
+		for i, ni := range feasible {
+			nodes[i] = ni.Node()
+			infos[ni.Name()] = ni
+		}
+		kept, failed, unresolvable, err := ext.Filter(ctx, pod, nodes)
+		if err != nil {
+			if ext.IsIgnorable() {
+				continue
+			}
+			return nil, err
+		}
+		for name, msg := range unresolvable {
+			statuses[name] = fw.NewStatus(fw.UnschedulableAndUnresolvable, msg)
+		}
+		for name, msg := range failed {
+			if _, ok := unresolvable[name]; !ok {
+				statuses[name] = fw.NewStatus(fw.Unschedulable, msg)
+			}
+		}
+		feasible = feasible[:0:0]
+		for _, n := range kept {
+			feasible = append(feasible, infos[n.Name])
+		}
+	}
+	return feasible, nil
+}
+
+// addExtenderScores adds each interested extender's scores, scaled from
+// 0–10 to 0–100 and multiplied by its weight. A prioritize error is ignored
+// (the other scores decide), as in kube-scheduler.
+func (a *Algorithm) addExtenderScores(ctx context.Context, pod *v1.Pod, nodes []*fw.NodeInfo, scores []int64) {
+	var index map[string]int
+	for _, ext := range a.extenders {
+		if !ext.IsPrioritizer() || !ext.IsInterested(pod) {
+			continue
+		}
+		if index == nil {
+			index = make(map[string]int, len(nodes))
+			for i, ni := range nodes {
+				index[ni.Name()] = i
+			}
+		}
+		list := make([]*v1.Node, len(nodes))
+		for i, ni := range nodes {
+			list[i] = ni.Node()
+		}
+		prios, weight, err := ext.Prioritize(ctx, pod, list)
+		if err != nil {
+			continue
+		}
+		for _, hp := range prios {
+			if i, ok := index[hp.Host]; ok {
+				scores[i] += hp.Score * weight * (fw.MaxNodeScore / extender.MaxExtenderPriority)
+			}
+		}
+	}
 }
 
 // selectHost returns a node with the highest score; among ties each is

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
+	"github.com/kubeproof/kubeproof/impl/scheduler/extender"
 	fw "github.com/kubeproof/kubeproof/impl/scheduler/framework"
 	"github.com/kubeproof/kubeproof/impl/scheduler/metrics"
 )
@@ -162,7 +163,12 @@ func (s *Scheduler) bindingCycle(ctx context.Context, fwk *fw.Framework, state *
 		ObjectMeta: metav1.ObjectMeta{Namespace: assumed.Namespace, Name: assumed.Name, UID: assumed.UID},
 		Target:     v1.ObjectReference{Kind: "Node", Name: host},
 	}
-	err := s.client.CoreV1().Pods(assumed.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
+	var err error
+	if ext := s.binderFor(assumed); ext != nil {
+		err = ext.Bind(ctx, binding)
+	} else {
+		err = s.client.CoreV1().Pods(assumed.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
+	}
 	fwk.ObserveExtensionPoint(fw.ExtensionBind, bindStart, fw.AsStatus(err))
 	if err != nil {
 		s.bindingFailed(ctx, fwk, state, pInfo, assumed, fmt.Errorf("binding rejected: %w", err), ReasonSchedulerError, false, cycle, start)
@@ -176,6 +182,16 @@ func (s *Scheduler) bindingCycle(ctx context.Context, fwk *fw.Framework, state *
 		"Successfully assigned %v/%v to %v", assumed.Namespace, assumed.Name, host)
 	s.log.Debug("bound pod", "pod", podRef(assumed), "node", host)
 	fwk.RunPostBindPlugins(ctx, state, assumed, host)
+}
+
+// binderFor returns the extender that binds pod, if one is interested.
+func (s *Scheduler) binderFor(pod *v1.Pod) *extender.HTTPExtender {
+	for _, ext := range s.algorithm.extenders {
+		if ext.IsBinder() && ext.IsInterested(pod) {
+			return ext
+		}
+	}
+	return nil
 }
 
 // bindingFailed undoes the assumption and requeues the pod. The capacity it

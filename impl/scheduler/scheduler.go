@@ -23,8 +23,13 @@
 // runs Unreserve, forgets the assumption and requeues the pod. Informer
 // caches hold pods and nodes trimmed to what scheduling reads (transform.go).
 //
+// HTTP scheduler extenders (configuration's extenders) filter and score
+// after the plugins and may bind (package extender).
+//
 // Not implemented (compared with kube-scheduler): Bind plugins (binding is
-// the scheduler's own POST) and scheduler extenders; the volume,
+// the scheduler's own POST, or an extender's) and the extenders' preempt
+// verb; managedResources' ignoredByScheduler (NodeResourcesFit still checks
+// such resources); the volume,
 // image-locality and dynamic-resource plugins; PodTopologySpread's
 // cluster-default constraints; per-plugin queueing hints (requeueing uses
 // each plugin's registered cluster events).
@@ -61,6 +66,7 @@ import (
 
 	schedcache "github.com/kubeproof/kubeproof/impl/scheduler/cache"
 	"github.com/kubeproof/kubeproof/impl/scheduler/config"
+	"github.com/kubeproof/kubeproof/impl/scheduler/extender"
 	fw "github.com/kubeproof/kubeproof/impl/scheduler/framework"
 	"github.com/kubeproof/kubeproof/impl/scheduler/metrics"
 	"github.com/kubeproof/kubeproof/impl/scheduler/plugins"
@@ -168,6 +174,13 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config) (*Schedul
 		metrics:   metrics.New(),
 		recorders: map[string]events.EventRecorder{},
 		bindSlots: make(chan struct{}, cfg.MaxInFlightBindings),
+	}
+	for i, ec := range conf.Extenders {
+		ext, err := extender.New(ec)
+		if err != nil {
+			return nil, fmt.Errorf("extenders[%d]: %w", i, err)
+		}
+		s.algorithm.extenders = append(s.algorithm.extenders, ext)
 	}
 	s.informers = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(TransformForScheduling))
 	nsInformer := s.informers.Core().V1().Namespaces()

@@ -6,7 +6,8 @@
 // Supported: profiles[].schedulerName, profiles[].plugins.<extension
 // point>.{enabled,disabled} (with weights on score), profiles[].pluginConfig,
 // percentageOfNodesToScore (global and per profile), podInitialBackoffSeconds,
-// podMaxBackoffSeconds, parallelism and leaderElection. Unknown fields are
+// podMaxBackoffSeconds, parallelism, leaderElection and extenders (filter,
+// prioritize and bind verbs; not preempt). Unknown fields are
 // rejected so that a typo is an error rather than a silently ignored setting.
 package config
 
@@ -49,6 +50,52 @@ type KubeSchedulerConfiguration struct {
 	// ClientConnection is accepted for compatibility; qps and burst apply
 	// to the scheduler's API client.
 	ClientConnection ClientConnection `json:"clientConnection,omitempty"`
+	// Extenders are HTTP scheduler extenders, called after the plugins for
+	// every profile: filter, prioritize and bind (preempt is not called).
+	Extenders []Extender `json:"extenders,omitempty"`
+}
+
+// Extender configures one HTTP scheduler extender (upstream's v1 Extender).
+// An empty verb means the extender does not offer that call.
+type Extender struct {
+	URLPrefix      string `json:"urlPrefix"`
+	FilterVerb     string `json:"filterVerb,omitempty"`
+	PreemptVerb    string `json:"preemptVerb,omitempty"`
+	PrioritizeVerb string `json:"prioritizeVerb,omitempty"`
+	// Weight multiplies the extender's scores (0–10, scaled to the
+	// plugins' 0–100); it must be positive when prioritizeVerb is set.
+	Weight   int64  `json:"weight,omitempty"`
+	BindVerb string `json:"bindVerb,omitempty"`
+
+	EnableHTTPS bool               `json:"enableHTTPS,omitempty"`
+	TLSConfig   *ExtenderTLSConfig `json:"tlsConfig,omitempty"`
+	// HTTPTimeout bounds each call (default 5s).
+	HTTPTimeout Duration `json:"httpTimeout,omitempty"`
+	// NodeCacheCapable extenders get node names instead of Node objects.
+	NodeCacheCapable bool `json:"nodeCacheCapable,omitempty"`
+	// ManagedResources: when set, only pods requesting one of these
+	// resources are sent to the extender.
+	ManagedResources []ExtenderManagedResource `json:"managedResources,omitempty"`
+	// Ignorable extenders' errors do not fail scheduling.
+	Ignorable bool `json:"ignorable,omitempty"`
+}
+
+// ExtenderTLSConfig is how to reach an HTTPS extender.
+type ExtenderTLSConfig struct {
+	Insecure   bool   `json:"insecure,omitempty"`
+	ServerName string `json:"serverName,omitempty"`
+	CertFile   string `json:"certFile,omitempty"`
+	KeyFile    string `json:"keyFile,omitempty"`
+	CAFile     string `json:"caFile,omitempty"`
+	CertData   []byte `json:"certData,omitempty"`
+	KeyData    []byte `json:"keyData,omitempty"`
+	CAData     []byte `json:"caData,omitempty"`
+}
+
+// ExtenderManagedResource is an extended resource an extender manages.
+type ExtenderManagedResource struct {
+	Name               string `json:"name"`
+	IgnoredByScheduler bool   `json:"ignoredByScheduler,omitempty"`
 }
 
 // ClientConnection carries the API client's rate limits.
@@ -212,6 +259,11 @@ func SetDefaults(c *KubeSchedulerConfiguration) {
 	if len(c.Profiles) == 0 {
 		c.Profiles = []KubeSchedulerProfile{{}}
 	}
+	for i := range c.Extenders {
+		if c.Extenders[i].HTTPTimeout.Duration == 0 {
+			c.Extenders[i].HTTPTimeout.Duration = 5 * time.Second
+		}
+	}
 	for i := range c.Profiles {
 		if c.Profiles[i].SchedulerName == "" {
 			c.Profiles[i].SchedulerName = DefaultSchedulerName
@@ -238,6 +290,21 @@ func Validate(c *KubeSchedulerConfiguration) error {
 	}
 	if c.PodMaxBackoffSeconds != nil && c.PodInitialBackoffSeconds != nil && *c.PodMaxBackoffSeconds < *c.PodInitialBackoffSeconds {
 		return fmt.Errorf("podMaxBackoffSeconds must be greater than or equal to podInitialBackoffSeconds")
+	}
+	binders := 0
+	for i, e := range c.Extenders {
+		if e.URLPrefix == "" {
+			return fmt.Errorf("extenders[%d].urlPrefix: required", i)
+		}
+		if e.PrioritizeVerb != "" && e.Weight <= 0 {
+			return fmt.Errorf("extenders[%d].weight: %d must have a positive weight applied to it", i, e.Weight)
+		}
+		if e.BindVerb != "" {
+			binders++
+		}
+	}
+	if binders > 1 {
+		return fmt.Errorf("extenders: found %d extenders implementing bind; only one extender can implement bind", binders)
 	}
 	seen := map[string]bool{}
 	for i, p := range c.Profiles {
