@@ -30,9 +30,15 @@ const (
 // a workload's pod template (Deployments, ReplicaSets, StatefulSets,
 // DaemonSets, Jobs, CronJobs, ReplicationControllers, PodTemplates), are
 // returned as warnings. A namespace without labels is privileged. An
-// invalid level or version enforces restricted:latest, as kube-apiserver.
+// invalid level or version enforces restricted:latest, as kube-apiserver;
+// creating or relabelling a namespace with invalid labels is refused (422),
+// and a stricter enforce level warns about the pods already there.
+// Audit-level annotations on audit events are not produced.
 type PodSecurity struct {
 	Namespaces NamespaceGetter
+	// ListPods lists a namespace's pods, to check them when a stricter
+	// enforce label is set (nil: not checked).
+	ListPods func(ctx context.Context, namespace string) ([]corev1.Pod, error)
 	// Exempt users, namespaces and runtime classes are not checked.
 	ExemptUsers, ExemptNamespaces, ExemptRuntimeClasses map[string]bool
 }
@@ -42,7 +48,17 @@ func newPodSecurity(d *deps) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &PodSecurity{Namespaces: get}, nil
+	pods, err := d.store(podResource)
+	if err != nil {
+		return nil, err
+	}
+	return &PodSecurity{Namespaces: get, ListPods: func(ctx context.Context, namespace string) ([]corev1.Pod, error) {
+		l := &corev1.PodList{}
+		if err := pods.list(ctx, namespace, false, l); err != nil {
+			return nil, err
+		}
+		return l.Items, nil
+	}}, nil
 }
 
 // podSecurityPolicy is one mode's level and version.
@@ -77,7 +93,13 @@ func policyFor(labels map[string]string, mode string) podSecurityPolicy {
 
 // Validate implements Validator.
 func (p *PodSecurity) Validate(ctx context.Context, a *Attributes) error {
-	if (a.Operation != Create && a.Operation != Update) || a.Namespace == "" || a.Object == nil {
+	if (a.Operation != Create && a.Operation != Update) || a.Object == nil {
+		return nil
+	}
+	if a.Resource.GroupResource() == nsResource {
+		return p.validateNamespace(ctx, a)
+	}
+	if a.Namespace == "" {
 		return nil
 	}
 	meta, spec, isPod := podSpecOf(a)

@@ -29,26 +29,27 @@ type securityCheck struct {
 type podMeta struct{ annotations map[string]string }
 
 // securityChecks are the baseline and restricted controls, in the order
-// their violations are reported.
+// their violations are reported (Kubernetes': baseline then restricted,
+// each by check ID).
 var securityChecks = []securityCheck{
-	{levelBaseline, checkHostProcess},
-	{levelBaseline, checkHostNamespaces},
-	{levelBaseline, checkPrivileged},
+	{levelBaseline, checkAppArmor},
 	{levelBaseline, checkBaselineCapabilities},
+	{levelBaseline, checkHostNamespaces},
 	{levelBaseline, checkHostPathVolumes},
 	{levelBaseline, checkHostPorts},
-	{levelBaseline, checkAppArmor},
-	{levelBaseline, checkSELinux},
+	{levelBaseline, checkProbeHost},
+	{levelBaseline, checkPrivileged},
 	{levelBaseline, checkProcMount},
+	{levelBaseline, checkSELinux},
 	{levelBaseline, checkBaselineSeccomp},
 	{levelBaseline, checkSysctls},
-	{levelBaseline, checkProbeHost},
-	{levelRestricted, checkVolumeTypes},
+	{levelBaseline, checkHostProcess},
 	{levelRestricted, checkPrivilegeEscalation},
+	{levelRestricted, checkRestrictedCapabilities},
+	{levelRestricted, checkVolumeTypes},
 	{levelRestricted, checkRunAsNonRoot},
 	{levelRestricted, checkRunAsUser},
 	{levelRestricted, checkRestrictedSeccomp},
-	{levelRestricted, checkRestrictedCapabilities},
 }
 
 // evaluatePodSecurity returns spec's violations of level.

@@ -194,3 +194,50 @@ func TestPodSecurityUpdates(t *testing.T) {
 	a.Operation, a.OldObject = Update, old
 	wantForbidden(t, p.Validate(context.Background(), a), "violates PodSecurity")
 }
+
+func TestPodSecurityNamespaceLabels422AndExistingPods(t *testing.T) {
+	privileged := newPod("priv-1")
+	privileged.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr(true)}
+	privileged2 := privileged.DeepCopy()
+	privileged2.Name = "priv-2"
+	hostNet := newPod("hostnet")
+	hostNet.Spec.HostNetwork = true
+	done := newPod("done")
+	done.Spec.HostNetwork = true
+	done.Status.Phase = corev1.PodSucceeded
+	p := podSecurity(nil)
+	p.ListPods = func(context.Context, string) ([]corev1.Pod, error) {
+		return []corev1.Pod{*privileged2, *hostNet, *newPod("fine"), *privileged, *done}, nil
+	}
+	nsWith := func(labels map[string]string) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: labels}}
+	}
+	nsGVR := corev1.SchemeGroupVersion.WithResource("namespaces")
+
+	err := p.Validate(context.Background(), &Attributes{Operation: Create, Resource: nsGVR, Name: "ns", Object: nsWith(map[string]string{podSecurityEnforce: "strict"})})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), `metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: "strict": must be one of privileged, baseline, restricted`) {
+		t.Fatalf("invalid level: %v", err)
+	}
+
+	ctx, warnings := WithWarnings(context.Background())
+	err = p.Validate(ctx, &Attributes{Operation: Update, Resource: nsGVR, Name: "ns",
+		Object: nsWith(map[string]string{podSecurityEnforce: "baseline"}), OldObject: nsWith(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`existing pods in namespace "ns" violate the new PodSecurity enforce level "baseline:latest"`,
+		`hostnet: host namespaces`,
+		`priv-2 (and 1 other pod): privileged`,
+	}
+	if got := warnings.List(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("warnings\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// Relaxing the level checks nothing.
+	ctx, warnings = WithWarnings(context.Background())
+	if err := p.Validate(ctx, &Attributes{Operation: Update, Resource: nsGVR, Name: "ns",
+		Object: nsWith(map[string]string{podSecurityEnforce: "baseline"}), OldObject: nsWith(map[string]string{podSecurityEnforce: "restricted"})}); err != nil || len(warnings.List()) != 0 {
+		t.Fatalf("relaxed: %v %v", err, warnings.List())
+	}
+}

@@ -1,0 +1,151 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// maxPodsChecked bounds how many existing pods a namespace label change
+// evaluates (kube-apiserver stops after a time and pod budget too).
+const maxPodsChecked = 3000
+
+// validateNamespaceLabels checks the pod-security.kubernetes.io labels of a
+// namespace: levels privileged, baseline or restricted; versions "latest"
+// or "v1.N".
+func validateNamespaceLabels(labels map[string]string) field.ErrorList {
+	var errs field.ErrorList
+	path := field.NewPath("metadata", "labels")
+	for _, mode := range []string{podSecurityEnforce, podSecurityWarn, podSecurityAudit} {
+		if level, ok := labels[mode]; ok {
+			switch level {
+			case levelPrivileged, levelBaseline, levelRestricted:
+			default:
+				errs = append(errs, field.Invalid(path.Key(mode), level, "must be one of privileged, baseline, restricted"))
+			}
+		}
+		if version, ok := labels[mode+"-version"]; ok && version != "latest" && !podSecurityVersion.MatchString(version) {
+			errs = append(errs, field.Invalid(path.Key(mode+"-version"), version, `must be "latest" or "v1.x"`))
+		}
+	}
+	return errs
+}
+
+var levelRank = map[string]int{levelPrivileged: 0, levelBaseline: 1, levelRestricted: 2}
+
+// validateNamespace: invalid pod security labels are refused (422); a
+// stricter enforce level is checked against the pods already in the
+// namespace, whose violations come back as warnings (nothing is evicted).
+func (p *PodSecurity) validateNamespace(ctx context.Context, a *Attributes) error {
+	ns, ok := a.Object.(*corev1.Namespace)
+	if !ok || a.Subresource != "" {
+		return nil
+	}
+	var oldLabels map[string]string
+	if a.Operation == Update {
+		old, ok := a.OldObject.(*corev1.Namespace)
+		if !ok {
+			return nil
+		}
+		oldLabels = old.Labels
+		if !podSecurityLabelsChanged(ns.Labels, oldLabels) {
+			return nil
+		}
+	}
+	if errs := validateNamespaceLabels(ns.Labels); len(errs) > 0 {
+		return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Namespace").GroupKind(), ns.Name, errs)
+	}
+	if a.Operation != Update || p.ExemptNamespaces[ns.Name] || p.ListPods == nil {
+		return nil
+	}
+	enforce, old := policyFor(ns.Labels, podSecurityEnforce), policyFor(oldLabels, podSecurityEnforce)
+	if enforce == old || enforce.level == levelPrivileged ||
+		(enforce.version == old.version && levelRank[enforce.level] < levelRank[old.level]) {
+		return nil
+	}
+	pods, err := p.ListPods(ctx, ns.Name)
+	if err != nil {
+		AddWarning(ctx, fmt.Sprintf("failed to list pods while checking new PodSecurity enforce level: %v", err))
+		return nil
+	}
+	for _, w := range existingPodWarnings(ns.Name, enforce, pods) {
+		AddWarning(ctx, w)
+	}
+	return nil
+}
+
+func podSecurityLabelsChanged(labels, old map[string]string) bool {
+	for _, mode := range []string{podSecurityEnforce, podSecurityWarn, podSecurityAudit} {
+		for _, k := range []string{mode, mode + "-version"} {
+			if labels[k] != old[k] {
+				return true
+			}
+			if _, a := labels[k]; a {
+				if _, b := old[k]; !b {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// existingPodWarnings groups the pods that violate policy by their set of
+// violated controls: the first line names the policy, then one line per
+// group: `pod (and N other pods): reason, reason`.
+func existingPodWarnings(namespace string, policy podSecurityPolicy, pods []corev1.Pod) []string {
+	type group struct {
+		first string
+		count int
+	}
+	groups := map[string]*group{}
+	var order []string
+	checked := 0
+	for i := range pods {
+		pod := &pods[i]
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if checked++; checked > maxPodsChecked {
+			break
+		}
+		vs := evaluatePodSecurity(policy.level, &podMeta{pod.Annotations}, &pod.Spec)
+		if len(vs) == 0 {
+			continue
+		}
+		reasons := make([]string, len(vs))
+		for j, v := range vs {
+			reasons[j] = v.reason
+		}
+		key := strings.Join(reasons, ", ")
+		g, ok := groups[key]
+		if !ok {
+			g = &group{first: pod.Name}
+			groups[key] = g
+			order = append(order, key)
+		}
+		g.count++
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	sort.SliceStable(order, func(i, j int) bool { return groups[order[i]].first < groups[order[j]].first })
+	out := []string{fmt.Sprintf("existing pods in namespace %q violate the new PodSecurity enforce level %q", namespace, policy.String())}
+	for _, key := range order {
+		g := groups[key]
+		switch g.count {
+		case 1:
+			out = append(out, fmt.Sprintf("%s: %s", g.first, key))
+		case 2:
+			out = append(out, fmt.Sprintf("%s (and 1 other pod): %s", g.first, key))
+		default:
+			out = append(out, fmt.Sprintf("%s (and %d other pods): %s", g.first, g.count-1, key))
+		}
+	}
+	return out
+}
