@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -54,8 +55,9 @@ func startEtcdStores(t *testing.T) etcdStores {
 	t.Cleanup(func() { etcd.Close() })
 	stores := etcdStores{}
 	for gr, types := range map[schema.GroupResource][2]func() runtime.Object{
-		quotaResource: {func() runtime.Object { return &corev1.ResourceQuota{} }, func() runtime.Object { return &corev1.ResourceQuotaList{} }},
-		podResource:   {func() runtime.Object { return &corev1.Pod{} }, func() runtime.Object { return &corev1.PodList{} }},
+		quotaResource:                 {func() runtime.Object { return &corev1.ResourceQuota{} }, func() runtime.Object { return &corev1.ResourceQuotaList{} }},
+		podResource:                   {func() runtime.Object { return &corev1.Pod{} }, func() runtime.Object { return &corev1.PodList{} }},
+		corev1.Resource("configmaps"): {func() runtime.Object { return &corev1.ConfigMap{} }, func() runtime.Object { return &corev1.ConfigMapList{} }},
 	} {
 		st, err := etcd3.New(etcd3.Config{Client: etcd.Client(), Resource: storage.ResourceConfig{
 			GroupResource: gr, StorageVersion: corev1.SchemeGroupVersion, ResourcePrefix: "/" + gr.Resource,
@@ -122,5 +124,39 @@ func TestResourceQuotaConcurrentCreates(t *testing.T) {
 	}
 	if h := got.Status.Hard["pods"]; h.Value() != 10 {
 		t.Fatalf("status.hard not set from spec.hard: %v", got.Status.Hard)
+	}
+}
+
+// TestResourceQuotaRecountsObjectCounts: a new count quota is first
+// recounted from the objects already stored.
+func TestResourceQuotaRecountsObjectCounts(t *testing.T) {
+	stores := startEtcdStores(t)
+	ctx := context.Background()
+	cms := stores[corev1.Resource("configmaps")]
+	for _, name := range []string{"a", "b"} {
+		if err := cms.Create(ctx, "/configmaps/ns/"+name, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns"},
+		Spec: corev1.ResourceQuotaSpec{Hard: rl("count/configmaps", "3", "configmaps", "3")}}
+	if err := stores[quotaResource].Create(ctx, "/resourcequotas/ns/cm", q, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, validators, _, err := NewPlugins([]string{"ResourceQuota"}, stores)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := func(name string) error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
+		return validators[0].Validate(ctx, &Attributes{Operation: Create, Resource: corev1.SchemeGroupVersion.WithResource("configmaps"),
+			Namespace: "ns", Name: name, Object: cm})
+	}
+	if err := create("c"); err != nil {
+		t.Fatal(err)
+	}
+	err = create("d")
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `configmaps "d" is forbidden: exceeded quota: cm, requested: configmaps=1,count/configmaps=1, used: configmaps=3,count/configmaps=3, limited: configmaps=3,count/configmaps=3`) {
+		t.Fatalf("fourth configmap: %v", err)
 	}
 }

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -71,6 +74,8 @@ func (s *storeQuotas) Usage(ctx context.Context, namespace string, q *corev1.Res
 		}
 		newList := listOf(gr)
 		if newList == nil {
+			// A resource kubeproof does not count: existing objects are
+			// not recounted, only new ones are charged.
 			continue
 		}
 		l := newList()
@@ -121,6 +126,26 @@ func listOf(gr schema.GroupResource) func() runtime.Object {
 		return func() runtime.Object { return &corev1.ServiceAccountList{} }
 	case limitRangeResource:
 		return func() runtime.Object { return &corev1.LimitRangeList{} }
+	case corev1.Resource("events"):
+		return func() runtime.Object { return &corev1.EventList{} }
+	case corev1.Resource("replicationcontrollers"):
+		return func() runtime.Object { return &corev1.ReplicationControllerList{} }
+	case corev1.Resource("persistentvolumeclaims"):
+		return func() runtime.Object { return &corev1.PersistentVolumeClaimList{} }
+	case appsv1.Resource("deployments"):
+		return func() runtime.Object { return &appsv1.DeploymentList{} }
+	case appsv1.Resource("replicasets"):
+		return func() runtime.Object { return &appsv1.ReplicaSetList{} }
+	case appsv1.Resource("statefulsets"):
+		return func() runtime.Object { return &appsv1.StatefulSetList{} }
+	case appsv1.Resource("daemonsets"):
+		return func() runtime.Object { return &appsv1.DaemonSetList{} }
+	case coordinationv1.Resource("leases"):
+		return func() runtime.Object { return &coordinationv1.LeaseList{} }
+	case rbacv1.Resource("roles"):
+		return func() runtime.Object { return &rbacv1.RoleList{} }
+	case rbacv1.Resource("rolebindings"):
+		return func() runtime.Object { return &rbacv1.RoleBindingList{} }
 	}
 	return nil
 }
