@@ -6,8 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// DefaultTolerationSeconds adds, to every new pod that does not already
-// tolerate them, NoExecute tolerations of the node.kubernetes.io/not-ready
+// DefaultTolerationSeconds adds, to every pod created or updated that does
+// not already tolerate them, NoExecute tolerations of the node.kubernetes.io/not-ready
 // and node.kubernetes.io/unreachable taints for a bounded time (300 s by
 // default, kube-apiserver's --default-not-ready-toleration-seconds and
 // --default-unreachable-toleration-seconds), so the node lifecycle
@@ -23,7 +23,7 @@ func newDefaultTolerationSeconds(*deps) (any, error) {
 // Admit implements Mutator.
 func (p *DefaultTolerationSeconds) Admit(_ context.Context, a *Attributes) error {
 	pod := podOf(a)
-	if pod == nil || a.Operation != Create {
+	if pod == nil || (a.Operation != Create && a.Operation != Update) {
 		return nil
 	}
 	pod.Spec.Tolerations = defaultTolerations(pod.Spec.Tolerations, p.NotReadySeconds, p.UnreachableSeconds)

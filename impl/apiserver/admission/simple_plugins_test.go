@@ -29,7 +29,8 @@ func TestDefaultTolerationSeconds(t *testing.T) {
 		{"own not-ready kept", []corev1.Toleration{custom}, []corev1.Toleration{custom, unreachable}, Create, ""},
 		{"tolerate everything", []corev1.Toleration{all}, []corev1.Toleration{all}, Create, ""},
 		{"other effect does not count", []corev1.Toleration{noSchedule}, []corev1.Toleration{noSchedule, notReady, unreachable}, Create, ""},
-		{"updates untouched", nil, nil, Update, ""},
+		{"updates get them too", nil, []corev1.Toleration{notReady, unreachable}, Update, ""},
+		{"deletes untouched", nil, nil, Delete, ""},
 		{"status untouched", nil, nil, Create, "status"},
 	}
 	p, _ := newDefaultTolerationSeconds(nil)
