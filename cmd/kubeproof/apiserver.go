@@ -8,12 +8,15 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
 	"github.com/kubeproof/kubeproof/impl/cluster"
 	"github.com/kubeproof/kubeproof/impl/pki"
 )
@@ -34,6 +37,7 @@ func newAPIServerCommand() *cobra.Command {
 		certDir                       string
 		watchCache                    bool
 		compaction                    time.Duration
+		authOpts                      cluster.AuthOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "apiserver",
@@ -63,6 +67,7 @@ func newAPIServerCommand() *cobra.Command {
 			srv, factory, err := cluster.NewAPIServer(cluster.APIServerConfig{
 				EtcdClient: etcdClient, EtcdPrefix: etcdPrefix, WatchCache: watchCache,
 				CompactionInterval: compaction, ServingCert: &serving, ClientCA: clientCA,
+				Auth:        authOpts,
 				BindAddress: net.JoinHostPort(bindAddress, strconv.Itoa(securePort)),
 				Metrics:     prometheus.NewRegistry(), Logger: logger,
 			})
@@ -89,7 +94,30 @@ func newAPIServerCommand() *cobra.Command {
 	fs.StringVar(&certDir, "cert-dir", "apiserver.local.config/certificates", "Where a CA and serving certificate are generated when --tls-cert-file is not given.")
 	fs.BoolVar(&watchCache, "watch-cache", true, "Enable the watch cache.")
 	fs.DurationVar(&compaction, "etcd-compaction-interval", 5*time.Minute, "The interval of compaction requests; 0 disables.")
+	addAuthFlags(fs, &authOpts, cluster.DefaultAuthorizationModes, nil, nil)
 	return cmd
+}
+
+// addAuthFlags binds kube-apiserver's request-chain flags to o, with the
+// given authorization modes and admission plugin adjustments as defaults
+// (nil enable/disable: the API server's own default plugin set).
+func addAuthFlags(fs *pflag.FlagSet, o *cluster.AuthOptions, modes, enable, disable []string) {
+	fs.StringSliceVar(&o.AuthorizationModes, "authorization-mode", modes,
+		"Ordered list of authorization plugins: "+strings.Join(cluster.AuthorizationModes, ", ")+".")
+	fs.StringVar(&o.TokenAuthFile, "token-auth-file", "", "Static bearer tokens: a CSV file of token,user,uid,\"group1,group2\".")
+	fs.StringArrayVar(&o.ServiceAccountIssuers, "service-account-issuer", nil,
+		"Issuer of service account tokens (repeatable: the first is put in new tokens, all are accepted); default "+cluster.DefaultServiceAccountIssuer+".")
+	fs.StringArrayVar(&o.ServiceAccountKeyFiles, "service-account-key-file", nil, "PEM file of public (or private) keys verifying service account tokens (repeatable).")
+	fs.StringVar(&o.ServiceAccountSigningKeyFile, "service-account-signing-key-file", "", "PEM private key signing service account tokens (enables the TokenRequest API).")
+	fs.StringSliceVar(&o.APIAudiences, "api-audiences", nil, "Audiences a service account token must carry one of; default: the issuers.")
+	fs.DurationVar(&o.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", 0, "Longest expiration a TokenRequest gets; 0: no limit.")
+	fs.BoolVar(&o.EnableBootstrapTokenAuth, "enable-bootstrap-token-auth", false, "Authenticate bootstrap tokens (kube-system secrets of type bootstrap.kubernetes.io/token).")
+	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", false, "Serve unauthenticated requests as system:anonymous (group system:unauthenticated) instead of answering 401.")
+	fs.StringSliceVar(&o.EnableAdmissionPlugins, "enable-admission-plugins", enable,
+		"Admission plugins to enable besides the default ones ("+strings.Join(admission.DefaultPlugins(), ", ")+"); known: "+strings.Join(admission.AllPlugins(), ", ")+".")
+	fs.StringSliceVar(&o.DisableAdmissionPlugins, "disable-admission-plugins", disable, "Admission plugins to disable, default ones included.")
+	fs.StringVar(&o.AuditLogPath, "audit-log-path", "", "Write audit events (audit.k8s.io/v1 JSON lines) to this file; \"-\" is standard output. Needs --audit-policy-file.")
+	fs.StringVar(&o.AuditPolicyFile, "audit-policy-file", "", "Audit policy (audit.k8s.io/v1 Policy, YAML or JSON).")
 }
 
 // apiserverCredentials loads the serving certificate and client CA from

@@ -31,6 +31,7 @@ func newUpCommand() *cobra.Command {
 		noCM        bool
 		evictAfter  time.Duration
 		monitorGP   time.Duration
+		authOpts    cluster.AuthOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -62,6 +63,7 @@ runs until interrupted. Restarting on the same --data-dir keeps every object.`,
 				NodeCPU:                nodeCPU,
 				NodeMemory:             nodeMemory,
 				NodeMaxPods:            nodeMaxPods,
+				Auth:                   authOpts,
 				Logger:                 logger,
 			})
 			if err != nil {
@@ -97,5 +99,7 @@ runs until interrupted. Restarting on the same --data-dir keeps every object.`,
 	fs.DurationVar(&evictAfter, "pod-eviction-timeout", 300*time.Second, "How long pods stay on a NotReady or unreachable node before eviction (their default tolerationSeconds).")
 	fs.DurationVar(&monitorGP, "node-monitor-grace-period", 40*time.Second, "How long a node may go without renewing its Lease before it is marked unreachable.")
 	fs.BoolVar(&noScheduler, "no-scheduler", false, "Do not run the scheduler (pods stay Pending unless bound by someone else).")
+	enable, disable := cluster.UpAdmissionPlugins()
+	addAuthFlags(fs, &authOpts, cluster.UpAuthorizationModes, enable, disable)
 	return cmd
 }

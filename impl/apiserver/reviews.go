@@ -26,8 +26,15 @@ import (
 // attributesInfo is the request an access review asks about.
 func attributesInfo(ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes) *request.Info {
 	if ra != nil {
-		return &request.Info{IsResourceRequest: true, Verb: ra.Verb, APIGroup: ra.Group, APIVersion: ra.Version,
+		info := &request.Info{IsResourceRequest: true, Verb: ra.Verb, APIGroup: ra.Group, APIVersion: ra.Version,
 			Resource: ra.Resource, Subresource: ra.Subresource, Namespace: ra.Namespace, Name: ra.Name}
+		if ra.FieldSelector != nil {
+			info.FieldSelector = ra.FieldSelector.RawSelector
+		}
+		if ra.LabelSelector != nil {
+			info.LabelSelector = ra.LabelSelector.RawSelector
+		}
+		return info
 	}
 	return &request.Info{Path: nra.Path, Verb: nra.Verb}
 }

@@ -3,7 +3,8 @@
 // storage.Factory, with discovery, health, version, metrics and OpenAPI
 // endpoints, behind the filter chain panic recovery → request info →
 // metrics → max-in-flight → timeout → authentication (x509, bearer tokens:
-// token file, service account, bootstrap) → impersonation → authorization.
+// token file, service account, bootstrap) → audit → impersonation →
+// authorization.
 // Besides the stored resources it serves the create-only reviews
 // (authorization.k8s.io SubjectAccessReview, SelfSubjectAccessReview,
 // LocalSubjectAccessReview, SelfSubjectRulesReview when the authorizer
@@ -46,6 +47,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -61,6 +63,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 	"github.com/kubeproof/kubeproof/impl/apiserver/discovery"
@@ -110,6 +113,11 @@ type Config struct {
 	// NamespaceLifecycle plugin.
 	AdmissionMutators   []admission.Mutator
 	AdmissionValidators []admission.Validator
+	// AuditPolicy and AuditBackend record requests (--audit-policy-file,
+	// --audit-log-path); either nil: no audit. Close closes the backend
+	// when it is an io.Closer.
+	AuditPolicy  *audit.Policy
+	AuditBackend audit.Backend
 	// DisableNamespaceLifecycle leaves the built-in NamespaceLifecycle
 	// admission plugin out (--disable-admission-plugins=NamespaceLifecycle).
 	DisableNamespaceLifecycle bool
@@ -364,6 +372,7 @@ func New(cfg Config) (*Server, error) {
 	var h http.Handler = http.HandlerFunc(s.route)
 	h = filters.WithAuthorization(h, codecs, authorizer, s.log)
 	h = filters.WithImpersonation(h, codecs, authorizer, s.log)
+	h = audit.WithAudit(h, audit.Config{Policy: cfg.AuditPolicy, Backend: cfg.AuditBackend, MaxBodyBytes: int(cfg.MaxRequestBodyBytes)})
 	h = filters.WithAuthentication(h, codecs, authenticator, cfg.Anonymous, publicPaths)
 	h = filters.WithRequestTimeout(h, cfg.RequestTimeout)
 	h = filters.WithMaxInFlight(h, codecs, cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight)
@@ -421,6 +430,11 @@ func (s *Server) Close() {
 		for _, d := range s.destroy {
 			if d != nil {
 				d()
+			}
+		}
+		if c, ok := s.cfg.AuditBackend.(io.Closer); ok {
+			if err := c.Close(); err != nil {
+				s.log.Error("closing the audit log", "err", err)
 			}
 		}
 	})

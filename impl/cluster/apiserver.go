@@ -1,11 +1,15 @@
 package cluster
 
 import (
+	"context"
+	"crypto"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,7 +17,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver"
+	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth/bootstrappolicy"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth/node"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth/rbac"
 	"github.com/kubeproof/kubeproof/impl/apiserver/openapi"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/registry"
 	"github.com/kubeproof/kubeproof/impl/storage/compact"
 	"github.com/kubeproof/kubeproof/impl/storage/storagebackend"
@@ -31,6 +42,9 @@ type APIServerConfig struct {
 	ClientCA           *x509.CertPool
 	// KubeletClientTLS: how pods/log, pods/exec and nodes/proxy reach kubelets.
 	KubeletClientTLS *tls.Config
+	// Auth is the request chain: authentication, authorization, admission
+	// and audit, as kube-apiserver's flags configure it.
+	Auth AuthOptions
 	// Listener, or BindAddress when nil.
 	Listener    net.Listener
 	BindAddress string
@@ -38,9 +52,62 @@ type APIServerConfig struct {
 	Logger      *slog.Logger
 }
 
+// AuthOptions are kube-apiserver's flags of the request chain, under
+// their names.
+type AuthOptions struct {
+	// AuthorizationModes (--authorization-mode), tried in order: Node,
+	// RBAC, AlwaysAllow, AlwaysDeny. Empty: DefaultAuthorizationModes.
+	AuthorizationModes []string
+	// TokenAuthFile (--token-auth-file): static bearer tokens, CSV.
+	TokenAuthFile string
+	// ServiceAccountIssuers (--service-account-issuer): the first goes
+	// into new tokens; default DefaultServiceAccountIssuer when a key is
+	// configured.
+	ServiceAccountIssuers []string
+	// ServiceAccountKeyFiles (--service-account-key-file) verify service
+	// account tokens.
+	ServiceAccountKeyFiles []string
+	// ServiceAccountSigningKeyFile (--service-account-signing-key-file)
+	// signs them (TokenRequest).
+	ServiceAccountSigningKeyFile string
+	// ServiceAccountSigningKey is used when no file is given (kubeproof up
+	// generates one).
+	ServiceAccountSigningKey crypto.Signer
+	// APIAudiences (--api-audiences); default: the issuers.
+	APIAudiences []string
+	// ServiceAccountMaxTokenExpiration (--service-account-max-token-expiration).
+	ServiceAccountMaxTokenExpiration time.Duration
+	// EnableBootstrapTokenAuth (--enable-bootstrap-token-auth).
+	EnableBootstrapTokenAuth bool
+	// AnonymousAuth (--anonymous-auth): unauthenticated requests run as
+	// system:anonymous instead of getting 401.
+	AnonymousAuth bool
+	// EnableAdmissionPlugins and DisableAdmissionPlugins
+	// (--enable-admission-plugins, --disable-admission-plugins) adjust
+	// admission's default plugin set.
+	EnableAdmissionPlugins, DisableAdmissionPlugins []string
+	// AuditLogPath (--audit-log-path; "-" is standard output) and
+	// AuditPolicyFile (--audit-policy-file): both are needed for an audit
+	// log.
+	AuditLogPath, AuditPolicyFile string
+}
+
+// DefaultAuthorizationModes is --authorization-mode's default in kubeproof
+// (kube-apiserver's own default is AlwaysAllow; every real cluster sets
+// Node,RBAC).
+var DefaultAuthorizationModes = []string{"Node", "RBAC"}
+
+// DefaultServiceAccountIssuer is the issuer of service account tokens
+// when none is given (kubeadm's).
+const DefaultServiceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
+
+// AuthorizationModes are the --authorization-mode values kubeproof has.
+var AuthorizationModes = []string{"Node", "RBAC", "AlwaysAllow", "AlwaysDeny"}
+
 // NewAPIServer assembles an API server serving every registered resource
 // (registry.All) with OpenAPI documents, on etcd through the storage
-// factory it returns. Close the factory after the server has stopped.
+// factory it returns, behind the request chain cfg.Auth describes. Close
+// the factory after the server has stopped.
 func NewAPIServer(cfg APIServerConfig) (*apiserver.Server, *storagebackend.Factory, error) {
 	compaction := cfg.CompactionInterval
 	switch {
@@ -48,6 +115,10 @@ func NewAPIServer(cfg APIServerConfig) (*apiserver.Server, *storagebackend.Facto
 		compaction = compact.DefaultInterval
 	case compaction < 0:
 		compaction = 0
+	}
+	chain, err := buildChain(cfg.Auth)
+	if err != nil {
+		return nil, nil, err
 	}
 	factory := storagebackend.NewFactory(storagebackend.Config{
 		Client: cfg.EtcdClient, Prefix: cfg.EtcdPrefix, WatchCache: cfg.WatchCache,
@@ -57,25 +128,178 @@ func NewAPIServer(cfg APIServerConfig) (*apiserver.Server, *storagebackend.Facto
 	openAPI, err := openapi.NewHandler(resources)
 	if err != nil {
 		factory.Close()
+		chain.close()
 		return nil, nil, fmt.Errorf("building OpenAPI documents: %w", err)
 	}
 	srv, err := apiserver.New(apiserver.Config{
-		StorageFactory:   factory,
-		Resources:        resources,
-		ServingCert:      cfg.ServingCert,
-		ClientCA:         cfg.ClientCA,
-		KubeletClientTLS: cfg.KubeletClientTLS,
-		OpenAPI:          openAPI,
-		Metrics:          cfg.Metrics,
-		Listener:         cfg.Listener,
-		BindAddress:      cfg.BindAddress,
-		Logger:           cfg.Logger,
+		StorageFactory:            factory,
+		Resources:                 resources,
+		ServingCert:               cfg.ServingCert,
+		ClientCA:                  cfg.ClientCA,
+		KubeletClientTLS:          cfg.KubeletClientTLS,
+		TokenAuthenticators:       chain.tokens,
+		ServiceAccounts:           chain.serviceAccounts,
+		BootstrapTokenAuth:        cfg.Auth.EnableBootstrapTokenAuth,
+		Anonymous:                 cfg.Auth.AnonymousAuth,
+		DisableNamespaceLifecycle: true, // admission.NewPlugins has it
+		Plugins:                   chain.plugins,
+		AuditPolicy:               chain.auditPolicy,
+		AuditBackend:              chain.backend(),
+		OpenAPI:                   openAPI,
+		Metrics:                   cfg.Metrics,
+		Listener:                  cfg.Listener,
+		BindAddress:               cfg.BindAddress,
+		Logger:                    cfg.Logger,
 	})
 	if err != nil {
 		factory.Close()
+		chain.close()
 		return nil, nil, err
 	}
 	return srv, factory, nil
+}
+
+// chain is the request chain built from AuthOptions before the server.
+type chain struct {
+	tokens          []auth.TokenAuthenticator
+	serviceAccounts *apiserver.ServiceAccountConfig
+	auditPolicy     *audit.Policy
+	auditBackend    *audit.WriterBackend
+	plugins         apiserver.PluginsFunc
+}
+
+// backend is the audit backend, nil (not a nil pointer) when none.
+func (c *chain) backend() audit.Backend {
+	if c.auditBackend == nil {
+		return nil
+	}
+	return c.auditBackend
+}
+
+func (c *chain) close() {
+	if c.auditBackend != nil {
+		_ = c.auditBackend.Close()
+	}
+}
+
+func buildChain(o AuthOptions) (*chain, error) {
+	c := &chain{}
+	if o.TokenAuthFile != "" {
+		tf, err := auth.LoadTokenFile(o.TokenAuthFile)
+		if err != nil {
+			return nil, err
+		}
+		c.tokens = append(c.tokens, tf)
+	}
+	sa, err := serviceAccountConfig(o)
+	if err != nil {
+		return nil, err
+	}
+	c.serviceAccounts = sa
+	modes := o.AuthorizationModes
+	if len(modes) == 0 {
+		modes = DefaultAuthorizationModes
+	}
+	for i, m := range modes {
+		if !slices.Contains(AuthorizationModes, m) {
+			return nil, fmt.Errorf("--authorization-mode %q is not supported (supported: %v)", m, AuthorizationModes)
+		}
+		if slices.Contains(modes[:i], m) {
+			return nil, fmt.Errorf("--authorization-mode %q is given twice", m)
+		}
+	}
+	admissionPlugins, err := admission.EnabledPlugins(o.EnableAdmissionPlugins, o.DisableAdmissionPlugins)
+	if err != nil {
+		return nil, err
+	}
+	if (o.AuditLogPath == "") != (o.AuditPolicyFile == "") {
+		return nil, errors.New("--audit-log-path and --audit-policy-file go together")
+	}
+	if o.AuditPolicyFile != "" {
+		if c.auditPolicy, err = audit.LoadPolicy(o.AuditPolicyFile); err != nil {
+			return nil, err
+		}
+		if c.auditBackend, err = audit.NewFileBackend(o.AuditLogPath); err != nil {
+			return nil, err
+		}
+	}
+	c.plugins = func(stores apiserver.StoreGetter) (apiserver.Plugins, error) {
+		var p apiserver.Plugins
+		var union auth.AuthorizerUnion
+		for _, m := range modes {
+			switch m {
+			case "Node":
+				a, err := node.New(stores, node.Config{FieldSelector: requestFieldSelector})
+				if err != nil {
+					return p, fmt.Errorf("building the Node authorizer: %w", err)
+				}
+				union = append(union, a)
+				p.Starters = append(p.Starters, a.Run)
+				p.WaitReady = append(p.WaitReady, a.WaitSynced)
+			case "RBAC":
+				a, err := rbac.New(stores)
+				if err != nil {
+					return p, fmt.Errorf("building the RBAC authorizer: %w", err)
+				}
+				union = append(union, a)
+				// The default policy is written before the caches sync, so
+				// the first request already sees it (kube-apiserver's
+				// rbac/bootstrap-roles post-start hook).
+				p.WaitReady = append(p.WaitReady, func(ctx context.Context) error { return bootstrappolicy.Ensure(ctx, stores) })
+				p.Starters = append(p.Starters, a.Run)
+				p.WaitReady = append(p.WaitReady, a.WaitSynced)
+			case "AlwaysAllow":
+				union = append(union, auth.AlwaysAllow{})
+			case "AlwaysDeny":
+				union = append(union, auth.AlwaysDeny{})
+			}
+		}
+		p.Authorizer = union
+		mut, val, starters, err := admission.NewPlugins(admissionPlugins, stores)
+		if err != nil {
+			return p, err
+		}
+		p.Mutators, p.Validators = mut, val
+		p.Starters = append(p.Starters, starters...)
+		return p, nil
+	}
+	return c, nil
+}
+
+// requestFieldSelector gives the Node authorizer a list's field selector.
+func requestFieldSelector(_ context.Context, info *request.Info) string { return info.FieldSelector }
+
+// serviceAccountConfig reads the --service-account-* keys; nil when none
+// is configured.
+func serviceAccountConfig(o AuthOptions) (*apiserver.ServiceAccountConfig, error) {
+	signer := o.ServiceAccountSigningKey
+	if o.ServiceAccountSigningKeyFile != "" {
+		k, err := auth.LoadSigningKey(o.ServiceAccountSigningKeyFile)
+		if err != nil {
+			return nil, err
+		}
+		signer = k
+	}
+	var verify []crypto.PublicKey
+	for _, f := range o.ServiceAccountKeyFiles {
+		keys, err := auth.LoadVerifyKeys(f)
+		if err != nil {
+			return nil, err
+		}
+		verify = append(verify, keys...)
+	}
+	if signer == nil && len(verify) == 0 {
+		if len(o.ServiceAccountIssuers) > 0 {
+			return nil, errors.New("--service-account-issuer needs --service-account-signing-key-file or --service-account-key-file")
+		}
+		return nil, nil
+	}
+	issuers := o.ServiceAccountIssuers
+	if len(issuers) == 0 {
+		issuers = []string{DefaultServiceAccountIssuer}
+	}
+	return &apiserver.ServiceAccountConfig{Issuers: issuers, SigningKey: signer, VerifyKeys: verify,
+		APIAudiences: o.APIAudiences, MaxTokenExpiration: o.ServiceAccountMaxTokenExpiration}, nil
 }
 
 // EtcdClientLogger is the logger of kubeproof's etcd clients: errors only,

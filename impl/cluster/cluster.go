@@ -66,6 +66,10 @@ type Config struct {
 	NodeCPU     string
 	NodeMemory  string
 	NodeMaxPods int64
+	// Auth configures the API server's request chain (authorization
+	// modes, admission plugins, tokens, audit). A service account signing
+	// key is generated in DataDir/pki/sa.key when none is given.
+	Auth AuthOptions
 	// Logger; nil is slog.Default().
 	Logger *slog.Logger
 }
@@ -168,6 +172,19 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		kubeletClientTLS = c.kubeletAPI.ClientTLS
 	}
 
+	authOpts := cfg.Auth
+	if authOpts.EnableAdmissionPlugins == nil && authOpts.DisableAdmissionPlugins == nil {
+		authOpts.EnableAdmissionPlugins, authOpts.DisableAdmissionPlugins = UpAdmissionPlugins()
+	}
+	if len(authOpts.AuthorizationModes) == 0 {
+		authOpts.AuthorizationModes = UpAuthorizationModes
+	}
+	if authOpts.ServiceAccountSigningKeyFile == "" && authOpts.ServiceAccountSigningKey == nil {
+		if authOpts.ServiceAccountSigningKey, err = loadOrCreateServiceAccountKey(filepath.Join(cfg.DataDir, "pki")); err != nil {
+			return nil, err
+		}
+	}
+
 	c.Metrics = prometheus.NewRegistry()
 	ln, err := net.Listen("tcp", cfg.BindAddress)
 	if err != nil {
@@ -177,7 +194,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	srv, storageFactory, err := NewAPIServer(APIServerConfig{
 		EtcdClient: c.EtcdClient, EtcdPrefix: cfg.EtcdPrefix, WatchCache: cfg.WatchCache,
 		CompactionInterval: cfg.CompactionInterval, ServingCert: &creds.serving, ClientCA: creds.ca.Pool(),
-		Listener: ln, Metrics: c.Metrics, Logger: cfg.Logger, KubeletClientTLS: kubeletClientTLS,
+		Listener: ln, Metrics: c.Metrics, Logger: cfg.Logger, KubeletClientTLS: kubeletClientTLS, Auth: authOpts,
 	})
 	if err != nil {
 		_ = ln.Close()
@@ -218,6 +235,25 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}()
 	return c, nil
 }
+
+// UpAdmissionPlugins adjusts the default admission plugins for a whole
+// cluster: NodeRestriction on (as kubeadm sets it); ServiceAccount off —
+// kubeproof has no service account or root CA publisher controller yet, so
+// the "default" service account and kube-root-ca.crt the plugin needs
+// would never exist; LimitRanger off — the resources it adds at create
+// come after pod defaulting (resizePolicy), and objects read back from
+// storage are not defaulted again, so the next update of such a pod is
+// rejected as changing resizePolicy.
+func UpAdmissionPlugins() (enable, disable []string) {
+	return []string{"NodeRestriction"}, []string{"ServiceAccount", "LimitRanger"}
+}
+
+// UpAuthorizationModes is the --authorization-mode of a whole cluster.
+// For now AlwaysAllow: the controller manager writes with its single
+// system:kube-controller-manager identity, which the default RBAC policy
+// grants only reads; once it uses per-controller service account
+// credentials this becomes Node,RBAC.
+var UpAuthorizationModes = []string{"AlwaysAllow"}
 
 // AdminUser is the user name of the admin kubeconfig; its group
 // system:masters is the superuser group of Kubernetes.

@@ -1,14 +1,23 @@
 package cluster
 
 import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 	"github.com/kubeproof/kubeproof/impl/pki"
 )
 
@@ -62,4 +71,29 @@ func restConfigForRaw(cfg *rest.Config) *rest.Config {
 	c.GroupVersion = &schema.GroupVersion{}
 	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
 	return c
+}
+
+// loadOrCreateServiceAccountKey returns the key that signs service account
+// tokens, kept in dir/sa.key (PKCS#8 PEM, as kubeadm's sa.key), creating
+// an ECDSA P-256 key the first time.
+func loadOrCreateServiceAccountKey(dir string) (crypto.Signer, error) {
+	path := filepath.Join(dir, "sa.key")
+	if _, err := os.Stat(path); err == nil {
+		return auth.LoadSigningKey(path)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generating the service account key: %w", err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the service account key: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		return nil, fmt.Errorf("writing the service account key: %w", err)
+	}
+	return key, nil
 }

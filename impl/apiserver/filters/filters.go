@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 	"github.com/kubeproof/kubeproof/impl/apiserver/endpoints"
@@ -179,9 +180,13 @@ func WithAuthorization(next http.Handler, c *codec.Codecs, a auth.Authorizer, lo
 		attrs := auth.Attributes{User: request.UserFrom(r.Context()), Info: request.InfoFrom(r.Context())}
 		d, reason, err := a.Authorize(r.Context(), attrs)
 		if d == auth.DecisionAllow {
+			audit.AddAnnotation(r.Context(), decisionAnnotation, "allow")
+			audit.AddAnnotation(r.Context(), reasonAnnotation, reason)
 			next.ServeHTTP(w, r)
 			return
 		}
+		audit.AddAnnotation(r.Context(), decisionAnnotation, "forbid")
+		audit.AddAnnotation(r.Context(), reasonAnnotation, reason)
 		if err != nil {
 			log.Debug("authorization error", "err", err)
 			if reason == "" {
@@ -191,6 +196,13 @@ func WithAuthorization(next http.Handler, c *codec.Codecs, a auth.Authorizer, lo
 		endpoints.WriteStatusError(w, r, c, forbidden(attrs, reason))
 	})
 }
+
+// The audit annotations of an authorization decision, as kube-apiserver
+// writes them.
+const (
+	decisionAnnotation = "authorization.k8s.io/decision"
+	reasonAnnotation   = "authorization.k8s.io/reason"
+)
 
 // forbidden builds kube-apiserver's 403 for attrs.
 func forbidden(a auth.Attributes, reason string) *apierrors.StatusError {

@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 	"github.com/kubeproof/kubeproof/impl/apiserver/endpoints"
@@ -66,7 +67,9 @@ func WithImpersonation(next http.Handler, c *codec.Codecs, a auth.Authorizer, lo
 				r.Header.Del(h)
 			}
 		}
-		next.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), impersonatedUser(wanted))))
+		as := impersonatedUser(wanted)
+		audit.SetImpersonatedUser(r.Context(), as)
+		next.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), as)))
 	})
 }
 

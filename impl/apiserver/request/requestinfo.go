@@ -30,6 +30,10 @@ type Info struct {
 	Name        string
 	// Parts are the path segments after the version (and namespace).
 	Parts []string
+	// FieldSelector and LabelSelector are the raw selectors of a list,
+	// watch or deletecollection (authorizers such as the Node authorizer
+	// allow some lists only with a given field selector).
+	FieldSelector, LabelSelector string
 }
 
 // Parse builds the Info of r. It never fails: paths it does not recognise
@@ -111,6 +115,10 @@ func Parse(r *http.Request) *Info {
 	}
 	if info.Verb == "delete" && info.Name == "" {
 		info.Verb = "deletecollection"
+	}
+	switch info.Verb {
+	case "list", "watch", "deletecollection":
+		info.FieldSelector, info.LabelSelector = q.Get("fieldSelector"), q.Get("labelSelector")
 	}
 	return info
 }

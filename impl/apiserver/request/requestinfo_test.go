@@ -47,3 +47,14 @@ func TestLongRunningAndReadOnly(t *testing.T) {
 		t.Fatalf("create: long-running %v read-only %v", c.IsLongRunning(), c.IsReadOnly())
 	}
 }
+
+func TestSelectors(t *testing.T) {
+	l := Parse(httptest.NewRequest("GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dn1&labelSelector=app%3Dweb&watch=true", nil))
+	if l.FieldSelector != "spec.nodeName=n1" || l.LabelSelector != "app=web" {
+		t.Fatalf("watch selectors %q %q", l.FieldSelector, l.LabelSelector)
+	}
+	g := Parse(httptest.NewRequest("GET", "/api/v1/namespaces/a/pods/p?fieldSelector=x%3Dy", nil))
+	if g.FieldSelector != "" {
+		t.Fatalf("a get carries no selector, got %q", g.FieldSelector)
+	}
+}
