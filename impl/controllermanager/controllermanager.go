@@ -83,6 +83,14 @@ type Config struct {
 	NodeStartupGracePeriod              time.Duration
 	DefaultNotReadyTolerationSeconds    int64
 	DefaultUnreachableTolerationSeconds int64
+	// Zone-limited NoExecute tainting (kube-controller-manager's
+	// --node-eviction-rate, --secondary-node-eviction-rate,
+	// --unhealthy-zone-threshold, --large-cluster-size-threshold); all
+	// zero means upstream's defaults.
+	NodeEvictionRate          float32
+	SecondaryNodeEvictionRate float32
+	UnhealthyZoneThreshold    float32
+	LargeClusterSizeThreshold int32
 
 	// ResyncPeriod of the shared informers (0: none).
 	ResyncPeriod time.Duration
@@ -110,6 +118,7 @@ func DefaultConfig() Config {
 		ConcurrentDeploymentSyncs: 5, ConcurrentReplicaSetSyncs: 5, ConcurrentGCSyncs: 20, ConcurrentNamespaceSyncs: 10, ConcurrentTaintSyncs: 8,
 		NodeMonitorPeriod: 5 * time.Second, NodeMonitorGracePeriod: 40 * time.Second, NodeStartupGracePeriod: time.Minute,
 		DefaultNotReadyTolerationSeconds: 300, DefaultUnreachableTolerationSeconds: 300,
+		NodeEvictionRate: 0.1, SecondaryNodeEvictionRate: 0.01, UnhealthyZoneThreshold: 0.55, LargeClusterSizeThreshold: 50,
 	}
 }
 
@@ -357,6 +366,8 @@ func runControllers(ctx context.Context, root Clients, cfg Config) error {
 			recorder(clients, "node-controller"), clk, nodelifecycle.Config{
 				MonitorPeriod: cfg.NodeMonitorPeriod, MonitorGrace: cfg.NodeMonitorGracePeriod, StartupGrace: cfg.NodeStartupGracePeriod,
 				Defaults: nodelifecycle.DefaultTolerations{NotReadySeconds: cfg.DefaultNotReadyTolerationSeconds, UnreachableSeconds: cfg.DefaultUnreachableTolerationSeconds},
+				Rates: nodelifecycle.EvictionRates{NodeEvictionRate: cfg.NodeEvictionRate, SecondaryNodeEvictionRate: cfg.SecondaryNodeEvictionRate,
+					UnhealthyZoneThreshold: cfg.UnhealthyZoneThreshold, LargeClusterSizeThreshold: cfg.LargeClusterSizeThreshold},
 			})
 		if err != nil {
 			return err

@@ -19,9 +19,13 @@ import (
 )
 
 // TestNodeLifecycleAgainstTheAPIServer drives the node lifecycle controller
-// with a fake clock against kubeproof's API server: a node whose Lease stops
-// being renewed becomes Ready=Unknown with the unreachable taints, and a pod
-// on it is evicted after its 300 s default toleration.
+// with a fake clock against kubeproof's API server, over nodes in two
+// zones: zone a has four nodes, two of whose Leases stop being renewed;
+// zone b has one healthy node. Both silent nodes become Ready=Unknown with
+// the unreachable NoSchedule taint at once, but their NoExecute taints
+// come at most --node-eviction-rate (0.1 nodes/s) apart; no healthy node is
+// tainted; a pod on a silent node is evicted after its 300 s default
+// toleration.
 func TestNodeLifecycleAgainstTheAPIServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an API server")
@@ -37,27 +41,49 @@ func TestNodeLifecycleAgainstTheAPIServer(t *testing.T) {
 	start := time.Now()
 	clk := clocktesting.NewFakeClock(start)
 
-	now := metav1.NewTime(start)
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
-	node, err = cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: now, LastTransitionTime: now}}
-	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: corev1.NamespaceNodeLease}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	renew := metav1.NewMicroTime(start)
-	holder := "n1"
-	if _, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, RenewTime: &renew}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	zones := map[string]string{"a1": "a", "a2": "a", "a3": "a", "a4": "a", "b1": "b"}
+	silent := map[string]bool{"a1": true, "a2": true}
+	for name, zone := range zones {
+		now := metav1.NewTime(start)
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelTopologyZone: zone}}}
+		node, err = cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: now, LastTransitionTime: now}}
+		if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		renew := metav1.NewMicroTime(start)
+		holder := name
+		if _, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, RenewTime: &renew}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// step advances the fake clock; the healthy kubelets renew their Leases.
+	step := func(d time.Duration) {
+		clk.Step(d)
+		for name := range zones {
+			if silent[name] {
+				continue
+			}
+			l, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			renew := metav1.NewMicroTime(clk.Now())
+			l.Spec.RenewTime = &renew
+			if _, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
-		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}
+		Spec: corev1.PodSpec{NodeName: "a1", Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}
 	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -77,47 +103,66 @@ func TestNodeLifecycleAgainstTheAPIServer(t *testing.T) {
 			t.Errorf("controller manager: %v", err)
 		}
 	}()
-	getNode := func() *corev1.Node {
-		n, err := cs.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	getNode := func(name string) *corev1.Node {
+		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return n
 	}
-	hasTaint := func(n *corev1.Node, key string, effect corev1.TaintEffect) bool {
-		for _, t := range n.Spec.Taints {
+	taint := func(n *corev1.Node, key string, effect corev1.TaintEffect) *corev1.Taint {
+		for i, t := range n.Spec.Taints {
 			if t.Key == key && t.Effect == effect {
+				return &n.Spec.Taints[i]
+			}
+		}
+		return nil
+	}
+	unknown := func(n *corev1.Node) bool {
+		for _, cnd := range n.Status.Conditions {
+			if cnd.Type == corev1.NodeReady && cnd.Status == corev1.ConditionUnknown && cnd.Reason == "NodeStatusUnknown" {
 				return true
 			}
 		}
 		return false
 	}
-	// Step the fake clock in monitor periods until the grace period has run out.
-	eventually(t, "node n1 unreachable", func() (bool, error) {
-		if clk.Since(start) < 5*time.Minute {
-			clk.Step(5 * time.Second)
+	// Step the fake clock in monitor periods until both silent nodes have
+	// their NoExecute taint.
+	eventually(t, "a1 and a2 unreachable with NoExecute taints", func() (bool, error) {
+		if clk.Since(start) < 10*time.Minute {
+			step(5 * time.Second)
 		}
-		n := getNode()
-		for _, cnd := range n.Status.Conditions {
-			if cnd.Type == corev1.NodeReady && cnd.Status == corev1.ConditionUnknown && cnd.Reason == "NodeStatusUnknown" {
-				return hasTaint(n, corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute) && hasTaint(n, corev1.TaintNodeUnreachable, corev1.TaintEffectNoSchedule), nil
+		for name := range silent {
+			n := getNode(name)
+			if !unknown(n) || taint(n, corev1.TaintNodeUnreachable, corev1.TaintEffectNoSchedule) == nil ||
+				taint(n, corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute) == nil {
+				return false, nil
 			}
 		}
-		return false, nil
+		return true, nil
 	})
 	if clk.Since(start) < 40*time.Second {
 		t.Fatalf("unreachable after %v, before the 40 s grace period", clk.Since(start))
 	}
-	tainted := clk.Now()
+	t1 := taint(getNode("a1"), corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute).TimeAdded.Time
+	t2 := taint(getNode("a2"), corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute).TimeAdded.Time
+	if gap := t1.Sub(t2).Abs(); gap < 10*time.Second {
+		t.Fatalf("NoExecute taints %v apart in one zone, faster than --node-eviction-rate 0.1/s", gap)
+	}
+	for name := range zones {
+		if n := getNode(name); !silent[name] && (len(n.Spec.Taints) != 0 || unknown(n)) {
+			t.Fatalf("healthy node %s: taints %v", name, n.Spec.Taints)
+		}
+	}
 	eventually(t, "pod p evicted after its toleration", func() (bool, error) {
-		clk.Step(5 * time.Second)
+		step(5 * time.Second)
 		p, err := cs.CoreV1().Pods("default").Get(ctx, "p", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
 		return err == nil && p.DeletionTimestamp != nil, err
 	})
-	if waited := clk.Since(tainted); waited < 300*time.Second {
+	if waited := clk.Now().Sub(t1); waited < 300*time.Second {
 		t.Fatalf("evicted %v after the taint, before the 300 s default toleration", waited)
 	}
 }

@@ -5,8 +5,16 @@
 // nodes with NoExecute taints they do not tolerate, at once or after their
 // tolerationSeconds.
 //
-// DecideNode and DecideEviction are pure and take the time as input; the
-// loop reads time from an injected clock, so tests drive it with a fake one.
+// The not-ready/unreachable NoExecute taints are added at a rate limited
+// per zone (topology.kubernetes.io/zone), as kube-controller-manager's
+// --node-eviction-rate, --secondary-node-eviction-rate,
+// --unhealthy-zone-threshold and --large-cluster-size-threshold: a zone in
+// partial disruption slows down or stops, and when every zone is fully
+// disrupted the taints are removed and tainting stops altogether.
+//
+// DecideNode, DecideEviction, DecideDisruption, GateNoExecute and
+// TokenBucket are pure and take the time as input; the loop reads time from
+// an injected clock, so tests drive it with a fake one.
 // Properties: GC-1 (taint-based eviction is one of the allowed reasons to
 // delete a pod); the scheduler's SCHED-3 relies on the taints set here.
 package nodelifecycle
@@ -49,12 +57,15 @@ type Config struct {
 	MonitorGrace  time.Duration // --node-monitor-grace-period (40s)
 	StartupGrace  time.Duration // --node-startup-grace-period (1m)
 	Defaults      DefaultTolerations
+	// Rates limit NoExecute tainting per zone; the zero value means
+	// DefaultEvictionRates.
+	Rates EvictionRates
 }
 
 // DefaultConfig is upstream's defaults.
 func DefaultConfig() Config {
 	return Config{MonitorPeriod: 5 * time.Second, MonitorGrace: 40 * time.Second, StartupGrace: time.Minute,
-		Defaults: DefaultTolerations{NotReadySeconds: 300, UnreachableSeconds: 300}}
+		Defaults: DefaultTolerations{NotReadySeconds: 300, UnreachableSeconds: 300}, Rates: DefaultEvictionRates()}
 }
 
 // Controller is the node lifecycle controller with its taint manager.
@@ -73,11 +84,21 @@ type Controller struct {
 	mu         sync.Mutex
 	health     map[string]*Health
 	underTaint map[string]time.Time // pod key → when first seen under NoExecute taints
+	// Zone-limited NoExecute tainting: each zone's state and token
+	// bucket, and the nodes waiting for a NoExecute taint in FIFO order.
+	zoneStates map[string]ZoneState
+	buckets    map[string]*TokenBucket
+	pending    map[string][]string // zone → node names
+	queued     map[string]string   // node name → zone, for nodes in pending
 }
 
 // New wires the controller to shared informers.
 func New(client kubernetes.Interface, nodes coreinformers.NodeInformer, leases coordinformers.LeaseInformer, pods coreinformers.PodInformer, recorder record.EventRecorder, clk clock.WithTicker, cfg Config) (*Controller, error) {
+	if cfg.Rates == (EvictionRates{}) {
+		cfg.Rates = DefaultEvictionRates()
+	}
 	c := &Controller{
+		zoneStates: map[string]ZoneState{}, buckets: map[string]*TokenBucket{}, pending: map[string][]string{}, queued: map[string]string{},
 		client: client, nodeLister: nodes.Lister(), leaseLister: leases.Lister(), podLister: pods.Lister(),
 		podIndexer: pods.Informer().GetIndexer(),
 		synced:     []cache.InformerSynced{nodes.Informer().HasSynced, leases.Informer().HasSynced, pods.Informer().HasSynced},
@@ -161,7 +182,10 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}()
 	ticker := c.clock.NewTicker(c.cfg.MonitorPeriod)
 	defer ticker.Stop()
+	tainting := c.clock.NewTicker(EvictionPeriod)
+	defer tainting.Stop()
 	c.MonitorNodes(ctx)
+	c.TaintingPass(ctx)
 	for {
 		select {
 		case <-ctx.Done():
@@ -169,6 +193,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 			return nil
 		case <-ticker.C():
 			c.MonitorNodes(ctx)
+		case <-tainting.C():
+			c.TaintingPass(ctx)
 		}
 	}
 }
@@ -181,6 +207,7 @@ func (c *Controller) MonitorNodes(ctx context.Context) {
 	}
 	now := c.clock.Now()
 	seen := map[string]bool{}
+	zones := map[string][]corev1.ConditionStatus{}
 	for _, node := range nodes {
 		seen[node.Name] = true
 		lease, err := c.leaseLister.Leases(NodeLeaseNamespace).Get(node.Name)
@@ -191,12 +218,32 @@ func (c *Controller) MonitorNodes(ctx context.Context) {
 		prev := c.health[node.Name]
 		c.mu.Unlock()
 		dec := DecideNode(node, lease, prev, now, Timing{MonitorGrace: c.cfg.MonitorGrace, StartupGrace: c.cfg.StartupGrace})
+		zone := ZoneKey(node)
+		queue := false
+		if dec.Taints != nil {
+			dec.Taints, queue = GateNoExecute(node.Spec.Taints, dec.Taints)
+		}
+		conds := node.Status.Conditions
+		if dec.Conditions != nil {
+			conds = dec.Conditions
+		}
+		ready := conditionStatus(conds, corev1.NodeReady)
+		if ready == corev1.ConditionTrue {
+			c.dequeueTainting(node.Name)
+		}
+		if !ExcludedFromDisruption(node) {
+			zones[zone] = append(zones[zone], ready)
+		}
 		c.mu.Lock()
 		h := dec.Health
 		c.health[node.Name] = &h
 		c.mu.Unlock()
 		if err := c.apply(ctx, node, dec); err != nil {
 			slog.Debug("node lifecycle: update failed; retrying next pass", "node", node.Name, "err", err)
+		} else if queue {
+			// Queued once its new conditions are written, so the tainting
+			// pass reads them.
+			c.enqueueTainting(zone, node.Name)
 		}
 	}
 	c.mu.Lock()
@@ -205,7 +252,13 @@ func (c *Controller) MonitorNodes(ctx context.Context) {
 			delete(c.health, name)
 		}
 	}
+	for name := range c.queued {
+		if !seen[name] {
+			c.dequeueLocked(name)
+		}
+	}
 	c.mu.Unlock()
+	c.handleDisruption(ctx, zones, nodes, now)
 }
 
 func (c *Controller) apply(ctx context.Context, node *corev1.Node, dec NodeDecision) error {

@@ -1,0 +1,170 @@
+package nodelifecycle
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// enqueueTainting puts a node in its zone's NoExecute tainting queue,
+// once: it stays known (queued) after it was tainted, until it is Ready.
+func (c *Controller) enqueueTainting(zone, node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if z, ok := c.queued[node]; ok {
+		if z == zone {
+			return
+		}
+		c.dequeueLocked(node) // the node moved to another zone
+	}
+	c.queued[node] = zone
+	c.pending[zone] = append(c.pending[zone], node)
+}
+
+// dequeueTainting takes a node out of the tainting queue (it is Ready).
+func (c *Controller) dequeueTainting(node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dequeueLocked(node)
+}
+
+func (c *Controller) dequeueLocked(node string) {
+	zone, ok := c.queued[node]
+	if !ok {
+		return
+	}
+	delete(c.queued, node)
+	c.pending[zone] = slices.DeleteFunc(c.pending[zone], func(n string) bool { return n == node })
+}
+
+// ZoneStates returns the zones' current states (for tests and status).
+func (c *Controller) ZoneStates() map[string]ZoneState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]ZoneState, len(c.zoneStates))
+	for z, s := range c.zoneStates {
+		out[z] = s
+	}
+	return out
+}
+
+// handleDisruption applies DecideDisruption after a monitor pass: new
+// rates, and on entering full disruption everywhere the removal of every
+// not-ready/unreachable NoExecute taint; on leaving it a fresh grace period
+// for every node.
+func (c *Controller) handleDisruption(ctx context.Context, zones map[string][]corev1.ConditionStatus, nodes []*corev1.Node, now time.Time) {
+	c.mu.Lock()
+	d := DecideDisruption(c.zoneStates, zones, c.cfg.Rates)
+	for zone := range c.buckets {
+		if _, ok := d.States[zone]; !ok {
+			delete(c.buckets, zone)
+			for n, z := range c.queued {
+				if z == zone {
+					delete(c.queued, n)
+				}
+			}
+			delete(c.pending, zone)
+		}
+	}
+	for zone := range d.States {
+		if c.buckets[zone] == nil {
+			c.buckets[zone] = NewTokenBucket(c.cfg.Rates.NodeEvictionRate, now)
+		}
+	}
+	for zone, rate := range d.Rates {
+		c.buckets[zone].Swap(rate, now)
+	}
+	for zone, s := range d.States {
+		if prev := c.zoneStates[zone]; prev != s && prev != "" {
+			slog.Info("node lifecycle: zone changed state", "zone", zone, "from", prev, "to", s)
+		}
+	}
+	c.zoneStates = d.States
+	if d.ExitFullDisruption {
+		slog.Info("node lifecycle: some nodes are Ready again; leaving full disruption mode")
+		for _, h := range c.health {
+			h.ProbeTime = now
+		}
+	}
+	var reachable []*corev1.Node
+	if d.EnterFullDisruption {
+		slog.Info("node lifecycle: every node is not Ready; entering full disruption mode (no evictions)")
+		for _, n := range nodes {
+			c.dequeueLocked(n.Name)
+			reachable = append(reachable, n)
+		}
+	}
+	c.mu.Unlock()
+	for _, n := range reachable {
+		c.markReachable(ctx, n.Name)
+	}
+}
+
+// markReachable removes a node's not-ready and unreachable NoExecute
+// taints (best effort; the state is re-derived next pass).
+func (c *Controller) markReachable(ctx context.Context, name string) {
+	node, err := c.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return
+	}
+	keep := slices.DeleteFunc(slices.Clone(node.Spec.Taints), isConditionNoExecute)
+	if len(keep) == len(node.Spec.Taints) {
+		return
+	}
+	node.Spec.Taints = keep
+	if _, err := c.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		slog.Debug("node lifecycle: could not remove NoExecute taints", "node", name, "err", err)
+	}
+}
+
+// TaintingPass adds the NoExecute taints to queued nodes, as many per zone
+// as the zone's token bucket admits now (upstream's
+// doNoExecuteTaintingPass, every EvictionPeriod). A node that is Ready
+// again by then is dropped; a failed write puts it back at the front.
+func (c *Controller) TaintingPass(ctx context.Context) {
+	now := c.clock.Now()
+	type item struct{ zone, node string }
+	var work []item
+	c.mu.Lock()
+	for zone, q := range c.pending {
+		b := c.buckets[zone]
+		// A node leaves the FIFO but stays in queued until it is Ready
+		// again, so a stale cache cannot queue it a second time (upstream's
+		// RemoveFromQueue).
+		for len(q) > 0 && b != nil && b.TryAccept(now) {
+			work = append(work, item{zone, q[0]})
+			q = q[1:]
+		}
+		c.pending[zone] = q
+	}
+	c.mu.Unlock()
+	for _, w := range work {
+		node, err := c.client.CoreV1().Nodes().Get(ctx, w.node, metav1.GetOptions{})
+		if err != nil {
+			c.dequeueTainting(w.node) // gone; a later monitor pass re-queues it if need be
+			continue
+		}
+		ready := conditionStatus(node.Status.Conditions, corev1.NodeReady)
+		if ready == corev1.ConditionTrue || ready == "" {
+			c.dequeueTainting(w.node)
+			continue
+		}
+		taints, changed := desiredTaints(node.Spec.Taints, node.Status.Conditions, node.Spec.Unschedulable, now)
+		if !changed {
+			continue
+		}
+		node.Spec.Taints = taints
+		if _, err := c.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+			slog.Debug("node lifecycle: NoExecute taint failed; requeued", "node", w.node, "err", err)
+			c.mu.Lock()
+			if z, ok := c.queued[w.node]; ok && z == w.zone && !slices.Contains(c.pending[w.zone], w.node) {
+				c.pending[w.zone] = append([]string{w.node}, c.pending[w.zone]...)
+			}
+			c.mu.Unlock()
+		}
+	}
+}
