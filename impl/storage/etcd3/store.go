@@ -124,7 +124,7 @@ func New(cfg Config) (*Store, error) {
 		metrics:      cfg.Metrics,
 		tooLargeWait: wait,
 		log:          logger,
-		bookmarks:    newProgressRequester(cfg.Client, interval),
+		bookmarks:    newProgressRequester(interval),
 		newFunc:      cfg.Resource.NewFunc,
 		newListFunc:  cfg.Resource.NewListFunc,
 		getAttrs:     getAttrs,

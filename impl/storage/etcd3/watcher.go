@@ -2,6 +2,7 @@ package etcd3
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -52,6 +53,7 @@ func (s *Store) Watch(ctx context.Context, key string, opts storage.ListOptions)
 		recursive: opts.Recursive,
 		pred:      pred,
 		bookmarks: pred.AllowWatchBookmarks,
+		etcd:      clientv3.NewWatcher(s.client),
 		result:    make(chan watch.Event, resultBuffer),
 		done:      make(chan struct{}),
 	}
@@ -62,6 +64,7 @@ func (s *Store) Watch(ctx context.Context, key string, opts storage.ListOptions)
 		// rv, then changes after it.
 		initial, startRev, err = s.currentState(ctx, key, k, opts.Recursive, rv, pred)
 		if err != nil {
+			_ = w.etcd.Close()
 			return nil, err
 		}
 		w.initialEnd = opts.SendInitialEvents != nil && *opts.SendInitialEvents && pred.AllowWatchBookmarks
@@ -71,6 +74,7 @@ func (s *Store) Watch(ctx context.Context, key string, opts storage.ListOptions)
 		resp, err := s.client.KV.Get(ctx, k, clientv3.WithCountOnly())
 		s.metrics.observe("get", s.typ, start, err)
 		if err != nil {
+			_ = w.etcd.Close()
 			return nil, s.etcdError(key, "watch", err)
 		}
 		startRev = resp.Header.Revision
@@ -109,6 +113,19 @@ func (s *Store) currentState(ctx context.Context, key, k string, recursive bool,
 }
 
 // watchStream is one watch on etcd.
+//
+// Each watchStream has an etcd watch stream of its own (its own
+// clientv3.Watcher, one gRPC stream on the shared connection). etcd answers
+// a progress request with one notification for all the watches of a stream,
+// and the client hands it to every watch it knows of on that stream when it
+// arrives. On a stream shared with other watches, a watch created just then
+// can be handed a notification that etcd generated before the watch existed,
+// at a revision whose events etcd is about to send it (the server may send
+// the watch's "created" response ahead of notifications it queued earlier):
+// a bookmark ahead of the watch's own events, which made the watch cache
+// skip them. Alone on its stream, a watch only gets notifications etcd
+// generated after checking that the watch had been sent every event up to
+// their revision.
 type watchStream struct {
 	store      *Store
 	key        string
@@ -117,6 +134,7 @@ type watchStream struct {
 	bookmarks  bool
 	initialEnd bool
 	startRev   int64 // events strictly after this revision
+	etcd       clientv3.Watcher
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -136,6 +154,7 @@ func (w *watchStream) ResultChan() <-chan watch.Event { return w.result }
 func (w *watchStream) run(initial []runtime.Object) {
 	defer close(w.done)
 	defer close(w.result)
+	defer func() { _ = w.etcd.Close() }()
 	defer w.cancel()
 	for _, obj := range initial {
 		if !w.send(watch.Event{Type: watch.Added, Object: obj}) {
@@ -154,12 +173,12 @@ func (w *watchStream) run(initial []runtime.Object) {
 	}
 	if w.bookmarks {
 		ops = append(ops, clientv3.WithProgressNotify())
-		release := w.store.bookmarks.add()
+		release := w.store.bookmarks.add(w)
 		defer release()
 	}
 	wctx := clientv3.WithRequireLeader(w.ctx)
 	lastRev := w.startRev
-	for wr := range w.store.client.Watch(wctx, w.key, ops...) {
+	for wr := range w.etcd.Watch(wctx, w.key, ops...) {
 		if wr.CompactRevision != 0 {
 			w.sendError(apierrors.NewResourceExpired(
 				fmt.Sprintf("too old resource version: %d (%d)", w.startRev, wr.CompactRevision)))
@@ -269,29 +288,43 @@ func (w *watchStream) sendError(err *apierrors.StatusError) {
 	w.send(watch.Event{Type: watch.Error, Object: &status})
 }
 
-// progressRequester asks etcd for progress notifications every interval
-// while some watch wants bookmarks, so bookmarks do not depend on the etcd
-// server's own (by default ten-minute) progress interval.
+// requestProgress asks etcd for a progress notification on this watch's
+// stream. After the watch has ended it does nothing (the closed Watcher
+// refuses, rather than opening a new stream).
+func (w *watchStream) requestProgress(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, progressRequestTimeout)
+	defer cancel()
+	// The same stream key as the watch (both require a leader).
+	return w.etcd.RequestProgress(clientv3.WithRequireLeader(ctx))
+}
+
+// progressRequestTimeout bounds how long a progress request waits for a
+// watch stream that is still (re)connecting.
+const progressRequestTimeout = time.Second
+
+// progressRequester keeps the store's watches that want bookmarks and asks
+// etcd for progress notifications on each of them every interval, so
+// bookmarks do not depend on the etcd server's own (by default ten-minute)
+// progress interval.
 type progressRequester struct {
-	client   *clientv3.Client
 	interval time.Duration
 
 	mu      sync.Mutex
-	waiters int
+	watches map[*watchStream]struct{}
 	cancel  context.CancelFunc
 	done    chan struct{}
 	stopped bool
 }
 
-func newProgressRequester(c *clientv3.Client, interval time.Duration) *progressRequester {
-	return &progressRequester{client: c, interval: interval}
+func newProgressRequester(interval time.Duration) *progressRequester {
+	return &progressRequester{interval: interval, watches: map[*watchStream]struct{}{}}
 }
 
 // add registers a watch that wants bookmarks; the returned func unregisters.
-func (p *progressRequester) add() (release func()) {
+func (p *progressRequester) add(w *watchStream) (release func()) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.waiters++
+	p.watches[w] = struct{}{}
 	if p.cancel == nil && !p.stopped {
 		ctx, cancel := context.WithCancel(context.Background())
 		p.cancel = cancel
@@ -302,10 +335,10 @@ func (p *progressRequester) add() (release func()) {
 	return func() {
 		once.Do(func() {
 			p.mu.Lock()
-			p.waiters--
+			delete(p.watches, w)
 			var cancel context.CancelFunc
 			var done chan struct{}
-			if p.waiters == 0 && p.cancel != nil {
+			if len(p.watches) == 0 && p.cancel != nil {
 				cancel, done = p.cancel, p.done
 				p.cancel, p.done = nil, nil
 			}
@@ -318,18 +351,33 @@ func (p *progressRequester) add() (release func()) {
 	}
 }
 
+// requestAll asks for a progress notification on every registered watch.
+func (p *progressRequester) requestAll(ctx context.Context) error {
+	p.mu.Lock()
+	watches := make([]*watchStream, 0, len(p.watches))
+	for w := range p.watches {
+		watches = append(watches, w)
+	}
+	p.mu.Unlock()
+	var errs []error
+	for _, w := range watches {
+		if err := w.requestProgress(ctx); err != nil && w.ctx.Err() == nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 func (p *progressRequester) loop(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	t := time.NewTicker(p.interval)
 	defer t.Stop()
-	// Same stream key as the watches (they require a leader).
-	rctx := clientv3.WithRequireLeader(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			_ = p.client.RequestProgress(rctx)
+			_ = p.requestAll(ctx)
 		}
 	}
 }
@@ -346,12 +394,13 @@ func (p *progressRequester) stop() {
 	}
 }
 
-// RequestWatchProgress asks etcd to send a progress notification to the
-// store's watches now; those that allow bookmarks turn it into a BOOKMARK at
-// the current revision. The watch cache uses it to learn quickly that it is
-// up to date with a revision a reader asks for.
+// RequestWatchProgress asks etcd to send a progress notification now to each
+// of the store's watches that allow bookmarks; they turn it into a BOOKMARK
+// at the revision etcd has sent them every event up to. The watch cache uses
+// it to learn quickly that it is up to date with a revision a reader asks
+// for.
 func (s *Store) RequestWatchProgress(ctx context.Context) error {
-	return s.client.RequestProgress(clientv3.WithRequireLeader(ctx))
+	return s.bookmarks.requestAll(ctx)
 }
 
 // CurrentRevision returns etcd's current revision (a quorum read).
