@@ -1,0 +1,374 @@
+// Package auth is issue 8's end-to-end test of the request chain: an
+// in-process kubeproof control plane with --authorization-mode=Node,RBAC,
+// the default bootstrap policy, a --token-auth-file and service account
+// tokens, driven by a real kubectl (from the PATH, or built from the
+// k8s.io/kubectl module) and by raw HTTP: kubectl auth whoami, auth can-i
+// (also --list), --as impersonation, create token, a bound token rejected
+// once its pod is gone, 401 for an unauthenticated client and 403 for a
+// user without rights on every path the discovery documents list, and the
+// scheduler and kubelets running pods under least privilege.
+package auth
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubeproof/kubeproof/impl/cluster"
+)
+
+var kubectlPath string
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	if p, err := exec.LookPath("kubectl"); err == nil && os.Getenv("KUBEPROOF_E2E_BUILD_KUBECTL") == "" {
+		kubectlPath = p
+	} else {
+		dir, err := os.MkdirTemp("", "kubeproof-e2e-auth-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		kubectlPath = filepath.Join(dir, "kubectl")
+		cmd := exec.Command("go", "build", "-o", kubectlPath, "github.com/kubeproof/kubeproof/e2e/internal/kubectlbin")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building kubectl: %v\n%s", err, out)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// env is a running RBAC cluster and the files kubectl needs.
+type env struct {
+	c       *cluster.Cluster
+	cs      kubernetes.Interface
+	caFile  string
+	dataDir string
+}
+
+const aliceToken = "alice-secret-token"
+
+func start(t *testing.T, nodes int) *env {
+	t.Helper()
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(aliceToken+",alice,1001,\"devs\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := cluster.Start(context.Background(), cluster.Config{
+		DataDir: filepath.Join(dir, "data"), BindAddress: "127.0.0.1:0", WatchCache: true, UnsafeNoFsync: true,
+		CompactionInterval: -1, Scheduler: nodes > 0, Nodes: nodes,
+		Auth: cluster.AuthOptions{AuthorizationModes: []string{"Node", "RBAC"}, TokenAuthFile: tokens},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("stopping the cluster: %v", err)
+		}
+	})
+	cs, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(caFile, c.CA.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &env{c: c, cs: cs, caFile: caFile, dataDir: dir}
+}
+
+// kubectl runs kubectl as admin (the admin kubeconfig).
+func (e *env) kubectl(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	return e.run(t, append([]string{"--kubeconfig", e.c.AdminKubeconfig}, args...)...)
+}
+
+// kubectlToken runs kubectl with a bearer token and no kubeconfig.
+func (e *env) kubectlToken(t *testing.T, token string, args ...string) (string, string, error) {
+	t.Helper()
+	return e.run(t, append([]string{"--kubeconfig", os.DevNull, "--server", e.c.URL, "--certificate-authority", e.caFile, "--token", token}, args...)...)
+}
+
+func (e *env) run(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kubectlPath, args...)
+	cmd.Env = append(os.Environ(), "HOME="+e.dataDir, "KUBECACHEDIR="+filepath.Join(e.dataDir, "cache"))
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+func TestKubectlUnderRBAC(t *testing.T) {
+	e := start(t, 0)
+
+	// whoami: the admin certificate, the token file's alice, impersonation.
+	out := must(t)(e.kubectl(t, "auth", "whoami", "-o", "json"))
+	if !strings.Contains(out, `"username": "kubernetes-admin"`) || !strings.Contains(out, "system:masters") {
+		t.Errorf("admin whoami: %s", out)
+	}
+	out = must(t)(e.kubectlToken(t, aliceToken, "auth", "whoami", "-o", "json"))
+	for _, want := range []string{`"username": "alice"`, `"uid": "1001"`, `"devs"`, `"system:authenticated"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("alice whoami lacks %s: %s", want, out)
+		}
+	}
+	out = must(t)(e.kubectl(t, "auth", "whoami", "--as", "bob", "--as-group", "qa", "-o", "json"))
+	if !strings.Contains(out, `"username": "bob"`) || !strings.Contains(out, `"qa"`) || strings.Contains(out, "system:masters") {
+		t.Errorf("whoami --as bob: %s", out)
+	}
+	if _, errOut, err := e.kubectlToken(t, "wrong", "auth", "whoami"); err == nil || !strings.Contains(errOut, "Unauthorized") {
+		t.Errorf("whoami with a wrong token: %v %s", err, errOut)
+	}
+
+	// alice has the default policy only: she may ask, not read.
+	if out, _, err := e.kubectlToken(t, aliceToken, "auth", "can-i", "list", "pods"); err == nil || strings.TrimSpace(out) != "no" {
+		t.Errorf("alice can-i list pods: %q %v", out, err)
+	}
+	_, errOut, err := e.kubectlToken(t, aliceToken, "get", "pods")
+	if err == nil || !strings.Contains(errOut, `pods is forbidden: User "alice" cannot list resource "pods" in API group "" in the namespace "default"`) {
+		t.Errorf("alice get pods: %v %s", err, errOut)
+	}
+	_, errOut, err = e.kubectl(t, "get", "pods", "--as", "alice")
+	if err == nil || !strings.Contains(errOut, `User "alice" cannot list resource "pods"`) {
+		t.Errorf("admin --as alice get pods: %v %s", err, errOut)
+	}
+	// alice may not impersonate.
+	_, errOut, err = e.kubectlToken(t, aliceToken, "get", "pods", "--as", "kubernetes-admin")
+	if err == nil || !strings.Contains(errOut, `User "alice" cannot impersonate resource "users" in API group "" at the cluster scope`) {
+		t.Errorf("alice --as admin: %v %s", err, errOut)
+	}
+	out = must(t)(e.kubectlToken(t, aliceToken, "auth", "can-i", "--list"))
+	if !strings.Contains(out, "selfsubjectaccessreviews.authorization.k8s.io") || strings.Contains(out, "pods ") {
+		t.Errorf("alice can-i --list:\n%s", out)
+	}
+
+	// Granting view in default changes every answer.
+	must(t)(e.kubectl(t, "create", "rolebinding", "alice-view", "--clusterrole=view", "--user=alice", "-n", "default"))
+	waitFor(t, "alice can list pods", func() bool {
+		out, _, err := e.kubectlToken(t, aliceToken, "auth", "can-i", "list", "pods")
+		return err == nil && strings.TrimSpace(out) == "yes"
+	})
+	must(t)(e.kubectlToken(t, aliceToken, "get", "pods"))
+	must(t)(e.kubectl(t, "get", "pods", "--as", "alice"))
+	if out, _, err := e.kubectl(t, "auth", "can-i", "delete", "pods", "--as", "alice"); err == nil || strings.TrimSpace(out) != "no" {
+		t.Errorf("can-i delete pods --as alice: %q %v", out, err)
+	}
+	if out, _, err := e.kubectl(t, "auth", "can-i", "list", "pods", "--as", "alice", "-n", "kube-system"); err == nil || strings.TrimSpace(out) != "no" {
+		t.Errorf("can-i list pods -n kube-system --as alice: %q %v", out, err)
+	}
+	out = must(t)(e.kubectlToken(t, aliceToken, "auth", "can-i", "--list", "-n", "default"))
+	if !strings.Contains(out, "pods ") {
+		t.Errorf("alice can-i --list after the binding lacks pods:\n%s", out)
+	}
+	if out := must(t)(e.kubectl(t, "auth", "can-i", "*", "*")); strings.TrimSpace(out) != "yes" {
+		t.Errorf("admin can-i '*' '*': %q", out)
+	}
+
+	// create token; the token is a service account; bound to a pod, it
+	// dies with the pod.
+	must(t)(e.kubectl(t, "create", "serviceaccount", "builder"))
+	tok := strings.TrimSpace(must(t)(e.kubectl(t, "create", "token", "builder", "--duration", "20m")))
+	out = must(t)(e.kubectlToken(t, tok, "auth", "whoami", "-o", "json"))
+	if !strings.Contains(out, `"username": "system:serviceaccount:default:builder"`) || !strings.Contains(out, `"system:serviceaccounts:default"`) {
+		t.Errorf("service account whoami: %s", out)
+	}
+	ctx := context.Background()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.PodSpec{ServiceAccountName: "builder",
+		Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	if _, err := e.cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bound := strings.TrimSpace(must(t)(e.kubectl(t, "create", "token", "builder", "--bound-object-kind", "Pod", "--bound-object-name", "web")))
+	out = must(t)(e.kubectlToken(t, bound, "auth", "whoami", "-o", "json"))
+	if !strings.Contains(out, `"authentication.kubernetes.io/pod-name"`) {
+		t.Errorf("bound token whoami lacks the pod: %s", out)
+	}
+	must(t)(e.kubectl(t, "delete", "pod", "web", "--grace-period=0", "--force"))
+	if _, errOut, err := e.kubectlToken(t, bound, "auth", "whoami"); err == nil || !strings.Contains(errOut, "Unauthorized") {
+		t.Errorf("token bound to a deleted pod: %v %s", err, errOut)
+	}
+	must(t)(e.kubectlToken(t, tok, "auth", "whoami")) // the unbound token lives on
+}
+
+// must fails the test when a kubectl call failed and returns its stdout.
+func must(t *testing.T) func(string, string, error) string {
+	return func(out, errOut string, err error) string {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("kubectl: %v\nstdout: %s\nstderr: %s", err, out, errOut)
+		}
+		return out
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestNoRequestReachesStorageUnchecked: every path the discovery
+// documents list answers 401 to a client without credentials, and 403 to
+// an authenticated user without rights (alice, whom the default policy
+// lets read discovery and ask about herself, nothing else).
+func TestNoRequestReachesStorageUnchecked(t *testing.T) {
+	e := start(t, 0)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(e.c.CA.CertPEM)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	t.Cleanup(client.CloseIdleConnections)
+	do := func(method, path, token string) int {
+		req, err := http.NewRequest(method, e.c.URL+path, strings.NewReader(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode >= 400 && !bytes.Contains(body, []byte(`"kind":"Status"`)) {
+			t.Errorf("%s %s: %d without a Status body: %s", method, path, resp.StatusCode, body)
+		}
+		return resp.StatusCode
+	}
+	get := func(path string, into any) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, e.c.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+aliceToken)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("alice GET %s: %d (system:discovery should allow it)", path, resp.StatusCode)
+		}
+		if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var groups metav1.APIGroupList
+	get("/apis", &groups)
+	gvs := []string{"/api/v1"}
+	for _, g := range groups.Groups {
+		for _, v := range g.Versions {
+			gvs = append(gvs, "/apis/"+v.GroupVersion)
+		}
+	}
+	var collections, objects []string
+	selfReviews := 0
+	for _, gv := range gvs {
+		var list metav1.APIResourceList
+		get(gv, &list)
+		for _, r := range list.APIResources {
+			name, sub, isSub := strings.Cut(r.Name, "/")
+			base := gv + "/" + name
+			if r.Namespaced {
+				base = gv + "/namespaces/default/" + name
+			}
+			switch {
+			case isSub:
+				objects = append(objects, base+"/x/"+sub)
+			case strings.HasPrefix(name, "self"):
+				selfReviews++ // every authenticated user may create these
+			default:
+				collections = append(collections, base)
+				if slices.Contains(r.Verbs, "get") {
+					objects = append(objects, base+"/x")
+				}
+			}
+		}
+	}
+	if len(collections) < 20 || selfReviews < 2 {
+		t.Fatalf("discovery lists too little: %d collections, %d self reviews", len(collections), selfReviews)
+	}
+	for _, p := range append(append([]string{"/api", "/apis", "/metrics", "/openapi/v2"}, gvs...), append(collections, objects...)...) {
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+			if code := do(m, p, ""); code != http.StatusUnauthorized {
+				t.Errorf("anonymous %s %s: %d, want 401", m, p, code)
+			}
+		}
+	}
+	for _, p := range append(collections, objects...) {
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+			if code := do(m, p, aliceToken); code != http.StatusForbidden {
+				t.Errorf("alice %s %s: %d, want 403", m, p, code)
+			}
+		}
+	}
+}
+
+// TestPipelineUnderLeastPrivilege: the scheduler (system:kube-scheduler)
+// and the kubelets (system:node:<name>, Node authorizer and
+// NodeRestriction) run pods with no superuser rights.
+func TestPipelineUnderLeastPrivilege(t *testing.T) {
+	before := runtime.NumGoroutine()
+	e := start(t, 2)
+	ctx := context.Background()
+	for _, name := range []string{"a", "b", "c"} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+		if _, err := e.cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "three pods run", func() bool {
+		pods, err := e.cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		running := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		return running == 3
+	})
+	// A kubelet may not read another node's pods.
+	_, errOut, err := e.kubectl(t, "get", "pods", "--as", "system:node:node-1", "--as-group", "system:nodes", "-A")
+	if err == nil || !strings.Contains(errOut, "forbidden") {
+		t.Errorf("node-1 listing every pod: %v %s", err, errOut)
+	}
+	if err := e.c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "goroutines end", func() bool { return runtime.NumGoroutine() <= before+5 })
+}
