@@ -176,6 +176,7 @@ func (c *objectCache) get(ctx context.Context, namespace, name string, fresh boo
 // shared cache per resource (their loops are the starters NewPlugins
 // returns).
 type deps struct {
+	opts   Options
 	stores StoreGetter
 	caches map[schema.GroupResource]*objectCache
 	order  []*objectCache

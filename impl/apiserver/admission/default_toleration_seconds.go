@@ -16,8 +16,15 @@ type DefaultTolerationSeconds struct {
 	NotReadySeconds, UnreachableSeconds int64
 }
 
-func newDefaultTolerationSeconds(*deps) (any, error) {
-	return &DefaultTolerationSeconds{NotReadySeconds: 300, UnreachableSeconds: 300}, nil
+func newDefaultTolerationSeconds(d *deps) (any, error) {
+	p := &DefaultTolerationSeconds{NotReadySeconds: d.opts.NotReadyTolerationSeconds, UnreachableSeconds: d.opts.UnreachableTolerationSeconds}
+	if p.NotReadySeconds == 0 {
+		p.NotReadySeconds = 300
+	}
+	if p.UnreachableSeconds == 0 {
+		p.UnreachableSeconds = 300
+	}
+	return p, nil
 }
 
 // Admit implements Mutator.

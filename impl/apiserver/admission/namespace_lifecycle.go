@@ -27,7 +27,7 @@ type NamespaceLifecycle struct {
 func (p *NamespaceLifecycle) Validate(ctx context.Context, a *Attributes) error {
 	if a.Resource.Group == "" && a.Resource.Resource == "namespaces" {
 		if a.Operation == Delete && a.Subresource == "" && p.Immortal[a.Name] {
-			return apierrors.NewForbidden(a.Resource.GroupResource(), a.Name, fmt.Errorf("this namespace may not be deleted"))
+			return forbidden(a, fmt.Errorf("this namespace may not be deleted"))
 		}
 		return nil
 	}
@@ -46,8 +46,7 @@ func (p *NamespaceLifecycle) Validate(ctx context.Context, a *Attributes) error 
 		return err
 	}
 	if ns.Status.Phase == corev1.NamespaceTerminating || ns.DeletionTimestamp != nil {
-		e := apierrors.NewForbidden(a.Resource.GroupResource(), a.Name,
-			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", a.Namespace))
+		e := forbidden(a, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", a.Namespace))
 		e.ErrStatus.Details.Causes = append(e.ErrStatus.Details.Causes, metav1.StatusCause{
 			Type:    corev1.NamespaceTerminatingCause,
 			Message: fmt.Sprintf("namespace %s is being terminated", a.Namespace),

@@ -95,11 +95,38 @@ func EnabledPlugins(enable, disable []string) ([]string, error) {
 	return out, nil
 }
 
+// Options configure plugins as kube-apiserver's flags and admission
+// configuration file do; the zero value is kube-apiserver's defaults.
+type Options struct {
+	// NotReadyTolerationSeconds and UnreachableTolerationSeconds are
+	// --default-not-ready-toleration-seconds and
+	// --default-unreachable-toleration-seconds (0: 300).
+	NotReadyTolerationSeconds, UnreachableTolerationSeconds int64
+	// PodSecurityDefaultEnforce and PodSecurityDefaultWarn are the levels
+	// of namespaces without pod-security labels ("": privileged).
+	PodSecurityDefaultEnforce, PodSecurityDefaultWarn string
+	// PodSecurityExempt* are PodSecurityConfiguration's exemptions.
+	PodSecurityExemptUsers, PodSecurityExemptNamespaces, PodSecurityExemptRuntimeClasses []string
+}
+
 // NewPlugins builds the named plugins (in the registry's order, whatever
-// the order of names) on the server's stores. Each plugin lands in
-// mutators, validators or both; starters are the background loops the
-// server must run with its lifetime context.
+// the order of names) on the server's stores with default Options. Each
+// plugin lands in mutators, validators or both; starters are the
+// background loops (the plugins' caches) the server must run with its
+// lifetime context.
 func NewPlugins(names []string, stores StoreGetter) (mutators []Mutator, validators []Validator, starters []func(context.Context), err error) {
+	return NewPluginsWithOptions(names, stores, Options{})
+}
+
+// NewPluginsWithOptions is NewPlugins with configuration.
+func NewPluginsWithOptions(names []string, stores StoreGetter, opts Options) (mutators []Mutator, validators []Validator, starters []func(context.Context), err error) {
+	for _, l := range []string{opts.PodSecurityDefaultEnforce, opts.PodSecurityDefaultWarn} {
+		switch l {
+		case "", levelPrivileged, levelBaseline, levelRestricted:
+		default:
+			return nil, nil, nil, fmt.Errorf("pod security default level %q: must be one of privileged, baseline, restricted", l)
+		}
+	}
 	want := map[string]bool{}
 	for _, n := range names {
 		if !slices.ContainsFunc(plugins, func(p registered) bool { return p.name == n }) {
@@ -107,7 +134,7 @@ func NewPlugins(names []string, stores StoreGetter) (mutators []Mutator, validat
 		}
 		want[n] = true
 	}
-	d := &deps{stores: stores}
+	d := &deps{stores: stores, opts: opts}
 	for _, p := range plugins {
 		if !want[p.name] {
 			continue

@@ -1,9 +1,12 @@
 package admission
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestEnabledPlugins(t *testing.T) {
@@ -70,4 +73,31 @@ func TestNewPluginsKinds(t *testing.T) {
 	if _, _, _, err := NewPlugins([]string{"Nope"}, nil); err == nil {
 		t.Fatal("unknown plugin accepted")
 	}
+}
+
+func TestOptions(t *testing.T) {
+	if _, _, _, err := NewPluginsWithOptions(nil, nil, Options{PodSecurityDefaultEnforce: "strict"}); err == nil {
+		t.Fatal("an unknown default level was accepted")
+	}
+	mut, _, _, err := NewPluginsWithOptions([]string{"DefaultTolerationSeconds"}, nil, Options{NotReadyTolerationSeconds: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := newPod("p")
+	if err := mut[0].Admit(context.Background(), podCreate(pod)); err != nil {
+		t.Fatal(err)
+	}
+	if *pod.Spec.Tolerations[0].TolerationSeconds != 60 || *pod.Spec.Tolerations[1].TolerationSeconds != 300 {
+		t.Fatalf("tolerations %+v", pod.Spec.Tolerations)
+	}
+
+	// PodSecurity defaults apply to namespaces without labels; exempt
+	// namespaces are not checked.
+	priv := newPod("p")
+	priv.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr(true)}
+	ps := podSecurity(nil)
+	ps.DefaultEnforce = levelBaseline
+	wantForbidden(t, ps.Validate(context.Background(), podCreate(priv)), `violates PodSecurity "baseline:latest"`)
+	ps.ExemptNamespaces = map[string]bool{"ns": true}
+	wantForbidden(t, ps.Validate(context.Background(), podCreate(priv)), "")
 }

@@ -41,6 +41,9 @@ type PodSecurity struct {
 	ListPods func(ctx context.Context, namespace string) ([]corev1.Pod, error)
 	// Exempt users, namespaces and runtime classes are not checked.
 	ExemptUsers, ExemptNamespaces, ExemptRuntimeClasses map[string]bool
+	// DefaultEnforce and DefaultWarn are the levels of namespaces without
+	// the labels ("" is privileged), as PodSecurityConfiguration's defaults.
+	DefaultEnforce, DefaultWarn string
 }
 
 func newPodSecurity(d *deps) (any, error) {
@@ -52,13 +55,25 @@ func newPodSecurity(d *deps) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	set := func(names []string) map[string]bool {
+		m := map[string]bool{}
+		for _, n := range names {
+			m[n] = true
+		}
+		return m
+	}
+	o := d.opts
 	return &PodSecurity{Namespaces: get, ListPods: func(ctx context.Context, namespace string) ([]corev1.Pod, error) {
 		l := &corev1.PodList{}
 		if err := pods.list(ctx, namespace, false, l); err != nil {
 			return nil, err
 		}
 		return l.Items, nil
-	}}, nil
+	},
+		ExemptUsers: set(o.PodSecurityExemptUsers), ExemptNamespaces: set(o.PodSecurityExemptNamespaces),
+		ExemptRuntimeClasses: set(o.PodSecurityExemptRuntimeClasses),
+		DefaultEnforce:       o.PodSecurityDefaultEnforce, DefaultWarn: o.PodSecurityDefaultWarn,
+	}, nil
 }
 
 // podSecurityPolicy is one mode's level and version.
@@ -69,13 +84,16 @@ func (p podSecurityPolicy) String() string { return p.level + ":" + p.version }
 var podSecurityVersion = regexp.MustCompile(`^v1\.(0|[1-9][0-9]*)$`)
 
 // policyFor reads one mode (enforce, warn, audit) from namespace labels.
-// Unset is privileged:latest; an invalid level or version is
-// restricted:latest.
-func policyFor(labels map[string]string, mode string) podSecurityPolicy {
+// An unset level is def (privileged when ""), an unset version latest; an
+// invalid level or version is restricted:latest.
+func policyFor(labels map[string]string, mode, def string) podSecurityPolicy {
 	level, hasLevel := labels[mode]
 	version, hasVersion := labels[mode+"-version"]
 	if !hasLevel {
-		level = levelPrivileged
+		level = def
+		if level == "" {
+			level = levelPrivileged
+		}
 	}
 	if !hasVersion {
 		version = "latest"
@@ -124,7 +142,7 @@ func (p *PodSecurity) Validate(ctx context.Context, a *Attributes) error {
 	if err != nil {
 		return fmt.Errorf("reading the namespace's pod security labels: %w", err)
 	}
-	enforce, warn := policyFor(ns.Labels, podSecurityEnforce), policyFor(ns.Labels, podSecurityWarn)
+	enforce, warn := policyFor(ns.Labels, podSecurityEnforce, p.DefaultEnforce), policyFor(ns.Labels, podSecurityWarn, p.DefaultWarn)
 	if v := evaluatePodSecurity(enforce.level, meta, spec); len(v) > 0 {
 		if isPod {
 			return forbidden(a, fmt.Errorf("violates PodSecurity %q: %s", enforce.String(), describeViolations(v)))

@@ -63,7 +63,7 @@ func (p *PodSecurity) validateNamespace(ctx context.Context, a *Attributes) erro
 	if a.Operation != Update || p.ExemptNamespaces[ns.Name] || p.ListPods == nil {
 		return nil
 	}
-	enforce, old := policyFor(ns.Labels, podSecurityEnforce), policyFor(oldLabels, podSecurityEnforce)
+	enforce, old := policyFor(ns.Labels, podSecurityEnforce, p.DefaultEnforce), policyFor(oldLabels, podSecurityEnforce, p.DefaultEnforce)
 	if enforce == old || enforce.level == levelPrivileged ||
 		(enforce.version == old.version && levelRank[enforce.level] < levelRank[old.level]) {
 		return nil

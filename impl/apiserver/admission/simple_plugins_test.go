@@ -33,7 +33,7 @@ func TestDefaultTolerationSeconds(t *testing.T) {
 		{"deletes untouched", nil, nil, Delete, ""},
 		{"status untouched", nil, nil, Create, "status"},
 	}
-	p, _ := newDefaultTolerationSeconds(nil)
+	p, _ := newDefaultTolerationSeconds(&deps{})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := newPod("p")
