@@ -66,9 +66,13 @@ type Env struct {
 	host    *hostState
 	cniBin  string
 	nodeSeq int
-	lock    *os.File
-	logf    func(string, ...any)
-	logger  *slog.Logger
+
+	kubeproofBuilt chan struct{}
+	kubeproofBin   string
+	kubeproofErr   error
+	lock           *os.File
+	logf           func(string, ...any)
+	logger         *slog.Logger
 }
 
 // Options configure Start.
@@ -148,6 +152,8 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := e.buildImages(goTool); err != nil {
 		return nil, err
 	}
+	e.kubeproofBuilt = make(chan struct{})
+	go e.buildKubeproof(goTool)
 	if e.Kubectl, err = kubectl(goTool, WorkDir); err != nil {
 		return nil, err
 	}
@@ -200,6 +206,26 @@ func imageArchives() []string {
 	return []string{filepath.Join(WorkDir, "images", "pause.tar"), filepath.Join(WorkDir, "images", "busybox.tar")}
 }
 
+// BuildKubeproof returns the path of the kubeproof binary (cmd/kubeproof),
+// which Start began building in the background.
+func (e *Env) BuildKubeproof() (string, error) {
+	<-e.kubeproofBuilt
+	return e.kubeproofBin, e.kubeproofErr
+}
+
+// buildKubeproof builds cmd/kubeproof into the work dir (linking it takes
+// up to a minute on a loaded machine, so Start runs it in the background).
+func (e *Env) buildKubeproof(goTool string) {
+	defer close(e.kubeproofBuilt)
+	bin := filepath.Join(WorkDir, "kubeproof")
+	cmd := exec.Command(goTool, "build", "-o", bin, "github.com/kubeproof/kubeproof/cmd/kubeproof")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		e.kubeproofErr = fmt.Errorf("building kubeproof: %w\n%s", err, out)
+		return
+	}
+	e.kubeproofBin = bin
+}
+
 // kubectl finds kubectl on the PATH or builds it (e2e/internal/kubectlbin).
 func kubectl(goTool, dir string) (string, error) {
 	if p, err := exec.LookPath("kubectl"); err == nil && os.Getenv("KUBEPROOF_E2E_BUILD_KUBECTL") == "" {
@@ -245,6 +271,7 @@ func (e *Env) cleanStale() {
 		_ = h.restoreNetwork(nil, Network)
 		_ = h.removeCgroups()
 		_ = h.removeRunDirs()
+		_ = h.removeKubeletDirs()
 	}
 	_ = os.RemoveAll(WorkDir)
 }
@@ -254,6 +281,9 @@ func (e *Env) cleanStale() {
 // iptables chains, ip_forward, mounts, processes, cgroups, paths). It
 // returns every problem it met; it never stops half way.
 func (e *Env) Close() error {
+	if e.kubeproofBuilt != nil {
+		<-e.kubeproofBuilt // it writes into the work dir
+	}
 	var errs []error
 	add := func(what string, err error) {
 		if err != nil {
@@ -279,6 +309,7 @@ func (e *Env) Close() error {
 		add("restoring the network", e.host.restoreNetwork(e.host.Bridges, Network))
 		add("removing cgroups", e.host.removeCgroups())
 		add("removing /run/containerd", e.host.removeRunDirs())
+		add("removing the kubelet's default dirs", e.host.removeKubeletDirs())
 	}
 	add("removing the work dir", os.RemoveAll(WorkDir))
 	if e.host != nil {

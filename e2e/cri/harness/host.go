@@ -28,6 +28,7 @@ type hostState struct {
 	ExistingPaths map[string]bool     // paths outside the work dir that existed before
 	CgroupDirs    map[string]bool     // cgroup dirs named cgroupParents that existed before
 	Bridges       []string            // bridges in the host namespace the run creates
+	PodLogDirs    map[string]bool     // entries of /var/log/pods before
 }
 
 // Paths outside the work dir that containerd 1.6 and go-cni write to
@@ -40,6 +41,9 @@ const (
 	// netnsDir is where `ip netns add` bind-mounts named network
 	// namespaces; the first one makes the dir a (shared) mount of itself.
 	netnsDir = "/run/netns"
+	// The kubelet binary's default --root-dir and pod logs dir.
+	kubeletRootDir = "/var/lib/kubelet"
+	podLogsDir     = "/var/log/pods"
 )
 
 // cgroupParents are the top-level cgroups the kubelet (CgroupParent
@@ -63,13 +67,18 @@ func snapshotHost() (*hostState, error) {
 		}
 		h.Chains[t] = chains
 	}
-	for _, p := range []string{cniStateRoot, cniResultsDir, containerdRun, shimSocketsDir, netnsDir} {
+	for _, p := range []string{cniStateRoot, cniResultsDir, containerdRun, shimSocketsDir, netnsDir, kubeletRootDir, podLogsDir} {
 		if _, err := os.Stat(p); err == nil {
 			h.ExistingPaths[p] = true
 		}
 	}
 	for _, d := range cgroupDirs() {
 		h.CgroupDirs[d] = true
+	}
+	h.PodLogDirs = map[string]bool{}
+	entries, _ := os.ReadDir(podLogsDir)
+	for _, e := range entries {
+		h.PodLogDirs[e.Name()] = true
 	}
 	return h, nil
 }
@@ -277,6 +286,31 @@ func (h *hostState) removeCgroups() error {
 	return errors.Join(errs...)
 }
 
+// removeKubeletDirs removes what a kubelet run as a binary wrote to its
+// default dirs: the dirs themselves if they did not exist before, otherwise
+// the suite's pod log dirs (its namespaces are all named e2e-*).
+func (h *hostState) removeKubeletDirs() error {
+	var errs []error
+	for _, d := range []string{kubeletRootDir, podLogsDir} {
+		if !h.ExistingPaths[d] {
+			if err := os.RemoveAll(d); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if h.ExistingPaths[podLogsDir] {
+		entries, _ := os.ReadDir(podLogsDir)
+		for _, e := range entries {
+			if !h.PodLogDirs[e.Name()] && strings.HasPrefix(e.Name(), "e2e-") {
+				if err := os.RemoveAll(filepath.Join(podLogsDir, e.Name())); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // removeNetnsDir unmounts and removes /run/netns when it did not exist
 // before and no namespace is left in it (other programs may use it).
 func (h *hostState) removeNetnsDir() error {
@@ -451,7 +485,7 @@ func (h *hostState) leftovers(workDir string) []string {
 			left = append(left, "cgroup "+d)
 		}
 	}
-	for _, p := range []string{cniStateRoot, containerdRun, netnsDir, workDir} {
+	for _, p := range []string{cniStateRoot, containerdRun, netnsDir, kubeletRootDir, podLogsDir, workDir} {
 		if _, err := os.Stat(p); err == nil && !h.ExistingPaths[p] {
 			left = append(left, "path "+p)
 		}

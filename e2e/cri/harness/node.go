@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,6 +52,8 @@ type Node struct {
 	env        *Env
 	containerd *containerd
 	client     kubernetes.Interface
+	kubeconfig string // the node identity's kubeconfig (for the binary)
+	binary     string
 	apiPort    int
 
 	mu      sync.Mutex
@@ -65,6 +68,10 @@ type NodeOptions struct {
 	// by a veth pair, with a route on the host to its pod subnet and a
 	// default route back: two nodes on one machine, routed like two hosts.
 	OwnNetNS bool
+	// KubeletBinary, when set, is a kubeproof binary (see BuildKubeproof)
+	// whose `kubeproof kubelet --runtime cri` runs the node, as a process,
+	// instead of the in-process kubelet.
+	KubeletBinary string
 }
 
 // AddNode starts a node: its containerd (importing the images) and its
@@ -103,6 +110,11 @@ func (e *Env) AddNode(ctx context.Context, opts NodeOptions) (_ *Node, err error
 	}
 	kp, err := e.Cluster.CA.IssueClient(cluster.NodeUserPrefix+n.Name, []string{cluster.NodesGroup})
 	if err != nil {
+		return nil, err
+	}
+	n.binary = opts.KubeletBinary
+	n.kubeconfig = filepath.Join(n.Dir, "kubelet.kubeconfig")
+	if err := pki.WriteKubeconfig(n.kubeconfig, pki.Kubeconfig(e.Cluster.URL, e.Cluster.CA.CertPEM, cluster.NodeUserPrefix+n.Name, kp)); err != nil {
 		return nil, err
 	}
 	cfg := pki.RESTConfig(e.Cluster.URL, e.Cluster.CA.CertPEM, kp)
@@ -147,12 +159,15 @@ func (n *Node) waitReady(ctx context.Context, timeout time.Duration) error {
 func (n *Node) StartKubelet(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.kubelet != nil {
+	if n.stop != nil {
 		return errors.New("kubelet already running")
 	}
 	lf, err := os.OpenFile(filepath.Join(n.env.LogDir, "kubelet-"+n.Name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
+	}
+	if n.binary != "" {
+		return n.startKubeletProcess(lf)
 	}
 	logger := slog.New(slog.NewTextHandler(lf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", n.apiPort))
@@ -200,6 +215,45 @@ func (n *Node) StartKubelet(ctx context.Context) error {
 		wg.Wait()
 		lf.Close()
 	}
+	return nil
+}
+
+// startKubeletProcess runs `kubeproof kubelet --runtime cri` against the
+// node's containerd, its kubelet API on a free port of 127.0.0.1.
+func (n *Node) startKubeletProcess(lf *os.File) error {
+	if n.apiPort == 0 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			lf.Close()
+			return err
+		}
+		n.apiPort = ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+	}
+	cmd := exec.Command(n.binary, "kubelet", "--kubeconfig", n.kubeconfig, "--node-name", n.Name,
+		"--runtime", "cri", "--container-runtime-endpoint", "unix://"+n.Socket,
+		"--pod-cidr", n.PodCIDR, "--node-ip", "127.0.0.1", "--address", "127.0.0.1", "--port", fmt.Sprint(n.apiPort),
+		"--crashloop-backoff-base", Backoff.Base.String(), "--crashloop-backoff-max", Backoff.Max.String(),
+		"--node-status-update-frequency", "2s", "--log-level", "info")
+	cmd.Stdout, cmd.Stderr = lf, lf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		lf.Close()
+		return fmt.Errorf("starting kubeproof kubelet: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	n.stop = func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		lf.Close()
+	}
+	n.kubelet = nil
 	return nil
 }
 
