@@ -17,14 +17,27 @@
 //	names, err := admission.EnabledPlugins(enable, disable)
 //	// build them on the API server's stores (*apiserver.Server is a StoreGetter):
 //	mutators, validators, starters, err := admission.NewPlugins(names, stores)
+//	// or with flags/configuration (toleration seconds, PodSecurity defaults
+//	// and exemptions):
+//	mutators, validators, starters, err := admission.NewPluginsWithOptions(names, stores, admission.Options{...})
 //
 // AllPlugins and DefaultPlugins list the known and the default-enabled
 // names (kube-apiserver's default set: everything here but NodeRestriction
-// and AlwaysPullImages). starters are background loops to run with the
-// server's lifetime context (they return when it ends). NewPlugins'
-// NamespaceLifecycle reads namespaces from the store; the server's own
-// built-in one (reading its namespace cache) can be used instead by leaving
-// "NamespaceLifecycle" out of names.
+// and AlwaysPullImages). starters are the plugins' watch-fed caches (one per
+// resource they read: namespaces, service accounts, limit ranges, quotas,
+// priority classes, webhook configurations); run each with the server's
+// lifetime context (they return when it ends). Until a cache has synced,
+// reads go to the store; a miss that matters (a service account, a
+// namespace) is confirmed with a quorum read. NewPlugins' NamespaceLifecycle
+// can replace the server's built-in one (Config.DisableNamespaceLifecycle).
+//
+// Warnings (PodSecurity's warn level, webhook response warnings) are
+// collected per request: the endpoint serving it calls WithWarnings on the
+// request context and sends Warnings.List() as Warning headers.
+//
+// Webhooks are called at clientConfig.url only (service references are
+// refused as a failed call); matchPolicy is treated as Exact; CEL
+// matchConditions are refused by validation.
 package admission
 
 import (

@@ -190,20 +190,25 @@ func needsRecount(q *corev1.ResourceQuota) bool {
 }
 
 // chargeQuota is the pure decision: q with delta added to status.used, or
-// the "exceeded quota" refusal. recount, when not nil, is the usage to
-// start from for resources q has no usage for yet.
+// the "exceeded quota" refusal. recount, when not nil, is the counted
+// usage: it fills resources q has no usage for yet and raises usage that
+// is below it, but never lowers what was charged.
 func chargeQuota(q *corev1.ResourceQuota, delta, recount corev1.ResourceList) (*corev1.ResourceQuota, error) {
 	next := q.DeepCopy()
 	next.Status.Hard = q.Spec.Hard.DeepCopy()
 	used := corev1.ResourceList{}
 	for n := range next.Status.Hard {
-		switch u, ok := q.Status.Used[n]; {
-		case ok && !needsRecount(q):
-			used[n] = u.DeepCopy()
-		case recount != nil:
-			used[n] = recount[n].DeepCopy()
+		u, ok := q.Status.Used[n]
+		r, counted := recount[n]
+		switch {
+		case ok && counted && r.Cmp(u) > 0:
+			// Never below what was charged: charges of creates not yet
+			// stored are not in a recount.
+			used[n] = r.DeepCopy()
 		case ok:
 			used[n] = u.DeepCopy()
+		case counted:
+			used[n] = r.DeepCopy()
 		default:
 			used[n] = resource.MustParse("0")
 		}

@@ -84,6 +84,11 @@ func TestResourceQuotaDecisions(t *testing.T) {
 		{"must specify", quota("q", rl("requests.memory", "1Gi", "limits.cpu", "1"), rl("requests.memory", "0", "limits.cpu", "0")), nil, newPod("p"),
 			"failed quota: q: must specify limits.cpu for: c; requests.memory for: c", nil},
 		{"unrelated quota", quota("q", rl("count/configmaps", "0"), rl("count/configmaps", "0")), nil, small, "", rl("count/configmaps", "0")},
+		{"raised quota keeps charges above the recount", func() *corev1.ResourceQuota {
+			q := quota("q", rl("pods", "3"), rl("pods", "2"))
+			q.Status.Hard = rl("pods", "2")
+			return q
+		}(), rl("pods", "1"), small, "", rl("pods", "3")},
 		{"never computed: recounted first", quota("q", rl("pods", "3"), nil), rl("pods", "2"), small, "", rl("pods", "3")},
 		{"never computed: recount full", quota("q", rl("pods", "2"), nil), rl("pods", "2"), small, "exceeded quota: q, requested: pods=1, used: pods=2, limited: pods=2", nil},
 	}
