@@ -540,3 +540,21 @@ func TestApplyScale(t *testing.T) {
 		t.Fatalf("deployment applied to /scale: %d %s", r.code, r.body)
 	}
 }
+
+// A POST create records its manager, so a later apply by another manager
+// conflicts on the fields the creator set (as kubectl create then kubectl
+// apply --server-side does against kube-apiserver).
+func TestPostCreateRecordsManager(t *testing.T) {
+	h, _ := servedHandler(t, "deployments")
+	got := do(h, "POST", deps+"?fieldManager=creator", "application/json", webConfig("1", "nginx:1"))
+	if got.code != 201 {
+		t.Fatalf("create: %d %s", got.code, got.body)
+	}
+	if m := managers(got.deployment(t)); len(m) != 1 || m["creator/Update"] == "" {
+		t.Fatalf("managers after create: %v", m)
+	}
+	got = do(h, "PATCH", deps+"/web?fieldManager=applier", applyType, webConfig("1", "nginx:2"))
+	if got.code != 409 {
+		t.Fatalf("apply over the creator's image: %d %s, want 409", got.code, got.body)
+	}
+}

@@ -39,6 +39,11 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, info *request.I
 			return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 		}
 	}
+	// Record the creating manager in managedFields, as kube-apiserver's
+	// field manager does for every create.
+	if obj, err = h.trackCreate(r, obj); err != nil {
+		return err
+	}
 	out, err := h.CreateObject(r.Context(), info, obj, wo.dryRun)
 	if err != nil {
 		return err
@@ -78,7 +83,6 @@ func (h *Handler) CreateObject(ctx context.Context, info *request.Info, obj runt
 	now := metav1.NewTime(h.now().Truncate(1e9))
 	m.SetCreationTimestamp(now)
 	m.SetSelfLink("")
-	m.SetManagedFields(nil)
 	generated := false
 	if m.GetName() == "" && m.GetGenerateName() != "" {
 		m.SetName(generateName(m.GetGenerateName()))
