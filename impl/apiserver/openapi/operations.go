@@ -58,10 +58,10 @@ var (
 	// watchMediaTypes add the streaming forms lists and watches can answer with.
 	watchMediaTypes = append(slices.Clone(objectMediaTypes),
 		"application/json;stream=watch", "application/vnd.kubernetes.protobuf;stream=watch")
-	// patchMediaTypes are the patch formats the server applies. Server-side
-	// apply (application/apply-patch+yaml) is not among them until the API
-	// server implements it.
+	// patchMediaTypes are the patch formats the server applies, server-side
+	// apply included.
 	patchMediaTypes = []string{
+		"application/apply-patch+yaml",
 		"application/json-patch+json",
 		"application/merge-patch+json",
 		"application/strategic-merge-patch+json",
