@@ -19,11 +19,14 @@ import (
 )
 
 // breakableStore is an etcd3 store whose watches the test can break, as a
-// lost etcd connection or a compaction would.
+// lost etcd connection or a compaction would. A test can also have the next
+// watch run a hook as it starts and hold its events until a gate opens.
 type breakableStore struct {
 	*etcd3.Store
-	mu      sync.Mutex
-	watches []*breakableWatch
+	mu          sync.Mutex
+	watches     []*breakableWatch
+	beforeWatch func()        // run by the next Watch, before it starts
+	gate        chan struct{} // the next watch passes events on once closed
 }
 
 type breakableWatch struct {
@@ -35,6 +38,13 @@ type breakableWatch struct {
 }
 
 func (s *breakableStore) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
+	s.mu.Lock()
+	hook, gate := s.beforeWatch, s.gate
+	s.beforeWatch, s.gate = nil, nil
+	s.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
 	inner, err := s.Store.Watch(ctx, key, opts)
 	if err != nil {
 		return nil, err
@@ -44,6 +54,13 @@ func (s *breakableStore) Watch(ctx context.Context, key string, opts storage.Lis
 		defer close(w.done)
 		defer close(w.out)
 		defer inner.Stop()
+		if gate != nil {
+			select {
+			case <-gate:
+			case <-w.brk:
+				return
+			}
+		}
 		for {
 			select {
 			case e, ok := <-inner.ResultChan():

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -19,92 +17,10 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/storage"
 	"github.com/kubeproof/kubeproof/impl/storage/etcd3"
+	"github.com/kubeproof/kubeproof/impl/storage/etcd3/etcd3test"
 	"github.com/kubeproof/kubeproof/impl/storage/internal/leakcheck"
 	"github.com/kubeproof/kubeproof/impl/storage/storagetest"
 )
-
-// createdFirst is a gRPC client interceptor for etcd watch streams. Once
-// armed, each watch stream open at that moment lets the next "created"
-// response overtake the progress notifications (watch ID -1) it received
-// before it. The etcd server may send them in that order itself: its send
-// loop picks at random between a "created" response and notifications it
-// queued before the watch existed. The interceptor makes that order certain.
-type createdFirst struct {
-	mu      sync.Mutex
-	streams []*createdFirstStream
-}
-
-type createdFirstStream struct {
-	grpc.ClientStream
-	mu      sync.Mutex
-	armed   bool
-	held    []*pb.WatchResponse
-	pending []*pb.WatchResponse
-}
-
-func (c *createdFirst) intercept(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string,
-	streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	cs, err := streamer(ctx, desc, cc, method, opts...)
-	if err != nil || method != "/etcdserverpb.Watch/Watch" {
-		return cs, err
-	}
-	s := &createdFirstStream{ClientStream: cs}
-	c.mu.Lock()
-	c.streams = append(c.streams, s)
-	c.mu.Unlock()
-	return s, nil
-}
-
-// arm makes every watch stream open now reorder until its next "created".
-func (c *createdFirst) arm() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, s := range c.streams {
-		s.mu.Lock()
-		s.armed = true
-		s.mu.Unlock()
-	}
-}
-
-func isBroadcastProgress(r *pb.WatchResponse) bool {
-	return r.WatchId == clientv3.InvalidWatchID && len(r.Events) == 0 && !r.Created && !r.Canceled && r.CompactRevision == 0
-}
-
-func (s *createdFirstStream) RecvMsg(m any) error {
-	out, ok := m.(*pb.WatchResponse)
-	if !ok {
-		return s.ClientStream.RecvMsg(m)
-	}
-	for {
-		s.mu.Lock()
-		if len(s.pending) > 0 {
-			next := s.pending[0]
-			s.pending = s.pending[1:]
-			s.mu.Unlock()
-			*out = *next
-			return nil
-		}
-		s.mu.Unlock()
-		r := &pb.WatchResponse{}
-		if err := s.ClientStream.RecvMsg(r); err != nil {
-			return err
-		}
-		s.mu.Lock()
-		switch {
-		case s.armed && isBroadcastProgress(r):
-			s.held = append(s.held, r)
-			s.mu.Unlock()
-			continue
-		case s.armed && r.Created:
-			s.armed = false
-			s.pending = append(s.pending, s.held...)
-			s.held = nil
-		}
-		s.mu.Unlock()
-		*out = *r
-		return nil
-	}
-}
 
 // A watch started while progress requests flow for other watches must not
 // get a bookmark ahead of its own events. Found by the linearizability
@@ -118,12 +34,12 @@ func TestWatchGetsNoBookmarkAheadOfItsEvents(t *testing.T) {
 	defer leakcheck.Check(t)()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	reorder := &createdFirst{}
+	reorder := &etcd3test.CreatedFirst{}
 	client, err := clientv3.New(clientv3.Config{
 		Endpoints:   etcd.Endpoints(),
 		DialTimeout: 10 * time.Second,
 		Logger:      zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithStreamInterceptor(reorder.intercept)},
+		DialOptions: []grpc.DialOption{reorder.DialOption()},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +95,7 @@ func TestWatchGetsNoBookmarkAheadOfItsEvents(t *testing.T) {
 
 	// Progress is requested for the pod watch, then the configmap watch
 	// starts from before the changes.
-	reorder.arm()
+	reorder.Arm()
 	if err := podStore.RequestWatchProgress(ctx); err != nil {
 		t.Fatal(err)
 	}
