@@ -17,7 +17,7 @@ import (
 func BenchmarkPodCreate(b *testing.B) {
 	for _, withPlugins := range []bool{false, true} {
 		b.Run(fmt.Sprintf("plugins=%v", withPlugins), func(b *testing.B) {
-			cs, _ := startServerWith(b, withPlugins)
+			cs, _, _ := startServerWith(b, withPlugins)
 			ctx := context.Background()
 			if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}, metav1.CreateOptions{}); err != nil {
 				b.Fatal(err)

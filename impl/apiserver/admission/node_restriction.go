@@ -71,8 +71,10 @@ func nodeOfUser(a *Attributes) (name string, isNode bool) {
 	return "", false
 }
 
-// Validate implements Validator.
-func (p *NodeRestriction) Validate(ctx context.Context, a *Attributes) error {
+// Admit implements Mutator. It changes nothing; like kube-apiserver's
+// plugin it runs in the mutating phase, right after ServiceAccount, so its
+// refusals come before later plugins'.
+func (p *NodeRestriction) Admit(ctx context.Context, a *Attributes) error {
 	node, isNode := nodeOfUser(a)
 	if !isNode {
 		return nil

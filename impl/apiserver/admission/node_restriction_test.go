@@ -119,7 +119,7 @@ func TestNodeRestriction(t *testing.T) {
 			if tt.a.User == nil {
 				tt.a.User = kubeletA
 			}
-			wantForbidden(t, plugin.Validate(context.Background(), tt.a), tt.want)
+			wantForbidden(t, plugin.Admit(context.Background(), tt.a), tt.want)
 		})
 	}
 }

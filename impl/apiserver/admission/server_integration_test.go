@@ -56,12 +56,17 @@ func (w *warningRecorder) take() []string {
 // admission plugins plus NodeRestriction, built by admission.NewPlugins
 // through the server's plugin hook.
 func startServer(t testing.TB) (*kubernetes.Clientset, *warningRecorder) {
-	return startServerWith(t, true)
+	cs, w, _ := startServerWith(t, true)
+	return cs, w
 }
+
+// clientAs returns a client authenticated by a certificate for user in
+// groups.
+type clientAs func(user string, groups ...string) *kubernetes.Clientset
 
 // startServerWith starts the server with the plugins, or with none but
 // the server's built-in NamespaceLifecycle.
-func startServerWith(t testing.TB, withPlugins bool) (*kubernetes.Clientset, *warningRecorder) {
+func startServerWith(t testing.TB, withPlugins bool) (*kubernetes.Clientset, *warningRecorder, clientAs) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("embedded etcd and API server: skipped with -short")
@@ -138,7 +143,18 @@ func startServerWith(t testing.TB, withPlugins bool) (*kubernetes.Clientset, *wa
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return cs, warnings
+	as := func(user string, groups ...string) *kubernetes.Clientset {
+		kp, err := ca.IssueClient(user, groups)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := kubernetes.NewForConfig(pki.RESTConfig("https://"+ln.Addr().String(), ca.CertPEM, kp))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	return cs, warnings, as
 }
 
 // result is a client call's answer, checked with must.
@@ -343,4 +359,33 @@ func TestPluginsThroughTheAPIServer(t *testing.T) {
 	if _, err := core.Pods("team").Get(ctx, "denied", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("a refused pod was stored: %v", err)
 	}
+}
+
+// TestNodeRestrictionThroughTheAPIServer: a kubelet's certificate
+// (system:node:a in system:nodes) may change its own Node only.
+func TestNodeRestrictionThroughTheAPIServer(t *testing.T) {
+	admin, _, as := startServerWith(t, true)
+	ctx := context.Background()
+	for _, name := range []string{"a", "b"} {
+		created(admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})).must(t, "node "+name)
+	}
+	created(admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})).must(t, "service account")
+	kubelet := as("system:node:a", "system:nodes")
+	label := func(name, key string) error {
+		n, err := kubelet.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Labels = map[string]string{key: "x"}
+		_, err = kubelet.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	}
+	if err := label("a", "example.com/rack"); err != nil {
+		t.Fatalf("own node: %v", err)
+	}
+	wantStatus(t, label("b", "example.com/rack"), 403, `nodes "b" is forbidden: node "a" is not allowed to modify node "b"`)
+	wantStatus(t, label("a", "node-restriction.kubernetes.io/pool"), 403, `nodes "a" is forbidden: is not allowed to modify labels: node-restriction.kubernetes.io/pool`)
+	_, err := kubelet.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "sneaky"},
+		Spec: corev1.PodSpec{NodeName: "a", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{})
+	wantStatus(t, err, 403, `pods "sneaky" is forbidden: pod does not have "kubernetes.io/config.mirror" annotation, node "a" can only create mirror pods`)
 }
