@@ -182,7 +182,7 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config) (*Schedul
 		}
 		s.algorithm.extenders = append(s.algorithm.extenders, ext)
 	}
-	s.informers = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(TransformForScheduling))
+	s.informers = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(NewTransformer().Transform))
 	nsInformer := s.informers.Core().V1().Namespaces()
 	nsLister := nsInformer.Lister()
 	namespaceLabels := func(name string) labels.Set {

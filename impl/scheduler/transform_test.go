@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -41,7 +42,7 @@ func TestTransformKeepsWhatSchedulingReads(t *testing.T) {
 			PodIPs:            []v1.PodIP{{IP: "10.0.0.1"}},
 		},
 	}
-	out, err := TransformForScheduling(pod.DeepCopy())
+	out, err := NewTransformer().Transform(pod.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestTransformKeepsWhatSchedulingReads(t *testing.T) {
 			NodeInfo:   v1.NodeSystemInfo{KubeletVersion: "v1.37.2"},
 		},
 	}
-	out, _ = TransformForScheduling(node.DeepCopy())
+	out, _ = NewTransformer().Transform(node.DeepCopy())
 	gotNode := out.(*v1.Node)
 	wantNode := &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"zone": "a"}},
@@ -81,10 +82,58 @@ func TestTransformKeepsWhatSchedulingReads(t *testing.T) {
 	}
 
 	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{"team": "a"}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}}}
-	out, _ = TransformForScheduling(ns)
+	out, _ = NewTransformer().Transform(ns)
 	if got := out.(*v1.Namespace); got.ManagedFields != nil || got.Labels["team"] != "a" {
 		t.Errorf("namespace: %+v", got)
 	}
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+func TestTransformSharesEqualValues(t *testing.T) {
+	tr := NewTransformer()
+	secs := int64(300)
+	mk := func(name, app, cpu string) *v1.Pod {
+		return &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": app, "tier": "front"}},
+			Spec: v1.PodSpec{
+				Tolerations: []v1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: &secs}},
+				Containers:  []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}}}},
+			},
+		}
+	}
+	transform := func(p *v1.Pod) *v1.Pod {
+		out, err := tr.Transform(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*v1.Pod)
+	}
+	a, b, c := transform(mk("a", "web", "100m")), transform(mk("b", "web", "0.1")), transform(mk("c", "db", "200m"))
+	same := func(x, y any) bool { return reflect.ValueOf(x).Pointer() == reflect.ValueOf(y).Pointer() }
+	if !same(a.Labels, b.Labels) || !same(a.Spec.Tolerations, b.Spec.Tolerations) || !same(a.Spec.Containers[0].Resources.Requests, b.Spec.Containers[0].Resources.Requests) {
+		t.Error("equal labels, tolerations and requests (100m == 0.1 cpu) must be shared")
+	}
+	if same(a.Labels, c.Labels) || same(a.Spec.Containers[0].Resources.Requests, c.Spec.Containers[0].Resources.Requests) {
+		t.Error("different values must not be shared")
+	}
+	if !same(a.Spec.Tolerations, c.Spec.Tolerations) {
+		t.Error("c's tolerations equal a's")
+	}
+	if want := mk("b", "web", "100m"); !reflect.DeepEqual(b.Labels, want.Labels) || b.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() != 100 {
+		t.Errorf("interning changed b: %v %v", b.Labels, b.Spec.Containers[0].Resources.Requests)
+	}
+
+	// A full table stops growing; values it does not hold stay unshared.
+	var in interner[map[string]string]
+	for i := 0; i < maxInterned+10; i++ {
+		in.intern(map[string]string{"i": fmt.Sprint(i)}, labelsKey)
+	}
+	if len(in.table) != maxInterned {
+		t.Errorf("table holds %d values, want at most %d", len(in.table), maxInterned)
+	}
+	late := map[string]string{"i": fmt.Sprint(maxInterned + 5)}
+	if got := in.intern(late, labelsKey); !same(got, late) {
+		t.Error("a value not in a full table comes back as it is")
+	}
+}
