@@ -94,7 +94,8 @@ func newAPIServerCommand() *cobra.Command {
 	fs.StringVar(&certDir, "cert-dir", "apiserver.local.config/certificates", "Where a CA and serving certificate are generated when --tls-cert-file is not given.")
 	fs.BoolVar(&watchCache, "watch-cache", true, "Enable the watch cache.")
 	fs.DurationVar(&compaction, "etcd-compaction-interval", 5*time.Minute, "The interval of compaction requests; 0 disables.")
-	addAuthFlags(fs, &authOpts, cluster.DefaultAuthorizationModes, nil, nil)
+	enable, disable := cluster.UpAdmissionPlugins()
+	addAuthFlags(fs, &authOpts, cluster.DefaultAuthorizationModes, enable, disable)
 	return cmd
 }
 

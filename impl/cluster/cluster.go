@@ -236,8 +236,9 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	return c, nil
 }
 
-// UpAdmissionPlugins adjusts the default admission plugins for a whole
-// cluster: NodeRestriction on (as kubeadm sets it); ServiceAccount off —
+// UpAdmissionPlugins adjusts the default admission plugins for kubeproof's
+// control planes (kubeproof up, and kubeproof apiserver's flag defaults):
+// NodeRestriction on (as kubeadm sets it); ServiceAccount off —
 // kubeproof has no service account or root CA publisher controller yet, so
 // the "default" service account and kube-root-ca.crt the plugin needs
 // would never exist; LimitRanger off — the resources it adds at create
