@@ -12,10 +12,17 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 )
 
 // Namespace labels that choose a namespace's Pod Security Standards.
 const (
+	// Audit annotations PodSecurity adds to the request's audit events.
+	auditEnforcePolicy = "pod-security.kubernetes.io/enforce-policy"
+	auditViolations    = "pod-security.kubernetes.io/audit-violations"
+	auditExempt        = "pod-security.kubernetes.io/exempt"
+
 	podSecurityLabelPrefix = "pod-security.kubernetes.io/"
 	podSecurityEnforce     = podSecurityLabelPrefix + "enforce"
 	podSecurityWarn        = podSecurityLabelPrefix + "warn"
@@ -33,7 +40,9 @@ const (
 // invalid level or version enforces restricted:latest, as kube-apiserver;
 // creating or relabelling a namespace with invalid labels is refused (422),
 // and a stricter enforce level warns about the pods already there.
-// Audit-level annotations on audit events are not produced.
+// The audit level's violations, the enforce policy and exemptions are
+// added to the request's audit events as annotations
+// (pod-security.kubernetes.io/audit-violations, enforce-policy, exempt).
 type PodSecurity struct {
 	Namespaces NamespaceGetter
 	// ListPods lists a namespace's pods, to check them when a stricter
@@ -124,8 +133,15 @@ func (p *PodSecurity) Validate(ctx context.Context, a *Attributes) error {
 	if spec == nil {
 		return nil
 	}
-	if p.ExemptNamespaces[a.Namespace] || (a.User != nil && p.ExemptUsers[a.User.Name]) ||
-		(spec.RuntimeClassName != nil && p.ExemptRuntimeClasses[*spec.RuntimeClassName]) {
+	switch {
+	case p.ExemptNamespaces[a.Namespace]:
+		audit.AddAnnotation(ctx, auditExempt, "namespace")
+		return nil
+	case a.User != nil && p.ExemptUsers[a.User.Name]:
+		audit.AddAnnotation(ctx, auditExempt, "user")
+		return nil
+	case spec.RuntimeClassName != nil && p.ExemptRuntimeClasses[*spec.RuntimeClassName]:
+		audit.AddAnnotation(ctx, auditExempt, "runtimeClass")
 		return nil
 	}
 	if isPod && a.Operation == Update && !significantPodUpdate(a) {
@@ -143,6 +159,11 @@ func (p *PodSecurity) Validate(ctx context.Context, a *Attributes) error {
 		return fmt.Errorf("reading the namespace's pod security labels: %w", err)
 	}
 	enforce, warn := policyFor(ns.Labels, podSecurityEnforce, p.DefaultEnforce), policyFor(ns.Labels, podSecurityWarn, p.DefaultWarn)
+	auditPolicy := policyFor(ns.Labels, podSecurityAudit, "")
+	audit.AddAnnotation(ctx, auditEnforcePolicy, enforce.String())
+	if v := evaluatePodSecurity(auditPolicy.level, meta, spec); len(v) > 0 {
+		audit.AddAnnotation(ctx, auditViolations, fmt.Sprintf("would violate PodSecurity %q: %s", auditPolicy.String(), describeViolations(v)))
+	}
 	if v := evaluatePodSecurity(enforce.level, meta, spec); len(v) > 0 {
 		if isPod {
 			return forbidden(a, fmt.Errorf("violates PodSecurity %q: %s", enforce.String(), describeViolations(v)))

@@ -26,6 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/uuid"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 )
 
 // webhook is one admission webhook of either kind, defaults applied.
@@ -410,9 +412,14 @@ func denied(name string, result *metav1.Status) *apierrors.StatusError {
 	return &apierrors.StatusError{ErrStatus: st}
 }
 
-func addResponseWarnings(ctx context.Context, resp *admissionv1.AdmissionResponse) {
+// addResponseWarnings passes a webhook's warnings to the client and its
+// audit annotations (as "<webhook name>/<key>") to the audit log.
+func addResponseWarnings(ctx context.Context, name string, resp *admissionv1.AdmissionResponse) {
 	for _, w := range resp.Warnings {
 		AddWarning(ctx, w)
+	}
+	for k, v := range resp.AuditAnnotations {
+		audit.AddAnnotation(ctx, name+"/"+k, v)
 	}
 }
 

@@ -97,7 +97,7 @@ func (p *MutatingWebhook) callOne(ctx context.Context, w webhook, a *Attributes)
 	if err != nil {
 		return false, p.callFailed(w, err)
 	}
-	addResponseWarnings(ctx, resp)
+	addResponseWarnings(ctx, w.name, resp)
 	if !resp.Allowed {
 		return false, denied(w.name, resp.Result)
 	}

@@ -62,7 +62,7 @@ func (p *ValidatingWebhook) Validate(ctx context.Context, a *Attributes) error {
 				errs[i] = p.callFailed(w, err)
 				return
 			}
-			addResponseWarnings(ctx, resp)
+			addResponseWarnings(ctx, w.name, resp)
 			if !resp.Allowed {
 				errs[i] = denied(w.name, resp.Result)
 			}
