@@ -187,7 +187,12 @@ func (s *liveServer) buildBody(in *input, d *discoveredResource, sub, ns, name, 
 	case "eviction":
 		doc = fmt.Appendf(nil, `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":%q,"namespace":%q}}`, name, ns)
 	default:
-		doc = templateJSON(d.res, ns, name)
+		if d.res == nil { // a review resource: a generic object of its kind
+			doc = fmt.Appendf(nil, `{"apiVersion":%q,"kind":%q,"metadata":{"name":%q},"spec":{"user":"u","resourceAttributes":{"verb":"get","resource":"pods","namespace":%q},"audiences":["a"],"token":"x"}}`,
+				d.gv.String(), d.Kind, name, ns)
+		} else {
+			doc = templateJSON(d.res, ns, name)
+		}
 	}
 	if method == "DELETE" {
 		doc = fmt.Appendf(nil, `{"apiVersion":"v1","kind":"DeleteOptions","gracePeriodSeconds":%s,"propagationPolicy":%q}`, in.number(), pick(in, []string{"Orphan", "Background", "x"}))
@@ -197,7 +202,7 @@ func (s *liveServer) buildBody(in *input, d *discoveredResource, sub, ns, name, 
 	case 3, 4:
 		doc = mutateJSON(in, doc)
 	case 5:
-		if sub == "" && method != "DELETE" {
+		if sub == "" && method != "DELETE" && d.res != nil {
 			obj := d.res.New()
 			fuzzer.FuzzerFor(metafuzzer.Funcs, bytesource.New(in.bytes(256)), c.Factory).NilChance(0.3).NumElements(0, 2).Fill(obj)
 			if b, err := encodeAs(c, codec.JSON, obj); err == nil {
@@ -222,7 +227,7 @@ func encodeBody(c *codec.Codecs, d *discoveredResource, contentType string, doc 
 		if y, err := yaml.JSONToYAML(doc); err == nil {
 			return y
 		}
-	case strings.HasPrefix(contentType, codec.Protobuf):
+	case strings.HasPrefix(contentType, codec.Protobuf) && d.res != nil:
 		gvk := d.res.GroupVersionKind()
 		obj, _, err := c.Factory.UniversalDeserializer().Decode(doc, &gvk, nil)
 		if err == nil {

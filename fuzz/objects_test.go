@@ -29,24 +29,37 @@ var served = sync.OnceValues(func() ([]*resource.Resource, *codec.Codecs) {
 // resource name, in JSON without apiVersion and kind (added by
 // templateJSON). Their namespace is filled in by the caller.
 var templates = map[string]string{
-	"configmaps":           `{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"data":{"k":"v"}}`,
-	"events":               `{"metadata":{"name":"NAME"},"involvedObject":{"kind":"Pod","name":"p","namespace":"NS"},"reason":"Fuzz","message":"m","type":"Normal","source":{"component":"fuzz"}}`,
-	"limitranges":          `{"metadata":{"name":"NAME"},"spec":{"limits":[{"type":"Container","max":{"cpu":"2"},"min":{"cpu":"100m"}}]}}`,
-	"namespaces":           `{"metadata":{"name":"NAME","labels":{"app":"fuzz"}}}`,
-	"nodes":                `{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"spec":{"podCIDR":"10.1.0.0/24"}}`,
-	"pods":                 `{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"spec":{"containers":[{"name":"c","image":"nginx","resources":{"requests":{"cpu":"100m"}}}]}}`,
-	"resourcequotas":       `{"metadata":{"name":"NAME"},"spec":{"hard":{"pods":"10","requests.cpu":"4"}}}`,
-	"secrets":              `{"metadata":{"name":"NAME"},"type":"Opaque","data":{"k":"dg=="}}`,
-	"serviceaccounts":      `{"metadata":{"name":"NAME"}}`,
-	"deployments":          `{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"spec":{"replicas":1,"selector":{"matchLabels":{"app":"fuzz"}},"template":{"metadata":{"labels":{"app":"fuzz"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}}}`,
-	"replicasets":          `{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"spec":{"replicas":1,"selector":{"matchLabels":{"app":"fuzz"}},"template":{"metadata":{"labels":{"app":"fuzz"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}}}`,
-	"leases":               `{"metadata":{"name":"NAME"},"spec":{"holderIdentity":"h","leaseDurationSeconds":10}}`,
-	"clusterrolebindings":  `{"metadata":{"name":"NAME"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"view"},"subjects":[{"kind":"User","apiGroup":"rbac.authorization.k8s.io","name":"alice"}]}`,
-	"clusterroles":         `{"metadata":{"name":"NAME"},"rules":[{"apiGroups":[""],"resources":["pods"],"verbs":["get","list"]}]}`,
-	"rolebindings":         `{"metadata":{"name":"NAME"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"r"},"subjects":[{"kind":"ServiceAccount","name":"default","namespace":"NS"}]}`,
-	"roles":                `{"metadata":{"name":"NAME"},"rules":[{"apiGroups":["apps"],"resources":["deployments"],"verbs":["*"]}]}`,
-	"priorityclasses":      `{"metadata":{"name":"NAME"},"value":1000,"description":"fuzz"}`,
-	"events.k8s.io/events": `{"metadata":{"name":"NAME"},"eventTime":"2026-01-01T00:00:00.000000Z","reportingController":"fuzz/c","reportingInstance":"i","action":"Fuzz","reason":"Fuzz","type":"Normal","regarding":{"kind":"Pod","name":"p","namespace":"NS"}}`,
+	"configmaps":                      `{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"data":{"k":"v"}}`,
+	"events":                          `{"metadata":{"name":"NAME"},"involvedObject":{"kind":"Pod","name":"p","namespace":"NS"},"reason":"Fuzz","message":"m","type":"Normal","source":{"component":"fuzz"}}`,
+	"limitranges":                     `{"metadata":{"name":"NAME"},"spec":{"limits":[{"type":"Container","max":{"cpu":"2"},"min":{"cpu":"100m"}}]}}`,
+	"namespaces":                      `{"metadata":{"name":"NAME","labels":{"app":"fuzz"}}}`,
+	"nodes":                           `{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"spec":{"podCIDR":"10.1.0.0/24"}}`,
+	"pods":                            `{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"spec":{"containers":[{"name":"c","image":"nginx","resources":{"requests":{"cpu":"100m"}}}]}}`,
+	"resourcequotas":                  `{"metadata":{"name":"NAME"},"spec":{"hard":{"pods":"10","requests.cpu":"4"}}}`,
+	"secrets":                         `{"metadata":{"name":"NAME"},"type":"Opaque","data":{"k":"dg=="}}`,
+	"serviceaccounts":                 `{"metadata":{"name":"NAME"}}`,
+	"deployments":                     `{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"spec":{"replicas":1,"selector":{"matchLabels":{"app":"fuzz"}},"template":{"metadata":{"labels":{"app":"fuzz"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}}}`,
+	"replicasets":                     `{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"spec":{"replicas":1,"selector":{"matchLabels":{"app":"fuzz"}},"template":{"metadata":{"labels":{"app":"fuzz"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}}}`,
+	"leases":                          `{"metadata":{"name":"NAME"},"spec":{"holderIdentity":"h","leaseDurationSeconds":10}}`,
+	"clusterrolebindings":             `{"metadata":{"name":"NAME"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"view"},"subjects":[{"kind":"User","apiGroup":"rbac.authorization.k8s.io","name":"alice"}]}`,
+	"clusterroles":                    `{"metadata":{"name":"NAME"},"rules":[{"apiGroups":[""],"resources":["pods"],"verbs":["get","list"]}]}`,
+	"rolebindings":                    `{"metadata":{"name":"NAME"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"r"},"subjects":[{"kind":"ServiceAccount","name":"default","namespace":"NS"}]}`,
+	"roles":                           `{"metadata":{"name":"NAME"},"rules":[{"apiGroups":["apps"],"resources":["deployments"],"verbs":["*"]}]}`,
+	"priorityclasses":                 `{"metadata":{"name":"NAME"},"value":1000,"description":"fuzz"}`,
+	"mutatingwebhookconfigurations":   `{"metadata":{"name":"NAME"},"webhooks":[{"name":"w.fuzz.example.com","clientConfig":{"url":"https://127.0.0.1:1/mutate"},"rules":[{"operations":["CREATE"],"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"]}],"sideEffects":"None","admissionReviewVersions":["v1"],"failurePolicy":"Ignore","timeoutSeconds":1}]}`,
+	"validatingwebhookconfigurations": `{"metadata":{"name":"NAME"},"webhooks":[{"name":"w.fuzz.example.com","clientConfig":{"url":"https://127.0.0.1:1/validate"},"rules":[{"operations":["CREATE"],"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"]}],"sideEffects":"None","admissionReviewVersions":["v1"],"failurePolicy":"Ignore","timeoutSeconds":1}]}`,
+	"events.k8s.io/events":            `{"metadata":{"name":"NAME"},"eventTime":"2026-01-01T00:00:00.000000Z","reportingController":"fuzz/c","reportingInstance":"i","action":"Fuzz","reason":"Fuzz","type":"Normal","regarding":{"kind":"Pod","name":"p","namespace":"NS"}}`,
+}
+
+// TestTemplatesCoverEveryServedResource keeps the templates in step with
+// the registry: a served kind without one would panic the HTTP target.
+func TestTemplatesCoverEveryServedResource(t *testing.T) {
+	rs, _ := served()
+	for _, r := range rs {
+		if _, ok := templates[templateKey(r)]; !ok {
+			t.Errorf("no template for %s", templateKey(r))
+		}
+	}
 }
 
 // templateKey is r's key in templates.
