@@ -1,0 +1,231 @@
+package admission
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"sync"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/uuid"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
+)
+
+// review builds the AdmissionReview a webhook receives.
+func review(a *Attributes) (*admissionv1.AdmissionReview, error) {
+	gvk := metav1.GroupVersionKind{Group: a.Kind.Group, Version: a.Kind.Version, Kind: a.Kind.Kind}
+	gvr := metav1.GroupVersionResource{Group: a.Resource.Group, Version: a.Resource.Version, Resource: a.Resource.Resource}
+	req := &admissionv1.AdmissionRequest{
+		UID: uuid.NewUUID(), Kind: gvk, Resource: gvr, SubResource: a.Subresource,
+		RequestKind: &gvk, RequestResource: &gvr, RequestSubResource: a.Subresource,
+		Name: a.Name, Namespace: a.Namespace, Operation: admissionv1.Operation(a.Operation),
+		DryRun: &a.DryRun,
+	}
+	if req.Name == "" && a.Object != nil {
+		if m, err := meta.Accessor(a.Object); err == nil {
+			req.Name = m.GetName()
+		}
+	}
+	if u := a.User; u != nil {
+		req.UserInfo = authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
+		if len(u.Extra) > 0 {
+			req.UserInfo.Extra = map[string]authenticationv1.ExtraValue{}
+			for k, v := range u.Extra {
+				req.UserInfo.Extra[k] = v
+			}
+		}
+	}
+	var err error
+	if req.Object.Raw, err = encodeWithKind(a.Object, a.Kind); err != nil {
+		return nil, err
+	}
+	if req.OldObject.Raw, err = encodeWithKind(a.OldObject, a.Kind); err != nil {
+		return nil, err
+	}
+	var opts runtime.Object
+	var dryRun []string
+	if a.DryRun {
+		dryRun = []string{metav1.DryRunAll}
+	}
+	switch a.Operation {
+	case Create:
+		opts = &metav1.CreateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "CreateOptions"}, DryRun: dryRun}
+	case Update:
+		opts = &metav1.UpdateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "UpdateOptions"}, DryRun: dryRun}
+	case Delete:
+		opts = &metav1.DeleteOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "DeleteOptions"}, DryRun: dryRun}
+	}
+	if opts != nil {
+		if req.Options.Raw, err = json.Marshal(opts); err != nil {
+			return nil, err
+		}
+	}
+	return &admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request:  req,
+	}, nil
+}
+
+// encodeWithKind is obj's JSON with apiVersion and kind set.
+func encodeWithKind(obj runtime.Object, gvk schema.GroupVersionKind) ([]byte, error) {
+	if obj == nil || reflect.ValueOf(obj).IsNil() {
+		return nil, nil
+	}
+	c := obj.DeepCopyObject()
+	c.GetObjectKind().SetGroupVersionKind(gvk)
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the object for webhooks: %w", err)
+	}
+	return b, nil
+}
+
+// call sends the review to the webhook and returns its response.
+func (d *webhookDispatcher) call(ctx context.Context, w webhook, rev *admissionv1.AdmissionReview) (*admissionv1.AdmissionResponse, error) {
+	if w.invalid != nil {
+		return nil, w.invalid
+	}
+	if w.clientConfig.URL == nil {
+		return nil, errors.New("webhooks addressed by service are not supported; use clientConfig.url")
+	}
+	client, err := d.clients.get(w.clientConfig.CABundle)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(rev)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, w.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, *w.clientConfig.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("failed to call webhook: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 3<<20))
+	if err != nil {
+		return nil, fmt.Errorf("failed to read the webhook's response: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the server responded with status %d", resp.StatusCode)
+	}
+	out := &admissionv1.AdmissionReview{}
+	if err := json.Unmarshal(data, out); err != nil {
+		return nil, fmt.Errorf("received invalid webhook response: %w", err)
+	}
+	if out.APIVersion != "admission.k8s.io/v1" || out.Kind != "AdmissionReview" {
+		return nil, fmt.Errorf("expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got %s, Kind=%s", out.APIVersion, out.Kind)
+	}
+	if out.Response == nil {
+		return nil, errors.New("webhook response was absent")
+	}
+	if out.Response.UID != rev.Request.UID {
+		return nil, fmt.Errorf("expected response.uid=%q, got %q", rev.Request.UID, out.Response.UID)
+	}
+	return out.Response, nil
+}
+
+// callFailed applies the webhook's failure policy to a failed call.
+func (d *webhookDispatcher) callFailed(w webhook, err error) error {
+	if w.failurePolicy == admissionregistrationv1.Ignore {
+		d.log.Debug("admission webhook failed; ignored by its failurePolicy", "webhook", w.name, "err", err)
+		return nil
+	}
+	return apierrors.NewInternalError(fmt.Errorf("failed calling webhook %q: %w", w.name, err))
+}
+
+// denied is a webhook's refusal as the client sees it.
+func denied(name string, result *metav1.Status) *apierrors.StatusError {
+	st := metav1.Status{Status: metav1.StatusFailure}
+	if result != nil {
+		st = *result.DeepCopy()
+	}
+	if st.Code < http.StatusBadRequest {
+		st.Code = http.StatusBadRequest
+	}
+	if st.Status == "" || st.Status == metav1.StatusSuccess {
+		st.Status = metav1.StatusFailure
+	}
+	deniedBy := fmt.Sprintf("admission webhook %q denied the request", name)
+	switch {
+	case st.Message != "":
+		st.Message = deniedBy + ": " + st.Message
+	case st.Reason != "":
+		st.Message = deniedBy + ": " + string(st.Reason)
+	default:
+		st.Message = deniedBy + " without explanation"
+	}
+	return &apierrors.StatusError{ErrStatus: st}
+}
+
+// addResponseWarnings passes a webhook's warnings to the client and its
+// audit annotations (as "<webhook name>/<key>") to the audit log.
+func addResponseWarnings(ctx context.Context, name string, resp *admissionv1.AdmissionResponse) {
+	for _, w := range resp.Warnings {
+		AddWarning(ctx, w)
+	}
+	for k, v := range resp.AuditAnnotations {
+		audit.AddAnnotation(ctx, name+"/"+k, v)
+	}
+}
+
+// webhookClients are HTTPS clients by CA bundle, so connections are kept
+// between calls.
+type webhookClients struct {
+	mu      sync.Mutex
+	clients map[string]*http.Client
+}
+
+func (c *webhookClients) get(caBundle []byte) (*http.Client, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl, ok := c.clients[string(caBundle)]; ok {
+		return cl, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if len(caBundle) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(caBundle) {
+			return nil, errors.New("clientConfig.caBundle holds no PEM certificate")
+		}
+		cfg.RootCAs = pool
+	}
+	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true,
+		MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second}}
+	if c.clients == nil {
+		c.clients = map[string]*http.Client{}
+	}
+	c.clients[string(caBundle)] = cl
+	return cl, nil
+}
+
+func (c *webhookClients) closeIdle() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cl := range c.clients {
+		cl.CloseIdleConnections()
+	}
+}
