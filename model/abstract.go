@@ -37,7 +37,8 @@ type PodSnapshot struct {
 	Deployment, Version int   // of the ReplicaSet whose pod-template-hash the pod carries
 	State               uint8 // Live, Deleting, or Absent (object gone, sandbox left)
 	Node                int   // spec.nodeName as a node number, 0 = unbound
-	Phase               uint8 // Pending, Running (and Ready), Failed
+	Phase               uint8 // Pending, Running, Failed, Succeeded
+	NotReady            bool  // Running but its Ready condition is false (the zero value: Running means Ready)
 	OwnerVersions       []int // versions of its controller owner ReplicaSets
 	Sandboxes           int   // live sandboxes the node runtime holds for it
 	SandboxNode         int   // where they run, 0 = none
@@ -50,6 +51,7 @@ type NodeSnapshot struct {
 	Up        bool // reachable
 	KubeletUp bool
 	Tainted   bool // NotReady with the NoExecute unreachable taint
+	Deleted   bool // the Node object was deleted (nodes listed are otherwise registered)
 }
 
 // FromSnapshot maps a snapshot to a model state. Pods of one ReplicaSet take
@@ -94,7 +96,7 @@ func (m *Model) FromSnapshot(sn Snapshot) (State, error) {
 			return s, fmt.Errorf("more than PodsPerRS=%d pods of replicaset <<%d, %d>>", c.PodsPerRS, p.Deployment, p.Version)
 		}
 		if p.Node < 0 || p.Node > c.NumNodes || p.SandboxNode < 0 || p.SandboxNode > c.NumNodes ||
-			p.SandboxIP < 0 || p.SandboxIP > c.IPsPerNode || p.Phase > Failed || p.State > Deleting || p.Sandboxes < 0 || p.Sandboxes > 2 {
+			p.SandboxIP < 0 || p.SandboxIP > c.IPsPerNode || p.Phase > Succeeded || p.State > Deleting || p.Sandboxes < 0 || p.Sandboxes > 2 {
 			return s, fmt.Errorf("pod %+v outside configuration %s", p, c.Name)
 		}
 		i := Pod(p.Deployment, p.Version, k)
@@ -102,6 +104,7 @@ func (m *Model) FromSnapshot(sn Snapshot) (State, error) {
 		if p.State != Absent {
 			s.PodNode[i] = uint8(p.Node)
 			s.PodPhase[i] = p.Phase
+			s.PodReady[i] = p.Phase == Running && !p.NotReady
 			for _, v := range p.OwnerVersions {
 				if v < 1 || v > c.NumVersions {
 					return s, fmt.Errorf("pod %+v: owner version %d outside configuration", p, v)
@@ -117,9 +120,14 @@ func (m *Model) FromSnapshot(sn Snapshot) (State, error) {
 		if n.Number < 1 || n.Number > c.NumNodes {
 			return s, fmt.Errorf("node %d outside configuration %s", n.Number, c.Name)
 		}
+		s.NodeState[n.Number] = Live
 		s.NodeUp[n.Number] = n.Up
 		s.KubeletUp[n.Number] = n.KubeletUp
 		s.NodeTainted[n.Number] = n.Tainted
+		if n.Deleted {
+			s.NodeState[n.Number] = Gone
+			s.NodeUp[n.Number], s.KubeletUp[n.Number], s.NodeTainted[n.Number] = false, false, false
+		}
 	}
 	for _, p := range m.pods {
 		s.KubeletKnows[p] = s.Sandboxes[p] > 0 && s.KubeletUp[s.SandboxNode[p]]
@@ -129,10 +137,13 @@ func (m *Model) FromSnapshot(sn Snapshot) (State, error) {
 }
 
 // Observable is s without what a snapshot cannot see: component memory
-// and budgets are reset as FromSnapshot sets them.
+// (caches, queues), the revision counter (a harness's resourceVersions are
+// not the model's) and budgets are reset as FromSnapshot sets them.
 func (m *Model) Observable(s *State) State {
 	o := *s
 	o.Crashes, o.WatchDrops, o.NodeFailures, o.Evictions, o.Scales, o.Deletes = 0, 0, 0, 0, 0, 0
+	o.NodeDeletes, o.ProbeFailures, o.Completions = 0, 0, 0
+	o.Revision = 0
 	for c := 1; c <= NumControllers; c++ {
 		o.Up[c], o.WatchOK[c] = true, true
 	}

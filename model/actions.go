@@ -50,6 +50,17 @@ const (
 	Relist
 	NodeFail
 	NodeRecover
+	// Informers: a queued watch event reaches the component's cache.
+	DeliverWatchEvent
+	// Nodes join and leave; the pod garbage collector.
+	NodeJoin
+	NodeDelete
+	PodGCDeletePod
+	// Readiness and completion.
+	KubeletReportReady
+	KubeletProbeFail
+	KubeletCompletePod
+	NodeLifecycleMarkPodNotReady
 	// Only in mutants (not part of the specification).
 	ReplicaSetAdoptPod
 	numKinds
@@ -63,6 +74,8 @@ var kindNames = [numKinds]string{"", "CreateDeployment", "UpdateDeployment", "Sc
 	"NodeLifecycleTaintNode", "NodeLifecycleUntaintNode", "NodeLifecycleEvictPod",
 	"KubeletStartPod", "KubeletRejectPod", "KubeletUpdatePodStatus", "KubeletStopPod", "KubeletFinalizePod", "KubeletEvictPod",
 	"ControllerCrash", "ControllerRestart", "KubeletCrash", "KubeletRestart", "WatchDrop", "Relist", "NodeFail", "NodeRecover",
+	"DeliverWatchEvent", "NodeJoin", "NodeDelete", "PodGCDeletePod",
+	"KubeletReportReady", "KubeletProbeFail", "KubeletCompletePod", "NodeLifecycleMarkPodNotReady",
 	"ReplicaSetAdoptPod"}
 
 func (k Kind) String() string {
@@ -83,11 +96,13 @@ func Kinds() []Kind {
 
 // Fair reports whether the specification assumes weak fairness for the
 // action: every component action and every recovery is fair; user
-// operations and faults are not (they may simply stop happening).
+// operations and faults are not (they may simply stop happening). A node
+// being provisioned (NodeJoin) eventually joins.
 func (k Kind) Fair() bool {
 	switch k {
 	case CreateDeployment, UpdateDeployment, ScaleDeployment, DeleteDeployment,
-		KubeletEvictPod, ControllerCrash, KubeletCrash, WatchDrop, NodeFail, ReplicaSetAdoptPod:
+		KubeletEvictPod, ControllerCrash, KubeletCrash, WatchDrop, NodeFail, ReplicaSetAdoptPod,
+		NodeDelete, KubeletProbeFail, KubeletCompletePod:
 		return false
 	}
 	return true
@@ -97,7 +112,8 @@ func (k Kind) Fair() bool {
 func (k Kind) Writes() bool {
 	switch k {
 	case KubeletStartPod, KubeletStopPod,
-		ControllerCrash, ControllerRestart, KubeletCrash, KubeletRestart, WatchDrop, Relist, NodeFail, NodeRecover:
+		ControllerCrash, ControllerRestart, KubeletCrash, KubeletRestart, WatchDrop, Relist, NodeFail, NodeRecover,
+		DeliverWatchEvent:
 		return false
 	}
 	return true
@@ -139,7 +155,8 @@ func (a Action) String() string {
 		switch {
 		case a.Pods&(1<<i) != 0:
 			b.WriteString(PodName(int(a.Args[i])))
-		case (a.Kind == ControllerCrash || a.Kind == ControllerRestart || a.Kind == WatchDrop || a.Kind == Relist) && i == 0:
+		case (a.Kind == ControllerCrash || a.Kind == ControllerRestart || a.Kind == WatchDrop || a.Kind == Relist ||
+			a.Kind == DeliverWatchEvent) && i == 0:
 			fmt.Fprintf(&b, "%q", ControllerNames[a.Args[i]])
 		case a.Kind == DeleteDeployment && i == 1:
 			if a.Args[i] == 1 {
@@ -200,6 +217,8 @@ func (m *Model) Successors(s *State, emit func(a Action, t *State)) {
 			try(actPod(SchedulerBindPod, 0, p, n), m.schedulerBindPod(s, &t, p, n))
 		}
 		try(actPod(NodeLifecycleEvictPod, 0, p), m.nodeLifecycleEvictPod(s, &t, p))
+		try(actPod(NodeLifecycleMarkPodNotReady, 0, p), m.nodeLifecycleMarkPodNotReady(s, &t, p))
+		try(actPod(PodGCDeletePod, 0, p), m.podGCDeletePod(s, &t, p))
 		for n := 1; n <= c.NumNodes; n++ {
 			if s.PodNode[p] != uint8(n) && s.SandboxNode[p] != uint8(n) && m.mutant != MutantKubeletRunsPodBoundElsewhere {
 				continue // every kubelet action of node n concerns a pod bound to n or with a sandbox on n
@@ -210,6 +229,9 @@ func (m *Model) Successors(s *State, emit func(a Action, t *State)) {
 			try(actPod(KubeletStopPod, 1, n, p), m.kubeletStopPod(s, &t, n, p))
 			try(actPod(KubeletFinalizePod, 1, n, p), m.kubeletFinalizePod(s, &t, n, p))
 			try(actPod(KubeletEvictPod, 1, n, p), m.kubeletEvictPod(s, &t, n, p))
+			try(actPod(KubeletReportReady, 1, n, p), m.kubeletReportReady(s, &t, n, p))
+			try(actPod(KubeletProbeFail, 1, n, p), m.kubeletProbeFail(s, &t, n, p))
+			try(actPod(KubeletCompletePod, 1, n, p), m.kubeletCompletePod(s, &t, n, p))
 		}
 		if m.mutant == MutantReplicaSetAdoptsOtherTemplates {
 			d, _, _ := PodCoords(p)
@@ -227,12 +249,15 @@ func (m *Model) Successors(s *State, emit func(a Action, t *State)) {
 		try(act(ControllerRestart, ctl), m.controllerRestart(s, &t, ctl))
 		try(act(WatchDrop, ctl), m.watchDrop(s, &t, ctl))
 		try(act(Relist, ctl), m.relist(s, &t, ctl))
+		try(act(DeliverWatchEvent, ctl), m.deliverWatchEvent(s, &t, ctl))
 	}
 	for n := 1; n <= c.NumNodes; n++ {
 		try(act(KubeletCrash, n), m.kubeletCrash(s, &t, n))
 		try(act(KubeletRestart, n), m.kubeletRestart(s, &t, n))
 		try(act(NodeFail, n), m.nodeFail(s, &t, n))
 		try(act(NodeRecover, n), m.nodeRecover(s, &t, n))
+		try(act(NodeJoin, n), m.nodeJoin(s, &t, n))
+		try(act(NodeDelete, n), m.nodeDelete(s, &t, n))
 	}
 }
 
@@ -248,19 +273,126 @@ func (m *Model) Apply(s *State, a Action) (State, bool) {
 	return out, found
 }
 
-// write is the effect every store write shares: delivery of the change to
-// every established watch.
-func (m *Model) write(t *State, k Kind) {
+// write is the effect every store write shares: the write gets the next
+// revision of the store (TrackRevisions), and the change of each pod it
+// writes is sent, as a watch event carrying that revision, to every
+// component whose watch is established (see emit).
+func (m *Model) write(s, t *State, k Kind) {
+	if m.cfg.TrackRevisions == 1 && (m.mutant != MutantStatusWriteKeepsRevision || k != KubeletUpdatePodStatus) {
+		t.Revision = s.Revision + 1
+	}
 	if m.mutant == MutantWatchSkipsDeleteEvents && k == KubeletFinalizePod {
 		return
 	}
-	m.deliver(t)
+	for _, p := range m.pods {
+		if podChanged(s, t, p) {
+			m.emit(t, p)
+		}
+	}
+}
+
+func podChanged(s, t *State, p int) bool {
+	return s.PodState[p] != t.PodState[p] || s.PodNode[p] != t.PodNode[p] || s.PodPhase[p] != t.PodPhase[p] ||
+		s.PodOwners[p] != t.PodOwners[p] || s.PodReady[p] != t.PodReady[p]
+}
+
+// project is what controller c's cache shows for pod p in state t.
+func project(t *State, c, p int) uint8 {
+	if c == ReplicaSetController {
+		return ProjRS(t, p)
+	}
+	return ProjSched(t, p)
+}
+
+// cached is what controller c's cache shows for pod p.
+func cached(t *State, c, p int) uint8 {
+	if c == ReplicaSetController {
+		return t.RSCView[p]
+	}
+	return t.SchedView[p]
+}
+
+// QueueLen is the number of watch events controller c holds undelivered.
+func QueueLen(t *State, c int) int {
+	n := 0
+	for n < MaxLagLimit && t.Pending[c][n].Pod != 0 {
+		n++
+	}
+	return n
+}
+
+// Replayed is what controller c's cache will show for pod p once every
+// queued event is delivered.
+func Replayed(t *State, c, p int) uint8 {
+	v := cached(t, c, p)
+	for _, e := range t.Pending[c] {
+		if int(e.Pod) == p+1 {
+			v = e.View
+		}
+	}
+	return v
+}
+
+// emit sends the watch event of pod p's write to every running component
+// whose watch is established. An event that changes nothing the component
+// caches is not queued (its informer filters it). With MaxLag 0 the event
+// is applied at once; otherwise it joins the component's queue, and a full
+// queue first delivers its oldest event: a cache lags by at most MaxLag
+// events, and may do so at any time.
+func (m *Model) emit(t *State, p int) {
+	for c := 1; c <= NumControllers; c++ {
+		if !t.Up[c] || !t.WatchOK[c] {
+			continue
+		}
+		e := Event{Pod: uint8(p + 1), View: project(t, c, p), Rev: t.Revision}
+		if e.View == Replayed(t, c, p) {
+			continue
+		}
+		if m.cfg.MaxLag == 0 {
+			applyEvent(t, c, e)
+			continue
+		}
+		n := QueueLen(t, c)
+		if n == m.cfg.MaxLag {
+			popEvent(t, c, 0)
+			n--
+		}
+		t.Pending[c][n] = e
+	}
+}
+
+// popEvent removes the i-th queued event of controller c and applies it.
+func popEvent(t *State, c, i int) {
+	e := t.Pending[c][i]
+	copy(t.Pending[c][i:], t.Pending[c][i+1:])
+	t.Pending[c][MaxLagLimit-1] = Event{}
+	applyEvent(t, c, e)
+}
+
+// applyEvent updates controller c's cache with one watch event. The
+// ReplicaSet controller observes a creation it expected when the pod shows
+// up, a deletion when it shows terminating or gone; the scheduler confirms
+// an assumed pod when the pod shows bound to that node (or is gone).
+func applyEvent(t *State, c int, e Event) {
+	p := int(e.Pod) - 1
+	switch c {
+	case ReplicaSetController:
+		t.RSCView[p] = e.View
+		if t.RSCExpect[p] == ExpectAdd && e.View != ViewAbsent || t.RSCExpect[p] == ExpectDelete && e.View != ViewActive {
+			t.RSCExpect[p] = ExpectNone
+		}
+	case Scheduler:
+		t.SchedView[p] = e.View
+		if a := t.SchedAssumed[p]; a != 0 && (e.View == SchedUnbound+a || e.View == SchedNotCached) {
+			t.SchedAssumed[p] = 0
+		}
+	}
+	t.CacheRev[c] = e.Rev
 }
 
 // deliver brings the cache of every running controller whose watch is
-// established up to date with the store: what it expected is observed, its
-// assumed pods are confirmed. (Watch delivery is immediate while the watch is
-// established; caches lag from a WatchDrop to the Relist that follows it.)
+// established up to date with the store (used where the harness builds a
+// state from a snapshot).
 func (m *Model) deliver(t *State) {
 	for c := 1; c <= NumControllers; c++ {
 		if t.Up[c] && t.WatchOK[c] {
@@ -269,7 +401,9 @@ func (m *Model) deliver(t *State) {
 	}
 }
 
-// syncCache replaces controller c's cache by the store's current state.
+// syncCache replaces controller c's cache by the store's current state (a
+// consistent list at the current revision): what it expected is observed,
+// its assumed pods are confirmed, its queue is dropped.
 func (m *Model) syncCache(t *State, c int) {
 	for _, p := range m.pods {
 		switch c {
@@ -281,6 +415,23 @@ func (m *Model) syncCache(t *State, c int) {
 			t.SchedAssumed[p] = 0
 		}
 	}
+	t.Pending[c] = [MaxLagLimit]Event{}
+	t.CacheRev[c] = t.Revision
+}
+
+// DeliverWatchEvent(c): the oldest event in controller c's queue reaches
+// its cache.
+func (m *Model) deliverWatchEvent(s, t *State, c int) bool {
+	if !s.Up[c] || s.Pending[c][0].Pod == 0 {
+		return false
+	}
+	*t = *s
+	i := 0
+	if m.mutant == MutantInformerDeliversNewestFirst {
+		i = QueueLen(s, c) - 1
+	}
+	popEvent(t, c, i)
+	return true
 }
 
 // ===================== Environment: users =====================
@@ -295,7 +446,7 @@ func (m *Model) createDeployment(s, t *State, d int) bool {
 	t.DepReplicas[d] = uint8(m.cfg.Replicas)
 	t.DepVersion[d] = 1
 	t.DepObserved[d] = false
-	m.write(t, CreateDeployment)
+	m.write(s, t, CreateDeployment)
 	return true
 }
 
@@ -307,7 +458,7 @@ func (m *Model) updateDeployment(s, t *State, d int) bool {
 	*t = *s
 	t.DepVersion[d]++
 	t.DepObserved[d] = false
-	m.write(t, UpdateDeployment)
+	m.write(s, t, UpdateDeployment)
 	return true
 }
 
@@ -320,7 +471,7 @@ func (m *Model) scaleDeployment(s, t *State, d, r int) bool {
 	t.DepReplicas[d] = uint8(r)
 	t.DepObserved[d] = false
 	t.Scales++
-	m.write(t, ScaleDeployment)
+	m.write(s, t, ScaleDeployment)
 	return true
 }
 
@@ -339,7 +490,7 @@ func (m *Model) deleteDeployment(s, t *State, d int, foreground bool) bool {
 		removeDeployment(t, d)
 	}
 	t.Deletes++
-	m.write(t, DeleteDeployment)
+	m.write(s, t, DeleteDeployment)
 	return true
 }
 
@@ -370,7 +521,7 @@ func (m *Model) deploymentCreateReplicaSet(s, t *State, d int) bool {
 	*t = *s
 	t.RSState[d][cur] = Live
 	t.RSReplicas[d][cur] = uint8(min(int(s.DepReplicas[d]), m.surgeRoom(s, d)))
-	m.write(t, DeploymentCreateReplicaSet)
+	m.write(s, t, DeploymentCreateReplicaSet)
 	return true
 }
 
@@ -390,7 +541,7 @@ func (m *Model) deploymentScaleUp(s, t *State, d int) bool {
 	}
 	*t = *s
 	t.RSReplicas[d][cur] = uint8(target)
-	m.write(t, DeploymentScaleUp)
+	m.write(s, t, DeploymentScaleUp)
 	return true
 }
 
@@ -424,7 +575,7 @@ func (m *Model) deploymentScaleDown(s, t *State, d, v int) bool {
 	}
 	*t = *s
 	t.RSReplicas[d][v] = uint8(target)
-	m.write(t, DeploymentScaleDown)
+	m.write(s, t, DeploymentScaleDown)
 	return true
 }
 
@@ -436,7 +587,7 @@ func (m *Model) deploymentObserve(s, t *State, d int) bool {
 	}
 	*t = *s
 	t.DepObserved[d] = true
-	m.write(t, DeploymentObserve)
+	m.write(s, t, DeploymentObserve)
 	return true
 }
 
@@ -468,7 +619,7 @@ func (m *Model) replicaSetCreatePod(s, t *State, d, v int) bool {
 	t.PodPhase[p] = Pending
 	t.PodOwners[p] = 1 << v
 	t.RSCExpect[p] = ExpectAdd
-	m.write(t, ReplicaSetCreatePod)
+	m.write(s, t, ReplicaSetCreatePod)
 	return true
 }
 
@@ -487,7 +638,7 @@ func (m *Model) replicaSetDeletePod(s, t *State, p int) bool {
 	*t = *s
 	t.RSCExpect[p] = ExpectDelete
 	deletePod(t, p)
-	m.write(t, ReplicaSetDeletePod)
+	m.write(s, t, ReplicaSetDeletePod)
 	return true
 }
 
@@ -500,7 +651,7 @@ func (m *Model) replicaSetAdoptPod(s, t *State, d, v, p int) bool {
 	}
 	*t = *s
 	t.PodOwners[p] |= 1 << v
-	m.write(t, ReplicaSetAdoptPod)
+	m.write(s, t, ReplicaSetAdoptPod)
 	return true
 }
 
@@ -520,7 +671,7 @@ func (m *Model) gcDeleteReplicaSet(s, t *State, d, v int) bool {
 		t.RSState[d][v] = Absent
 		t.RSReplicas[d][v] = 0
 	}
-	m.write(t, GCDeleteReplicaSet)
+	m.write(s, t, GCDeleteReplicaSet)
 	return true
 }
 
@@ -540,7 +691,7 @@ func (m *Model) gcDeletePod(s, t *State, p int) bool {
 	}
 	*t = *s
 	deletePod(t, p)
-	m.write(t, GCDeletePod)
+	m.write(s, t, GCDeletePod)
 	return true
 }
 
@@ -561,7 +712,7 @@ func (m *Model) gcRemoveReplicaSet(s, t *State, d, v int) bool {
 	*t = *s
 	t.RSState[d][v] = Absent
 	t.RSReplicas[d][v] = 0
-	m.write(t, GCRemoveReplicaSet)
+	m.write(s, t, GCRemoveReplicaSet)
 	return true
 }
 
@@ -580,14 +731,15 @@ func (m *Model) gcRemoveDeployment(s, t *State, d int) bool {
 	}
 	*t = *s
 	removeDeployment(t, d)
-	m.write(t, GCRemoveDeployment)
+	m.write(s, t, GCRemoveDeployment)
 	return true
 }
 
 // ===================== Scheduler =====================
 
 // SchedulerBindPod(p, n): the scheduler's cache shows p pending and not
-// assumed; node n is untainted and has room for p counting assumed pods;
+// assumed; node n is registered, untainted, matches p's nodeSelector and has
+// room for p counting assumed pods;
 // the binding is a compare-and-swap on p (it must still be unbound, live
 // and not terminal), and p is assumed onto n until the binding is observed.
 func (m *Model) schedulerBindPod(s, t *State, p, n int) bool {
@@ -595,7 +747,7 @@ func (m *Model) schedulerBindPod(s, t *State, p, n int) bool {
 		return false
 	}
 	view := s.SchedView[p] == SchedUnbound
-	store := s.PodState[p] == Live && s.PodNode[p] == 0 && s.PodPhase[p] != Failed
+	store := s.PodState[p] == Live && s.PodNode[p] == 0 && !Terminal(s.PodPhase[p])
 	switch m.mutant {
 	case MutantBindingOverwritesBinding:
 		// Re-schedules pods its cache shows on a tainted node, and the store
@@ -610,6 +762,10 @@ func (m *Model) schedulerBindPod(s, t *State, p, n int) bool {
 	if !view || !store || s.NodeTainted[n] && m.mutant != MutantSchedulerIgnoresTaints {
 		return false
 	}
+	if s.NodeState[n] != Live && m.mutant != MutantSchedulerBindsToDeletedNode ||
+		!m.MatchesNode(p, n) && m.mutant != MutantSchedulerIgnoresNodeSelector {
+		return false
+	}
 	if m.SchedulerCount(s, n) >= m.cfg.Capacity && m.mutant != MutantSchedulerIgnoresCapacity {
 		return false
 	}
@@ -618,7 +774,7 @@ func (m *Model) schedulerBindPod(s, t *State, p, n int) bool {
 	if m.mutant != MutantStoreAcceptsStaleBinding { // that mutant's binding call "times out": the assumption is forgotten
 		t.SchedAssumed[p] = uint8(n)
 	}
-	m.write(t, SchedulerBindPod)
+	m.write(s, t, SchedulerBindPod)
 	return true
 }
 
@@ -627,12 +783,12 @@ func (m *Model) schedulerBindPod(s, t *State, p, n int) bool {
 // NodeLifecycleTaintNode(n): node n stopped reporting: mark it NotReady and
 // taint it NoExecute (node.kubernetes.io/unreachable).
 func (m *Model) nodeLifecycleTaintNode(s, t *State, n int) bool {
-	if s.NodeUp[n] || s.NodeTainted[n] {
+	if s.NodeState[n] != Live || s.NodeUp[n] || s.NodeTainted[n] {
 		return false
 	}
 	*t = *s
 	t.NodeTainted[n] = true
-	m.write(t, NodeLifecycleTaintNode)
+	m.write(s, t, NodeLifecycleTaintNode)
 	return true
 }
 
@@ -643,7 +799,7 @@ func (m *Model) nodeLifecycleUntaintNode(s, t *State, n int) bool {
 	}
 	*t = *s
 	t.NodeTainted[n] = false
-	m.write(t, NodeLifecycleUntaintNode)
+	m.write(s, t, NodeLifecycleUntaintNode)
 	return true
 }
 
@@ -655,7 +811,7 @@ func (m *Model) nodeLifecycleEvictPod(s, t *State, p int) bool {
 	}
 	*t = *s
 	t.PodState[p] = Deleting
-	m.write(t, NodeLifecycleEvictPod)
+	m.write(s, t, NodeLifecycleEvictPod)
 	return true
 }
 
@@ -678,7 +834,7 @@ func (m *Model) kubeletAdmissible(s *State, n, p int) bool {
 // run its sandbox with the lowest free IP of n's pool, and start its
 // containers in it.
 func (m *Model) kubeletStartPod(s, t *State, n, p int) bool {
-	if !m.kubeletAdmissible(s, n, p) || m.Admitted(s, n) >= m.cfg.Capacity {
+	if !m.kubeletAdmissible(s, n, p) || m.Admitted(s, n) >= m.cfg.Capacity || !m.MatchesNode(p, n) {
 		return false
 	}
 	ip := m.FreeIP(s, n)
@@ -696,18 +852,20 @@ func (m *Model) kubeletStartPod(s, t *State, n, p int) bool {
 	return true
 }
 
-// KubeletRejectPod(n, p): admission fails (the node is full): p Failed.
+// KubeletRejectPod(n, p): admission fails (the node is full, or its labels
+// do not match p's nodeSelector: reason NodeAffinity): p Failed.
 func (m *Model) kubeletRejectPod(s, t *State, n, p int) bool {
-	if !m.kubeletAdmissible(s, n, p) || s.PodNode[p] != uint8(n) || m.Admitted(s, n) < m.cfg.Capacity {
+	if !m.kubeletAdmissible(s, n, p) || s.PodNode[p] != uint8(n) || m.Admitted(s, n) < m.cfg.Capacity && m.MatchesNode(p, n) {
 		return false
 	}
 	*t = *s
 	t.PodPhase[p] = Failed
-	m.write(t, KubeletRejectPod)
+	m.write(s, t, KubeletRejectPod)
 	return true
 }
 
-// KubeletUpdatePodStatus(n, p): report p Running and Ready.
+// KubeletUpdatePodStatus(n, p): report p Running; Ready too when its
+// containers have no readiness probe (ReadinessProbes = 0).
 func (m *Model) kubeletUpdatePodStatus(s, t *State, n, p int) bool {
 	phaseOK := s.PodPhase[p] == Pending || (m.mutant == MutantKubeletRestartsFailedPod && s.PodPhase[p] == Failed)
 	if !m.kubeletReady(s, n) || s.Sandboxes[p] == 0 || s.SandboxNode[p] != uint8(n) || s.PodState[p] != Live || !phaseOK {
@@ -715,18 +873,19 @@ func (m *Model) kubeletUpdatePodStatus(s, t *State, n, p int) bool {
 	}
 	*t = *s
 	t.PodPhase[p] = Running
-	m.write(t, KubeletUpdatePodStatus)
+	t.PodReady[p] = m.cfg.ReadinessProbes == 0
+	m.write(s, t, KubeletUpdatePodStatus)
 	return true
 }
 
-// KubeletStopPod(n, p): p is terminating, Failed, or not bound here: stop
+// KubeletStopPod(n, p): p is terminating, terminal, or not bound here: stop
 // its containers (gracefully), remove its sandbox and release its IP.
 func (m *Model) kubeletStopPod(s, t *State, n, p int) bool {
 	if m.mutant == MutantKubeletNeverStopsFailedPods && s.PodState[p] == Live && s.PodPhase[p] == Failed {
 		return false
 	}
 	if !m.kubeletReady(s, n) || s.Sandboxes[p] == 0 || s.SandboxNode[p] != uint8(n) ||
-		(s.PodState[p] == Live && s.PodPhase[p] != Failed && s.PodNode[p] == uint8(n)) {
+		(s.PodState[p] == Live && !Terminal(s.PodPhase[p]) && s.PodNode[p] == uint8(n)) {
 		return false
 	}
 	*t = *s
@@ -750,7 +909,7 @@ func (m *Model) kubeletFinalizePod(s, t *State, n, p int) bool {
 	}
 	*t = *s
 	removePod(t, p)
-	m.write(t, KubeletFinalizePod)
+	m.write(s, t, KubeletFinalizePod)
 	return true
 }
 
@@ -763,8 +922,9 @@ func (m *Model) kubeletEvictPod(s, t *State, n, p int) bool {
 	}
 	*t = *s
 	t.PodPhase[p] = Failed
+	t.PodReady[p] = false
 	t.Evictions++
-	m.write(t, KubeletEvictPod)
+	m.write(s, t, KubeletEvictPod)
 	return true
 }
 
@@ -779,6 +939,8 @@ func (m *Model) controllerCrash(s, t *State, c int) bool {
 	t.Up[c] = false
 	t.WatchOK[c] = true // meaningless while down; a restart establishes the watch
 	t.Crashes++
+	t.Pending[c] = [MaxLagLimit]Event{}
+	t.CacheRev[c] = 0
 	switch c {
 	case ReplicaSetController:
 		t.RSCView = [MaxPods]uint8{}
@@ -831,6 +993,7 @@ func (m *Model) relistCache(t *State, c int) {
 	t.WatchOK[c] = true
 	if m.mutant == MutantRelistServedFromStaleCache && c == ReplicaSetController {
 		t.RSCExpect = [MaxPods]uint8{} // the list came from a lagging cache: expectations cleared, views stale
+		t.Pending[c] = [MaxLagLimit]Event{}
 		return
 	}
 	m.syncCache(t, c)
@@ -856,7 +1019,7 @@ func (m *Model) kubeletCrash(s, t *State, n int) bool {
 // KubeletRestart(n): the kubelet of node n starts again and rebuilds its pod
 // manager from the runtime's sandboxes.
 func (m *Model) kubeletRestart(s, t *State, n int) bool {
-	if s.KubeletUp[n] {
+	if s.KubeletUp[n] || s.NodeState[n] != Live {
 		return false
 	}
 	*t = *s
@@ -885,10 +1048,128 @@ func (m *Model) nodeFail(s, t *State, n int) bool {
 
 // NodeRecover(n): node n is reachable again.
 func (m *Model) nodeRecover(s, t *State, n int) bool {
-	if s.NodeUp[n] {
+	if s.NodeUp[n] || s.NodeState[n] != Live {
 		return false
 	}
 	*t = *s
 	t.NodeUp[n] = true
+	return true
+}
+
+// NodeJoin(n): node n, not yet registered, joins: its kubelet registers the
+// Node object and starts.
+func (m *Model) nodeJoin(s, t *State, n int) bool {
+	if s.NodeState[n] != Absent {
+		return false
+	}
+	*t = *s
+	t.NodeState[n] = Live
+	t.NodeUp[n] = true
+	t.KubeletUp[n] = true
+	m.write(s, t, NodeJoin)
+	return true
+}
+
+// NodeDelete(n): node n's machine is removed and its Node object deleted
+// (the cloud node controller's deletion of a vanished instance): its
+// runtime is gone with it. The pods bound to it are left to the pod garbage
+// collector.
+func (m *Model) nodeDelete(s, t *State, n int) bool {
+	if s.NodeState[n] != Live || int(s.NodeDeletes) >= m.cfg.MaxNodeDeletes {
+		return false
+	}
+	*t = *s
+	t.NodeState[n] = Gone
+	t.NodeUp[n] = false
+	t.KubeletUp[n] = false
+	t.NodeTainted[n] = false
+	for _, p := range m.pods {
+		if s.SandboxNode[p] == uint8(n) {
+			t.Sandboxes[p], t.SandboxNode[p], t.SandboxIP[p], t.KubeletKnows[p] = 0, 0, 0, false
+		}
+	}
+	t.NodeDeletes++
+	m.write(s, t, NodeDelete)
+	return true
+}
+
+// PodGCDeletePod(p): p is bound to a node whose Node object is gone: the
+// pod garbage collector force-deletes it (grace period 0).
+func (m *Model) podGCDeletePod(s, t *State, p int) bool {
+	if m.mutant == MutantPodGCIgnoresDeletedNodes {
+		return false
+	}
+	if s.PodState[p] == Absent || s.PodNode[p] == 0 || s.NodeState[s.PodNode[p]] == Live {
+		return false
+	}
+	*t = *s
+	removePod(t, p)
+	m.write(s, t, PodGCDeletePod)
+	return true
+}
+
+// KubeletReportReady(n, p): p runs on n and its readiness probe passes (or
+// it has none): report the Ready condition true.
+func (m *Model) kubeletReportReady(s, t *State, n, p int) bool {
+	if !m.kubeletReady(s, n) || s.Sandboxes[p] == 0 || s.SandboxNode[p] != uint8(n) || s.PodState[p] != Live ||
+		s.PodPhase[p] != Running || s.PodReady[p] {
+		return false
+	}
+	*t = *s
+	t.PodReady[p] = true
+	m.write(s, t, KubeletReportReady)
+	return true
+}
+
+// KubeletProbeFail(n, p) (fault): the readiness probe of Ready pod p fails:
+// the kubelet reports Ready false (the container keeps running).
+func (m *Model) kubeletProbeFail(s, t *State, n, p int) bool {
+	if m.cfg.ReadinessProbes == 0 || int(s.ProbeFailures) >= m.cfg.MaxProbeFailures || !m.kubeletReady(s, n) ||
+		s.SandboxNode[p] != uint8(n) || s.Sandboxes[p] == 0 || s.PodState[p] != Live || s.PodPhase[p] != Running || !s.PodReady[p] {
+		return false
+	}
+	*t = *s
+	t.PodReady[p] = false
+	t.ProbeFailures++
+	m.write(s, t, KubeletProbeFail)
+	return true
+}
+
+// KubeletCompletePod(n, p) (environment): the containers of running pod p
+// exit 0. Under restartPolicy Always the kubelet restarts them and p is not
+// Ready until its probe passes again; under OnFailure or Never p has
+// Succeeded (terminal, not Ready).
+func (m *Model) kubeletCompletePod(s, t *State, n, p int) bool {
+	if int(s.Completions) >= m.cfg.MaxCompletions || !m.kubeletReady(s, n) || s.SandboxNode[p] != uint8(n) ||
+		s.Sandboxes[p] == 0 || s.PodState[p] != Live || s.PodPhase[p] != Running {
+		return false
+	}
+	always := m.cfg.RestartPolicy == RestartAlways
+	if m.mutant == MutantKubeletCompletesAlwaysPods {
+		always = false
+	}
+	if always && (m.cfg.ReadinessProbes == 0 || !s.PodReady[p]) {
+		return false // restarted at once: nothing observable changes
+	}
+	*t = *s
+	if !always {
+		t.PodPhase[p] = Succeeded
+	}
+	t.PodReady[p] = m.mutant == MutantKubeletKeepsReadyOnExit && s.PodReady[p]
+	t.Completions++
+	m.write(s, t, KubeletCompletePod)
+	return true
+}
+
+// NodeLifecycleMarkPodNotReady(p): p is Ready on a node that stopped
+// reporting (tainted unreachable): the node lifecycle controller sets its
+// Ready condition false.
+func (m *Model) nodeLifecycleMarkPodNotReady(s, t *State, p int) bool {
+	if !s.PodReady[p] || s.PodState[p] == Absent || s.PodNode[p] == 0 || !s.NodeTainted[s.PodNode[p]] {
+		return false
+	}
+	*t = *s
+	t.PodReady[p] = false
+	m.write(s, t, NodeLifecycleMarkPodNotReady)
 	return true
 }

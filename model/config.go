@@ -35,6 +35,19 @@ type Config struct {
 	MaxNodeFailures int // node failures, in total
 	MaxEvictions    int // kubelet node-pressure evictions, in total
 
+	// Features beyond the core pipeline; 0 turns each off, so a
+	// configuration pays in states only for what it exercises.
+	TrackRevisions      int // 1: the store keeps its global revision counter (every write's resourceVersion); watch events carry it
+	MaxLag              int // watch events a component may hold undelivered (0: caches follow every write at once)
+	JoiningNodes        int // the last JoiningNodes nodes start unregistered and join (NodeJoin)
+	MaxNodeDeletes      int // node deletions (NodeDelete), in total
+	LabeledNodes        int // nodes 1..LabeledNodes carry the label the nodeSelector asks for
+	SelectorDeployments int // deployments 1..SelectorDeployments have a nodeSelector in their pod template
+	ReadinessProbes     int // 1: containers have a readiness probe (Ready only after it passes)
+	MaxProbeFailures    int // readiness probe failures of running containers, in total
+	RestartPolicy       int // of the pod template: 0 Always, 1 OnFailure, 2 Never
+	MaxCompletions      int // containers that exit 0 (run to completion), in total
+
 	// Invariants and Properties are the property IDs to check (e.g. "SCHED-2",
 	// "LIVE-1"), translated from the TLA+ operator names (SCHED_2, LIVE_1).
 	Invariants []string
@@ -49,6 +62,10 @@ func (c *Config) constantFields() map[string]*int {
 		"PodsPerRS": &c.PodsPerRS, "Capacity": &c.Capacity, "IPsPerNode": &c.IPsPerNode,
 		"MaxScales": &c.MaxScales, "MaxDeletes": &c.MaxDeletes, "MaxCrashes": &c.MaxCrashes,
 		"MaxWatchDrops": &c.MaxWatchDrops, "MaxNodeFailures": &c.MaxNodeFailures, "MaxEvictions": &c.MaxEvictions,
+		"TrackRevisions": &c.TrackRevisions, "MaxLag": &c.MaxLag, "JoiningNodes": &c.JoiningNodes,
+		"MaxNodeDeletes": &c.MaxNodeDeletes, "LabeledNodes": &c.LabeledNodes, "SelectorDeployments": &c.SelectorDeployments,
+		"ReadinessProbes": &c.ReadinessProbes, "MaxProbeFailures": &c.MaxProbeFailures,
+		"RestartPolicy": &c.RestartPolicy, "MaxCompletions": &c.MaxCompletions,
 	}
 }
 
@@ -161,6 +178,16 @@ func (c Config) Validate() error {
 		check("MaxWatchDrops", c.MaxWatchDrops, 0, 9),
 		check("MaxNodeFailures", c.MaxNodeFailures, 0, 9),
 		check("MaxEvictions", c.MaxEvictions, 0, 9),
+		check("TrackRevisions", c.TrackRevisions, 0, 1),
+		check("MaxLag", c.MaxLag, 0, MaxLagLimit),
+		check("JoiningNodes", c.JoiningNodes, 0, c.NumNodes-1),
+		check("MaxNodeDeletes", c.MaxNodeDeletes, 0, 9),
+		check("LabeledNodes", c.LabeledNodes, 0, c.NumNodes),
+		check("SelectorDeployments", c.SelectorDeployments, 0, c.NumDeployments),
+		check("ReadinessProbes", c.ReadinessProbes, 0, 1),
+		check("MaxProbeFailures", c.MaxProbeFailures, 0, 9),
+		check("RestartPolicy", c.RestartPolicy, RestartAlways, RestartNever),
+		check("MaxCompletions", c.MaxCompletions, 0, 9),
 	} {
 		if e != nil {
 			return e
@@ -199,4 +226,4 @@ func ConfigNames() []string {
 
 // StandardConfigs are the configurations `kubeproof model check` and
 // `make model` run by default.
-var StandardConfigs = []string{"RollingUpdate", "NodeFailure"}
+var StandardConfigs = []string{"RollingUpdate", "NodeFailure", "Features"}

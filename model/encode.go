@@ -1,6 +1,9 @@
 package model
 
-import "bytes"
+import (
+	"bytes"
+	"slices"
+)
 
 // Encode appends the canonical binary encoding of s to buf: exactly the
 // variables of the specification over the configuration's index sets, one
@@ -18,17 +21,62 @@ func (m *Model) Encode(s *State, buf []byte) []byte {
 	}
 	for n := 1; n <= c.NumNodes; n++ {
 		buf = append(buf, b2u(s.NodeTainted[n]), b2u(s.KubeletUp[n]), b2u(s.NodeUp[n]))
+		if m.nodesChange() {
+			buf = append(buf, s.NodeState[n])
+		}
 	}
 	for ctl := 1; ctl <= NumControllers; ctl++ {
 		buf = append(buf, b2u(s.Up[ctl]), b2u(s.WatchOK[ctl]))
+		if c.TrackRevisions == 1 {
+			buf = append(buf, s.CacheRev[ctl])
+		}
+		for i := 0; i < c.MaxLag; i++ {
+			e := s.Pending[ctl][i]
+			buf = append(buf, e.Pod, e.View)
+			if c.TrackRevisions == 1 {
+				buf = append(buf, e.Rev)
+			}
+		}
 	}
-	return append(buf, s.Crashes, s.WatchDrops, s.NodeFailures, s.Evictions, s.Scales, s.Deletes)
+	if c.TrackRevisions == 1 {
+		buf = append(buf, s.Revision)
+	}
+	buf = append(buf, s.Crashes, s.WatchDrops, s.NodeFailures, s.Evictions, s.Scales, s.Deletes)
+	if c.MaxNodeDeletes > 0 {
+		buf = append(buf, s.NodeDeletes)
+	}
+	if c.MaxProbeFailures > 0 {
+		buf = append(buf, s.ProbeFailures)
+	}
+	if c.MaxCompletions > 0 {
+		buf = append(buf, s.Completions)
+	}
+	return buf
 }
+
+// nodesChange reports whether nodes join or leave in this configuration
+// (otherwise every node is Live throughout and nodeState is not encoded).
+func (m *Model) nodesChange() bool { return m.cfg.JoiningNodes > 0 || m.cfg.MaxNodeDeletes > 0 }
+
+// podRecordLen is the length of appendPod's record.
+const podRecordLen = 13
 
 func appendPod(buf []byte, s *State, p int) []byte {
 	return append(buf, s.PodState[p], s.PodNode[p], s.PodPhase[p], s.PodOwners[p],
 		s.Sandboxes[p], s.SandboxNode[p], s.SandboxIP[p], b2u(s.KubeletKnows[p]),
-		s.RSCView[p], s.RSCExpect[p], s.SchedView[p], s.SchedAssumed[p])
+		s.RSCView[p], s.RSCExpect[p], s.SchedView[p], s.SchedAssumed[p], b2u(s.PodReady[p]))
+}
+
+// appendPodKey is pod p's record followed by where it appears in the
+// informer queues: what slot sorting compares.
+func appendPodKey(buf []byte, s *State, p int) []byte {
+	buf = appendPod(buf, s, p)
+	for c := 1; c <= NumControllers; c++ {
+		for _, e := range s.Pending[c] {
+			buf = append(buf, b2u(int(e.Pod) == p+1))
+		}
+	}
+	return buf
 }
 
 func b2u(b bool) uint8 {
@@ -52,6 +100,11 @@ func b2u(b bool) uint8 {
 //   - the IPs of one node's pool: KubeletStartPod takes the lowest free IP,
 //     and free IPs are indistinguishable, by the same argument.
 //
+// Node labels (LabeledNodes) are fixed by node number, so only
+// permutations that map labelled nodes to labelled nodes are used. Queued
+// watch events name pods and (the scheduler's) nodes; permutations rename
+// them with everything else.
+//
 // Permuting nodes, slots or IPs therefore maps behaviours to behaviours and
 // preserves every property (they quantify over all nodes, pods and IPs),
 // which is what makes checking one representative per orbit sound.
@@ -63,9 +116,13 @@ func b2u(b bool) uint8 {
 // Canonical returns the representative of s's orbit and its encoding
 // (appended to buf[:0]).
 func (m *Model) Canonical(s *State, buf []byte) (State, []byte) {
+	if m.cfg.TrackRevisions == 1 {
+		r := compressRevisions(*s)
+		s = &r
+	}
 	best := m.sortSlots(*s)
 	buf = m.Encode(&best, buf[:0])
-	perms := nodePerms[m.cfg.NumNodes]
+	perms := m.perms
 	if len(perms) <= 1 {
 		return best, buf
 	}
@@ -79,6 +136,44 @@ func (m *Model) Canonical(s *State, buf []byte) (State, []byte) {
 		}
 	}
 	return best, buf
+}
+
+// compressRevisions renames the revision values s holds (the store's
+// revision, the revisions running caches reflect, the revisions of queued
+// events) to 0, 1, 2, ... in their order. No guard reads a revision's
+// value, only how revisions compare (STORE-1: the next write takes the
+// revision after the current one, queued events are newer than the cache),
+// so states equal up to such a renaming have the same behaviours up to it:
+// the reduction is sound the way symmetry is, and it keeps the counter from
+// multiplying the state space by the number of writes so far.
+func compressRevisions(s State) State {
+	var vals []uint8
+	vals = append(vals, s.Revision)
+	for c := 1; c <= NumControllers; c++ {
+		if s.Up[c] {
+			vals = append(vals, s.CacheRev[c])
+		}
+		for _, e := range s.Pending[c] {
+			if e.Pod != 0 {
+				vals = append(vals, e.Rev)
+			}
+		}
+	}
+	slices.Sort(vals)
+	vals = slices.Compact(vals)
+	rank := func(v uint8) uint8 { i, _ := slices.BinarySearch(vals, v); return uint8(i) }
+	s.Revision = rank(s.Revision)
+	for c := 1; c <= NumControllers; c++ {
+		if s.Up[c] {
+			s.CacheRev[c] = rank(s.CacheRev[c])
+		}
+		for i, e := range s.Pending[c] {
+			if e.Pod != 0 {
+				s.Pending[c][i].Rev = rank(e.Rev)
+			}
+		}
+	}
+	return s
 }
 
 // CanonicalSlots returns s with the slots of each ReplicaSet sorted and the
@@ -98,6 +193,14 @@ func (m *Model) permuteNodes(s *State, perm [MaxNodes + 1]uint8) State {
 		t.NodeTainted[perm[n]] = s.NodeTainted[n]
 		t.KubeletUp[perm[n]] = s.KubeletUp[n]
 		t.NodeUp[perm[n]] = s.NodeUp[n]
+		t.NodeState[perm[n]] = s.NodeState[n]
+	}
+	if m.cfg.MaxLag > 0 {
+		for i, e := range s.Pending[Scheduler] {
+			if e.Pod != 0 && e.View > SchedUnbound {
+				t.Pending[Scheduler][i].View = SchedUnbound + perm[e.View-SchedUnbound]
+			}
+		}
 	}
 	for _, p := range m.pods {
 		t.PodNode[p] = perm[s.PodNode[p]]
@@ -147,8 +250,8 @@ func (m *Model) sortSlotsBy(s *State, maskIP bool) {
 }
 
 func podLess(s *State, p, q int, maskIP bool) bool {
-	var a, b [12]byte
-	x, y := appendPod(a[:0], s, p), appendPod(b[:0], s, q)
+	var a, b [podRecordLen + 2*MaxLagLimit]byte
+	x, y := appendPodKey(a[:0], s, p), appendPodKey(b[:0], s, q)
 	if maskIP {
 		x[6], y[6] = 0, 0 // SandboxIP
 	}
@@ -168,6 +271,17 @@ func swapPods(s *State, p, q int) {
 	s.RSCExpect[p], s.RSCExpect[q] = s.RSCExpect[q], s.RSCExpect[p]
 	s.SchedView[p], s.SchedView[q] = s.SchedView[q], s.SchedView[p]
 	s.SchedAssumed[p], s.SchedAssumed[q] = s.SchedAssumed[q], s.SchedAssumed[p]
+	s.PodReady[p], s.PodReady[q] = s.PodReady[q], s.PodReady[p]
+	for c := 1; c <= NumControllers; c++ {
+		for i, e := range s.Pending[c] {
+			switch int(e.Pod) {
+			case p + 1:
+				s.Pending[c][i].Pod = uint8(q + 1)
+			case q + 1:
+				s.Pending[c][i].Pod = uint8(p + 1)
+			}
+		}
+	}
 }
 
 // Decode is the inverse of Encode: it reads the state s was encoded from
@@ -187,14 +301,41 @@ func (m *Model) Decode(b []byte) State {
 		s.PodState[p], s.PodNode[p], s.PodPhase[p], s.PodOwners[p] = next(), next(), next(), next()
 		s.Sandboxes[p], s.SandboxNode[p], s.SandboxIP[p], s.KubeletKnows[p] = next(), next(), next(), next() == 1
 		s.RSCView[p], s.RSCExpect[p], s.SchedView[p], s.SchedAssumed[p] = next(), next(), next(), next()
+		s.PodReady[p] = next() == 1
 	}
 	for n := 1; n <= c.NumNodes; n++ {
 		s.NodeTainted[n], s.KubeletUp[n], s.NodeUp[n] = next() == 1, next() == 1, next() == 1
+		s.NodeState[n] = Live
+		if m.nodesChange() {
+			s.NodeState[n] = next()
+		}
 	}
 	for ctl := 1; ctl <= NumControllers; ctl++ {
 		s.Up[ctl], s.WatchOK[ctl] = next() == 1, next() == 1
+		if c.TrackRevisions == 1 {
+			s.CacheRev[ctl] = next()
+		}
+		for i := 0; i < c.MaxLag; i++ {
+			e := &s.Pending[ctl][i]
+			e.Pod, e.View = next(), next()
+			if c.TrackRevisions == 1 {
+				e.Rev = next()
+			}
+		}
+	}
+	if c.TrackRevisions == 1 {
+		s.Revision = next()
 	}
 	s.Crashes, s.WatchDrops, s.NodeFailures, s.Evictions, s.Scales, s.Deletes = next(), next(), next(), next(), next(), next()
+	if c.MaxNodeDeletes > 0 {
+		s.NodeDeletes = next()
+	}
+	if c.MaxProbeFailures > 0 {
+		s.ProbeFailures = next()
+	}
+	if c.MaxCompletions > 0 {
+		s.Completions = next()
+	}
 	return s
 }
 

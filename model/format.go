@@ -11,7 +11,7 @@ type Binding struct{ Name, Value string }
 
 var (
 	lifecycleNames = []string{`"Absent"`, `"Live"`, `"Deleting"`, `"Gone"`}
-	phaseNames     = []string{`"Pending"`, `"Running"`, `"Failed"`}
+	phaseNames     = []string{`"Pending"`, `"Running"`, `"Failed"`, `"Succeeded"`}
 	viewNames      = []string{`"Absent"`, `"Inactive"`, `"Active"`}
 	expectNames    = []string{`"None"`, `"Add"`, `"Delete"`}
 )
@@ -31,6 +31,20 @@ func ownersStr(x uint8) string {
 		}
 	}
 	return "{" + strings.Join(vs, ", ") + "}"
+}
+
+// pendingStr renders controller c's queue as the TLA+ sequence of records.
+func pendingStr(s *State, c int) string {
+	var es []string
+	for i := 0; i < QueueLen(s, c); i++ {
+		e := s.Pending[c][i]
+		view := fmt.Sprint(e.View)
+		if c == ReplicaSetController {
+			view = viewNames[e.View]
+		}
+		es = append(es, fmt.Sprintf("[pod |-> %s, view |-> %s, rev |-> %d]", PodName(int(e.Pod)-1), view, e.Rev))
+	}
+	return "<<" + strings.Join(es, ", ") + ">>"
 }
 
 // Bindings lists every variable of s under its TLA+ name.
@@ -56,6 +70,7 @@ func (m *Model) Bindings(s *State) []Binding {
 		add("podNode["+n+"]", fmt.Sprint(s.PodNode[p]))
 		add("podPhase["+n+"]", phaseNames[s.PodPhase[p]])
 		add("podOwners["+n+"]", ownersStr(s.PodOwners[p]))
+		add("podReady["+n+"]", boolStr(s.PodReady[p]))
 		add("sandboxes["+n+"]", fmt.Sprint(s.Sandboxes[p]))
 		add("sandboxNode["+n+"]", fmt.Sprint(s.SandboxNode[p]))
 		add("sandboxIP["+n+"]", fmt.Sprint(s.SandboxIP[p]))
@@ -69,10 +84,14 @@ func (m *Model) Bindings(s *State) []Binding {
 		add(fmt.Sprintf("nodeTainted[%d]", n), boolStr(s.NodeTainted[n]))
 		add(fmt.Sprintf("kubeletUp[%d]", n), boolStr(s.KubeletUp[n]))
 		add(fmt.Sprintf("nodeUp[%d]", n), boolStr(s.NodeUp[n]))
+		add(fmt.Sprintf("nodeState[%d]", n), lifecycleNames[s.NodeState[n]])
 	}
+	add("revision", fmt.Sprint(s.Revision))
 	for ctl := 1; ctl <= NumControllers; ctl++ {
 		add(fmt.Sprintf("up[%q]", ControllerNames[ctl]), boolStr(s.Up[ctl]))
 		add(fmt.Sprintf("watchOK[%q]", ControllerNames[ctl]), boolStr(s.WatchOK[ctl]))
+		add(fmt.Sprintf("pending[%q]", ControllerNames[ctl]), pendingStr(s, ctl))
+		add(fmt.Sprintf("cacheRev[%q]", ControllerNames[ctl]), fmt.Sprint(s.CacheRev[ctl]))
 	}
 	add("crashes", fmt.Sprint(s.Crashes))
 	add("watchDrops", fmt.Sprint(s.WatchDrops))
@@ -80,6 +99,9 @@ func (m *Model) Bindings(s *State) []Binding {
 	add("evictions", fmt.Sprint(s.Evictions))
 	add("scales", fmt.Sprint(s.Scales))
 	add("deletes", fmt.Sprint(s.Deletes))
+	add("nodeDeletes", fmt.Sprint(s.NodeDeletes))
+	add("probeFailures", fmt.Sprint(s.ProbeFailures))
+	add("completions", fmt.Sprint(s.Completions))
 	return out
 }
 
@@ -101,7 +123,8 @@ func (m *Model) Summary(s *State) []string {
 	var out []string
 	for _, b := range m.Bindings(s) {
 		switch {
-		case strings.HasSuffix(b.Value, `"Absent"`), b.Value == "0",
+		case strings.HasSuffix(b.Value, `"Absent"`), b.Value == "0", b.Value == "<<>>",
+			b.Value == `"Live"` && strings.HasPrefix(b.Name, "nodeState"),
 			b.Value == `"None"`, b.Value == "{}", b.Value == `"Pending"` && strings.HasPrefix(b.Name, "podPhase"):
 			continue
 		case b.Value == "FALSE" && !strings.HasPrefix(b.Name, "up[") && !strings.HasPrefix(b.Name, "nodeUp") &&

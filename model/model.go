@@ -8,7 +8,8 @@ import "fmt"
 type Model struct {
 	cfg    Config
 	mutant string
-	pods   []int // the pod indices in use, in TLA+ order of <<d, v, k>>
+	pods   []int                 // the pod indices in use, in TLA+ order of <<d, v, k>>
+	perms  [][MaxNodes + 1]uint8 // node permutations that keep node labels (symmetry)
 }
 
 // New returns the model of configuration cfg. mutant is "" for the
@@ -30,6 +31,15 @@ func New(cfg Config, mutant string) (*Model, error) {
 			}
 		}
 	}
+	for _, perm := range nodePerms[cfg.NumNodes] {
+		keeps := true
+		for n := 1; n <= cfg.NumNodes; n++ {
+			keeps = keeps && m.NodeLabeled(n) == m.NodeLabeled(int(perm[n]))
+		}
+		if keeps {
+			m.perms = append(m.perms, perm)
+		}
+	}
 	return m, nil
 }
 
@@ -43,18 +53,35 @@ func (m *Model) Mutant() string { return m.mutant }
 func (m *Model) Pods() []int { return m.pods }
 
 // Init returns the initial states (the specification has exactly one):
-// no objects, every component and node up, every watch established.
+// no objects but the nodes that have registered (all but the last
+// JoiningNodes), every component and registered node up, every watch
+// established.
 func (m *Model) Init() []State {
 	var s State
 	for c := 1; c <= NumControllers; c++ {
 		s.Up[c] = true
 		s.WatchOK[c] = true
 	}
-	for n := 1; n <= m.cfg.NumNodes; n++ {
+	for n := 1; n <= m.cfg.NumNodes-m.cfg.JoiningNodes; n++ {
+		s.NodeState[n] = Live
 		s.KubeletUp[n] = true
 		s.NodeUp[n] = true
 	}
 	return []State{s}
+}
+
+// NodeLabeled reports whether node n carries the label deployments'
+// nodeSelectors ask for (nodes 1..LabeledNodes).
+func (m *Model) NodeLabeled(n int) bool { return n <= m.cfg.LabeledNodes }
+
+// Selects reports whether deployment d's pod template has a nodeSelector
+// (deployments 1..SelectorDeployments).
+func (m *Model) Selects(d int) bool { return d <= m.cfg.SelectorDeployments }
+
+// MatchesNode reports whether pod p's nodeSelector matches node n's labels.
+func (m *Model) MatchesNode(p, n int) bool {
+	d, _, _ := PodCoords(p)
+	return !m.Selects(d) || m.NodeLabeled(n)
 }
 
 // ---- Derived quantities (the TLA+ module defines the same operators) ----
@@ -64,7 +91,7 @@ func ProjRS(s *State, p int) uint8 {
 	switch {
 	case s.PodState[p] == Absent:
 		return ViewAbsent
-	case s.PodState[p] == Deleting || s.PodPhase[p] == Failed:
+	case s.PodState[p] == Deleting || Terminal(s.PodPhase[p]):
 		return ViewInactive
 	default:
 		return ViewActive
@@ -74,7 +101,7 @@ func ProjRS(s *State, p int) uint8 {
 // ProjSched is what the scheduler's informer would show for pod p now:
 // terminal and absent pods are not cached; terminating pods still are.
 func ProjSched(s *State, p int) uint8 {
-	if s.PodState[p] == Absent || s.PodPhase[p] == Failed {
+	if s.PodState[p] == Absent || Terminal(s.PodPhase[p]) {
 		return SchedNotCached
 	}
 	return SchedUnbound + s.PodNode[p]
@@ -83,20 +110,21 @@ func ProjSched(s *State, p int) uint8 {
 // ActiveView reports whether a cached view counts as an active pod.
 func ActiveView(view uint8) bool { return view == ViewActive }
 
-// ActivePods counts the pods of ReplicaSet (d, v) that are live and not Failed.
+// ActivePods counts the pods of ReplicaSet (d, v) that are live and not
+// terminal (Failed or Succeeded).
 func (m *Model) ActivePods(s *State, d, v int) int {
 	n := 0
 	for k := 1; k <= m.cfg.PodsPerRS; k++ {
 		p := Pod(d, v, k)
-		if s.PodState[p] == Live && s.PodPhase[p] != Failed {
+		if s.PodState[p] == Live && !Terminal(s.PodPhase[p]) {
 			n++
 		}
 	}
 	return n
 }
 
-// AvailablePods counts the pods of ReplicaSet (d, v) that are live and
-// Running (Ready).
+// AvailablePods counts the pods of ReplicaSet (d, v) that are live,
+// Running and Ready (minReadySeconds is 0).
 func (m *Model) AvailablePods(s *State, d, v int) int {
 	n := 0
 	for k := 1; k <= m.cfg.PodsPerRS; k++ {
@@ -104,7 +132,8 @@ func (m *Model) AvailablePods(s *State, d, v int) int {
 		if s.PodState[p] != Live {
 			continue
 		}
-		if s.PodPhase[p] == Running || (m.mutant == MutantDeploymentCountsUnreadyAsAvailable && s.PodPhase[p] == Pending) {
+		ready := s.PodPhase[p] == Running && (s.PodReady[p] || m.mutant == MutantDeploymentIgnoresReadyCondition)
+		if ready || (m.mutant == MutantDeploymentCountsUnreadyAsAvailable && s.PodPhase[p] == Pending) {
 			n++
 		}
 	}
@@ -167,12 +196,22 @@ func OwnersGone(s *State, p int) bool {
 }
 
 // SlotFree reports whether pod name slot p is unused everywhere: no object,
-// no sandbox, nothing cached or expected. Only free slots are reused, so a
-// reused name never meets leftovers of its previous pod.
+// no sandbox, nothing cached, queued or expected. Only free slots are
+// reused, so a reused name never meets leftovers of its previous pod.
 func SlotFree(s *State, p int) bool {
-	return s.PodState[p] == Absent && s.Sandboxes[p] == 0 && s.SandboxNode[p] == 0 && s.SandboxIP[p] == 0 &&
+	if !(s.PodState[p] == Absent && s.Sandboxes[p] == 0 && s.SandboxNode[p] == 0 && s.SandboxIP[p] == 0 &&
 		!s.KubeletKnows[p] && s.RSCView[p] == ViewAbsent && s.RSCExpect[p] == ExpectNone &&
-		s.SchedView[p] == SchedNotCached && s.SchedAssumed[p] == 0
+		s.SchedView[p] == SchedNotCached && s.SchedAssumed[p] == 0) {
+		return false
+	}
+	for c := 1; c <= NumControllers; c++ {
+		for _, e := range s.Pending[c] {
+			if int(e.Pod) == p+1 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // SchedulerCount is the number of pods the scheduler counts on node n: pods
@@ -195,7 +234,7 @@ func (m *Model) SchedulerCount(s *State, n int) int {
 func (m *Model) Admitted(s *State, n int) int {
 	c := 0
 	for _, p := range m.pods {
-		if s.Sandboxes[p] > 0 && s.SandboxNode[p] == uint8(n) && s.PodState[p] != Absent && s.PodPhase[p] != Failed {
+		if s.Sandboxes[p] > 0 && s.SandboxNode[p] == uint8(n) && s.PodState[p] != Absent && !Terminal(s.PodPhase[p]) {
 			c++
 		}
 	}
@@ -222,7 +261,7 @@ func (m *Model) FreeIP(s *State, n int) uint8 {
 func (m *Model) BoundPods(s *State, n int) int {
 	c := 0
 	for _, p := range m.pods {
-		if s.PodState[p] != Absent && s.PodNode[p] == uint8(n) && s.PodPhase[p] != Failed {
+		if s.PodState[p] != Absent && s.PodNode[p] == uint8(n) && !Terminal(s.PodPhase[p]) {
 			c++
 		}
 	}
@@ -236,6 +275,7 @@ func removePod(t *State, p int) {
 	t.PodNode[p] = 0
 	t.PodPhase[p] = Pending
 	t.PodOwners[p] = 0
+	t.PodReady[p] = false
 }
 
 // deletePod is a graceful delete: an unscheduled pod is removed at once, a

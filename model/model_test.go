@@ -209,6 +209,9 @@ func TestSymmetryReductionVisitsEveryOrbit(t *testing.T) {
 		func(c *Config) { c.Replicas, c.Capacity = 2, 2 },
 		func(c *Config) { c.MaxNodeFailures = 1 },
 		func(c *Config) { c.MaxWatchDrops = 1 },
+		func(c *Config) { c.MaxLag, c.TrackRevisions = 2, 1 },
+		func(c *Config) { c.JoiningNodes, c.MaxNodeDeletes, c.Capacity = 1, 1, 2 },
+		func(c *Config) { c.LabeledNodes, c.SelectorDeployments, c.NumNodes, c.Capacity = 2, 1, 3, 2 },
 	} {
 		cfg, err := LoadConfig("Small")
 		if err != nil {

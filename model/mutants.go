@@ -29,6 +29,14 @@ const (
 	MutantKubeletNeverFinalizesDeletion      = "KubeletNeverFinalizesDeletion"
 	MutantKubeletNeverStopsFailedPods        = "KubeletNeverStopsFailedPods"
 	MutantDeploymentFlapsReplicas            = "DeploymentFlapsReplicas"
+	MutantStatusWriteKeepsRevision           = "StatusWriteKeepsRevision"
+	MutantInformerDeliversNewestFirst        = "InformerDeliversNewestFirst"
+	MutantSchedulerIgnoresNodeSelector       = "SchedulerIgnoresNodeSelector"
+	MutantSchedulerBindsToDeletedNode        = "SchedulerBindsToDeletedNode"
+	MutantPodGCIgnoresDeletedNodes           = "PodGCIgnoresDeletedNodes"
+	MutantDeploymentIgnoresReadyCondition    = "DeploymentIgnoresReadyCondition"
+	MutantKubeletKeepsReadyOnExit            = "KubeletKeepsReadyOnExit"
+	MutantKubeletCompletesAlwaysPods         = "KubeletCompletesAlwaysPods"
 )
 
 // MutantInfo describes one mutant: the action it breaks, how, and the
@@ -66,6 +74,14 @@ var Mutants = []MutantInfo{
 	{MutantKubeletNeverFinalizesDeletion, KubeletFinalizePod, "LIVE-2", "the kubelet stops a terminating pod but never deletes the object"},
 	{MutantKubeletNeverStopsFailedPods, KubeletStopPod, "LIVE-3", "the kubelet never stops the sandbox of a Failed pod"},
 	{MutantDeploymentFlapsReplicas, DeploymentScaleDown, "LIVE-1", "the controller scales a fully available ReplicaSet down by one, then up again, forever (a fair cycle)"},
+	{MutantStatusWriteKeepsRevision, KubeletUpdatePodStatus, "STORE-1", "a pod status write is stored without taking the next revision"},
+	{MutantInformerDeliversNewestFirst, DeliverWatchEvent, "STORE-1", "an informer applies its newest queued event before older ones: the cache goes back in time"},
+	{MutantSchedulerIgnoresNodeSelector, SchedulerBindPod, "SCHED-4", "the scheduler does not filter nodes by the pod's nodeSelector"},
+	{MutantSchedulerBindsToDeletedNode, SchedulerBindPod, "SCHED-5", "the scheduler binds to nodes whose Node object is gone (or not yet registered)"},
+	{MutantPodGCIgnoresDeletedNodes, PodGCDeletePod, "LIVE-4", "the pod garbage collector never deletes pods bound to deleted nodes"},
+	{MutantDeploymentIgnoresReadyCondition, DeploymentScaleDown, "DEP-2", "Running pods whose readiness probe has not passed are counted as available"},
+	{MutantKubeletKeepsReadyOnExit, KubeletCompletePod, "KUBELET-6", "a pod whose containers completed keeps its Ready condition"},
+	{MutantKubeletCompletesAlwaysPods, KubeletCompletePod, "KUBELET-7", "the kubelet lets a restartPolicy Always pod whose containers exited 0 become Succeeded"},
 }
 
 var mutantByName = func() map[string]MutantInfo {

@@ -28,7 +28,7 @@ func (p Property) Kind() string {
 
 // Properties lists every property, in the order of spec/README.md.
 var Properties = []Property{
-	{ID: "STORE-1", Name: "WatchDeliversEveryWrite", Text: "writes are totally ordered (each is a new resourceVersion) and an established watch delivers every one of them in order: a watching cache is never left behind", Step: storeWatchDeliversEveryWrite},
+	{ID: "STORE-1", Name: "WatchDeliversEveryWrite", Text: "every write gets the next global revision (its resourceVersion), and an established watch delivers every write in revision order: a cache followed by its queued events is the current state", Step: storeWatchDeliversEveryWrite},
 	{ID: "STORE-2", Name: "CreateOnlyAbsent", Text: "a create succeeds only on an absent key: an existing pod is never replaced by a fresh one", Step: storeCreateOnlyAbsent},
 	{ID: "STORE-3", Name: "BindFromCurrentCopy", Text: "a compare-and-swap write (the binding) succeeds only if the writer's copy is current: a stale write fails", Step: storeBindFromCurrentCopy},
 	{ID: "STORE-4", Name: "ListIsCurrent", Text: "a list (after a restart or a dropped watch) returns the current state", Step: storeListIsCurrent},
@@ -36,19 +36,24 @@ var Properties = []Property{
 	{ID: "RS-2", Name: "OneControllerOwner", Text: "a pod has at most one controller owner", Invariant: rsOneControllerOwner},
 	{ID: "DEP-1", Name: "SurgeBound", Text: "once the controller has observed the current generation, the ReplicaSets' replicas total at most replicas + maxSurge", Invariant: depSurgeBound},
 	{ID: "DEP-2", Name: "ScaleDownKeepsAvailable", Text: "the controller scales a ReplicaSet down only as far as keeps replicas - maxUnavailable pods available", Step: depScaleDownKeepsAvailable},
-	{ID: "GC-1", Name: "DeleteWithReason", Text: "a live pod is deleted only because its owners are gone, its node is tainted, or its ReplicaSet controller saw too many pods", Step: gcDeleteWithReason},
+	{ID: "GC-1", Name: "DeleteWithReason", Text: "a live pod is deleted only because its owners are gone, its node is tainted or deleted, or its ReplicaSet controller saw too many pods", Step: gcDeleteWithReason},
 	{ID: "GC-2", Name: "ForegroundBlocks", Text: "an owner deleted in the foreground goes only after its blocking dependents are gone", Step: gcForegroundBlocks},
 	{ID: "SCHED-1", Name: "BindOnce", Text: "a pod is bound at most once and never re-bound", Step: schedBindOnce},
 	{ID: "SCHED-2", Name: "NodeCapacity", Text: "the non-terminal pods bound to a node never exceed its capacity", Invariant: schedNodeCapacity},
 	{ID: "SCHED-3", Name: "BindUntainted", Text: "a pod is bound only to a node without a NoExecute taint", Step: schedBindUntainted},
+	{ID: "SCHED-4", Name: "NodeSelectorMatches", Text: "a pod is bound only to a node whose labels match its nodeSelector", Invariant: schedNodeSelectorMatches},
+	{ID: "SCHED-5", Name: "BindRegistered", Text: "a pod is bound only to a registered node (its Node object exists)", Step: schedBindRegistered},
 	{ID: "KUBELET-1", Name: "RunsOnlyBoundPods", Text: "a kubelet runs only pods bound to its node", Invariant: kubeletRunsOnlyBoundPods},
 	{ID: "KUBELET-2", Name: "OneSandbox", Text: "a pod has at most one live sandbox", Invariant: kubeletOneSandbox},
 	{ID: "KUBELET-3", Name: "UniqueIPs", Text: "pod IPs are unique among a node's live sandboxes", Invariant: kubeletUniqueIPs},
 	{ID: "KUBELET-4", Name: "IPReleased", Text: "an IP is held only by a live sandbox: removing a sandbox releases it", Invariant: kubeletIPReleased},
-	{ID: "KUBELET-5", Name: "TerminalPhase", Text: "a pod's phase never leaves Failed (or Succeeded)", Step: kubeletTerminalPhase},
+	{ID: "KUBELET-5", Name: "TerminalPhase", Text: "a pod's phase never leaves Failed or Succeeded", Step: kubeletTerminalPhase},
+	{ID: "KUBELET-6", Name: "ReadyOnlyRunning", Text: "a pod is Ready only while Running", Invariant: kubeletReadyOnlyRunning},
+	{ID: "KUBELET-7", Name: "SucceedOnlyWithoutAlways", Text: "a pod reaches Succeeded only under restartPolicy OnFailure or Never (under Always its completed containers restart)", Step: kubeletSucceedOnlyWithoutAlways},
 	{ID: "LIVE-1", Name: "DeploymentsConverged", Text: "every deployment eventually has exactly replicas Ready pods of its current template and none of older ones, observed", Goal: liveDeploymentsConverged},
 	{ID: "LIVE-2", Name: "NoOrphans", Text: "every pod (and ReplicaSet) whose owner is gone is eventually deleted, and foreground deletions finish", Goal: liveNoOrphans},
-	{ID: "LIVE-3", Name: "NoLeakedSandboxes", Text: "every sandbox of a deleted, Failed or foreign pod is eventually removed and its IP released", Goal: liveNoLeakedSandboxes},
+	{ID: "LIVE-3", Name: "NoLeakedSandboxes", Text: "every sandbox of a deleted, terminal or foreign pod is eventually removed and its IP released", Goal: liveNoLeakedSandboxes},
+	{ID: "LIVE-4", Name: "NoPodsOnDeletedNodes", Text: "every pod bound to a deleted node is eventually deleted", Goal: liveNoPodsOnDeletedNodes},
 }
 
 var propertyByID = func() map[string]Property {
@@ -69,17 +74,42 @@ func storeChanged(s, t *State) bool {
 	return s.DepState != t.DepState || s.DepReplicas != t.DepReplicas || s.DepVersion != t.DepVersion ||
 		s.DepObserved != t.DepObserved || s.RSState != t.RSState || s.RSReplicas != t.RSReplicas ||
 		s.PodState != t.PodState || s.PodNode != t.PodNode || s.PodPhase != t.PodPhase || s.PodOwners != t.PodOwners ||
-		s.NodeTainted != t.NodeTainted
+		s.PodReady != t.PodReady || s.NodeTainted != t.NodeTainted || s.NodeState != t.NodeState
 }
 
+// storeWatchDeliversEveryWrite: (a) with TrackRevisions, a step that
+// writes the store advances the revision by exactly one and any other step
+// leaves it; (b) after a write, every component whose watch is established
+// has the write in its cache or queue: the cache replayed with its queued
+// events is the current state, and the queued events' revisions increase
+// strictly, above the revision the cache reflects.
 func storeWatchDeliversEveryWrite(m *Model, s, t *State) bool {
-	if !storeChanged(s, t) {
+	changed := storeChanged(s, t)
+	if m.cfg.TrackRevisions == 1 {
+		if changed && t.Revision != s.Revision+1 || !changed && t.Revision != s.Revision {
+			return false
+		}
+	}
+	if !changed {
 		return true
 	}
-	for _, p := range m.pods {
-		if t.Up[ReplicaSetController] && t.WatchOK[ReplicaSetController] && t.RSCView[p] != ProjRS(t, p) ||
-			t.Up[Scheduler] && t.WatchOK[Scheduler] && t.SchedView[p] != ProjSched(t, p) {
-			return false
+	for c := 1; c <= NumControllers; c++ {
+		if !t.Up[c] || !t.WatchOK[c] {
+			continue
+		}
+		for _, p := range m.pods {
+			if Replayed(t, c, p) != project(t, c, p) {
+				return false
+			}
+		}
+		if m.cfg.TrackRevisions == 1 {
+			last := t.CacheRev[c]
+			for i := 0; i < QueueLen(t, c); i++ {
+				if t.Pending[c][i].Rev <= last {
+					return false
+				}
+				last = t.Pending[c][i].Rev
+			}
 		}
 	}
 	return true
@@ -197,7 +227,7 @@ func gcDeleteWithReason(m *Model, s, t *State) bool {
 			continue
 		}
 		d, v, _ := PodCoords(p)
-		tainted := s.PodNode[p] != 0 && s.NodeTainted[s.PodNode[p]]
+		tainted := s.PodNode[p] != 0 && (s.NodeTainted[s.PodNode[p]] || s.NodeState[s.PodNode[p]] != Live)
 		excess := m.Believed(s, d, v) > int(s.RSReplicas[d][v])
 		if !OwnersGone(s, p) && !tainted && !excess {
 			return false
@@ -238,6 +268,24 @@ func schedBindOnce(m *Model, s, t *State) bool {
 func schedNodeCapacity(m *Model, s *State) bool {
 	for n := 1; n <= m.cfg.NumNodes; n++ {
 		if m.BoundPods(s, n) > m.cfg.Capacity {
+			return false
+		}
+	}
+	return true
+}
+
+func schedNodeSelectorMatches(m *Model, s *State) bool {
+	for _, p := range m.pods {
+		if s.PodState[p] != Absent && s.PodNode[p] != 0 && !m.MatchesNode(p, int(s.PodNode[p])) {
+			return false
+		}
+	}
+	return true
+}
+
+func schedBindRegistered(m *Model, s, t *State) bool {
+	for _, p := range m.pods {
+		if s.PodNode[p] != t.PodNode[p] && t.PodNode[p] != 0 && s.NodeState[t.PodNode[p]] != Live {
 			return false
 		}
 	}
@@ -295,7 +343,28 @@ func kubeletIPReleased(m *Model, s *State) bool {
 
 func kubeletTerminalPhase(m *Model, s, t *State) bool {
 	for _, p := range m.pods {
-		if s.PodPhase[p] == Failed && t.PodState[p] != Absent && t.PodPhase[p] != Failed {
+		if Terminal(s.PodPhase[p]) && t.PodState[p] != Absent && t.PodPhase[p] != s.PodPhase[p] {
+			return false
+		}
+	}
+	return true
+}
+
+func kubeletReadyOnlyRunning(m *Model, s *State) bool {
+	for _, p := range m.pods {
+		if s.PodReady[p] && s.PodPhase[p] != Running {
+			return false
+		}
+	}
+	return true
+}
+
+func kubeletSucceedOnlyWithoutAlways(m *Model, s, t *State) bool {
+	if m.cfg.RestartPolicy != RestartAlways {
+		return true
+	}
+	for _, p := range m.pods {
+		if t.PodPhase[p] == Succeeded && s.PodPhase[p] != Succeeded {
 			return false
 		}
 	}
@@ -345,7 +414,16 @@ func liveNoOrphans(m *Model, s *State) bool {
 
 func liveNoLeakedSandboxes(m *Model, s *State) bool {
 	for _, p := range m.pods {
-		if s.Sandboxes[p] > 0 && (s.PodState[p] != Live || s.PodPhase[p] == Failed || s.PodNode[p] != s.SandboxNode[p]) {
+		if s.Sandboxes[p] > 0 && (s.PodState[p] != Live || Terminal(s.PodPhase[p]) || s.PodNode[p] != s.SandboxNode[p]) {
+			return false
+		}
+	}
+	return true
+}
+
+func liveNoPodsOnDeletedNodes(m *Model, s *State) bool {
+	for _, p := range m.pods {
+		if s.PodState[p] != Absent && s.PodNode[p] != 0 && s.NodeState[s.PodNode[p]] == Gone {
 			return false
 		}
 	}

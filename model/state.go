@@ -20,13 +20,25 @@ const (
 	Gone                  // deployments only: deleted, never to be created again
 )
 
-// Pod phases (podPhase). A deployment's pods never reach Succeeded
-// (restartPolicy Always); Failed comes from kubelet admission rejection and
-// node-pressure eviction.
+// Pod phases (podPhase). Failed comes from kubelet admission rejection and
+// node-pressure eviction; Succeeded from containers that ran to completion
+// under restartPolicy OnFailure or Never (configuration RestartPolicy).
+// Whether a Running pod is Ready is podReady.
 const (
-	Pending uint8 = iota
-	Running       // containers started and Ready (no readiness probes are modelled)
-	Failed        // terminal
+	Pending   uint8 = iota
+	Running         // containers started (Ready is podReady)
+	Failed          // terminal
+	Succeeded       // terminal
+)
+
+// Terminal reports whether a phase is Failed or Succeeded.
+func Terminal(phase uint8) bool { return phase == Failed || phase == Succeeded }
+
+// Restart policies of the pod template (configuration RestartPolicy).
+const (
+	RestartAlways    = 0
+	RestartOnFailure = 1
+	RestartNever     = 2
 )
 
 // The ReplicaSet controller's cached view of a pod (rscView): the projection
@@ -84,7 +96,12 @@ type State struct {
 	PodPhase  [MaxPods]uint8 // Pending, Running, Failed
 	PodOwners [MaxPods]uint8 // controller ownerReferences: bit v = ReplicaSet of version v
 
-	NodeTainted [MaxNodes + 1]bool // NotReady + NoExecute unreachable taint
+	PodReady [MaxPods]bool // status.conditions[Ready]: the readiness probe passed (always, without probes) while Running
+
+	NodeTainted [MaxNodes + 1]bool  // NotReady + NoExecute unreachable taint
+	NodeState   [MaxNodes + 1]uint8 // the Node object: Absent (not yet joined), Live, Gone (deleted)
+
+	Revision uint8 // the store's global revision: the resourceVersion of the latest write (TrackRevisions)
 
 	// ---- Node runtime (CRI, CNI): survives component crashes ----
 	Sandboxes   [MaxPods]uint8 // live sandboxes (with the pod's containers) of the pod: at most 1, KUBELET-2
@@ -98,6 +115,12 @@ type State struct {
 	SchedView    [MaxPods]uint8 // the scheduler's informer cache (Sched*)
 	SchedAssumed [MaxPods]uint8 // node the scheduler assumed the pod onto, not yet observed bound: 0 = none
 
+	// Informer queues: watch events received but not yet applied to the
+	// cache, oldest first (at most MaxLag), and the revision the cache
+	// reflects (the last event applied, or the list it was filled from).
+	Pending  [NumControllers + 1][MaxLagLimit]Event
+	CacheRev [NumControllers + 1]uint8
+
 	// ---- Environment: components and nodes up or down ----
 	Up        [NumControllers + 1]bool // controller c is running
 	WatchOK   [NumControllers + 1]bool // its pod watch is established: events reach its cache
@@ -106,7 +129,16 @@ type State struct {
 
 	// ---- Fault and user-operation budgets used so far ----
 	Crashes, WatchDrops, NodeFailures, Evictions, Scales, Deletes uint8
+	NodeDeletes, ProbeFailures, Completions                       uint8
 }
+
+// Event is one watch event of a pod in an informer queue: the pod (index+1;
+// 0 = an empty queue entry), what the component's cache will show for it
+// (ProjRS or ProjSched of the pod as written) and the revision of the write.
+type Event struct{ Pod, View, Rev uint8 }
+
+// MaxLagLimit is the largest MaxLag the state layout holds.
+const MaxLagLimit = 2
 
 // Pod returns the index of pod slot k of the ReplicaSet of version v of
 // deployment d (all numbered from 1).

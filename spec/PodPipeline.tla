@@ -10,7 +10,7 @@
 (* executable twin: the same variables and actions under the same names;   *)
 (* its checker (model/checker) explores the .cfg files of this directory.  *)
 (***************************************************************************)
-EXTENDS Integers, FiniteSets
+EXTENDS Integers, FiniteSets, Sequences
 
 CONSTANTS
     NumNodes,        \* nodes 1..NumNodes, all alike
@@ -27,7 +27,18 @@ CONSTANTS
     MaxCrashes,      \*   component crashes,
     MaxWatchDrops,   \*   dropped watches,
     MaxNodeFailures, \*   node failures,
-    MaxEvictions     \*   kubelet node-pressure evictions (all in total)
+    MaxEvictions,    \*   kubelet node-pressure evictions (all in total)
+    \* Features beyond the core pipeline; 0 turns each off.
+    TrackRevisions,  \* 1: the store keeps its global revision counter; events carry it
+    MaxLag,          \* watch events a component may hold undelivered (0: none)
+    JoiningNodes,    \* the last JoiningNodes nodes start unregistered and join
+    MaxNodeDeletes,  \* budget: node deletions
+    LabeledNodes,    \* nodes 1..LabeledNodes carry the label nodeSelectors ask for
+    SelectorDeployments, \* deployments 1..SelectorDeployments have a nodeSelector
+    ReadinessProbes, \* 1: containers have a readiness probe
+    MaxProbeFailures, \* budget: readiness probe failures
+    RestartPolicy,   \* of the pod template: 0 Always, 1 OnFailure, 2 Never
+    MaxCompletions   \* budget: containers that exit 0
 
 Nodes       == 1..NumNodes
 Deployments == 1..NumDeployments
@@ -43,6 +54,12 @@ RSs         == Deployments \X Versions
 \* assumed pods).  The other controllers keep nothing the model needs.
 Controllers == {"ReplicaSetController", "Scheduler"}
 
+\* Nodes and deployments are numbered; labels and selectors by number.
+NodeLabeled(n) == n <= LabeledNodes
+Selects(d) == d <= SelectorDeployments
+MatchesNode(p, n) == ~Selects(p[1]) \/ NodeLabeled(n)
+Terminal(ph) == ph \in {"Failed", "Succeeded"}
+
 Min(a, b) == IF a < b THEN a ELSE b
 Max(a, b) == IF a > b THEN a ELSE b
 RECURSIVE SumOver(_, _)
@@ -51,9 +68,8 @@ SumOver(f, S) == IF S = {} THEN 0
 
 -----------------------------------------------------------------------------
 (* Store: the API objects, as the API server keeps them in etcd.  Every    *)
-(* write is a compare-and-swap on one object and gets the next revision;   *)
-(* the revision counter itself is abstracted away (STORE-1 states what     *)
-(* clients rely on).                                                       *)
+(* write is a compare-and-swap on one object and gets the next revision    *)
+(* (kept in revision when TrackRevisions = 1; STORE-1).                    *)
 
 VARIABLES
     depState,    \* deployment d: "Absent", "Live", "Deleting" (foreground), "Gone"
@@ -64,12 +80,16 @@ VARIABLES
     rsReplicas,  \* its spec.replicas
     podState,    \* pod p: "Absent", "Live", "Deleting" (deletionTimestamp set)
     podNode,     \* its spec.nodeName: 0 = unbound
-    podPhase,    \* its status.phase: "Pending", "Running" (and Ready), "Failed"
+    podPhase,    \* its status.phase: "Pending", "Running", "Failed", "Succeeded"
     podOwners,   \* versions of the ReplicaSets that are its controller owners
-    nodeTainted  \* node n is NotReady with the NoExecute unreachable taint
+    podReady,    \* its Ready condition (the readiness probe passed, or there is none)
+    nodeTainted, \* node n is NotReady with the NoExecute unreachable taint
+    nodeState,   \* the Node object of n: "Absent" (not joined), "Live", "Gone" (deleted)
+    revision     \* the revision of the latest write (0 throughout unless TrackRevisions)
 
-storeVars == <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas,
-               podState, podNode, podPhase, podOwners, nodeTainted>>
+objectVars == <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas,
+                podState, podNode, podPhase, podOwners, podReady, nodeTainted, nodeState>>
+storeVars == <<objectVars, revision>>
 
 (* Node runtime (CRI and CNI): survives component crashes. *)
 VARIABLES
@@ -85,9 +105,12 @@ VARIABLES
     rscView,      \* the ReplicaSet controller's cache: "Absent", "Inactive", "Active"
     rscExpect,    \* its expectations: "None", "Add", "Delete"
     schedView,    \* the scheduler's cache: 0 not cached, 1 unbound, 1 + n bound to n
-    schedAssumed  \* node the scheduler assumed p onto, binding not yet observed: 0 = none
+    schedAssumed, \* node the scheduler assumed p onto, binding not yet observed: 0 = none
+    pending,      \* controller c's informer queue: watch events received, not yet applied
+                  \* (a sequence of [pod, view, rev], oldest first, at most MaxLag)
+    cacheRev      \* the revision controller c's cache reflects
 
-memoryVars == <<kubeletKnows, rscView, rscExpect, schedView, schedAssumed>>
+memoryVars == <<kubeletKnows, rscView, rscExpect, schedView, schedAssumed, pending, cacheRev>>
 
 (* Environment: which components, watches and nodes are up. *)
 VARIABLES
@@ -99,9 +122,11 @@ VARIABLES
 envVars == <<up, watchOK, kubeletUp, nodeUp>>
 
 (* Budgets of faults and user operations used so far. *)
-VARIABLES crashes, watchDrops, nodeFailures, evictions, scales, deletes
+VARIABLES crashes, watchDrops, nodeFailures, evictions, scales, deletes,
+          nodeDeletes, probeFailures, completions
 
-budgetVars == <<crashes, watchDrops, nodeFailures, evictions, scales, deletes>>
+budgetVars == <<crashes, watchDrops, nodeFailures, evictions, scales, deletes,
+                nodeDeletes, probeFailures, completions>>
 
 vars == <<storeVars, runtimeVars, memoryVars, envVars, budgetVars>>
 
@@ -112,17 +137,21 @@ PodsOf(d, v) == {<<d, v, k>> : k \in Slots}
 
 \* What each cache would show for pod p now, and after the step ('Next').
 ProjRS(p) == IF podState[p] = "Absent" THEN "Absent"
-             ELSE IF podState[p] = "Deleting" \/ podPhase[p] = "Failed" THEN "Inactive"
+             ELSE IF podState[p] = "Deleting" \/ Terminal(podPhase[p]) THEN "Inactive"
              ELSE "Active"
 ProjRSNext(p) == IF podState'[p] = "Absent" THEN "Absent"
-                 ELSE IF podState'[p] = "Deleting" \/ podPhase'[p] = "Failed" THEN "Inactive"
+                 ELSE IF podState'[p] = "Deleting" \/ Terminal(podPhase'[p]) THEN "Inactive"
                  ELSE "Active"
-ProjSched(p) == IF podState[p] = "Absent" \/ podPhase[p] = "Failed" THEN 0 ELSE 1 + podNode[p]
-ProjSchedNext(p) == IF podState'[p] = "Absent" \/ podPhase'[p] = "Failed" THEN 0 ELSE 1 + podNode'[p]
+ProjSched(p) == IF podState[p] = "Absent" \/ Terminal(podPhase[p]) THEN 0 ELSE 1 + podNode[p]
+ProjSchedNext(p) == IF podState'[p] = "Absent" \/ Terminal(podPhase'[p]) THEN 0 ELSE 1 + podNode'[p]
+Project(c, p) == IF c = "ReplicaSetController" THEN ProjRS(p) ELSE ProjSched(p)
+ProjectNext(c, p) == IF c = "ReplicaSetController" THEN ProjRSNext(p) ELSE ProjSchedNext(p)
 
-ActivePods(d, v) == Cardinality({p \in PodsOf(d, v) : podState[p] = "Live" /\ podPhase[p] # "Failed"})
-AvailablePods(d, v) == Cardinality({p \in PodsOf(d, v) : podState[p] = "Live" /\ podPhase[p] = "Running"})
-AvailableTotal(d) == Cardinality({p \in Pods : p[1] = d /\ podState[p] = "Live" /\ podPhase[p] = "Running"})
+ActivePods(d, v) == Cardinality({p \in PodsOf(d, v) : podState[p] = "Live" /\ ~Terminal(podPhase[p])})
+\* Available: live, Running and Ready (minReadySeconds 0).
+IsAvailable(p) == podState[p] = "Live" /\ podPhase[p] = "Running" /\ podReady[p]
+AvailablePods(d, v) == Cardinality({p \in PodsOf(d, v) : IsAvailable(p)})
+AvailableTotal(d) == Cardinality({p \in Pods : p[1] = d /\ IsAvailable(p)})
 TotalReplicas(d) == SumOver([v \in Versions |-> IF rsState[<<d, v>>] = "Live" THEN rsReplicas[<<d, v>>] ELSE 0], Versions)
 
 \* Pods the ReplicaSet controller believes <<d, v>> has: cached active pods
@@ -137,38 +166,84 @@ OwnersGone(p) == podOwners[p] # {} /\ \A v \in podOwners[p] : rsState[<<p[1], v>
 SlotFree(p) == /\ podState[p] = "Absent" /\ sandboxes[p] = 0 /\ sandboxNode[p] = 0 /\ sandboxIP[p] = 0
                /\ ~kubeletKnows[p] /\ rscView[p] = "Absent" /\ rscExpect[p] = "None"
                /\ schedView[p] = 0 /\ schedAssumed[p] = 0
+               /\ \A c \in Controllers, i \in 1..Len(pending[c]) : pending[c][i].pod # p
 
 \* Pods the scheduler counts on node n: cached there, or assumed there.
 SchedulerCount(n) == Cardinality({p \in Pods : schedView[p] = 1 + n \/ schedAssumed[p] = n})
 \* Non-terminal pods with a sandbox on n (what kubelet admission counts).
 Admitted(n) == Cardinality({p \in Pods : sandboxes[p] > 0 /\ sandboxNode[p] = n
-                                         /\ podState[p] # "Absent" /\ podPhase[p] # "Failed"})
+                                         /\ podState[p] # "Absent" /\ ~Terminal(podPhase[p])})
 FreeIPs(n) == IPs \ {sandboxIP[p] : p \in {q \in Pods : sandboxNode[q] = n /\ sandboxIP[q] # 0}}
 LowestFreeIP(n) == CHOOSE ip \in FreeIPs(n) : \A j \in FreeIPs(n) : ip <= j
 \* Non-terminal pods bound to node n.
-BoundPods(n) == Cardinality({p \in Pods : podState[p] # "Absent" /\ podNode[p] = n /\ podPhase[p] # "Failed"})
+BoundPods(n) == Cardinality({p \in Pods : podState[p] # "Absent" /\ podNode[p] = n /\ ~Terminal(podPhase[p])})
 
 -----------------------------------------------------------------------------
 (* Effects shared by actions. *)
 
-\* Every write is delivered to every established watch: the cache of each
-\* running controller whose watch is up follows the store, and what it
-\* expected or assumed is thereby observed.  Otherwise the cache stays as it
-\* was, with the expectations/assumptions the action passes in.
-Deliver(newExpect, newAssumed) ==
-    /\ IF up["ReplicaSetController"] /\ watchOK["ReplicaSetController"]
-         THEN /\ rscView' = [p \in Pods |-> ProjRSNext(p)]
-              /\ rscExpect' = [p \in Pods |-> "None"]
-         ELSE /\ rscView' = rscView
-              /\ rscExpect' = newExpect
-    /\ IF up["Scheduler"] /\ watchOK["Scheduler"]
-         THEN /\ schedView' = [p \in Pods |-> ProjSchedNext(p)]
-              /\ schedAssumed' = [p \in Pods |-> 0]
-         ELSE /\ schedView' = schedView
-              /\ schedAssumed' = newAssumed
+\* Watch delivery.  A write of pod p sends a watch event, carrying the
+\* write's revision and what the component's cache will show for p, to every
+\* running component whose watch is established (an event that changes
+\* nothing it caches is filtered).  With MaxLag = 0 the event is applied at
+\* once; otherwise it joins the component's queue, and a full queue first
+\* applies its oldest event, so a cache lags by at most MaxLag events, at
+\* any time.  DeliverWatchEvent(c) applies queued events.
+\*
+\* A component's memory is handled as a record: its cache (view), its
+\* expectations or assumed pods (aux), the revision its cache reflects (rev).
 
-\* A write: the store variables are set (before this conjunct), caches follow.
+\* Applying event e: the ReplicaSet controller observes an expected creation
+\* when the pod shows up, an expected deletion when it shows terminating or
+\* gone; the scheduler confirms an assumed pod seen bound there (or gone).
+ApplyEvent(c, mem, e) ==
+    LET p == e.pod IN
+    [view |-> [mem.view EXCEPT ![p] = e.view],
+     aux  |-> IF c = "ReplicaSetController"
+                THEN IF \/ mem.aux[p] = "Add" /\ e.view # "Absent"
+                        \/ mem.aux[p] = "Delete" /\ e.view # "Active"
+                     THEN [mem.aux EXCEPT ![p] = "None"] ELSE mem.aux
+                ELSE IF mem.aux[p] # 0 /\ (e.view = 1 + mem.aux[p] \/ e.view = 0)
+                     THEN [mem.aux EXCEPT ![p] = 0] ELSE mem.aux,
+     rev  |-> e.rev]
+
+\* What a cache shows for p once queue q is applied.
+Replayed(mem, q, p) ==
+    IF \E i \in 1..Len(q) : q[i].pod = p
+    THEN q[CHOOSE i \in 1..Len(q) : q[i].pod = p /\ \A j \in 1..Len(q) : q[j].pod = p => j <= i].view
+    ELSE mem.view[p]
+
+\* Component c, with memory mem and queue q, receives event e.
+Receive(c, mem, q, e) ==
+    IF e.view = Replayed(mem, q, e.pod) THEN [mem |-> mem, q |-> q]
+    ELSE IF MaxLag = 0 THEN [mem |-> ApplyEvent(c, mem, e), q |-> q]
+    ELSE IF Len(q) = MaxLag THEN [mem |-> ApplyEvent(c, mem, Head(q)), q |-> Append(Tail(q), e)]
+    ELSE [mem |-> mem, q |-> Append(q, e)]
+
+PodRecord(p) == <<podState[p], podNode[p], podPhase[p], podOwners[p], podReady[p]>>
+PodRecordNext(p) == <<podState'[p], podNode'[p], podPhase'[p], podOwners'[p], podReady'[p]>>
+
+\* The caches after a write (the store variables are primed before this
+\* conjunct).  newExpect/newAssumed are the expectations/assumptions the
+\* action leaves before delivery.  A write writes at most one pod.
+Deliver(newExpect, newAssumed) ==
+    LET changed == {p \in Pods : PodRecordNext(p) # PodRecord(p)}
+        memOf(c) == IF c = "ReplicaSetController"
+                      THEN [view |-> rscView, aux |-> newExpect, rev |-> cacheRev[c]]
+                      ELSE [view |-> schedView, aux |-> newAssumed, rev |-> cacheRev[c]]
+        after(c) == IF changed = {} \/ ~(up[c] /\ watchOK[c])
+                      THEN [mem |-> memOf(c), q |-> pending[c]]
+                      ELSE LET p == CHOOSE x \in changed : TRUE IN
+                           Receive(c, memOf(c), pending[c], [pod |-> p, view |-> ProjectNext(c, p), rev |-> revision'])
+        rs == after("ReplicaSetController")
+        sc == after("Scheduler") IN
+    /\ rscView' = rs.mem.view /\ rscExpect' = rs.mem.aux
+    /\ schedView' = sc.mem.view /\ schedAssumed' = sc.mem.aux
+    /\ pending' = [c \in Controllers |-> IF c = "ReplicaSetController" THEN rs.q ELSE sc.q]
+    /\ cacheRev' = [c \in Controllers |-> IF c = "ReplicaSetController" THEN rs.mem.rev ELSE sc.mem.rev]
+
+\* A write: it gets the next revision; caches follow.
 Write(newExpect, newAssumed) ==
+    /\ revision' = IF TrackRevisions = 1 THEN revision + 1 ELSE revision
     /\ Deliver(newExpect, newAssumed)
     /\ UNCHANGED <<runtimeVars, kubeletKnows, envVars>>
 
@@ -177,13 +252,14 @@ RemovePod(p) ==
     /\ podNode' = [podNode EXCEPT ![p] = 0]
     /\ podPhase' = [podPhase EXCEPT ![p] = "Pending"]
     /\ podOwners' = [podOwners EXCEPT ![p] = {}]
+    /\ podReady' = [podReady EXCEPT ![p] = FALSE]
 
 \* Graceful deletion: an unscheduled pod goes at once; a scheduled one
 \* becomes Deleting until its kubelet has stopped it.
 DeletePod(p) ==
     IF podNode[p] = 0 THEN RemovePod(p)
     ELSE /\ podState' = [podState EXCEPT ![p] = "Deleting"]
-         /\ UNCHANGED <<podNode, podPhase, podOwners>>
+         /\ UNCHANGED <<podNode, podPhase, podOwners, podReady>>
 
 RemoveDeployment(d) ==
     /\ depState' = [depState EXCEPT ![d] = "Gone"]
@@ -191,9 +267,12 @@ RemoveDeployment(d) ==
     /\ depVersion' = [depVersion EXCEPT ![d] = 0]
     /\ depObserved' = [depObserved EXCEPT ![d] = FALSE]
 
-\* Controller c's cache is replaced by a consistent list of the store.
+\* Controller c's cache is replaced by a consistent list of the store (at
+\* the current revision); its queue is dropped.
 Relisted(c) ==
     /\ watchOK' = [watchOK EXCEPT ![c] = TRUE]
+    /\ pending' = [pending EXCEPT ![c] = <<>>]
+    /\ cacheRev' = [cacheRev EXCEPT ![c] = revision]
     /\ IF c = "ReplicaSetController"
          THEN /\ rscView' = [p \in Pods |-> ProjRS(p)]
               /\ rscExpect' = [p \in Pods |-> "None"]
@@ -212,7 +291,7 @@ CreateDeployment(d) ==
     /\ depReplicas' = [depReplicas EXCEPT ![d] = Replicas]
     /\ depVersion' = [depVersion EXCEPT ![d] = 1]
     /\ depObserved' = [depObserved EXCEPT ![d] = FALSE]
-    /\ UNCHANGED <<rsState, rsReplicas, podState, podNode, podPhase, podOwners, nodeTainted>>
+    /\ UNCHANGED <<rsState, rsReplicas, podState, podNode, podPhase, podOwners, podReady, nodeTainted, nodeState>>
     /\ Write(rscExpect, schedAssumed)
     /\ UNCHANGED budgetVars
 
@@ -221,7 +300,7 @@ UpdateDeployment(d) ==
     /\ depState[d] = "Live" /\ depVersion[d] < NumVersions
     /\ depVersion' = [depVersion EXCEPT ![d] = @ + 1]
     /\ depObserved' = [depObserved EXCEPT ![d] = FALSE]
-    /\ UNCHANGED <<depState, depReplicas, rsState, rsReplicas, podState, podNode, podPhase, podOwners, nodeTainted>>
+    /\ UNCHANGED <<depState, depReplicas, rsState, rsReplicas, podState, podNode, podPhase, podOwners, podReady, nodeTainted, nodeState>>
     /\ Write(rscExpect, schedAssumed)
     /\ UNCHANGED budgetVars
 
@@ -231,9 +310,9 @@ ScaleDeployment(d, r) ==
     /\ depReplicas' = [depReplicas EXCEPT ![d] = r]
     /\ depObserved' = [depObserved EXCEPT ![d] = FALSE]
     /\ scales' = scales + 1
-    /\ UNCHANGED <<depState, depVersion, rsState, rsReplicas, podState, podNode, podPhase, podOwners, nodeTainted>>
+    /\ UNCHANGED <<depState, depVersion, rsState, rsReplicas, podState, podNode, podPhase, podOwners, podReady, nodeTainted, nodeState>>
     /\ Write(rscExpect, schedAssumed)
-    /\ UNCHANGED <<crashes, watchDrops, nodeFailures, evictions, deletes>>
+    /\ UNCHANGED <<crashes, watchDrops, nodeFailures, evictions, deletes, nodeDeletes, probeFailures, completions>>
 
 \* A user deletes deployment d with propagation policy Background (it goes
 \* at once; the garbage collector deletes its dependents) or Foreground (it
@@ -245,9 +324,9 @@ DeleteDeployment(d, policy) ==
               /\ UNCHANGED <<depReplicas, depVersion, depObserved>>
          ELSE RemoveDeployment(d)
     /\ deletes' = deletes + 1
-    /\ UNCHANGED <<rsState, rsReplicas, podState, podNode, podPhase, podOwners, nodeTainted>>
+    /\ UNCHANGED <<rsState, rsReplicas, podState, podNode, podPhase, podOwners, podReady, nodeTainted, nodeState>>
     /\ Write(rscExpect, schedAssumed)
-    /\ UNCHANGED <<crashes, watchDrops, nodeFailures, evictions, scales>>
+    /\ UNCHANGED <<crashes, watchDrops, nodeFailures, evictions, scales, nodeDeletes, probeFailures, completions>>
 
 -----------------------------------------------------------------------------
 (* Deployment controller. *)
@@ -261,7 +340,7 @@ DeploymentCreateReplicaSet(d) ==
     /\ depState[d] = "Live" /\ rsState[<<d, cur>>] = "Absent"
     /\ rsState' = [rsState EXCEPT ![<<d, cur>>] = "Live"]
     /\ rsReplicas' = [rsReplicas EXCEPT ![<<d, cur>>] = Min(depReplicas[d], SurgeRoom(d))]
-    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, podState, podNode, podPhase, podOwners, nodeTainted>>
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, podState, podNode, podPhase, podOwners, podReady, nodeTainted, nodeState>>
     /\ Write(rscExpect, schedAssumed)
     /\ UNCHANGED budgetVars
 
@@ -272,7 +351,7 @@ DeploymentScaleUp(d) ==
     /\ depState[d] = "Live" /\ rsState[<<d, cur>>] = "Live"
     /\ target > rsReplicas[<<d, cur>>]
     /\ rsReplicas' = [rsReplicas EXCEPT ![<<d, cur>>] = target]
-    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, podState, podNode, podPhase, podOwners, nodeTainted>>
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, podState, podNode, podPhase, podOwners, podReady, nodeTainted, nodeState>>
     /\ Write(rscExpect, schedAssumed)
     /\ UNCHANGED budgetVars
 
@@ -289,7 +368,7 @@ DeploymentScaleDown(d, v) ==
     /\ depState[d] = "Live" /\ rsState[<<d, v>>] = "Live"
     /\ ScaleDownTarget(d, v) < rsReplicas[<<d, v>>]
     /\ rsReplicas' = [rsReplicas EXCEPT ![<<d, v>>] = ScaleDownTarget(d, v)]
-    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, podState, podNode, podPhase, podOwners, nodeTainted>>
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, podState, podNode, podPhase, podOwners, podReady, nodeTainted, nodeState>>
     /\ Write(rscExpect, schedAssumed)
     /\ UNCHANGED budgetVars
 
@@ -298,7 +377,7 @@ DeploymentObserve(d) ==
     /\ depState[d] = "Live" /\ ~depObserved[d]
     /\ TotalReplicas(d) <= depReplicas[d] + MaxSurge
     /\ depObserved' = [depObserved EXCEPT ![d] = TRUE]
-    /\ UNCHANGED <<depState, depReplicas, depVersion, rsState, rsReplicas, podState, podNode, podPhase, podOwners, nodeTainted>>
+    /\ UNCHANGED <<depState, depReplicas, depVersion, rsState, rsReplicas, podState, podNode, podPhase, podOwners, podReady, nodeTainted, nodeState>>
     /\ Write(rscExpect, schedAssumed)
     /\ UNCHANGED budgetVars
 
@@ -317,7 +396,7 @@ ReplicaSetCreatePod(d, v) ==
        /\ podNode' = [podNode EXCEPT ![p] = 0]
        /\ podPhase' = [podPhase EXCEPT ![p] = "Pending"]
        /\ podOwners' = [podOwners EXCEPT ![p] = {v}]
-       /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, nodeTainted>>
+       /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podReady, nodeTainted, nodeState>>
        /\ Write([rscExpect EXCEPT ![p] = "Add"], schedAssumed)
     /\ UNCHANGED budgetVars
 
@@ -330,7 +409,7 @@ ReplicaSetDeletePod(p) ==
     /\ rscView[p] = "Active" /\ rscExpect[p] = "None"
     /\ podState[p] = "Live"
     /\ DeletePod(p)
-    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, nodeTainted>>
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, nodeTainted, nodeState>>
     /\ Write([rscExpect EXCEPT ![p] = "Delete"], schedAssumed)
     /\ UNCHANGED budgetVars
 
@@ -346,7 +425,7 @@ GCDeleteReplicaSet(d, v) ==
               /\ UNCHANGED rsReplicas
          ELSE /\ rsState' = [rsState EXCEPT ![<<d, v>>] = "Absent"]
               /\ rsReplicas' = [rsReplicas EXCEPT ![<<d, v>>] = 0]
-    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, podState, podNode, podPhase, podOwners, nodeTainted>>
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, podState, podNode, podPhase, podOwners, podReady, nodeTainted, nodeState>>
     /\ Write(rscExpect, schedAssumed)
     /\ UNCHANGED budgetVars
 
@@ -354,7 +433,7 @@ GCDeleteReplicaSet(d, v) ==
 GCDeletePod(p) ==
     /\ podState[p] = "Live" /\ OwnersGone(p)
     /\ DeletePod(p)
-    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, nodeTainted>>
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, nodeTainted, nodeState>>
     /\ Write(rscExpect, schedAssumed)
     /\ UNCHANGED budgetVars
 
@@ -365,7 +444,7 @@ GCRemoveReplicaSet(d, v) ==
     /\ \A k \in Slots : podState[<<d, v, k>>] = "Absent"
     /\ rsState' = [rsState EXCEPT ![<<d, v>>] = "Absent"]
     /\ rsReplicas' = [rsReplicas EXCEPT ![<<d, v>>] = 0]
-    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, podState, podNode, podPhase, podOwners, nodeTainted>>
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, podState, podNode, podPhase, podOwners, podReady, nodeTainted, nodeState>>
     /\ Write(rscExpect, schedAssumed)
     /\ UNCHANGED budgetVars
 
@@ -374,23 +453,24 @@ GCRemoveDeployment(d) ==
     /\ depState[d] = "Deleting"
     /\ \A v \in Versions : rsState[<<d, v>>] = "Absent"
     /\ RemoveDeployment(d)
-    /\ UNCHANGED <<rsState, rsReplicas, podState, podNode, podPhase, podOwners, nodeTainted>>
+    /\ UNCHANGED <<rsState, rsReplicas, podState, podNode, podPhase, podOwners, podReady, nodeTainted, nodeState>>
     /\ Write(rscExpect, schedAssumed)
     /\ UNCHANGED budgetVars
 
 -----------------------------------------------------------------------------
 (* Scheduler: acts on its cache and its assumed pods. *)
 
-\* Its cache shows p pending and not assumed; n is untainted and has room
-\* counting assumed pods.  The binding is a compare-and-swap on p (still
-\* unbound, live, not terminal); p is assumed onto n until observed bound.
+\* Its cache shows p pending and not assumed; n is registered, untainted,
+\* matches p's nodeSelector and has room counting assumed pods.  The binding
+\* is a compare-and-swap on p (still unbound, live, not terminal); p is
+\* assumed onto n until observed bound.
 SchedulerBindPod(p, n) ==
     /\ up["Scheduler"] /\ schedAssumed[p] = 0 /\ schedView[p] = 1
-    /\ podState[p] = "Live" /\ podNode[p] = 0 /\ podPhase[p] # "Failed"
-    /\ ~nodeTainted[n]
+    /\ podState[p] = "Live" /\ podNode[p] = 0 /\ ~Terminal(podPhase[p])
+    /\ nodeState[n] = "Live" /\ ~nodeTainted[n] /\ MatchesNode(p, n)
     /\ SchedulerCount(n) < Capacity
     /\ podNode' = [podNode EXCEPT ![p] = n]
-    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podState, podPhase, podOwners, nodeTainted>>
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podState, podPhase, podOwners, podReady, nodeTainted, nodeState>>
     /\ Write(rscExpect, [schedAssumed EXCEPT ![p] = n])
     /\ UNCHANGED budgetVars
 
@@ -399,9 +479,9 @@ SchedulerBindPod(p, n) ==
 
 \* Node n stopped reporting: NotReady and the NoExecute unreachable taint.
 NodeLifecycleTaintNode(n) ==
-    /\ ~nodeUp[n] /\ ~nodeTainted[n]
+    /\ nodeState[n] = "Live" /\ ~nodeUp[n] /\ ~nodeTainted[n]
     /\ nodeTainted' = [nodeTainted EXCEPT ![n] = TRUE]
-    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podState, podNode, podPhase, podOwners>>
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podState, podNode, podPhase, podOwners, podReady, nodeState>>
     /\ Write(rscExpect, schedAssumed)
     /\ UNCHANGED budgetVars
 
@@ -409,7 +489,7 @@ NodeLifecycleTaintNode(n) ==
 NodeLifecycleUntaintNode(n) ==
     /\ nodeUp[n] /\ nodeTainted[n]
     /\ nodeTainted' = [nodeTainted EXCEPT ![n] = FALSE]
-    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podState, podNode, podPhase, podOwners>>
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podState, podNode, podPhase, podOwners, podReady, nodeState>>
     /\ Write(rscExpect, schedAssumed)
     /\ UNCHANGED budgetVars
 
@@ -417,7 +497,7 @@ NodeLifecycleUntaintNode(n) ==
 NodeLifecycleEvictPod(p) ==
     /\ podState[p] = "Live" /\ podNode[p] # 0 /\ nodeTainted[podNode[p]]
     /\ podState' = [podState EXCEPT ![p] = "Deleting"]
-    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podNode, podPhase, podOwners, nodeTainted>>
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podNode, podPhase, podOwners, podReady, nodeTainted, nodeState>>
     /\ Write(rscExpect, schedAssumed)
     /\ UNCHANGED budgetVars
 
@@ -433,46 +513,48 @@ KubeletAdmissible(n, p) ==
 \* Admit p (it fits among the admitted pods), run its sandbox with the
 \* lowest free IP of n's pool, and start its containers.
 KubeletStartPod(n, p) ==
-    /\ KubeletAdmissible(n, p) /\ Admitted(n) < Capacity /\ FreeIPs(n) # {}
+    /\ KubeletAdmissible(n, p) /\ Admitted(n) < Capacity /\ MatchesNode(p, n) /\ FreeIPs(n) # {}
     /\ sandboxes' = [sandboxes EXCEPT ![p] = @ + 1]
     /\ sandboxNode' = [sandboxNode EXCEPT ![p] = n]
     /\ sandboxIP' = [sandboxIP EXCEPT ![p] = LowestFreeIP(n)]
     /\ kubeletKnows' = [kubeletKnows EXCEPT ![p] = TRUE]
-    /\ UNCHANGED <<storeVars, rscView, rscExpect, schedView, schedAssumed, envVars, budgetVars>>
+    /\ UNCHANGED <<storeVars, rscView, rscExpect, schedView, schedAssumed, pending, cacheRev, envVars, budgetVars>>
 
-\* Admission fails, the node is full: p is Failed.
+\* Admission fails (the node is full, or its labels do not match p's
+\* nodeSelector: reason NodeAffinity): p is Failed.
 KubeletRejectPod(n, p) ==
-    /\ KubeletAdmissible(n, p) /\ Admitted(n) >= Capacity
+    /\ KubeletAdmissible(n, p) /\ (Admitted(n) >= Capacity \/ ~MatchesNode(p, n))
     /\ podPhase' = [podPhase EXCEPT ![p] = "Failed"]
-    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podState, podNode, podOwners, nodeTainted>>
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podState, podNode, podOwners, podReady, nodeTainted, nodeState>>
     /\ Write(rscExpect, schedAssumed)
     /\ UNCHANGED budgetVars
 
-\* Report p Running and Ready.
+\* Report p Running; Ready too when its containers have no readiness probe.
 KubeletUpdatePodStatus(n, p) ==
     /\ KubeletReady(n) /\ sandboxes[p] > 0 /\ sandboxNode[p] = n
     /\ podState[p] = "Live" /\ podPhase[p] = "Pending"
     /\ podPhase' = [podPhase EXCEPT ![p] = "Running"]
-    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podState, podNode, podOwners, nodeTainted>>
+    /\ podReady' = [podReady EXCEPT ![p] = (ReadinessProbes = 0)]
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podState, podNode, podOwners, nodeTainted, nodeState>>
     /\ Write(rscExpect, schedAssumed)
     /\ UNCHANGED budgetVars
 
-\* p is terminating, Failed, or not bound here: stop its containers, remove
-\* its sandbox, release its IP.
+\* p is terminating, terminal, or not bound here: stop its containers,
+\* remove its sandbox, release its IP.
 KubeletStopPod(n, p) ==
     /\ KubeletReady(n) /\ sandboxes[p] > 0 /\ sandboxNode[p] = n
-    /\ ~(podState[p] = "Live" /\ podPhase[p] # "Failed" /\ podNode[p] = n)
+    /\ ~(podState[p] = "Live" /\ ~Terminal(podPhase[p]) /\ podNode[p] = n)
     /\ sandboxes' = [sandboxes EXCEPT ![p] = 0]
     /\ sandboxNode' = [sandboxNode EXCEPT ![p] = 0]
     /\ sandboxIP' = [sandboxIP EXCEPT ![p] = 0]
     /\ kubeletKnows' = [kubeletKnows EXCEPT ![p] = FALSE]
-    /\ UNCHANGED <<storeVars, rscView, rscExpect, schedView, schedAssumed, envVars, budgetVars>>
+    /\ UNCHANGED <<storeVars, rscView, rscExpect, schedView, schedAssumed, pending, cacheRev, envVars, budgetVars>>
 
 \* p is terminating on n and nothing of it runs: delete the object for good.
 KubeletFinalizePod(n, p) ==
     /\ KubeletReady(n) /\ podState[p] = "Deleting" /\ podNode[p] = n /\ sandboxes[p] = 0
     /\ RemovePod(p)
-    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, nodeTainted>>
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, nodeTainted, nodeState>>
     /\ Write(rscExpect, schedAssumed)
     /\ UNCHANGED budgetVars
 
@@ -481,10 +563,11 @@ KubeletEvictPod(n, p) ==
     /\ KubeletReady(n) /\ evictions < MaxEvictions
     /\ podNode[p] = n /\ podState[p] = "Live" /\ podPhase[p] = "Running"
     /\ podPhase' = [podPhase EXCEPT ![p] = "Failed"]
+    /\ podReady' = [podReady EXCEPT ![p] = FALSE]
     /\ evictions' = evictions + 1
-    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podState, podNode, podOwners, nodeTainted>>
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podState, podNode, podOwners, nodeTainted, nodeState>>
     /\ Write(rscExpect, schedAssumed)
-    /\ UNCHANGED <<crashes, watchDrops, nodeFailures, scales, deletes>>
+    /\ UNCHANGED <<crashes, watchDrops, nodeFailures, scales, deletes, nodeDeletes, probeFailures, completions>>
 
 -----------------------------------------------------------------------------
 (* Faults and recovery. *)
@@ -495,6 +578,8 @@ ControllerCrash(c) ==
     /\ up' = [up EXCEPT ![c] = FALSE]
     /\ watchOK' = [watchOK EXCEPT ![c] = TRUE]  \* meaningless while down
     /\ crashes' = crashes + 1
+    /\ pending' = [pending EXCEPT ![c] = <<>>]
+    /\ cacheRev' = [cacheRev EXCEPT ![c] = 0]
     /\ IF c = "ReplicaSetController"
          THEN /\ rscView' = [p \in Pods |-> "Absent"]
               /\ rscExpect' = [p \in Pods |-> "None"]
@@ -503,7 +588,7 @@ ControllerCrash(c) ==
               /\ schedAssumed' = [p \in Pods |-> 0]
               /\ UNCHANGED <<rscView, rscExpect>>
     /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, kubeletUp, nodeUp,
-                   watchDrops, nodeFailures, evictions, scales, deletes>>
+                   watchDrops, nodeFailures, evictions, scales, deletes, nodeDeletes, probeFailures, completions>>
 
 \* Controller c starts again: it lists and watches.
 ControllerRestart(c) ==
@@ -518,7 +603,7 @@ WatchDrop(c) ==
     /\ watchOK' = [watchOK EXCEPT ![c] = FALSE]
     /\ watchDrops' = watchDrops + 1
     /\ UNCHANGED <<storeVars, runtimeVars, memoryVars, up, kubeletUp, nodeUp,
-                   crashes, nodeFailures, evictions, scales, deletes>>
+                   crashes, nodeFailures, evictions, scales, deletes, nodeDeletes, probeFailures, completions>>
 
 \* Controller c lists again (its resume revision may have been compacted).
 Relist(c) ==
@@ -532,15 +617,15 @@ KubeletCrash(n) ==
     /\ kubeletUp' = [kubeletUp EXCEPT ![n] = FALSE]
     /\ kubeletKnows' = [p \in Pods |-> IF sandboxNode[p] = n THEN FALSE ELSE kubeletKnows[p]]
     /\ crashes' = crashes + 1
-    /\ UNCHANGED <<storeVars, runtimeVars, rscView, rscExpect, schedView, schedAssumed, up, watchOK, nodeUp,
-                   watchDrops, nodeFailures, evictions, scales, deletes>>
+    /\ UNCHANGED <<storeVars, runtimeVars, rscView, rscExpect, schedView, schedAssumed, pending, cacheRev, up, watchOK, nodeUp,
+                   watchDrops, nodeFailures, evictions, scales, deletes, nodeDeletes, probeFailures, completions>>
 
 \* The kubelet of n starts again and rebuilds its pod manager from the runtime.
 KubeletRestart(n) ==
-    /\ ~kubeletUp[n]
+    /\ ~kubeletUp[n] /\ nodeState[n] = "Live"
     /\ kubeletUp' = [kubeletUp EXCEPT ![n] = TRUE]
     /\ kubeletKnows' = [p \in Pods |-> IF sandboxNode[p] = n /\ sandboxes[p] > 0 THEN TRUE ELSE kubeletKnows[p]]
-    /\ UNCHANGED <<storeVars, runtimeVars, rscView, rscExpect, schedView, schedAssumed, up, watchOK, nodeUp, budgetVars>>
+    /\ UNCHANGED <<storeVars, runtimeVars, rscView, rscExpect, schedView, schedAssumed, pending, cacheRev, up, watchOK, nodeUp, budgetVars>>
 
 \* Node n becomes unreachable (its runtime is frozen).
 NodeFail(n) ==
@@ -548,13 +633,122 @@ NodeFail(n) ==
     /\ nodeUp' = [nodeUp EXCEPT ![n] = FALSE]
     /\ nodeFailures' = nodeFailures + 1
     /\ UNCHANGED <<storeVars, runtimeVars, memoryVars, up, watchOK, kubeletUp,
-                   crashes, watchDrops, evictions, scales, deletes>>
+                   crashes, watchDrops, evictions, scales, deletes, nodeDeletes, probeFailures, completions>>
 
 \* Node n is reachable again.
 NodeRecover(n) ==
-    /\ ~nodeUp[n]
+    /\ ~nodeUp[n] /\ nodeState[n] = "Live"
     /\ nodeUp' = [nodeUp EXCEPT ![n] = TRUE]
     /\ UNCHANGED <<storeVars, runtimeVars, memoryVars, up, watchOK, kubeletUp, budgetVars>>
+
+-----------------------------------------------------------------------------
+(* Informers, nodes joining and leaving, the pod garbage collector,        *)
+(* readiness and completion.                                                *)
+
+\* The oldest event in controller c's queue reaches its cache.
+DeliverWatchEvent(c) ==
+    LET mem == IF c = "ReplicaSetController"
+                 THEN [view |-> rscView, aux |-> rscExpect, rev |-> cacheRev[c]]
+                 ELSE [view |-> schedView, aux |-> schedAssumed, rev |-> cacheRev[c]]
+        new == ApplyEvent(c, mem, Head(pending[c])) IN
+    /\ up[c] /\ pending[c] # <<>>
+    /\ pending' = [pending EXCEPT ![c] = Tail(@)]
+    /\ cacheRev' = [cacheRev EXCEPT ![c] = new.rev]
+    /\ IF c = "ReplicaSetController"
+         THEN /\ rscView' = new.view /\ rscExpect' = new.aux
+              /\ UNCHANGED <<schedView, schedAssumed>>
+         ELSE /\ schedView' = new.view /\ schedAssumed' = new.aux
+              /\ UNCHANGED <<rscView, rscExpect>>
+    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, envVars, budgetVars>>
+
+\* Node n, not yet registered, joins: its kubelet registers it and runs.
+NodeJoin(n) ==
+    /\ nodeState[n] = "Absent"
+    /\ nodeState' = [nodeState EXCEPT ![n] = "Live"]
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas,
+                   podState, podNode, podPhase, podOwners, podReady, nodeTainted>>
+    /\ revision' = IF TrackRevisions = 1 THEN revision + 1 ELSE revision
+    /\ nodeUp' = [nodeUp EXCEPT ![n] = TRUE]
+    /\ kubeletUp' = [kubeletUp EXCEPT ![n] = TRUE]
+    /\ UNCHANGED <<runtimeVars, memoryVars, up, watchOK, budgetVars>>
+
+\* Node n's machine is removed and its Node object deleted (the cloud node
+\* controller's deletion of a vanished instance): its runtime goes with it;
+\* the pods bound to it are left to the pod garbage collector.
+NodeDelete(n) ==
+    /\ nodeState[n] = "Live" /\ nodeDeletes < MaxNodeDeletes
+    /\ nodeState' = [nodeState EXCEPT ![n] = "Gone"]
+    /\ nodeTainted' = [nodeTainted EXCEPT ![n] = FALSE]
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas,
+                   podState, podNode, podPhase, podOwners, podReady>>
+    /\ revision' = IF TrackRevisions = 1 THEN revision + 1 ELSE revision
+    /\ nodeUp' = [nodeUp EXCEPT ![n] = FALSE]
+    /\ kubeletUp' = [kubeletUp EXCEPT ![n] = FALSE]
+    /\ sandboxes' = [p \in Pods |-> IF sandboxNode[p] = n THEN 0 ELSE sandboxes[p]]
+    /\ sandboxIP' = [p \in Pods |-> IF sandboxNode[p] = n THEN 0 ELSE sandboxIP[p]]
+    /\ kubeletKnows' = [p \in Pods |-> IF sandboxNode[p] = n THEN FALSE ELSE kubeletKnows[p]]
+    /\ sandboxNode' = [p \in Pods |-> IF sandboxNode[p] = n THEN 0 ELSE sandboxNode[p]]
+    /\ nodeDeletes' = nodeDeletes + 1
+    /\ UNCHANGED <<rscView, rscExpect, schedView, schedAssumed, pending, cacheRev, up, watchOK,
+                   crashes, watchDrops, nodeFailures, evictions, scales, deletes, probeFailures, completions>>
+
+\* p is bound to a node whose Node object is gone: the pod garbage
+\* collector force-deletes it (grace period 0).
+PodGCDeletePod(p) ==
+    /\ podState[p] # "Absent" /\ podNode[p] # 0 /\ nodeState[podNode[p]] # "Live"
+    /\ RemovePod(p)
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, nodeTainted, nodeState>>
+    /\ Write(rscExpect, schedAssumed)
+    /\ UNCHANGED budgetVars
+
+\* p runs on n and its readiness probe passes (or it has none): Ready.
+KubeletReportReady(n, p) ==
+    /\ KubeletReady(n) /\ sandboxes[p] > 0 /\ sandboxNode[p] = n
+    /\ podState[p] = "Live" /\ podPhase[p] = "Running" /\ ~podReady[p]
+    /\ podReady' = [podReady EXCEPT ![p] = TRUE]
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas,
+                   podState, podNode, podPhase, podOwners, nodeTainted, nodeState>>
+    /\ Write(rscExpect, schedAssumed)
+    /\ UNCHANGED budgetVars
+
+\* Fault: the readiness probe of Ready pod p fails; Ready false.
+KubeletProbeFail(n, p) ==
+    /\ ReadinessProbes = 1 /\ probeFailures < MaxProbeFailures
+    /\ KubeletReady(n) /\ sandboxes[p] > 0 /\ sandboxNode[p] = n
+    /\ podState[p] = "Live" /\ podPhase[p] = "Running" /\ podReady[p]
+    /\ podReady' = [podReady EXCEPT ![p] = FALSE]
+    /\ probeFailures' = probeFailures + 1
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas,
+                   podState, podNode, podPhase, podOwners, nodeTainted, nodeState>>
+    /\ Write(rscExpect, schedAssumed)
+    /\ UNCHANGED <<crashes, watchDrops, nodeFailures, evictions, scales, deletes, nodeDeletes, completions>>
+
+\* The containers of running pod p exit 0.  Under restartPolicy Always they
+\* are restarted and p is not Ready until its probe passes again (without a
+\* probe nothing observable changes, so the step is not taken); under
+\* OnFailure or Never p has Succeeded.
+KubeletCompletePod(n, p) ==
+    /\ completions < MaxCompletions
+    /\ KubeletReady(n) /\ sandboxes[p] > 0 /\ sandboxNode[p] = n
+    /\ podState[p] = "Live" /\ podPhase[p] = "Running"
+    /\ RestartPolicy = 0 => (ReadinessProbes = 1 /\ podReady[p])
+    /\ podPhase' = IF RestartPolicy = 0 THEN podPhase ELSE [podPhase EXCEPT ![p] = "Succeeded"]
+    /\ podReady' = [podReady EXCEPT ![p] = FALSE]
+    /\ completions' = completions + 1
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas,
+                   podState, podNode, podOwners, nodeTainted, nodeState>>
+    /\ Write(rscExpect, schedAssumed)
+    /\ UNCHANGED <<crashes, watchDrops, nodeFailures, evictions, scales, deletes, nodeDeletes, probeFailures>>
+
+\* p is Ready on a node that stopped reporting: the node lifecycle
+\* controller sets its Ready condition false.
+NodeLifecycleMarkPodNotReady(p) ==
+    /\ podReady[p] /\ podState[p] # "Absent" /\ podNode[p] # 0 /\ nodeTainted[podNode[p]]
+    /\ podReady' = [podReady EXCEPT ![p] = FALSE]
+    /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas,
+                   podState, podNode, podPhase, podOwners, nodeTainted, nodeState>>
+    /\ Write(rscExpect, schedAssumed)
+    /\ UNCHANGED budgetVars
 
 -----------------------------------------------------------------------------
 (* The specification. *)
@@ -570,7 +764,10 @@ Init ==
     /\ podNode = [p \in Pods |-> 0]
     /\ podPhase = [p \in Pods |-> "Pending"]
     /\ podOwners = [p \in Pods |-> {}]
+    /\ podReady = [p \in Pods |-> FALSE]
     /\ nodeTainted = [n \in Nodes |-> FALSE]
+    /\ nodeState = [n \in Nodes |-> IF n <= NumNodes - JoiningNodes THEN "Live" ELSE "Absent"]
+    /\ revision = 0
     /\ sandboxes = [p \in Pods |-> 0]
     /\ sandboxNode = [p \in Pods |-> 0]
     /\ sandboxIP = [p \in Pods |-> 0]
@@ -579,12 +776,15 @@ Init ==
     /\ rscExpect = [p \in Pods |-> "None"]
     /\ schedView = [p \in Pods |-> 0]
     /\ schedAssumed = [p \in Pods |-> 0]
+    /\ pending = [c \in Controllers |-> <<>>]
+    /\ cacheRev = [c \in Controllers |-> 0]
     /\ up = [c \in Controllers |-> TRUE]
     /\ watchOK = [c \in Controllers |-> TRUE]
-    /\ kubeletUp = [n \in Nodes |-> TRUE]
-    /\ nodeUp = [n \in Nodes |-> TRUE]
+    /\ kubeletUp = [n \in Nodes |-> nodeState[n] = "Live"]
+    /\ nodeUp = [n \in Nodes |-> nodeState[n] = "Live"]
     /\ crashes = 0 /\ watchDrops = 0 /\ nodeFailures = 0
     /\ evictions = 0 /\ scales = 0 /\ deletes = 0
+    /\ nodeDeletes = 0 /\ probeFailures = 0 /\ completions = 0
 
 Next ==
     \/ \E d \in Deployments :
@@ -605,6 +805,8 @@ Next ==
          \/ GCDeletePod(p)
          \/ \E n \in Nodes : SchedulerBindPod(p, n)
          \/ NodeLifecycleEvictPod(p)
+         \/ NodeLifecycleMarkPodNotReady(p)
+         \/ PodGCDeletePod(p)
          \/ \E n \in Nodes :
               \/ KubeletStartPod(n, p)
               \/ KubeletRejectPod(n, p)
@@ -612,6 +814,9 @@ Next ==
               \/ KubeletStopPod(n, p)
               \/ KubeletFinalizePod(n, p)
               \/ KubeletEvictPod(n, p)
+              \/ KubeletReportReady(n, p)
+              \/ KubeletProbeFail(n, p)
+              \/ KubeletCompletePod(n, p)
     \/ \E n \in Nodes :
          \/ NodeLifecycleTaintNode(n)
          \/ NodeLifecycleUntaintNode(n)
@@ -619,14 +824,19 @@ Next ==
          \/ KubeletRestart(n)
          \/ NodeFail(n)
          \/ NodeRecover(n)
+         \/ NodeJoin(n)
+         \/ NodeDelete(n)
     \/ \E c \in Controllers :
          \/ ControllerCrash(c)
          \/ ControllerRestart(c)
          \/ WatchDrop(c)
          \/ Relist(c)
+         \/ DeliverWatchEvent(c)
 
-\* Weak fairness for every component action and every recovery; none for
-\* users and faults, which may simply stop.
+\* Weak fairness for every component action, every recovery, informer
+\* delivery and a provisioned node's join; none for users and faults
+\* (including node deletion, probe failures and completions), which may
+\* simply stop.
 Fairness ==
     /\ \A d \in Deployments :
          /\ WF_vars(DeploymentCreateReplicaSet(d)) /\ WF_vars(DeploymentScaleUp(d))
@@ -636,14 +846,16 @@ Fairness ==
               /\ WF_vars(GCDeleteReplicaSet(d, v)) /\ WF_vars(GCRemoveReplicaSet(d, v))
     /\ \A p \in Pods :
          /\ WF_vars(ReplicaSetDeletePod(p)) /\ WF_vars(GCDeletePod(p)) /\ WF_vars(NodeLifecycleEvictPod(p))
+         /\ WF_vars(NodeLifecycleMarkPodNotReady(p)) /\ WF_vars(PodGCDeletePod(p))
          /\ \A n \in Nodes :
               /\ WF_vars(SchedulerBindPod(p, n)) /\ WF_vars(KubeletStartPod(n, p))
               /\ WF_vars(KubeletRejectPod(n, p)) /\ WF_vars(KubeletUpdatePodStatus(n, p))
               /\ WF_vars(KubeletStopPod(n, p)) /\ WF_vars(KubeletFinalizePod(n, p))
+              /\ WF_vars(KubeletReportReady(n, p))
     /\ \A n \in Nodes :
          /\ WF_vars(NodeLifecycleTaintNode(n)) /\ WF_vars(NodeLifecycleUntaintNode(n))
-         /\ WF_vars(KubeletRestart(n)) /\ WF_vars(NodeRecover(n))
-    /\ \A c \in Controllers : WF_vars(ControllerRestart(c)) /\ WF_vars(Relist(c))
+         /\ WF_vars(KubeletRestart(n)) /\ WF_vars(NodeRecover(n)) /\ WF_vars(NodeJoin(n))
+    /\ \A c \in Controllers : WF_vars(ControllerRestart(c)) /\ WF_vars(Relist(c)) /\ WF_vars(DeliverWatchEvent(c))
 
 Spec == Init /\ [][Next]_vars /\ Fairness
 
@@ -660,9 +872,13 @@ TypeOK ==
     /\ rsReplicas \in [RSs -> 0..Replicas]
     /\ podState \in [Pods -> {"Absent", "Live", "Deleting"}]
     /\ podNode \in [Pods -> 0..NumNodes]
-    /\ podPhase \in [Pods -> {"Pending", "Running", "Failed"}]
+    /\ podPhase \in [Pods -> {"Pending", "Running", "Failed", "Succeeded"}]
     /\ podOwners \in [Pods -> SUBSET Versions]
+    /\ podReady \in [Pods -> BOOLEAN]
     /\ nodeTainted \in [Nodes -> BOOLEAN]
+    /\ nodeState \in [Nodes -> {"Absent", "Live", "Gone"}]
+    /\ revision \in Nat
+    /\ \A c \in Controllers : Len(pending[c]) <= MaxLag /\ cacheRev[c] \in Nat
     /\ sandboxes \in [Pods -> 0..2]
     /\ sandboxNode \in [Pods -> 0..NumNodes]
     /\ sandboxIP \in [Pods -> 0..IPsPerNode]
@@ -674,14 +890,23 @@ TypeOK ==
     /\ up \in [Controllers -> BOOLEAN] /\ watchOK \in [Controllers -> BOOLEAN]
     /\ kubeletUp \in [Nodes -> BOOLEAN] /\ nodeUp \in [Nodes -> BOOLEAN]
 
-StoreChanged == storeVars' # storeVars
+StoreChanged == objectVars' # objectVars
 CacheCurrent(c) == \A p \in Pods : IF c = "ReplicaSetController" THEN rscView[p] = ProjRS(p)
                                    ELSE schedView[p] = ProjSched(p)
+\* Controller c's cache followed by its queued events is the current state,
+\* and the queued revisions increase strictly above the cache's.
+WatchComplete(c) ==
+    LET mem == [view |-> IF c = "ReplicaSetController" THEN rscView ELSE schedView] IN
+    /\ \A p \in Pods : Replayed(mem, pending[c], p) = Project(c, p)
+    /\ TrackRevisions = 1 =>
+         \A i \in 1..Len(pending[c]) : pending[c][i].rev > (IF i = 1 THEN cacheRev[c] ELSE pending[c][i - 1].rev)
 
-\* STORE-1: writes are totally ordered, each a new resourceVersion, and an
-\* established watch delivers every one in order: after any write, the
-\* cache of every controller whose watch is up is current.
-STORE_1 == [][StoreChanged => \A c \in Controllers : (up'[c] /\ watchOK'[c]) => CacheCurrent(c)']_vars
+\* STORE-1: every write gets the next global revision (its resourceVersion;
+\* other steps leave the revision), and an established watch delivers every
+\* write in revision order: after any write, the cache of every controller
+\* whose watch is up, followed by its queued events, is the current state.
+STORE_1 == [][/\ TrackRevisions = 1 => revision' = IF StoreChanged THEN revision + 1 ELSE revision
+              /\ StoreChanged => \A c \in Controllers : (up'[c] /\ watchOK'[c]) => WatchComplete(c)']_vars
 
 \* STORE-2: a create succeeds only on an absent key: an existing pod is
 \* never replaced by a freshly created one.
@@ -702,7 +927,7 @@ Created(p) == \/ podState[p] = "Absent" /\ podState'[p] = "Live"
               \/ /\ podState[p] # "Absent" /\ podState'[p] = "Live" /\ podNode'[p] = 0 /\ podPhase'[p] = "Pending"
                  /\ (podState[p] = "Deleting" \/ podNode[p] # 0 \/ podPhase[p] # "Pending")
 RS_1 == [][\A p \in Pods : Created(p) =>
-             Cardinality({q \in PodsOf(p[1], p[2]) : podState'[q] = "Live" /\ podPhase'[q] # "Failed"})
+             Cardinality({q \in PodsOf(p[1], p[2]) : podState'[q] = "Live" /\ ~Terminal(podPhase'[q])})
                <= rsReplicas[<<p[1], p[2]>>]]_vars
 
 \* RS-2: a pod has at most one controller owner.
@@ -720,10 +945,11 @@ DEP_2 == [][\A d \in Deployments, v \in Versions :
               => AvailableTotal(d) - lost >= depReplicas[d] - MaxUnavailable]_vars
 
 \* GC-1: a live pod is deleted only because its owners are gone, its node is
-\* tainted, or its ReplicaSet controller believed there were too many.
+\* tainted or deleted, or its ReplicaSet controller believed there were too
+\* many.
 GC_1 == [][\A p \in Pods : (podState[p] = "Live" /\ podState'[p] # "Live") =>
              \/ OwnersGone(p)
-             \/ podNode[p] # 0 /\ nodeTainted[podNode[p]]
+             \/ podNode[p] # 0 /\ (nodeTainted[podNode[p]] \/ nodeState[podNode[p]] # "Live")
              \/ Believed(p[1], p[2]) > rsReplicas[<<p[1], p[2]>>]]_vars
 
 \* GC-2: an owner deleted in the foreground goes only after its blocking
@@ -744,6 +970,12 @@ SCHED_2 == \A n \in Nodes : BoundPods(n) <= Capacity
 \* SCHED-3: a pod is bound only to a node without a NoExecute taint.
 SCHED_3 == [][\A p \in Pods : (podNode'[p] # podNode[p] /\ podNode'[p] # 0) => ~nodeTainted[podNode'[p]]]_vars
 
+\* SCHED-4: a pod is bound only to a node whose labels match its nodeSelector.
+SCHED_4 == \A p \in Pods : (podState[p] # "Absent" /\ podNode[p] # 0) => MatchesNode(p, podNode[p])
+
+\* SCHED-5: a pod is bound only to a registered node (its Node object exists).
+SCHED_5 == [][\A p \in Pods : (podNode'[p] # podNode[p] /\ podNode'[p] # 0) => nodeState[podNode'[p]] = "Live"]_vars
+
 \* KUBELET-1: a kubelet runs only pods bound to its node.
 KUBELET_1 == \A p \in Pods : sandboxes[p] > 0 => sandboxNode[p] = podNode[p]
 
@@ -757,8 +989,15 @@ KUBELET_3 == \A p, q \in Pods : (p # q /\ sandboxes[p] > 0 /\ sandboxes[q] > 0 /
 \* KUBELET-4: an IP is held only by a live sandbox: removal releases it.
 KUBELET_4 == \A p \in Pods : sandboxes[p] = 0 => (sandboxIP[p] = 0 /\ sandboxNode[p] = 0)
 
-\* KUBELET-5: a pod's phase never leaves Failed.
-KUBELET_5 == [][\A p \in Pods : (podPhase[p] = "Failed" /\ podState'[p] # "Absent") => podPhase'[p] = "Failed"]_vars
+\* KUBELET-5: a pod's phase never leaves Failed or Succeeded.
+KUBELET_5 == [][\A p \in Pods : (Terminal(podPhase[p]) /\ podState'[p] # "Absent") => podPhase'[p] = podPhase[p]]_vars
+
+\* KUBELET-6: a pod is Ready only while Running.
+KUBELET_6 == \A p \in Pods : podReady[p] => podPhase[p] = "Running"
+
+\* KUBELET-7: a pod reaches Succeeded only under restartPolicy OnFailure or
+\* Never (under Always, completed containers are restarted).
+KUBELET_7 == [][RestartPolicy = 0 => \A p \in Pods : podPhase'[p] = "Succeeded" => podPhase[p] = "Succeeded"]_vars
 
 \* LIVE-1: every deployment eventually has exactly replicas Ready pods of its
 \* current template, none of older ones, and has observed its generation.
@@ -778,10 +1017,14 @@ NoOrphans ==
     /\ \A d \in Deployments, v \in Versions : rsState[<<d, v>>] # "Absent" => depState[d] = "Live"
 LIVE_2 == <>[]NoOrphans
 
-\* LIVE-3: every sandbox of a deleted, Failed or foreign pod is eventually
+\* LIVE-3: every sandbox of a deleted, terminal or foreign pod is eventually
 \* removed and its IP released.
 NoLeakedSandboxes ==
-    \A p \in Pods : sandboxes[p] > 0 => (podState[p] = "Live" /\ podPhase[p] # "Failed" /\ podNode[p] = sandboxNode[p])
+    \A p \in Pods : sandboxes[p] > 0 => (podState[p] = "Live" /\ ~Terminal(podPhase[p]) /\ podNode[p] = sandboxNode[p])
 LIVE_3 == <>[]NoLeakedSandboxes
+
+\* LIVE-4: every pod bound to a deleted node is eventually deleted.
+NoPodsOnDeletedNodes == \A p \in Pods : (podState[p] # "Absent" /\ podNode[p] # 0) => nodeState[podNode[p]] # "Gone"
+LIVE_4 == <>[]NoPodsOnDeletedNodes
 
 =============================================================================

@@ -43,6 +43,12 @@ func WriteViolation(w io.Writer, m *model.Model, v *Violation) {
 	case v.Kind == "liveness":
 		fmt.Fprintf(w, "  ... and then no fair action is enabled: the system stutters here forever with %s false.\n", p.Name)
 	}
+	if v.Kind == "liveness" && len(v.Trace) > 0 {
+		last := v.Trace[len(v.Trace)-1].State
+		if unmet := m.UnmetGoals(&last); len(unmet) > 1 {
+			fmt.Fprintf(w, "  Goals unmet in the last state: %s.\n", strings.Join(unmet, ", "))
+		}
+	}
 }
 
 // FormatViolation is WriteViolation into a string.
