@@ -50,22 +50,28 @@ func TestControllersWithKubectl(t *testing.T) {
 	}
 
 	t.Run("create and rollout status", func(t *testing.T) {
-		kn(t, "create", "deployment", "web", "--image=nginx:1", "--replicas=6")
+		kn(t, "create", "deployment", "web", "--image=nginx:1", "--replicas=20")
 		out := kn(t, "rollout", "status", "deployment/web", "--timeout=90s")
 		if !strings.Contains(out, `deployment "web" successfully rolled out`) {
 			t.Fatalf("rollout status: %q", out)
 		}
-		if got := kn(t, "get", "deployment", "web", "-o", "jsonpath={.status.readyReplicas}/{.status.availableReplicas}/{.status.updatedReplicas}"); got != "6/6/6" {
-			t.Fatalf("ready/available/updated = %s, want 6/6/6", got)
+		if got := kn(t, "get", "deployment", "web", "-o", "jsonpath={.status.readyReplicas}/{.status.availableReplicas}/{.status.updatedReplicas}"); got != "20/20/20" {
+			t.Fatalf("ready/available/updated = %s, want 20/20/20", got)
 		}
-		// Every pod is bound, and the scheduler spread them over the nodes.
+		// Every pod is bound, and the scheduler spread them over the three
+		// nodes (within capacity: 20 pods of the default 110 per node).
 		nodes := strings.Fields(kn(t, "get", "pods", "-l", "app=web", "-o", "jsonpath={range .items[*]}{.spec.nodeName}{\" \"}{end}"))
 		used := map[string]int{}
 		for _, n := range nodes {
 			used[n]++
 		}
-		if len(nodes) != 6 || len(used) < 2 {
-			t.Fatalf("pods on nodes %v, want 6 pods over at least 2 nodes", used)
+		if len(nodes) != 20 || len(used) != 3 {
+			t.Fatalf("pods on nodes %v, want 20 pods over the 3 nodes", used)
+		}
+		for _, reason := range []string{"ScalingReplicaSet", "SuccessfulCreate"} {
+			if out := kn(t, "get", "events", "--field-selector=reason="+reason, "-o", "name"); strings.TrimSpace(out) == "" {
+				t.Errorf("no %s event", reason)
+			}
 		}
 		if got := kn(t, "get", "deployment", "web", "-o", "jsonpath={.spec.strategy.rollingUpdate.maxSurge}/{.spec.strategy.rollingUpdate.maxUnavailable}"); got != "25%/25%" {
 			t.Fatalf("strategy %s, want the defaults 25%%/25%%", got)
@@ -73,28 +79,28 @@ func TestControllersWithKubectl(t *testing.T) {
 	})
 
 	t.Run("set image within surge and unavailability bounds", func(t *testing.T) {
-		// 6 replicas, 25%/25%: maxSurge rounds up to 2, maxUnavailable down
-		// to 1, so the ReplicaSets' replicas never total more than 8 and
-		// never fewer than 5 pods are available.
+		// 20 replicas, 25%/25%: maxSurge and maxUnavailable are 5, so the
+		// ReplicaSets' replicas never total more than 25 and never fewer
+		// than 15 pods are available.
 		rsWatch := startWatch[appsv1.ReplicaSet](t, p, "replicasets", ns, "app=web")
 		podWatch := startWatch[corev1.Pod](t, p, "pods", ns, "app=web")
-		podWatch.waitFor(t, "6 available pods in the watch", func(pods map[string]corev1.Pod) bool { return availablePods(pods) == 6 })
+		podWatch.waitFor(t, "20 available pods in the watch", func(pods map[string]corev1.Pod) bool { return availablePods(pods) == 20 })
 		rsWatch.waitFor(t, "the ReplicaSet in the watch", func(rs map[string]appsv1.ReplicaSet) bool { return len(rs) == 1 })
 		// The watches' first events rebuild the current state one object
 		// at a time; the bounds apply from the full state on.
 		rsFrom, podsFrom := rsWatch.mark(), podWatch.mark()
 		kn(t, "set", "image", "deployment/web", "nginx=nginx:2")
 		kn(t, "rollout", "status", "deployment/web", "--timeout=90s")
-		podWatch.waitFor(t, "6 available nginx:2 pods in the watch", func(pods map[string]corev1.Pod) bool {
+		podWatch.waitFor(t, "20 available nginx:2 pods in the watch", func(pods map[string]corev1.Pod) bool {
 			n := 0
 			for _, p := range pods {
 				if isAvailable(p) && p.Spec.Containers[0].Image == "nginx:2" {
 					n++
 				}
 			}
-			return n == 6
+			return n == 20
 		})
-		maxTotal, minAvail := 0, 6
+		maxTotal, minAvail := 0, 20
 		for _, st := range rsWatch.stop(t)[rsFrom-1:] {
 			total := 0
 			for _, rs := range st {
@@ -106,11 +112,11 @@ func TestControllersWithKubectl(t *testing.T) {
 			minAvail = min(minAvail, availablePods(st))
 		}
 		t.Logf("during the rollout: at most %d replicas in the ReplicaSets' specs, at least %d pods available", maxTotal, minAvail)
-		if maxTotal > 8 {
-			t.Errorf("the ReplicaSets' replicas totalled %d, more than replicas + maxSurge = 8", maxTotal)
+		if maxTotal > 25 {
+			t.Errorf("the ReplicaSets' replicas totalled %d, more than replicas + maxSurge = 25", maxTotal)
 		}
-		if minAvail < 5 {
-			t.Errorf("only %d pods were available at one point, fewer than replicas - maxUnavailable = 5", minAvail)
+		if minAvail < 15 {
+			t.Errorf("only %d pods were available at one point, fewer than replicas - maxUnavailable = 15", minAvail)
 		}
 		if got := kn(t, "get", "deployment", "web", "-o", `jsonpath={.metadata.annotations.deployment\.kubernetes\.io/revision}`); got != "2" {
 			t.Errorf("revision %q after set image, want 2", got)
@@ -150,13 +156,13 @@ func TestControllersWithKubectl(t *testing.T) {
 		}
 		kn(t, "rollout", "resume", "deployment/web")
 		kn(t, "rollout", "status", "deployment/web", "--timeout=90s")
-		if imgs := kn(t, "get", "pods", "-l", "app=web", "--field-selector=status.phase=Running", "-o", "jsonpath={range .items[*]}{.spec.containers[0].image}{\" \"}{end}"); strings.Count(imgs, "nginx:3") != 6 {
-			t.Errorf("after resume, pod images %q, want 6 nginx:3", imgs)
+		if imgs := kn(t, "get", "pods", "-l", "app=web", "--field-selector=status.phase=Running", "-o", "jsonpath={range .items[*]}{.spec.containers[0].image}{\" \"}{end}"); strings.Count(imgs, "nginx:3") != 20 {
+			t.Errorf("after resume, pod images %q, want 20 nginx:3", imgs)
 		}
 	})
 
 	t.Run("scale", func(t *testing.T) {
-		for _, n := range []string{"10", "2"} {
+		for _, n := range []string{"50", "5"} {
 			kn(t, "scale", "deployment/web", "--replicas="+n)
 			kn(t, "rollout", "status", "deployment/web", "--timeout=90s")
 			eventuallyKubectl(t, n+" pods", func() bool {
