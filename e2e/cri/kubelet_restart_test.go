@@ -43,6 +43,9 @@ func TestKubeletRestart(t *testing.T) {
 			t.Fatalf("pod %s is gone after the kubelet restart", name)
 		}
 		bc, ac := b.Status.ContainerStatuses[0], a.Status.ContainerStatuses[0]
+		if ac.State.Running == nil || bc.State.Running == nil {
+			t.Fatalf("pod %s: container not running: before %s, after %s", name, containerStates(b.Status.ContainerStatuses), containerStates(a.Status.ContainerStatuses))
+		}
 		if a.Status.PodIP != b.Status.PodIP || ac.ContainerID != bc.ContainerID || ac.RestartCount != bc.RestartCount ||
 			!ac.State.Running.StartedAt.Equal(&bc.State.Running.StartedAt) {
 			t.Errorf("pod %s changed across the kubelet restart:\nbefore %s ip=%s %s\nafter  %s ip=%s %s",
