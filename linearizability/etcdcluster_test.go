@@ -1,7 +1,6 @@
 package linearizability
 
 import (
-	"os"
 	"testing"
 	"time"
 
@@ -62,15 +61,6 @@ func TestEtcdCluster(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.name == "leader-partition" && os.Getenv("LIN_KNOWN_BUGS") == "" {
-				// Known bug, open (README "Known bugs"): with the watch cache
-				// on, a partition of the etcd leader intermittently leaves the
-				// cache without the events of a few revisions; a later
-				// NotOlderThan list and a watch resumed from before them miss
-				// those changes (list-snapshot, resumable). Run it with
-				// LIN_KNOWN_BUGS=1 until the cacher is fixed.
-				t.Skip("known bug: watch cache misses events across an etcd leader partition (set LIN_KNOWN_BUGS=1 to run)")
-			}
 			clus := integration.NewCluster(quietTB{t}, &integration.ClusterConfig{Size: 3, UseBridge: true})
 			defer clus.Terminate(quietTB{t})
 			var endpoints []string
