@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -71,6 +73,7 @@ func newSchedulerCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("creating client: %w", err)
 			}
+			setSchedulerGCPercent()
 			ctx := cmd.Context()
 			sched, err := scheduler.New(ctx, client, scheduler.Config{Configuration: conf, Logger: logger})
 			if err != nil {
@@ -89,6 +92,21 @@ func newSchedulerCommand() *cobra.Command {
 	f.BoolVar(&profiling, "profiling", true, "serve Go profiles at /debug/pprof/ on the metrics address, as kube-scheduler does")
 	logOpts.addFlags(f)
 	return cmd
+}
+
+// schedulerGCPercent is the scheduler process's garbage collection target
+// when GOGC is not set. Most of the scheduler's heap is its informer caches,
+// which live as long as the process, so Go's default (collect when the heap
+// has doubled) keeps as much garbage as there are cached objects. 50 lets
+// the heap grow by half instead: SchedulingBasic 5000 nodes / 10000 pods
+// ends about 20 MiB smaller, for more frequent (concurrent) collections.
+// Prometheus lowers its default the same way.
+const schedulerGCPercent = 50
+
+func setSchedulerGCPercent() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(schedulerGCPercent)
+	}
 }
 
 // runSchedulerWithMetrics serves /metrics and /healthz (and /debug/pprof/ when
