@@ -351,6 +351,9 @@ func startUpWith(dataDir string, flags ...string) (*upProcess, error) {
 			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "kubeconfig:"); ok {
 				p.kubeconfig = strings.TrimSpace(v)
 			}
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "API server:"); ok {
+				p.url = strings.TrimSpace(v)
+			}
 		case <-timeout:
 			_ = p.cmd.Process.Kill()
 			<-p.done
