@@ -38,7 +38,8 @@ func newUpCommand() *cobra.Command {
 		Short: "Run the whole control plane in one process on an embedded etcd",
 		Long: `Run the whole control plane in one process: an embedded etcd (or --etcd-servers),
 the API server, the controller manager, the scheduler and --nodes simulated kubelets. Writes DATA_DIR/admin.kubeconfig for a cluster-admin user and
-runs until interrupted. Restarting on the same --data-dir keeps every object.`,
+runs until interrupted. Restarting on the same --data-dir keeps every object.
+Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same --data-dir).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := logs.logger()
@@ -69,6 +70,12 @@ runs until interrupted. Restarting on the same --data-dir keeps every object.`,
 			if err != nil {
 				return err
 			}
+			adminDone, err := serveUpNodeAdmin(cmd.Context(), c, dir, nodes, logger)
+			if err != nil {
+				_ = c.Stop()
+				return err
+			}
+			defer adminDone()
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "kubeproof is up.\n")
 			fmt.Fprintf(out, "  API server: %s\n", c.URL)

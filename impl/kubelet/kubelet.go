@@ -121,6 +121,9 @@ func (k *Kubelet) StatusWrites() int64 { return k.status.Writes() }
 // stop until Resume. Runtime state is untouched.
 func (k *Kubelet) Pause() { k.paused.Store(true) }
 
+// Paused reports whether the kubelet is paused (a simulated failed node).
+func (k *Kubelet) Paused() bool { return k.paused.Load() }
+
 // Resume undoes Pause.
 func (k *Kubelet) Resume() {
 	k.paused.Store(false)

@@ -124,10 +124,20 @@ func (k *Kubelet) setNode(n *v1.Node) {
 
 // updateNodeStatus posts node status if it changed, if force, or if the
 // report frequency elapsed; it retries once on conflict with a fresh node.
+// As upstream's kubelet, it compares against the Node as the API server
+// has it (read from the watch cache, resourceVersion "0"), not only its own
+// last write: the node lifecycle controller may have set Ready=Unknown
+// meanwhile (a node that was cut off), and that must be corrected now, not
+// after the report frequency.
 func (k *Kubelet) updateNodeStatus(ctx context.Context, force bool) error {
 	now := k.clock.Now()
 	version, verr := k.rt.Version(ctx)
 	for attempt := 0; attempt < 2; attempt++ {
+		if attempt == 0 {
+			if cur, err := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{ResourceVersion: "0"}); err == nil {
+				k.setNode(cur)
+			}
+		}
 		k.mu.Lock()
 		node := k.node
 		due := now.Sub(k.lastNodeReport) >= k.cfg.NodeStatusReportFrequency
