@@ -4,6 +4,13 @@
 // (kube-system/kube-controller-manager), with event recorders and optional
 // /metrics. It runs in-process (kubeproof up) or as its own process against
 // any API server (kubeproof controller-manager).
+//
+// With Config.UseServiceAccountCredentials (--use-service-account-credentials)
+// the shared informers, leader election and events of the manager itself use
+// its own identity (system:kube-controller-manager), while each controller
+// writes as its kube-system service account (ServiceAccountNames) with
+// tokens from the TokenRequest API (ServiceAccountClientBuilder), so RBAC
+// grants it only its system:controller:<name> role.
 package controllermanager
 
 import (
