@@ -6,9 +6,9 @@
 // any API server (kubeproof controller-manager).
 //
 // With Config.UseServiceAccountCredentials (--use-service-account-credentials)
-// the shared informers, leader election and events of the manager itself use
-// its own identity (system:kube-controller-manager), while each controller
-// writes as its kube-system service account (ServiceAccountNames) with
+// the shared informers and leader election use the manager's own identity
+// (system:kube-controller-manager), while each controller writes and records
+// its events as its kube-system service account (ServiceAccountNames) with
 // tokens from the TokenRequest API (ServiceAccountClientBuilder), so RBAC
 // grants it only its system:controller:<name> role.
 package controllermanager
