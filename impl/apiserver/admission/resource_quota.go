@@ -99,6 +99,7 @@ var errQuotaGone = errors.New("quota deleted")
 // quota whose status was never computed is recounted first.
 func (p *ResourceQuota) charge(ctx context.Context, a *Attributes, name string, delta corev1.ResourceList) error {
 	var recount corev1.ResourceList
+	recounted := false
 	for {
 		var refusal error
 		err := p.Store.Update(ctx, a.Namespace, name, func(q *corev1.ResourceQuota) (*corev1.ResourceQuota, error) {
@@ -106,7 +107,7 @@ func (p *ResourceQuota) charge(ctx context.Context, a *Attributes, name string, 
 			if q.DeletionTimestamp != nil {
 				return nil, errQuotaGone
 			}
-			if recount == nil && needsRecount(q) {
+			if !recounted && needsRecount(q) {
 				return nil, errNeedsRecount
 			}
 			next, err := chargeQuota(q, delta, recount)
@@ -124,10 +125,11 @@ func (p *ResourceQuota) charge(ctx context.Context, a *Attributes, name string, 
 			return nil
 		case refusal != nil:
 			return forbidden(a, refusal)
-		case errors.Is(err, errNeedsRecount) && recount == nil:
+		case errors.Is(err, errNeedsRecount) && !recounted:
 			if recount, err = p.recount(ctx, a.Namespace, name); err != nil {
 				return err
 			}
+			recounted = true
 			continue
 		}
 		return fmt.Errorf("charging quota %s: %w", name, err)
