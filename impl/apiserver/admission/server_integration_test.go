@@ -389,3 +389,61 @@ func TestNodeRestrictionThroughTheAPIServer(t *testing.T) {
 		Spec: corev1.PodSpec{NodeName: "a", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{})
 	wantStatus(t, err, 403, `pods "sneaky" is forbidden: pod does not have "kubernetes.io/config.mirror" annotation, node "a" can only create mirror pods`)
 }
+
+// TestQuotaUnderConcurrentCreatesThroughTheAPIServer: 64 clients race to
+// create pods against a quota of 10 pods; exactly 10 exist afterwards.
+func TestQuotaUnderConcurrentCreatesThroughTheAPIServer(t *testing.T) {
+	cs, _ := startServer(t)
+	ctx := context.Background()
+	core := cs.CoreV1()
+	created(core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "race"}}, metav1.CreateOptions{})).must(t, "namespace")
+	created(core.ServiceAccounts("race").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})).must(t, "service account")
+	q := created(core.ResourceQuotas("race").Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "pods"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}}, metav1.CreateOptions{})).must(t, "quota")
+	pod := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	}
+	eventually(t, "quota seen by admission", func() error {
+		if _, err := core.Pods("race").Create(ctx, pod("probe"), dryRun); !apierrors.IsForbidden(err) {
+			return fmt.Errorf("not refused yet: %v", err)
+		}
+		return nil
+	})
+	q.Spec.Hard[corev1.ResourcePods] = resource.MustParse("10")
+	if _, err := core.ResourceQuotas("race").Update(ctx, q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	admitted, refused := 0, 0
+	for i := range 64 {
+		wg.Go(func() {
+			_, err := core.Pods("race").Create(ctx, pod(fmt.Sprintf("p%d", i)), metav1.CreateOptions{})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				admitted++
+			case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota: pods"):
+				refused++
+			default:
+				t.Errorf("create %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	pods, err := core.Pods("race").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if admitted != 10 || refused != 54 || len(pods.Items) != 10 {
+		t.Fatalf("admitted %d, refused %d, stored %d; want 10, 54, 10", admitted, refused, len(pods.Items))
+	}
+	got, err := core.ResourceQuotas("race").Get(ctx, "pods", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used := got.Status.Used[corev1.ResourcePods]; used.Value() != 10 {
+		t.Fatalf("status.used.pods %s", used.String())
+	}
+}
