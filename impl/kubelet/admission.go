@@ -5,11 +5,14 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 )
 
 // podRequests is the pod's effective request of a resource: the larger of
-// the sum over app containers and the largest init container, plus
-// overhead (as the scheduler and the kubelet compute it).
+// the sum over app containers and sidecars, and the peak while init
+// containers run (each regular one plus the sidecars started before it),
+// plus overhead (as the scheduler and the kubelet compute it).
 func podRequests(pod *v1.Pod, name v1.ResourceName) int64 {
 	value := func(q resource.Quantity) int64 {
 		if name == v1.ResourceCPU {
@@ -17,17 +20,30 @@ func podRequests(pod *v1.Pod, name v1.ResourceName) int64 {
 		}
 		return q.Value()
 	}
-	var sum int64
-	for _, c := range pod.Spec.Containers {
+	req := func(c *v1.Container) int64 {
 		if q, ok := c.Resources.Requests[name]; ok {
-			sum += value(q)
+			return value(q)
+		}
+		return 0
+	}
+	var sum int64
+	for i := range pod.Spec.Containers {
+		sum += req(&pod.Spec.Containers[i])
+	}
+	// Sidecars run alongside every init container after them and every
+	// app container; regular init containers alongside the sidecars
+	// before them.
+	var sidecars, initPeak int64
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if podsync.IsSidecar(c) {
+			sidecars += req(c)
+			initPeak = max(initPeak, sidecars)
+		} else {
+			initPeak = max(initPeak, sidecars+req(c))
 		}
 	}
-	for _, c := range pod.Spec.InitContainers {
-		if q, ok := c.Resources.Requests[name]; ok && value(q) > sum {
-			sum = value(q)
-		}
-	}
+	sum = max(sum+sidecars, initPeak)
 	if q, ok := pod.Spec.Overhead[name]; ok {
 		sum += value(q)
 	}

@@ -1,7 +1,8 @@
 // Package kubelet is kubeproof's node agent. It registers its Node, renews
 // its Lease in kube-node-lease, keeps node conditions current, watches the
 // pods bound to its node (plus a periodic full resync) and converges each
-// one with the container runtime: admission, sandbox, init containers, app
+// one with the container runtime: admission, sandbox, init containers and
+// sidecars (restartable init containers), app
 // containers, hooks, probes, restarts with CrashLoopBackOff, graceful
 // termination and the final delete. Decisions are pure (podsync,
 // status.GenerateAPIPodStatus, Admit, NodeStatus); this package does the

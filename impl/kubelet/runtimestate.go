@@ -167,9 +167,39 @@ func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, en
 		},
 		Annotations: map[string]string{"io.kubernetes.container.restartCount": strconv.FormatUint(uint64(attempt), 10)},
 		LogPath:     fmt.Sprintf("%s/%d.log", c.Name, attempt),
+		Linux:       &runtimeapi.LinuxContainerConfig{Resources: linuxResources(c)},
 	}
 	for _, e := range env {
 		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
 	}
 	return cfg
+}
+
+// CFS and shares constants of upstream's kuberuntime (cgroup v1 units; the
+// runtime converts them for cgroup v2).
+const (
+	cpuPeriod      = 100000 // 100 ms, in µs
+	minCPUQuota    = 1000   // 1 ms
+	minCPUShares   = 2
+	sharesPerCPU   = 1024
+	milliCPUPerCPU = 1000
+)
+
+// linuxResources are the cgroup limits of a container: CPU shares from its
+// CPU request, a CFS quota from its CPU limit, and its memory limit.
+func linuxResources(c *v1.Container) *runtimeapi.LinuxContainerResources {
+	r := &runtimeapi.LinuxContainerResources{CpuShares: minCPUShares}
+	if req, ok := c.Resources.Requests[v1.ResourceCPU]; ok {
+		r.CpuShares = max(req.MilliValue()*sharesPerCPU/milliCPUPerCPU, minCPUShares)
+	} else if lim, ok := c.Resources.Limits[v1.ResourceCPU]; ok {
+		r.CpuShares = max(lim.MilliValue()*sharesPerCPU/milliCPUPerCPU, minCPUShares)
+	}
+	if lim, ok := c.Resources.Limits[v1.ResourceCPU]; ok && !lim.IsZero() {
+		r.CpuPeriod = cpuPeriod
+		r.CpuQuota = max(lim.MilliValue()*cpuPeriod/milliCPUPerCPU, minCPUQuota)
+	}
+	if lim, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
+		r.MemoryLimitInBytes = lim.Value()
+	}
+	return r
 }

@@ -457,13 +457,24 @@ func (k *Kubelet) killContainer(ctx context.Context, pod *v1.Pod, spec *v1.Conta
 	return nil
 }
 
-// killPod stops every running container (in parallel) and then every ready
-// sandbox of the pod.
+// killPod stops every running container and then every ready sandbox of
+// the pod. App containers (and running regular init containers) stop in
+// parallel first; sidecars stop after them, one at a time in reverse order
+// of the spec, with what is left of the grace period, as Kubernetes does.
 func (k *Kubelet) killPod(ctx context.Context, pod *v1.Pod, rs *podstate.Pod, grace int64) error {
-	running := rs.Running()
+	start := k.clock.Now()
+	var first []podstate.Container
+	sidecars := map[string]podstate.Container{}
+	for _, c := range rs.Running() {
+		if spec := containerSpec(pod, c.Name, c.Init); c.Init && spec != nil && podsync.IsSidecar(spec) {
+			sidecars[c.Name] = c
+		} else {
+			first = append(first, c)
+		}
+	}
 	var wg sync.WaitGroup
-	errs := make([]error, len(running))
-	for i, c := range running {
+	errs := make([]error, len(first))
+	for i, c := range first {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -473,6 +484,19 @@ func (k *Kubelet) killPod(ctx context.Context, pod *v1.Pod, rs *podstate.Pod, gr
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return err
+	}
+	if len(sidecars) > 0 {
+		for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
+			spec := &pod.Spec.InitContainers[i]
+			c, ok := sidecars[spec.Name]
+			if !ok {
+				continue
+			}
+			left := grace - int64(k.clock.Since(start)/time.Second)
+			if err := k.killContainer(ctx, pod, spec, c.ID, podIP(rs), left); err != nil {
+				return err
+			}
+		}
 	}
 	for _, s := range rs.Sandboxes {
 		if s.Ready {
@@ -491,9 +515,23 @@ func (k *Kubelet) runProbes(ctx context.Context, rec *podRecord, pod *v1.Pod, rs
 	live := map[string]bool{}
 	var next time.Time
 	ip := podIP(rs)
+	// App containers and sidecars are probed; regular init containers not.
+	type probed struct {
+		spec *v1.Container
+		init bool
+	}
+	var targets []probed
+	for i := range pod.Spec.InitContainers {
+		if podsync.IsSidecar(&pod.Spec.InitContainers[i]) {
+			targets = append(targets, probed{&pod.Spec.InitContainers[i], true})
+		}
+	}
 	for i := range pod.Spec.Containers {
-		spec := &pod.Spec.Containers[i]
-		c := rs.Latest(spec.Name, false)
+		targets = append(targets, probed{&pod.Spec.Containers[i], false})
+	}
+	for _, pt := range targets {
+		spec := pt.spec
+		c := rs.Latest(spec.Name, pt.init)
 		if c == nil || c.State != podstate.ContainerRunning {
 			continue
 		}

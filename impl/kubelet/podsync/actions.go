@@ -10,6 +10,9 @@
 //     when no ready one exists (KUBELET-2, also across kubelet restarts);
 //   - init containers run one at a time, in order, each to successful
 //     completion before the next starts, and before any app container;
+//     sidecars (init containers with restartPolicy Always) only need to
+//     have started, then keep running and are restarted whenever they exit;
+//     they do not keep a finished pod alive;
 //   - restartPolicy Always / OnFailure / Never decides restarts, with
 //     CrashLoopBackOff (Base doubling to Max) between restarts;
 //   - a pod that is being deleted, is past activeDeadlineSeconds, or whose
@@ -199,9 +202,19 @@ func ComputePodActions(in Input) Actions {
 	}
 	a.SandboxID = sb.ID
 
-	// 4. Init containers, one at a time.
+	// 4. Init containers, one at a time. A sidecar (restartPolicy Always)
+	// only has to be started before the next one; it then keeps running,
+	// restarted whenever it exits, for the pod's whole life.
+	initialized := anyAppContainerIn(pod, rs, sb.ID)
 	for i, ic := range pod.Spec.InitContainers {
 		c := rs.LatestIn(sb.ID, ic.Name, true)
+		if IsSidecar(&ic) {
+			var done bool
+			if a, done = sidecarActions(a, in, i, &ic, c); !done && !initialized {
+				return a
+			}
+			continue
+		}
 		switch {
 		case c == nil:
 			a.ContainersToStart = append(a.ContainersToStart, Start{Index: i, Init: true, Attempt: nextAttempt(rs, ic.Name, true)})
@@ -250,6 +263,52 @@ func ComputePodActions(in Input) Actions {
 		a = restartWithBackoff(a, in, i, false, ac.Name, c)
 	}
 	return a
+}
+
+// IsSidecar reports whether an init container is a sidecar: a restartable
+// init container (restartPolicy Always), as Kubernetes 1.29+ runs them.
+func IsSidecar(c *v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+}
+
+// sidecarActions handles one sidecar init container c (nil if none ran in
+// this sandbox yet): start it, restart it after failed probes or an exit
+// (with back-off, whatever the pod's restartPolicy), and report whether it
+// has started so the init containers after it may run.
+func sidecarActions(a Actions, in Input, index int, spec *v1.Container, c *podstate.Container) (Actions, bool) {
+	switch {
+	case c == nil:
+		a.ContainersToStart = append(a.ContainersToStart, Start{Index: index, Init: true, Attempt: nextAttempt(in.Runtime, spec.Name, true)})
+		return a, false
+	case c.State == podstate.ContainerRunning:
+		probes := in.Probes[c.ID]
+		msg := ""
+		switch {
+		case spec.StartupProbe != nil && probes.Startup == podstate.ProbeFailure:
+			msg = fmt.Sprintf("Container %s failed startup probe, will be restarted", spec.Name)
+		case spec.LivenessProbe != nil && probes.Liveness == podstate.ProbeFailure:
+			msg = fmt.Sprintf("Container %s failed liveness probe, will be restarted", spec.Name)
+		}
+		if msg != "" {
+			a.ContainersToKill = append(a.ContainersToKill, Kill{ContainerID: c.ID, Name: spec.Name, Init: true, Message: msg, GracePeriod: probeGrace(in.Pod, spec)})
+			a.ContainersToStart = append(a.ContainersToStart, Start{Index: index, Init: true, Attempt: c.Attempt + 1})
+			return a, false
+		}
+		return a, spec.StartupProbe == nil || probes.Startup == podstate.ProbeSuccess
+	}
+	return restartWithBackoff(a, in, index, true, spec.Name, c), false
+}
+
+// anyAppContainerIn reports whether an app container was ever created in
+// the sandbox: initialization is over, and a sidecar restarting later does
+// not hold the app containers back.
+func anyAppContainerIn(pod *v1.Pod, rs *podstate.Pod, sandboxID string) bool {
+	for _, ac := range pod.Spec.Containers {
+		if rs.LatestIn(sandboxID, ac.Name, false) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // restartWithBackoff starts a new instance of an exited container unless it
@@ -322,6 +381,9 @@ func podDone(pod *v1.Pod, rs *podstate.Pod, sandboxID string) bool {
 		return false
 	}
 	for _, ic := range pod.Spec.InitContainers {
+		if IsSidecar(&ic) {
+			continue // sidecars never finish on their own; they are stopped
+		}
 		c := rs.LatestIn(sandboxID, ic.Name, true)
 		if c == nil || c.State != podstate.ContainerExited {
 			return false

@@ -235,3 +235,15 @@ func TestBackoffSchedule(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestIsSidecar(t *testing.T) {
+	always, never := v1.ContainerRestartPolicyAlways, v1.ContainerRestartPolicy("Never")
+	for _, tc := range []struct {
+		policy *v1.ContainerRestartPolicy
+		want   bool
+	}{{nil, false}, {&always, true}, {&never, false}} {
+		if got := IsSidecar(&v1.Container{RestartPolicy: tc.policy}); got != tc.want {
+			t.Errorf("IsSidecar(%v) = %v", tc.policy, got)
+		}
+	}
+}

@@ -108,6 +108,9 @@ func GetPhase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, podIsTer
 	spec := &pod.Spec
 	pendingInit, failedInit := 0, 0
 	for _, ic := range spec.InitContainers {
+		if podsync.IsSidecar(&ic) {
+			continue // counted below, with the app containers
+		}
 		cs := find(initStatuses, ic.Name)
 		switch {
 		case cs == nil:
@@ -132,6 +135,34 @@ func GetPhase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, podIsTer
 	}
 	unknown, running, waiting, stopped, succeeded := 0, 0, 0, 0, 0
 	anyStarted := false
+	// Sidecars: running ones keep the pod Running; not yet started ones
+	// keep it Pending while it initializes; terminated ones do not count
+	// (they are stopped last when the pod finishes).
+	pendingSidecars := 0
+	for _, ic := range spec.InitContainers {
+		if !podsync.IsSidecar(&ic) {
+			continue
+		}
+		cs := find(initStatuses, ic.Name)
+		switch {
+		case cs == nil:
+			unknown++
+		case cs.State.Running != nil:
+			if cs.Started == nil || !*cs.Started {
+				pendingSidecars++
+			}
+			running++
+		case cs.State.Terminated != nil:
+		case cs.State.Waiting != nil:
+			if cs.LastTerminationState.Terminated == nil {
+				pendingSidecars++
+				waiting++
+			}
+		default:
+			pendingSidecars++
+			unknown++
+		}
+	}
 	for _, c := range spec.Containers {
 		cs := find(statuses, c.Name)
 		switch {
@@ -161,7 +192,7 @@ func GetPhase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, podIsTer
 		return v1.PodFailed
 	}
 	switch {
-	case pendingInit > 0 && !anyStarted:
+	case (pendingInit > 0 || pendingSidecars > 0) && !anyStarted:
 		return v1.PodPending
 	case waiting > 0:
 		return v1.PodPending
@@ -275,7 +306,7 @@ func containerStatuses(in Input, containers []v1.Container, olds []v1.ContainerS
 			probes := in.Probes[c.ID]
 			started := spec.StartupProbe == nil || probes.Startup == podstate.ProbeSuccess
 			cs.Started = ptr(started)
-			if !init {
+			if !init || podsync.IsSidecar(spec) {
 				cs.Ready = started && (spec.ReadinessProbe == nil || probes.Readiness == podstate.ProbeSuccess)
 			}
 		case podstate.ContainerExited:
@@ -286,7 +317,7 @@ func containerStatuses(in Input, containers []v1.Container, olds []v1.ContainerS
 			} else {
 				cs.State.Terminated = term
 			}
-			cs.Ready = init && c.ExitCode == 0 && cs.State.Terminated != nil
+			cs.Ready = init && !podsync.IsSidecar(spec) && c.ExitCode == 0 && cs.State.Terminated != nil
 		default:
 			reason := ReasonContainerCreating
 			if w, ok := in.Waiting[podsync.BackoffKey(spec.Name, init)]; ok {
@@ -327,7 +358,11 @@ func conditions(in Input, s *v1.PodStatus, now metav1.Time) []v1.PodCondition {
 	var incomplete []string
 	for i, ic := range pod.Spec.InitContainers {
 		cs := s.InitContainerStatuses[i]
-		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+		if podsync.IsSidecar(&ic) {
+			if cs.Started == nil || !*cs.Started {
+				incomplete = append(incomplete, ic.Name)
+			}
+		} else if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
 			incomplete = append(incomplete, ic.Name)
 		}
 	}
@@ -350,6 +385,11 @@ func conditions(in Input, s *v1.PodStatus, now metav1.Time) []v1.PodCondition {
 		containersReady = v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: ReasonPodFailed}
 	default:
 		var unready []string
+		for i, ic := range pod.Spec.InitContainers {
+			if podsync.IsSidecar(&ic) && !s.InitContainerStatuses[i].Ready {
+				unready = append(unready, ic.Name)
+			}
+		}
 		for _, cs := range s.ContainerStatuses {
 			if !cs.Ready {
 				unready = append(unready, cs.Name)
