@@ -226,4 +226,4 @@ func ConfigNames() []string {
 
 // StandardConfigs are the configurations `kubeproof model check` and
 // `make model` run by default.
-var StandardConfigs = []string{"RollingUpdate", "NodeFailure", "Features"}
+var StandardConfigs = []string{"RollingUpdate", "NodeFailure", "Features", "Revisions"}
