@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"testing"
@@ -92,6 +93,11 @@ func (g *gate) counts(pod string) (reserved, unreserved int, postBoundTo string)
 // enabled the way a user's out-of-tree plugin is.
 func startGatedScheduler(t *testing.T, c *fakeCluster, g *gate) *Scheduler {
 	t.Helper()
+	return startGatedSchedulerWith(t, c, g, Config{})
+}
+
+func startGatedSchedulerWith(t *testing.T, c *fakeCluster, g *gate, cfg Config) *Scheduler {
+	t.Helper()
 	reg := plugins.NewInTreeRegistry()
 	reg[gateName] = func(json.RawMessage, fw.Handle) (fw.Plugin, error) { return g, nil }
 	conf := testConfig()
@@ -101,7 +107,8 @@ func startGatedScheduler(t *testing.T, c *fakeCluster, g *gate) *Scheduler {
 	}}
 	before := runtime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := New(ctx, c, Config{Configuration: conf, Seed: 1, Registry: reg})
+	cfg.Configuration, cfg.Seed, cfg.Registry = conf, 1, reg
+	s, err := New(ctx, c, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,4 +267,37 @@ func TestPreBindFailureUnreservesAndRetries(t *testing.T) {
 	if c.bindCount("default", "p") != 1 {
 		t.Errorf("bindings = %d, want 1", c.bindCount("default", "p"))
 	}
+}
+
+// A gang plugin holds every member at Permit until all have arrived. Held
+// pods do not take binding slots, so a gang larger than the in-flight
+// binding bound is still scheduled.
+func TestGangLargerThanTheBindingBoundIsScheduled(t *testing.T) {
+	c := newFakeCluster()
+	createNode(t, c, makeNode("n1", "8", "16Gi", 110, nil))
+	g := newGate()
+	const members = 3
+	var s *Scheduler
+	g.setPermit(func(pod *v1.Pod) (*fw.Status, time.Duration) {
+		waiting := 0
+		s.defaultProfile().IterateOverWaitingPods(func(fw.WaitingPod) { waiting++ })
+		if waiting+1 < members {
+			return fw.NewStatus(fw.Wait), time.Hour
+		}
+		// The last member arrives: let the others through.
+		s.defaultProfile().IterateOverWaitingPods(func(wp fw.WaitingPod) { wp.Allow(gateName) })
+		return nil, 0
+	})
+	s = startGatedSchedulerWith(t, c, g, Config{MaxInFlightBindings: 1})
+	for i := 0; i < members; i++ {
+		createPod(t, c, makePod("default", fmt.Sprintf("member-%d", i), "1", "1Gi"))
+	}
+	waitFor(t, "every member bound", func() bool {
+		for i := 0; i < members; i++ {
+			if getPod(t, c, "default", fmt.Sprintf("member-%d", i)).Spec.NodeName == "" {
+				return false
+			}
+		}
+		return true
+	})
 }

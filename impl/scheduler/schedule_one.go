@@ -94,27 +94,48 @@ func (s *Scheduler) ScheduleOne(ctx context.Context) {
 		s.failed(ctx, fwk, pInfo, afterFilterError(pod, host, st), reasonFor(st), "", cycle, start)
 		return
 	}
-	if st := fwk.RunPermitPlugins(ctx, state, assumed, host); !st.IsSuccess() && !st.IsWait() {
+	permit := fwk.RunPermitPlugins(ctx, state, assumed, host)
+	if !permit.IsSuccess() && !permit.IsWait() {
 		s.undoAssumption(ctx, fwk, state, assumed)
-		s.failed(ctx, fwk, pInfo, afterFilterError(pod, host, st), reasonFor(st), "", cycle, start)
+		s.failed(ctx, fwk, pInfo, afterFilterError(pod, host, permit), reasonFor(permit), "", cycle, start)
 		return
 	}
 	s.queue.DeleteNominatedPodIfExists(pod)
-	select {
-	case s.bindSlots <- struct{}{}:
-	case <-ctx.Done():
-		_ = fwk.WaitOnPermit(ctx, assumed) // rejects and drops a waiting pod
+	// A binding slot is taken before the binding cycle starts, so that a
+	// slow API server slows decisions down; a pod held at Permit takes
+	// its slot only once allowed, so that held pods (a gang waiting for
+	// its members) never block the decisions that would complete them.
+	waiting := permit.IsWait()
+	if !waiting && !s.takeBindSlot(ctx) {
 		s.undoAssumption(ctx, fwk, state, assumed)
 		return
 	}
 	s.bindings.Add(1)
 	go func() {
-		defer func() {
-			<-s.bindSlots
-			s.bindings.Done()
-		}()
+		defer s.bindings.Done()
+		if waiting {
+			if st := fwk.WaitOnPermit(ctx, assumed); !st.IsSuccess() {
+				s.bindingFailed(ctx, fwk, state, pInfo, assumed, afterFilterError(pInfo.Pod, host, st), reasonFor(st), st.IsRejected(), cycle, start)
+				return
+			}
+			if !s.takeBindSlot(ctx) {
+				s.undoAssumption(ctx, fwk, state, assumed)
+				return
+			}
+		}
+		defer func() { <-s.bindSlots }()
 		s.bindingCycle(ctx, fwk, state, pInfo, assumed, cycle, start)
 	}()
+}
+
+// takeBindSlot waits for a free binding slot; false if ctx ended first.
+func (s *Scheduler) takeBindSlot(ctx context.Context) bool {
+	select {
+	case s.bindSlots <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // afterFilterError is how a rejection after filtering reads, as in
@@ -145,15 +166,11 @@ func (s *Scheduler) undoAssumption(ctx context.Context, fwk *fw.Framework, state
 	}
 }
 
-// bindingCycle waits for Permit, runs PreBind, posts the Binding and runs
-// PostBind. On failure it runs Unreserve, forgets the assumption and
+// bindingCycle runs PreBind, posts the Binding and runs PostBind (a pod
+// held at Permit was allowed before). On failure it runs Unreserve, forgets the assumption and
 // requeues the pod.
 func (s *Scheduler) bindingCycle(ctx context.Context, fwk *fw.Framework, state *fw.CycleState, pInfo *fw.QueuedPodInfo, assumed *v1.Pod, cycle int64, start time.Time) {
 	host := assumed.Spec.NodeName
-	if st := fwk.WaitOnPermit(ctx, assumed); !st.IsSuccess() {
-		s.bindingFailed(ctx, fwk, state, pInfo, assumed, afterFilterError(pInfo.Pod, host, st), reasonFor(st), st.IsRejected(), cycle, start)
-		return
-	}
 	if st := fwk.RunPreBindPlugins(ctx, state, assumed, host); !st.IsSuccess() {
 		s.bindingFailed(ctx, fwk, state, pInfo, assumed, afterFilterError(pInfo.Pod, host, st), reasonFor(st), false, cycle, start)
 		return
