@@ -102,6 +102,7 @@ type Cacher struct {
 	ringStart   int
 	ringLen     int
 	windowStart int64 // the cache has every event after this revision
+	bookmarkRV  int64 // the highest bookmark of the current etcd watch
 	nextID      int64
 	unindexed   map[int64]*cacheWatcher
 	indexed     map[string]map[int64]*cacheWatcher
@@ -310,6 +311,7 @@ func (c *Cacher) replace(tree *btree.BTreeG[*cachedObject], rv int64) {
 	}
 	c.ringStart, c.ringLen = 0, 0
 	c.windowStart = rv
+	c.bookmarkRV = 0
 	c.advanceLocked(rv)
 	c.ready = true
 	close(c.readyCh)
@@ -348,6 +350,7 @@ func (c *Cacher) requestBookmark(w *cacheWatcher) {
 func (c *Cacher) processBookmark(rv int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.bookmarkRV = max(c.bookmarkRV, rv)
 	c.advanceLocked(rv)
 	ev := &cacheEvent{typ: watch.Bookmark, rv: c.rv}
 	for _, w := range c.unindexed {
@@ -375,6 +378,15 @@ func (c *Cacher) processEvent(ev watch.Event) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if rv <= c.bookmarkRV {
+		// etcd's watch broke its promise that a progress notification
+		// comes after every event up to its revision; the cache and its
+		// watchers already claimed that revision. Relist rather than go on
+		// with a state that skipped this event.
+		c.log.Warn("watch cache: etcd sent an event below a revision its watch had already confirmed; relisting",
+			"resource", c.res.GroupResource.String(), "event", rv, "confirmed", c.bookmarkRV)
+		return fmt.Errorf("etcd watch event at revision %d after a bookmark at %d", rv, c.bookmarkRV)
+	}
 	ce := &cacheEvent{typ: ev.Type, key: co.key, rv: rv}
 	prev, hadPrev := c.items.Get(co)
 	if ev.Type == watch.Deleted {

@@ -3,7 +3,9 @@ package cacher_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +25,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/storage/storagetest"
 )
 
-// The known bug the linearizability checker found
+// The bug the linearizability checker found
 // (TestEtcdCluster/leader-partition): after the cache's etcd watch broke
 // (an etcd leader partition), the cache relisted and re-created its etcd
 // watch while readers of other resources asked etcd for progress. etcd
@@ -171,5 +173,90 @@ func TestRelistWhileOthersRequestProgress(t *testing.T) {
 	}
 	if len(l.Items) != 3 {
 		t.Fatalf("NotOlderThan %d lists %d objects, want 3", revs[2], len(l.Items))
+	}
+}
+
+// scriptedStore answers the cache's first etcd watch with scripted events
+// (given the revision the watch starts after) instead of etcd's; later
+// watches are etcd's.
+type scriptedStore struct {
+	*etcd3.Store
+	script  func(after int64) []watch.Event
+	mu      sync.Mutex
+	watches int
+}
+
+func (s *scriptedStore) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
+	s.mu.Lock()
+	s.watches++
+	first := s.watches == 1
+	s.mu.Unlock()
+	if !first {
+		return s.Store.Watch(ctx, key, opts)
+	}
+	after, err := strconv.ParseInt(opts.ResourceVersion, 10, 64)
+	if err != nil {
+		return nil, err
+	}
+	fw := watch.NewFakeWithChanSize(8, false)
+	for _, e := range s.script(after) {
+		fw.Action(e.Type, e.Object)
+	}
+	go func() {
+		// Like etcd's watches, it ends with its context.
+		<-ctx.Done()
+		fw.Stop()
+	}()
+	return fw, nil
+}
+
+func (s *scriptedStore) watchCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.watches
+}
+
+// Defence in depth: if etcd's watch ever sends an event at or below a
+// revision it already confirmed with a progress notification, the cache
+// relists instead of keeping a state that skipped events.
+func TestEventBelowABookmarkMakesTheCacheRelist(t *testing.T) {
+	defer leakcheck.Check(t)()
+	res := storagetest.ConfigMaps()
+	es, err := etcd3.New(etcd3.Config{Client: etcd.Client(), Resource: res})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer es.Close()
+	up := &scriptedStore{Store: es, script: func(after int64) []watch.Event {
+		ghost := cm("ghost", nil, "x")
+		ghost.ResourceVersion = strconv.FormatInt(after+1, 10)
+		mark := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ResourceVersion: strconv.FormatInt(after+2, 10)}}
+		return []watch.Event{{Type: watch.Bookmark, Object: mark}, {Type: watch.Added, Object: ghost}}
+	}}
+	c, err := cacher.New(cacher.Config{Store: up, Resource: res, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for up.watchCount() < 2 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the cache kept the event that came after a bookmark above it instead of relisting")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l := &corev1.ConfigMapList{}
+	if err := c.GetList(ctx, res.ResourcePrefix, storage.ListOptions{Recursive: true, ResourceVersion: "0", Predicate: everything(false)}, l); err != nil {
+		t.Fatal(err)
+	}
+	for _, item := range l.Items {
+		if item.Name == "ghost" {
+			t.Fatal("after relisting, the cache still lists the object of the out-of-order event")
+		}
 	}
 }
