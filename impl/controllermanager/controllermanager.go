@@ -249,8 +249,10 @@ func RunWithClients(ctx context.Context, clients Clients, cfg Config) error {
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var reg prometheus.Registerer
 	if cfg.MetricsAddr != "" {
-		srv, ln, err := metricsServer(cfg.MetricsAddr)
+		srv, ln, r, err := metricsServer(cfg.MetricsAddr)
+		reg = r
 		if err != nil {
 			return err
 		}
@@ -265,15 +267,15 @@ func RunWithClients(ctx context.Context, clients Clients, cfg Config) error {
 		}()
 	}
 	if !cfg.LeaderElect {
-		return runControllers(ctx, clients, cfg)
+		return runControllers(ctx, clients, cfg, reg)
 	}
-	return runElected(ctx, clients, cfg)
+	return runElected(ctx, clients, cfg, reg)
 }
 
 // ErrLostLeadership is returned when another controller manager took over.
 var ErrLostLeadership = errors.New("controller manager: leader election lost")
 
-func runElected(ctx context.Context, clients Clients, cfg Config) error {
+func runElected(ctx context.Context, clients Clients, cfg Config, reg prometheus.Registerer) error {
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Election.Namespace, Name: cfg.Election.Name},
 		Client:     clients.Kube.CoordinationV1(),
@@ -304,7 +306,7 @@ func runElected(ctx context.Context, clients Clients, cfg Config) error {
 				mu.Unlock()
 				defer close(finished)
 				slog.Info("controller manager: became leader", "identity", cfg.Election.Identity)
-				err := runControllers(lctx, clients, cfg)
+				err := runControllers(lctx, clients, cfg, reg)
 				mu.Lock()
 				runErr = err
 				mu.Unlock()
@@ -335,8 +337,9 @@ func runElected(ctx context.Context, clients Clients, cfg Config) error {
 }
 
 // runControllers starts the enabled controllers on one set of shared
-// informers and returns when ctx is done and all have stopped.
-func runControllers(ctx context.Context, root Clients, cfg Config) error {
+// informers and returns when ctx is done and all have stopped. reg, when
+// set, gets the node lifecycle controller's zone metrics while it runs.
+func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheus.Registerer) error {
 	// Events go out through the client of the controller that records
 	// them, one broadcaster per controller, as upstream's controllers.
 	var broadcasters []record.EventBroadcaster
@@ -378,6 +381,12 @@ func runControllers(ctx context.Context, root Clients, cfg Config) error {
 			})
 		if err != nil {
 			return err
+		}
+		if reg != nil {
+			if err := reg.Register(c); err != nil {
+				return fmt.Errorf("controller manager: registering node lifecycle metrics: %w", err)
+			}
+			defer reg.Unregister(c)
 		}
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentTaintSyncs) })
 	}
@@ -430,7 +439,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config) error {
 	return errors.Join(errs...)
 }
 
-func metricsServer(addr string) (*http.Server, net.Listener, error) {
+func metricsServer(addr string) (*http.Server, net.Listener, *prometheus.Registry, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerWorkqueueMetrics(reg)
@@ -439,7 +448,7 @@ func metricsServer(addr string) (*http.Server, net.Listener, error) {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("controller manager: metrics listener: %w", err)
+		return nil, nil, nil, fmt.Errorf("controller manager: metrics listener: %w", err)
 	}
-	return &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln, nil
+	return &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln, reg, nil
 }

@@ -90,6 +90,10 @@ type Controller struct {
 	buckets    map[string]*TokenBucket
 	pending    map[string][]string // zone → node names
 	queued     map[string]string   // node name → zone, for nodes in pending
+	// For /metrics (metrics.go): each zone's size and not-Ready count at
+	// the last pass, and the NoExecute taints added per zone.
+	zoneStats map[string]zoneStats
+	evictions map[string]int
 }
 
 // New wires the controller to shared informers.
@@ -99,6 +103,7 @@ func New(client kubernetes.Interface, nodes coreinformers.NodeInformer, leases c
 	}
 	c := &Controller{
 		zoneStates: map[string]ZoneState{}, buckets: map[string]*TokenBucket{}, pending: map[string][]string{}, queued: map[string]string{},
+		zoneStats: map[string]zoneStats{}, evictions: map[string]int{},
 		client: client, nodeLister: nodes.Lister(), leaseLister: leases.Lister(), podLister: pods.Lister(),
 		podIndexer: pods.Informer().GetIndexer(),
 		synced:     []cache.InformerSynced{nodes.Informer().HasSynced, leases.Informer().HasSynced, pods.Informer().HasSynced},

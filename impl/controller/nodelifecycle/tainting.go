@@ -59,6 +59,11 @@ func (c *Controller) ZoneStates() map[string]ZoneState {
 func (c *Controller) handleDisruption(ctx context.Context, zones map[string][]corev1.ConditionStatus, nodes []*corev1.Node, now time.Time) {
 	c.mu.Lock()
 	d := DecideDisruption(c.zoneStates, zones, c.cfg.Rates)
+	c.zoneStats = make(map[string]zoneStats, len(zones))
+	for zone, ready := range zones {
+		unhealthy, _ := ComputeZoneState(ready, c.cfg.Rates.UnhealthyZoneThreshold)
+		c.zoneStats[zone] = zoneStats{size: len(ready), unhealthy: unhealthy}
+	}
 	for zone := range c.buckets {
 		if _, ok := d.States[zone]; !ok {
 			delete(c.buckets, zone)
@@ -158,7 +163,11 @@ func (c *Controller) TaintingPass(ctx context.Context) {
 			continue
 		}
 		node.Spec.Taints = taints
-		if _, err := c.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err == nil {
+			c.mu.Lock()
+			c.evictions[w.zone]++
+			c.mu.Unlock()
+		} else {
 			slog.Debug("node lifecycle: NoExecute taint failed; requeued", "node", w.node, "err", err)
 			c.mu.Lock()
 			if z, ok := c.queued[w.node]; ok && z == w.zone && !slices.Contains(c.pending[w.zone], w.node) {

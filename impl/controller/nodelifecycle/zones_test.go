@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -296,6 +298,28 @@ func TestNoExecuteTaintingIsRateLimitedPerZone(t *testing.T) {
 	got := noExecute()
 	if len(got) != 2 || !got["c0"] || (!got["a0"] && !got["a1"]) {
 		t.Fatalf("first pass tainted %v, want c0 and one of a0/a1", got)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gathered := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			v := m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			gathered[f.GetName()+"{"+strings.TrimPrefix(m.GetLabel()[0].GetValue(), ":\x00:")+"}"] = v
+		}
+	}
+	want := map[string]float64{
+		"node_collector_evictions_total{a}": 1, "node_collector_evictions_total{c}": 1,
+		"node_collector_unhealthy_nodes_in_zone{a}": 2, "node_collector_unhealthy_nodes_in_zone{b}": 3, "node_collector_unhealthy_nodes_in_zone{c}": 1,
+		"node_collector_zone_health{a}": 80, "node_collector_zone_health{b}": 25, "node_collector_zone_health{c}": 0,
+		"node_collector_zone_size{a}": 10, "node_collector_zone_size{b}": 4, "node_collector_zone_size{c}": 1,
+	}
+	if !maps.Equal(gathered, want) {
+		t.Fatalf("metrics %v, want %v", gathered, want)
 	}
 	// Every not-ready node has its NoSchedule taint at once.
 	for _, name := range []string{"a0", "a1", "b0", "b1", "b2", "c0"} {
