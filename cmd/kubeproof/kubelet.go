@@ -44,6 +44,7 @@ func newKubeletCommand() *cobra.Command {
 		simStart, simStop                   time.Duration
 		port                                int32
 		address, tlsCert, tlsKey, clientCA  string
+		rootDir, podLogsDir                 string
 	)
 	cmd := &cobra.Command{
 		Use:   "kubelet --kubeconfig FILE --node-name NAME [--runtime sim|cri]",
@@ -65,7 +66,7 @@ func newKubeletCommand() *cobra.Command {
 				SyncFrequency: syncFrequency, NodeStatusUpdateFrequency: statusUpdate, NodeStatusReportFrequency: statusReport,
 				LeaseDuration: leaseDuration, NodeLeaseRenewInterval: renew, RelistPeriod: relist,
 				Backoff: podsync.BackoffConfig{Base: backoffBase, Max: backoffMax}, Workers: workers, Logger: logger,
-				Labels: map[string]string{}, Port: port,
+				Labels: map[string]string{}, Port: port, RootDir: rootDir, PodLogsDir: podLogsDir,
 			}
 			for flag, pair := range map[string]struct {
 				s string
@@ -174,6 +175,8 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringVar(&tlsKey, "tls-private-key-file", "", "Private key of --tls-cert-file.")
 	fs.StringVar(&clientCA, "client-ca-file", "", "CA bundle the kubelet API verifies client certificates against; when set, a certificate it signed is required (otherwise the API is open).")
 	fs.DurationVar(&simStop, "sim-stop-latency", 0, "Simulated StopContainer latency.")
+	fs.StringVar(&rootDir, "root-dir", "/var/lib/kubelet", "Directory for pod directories and their volumes.")
+	fs.StringVar(&podLogsDir, "pod-logs-dir", "/var/log/pods", "Directory the container runtime writes pod logs to.")
 	return cmd
 }
 
