@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -295,5 +296,42 @@ func TestDecodeInvertsEncode(t *testing.T) {
 				t.Fatalf("decode(encode(s)) != s for\n%v", m.Summary(&s))
 			}
 		}
+	}
+}
+
+// A snapshot carries readiness, Succeeded pods and deleted nodes into the
+// model state.
+func TestFromSnapshotReadinessAndNodes(t *testing.T) {
+	m := loadSmall(t)
+	s, err := m.FromSnapshot(Snapshot{
+		Deployments: []DeploymentSnapshot{{Number: 1, State: Live, Replicas: 2, Version: 1, Observed: true}},
+		ReplicaSets: []ReplicaSetSnapshot{{Deployment: 1, Version: 1, Replicas: 2}},
+		Pods: []PodSnapshot{
+			{Deployment: 1, Version: 1, State: Live, Node: 1, Phase: Running, NotReady: true, OwnerVersions: []int{1},
+				Sandboxes: 1, SandboxNode: 1, SandboxIP: 1},
+			{Deployment: 1, Version: 1, State: Live, Node: 1, Phase: Running, OwnerVersions: []int{1},
+				Sandboxes: 1, SandboxNode: 1, SandboxIP: 2},
+			{Deployment: 1, Version: 1, State: Live, Node: 2, Phase: Succeeded, OwnerVersions: []int{1}},
+		},
+		Nodes: []NodeSnapshot{{Number: 1, Up: true, KubeletUp: true}, {Number: 2, Deleted: true}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, p2, p3 := Pod(1, 1, 1), Pod(1, 1, 2), Pod(1, 1, 3)
+	if s.PodReady[p1] || !s.PodReady[p2] || s.PodReady[p3] || s.PodPhase[p3] != Succeeded {
+		t.Fatalf("readiness or phase not carried over: %v", m.Summary(&s))
+	}
+	if s.NodeState[1] != Live || s.NodeState[2] != Gone || s.NodeUp[2] {
+		t.Fatalf("node states not carried over: %v", m.Summary(&s))
+	}
+	if got := m.AvailablePods(&s, 1, 1); got != 1 {
+		t.Fatalf("available pods = %d, want 1 (only the Ready one)", got)
+	}
+	if v := m.UnmetGoals(&s); !slices.Contains(v, "LIVE-4") || !slices.Contains(v, "LIVE-1") {
+		t.Fatalf("unmet goals %v: want LIVE-1 (one pod unready) and LIVE-4 (a pod on a deleted node)", v)
+	}
+	if v := m.ViolatedInvariants(&s); len(v) != 0 {
+		t.Fatalf("violated %v", v)
 	}
 }
