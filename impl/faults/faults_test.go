@@ -1,0 +1,139 @@
+package faults
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"testing"
+	"time"
+)
+
+func TestEnableAndDisable(t *testing.T) {
+	if Enabled(KubeletReusesIP) {
+		t.Fatalf("%s on before any Enable", KubeletReusesIP)
+	}
+	off := Enable(KubeletReusesIP, DeploymentIgnoresMaxSurge)
+	if !Enabled(KubeletReusesIP) || !Enabled(DeploymentIgnoresMaxSurge) || Enabled(BindingOverwritesBinding) {
+		t.Fatalf("after Enable: active %v", Active())
+	}
+	off()
+	if Enabled(KubeletReusesIP) || len(Active()) != 0 {
+		t.Fatalf("after disable: active %v", Active())
+	}
+}
+
+func TestCatalogNamesAreUnique(t *testing.T) {
+	seen := map[string]bool{}
+	for _, m := range Catalog {
+		if seen[m.Name] || m.Where == "" || len(m.CaughtBy) == 0 {
+			t.Errorf("catalog entry %+v: duplicate or incomplete", m)
+		}
+		seen[m.Name] = true
+		if got, ok := Lookup(m.Name); !ok || got.Name != m.Name {
+			t.Errorf("Lookup(%q) = %+v, %v", m.Name, got, ok)
+		}
+	}
+}
+
+// watchServer streams the given events at once, then holds the stream
+// open until the client goes away.
+func watchServer(events []watchEvent) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		for _, e := range events {
+			_ = json.NewEncoder(w).Encode(e)
+		}
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+}
+
+func modified(name string, rv int) watchEvent {
+	return watchEvent{Type: "MODIFIED", Object: json.RawMessage(fmt.Sprintf(
+		`{"metadata":{"namespace":"ns","name":%q,"resourceVersion":"%d"}}`, name, rv))}
+}
+
+// readEvents reads n events from a watch through the wrapped transport.
+func readEvents(t *testing.T, component, url string, n int) []string {
+	t.Helper()
+	client := &http.Client{Transport: WrapTransport(component)(http.DefaultTransport)}
+	resp, err := client.Get(url + "/api/v1/pods?watch=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(bufio.NewReader(resp.Body))
+	var out []string
+	for len(out) < n {
+		var ev watchEvent
+		if err := dec.Decode(&ev); err != nil {
+			t.Fatalf("after %v: %v", out, err)
+		}
+		var m struct {
+			Metadata struct{ Name, ResourceVersion string } `json:"metadata"`
+		}
+		if err := json.Unmarshal(ev.Object, &m); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ev.Type+" "+m.Metadata.Name+"@"+m.Metadata.ResourceVersion)
+	}
+	return out
+}
+
+func TestWatchFaults(t *testing.T) {
+	ArmTransports()
+	before := runtime.NumGoroutine()
+	events := []watchEvent{
+		{Type: "ADDED", Object: json.RawMessage(`{"metadata":{"namespace":"ns","name":"a","resourceVersion":"1"}}`)},
+		modified("a", 2), modified("b", 3), modified("a", 4), modified("a", 5),
+	}
+	srv := watchServer(events)
+	defer srv.Close()
+
+	t.Run("no fault: every event in order", func(t *testing.T) {
+		got := fmt.Sprint(readEvents(t, "scheduler", srv.URL, 5))
+		if want := "[ADDED a@1 MODIFIED a@2 MODIFIED b@3 MODIFIED a@4 MODIFIED a@5]"; got != want {
+			t.Fatalf("got %s, want %s", got, want)
+		}
+	})
+	t.Run("delayed and coalesced: intermediate states of a are never seen", func(t *testing.T) {
+		clear := SetWatchFault("controller-manager", WatchFault{Delay: 500 * time.Millisecond, Coalesce: true})
+		defer clear()
+		_, dropped0 := WatchStats()
+		got := fmt.Sprint(readEvents(t, "controller-manager", srv.URL, 3))
+		if want := "[ADDED a@1 MODIFIED b@3 MODIFIED a@5]"; got != want {
+			t.Fatalf("got %s, want %s", got, want)
+		}
+		if _, dropped := WatchStats(); dropped-dropped0 != 2 {
+			t.Fatalf("coalesced %d events, want 2", dropped-dropped0)
+		}
+	})
+	t.Run("another component is unaffected", func(t *testing.T) {
+		clear := SetWatchFault("controller-manager", WatchFault{Coalesce: true, Delay: time.Second})
+		defer clear()
+		if got := readEvents(t, "kubelet", srv.URL, 5); len(got) != 5 {
+			t.Fatalf("got %v", got)
+		}
+	})
+	srv.CloseClientConnections()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before+2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before+2 {
+		t.Fatalf("%d goroutines after closing every watch, %d before", n, before)
+	}
+}
+
+func TestUnarmedTransportIsUnchanged(t *testing.T) {
+	armed.Store(false)
+	defer armed.Store(true)
+	rt := http.DefaultTransport
+	if got := WrapTransport("x")(rt); got != rt {
+		t.Fatalf("unarmed WrapTransport wrapped the transport")
+	}
+}

@@ -1,0 +1,252 @@
+package faults
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// WatchFault is what a component's watches suffer: the stale-state and
+// unobserved-state faults of issue 6 (published as the classes that found
+// most controller bugs in Sieve and Acto).
+type WatchFault struct {
+	// Delay holds every watch event this long after it arrived before the
+	// component sees it: the component acts on a lagging cache.
+	Delay time.Duration
+	// Coalesce drops a MODIFIED event when a later MODIFIED event of the
+	// same object is already waiting behind it: the component never sees
+	// that intermediate state (as after a relist), only the later one.
+	Coalesce bool
+}
+
+// TransportEnvVar arms the transport hooks in a process started outside a
+// test (any non-empty value).
+const TransportEnvVar = "KUBEPROOF_FAULT_TRANSPORT"
+
+var (
+	armed       atomic.Bool
+	watchMu     sync.Mutex
+	watchFaults = map[string]WatchFault{}
+	delivered   atomic.Int64
+	coalesced   atomic.Int64
+)
+
+func init() {
+	if os.Getenv(TransportEnvVar) != "" {
+		armed.Store(true)
+	}
+}
+
+// ArmTransports makes WrapTransport wrap the transports built after it:
+// tests call it before starting a cluster. Unarmed, WrapTransport returns
+// the transport unchanged, so a production process pays nothing.
+func ArmTransports() { armed.Store(true) }
+
+// SetWatchFault sets the watch fault of component (the name its client
+// was wrapped with) and returns a function clearing it. It applies at once,
+// also to watches already open.
+func SetWatchFault(component string, f WatchFault) (clear func()) {
+	watchMu.Lock()
+	watchFaults[component] = f
+	watchMu.Unlock()
+	return func() {
+		watchMu.Lock()
+		delete(watchFaults, component)
+		watchMu.Unlock()
+	}
+}
+
+func watchFault(component string) WatchFault {
+	watchMu.Lock()
+	defer watchMu.Unlock()
+	return watchFaults[component]
+}
+
+// WatchStats returns how many watch events wrapped transports delivered
+// and how many they dropped as coalesced.
+func WatchStats() (deliveredEvents, coalescedEvents int64) {
+	return delivered.Load(), coalesced.Load()
+}
+
+// WrapTransport returns a transport wrapper (rest.Config.Wrap) for
+// component's client: JSON watch responses pass through a queue that
+// applies the component's current WatchFault. Other requests are
+// untouched.
+func WrapTransport(component string) func(http.RoundTripper) http.RoundTripper {
+	return func(rt http.RoundTripper) http.RoundTripper {
+		if !armed.Load() {
+			return rt
+		}
+		return &faultTransport{component: component, next: rt}
+	}
+}
+
+type faultTransport struct {
+	component string
+	next      http.RoundTripper
+}
+
+func (t *faultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusOK || !isWatch(req) ||
+		!strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		return resp, err
+	}
+	resp.Body = newFaultBody(t.component, resp.Body)
+	return resp, nil
+}
+
+func isWatch(req *http.Request) bool {
+	w := req.URL.Query().Get("watch")
+	return w == "true" || w == "1"
+}
+
+// watchEvent is one frame of a JSON watch stream.
+type watchEvent struct {
+	Type   string          `json:"type"`
+	Object json.RawMessage `json:"object"`
+}
+
+type queued struct {
+	at  time.Time
+	typ string
+	key string
+	raw []byte
+}
+
+// faultBody re-frames a watch stream through a queue: one goroutine
+// decodes events from the server into the queue, another writes them to
+// the component after the fault's delay, dropping superseded ones.
+type faultBody struct {
+	component string
+	src       io.ReadCloser
+	pr        *io.PipeReader
+	pw        *io.PipeWriter
+	done      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+
+	mu     sync.Mutex
+	queue  []queued
+	ended  error // set when the source ended
+	notify chan struct{}
+}
+
+func newFaultBody(component string, src io.ReadCloser) *faultBody {
+	pr, pw := io.Pipe()
+	b := &faultBody{component: component, src: src, pr: pr, pw: pw, done: make(chan struct{}), notify: make(chan struct{}, 1)}
+	b.wg.Add(2)
+	go b.readEvents()
+	go b.writeEvents()
+	return b
+}
+
+func (b *faultBody) Read(p []byte) (int, error) { return b.pr.Read(p) }
+
+// Close stops both goroutines and waits for them.
+func (b *faultBody) Close() error {
+	var err error
+	b.closeOnce.Do(func() {
+		close(b.done)
+		err = b.src.Close()
+		_ = b.pr.Close()
+		b.wg.Wait()
+	})
+	return err
+}
+
+func (b *faultBody) signal() {
+	select {
+	case b.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (b *faultBody) readEvents() {
+	defer b.wg.Done()
+	dec := json.NewDecoder(b.src)
+	for {
+		var ev watchEvent
+		err := dec.Decode(&ev)
+		if err != nil {
+			b.mu.Lock()
+			b.ended = err
+			b.mu.Unlock()
+			b.signal()
+			return
+		}
+		raw, _ := json.Marshal(ev)
+		var meta struct {
+			Metadata struct{ Namespace, Name string } `json:"metadata"`
+		}
+		_ = json.Unmarshal(ev.Object, &meta)
+		b.mu.Lock()
+		b.queue = append(b.queue, queued{at: time.Now(), typ: ev.Type, key: meta.Metadata.Namespace + "/" + meta.Metadata.Name, raw: append(raw, '\n')})
+		b.mu.Unlock()
+		b.signal()
+	}
+}
+
+func (b *faultBody) writeEvents() {
+	defer b.wg.Done()
+	for {
+		b.mu.Lock()
+		if len(b.queue) == 0 {
+			ended := b.ended
+			b.mu.Unlock()
+			if ended != nil {
+				if ended == io.EOF {
+					_ = b.pw.Close()
+				} else {
+					_ = b.pw.CloseWithError(ended)
+				}
+				return
+			}
+			select {
+			case <-b.notify:
+				continue
+			case <-b.done:
+				return
+			}
+		}
+		head := b.queue[0]
+		b.mu.Unlock()
+		f := watchFault(b.component)
+		if wait := time.Until(head.at.Add(f.Delay)); wait > 0 {
+			timer := time.NewTimer(wait)
+			select {
+			case <-timer.C:
+			case <-b.done:
+				timer.Stop()
+				return
+			}
+			continue // the fault may have changed meanwhile
+		}
+		b.mu.Lock()
+		b.queue = b.queue[1:]
+		superseded := false
+		if f.Coalesce && head.typ == "MODIFIED" {
+			for _, q := range b.queue {
+				if q.key == head.key && q.typ == "MODIFIED" {
+					superseded = true
+					break
+				}
+			}
+		}
+		b.mu.Unlock()
+		if superseded {
+			coalesced.Add(1)
+			continue
+		}
+		if _, err := io.Copy(b.pw, bytes.NewReader(head.raw)); err != nil {
+			return
+		}
+		delivered.Add(1)
+	}
+}
