@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+	"github.com/kubeproof/kubeproof/impl/faults"
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
@@ -84,7 +85,8 @@ func (h *Handler) bind(w http.ResponseWriter, r *http.Request, info *request.Inf
 		if cur.DeletionTimestamp != nil {
 			return nil, apierrors.NewConflict(bindingGR, cur.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", cur.Name))
 		}
-		if cur.Spec.NodeName != "" {
+		// Mutation faults.BindingOverwritesBinding drops this check (SCHED-1).
+		if cur.Spec.NodeName != "" && !faults.Enabled(faults.BindingOverwritesBinding) {
 			return nil, apierrors.NewConflict(bindingGR, cur.Name, fmt.Errorf("pod %v is already assigned to node %q", cur.Name, cur.Spec.NodeName))
 		}
 		if len(cur.Spec.SchedulingGates) != 0 {
