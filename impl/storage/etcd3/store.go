@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kubeproof/kubeproof/impl/faults"
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
@@ -178,8 +179,12 @@ func (s *Store) Create(ctx context.Context, key string, obj, out runtime.Object)
 		return storage.NewError(storage.ErrCodeInvalidObj, key, 0, "encoding object", err)
 	}
 	start := time.Now()
+	precondition := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", 0)}
+	if faults.Enabled(faults.CreateOverwritesExistingKey) { // mutation: create without its precondition (STORE-2)
+		precondition = nil
+	}
 	resp, err := s.client.KV.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(k), "=", 0)).
+		If(precondition...).
 		Then(clientv3.OpPut(k, string(data))).
 		Commit()
 	s.metrics.observe("create", s.typ, start, err)
