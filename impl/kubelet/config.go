@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
@@ -57,6 +58,12 @@ type Config struct {
 	ExternalPodSource bool
 	// KubeletVersion is reported in node status.
 	KubeletVersion string
+
+	// Recorder records the kubelet's events; nil: Run starts the
+	// kubelet's own broadcaster writing core/v1 Events through its client
+	// (as upstream's kubelet does). Kubelets sharing a process may share
+	// one recorder.
+	Recorder record.EventRecorder
 
 	Clock  clock.WithTicker
 	Logger *slog.Logger

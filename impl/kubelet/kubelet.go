@@ -39,7 +39,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
@@ -61,6 +64,7 @@ type Kubelet struct {
 
 	queue  workqueue.TypedDelayingInterface[types.UID]
 	paused atomic.Bool
+	events atomic.Pointer[record.EventRecorder]
 
 	mu             sync.Mutex
 	pods           map[types.UID]*podRecord
@@ -100,13 +104,17 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config, rt runtim
 	if client == nil || rt == nil {
 		return nil, fmt.Errorf("kubelet %s: client and runtime are required", cfg.NodeName)
 	}
-	return &Kubelet{
+	k := &Kubelet{
 		cfg: cfg, client: client, rt: rt, clock: cfg.Clock,
 		log:        cfg.Logger.With("node", cfg.NodeName),
 		status:     status.NewManager(client),
 		pods:       map[types.UID]*podRecord{},
 		relistSeen: map[types.UID]uint64{},
-	}, nil
+	}
+	if cfg.Recorder != nil {
+		k.events.Store(&cfg.Recorder)
+	}
+	return k, nil
 }
 
 // NodeName returns the node this kubelet runs.
@@ -154,6 +162,13 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	defer close(done)
 	defer cancel()
 
+	if k.cfg.Recorder == nil {
+		b := record.NewBroadcaster(record.WithContext(ctx))
+		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.client.CoreV1().Events("")})
+		defer b.Shutdown()
+		var r record.EventRecorder = b.NewRecorder(scheme.Scheme, v1.EventSource{Component: EventComponent, Host: k.cfg.NodeName})
+		k.events.Store(&r)
+	}
 	if err := k.registerNodeWithRetry(ctx); err != nil {
 		return err
 	}

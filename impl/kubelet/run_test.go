@@ -83,6 +83,21 @@ func TestRunRegistersNodeHeartbeatsAndRunsPods(t *testing.T) {
 		return err == nil && p.Status.Phase == v1.PodRunning
 	})
 
+	// Its events reach the API from the kubelet's own broadcaster.
+	eventually(t, "a Started event from kubelet on n1", func() bool {
+		evs, err := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for _, e := range evs.Items {
+			if e.Reason == EventStarted && e.Source.Component == EventComponent && e.Source.Host == "n1" &&
+				e.InvolvedObject.Name == "p" && e.InvolvedObject.FieldPath == "spec.containers{c}" && e.Message == "Started container c" {
+				return true
+			}
+		}
+		return false
+	})
+
 	// Heartbeat: stepping the clock renews the lease.
 	for i := 0; i < 11; i++ {
 		clk.Step(time.Second)

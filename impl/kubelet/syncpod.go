@@ -62,7 +62,9 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	now := k.clock.Now()
 
 	// Admission, once per pod (not for pods already finished or going away).
-	k.admit(rec, pod)
+	if k.admit(rec, pod) && rec.rejection != nil {
+		k.podEvent(pod, v1.EventTypeWarning, rec.rejection.Reason, "%s", rec.rejection.Message)
+	}
 	if rec.rejection != nil {
 		return 0, k.finishRejected(ctx, rec, pod)
 	}
@@ -72,6 +74,7 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 		Pod: k.podView(rec, pod), Runtime: rs, Probes: probeResults, Backoff: rec.backoff, Now: now, Config: k.cfg.Backoff,
 	})
 	rec.waiting = actions.Waiting
+	k.decisionEvents(pod, rec, actions)
 	for key, e := range actions.Backoff {
 		rec.backoff[key] = e
 	}
@@ -151,16 +154,16 @@ func (k *Kubelet) podView(rec *podRecord, pod *v1.Pod) *v1.Pod {
 }
 
 // admit runs admission once for a pod not yet admitted; a rejection is
-// recorded in rec.rejection.
-func (k *Kubelet) admit(rec *podRecord, pod *v1.Pod) {
+// recorded in rec.rejection. It reports whether it decided now.
+func (k *Kubelet) admit(rec *podRecord, pod *v1.Pod) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if rec.admitted || rec.rejected {
-		return
+		return false
 	}
 	if pod.DeletionTimestamp != nil || podsync.IsTerminalPhase(pod.Status.Phase) {
 		rec.admitted = true
-		return
+		return false
 	}
 	var others []*v1.Pod
 	for _, r := range k.pods {
@@ -173,9 +176,10 @@ func (k *Kubelet) admit(rec *podRecord, pod *v1.Pod) {
 	if !ok {
 		rec.rejected = true
 		rec.rejection = &podsync.Terminal{Phase: v1.PodFailed, Reason: reason, Message: message}
-		return
+		return true
 	}
 	rec.admitted = true
+	return true
 }
 
 // finishRejected writes a rejected pod's Failed status (until it sticks)
@@ -275,6 +279,7 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 	errs := make([]error, len(a.ContainersToKill))
 	for i, kill := range a.ContainersToKill {
 		wg.Add(1)
+		k.containerEvent(pod, kill.Name, kill.Init, v1.EventTypeNormal, EventKilling, "%s", kill.Message)
 		go func() {
 			defer wg.Done()
 			spec := containerSpec(pod, kill.Name, kill.Init)
@@ -288,14 +293,19 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 
 	if (a.CreateSandbox || len(a.ContainersToStart) > 0) && len(pod.Spec.Volumes) > 0 {
 		if err := k.setUpVolumes(ctx, pod); err != nil {
+			k.podEvent(pod, v1.EventTypeWarning, EventFailedMount, "%v", err)
 			return err // the pod stays ContainerCreating and is retried
 		}
 	}
 	sandboxID := a.SandboxID
 	sbConfig := sandboxConfig(pod, a.SandboxAttempt, k.cfg.PodLogsDir)
 	if a.CreateSandbox {
+		if a.SandboxAttempt > 0 {
+			k.podEvent(pod, v1.EventTypeNormal, EventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
+		}
 		id, err := k.rt.RunPodSandbox(ctx, sbConfig)
 		if err != nil {
+			k.podEvent(pod, v1.EventTypeWarning, EventFailedCreateSandbx, "Failed to create pod sandbox: %v", err)
 			return fmt.Errorf("creating sandbox for pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 		sandboxID = id
@@ -354,6 +364,9 @@ func containerSpec(pod *v1.Pod, name string, init bool) *v1.Container {
 // container's waiting reason.
 func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Pod, sandboxID string, sbConfig *runtimeapi.PodSandboxConfig, spec *v1.Container, s podsync.Start, ip string) error {
 	key := podsync.BackoffKey(spec.Name, s.Init)
+	event := func(eventType, reason, format string, args ...any) {
+		k.containerEvent(pod, spec.Name, s.Init, eventType, reason, format, args...)
+	}
 	fail := func(reason string, err error) error {
 		rec.waiting[key] = podstate.Waiting{Reason: reason, Message: err.Error()}
 		return err
@@ -361,22 +374,40 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 	image := &runtimeapi.ImageSpec{Image: spec.Image}
 	present, err := k.rt.ImageStatus(ctx, image)
 	if err != nil {
+		event(v1.EventTypeWarning, EventFailed, "Failed to inspect image %q: %v", spec.Image, err)
 		return fail(reasonErrImagePull, err)
+	}
+	pull := func() error {
+		event(v1.EventTypeNormal, EventPulling, "Pulling image %q", spec.Image)
+		start := k.clock.Now()
+		if _, err := k.rt.PullImage(ctx, image); err != nil {
+			event(v1.EventTypeWarning, EventFailed, "Failed to pull image %q: %v", spec.Image, err)
+			event(v1.EventTypeWarning, EventFailed, "Error: %s", reasonErrImagePull)
+			return fail(reasonErrImagePull, err)
+		}
+		took := k.clock.Since(start)
+		event(v1.EventTypeNormal, EventPulled, "Successfully pulled image %q in %v (%v including waiting)", spec.Image, took, took)
+		return nil
 	}
 	switch pullPolicy(spec) {
 	case v1.PullNever:
 		if present == "" {
-			return fail(reasonErrImageNeverPull, fmt.Errorf("Container image %q is not present with pull policy of Never", spec.Image))
+			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", spec.Image)
+			event(v1.EventTypeWarning, EventErrImageNeverPull, "%s", msg)
+			return fail(reasonErrImageNeverPull, errors.New(msg))
 		}
+		event(v1.EventTypeNormal, EventPulled, "Container image %q already present on machine", spec.Image)
 	case v1.PullAlways:
-		if _, err := k.rt.PullImage(ctx, image); err != nil {
-			return fail(reasonErrImagePull, err)
+		if err := pull(); err != nil {
+			return err
 		}
 	default:
 		if present == "" {
-			if _, err := k.rt.PullImage(ctx, image); err != nil {
-				return fail(reasonErrImagePull, err)
+			if err := pull(); err != nil {
+				return err
 			}
+		} else {
+			event(v1.EventTypeNormal, EventPulled, "Container image %q already present on machine", spec.Image)
 		}
 	}
 	envPod := pod
@@ -385,27 +416,34 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 		envPod.Status.PodIP, envPod.Status.PodIPs = ip, []v1.PodIP{{IP: ip}}
 		envPod.Status.HostIP, envPod.Status.HostIPs = k.cfg.NodeIP, []v1.HostIP{{IP: k.cfg.NodeIP}}
 	}
+	failed := func(reason string, err error) error {
+		event(v1.EventTypeWarning, EventFailed, "Error: %v", err)
+		return fail(reason, err)
+	}
 	env, err := ContainerEnv(envPod, spec, clientEnvSource{ctx: ctx, k: k}, k.cfg.capacity())
 	if err != nil {
-		return fail(reasonCreateContainerConfigErr, err)
+		return failed(reasonCreateContainerConfigErr, err)
 	}
 	mounts, err := k.mounts(pod, spec)
 	if err != nil {
-		return fail(reasonCreateContainerConfigErr, err)
+		return failed(reasonCreateContainerConfigErr, err)
 	}
 	cc := containerConfig(pod, spec, s.Init, s.Attempt, env)
 	cc.Mounts = mounts
 	id, err := k.rt.CreateContainer(ctx, sandboxID, cc, sbConfig)
 	if err != nil {
-		return fail(reasonCreateContainerErr, err)
+		return failed(reasonCreateContainerErr, err)
 	}
+	event(v1.EventTypeNormal, EventCreated, "Created container: %s", spec.Name)
 	if err := k.rt.StartContainer(ctx, id); err != nil {
-		return fail(reasonRunContainerErr, err)
+		return failed(reasonRunContainerErr, err)
 	}
+	event(v1.EventTypeNormal, EventStarted, "Started container %s", spec.Name)
 	if spec.Lifecycle != nil && spec.Lifecycle.PostStart != nil {
 		t := prober.Target{Pod: pod, Container: spec, ContainerID: id, PodIP: ip}
 		if herr := prober.RunHook(ctx, k.rt, spec.Lifecycle.PostStart, t, k.sleep); herr != nil {
 			msg := fmt.Sprintf("PostStartHook failed: %v", herr)
+			event(v1.EventTypeWarning, EventFailedPostStart, "%s", msg)
 			if err := k.killContainer(ctx, pod, spec, id, ip, podsync.GracePeriod(pod)); err != nil {
 				return err
 			}
@@ -444,6 +482,7 @@ func (k *Kubelet) killContainer(ctx context.Context, pod *v1.Pod, spec *v1.Conta
 		t := prober.Target{Pod: pod, Container: spec, ContainerID: id, PodIP: ip}
 		if err := prober.RunHook(hctx, k.rt, spec.Lifecycle.PreStop, t, k.sleep); err != nil {
 			k.log.Info("preStop hook failed", "container", spec.Name, "err", err)
+			k.containerEvent(pod, spec.Name, isInit(pod, spec), v1.EventTypeWarning, EventFailedPreStop, "PreStopHook failed: %v", err)
 		}
 		cancel()
 		grace -= int64(k.clock.Since(start) / time.Second)
@@ -475,6 +514,7 @@ func (k *Kubelet) killPod(ctx context.Context, pod *v1.Pod, rs *podstate.Pod, gr
 	var wg sync.WaitGroup
 	errs := make([]error, len(first))
 	for i, c := range first {
+		k.containerEvent(pod, c.Name, c.Init, v1.EventTypeNormal, EventKilling, "Stopping container %s", c.Name)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -492,6 +532,7 @@ func (k *Kubelet) killPod(ctx context.Context, pod *v1.Pod, rs *podstate.Pod, gr
 			if !ok {
 				continue
 			}
+			k.containerEvent(pod, c.Name, true, v1.EventTypeNormal, EventKilling, "Stopping container %s", c.Name)
 			left := grace - int64(k.clock.Since(start)/time.Second)
 			if err := k.killContainer(ctx, pod, spec, c.ID, podIP(rs), left); err != nil {
 				return err
@@ -566,6 +607,7 @@ func (k *Kubelet) runProbes(ctx context.Context, rec *podRecord, pod *v1.Pod, rs
 					ok, msg := prober.Run(ctx, k.rt, pk.kind, pk.probe, t)
 					st = prober.Record(pk.probe, st, ok, now)
 					if !ok {
+						k.containerEvent(pod, spec.Name, pt.init, v1.EventTypeWarning, EventUnhealthy, "%s probe failed: %s", probeKindTitle(pk.kind), msg)
 						k.log.Debug("probe failed", "pod", pod.Namespace+"/"+pod.Name, "container", spec.Name, "kind", pk.kind, "msg", msg)
 					}
 					_, at = prober.Due(pk.probe, st, c.StartedAt, now)
