@@ -98,6 +98,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if info == nil {
 		info = request.Parse(r)
 	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		// Admission plugins (PodSecurity's warn level, webhooks) add
+		// warnings through the request's context; they go out as Warning
+		// headers with the response, success or error.
+		ctx, aw := admission.WithWarnings(r.Context())
+		r = r.WithContext(ctx)
+		w = &warningWriter{ResponseWriter: w, warnings: aw}
+	}
 	if err := h.serve(w, r, info); err != nil {
 		name := info.Name
 		gr := h.gr
@@ -373,3 +381,30 @@ func accessor(obj runtime.Object) metav1.Object {
 	}
 	return a
 }
+
+// warningWriter adds the admission warnings collected for a request as
+// Warning headers just before the response's header is written.
+type warningWriter struct {
+	http.ResponseWriter
+	warnings *admission.Warnings
+	sent     bool
+}
+
+func (ww *warningWriter) send() {
+	if !ww.sent {
+		ww.sent = true
+		addWarnings(ww.ResponseWriter, ww.warnings.List())
+	}
+}
+
+func (ww *warningWriter) WriteHeader(code int) {
+	ww.send()
+	ww.ResponseWriter.WriteHeader(code)
+}
+
+func (ww *warningWriter) Write(b []byte) (int, error) {
+	ww.send()
+	return ww.ResponseWriter.Write(b)
+}
+
+func (ww *warningWriter) Unwrap() http.ResponseWriter { return ww.ResponseWriter }
