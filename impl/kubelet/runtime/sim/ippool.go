@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"net/netip"
+
+	mutation "github.com/kubeproof/kubeproof/impl/faults"
 )
 
 // ipPool hands out the host addresses of one IPv4 prefix, next-fit (so a
@@ -32,6 +34,9 @@ func newIPPool(cidr string) (*ipPool, error) {
 }
 
 func (p *ipPool) allocate() (netip.Addr, error) {
+	if mutation.Enabled(mutation.KubeletReusesIP) && p.inUse[p.first] { // mutation: hand out a held IP (KUBELET-3)
+		return p.first, nil
+	}
 	for i := 0; i < p.size; i++ {
 		off := (p.next + i) % p.size
 		a := addrAt(p.first, off)
