@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubeproof/kubeproof/impl/faults"
 )
 
 // Observed is everything one sync of a Deployment looks at.
@@ -342,6 +344,9 @@ func (p *planner) newRSNewReplicas(all []*appsv1.ReplicaSet, newRS *appsv1.Repli
 	}
 	current := sumSpec(all)
 	maxTotal := *d.Spec.Replicas + MaxSurge(d)
+	if faults.Enabled(faults.DeploymentIgnoresMaxSurge) { // mutation: scale up without the surge bound (DEP-1)
+		return *d.Spec.Replicas
+	}
 	if current >= maxTotal {
 		return replicas(newRS)
 	}
