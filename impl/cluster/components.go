@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/controllermanager"
 
+	"github.com/kubeproof/kubeproof/impl/faults"
 	"github.com/kubeproof/kubeproof/impl/kubelet"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 	"github.com/kubeproof/kubeproof/impl/pki"
@@ -46,6 +47,7 @@ func (c *Cluster) componentClient(pkiDir, dataDir, certName, user string, groups
 	}
 	cfg := pki.RESTConfig(c.URL, c.CA.CertPEM, kp)
 	cfg.QPS, cfg.Burst, cfg.UserAgent = qps, burst, "kubeproof/"+certName
+	cfg.Wrap(faults.WrapTransport(certName)) // fault injection hook: a no-op unless a test armed it (e2e/props)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building %s client: %w", user, err)
