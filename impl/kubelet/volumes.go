@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -34,12 +36,15 @@ func volumePlugin(v *v1.Volume) string {
 		return "kubernetes.io~secret"
 	case v.DownwardAPI != nil:
 		return "kubernetes.io~downward-api"
+	case v.Projected != nil:
+		return "kubernetes.io~projected"
 	}
 	return ""
 }
 
-// setUpVolumes materializes the pod's emptyDir, configMap, secret and
-// downwardAPI volumes in its pod directory (hostPath volumes need nothing).
+// setUpVolumes materializes the pod's emptyDir, configMap, secret,
+// downwardAPI and projected volumes in its pod directory (hostPath volumes
+// need nothing).
 // It is idempotent; configMap, secret and downwardAPI contents are
 // rewritten on every call so updates reach running pods.
 func (k *Kubelet) setUpVolumes(ctx context.Context, pod *v1.Pod) error {
@@ -49,7 +54,7 @@ func (k *Kubelet) setUpVolumes(ctx context.Context, pod *v1.Pod) error {
 		plugin := volumePlugin(v)
 		if plugin == "" {
 			if v.HostPath == nil {
-				return fmt.Errorf("volume %q: only emptyDir, configMap, secret, downwardAPI and hostPath volumes are supported", v.Name)
+				return fmt.Errorf("volume %q: only emptyDir, configMap, secret, downwardAPI, projected and hostPath volumes are supported", v.Name)
 			}
 			continue
 		}
@@ -58,57 +63,19 @@ func (k *Kubelet) setUpVolumes(ctx context.Context, pod *v1.Pod) error {
 			return fmt.Errorf("MountVolume.SetUp failed for volume %q: %w", v.Name, err)
 		}
 		var files map[string][]byte
+		var err error
 		switch {
 		case v.ConfigMap != nil:
-			cm, err := src.ConfigMap(pod.Namespace, v.ConfigMap.Name)
-			if err != nil {
-				if apierrors.IsNotFound(err) && ptrTrue(v.ConfigMap.Optional) {
-					continue
-				}
-				return fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, notFoundMessage(err, "configmap", v.ConfigMap.Name))
-			}
-			data := map[string][]byte{}
-			for key, val := range cm.Data {
-				data[key] = []byte(val)
-			}
-			for key, val := range cm.BinaryData {
-				data[key] = val
-			}
-			if files, err = project(data, v.ConfigMap.Items, ptrTrue(v.ConfigMap.Optional)); err != nil {
-				return fmt.Errorf("MountVolume.SetUp failed for volume %q : configmap %q: %w", v.Name, v.ConfigMap.Name, err)
-			}
+			files, err = k.configMapFiles(src, pod, v.ConfigMap.Name, v.ConfigMap.Items, v.ConfigMap.Optional)
 		case v.Secret != nil:
-			s, err := src.Secret(pod.Namespace, v.Secret.SecretName)
-			if err != nil {
-				if apierrors.IsNotFound(err) && ptrTrue(v.Secret.Optional) {
-					continue
-				}
-				return fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, notFoundMessage(err, "secret", v.Secret.SecretName))
-			}
-			if files, err = project(s.Data, v.Secret.Items, ptrTrue(v.Secret.Optional)); err != nil {
-				return fmt.Errorf("MountVolume.SetUp failed for volume %q : secret %q: %w", v.Name, v.Secret.SecretName, err)
-			}
+			files, err = k.secretFiles(src, pod, v.Secret.SecretName, v.Secret.Items, v.Secret.Optional)
 		case v.DownwardAPI != nil:
-			files = map[string][]byte{}
-			for _, item := range v.DownwardAPI.Items {
-				var val string
-				var err error
-				switch {
-				case item.FieldRef != nil:
-					val, err = podField(pod, item.FieldRef.FieldPath)
-				case item.ResourceFieldRef != nil:
-					c := containerSpec(pod, item.ResourceFieldRef.ContainerName, false)
-					if c == nil {
-						err = fmt.Errorf("container %q not found", item.ResourceFieldRef.ContainerName)
-					} else {
-						val, err = resourceField(c, item.ResourceFieldRef, k.cfg.capacity())
-					}
-				}
-				if err != nil {
-					return fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
-				}
-				files[item.Path] = []byte(val)
-			}
+			files, err = k.downwardAPIFiles(pod, v.DownwardAPI.Items)
+		case v.Projected != nil:
+			files, err = k.projectedFiles(ctx, src, pod, v.Projected)
+		}
+		if err != nil {
+			return fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
 		}
 		for rel, content := range files {
 			if err := writeVolumeFile(dir, rel, content); err != nil {
@@ -117,6 +84,131 @@ func (k *Kubelet) setUpVolumes(ctx context.Context, pod *v1.Pod) error {
 		}
 	}
 	return nil
+}
+
+// configMapFiles are the files of a configMap volume or projection.
+func (k *Kubelet) configMapFiles(src clientEnvSource, pod *v1.Pod, name string, items []v1.KeyToPath, optional *bool) (map[string][]byte, error) {
+	cm, err := src.ConfigMap(pod.Namespace, name)
+	if err != nil {
+		if apierrors.IsNotFound(err) && ptrTrue(optional) {
+			return nil, nil
+		}
+		return nil, notFoundMessage(err, "configmap", name)
+	}
+	data := map[string][]byte{}
+	for key, val := range cm.Data {
+		data[key] = []byte(val)
+	}
+	for key, val := range cm.BinaryData {
+		data[key] = val
+	}
+	files, err := project(data, items, ptrTrue(optional))
+	if err != nil {
+		return nil, fmt.Errorf("configmap %q: %w", name, err)
+	}
+	return files, nil
+}
+
+// secretFiles are the files of a secret volume or projection.
+func (k *Kubelet) secretFiles(src clientEnvSource, pod *v1.Pod, name string, items []v1.KeyToPath, optional *bool) (map[string][]byte, error) {
+	sec, err := src.Secret(pod.Namespace, name)
+	if err != nil {
+		if apierrors.IsNotFound(err) && ptrTrue(optional) {
+			return nil, nil
+		}
+		return nil, notFoundMessage(err, "secret", name)
+	}
+	files, err := project(sec.Data, items, ptrTrue(optional))
+	if err != nil {
+		return nil, fmt.Errorf("secret %q: %w", name, err)
+	}
+	return files, nil
+}
+
+// downwardAPIFiles are the files of a downwardAPI volume or projection.
+func (k *Kubelet) downwardAPIFiles(pod *v1.Pod, items []v1.DownwardAPIVolumeFile) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	for _, item := range items {
+		var val string
+		var err error
+		switch {
+		case item.FieldRef != nil:
+			val, err = podField(pod, item.FieldRef.FieldPath)
+		case item.ResourceFieldRef != nil:
+			c := containerSpec(pod, item.ResourceFieldRef.ContainerName, false)
+			if c == nil {
+				err = fmt.Errorf("container %q not found", item.ResourceFieldRef.ContainerName)
+			} else {
+				val, err = resourceField(c, item.ResourceFieldRef, k.cfg.capacity())
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		files[item.Path] = []byte(val)
+	}
+	return files, nil
+}
+
+// defaultTokenExpiration is a projected service account token's lifetime
+// when the pod does not say (as upstream: one hour).
+const defaultTokenExpiration = int64(3600)
+
+// projectedFiles are the files of a projected volume: its configMap,
+// secret, downwardAPI and serviceAccountToken sources merged into one
+// directory. A token is requested through the TokenRequest API, bound to
+// the pod, for the pod's service account.
+func (k *Kubelet) projectedFiles(ctx context.Context, src clientEnvSource, pod *v1.Pod, pv *v1.ProjectedVolumeSource) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for i, s := range pv.Sources {
+		var files map[string][]byte
+		var err error
+		switch {
+		case s.ConfigMap != nil:
+			files, err = k.configMapFiles(src, pod, s.ConfigMap.Name, s.ConfigMap.Items, s.ConfigMap.Optional)
+		case s.Secret != nil:
+			files, err = k.secretFiles(src, pod, s.Secret.Name, s.Secret.Items, s.Secret.Optional)
+		case s.DownwardAPI != nil:
+			files, err = k.downwardAPIFiles(pod, s.DownwardAPI.Items)
+		case s.ServiceAccountToken != nil:
+			files, err = k.serviceAccountTokenFile(ctx, pod, s.ServiceAccountToken)
+		default:
+			err = fmt.Errorf("projected source %d: only configMap, secret, downwardAPI and serviceAccountToken sources are supported", i)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for path, content := range files {
+			out[path] = content
+		}
+	}
+	return out, nil
+}
+
+func (k *Kubelet) serviceAccountTokenFile(ctx context.Context, pod *v1.Pod, p *v1.ServiceAccountTokenProjection) (map[string][]byte, error) {
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	exp := defaultTokenExpiration
+	if p.ExpirationSeconds != nil {
+		exp = *p.ExpirationSeconds
+	}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: &exp,
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+	}}
+	if p.Audience != "" {
+		req.Spec.Audiences = []string{p.Audience}
+	}
+	tr, err := k.client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, req, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("failed to fetch token: %w", err)
+	}
+	if tr.Status.Token == "" {
+		return nil, fmt.Errorf("failed to fetch token: the API server returned an empty token for service account %s/%s", pod.Namespace, sa)
+	}
+	return map[string][]byte{p.Path: []byte(tr.Status.Token)}, nil
 }
 
 // project selects the keys of a ConfigMap or Secret volume: all keys, or
