@@ -96,6 +96,8 @@ func newAPIServerCommand() *cobra.Command {
 	fs.DurationVar(&compaction, "etcd-compaction-interval", 5*time.Minute, "The interval of compaction requests; 0 disables.")
 	enable, disable := cluster.UpAdmissionPlugins()
 	addAuthFlags(fs, &authOpts, cluster.DefaultAuthorizationModes, enable, disable)
+	fs.Int64Var(&authOpts.DefaultNotReadyTolerationSeconds, "default-not-ready-toleration-seconds", 300, "tolerationSeconds of the not-ready:NoExecute toleration DefaultTolerationSeconds adds to pods.")
+	fs.Int64Var(&authOpts.DefaultUnreachableTolerationSeconds, "default-unreachable-toleration-seconds", 300, "tolerationSeconds of the unreachable:NoExecute toleration DefaultTolerationSeconds adds to pods.")
 	return cmd
 }
 

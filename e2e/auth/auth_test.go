@@ -384,6 +384,7 @@ func TestAnonymousAndAudit(t *testing.T) {
 	var auditLog string
 	e := start(t, 0, func(dir string, o *cluster.AuthOptions) {
 		o.AnonymousAuth = true
+		o.DefaultNotReadyTolerationSeconds = 42
 		policy := filepath.Join(dir, "audit-policy.yaml")
 		if err := os.WriteFile(policy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"), 0o600); err != nil {
 			t.Fatal(err)
@@ -391,6 +392,27 @@ func TestAnonymousAndAudit(t *testing.T) {
 		auditLog = filepath.Join(dir, "audit.log")
 		o.AuditPolicyFile, o.AuditLogPath = policy, auditLog
 	})
+	// The admission plugins get their options (DefaultTolerationSeconds).
+	pod, err := e.cs.CoreV1().Pods("default").Create(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notReady, unreachable int64
+	for _, tol := range pod.Spec.Tolerations {
+		if tol.TolerationSeconds == nil {
+			continue
+		}
+		switch tol.Key {
+		case corev1.TaintNodeNotReady:
+			notReady = *tol.TolerationSeconds
+		case corev1.TaintNodeUnreachable:
+			unreachable = *tol.TolerationSeconds
+		}
+	}
+	if notReady != 42 || unreachable != 300 {
+		t.Errorf("default tolerations %d s (not ready), %d s (unreachable), want 42 and 300", notReady, unreachable)
+	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(e.c.CA.CertPEM)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}

@@ -86,6 +86,12 @@ type AuthOptions struct {
 	// (--enable-admission-plugins, --disable-admission-plugins) adjust
 	// admission's default plugin set.
 	EnableAdmissionPlugins, DisableAdmissionPlugins []string
+	// DefaultNotReadyTolerationSeconds and
+	// DefaultUnreachableTolerationSeconds
+	// (--default-not-ready-toleration-seconds,
+	// --default-unreachable-toleration-seconds; 0: 300) are the
+	// tolerations DefaultTolerationSeconds gives pods.
+	DefaultNotReadyTolerationSeconds, DefaultUnreachableTolerationSeconds int64
 	// AuditLogPath (--audit-log-path; "-" is standard output) and
 	// AuditPolicyFile (--audit-policy-file): both are needed for an audit
 	// log.
@@ -255,7 +261,10 @@ func buildChain(o AuthOptions) (*chain, error) {
 			}
 		}
 		p.Authorizer = union
-		mut, val, starters, err := admission.NewPlugins(admissionPlugins, stores)
+		mut, val, starters, err := admission.NewPluginsWithOptions(admissionPlugins, stores, admission.Options{
+			NotReadyTolerationSeconds:    o.DefaultNotReadyTolerationSeconds,
+			UnreachableTolerationSeconds: o.DefaultUnreachableTolerationSeconds,
+		})
 		if err != nil {
 			return p, err
 		}

@@ -176,6 +176,16 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if authOpts.EnableAdmissionPlugins == nil && authOpts.DisableAdmissionPlugins == nil {
 		authOpts.EnableAdmissionPlugins, authOpts.DisableAdmissionPlugins = UpAdmissionPlugins()
 	}
+	if secs := int64(cfg.PodEvictionTimeout / time.Second); secs > 0 {
+		// Pods tolerate a lost node as long as the controller manager is
+		// told to wait (kubeadm passes the same value to both).
+		if authOpts.DefaultNotReadyTolerationSeconds == 0 {
+			authOpts.DefaultNotReadyTolerationSeconds = secs
+		}
+		if authOpts.DefaultUnreachableTolerationSeconds == 0 {
+			authOpts.DefaultUnreachableTolerationSeconds = secs
+		}
+	}
 	if len(authOpts.AuthorizationModes) == 0 {
 		authOpts.AuthorizationModes = UpAuthorizationModes
 	}
@@ -250,10 +260,12 @@ func UpAdmissionPlugins() (enable, disable []string) {
 }
 
 // UpAuthorizationModes is the --authorization-mode of a whole cluster.
-// For now AlwaysAllow: the controller manager writes with its single
-// system:kube-controller-manager identity, which the default RBAC policy
-// grants only reads; once it uses per-controller service account
-// credentials this becomes Node,RBAC.
+// For now AlwaysAllow: startControllerManager runs the controller manager
+// with its single system:kube-controller-manager identity, which the
+// default RBAC policy grants only reads. With
+// UseServiceAccountCredentials set there (per-controller service
+// accounts, as kubeadm runs it) this becomes Node,RBAC; the cluster,
+// e2e/kubectl and e2e/clientgo tests pass that way.
 var UpAuthorizationModes = []string{"AlwaysAllow"}
 
 // AdminUser is the user name of the admin kubeconfig; its group
