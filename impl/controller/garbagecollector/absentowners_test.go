@@ -118,6 +118,9 @@ func TestAbsentOwnerReadOnce(t *testing.T) {
 		return true
 	})
 	// Workers: 2 (startGCWith), so at most 2 concurrent misses + 1.
+	if n := ownerGets.Load(); n > 3 || true {
+		t.Logf("owner gets: %d", n)
+	}
 	if n := ownerGets.Load(); n > 3 {
 		t.Fatalf("the absent owner was read %d times for 20 dependents", n)
 	}
