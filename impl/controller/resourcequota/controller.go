@@ -1,0 +1,382 @@
+// Package resourcequota is kubeproof's resource quota controller: it keeps
+// every ResourceQuota's status true to the objects that exist. The
+// ResourceQuota admission plugin only ever adds to status.used when it
+// admits a create; this controller recomputes status.used from informer
+// caches (Usage, a pure function of the observed objects) when a quota is
+// created or its spec changes, periodically (--resource-quota-sync-period),
+// and when a tracked object is deleted or a pod stops counting (terminal
+// phase, deletion grace period over) — the "replenishment" that gives
+// usage back, so a namespace at its quota can create again (QUOTA-2).
+//
+// As upstream's controller, it writes status with UpdateStatus on the
+// quota it read (compare-and-swap on resourceVersion, retried on
+// conflict) and, like upstream, a recount from a cache that lags behind a
+// create admitted a moment ago can briefly lower used below the charges;
+// the next sync corrects it.
+package resourcequota
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+
+	"github.com/kubeproof/kubeproof/impl/controller/workloop"
+)
+
+// Name is the controller's name (its queue's metrics name).
+const Name = "resourcequota"
+
+// DefaultSyncPeriod is kube-controller-manager's --resource-quota-sync-period.
+const DefaultSyncPeriod = 5 * time.Minute
+
+// DefaultWorkers is kube-controller-manager's --concurrent-resource-quota-syncs.
+const DefaultWorkers = 5
+
+// Config tunes the controller.
+type Config struct {
+	// SyncPeriod is how often every quota is recomputed
+	// (--resource-quota-sync-period); 0 means DefaultSyncPeriod.
+	SyncPeriod time.Duration
+	// Clock tells when a deleted pod's grace period is over; nil is the
+	// real clock.
+	Clock clock.Clock
+}
+
+// Controller recomputes ResourceQuota status.
+type Controller struct {
+	client       kubernetes.Interface
+	quotas       corelisters.ResourceQuotaLister
+	monitors     map[schema.GroupResource]cache.GenericLister
+	synced       []cache.InformerSynced
+	queue        workqueue.TypedRateLimitingInterface[string]
+	syncPeriod   time.Duration
+	clock        clock.Clock
+	registration []registered
+}
+
+type registered struct {
+	informer cache.SharedIndexInformer
+	handle   cache.ResourceEventHandlerRegistration
+}
+
+// ignoredResources are never counted (as upstream: events are not quota'd).
+var ignoredResources = map[schema.GroupResource]bool{
+	{Group: "", Resource: "events"}:              true,
+	{Group: "events.k8s.io", Resource: "events"}: true,
+}
+
+// QuotableResources asks discovery for the namespaced resources a quota
+// can count here: served, listable and watchable, not a subresource, not
+// an event. A partial discovery failure still returns what was found.
+func QuotableResources(dc discovery.DiscoveryInterface) ([]schema.GroupVersionResource, error) {
+	lists, err := discovery.ServerPreferredNamespacedResources(dc)
+	if len(lists) == 0 && err != nil {
+		return nil, fmt.Errorf("discovering quotable resources: %w", err)
+	}
+	var out []schema.GroupVersionResource
+	for _, list := range lists {
+		gv, perr := schema.ParseGroupVersion(list.GroupVersion)
+		if perr != nil {
+			continue
+		}
+		for _, r := range list.APIResources {
+			if strings.Contains(r.Name, "/") || ignoredResources[gv.WithResource(r.Name).GroupResource()] {
+				continue
+			}
+			var list, watch bool
+			for _, v := range r.Verbs {
+				list = list || v == "list"
+				watch = watch || v == "watch"
+			}
+			if list && watch {
+				out = append(out, gv.WithResource(r.Name))
+			}
+		}
+	}
+	return out, nil
+}
+
+// New builds the controller on factory's shared informers: resource
+// quotas, and one informer for each of resources (QuotableResources) that
+// factory has a typed informer for; others are skipped (a quota's usage
+// of a resource the controller does not observe is left as the admission
+// plugin charged it). Call factory.Start after New, then Run.
+func New(client kubernetes.Interface, factory informers.SharedInformerFactory, resources []schema.GroupVersionResource, cfg Config) (*Controller, error) {
+	c := &Controller{
+		client:     client,
+		monitors:   map[schema.GroupResource]cache.GenericLister{},
+		queue:      workloop.NewQueue(Name),
+		syncPeriod: cfg.SyncPeriod,
+		clock:      cfg.Clock,
+	}
+	if c.syncPeriod <= 0 {
+		c.syncPeriod = DefaultSyncPeriod
+	}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
+	}
+	quotaInformer := factory.Core().V1().ResourceQuotas()
+	c.quotas = quotaInformer.Lister()
+	if err := c.register(quotaInformer.Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.addQuota,
+		UpdateFunc: c.updateQuota,
+	}); err != nil {
+		return nil, err
+	}
+	for _, gvr := range resources {
+		gr := gvr.GroupResource()
+		if _, dup := c.monitors[gr]; dup || ignoredResources[gr] {
+			continue
+		}
+		inf, err := factory.ForResource(gvr)
+		if err != nil {
+			slog.Debug("resource quota: no typed informer, not recounted", "resource", gvr.String())
+			continue
+		}
+		if err := c.register(inf.Informer(), c.replenishHandler(gr)); err != nil {
+			return nil, err
+		}
+		c.monitors[gr] = inf.Lister()
+	}
+	return c, nil
+}
+
+func (c *Controller) register(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) error {
+	reg, err := inf.AddEventHandler(h)
+	if err != nil {
+		return fmt.Errorf("resource quota controller: adding event handler: %w", err)
+	}
+	c.registration = append(c.registration, registered{inf, reg})
+	c.synced = append(c.synced, reg.HasSynced)
+	return nil
+}
+
+// Observes tells whether the controller counts objects of gr.
+func (c *Controller) Observes(gr schema.GroupResource) bool {
+	_, ok := c.monitors[gr]
+	return ok
+}
+
+// Run waits for the caches, then recomputes quotas with workers workers
+// until ctx is done; it returns once every goroutine it started is gone.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	defer func() {
+		for _, r := range c.registration {
+			_ = r.informer.RemoveEventHandler(r.handle)
+		}
+	}()
+	if err := workloop.WaitForSync(ctx, "resource quota controller", c.queue, c.synced...); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		// The full recalculation: every quota, every sync period.
+		wait.JitterUntilWithContext(ctx, func(context.Context) { c.enqueueAll() }, c.syncPeriod, 0, false)
+	}()
+	workloop.Run(ctx, Name, c.queue, workers, c.sync)
+	wg.Wait()
+	return nil
+}
+
+func (c *Controller) enqueueAll() {
+	quotas, err := c.quotas.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, q := range quotas {
+		c.enqueue(q)
+	}
+}
+
+func (c *Controller) enqueue(q *corev1.ResourceQuota) {
+	if key, err := cache.MetaNamespaceKeyFunc(q); err == nil {
+		c.queue.Add(key)
+	}
+}
+
+func (c *Controller) addQuota(obj any) {
+	if q, ok := obj.(*corev1.ResourceQuota); ok {
+		c.enqueue(q)
+	}
+}
+
+// updateQuota recomputes a quota whose spec changed or whose status does
+// not follow its spec.
+func (c *Controller) updateQuota(oldObj, newObj any) {
+	old, ok1 := oldObj.(*corev1.ResourceQuota)
+	q, ok2 := newObj.(*corev1.ResourceQuota)
+	if !ok1 || !ok2 {
+		return
+	}
+	if !apiequality.Semantic.DeepEqual(old.Spec, q.Spec) || needsRecalculation(q) {
+		c.enqueue(q)
+	}
+}
+
+// needsRecalculation: status.hard differs from spec.hard, or a hard
+// resource has no usage.
+func needsRecalculation(q *corev1.ResourceQuota) bool {
+	if !apiequality.Semantic.DeepEqual(q.Spec.Hard, q.Status.Hard) {
+		return true
+	}
+	for n := range q.Spec.Hard {
+		if _, ok := q.Status.Used[n]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// replenishHandler enqueues the quotas that count gr in an object's
+// namespace when the object is deleted, and for pods when a pod stops
+// counting or its requests change; a pod being deleted is looked at again
+// when its grace period ends.
+func (c *Controller) replenishHandler(gr schema.GroupResource) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			if gr != podResource {
+				return
+			}
+			old, ok1 := oldObj.(*corev1.Pod)
+			pod, ok2 := newObj.(*corev1.Pod)
+			if !ok1 || !ok2 {
+				return
+			}
+			now := c.clock.Now()
+			if PodCounts(old, now) != PodCounts(pod, now) || !apiequality.Semantic.DeepEqual(podComputeUsage(old), podComputeUsage(pod)) {
+				c.enqueueTracking(pod.Namespace, gr, 0)
+			}
+			if old.DeletionTimestamp == nil && pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil {
+				end := pod.DeletionTimestamp.Add(time.Duration(*pod.DeletionGracePeriodSeconds)*time.Second + time.Second)
+				c.enqueueTracking(pod.Namespace, gr, end.Sub(now))
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			m, err := metaOf(obj)
+			if err != nil {
+				return
+			}
+			c.enqueueTracking(m.GetNamespace(), gr, 0)
+		},
+	}
+}
+
+func metaOf(obj any) (metav1.Object, error) {
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, fmt.Errorf("%T is not an object", obj)
+	}
+	return m, nil
+}
+
+// enqueueTracking enqueues, after delay, every quota in namespace that
+// counts objects of gr.
+func (c *Controller) enqueueTracking(namespace string, gr schema.GroupResource, delay time.Duration) {
+	quotas, err := c.quotas.ResourceQuotas(namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, q := range quotas {
+		for _, t := range Tracked(q) {
+			if t != gr {
+				continue
+			}
+			key, err := cache.MetaNamespaceKeyFunc(q)
+			if err != nil {
+				break
+			}
+			if delay > 0 {
+				c.queue.AddAfter(key, delay)
+			} else {
+				c.queue.Add(key)
+			}
+			break
+		}
+	}
+}
+
+// observe collects namespace's objects of the resources q counts that the
+// controller watches.
+func (c *Controller) observe(namespace string, q *corev1.ResourceQuota) (Observed, error) {
+	obs := Observed{Objects: map[schema.GroupResource][]runtime.Object{}, Now: c.clock.Now()}
+	for _, gr := range Tracked(q) {
+		lister, ok := c.monitors[gr]
+		if !ok {
+			continue
+		}
+		objs, err := lister.ByNamespace(namespace).List(labels.Everything())
+		if err != nil {
+			return Observed{}, fmt.Errorf("listing %s in %s: %w", gr, namespace, err)
+		}
+		obs.Objects[gr] = objs
+	}
+	return obs, nil
+}
+
+// sync recomputes one quota's status and writes it if it changed.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	q, err := c.quotas.ResourceQuotas(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading quota %s: %w", key, err)
+	}
+	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		obs, err := c.observe(namespace, q)
+		if err != nil {
+			return err
+		}
+		next := NextStatus(q, obs)
+		if apiequality.Semantic.DeepEqual(q.Status, next) {
+			return nil
+		}
+		updated := q.DeepCopy()
+		updated.Status = next
+		_, err = c.client.CoreV1().ResourceQuotas(namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			fresh, gerr := c.client.CoreV1().ResourceQuotas(namespace).Get(ctx, name, metav1.GetOptions{})
+			if gerr != nil {
+				return gerr
+			}
+			q = fresh
+		}
+		return err
+	})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("updating status of quota %s: %w", key, err)
+	}
+	return nil
+}
