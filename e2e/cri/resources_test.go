@@ -30,22 +30,9 @@ func TestResourceLimitsBecomeCgroupLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cpuQuota == -1 && memory > 1<<50 {
-		knownGap(t, "the kubelet does not pass resource limits to the runtime (ContainerConfig.Linux.Resources in impl/kubelet/runtimestate.go is unset): the container's cgroup has no memory limit and no CPU quota")
-	}
 	if memory != 64<<20 || cpuPeriod == 0 || cpuQuota*1000/cpuPeriod != 250 {
 		t.Fatalf("cgroup limits: memory %d (want %d), cpu quota %d per period %d (want 250m)", memory, 64<<20, cpuQuota, cpuPeriod)
 	}
-}
-
-// knownGap skips a test that fails for a reason recorded in e2e/README.md
-// ("Known gaps"), unless KUBEPROOF_E2E_KNOWN_GAPS=1 asks to see it fail.
-func knownGap(t *testing.T, reason string) {
-	t.Helper()
-	if os.Getenv("KUBEPROOF_E2E_KNOWN_GAPS") == "1" {
-		t.Fatalf("known gap: %s", reason)
-	}
-	t.Skipf("known gap (KUBEPROOF_E2E_KNOWN_GAPS=1 to fail instead): %s", reason)
 }
 
 // cgroupLimits reads the memory limit and CPU quota and period of the

@@ -234,7 +234,8 @@ func (n *Node) startKubeletProcess(lf *os.File) error {
 		"--runtime", "cri", "--container-runtime-endpoint", "unix://"+n.Socket,
 		"--pod-cidr", n.PodCIDR, "--node-ip", "127.0.0.1", "--address", "127.0.0.1", "--port", fmt.Sprint(n.apiPort),
 		"--crashloop-backoff-base", Backoff.Base.String(), "--crashloop-backoff-max", Backoff.Max.String(),
-		"--node-status-update-frequency", "2s", "--log-level", "info")
+		"--node-status-update-frequency", "2s", "--log-level", "info",
+		"--root-dir", filepath.Join(n.Dir, "kubelet"), "--pod-logs-dir", filepath.Join(n.Dir, "pod-logs"))
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
