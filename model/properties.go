@@ -86,7 +86,8 @@ func storeChanged(s, t *State) bool {
 func storeWatchDeliversEveryWrite(m *Model, s, t *State) bool {
 	changed := storeChanged(s, t)
 	if m.cfg.TrackRevisions == 1 {
-		if changed && t.Revision != s.Revision+1 || !changed && t.Revision != s.Revision {
+		// int arithmetic: a uint8 counter that wraps is reported, not hidden.
+		if changed && int(t.Revision) != int(s.Revision)+1 || !changed && t.Revision != s.Revision {
 			return false
 		}
 	}
