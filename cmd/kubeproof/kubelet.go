@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -39,7 +40,7 @@ func newKubeletCommand() *cobra.Command {
 		workers                             int
 		qps                                 float32
 		burst                               int
-		simAnnotations                      []string
+		simAnnotations, simPressure         []string
 		simSandbox, simPull, simCreate      time.Duration
 		simStart, simStop                   time.Duration
 		port                                int32
@@ -80,6 +81,18 @@ func newKubeletCommand() *cobra.Command {
 			}
 			if err := parseKeyValues("--node-labels", nodeLabels, cfg.Labels); err != nil {
 				return err
+			}
+			for _, p := range simPressure {
+				switch p {
+				case string(v1.NodeMemoryPressure):
+					cfg.Pressure.Memory = true
+				case string(v1.NodeDiskPressure):
+					cfg.Pressure.Disk = true
+				case string(v1.NodePIDPressure):
+					cfg.Pressure.PID = true
+				default:
+					return fmt.Errorf("--sim-pressure %q: want MemoryPressure, DiskPressure or PIDPressure", p)
+				}
 			}
 			var rt kruntime.Runtime
 			switch runtimeName {
@@ -165,6 +178,7 @@ func newKubeletCommand() *cobra.Command {
 	fs.Float32Var(&qps, "kube-api-qps", 50, "Client QPS to the API server.")
 	fs.IntVar(&burst, "kube-api-burst", 100, "Client burst to the API server.")
 	fs.StringSliceVar(&simAnnotations, "sim-annotation", nil, "Fault annotations applied to every pod unless the pod sets them, key=value,... (e.g. sim.kubeproof.io/readiness=fail).")
+	fs.StringSliceVar(&simPressure, "sim-pressure", nil, "Node pressure conditions to report as True, and enforce at admission as the eviction manager does: MemoryPressure, DiskPressure, PIDPressure.")
 	fs.DurationVar(&simSandbox, "sim-sandbox-latency", 0, "Simulated RunPodSandbox latency.")
 	fs.DurationVar(&simPull, "sim-pull-latency", 0, "Simulated image pull latency.")
 	fs.DurationVar(&simCreate, "sim-create-latency", 0, "Simulated CreateContainer latency.")

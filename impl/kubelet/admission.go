@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/klog/v2"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 )
@@ -87,4 +88,55 @@ func Admit(allocatable v1.ResourceList, pod *v1.Pod, admitted []*v1.Pod) (ok boo
 		}
 	}
 	return true, "", ""
+}
+
+// ReasonEvicted is the reason of a pod refused because of node pressure.
+const ReasonEvicted = "Evicted"
+
+// AdmitUnderPressure is upstream's eviction manager admission: under
+// memory pressure alone, pods that are not BestEffort (or that tolerate
+// the memory-pressure taint) are admitted; under any other pressure no pod
+// is, except critical ones (priority at least system-cluster-critical's).
+// The refusal is reason "Evicted", message "Pod was rejected: The node had condition:
+// [<conditions>]. ".
+func AdmitUnderPressure(p Pressure, pod *v1.Pod) (ok bool, reason, message string) {
+	conds := p.Conditions()
+	if len(conds) == 0 || isCriticalPod(pod) {
+		return true, "", ""
+	}
+	if len(conds) == 1 && conds[0] == v1.NodeMemoryPressure {
+		if !isBestEffort(pod) {
+			return true, "", ""
+		}
+		taint := &v1.Taint{Key: v1.TaintNodeMemoryPressure, Effect: v1.TaintEffectNoSchedule}
+		for i := range pod.Spec.Tolerations {
+			if pod.Spec.Tolerations[i].ToleratesTaint(klog.Background(), taint, false) {
+				return true, "", ""
+			}
+		}
+	}
+	return false, ReasonEvicted, fmt.Sprintf("Pod was rejected: The node had condition: %v. ", conds)
+}
+
+// isBestEffort: no container (init or app) requests or limits cpu or memory.
+func isBestEffort(pod *v1.Pod) bool {
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range list {
+			for _, rl := range []v1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
+				for name, q := range rl {
+					if (name == v1.ResourceCPU || name == v1.ResourceMemory) && !q.IsZero() {
+						return false
+					}
+				}
+			}
+		}
+	}
+	return true
+}
+
+// systemCriticalPriority is scheduling.SystemCriticalPriority (2e9).
+const systemCriticalPriority = int32(2000000000)
+
+func isCriticalPod(pod *v1.Pod) bool {
+	return pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority
 }

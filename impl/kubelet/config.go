@@ -28,6 +28,8 @@ type Config struct {
 	CPU, Memory, EphemeralStorage resource.Quantity
 	MaxPods                       int64
 	Labels                        map[string]string
+	// Pressure is the node's simulated resource pressure at start.
+	Pressure Pressure
 
 	// SyncFrequency is the period of the full resync of every pod (20 s).
 	SyncFrequency time.Duration

@@ -72,6 +72,7 @@ type Kubelet struct {
 	node           *v1.Node
 	lease          *coordinationv1.Lease
 	lastNodeReport time.Time
+	pressure       Pressure
 	relistSeen     map[types.UID]uint64
 	runCancel      context.CancelFunc
 	runDone        chan struct{}
@@ -114,6 +115,7 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config, rt runtim
 	if cfg.Recorder != nil {
 		k.events.Store(&cfg.Recorder)
 	}
+	k.pressure = cfg.Pressure
 	return k, nil
 }
 

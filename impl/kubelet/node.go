@@ -17,30 +17,60 @@ import (
 // NodeLeaseNamespace holds the nodes' heartbeat Leases.
 const NodeLeaseNamespace = "kube-node-lease"
 
-// nodeConditions are the four conditions the kubelet owns. ready reports
-// whether the runtime answered.
-func nodeConditions(ready bool, runtimeErr string) []v1.NodeCondition {
+// Pressure is the node's resource pressure as the eviction manager would
+// observe it. A simulated node has none unless told (Config.Pressure,
+// Kubelet.SetPressure).
+type Pressure struct {
+	Memory, Disk, PID bool
+}
+
+// Conditions are the pressure condition types that hold, in upstream's
+// order.
+func (p Pressure) Conditions() []v1.NodeConditionType {
+	var out []v1.NodeConditionType
+	if p.Memory {
+		out = append(out, v1.NodeMemoryPressure)
+	}
+	if p.Disk {
+		out = append(out, v1.NodeDiskPressure)
+	}
+	if p.PID {
+		out = append(out, v1.NodePIDPressure)
+	}
+	return out
+}
+
+// nodeConditions are the four conditions the kubelet owns, with upstream's
+// reasons and messages. ready reports whether the runtime answered.
+func nodeConditions(ready bool, runtimeErr string, p Pressure) []v1.NodeCondition {
 	r := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"}
 	if !ready {
 		r = v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: "KubeletNotReady", Message: "container runtime is down: " + runtimeErr}
 	}
-	return []v1.NodeCondition{
-		{Type: v1.NodeMemoryPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"},
-		{Type: v1.NodeDiskPressure, Status: v1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "kubelet has no disk pressure"},
-		{Type: v1.NodePIDPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "kubelet has sufficient PID available"},
-		r,
+	mem := v1.NodeCondition{Type: v1.NodeMemoryPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"}
+	if p.Memory {
+		mem = v1.NodeCondition{Type: v1.NodeMemoryPressure, Status: v1.ConditionTrue, Reason: "KubeletHasInsufficientMemory", Message: "kubelet has insufficient memory available"}
 	}
+	disk := v1.NodeCondition{Type: v1.NodeDiskPressure, Status: v1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "kubelet has no disk pressure"}
+	if p.Disk {
+		disk = v1.NodeCondition{Type: v1.NodeDiskPressure, Status: v1.ConditionTrue, Reason: "KubeletHasDiskPressure", Message: "kubelet has disk pressure"}
+	}
+	pid := v1.NodeCondition{Type: v1.NodePIDPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "kubelet has sufficient PID available"}
+	if p.PID {
+		pid = v1.NodeCondition{Type: v1.NodePIDPressure, Status: v1.ConditionTrue, Reason: "KubeletHasInsufficientPID", Message: "kubelet has insufficient PID available"}
+	}
+	return []v1.NodeCondition{mem, disk, pid, r}
 }
 
-// NodeStatus computes the node's status from the config, the runtime's
-// health and the previous status (whose condition transition times are
-// kept while a condition's status holds). Pure.
-func NodeStatus(cfg *Config, old *v1.NodeStatus, runtimeVersion string, runtimeErr error, now time.Time) v1.NodeStatus {
+// NodeStatus computes the node's status from the config, the node's
+// pressure, the runtime's health and the previous status (whose condition
+// transition times are kept while a condition's status holds). Pure.
+func NodeStatus(cfg *Config, old *v1.NodeStatus, p Pressure, runtimeVersion string, runtimeErr error, now time.Time) v1.NodeStatus {
 	errText := ""
 	if runtimeErr != nil {
 		errText = runtimeErr.Error()
 	}
-	conds := nodeConditions(runtimeErr == nil, errText)
+	conds := nodeConditions(runtimeErr == nil, errText, p)
 	t := metav1.NewTime(now)
 	for i := range conds {
 		conds[i].LastHeartbeatTime = t
@@ -99,7 +129,7 @@ func (k *Kubelet) registerNode(ctx context.Context) error {
 		node.Spec.PodCIDRs = []string{k.cfg.PodCIDR}
 	}
 	version, verr := k.rt.Version(ctx)
-	node.Status = NodeStatus(&k.cfg, nil, version, verr, k.clock.Now())
+	node.Status = NodeStatus(&k.cfg, nil, k.Pressure(), version, verr, k.clock.Now())
 	created, err := k.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		created, err = k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
@@ -145,7 +175,7 @@ func (k *Kubelet) updateNodeStatus(ctx context.Context, force bool) error {
 		if node == nil {
 			return fmt.Errorf("node %s not registered", k.cfg.NodeName)
 		}
-		st := NodeStatus(&k.cfg, &node.Status, version, verr, now)
+		st := NodeStatus(&k.cfg, &node.Status, k.Pressure(), version, verr, now)
 		if !force && !due && !nodeStatusChanged(&node.Status, &st) {
 			return nil
 		}
@@ -229,4 +259,21 @@ func (k *Kubelet) renewLease(ctx context.Context) error {
 	k.lease = lease
 	k.mu.Unlock()
 	return nil
+}
+
+// Pressure is the node's current simulated resource pressure.
+func (k *Kubelet) Pressure() Pressure {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.pressure
+}
+
+// SetPressure sets the node's simulated resource pressure: the pressure
+// conditions turn True at the next node status update, and admission
+// rejects new pods as upstream's eviction manager does (see
+// AdmitUnderPressure).
+func (k *Kubelet) SetPressure(p Pressure) {
+	k.mu.Lock()
+	k.pressure = p
+	k.mu.Unlock()
 }

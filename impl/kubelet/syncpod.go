@@ -172,7 +172,10 @@ func (k *Kubelet) admit(rec *podRecord, pod *v1.Pod) bool {
 		}
 		others = append(others, r.pod)
 	}
-	ok, reason, message := Admit(k.cfg.capacity(), pod, others)
+	ok, reason, message := AdmitUnderPressure(k.pressure, pod)
+	if ok {
+		ok, reason, message = Admit(k.cfg.capacity(), pod, others)
+	}
 	if !ok {
 		rec.rejected = true
 		rec.rejection = &podsync.Terminal{Phase: v1.PodFailed, Reason: reason, Message: message}
