@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
@@ -165,6 +166,11 @@ func RunScheduling(ctx context.Context, cfg SchedulingConfig) (SchedulingResult,
 		defer done()
 	}
 	defer r.stopScheduler()
+	for _, pc := range cfg.Workload.PriorityClasses {
+		if _, err := cs.SchedulingV1().PriorityClasses().Create(ctx, &pc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return res, fmt.Errorf("creating PriorityClass %s: %w", pc.Name, err)
+		}
+	}
 	for _, op := range cfg.Workload.Ops {
 		if err := r.do(ctx, op); err != nil {
 			return res, fmt.Errorf("%s: %s: %w", cfg.Workload.Name, op.Opcode, err)
@@ -192,6 +198,11 @@ type schedulingRun struct {
 	bound      atomic.Int64 // pods observed bound, ever
 	unbound    atomic.Int64 // pods in the watch without a node
 	inWatch    atomic.Int64 // pods in the watch
+	seenEver   atomic.Int64 // pods ever seen in the watch
+	// collectPending: a createPods with collectMetrics ran before the
+	// scheduler started, so the barrier that starts it measures.
+	collectPending bool
+	terminating    sync.WaitGroup
 	sched      *runningScheduler
 	measuring  bool
 	measured   bool
@@ -207,6 +218,7 @@ func (r *schedulingRun) watchPods(ctx context.Context) (stop func(), err error) 
 	factory := informers.NewSharedInformerFactoryWithOptions(r.cs, 0, informers.WithNamespace(r.ns))
 	inf := factory.Core().V1().Pods().Informer()
 	boundSeen := map[string]bool{}
+	terminating := map[string]bool{}
 	var seenMu sync.Mutex
 	observe := func(obj any, deleted bool) {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -224,11 +236,13 @@ func (r *schedulingRun) watchPods(ctx context.Context) (stop func(), err error) 
 				r.unbound.Add(-1)
 			}
 			delete(boundSeen, p.Name)
+			delete(terminating, p.Name)
 			return
 		}
 		was, known := boundSeen[p.Name]
 		if !known {
 			r.inWatch.Add(1)
+			r.seenEver.Add(1)
 			boundSeen[p.Name] = false
 			r.unbound.Add(1)
 		}
@@ -236,6 +250,12 @@ func (r *schedulingRun) watchPods(ctx context.Context) (stop func(), err error) 
 			boundSeen[p.Name] = true
 			r.unbound.Add(-1)
 			r.bound.Add(1)
+		}
+		if p.DeletionTimestamp != nil && p.Spec.NodeName != "" && !terminating[p.Name] {
+			// No kubelet runs: finish a graceful deletion (a preemption
+			// victim's) as a node would, as KWOK's pod-delete stage does.
+			terminating[p.Name] = true
+			r.finishDeletion(ctx, p)
 		}
 	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -253,7 +273,20 @@ func (r *schedulingRun) watchPods(ctx context.Context) (stop func(), err error) 
 		factory.Shutdown()
 		return nil, errors.New("pod watch did not sync")
 	}
-	return func() { cancel(); factory.Shutdown() }, nil
+	return func() { cancel(); factory.Shutdown(); r.terminating.Wait() }, nil
+}
+
+// finishDeletion deletes a terminating pod with grace period 0.
+func (r *schedulingRun) finishDeletion(ctx context.Context, p *corev1.Pod) {
+	uid := p.UID
+	r.terminating.Add(1)
+	go func() {
+		defer r.terminating.Done()
+		err := r.cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && ctx.Err() == nil {
+			r.cfg.Logger.Debug("finishing a pod's deletion", "pod", p.Name, "err", err)
+		}
+	}()
 }
 
 func (r *schedulingRun) do(ctx context.Context, op ResolvedOp) error {
@@ -261,12 +294,16 @@ func (r *schedulingRun) do(ctx context.Context, op ResolvedOp) error {
 	case OpCreateNodes:
 		return r.createNodes(ctx, op.Count)
 	case OpCreatePods:
-		if r.res.Scheduler == SchedulerExternal && op.CollectMetrics && !r.measured {
-			// The scheduler is already running: measure from here.
-			r.startMeasuring()
-			r.res.Pods += op.Count
+		if op.CollectMetrics && !r.measured && !r.measuring {
+			if r.res.Scheduler == SchedulerExternal || r.sched != nil {
+				// The scheduler is already running: measure from here.
+				r.startMeasuring()
+				r.res.Pods += op.Count
+			} else {
+				r.collectPending = true
+			}
 		}
-		names, err := r.createPods(ctx, op.Count, "create pods")
+		names, err := r.createPods(ctx, op.PodTemplate, op.Count, "create pods")
 		r.mu.Lock()
 		r.live = append(r.live, names...)
 		r.mu.Unlock()
@@ -276,7 +313,9 @@ func (r *schedulingRun) do(ctx context.Context, op ResolvedOp) error {
 			if err := r.startScheduler(ctx); err != nil {
 				return err
 			}
-			r.startMeasuring()
+			if r.collectPending {
+				r.startMeasuring()
+			}
 		}
 		if err := r.barrier(ctx); err != nil {
 			return err
@@ -355,7 +394,7 @@ func (r *schedulingRun) createNodes(ctx context.Context, n int) error {
 	})
 }
 
-func (r *schedulingRun) createPods(ctx context.Context, n int, phase string) ([]string, error) {
+func (r *schedulingRun) createPods(ctx context.Context, template *corev1.Pod, n int, phase string) ([]string, error) {
 	r.mu.Lock()
 	first := r.podSeq
 	r.podSeq += n
@@ -366,7 +405,10 @@ func (r *schedulingRun) createPods(ctx context.Context, n int, phase string) ([]
 		r.progress.setFunc(phase, func() int { return int(done.Load()) }, func() int { return n })
 	}
 	err := parallel(ctx, n, &done, func(ctx context.Context, i int) error {
-		pod := r.cfg.Workload.PodTemplate.DeepCopy()
+		if template == nil {
+			template = r.cfg.Workload.PodTemplate
+		}
+		pod := template.DeepCopy()
 		pod.Name = fmt.Sprintf("%s%d", pod.GenerateName, first+i)
 		pod.GenerateName, pod.Namespace = "", r.ns
 		if _, err := r.cs.CoreV1().Pods(r.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
@@ -378,11 +420,12 @@ func (r *schedulingRun) createPods(ctx context.Context, n int, phase string) ([]
 	return names, err
 }
 
-// barrier waits until every pod the runner created and did not delete is
-// in the watch and bound.
+// barrier waits until every pod the runner created has been seen in the
+// watch and every pod still there is bound (pods deleted meanwhile, by
+// the runner or by preemption, are not waited for).
 func (r *schedulingRun) barrier(ctx context.Context) error {
 	r.mu.Lock()
-	want := int64(len(r.live) + len(r.churnLive))
+	want := int64(r.podSeq)
 	r.mu.Unlock()
 	startBound := r.bound.Load()
 	r.progress.setFunc("scheduling", func() int { return int(r.bound.Load() - startBound) }, func() int { return int(r.unbound.Load() + r.bound.Load() - startBound) })
@@ -391,7 +434,7 @@ func (r *schedulingRun) barrier(ctx context.Context) error {
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if r.inWatch.Load() == want && r.unbound.Load() == 0 {
+		if r.seenEver.Load() >= want && r.unbound.Load() == 0 {
 			return nil
 		}
 		select {
@@ -411,7 +454,8 @@ func (r *schedulingRun) deletePods(ctx context.Context, n int) error {
 	var done atomic.Int64
 	r.progress.setFunc("delete pods", func() int { return int(done.Load()) }, func() int { return n })
 	return parallel(ctx, n, &done, func(ctx context.Context, i int) error {
-		if err := r.cs.CoreV1().Pods(r.ns).Delete(ctx, victims[i], metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		// A pod preempted meanwhile is gone already.
+		if err := r.cs.CoreV1().Pods(r.ns).Delete(ctx, victims[i], metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting pod %s: %w", victims[i], err)
 		}
 		return nil
@@ -435,7 +479,7 @@ func (r *schedulingRun) churn(ctx context.Context, op ResolvedOp) error {
 			return nil
 		case <-t.C:
 		}
-		names, err := r.createPods(ctx, 1, "")
+		names, err := r.createPods(ctx, op.PodTemplate, 1, "")
 		if err != nil {
 			return err
 		}

@@ -152,3 +152,31 @@ func checkNoGoroutineLeak(t *testing.T, before int) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestPreemptionSmoke runs Preemption/10Nodes: low-priority pods fill
+// every node's CPU, then each measured high-priority pod gets bound by
+// preempting a low-priority one.
+func TestPreemptionSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	w, err := SchedulingWorkloadByName("Preemption/10Nodes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.PriorityClasses) != 2 || w.Ops[3].PodTemplate.Spec.PriorityClassName != "bench-high-priority" || w.Ops[1].PodTemplate.Spec.PriorityClassName != "bench-low-priority" {
+		t.Fatalf("workload resolved to %+v", w)
+	}
+	before := runtime.NumGoroutine()
+	res, err := RunScheduling(context.Background(), SchedulingConfig{Workload: w, UnsafeNoFsync: true, BarrierTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Nodes != 10 || res.Pods != 10 || res.Scheduled != 10 {
+		t.Errorf("nodes %d, pods %d, scheduled %d; want 10, 10, 10 (the high-priority pods only)", res.Nodes, res.Pods, res.Scheduled)
+	}
+	if res.SchedulingThroughput.Average <= 0 || res.AttemptLatencyP99 <= 0 {
+		t.Errorf("throughput %+v, attempt p99 %v", res.SchedulingThroughput, res.AttemptLatencyP99)
+	}
+	checkNoGoroutineLeak(t, before)
+}

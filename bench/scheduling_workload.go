@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -29,11 +30,15 @@ const (
 // SchedulingTestCase is one test case of a workload file: templates, a
 // list of opcodes with $parameters, and named parameter sets.
 type SchedulingTestCase struct {
-	Name             string          `json:"name"`
-	NodeTemplate     *corev1.Node    `json:"nodeTemplate"`
-	PodTemplate      *corev1.Pod     `json:"podTemplate"`
-	WorkloadTemplate []Op            `json:"workloadTemplate"`
-	Workloads        []namedWorkload `json:"workloads"`
+	Name         string       `json:"name"`
+	NodeTemplate *corev1.Node `json:"nodeTemplate"`
+	PodTemplate  *corev1.Pod  `json:"podTemplate"`
+	// PriorityClasses are created before the first op (kubeproof's API
+	// server runs the Priority admission plugin, so pod templates name a
+	// class instead of setting spec.priority as scheduler_perf's do).
+	PriorityClasses  []schedulingv1.PriorityClass `json:"priorityClasses,omitempty"`
+	WorkloadTemplate []Op                         `json:"workloadTemplate"`
+	Workloads        []namedWorkload              `json:"workloads"`
 }
 
 type namedWorkload struct {
@@ -51,16 +56,19 @@ type Op struct {
 	Rate           int    `json:"rate,omitempty"`
 	Duration       string `json:"duration,omitempty"`
 	DurationParam  string `json:"durationParam,omitempty"`
+	// PodTemplate, on createPods and churn, replaces the test case's.
+	PodTemplate *corev1.Pod `json:"podTemplate,omitempty"`
 }
 
 // SchedulingWorkload is a test case with its parameters resolved: what
 // RunScheduling executes.
 type SchedulingWorkload struct {
 	// Name is "TestCase/Workload", e.g. "SchedulingBasic/500Nodes_1000Pods".
-	Name         string
-	NodeTemplate *corev1.Node
-	PodTemplate  *corev1.Pod
-	Ops          []ResolvedOp
+	Name            string
+	NodeTemplate    *corev1.Node
+	PodTemplate     *corev1.Pod
+	PriorityClasses []schedulingv1.PriorityClass
+	Ops             []ResolvedOp
 }
 
 // ResolvedOp is an Op with its parameters substituted.
@@ -70,6 +78,8 @@ type ResolvedOp struct {
 	CollectMetrics bool
 	Rate           int
 	Duration       time.Duration
+	// PodTemplate is the pod createPods and churn create.
+	PodTemplate *corev1.Pod
 }
 
 // ParseSchedulingWorkloads parses a workload file and resolves every named
@@ -85,11 +95,14 @@ func ParseSchedulingWorkloads(data []byte) ([]SchedulingWorkload, error) {
 			return nil, fmt.Errorf("test case %s: nodeTemplate and podTemplate are required", tc.Name)
 		}
 		for _, w := range tc.Workloads {
-			sw := SchedulingWorkload{Name: tc.Name + "/" + w.Name, NodeTemplate: tc.NodeTemplate, PodTemplate: tc.PodTemplate}
+			sw := SchedulingWorkload{Name: tc.Name + "/" + w.Name, NodeTemplate: tc.NodeTemplate, PodTemplate: tc.PodTemplate, PriorityClasses: tc.PriorityClasses}
 			for i, op := range tc.WorkloadTemplate {
 				r, err := resolveOp(op, w.Params)
 				if err != nil {
 					return nil, fmt.Errorf("workload %s, op %d (%s): %w", sw.Name, i, op.Opcode, err)
+				}
+				if r.PodTemplate == nil {
+					r.PodTemplate = tc.PodTemplate
 				}
 				sw.Ops = append(sw.Ops, r)
 			}
@@ -100,7 +113,7 @@ func ParseSchedulingWorkloads(data []byte) ([]SchedulingWorkload, error) {
 }
 
 func resolveOp(op Op, params map[string]any) (ResolvedOp, error) {
-	r := ResolvedOp{Opcode: op.Opcode, Count: op.Count, CollectMetrics: op.CollectMetrics, Rate: op.Rate}
+	r := ResolvedOp{Opcode: op.Opcode, Count: op.Count, CollectMetrics: op.CollectMetrics, Rate: op.Rate, PodTemplate: op.PodTemplate}
 	if op.CountParam != "" {
 		v, ok := params[strings.TrimPrefix(op.CountParam, "$")]
 		if !ok {

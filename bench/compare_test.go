@@ -1,0 +1,97 @@
+package bench
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSpread(t *testing.T) {
+	for _, tc := range []struct {
+		values           []float64
+		min, median, max float64
+	}{
+		{[]float64{3, 1, 2}, 1, 2, 3},
+		{[]float64{4, 1, 3, 2}, 1, 2.5, 4},
+		{[]float64{7}, 7, 7, 7},
+	} {
+		s := Metric{Values: tc.values}.Spread()
+		if s.Min != tc.min || s.Median != tc.median || s.Max != tc.max || s.N != len(tc.values) {
+			t.Errorf("%v: got %+v", tc.values, s)
+		}
+	}
+}
+
+func TestCompareVerdicts(t *testing.T) {
+	tp := func(vs ...float64) Metric { return Metric{Name: "tp", Unit: "pods/s", HigherIsBetter: true, Values: vs} }
+	lat := func(vs ...float64) Metric { return Metric{Name: "lat", Unit: "ms", Values: vs} }
+	for name, tc := range map[string]struct {
+		base, cur Metric
+		want      string
+	}{
+		"throughput down 40%":           {tp(1000), tp(600), VerdictRegression},
+		"throughput up 40%":             {tp(1000), tp(1400), VerdictImprovement},
+		"throughput down 5%":            {tp(1000), tp(950), VerdictNoise},
+		"latency up 50%":                {lat(100), lat(150), VerdictRegression},
+		"latency down 50%":              {lat(100), lat(50), VerdictImprovement},
+		"noisy baseline widens noise":   {tp(500, 1000, 1500), tp(700, 700, 700), VerdictNoise},
+		"overlapping repeats are noise": {tp(900, 1000, 1400), tp(500, 600, 950), VerdictNoise},
+		"separated repeats regress":     {tp(990, 1000, 1010), tp(790, 800, 810), VerdictRegression},
+	} {
+		tc.cur.Name = tc.base.Name
+		got := Compare([]Metric{tc.base}, []Metric{tc.cur}, DefaultNoise)
+		if len(got) != 1 || got[0].Verdict != tc.want {
+			t.Errorf("%s: got %+v, want %s", name, got, tc.want)
+		}
+	}
+	got := Compare(nil, []Metric{tp(1)}, DefaultNoise)
+	if got[0].Verdict != VerdictNew || Regressions(got) != 0 {
+		t.Errorf("metric without baseline: %+v", got)
+	}
+}
+
+func TestReportMetricsGroupRepeats(t *testing.T) {
+	run := func(avg float64) SchedulingResult {
+		return SchedulingResult{Workload: "SchedulingBasic/50Nodes_100Pods", SchedulingThroughput: Throughput{Average: avg, Perc50: avg}}
+	}
+	r := Report{Scheduling: []SchedulingResult{run(100), run(300), run(200)},
+		Startup: []StartupResult{{Nodes: 10, Pods: 20, Rate: 100, CreateToRunning: Latencies{P50: 5 * time.Millisecond, P99: 20 * time.Millisecond}}}}
+	ms := r.Metrics()
+	if ms[0].Name != "SchedulingBasic/50Nodes_100Pods SchedulingThroughput.Average" || ms[0].Spread().Median != 200 || ms[0].Spread().N != 3 {
+		t.Errorf("first metric %+v", ms[0])
+	}
+	var b bytes.Buffer
+	WriteSpreadTable(&b, ms)
+	if !strings.Contains(b.String(), "| SchedulingBasic/50Nodes_100Pods SchedulingThroughput.Average | pods/s | 200 | 100 | 300 | ±50% | 3 |") {
+		t.Errorf("spread table:\n%s", b.String())
+	}
+	if !strings.Contains(b.String(), "startup 10nodes_20pods@100/s create→Running p99 | ms | 20.0 |") {
+		t.Errorf("spread table:\n%s", b.String())
+	}
+}
+
+// TestLoadBaselineDirectory reads the committed baseline directory (its
+// apiserver-memory file holds one object, not a list) and compares it
+// with itself: nothing regresses.
+func TestLoadBaselineDirectory(t *testing.T) {
+	r, err := LoadReport("baselines/2026-11-21")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Writes) == 0 || len(r.Scheduling) == 0 || len(r.Startup) == 0 || len(r.APIServerMemory) != 1 {
+		t.Fatalf("loaded %d writes, %d scheduling, %d startup, %d memory results", len(r.Writes), len(r.Scheduling), len(r.Startup), len(r.APIServerMemory))
+	}
+	cs := Compare(r.Metrics(), r.Metrics(), DefaultNoise)
+	if len(cs) == 0 || Regressions(cs) != 0 {
+		t.Errorf("self-comparison: %d comparisons, %d regressions", len(cs), Regressions(cs))
+	}
+	var b bytes.Buffer
+	WriteComparisonTable(&b, cs)
+	if !strings.Contains(b.String(), "SchedulingBasic/5000Nodes_10000Pods SchedulingThroughput.Average | pods/s | higher | 1236 (1) | 1236 (1) | 1.00 | ±15% | within noise |") {
+		t.Errorf("comparison table:\n%s", b.String())
+	}
+	if _, err := LoadReport("baselines/does-not-exist"); err == nil {
+		t.Error("missing baseline loaded")
+	}
+}
