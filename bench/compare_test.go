@@ -24,7 +24,9 @@ func TestSpread(t *testing.T) {
 }
 
 func TestCompareVerdicts(t *testing.T) {
-	tp := func(vs ...float64) Metric { return Metric{Name: "tp", Unit: "pods/s", HigherIsBetter: true, Values: vs} }
+	tp := func(vs ...float64) Metric {
+		return Metric{Name: "tp", Unit: "pods/s", HigherIsBetter: true, Values: vs}
+	}
 	lat := func(vs ...float64) Metric { return Metric{Name: "lat", Unit: "ms", Values: vs} }
 	for name, tc := range map[string]struct {
 		base, cur Metric

@@ -189,26 +189,26 @@ type schedulingRun struct {
 	res        *SchedulingResult
 
 	// Pod names created and not yet deleted by the runner, oldest first.
-	mu         sync.Mutex
-	live       []string
-	churnLive  []string
-	nodeSeq    int
-	podSeq     int
-	lister     cache.Indexer
-	bound      atomic.Int64 // pods observed bound, ever
-	unbound    atomic.Int64 // pods in the watch without a node
-	inWatch    atomic.Int64 // pods in the watch
-	seenEver   atomic.Int64 // pods ever seen in the watch
+	mu        sync.Mutex
+	live      []string
+	churnLive []string
+	nodeSeq   int
+	podSeq    int
+	lister    cache.Indexer
+	bound     atomic.Int64 // pods observed bound, ever
+	unbound   atomic.Int64 // pods in the watch without a node
+	inWatch   atomic.Int64 // pods in the watch
+	seenEver  atomic.Int64 // pods ever seen in the watch
 	// collectPending: a createPods with collectMetrics ran before the
 	// scheduler started, so the barrier that starts it measures.
 	collectPending bool
 	terminating    sync.WaitGroup
-	sched      *runningScheduler
-	measuring  bool
-	measured   bool
-	boundAtMes int64
-	sampler    *throughputSampler
-	progress   *progressLine
+	sched          *runningScheduler
+	measuring      bool
+	measured       bool
+	boundAtMes     int64
+	sampler        *throughputSampler
+	progress       *progressLine
 }
 
 // watchPods runs an informer on the benchmark namespace's pods counting
