@@ -3,7 +3,8 @@
 // into a result through successThreshold/failureThreshold) is pure; Run and
 // RunHook do the I/O through the runtime: exec via ExecSync, httpGet and
 // tcpSocket via the runtime's NetworkProber when it has one (the
-// simulation), otherwise over the network to the pod IP.
+// simulation), otherwise over the network to the pod IP; grpc
+// (grpc.health.v1 Check) likewise through GRPCProber or the network.
 package prober
 
 import (
@@ -108,9 +109,11 @@ func Run(ctx context.Context, rt runtime.Runtime, kind string, p *v1.Probe, t Ta
 	}
 	ctx, cancel := context.WithTimeout(ctx, Timeout(p))
 	defer cancel()
-	err := runHandler(ctx, rt, p.Exec, p.HTTPGet, p.TCPSocket, Timeout(p), t)
+	var err error
 	if p.GRPC != nil {
-		err = fmt.Errorf("grpc probes are not supported by kubeproof's kubelet yet")
+		err = runGRPC(ctx, rt, p.GRPC, Timeout(p), t)
+	} else {
+		err = runHandler(ctx, rt, p.Exec, p.HTTPGet, p.TCPSocket, Timeout(p), t)
 	}
 	if err != nil {
 		return false, err.Error()

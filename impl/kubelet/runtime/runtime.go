@@ -93,6 +93,15 @@ type NetworkProber interface {
 	ProbeTCP(ctx context.Context, containerID string, port int) error
 }
 
+// GRPCProber is implemented by runtimes whose pod IPs are not reachable
+// from the kubelet's network (the simulation): the kubelet sends grpc
+// probes to it instead of calling grpc.health.v1.Health/Check on the pod
+// IP. It returns the serving status name ("SERVING", "NOT_SERVING",
+// "SERVICE_UNKNOWN", "UNKNOWN") or an error if nothing answers on port.
+type GRPCProber interface {
+	ProbeGRPC(ctx context.Context, containerID string, port int, service string) (string, error)
+}
+
 // Probe kinds, as passed to ProbeOverrider.
 const (
 	ProbeLiveness  = "liveness"

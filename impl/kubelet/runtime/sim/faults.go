@@ -45,6 +45,10 @@ const (
 	// AnnotationHTTPStatus: the status code simulated httpGet probes and
 	// hooks receive (default 200).
 	AnnotationHTTPStatus = "sim.kubeproof.io/http-status"
+	// AnnotationGRPCStatus: the grpc.health.v1 serving status simulated
+	// grpc probes receive: SERVING (default), NOT_SERVING,
+	// SERVICE_UNKNOWN or UNKNOWN.
+	AnnotationGRPCStatus = "sim.kubeproof.io/grpc-status"
 )
 
 // faults is the parsed fault set of one container.
@@ -58,6 +62,7 @@ type faults struct {
 	logs         []string
 	files        []string
 	httpStatus   int
+	grpcStatus   string
 }
 
 // lookup returns the annotation for container, preferring the
@@ -72,7 +77,7 @@ func lookup(ann map[string]string, key, container string) (string, bool) {
 
 // parseFaults reads a container's faults from the pod annotations.
 func parseFaults(ann map[string]string, container string) (faults, error) {
-	f := faults{httpStatus: 200}
+	f := faults{httpStatus: 200, grpcStatus: "SERVING"}
 	if v, ok := lookup(ann, AnnotationCrashAfter, container); ok {
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -134,6 +139,14 @@ func parseFaults(ann map[string]string, container string) (faults, error) {
 			return f, fmt.Errorf("annotation %s: %w", AnnotationHTTPStatus, err)
 		}
 		f.httpStatus = c
+	}
+	if v, ok := lookup(ann, AnnotationGRPCStatus, container); ok {
+		switch v {
+		case "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN", "UNKNOWN":
+			f.grpcStatus = v
+		default:
+			return f, fmt.Errorf("annotation %s: %q is not a grpc.health.v1 serving status", AnnotationGRPCStatus, v)
+		}
 	}
 	return f, nil
 }

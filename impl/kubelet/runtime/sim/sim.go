@@ -615,6 +615,18 @@ func (r *Runtime) ProbeTCP(ctx context.Context, id string, port int) error {
 	return nil
 }
 
+// ProbeGRPC implements runtime.GRPCProber: a running container answers
+// with its grpc-status annotation (default SERVING) for every service.
+func (r *Runtime) ProbeGRPC(ctx context.Context, id string, port int, service string) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := r.runningContainer(id)
+	if err != nil {
+		return "", fmt.Errorf("dial tcp port %d: connection refused: %w", port, err)
+	}
+	return c.faults.grpcStatus, nil
+}
+
 // ProbeOverride implements runtime.ProbeOverrider from the liveness,
 // readiness and startup annotations.
 func (r *Runtime) ProbeOverride(id, kind string) (bool, bool) {
