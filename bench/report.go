@@ -47,6 +47,7 @@ func (r *Report) Merge(other Report) {
 	if r.Machine == (Machine{}) {
 		r.Machine = other.Machine
 	}
+	r.Repeat = max(r.Repeat, other.Repeat)
 	r.Writes = append(r.Writes, other.Writes...)
 	r.Scheduling = append(r.Scheduling, other.Scheduling...)
 	r.Startup = append(r.Startup, other.Startup...)

@@ -71,6 +71,9 @@ type StartupResult struct {
 	// client's clock, because creationTimestamp has 1 s resolution.)
 	CreateToRunning Latencies `json:"createToRunning"`
 	CreateToReady   Latencies `json:"createToReady"`
+	// RunningCDF is create→Running at every percentile 0, 1, …, 100 (the
+	// latency CDF the charts draw).
+	RunningCDF []time.Duration `json:"runningCDF,omitempty"`
 	// Memory: live heap after a forced GC, and VmRSS, of the one process
 	// running etcd, the API server, controller manager, scheduler and every
 	// simulated kubelet, read before the nodes start, once every node is
@@ -232,6 +235,7 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	running, ready := tr.results()
 	res.Running, res.Ready = len(running), len(ready)
 	res.CreateToRunning, res.CreateToReady = Summarize(running), Summarize(ready)
+	res.RunningCDF = quantiles(running)
 	if res.Running < cfg.Pods {
 		return res, fmt.Errorf("only %d of %d pods Running after %s", res.Running, cfg.Pods, cfg.Timeout)
 	}

@@ -32,3 +32,17 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 	}
 	return sorted[rank-1]
 }
+
+// quantiles returns ds (sorted in place) at percentiles 0, 1, …, 100
+// (nearest rank; percentile 0 is the minimum).
+func quantiles(ds []time.Duration) []time.Duration {
+	if len(ds) == 0 {
+		return nil
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	out := make([]time.Duration, 101)
+	for p := range out {
+		out[p] = percentile(ds, p)
+	}
+	return out
+}
