@@ -48,12 +48,18 @@ func (adminOnly) Authorize(_ context.Context, a auth.Attributes) (auth.Decision,
 	return auth.DecisionNoOpinion, "no rule", nil
 }
 
+// saKey signs the service account tokens of every auth test server.
+var saKey = func() *ecdsa.PrivateKey {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
+
 func newAuthEnv(t *testing.T) *env {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := saKey
 	tokens, err := auth.ParseTokenFile(strings.NewReader("alice-token,alice,1001,\"devs\"\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -307,5 +313,47 @@ func TestUnauthenticatedGets401Everywhere(t *testing.T) {
 				t.Errorf("%s %s: %d, want 401", m, p, r.code)
 			}
 		}
+	}
+}
+
+func TestLegacyTokenReview(t *testing.T) {
+	e := newAuthEnv(t)
+	c := ctx(t)
+	sa, err := e.cs.CoreV1().ServiceAccounts("default").Create(c, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "old"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy, err := (&auth.ServiceAccountTokens{SigningKey: saKey}).IssueLegacy(sa, "old-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.cs.CoreV1().Secrets("default").Create(c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "old-token",
+		Annotations: map[string]string{corev1.ServiceAccountNameKey: "old", corev1.ServiceAccountUIDKey: string(sa.UID)}},
+		Type: corev1.SecretTypeServiceAccountToken, Data: map[string][]byte{"token": []byte(legacy)}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	review := func(auds ...string) authenticationv1.TokenReviewStatus {
+		t.Helper()
+		r, err := e.cs.AuthenticationV1().TokenReviews().Create(c, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: legacy, Audiences: auds}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Status
+	}
+	if st := review(); !st.Authenticated || st.User.Username != "system:serviceaccount:default:old" || !slices.Equal(st.Audiences, []string{issuer}) {
+		t.Fatalf("legacy token review: %+v", st)
+	}
+	if st := review("vault"); st.Authenticated || !strings.Contains(st.Error, "audiences") {
+		t.Fatalf("legacy token for another audience: %+v", st)
+	}
+	u, err := whoami(t, e.tokenClient(t, legacy, ""))
+	if err != nil || u.Username != "system:serviceaccount:default:old" {
+		t.Fatalf("legacy whoami: %+v %v", u, err)
+	}
+	if err := e.cs.CoreV1().Secrets("default").Delete(c, "old-token", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := whoami(t, e.tokenClient(t, legacy, "")); !apierrors.IsUnauthorized(err) {
+		t.Fatalf("legacy token after its secret is gone: %v, want 401", err)
 	}
 }

@@ -225,13 +225,18 @@ func (s *Server) tokenReview(r *http.Request, _ *request.Info, in runtime.Object
 		if !ok {
 			continue
 		}
-		rev.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: userInfo(auth.WithAuthenticatedGroup(u))}
-		rev.Status.Audiences = agnostic
+		auds := agnostic
 		if sa, isSA := t.(*auth.ServiceAccountTokens); isSA {
 			if claimed := sa.TokenAudiences(rev.Spec.Token); len(claimed) > 0 {
-				rev.Status.Audiences = intersect(want, claimed)
+				auds = intersect(want, claimed)
 			}
 		}
+		if len(want) > 0 && len(auds) == 0 {
+			// A token without audiences (legacy) is only for this server.
+			rev.Status.Error = fmt.Sprintf("token audiences %q is invalid for the target audiences %q", apiAudiences, want)
+			continue
+		}
+		rev.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: userInfo(auth.WithAuthenticatedGroup(u)), Audiences: auds}
 		break
 	}
 	if !rev.Status.Authenticated && rev.Status.Error == "" {
