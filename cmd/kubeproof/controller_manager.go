@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
@@ -18,13 +19,14 @@ func newControllerManagerCommand() *cobra.Command {
 	cfg := controllermanager.DefaultConfig()
 	var (
 		kubeconfig string
+		rootCAFile string
 		qps        float32
 		burst      int
 		logOpts    logOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "controller-manager --kubeconfig FILE",
-		Short: "Run the controllers: deployment, replicaset, garbagecollector, namespace, nodelifecycle",
+		Short: "Run the controllers: deployment, replicaset, garbagecollector, namespace, nodelifecycle, serviceaccount, root-ca-cert-publisher",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := logOpts.logger(); err != nil {
@@ -33,6 +35,20 @@ func newControllerManagerCommand() *cobra.Command {
 			restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 			if err != nil {
 				return fmt.Errorf("loading kubeconfig: %w", err)
+			}
+			// The bundle published as kube-root-ca.crt: --root-ca-file, or
+			// the CA the kubeconfig trusts for the API server.
+			switch {
+			case rootCAFile != "":
+				if cfg.RootCA, err = os.ReadFile(rootCAFile); err != nil {
+					return fmt.Errorf("reading --root-ca-file: %w", err)
+				}
+			case len(restConfig.CAData) > 0:
+				cfg.RootCA = restConfig.CAData
+			case restConfig.CAFile != "":
+				if cfg.RootCA, err = os.ReadFile(restConfig.CAFile); err != nil {
+					return fmt.Errorf("reading the kubeconfig's certificate authority: %w", err)
+				}
 			}
 			restConfig.QPS, restConfig.Burst = qps, burst
 			restConfig.UserAgent = "kubeproof-controller-manager"
@@ -47,6 +63,8 @@ func newControllerManagerCommand() *cobra.Command {
 	f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig file for the API server (empty: in-cluster config)")
 	f.StringSliceVar(&cfg.Controllers, "controllers", cfg.Controllers, "controllers to run: '*' for all, 'name' to enable, '-name' to disable ("+fmt.Sprint(controllermanager.AllControllers)+")")
 	f.BoolVar(&cfg.UseServiceAccountCredentials, "use-service-account-credentials", cfg.UseServiceAccountCredentials, "each controller writes as its own kube-system service account (tokens from the TokenRequest API), so RBAC grants it only its system:controller:<name> role")
+	f.StringVar(&rootCAFile, "root-ca-file", "", "PEM bundle published to every namespace as the kube-root-ca.crt ConfigMap (default: the kubeconfig's certificate authority)")
+	f.IntVar(&cfg.ConcurrentServiceAccountSyncs, "concurrent-serviceaccount-syncs", cfg.ConcurrentServiceAccountSyncs, "namespaces whose default ServiceAccount and kube-root-ca.crt are synced at once")
 	f.BoolVar(&cfg.LeaderElect, "leader-elect", cfg.LeaderElect, "elect a leader through a coordination.k8s.io Lease before running the controllers")
 	f.DurationVar(&cfg.Election.LeaseDuration, "leader-elect-lease-duration", cfg.Election.LeaseDuration, "how long a non-leader waits before trying to take an unrenewed lease")
 	f.DurationVar(&cfg.Election.RenewDeadline, "leader-elect-renew-deadline", cfg.Election.RenewDeadline, "how long the leader retries renewing before giving up")

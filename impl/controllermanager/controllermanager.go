@@ -49,6 +49,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/controller/namespace"
 	"github.com/kubeproof/kubeproof/impl/controller/nodelifecycle"
 	"github.com/kubeproof/kubeproof/impl/controller/replicaset"
+	"github.com/kubeproof/kubeproof/impl/controller/serviceaccount"
 )
 
 // Controller names accepted in Config.Controllers.
@@ -58,10 +59,12 @@ const (
 	GarbageCollector = "garbagecollector"
 	Namespace        = "namespace"
 	NodeLifecycle    = "nodelifecycle"
+	ServiceAccount   = "serviceaccount"
+	RootCAPublisher  = "root-ca-cert-publisher"
 )
 
 // AllControllers lists every controller, in start order.
-var AllControllers = []string{NodeLifecycle, Namespace, GarbageCollector, ReplicaSet, Deployment}
+var AllControllers = []string{NodeLifecycle, Namespace, ServiceAccount, RootCAPublisher, GarbageCollector, ReplicaSet, Deployment}
 
 // LeaderElection configures the Lease lock (upstream defaults).
 type LeaderElection struct {
@@ -99,6 +102,12 @@ type Config struct {
 	UnhealthyZoneThreshold    float32
 	LargeClusterSizeThreshold int32
 
+	// RootCA is the PEM bundle the root CA publisher writes into every
+	// namespace's kube-root-ca.crt ConfigMap (kube-controller-manager's
+	// --root-ca-file); without it that controller does not start.
+	RootCA                        []byte
+	ConcurrentServiceAccountSyncs int
+
 	// ResyncPeriod of the shared informers (0: none).
 	ResyncPeriod time.Duration
 	// MetricsAddr serves /metrics (and /healthz) when set, e.g. ":10257".
@@ -123,7 +132,8 @@ func DefaultConfig() Config {
 		Election: LeaderElection{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 			Namespace: "kube-system", Name: "kube-controller-manager"},
 		ConcurrentDeploymentSyncs: 5, ConcurrentReplicaSetSyncs: 5, ConcurrentGCSyncs: 20, ConcurrentNamespaceSyncs: 10, ConcurrentTaintSyncs: 8,
-		NodeMonitorPeriod: 5 * time.Second, NodeMonitorGracePeriod: 40 * time.Second, NodeStartupGracePeriod: time.Minute,
+		ConcurrentServiceAccountSyncs: 1,
+		NodeMonitorPeriod:             5 * time.Second, NodeMonitorGracePeriod: 40 * time.Second, NodeStartupGracePeriod: time.Minute,
 		DefaultNotReadyTolerationSeconds: 300, DefaultUnreachableTolerationSeconds: 300,
 		NodeEvictionRate: 0.1, SecondaryNodeEvictionRate: 0.01, UnhealthyZoneThreshold: 0.55, LargeClusterSizeThreshold: 50,
 	}
@@ -160,6 +170,7 @@ func (c *Config) fillDefaults() {
 	}{
 		{&c.ConcurrentDeploymentSyncs, d.ConcurrentDeploymentSyncs}, {&c.ConcurrentReplicaSetSyncs, d.ConcurrentReplicaSetSyncs},
 		{&c.ConcurrentGCSyncs, d.ConcurrentGCSyncs}, {&c.ConcurrentNamespaceSyncs, d.ConcurrentNamespaceSyncs}, {&c.ConcurrentTaintSyncs, d.ConcurrentTaintSyncs},
+		{&c.ConcurrentServiceAccountSyncs, d.ConcurrentServiceAccountSyncs},
 	} {
 		if *p.v <= 0 {
 			*p.v = p.d
@@ -421,6 +432,29 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		}
 		c := deployment.New(clients.Kube, factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), recorder(clients, "deployment-controller"), clk)
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentDeploymentSyncs) })
+	}
+	if cfg.Enabled(ServiceAccount) {
+		clients, err := clientsOf(ServiceAccount)
+		if err != nil {
+			return err
+		}
+		c := serviceaccount.NewServiceAccounts(clients.Kube, factory.Core().V1().Namespaces(), factory.Core().V1().ServiceAccounts())
+		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentServiceAccountSyncs) })
+	}
+	if cfg.Enabled(RootCAPublisher) && len(cfg.RootCA) > 0 {
+		clients, err := clientsOf(RootCAPublisher)
+		if err != nil {
+			return err
+		}
+		// Its ConfigMap informer watches only kube-root-ca.crt objects.
+		cms := serviceaccount.RootCAConfigMapInformer(root.Kube)
+		defer cms.Shutdown()
+		c, err := serviceaccount.NewRootCAPublisher(clients.Kube, cfg.RootCA, factory.Core().V1().Namespaces(), cms.Core().V1().ConfigMaps())
+		if err != nil {
+			return err
+		}
+		cms.Start(ctx.Done())
+		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentServiceAccountSyncs) })
 	}
 	factory.Start(ctx.Done())
 

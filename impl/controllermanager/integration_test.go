@@ -97,6 +97,10 @@ func TestAgainstTheAPIServer(t *testing.T) {
 	cfg.LeaderElect = true // through a Lease in kube-system, as kube-controller-manager
 	cfg.Election.Identity = "integration-test"
 	cfg.Controllers = []string{"*", "-" + controllermanager.NodeLifecycle}
+	cfg.RootCA = restCfg.CAData
+	if len(cfg.RootCA) == 0 {
+		t.Fatal("the admin config carries no CA bundle to publish")
+	}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	cmErr := make(chan error, 1)
@@ -109,6 +113,18 @@ func TestAgainstTheAPIServer(t *testing.T) {
 			t.Errorf("controller manager: %v", err)
 		}
 	}()
+	// The service account controller and root CA publisher give every
+	// namespace its default ServiceAccount and kube-root-ca.crt.
+	eventually(t, "default ServiceAccount and kube-root-ca.crt in default", func() (bool, error) {
+		if _, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err != nil {
+			return false, nil
+		}
+		cm, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return cm.Data["ca.crt"] == string(cfg.RootCA), nil
+	})
 	deps := cs.AppsV1().Deployments("default")
 	podsOf := func(app string) (int, error) {
 		l, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=" + app})

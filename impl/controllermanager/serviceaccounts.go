@@ -30,6 +30,8 @@ var ServiceAccountNames = map[string]string{
 	GarbageCollector: "generic-garbage-collector",
 	Namespace:        "namespace-controller",
 	NodeLifecycle:    "node-controller",
+	ServiceAccount:   "serviceaccount-controller",
+	RootCAPublisher:  "root-ca-cert-publisher",
 }
 
 // Token lifetimes, as kube-controller-manager's dynamic client builder:
