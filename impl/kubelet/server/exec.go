@@ -27,6 +27,11 @@ type execRequest struct {
 }
 
 func parseExecRequest(req *http.Request) (execRequest, error) {
+	return parseStreamRequest(req, true)
+}
+
+// parseStreamRequest parses the query of /exec (withCommand) or /attach.
+func parseStreamRequest(req *http.Request, withCommand bool) (execRequest, error) {
 	q := req.URL.Query()
 	er := execRequest{command: q["command"]}
 	for name, out := range map[string]*bool{"stdin": &er.stdin, "stdout": &er.stdout, "stderr": &er.stderr, "tty": &er.tty} {
@@ -39,12 +44,12 @@ func parseExecRequest(req *http.Request) (execRequest, error) {
 		}
 	}
 	switch {
-	case len(er.command) == 0:
+	case withCommand && len(er.command) == 0:
 		return er, errors.New("you must specify at least one command for the container")
 	case !er.stdin && !er.stdout && !er.stderr:
 		return er, errors.New("you must specify at least 1 of stdin, stdout, stderr")
 	case er.stdin || er.tty:
-		return er, errors.New("kubeproof's kubelet runs exec non-interactively: stdin and tty are not supported")
+		return er, errors.New("kubeproof's kubelet streams non-interactively: stdin and tty are not supported")
 	}
 	return er, nil
 }
@@ -80,6 +85,12 @@ func (m *Mux) serveExec(w http.ResponseWriter, req *http.Request, namespace, pod
 		}
 		writeExecStatus(s.errorStream, er.command, code, err)
 	}
+	m.serveStreams(w, req, er, "exec", run)
+}
+
+// serveStreams upgrades an exec or attach request to WebSocket or SPDY
+// and runs the session on its streams.
+func (m *Mux) serveStreams(w http.ResponseWriter, req *http.Request, er execRequest, what string, run func(context.Context, execStreams)) {
 	if wsstream.IsWebSocketRequest(req) {
 		m.execWebSocket(w, req, er, run)
 		return
@@ -88,7 +99,7 @@ func (m *Mux) serveExec(w http.ResponseWriter, req *http.Request, namespace, pod
 		m.execSPDY(w, req, er, run)
 		return
 	}
-	writeStatusError(w, http.StatusBadRequest, "exec requires a WebSocket or SPDY/3.1 upgrade")
+	writeStatusError(w, http.StatusBadRequest, what+" requires a WebSocket or SPDY/3.1 upgrade")
 }
 
 // writeStatusError answers an exec request that cannot be upgraded with a

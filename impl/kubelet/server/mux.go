@@ -9,13 +9,16 @@
 //	     upgraded to WebSocket (v5.channel.k8s.io, v4.channel.k8s.io) or
 //	     SPDY/3.1 (v4.channel.k8s.io), as kubectl and client-go's
 //	     remotecommand executors speak them
+//	GET|POST /attach/{namespace}/{pod}/{container}?stdout=1&stderr=1
+//	     the same upgrades; streams the running container's output from
+//	     the moment of attaching until it stops or the client leaves
 //
 // One Mux serves any number of kubelets: `kubeproof up` runs all its
 // simulated kubelets in one process and registers them all with one Mux
 // behind one HTTPS port; a request for a pod goes to the kubelet that runs
 // it. The standalone `kubeproof kubelet` registers just itself.
 //
-// Exec is non-interactive: the command runs through the runtime's ExecSync
+// Exec and attach are non-interactive: the command runs through the runtime's ExecSync
 // and its output, then its exit status (a metav1.Status on the error
 // stream, reason NonZeroExitCode with an ExitCode cause, as upstream), are
 // sent back. Requests for stdin or a TTY are refused with 400.
@@ -162,6 +165,17 @@ func (m *Mux) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		m.serveContainerLogs(w, req, parts[1], parts[2], parts[3])
+		return
+	case "attach":
+		if req.Method != http.MethodGet && req.Method != http.MethodPost {
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		if len(parts) != 4 {
+			http.Error(w, "path must be /attach/{namespace}/{pod}/{container}", http.StatusBadRequest)
+			return
+		}
+		m.serveAttach(w, req, parts[1], parts[2], parts[3])
 		return
 	case "exec":
 		if req.Method != http.MethodGet && req.Method != http.MethodPost {
