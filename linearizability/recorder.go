@@ -212,11 +212,25 @@ func (r *Recorder) Run(ctx context.Context) (*History, error) {
 
 func (r *Recorder) ensureNamespace(ctx context.Context) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.cfg.Namespace}}
-	_, err := r.clients[0].CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", r.cfg.Namespace, err)
+	// Setup, not part of the history: retry what a server under faults may
+	// answer transiently (timeouts, 429, 5xx) for up to 30 s.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := r.clients[0].CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+		switch {
+		case err == nil || apierrors.IsAlreadyExists(err):
+			return nil
+		case (apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+			apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)) && time.Now().Before(deadline):
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("creating namespace %s: %w", r.cfg.Namespace, ctx.Err())
+			case <-time.After(200 * time.Millisecond):
+			}
+		default:
+			return fmt.Errorf("creating namespace %s: %w", r.cfg.Namespace, err)
+		}
 	}
-	return nil
 }
 
 func (r *Recorder) record(o Op) {
