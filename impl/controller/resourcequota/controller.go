@@ -344,14 +344,18 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return nil
 	}
-	q, err := c.quotas.ResourceQuotas(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
+	if _, err := c.quotas.ResourceQuotas(namespace).Get(name); apierrors.IsNotFound(err) {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("reading quota %s: %w", key, err)
-	}
 	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		// The quota is read from the API server, not the cache: its
+		// status moves with every admitted create, and comparing the
+		// recount with a cached status that missed a charge would skip
+		// a write that gives usage back.
+		q, err := c.client.CoreV1().ResourceQuotas(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
 		obs, err := c.observe(namespace, q)
 		if err != nil {
 			return err
@@ -363,13 +367,6 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		updated := q.DeepCopy()
 		updated.Status = next
 		_, err = c.client.CoreV1().ResourceQuotas(namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
-		if apierrors.IsConflict(err) {
-			fresh, gerr := c.client.CoreV1().ResourceQuotas(namespace).Get(ctx, name, metav1.GetOptions{})
-			if gerr != nil {
-				return gerr
-			}
-			q = fresh
-		}
 		return err
 	})
 	switch {
