@@ -379,7 +379,7 @@ func TestPipelineUnderLeastPrivilege(t *testing.T) {
 // TestAnonymousAndAudit: with --anonymous-auth unauthenticated requests
 // are system:anonymous, which RBAC lets read /version and nothing in the
 // API; the audit log records each request's user, impersonated user and
-// authorization decision.
+// authorization decision, and failed authentications.
 func TestAnonymousAndAudit(t *testing.T) {
 	var auditLog string
 	e := start(t, 0, func(dir string, o *cluster.AuthOptions) {
@@ -433,6 +433,17 @@ func TestAnonymousAndAudit(t *testing.T) {
 	if code != http.StatusForbidden || !strings.Contains(body, `User \"system:anonymous\" cannot list resource \"pods\"`) {
 		t.Errorf("anonymous list pods: %d %s", code, body)
 	}
+	// A wrong token is a 401 even with anonymous access on, and audited.
+	req, _ := http.NewRequest(http.MethodGet, e.c.URL+"/api/v1/namespaces/default/secrets", nil)
+	req.Header.Set("Authorization", "Bearer wrong")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("wrong token with anonymous auth on: %d, want 401", resp.StatusCode)
+	}
 	// bob may not list config maps; the refusal is audited.
 	if _, errOut, err := e.kubectl(t, "get", "configmaps", "--as", "bob"); err == nil || !strings.Contains(errOut, "forbidden") {
 		t.Errorf("get configmaps --as bob: %v %s", err, errOut)
@@ -441,19 +452,27 @@ func TestAnonymousAndAudit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sawAnonymous, sawImpersonation bool
+	var sawAnonymous, sawImpersonation, sawFailed bool
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		var ev struct {
 			User             struct{ Username string }
 			ImpersonatedUser *struct{ Username string }
 			ObjectRef        *struct{ Resource string }
 			Annotations      map[string]string
+			ResponseStatus   *struct {
+				Code    int
+				Message string
+			}
 		}
 		if err := json.Unmarshal([]byte(line), &ev); err != nil {
 			t.Fatalf("audit line %q: %v", line, err)
 		}
 		if ev.ObjectRef == nil {
 			continue
+		}
+		if ev.ObjectRef.Resource == "secrets" && ev.ResponseStatus != nil && ev.ResponseStatus.Code == 401 &&
+			ev.ResponseStatus.Message == "Authentication failed, attempted: token" {
+			sawFailed = true
 		}
 		if ev.User.Username == "system:anonymous" && ev.ObjectRef.Resource == "pods" && ev.Annotations["authorization.k8s.io/decision"] == "forbid" {
 			sawAnonymous = true
@@ -463,7 +482,7 @@ func TestAnonymousAndAudit(t *testing.T) {
 			sawImpersonation = true
 		}
 	}
-	if !sawAnonymous || !sawImpersonation {
-		t.Errorf("audit log lacks the anonymous (%v) or the impersonated (%v) request:\n%s", sawAnonymous, sawImpersonation, data)
+	if !sawAnonymous || !sawImpersonation || !sawFailed {
+		t.Errorf("audit log lacks the anonymous (%v), the impersonated (%v) or the unauthenticated (%v) request:\n%s", sawAnonymous, sawImpersonation, sawFailed, data)
 	}
 }

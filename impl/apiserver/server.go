@@ -372,8 +372,10 @@ func New(cfg Config) (*Server, error) {
 	var h http.Handler = http.HandlerFunc(s.route)
 	h = filters.WithAuthorization(h, codecs, authorizer, s.log)
 	h = filters.WithImpersonation(h, codecs, authorizer, s.log)
-	h = audit.WithAudit(h, audit.Config{Policy: cfg.AuditPolicy, Backend: cfg.AuditBackend, MaxBodyBytes: int(cfg.MaxRequestBodyBytes)})
-	h = filters.WithAuthentication(h, codecs, authenticator, cfg.Anonymous, publicPaths)
+	auditCfg := audit.Config{Policy: cfg.AuditPolicy, Backend: cfg.AuditBackend, MaxBodyBytes: int(cfg.MaxRequestBodyBytes)}
+	h = audit.WithAudit(h, auditCfg)
+	h = filters.WithAuthentication(h, codecs, authenticator, cfg.Anonymous, publicPaths,
+		audit.WithFailedAuthenticationAudit(filters.Unauthorized(codecs), auditCfg))
 	h = filters.WithRequestTimeout(h, cfg.RequestTimeout)
 	h = filters.WithMaxInFlight(h, codecs, cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight)
 	h = filters.WithMetrics(h, m)

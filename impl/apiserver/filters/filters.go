@@ -156,7 +156,13 @@ func WithMaxInFlight(next http.Handler, c *codec.Codecs, readOnly, mutating int)
 // access is off, gets 401 — except for
 // the public paths (health and version), which anonymous users may read as
 // kube-apiserver's system:public-info-viewer role allows.
-func WithAuthentication(next http.Handler, c *codec.Codecs, a auth.Authenticator, anonymous bool, public map[string]bool) http.Handler {
+//
+// failed, when not nil, answers the rejected requests instead (it should
+// wrap Unauthorized, e.g. with audit.WithFailedAuthenticationAudit).
+func WithAuthentication(next http.Handler, c *codec.Codecs, a auth.Authenticator, anonymous bool, public map[string]bool, failed http.Handler) http.Handler {
+	if failed == nil {
+		failed = Unauthorized(c)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, ok, err := a.Authenticate(r)
 		if ok {
@@ -165,11 +171,18 @@ func WithAuthentication(next http.Handler, c *codec.Codecs, a auth.Authenticator
 			user, ok = auth.Anonymous(), true
 		}
 		if !ok {
-			endpoints.WriteStatusError(w, r, c, apierrors.NewUnauthorized("Unauthorized"))
+			failed.ServeHTTP(w, r)
 			return
 		}
 		r.Header.Del("Authorization")
 		next.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), user)))
+	})
+}
+
+// Unauthorized answers 401 with an Unauthorized Status.
+func Unauthorized(c *codec.Codecs) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		endpoints.WriteStatusError(w, r, c, apierrors.NewUnauthorized("Unauthorized"))
 	})
 }
 
