@@ -3,11 +3,13 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 )
 
 // This file is what the kubelet API (impl/kubelet/server) needs from a
@@ -85,4 +87,30 @@ func (k *Kubelet) latestContainer(ctx context.Context, namespace, name, containe
 		return nil, fmt.Errorf("container %q in pod %q is waiting to start: ContainerCreating", container, name)
 	}
 	return c, nil
+}
+
+// PortForward connects stream to port in the pod's network namespace
+// through the runtime (runtime.PortForwarder), until either side closes.
+func (k *Kubelet) PortForward(ctx context.Context, namespace, name string, port int32, stream io.ReadWriteCloser) error {
+	pod, ok := k.GetPodByName(namespace, name)
+	if !ok {
+		stream.Close()
+		return fmt.Errorf("pod %q not found on node %s", namespace+"/"+name, k.cfg.NodeName)
+	}
+	pf, ok := k.rt.(runtime.PortForwarder)
+	if !ok {
+		stream.Close()
+		return fmt.Errorf("the %s runtime does not support port forwarding", k.rt.Type())
+	}
+	rs, err := k.podRuntimeState(ctx, pod.UID)
+	if err != nil {
+		stream.Close()
+		return err
+	}
+	sb := rs.LatestSandbox()
+	if sb == nil || !sb.Ready {
+		stream.Close()
+		return fmt.Errorf("pod %s has no ready sandbox", name)
+	}
+	return pf.PortForward(ctx, sb.ID, port, stream)
 }

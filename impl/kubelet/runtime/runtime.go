@@ -12,6 +12,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"io"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -100,6 +101,14 @@ type NetworkProber interface {
 // "SERVICE_UNKNOWN", "UNKNOWN") or an error if nothing answers on port.
 type GRPCProber interface {
 	ProbeGRPC(ctx context.Context, containerID string, port int, service string) (string, error)
+}
+
+// PortForwarder is implemented by runtimes that can connect a stream to a
+// port inside a pod sandbox's network namespace (CRI's PortForward; the
+// simulation serves the port itself). PortForward copies between stream
+// and the port until either side closes.
+type PortForwarder interface {
+	PortForward(ctx context.Context, sandboxID string, port int32, stream io.ReadWriteCloser) error
 }
 
 // Probe kinds, as passed to ProbeOverrider.

@@ -12,6 +12,10 @@
 //	GET|POST /attach/{namespace}/{pod}/{container}?stdout=1&stderr=1
 //	     the same upgrades; streams the running container's output from
 //	     the moment of attaching until it stops or the client leaves
+//	GET|POST /portForward/{namespace}/{pod}
+//	     upgraded to SPDY/3.1 (portforward.k8s.io): one data and one error
+//	     stream per forwarded connection, connected to the port through
+//	     the runtime (a simulated pod serves HTTP on every port)
 //
 // One Mux serves any number of kubelets: `kubeproof up` runs all its
 // simulated kubelets in one process and registers them all with one Mux
@@ -165,6 +169,17 @@ func (m *Mux) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		m.serveContainerLogs(w, req, parts[1], parts[2], parts[3])
+		return
+	case "portForward":
+		if req.Method != http.MethodGet && req.Method != http.MethodPost {
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		if len(parts) != 3 {
+			http.Error(w, "path must be /portForward/{namespace}/{pod}", http.StatusBadRequest)
+			return
+		}
+		m.servePortForward(w, req, parts[1], parts[2])
 		return
 	case "attach":
 		if req.Method != http.MethodGet && req.Method != http.MethodPost {
