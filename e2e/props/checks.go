@@ -120,18 +120,33 @@ func CheckObservation(ob *Observation) []Violation {
 // invariants its state breaks. representable is false when the observation lies
 // outside the model's bounds (then nothing was checked).
 func CheckModel(a *Abstraction, ob *Observation, down map[string]bool) (vs []Violation, representable bool) {
+	s, ok := ModelState(a, ob, down)
+	if !ok {
+		return nil, false // out of the model's bounds: not checked
+	}
+	return CheckState(a.Model, &s), true
+}
+
+// CheckState returns the model invariants state s breaks.
+func CheckState(m *model.Model, s *model.State) (vs []Violation) {
+	for _, id := range m.ViolatedInvariants(s) {
+		vs = append(vs, Violation{ID: id, Detail: "model state:\n    " + strings.Join(m.Summary(s), "\n    ")})
+	}
+	return vs
+}
+
+// ModelState maps the observation to a model state; ok is false when it
+// lies outside the model's bounds.
+func ModelState(a *Abstraction, ob *Observation, down map[string]bool) (s model.State, ok bool) {
 	sn, err := a.Snapshot(ob, down)
 	if err != nil {
-		return nil, false // out of the model's bounds: not checked
+		return s, false
 	}
-	s, err := a.Model.FromSnapshot(sn)
+	s, err = a.Model.FromSnapshot(sn)
 	if err != nil {
-		return nil, false // out of the model's bounds: not checked
+		return s, false
 	}
-	for _, id := range a.Model.ViolatedInvariants(&s) {
-		vs = append(vs, Violation{ID: id, Detail: "model state:\n    " + strings.Join(a.Model.Summary(&s), "\n    ")})
-	}
-	return vs, true
+	return s, true
 }
 
 // ModelGoals returns the liveness goals (LIVE-n) the observation's model

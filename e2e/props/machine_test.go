@@ -64,6 +64,7 @@ func maxSteps() int { return envInt("PROPS_STEPS", 10) }
 // stats are the campaign's totals, printed at the end.
 var stats struct {
 	runs, actions, faults, observations, modelStates, unrepresentable, changes atomic.Int64
+	traceValidated, traceSkipped                                               atomic.Int64
 }
 
 func startCluster(t *testing.T) *cluster.Cluster {
@@ -141,9 +142,10 @@ func TestPipelineProperties(t *testing.T) {
 			stats.runs.Load(), stats.actions.Load(), stats.faults.Load(), stats.observations.Load(),
 			stats.modelStates.Load(), stats.unrepresentable.Load(), stats.changes.Load())
 	}
-	t.Logf("summary: %d runs, %d actions, %d faults injected, %d observed states checked (%d as model states against %d invariants, %d outside the model's bounds), %d changes checked against step properties",
+	t.Logf("summary: %d runs, %d actions, %d faults injected, %d observed states checked (%d as model states against %d invariants, %d outside the model's bounds), %d changes checked against step properties, %d observed steps validated as model behaviours (%d too far apart to search)",
 		stats.runs.Load(), stats.actions.Load(), stats.faults.Load(), stats.observations.Load(),
-		stats.modelStates.Load(), countInvariants(), stats.unrepresentable.Load(), stats.changes.Load())
+		stats.modelStates.Load(), countInvariants(), stats.unrepresentable.Load(), stats.changes.Load(),
+		stats.traceValidated.Load(), stats.traceSkipped.Load())
 	if err := c.Stop(); err != nil {
 		t.Errorf("stopping cluster: %v", err)
 	}
@@ -181,6 +183,7 @@ type harness struct {
 	paused   map[string]bool
 	cordoned map[string]bool
 	down     map[string]bool // nodes whose kubelet is paused
+	trace    *TraceValidator
 }
 
 func newHarness(t *rapid.T, c *cluster.Cluster, client kubernetes.Interface, m *model.Model, runtimes map[string]kruntime.Runtime, ns string) *harness {
@@ -194,9 +197,10 @@ func newHarness(t *rapid.T, c *cluster.Cluster, client kubernetes.Interface, m *
 	}
 	stats.runs.Add(1)
 	return &harness{t: t, c: c, client: client, ns: ns, rec: rec,
-		obs:  &Observer{Client: client, Namespace: ns, Runtimes: runtimes},
-		abs:  NewAbstraction(m),
-		live: map[string]bool{}, updated: map[string]bool{}, paused: map[string]bool{},
+		obs:   &Observer{Client: client, Namespace: ns, Runtimes: runtimes},
+		abs:   NewAbstraction(m),
+		trace: &TraceValidator{Model: m, Depth: envInt("PROPS_TRACE_DEPTH", 4), SmallDiff: envInt("PROPS_TRACE_DIFF", 4)},
+		live:  map[string]bool{}, updated: map[string]bool{}, paused: map[string]bool{},
 		cordoned: map[string]bool{}, down: map[string]bool{}}
 }
 
@@ -207,6 +211,8 @@ func (h *harness) close() {
 	h.stopFaults()
 	h.rec.Stop()
 	stats.changes.Add(int64(h.rec.Count()))
+	stats.traceValidated.Add(int64(h.trace.Validated))
+	stats.traceSkipped.Add(int64(h.trace.Skipped))
 	policy := metav1.DeletePropagationBackground
 	_ = h.client.CoreV1().Namespaces().Delete(ctx, h.ns, metav1.DeleteOptions{PropagationPolicy: &policy})
 }
@@ -288,13 +294,18 @@ func (h *harness) checkOnce() {
 	ob := h.observe()
 	stats.observations.Add(1)
 	vs := CheckObservation(ob)
-	mvs, ok := CheckModel(h.abs, ob, h.down)
-	if ok {
+	if s, ok := ModelState(h.abs, ob, h.down); ok {
 		stats.modelStates.Add(1)
+		vs = append(vs, CheckState(h.abs.Model, &s)...)
+		if ob.UnstableSandboxes > 0 {
+			// not a complete abstract state: validate across it
+		} else if msg := h.trace.Step(s); msg != "" {
+			vs = append(vs, Violation{ID: "TRACE", Detail: msg})
+		}
 	} else {
 		stats.unrepresentable.Add(1)
+		h.trace.Reset()
 	}
-	vs = append(vs, mvs...)
 	vs = append(vs, h.rec.Violations()...)
 	if len(vs) > 0 {
 		h.fail("safety violation", vs)
@@ -331,8 +342,13 @@ func (h *harness) create(t *rapid.T) {
 	if len(h.deps) >= 2 { // the model holds two deployments
 		return
 	}
+	h.createDeployment(t, int32(rapid.IntRange(1, 4).Draw(t, "replicas")))
+}
+
+// createDeployment creates the next deployment (d1, d2) with replicas pods
+// of image app:v1.
+func (h *harness) createDeployment(t *rapid.T, replicas int32) {
 	name := fmt.Sprintf("d%d", len(h.deps)+1)
-	replicas := int32(rapid.IntRange(1, 4).Draw(t, "replicas"))
 	one := intstr.FromInt32(1)
 	grace := int64(1)
 	d := &appsv1.Deployment{
@@ -441,6 +457,7 @@ func (h *harness) delete(t *rapid.T) {
 	h.step("delete %s propagationPolicy=%s", name, policy)
 	if policy == metav1.DeletePropagationOrphan {
 		h.abs.Orphaned[name] = true
+		h.trace.Reset() // orphaned objects leave the abstraction
 	}
 	if err := h.client.AppsV1().Deployments(h.ns).Delete(context.Background(), name, metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil {
 		t.Fatalf("deleting %s: %v", name, err)
@@ -466,6 +483,7 @@ func (h *harness) deletePod(t *rapid.T) {
 	sort.Strings(names)
 	name := rapid.SampledFrom(names).Draw(t, "pod")
 	h.step("delete pod %s", name)
+	h.trace.Reset() // a user deleting a pod is not a model action
 	if err := h.client.CoreV1().Pods(h.ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatalf("deleting pod %s: %v", name, err)
 	}

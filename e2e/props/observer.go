@@ -67,6 +67,11 @@ type Observation struct {
 	// Sandboxes are those present, in the same state, both before and after
 	// the API objects were listed: the runtime held them all along.
 	Sandboxes []Sandbox
+	// UnstableSandboxes counts sandboxes of the namespace that were in only
+	// one of the two runtime listings, or changed between them: the
+	// observation says nothing about them (so it is not a full abstract
+	// state for trace validation).
+	UnstableSandboxes int
 }
 
 // Observer lists a namespace's objects and the runtimes' sandboxes.
@@ -126,9 +131,18 @@ func (o *Observer) Observe(ctx context.Context) (*Observation, error) {
 	for _, s := range before {
 		seen[s.ID] = s
 	}
+	stable := map[string]bool{}
 	for _, s := range after {
 		if b, ok := seen[s.ID]; ok && b == s && s.PodNamespace == o.Namespace {
 			ob.Sandboxes = append(ob.Sandboxes, s)
+			stable[s.ID] = true
+		}
+	}
+	for _, list := range [][]Sandbox{before, after} {
+		for _, s := range list {
+			if s.PodNamespace == o.Namespace && !stable[s.ID] {
+				ob.UnstableSandboxes++
+			}
 		}
 	}
 	return ob, nil
