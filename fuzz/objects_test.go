@@ -45,6 +45,7 @@ var templates = map[string]string{
 	"clusterroles":                    `{"metadata":{"name":"NAME"},"rules":[{"apiGroups":[""],"resources":["pods"],"verbs":["get","list"]}]}`,
 	"rolebindings":                    `{"metadata":{"name":"NAME"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"r"},"subjects":[{"kind":"ServiceAccount","name":"default","namespace":"NS"}]}`,
 	"roles":                           `{"metadata":{"name":"NAME"},"rules":[{"apiGroups":["apps"],"resources":["deployments"],"verbs":["*"]}]}`,
+	"poddisruptionbudgets":            `{"metadata":{"name":"NAME"},"spec":{"minAvailable":1,"selector":{"matchLabels":{"app":"fuzz"}}}}`,
 	"priorityclasses":                 `{"metadata":{"name":"NAME"},"value":1000,"description":"fuzz"}`,
 	"mutatingwebhookconfigurations":   `{"metadata":{"name":"NAME"},"webhooks":[{"name":"w.fuzz.example.com","clientConfig":{"url":"https://127.0.0.1:1/mutate"},"rules":[{"operations":["CREATE"],"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"]}],"sideEffects":"None","admissionReviewVersions":["v1"],"failurePolicy":"Ignore","timeoutSeconds":1}]}`,
 	"validatingwebhookconfigurations": `{"metadata":{"name":"NAME"},"webhooks":[{"name":"w.fuzz.example.com","clientConfig":{"url":"https://127.0.0.1:1/validate"},"rules":[{"operations":["CREATE"],"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"]}],"sideEffects":"None","admissionReviewVersions":["v1"],"failurePolicy":"Ignore","timeoutSeconds":1}]}`,

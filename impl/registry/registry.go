@@ -43,6 +43,8 @@ func resources(now func() time.Time) []*resource.Resource {
 		// admissionregistration.k8s.io/v1
 		mutatingWebhookConfigurations(now),
 		validatingWebhookConfigurations(now),
+		// policy/v1
+		podDisruptionBudgets(now),
 		// scheduling.k8s.io/v1
 		priorityClasses(now),
 		// events.k8s.io/v1

@@ -55,6 +55,7 @@ func TestAllListsEveryResourceOnce(t *testing.T) {
 		"rbac.authorization.k8s.io/v1/rolebindings":        {"RoleBinding", true, nil, false, false, false},
 		"rbac.authorization.k8s.io/v1/clusterroles":        {"ClusterRole", false, nil, false, false, false},
 		"rbac.authorization.k8s.io/v1/clusterrolebindings": {"ClusterRoleBinding", false, nil, false, false, false},
+		"policy/v1/poddisruptionbudgets":                   {"PodDisruptionBudget", true, []string{"pdb"}, false, true, false},
 		"scheduling.k8s.io/v1/priorityclasses":             {"PriorityClass", false, []string{"pc"}, false, false, false},
 		"events.k8s.io/v1/events":                          {"Event", true, []string{"ev"}, false, false, false},
 	}
