@@ -93,6 +93,8 @@ type podRecord struct {
 	waiting         map[string]podstate.Waiting
 	probes          map[string]prober.State // "<container id>/<kind>"
 	lastStatus      *v1.PodStatus           // last status written
+	volumesAt       time.Time               // when volumes were last set up
+	tokens          map[string]cachedToken  // projected tokens by volume/source
 	finalDeleteSent bool
 }
 

@@ -74,6 +74,27 @@ func TestProjectedVolume(t *testing.T) {
 	if got := h.client.Actions(); !hasTokenRequestFor(got, "builder") {
 		t.Errorf("no token request for service account builder")
 	}
+
+	// A changed ConfigMap reaches the running pod at the next sync period;
+	// the token (600 s) is reused until 80% of its lifetime has passed.
+	cm, _ := h.client.CoreV1().ConfigMaps("default").Get(ctx, "ca", metav1.GetOptions{})
+	cm.Data["ca.crt"] = "NEW CERT"
+	if _, err := h.client.CoreV1().ConfigMaps("default").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.step(DefaultSyncFrequency)
+	h.sync(p)
+	if out, _, _, _ := h.rt.ExecSync(ctx, id, []string{"cat", "/var/run/secrets/all/ca.crt"}, time.Second); string(out) != "NEW CERT" {
+		t.Errorf("after the ConfigMap changed: %q", out)
+	}
+	if len(requests) != 1 {
+		t.Errorf("token re-requested before 80%% of its lifetime: %d requests", len(requests))
+	}
+	h.step(480 * time.Second)
+	h.sync(p)
+	if len(requests) != 2 {
+		t.Errorf("token not refreshed at 80%% of its lifetime: %d requests", len(requests))
+	}
 }
 
 func hasTokenRequestFor(actions []clienttesting.Action, sa string) bool {

@@ -82,6 +82,9 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 		rec.terminal = actions.Terminal
 	}
 	execErr := k.execute(ctx, rec, pod, rs, actions)
+	if execErr == nil && !actions.KillPod {
+		execErr = k.refreshVolumes(ctx, rec, pod, actions, now)
+	}
 
 	if rs, err = k.podRuntimeState(ctx, uid); err != nil {
 		return 0, err
@@ -295,7 +298,7 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 	}
 
 	if (a.CreateSandbox || len(a.ContainersToStart) > 0) && len(pod.Spec.Volumes) > 0 {
-		if err := k.setUpVolumes(ctx, pod); err != nil {
+		if err := k.setUpVolumes(ctx, rec, pod); err != nil {
 			k.podEvent(pod, v1.EventTypeWarning, EventFailedMount, "%v", err)
 			return err // the pod stays ContainerCreating and is retried
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
@@ -14,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 )
 
 // podDir is the pod's directory under the kubelet's root directory.
@@ -47,8 +50,11 @@ func volumePlugin(v *v1.Volume) string {
 // need nothing).
 // It is idempotent; configMap, secret and downwardAPI contents are
 // rewritten on every call so updates reach running pods.
-func (k *Kubelet) setUpVolumes(ctx context.Context, pod *v1.Pod) error {
+func (k *Kubelet) setUpVolumes(ctx context.Context, rec *podRecord, pod *v1.Pod) error {
 	src := clientEnvSource{ctx: ctx, k: k}
+	if rec.tokens == nil {
+		rec.tokens = map[string]cachedToken{}
+	}
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
 		plugin := volumePlugin(v)
@@ -72,7 +78,7 @@ func (k *Kubelet) setUpVolumes(ctx context.Context, pod *v1.Pod) error {
 		case v.DownwardAPI != nil:
 			files, err = k.downwardAPIFiles(pod, v.DownwardAPI.Items)
 		case v.Projected != nil:
-			files, err = k.projectedFiles(ctx, src, pod, v.Projected)
+			files, err = k.projectedFiles(ctx, src, rec, pod, v.Name, v.Projected)
 		}
 		if err != nil {
 			return fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
@@ -158,7 +164,7 @@ const defaultTokenExpiration = int64(3600)
 // secret, downwardAPI and serviceAccountToken sources merged into one
 // directory. A token is requested through the TokenRequest API, bound to
 // the pod, for the pod's service account.
-func (k *Kubelet) projectedFiles(ctx context.Context, src clientEnvSource, pod *v1.Pod, pv *v1.ProjectedVolumeSource) (map[string][]byte, error) {
+func (k *Kubelet) projectedFiles(ctx context.Context, src clientEnvSource, rec *podRecord, pod *v1.Pod, volume string, pv *v1.ProjectedVolumeSource) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	for i, s := range pv.Sources {
 		var files map[string][]byte
@@ -171,7 +177,7 @@ func (k *Kubelet) projectedFiles(ctx context.Context, src clientEnvSource, pod *
 		case s.DownwardAPI != nil:
 			files, err = k.downwardAPIFiles(pod, s.DownwardAPI.Items)
 		case s.ServiceAccountToken != nil:
-			files, err = k.serviceAccountTokenFile(ctx, pod, s.ServiceAccountToken)
+			files, err = k.serviceAccountTokenFile(ctx, rec, pod, fmt.Sprintf("%s/%d", volume, i), s.ServiceAccountToken)
 		default:
 			err = fmt.Errorf("projected source %d: only configMap, secret, downwardAPI and serviceAccountToken sources are supported", i)
 		}
@@ -185,7 +191,20 @@ func (k *Kubelet) projectedFiles(ctx context.Context, src clientEnvSource, pod *
 	return out, nil
 }
 
-func (k *Kubelet) serviceAccountTokenFile(ctx context.Context, pod *v1.Pod, p *v1.ServiceAccountTokenProjection) (map[string][]byte, error) {
+// cachedToken is a projected service account token and when to replace it.
+type cachedToken struct {
+	token     []byte
+	refreshAt time.Time
+}
+
+// serviceAccountTokenFile returns the token file of a projection, reusing
+// the pod's cached token until 80% of its lifetime has passed (upstream's
+// token manager refreshes at 80% of the TTL).
+func (k *Kubelet) serviceAccountTokenFile(ctx context.Context, rec *podRecord, pod *v1.Pod, key string, p *v1.ServiceAccountTokenProjection) (map[string][]byte, error) {
+	now := k.clock.Now()
+	if c, ok := rec.tokens[key]; ok && now.Before(c.refreshAt) {
+		return map[string][]byte{p.Path: c.token}, nil
+	}
 	sa := pod.Spec.ServiceAccountName
 	if sa == "" {
 		sa = "default"
@@ -208,6 +227,11 @@ func (k *Kubelet) serviceAccountTokenFile(ctx context.Context, pod *v1.Pod, p *v
 	if tr.Status.Token == "" {
 		return nil, fmt.Errorf("failed to fetch token: the API server returned an empty token for service account %s/%s", pod.Namespace, sa)
 	}
+	ttl := time.Duration(exp) * time.Second
+	if !tr.Status.ExpirationTimestamp.IsZero() {
+		ttl = tr.Status.ExpirationTimestamp.Sub(now)
+	}
+	rec.tokens[key] = cachedToken{token: []byte(tr.Status.Token), refreshAt: now.Add(ttl * 8 / 10)}
 	return map[string][]byte{p.Path: []byte(tr.Status.Token)}, nil
 }
 
@@ -280,4 +304,23 @@ func (k *Kubelet) removePodDir(uid types.UID) error {
 		return fmt.Errorf("removing pod directory of %s: %w", uid, err)
 	}
 	return nil
+}
+
+// refreshVolumes rewrites a running pod's configMap, secret, downwardAPI
+// and projected volumes once per sync period, so changed ConfigMaps and
+// Secrets reach running containers and projected tokens are renewed
+// (upstream's kubelet remounts these volumes on its periodic pod sync).
+func (k *Kubelet) refreshVolumes(ctx context.Context, rec *podRecord, pod *v1.Pod, a podsync.Actions, now time.Time) error {
+	if len(pod.Spec.Volumes) == 0 || pod.DeletionTimestamp != nil {
+		return nil
+	}
+	if a.CreateSandbox || len(a.ContainersToStart) > 0 {
+		rec.volumesAt = now // execute just set them up
+		return nil
+	}
+	if now.Sub(rec.volumesAt) < k.cfg.SyncFrequency {
+		return nil
+	}
+	rec.volumesAt = now
+	return k.setUpVolumes(ctx, rec, pod)
 }
