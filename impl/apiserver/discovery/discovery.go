@@ -124,6 +124,9 @@ func subresources(r *resource.Resource) []subresource {
 	if core && r.Name == "nodes" {
 		out = append(out, subresource{"proxy", schema.GroupVersionKind{Version: "v1", Kind: "NodeProxyOptions"}, []string{"create", "delete", "get", "patch", "update"}})
 	}
+	if core && r.Name == "serviceaccounts" {
+		out = append(out, subresource{"token", schema.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}, []string{"create"}})
+	}
 	if core && r.Name == "namespaces" {
 		out = append(out, subresource{"finalize", gvk, []string{"update"}})
 	}
