@@ -6,7 +6,8 @@
 // created or its spec changes, periodically (--resource-quota-sync-period),
 // and when a tracked object is deleted or a pod stops counting (terminal
 // phase, deletion grace period over) — the "replenishment" that gives
-// usage back, so a namespace at its quota can create again (QUOTA-2).
+// usage back, so a namespace at its quota can create again. (spec/ has
+// no quota property yet; this package enforces none by ID.)
 //
 // As upstream's controller, it writes status with UpdateStatus on the
 // quota it read (compare-and-swap on resourceVersion, retried on

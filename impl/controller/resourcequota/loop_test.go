@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,7 +16,8 @@ import (
 
 // TestLoopWithoutAServer runs the controller on client-go's fake
 // clientset: a quota whose status was charged by admission is recounted
-// down to the objects that exist, a deletion gives usage back, usage of a
+// down to the objects that exist, a pod past its deletion grace period
+// and a deleted pod give usage back, usage of a
 // resource the controller does not watch is left alone, and Run leaves no
 // goroutine behind.
 func TestLoopWithoutAServer(t *testing.T) {
@@ -25,7 +27,8 @@ func TestLoopWithoutAServer(t *testing.T) {
 	q.Status.Used = list(map[string]string{"pods": "3", "requests.cpu": "750m", "count/widgets.example.com": "4"})
 	cs := fake.NewClientset(q,
 		pod("a", requests(map[string]string{"cpu": "250m"})),
-		pod("b", requests(map[string]string{"cpu": "250m"}), phase(corev1.PodFailed)))
+		pod("b", requests(map[string]string{"cpu": "250m"}), phase(corev1.PodFailed)),
+		pod("c", requests(map[string]string{"cpu": "100m"})))
 	ctx, cancel := context.WithCancel(context.Background())
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	ctrl, err := New(cs, factory, []schema.GroupVersionResource{
@@ -57,7 +60,18 @@ func TestLoopWithoutAServer(t *testing.T) {
 			return true, nil
 		}
 	}
-	waitFor(t, "the recount at start", shows(map[string]string{"pods": "1", "requests.cpu": "250m", "count/widgets.example.com": "4"}))
+	waitFor(t, "the recount at start", shows(map[string]string{"pods": "2", "requests.cpu": "350m", "count/widgets.example.com": "4"}))
+	// A pod whose deletion grace period is over stops counting although
+	// it is still stored (its node has not confirmed it gone).
+	c, err := cs.CoreV1().Pods("ns").Get(ctx, "c", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleting(time.Now().Add(-time.Minute), 30)(c)
+	if _, err := cs.CoreV1().Pods("ns").Update(ctx, c, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a pod past its grace period to stop counting", shows(map[string]string{"pods": "1", "requests.cpu": "250m"}))
 	if err := cs.CoreV1().Pods("ns").Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

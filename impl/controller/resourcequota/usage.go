@@ -30,8 +30,8 @@ var legacyCounts = map[string]bool{
 // that q covers use of every resource in q's spec.hard whose objects were
 // observed (a key of observed.Objects, even with no objects: zero); names
 // of resources not observed are left out. It counts as the
-// ResourceQuota admission plugin charges a create (QUOTA-1: status.used is
-// the sum of the charges of the objects that exist), except that a pod
+// ResourceQuota admission plugin charges a create (status.used is the sum
+// of the charges of the objects that exist), except that a pod
 // stops using compute resources and "pods" once it is terminal or its
 // deletion grace period has passed; its count/pods stays until it is gone.
 func Usage(q *corev1.ResourceQuota, observed Observed) corev1.ResourceList {
