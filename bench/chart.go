@@ -98,8 +98,8 @@ func (c LineChart) SVG() string {
 			fmt.Fprintf(&b, `<circle cx="%s" r="3" fill="%s"/>`+"\n", strings.Replace(pts[0], ",", `" cy="`, 1), color)
 		}
 		ly := marginT + 8 + i*legendLineHeight
-		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/>`+"\n", marginL+plotW-150, ly, marginL+plotW-130, ly, color)
-		fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text>`+"\n", marginL+plotW-125, ly+4, esc(s.Name))
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/>`+"\n", marginL+plotW-230, ly, marginL+plotW-210, ly, color)
+		fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text>`+"\n", marginL+plotW-205, ly+4, esc(s.Name))
 	}
 	b.WriteString("</svg>\n")
 	return b.String()

@@ -110,6 +110,9 @@ func WriteHTML(w io.Writer, r Report, comparisons []Comparison) error {
 	m := r.Machine
 	fmt.Fprintf(w, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>kubeproof bench</title>\n<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child,th:first-child{text-align:left}.REGRESSION{background:#fdd;font-weight:bold}.improvement{background:#dfd}</style></head><body>\n")
 	fmt.Fprintf(w, "<h1>kubeproof bench</h1>\n<p>Machine: %d cores, %s, %s, %s, commit %s", m.Cores, esc(m.CPUModel), esc(m.GoVersion), esc(m.OS), esc(m.Commit))
+	if m.LoadAverage != "" {
+		fmt.Fprintf(w, "; load average %s at the start", esc(m.LoadAverage))
+	}
 	if r.Repeat > 1 {
 		fmt.Fprintf(w, "; %d runs of each workload", r.Repeat)
 	}

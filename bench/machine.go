@@ -15,6 +15,10 @@ type Machine struct {
 	GoVersion string `json:"goVersion"`
 	OS        string `json:"os"`
 	Commit    string `json:"commit"`
+	// LoadAverage is /proc/loadavg's 1, 5 and 15 minute load when the run
+	// started: numbers from a busy (shared) machine are not comparable
+	// with a quiet one's.
+	LoadAverage string `json:"loadAverage,omitempty"`
 }
 
 // ThisMachine reads the machine description (CPU model from /proc/cpuinfo,
@@ -29,6 +33,11 @@ func ThisMachine() Machine {
 				m.CPUModel = strings.TrimSpace(v)
 				break
 			}
+		}
+	}
+	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(data)); len(f) >= 3 {
+			m.LoadAverage = strings.Join(f[:3], " ")
 		}
 	}
 	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {

@@ -89,6 +89,9 @@ func APIServerMemory(ctx context.Context, apiserverBin string, pods int, watchCa
 	if err := waitForAPI(ctx, cs, 30*time.Second); err != nil {
 		return MemoryResult{}, err
 	}
+	if err := ensureDefaultServiceAccount(ctx, cs, "default"); err != nil {
+		return MemoryResult{}, err
+	}
 	start := time.Now()
 	if err := createPods(ctx, cs, "default", pods, 64); err != nil {
 		return MemoryResult{}, err

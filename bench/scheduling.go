@@ -153,6 +153,9 @@ func RunScheduling(ctx context.Context, cfg SchedulingConfig) (SchedulingResult,
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}}, metav1.CreateOptions{}); err != nil {
 		return res, fmt.Errorf("creating namespace %s: %w", r.ns, err)
 	}
+	if err := ensureDefaultServiceAccount(ctx, cs, r.ns); err != nil {
+		return res, err
+	}
 	if res.Scheduler == SchedulerExternal {
 		defer r.cleanup(context.WithoutCancel(ctx))
 	}
@@ -594,4 +597,16 @@ func selfCPUTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// ensureDefaultServiceAccount creates the namespace's "default" service
+// account, which the ServiceAccount admission plugin requires of every
+// pod. A cluster's service account controller creates it too, soon after
+// the namespace; the benchmark does not wait for (or need) one.
+func ensureDefaultServiceAccount(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating service account %s/default: %w", ns, err)
+	}
+	return nil
 }

@@ -218,6 +218,7 @@ func (h histogram) quantile(q float64) time.Duration {
 // throughputSampler samples a counter every second.
 type throughputSampler struct {
 	start   time.Time
+	created time.Time
 	cancel  context.CancelFunc
 	done    chan struct{}
 	count   func() int64
@@ -227,7 +228,7 @@ type throughputSampler struct {
 
 func startThroughputSampler(count func() int64) *throughputSampler {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &throughputSampler{start: time.Now(), cancel: cancel, done: make(chan struct{}), count: count}
+	s := &throughputSampler{start: time.Now(), created: time.Now(), cancel: cancel, done: make(chan struct{}), count: count}
 	base := count()
 	go func() {
 		defer close(s.done)
@@ -265,8 +266,10 @@ func startThroughputSampler(count func() int64) *throughputSampler {
 
 // stop ends sampling and returns the per-window throughput: full 1 s
 // windows from the first binding on; the final partial window counts (as
-// a rate) only if there is no full window. elapsed is from the first
-// binding to now.
+// a rate) only if there is no full window, and then over the time since
+// measuring began (the first binding is seen by polling, so a burst
+// shorter than the poll would otherwise look instantaneous). elapsed is
+// from the first binding to now.
 func (s *throughputSampler) stop() (windows []float64, elapsed time.Duration) {
 	s.cancel()
 	<-s.done
@@ -279,8 +282,8 @@ func (s *throughputSampler) stop() (windows []float64, elapsed time.Duration) {
 	for i := 1; i < len(s.samples); i++ {
 		rates = append(rates, float64(s.samples[i]-s.samples[i-1]))
 	}
-	if len(rates) == 0 && elapsed > 0 {
-		rates = []float64{float64(final-s.samples[0]) / elapsed.Seconds()}
+	if since := time.Since(s.created); len(rates) == 0 && since > 0 {
+		rates = []float64{float64(final-s.samples[0]) / since.Seconds()}
 	}
 	return rates, elapsed
 }

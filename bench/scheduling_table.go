@@ -8,7 +8,7 @@ import (
 // WriteSchedulingTable prints scheduling results as a Markdown table
 // (scheduler_perf's metric names).
 func WriteSchedulingTable(w io.Writer, m Machine, results []SchedulingResult) {
-	fmt.Fprintf(w, "Machine: %d cores, %s, %s, %s, commit %s\n\n", m.Cores, m.CPUModel, m.GoVersion, m.OS, m.Commit)
+	writeMachine(w, m)
 	fmt.Fprintln(w, "| workload | scheduler | nodes | pods bound | SchedulingThroughput Average | Perc50 | Perc90 | Perc99 | attempt p50 | attempt p99 | CPU time | RSS (peak) |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {

@@ -212,6 +212,9 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return res, fmt.Errorf("creating namespace: %w", err)
 	}
+	if err := ensureDefaultServiceAccount(ctx, cs, ns); err != nil {
+		return res, err
+	}
 	tr, stopWatch, err := watchStartup(ctx, cs, ns)
 	if err != nil {
 		return res, err

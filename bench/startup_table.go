@@ -7,7 +7,7 @@ import (
 
 // WriteStartupTable prints startup results as a Markdown table.
 func WriteStartupTable(w io.Writer, m Machine, results []StartupResult) {
-	fmt.Fprintf(w, "Machine: %d cores, %s, %s, %s, commit %s\n\n", m.Cores, m.CPUModel, m.GoVersion, m.OS, m.Commit)
+	writeMachine(w, m)
 	fmt.Fprintln(w, "| nodes | pods | arrival | Running | create→Running p50 | p99 | max | create→Ready p99 | heap/node | heap/pod | RSS/node | RSS/pod |")
 	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {

@@ -8,7 +8,7 @@ import (
 
 // WriteTable prints write results as a Markdown table.
 func WriteTable(w io.Writer, m Machine, results []WriteResult) {
-	fmt.Fprintf(w, "Machine: %d cores, %s, %s, %s, commit %s\n\n", m.Cores, m.CPUModel, m.GoVersion, m.OS, m.Commit)
+	writeMachine(w, m)
 	fmt.Fprintln(w, "| target | clients | ops | errors | creates/s | p50 | p99 | max |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {
@@ -18,3 +18,12 @@ func WriteTable(w io.Writer, m Machine, results []WriteResult) {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+
+// writeMachine prints the machine line above a table.
+func writeMachine(w io.Writer, m Machine) {
+	fmt.Fprintf(w, "Machine: %d cores, %s, %s, %s, commit %s", m.Cores, m.CPUModel, m.GoVersion, m.OS, m.Commit)
+	if m.LoadAverage != "" {
+		fmt.Fprintf(w, ", load average %s at the start", m.LoadAverage)
+	}
+	fmt.Fprint(w, "\n\n")
+}

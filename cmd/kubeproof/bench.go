@@ -3,11 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -38,6 +36,9 @@ func newBenchCommand() *cobra.Command {
 		rate            float64
 		startupDuration time.Duration
 		heapProfile     string
+		repeat          int
+		compare         string
+		noise           float64
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [WORKLOAD...]",
@@ -71,7 +72,17 @@ Workloads:
   startup-1000x30000
                     the same with 1,000 nodes and 30,000 pods at --rate (300 s at 100/s).
 
-With no WORKLOAD, runs writes.`,
+With no WORKLOAD, runs writes.
+
+--repeat N runs the whole list N times (workloads interleaved, so drift
+hits every workload alike) and prints each metric's median and range.
+--compare BASELINE (a results.json, or a directory of them such as
+bench/baselines/2026-11-21) compares medians by ratio and gives a verdict
+per metric: a change is a regression only beyond the noise (the larger of
+--noise and either side's run-to-run range; with repeats on both sides,
+only when the ranges do not overlap). The command fails when a metric
+regressed. --out writes results.json, results.md, report.html (tables and
+inline SVG charts) and charts/*.svg.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, err := logs.logger(); err != nil {
 				return err
@@ -79,84 +90,113 @@ With no WORKLOAD, runs writes.`,
 			if len(args) == 0 {
 				args = []string{"writes"}
 			}
+			if repeat < 1 {
+				return fmt.Errorf("--repeat must be at least 1")
+			}
+			var baseline *bench.Report
+			if compare != "" {
+				b, err := bench.LoadReport(compare)
+				if err != nil {
+					return err
+				}
+				baseline = &b
+			}
 			out := cmd.OutOrStdout()
 			machine := bench.ThisMachine()
-			report := map[string]any{"machine": machine}
+			report := bench.Report{Machine: machine, Repeat: repeat}
 			var md bytes.Buffer
-			var schedResults []bench.SchedulingResult
-			var startupResults []bench.StartupResult
-			for _, w := range args {
-				switch w {
-				case "writes":
-					results, err := runWritesWorkload(cmd.Context(), out, kubeconfig, etcdServers, clients, duration, watchCache)
-					if err != nil {
-						return err
+			for run := 1; run <= repeat; run++ {
+				for _, w := range args {
+					if repeat > 1 {
+						fmt.Fprintf(cmd.ErrOrStderr(), "run %d of %d: %s\n", run, repeat, w)
+						fmt.Fprintf(&md, "<!-- run %d of %d -->\n", run, repeat)
 					}
-					report["writes"] = results
-					fmt.Fprintln(&md, "## writes")
-					bench.WriteTable(&md, machine, results)
-				case "apiserver-memory":
-					self, err := os.Executable()
-					if err != nil {
-						return err
-					}
-					fmt.Fprintf(out, "creating %d pods through a separate API server process...\n", pods)
-					res, err := bench.APIServerMemory(cmd.Context(), self, pods, watchCache)
-					if err != nil {
-						return err
-					}
-					report["apiserverMemory"] = res
-					fmt.Fprintln(&md, "## apiserver-memory")
-					fmt.Fprintf(&md, "| pods | RSS | peak RSS | create time | watch cache |\n|---:|---:|---:|---:|---|\n| %d | %.0f MiB | %.0f MiB | %s | %v |\n",
-						res.Pods, float64(res.RSSBytes)/(1<<20), float64(res.PeakRSSBytes)/(1<<20), res.CreateTime.Round(time.Millisecond), watchCache)
-				case "scheduling-basic-500", "scheduling-basic-5000":
-					name := map[string]string{"scheduling-basic-500": "SchedulingBasic/500Nodes_1000Pods", "scheduling-basic-5000": "SchedulingBasic/5000Nodes_10000Pods"}[w]
-					res, err := runSchedulingWorkload(cmd.Context(), cmd.ErrOrStderr(), name, kubeconfig, schedProcess, fsyncOff)
-					if err != nil {
-						return err
-					}
-					schedResults = append(schedResults, res)
-					report["scheduling"] = schedResults
-					fmt.Fprintln(&md, "## "+w)
-					bench.WriteSchedulingTable(&md, machine, []bench.SchedulingResult{res})
-				case "startup", "startup-1000x30000":
-					if kubeconfig != "" {
-						return fmt.Errorf("%s runs its own simulated nodes in-process; it does not take --kubeconfig", w)
-					}
-					cfg := bench.StartupConfig{Nodes: startupNodes, Rate: rate, Pods: int(rate * startupDuration.Seconds()), UnsafeNoFsync: fsyncOff, HeapProfile: heapProfile}
-					if w == "startup-1000x30000" {
-						cfg.Nodes, cfg.Pods = 1000, 30000
-					}
-					cfg.Progress = progressPrinter(cmd.ErrOrStderr())
-					res, err := bench.RunStartup(cmd.Context(), cfg)
-					fmt.Fprintln(cmd.ErrOrStderr())
-					if err != nil {
-						return err
-					}
-					startupResults = append(startupResults, res)
-					report["startup"] = startupResults
-					fmt.Fprintln(&md, "## "+w)
-					bench.WriteStartupTable(&md, machine, []bench.StartupResult{res})
-				default:
-					if name, ok := strings.CutPrefix(w, "scheduling:"); ok {
+					switch w {
+					case "writes":
+						results, err := runWritesWorkload(cmd.Context(), out, kubeconfig, etcdServers, clients, duration, watchCache)
+						if err != nil {
+							return err
+						}
+						report.Writes = append(report.Writes, results...)
+						fmt.Fprintln(&md, "## writes")
+						bench.WriteTable(&md, machine, results)
+					case "apiserver-memory":
+						self, err := os.Executable()
+						if err != nil {
+							return err
+						}
+						fmt.Fprintf(out, "creating %d pods through a separate API server process...\n", pods)
+						res, err := bench.APIServerMemory(cmd.Context(), self, pods, watchCache)
+						if err != nil {
+							return err
+						}
+						report.APIServerMemory = append(report.APIServerMemory, res)
+						fmt.Fprintln(&md, "## apiserver-memory")
+						fmt.Fprintf(&md, "| pods | RSS | peak RSS | create time | watch cache |\n|---:|---:|---:|---:|---|\n| %d | %.0f MiB | %.0f MiB | %s | %v |\n",
+							res.Pods, float64(res.RSSBytes)/(1<<20), float64(res.PeakRSSBytes)/(1<<20), res.CreateTime.Round(time.Millisecond), watchCache)
+					case "scheduling-basic-500", "scheduling-basic-5000":
+						name := map[string]string{"scheduling-basic-500": "SchedulingBasic/500Nodes_1000Pods", "scheduling-basic-5000": "SchedulingBasic/5000Nodes_10000Pods"}[w]
 						res, err := runSchedulingWorkload(cmd.Context(), cmd.ErrOrStderr(), name, kubeconfig, schedProcess, fsyncOff)
 						if err != nil {
 							return err
 						}
-						schedResults = append(schedResults, res)
-						report["scheduling"] = schedResults
-						fmt.Fprintln(&md, "## "+name)
+						report.Scheduling = append(report.Scheduling, res)
+						fmt.Fprintln(&md, "## "+w)
 						bench.WriteSchedulingTable(&md, machine, []bench.SchedulingResult{res})
-						break
+					case "startup", "startup-1000x30000":
+						if kubeconfig != "" {
+							return fmt.Errorf("%s runs its own simulated nodes in-process; it does not take --kubeconfig", w)
+						}
+						cfg := bench.StartupConfig{Nodes: startupNodes, Rate: rate, Pods: int(rate * startupDuration.Seconds()), UnsafeNoFsync: fsyncOff, HeapProfile: heapProfile}
+						if w == "startup-1000x30000" {
+							cfg.Nodes, cfg.Pods = 1000, 30000
+						}
+						cfg.Progress = progressPrinter(cmd.ErrOrStderr())
+						res, err := bench.RunStartup(cmd.Context(), cfg)
+						fmt.Fprintln(cmd.ErrOrStderr())
+						if err != nil {
+							return err
+						}
+						report.Startup = append(report.Startup, res)
+						fmt.Fprintln(&md, "## "+w)
+						bench.WriteStartupTable(&md, machine, []bench.StartupResult{res})
+					default:
+						if name, ok := strings.CutPrefix(w, "scheduling:"); ok {
+							res, err := runSchedulingWorkload(cmd.Context(), cmd.ErrOrStderr(), name, kubeconfig, schedProcess, fsyncOff)
+							if err != nil {
+								return err
+							}
+							report.Scheduling = append(report.Scheduling, res)
+							fmt.Fprintln(&md, "## "+name)
+							bench.WriteSchedulingTable(&md, machine, []bench.SchedulingResult{res})
+							break
+						}
+						return fmt.Errorf("unknown workload %q (writes, apiserver-memory, scheduling-basic-500, scheduling-basic-5000, scheduling:NAME, startup, startup-1000x30000)", w)
 					}
-					return fmt.Errorf("unknown workload %q (writes, apiserver-memory, scheduling-basic-500, scheduling-basic-5000, scheduling:NAME, startup, startup-1000x30000)", w)
+					fmt.Fprintln(&md)
 				}
+			}
+			if repeat > 1 {
+				fmt.Fprintf(&md, "## Median and range over %d runs\n\n", repeat)
+				bench.WriteSpreadTable(&md, report.Metrics())
 				fmt.Fprintln(&md)
+			}
+			var comparisons []bench.Comparison
+			if baseline != nil {
+				comparisons = bench.Compare(baseline.Metrics(), report.Metrics(), noise)
+				fmt.Fprintf(&md, "## Against %s (commit %s, load average %s; this run's load average %s)\n\n", compare, baseline.Machine.Commit, orUnknown(baseline.Machine.LoadAverage), orUnknown(machine.LoadAverage))
+				bench.WriteComparisonTable(&md, comparisons)
+				fmt.Fprintf(&md, "\n%d regression(s).\n", bench.Regressions(comparisons))
 			}
 			fmt.Fprintln(out)
 			_, _ = io.Copy(out, bytes.NewReader(md.Bytes()))
 			if outDir != "" {
-				return writeReport(outDir, report, md.Bytes())
+				if err := bench.WriteResults(outDir, report, md.Bytes(), comparisons); err != nil {
+					return err
+				}
+			}
+			if n := bench.Regressions(comparisons); n > 0 {
+				return fmt.Errorf("%d metric(s) regressed against %s", n, compare)
 			}
 			return nil
 		},
@@ -168,7 +208,10 @@ With no WORKLOAD, runs writes.`,
 	fs.IntSliceVar(&clients, "clients", []int{1, 16, 64, 256}, "Concurrent clients of the writes workload.")
 	fs.DurationVar(&duration, "duration", 10*time.Second, "Duration of each writes measurement.")
 	fs.IntVar(&pods, "pods", 10000, "Pods of the apiserver-memory workload.")
-	fs.StringVar(&outDir, "out", "", "Directory for results.json and results.md.")
+	fs.StringVar(&outDir, "out", "", "Directory for results.json, results.md, report.html and charts/*.svg.")
+	fs.IntVar(&repeat, "repeat", 1, "Run the workload list this many times; report each metric's median and range.")
+	fs.StringVar(&compare, "compare", "", "Baseline results.json, or a directory of them, to compare against (fails on a regression).")
+	fs.Float64Var(&noise, "noise", bench.DefaultNoise, "Relative change treated as noise when comparing (raised to the runs' own range).")
 	fs.BoolVar(&watchCache, "watch-cache", true, "In-process API servers use the watch cache.")
 	fs.BoolVar(&schedProcess, "scheduler-process", true, "Scheduling workloads run the scheduler as a separate 'kubeproof scheduler' process (false: in-process; CPU and RSS are then the whole process's).")
 	fs.BoolVar(&fsyncOff, "unsafe-no-fsync", false, "Scheduling and startup workloads turn fsync off in the embedded etcd.")
@@ -246,16 +289,9 @@ func runWritesWorkload(ctx context.Context, out io.Writer, kubeconfig string, et
 	})
 }
 
-func writeReport(dir string, report map[string]any, md []byte) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+func orUnknown(s string) string {
+	if s == "" {
+		return "not recorded"
 	}
-	js, err := json.MarshalIndent(report, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "results.json"), js, 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "results.md"), md, 0o644)
+	return s
 }
