@@ -34,8 +34,10 @@ func newIPPool(cidr string) (*ipPool, error) {
 }
 
 func (p *ipPool) allocate() (netip.Addr, error) {
-	if mutation.Enabled(mutation.KubeletReusesIP) && p.inUse[p.first] { // mutation: hand out a held IP (KUBELET-3)
-		return p.first, nil
+	if mutation.Enabled(mutation.KubeletReusesIP) { // mutation: hand out a held IP (KUBELET-3)
+		for a := range p.inUse {
+			return a, nil
+		}
 	}
 	for i := 0; i < p.size; i++ {
 		off := (p.next + i) % p.size
