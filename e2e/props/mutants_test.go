@@ -1,0 +1,223 @@
+package props
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/kubeproof/kubeproof/impl/faults"
+	kruntime "github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+)
+
+// mutantScenarios drive the harness through the code path each catalog
+// mutation breaks. The harness is the same as TestPipelineProperties'
+// (same checks after every action, same convergence check); only the
+// choice of actions is directed so that the budget stays small.
+var mutantScenarios = map[string]func(h *harness, t *rapid.T){
+	faults.BindingOverwritesBinding: func(h *harness, t *rapid.T) {
+		h.createDeployment(t, 2)
+		h.waitBound(t)
+		h.rebindPod(t)
+	},
+	faults.CreateOverwritesExistingKey: func(h *harness, t *rapid.T) {
+		h.createDeployment(t, 2)
+		h.waitBound(t)
+		h.recreatePod(t)
+	},
+	faults.KubeletReusesIP: func(h *harness, t *rapid.T) {
+		h.createDeployment(t, 4) // four pods on three nodes: two share a node
+		h.waitBound(t)
+		h.check()
+	},
+	faults.DeploymentIgnoresMaxSurge: func(h *harness, t *rapid.T) {
+		h.createDeployment(t, 4)
+		h.waitBound(t)
+		// With every node cordoned the new pods stay Pending, so the
+		// rollout holds still where maxSurge bounds it.
+		for i := 1; i <= numNodes; i++ {
+			n := fmt.Sprintf("node-%d", i)
+			h.step("cordon %s", n)
+			h.setUnschedulable(n, true)
+			h.cordoned[n] = true
+		}
+		h.updateImage(t)
+		h.check()
+	},
+}
+
+// waitBound waits (at most 30 s) until the namespace has a bound pod,
+// checking safety meanwhile.
+func (h *harness) waitBound(t *rapid.T) {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		h.checkOnce()
+		for _, p := range h.rec.Pods() {
+			if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+				return
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("no pod of namespace %s was bound within 30s", h.ns)
+}
+
+// failureRecorder is a rapid.TB that keeps a property's failure instead of
+// failing the test: a mutant run is expected to fail.
+type failureRecorder struct {
+	name string
+	mu   sync.Mutex
+	out  []string
+	fail bool
+}
+
+func (r *failureRecorder) Helper()      {}
+func (r *failureRecorder) Name() string { return r.name }
+func (r *failureRecorder) record(failed bool, s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.out = append(r.out, s)
+	r.fail = r.fail || failed
+}
+func (r *failureRecorder) Logf(format string, args ...any) {
+	r.record(false, fmt.Sprintf(format, args...))
+}
+func (r *failureRecorder) Log(args ...any) { r.record(false, fmt.Sprint(args...)) }
+func (r *failureRecorder) Skipf(format string, args ...any) {
+	r.record(false, "skip: "+fmt.Sprintf(format, args...))
+}
+func (r *failureRecorder) Skip(args ...any) { r.record(false, "skip: "+fmt.Sprint(args...)) }
+func (r *failureRecorder) SkipNow()         { r.record(false, "skip") }
+func (r *failureRecorder) Errorf(format string, args ...any) {
+	r.record(true, fmt.Sprintf(format, args...))
+}
+func (r *failureRecorder) Error(args ...any) { r.record(true, fmt.Sprint(args...)) }
+func (r *failureRecorder) Fatalf(format string, args ...any) {
+	r.record(true, fmt.Sprintf(format, args...))
+}
+func (r *failureRecorder) Fatal(args ...any) { r.record(true, fmt.Sprint(args...)) }
+func (r *failureRecorder) FailNow()          { r.record(true, "FailNow") }
+func (r *failureRecorder) Fail()             { r.record(true, "Fail") }
+func (r *failureRecorder) Failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fail
+}
+
+func (r *failureRecorder) text() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.out, "\n")
+}
+
+// setFlag sets a flag for the duration of the test.
+func setFlag(t *testing.T, name, value string) {
+	f := flag.Lookup(name)
+	if f == nil {
+		t.Fatalf("no flag %s", name)
+	}
+	old := f.Value.String()
+	if err := flag.Set(name, value); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = flag.Set(name, old) })
+}
+
+// TestMutantsAreCaught is the mutation proof of issue 6: each mutation of
+// the catalog (impl/faults) is switched on in turn and the harness must
+// report a violation of one of the properties the catalog says catch it
+// (or a trace-validation failure). PROPS_MUTANTS limits the run to a
+// comma-separated list of mutation names.
+func TestMutantsAreCaught(t *testing.T) {
+	if testing.Short() {
+		return
+	}
+	setFlag(t, "rapid.checks", "2")      // a scenario is directed: two tries suffice
+	setFlag(t, "rapid.shrinktime", "1s") // the scenario is short already
+	setFlag(t, "rapid.nofailfile", "true")
+	only := map[string]bool{}
+	for _, n := range strings.Split(os.Getenv("PROPS_MUTANTS"), ",") {
+		if n != "" {
+			only[n] = true
+		}
+	}
+	c := startCluster(t)
+	defer func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("stopping cluster: %v", err)
+		}
+	}()
+	client, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewModel(nodeMaxPods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtimes := map[string]kruntime.Runtime{}
+	for i := 1; i <= numNodes; i++ {
+		name := fmt.Sprintf("node-%d", i)
+		runtimes[name] = c.Kubelet(name).Runtime()
+	}
+	caught, total := 0, 0
+	var table []string
+	for i, mut := range faults.Catalog {
+		if len(only) > 0 && !only[mut.Name] {
+			continue
+		}
+		scenario := mutantScenarios[mut.Name]
+		if scenario == nil {
+			t.Errorf("mutation %s has no scenario", mut.Name)
+			continue
+		}
+		total++
+		rec := &failureRecorder{name: t.Name() + "/" + mut.Name}
+		var run int
+		disable := faults.Enable(mut.Name)
+		rapid.Check(rec, func(rt *rapid.T) {
+			run++
+			h := newHarness(rt, c, client, m, runtimes, fmt.Sprintf("mutant-%d-%d", i, run))
+			defer h.close()
+			scenario(h, rt)
+			h.converge()
+		})
+		disable()
+		out := rec.text()
+		by := ""
+		for _, id := range append(append([]string(nil), mut.CaughtBy...), "TRACE") {
+			if strings.Contains(out, id+" ") || strings.Contains(out, id+":") {
+				by = id
+				break
+			}
+		}
+		switch {
+		case !rec.Failed():
+			t.Errorf("mutation %s (%s) survived: the harness found no violation", mut.Name, mut.Bug)
+			table = append(table, fmt.Sprintf("%-32s survived", mut.Name))
+		case by == "":
+			t.Errorf("mutation %s (%s): the harness failed, but not on %v:\n%s", mut.Name, mut.Bug, mut.CaughtBy, out)
+			table = append(table, fmt.Sprintf("%-32s failed otherwise", mut.Name))
+		default:
+			caught++
+			table = append(table, fmt.Sprintf("%-32s caught by %s", mut.Name, by))
+			if testing.Verbose() {
+				t.Logf("mutation %s caught:\n%s", mut.Name, firstLines(out, 30))
+			}
+		}
+	}
+	t.Logf("mutation score: %d of %d caught\n  %s", caught, total, strings.Join(table, "\n  "))
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.Join(lines, "\n")
+}
