@@ -68,6 +68,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 	"github.com/kubeproof/kubeproof/impl/apiserver/discovery"
 	"github.com/kubeproof/kubeproof/impl/apiserver/endpoints"
+	"github.com/kubeproof/kubeproof/impl/apiserver/eviction"
 	"github.com/kubeproof/kubeproof/impl/apiserver/filters"
 	"github.com/kubeproof/kubeproof/impl/apiserver/metrics"
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
@@ -207,6 +208,8 @@ type Server struct {
 	bootstrapped atomic.Bool
 	// kubeletProxy serves pods/log, pods/exec and nodes/proxy.
 	kubeletProxy *apiproxy.Proxy
+	// eviction serves pods/eviction (PodDisruptionBudgets honoured).
+	eviction *eviction.Handler
 	// stores are the resources' own stores by group/resource (StoreGetter).
 	stores map[schema.GroupResource]storeEntry
 	// plugins are what Config.Plugins returned.
@@ -359,6 +362,7 @@ func New(cfg Config) (*Server, error) {
 	s.authorizer = authorizer
 
 	s.kubeletProxy = newKubeletProxy(s, cfg.KubeletClientTLS)
+	s.eviction = eviction.NewHandler(codecs, s, s.handlers[podsGVR], cfg.MaxRequestBodyBytes)
 	discovered := append([]*resource.Resource(nil), cfg.Resources...)
 	s.virtual = map[schema.GroupVersionResource]virtualResource{}
 	for _, v := range s.virtualResources() {
@@ -597,6 +601,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	info := requestInfo(r)
 	if info == nil || !info.IsResourceRequest {
 		s.notFound(w, r)
+		return
+	}
+	if s.eviction.Serve(w, r, gv, info) {
 		return
 	}
 	if s.serveKubeletSubresource(w, r, gv, info) {

@@ -118,6 +118,7 @@ func subresources(r *resource.Resource) []subresource {
 	core := r.GroupVersion.Group == ""
 	if core && r.Name == "pods" {
 		out = append(out, subresource{"binding", schema.GroupVersionKind{Version: "v1", Kind: "Binding"}, []string{"create"}})
+		out = append(out, subresource{"eviction", schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, []string{"create"}})
 		out = append(out, subresource{"exec", schema.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}, []string{"create", "get"}})
 		out = append(out, subresource{"log", gvk, []string{"get"}})
 	}

@@ -1,0 +1,228 @@
+package eviction
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
+	"github.com/kubeproof/kubeproof/impl/apiserver/endpoints"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+	"github.com/kubeproof/kubeproof/impl/storage"
+)
+
+// Discovery is how kube-apiserver lists the subresource under v1 pods.
+var Discovery = metav1.APIResource{
+	Name: "pods/eviction", Namespaced: true,
+	Group: policyv1.GroupName, Version: "v1", Kind: "Eviction", Verbs: metav1.Verbs{"create"},
+}
+
+var (
+	podsGR   = corev1.Resource("pods")
+	budgetGR = policyv1.Resource("poddisruptionbudgets")
+	evictGR  = schema.GroupResource{Resource: "pods/eviction"}
+)
+
+// Stores is the part of the API server's StoreGetter the subresource
+// uses (the server's own storage of poddisruptionbudgets).
+type Stores interface {
+	Store(gr schema.GroupResource) (storage.Interface, bool)
+	ObjectKey(gr schema.GroupResource, namespace, name string) string
+	ListKey(gr schema.GroupResource, namespace string) string
+}
+
+// Handler serves pods/eviction inside the API server.
+type Handler struct {
+	codecs  *codec.Codecs
+	evictor *Evictor
+	// maxBody bounds the request body.
+	maxBody int64
+}
+
+// NewHandler builds the subresource over the server's pods handler (whose
+// deletes are DELETE's: admission, graceful deletion) and its budget store.
+// It is nil (serving nothing) when the server serves no pods.
+func NewHandler(codecs *codec.Codecs, stores Stores, pods *endpoints.Handler, maxBody int64) *Handler {
+	if pods == nil {
+		return nil
+	}
+	return &Handler{codecs: codecs, maxBody: maxBody, evictor: &Evictor{
+		Pods:    serverPods{stores: stores, h: pods},
+		Budgets: serverBudgets{stores: stores},
+	}}
+}
+
+// Serve serves the request if it addresses pods/<name>/eviction, and
+// reports whether it did.
+func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, gv schema.GroupVersion, info *request.Info) bool {
+	if h == nil || gv != corev1.SchemeGroupVersion || info.Resource != "pods" || info.Subresource != "eviction" || len(info.Parts) != 3 {
+		return false
+	}
+	if info.Verb != "create" {
+		endpoints.WriteStatusError(w, r, h.codecs, apierrors.NewMethodNotSupported(evictGR, info.Verb))
+		return true
+	}
+	ev := &policyv1.Eviction{}
+	if err := h.read(w, r, ev); err != nil {
+		endpoints.WriteError(w, r, h.codecs, err, evictGR, info.Name)
+		return true
+	}
+	status, err := h.evictor.Evict(r.Context(), info.Namespace, info.Name, ev)
+	if err != nil {
+		endpoints.WriteError(w, r, h.codecs, err, podsGR, info.Name)
+		return true
+	}
+	h.write(w, r, http.StatusCreated, status)
+	return true
+}
+
+// read decodes a policy/v1 Eviction body (errors are 400/413/415).
+func (h *Handler) read(w http.ResponseWriter, r *http.Request, into *policyv1.Eviction) error {
+	if h.maxBody > 0 && r.ContentLength > h.maxBody {
+		return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", h.maxBody))
+	}
+	body := r.Body
+	if h.maxBody > 0 {
+		body = http.MaxBytesReader(w, r.Body, h.maxBody)
+	}
+	data, err := io.ReadAll(body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", h.maxBody))
+		}
+		return apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
+	}
+	if len(data) == 0 {
+		return apierrors.NewBadRequest("the body of the request was empty")
+	}
+	info, err := h.codecs.RequestSerializer(r.Header.Get("Content-Type"))
+	if err != nil {
+		return err
+	}
+	want := policyv1.SchemeGroupVersion.WithKind("Eviction")
+	obj, gvk, err := info.Serializer.Decode(data, &want, into)
+	if err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	if gvk == nil || gvk.Kind != "Eviction" || gvk.Group != policyv1.GroupName || obj != runtime.Object(into) {
+		return apierrors.NewBadRequest(fmt.Sprintf("the body of the request is not a %s", want))
+	}
+	return nil
+}
+
+func (h *Handler) write(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object) {
+	target, err := h.codecs.Negotiate(r, nil, false)
+	if err == nil {
+		err = h.codecs.SetKind(obj, metav1.SchemeGroupVersion)
+	}
+	var data []byte
+	if err == nil {
+		data, err = runtime.Encode(target.Info.Serializer, obj)
+	}
+	if err != nil {
+		endpoints.WriteError(w, r, h.codecs, err, evictGR, "")
+		return
+	}
+	w.Header().Set("Content-Type", target.ContentType)
+	w.WriteHeader(code)
+	_, _ = w.Write(data)
+}
+
+// serverPods reads pods from the server's store and deletes them through
+// its pods handler.
+type serverPods struct {
+	stores Stores
+	h      *endpoints.Handler
+}
+
+func (p serverPods) GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	obj, err := p.h.GetObject(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, apierrors.NewInternalError(fmt.Errorf("pods store returned %T", obj))
+	}
+	return pod, nil
+}
+
+func (p serverPods) DeletePod(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions) error {
+	info := &request.Info{IsResourceRequest: true, Verb: "delete", APIVersion: "v1",
+		Namespace: namespace, Resource: "pods", Name: name, Parts: []string{"pods", name}}
+	_, _, err := p.h.DeleteObject(ctx, info, p.stores.ObjectKey(podsGR, namespace, name), opts)
+	return err
+}
+
+// serverBudgets reads and CAS-writes budgets in the server's store.
+type serverBudgets struct{ stores Stores }
+
+func (b serverBudgets) store() (storage.Interface, error) {
+	s, ok := b.stores.Store(budgetGR)
+	if !ok {
+		return nil, apierrors.NewInternalError(fmt.Errorf("poddisruptionbudgets are not served"))
+	}
+	return s, nil
+}
+
+func (b serverBudgets) ListBudgets(ctx context.Context, namespace string) ([]*policyv1.PodDisruptionBudget, error) {
+	s, err := b.store()
+	if err != nil {
+		return nil, err
+	}
+	list := &policyv1.PodDisruptionBudgetList{}
+	if err := s.GetList(ctx, b.stores.ListKey(budgetGR, namespace), storage.ListOptions{
+		Recursive: true, Predicate: storage.Everything()}, list); err != nil {
+		return nil, endpoints.ToStatusError(err, budgetGR, "")
+	}
+	out := make([]*policyv1.PodDisruptionBudget, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, &list.Items[i])
+	}
+	return out, nil
+}
+
+func (b serverBudgets) GetBudget(ctx context.Context, namespace, name string) (*policyv1.PodDisruptionBudget, error) {
+	s, err := b.store()
+	if err != nil {
+		return nil, err
+	}
+	pdb := &policyv1.PodDisruptionBudget{}
+	if err := s.Get(ctx, b.stores.ObjectKey(budgetGR, namespace, name), storage.GetOptions{}, pdb); err != nil {
+		return nil, endpoints.ToStatusError(err, budgetGR, name)
+	}
+	return pdb, nil
+}
+
+func (b serverBudgets) UpdateBudgetStatus(ctx context.Context, pdb *policyv1.PodDisruptionBudget) error {
+	s, err := b.store()
+	if err != nil {
+		return err
+	}
+	rv := pdb.ResourceVersion
+	err = s.GuaranteedUpdate(ctx, b.stores.ObjectKey(budgetGR, pdb.Namespace, pdb.Name), &policyv1.PodDisruptionBudget{}, false,
+		&storage.Preconditions{ResourceVersion: &rv},
+		func(in runtime.Object) (runtime.Object, error) {
+			cur, ok := in.(*policyv1.PodDisruptionBudget)
+			if !ok {
+				return nil, fmt.Errorf("poddisruptionbudgets store returned %T", in)
+			}
+			out := cur.DeepCopy()
+			out.Status = pdb.Status
+			return out, nil
+		})
+	if err != nil {
+		return endpoints.ToStatusError(err, budgetGR, pdb.Name)
+	}
+	return nil
+}
