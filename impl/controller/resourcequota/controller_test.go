@@ -40,7 +40,7 @@ func waitFor(t *testing.T, what string, cond func() (bool, error)) {
 func testPod(name string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox",
+		Spec: corev1.PodSpec{AutomountServiceAccountToken: new(false), Containers: []corev1.Container{{Name: "app", Image: "busybox",
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}},
 	}
 }
@@ -73,6 +73,12 @@ func TestReplenishesAgainstTheAPIServer(t *testing.T) {
 	ctx := context.Background()
 	const ns = "quota-test"
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The default service account, in case the ServiceAccount admission
+	// plugin is on (no service account controller runs here).
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	quotas := cs.CoreV1().ResourceQuotas(ns)
