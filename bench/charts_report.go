@@ -119,6 +119,9 @@ func WriteHTML(w io.Writer, r Report, comparisons []Comparison) error {
 	fmt.Fprintln(w, "</p>")
 	if len(comparisons) > 0 {
 		fmt.Fprintf(w, "<h2>Against the baseline: %d regression(s)</h2>\n", Regressions(comparisons))
+		for _, warning := range r.BaselineWarnings {
+			fmt.Fprintf(w, "<p><b>Warning:</b> %s.</p>\n", esc(warning))
+		}
 		rows := [][]string{}
 		for _, c := range comparisons {
 			base, ratio := "—", "—"

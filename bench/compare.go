@@ -141,3 +141,23 @@ func num(v float64) string {
 		return fmt.Sprintf("%.2f", v)
 	}
 }
+
+// MachineWarnings says why results from baseline's machine and current's
+// may not be comparable: different cores or CPU model, or either run
+// started on a machine busier than its cores (1-minute load average).
+func MachineWarnings(baseline, current Machine) []string {
+	var out []string
+	if baseline.Cores != current.Cores || baseline.CPUModel != current.CPUModel {
+		out = append(out, fmt.Sprintf("different machines: baseline %d cores %s, this run %d cores %s", baseline.Cores, baseline.CPUModel, current.Cores, current.CPUModel))
+	}
+	for _, m := range []struct {
+		which string
+		m     Machine
+	}{{"baseline", baseline}, {"this run", current}} {
+		var load float64
+		if _, err := fmt.Sscan(m.m.LoadAverage, &load); err == nil && m.m.Cores > 0 && load > float64(m.m.Cores) {
+			out = append(out, fmt.Sprintf("%s started at load average %s on %d cores: its numbers measure a busy machine", m.which, m.m.LoadAverage, m.m.Cores))
+		}
+	}
+	return out
+}

@@ -97,3 +97,23 @@ func TestLoadBaselineDirectory(t *testing.T) {
 		t.Error("missing baseline loaded")
 	}
 }
+
+func TestMachineWarnings(t *testing.T) {
+	quiet := Machine{Cores: 2, CPUModel: "AMD EPYC", LoadAverage: "0.42 0.50 0.61"}
+	busy := quiet
+	busy.LoadAverage = "12.48 19.44 25.92"
+	other := quiet
+	other.Cores = 8
+	if w := MachineWarnings(quiet, quiet); len(w) != 0 {
+		t.Errorf("quiet vs quiet: %q", w)
+	}
+	if w := MachineWarnings(quiet, busy); len(w) != 1 || !strings.Contains(w[0], "this run started at load average 12.48") {
+		t.Errorf("quiet vs busy: %q", w)
+	}
+	if w := MachineWarnings(other, quiet); len(w) != 1 || !strings.Contains(w[0], "different machines") {
+		t.Errorf("8 cores vs 2: %q", w)
+	}
+	if w := MachineWarnings(Machine{Cores: 2, CPUModel: "AMD EPYC"}, quiet); len(w) != 0 {
+		t.Errorf("baseline without load average: %q", w)
+	}
+}

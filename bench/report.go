@@ -19,6 +19,9 @@ type Report struct {
 	Scheduling      []SchedulingResult `json:"scheduling,omitempty"`
 	Startup         []StartupResult    `json:"startup,omitempty"`
 	APIServerMemory MemoryResults      `json:"apiserverMemory,omitempty"`
+	// BaselineWarnings are MachineWarnings against the baseline compared
+	// with, if any.
+	BaselineWarnings []string `json:"baselineWarnings,omitempty"`
 }
 
 // MemoryResults reads either one MemoryResult (results written before

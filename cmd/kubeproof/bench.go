@@ -185,6 +185,10 @@ inline SVG charts) and charts/*.svg.`,
 			if baseline != nil {
 				comparisons = bench.Compare(baseline.Metrics(), report.Metrics(), noise)
 				fmt.Fprintf(&md, "## Against %s (commit %s, load average %s; this run's load average %s)\n\n", compare, baseline.Machine.Commit, orUnknown(baseline.Machine.LoadAverage), orUnknown(machine.LoadAverage))
+				report.BaselineWarnings = bench.MachineWarnings(baseline.Machine, machine)
+				for _, w := range report.BaselineWarnings {
+					fmt.Fprintf(&md, "Warning: %s.\n\n", w)
+				}
 				bench.WriteComparisonTable(&md, comparisons)
 				fmt.Fprintf(&md, "\n%d regression(s).\n", bench.Regressions(comparisons))
 			}
