@@ -28,6 +28,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -349,11 +350,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return nil
 	}
 	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		// The quota is read from the API server, not the cache: its
-		// status moves with every admitted create, and comparing the
-		// recount with a cached status that missed a charge would skip
-		// a write that gives usage back.
-		q, err := c.client.CoreV1().ResourceQuotas(namespace).Get(ctx, name, metav1.GetOptions{})
+		q, err := c.readQuota(ctx, namespace, name)
 		if err != nil {
 			return err
 		}
@@ -377,4 +374,25 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return fmt.Errorf("updating status of quota %s: %w", key, err)
 	}
 	return nil
+}
+
+// readQuota reads the quota from the API server, not the cache: its
+// status moves with every admitted create, and comparing a recount with a
+// cached status that missed a charge would skip the write that gives
+// usage back. It lists by name, since the controller's role (as
+// upstream's system:controller:resourcequota-controller) may list and
+// watch everything but not get.
+func (c *Controller) readQuota(ctx context.Context, namespace, name string) (*corev1.ResourceQuota, error) {
+	l, err := c.client.CoreV1().ResourceQuotas(namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range l.Items {
+		if l.Items[i].Name == name {
+			return &l.Items[i], nil
+		}
+	}
+	return nil, apierrors.NewNotFound(corev1.Resource("resourcequotas"), name)
 }
