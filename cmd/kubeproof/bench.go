@@ -60,7 +60,9 @@ Workloads:
                     the same, SchedulingBasic/5000Nodes_10000Pods.
   scheduling:NAME   any workload of bench/workloads/*.yaml by name, e.g.
                     scheduling:TopologySpreading/5000Nodes, scheduling:MixedChurn/5000Nodes
-                    (also SchedulingNodeAffinity/5000Nodes, SchedulingPodAntiAffinity/5000Nodes).
+                    (also SchedulingNodeAffinity/5000Nodes, SchedulingPodAntiAffinity/5000Nodes,
+                    Preemption/500Nodes: 2000 low-priority pods fill the nodes' CPU, then 500
+                    high-priority pods are measured, each preempting one).
                     The scheduler runs as a separate 'kubeproof scheduler' process
                     (--scheduler-process, default) so CPU and RSS are its own; with
                     --kubeconfig, a scheduler already running there is measured (binding
