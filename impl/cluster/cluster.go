@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -175,6 +176,13 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	authOpts := cfg.Auth
 	if authOpts.EnableAdmissionPlugins == nil && authOpts.DisableAdmissionPlugins == nil {
 		authOpts.EnableAdmissionPlugins, authOpts.DisableAdmissionPlugins = UpAdmissionPlugins()
+		if !cfg.ControllerManager {
+			// Without a controller manager nothing creates the default
+			// service accounts the ServiceAccount plugin requires, so every
+			// pod create would be refused; an explicit plugin list still
+			// decides otherwise.
+			authOpts.DisableAdmissionPlugins = append(authOpts.DisableAdmissionPlugins, "ServiceAccount")
+		}
 	}
 	if secs := int64(cfg.PodEvictionTimeout / time.Second); secs > 0 {
 		// Pods tolerate a lost node as long as the controller manager is
@@ -225,6 +233,11 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		if err := c.startControllerManager(compsCtx, cfg); err != nil {
 			return nil, err
 		}
+		// Ready means pods can be created in "default": its service
+		// account exists (the ServiceAccount admission plugin requires it).
+		if err := c.waitServiceAccount(ctx, stop, "default", time.Minute); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Scheduler {
 		if err := c.startScheduler(compsCtx, cfg); err != nil {
@@ -248,25 +261,21 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 
 // UpAdmissionPlugins adjusts the default admission plugins for kubeproof's
 // control planes (kubeproof up, and kubeproof apiserver's flag defaults):
-// NodeRestriction on (as kubeadm sets it); ServiceAccount off —
-// kubeproof has no service account or root CA publisher controller yet, so
-// the "default" service account and kube-root-ca.crt the plugin needs
-// would never exist; LimitRanger off — the resources it adds at create
-// come after pod defaulting (resizePolicy), and objects read back from
-// storage are not defaulted again, so the next update of such a pod is
-// rejected as changing resizePolicy.
+// NodeRestriction on (as kubeadm sets it); LimitRanger off — the resources
+// it adds at create come after pod defaulting (resizePolicy), and objects
+// read back from storage are not defaulted again, so the next update of
+// such a pod is rejected as changing resizePolicy (README: not done).
 func UpAdmissionPlugins() (enable, disable []string) {
-	return []string{"NodeRestriction"}, []string{"ServiceAccount", "LimitRanger"}
+	return []string{"NodeRestriction"}, []string{"LimitRanger"}
 }
 
-// UpAuthorizationModes is the --authorization-mode of a whole cluster.
-// For now AlwaysAllow: startControllerManager runs the controller manager
-// with its single system:kube-controller-manager identity, which the
-// default RBAC policy grants only reads. With
-// UseServiceAccountCredentials set there (per-controller service
-// accounts, as kubeadm runs it) this becomes Node,RBAC; the cluster,
-// e2e/kubectl and e2e/clientgo tests pass that way.
-var UpAuthorizationModes = []string{"AlwaysAllow"}
+// UpAuthorizationModes is the --authorization-mode of a whole cluster:
+// Node,RBAC as kubeadm sets it. Every built-in component runs with least
+// privilege: the scheduler as system:kube-scheduler, each kubelet as
+// system:node:<name> (Node authorizer), each controller as its own
+// kube-system service account (startControllerManager); only the admin
+// kubeconfig is in system:masters.
+var UpAuthorizationModes = []string{"Node", "RBAC"}
 
 // AdminUser is the user name of the admin kubeconfig; its group
 // system:masters is the superuser group of Kubernetes.
@@ -363,6 +372,35 @@ func (c *Cluster) waitReady(ctx context.Context, stop <-chan struct{}, timeout t
 		}
 		if err := c.Err(); err != nil {
 			return err
+		}
+	}
+}
+
+// waitServiceAccount waits until the controller manager has created the
+// default service account of namespace.
+func (c *Cluster) waitServiceAccount(ctx context.Context, stop <-chan struct{}, namespace string, timeout time.Duration) error {
+	cs, err := kubernetes.NewForConfig(c.AdminConfig)
+	if err != nil {
+		return fmt.Errorf("building client: %w", err)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		_, err := cs.CoreV1().ServiceAccounts(namespace).Get(ctx, "default", metav1.GetOptions{})
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("service account %s/default not created after %s: %w", namespace, timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for service account %s/default: %w", namespace, ctx.Err())
+		case <-stop:
+			if err := c.Err(); err != nil {
+				return err
+			}
+			return errors.New("cluster stopped while waiting for the default service account")
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }

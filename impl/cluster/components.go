@@ -64,6 +64,12 @@ func (c *Cluster) startControllerManager(ctx context.Context, cfg Config) error 
 		return err
 	}
 	cmCfg := controllermanager.DefaultConfig()
+	// As kubeadm runs kube-controller-manager: each controller writes as
+	// its own kube-system service account, which the default RBAC policy
+	// grants exactly its system:controller:<name> role; and the cluster CA
+	// is published to every namespace as kube-root-ca.crt.
+	cmCfg.UseServiceAccountCredentials = true
+	cmCfg.RootCA = c.CA.CertPEM
 	if cfg.PodEvictionTimeout > 0 {
 		secs := int64(cfg.PodEvictionTimeout / time.Second)
 		cmCfg.DefaultNotReadyTolerationSeconds, cmCfg.DefaultUnreachableTolerationSeconds = secs, secs
