@@ -7,7 +7,7 @@ TEST_TIMEOUT ?= 35m
 FUZZTIME  ?= 10m
 BENCH_OUT ?= bench/results/latest
 
-.PHONY: all build run test lint fmt vet unit model tlc bench bench-smoke lin fuzz props e2e clean
+.PHONY: all build run test lint fmt vet unit model tlc bench bench-compare bench-smoke lin fuzz props e2e clean
 
 all: build
 
@@ -68,7 +68,11 @@ fuzz:
 
 # The default benchmark workloads, results (JSON and Markdown) in $(BENCH_OUT).
 bench: build
-	$(BIN) bench --out $(BENCH_OUT) writes apiserver-memory scheduling-basic-500 scheduling-basic-5000 startup
+	$(BIN) bench --out $(BENCH_OUT) writes apiserver-memory scheduling-basic-500 scheduling-basic-5000 scheduling:Preemption/500Nodes startup
+
+# Repeated runs compared with the committed baseline; fails on a regression.
+bench-compare: build
+	$(BIN) bench --repeat 3 --out $(BENCH_OUT) --compare bench/baselines/2026-11-21 writes scheduling-basic-500 scheduling:Preemption/500Nodes startup
 
 # A quick run of every benchmark path so the suite cannot rot (the bench
 # package's tests; `make unit` runs them too).
