@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -56,6 +57,23 @@ the evicted pods' termination.`,
 			},
 		}
 	}
+	pressure := &cobra.Command{
+		Use:   "pressure NODE CONDITION[,CONDITION...]|none",
+		Short: "Make a simulated node report MemoryPressure, DiskPressure or PIDPressure (posted within its 10 s node status period) and admit pods accordingly",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := parsePressure(args[1]); err != nil {
+				return err
+			}
+			var st nodeState
+			path := "/nodes/" + url.PathEscape(args[0]) + "/pressure?conditions=" + url.QueryEscape(args[1])
+			if err := nodeAdminClient(dataDir).do(cmd.Context(), http.MethodPost, path, &st); err != nil {
+				return fmt.Errorf("pressure %s: %w", args[0], err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "node/%s pressure %s\n", st.Name, pressureWord(st.Pressure))
+			return nil
+		},
+	}
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the simulated nodes and whether each is failed",
@@ -66,9 +84,9 @@ the evicted pods' termination.`,
 				return err
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 8, 3, ' ', 0)
-			fmt.Fprintln(w, "NAME\tSTATE")
+			fmt.Fprintln(w, "NAME\tSTATE\tPRESSURE")
 			for _, n := range nodes {
-				fmt.Fprintf(w, "%s\t%s\n", n.Name, stateWord(n.Failed))
+				fmt.Fprintf(w, "%s\t%s\t%s\n", n.Name, stateWord(n.Failed), pressureWord(n.Pressure))
 			}
 			return w.Flush()
 		},
@@ -76,9 +94,17 @@ the evicted pods' termination.`,
 	cmd.AddCommand(
 		change("fail", "Fail simulated nodes: their kubelets stop heartbeating and syncing pods"),
 		change("recover", "Recover failed simulated nodes: their kubelets resume"),
+		pressure,
 		list,
 	)
 	return cmd
+}
+
+func pressureWord(conds []string) string {
+	if len(conds) == 0 {
+		return "none"
+	}
+	return strings.Join(conds, ",")
 }
 
 func stateWord(failed bool) string {

@@ -11,10 +11,14 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+
 	"github.com/kubeproof/kubeproof/impl/cluster"
+	"github.com/kubeproof/kubeproof/impl/kubelet"
 )
 
 // nodeAdminSocket is the file name, inside `up`'s --data-dir, of the Unix
@@ -30,13 +34,44 @@ type simulatedNode interface {
 	Pause()
 	Resume()
 	Paused() bool
+	Pressure() kubelet.Pressure
+	SetPressure(kubelet.Pressure)
 }
 
 // nodeState is one simulated node as `kubeproof node list` shows it; the
 // JSON form is the admin endpoint's wire format.
 type nodeState struct {
-	Name   string `json:"name"`
-	Failed bool   `json:"failed"`
+	Name     string   `json:"name"`
+	Failed   bool     `json:"failed"`
+	Pressure []string `json:"pressure,omitempty"`
+}
+
+func stateOf(n simulatedNode) nodeState {
+	st := nodeState{Name: n.NodeName(), Failed: n.Paused()}
+	for _, c := range n.Pressure().Conditions() {
+		st.Pressure = append(st.Pressure, string(c))
+	}
+	return st
+}
+
+// parsePressure reads a comma-separated list of pressure conditions
+// ("" or "none": no pressure).
+func parsePressure(s string) (kubelet.Pressure, error) {
+	var p kubelet.Pressure
+	for _, c := range strings.Split(s, ",") {
+		switch strings.TrimSpace(c) {
+		case "", "none":
+		case string(v1.NodeMemoryPressure):
+			p.Memory = true
+		case string(v1.NodeDiskPressure):
+			p.Disk = true
+		case string(v1.NodePIDPressure):
+			p.PID = true
+		default:
+			return p, fmt.Errorf("unknown pressure condition %q: want MemoryPressure, DiskPressure, PIDPressure or none", c)
+		}
+	}
+	return p, nil
 }
 
 // nodeAdmin is the HTTP handler of the node admin endpoint:
@@ -46,6 +81,10 @@ type nodeState struct {
 //	                           no node status, no pod syncs), as if the
 //	                           machine were cut off from the API server
 //	POST /nodes/{name}/recover the kubelet resumes where it stopped
+//	POST /nodes/{name}/pressure?conditions=MemoryPressure,DiskPressure
+//	                           the node reports these pressure conditions
+//	                           (none: no pressure) and its kubelet admits
+//	                           pods as under that pressure
 //
 // Both POSTs answer with the node's state and are idempotent; an unknown
 // node is a 404.
@@ -66,7 +105,7 @@ func nodeAdmin(nodes []simulatedNode, logger *slog.Logger) http.Handler {
 		defer mu.Unlock()
 		out := make([]nodeState, 0, len(nodes))
 		for _, n := range nodes {
-			out = append(out, nodeState{Name: n.NodeName(), Failed: n.Paused()})
+			out = append(out, stateOf(n))
 		}
 		sort.Slice(out, func(i, j int) bool { return nodeLess(out[i].Name, out[j].Name) })
 		reply(w, http.StatusOK, out)
@@ -88,9 +127,27 @@ func nodeAdmin(nodes []simulatedNode, logger *slog.Logger) http.Handler {
 				n.Resume()
 				logger.Warn("simulated node recovered", "node", name)
 			}
-			reply(w, http.StatusOK, nodeState{Name: name, Failed: n.Paused()})
+			reply(w, http.StatusOK, stateOf(n))
 		}
 	}
+	mux.HandleFunc("POST /nodes/{name}/pressure", func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		n, ok := byName[name]
+		if !ok {
+			reply(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no simulated node %q in this kubeproof up", name)})
+			return
+		}
+		p, err := parsePressure(r.URL.Query().Get("conditions"))
+		if err != nil {
+			reply(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		n.SetPressure(p)
+		logger.Warn("simulated node pressure", "node", name, "pressure", p.Conditions())
+		reply(w, http.StatusOK, stateOf(n))
+	})
 	mux.Handle("POST /nodes/{name}/fail", change(true))
 	mux.Handle("POST /nodes/{name}/recover", change(false))
 	return mux

@@ -20,13 +20,23 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeproof/kubeproof/impl/cluster"
+	"github.com/kubeproof/kubeproof/impl/kubelet"
 )
 
 type fakeNode struct {
-	name   string
-	paused atomic.Bool
-	pauses atomic.Int32
+	name     string
+	paused   atomic.Bool
+	pauses   atomic.Int32
+	pressure atomic.Pointer[kubelet.Pressure]
 }
+
+func (f *fakeNode) Pressure() kubelet.Pressure {
+	if p := f.pressure.Load(); p != nil {
+		return *p
+	}
+	return kubelet.Pressure{}
+}
+func (f *fakeNode) SetPressure(p kubelet.Pressure) { f.pressure.Store(&p) }
 
 func (f *fakeNode) NodeName() string { return f.name }
 func (f *fakeNode) Pause()           { f.paused.Store(true); f.pauses.Add(1) }
@@ -86,7 +96,7 @@ func TestNodeCommandFailRecoverList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "NAME      STATE\nnode-1    running\nnode-2    failed\nnode-10   running\n"
+	want := "NAME      STATE     PRESSURE\nnode-1    running   none\nnode-2    failed    none\nnode-10   running   none\n"
 	if out != want {
 		t.Fatalf("list:\n%s\nwant:\n%s", out, want)
 	}
@@ -99,6 +109,23 @@ func TestNodeCommandFailRecoverList(t *testing.T) {
 	}
 	if nodes[2].Paused() {
 		t.Fatal("node-2 still paused after recover")
+	}
+
+	out, err = runNode(t, dir, "pressure", "node-10", "MemoryPressure,DiskPressure")
+	if err != nil || out != "node/node-10 pressure MemoryPressure,DiskPressure\n" {
+		t.Fatalf("pressure: %q, %v", out, err)
+	}
+	if p := nodes[1].Pressure(); !p.Memory || !p.Disk || p.PID {
+		t.Fatalf("node-10 pressure %+v", p)
+	}
+	if out, _ := runNode(t, dir, "list"); !strings.Contains(out, "node-10   running   MemoryPressure,DiskPressure") {
+		t.Fatalf("list after pressure:\n%s", out)
+	}
+	if _, err := runNode(t, dir, "pressure", "node-10", "Hunger"); err == nil || !strings.Contains(err.Error(), `unknown pressure condition "Hunger"`) {
+		t.Fatalf("bad condition: %v", err)
+	}
+	if out, err := runNode(t, dir, "pressure", "node-10", "none"); err != nil || out != "node/node-10 pressure none\n" || nodes[1].Pressure() != (kubelet.Pressure{}) {
+		t.Fatalf("pressure none: %q, %v", out, err)
 	}
 
 	// A second up on the same data directory is refused while the first runs.
