@@ -36,6 +36,13 @@ const (
 	// DeploymentIgnoresMaxSurge: a rolling update scales the new
 	// ReplicaSet to the full count at once (DEP-1).
 	DeploymentIgnoresMaxSurge = "deployment-ignores-maxsurge"
+	// DeploymentCountsUnavailable: a rolling update counts the new
+	// ReplicaSet's unready pods as available when scaling old ones down
+	// (DEP-2, a step property: caught by trace validation).
+	DeploymentCountsUnavailable = "deployment-counts-unready-as-available"
+	// SchedulerIgnoresPodCapacity: the NodeResourcesFit filter forgets the
+	// node's allocatable pod count (SCHED-2).
+	SchedulerIgnoresPodCapacity = "scheduler-ignores-pod-capacity"
 )
 
 // Mutation describes one catalog entry.
@@ -59,6 +66,10 @@ var Catalog = []Mutation{
 		"the pod IP pool allocates an address a live sandbox still holds", []string{"KUBELET-3"}},
 	{DeploymentIgnoresMaxSurge, "impl/controller/deployment/decide.go",
 		"a rolling update scales the new ReplicaSet up without the maxSurge bound", []string{"DEP-1"}},
+	{DeploymentCountsUnavailable, "impl/controller/deployment/decide.go",
+		"a rolling update scales old ReplicaSets down counting unready new pods as available", []string{"DEP-2"}},
+	{SchedulerIgnoresPodCapacity, "impl/scheduler/plugins/noderesources/fit.go",
+		"the scheduler binds a pod to a node already holding its allocatable pod count", []string{"SCHED-2"}},
 }
 
 // EnvVar names the environment variable read at start.

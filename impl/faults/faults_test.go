@@ -42,6 +42,10 @@ func TestCatalogNamesAreUnique(t *testing.T) {
 // open until the client goes away.
 func watchServer(events []watchEvent) *httptest.Server {
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Accept") != "application/json,*/*" {
+			http.Error(w, "only JSON here", http.StatusNotAcceptable)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
 		for _, e := range events {
@@ -61,7 +65,12 @@ func modified(name string, rv int) watchEvent {
 func readEvents(t *testing.T, component, url string, n int) []string {
 	t.Helper()
 	client := &http.Client{Transport: WrapTransport(component)(http.DefaultTransport)}
-	resp, err := client.Get(url + "/api/v1/pods?watch=true")
+	req, err := http.NewRequest(http.MethodGet, url+"/api/v1/pods?watch=true", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/vnd.kubernetes.protobuf, */*") // as typed clientsets ask
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,5 +144,18 @@ func TestUnarmedTransportIsUnchanged(t *testing.T) {
 	rt := http.DefaultTransport
 	if got := WrapTransport("x")(rt); got != rt {
 		t.Fatalf("unarmed WrapTransport wrapped the transport")
+	}
+}
+
+func TestJSONOnlyKeepsParameters(t *testing.T) {
+	for in, want := range map[string]string{
+		"application/vnd.kubernetes.protobuf":                   "application/json",
+		"application/vnd.kubernetes.protobuf, application/json": "application/json",
+		"application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json": "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json",
+		"": "application/json",
+	} {
+		if got := jsonOnly(in); got != want {
+			t.Errorf("jsonOnly(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

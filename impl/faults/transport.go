@@ -93,6 +93,13 @@ type faultTransport struct {
 }
 
 func (t *faultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if isWatch(req) {
+		// Typed clientsets ask for protobuf first; the queue re-frames
+		// JSON events, and the client decodes by the response's
+		// Content-Type. Other parameters (as=PartialObjectMetadata) stay.
+		req = req.Clone(req.Context())
+		req.Header.Set("Accept", jsonOnly(req.Header.Get("Accept")))
+	}
 	resp, err := t.next.RoundTrip(req)
 	if err != nil || resp.StatusCode != http.StatusOK || !isWatch(req) ||
 		!strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
@@ -249,4 +256,18 @@ func (b *faultBody) writeEvents() {
 		}
 		delivered.Add(1)
 	}
+}
+
+// jsonOnly drops the protobuf media ranges of an Accept header.
+func jsonOnly(accept string) string {
+	var keep []string
+	for _, r := range strings.Split(accept, ",") {
+		if r = strings.TrimSpace(r); r != "" && !strings.HasPrefix(r, "application/vnd.kubernetes.protobuf") {
+			keep = append(keep, r)
+		}
+	}
+	if len(keep) == 0 || !strings.HasPrefix(keep[0], "application/json") {
+		keep = append([]string{"application/json"}, keep...)
+	}
+	return strings.Join(keep, ",")
 }
