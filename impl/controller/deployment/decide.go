@@ -576,6 +576,9 @@ func (p *planner) reconcileOldReplicaSets(all, oldActive []*appsv1.ReplicaSet, n
 	if newRS != nil {
 		newUnavailable -= newRS.Status.AvailableReplicas
 	}
+	if faults.Enabled(faults.DeploymentCountsUnavailable) { // mutation: unready new pods count as available (DEP-2)
+		newUnavailable = 0
+	}
 	maxScaledDown := sumSpec(all) - minAvailable - newUnavailable
 	if maxScaledDown <= 0 {
 		return false
