@@ -14,6 +14,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/kubeproof/kubeproof/impl/faults"
 	fw "github.com/kubeproof/kubeproof/impl/scheduler/framework"
 )
 
@@ -194,7 +195,8 @@ func Fits(pod *v1.Pod, nodeInfo *fw.NodeInfo) []InsufficientResource {
 func (f *Fit) fits(req *fw.Resource, n *fw.NodeInfo) []InsufficientResource {
 	var out []InsufficientResource
 	alloc, used := &n.Allocatable, &n.Requested
-	if len(n.Pods)+1 > alloc.AllowedPodNumber {
+	// Mutation faults.SchedulerIgnoresPodCapacity drops this check (SCHED-2).
+	if len(n.Pods)+1 > alloc.AllowedPodNumber && !faults.Enabled(faults.SchedulerIgnoresPodCapacity) {
 		out = append(out, InsufficientResource{ResourceName: v1.ResourcePods, Reason: "Too many pods",
 			Requested: 1, Used: int64(len(n.Pods)), Capacity: int64(alloc.AllowedPodNumber), Unresolvable: alloc.AllowedPodNumber < 1})
 	}
