@@ -38,7 +38,7 @@ func Usage(q *corev1.ResourceQuota, observed Observed) corev1.ResourceList {
 	used := corev1.ResourceList{}
 	for n := range q.Spec.Hard {
 		if _, ok := observed.Objects[trackedResource(n)]; ok {
-			used[n] = resource.MustParse("0")
+			used[n] = *resource.NewQuantity(0, resource.DecimalSI)
 		}
 	}
 	for _, gr := range Tracked(q) {
@@ -87,7 +87,7 @@ func NextStatus(q *corev1.ResourceQuota, observed Observed) corev1.ResourceQuota
 		if u, ok := q.Status.Used[n]; ok {
 			used[n] = u.DeepCopy()
 		} else {
-			used[n] = resource.MustParse("0")
+			used[n] = *resource.NewQuantity(0, resource.DecimalSI)
 		}
 	}
 	return corev1.ResourceQuotaStatus{Hard: q.Spec.Hard.DeepCopy(), Used: used}
@@ -121,9 +121,9 @@ func ObjectUsage(gr schema.GroupResource, obj runtime.Object, now time.Time) cor
 	if gr.Group != "" {
 		countName += "." + gr.Group
 	}
-	out := corev1.ResourceList{corev1.ResourceName(countName): resource.MustParse("1")}
+	out := corev1.ResourceList{corev1.ResourceName(countName): *resource.NewQuantity(1, resource.DecimalSI)}
 	if gr.Group == "" && legacyCounts[gr.Resource] {
-		out[corev1.ResourceName(gr.Resource)] = resource.MustParse("1")
+		out[corev1.ResourceName(gr.Resource)] = *resource.NewQuantity(1, resource.DecimalSI)
 	}
 	if pod, ok := obj.(*corev1.Pod); ok && gr == podResource && PodCounts(pod, now) {
 		for n, v := range podComputeUsage(pod) {
@@ -155,7 +155,7 @@ func PodCounts(pod *corev1.Pod, now time.Time) bool {
 // requests (limits) are the sum over its containers, raised to any larger
 // init container's, plus the pod overhead.
 func podComputeUsage(pod *corev1.Pod) corev1.ResourceList {
-	out := corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}
+	out := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)}
 	requests := podTotal(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests })
 	limits := podTotal(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits })
 	for n, v := range pod.Spec.Overhead {
