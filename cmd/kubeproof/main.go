@@ -37,6 +37,7 @@ func newRootCommand() *cobra.Command {
 		newControllerManagerCommand,
 		newSchedulerCommand,
 		newKubeletCommand,
+		newNodeCommand,
 		newModelCommand,
 		newCheckCommand,
 	} {

@@ -50,6 +50,12 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 			if err != nil {
 				return fmt.Errorf("resolving --data-dir: %w", err)
 			}
+			if noCM && !cmd.Flags().Changed("enable-admission-plugins") && !cmd.Flags().Changed("disable-admission-plugins") {
+				// Without the in-process controller manager nothing may create
+				// the default service accounts the ServiceAccount plugin
+				// requires (as cluster.Start does for its defaults).
+				authOpts.DisableAdmissionPlugins = append(authOpts.DisableAdmissionPlugins, "ServiceAccount")
+			}
 			c, err := cluster.Start(cmd.Context(), cluster.Config{
 				DataDir:                dir,
 				BindAddress:            net.JoinHostPort(bindAddress, strconv.Itoa(port)),
@@ -102,7 +108,7 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 	fs.StringVar(&nodeCPU, "node-cpu", "4", "CPU capacity of each simulated node.")
 	fs.StringVar(&nodeMemory, "node-memory", "32Gi", "Memory capacity of each simulated node.")
 	fs.Int64Var(&nodeMaxPods, "node-max-pods", 110, "Pod capacity of each simulated node.")
-	fs.BoolVar(&noCM, "no-controller-manager", false, "Do not run the controller manager (no Deployments/ReplicaSets progress, no garbage collection).")
+	fs.BoolVar(&noCM, "no-controller-manager", false, "Do not run the controller manager (no Deployments/ReplicaSets progress, no garbage collection; ServiceAccount admission off unless the admission plugin flags are given).")
 	fs.DurationVar(&evictAfter, "pod-eviction-timeout", 300*time.Second, "How long pods stay on a NotReady or unreachable node before eviction (their default tolerationSeconds).")
 	fs.DurationVar(&monitorGP, "node-monitor-grace-period", 40*time.Second, "How long a node may go without renewing its Lease before it is marked unreachable.")
 	fs.BoolVar(&noScheduler, "no-scheduler", false, "Do not run the scheduler (pods stay Pending unless bound by someone else).")
