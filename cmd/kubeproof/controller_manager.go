@@ -26,7 +26,7 @@ func newControllerManagerCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "controller-manager --kubeconfig FILE",
-		Short: "Run the controllers: deployment, replicaset, garbagecollector, namespace, nodelifecycle, serviceaccount, root-ca-cert-publisher",
+		Short: "Run the controllers: deployment, replicaset, garbagecollector, namespace, nodelifecycle, resourcequota, serviceaccount, root-ca-cert-publisher",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := logOpts.logger(); err != nil {
@@ -65,6 +65,8 @@ func newControllerManagerCommand() *cobra.Command {
 	f.BoolVar(&cfg.UseServiceAccountCredentials, "use-service-account-credentials", cfg.UseServiceAccountCredentials, "each controller writes as its own kube-system service account (tokens from the TokenRequest API), so RBAC grants it only its system:controller:<name> role")
 	f.StringVar(&rootCAFile, "root-ca-file", "", "PEM bundle published to every namespace as the kube-root-ca.crt ConfigMap (default: the kubeconfig's certificate authority)")
 	f.IntVar(&cfg.ConcurrentServiceAccountSyncs, "concurrent-serviceaccount-syncs", cfg.ConcurrentServiceAccountSyncs, "namespaces whose default ServiceAccount and kube-root-ca.crt are synced at once")
+	f.IntVar(&cfg.ConcurrentResourceQuotaSyncs, "concurrent-resource-quota-syncs", cfg.ConcurrentResourceQuotaSyncs, "resource quotas synced at once")
+	f.DurationVar(&cfg.ResourceQuotaSyncPeriod, "resource-quota-sync-period", cfg.ResourceQuotaSyncPeriod, "how often every quota's usage is recounted")
 	f.BoolVar(&cfg.LeaderElect, "leader-elect", cfg.LeaderElect, "elect a leader through a coordination.k8s.io Lease before running the controllers")
 	f.DurationVar(&cfg.Election.LeaseDuration, "leader-elect-lease-duration", cfg.Election.LeaseDuration, "how long a non-leader waits before trying to take an unrenewed lease")
 	f.DurationVar(&cfg.Election.RenewDeadline, "leader-elect-renew-deadline", cfg.Election.RenewDeadline, "how long the leader retries renewing before giving up")

@@ -49,6 +49,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/controller/namespace"
 	"github.com/kubeproof/kubeproof/impl/controller/nodelifecycle"
 	"github.com/kubeproof/kubeproof/impl/controller/replicaset"
+	"github.com/kubeproof/kubeproof/impl/controller/resourcequota"
 	"github.com/kubeproof/kubeproof/impl/controller/serviceaccount"
 )
 
@@ -61,10 +62,11 @@ const (
 	NodeLifecycle    = "nodelifecycle"
 	ServiceAccount   = "serviceaccount"
 	RootCAPublisher  = "root-ca-cert-publisher"
+	ResourceQuota    = "resourcequota"
 )
 
 // AllControllers lists every controller, in start order.
-var AllControllers = []string{NodeLifecycle, Namespace, ServiceAccount, RootCAPublisher, GarbageCollector, ReplicaSet, Deployment}
+var AllControllers = []string{NodeLifecycle, Namespace, ResourceQuota, ServiceAccount, RootCAPublisher, GarbageCollector, ReplicaSet, Deployment}
 
 // LeaderElection configures the Lease lock (upstream defaults).
 type LeaderElection struct {
@@ -107,6 +109,10 @@ type Config struct {
 	// --root-ca-file); without it that controller does not start.
 	RootCA                        []byte
 	ConcurrentServiceAccountSyncs int
+	// ConcurrentResourceQuotaSyncs and ResourceQuotaSyncPeriod: the
+	// resource quota controller's workers and full-recount period.
+	ConcurrentResourceQuotaSyncs int
+	ResourceQuotaSyncPeriod      time.Duration
 
 	// ResyncPeriod of the shared informers (0: none).
 	ResyncPeriod time.Duration
@@ -132,8 +138,8 @@ func DefaultConfig() Config {
 		Election: LeaderElection{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 			Namespace: "kube-system", Name: "kube-controller-manager"},
 		ConcurrentDeploymentSyncs: 5, ConcurrentReplicaSetSyncs: 5, ConcurrentGCSyncs: 20, ConcurrentNamespaceSyncs: 10, ConcurrentTaintSyncs: 8,
-		ConcurrentServiceAccountSyncs: 1,
-		NodeMonitorPeriod:             5 * time.Second, NodeMonitorGracePeriod: 40 * time.Second, NodeStartupGracePeriod: time.Minute,
+		ConcurrentServiceAccountSyncs: 1, ConcurrentResourceQuotaSyncs: resourcequota.DefaultWorkers, ResourceQuotaSyncPeriod: resourcequota.DefaultSyncPeriod,
+		NodeMonitorPeriod: 5 * time.Second, NodeMonitorGracePeriod: 40 * time.Second, NodeStartupGracePeriod: time.Minute,
 		DefaultNotReadyTolerationSeconds: 300, DefaultUnreachableTolerationSeconds: 300,
 		NodeEvictionRate: 0.1, SecondaryNodeEvictionRate: 0.01, UnhealthyZoneThreshold: 0.55, LargeClusterSizeThreshold: 50,
 	}
@@ -170,7 +176,7 @@ func (c *Config) fillDefaults() {
 	}{
 		{&c.ConcurrentDeploymentSyncs, d.ConcurrentDeploymentSyncs}, {&c.ConcurrentReplicaSetSyncs, d.ConcurrentReplicaSetSyncs},
 		{&c.ConcurrentGCSyncs, d.ConcurrentGCSyncs}, {&c.ConcurrentNamespaceSyncs, d.ConcurrentNamespaceSyncs}, {&c.ConcurrentTaintSyncs, d.ConcurrentTaintSyncs},
-		{&c.ConcurrentServiceAccountSyncs, d.ConcurrentServiceAccountSyncs},
+		{&c.ConcurrentServiceAccountSyncs, d.ConcurrentServiceAccountSyncs}, {&c.ConcurrentResourceQuotaSyncs, d.ConcurrentResourceQuotaSyncs},
 	} {
 		if *p.v <= 0 {
 			*p.v = p.d
@@ -432,6 +438,21 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		}
 		c := deployment.New(clients.Kube, factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), recorder(clients, "deployment-controller"), clk)
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentDeploymentSyncs) })
+	}
+	if cfg.Enabled(ResourceQuota) {
+		clients, err := clientsOf(ResourceQuota)
+		if err != nil {
+			return err
+		}
+		resources, err := resourcequota.QuotableResources(root.Discovery)
+		if err != nil {
+			return fmt.Errorf("controller manager: finding quotable resources: %w", err)
+		}
+		c, err := resourcequota.New(clients.Kube, factory, resources, resourcequota.Config{SyncPeriod: cfg.ResourceQuotaSyncPeriod, Clock: clk})
+		if err != nil {
+			return err
+		}
+		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentResourceQuotaSyncs) })
 	}
 	if cfg.Enabled(ServiceAccount) {
 		clients, err := clientsOf(ServiceAccount)

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
@@ -125,6 +126,23 @@ func TestAgainstTheAPIServer(t *testing.T) {
 		}
 		return cm.Data["ca.crt"] == string(cfg.RootCA), nil
 	})
+	// The resource quota controller recounts a new quota's usage.
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceConfigMaps: resource.MustParse("100")}}}
+	if _, err := cs.CoreV1().ResourceQuotas("default").Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "quota usage counted", func() (bool, error) {
+		q, err := cs.CoreV1().ResourceQuotas("default").Get(ctx, "q", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		used, ok := q.Status.Used[corev1.ResourceConfigMaps]
+		return ok && used.Value() >= 1, nil // at least kube-root-ca.crt
+	})
+	if err := cs.CoreV1().ResourceQuotas("default").Delete(ctx, "q", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	deps := cs.AppsV1().Deployments("default")
 	podsOf := func(app string) (int, error) {
 		l, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=" + app})

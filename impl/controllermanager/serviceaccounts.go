@@ -32,6 +32,7 @@ var ServiceAccountNames = map[string]string{
 	NodeLifecycle:    "node-controller",
 	ServiceAccount:   "serviceaccount-controller",
 	RootCAPublisher:  "root-ca-cert-publisher",
+	ResourceQuota:    "resourcequota-controller",
 }
 
 // Token lifetimes, as kube-controller-manager's dynamic client builder:

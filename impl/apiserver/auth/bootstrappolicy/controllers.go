@@ -47,6 +47,11 @@ func controllerRoles() map[string][]rbacv1.PolicyRule {
 			verbs("list", "delete").groups(legacyGroup).resources("pods").rule(),
 			eventsRule(),
 		},
+		"resourcequota-controller": {
+			verbs("list", "watch").groups("*").resources("*").rule(),
+			verbs("update").groups(legacyGroup).resources("resourcequotas/status").rule(),
+			eventsRule(),
+		},
 		"serviceaccount-controller": {
 			verbs("create").groups(legacyGroup).resources("serviceaccounts").rule(),
 			eventsRule(),
@@ -63,7 +68,7 @@ func controllerRoles() map[string][]rbacv1.PolicyRule {
 func Controllers() []string {
 	return []string{
 		"deployment-controller", "generic-garbage-collector", "namespace-controller", "node-controller",
-		"replicaset-controller", "root-ca-cert-publisher", "serviceaccount-controller",
+		"replicaset-controller", "resourcequota-controller", "root-ca-cert-publisher", "serviceaccount-controller",
 	}
 }
 
