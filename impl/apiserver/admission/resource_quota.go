@@ -38,8 +38,9 @@ type QuotaStore interface {
 // concurrent creates can never exceed a quota. status.hard follows
 // spec.hard; a quota whose status was never computed is first recounted.
 //
-// Not done here: giving usage back when objects are deleted (Kubernetes'
-// quota controller recalculates status.used; kubeproof has none yet).
+// Usage is given back when objects are deleted or pods finish by the
+// resource quota controller (impl/controller/resourcequota), which
+// recounts status.used as Kubernetes' does.
 type ResourceQuota struct {
 	Store QuotaStore
 }
