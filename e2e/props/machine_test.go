@@ -22,6 +22,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/kubeproof/kubeproof/impl/cluster"
+	"github.com/kubeproof/kubeproof/impl/faults"
 	kruntime "github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 	"github.com/kubeproof/kubeproof/model"
 )
@@ -65,10 +66,12 @@ func maxSteps() int { return envInt("PROPS_STEPS", 10) }
 var stats struct {
 	runs, actions, faults, observations, modelStates, unrepresentable, changes atomic.Int64
 	traceValidated, traceSkipped                                               atomic.Int64
+	lagFaults                                                                  atomic.Int64
 }
 
 func startCluster(t *testing.T) *cluster.Cluster {
 	t.Helper()
+	faults.ArmTransports() // component clients get watch-fault hooks (lagWatch)
 	c, err := cluster.Start(context.Background(), cluster.Config{
 		DataDir:                t.TempDir(),
 		BindAddress:            "127.0.0.1:0",
@@ -142,10 +145,11 @@ func TestPipelineProperties(t *testing.T) {
 			stats.runs.Load(), stats.actions.Load(), stats.faults.Load(), stats.observations.Load(),
 			stats.modelStates.Load(), stats.unrepresentable.Load(), stats.changes.Load())
 	}
-	t.Logf("summary: %d runs, %d actions, %d faults injected, %d observed states checked (%d as model states against %d invariants, %d outside the model's bounds), %d changes checked against step properties, %d observed steps validated as model behaviours (%d too far apart to search)",
+	delivered, hidden := faults.WatchStats()
+	t.Logf("summary: %d runs, %d actions, %d faults injected, %d observed states checked (%d as model states against %d invariants, %d outside the model's bounds), %d changes checked against step properties, %d observed steps validated as model behaviours (%d too far apart to search); %d watch-lag faults (%d watch events delivered through fault hooks, %d intermediate states hidden)",
 		stats.runs.Load(), stats.actions.Load(), stats.faults.Load(), stats.observations.Load(),
 		stats.modelStates.Load(), countInvariants(), stats.unrepresentable.Load(), stats.changes.Load(),
-		stats.traceValidated.Load(), stats.traceSkipped.Load())
+		stats.traceValidated.Load(), stats.traceSkipped.Load(), stats.lagFaults.Load(), delivered, hidden)
 	if err := c.Stop(); err != nil {
 		t.Errorf("stopping cluster: %v", err)
 	}
@@ -182,7 +186,8 @@ type harness struct {
 	updated  map[string]bool // deployments whose image was updated
 	paused   map[string]bool
 	cordoned map[string]bool
-	down     map[string]bool // nodes whose kubelet is paused
+	down     map[string]bool   // nodes whose kubelet is paused
+	lagging  map[string]func() // component -> clears its watch fault
 	trace    *TraceValidator
 }
 
@@ -201,7 +206,7 @@ func newHarness(t *rapid.T, c *cluster.Cluster, client kubernetes.Interface, m *
 		abs:   NewAbstraction(m),
 		trace: &TraceValidator{Model: m, Depth: envInt("PROPS_TRACE_DEPTH", 4), SmallDiff: envInt("PROPS_TRACE_DIFF", 4)},
 		live:  map[string]bool{}, updated: map[string]bool{}, paused: map[string]bool{},
-		cordoned: map[string]bool{}, down: map[string]bool{}}
+		cordoned: map[string]bool{}, down: map[string]bool{}, lagging: map[string]func(){}}
 }
 
 // close restores the shared cluster for the next run: nodes back up and
@@ -217,8 +222,13 @@ func (h *harness) close() {
 	_ = h.client.CoreV1().Namespaces().Delete(ctx, h.ns, metav1.DeleteOptions{PropagationPolicy: &policy})
 }
 
-// stopFaults resumes failed nodes and uncordons cordoned ones.
+// stopFaults resumes failed nodes, uncordons cordoned ones and ends watch
+// lag.
 func (h *harness) stopFaults() {
+	for comp, clear := range h.lagging {
+		clear()
+		delete(h.lagging, comp)
+	}
 	for _, n := range sortedKeys(h.down) {
 		h.c.Kubelet(n).Resume()
 		delete(h.down, n)
@@ -325,6 +335,7 @@ func (h *harness) actions() map[string]func(*rapid.T) {
 		"rebindPod":      h.rebindPod,
 		"compactEtcd":    h.compactEtcd,
 		"recreatePod":    h.recreatePod,
+		"lagWatch":       h.lagWatch,
 	}
 }
 
@@ -627,5 +638,31 @@ func (h *harness) compactEtcd(t *rapid.T) {
 		t.Fatalf("compacting etcd: %v", err)
 	}
 	stats.faults.Add(1)
+	h.check()
+}
+
+// watchComponents are the client names (impl/cluster) whose watches
+// lagWatch can slow down.
+var watchComponents = []string{"controller-manager", "scheduler", "node-1", "node-2", "node-3"}
+
+// lagWatch is the stale-state and unobserved-state fault: one component's
+// watch events arrive up to two seconds late and a MODIFIED event
+// superseded by a later one of the same object while waiting is never
+// delivered (the component never sees that intermediate state). Drawn
+// again for a lagging component, it ends the lag.
+func (h *harness) lagWatch(t *rapid.T) {
+	comp := rapid.SampledFrom(watchComponents).Draw(t, "component")
+	if clear, ok := h.lagging[comp]; ok {
+		h.step("%s's watches catch up", comp)
+		clear()
+		delete(h.lagging, comp)
+		h.check()
+		return
+	}
+	delay := time.Duration(rapid.IntRange(2, 20).Draw(t, "delay")) * 100 * time.Millisecond
+	h.step("%s's watches lag %s, superseded updates dropped", comp, delay)
+	h.lagging[comp] = faults.SetWatchFault(comp, faults.WatchFault{Delay: delay, Coalesce: true})
+	stats.faults.Add(1)
+	stats.lagFaults.Add(1)
 	h.check()
 }

@@ -10,11 +10,16 @@
 // Recorder watches every pod, ReplicaSet and deployment change and checks the
 // step properties on each observed change (SCHED-1: spec.nodeName is set at
 // most once; KUBELET-5: a phase never leaves Succeeded or Failed; RS-2 on
-// every pod version). After faults stop, every run must converge (LIVE-1,
-// LIVE-2, LIVE-3) within a bounded time.
+// every pod version). Consecutive observed model states are validated as a
+// behaviour of the model (TraceValidator: checker.CanReach). Faults include
+// node failure, cordons, etcd compaction and lagging, coalescing watches of
+// one component (impl/faults transport hooks). After faults stop, every run
+// must converge (LIVE-1, LIVE-2, LIVE-3) within a bounded time.
+// TestMutantsAreCaught switches on each mutation of impl/faults' catalog and
+// requires the harness to catch it (README.md has the table).
 //
-// Budgets: `go test ./e2e/props/` runs three rapid runs of up to 10 actions (about a
-// minute). PROPS_CHECKS (runs per rapid.Check), PROPS_STEPS (actions per run)
+// Budgets: `go test ./e2e/props/` runs three rapid runs of up to 10 actions
+// and the mutation test (about two minutes). PROPS_CHECKS (runs per rapid.Check), PROPS_STEPS (actions per run)
 // and PROPS_DURATION (repeat with fresh seeds until it has passed, e.g. 1h)
 // make a campaign; rapid's own -rapid.checks and -rapid.seed
 // flags win when given. A failure prints the shrunk action script, the last

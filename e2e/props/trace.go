@@ -21,7 +21,8 @@ import (
 // validated and is counted as Skipped rather than failed. Only a pair the
 // search could not connect within Depth although the observed difference
 // is small (at most SmallDiff variables of the model state change) is a
-// failure.
+// failure. A step in which a live deployment's old ReplicaSet disappears
+// (revisionHistoryLimit cleanup, not a model action) is skipped.
 type TraceValidator struct {
 	Model     *model.Model
 	Depth     int
@@ -44,6 +45,10 @@ func (v *TraceValidator) Step(s model.State) string {
 	prev, had := v.prev, v.have
 	v.prev, v.have = s, true
 	if !had {
+		return ""
+	}
+	if historyCleanup(&prev, &s) {
+		v.Skipped++
 		return ""
 	}
 	if diff := v.diff(&prev, &s); diff > v.SmallDiff {
@@ -94,4 +99,19 @@ func (v *TraceValidator) changes(a, b *model.State) (removed, added []string) {
 		}
 	}
 	return removed, added
+}
+
+// historyCleanup reports whether a ReplicaSet of a live deployment went
+// away between a and b: the deployment controller's revisionHistoryLimit
+// cleanup, which the model does not describe (its old ReplicaSets stay at
+// zero replicas).
+func historyCleanup(a, b *model.State) bool {
+	for d := 1; d <= model.MaxDeployments; d++ {
+		for v := 1; v <= model.MaxVersions; v++ {
+			if a.RSState[d][v] != model.Absent && b.RSState[d][v] == model.Absent && b.DepState[d] == model.Live {
+				return true
+			}
+		}
+	}
+	return false
 }
