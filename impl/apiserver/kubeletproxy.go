@@ -16,7 +16,8 @@ import (
 	"github.com/kubeproof/kubeproof/impl/kubelet/server/apiproxy"
 )
 
-// The kubelet-backed subresources: pods/log, pods/exec and nodes/proxy are
+// The kubelet-backed subresources: pods/log, pods/exec, pods/attach,
+// pods/portforward and nodes/proxy are
 // proxied to the pod's (or the node's) kubelet API by apiproxy, reading
 // the pod and node from this server's own stores.
 
@@ -92,6 +93,18 @@ func (s *Server) serveKubeletSubresource(w http.ResponseWriter, r *http.Request,
 			break
 		}
 		err = s.kubeletProxy.PodExec(w, r, info.Namespace, info.Name)
+	case info.Resource == "pods" && info.Subresource == "attach" && len(info.Parts) == 3:
+		if info.Verb != "get" && info.Verb != "create" {
+			err = apierrors.NewMethodNotSupported(gr, info.Verb)
+			break
+		}
+		err = s.kubeletProxy.PodAttach(w, r, info.Namespace, info.Name)
+	case info.Resource == "pods" && info.Subresource == "portforward" && len(info.Parts) == 3:
+		if info.Verb != "get" && info.Verb != "create" {
+			err = apierrors.NewMethodNotSupported(gr, info.Verb)
+			break
+		}
+		err = s.kubeletProxy.PodPortForward(w, r, info.Namespace, info.Name)
 	case info.Resource == "nodes" && info.Subresource == "proxy" && info.Namespace == "":
 		err = s.kubeletProxy.NodeProxy(w, r, info.Name, strings.Join(info.Parts[3:], "/"))
 	default:

@@ -117,10 +117,12 @@ func subresources(r *resource.Resource) []subresource {
 	gvk := r.GroupVersionKind()
 	core := r.GroupVersion.Group == ""
 	if core && r.Name == "pods" {
+		out = append(out, subresource{"attach", schema.GroupVersionKind{Version: "v1", Kind: "PodAttachOptions"}, []string{"create", "get"}})
 		out = append(out, subresource{"binding", schema.GroupVersionKind{Version: "v1", Kind: "Binding"}, []string{"create"}})
 		out = append(out, subresource{"eviction", schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, []string{"create"}})
 		out = append(out, subresource{"exec", schema.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}, []string{"create", "get"}})
 		out = append(out, subresource{"log", gvk, []string{"get"}})
+		out = append(out, subresource{"portforward", schema.GroupVersionKind{Version: "v1", Kind: "PodPortForwardOptions"}, []string{"create", "get"}})
 	}
 	if core && r.Name == "nodes" {
 		out = append(out, subresource{"proxy", schema.GroupVersionKind{Version: "v1", Kind: "NodeProxyOptions"}, []string{"create", "delete", "get", "patch", "update"}})

@@ -1,5 +1,6 @@
 // Package apiproxy is the API server's side of the kubelet API: the
-// pods/log, pods/exec and nodes/proxy subresources, which find the pod's
+// pods/log, pods/exec, pods/attach, pods/portforward and nodes/proxy
+// subresources, which find the pod's
 // node, its InternalIP and kubelet port (status.daemonEndpoints), and
 // proxy the request to that kubelet (impl/kubelet/server) over HTTPS with
 // the API server's kubelet client certificate.
@@ -70,6 +71,9 @@ func (p *Proxy) Close() { p.transport.CloseIdleConnections() }
 var (
 	podsLog   = schema.GroupResource{Resource: "pods/log"}
 	podsExec  = schema.GroupResource{Resource: "pods/exec"}
+	podsAtt   = schema.GroupResource{Resource: "pods/attach"}
+	podsPF    = schema.GroupResource{Resource: "pods/portforward"}
+	pfOptsGK  = schema.GroupKind{Kind: "PodPortForwardOptions"}
 	nodesRes  = schema.GroupResource{Resource: "nodes"}
 	logOptsGK = schema.GroupKind{Kind: "PodLogOptions"}
 )
@@ -279,27 +283,116 @@ func (p *Proxy) PodExec(w http.ResponseWriter, r *http.Request, namespace, name 
 	if len(q["command"]) == 0 {
 		return apierrors.NewBadRequest("you must specify at least one command for the container")
 	}
-	flag := func(n string) bool { b, _ := strconv.ParseBool(q.Get(n)); return b }
-	if !flag("stdin") && !flag("stdout") && !flag("stderr") {
-		return apierrors.NewBadRequest("you must specify at least 1 of stdin, stdout, stderr")
+	kq, err := streamQuery(q, pod, "exec into")
+	if err != nil {
+		return err
 	}
-	if pod.Spec.NodeName == "" {
-		return apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", name))
-	}
-	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		return apierrors.NewBadRequest(fmt.Sprintf("cannot exec into a container in a completed pod; current phase is %s", pod.Status.Phase))
-	}
-	kq := url.Values{"command": q["command"]}
-	for _, n := range []string{"stdin", "stdout", "stderr", "tty"} {
-		if q.Get(n) != "" {
-			kq.Set(n, q.Get(n))
-		}
-	}
+	kq["command"] = q["command"]
 	u, err := p.kubeletURL(ctx, pod.Spec.NodeName, "/exec/"+namespace+"/"+name+"/"+container, kq)
 	if err != nil {
 		return err
 	}
 	return p.upgrade(w, r, u, podsExec, name)
+}
+
+// streamQuery validates the stream flags of an exec or attach request
+// against the pod (bound to a node, not completed) and returns the
+// kubelet's query with them.
+func streamQuery(q url.Values, pod *corev1.Pod, doing string) (url.Values, error) {
+	kq := url.Values{}
+	for _, n := range []string{"stdin", "stdout", "stderr", "tty"} {
+		if v := q.Get(n); v != "" {
+			if _, err := strconv.ParseBool(v); err != nil {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("%s: invalid value %q: must be a boolean", n, v))
+			}
+			kq.Set(n, v)
+		}
+	}
+	flag := func(n string) bool { b, _ := strconv.ParseBool(q.Get(n)); return b }
+	if !flag("stdin") && !flag("stdout") && !flag("stderr") {
+		return nil, apierrors.NewBadRequest("you must specify at least 1 of stdin, stdout, stderr")
+	}
+	if pod.Spec.NodeName == "" {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name))
+	}
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("cannot %s a container in a completed pod; current phase is %s", doing, pod.Status.Phase))
+	}
+	return kq, nil
+}
+
+// PodAttach serves …/pods/{name}/attach: it validates the PodAttachOptions
+// (container defaulted as for exec, at least one of stdin, stdout and
+// stderr, the pod bound and not completed) and proxies the upgraded
+// connection (WebSocket or SPDY) to the kubelet's /attach.
+func (p *Proxy) PodAttach(w http.ResponseWriter, r *http.Request, namespace, name string) error {
+	q := r.URL.Query()
+	ctx := r.Context()
+	pod, err := p.lookup.GetPod(ctx, namespace, name)
+	if err != nil {
+		return err
+	}
+	container, err := containerFor(pod, q.Get("container"))
+	if err != nil {
+		return err
+	}
+	kq, err := streamQuery(q, pod, "attach")
+	if err != nil {
+		return err
+	}
+	u, err := p.kubeletURL(ctx, pod.Spec.NodeName, "/attach/"+namespace+"/"+name+"/"+container, kq)
+	if err != nil {
+		return err
+	}
+	return p.upgrade(w, r, u, podsAtt, name)
+}
+
+// portForwardQuery validates the PodPortForwardOptions of a
+// pods/portforward request: each of the optional ports must be an integer
+// in 1-65535. The kubelet's query names them "port".
+func portForwardQuery(q url.Values) (url.Values, error) {
+	kq := url.Values{}
+	var errs field.ErrorList
+	for i, v := range q["ports"] {
+		path := field.NewPath("ports").Index(i)
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			errs = append(errs, field.Invalid(path, v, "must be an integer"))
+			continue
+		}
+		if n < 1 || n > 65535 {
+			errs = append(errs, field.Invalid(path, n, "must be between 1 and 65535, inclusive"))
+			continue
+		}
+		kq.Add("port", strconv.FormatInt(n, 10))
+	}
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid(pfOptsGK, "", errs)
+	}
+	return kq, nil
+}
+
+// PodPortForward serves …/pods/{name}/portforward: it validates the ports
+// and proxies the SPDY upgrade to the kubelet's /portForward, where each
+// forwarded connection is a stream pair naming its port in a header.
+func (p *Proxy) PodPortForward(w http.ResponseWriter, r *http.Request, namespace, name string) error {
+	kq, err := portForwardQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	pod, err := p.lookup.GetPod(ctx, namespace, name)
+	if err != nil {
+		return err
+	}
+	if pod.Spec.NodeName == "" {
+		return apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", name))
+	}
+	u, err := p.kubeletURL(ctx, pod.Spec.NodeName, "/portForward/"+namespace+"/"+name, kq)
+	if err != nil {
+		return err
+	}
+	return p.upgrade(w, r, u, podsPF, name)
 }
 
 // NodeProxy serves …/nodes/{name}/proxy/{path}: any request to the node's

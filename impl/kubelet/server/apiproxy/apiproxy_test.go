@@ -37,6 +37,7 @@ import (
 	"k8s.io/client-go/util/exec"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 	"github.com/kubeproof/kubeproof/impl/kubelet/server"
 	"github.com/kubeproof/kubeproof/impl/kubelet/server/apiproxy"
@@ -58,12 +59,14 @@ type env struct {
 	ctx     context.Context
 	client  *fake.Clientset
 	kubelet *kubelet.Kubelet
+	rt      *growingRuntime
 	api     *httptest.Server // the "API server": routes to the Proxy
 }
 
 // newEnv runs one kubelet behind the kubelet API (client certs required,
 // on a port the node reports) and an HTTP front that routes pods/log,
-// pods/exec and nodes/proxy to a Proxy, as the API server does.
+// pods/exec, pods/attach, pods/portforward and nodes/proxy to a Proxy, as
+// the API server does.
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	before := goruntime.NumGoroutine()
@@ -74,7 +77,9 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	rt, _ := sim.New(sim.Config{PodCIDR: "10.244.0.0/24"})
+	simRT, _ := sim.New(sim.Config{PodCIDR: "10.244.0.0/24"})
+	rt := &growingRuntime{Runtime: simRT, extra: map[string][]runtime.LogLine{}}
+	e.rt = rt
 	k, err := kubelet.New(ctx, e.client, kubelet.Config{NodeName: "node-1", NodeIP: "127.0.0.1", Port: int32(port), RelistPeriod: 10 * time.Millisecond}, rt)
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +112,10 @@ func newEnv(t *testing.T) *env {
 			err = p.PodLog(w, r, parts[3], parts[5])
 		case len(parts) == 7 && parts[6] == "exec":
 			err = p.PodExec(w, r, parts[3], parts[5])
+		case len(parts) == 7 && parts[6] == "attach":
+			err = p.PodAttach(w, r, parts[3], parts[5])
+		case len(parts) == 7 && parts[6] == "portforward":
+			err = p.PodPortForward(w, r, parts[3], parts[5])
 		case len(parts) >= 5 && parts[2] == "nodes" && parts[4] == "proxy":
 			err = p.NodeProxy(w, r, parts[3], strings.Join(parts[5:], "/"))
 		default:

@@ -1,0 +1,270 @@
+package apiproxy_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	restclient "k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/client-go/transport/spdy"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
+)
+
+// growingRuntime is the simulated runtime whose containers can be given
+// more output after they started (the simulated containers write nothing
+// after their start), so attach has something to stream.
+type growingRuntime struct {
+	*sim.Runtime
+	mu    sync.Mutex
+	extra map[string][]runtime.LogLine // by container id
+}
+
+func (g *growingRuntime) ContainerLogs(ctx context.Context, id string, opts runtime.LogOptions) ([]runtime.LogLine, error) {
+	lines, err := g.Runtime.ContainerLogs(ctx, id, opts)
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append(lines, g.extra[id]...), nil
+}
+
+// appendAll adds a line to every container's output.
+func (g *growingRuntime) appendAll(ctx context.Context, text string) {
+	cs, _ := g.Runtime.ListContainers(ctx, nil)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, c := range cs {
+		g.extra[c.Id] = append(g.extra[c.Id], runtime.LogLine{Time: time.Now(), Stream: "stdout", Text: text})
+	}
+}
+
+// syncBuffer is a strings.Builder safe for the executor's writer goroutine
+// and the test reading it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (e *env) executors(path string) map[string]remotecommand.Executor {
+	e.t.Helper()
+	cfg := &restclient.Config{Host: e.api.URL}
+	u, _ := url.Parse(e.api.URL + path)
+	spdyExec, err := remotecommand.NewSPDYExecutor(cfg, "POST", u)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	wsExec, err := remotecommand.NewWebSocketExecutor(cfg, "GET", u.String())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return map[string]remotecommand.Executor{"spdy": spdyExec, "websocket": wsExec}
+}
+
+// Attach through the proxy streams what the container writes after the
+// attach, over both transports, and ends cleanly when the container stops.
+func TestPodAttachThroughTheProxy(t *testing.T) {
+	e := newEnv(t)
+	e.waitNode()
+	for _, transport := range []string{"spdy", "websocket"} {
+		t.Run(transport, func(t *testing.T) {
+			pod := "attach-" + transport
+			e.runPod(pod, "node-1", map[string]string{sim.AnnotationLogs: "before-attach"}, "app")
+			ex := e.executors("/api/v1/namespaces/default/pods/" + pod + "/attach?stdout=true&stderr=true")[transport]
+			var stdout syncBuffer
+			done := make(chan error, 1)
+			go func() {
+				done <- ex.StreamWithContext(e.ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: io.Discard})
+			}()
+			for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stdout.String(), "after-attach\n"); time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("attached output never arrived; got %q", stdout.String())
+				}
+				e.rt.appendAll(e.ctx, "after-attach")
+			}
+			if err := e.client.CoreV1().Pods("default").Delete(e.ctx, pod, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("attach ended with %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("attach did not end after the pod was deleted")
+			}
+			if strings.Contains(stdout.String(), "before-attach") {
+				t.Errorf("output from before the attach was replayed: %q", stdout.String())
+			}
+		})
+	}
+}
+
+func TestPodAttachRefusals(t *testing.T) {
+	e := newEnv(t)
+	e.waitNode()
+	e.runPod("web", "node-1", nil, "app")
+	e.runPod("multi", "node-1", nil, "a", "b")
+	e.runPod("pending", "", nil, "app")
+	done := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "done"},
+		Spec:   corev1.PodSpec{NodeName: "node-9", Containers: []corev1.Container{{Name: "app", Image: "busybox"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodSucceeded}}
+	if _, err := e.client.CoreV1().Pods("default").Create(e.ctx, done, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const base = "/api/v1/namespaces/default/pods/"
+	for name, tc := range map[string]struct {
+		path, want string
+		code       int
+	}{
+		"no streams":    {base + "web/attach", "you must specify at least 1 of stdin, stdout, stderr", 400},
+		"bad flag":      {base + "web/attach?stdout=maybe", `stdout: invalid value "maybe": must be a boolean`, 400},
+		"which":         {base + "multi/attach?stdout=true", "a container name must be specified for pod multi, choose one of: [a b]", 400},
+		"no container":  {base + "web/attach?stdout=true&container=nope", "container nope is not valid for pod web", 400},
+		"no pod":        {base + "gone/attach?stdout=true", `pods "gone" not found`, 404},
+		"not scheduled": {base + "pending/attach?stdout=true", "pod pending does not have a host assigned", 400},
+		"completed":     {base + "done/attach?stdout=true", "cannot attach a container in a completed pod; current phase is Succeeded", 400},
+	} {
+		if code, body := e.get(tc.path); code != tc.code || body != tc.want {
+			t.Errorf("%s: GET %s = %d %q, want %d %q", name, tc.path, code, body, tc.code, tc.want)
+		}
+	}
+	// Through the streaming clients: a refusal by the proxy, and one by
+	// the kubelet (which serves attach without stdin), come back as errors.
+	for _, tc := range []struct{ path, want string }{
+		{base + "multi/attach?stdout=true", "a container name must be specified for pod multi"},
+		{base + "web/attach?stdout=true&stdin=true", "stdin and tty are not supported"},
+	} {
+		for transport, ex := range e.executors(tc.path) {
+			err := ex.StreamWithContext(e.ctx, remotecommand.StreamOptions{Stdout: io.Discard, Stdin: strings.NewReader("")})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s over %s: %v, want %q", tc.path, transport, err, tc.want)
+			}
+		}
+	}
+}
+
+// forward runs a port forwarder to the pod's port through the proxy with
+// dialer and returns the local port; the forwarder stops at cleanup.
+func (e *env) forward(t *testing.T, dialer func(u *url.URL) (httpstream.Dialer, error), pod string, port int) int {
+	t.Helper()
+	u, _ := url.Parse(e.api.URL + "/api/v1/namespaces/default/pods/" + pod + "/portforward")
+	d, err := dialer(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, ready := make(chan struct{}), make(chan struct{})
+	fw, err := portforward.NewOnAddresses(d, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", port)}, stop, ready, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- fw.ForwardPorts() }()
+	select {
+	case <-ready:
+	case err := <-errc:
+		t.Fatalf("port forwarding failed: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("port forwarder not ready")
+	}
+	t.Cleanup(func() {
+		close(stop)
+		if err := <-errc; err != nil {
+			t.Errorf("port forwarding ended with %v", err)
+		}
+	})
+	ports, err := fw.GetPorts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(ports[0].Local)
+}
+
+// Port forwarding through the proxy reaches the simulated pod's HTTP
+// answer, with kubectl's two dialers: SPDY, and WebSocket tunneling that
+// falls back to SPDY when the server does not upgrade to it.
+func TestPodPortForwardThroughTheProxy(t *testing.T) {
+	e := newEnv(t)
+	e.waitNode()
+	e.runPod("web", "node-1", map[string]string{sim.AnnotationHTTPStatus: "203"}, "app")
+	cfg := &restclient.Config{Host: e.api.URL}
+	spdyDialer := func(u *url.URL) (httpstream.Dialer, error) {
+		tr, upgrader, err := spdy.RoundTripperFor(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return spdy.NewDialer(upgrader, &http.Client{Transport: tr}, http.MethodPost, u), nil
+	}
+	fallbackDialer := func(u *url.URL) (httpstream.Dialer, error) {
+		primary, err := portforward.NewSPDYOverWebsocketDialer(u, cfg)
+		if err != nil {
+			return nil, err
+		}
+		secondary, err := spdyDialer(u)
+		if err != nil {
+			return nil, err
+		}
+		return portforward.NewFallbackDialer(primary, secondary, func(err error) bool { return true }), nil
+	}
+	for name, dialer := range map[string]func(*url.URL) (httpstream.Dialer, error){"spdy": spdyDialer, "websocket-fallback": fallbackDialer} {
+		t.Run(name, func(t *testing.T) {
+			local := e.forward(t, dialer, "web", 80)
+			client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+			resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/hello", local))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if want := "kubeproof simulated container app on port 80: GET /hello\n"; resp.StatusCode != 203 || string(body) != want {
+				t.Errorf("GET through the forwarded port = %d %q, want 203 %q", resp.StatusCode, body, want)
+			}
+		})
+	}
+}
+
+func TestPodPortForwardRefusals(t *testing.T) {
+	e := newEnv(t)
+	e.waitNode()
+	e.runPod("pending", "", nil, "app")
+	const base = "/api/v1/namespaces/default/pods/"
+	for _, tc := range []struct {
+		path, want string
+		code       int
+	}{
+		{base + "pending/portforward?ports=80", "pod pending does not have a host assigned", 400},
+		{base + "gone/portforward", `pods "gone" not found`, 404},
+		{base + "pending/portforward?ports=0", `PodPortForwardOptions "" is invalid: ports[0]: Invalid value: 0: must be between 1 and 65535, inclusive`, 422},
+		{base + "pending/portforward?ports=80&ports=65536", `PodPortForwardOptions "" is invalid: ports[1]: Invalid value: 65536: must be between 1 and 65535, inclusive`, 422},
+		{base + "pending/portforward?ports=http", `PodPortForwardOptions "" is invalid: ports[0]: Invalid value: "http": must be an integer`, 422},
+	} {
+		if code, body := e.get(tc.path); code != tc.code || body != tc.want {
+			t.Errorf("GET %s = %d %q, want %d %q", tc.path, code, body, tc.code, tc.want)
+		}
+	}
+}
