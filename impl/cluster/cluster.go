@@ -261,12 +261,9 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 
 // UpAdmissionPlugins adjusts the default admission plugins for kubeproof's
 // control planes (kubeproof up, and kubeproof apiserver's flag defaults):
-// NodeRestriction on (as kubeadm sets it); LimitRanger off — the resources
-// it adds at create come after pod defaulting (resizePolicy), and objects
-// read back from storage are not defaulted again, so the next update of
-// such a pod is rejected as changing resizePolicy (README: not done).
+// kube-apiserver's defaults plus NodeRestriction, as kubeadm sets it.
 func UpAdmissionPlugins() (enable, disable []string) {
-	return []string{"NodeRestriction"}, []string{"LimitRanger"}
+	return []string{"NodeRestriction"}, nil
 }
 
 // UpAuthorizationModes is the --authorization-mode of a whole cluster:

@@ -249,6 +249,11 @@ func TestPluginsThroughTheAPIServer(t *testing.T) {
 	if cpu := p.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU]; cpu.String() != "200m" {
 		t.Fatalf("limit range default not applied: %+v", p.Spec.Containers[0].Resources)
 	}
+	// A read-modify-write of that pod is accepted: the defaults that apply
+	// once LimitRanger added resources (resizePolicy) are on the stored
+	// object as read, as kube-apiserver's storage decoding defaults it.
+	p.Labels = map[string]string{"updated": "yes"}
+	p = created(core.Pods("team").Update(ctx, p, metav1.UpdateOptions{})).must(t, "pod label update")
 	if p.Spec.Priority == nil || *p.Spec.Priority != 100 || p.Spec.PriorityClassName != "normal" {
 		t.Fatalf("priority %v %q", p.Spec.Priority, p.Spec.PriorityClassName)
 	}

@@ -291,6 +291,15 @@ func (h *Handler) updateExisting(ctx context.Context, info *request.Info, m mode
 // identity and preconditions, defaults, carries over what a client cannot
 // change, validates.
 func (h *Handler) prepareUpdate(ctx context.Context, info *request.Info, m mode, obj, old runtime.Object, dryRun bool) (runtime.Object, error) {
+	if m != modeFinalize {
+		// kube-apiserver defaults objects as it decodes them from storage,
+		// so a default that applies only after admission changed the
+		// object (a pod's resizePolicy once LimitRanger added resources)
+		// is on the old object too and does not read as a change. The
+		// stored object may be shared (watch cache): default a copy.
+		old = old.DeepCopyObject()
+		h.res.Strategy.Default(old)
+	}
 	om, nm := accessor(old), accessor(obj)
 	name := om.GetName()
 	if nm.GetName() != name {
