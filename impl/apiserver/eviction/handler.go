@@ -20,12 +20,6 @@ import (
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
-// Discovery is how kube-apiserver lists the subresource under v1 pods.
-var Discovery = metav1.APIResource{
-	Name: "pods/eviction", Namespaced: true,
-	Group: policyv1.GroupName, Version: "v1", Kind: "Eviction", Verbs: metav1.Verbs{"create"},
-}
-
 var (
 	podsGR   = corev1.Resource("pods")
 	budgetGR = policyv1.Resource("poddisruptionbudgets")
