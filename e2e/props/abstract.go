@@ -48,6 +48,9 @@ func NewModel(capacity int) (*model.Model, error) {
 		Capacity:       capacity,
 		IPsPerNode:     model.MaxIPs,
 		MaxScales:      9, MaxDeletes: 9, MaxCrashes: 9, MaxWatchDrops: 9, MaxNodeFailures: 9, MaxEvictions: 9,
+		// The kubelet reports Running before the Ready condition, as the
+		// model's readiness does.
+		ReadinessProbes: 1, MaxProbeFailures: 9,
 	}
 	for _, p := range model.Properties {
 		if p.Invariant != nil {
@@ -222,10 +225,13 @@ func (a *Abstraction) Snapshot(ob *Observation, down map[string]bool) (model.Sna
 			}
 		}
 		switch {
+		case p.Status.Phase == v1.PodSucceeded:
+			ps.Phase = model.Succeeded
 		case Terminal(p.Status.Phase):
 			ps.Phase = model.Failed
-		case p.Status.Phase == v1.PodRunning && PodReady(p):
+		case p.Status.Phase == v1.PodRunning:
 			ps.Phase = model.Running
+			ps.NotReady = !PodReady(p)
 		default:
 			ps.Phase = model.Pending
 		}
