@@ -45,6 +45,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeproof/kubeproof/impl/controller/deployment"
+	"github.com/kubeproof/kubeproof/impl/controller/disruption"
 	"github.com/kubeproof/kubeproof/impl/controller/garbagecollector"
 	"github.com/kubeproof/kubeproof/impl/controller/namespace"
 	"github.com/kubeproof/kubeproof/impl/controller/nodelifecycle"
@@ -63,10 +64,11 @@ const (
 	ServiceAccount   = "serviceaccount"
 	RootCAPublisher  = "root-ca-cert-publisher"
 	ResourceQuota    = "resourcequota"
+	Disruption       = "disruption"
 )
 
 // AllControllers lists every controller, in start order.
-var AllControllers = []string{NodeLifecycle, Namespace, ResourceQuota, ServiceAccount, RootCAPublisher, GarbageCollector, ReplicaSet, Deployment}
+var AllControllers = []string{NodeLifecycle, Namespace, ResourceQuota, Disruption, ServiceAccount, RootCAPublisher, GarbageCollector, ReplicaSet, Deployment}
 
 // LeaderElection configures the Lease lock (upstream defaults).
 type LeaderElection struct {
@@ -453,6 +455,17 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 			return err
 		}
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentResourceQuotaSyncs) })
+	}
+	if cfg.Enabled(Disruption) {
+		clients, err := clientsOf(Disruption)
+		if err != nil {
+			return err
+		}
+		c, err := disruption.New(clients.Kube, factory)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, 2) })
 	}
 	if cfg.Enabled(ServiceAccount) {
 		clients, err := clientsOf(ServiceAccount)

@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -143,6 +144,20 @@ func TestAgainstTheAPIServer(t *testing.T) {
 	if err := cs.CoreV1().ResourceQuotas("default").Delete(ctx, "q", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The disruption controller computes a budget's status.
+	zero := intstr.FromInt32(0)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "b"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &zero, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "none"}}}}
+	if _, err := cs.PolicyV1().PodDisruptionBudgets("default").Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "budget status observed", func() (bool, error) {
+		b, err := cs.PolicyV1().PodDisruptionBudgets("default").Get(ctx, "b", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return b.Status.ObservedGeneration == b.Generation && b.Generation > 0, nil
+	})
 	deps := cs.AppsV1().Deployments("default")
 	podsOf := func(app string) (int, error) {
 		l, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=" + app})

@@ -33,6 +33,7 @@ var ServiceAccountNames = map[string]string{
 	ServiceAccount:   "serviceaccount-controller",
 	RootCAPublisher:  "root-ca-cert-publisher",
 	ResourceQuota:    "resourcequota-controller",
+	Disruption:       "disruption-controller",
 }
 
 // Token lifetimes, as kube-controller-manager's dynamic client builder:

@@ -47,6 +47,13 @@ func controllerRoles() map[string][]rbacv1.PolicyRule {
 			verbs("list", "delete").groups(legacyGroup).resources("pods").rule(),
 			eventsRule(),
 		},
+		"disruption-controller": {
+			verbs("get", "list", "watch").groups(appsGroup, extensionsGroup).resources("deployments", "replicasets").rule(),
+			verbs("get", "list", "watch").groups(legacyGroup).resources("pods").rule(),
+			verbs("get", "list", "watch").groups(policyGroup).resources("poddisruptionbudgets").rule(),
+			verbs("update").groups(policyGroup).resources("poddisruptionbudgets/status").rule(),
+			eventsRule(),
+		},
 		"resourcequota-controller": {
 			verbs("list", "watch").groups("*").resources("*").rule(),
 			verbs("update").groups(legacyGroup).resources("resourcequotas/status").rule(),
@@ -67,7 +74,7 @@ func controllerRoles() map[string][]rbacv1.PolicyRule {
 // name order.
 func Controllers() []string {
 	return []string{
-		"deployment-controller", "generic-garbage-collector", "namespace-controller", "node-controller",
+		"deployment-controller", "disruption-controller", "generic-garbage-collector", "namespace-controller", "node-controller",
 		"replicaset-controller", "resourcequota-controller", "root-ca-cert-publisher", "serviceaccount-controller",
 	}
 }
