@@ -57,10 +57,11 @@ lin:
 	LIN_LONG=1 $(GO) test -timeout 60m -run . -v ./linearizability/ 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|summary|scenario)' || true
 
 # A long property-test campaign of the whole pipeline against the model
-# (PROPS_DURATION, default 1h), with a progress line and a closing summary.
+# (PROPS_DURATION, default 1h), with a progress line and a closing summary, then the
+# mutation catalog (PROPS_MUTANTS=name,... for a subset).
 props:
 	PROPS_DURATION=$${PROPS_DURATION:-1h} PROPS_CHECKS=$${PROPS_CHECKS:-5} PROPS_STEPS=$${PROPS_STEPS:-25} \
-		$(GO) test ./e2e/props/ -run TestPipelineProperties -count=1 -v -timeout 0
+		$(GO) test ./e2e/props/ -run 'TestPipelineProperties|TestMutantsAreCaught' -count=1 -v -timeout 0
 
 # Every fuzz target in turn for FUZZTIME each, with a summary table.
 fuzz:
