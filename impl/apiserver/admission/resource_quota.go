@@ -12,7 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	quotaeval "github.com/kubeproof/kubeproof/impl/quota"
 )
 
 // QuotaStore is what ResourceQuota needs of storage.
@@ -74,7 +75,7 @@ func (p *ResourceQuota) Validate(ctx context.Context, a *Attributes) error {
 	var charged []string
 	for i := range quotas {
 		q := &quotas[i]
-		if !quotaCovers(q, a.Resource.GroupResource(), a.Object) {
+		if !quotaeval.Covers(q, a.Resource.GroupResource(), a.Object) {
 			continue
 		}
 		if err := quotaConstraints(q, a.Object); err != nil {
@@ -356,81 +357,4 @@ func quotaConstraints(q *corev1.ResourceQuota, obj runtime.Object) error {
 		}
 	}
 	return fmt.Errorf("failed quota: %s: must specify %s", q.Name, strings.Join(parts, "; "))
-}
-
-// quotaCovers: a quota with scopes covers only pods in those scopes.
-func quotaCovers(q *corev1.ResourceQuota, gr schema.GroupResource, obj runtime.Object) bool {
-	if len(q.Spec.Scopes) == 0 && q.Spec.ScopeSelector == nil {
-		return true
-	}
-	pod, ok := obj.(*corev1.Pod)
-	if !ok || gr != podResource {
-		return false
-	}
-	for _, s := range q.Spec.Scopes {
-		if !podInScope(pod, s, corev1.ScopeSelectorOpExists, nil) {
-			return false
-		}
-	}
-	if q.Spec.ScopeSelector != nil {
-		for _, e := range q.Spec.ScopeSelector.MatchExpressions {
-			if !podInScope(pod, e.ScopeName, e.Operator, e.Values) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func podInScope(pod *corev1.Pod, scope corev1.ResourceQuotaScope, op corev1.ScopeSelectorOperator, values []string) bool {
-	bestEffort := true
-	eachContainer(&pod.Spec, func(c *corev1.Container, _ *field.Path) {
-		for _, l := range []corev1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
-			if _, ok := l[corev1.ResourceCPU]; ok {
-				bestEffort = false
-			}
-			if _, ok := l[corev1.ResourceMemory]; ok {
-				bestEffort = false
-			}
-		}
-	})
-	var in bool
-	switch scope {
-	case corev1.ResourceQuotaScopeTerminating:
-		in = pod.Spec.ActiveDeadlineSeconds != nil && *pod.Spec.ActiveDeadlineSeconds >= 0
-	case corev1.ResourceQuotaScopeNotTerminating:
-		in = pod.Spec.ActiveDeadlineSeconds == nil
-	case corev1.ResourceQuotaScopeBestEffort:
-		in = bestEffort
-	case corev1.ResourceQuotaScopeNotBestEffort:
-		in = !bestEffort
-	case corev1.ResourceQuotaScopePriorityClass:
-		switch op {
-		case corev1.ScopeSelectorOpExists:
-			return pod.Spec.PriorityClassName != ""
-		case corev1.ScopeSelectorOpDoesNotExist:
-			return pod.Spec.PriorityClassName == ""
-		case corev1.ScopeSelectorOpIn:
-			for _, v := range values {
-				if v == pod.Spec.PriorityClassName {
-					return true
-				}
-			}
-			return false
-		case corev1.ScopeSelectorOpNotIn:
-			for _, v := range values {
-				if v == pod.Spec.PriorityClassName {
-					return false
-				}
-			}
-			return true
-		}
-		return false
-	default:
-		return false
-	}
-	if op == corev1.ScopeSelectorOpDoesNotExist {
-		return !in
-	}
-	return in
 }

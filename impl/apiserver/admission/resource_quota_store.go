@@ -3,7 +3,6 @@ package admission
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	quotaeval "github.com/kubeproof/kubeproof/impl/quota"
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
@@ -61,7 +61,7 @@ func (s *storeQuotas) Usage(ctx context.Context, namespace string, q *corev1.Res
 	// Every resource q counts, by the resource it is counted on.
 	counted := map[schema.GroupResource]bool{}
 	for n := range q.Spec.Hard {
-		if gr, ok := countedResource(n); ok {
+		if gr, ok := quotaeval.CountedResource(n); ok {
 			counted[gr] = true
 		} else {
 			counted[podResource] = true
@@ -87,26 +87,12 @@ func (s *storeQuotas) Usage(ctx context.Context, namespace string, q *corev1.Res
 			return nil, err
 		}
 		for _, obj := range items {
-			if quotaCovers(q, gr, obj) {
+			if quotaeval.Covers(q, gr, obj) {
 				add(usageOf(gr, obj))
 			}
 		}
 	}
 	return used, nil
-}
-
-// countedResource names the resource a count quota counts.
-func countedResource(n corev1.ResourceName) (schema.GroupResource, bool) {
-	s := string(n)
-	if rest, ok := strings.CutPrefix(s, "count/"); ok {
-		res, group, _ := strings.Cut(rest, ".")
-		return schema.GroupResource{Group: group, Resource: res}, true
-	}
-	switch s {
-	case "services", "configmaps", "secrets", "replicationcontrollers", "resourcequotas", "persistentvolumeclaims":
-		return schema.GroupResource{Resource: s}, true
-	}
-	return schema.GroupResource{}, false
 }
 
 // listOf gives an empty list of the resources a quota can count here.

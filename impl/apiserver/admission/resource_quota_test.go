@@ -11,6 +11,8 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	quotaeval "github.com/kubeproof/kubeproof/impl/quota"
 )
 
 // memQuotas is a QuotaStore in memory with a real compare-and-swap.
@@ -158,7 +160,7 @@ func TestResourceQuotaScopes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			q := quota("q", rl("pods", "1"), nil)
 			q.Spec.Scopes, q.Spec.ScopeSelector = tt.scopes, tt.sel
-			if got := quotaCovers(q, podResource, tt.pod); got != tt.covers {
+			if got := quotaeval.Covers(q, podResource, tt.pod); got != tt.covers {
 				t.Fatalf("covers %v, want %v", got, tt.covers)
 			}
 		})

@@ -1,4 +1,4 @@
-package disruption
+package disruption_test
 
 import (
 	"strings"
@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kubeproof/kubeproof/impl/controller/disruption"
 )
 
 var now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -79,26 +81,26 @@ func TestDecide(t *testing.T) {
 		reason                              string
 		disrupted                           []string
 	}{
-		{"minAvailable int counts existing pods", budget(minAvailable(intstr.FromInt32(2))), threeReady, 3, 2, 3, 1, ReasonSufficientPods, nil},
-		{"minAvailable equal to healthy allows none", budget(minAvailable(intstr.FromInt32(3))), threeReady, 3, 3, 3, 0, ReasonInsufficientPods, nil},
+		{"minAvailable int counts existing pods", budget(minAvailable(intstr.FromInt32(2))), threeReady, 3, 2, 3, 1, disruption.ReasonSufficientPods, nil},
+		{"minAvailable equal to healthy allows none", budget(minAvailable(intstr.FromInt32(3))), threeReady, 3, 3, 3, 0, disruption.ReasonInsufficientPods, nil},
 		{"unready and deleting pods are not healthy", budget(minAvailable(intstr.FromInt32(1))),
-			[]*corev1.Pod{pod("a", ready), pod("b"), pod("c", ready, deleting)}, 3, 1, 1, 0, ReasonInsufficientPods, nil},
-		{"no pods: nothing allowed", budget(minAvailable(intstr.FromInt32(0))), nil, 0, 0, 0, 0, ReasonInsufficientPods, nil},
-		{"maxUnavailable uses the Deployment's replicas", budget(maxUnavailable(intstr.FromInt32(1))), deployPods, 4, 3, 2, 0, ReasonInsufficientPods, nil},
-		{"maxUnavailable percent rounds up", budget(maxUnavailable(intstr.FromString("30%"))), deployPods, 4, 2, 2, 0, ReasonInsufficientPods, nil},
+			[]*corev1.Pod{pod("a", ready), pod("b"), pod("c", ready, deleting)}, 3, 1, 1, 0, disruption.ReasonInsufficientPods, nil},
+		{"no pods: nothing allowed", budget(minAvailable(intstr.FromInt32(0))), nil, 0, 0, 0, 0, disruption.ReasonInsufficientPods, nil},
+		{"maxUnavailable uses the Deployment's replicas", budget(maxUnavailable(intstr.FromInt32(1))), deployPods, 4, 3, 2, 0, disruption.ReasonInsufficientPods, nil},
+		{"maxUnavailable percent rounds up", budget(maxUnavailable(intstr.FromString("30%"))), deployPods, 4, 2, 2, 0, disruption.ReasonInsufficientPods, nil},
 		{"minAvailable percent rounds up", budget(minAvailable(intstr.FromString("30%"))),
-			[]*corev1.Pod{pod("a", ready, ownedBy(loneRS)), pod("b", ready, ownedBy(loneRS)), pod("c", ready, ownedBy(loneRS))}, 3, 1, 3, 2, ReasonSufficientPods, nil},
+			[]*corev1.Pod{pod("a", ready, ownedBy(loneRS)), pod("b", ready, ownedBy(loneRS)), pod("c", ready, ownedBy(loneRS))}, 3, 1, 3, 2, disruption.ReasonSufficientPods, nil},
 		{"pods without a controller add no scale", budget(maxUnavailable(intstr.FromInt32(0))),
-			[]*corev1.Pod{pod("a", ready, ownedBy(loneRS)), pod("orphan", ready)}, 3, 3, 2, 0, ReasonInsufficientPods, nil},
+			[]*corev1.Pod{pod("a", ready, ownedBy(loneRS)), pod("orphan", ready)}, 3, 3, 2, 0, disruption.ReasonInsufficientPods, nil},
 		{"recent disruptions are not healthy, old ones and deleted pods are dropped", budget(func(p *policyv1.PodDisruptionBudget) {
 			p.Spec.MinAvailable = ptr(intstr.FromInt32(1))
 			p.Status.DisruptedPods = map[string]metav1.Time{
 				"a": metav1.NewTime(now.Add(-time.Minute)), "b": metav1.NewTime(now.Add(-3 * time.Minute)),
 				"c": metav1.NewTime(now.Add(-time.Second)), "gone": metav1.NewTime(now)}
-		}), []*corev1.Pod{pod("a", ready), pod("b", ready), pod("c", ready, deleting)}, 3, 1, 1, 0, ReasonInsufficientPods, []string{"a"}},
+		}), []*corev1.Pod{pod("a", ready), pod("b", ready), pod("c", ready, deleting)}, 3, 1, 1, 0, disruption.ReasonInsufficientPods, []string{"a"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := Decide(Observed{PDB: tc.pdb, Pods: tc.pods, Now: now,
+			d := disruption.Decide(disruption.Observed{PDB: tc.pdb, Pods: tc.pods, Now: now,
 				ReplicaSets: map[string]*appsv1.ReplicaSet{deployRS.Name: deployRS, loneRS.Name: loneRS},
 				Deployments: map[string]*appsv1.Deployment{deploy.Name: deploy}})
 			if d.Err != nil {
@@ -131,7 +133,7 @@ func TestDecide(t *testing.T) {
 			}
 			again := tc.pdb.DeepCopy()
 			again.Status = st
-			if Decide(Observed{PDB: again, Pods: tc.pods, Now: now.Add(time.Second),
+			if disruption.Decide(disruption.Observed{PDB: again, Pods: tc.pods, Now: now.Add(time.Second),
 				ReplicaSets: map[string]*appsv1.ReplicaSet{deployRS.Name: deployRS, loneRS.Name: loneRS},
 				Deployments: map[string]*appsv1.Deployment{deploy.Name: deploy}}).Write {
 				t.Error("deciding again on the written status must not write")
@@ -143,12 +145,12 @@ func TestDecide(t *testing.T) {
 func TestDecideFailsSafeWhenTheControllerIsUnknown(t *testing.T) {
 	pdb := budget(maxUnavailable(intstr.FromInt32(1)))
 	pdb.Status.DisruptionsAllowed = 2
-	d := Decide(Observed{PDB: pdb, Pods: []*corev1.Pod{pod("a", ready, ownedBy(strangerRS))}, Now: now})
+	d := disruption.Decide(disruption.Observed{PDB: pdb, Pods: []*corev1.Pod{pod("a", ready, ownedBy(strangerRS))}, Now: now})
 	if d.Err == nil || d.Status.DisruptionsAllowed != 0 || !d.Write {
 		t.Fatalf("decision %+v, want fail-safe", d)
 	}
 	c := apimeta.FindStatusCondition(d.Status.Conditions, policyv1.DisruptionAllowedCondition)
-	if c == nil || c.Reason != ReasonSyncFailed || c.Status != metav1.ConditionFalse {
+	if c == nil || c.Reason != disruption.ReasonSyncFailed || c.Status != metav1.ConditionFalse {
 		t.Errorf("condition %+v", c)
 	}
 }

@@ -1,4 +1,4 @@
-package disruption
+package disruption_test
 
 import (
 	"bytes"
@@ -21,6 +21,8 @@ import (
 	"k8s.io/kubectl/pkg/drain"
 
 	"github.com/kubeproof/kubeproof/impl/cluster/clustertest"
+
+	"github.com/kubeproof/kubeproof/impl/controller/disruption"
 )
 
 // refusals counts 429 answers to pods/eviction requests.
@@ -106,7 +108,7 @@ func TestDrainBlockedByBudget(t *testing.T) {
 	}
 
 	factory := informers.NewSharedInformerFactory(cs, 0)
-	ctrl, err := New(cs, factory)
+	ctrl, err := disruption.New(cs, factory)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package disruption
+package disruption_test
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kubeproof/kubeproof/impl/controller/disruption"
 )
 
 func waitFor(t *testing.T, what string, cond func() (bool, error)) {
@@ -37,7 +39,7 @@ func TestLoopWritesStatus(t *testing.T) {
 	cs := fake.NewClientset(budget(minAvailable(intstr.FromInt32(2))), pod("a", ready), pod("b", ready), pod("c", ready))
 	ctx, cancel := context.WithCancel(context.Background())
 	factory := informers.NewSharedInformerFactory(cs, 0)
-	c, err := New(cs, factory)
+	c, err := disruption.New(cs, factory)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package resourcequota
+package resourcequota_test
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeproof/kubeproof/impl/controller/resourcequota"
 )
 
 // BenchmarkUsage10000Pods: one recount of a compute quota over a
@@ -16,9 +18,9 @@ func BenchmarkUsage10000Pods(b *testing.B) {
 	for i := range pods {
 		pods[i] = pod(fmt.Sprintf("p%d", i), requests(map[string]string{"cpu": "100m", "memory": "128Mi"}), limits(map[string]string{"cpu": "200m", "memory": "256Mi"}))
 	}
-	obs := Observed{Objects: map[schema.GroupResource][]runtime.Object{podResource: pods}, Now: now}
+	obs := resourcequota.Observed{Objects: map[schema.GroupResource][]runtime.Object{podResource: pods}, Now: now}
 	b.ReportAllocs()
 	for b.Loop() {
-		Usage(q, obs)
+		resourcequota.Usage(q, obs)
 	}
 }

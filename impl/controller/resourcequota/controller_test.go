@@ -1,4 +1,4 @@
-package resourcequota
+package resourcequota_test
 
 import (
 	"context"
@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeproof/kubeproof/impl/cluster/clustertest"
+
+	"github.com/kubeproof/kubeproof/impl/controller/resourcequota"
 )
 
 // waitFor polls cond until it holds or ten seconds pass.
@@ -88,7 +90,7 @@ func TestReplenishesAgainstTheAPIServer(t *testing.T) {
 	if _, err := quotas.Create(ctx, q, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	resources, err := QuotableResources(cs.Discovery())
+	resources, err := resourcequota.QuotableResources(cs.Discovery())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +98,7 @@ func TestReplenishesAgainstTheAPIServer(t *testing.T) {
 	before := controllerGoroutines()
 	runCtx, cancel := context.WithCancel(ctx)
 	factory := informers.NewSharedInformerFactory(cs, 0)
-	ctrl, err := New(cs, factory, resources, Config{})
+	ctrl, err := resourcequota.New(cs, factory, resources, resourcequota.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package resourcequota
+package resourcequota_test
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kubeproof/kubeproof/impl/controller/resourcequota"
 )
 
 // TestLoopWithoutAServer runs the controller on client-go's fake
@@ -31,11 +33,11 @@ func TestLoopWithoutAServer(t *testing.T) {
 		pod("c", requests(map[string]string{"cpu": "100m"})))
 	ctx, cancel := context.WithCancel(context.Background())
 	factory := informers.NewSharedInformerFactory(cs, 0)
-	ctrl, err := New(cs, factory, []schema.GroupVersionResource{
+	ctrl, err := resourcequota.New(cs, factory, []schema.GroupVersionResource{
 		corev1.SchemeGroupVersion.WithResource("pods"),
 		corev1.SchemeGroupVersion.WithResource("configmaps"),
 		{Group: "example.com", Version: "v1", Resource: "widgets"}, // no typed informer: not watched
-	}, Config{})
+	}, resourcequota.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package resourcequota
+package resourcequota_test
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+
+	"github.com/kubeproof/kubeproof/impl/controller/resourcequota"
 )
 
 // oneQuota is the admission plugin's QuotaStore holding a single quota.
@@ -158,7 +160,7 @@ func TestUsageAgreesWithAdmissionPlugin(t *testing.T) {
 			return
 		}
 		admitted++
-		counted := Usage(q, Observed{Objects: map[schema.GroupResource][]runtime.Object{gvr.GroupResource(): {obj}, podResource: podsOf(obj)}})
+		counted := resourcequota.Usage(q, resourcequota.Observed{Objects: map[schema.GroupResource][]runtime.Object{gvr.GroupResource(): {obj}, podResource: podsOf(obj)}})
 		for n := range q.Spec.Hard {
 			charged, got := store.q.Status.Used[n], counted[n]
 			if charged.Cmp(got) != 0 {

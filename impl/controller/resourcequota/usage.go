@@ -1,13 +1,14 @@
 package resourcequota
 
 import (
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	quotaeval "github.com/kubeproof/kubeproof/impl/quota"
 )
 
 // Observed is what the controller sees of one namespace: its objects by
@@ -18,13 +19,6 @@ type Observed struct {
 }
 
 var podResource = corev1.Resource("pods")
-
-// legacyCounts are the core resources a quota also counts under their bare
-// name ("configmaps" as well as "count/configmaps").
-var legacyCounts = map[string]bool{
-	"services": true, "configmaps": true, "secrets": true, "replicationcontrollers": true,
-	"resourcequotas": true, "persistentvolumeclaims": true,
-}
 
 // Usage is the pure decision of the controller: what the observed objects
 // that q covers use of every resource in q's spec.hard whose objects were
@@ -43,7 +37,7 @@ func Usage(q *corev1.ResourceQuota, observed Observed) corev1.ResourceList {
 	}
 	for _, gr := range Tracked(q) {
 		for _, obj := range observed.Objects[gr] {
-			if !Covers(q, gr, obj) {
+			if !quotaeval.Covers(q, gr, obj) {
 				continue
 			}
 			for n, v := range ObjectUsage(gr, obj, observed.Now) {
@@ -94,23 +88,10 @@ func NextStatus(q *corev1.ResourceQuota, observed Observed) corev1.ResourceQuota
 }
 
 func trackedResource(n corev1.ResourceName) schema.GroupResource {
-	if gr, ok := CountedResource(n); ok {
+	if gr, ok := quotaeval.CountedResource(n); ok {
 		return gr
 	}
 	return podResource
-}
-
-// CountedResource names the resource an object-count quota name counts.
-func CountedResource(n corev1.ResourceName) (schema.GroupResource, bool) {
-	s := string(n)
-	if rest, ok := strings.CutPrefix(s, "count/"); ok {
-		res, group, _ := strings.Cut(rest, ".")
-		return schema.GroupResource{Group: group, Resource: res}, true
-	}
-	if legacyCounts[s] {
-		return schema.GroupResource{Resource: s}, true
-	}
-	return schema.GroupResource{}, false
 }
 
 // ObjectUsage is what one object of resource gr uses: one of
@@ -122,7 +103,7 @@ func ObjectUsage(gr schema.GroupResource, obj runtime.Object, now time.Time) cor
 		countName += "." + gr.Group
 	}
 	out := corev1.ResourceList{corev1.ResourceName(countName): *resource.NewQuantity(1, resource.DecimalSI)}
-	if gr.Group == "" && legacyCounts[gr.Resource] {
+	if gr.Group == "" && quotaeval.LegacyCounts[gr.Resource] {
 		out[corev1.ResourceName(gr.Resource)] = *resource.NewQuantity(1, resource.DecimalSI)
 	}
 	if pod, ok := obj.(*corev1.Pod); ok && gr == podResource && PodCounts(pod, now) {

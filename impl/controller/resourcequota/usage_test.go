@@ -1,4 +1,4 @@
-package resourcequota
+package resourcequota_test
 
 import (
 	"testing"
@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeproof/kubeproof/impl/controller/resourcequota"
 )
 
 var now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -70,8 +72,8 @@ func initContainer(req map[string]string) podOpt {
 	}
 }
 
-func objects(m map[schema.GroupResource][]runtime.Object) Observed {
-	return Observed{Objects: m, Now: now}
+func objects(m map[schema.GroupResource][]runtime.Object) resourcequota.Observed {
+	return resourcequota.Observed{Objects: m, Now: now}
 }
 
 var (
@@ -87,7 +89,7 @@ func TestUsage(t *testing.T) {
 	cases := []struct {
 		name     string
 		quota    *corev1.ResourceQuota
-		observed Observed
+		observed resourcequota.Observed
 		want     map[string]string
 	}{
 		{"nothing observed counts zero",
@@ -149,7 +151,7 @@ func TestUsage(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Usage(tc.quota, tc.observed)
+			got := resourcequota.Usage(tc.quota, tc.observed)
 			if want := list(tc.want); !apiequality.Semantic.DeepEqual(got, want) {
 				t.Fatalf("Usage = %v, want %v", got, want)
 			}
@@ -173,7 +175,7 @@ func TestUsagePriorityClassSelector(t *testing.T) {
 		q := quota(map[string]string{"pods": "10"})
 		q.Spec.ScopeSelector = &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{
 			{ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: tc.op, Values: tc.values}}}
-		got := Usage(q, objects(map[schema.GroupResource][]runtime.Object{podResource: pods}))
+		got := resourcequota.Usage(q, objects(map[schema.GroupResource][]runtime.Object{podResource: pods}))
 		if u := got["pods"]; u.Cmp(resource.MustParse(tc.want)) != 0 {
 			t.Errorf("PriorityClass %s %v: pods used %s, want %s", tc.op, tc.values, u.String(), tc.want)
 		}
@@ -183,7 +185,7 @@ func TestUsagePriorityClassSelector(t *testing.T) {
 func TestNextStatusKeepsUsageOfResourcesNotObserved(t *testing.T) {
 	q := quota(map[string]string{"pods": "5", "count/widgets.example.com": "3", "secrets": "2"})
 	q.Status.Used = list(map[string]string{"pods": "4", "count/widgets.example.com": "2"})
-	got := NextStatus(q, objects(map[schema.GroupResource][]runtime.Object{podResource: {pod("a")}}))
+	got := resourcequota.NextStatus(q, objects(map[schema.GroupResource][]runtime.Object{podResource: {pod("a")}}))
 	want := corev1.ResourceQuotaStatus{
 		Hard: q.Spec.Hard,
 		Used: list(map[string]string{"pods": "1", "count/widgets.example.com": "2", "secrets": "0"}),
@@ -195,7 +197,7 @@ func TestNextStatusKeepsUsageOfResourcesNotObserved(t *testing.T) {
 
 func TestTracked(t *testing.T) {
 	q := quota(map[string]string{"requests.cpu": "1", "pods": "1", "configmaps": "1", "count/configmaps": "1", "count/deployments.apps": "1"})
-	got := Tracked(q)
+	got := resourcequota.Tracked(q)
 	want := []schema.GroupResource{configmaps, deployments, podResource}
 	if len(got) != len(want) {
 		t.Fatalf("Tracked = %v, want %v", got, want)

@@ -1,0 +1,125 @@
+// Package quota is what a ResourceQuota counts, shared by the ResourceQuota
+// admission plugin (which charges usage as objects are created) and the
+// resource quota controller (which recounts it): which objects a quota
+// covers (its scopes) and which resource an object-count name counts. One
+// piece of code, so the two can never disagree about coverage.
+package quota
+
+import (
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var podResource = corev1.Resource("pods")
+
+// LegacyCounts are the core resources a quota also counts under their bare
+// name ("configmaps" as well as "count/configmaps").
+var LegacyCounts = map[string]bool{
+	"services": true, "configmaps": true, "secrets": true, "replicationcontrollers": true,
+	"resourcequotas": true, "persistentvolumeclaims": true,
+}
+
+// CountedResource names the resource an object-count quota name counts:
+// count/<resource>[.<group>], or one of LegacyCounts.
+func CountedResource(n corev1.ResourceName) (schema.GroupResource, bool) {
+	s := string(n)
+	if rest, ok := strings.CutPrefix(s, "count/"); ok {
+		res, group, _ := strings.Cut(rest, ".")
+		return schema.GroupResource{Group: group, Resource: res}, true
+	}
+	if LegacyCounts[s] {
+		return schema.GroupResource{Resource: s}, true
+	}
+	return schema.GroupResource{}, false
+}
+
+// Covers tells whether q counts obj of resource gr. A quota without scopes
+// counts every object; a quota with spec.scopes or a scopeSelector counts
+// only the pods in every one of its scopes (Terminating, NotTerminating,
+// BestEffort, NotBestEffort, PriorityClass), as Kubernetes' quota
+// evaluator does.
+func Covers(q *corev1.ResourceQuota, gr schema.GroupResource, obj runtime.Object) bool {
+	if len(q.Spec.Scopes) == 0 && q.Spec.ScopeSelector == nil {
+		return true
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || gr != podResource {
+		return false
+	}
+	for _, s := range q.Spec.Scopes {
+		if !podInScope(pod, s, corev1.ScopeSelectorOpExists, nil) {
+			return false
+		}
+	}
+	if q.Spec.ScopeSelector != nil {
+		for _, e := range q.Spec.ScopeSelector.MatchExpressions {
+			if !podInScope(pod, e.ScopeName, e.Operator, e.Values) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// podInScope evaluates one scope requirement against a pod.
+func podInScope(pod *corev1.Pod, scope corev1.ResourceQuotaScope, op corev1.ScopeSelectorOperator, values []string) bool {
+	if scope == corev1.ResourceQuotaScopePriorityClass {
+		name := pod.Spec.PriorityClassName
+		switch op {
+		case corev1.ScopeSelectorOpExists:
+			return name != ""
+		case corev1.ScopeSelectorOpDoesNotExist:
+			return name == ""
+		case corev1.ScopeSelectorOpIn:
+			return slices.Contains(values, name)
+		case corev1.ScopeSelectorOpNotIn:
+			return !slices.Contains(values, name)
+		}
+		return false
+	}
+	var in bool
+	switch scope {
+	case corev1.ResourceQuotaScopeTerminating:
+		in = pod.Spec.ActiveDeadlineSeconds != nil && *pod.Spec.ActiveDeadlineSeconds >= 0
+	case corev1.ResourceQuotaScopeNotTerminating:
+		in = pod.Spec.ActiveDeadlineSeconds == nil
+	case corev1.ResourceQuotaScopeBestEffort:
+		in = IsBestEffort(pod)
+	case corev1.ResourceQuotaScopeNotBestEffort:
+		in = !IsBestEffort(pod)
+	default:
+		return false
+	}
+	if op == corev1.ScopeSelectorOpDoesNotExist {
+		return !in
+	}
+	return in
+}
+
+// IsBestEffort: no container (init, app or ephemeral) requests or limits
+// cpu or memory.
+func IsBestEffort(pod *corev1.Pod) bool {
+	var lists []corev1.ResourceList
+	for _, c := range pod.Spec.InitContainers {
+		lists = append(lists, c.Resources.Requests, c.Resources.Limits)
+	}
+	for _, c := range pod.Spec.Containers {
+		lists = append(lists, c.Resources.Requests, c.Resources.Limits)
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		lists = append(lists, c.Resources.Requests, c.Resources.Limits)
+	}
+	for _, l := range lists {
+		if _, ok := l[corev1.ResourceCPU]; ok {
+			return false
+		}
+		if _, ok := l[corev1.ResourceMemory]; ok {
+			return false
+		}
+	}
+	return true
+}
