@@ -33,6 +33,8 @@ func resources(now func() time.Time) []*resource.Resource {
 		// apps/v1
 		deployments(now),
 		replicaSets(now),
+		// certificates.k8s.io/v1
+		certificateSigningRequests(now),
 		// coordination.k8s.io/v1
 		leases(now),
 		// rbac.authorization.k8s.io/v1
