@@ -16,6 +16,14 @@ const ControllerRolePrefix = "system:controller:"
 // (system:kube-controller-manager may list and watch everything).
 func controllerRoles() map[string][]rbacv1.PolicyRule {
 	return map[string][]rbacv1.PolicyRule{
+		"certificate-controller": {
+			verbs("get", "list", "watch", "delete").groups(certificatesGroup).resources("certificatesigningrequests").rule(),
+			verbs("update").groups(certificatesGroup).resources("certificatesigningrequests/approval", "certificatesigningrequests/status").rule(),
+			verbs("approve").groups(certificatesGroup).resources("signers").names("kubernetes.io/kube-apiserver-client-kubelet").rule(),
+			verbs("sign").groups(certificatesGroup).resources("signers").names("kubernetes.io/kube-apiserver-client-kubelet").rule(),
+			verbs("create").groups(authorizationGroup).resources("subjectaccessreviews").rule(),
+			eventsRule(),
+		},
 		"deployment-controller": {
 			verbs("get", "list", "watch", "update", "patch").groups(appsGroup, extensionsGroup).resources("deployments").rule(),
 			verbs("update").groups(appsGroup, extensionsGroup).resources("deployments/status").rule(),
@@ -74,7 +82,7 @@ func controllerRoles() map[string][]rbacv1.PolicyRule {
 // name order.
 func Controllers() []string {
 	return []string{
-		"deployment-controller", "disruption-controller", "generic-garbage-collector", "namespace-controller", "node-controller",
+		"certificate-controller", "deployment-controller", "disruption-controller", "generic-garbage-collector", "namespace-controller", "node-controller",
 		"replicaset-controller", "resourcequota-controller", "root-ca-cert-publisher", "serviceaccount-controller",
 	}
 }

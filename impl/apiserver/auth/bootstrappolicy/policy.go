@@ -141,6 +141,14 @@ func ClusterRoles() []rbacv1.ClusterRole {
 		clusterRole("system:node", nil, NodeRules()...),
 		clusterRole("system:node-bootstrapper", nil,
 			verbs("create", "get", "list", "watch").groups(certificatesGroup).resources("certificatesigningrequests").rule()),
+		// TLS bootstrapping: the csrapproving controller auto-approves a
+		// kubelet client CSR when its requester may create these
+		// subresources (nodeclient: a new node; selfnodeclient: a node
+		// renewing its own certificate).
+		clusterRole(NodeClientApproverRole, nil,
+			verbs("create").groups(certificatesGroup).resources("certificatesigningrequests/nodeclient").rule()),
+		clusterRole(SelfNodeClientApproverRole, nil,
+			verbs("create").groups(certificatesGroup).resources("certificatesigningrequests/selfnodeclient").rule()),
 		clusterRole("system:kubelet-api-admin", nil,
 			verbs("get", "list", "watch").groups(legacyGroup).resources("nodes").rule(),
 			verbs("proxy").groups(legacyGroup).resources("nodes").rule(),
@@ -193,6 +201,33 @@ func ClusterRoles() []rbacv1.ClusterRole {
 			verbs("list", "watch").groups(discoveryGroup).resources("endpointslices").rule()),
 	}
 	return append(roles, ControllerRoles()...)
+}
+
+// Roles of TLS bootstrapping.
+const (
+	NodeBootstrapperRole       = "system:node-bootstrapper"
+	NodeClientApproverRole     = "system:certificates.k8s.io:certificatesigningrequests:nodeclient"
+	SelfNodeClientApproverRole = "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient"
+	// BootstrappersGroup is the group of every bootstrap token user.
+	BootstrappersGroup = "system:bootstrappers"
+)
+
+// NodeBootstrapBindings are the bindings kubeadm creates (not Kubernetes'
+// defaults) so that kubelets with a bootstrap token may ask for their
+// client certificate and have it auto-approved, and nodes may renew
+// theirs: system:node-bootstrapper and the nodeclient approval role for
+// group system:bootstrappers, the selfnodeclient role for system:nodes.
+func NodeBootstrapBindings() []rbacv1.ClusterRoleBinding {
+	named := func(name, role string, subjects ...rbacv1.Subject) rbacv1.ClusterRoleBinding {
+		b := clusterBinding(role, subjects...)
+		b.ObjectMeta = objectMeta(name, "", nil)
+		return b
+	}
+	return []rbacv1.ClusterRoleBinding{
+		named("kubeadm:kubelet-bootstrap", NodeBootstrapperRole, group(BootstrappersGroup)),
+		named("kubeadm:node-autoapprove-bootstrap", NodeClientApproverRole, group(BootstrappersGroup)),
+		named("kubeadm:node-autoapprove-certificate-rotation", SelfNodeClientApproverRole, group("system:nodes")),
+	}
 }
 
 // ClusterRoleBindings returns the default ClusterRoleBindings.
