@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
@@ -20,13 +21,15 @@ func newControllerManagerCommand() *cobra.Command {
 	var (
 		kubeconfig string
 		rootCAFile string
+		signCert   string
+		signKey    string
 		qps        float32
 		burst      int
 		logOpts    logOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "controller-manager --kubeconfig FILE",
-		Short: "Run the controllers: deployment, replicaset, garbagecollector, namespace, nodelifecycle, resourcequota, disruption, serviceaccount, root-ca-cert-publisher",
+		Short: "Run the controllers: deployment, replicaset, garbagecollector, namespace, nodelifecycle, resourcequota, disruption, serviceaccount, root-ca-cert-publisher, csrapproving, csrsigning",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := logOpts.logger(); err != nil {
@@ -50,6 +53,14 @@ func newControllerManagerCommand() *cobra.Command {
 					return fmt.Errorf("reading the kubeconfig's certificate authority: %w", err)
 				}
 			}
+			if signCert != "" || signKey != "" {
+				if cfg.ClusterSigningCert, err = os.ReadFile(signCert); err != nil {
+					return fmt.Errorf("reading --cluster-signing-cert-file: %w", err)
+				}
+				if cfg.ClusterSigningKey, err = os.ReadFile(signKey); err != nil {
+					return fmt.Errorf("reading --cluster-signing-key-file: %w", err)
+				}
+			}
 			restConfig.QPS, restConfig.Burst = qps, burst
 			restConfig.UserAgent = "kubeproof-controller-manager"
 			client, err := kubernetes.NewForConfig(restConfig)
@@ -64,6 +75,9 @@ func newControllerManagerCommand() *cobra.Command {
 	f.StringSliceVar(&cfg.Controllers, "controllers", cfg.Controllers, "controllers to run: '*' for all, 'name' to enable, '-name' to disable ("+fmt.Sprint(controllermanager.AllControllers)+")")
 	f.BoolVar(&cfg.UseServiceAccountCredentials, "use-service-account-credentials", cfg.UseServiceAccountCredentials, "each controller writes as its own kube-system service account (tokens from the TokenRequest API), so RBAC grants it only its system:controller:<name> role")
 	f.StringVar(&rootCAFile, "root-ca-file", "", "PEM bundle published to every namespace as the kube-root-ca.crt ConfigMap (default: the kubeconfig's certificate authority)")
+	f.StringVar(&signCert, "cluster-signing-cert-file", "", "PEM CA certificate the csrsigning controller issues kubelet client certificates with (with --cluster-signing-key-file; without both it does not run)")
+	f.StringVar(&signKey, "cluster-signing-key-file", "", "PEM private key of --cluster-signing-cert-file")
+	f.DurationVar(&cfg.ClusterSigningDuration, "cluster-signing-duration", 365*24*time.Hour, "longest lifetime of an issued certificate")
 	f.IntVar(&cfg.ConcurrentServiceAccountSyncs, "concurrent-serviceaccount-syncs", cfg.ConcurrentServiceAccountSyncs, "namespaces whose default ServiceAccount and kube-root-ca.crt are synced at once")
 	f.IntVar(&cfg.ConcurrentResourceQuotaSyncs, "concurrent-resource-quota-syncs", cfg.ConcurrentResourceQuotaSyncs, "resource quotas synced at once")
 	f.DurationVar(&cfg.ResourceQuotaSyncPeriod, "resource-quota-sync-period", cfg.ResourceQuotaSyncPeriod, "how often every quota's usage is recounted")

@@ -30,6 +30,7 @@ func newKubeletCommand() *cobra.Command {
 	var (
 		logs                                logOptions
 		kubeconfig, nodeName, runtimeName   string
+		bootstrapKubeconfig                 string
 		criEndpoint, nodeIP, podCIDR        string
 		cpu, memory, ephemeral              string
 		maxPods                             int64
@@ -132,6 +133,13 @@ func newKubeletCommand() *cobra.Command {
 					return err
 				}
 			}
+			if bootstrapKubeconfig != "" {
+				// TLS bootstrapping: a missing or expired --kubeconfig is
+				// obtained with the bootstrap credentials first.
+				if err := kubelet.Bootstrap(cmd.Context(), kubeconfig, bootstrapKubeconfig, nodeName, logger); err != nil {
+					return fmt.Errorf("bootstrapping client certificate: %w", err)
+				}
+			}
 			restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 			if err != nil {
 				return fmt.Errorf("loading kubeconfig: %w", err)
@@ -154,6 +162,7 @@ func newKubeletCommand() *cobra.Command {
 	fs := cmd.Flags()
 	logs.addFlags(fs)
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig file for the API server.")
+	fs.StringVar(&bootstrapKubeconfig, "bootstrap-kubeconfig", "", "Path to a kubeconfig (normally with a bootstrap token) used to obtain a client certificate when --kubeconfig does not exist or its certificate expired; --kubeconfig is then written with it.")
 	fs.StringVar(&nodeName, "node-name", "", "Name of the Node to register.")
 	fs.StringVar(&nodeName, "hostname-override", "", "Same as --node-name (upstream's flag name).")
 	fs.StringVar(&runtimeName, "runtime", "sim", "Container runtime: sim (in-process simulation) or cri (a CRI v1 runtime at --cri-endpoint).")

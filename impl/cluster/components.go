@@ -3,13 +3,17 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth/bootstrappolicy"
 	"github.com/kubeproof/kubeproof/impl/controllermanager"
 
 	"github.com/kubeproof/kubeproof/impl/faults"
@@ -70,6 +74,14 @@ func (c *Cluster) startControllerManager(ctx context.Context, cfg Config) error 
 	// is published to every namespace as kube-root-ca.crt.
 	cmCfg.UseServiceAccountCredentials = true
 	cmCfg.RootCA = c.CA.CertPEM
+	// The cluster CA also signs kubelet client certificates (TLS
+	// bootstrapping), as kubeadm passes --cluster-signing-cert-file and
+	// --cluster-signing-key-file.
+	caKey, err := os.ReadFile(filepath.Join(cfg.DataDir, "pki", "ca.key"))
+	if err != nil {
+		return fmt.Errorf("reading the cluster CA key for the csrsigning controller: %w", err)
+	}
+	cmCfg.ClusterSigningCert, cmCfg.ClusterSigningKey = c.CA.CertPEM, caKey
 	if cfg.PodEvictionTimeout > 0 {
 		secs := int64(cfg.PodEvictionTimeout / time.Second)
 		cmCfg.DefaultNotReadyTolerationSeconds, cmCfg.DefaultUnreachableTolerationSeconds = secs, secs
@@ -77,7 +89,27 @@ func (c *Cluster) startControllerManager(ctx context.Context, cfg Config) error 
 	if cfg.NodeMonitorGracePeriod > 0 {
 		cmCfg.NodeMonitorGracePeriod = cfg.NodeMonitorGracePeriod
 	}
+	if err := c.ensureNodeBootstrapBindings(ctx); err != nil {
+		return err
+	}
 	c.goRun(&c.compsWG, "controller-manager", func() error { return controllermanager.Run(ctx, cs, restCfg, cmCfg) })
+	return nil
+}
+
+// ensureNodeBootstrapBindings creates, as kubeadm does (they are not
+// Kubernetes' defaults), the bindings that let a kubelet holding a
+// bootstrap token ask for its client certificate and have it
+// auto-approved, and let nodes renew theirs.
+func (c *Cluster) ensureNodeBootstrapBindings(ctx context.Context) error {
+	admin, err := kubernetes.NewForConfig(c.AdminConfig)
+	if err != nil {
+		return fmt.Errorf("building admin client: %w", err)
+	}
+	for _, b := range bootstrappolicy.NodeBootstrapBindings() {
+		if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &b, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating ClusterRoleBinding %s: %w", b.Name, err)
+		}
+	}
 	return nil
 }
 

@@ -44,6 +44,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/kubeproof/kubeproof/impl/controller/certificates"
 	"github.com/kubeproof/kubeproof/impl/controller/deployment"
 	"github.com/kubeproof/kubeproof/impl/controller/disruption"
 	"github.com/kubeproof/kubeproof/impl/controller/garbagecollector"
@@ -65,10 +66,12 @@ const (
 	RootCAPublisher  = "root-ca-cert-publisher"
 	ResourceQuota    = "resourcequota"
 	Disruption       = "disruption"
+	CSRApproving     = "csrapproving"
+	CSRSigning       = "csrsigning"
 )
 
 // AllControllers lists every controller, in start order.
-var AllControllers = []string{NodeLifecycle, Namespace, ResourceQuota, Disruption, ServiceAccount, RootCAPublisher, GarbageCollector, ReplicaSet, Deployment}
+var AllControllers = []string{NodeLifecycle, Namespace, ResourceQuota, Disruption, ServiceAccount, RootCAPublisher, CSRApproving, CSRSigning, GarbageCollector, ReplicaSet, Deployment}
 
 // LeaderElection configures the Lease lock (upstream defaults).
 type LeaderElection struct {
@@ -109,8 +112,16 @@ type Config struct {
 	// RootCA is the PEM bundle the root CA publisher writes into every
 	// namespace's kube-root-ca.crt ConfigMap (kube-controller-manager's
 	// --root-ca-file); without it that controller does not start.
-	RootCA                        []byte
-	ConcurrentServiceAccountSyncs int
+	RootCA []byte
+	// ClusterSigningCert and ClusterSigningKey are the PEM CA certificate
+	// and key the csrsigning controller issues kubelet client
+	// certificates with (--cluster-signing-cert-file,
+	// --cluster-signing-key-file); without them that controller does not
+	// start. ClusterSigningDuration caps their lifetime
+	// (--cluster-signing-duration; one year when 0).
+	ClusterSigningCert, ClusterSigningKey []byte
+	ClusterSigningDuration                time.Duration
+	ConcurrentServiceAccountSyncs         int
 	// ConcurrentResourceQuotaSyncs and ResourceQuotaSyncPeriod: the
 	// resource quota controller's workers and full-recount period.
 	ConcurrentResourceQuotaSyncs int
@@ -489,6 +500,32 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		}
 		cms.Start(ctx.Done())
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentServiceAccountSyncs) })
+	}
+	if cfg.Enabled(CSRApproving) {
+		clients, err := clientsOf(CSRApproving)
+		if err != nil {
+			return err
+		}
+		c, err := certificates.NewApprover(clients.Kube, factory.Certificates().V1().CertificateSigningRequests())
+		if err != nil {
+			return err
+		}
+		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, 1) })
+	}
+	if cfg.Enabled(CSRSigning) && len(cfg.ClusterSigningCert) > 0 && len(cfg.ClusterSigningKey) > 0 {
+		clients, err := clientsOf(CSRSigning)
+		if err != nil {
+			return err
+		}
+		ca, err := certificates.ParseCA(cfg.ClusterSigningCert, cfg.ClusterSigningKey)
+		if err != nil {
+			return fmt.Errorf("controller manager: %w", err)
+		}
+		c, err := certificates.NewSigner(clients.Kube, factory.Certificates().V1().CertificateSigningRequests(), ca, cfg.ClusterSigningDuration)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, 1) })
 	}
 	factory.Start(ctx.Done())
 

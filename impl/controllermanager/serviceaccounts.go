@@ -34,6 +34,8 @@ var ServiceAccountNames = map[string]string{
 	RootCAPublisher:  "root-ca-cert-publisher",
 	ResourceQuota:    "resourcequota-controller",
 	Disruption:       "disruption-controller",
+	CSRApproving:     "certificate-controller",
+	CSRSigning:       "certificate-controller",
 }
 
 // Token lifetimes, as kube-controller-manager's dynamic client builder:

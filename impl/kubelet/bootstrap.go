@@ -1,0 +1,216 @@
+package kubelet
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	watchtools "k8s.io/client-go/tools/watch"
+)
+
+// Node identity of a kubelet's client certificate.
+const (
+	nodeUserPrefix = "system:node:"
+	nodesGroup     = "system:nodes"
+)
+
+// Bootstrap is TLS bootstrapping (the kubelet's --bootstrap-kubeconfig):
+// when kubeconfigPath does not exist or its client certificate is missing,
+// unreadable or expired, it authenticates with bootstrapPath's credentials
+// (normally a bootstrap token), asks for a client certificate for
+// system:node:<nodeName> in group system:nodes with a
+// CertificateSigningRequest for the kubernetes.io/kube-apiserver-client-kubelet
+// signer (a fresh ECDSA P-256 key), waits for it to be issued, and writes
+// kubeconfigPath with the certificate and key embedded and bootstrapPath's
+// server and certificate authority. It returns once kubeconfigPath holds a
+// valid certificate; a denied or failed request is an error.
+func Bootstrap(ctx context.Context, kubeconfigPath, bootstrapPath, nodeName string, logger *slog.Logger) error {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	ok, why := validKubeconfig(kubeconfigPath, time.Now())
+	if ok {
+		return nil
+	}
+	logger.Info("bootstrapping client certificate", "node", nodeName, "reason", why)
+	bootCfg, err := clientcmd.BuildConfigFromFlags("", bootstrapPath)
+	if err != nil {
+		return fmt.Errorf("loading bootstrap kubeconfig %s: %w", bootstrapPath, err)
+	}
+	client, err := kubernetes.NewForConfig(bootCfg)
+	if err != nil {
+		return fmt.Errorf("building bootstrap client: %w", err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("generating client key: %w", err)
+	}
+	certPEM, err := requestClientCertificate(ctx, client, key, nodeName)
+	if err != nil {
+		return err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return fmt.Errorf("encoding client key: %w", err)
+	}
+	caPEM, err := caData(bootCfg)
+	if err != nil {
+		return err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["default-cluster"] = &clientcmdapi.Cluster{Server: bootCfg.Host, CertificateAuthorityData: caPEM}
+	cfg.AuthInfos["default-auth"] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})}
+	cfg.Contexts["default-context"] = &clientcmdapi.Context{Cluster: "default-cluster", AuthInfo: "default-auth"}
+	cfg.CurrentContext = "default-context"
+	if err := os.MkdirAll(filepath.Dir(kubeconfigPath), 0o755); err != nil {
+		return fmt.Errorf("creating the kubeconfig's directory: %w", err)
+	}
+	// Written to a temporary file and renamed, so a crash never leaves a
+	// half-written kubeconfig behind.
+	tmp := kubeconfigPath + ".tmp"
+	if err := clientcmd.WriteToFile(*cfg, tmp); err != nil {
+		return fmt.Errorf("writing kubeconfig: %w", err)
+	}
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		return fmt.Errorf("writing kubeconfig: %w", err)
+	}
+	if err := os.Rename(tmp, kubeconfigPath); err != nil {
+		return fmt.Errorf("writing kubeconfig: %w", err)
+	}
+	logger.Info("client certificate issued", "node", nodeName, "kubeconfig", kubeconfigPath)
+	return nil
+}
+
+// validKubeconfig reports whether path is a kubeconfig whose client
+// certificate can be loaded and has not expired at now (and why not).
+func validKubeconfig(path string, now time.Time) (bool, string) {
+	if _, err := os.Stat(path); err != nil {
+		return false, "kubeconfig " + path + " not found"
+	}
+	restCfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return false, "kubeconfig unreadable: " + err.Error()
+	}
+	certPEM := restCfg.CertData
+	if len(certPEM) == 0 && restCfg.CertFile != "" {
+		if certPEM, err = os.ReadFile(restCfg.CertFile); err != nil {
+			return false, "client certificate unreadable: " + err.Error()
+		}
+	}
+	block, _ := pem.Decode(certPEM)
+	if block == nil {
+		return false, "kubeconfig has no client certificate"
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return false, "client certificate unreadable: " + err.Error()
+	}
+	if !now.Before(cert.NotAfter) {
+		return false, "client certificate expired at " + cert.NotAfter.String()
+	}
+	return true, ""
+}
+
+// requestClientCertificate creates the CSR and waits until it is issued.
+func requestClientCertificate(ctx context.Context, client kubernetes.Interface, key *ecdsa.PrivateKey, nodeName string) ([]byte, error) {
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: nodeUserPrefix + nodeName, Organization: []string{nodesGroup}},
+	}, key)
+	if err != nil {
+		return nil, fmt.Errorf("creating certificate request: %w", err)
+	}
+	csr, err := client.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "node-csr-"},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+			SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
+			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("creating CertificateSigningRequest: %w", err)
+	}
+	return waitForCertificate(ctx, client, csr.Name)
+}
+
+// waitForCertificate watches CSR name until it carries a certificate, or
+// is denied or failed.
+func waitForCertificate(ctx context.Context, client kubernetes.Interface, name string) ([]byte, error) {
+	csrs := client.CertificatesV1().CertificateSigningRequests()
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	lw := &cache.ListWatch{
+		ListFunc: func(opts metav1.ListOptions) (runtime.Object, error) {
+			opts.FieldSelector = sel
+			return csrs.List(ctx, opts)
+		},
+		WatchFunc: func(opts metav1.ListOptions) (watch.Interface, error) {
+			opts.FieldSelector = sel
+			return csrs.Watch(ctx, opts)
+		},
+	}
+	var certPEM []byte
+	var refused error
+	_, err := watchtools.UntilWithSync(ctx, lw, &certificatesv1.CertificateSigningRequest{}, nil, func(ev watch.Event) (bool, error) {
+		if ev.Type == watch.Deleted {
+			return false, fmt.Errorf("CertificateSigningRequest %s was deleted", name)
+		}
+		csr, ok := ev.Object.(*certificatesv1.CertificateSigningRequest)
+		if !ok {
+			return false, nil
+		}
+		for _, c := range csr.Status.Conditions {
+			switch c.Type {
+			case certificatesv1.CertificateDenied, certificatesv1.CertificateFailed:
+				refused = fmt.Errorf("CertificateSigningRequest %s is %s: %s %s", name, c.Type, c.Reason, c.Message)
+				return true, nil
+			}
+		}
+		if len(csr.Status.Certificate) > 0 {
+			certPEM = csr.Status.Certificate
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waiting for CertificateSigningRequest %s: %w", name, err)
+	}
+	if refused != nil {
+		return nil, refused
+	}
+	return certPEM, nil
+}
+
+// caData is the PEM certificate authority of cfg.
+func caData(cfg *rest.Config) ([]byte, error) {
+	if len(cfg.CAData) > 0 {
+		return cfg.CAData, nil
+	}
+	if cfg.CAFile != "" {
+		b, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading the bootstrap kubeconfig's certificate authority: %w", err)
+		}
+		return b, nil
+	}
+	return nil, errors.New("the bootstrap kubeconfig has no certificate authority")
+}
