@@ -241,3 +241,30 @@ func TestYAMLBody(t *testing.T) {
 	r = e.do("POST", "/api/v1/namespaces/default/configmaps", []byte("a: [b"), "Content-Type", "application/yaml")
 	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "")
 }
+
+// An object left with only the orphan finalizer by an Orphan delete goes
+// when deleted again with Background propagation: the finalizer is
+// removed and the object deleted, as kube-apiserver does (found by
+// FuzzHTTP: the finalizer change was dropped and the delete answered 409).
+func TestDeleteAgainWithBackgroundRemovesOrphanFinalizer(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	cms := e.cs.CoreV1().ConfigMaps("default")
+	if _, err := cms.Create(c, configMap("", "o", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	orphan, background := metav1.DeletePropagationOrphan, metav1.DeletePropagationBackground
+	if err := cms.Delete(c, "o", metav1.DeleteOptions{PropagationPolicy: &orphan}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := cms.Get(c, "o", metav1.GetOptions{})
+	if err != nil || got.DeletionTimestamp == nil || len(got.Finalizers) != 1 || got.Finalizers[0] != metav1.FinalizerOrphanDependents {
+		t.Fatalf("after the orphan delete: %v %+v", err, got)
+	}
+	if err := cms.Delete(c, "o", metav1.DeleteOptions{PropagationPolicy: &background}); err != nil {
+		t.Fatalf("background delete of the marked object: %v", err)
+	}
+	if _, err := cms.Get(c, "o", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("after the background delete: %v, want NotFound", err)
+	}
+}

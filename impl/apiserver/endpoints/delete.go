@@ -202,13 +202,20 @@ func (h *Handler) markForDeletion(ctx context.Context, key, name string, opts *m
 			return nil, errAlreadyDeleting
 		}
 		m := accessor(obj)
-		if update, fins := deletionFinalizers(m, &o); update {
+		update, fins := deletionFinalizers(m, &o)
+		if update {
 			m.SetFinalizers(fins)
 		}
 		pendingFinalizers = len(m.GetFinalizers()) != 0
 		lastGraceful = graceful
 		if !graceful {
 			if !pendingFinalizers {
+				if update {
+					// The finalizer change (e.g. Background dropping a
+					// previous Orphan's finalizer) is written first, as
+					// kube-apiserver does; the object is deleted next.
+					return obj, nil
+				}
 				return nil, errDeleteNow
 			}
 			// kube-apiserver's markAsDeleting: the first mark bumps the
