@@ -21,9 +21,10 @@ import (
 )
 
 // certificateSigningRequests serves certificates.k8s.io/v1
-// CertificateSigningRequests. Approval conditions and the issued
-// certificate are written through /status (kubeproof has no separate
-// /approval subresource yet).
+// CertificateSigningRequests. Approval conditions are written through
+// /approval (kubectl certificate approve/deny), the issued certificate
+// through /status (which, more leniently than upstream, also accepts
+// condition changes).
 func certificateSigningRequests(now func() time.Time) *resource.Resource {
 	k := kind[*certificatesv1.CertificateSigningRequest]{
 		namespaced: false,
@@ -48,6 +49,13 @@ func certificateSigningRequests(now func() time.Time) *resource.Resource {
 		Strategy: s,
 		Status: statusStrategy[*certificatesv1.CertificateSigningRequest]{s: s.strategy, k: statusKind[*certificatesv1.CertificateSigningRequest]{
 			keep:     func(c, old *certificatesv1.CertificateSigningRequest) { c.Spec = old.Spec },
+			validate: validateCSRStatusUpdate,
+		}},
+		Approval: statusStrategy[*certificatesv1.CertificateSigningRequest]{s: s.strategy, k: statusKind[*certificatesv1.CertificateSigningRequest]{
+			keep: func(c, old *certificatesv1.CertificateSigningRequest) {
+				c.Spec = old.Spec
+				c.Status.Certificate = old.Status.Certificate
+			},
 			validate: validateCSRStatusUpdate,
 		}},
 	}

@@ -136,6 +136,9 @@ func subresources(r *resource.Resource) []subresource {
 	if r.Scale != nil {
 		out = append(out, subresource{"scale", schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, []string{"get", "patch", "update"}})
 	}
+	if r.Approval != nil {
+		out = append(out, subresource{"approval", gvk, []string{"get", "patch", "update"}})
+	}
 	if r.Status != nil {
 		out = append(out, subresource{"status", gvk, []string{"get", "patch", "update"}})
 	}

@@ -132,6 +132,16 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, info *request.In
 			return notFoundPath()
 		}
 		return h.serveSubresource(w, r, info, modeStatus)
+	case "approval":
+		if h.res.Approval == nil {
+			return notFoundPath()
+		}
+		// Served as a status-like subresource with the approval strategy.
+		ah := *h
+		res := *h.res
+		res.Status = res.Approval
+		ah.res = &res
+		return ah.serveSubresource(w, r, info, modeStatus)
 	case "scale":
 		if h.res.Scale == nil {
 			return notFoundPath()

@@ -47,6 +47,10 @@ type Resource struct {
 	Strategy Strategy
 	// Status, if not nil, serves the /status subresource.
 	Status StatusStrategy
+	// Approval, if not nil, serves the /approval subresource
+	// (certificatesigningrequests): updates of the approval conditions,
+	// with the same update machinery as /status.
+	Approval StatusStrategy
 	// Scale, if not nil, serves the /scale subresource (autoscaling/v1 Scale).
 	Scale ScaleAccessor
 	// GracefulDelete, if not nil, decides the grace period of deletions (pods).

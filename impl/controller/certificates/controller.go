@@ -104,7 +104,7 @@ func (a *Approver) sync(ctx context.Context, csr *certificatesv1.CertificateSign
 		slog.Debug("csr not auto-approved", "csr", csr.Name, "user", csr.Spec.Username, "subresource", check.Subresource)
 		return nil
 	}
-	if _, err := a.l.client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, Approve(csr, a.l.now()), metav1.UpdateOptions{}); err != nil {
+	if _, err := a.l.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, Approve(csr, a.l.now()), metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("csrapproving: approving %s: %w", csr.Name, err)
 	}
 	return nil
