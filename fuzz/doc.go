@@ -16,6 +16,9 @@
 //   - FuzzScheduler: random nodes and pods through Filter and Score.
 //   - FuzzModel: random action sequences of the model never break an
 //     invariant.
+//   - FuzzAuthorization: random RBAC policies and requests; the RBAC
+//     package's decision equals a plain reference evaluator's (a
+//     differential oracle).
 //
 // `go test ./fuzz/...` replays every target's seed corpus (testdata/fuzz
 // plus the f.Add seeds) so that findings stay fixed.
