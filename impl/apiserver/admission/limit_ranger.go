@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+
+	quotaeval "github.com/kubeproof/kubeproof/impl/quota"
 )
 
 // limitRangerAnnotation records on a pod which defaults LimitRanger set.
@@ -177,8 +179,8 @@ func checkLimitRange(pod *corev1.Pod, lr *corev1.LimitRange) []error {
 				check("Container", item, r.Requests, r.Limits)
 			}
 		case corev1.LimitTypePod:
-			check("Pod", item, podResources(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests }),
-				podResources(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits }))
+			check("Pod", item, quotaeval.PodTotal(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests }),
+				quotaeval.PodTotal(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits }))
 		}
 	}
 	return errs
@@ -191,28 +193,6 @@ func sortedNames(l corev1.ResourceList) []corev1.ResourceName {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
-}
-
-// podResources is what a pod needs of each resource: the sum over its
-// containers, or the largest init container's if that is more (init
-// containers run one at a time, before the others).
-func podResources(pod *corev1.Pod, of func(*corev1.Container) corev1.ResourceList) corev1.ResourceList {
-	sum := corev1.ResourceList{}
-	for i := range pod.Spec.Containers {
-		for n, q := range of(&pod.Spec.Containers[i]) {
-			s := sum[n]
-			s.Add(q)
-			sum[n] = s
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		for n, q := range of(&pod.Spec.InitContainers[i]) {
-			if s, ok := sum[n]; !ok || q.Cmp(s) > 0 {
-				sum[n] = q.DeepCopy()
-			}
-		}
-	}
-	return sum
 }
 
 func minConstraint(kind string, n corev1.ResourceName, min resource.Quantity, requests, limits corev1.ResourceList) error {

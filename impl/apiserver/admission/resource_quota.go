@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -250,63 +251,10 @@ func touches(hard, delta corev1.ResourceList) bool {
 	return false
 }
 
-// usageOf is what creating obj of resource gr adds: count/<resource>[.<group>]
-// for every resource, the legacy object counts of core resources, and a
-// pod's compute resources.
+// usageOf is what creating obj of resource gr adds, counted as the quota
+// controller counts it (impl/quota).
 func usageOf(gr schema.GroupResource, obj runtime.Object) corev1.ResourceList {
-	one := resource.MustParse("1")
-	countName := "count/" + gr.Resource
-	if gr.Group != "" {
-		countName += "." + gr.Group
-	}
-	out := corev1.ResourceList{corev1.ResourceName(countName): one.DeepCopy()}
-	if gr.Group == "" {
-		switch gr.Resource {
-		case "services", "configmaps", "secrets", "replicationcontrollers", "resourcequotas", "persistentvolumeclaims":
-			out[corev1.ResourceName(gr.Resource)] = one.DeepCopy()
-		}
-	}
-	if pod, ok := obj.(*corev1.Pod); ok && gr == podResource {
-		for n, q := range podUsage(pod) {
-			out[n] = q
-		}
-	}
-	return out
-}
-
-// podUsage is a pod's compute usage in quota terms; terminal pods use
-// nothing but their object count.
-func podUsage(pod *corev1.Pod) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		return out
-	}
-	out[corev1.ResourcePods] = resource.MustParse("1")
-	requests := podResources(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests })
-	limits := podResources(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits })
-	for n, q := range pod.Spec.Overhead {
-		r := requests[n]
-		r.Add(q)
-		requests[n] = r
-		if l, ok := limits[n]; ok {
-			l.Add(q)
-			limits[n] = l
-		}
-	}
-	for n, q := range requests {
-		switch n {
-		case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
-			out[n] = q.DeepCopy()
-		}
-		out[corev1.ResourceName("requests."+string(n))] = q.DeepCopy()
-	}
-	for n, q := range limits {
-		switch n {
-		case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
-			out[corev1.ResourceName("limits."+string(n))] = q.DeepCopy()
-		}
-	}
-	return out
+	return quotaeval.ObjectUsage(gr, obj, time.Now())
 }
 
 // quotaConstraints: a quota on a pod's cpu or memory requires every

@@ -43,6 +43,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeproof/kubeproof/impl/controller/workloop"
+
+	quotaeval "github.com/kubeproof/kubeproof/impl/quota"
 )
 
 // Name is the controller's name (its queue's metrics name).
@@ -267,7 +269,7 @@ func (c *Controller) replenishHandler(gr schema.GroupResource) cache.ResourceEve
 				return
 			}
 			now := c.clock.Now()
-			if PodCounts(old, now) != PodCounts(pod, now) || !apiequality.Semantic.DeepEqual(podComputeUsage(old), podComputeUsage(pod)) {
+			if quotaeval.PodCounts(old, now) != quotaeval.PodCounts(pod, now) || !apiequality.Semantic.DeepEqual(quotaeval.PodComputeUsage(old), quotaeval.PodComputeUsage(pod)) {
 				c.enqueueTracking(pod.Namespace, gr, 0)
 			}
 			if old.DeletionTimestamp == nil && pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil {

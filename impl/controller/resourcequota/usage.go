@@ -40,7 +40,7 @@ func Usage(q *corev1.ResourceQuota, observed Observed) corev1.ResourceList {
 			if !quotaeval.Covers(q, gr, obj) {
 				continue
 			}
-			for n, v := range ObjectUsage(gr, obj, observed.Now) {
+			for n, v := range quotaeval.ObjectUsage(gr, obj, observed.Now) {
 				if u, ok := used[n]; ok {
 					u.Add(v)
 					used[n] = u
@@ -92,97 +92,4 @@ func trackedResource(n corev1.ResourceName) schema.GroupResource {
 		return gr
 	}
 	return podResource
-}
-
-// ObjectUsage is what one object of resource gr uses: one of
-// count/<resource>[.<group>], one of the legacy count name of core
-// resources, and a pod's compute resources while it counts (PodCounts).
-func ObjectUsage(gr schema.GroupResource, obj runtime.Object, now time.Time) corev1.ResourceList {
-	countName := "count/" + gr.Resource
-	if gr.Group != "" {
-		countName += "." + gr.Group
-	}
-	out := corev1.ResourceList{corev1.ResourceName(countName): *resource.NewQuantity(1, resource.DecimalSI)}
-	if gr.Group == "" && quotaeval.LegacyCounts[gr.Resource] {
-		out[corev1.ResourceName(gr.Resource)] = *resource.NewQuantity(1, resource.DecimalSI)
-	}
-	if pod, ok := obj.(*corev1.Pod); ok && gr == podResource && PodCounts(pod, now) {
-		for n, v := range podComputeUsage(pod) {
-			out[n] = v
-		}
-	}
-	return out
-}
-
-// PodCounts tells whether a pod still uses "pods" and compute quota: not
-// once it has succeeded or failed, nor once its deletion grace period
-// (deletionTimestamp + deletionGracePeriodSeconds) has passed, as upstream.
-func PodCounts(pod *corev1.Pod, now time.Time) bool {
-	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		return false
-	}
-	if pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil {
-		end := pod.DeletionTimestamp.Add(time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second)
-		if now.After(end) {
-			return false
-		}
-	}
-	return true
-}
-
-// podComputeUsage: one "pods"; requests.<name> for every resource the pod
-// requests, and cpu, memory and ephemeral-storage bare as requests;
-// limits.cpu, limits.memory and limits.ephemeral-storage. The pod's
-// requests (limits) are the sum over its containers, raised to any larger
-// init container's, plus the pod overhead.
-func podComputeUsage(pod *corev1.Pod) corev1.ResourceList {
-	out := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)}
-	requests := podTotal(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests })
-	limits := podTotal(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits })
-	for n, v := range pod.Spec.Overhead {
-		r := requests[n]
-		r.Add(v)
-		requests[n] = r
-		if l, ok := limits[n]; ok {
-			l.Add(v)
-			limits[n] = l
-		}
-	}
-	for n, v := range requests {
-		if isBareCompute(n) {
-			out[n] = v.DeepCopy()
-		}
-		out["requests."+n] = v.DeepCopy()
-	}
-	for n, v := range limits {
-		if isBareCompute(n) {
-			out["limits."+n] = v.DeepCopy()
-		}
-	}
-	return out
-}
-
-func isBareCompute(n corev1.ResourceName) bool {
-	return n == corev1.ResourceCPU || n == corev1.ResourceMemory || n == corev1.ResourceEphemeralStorage
-}
-
-// podTotal sums of(c) over the app containers and raises each resource to
-// the largest single init container's.
-func podTotal(pod *corev1.Pod, of func(*corev1.Container) corev1.ResourceList) corev1.ResourceList {
-	sum := corev1.ResourceList{}
-	for i := range pod.Spec.Containers {
-		for n, v := range of(&pod.Spec.Containers[i]) {
-			s := sum[n]
-			s.Add(v)
-			sum[n] = s
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		for n, v := range of(&pod.Spec.InitContainers[i]) {
-			if s, ok := sum[n]; !ok || v.Cmp(s) > 0 {
-				sum[n] = v.DeepCopy()
-			}
-		}
-	}
-	return sum
 }
