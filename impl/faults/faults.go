@@ -43,6 +43,34 @@ const (
 	// SchedulerIgnoresPodCapacity: the NodeResourcesFit filter forgets the
 	// node's allocatable pod count (SCHED-2).
 	SchedulerIgnoresPodCapacity = "scheduler-ignores-pod-capacity"
+	// ReplicaSetIgnoresExpectations: the ReplicaSet controller decides
+	// from its pod cache without waiting for its own creations and
+	// deletions to show up there (RS-1).
+	ReplicaSetIgnoresExpectations = "replicaset-ignores-expectations"
+	// SchedulerIgnoresAssumedPods: the scheduler cache drops its
+	// assumption of a pod it has decided on, so the next decisions do not
+	// count it until the binding comes back through the watch (SCHED-2).
+	SchedulerIgnoresAssumedPods = "scheduler-ignores-assumed-pods"
+	// SchedulerIgnoresTaints: the TaintToleration filter lets every pod
+	// onto a node with NoSchedule or NoExecute taints (SCHED-3).
+	SchedulerIgnoresTaints = "scheduler-ignores-taints"
+	// GCDeletesWithLiveOwner: the garbage collector deletes a dependent
+	// when any one of its owners is gone, although another still lives
+	// (GC-1).
+	GCDeletesWithLiveOwner = "gc-deletes-dependent-with-live-owner"
+	// WatchResumeSkipsEvent: the watch cache, resuming a watch from a
+	// resourceVersion, loses the first event after it (STORE-1).
+	WatchResumeSkipsEvent = "watch-resume-skips-event"
+	// QuorumListFromCache: a list with resourceVersion "" (a quorum read)
+	// is served from the watch cache without waiting for it to catch up
+	// (STORE-4).
+	QuorumListFromCache = "quorum-list-served-from-cache"
+	// NodeLifecycleEvictsTolerated: the NoExecute taint manager evicts
+	// pods that tolerate the node's NoExecute taints (GC-1).
+	NodeLifecycleEvictsTolerated = "nodelifecycle-evicts-tolerated-pods"
+	// KubeletRestartsNeverPods: the kubelet restarts an exited container of
+	// a pod with restartPolicy Never (KUBELET-7).
+	KubeletRestartsNeverPods = "kubelet-restarts-never-pods"
 )
 
 // Mutation describes one catalog entry.
@@ -70,6 +98,22 @@ var Catalog = []Mutation{
 		"a rolling update scales old ReplicaSets down counting unready new pods as available", []string{"DEP-2"}},
 	{SchedulerIgnoresPodCapacity, "impl/scheduler/plugins/noderesources/fit.go",
 		"the scheduler binds a pod to a node already holding its allocatable pod count", []string{"SCHED-2"}},
+	{ReplicaSetIgnoresExpectations, "impl/controller/replicaset/controller.go",
+		"the ReplicaSet controller creates pods again before its cache shows the ones it just created", []string{"RS-1"}},
+	{SchedulerIgnoresAssumedPods, "impl/scheduler/cache/cache.go",
+		"the scheduler forgets pods it has decided on until their binding is observed, overfilling nodes", []string{"SCHED-2"}},
+	{SchedulerIgnoresTaints, "impl/scheduler/plugins/tainttoleration/taint_toleration.go",
+		"the scheduler binds pods to nodes with NoExecute taints they do not tolerate", []string{"SCHED-3"}},
+	{GCDeletesWithLiveOwner, "impl/controller/garbagecollector/decide.go",
+		"the garbage collector deletes a dependent one of whose owners still lives", []string{"GC-1"}},
+	{WatchResumeSkipsEvent, "impl/storage/cacher/watcher.go",
+		"a watch resumed from a resourceVersion misses the first event after it", []string{"STORE-1"}},
+	{QuorumListFromCache, "impl/storage/cacher/reads.go",
+		"a list with resourceVersion \"\" is answered from a watch cache that has not caught up", []string{"STORE-4"}},
+	{NodeLifecycleEvictsTolerated, "impl/controller/nodelifecycle/eviction.go",
+		"the taint manager evicts pods that tolerate every NoExecute taint of their node", []string{"GC-1"}},
+	{KubeletRestartsNeverPods, "impl/kubelet/podsync/actions.go",
+		"the kubelet restarts an exited container of a restartPolicy Never pod", []string{"KUBELET-7"}},
 }
 
 // EnvVar names the environment variable read at start.
