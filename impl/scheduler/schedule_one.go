@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
+	"github.com/kubeproof/kubeproof/impl/faults"
 	"github.com/kubeproof/kubeproof/impl/scheduler/extender"
 	fw "github.com/kubeproof/kubeproof/impl/scheduler/framework"
 	"github.com/kubeproof/kubeproof/impl/scheduler/metrics"
@@ -87,6 +88,9 @@ func (s *Scheduler) ScheduleOne(ctx context.Context) {
 		return
 	}
 	host := result.SuggestedHost
+	if faults.CrashPoint(ctx, faults.CrashSchedulerAfterAssume) { // crash point: assumed, not bound
+		return
+	}
 	// Reserve, then Permit, still in the scheduling cycle: what they claim
 	// is seen by the next decision, like the assumption.
 	if st := fwk.RunReservePluginsReserve(ctx, state, assumed, host); !st.IsSuccess() {

@@ -43,6 +43,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/controller/expectations"
 	"github.com/kubeproof/kubeproof/impl/controller/workloop"
+	"github.com/kubeproof/kubeproof/impl/faults"
 )
 
 // Event reasons, as upstream.
@@ -209,7 +210,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		RS:                    rs,
 		Pods:                  pods,
 		RelatedPods:           c.relatedPods(rs, pods),
-		ExpectationsSatisfied: c.expectations.Satisfied(key),
+		ExpectationsSatisfied: c.expectations.Satisfied(key) || faults.Enabled(faults.ReplicaSetIgnoresExpectations), // mutation (RS-1)
 		Now:                   c.clock.Now(),
 	}
 	plan, err := Decide(obs)
@@ -337,7 +338,12 @@ func (c *Controller) manage(ctx context.Context, rs *appsv1.ReplicaSet, key stri
 	switch {
 	case plan.Create > 0:
 		c.expectations.ExpectCreations(key, plan.Create)
-		created, err := CreateInBatches(plan.Create, func() error { return c.createPod(ctx, rs) })
+		created, err := CreateInBatches(plan.Create, func() error {
+			if faults.CrashPoint(ctx, faults.CrashReplicaSetMidBatch) { // crash point: some pods of the batch created, no status
+				return faults.ErrCrashed
+			}
+			return c.createPod(ctx, rs)
+		})
 		for i := created; i < plan.Create; i++ {
 			// Failed or skipped creations will never be observed.
 			c.expectations.CreationObserved(key)

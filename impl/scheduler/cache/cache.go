@@ -21,6 +21,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubeproof/kubeproof/impl/faults"
 	fw "github.com/kubeproof/kubeproof/impl/scheduler/framework"
 )
 
@@ -159,6 +160,9 @@ func (c *Cache) AssumePod(pod *v1.Pod) error {
 	}
 	if pod.Spec.NodeName == "" {
 		return fmt.Errorf("assuming pod %s/%s: no node name", pod.Namespace, pod.Name)
+	}
+	if faults.Enabled(faults.SchedulerIgnoresAssumedPods) { // mutation: the assumption is dropped (SCHED-2)
+		return nil
 	}
 	c.addPodLocked(pod, true)
 	return nil

@@ -13,6 +13,7 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 
+	"github.com/kubeproof/kubeproof/impl/faults"
 	fw "github.com/kubeproof/kubeproof/impl/scheduler/framework"
 )
 
@@ -42,7 +43,7 @@ func (*TaintToleration) Filter(_ context.Context, _ *fw.CycleState, pod *v1.Pod,
 		func(t *v1.Taint) bool {
 			return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
 		}, false)
-	if !untolerated {
+	if !untolerated || faults.Enabled(faults.SchedulerIgnoresTaints) { // mutation: taints ignored (SCHED-3)
 		return nil
 	}
 	return fw.NewStatus(fw.UnschedulableAndUnresolvable, fmt.Sprintf("node(s) had untolerated taint {%s: %s}", taint.Key, taint.Value))
