@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubeproof/kubeproof/impl/faults"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 	"github.com/kubeproof/kubeproof/impl/kubelet/prober"
@@ -315,6 +316,9 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 			return fmt.Errorf("creating sandbox for pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 		sandboxID = id
+		if faults.CrashPoint(ctx, faults.CrashKubeletAfterSandbox) { // crash point: sandbox up, status not written
+			return faults.ErrCrashed
+		}
 	} else if sb := rs.LatestSandbox(); sb != nil {
 		sbConfig.Metadata.Attempt = sb.Attempt
 	}

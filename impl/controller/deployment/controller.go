@@ -44,6 +44,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeproof/kubeproof/impl/controller/workloop"
+	"github.com/kubeproof/kubeproof/impl/faults"
 )
 
 // Controller is the Deployment controller.
@@ -200,6 +201,9 @@ func (c *Controller) execute(ctx context.Context, d *appsv1.Deployment, plan Pla
 			_, err = rsClient.Create(ctx, a.ReplicaSet, metav1.CreateOptions{})
 			if err != nil {
 				return c.createFailed(ctx, d, a.ReplicaSet, err)
+			}
+			if faults.CrashPoint(ctx, faults.CrashDeploymentAfterNewRS) { // crash point: new RS created, old not scaled
+				return faults.ErrCrashed
 			}
 		case UpdateReplicaSet:
 			rs := a.ReplicaSet

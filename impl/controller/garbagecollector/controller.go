@@ -46,6 +46,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubeproof/kubeproof/impl/controller/workloop"
+	"github.com/kubeproof/kubeproof/impl/faults"
 )
 
 // EventOwnerRefInvalidNamespace is the warning for an invalid owner namespace.
@@ -449,6 +450,9 @@ func (gc *GarbageCollector) orphanDependents(ctx context.Context, key string) er
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
+	}
+	if faults.CrashPoint(ctx, faults.CrashGCAfterOrphaning) { // crash point: dependents orphaned, finalizer kept
+		return faults.ErrCrashed
 	}
 	owner, r, err := gc.getLive(ctx, snap.Identity)
 	if err != nil || owner == nil || !has(owner.Finalizers, FinalizerOrphan) {

@@ -3,6 +3,8 @@ package garbagecollector
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubeproof/kubeproof/impl/faults"
 )
 
 // OwnerState is what a live read says about one owner reference.
@@ -82,7 +84,7 @@ func Decide(it Item) Action {
 	switch {
 	case len(it.Owners) == 0:
 		return Action{Kind: None}
-	case len(solid) > 0:
+	case len(solid) > 0 && !(len(dangling) > 0 && faults.Enabled(faults.GCDeletesWithLiveOwner)): // mutation: one owner gone deletes it (GC-1)
 		if len(dangling) == 0 && len(waiting) == 0 {
 			return Action{Kind: None}
 		}

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubeproof/kubeproof/impl/faults"
 )
 
 // DefaultTolerations stands in for the DefaultTolerationSeconds admission
@@ -93,7 +95,7 @@ func DecideEviction(pod *corev1.Pod, taints []corev1.Taint, defaults DefaultTole
 				}
 			}
 		}
-		if !tolerated {
+		if !tolerated || faults.Enabled(faults.NodeLifecycleEvictsTolerated) { // mutation: tolerations ignored (GC-1)
 			return Eviction{Kind: EvictNow}
 		}
 	}

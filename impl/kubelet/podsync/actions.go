@@ -26,6 +26,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/kubeproof/kubeproof/impl/faults"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
 )
 
@@ -137,7 +138,7 @@ func IsTerminalPhase(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v
 func shouldRestart(policy v1.RestartPolicy, exitCode int32) bool {
 	switch policy {
 	case v1.RestartPolicyNever:
-		return false
+		return faults.Enabled(faults.KubeletRestartsNeverPods) // mutation: Never pods restarted (KUBELET-7)
 	case v1.RestartPolicyOnFailure:
 		return exitCode != 0
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kubeproof/kubeproof/impl/faults"
 	"github.com/kubeproof/kubeproof/impl/storage"
 	"github.com/kubeproof/kubeproof/impl/storage/etcd3"
 )
@@ -74,7 +75,7 @@ func copyInto(key string, obj, out runtime.Object) error {
 func delegateList(opts storage.ListOptions) bool {
 	switch {
 	case opts.ResourceVersion == "":
-		return true
+		return !faults.Enabled(faults.QuorumListFromCache) // mutation: quorum list from the cache (STORE-4)
 	case opts.Predicate.Continue != "":
 		return true
 	case opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact:

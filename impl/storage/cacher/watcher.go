@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/kubeproof/kubeproof/impl/faults"
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
@@ -300,6 +301,9 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.ListOptions
 				fmt.Sprintf("too old resource version: %d (%d)", rv, window))), nil
 		}
 		replay = c.eventsAfterLocked(rv)
+		if faults.Enabled(faults.WatchResumeSkipsEvent) { // mutation: the first event after rv is lost (STORE-1)
+			replay = faults.DropFirst(replay, func(ce *cacheEvent) bool { _, ok := w.translate(ce); return ok })
+		}
 		startRV = rv
 	}
 	c.nextID++
