@@ -56,7 +56,22 @@ var ErrCrashed = errors.New("component crashed at an armed crash point")
 
 type armedCrash struct {
 	skip  int
-	crash func(point string)
+	crash func(point, component string)
+}
+
+type componentKey struct{}
+
+// WithComponent names the component whose run ctx belongs to; the crash
+// function of a point learns which instance reached it (e.g. which
+// kubelet).
+func WithComponent(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, componentKey{}, name)
+}
+
+// ComponentOf returns the name WithComponent put into ctx, or "".
+func ComponentOf(ctx context.Context) string {
+	s, _ := ctx.Value(componentKey{}).(string)
+	return s
 }
 
 var (
@@ -67,9 +82,10 @@ var (
 )
 
 // ArmCrash arms point: after it has been reached skip times, the next time
-// runs crash (once) and makes CrashPoint return true. disarm undoes it if
-// it has not fired.
-func ArmCrash(point string, skip int, crash func(point string)) (disarm func()) {
+// runs crash (once) with the point and the component named in the
+// reconcile's context (WithComponent), and makes CrashPoint return true.
+// disarm undoes it if it has not fired.
+func ArmCrash(point string, skip int, crash func(point, component string)) (disarm func()) {
 	a := &armedCrash{skip: skip, crash: crash}
 	crashMu.Lock()
 	crashes[point] = a
@@ -86,9 +102,8 @@ func ArmCrash(point string, skip int, crash func(point string)) (disarm func()) 
 }
 
 // CrashPoint reports whether the component must crash here (see the
-// constants). ctx is the reconcile's context; it is not used to decide, but
-// keeps the call shape of every hook the same.
-func CrashPoint(_ context.Context, point string) bool {
+// constants). ctx is the reconcile's context; it names the component.
+func CrashPoint(ctx context.Context, point string) bool {
 	if !crashAny.Load() {
 		return false
 	}
@@ -107,7 +122,7 @@ func CrashPoint(_ context.Context, point string) bool {
 	crashAny.Store(len(crashes) > 0)
 	crashHits[point]++
 	crashMu.Unlock()
-	a.crash(point)
+	a.crash(point, ComponentOf(ctx))
 	return true
 }
 

@@ -7,12 +7,12 @@ import (
 )
 
 func TestCrashPointFiresOnceAfterSkip(t *testing.T) {
-	ctx := context.Background()
+	ctx := WithComponent(context.Background(), "node-2")
 	if CrashPoint(ctx, CrashSchedulerAfterAssume) {
 		t.Fatal("unarmed crash point fired")
 	}
 	var fired []string
-	disarm := ArmCrash(CrashSchedulerAfterAssume, 2, func(p string) { fired = append(fired, p) })
+	disarm := ArmCrash(CrashSchedulerAfterAssume, 2, func(p, comp string) { fired = append(fired, p+"@"+comp) })
 	defer disarm()
 	got := []bool{}
 	for i := 0; i < 5; i++ {
@@ -21,7 +21,7 @@ func TestCrashPointFiresOnceAfterSkip(t *testing.T) {
 	if want := []bool{false, false, true, false, false}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("crash point results %v, want %v", got, want)
 	}
-	if !reflect.DeepEqual(fired, []string{CrashSchedulerAfterAssume}) {
+	if !reflect.DeepEqual(fired, []string{CrashSchedulerAfterAssume + "@node-2"}) {
 		t.Fatalf("crash function ran for %v", fired)
 	}
 	if CrashHits()[CrashSchedulerAfterAssume] < 1 || len(Armed()) != 0 {
@@ -30,7 +30,7 @@ func TestCrashPointFiresOnceAfterSkip(t *testing.T) {
 }
 
 func TestDisarmedCrashPointDoesNotFire(t *testing.T) {
-	disarm := ArmCrash(CrashKubeletAfterSandbox, 0, func(string) { t.Error("disarmed point fired") })
+	disarm := ArmCrash(CrashKubeletAfterSandbox, 0, func(string, string) { t.Error("disarmed point fired") })
 	if CrashPoint(context.Background(), CrashGCAfterOrphaning) {
 		t.Fatal("another point fired")
 	}
