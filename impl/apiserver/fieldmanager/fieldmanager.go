@@ -53,8 +53,10 @@ type Config struct {
 
 // Manager updates the managed fields of one endpoint's writes.
 type Manager struct {
-	fm   *managedfields.FieldManager
-	kind schema.GroupVersionKind
+	fm     *managedfields.FieldManager
+	kind   schema.GroupVersionKind
+	tc     managedfields.TypeConverter
+	create *createPath // nil when creates take the full manager
 }
 
 // New builds the manager of cfg.
@@ -74,7 +76,7 @@ func New(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("field manager for %s: %w", cfg.Kind, err)
 	}
-	return &Manager{fm: fm, kind: cfg.Kind}, nil
+	return &Manager{fm: fm, kind: cfg.Kind, tc: cfg.TypeConverter, create: newCreatePath(cfg, reset)}, nil
 }
 
 // defaulter adapts a strategy's Default to runtime.ObjectDefaulter.
@@ -93,6 +95,9 @@ func (d defaulter) Default(obj runtime.Object) {
 // only); an empty list resets them. It never fails the write: if the
 // fields cannot be computed the live object's are kept.
 func (m *Manager) Update(live, obj runtime.Object, manager string) runtime.Object {
+	if m.create.applies(live, obj, manager) {
+		return m.create.update(obj, m.tc, manager)
+	}
 	return m.fm.UpdateNoErrors(live, obj, manager)
 }
 

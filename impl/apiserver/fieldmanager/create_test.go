@@ -1,0 +1,125 @@
+package fieldmanager
+
+import (
+	"math/rand"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/kubeproof/kubeproof/impl/registry"
+)
+
+// The short road of a create records exactly what apimachinery's field
+// manager records (time aside), on random objects of every served kind,
+// and leaves the object's kind as it found it.
+func TestCreateMatchesFieldManager(t *testing.T) {
+	const perKind = 30
+	f := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(7), scheme.Codecs).NilChance(0.3).NumElements(0, 3)
+	for _, res := range registry.All() {
+		gvk := res.GroupVersionKind()
+		t.Run(gvk.String(), func(t *testing.T) {
+			var reset []string
+			if res.Status != nil {
+				reset = []string{"status"}
+			}
+			m := managerFor(t, gvk, "", reset...)
+			if m.create == nil {
+				t.Skip("no short road for this kind")
+			}
+			taken := 0
+			for i := 0; i < perKind; i++ {
+				obj := res.New()
+				f.Fill(obj)
+				acc, _ := meta.Accessor(obj)
+				acc.SetManagedFields(nil)
+				res.Strategy.Default(obj)
+				if i%2 == 0 {
+					obj.GetObjectKind().SetGroupVersionKind(gvk)
+				} else {
+					obj.GetObjectKind().SetGroupVersionKind(gvk.GroupVersion().WithKind(""))
+				}
+				kindBefore := obj.GetObjectKind().GroupVersionKind()
+				want := m.fm.UpdateNoErrors(res.New(), obj.DeepCopyObject(), "creator")
+				if !m.create.applies(res.New(), obj, "creator") {
+					t.Fatalf("a create without managed fields does not take the short road")
+				}
+				taken++
+				got := m.Update(res.New(), obj, "creator")
+				if got != obj {
+					t.Fatalf("Update returned another object")
+				}
+				if k := obj.GetObjectKind().GroupVersionKind(); k != kindBefore {
+					t.Fatalf("kind changed from %v to %v", kindBefore, k)
+				}
+				if g, w := withoutTimes(t, got), withoutTimes(t, want); !reflect.DeepEqual(g, w) {
+					t.Fatalf("managed fields differ\n got: %v\nwant: %v", g, w)
+				}
+			}
+			if taken == 0 {
+				t.Fatal("no create took the short road")
+			}
+		})
+	}
+}
+
+// Writes that are not plain creates take the full field manager: an
+// existing live object, client-sent managed fields, a non-UTF-8 manager.
+func TestCreatePathOnlyForPlainCreates(t *testing.T) {
+	m := managerFor(t, corev1.SchemeGroupVersion.WithKind("ConfigMap"), "")
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Data: map[string]string{"k": "v"}}
+	if !m.create.applies(&corev1.ConfigMap{}, obj, "m") {
+		t.Fatal("a plain create does not take the short road")
+	}
+	live := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", UID: "u"}}
+	withFields := obj.DeepCopy()
+	withFields.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "x"}}
+	for name, c := range map[string]struct {
+		live, obj runtime.Object
+		manager   string
+	}{
+		"live object":          {live, obj, "m"},
+		"client managed field": {&corev1.ConfigMap{}, withFields, "m"},
+		"invalid UTF-8":        {&corev1.ConfigMap{}, obj, "m\xff"},
+		"other type":           {&corev1.Secret{}, obj, "m"},
+	} {
+		if m.create.applies(c.live, c.obj, c.manager) {
+			t.Errorf("%s: takes the short road", name)
+		}
+	}
+	// An object with nothing but its identity records no manager.
+	bare := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}}
+	if got := m.Update(&corev1.ConfigMap{}, bare, "m"); len(got.(*corev1.ConfigMap).ManagedFields) != 0 {
+		t.Errorf("bare object got managed fields %v", got.(*corev1.ConfigMap).ManagedFields)
+	}
+	// An empty manager is recorded as "unknown", as upstream does.
+	got := m.Update(&corev1.ConfigMap{}, obj.DeepCopy(), "").(*corev1.ConfigMap)
+	if len(got.ManagedFields) != 1 || got.ManagedFields[0].Manager != "unknown" || got.ManagedFields[0].Time == nil {
+		t.Errorf("empty manager recorded as %+v", got.ManagedFields)
+	}
+}
+
+// withoutTimes is obj's managed fields with times checked present and
+// then cleared.
+func withoutTimes(t *testing.T, obj runtime.Object) []metav1.ManagedFieldsEntry {
+	t.Helper()
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []metav1.ManagedFieldsEntry
+	for _, e := range acc.GetManagedFields() {
+		if e.Time == nil {
+			t.Fatalf("entry %s has no time", e.Manager)
+		}
+		e.Time = nil
+		out = append(out, e)
+	}
+	return out
+}
