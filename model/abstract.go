@@ -132,6 +132,7 @@ func (m *Model) FromSnapshot(sn Snapshot) (State, error) {
 	for _, p := range m.pods {
 		s.KubeletKnows[p] = s.Sandboxes[p] > 0 && s.KubeletUp[s.SandboxNode[p]]
 	}
+	m.kubeletViewsCurrent(&s)
 	m.deliver(&s)
 	return s, nil
 }
@@ -150,6 +151,7 @@ func (m *Model) Observable(s *State) State {
 	for _, p := range m.pods {
 		o.KubeletKnows[p] = o.Sandboxes[p] > 0 && o.KubeletUp[o.SandboxNode[p]]
 	}
+	m.kubeletViewsCurrent(&o)
 	m.syncCache(&o, ReplicaSetController)
 	m.syncCache(&o, Scheduler)
 	return m.sortSlots(o)
@@ -160,4 +162,18 @@ func (m *Model) Observable(s *State) State {
 // node's pool (node numbers must agree).
 func (m *Model) SameObservable(a, b *State) bool {
 	return m.Observable(a) == m.Observable(b)
+}
+
+// kubeletViewsCurrent sets every running kubelet's view of its pods to the
+// pods as they are (KubeletLag = 1), as after a fresh start.
+func (m *Model) kubeletViewsCurrent(s *State) {
+	if m.cfg.KubeletLag == 0 {
+		return
+	}
+	for _, p := range m.pods {
+		s.KubeletView[p] = KubeletSeenNothing
+		if n := s.PodNode[p]; n != 0 && s.KubeletUp[n] {
+			s.KubeletView[p] = ProjKubelet(s, p)
+		}
+	}
 }

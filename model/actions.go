@@ -61,6 +61,8 @@ const (
 	KubeletProbeFail
 	KubeletCompletePod
 	NodeLifecycleMarkPodNotReady
+	// Kubelet informer: the kubelet's view of a pod catches up.
+	KubeletObservePod
 	// Only in mutants (not part of the specification).
 	ReplicaSetAdoptPod
 	numKinds
@@ -76,6 +78,7 @@ var kindNames = [numKinds]string{"", "CreateDeployment", "UpdateDeployment", "Sc
 	"ControllerCrash", "ControllerRestart", "KubeletCrash", "KubeletRestart", "WatchDrop", "Relist", "NodeFail", "NodeRecover",
 	"DeliverWatchEvent", "NodeJoin", "NodeDelete", "PodGCDeletePod",
 	"KubeletReportReady", "KubeletProbeFail", "KubeletCompletePod", "NodeLifecycleMarkPodNotReady",
+	"KubeletObservePod",
 	"ReplicaSetAdoptPod"}
 
 func (k Kind) String() string {
@@ -111,7 +114,7 @@ func (k Kind) Fair() bool {
 // Writes reports whether the action writes to the store.
 func (k Kind) Writes() bool {
 	switch k {
-	case KubeletStartPod, KubeletStopPod,
+	case KubeletStartPod, KubeletStopPod, KubeletObservePod,
 		ControllerCrash, ControllerRestart, KubeletCrash, KubeletRestart, WatchDrop, Relist, NodeFail, NodeRecover,
 		DeliverWatchEvent:
 		return false
@@ -220,9 +223,11 @@ func (m *Model) Successors(s *State, emit func(a Action, t *State)) {
 		try(actPod(NodeLifecycleMarkPodNotReady, 0, p), m.nodeLifecycleMarkPodNotReady(s, &t, p))
 		try(actPod(PodGCDeletePod, 0, p), m.podGCDeletePod(s, &t, p))
 		for n := 1; n <= c.NumNodes; n++ {
-			if s.PodNode[p] != uint8(n) && s.SandboxNode[p] != uint8(n) && m.mutant != MutantKubeletRunsPodBoundElsewhere {
-				continue // every kubelet action of node n concerns a pod bound to n or with a sandbox on n
+			if s.PodNode[p] != uint8(n) && s.SandboxNode[p] != uint8(n) && KubeletSeenNode(s.KubeletView[p]) != n &&
+				m.mutant != MutantKubeletRunsPodBoundElsewhere {
+				continue // every kubelet action of node n concerns a pod bound to n, with a sandbox on n, or in n's view
 			}
+			try(actPod(KubeletObservePod, 1, n, p), m.kubeletObservePod(s, &t, n, p))
 			try(actPod(KubeletStartPod, 1, n, p), m.kubeletStartPod(s, &t, n, p))
 			try(actPod(KubeletRejectPod, 1, n, p), m.kubeletRejectPod(s, &t, n, p))
 			try(actPod(KubeletUpdatePodStatus, 1, n, p), m.kubeletUpdatePodStatus(s, &t, n, p))
@@ -819,14 +824,15 @@ func (m *Model) nodeLifecycleEvictPod(s, t *State, p int) bool {
 
 func (m *Model) kubeletReady(s *State, n int) bool { return s.NodeUp[n] && s.KubeletUp[n] }
 
-// kubeletAdmissible: p is bound to n, live, Pending, and the kubelet has no
-// sandbox for it in its pod manager.
+// kubeletAdmissible: the kubelet sees p live and bound to n (its view, see
+// KubeletSees), p's status is Pending (the kubelet's own status manager
+// knows), and the kubelet has no sandbox for it in its pod manager.
 func (m *Model) kubeletAdmissible(s *State, n, p int) bool {
-	bound := s.PodNode[p] == uint8(n)
+	bound := m.KubeletSees(s, p) == KubeletSeen(n, Live)
 	if m.mutant == MutantKubeletRunsPodBoundElsewhere {
-		bound = s.PodNode[p] != 0 // runs every scheduled pod it hears of
+		bound = s.PodNode[p] != 0 && s.PodState[p] == Live // runs every scheduled pod it hears of
 	}
-	return m.kubeletReady(s, n) && bound && s.PodState[p] == Live && s.PodPhase[p] == Pending && !s.KubeletKnows[p] &&
+	return m.kubeletReady(s, n) && bound && s.PodPhase[p] == Pending && !s.KubeletKnows[p] &&
 		(s.Sandboxes[p] == 0 || s.SandboxNode[p] == uint8(n))
 }
 
@@ -855,7 +861,8 @@ func (m *Model) kubeletStartPod(s, t *State, n, p int) bool {
 // KubeletRejectPod(n, p): admission fails (the node is full, or its labels
 // do not match p's nodeSelector: reason NodeAffinity): p Failed.
 func (m *Model) kubeletRejectPod(s, t *State, n, p int) bool {
-	if !m.kubeletAdmissible(s, n, p) || s.PodNode[p] != uint8(n) || m.Admitted(s, n) < m.cfg.Capacity && m.MatchesNode(p, n) {
+	if !m.kubeletAdmissible(s, n, p) || s.PodState[p] == Absent || s.PodNode[p] != uint8(n) ||
+		m.Admitted(s, n) < m.cfg.Capacity && m.MatchesNode(p, n) {
 		return false
 	}
 	*t = *s
@@ -878,14 +885,15 @@ func (m *Model) kubeletUpdatePodStatus(s, t *State, n, p int) bool {
 	return true
 }
 
-// KubeletStopPod(n, p): p is terminating, terminal, or not bound here: stop
-// its containers (gracefully), remove its sandbox and release its IP.
+// KubeletStopPod(n, p): the kubelet sees p terminating, gone or not bound
+// here, or p is terminal: stop its containers (gracefully), remove its
+// sandbox and release its IP.
 func (m *Model) kubeletStopPod(s, t *State, n, p int) bool {
 	if m.mutant == MutantKubeletNeverStopsFailedPods && s.PodState[p] == Live && s.PodPhase[p] == Failed {
 		return false
 	}
 	if !m.kubeletReady(s, n) || s.Sandboxes[p] == 0 || s.SandboxNode[p] != uint8(n) ||
-		(s.PodState[p] == Live && !Terminal(s.PodPhase[p]) && s.PodNode[p] == uint8(n)) {
+		(m.KubeletSees(s, p) == KubeletSeen(n, Live) && !Terminal(s.PodPhase[p])) {
 		return false
 	}
 	*t = *s
@@ -898,13 +906,15 @@ func (m *Model) kubeletStopPod(s, t *State, n, p int) bool {
 	return true
 }
 
-// KubeletFinalizePod(n, p): p is terminating on n and nothing of it runs
-// any more: delete the object for good (grace period 0).
+// KubeletFinalizePod(n, p): the kubelet sees p terminating on n and nothing
+// of it runs any more: delete the object for good (grace period 0, with a
+// UID precondition: the pod must still be terminating on n).
 func (m *Model) kubeletFinalizePod(s, t *State, n, p int) bool {
 	if m.mutant == MutantKubeletNeverFinalizesDeletion {
 		return false
 	}
-	if !m.kubeletReady(s, n) || s.PodState[p] != Deleting || s.PodNode[p] != uint8(n) || s.Sandboxes[p] != 0 {
+	if !m.kubeletReady(s, n) || m.KubeletSees(s, p) != KubeletSeen(n, Deleting) ||
+		s.PodState[p] != Deleting || s.PodNode[p] != uint8(n) || s.Sandboxes[p] != 0 {
 		return false
 	}
 	*t = *s
@@ -1011,13 +1021,16 @@ func (m *Model) kubeletCrash(s, t *State, n int) bool {
 		if s.SandboxNode[p] == uint8(n) {
 			t.KubeletKnows[p] = false
 		}
+		if KubeletSeenNode(s.KubeletView[p]) == n {
+			t.KubeletView[p] = KubeletSeenNothing
+		}
 	}
 	t.Crashes++
 	return true
 }
 
-// KubeletRestart(n): the kubelet of node n starts again and rebuilds its pod
-// manager from the runtime's sandboxes.
+// KubeletRestart(n): the kubelet of node n starts again, rebuilds its pod
+// manager from the runtime's sandboxes and lists the pods bound to n.
 func (m *Model) kubeletRestart(s, t *State, n int) bool {
 	if s.KubeletUp[n] || s.NodeState[n] != Live {
 		return false
@@ -1028,6 +1041,13 @@ func (m *Model) kubeletRestart(s, t *State, n int) bool {
 		for _, p := range m.pods {
 			if s.SandboxNode[p] == uint8(n) && s.Sandboxes[p] > 0 {
 				t.KubeletKnows[p] = true
+			}
+		}
+	}
+	if m.cfg.KubeletLag == 1 {
+		for _, p := range m.pods {
+			if int(s.PodNode[p]) == n {
+				t.KubeletView[p] = ProjKubelet(s, p)
 			}
 		}
 	}
@@ -1086,6 +1106,9 @@ func (m *Model) nodeDelete(s, t *State, n int) bool {
 	for _, p := range m.pods {
 		if s.SandboxNode[p] == uint8(n) {
 			t.Sandboxes[p], t.SandboxNode[p], t.SandboxIP[p], t.KubeletKnows[p] = 0, 0, 0, false
+		}
+		if KubeletSeenNode(s.KubeletView[p]) == n {
+			t.KubeletView[p] = KubeletSeenNothing
 		}
 	}
 	t.NodeDeletes++
@@ -1171,5 +1194,24 @@ func (m *Model) nodeLifecycleMarkPodNotReady(s, t *State, p int) bool {
 	*t = *s
 	t.PodReady[p] = false
 	m.write(s, t, NodeLifecycleMarkPodNotReady)
+	return true
+}
+
+// KubeletObservePod(n, p): the kubelet of node n sees pod p as it is now
+// (KubeletLag = 1): p bound to n, terminating, or gone. The kubelet's pod
+// watch and its pod workers coalesce updates, so the view of each pod
+// jumps to the current object; until then the kubelet acts on the old one.
+// Without this step for a while the view may be any number of changes
+// behind, which also covers a dropped kubelet watch.
+func (m *Model) kubeletObservePod(s, t *State, n, p int) bool {
+	if m.cfg.KubeletLag == 0 || !m.kubeletReady(s, n) {
+		return false
+	}
+	now := ProjKubelet(s, p)
+	if now == s.KubeletView[p] || KubeletSeenNode(now) != n && KubeletSeenNode(s.KubeletView[p]) != n {
+		return false
+	}
+	*t = *s
+	t.KubeletView[p] = now
 	return true
 }

@@ -47,6 +47,7 @@ type Config struct {
 	MaxProbeFailures    int // readiness probe failures of running containers, in total
 	RestartPolicy       int // of the pod template: 0 Always, 1 OnFailure, 2 Never
 	MaxCompletions      int // containers that exit 0 (run to completion), in total
+	KubeletLag          int // 1: each kubelet acts on its own lagging view of the pods bound to its node (kubeletView)
 
 	// Invariants and Properties are the property IDs to check (e.g. "SCHED-2",
 	// "LIVE-1"), translated from the TLA+ operator names (SCHED_2, LIVE_1).
@@ -66,6 +67,7 @@ func (c *Config) constantFields() map[string]*int {
 		"MaxNodeDeletes": &c.MaxNodeDeletes, "LabeledNodes": &c.LabeledNodes, "SelectorDeployments": &c.SelectorDeployments,
 		"ReadinessProbes": &c.ReadinessProbes, "MaxProbeFailures": &c.MaxProbeFailures,
 		"RestartPolicy": &c.RestartPolicy, "MaxCompletions": &c.MaxCompletions,
+		"KubeletLag": &c.KubeletLag,
 	}
 }
 
@@ -188,6 +190,7 @@ func (c Config) Validate() error {
 		check("MaxProbeFailures", c.MaxProbeFailures, 0, 9),
 		check("RestartPolicy", c.RestartPolicy, RestartAlways, RestartNever),
 		check("MaxCompletions", c.MaxCompletions, 0, 9),
+		check("KubeletLag", c.KubeletLag, 0, 1),
 	} {
 		if e != nil {
 			return e

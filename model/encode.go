@@ -59,12 +59,12 @@ func (m *Model) Encode(s *State, buf []byte) []byte {
 func (m *Model) nodesChange() bool { return m.cfg.JoiningNodes > 0 || m.cfg.MaxNodeDeletes > 0 }
 
 // podRecordLen is the length of appendPod's record.
-const podRecordLen = 13
+const podRecordLen = 14
 
 func appendPod(buf []byte, s *State, p int) []byte {
 	return append(buf, s.PodState[p], s.PodNode[p], s.PodPhase[p], s.PodOwners[p],
 		s.Sandboxes[p], s.SandboxNode[p], s.SandboxIP[p], b2u(s.KubeletKnows[p]),
-		s.RSCView[p], s.RSCExpect[p], s.SchedView[p], s.SchedAssumed[p], b2u(s.PodReady[p]))
+		s.RSCView[p], s.RSCExpect[p], s.SchedView[p], s.SchedAssumed[p], b2u(s.PodReady[p]), s.KubeletView[p])
 }
 
 // appendPodKey is pod p's record followed by where it appears in the
@@ -206,6 +206,9 @@ func (m *Model) permuteNodes(s *State, perm [MaxNodes + 1]uint8) State {
 		t.PodNode[p] = perm[s.PodNode[p]]
 		t.SandboxNode[p] = perm[s.SandboxNode[p]]
 		t.SchedAssumed[p] = perm[s.SchedAssumed[p]]
+		if v := s.KubeletView[p]; v != KubeletSeenNothing {
+			t.KubeletView[p] = KubeletSeen(int(perm[KubeletSeenNode(v)]), KubeletSeenState(v))
+		}
 		if s.SchedView[p] > SchedUnbound {
 			t.SchedView[p] = SchedUnbound + perm[s.SchedView[p]-SchedUnbound]
 		}
@@ -272,6 +275,7 @@ func swapPods(s *State, p, q int) {
 	s.SchedView[p], s.SchedView[q] = s.SchedView[q], s.SchedView[p]
 	s.SchedAssumed[p], s.SchedAssumed[q] = s.SchedAssumed[q], s.SchedAssumed[p]
 	s.PodReady[p], s.PodReady[q] = s.PodReady[q], s.PodReady[p]
+	s.KubeletView[p], s.KubeletView[q] = s.KubeletView[q], s.KubeletView[p]
 	for c := 1; c <= NumControllers; c++ {
 		for i, e := range s.Pending[c] {
 			switch int(e.Pod) {
@@ -302,6 +306,7 @@ func (m *Model) Decode(b []byte) State {
 		s.Sandboxes[p], s.SandboxNode[p], s.SandboxIP[p], s.KubeletKnows[p] = next(), next(), next(), next() == 1
 		s.RSCView[p], s.RSCExpect[p], s.SchedView[p], s.SchedAssumed[p] = next(), next(), next(), next()
 		s.PodReady[p] = next() == 1
+		s.KubeletView[p] = next()
 	}
 	for n := 1; n <= c.NumNodes; n++ {
 		s.NodeTainted[n], s.KubeletUp[n], s.NodeUp[n] = next() == 1, next() == 1, next() == 1

@@ -79,6 +79,7 @@ func (m *Model) Bindings(s *State) []Binding {
 		add("rscExpect["+n+"]", expectNames[s.RSCExpect[p]])
 		add("schedView["+n+"]", fmt.Sprint(s.SchedView[p]))
 		add("schedAssumed["+n+"]", fmt.Sprint(s.SchedAssumed[p]))
+		add("kubeletView["+n+"]", kubeletViewStr(s.KubeletView[p]))
 	}
 	for n := 1; n <= c.NumNodes; n++ {
 		add(fmt.Sprintf("nodeTainted[%d]", n), boolStr(s.NodeTainted[n]))
@@ -140,4 +141,9 @@ func (m *Model) Summary(s *State) []string {
 		out = append(out, "(no objects; every component, node and watch up)")
 	}
 	return out
+}
+
+// kubeletViewStr renders a kubeletView value as its TLA+ pair.
+func kubeletViewStr(v uint8) string {
+	return fmt.Sprintf("<<%s, %d>>", lifecycleNames[KubeletSeenState(v)], KubeletSeenNode(v))
 }

@@ -107,6 +107,24 @@ func ProjSched(s *State, p int) uint8 {
 	return SchedUnbound + s.PodNode[p]
 }
 
+// ProjKubelet is what the kubelet of pod p's node would see of p now: p
+// bound there, live or terminating; nothing for an absent or unbound pod.
+func ProjKubelet(s *State, p int) uint8 {
+	if s.PodState[p] == Absent || s.PodNode[p] == 0 {
+		return KubeletSeenNothing
+	}
+	return KubeletSeen(int(s.PodNode[p]), s.PodState[p])
+}
+
+// KubeletSees is the kubelet's view of pod p: its lagging view with
+// KubeletLag = 1, the current pod otherwise.
+func (m *Model) KubeletSees(s *State, p int) uint8 {
+	if m.cfg.KubeletLag == 1 {
+		return s.KubeletView[p]
+	}
+	return ProjKubelet(s, p)
+}
+
 // ActiveView reports whether a cached view counts as an active pod.
 func ActiveView(view uint8) bool { return view == ViewActive }
 
@@ -201,7 +219,7 @@ func OwnersGone(s *State, p int) bool {
 func SlotFree(s *State, p int) bool {
 	if !(s.PodState[p] == Absent && s.Sandboxes[p] == 0 && s.SandboxNode[p] == 0 && s.SandboxIP[p] == 0 &&
 		!s.KubeletKnows[p] && s.RSCView[p] == ViewAbsent && s.RSCExpect[p] == ExpectNone &&
-		s.SchedView[p] == SchedNotCached && s.SchedAssumed[p] == 0) {
+		s.SchedView[p] == SchedNotCached && s.SchedAssumed[p] == 0 && s.KubeletView[p] == KubeletSeenNothing) {
 		return false
 	}
 	for c := 1; c <= NumControllers; c++ {

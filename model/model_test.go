@@ -335,3 +335,38 @@ func TestFromSnapshotReadinessAndNodes(t *testing.T) {
 		t.Fatalf("violated %v", v)
 	}
 }
+
+// With KubeletLag a kubelet acts on its own view: it can start a pod that
+// is already terminating in the store (its view still shows it live), and
+// then stops it once it sees the deletion; without the lag it cannot.
+func TestKubeletActsOnItsLaggingView(t *testing.T) {
+	for _, lag := range []int{0, 1} {
+		m := loadSmall(t)
+		cfg := m.Config()
+		cfg.KubeletLag, cfg.MaxCrashes, cfg.MaxWatchDrops, cfg.MaxNodeFailures, cfg.MaxEvictions = lag, 0, 0, 0, 0
+		cfg.Replicas, cfg.Capacity, cfg.PodsPerRS = 1, 1, 2
+		m, err := New(cfg, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		startedTerminating := false
+		seen := map[State]bool{}
+		queue := m.Init()
+		for len(queue) > 0 && !startedTerminating {
+			s := queue[0]
+			queue = queue[1:]
+			m.Successors(&s, func(a Action, next *State) {
+				if a.Kind == KubeletStartPod && s.PodState[a.Args[1]] == Deleting {
+					startedTerminating = true
+				}
+				if !seen[*next] {
+					seen[*next] = true
+					queue = append(queue, *next)
+				}
+			})
+		}
+		if startedTerminating != (lag == 1) {
+			t.Errorf("KubeletLag=%d: a kubelet started a terminating pod: %v", lag, startedTerminating)
+		}
+	}
+}

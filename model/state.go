@@ -114,6 +114,7 @@ type State struct {
 	RSCExpect    [MaxPods]uint8 // the ReplicaSet controller's expectations (Expect*)
 	SchedView    [MaxPods]uint8 // the scheduler's informer cache (Sched*)
 	SchedAssumed [MaxPods]uint8 // node the scheduler assumed the pod onto, not yet observed bound: 0 = none
+	KubeletView  [MaxPods]uint8 // what the kubelet of the pod's node has seen of it (KubeletLag): see KubeletSeen
 
 	// Informer queues: watch events received but not yet applied to the
 	// cache, oldest first (at most MaxLag), and the revision the cache
@@ -130,6 +131,36 @@ type State struct {
 	// ---- Fault and user-operation budgets used so far ----
 	Crashes, WatchDrops, NodeFailures, Evictions, Scales, Deletes uint8
 	NodeDeletes, ProbeFailures, Completions                       uint8
+}
+
+// The kubelet's view of a pod (kubeletView, with KubeletLag = 1): the pod as
+// the kubelet of its node last saw it through its watch of the pods bound to
+// that node. KubeletSeen(n, Deleting) is <<"Deleting", n>> in the TLA+
+// module; KubeletSeenNothing is <<"Absent", 0>>.
+const KubeletSeenNothing uint8 = 0
+
+// KubeletSeen encodes "the kubelet of node n sees the pod in lifecycle
+// state (Live or Deleting)".
+func KubeletSeen(n int, state uint8) uint8 {
+	if state == Deleting {
+		return uint8(2 * n)
+	}
+	return uint8(2*n - 1)
+}
+
+// KubeletSeenNode is the node whose kubelet holds view v (0 for nothing).
+func KubeletSeenNode(v uint8) int { return (int(v) + 1) / 2 }
+
+// KubeletSeenState is the lifecycle state view v shows (Absent for nothing).
+func KubeletSeenState(v uint8) uint8 {
+	switch {
+	case v == KubeletSeenNothing:
+		return Absent
+	case v%2 == 0:
+		return Deleting
+	default:
+		return Live
+	}
 }
 
 // Event is one watch event of a pod in an informer queue: the pod (index+1;

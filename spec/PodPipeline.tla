@@ -38,7 +38,8 @@ CONSTANTS
     ReadinessProbes, \* 1: containers have a readiness probe
     MaxProbeFailures, \* budget: readiness probe failures
     RestartPolicy,   \* of the pod template: 0 Always, 1 OnFailure, 2 Never
-    MaxCompletions   \* budget: containers that exit 0
+    MaxCompletions,  \* budget: containers that exit 0
+    KubeletLag       \* 1: each kubelet acts on its own lagging view of its pods
 
 Nodes       == 1..NumNodes
 Deployments == 1..NumDeployments
@@ -106,11 +107,13 @@ VARIABLES
     rscExpect,    \* its expectations: "None", "Add", "Delete"
     schedView,    \* the scheduler's cache: 0 not cached, 1 unbound, 1 + n bound to n
     schedAssumed, \* node the scheduler assumed p onto, binding not yet observed: 0 = none
+    kubeletView,  \* what the kubelet of p's node has seen of p (KubeletLag = 1):
+                  \* <<"Live", n>>, <<"Deleting", n>>, or <<"Absent", 0>> (nothing)
     pending,      \* controller c's informer queue: watch events received, not yet applied
                   \* (a sequence of [pod, view, rev], oldest first, at most MaxLag)
     cacheRev      \* the revision controller c's cache reflects
 
-memoryVars == <<kubeletKnows, rscView, rscExpect, schedView, schedAssumed, pending, cacheRev>>
+memoryVars == <<kubeletKnows, rscView, rscExpect, schedView, schedAssumed, kubeletView, pending, cacheRev>>
 
 (* Environment: which components, watches and nodes are up. *)
 VARIABLES
@@ -146,6 +149,12 @@ ProjSched(p) == IF podState[p] = "Absent" \/ Terminal(podPhase[p]) THEN 0 ELSE 1
 ProjSchedNext(p) == IF podState'[p] = "Absent" \/ Terminal(podPhase'[p]) THEN 0 ELSE 1 + podNode'[p]
 Project(c, p) == IF c = "ReplicaSetController" THEN ProjRS(p) ELSE ProjSched(p)
 ProjectNext(c, p) == IF c = "ReplicaSetController" THEN ProjRSNext(p) ELSE ProjSchedNext(p)
+\* What the kubelet of p's node would see of p now; and what it acts on:
+\* its lagging view with KubeletLag = 1, the pod as it is otherwise.
+NothingSeen == <<"Absent", 0>>
+ProjKubelet(p) == IF podState[p] = "Absent" \/ podNode[p] = 0 THEN NothingSeen
+                  ELSE <<podState[p], podNode[p]>>
+KubeletSees(p) == IF KubeletLag = 1 THEN kubeletView[p] ELSE ProjKubelet(p)
 
 ActivePods(d, v) == Cardinality({p \in PodsOf(d, v) : podState[p] = "Live" /\ ~Terminal(podPhase[p])})
 \* Available: live, Running and Ready (minReadySeconds 0).
@@ -165,7 +174,7 @@ OwnersGone(p) == podOwners[p] # {} /\ \A v \in podOwners[p] : rsState[<<p[1], v>
 \* A name slot is reused only when nothing anywhere refers to its last pod.
 SlotFree(p) == /\ podState[p] = "Absent" /\ sandboxes[p] = 0 /\ sandboxNode[p] = 0 /\ sandboxIP[p] = 0
                /\ ~kubeletKnows[p] /\ rscView[p] = "Absent" /\ rscExpect[p] = "None"
-               /\ schedView[p] = 0 /\ schedAssumed[p] = 0
+               /\ schedView[p] = 0 /\ schedAssumed[p] = 0 /\ kubeletView[p] = NothingSeen
                /\ \A c \in Controllers, i \in 1..Len(pending[c]) : pending[c][i].pod # p
 
 \* Pods the scheduler counts on node n: cached there, or assumed there.
@@ -245,7 +254,7 @@ Deliver(newExpect, newAssumed) ==
 Write(newExpect, newAssumed) ==
     /\ revision' = IF TrackRevisions = 1 THEN revision + 1 ELSE revision
     /\ Deliver(newExpect, newAssumed)
-    /\ UNCHANGED <<runtimeVars, kubeletKnows, envVars>>
+    /\ UNCHANGED <<runtimeVars, kubeletKnows, kubeletView, envVars>>
 
 RemovePod(p) ==
     /\ podState' = [podState EXCEPT ![p] = "Absent"]
@@ -502,12 +511,13 @@ NodeLifecycleEvictPod(p) ==
     /\ UNCHANGED budgetVars
 
 -----------------------------------------------------------------------------
-(* Kubelet of node n: reads the pods bound to n and its runtime. *)
+(* Kubelet of node n: reads the pods bound to n (through its view,         *)
+(* KubeletSees), its own status manager (phases it wrote) and its runtime. *)
 
 KubeletReady(n) == nodeUp[n] /\ kubeletUp[n]
 
 KubeletAdmissible(n, p) ==
-    /\ KubeletReady(n) /\ podNode[p] = n /\ podState[p] = "Live" /\ podPhase[p] = "Pending"
+    /\ KubeletReady(n) /\ KubeletSees(p) = <<"Live", n>> /\ podPhase[p] = "Pending"
     /\ ~kubeletKnows[p] /\ (sandboxes[p] = 0 \/ sandboxNode[p] = n)
 
 \* Admit p (it fits among the admitted pods), run its sandbox with the
@@ -518,12 +528,13 @@ KubeletStartPod(n, p) ==
     /\ sandboxNode' = [sandboxNode EXCEPT ![p] = n]
     /\ sandboxIP' = [sandboxIP EXCEPT ![p] = LowestFreeIP(n)]
     /\ kubeletKnows' = [kubeletKnows EXCEPT ![p] = TRUE]
-    /\ UNCHANGED <<storeVars, rscView, rscExpect, schedView, schedAssumed, pending, cacheRev, envVars, budgetVars>>
+    /\ UNCHANGED <<storeVars, rscView, rscExpect, schedView, schedAssumed, kubeletView, pending, cacheRev, envVars, budgetVars>>
 
 \* Admission fails (the node is full, or its labels do not match p's
 \* nodeSelector: reason NodeAffinity): p is Failed.
 KubeletRejectPod(n, p) ==
-    /\ KubeletAdmissible(n, p) /\ (Admitted(n) >= Capacity \/ ~MatchesNode(p, n))
+    /\ KubeletAdmissible(n, p) /\ podState[p] # "Absent" /\ podNode[p] = n
+    /\ (Admitted(n) >= Capacity \/ ~MatchesNode(p, n))
     /\ podPhase' = [podPhase EXCEPT ![p] = "Failed"]
     /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podState, podNode, podOwners, podReady, nodeTainted, nodeState>>
     /\ Write(rscExpect, schedAssumed)
@@ -539,20 +550,22 @@ KubeletUpdatePodStatus(n, p) ==
     /\ Write(rscExpect, schedAssumed)
     /\ UNCHANGED budgetVars
 
-\* p is terminating, terminal, or not bound here: stop its containers,
-\* remove its sandbox, release its IP.
+\* The kubelet sees p terminating, gone or not bound here, or p is
+\* terminal: stop its containers, remove its sandbox, release its IP.
 KubeletStopPod(n, p) ==
     /\ KubeletReady(n) /\ sandboxes[p] > 0 /\ sandboxNode[p] = n
-    /\ ~(podState[p] = "Live" /\ ~Terminal(podPhase[p]) /\ podNode[p] = n)
+    /\ ~(KubeletSees(p) = <<"Live", n>> /\ ~Terminal(podPhase[p]))
     /\ sandboxes' = [sandboxes EXCEPT ![p] = 0]
     /\ sandboxNode' = [sandboxNode EXCEPT ![p] = 0]
     /\ sandboxIP' = [sandboxIP EXCEPT ![p] = 0]
     /\ kubeletKnows' = [kubeletKnows EXCEPT ![p] = FALSE]
-    /\ UNCHANGED <<storeVars, rscView, rscExpect, schedView, schedAssumed, pending, cacheRev, envVars, budgetVars>>
+    /\ UNCHANGED <<storeVars, rscView, rscExpect, schedView, schedAssumed, kubeletView, pending, cacheRev, envVars, budgetVars>>
 
-\* p is terminating on n and nothing of it runs: delete the object for good.
+\* The kubelet sees p terminating on n and nothing of it runs: delete the
+\* object for good (with a UID precondition: still terminating on n).
 KubeletFinalizePod(n, p) ==
-    /\ KubeletReady(n) /\ podState[p] = "Deleting" /\ podNode[p] = n /\ sandboxes[p] = 0
+    /\ KubeletReady(n) /\ KubeletSees(p) = <<"Deleting", n>>
+    /\ podState[p] = "Deleting" /\ podNode[p] = n /\ sandboxes[p] = 0
     /\ RemovePod(p)
     /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, nodeTainted, nodeState>>
     /\ Write(rscExpect, schedAssumed)
@@ -587,7 +600,7 @@ ControllerCrash(c) ==
          ELSE /\ schedView' = [p \in Pods |-> 0]
               /\ schedAssumed' = [p \in Pods |-> 0]
               /\ UNCHANGED <<rscView, rscExpect>>
-    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, kubeletUp, nodeUp,
+    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, kubeletView, kubeletUp, nodeUp,
                    watchDrops, nodeFailures, evictions, scales, deletes, nodeDeletes, probeFailures, completions>>
 
 \* Controller c starts again: it lists and watches.
@@ -595,7 +608,7 @@ ControllerRestart(c) ==
     /\ ~up[c]
     /\ up' = [up EXCEPT ![c] = TRUE]
     /\ Relisted(c)
-    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, kubeletUp, nodeUp, budgetVars>>
+    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, kubeletView, kubeletUp, nodeUp, budgetVars>>
 
 \* The pod watch of controller c breaks: its cache stops following.
 WatchDrop(c) ==
@@ -609,22 +622,26 @@ WatchDrop(c) ==
 Relist(c) ==
     /\ up[c] /\ ~watchOK[c]
     /\ Relisted(c)
-    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, up, kubeletUp, nodeUp, budgetVars>>
+    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, kubeletView, up, kubeletUp, nodeUp, budgetVars>>
 
-\* The kubelet of n crashes: its pod manager is lost, the runtime stays.
+\* The kubelet of n crashes: its pod manager and its view are lost, the
+\* runtime stays.
 KubeletCrash(n) ==
     /\ kubeletUp[n] /\ crashes < MaxCrashes
     /\ kubeletUp' = [kubeletUp EXCEPT ![n] = FALSE]
     /\ kubeletKnows' = [p \in Pods |-> IF sandboxNode[p] = n THEN FALSE ELSE kubeletKnows[p]]
+    /\ kubeletView' = [p \in Pods |-> IF kubeletView[p][2] = n THEN NothingSeen ELSE kubeletView[p]]
     /\ crashes' = crashes + 1
     /\ UNCHANGED <<storeVars, runtimeVars, rscView, rscExpect, schedView, schedAssumed, pending, cacheRev, up, watchOK, nodeUp,
                    watchDrops, nodeFailures, evictions, scales, deletes, nodeDeletes, probeFailures, completions>>
 
-\* The kubelet of n starts again and rebuilds its pod manager from the runtime.
+\* The kubelet of n starts again, rebuilds its pod manager from the runtime
+\* and lists the pods bound to n.
 KubeletRestart(n) ==
     /\ ~kubeletUp[n] /\ nodeState[n] = "Live"
     /\ kubeletUp' = [kubeletUp EXCEPT ![n] = TRUE]
     /\ kubeletKnows' = [p \in Pods |-> IF sandboxNode[p] = n /\ sandboxes[p] > 0 THEN TRUE ELSE kubeletKnows[p]]
+    /\ kubeletView' = [p \in Pods |-> IF KubeletLag = 1 /\ podNode[p] = n THEN ProjKubelet(p) ELSE kubeletView[p]]
     /\ UNCHANGED <<storeVars, runtimeVars, rscView, rscExpect, schedView, schedAssumed, pending, cacheRev, up, watchOK, nodeUp, budgetVars>>
 
 \* Node n becomes unreachable (its runtime is frozen).
@@ -659,7 +676,7 @@ DeliverWatchEvent(c) ==
               /\ UNCHANGED <<schedView, schedAssumed>>
          ELSE /\ schedView' = new.view /\ schedAssumed' = new.aux
               /\ UNCHANGED <<rscView, rscExpect>>
-    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, envVars, budgetVars>>
+    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, kubeletView, envVars, budgetVars>>
 
 \* Node n, not yet registered, joins: its kubelet registers it and runs.
 NodeJoin(n) ==
@@ -687,6 +704,7 @@ NodeDelete(n) ==
     /\ sandboxes' = [p \in Pods |-> IF sandboxNode[p] = n THEN 0 ELSE sandboxes[p]]
     /\ sandboxIP' = [p \in Pods |-> IF sandboxNode[p] = n THEN 0 ELSE sandboxIP[p]]
     /\ kubeletKnows' = [p \in Pods |-> IF sandboxNode[p] = n THEN FALSE ELSE kubeletKnows[p]]
+    /\ kubeletView' = [p \in Pods |-> IF kubeletView[p][2] = n THEN NothingSeen ELSE kubeletView[p]]
     /\ sandboxNode' = [p \in Pods |-> IF sandboxNode[p] = n THEN 0 ELSE sandboxNode[p]]
     /\ nodeDeletes' = nodeDeletes + 1
     /\ UNCHANGED <<rscView, rscExpect, schedView, schedAssumed, pending, cacheRev, up, watchOK,
@@ -750,6 +768,19 @@ NodeLifecycleMarkPodNotReady(p) ==
     /\ Write(rscExpect, schedAssumed)
     /\ UNCHANGED budgetVars
 
+\* The kubelet of n sees pod p as it is now (KubeletLag = 1): bound to n,
+\* terminating, or gone.  Its pod watch and pod workers coalesce updates, so
+\* the view of each pod jumps to the current object; until then the kubelet
+\* acts on the old one (any number of changes behind, which also covers a
+\* dropped kubelet watch).
+KubeletObservePod(n, p) ==
+    /\ KubeletLag = 1 /\ KubeletReady(n)
+    /\ ProjKubelet(p) # kubeletView[p]
+    /\ ProjKubelet(p)[2] = n \/ kubeletView[p][2] = n
+    /\ kubeletView' = [kubeletView EXCEPT ![p] = ProjKubelet(p)]
+    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, rscView, rscExpect, schedView, schedAssumed,
+                   pending, cacheRev, envVars, budgetVars>>
+
 -----------------------------------------------------------------------------
 (* The specification. *)
 
@@ -776,6 +807,7 @@ Init ==
     /\ rscExpect = [p \in Pods |-> "None"]
     /\ schedView = [p \in Pods |-> 0]
     /\ schedAssumed = [p \in Pods |-> 0]
+    /\ kubeletView = [p \in Pods |-> NothingSeen]
     /\ pending = [c \in Controllers |-> <<>>]
     /\ cacheRev = [c \in Controllers |-> 0]
     /\ up = [c \in Controllers |-> TRUE]
@@ -817,6 +849,7 @@ Next ==
               \/ KubeletReportReady(n, p)
               \/ KubeletProbeFail(n, p)
               \/ KubeletCompletePod(n, p)
+              \/ KubeletObservePod(n, p)
     \/ \E n \in Nodes :
          \/ NodeLifecycleTaintNode(n)
          \/ NodeLifecycleUntaintNode(n)
@@ -851,7 +884,7 @@ Fairness ==
               /\ WF_vars(SchedulerBindPod(p, n)) /\ WF_vars(KubeletStartPod(n, p))
               /\ WF_vars(KubeletRejectPod(n, p)) /\ WF_vars(KubeletUpdatePodStatus(n, p))
               /\ WF_vars(KubeletStopPod(n, p)) /\ WF_vars(KubeletFinalizePod(n, p))
-              /\ WF_vars(KubeletReportReady(n, p))
+              /\ WF_vars(KubeletReportReady(n, p)) /\ WF_vars(KubeletObservePod(n, p))
     /\ \A n \in Nodes :
          /\ WF_vars(NodeLifecycleTaintNode(n)) /\ WF_vars(NodeLifecycleUntaintNode(n))
          /\ WF_vars(KubeletRestart(n)) /\ WF_vars(NodeRecover(n)) /\ WF_vars(NodeJoin(n))
@@ -887,6 +920,7 @@ TypeOK ==
     /\ rscExpect \in [Pods -> {"None", "Add", "Delete"}]
     /\ schedView \in [Pods -> 0..NumNodes + 1]
     /\ schedAssumed \in [Pods -> 0..NumNodes]
+    /\ kubeletView \in [Pods -> {NothingSeen} \cup ({"Live", "Deleting"} \X Nodes)]
     /\ up \in [Controllers -> BOOLEAN] /\ watchOK \in [Controllers -> BOOLEAN]
     /\ kubeletUp \in [Nodes -> BOOLEAN] /\ nodeUp \in [Nodes -> BOOLEAN]
 

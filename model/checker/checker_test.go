@@ -26,7 +26,7 @@ func small(t testing.TB, set map[string]int) model.Config {
 		"TrackRevisions": &cfg.TrackRevisions, "MaxLag": &cfg.MaxLag, "JoiningNodes": &cfg.JoiningNodes,
 		"MaxNodeDeletes": &cfg.MaxNodeDeletes, "LabeledNodes": &cfg.LabeledNodes, "SelectorDeployments": &cfg.SelectorDeployments,
 		"ReadinessProbes": &cfg.ReadinessProbes, "MaxProbeFailures": &cfg.MaxProbeFailures,
-		"RestartPolicy": &cfg.RestartPolicy, "MaxCompletions": &cfg.MaxCompletions,
+		"RestartPolicy": &cfg.RestartPolicy, "MaxCompletions": &cfg.MaxCompletions, "KubeletLag": &cfg.KubeletLag,
 	}
 	for k, v := range set {
 		f, ok := fields[k]
@@ -39,7 +39,7 @@ func small(t testing.TB, set map[string]int) model.Config {
 	for _, k := range []string{"Replicas", "Capacity", "MaxScales", "MaxDeletes", "MaxCrashes", "MaxWatchDrops", "MaxNodeFailures", "MaxEvictions",
 		"PodsPerRS", "MaxUnavailable", "NumNodes", "IPsPerNode",
 		"TrackRevisions", "MaxLag", "JoiningNodes", "MaxNodeDeletes", "LabeledNodes", "SelectorDeployments",
-		"ReadinessProbes", "MaxProbeFailures", "RestartPolicy", "MaxCompletions"} {
+		"ReadinessProbes", "MaxProbeFailures", "RestartPolicy", "MaxCompletions", "KubeletLag"} {
 		if v, ok := set[k]; ok {
 			name = append(name, k+"="+itoa(v))
 		}
@@ -91,6 +91,11 @@ var faultConfigs = []map[string]int{
 	{"RestartPolicy": model.RestartNever, "MaxCompletions": 1, "PodsPerRS": 3},
 	{"RestartPolicy": model.RestartAlways, "ReadinessProbes": 1, "MaxCompletions": 1},
 	{"ReadinessProbes": 1, "MaxNodeFailures": 1},
+	// Kubelets acting on lagging views of their pods, with the faults that
+	// touch them.
+	{"KubeletLag": 1},
+	{"KubeletLag": 1, "MaxDeletes": 1, "MaxCrashes": 1},
+	{"KubeletLag": 1, "MaxNodeDeletes": 1, "MaxEvictions": 1, "Capacity": 2},
 }
 
 func TestSpecificationHoldsOnSmallConfigurations(t *testing.T) {
@@ -152,6 +157,11 @@ var mutantConfig = map[string]map[string]int{
 var lagMutantConfig = map[string]map[string]int{
 	model.MutantReplicaSetIgnoresExpectations: {"MaxLag": 1},
 	model.MutantSchedulerIgnoresAssumedPods:   {"Replicas": 2, "MaxLag": 1},
+	// Kubelet bugs are still found when kubelets act on lagging views.
+	model.MutantKubeletRunsPodBoundElsewhere:  {"KubeletLag": 1},
+	model.MutantKubeletNeverFinalizesDeletion: {"KubeletLag": 1, "MaxDeletes": 1},
+	model.MutantKubeletLeaksIPOnStop:          {"KubeletLag": 1},
+	model.MutantKubeletReusesIP:               {"KubeletLag": 1, "Replicas": 2, "Capacity": 2},
 }
 
 func TestMutantsAreCaughtWithLaggingCaches(t *testing.T) {
