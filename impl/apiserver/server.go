@@ -133,6 +133,14 @@ type Config struct {
 	KubeletClientTLS *tls.Config
 	// OpenAPI serves /openapi/v2 and /openapi/v3 when set.
 	OpenAPI http.Handler
+	// ServiceClusterIPRange (--service-cluster-ip-range; default
+	// 10.96.0.0/12) and ServiceNodePortRange (--service-node-port-range;
+	// default 30000-32767) are what services are allocated from, when
+	// services are served. AdvertiseAddress (--advertise-address) is put in
+	// the `kubernetes` endpoints; nil: chosen as kube-apiserver does
+	// (ipallocator.AdvertiseAddress).
+	ServiceClusterIPRange, ServiceNodePortRange string
+	AdvertiseAddress                            net.IP
 	// Metrics is where the server's metrics are registered and /metrics
 	// reads from; nil makes a private registry.
 	Metrics *prometheus.Registry
@@ -222,6 +230,8 @@ type Server struct {
 	authorizer auth.Authorizer
 	// virtual are the review endpoints by group/version/resource.
 	virtual map[schema.GroupVersionResource]virtualResource
+	// services allocates ClusterIPs and NodePorts (nil: services not served).
+	services *serviceAllocation
 }
 
 // New builds a Server: one store per resource, the handler tree and the
@@ -315,6 +325,10 @@ func New(cfg Config) (*Server, error) {
 		if _, seen := s.stores[gvr.GroupResource()]; !seen {
 			s.stores[gvr.GroupResource()] = storeEntry{store: store, res: r, prefix: prefixes[gvr]}
 		}
+	}
+	if err := s.wrapServices(stores, prefixes); err != nil {
+		s.Close()
+		return nil, err
 	}
 	for _, r := range cfg.Resources {
 		gvr := r.GroupVersionResource()
@@ -462,6 +476,10 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}
 	if err := s.EnsureSystemNamespaces(ctx); err != nil {
+		_ = ln.Close()
+		return err
+	}
+	if err := s.ensureKubernetesService(ctx, ln.Addr()); err != nil {
 		_ = ln.Close()
 		return err
 	}

@@ -22,6 +22,7 @@ func resources(now func() time.Time) []*resource.Resource {
 	return []*resource.Resource{
 		// core/v1
 		configMaps(now),
+		endpoints(now),
 		events(now),
 		limitRanges(now),
 		namespaces(now),
@@ -30,6 +31,7 @@ func resources(now func() time.Time) []*resource.Resource {
 		resourceQuotas(now),
 		secrets(now),
 		serviceAccounts(now),
+		services(now),
 		// apps/v1
 		deployments(now),
 		replicaSets(now),

@@ -46,6 +46,8 @@ func TestAllListsEveryResourceOnce(t *testing.T) {
 		"v1/resourcequotas":  {"ResourceQuota", true, []string{"quota"}, false, true, false},
 		"v1/secrets":         {"Secret", true, nil, false, false, false},
 		"v1/serviceaccounts": {"ServiceAccount", true, []string{"sa"}, false, false, false},
+		"v1/services":        {"Service", true, []string{"svc"}, true, true, false},
+		"v1/endpoints":       {"Endpoints", true, []string{"ep"}, false, false, false},
 		"admissionregistration.k8s.io/v1/mutatingwebhookconfigurations":   {"MutatingWebhookConfiguration", false, nil, false, false, false},
 		"admissionregistration.k8s.io/v1/validatingwebhookconfigurations": {"ValidatingWebhookConfiguration", false, nil, false, false, false},
 		"apps/v1/deployments":                               {"Deployment", true, []string{"deploy"}, true, true, true},

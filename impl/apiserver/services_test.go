@@ -1,0 +1,187 @@
+package apiserver_test
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver"
+)
+
+func newService(name string, typ corev1.ServiceType, clusterIP string, nodePort int32) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.ServiceSpec{
+			Type: typ, ClusterIP: clusterIP, Selector: map[string]string{"app": name},
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080), NodePort: nodePort}},
+		},
+	}
+}
+
+func TestKubernetesServiceAtStart(t *testing.T) {
+	e := newEnv(t, func(c *apiserver.Config) { c.ServiceClusterIPRange = "10.0.0.0/24" })
+	ctx := context.Background()
+	svc, err := e.cs.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if svc.Spec.ClusterIP != "10.0.0.1" || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 443 ||
+		svc.Spec.Ports[0].Name != "https" || svc.Labels["component"] != "apiserver" {
+		t.Fatalf("kubernetes service = %+v", svc.Spec)
+	}
+	port := svc.Spec.Ports[0].TargetPort.IntValue()
+	if !strings.HasSuffix(e.url, fmt.Sprintf(":%d", port)) {
+		t.Errorf("targetPort %d is not the server's port (%s)", port, e.url)
+	}
+	// The address is taken: asking for it is refused as kube-apiserver does.
+	_, err = e.cs.CoreV1().Services("default").Create(ctx, newService("again", corev1.ServiceTypeClusterIP, "10.0.0.1", 0), metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "provided IP is already allocated") {
+		t.Fatalf("create with the kubernetes service's IP: %v, want 422 provided IP is already allocated", err)
+	}
+}
+
+func TestServiceAllocation(t *testing.T) {
+	e := newEnv(t, func(c *apiserver.Config) {
+		c.ServiceClusterIPRange = "10.0.0.0/28"
+		c.ServiceNodePortRange = "30000-30009"
+	})
+	ctx := context.Background()
+	svcs := e.cs.CoreV1().Services("default")
+
+	a, err := svcs.Create(ctx, newService("a", corev1.ServiceTypeClusterIP, "", 0), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cidr := netip.MustParsePrefix("10.0.0.0/28")
+	ip, err := netip.ParseAddr(a.Spec.ClusterIP)
+	if err != nil || !cidr.Contains(ip) || a.Spec.ClusterIPs[0] != a.Spec.ClusterIP {
+		t.Fatalf("allocated %q / %v, want an address of %s", a.Spec.ClusterIP, a.Spec.ClusterIPs, cidr)
+	}
+	if *a.Spec.IPFamilyPolicy != corev1.IPFamilyPolicySingleStack || a.Spec.IPFamilies[0] != corev1.IPv4Protocol ||
+		a.Spec.SessionAffinity != corev1.ServiceAffinityNone || a.Spec.Ports[0].Protocol != corev1.ProtocolTCP {
+		t.Fatalf("defaults missing: %+v", a.Spec)
+	}
+
+	// Out of range and taken addresses are 422s.
+	_, err = svcs.Create(ctx, newService("far", corev1.ServiceTypeClusterIP, "10.1.0.5", 0), metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "not in the valid range") {
+		t.Fatalf("out of range: %v", err)
+	}
+	_, err = svcs.Create(ctx, newService("dup", corev1.ServiceTypeClusterIP, a.Spec.ClusterIP, 0), metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "provided IP is already allocated") {
+		t.Fatalf("taken: %v", err)
+	}
+
+	// NodePorts: requested and dynamic, taken ones refused.
+	np, err := svcs.Create(ctx, newService("np", corev1.ServiceTypeNodePort, "", 30003), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if np.Spec.Ports[0].NodePort != 30003 || np.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyCluster {
+		t.Fatalf("nodePort service = %+v", np.Spec)
+	}
+	_, err = svcs.Create(ctx, newService("np2", corev1.ServiceTypeNodePort, "", 30003), metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "provided port is already allocated") {
+		t.Fatalf("taken node port: %v", err)
+	}
+	lb, err := svcs.Create(ctx, newService("lb", corev1.ServiceTypeLoadBalancer, "", 0), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := lb.Spec.Ports[0].NodePort; p < 30000 || p > 30009 {
+		t.Fatalf("LoadBalancer got node port %d", p)
+	}
+	if len(lb.Status.LoadBalancer.Ingress) != 0 {
+		t.Fatal("LoadBalancer got an external address; none is assigned")
+	}
+
+	// An update that leaves the allocated values out keeps them.
+	upd := np.DeepCopy()
+	upd.Spec.ClusterIP, upd.Spec.ClusterIPs = "", nil
+	upd.Spec.Ports[0].NodePort = 0
+	got, err := svcs.Update(ctx, upd, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.ClusterIP != np.Spec.ClusterIP || got.Spec.Ports[0].NodePort != 30003 {
+		t.Fatalf("update lost allocations: %+v", got.Spec)
+	}
+	// Changing the ClusterIP is refused.
+	upd = got.DeepCopy()
+	upd.Spec.ClusterIP, upd.Spec.ClusterIPs = "10.0.0.14", []string{"10.0.0.14"}
+	if _, err := svcs.Update(ctx, upd, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("changing clusterIP: %v, want 422", err)
+	}
+	// Turning it into a ClusterIP service gives the node port back.
+	upd = got.DeepCopy()
+	upd.Spec.Type = corev1.ServiceTypeClusterIP
+	upd.Spec.ExternalTrafficPolicy = ""
+	upd.Spec.Ports[0].NodePort = 0
+	if _, err := svcs.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svcs.Create(ctx, newService("np3", corev1.ServiceTypeNodePort, "", 30003), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("node port released by the type change is not free: %v", err)
+	}
+
+	// Delete gives the address back.
+	if err := svcs.Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svcs.Create(ctx, newService("a2", corev1.ServiceTypeClusterIP, a.Spec.ClusterIP, 0), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("address of a deleted service is not free: %v", err)
+	}
+
+	// Headless and ExternalName services take no address.
+	h, err := svcs.Create(ctx, newService("headless", corev1.ServiceTypeClusterIP, "None", 0), metav1.CreateOptions{})
+	if err != nil || h.Spec.ClusterIP != "None" {
+		t.Fatalf("headless: %v %+v", err, h)
+	}
+	ext := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ext"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.com"}}
+	x, err := svcs.Create(ctx, ext, metav1.CreateOptions{})
+	if err != nil || x.Spec.ClusterIP != "" {
+		t.Fatalf("ExternalName: %v %+v", err, x)
+	}
+}
+
+// Concurrent creates on a small range hand out distinct addresses until
+// the range is full, then answer 422.
+func TestServiceAllocationConcurrent(t *testing.T) {
+	e := newEnv(t, func(c *apiserver.Config) { c.ServiceClusterIPRange = "10.0.0.0/27" }) // 30 usable, 1 taken
+	ctx := context.Background()
+	var mu sync.Mutex
+	ips := map[string]string{}
+	full := 0
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Go(func() {
+			s, err := e.cs.CoreV1().Services("default").Create(ctx, newService(fmt.Sprintf("s%d", i), corev1.ServiceTypeClusterIP, "", 0), metav1.CreateOptions{})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				if other, dup := ips[s.Spec.ClusterIP]; dup {
+					t.Errorf("%s given to %s and %s", s.Spec.ClusterIP, other, s.Name)
+				}
+				ips[s.Spec.ClusterIP] = s.Name
+			case apierrors.IsInvalid(err):
+				full++
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if len(ips) != 29 || full != 11 {
+		t.Fatalf("%d created, %d refused; want 29 and 11", len(ips), full)
+	}
+}

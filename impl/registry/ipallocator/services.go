@@ -1,0 +1,354 @@
+package ipallocator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kubeproof/kubeproof/impl/registry"
+	"github.com/kubeproof/kubeproof/impl/storage"
+)
+
+// ServiceStorage is the storage of core/v1 Services with ClusterIP and
+// NodePort allocation: a create takes the addresses and ports the service
+// asks for (or free ones) before it is written and gives them back if the
+// write fails; an update takes what the new spec adds and, once written,
+// releases what it dropped; a delete releases everything the service held.
+// Reads and watches go straight to the inner store.
+type ServiceStorage struct {
+	inner storage.Interface
+	ips   *IPs
+	ports *Ports
+	log   *slog.Logger
+}
+
+var _ storage.Interface = (*ServiceStorage)(nil)
+
+// NewServiceStorage wraps the services store inner.
+func NewServiceStorage(inner storage.Interface, ips *IPs, ports *Ports, log *slog.Logger) *ServiceStorage {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &ServiceStorage{inner: inner, ips: ips, ports: ports, log: log}
+}
+
+// IPs is the ClusterIP allocator.
+func (s *ServiceStorage) IPs() *IPs { return s.ips }
+
+// Ports is the NodePort allocator.
+func (s *ServiceStorage) Ports() *Ports { return s.ports }
+
+// holdings is what one service holds in the allocators.
+type holdings struct {
+	ips   []netip.Addr
+	ports []int
+}
+
+func held(svc *corev1.Service) holdings {
+	var h holdings
+	if registry.ServiceNeedsClusterIP(svc) {
+		for _, s := range svc.Spec.ClusterIPs {
+			if ip, err := netip.ParseAddr(s); err == nil {
+				h.ips = append(h.ips, ip)
+			}
+		}
+		if len(svc.Spec.ClusterIPs) == 0 {
+			if ip, err := netip.ParseAddr(svc.Spec.ClusterIP); err == nil {
+				h.ips = append(h.ips, ip)
+			}
+		}
+	}
+	seen := map[int]bool{}
+	if registry.ServiceNeedsNodePorts(svc) {
+		for _, p := range svc.Spec.Ports {
+			if p.NodePort != 0 && !seen[int(p.NodePort)] {
+				seen[int(p.NodePort)] = true
+				h.ports = append(h.ports, int(p.NodePort))
+			}
+		}
+	}
+	if registry.ServiceNeedsHealthCheckNodePort(svc) && svc.Spec.HealthCheckNodePort != 0 && !seen[int(svc.Spec.HealthCheckNodePort)] {
+		h.ports = append(h.ports, int(svc.Spec.HealthCheckNodePort))
+	}
+	return h
+}
+
+func (h holdings) hasIP(ip netip.Addr) bool {
+	for _, x := range h.ips {
+		if x == ip {
+			return true
+		}
+	}
+	return false
+}
+
+func (h holdings) hasPort(p int) bool {
+	for _, x := range h.ports {
+		if x == p {
+			return true
+		}
+	}
+	return false
+}
+
+// transaction records what one attempt took, to give it back when the
+// attempt does not end in a write.
+type transaction struct {
+	s     *ServiceStorage
+	ips   []netip.Addr
+	ports []int
+}
+
+func (t *transaction) rollback(ctx context.Context) {
+	// Releasing must happen even when the request's context ended.
+	ctx = context.WithoutCancel(ctx)
+	for _, ip := range t.ips {
+		if err := t.s.ips.Release(ctx, ip); err != nil {
+			t.s.log.Error("releasing a ClusterIP after a failed write", "ip", ip, "err", err)
+		}
+	}
+	for _, p := range t.ports {
+		if err := t.s.ports.Release(ctx, p); err != nil {
+			t.s.log.Error("releasing a NodePort after a failed write", "port", p, "err", err)
+		}
+	}
+	t.ips, t.ports = nil, nil
+}
+
+// allocate takes, for svc (changed in place), every ClusterIP and NodePort
+// it needs that old (nil on create) does not already hold.
+func (t *transaction) allocate(ctx context.Context, svc *corev1.Service, old holdings) error {
+	spec := field.NewPath("spec")
+	if registry.ServiceNeedsClusterIP(svc) {
+		if svc.Spec.ClusterIP == "" {
+			ip, err := t.s.ips.AllocateNext(ctx)
+			if err != nil {
+				return t.invalid(svc, field.Invalid(spec.Child("clusterIPs"), svc.Spec.ClusterIPs, "failed to allocate IP: "+allocError(err, t.s.ips.CIDR().String(), "IPs")), err)
+			}
+			t.ips = append(t.ips, ip)
+			svc.Spec.ClusterIP = ip.String()
+			svc.Spec.ClusterIPs = []string{ip.String()}
+		} else if ip, err := netip.ParseAddr(svc.Spec.ClusterIP); err == nil && !old.hasIP(ip) {
+			if err := t.s.ips.Allocate(ctx, ip); err != nil {
+				return t.invalid(svc, field.Invalid(spec.Child("clusterIPs"), svc.Spec.ClusterIPs,
+					fmt.Sprintf("failed to allocate IP %s: %s", ip, allocError(err, t.s.ips.CIDR().String(), "IPs"))), err)
+			}
+			t.ips = append(t.ips, ip)
+		}
+	}
+	taken := map[int]bool{}
+	if registry.ServiceNeedsNodePorts(svc) {
+		// First the ports asked for, so a dynamic pick cannot take them.
+		for i := range svc.Spec.Ports {
+			p := int(svc.Spec.Ports[i].NodePort)
+			if p == 0 || taken[p] {
+				continue
+			}
+			taken[p] = true
+			if old.hasPort(p) {
+				continue
+			}
+			if err := t.s.ports.Allocate(ctx, p); err != nil {
+				return t.invalid(svc, field.Invalid(spec.Child("ports").Index(i).Child("nodePort"), p,
+					allocError(err, t.s.ports.Range().String(), "ports")), err)
+			}
+			t.ports = append(t.ports, p)
+		}
+		for i := range svc.Spec.Ports {
+			if svc.Spec.Ports[i].NodePort != 0 {
+				continue
+			}
+			p, err := t.s.ports.AllocateNext(ctx)
+			if err != nil {
+				return t.invalid(svc, field.Invalid(spec.Child("ports").Index(i).Child("nodePort"), 0,
+					"failed to allocate a nodePort: "+allocError(err, t.s.ports.Range().String(), "ports")), err)
+			}
+			t.ports = append(t.ports, p)
+			svc.Spec.Ports[i].NodePort = int32(p)
+		}
+	} else {
+		for i := range svc.Spec.Ports {
+			svc.Spec.Ports[i].NodePort = 0
+		}
+	}
+	if registry.ServiceNeedsHealthCheckNodePort(svc) {
+		p := int(svc.Spec.HealthCheckNodePort)
+		path := spec.Child("healthCheckNodePort")
+		switch {
+		case p == 0:
+			got, err := t.s.ports.AllocateNext(ctx)
+			if err != nil {
+				return t.invalid(svc, field.Invalid(path, 0, "failed to allocate a nodePort: "+allocError(err, t.s.ports.Range().String(), "ports")), err)
+			}
+			t.ports = append(t.ports, got)
+			svc.Spec.HealthCheckNodePort = int32(got)
+		case !old.hasPort(p) && !taken[p]:
+			if err := t.s.ports.Allocate(ctx, p); err != nil {
+				return t.invalid(svc, field.Invalid(path, p, allocError(err, t.s.ports.Range().String(), "ports")), err)
+			}
+			t.ports = append(t.ports, p)
+		}
+	}
+	return nil
+}
+
+// invalid makes an allocation failure the 422 kube-apiserver answers, or
+// passes a storage failure on.
+func (t *transaction) invalid(svc *corev1.Service, fe *field.Error, err error) error {
+	if errors.Is(err, ErrAllocated) || errors.Is(err, ErrNotInRange) || errors.Is(err, ErrFull) {
+		return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name, field.ErrorList{fe})
+	}
+	return fmt.Errorf("allocating for service %s/%s: %w", svc.Namespace, svc.Name, err)
+}
+
+// allocError is kube-apiserver's text for an allocation failure.
+func allocError(err error, rng, what string) string {
+	switch {
+	case errors.Is(err, ErrAllocated):
+		if what == "ports" {
+			return "provided port is already allocated"
+		}
+		return "provided IP is already allocated"
+	case errors.Is(err, ErrNotInRange):
+		if what == "ports" {
+			return "provided port is not in the valid range. The range of valid ports is " + rng
+		}
+		return "the provided IP is not in the valid range. The range of valid IPs is " + rng
+	case errors.Is(err, ErrFull):
+		return fmt.Sprintf("range is full: no free %s left in %s", what, rng)
+	}
+	return err.Error()
+}
+
+// release gives back what old held and svc (nil: deleted) no longer does.
+func (s *ServiceStorage) release(ctx context.Context, old holdings, svc *corev1.Service) {
+	ctx = context.WithoutCancel(ctx)
+	var now holdings
+	if svc != nil {
+		now = held(svc)
+	}
+	for _, ip := range old.ips {
+		if !now.hasIP(ip) {
+			if err := s.ips.Release(ctx, ip); err != nil {
+				s.log.Error("releasing a ClusterIP", "ip", ip, "err", err)
+			}
+		}
+	}
+	for _, p := range old.ports {
+		if !now.hasPort(p) {
+			if err := s.ports.Release(ctx, p); err != nil {
+				s.log.Error("releasing a NodePort", "port", p, "err", err)
+			}
+		}
+	}
+}
+
+// Create allocates, then writes; a failed write gives the values back.
+func (s *ServiceStorage) Create(ctx context.Context, key string, obj, out runtime.Object) error {
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return s.inner.Create(ctx, key, obj, out)
+	}
+	svc = svc.DeepCopy()
+	t := &transaction{s: s}
+	if err := t.allocate(ctx, svc, holdings{}); err != nil {
+		t.rollback(ctx)
+		return err
+	}
+	if err := s.inner.Create(ctx, key, svc, out); err != nil {
+		t.rollback(ctx)
+		return err
+	}
+	return nil
+}
+
+// GuaranteedUpdate allocates in every attempt what the new spec adds
+// (giving back an earlier attempt's takings first) and, once written,
+// releases what the stored spec no longer holds.
+func (s *ServiceStorage) GuaranteedUpdate(ctx context.Context, key string, dest runtime.Object, ignoreNotFound bool,
+	preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc) error {
+	t := &transaction{s: s}
+	var before holdings
+	wrapped := func(in runtime.Object) (runtime.Object, error) {
+		t.rollback(ctx)
+		out, err := tryUpdate(in)
+		if err != nil {
+			return nil, err
+		}
+		oldSvc, ok1 := in.(*corev1.Service)
+		newSvc, ok2 := out.(*corev1.Service)
+		if !ok1 || !ok2 {
+			return out, nil
+		}
+		before = held(oldSvc)
+		if err := t.allocate(ctx, newSvc, before); err != nil {
+			return nil, err
+		}
+		return newSvc, nil
+	}
+	if err := s.inner.GuaranteedUpdate(ctx, key, dest, ignoreNotFound, preconditions, wrapped); err != nil {
+		t.rollback(ctx)
+		return err
+	}
+	if svc, ok := dest.(*corev1.Service); ok {
+		s.release(ctx, before, svc)
+	}
+	return nil
+}
+
+// Delete removes the service, then releases what it held.
+func (s *ServiceStorage) Delete(ctx context.Context, key string, out runtime.Object, preconditions *storage.Preconditions,
+	validateDeletion storage.ValidateObjectFunc) error {
+	if err := s.inner.Delete(ctx, key, out, preconditions, validateDeletion); err != nil {
+		return err
+	}
+	if svc, ok := out.(*corev1.Service); ok {
+		s.release(ctx, held(svc), nil)
+	}
+	return nil
+}
+
+// Get reads from the inner store.
+func (s *ServiceStorage) Get(ctx context.Context, key string, opts storage.GetOptions, out runtime.Object) error {
+	return s.inner.Get(ctx, key, opts, out)
+}
+
+// GetList lists from the inner store.
+func (s *ServiceStorage) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
+	return s.inner.GetList(ctx, key, opts, listObj)
+}
+
+// Watch watches the inner store.
+func (s *ServiceStorage) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
+	return s.inner.Watch(ctx, key, opts)
+}
+
+// Sync makes the allocation records describe the configured ranges,
+// rebuilding them from the stored services when they are missing or were
+// written for other ranges (a changed flag, or data from before the
+// allocator existed). prefix is the services' key prefix ("/services").
+func (s *ServiceStorage) Sync(ctx context.Context, prefix string) error {
+	var list corev1.ServiceList
+	if err := s.inner.GetList(ctx, prefix, storage.ListOptions{Recursive: true, Predicate: storage.Everything()}, &list); err != nil {
+		return fmt.Errorf("listing services to sync allocations: %w", err)
+	}
+	var ips []netip.Addr
+	var ports []int
+	for i := range list.Items {
+		h := held(&list.Items[i])
+		ips = append(ips, h.ips...)
+		ports = append(ports, h.ports...)
+	}
+	if err := s.ips.Sync(ctx, ips); err != nil {
+		return err
+	}
+	return s.ports.Sync(ctx, ports)
+}

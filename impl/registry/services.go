@@ -1,0 +1,541 @@
+package registry
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
+)
+
+// services serves core/v1 Services. Defaulting and validation are here;
+// ClusterIPs and NodePorts are allocated by the storage in front of the
+// services store (ipallocator.ServiceStorage), which the API server puts
+// there, so this file needs no knowledge of the configured ranges. The
+// cluster is single-stack IPv4: ipFamilies default to [IPv4] and IPv6 or a
+// required second family is refused, as kube-apiserver does on such a
+// cluster.
+func services(now func() time.Time) *resource.Resource {
+	k := kind[*corev1.Service]{
+		namespaced:       true,
+		nameFn:           apivalidation.NameIsDNS1035Label,
+		defaults:         defaultService,
+		prepareForCreate: func(s *corev1.Service) { s.Status = corev1.ServiceStatus{} },
+		prepareForUpdate: func(s, old *corev1.Service) {
+			s.Status = old.Status
+			KeepAllocatedValues(s, old)
+		},
+		validate:       validateService,
+		validateUpdate: validateServiceUpdate,
+		fields: func(s *corev1.Service) fields.Set {
+			return fields.Set{"spec.clusterIP": s.Spec.ClusterIP, "spec.type": string(s.Spec.Type)}
+		},
+		table: &tableSpec[*corev1.Service]{
+			columns: []metav1.TableColumnDefinition{
+				nameColumn(),
+				column("Type", "string", serviceSpecDoc["type"]),
+				column("Cluster-IP", "string", serviceSpecDoc["clusterIP"]),
+				column("External-IP", "string", serviceSpecDoc["externalIPs"]),
+				column("Port(s)", "string", serviceSpecDoc["ports"]),
+				ageColumn(),
+				wideColumn("Selector", "string", serviceSpecDoc["selector"]),
+			},
+			cells: func(s *corev1.Service, now time.Time) []any {
+				clusterIP := s.Spec.ClusterIP
+				if clusterIP == "" {
+					clusterIP = "<none>"
+				}
+				return []any{s.Name, string(s.Spec.Type), clusterIP, serviceExternalIP(s),
+					servicePorts(s.Spec.Ports), age(s.CreationTimestamp, now), selectorCell(s.Spec.Selector)}
+			},
+		},
+	}
+	st := newStrategy(k, now)
+	return &resource.Resource{
+		GroupVersion: corev1.SchemeGroupVersion,
+		Name:         "services", SingularName: "service", Kind: "Service",
+		Namespaced: true, ShortNames: []string{"svc"}, Categories: []string{"all"},
+		// Kubernetes does not serve deletecollection on services.
+		Verbs:    verbsNoDeleteCollection,
+		New:      func() runtime.Object { return &corev1.Service{} },
+		NewList:  func() runtime.Object { return &corev1.ServiceList{} },
+		Strategy: st,
+		Status: statusStrategy[*corev1.Service]{s: st, k: statusKind[*corev1.Service]{
+			keep: func(s, old *corev1.Service) { s.Spec = old.Spec },
+			validate: func(s, _ *corev1.Service) field.ErrorList {
+				return validateServiceStatus(&s.Status, field.NewPath("status"))
+			},
+		}},
+	}
+}
+
+var serviceSpecDoc = corev1.ServiceSpec{}.SwaggerDoc()
+
+// serviceExternalIP is kubectl's EXTERNAL-IP cell.
+func serviceExternalIP(s *corev1.Service) string {
+	switch s.Spec.Type {
+	case corev1.ServiceTypeExternalName:
+		return s.Spec.ExternalName
+	case corev1.ServiceTypeLoadBalancer:
+		var ips []string
+		for _, in := range s.Status.LoadBalancer.Ingress {
+			if in.IP != "" {
+				ips = append(ips, in.IP)
+			} else if in.Hostname != "" {
+				ips = append(ips, in.Hostname)
+			}
+		}
+		ips = append(ips, s.Spec.ExternalIPs...)
+		if len(ips) == 0 {
+			return "<pending>"
+		}
+		return strings.Join(ips, ",")
+	}
+	if len(s.Spec.ExternalIPs) > 0 {
+		return strings.Join(s.Spec.ExternalIPs, ",")
+	}
+	return "<none>"
+}
+
+// servicePorts is kubectl's PORT(S) cell: "80/TCP", "80:30080/TCP".
+func servicePorts(ports []corev1.ServicePort) string {
+	if len(ports) == 0 {
+		return "<none>"
+	}
+	out := make([]string, 0, len(ports))
+	for _, p := range ports {
+		if p.NodePort > 0 {
+			out = append(out, fmt.Sprintf("%d:%d/%s", p.Port, p.NodePort, p.Protocol))
+		} else {
+			out = append(out, fmt.Sprintf("%d/%s", p.Port, p.Protocol))
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+func selectorCell(sel map[string]string) string {
+	if len(sel) == 0 {
+		return "<none>"
+	}
+	return labels.FormatLabels(sel)
+}
+
+// ServiceNeedsClusterIP reports whether a service of this spec gets a
+// ClusterIP allocated (everything but ExternalName and headless).
+func ServiceNeedsClusterIP(s *corev1.Service) bool {
+	return s.Spec.Type != corev1.ServiceTypeExternalName && s.Spec.Type != "" && s.Spec.ClusterIP != corev1.ClusterIPNone
+}
+
+// ServiceNeedsNodePorts reports whether the service's ports get NodePorts
+// (NodePort, and LoadBalancer unless allocateLoadBalancerNodePorts is false).
+func ServiceNeedsNodePorts(s *corev1.Service) bool {
+	switch s.Spec.Type {
+	case corev1.ServiceTypeNodePort:
+		return true
+	case corev1.ServiceTypeLoadBalancer:
+		return s.Spec.AllocateLoadBalancerNodePorts == nil || *s.Spec.AllocateLoadBalancerNodePorts
+	}
+	return false
+}
+
+// ServiceNeedsHealthCheckNodePort: LoadBalancer services with
+// externalTrafficPolicy Local get one.
+func ServiceNeedsHealthCheckNodePort(s *corev1.Service) bool {
+	return s.Spec.Type == corev1.ServiceTypeLoadBalancer && s.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+}
+
+// defaultService is SetDefaults_Service plus what kube-apiserver's service
+// REST fills before validation on a single-stack IPv4 cluster
+// (clusterIP/clusterIPs normalized, ipFamilies and ipFamilyPolicy).
+func defaultService(s *corev1.Service) {
+	spec := &s.Spec
+	if spec.SessionAffinity == "" {
+		spec.SessionAffinity = corev1.ServiceAffinityNone
+	}
+	if spec.SessionAffinity == corev1.ServiceAffinityNone {
+		spec.SessionAffinityConfig = nil
+	}
+	if spec.SessionAffinity == corev1.ServiceAffinityClientIP &&
+		(spec.SessionAffinityConfig == nil || spec.SessionAffinityConfig.ClientIP == nil || spec.SessionAffinityConfig.ClientIP.TimeoutSeconds == nil) {
+		timeout := corev1.DefaultClientIPServiceAffinitySeconds
+		spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: &timeout}}
+	}
+	if spec.Type == "" {
+		spec.Type = corev1.ServiceTypeClusterIP
+	}
+	for i := range spec.Ports {
+		p := &spec.Ports[i]
+		if p.Protocol == "" {
+			p.Protocol = corev1.ProtocolTCP
+		}
+		if p.TargetPort == intstr.FromInt32(0) || p.TargetPort == intstr.FromString("") {
+			p.TargetPort = intstr.FromInt32(p.Port)
+		}
+	}
+	if spec.Type == corev1.ServiceTypeNodePort || spec.Type == corev1.ServiceTypeLoadBalancer {
+		if spec.ExternalTrafficPolicy == "" {
+			spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
+		}
+	}
+	if spec.Type != corev1.ServiceTypeExternalName && spec.InternalTrafficPolicy == nil {
+		p := corev1.ServiceInternalTrafficPolicyCluster
+		spec.InternalTrafficPolicy = &p
+	}
+	if spec.Type == corev1.ServiceTypeLoadBalancer && spec.AllocateLoadBalancerNodePorts == nil {
+		t := true
+		spec.AllocateLoadBalancerNodePorts = &t
+	}
+	// clusterIP and clusterIPs[0] are the same field.
+	if spec.ClusterIP == "" && len(spec.ClusterIPs) > 0 {
+		spec.ClusterIP = spec.ClusterIPs[0]
+	}
+	if spec.ClusterIP != "" && len(spec.ClusterIPs) == 0 {
+		spec.ClusterIPs = []string{spec.ClusterIP}
+	}
+	if spec.Type == corev1.ServiceTypeExternalName {
+		return
+	}
+	if spec.IPFamilyPolicy == nil {
+		p := corev1.IPFamilyPolicySingleStack
+		if spec.ClusterIP == corev1.ClusterIPNone && len(spec.Selector) == 0 {
+			// Headless services without a selector take every family
+			// the cluster has.
+			p = corev1.IPFamilyPolicyRequireDualStack
+		}
+		spec.IPFamilyPolicy = &p
+	}
+	if len(spec.IPFamilies) == 0 {
+		spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
+	}
+}
+
+// KeepAllocatedValues carries over on update what the server allocated and
+// the client left out (kube-apiserver's patchAllocatedValues): the
+// ClusterIPs, and NodePorts of ports that still exist, while the service
+// still needs them.
+func KeepAllocatedValues(s, old *corev1.Service) {
+	if ServiceNeedsClusterIP(old) && s.Spec.Type != corev1.ServiceTypeExternalName &&
+		s.Spec.ClusterIP == "" && len(s.Spec.ClusterIPs) == 0 {
+		s.Spec.ClusterIP = old.Spec.ClusterIP
+		s.Spec.ClusterIPs = append([]string(nil), old.Spec.ClusterIPs...)
+	}
+	if ServiceNeedsNodePorts(old) && ServiceNeedsNodePorts(s) {
+		for i := range s.Spec.Ports {
+			p := &s.Spec.Ports[i]
+			if p.NodePort != 0 {
+				continue
+			}
+			for _, op := range old.Spec.Ports {
+				if op.NodePort != 0 && op.Port == p.Port && op.Protocol == p.Protocol {
+					p.NodePort = op.NodePort
+					break
+				}
+			}
+		}
+	}
+	if ServiceNeedsHealthCheckNodePort(old) && ServiceNeedsHealthCheckNodePort(s) && s.Spec.HealthCheckNodePort == 0 {
+		s.Spec.HealthCheckNodePort = old.Spec.HealthCheckNodePort
+	}
+}
+
+var (
+	supportedServiceTypes = []string{string(corev1.ServiceTypeClusterIP), string(corev1.ServiceTypeExternalName),
+		string(corev1.ServiceTypeLoadBalancer), string(corev1.ServiceTypeNodePort)}
+	supportedServiceProtocols  = []string{string(corev1.ProtocolSCTP), string(corev1.ProtocolTCP), string(corev1.ProtocolUDP)}
+	supportedSessionAffinities = []string{string(corev1.ServiceAffinityClientIP), string(corev1.ServiceAffinityNone)}
+	supportedIPFamilyPolicies  = []string{string(corev1.IPFamilyPolicyPreferDualStack), string(corev1.IPFamilyPolicyRequireDualStack),
+		string(corev1.IPFamilyPolicySingleStack)}
+	supportedTrafficPolicies = []string{"Cluster", "Local"}
+)
+
+func validateService(s *corev1.Service) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	headless := s.Spec.ClusterIP == corev1.ClusterIPNone
+
+	switch s.Spec.Type {
+	case corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer:
+	case corev1.ServiceTypeExternalName:
+		if s.Spec.ClusterIP != "" {
+			errs = append(errs, field.Forbidden(spec.Child("clusterIP"), "may not be set for ExternalName services"))
+		}
+		name := strings.TrimSuffix(s.Spec.ExternalName, ".")
+		if name == "" {
+			errs = append(errs, field.Required(spec.Child("externalName"), ""))
+		} else {
+			for _, msg := range validation.IsDNS1123Subdomain(name) {
+				errs = append(errs, field.Invalid(spec.Child("externalName"), s.Spec.ExternalName, msg))
+			}
+		}
+		if len(s.Spec.IPFamilies) > 0 {
+			errs = append(errs, field.Forbidden(spec.Child("ipFamilies"), "may not be set for ExternalName services"))
+		}
+		if s.Spec.IPFamilyPolicy != nil {
+			errs = append(errs, field.Forbidden(spec.Child("ipFamilyPolicy"), "may not be set for ExternalName services"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(spec.Child("type"), s.Spec.Type, supportedServiceTypes))
+	}
+
+	if len(s.Spec.Ports) == 0 && !headless && s.Spec.Type != corev1.ServiceTypeExternalName {
+		errs = append(errs, field.Required(spec.Child("ports"), ""))
+	}
+	names := sets.New[string]()
+	type portKey struct {
+		port     int32
+		protocol corev1.Protocol
+	}
+	seenPorts := map[portKey]bool{}
+	seenNodePorts := map[portKey]bool{}
+	for i, p := range s.Spec.Ports {
+		path := spec.Child("ports").Index(i)
+		errs = append(errs, validateServicePort(&p, len(s.Spec.Ports) > 1, names, path)...)
+		key := portKey{p.Port, p.Protocol}
+		if seenPorts[key] {
+			errs = append(errs, field.Duplicate(path, key))
+		}
+		seenPorts[key] = true
+		if p.NodePort != 0 {
+			if s.Spec.Type == corev1.ServiceTypeClusterIP || s.Spec.Type == corev1.ServiceTypeExternalName {
+				errs = append(errs, field.Forbidden(path.Child("nodePort"), fmt.Sprintf("may not be used when `type` is '%s'", s.Spec.Type)))
+			}
+			for _, msg := range validation.IsValidPortNum(int(p.NodePort)) {
+				errs = append(errs, field.Invalid(path.Child("nodePort"), p.NodePort, msg))
+			}
+			nk := portKey{p.NodePort, p.Protocol}
+			if seenNodePorts[nk] {
+				errs = append(errs, field.Duplicate(path.Child("nodePort"), p.NodePort))
+			}
+			seenNodePorts[nk] = true
+		}
+	}
+
+	if s.Spec.Selector != nil {
+		errs = append(errs, metav1validation.ValidateLabels(s.Spec.Selector, spec.Child("selector"))...)
+	}
+	switch s.Spec.SessionAffinity {
+	case corev1.ServiceAffinityNone:
+	case corev1.ServiceAffinityClientIP:
+		if c := s.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+			if t := *c.ClientIP.TimeoutSeconds; t <= 0 || t > maxClientIPServiceAffinitySeconds {
+				errs = append(errs, field.Invalid(spec.Child("sessionAffinityConfig", "clientIP", "timeoutSeconds"), t,
+					fmt.Sprintf("must be greater than 0 and less than %d", maxClientIPServiceAffinitySeconds)))
+			}
+		}
+	case "":
+		errs = append(errs, field.Required(spec.Child("sessionAffinity"), ""))
+	default:
+		errs = append(errs, field.NotSupported(spec.Child("sessionAffinity"), s.Spec.SessionAffinity, supportedSessionAffinities))
+	}
+	if s.Spec.SessionAffinity != corev1.ServiceAffinityClientIP && s.Spec.SessionAffinityConfig != nil {
+		errs = append(errs, field.Invalid(spec.Child("sessionAffinityConfig"), s.Spec.SessionAffinityConfig,
+			fmt.Sprintf("must not be set when session affinity is %s", s.Spec.SessionAffinity)))
+	}
+
+	errs = append(errs, validateServiceClusterIPs(s, spec)...)
+	for i, ip := range s.Spec.ExternalIPs {
+		path := spec.Child("externalIPs").Index(i)
+		if addr, err := netip.ParseAddr(ip); err != nil {
+			errs = append(errs, field.Invalid(path, ip, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
+		} else if addr.IsUnspecified() || addr.IsLoopback() || addr.IsLinkLocalUnicast() || addr.IsLinkLocalMulticast() || addr.IsMulticast() {
+			errs = append(errs, field.Invalid(path, ip, "may not be unspecified, loopback, link-local or multicast"))
+		}
+	}
+
+	external := s.Spec.Type == corev1.ServiceTypeNodePort || s.Spec.Type == corev1.ServiceTypeLoadBalancer
+	etp := s.Spec.ExternalTrafficPolicy
+	switch {
+	case !external && etp != "":
+		errs = append(errs, field.Invalid(spec.Child("externalTrafficPolicy"), etp, "may only be set for externally-accessible services"))
+	case external && etp == "":
+		errs = append(errs, field.Required(spec.Child("externalTrafficPolicy"), ""))
+	case external && etp != corev1.ServiceExternalTrafficPolicyCluster && etp != corev1.ServiceExternalTrafficPolicyLocal:
+		errs = append(errs, field.NotSupported(spec.Child("externalTrafficPolicy"), etp, supportedTrafficPolicies))
+	}
+	if s.Spec.HealthCheckNodePort != 0 && !ServiceNeedsHealthCheckNodePort(s) {
+		errs = append(errs, field.Invalid(spec.Child("healthCheckNodePort"), s.Spec.HealthCheckNodePort,
+			"may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'"))
+	} else if s.Spec.HealthCheckNodePort != 0 {
+		for _, msg := range validation.IsValidPortNum(int(s.Spec.HealthCheckNodePort)) {
+			errs = append(errs, field.Invalid(spec.Child("healthCheckNodePort"), s.Spec.HealthCheckNodePort, msg))
+		}
+	}
+	if s.Spec.Type != corev1.ServiceTypeExternalName {
+		switch itp := s.Spec.InternalTrafficPolicy; {
+		case itp == nil:
+			errs = append(errs, field.Required(spec.Child("internalTrafficPolicy"), ""))
+		case *itp != corev1.ServiceInternalTrafficPolicyCluster && *itp != corev1.ServiceInternalTrafficPolicyLocal:
+			errs = append(errs, field.NotSupported(spec.Child("internalTrafficPolicy"), *itp, supportedTrafficPolicies))
+		}
+	}
+	if s.Spec.AllocateLoadBalancerNodePorts != nil && s.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		errs = append(errs, field.Forbidden(spec.Child("allocateLoadBalancerNodePorts"), "may only be used when `type` is 'LoadBalancer'"))
+	}
+	if s.Spec.LoadBalancerClass != nil && s.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		errs = append(errs, field.Forbidden(spec.Child("loadBalancerClass"), "may only be used when service type is 'LoadBalancer'"))
+	}
+	return errs
+}
+
+func validateServicePort(p *corev1.ServicePort, requireName bool, names sets.Set[string], path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if requireName && p.Name == "" {
+		errs = append(errs, field.Required(path.Child("name"), ""))
+	} else if p.Name != "" {
+		for _, msg := range validation.IsDNS1123Label(p.Name) {
+			errs = append(errs, field.Invalid(path.Child("name"), p.Name, msg))
+		}
+		if names.Has(p.Name) {
+			errs = append(errs, field.Duplicate(path.Child("name"), p.Name))
+		}
+		names.Insert(p.Name)
+	}
+	for _, msg := range validation.IsValidPortNum(int(p.Port)) {
+		errs = append(errs, field.Invalid(path.Child("port"), p.Port, msg))
+	}
+	switch p.Protocol {
+	case "":
+		errs = append(errs, field.Required(path.Child("protocol"), ""))
+	case corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("protocol"), p.Protocol, supportedServiceProtocols))
+	}
+	if p.TargetPort.Type == intstr.Int {
+		for _, msg := range validation.IsValidPortNum(p.TargetPort.IntValue()) {
+			errs = append(errs, field.Invalid(path.Child("targetPort"), p.TargetPort, msg))
+		}
+	} else {
+		for _, msg := range validation.IsValidPortName(p.TargetPort.StrVal) {
+			errs = append(errs, field.Invalid(path.Child("targetPort"), p.TargetPort, msg))
+		}
+	}
+	if p.AppProtocol != nil {
+		for _, msg := range validation.IsQualifiedName(*p.AppProtocol) {
+			errs = append(errs, field.Invalid(path.Child("appProtocol"), *p.AppProtocol, msg))
+		}
+	}
+	return errs
+}
+
+// validateServiceClusterIPs checks clusterIP, clusterIPs, ipFamilies and
+// ipFamilyPolicy against a single-stack IPv4 cluster. Whether an address is
+// in the service range and free is the allocator's to say.
+func validateServiceClusterIPs(s *corev1.Service, spec *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	ips := spec.Child("clusterIPs")
+	if len(s.Spec.ClusterIPs) > 0 && s.Spec.ClusterIP != s.Spec.ClusterIPs[0] {
+		errs = append(errs, field.Invalid(ips, s.Spec.ClusterIPs, "first value must match `clusterIP`"))
+	}
+	if s.Spec.Type == corev1.ServiceTypeExternalName {
+		if len(s.Spec.ClusterIPs) > 0 {
+			errs = append(errs, field.Forbidden(ips, "may not be set for ExternalName services"))
+		}
+		return errs
+	}
+	headless := s.Spec.ClusterIP == corev1.ClusterIPNone
+	for i, ip := range s.Spec.ClusterIPs {
+		path := ips.Index(i)
+		if ip == corev1.ClusterIPNone {
+			if i > 0 {
+				errs = append(errs, field.Invalid(path, ip, "may only be set to 'None' in the first entry"))
+			}
+			continue
+		}
+		if headless {
+			errs = append(errs, field.Invalid(path, ip, "must be 'None' when the first entry is 'None'"))
+			continue
+		}
+		if _, err := netip.ParseAddr(ip); err != nil {
+			errs = append(errs, field.Invalid(path, ip, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
+		}
+	}
+	if len(s.Spec.ClusterIPs) > 1 {
+		errs = append(errs, field.Invalid(ips, s.Spec.ClusterIPs, "may only hold one IP: this cluster is not configured for dual-stack services"))
+	}
+	if headless && (s.Spec.Type == corev1.ServiceTypeNodePort || s.Spec.Type == corev1.ServiceTypeLoadBalancer) {
+		errs = append(errs, field.Invalid(ips.Index(0), corev1.ClusterIPNone, fmt.Sprintf("may not be set to 'None' for %s services", s.Spec.Type)))
+	}
+	if p := s.Spec.IPFamilyPolicy; p == nil {
+		errs = append(errs, field.Required(spec.Child("ipFamilyPolicy"), ""))
+	} else {
+		switch *p {
+		case corev1.IPFamilyPolicySingleStack, corev1.IPFamilyPolicyPreferDualStack:
+		case corev1.IPFamilyPolicyRequireDualStack:
+			if !headless {
+				errs = append(errs, field.Invalid(spec.Child("ipFamilyPolicy"), *p, "this cluster is not configured for dual-stack services"))
+			}
+		default:
+			errs = append(errs, field.NotSupported(spec.Child("ipFamilyPolicy"), *p, supportedIPFamilyPolicies))
+		}
+	}
+	for i, f := range s.Spec.IPFamilies {
+		path := spec.Child("ipFamilies").Index(i)
+		switch {
+		case f == corev1.IPv4Protocol && i == 0:
+		case f == corev1.IPv6Protocol:
+			errs = append(errs, field.Invalid(path, f, "not configured on this cluster"))
+		case f == corev1.IPv4Protocol:
+			errs = append(errs, field.Duplicate(path, f))
+		default:
+			errs = append(errs, field.NotSupported(path, f, []string{string(corev1.IPv4Protocol), string(corev1.IPv6Protocol)}))
+		}
+	}
+	if ip, err := netip.ParseAddr(s.Spec.ClusterIP); err == nil && ip.Is6() {
+		errs = append(errs, field.Invalid(ips.Index(0), s.Spec.ClusterIP, "expected an IPv4 value as indicated by `ipFamilies[0]`"))
+	}
+	return errs
+}
+
+// validateServiceUpdate: the ClusterIP may not change once set, except by
+// moving to or from type ExternalName.
+func validateServiceUpdate(s, old *corev1.Service) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	if old.Spec.Type != corev1.ServiceTypeExternalName && s.Spec.Type != corev1.ServiceTypeExternalName &&
+		old.Spec.ClusterIP != "" && s.Spec.ClusterIP != old.Spec.ClusterIP {
+		errs = append(errs, field.Invalid(spec.Child("clusterIPs").Index(0), s.Spec.ClusterIP, "may not change once set"))
+	}
+	if old.Spec.Type != corev1.ServiceTypeExternalName && s.Spec.Type != corev1.ServiceTypeExternalName &&
+		len(old.Spec.IPFamilies) > 0 && len(s.Spec.IPFamilies) > 0 && s.Spec.IPFamilies[0] != old.Spec.IPFamilies[0] {
+		errs = append(errs, field.Invalid(spec.Child("ipFamilies").Index(0), s.Spec.IPFamilies[0], "may not change once set"))
+	}
+	return errs
+}
+
+func validateServiceStatus(st *corev1.ServiceStatus, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, in := range st.LoadBalancer.Ingress {
+		p := path.Child("loadBalancer", "ingress").Index(i)
+		if in.IP != "" {
+			if _, err := netip.ParseAddr(in.IP); err != nil {
+				errs = append(errs, field.Invalid(p.Child("ip"), in.IP, "must be a valid IP address"))
+			}
+		}
+		if in.Hostname != "" {
+			for _, msg := range validation.IsDNS1123Subdomain(in.Hostname) {
+				errs = append(errs, field.Invalid(p.Child("hostname"), in.Hostname, msg))
+			}
+			if _, err := netip.ParseAddr(in.Hostname); err == nil {
+				errs = append(errs, field.Invalid(p.Child("hostname"), in.Hostname, "must be a DNS name, not an IP address"))
+			}
+		}
+	}
+	errs = append(errs, metav1validation.ValidateConditions(st.Conditions, path.Child("conditions"))...)
+	return errs
+}
+
+// maxClientIPServiceAffinitySeconds is the longest ClientIP affinity (a day).
+const maxClientIPServiceAffinitySeconds = 86400

@@ -1,0 +1,196 @@
+package registry
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+func validService() *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", CreationTimestamp: metav1.NewTime(testNow.Add(-90e9))},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": "web"},
+			Ports:    []corev1.ServicePort{{Port: 80}},
+		},
+	}
+}
+
+func TestServiceDefaults(t *testing.T) {
+	svcs := find(t, corev1.SchemeGroupVersion, "services")
+	s := validService()
+	svcs.Strategy.Default(s)
+	p := s.Spec.Ports[0]
+	if s.Spec.Type != corev1.ServiceTypeClusterIP || s.Spec.SessionAffinity != corev1.ServiceAffinityNone ||
+		p.Protocol != corev1.ProtocolTCP || p.TargetPort != intstr.FromInt32(80) ||
+		*s.Spec.InternalTrafficPolicy != corev1.ServiceInternalTrafficPolicyCluster ||
+		*s.Spec.IPFamilyPolicy != corev1.IPFamilyPolicySingleStack || len(s.Spec.IPFamilies) != 1 ||
+		s.Spec.ExternalTrafficPolicy != "" || s.Spec.AllocateLoadBalancerNodePorts != nil {
+		t.Fatalf("defaults: %+v", s.Spec)
+	}
+
+	lb := validService()
+	lb.Spec.Type = corev1.ServiceTypeLoadBalancer
+	lb.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+	svcs.Strategy.Default(lb)
+	if lb.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyCluster || !*lb.Spec.AllocateLoadBalancerNodePorts ||
+		*lb.Spec.SessionAffinityConfig.ClientIP.TimeoutSeconds != 10800 {
+		t.Fatalf("LoadBalancer defaults: %+v", lb.Spec)
+	}
+
+	headless := validService()
+	headless.Spec.Selector = nil
+	headless.Spec.ClusterIPs = []string{"None"}
+	svcs.Strategy.Default(headless)
+	if headless.Spec.ClusterIP != "None" || *headless.Spec.IPFamilyPolicy != corev1.IPFamilyPolicyRequireDualStack {
+		t.Fatalf("selectorless headless defaults: %+v", headless.Spec)
+	}
+
+	ext := &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.com"}}
+	svcs.Strategy.Default(ext)
+	if ext.Spec.IPFamilyPolicy != nil || ext.Spec.IPFamilies != nil || ext.Spec.InternalTrafficPolicy != nil {
+		t.Fatalf("ExternalName got IP fields: %+v", ext.Spec)
+	}
+}
+
+func TestServiceValidation(t *testing.T) {
+	ctx := context.Background()
+	svcs := find(t, corev1.SchemeGroupVersion, "services")
+	check := func(name string, mutate func(*corev1.Service), want ...string) {
+		t.Helper()
+		s := validService()
+		mutate(s)
+		svcs.Strategy.Default(s)
+		t.Run(name, func(t *testing.T) { wantErrors(t, svcs.Strategy.Validate(ctx, s), want...) })
+	}
+	check("valid", func(*corev1.Service) {})
+	check("name is a DNS-1035 label", func(s *corev1.Service) { s.Name = "1web" }, invalid+" metadata.name")
+	check("ports required", func(s *corev1.Service) { s.Spec.Ports = nil }, required+" spec.ports")
+	check("headless needs no ports", func(s *corev1.Service) { s.Spec.Ports, s.Spec.ClusterIP = nil, "None" })
+	check("port range", func(s *corev1.Service) { s.Spec.Ports[0].Port = 70000 }, invalid+" spec.ports[0].port", invalid+" spec.ports[0].targetPort")
+	check("protocol", func(s *corev1.Service) { s.Spec.Ports[0].Protocol = "HTTP" }, notSupported+" spec.ports[0].protocol")
+	check("target port name", func(s *corev1.Service) { s.Spec.Ports[0].TargetPort = intstr.FromString("Not_A_Name") },
+		invalid+" spec.ports[0].targetPort")
+	check("names required with several ports, unique, ports unique", func(s *corev1.Service) {
+		s.Spec.Ports = []corev1.ServicePort{{Name: "a", Port: 80}, {Port: 81}, {Name: "a", Port: 80}}
+	}, required+" spec.ports[1].name", duplicate+" spec.ports[2].name", duplicate+" spec.ports[2]")
+	check("nodePort on ClusterIP", func(s *corev1.Service) { s.Spec.Ports[0].NodePort = 30001 }, forbidden+" spec.ports[0].nodePort")
+	check("type", func(s *corev1.Service) { s.Spec.Type = "Ingress" }, notSupported+" spec.type")
+	check("clusterIP syntax", func(s *corev1.Service) { s.Spec.ClusterIP = "10.0.0.300" }, invalid+" spec.clusterIPs[0]")
+	check("clusterIPs must match", func(s *corev1.Service) {
+		s.Spec.ClusterIP, s.Spec.ClusterIPs = "10.96.0.10", []string{"10.96.0.11"}
+	}, invalid+" spec.clusterIPs")
+	check("dual stack refused", func(s *corev1.Service) {
+		s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+	}, invalid+" spec.ipFamilies[1]")
+	check("RequireDualStack refused", func(s *corev1.Service) {
+		p := corev1.IPFamilyPolicyRequireDualStack
+		s.Spec.IPFamilyPolicy = &p
+	}, invalid+" spec.ipFamilyPolicy")
+	check("headless NodePort", func(s *corev1.Service) {
+		s.Spec.Type, s.Spec.ClusterIP = corev1.ServiceTypeNodePort, "None"
+	}, invalid+" spec.clusterIPs[0]")
+	check("ExternalName", func(s *corev1.Service) {
+		s.Spec.Type, s.Spec.ExternalName, s.Spec.ClusterIP = corev1.ServiceTypeExternalName, "Bad_Name", "10.96.0.5"
+	}, forbidden+" spec.clusterIP", invalid+" spec.externalName", forbidden+" spec.clusterIPs")
+	check("externalTrafficPolicy only for external services", func(s *corev1.Service) {
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	}, invalid+" spec.externalTrafficPolicy")
+	check("session affinity", func(s *corev1.Service) { s.Spec.SessionAffinity = "Sticky" }, notSupported+" spec.sessionAffinity")
+	check("selector labels", func(s *corev1.Service) { s.Spec.Selector = map[string]string{"a b": "c"} }, invalid+" spec.selector")
+	check("external IPs", func(s *corev1.Service) { s.Spec.ExternalIPs = []string{"127.0.0.1", "x"} },
+		invalid+" spec.externalIPs[0]", invalid+" spec.externalIPs[1]")
+	check("healthCheckNodePort only for Local LoadBalancers", func(s *corev1.Service) { s.Spec.HealthCheckNodePort = 30000 },
+		invalid+" spec.healthCheckNodePort")
+}
+
+func TestServiceUpdate(t *testing.T) {
+	ctx := context.Background()
+	svcs := find(t, corev1.SchemeGroupVersion, "services")
+	old := validService()
+	old.Spec.Type = corev1.ServiceTypeNodePort
+	svcs.Strategy.Default(old)
+	old.Spec.ClusterIP, old.Spec.ClusterIPs = "10.96.0.10", []string{"10.96.0.10"}
+	old.Spec.Ports[0].NodePort = 30080
+
+	// Leaving the allocated values out keeps them.
+	s := old.DeepCopy()
+	s.Spec.ClusterIP, s.Spec.ClusterIPs, s.Spec.Ports[0].NodePort = "", nil, 0
+	svcs.Strategy.PrepareForUpdate(ctx, s, old)
+	svcs.Strategy.Default(s)
+	if s.Spec.ClusterIP != "10.96.0.10" || s.Spec.Ports[0].NodePort != 30080 {
+		t.Fatalf("allocated values not kept: %+v", s.Spec)
+	}
+	wantErrors(t, svcs.Strategy.ValidateUpdate(ctx, s, old))
+
+	s.Spec.ClusterIP, s.Spec.ClusterIPs = "10.96.0.11", []string{"10.96.0.11"}
+	wantErrors(t, svcs.Strategy.ValidateUpdate(ctx, s, old), invalid+" spec.clusterIPs[0]")
+
+	// Moving to ExternalName drops the address.
+	ext := old.DeepCopy()
+	ext.Spec = corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.com"}
+	svcs.Strategy.PrepareForUpdate(ctx, ext, old)
+	svcs.Strategy.Default(ext)
+	wantErrors(t, svcs.Strategy.ValidateUpdate(ctx, ext, old))
+
+	// Status writes keep the spec.
+	st := old.DeepCopy()
+	st.Spec.Ports[0].Port = 81
+	st.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.7"}}
+	svcs.Status.PrepareForUpdate(ctx, st, old)
+	if st.Spec.Ports[0].Port != 80 {
+		t.Fatal("status write changed the spec")
+	}
+	wantErrors(t, svcs.Status.ValidateUpdate(ctx, st, old))
+	st.Status.LoadBalancer.Ingress[0].IP = "nope"
+	wantErrors(t, svcs.Status.ValidateUpdate(ctx, st, old), invalid+" status.loadBalancer.ingress[0].ip")
+}
+
+func TestServiceTable(t *testing.T) {
+	svcs := find(t, corev1.SchemeGroupVersion, "services")
+	s := validService()
+	s.Spec.Type = corev1.ServiceTypeNodePort
+	s.Spec.ClusterIP = "10.96.0.10"
+	s.Spec.Ports = []corev1.ServicePort{{Port: 80, NodePort: 30080, Protocol: "TCP"}, {Port: 53, Protocol: "UDP"}}
+	assertRow(t, svcs, s, "Name,Type,Cluster-IP,External-IP,Port(s),Age,Selector*",
+		"web", "NodePort", "10.96.0.10", "<none>", "80:30080/TCP,53/UDP", "90s", "app=web")
+	lb := validService()
+	lb.Spec.Type, lb.Spec.ClusterIP, lb.Spec.Selector = corev1.ServiceTypeLoadBalancer, "10.96.0.11", nil
+	lb.Spec.Ports[0].Protocol = "TCP"
+	assertRow(t, svcs, lb, "Name,Type,Cluster-IP,External-IP,Port(s),Age,Selector*",
+		"web", "LoadBalancer", "10.96.0.11", "<pending>", "80/TCP", "90s", "<none>")
+	ext := validService()
+	ext.Spec = corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.com"}
+	assertRow(t, svcs, ext, "Name,Type,Cluster-IP,External-IP,Port(s),Age,Selector*",
+		"web", "ExternalName", "<none>", "example.com", "<none>", "90s", "<none>")
+}
+
+func TestEndpoints(t *testing.T) {
+	ctx := context.Background()
+	eps := find(t, corev1.SchemeGroupVersion, "endpoints")
+	e := &corev1.Endpoints{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", CreationTimestamp: metav1.NewTime(testNow.Add(-90e9))},
+		Subsets: []corev1.EndpointSubset{{
+			Addresses: []corev1.EndpointAddress{{IP: "10.1.0.1"}, {IP: "10.1.0.2"}, {IP: "10.1.0.3"}},
+			Ports:     []corev1.EndpointPort{{Name: "http", Port: 8080}, {Name: "metrics", Port: 9090}},
+		}},
+	}
+	eps.Strategy.Default(e)
+	if e.Subsets[0].Ports[0].Protocol != corev1.ProtocolTCP {
+		t.Fatal("protocol not defaulted")
+	}
+	wantErrors(t, eps.Strategy.Validate(ctx, e))
+	assertRow(t, eps, e, "Name,Endpoints,Age", "web", "10.1.0.1:8080,10.1.0.2:8080,10.1.0.3:8080 + 3 more...", "90s")
+
+	bad := e.DeepCopy()
+	bad.Subsets[0].Addresses = append(bad.Subsets[0].Addresses, corev1.EndpointAddress{IP: "127.0.0.1"}, corev1.EndpointAddress{IP: "x"})
+	bad.Subsets[0].Ports = append(bad.Subsets[0].Ports, corev1.EndpointPort{Port: 0, Protocol: "TCP"})
+	bad.Subsets = append(bad.Subsets, corev1.EndpointSubset{})
+	wantErrors(t, eps.Strategy.Validate(ctx, bad), invalid+" subsets[0].addresses[3].ip", invalid+" subsets[0].addresses[4].ip",
+		required+" subsets[0].ports[2].name", invalid+" subsets[0].ports[2].port", required+" subsets[1]")
+	empty := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "none", Namespace: "default", CreationTimestamp: metav1.NewTime(testNow.Add(-90e9))}}
+	assertRow(t, eps, empty, "Name,Endpoints,Age", "none", "<none>", "90s")
+}
