@@ -66,6 +66,7 @@ import (
 
 	schedcache "github.com/kubeproof/kubeproof/impl/scheduler/cache"
 	"github.com/kubeproof/kubeproof/impl/scheduler/config"
+	"github.com/kubeproof/kubeproof/impl/scheduler/eventrecorder"
 	"github.com/kubeproof/kubeproof/impl/scheduler/extender"
 	fw "github.com/kubeproof/kubeproof/impl/scheduler/framework"
 	"github.com/kubeproof/kubeproof/impl/scheduler/metrics"
@@ -118,7 +119,7 @@ type Scheduler struct {
 	algorithm *Algorithm
 	metrics   *metrics.Metrics
 
-	broadcaster events.EventBroadcaster
+	broadcaster *eventrecorder.Broadcaster
 	recorders   map[string]events.EventRecorder
 
 	bindings  sync.WaitGroup
@@ -163,17 +164,18 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config) (*Schedul
 		registry = plugins.NewInTreeRegistry()
 	}
 	s := &Scheduler{
-		client:    client,
-		cfg:       cfg,
-		conf:      conf,
-		log:       cfg.Logger.With("component", "scheduler"),
-		profiles:  map[string]*fw.Framework{},
-		cache:     schedcache.New(cfg.AssumedPodTTL, nil),
-		snapshot:  schedcache.NewEmptySnapshot(),
-		algorithm: NewAlgorithm(*conf.PercentageOfNodesToScore, cfg.Seed),
-		metrics:   metrics.New(),
-		recorders: map[string]events.EventRecorder{},
-		bindSlots: make(chan struct{}, cfg.MaxInFlightBindings),
+		client:      client,
+		cfg:         cfg,
+		conf:        conf,
+		log:         cfg.Logger.With("component", "scheduler"),
+		profiles:    map[string]*fw.Framework{},
+		cache:       schedcache.New(cfg.AssumedPodTTL, nil),
+		snapshot:    schedcache.NewEmptySnapshot(),
+		algorithm:   NewAlgorithm(*conf.PercentageOfNodesToScore, cfg.Seed),
+		metrics:     metrics.New(),
+		recorders:   map[string]events.EventRecorder{},
+		broadcaster: eventrecorder.New(client.EventsV1(), eventrecorder.Options{Logger: cfg.Logger.With("component", "scheduler-events")}),
+		bindSlots:   make(chan struct{}, cfg.MaxInFlightBindings),
 	}
 	for i, ec := range conf.Extenders {
 		ext, err := extender.New(ec)
@@ -208,6 +210,7 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config) (*Schedul
 			return nil, err
 		}
 		s.profiles[p.SchedulerName] = fwk
+		s.recorders[p.SchedulerName] = s.broadcaster.NewRecorder(scheme.Scheme, p.SchedulerName)
 		if less == nil {
 			less = fwk.QueueSortFunc()
 		}
@@ -263,17 +266,18 @@ func (s *Scheduler) Run(ctx context.Context) error {
 func (s *Scheduler) run(parent context.Context) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	// The broadcaster starts a goroutine when created, so it is created
-	// here, where it is also shut down.
-	s.broadcaster = events.NewBroadcaster(&events.EventSinkImpl{Interface: s.client.EventsV1()})
-	for name := range s.profiles {
-		s.recorders[name] = s.broadcaster.NewRecorder(scheme.Scheme, name)
-	}
-	stopEvents := make(chan struct{})
-	s.broadcaster.StartRecordingToSink(stopEvents)
+	// Events are written by a bounded recorder (package eventrecorder),
+	// running until run returns.
+	eventsCtx, stopEvents := context.WithCancel(context.WithoutCancel(ctx))
+	var eventsDone sync.WaitGroup
+	eventsDone.Add(1)
+	go func() {
+		defer eventsDone.Done()
+		s.broadcaster.Run(eventsCtx)
+	}()
 	defer func() {
-		close(stopEvents)
-		s.broadcaster.Shutdown()
+		stopEvents()
+		eventsDone.Wait()
 	}()
 	if err := s.watchPDBsIfServed(ctx); err != nil {
 		return err

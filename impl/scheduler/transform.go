@@ -16,37 +16,46 @@ import (
 // fields scheduling reads (an informer transform, as kube-scheduler strips
 // managedFields). What stays:
 //
-//   - metadata, without managedFields and the kubectl last-applied
-//     annotation (both can be larger than the rest of the object);
-//   - of a pod's containers, init containers and ephemeral containers: name,
-//     ports, resources and restartPolicy (NodeResourcesFit, NodePorts,
-//     sidecars); every other spec field except volumes, which no plugin of
-//     kubeproof reads;
-//   - of a pod's status: phase, conditions, nominatedNodeName, startTime,
-//     qosClass (the queue, preemption and the PodScheduled condition);
-//   - of a node: spec.unschedulable and spec.taints, status.allocatable and
-//     the conditions without their messages and heartbeat times.
+//   - of a pod's metadata: name, namespace, uid, resourceVersion, labels,
+//     creation and deletion timestamps and the controller owner reference
+//     (PodTopologySpread's default selector); no annotations, finalizers or
+//     managedFields;
+//   - of a pod's spec: nodeName, schedulerName, priority, preemptionPolicy,
+//     nodeSelector, affinity, tolerations, topologySpreadConstraints,
+//     schedulingGates, overhead, pod-level resources, hostNetwork, the
+//     volumes VolumeRestrictions checks (GCE PD, AWS EBS, RBD, iSCSI), and of
+//     the containers and init containers: name, image (ImageLocality),
+//     ports, resources and restartPolicy;
+//   - of a pod's status: phase, nominatedNodeName, startTime and — for a
+//     pod not yet assigned — its PodScheduled condition (the scheduler
+//     writes it only when it changes);
+//   - of a node: labels, spec.unschedulable and spec.taints,
+//     status.allocatable, the conditions' types and statuses (requeueing on
+//     condition changes) and the images' names and sizes (ImageLocality);
+//   - of other objects: everything but managedFields.
 //
 // The trimmed objects are never written back: the scheduler only binds
 // (pods/binding), patches status and deletes with a UID precondition.
 //
 // Pods of one workload carry equal labels, resource requests and (defaulted)
 // tolerations, and nodes of one kind equal allocatable resources, so the
-// transform also interns those values: equal maps and slices become one
-// shared instance. Informer objects are read-only (everyone who changes one
-// copies it first), which is what makes sharing safe.
-
-const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+// transform also interns those values: equal maps, slices and strings
+// (namespaces, node and scheduler names, images) become one shared
+// instance. Informer objects are read-only (everyone who changes one copies
+// it first), which is what makes sharing safe.
 
 // Transformer trims and interns the objects of one scheduler's informers.
 type Transformer struct {
 	labels      interner[map[string]string]
 	resources   interner[v1.ResourceList]
 	tolerations interner[[]v1.Toleration]
+	strings     interner[string]
 }
 
 // NewTransformer returns a Transformer with empty intern tables.
-func NewTransformer() *Transformer { return &Transformer{} }
+func NewTransformer() *Transformer {
+	return &Transformer{strings: interner[string]{limit: maxInternedStrings}}
+}
 
 // Transform trims a pod or a node as described above (in place: an
 // informer hands its transform a freshly decoded object no one else holds).
@@ -58,7 +67,7 @@ func (t *Transformer) Transform(obj any) (any, error) {
 		t.internPod(o)
 	case *v1.Node:
 		trimNode(o)
-		o.Status.Allocatable = t.resources.intern(o.Status.Allocatable, resourceListKey)
+		t.internNode(o)
 	case metav1.Object:
 		o.SetManagedFields(nil)
 	}
@@ -66,14 +75,45 @@ func (t *Transformer) Transform(obj any) (any, error) {
 }
 
 func (t *Transformer) internPod(p *v1.Pod) {
+	p.Namespace = t.str(p.Namespace)
 	p.Labels = t.labels.intern(p.Labels, labelsKey)
+	p.Spec.NodeName = t.str(p.Spec.NodeName)
+	p.Spec.SchedulerName = t.str(p.Spec.SchedulerName)
 	p.Spec.Tolerations = t.tolerations.intern(p.Spec.Tolerations, tolerationsKey)
+	p.Status.NominatedNodeName = t.str(p.Status.NominatedNodeName)
+	p.Status.Phase = v1.PodPhase(t.str(string(p.Status.Phase)))
 	for _, cs := range [][]v1.Container{p.Spec.Containers, p.Spec.InitContainers} {
 		for i := range cs {
+			cs[i].Name = t.str(cs[i].Name)
+			cs[i].Image = t.str(cs[i].Image)
 			cs[i].Resources.Requests = t.resources.intern(cs[i].Resources.Requests, resourceListKey)
 			cs[i].Resources.Limits = t.resources.intern(cs[i].Resources.Limits, resourceListKey)
 		}
 	}
+	for i := range p.Status.Conditions {
+		c := &p.Status.Conditions[i]
+		c.Type = v1.PodConditionType(t.str(string(c.Type)))
+		c.Status = v1.ConditionStatus(t.str(string(c.Status)))
+		c.Reason = t.str(c.Reason)
+	}
+}
+
+func (t *Transformer) internNode(n *v1.Node) {
+	n.Status.Allocatable = t.resources.intern(n.Status.Allocatable, resourceListKey)
+	n.Name = t.str(n.Name)
+	if h, ok := n.Labels[v1.LabelHostname]; ok && h == n.Name && len(n.Labels) > 0 {
+		n.Labels[v1.LabelHostname] = n.Name
+	}
+	for i := range n.Status.Conditions {
+		c := &n.Status.Conditions[i]
+		c.Type = v1.NodeConditionType(t.str(string(c.Type)))
+		c.Status = v1.ConditionStatus(t.str(string(c.Status)))
+	}
+}
+
+// str returns the shared copy of s.
+func (t *Transformer) str(s string) string {
+	return t.strings.intern(s, func(s string) (string, bool) { return s, s != "" })
 }
 
 // maxInterned bounds each intern table: once full, values not in it stay
@@ -81,10 +121,15 @@ func (t *Transformer) internPod(p *v1.Pod) {
 // and must not pay for a table that grows with it).
 const maxInterned = 4096
 
+// maxInternedStrings bounds the string table, which also holds node names.
+const maxInternedStrings = 16384
+
 // interner maps a canonical key to the first value seen with it.
 type interner[T any] struct {
 	mu    sync.Mutex
 	table map[string]T
+	// limit overrides maxInterned when set.
+	limit int
 }
 
 // intern returns the shared value equal to v (v itself the first time).
@@ -102,7 +147,11 @@ func (in *interner[T]) intern(v T, key func(T) (string, bool)) T {
 	if in.table == nil {
 		in.table = map[string]T{}
 	}
-	if len(in.table) < maxInterned {
+	limit := in.limit
+	if limit == 0 {
+		limit = maxInterned
+	}
+	if len(in.table) < limit {
 		in.table[k] = v
 	}
 	return v
@@ -156,55 +205,89 @@ func tolerationsKey(ts []v1.Toleration) (string, bool) {
 	return b.String(), true
 }
 
-func trimMeta(m *metav1.ObjectMeta) {
-	m.ManagedFields = nil
-	if _, ok := m.Annotations[lastAppliedAnnotation]; ok {
-		kept := make(map[string]string, len(m.Annotations)-1)
-		for k, v := range m.Annotations {
-			if k != lastAppliedAnnotation {
-				kept[k] = v
-			}
-		}
-		m.Annotations = kept
+// trimObjectMeta keeps what the scheduler reads of a pod's or node's
+// metadata.
+func trimObjectMeta(m *metav1.ObjectMeta) {
+	kept := metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Labels: m.Labels, CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
 	}
+	if ref := metav1.GetControllerOfNoCopy(m); ref != nil {
+		kept.OwnerReferences = []metav1.OwnerReference{*ref}
+	}
+	*m = kept
 }
 
 func trimPod(p *v1.Pod) {
-	trimMeta(&p.ObjectMeta)
-	p.Spec.Containers = trimContainers(p.Spec.Containers)
-	p.Spec.InitContainers = trimContainers(p.Spec.InitContainers)
-	for i := range p.Spec.EphemeralContainers {
-		c := &p.Spec.EphemeralContainers[i].EphemeralContainerCommon
-		*c = v1.EphemeralContainerCommon{Name: c.Name, Resources: c.Resources}
+	trimObjectMeta(&p.ObjectMeta)
+	s := &p.Spec
+	p.Spec = v1.PodSpec{
+		Containers:                trimContainers(s.Containers),
+		InitContainers:            trimContainers(s.InitContainers),
+		Volumes:                   conflictingVolumes(s.Volumes),
+		NodeSelector:              s.NodeSelector,
+		NodeName:                  s.NodeName,
+		HostNetwork:               s.HostNetwork,
+		Affinity:                  s.Affinity,
+		SchedulerName:             s.SchedulerName,
+		Tolerations:               s.Tolerations,
+		Priority:                  s.Priority,
+		PreemptionPolicy:          s.PreemptionPolicy,
+		Overhead:                  s.Overhead,
+		TopologySpreadConstraints: s.TopologySpreadConstraints,
+		SchedulingGates:           s.SchedulingGates,
+		Resources:                 s.Resources,
 	}
-	p.Spec.Volumes = nil
+	var conds []v1.PodCondition
+	if p.Spec.NodeName == "" {
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodScheduled {
+				conds = []v1.PodCondition{c}
+			}
+		}
+	}
 	p.Status = v1.PodStatus{
 		Phase:             p.Status.Phase,
-		Conditions:        p.Status.Conditions,
+		Conditions:        conds,
 		NominatedNodeName: p.Status.NominatedNodeName,
 		StartTime:         p.Status.StartTime,
-		QOSClass:          p.Status.QOSClass,
 	}
 }
 
-// trimContainers keeps what resource fitting and host ports read.
+// conflictingVolumes keeps the inline volumes VolumeRestrictions checks.
+func conflictingVolumes(vs []v1.Volume) []v1.Volume {
+	var out []v1.Volume
+	for _, v := range vs {
+		src := v1.VolumeSource{GCEPersistentDisk: v.GCEPersistentDisk, AWSElasticBlockStore: v.AWSElasticBlockStore, RBD: v.RBD, ISCSI: v.ISCSI}
+		if src != (v1.VolumeSource{}) {
+			out = append(out, v1.Volume{Name: v.Name, VolumeSource: src})
+		}
+	}
+	return out
+}
+
+// trimContainers keeps what resource fitting, host ports and image
+// locality read.
 func trimContainers(cs []v1.Container) []v1.Container {
 	if len(cs) == 0 {
-		return cs
+		return nil
 	}
 	out := make([]v1.Container, len(cs))
 	for i := range cs {
-		out[i] = v1.Container{Name: cs[i].Name, Ports: cs[i].Ports, Resources: cs[i].Resources, RestartPolicy: cs[i].RestartPolicy}
+		out[i] = v1.Container{Name: cs[i].Name, Image: cs[i].Image, Ports: cs[i].Ports, Resources: cs[i].Resources, RestartPolicy: cs[i].RestartPolicy}
 	}
 	return out
 }
 
 func trimNode(n *v1.Node) {
-	trimMeta(&n.ObjectMeta)
+	trimObjectMeta(&n.ObjectMeta)
 	n.Spec = v1.NodeSpec{Unschedulable: n.Spec.Unschedulable, Taints: n.Spec.Taints}
 	var conds []v1.NodeCondition
-	for _, c := range n.Status.Conditions {
-		conds = append(conds, v1.NodeCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, LastTransitionTime: c.LastTransitionTime})
+	if len(n.Status.Conditions) > 0 {
+		conds = make([]v1.NodeCondition, len(n.Status.Conditions))
+		for i, c := range n.Status.Conditions {
+			conds[i] = v1.NodeCondition{Type: c.Type, Status: c.Status}
+		}
 	}
-	n.Status = v1.NodeStatus{Allocatable: n.Status.Allocatable, Conditions: conds}
+	n.Status = v1.NodeStatus{Allocatable: n.Status.Allocatable, Conditions: conds, Images: n.Status.Images}
 }

@@ -17,8 +17,13 @@ func TestTransformKeepsWhatSchedulingReads(t *testing.T) {
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "p", Namespace: "ns", UID: "u", Labels: map[string]string{"app": "web"},
-			Annotations:   map[string]string{"keep": "me", lastAppliedAnnotation: `{"huge":"json"}`},
+			Annotations:   map[string]string{"note": "x", "kubectl.kubernetes.io/last-applied-configuration": `{"huge":"json"}`},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+			Finalizers:    []string{"f"}, GenerateName: "p-",
+			OwnerReferences: []metav1.OwnerReference{
+				{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "o1"},
+				{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "rs1", Controller: ptrTo(true)},
+			},
 		},
 		Spec: v1.PodSpec{
 			NodeName: "n1", SchedulerName: "default-scheduler", Priority: &prio,
@@ -27,7 +32,12 @@ func TestTransformKeepsWhatSchedulingReads(t *testing.T) {
 			Affinity:                  &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{}},
 			TopologySpreadConstraints: []v1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone"}},
 			Overhead:                  req,
-			Volumes:                   []v1.Volume{{Name: "data"}},
+			Volumes: []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+				{Name: "pd", VolumeSource: v1.VolumeSource{GCEPersistentDisk: &v1.GCEPersistentDiskVolumeSource{PDName: "disk"}}}},
+			SecurityContext:               &v1.PodSecurityContext{},
+			DNSPolicy:                     v1.DNSClusterFirst,
+			TerminationGracePeriodSeconds: ptrTo(int64(30)),
+			HostNetwork:                   true,
 			Containers: []v1.Container{{
 				Name: "c", Image: "nginx", Command: []string{"sleep"}, Env: []v1.EnvVar{{Name: "A", Value: "b"}},
 				Ports:     []v1.ContainerPort{{ContainerPort: 80, HostPort: 8080}},
@@ -37,7 +47,7 @@ func TestTransformKeepsWhatSchedulingReads(t *testing.T) {
 		},
 		Status: v1.PodStatus{
 			Phase: v1.PodRunning, NominatedNodeName: "n2", StartTime: &now, QOSClass: v1.PodQOSBurstable,
-			Conditions:        []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue}},
+			Conditions:        []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue}, {Type: v1.PodReady, Status: v1.ConditionTrue}},
 			ContainerStatuses: []v1.ContainerStatus{{Name: "c", Image: "nginx"}},
 			PodIPs:            []v1.PodIP{{IP: "10.0.0.1"}},
 		},
@@ -48,14 +58,24 @@ func TestTransformKeepsWhatSchedulingReads(t *testing.T) {
 	}
 	got := out.(*v1.Pod)
 	want := pod.DeepCopy()
-	want.ManagedFields = nil
-	want.Annotations = map[string]string{"keep": "me"}
-	want.Spec.Volumes = nil
-	want.Spec.Containers[0] = v1.Container{Name: "c", Ports: pod.Spec.Containers[0].Ports, Resources: pod.Spec.Containers[0].Resources}
-	want.Spec.InitContainers[0] = v1.Container{Name: "sidecar", RestartPolicy: pod.Spec.InitContainers[0].RestartPolicy, Resources: pod.Spec.InitContainers[0].Resources}
-	want.Status.ContainerStatuses, want.Status.PodIPs = nil, nil
+	want.ManagedFields, want.Annotations, want.Finalizers, want.GenerateName = nil, nil, nil, ""
+	want.OwnerReferences = want.OwnerReferences[1:]
+	want.Spec.Volumes = want.Spec.Volumes[1:]
+	want.Spec.SecurityContext, want.Spec.DNSPolicy, want.Spec.TerminationGracePeriodSeconds = nil, "", nil
+	want.Spec.Containers[0] = v1.Container{Name: "c", Image: "nginx", Ports: pod.Spec.Containers[0].Ports, Resources: pod.Spec.Containers[0].Resources}
+	want.Spec.InitContainers[0] = v1.Container{Name: "sidecar", Image: "envoy", RestartPolicy: pod.Spec.InitContainers[0].RestartPolicy, Resources: pod.Spec.InitContainers[0].Resources}
+	// An assigned pod keeps no conditions.
+	want.Status = v1.PodStatus{Phase: v1.PodRunning, NominatedNodeName: "n2", StartTime: &now}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("trimmed pod:\n got %+v\nwant %+v", got, want)
+	}
+	// A pod not yet assigned keeps its PodScheduled condition (and only it).
+	pending := pod.DeepCopy()
+	pending.Spec.NodeName = ""
+	pending.Status.Conditions[0] = v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "Unschedulable", Message: "0/3 nodes are available"}
+	out, _ = NewTransformer().Transform(pending.DeepCopy())
+	if got := out.(*v1.Pod).Status.Conditions; !reflect.DeepEqual(got, pending.Status.Conditions[:1]) {
+		t.Errorf("pending pod's conditions %+v, want only PodScheduled %+v", got, pending.Status.Conditions[:1])
 	}
 
 	node := &v1.Node{
@@ -74,8 +94,8 @@ func TestTransformKeepsWhatSchedulingReads(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"zone": "a"}},
 		Spec:       v1.NodeSpec{Unschedulable: true, Taints: node.Spec.Taints},
 		Status: v1.NodeStatus{Allocatable: req, Conditions: []v1.NodeCondition{
-			{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", LastTransitionTime: now},
-		}},
+			{Type: v1.NodeReady, Status: v1.ConditionTrue},
+		}, Images: node.Status.Images},
 	}
 	if !reflect.DeepEqual(gotNode, wantNode) {
 		t.Errorf("trimmed node:\n got %+v\nwant %+v", gotNode, wantNode)
