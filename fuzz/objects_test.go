@@ -38,6 +38,8 @@ var templates = map[string]string{
 	"resourcequotas":                  `{"metadata":{"name":"NAME"},"spec":{"hard":{"pods":"10","requests.cpu":"4"}}}`,
 	"secrets":                         `{"metadata":{"name":"NAME"},"type":"Opaque","data":{"k":"dg=="}}`,
 	"serviceaccounts":                 `{"metadata":{"name":"NAME"}}`,
+	"services":                        `{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"spec":{"selector":{"app":"fuzz"},"ports":[{"port":80}]}}`,
+	"endpoints":                       `{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"subsets":[{"addresses":[{"ip":"10.1.0.1"}],"ports":[{"port":80}]}]}`,
 	"deployments":                     `{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"spec":{"replicas":1,"selector":{"matchLabels":{"app":"fuzz"}},"template":{"metadata":{"labels":{"app":"fuzz"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}}}`,
 	"replicasets":                     `{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"spec":{"replicas":1,"selector":{"matchLabels":{"app":"fuzz"}},"template":{"metadata":{"labels":{"app":"fuzz"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}}}`,
 	"certificatesigningrequests":      `{"metadata":{"name":"NAME"},"spec":{"request":"LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlISU1IRUNBUUF3RHpFTk1Bc0dBMVVFQXhNRVpuVjZlakJaTUJNR0J5cUdTTTQ5QWdFR0NDcUdTTTQ5QXdFSApBMElBQkpLZ0xvbkhFamwxMVkxVDR5Mnp5WFpIN29rTGV5cGVnUVdaZWxhdXhGUDd1Z1hPbjZXcUs2clI5STh2CnZXVnVBMGJRWkFXdm9XOFg2NjRTaUp2TCtweWdBREFLQmdncWhrak9QUVFEQWdOSEFEQkVBaUJvVzBBVXdJYjYKOXdvamtqTXNTeDR0VDB2SVJ2ejJlRVhiU1k0SnhtL1ZPd0lnWnl1dWIrM0hXK0JpaDVBaWRlRlpWY1k3akJVUQpEUWxSMm9HdmtQZ0ZXWnc9Ci0tLS0tRU5EIENFUlRJRklDQVRFIFJFUVVFU1QtLS0tLQo=","signerName":"example.com/fuzz","usages":["client auth"]}}`,
