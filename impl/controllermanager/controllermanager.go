@@ -50,6 +50,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/controller/garbagecollector"
 	"github.com/kubeproof/kubeproof/impl/controller/namespace"
 	"github.com/kubeproof/kubeproof/impl/controller/nodelifecycle"
+	"github.com/kubeproof/kubeproof/impl/controller/podgc"
 	"github.com/kubeproof/kubeproof/impl/controller/replicaset"
 	"github.com/kubeproof/kubeproof/impl/controller/resourcequota"
 	"github.com/kubeproof/kubeproof/impl/controller/serviceaccount"
@@ -68,10 +69,11 @@ const (
 	Disruption       = "disruption"
 	CSRApproving     = "csrapproving"
 	CSRSigning       = "csrsigning"
+	PodGC            = "pod-garbage-collector"
 )
 
 // AllControllers lists every controller, in start order.
-var AllControllers = []string{NodeLifecycle, Namespace, ResourceQuota, Disruption, ServiceAccount, RootCAPublisher, CSRApproving, CSRSigning, GarbageCollector, ReplicaSet, Deployment}
+var AllControllers = []string{NodeLifecycle, PodGC, Namespace, ResourceQuota, Disruption, ServiceAccount, RootCAPublisher, CSRApproving, CSRSigning, GarbageCollector, ReplicaSet, Deployment}
 
 // LeaderElection configures the Lease lock (upstream defaults).
 type LeaderElection struct {
@@ -127,6 +129,13 @@ type Config struct {
 	ConcurrentResourceQuotaSyncs int
 	ResourceQuotaSyncPeriod      time.Duration
 
+	// TerminatedPodGCThreshold (--terminated-pod-gc-threshold): terminated
+	// pods beyond it are deleted by the pod garbage collector, oldest
+	// first; 0 or less keeps them all. PodGCPeriod is how often it runs
+	// (upstream's fixed 20 s when 0; shorter in tests).
+	TerminatedPodGCThreshold int
+	PodGCPeriod              time.Duration
+
 	// ResyncPeriod of the shared informers (0: none).
 	ResyncPeriod time.Duration
 	// MetricsAddr serves /metrics (and /healthz) when set, e.g. ":10257".
@@ -155,6 +164,7 @@ func DefaultConfig() Config {
 		NodeMonitorPeriod: 5 * time.Second, NodeMonitorGracePeriod: 40 * time.Second, NodeStartupGracePeriod: time.Minute,
 		DefaultNotReadyTolerationSeconds: 300, DefaultUnreachableTolerationSeconds: 300,
 		NodeEvictionRate: 0.1, SecondaryNodeEvictionRate: 0.01, UnhealthyZoneThreshold: 0.55, LargeClusterSizeThreshold: 50,
+		TerminatedPodGCThreshold: podgc.DefaultTerminatedPodThreshold, PodGCPeriod: podgc.DefaultCheckPeriod,
 	}
 }
 
@@ -419,6 +429,15 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 			defer reg.Unregister(c)
 		}
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentTaintSyncs) })
+	}
+	if cfg.Enabled(PodGC) {
+		clients, err := clientsOf(PodGC)
+		if err != nil {
+			return err
+		}
+		c := podgc.New(clients.Kube, factory.Core().V1().Pods(), factory.Core().V1().Nodes(), clk,
+			podgc.Config{TerminatedPodThreshold: cfg.TerminatedPodGCThreshold, CheckPeriod: cfg.PodGCPeriod})
+		runs = append(runs, c.Run)
 	}
 	if cfg.Enabled(Namespace) {
 		clients, err := clientsOf(Namespace)

@@ -30,6 +30,7 @@ var ServiceAccountNames = map[string]string{
 	GarbageCollector: "generic-garbage-collector",
 	Namespace:        "namespace-controller",
 	NodeLifecycle:    "node-controller",
+	PodGC:            "pod-garbage-collector",
 	ServiceAccount:   "serviceaccount-controller",
 	RootCAPublisher:  "root-ca-cert-publisher",
 	ResourceQuota:    "resourcequota-controller",

@@ -36,11 +36,19 @@ const (
 	MessageMultipleBudgets = "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
 	// MaxDisruptedPods bounds status.disruptedPods (upstream's 2000).
 	MaxDisruptedPods = 2000
+	// ReasonEvictionByEvictionAPI and MessageEvicting are the
+	// DisruptionTarget condition every evicted pod gets before its delete.
+	ReasonEvictionByEvictionAPI = "EvictionByEvictionAPI"
+	MessageEvicting             = "Eviction API: evicting"
 )
 
-// Pods reads and deletes pods. Errors are API status errors.
+// Pods reads, marks and deletes pods. Errors are API status errors.
 type Pods interface {
 	GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+	// UpdatePodStatus applies mutate to the latest stored pod and writes
+	// it (as an update of pods/status would), returning the written pod.
+	// An error from mutate aborts the write and is returned.
+	UpdatePodStatus(ctx context.Context, namespace, name string, mutate func(*corev1.Pod) error) (*corev1.Pod, error)
 	// DeletePod deletes as DELETE does (graceful deletion, preconditions).
 	DeletePod(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions) error
 }
@@ -176,11 +184,70 @@ func (e *Evictor) now() time.Time {
 	return time.Now()
 }
 
+// deletePod marks the pod with DisruptionTarget=True (reason
+// EvictionByEvictionAPI) through its status, then deletes it, as
+// kube-apiserver's eviction does; a dry run marks nothing. The delete's
+// preconditions are checked against the latest pod before the mark, and a
+// resourceVersion precondition moves on to the version the mark wrote.
 func (e *Evictor) deletePod(ctx context.Context, pod *corev1.Pod, opts *metav1.DeleteOptions) (*metav1.Status, error) {
+	if len(opts.DryRun) == 0 {
+		marked, err := e.Pods.UpdatePodStatus(ctx, pod.Namespace, pod.Name, func(latest *corev1.Pod) error {
+			if err := checkPreconditions(latest, opts.Preconditions); err != nil {
+				return err
+			}
+			setDisruptionTarget(latest, e.now())
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if p := opts.Preconditions; p != nil && p.ResourceVersion != nil && *p.ResourceVersion != "" {
+			opts = opts.DeepCopy()
+			rv := marked.ResourceVersion
+			opts.Preconditions.ResourceVersion = &rv
+		}
+	}
 	if err := e.Pods.DeletePod(ctx, pod.Namespace, pod.Name, opts); err != nil {
 		return nil, err
 	}
 	return &metav1.Status{Status: metav1.StatusSuccess}, nil
+}
+
+// checkPreconditions is the delete's UID and resourceVersion
+// preconditions against the latest pod (409 Conflict when they fail).
+func checkPreconditions(pod *corev1.Pod, p *metav1.Preconditions) error {
+	if p == nil {
+		return nil
+	}
+	if p.UID != nil && *p.UID != "" && *p.UID != pod.UID {
+		return apierrors.NewConflict(podsGR, pod.Name, fmt.Errorf(
+			"the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, pod.UID))
+	}
+	if p.ResourceVersion != nil && *p.ResourceVersion != "" && *p.ResourceVersion != pod.ResourceVersion {
+		return apierrors.NewConflict(podsGR, pod.Name, fmt.Errorf(
+			"the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, pod.ResourceVersion))
+	}
+	return nil
+}
+
+// setDisruptionTarget sets DisruptionTarget=True with the eviction's
+// reason and message, keeping lastTransitionTime when the status is
+// already True.
+func setDisruptionTarget(pod *corev1.Pod, now time.Time) {
+	want := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+		Reason: ReasonEvictionByEvictionAPI, Message: MessageEvicting, LastTransitionTime: metav1.NewTime(now)}
+	for i := range pod.Status.Conditions {
+		c := &pod.Status.Conditions[i]
+		if c.Type != corev1.DisruptionTarget {
+			continue
+		}
+		if c.Status == want.Status {
+			want.LastTransitionTime = c.LastTransitionTime
+		}
+		*c = want
+		return
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, want)
 }
 
 // budgetsFor lists the budgets in pod's namespace whose selector matches

@@ -10,6 +10,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -21,6 +22,18 @@ type fakeStores struct {
 	deleted   []string
 	conflicts int
 	updates   int
+	// markedAtDelete is, per delete, the pod's DisruptionTarget
+	// condition when it was deleted.
+	markedAtDelete []*corev1.PodCondition
+}
+
+func disruptionTarget(p *corev1.Pod) *corev1.PodCondition {
+	for i, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 func (f *fakeStores) GetPod(_ context.Context, ns, name string) (*corev1.Pod, error) {
@@ -31,9 +44,32 @@ func (f *fakeStores) GetPod(_ context.Context, ns, name string) (*corev1.Pod, er
 	return p.DeepCopy(), nil
 }
 
-func (f *fakeStores) DeletePod(_ context.Context, ns, name string, _ *metav1.DeleteOptions) error {
+func (f *fakeStores) UpdatePodStatus(_ context.Context, ns, name string, mutate func(*corev1.Pod) error) (*corev1.Pod, error) {
+	p, ok := f.pods[name]
+	if !ok {
+		return nil, apierrors.NewNotFound(corev1.Resource("pods"), name)
+	}
+	next := p.DeepCopy()
+	if err := mutate(next); err != nil {
+		return nil, err
+	}
+	next.ResourceVersion += "1"
+	f.pods[name] = next
+	return next.DeepCopy(), nil
+}
+
+func (f *fakeStores) DeletePod(_ context.Context, ns, name string, opts *metav1.DeleteOptions) error {
+	p := f.pods[name]
+	if pre := opts.Preconditions; pre != nil && pre.ResourceVersion != nil && *pre.ResourceVersion != p.ResourceVersion {
+		return apierrors.NewConflict(corev1.Resource("pods"), name, nil)
+	}
+	if len(opts.DryRun) == 0 {
+		f.markedAtDelete = append(f.markedAtDelete, disruptionTarget(p))
+	}
 	f.deleted = append(f.deleted, name)
-	delete(f.pods, name)
+	if len(opts.DryRun) == 0 {
+		delete(f.pods, name)
+	}
 	return nil
 }
 
@@ -155,6 +191,14 @@ func TestEvict(t *testing.T) {
 			if (len(f.deleted) == 1) != tc.deleted {
 				t.Errorf("deleted %v, want deleted=%v", f.deleted, tc.deleted)
 			}
+			if tc.deleted {
+				c := f.markedAtDelete[0]
+				if c == nil || c.Status != corev1.ConditionTrue || c.Reason != "EvictionByEvictionAPI" || c.Message != "Eviction API: evicting" {
+					t.Errorf("pod deleted with DisruptionTarget %+v, want True/EvictionByEvictionAPI", c)
+				}
+			} else if c := disruptionTarget(f.pods["a"]); c != nil {
+				t.Errorf("pod not evicted but marked %+v", c)
+			}
 			if len(tc.pdbs) > 0 {
 				b := f.pdbs[tc.pdbs[0].Name]
 				if b.Status.DisruptionsAllowed != tc.allowed {
@@ -188,6 +232,41 @@ func TestDryRunWritesNothing(t *testing.T) {
 	}
 	if f.updates != 0 || f.pdbs["b"].Status.DisruptionsAllowed != 1 {
 		t.Errorf("dry run wrote the budget: %+v", f.pdbs["b"].Status)
+	}
+	if c := disruptionTarget(f.pods["a"]); c != nil {
+		t.Errorf("dry run marked the pod: %+v", c)
+	}
+}
+
+// The delete's preconditions are checked before the pod is marked, and a
+// resourceVersion precondition follows the mark's write.
+func TestEvictPreconditions(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pre     *metav1.Preconditions
+		deleted bool
+	}{
+		{"matching resourceVersion", &metav1.Preconditions{ResourceVersion: ptr("5")}, true},
+		{"stale resourceVersion", &metav1.Preconditions{ResourceVersion: ptr("4")}, false},
+		{"other uid", &metav1.Preconditions{UID: ptr[types.UID]("other")}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeStores{pods: map[string]*corev1.Pod{"a": runningPod("a", true)}}
+			e := &Evictor{Pods: f, Budgets: f}
+			_, err := e.Evict(context.Background(), "ns", "a", &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "a"},
+				DeleteOptions: &metav1.DeleteOptions{Preconditions: tc.pre}})
+			if tc.deleted != (err == nil) || tc.deleted != (len(f.deleted) == 1) {
+				t.Fatalf("err %v, deleted %v; want deleted=%v", err, f.deleted, tc.deleted)
+			}
+			if !tc.deleted {
+				if !apierrors.IsConflict(err) {
+					t.Fatalf("err %v, want 409", err)
+				}
+				if c := disruptionTarget(f.pods["a"]); c != nil {
+					t.Fatalf("pod marked though its preconditions failed: %+v", c)
+				}
+			}
+		})
 	}
 }
 

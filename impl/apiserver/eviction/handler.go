@@ -158,6 +158,37 @@ func (p serverPods) DeletePod(ctx context.Context, namespace, name string, opts 
 	return err
 }
 
+// UpdatePodStatus rewrites the stored pod with a compare-and-swap,
+// calling mutate on the latest version (again after a lost race).
+func (p serverPods) UpdatePodStatus(ctx context.Context, namespace, name string, mutate func(*corev1.Pod) error) (*corev1.Pod, error) {
+	s, ok := p.stores.Store(podsGR)
+	if !ok {
+		return nil, apierrors.NewInternalError(fmt.Errorf("pods are not served"))
+	}
+	out := &corev1.Pod{}
+	err := s.GuaranteedUpdate(ctx, p.stores.ObjectKey(podsGR, namespace, name), out, false, nil,
+		func(in runtime.Object) (runtime.Object, error) {
+			cur, ok := in.(*corev1.Pod)
+			if !ok {
+				return nil, fmt.Errorf("pods store returned %T", in)
+			}
+			next := cur.DeepCopy()
+			if err := mutate(next); err != nil {
+				return nil, err
+			}
+			return next, nil
+		})
+	var status apierrors.APIStatus
+	switch {
+	case err == nil:
+		return out, nil
+	case errors.As(err, &status):
+		return nil, err
+	default:
+		return nil, endpoints.ToStatusError(err, podsGR, name)
+	}
+}
+
 // serverBudgets reads and CAS-writes budgets in the server's store.
 type serverBudgets struct{ stores Stores }
 

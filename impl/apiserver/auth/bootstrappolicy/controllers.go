@@ -55,6 +55,11 @@ func controllerRoles() map[string][]rbacv1.PolicyRule {
 			verbs("list", "delete").groups(legacyGroup).resources("pods").rule(),
 			eventsRule(),
 		},
+		"pod-garbage-collector": {
+			verbs("list", "watch", "delete").groups(legacyGroup).resources("pods").rule(),
+			verbs("get", "list").groups(legacyGroup).resources("nodes").rule(),
+			verbs("patch").groups(legacyGroup).resources("pods/status").rule(),
+		},
 		"disruption-controller": {
 			verbs("get", "list", "watch").groups(appsGroup, extensionsGroup).resources("deployments", "replicasets").rule(),
 			verbs("get", "list", "watch").groups(legacyGroup).resources("pods").rule(),
@@ -83,7 +88,7 @@ func controllerRoles() map[string][]rbacv1.PolicyRule {
 func Controllers() []string {
 	return []string{
 		"certificate-controller", "deployment-controller", "disruption-controller", "generic-garbage-collector", "namespace-controller", "node-controller",
-		"replicaset-controller", "resourcequota-controller", "root-ca-cert-publisher", "serviceaccount-controller",
+		"pod-garbage-collector", "replicaset-controller", "resourcequota-controller", "root-ca-cert-publisher", "serviceaccount-controller",
 	}
 }
 
