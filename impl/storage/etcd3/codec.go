@@ -36,16 +36,30 @@ type fallbackEncoder struct {
 }
 
 func (e fallbackEncoder) Encode(obj runtime.Object, w io.Writer) error {
-	if _, ok := obj.(protoMarshaler); ok {
-		return e.primary.Encode(obj, w)
-	}
-	if _, ok := obj.(*runtime.Unknown); ok {
+	if e.usesPrimary(obj) {
 		return e.primary.Encode(obj, w)
 	}
 	if err := e.fallback.Encode(obj, w); err != nil {
 		return fmt.Errorf("encoding %T as JSON: %w", obj, err)
 	}
 	return nil
+}
+
+// EncodeWithAllocator is Encode with the protobuf encoding's buffer taken
+// from memAlloc (reused across writes instead of allocated per object).
+func (e fallbackEncoder) EncodeWithAllocator(obj runtime.Object, w io.Writer, memAlloc runtime.MemoryAllocator) error {
+	if pb, ok := e.primary.(runtime.EncoderWithAllocator); ok && e.usesPrimary(obj) {
+		return pb.EncodeWithAllocator(obj, w, memAlloc)
+	}
+	return e.Encode(obj, w)
+}
+
+func (e fallbackEncoder) usesPrimary(obj runtime.Object) bool {
+	if _, ok := obj.(protoMarshaler); ok {
+		return true
+	}
+	_, ok := obj.(*runtime.Unknown)
+	return ok
 }
 
 func (e fallbackEncoder) Identifier() runtime.Identifier {

@@ -174,10 +174,12 @@ func (s *Store) Create(ctx context.Context, key string, obj, out runtime.Object)
 	if m.GetResourceVersion() != "" {
 		return storage.NewError(storage.ErrCodeInvalidObj, key, 0, "resourceVersion should not be set on objects to be created", nil)
 	}
-	data, err := s.encode(obj)
-	if err != nil {
+	buf := getEncodeBuffer()
+	defer putEncodeBuffer(buf)
+	if err := s.encode(obj, buf); err != nil {
 		return storage.NewError(storage.ErrCodeInvalidObj, key, 0, "encoding object", err)
 	}
+	data := buf.Bytes()
 	start := time.Now()
 	precondition := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", 0)}
 	if faults.Enabled(faults.CreateOverwritesExistingKey) { // mutation: create without its precondition (STORE-2)
@@ -508,6 +510,8 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, dest runtime.O
 	if err != nil {
 		return err
 	}
+	buf := getEncodeBuffer()
+	defer putEncodeBuffer(buf)
 	for {
 		if cur.rev == 0 && !ignoreNotFound {
 			return storage.NewError(storage.ErrCodeKeyNotFound, key, 0, "", nil)
@@ -521,10 +525,10 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, dest runtime.O
 		if err != nil {
 			return err
 		}
-		data, err := s.encode(ret)
-		if err != nil {
+		if err := s.encode(ret, buf); err != nil {
 			return storage.NewError(storage.ErrCodeInvalidObj, key, cur.rev, "encoding object", err)
 		}
+		data := buf.Bytes()
 		if cur.rev != 0 && bytes.Equal(data, cur.data) {
 			// Nothing changed: no write, and dest is the stored object.
 			return s.decode(key, cur.data, dest, cur.rev)
@@ -633,29 +637,53 @@ func (s *Store) Delete(ctx context.Context, key string, out runtime.Object, prec
 	}
 }
 
-// encode returns obj's stored bytes: its resourceVersion is not stored (it
-// is the key's modification revision).
-func (s *Store) encode(obj runtime.Object) ([]byte, error) {
+// encode writes obj's stored bytes into buf (replacing what it held): its
+// resourceVersion is not stored (it is the key's modification revision).
+func (s *Store) encode(obj runtime.Object, buf *bytes.Buffer) error {
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rv := m.GetResourceVersion()
 	if rv != "" {
 		m.SetResourceVersion("")
 		defer m.SetResourceVersion(rv)
 	}
-	var buf bytes.Buffer
-	if err := s.codec.Encode(obj, &buf); err != nil {
-		return nil, err
+	buf.Reset()
+	if enc, ok := s.codec.(runtime.EncoderWithAllocator); ok {
+		alloc := runtime.AllocatorPool.Get().(*runtime.Allocator)
+		defer runtime.AllocatorPool.Put(alloc)
+		return enc.EncodeWithAllocator(obj, buf, alloc)
 	}
-	return buf.Bytes(), nil
+	return s.codec.Encode(obj, buf)
+}
+
+// encodeBuffers hold encoded objects for the length of one write: the
+// bytes are copied into the etcd request and decoded into the caller's
+// object (decoding into a typed object copies what it keeps) before the
+// buffer goes back.
+var encodeBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledEncodeBuffer: buffers grown beyond this are left to the GC.
+const maxPooledEncodeBuffer = 1 << 20
+
+func getEncodeBuffer() *bytes.Buffer { return encodeBuffers.Get().(*bytes.Buffer) }
+
+func putEncodeBuffer(b *bytes.Buffer) {
+	if b.Cap() <= maxPooledEncodeBuffer {
+		encodeBuffers.Put(b)
+	}
 }
 
 // decode decodes data into out and sets its resourceVersion to rev.
 func (s *Store) decode(key string, data []byte, out runtime.Object, rev int64) error {
 	if out == nil {
 		return nil
+	}
+	if _, ok := out.(*runtime.Unknown); ok {
+		// An Unknown keeps the bytes it is decoded from; data may be a
+		// pooled encode buffer.
+		data = bytes.Clone(data)
 	}
 	if _, _, err := s.codec.Decode(data, nil, out); err != nil {
 		return storage.NewError(storage.ErrCodeInvalidObj, key, rev, "decoding stored object", err)
