@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
 )
 
 func TestPodsAreBoundWithinCapacityAndSpread(t *testing.T) {
@@ -285,4 +288,57 @@ func TestGatedPodIsScheduledOnlyAfterItsGatesAreRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "gated bound after its gate is removed", func() bool { return getPod(t, c, "default", "gated").Spec.NodeName == "n1" })
+}
+
+// TestPreemptionMarksVictimsAsDisruptionTargets checks that each victim is
+// deleted only after it carries DisruptionTarget=True with reason
+// PreemptionByScheduler, as kube-scheduler does.
+func TestPreemptionMarksVictimsAsDisruptionTargets(t *testing.T) {
+	c := newFakeCluster()
+	createNode(t, c, makeNode("node-a", "2", "16Gi", 110, nil))
+	low := int32(1)
+	for i := 0; i < 2; i++ {
+		p := makePod("default", fmt.Sprintf("low-%d", i), "1", "1Gi")
+		p.Spec.Priority, p.Spec.NodeName = &low, "node-a"
+		createPod(t, c, p)
+	}
+	var mu sync.Mutex
+	atDeletion := map[string]*v1.PodCondition{}
+	c.PrependReactor("delete", "pods", func(action clienttesting.Action) (bool, kruntime.Object, error) {
+		name := action.(clienttesting.DeleteAction).GetName()
+		obj, err := c.Tracker().Get(podsGVR, "default", name)
+		mu.Lock()
+		defer mu.Unlock()
+		atDeletion[name] = nil
+		if err == nil {
+			for _, cond := range obj.(*v1.Pod).Status.Conditions {
+				if cond.Type == v1.DisruptionTarget {
+					atDeletion[name] = cond.DeepCopy()
+				}
+			}
+		}
+		return false, nil, nil
+	})
+	startScheduler(t, c, testConfig())
+	high := int32(100)
+	hp := makePod("default", "high", "2", "1Gi")
+	hp.Spec.Priority = &high
+	createPod(t, c, hp)
+	waitFor(t, "high bound to node-a", func() bool { return getPod(t, c, "default", "high").Spec.NodeName == "node-a" })
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(atDeletion) != 2 {
+		t.Fatalf("deleted %d pods, want both low-priority pods", len(atDeletion))
+	}
+	for name, cond := range atDeletion {
+		if cond == nil {
+			t.Errorf("%s was deleted without a DisruptionTarget condition", name)
+			continue
+		}
+		if cond.Status != v1.ConditionTrue || cond.Reason != v1.PodReasonPreemptionByScheduler ||
+			cond.Message != "default-scheduler: preempting to accommodate a higher priority pod" || cond.LastTransitionTime.IsZero() {
+			t.Errorf("%s's DisruptionTarget condition: %+v", name, cond)
+		}
+	}
 }
