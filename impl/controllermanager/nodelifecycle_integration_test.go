@@ -165,4 +165,17 @@ func TestNodeLifecycleAgainstTheAPIServer(t *testing.T) {
 	if waited := clk.Now().Sub(t1); waited < 300*time.Second {
 		t.Fatalf("evicted %v after the taint, before the 300 s default toleration", waited)
 	}
+	// No kubelet finishes it: the pod stays terminating, marked as a
+	// disruption target by the taint manager.
+	p, err := cs.CoreV1().Pods("default").Get(ctx, "p", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var marked bool
+	for _, c := range p.Status.Conditions {
+		marked = marked || (c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == "DeletionByTaintManager")
+	}
+	if !marked {
+		t.Fatalf("evicted pod's conditions %+v, want DisruptionTarget=True DeletionByTaintManager", p.Status.Conditions)
+	}
 }

@@ -21,6 +21,7 @@ package nodelifecycle
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -30,6 +31,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	coordinformers "k8s.io/client-go/informers/coordination/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -377,25 +379,31 @@ func (c *Controller) syncPod(ctx context.Context, key string) error {
 	return nil
 }
 
-// evict marks the pod with a DisruptionTarget condition (best effort, as
-// upstream) and deletes it.
+// evict marks the pod with DisruptionTarget=True (reason
+// DeletionByTaintManager) through a strategic merge patch of its status,
+// then deletes it, as upstream's taint manager. A failed mark fails the
+// sync (the key is retried) and nothing is deleted; the patch carries the
+// pod's UID, so a newer pod of the same name is never marked.
 func (c *Controller) evict(ctx context.Context, pod *corev1.Pod) error {
 	key := pod.Namespace + "/" + pod.Name
 	c.recorder.Eventf(pod, corev1.EventTypeNormal, EventTaintManagerEviction, "Marking for deletion Pod %s", key)
-	next := pod.DeepCopy()
-	found := false
-	for i := range next.Status.Conditions {
-		if next.Status.Conditions[i].Type == corev1.DisruptionTarget {
-			found = true
-		}
-	}
-	if !found {
-		next.Status.Conditions = append(next.Status.Conditions, corev1.PodCondition{
-			Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByTaintManager",
-			Message: "Taint manager: deleting due to NoExecute taint", LastTransitionTime: metav1.NewTime(c.clock.Now()),
+	if !markedByTaintManager(pod) {
+		patch, err := json.Marshal(map[string]any{
+			"metadata": map[string]any{"uid": pod.UID},
+			"status": map[string]any{"conditions": []corev1.PodCondition{{
+				Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: ReasonDeletionByTaintManager,
+				Message: MessageDeletionByTaintManager, LastTransitionTime: metav1.NewTime(c.clock.Now()),
+			}}},
 		})
-		if _, err := c.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			slog.Debug("taint manager: could not add DisruptionTarget condition", "pod", key, "err", err)
+		if err != nil {
+			return fmt.Errorf("encoding the DisruptionTarget patch of pod %s: %w", key, err)
+		}
+		_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("marking pod %s as a disruption target: %w", key, err)
 		}
 	}
 	uid := pod.UID
@@ -404,4 +412,19 @@ func (c *Controller) evict(ctx context.Context, pod *corev1.Pod) error {
 		return fmt.Errorf("evicting pod %s: %w", key, err)
 	}
 	return nil
+}
+
+// The DisruptionTarget condition of a taint-based eviction, as upstream.
+const (
+	ReasonDeletionByTaintManager  = "DeletionByTaintManager"
+	MessageDeletionByTaintManager = "Taint manager: deleting due to NoExecute taint"
+)
+
+func markedByTaintManager(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget {
+			return c.Status == corev1.ConditionTrue && c.Reason == ReasonDeletionByTaintManager
+		}
+	}
+	return false
 }
