@@ -27,11 +27,14 @@
 // stream, reason NonZeroExitCode with an ExitCode cause, as upstream), are
 // sent back. Requests for stdin or a TTY are refused with 400.
 //
-// Authentication is TLS client certificates only (see TLSConfig): with a
-// client CA every request must present a certificate it signed (the API
-// server's kubelet client certificate), and any such client may use every
-// endpoint; without one the API is open. There is no webhook authorization
-// (upstream's SubjectAccessReview against nodes/proxy).
+// Authentication and authorization: with Options.Auth (auth.go) each
+// request is authenticated (client certificate, else a bearer token by
+// TokenReview) and authorized by a SubjectAccessReview on the node
+// (nodes/proxy, nodes/stats, nodes/metrics, nodes/log, …), as kubelet's
+// Webhook modes; TLSOptions.OptionalClientCert lets token clients in.
+// Without Auth, TLS client certificates are the only check (see
+// TLSConfig): any client certificate of the client CA may use every
+// endpoint.
 package server
 
 import (
@@ -73,6 +76,9 @@ type Options struct {
 	// SPDY streams (30 s, upstream's default).
 	StreamCreationTimeout time.Duration
 	Logger                *slog.Logger
+	// Auth, when set, authenticates and authorizes every request (see
+	// auth.go); without it every client the TLS layer admits is served.
+	Auth *Auth
 }
 
 // Mux is the kubelet API's http.Handler for a set of kubelets.
@@ -145,6 +151,9 @@ func (m *Mux) kubeletFor(namespace, name string) (Kubelet, *v1.Pod, bool) {
 func (m *Mux) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
 	m.requests.WithLabelValues(req.Method, parts[0]).Inc()
+	if m.opts.Auth != nil && !m.opts.Auth.authorizeRequest(w, req, m.nodeOf(parts)) {
+		return
+	}
 	switch parts[0] {
 	case "healthz":
 		if len(parts) > 1 {
@@ -205,6 +214,28 @@ func (m *Mux) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	http.NotFound(w, req)
+}
+
+// nodeOf names the node a request is about, for authorization: the node
+// running the pod for pod paths, the only kubelet of a Mux serving one,
+// and "" (every node) when a shared Mux cannot tell.
+func (m *Mux) nodeOf(parts []string) string {
+	switch parts[0] {
+	case "containerLogs", "exec", "attach", "portForward":
+		if len(parts) >= 3 {
+			if k, _, ok := m.kubeletFor(parts[1], parts[2]); ok {
+				return k.NodeName()
+			}
+		}
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if len(m.kubelets) == 1 {
+		for name := range m.kubelets {
+			return name
+		}
+	}
+	return ""
 }
 
 // runningPodsCollector reports kubelet_running_pods per registered node.

@@ -80,14 +80,28 @@ type env struct {
 	base     string
 	rest     *restclient.Config
 	http     *http.Client
+	caKey    *ecdsa.PrivateKey
+	caCert   *x509.Certificate
 }
 
 func newEnv(t *testing.T, nodes ...string) *env {
 	t.Helper()
+	return newEnvWith(t, nil, nodes...)
+}
+
+// newEnvWith is newEnv with a client for the Auth that auth builds (nil:
+// no Auth; certificates alone, as before).
+func newEnvWith(t *testing.T, auth func(client *fake.Clientset) *server.Auth, nodes ...string) *env {
+	t.Helper()
 	before := goruntime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &env{t: t, ctx: ctx, client: fake.NewClientset(), rts: map[string]*growingRuntime{}, kubelets: map[string]*kubelet.Kubelet{},
-		mux: server.NewMux(server.Options{FollowPollInterval: 10 * time.Millisecond})}
+	client := fake.NewClientset()
+	opts := server.Options{FollowPollInterval: 10 * time.Millisecond}
+	if auth != nil {
+		opts.Auth = auth(client)
+	}
+	e := &env{t: t, ctx: ctx, client: client, rts: map[string]*growingRuntime{}, kubelets: map[string]*kubelet.Kubelet{},
+		mux: server.NewMux(opts)}
 	var wg sync.WaitGroup
 	for i, n := range nodes {
 		rt, err := sim.New(sim.Config{PodCIDR: fmt.Sprintf("10.244.%d.0/24", i)})
@@ -110,10 +124,11 @@ func newEnv(t *testing.T, nodes ...string) *env {
 	caKey, caCert := newCA(t)
 	caFile := filepath.Join(dir, "ca.crt")
 	writePEM(t, caFile, "CERTIFICATE", caCert.Raw)
-	tlsCfg, err := server.TLSConfig(server.TLSOptions{Hosts: []string{"127.0.0.1"}, ClientCAFile: caFile})
+	tlsCfg, err := server.TLSConfig(server.TLSOptions{Hosts: []string{"127.0.0.1"}, ClientCAFile: caFile, OptionalClientCert: auth != nil})
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.caKey, e.caCert = caKey, caCert
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

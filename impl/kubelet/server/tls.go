@@ -32,6 +32,10 @@ type TLSOptions struct {
 	// they take precedence over the files.
 	Certificate *tls.Certificate
 	ClientCAs   *x509.CertPool
+	// OptionalClientCert verifies a client certificate only when one is
+	// given (for bearer-token clients with Options.Auth, as upstream's
+	// kubelet); requests without one are then Auth's to refuse.
+	OptionalClientCert bool
 }
 
 // TLSConfig builds the kubelet API's TLS configuration.
@@ -83,6 +87,9 @@ func TLSConfig(o TLSOptions) (*tls.Config, error) {
 			return nil, fmt.Errorf("kubelet API: no certificates in client CA file %s", o.ClientCAFile)
 		}
 		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	if cfg.ClientCAs != nil && o.OptionalClientCert {
+		cfg.ClientAuth = tls.VerifyClientCertIfGiven
 	}
 	return cfg, nil
 }
