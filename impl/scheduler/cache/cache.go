@@ -13,6 +13,7 @@ package cache
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -61,6 +62,10 @@ type Cache struct {
 	// pods whose node was deleted); a change of it rebuilds snapshot lists.
 	nodeNames    []string
 	nodeSetEpoch int64
+	// imageNodes counts, per image name in nodes' status.images, the nodes
+	// that have it (ImageLocality's spread); imageEpoch changes with it.
+	imageNodes map[string]int
+	imageEpoch int64
 }
 
 // New returns a cache whose assumed pods expire ttl after their binding
@@ -70,12 +75,27 @@ func New(ttl time.Duration, clock Clock) *Cache {
 		clock = realClock{}
 	}
 	return &Cache{
-		ttl:       ttl,
-		clock:     clock,
-		assumed:   map[types.UID]bool{},
-		podStates: map[types.UID]*podState{},
-		nodes:     map[string]*nodeInfoListItem{},
+		ttl:        ttl,
+		clock:      clock,
+		assumed:    map[types.UID]bool{},
+		podStates:  map[types.UID]*podState{},
+		nodes:      map[string]*nodeInfoListItem{},
+		imageNodes: map[string]int{},
 	}
+}
+
+// countImages adds delta to the node count of each image name of node.
+func (c *Cache) countImages(node *v1.Node, delta int) {
+	if node == nil || len(node.Status.Images) == 0 {
+		return
+	}
+	for name := range fw.ImageNames(node) {
+		c.imageNodes[name] += delta
+		if c.imageNodes[name] <= 0 {
+			delete(c.imageNodes, name)
+		}
+	}
+	c.imageEpoch++
 }
 
 func (c *Cache) moveToHead(item *nodeInfoListItem) {
@@ -292,6 +312,10 @@ func (c *Cache) AddNode(node *v1.Node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	item := c.item(node.Name)
+	if old := item.info.Node(); old == nil || !equalImages(old.Status.Images, node.Status.Images) {
+		c.countImages(old, -1)
+		c.countImages(node, 1)
+	}
 	item.info.SetNode(node)
 	item.info.Generation = fw.NextGeneration()
 	c.insertNodeName(node.Name)
@@ -308,6 +332,7 @@ func (c *Cache) RemoveNode(node *v1.Node) {
 	if !ok {
 		return
 	}
+	c.countImages(item.info.Node(), -1)
 	if i, found := slices.BinarySearch(c.nodeNames, node.Name); found {
 		c.nodeNames = slices.Delete(c.nodeNames, i, i+1)
 		c.nodeSetEpoch++
@@ -390,6 +415,10 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) error {
 		}
 	}
 	snap.generation = newest
+	if snap.imageEpoch != c.imageEpoch {
+		snap.imageEpoch = c.imageEpoch
+		snap.imageNodes = maps.Clone(c.imageNodes)
+	}
 	// Nodes deleted from the cache (or whose node object was removed).
 	if snap.nodeSetEpoch != c.nodeSetEpoch {
 		snap.nodeSetEpoch = c.nodeSetEpoch
@@ -418,4 +447,10 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) error {
 		return fmt.Errorf("snapshot has %d nodes, cache %d (%s)", len(snap.nodeInfoList), len(c.nodeNames), strings.Join(c.nodeNames, ","))
 	}
 	return nil
+}
+
+func equalImages(a, b []v1.ContainerImage) bool {
+	return slices.EqualFunc(a, b, func(x, y v1.ContainerImage) bool {
+		return x.SizeBytes == y.SizeBytes && slices.Equal(x.Names, y.Names)
+	})
 }

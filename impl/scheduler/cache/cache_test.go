@@ -216,3 +216,35 @@ func TestAffinityListsFollowPods(t *testing.T) {
 		t.Fatal("anti-affinity list not emptied")
 	}
 }
+
+func TestSnapshotCountsNodesPerImageName(t *testing.T) {
+	c := New(time.Minute, nil)
+	img := func(size int64, names ...string) v1.ContainerImage {
+		return v1.ContainerImage{Names: names, SizeBytes: size}
+	}
+	n1 := tu.Node("n1").Obj()
+	n1.Status.Images = []v1.ContainerImage{img(1, "app:v1", "reg/app@sha256:1"), img(2, "db:v1")}
+	n2 := tu.Node("n2").Obj()
+	n2.Status.Images = []v1.ContainerImage{img(1, "app:v1")}
+	c.AddNode(n1)
+	c.AddNode(n2)
+	snap := NewEmptySnapshot()
+	update(t, c, snap)
+	check := func(when string, want map[string]int) {
+		t.Helper()
+		for name, n := range want {
+			if got := snap.NumNodesWithImage(name); got != n {
+				t.Errorf("%s: %d nodes with %s, want %d", when, got, name, n)
+			}
+		}
+	}
+	check("after adding", map[string]int{"app:v1": 2, "reg/app@sha256:1": 1, "db:v1": 1, "nginx:latest": 0})
+	n2b := n2.DeepCopy()
+	n2b.Status.Images = []v1.ContainerImage{img(2, "db:v1")}
+	c.UpdateNode(n2, n2b)
+	update(t, c, snap)
+	check("after n2 replaced app by db", map[string]int{"app:v1": 1, "db:v1": 2})
+	c.RemoveNode(n1)
+	update(t, c, snap)
+	check("after removing n1", map[string]int{"app:v1": 0, "reg/app@sha256:1": 0, "db:v1": 1})
+}

@@ -20,6 +20,9 @@ type Snapshot struct {
 	havePodsWithRequiredAntiAffinity []*fw.NodeInfo
 	generation                       int64
 	nodeSetEpoch                     int64
+	// imageNodes is the cache's count of nodes per image name.
+	imageNodes map[string]int
+	imageEpoch int64
 }
 
 var _ fw.SharedLister = (*Snapshot)(nil)
@@ -38,6 +41,14 @@ func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
 		ni.SetNode(n)
 		s.nodeInfoMap[n.Name] = ni
 		s.nodeInfoList = append(s.nodeInfoList, ni)
+	}
+	for _, n := range nodes {
+		for name := range fw.ImageNames(n) {
+			if s.imageNodes == nil {
+				s.imageNodes = map[string]int{}
+			}
+			s.imageNodes[name]++
+		}
 	}
 	for _, p := range pods {
 		if ni, ok := s.nodeInfoMap[p.Spec.NodeName]; ok {
@@ -80,6 +91,10 @@ func (s *Snapshot) HavePodsWithAffinityList() ([]*fw.NodeInfo, error) {
 func (s *Snapshot) HavePodsWithRequiredAntiAffinityList() ([]*fw.NodeInfo, error) {
 	return s.havePodsWithRequiredAntiAffinity, nil
 }
+
+// NumNodesWithImage is the number of nodes whose status.images list the
+// image name.
+func (s *Snapshot) NumNodesWithImage(name string) int { return s.imageNodes[name] }
 
 // Get returns one node's NodeInfo.
 func (s *Snapshot) Get(name string) (*fw.NodeInfo, error) {

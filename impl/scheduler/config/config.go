@@ -190,8 +190,12 @@ type DefaultPlugin struct {
 	Weight int32
 }
 
-// DefaultMultiPoint is upstream's default plugin set (v1), minus the volume,
-// image and dynamic-resource plugins kubeproof does not implement.
+// DefaultMultiPoint is upstream's default plugin set (v1) in upstream's
+// order and weights, minus the plugins kubeproof does not implement:
+// NodeVolumeLimits, VolumeBinding and VolumeZone (they need
+// PersistentVolumes and PersistentVolumeClaims, which kubeproof's API server
+// does not serve), DynamicResources and DefaultBinder (binding is the
+// scheduler's own POST).
 var DefaultMultiPoint = []DefaultPlugin{
 	{Name: "PrioritySort"},
 	{Name: "NodeUnschedulable"},
@@ -200,10 +204,12 @@ var DefaultMultiPoint = []DefaultPlugin{
 	{Name: "NodeAffinity", Weight: 2},
 	{Name: "NodePorts"},
 	{Name: "NodeResourcesFit", Weight: 1},
-	{Name: "NodeResourcesBalancedAllocation", Weight: 1},
-	{Name: "InterPodAffinity", Weight: 2},
+	{Name: "VolumeRestrictions"},
 	{Name: "PodTopologySpread", Weight: 2},
+	{Name: "InterPodAffinity", Weight: 2},
 	{Name: "DefaultPreemption"},
+	{Name: "NodeResourcesBalancedAllocation", Weight: 1},
+	{Name: "ImageLocality", Weight: 1},
 }
 
 // Default returns the configuration used when no file is given: one profile

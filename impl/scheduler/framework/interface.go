@@ -183,6 +183,9 @@ type NodeInfoLister interface {
 	HavePodsWithAffinityList() ([]*NodeInfo, error)
 	HavePodsWithRequiredAntiAffinityList() ([]*NodeInfo, error)
 	Get(nodeName string) (*NodeInfo, error)
+	// NumNodesWithImage is how many nodes list the image name in
+	// status.images (ImageLocality).
+	NumNodesWithImage(name string) int
 }
 
 // SharedLister gives plugins read access to the cycle's snapshot.

@@ -3,6 +3,7 @@ package framework
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
@@ -170,6 +171,25 @@ func newAffinityTerm(pod *v1.Pod, term *v1.PodAffinityTerm) (AffinityTerm, error
 		t.Namespaces.Insert(pod.Namespace)
 	}
 	return t, nil
+}
+
+// ImageNames yields each distinct name of the images in the node's
+// status.images.
+func ImageNames(node *v1.Node) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		seen := make(map[string]bool)
+		for _, img := range node.Status.Images {
+			for _, name := range img.Names {
+				if seen[name] {
+					continue
+				}
+				seen[name] = true
+				if !yield(name) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // NodeInfo is a node with the pods assigned to it (bound or assumed) and the

@@ -6,6 +6,7 @@ package plugins
 import (
 	fw "github.com/kubeproof/kubeproof/impl/scheduler/framework"
 	"github.com/kubeproof/kubeproof/impl/scheduler/plugins/defaultpreemption"
+	"github.com/kubeproof/kubeproof/impl/scheduler/plugins/imagelocality"
 	"github.com/kubeproof/kubeproof/impl/scheduler/plugins/interpodaffinity"
 	"github.com/kubeproof/kubeproof/impl/scheduler/plugins/nodeaffinity"
 	"github.com/kubeproof/kubeproof/impl/scheduler/plugins/nodename"
@@ -15,6 +16,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/scheduler/plugins/podtopologyspread"
 	"github.com/kubeproof/kubeproof/impl/scheduler/plugins/queuesort"
 	"github.com/kubeproof/kubeproof/impl/scheduler/plugins/tainttoleration"
+	"github.com/kubeproof/kubeproof/impl/scheduler/plugins/volumerestrictions"
 )
 
 // NewInTreeRegistry returns every plugin kubeproof ships.
@@ -31,5 +33,7 @@ func NewInTreeRegistry() fw.Registry {
 		interpodaffinity.Name:                interpodaffinity.New,
 		podtopologyspread.Name:               podtopologyspread.New,
 		defaultpreemption.Name:               defaultpreemption.New,
+		volumerestrictions.Name:              volumerestrictions.New,
+		imagelocality.Name:                   imagelocality.New,
 	}
 }
