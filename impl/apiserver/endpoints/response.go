@@ -42,7 +42,7 @@ func writeRaw(w http.ResponseWriter, target codec.Target, code int, obj runtime.
 			bufPool.Put(buf)
 		}
 	}()
-	if err := target.Info.Serializer.Encode(obj, buf); err != nil {
+	if err := encodeInto(target.Info.Serializer, obj, buf); err != nil {
 		slog.Error("encoding response", "type", fmt.Sprintf("%T", obj), "err", err)
 		http.Error(w, "failed to encode response", http.StatusInternalServerError)
 		return
@@ -52,6 +52,17 @@ func writeRaw(w http.ResponseWriter, target codec.Target, code int, obj runtime.
 	h.Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(code)
 	_, _ = w.Write(buf.Bytes())
+}
+
+// encodeInto encodes obj into buf; a protobuf encoding takes its scratch
+// buffer from a reused allocator instead of a fresh allocation per response.
+func encodeInto(enc runtime.Encoder, obj runtime.Object, buf *bytes.Buffer) error {
+	if ea, ok := enc.(runtime.EncoderWithAllocator); ok {
+		alloc := runtime.AllocatorPool.Get().(*runtime.Allocator)
+		defer runtime.AllocatorPool.Put(alloc)
+		return ea.EncodeWithAllocator(obj, buf, alloc)
+	}
+	return enc.Encode(obj, buf)
 }
 
 // WriteStatusError writes err as a Status in the best media type the
