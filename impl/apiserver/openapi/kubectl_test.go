@@ -175,7 +175,12 @@ func TestKubectlBinaryExplain(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kubectl explain: %v\n%s", err, errOut)
 	}
-	for _, want := range []string{"KIND:       Pod", "FIELD: containers <[]Container>", "image\t<string>", "name\t<string> -required-"} {
+	for _, want := range []string{"KIND:       Pod", "FIELD: containers <[]Container>", "image\t<string>", "name\t<string> -required-",
+		// Descriptions come from the types' SwaggerDoc: the field's, the
+		// item type's, and each field's below.
+		"DESCRIPTION:\n    List of containers belonging to the pod.",
+		"A single application container that you want to run within a pod.",
+		"Container image name. More info:"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("kubectl explain pods.spec.containers lacks %q:\n%s", want, out)
 		}

@@ -1,5 +1,7 @@
 package openapi
 
+//go:generate sh -c "go run ./internal/optionalgen > optional_generated.go"
+
 import (
 	"reflect"
 	"sort"
@@ -112,12 +114,15 @@ func (b *schemaBuilder) specialSchema(t reflect.Type, special specialType) spec.
 // fields, inlined embedded structs included.
 func (b *schemaBuilder) structSchema(t reflect.Type, definition string) spec.Schema {
 	s := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}}}
+	s.Description = swaggerDoc(t)[""]
 	b.addFields(&s, t, definition)
 	sort.Strings(s.Required)
 	return s
 }
 
 func (b *schemaBuilder) addFields(s *spec.Schema, t reflect.Type, definition string) {
+	docs := swaggerDoc(t)
+	overrides := commentOptionality[t.PkgPath()+"."+t.Name()]
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, options, skip := jsonName(f)
@@ -140,17 +145,24 @@ func (b *schemaBuilder) addFields(s *spec.Schema, t reflect.Type, definition str
 		if s.Properties == nil {
 			s.Properties = map[string]spec.Schema{}
 		}
-		s.Properties[name] = b.fieldSchema(f, name, definition)
-		if required(options) {
+		s.Properties[name] = b.fieldSchema(f, name, definition, docs[name])
+		isRequired, overridden := overrides[name]
+		if !overridden {
+			isRequired = required(options)
+		}
+		if isRequired {
 			s.Required = append(s.Required, name)
 		}
 	}
 }
 
-// required approximates upstream's rule (a field is required unless it is
-// marked +optional or omitempty) without the comments: a field is required
-// when its json tag is neither omitempty nor omitzero. (Pointers are no
-// exception: apps/v1 selectors are required pointers.)
+// required is upstream's rule for fields without a +optional or +required
+// comment tag: a field is required when its json tag is neither omitempty
+// nor omitzero. (Pointers are no exception: apps/v1 selectors are required
+// pointers.) The fields whose comment tag says otherwise are listed in
+// commentOptionality (optional_generated.go, made by
+// internal/optionalgen from the k8s.io/api sources), which addFields
+// consults first, as upstream's generator reads the comment first.
 func required(jsonOptions string) bool {
 	for _, option := range strings.Split(jsonOptions, ",") {
 		if option == "omitempty" || option == "omitzero" {
@@ -183,9 +195,29 @@ func jsonName(f reflect.StructField) (name, options string, skip bool) {
 	return name, options, false
 }
 
-// fieldSchema is the schema of one struct field, with the merge extensions
-// its tags and the structured-merge-diff schema give it.
-func (b *schemaBuilder) fieldSchema(f reflect.StructField, name, definition string) spec.Schema {
+// swaggerDocumented is implemented by the k8s.io/api and apimachinery types:
+// their generated SwaggerDoc gives the type's description ("" key) and each
+// field's, by JSON name, from the Go comments upstream's OpenAPI documents
+// are generated from.
+type swaggerDocumented interface {
+	SwaggerDoc() map[string]string
+}
+
+// swaggerDoc is t's field documentation, empty for types without any.
+func swaggerDoc(t reflect.Type) map[string]string {
+	if d, ok := reflect.Zero(t).Interface().(swaggerDocumented); ok {
+		return d.SwaggerDoc()
+	}
+	if d, ok := reflect.New(t).Interface().(swaggerDocumented); ok {
+		return d.SwaggerDoc()
+	}
+	return nil
+}
+
+// fieldSchema is the schema of one struct field, with its description and
+// the merge extensions its tags and the structured-merge-diff schema give
+// it.
+func (b *schemaBuilder) fieldSchema(f reflect.StructField, name, definition, description string) spec.Schema {
 	s := b.schemaOf(f.Type)
 	ext := spec.Extensions{}
 	strategy, mergeKey := f.Tag.Get("patchStrategy"), f.Tag.Get("patchMergeKey")
@@ -204,15 +236,18 @@ func (b *schemaBuilder) fieldSchema(f reflect.StructField, name, definition stri
 			ext[k] = v
 		}
 	}
-	if len(ext) == 0 {
+	if len(ext) == 0 && description == "" {
 		return s
 	}
 	if b.dialect == openAPI3 && s.Ref.String() != "" {
 		// OpenAPI 3.0 ignores the siblings of a $ref; upstream wraps the
-		// reference in allOf so the extensions count.
+		// reference in allOf so the description and extensions count.
 		s = spec.Schema{SchemaProps: spec.SchemaProps{AllOf: []spec.Schema{s}}}
 	}
-	s.Extensions = ext
+	s.Description = description
+	if len(ext) > 0 {
+		s.Extensions = ext
+	}
 	return s
 }
 

@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"encoding/json"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -133,9 +134,13 @@ func TestBuiltinDefinitions(t *testing.T) {
 		}
 		return d
 	}
+	// prop is a field's schema without its description (checked by
+	// TestDescriptions).
 	prop := func(defs map[string]any, name, field string) string {
 		t.Helper()
-		return mustJSON(t, def(defs, name)["properties"].(map[string]any)[field])
+		p := maps.Clone(def(defs, name)["properties"].(map[string]any)[field].(map[string]any))
+		delete(p, "description")
+		return mustJSON(t, p)
 	}
 	quantity := definitionName(reflect.TypeFor[resource.Quantity]())
 	intOrString := definitionName(reflect.TypeFor[intstr.IntOrString]())
@@ -148,7 +153,7 @@ func TestBuiltinDefinitions(t *testing.T) {
 		{"Time", mustJSON(t, def(v2, "io.k8s.apimachinery.pkg.apis.meta.v1.Time")), `{"format":"date-time","type":"string"}`},
 		{"MicroTime", mustJSON(t, def(v2, "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime")), `{"format":"date-time","type":"string"}`},
 		{"RawExtension", mustJSON(t, def(v2, "io.k8s.apimachinery.pkg.runtime.RawExtension")), `{"type":"object"}`},
-		{"FieldsV1", mustJSON(t, def(v2, "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1")), `{"type":"object"}`},
+		{"FieldsV1", mustJSON(t, def(v2, "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1")["type"]), `"object"`},
 		{"Pod kind", mustJSON(t, def(v2, "io.k8s.api.core.v1.Pod")["x-kubernetes-group-version-kind"]), `[{"group":"","kind":"Pod","version":"v1"}]`},
 		{"Deployment kind", mustJSON(t, def(apps, "io.k8s.api.apps.v1.Deployment")["x-kubernetes-group-version-kind"]), `[{"group":"apps","kind":"Deployment","version":"v1"}]`},
 		{"DeploymentList kind", mustJSON(t, def(apps, "io.k8s.api.apps.v1.DeploymentList")["x-kubernetes-group-version-kind"]), `[{"group":"apps","kind":"DeploymentList","version":"v1"}]`},
