@@ -5,17 +5,20 @@
 #   fuzz/run.sh                        # every target, 10 minutes each
 #   FUZZTIME=2m fuzz/run.sh            # shorter
 #   fuzz/run.sh FuzzHTTP FuzzPatch     # only these targets
+#   PKG=./impl/apiserver/endpoints fuzz/run.sh FuzzApply   # a target elsewhere
 #
 # Environment: FUZZTIME (default 10m), FUZZPARALLEL (workers, default 2),
-# PROGRESS_EVERY (seconds between progress lines, default 30), GO (go).
+# PROGRESS_EVERY (seconds between progress lines, default 30), GO (go),
+# PKG (the package holding the targets, default ./fuzz).
 #
 # Corpora: the inputs a campaign found interesting are kept in
-# fuzz/testdata/corpus/<Target>/ and put back into Go's fuzz cache before
+# fuzz/testdata/corpus/<Target>/ (for every package: target names are
+# unique in the module) and put back into Go's fuzz cache before
 # the next campaign, so campaigns build on each other. They are not replayed
 # by plain `go test` (thousands of HTTP requests would make CI slow).
 #
 # Findings: go test minimizes a failing input and writes it to
-# fuzz/testdata/fuzz/<Target>/<hash>, where plain `go test ./fuzz/...`
+# <package>/testdata/fuzz/<Target>/<hash>, where plain `go test <package>`
 # replays it from then on: commit it with the fix as a regression test.
 # The summary lists every finding file.
 set -u -o pipefail
@@ -25,9 +28,11 @@ GO=${GO:-go}
 FUZZTIME=${FUZZTIME:-10m}
 FUZZPARALLEL=${FUZZPARALLEL:-2}
 PROGRESS_EVERY=${PROGRESS_EVERY:-30}
-PKG=./fuzz
+PKG=${PKG:-./fuzz}
+PKG=./${PKG#./}
+PKG=${PKG%/}
 CORPUS=fuzz/testdata/corpus
-FINDINGS=fuzz/testdata/fuzz
+FINDINGS=${PKG#./}/testdata/fuzz
 
 if [ $# -gt 0 ]; then
 	targets=("$@")
@@ -53,7 +58,7 @@ seconds() {
 	echo $total
 }
 
-cache=$($GO env GOCACHE)/fuzz/github.com/kubeproof/kubeproof/fuzz
+cache=$($GO env GOCACHE)/fuzz/$($GO list "$PKG")
 logdir=$(mktemp -d "${TMPDIR:-/tmp}/kubeproof-fuzz.XXXXXX")
 summary=()
 failed=0
