@@ -164,9 +164,18 @@ func (m *Model) SameObservable(a, b *State) bool {
 	return m.Observable(a) == m.Observable(b)
 }
 
-// kubeletViewsCurrent sets every running kubelet's view of its pods to the
-// pods as they are (KubeletLag = 1), as after a fresh start.
+// kubeletViewsCurrent sets the lagging views (KubeletLag, DeploymentLag,
+// NodeLifecycleLag) to the objects as they are, as after a fresh start.
 func (m *Model) kubeletViewsCurrent(s *State) {
+	for _, p := range m.pods {
+		s.DCView[p] = DCSeenNone
+		if m.cfg.DeploymentLag == 1 {
+			s.DCView[p] = ProjDC(s, p)
+		}
+	}
+	for n := 1; n <= m.cfg.NumNodes; n++ {
+		s.NLCTainted[n] = m.cfg.NodeLifecycleLag == 1 && s.NodeTainted[n]
+	}
 	if m.cfg.KubeletLag == 0 {
 		return
 	}

@@ -63,6 +63,8 @@ const (
 	NodeLifecycleMarkPodNotReady
 	// Kubelet informer: the kubelet's view of a pod catches up.
 	KubeletObservePod
+	DeploymentObservePod
+	NodeLifecycleObserveNode
 	// Only in mutants (not part of the specification).
 	ReplicaSetAdoptPod
 	numKinds
@@ -78,7 +80,7 @@ var kindNames = [numKinds]string{"", "CreateDeployment", "UpdateDeployment", "Sc
 	"ControllerCrash", "ControllerRestart", "KubeletCrash", "KubeletRestart", "WatchDrop", "Relist", "NodeFail", "NodeRecover",
 	"DeliverWatchEvent", "NodeJoin", "NodeDelete", "PodGCDeletePod",
 	"KubeletReportReady", "KubeletProbeFail", "KubeletCompletePod", "NodeLifecycleMarkPodNotReady",
-	"KubeletObservePod",
+	"KubeletObservePod", "DeploymentObservePod", "NodeLifecycleObserveNode",
 	"ReplicaSetAdoptPod"}
 
 func (k Kind) String() string {
@@ -114,7 +116,7 @@ func (k Kind) Fair() bool {
 // Writes reports whether the action writes to the store.
 func (k Kind) Writes() bool {
 	switch k {
-	case KubeletStartPod, KubeletStopPod, KubeletObservePod,
+	case KubeletStartPod, KubeletStopPod, KubeletObservePod, DeploymentObservePod, NodeLifecycleObserveNode,
 		ControllerCrash, ControllerRestart, KubeletCrash, KubeletRestart, WatchDrop, Relist, NodeFail, NodeRecover,
 		DeliverWatchEvent:
 		return false
@@ -222,6 +224,7 @@ func (m *Model) Successors(s *State, emit func(a Action, t *State)) {
 		try(actPod(NodeLifecycleEvictPod, 0, p), m.nodeLifecycleEvictPod(s, &t, p))
 		try(actPod(NodeLifecycleMarkPodNotReady, 0, p), m.nodeLifecycleMarkPodNotReady(s, &t, p))
 		try(actPod(PodGCDeletePod, 0, p), m.podGCDeletePod(s, &t, p))
+		try(actPod(DeploymentObservePod, 0, p), m.deploymentObservePod(s, &t, p))
 		for n := 1; n <= c.NumNodes; n++ {
 			if s.PodNode[p] != uint8(n) && s.SandboxNode[p] != uint8(n) && KubeletSeenNode(s.KubeletView[p]) != n &&
 				m.mutant != MutantKubeletRunsPodBoundElsewhere {
@@ -248,6 +251,7 @@ func (m *Model) Successors(s *State, emit func(a Action, t *State)) {
 	for n := 1; n <= c.NumNodes; n++ {
 		try(act(NodeLifecycleTaintNode, n), m.nodeLifecycleTaintNode(s, &t, n))
 		try(act(NodeLifecycleUntaintNode, n), m.nodeLifecycleUntaintNode(s, &t, n))
+		try(act(NodeLifecycleObserveNode, n), m.nodeLifecycleObserveNode(s, &t, n))
 	}
 	for ctl := 1; ctl <= NumControllers; ctl++ {
 		try(act(ControllerCrash, ctl), m.controllerCrash(s, &t, ctl))
@@ -808,10 +812,11 @@ func (m *Model) nodeLifecycleUntaintNode(s, t *State, n int) bool {
 	return true
 }
 
-// NodeLifecycleEvictPod(p): p is bound to a NoExecute-tainted node it does
-// not tolerate: delete it (taint-based eviction).
+// NodeLifecycleEvictPod(p): p is bound to a node the controller sees
+// NoExecute-tainted (NLCSeesTainted) and does not tolerate it: delete it
+// (taint-based eviction; deleting a pod already terminating is no step).
 func (m *Model) nodeLifecycleEvictPod(s, t *State, p int) bool {
-	if s.PodState[p] != Live || s.PodNode[p] == 0 || !s.NodeTainted[s.PodNode[p]] {
+	if s.PodState[p] != Live || s.PodNode[p] == 0 || !m.NLCSeesTainted(s, int(s.PodNode[p])) {
 		return false
 	}
 	*t = *s
@@ -1213,5 +1218,32 @@ func (m *Model) kubeletObservePod(s, t *State, n, p int) bool {
 	}
 	*t = *s
 	t.KubeletView[p] = now
+	return true
+}
+
+// DeploymentObservePod(p): the deployment controller sees pod p's
+// availability as it is now (DeploymentLag = 1). Upstream the count comes
+// from ReplicaSet status the ReplicaSet controller writes from its cache;
+// until then the controller acts on the old count (any number of changes
+// behind, which also covers a dropped watch).
+func (m *Model) deploymentObservePod(s, t *State, p int) bool {
+	if m.cfg.DeploymentLag == 0 || s.DCView[p] == ProjDC(s, p) {
+		return false
+	}
+	*t = *s
+	t.DCView[p] = ProjDC(s, p)
+	return true
+}
+
+// NodeLifecycleObserveNode(n): taint-based eviction sees node n's taint as
+// it is now (NodeLifecycleLag = 1); until then it may evict the pods of a
+// node whose taint was just removed, or not yet evict those of a node just
+// tainted.
+func (m *Model) nodeLifecycleObserveNode(s, t *State, n int) bool {
+	if m.cfg.NodeLifecycleLag == 0 || s.NLCTainted[n] == s.NodeTainted[n] {
+		return false
+	}
+	*t = *s
+	t.NLCTainted[n] = s.NodeTainted[n]
 	return true
 }

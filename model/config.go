@@ -48,6 +48,8 @@ type Config struct {
 	RestartPolicy       int // of the pod template: 0 Always, 1 OnFailure, 2 Never
 	MaxCompletions      int // containers that exit 0 (run to completion), in total
 	KubeletLag          int // 1: each kubelet acts on its own lagging view of the pods bound to its node (kubeletView)
+	DeploymentLag       int // 1: the deployment controller counts availability from its own lagging view (dcView)
+	NodeLifecycleLag    int // 1: taint-based eviction reads its own lagging view of node taints (nlcTainted)
 
 	// Invariants and Properties are the property IDs to check (e.g. "SCHED-2",
 	// "LIVE-1"), translated from the TLA+ operator names (SCHED_2, LIVE_1).
@@ -67,7 +69,7 @@ func (c *Config) constantFields() map[string]*int {
 		"MaxNodeDeletes": &c.MaxNodeDeletes, "LabeledNodes": &c.LabeledNodes, "SelectorDeployments": &c.SelectorDeployments,
 		"ReadinessProbes": &c.ReadinessProbes, "MaxProbeFailures": &c.MaxProbeFailures,
 		"RestartPolicy": &c.RestartPolicy, "MaxCompletions": &c.MaxCompletions,
-		"KubeletLag": &c.KubeletLag,
+		"KubeletLag": &c.KubeletLag, "DeploymentLag": &c.DeploymentLag, "NodeLifecycleLag": &c.NodeLifecycleLag,
 	}
 }
 
@@ -191,6 +193,8 @@ func (c Config) Validate() error {
 		check("RestartPolicy", c.RestartPolicy, RestartAlways, RestartNever),
 		check("MaxCompletions", c.MaxCompletions, 0, 9),
 		check("KubeletLag", c.KubeletLag, 0, 1),
+		check("DeploymentLag", c.DeploymentLag, 0, 1),
+		check("NodeLifecycleLag", c.NodeLifecycleLag, 0, 1),
 	} {
 		if e != nil {
 			return e

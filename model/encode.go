@@ -20,7 +20,7 @@ func (m *Model) Encode(s *State, buf []byte) []byte {
 		buf = appendPod(buf, s, p)
 	}
 	for n := 1; n <= c.NumNodes; n++ {
-		buf = append(buf, b2u(s.NodeTainted[n]), b2u(s.KubeletUp[n]), b2u(s.NodeUp[n]))
+		buf = append(buf, b2u(s.NodeTainted[n]), b2u(s.KubeletUp[n]), b2u(s.NodeUp[n]), b2u(s.NLCTainted[n]))
 		if m.nodesChange() {
 			buf = append(buf, s.NodeState[n])
 		}
@@ -59,12 +59,12 @@ func (m *Model) Encode(s *State, buf []byte) []byte {
 func (m *Model) nodesChange() bool { return m.cfg.JoiningNodes > 0 || m.cfg.MaxNodeDeletes > 0 }
 
 // podRecordLen is the length of appendPod's record.
-const podRecordLen = 14
+const podRecordLen = 15
 
 func appendPod(buf []byte, s *State, p int) []byte {
 	return append(buf, s.PodState[p], s.PodNode[p], s.PodPhase[p], s.PodOwners[p],
 		s.Sandboxes[p], s.SandboxNode[p], s.SandboxIP[p], b2u(s.KubeletKnows[p]),
-		s.RSCView[p], s.RSCExpect[p], s.SchedView[p], s.SchedAssumed[p], b2u(s.PodReady[p]), s.KubeletView[p])
+		s.RSCView[p], s.RSCExpect[p], s.SchedView[p], s.SchedAssumed[p], b2u(s.PodReady[p]), s.KubeletView[p], s.DCView[p])
 }
 
 // appendPodKey is pod p's record followed by where it appears in the
@@ -191,6 +191,7 @@ func (m *Model) permuteNodes(s *State, perm [MaxNodes + 1]uint8) State {
 	t := *s
 	for n := 1; n <= m.cfg.NumNodes; n++ {
 		t.NodeTainted[perm[n]] = s.NodeTainted[n]
+		t.NLCTainted[perm[n]] = s.NLCTainted[n]
 		t.KubeletUp[perm[n]] = s.KubeletUp[n]
 		t.NodeUp[perm[n]] = s.NodeUp[n]
 		t.NodeState[perm[n]] = s.NodeState[n]
@@ -276,6 +277,7 @@ func swapPods(s *State, p, q int) {
 	s.SchedAssumed[p], s.SchedAssumed[q] = s.SchedAssumed[q], s.SchedAssumed[p]
 	s.PodReady[p], s.PodReady[q] = s.PodReady[q], s.PodReady[p]
 	s.KubeletView[p], s.KubeletView[q] = s.KubeletView[q], s.KubeletView[p]
+	s.DCView[p], s.DCView[q] = s.DCView[q], s.DCView[p]
 	for c := 1; c <= NumControllers; c++ {
 		for i, e := range s.Pending[c] {
 			switch int(e.Pod) {
@@ -307,9 +309,10 @@ func (m *Model) Decode(b []byte) State {
 		s.RSCView[p], s.RSCExpect[p], s.SchedView[p], s.SchedAssumed[p] = next(), next(), next(), next()
 		s.PodReady[p] = next() == 1
 		s.KubeletView[p] = next()
+		s.DCView[p] = next()
 	}
 	for n := 1; n <= c.NumNodes; n++ {
-		s.NodeTainted[n], s.KubeletUp[n], s.NodeUp[n] = next() == 1, next() == 1, next() == 1
+		s.NodeTainted[n], s.KubeletUp[n], s.NodeUp[n], s.NLCTainted[n] = next() == 1, next() == 1, next() == 1, next() == 1
 		s.NodeState[n] = Live
 		if m.nodesChange() {
 			s.NodeState[n] = next()

@@ -80,9 +80,11 @@ func (m *Model) Bindings(s *State) []Binding {
 		add("schedView["+n+"]", fmt.Sprint(s.SchedView[p]))
 		add("schedAssumed["+n+"]", fmt.Sprint(s.SchedAssumed[p]))
 		add("kubeletView["+n+"]", kubeletViewStr(s.KubeletView[p]))
+		add("dcView["+n+"]", dcViewNames[s.DCView[p]])
 	}
 	for n := 1; n <= c.NumNodes; n++ {
 		add(fmt.Sprintf("nodeTainted[%d]", n), boolStr(s.NodeTainted[n]))
+		add(fmt.Sprintf("nlcTainted[%d]", n), boolStr(s.NLCTainted[n]))
 		add(fmt.Sprintf("kubeletUp[%d]", n), boolStr(s.KubeletUp[n]))
 		add(fmt.Sprintf("nodeUp[%d]", n), boolStr(s.NodeUp[n]))
 		add(fmt.Sprintf("nodeState[%d]", n), lifecycleNames[s.NodeState[n]])
@@ -147,3 +149,6 @@ func (m *Model) Summary(s *State) []string {
 func kubeletViewStr(v uint8) string {
 	return fmt.Sprintf("<<%s, %d>>", lifecycleNames[KubeletSeenState(v)], KubeletSeenNode(v))
 }
+
+// dcViewNames are the TLA+ values of dcView.
+var dcViewNames = []string{`"None"`, `"Pending"`, `"Running"`, `"Ready"`}

@@ -228,7 +228,8 @@ func gcDeleteWithReason(m *Model, s, t *State) bool {
 			continue
 		}
 		d, v, _ := PodCoords(p)
-		tainted := s.PodNode[p] != 0 && (s.NodeTainted[s.PodNode[p]] || s.NodeState[s.PodNode[p]] != Live)
+		tainted := s.PodNode[p] != 0 && (s.NodeTainted[s.PodNode[p]] || m.NLCSeesTainted(s, int(s.PodNode[p])) ||
+			s.NodeState[s.PodNode[p]] != Live)
 		excess := m.Believed(s, d, v) > int(s.RSReplicas[d][v])
 		if !OwnersGone(s, p) && !tainted && !excess {
 			return false
@@ -382,7 +383,7 @@ func liveDeploymentsConverged(m *Model, s *State) bool {
 		cur := int(s.DepVersion[d])
 		r := int(s.DepReplicas[d])
 		if !s.DepObserved[d] || s.RSState[d][cur] != Live || int(s.RSReplicas[d][cur]) != r ||
-			m.ActivePods(s, d, cur) != r || m.AvailablePods(s, d, cur) != r {
+			m.ActivePods(s, d, cur) != r || m.AvailablePodsNow(s, d, cur) != r {
 			return false
 		}
 		for v := 1; v <= m.cfg.NumVersions; v++ {

@@ -109,12 +109,14 @@ type State struct {
 	SandboxIP   [MaxPods]uint8 // IP from that node's pool: 0 = none
 
 	// ---- Component memory: lost on a crash ----
-	KubeletKnows [MaxPods]bool  // the kubelet of SandboxNode has the pod's sandbox in its pod manager
-	RSCView      [MaxPods]uint8 // the ReplicaSet controller's informer cache (View*)
-	RSCExpect    [MaxPods]uint8 // the ReplicaSet controller's expectations (Expect*)
-	SchedView    [MaxPods]uint8 // the scheduler's informer cache (Sched*)
-	SchedAssumed [MaxPods]uint8 // node the scheduler assumed the pod onto, not yet observed bound: 0 = none
-	KubeletView  [MaxPods]uint8 // what the kubelet of the pod's node has seen of it (KubeletLag): see KubeletSeen
+	KubeletKnows [MaxPods]bool      // the kubelet of SandboxNode has the pod's sandbox in its pod manager
+	RSCView      [MaxPods]uint8     // the ReplicaSet controller's informer cache (View*)
+	RSCExpect    [MaxPods]uint8     // the ReplicaSet controller's expectations (Expect*)
+	SchedView    [MaxPods]uint8     // the scheduler's informer cache (Sched*)
+	SchedAssumed [MaxPods]uint8     // node the scheduler assumed the pod onto, not yet observed bound: 0 = none
+	KubeletView  [MaxPods]uint8     // what the kubelet of the pod's node has seen of it (KubeletLag): see KubeletSeen
+	DCView       [MaxPods]uint8     // what the deployment controller has seen of the pod's availability (DeploymentLag): DCSeen*
+	NLCTainted   [MaxNodes + 1]bool // the node lifecycle controller's view of node n's NoExecute taint (NodeLifecycleLag)
 
 	// Informer queues: watch events received but not yet applied to the
 	// cache, oldest first (at most MaxLag), and the revision the cache
@@ -162,6 +164,17 @@ func KubeletSeenState(v uint8) uint8 {
 		return Live
 	}
 }
+
+// The deployment controller's view of a pod (dcView, with DeploymentLag =
+// 1): what it counts for availability. Upstream it reads the ReplicaSets'
+// status.availableReplicas, which the ReplicaSet controller computes from
+// its own pod cache, so the count it acts on lags the pods.
+const (
+	DCSeenNone    uint8 = iota // absent, terminating or terminal: "None"
+	DCSeenPending              // live and Pending
+	DCSeenRunning              // live, Running, not Ready
+	DCSeenReady                // live, Running and Ready: available
+)
 
 // Event is one watch event of a pod in an informer queue: the pod (index+1;
 // 0 = an empty queue entry), what the component's cache will show for it

@@ -39,7 +39,9 @@ CONSTANTS
     MaxProbeFailures, \* budget: readiness probe failures
     RestartPolicy,   \* of the pod template: 0 Always, 1 OnFailure, 2 Never
     MaxCompletions,  \* budget: containers that exit 0
-    KubeletLag       \* 1: each kubelet acts on its own lagging view of its pods
+    KubeletLag,      \* 1: each kubelet acts on its own lagging view of its pods
+    DeploymentLag,   \* 1: the deployment controller counts availability from its own lagging view
+    NodeLifecycleLag \* 1: taint-based eviction reads its own lagging view of node taints
 
 Nodes       == 1..NumNodes
 Deployments == 1..NumDeployments
@@ -109,11 +111,15 @@ VARIABLES
     schedAssumed, \* node the scheduler assumed p onto, binding not yet observed: 0 = none
     kubeletView,  \* what the kubelet of p's node has seen of p (KubeletLag = 1):
                   \* <<"Live", n>>, <<"Deleting", n>>, or <<"Absent", 0>> (nothing)
+    dcView,       \* what the deployment controller has seen of p (DeploymentLag = 1):
+                  \* "None", "Pending", "Running" (not Ready), "Ready"
+    nlcTainted,   \* taint-based eviction's view of node n's taint (NodeLifecycleLag = 1)
     pending,      \* controller c's informer queue: watch events received, not yet applied
                   \* (a sequence of [pod, view, rev], oldest first, at most MaxLag)
     cacheRev      \* the revision controller c's cache reflects
 
-memoryVars == <<kubeletKnows, rscView, rscExpect, schedView, schedAssumed, kubeletView, pending, cacheRev>>
+viewVars == <<kubeletView, dcView, nlcTainted>>
+memoryVars == <<kubeletKnows, rscView, rscExpect, schedView, schedAssumed, viewVars, pending, cacheRev>>
 
 (* Environment: which components, watches and nodes are up. *)
 VARIABLES
@@ -155,12 +161,22 @@ NothingSeen == <<"Absent", 0>>
 ProjKubelet(p) == IF podState[p] = "Absent" \/ podNode[p] = 0 THEN NothingSeen
                   ELSE <<podState[p], podNode[p]>>
 KubeletSees(p) == IF KubeletLag = 1 THEN kubeletView[p] ELSE ProjKubelet(p)
+\* What the deployment controller would see of p now, and what it acts on.
+ProjDC(p) == IF podState[p] # "Live" \/ Terminal(podPhase[p]) THEN "None"
+             ELSE IF podPhase[p] = "Pending" THEN "Pending"
+             ELSE IF podReady[p] THEN "Ready" ELSE "Running"
+DCSees(p) == IF DeploymentLag = 1 THEN dcView[p] ELSE ProjDC(p)
+\* Whether taint-based eviction sees node n tainted.
+NLCSeesTainted(n) == IF NodeLifecycleLag = 1 THEN nlcTainted[n] ELSE nodeTainted[n]
 
 ActivePods(d, v) == Cardinality({p \in PodsOf(d, v) : podState[p] = "Live" /\ ~Terminal(podPhase[p])})
-\* Available: live, Running and Ready (minReadySeconds 0).
-IsAvailable(p) == podState[p] = "Live" /\ podPhase[p] = "Running" /\ podReady[p]
+\* Available: live, Running and Ready (minReadySeconds 0), as the deployment
+\* controller sees it (what it acts on and DEP-2 is stated over) ...
+IsAvailable(p) == DCSees(p) = "Ready"
 AvailablePods(d, v) == Cardinality({p \in PodsOf(d, v) : IsAvailable(p)})
 AvailableTotal(d) == Cardinality({p \in Pods : p[1] = d /\ IsAvailable(p)})
+\* ... and in the store (LIVE-1).
+AvailablePodsNow(d, v) == Cardinality({p \in PodsOf(d, v) : ProjDC(p) = "Ready"})
 TotalReplicas(d) == SumOver([v \in Versions |-> IF rsState[<<d, v>>] = "Live" THEN rsReplicas[<<d, v>>] ELSE 0], Versions)
 
 \* Pods the ReplicaSet controller believes <<d, v>> has: cached active pods
@@ -175,6 +191,7 @@ OwnersGone(p) == podOwners[p] # {} /\ \A v \in podOwners[p] : rsState[<<p[1], v>
 SlotFree(p) == /\ podState[p] = "Absent" /\ sandboxes[p] = 0 /\ sandboxNode[p] = 0 /\ sandboxIP[p] = 0
                /\ ~kubeletKnows[p] /\ rscView[p] = "Absent" /\ rscExpect[p] = "None"
                /\ schedView[p] = 0 /\ schedAssumed[p] = 0 /\ kubeletView[p] = NothingSeen
+               /\ dcView[p] = "None"
                /\ \A c \in Controllers, i \in 1..Len(pending[c]) : pending[c][i].pod # p
 
 \* Pods the scheduler counts on node n: cached there, or assumed there.
@@ -254,7 +271,7 @@ Deliver(newExpect, newAssumed) ==
 Write(newExpect, newAssumed) ==
     /\ revision' = IF TrackRevisions = 1 THEN revision + 1 ELSE revision
     /\ Deliver(newExpect, newAssumed)
-    /\ UNCHANGED <<runtimeVars, kubeletKnows, kubeletView, envVars>>
+    /\ UNCHANGED <<runtimeVars, kubeletKnows, viewVars, envVars>>
 
 RemovePod(p) ==
     /\ podState' = [podState EXCEPT ![p] = "Absent"]
@@ -504,7 +521,7 @@ NodeLifecycleUntaintNode(n) ==
 
 \* p is bound to a tainted node it does not tolerate: delete it.
 NodeLifecycleEvictPod(p) ==
-    /\ podState[p] = "Live" /\ podNode[p] # 0 /\ nodeTainted[podNode[p]]
+    /\ podState[p] = "Live" /\ podNode[p] # 0 /\ NLCSeesTainted(podNode[p])
     /\ podState' = [podState EXCEPT ![p] = "Deleting"]
     /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podNode, podPhase, podOwners, podReady, nodeTainted, nodeState>>
     /\ Write(rscExpect, schedAssumed)
@@ -528,7 +545,7 @@ KubeletStartPod(n, p) ==
     /\ sandboxNode' = [sandboxNode EXCEPT ![p] = n]
     /\ sandboxIP' = [sandboxIP EXCEPT ![p] = LowestFreeIP(n)]
     /\ kubeletKnows' = [kubeletKnows EXCEPT ![p] = TRUE]
-    /\ UNCHANGED <<storeVars, rscView, rscExpect, schedView, schedAssumed, kubeletView, pending, cacheRev, envVars, budgetVars>>
+    /\ UNCHANGED <<storeVars, rscView, rscExpect, schedView, schedAssumed, viewVars, pending, cacheRev, envVars, budgetVars>>
 
 \* Admission fails (the node is full, or its labels do not match p's
 \* nodeSelector: reason NodeAffinity): p is Failed.
@@ -559,7 +576,7 @@ KubeletStopPod(n, p) ==
     /\ sandboxNode' = [sandboxNode EXCEPT ![p] = 0]
     /\ sandboxIP' = [sandboxIP EXCEPT ![p] = 0]
     /\ kubeletKnows' = [kubeletKnows EXCEPT ![p] = FALSE]
-    /\ UNCHANGED <<storeVars, rscView, rscExpect, schedView, schedAssumed, kubeletView, pending, cacheRev, envVars, budgetVars>>
+    /\ UNCHANGED <<storeVars, rscView, rscExpect, schedView, schedAssumed, viewVars, pending, cacheRev, envVars, budgetVars>>
 
 \* The kubelet sees p terminating on n and nothing of it runs: delete the
 \* object for good (with a UID precondition: still terminating on n).
@@ -600,7 +617,7 @@ ControllerCrash(c) ==
          ELSE /\ schedView' = [p \in Pods |-> 0]
               /\ schedAssumed' = [p \in Pods |-> 0]
               /\ UNCHANGED <<rscView, rscExpect>>
-    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, kubeletView, kubeletUp, nodeUp,
+    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, viewVars, kubeletUp, nodeUp,
                    watchDrops, nodeFailures, evictions, scales, deletes, nodeDeletes, probeFailures, completions>>
 
 \* Controller c starts again: it lists and watches.
@@ -608,7 +625,7 @@ ControllerRestart(c) ==
     /\ ~up[c]
     /\ up' = [up EXCEPT ![c] = TRUE]
     /\ Relisted(c)
-    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, kubeletView, kubeletUp, nodeUp, budgetVars>>
+    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, viewVars, kubeletUp, nodeUp, budgetVars>>
 
 \* The pod watch of controller c breaks: its cache stops following.
 WatchDrop(c) ==
@@ -622,7 +639,7 @@ WatchDrop(c) ==
 Relist(c) ==
     /\ up[c] /\ ~watchOK[c]
     /\ Relisted(c)
-    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, kubeletView, up, kubeletUp, nodeUp, budgetVars>>
+    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, viewVars, up, kubeletUp, nodeUp, budgetVars>>
 
 \* The kubelet of n crashes: its pod manager and its view are lost, the
 \* runtime stays.
@@ -632,7 +649,7 @@ KubeletCrash(n) ==
     /\ kubeletKnows' = [p \in Pods |-> IF sandboxNode[p] = n THEN FALSE ELSE kubeletKnows[p]]
     /\ kubeletView' = [p \in Pods |-> IF kubeletView[p][2] = n THEN NothingSeen ELSE kubeletView[p]]
     /\ crashes' = crashes + 1
-    /\ UNCHANGED <<storeVars, runtimeVars, rscView, rscExpect, schedView, schedAssumed, pending, cacheRev, up, watchOK, nodeUp,
+    /\ UNCHANGED <<storeVars, runtimeVars, rscView, rscExpect, schedView, schedAssumed, dcView, nlcTainted, pending, cacheRev, up, watchOK, nodeUp,
                    watchDrops, nodeFailures, evictions, scales, deletes, nodeDeletes, probeFailures, completions>>
 
 \* The kubelet of n starts again, rebuilds its pod manager from the runtime
@@ -642,7 +659,7 @@ KubeletRestart(n) ==
     /\ kubeletUp' = [kubeletUp EXCEPT ![n] = TRUE]
     /\ kubeletKnows' = [p \in Pods |-> IF sandboxNode[p] = n /\ sandboxes[p] > 0 THEN TRUE ELSE kubeletKnows[p]]
     /\ kubeletView' = [p \in Pods |-> IF KubeletLag = 1 /\ podNode[p] = n THEN ProjKubelet(p) ELSE kubeletView[p]]
-    /\ UNCHANGED <<storeVars, runtimeVars, rscView, rscExpect, schedView, schedAssumed, pending, cacheRev, up, watchOK, nodeUp, budgetVars>>
+    /\ UNCHANGED <<storeVars, runtimeVars, rscView, rscExpect, schedView, schedAssumed, dcView, nlcTainted, pending, cacheRev, up, watchOK, nodeUp, budgetVars>>
 
 \* Node n becomes unreachable (its runtime is frozen).
 NodeFail(n) ==
@@ -676,7 +693,7 @@ DeliverWatchEvent(c) ==
               /\ UNCHANGED <<schedView, schedAssumed>>
          ELSE /\ schedView' = new.view /\ schedAssumed' = new.aux
               /\ UNCHANGED <<rscView, rscExpect>>
-    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, kubeletView, envVars, budgetVars>>
+    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, viewVars, envVars, budgetVars>>
 
 \* Node n, not yet registered, joins: its kubelet registers it and runs.
 NodeJoin(n) ==
@@ -707,7 +724,7 @@ NodeDelete(n) ==
     /\ kubeletView' = [p \in Pods |-> IF kubeletView[p][2] = n THEN NothingSeen ELSE kubeletView[p]]
     /\ sandboxNode' = [p \in Pods |-> IF sandboxNode[p] = n THEN 0 ELSE sandboxNode[p]]
     /\ nodeDeletes' = nodeDeletes + 1
-    /\ UNCHANGED <<rscView, rscExpect, schedView, schedAssumed, pending, cacheRev, up, watchOK,
+    /\ UNCHANGED <<rscView, rscExpect, schedView, schedAssumed, dcView, nlcTainted, pending, cacheRev, up, watchOK,
                    crashes, watchDrops, nodeFailures, evictions, scales, deletes, probeFailures, completions>>
 
 \* p is bound to a node whose Node object is gone: the pod garbage
@@ -779,7 +796,26 @@ KubeletObservePod(n, p) ==
     /\ ProjKubelet(p)[2] = n \/ kubeletView[p][2] = n
     /\ kubeletView' = [kubeletView EXCEPT ![p] = ProjKubelet(p)]
     /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, rscView, rscExpect, schedView, schedAssumed,
-                   pending, cacheRev, envVars, budgetVars>>
+                   dcView, nlcTainted, pending, cacheRev, envVars, budgetVars>>
+
+\* The deployment controller sees p's availability as it is now
+\* (DeploymentLag = 1).  Upstream the count comes from ReplicaSet status,
+\* which the ReplicaSet controller writes from its cache; until then the
+\* controller acts on the old count (any number of changes behind).
+DeploymentObservePod(p) ==
+    /\ DeploymentLag = 1 /\ dcView[p] # ProjDC(p)
+    /\ dcView' = [dcView EXCEPT ![p] = ProjDC(p)]
+    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, rscView, rscExpect, schedView, schedAssumed,
+                   kubeletView, nlcTainted, pending, cacheRev, envVars, budgetVars>>
+
+\* Taint-based eviction sees node n's taint as it is now (NodeLifecycleLag
+\* = 1); until then it may evict the pods of a node whose taint was just
+\* removed, or not yet evict those of a node just tainted.
+NodeLifecycleObserveNode(n) ==
+    /\ NodeLifecycleLag = 1 /\ nlcTainted[n] # nodeTainted[n]
+    /\ nlcTainted' = [nlcTainted EXCEPT ![n] = nodeTainted[n]]
+    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, rscView, rscExpect, schedView, schedAssumed,
+                   kubeletView, dcView, pending, cacheRev, envVars, budgetVars>>
 
 -----------------------------------------------------------------------------
 (* The specification. *)
@@ -808,6 +844,8 @@ Init ==
     /\ schedView = [p \in Pods |-> 0]
     /\ schedAssumed = [p \in Pods |-> 0]
     /\ kubeletView = [p \in Pods |-> NothingSeen]
+    /\ dcView = [p \in Pods |-> "None"]
+    /\ nlcTainted = [n \in Nodes |-> FALSE]
     /\ pending = [c \in Controllers |-> <<>>]
     /\ cacheRev = [c \in Controllers |-> 0]
     /\ up = [c \in Controllers |-> TRUE]
@@ -839,6 +877,7 @@ Next ==
          \/ NodeLifecycleEvictPod(p)
          \/ NodeLifecycleMarkPodNotReady(p)
          \/ PodGCDeletePod(p)
+         \/ DeploymentObservePod(p)
          \/ \E n \in Nodes :
               \/ KubeletStartPod(n, p)
               \/ KubeletRejectPod(n, p)
@@ -853,6 +892,7 @@ Next ==
     \/ \E n \in Nodes :
          \/ NodeLifecycleTaintNode(n)
          \/ NodeLifecycleUntaintNode(n)
+         \/ NodeLifecycleObserveNode(n)
          \/ KubeletCrash(n)
          \/ KubeletRestart(n)
          \/ NodeFail(n)
@@ -880,6 +920,7 @@ Fairness ==
     /\ \A p \in Pods :
          /\ WF_vars(ReplicaSetDeletePod(p)) /\ WF_vars(GCDeletePod(p)) /\ WF_vars(NodeLifecycleEvictPod(p))
          /\ WF_vars(NodeLifecycleMarkPodNotReady(p)) /\ WF_vars(PodGCDeletePod(p))
+         /\ WF_vars(DeploymentObservePod(p))
          /\ \A n \in Nodes :
               /\ WF_vars(SchedulerBindPod(p, n)) /\ WF_vars(KubeletStartPod(n, p))
               /\ WF_vars(KubeletRejectPod(n, p)) /\ WF_vars(KubeletUpdatePodStatus(n, p))
@@ -887,6 +928,7 @@ Fairness ==
               /\ WF_vars(KubeletReportReady(n, p)) /\ WF_vars(KubeletObservePod(n, p))
     /\ \A n \in Nodes :
          /\ WF_vars(NodeLifecycleTaintNode(n)) /\ WF_vars(NodeLifecycleUntaintNode(n))
+         /\ WF_vars(NodeLifecycleObserveNode(n))
          /\ WF_vars(KubeletRestart(n)) /\ WF_vars(NodeRecover(n)) /\ WF_vars(NodeJoin(n))
     /\ \A c \in Controllers : WF_vars(ControllerRestart(c)) /\ WF_vars(Relist(c)) /\ WF_vars(DeliverWatchEvent(c))
 
@@ -921,6 +963,8 @@ TypeOK ==
     /\ schedView \in [Pods -> 0..NumNodes + 1]
     /\ schedAssumed \in [Pods -> 0..NumNodes]
     /\ kubeletView \in [Pods -> {NothingSeen} \cup ({"Live", "Deleting"} \X Nodes)]
+    /\ dcView \in [Pods -> {"None", "Pending", "Running", "Ready"}]
+    /\ nlcTainted \in [Nodes -> BOOLEAN]
     /\ up \in [Controllers -> BOOLEAN] /\ watchOK \in [Controllers -> BOOLEAN]
     /\ kubeletUp \in [Nodes -> BOOLEAN] /\ nodeUp \in [Nodes -> BOOLEAN]
 
@@ -983,7 +1027,7 @@ DEP_2 == [][\A d \in Deployments, v \in Versions :
 \* many.
 GC_1 == [][\A p \in Pods : (podState[p] = "Live" /\ podState'[p] # "Live") =>
              \/ OwnersGone(p)
-             \/ podNode[p] # 0 /\ (nodeTainted[podNode[p]] \/ nodeState[podNode[p]] # "Live")
+             \/ podNode[p] # 0 /\ (nodeTainted[podNode[p]] \/ NLCSeesTainted(podNode[p]) \/ nodeState[podNode[p]] # "Live")
              \/ Believed(p[1], p[2]) > rsReplicas[<<p[1], p[2]>>]]_vars
 
 \* GC-2: an owner deleted in the foreground goes only after its blocking
@@ -1039,7 +1083,7 @@ DeploymentsConverged ==
     \A d \in Deployments : depState[d] = "Live" =>
         LET cur == depVersion[d]  r == depReplicas[d] IN
         /\ depObserved[d] /\ rsState[<<d, cur>>] = "Live" /\ rsReplicas[<<d, cur>>] = r
-        /\ ActivePods(d, cur) = r /\ AvailablePods(d, cur) = r
+        /\ ActivePods(d, cur) = r /\ AvailablePodsNow(d, cur) = r
         /\ \A v \in Versions \ {cur} : rsReplicas[<<d, v>>] = 0 /\ ActivePods(d, v) = 0
 LIVE_1 == <>[]DeploymentsConverged
 

@@ -27,6 +27,7 @@ func small(t testing.TB, set map[string]int) model.Config {
 		"MaxNodeDeletes": &cfg.MaxNodeDeletes, "LabeledNodes": &cfg.LabeledNodes, "SelectorDeployments": &cfg.SelectorDeployments,
 		"ReadinessProbes": &cfg.ReadinessProbes, "MaxProbeFailures": &cfg.MaxProbeFailures,
 		"RestartPolicy": &cfg.RestartPolicy, "MaxCompletions": &cfg.MaxCompletions, "KubeletLag": &cfg.KubeletLag,
+		"DeploymentLag": &cfg.DeploymentLag, "NodeLifecycleLag": &cfg.NodeLifecycleLag,
 	}
 	for k, v := range set {
 		f, ok := fields[k]
@@ -39,7 +40,7 @@ func small(t testing.TB, set map[string]int) model.Config {
 	for _, k := range []string{"Replicas", "Capacity", "MaxScales", "MaxDeletes", "MaxCrashes", "MaxWatchDrops", "MaxNodeFailures", "MaxEvictions",
 		"PodsPerRS", "MaxUnavailable", "NumNodes", "IPsPerNode",
 		"TrackRevisions", "MaxLag", "JoiningNodes", "MaxNodeDeletes", "LabeledNodes", "SelectorDeployments",
-		"ReadinessProbes", "MaxProbeFailures", "RestartPolicy", "MaxCompletions", "KubeletLag"} {
+		"ReadinessProbes", "MaxProbeFailures", "RestartPolicy", "MaxCompletions", "KubeletLag", "DeploymentLag", "NodeLifecycleLag"} {
 		if v, ok := set[k]; ok {
 			name = append(name, k+"="+itoa(v))
 		}
@@ -96,6 +97,10 @@ var faultConfigs = []map[string]int{
 	{"KubeletLag": 1},
 	{"KubeletLag": 1, "MaxDeletes": 1, "MaxCrashes": 1},
 	{"KubeletLag": 1, "MaxNodeDeletes": 1, "MaxEvictions": 1, "Capacity": 2},
+	// The deployment controller and taint-based eviction on lagging views.
+	{"DeploymentLag": 1, "Replicas": 2, "Capacity": 2, "PodsPerRS": 3, "MaxUnavailable": 1},
+	{"DeploymentLag": 1, "ReadinessProbes": 1, "MaxProbeFailures": 1},
+	{"NodeLifecycleLag": 1, "MaxNodeFailures": 1},
 }
 
 func TestSpecificationHoldsOnSmallConfigurations(t *testing.T) {
@@ -162,6 +167,11 @@ var lagMutantConfig = map[string]map[string]int{
 	model.MutantKubeletNeverFinalizesDeletion: {"KubeletLag": 1, "MaxDeletes": 1},
 	model.MutantKubeletLeaksIPOnStop:          {"KubeletLag": 1},
 	model.MutantKubeletReusesIP:               {"KubeletLag": 1, "Replicas": 2, "Capacity": 2},
+	// The deployment controller's availability rules with a lagging count.
+	model.MutantDeploymentCountsUnreadyAsAvailable: {"DeploymentLag": 1},
+	model.MutantDeploymentIgnoresReadyCondition:    {"DeploymentLag": 1, "ReadinessProbes": 1},
+	model.MutantDeploymentNeverRemovesOldReplicas:  {"DeploymentLag": 1},
+	model.MutantSchedulerIgnoresTaints:             {"NodeLifecycleLag": 1, "MaxNodeFailures": 1},
 }
 
 func TestMutantsAreCaughtWithLaggingCaches(t *testing.T) {
