@@ -12,12 +12,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubeproof/kubeproof/impl/controller/workloop"
@@ -35,11 +37,20 @@ type Controller struct {
 	synced      []cache.InformerSynced
 	queue       workqueue.TypedRateLimitingInterface[string]
 	now         func() time.Time
+	recorder    record.EventRecorder
 }
+
+// Option adjusts a Controller.
+type Option func(*Controller)
+
+// WithRecorder records the controller's events (NoPods,
+// CalculateExpectedPodCountFailed, UnmanagedPods, NotDeleted) through r;
+// without it they are only logged at debug level.
+func WithRecorder(r record.EventRecorder) Option { return func(c *Controller) { c.recorder = r } }
 
 // New wires the controller to factory's PodDisruptionBudget, Pod,
 // ReplicaSet and Deployment informers (start the factory after New).
-func New(client kubernetes.Interface, factory informers.SharedInformerFactory) (*Controller, error) {
+func New(client kubernetes.Interface, factory informers.SharedInformerFactory, opts ...Option) (*Controller, error) {
 	pdbInf := factory.Policy().V1().PodDisruptionBudgets()
 	podInf := factory.Core().V1().Pods()
 	rsInf := factory.Apps().V1().ReplicaSets()
@@ -54,6 +65,9 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory) (
 			rsInf.Informer().HasSynced, dInf.Informer().HasSynced},
 		queue: workloop.NewQueue("disruption"),
 		now:   time.Now,
+	}
+	for _, o := range opts {
+		o(c)
 	}
 	handlers := []struct {
 		inf cache.SharedIndexInformer
@@ -170,6 +184,19 @@ func (c *Controller) observe(pdb *policyv1.PodDisruptionBudget) (Observed, error
 	return o, nil
 }
 
+// record records ev on its pod, or on pdb.
+func (c *Controller) record(ev Event, pdb *policyv1.PodDisruptionBudget) {
+	var obj runtime.Object = pdb
+	if ev.Pod != nil {
+		obj = ev.Pod
+	}
+	if c.recorder == nil {
+		slog.Debug("disruption event", "pdb", pdb.Namespace+"/"+pdb.Name, "reason", ev.Reason, "message", ev.Message)
+		return
+	}
+	c.recorder.Event(obj, ev.Type, ev.Reason, ev.Message)
+}
+
 func (c *Controller) sync(ctx context.Context, key string) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
@@ -184,9 +211,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	o, err := c.observe(pdb)
 	if err != nil {
+		c.record(Event{Type: corev1.EventTypeWarning, Reason: EventNoPods, Message: fmt.Sprintf("Failed to get pods: %v", err)}, pdb)
 		return err
 	}
 	d := Decide(o)
+	for _, ev := range d.Events {
+		c.record(ev, pdb)
+	}
 	if d.Err != nil {
 		slog.Debug("disruption budget fail-safe", "pdb", key, "err", d.Err)
 	}

@@ -32,6 +32,21 @@ import (
 // (upstream's 2 minutes); after it the pod counts as healthy again.
 const DeletionTimeout = 2 * time.Minute
 
+// Event reasons, as upstream's disruption controller records them.
+const (
+	EventNoPods                          = "NoPods"
+	EventCalculateExpectedPodCountFailed = "CalculateExpectedPodCountFailed"
+	EventUnmanagedPods                   = "UnmanagedPods"
+	EventNotDeleted                      = "NotDeleted"
+)
+
+// Event is an event the sync records: about the budget, or about Pod
+// when set.
+type Event struct {
+	Pod                   *corev1.Pod
+	Type, Reason, Message string
+}
+
 // Condition reasons, as upstream.
 const (
 	ReasonSufficientPods   = "SufficientPods"
@@ -61,17 +76,40 @@ type Decision struct {
 	// Err is why the expected pod count could not be computed; Status is
 	// then the fail-safe one (no disruptions allowed, SyncFailed).
 	Err error
+	// Events to record.
+	Events []Event
 }
 
-// Decide computes pdb's next status from what was observed.
+// Decide computes pdb's next status from what was observed, and the
+// events upstream records on the way: NoPods when the selector matches no
+// pod, CalculateExpectedPodCountFailed when a pod's controller cannot be
+// found, UnmanagedPods when a scale-relative budget selects pods without
+// a controller, NotDeleted (on the pod) when an eviction recorded in
+// disruptedPods was not followed by the pod's deletion in time.
 func Decide(o Observed) Decision {
 	pdb := o.PDB
-	expected, desired, err := expectedPodCount(o)
-	if err != nil {
-		st := failSafeStatus(pdb, err)
-		return Decision{Status: st, Write: !apiequality.Semantic.DeepEqual(st, pdb.Status), Err: err}
+	var events []Event
+	if len(o.Pods) == 0 {
+		events = append(events, Event{Type: corev1.EventTypeNormal, Reason: EventNoPods, Message: "No matching pods found"})
 	}
-	disrupted, recheck := stillDisrupted(pdb, o.Pods, o.Now)
+	expected, desired, unmanaged, err := expectedPodCount(o)
+	if err != nil {
+		events = append(events, Event{Type: corev1.EventTypeWarning, Reason: EventCalculateExpectedPodCountFailed,
+			Message: fmt.Sprintf("Failed to calculate the number of expected pods: %v", err)})
+		st := failSafeStatus(pdb, err)
+		return Decision{Status: st, Write: !apiequality.Semantic.DeepEqual(st, pdb.Status), Err: err, Events: events}
+	}
+	if len(unmanaged) > 0 {
+		events = append(events, Event{Type: corev1.EventTypeWarning, Reason: EventUnmanagedPods, Message: fmt.Sprintf(
+			"Pods selected by this PodDisruptionBudget (selector: %v) were found to be unmanaged. As a result, the status of the PDB "+
+				"cannot be calculated correctly, which may result in undefined behavior. To account for these pods please set "+
+				"\".spec.minAvailable\" field of the PDB to an integer value.", pdb.Spec.Selector)})
+	}
+	disrupted, recheck, overdue := stillDisrupted(pdb, o.Pods, o.Now)
+	for _, pod := range overdue {
+		events = append(events, Event{Pod: pod, Type: corev1.EventTypeWarning, Reason: EventNotDeleted,
+			Message: fmt.Sprintf("Pod was expected by PDB %s/%s to be deleted but it wasn't", pdb.Namespace, pdb.Name)})
+	}
 	healthy := countHealthy(o.Pods, disrupted, o.Now)
 	st := pdb.Status.DeepCopy()
 	st.ExpectedPods = expected
@@ -84,7 +122,7 @@ func Decide(o Observed) Decision {
 	st.DisruptedPods = disrupted
 	st.ObservedGeneration = pdb.Generation
 	setDisruptionAllowedCondition(st, pdb.Generation, o.Now)
-	return Decision{Status: *st, Write: !apiequality.Semantic.DeepEqual(*st, pdb.Status), RecheckAt: recheck}
+	return Decision{Status: *st, Write: !apiequality.Semantic.DeepEqual(*st, pdb.Status), RecheckAt: recheck, Events: events}
 }
 
 // failSafeStatus allows no disruption and says why (upstream's failSafe).
@@ -112,50 +150,53 @@ func setDisruptionAllowedCondition(st *policyv1.PodDisruptionBudgetStatus, gener
 // expectedPodCount is upstream's getExpectedPodCount: maxUnavailable and
 // a percentage minAvailable are relative to the scale of the pods'
 // controllers; an integer minAvailable is relative to the pods that exist.
-// Percentages round up.
-func expectedPodCount(o Observed) (expected, desired int32, err error) {
+// Percentages round up. unmanaged names the pods without a controller
+// where the scale counts.
+func expectedPodCount(o Observed) (expected, desired int32, unmanaged []string, err error) {
 	spec := o.PDB.Spec
 	switch {
 	case spec.MaxUnavailable != nil:
-		if expected, err = expectedScale(o); err != nil {
-			return 0, 0, err
+		if expected, unmanaged, err = expectedScale(o); err != nil {
+			return 0, 0, nil, err
 		}
 		maxUnavailable, err := intstr.GetScaledValueFromIntOrPercent(spec.MaxUnavailable, int(expected), true)
 		if err != nil {
-			return 0, 0, fmt.Errorf("reading maxUnavailable: %w", err)
+			return 0, 0, nil, fmt.Errorf("reading maxUnavailable: %w", err)
 		}
 		desired = max(expected-int32(maxUnavailable), 0)
 	case spec.MinAvailable != nil && spec.MinAvailable.Type == intstr.Int:
 		desired = spec.MinAvailable.IntVal
 		expected = int32(len(o.Pods))
 	case spec.MinAvailable != nil:
-		if expected, err = expectedScale(o); err != nil {
-			return 0, 0, err
+		if expected, unmanaged, err = expectedScale(o); err != nil {
+			return 0, 0, nil, err
 		}
 		minAvailable, err := intstr.GetScaledValueFromIntOrPercent(spec.MinAvailable, int(expected), true)
 		if err != nil {
-			return 0, 0, fmt.Errorf("reading minAvailable: %w", err)
+			return 0, 0, nil, fmt.Errorf("reading minAvailable: %w", err)
 		}
 		desired = int32(minAvailable)
 	}
-	return expected, desired, nil
+	return expected, desired, unmanaged, nil
 }
 
 // expectedScale adds up the replicas of the controllers of the pods: a
 // ReplicaSet owned by a Deployment counts with the Deployment's replicas,
-// each controller once. Pods without a controller add nothing (upstream
-// reports them as unmanaged); a controller of another kind, or one not
-// found, is an error.
-func expectedScale(o Observed) (int32, error) {
+// each controller once. Pods without a controller add nothing and are
+// returned as unmanaged; a controller of another kind, or one not found,
+// is an error.
+func expectedScale(o Observed) (int32, []string, error) {
 	scales := map[string]int32{}
+	var unmanaged []string
 	for _, pod := range o.Pods {
 		ref := metav1.GetControllerOf(pod)
 		if ref == nil {
+			unmanaged = append(unmanaged, pod.Name)
 			continue
 		}
 		key, scale, err := controllerScale(o, ref)
 		if err != nil {
-			return 0, fmt.Errorf("found no controllers for pod %q: %w", pod.Name, err)
+			return 0, nil, fmt.Errorf("found no controllers for pod %q: %w", pod.Name, err)
 		}
 		scales[key] = scale
 	}
@@ -163,7 +204,7 @@ func expectedScale(o Observed) (int32, error) {
 	for _, s := range scales {
 		total += s
 	}
-	return total, nil
+	return total, unmanaged, nil
 }
 
 func controllerScale(o Observed, ref *metav1.OwnerReference) (string, int32, error) {
@@ -193,10 +234,9 @@ func replicas(r *int32) int32 {
 
 // stillDisrupted keeps the disruptedPods entries of pods that exist, are
 // not yet being deleted and whose eviction is younger than
-// DeletionTimeout; it returns when the oldest kept entry expires.
-func stillDisrupted(pdb *policyv1.PodDisruptionBudget, pods []*corev1.Pod, now time.Time) (map[string]metav1.Time, time.Time) {
-	var kept map[string]metav1.Time
-	var recheck time.Time
+// DeletionTimeout; it returns when the oldest kept entry expires, and
+// the pods whose entry expired without their deletion (overdue).
+func stillDisrupted(pdb *policyv1.PodDisruptionBudget, pods []*corev1.Pod, now time.Time) (kept map[string]metav1.Time, recheck time.Time, overdue []*corev1.Pod) {
 	for _, pod := range pods {
 		at, ok := pdb.Status.DisruptedPods[pod.Name]
 		if !ok || pod.DeletionTimestamp != nil {
@@ -204,6 +244,7 @@ func stillDisrupted(pdb *policyv1.PodDisruptionBudget, pods []*corev1.Pod, now t
 		}
 		expires := at.Add(DeletionTimeout)
 		if !expires.After(now) {
+			overdue = append(overdue, pod)
 			continue
 		}
 		if kept == nil {
@@ -214,7 +255,7 @@ func stillDisrupted(pdb *policyv1.PodDisruptionBudget, pods []*corev1.Pod, now t
 			recheck = expires
 		}
 	}
-	return kept, recheck
+	return kept, recheck, overdue
 }
 
 // countHealthy counts ready pods that are neither being deleted nor
