@@ -1,19 +1,27 @@
 package endpoints
 
 import (
+	"bufio"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metainternalscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metainternalvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	serjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
@@ -129,6 +137,58 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, info *request.Inf
 	if err != nil {
 		return err
 	}
-	writeRaw(w, target, http.StatusOK, obj)
+	writeList(w, h.opts.Codecs.Scheme, target, obj)
 	return nil
+}
+
+// writeList writes a list response. JSON and protobuf lists with items
+// (the kind's list, PartialObjectMetadataList) are encoded item by item
+// into a small buffer flushed to the client as it fills, with
+// apimachinery's streaming collection encoders, so the whole encoded body
+// is never held in memory; the bytes are the ones the plain serializers
+// write. Tables and YAML go through writeRaw.
+func writeList(w http.ResponseWriter, scheme *runtime.Scheme, target codec.Target, obj runtime.Object) {
+	enc := streamingEncoder(scheme, target.MediaType)
+	if enc == nil || !meta.IsListType(obj) {
+		writeRaw(w, target, http.StatusOK, obj)
+		return
+	}
+	w.Header().Set("Content-Type", target.ContentType)
+	w.WriteHeader(http.StatusOK)
+	bw := listWriterPool.Get().(*bufio.Writer)
+	bw.Reset(w)
+	defer func() {
+		bw.Reset(nil)
+		listWriterPool.Put(bw)
+	}()
+	if err := enc.Encode(obj, bw); err != nil {
+		slog.Debug("writing list response", "err", err)
+		return
+	}
+	if err := bw.Flush(); err != nil {
+		slog.Debug("writing list response", "err", err)
+	}
+}
+
+// listWriterPool holds the buffers list responses are written through.
+var listWriterPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
+
+// streamingEncoders are the streaming JSON and protobuf serializers of a
+// scheme, by scheme.
+var streamingEncoders sync.Map // *runtime.Scheme → map[string]runtime.Encoder
+
+func streamingEncoder(scheme *runtime.Scheme, mediaType string) runtime.Encoder {
+	if scheme == nil {
+		return nil
+	}
+	encs, ok := streamingEncoders.Load(scheme)
+	if !ok {
+		encs, _ = streamingEncoders.LoadOrStore(scheme, map[string]runtime.Encoder{
+			codec.JSON: serjson.NewSerializerWithOptions(serjson.DefaultMetaFactory, scheme, scheme,
+				serjson.SerializerOptions{StreamingCollectionsEncoding: true}),
+			codec.Protobuf: protobuf.NewSerializerWithOptions(scheme, scheme,
+				protobuf.SerializerOptions{StreamingCollectionsEncoding: true}),
+		})
+	}
+	return encs.(map[string]runtime.Encoder)[mediaType]
 }
