@@ -42,7 +42,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,7 +49,6 @@ import (
 	"github.com/google/uuid"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
@@ -129,6 +127,8 @@ type Scheduler struct {
 	// pdbLister is set in Run when the API server serves policy/v1
 	// PodDisruptionBudgets; preemption reads them through it.
 	pdbLister atomic.Pointer[policylisters.PodDisruptionBudgetLister]
+	// workloads find pods' workloads for PodTopologySpread's defaults.
+	workloads workloadListers
 }
 
 // New builds a scheduler: profiles from the configuration, informers on
@@ -205,7 +205,8 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config) (*Schedul
 			fw.WithMetricsRecorder(s.metrics),
 			fw.WithNamespaceLabels(namespaceLabels),
 			fw.WithWaitingPods(waitingPods),
-			fw.WithPodDisruptionBudgets(s.listPDBs))
+			fw.WithPodDisruptionBudgets(s.listPDBs),
+			fw.WithDefaultSelector(s.workloads.DefaultSelector))
 		if err != nil {
 			return nil, err
 		}
@@ -282,6 +283,9 @@ func (s *Scheduler) run(parent context.Context) error {
 	if err := s.watchPDBsIfServed(ctx); err != nil {
 		return err
 	}
+	if err := s.watchWorkloadsIfServed(ctx); err != nil {
+		return err
+	}
 	s.informers.Start(ctx.Done())
 	defer s.informers.Shutdown()
 	if !toolscache.WaitForCacheSync(ctx.Done(), s.synced...) {
@@ -351,30 +355,19 @@ func (s *Scheduler) run(parent context.Context) error {
 // server without them means no budgets). It asks discovery until it gets an
 // answer or ctx is done.
 func (s *Scheduler) watchPDBsIfServed(ctx context.Context) error {
-	for {
-		list, err := s.client.Discovery().ServerResourcesForGroupVersionWithContext(ctx, "policy/v1")
-		switch {
-		case err == nil:
-			if !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == "poddisruptionbudgets" }) {
-				s.log.Info("policy/v1 serves no poddisruptionbudgets; preemption ignores budgets")
-				return nil
-			}
-			inf := s.informers.Policy().V1().PodDisruptionBudgets()
-			s.synced = append(s.synced, inf.Informer().HasSynced)
-			lister := inf.Lister()
-			s.pdbLister.Store(&lister)
-			return nil
-		case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
-			s.log.Info("PodDisruptionBudgets not available; preemption ignores budgets", "err", err)
-			return nil
-		}
-		s.log.Info("discovering policy/v1; retrying", "err", err)
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("scheduler: discovering policy/v1: %w", context.Cause(ctx))
-		case <-time.After(time.Second):
-		}
+	served, err := s.servedResources(ctx, "policy/v1")
+	if err != nil {
+		return err
 	}
+	if !served["poddisruptionbudgets"] {
+		s.log.Info("PodDisruptionBudgets not served; preemption ignores budgets")
+		return nil
+	}
+	inf := s.informers.Policy().V1().PodDisruptionBudgets()
+	s.synced = append(s.synced, inf.Informer().HasSynced)
+	lister := inf.Lister()
+	s.pdbLister.Store(&lister)
+	return nil
 }
 
 // listPDBs lists the PodDisruptionBudgets seen so far (none if they are

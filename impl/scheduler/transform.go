@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -32,6 +33,8 @@ import (
 //   - of a node: labels, spec.unschedulable and spec.taints,
 //     status.allocatable, the conditions' types and statuses (requeueing on
 //     condition changes) and the images' names and sizes (ImageLocality);
+//   - of Services, ReplicationControllers, ReplicaSets and StatefulSets:
+//     name, namespace and selector (PodTopologySpread's defaults);
 //   - of other objects: everything but managedFields.
 //
 // The trimmed objects are never written back: the scheduler only binds
@@ -68,6 +71,14 @@ func (t *Transformer) Transform(obj any) (any, error) {
 	case *v1.Node:
 		trimNode(o)
 		t.internNode(o)
+	case *v1.Service:
+		*o = v1.Service{ObjectMeta: workloadMeta(&o.ObjectMeta), Spec: v1.ServiceSpec{Selector: o.Spec.Selector}}
+	case *v1.ReplicationController:
+		*o = v1.ReplicationController{ObjectMeta: workloadMeta(&o.ObjectMeta), Spec: v1.ReplicationControllerSpec{Selector: o.Spec.Selector}}
+	case *appsv1.ReplicaSet:
+		*o = appsv1.ReplicaSet{ObjectMeta: workloadMeta(&o.ObjectMeta), Spec: appsv1.ReplicaSetSpec{Selector: o.Spec.Selector}}
+	case *appsv1.StatefulSet:
+		*o = appsv1.StatefulSet{ObjectMeta: workloadMeta(&o.ObjectMeta), Spec: appsv1.StatefulSetSpec{Selector: o.Spec.Selector}}
 	case metav1.Object:
 		o.SetManagedFields(nil)
 	}
@@ -203,6 +214,12 @@ func tolerationsKey(ts []v1.Toleration) (string, bool) {
 		b.WriteByte(0)
 	}
 	return b.String(), true
+}
+
+// workloadMeta is what is kept of a Service's or workload controller's
+// metadata: only its selector is read.
+func workloadMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion}
 }
 
 // trimObjectMeta keeps what the scheduler reads of a pod's or node's

@@ -210,6 +210,11 @@ type Handle interface {
 	// NamespaceLabels returns a namespace's labels (nil if unknown), for
 	// affinity terms with a namespaceSelector.
 	NamespaceLabels(namespace string) labels.Set
+	// DefaultSelector selects the pods of pod's workload: the union of the
+	// selectors of the Services, ReplicationControllers, ReplicaSets and
+	// StatefulSets that select or own it (empty when none does), for
+	// PodTopologySpread's default constraints.
+	DefaultSelector(pod *v1.Pod) labels.Selector
 	// PodDisruptionBudgets lists the cluster's PodDisruptionBudgets (none
 	// when the API server does not serve policy/v1), for preemption.
 	PodDisruptionBudgets() ([]*policyv1.PodDisruptionBudget, error)

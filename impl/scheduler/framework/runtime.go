@@ -65,6 +65,7 @@ type Framework struct {
 	metrics      MetricsRecorder
 	nsLabels     func(string) labels.Set
 	pdbs         func() ([]*policyv1.PodDisruptionBudget, error)
+	defaultSel   func(*v1.Pod) labels.Selector
 }
 
 // Option configures a Framework.
@@ -85,6 +86,13 @@ func WithPodNominator(n PodNominator) Option { return func(f *Framework) { f.nom
 // WithNamespaceLabels sets the namespace label lookup (a namespace lister).
 func WithNamespaceLabels(f func(namespace string) labels.Set) Option {
 	return func(fw *Framework) { fw.nsLabels = f }
+}
+
+// WithDefaultSelector sets how a pod's workload selector is found
+// (listers of Services, ReplicationControllers, ReplicaSets and
+// StatefulSets); without it every pod's is empty.
+func WithDefaultSelector(sel func(*v1.Pod) labels.Selector) Option {
+	return func(f *Framework) { f.defaultSel = sel }
 }
 
 // WithPodDisruptionBudgets sets where PodDisruptionBudgets come from (a
@@ -323,6 +331,14 @@ func (f *Framework) NamespaceLabels(namespace string) labels.Set {
 		return nil
 	}
 	return f.nsLabels(namespace)
+}
+
+// DefaultSelector implements Handle.
+func (f *Framework) DefaultSelector(pod *v1.Pod) labels.Selector {
+	if f.defaultSel == nil {
+		return labels.NewSelector()
+	}
+	return f.defaultSel(pod)
 }
 
 // PodDisruptionBudgets implements Handle.

@@ -6,20 +6,35 @@
 // domains: nodes that carry every constraint's topologyKey and, under the
 // default nodeAffinityPolicy Honor, match the pod's node affinity/selector.
 //
-// Cluster-level default constraints (for pods that declare none) are not
-// applied: they need the owning Services/ReplicaSets to derive a selector.
+// A pod that declares no constraints gets the cluster's default constraints
+// (PodTopologySpreadArgs): with defaultingType System (the default)
+// upstream's system defaults — at most 3 more pods per node and 5 per zone,
+// ScheduleAnyway — and with List the configured defaultConstraints. Default
+// constraints select the pods of the same workload: the union of the
+// selectors of the Services, ReplicationControllers, ReplicaSets and
+// StatefulSets that select or own the pod (Handle.DefaultSelector); a pod
+// with none gets no default constraints. When scoring against the system
+// defaults, nodes need not carry both topology keys.
+//
+// Scoring follows upstream: each constraint adds, per node, the matching
+// pods in the node's domain times log(number of domains + 2), plus
+// maxSkew - 1; hostname domains are counted on the node itself; fewer is
+// better after normalization.
 package podtopologyspread
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/validation"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
@@ -44,12 +59,27 @@ const (
 // Args are PodTopologySpreadArgs.
 type Args struct {
 	DefaultConstraints []v1.TopologySpreadConstraint `json:"defaultConstraints,omitempty"`
-	DefaultingType     string                        `json:"defaultingType,omitempty"`
+	// DefaultingType is System (the default) or List.
+	DefaultingType string `json:"defaultingType,omitempty"`
+}
+
+// Defaulting types.
+const (
+	SystemDefaulting = "System"
+	ListDefaulting   = "List"
+)
+
+// SystemDefaultConstraints are upstream's system defaults.
+var SystemDefaultConstraints = []v1.TopologySpreadConstraint{
+	{TopologyKey: v1.LabelHostname, WhenUnsatisfiable: v1.ScheduleAnyway, MaxSkew: 3},
+	{TopologyKey: v1.LabelTopologyZone, WhenUnsatisfiable: v1.ScheduleAnyway, MaxSkew: 5},
 }
 
 // PodTopologySpread is the plugin.
 type PodTopologySpread struct {
-	handle fw.Handle
+	handle             fw.Handle
+	defaultConstraints []v1.TopologySpreadConstraint
+	systemDefaulted    bool
 }
 
 // New is the plugin factory.
@@ -58,13 +88,57 @@ func New(raw json.RawMessage, h fw.Handle) (fw.Plugin, error) {
 	if err := fw.DecodeArgs(raw, &args); err != nil {
 		return nil, fmt.Errorf("decoding PodTopologySpreadArgs: %w", err)
 	}
-	if len(args.DefaultConstraints) > 0 {
-		return nil, fmt.Errorf("defaultConstraints are not supported by kubeproof's PodTopologySpread")
+	if args.DefaultingType == "" {
+		args.DefaultingType = SystemDefaulting
 	}
-	if args.DefaultingType != "" && args.DefaultingType != "System" && args.DefaultingType != "List" {
-		return nil, fmt.Errorf("defaultingType: unsupported value %q", args.DefaultingType)
+	if err := ValidateArgs(&args); err != nil {
+		return nil, err
 	}
-	return &PodTopologySpread{handle: h}, nil
+	pl := &PodTopologySpread{handle: h, defaultConstraints: args.DefaultConstraints}
+	if args.DefaultingType == SystemDefaulting {
+		pl.defaultConstraints, pl.systemDefaulted = SystemDefaultConstraints, true
+	}
+	return pl, nil
+}
+
+// ValidateArgs checks PodTopologySpreadArgs as upstream does, with its
+// messages.
+func ValidateArgs(args *Args) error {
+	var errs []error
+	switch {
+	case args.DefaultingType != SystemDefaulting && args.DefaultingType != ListDefaulting:
+		errs = append(errs, fmt.Errorf("defaultingType: Unsupported value: %q: supported values: %q, %q", args.DefaultingType, SystemDefaulting, ListDefaulting))
+	case args.DefaultingType == SystemDefaulting && len(args.DefaultConstraints) > 0:
+		errs = append(errs, fmt.Errorf("defaultingType: Invalid value: %q: when .defaultConstraints are not empty", args.DefaultingType))
+	}
+	seen := map[[2]string]int{}
+	for i, c := range args.DefaultConstraints {
+		path := fmt.Sprintf("defaultConstraints[%d]", i)
+		if c.MaxSkew <= 0 {
+			errs = append(errs, fmt.Errorf("%s.maxSkew: Invalid value: %d: not in valid range", path, c.MaxSkew))
+		}
+		if c.TopologyKey == "" {
+			errs = append(errs, fmt.Errorf("%s.topologyKey: Required value: can not be empty", path))
+		} else if msgs := validation.IsQualifiedName(c.TopologyKey); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("%s.topologyKey: Invalid value: %q: %s", path, c.TopologyKey, strings.Join(msgs, "; ")))
+		}
+		if c.WhenUnsatisfiable != v1.DoNotSchedule && c.WhenUnsatisfiable != v1.ScheduleAnyway {
+			errs = append(errs, fmt.Errorf("%s.whenUnsatisfiable: Unsupported value: %q: supported values: %q, %q", path, c.WhenUnsatisfiable, v1.DoNotSchedule, v1.ScheduleAnyway))
+		}
+		if c.LabelSelector != nil {
+			errs = append(errs, fmt.Errorf("%s.labelSelector: Forbidden: constraint must not define a selector, as they deduced for each pod", path))
+		}
+		pair := [2]string{c.TopologyKey, string(c.WhenUnsatisfiable)}
+		if j, dup := seen[pair]; dup {
+			errs = append(errs, fmt.Errorf("defaultConstraints[%d]: Duplicate value: {%v, %v}: same as defaultConstraints[%d]", i, c.TopologyKey, c.WhenUnsatisfiable, j))
+		} else {
+			seen[pair] = i
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid PodTopologySpreadArgs: %w", err)
+	}
+	return nil
 }
 
 // Name implements fw.Plugin.
@@ -87,9 +161,33 @@ type constraint struct {
 	honorNodeTaints   bool
 }
 
-func buildConstraints(pod *v1.Pod, action v1.UnsatisfiableConstraintAction) ([]constraint, error) {
+// constraints returns the pod's constraints with action, or — when it
+// declares none — the default constraints with action, selecting the
+// pod's workload.
+func (p *PodTopologySpread) constraints(pod *v1.Pod, action v1.UnsatisfiableConstraintAction) ([]constraint, error) {
+	if len(pod.Spec.TopologySpreadConstraints) > 0 {
+		return buildConstraints(pod, pod.Spec.TopologySpreadConstraints, action)
+	}
+	if len(p.defaultConstraints) == 0 {
+		return nil, nil
+	}
+	cs, err := buildConstraints(pod, p.defaultConstraints, action)
+	if err != nil || len(cs) == 0 {
+		return nil, err
+	}
+	sel := p.handle.DefaultSelector(pod)
+	if sel == nil || sel.Empty() {
+		return nil, nil
+	}
+	for i := range cs {
+		cs[i].selector = sel
+	}
+	return cs, nil
+}
+
+func buildConstraints(pod *v1.Pod, from []v1.TopologySpreadConstraint, action v1.UnsatisfiableConstraintAction) ([]constraint, error) {
 	var out []constraint
-	for _, c := range pod.Spec.TopologySpreadConstraints {
+	for _, c := range from {
 		if c.WhenUnsatisfiable != action {
 			continue
 		}
@@ -150,6 +248,9 @@ func hasAllKeys(node *v1.Node, cs []constraint) bool {
 }
 
 func countMatching(pods []*fw.PodInfo, sel labels.Selector, ns string) int {
+	if sel.Empty() {
+		return 0
+	}
 	n := 0
 	for _, pi := range pods {
 		p := pi.Pod
@@ -197,7 +298,7 @@ func (s *preFilterState) recomputeMin(i int) {
 
 // PreFilter implements fw.PreFilterPlugin.
 func (p *PodTopologySpread) PreFilter(_ context.Context, state *fw.CycleState, pod *v1.Pod) *fw.Status {
-	cs, err := buildConstraints(pod, v1.DoNotSchedule)
+	cs, err := p.constraints(pod, v1.DoNotSchedule)
 	if err != nil {
 		return fw.AsStatus(err)
 	}
@@ -299,70 +400,106 @@ func (p *PodTopologySpread) Filter(_ context.Context, state *fw.CycleState, pod 
 
 type preScoreState struct {
 	constraints []constraint
-	counts      []map[string]int
-	weights     []float64
+	// ignored are the feasible nodes missing a topology key (when all
+	// keys are required); they score 0.
+	ignored map[string]bool
+	// counts[i] maps each topology value of the feasible nodes to the
+	// matching pods in it (hostname constraints are counted in Score).
+	counts  []map[string]int
+	weights []float64
 }
 
 func (s *preScoreState) Clone() fw.StateData { return s }
 
-// PreScore implements fw.PreScorePlugin: counts matching pods per domain for
-// the ScheduleAnyway constraints, weighting each constraint by
-// log(number of domains among the feasible nodes + 2).
+// PreScore implements fw.PreScorePlugin: for the ScheduleAnyway
+// constraints, counts matching pods per domain of the feasible nodes and
+// weights each constraint by log(number of such domains + 2).
 func (p *PodTopologySpread) PreScore(_ context.Context, state *fw.CycleState, pod *v1.Pod, filtered []*fw.NodeInfo) *fw.Status {
-	cs, err := buildConstraints(pod, v1.ScheduleAnyway)
+	cs, err := p.constraints(pod, v1.ScheduleAnyway)
 	if err != nil {
 		return fw.AsStatus(err)
-	}
-	if len(cs) == 0 {
-		return fw.NewStatus(fw.Skip)
 	}
 	all, err := p.handle.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
 		return fw.AsStatus(err)
 	}
-	s := &preScoreState{constraints: cs, counts: make([]map[string]int, len(cs)), weights: make([]float64, len(cs))}
+	if len(cs) == 0 || len(filtered) == 0 || len(all) == 0 {
+		return fw.NewStatus(fw.Skip)
+	}
+	// Nodes must carry every key, except under the system defaults.
+	requireAll := len(pod.Spec.TopologySpreadConstraints) > 0 || !p.systemDefaulted
+	s := &preScoreState{constraints: cs, ignored: map[string]bool{}, counts: make([]map[string]int, len(cs)), weights: make([]float64, len(cs))}
 	for i := range cs {
 		s.counts[i] = map[string]int{}
-		domains := map[string]bool{}
-		for _, ni := range filtered {
-			if v, ok := ni.Node().Labels[cs[i].topologyKey]; ok {
-				domains[v] = true
+	}
+	for _, ni := range filtered {
+		node := ni.Node()
+		if requireAll && !hasAllKeys(node, cs) {
+			s.ignored[node.Name] = true
+			continue
+		}
+		for i := range cs {
+			if cs[i].topologyKey != v1.LabelHostname {
+				s.counts[i][node.Labels[cs[i].topologyKey]] += 0
 			}
 		}
-		s.weights[i] = math.Log(float64(len(domains) + 2))
+	}
+	for i := range cs {
+		size := len(s.counts[i])
+		if cs[i].topologyKey == v1.LabelHostname {
+			size = len(filtered) - len(s.ignored)
+		}
+		s.weights[i] = math.Log(float64(size + 2))
 	}
 	required := nodeaffinity.GetRequiredNodeAffinity(pod)
 	for _, ni := range all {
 		node := ni.Node()
-		if node == nil || !hasAllKeys(node, cs) {
+		if node == nil || (requireAll && !hasAllKeys(node, cs)) {
 			continue
 		}
 		for i := range cs {
-			if !nodeEligible(pod, required, &cs[i], node) {
+			c := &cs[i]
+			if c.topologyKey == v1.LabelHostname || !nodeEligible(pod, required, c, node) {
 				continue
 			}
-			s.counts[i][node.Labels[cs[i].topologyKey]] += countMatching(ni.Pods, cs[i].selector, pod.Namespace)
+			value := node.Labels[c.topologyKey]
+			if _, ok := s.counts[i][value]; !ok {
+				continue // no feasible node in this domain
+			}
+			s.counts[i][value] += countMatching(ni.Pods, c.selector, pod.Namespace)
 		}
 	}
 	state.Write(preScoreKey, s)
 	return nil
 }
 
-// Score implements fw.ScorePlugin: the weighted number of matching pods in
-// the node's domains (fewer is better; NormalizeScore inverts).
-func (p *PodTopologySpread) Score(_ context.Context, state *fw.CycleState, _ *v1.Pod, nodeInfo *fw.NodeInfo) (int64, *fw.Status) {
+// Score implements fw.ScorePlugin: per constraint whose key the node has,
+// the matching pods in its domain times the constraint's weight, plus
+// maxSkew - 1 (fewer is better; NormalizeScore inverts).
+func (p *PodTopologySpread) Score(_ context.Context, state *fw.CycleState, pod *v1.Pod, nodeInfo *fw.NodeInfo) (int64, *fw.Status) {
 	d, err := state.Read(preScoreKey)
 	if err != nil {
 		return 0, fw.AsStatus(fmt.Errorf("reading %q from cycleState: %w", preScoreKey, err))
 	}
 	s := d.(*preScoreState)
 	node := nodeInfo.Node()
-	if !hasAllKeys(node, s.constraints) {
-		return 0, nil // NormalizeScore gives such nodes 0
+	if s.ignored[node.Name] {
+		return 0, nil
 	}
 	var score float64
 	for i := range s.constraints {
-		score += float64(s.counts[i][node.Labels[s.constraints[i].topologyKey]]) * s.weights[i]
+		c := &s.constraints[i]
+		value, ok := node.Labels[c.topologyKey]
+		if !ok {
+			continue
+		}
+		var cnt int
+		if c.topologyKey == v1.LabelHostname {
+			cnt = countMatching(nodeInfo.Pods, c.selector, pod.Namespace)
+		} else {
+			cnt = s.counts[i][value]
+		}
+		score += float64(cnt)*s.weights[i] + float64(c.maxSkew-1)
 	}
 	return int64(math.Round(score)), nil
 }
@@ -370,21 +507,17 @@ func (p *PodTopologySpread) Score(_ context.Context, state *fw.CycleState, _ *v1
 // ScoreExtensions implements fw.ScorePlugin.
 func (p *PodTopologySpread) ScoreExtensions() fw.ScoreExtensions { return p }
 
-// NormalizeScore implements fw.ScoreExtensions: maps the fewest matching pods
-// to 100; nodes missing a topology key get 0.
+// NormalizeScore implements fw.ScoreExtensions: maps the lowest raw score to
+// 100 and the highest to at least 0; ignored nodes get 0.
 func (p *PodTopologySpread) NormalizeScore(_ context.Context, state *fw.CycleState, _ *v1.Pod, scores fw.NodeScoreList) *fw.Status {
 	d, err := state.Read(preScoreKey)
 	if err != nil {
 		return fw.AsStatus(err)
 	}
 	s := d.(*preScoreState)
-	snapshot := p.handle.SnapshotSharedLister().NodeInfos()
-	ignored := make([]bool, len(scores))
 	minScore, maxScore := int64(math.MaxInt64), int64(0)
 	for i := range scores {
-		ni, err := snapshot.Get(scores[i].Name)
-		if err != nil || !hasAllKeys(ni.Node(), s.constraints) {
-			ignored[i] = true
+		if s.ignored[scores[i].Name] {
 			continue
 		}
 		minScore = min(minScore, scores[i].Score)
@@ -392,7 +525,7 @@ func (p *PodTopologySpread) NormalizeScore(_ context.Context, state *fw.CycleSta
 	}
 	for i := range scores {
 		switch {
-		case ignored[i]:
+		case s.ignored[scores[i].Name]:
 			scores[i].Score = 0
 		case maxScore == 0:
 			scores[i].Score = fw.MaxNodeScore
