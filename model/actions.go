@@ -65,6 +65,7 @@ const (
 	KubeletObservePod
 	DeploymentObservePod
 	NodeLifecycleObserveNode
+	NodeReturn
 	// Only in mutants (not part of the specification).
 	ReplicaSetAdoptPod
 	numKinds
@@ -80,7 +81,7 @@ var kindNames = [numKinds]string{"", "CreateDeployment", "UpdateDeployment", "Sc
 	"ControllerCrash", "ControllerRestart", "KubeletCrash", "KubeletRestart", "WatchDrop", "Relist", "NodeFail", "NodeRecover",
 	"DeliverWatchEvent", "NodeJoin", "NodeDelete", "PodGCDeletePod",
 	"KubeletReportReady", "KubeletProbeFail", "KubeletCompletePod", "NodeLifecycleMarkPodNotReady",
-	"KubeletObservePod", "DeploymentObservePod", "NodeLifecycleObserveNode",
+	"KubeletObservePod", "DeploymentObservePod", "NodeLifecycleObserveNode", "NodeReturn",
 	"ReplicaSetAdoptPod"}
 
 func (k Kind) String() string {
@@ -107,7 +108,7 @@ func (k Kind) Fair() bool {
 	switch k {
 	case CreateDeployment, UpdateDeployment, ScaleDeployment, DeleteDeployment,
 		KubeletEvictPod, ControllerCrash, KubeletCrash, WatchDrop, NodeFail, ReplicaSetAdoptPod,
-		NodeDelete, KubeletProbeFail, KubeletCompletePod:
+		NodeDelete, KubeletProbeFail, KubeletCompletePod, NodeReturn:
 		return false
 	}
 	return true
@@ -266,6 +267,7 @@ func (m *Model) Successors(s *State, emit func(a Action, t *State)) {
 		try(act(NodeFail, n), m.nodeFail(s, &t, n))
 		try(act(NodeRecover, n), m.nodeRecover(s, &t, n))
 		try(act(NodeJoin, n), m.nodeJoin(s, &t, n))
+		try(act(NodeReturn, n), m.nodeReturn(s, &t, n))
 		try(act(NodeDelete, n), m.nodeDelete(s, &t, n))
 	}
 }
@@ -831,13 +833,16 @@ func (m *Model) kubeletReady(s *State, n int) bool { return s.NodeUp[n] && s.Kub
 
 // kubeletAdmissible: the kubelet sees p live and bound to n (its view, see
 // KubeletSees), p's status is Pending (the kubelet's own status manager
-// knows), and the kubelet has no sandbox for it in its pod manager.
+// knows) — or Running with no sandbox anywhere, which only a node that was
+// deleted and registered again finds (NodesReturn) — and the kubelet has no
+// sandbox for it in its pod manager.
 func (m *Model) kubeletAdmissible(s *State, n, p int) bool {
 	bound := m.KubeletSees(s, p) == KubeletSeen(n, Live)
 	if m.mutant == MutantKubeletRunsPodBoundElsewhere {
 		bound = s.PodNode[p] != 0 && s.PodState[p] == Live // runs every scheduled pod it hears of
 	}
-	return m.kubeletReady(s, n) && bound && s.PodPhase[p] == Pending && !s.KubeletKnows[p] &&
+	phaseOK := s.PodPhase[p] == Pending || s.PodPhase[p] == Running && s.Sandboxes[p] == 0
+	return m.kubeletReady(s, n) && bound && phaseOK && !s.KubeletKnows[p] &&
 		(s.Sandboxes[p] == 0 || s.SandboxNode[p] == uint8(n))
 }
 
@@ -1087,12 +1092,38 @@ func (m *Model) nodeJoin(s, t *State, n int) bool {
 	if s.NodeState[n] != Absent {
 		return false
 	}
+	m.registerNode(s, t, n)
+	m.write(s, t, NodeJoin)
+	return true
+}
+
+// NodeReturn(n) (environment, NodesReturn = 1): deleted node n comes back
+// under the same name — a machine provisioned again with the name of one
+// that went away. Its kubelet registers the Node object, starts with an
+// empty runtime and lists the pods still bound to n (those the pod garbage
+// collector has not deleted yet), and runs them again.
+func (m *Model) nodeReturn(s, t *State, n int) bool {
+	if m.cfg.NodesReturn == 0 || s.NodeState[n] != Gone {
+		return false
+	}
+	m.registerNode(s, t, n)
+	m.write(s, t, NodeReturn)
+	return true
+}
+
+// registerNode is the effect NodeJoin and NodeReturn share.
+func (m *Model) registerNode(s, t *State, n int) {
 	*t = *s
 	t.NodeState[n] = Live
 	t.NodeUp[n] = true
 	t.KubeletUp[n] = true
-	m.write(s, t, NodeJoin)
-	return true
+	if m.cfg.KubeletLag == 1 {
+		for _, p := range m.pods {
+			if int(s.PodNode[p]) == n {
+				t.KubeletView[p] = ProjKubelet(s, p)
+			}
+		}
+	}
 }
 
 // NodeDelete(n): node n's machine is removed and its Node object deleted

@@ -50,6 +50,7 @@ type Config struct {
 	KubeletLag          int // 1: each kubelet acts on its own lagging view of the pods bound to its node (kubeletView)
 	DeploymentLag       int // 1: the deployment controller counts availability from its own lagging view (dcView)
 	NodeLifecycleLag    int // 1: taint-based eviction reads its own lagging view of node taints (nlcTainted)
+	NodesReturn         int // 1: a deleted node may register again under its name (NodeJoin of a Gone node)
 
 	// Invariants and Properties are the property IDs to check (e.g. "SCHED-2",
 	// "LIVE-1"), translated from the TLA+ operator names (SCHED_2, LIVE_1).
@@ -70,6 +71,7 @@ func (c *Config) constantFields() map[string]*int {
 		"ReadinessProbes": &c.ReadinessProbes, "MaxProbeFailures": &c.MaxProbeFailures,
 		"RestartPolicy": &c.RestartPolicy, "MaxCompletions": &c.MaxCompletions,
 		"KubeletLag": &c.KubeletLag, "DeploymentLag": &c.DeploymentLag, "NodeLifecycleLag": &c.NodeLifecycleLag,
+		"NodesReturn": &c.NodesReturn,
 	}
 }
 
@@ -195,6 +197,7 @@ func (c Config) Validate() error {
 		check("KubeletLag", c.KubeletLag, 0, 1),
 		check("DeploymentLag", c.DeploymentLag, 0, 1),
 		check("NodeLifecycleLag", c.NodeLifecycleLag, 0, 1),
+		check("NodesReturn", c.NodesReturn, 0, 1),
 	} {
 		if e != nil {
 			return e
@@ -233,4 +236,4 @@ func ConfigNames() []string {
 
 // StandardConfigs are the configurations `kubeproof model check` and
 // `make model` run by default.
-var StandardConfigs = []string{"RollingUpdate", "NodeFailure", "Features", "Revisions"}
+var StandardConfigs = []string{"RollingUpdate", "RollingUpdateLag", "NodeFailure", "Features", "Revisions"}

@@ -370,3 +370,40 @@ func TestKubeletActsOnItsLaggingView(t *testing.T) {
 		}
 	}
 }
+
+// With NodesReturn a node deleted and registered again under its name runs
+// the pods still bound to it again (Running pods with no sandbox); without
+// it no kubelet ever starts a Running pod.
+func TestReturningNodeRunsItsPodsAgain(t *testing.T) {
+	for _, returns := range []int{0, 1} {
+		m := loadSmall(t)
+		cfg := m.Config()
+		cfg.NodesReturn, cfg.MaxNodeDeletes = returns, 1
+		cfg.MaxCrashes, cfg.MaxWatchDrops, cfg.MaxNodeFailures, cfg.MaxEvictions, cfg.MaxDeletes = 0, 0, 0, 0, 0
+		cfg.Replicas, cfg.Capacity, cfg.PodsPerRS, cfg.NumVersions = 1, 1, 2, 1
+		m, err := New(cfg, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		restarted, returned := false, false
+		seen := map[State]bool{}
+		queue := m.Init()
+		for len(queue) > 0 {
+			s := queue[0]
+			queue = queue[1:]
+			m.Successors(&s, func(a Action, next *State) {
+				returned = returned || a.Kind == NodeReturn
+				if a.Kind == KubeletStartPod && s.PodPhase[a.Args[1]] == Running {
+					restarted = true
+				}
+				if !seen[*next] {
+					seen[*next] = true
+					queue = append(queue, *next)
+				}
+			})
+		}
+		if restarted != (returns == 1) || returned != (returns == 1) {
+			t.Errorf("NodesReturn=%d: node returned %v, a Running pod restarted %v", returns, returned, restarted)
+		}
+	}
+}

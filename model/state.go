@@ -63,13 +63,16 @@ const (
 	SchedUnbound   uint8 = 1
 )
 
-// Controllers: the control-plane components with memory in the model (an
-// informer cache and, for the ReplicaSet controller, expectations; for the
-// scheduler, assumed pods). They crash, restart, and lose their watch.
-// The deployment controller, the garbage collector and the node lifecycle
-// controller keep nothing in the model, so their crash would be
-// indistinguishable from not being scheduled for a while, which
-// interleaving already covers.
+// Controllers: the control-plane components with an informer cache fed by
+// a queue of watch events and, for the ReplicaSet controller, expectations;
+// for the scheduler, assumed pods. They crash, restart, and lose their
+// watch. The kubelets, the deployment controller and taint-based eviction
+// act on lagging views of their own (KubeletView, DCView, NLCTainted, with
+// KubeletLag, DeploymentLag, NodeLifecycleLag): each view of an object
+// catches up in one step at any later time, so it may be any number of
+// changes behind, which covers their dropped watches and restarts too. The
+// garbage collector reads current state: upstream it re-reads the object
+// and looks its owners up with live GETs before it deletes.
 const (
 	ReplicaSetController = 1
 	Scheduler            = 2

@@ -41,7 +41,8 @@ CONSTANTS
     MaxCompletions,  \* budget: containers that exit 0
     KubeletLag,      \* 1: each kubelet acts on its own lagging view of its pods
     DeploymentLag,   \* 1: the deployment controller counts availability from its own lagging view
-    NodeLifecycleLag \* 1: taint-based eviction reads its own lagging view of node taints
+    NodeLifecycleLag, \* 1: taint-based eviction reads its own lagging view of node taints
+    NodesReturn      \* 1: a deleted node may register again under its name
 
 Nodes       == 1..NumNodes
 Deployments == 1..NumDeployments
@@ -53,8 +54,11 @@ IPs         == 1..IPsPerNode
 Pods        == Deployments \X Versions \X Slots
 \* The ReplicaSet of template version v of deployment d is <<d, v>>.
 RSs         == Deployments \X Versions
-\* Components with memory in the model (an informer cache; expectations or
-\* assumed pods).  The other controllers keep nothing the model needs.
+\* Controllers with an informer cache fed by an event queue and with
+\* expectations or assumed pods; they crash and lose their watch.  The
+\* kubelets, the deployment controller and taint-based eviction act on
+\* lagging views of their own (kubeletView, dcView, nlcTainted) when
+\* KubeletLag, DeploymentLag, NodeLifecycleLag are 1.
 Controllers == {"ReplicaSetController", "Scheduler"}
 
 \* Nodes and deployments are numbered; labels and selectors by number.
@@ -534,7 +538,9 @@ NodeLifecycleEvictPod(p) ==
 KubeletReady(n) == nodeUp[n] /\ kubeletUp[n]
 
 KubeletAdmissible(n, p) ==
-    /\ KubeletReady(n) /\ KubeletSees(p) = <<"Live", n>> /\ podPhase[p] = "Pending"
+    /\ KubeletReady(n) /\ KubeletSees(p) = <<"Live", n>>
+    \* Running with no sandbox anywhere: a pod of a node that was deleted and came back
+    /\ (podPhase[p] = "Pending" \/ (podPhase[p] = "Running" /\ sandboxes[p] = 0))
     /\ ~kubeletKnows[p] /\ (sandboxes[p] = 0 \/ sandboxNode[p] = n)
 
 \* Admit p (it fits among the admitted pods), run its sandbox with the
@@ -695,16 +701,30 @@ DeliverWatchEvent(c) ==
               /\ UNCHANGED <<rscView, rscExpect>>
     /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, viewVars, envVars, budgetVars>>
 
-\* Node n, not yet registered, joins: its kubelet registers it and runs.
-NodeJoin(n) ==
-    /\ nodeState[n] = "Absent"
+\* Node n's kubelet registers the Node object, runs and lists the pods
+\* bound to n.
+RegisterNode(n) ==
     /\ nodeState' = [nodeState EXCEPT ![n] = "Live"]
     /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas,
                    podState, podNode, podPhase, podOwners, podReady, nodeTainted>>
     /\ revision' = IF TrackRevisions = 1 THEN revision + 1 ELSE revision
     /\ nodeUp' = [nodeUp EXCEPT ![n] = TRUE]
     /\ kubeletUp' = [kubeletUp EXCEPT ![n] = TRUE]
-    /\ UNCHANGED <<runtimeVars, memoryVars, up, watchOK, budgetVars>>
+    /\ kubeletView' = [p \in Pods |-> IF KubeletLag = 1 /\ podNode[p] = n THEN ProjKubelet(p) ELSE kubeletView[p]]
+    /\ UNCHANGED <<runtimeVars, kubeletKnows, rscView, rscExpect, schedView, schedAssumed, dcView, nlcTainted,
+                   pending, cacheRev, up, watchOK, budgetVars>>
+
+\* Node n, not yet registered, joins.
+NodeJoin(n) ==
+    /\ nodeState[n] = "Absent"
+    /\ RegisterNode(n)
+
+\* Environment (NodesReturn = 1): deleted node n comes back under the same
+\* name, with an empty runtime; its kubelet runs the pods still bound to n
+\* (those the pod garbage collector has not deleted yet) again.
+NodeReturn(n) ==
+    /\ NodesReturn = 1 /\ nodeState[n] = "Gone"
+    /\ RegisterNode(n)
 
 \* Node n's machine is removed and its Node object deleted (the cloud node
 \* controller's deletion of a vanished instance): its runtime goes with it;
@@ -898,6 +918,7 @@ Next ==
          \/ NodeFail(n)
          \/ NodeRecover(n)
          \/ NodeJoin(n)
+         \/ NodeReturn(n)
          \/ NodeDelete(n)
     \/ \E c \in Controllers :
          \/ ControllerCrash(c)

@@ -27,7 +27,7 @@ func small(t testing.TB, set map[string]int) model.Config {
 		"MaxNodeDeletes": &cfg.MaxNodeDeletes, "LabeledNodes": &cfg.LabeledNodes, "SelectorDeployments": &cfg.SelectorDeployments,
 		"ReadinessProbes": &cfg.ReadinessProbes, "MaxProbeFailures": &cfg.MaxProbeFailures,
 		"RestartPolicy": &cfg.RestartPolicy, "MaxCompletions": &cfg.MaxCompletions, "KubeletLag": &cfg.KubeletLag,
-		"DeploymentLag": &cfg.DeploymentLag, "NodeLifecycleLag": &cfg.NodeLifecycleLag,
+		"DeploymentLag": &cfg.DeploymentLag, "NodeLifecycleLag": &cfg.NodeLifecycleLag, "NodesReturn": &cfg.NodesReturn,
 	}
 	for k, v := range set {
 		f, ok := fields[k]
@@ -40,7 +40,7 @@ func small(t testing.TB, set map[string]int) model.Config {
 	for _, k := range []string{"Replicas", "Capacity", "MaxScales", "MaxDeletes", "MaxCrashes", "MaxWatchDrops", "MaxNodeFailures", "MaxEvictions",
 		"PodsPerRS", "MaxUnavailable", "NumNodes", "IPsPerNode",
 		"TrackRevisions", "MaxLag", "JoiningNodes", "MaxNodeDeletes", "LabeledNodes", "SelectorDeployments",
-		"ReadinessProbes", "MaxProbeFailures", "RestartPolicy", "MaxCompletions", "KubeletLag", "DeploymentLag", "NodeLifecycleLag"} {
+		"ReadinessProbes", "MaxProbeFailures", "RestartPolicy", "MaxCompletions", "KubeletLag", "DeploymentLag", "NodeLifecycleLag", "NodesReturn"} {
 		if v, ok := set[k]; ok {
 			name = append(name, k+"="+itoa(v))
 		}
@@ -101,6 +101,9 @@ var faultConfigs = []map[string]int{
 	{"DeploymentLag": 1, "Replicas": 2, "Capacity": 2, "PodsPerRS": 3, "MaxUnavailable": 1},
 	{"DeploymentLag": 1, "ReadinessProbes": 1, "MaxProbeFailures": 1},
 	{"NodeLifecycleLag": 1, "MaxNodeFailures": 1},
+	// A deleted node registering again under its name.
+	{"NodesReturn": 1, "MaxNodeDeletes": 1, "Capacity": 2},
+	{"NodesReturn": 1, "MaxNodeDeletes": 1, "Capacity": 2, "KubeletLag": 1, "NodeLifecycleLag": 1, "MaxNodeFailures": 1},
 }
 
 func TestSpecificationHoldsOnSmallConfigurations(t *testing.T) {
