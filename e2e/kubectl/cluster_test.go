@@ -107,6 +107,8 @@ func TestAPIResources(t *testing.T) {
 		"configmaps cm v1 true ConfigMap",
 		"secrets v1 true Secret",
 		"serviceaccounts sa v1 true ServiceAccount",
+		"services svc v1 true Service",
+		"endpoints ep v1 true Endpoints",
 		"limitranges limits v1 true LimitRange",
 		"resourcequotas quota v1 true ResourceQuota",
 		"deployments deploy apps/v1 true Deployment",
@@ -139,7 +141,8 @@ func TestExplain(t *testing.T) {
 		}
 	}
 	out = run(t, "explain", "pods.spec.containers")
-	for _, want := range []string{"KIND:       Pod", "FIELD: containers <[]Container>", "image\t<string>", "name\t<string> -required-"} {
+	for _, want := range []string{"KIND:       Pod", "FIELD: containers <[]Container>", "image\t<string>", "name\t<string> -required-",
+		"List of containers belonging to the pod.", "Container image name."} {
 		if !strings.Contains(out, want) {
 			t.Errorf("explain pods.spec.containers lacks %q:\n%s", want, out)
 		}
