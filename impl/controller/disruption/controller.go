@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -36,8 +37,10 @@ type Controller struct {
 	deployments appslisters.DeploymentLister
 	synced      []cache.InformerSynced
 	queue       workqueue.TypedRateLimitingInterface[string]
-	now         func() time.Time
-	recorder    record.EventRecorder
+	// staleQueue holds pods whose DisruptionTarget condition goes stale.
+	staleQueue workqueue.TypedRateLimitingInterface[string]
+	now        func() time.Time
+	recorder   record.EventRecorder
 }
 
 // Option adjusts a Controller.
@@ -63,8 +66,9 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 		deployments: dInf.Lister(),
 		synced: []cache.InformerSynced{pdbInf.Informer().HasSynced, podInf.Informer().HasSynced,
 			rsInf.Informer().HasSynced, dInf.Informer().HasSynced},
-		queue: workloop.NewQueue("disruption"),
-		now:   time.Now,
+		queue:      workloop.NewQueue("disruption"),
+		staleQueue: workloop.NewQueue("disruption_stale_pod_disruption"),
+		now:        time.Now,
 	}
 	for _, o := range opts {
 		o(c)
@@ -79,10 +83,14 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 			DeleteFunc: c.enqueuePDB,
 		}},
 		{podInf.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc: c.enqueueForPod,
+			AddFunc: func(obj any) {
+				c.enqueueForPod(obj)
+				c.enqueueStale(obj)
+			},
 			UpdateFunc: func(old, obj any) {
 				c.enqueueForPod(old)
 				c.enqueueForPod(obj)
+				c.enqueueStale(obj)
 			},
 			DeleteFunc: c.enqueueForPod,
 		}},
@@ -105,9 +113,14 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 // until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	if err := workloop.WaitForSync(ctx, "disruption", c.queue, c.synced...); err != nil {
+		c.staleQueue.ShutDown()
 		return err
 	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); workloop.Run(ctx, "disruption-stale-pods", c.staleQueue, 1, c.syncStale) }()
 	workloop.Run(ctx, "disruption", c.queue, workers, c.sync)
+	wg.Wait()
 	return nil
 }
 

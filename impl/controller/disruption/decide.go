@@ -4,7 +4,10 @@
 // currentHealthy, desiredHealthy, expectedPods, disruptionsAllowed,
 // observedGeneration, the DisruptionAllowed condition, and the clean-up of
 // disruptedPods (evictions the API server recorded that the controller
-// has now seen or that timed out).
+// has now seen or that timed out). It records upstream's events (NoPods,
+// CalculateExpectedPodCountFailed, UnmanagedPods, NotDeleted) and resets a
+// DisruptionTarget=True pod condition to False when the pod it marks is
+// still not being deleted after StalePodDisruptionTimeout.
 //
 // The decision (Decide) is a pure function of the budget, its pods and
 // their controllers; Controller is the thin informer loop that does the
