@@ -52,6 +52,7 @@ type Transformer struct {
 	labels      interner[map[string]string]
 	resources   interner[v1.ResourceList]
 	tolerations interner[[]v1.Toleration]
+	containers  interner[[]v1.Container]
 	strings     interner[string]
 }
 
@@ -86,6 +87,7 @@ func (t *Transformer) Transform(obj any) (any, error) {
 }
 
 func (t *Transformer) internPod(p *v1.Pod) {
+	p.APIVersion, p.Kind = t.str(p.APIVersion), t.str(p.Kind)
 	p.Namespace = t.str(p.Namespace)
 	p.Labels = t.labels.intern(p.Labels, labelsKey)
 	p.Spec.NodeName = t.str(p.Spec.NodeName)
@@ -101,6 +103,9 @@ func (t *Transformer) internPod(p *v1.Pod) {
 			cs[i].Resources.Limits = t.resources.intern(cs[i].Resources.Limits, resourceListKey)
 		}
 	}
+	// Pods of one workload have equal (trimmed) containers.
+	p.Spec.Containers = t.containers.intern(p.Spec.Containers, containersKey)
+	p.Spec.InitContainers = t.containers.intern(p.Spec.InitContainers, containersKey)
 	for i := range p.Status.Conditions {
 		c := &p.Status.Conditions[i]
 		c.Type = v1.PodConditionType(t.str(string(c.Type)))
@@ -110,6 +115,7 @@ func (t *Transformer) internPod(p *v1.Pod) {
 }
 
 func (t *Transformer) internNode(n *v1.Node) {
+	n.APIVersion, n.Kind = t.str(n.APIVersion), t.str(n.Kind)
 	n.Status.Allocatable = t.resources.intern(n.Status.Allocatable, resourceListKey)
 	n.Name = t.str(n.Name)
 	if h, ok := n.Labels[v1.LabelHostname]; ok && h == n.Name && len(n.Labels) > 0 {
@@ -195,6 +201,32 @@ func resourceListKey(rl v1.ResourceList) (string, bool) {
 		b.WriteByte(0)
 		b.WriteString(q.String())
 		b.WriteByte(0)
+	}
+	return b.String(), true
+}
+
+// containersKey covers every field trimContainers keeps; requests and
+// limits are interned first, so their keys are their canonical strings.
+func containersKey(cs []v1.Container) (string, bool) {
+	if len(cs) == 0 {
+		return "", false
+	}
+	var b strings.Builder
+	for _, c := range cs {
+		fmt.Fprintf(&b, "%s\x00%s\x00", c.Name, c.Image)
+		for _, p := range c.Ports {
+			fmt.Fprintf(&b, "%s/%d/%s/%d/%s,", p.Name, p.ContainerPort, p.Protocol, p.HostPort, p.HostIP)
+		}
+		req, _ := resourceListKey(c.Resources.Requests)
+		lim, _ := resourceListKey(c.Resources.Limits)
+		fmt.Fprintf(&b, "\x00%s\x00%s\x00", req, lim)
+		for _, cl := range c.Resources.Claims {
+			fmt.Fprintf(&b, "%s/%s,", cl.Name, cl.Request)
+		}
+		if c.RestartPolicy != nil {
+			b.WriteString(string(*c.RestartPolicy))
+		}
+		b.WriteByte(1)
 	}
 	return b.String(), true
 }

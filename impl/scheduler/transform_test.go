@@ -134,7 +134,10 @@ func TestTransformSharesEqualValues(t *testing.T) {
 	if !same(a.Labels, b.Labels) || !same(a.Spec.Tolerations, b.Spec.Tolerations) || !same(a.Spec.Containers[0].Resources.Requests, b.Spec.Containers[0].Resources.Requests) {
 		t.Error("equal labels, tolerations and requests (100m == 0.1 cpu) must be shared")
 	}
-	if same(a.Labels, c.Labels) || same(a.Spec.Containers[0].Resources.Requests, c.Spec.Containers[0].Resources.Requests) {
+	if !same(a.Spec.Containers, b.Spec.Containers) {
+		t.Error("equal trimmed containers must be shared")
+	}
+	if same(a.Labels, c.Labels) || same(a.Spec.Containers[0].Resources.Requests, c.Spec.Containers[0].Resources.Requests) || same(a.Spec.Containers, c.Spec.Containers) {
 		t.Error("different values must not be shared")
 	}
 	if !same(a.Spec.Tolerations, c.Spec.Tolerations) {

@@ -24,6 +24,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -109,6 +110,7 @@ type key struct {
 // again.
 type entry struct {
 	key
+	hash            uint64
 	name, namespace string
 	note            string
 	eventTime       time.Time
@@ -133,8 +135,12 @@ type Broadcaster struct {
 	opts   Options
 	queue  chan write
 
-	mu      sync.Mutex
-	entries map[key]*list.Element
+	mu sync.Mutex
+	// entries indexes the LRU list by a hash of the entry's key (a full
+	// key per map slot would double the memory of each entry); two keys
+	// with one hash evict each other, which only forgets an entry early.
+	entries map[uint64]*list.Element
+	seed    maphash.Seed
 	lru     *list.List // of *entry, most recent first
 }
 
@@ -146,7 +152,8 @@ func New(client eventsv1client.EventsV1Interface, opts Options) *Broadcaster {
 		client:  client,
 		opts:    opts,
 		queue:   make(chan write, opts.QueueSize),
-		entries: map[key]*list.Element{},
+		entries: map[uint64]*list.Element{},
+		seed:    maphash.MakeSeed(),
 		lru:     list.New(),
 	}
 }
@@ -226,8 +233,15 @@ func (r *Recorder) Eventf(regarding, related runtime.Object, eventtype, reason, 
 // record remembers the event and queues what must be written.
 func (b *Broadcaster) record(k key, hasRelated bool, note string) {
 	now := b.opts.Now()
+	h := maphash.Comparable(b.seed, k)
 	b.mu.Lock()
-	if el, ok := b.entries[k]; ok {
+	if el, ok := b.entries[h]; ok && el.Value.(*entry).key != k {
+		// Another key with the same hash: forget it.
+		if w, ok := b.removeLocked(el, now); ok {
+			defer b.enqueue(w)
+		}
+	}
+	if el, ok := b.entries[h]; ok {
 		e := el.Value.(*entry)
 		b.lru.MoveToFront(el)
 		e.lastObserved = now
@@ -242,12 +256,12 @@ func (b *Broadcaster) record(k key, hasRelated bool, note string) {
 		b.enqueue(w)
 		return
 	}
-	e := &entry{key: k, hasRelated: hasRelated, note: note, eventTime: now, lastObserved: now,
+	e := &entry{key: k, hash: h, hasRelated: hasRelated, note: note, eventTime: now, lastObserved: now,
 		name: fmt.Sprintf("%v.%x", k.regarding.Name, now.UnixNano()), namespace: k.regarding.Namespace}
 	if e.namespace == "" {
 		e.namespace = metav1.NamespaceDefault
 	}
-	b.entries[k] = b.lru.PushFront(e)
+	b.entries[h] = b.lru.PushFront(e)
 	var evicted []write
 	for b.lru.Len() > b.opts.CacheSize {
 		if w, ok := b.removeLocked(b.lru.Back(), now); ok {
@@ -267,7 +281,7 @@ func (b *Broadcaster) record(k key, hasRelated bool, note string) {
 func (b *Broadcaster) removeLocked(el *list.Element, now time.Time) (write, bool) {
 	e := el.Value.(*entry)
 	b.lru.Remove(el)
-	delete(b.entries, e.key)
+	delete(b.entries, e.hash)
 	if e.count > 0 && e.count != e.written {
 		return b.seriesWrite(e, now), true
 	}
