@@ -491,7 +491,8 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		if err != nil {
 			return err
 		}
-		c, err := disruption.New(clients.Kube, factory)
+		// Upstream's disruption controller records as "controllermanager".
+		c, err := disruption.New(clients.Kube, factory, disruption.WithRecorder(recorder(clients, "controllermanager")))
 		if err != nil {
 			return err
 		}
