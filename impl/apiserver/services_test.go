@@ -3,10 +3,12 @@ package apiserver_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver"
+	"github.com/kubeproof/kubeproof/impl/registry"
+	"github.com/kubeproof/kubeproof/impl/storage/storagebackend"
 )
 
 func newService(name string, typ corev1.ServiceType, clusterIP string, nodePort int32) *corev1.Service {
@@ -183,5 +187,67 @@ func TestServiceAllocationConcurrent(t *testing.T) {
 	wg.Wait()
 	if len(ips) != 29 || full != 11 {
 		t.Fatalf("%d created, %d refused; want 29 and 11", len(ips), full)
+	}
+}
+
+// The kubernetes endpoints list every API server sharing the store, at
+// their advertised addresses, on the API server's port.
+func TestKubernetesEndpoints(t *testing.T) {
+	shared := storagebackend.NewFactory(storagebackend.Config{
+		Client: etcdServer.Client(),
+		Prefix: fmt.Sprintf("/test%d-%d", time.Now().UnixNano(), prefixSeq.Add(1)),
+	})
+	t.Cleanup(shared.Close)
+	e1 := newEnv(t, func(c *apiserver.Config) {
+		c.StorageFactory, c.AdvertiseAddress = shared, net.ParseIP("192.0.2.10")
+	})
+	_, portText, _ := net.SplitHostPort(strings.TrimPrefix(e1.url, "https://"))
+	ctx := context.Background()
+	ep, err := e1.cs.CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("[{[{192.0.2.10  <nil> nil}] [] [{https %s TCP <nil>}]}]", portText)
+	if got := fmt.Sprint(ep.Subsets); got != want {
+		t.Fatalf("endpoints %s, want %s", got, want)
+	}
+
+	// A second server on the same port (another loopback address) adds
+	// itself; it finds the service the first one created.
+	ln2, err := net.Listen("tcp", "127.0.0.2:"+portText)
+	if err != nil {
+		t.Skipf("no second loopback address: %v", err)
+	}
+	srv2, err := apiserver.New(apiserver.Config{
+		StorageFactory: shared, Resources: registry.All(), ServingCert: &serving, ClientCA: ca.Pool(),
+		Listener: ln2, AdvertiseAddress: net.ParseIP("192.0.2.11"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx2, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- srv2.Run(ctx2) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("second server: %v", err)
+		}
+	}()
+	want = fmt.Sprintf("[{[{192.0.2.10  <nil> nil} {192.0.2.11  <nil> nil}] [] [{https %s TCP <nil>}]}]", portText)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ep, err = e1.cs.CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err == nil && fmt.Sprint(ep.Subsets) == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("endpoints after the second server: %v %v, want %s", err, ep.Subsets, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	svcs, err := e1.cs.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
+	if err != nil || len(svcs.Items) != 1 || svcs.Items[0].Spec.ClusterIP != "10.96.0.1" {
+		t.Fatalf("services after two servers started: %v %+v", err, svcs)
 	}
 }
