@@ -384,6 +384,15 @@ func validateService(s *corev1.Service) field.ErrorList {
 	if s.Spec.AllocateLoadBalancerNodePorts != nil && s.Spec.Type != corev1.ServiceTypeLoadBalancer {
 		errs = append(errs, field.Forbidden(spec.Child("allocateLoadBalancerNodePorts"), "may only be used when `type` is 'LoadBalancer'"))
 	}
+	if len(s.Spec.LoadBalancerSourceRanges) > 0 && s.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		errs = append(errs, field.Forbidden(spec.Child("loadBalancerSourceRanges"), "may only be used when `type` is 'LoadBalancer'"))
+	}
+	for i, r := range s.Spec.LoadBalancerSourceRanges {
+		if _, err := netip.ParsePrefix(strings.TrimSpace(r)); err != nil {
+			errs = append(errs, field.Invalid(spec.Child("loadBalancerSourceRanges").Index(i), r,
+				"must be a list of IP ranges. For example, 10.240.0.0/24,10.250.0.0/24 "))
+		}
+	}
 	if s.Spec.LoadBalancerClass != nil && s.Spec.Type != corev1.ServiceTypeLoadBalancer {
 		errs = append(errs, field.Forbidden(spec.Child("loadBalancerClass"), "may only be used when service type is 'LoadBalancer'"))
 	}

@@ -103,6 +103,8 @@ func TestServiceValidation(t *testing.T) {
 	check("selector labels", func(s *corev1.Service) { s.Spec.Selector = map[string]string{"a b": "c"} }, invalid+" spec.selector")
 	check("external IPs", func(s *corev1.Service) { s.Spec.ExternalIPs = []string{"127.0.0.1", "x"} },
 		invalid+" spec.externalIPs[0]", invalid+" spec.externalIPs[1]")
+	check("source ranges only for LoadBalancers, as CIDRs", func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8", "x"} },
+		forbidden+" spec.loadBalancerSourceRanges", invalid+" spec.loadBalancerSourceRanges[1]")
 	check("healthCheckNodePort only for Local LoadBalancers", func(s *corev1.Service) { s.Spec.HealthCheckNodePort = 30000 },
 		invalid+" spec.healthCheckNodePort")
 }
