@@ -1,5 +1,7 @@
 // Package controllermanager runs kubeproof's controllers — deployment,
-// replicaset, garbagecollector, namespace, nodelifecycle — over shared
+// replicaset, garbagecollector, namespace, nodelifecycle,
+// pod-garbage-collector, disruption, resourcequota, serviceaccount,
+// root-ca-cert-publisher, csrapproving, csrsigning — over shared
 // informers, behind leader election on a coordination.k8s.io Lease
 // (kube-system/kube-controller-manager), with event recorders and optional
 // /metrics. It runs in-process (kubeproof up) or as its own process against
@@ -378,7 +380,8 @@ func runElected(ctx context.Context, clients Clients, cfg Config, reg prometheus
 
 // runControllers starts the enabled controllers on one set of shared
 // informers and returns when ctx is done and all have stopped. reg, when
-// set, gets the node lifecycle controller's zone metrics while it runs.
+// set, gets the node lifecycle controller's zone metrics and the pod
+// garbage collector's counters while they run.
 func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheus.Registerer) error {
 	// Events go out through the client of the controller that records
 	// them, one broadcaster per controller, as upstream's controllers.
@@ -437,6 +440,12 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		}
 		c := podgc.New(clients.Kube, factory.Core().V1().Pods(), factory.Core().V1().Nodes(), clk,
 			podgc.Config{TerminatedPodThreshold: cfg.TerminatedPodGCThreshold, CheckPeriod: cfg.PodGCPeriod})
+		if reg != nil {
+			if err := reg.Register(c.Metrics()); err != nil {
+				return fmt.Errorf("controller manager: registering pod GC metrics: %w", err)
+			}
+			defer reg.Unregister(c.Metrics())
+		}
 		runs = append(runs, c.Run)
 	}
 	if cfg.Enabled(Namespace) {

@@ -36,6 +36,8 @@ type Controller struct {
 	synced []cache.InformerSynced
 	clock  clock.WithTicker
 	cfg    Config
+	// metrics count the force deletions and their failures.
+	metrics *metrics
 
 	// quarantined is touched only by the one goroutine running passes.
 	quarantined map[string]time.Time
@@ -54,12 +56,13 @@ func New(client kubernetes.Interface, pods coreinformers.PodInformer, nodes core
 		cfg.Quarantine = DefaultQuarantine
 	}
 	return &Controller{
-		client: client,
-		pods:   pods.Lister(),
-		nodes:  nodes.Lister(),
-		synced: []cache.InformerSynced{pods.Informer().HasSynced, nodes.Informer().HasSynced},
-		clock:  clk,
-		cfg:    cfg,
+		client:  client,
+		pods:    pods.Lister(),
+		nodes:   nodes.Lister(),
+		synced:  []cache.InformerSynced{pods.Informer().HasSynced, nodes.Informer().HasSynced},
+		clock:   clk,
+		cfg:     cfg,
+		metrics: newMetrics(),
 	}
 }
 
@@ -135,7 +138,9 @@ func (c *Controller) execute(ctx context.Context, actions []Action) []error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			c.metrics.deleting.WithLabelValues(a.Pod.Namespace, string(a.Reason)).Inc()
 			if err := c.forceDelete(ctx, a); err != nil {
+				c.metrics.failed.WithLabelValues(a.Pod.Namespace, string(a.Reason)).Inc()
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()

@@ -2,10 +2,13 @@ package podgc
 
 import (
 	"context"
+	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,6 +82,25 @@ func TestCollectOrphanMarksFailedThenForceDeletes(t *testing.T) {
 	}
 	if _, err := client.CoreV1().Pods("ns").Get(ctx, "fine", metav1.GetOptions{}); err != nil {
 		t.Fatalf("pod on a live node deleted: %v", err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c.Metrics())
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			got = append(got, fmt.Sprintf("%s{%s} %v", f.GetName(), strings.Join(labels, ","), m.GetCounter().GetValue()))
+		}
+	}
+	if want := "pod_gc_collector_force_delete_pods_total{namespace=ns,reason=orphaned} 1"; strings.Join(got, ";") != want {
+		t.Fatalf("metrics %v, want %s", got, want)
 	}
 }
 
