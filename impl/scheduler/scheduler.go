@@ -24,15 +24,18 @@
 // caches hold pods and nodes trimmed to what scheduling reads (transform.go).
 //
 // HTTP scheduler extenders (configuration's extenders) filter and score
-// after the plugins and may bind (package extender).
+// after the plugins, may narrow preemption's candidates and may bind
+// (package extender). Events go through a bounded recorder (package
+// eventrecorder).
 //
 // Not implemented (compared with kube-scheduler): Bind plugins (binding is
-// the scheduler's own POST, or an extender's) and the extenders' preempt
-// verb; managedResources' ignoredByScheduler (NodeResourcesFit still checks
-// such resources); the volume,
-// image-locality and dynamic-resource plugins; PodTopologySpread's
-// cluster-default constraints; per-plugin queueing hints (requeueing uses
-// each plugin's registered cluster events).
+// the scheduler's own POST, or an extender's); managedResources'
+// ignoredByScheduler (NodeResourcesFit still checks such resources); the
+// NodeVolumeLimits, VolumeBinding and VolumeZone plugins and
+// VolumeRestrictions' ReadWriteOncePod check (they need PersistentVolumes
+// and claims, which kubeproof's API server does not serve); the
+// dynamic-resource plugins; per-plugin queueing hints (requeueing uses each
+// plugin's registered cluster events).
 package scheduler
 
 import (
@@ -184,6 +187,10 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config) (*Schedul
 		}
 		s.algorithm.extenders = append(s.algorithm.extenders, ext)
 	}
+	var preemptionExtenders []fw.PreemptionExtender
+	for _, ext := range s.algorithm.extenders {
+		preemptionExtenders = append(preemptionExtenders, ext)
+	}
 	s.informers = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(NewTransformer().Transform))
 	nsInformer := s.informers.Core().V1().Namespaces()
 	nsLister := nsInformer.Lister()
@@ -206,7 +213,8 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config) (*Schedul
 			fw.WithNamespaceLabels(namespaceLabels),
 			fw.WithWaitingPods(waitingPods),
 			fw.WithPodDisruptionBudgets(s.listPDBs),
-			fw.WithDefaultSelector(s.workloads.DefaultSelector))
+			fw.WithDefaultSelector(s.workloads.DefaultSelector),
+			fw.WithExtenders(preemptionExtenders))
 		if err != nil {
 			return nil, err
 		}

@@ -7,7 +7,7 @@
 // point>.{enabled,disabled} (with weights on score), profiles[].pluginConfig,
 // percentageOfNodesToScore (global and per profile), podInitialBackoffSeconds,
 // podMaxBackoffSeconds, parallelism, leaderElection and extenders (filter,
-// prioritize and bind verbs; not preempt). Unknown fields are
+// prioritize, preempt and bind verbs). Unknown fields are
 // rejected so that a typo is an error rather than a silently ignored setting.
 package config
 
@@ -51,7 +51,7 @@ type KubeSchedulerConfiguration struct {
 	// to the scheduler's API client.
 	ClientConnection ClientConnection `json:"clientConnection,omitempty"`
 	// Extenders are HTTP scheduler extenders, called after the plugins for
-	// every profile: filter, prioritize and bind (preempt is not called).
+	// every profile: filter, prioritize, preempt and bind.
 	Extenders []Extender `json:"extenders,omitempty"`
 }
 

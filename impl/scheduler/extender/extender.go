@@ -3,8 +3,9 @@
 // them further (its failed nodes join the diagnosis); after the plugins
 // scored them, each interested extender's scores (0–10) are scaled to 0–100,
 // multiplied by its weight and added; an extender with a bind verb binds the
-// pods it is interested in instead of the scheduler's POST pods/binding.
-// The preempt verb is not called.
+// pods it is interested in instead of the scheduler's POST pods/binding;
+// an extender with a preempt verb is sent the candidate victims preemption
+// found, per node, and its answer replaces them (ProcessPreemption).
 package extender
 
 import (
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/transport"
 
 	"github.com/kubeproof/kubeproof/impl/scheduler/config"
+	fw "github.com/kubeproof/kubeproof/impl/scheduler/framework"
 )
 
 // HTTPExtender is one configured extender.
@@ -30,6 +32,7 @@ type HTTPExtender struct {
 	filterVerb       string
 	prioritizeVerb   string
 	bindVerb         string
+	preemptVerb      string
 	weight           int64
 	nodeCacheCapable bool
 	ignorable        bool
@@ -64,6 +67,7 @@ func New(c config.Extender) (*HTTPExtender, error) {
 		filterVerb:       c.FilterVerb,
 		prioritizeVerb:   c.PrioritizeVerb,
 		bindVerb:         c.BindVerb,
+		preemptVerb:      c.PreemptVerb,
 		weight:           c.Weight,
 		nodeCacheCapable: c.NodeCacheCapable,
 		ignorable:        c.Ignorable,
@@ -79,6 +83,9 @@ func (h *HTTPExtender) Name() string { return h.url }
 func (h *HTTPExtender) IsFilter() bool      { return h.filterVerb != "" }
 func (h *HTTPExtender) IsPrioritizer() bool { return h.prioritizeVerb != "" }
 func (h *HTTPExtender) IsBinder() bool      { return h.bindVerb != "" }
+
+// SupportsPreemption says whether the extender has a preempt verb.
+func (h *HTTPExtender) SupportsPreemption() bool { return h.preemptVerb != "" }
 
 // IsIgnorable says whether the extender's errors are ignored.
 func (h *HTTPExtender) IsIgnorable() bool { return h.ignorable }
@@ -183,6 +190,65 @@ func (h *HTTPExtender) Prioritize(ctx context.Context, pod *v1.Pod, nodes []*v1.
 		return nil, 0, err
 	}
 	return result, h.weight, nil
+}
+
+// ProcessPreemption sends the candidate victims per node to the extender's
+// preempt verb and returns what it answered, its UIDs resolved to the pods
+// on those nodes in nodes. An answer naming a node or pod the scheduler
+// does not know is an error (the caches disagree), as in kube-scheduler.
+func (h *HTTPExtender) ProcessPreemption(ctx context.Context, pod *v1.Pod, victims map[string]*fw.Victims, nodes fw.NodeInfoLister) (map[string]*fw.Victims, error) {
+	if !h.SupportsPreemption() {
+		return nil, fmt.Errorf("preempt verb is not defined for extender %v but run into ProcessPreemption", h.url)
+	}
+	args := &ExtenderPreemptionArgs{Pod: pod}
+	if h.nodeCacheCapable {
+		args.NodeNameToMetaVictims = make(map[string]*MetaVictims, len(victims))
+		for node, v := range victims {
+			mv := &MetaVictims{Pods: make([]*MetaPod, 0, len(v.Pods)), NumPDBViolations: v.NumPDBViolations}
+			for _, p := range v.Pods {
+				mv.Pods = append(mv.Pods, &MetaPod{UID: string(p.UID)})
+			}
+			args.NodeNameToMetaVictims[node] = mv
+		}
+	} else {
+		args.NodeNameToVictims = make(map[string]*Victims, len(victims))
+		for node, v := range victims {
+			args.NodeNameToVictims[node] = &Victims{Pods: v.Pods, NumPDBViolations: v.NumPDBViolations}
+		}
+	}
+	var result ExtenderPreemptionResult
+	if err := h.send(ctx, h.preemptVerb, args, &result); err != nil {
+		return nil, err
+	}
+	out := make(map[string]*fw.Victims, len(result.NodeNameToMetaVictims))
+	for node, mv := range result.NodeNameToMetaVictims {
+		ni, err := nodes.Get(node)
+		if err != nil {
+			return nil, fmt.Errorf("extender %v: %w", h.url, err)
+		}
+		v := &fw.Victims{Pods: []*v1.Pod{}}
+		if mv != nil {
+			v.NumPDBViolations = mv.NumPDBViolations
+			for _, mp := range mv.Pods {
+				p := podByUID(ni, mp.UID)
+				if p == nil {
+					return nil, fmt.Errorf("extender: %v claims to preempt pod (UID: %v) on node: %v, but the pod is not found on that node", h.url, mp.UID, node)
+				}
+				v.Pods = append(v.Pods, p)
+			}
+		}
+		out[node] = v
+	}
+	return out, nil
+}
+
+func podByUID(ni *fw.NodeInfo, uid string) *v1.Pod {
+	for _, pi := range ni.Pods {
+		if string(pi.Pod.UID) == uid {
+			return pi.Pod
+		}
+	}
+	return nil
 }
 
 // Bind asks the extender to bind the pod.

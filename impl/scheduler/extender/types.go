@@ -54,3 +54,37 @@ type ExtenderBindingArgs struct {
 type ExtenderBindingResult struct {
 	Error string
 }
+
+// ExtenderPreemptionArgs is the body of a preempt call: the candidate
+// victims per node, as pods (NodeNameToVictims) for extenders that are not
+// node-cache capable, as UIDs (NodeNameToMetaVictims) for those that are.
+type ExtenderPreemptionArgs struct {
+	Pod                   *v1.Pod
+	NodeNameToVictims     map[string]*Victims
+	NodeNameToMetaVictims map[string]*MetaVictims
+}
+
+// ExtenderPreemptionResult is the answer to a preempt call: the nodes the
+// extender accepts for preemption, with their victims (a subset or
+// another choice), always as UIDs.
+type ExtenderPreemptionResult struct {
+	NodeNameToMetaVictims map[string]*MetaVictims
+}
+
+// Victims are the pods to preempt on one node and how many of them violate
+// a PodDisruptionBudget.
+type Victims struct {
+	Pods             []*v1.Pod
+	NumPDBViolations int64
+}
+
+// MetaPod identifies a pod by UID.
+type MetaPod struct {
+	UID string
+}
+
+// MetaVictims are Victims by UID.
+type MetaVictims struct {
+	Pods             []*MetaPod
+	NumPDBViolations int64
+}

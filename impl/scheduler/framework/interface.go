@@ -193,6 +193,24 @@ type SharedLister interface {
 	NodeInfos() NodeInfoLister
 }
 
+// Victims are the pods preemption would evict on one node and how many of
+// them violate a PodDisruptionBudget.
+type Victims struct {
+	Pods             []*v1.Pod
+	NumPDBViolations int64
+}
+
+// PreemptionExtender is an HTTP scheduler extender as preemption sees it:
+// those that support preemption are sent the candidates and may narrow or
+// change them.
+type PreemptionExtender interface {
+	Name() string
+	IsInterested(pod *v1.Pod) bool
+	IsIgnorable() bool
+	SupportsPreemption() bool
+	ProcessPreemption(ctx context.Context, pod *v1.Pod, victims map[string]*Victims, nodes NodeInfoLister) (map[string]*Victims, error)
+}
+
 // PodNominator knows the pods nominated to run on each node by preemption.
 type PodNominator interface {
 	NominatedPodsForNode(nodeName string) []*PodInfo
@@ -215,6 +233,9 @@ type Handle interface {
 	// StatefulSets that select or own it (empty when none does), for
 	// PodTopologySpread's default constraints.
 	DefaultSelector(pod *v1.Pod) labels.Selector
+	// Extenders are the configured HTTP extenders (preemption asks those
+	// with a preempt verb).
+	Extenders() []PreemptionExtender
 	// PodDisruptionBudgets lists the cluster's PodDisruptionBudgets (none
 	// when the API server does not serve policy/v1), for preemption.
 	PodDisruptionBudgets() ([]*policyv1.PodDisruptionBudget, error)

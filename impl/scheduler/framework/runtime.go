@@ -66,6 +66,7 @@ type Framework struct {
 	nsLabels     func(string) labels.Set
 	pdbs         func() ([]*policyv1.PodDisruptionBudget, error)
 	defaultSel   func(*v1.Pod) labels.Selector
+	extenders    []PreemptionExtender
 }
 
 // Option configures a Framework.
@@ -93,6 +94,11 @@ func WithNamespaceLabels(f func(namespace string) labels.Set) Option {
 // StatefulSets); without it every pod's is empty.
 func WithDefaultSelector(sel func(*v1.Pod) labels.Selector) Option {
 	return func(f *Framework) { f.defaultSel = sel }
+}
+
+// WithExtenders sets the HTTP extenders preemption consults.
+func WithExtenders(exts []PreemptionExtender) Option {
+	return func(f *Framework) { f.extenders = exts }
 }
 
 // WithPodDisruptionBudgets sets where PodDisruptionBudgets come from (a
@@ -340,6 +346,9 @@ func (f *Framework) DefaultSelector(pod *v1.Pod) labels.Selector {
 	}
 	return f.defaultSel(pod)
 }
+
+// Extenders implements Handle.
+func (f *Framework) Extenders() []PreemptionExtender { return f.extenders }
 
 // PodDisruptionBudgets implements Handle.
 func (f *Framework) PodDisruptionBudgets() ([]*policyv1.PodDisruptionBudget, error) {

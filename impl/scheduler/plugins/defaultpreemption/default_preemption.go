@@ -133,8 +133,75 @@ func (pl *DefaultPreemption) PostFilter(ctx context.Context, state *fw.CycleStat
 		fe := &fw.FitError{Pod: pod, NumAllNodes: len(all), Diagnosis: fw.Diagnosis{NodeToStatus: results}}
 		return nil, fw.NewStatus(fw.Unschedulable, "preemption: "+fe.Error())
 	}
+	found, st := pl.callExtenders(ctx, pod, found)
+	if !st.IsSuccess() {
+		return nil, st
+	}
+	if len(found) == 0 {
+		return nil, fw.NewStatus(fw.Unschedulable, "no candidate node for preemption")
+	}
 	best := pickOneNode(found)
 	return &fw.PostFilterResult{NominatedNodeName: best.node, Victims: best.victims}, nil
+}
+
+// callExtenders lets each interested extender with a preempt verb narrow or
+// change the candidates, as kube-scheduler does: the next extender sees the
+// previous one's answer; an extender's error fails preemption unless it is
+// ignorable; a node it returns without victims is an error (dropped for an
+// ignorable extender). Candidates keep the order the plugin found them in;
+// nodes the extenders add come after, by name.
+func (pl *DefaultPreemption) callExtenders(ctx context.Context, pod *v1.Pod, cands []*candidate) ([]*candidate, *fw.Status) {
+	exts := pl.handle.Extenders()
+	if len(exts) == 0 || len(cands) == 0 {
+		return cands, nil
+	}
+	victims := make(map[string]*fw.Victims, len(cands))
+	order := make(map[string]int, len(cands))
+	for _, c := range cands {
+		victims[c.node] = &fw.Victims{Pods: c.victims, NumPDBViolations: int64(c.numPDBViolations)}
+		order[c.node] = c.index
+	}
+	lister := pl.handle.SnapshotSharedLister().NodeInfos()
+	for _, ext := range exts {
+		if !ext.SupportsPreemption() || !ext.IsInterested(pod) {
+			continue
+		}
+		got, err := ext.ProcessPreemption(ctx, pod, victims, lister)
+		if err != nil {
+			if ext.IsIgnorable() {
+				continue
+			}
+			return nil, fw.AsStatus(err)
+		}
+		for node, v := range got {
+			if v == nil || len(v.Pods) == 0 {
+				if ext.IsIgnorable() {
+					delete(got, node)
+					continue
+				}
+				return nil, fw.AsStatus(fmt.Errorf("expected at least one victim pod on node %q", node))
+			}
+		}
+		victims = got
+		if len(victims) == 0 {
+			break
+		}
+	}
+	out := make([]*candidate, 0, len(victims))
+	for node, v := range victims {
+		idx, ok := order[node]
+		if !ok {
+			idx = math.MaxInt
+		}
+		out = append(out, &candidate{index: idx, node: node, victims: v.Pods, numPDBViolations: int(v.NumPDBViolations)})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].index != out[j].index {
+			return out[i].index < out[j].index
+		}
+		return out[i].node < out[j].node
+	})
+	return out, nil
 }
 
 // eligible reports whether the pod may preempt: not with preemptionPolicy
