@@ -52,6 +52,13 @@ func TestServicesWithKubectl(t *testing.T) {
 		t.Errorf("get svc -o wide: %q", wide)
 	}
 
+	desc := run(t, "describe", "svc", "web", "-n", ns)
+	for _, want := range []string{"Name:", "web", "Type:", "ClusterIP", "IP:", ip, "Port:", "5678/TCP", "TargetPort:", "8080/TCP", "Selector:", "app=web"} {
+		if !strings.Contains(desc, want) {
+			t.Errorf("describe svc lacks %q:\n%s", want, desc)
+		}
+	}
+
 	// A requested address that is taken is refused as kube-apiserver does.
 	runFail(t, "provided IP is already allocated", "create", "service", "clusterip", "again", "--tcp=80", "--clusterip="+ip, "-n", ns)
 
