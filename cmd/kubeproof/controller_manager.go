@@ -80,6 +80,7 @@ func newControllerManagerCommand() *cobra.Command {
 	f.DurationVar(&cfg.ClusterSigningDuration, "cluster-signing-duration", 365*24*time.Hour, "longest lifetime of an issued certificate")
 	f.IntVar(&cfg.ConcurrentServiceAccountSyncs, "concurrent-serviceaccount-syncs", cfg.ConcurrentServiceAccountSyncs, "namespaces whose default ServiceAccount and kube-root-ca.crt are synced at once")
 	f.IntVar(&cfg.ConcurrentResourceQuotaSyncs, "concurrent-resource-quota-syncs", cfg.ConcurrentResourceQuotaSyncs, "resource quotas synced at once")
+	f.IntVar(&cfg.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", cfg.TerminatedPodGCThreshold, "terminated pods that may exist before the pod garbage collector deletes the oldest (0 or less: never)")
 	f.DurationVar(&cfg.ResourceQuotaSyncPeriod, "resource-quota-sync-period", cfg.ResourceQuotaSyncPeriod, "how often every quota's usage is recounted")
 	f.BoolVar(&cfg.LeaderElect, "leader-elect", cfg.LeaderElect, "elect a leader through a coordination.k8s.io Lease before running the controllers")
 	f.DurationVar(&cfg.Election.LeaseDuration, "leader-elect-lease-duration", cfg.Election.LeaseDuration, "how long a non-leader waits before trying to take an unrenewed lease")

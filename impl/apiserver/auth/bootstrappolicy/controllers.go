@@ -65,6 +65,7 @@ func controllerRoles() map[string][]rbacv1.PolicyRule {
 			verbs("get", "list", "watch").groups(legacyGroup).resources("pods").rule(),
 			verbs("get", "list", "watch").groups(policyGroup).resources("poddisruptionbudgets").rule(),
 			verbs("update").groups(policyGroup).resources("poddisruptionbudgets/status").rule(),
+			verbs("patch", "update").groups(legacyGroup).resources("pods/status").rule(),
 			eventsRule(),
 		},
 		"resourcequota-controller": {

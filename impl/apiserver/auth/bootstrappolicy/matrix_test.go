@@ -170,6 +170,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		"gc":          sa("kube-system", "generic-garbage-collector"),
 		"ns-ctrl":     sa("kube-system", "namespace-controller"),
 		"node-ctrl":   sa("kube-system", "node-controller"),
+		"pdb-ctrl":    sa("kube-system", "disruption-controller"),
 		"kubelet-a":   user("system:node:a", "system:nodes"),
 		"kubelet-b":   user("system:node:b", "system:nodes"),
 		"app":         sa("team", "app"),
@@ -276,6 +277,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{who: "node-ctrl", verb: "update", resource: "pods/status", ns: "team", name: "pod-a", allow: true},
 		{who: "node-ctrl", verb: "delete", resource: "pods", ns: "team", name: "pod-a", allow: true},
 		{who: "node-ctrl", verb: "create", resource: "pods", ns: "team", allow: false},
+		{who: "pdb-ctrl", verb: "patch", resource: "pods/status", ns: "team", name: "pod-a", allow: true},
+		{who: "pdb-ctrl", verb: "delete", resource: "pods", ns: "team", name: "pod-a", allow: false},
 
 		// Kubelets: each only its own node, pods and what they use.
 		{who: "kubelet-a", verb: "get", resource: "nodes", name: "a", allow: true},
