@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver"
 	"github.com/kubeproof/kubeproof/impl/registry"
@@ -120,7 +121,11 @@ func TestServiceAllocation(t *testing.T) {
 	}
 	// Changing the ClusterIP is refused.
 	upd = got.DeepCopy()
-	upd.Spec.ClusterIP, upd.Spec.ClusterIPs = "10.0.0.14", []string{"10.0.0.14"}
+	other := "10.0.0.14"
+	if got.Spec.ClusterIP == other {
+		other = "10.0.0.13"
+	}
+	upd.Spec.ClusterIP, upd.Spec.ClusterIPs = other, []string{other}
 	if _, err := svcs.Update(ctx, upd, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
 		t.Fatalf("changing clusterIP: %v, want 422", err)
 	}
@@ -142,6 +147,26 @@ func TestServiceAllocation(t *testing.T) {
 	}
 	if _, err := svcs.Create(ctx, newService("a2", corev1.ServiceTypeClusterIP, a.Spec.ClusterIP, 0), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("address of a deleted service is not free: %v", err)
+	}
+
+	// Server-side apply creates through the update path: it allocates
+	// too, and a second apply without the allocated values keeps them.
+	ac := corev1ac.Service("applied", "default").WithSpec(corev1ac.ServiceSpec().
+		WithType(corev1.ServiceTypeNodePort).WithSelector(map[string]string{"app": "applied"}).
+		WithPorts(corev1ac.ServicePort().WithPort(80)))
+	applied, err := svcs.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if applied.Spec.ClusterIP == "" || applied.Spec.Ports[0].NodePort == 0 {
+		t.Fatalf("applied service got no allocations: %+v", applied.Spec)
+	}
+	again, err := svcs.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Spec.ClusterIP != applied.Spec.ClusterIP || again.Spec.Ports[0].NodePort != applied.Spec.Ports[0].NodePort {
+		t.Fatalf("second apply changed allocations: %+v -> %+v", applied.Spec, again.Spec)
 	}
 
 	// Headless and ExternalName services take no address.

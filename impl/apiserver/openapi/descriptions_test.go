@@ -88,6 +88,22 @@ func TestRequiredAsUpstream(t *testing.T) {
 	}
 }
 
+// TestDefaults: +default values are in the documents (server-side apply
+// needs the port protocol's to key ports given without one).
+func TestDefaults(t *testing.T) {
+	docs, err := buildDocuments(registry.All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs := jsonOf(t, docs.swagger)["definitions"].(map[string]any)
+	for _, def := range []string{"io.k8s.api.core.v1.ServicePort", "io.k8s.api.core.v1.ContainerPort"} {
+		p := defs[def].(map[string]any)["properties"].(map[string]any)["protocol"].(map[string]any)
+		if p["default"] != "TCP" {
+			t.Errorf("%s.protocol default %v, want TCP", def, p["default"])
+		}
+	}
+}
+
 // TestOptionalityGeneratedIsCurrent: optional_generated.go is what the
 // generator makes from the k8s.io/api version in go.mod (run go generate
 // after a dependency bump).

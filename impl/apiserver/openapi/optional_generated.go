@@ -197,3 +197,34 @@ var commentOptionality = map[string]map[string]bool{
 	"k8s.io/api/storage/v1.CSINodeDriver":                                            {"topologyKeys": false},
 	"k8s.io/api/storage/v1beta1.CSINodeDriver":                                       {"topologyKeys": false},
 }
+
+// commentDefaults lists, by Go type and JSON field name, the fields'
+// +default= values (JSON).
+var commentDefaults = map[string]map[string]string{
+	"k8s.io/api/apps/v1beta1.ScaleSpec":                          {"replicas": "0"},
+	"k8s.io/api/apps/v1beta2.ScaleSpec":                          {"replicas": "0"},
+	"k8s.io/api/autoscaling/v1.ScaleSpec":                        {"replicas": "0"},
+	"k8s.io/api/certificates/v1.PodCertificateRequestSpec":       {"maxExpirationSeconds": "86400"},
+	"k8s.io/api/certificates/v1beta1.PodCertificateRequestSpec":  {"maxExpirationSeconds": "86400"},
+	"k8s.io/api/core/v1.AzureDiskVolumeSource":                   {"fsType": "\"ext4\"", "readOnly": "false"},
+	"k8s.io/api/core/v1.ContainerPort":                           {"protocol": "\"TCP\""},
+	"k8s.io/api/core/v1.FileKeySelector":                         {"optional": "false"},
+	"k8s.io/api/core/v1.GRPCAction":                              {"service": "\"\""},
+	"k8s.io/api/core/v1.ISCSIPersistentVolumeSource":             {"iscsiInterface": "\"default\""},
+	"k8s.io/api/core/v1.ISCSIVolumeSource":                       {"iscsiInterface": "\"default\""},
+	"k8s.io/api/core/v1.LocalObjectReference":                    {"name": "\"\""},
+	"k8s.io/api/core/v1.RBDPersistentVolumeSource":               {"keyring": "\"/etc/ceph/keyring\"", "pool": "\"rbd\"", "user": "\"admin\""},
+	"k8s.io/api/core/v1.RBDVolumeSource":                         {"keyring": "\"/etc/ceph/keyring\"", "pool": "\"rbd\"", "user": "\"admin\""},
+	"k8s.io/api/core/v1.ReplicationControllerSpec":               {"minReadySeconds": "0", "replicas": "1"},
+	"k8s.io/api/core/v1.ScaleIOPersistentVolumeSource":           {"fsType": "\"xfs\"", "storageMode": "\"ThinProvisioned\""},
+	"k8s.io/api/core/v1.ScaleIOVolumeSource":                     {"fsType": "\"xfs\"", "storageMode": "\"ThinProvisioned\""},
+	"k8s.io/api/core/v1.ServicePort":                             {"protocol": "\"TCP\""},
+	"k8s.io/api/extensions/v1beta1.ScaleSpec":                    {"replicas": "0"},
+	"k8s.io/api/resource/v1.DeviceToleration":                    {"operator": "\"Equal\""},
+	"k8s.io/api/resource/v1alpha3.ResourcePoolStatusRequestSpec": {"limit": "100"},
+	"k8s.io/api/resource/v1beta1.DeviceToleration":               {"operator": "\"Equal\""},
+	"k8s.io/api/resource/v1beta2.DeviceToleration":               {"operator": "\"Equal\""},
+	"k8s.io/api/scheduling/v1alpha3.CompositePodGroupSpec":       {"disruptionMode": "{\"single\":{}}"},
+	"k8s.io/api/scheduling/v1alpha3.PodGroupSpec":                {"disruptionMode": "{\"single\":{}}"},
+	"k8s.io/api/scheduling/v1beta1.PodGroupSpec":                 {"disruptionMode": "{\"single\":{}}"},
+}

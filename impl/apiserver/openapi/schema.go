@@ -3,6 +3,7 @@ package openapi
 //go:generate sh -c "go run ./internal/optionalgen > optional_generated.go"
 
 import (
+	"encoding/json"
 	"reflect"
 	"sort"
 	"strings"
@@ -123,6 +124,7 @@ func (b *schemaBuilder) structSchema(t reflect.Type, definition string) spec.Sch
 func (b *schemaBuilder) addFields(s *spec.Schema, t reflect.Type, definition string) {
 	docs := swaggerDoc(t)
 	overrides := commentOptionality[t.PkgPath()+"."+t.Name()]
+	defaults := commentDefaults[t.PkgPath()+"."+t.Name()]
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, options, skip := jsonName(f)
@@ -145,7 +147,20 @@ func (b *schemaBuilder) addFields(s *spec.Schema, t reflect.Type, definition str
 		if s.Properties == nil {
 			s.Properties = map[string]spec.Schema{}
 		}
-		s.Properties[name] = b.fieldSchema(f, name, definition, docs[name])
+		fs := b.fieldSchema(f, name, definition, docs[name])
+		if d, ok := defaults[name]; ok {
+			// Upstream's documents carry +default values; server-side
+			// apply takes a missing list map key's value from them
+			// (a port's protocol).
+			var v any
+			if err := json.Unmarshal([]byte(d), &v); err == nil {
+				if b.dialect == openAPI3 && fs.Ref.String() != "" {
+					fs = spec.Schema{SchemaProps: spec.SchemaProps{AllOf: []spec.Schema{fs}}}
+				}
+				fs.Default = v
+			}
+		}
+		s.Properties[name] = fs
 		isRequired, overridden := overrides[name]
 		if !overridden {
 			isRequired = required(options)

@@ -1,9 +1,11 @@
-// Command optionalgen writes optional_generated.go for package openapi: the
-// fields of the k8s.io/api and apimachinery types whose `+optional` or
-// `+required` comment tag disagrees with their json tag's omitempty.
-// Upstream's OpenAPI generator decides requiredness by the comment tag
-// first and omitempty second; reflection sees only the json tag, so these
-// are the exceptions it needs. It reads the source of the module versions
+// Command optionalgen writes optional_generated.go for package openapi,
+// what reflection cannot see of the k8s.io/api and apimachinery types
+// because it is in their comment tags: the fields whose `+optional` or
+// `+required` tag disagrees with their json tag's omitempty (upstream's
+// OpenAPI generator decides requiredness by the comment tag first and
+// omitempty second), and the fields' `+default=` values (upstream's
+// documents carry them; server-side apply needs them for list map keys
+// such as a port's protocol). It reads the source of the module versions
 // this module requires (go list), which is data of our dependencies, not
 // copied code.
 //
@@ -12,6 +14,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/format"
@@ -41,9 +44,11 @@ func run() error {
 	}
 	// exceptions[pkg.Type][jsonName] = required
 	exceptions := map[string]map[string]bool{}
+	// defaults[pkg.Type][jsonName] = JSON value
+	defaults := map[string]map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		importPath, dir, _ := strings.Cut(line, " ")
-		if err := scan(importPath, dir, exceptions); err != nil {
+		if err := scan(importPath, dir, exceptions, defaults); err != nil {
 			return err
 		}
 	}
@@ -73,6 +78,30 @@ func run() error {
 		}
 		buf.WriteString("},\n")
 	}
+	buf.WriteString("}\n\n")
+	buf.WriteString("// commentDefaults lists, by Go type and JSON field name, the fields'\n")
+	buf.WriteString("// +default= values (JSON).\n")
+	buf.WriteString("var commentDefaults = map[string]map[string]string{\n")
+	types = types[:0]
+	for t := range defaults {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	for _, t := range types {
+		fmt.Fprintf(&buf, "%q: {", t)
+		names := make([]string, 0, len(defaults[t]))
+		for n := range defaults[t] {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for i, n := range names {
+			if i > 0 {
+				buf.WriteString(", ")
+			}
+			fmt.Fprintf(&buf, "%q: %q", n, defaults[t][n])
+		}
+		buf.WriteString("},\n")
+	}
 	buf.WriteString("}\n")
 	src, err := format.Source(buf.Bytes())
 	if err != nil {
@@ -82,7 +111,7 @@ func run() error {
 	return err
 }
 
-func scan(importPath, dir string, exceptions map[string]map[string]bool) error {
+func scan(importPath, dir string, exceptions map[string]map[string]bool, defaults map[string]map[string]string) error {
 	fset := token.NewFileSet()
 	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool {
 		return !strings.HasSuffix(fi.Name(), "_test.go")
@@ -116,6 +145,13 @@ func scan(importPath, dir string, exceptions map[string]map[string]bool) error {
 						if name == "" || name == "-" {
 							continue
 						}
+						key := importPath + "." + ts.Name.Name
+						if def, ok := defaultTag(f.Doc); ok {
+							if defaults[key] == nil {
+								defaults[key] = map[string]string{}
+							}
+							defaults[key][name] = def
+						}
 						omitempty := strings.Contains(","+opts+",", ",omitempty,")
 						optional, required := commentTags(f.Doc)
 						var req bool
@@ -127,7 +163,6 @@ func scan(importPath, dir string, exceptions map[string]map[string]bool) error {
 						default:
 							continue
 						}
-						key := importPath + "." + ts.Name.Name
 						if exceptions[key] == nil {
 							exceptions[key] = map[string]bool{}
 						}
@@ -138,6 +173,28 @@ func scan(importPath, dir string, exceptions map[string]map[string]bool) error {
 		}
 	}
 	return nil
+}
+
+// defaultTag is a field's "+default=" value when it is JSON (values
+// naming a Go constant, "ref(...)", are left out).
+func defaultTag(doc *ast.CommentGroup) (string, bool) {
+	for _, c := range doc.List {
+		line := strings.TrimSpace(strings.TrimPrefix(c.Text, "//"))
+		value, ok := strings.CutPrefix(line, "+default=")
+		if !ok {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal([]byte(value), &v); err != nil {
+			return "", false
+		}
+		compact, err := json.Marshal(v)
+		if err != nil {
+			return "", false
+		}
+		return string(compact), true
+	}
+	return "", false
 }
 
 // commentTags reports whether a field's comment has a "+optional" or
