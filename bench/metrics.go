@@ -87,6 +87,12 @@ func (r Report) Metrics() []Metric {
 	for _, m := range r.APIServerMemory {
 		add(fmt.Sprintf("apiserver-memory %dpods RSS", m.Pods), "MiB", false, float64(m.RSSBytes)/(1<<20))
 	}
+	for _, m := range r.NodeMemory {
+		key := fmt.Sprintf("node-memory %dnodes_%dpods", m.Nodes, m.Pods)
+		add(key+" agent heap/node", "KiB", false, m.AgentHeapPerNode/1024)
+		add(key+" agent heap/pod", "KiB", false, m.AgentHeapPerPod/1024)
+		add(key+" apiserver RSS/pod", "KiB", false, m.APIServerRSSPerPod/1024)
+	}
 	out := make([]Metric, 0, len(order))
 	for _, n := range order {
 		out = append(out, *byName[n])

@@ -19,6 +19,7 @@ type Report struct {
 	Scheduling      []SchedulingResult `json:"scheduling,omitempty"`
 	Startup         []StartupResult    `json:"startup,omitempty"`
 	APIServerMemory MemoryResults      `json:"apiserverMemory,omitempty"`
+	NodeMemory      []NodeMemoryResult `json:"nodeMemory,omitempty"`
 	// BaselineWarnings are MachineWarnings against the baseline compared
 	// with, if any.
 	BaselineWarnings []string `json:"baselineWarnings,omitempty"`
@@ -55,6 +56,7 @@ func (r *Report) Merge(other Report) {
 	r.Scheduling = append(r.Scheduling, other.Scheduling...)
 	r.Startup = append(r.Startup, other.Startup...)
 	r.APIServerMemory = append(r.APIServerMemory, other.APIServerMemory...)
+	r.NodeMemory = append(r.NodeMemory, other.NodeMemory...)
 }
 
 // LoadReport reads a results JSON file, or every *.json file of a

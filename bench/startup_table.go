@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"time"
 )
 
 // WriteStartupTable prints startup results as a Markdown table.
@@ -19,3 +20,16 @@ func WriteStartupTable(w io.Writer, m Machine, results []StartupResult) {
 }
 
 func kib(b float64) string { return fmt.Sprintf("%.1f KiB", b/1024) }
+
+// WriteNodeMemoryTable prints node-memory results as a Markdown table.
+func WriteNodeMemoryTable(w io.Writer, results []NodeMemoryResult) {
+	fmt.Fprintln(w, "| nodes | pods | all Running after | agent heap/node | agent heap/pod | agent RSS/node | agent RSS/pod | API server RSS/node | API server RSS/pod | agent heap at end | API server RSS at end |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range results {
+		fmt.Fprintf(w, "| %d | %d | %s | %s | %s | %s | %s | %s | %s | %.0f MiB | %.0f MiB |\n",
+			r.Nodes, r.Pods, r.AllRunningAfter.Round(time.Millisecond), kib(r.AgentHeapPerNode), kib(r.AgentHeapPerPod),
+			kib(r.AgentRSSPerNode), kib(r.AgentRSSPerPod), kib(r.APIServerRSSPerNode), kib(r.APIServerRSSPerPod),
+			float64(r.AgentHeap[2])/(1<<20), float64(r.APIServerRSS[2])/(1<<20))
+	}
+	fmt.Fprintln(w, "\nThe agent is one process running the controller manager, the scheduler and every simulated kubelet (one shared pod watch); the API server runs alone in another, etcd in a third. Per node: growth from no kubelet to all nodes Ready, divided by nodes; per pod: growth to all pods Running, divided by pods. Heap is the live heap after a forced GC; RSS is VmRSS after returning freed memory.")
+}

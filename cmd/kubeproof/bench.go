@@ -39,6 +39,9 @@ func newBenchCommand() *cobra.Command {
 		repeat          int
 		compare         string
 		noise           float64
+		nodeAgent       string
+		memNodes        int
+		memPods         int
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [WORKLOAD...]",
@@ -73,6 +76,11 @@ Workloads:
                     p50/p99/max and memory per simulated node and per pod.
   startup-1000x30000
                     the same with 1,000 nodes and 30,000 pods at --rate (300 s at 100/s).
+  node-memory       issue 5's memory shares by process: a 'kubeproof apiserver' process,
+                    and a node agent process (controller manager, scheduler and
+                    --memory-nodes simulated kubelets); --memory-pods pods created and
+                    Running; the agent's live heap and RSS per node and per pod, and the
+                    API server's RSS per node and per pod, separately.
 
 With no WORKLOAD, runs writes.
 
@@ -89,6 +97,18 @@ inline SVG charts) and charts/*.svg.`,
 			if _, err := logs.logger(); err != nil {
 				return err
 			}
+			if nodeAgent != "" {
+				// The node-memory workload's child process.
+				restConfig, err := clientcmd.BuildConfigFromFlags("", nodeAgent)
+				if err != nil {
+					return fmt.Errorf("loading kubeconfig: %w", err)
+				}
+				return bench.RunNodeAgent(cmd.Context(), restConfig, heapProfile, cmd.InOrStdin(), cmd.OutOrStdout())
+			}
+			start := time.Now()
+			defer func() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "bench: total elapsed %s\n", time.Since(start).Round(time.Second))
+			}()
 			if len(args) == 0 {
 				args = []string{"writes"}
 			}
@@ -136,6 +156,22 @@ inline SVG charts) and charts/*.svg.`,
 						fmt.Fprintln(&md, "## apiserver-memory")
 						fmt.Fprintf(&md, "| pods | RSS | peak RSS | create time | watch cache |\n|---:|---:|---:|---:|---|\n| %d | %.0f MiB | %.0f MiB | %s | %v |\n",
 							res.Pods, float64(res.RSSBytes)/(1<<20), float64(res.PeakRSSBytes)/(1<<20), res.CreateTime.Round(time.Millisecond), watchCache)
+					case "node-memory":
+						if kubeconfig != "" {
+							return fmt.Errorf("%s runs its own API server and node agent processes; it does not take --kubeconfig", w)
+						}
+						self, err := os.Executable()
+						if err != nil {
+							return err
+						}
+						res, err := bench.RunNodeMemory(cmd.Context(), self, bench.NodeMemoryConfig{Nodes: memNodes, Pods: memPods, HeapProfile: heapProfile, Progress: progressPrinter(cmd.ErrOrStderr())})
+						fmt.Fprintln(cmd.ErrOrStderr())
+						if err != nil {
+							return err
+						}
+						report.NodeMemory = append(report.NodeMemory, res)
+						fmt.Fprintln(&md, "## node-memory")
+						bench.WriteNodeMemoryTable(&md, []bench.NodeMemoryResult{res})
 					case "scheduling-basic-500", "scheduling-basic-5000":
 						name := map[string]string{"scheduling-basic-500": "SchedulingBasic/500Nodes_1000Pods", "scheduling-basic-5000": "SchedulingBasic/5000Nodes_10000Pods"}[w]
 						res, err := runSchedulingWorkload(cmd.Context(), cmd.ErrOrStderr(), name, kubeconfig, schedProcess, fsyncOff)
@@ -173,7 +209,7 @@ inline SVG charts) and charts/*.svg.`,
 							bench.WriteSchedulingTable(&md, machine, []bench.SchedulingResult{res})
 							break
 						}
-						return fmt.Errorf("unknown workload %q (writes, apiserver-memory, scheduling-basic-500, scheduling-basic-5000, scheduling:NAME, startup, startup-1000x30000)", w)
+						return fmt.Errorf("unknown workload %q (writes, apiserver-memory, node-memory, scheduling-basic-500, scheduling-basic-5000, scheduling:NAME, startup, startup-1000x30000)", w)
 					}
 					fmt.Fprintln(&md)
 				}
@@ -224,6 +260,10 @@ inline SVG charts) and charts/*.svg.`,
 	fs.IntVar(&startupNodes, "startup-nodes", 100, "Simulated nodes of the startup workload.")
 	fs.Float64Var(&rate, "rate", 100, "Pod arrival rate (pods/s) of the startup workloads.")
 	fs.DurationVar(&startupDuration, "startup-duration", 30*time.Second, "How long pods arrive in the startup workload.")
+	fs.IntVar(&memNodes, "memory-nodes", 100, "Simulated nodes of the node-memory workload.")
+	fs.IntVar(&memPods, "memory-pods", 3000, "Pods of the node-memory workload.")
+	fs.StringVar(&nodeAgent, "node-agent-kubeconfig", "", "Run as the node-memory workload's node agent against this kubeconfig (internal).")
+	_ = fs.MarkHidden("node-agent-kubeconfig")
 	fs.StringVar(&heapProfile, "heap-profile", "", "Startup workloads write a heap profile here once every pod is Running.")
 	return cmd
 }

@@ -1,0 +1,393 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeproof/kubeproof/impl/controllermanager"
+	"github.com/kubeproof/kubeproof/impl/kubelet"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
+	"github.com/kubeproof/kubeproof/impl/pki"
+	"github.com/kubeproof/kubeproof/impl/scheduler"
+	"github.com/kubeproof/kubeproof/impl/storage/embedded"
+)
+
+// The node-memory workload separates issue 5's memory shares by process:
+//
+//   - this process: embedded etcd and the load generator (not measured);
+//   - a `kubeproof apiserver` process: the API server's share (RSS);
+//   - a node agent process (`kubeproof bench --node-agent-kubeconfig`):
+//     the controller manager, the scheduler and N simulated kubelets
+//     sharing one pod watch, i.e. everything "beyond the API server".
+//
+// The agent's live heap (after a forced GC) and RSS are read three times:
+// with no kubelet, after N nodes are Ready, and after every pod is
+// Running; per node and per pod are the differences divided by N and by
+// the pod count.
+
+// NodeMemoryConfig configures RunNodeMemory.
+type NodeMemoryConfig struct {
+	Nodes, Pods int
+	// Rate is the pod arrival rate (pods/s; default 200).
+	Rate     float64
+	Timeout  time.Duration // for nodes Ready and pods Running (10 min)
+	Progress func(Progress)
+	// HeapProfile, when set, is where the agent writes its heap profile
+	// once every pod is Running.
+	HeapProfile string
+}
+
+// NodeMemoryResult is what the node-memory workload measured.
+type NodeMemoryResult struct {
+	Nodes int `json:"nodes"`
+	Pods  int `json:"pods"`
+	// Agent: the controller manager + scheduler + kubelets process.
+	AgentHeap [3]uint64 `json:"agentHeap"` // before nodes, after nodes, after pods
+	AgentRSS  [3]int64  `json:"agentRss"`
+	// APIServerRSS: the API server process at the same three points.
+	APIServerRSS [3]int64 `json:"apiserverRss"`
+
+	AgentHeapPerNode    float64       `json:"agentHeapPerNode"`
+	AgentHeapPerPod     float64       `json:"agentHeapPerPod"`
+	AgentRSSPerNode     float64       `json:"agentRssPerNode"`
+	AgentRSSPerPod      float64       `json:"agentRssPerPod"`
+	APIServerRSSPerNode float64       `json:"apiserverRssPerNode"`
+	APIServerRSSPerPod  float64       `json:"apiserverRssPerPod"`
+	AllRunningAfter     time.Duration `json:"allRunningAfter"`
+}
+
+// agentMemory is one reading the node agent reports.
+type agentMemory struct {
+	Heap uint64 `json:"heap"`
+	RSS  int64  `json:"rss"`
+	Err  string `json:"err,omitempty"`
+}
+
+// RunNodeMemory runs the node-memory workload with bin (this binary) as
+// the API server and node agent processes.
+func RunNodeMemory(ctx context.Context, bin string, cfg NodeMemoryConfig) (NodeMemoryResult, error) {
+	if cfg.Rate <= 0 {
+		cfg.Rate = 200
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Minute
+	}
+	res := NodeMemoryResult{Nodes: cfg.Nodes, Pods: cfg.Pods}
+	if cfg.Nodes <= 0 || cfg.Nodes > maxStartupNodes {
+		return res, fmt.Errorf("node-memory: 1 to %d nodes, %d asked", maxStartupNodes, cfg.Nodes)
+	}
+	if fit := podsPerNode(resource.MustParse("4"), resource.MustParse("32Gi"), 110); fit*cfg.Nodes < cfg.Pods {
+		return res, fmt.Errorf("%d pods do not fit on %d nodes (%d each)", cfg.Pods, cfg.Nodes, fit)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "kubeproof-bench-nodememory-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	etcd, err := embedded.Start(ctx, embedded.Config{DataDir: filepath.Join(dir, "etcd"), UnsafeNoFsync: true})
+	if err != nil {
+		return res, err
+	}
+	defer etcd.Close()
+
+	certDir := filepath.Join(dir, "pki")
+	ca, err := pki.LoadOrCreateCA(certDir, "kubeproof-ca")
+	if err != nil {
+		return res, err
+	}
+	admin, err := ca.IssueClient("bench-admin", []string{"system:masters"})
+	if err != nil {
+		return res, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return res, err
+	}
+	// A service account signing key: pods' kube-api-access volumes need
+	// the TokenRequest API.
+	saKey := filepath.Join(dir, "sa.key")
+	if err := writeRSAKey(saKey); err != nil {
+		return res, err
+	}
+	api := exec.CommandContext(ctx, bin, "apiserver",
+		"--etcd-servers", strings.Join(etcd.Endpoints(), ","),
+		"--cert-dir", certDir, "--secure-port", strconv.Itoa(port), "--log-level", "error",
+		"--service-account-signing-key-file", saKey, "--service-account-key-file", saKey)
+	api.Stdout, api.Stderr = os.Stderr, os.Stderr
+	api.Cancel = func() error { return api.Process.Signal(syscall.SIGTERM) }
+	if err := api.Start(); err != nil {
+		return res, fmt.Errorf("starting %s apiserver: %w", bin, err)
+	}
+	defer func() { _ = api.Process.Signal(syscall.SIGTERM); _ = api.Wait() }()
+
+	server := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	restCfg := pki.RESTConfig(server, ca.CertPEM, admin)
+	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
+	if err := pki.WriteKubeconfig(kubeconfig, pki.Kubeconfig(server, ca.CertPEM, "bench-admin", admin)); err != nil {
+		return res, err
+	}
+	cs, err := kubernetes.NewForConfig(APIClientConfig(restCfg, runtime.ContentTypeProtobuf))
+	if err != nil {
+		return res, err
+	}
+	if err := waitForAPI(ctx, cs, 60*time.Second); err != nil {
+		return res, err
+	}
+
+	agentArgs := []string{"bench", "--node-agent-kubeconfig", kubeconfig}
+	if cfg.HeapProfile != "" {
+		agentArgs = append(agentArgs, "--heap-profile", cfg.HeapProfile)
+	}
+	agent := exec.CommandContext(ctx, bin, agentArgs...)
+	agent.Stderr = os.Stderr
+	agent.Cancel = func() error { return agent.Process.Signal(syscall.SIGTERM) }
+	toAgent, err := agent.StdinPipe()
+	if err != nil {
+		return res, err
+	}
+	fromAgent, err := agent.StdoutPipe()
+	if err != nil {
+		return res, err
+	}
+	if err := agent.Start(); err != nil {
+		return res, fmt.Errorf("starting the node agent: %w", err)
+	}
+	defer func() { _ = toAgent.Close(); _ = agent.Wait() }()
+	replies := bufio.NewScanner(fromAgent)
+	ask := func(cmd string) (agentMemory, error) {
+		if _, err := fmt.Fprintln(toAgent, cmd); err != nil {
+			return agentMemory{}, fmt.Errorf("node agent: %w", err)
+		}
+		if !replies.Scan() {
+			return agentMemory{}, fmt.Errorf("node agent ended: %v", replies.Err())
+		}
+		var m agentMemory
+		if err := json.Unmarshal(replies.Bytes(), &m); err != nil {
+			return m, fmt.Errorf("node agent said %q: %w", replies.Text(), err)
+		}
+		if m.Err != "" {
+			return m, errors.New("node agent: " + m.Err)
+		}
+		return m, nil
+	}
+	read := func(i int) error {
+		time.Sleep(2 * time.Second) // let both processes settle
+		m, err := ask("mem")
+		if err != nil {
+			return err
+		}
+		res.AgentHeap[i], res.AgentRSS[i] = m.Heap, m.RSS
+		res.APIServerRSS[i], _, err = processRSS(api.Process.Pid)
+		return err
+	}
+
+	prog := &progressLine{workload: "node-memory"}
+	prog.set("start", func() int { return 0 }, 0)
+	if cfg.Progress != nil {
+		stop := prog.report(ctx, cfg.Progress)
+		defer stop()
+	}
+	if err := read(0); err != nil {
+		return res, err
+	}
+	if _, err := ask(fmt.Sprintf("nodes %d", cfg.Nodes)); err != nil {
+		return res, err
+	}
+	if err := waitNodesReady(ctx, cs, cfg.Nodes, cfg.Timeout, prog); err != nil {
+		return res, err
+	}
+	if err := read(1); err != nil {
+		return res, err
+	}
+	ns := "bench-node-memory"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return res, fmt.Errorf("creating namespace: %w", err)
+	}
+	if err := ensureDefaultServiceAccount(ctx, cs, ns); err != nil {
+		return res, err
+	}
+	tr, stopWatch, err := watchStartup(ctx, cs, ns)
+	if err != nil {
+		return res, err
+	}
+	start := time.Now()
+	if err := createPodsAtRate(ctx, cs, ns, cfg.Pods, cfg.Rate, tr, prog); err != nil {
+		stopWatch()
+		return res, err
+	}
+	prog.set("wait running", func() int { return int(tr.running.Load()) }, cfg.Pods)
+	deadline := time.Now().Add(cfg.Timeout)
+	for int(tr.running.Load()) < cfg.Pods {
+		if time.Now().After(deadline) {
+			stopWatch()
+			return res, fmt.Errorf("only %d of %d pods Running after %s", tr.running.Load(), cfg.Pods, cfg.Timeout)
+		}
+		select {
+		case <-ctx.Done():
+			stopWatch()
+			return res, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	res.AllRunningAfter = time.Since(start)
+	stopWatch()
+	if err := read(2); err != nil {
+		return res, err
+	}
+	if cfg.HeapProfile != "" {
+		if _, err := ask("profile"); err != nil {
+			return res, err
+		}
+	}
+	n, p := float64(cfg.Nodes), float64(max(cfg.Pods, 1))
+	res.AgentHeapPerNode = (float64(res.AgentHeap[1]) - float64(res.AgentHeap[0])) / n
+	res.AgentHeapPerPod = (float64(res.AgentHeap[2]) - float64(res.AgentHeap[1])) / p
+	res.AgentRSSPerNode = float64(res.AgentRSS[1]-res.AgentRSS[0]) / n
+	res.AgentRSSPerPod = float64(res.AgentRSS[2]-res.AgentRSS[1]) / p
+	res.APIServerRSSPerNode = float64(res.APIServerRSS[1]-res.APIServerRSS[0]) / n
+	res.APIServerRSSPerPod = float64(res.APIServerRSS[2]-res.APIServerRSS[1]) / p
+	return res, nil
+}
+
+// RunNodeAgent is the node agent process: the controller manager and the
+// scheduler against the API server of kubeconfig's rest config, and, on
+// request, simulated kubelets sharing one pod watch. It reads commands
+// from in, one per line, and answers each with one JSON line on out:
+//
+//	mem       the live heap after a forced GC, and VmRSS
+//	nodes N   starts kubelets bench-node-1 … bench-node-N
+//	profile   writes the heap profile to heapProfile
+//
+// It stops when in ends or ctx is done.
+func RunNodeAgent(ctx context.Context, restCfg *rest.Config, heapProfile string, in io.Reader, out io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	logger := slog.New(slog.DiscardHandler)
+	cmCfg := APIClientConfig(restCfg, runtime.ContentTypeProtobuf)
+	cmCfg.QPS, cmCfg.Burst = 1000, 2000
+	cmClient, err := kubernetes.NewForConfig(cmCfg)
+	if err != nil {
+		return err
+	}
+	schedClient, err := kubernetes.NewForConfig(APIClientConfig(restCfg, runtime.ContentTypeProtobuf))
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	ctrlCfg := controllermanager.DefaultConfig()
+	ctrlCfg.RootCA = restCfg.TLSClientConfig.CAData // kube-root-ca.crt, which pods' projected volumes need
+	wg.Go(func() { _ = controllermanager.Run(ctx, cmClient, cmCfg, ctrlCfg) })
+	s, err := scheduler.New(ctx, schedClient, scheduler.Config{Logger: logger})
+	if err != nil {
+		return fmt.Errorf("building scheduler: %w", err)
+	}
+	wg.Go(func() { _ = s.Run(ctx) })
+
+	kubeletClient, err := kubernetes.NewForConfig(APIClientConfig(restCfg, runtime.ContentTypeProtobuf))
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "kubeproof-node-agent-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cpu, mem := resource.MustParse("4"), resource.MustParse("32Gi")
+	dispatcher := kubelet.NewPodDispatcher(kubeletClient, 0)
+	started := false
+
+	reply := func(m agentMemory) {
+		b, _ := json.Marshal(m)
+		fmt.Fprintf(out, "%s\n", b)
+	}
+	lines := bufio.NewScanner(in)
+	for lines.Scan() {
+		f := strings.Fields(lines.Text())
+		switch {
+		case len(f) == 1 && f[0] == "mem":
+			heap, rss := liveMemory()
+			reply(agentMemory{Heap: heap, RSS: rss})
+		case len(f) == 1 && f[0] == "profile":
+			if err := writeHeapProfile(heapProfile); err != nil {
+				reply(agentMemory{Err: err.Error()})
+				continue
+			}
+			reply(agentMemory{})
+		case len(f) == 2 && f[0] == "nodes" && !started:
+			n, err := strconv.Atoi(f[1])
+			if err != nil || n < 1 || n > maxStartupNodes {
+				reply(agentMemory{Err: fmt.Sprintf("nodes: 1 to %d", maxStartupNodes)})
+				continue
+			}
+			if err := startAgentKubelets(ctx, &wg, kubeletClient, dispatcher, n, cpu, mem, dir, logger); err != nil {
+				reply(agentMemory{Err: err.Error()})
+				continue
+			}
+			started = true
+			wg.Go(func() { _ = dispatcher.Run(ctx) })
+			reply(agentMemory{})
+		default:
+			reply(agentMemory{Err: fmt.Sprintf("unknown command %q", lines.Text())})
+		}
+	}
+	return lines.Err()
+}
+
+func writeRSAKey(path string) error {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600)
+}
+
+func startAgentKubelets(ctx context.Context, wg *sync.WaitGroup, cs kubernetes.Interface, d *kubelet.PodDispatcher, n int, cpu, mem resource.Quantity, dir string, logger *slog.Logger) error {
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("bench-node-%d", i+1)
+		cidr := fmt.Sprintf("10.%d.%d.0/24", 244+i/256, i%256)
+		rt, err := sim.New(sim.Config{PodCIDR: cidr})
+		if err != nil {
+			return fmt.Errorf("runtime of %s: %w", name, err)
+		}
+		k, err := kubelet.New(ctx, cs, kubelet.Config{
+			NodeName: name, PodCIDR: cidr, CPU: cpu, Memory: mem, MaxPods: 110, ExternalPodSource: true,
+			RootDir: filepath.Join(dir, "kubelet"), PodLogsDir: filepath.Join(dir, "pod-logs"), Workers: 2,
+			Logger: logger,
+		}, rt)
+		if err != nil {
+			return fmt.Errorf("kubelet %s: %w", name, err)
+		}
+		d.Add(k)
+		wg.Go(func() { _ = k.Run(ctx) })
+	}
+	return nil
+}

@@ -1,0 +1,102 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubeproof/kubeproof/impl/cluster"
+)
+
+// TestNodeAgentSmoke drives the node-memory workload's agent over its
+// line protocol against an in-process API server: memory readings, two
+// kubelets whose nodes get Ready, a pod that gets Running, a heap profile,
+// refusals, and a clean stop when its input ends.
+func TestNodeAgentSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	before := runtime.NumGoroutine()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := cluster.Start(ctx, cluster.Config{DataDir: t.TempDir(), BindAddress: "127.0.0.1:0", UnsafeNoFsync: true, CompactionInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(c.AdminConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	profile := filepath.Join(t.TempDir(), "agent.heap")
+	done := make(chan error, 1)
+	go func() { done <- RunNodeAgent(ctx, c.AdminConfig, profile, inR, outW); outW.Close() }()
+	replies := bufio.NewScanner(outR)
+	ask := func(cmd string) agentMemory {
+		t.Helper()
+		fmt.Fprintln(inW, cmd)
+		if !replies.Scan() {
+			t.Fatalf("%s: no reply", cmd)
+		}
+		var m agentMemory
+		if err := json.Unmarshal(replies.Bytes(), &m); err != nil {
+			t.Fatalf("%s: %q: %v", cmd, replies.Text(), err)
+		}
+		return m
+	}
+	if m := ask("mem"); m.Heap == 0 || m.RSS == 0 || m.Err != "" {
+		t.Errorf("mem: %+v", m)
+	}
+	if m := ask("nodes 2"); m.Err != "" {
+		t.Fatalf("nodes 2: %s", m.Err)
+	}
+	if m := ask("nodes 2"); m.Err == "" {
+		t.Errorf("a second nodes command was accepted")
+	}
+	if m := ask("frobnicate"); m.Err == "" {
+		t.Errorf("an unknown command was accepted")
+	}
+	if err := waitNodesReady(ctx, cs, 2, time.Minute, &progressLine{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ensureDefaultServiceAccount(ctx, cs, "default"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, BenchPod("default", "p"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "p", metav1.GetOptions{})
+		if err == nil && p.Status.Phase == corev1.PodRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod not Running: %v %+v", err, p.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if m := ask("profile"); m.Err != "" {
+		t.Errorf("profile: %s", m.Err)
+	}
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Errorf("agent: %v", err)
+	}
+	cancel()
+	if err := c.Stop(); err != nil {
+		t.Errorf("stopping the cluster: %v", err)
+	}
+	checkNoGoroutineLeak(t, before)
+}
