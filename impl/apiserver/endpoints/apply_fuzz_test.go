@@ -1,6 +1,7 @@
 package endpoints
 
 import (
+	"context"
 	"sync"
 	"testing"
 
@@ -27,14 +28,31 @@ var fuzzDeployments = sync.OnceValues(func() (*resource.Resource, *codec.Codecs)
 
 // fuzzHandler is servedHandler("deployments") on a fresh store with the
 // shared codecs.
-func fuzzHandler() *Handler {
+func fuzzHandler() (*Handler, *memStore) {
 	res, c := fuzzDeployments()
-	return NewHandler(res, newMemStore(res.New), "/"+res.Name, &Options{Codecs: c})
+	store := newMemStore(res.New)
+	return NewHandler(res, store, "/"+res.Name, &Options{Codecs: c}), store
+}
+
+// storedState is the store's revision and every stored object's
+// validation errors.
+func storedState(store *memStore) (int64, []string) {
+	res, _ := fuzzDeployments()
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	var invalid []string
+	for key, obj := range store.objs {
+		if errs := res.Strategy.Validate(context.Background(), obj); len(errs) > 0 {
+			invalid = append(invalid, key+": "+errs.ToAggregate().Error())
+		}
+	}
+	return store.rev, invalid
 }
 
 // FuzzApply sends arbitrary applied configurations to a stored Deployment
 // and to a missing one: every answer is a success or a 4xx Status, never a
-// panic or a 5xx.
+// panic or a 5xx; a refused apply writes nothing, and every stored object
+// validates (an object validation rejects is never stored).
 func FuzzApply(f *testing.F) {
 	for _, seed := range []string{
 		webConfig("2", "nginx"),
@@ -49,7 +67,7 @@ func FuzzApply(f *testing.F) {
 		f.Add(seed, true)
 	}
 	f.Fuzz(func(t *testing.T, body string, scale bool) {
-		h := fuzzHandler()
+		h, store := fuzzHandler()
 		if r := do(h, "PATCH", deps+"/web?fieldManager=alice", applyType, webConfig("2", "nginx")); r.code != 201 {
 			t.Fatalf("seeding: %d %s", r.code, r.body)
 		}
@@ -58,12 +76,20 @@ func FuzzApply(f *testing.F) {
 			paths = []string{deps + "/web/scale?fieldManager=bob", deps + "/missing/scale?fieldManager=bob"}
 		}
 		for _, path := range paths {
+			before, _ := storedState(store)
 			r := do(h, "PATCH", path, applyType, body)
 			if r.code >= 500 {
 				t.Fatalf("%s: %d %s", path, r.code, r.body)
 			}
+			after, invalid := storedState(store)
 			if r.code >= 400 {
 				r.status(t)
+				if after != before {
+					t.Fatalf("%s: answered %d but wrote (revision %d -> %d)", path, r.code, before, after)
+				}
+			}
+			if len(invalid) > 0 {
+				t.Fatalf("%s: answered %d and the store holds invalid objects: %v", path, r.code, invalid)
 			}
 		}
 	})
