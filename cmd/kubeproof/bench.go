@@ -133,6 +133,7 @@ inline SVG charts) and charts/*.svg.`,
 						fmt.Fprintf(cmd.ErrOrStderr(), "run %d of %d: %s\n", run, repeat, w)
 						fmt.Fprintf(&md, "<!-- run %d of %d -->\n", run, repeat)
 					}
+					wStart := time.Now()
 					switch w {
 					case "writes":
 						results, err := runWritesWorkload(cmd.Context(), out, kubeconfig, etcdServers, clients, duration, watchCache)
@@ -212,6 +213,7 @@ inline SVG charts) and charts/*.svg.`,
 						return fmt.Errorf("unknown workload %q (writes, apiserver-memory, node-memory, scheduling-basic-500, scheduling-basic-5000, scheduling:NAME, startup, startup-1000x30000)", w)
 					}
 					fmt.Fprintln(&md)
+					fmt.Fprintf(cmd.ErrOrStderr(), "bench: %s took %s\n", w, time.Since(wStart).Round(time.Second))
 				}
 			}
 			if repeat > 1 {
