@@ -167,10 +167,12 @@ func (m *Model) SameObservable(a, b *State) bool {
 // kubeletViewsCurrent sets the lagging views (KubeletLag, DeploymentLag,
 // NodeLifecycleLag) to the objects as they are, as after a fresh start.
 func (m *Model) kubeletViewsCurrent(s *State) {
-	for _, p := range m.pods {
-		s.DCView[p] = DCSeenNone
-		if m.cfg.DeploymentLag == 1 {
-			s.DCView[p] = ProjDC(s, p)
+	for d := 1; d <= m.cfg.NumDeployments; d++ {
+		for v := 1; v <= m.cfg.NumVersions; v++ {
+			s.DCAvailable[d][v] = 0
+			if m.cfg.DeploymentLag == 1 {
+				s.DCAvailable[d][v] = uint8(m.AvailablePodsNow(s, d, v))
+			}
 		}
 	}
 	for n := 1; n <= m.cfg.NumNodes; n++ {

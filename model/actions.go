@@ -63,7 +63,7 @@ const (
 	NodeLifecycleMarkPodNotReady
 	// Kubelet informer: the kubelet's view of a pod catches up.
 	KubeletObservePod
-	DeploymentObservePod
+	DeploymentObserveReplicaSet
 	NodeLifecycleObserveNode
 	NodeReturn
 	// Only in mutants (not part of the specification).
@@ -81,7 +81,7 @@ var kindNames = [numKinds]string{"", "CreateDeployment", "UpdateDeployment", "Sc
 	"ControllerCrash", "ControllerRestart", "KubeletCrash", "KubeletRestart", "WatchDrop", "Relist", "NodeFail", "NodeRecover",
 	"DeliverWatchEvent", "NodeJoin", "NodeDelete", "PodGCDeletePod",
 	"KubeletReportReady", "KubeletProbeFail", "KubeletCompletePod", "NodeLifecycleMarkPodNotReady",
-	"KubeletObservePod", "DeploymentObservePod", "NodeLifecycleObserveNode", "NodeReturn",
+	"KubeletObservePod", "DeploymentObserveReplicaSet", "NodeLifecycleObserveNode", "NodeReturn",
 	"ReplicaSetAdoptPod"}
 
 func (k Kind) String() string {
@@ -117,7 +117,7 @@ func (k Kind) Fair() bool {
 // Writes reports whether the action writes to the store.
 func (k Kind) Writes() bool {
 	switch k {
-	case KubeletStartPod, KubeletStopPod, KubeletObservePod, DeploymentObservePod, NodeLifecycleObserveNode,
+	case KubeletStartPod, KubeletStopPod, KubeletObservePod, DeploymentObserveReplicaSet, NodeLifecycleObserveNode,
 		ControllerCrash, ControllerRestart, KubeletCrash, KubeletRestart, WatchDrop, Relist, NodeFail, NodeRecover,
 		DeliverWatchEvent:
 		return false
@@ -213,6 +213,7 @@ func (m *Model) Successors(s *State, emit func(a Action, t *State)) {
 			try(act(ReplicaSetCreatePod, d, v), m.replicaSetCreatePod(s, &t, d, v))
 			try(act(GCDeleteReplicaSet, d, v), m.gcDeleteReplicaSet(s, &t, d, v))
 			try(act(GCRemoveReplicaSet, d, v), m.gcRemoveReplicaSet(s, &t, d, v))
+			try(act(DeploymentObserveReplicaSet, d, v), m.deploymentObserveReplicaSet(s, &t, d, v))
 		}
 		try(act(GCRemoveDeployment, d), m.gcRemoveDeployment(s, &t, d))
 	}
@@ -225,7 +226,6 @@ func (m *Model) Successors(s *State, emit func(a Action, t *State)) {
 		try(actPod(NodeLifecycleEvictPod, 0, p), m.nodeLifecycleEvictPod(s, &t, p))
 		try(actPod(NodeLifecycleMarkPodNotReady, 0, p), m.nodeLifecycleMarkPodNotReady(s, &t, p))
 		try(actPod(PodGCDeletePod, 0, p), m.podGCDeletePod(s, &t, p))
-		try(actPod(DeploymentObservePod, 0, p), m.deploymentObservePod(s, &t, p))
 		for n := 1; n <= c.NumNodes; n++ {
 			if s.PodNode[p] != uint8(n) && s.SandboxNode[p] != uint8(n) && KubeletSeenNode(s.KubeletView[p]) != n &&
 				m.mutant != MutantKubeletRunsPodBoundElsewhere {
@@ -1252,17 +1252,19 @@ func (m *Model) kubeletObservePod(s, t *State, n, p int) bool {
 	return true
 }
 
-// DeploymentObservePod(p): the deployment controller sees pod p's
-// availability as it is now (DeploymentLag = 1). Upstream the count comes
-// from ReplicaSet status the ReplicaSet controller writes from its cache;
-// until then the controller acts on the old count (any number of changes
-// behind, which also covers a dropped watch).
-func (m *Model) deploymentObservePod(s, t *State, p int) bool {
-	if m.cfg.DeploymentLag == 0 || s.DCView[p] == ProjDC(s, p) {
+// DeploymentObserveReplicaSet(d, v): the deployment controller sees
+// ReplicaSet (d, v)'s status.availableReplicas as the pods are now
+// (DeploymentLag = 1). Upstream the ReplicaSet controller writes that status
+// from its own pod cache and the deployment controller reads it from its
+// ReplicaSet cache; until then it acts on the old count (any number of
+// changes behind, which also covers its dropped watches and restarts).
+func (m *Model) deploymentObserveReplicaSet(s, t *State, d, v int) bool {
+	now := uint8(m.AvailablePodsNow(s, d, v))
+	if m.cfg.DeploymentLag == 0 || s.DCAvailable[d][v] == now {
 		return false
 	}
 	*t = *s
-	t.DCView[p] = ProjDC(s, p)
+	t.DCAvailable[d][v] = now
 	return true
 }
 

@@ -48,7 +48,7 @@ type Config struct {
 	RestartPolicy       int // of the pod template: 0 Always, 1 OnFailure, 2 Never
 	MaxCompletions      int // containers that exit 0 (run to completion), in total
 	KubeletLag          int // 1: each kubelet acts on its own lagging view of the pods bound to its node (kubeletView)
-	DeploymentLag       int // 1: the deployment controller counts availability from its own lagging view (dcView)
+	DeploymentLag       int // 1: the deployment controller counts availability from its own lagging view (dcAvailable)
 	NodeLifecycleLag    int // 1: taint-based eviction reads its own lagging view of node taints (nlcTainted)
 	NodesReturn         int // 1: a deleted node may register again under its name (NodeJoin of a Gone node)
 

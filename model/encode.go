@@ -13,7 +13,7 @@ func (m *Model) Encode(s *State, buf []byte) []byte {
 	for d := 1; d <= c.NumDeployments; d++ {
 		buf = append(buf, s.DepState[d], s.DepReplicas[d], s.DepVersion[d], b2u(s.DepObserved[d]))
 		for v := 1; v <= c.NumVersions; v++ {
-			buf = append(buf, s.RSState[d][v], s.RSReplicas[d][v])
+			buf = append(buf, s.RSState[d][v], s.RSReplicas[d][v], s.DCAvailable[d][v])
 		}
 	}
 	for _, p := range m.pods {
@@ -59,12 +59,12 @@ func (m *Model) Encode(s *State, buf []byte) []byte {
 func (m *Model) nodesChange() bool { return m.cfg.JoiningNodes > 0 || m.cfg.MaxNodeDeletes > 0 }
 
 // podRecordLen is the length of appendPod's record.
-const podRecordLen = 15
+const podRecordLen = 14
 
 func appendPod(buf []byte, s *State, p int) []byte {
 	return append(buf, s.PodState[p], s.PodNode[p], s.PodPhase[p], s.PodOwners[p],
 		s.Sandboxes[p], s.SandboxNode[p], s.SandboxIP[p], b2u(s.KubeletKnows[p]),
-		s.RSCView[p], s.RSCExpect[p], s.SchedView[p], s.SchedAssumed[p], b2u(s.PodReady[p]), s.KubeletView[p], s.DCView[p])
+		s.RSCView[p], s.RSCExpect[p], s.SchedView[p], s.SchedAssumed[p], b2u(s.PodReady[p]), s.KubeletView[p])
 }
 
 // appendPodKey is pod p's record followed by where it appears in the
@@ -277,7 +277,6 @@ func swapPods(s *State, p, q int) {
 	s.SchedAssumed[p], s.SchedAssumed[q] = s.SchedAssumed[q], s.SchedAssumed[p]
 	s.PodReady[p], s.PodReady[q] = s.PodReady[q], s.PodReady[p]
 	s.KubeletView[p], s.KubeletView[q] = s.KubeletView[q], s.KubeletView[p]
-	s.DCView[p], s.DCView[q] = s.DCView[q], s.DCView[p]
 	for c := 1; c <= NumControllers; c++ {
 		for i, e := range s.Pending[c] {
 			switch int(e.Pod) {
@@ -300,7 +299,7 @@ func (m *Model) Decode(b []byte) State {
 	for d := 1; d <= c.NumDeployments; d++ {
 		s.DepState[d], s.DepReplicas[d], s.DepVersion[d], s.DepObserved[d] = next(), next(), next(), next() == 1
 		for v := 1; v <= c.NumVersions; v++ {
-			s.RSState[d][v], s.RSReplicas[d][v] = next(), next()
+			s.RSState[d][v], s.RSReplicas[d][v], s.DCAvailable[d][v] = next(), next(), next()
 		}
 	}
 	for _, p := range m.pods {
@@ -309,7 +308,6 @@ func (m *Model) Decode(b []byte) State {
 		s.RSCView[p], s.RSCExpect[p], s.SchedView[p], s.SchedAssumed[p] = next(), next(), next(), next()
 		s.PodReady[p] = next() == 1
 		s.KubeletView[p] = next()
-		s.DCView[p] = next()
 	}
 	for n := 1; n <= c.NumNodes; n++ {
 		s.NodeTainted[n], s.KubeletUp[n], s.NodeUp[n], s.NLCTainted[n] = next() == 1, next() == 1, next() == 1, next() == 1

@@ -62,6 +62,7 @@ func (m *Model) Bindings(s *State) []Binding {
 		for v := 1; v <= c.NumVersions; v++ {
 			add(fmt.Sprintf("rsState[<<%d, %d>>]", d, v), lifecycleNames[s.RSState[d][v]])
 			add(fmt.Sprintf("rsReplicas[<<%d, %d>>]", d, v), fmt.Sprint(s.RSReplicas[d][v]))
+			add(fmt.Sprintf("dcAvailable[<<%d, %d>>]", d, v), fmt.Sprint(s.DCAvailable[d][v]))
 		}
 	}
 	for _, p := range m.pods {
@@ -80,7 +81,6 @@ func (m *Model) Bindings(s *State) []Binding {
 		add("schedView["+n+"]", fmt.Sprint(s.SchedView[p]))
 		add("schedAssumed["+n+"]", fmt.Sprint(s.SchedAssumed[p]))
 		add("kubeletView["+n+"]", kubeletViewStr(s.KubeletView[p]))
-		add("dcView["+n+"]", dcViewNames[s.DCView[p]])
 	}
 	for n := 1; n <= c.NumNodes; n++ {
 		add(fmt.Sprintf("nodeTainted[%d]", n), boolStr(s.NodeTainted[n]))
@@ -149,6 +149,3 @@ func (m *Model) Summary(s *State) []string {
 func kubeletViewStr(v uint8) string {
 	return fmt.Sprintf("<<%s, %d>>", lifecycleNames[KubeletSeenState(v)], KubeletSeenNode(v))
 }
-
-// dcViewNames are the TLA+ values of dcView.
-var dcViewNames = []string{`"None"`, `"Pending"`, `"Running"`, `"Ready"`}

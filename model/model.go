@@ -141,60 +141,28 @@ func (m *Model) ActivePods(s *State, d, v int) int {
 	return n
 }
 
-// ProjDC is what the deployment controller would see of pod p now.
-func ProjDC(s *State, p int) uint8 {
-	switch {
-	case s.PodState[p] != Live || Terminal(s.PodPhase[p]):
-		return DCSeenNone
-	case s.PodPhase[p] == Pending:
-		return DCSeenPending
-	case s.PodReady[p]:
-		return DCSeenReady
-	default:
-		return DCSeenRunning
-	}
-}
-
-// DCSees is the deployment controller's view of pod p: its lagging view
-// with DeploymentLag = 1, the current pod otherwise.
-func (m *Model) DCSees(s *State, p int) uint8 {
-	if m.cfg.DeploymentLag == 1 {
-		return s.DCView[p]
-	}
-	return ProjDC(s, p)
-}
-
-// counts is whether the deployment controller counts a pod it sees so as
-// available: Running and Ready (minReadySeconds is 0).
-func (m *Model) counts(seen uint8) bool {
-	switch m.mutant {
-	case MutantDeploymentIgnoresReadyCondition:
-		return seen == DCSeenReady || seen == DCSeenRunning
-	case MutantDeploymentCountsUnreadyAsAvailable:
-		return seen == DCSeenReady || seen == DCSeenPending
-	}
-	return seen == DCSeenReady
-}
-
-// AvailablePods counts the pods of ReplicaSet (d, v) the deployment
-// controller sees available (DCSees): what it acts on and what DEP-2 is
-// stated over.
+// AvailablePods is the number of available pods of ReplicaSet (d, v) the
+// deployment controller acts on, and DEP-2 is stated over: with
+// DeploymentLag = 1 the ReplicaSet's status.availableReplicas as the
+// controller last saw it (DCAvailable), otherwise the pods as they are.
 func (m *Model) AvailablePods(s *State, d, v int) int {
-	n := 0
-	for k := 1; k <= m.cfg.PodsPerRS; k++ {
-		if m.counts(m.DCSees(s, Pod(d, v, k))) {
-			n++
-		}
+	if m.cfg.DeploymentLag == 1 {
+		return int(s.DCAvailable[d][v])
 	}
-	return n
+	return m.AvailablePodsNow(s, d, v)
 }
 
-// AvailablePodsNow counts the pods of ReplicaSet (d, v) that are available
-// in the store (LIVE-1).
+// AvailablePodsNow counts the pods of ReplicaSet (d, v) that are live,
+// Running and Ready now (minReadySeconds is 0; LIVE-1).
 func (m *Model) AvailablePodsNow(s *State, d, v int) int {
 	n := 0
 	for k := 1; k <= m.cfg.PodsPerRS; k++ {
-		if m.counts(ProjDC(s, Pod(d, v, k))) {
+		p := Pod(d, v, k)
+		if s.PodState[p] != Live {
+			continue
+		}
+		ready := s.PodPhase[p] == Running && (s.PodReady[p] || m.mutant == MutantDeploymentIgnoresReadyCondition)
+		if ready || (m.mutant == MutantDeploymentCountsUnreadyAsAvailable && s.PodPhase[p] == Pending) {
 			n++
 		}
 	}
@@ -272,8 +240,7 @@ func OwnersGone(s *State, p int) bool {
 func SlotFree(s *State, p int) bool {
 	if !(s.PodState[p] == Absent && s.Sandboxes[p] == 0 && s.SandboxNode[p] == 0 && s.SandboxIP[p] == 0 &&
 		!s.KubeletKnows[p] && s.RSCView[p] == ViewAbsent && s.RSCExpect[p] == ExpectNone &&
-		s.SchedView[p] == SchedNotCached && s.SchedAssumed[p] == 0 && s.KubeletView[p] == KubeletSeenNothing &&
-		s.DCView[p] == DCSeenNone) {
+		s.SchedView[p] == SchedNotCached && s.SchedAssumed[p] == 0 && s.KubeletView[p] == KubeletSeenNothing) {
 		return false
 	}
 	for c := 1; c <= NumControllers; c++ {

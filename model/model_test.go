@@ -407,3 +407,41 @@ func TestReturningNodeRunsItsPodsAgain(t *testing.T) {
 		}
 	}
 }
+
+// With DeploymentLag the deployment controller scales an old ReplicaSet
+// down on a count of available pods that is not the pods' current one; it
+// never does without.
+func TestDeploymentControllerActsOnItsLaggingCount(t *testing.T) {
+	for _, lag := range []int{0, 1} {
+		m := loadSmall(t)
+		cfg := m.Config()
+		cfg.DeploymentLag, cfg.MaxCrashes, cfg.MaxWatchDrops, cfg.MaxNodeFailures, cfg.MaxEvictions, cfg.MaxDeletes = lag, 0, 0, 0, 0, 0
+		cfg.Replicas, cfg.Capacity, cfg.PodsPerRS, cfg.ReadinessProbes, cfg.MaxProbeFailures = 1, 2, 2, 1, 1
+		m, err := New(cfg, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale := false
+		seen := map[State]bool{}
+		queue := m.Init()
+		for len(queue) > 0 {
+			s := queue[0]
+			queue = queue[1:]
+			m.Successors(&s, func(a Action, next *State) {
+				if a.Kind == DeploymentScaleDown {
+					d, v := int(a.Args[0]), int(a.Args[1])
+					if m.AvailablePods(&s, d, v) != m.AvailablePodsNow(&s, d, v) {
+						stale = true
+					}
+				}
+				if !seen[*next] {
+					seen[*next] = true
+					queue = append(queue, *next)
+				}
+			})
+		}
+		if stale != (lag == 1) {
+			t.Errorf("DeploymentLag=%d: a scale-down on a stale count: %v", lag, stale)
+		}
+	}
+}

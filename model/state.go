@@ -67,7 +67,7 @@ const (
 // a queue of watch events and, for the ReplicaSet controller, expectations;
 // for the scheduler, assumed pods. They crash, restart, and lose their
 // watch. The kubelets, the deployment controller and taint-based eviction
-// act on lagging views of their own (KubeletView, DCView, NLCTainted, with
+// act on lagging views of their own (KubeletView, DCAvailable, NLCTainted, with
 // KubeletLag, DeploymentLag, NodeLifecycleLag): each view of an object
 // catches up in one step at any later time, so it may be any number of
 // changes behind, which covers their dropped watches and restarts too. The
@@ -93,6 +93,9 @@ type State struct {
 
 	RSState    [MaxDeployments + 1][MaxVersions + 1]uint8 // the ReplicaSet of template version v: Absent, Live, Deleting
 	RSReplicas [MaxDeployments + 1][MaxVersions + 1]uint8 // its spec.replicas
+	// The deployment controller's view of ReplicaSet (d, v)'s available pods
+	// (status.availableReplicas as it last saw it; DeploymentLag).
+	DCAvailable [MaxDeployments + 1][MaxVersions + 1]uint8
 
 	PodState  [MaxPods]uint8 // Absent, Live, Deleting
 	PodNode   [MaxPods]uint8 // spec.nodeName: 0 = unbound
@@ -118,7 +121,6 @@ type State struct {
 	SchedView    [MaxPods]uint8     // the scheduler's informer cache (Sched*)
 	SchedAssumed [MaxPods]uint8     // node the scheduler assumed the pod onto, not yet observed bound: 0 = none
 	KubeletView  [MaxPods]uint8     // what the kubelet of the pod's node has seen of it (KubeletLag): see KubeletSeen
-	DCView       [MaxPods]uint8     // what the deployment controller has seen of the pod's availability (DeploymentLag): DCSeen*
 	NLCTainted   [MaxNodes + 1]bool // the node lifecycle controller's view of node n's NoExecute taint (NodeLifecycleLag)
 
 	// Informer queues: watch events received but not yet applied to the
@@ -167,17 +169,6 @@ func KubeletSeenState(v uint8) uint8 {
 		return Live
 	}
 }
-
-// The deployment controller's view of a pod (dcView, with DeploymentLag =
-// 1): what it counts for availability. Upstream it reads the ReplicaSets'
-// status.availableReplicas, which the ReplicaSet controller computes from
-// its own pod cache, so the count it acts on lags the pods.
-const (
-	DCSeenNone    uint8 = iota // absent, terminating or terminal: "None"
-	DCSeenPending              // live and Pending
-	DCSeenRunning              // live, Running, not Ready
-	DCSeenReady                // live, Running and Ready: available
-)
 
 // Event is one watch event of a pod in an informer queue: the pod (index+1;
 // 0 = an empty queue entry), what the component's cache will show for it

@@ -57,7 +57,7 @@ RSs         == Deployments \X Versions
 \* Controllers with an informer cache fed by an event queue and with
 \* expectations or assumed pods; they crash and lose their watch.  The
 \* kubelets, the deployment controller and taint-based eviction act on
-\* lagging views of their own (kubeletView, dcView, nlcTainted) when
+\* lagging views of their own (kubeletView, dcAvailable, nlcTainted) when
 \* KubeletLag, DeploymentLag, NodeLifecycleLag are 1.
 Controllers == {"ReplicaSetController", "Scheduler"}
 
@@ -115,14 +115,14 @@ VARIABLES
     schedAssumed, \* node the scheduler assumed p onto, binding not yet observed: 0 = none
     kubeletView,  \* what the kubelet of p's node has seen of p (KubeletLag = 1):
                   \* <<"Live", n>>, <<"Deleting", n>>, or <<"Absent", 0>> (nothing)
-    dcView,       \* what the deployment controller has seen of p (DeploymentLag = 1):
-                  \* "None", "Pending", "Running" (not Ready), "Ready"
+    dcAvailable,  \* ReplicaSet <<d, v>>'s status.availableReplicas as the deployment
+                  \* controller last saw it (DeploymentLag = 1)
     nlcTainted,   \* taint-based eviction's view of node n's taint (NodeLifecycleLag = 1)
     pending,      \* controller c's informer queue: watch events received, not yet applied
                   \* (a sequence of [pod, view, rev], oldest first, at most MaxLag)
     cacheRev      \* the revision controller c's cache reflects
 
-viewVars == <<kubeletView, dcView, nlcTainted>>
+viewVars == <<kubeletView, dcAvailable, nlcTainted>>
 memoryVars == <<kubeletKnows, rscView, rscExpect, schedView, schedAssumed, viewVars, pending, cacheRev>>
 
 (* Environment: which components, watches and nodes are up. *)
@@ -165,22 +165,18 @@ NothingSeen == <<"Absent", 0>>
 ProjKubelet(p) == IF podState[p] = "Absent" \/ podNode[p] = 0 THEN NothingSeen
                   ELSE <<podState[p], podNode[p]>>
 KubeletSees(p) == IF KubeletLag = 1 THEN kubeletView[p] ELSE ProjKubelet(p)
-\* What the deployment controller would see of p now, and what it acts on.
-ProjDC(p) == IF podState[p] # "Live" \/ Terminal(podPhase[p]) THEN "None"
-             ELSE IF podPhase[p] = "Pending" THEN "Pending"
-             ELSE IF podReady[p] THEN "Ready" ELSE "Running"
-DCSees(p) == IF DeploymentLag = 1 THEN dcView[p] ELSE ProjDC(p)
 \* Whether taint-based eviction sees node n tainted.
 NLCSeesTainted(n) == IF NodeLifecycleLag = 1 THEN nlcTainted[n] ELSE nodeTainted[n]
 
 ActivePods(d, v) == Cardinality({p \in PodsOf(d, v) : podState[p] = "Live" /\ ~Terminal(podPhase[p])})
-\* Available: live, Running and Ready (minReadySeconds 0), as the deployment
-\* controller sees it (what it acts on and DEP-2 is stated over) ...
-IsAvailable(p) == DCSees(p) = "Ready"
-AvailablePods(d, v) == Cardinality({p \in PodsOf(d, v) : IsAvailable(p)})
-AvailableTotal(d) == Cardinality({p \in Pods : p[1] = d /\ IsAvailable(p)})
-\* ... and in the store (LIVE-1).
-AvailablePodsNow(d, v) == Cardinality({p \in PodsOf(d, v) : ProjDC(p) = "Ready"})
+\* Available: live, Running and Ready (minReadySeconds 0), now (LIVE-1) ...
+IsAvailable(p) == podState[p] = "Live" /\ podPhase[p] = "Running" /\ podReady[p]
+AvailablePodsNow(d, v) == Cardinality({p \in PodsOf(d, v) : IsAvailable(p)})
+\* ... and as the deployment controller counts it (what it acts on and DEP-2
+\* is stated over): status.availableReplicas as it last saw it, with
+\* DeploymentLag = 1.
+AvailablePods(d, v) == IF DeploymentLag = 1 THEN dcAvailable[<<d, v>>] ELSE AvailablePodsNow(d, v)
+AvailableTotal(d) == SumOver([v \in Versions |-> AvailablePods(d, v)], Versions)
 TotalReplicas(d) == SumOver([v \in Versions |-> IF rsState[<<d, v>>] = "Live" THEN rsReplicas[<<d, v>>] ELSE 0], Versions)
 
 \* Pods the ReplicaSet controller believes <<d, v>> has: cached active pods
@@ -195,7 +191,6 @@ OwnersGone(p) == podOwners[p] # {} /\ \A v \in podOwners[p] : rsState[<<p[1], v>
 SlotFree(p) == /\ podState[p] = "Absent" /\ sandboxes[p] = 0 /\ sandboxNode[p] = 0 /\ sandboxIP[p] = 0
                /\ ~kubeletKnows[p] /\ rscView[p] = "Absent" /\ rscExpect[p] = "None"
                /\ schedView[p] = 0 /\ schedAssumed[p] = 0 /\ kubeletView[p] = NothingSeen
-               /\ dcView[p] = "None"
                /\ \A c \in Controllers, i \in 1..Len(pending[c]) : pending[c][i].pod # p
 
 \* Pods the scheduler counts on node n: cached there, or assumed there.
@@ -655,7 +650,7 @@ KubeletCrash(n) ==
     /\ kubeletKnows' = [p \in Pods |-> IF sandboxNode[p] = n THEN FALSE ELSE kubeletKnows[p]]
     /\ kubeletView' = [p \in Pods |-> IF kubeletView[p][2] = n THEN NothingSeen ELSE kubeletView[p]]
     /\ crashes' = crashes + 1
-    /\ UNCHANGED <<storeVars, runtimeVars, rscView, rscExpect, schedView, schedAssumed, dcView, nlcTainted, pending, cacheRev, up, watchOK, nodeUp,
+    /\ UNCHANGED <<storeVars, runtimeVars, rscView, rscExpect, schedView, schedAssumed, dcAvailable, nlcTainted, pending, cacheRev, up, watchOK, nodeUp,
                    watchDrops, nodeFailures, evictions, scales, deletes, nodeDeletes, probeFailures, completions>>
 
 \* The kubelet of n starts again, rebuilds its pod manager from the runtime
@@ -665,7 +660,7 @@ KubeletRestart(n) ==
     /\ kubeletUp' = [kubeletUp EXCEPT ![n] = TRUE]
     /\ kubeletKnows' = [p \in Pods |-> IF sandboxNode[p] = n /\ sandboxes[p] > 0 THEN TRUE ELSE kubeletKnows[p]]
     /\ kubeletView' = [p \in Pods |-> IF KubeletLag = 1 /\ podNode[p] = n THEN ProjKubelet(p) ELSE kubeletView[p]]
-    /\ UNCHANGED <<storeVars, runtimeVars, rscView, rscExpect, schedView, schedAssumed, dcView, nlcTainted, pending, cacheRev, up, watchOK, nodeUp, budgetVars>>
+    /\ UNCHANGED <<storeVars, runtimeVars, rscView, rscExpect, schedView, schedAssumed, dcAvailable, nlcTainted, pending, cacheRev, up, watchOK, nodeUp, budgetVars>>
 
 \* Node n becomes unreachable (its runtime is frozen).
 NodeFail(n) ==
@@ -711,7 +706,7 @@ RegisterNode(n) ==
     /\ nodeUp' = [nodeUp EXCEPT ![n] = TRUE]
     /\ kubeletUp' = [kubeletUp EXCEPT ![n] = TRUE]
     /\ kubeletView' = [p \in Pods |-> IF KubeletLag = 1 /\ podNode[p] = n THEN ProjKubelet(p) ELSE kubeletView[p]]
-    /\ UNCHANGED <<runtimeVars, kubeletKnows, rscView, rscExpect, schedView, schedAssumed, dcView, nlcTainted,
+    /\ UNCHANGED <<runtimeVars, kubeletKnows, rscView, rscExpect, schedView, schedAssumed, dcAvailable, nlcTainted,
                    pending, cacheRev, up, watchOK, budgetVars>>
 
 \* Node n, not yet registered, joins.
@@ -744,7 +739,7 @@ NodeDelete(n) ==
     /\ kubeletView' = [p \in Pods |-> IF kubeletView[p][2] = n THEN NothingSeen ELSE kubeletView[p]]
     /\ sandboxNode' = [p \in Pods |-> IF sandboxNode[p] = n THEN 0 ELSE sandboxNode[p]]
     /\ nodeDeletes' = nodeDeletes + 1
-    /\ UNCHANGED <<rscView, rscExpect, schedView, schedAssumed, dcView, nlcTainted, pending, cacheRev, up, watchOK,
+    /\ UNCHANGED <<rscView, rscExpect, schedView, schedAssumed, dcAvailable, nlcTainted, pending, cacheRev, up, watchOK,
                    crashes, watchDrops, nodeFailures, evictions, scales, deletes, probeFailures, completions>>
 
 \* p is bound to a node whose Node object is gone: the pod garbage
@@ -816,15 +811,16 @@ KubeletObservePod(n, p) ==
     /\ ProjKubelet(p)[2] = n \/ kubeletView[p][2] = n
     /\ kubeletView' = [kubeletView EXCEPT ![p] = ProjKubelet(p)]
     /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, rscView, rscExpect, schedView, schedAssumed,
-                   dcView, nlcTainted, pending, cacheRev, envVars, budgetVars>>
+                   dcAvailable, nlcTainted, pending, cacheRev, envVars, budgetVars>>
 
-\* The deployment controller sees p's availability as it is now
-\* (DeploymentLag = 1).  Upstream the count comes from ReplicaSet status,
-\* which the ReplicaSet controller writes from its cache; until then the
-\* controller acts on the old count (any number of changes behind).
-DeploymentObservePod(p) ==
-    /\ DeploymentLag = 1 /\ dcView[p] # ProjDC(p)
-    /\ dcView' = [dcView EXCEPT ![p] = ProjDC(p)]
+\* The deployment controller sees ReplicaSet <<d, v>>'s
+\* status.availableReplicas as the pods are now (DeploymentLag = 1).
+\* Upstream the ReplicaSet controller writes that status from its own pod
+\* cache and the deployment controller reads it from its ReplicaSet cache;
+\* until then it acts on the old count (any number of changes behind).
+DeploymentObserveReplicaSet(d, v) ==
+    /\ DeploymentLag = 1 /\ dcAvailable[<<d, v>>] # AvailablePodsNow(d, v)
+    /\ dcAvailable' = [dcAvailable EXCEPT ![<<d, v>>] = AvailablePodsNow(d, v)]
     /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, rscView, rscExpect, schedView, schedAssumed,
                    kubeletView, nlcTainted, pending, cacheRev, envVars, budgetVars>>
 
@@ -835,7 +831,7 @@ NodeLifecycleObserveNode(n) ==
     /\ NodeLifecycleLag = 1 /\ nlcTainted[n] # nodeTainted[n]
     /\ nlcTainted' = [nlcTainted EXCEPT ![n] = nodeTainted[n]]
     /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, rscView, rscExpect, schedView, schedAssumed,
-                   kubeletView, dcView, pending, cacheRev, envVars, budgetVars>>
+                   kubeletView, dcAvailable, pending, cacheRev, envVars, budgetVars>>
 
 -----------------------------------------------------------------------------
 (* The specification. *)
@@ -864,7 +860,7 @@ Init ==
     /\ schedView = [p \in Pods |-> 0]
     /\ schedAssumed = [p \in Pods |-> 0]
     /\ kubeletView = [p \in Pods |-> NothingSeen]
-    /\ dcView = [p \in Pods |-> "None"]
+    /\ dcAvailable = [r \in RSs |-> 0]
     /\ nlcTainted = [n \in Nodes |-> FALSE]
     /\ pending = [c \in Controllers |-> <<>>]
     /\ cacheRev = [c \in Controllers |-> 0]
@@ -890,6 +886,7 @@ Next ==
          \/ \E v \in Versions : GCDeleteReplicaSet(d, v)
          \/ \E v \in Versions : GCRemoveReplicaSet(d, v)
          \/ GCRemoveDeployment(d)
+         \/ \E v \in Versions : DeploymentObserveReplicaSet(d, v)
     \/ \E p \in Pods :
          \/ ReplicaSetDeletePod(p)
          \/ GCDeletePod(p)
@@ -897,7 +894,6 @@ Next ==
          \/ NodeLifecycleEvictPod(p)
          \/ NodeLifecycleMarkPodNotReady(p)
          \/ PodGCDeletePod(p)
-         \/ DeploymentObservePod(p)
          \/ \E n \in Nodes :
               \/ KubeletStartPod(n, p)
               \/ KubeletRejectPod(n, p)
@@ -938,10 +934,10 @@ Fairness ==
          /\ \A v \in Versions :
               /\ WF_vars(DeploymentScaleDown(d, v)) /\ WF_vars(ReplicaSetCreatePod(d, v))
               /\ WF_vars(GCDeleteReplicaSet(d, v)) /\ WF_vars(GCRemoveReplicaSet(d, v))
+              /\ WF_vars(DeploymentObserveReplicaSet(d, v))
     /\ \A p \in Pods :
          /\ WF_vars(ReplicaSetDeletePod(p)) /\ WF_vars(GCDeletePod(p)) /\ WF_vars(NodeLifecycleEvictPod(p))
          /\ WF_vars(NodeLifecycleMarkPodNotReady(p)) /\ WF_vars(PodGCDeletePod(p))
-         /\ WF_vars(DeploymentObservePod(p))
          /\ \A n \in Nodes :
               /\ WF_vars(SchedulerBindPod(p, n)) /\ WF_vars(KubeletStartPod(n, p))
               /\ WF_vars(KubeletRejectPod(n, p)) /\ WF_vars(KubeletUpdatePodStatus(n, p))
@@ -984,7 +980,7 @@ TypeOK ==
     /\ schedView \in [Pods -> 0..NumNodes + 1]
     /\ schedAssumed \in [Pods -> 0..NumNodes]
     /\ kubeletView \in [Pods -> {NothingSeen} \cup ({"Live", "Deleting"} \X Nodes)]
-    /\ dcView \in [Pods -> {"None", "Pending", "Running", "Ready"}]
+    /\ dcAvailable \in [RSs -> 0..PodsPerRS]
     /\ nlcTainted \in [Nodes -> BOOLEAN]
     /\ up \in [Controllers -> BOOLEAN] /\ watchOK \in [Controllers -> BOOLEAN]
     /\ kubeletUp \in [Nodes -> BOOLEAN] /\ nodeUp \in [Nodes -> BOOLEAN]
