@@ -1,0 +1,62 @@
+package eviction
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Manager runs Decide once per monitoring interval and remembers its
+// state; the kubelet reads the pressure conditions from it and carries
+// out the eviction Decide picks.
+type Manager struct {
+	cfg      Config
+	provider Provider
+
+	mu         sync.Mutex
+	state      State
+	conditions []v1.NodeConditionType
+}
+
+// NewManager returns a manager observing through provider.
+func NewManager(cfg Config, provider Provider) *Manager {
+	if cfg.PressureTransitionPeriod == 0 {
+		cfg.PressureTransitionPeriod = DefaultPressureTransition
+	}
+	if cfg.MonitoringInterval <= 0 {
+		cfg.MonitoringInterval = DefaultMonitoringInterval
+	}
+	return &Manager{cfg: cfg, provider: provider}
+}
+
+// Config returns the manager's configuration.
+func (m *Manager) Config() Config { return m.cfg }
+
+// Provider returns the manager's provider.
+func (m *Manager) Provider() Provider { return m.provider }
+
+// Synchronize observes the node running pods, decides, and keeps the new
+// state. It reports whether the pressure conditions changed.
+func (m *Manager) Synchronize(ctx context.Context, pods []*v1.Pod, now time.Time) (Decision, bool, error) {
+	obs, stats, err := m.provider.Observe(ctx, pods)
+	if err != nil {
+		return Decision{}, false, fmt.Errorf("eviction manager: %w", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d := Decide(Input{Config: m.cfg, Observations: obs, Pods: stats, State: m.state, Now: now})
+	changed := !slices.Equal(d.Conditions, m.conditions)
+	m.state, m.conditions = d.State, d.Conditions
+	return d, changed, nil
+}
+
+// Conditions are the pressure conditions currently True.
+func (m *Manager) Conditions() []v1.NodeConditionType {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.conditions)
+}

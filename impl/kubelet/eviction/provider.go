@@ -1,0 +1,247 @@
+package eviction
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Provider observes the node and its pods. pods are the pods the kubelet
+// runs (admitted and not finished).
+type Provider interface {
+	Observe(ctx context.Context, pods []*v1.Pod) (Observations, []PodStats, error)
+}
+
+// AnnotationMemoryUsage, on a pod of a simulated node, is its memory
+// working set (a quantity, e.g. "300Mi"), charged to its first container;
+// without it a simulated container uses what it requests.
+const AnnotationMemoryUsage = "eviction.kubeproof.io/memory-usage"
+
+// requestStats is a pod's usage when nothing measures it: each container
+// uses what it requests (memory, ephemeral storage), one process each.
+func requestStats(p *v1.Pod) PodStats {
+	s := PodStats{Pod: p, Memory: map[string]int64{}}
+	for i := range p.Spec.Containers {
+		c := &p.Spec.Containers[i]
+		s.Memory[c.Name] = containerRequest(c, v1.ResourceMemory)
+		s.Disk += containerRequest(c, v1.ResourceEphemeralStorage)
+		s.PIDs++
+	}
+	return s
+}
+
+// SimProvider is the simulated node's provider: capacities from the
+// kubelet's config, usage from requests (or AnnotationMemoryUsage), and
+// any signal's available amount can be set outright (SetAvailable), which
+// is how tests and `kubeproof node pressure` make a node short of a
+// resource.
+type SimProvider struct {
+	capacity map[Signal]int64
+
+	mu        sync.Mutex
+	available map[Signal]int64
+}
+
+// Simulated capacities of what a node's config does not give.
+const (
+	SimInodes = 1_000_000
+	SimPIDs   = 32768
+)
+
+// NewSimProvider returns a provider for a simulated node of the given
+// memory and ephemeral storage.
+func NewSimProvider(memory, disk resource.Quantity) *SimProvider {
+	return &SimProvider{
+		capacity: map[Signal]int64{
+			SignalMemoryAvailable: memory.Value(), SignalNodeFsAvailable: disk.Value(), SignalImageFsAvailable: disk.Value(),
+			SignalNodeFsInodesFree: SimInodes, SignalPIDAvailable: SimPIDs,
+		},
+		available: map[Signal]int64{},
+	}
+}
+
+// SetAvailable sets (or with nil, clears) the available amount the
+// simulated node reports for a signal.
+func (p *SimProvider) SetAvailable(s Signal, q *resource.Quantity) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if q == nil {
+		delete(p.available, s)
+	} else {
+		p.available[s] = q.Value()
+	}
+}
+
+// Available reports the set available amounts.
+func (p *SimProvider) Available() map[Signal]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[Signal]int64, len(p.available))
+	for s, v := range p.available {
+		out[s] = v
+	}
+	return out
+}
+
+// ParseAvailable reads "memory.available=50Mi,pid.available=100" into
+// quantities by signal ("none" or "": none), as `kubeproof node pressure`
+// takes them.
+func ParseAvailable(text string) (map[Signal]resource.Quantity, error) {
+	out := map[Signal]resource.Quantity{}
+	if text == "none" {
+		return out, nil
+	}
+	kv, err := parseKeyValues("available", text)
+	if err != nil {
+		return nil, err
+	}
+	for s, v := range kv {
+		q, err := resource.ParseQuantity(v)
+		if err != nil || q.Sign() < 0 {
+			return nil, fmt.Errorf("signal %s: invalid quantity %q", s, v)
+		}
+		out[s] = q
+	}
+	return out, nil
+}
+
+// Observe implements Provider.
+func (p *SimProvider) Observe(_ context.Context, pods []*v1.Pod) (Observations, []PodStats, error) {
+	stats := make([]PodStats, 0, len(pods))
+	var mem, disk, pids int64
+	for _, pod := range pods {
+		s := requestStats(pod)
+		if text, ok := pod.Annotations[AnnotationMemoryUsage]; ok && len(pod.Spec.Containers) > 0 {
+			if q, err := resource.ParseQuantity(text); err == nil {
+				for name := range s.Memory {
+					s.Memory[name] = 0
+				}
+				s.Memory[pod.Spec.Containers[0].Name] = q.Value()
+			}
+		}
+		mem += s.memory()
+		disk += s.Disk
+		pids += s.PIDs
+		stats = append(stats, s)
+	}
+	used := map[Signal]int64{SignalMemoryAvailable: mem, SignalNodeFsAvailable: disk, SignalImageFsAvailable: 0, SignalPIDAvailable: pids}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	obs := Observations{}
+	for s, c := range p.capacity {
+		avail := max(c-used[s], 0)
+		if v, ok := p.available[s]; ok {
+			avail = v
+		}
+		obs[s] = Observation{Available: avail, Capacity: c}
+	}
+	return obs, stats, nil
+}
+
+// HostProvider observes the machine the kubelet runs on (the cri runtime):
+//   - memory.available is /proc/meminfo's MemAvailable (upstream's kubelet
+//     uses the root cgroup's working set; MemAvailable is the kernel's own
+//     estimate of what can be allocated without swapping, and is close);
+//   - nodefs.available and nodefs.inodesFree are statfs of RootDir;
+//     imagefs.* is the same filesystem (no dedicated image filesystem is
+//     detected);
+//   - pid.available is kernel.pid_max less the processes in /proc.
+//
+// Pods' usage is not measured (the CRI stats calls are not used yet):
+// every container counts as using what it requests, so ranking falls back
+// to priority among pods within their requests.
+type HostProvider struct {
+	RootDir string
+	// ProcDir is /proc unless set (tests).
+	ProcDir string
+}
+
+// Observe implements Provider.
+func (h HostProvider) Observe(_ context.Context, pods []*v1.Pod) (Observations, []PodStats, error) {
+	proc := h.ProcDir
+	if proc == "" {
+		proc = "/proc"
+	}
+	obs := Observations{}
+	total, avail, err := meminfo(proc + "/meminfo")
+	if err != nil {
+		return nil, nil, fmt.Errorf("observing memory: %w", err)
+	}
+	obs[SignalMemoryAvailable] = Observation{Available: avail, Capacity: total}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(h.RootDir, &st); err != nil {
+		return nil, nil, fmt.Errorf("observing filesystem of %s: %w", h.RootDir, err)
+	}
+	fs := Observation{Available: int64(st.Bavail) * st.Bsize, Capacity: int64(st.Blocks) * st.Bsize}
+	obs[SignalNodeFsAvailable], obs[SignalImageFsAvailable] = fs, fs
+	if st.Files > 0 {
+		obs[SignalNodeFsInodesFree] = Observation{Available: int64(st.Ffree), Capacity: int64(st.Files)}
+	}
+	if max, n, err := pids(proc); err == nil {
+		obs[SignalPIDAvailable] = Observation{Available: max - n, Capacity: max}
+	}
+	stats := make([]PodStats, 0, len(pods))
+	for _, p := range pods {
+		stats = append(stats, requestStats(p))
+	}
+	return obs, stats, nil
+}
+
+func meminfo(path string) (total, available int64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	found := 0
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		kb, err := strconv.ParseInt(fields[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch fields[0] {
+		case "MemTotal:":
+			total, found = kb*1024, found+1
+		case "MemAvailable:":
+			available, found = kb*1024, found+1
+		}
+	}
+	if found != 2 {
+		return 0, 0, fmt.Errorf("%s: no MemTotal and MemAvailable", path)
+	}
+	return total, available, sc.Err()
+}
+
+func pids(proc string) (pidMax, running int64, err error) {
+	b, err := os.ReadFile(proc + "/sys/kernel/pid_max")
+	if err != nil {
+		return 0, 0, err
+	}
+	pidMax, err = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, 0, err
+	}
+	entries, err := os.ReadDir(proc)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err == nil && e.IsDir() {
+			running++
+		}
+	}
+	return pidMax, running, nil
+}

@@ -1,0 +1,292 @@
+// Package eviction is the kubelet's eviction manager: it observes the
+// node's resources (memory.available, nodefs.available, nodefs.inodesFree,
+// imagefs.available, pid.available) through a Provider, compares them
+// with the configured hard and soft thresholds, reports MemoryPressure,
+// DiskPressure and PIDPressure (held for the pressure transition period)
+// and picks at most one pod per monitoring interval to evict, ranked as
+// upstream's kubelet ranks them.
+//
+// Decide is the pure core (observations, thresholds, time and the
+// previous State in; conditions, the new State and the pod to evict out);
+// Manager is the thin loop around it that the kubelet runs.
+package eviction
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Signal names an observed node resource, as in the kubelet's
+// --eviction-hard flag.
+type Signal string
+
+// The signals this eviction manager observes.
+const (
+	SignalMemoryAvailable     Signal = "memory.available"
+	SignalNodeFsAvailable     Signal = "nodefs.available"
+	SignalNodeFsInodesFree    Signal = "nodefs.inodesFree"
+	SignalImageFsAvailable    Signal = "imagefs.available"
+	SignalPIDAvailable        Signal = "pid.available"
+	resourceInodes                   = v1.ResourceName("inodes")
+	resourcePIDs                     = v1.ResourceName("pids")
+	DefaultPressureTransition        = 5 * time.Minute
+	DefaultMonitoringInterval        = 10 * time.Second
+)
+
+// Signals are the known signals in a fixed order.
+var Signals = []Signal{SignalMemoryAvailable, SignalNodeFsAvailable, SignalNodeFsInodesFree, SignalImageFsAvailable, SignalPIDAvailable}
+
+// DefaultEvictionHard is the kubelet's default --eviction-hard (Linux).
+// As upstream, giving the flag replaces all of it: signals left out have
+// no hard threshold.
+const DefaultEvictionHard = "memory.available<100Mi,nodefs.available<10%,imagefs.available<15%,nodefs.inodesFree<5%"
+
+// signalResource is the resource a signal starves (named in eviction
+// messages); signalCondition the node condition it raises.
+var (
+	signalResource = map[Signal]v1.ResourceName{
+		SignalMemoryAvailable: v1.ResourceMemory, SignalNodeFsAvailable: v1.ResourceEphemeralStorage,
+		SignalImageFsAvailable: v1.ResourceEphemeralStorage, SignalNodeFsInodesFree: resourceInodes, SignalPIDAvailable: resourcePIDs,
+	}
+	signalCondition = map[Signal]v1.NodeConditionType{
+		SignalMemoryAvailable: v1.NodeMemoryPressure, SignalNodeFsAvailable: v1.NodeDiskPressure,
+		SignalImageFsAvailable: v1.NodeDiskPressure, SignalNodeFsInodesFree: v1.NodeDiskPressure, SignalPIDAvailable: v1.NodePIDPressure,
+	}
+)
+
+// Value is a threshold amount: an absolute quantity or a fraction of
+// capacity (Percentage in (0,1]).
+type Value struct {
+	Quantity   *resource.Quantity
+	Percentage float64
+}
+
+// amount is the value in the signal's units given the capacity.
+func (v Value) amount(capacity int64) int64 {
+	if v.Quantity != nil {
+		return v.Quantity.Value()
+	}
+	return int64(v.Percentage * float64(capacity))
+}
+
+func (v Value) String() string {
+	if v.Quantity != nil {
+		return v.Quantity.String()
+	}
+	return fmt.Sprintf("%g%%", v.Percentage*100)
+}
+
+// Threshold is one eviction threshold: the signal is met when its
+// available amount is below Value. GracePeriod 0 is a hard threshold; a
+// soft one must hold for GracePeriod before pods are evicted.
+// MinReclaim, once the threshold was met, keeps it met until the
+// available amount is at least Value+MinReclaim.
+type Threshold struct {
+	Signal      Signal
+	Value       Value
+	GracePeriod time.Duration
+	MinReclaim  *Value
+}
+
+// Hard reports whether the threshold is a hard one.
+func (t Threshold) Hard() bool { return t.GracePeriod == 0 }
+
+// key identifies a threshold across monitoring intervals.
+func (t Threshold) key() string {
+	if t.Hard() {
+		return string(t.Signal) + "/hard"
+	}
+	return string(t.Signal) + "/soft"
+}
+
+// Config is the eviction manager's configuration, from the kubelet's
+// flags.
+type Config struct {
+	Thresholds []Threshold
+	// PressureTransitionPeriod is how long a pressure condition stays
+	// True after its threshold stopped being met (5 m).
+	PressureTransitionPeriod time.Duration
+	// MaxPodGracePeriodSeconds caps the grace period of pods evicted for a
+	// soft threshold (0: the pod's own).
+	MaxPodGracePeriodSeconds int64
+	// MonitoringInterval is how often the node is observed (10 s).
+	MonitoringInterval time.Duration
+}
+
+// Flags are the kubelet's eviction flags as given on the command line.
+type Flags struct {
+	Hard, Soft, SoftGracePeriod, MinimumReclaim string
+	// HardSet: --eviction-hard was given (even empty); otherwise the
+	// default applies.
+	HardSet                  bool
+	PressureTransitionPeriod time.Duration
+	MaxPodGracePeriod        int64
+	MonitoringInterval       time.Duration
+}
+
+// ParseConfig turns the kubelet's eviction flags into a Config, with the
+// kubelet's errors for bad input.
+func ParseConfig(f Flags) (Config, error) {
+	hardText := f.Hard
+	if !f.HardSet {
+		hardText = DefaultEvictionHard
+	}
+	hard, err := parseThresholdMap("--eviction-hard", hardText)
+	if err != nil {
+		return Config{}, err
+	}
+	soft, err := parseThresholdMap("--eviction-soft", f.Soft)
+	if err != nil {
+		return Config{}, err
+	}
+	grace, err := parseKeyValues("--eviction-soft-grace-period", f.SoftGracePeriod)
+	if err != nil {
+		return Config{}, err
+	}
+	reclaim, err := parseKeyValues("--eviction-minimum-reclaim", f.MinimumReclaim)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg := Config{PressureTransitionPeriod: f.PressureTransitionPeriod, MaxPodGracePeriodSeconds: f.MaxPodGracePeriod, MonitoringInterval: f.MonitoringInterval}
+	if cfg.PressureTransitionPeriod < 0 || cfg.MaxPodGracePeriodSeconds < 0 || cfg.MonitoringInterval < 0 {
+		return Config{}, fmt.Errorf("eviction: negative --eviction-pressure-transition-period, --eviction-max-pod-grace-period or monitoring interval")
+	}
+	if cfg.PressureTransitionPeriod == 0 {
+		cfg.PressureTransitionPeriod = DefaultPressureTransition
+	}
+	if cfg.MonitoringInterval == 0 {
+		cfg.MonitoringInterval = DefaultMonitoringInterval
+	}
+	for _, s := range sortedSignals(hard) {
+		cfg.Thresholds = append(cfg.Thresholds, Threshold{Signal: s, Value: hard[s]})
+	}
+	for _, s := range sortedSignals(soft) {
+		g, ok := grace[s]
+		if !ok {
+			return Config{}, fmt.Errorf("--eviction-soft: no grace period in --eviction-soft-grace-period for signal %s", s)
+		}
+		d, err := time.ParseDuration(g)
+		if err != nil {
+			return Config{}, fmt.Errorf("--eviction-soft-grace-period: signal %s: %w", s, err)
+		}
+		if d <= 0 {
+			return Config{}, fmt.Errorf("--eviction-soft-grace-period: signal %s: grace period must be positive, got %s", s, g)
+		}
+		cfg.Thresholds = append(cfg.Thresholds, Threshold{Signal: s, Value: soft[s], GracePeriod: d})
+	}
+	for s := range grace {
+		if _, ok := soft[s]; !ok {
+			return Config{}, fmt.Errorf("--eviction-soft-grace-period: signal %s has no soft threshold in --eviction-soft", s)
+		}
+	}
+	for s, text := range reclaim {
+		v, err := parseValue(text)
+		if err != nil {
+			return Config{}, fmt.Errorf("--eviction-minimum-reclaim: signal %s: %w", s, err)
+		}
+		if v.Quantity != nil && v.Quantity.Sign() < 0 {
+			return Config{}, fmt.Errorf("--eviction-minimum-reclaim: signal %s: negative minimum reclaim %s", s, text)
+		}
+		for i := range cfg.Thresholds {
+			if cfg.Thresholds[i].Signal == s {
+				cfg.Thresholds[i].MinReclaim = &v
+			}
+		}
+	}
+	return cfg, nil
+}
+
+func sortedSignals[T any](m map[Signal]T) []Signal {
+	out := make([]Signal, 0, len(m))
+	for s := range m {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func knownSignal(s Signal) bool {
+	_, ok := signalResource[s]
+	return ok
+}
+
+// parseThresholdMap reads "signal<value,signal<value".
+func parseThresholdMap(flag, text string) (map[Signal]Value, error) {
+	out := map[Signal]Value{}
+	for _, part := range splitList(text) {
+		i := strings.IndexAny(part, "<>=!")
+		if i < 0 || part[i] != '<' {
+			return nil, fmt.Errorf("%s: %q: want <signal><<quantity or percentage> (the only operator is <)", flag, part)
+		}
+		s := Signal(strings.TrimSpace(part[:i]))
+		if !knownSignal(s) {
+			return nil, fmt.Errorf("%s: unsupported eviction signal %s", flag, s)
+		}
+		if _, dup := out[s]; dup {
+			return nil, fmt.Errorf("%s: found duplicate eviction threshold for signal %s", flag, s)
+		}
+		v, err := parseValue(strings.TrimSpace(part[i+1:]))
+		if err != nil {
+			return nil, fmt.Errorf("%s: signal %s: %w", flag, s, err)
+		}
+		if v.Quantity != nil && v.Quantity.Sign() < 0 {
+			return nil, fmt.Errorf("%s: signal %s: eviction threshold must be positive: %s", flag, s, v.Quantity)
+		}
+		if v.Quantity != nil && v.Quantity.Sign() == 0 || v.Quantity == nil && v.Percentage == 0 {
+			continue // 0 disables the threshold, as upstream
+		}
+		out[s] = v
+	}
+	return out, nil
+}
+
+// parseKeyValues reads "signal=text,signal=text".
+func parseKeyValues(flag, text string) (map[Signal]string, error) {
+	out := map[Signal]string{}
+	for _, part := range splitList(text) {
+		k, v, ok := strings.Cut(part, "=")
+		s := Signal(strings.TrimSpace(k))
+		if !ok {
+			return nil, fmt.Errorf("%s: %q: want <signal>=<value>", flag, part)
+		}
+		if !knownSignal(s) {
+			return nil, fmt.Errorf("%s: unsupported eviction signal %s", flag, s)
+		}
+		out[s] = strings.TrimSpace(v)
+	}
+	return out, nil
+}
+
+func splitList(text string) []string {
+	var out []string
+	for _, p := range strings.Split(text, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parseValue reads a quantity ("100Mi") or a percentage ("10%").
+func parseValue(text string) (Value, error) {
+	if p, ok := strings.CutSuffix(text, "%"); ok {
+		var f float64
+		if _, err := fmt.Sscanf(p, "%g", &f); err != nil || strings.TrimSpace(p) != p {
+			return Value{}, fmt.Errorf("invalid percentage %q", text)
+		}
+		if f < 0 || f > 100 {
+			return Value{}, fmt.Errorf("invalid percentage %q: must be between 0%% and 100%%", text)
+		}
+		return Value{Percentage: f / 100}, nil
+	}
+	q, err := resource.ParseQuantity(text)
+	if err != nil {
+		return Value{}, fmt.Errorf("invalid quantity %q: %w", text, err)
+	}
+	return Value{Quantity: &q}, nil
+}

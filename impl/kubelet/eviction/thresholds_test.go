@@ -1,0 +1,104 @@
+package eviction
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseConfigDefaults(t *testing.T) {
+	cfg, err := ParseConfig(Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[Signal]string{}
+	for _, th := range cfg.Thresholds {
+		if !th.Hard() {
+			t.Errorf("default threshold %s is soft", th.Signal)
+		}
+		got[th.Signal] = th.Value.String()
+	}
+	want := map[Signal]string{SignalMemoryAvailable: "100Mi", SignalNodeFsAvailable: "10%", SignalImageFsAvailable: "15%", SignalNodeFsInodesFree: "5%"}
+	if len(got) != len(want) {
+		t.Fatalf("defaults %v, want %v", got, want)
+	}
+	for s, v := range want {
+		if got[s] != v {
+			t.Errorf("%s = %q, want %q", s, got[s], v)
+		}
+	}
+	if cfg.PressureTransitionPeriod != 5*time.Minute || cfg.MonitoringInterval != 10*time.Second {
+		t.Errorf("periods %v %v", cfg.PressureTransitionPeriod, cfg.MonitoringInterval)
+	}
+}
+
+func TestParseConfig(t *testing.T) {
+	cfg, err := ParseConfig(Flags{
+		Hard: "memory.available<1Gi", HardSet: true,
+		Soft: "memory.available<2Gi,nodefs.available<20%", SoftGracePeriod: "memory.available=1m30s,nodefs.available=10s",
+		MinimumReclaim: "memory.available=500Mi,nodefs.available=5%", MaxPodGracePeriod: 20, PressureTransitionPeriod: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Thresholds) != 3 {
+		t.Fatalf("thresholds %+v (giving --eviction-hard replaces the defaults)", cfg.Thresholds)
+	}
+	for _, th := range cfg.Thresholds {
+		switch {
+		case th.Signal == SignalMemoryAvailable && th.Hard():
+			if th.Value.String() != "1Gi" || th.MinReclaim == nil || th.MinReclaim.String() != "500Mi" {
+				t.Errorf("hard memory %+v", th)
+			}
+		case th.Signal == SignalMemoryAvailable:
+			if th.GracePeriod != 90*time.Second || th.Value.String() != "2Gi" {
+				t.Errorf("soft memory %+v", th)
+			}
+		case th.Signal == SignalNodeFsAvailable:
+			if th.GracePeriod != 10*time.Second || th.Value.Percentage != 0.2 || th.MinReclaim.Percentage != 0.05 {
+				t.Errorf("soft nodefs %+v", th)
+			}
+		default:
+			t.Errorf("unexpected %+v", th)
+		}
+	}
+	if cfg.MaxPodGracePeriodSeconds != 20 || cfg.PressureTransitionPeriod != time.Second {
+		t.Errorf("cfg %+v", cfg)
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		f    Flags
+		want string
+	}{
+		{Flags{Hard: "memory.available>100Mi", HardSet: true}, "the only operator is <"},
+		{Flags{Hard: "cpu.available<1", HardSet: true}, "unsupported eviction signal cpu.available"},
+		{Flags{Hard: "memory.available<1Gi,memory.available<2Gi", HardSet: true}, "duplicate eviction threshold for signal memory.available"},
+		{Flags{Hard: "nodefs.available<120%", HardSet: true}, "must be between 0% and 100%"},
+		{Flags{Hard: "memory.available<lots", HardSet: true}, `invalid quantity "lots"`},
+		{Flags{Hard: "memory.available<-1Mi", HardSet: true}, "must be positive"},
+		{Flags{Soft: "memory.available<1Gi"}, "no grace period"},
+		{Flags{Soft: "memory.available<1Gi", SoftGracePeriod: "memory.available=soon"}, "--eviction-soft-grace-period: signal memory.available"},
+		{Flags{SoftGracePeriod: "memory.available=1m"}, "has no soft threshold"},
+		{Flags{MinimumReclaim: "memory.available"}, "want <signal>=<value>"},
+		{Flags{MinimumReclaim: "memory.available=-5Mi"}, "negative minimum reclaim"},
+		{Flags{PressureTransitionPeriod: -time.Second}, "negative"},
+	} {
+		_, err := ParseConfig(tc.f)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want it to contain %q", tc.f, err, tc.want)
+		}
+	}
+}
+
+func TestParseConfigZeroDisables(t *testing.T) {
+	cfg, err := ParseConfig(Flags{Hard: "memory.available<0,nodefs.available<0%", HardSet: true})
+	if err != nil || len(cfg.Thresholds) != 0 {
+		t.Fatalf("%+v %v", cfg.Thresholds, err)
+	}
+	cfg, err = ParseConfig(Flags{Hard: "", HardSet: true})
+	if err != nil || len(cfg.Thresholds) != 0 {
+		t.Fatalf("empty --eviction-hard: %+v %v", cfg.Thresholds, err)
+	}
+}
