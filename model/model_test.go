@@ -24,6 +24,19 @@ func loadSmall(t testing.TB) *Model {
 	return m
 }
 
+// loadSmallModels is loadSmall and loadSmall with every lagging view and
+// returning nodes.
+func loadSmallModels(t testing.TB) []*Model {
+	m := loadSmall(t)
+	cfg := m.Config()
+	cfg.KubeletLag, cfg.DeploymentLag, cfg.NodeLifecycleLag, cfg.NodesReturn, cfg.MaxNodeDeletes = 1, 1, 1, 1, 1
+	lag, err := New(cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []*Model{m, lag}
+}
+
 func TestEveryConfigurationParses(t *testing.T) {
 	names := ConfigNames()
 	for _, want := range StandardConfigs {
@@ -115,7 +128,12 @@ func randomWalk(m *Model, r *rand.Rand, steps int) []State {
 // does not change the representative, and the representative is in the
 // orbit (it satisfies the same invariants and has as many successors).
 func TestCanonicalIsInvariantUnderSymmetry(t *testing.T) {
-	m := loadSmall(t)
+	for _, m := range loadSmallModels(t) {
+		canonicalIsInvariant(t, m)
+	}
+}
+
+func canonicalIsInvariant(t *testing.T, m *Model) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for walk := 0; walk < 40; walk++ {
 		for _, s := range randomWalk(m, r, 40) {
@@ -141,15 +159,16 @@ func TestCanonicalIsInvariantUnderSymmetry(t *testing.T) {
 func TestEveryActionIsAStep(t *testing.T) {
 	// No enabled action leaves the state unchanged (so ENABLED A is A's
 	// guard, which the liveness check relies on).
-	m := loadSmall(t)
-	r := rand.New(rand.NewPCG(3, 4))
-	for walk := 0; walk < 40; walk++ {
-		for _, s := range randomWalk(m, r, 40) {
-			m.Successors(&s, func(a Action, next *State) {
-				if *next == s {
-					t.Fatalf("%s is enabled but changes nothing", a)
-				}
-			})
+	for _, m := range loadSmallModels(t) {
+		r := rand.New(rand.NewPCG(3, 4))
+		for walk := 0; walk < 40; walk++ {
+			for _, s := range randomWalk(m, r, 40) {
+				m.Successors(&s, func(a Action, next *State) {
+					if *next == s {
+						t.Fatalf("%s is enabled but changes nothing", a)
+					}
+				})
+			}
 		}
 	}
 }
@@ -213,6 +232,9 @@ func TestSymmetryReductionVisitsEveryOrbit(t *testing.T) {
 		func(c *Config) { c.MaxLag, c.TrackRevisions = 2, 1 },
 		func(c *Config) { c.JoiningNodes, c.MaxNodeDeletes, c.Capacity = 1, 1, 2 },
 		func(c *Config) { c.LabeledNodes, c.SelectorDeployments, c.NumNodes, c.Capacity = 2, 1, 3, 2 },
+		func(c *Config) { c.KubeletLag, c.NodeLifecycleLag, c.MaxNodeFailures = 1, 1, 1 },
+		func(c *Config) { c.DeploymentLag, c.Replicas, c.Capacity, c.PodsPerRS = 1, 2, 2, 3 },
+		func(c *Config) { c.NodesReturn, c.MaxNodeDeletes, c.KubeletLag, c.Capacity = 1, 1, 1, 2 },
 	} {
 		cfg, err := LoadConfig("Small")
 		if err != nil {
@@ -287,13 +309,14 @@ func TestPropertyHelpers(t *testing.T) {
 }
 
 func TestDecodeInvertsEncode(t *testing.T) {
-	m := loadSmall(t)
-	r := rand.New(rand.NewPCG(5, 6))
-	for walk := 0; walk < 20; walk++ {
-		for _, s := range randomWalk(m, r, 40) {
-			enc := m.Encode(&s, nil)
-			if len(enc) != m.EncodedSize() || m.Decode(enc) != s {
-				t.Fatalf("decode(encode(s)) != s for\n%v", m.Summary(&s))
+	for _, m := range loadSmallModels(t) {
+		r := rand.New(rand.NewPCG(5, 6))
+		for walk := 0; walk < 20; walk++ {
+			for _, s := range randomWalk(m, r, 40) {
+				enc := m.Encode(&s, nil)
+				if len(enc) != m.EncodedSize() || m.Decode(enc) != s {
+					t.Fatalf("decode(encode(s)) != s for\n%v", m.Summary(&s))
+				}
 			}
 		}
 	}
