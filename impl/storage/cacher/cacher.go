@@ -531,6 +531,12 @@ func (c *Cacher) waitUntilFresh(ctx context.Context, key string, minRV int64) er
 			lastRequest = now
 			_ = c.store.RequestWatchProgress(ctx)
 		}
+		// readyCh stays closed while the cache is ready: waiting on it
+		// then would spin. A nil channel never fires.
+		var becameReady <-chan struct{}
+		if !ready {
+			becameReady = readyCh
+		}
 		wait := min(time.Until(deadline), 100*time.Millisecond)
 		select {
 		case <-ctx.Done():
@@ -538,7 +544,7 @@ func (c *Cacher) waitUntilFresh(ctx context.Context, key string, minRV int64) er
 		case <-c.stopped:
 			return storage.NewError(storage.ErrCodeUnreachable, key, minRV, "watch cache stopped", nil)
 		case <-ch:
-		case <-readyCh:
+		case <-becameReady:
 		case <-time.After(wait):
 		}
 	}
