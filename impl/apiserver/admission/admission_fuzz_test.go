@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -681,7 +682,7 @@ func runAdmission(ctx context.Context, t *testing.T, chain *Chain, st *memStores
 			t.Fatalf("mutating admission refused its own output: %v\nobject: %+v", err, pod)
 		}
 		if !apiequality.Semantic.DeepEqual(again.Object, pod) {
-			t.Fatalf("mutating admission is not idempotent:\nfirst:  %+v\nsecond: %+v", pod, again.Object)
+			t.Fatalf("mutating admission is not idempotent (-first +second):\n%s", cmp.Diff(pod, again.Object))
 		}
 	}
 	// The server's steps between the two phases, then validation.
