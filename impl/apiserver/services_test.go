@@ -276,3 +276,71 @@ func TestKubernetesEndpoints(t *testing.T) {
 		t.Fatalf("services after two servers started: %v %+v", err, svcs)
 	}
 }
+
+// Failed creates give back what they took, and deletes free everything:
+// NodePort creates limited by a small port range roll back the addresses
+// they had taken; after deleting everything, the whole address range is
+// available again.
+func TestServiceAllocationRollbackAndRelease(t *testing.T) {
+	e := newEnv(t, func(c *apiserver.Config) {
+		c.ServiceClusterIPRange = "10.0.0.0/26" // 62 usable, 61 free
+		c.ServiceNodePortRange = "30000-30019"  // 20 ports
+	})
+	ctx := context.Background()
+	svcs := e.cs.CoreV1().Services("default")
+	createAll := func(prefix string, n int, typ corev1.ServiceType) (created []string, refused int) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				s, err := svcs.Create(ctx, newService(fmt.Sprintf("%s%d", prefix, i), typ, "", 0), metav1.CreateOptions{})
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					created = append(created, s.Name)
+				case apierrors.IsInvalid(err):
+					refused++
+				default:
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		return created, refused
+	}
+	np, refused := createAll("np", 40, corev1.ServiceTypeNodePort)
+	if len(np) != 20 || refused != 20 {
+		t.Fatalf("NodePort creates: %d created, %d refused; want 20 and 20", len(np), refused)
+	}
+	// 41 addresses are left if the refused creates gave theirs back.
+	ips, refused := createAll("ip", 45, corev1.ServiceTypeClusterIP)
+	if len(ips) != 41 || refused != 4 {
+		t.Fatalf("ClusterIP creates after the NodePort ones: %d created, %d refused; want 41 and 4", len(ips), refused)
+	}
+	var wg sync.WaitGroup
+	for _, name := range append(np, ips...) {
+		wg.Go(func() {
+			if err := svcs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	again, refused := createAll("again", 62, corev1.ServiceTypeClusterIP)
+	if len(again) != 61 || refused != 1 {
+		t.Fatalf("after deleting everything: %d created, %d refused; want 61 and 1", len(again), refused)
+	}
+	np2, _ := createAll("np2-", 1, corev1.ServiceTypeNodePort)
+	if len(np2) != 0 {
+		t.Fatal("a NodePort service got an address from a full range")
+	}
+	// With one address free again, the deleted services' node ports are
+	// free too.
+	if err := svcs.Delete(ctx, again[0], metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svcs.Create(ctx, newService("np3", corev1.ServiceTypeNodePort, "", 30007), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("node port of a deleted service is not free: %v", err)
+	}
+}
