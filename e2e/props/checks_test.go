@@ -111,7 +111,7 @@ func TestChecksCatchBrokenObservations(t *testing.T) {
 }
 
 func TestRecorderStepChecks(t *testing.T) {
-	r := &Recorder{pods: map[string]*v1.Pod{}}
+	r := &Recorder{pods: map[string]*v1.Pod{}, hist: newHistory()}
 	a := testPod("p", "u1", "", v1.PodPending)
 	a.ResourceVersion = "1"
 	b := a

@@ -66,30 +66,54 @@ func maxSteps() int { return envInt("PROPS_STEPS", 10) }
 var stats struct {
 	runs, actions, faults, observations, modelStates, unrepresentable, changes atomic.Int64
 	traceValidated, traceSkipped                                               atomic.Int64
-	lagFaults                                                                  atomic.Int64
+	lagFaults, crashes                                                         atomic.Int64
 }
 
-func startCluster(t *testing.T) *cluster.Cluster {
+// testCluster is the harness's cluster: API server and etcd from
+// impl/cluster, and components (controller manager, scheduler, kubelets)
+// the harness runs itself so that it can crash and restart each.
+type testCluster struct {
+	*cluster.Cluster
+	comps *components
+}
+
+func startCluster(t *testing.T) *testCluster {
+	t.Helper()
+	return startClusterWith(t, nil)
+}
+
+// startClusterWith starts the harness's cluster; etcdServers, when set, are
+// external etcd endpoints (a multi-member cluster).
+func startClusterWith(t *testing.T, etcdServers []string) *testCluster {
 	t.Helper()
 	faults.ArmTransports() // component clients get watch-fault hooks (lagWatch)
 	c, err := cluster.Start(context.Background(), cluster.Config{
-		DataDir:                t.TempDir(),
-		BindAddress:            "127.0.0.1:0",
-		WatchCache:             true,
-		CompactionInterval:     -1,
-		UnsafeNoFsync:          true,
-		ControllerManager:      true,
-		Scheduler:              true,
-		Nodes:                  numNodes,
-		NodeMaxPods:            nodeMaxPods,
-		NodeMonitorGracePeriod: 20 * time.Second,
-		PodEvictionTimeout:     2 * time.Second,
+		DataDir:            t.TempDir(),
+		BindAddress:        "127.0.0.1:0",
+		EtcdServers:        etcdServers,
+		WatchCache:         true,
+		CompactionInterval: -1,
+		UnsafeNoFsync:      true,
 	})
 	if err != nil {
 		t.Fatalf("starting cluster: %v", err)
 	}
-	return c
+	comps, err := startComponents(c)
+	if err != nil {
+		_ = c.Stop()
+		t.Fatalf("starting components: %v", err)
+	}
+	return &testCluster{Cluster: c, comps: comps}
 }
+
+// Stop stops the components, then the API server and etcd.
+func (tc *testCluster) Stop() error {
+	tc.comps.stop()
+	return tc.Cluster.Stop()
+}
+
+// Runtimes are the kubelets' runtimes by node name.
+func (tc *testCluster) Runtimes() map[string]kruntime.Runtime { return tc.comps.runtimes }
 
 // TestPipelineProperties is the state-machine property test: rapid drives
 // one cluster (reused across runs, one namespace per run) with user
@@ -110,11 +134,7 @@ func TestPipelineProperties(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runtimes := map[string]kruntime.Runtime{}
-	for i := 1; i <= numNodes; i++ {
-		name := fmt.Sprintf("node-%d", i)
-		runtimes[name] = c.Kubelet(name).Runtime()
-	}
+	runtimes := c.Runtimes()
 	var run atomic.Int64
 	prop := func(rt *rapid.T) {
 		h := newHarness(rt, c, client, m, runtimes, fmt.Sprintf("props-%d", run.Add(1)))
@@ -146,10 +166,11 @@ func TestPipelineProperties(t *testing.T) {
 			stats.modelStates.Load(), stats.unrepresentable.Load(), stats.changes.Load())
 	}
 	delivered, hidden := faults.WatchStats()
-	t.Logf("summary: %d runs, %d actions, %d faults injected, %d observed states checked (%d as model states against %d invariants, %d outside the model's bounds), %d changes checked against step properties, %d observed steps validated as model behaviours (%d too far apart to search); %d watch-lag faults (%d watch events delivered through fault hooks, %d intermediate states hidden)",
+	t.Logf("summary: %d runs, %d actions, %d faults injected, %d observed states checked (%d as model states against %d invariants, %d outside the model's bounds), %d changes checked against step properties, %d observed steps validated as model behaviours (%d too far apart to search); %d watch-lag faults (%d watch events delivered through fault hooks, %d intermediate states hidden); %d component crashes (%d component restarts; crash points hit: %v)",
 		stats.runs.Load(), stats.actions.Load(), stats.faults.Load(), stats.observations.Load(),
 		stats.modelStates.Load(), countInvariants(), stats.unrepresentable.Load(), stats.changes.Load(),
-		stats.traceValidated.Load(), stats.traceSkipped.Load(), stats.lagFaults.Load(), delivered, hidden)
+		stats.traceValidated.Load(), stats.traceSkipped.Load(), stats.lagFaults.Load(), delivered, hidden,
+		stats.crashes.Load(), c.comps.restarts.Load(), faults.CrashHits())
 	if err := c.Stop(); err != nil {
 		t.Errorf("stopping cluster: %v", err)
 	}
@@ -174,7 +195,7 @@ func waitGoroutines(t *testing.T, before int) {
 // harness is one rapid run: a namespace, its recorder, what the user did.
 type harness struct {
 	t        *rapid.T
-	c        *cluster.Cluster
+	c        *testCluster
 	client   kubernetes.Interface
 	ns       string
 	obs      *Observer
@@ -188,10 +209,27 @@ type harness struct {
 	cordoned map[string]bool
 	down     map[string]bool   // nodes whose kubelet is paused
 	lagging  map[string]func() // component -> clears its watch fault
+	tainted  map[string]bool   // nodes with the probe NoExecute taint
+	scaled   map[string]bool   // deployments the user scaled (DEP-2 suspects of theirs are not judged)
+	disarm   []func()          // armed crash points
 	trace    *TraceValidator
+	side     string // the namespace of probes (created on first use)
+	// availabilityFaultAt is when the run first took availability away
+	// (node failure, pod deletion, eviction by the probe taint, kubelet
+	// crash): DEP-2 suspects after it are not judged.
+	availabilityFaultAt time.Time
+	// cmCrashed: the controller manager crashed in this run; a pod
+	// creation in flight at its crash may land after its successor
+	// counted, so RS-1 is not judged.
+	cmCrashed      atomic.Bool
+	kubeletCrashed atomic.Bool
+	// schedCrashed: the scheduler crashed in this run; a binding in
+	// flight at its crash may land after its successor decided, so SCHED-2
+	// is not judged at bindings.
+	schedCrashed atomic.Bool
 }
 
-func newHarness(t *rapid.T, c *cluster.Cluster, client kubernetes.Interface, m *model.Model, runtimes map[string]kruntime.Runtime, ns string) *harness {
+func newHarness(t *rapid.T, c *testCluster, client kubernetes.Interface, m *model.Model, runtimes map[string]kruntime.Runtime, ns string) *harness {
 	ctx := context.Background()
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating namespace %s: %v", ns, err)
@@ -206,7 +244,8 @@ func newHarness(t *rapid.T, c *cluster.Cluster, client kubernetes.Interface, m *
 		abs:   NewAbstraction(m),
 		trace: &TraceValidator{Model: m, Depth: envInt("PROPS_TRACE_DEPTH", 4), SmallDiff: envInt("PROPS_TRACE_DIFF", 4)},
 		live:  map[string]bool{}, updated: map[string]bool{}, paused: map[string]bool{},
-		cordoned: map[string]bool{}, down: map[string]bool{}, lagging: map[string]func(){}}
+		cordoned: map[string]bool{}, down: map[string]bool{}, lagging: map[string]func(){},
+		tainted: map[string]bool{}, scaled: map[string]bool{}}
 }
 
 // close restores the shared cluster for the next run: nodes back up and
@@ -220,17 +259,32 @@ func (h *harness) close() {
 	stats.traceSkipped.Add(int64(h.trace.Skipped))
 	policy := metav1.DeletePropagationBackground
 	_ = h.client.CoreV1().Namespaces().Delete(ctx, h.ns, metav1.DeleteOptions{PropagationPolicy: &policy})
+	if h.side != "" {
+		_ = h.client.CoreV1().Namespaces().Delete(ctx, h.side, metav1.DeleteOptions{PropagationPolicy: &policy})
+	}
 }
 
-// stopFaults resumes failed nodes, uncordons cordoned ones and ends watch
-// lag.
+// stopFaults disarms crash points and waits for crashed components to be
+// back, resumes failed nodes, uncordons cordoned ones, removes probe taints
+// and ends watch lag.
 func (h *harness) stopFaults() {
+	for _, disarm := range h.disarm {
+		disarm()
+	}
+	h.disarm = nil
+	if err := h.c.comps.waitRunning(time.Minute); err != nil {
+		h.t.Fatalf("after faults stopped: %v", err)
+	}
 	for comp, clear := range h.lagging {
 		clear()
 		delete(h.lagging, comp)
 	}
+	for _, n := range sortedKeys(h.tainted) {
+		h.setTaint(n, false)
+		delete(h.tainted, n)
+	}
 	for _, n := range sortedKeys(h.down) {
-		h.c.Kubelet(n).Resume()
+		h.c.comps.resume(n)
 		delete(h.down, n)
 	}
 	for _, n := range sortedKeys(h.cordoned) {
@@ -307,7 +361,11 @@ func (h *harness) checkOnce() {
 	if s, ok := ModelState(h.abs, ob, h.down); ok {
 		stats.modelStates.Add(1)
 		vs = append(vs, CheckState(h.abs.Model, &s)...)
-		if ob.UnstableSandboxes > 0 {
+		if len(h.tainted) > 0 {
+			// Evictions by the probe taint are no model action: the
+			// trace restarts after it is gone.
+			h.trace.Reset()
+		} else if ob.UnstableSandboxes > 0 {
 			// not a complete abstract state: validate across it
 		} else if msg := h.trace.Step(s); msg != "" {
 			vs = append(vs, Violation{ID: "TRACE", Detail: msg})
@@ -317,6 +375,8 @@ func (h *harness) checkOnce() {
 		h.trace.Reset()
 	}
 	vs = append(vs, h.rec.Violations()...)
+	vs = append(vs, h.rec.HistoryViolations(!h.cmCrashed.Load(), !h.schedCrashed.Load())...)
+	vs = append(vs, h.dep2()...)
 	if len(vs) > 0 {
 		h.fail("safety violation", vs)
 	}
@@ -336,6 +396,13 @@ func (h *harness) actions() map[string]func(*rapid.T) {
 		"compactEtcd":    h.compactEtcd,
 		"recreatePod":    h.recreatePod,
 		"lagWatch":       h.lagWatch,
+		"taintNode":      h.taintNode,
+		"armCrashPoint":  h.armCrashPoint,
+		"crashComponent": h.crashComponent,
+		"probeWatch":     h.probeWatchResume,
+		"probeList":      h.probeQuorumList,
+		"probeGC":        h.probeGC,
+		"probeNeverPod":  h.probeNeverPod,
 	}
 }
 
@@ -375,6 +442,7 @@ func (h *harness) createDeployment(t *rapid.T, replicas int32) {
 				Spec: v1.PodSpec{
 					TerminationGracePeriodSeconds: &grace,
 					Containers:                    []v1.Container{{Name: "app", Image: "registry.example/app:v1"}},
+					Tolerations:                   probeTolerations(name),
 				},
 			},
 		},
@@ -423,6 +491,7 @@ func (h *harness) scale(t *rapid.T) {
 	}
 	replicas := int32(rapid.IntRange(0, 4).Draw(t, "replicas"))
 	h.step("scale %s to %d", name, replicas)
+	h.scaled[name] = true
 	h.update(name, func(d *appsv1.Deployment) { d.Spec.Replicas = &replicas })
 	h.check()
 }
@@ -494,6 +563,7 @@ func (h *harness) deletePod(t *rapid.T) {
 	sort.Strings(names)
 	name := rapid.SampledFrom(names).Draw(t, "pod")
 	h.step("delete pod %s", name)
+	h.availabilityFault()
 	h.trace.Reset() // a user deleting a pod is not a model action
 	if err := h.client.CoreV1().Pods(h.ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatalf("deleting pod %s: %v", name, err)
@@ -540,14 +610,15 @@ func (h *harness) failNode(t *rapid.T) {
 	n := nodeName(t)
 	if h.down[n] {
 		h.step("recover %s (kubelet resumes)", n)
-		h.c.Kubelet(n).Resume()
+		h.c.comps.resume(n)
 		h.down[n] = false
 	} else {
 		if len(sortedKeys(h.down)) >= 1 { // keep capacity for every deployment
 			return
 		}
 		h.step("fail %s (kubelet stops: no heartbeats, no syncs)", n)
-		h.c.Kubelet(n).Pause()
+		h.availabilityFault()
+		h.c.comps.pause(n)
 		h.down[n] = true
 		stats.faults.Add(1)
 	}

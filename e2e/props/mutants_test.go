@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"pgregory.net/rapid"
 
 	"github.com/kubeproof/kubeproof/impl/faults"
-	kruntime "github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 )
 
 // mutantScenarios drive the harness through the code path each catalog
@@ -51,6 +51,71 @@ var mutantScenarios = map[string]func(h *harness, t *rapid.T){
 		h.updateImage(t)
 		h.check()
 	},
+	faults.ReplicaSetIgnoresExpectations: func(h *harness, t *rapid.T) {
+		h.createDeployment(t, 1)
+		h.waitReady(t, 1)
+		// The controller manager sees every event two seconds late (not
+		// coalesced): the second scale-up reaches the ReplicaSet
+		// controller before its cache shows the pods of the first.
+		h.step("controller-manager's watches lag 2s")
+		h.lagging["controller-manager"] = faults.SetWatchFault("controller-manager", faults.WatchFault{Delay: 2 * time.Second})
+		h.scaleTo("d1", 3)
+		time.Sleep(500 * time.Millisecond)
+		h.scaleTo("d1", 4)
+		h.checkFor(8 * time.Second)
+	},
+	faults.SchedulerIgnoresAssumedPods: func(h *harness, t *rapid.T) {
+		// One schedulable node of five pods; the scheduler sees its
+		// bindings two seconds late.
+		for i := 2; i <= numNodes; i++ {
+			n := fmt.Sprintf("node-%d", i)
+			h.step("cordon %s", n)
+			h.setUnschedulable(n, true)
+			h.cordoned[n] = true
+		}
+		h.step("scheduler's watches lag 2s")
+		h.lagging["scheduler"] = faults.SetWatchFault("scheduler", faults.WatchFault{Delay: 2 * time.Second})
+		h.createDeployment(t, 4)
+		h.createDeployment(t, 4)
+		h.checkFor(6 * time.Second)
+	},
+	faults.SchedulerIgnoresTaints: func(h *harness, t *rapid.T) {
+		for i := 1; i < numNodes; i++ {
+			n := fmt.Sprintf("node-%d", i)
+			h.step("taint %s with %s:NoExecute", n, ProbeTaint.Key)
+			h.setTaint(n, true)
+			h.tainted[n] = true
+		}
+		h.checkFor(LagWindow + time.Second) // every component has seen the taints
+		h.createDeployment(t, 4)
+		h.checkFor(5 * time.Second)
+	},
+	faults.GCDeletesWithLiveOwner: func(h *harness, t *rapid.T) {
+		h.probeGC(t)
+	},
+	faults.WatchResumeSkipsEvent: func(h *harness, t *rapid.T) {
+		h.probeWatchResume(t)
+	},
+	faults.QuorumListFromCache: func(h *harness, t *rapid.T) {
+		for i := 0; i < 5; i++ {
+			h.probeQuorumList(t)
+		}
+	},
+	faults.NodeLifecycleEvictsTolerated: func(h *harness, t *rapid.T) {
+		h.createDeployment(t, 1)
+		h.createDeployment(t, 3) // d2 tolerates the probe taint
+		h.waitReady(t, 4)
+		for i := 1; i <= numNodes; i++ {
+			n := fmt.Sprintf("node-%d", i)
+			h.step("taint %s with %s:NoExecute", n, ProbeTaint.Key)
+			h.setTaint(n, true)
+			h.tainted[n] = true
+		}
+		h.checkFor(5 * time.Second)
+	},
+	faults.KubeletRestartsNeverPods: func(h *harness, t *rapid.T) {
+		h.probeNeverPod(t)
+	},
 	faults.SchedulerIgnoresPodCapacity: func(h *harness, t *rapid.T) {
 		// Two nodes cordoned: eight pods for one node of five.
 		for i := 2; i <= numNodes; i++ {
@@ -68,11 +133,21 @@ var mutantScenarios = map[string]func(h *harness, t *rapid.T){
 
 // knownSurvivors are catalog mutations the harness does not catch yet,
 // with the reason. They run only when PROPS_MUTANTS names them, and count
-// as survivors in the score.
-var knownSurvivors = map[string]string{
-	faults.DeploymentCountsUnavailable: "DEP-2 is a step property checked only through trace validation, and the " +
-		"deployment controller's first sync after an update (new ReplicaSet, old one scaled down) changes more " +
-		"state variables than the validator searches (PROPS_TRACE_DIFF)",
+// as survivors in the score. (None at present.)
+var knownSurvivors = map[string]string{}
+
+// scaleTo scales deployment name to n replicas.
+func (h *harness) scaleTo(name string, n int32) {
+	h.step("scale %s to %d", name, n)
+	h.scaled[name] = true
+	h.update(name, func(d *appsv1.Deployment) { d.Spec.Replicas = &n })
+}
+
+// checkFor checks safety every 200 ms for d.
+func (h *harness) checkFor(d time.Duration) {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		h.checkOnce()
+	}
 }
 
 // cordonAll cordons every node, so that new pods stay Pending.
@@ -194,6 +269,9 @@ func TestMutantsAreCaught(t *testing.T) {
 	setFlag(t, "rapid.checks", "2")      // a scenario is directed: two tries suffice
 	setFlag(t, "rapid.shrinktime", "1s") // the scenario is short already
 	setFlag(t, "rapid.nofailfile", "true")
+	// PROPS_MUTANTS_BASELINE=1 runs every scenario with its mutation off:
+	// each must then pass (the scenarios raise no false alarm).
+	baseline := os.Getenv("PROPS_MUTANTS_BASELINE") != ""
 	only := map[string]bool{}
 	for _, n := range strings.Split(os.Getenv("PROPS_MUTANTS"), ",") {
 		if n != "" {
@@ -214,11 +292,7 @@ func TestMutantsAreCaught(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runtimes := map[string]kruntime.Runtime{}
-	for i := 1; i <= numNodes; i++ {
-		name := fmt.Sprintf("node-%d", i)
-		runtimes[name] = c.Kubelet(name).Runtime()
-	}
+	runtimes := c.Runtimes()
 	caught, total := 0, 0
 	var table []string
 	for i, mut := range faults.Catalog {
@@ -237,7 +311,10 @@ func TestMutantsAreCaught(t *testing.T) {
 		}
 		rec := &failureRecorder{name: t.Name() + "/" + mut.Name}
 		var run int
-		disable := faults.Enable(mut.Name)
+		disable := func() {}
+		if !baseline {
+			disable = faults.Enable(mut.Name)
+		}
 		rapid.Check(rec, func(rt *rapid.T) {
 			run++
 			h := newHarness(rt, c, client, m, runtimes, fmt.Sprintf("mutant-%d-%d", i, run))
@@ -247,6 +324,13 @@ func TestMutantsAreCaught(t *testing.T) {
 		})
 		disable()
 		out := rec.text()
+		if baseline {
+			if rec.Failed() {
+				t.Errorf("scenario of %s failed without the mutation:\n%s", mut.Name, out)
+			}
+			table = append(table, fmt.Sprintf("%-40s scenario passes unmutated: %v", mut.Name, !rec.Failed()))
+			continue
+		}
 		by := ""
 		for _, id := range append(append([]string(nil), mut.CaughtBy...), "TRACE") {
 			if strings.Contains(out, id+" ") || strings.Contains(out, id+":") {
@@ -270,6 +354,10 @@ func TestMutantsAreCaught(t *testing.T) {
 				t.Logf("mutation %s caught:\n%s", mut.Name, firstLines(out, 30))
 			}
 		}
+	}
+	if baseline {
+		t.Logf("scenarios without their mutations:\n  %s", strings.Join(table, "\n  "))
+		return
 	}
 	t.Logf("mutation score: %d of %d caught\n  %s", caught, total, strings.Join(table, "\n  "))
 }

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -35,6 +36,8 @@ type Recorder struct {
 	deleted    map[string]bool    // uids whose deletion was seen
 	cancel     context.CancelFunc
 	done       chan struct{}
+	hist       *History
+	lists      map[string]int // list requests per resource: more than one is a relist
 }
 
 // MaxChanges bounds the change log a Recorder keeps for reports.
@@ -44,11 +47,22 @@ const MaxChanges = 400
 // have synced.
 func StartRecorder(ctx context.Context, client kubernetes.Interface, namespace string) (*Recorder, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	r := &Recorder{pods: map[string]*v1.Pod{}, cancel: cancel, done: make(chan struct{})}
-	f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
+	r := &Recorder{pods: map[string]*v1.Pod{}, cancel: cancel, done: make(chan struct{}), hist: newHistory(), lists: map[string]int{}}
+	countLists := func(resource string) informers.SharedInformerOption {
+		return informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			if !o.Watch {
+				r.mu.Lock()
+				r.lists[resource]++
+				r.mu.Unlock()
+			}
+		})
+	}
+	f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace), countLists("namespaced"))
+	nf := informers.NewSharedInformerFactoryWithOptions(client, 0, countLists("nodes"))
 	podInf := f.Core().V1().Pods().Informer()
 	rsInf := f.Apps().V1().ReplicaSets().Informer()
 	depInf := f.Apps().V1().Deployments().Informer()
+	nodeInf := nf.Core().V1().Nodes().Informer()
 	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { r.pod("ADDED", nil, o.(*v1.Pod)) },
 		UpdateFunc: func(o, n any) { r.pod("MODIFIED", o.(*v1.Pod), n.(*v1.Pod)) },
@@ -61,6 +75,19 @@ func StartRecorder(ctx context.Context, client kubernetes.Interface, namespace s
 		cancel()
 		return nil, fmt.Errorf("pod handler: %w", err)
 	}
+	nodeSeen := func(o any) {
+		if n, ok := o.(*v1.Node); ok {
+			r.mu.Lock()
+			r.hist.node(n, time.Now())
+			r.mu.Unlock()
+		}
+	}
+	if _, err := nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: nodeSeen, UpdateFunc: func(_, n any) { nodeSeen(n) },
+	}); err != nil {
+		cancel()
+		return nil, fmt.Errorf("node handler: %w", err)
+	}
 	rsLog := func(typ string) func(any) {
 		return func(o any) {
 			if rs, ok := o.(*appsv1.ReplicaSet); ok {
@@ -69,13 +96,25 @@ func StartRecorder(ctx context.Context, client kubernetes.Interface, namespace s
 					rep = *rs.Spec.Replicas
 				}
 				r.log(Change{"ReplicaSet", rs.Name, typ, rs.ResourceVersion,
-					fmt.Sprintf("replicas=%d ready=%d deleting=%v", rep, rs.Status.ReadyReplicas, rs.DeletionTimestamp != nil)})
+					fmt.Sprintf("replicas=%d ready=%d available=%d deleting=%v", rep, rs.Status.ReadyReplicas, rs.Status.AvailableReplicas, rs.DeletionTimestamp != nil)})
+				if typ != "DELETED" {
+					r.mu.Lock()
+					r.hist.replicaSet(rs, time.Now())
+					r.mu.Unlock()
+				}
 			}
 		}
 	}
 	depLog := func(typ string) func(any) {
 		return func(o any) {
 			if d, ok := o.(*appsv1.Deployment); ok {
+				r.mu.Lock()
+				if typ == "DELETED" {
+					delete(r.hist.deps, d.Name)
+				} else {
+					r.hist.deps[d.Name] = d
+				}
+				r.mu.Unlock()
 				rep := int32(-1)
 				if d.Spec.Replicas != nil {
 					rep = *d.Spec.Replicas
@@ -99,12 +138,14 @@ func StartRecorder(ctx context.Context, client kubernetes.Interface, namespace s
 	go func() {
 		defer close(r.done)
 		f.Start(ctx.Done())
+		nf.Start(ctx.Done())
 		<-ctx.Done()
 		f.Shutdown()
+		nf.Shutdown()
 	}()
 	syncCtx, cancelSync := context.WithTimeout(ctx, time.Minute)
 	defer cancelSync()
-	if !cache.WaitForCacheSync(syncCtx.Done(), podInf.HasSynced, rsInf.HasSynced, depInf.HasSynced) {
+	if !cache.WaitForCacheSync(syncCtx.Done(), podInf.HasSynced, rsInf.HasSynced, depInf.HasSynced, nodeInf.HasSynced) {
 		r.Stop()
 		return nil, fmt.Errorf("recorder informers did not sync")
 	}
@@ -148,6 +189,7 @@ func (r *Recorder) pod(typ string, old, p *v1.Pod) {
 			"pod %s (uid %s) at resourceVersion %s has %d controller owners", p.Name, p.UID, p.ResourceVersion, n)})
 	}
 	r.pods[string(p.UID)] = p
+	r.hist.pod(p, typ == "DELETED", time.Now())
 	if typ == "DELETED" {
 		if r.deleted == nil {
 			r.deleted = map[string]bool{}
@@ -161,6 +203,38 @@ func (r *Recorder) Deleted(uid string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.deleted[uid]
+}
+
+// Relisted reports whether an informer of the recorder listed again (its
+// watch broke and could not resume): versions may then be missing, and the
+// History's step checks are not sound any more.
+func (r *Recorder) Relisted() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lists["namespaced"] > 3 || r.lists["nodes"] > 1
+}
+
+// HistoryViolations returns the step violations of the recorded history
+// (SCHED-3, the taint manager's GC-1, RS-1 when checkRS1, SCHED-2 at each
+// binding when checkSched2); nothing once an informer relisted.
+func (r *Recorder) HistoryViolations(checkRS1, checkSched2 bool) []Violation {
+	if r.Relisted() {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.hist.violations(checkRS1, checkSched2)
+}
+
+// DEP2Candidates returns the DEP-2 suspects so far; nothing once an
+// informer relisted.
+func (r *Recorder) DEP2Candidates() []Candidate {
+	if r.Relisted() {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Candidate(nil), r.hist.dep2...)
 }
 
 // Violations returns the step violations seen so far.
