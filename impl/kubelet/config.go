@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 )
 
@@ -28,8 +29,18 @@ type Config struct {
 	CPU, Memory, EphemeralStorage resource.Quantity
 	MaxPods                       int64
 	Labels                        map[string]string
-	// Pressure is the node's simulated resource pressure at start.
+	// Pressure is the node's simulated resource pressure at start (see
+	// Kubelet.SetPressure).
 	Pressure Pressure
+	// Eviction configures the eviction manager (eviction.ParseConfig reads
+	// the kubelet's --eviction-* flags); nil: upstream's defaults
+	// (eviction.DefaultEvictionHard, 5 m pressure transition period, 10 s
+	// monitoring interval).
+	Eviction *eviction.Config
+	// EvictionProvider observes the node and its pods; nil: an
+	// eviction.SimProvider over the configured capacity with the sim
+	// runtime, eviction.HostProvider on RootDir otherwise.
+	EvictionProvider eviction.Provider
 
 	// SyncFrequency is the period of the full resync of every pod (20 s).
 	SyncFrequency time.Duration

@@ -46,6 +46,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
+	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 	"github.com/kubeproof/kubeproof/impl/kubelet/prober"
@@ -66,6 +67,12 @@ type Kubelet struct {
 	paused atomic.Bool
 	events atomic.Pointer[record.EventRecorder]
 
+	// evictions is the eviction manager (its pressure conditions are
+	// copied into pressure); simEviction its provider on a simulated node.
+	evictions   *eviction.Manager
+	simEviction *eviction.SimProvider
+	evictMu     sync.Mutex // one eviction interval at a time
+
 	mu             sync.Mutex
 	pods           map[types.UID]*podRecord
 	sourceSynced   bool
@@ -74,6 +81,7 @@ type Kubelet struct {
 	lastNodeReport time.Time
 	pressure       Pressure
 	relistSeen     map[types.UID]uint64
+	runCtx         context.Context
 	runCancel      context.CancelFunc
 	runDone        chan struct{}
 }
@@ -86,6 +94,8 @@ type podRecord struct {
 	lastPod  *v1.Pod // last known spec, for cleanup
 	admitted bool
 	rejected bool
+	eviction *eviction.Eviction // requested by the eviction manager, not yet carried out
+	evicted  bool               // the eviction manager chose it (once)
 
 	rejection       *podsync.Terminal // admission's verdict, if rejected
 	terminal        *podsync.Terminal
@@ -117,7 +127,13 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config, rt runtim
 	if cfg.Recorder != nil {
 		k.events.Store(&cfg.Recorder)
 	}
-	k.pressure = cfg.Pressure
+	var err error
+	if k.evictions, k.simEviction, err = newEvictionManager(&k.cfg, rt.Type()); err != nil {
+		return nil, fmt.Errorf("kubelet %s: %w", cfg.NodeName, err)
+	}
+	if k.simEviction != nil {
+		feedSimPressure(k.simEviction, cfg.Pressure)
+	}
 	return k, nil
 }
 
@@ -161,7 +177,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	k.mu.Lock()
-	k.runCancel, k.runDone = cancel, done
+	k.runCtx, k.runCancel, k.runDone = ctx, cancel, done
 	k.mu.Unlock()
 	defer close(done)
 	defer cancel()
@@ -375,6 +391,9 @@ func (k *Kubelet) processNext(ctx context.Context) bool {
 		k.queue.AddAfter(uid, k.cfg.SyncFrequency)
 		return true
 	}
+	if err := k.evictPod(ctx, uid); err != nil && ctx.Err() == nil {
+		k.log.Info("evict pod", "uid", uid, "err", err)
+	}
 	requeue, err := k.syncPod(ctx, uid)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -391,14 +410,16 @@ func (k *Kubelet) processNext(ctx context.Context) bool {
 	return true
 }
 
-// housekeeping relists the runtime, renews the lease and updates node
-// status, each on its own period, from one goroutine.
+// housekeeping relists the runtime, renews the lease, runs the eviction
+// manager and updates node status, each on its own period, from one
+// goroutine.
 func (k *Kubelet) housekeeping(ctx context.Context) {
 	ticker := k.clock.NewTicker(k.cfg.RelistPeriod)
 	defer ticker.Stop()
 	now := k.clock.Now()
 	nextLease := now.Add(k.cfg.NodeLeaseRenewInterval)
 	nextStatus := now.Add(k.cfg.NodeStatusUpdateFrequency)
+	nextEviction := now.Add(k.evictions.Config().MonitoringInterval)
 	for {
 		select {
 		case <-ctx.Done():
@@ -415,6 +436,10 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 				k.log.Warn("lease", "err", err)
 			}
 			nextLease = now.Add(k.cfg.NodeLeaseRenewInterval)
+		}
+		if !now.Before(nextEviction) {
+			k.evictionTick(ctx)
+			nextEviction = now.Add(k.evictions.Config().MonitoringInterval)
 		}
 		if !now.Before(nextStatus) {
 			if err := k.updateNodeStatus(ctx, false); err != nil && ctx.Err() == nil {

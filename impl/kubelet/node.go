@@ -17,9 +17,9 @@ import (
 // NodeLeaseNamespace holds the nodes' heartbeat Leases.
 const NodeLeaseNamespace = "kube-node-lease"
 
-// Pressure is the node's resource pressure as the eviction manager would
-// observe it. A simulated node has none unless told (Config.Pressure,
-// Kubelet.SetPressure).
+// Pressure is the node's resource pressure: the conditions the eviction
+// manager reports True. A simulated node has none unless told
+// (Config.Pressure, Kubelet.SetPressure, Kubelet.SetAvailable).
 type Pressure struct {
 	Memory, Disk, PID bool
 }
@@ -128,6 +128,7 @@ func (k *Kubelet) registerNode(ctx context.Context) error {
 		node.Spec.PodCIDR = k.cfg.PodCIDR
 		node.Spec.PodCIDRs = []string{k.cfg.PodCIDR}
 	}
+	k.evictionTick(ctx) // the pressure conditions to register with
 	version, verr := k.rt.Version(ctx)
 	node.Status = NodeStatus(&k.cfg, nil, k.Pressure(), version, verr, k.clock.Now())
 	created, err := k.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
@@ -261,19 +262,27 @@ func (k *Kubelet) renewLease(ctx context.Context) error {
 	return nil
 }
 
-// Pressure is the node's current simulated resource pressure.
+// Pressure is the node's current resource pressure, as the eviction
+// manager last decided it.
 func (k *Kubelet) Pressure() Pressure {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.pressure
 }
 
-// SetPressure sets the node's simulated resource pressure: the pressure
-// conditions turn True at the next node status update, and admission
-// rejects new pods as upstream's eviction manager does (see
-// AdmitUnderPressure).
+// SetPressure makes a simulated node short of memory, disk or process IDs:
+// its eviction provider reports none available for memory.available,
+// nodefs.available and pid.available respectively (and its own figures
+// for the others). The eviction manager then reports the pressure
+// conditions (for signals that have a threshold), refuses pods at
+// admission (AdmitUnderPressure) and evicts running pods, at its next
+// interval (at once if the kubelet runs). A node with a real runtime
+// ignores it.
 func (k *Kubelet) SetPressure(p Pressure) {
-	k.mu.Lock()
-	k.pressure = p
-	k.mu.Unlock()
+	if k.simEviction == nil {
+		k.log.Warn("SetPressure: not a simulated node; ignored")
+		return
+	}
+	feedSimPressure(k.simEviction, p)
+	k.evictNowIfRunning()
 }

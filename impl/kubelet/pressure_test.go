@@ -2,10 +2,13 @@ package kubelet
 
 import (
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
 )
 
 func TestNodeStatusPressureConditions(t *testing.T) {
@@ -66,9 +69,14 @@ func TestAdmitUnderPressure(t *testing.T) {
 }
 
 // A kubelet under disk pressure reports it and fails new pods with
-// reason Evicted; once the pressure is gone new pods run.
+// reason Evicted; once the pressure is gone and the transition period has
+// passed, DiskPressure turns False and new pods run.
 func TestPressureReportedAndEnforced(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.Pressure = Pressure{Disk: true} })
+	ecfg, err := eviction.ParseConfig(eviction.Flags{PressureTransitionPeriod: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, func(c *Config) { c.Pressure = Pressure{Disk: true}; c.Eviction = &ecfg })
 	if err := h.k.registerNode(h.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +92,13 @@ func TestPressureReportedAndEnforced(t *testing.T) {
 		t.Fatalf("status under disk pressure: %s %q %q", got.Status.Phase, got.Status.Reason, got.Status.Message)
 	}
 	h.k.SetPressure(Pressure{})
-	h.step(DefaultNodeStatusUpdateFrequency)
+	h.step(10 * time.Second)
+	h.k.evictionTick(h.ctx)
+	if p := h.k.Pressure(); !p.Disk {
+		t.Fatalf("pressure cleared within the transition period: %+v", p)
+	}
+	h.step(20 * time.Second)
+	h.k.evictionTick(h.ctx)
 	if err := h.k.updateNodeStatus(h.ctx, false); err != nil {
 		t.Fatal(err)
 	}

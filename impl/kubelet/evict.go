@@ -1,0 +1,240 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
+	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
+	"github.com/kubeproof/kubeproof/impl/kubelet/status"
+)
+
+// The eviction manager's I/O: every monitoring interval housekeeping
+// calls evictionTick, which observes the node through the provider, runs
+// eviction.Decide, takes the pressure conditions it reports (node status
+// and AdmitUnderPressure read them) and hands the pod it picked to the
+// pod workers, which kill it and write its Failed/Evicted status.
+
+// Upstream's DisruptionTarget reason for pods the kubelet terminates.
+const reasonTerminationByKubelet = "TerminationByKubelet"
+
+// newEvictionManager builds the manager from the config: the simulated
+// provider unless one is given or the runtime is a real CRI runtime.
+func newEvictionManager(cfg *Config, runtimeType string) (*eviction.Manager, *eviction.SimProvider, error) {
+	ecfg := cfg.Eviction
+	if ecfg == nil {
+		c, err := eviction.ParseConfig(eviction.Flags{})
+		if err != nil {
+			return nil, nil, err
+		}
+		ecfg = &c
+	}
+	provider := cfg.EvictionProvider
+	var sim *eviction.SimProvider
+	if provider == nil {
+		if runtimeType == "sim" {
+			sim = eviction.NewSimProvider(cfg.Memory, cfg.EphemeralStorage)
+			provider = sim
+		} else {
+			provider = eviction.HostProvider{RootDir: cfg.RootDir}
+		}
+	}
+	if p, ok := provider.(*eviction.SimProvider); ok {
+		sim = p
+	}
+	return eviction.NewManager(*ecfg, provider), sim, nil
+}
+
+// pressureSignals are the signals SetPressure drives to zero.
+func pressureSignals(p Pressure) map[eviction.Signal]bool {
+	return map[eviction.Signal]bool{
+		eviction.SignalMemoryAvailable: p.Memory,
+		eviction.SignalNodeFsAvailable: p.Disk,
+		eviction.SignalPIDAvailable:    p.PID,
+	}
+}
+
+// feedSimPressure makes the simulated node report no memory, disk or
+// process IDs available for the pressures p holds (and its own figures
+// for the others).
+func feedSimPressure(sim *eviction.SimProvider, p Pressure) {
+	zero := resource.MustParse("0")
+	for s, on := range pressureSignals(p) {
+		if on {
+			sim.SetAvailable(s, &zero)
+		} else {
+			sim.SetAvailable(s, nil)
+		}
+	}
+}
+
+// activePods are the pods the kubelet runs: admitted, still in the API,
+// not finished, and not already being evicted.
+func (k *Kubelet) activePods() []*v1.Pod {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make([]*v1.Pod, 0, len(k.pods))
+	for _, r := range k.pods {
+		if r.pod == nil || !r.admitted || r.rejected || r.eviction != nil || r.evicted || podsync.IsTerminalPhase(r.pod.Status.Phase) || r.pod.DeletionTimestamp != nil {
+			continue
+		}
+		out = append(out, r.pod)
+	}
+	return out
+}
+
+// evictionTick is one eviction manager interval. It posts node status at
+// once when the pressure conditions changed.
+func (k *Kubelet) evictionTick(ctx context.Context) {
+	k.evictMu.Lock()
+	defer k.evictMu.Unlock()
+	d, changed, err := k.evictions.Synchronize(ctx, k.activePods(), k.clock.Now())
+	if err != nil {
+		k.log.Warn("eviction manager", "err", err)
+		return
+	}
+	var p Pressure
+	for _, c := range d.Conditions {
+		switch c {
+		case v1.NodeMemoryPressure:
+			p.Memory = true
+		case v1.NodeDiskPressure:
+			p.Disk = true
+		case v1.NodePIDPressure:
+			p.PID = true
+		}
+	}
+	k.mu.Lock()
+	k.pressure = p
+	registered := k.node != nil
+	k.mu.Unlock()
+	if changed {
+		k.log.Info("node pressure", "conditions", d.Conditions)
+		if registered {
+			if err := k.updateNodeStatus(ctx, false); err != nil && ctx.Err() == nil {
+				k.log.Warn("node status", "err", err)
+			}
+		}
+	}
+	if d.Evict != nil {
+		k.requestEviction(d.Evict)
+	}
+}
+
+// requestEviction hands the pod to its worker.
+func (k *Kubelet) requestEviction(ev *eviction.Eviction) {
+	k.mu.Lock()
+	rec, ok := k.pods[ev.Pod.UID]
+	if ok {
+		rec.eviction = ev
+	}
+	k.mu.Unlock()
+	if ok {
+		k.log.Info("evicting pod", "pod", ev.Pod.Namespace+"/"+ev.Pod.Name, "signal", ev.Threshold.Signal)
+		k.enqueue(ev.Pod.UID, 0)
+	}
+}
+
+// takeEviction returns the eviction requested for uid, once.
+func (k *Kubelet) takeEviction(uid types.UID) (*podRecord, *v1.Pod, *eviction.Eviction) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	rec := k.pods[uid]
+	if rec == nil || rec.eviction == nil {
+		return nil, nil, nil
+	}
+	ev := rec.eviction
+	rec.eviction = nil
+	rec.evicted = true
+	return rec, rec.pod, ev
+}
+
+// evictPod runs in the pod's worker: it stops the pod's containers within
+// the eviction's grace period and reports the pod Failed with reason
+// Evicted, upstream's message and a DisruptionTarget condition (reason
+// TerminationByKubelet). syncPod then keeps it terminal.
+func (k *Kubelet) evictPod(ctx context.Context, uid types.UID) error {
+	rec, pod, ev := k.takeEviction(uid)
+	if ev == nil || pod == nil || podsync.IsTerminalPhase(pod.Status.Phase) || pod.DeletionTimestamp != nil {
+		return nil
+	}
+	ann := map[string]string{
+		"offending_containers":       strings.Join(ev.OffendingContainers, ","),
+		"offending_containers_usage": strings.Join(ev.OffendingContainersUsage, ","),
+		"starved_resource":           string(evictionResource(ev)),
+	}
+	if r := k.recorder(); r != nil {
+		r.AnnotatedEventf(pod, ann, v1.EventTypeWarning, eviction.ReasonEvicted, "%s", ev.Message)
+	}
+	rs, err := k.podRuntimeState(ctx, uid)
+	if err != nil {
+		return err
+	}
+	if err := k.killPod(ctx, pod, rs, ev.GracePeriodSeconds); err != nil {
+		return fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	rec.terminal = &podsync.Terminal{Phase: v1.PodFailed, Reason: eviction.ReasonEvicted, Message: ev.Message}
+	if rs, err = k.podRuntimeState(ctx, uid); err != nil {
+		return err
+	}
+	now := k.clock.Now()
+	view := k.podView(rec, pod).DeepCopy()
+	dt := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: reasonTerminationByKubelet,
+		Message: ev.Message, LastTransitionTime: metav1.NewTime(now)}
+	replaced := false
+	for i := range view.Status.Conditions {
+		if view.Status.Conditions[i].Type == v1.DisruptionTarget {
+			view.Status.Conditions[i], replaced = dt, true
+		}
+	}
+	if !replaced {
+		view.Status.Conditions = append(view.Status.Conditions, dt)
+	}
+	st := status.GenerateAPIPodStatus(status.Input{
+		Pod: view, Runtime: rs, Terminal: rec.terminal, PodIsTerminal: rs.Stopped(),
+		HostIPs: []string{k.cfg.NodeIP}, RuntimeType: k.rt.Type(), Now: now,
+	})
+	return k.writeStatus(ctx, rec, pod, st)
+}
+
+func evictionResource(ev *eviction.Eviction) v1.ResourceName {
+	switch ev.Threshold.Signal {
+	case eviction.SignalMemoryAvailable:
+		return v1.ResourceMemory
+	case eviction.SignalNodeFsInodesFree:
+		return "inodes"
+	case eviction.SignalPIDAvailable:
+		return "pids"
+	default:
+		return v1.ResourceEphemeralStorage
+	}
+}
+
+// SetAvailable sets what a simulated node reports available for a signal
+// (nil: its own figure again), e.g. memory.available=50Mi; the eviction
+// manager acts on it at its next interval (now, if the kubelet runs).
+func (k *Kubelet) SetAvailable(s eviction.Signal, q *resource.Quantity) error {
+	if k.simEviction == nil {
+		return fmt.Errorf("node %s: only a simulated node's resources can be set", k.cfg.NodeName)
+	}
+	k.simEviction.SetAvailable(s, q)
+	k.evictNowIfRunning()
+	return nil
+}
+
+// evictNowIfRunning runs an eviction interval at once if Run is under way
+// and the node is not paused.
+func (k *Kubelet) evictNowIfRunning() {
+	k.mu.Lock()
+	ctx, registered := k.runCtx, k.node != nil
+	k.mu.Unlock()
+	if ctx != nil && ctx.Err() == nil && registered && !k.paused.Load() {
+		k.evictionTick(ctx)
+	}
+}
