@@ -18,8 +18,17 @@
 // TestMutantsAreCaught switches on each mutation of impl/faults' catalog and
 // requires the harness to catch it (README.md has the table).
 //
-// Budgets: `go test ./e2e/props/` runs three rapid runs of up to 10 actions
-// and the mutation test (about two minutes). PROPS_CHECKS (runs per rapid.Check), PROPS_STEPS (actions per run)
+// Faults also include named crash points inside reconciles and component
+// crashes (the harness runs the controller manager, scheduler and kubelets
+// itself and restarts them without memory) and, in TestEtcdMemberLoss, the
+// loss of a member of a 3-member etcd cluster. The recorder's History
+// checks RS-1, DEP-2, SCHED-2 at bindings, SCHED-3 and the taint manager's
+// part of GC-1 on the recorded versions; probes check STORE-1, STORE-4,
+// GC-1/LIVE-2 and KUBELET-7.
+//
+// Budgets: `go test ./e2e/props/` runs three rapid runs of up to 10 actions,
+// TestCrashPoints, TestEtcdMemberLoss and the mutation test (several
+// minutes on a loaded 2-core machine). PROPS_CHECKS (runs per rapid.Check), PROPS_STEPS (actions per run)
 // and PROPS_DURATION (repeat with fresh seeds until it has passed, e.g. 1h)
 // make a campaign; rapid's own -rapid.checks and -rapid.seed
 // flags win when given. A failure prints the shrunk action script, the last
