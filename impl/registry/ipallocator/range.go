@@ -1,13 +1,17 @@
 // Package ipallocator hands out Service ClusterIPs from
 // --service-cluster-ip-range and NodePorts from --service-node-port-range,
-// as kube-apiserver's bitmap allocators do: each range is one
-// core/v1 RangeAllocation record in storage ("/ranges/serviceips",
-// "/ranges/servicenodeports") whose data is a bitmap of the taken offsets.
+// with bitmaps of the taken offsets kept in core/v1 RangeAllocation records,
+// as kube-apiserver's bitmap allocators do. Unlike kube-apiserver, which
+// keeps one record per range (128 KiB for a /12), a range is split into
+// blocks of 4096 offsets, one record each under the range's key
+// ("/ranges/serviceips/0", "/ranges/serviceips/1", ...): a write is at most
+// 512 bytes, so the watch cache's event history stays small, and creates
+// landing in different blocks do not contend. A missing block is empty.
 //
-// Every change is a compare-and-swap on the record's revision
+// Every change is a compare-and-swap on a block's revision
 // (storage.Interface.GuaranteedUpdate), so concurrent creates in one or
 // several API servers sharing etcd never hand out the same value twice:
-// the loser of a race re-reads the bitmap and picks again.
+// the loser of a race re-reads the block and picks again.
 //
 // Dynamic allocation prefers the upper part of a range and leaves a lower
 // band for values clients ask for (KEP-3070 for ClusterIPs, KEP-3668 for
@@ -21,6 +25,8 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"path"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,20 +45,24 @@ var (
 	ErrNotInRange = errors.New("provided value is not in the valid range")
 )
 
-// Range is a bitmap of size offsets kept in one RangeAllocation record.
+// blockBits is the number of offsets one record holds.
+const blockBits = 4096
+
+// Range is a bitmap of size offsets kept in RangeAllocation records, one
+// per block of blockBits offsets, under key.
 type Range struct {
 	store storage.Interface
 	key   string
-	// name is the record's Range field ("10.96.0.0/12", "30000-32767").
+	// name is the records' Range field ("10.96.0.0/12", "30000-32767").
 	name string
 	size int
 	// reserved is the size of the lower band kept for requested values.
 	reserved int
 }
 
-// NewRange returns the range of size offsets recorded at key in store under
-// the given range name, keeping the lowest reserved offsets for explicit
-// requests when it allocates dynamically.
+// NewRange returns the range of size offsets recorded under key in store
+// with the given range name, keeping the lowest reserved offsets for
+// explicit requests when it allocates dynamically.
 func NewRange(store storage.Interface, key, name string, size, reserved int) *Range {
 	return &Range{store: store, key: key, name: name, size: size, reserved: min(reserved, size)}
 }
@@ -60,30 +70,39 @@ func NewRange(store storage.Interface, key, name string, size, reserved int) *Ra
 // Size is the number of offsets in the range.
 func (r *Range) Size() int { return r.size }
 
-// update applies change to the current bitmap with a compare-and-swap,
-// retrying on conflicts; change may be called several times.
-func (r *Range) update(ctx context.Context, change func(bits *big.Int) error) error {
-	err := r.store.GuaranteedUpdate(ctx, r.key, &corev1.RangeAllocation{}, true, nil,
+func (r *Range) blocks() int { return (r.size + blockBits - 1) / blockBits }
+
+func (r *Range) blockKey(b int) string { return r.key + "/" + strconv.Itoa(b) }
+
+// update applies change to block b's bitmap with a compare-and-swap,
+// retrying on conflicts; change may be called several times. Offsets
+// passed to and from change are relative to the block.
+func (r *Range) update(ctx context.Context, b int, change func(bits *big.Int) error) error {
+	key := r.blockKey(b)
+	err := r.store.GuaranteedUpdate(ctx, key, &corev1.RangeAllocation{}, true, nil,
 		func(in runtime.Object) (runtime.Object, error) {
 			cur, ok := in.(*corev1.RangeAllocation)
 			if !ok {
-				return nil, fmt.Errorf("allocation record %s is a %T", r.key, in)
+				return nil, fmt.Errorf("allocation record %s is a %T", key, in)
 			}
 			if cur.Range != "" && cur.Range != r.name {
-				return nil, fmt.Errorf("allocation record %s is for range %q, not %q (run Sync first)", r.key, cur.Range, r.name)
+				return nil, fmt.Errorf("allocation record %s is for range %q, not %q (run Sync first)", key, cur.Range, r.name)
 			}
 			bits := new(big.Int).SetBytes(cur.Data)
 			if err := change(bits); err != nil {
 				return nil, err
 			}
 			out := cur.DeepCopy()
-			out.Name = path.Base(r.key)
+			out.Name = path.Base(r.key) + "." + strconv.Itoa(b)
 			out.Range = r.name
 			out.Data = bits.Bytes()
 			return out, nil
 		})
 	if err != nil {
-		return fmt.Errorf("updating allocation record %s: %w", r.key, err)
+		if errors.Is(err, ErrAllocated) || errors.Is(err, ErrFull) {
+			return err
+		}
+		return fmt.Errorf("updating allocation record %s: %w", key, err)
 	}
 	return nil
 }
@@ -93,11 +112,12 @@ func (r *Range) Allocate(ctx context.Context, offset int) error {
 	if offset < 0 || offset >= r.size {
 		return ErrNotInRange
 	}
-	return r.update(ctx, func(bits *big.Int) error {
-		if bits.Bit(offset) == 1 {
+	bit := offset % blockBits
+	return r.update(ctx, offset/blockBits, func(bits *big.Int) error {
+		if bits.Bit(bit) == 1 {
 			return ErrAllocated
 		}
-		bits.SetBit(bits, offset, 1)
+		bits.SetBit(bits, bit, 1)
 		return nil
 	})
 }
@@ -105,20 +125,45 @@ func (r *Range) Allocate(ctx context.Context, offset int) error {
 // AllocateNext takes a free offset: a random one in the upper band if
 // there is one, else in the lower band; ErrFull when none is left.
 func (r *Range) AllocateNext(ctx context.Context) (int, error) {
-	var got int
-	err := r.update(ctx, func(bits *big.Int) error {
-		var ok bool
-		if got, ok = freeIn(bits, r.reserved, r.size); ok {
+	for _, band := range [][2]int{{r.reserved, r.size}, {0, r.reserved}} {
+		got, err := r.allocateIn(ctx, band[0], band[1])
+		if !errors.Is(err, ErrFull) {
+			return got, err
+		}
+	}
+	return 0, ErrFull
+}
+
+// allocateIn takes a free offset in [lo, hi), trying its blocks from a
+// random one on, and a random free bit in the block.
+func (r *Range) allocateIn(ctx context.Context, lo, hi int) (int, error) {
+	if hi <= lo {
+		return 0, ErrFull
+	}
+	first, last := lo/blockBits, (hi-1)/blockBits
+	n := last - first + 1
+	start := rand.IntN(n)
+	for i := range n {
+		b := first + (start+i)%n
+		base := b * blockBits
+		from, to := max(lo, base)-base, min(hi, base+blockBits)-base
+		var got int
+		err := r.update(ctx, b, func(bits *big.Int) error {
+			var ok bool
+			if got, ok = freeIn(bits, from, to); !ok {
+				return ErrFull
+			}
 			bits.SetBit(bits, got, 1)
 			return nil
+		})
+		if err == nil {
+			return base + got, nil
 		}
-		if got, ok = freeIn(bits, 0, r.reserved); ok {
-			bits.SetBit(bits, got, 1)
-			return nil
+		if !errors.Is(err, ErrFull) {
+			return 0, err
 		}
-		return ErrFull
-	})
-	return got, err
+	}
+	return 0, ErrFull
 }
 
 // freeIn finds a clear bit in [lo, hi), scanning from a random start.
@@ -143,68 +188,114 @@ func (r *Range) Release(ctx context.Context, offset int) error {
 	if offset < 0 || offset >= r.size {
 		return nil
 	}
-	return r.update(ctx, func(bits *big.Int) error {
-		bits.SetBit(bits, offset, 0)
+	bit := offset % blockBits
+	return r.update(ctx, offset/blockBits, func(bits *big.Int) error {
+		bits.SetBit(bits, bit, 0)
 		return nil
 	})
 }
 
 // Has reports whether offset is taken (a quorum read).
 func (r *Range) Has(ctx context.Context, offset int) (bool, error) {
+	if offset < 0 || offset >= r.size {
+		return false, nil
+	}
 	var rec corev1.RangeAllocation
-	if err := r.store.Get(ctx, r.key, storage.GetOptions{IgnoreNotFound: true}, &rec); err != nil {
-		return false, fmt.Errorf("reading allocation record %s: %w", r.key, err)
+	key := r.blockKey(offset / blockBits)
+	if err := r.store.Get(ctx, key, storage.GetOptions{IgnoreNotFound: true}, &rec); err != nil {
+		return false, fmt.Errorf("reading allocation record %s: %w", key, err)
 	}
 	if rec.Range != "" && rec.Range != r.name {
 		return false, nil
 	}
-	return new(big.Int).SetBytes(rec.Data).Bit(offset) == 1, nil
+	return new(big.Int).SetBytes(rec.Data).Bit(offset%blockBits) == 1, nil
+}
+
+// records reads every block record of the range, by block.
+func (r *Range) records(ctx context.Context) (map[int]*corev1.RangeAllocation, error) {
+	var list RecordList
+	if err := r.store.GetList(ctx, r.key, storage.ListOptions{Recursive: true, Predicate: storage.Everything()}, &list); err != nil {
+		return nil, fmt.Errorf("listing allocation records under %s: %w", r.key, err)
+	}
+	out := map[int]*corev1.RangeAllocation{}
+	for i := range list.Items {
+		rec := &list.Items[i]
+		_, suffix, _ := strings.Cut(rec.Name, ".")
+		if b, err := strconv.Atoi(suffix); err == nil {
+			out[b] = rec
+		}
+	}
+	return out, nil
 }
 
 // Free counts the free offsets (a quorum read).
 func (r *Range) Free(ctx context.Context) (int, error) {
-	var rec corev1.RangeAllocation
-	if err := r.store.Get(ctx, r.key, storage.GetOptions{IgnoreNotFound: true}, &rec); err != nil {
-		return 0, fmt.Errorf("reading allocation record %s: %w", r.key, err)
+	recs, err := r.records(ctx)
+	if err != nil {
+		return 0, err
 	}
 	used := 0
-	for _, b := range rec.Data {
-		for ; b != 0; b &= b - 1 {
-			used++
+	for b, rec := range recs {
+		if b >= r.blocks() || rec.Range != r.name {
+			continue
+		}
+		for _, x := range rec.Data {
+			for ; x != 0; x &= x - 1 {
+				used++
+			}
 		}
 	}
 	return r.size - used, nil
 }
 
-// Sync makes the record describe this range: when it is missing or was
-// written for another range (the flag changed), it is rebuilt from used,
-// the offsets the stored objects hold (kube-apiserver's repair
-// controllers do this continuously; here it runs at start). A record
-// already for this range is kept.
+// Sync makes the records describe this range: a block record written for
+// another range (the flag changed), or missing while stored objects hold
+// offsets in it (data from before the allocator), is rebuilt from used,
+// the offsets the stored objects hold. kube-apiserver's repair controllers
+// do this continuously; here it runs at start. Records already for this
+// range are kept.
 func (r *Range) Sync(ctx context.Context, used []int) error {
-	err := r.store.GuaranteedUpdate(ctx, r.key, &corev1.RangeAllocation{}, true, nil,
-		func(in runtime.Object) (runtime.Object, error) {
-			cur, ok := in.(*corev1.RangeAllocation)
-			if !ok {
-				return nil, fmt.Errorf("allocation record %s is a %T", r.key, in)
-			}
-			if cur.Range == r.name {
-				return cur, nil
-			}
-			bits := new(big.Int)
-			for _, o := range used {
-				if o >= 0 && o < r.size {
+	recs, err := r.records(ctx)
+	if err != nil {
+		return err
+	}
+	byBlock := map[int][]int{}
+	for _, o := range used {
+		if o >= 0 && o < r.size {
+			byBlock[o/blockBits] = append(byBlock[o/blockBits], o%blockBits)
+		}
+	}
+	for b := range r.blocks() {
+		rec, exists := recs[b]
+		switch {
+		case exists && rec.Range == r.name:
+			continue
+		case !exists && len(byBlock[b]) == 0:
+			continue
+		}
+		key := r.blockKey(b)
+		err := r.store.GuaranteedUpdate(ctx, key, &corev1.RangeAllocation{}, true, nil,
+			func(in runtime.Object) (runtime.Object, error) {
+				cur, ok := in.(*corev1.RangeAllocation)
+				if !ok {
+					return nil, fmt.Errorf("allocation record %s is a %T", key, in)
+				}
+				if cur.Range == r.name {
+					return cur, nil
+				}
+				bits := new(big.Int)
+				for _, o := range byBlock[b] {
 					bits.SetBit(bits, o, 1)
 				}
-			}
-			out := cur.DeepCopy()
-			out.Name = path.Base(r.key)
-			out.Range = r.name
-			out.Data = bits.Bytes()
-			return out, nil
-		})
-	if err != nil {
-		return fmt.Errorf("syncing allocation record %s: %w", r.key, err)
+				out := cur.DeepCopy()
+				out.Name = path.Base(r.key) + "." + strconv.Itoa(b)
+				out.Range = r.name
+				out.Data = bits.Bytes()
+				return out, nil
+			})
+		if err != nil {
+			return fmt.Errorf("syncing allocation record %s: %w", key, err)
+		}
 	}
 	return nil
 }

@@ -223,3 +223,36 @@ func TestPortsAndSync(t *testing.T) {
 		}
 	}
 }
+
+// A /12 is kept in blocks of 4096 addresses: every record stays at most
+// 512 bytes however the allocations spread, and Free counts across them.
+func TestLargeRangeIsKeptInSmallBlocks(t *testing.T) {
+	ctx := context.Background()
+	store := newStore(t, freshPrefix(), true)
+	cidr, _ := ipallocator.ParseCIDR(ipallocator.DefaultServiceClusterIPRange)
+	a := ipallocator.NewIPs(store, cidr)
+	if err := a.Allocate(ctx, a.FirstIP()); err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		if _, err := a.AllocateNext(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var list ipallocator.RecordList
+	if err := store.GetList(ctx, ipallocator.ServiceIPsKey, storage.ListOptions{Recursive: true, Predicate: storage.Everything()}, &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) < 2 {
+		t.Fatalf("%d records for 51 addresses spread over a /12", len(list.Items))
+	}
+	for _, rec := range list.Items {
+		if len(rec.Data) > 512 || rec.Range != "10.96.0.0/12" {
+			t.Errorf("record %s: %d bytes, range %q", rec.Name, len(rec.Data), rec.Range)
+		}
+	}
+	r := ipallocator.NewRange(store, ipallocator.ServiceIPsKey, "10.96.0.0/12", 1<<20-2, 256)
+	if free, err := r.Free(ctx); err != nil || free != 1<<20-2-51 {
+		t.Fatalf("Free = %d, %v; want %d", free, err, 1<<20-2-51)
+	}
+}
