@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet"
+	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 	kruntime "github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/cri"
@@ -47,6 +48,8 @@ func newKubeletCommand() *cobra.Command {
 		port                                int32
 		address, tlsCert, tlsKey, clientCA  string
 		rootDir, podLogsDir                 string
+		evictionFlags                       eviction.Flags
+		simAvailable                        string
 	)
 	cmd := &cobra.Command{
 		Use:   "kubelet --kubeconfig FILE --node-name NAME [--runtime sim|cri]",
@@ -94,6 +97,19 @@ func newKubeletCommand() *cobra.Command {
 				default:
 					return fmt.Errorf("--sim-pressure %q: want MemoryPressure, DiskPressure or PIDPressure", p)
 				}
+			}
+			evictionFlags.HardSet = cmd.Flags().Changed("eviction-hard")
+			ecfg, err := eviction.ParseConfig(evictionFlags)
+			if err != nil {
+				return err
+			}
+			cfg.Eviction = &ecfg
+			available, err := eviction.ParseAvailable(simAvailable)
+			if err != nil {
+				return fmt.Errorf("--sim-available: %w", err)
+			}
+			if len(available) > 0 && runtimeName != "sim" {
+				return errors.New("--sim-available: only with --runtime sim")
 			}
 			var rt kruntime.Runtime
 			switch runtimeName {
@@ -153,6 +169,11 @@ func newKubeletCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			for s, q := range available {
+				if err := k.SetAvailable(s, &q); err != nil {
+					return fmt.Errorf("--sim-available: %w", err)
+				}
+			}
 			return runKubeletWithAPI(cmd.Context(), k, kubeletAPIOptions{
 				address: address, port: port, nodeIP: nodeIP, nodeName: nodeName,
 				tls: server.TLSOptions{CertFile: tlsCert, KeyFile: tlsKey, ClientCAFile: clientCA},
@@ -187,7 +208,7 @@ func newKubeletCommand() *cobra.Command {
 	fs.Float32Var(&qps, "kube-api-qps", 50, "Client QPS to the API server.")
 	fs.IntVar(&burst, "kube-api-burst", 100, "Client burst to the API server.")
 	fs.StringSliceVar(&simAnnotations, "sim-annotation", nil, "Fault annotations applied to every pod unless the pod sets them, key=value,... (e.g. sim.kubeproof.io/readiness=fail).")
-	fs.StringSliceVar(&simPressure, "sim-pressure", nil, "Node pressure conditions to report as True, and enforce at admission as the eviction manager does: MemoryPressure, DiskPressure, PIDPressure.")
+	fs.StringSliceVar(&simPressure, "sim-pressure", nil, "Simulated node pressure: MemoryPressure, DiskPressure, PIDPressure make the node report no memory.available, nodefs.available, pid.available respectively; the eviction manager then reports the condition (if the signal has a threshold), refuses pods and evicts running ones.")
 	fs.DurationVar(&simSandbox, "sim-sandbox-latency", 0, "Simulated RunPodSandbox latency.")
 	fs.DurationVar(&simPull, "sim-pull-latency", 0, "Simulated image pull latency.")
 	fs.DurationVar(&simCreate, "sim-create-latency", 0, "Simulated CreateContainer latency.")
@@ -198,6 +219,14 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringVar(&tlsKey, "tls-private-key-file", "", "Private key of --tls-cert-file.")
 	fs.StringVar(&clientCA, "client-ca-file", "", "CA bundle the kubelet API verifies client certificates against; when set, a certificate it signed is required (otherwise the API is open).")
 	fs.DurationVar(&simStop, "sim-stop-latency", 0, "Simulated StopContainer latency.")
+	fs.StringVar(&evictionFlags.Hard, "eviction-hard", eviction.DefaultEvictionHard, "Hard eviction thresholds, signal<quantity or signal<percentage,... (signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, pid.available); giving it replaces the whole default, 0 disables a signal.")
+	fs.StringVar(&evictionFlags.Soft, "eviction-soft", "", "Soft eviction thresholds, signal<quantity or percentage,...; each needs a grace period in --eviction-soft-grace-period.")
+	fs.StringVar(&evictionFlags.SoftGracePeriod, "eviction-soft-grace-period", "", "How long each soft threshold must hold before pods are evicted, signal=duration,... (e.g. memory.available=1m30s).")
+	fs.StringVar(&evictionFlags.MinimumReclaim, "eviction-minimum-reclaim", "", "Amount beyond a met threshold to reclaim before it counts as resolved, signal=quantity or percentage,...")
+	fs.DurationVar(&evictionFlags.PressureTransitionPeriod, "eviction-pressure-transition-period", eviction.DefaultPressureTransition, "How long a pressure condition stays True after its threshold stopped being met.")
+	fs.Int64Var(&evictionFlags.MaxPodGracePeriod, "eviction-max-pod-grace-period", 0, "Largest grace period (seconds) given to a pod evicted for a soft threshold; 0: the pod's own.")
+	fs.DurationVar(&evictionFlags.MonitoringInterval, "eviction-monitoring-interval", eviction.DefaultMonitoringInterval, "How often the eviction manager observes the node (kubeproof's flag; upstream's is fixed at 10s).")
+	fs.StringVar(&simAvailable, "sim-available", "", "What the simulated node reports available, signal=quantity,... (e.g. memory.available=50Mi); the eviction manager acts on it.")
 	fs.StringVar(&rootDir, "root-dir", "/var/lib/kubelet", "Directory for pod directories and their volumes.")
 	fs.StringVar(&podLogsDir, "pod-logs-dir", "/var/log/pods", "Directory the container runtime writes pod logs to.")
 	return cmd

@@ -266,7 +266,7 @@ func TestSimProvider(t *testing.T) {
 }
 
 func TestHostProvider(t *testing.T) {
-	obs, _, err := HostProvider{RootDir: t.TempDir()}.Observe(t.Context(), nil)
+	obs, _, err := HostProvider{RootDir: t.TempDir() + "/not/yet/created"}.Observe(t.Context(), nil)
 	if err != nil {
 		t.Skipf("no /proc here: %v", err)
 	}

@@ -3,8 +3,10 @@ package eviction
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -176,9 +178,19 @@ func (h HostProvider) Observe(_ context.Context, pods []*v1.Pod) (Observations, 
 		return nil, nil, fmt.Errorf("observing memory: %w", err)
 	}
 	obs[SignalMemoryAvailable] = Observation{Available: avail, Capacity: total}
+	// The root directory's filesystem (or its nearest existing parent's,
+	// before the kubelet created it).
 	var st syscall.Statfs_t
-	if err := syscall.Statfs(h.RootDir, &st); err != nil {
-		return nil, nil, fmt.Errorf("observing filesystem of %s: %w", h.RootDir, err)
+	dir := filepath.Clean(h.RootDir)
+	for {
+		err := syscall.Statfs(dir, &st)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.ENOENT) || dir == filepath.Dir(dir) {
+			return nil, nil, fmt.Errorf("observing filesystem of %s: %w", h.RootDir, err)
+		}
+		dir = filepath.Dir(dir)
 	}
 	fs := Observation{Available: int64(st.Bavail) * st.Bsize, Capacity: int64(st.Blocks) * st.Bsize}
 	obs[SignalNodeFsAvailable], obs[SignalImageFsAvailable] = fs, fs
