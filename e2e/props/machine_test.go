@@ -126,6 +126,21 @@ func TestPipelineProperties(t *testing.T) {
 	}
 	before := runtime.NumGoroutine()
 	c := startCluster(t)
+	// rapid reports a failure with t.Fatal: the summary, the cluster's stop
+	// (its embedded etcd must not outlive the test's directory) and the
+	// goroutine check run in any case.
+	defer func() {
+		delivered, hidden := faults.WatchStats()
+		t.Logf("summary: %d runs, %d actions, %d faults injected, %d observed states checked (%d as model states against %d invariants, %d outside the model's bounds), %d changes checked against step properties, %d observed steps validated as model behaviours (%d too far apart to search); %d watch-lag faults (%d watch events delivered through fault hooks, %d intermediate states hidden); %d component crashes (%d component restarts; crash points hit: %v)",
+			stats.runs.Load(), stats.actions.Load(), stats.faults.Load(), stats.observations.Load(),
+			stats.modelStates.Load(), countInvariants(), stats.unrepresentable.Load(), stats.changes.Load(),
+			stats.traceValidated.Load(), stats.traceSkipped.Load(), stats.lagFaults.Load(), delivered, hidden,
+			stats.crashes.Load(), c.comps.restarts.Load(), faults.CrashHits())
+		if err := c.Stop(); err != nil {
+			t.Errorf("stopping cluster: %v", err)
+		}
+		waitGoroutines(t, before)
+	}()
 	client, err := c.Client()
 	if err != nil {
 		t.Fatal(err)
@@ -165,16 +180,6 @@ func TestPipelineProperties(t *testing.T) {
 			stats.runs.Load(), stats.actions.Load(), stats.faults.Load(), stats.observations.Load(),
 			stats.modelStates.Load(), stats.unrepresentable.Load(), stats.changes.Load())
 	}
-	delivered, hidden := faults.WatchStats()
-	t.Logf("summary: %d runs, %d actions, %d faults injected, %d observed states checked (%d as model states against %d invariants, %d outside the model's bounds), %d changes checked against step properties, %d observed steps validated as model behaviours (%d too far apart to search); %d watch-lag faults (%d watch events delivered through fault hooks, %d intermediate states hidden); %d component crashes (%d component restarts; crash points hit: %v)",
-		stats.runs.Load(), stats.actions.Load(), stats.faults.Load(), stats.observations.Load(),
-		stats.modelStates.Load(), countInvariants(), stats.unrepresentable.Load(), stats.changes.Load(),
-		stats.traceValidated.Load(), stats.traceSkipped.Load(), stats.lagFaults.Load(), delivered, hidden,
-		stats.crashes.Load(), c.comps.restarts.Load(), faults.CrashHits())
-	if err := c.Stop(); err != nil {
-		t.Errorf("stopping cluster: %v", err)
-	}
-	waitGoroutines(t, before)
 }
 
 // waitGoroutines fails the test when goroutines the cluster started are
