@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# run.sh — kubeproof's fuzzing campaign: every fuzz target of ./fuzz in
-# turn, each for FUZZTIME, with progress lines and a summary table.
+# run.sh — kubeproof's fuzzing campaign: every fuzz target of ./fuzz and
+# of the packages that keep one next to their code, in turn, each for
+# FUZZTIME, with progress lines and a summary table.
 #
 #   fuzz/run.sh                        # every target, 10 minutes each
 #   FUZZTIME=2m fuzz/run.sh            # shorter
-#   fuzz/run.sh FuzzHTTP FuzzPatch     # only these targets
-#   PKG=./impl/apiserver/endpoints fuzz/run.sh FuzzApply   # a target elsewhere
+#   fuzz/run.sh FuzzHTTP FuzzAdmission # only these targets
+#   PKGS=./impl/apiserver/endpoints fuzz/run.sh   # only this package's targets
 #
 # Environment: FUZZTIME (default 10m), FUZZPARALLEL (workers, default 2),
 # PROGRESS_EVERY (seconds between progress lines, default 30), GO (go),
-# PKG (the package holding the targets, default ./fuzz).
+# PKGS (the packages holding targets; PKG is accepted for one).
 #
 # Corpora: the inputs a campaign found interesting are kept in
 # fuzz/testdata/corpus/<Target>/ (for every package: target names are
@@ -28,19 +29,33 @@ GO=${GO:-go}
 FUZZTIME=${FUZZTIME:-10m}
 FUZZPARALLEL=${FUZZPARALLEL:-2}
 PROGRESS_EVERY=${PROGRESS_EVERY:-30}
-PKG=${PKG:-./fuzz}
-PKG=./${PKG#./}
-PKG=${PKG%/}
+PKGS=${PKGS:-${PKG:-./fuzz ./impl/apiserver/admission ./impl/apiserver/endpoints}}
 CORPUS=fuzz/testdata/corpus
-FINDINGS=${PKG#./}/testdata/fuzz
 
+# Every target and the package it is in.
+declare -A pkgOf
+all=()
+for p in $PKGS; do
+	p=./${p#./}
+	p=${p%/}
+	for t in $($GO test -list '^Fuzz' "$p" | grep '^Fuzz'); do
+		pkgOf[$t]=$p
+		all+=("$t")
+	done
+done
 if [ $# -gt 0 ]; then
 	targets=("$@")
+	for t in "${targets[@]}"; do
+		if [ -z "${pkgOf[$t]:-}" ]; then
+			echo "run.sh: no fuzz target $t in $PKGS" >&2
+			exit 2
+		fi
+	done
 else
-	mapfile -t targets < <($GO test -list '^Fuzz' "$PKG" | grep '^Fuzz')
+	targets=("${all[@]}")
 fi
 if [ ${#targets[@]} -eq 0 ]; then
-	echo "run.sh: no fuzz targets found in $PKG" >&2
+	echo "run.sh: no fuzz targets found in $PKGS" >&2
 	exit 2
 fi
 # seconds converts go's durations (1h2m3s, 45s) to seconds.
@@ -58,13 +73,16 @@ seconds() {
 	echo $total
 }
 
-cache=$($GO env GOCACHE)/fuzz/$($GO list "$PKG")
+gocache=$($GO env GOCACHE)
 logdir=$(mktemp -d "${TMPDIR:-/tmp}/kubeproof-fuzz.XXXXXX")
 summary=()
 failed=0
 
 echo "fuzzing ${#targets[@]} targets for $FUZZTIME each, $FUZZPARALLEL workers; logs in $logdir"
 for t in "${targets[@]}"; do
+	PKG=${pkgOf[$t]}
+	FINDINGS=${PKG#./}/testdata/fuzz
+	cache=$gocache/fuzz/$($GO list "$PKG")
 	# Resume from the kept corpus.
 	if [ -d "$CORPUS/$t" ]; then
 		mkdir -p "$cache/$t"
