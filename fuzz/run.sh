@@ -6,11 +6,11 @@
 #   fuzz/run.sh                        # every target, 10 minutes each
 #   FUZZTIME=2m fuzz/run.sh            # shorter
 #   fuzz/run.sh FuzzHTTP FuzzAdmission # only these targets
-#   PKGS=./impl/apiserver/endpoints fuzz/run.sh   # only this package's targets
+#   FUZZPKGS=./impl/apiserver/endpoints fuzz/run.sh   # only this package's targets
 #
 # Environment: FUZZTIME (default 10m), FUZZPARALLEL (workers, default 2),
 # PROGRESS_EVERY (seconds between progress lines, default 30), GO (go),
-# PKGS (the packages holding targets; PKG is accepted for one).
+# FUZZPKGS (the packages holding targets; PKG is accepted for one).
 #
 # Corpora: the inputs a campaign found interesting are kept in
 # fuzz/testdata/corpus/<Target>/ (for every package: target names are
@@ -29,13 +29,13 @@ GO=${GO:-go}
 FUZZTIME=${FUZZTIME:-10m}
 FUZZPARALLEL=${FUZZPARALLEL:-2}
 PROGRESS_EVERY=${PROGRESS_EVERY:-30}
-PKGS=${PKGS:-${PKG:-./fuzz ./impl/apiserver/admission ./impl/apiserver/endpoints}}
+FUZZPKGS=${FUZZPKGS:-${PKG:-./fuzz ./impl/apiserver/admission ./impl/apiserver/endpoints}}
 CORPUS=fuzz/testdata/corpus
 
 # Every target and the package it is in.
 declare -A pkgOf
 all=()
-for p in $PKGS; do
+for p in $FUZZPKGS; do
 	p=./${p#./}
 	p=${p%/}
 	for t in $($GO test -list '^Fuzz' "$p" | grep '^Fuzz'); do
@@ -47,7 +47,7 @@ if [ $# -gt 0 ]; then
 	targets=("$@")
 	for t in "${targets[@]}"; do
 		if [ -z "${pkgOf[$t]:-}" ]; then
-			echo "run.sh: no fuzz target $t in $PKGS" >&2
+			echo "run.sh: no fuzz target $t in $FUZZPKGS" >&2
 			exit 2
 		fi
 	done
@@ -55,7 +55,7 @@ else
 	targets=("${all[@]}")
 fi
 if [ ${#targets[@]} -eq 0 ]; then
-	echo "run.sh: no fuzz targets found in $PKGS" >&2
+	echo "run.sh: no fuzz targets found in $FUZZPKGS" >&2
 	exit 2
 fi
 # seconds converts go's durations (1h2m3s, 45s) to seconds.
