@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/security"
 )
 
 // podRuntimeState asks the runtime for everything of one pod, matched by
@@ -128,6 +129,7 @@ func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string) *runtimeapi.P
 		Annotations:  pod.Annotations,
 		Linux:        &runtimeapi.LinuxPodSandboxConfig{CgroupParent: "/kubepods/pod" + string(pod.UID)},
 	}
+	cfg.Linux.SecurityContext, cfg.Linux.Sysctls = security.Sandbox(pod)
 	if pod.Spec.DNSConfig != nil {
 		cfg.DnsConfig = &runtimeapi.DNSConfig{Servers: pod.Spec.DNSConfig.Nameservers, Searches: pod.Spec.DNSConfig.Searches}
 	}

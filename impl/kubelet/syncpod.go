@@ -388,9 +388,14 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 		return fail(reasonErrImagePull, err)
 	}
 	pull := func() error {
+		keyring, err := k.pullKeyring(ctx, pod)
+		if err != nil {
+			event(v1.EventTypeWarning, EventFailed, "Failed to pull image %q: %v", spec.Image, err)
+			return fail(reasonErrImagePull, err)
+		}
 		event(v1.EventTypeNormal, EventPulling, "Pulling image %q", spec.Image)
 		start := k.clock.Now()
-		if _, err := k.rt.PullImage(ctx, image); err != nil {
+		if _, err := k.pullImage(ctx, image, keyring); err != nil {
 			event(v1.EventTypeWarning, EventFailed, "Failed to pull image %q: %v", spec.Image, err)
 			event(v1.EventTypeWarning, EventFailed, "Error: %s", reasonErrImagePull)
 			return fail(reasonErrImagePull, err)
@@ -430,6 +435,10 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 		event(v1.EventTypeWarning, EventFailed, "Error: %v", err)
 		return fail(reason, err)
 	}
+	sec, err := k.containerSecurity(ctx, pod, spec, image)
+	if err != nil {
+		return failed(reasonCreateContainerConfigErr, err)
+	}
 	env, err := ContainerEnv(envPod, spec, clientEnvSource{ctx: ctx, k: k}, k.cfg.capacity())
 	if err != nil {
 		return failed(reasonCreateContainerConfigErr, err)
@@ -440,6 +449,7 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 	}
 	cc := containerConfig(pod, spec, s.Init, s.Attempt, env)
 	cc.Mounts = mounts
+	cc.Linux.SecurityContext = sec
 	id, err := k.rt.CreateContainer(ctx, sandboxID, cc, sbConfig)
 	if err != nil {
 		return failed(reasonCreateContainerErr, err)

@@ -51,6 +51,13 @@ type Runtime interface {
 
 	// PullImage makes the image present and returns its reference.
 	PullImage(ctx context.Context, image *runtimeapi.ImageSpec) (string, error)
+	// PullImageWithAuth is PullImage with registry credentials (CRI
+	// AuthConfig from the pod's image pull secrets; nil for none).
+	PullImageWithAuth(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig) (string, error)
+	// ImageUser returns the user a present image runs as, as CRI's
+	// ImageStatus reports it: a numeric uid, or a user name that is not a
+	// number; both empty when the image sets no user.
+	ImageUser(ctx context.Context, image *runtimeapi.ImageSpec) (uid *int64, username string, err error)
 	// ImageStatus returns the image reference, or "" if the image is absent.
 	ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec) (string, error)
 

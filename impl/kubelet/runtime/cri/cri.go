@@ -153,7 +153,12 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSand
 
 // PullImage implements runtime.Runtime.
 func (r *Runtime) PullImage(ctx context.Context, image *runtimeapi.ImageSpec) (string, error) {
-	resp, err := r.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: image})
+	return r.PullImageWithAuth(ctx, image, nil)
+}
+
+// PullImageWithAuth implements runtime.Runtime.
+func (r *Runtime) PullImageWithAuth(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig) (string, error) {
+	resp, err := r.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: image, Auth: auth})
 	if err != nil {
 		return "", wrap("pull image "+image.GetImage(), err)
 	}
@@ -170,6 +175,23 @@ func (r *Runtime) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec) 
 		return "", nil
 	}
 	return resp.Image.Id, nil
+}
+
+// ImageUser implements runtime.Runtime from ImageStatus's uid and
+// username.
+func (r *Runtime) ImageUser(ctx context.Context, image *runtimeapi.ImageSpec) (*int64, string, error) {
+	resp, err := r.is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: image})
+	if err != nil {
+		return nil, "", wrap("image status "+image.GetImage(), err)
+	}
+	if resp.Image == nil {
+		return nil, "", fmt.Errorf("image status %s: %w: image not present", image.GetImage(), runtime.ErrNotFound)
+	}
+	if resp.Image.Uid != nil {
+		uid := resp.Image.Uid.Value
+		return &uid, "", nil
+	}
+	return nil, resp.Image.Username, nil
 }
 
 // CreateContainer implements runtime.Runtime.

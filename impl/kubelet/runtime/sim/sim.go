@@ -49,7 +49,10 @@ type Runtime struct {
 	pool       *ipPool
 	sandboxes  map[string]*sandbox
 	containers map[string]*container
-	images     map[string]string // image name -> ref
+	images     map[string]string                   // image name -> ref
+	imageUsers map[string]string                   // image name -> the image config's user
+	registries map[string]*runtimeapi.AuthConfig   // registry host -> credentials pulls need
+	pullAuths  map[string][]*runtimeapi.AuthConfig // image name -> credentials presented
 	execLog    []Exec
 }
 
@@ -70,6 +73,7 @@ type sandbox struct {
 	labels      map[string]string
 	annotations map[string]string
 	ip          netip.Addr
+	linux       *runtimeapi.LinuxPodSandboxConfig
 }
 
 type container struct {
@@ -89,6 +93,7 @@ type container struct {
 	files                            map[string]string
 	env                              []*runtimeapi.KeyValue
 	mounts                           []*runtimeapi.Mount
+	security                         *runtimeapi.LinuxContainerSecurityContext
 	logs                             []runtime.LogLine
 }
 
@@ -113,6 +118,9 @@ func New(cfg Config) (*Runtime, error) {
 		sandboxes:  map[string]*sandbox{},
 		containers: map[string]*container{},
 		images:     map[string]string{},
+		imageUsers: map[string]string{},
+		registries: map[string]*runtimeapi.AuthConfig{},
+		pullAuths:  map[string][]*runtimeapi.AuthConfig{},
 	}, nil
 }
 
@@ -161,6 +169,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	s := &sandbox{
 		id: r.newID("sandbox"), seq: r.seq, meta: config.Metadata, state: runtimeapi.PodSandboxState_SANDBOX_READY,
 		createdAt: r.clock.Now(), labels: config.Labels, annotations: r.withDefaults(config.Annotations), ip: ip,
+		linux: config.Linux,
 	}
 	r.sandboxes[s.id] = s
 	return s.id, nil
@@ -296,6 +305,13 @@ func imageRef(name string) string {
 
 // PullImage implements runtime.Runtime.
 func (r *Runtime) PullImage(ctx context.Context, image *runtimeapi.ImageSpec) (string, error) {
+	return r.PullImageWithAuth(ctx, image, nil)
+}
+
+// PullImageWithAuth implements runtime.Runtime. Pulls from a registry
+// registered with RequireCredentials fail unless auth carries its
+// credentials.
+func (r *Runtime) PullImageWithAuth(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig) (string, error) {
 	if image == nil || image.Image == "" {
 		return "", fmt.Errorf("pull image: no image given")
 	}
@@ -304,6 +320,10 @@ func (r *Runtime) PullImage(ctx context.Context, image *runtimeapi.ImageSpec) (s
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.pullAuths[image.Image] = append(r.pullAuths[image.Image], auth)
+	if err := r.authorizePull(image.Image, auth); err != nil {
+		return "", err
+	}
 	ref := imageRef(image.Image)
 	r.images[image.Image] = ref
 	return ref, nil
@@ -348,7 +368,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 		id: r.newID("container"), seq: r.seq, sandboxID: sandboxID, meta: config.Metadata,
 		image: config.Image.Image, imageRef: ref, labels: config.Labels, annotations: config.Annotations,
 		faults: f, state: runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.clock.Now(),
-		env: config.Envs, mounts: config.Mounts,
+		env: config.Envs, mounts: config.Mounts, security: config.GetLinux().GetSecurityContext(),
 	}
 	r.containers[c.id] = c
 	return c.id, nil

@@ -226,7 +226,7 @@ func (s *Server) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) 
 
 // PullImage implements CRI.
 func (s *Server) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
-	ref, err := s.rt.PullImage(ctx, req.Image)
+	ref, err := s.rt.PullImageWithAuth(ctx, req.Image, req.Auth)
 	if err != nil {
 		return nil, grpcErr(err)
 	}
@@ -242,5 +242,14 @@ func (s *Server) ImageStatus(ctx context.Context, req *runtimeapi.ImageStatusReq
 	if ref == "" {
 		return &runtimeapi.ImageStatusResponse{}, nil
 	}
-	return &runtimeapi.ImageStatusResponse{Image: &runtimeapi.Image{Id: ref, RepoTags: []string{req.Image.GetImage()}}}, nil
+	img := &runtimeapi.Image{Id: ref, RepoTags: []string{req.Image.GetImage()}}
+	uid, username, err := s.rt.ImageUser(ctx, req.Image)
+	if err != nil {
+		return nil, grpcErr(err)
+	}
+	if uid != nil {
+		img.Uid = &runtimeapi.Int64Value{Value: *uid}
+	}
+	img.Username = username
+	return &runtimeapi.ImageStatusResponse{Image: img}, nil
 }

@@ -1,0 +1,86 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/credentials"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/security"
+)
+
+// EventFailedToRetrieveImagePullSecret is the warning recorded on a pod
+// when some of its imagePullSecrets cannot be read, as upstream.
+const EventFailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
+
+// pullKeyring reads the pod's imagePullSecrets through the API and builds
+// the keyring the image pull uses. Secrets that cannot be read are skipped
+// with a warning event (the pull may still succeed without them); a
+// malformed docker config is an error.
+func (k *Kubelet) pullKeyring(ctx context.Context, pod *v1.Pod) (*credentials.Keyring, error) {
+	if len(pod.Spec.ImagePullSecrets) == 0 {
+		return nil, nil
+	}
+	var secrets []*v1.Secret
+	var failed []string
+	for _, ref := range pod.Spec.ImagePullSecrets {
+		if ref.Name == "" {
+			continue
+		}
+		s, err := k.client.CoreV1().Secrets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			k.log.Info("unable to retrieve pull secret, the image pull may not succeed", "pod", pod.Namespace+"/"+pod.Name, "secret", ref.Name, "err", err)
+			failed = append(failed, ref.Name)
+			continue
+		}
+		secrets = append(secrets, s)
+	}
+	if len(failed) > 0 {
+		k.podEvent(pod, v1.EventTypeWarning, EventFailedToRetrieveImagePullSecret,
+			"Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(failed, ", "))
+	}
+	return credentials.FromSecrets(secrets)
+}
+
+// pullImage pulls image with each credential the keyring has for it, most
+// specific first, until one pull succeeds (without credentials if it has
+// none). All failures are returned joined.
+func (k *Kubelet) pullImage(ctx context.Context, image *runtimeapi.ImageSpec, keyring *credentials.Keyring) (string, error) {
+	creds := keyring.Lookup(image.Image)
+	if len(creds) == 0 {
+		return k.rt.PullImageWithAuth(ctx, image, nil)
+	}
+	var errs []error
+	for _, auth := range creds {
+		ref, err := k.rt.PullImageWithAuth(ctx, image, auth)
+		if err == nil {
+			return ref, nil
+		}
+		errs = append(errs, err)
+	}
+	return "", errors.Join(errs...)
+}
+
+// containerSecurity checks runAsNonRoot against the image's user and
+// returns the container's CRI security context. An image that names no
+// user runs as root, as the kubelet assumes.
+func (k *Kubelet) containerSecurity(ctx context.Context, pod *v1.Pod, c *v1.Container, image *runtimeapi.ImageSpec) (*runtimeapi.LinuxContainerSecurityContext, error) {
+	uid, username, err := k.rt.ImageUser(ctx, image)
+	if err != nil {
+		return nil, fmt.Errorf("failed to get image user of %q: %w", image.Image, err)
+	}
+	if uid == nil && username == "" {
+		uid = new(int64)
+	}
+	if err := security.VerifyRunAsNonRoot(pod, c, uid, username); err != nil {
+		return nil, err
+	}
+	return security.Container(pod, c, security.ImageUser{UID: uid, Username: username},
+		security.Options{SeccompProfileRoot: filepath.Join(k.cfg.RootDir, "seccomp")}), nil
+}

@@ -1,0 +1,236 @@
+// Package credentials is the kubelet's image pull keyring: registry
+// credentials read from a pod's imagePullSecrets (kubernetes.io/dockerconfigjson
+// and kubernetes.io/dockercfg secrets) and matched against the image being
+// pulled the way the kubelet's docker keyring does: by registry host (with
+// "*" globs per DNS label), port and path prefix, the longest key first;
+// credentials for Docker Hub ("index.docker.io") apply to images without a
+// registry host. The matches become CRI AuthConfigs for PullImage.
+package credentials
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/distribution/reference"
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// defaultRegistryHost is where credentials for Docker Hub are kept.
+const defaultRegistryHost = "index.docker.io"
+
+// Entry is one registry's credentials in a docker config file.
+type Entry struct {
+	Username      string `json:"username,omitempty"`
+	Password      string `json:"password,omitempty"`
+	Auth          string `json:"auth,omitempty"`
+	Email         string `json:"email,omitempty"`
+	IdentityToken string `json:"identitytoken,omitempty"`
+	RegistryToken string `json:"registrytoken,omitempty"`
+}
+
+// DockerConfig maps a registry location ("https://index.docker.io/v1/",
+// "registry.example.com:5000/team") to its credentials: the contents of a
+// kubernetes.io/dockercfg secret, and the "auths" of a
+// kubernetes.io/dockerconfigjson one.
+type DockerConfig map[string]Entry
+
+// Keyring holds credentials by registry key. The zero value is empty.
+type Keyring struct {
+	index []string // keys, sorted so that longer (more specific) keys come first
+	creds map[string][]*runtimeapi.AuthConfig
+}
+
+// FromSecrets builds a keyring from the pod's image pull secrets, in order.
+// Secrets of other types are ignored, as the kubelet does; a malformed
+// dockercfg or dockerconfigjson is an error naming the secret.
+func FromSecrets(secrets []*v1.Secret) (*Keyring, error) {
+	kr := &Keyring{}
+	for _, s := range secrets {
+		var cfg DockerConfig
+		switch s.Type {
+		case v1.SecretTypeDockerConfigJson:
+			data, ok := s.Data[v1.DockerConfigJsonKey]
+			if !ok {
+				continue
+			}
+			var file struct {
+				Auths DockerConfig `json:"auths"`
+			}
+			if err := json.Unmarshal(data, &file); err != nil {
+				return nil, fmt.Errorf("reading %s of secret %s/%s: %w", v1.DockerConfigJsonKey, s.Namespace, s.Name, err)
+			}
+			cfg = file.Auths
+		case v1.SecretTypeDockercfg:
+			data, ok := s.Data[v1.DockerConfigKey]
+			if !ok {
+				continue
+			}
+			if err := json.Unmarshal(data, &cfg); err != nil {
+				return nil, fmt.Errorf("reading %s of secret %s/%s: %w", v1.DockerConfigKey, s.Namespace, s.Name, err)
+			}
+		default:
+			continue
+		}
+		if err := kr.Add(cfg); err != nil {
+			return nil, fmt.Errorf("secret %s/%s: %w", s.Namespace, s.Name, err)
+		}
+	}
+	return kr, nil
+}
+
+// Add adds a docker config's credentials. A location's scheme is dropped,
+// and so is a leading /v1/ or /v2/ of its path ("https://index.docker.io/v1/"
+// is key "index.docker.io"); the key is host[:port][/path].
+func (kr *Keyring) Add(cfg DockerConfig) error {
+	if kr.creds == nil {
+		kr.creds = map[string][]*runtimeapi.AuthConfig{}
+	}
+	locs := make([]string, 0, len(cfg))
+	for loc := range cfg {
+		locs = append(locs, loc)
+	}
+	sort.Strings(locs) // deterministic order among equal keys
+	for _, loc := range locs {
+		e := cfg[loc]
+		user, pass := e.Username, e.Password
+		if e.Auth != "" {
+			u, p, err := decodeAuth(e.Auth)
+			if err != nil {
+				return fmt.Errorf("credentials for %q: %w", loc, err)
+			}
+			user, pass = u, p
+		}
+		value := loc
+		if !strings.HasPrefix(value, "https://") && !strings.HasPrefix(value, "http://") {
+			value = "https://" + value
+		}
+		u, err := url.Parse(value)
+		if err != nil {
+			return fmt.Errorf("registry location %q: %w", loc, err)
+		}
+		path := u.Path
+		if strings.HasPrefix(path, "/v1/") || strings.HasPrefix(path, "/v2/") {
+			path = path[3:]
+		}
+		key := u.Host
+		if path != "" && path != "/" {
+			key += path
+		}
+		if _, ok := kr.creds[key]; !ok {
+			kr.index = append(kr.index, key)
+		}
+		kr.creds[key] = append(kr.creds[key], &runtimeapi.AuthConfig{
+			Username: user, Password: pass, ServerAddress: loc,
+			IdentityToken: e.IdentityToken, RegistryToken: e.RegistryToken,
+		})
+	}
+	// Reverse lexical order puts a longer key before any key it extends
+	// ("reg.io/team/app" before "reg.io/team" before "reg.io").
+	sort.Sort(sort.Reverse(sort.StringSlice(kr.index)))
+	return nil
+}
+
+// decodeAuth decodes a docker config "auth" value: base64 of "user:password".
+func decodeAuth(s string) (string, string, error) {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return "", "", fmt.Errorf("auth is not base64: %w", err)
+	}
+	user, pass, ok := strings.Cut(string(b), ":")
+	if !ok {
+		return "", "", fmt.Errorf("auth is not user:password")
+	}
+	return user, strings.Trim(pass, "\x00"), nil
+}
+
+// Repository is the repository an image is pulled from, without tag or
+// digest, with Docker Hub's implied host and "library/" made explicit
+// ("nginx:1.25" is "docker.io/library/nginx").
+func Repository(image string) (string, error) {
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return "", fmt.Errorf("couldn't parse image name %q: %w", image, err)
+	}
+	return named.Name(), nil
+}
+
+// Lookup returns the credentials for an image, most specific key first;
+// nil if none match. image may carry a tag or digest.
+func (kr *Keyring) Lookup(image string) []*runtimeapi.AuthConfig {
+	if kr == nil || len(kr.index) == 0 {
+		return nil
+	}
+	repo, err := Repository(image)
+	if err != nil {
+		repo = image
+	}
+	var out []*runtimeapi.AuthConfig
+	for _, key := range kr.index {
+		if Matches(key, repo) {
+			out = append(out, kr.creds[key]...)
+		}
+	}
+	if len(out) == 0 && isDefaultRegistry(repo) {
+		out = append(out, kr.creds[defaultRegistryHost]...)
+	}
+	return out
+}
+
+// Matches reports whether a keyring key (host[:port][/path], the host's
+// DNS labels may be "*" globs) covers the repository: same number of
+// labels each matching its glob, the same port, and the key's path a
+// prefix of the repository's.
+func Matches(key, repo string) bool {
+	k, err := parseSchemeless(key)
+	if err != nil {
+		return false
+	}
+	r, err := parseSchemeless(repo)
+	if err != nil {
+		return false
+	}
+	kHost, kPort := splitHostPort(k.Host)
+	rHost, rPort := splitHostPort(r.Host)
+	if kPort != rPort {
+		return false
+	}
+	kParts, rParts := strings.Split(kHost, "."), strings.Split(rHost, ".")
+	if len(kParts) != len(rParts) {
+		return false
+	}
+	for i := range kParts {
+		if ok, _ := filepath.Match(kParts[i], rParts[i]); !ok {
+			return false
+		}
+	}
+	return strings.HasPrefix(r.Path, k.Path)
+}
+
+func parseSchemeless(s string) (*url.URL, error) {
+	u, err := url.Parse("https://" + s)
+	if err != nil {
+		return nil, err
+	}
+	u.Host = strings.ToLower(u.Host)
+	return u, nil
+}
+
+func splitHostPort(hostport string) (string, string) {
+	if h, p, err := net.SplitHostPort(hostport); err == nil {
+		return h, p
+	}
+	return hostport, ""
+}
+
+// isDefaultRegistry reports whether a repository lives on Docker Hub.
+func isDefaultRegistry(repo string) bool {
+	host, _, _ := strings.Cut(repo, "/")
+	return host == "docker.io" || host == defaultRegistryHost
+}

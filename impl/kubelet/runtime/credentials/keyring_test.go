@@ -1,0 +1,112 @@
+package credentials
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func dockerConfigJSON(name, json string) *v1.Secret {
+	return &v1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
+		Type:       v1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{v1.DockerConfigJsonKey: []byte(json)},
+	}
+}
+
+func auth(user, pass string) string {
+	return base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
+}
+
+// users returns the usernames of the credentials Lookup finds, in order.
+func users(kr *Keyring, image string) string {
+	var out []string
+	for _, a := range kr.Lookup(image) {
+		out = append(out, a.Username)
+	}
+	return strings.Join(out, ",")
+}
+
+func TestLookupLongestPrefixFirst(t *testing.T) {
+	kr, err := FromSecrets([]*v1.Secret{
+		dockerConfigJSON("regcred", `{"auths": {
+			"registry.example.com": {"auth": "`+auth("host", "p1")+`"},
+			"registry.example.com/team": {"username": "team", "password": "p2"},
+			"https://registry.example.com/v2/team/app": {"username": "app", "password": "p3"},
+			"registry.example.com:5000": {"username": "port", "password": "p4"},
+			"*.corp.example": {"username": "glob", "password": "p5"},
+			"https://index.docker.io/v1/": {"username": "hub", "password": "p6"}
+		}}`),
+		{ObjectMeta: metav1.ObjectMeta{Name: "legacy", Namespace: "ns"}, Type: v1.SecretTypeDockercfg,
+			Data: map[string][]byte{v1.DockerConfigKey: []byte(`{"quay.io": {"auth": "` + auth("quay", "p7") + `", "email": "a@b.c"}}`)}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "opaque", Namespace: "ns"}, Type: v1.SecretTypeOpaque,
+			Data: map[string][]byte{v1.DockerConfigJsonKey: []byte(`{"auths": {"quay.io": {"username": "ignored"}}}`)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for image, want := range map[string]string{
+		"registry.example.com/team/app:1.0":                               "app,team,host",
+		"registry.example.com/team/app@sha256:" + strings.Repeat("a", 64): "app,team,host",
+		"registry.example.com/team/other":                                 "team,host",
+		"registry.example.com/teamx/app":                                  "team,host", // a path prefix, as upstream's keyring matches
+		"registry.example.com/solo/app":                                   "host",
+		"registry.example.com:5000/team/app":                              "port",
+		"registry.example.com:6000/app":                                   "",
+		"Registry.Example.com/solo/app":                                   "host",
+		"a.corp.example/app":                                              "glob",
+		"a.b.corp.example/app":                                            "", // a glob covers one DNS label
+		"quay.io/org/app:v1":                                              "quay",
+		"nginx:1.27":                                                      "hub",
+		"library/nginx":                                                   "hub",
+		"docker.io/library/nginx":                                         "hub",
+		"other.example.com/app":                                           "",
+	} {
+		if got := users(kr, image); got != want {
+			t.Errorf("Lookup(%q) = %q, want %q", image, got, want)
+		}
+	}
+	creds := kr.Lookup("registry.example.com/solo/app")
+	if len(creds) != 1 || creds[0].Password != "p1" || creds[0].ServerAddress != "registry.example.com" {
+		t.Fatalf("credentials from auth: %+v", creds)
+	}
+}
+
+func TestMalformedSecrets(t *testing.T) {
+	for name, s := range map[string]*v1.Secret{
+		"bad json": dockerConfigJSON("bad", `{"auths": `),
+		"bad auth": dockerConfigJSON("bad", `{"auths": {"reg.io": {"auth": "%%%"}}}`),
+		"no colon": dockerConfigJSON("bad", `{"auths": {"reg.io": {"auth": "`+base64.StdEncoding.EncodeToString([]byte("nocolon"))+`"}}}`),
+	} {
+		if _, err := FromSecrets([]*v1.Secret{s}); err == nil || !strings.Contains(err.Error(), "ns/bad") {
+			t.Errorf("%s: error %v does not name the secret", name, err)
+		}
+	}
+	var empty *Keyring
+	if got := empty.Lookup("nginx"); got != nil {
+		t.Fatalf("nil keyring found %v", got)
+	}
+}
+
+func TestMatches(t *testing.T) {
+	for _, tc := range []struct {
+		key, repo string
+		want      bool
+	}{
+		{"reg.io", "reg.io/a/b", true},
+		{"reg.io/a", "reg.io/a/b", true},
+		{"reg.io/a/b/c", "reg.io/a/b", false},
+		{"*.reg.io", "x.reg.io/a", true},
+		{"*.reg.io", "reg.io/a", false},
+		{"reg.*", "reg.io/a", true},
+		{"reg.io:443", "reg.io/a", false},
+		{"reg.io", "reg.io:443/a", false},
+	} {
+		if got := Matches(tc.key, tc.repo); got != tc.want {
+			t.Errorf("Matches(%q, %q) = %v", tc.key, tc.repo, got)
+		}
+	}
+}
