@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
 )
 
 // newNodeCommand is `kubeproof node fail|recover|list`: fault injection for
@@ -58,15 +60,21 @@ the evicted pods' termination.`,
 		}
 	}
 	pressure := &cobra.Command{
-		Use:   "pressure NODE CONDITION[,CONDITION...]|none",
-		Short: "Make a simulated node report MemoryPressure, DiskPressure or PIDPressure (posted within its 10 s node status period) and admit pods accordingly",
+		Use:   "pressure NODE CONDITION[,CONDITION...]|none|SIGNAL=QUANTITY[,...]",
+		Short: "Make a simulated node short of memory, disk or process IDs (MemoryPressure, DiskPressure, PIDPressure; or what it reports available, e.g. memory.available=50Mi): its eviction manager reports the pressure, refuses pods and evicts running ones",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := parsePressure(args[1]); err != nil {
+			query := "?conditions=" + url.QueryEscape(args[1])
+			if strings.Contains(args[1], "=") {
+				if _, err := eviction.ParseAvailable(args[1]); err != nil {
+					return err
+				}
+				query = "?available=" + url.QueryEscape(args[1])
+			} else if _, err := parsePressure(args[1]); err != nil {
 				return err
 			}
 			var st nodeState
-			path := "/nodes/" + url.PathEscape(args[0]) + "/pressure?conditions=" + url.QueryEscape(args[1])
+			path := "/nodes/" + url.PathEscape(args[0]) + "/pressure" + query
 			if err := nodeAdminClient(dataDir).do(cmd.Context(), http.MethodPost, path, &st); err != nil {
 				return fmt.Errorf("pressure %s: %w", args[0], err)
 			}

@@ -16,9 +16,11 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubeproof/kubeproof/impl/cluster"
 	"github.com/kubeproof/kubeproof/impl/kubelet"
+	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
 )
 
 // nodeAdminSocket is the file name, inside `up`'s --data-dir, of the Unix
@@ -36,6 +38,12 @@ type simulatedNode interface {
 	Paused() bool
 	Pressure() kubelet.Pressure
 	SetPressure(kubelet.Pressure)
+}
+
+// availableSetter is a simulated node whose eviction manager's observed
+// resources can be set (a kubelet with the sim runtime).
+type availableSetter interface {
+	SetAvailable(eviction.Signal, *resource.Quantity) error
 }
 
 // nodeState is one simulated node as `kubeproof node list` shows it; the
@@ -85,6 +93,9 @@ func parsePressure(s string) (kubelet.Pressure, error) {
 //	                           the node reports these pressure conditions
 //	                           (none: no pressure) and its kubelet admits
 //	                           pods as under that pressure
+//	POST /nodes/{name}/pressure?available=memory.available=50Mi,...
+//	                           the node's eviction manager observes these
+//	                           amounts available (and acts on them)
 //
 // Both POSTs answer with the node's state and are idempotent; an unknown
 // node is a 404.
@@ -135,6 +146,28 @@ func nodeAdmin(nodes []simulatedNode, logger *slog.Logger) http.Handler {
 		n, ok := byName[name]
 		if !ok {
 			reply(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no simulated node %q in this kubeproof up", name)})
+			return
+		}
+		if text := r.URL.Query().Get("available"); text != "" {
+			available, err := eviction.ParseAvailable(text)
+			setter, ok := n.(availableSetter)
+			if err == nil && !ok {
+				err = fmt.Errorf("node %s cannot set available resources", name)
+			}
+			if err != nil {
+				reply(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for s, q := range available {
+				if err := setter.SetAvailable(s, &q); err != nil {
+					reply(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+					return
+				}
+			}
+			logger.Warn("simulated node resources", "node", name, "available", text)
+			reply(w, http.StatusOK, stateOf(n))
 			return
 		}
 		p, err := parsePressure(r.URL.Query().Get("conditions"))

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -15,12 +16,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeproof/kubeproof/impl/cluster"
 	"github.com/kubeproof/kubeproof/impl/kubelet"
+	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
 )
 
 type fakeNode struct {
@@ -28,6 +31,15 @@ type fakeNode struct {
 	paused   atomic.Bool
 	pauses   atomic.Int32
 	pressure atomic.Pointer[kubelet.Pressure]
+	memory   atomic.Pointer[resource.Quantity] // memory.available set
+}
+
+func (f *fakeNode) SetAvailable(s eviction.Signal, q *resource.Quantity) error {
+	if s != eviction.SignalMemoryAvailable {
+		return fmt.Errorf("fake node: only memory.available")
+	}
+	f.memory.Store(q)
+	return nil
 }
 
 func (f *fakeNode) Pressure() kubelet.Pressure {
@@ -123,6 +135,18 @@ func TestNodeCommandFailRecoverList(t *testing.T) {
 	}
 	if _, err := runNode(t, dir, "pressure", "node-10", "Hunger"); err == nil || !strings.Contains(err.Error(), `unknown pressure condition "Hunger"`) {
 		t.Fatalf("bad condition: %v", err)
+	}
+	if out, err := runNode(t, dir, "pressure", "node-10", "memory.available=50Mi"); err != nil || !strings.HasPrefix(out, "node/node-10 pressure") {
+		t.Fatalf("pressure memory.available=50Mi: %q, %v", out, err)
+	}
+	if q := nodes[1].memory.Load(); q == nil || q.String() != "50Mi" {
+		t.Fatalf("node-10 memory.available set to %v", q)
+	}
+	if _, err := runNode(t, dir, "pressure", "node-10", "cpu.available=1"); err == nil || !strings.Contains(err.Error(), "unsupported eviction signal cpu.available") {
+		t.Fatalf("bad signal: %v", err)
+	}
+	if _, err := runNode(t, dir, "pressure", "node-10", "pid.available=10"); err == nil || !strings.Contains(err.Error(), "only memory.available") {
+		t.Fatalf("node refusing a signal: %v", err)
 	}
 	if out, err := runNode(t, dir, "pressure", "node-10", "none"); err != nil || out != "node/node-10 pressure none\n" || nodes[1].Pressure() != (kubelet.Pressure{}) {
 		t.Fatalf("pressure none: %q, %v", out, err)
