@@ -38,6 +38,7 @@ func newAPIServerCommand() *cobra.Command {
 		watchCache                    bool
 		compaction                    time.Duration
 		authOpts                      cluster.AuthOptions
+		services                      cluster.ServiceOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "apiserver",
@@ -68,6 +69,7 @@ func newAPIServerCommand() *cobra.Command {
 				EtcdClient: etcdClient, EtcdPrefix: etcdPrefix, WatchCache: watchCache,
 				CompactionInterval: compaction, ServingCert: &serving, ClientCA: clientCA,
 				Auth:        authOpts,
+				Services:    services,
 				BindAddress: net.JoinHostPort(bindAddress, strconv.Itoa(securePort)),
 				Metrics:     prometheus.NewRegistry(), Logger: logger,
 			})
@@ -87,6 +89,7 @@ func newAPIServerCommand() *cobra.Command {
 	fs.StringVar(&etcdCert, "etcd-certfile", "", "SSL certification file used to secure etcd communication.")
 	fs.StringVar(&etcdKey, "etcd-keyfile", "", "SSL key file used to secure etcd communication.")
 	fs.StringVar(&bindAddress, "bind-address", "127.0.0.1", "The IP address on which to listen for the --secure-port port.")
+	addServiceFlags(fs, &services)
 	fs.IntVar(&securePort, "secure-port", 6443, "The port on which to serve HTTPS; 0 picks a free one.")
 	fs.StringVar(&tlsCertFile, "tls-cert-file", "", "File containing the default x509 serving certificate (PEM).")
 	fs.StringVar(&tlsKeyFile, "tls-private-key-file", "", "File containing the default x509 private key matching --tls-cert-file.")
@@ -104,6 +107,13 @@ func newAPIServerCommand() *cobra.Command {
 // addAuthFlags binds kube-apiserver's request-chain flags to o, with the
 // given authorization modes and admission plugin adjustments as defaults
 // (nil enable/disable: the API server's own default plugin set).
+// addServiceFlags adds kube-apiserver's flags for Services.
+func addServiceFlags(fs *pflag.FlagSet, o *cluster.ServiceOptions) {
+	fs.StringVar(&o.ClusterIPRange, "service-cluster-ip-range", "10.96.0.0/12", "A CIDR notation IP range from which to assign service cluster IPs; its first address is the kubernetes service's.")
+	fs.StringVar(&o.NodePortRange, "service-node-port-range", "30000-32767", "A port range to reserve for services with NodePort visibility, low-high inclusive.")
+	fs.IPVar(&o.AdvertiseAddress, "advertise-address", nil, "The IP address on which to advertise the apiserver to members of the cluster (the kubernetes service's endpoints); empty uses the address it is reached at.")
+}
+
 func addAuthFlags(fs *pflag.FlagSet, o *cluster.AuthOptions, modes, enable, disable []string) {
 	fs.StringSliceVar(&o.AuthorizationModes, "authorization-mode", modes,
 		"Ordered list of authorization plugins: "+strings.Join(cluster.AuthorizationModes, ", ")+".")

@@ -32,6 +32,7 @@ func newUpCommand() *cobra.Command {
 		evictAfter  time.Duration
 		monitorGP   time.Duration
 		authOpts    cluster.AuthOptions
+		services    cluster.ServiceOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -71,6 +72,7 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 				NodeMemory:             nodeMemory,
 				NodeMaxPods:            nodeMaxPods,
 				Auth:                   authOpts,
+				Services:               services,
 				Logger:                 logger,
 			})
 			if err != nil {
@@ -101,6 +103,7 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 	fs.StringVar(&dataDir, "data-dir", ".kubeproof", "Directory for etcd data, certificates and kubeconfigs.")
 	fs.IntVar(&port, "port", 6443, "API server port; 0 picks a free port and prints it.")
 	fs.StringVar(&bindAddress, "bind-address", "127.0.0.1", "Address the API server listens on.")
+	addServiceFlags(fs, &services)
 	fs.StringSliceVar(&etcdServers, "etcd-servers", nil, "External etcd endpoints; empty runs an embedded etcd in --data-dir.")
 	fs.BoolVar(&watchCache, "watch-cache", true, "Serve watches and resourceVersion=0 lists from an in-memory watch cache.")
 	fs.DurationVar(&compaction, "etcd-compaction-interval", 5*time.Minute, "How often etcd history is compacted; negative disables.")

@@ -45,11 +45,27 @@ type APIServerConfig struct {
 	// Auth is the request chain: authentication, authorization, admission
 	// and audit, as kube-apiserver's flags configure it.
 	Auth AuthOptions
+	// Services are the service address ranges and the advertised address.
+	Services ServiceOptions
 	// Listener, or BindAddress when nil.
 	Listener    net.Listener
 	BindAddress string
 	Metrics     *prometheus.Registry
 	Logger      *slog.Logger
+}
+
+// ServiceOptions are kube-apiserver's flags for Services, under their
+// names. Empty fields take the API server's defaults (10.96.0.0/12,
+// 30000-32767, the address the API server is reached at).
+type ServiceOptions struct {
+	// ClusterIPRange (--service-cluster-ip-range) is the CIDR ClusterIPs
+	// are allocated from; its first address goes to the kubernetes service.
+	ClusterIPRange string
+	// NodePortRange (--service-node-port-range), "low-high".
+	NodePortRange string
+	// AdvertiseAddress (--advertise-address) is the address put in the
+	// kubernetes service's endpoints.
+	AdvertiseAddress net.IP
 }
 
 // AuthOptions are kube-apiserver's flags of the request chain, under
@@ -155,6 +171,9 @@ func NewAPIServer(cfg APIServerConfig) (*apiserver.Server, *storagebackend.Facto
 		Metrics:                   cfg.Metrics,
 		Listener:                  cfg.Listener,
 		BindAddress:               cfg.BindAddress,
+		ServiceClusterIPRange:     cfg.Services.ClusterIPRange,
+		ServiceNodePortRange:      cfg.Services.NodePortRange,
+		AdvertiseAddress:          cfg.Services.AdvertiseAddress,
 		Logger:                    cfg.Logger,
 	})
 	if err != nil {

@@ -71,6 +71,8 @@ type Config struct {
 	// modes, admission plugins, tokens, audit). A service account signing
 	// key is generated in DataDir/pki/sa.key when none is given.
 	Auth AuthOptions
+	// Services are the API server's service ranges and advertised address.
+	Services ServiceOptions
 	// Logger; nil is slog.Default().
 	Logger *slog.Logger
 }
@@ -213,6 +215,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		EtcdClient: c.EtcdClient, EtcdPrefix: cfg.EtcdPrefix, WatchCache: cfg.WatchCache,
 		CompactionInterval: cfg.CompactionInterval, ServingCert: &creds.serving, ClientCA: creds.ca.Pool(),
 		Listener: ln, Metrics: c.Metrics, Logger: cfg.Logger, KubeletClientTLS: kubeletClientTLS, Auth: authOpts,
+		Services: cfg.Services,
 	})
 	if err != nil {
 		_ = ln.Close()
