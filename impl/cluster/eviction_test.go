@@ -138,6 +138,19 @@ func TestEvictionUnderMemoryPressure(t *testing.T) {
 	if dt == nil || dt.Status != v1.ConditionTrue || dt.Reason != "TerminationByKubelet" {
 		t.Fatalf("hog DisruptionTarget: %+v", dt)
 	}
+	wait("the Evicted event", func() bool {
+		evs, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Name == "hog" && e.Reason == "Evicted" && e.Type == v1.EventTypeWarning && e.Message == hog.Status.Message &&
+				e.Annotations["starved_resource"] == "memory" && e.Annotations["offending_containers"] == "app" {
+				return true
+			}
+		}
+		return false
+	})
 	wait("MemoryPressure=True and the memory-pressure taint", func() bool {
 		n := getNode()
 		return condition(n, v1.NodeMemoryPressure) == v1.ConditionTrue && tainted(n)
