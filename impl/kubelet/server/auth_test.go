@@ -257,3 +257,26 @@ func TestRequestAttributes(t *testing.T) {
 		}
 	}
 }
+
+// TestSetAuthSwitchesChecksOn: a Mux created without Auth serves any
+// client the TLS layer admits until SetAuth, then checks every request.
+func TestSetAuthSwitchesChecksOn(t *testing.T) {
+	p := &policy{}
+	var client *fake.Clientset
+	e := newEnvWith(t, func(c *fake.Clientset) *server.Auth { client = c; p.install(c); return nil }, "node-a")
+	stranger := e.as("stranger", "")
+	if code, _ := e.status(stranger, "GET", "/healthz"); code != 200 {
+		t.Fatalf("before SetAuth: %d", code)
+	}
+	e.mux.SetAuth(server.NewAuth(server.AuthOptions{Client: client}))
+	if code, body := e.status(stranger, "GET", "/healthz"); code != 403 {
+		t.Errorf("after SetAuth: %d %q, want 403", code, body)
+	}
+	if code, _ := e.status(e.as("kube-apiserver-kubelet-client", ""), "GET", "/healthz"); code != 200 {
+		t.Errorf("the API server after SetAuth: %d", code)
+	}
+	e.mux.SetAuth(nil)
+	if code, _ := e.status(stranger, "GET", "/healthz"); code != 200 {
+		t.Errorf("after SetAuth(nil): %d", code)
+	}
+}

@@ -44,6 +44,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -88,6 +89,9 @@ type Mux struct {
 	registry *prometheus.Registry
 	requests *prometheus.CounterVec
 
+	// auth is Options.Auth, or what SetAuth set; nil: no checks.
+	auth atomic.Pointer[Auth]
+
 	mu       sync.RWMutex
 	kubelets map[string]Kubelet // by node name
 }
@@ -109,8 +113,16 @@ func NewMux(opts Options) *Mux {
 		Help: "Number of HTTP requests received by the kubelet API, by method and path (its first segment).",
 	}, []string{"method", "path"})
 	m.registry.MustRegister(m.requests, runningPodsCollector{m})
+	if opts.Auth != nil {
+		m.auth.Store(opts.Auth)
+	}
 	return m
 }
+
+// SetAuth switches authentication and authorization on (or off, with
+// nil) for the requests that follow: a Mux serving in-process kubelets is
+// created before the API server its Auth reviews against is up.
+func (m *Mux) SetAuth(a *Auth) { m.auth.Store(a) }
 
 // Add registers k; requests for its pods go to it.
 func (m *Mux) Add(k Kubelet) {
@@ -151,7 +163,7 @@ func (m *Mux) kubeletFor(namespace, name string) (Kubelet, *v1.Pod, bool) {
 func (m *Mux) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
 	m.requests.WithLabelValues(req.Method, parts[0]).Inc()
-	if m.opts.Auth != nil && !m.opts.Auth.authorizeRequest(w, req, m.nodeOf(parts)) {
+	if a := m.auth.Load(); a != nil && !a.authorizeRequest(w, req, m.nodeOf(parts)) {
 		return
 	}
 	switch parts[0] {
