@@ -9,6 +9,10 @@
 // Decide is the pure core (observations, thresholds, time and the
 // previous State in; conditions, the new State and the pod to evict out);
 // Manager is the thin loop around it that the kubelet runs.
+//
+// In the spec this is the kubelet's KubeletEvictPod action: the evicted
+// pod ends Failed (reason Evicted) and, by KUBELET-5, stays Failed; the
+// kubelet (impl/kubelet/evict.go) carries it out through the pod's worker.
 package eviction
 
 import (
