@@ -329,6 +329,9 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 	if st, err := k.rt.PodSandboxStatus(ctx, sandboxID); err == nil && st.Network != nil {
 		ip = st.Network.Ip
 	}
+	if pod.Spec.HostNetwork && k.cfg.NodeIP != "" {
+		ip = k.cfg.NodeIP // a host-network pod's IP is the node's, as upstream
+	}
 	for _, s := range a.ContainersToStart {
 		var spec *v1.Container
 		if s.Init {

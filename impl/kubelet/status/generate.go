@@ -89,6 +89,14 @@ func GenerateAPIPodStatus(in Input) v1.PodStatus {
 		for _, ip := range in.HostIPs {
 			s.HostIPs = append(s.HostIPs, v1.HostIP{IP: ip})
 		}
+		if pod.Spec.HostNetwork {
+			// A host-network pod shares the node's network namespace: its
+			// IPs are the node's, whatever the sandbox reports.
+			s.PodIP, s.PodIPs = in.HostIPs[0], nil
+			for _, ip := range in.HostIPs {
+				s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
+			}
+		}
 	}
 	if old.StartTime != nil {
 		s.StartTime = old.StartTime

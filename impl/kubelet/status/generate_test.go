@@ -106,6 +106,14 @@ func TestGenerateAPIPodStatus(t *testing.T) {
 			}
 		}
 	})
+	t.Run("host network: the node's IPs", func(t *testing.T) {
+		p := basePod()
+		p.Spec.HostNetwork = true
+		s := GenerateAPIPodStatus(Input{Pod: p, Runtime: runtimeWith(run), RuntimeType: "sim", HostIPs: []string{"1.2.3.4"}, Now: now})
+		if s.PodIP != "1.2.3.4" || len(s.PodIPs) != 1 || s.PodIPs[0].IP != "1.2.3.4" {
+			t.Fatalf("podIP %q podIPs %v, want the host's 1.2.3.4", s.PodIP, s.PodIPs)
+		}
+	})
 	t.Run("readiness probe gates Ready; transition time kept", func(t *testing.T) {
 		p := basePod()
 		p.Spec.Containers[0].ReadinessProbe = &v1.Probe{}
