@@ -22,6 +22,13 @@ type EnvSource interface {
 	Secret(namespace, name string) (*v1.Secret, error)
 }
 
+// ServiceEnvSource is an EnvSource that also gives a pod's service
+// variables (ServiceEnv); ContainerEnv adds them when its source has them.
+type ServiceEnvSource interface {
+	EnvSource
+	ServiceEnv(pod *v1.Pod) ([]EnvVar, error)
+}
+
 // EnvVar is one resolved variable.
 type EnvVar struct{ Name, Value string }
 
@@ -29,8 +36,21 @@ type EnvVar struct{ Name, Value string }
 // envFrom sources first (with prefixes), then env in order (later
 // definitions win), values expanded with $(VAR) references to variables
 // defined before them ($$ escapes). Missing non-optional ConfigMaps,
-// Secrets or keys are errors with upstream's messages.
+// Secrets or keys are errors with upstream's messages. When src is a
+// ServiceEnvSource, the service variables follow, except those the
+// container defines itself, and env values may refer to them.
 func ContainerEnv(pod *v1.Pod, c *v1.Container, src EnvSource, allocatable v1.ResourceList) ([]EnvVar, error) {
+	var services []EnvVar
+	if ss, ok := src.(ServiceEnvSource); ok {
+		var err error
+		if services, err = ss.ServiceEnv(pod); err != nil {
+			return nil, err
+		}
+	}
+	serviceVals := make(map[string]string, len(services))
+	for _, e := range services {
+		serviceVals[e.Name] = e.Value
+	}
 	var order []string
 	vals := map[string]string{}
 	set := func(k, v string) {
@@ -67,7 +87,7 @@ func ContainerEnv(pod *v1.Pod, c *v1.Container, src EnvSource, allocatable v1.Re
 	}
 	for _, e := range c.Env {
 		if e.ValueFrom == nil {
-			set(e.Name, expand(e.Value, vals))
+			set(e.Name, expand(e.Value, vals, serviceVals))
 			continue
 		}
 		v, ok, err := valueFrom(pod, c, e.ValueFrom, src, allocatable)
@@ -78,9 +98,14 @@ func ContainerEnv(pod *v1.Pod, c *v1.Container, src EnvSource, allocatable v1.Re
 			set(e.Name, v)
 		}
 	}
-	out := make([]EnvVar, 0, len(order))
+	out := make([]EnvVar, 0, len(order)+len(services))
 	for _, k := range order {
 		out = append(out, EnvVar{Name: k, Value: vals[k]})
+	}
+	for _, e := range services {
+		if _, own := vals[e.Name]; !own {
+			out = append(out, e)
+		}
 	}
 	return out, nil
 }
@@ -218,9 +243,10 @@ func resourceField(c *v1.Container, ref *v1.ResourceFieldSelector, allocatable v
 	return fmt.Sprintf("%d", int64(v)), nil
 }
 
-// expand replaces $(NAME) with NAME's value when defined; $$ is a literal
-// $ and undefined references stay as written.
-func expand(s string, vals map[string]string) string {
+// expand replaces $(NAME) with NAME's value when defined (in vals, else
+// in services); $$ is a literal $ and undefined references stay as
+// written.
+func expand(s string, vals, services map[string]string) string {
 	if !strings.Contains(s, "$") {
 		return s
 	}
@@ -242,6 +268,8 @@ func expand(s string, vals map[string]string) string {
 			}
 			name := s[i+2 : i+2+end]
 			if v, ok := vals[name]; ok {
+				b.WriteString(v)
+			} else if v, ok := services[name]; ok {
 				b.WriteString(v)
 			} else {
 				b.WriteString(s[i : i+3+end])
@@ -266,4 +294,9 @@ func (s clientEnvSource) ConfigMap(ns, name string) (*v1.ConfigMap, error) {
 
 func (s clientEnvSource) Secret(ns, name string) (*v1.Secret, error) {
 	return s.k.client.CoreV1().Secrets(ns).Get(s.ctx, name, metav1.GetOptions{})
+}
+
+// ServiceEnv is the pod's service variables (serviceenv.go).
+func (s clientEnvSource) ServiceEnv(pod *v1.Pod) ([]EnvVar, error) {
+	return s.k.serviceEnv(s.ctx, pod)
 }

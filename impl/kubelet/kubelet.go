@@ -73,6 +73,8 @@ type Kubelet struct {
 	simEviction *eviction.SimProvider
 	evictMu     sync.Mutex // one eviction interval at a time
 
+	services atomic.Pointer[serviceSource] // set by Run (serviceenv.go)
+
 	mu             sync.Mutex
 	pods           map[types.UID]*podRecord
 	sourceSynced   bool
@@ -198,6 +200,9 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	if err := k.adoptRuntimeState(ctx); err != nil {
 		return err
 	}
+	services, releaseServices := acquireServices(k.client)
+	defer releaseServices()
+	k.services.Store(&services)
 
 	queue := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[types.UID]{Clock: k.clock})
 	k.mu.Lock()
@@ -237,6 +242,11 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		k.housekeeping(ctx)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		k.resyncWhenServicesSynced(ctx, services)
 	}()
 
 	if informer != nil {
