@@ -132,6 +132,11 @@ func newKubeletCommand() *cobra.Command {
 					return err
 				}
 				rt = c
+				// Pods' usage from CRI container stats when the client
+				// offers them; the host's own figures otherwise.
+				if l, ok := any(c).(eviction.ContainerStatsLister); ok {
+					cfg.EvictionProvider = eviction.HostProvider{RootDir: rootDir, Stats: l}
+				}
 			case "sim":
 			default:
 				return fmt.Errorf("--runtime %q: want sim or cri", runtimeName)

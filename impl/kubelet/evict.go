@@ -25,7 +25,9 @@ import (
 const reasonTerminationByKubelet = "TerminationByKubelet"
 
 // newEvictionManager builds the manager from the config: the simulated
-// provider unless one is given or the runtime is a real CRI runtime.
+// provider unless one is given or the runtime is a real CRI runtime (then
+// the host's figures; Config.EvictionProvider can add CRI container
+// stats).
 func newEvictionManager(cfg *Config, runtimeType string) (*eviction.Manager, *eviction.SimProvider, error) {
 	ecfg := cfg.Eviction
 	if ecfg == nil {

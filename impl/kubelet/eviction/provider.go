@@ -157,17 +157,20 @@ func (p *SimProvider) Observe(_ context.Context, pods []*v1.Pod) (Observations, 
 //     detected);
 //   - pid.available is kernel.pid_max less the processes in /proc.
 //
-// Pods' usage is not measured (the CRI stats calls are not used yet):
-// every container counts as using what it requests, so ranking falls back
-// to priority among pods within their requests.
+// Pods' usage comes from CRI's ListContainerStats when Stats is set and
+// the runtime answers; otherwise every container counts as using what it
+// requests, so ranking falls back to priority among pods within their
+// requests.
 type HostProvider struct {
 	RootDir string
+	// Stats measures containers (nil: requests stand in).
+	Stats ContainerStatsLister
 	// ProcDir is /proc unless set (tests).
 	ProcDir string
 }
 
 // Observe implements Provider.
-func (h HostProvider) Observe(_ context.Context, pods []*v1.Pod) (Observations, []PodStats, error) {
+func (h HostProvider) Observe(ctx context.Context, pods []*v1.Pod) (Observations, []PodStats, error) {
 	proc := h.ProcDir
 	if proc == "" {
 		proc = "/proc"
@@ -199,6 +202,11 @@ func (h HostProvider) Observe(_ context.Context, pods []*v1.Pod) (Observations, 
 	}
 	if max, n, err := pids(proc); err == nil {
 		obs[SignalPIDAvailable] = Observation{Available: max - n, Capacity: max}
+	}
+	if h.Stats != nil {
+		if stats, ok := measuredStats(ctx, h.Stats, pods); ok {
+			return obs, stats, nil
+		}
 	}
 	stats := make([]PodStats, 0, len(pods))
 	for _, p := range pods {

@@ -1,0 +1,60 @@
+package eviction
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+)
+
+type fakeStats struct {
+	stats []*runtimeapi.ContainerStats
+	err   error
+}
+
+func (f fakeStats) ListContainerStats(context.Context, *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {
+	return f.stats, f.err
+}
+
+func containerStats(uid, name string, workingSet, disk, inodes uint64) *runtimeapi.ContainerStats {
+	return &runtimeapi.ContainerStats{
+		Attributes:    &runtimeapi.ContainerAttributes{Labels: map[string]string{runtime.LabelPodUID: uid, runtime.LabelContainerName: name}},
+		Memory:        &runtimeapi.MemoryUsage{WorkingSetBytes: &runtimeapi.UInt64Value{Value: workingSet}},
+		WritableLayer: &runtimeapi.FilesystemUsage{UsedBytes: &runtimeapi.UInt64Value{Value: disk}, InodesUsed: &runtimeapi.UInt64Value{Value: inodes}},
+	}
+}
+
+// With CRI stats, a pod's measured usage replaces its requests (and a
+// container the runtime does not report keeps its request); without an
+// answer, requests stand in.
+func TestHostProviderMeasuresWithCRIStats(t *testing.T) {
+	a := pod("a", 100*mi, 0)
+	a.UID = types.UID("uid-a")
+	a.Spec.Containers = append(a.Spec.Containers, v1.Container{Name: "side"})
+	b := pod("b", 200*mi, 0)
+	b.UID = types.UID("uid-b")
+	lister := fakeStats{stats: []*runtimeapi.ContainerStats{
+		containerStats("uid-a", "app", 300*mi, 5*mi, 40),
+		containerStats("uid-a", "side", 7*mi, 1*mi, 2),
+		containerStats("uid-other", "app", 999*mi, 0, 0),
+	}}
+	_, stats, err := HostProvider{RootDir: t.TempDir(), Stats: lister}.Observe(t.Context(), []*v1.Pod{a, b})
+	if err != nil {
+		t.Skipf("no /proc here: %v", err)
+	}
+	if got := stats[0]; got.Memory["app"] != 300*mi || got.Memory["side"] != 7*mi || got.Disk != 6*mi || got.Inodes != 42 {
+		t.Errorf("measured pod a: %+v", got)
+	}
+	if got := stats[1]; got.Memory["app"] != 200*mi {
+		t.Errorf("unreported pod b keeps its request: %+v", got)
+	}
+	_, stats, _ = HostProvider{RootDir: t.TempDir(), Stats: fakeStats{err: errors.New("unimplemented")}}.Observe(t.Context(), []*v1.Pod{a})
+	if got := stats[0]; got.Memory["app"] != 100*mi || got.Memory["side"] != 0 {
+		t.Errorf("fallback to requests: %+v", got)
+	}
+}
