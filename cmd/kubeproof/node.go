@@ -61,7 +61,7 @@ the evicted pods' termination.`,
 	}
 	pressure := &cobra.Command{
 		Use:   "pressure NODE CONDITION[,CONDITION...]|none|SIGNAL=QUANTITY[,...]",
-		Short: "Make a simulated node short of memory, disk or process IDs (MemoryPressure, DiskPressure, PIDPressure; or what it reports available, e.g. memory.available=50Mi): its eviction manager reports the pressure, refuses pods and evicts running ones",
+		Short: "Make a simulated node short of memory, disk or process IDs (MemoryPressure, DiskPressure, PIDPressure; or what it reports available, e.g. memory.available=50Mi): its eviction manager reports the pressure, refuses pods and evicts running ones; after none, the condition clears once the pressure transition period (5 m by default) has passed",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			query := "?conditions=" + url.QueryEscape(args[1])
