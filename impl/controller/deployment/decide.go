@@ -598,7 +598,19 @@ func (p *planner) reconcileOldReplicaSets(all, oldActive []*appsv1.ReplicaSet, n
 		cleaned += n
 	}
 	// Then available ones, as long as minAvailable holds.
-	available := sumStatus(all, func(s appsv1.ReplicaSetStatus) int32 { return s.AvailableReplicas })
+	// A ReplicaSet scaled down a moment ago still reports its former
+	// available pods until its controller catches up; at most its replicas
+	// of them stay (DEP-2; found by e2e/props: counting the stale status
+	// took availability below minAvailable).
+	available := int32(0)
+	for _, rs := range all {
+		if rs != nil {
+			available += min(rs.Status.AvailableReplicas, replicas(rs))
+		}
+	}
+	if faults.Enabled(faults.DeploymentCountsUnavailable) { // mutation: unready new pods count as available (DEP-2)
+		available += replicas(newRS) - newRS.Status.AvailableReplicas
+	}
 	scaled := int32(0)
 	if available > minAvailable {
 		total := available - minAvailable
