@@ -158,6 +158,29 @@ func (c *Config) setDefaults() error {
 }
 
 // capacity is the node's capacity (and allocatable) as a ResourceList.
+// allocatable is capacity less what the hard eviction thresholds keep
+// back (upstream's node allocatable, with no kube/system reservations).
+func (c *Config) allocatable() v1.ResourceList {
+	out := c.capacity()
+	ecfg := c.Eviction
+	if ecfg == nil {
+		def, err := eviction.ParseConfig(eviction.Flags{})
+		if err != nil {
+			return out
+		}
+		ecfg = &def
+	}
+	for name, r := range ecfg.HardEvictionReservation(out) {
+		q := out[name]
+		q.Sub(r)
+		if q.Sign() < 0 {
+			q = *resource.NewQuantity(0, q.Format)
+		}
+		out[name] = q
+	}
+	return out
+}
+
 func (c *Config) capacity() v1.ResourceList {
 	return v1.ResourceList{
 		v1.ResourceCPU:              c.CPU,

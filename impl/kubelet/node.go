@@ -85,7 +85,7 @@ func NodeStatus(cfg *Config, old *v1.NodeStatus, p Pressure, runtimeVersion stri
 	}
 	return v1.NodeStatus{
 		Capacity:    cfg.capacity(),
-		Allocatable: cfg.capacity(),
+		Allocatable: cfg.allocatable(),
 		Phase:       "",
 		Conditions:  conds,
 		Addresses: []v1.NodeAddress{

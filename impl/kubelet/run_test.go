@@ -9,6 +9,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	testingclock "k8s.io/utils/clock/testing"
@@ -56,6 +57,12 @@ func TestRunRegistersNodeHeartbeatsAndRunsPods(t *testing.T) {
 	if cpu := node.Status.Allocatable[v1.ResourceCPU]; cpu.String() != "2" || node.Status.NodeInfo.KubeletVersion == "" ||
 		node.Status.DaemonEndpoints.KubeletEndpoint.Port != KubeletPort {
 		t.Fatalf("node status: %+v", node.Status)
+	}
+	// Allocatable keeps back the default hard eviction thresholds.
+	capMem, allocMem := node.Status.Capacity[v1.ResourceMemory], node.Status.Allocatable[v1.ResourceMemory]
+	capMem.Sub(allocMem)
+	if want := resource.MustParse("100Mi"); capMem.Cmp(want) != 0 {
+		t.Fatalf("capacity - allocatable memory = %s, want 100Mi (memory.available<100Mi)", capMem.String())
 	}
 	var lease *coordinationv1.Lease
 	eventually(t, "lease", func() bool {

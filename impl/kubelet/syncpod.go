@@ -178,7 +178,7 @@ func (k *Kubelet) admit(rec *podRecord, pod *v1.Pod) bool {
 	}
 	ok, reason, message := AdmitUnderPressure(k.pressure, pod)
 	if ok {
-		ok, reason, message = Admit(k.cfg.capacity(), pod, others)
+		ok, reason, message = Admit(k.cfg.allocatable(), pod, others)
 	}
 	if !ok {
 		rec.rejected = true
@@ -442,7 +442,7 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 	if err != nil {
 		return failed(reasonCreateContainerConfigErr, err)
 	}
-	env, err := ContainerEnv(envPod, spec, clientEnvSource{ctx: ctx, k: k}, k.cfg.capacity())
+	env, err := ContainerEnv(envPod, spec, clientEnvSource{ctx: ctx, k: k}, k.cfg.allocatable())
 	if err != nil {
 		return failed(reasonCreateContainerConfigErr, err)
 	}

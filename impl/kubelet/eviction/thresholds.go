@@ -294,3 +294,32 @@ func parseValue(text string) (Value, error) {
 	}
 	return Value{Quantity: &q}, nil
 }
+
+// HardEvictionReservation is what a node keeps back from allocatable for
+// its hard thresholds, as upstream's kubelet does (allocatable = capacity
+// - reservations - hard eviction): memory.available's threshold from
+// memory, nodefs.available's from ephemeral storage. Otherwise a node the
+// scheduler filled to allocatable would sit below its threshold and evict.
+func (c Config) HardEvictionReservation(capacity v1.ResourceList) v1.ResourceList {
+	out := v1.ResourceList{}
+	for _, t := range c.Thresholds {
+		if !t.Hard() {
+			continue
+		}
+		var name v1.ResourceName
+		switch t.Signal {
+		case SignalMemoryAvailable:
+			name = v1.ResourceMemory
+		case SignalNodeFsAvailable:
+			name = v1.ResourceEphemeralStorage
+		default:
+			continue
+		}
+		c, ok := capacity[name]
+		if !ok {
+			continue
+		}
+		out[name] = *resource.NewQuantity(t.Value.amount(c.Value()), resource.BinarySI)
+	}
+	return out
+}

@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 func TestParseConfigDefaults(t *testing.T) {
@@ -100,5 +103,31 @@ func TestParseConfigZeroDisables(t *testing.T) {
 	cfg, err = ParseConfig(Flags{Hard: "", HardSet: true})
 	if err != nil || len(cfg.Thresholds) != 0 {
 		t.Fatalf("empty --eviction-hard: %+v %v", cfg.Thresholds, err)
+	}
+}
+
+func TestHardEvictionReservation(t *testing.T) {
+	capacity := v1.ResourceList{v1.ResourceMemory: resource.MustParse("4Gi"), v1.ResourceEphemeralStorage: resource.MustParse("100Gi"), v1.ResourceCPU: resource.MustParse("4")}
+	cfg, err := ParseConfig(Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cfg.HardEvictionReservation(capacity)
+	if m := got[v1.ResourceMemory]; m.Cmp(resource.MustParse("100Mi")) != 0 {
+		t.Errorf("memory reservation %s, want 100Mi (memory.available<100Mi)", m.String())
+	}
+	want := resource.MustParse("10Gi")
+	if d := got[v1.ResourceEphemeralStorage]; d.Value() != want.Value() {
+		t.Errorf("ephemeral-storage reservation %s, want 10Gi (nodefs.available<10%% of 100Gi)", d.String())
+	}
+	if _, ok := got[v1.ResourceCPU]; ok {
+		t.Errorf("cpu reserved: %v", got)
+	}
+	soft, err := ParseConfig(Flags{Hard: "", HardSet: true, Soft: "memory.available<1Gi", SoftGracePeriod: "memory.available=1m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := soft.HardEvictionReservation(capacity); len(got) != 0 {
+		t.Errorf("soft thresholds reserve nothing, got %v", got)
 	}
 }
