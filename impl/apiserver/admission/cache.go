@@ -2,117 +2,37 @@ package admission
 
 import (
 	"context"
-	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/kubeproof/kubeproof/impl/storage"
+	"github.com/kubeproof/kubeproof/impl/apiserver/internal/localcache"
 )
 
-// objectCache mirrors one resource's store in memory (list, then watch
-// from the list's resourceVersion; relist when the watch ends), so plugins
-// do not read etcd on every request, as kube-apiserver's plugins read
-// informers. It is eventually consistent; until it has synced, and after
-// its watch fails until it has relisted, reads go to the store. Cached
-// objects are shared: callers must not modify them.
+// objectCache mirrors one resource's store in memory (localcache: list,
+// then watch from the list's resourceVersion; relist when the watch ends),
+// so plugins do not read etcd on every request, as kube-apiserver's plugins
+// read informers. It is eventually consistent; until it has synced, and
+// after its watch fails until it has relisted, reads go to the store.
+// Cached objects are shared: callers must not modify them.
 type objectCache struct {
 	s       objectStore
 	newList func() runtime.Object
-
-	mu     sync.RWMutex
-	synced bool
-	items  map[string]map[string]runtime.Object // namespace → name → object
+	local   *localcache.Cache
 }
 
 func newObjectCache(s objectStore, newList func() runtime.Object) *objectCache {
-	return &objectCache{s: s, newList: newList}
+	return &objectCache{s: s, newList: newList, local: localcache.New(localcache.Config{
+		Store: s.store, Key: s.listKey(""), Load: localcache.ListThenWatch, NewList: newList,
+		// Reads fall back to the store while the cache relists.
+		KeepWhileReloading: false,
+	})}
 }
 
 // run keeps the cache current until ctx ends.
-func (c *objectCache) run(ctx context.Context) {
-	for ctx.Err() == nil {
-		c.listAndWatch(ctx)
-		c.mu.Lock()
-		c.synced = false
-		c.mu.Unlock()
-		t := time.NewTimer(200 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		t.Stop()
-	}
-}
-
-func (c *objectCache) listAndWatch(ctx context.Context) {
-	l := c.newList()
-	if err := c.s.store.GetList(ctx, c.s.listKey(""), storage.ListOptions{Recursive: true, Predicate: storage.Everything()}, l); err != nil {
-		return
-	}
-	objs, err := meta.ExtractList(l)
-	if err != nil {
-		return
-	}
-	la, err := meta.ListAccessor(l)
-	if err != nil {
-		return
-	}
-	items := map[string]map[string]runtime.Object{}
-	for _, o := range objs {
-		put(items, o)
-	}
-	w, err := c.s.store.Watch(ctx, c.s.listKey(""), storage.ListOptions{
-		ResourceVersion: la.GetResourceVersion(), Recursive: true, Predicate: storage.Everything()})
-	if err != nil {
-		return
-	}
-	defer w.Stop()
-	c.mu.Lock()
-	c.items, c.synced = items, true
-	c.mu.Unlock()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return
-			}
-			switch ev.Type {
-			case watch.Added, watch.Modified:
-				c.mu.Lock()
-				put(c.items, ev.Object)
-				c.mu.Unlock()
-			case watch.Deleted:
-				if m, err := meta.Accessor(ev.Object); err == nil {
-					c.mu.Lock()
-					delete(c.items[m.GetNamespace()], m.GetName())
-					c.mu.Unlock()
-				}
-			case watch.Error:
-				return
-			}
-		}
-	}
-}
-
-func put(items map[string]map[string]runtime.Object, o runtime.Object) {
-	m, err := meta.Accessor(o)
-	if err != nil {
-		return
-	}
-	ns := items[m.GetNamespace()]
-	if ns == nil {
-		ns = map[string]runtime.Object{}
-		items[m.GetNamespace()] = ns
-	}
-	ns[m.GetName()] = o
-}
+func (c *objectCache) run(ctx context.Context) { c.local.Run(ctx) }
 
 // list returns the objects of a namespace ("" for all of them), from
 // memory once synced, else from the store.
@@ -126,24 +46,11 @@ func (c *objectCache) listFresh(ctx context.Context, namespace string) ([]runtim
 }
 
 func (c *objectCache) read(ctx context.Context, namespace string, fresh bool) ([]runtime.Object, error) {
-	c.mu.RLock()
-	if c.synced && !fresh {
-		var out []runtime.Object
-		if namespace == "" {
-			for _, ns := range c.items {
-				for _, o := range ns {
-					out = append(out, o)
-				}
-			}
-		} else {
-			for _, o := range c.items[namespace] {
-				out = append(out, o)
-			}
+	if !fresh {
+		if objs, synced := c.local.List(namespace); synced {
+			return objs, nil
 		}
-		c.mu.RUnlock()
-		return out, nil
 	}
-	c.mu.RUnlock()
 	l := c.newList()
 	if err := c.s.list(ctx, namespace, fresh, l); err != nil {
 		return nil, err
@@ -155,16 +62,12 @@ func (c *objectCache) read(ctx context.Context, namespace string, fresh bool) ([
 // (or when fresh) from the store. A missing object is a NotFound error.
 func (c *objectCache) get(ctx context.Context, namespace, name string, fresh bool, out runtime.Object) (runtime.Object, error) {
 	if !fresh {
-		c.mu.RLock()
-		if c.synced {
-			o, ok := c.items[namespace][name]
-			c.mu.RUnlock()
-			if ok {
+		if o, found, synced := c.local.Get(namespace, name); synced {
+			if found {
 				return o, nil
 			}
 			return nil, notFound(c.s.gr, name)
 		}
-		c.mu.RUnlock()
 	}
 	if err := c.s.get(ctx, namespace, name, fresh, out); err != nil {
 		return nil, err

@@ -56,7 +56,7 @@ func TestObjectCacheFollowsTheStore(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	waitFor("synced", func() bool { c.mu.RLock(); defer c.mu.RUnlock(); return c.synced })
+	waitFor("synced", c.local.Synced)
 	if err := st.store.Create(ctx, st.key("b", "after"), quota("b", "after"), nil); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,7 +76,6 @@ func TestCacheListsWatchesAndRelistsAfterAnError(t *testing.T) {
 			changes = append(changes, change{name(old), name(cur)})
 			mu.Unlock()
 		})
-	c.retryDelay = time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { c.Run(ctx); close(done) }()
