@@ -248,6 +248,13 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		}
 	}
 	if cfg.Nodes > 0 {
+		adminCS, err := kubernetes.NewForConfig(c.AdminConfig)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.kubeletAPI.enableAuth(compsCtx, adminCS); err != nil {
+			return nil, err
+		}
 		if err := c.startKubelets(compsCtx, cfg); err != nil {
 			return nil, err
 		}

@@ -6,6 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"sync/atomic"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/server"
 	"github.com/kubeproof/kubeproof/impl/pki"
@@ -38,6 +45,7 @@ type KubeletAPI struct {
 
 	ln        net.Listener
 	tlsConfig *tls.Config
+	authOn    atomic.Bool // enableAuth ran
 }
 
 // NewKubeletAPI listens on 127.0.0.1 (a free port) for the kubelet API;
@@ -66,7 +74,7 @@ func NewKubeletAPI(ca *pki.CA, pkiDir string, logger *slog.Logger) (*KubeletAPI,
 	if err != nil {
 		return nil, err
 	}
-	tlsConfig, err := server.TLSConfig(server.TLSOptions{Certificate: &servingCert, ClientCAs: ca.Pool()})
+	tlsConfig, err := server.TLSConfig(server.TLSOptions{Certificate: &servingCert, ClientCAs: ca.Pool(), OptionalClientCert: true})
 	if err != nil {
 		return nil, err
 	}
@@ -84,9 +92,36 @@ func NewKubeletAPI(ca *pki.CA, pkiDir string, logger *slog.Logger) (*KubeletAPI,
 }
 
 // Serve serves the kubelet API until ctx ends, then closes the listener.
+// The TLS layer lets clients without a certificate in (bearer tokens are
+// reviewed once enableAuth switched webhook auth on); until then only
+// clients with a verified certificate of the cluster CA are served.
 func (k *KubeletAPI) Serve(ctx context.Context) error {
-	return server.Serve(ctx, k.ln, k.Mux, k.tlsConfig)
+	h := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if !k.authOn.Load() && (req.TLS == nil || len(req.TLS.VerifiedChains) == 0) {
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		k.Mux.ServeHTTP(w, req)
+	})
+	return server.Serve(ctx, k.ln, h, k.tlsConfig)
 }
 
 // Close releases the listener of a KubeletAPI that is never served.
 func (k *KubeletAPI) Close() error { return k.ln.Close() }
+
+// enableAuth switches the kubelet API's webhook authentication and
+// authorization on once the API server is up, and lets the API server's
+// kubelet client identity use it (system:kubelet-api-admin).
+func (k *KubeletAPI) enableAuth(ctx context.Context, admin kubernetes.Interface) error {
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubeproof:kube-apiserver-kubelet-client"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kubelet-api-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: KubeletAPIClientUser}},
+	}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("binding the API server's kubelet client to system:kubelet-api-admin: %w", err)
+	}
+	k.Mux.SetAuth(server.NewAuth(server.AuthOptions{Client: admin, TokenWebhook: true}))
+	k.authOn.Store(true)
+	return nil
+}

@@ -192,6 +192,11 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		k.events.Store(&r)
 	}
 	if err := k.registerNodeWithRetry(ctx); err != nil {
+		if ctx.Err() != nil {
+			// Stopped before the node was registered: an orderly stop.
+			k.log.Debug("stopped before registering the node", "err", err)
+			return nil
+		}
 		return err
 	}
 	if err := k.renewLease(ctx); err != nil {
