@@ -61,7 +61,7 @@ lin:
 # mutation catalog (PROPS_MUTANTS=name,... for a subset).
 props:
 	PROPS_DURATION=$${PROPS_DURATION:-1h} PROPS_CHECKS=$${PROPS_CHECKS:-5} PROPS_STEPS=$${PROPS_STEPS:-25} \
-		$(GO) test ./e2e/props/ -run 'TestPipelineProperties|TestMutantsAreCaught' -count=1 -v -timeout 0
+		$(GO) test ./e2e/props/ -run 'TestPipelineProperties|TestMutantsAreCaught|TestCrashPoints|TestEtcdMemberLoss' -count=1 -v -timeout 0
 
 # Every fuzz target in turn for FUZZTIME each, with a summary table.
 fuzz:
