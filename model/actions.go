@@ -1221,10 +1221,15 @@ func (m *Model) kubeletCompletePod(s, t *State, n, p int) bool {
 }
 
 // NodeLifecycleMarkPodNotReady(p): p is Ready on a node that stopped
-// reporting (tainted unreachable): the node lifecycle controller sets its
-// Ready condition false.
+// reporting (its kubelet is down or the node unreachable) or is tainted:
+// the node lifecycle controller sets its Ready condition false. Upstream
+// marks the pods when the node's Ready condition turns Unknown, which can
+// be before the rate-limited NoExecute taint lands.
 func (m *Model) nodeLifecycleMarkPodNotReady(s, t *State, p int) bool {
-	if !s.PodReady[p] || s.PodState[p] == Absent || s.PodNode[p] == 0 || !s.NodeTainted[s.PodNode[p]] {
+	if !s.PodReady[p] || s.PodState[p] == Absent || s.PodNode[p] == 0 {
+		return false
+	}
+	if n := int(s.PodNode[p]); !s.NodeTainted[n] && m.kubeletReady(s, n) {
 		return false
 	}
 	*t = *s

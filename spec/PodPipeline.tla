@@ -790,10 +790,14 @@ KubeletCompletePod(n, p) ==
     /\ Write(rscExpect, schedAssumed)
     /\ UNCHANGED <<crashes, watchDrops, nodeFailures, evictions, scales, deletes, nodeDeletes, probeFailures>>
 
-\* p is Ready on a node that stopped reporting: the node lifecycle
-\* controller sets its Ready condition false.
+\* p is Ready on a node that stopped reporting (its kubelet is down or the
+\* node unreachable) or is tainted: the node lifecycle controller sets its
+\* Ready condition false.  Upstream marks the pods when the node's Ready
+\* condition turns Unknown, which can be before the rate-limited NoExecute
+\* taint lands.
 NodeLifecycleMarkPodNotReady(p) ==
-    /\ podReady[p] /\ podState[p] # "Absent" /\ podNode[p] # 0 /\ nodeTainted[podNode[p]]
+    /\ podReady[p] /\ podState[p] # "Absent" /\ podNode[p] # 0
+    /\ nodeTainted[podNode[p]] \/ ~KubeletReady(podNode[p])
     /\ podReady' = [podReady EXCEPT ![p] = FALSE]
     /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas,
                    podState, podNode, podPhase, podOwners, nodeTainted, nodeState>>
