@@ -16,7 +16,7 @@ import (
 // under.
 type NamedChart struct {
 	File  string
-	Chart LineChart
+	Chart interface{ SVG() string } // LineChart or BarChart
 }
 
 // Charts draws the report: scheduling throughput over time per 1 s window
@@ -90,6 +90,7 @@ func (r Report) Charts() []NamedChart {
 		}
 		out = append(out, NamedChart{File: "writes-clients", Chart: c})
 	}
+	out = append(out, checkersCharts(r.Checkers)...)
 	return out
 }
 
@@ -175,6 +176,7 @@ func WriteHTML(w io.Writer, r Report, comparisons []Comparison) error {
 		}
 		htmlTable(w, []string{"pods", "RSS", "peak RSS", "create time"}, rows, -1)
 	}
+	writeCheckersHTML(w, r.Checkers)
 	charts := r.Charts()
 	if len(charts) > 0 {
 		fmt.Fprintln(w, "<h2>Charts</h2>")

@@ -93,6 +93,7 @@ func (r Report) Metrics() []Metric {
 		add(key+" agent heap/pod", "KiB", false, m.AgentHeapPerPod/1024)
 		add(key+" apiserver RSS/pod", "KiB", false, m.APIServerRSSPerPod/1024)
 	}
+	checkersMetrics(r.Checkers, add)
 	out := make([]Metric, 0, len(order))
 	for _, n := range order {
 		out = append(out, *byName[n])

@@ -20,6 +20,7 @@ type Report struct {
 	Startup         []StartupResult    `json:"startup,omitempty"`
 	APIServerMemory MemoryResults      `json:"apiserverMemory,omitempty"`
 	NodeMemory      []NodeMemoryResult `json:"nodeMemory,omitempty"`
+	Checkers        []CheckersResult   `json:"checkers,omitempty"`
 	// BaselineWarnings are MachineWarnings against the baseline compared
 	// with, if any.
 	BaselineWarnings []string `json:"baselineWarnings,omitempty"`
@@ -57,6 +58,7 @@ func (r *Report) Merge(other Report) {
 	r.Startup = append(r.Startup, other.Startup...)
 	r.APIServerMemory = append(r.APIServerMemory, other.APIServerMemory...)
 	r.NodeMemory = append(r.NodeMemory, other.NodeMemory...)
+	r.Checkers = append(r.Checkers, other.Checkers...)
 }
 
 // LoadReport reads a results JSON file, or every *.json file of a
