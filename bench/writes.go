@@ -21,7 +21,10 @@ import (
 type WriteResult struct {
 	// Target names what was written to, e.g. "apiserver (protobuf)" or
 	// "etcd Txn".
-	Target  string        `json:"target"`
+	Target string `json:"target"`
+	// Op is what each operation was: "" (or "create") for creates,
+	// "update" for compare-and-swap updates of an existing object.
+	Op      string        `json:"op,omitempty"`
 	Clients int           `json:"clients"`
 	Ops     int64         `json:"ops"`
 	Errors  int64         `json:"errors"`

@@ -1,0 +1,176 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+)
+
+// OpUpdate marks a WriteResult of compare-and-swap updates.
+const OpUpdate = "update"
+
+// EtcdTxnUpdates measures compare-and-swap updates straight on etcd, the
+// way an API server updates an object: each client owns one key, writes it
+// once, then repeatedly commits Txn If(ModRevision(key)==last) Then Put,
+// remembering the revision of its own write. A failed compare (never
+// expected: nobody else writes the key) counts as an error. Keys go under
+// keyPrefix; the caller deletes them.
+func EtcdTxnUpdates(ctx context.Context, client *clientv3.Client, keyPrefix string, clients int, d time.Duration) (WriteResult, error) {
+	value, err := encodeProtobuf(&corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: "bench"},
+		Data:       map[string]string{"payload": payload1KiB},
+	})
+	if err != nil {
+		return WriteResult{}, err
+	}
+	keys := make([]string, clients)
+	last := make([]int64, clients)
+	for c := range keys {
+		keys[c] = fmt.Sprintf("%s/%d", keyPrefix, c)
+		resp, err := client.Put(ctx, keys[c], value)
+		if err != nil {
+			return WriteResult{}, fmt.Errorf("creating key %s: %w", keys[c], err)
+		}
+		last[c] = resp.Header.Revision
+	}
+	r := runClients(ctx, "etcd Txn CAS", clients, d, func(ctx context.Context, c, _ int) error {
+		resp, err := client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(keys[c]), "=", last[c])).
+			Then(clientv3.OpPut(keys[c], value)).
+			Else(clientv3.OpGet(keys[c])).
+			Commit()
+		if err != nil {
+			return err
+		}
+		if !resp.Succeeded {
+			// Someone else wrote the key: pick up its revision and
+			// count the conflict.
+			if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) == 1 {
+				last[c] = kvs[0].ModRevision
+			}
+			return fmt.Errorf("key %s: modified since revision %d", keys[c], last[c])
+		}
+		last[c] = resp.Header.Revision
+		return nil
+	})
+	r.Op = OpUpdate
+	return r, nil
+}
+
+// APIUpdates measures compare-and-swap updates through the API server:
+// each client creates its own 1 KiB ConfigMap, then repeatedly PUTs it with
+// the resourceVersion its last write returned, changing one data key each
+// time. A 409 Conflict (never expected: each client owns its object) counts
+// as an error, after which the client re-reads the object.
+func APIUpdates(ctx context.Context, cfg WritesConfig, contentType, namespace, prefix string, clients int, d time.Duration) (WriteResult, error) {
+	cs, err := kubernetes.NewForConfig(APIClientConfig(cfg.API, contentType))
+	if err != nil {
+		return WriteResult{}, fmt.Errorf("building client: %w", err)
+	}
+	objs := make([]*corev1.ConfigMap, clients)
+	for c := range objs {
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", prefix, c)},
+			Data:       map[string]string{"payload": payload1KiB, "seq": "0"},
+		}
+		if objs[c], err = cs.CoreV1().ConfigMaps(namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			return WriteResult{}, fmt.Errorf("creating configmap %s: %w", cm.Name, err)
+		}
+	}
+	target := "apiserver update (" + shortContentType(contentType) + ")"
+	r := runClients(ctx, target, clients, d, func(ctx context.Context, c, seq int) error {
+		cm := objs[c]
+		cm.Data["seq"] = strconv.Itoa(seq + 1)
+		updated, err := cs.CoreV1().ConfigMaps(namespace).Update(ctx, cm, metav1.UpdateOptions{})
+		if err != nil {
+			if latest, gerr := cs.CoreV1().ConfigMaps(namespace).Get(ctx, cm.Name, metav1.GetOptions{}); gerr == nil {
+				objs[c] = latest
+			}
+			return err
+		}
+		objs[c] = updated
+		return nil
+	})
+	r.Op = OpUpdate
+	return r, nil
+}
+
+// RunUpdates measures compare-and-swap updates of 1 KiB ConfigMaps through
+// the API server (each content type) and, if cfg.Etcd is set, raw etcd Txn
+// CAS updates, at each concurrency level of cfg (defaults as RunWrites).
+// Objects go to a fresh namespace deleted afterwards; etcd keys go under a
+// bench prefix outside /registry and are deleted too.
+func RunUpdates(ctx context.Context, cfg WritesConfig) ([]WriteResult, error) {
+	if len(cfg.Clients) == 0 {
+		cfg.Clients = []int{1, 16, 64, 256}
+	}
+	if cfg.Duration == 0 {
+		cfg.Duration = 10 * time.Second
+	}
+	if len(cfg.ContentTypes) == 0 {
+		cfg.ContentTypes = []string{runtime.ContentTypeProtobuf, runtime.ContentTypeJSON}
+	}
+	cs, err := kubernetes.NewForConfig(cfg.API)
+	if err != nil {
+		return nil, fmt.Errorf("building client: %w", err)
+	}
+	ns := fmt.Sprintf("bench-updates-%d", time.Now().UnixNano())
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	defer func() {
+		_ = cs.CoreV1().ConfigMaps(ns).DeleteCollection(context.WithoutCancel(ctx), metav1.DeleteOptions{}, metav1.ListOptions{})
+		_ = cs.CoreV1().Namespaces().Delete(context.WithoutCancel(ctx), ns, metav1.DeleteOptions{})
+	}()
+	var results []WriteResult
+	record := func(r WriteResult) {
+		results = append(results, r)
+		if cfg.Progress != nil {
+			cfg.Progress(r)
+		}
+	}
+	for i, clients := range cfg.Clients {
+		if cfg.Etcd != nil {
+			prefix := fmt.Sprintf("/kubeproof-bench/%s/%d", ns, i)
+			r, err := EtcdTxnUpdates(ctx, cfg.Etcd, prefix, clients, cfg.Duration)
+			if _, derr := cfg.Etcd.Delete(context.WithoutCancel(ctx), prefix+"/", clientv3.WithPrefix()); derr != nil && err == nil {
+				err = fmt.Errorf("cleaning up etcd keys: %w", derr)
+			}
+			if err != nil {
+				return results, err
+			}
+			record(r)
+		}
+		for _, ct := range cfg.ContentTypes {
+			r, err := APIUpdates(ctx, cfg, ct, ns, fmt.Sprintf("u%d-%s", i, shortContentType(ct)), clients, cfg.Duration)
+			if err != nil {
+				return results, err
+			}
+			record(r)
+		}
+		if ctx.Err() != nil {
+			return results, ctx.Err()
+		}
+	}
+	return results, nil
+}
+
+// WriteUpdatesTable prints update results as a Markdown table.
+func WriteUpdatesTable(w io.Writer, m Machine, results []WriteResult) {
+	writeMachine(w, m)
+	fmt.Fprintln(w, "| target | clients | ops | errors | updates/s | p50 | p99 | max |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range results {
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %.0f | %s | %s | %s |\n", r.Target, r.Clients, r.Ops, r.Errors, r.Rate,
+			ms(r.Latencies.P50), ms(r.Latencies.P99), ms(r.Latencies.Max))
+	}
+}
