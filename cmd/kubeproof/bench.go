@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/bench"
 	"github.com/kubeproof/kubeproof/impl/cluster"
+	"github.com/kubeproof/kubeproof/model"
 )
 
 // newBenchCommand is `kubeproof bench [WORKLOAD...]`.
@@ -42,6 +43,8 @@ func newBenchCommand() *cobra.Command {
 		nodeAgent       string
 		memNodes        int
 		memPods         int
+		checkerConfigs  []string
+		historySizes    []int
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [WORKLOAD...]",
@@ -81,6 +84,10 @@ Workloads:
                     --memory-nodes simulated kubelets); --memory-pods pods created and
                     Running; the agent's live heap and RSS per node and per pod, and the
                     API server's RSS per node and per pod, separately.
+  checkers          the model checker on each --checker-configs configuration (distinct
+                    states, depth, time, distinct states/s, bytes per state), then the
+                    linearizability check time of generated linearizable histories of
+                    each --history-sizes operation count from 16 clients.
 
 With no WORKLOAD, runs writes.
 
@@ -199,6 +206,15 @@ inline SVG charts) and charts/*.svg.`,
 						report.Startup = append(report.Startup, res)
 						fmt.Fprintln(&md, "## "+w)
 						bench.WriteStartupTable(&md, machine, []bench.StartupResult{res})
+					case "checkers":
+						res, err := bench.RunCheckers(cmd.Context(), bench.CheckersConfig{Configs: checkerConfigs, HistorySizes: historySizes, Progress: progressPrinter(cmd.ErrOrStderr())})
+						fmt.Fprintln(cmd.ErrOrStderr())
+						if err != nil {
+							return err
+						}
+						report.Checkers = append(report.Checkers, res)
+						fmt.Fprintln(&md, "## checkers")
+						bench.WriteCheckersTable(&md, machine, res)
 					default:
 						if name, ok := strings.CutPrefix(w, "scheduling:"); ok {
 							res, err := runSchedulingWorkload(cmd.Context(), cmd.ErrOrStderr(), name, kubeconfig, schedProcess, fsyncOff)
@@ -210,7 +226,7 @@ inline SVG charts) and charts/*.svg.`,
 							bench.WriteSchedulingTable(&md, machine, []bench.SchedulingResult{res})
 							break
 						}
-						return fmt.Errorf("unknown workload %q (writes, apiserver-memory, node-memory, scheduling-basic-500, scheduling-basic-5000, scheduling:NAME, startup, startup-1000x30000)", w)
+						return fmt.Errorf("unknown workload %q (writes, apiserver-memory, node-memory, scheduling-basic-500, scheduling-basic-5000, scheduling:NAME, startup, startup-1000x30000, checkers)", w)
 					}
 					fmt.Fprintln(&md)
 					fmt.Fprintf(cmd.ErrOrStderr(), "bench: %s took %s\n", w, time.Since(wStart).Round(time.Second))
@@ -266,6 +282,8 @@ inline SVG charts) and charts/*.svg.`,
 	fs.IntVar(&memPods, "memory-pods", 3000, "Pods of the node-memory workload.")
 	fs.StringVar(&nodeAgent, "node-agent-kubeconfig", "", "Run as the node-memory workload's node agent against this kubeconfig (internal).")
 	_ = fs.MarkHidden("node-agent-kubeconfig")
+	fs.StringSliceVar(&checkerConfigs, "checker-configs", model.StandardConfigs, "Model-checker configurations (spec/*.cfg) of the checkers workload.")
+	fs.IntSliceVar(&historySizes, "history-sizes", bench.DefaultHistorySizes, "Operations per generated history of the checkers workload.")
 	fs.StringVar(&heapProfile, "heap-profile", "", "Startup workloads write a heap profile here once every pod is Running.")
 	return cmd
 }
