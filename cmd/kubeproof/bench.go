@@ -43,6 +43,9 @@ func newBenchCommand() *cobra.Command {
 		nodeAgent       string
 		memNodes        int
 		memPods         int
+		watchers        []int
+		eventRate       float64
+		watchDuration   time.Duration
 		checkerConfigs  []string
 		historySizes    []int
 	)
@@ -56,6 +59,15 @@ Workloads:
   writes            1 KiB ConfigMap creates/s through the API server (protobuf and JSON
                     clients) at each --clients level, next to raw etcd Txn creates/s on the
                     same etcd (in-process, or --etcd-servers with --kubeconfig).
+  updates           compare-and-swap updates/s of 1 KiB ConfigMaps at each --clients level for
+                    --duration: each client PUTs its own object with the last resourceVersion
+                    (protobuf and JSON clients), next to raw etcd Txn
+                    If(ModRevision==last) Then Put; conflicts count as errors.
+  watch-fanout      --watchers clients (each level in turn) watch one namespace's ConfigMaps
+                    (protobuf) while a writer creates them at --event-rate for
+                    --watch-duration; delivery latency (receive − write time carried in the
+                    object) p50/p99/max; every watcher must get every event (missing ones
+                    are errors).
   apiserver-memory  RSS of a separate 'kubeproof apiserver' process after --pods pods.
   scheduling-basic-500
                     scheduler_perf SchedulingBasic/500Nodes_1000Pods: nodes and pods are
@@ -142,14 +154,26 @@ inline SVG charts) and charts/*.svg.`,
 					}
 					wStart := time.Now()
 					switch w {
-					case "writes":
-						results, err := runWritesWorkload(cmd.Context(), out, kubeconfig, etcdServers, clients, duration, watchCache)
+					case "writes", "updates":
+						results, err := runWritesWorkload(cmd.Context(), out, w, kubeconfig, etcdServers, clients, duration, watchCache)
 						if err != nil {
 							return err
 						}
 						report.Writes = append(report.Writes, results...)
-						fmt.Fprintln(&md, "## writes")
-						bench.WriteTable(&md, machine, results)
+						fmt.Fprintln(&md, "## "+w)
+						if w == "updates" {
+							bench.WriteUpdatesTable(&md, machine, results)
+						} else {
+							bench.WriteTable(&md, machine, results)
+						}
+					case "watch-fanout":
+						cfg := bench.WatchFanoutConfig{Watchers: watchers, Rate: eventRate, Duration: watchDuration}
+						results, err := runWatchFanoutWorkload(cmd.Context(), out, kubeconfig, cfg, watchCache)
+						if err != nil {
+							return err
+						}
+						fmt.Fprintln(&md, "## watch-fanout")
+						bench.WriteWatchFanoutTable(&md, machine, results)
 					case "apiserver-memory":
 						self, err := os.Executable()
 						if err != nil {
@@ -226,7 +250,7 @@ inline SVG charts) and charts/*.svg.`,
 							bench.WriteSchedulingTable(&md, machine, []bench.SchedulingResult{res})
 							break
 						}
-						return fmt.Errorf("unknown workload %q (writes, apiserver-memory, node-memory, scheduling-basic-500, scheduling-basic-5000, scheduling:NAME, startup, startup-1000x30000, checkers)", w)
+						return fmt.Errorf("unknown workload %q (writes, apiserver-memory, node-memory, scheduling-basic-500, scheduling-basic-5000, scheduling:NAME, startup, startup-1000x30000, updates, watch-fanout, checkers)", w)
 					}
 					fmt.Fprintln(&md)
 					fmt.Fprintf(cmd.ErrOrStderr(), "bench: %s took %s\n", w, time.Since(wStart).Round(time.Second))
@@ -265,8 +289,11 @@ inline SVG charts) and charts/*.svg.`,
 	logs.addFlags(fs)
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Benchmark this API server instead of an in-process kubeproof.")
 	fs.StringSliceVar(&etcdServers, "etcd-servers", nil, "With --kubeconfig: the etcd behind it, for the raw etcd comparison.")
-	fs.IntSliceVar(&clients, "clients", []int{1, 16, 64, 256}, "Concurrent clients of the writes workload.")
-	fs.DurationVar(&duration, "duration", 10*time.Second, "Duration of each writes measurement.")
+	fs.IntSliceVar(&clients, "clients", []int{1, 16, 64, 256}, "Concurrent clients of the writes and updates workloads.")
+	fs.DurationVar(&duration, "duration", 10*time.Second, "Duration of each writes and updates measurement.")
+	fs.IntSliceVar(&watchers, "watchers", []int{1, 10, 100, 1000}, "Watcher counts of the watch-fanout workload.")
+	fs.Float64Var(&eventRate, "event-rate", 100, "Events per second the watch-fanout writer creates.")
+	fs.DurationVar(&watchDuration, "watch-duration", 10*time.Second, "How long the watch-fanout writer writes at each --watchers level.")
 	fs.IntVar(&pods, "pods", 10000, "Pods of the apiserver-memory workload.")
 	fs.StringVar(&outDir, "out", "", "Directory for results.json, results.md, report.html and charts/*.svg.")
 	fs.IntVar(&repeat, "repeat", 1, "Run the workload list this many times; report each metric's median and range.")
@@ -318,7 +345,36 @@ func progressPrinter(w io.Writer) func(bench.Progress) {
 	}
 }
 
-func runWritesWorkload(ctx context.Context, out io.Writer, kubeconfig string, etcdServers []string, clients []int, d time.Duration, watchCache bool) ([]bench.WriteResult, error) {
+// runWatchFanoutWorkload runs watch-fanout against --kubeconfig or a fresh
+// in-process cluster.
+func runWatchFanoutWorkload(ctx context.Context, out io.Writer, kubeconfig string, cfg bench.WatchFanoutConfig, watchCache bool) ([]bench.WatchFanoutResult, error) {
+	if kubeconfig != "" {
+		var err error
+		if cfg.API, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
+			return nil, fmt.Errorf("loading --kubeconfig: %w", err)
+		}
+	} else {
+		dir, err := os.MkdirTemp("", "kubeproof-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		c, err := cluster.Start(ctx, cluster.Config{DataDir: dir, BindAddress: "127.0.0.1:0", WatchCache: watchCache, CompactionInterval: -1})
+		if err != nil {
+			return nil, err
+		}
+		defer c.Stop()
+		cfg.API = c.AdminConfig
+	}
+	cfg.Progress = func(r bench.WatchFanoutResult) {
+		fmt.Fprintf(out, "watch-fanout watchers=%-5d %6.0f events/s  delivered %d/%d  p50 %6.1f ms  p99 %6.1f ms  errors %d\n", r.Watchers, r.WriteRate,
+			r.Delivered, r.Expected, float64(r.Latencies.P50)/1e6, float64(r.Latencies.P99)/1e6, r.Errors)
+	}
+	return bench.RunWatchFanout(ctx, cfg)
+}
+
+// runWritesWorkload runs writes (creates) or updates (CAS updates).
+func runWritesWorkload(ctx context.Context, out io.Writer, workload, kubeconfig string, etcdServers []string, clients []int, d time.Duration, watchCache bool) ([]bench.WriteResult, error) {
 	var api *rest.Config
 	var etcd *clientv3.Client
 	if kubeconfig != "" {
@@ -346,10 +402,14 @@ func runWritesWorkload(ctx context.Context, out io.Writer, kubeconfig string, et
 		defer c.Stop()
 		api, etcd = c.AdminConfig, c.EtcdClient
 	}
-	return bench.RunWrites(ctx, bench.WritesConfig{
+	run := bench.RunWrites
+	if workload == "updates" {
+		run = bench.RunUpdates
+	}
+	return run(ctx, bench.WritesConfig{
 		API: api, Etcd: etcd, Clients: clients, Duration: d,
 		Progress: func(r bench.WriteResult) {
-			fmt.Fprintf(out, "%-22s clients=%-4d %8.0f/s  p50 %6.1f ms  p99 %6.1f ms  errors %d\n", r.Target, r.Clients, r.Rate,
+			fmt.Fprintf(out, "%-28s clients=%-4d %8.0f/s  p50 %6.1f ms  p99 %6.1f ms  errors %d\n", r.Target, r.Clients, r.Rate,
 				float64(r.Latencies.P50)/1e6, float64(r.Latencies.P99)/1e6, r.Errors)
 		},
 	})
