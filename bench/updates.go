@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -173,4 +175,41 @@ func WriteUpdatesTable(w io.Writer, m Machine, results []WriteResult) {
 		fmt.Fprintf(w, "| %s | %d | %d | %d | %.0f | %s | %s | %s |\n", r.Target, r.Clients, r.Ops, r.Errors, r.Rate,
 			ms(r.Latencies.P50), ms(r.Latencies.P99), ms(r.Latencies.Max))
 	}
+}
+
+// WritesClientsChart draws each target's operations/s against concurrent
+// clients (log scale; the median over runs at each level) for the results
+// whose Op is op ("" for creates, OpUpdate for CAS updates).
+func WritesClientsChart(file, title, yLabel, op string, results []WriteResult) NamedChart {
+	c := LineChart{Title: title, XLabel: "clients (log scale)", YLabel: yLabel, YMin0: true}
+	var targets []string
+	rates := map[string]map[int][]float64{}
+	var levels []int
+	for _, w := range results {
+		if w.Op != op {
+			continue
+		}
+		if rates[w.Target] == nil {
+			rates[w.Target] = map[int][]float64{}
+			targets = append(targets, w.Target)
+		}
+		if !slices.Contains(levels, w.Clients) {
+			levels = append(levels, w.Clients)
+		}
+		rates[w.Target][w.Clients] = append(rates[w.Target][w.Clients], w.Rate)
+	}
+	slices.Sort(levels)
+	for _, t := range targets {
+		ser := Series{Name: t}
+		for _, n := range levels {
+			if v, ok := rates[t][n]; ok {
+				ser.Points = append(ser.Points, Point{X: math.Log2(float64(n)), Y: Metric{Values: v}.Spread().Median})
+			}
+		}
+		c.Series = append(c.Series, ser)
+	}
+	for _, n := range levels {
+		c.XTicks = append(c.XTicks, Tick{Value: math.Log2(float64(n)), Label: strconv.Itoa(n)})
+	}
+	return NamedChart{File: file, Chart: c}
 }

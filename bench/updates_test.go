@@ -87,3 +87,23 @@ func TestUpdatesCountConflicts(t *testing.T) {
 		t.Errorf("no conflicts counted with a second writer on the key: %+v", r)
 	}
 }
+
+// TestWritesClientsChart draws only the results of the asked operation,
+// one line per target, at the median of repeated runs.
+func TestWritesClientsChart(t *testing.T) {
+	results := []WriteResult{
+		{Target: "etcd Txn", Clients: 1, Rate: 1000},
+		{Target: "etcd Txn CAS", Op: OpUpdate, Clients: 1, Rate: 900},
+		{Target: "etcd Txn CAS", Op: OpUpdate, Clients: 16, Rate: 3000},
+		{Target: "etcd Txn CAS", Op: OpUpdate, Clients: 16, Rate: 5000},
+		{Target: "etcd Txn CAS", Op: OpUpdate, Clients: 16, Rate: 4000},
+		{Target: "apiserver update (protobuf)", Op: OpUpdate, Clients: 16, Rate: 1000},
+	}
+	c := WritesClientsChart("updates-clients", "t", "updates/s", OpUpdate, results).Chart.(LineChart)
+	if len(c.Series) != 2 || c.Series[0].Name != "etcd Txn CAS" || len(c.Series[0].Points) != 2 || c.Series[0].Points[1].Y != 4000 {
+		t.Errorf("series %+v", c.Series)
+	}
+	if len(c.XTicks) != 2 || c.XTicks[1].Label != "16" {
+		t.Errorf("ticks %+v", c.XTicks)
+	}
+}

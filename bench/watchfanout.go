@@ -111,6 +111,9 @@ func RunWatchFanout(ctx context.Context, cfg WatchFanoutConfig) ([]WatchFanoutRe
 	return results, nil
 }
 
+// maxInFlightWrites bounds the watch-fanout writer's concurrent creates.
+const maxInFlightWrites = 64
+
 // fanoutWatcher is one watcher's record of the level.
 type fanoutWatcher struct {
 	seen      []bool // by event index
@@ -148,12 +151,14 @@ func watchFanoutLevel(ctx context.Context, cs kubernetes.Interface, ns, prefix s
 		}()
 	}
 
-	// The writer: event i is written at start + i/rate (back to back if
-	// it falls behind).
-	var writeErrs int64
+	// The writer is open-loop: event i is sent at start + i/rate whatever
+	// earlier creates take (up to maxInFlightWrites at once; past that it
+	// falls behind and the achieved rate shows it).
+	var written, writeErrs atomic.Int64
+	var writes sync.WaitGroup
+	inFlight := make(chan struct{}, maxInFlightWrites)
 	start := time.Now()
 	interval := time.Duration(float64(time.Second) / cfg.Rate)
-	written := 0
 	for i := 0; i < events && ctx.Err() == nil; i++ {
 		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
 			select {
@@ -161,19 +166,30 @@ func watchFanoutLevel(ctx context.Context, cs kubernetes.Interface, ns, prefix s
 			case <-ctx.Done():
 			}
 		}
-		cm := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:        prefix + strconv.Itoa(i),
-				Annotations: map[string]string{WrittenAtAnnotation: strconv.FormatInt(time.Now().UnixNano(), 10)},
-			},
-			Data: map[string]string{"event": strconv.Itoa(i)},
-		}
-		if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-			writeErrs++
+		select {
+		case inFlight <- struct{}{}:
+		case <-ctx.Done():
 			continue
 		}
-		written++
+		writes.Add(1)
+		go func() {
+			defer writes.Done()
+			defer func() { <-inFlight }()
+			cm := &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{
+					Name:        prefix + strconv.Itoa(i),
+					Annotations: map[string]string{WrittenAtAnnotation: strconv.FormatInt(time.Now().UnixNano(), 10)},
+				},
+				Data: map[string]string{"event": strconv.Itoa(i)},
+			}
+			if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+				writeErrs.Add(1)
+				return
+			}
+			written.Add(1)
+		}()
 	}
+	writes.Wait()
 	writeElapsed := time.Since(start)
 
 	select {
@@ -191,8 +207,8 @@ func watchFanoutLevel(ctx context.Context, cs kubernetes.Interface, ns, prefix s
 	// A writer on schedule spans events/rate; one that fell behind, longer.
 	writeSpan := max(writeElapsed, time.Duration(events)*interval)
 	res := WatchFanoutResult{
-		Watchers: n, Rate: cfg.Rate, WriteRate: float64(written) / writeSpan.Seconds(), Events: written,
-		Expected: int64(written) * int64(n), Errors: writeErrs, Elapsed: elapsed,
+		Watchers: n, Rate: cfg.Rate, WriteRate: float64(written.Load()) / writeSpan.Seconds(), Events: int(written.Load()),
+		Expected: written.Load() * int64(n), Errors: writeErrs.Load(), Elapsed: elapsed,
 	}
 	var all []time.Duration
 	for _, fw := range watchers {
