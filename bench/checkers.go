@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/kubeproof/kubeproof/linearizability"
@@ -30,6 +31,9 @@ type CheckersConfig struct {
 	HistorySizes []int
 	// HistoryClients and HistoryKeys shape the histories (16 and 5).
 	HistoryClients, HistoryKeys int
+	// CheckRepeats is how often each history is checked (default 3); the
+	// median check time is reported, with the fastest and slowest.
+	CheckRepeats int
 	// Progress, if set, gets a live progress snapshot once a second.
 	Progress func(Progress)
 }
@@ -53,10 +57,15 @@ type ModelCheckResult struct {
 // linearizability` runs (porcupine's per-key model plus the revision and
 // read checks).
 type PorcupineResult struct {
-	Ops       int           `json:"ops"`
-	Clients   int           `json:"clients"`
-	Keys      int           `json:"keys"`
-	CheckTime time.Duration `json:"checkTime"`
+	Ops     int `json:"ops"`
+	Clients int `json:"clients"`
+	Keys    int `json:"keys"`
+	// CheckTime is the median of Checks checks; MinCheckTime and
+	// MaxCheckTime are the fastest and the slowest.
+	CheckTime    time.Duration `json:"checkTime"`
+	MinCheckTime time.Duration `json:"minCheckTime"`
+	MaxCheckTime time.Duration `json:"maxCheckTime"`
+	Checks       int           `json:"checks"`
 	// OpsPerSecond is Ops divided by CheckTime.
 	OpsPerSecond float64 `json:"opsPerSecond"`
 }
@@ -82,6 +91,9 @@ func RunCheckers(ctx context.Context, cfg CheckersConfig) (CheckersResult, error
 	}
 	if cfg.HistoryClients <= 0 {
 		cfg.HistoryClients = 16
+	}
+	if cfg.CheckRepeats <= 0 {
+		cfg.CheckRepeats = 3
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)
@@ -128,13 +140,22 @@ func RunCheckers(ctx context.Context, cfg CheckersConfig) (CheckersResult, error
 		}
 		line.set(fmt.Sprintf("porcupine %d ops (%d of %d histories)", n, i+1, len(sizes)), func() int { return i }, len(sizes))
 		h := GenerateHistory(HistoryConfig{Ops: n, Clients: cfg.HistoryClients, Keys: cfg.HistoryKeys, Seed: uint64(n)})
-		v := linearizability.Check(h, linearizability.CheckOptions{PorcupineTimeout: 5 * time.Minute})
-		if !v.OK() {
-			return res, fmt.Errorf("checkers: the generated %d-operation history was rejected: %s", n, linearizability.Summary(h, v))
+		times := make([]time.Duration, 0, cfg.CheckRepeats)
+		for range cfg.CheckRepeats {
+			v := linearizability.Check(h, linearizability.CheckOptions{PorcupineTimeout: 5 * time.Minute})
+			if !v.OK() {
+				return res, fmt.Errorf("checkers: the generated %d-operation history was rejected: %s", n, linearizability.Summary(h, v))
+			}
+			times = append(times, v.CheckTime)
 		}
-		pr := PorcupineResult{Ops: n, Clients: cfg.HistoryClients, Keys: cfg.HistoryKeys, CheckTime: v.CheckTime}
-		if v.CheckTime > 0 {
-			pr.OpsPerSecond = float64(n) / v.CheckTime.Seconds()
+		slices.Sort(times)
+		pr := PorcupineResult{Ops: n, Clients: cfg.HistoryClients, Keys: cfg.HistoryKeys, CheckTime: times[len(times)/2],
+			MinCheckTime: times[0], MaxCheckTime: times[len(times)-1], Checks: len(times)}
+		if len(times)%2 == 0 {
+			pr.CheckTime = (times[len(times)/2-1] + times[len(times)/2]) / 2
+		}
+		if pr.CheckTime > 0 {
+			pr.OpsPerSecond = float64(n) / pr.CheckTime.Seconds()
 		}
 		res.Porcupine = append(res.Porcupine, pr)
 	}

@@ -27,10 +27,10 @@ func WriteCheckersTable(w io.Writer, m Machine, r CheckersResult) {
 	if len(r.Porcupine) > 0 {
 		fmt.Fprintln(w, "Linearizability check of generated linearizable histories (create/update/get/delete, porcupine per-key model plus the revision and read checks):")
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| operations | clients | keys | check time | operations/s |")
-		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|")
+		fmt.Fprintln(w, "| operations | clients | keys | check time (median) | fastest | slowest | checks | operations/s |")
+		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, x := range r.Porcupine {
-			fmt.Fprintf(w, "| %d | %d | %d | %s | %.0f |\n", x.Ops, x.Clients, x.Keys, ms(x.CheckTime), x.OpsPerSecond)
+			fmt.Fprintf(w, "| %d | %d | %d | %s | %s | %s | %d | %.0f |\n", x.Ops, x.Clients, x.Keys, ms(x.CheckTime), ms(x.MinCheckTime), ms(x.MaxCheckTime), x.Checks, x.OpsPerSecond)
 		}
 	}
 }
@@ -97,7 +97,7 @@ func writeCheckersHTML(w io.Writer, runs []CheckersResult) {
 				x.Duration.Round(time.Millisecond).String(), num(x.StatesPerSecond), fmt.Sprintf("%.1f", x.BytesPerState)})
 		}
 		for _, x := range r.Porcupine {
-			porc = append(porc, []string{fmt.Sprint(x.Ops), fmt.Sprint(x.Clients), fmt.Sprint(x.Keys), ms(x.CheckTime), num(x.OpsPerSecond)})
+			porc = append(porc, []string{fmt.Sprint(x.Ops), fmt.Sprint(x.Clients), fmt.Sprint(x.Keys), ms(x.CheckTime), ms(x.MinCheckTime), ms(x.MaxCheckTime), num(x.OpsPerSecond)})
 		}
 	}
 	if len(model) > 0 {
@@ -106,7 +106,7 @@ func writeCheckersHTML(w io.Writer, runs []CheckersResult) {
 	}
 	if len(porc) > 0 {
 		fmt.Fprintln(w, "<h2>Linearizability check runs</h2>")
-		htmlTable(w, []string{"operations", "clients", "keys", "check time", "operations/s"}, porc, -1)
+		htmlTable(w, []string{"operations", "clients", "keys", "check time (median)", "fastest", "slowest", "operations/s"}, porc, -1)
 	}
 }
 

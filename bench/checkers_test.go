@@ -23,7 +23,7 @@ func TestCheckersWorkloadSmall(t *testing.T) {
 		t.Errorf("implausible model result %+v", m)
 	}
 	p := res.Porcupine[0]
-	if p.Ops != 200 || p.Clients != 16 || p.Keys != 5 || p.CheckTime <= 0 || p.OpsPerSecond <= 0 {
+	if p.Ops != 200 || p.Clients != 16 || p.Keys != 5 || p.CheckTime <= 0 || p.OpsPerSecond <= 0 || p.Checks != 3 || p.MinCheckTime > p.CheckTime || p.CheckTime > p.MaxCheckTime {
 		t.Errorf("implausible porcupine result %+v", p)
 	}
 
