@@ -38,7 +38,7 @@ type WatchFanoutConfig struct {
 	Duration time.Duration
 	// Drain is how long after the last write the watchers may take to
 	// receive every event before the missing ones count as errors
-	// (default 10 s).
+	// (default 30 s: a saturated level delivers late but completely).
 	Drain time.Duration
 	// Progress, if set, is called after each level.
 	Progress func(WatchFanoutResult)
@@ -83,7 +83,7 @@ func RunWatchFanout(ctx context.Context, cfg WatchFanoutConfig) ([]WatchFanoutRe
 		cfg.Duration = 10 * time.Second
 	}
 	if cfg.Drain <= 0 {
-		cfg.Drain = 10 * time.Second
+		cfg.Drain = 30 * time.Second
 	}
 	cs, err := kubernetes.NewForConfig(APIClientConfig(cfg.API, runtime.ContentTypeProtobuf))
 	if err != nil {
@@ -339,4 +339,28 @@ func WatchFanoutMetrics(results []WatchFanoutResult, add func(name, unit string,
 		add(key+" delivery p99", "ms", false, msOf(r.Latencies.P99))
 		add(key+" errors", "count", false, float64(r.Errors))
 	}
+}
+
+// watchFanoutCharts is the latency-against-watchers chart, if there are
+// results.
+func watchFanoutCharts(results []WatchFanoutResult) []NamedChart {
+	if len(results) == 0 {
+		return nil
+	}
+	return []NamedChart{WatchFanoutChart(results)}
+}
+
+// writeWatchFanoutHTML writes the report's watch fan-out runs as an HTML
+// table.
+func writeWatchFanoutHTML(w io.Writer, results []WatchFanoutResult) {
+	if len(results) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "<h2>Watch fan-out runs</h2>")
+	var rows [][]string
+	for _, r := range results {
+		rows = append(rows, []string{fmt.Sprint(r.Watchers), fmt.Sprintf("%.0f (%.0f)", r.WriteRate, r.Rate), fmt.Sprint(r.Events),
+			fmt.Sprintf("%d/%d", r.Delivered, r.Expected), fmt.Sprint(r.Errors), ms(r.Latencies.P50), ms(r.Latencies.P99), ms(r.Latencies.Max)})
+	}
+	htmlTable(w, []string{"watchers", "events/s (target)", "events", "delivered/expected", "errors", "p50", "p99", "max"}, rows, -1)
 }
