@@ -213,3 +213,16 @@ func WritesClientsChart(file, title, yLabel, op string, results []WriteResult) N
 	}
 	return NamedChart{File: file, Chart: c}
 }
+
+// writesCharts draws the write results: creates/s and, if any, CAS
+// updates/s against clients.
+func writesCharts(results []WriteResult) []NamedChart {
+	var out []NamedChart
+	if slices.ContainsFunc(results, func(w WriteResult) bool { return w.Op == "" }) {
+		out = append(out, WritesClientsChart("writes-clients", "Creates/s against concurrent clients (median of runs)", "creates/s", "", results))
+	}
+	if slices.ContainsFunc(results, func(w WriteResult) bool { return w.Op == OpUpdate }) {
+		out = append(out, WritesClientsChart("updates-clients", "CAS updates/s against concurrent clients (median of runs)", "updates/s", OpUpdate, results))
+	}
+	return out
+}
