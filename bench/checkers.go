@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kubeproof/kubeproof/linearizability"
@@ -116,8 +117,15 @@ func RunCheckers(ctx context.Context, cfg CheckersConfig) (CheckersResult, error
 		if err != nil {
 			return res, fmt.Errorf("model %s: %w", name, err)
 		}
-		line.set(fmt.Sprintf("model check %s (%d of %d configurations)", name, i+1, len(configs)), func() int { return i }, len(configs))
-		r, err := checker.Check(ctx, m, checker.Options{Symmetry: true, Workers: cfg.Workers, MaxStates: cfg.MaxStates})
+		phase := fmt.Sprintf("model check %s (%d of %d configurations)", name, i+1, len(configs))
+		done := func() int { return i }
+		line.set(phase, done, len(configs))
+		opts := checker.Options{Symmetry: true, Workers: cfg.Workers, MaxStates: cfg.MaxStates}
+		if cfg.Progress != nil {
+			// The checker's own progress lines become the phase.
+			opts.Progress, opts.ProgressInterval = checkerProgress(func(text string) { line.set(phase+": "+text, done, len(configs)) }), time.Second
+		}
+		r, err := checker.Check(ctx, m, opts)
 		if err != nil {
 			return res, fmt.Errorf("model check %s: %w", name, err)
 		}
@@ -160,4 +168,17 @@ func RunCheckers(ctx context.Context, cfg CheckersConfig) (CheckersResult, error
 		res.Porcupine = append(res.Porcupine, pr)
 	}
 	return res, nil
+}
+
+// checkerProgress is an io.Writer for the model checker's progress lines
+// that hands each line's text to f.
+type checkerProgress func(text string)
+
+func (f checkerProgress) Write(p []byte) (int, error) {
+	for _, l := range strings.Split(string(p), "\n") {
+		if l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "progress:")); l != "" {
+			f(l)
+		}
+	}
+	return len(p), nil
 }

@@ -95,3 +95,12 @@ func TestBarChartScalesBarsToValues(t *testing.T) {
 func fmtSscan(s string, h *float64) (int, error) {
 	return fmt.Sscanf(strings.SplitN(s, `"`, 2)[0], "%g", h)
 }
+
+func TestCheckerProgressPassesTheLineText(t *testing.T) {
+	var got []string
+	w := checkerProgress(func(s string) { got = append(got, s) })
+	fmt.Fprintf(w, "  progress: %d distinct states, %.0f states/s\n", 12, 3.0)
+	if len(got) != 1 || got[0] != "12 distinct states, 3 states/s" {
+		t.Fatalf("got %q", got)
+	}
+}
