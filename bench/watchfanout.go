@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -38,8 +41,14 @@ type WatchFanoutConfig struct {
 	Duration time.Duration
 	// Drain is how long after the last write the watchers may take to
 	// receive every event before the missing ones count as errors
-	// (default 30 s: a saturated level delivers late but completely).
+	// (default 60 s: a saturated level delivers late but completely).
 	Drain time.Duration
+	// Connections is how many HTTP/2 connections the watchers share
+	// (watcher i uses connection i mod Connections). Zero gives each
+	// watcher its own, as separate clients (kubelets, controllers) have;
+	// one multiplexes every watch over a single connection, whose one
+	// frame writer and one reader then bound delivery.
+	Connections int
 	// Progress, if set, is called after each level.
 	Progress func(WatchFanoutResult)
 }
@@ -49,6 +58,8 @@ type WatchFanoutConfig struct {
 // ConfigMaps at a fixed rate.
 type WatchFanoutResult struct {
 	Watchers int `json:"watchers"`
+	// Connections the watchers shared.
+	Connections int `json:"connections"`
 	// Rate is the target event rate; WriteRate what the writer achieved.
 	Rate      float64 `json:"rate"`
 	WriteRate float64 `json:"writeRate"`
@@ -83,7 +94,7 @@ func RunWatchFanout(ctx context.Context, cfg WatchFanoutConfig) ([]WatchFanoutRe
 		cfg.Duration = 10 * time.Second
 	}
 	if cfg.Drain <= 0 {
-		cfg.Drain = 30 * time.Second
+		cfg.Drain = 60 * time.Second
 	}
 	cs, err := kubernetes.NewForConfig(APIClientConfig(cfg.API, runtime.ContentTypeProtobuf))
 	if err != nil {
@@ -132,6 +143,16 @@ func watchFanoutLevel(ctx context.Context, cs kubernetes.Interface, ns, prefix s
 	startRV := list.ResourceVersion
 
 	parent := ctx
+	conns := n
+	if cfg.Connections > 0 {
+		conns = min(n, cfg.Connections)
+	}
+	clients, closeClients, err := watchClients(cfg.API, conns)
+	if err != nil {
+		return WatchFanoutResult{}, err
+	}
+	defer closeClients()
+
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	watchers := make([]*fanoutWatcher, n)
@@ -144,7 +165,7 @@ func watchFanoutLevel(ctx context.Context, cs kubernetes.Interface, ns, prefix s
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fw.watch(ctx, cs, ns, prefix, startRV, events)
+			fw.watch(ctx, clients[w%conns], ns, prefix, startRV, events)
 			if fw.delivered == events && complete.Add(1) == int64(n) {
 				close(allDone)
 			}
@@ -207,7 +228,7 @@ func watchFanoutLevel(ctx context.Context, cs kubernetes.Interface, ns, prefix s
 	// A writer on schedule spans events/rate; one that fell behind, longer.
 	writeSpan := max(writeElapsed, time.Duration(events)*interval)
 	res := WatchFanoutResult{
-		Watchers: n, Rate: cfg.Rate, WriteRate: float64(written.Load()) / writeSpan.Seconds(), Events: int(written.Load()),
+		Watchers: n, Connections: conns, Rate: cfg.Rate, WriteRate: float64(written.Load()) / writeSpan.Seconds(), Events: int(written.Load()),
 		Expected: written.Load() * int64(n), Errors: writeErrs.Load(), Elapsed: elapsed,
 	}
 	var all []time.Duration
@@ -219,6 +240,37 @@ func watchFanoutLevel(ctx context.Context, cs kubernetes.Interface, ns, prefix s
 	res.Errors += res.Expected - res.Delivered
 	res.Latencies = Summarize(all)
 	return res, nil
+}
+
+// watchClients builds n protobuf clientsets of cfg, each with its own
+// transport (so its own connection); closeAll closes their idle
+// connections once the watches have ended.
+func watchClients(cfg *rest.Config, n int) (clients []kubernetes.Interface, closeAll func(), err error) {
+	var transports []http.RoundTripper
+	closeAll = func() {
+		for _, t := range transports {
+			utilnet.CloseIdleConnectionsFor(t)
+		}
+	}
+	for range n {
+		c := APIClientConfig(cfg, runtime.ContentTypeProtobuf)
+		// A Proxy function makes client-go build a fresh transport
+		// rather than share its cached one; it proxies nothing.
+		c.Proxy = func(*http.Request) (*url.URL, error) { return nil, nil }
+		hc, err := rest.HTTPClientFor(c)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("building watch client: %w", err)
+		}
+		transports = append(transports, hc.Transport)
+		cs, err := kubernetes.NewForConfigAndClient(c, hc)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("building watch client: %w", err)
+		}
+		clients = append(clients, cs)
+	}
+	return clients, closeAll, nil
 }
 
 // watch receives the level's ADDED events from startRV until it has seen
@@ -291,10 +343,10 @@ func (fw *fanoutWatcher) receive(ctx context.Context, wi watch.Interface, prefix
 // WriteWatchFanoutTable prints watch fan-out results as a Markdown table.
 func WriteWatchFanoutTable(w io.Writer, m Machine, results []WatchFanoutResult) {
 	writeMachine(w, m)
-	fmt.Fprintln(w, "| watchers | events/s (target) | events | delivered/expected | errors | p50 | p99 | max |")
-	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| watchers | connections | events/s (target) | events | delivered/expected | errors | p50 | p99 | max |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {
-		fmt.Fprintf(w, "| %d | %.0f (%.0f) | %d | %d/%d | %d | %s | %s | %s |\n", r.Watchers, r.WriteRate, r.Rate, r.Events,
+		fmt.Fprintf(w, "| %d | %d | %.0f (%.0f) | %d | %d/%d | %d | %s | %s | %s |\n", r.Watchers, r.Connections, r.WriteRate, r.Rate, r.Events,
 			r.Delivered, r.Expected, r.Errors, ms(r.Latencies.P50), ms(r.Latencies.P99), ms(r.Latencies.Max))
 	}
 }
@@ -334,7 +386,7 @@ func WatchFanoutChart(results []WatchFanoutResult) NamedChart {
 // delivery errors.
 func WatchFanoutMetrics(results []WatchFanoutResult, add func(name, unit string, higherIsBetter bool, v float64)) {
 	for _, r := range results {
-		key := fmt.Sprintf("watch-fanout watchers=%d@%.0f/s", r.Watchers, r.Rate)
+		key := fmt.Sprintf("watch-fanout watchers=%d conns=%d@%.0f/s", r.Watchers, r.Connections, r.Rate)
 		add(key+" delivery p50", "ms", false, msOf(r.Latencies.P50))
 		add(key+" delivery p99", "ms", false, msOf(r.Latencies.P99))
 		add(key+" errors", "count", false, float64(r.Errors))
@@ -359,8 +411,8 @@ func writeWatchFanoutHTML(w io.Writer, results []WatchFanoutResult) {
 	fmt.Fprintln(w, "<h2>Watch fan-out runs</h2>")
 	var rows [][]string
 	for _, r := range results {
-		rows = append(rows, []string{fmt.Sprint(r.Watchers), fmt.Sprintf("%.0f (%.0f)", r.WriteRate, r.Rate), fmt.Sprint(r.Events),
+		rows = append(rows, []string{fmt.Sprint(r.Watchers), fmt.Sprint(r.Connections), fmt.Sprintf("%.0f (%.0f)", r.WriteRate, r.Rate), fmt.Sprint(r.Events),
 			fmt.Sprintf("%d/%d", r.Delivered, r.Expected), fmt.Sprint(r.Errors), ms(r.Latencies.P50), ms(r.Latencies.P99), ms(r.Latencies.Max)})
 	}
-	htmlTable(w, []string{"watchers", "events/s (target)", "events", "delivered/expected", "errors", "p50", "p99", "max"}, rows, -1)
+	htmlTable(w, []string{"watchers", "connections", "events/s (target)", "events", "delivered/expected", "errors", "p50", "p99", "max"}, rows, -1)
 }

@@ -16,8 +16,9 @@ import (
 	"github.com/kubeproof/kubeproof/impl/cluster/clustertest"
 )
 
-// TestRunWatchFanoutSmoke runs two small fan-out levels: every watcher
-// receives every event exactly once, latencies are positive and ordered,
+// TestRunWatchFanoutSmoke runs two small fan-out levels (the watchers
+// spread over up to 4 connections): every watcher receives every event
+// exactly once, latencies are positive and ordered,
 // and the table and chart show the levels.
 func TestRunWatchFanoutSmoke(t *testing.T) {
 	if testing.Short() {
@@ -27,7 +28,7 @@ func TestRunWatchFanoutSmoke(t *testing.T) {
 	ctx := context.Background()
 	before := runtime.NumGoroutine()
 	results, err := RunWatchFanout(ctx, WatchFanoutConfig{
-		API: c.AdminConfig, Watchers: []int{1, 20}, Rate: 50, Duration: 400 * time.Millisecond, Drain: 5 * time.Second,
+		API: c.AdminConfig, Watchers: []int{1, 20}, Rate: 50, Duration: 400 * time.Millisecond, Drain: 5 * time.Second, Connections: 4,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +40,9 @@ func TestRunWatchFanoutSmoke(t *testing.T) {
 		t.Logf("%+v", r)
 		if r.Events != 20 || r.Expected != int64(r.Events*r.Watchers) || r.Delivered != r.Expected || r.Errors != 0 {
 			t.Errorf("watchers=%d: %d events, delivered %d of %d, %d errors", r.Watchers, r.Events, r.Delivered, r.Expected, r.Errors)
+		}
+		if r.Connections != min(r.Watchers, 4) {
+			t.Errorf("watchers=%d over %d connections, want %d", r.Watchers, r.Connections, min(r.Watchers, 4))
 		}
 		l := r.Latencies
 		if l.P50 <= 0 || l.P50 > l.P99 || l.P99 > l.Max {

@@ -46,6 +46,7 @@ func newBenchCommand() *cobra.Command {
 		watchers        []int
 		eventRate       float64
 		watchDuration   time.Duration
+		watchConns      int
 		checkerConfigs  []string
 		historySizes    []int
 	)
@@ -65,9 +66,10 @@ Workloads:
                     If(ModRevision==last) Then Put; conflicts count as errors.
   watch-fanout      --watchers clients (each level in turn) watch one namespace's ConfigMaps
                     (protobuf) while a writer creates them at --event-rate for
-                    --watch-duration; delivery latency (receive − write time carried in the
-                    object) p50/p99/max; every watcher must get every event (missing ones
-                    are errors).
+                    --watch-duration, each watcher on its own connection (or sharing
+                    --watch-connections); delivery latency (receive − write time carried in
+                    the object) p50/p99/max; every watcher must get every event within
+                    60 s of the last write (missing ones are errors).
   apiserver-memory  RSS of a separate 'kubeproof apiserver' process after --pods pods.
   scheduling-basic-500
                     scheduler_perf SchedulingBasic/500Nodes_1000Pods: nodes and pods are
@@ -167,7 +169,7 @@ inline SVG charts) and charts/*.svg.`,
 							bench.WriteTable(&md, machine, results)
 						}
 					case "watch-fanout":
-						cfg := bench.WatchFanoutConfig{Watchers: watchers, Rate: eventRate, Duration: watchDuration}
+						cfg := bench.WatchFanoutConfig{Watchers: watchers, Rate: eventRate, Duration: watchDuration, Connections: watchConns}
 						results, err := runWatchFanoutWorkload(cmd.Context(), out, kubeconfig, cfg, watchCache)
 						if err != nil {
 							return err
@@ -294,6 +296,7 @@ inline SVG charts) and charts/*.svg.`,
 	fs.IntSliceVar(&watchers, "watchers", []int{1, 10, 100, 1000}, "Watcher counts of the watch-fanout workload.")
 	fs.Float64Var(&eventRate, "event-rate", 100, "Events per second the watch-fanout writer creates.")
 	fs.DurationVar(&watchDuration, "watch-duration", 10*time.Second, "How long the watch-fanout writer writes at each --watchers level.")
+	fs.IntVar(&watchConns, "watch-connections", 0, "HTTP/2 connections the watch-fanout watchers share (0: one per watcher, as separate clients).")
 	fs.IntVar(&pods, "pods", 10000, "Pods of the apiserver-memory workload.")
 	fs.StringVar(&outDir, "out", "", "Directory for results.json, results.md, report.html and charts/*.svg.")
 	fs.IntVar(&repeat, "repeat", 1, "Run the workload list this many times; report each metric's median and range.")
