@@ -101,7 +101,8 @@ Workloads:
   checkers          the model checker on each --checker-configs configuration (distinct
                     states, depth, time, distinct states/s, bytes per state), then the
                     linearizability check time of generated linearizable histories of
-                    each --history-sizes operation count from 16 clients.
+                    each --history-sizes operation count from 16 clients (in this process;
+                    --kubeconfig does not apply).
 
 With no WORKLOAD, runs writes.
 
