@@ -69,7 +69,7 @@ fuzz:
 
 # The default benchmark workloads, results (JSON and Markdown) in $(BENCH_OUT).
 bench: build
-	$(BIN) bench --out $(BENCH_OUT) writes apiserver-memory scheduling-basic-500 scheduling-basic-5000 scheduling:Preemption/500Nodes startup node-memory
+	$(BIN) bench --out $(BENCH_OUT) writes updates watch-fanout apiserver-memory scheduling-basic-500 scheduling-basic-5000 scheduling:Preemption/500Nodes startup node-memory checkers
 
 # Repeated runs compared with the committed baseline; fails on a regression.
 bench-compare: build

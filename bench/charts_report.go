@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 )
@@ -55,41 +53,8 @@ func (r Report) Charts() []NamedChart {
 		}
 		out = append(out, NamedChart{File: "startup-cdf", Chart: c})
 	}
-	if len(r.Writes) > 0 {
-		c := LineChart{Title: "Creates/s against concurrent clients (median of runs)", XLabel: "clients (log scale)", YLabel: "creates/s", YMin0: true}
-		var targets []string
-		rates := map[string]map[int][]float64{}
-		clientSet := map[int]bool{}
-		for _, w := range r.Writes {
-			if rates[w.Target] == nil {
-				rates[w.Target] = map[int][]float64{}
-				targets = append(targets, w.Target)
-			}
-			rates[w.Target][w.Clients] = append(rates[w.Target][w.Clients], w.Rate)
-			clientSet[w.Clients] = true
-		}
-		for _, t := range targets {
-			ser := Series{Name: t}
-			var cs []int
-			for n := range rates[t] {
-				cs = append(cs, n)
-			}
-			sort.Ints(cs)
-			for _, n := range cs {
-				ser.Points = append(ser.Points, Point{X: math.Log2(float64(n)), Y: Metric{Values: rates[t][n]}.Spread().Median})
-			}
-			c.Series = append(c.Series, ser)
-		}
-		var cs []int
-		for n := range clientSet {
-			cs = append(cs, n)
-		}
-		sort.Ints(cs)
-		for _, n := range cs {
-			c.XTicks = append(c.XTicks, Tick{Value: math.Log2(float64(n)), Label: fmt.Sprint(n)})
-		}
-		out = append(out, NamedChart{File: "writes-clients", Chart: c})
-	}
+	out = append(out, writesCharts(r.Writes)...)
+	out = append(out, watchFanoutCharts(r.WatchFanout)...)
 	out = append(out, checkersCharts(r.Checkers)...)
 	return out
 }
@@ -164,10 +129,15 @@ func WriteHTML(w io.Writer, r Report, comparisons []Comparison) error {
 		fmt.Fprintln(w, "<h2>Write runs</h2>")
 		rows = nil
 		for _, x := range r.Writes {
-			rows = append(rows, []string{x.Target, fmt.Sprint(x.Clients), fmt.Sprint(x.Ops), fmt.Sprint(x.Errors), num(x.Rate), ms(x.Latencies.P50), ms(x.Latencies.P99)})
+			op := "create"
+			if x.Op != "" {
+				op = x.Op
+			}
+			rows = append(rows, []string{x.Target, op, fmt.Sprint(x.Clients), fmt.Sprint(x.Ops), fmt.Sprint(x.Errors), num(x.Rate), ms(x.Latencies.P50), ms(x.Latencies.P99)})
 		}
-		htmlTable(w, []string{"target", "clients", "ops", "errors", "creates/s", "p50", "p99"}, rows, -1)
+		htmlTable(w, []string{"target", "op", "clients", "ops", "errors", "ops/s", "p50", "p99"}, rows, -1)
 	}
+	writeWatchFanoutHTML(w, r.WatchFanout)
 	if len(r.APIServerMemory) > 0 {
 		fmt.Fprintln(w, "<h2>API server memory runs</h2>")
 		rows = nil

@@ -94,6 +94,7 @@ func (r Report) Metrics() []Metric {
 		add(key+" apiserver RSS/pod", "KiB", false, m.APIServerRSSPerPod/1024)
 	}
 	checkersMetrics(r.Checkers, add)
+	WatchFanoutMetrics(r.WatchFanout, add)
 	out := make([]Metric, 0, len(order))
 	for _, n := range order {
 		out = append(out, *byName[n])

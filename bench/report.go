@@ -13,14 +13,15 @@ import (
 // run's results. With repeats, each workload appears once per run, in run
 // order.
 type Report struct {
-	Machine         Machine            `json:"machine"`
-	Repeat          int                `json:"repeat,omitempty"`
-	Writes          []WriteResult      `json:"writes,omitempty"`
-	Scheduling      []SchedulingResult `json:"scheduling,omitempty"`
-	Startup         []StartupResult    `json:"startup,omitempty"`
-	APIServerMemory MemoryResults      `json:"apiserverMemory,omitempty"`
-	NodeMemory      []NodeMemoryResult `json:"nodeMemory,omitempty"`
-	Checkers        []CheckersResult   `json:"checkers,omitempty"`
+	Machine         Machine             `json:"machine"`
+	Repeat          int                 `json:"repeat,omitempty"`
+	Writes          []WriteResult       `json:"writes,omitempty"`
+	Scheduling      []SchedulingResult  `json:"scheduling,omitempty"`
+	Startup         []StartupResult     `json:"startup,omitempty"`
+	APIServerMemory MemoryResults       `json:"apiserverMemory,omitempty"`
+	NodeMemory      []NodeMemoryResult  `json:"nodeMemory,omitempty"`
+	Checkers        []CheckersResult    `json:"checkers,omitempty"`
+	WatchFanout     []WatchFanoutResult `json:"watchFanout,omitempty"`
 	// BaselineWarnings are MachineWarnings against the baseline compared
 	// with, if any.
 	BaselineWarnings []string `json:"baselineWarnings,omitempty"`
@@ -59,6 +60,7 @@ func (r *Report) Merge(other Report) {
 	r.APIServerMemory = append(r.APIServerMemory, other.APIServerMemory...)
 	r.NodeMemory = append(r.NodeMemory, other.NodeMemory...)
 	r.Checkers = append(r.Checkers, other.Checkers...)
+	r.WatchFanout = append(r.WatchFanout, other.WatchFanout...)
 }
 
 // LoadReport reads a results JSON file, or every *.json file of a

@@ -175,6 +175,7 @@ inline SVG charts) and charts/*.svg.`,
 						if err != nil {
 							return err
 						}
+						report.WatchFanout = append(report.WatchFanout, results...)
 						fmt.Fprintln(&md, "## watch-fanout")
 						bench.WriteWatchFanoutTable(&md, machine, results)
 					case "apiserver-memory":
