@@ -22,6 +22,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/cluster"
 	"github.com/kubeproof/kubeproof/impl/kubelet"
+	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 	kruntime "github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/cri"
@@ -73,6 +74,12 @@ type NodeOptions struct {
 	// instead of the in-process kubelet.
 	KubeletBinary string
 }
+
+// EvictionHard is the test kubelets' --eviction-hard: the memory threshold
+// of the default, disk thresholds off (as kind configures its nodes), since
+// the shared machine's root filesystem may well be fuller than kubelet's
+// default 10%/15% free, which would evict or refuse every test pod.
+const EvictionHard = "memory.available<100Mi,nodefs.available<0%,nodefs.inodesFree<0%,imagefs.available<0%"
 
 // AddNode starts a node: its containerd (importing the images) and its
 // kubelet. Node i is kp-node-i with pod CIDR 10.244.(i-1).0/24.
@@ -176,10 +183,17 @@ func (n *Node) StartKubelet(ctx context.Context) error {
 		return fmt.Errorf("kubelet API listener: %w", err)
 	}
 	n.apiPort = ln.Addr().(*net.TCPAddr).Port
+	evictionCfg, err := eviction.ParseConfig(eviction.Flags{Hard: EvictionHard, HardSet: true})
+	if err != nil {
+		ln.Close()
+		lf.Close()
+		return err
+	}
 	k, err := kubelet.New(ctx, n.client, kubelet.Config{
 		NodeName: n.Name, NodeIP: "127.0.0.1", Port: int32(n.apiPort), PodCIDR: n.PodCIDR,
 		RootDir: filepath.Join(n.Dir, "kubelet"), PodLogsDir: filepath.Join(n.Dir, "pod-logs"),
 		Backoff: Backoff, NodeStatusUpdateFrequency: 2 * time.Second, Logger: logger,
+		Eviction: &evictionCfg,
 	}, n.CRI)
 	if err != nil {
 		ln.Close()
@@ -234,7 +248,7 @@ func (n *Node) startKubeletProcess(lf *os.File) error {
 		"--runtime", "cri", "--container-runtime-endpoint", "unix://"+n.Socket,
 		"--pod-cidr", n.PodCIDR, "--node-ip", "127.0.0.1", "--address", "127.0.0.1", "--port", fmt.Sprint(n.apiPort),
 		"--crashloop-backoff-base", Backoff.Base.String(), "--crashloop-backoff-max", Backoff.Max.String(),
-		"--node-status-update-frequency", "2s", "--log-level", "info",
+		"--node-status-update-frequency", "2s", "--log-level", "info", "--eviction-hard", EvictionHard,
 		"--root-dir", filepath.Join(n.Dir, "kubelet"), "--pod-logs-dir", filepath.Join(n.Dir, "pod-logs"))
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
