@@ -47,6 +47,8 @@ func newKubeletCommand() *cobra.Command {
 		simStart, simStop                   time.Duration
 		port                                int32
 		address, tlsCert, tlsKey, clientCA  string
+		authorizationMode                   string
+		tokenWebhook, anonymousAuth         bool
 		rootDir, podLogsDir                 string
 		evictionFlags                       eviction.Flags
 		simAvailable                        string
@@ -59,6 +61,9 @@ func newKubeletCommand() *cobra.Command {
 			logger, err := logs.logger()
 			if err != nil {
 				return err
+			}
+			if authorizationMode != "AlwaysAllow" && authorizationMode != "Webhook" {
+				return fmt.Errorf("--authorization-mode %q: want AlwaysAllow or Webhook", authorizationMode)
 			}
 			if kubeconfig == "" {
 				return errors.New("--kubeconfig is required")
@@ -179,10 +184,18 @@ func newKubeletCommand() *cobra.Command {
 					return fmt.Errorf("--sim-available: %w", err)
 				}
 			}
-			return runKubeletWithAPI(cmd.Context(), k, kubeletAPIOptions{
+			apiOpts := kubeletAPIOptions{
 				address: address, port: port, nodeIP: nodeIP, nodeName: nodeName,
 				tls: server.TLSOptions{CertFile: tlsCert, KeyFile: tlsKey, ClientCAFile: clientCA},
-			}, logger)
+			}
+			if authorizationMode == "Webhook" {
+				// As kubelet's webhook modes: certificates of --client-ca-file,
+				// bearer tokens by TokenReview, anonymous if allowed; every
+				// request authorized by a SubjectAccessReview.
+				apiOpts.tls.OptionalClientCert = true
+				apiOpts.auth = server.NewAuth(server.AuthOptions{Client: client, TokenWebhook: tokenWebhook, AnonymousAuth: anonymousAuth})
+			}
+			return runKubeletWithAPI(cmd.Context(), k, apiOpts, logger)
 		},
 	}
 	fs := cmd.Flags()
@@ -222,6 +235,9 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringVar(&address, "address", "0.0.0.0", "IP address the kubelet API listens on.")
 	fs.StringVar(&tlsCert, "tls-cert-file", "", "Serving certificate of the kubelet API (default: a self-signed one for the node name and IP).")
 	fs.StringVar(&tlsKey, "tls-private-key-file", "", "Private key of --tls-cert-file.")
+	fs.StringVar(&authorizationMode, "authorization-mode", "AlwaysAllow", "Authorization of kubelet API requests: AlwaysAllow, or Webhook (a SubjectAccessReview per request on nodes/proxy, stats, log, ...).")
+	fs.BoolVar(&tokenWebhook, "authentication-token-webhook", false, "Authenticate bearer tokens on the kubelet API with a TokenReview (with --authorization-mode Webhook).")
+	fs.BoolVar(&anonymousAuth, "anonymous-auth", true, "With --authorization-mode Webhook, requests without credentials are system:anonymous (and still authorized); false: 401.")
 	fs.StringVar(&clientCA, "client-ca-file", "", "CA bundle the kubelet API verifies client certificates against; when set, a certificate it signed is required (otherwise the API is open).")
 	fs.DurationVar(&simStop, "sim-stop-latency", 0, "Simulated StopContainer latency.")
 	fs.StringVar(&evictionFlags.Hard, "eviction-hard", eviction.DefaultEvictionHard, "Hard eviction thresholds, signal<quantity or signal<percentage,... (signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, pid.available); giving it replaces the whole default, 0 disables a signal.")

@@ -18,6 +18,8 @@ type kubeletAPIOptions struct {
 	port             int32
 	nodeIP, nodeName string
 	tls              server.TLSOptions
+	// auth: webhook authentication and authorization; nil: none beyond TLS.
+	auth *server.Auth
 }
 
 // runKubeletWithAPI runs k and, unless the port is 0, its kubelet API
@@ -38,7 +40,7 @@ func runKubeletWithAPI(ctx context.Context, k *kubelet.Kubelet, o kubeletAPIOpti
 	if err != nil {
 		return fmt.Errorf("kubelet API: %w", err)
 	}
-	mux := server.NewMux(server.Options{Logger: logger})
+	mux := server.NewMux(server.Options{Logger: logger, Auth: o.auth})
 	mux.Add(k)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

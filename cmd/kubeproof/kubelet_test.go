@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kubeproof/kubeproof/impl/cluster"
+)
+
+// TestKubeletWebhookAuthorization: `kubeproof kubelet --authorization-mode
+// Webhook` asks the API server about every kubelet API request, as
+// kubelet's webhook modes do: system:masters is served, another user of
+// the client CA gets 403, no credentials 403 as system:anonymous (or 401
+// with --anonymous-auth=false); an unknown mode is refused.
+func TestKubeletWebhookAuthorization(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	c, err := cluster.Start(ctx, cluster.Config{DataDir: dir, BindAddress: "127.0.0.1:0", WatchCache: true, UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+
+	root := newRootCommand()
+	root.SetArgs([]string{"kubelet", "--authorization-mode", "Magic", "--kubeconfig", c.AdminKubeconfig, "--node-name", "x"})
+	root.SetOut(new(discard))
+	root.SetErr(new(discard))
+	if err := root.ExecuteContext(ctx); err == nil {
+		t.Fatal("--authorization-mode Magic accepted")
+	}
+
+	admin, err := tls.LoadX509KeyPair(filepath.Join(dir, "pki", "admin.crt"), filepath.Join(dir, "pki", "admin.key"))
+	if err != nil {
+		t.Skipf("admin key pair not in pki/: %v", err)
+	}
+	kp, err := c.CA.IssueClient("mallory", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mallory, err := kp.TLSCertificate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, anonymous := range []bool{true, false} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		kctx, kcancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		node := fmt.Sprintf("webhook-%v", anonymous)
+		go func() {
+			root := newRootCommand()
+			root.SetArgs([]string{"kubelet", "--kubeconfig", c.AdminKubeconfig, "--node-name", node, "--address", "127.0.0.1",
+				"--port", fmt.Sprint(port), "--client-ca-file", filepath.Join(dir, "pki", "ca.crt"), "--authorization-mode", "Webhook",
+				"--authentication-token-webhook", fmt.Sprintf("--anonymous-auth=%v", anonymous),
+				"--root-dir", filepath.Join(dir, node), "--pod-logs-dir", filepath.Join(dir, node, "logs")})
+			root.SetOut(new(discard))
+			root.SetErr(new(discard))
+			done <- root.ExecuteContext(kctx)
+		}()
+		get := func(certs []tls.Certificate) int {
+			tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: certs}} //nolint:gosec // self-signed kubelet serving cert
+			defer tr.CloseIdleConnections()
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Get(fmt.Sprintf("https://127.0.0.1:%d/healthz", port))
+				if err == nil {
+					resp.Body.Close()
+					return resp.StatusCode
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("kubelet API: %v", err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		if code := get([]tls.Certificate{admin}); code != http.StatusOK {
+			t.Errorf("anonymous-auth=%v: system:masters got %d, want 200", anonymous, code)
+		}
+		if code := get([]tls.Certificate{mallory}); code != http.StatusForbidden {
+			t.Errorf("anonymous-auth=%v: mallory got %d, want 403", anonymous, code)
+		}
+		want := http.StatusForbidden
+		if !anonymous {
+			want = http.StatusUnauthorized
+		}
+		if code := get(nil); code != want {
+			t.Errorf("anonymous-auth=%v: no credentials got %d, want %d", anonymous, code, want)
+		}
+		kcancel()
+		if err := <-done; err != nil {
+			t.Errorf("kubelet: %v", err)
+		}
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
