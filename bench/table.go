@@ -8,8 +8,14 @@ import (
 
 // WriteTable prints write results as a Markdown table.
 func WriteTable(w io.Writer, m Machine, results []WriteResult) {
+	writeOpsTable(w, m, "creates/s", results)
+}
+
+// writeOpsTable prints write-path results (creates or updates, by rateName)
+// as a Markdown table.
+func writeOpsTable(w io.Writer, m Machine, rateName string, results []WriteResult) {
 	writeMachine(w, m)
-	fmt.Fprintln(w, "| target | clients | ops | errors | creates/s | p50 | p99 | max |")
+	fmt.Fprintf(w, "| target | clients | ops | errors | %s | p50 | p99 | max |\n", rateName)
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {
 		fmt.Fprintf(w, "| %s | %d | %d | %d | %.0f | %s | %s | %s |\n", r.Target, r.Clients, r.Ops, r.Errors, r.Rate,

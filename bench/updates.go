@@ -12,7 +12,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -112,69 +111,15 @@ func APIUpdates(ctx context.Context, cfg WritesConfig, contentType, namespace, p
 // Objects go to a fresh namespace deleted afterwards; etcd keys go under a
 // bench prefix outside /registry and are deleted too.
 func RunUpdates(ctx context.Context, cfg WritesConfig) ([]WriteResult, error) {
-	if len(cfg.Clients) == 0 {
-		cfg.Clients = []int{1, 16, 64, 256}
-	}
-	if cfg.Duration == 0 {
-		cfg.Duration = 10 * time.Second
-	}
-	if len(cfg.ContentTypes) == 0 {
-		cfg.ContentTypes = []string{runtime.ContentTypeProtobuf, runtime.ContentTypeJSON}
-	}
-	cs, err := kubernetes.NewForConfig(cfg.API)
-	if err != nil {
-		return nil, fmt.Errorf("building client: %w", err)
-	}
-	ns := fmt.Sprintf("bench-updates-%d", time.Now().UnixNano())
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		return nil, fmt.Errorf("creating namespace %s: %w", ns, err)
-	}
-	defer func() {
-		_ = cs.CoreV1().ConfigMaps(ns).DeleteCollection(context.WithoutCancel(ctx), metav1.DeleteOptions{}, metav1.ListOptions{})
-		_ = cs.CoreV1().Namespaces().Delete(context.WithoutCancel(ctx), ns, metav1.DeleteOptions{})
-	}()
-	var results []WriteResult
-	record := func(r WriteResult) {
-		results = append(results, r)
-		if cfg.Progress != nil {
-			cfg.Progress(r)
-		}
-	}
-	for i, clients := range cfg.Clients {
-		if cfg.Etcd != nil {
-			prefix := fmt.Sprintf("/kubeproof-bench/%s/%d", ns, i)
-			r, err := EtcdTxnUpdates(ctx, cfg.Etcd, prefix, clients, cfg.Duration)
-			if _, derr := cfg.Etcd.Delete(context.WithoutCancel(ctx), prefix+"/", clientv3.WithPrefix()); derr != nil && err == nil {
-				err = fmt.Errorf("cleaning up etcd keys: %w", derr)
-			}
-			if err != nil {
-				return results, err
-			}
-			record(r)
-		}
-		for _, ct := range cfg.ContentTypes {
-			r, err := APIUpdates(ctx, cfg, ct, ns, fmt.Sprintf("u%d-%s", i, shortContentType(ct)), clients, cfg.Duration)
-			if err != nil {
-				return results, err
-			}
-			record(r)
-		}
-		if ctx.Err() != nil {
-			return results, ctx.Err()
-		}
-	}
-	return results, nil
+	return runWriteLevels(ctx, cfg, "updates", "u", EtcdTxnUpdates,
+		func(ctx context.Context, ct, ns, prefix string, clients int, d time.Duration) (WriteResult, error) {
+			return APIUpdates(ctx, cfg, ct, ns, prefix, clients, d)
+		})
 }
 
 // WriteUpdatesTable prints update results as a Markdown table.
 func WriteUpdatesTable(w io.Writer, m Machine, results []WriteResult) {
-	writeMachine(w, m)
-	fmt.Fprintln(w, "| target | clients | ops | errors | updates/s | p50 | p99 | max |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
-	for _, r := range results {
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %.0f | %s | %s | %s |\n", r.Target, r.Clients, r.Ops, r.Errors, r.Rate,
-			ms(r.Latencies.P50), ms(r.Latencies.P99), ms(r.Latencies.Max))
-	}
+	writeOpsTable(w, m, "updates/s", results)
 }
 
 // WritesClientsChart draws each target's operations/s against concurrent

@@ -35,6 +35,20 @@ type WritesConfig struct {
 // namespace that is deleted afterwards; etcd keys go under a bench prefix
 // outside /registry and are deleted too.
 func RunWrites(ctx context.Context, cfg WritesConfig) ([]WriteResult, error) {
+	return runWriteLevels(ctx, cfg, "writes", "c", EtcdTxnCreates,
+		func(ctx context.Context, ct, ns, prefix string, clients int, d time.Duration) (WriteResult, error) {
+			return APICreates(ctx, cfg.API, ct, ns, prefix, clients, d)
+		})
+}
+
+// runWriteLevels is the loop RunWrites and RunUpdates share: defaults, a
+// fresh namespace bench-<kind>-<time> deleted afterwards, and at each
+// concurrency level the raw etcd measurement (if cfg.Etcd is set; its keys
+// deleted after it) then the API measurement for each content type.
+func runWriteLevels(ctx context.Context, cfg WritesConfig, kind, namePrefix string,
+	etcdRun func(ctx context.Context, client *clientv3.Client, keyPrefix string, clients int, d time.Duration) (WriteResult, error),
+	apiRun func(ctx context.Context, contentType, namespace, prefix string, clients int, d time.Duration) (WriteResult, error),
+) ([]WriteResult, error) {
 	if len(cfg.Clients) == 0 {
 		cfg.Clients = []int{1, 16, 64, 256}
 	}
@@ -48,7 +62,7 @@ func RunWrites(ctx context.Context, cfg WritesConfig) ([]WriteResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building client: %w", err)
 	}
-	ns := fmt.Sprintf("bench-writes-%d", time.Now().UnixNano())
+	ns := fmt.Sprintf("bench-%s-%d", kind, time.Now().UnixNano())
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("creating namespace %s: %w", ns, err)
 	}
@@ -66,17 +80,17 @@ func RunWrites(ctx context.Context, cfg WritesConfig) ([]WriteResult, error) {
 	for i, clients := range cfg.Clients {
 		if cfg.Etcd != nil {
 			prefix := fmt.Sprintf("/kubeproof-bench/%s/%d", ns, i)
-			r, err := EtcdTxnCreates(ctx, cfg.Etcd, prefix, clients, cfg.Duration)
+			r, err := etcdRun(ctx, cfg.Etcd, prefix, clients, cfg.Duration)
+			if _, derr := cfg.Etcd.Delete(context.WithoutCancel(ctx), prefix+"/", clientv3.WithPrefix()); derr != nil && err == nil {
+				err = fmt.Errorf("cleaning up etcd keys: %w", derr)
+			}
 			if err != nil {
 				return results, err
-			}
-			if _, err := cfg.Etcd.Delete(context.WithoutCancel(ctx), prefix+"/", clientv3.WithPrefix()); err != nil {
-				return results, fmt.Errorf("cleaning up etcd keys: %w", err)
 			}
 			record(r)
 		}
 		for _, ct := range cfg.ContentTypes {
-			r, err := APICreates(ctx, cfg.API, ct, ns, fmt.Sprintf("c%d-%s", i, shortContentType(ct)), clients, cfg.Duration)
+			r, err := apiRun(ctx, ct, ns, fmt.Sprintf("%s%d-%s", namePrefix, i, shortContentType(ct)), clients, cfg.Duration)
 			if err != nil {
 				return results, err
 			}
