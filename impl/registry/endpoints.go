@@ -109,33 +109,7 @@ func validateEndpoints(e *corev1.Endpoints) field.ErrorList {
 		}
 		names := sets.New[string]()
 		for j, p := range ss.Ports {
-			pp := path.Child("ports").Index(j)
-			if len(ss.Ports) > 1 && p.Name == "" {
-				errs = append(errs, field.Required(pp.Child("name"), ""))
-			} else if p.Name != "" {
-				for _, msg := range validation.IsDNS1123Label(p.Name) {
-					errs = append(errs, field.Invalid(pp.Child("name"), p.Name, msg))
-				}
-				if names.Has(p.Name) {
-					errs = append(errs, field.Duplicate(pp.Child("name"), p.Name))
-				}
-				names.Insert(p.Name)
-			}
-			for _, msg := range validation.IsValidPortNum(int(p.Port)) {
-				errs = append(errs, field.Invalid(pp.Child("port"), p.Port, msg))
-			}
-			switch p.Protocol {
-			case "":
-				errs = append(errs, field.Required(pp.Child("protocol"), ""))
-			case corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP:
-			default:
-				errs = append(errs, field.NotSupported(pp.Child("protocol"), p.Protocol, supportedServiceProtocols))
-			}
-			if p.AppProtocol != nil {
-				for _, msg := range validation.IsQualifiedName(*p.AppProtocol) {
-					errs = append(errs, field.Invalid(pp.Child("appProtocol"), *p.AppProtocol, msg))
-				}
-			}
+			errs = append(errs, validatePortFields(p.Name, p.Port, p.Protocol, p.AppProtocol, len(ss.Ports) > 1, names, path.Child("ports").Index(j))...)
 		}
 	}
 	return errs

@@ -400,28 +400,7 @@ func validateService(s *corev1.Service) field.ErrorList {
 }
 
 func validateServicePort(p *corev1.ServicePort, requireName bool, names sets.Set[string], path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if requireName && p.Name == "" {
-		errs = append(errs, field.Required(path.Child("name"), ""))
-	} else if p.Name != "" {
-		for _, msg := range validation.IsDNS1123Label(p.Name) {
-			errs = append(errs, field.Invalid(path.Child("name"), p.Name, msg))
-		}
-		if names.Has(p.Name) {
-			errs = append(errs, field.Duplicate(path.Child("name"), p.Name))
-		}
-		names.Insert(p.Name)
-	}
-	for _, msg := range validation.IsValidPortNum(int(p.Port)) {
-		errs = append(errs, field.Invalid(path.Child("port"), p.Port, msg))
-	}
-	switch p.Protocol {
-	case "":
-		errs = append(errs, field.Required(path.Child("protocol"), ""))
-	case corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP:
-	default:
-		errs = append(errs, field.NotSupported(path.Child("protocol"), p.Protocol, supportedServiceProtocols))
-	}
+	errs := validatePortFields(p.Name, p.Port, p.Protocol, p.AppProtocol, requireName, names, path)
 	if p.TargetPort.Type == intstr.Int {
 		for _, msg := range validation.IsValidPortNum(p.TargetPort.IntValue()) {
 			errs = append(errs, field.Invalid(path.Child("targetPort"), p.TargetPort, msg))
@@ -431,9 +410,38 @@ func validateServicePort(p *corev1.ServicePort, requireName bool, names sets.Set
 			errs = append(errs, field.Invalid(path.Child("targetPort"), p.TargetPort, msg))
 		}
 	}
-	if p.AppProtocol != nil {
-		for _, msg := range validation.IsQualifiedName(*p.AppProtocol) {
-			errs = append(errs, field.Invalid(path.Child("appProtocol"), *p.AppProtocol, msg))
+	return errs
+}
+
+// validatePortFields checks what service ports and endpoint ports share:
+// the name (required when requireName; a DNS label, unique in names), the
+// port number, the protocol and the appProtocol.
+func validatePortFields(name string, port int32, protocol corev1.Protocol, appProtocol *string, requireName bool, names sets.Set[string], path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if requireName && name == "" {
+		errs = append(errs, field.Required(path.Child("name"), ""))
+	} else if name != "" {
+		for _, msg := range validation.IsDNS1123Label(name) {
+			errs = append(errs, field.Invalid(path.Child("name"), name, msg))
+		}
+		if names.Has(name) {
+			errs = append(errs, field.Duplicate(path.Child("name"), name))
+		}
+		names.Insert(name)
+	}
+	for _, msg := range validation.IsValidPortNum(int(port)) {
+		errs = append(errs, field.Invalid(path.Child("port"), port, msg))
+	}
+	switch protocol {
+	case "":
+		errs = append(errs, field.Required(path.Child("protocol"), ""))
+	case corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("protocol"), protocol, supportedServiceProtocols))
+	}
+	if appProtocol != nil {
+		for _, msg := range validation.IsQualifiedName(*appProtocol) {
+			errs = append(errs, field.Invalid(path.Child("appProtocol"), *appProtocol, msg))
 		}
 	}
 	return errs
