@@ -353,24 +353,12 @@ func progressPrinter(w io.Writer) func(bench.Progress) {
 // runWatchFanoutWorkload runs watch-fanout against --kubeconfig or a fresh
 // in-process cluster.
 func runWatchFanoutWorkload(ctx context.Context, out io.Writer, kubeconfig string, cfg bench.WatchFanoutConfig, watchCache bool) ([]bench.WatchFanoutResult, error) {
-	if kubeconfig != "" {
-		var err error
-		if cfg.API, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
-			return nil, fmt.Errorf("loading --kubeconfig: %w", err)
-		}
-	} else {
-		dir, err := os.MkdirTemp("", "kubeproof-bench-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(dir)
-		c, err := cluster.Start(ctx, cluster.Config{DataDir: dir, BindAddress: "127.0.0.1:0", WatchCache: watchCache, CompactionInterval: -1})
-		if err != nil {
-			return nil, err
-		}
-		defer c.Stop()
-		cfg.API = c.AdminConfig
+	api, _, stop, err := benchTarget(ctx, kubeconfig, watchCache)
+	if err != nil {
+		return nil, err
 	}
+	defer stop()
+	cfg.API = api
 	cfg.Progress = func(r bench.WatchFanoutResult) {
 		fmt.Fprintf(out, "watch-fanout watchers=%-5d %6.0f events/s  delivered %d/%d  p50 %6.1f ms  p99 %6.1f ms  errors %d\n", r.Watchers, r.WriteRate,
 			r.Delivered, r.Expected, float64(r.Latencies.P50)/1e6, float64(r.Latencies.P99)/1e6, r.Errors)
@@ -380,32 +368,19 @@ func runWatchFanoutWorkload(ctx context.Context, out io.Writer, kubeconfig strin
 
 // runWritesWorkload runs writes (creates) or updates (CAS updates).
 func runWritesWorkload(ctx context.Context, out io.Writer, workload, kubeconfig string, etcdServers []string, clients []int, d time.Duration, watchCache bool) ([]bench.WriteResult, error) {
-	var api *rest.Config
+	api, c, stop, err := benchTarget(ctx, kubeconfig, watchCache)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
 	var etcd *clientv3.Client
-	if kubeconfig != "" {
-		var err error
-		if api, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
-			return nil, fmt.Errorf("loading --kubeconfig: %w", err)
+	if c != nil {
+		etcd = c.EtcdClient
+	} else if len(etcdServers) > 0 {
+		if etcd, err = clientv3.New(clientv3.Config{Endpoints: etcdServers, DialTimeout: 10 * time.Second}); err != nil {
+			return nil, fmt.Errorf("connecting to etcd: %w", err)
 		}
-		if len(etcdServers) > 0 {
-			if etcd, err = clientv3.New(clientv3.Config{Endpoints: etcdServers, DialTimeout: 10 * time.Second}); err != nil {
-				return nil, fmt.Errorf("connecting to etcd: %w", err)
-			}
-			defer etcd.Close()
-		}
-	} else {
-		dir, err := os.MkdirTemp("", "kubeproof-bench-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(dir)
-		// fsync stays on: the numbers are what a user's cluster gets.
-		c, err := cluster.Start(ctx, cluster.Config{DataDir: dir, BindAddress: "127.0.0.1:0", WatchCache: watchCache, CompactionInterval: -1})
-		if err != nil {
-			return nil, err
-		}
-		defer c.Stop()
-		api, etcd = c.AdminConfig, c.EtcdClient
+		defer etcd.Close()
 	}
 	run := bench.RunWrites
 	if workload == "updates" {
@@ -418,6 +393,31 @@ func runWritesWorkload(ctx context.Context, out io.Writer, workload, kubeconfig 
 				float64(r.Latencies.P50)/1e6, float64(r.Latencies.P99)/1e6, r.Errors)
 		},
 	})
+}
+
+// benchTarget is the API server a workload runs against: --kubeconfig's,
+// or (c not nil) a fresh in-process cluster in a temporary directory, with
+// fsync on so the numbers are what a user's cluster gets. stop releases it.
+func benchTarget(ctx context.Context, kubeconfig string, watchCache bool) (api *rest.Config, c *cluster.Cluster, stop func(), err error) {
+	if kubeconfig != "" {
+		if api, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
+			return nil, nil, nil, fmt.Errorf("loading --kubeconfig: %w", err)
+		}
+		return api, nil, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "kubeproof-bench-")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, err = cluster.Start(ctx, cluster.Config{DataDir: dir, BindAddress: "127.0.0.1:0", WatchCache: watchCache, CompactionInterval: -1})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, nil, err
+	}
+	return c.AdminConfig, c, func() {
+		_ = c.Stop()
+		os.RemoveAll(dir)
+	}, nil
 }
 
 func orUnknown(s string) string {
