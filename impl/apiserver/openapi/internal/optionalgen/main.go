@@ -20,10 +20,11 @@ import (
 	"go/format"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"os/exec"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -58,50 +59,12 @@ func run() error {
 	buf.WriteString("// field name, the fields whose +optional/+required comment tag overrides\n")
 	buf.WriteString("// their json tag's omitempty: true means required.\n")
 	buf.WriteString("var commentOptionality = map[string]map[string]bool{\n")
-	types := make([]string, 0, len(exceptions))
-	for t := range exceptions {
-		types = append(types, t)
-	}
-	sort.Strings(types)
-	for _, t := range types {
-		fmt.Fprintf(&buf, "%q: {", t)
-		names := make([]string, 0, len(exceptions[t]))
-		for n := range exceptions[t] {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for i, n := range names {
-			if i > 0 {
-				buf.WriteString(", ")
-			}
-			fmt.Fprintf(&buf, "%q: %v", n, exceptions[t][n])
-		}
-		buf.WriteString("},\n")
-	}
+	writeNested(&buf, exceptions, "%q: %v")
 	buf.WriteString("}\n\n")
 	buf.WriteString("// commentDefaults lists, by Go type and JSON field name, the fields'\n")
 	buf.WriteString("// +default= values (JSON).\n")
 	buf.WriteString("var commentDefaults = map[string]map[string]string{\n")
-	types = types[:0]
-	for t := range defaults {
-		types = append(types, t)
-	}
-	sort.Strings(types)
-	for _, t := range types {
-		fmt.Fprintf(&buf, "%q: {", t)
-		names := make([]string, 0, len(defaults[t]))
-		for n := range defaults[t] {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for i, n := range names {
-			if i > 0 {
-				buf.WriteString(", ")
-			}
-			fmt.Fprintf(&buf, "%q: %q", n, defaults[t][n])
-		}
-		buf.WriteString("},\n")
-	}
+	writeNested(&buf, defaults, "%q: %q")
 	buf.WriteString("}\n")
 	src, err := format.Source(buf.Bytes())
 	if err != nil {
@@ -214,4 +177,19 @@ func commentTags(doc *ast.CommentGroup) (optional, required bool) {
 		}
 	}
 	return optional, required
+}
+
+// writeNested writes the entries of a map literal of maps, outer and inner
+// keys sorted, each inner entry formatted with entry (key, value).
+func writeNested[V any](buf *bytes.Buffer, m map[string]map[string]V, entry string) {
+	for _, t := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(buf, "%q: {", t)
+		for i, n := range slices.Sorted(maps.Keys(m[t])) {
+			if i > 0 {
+				buf.WriteString(", ")
+			}
+			fmt.Fprintf(buf, entry, n, m[t][n])
+		}
+		buf.WriteString("},\n")
+	}
 }
