@@ -3,6 +3,7 @@ package kubelet
 import (
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -158,17 +159,24 @@ func (c *Config) setDefaults() error {
 }
 
 // capacity is the node's capacity (and allocatable) as a ResourceList.
+// defaultEviction is the eviction configuration of no flags, parsed once.
+var defaultEviction = sync.OnceValues(func() (eviction.Config, error) { return eviction.ParseConfig(eviction.Flags{}) })
+
+// evictionConfig is Eviction, or kubelet's defaults when it is nil.
+func (c *Config) evictionConfig() (eviction.Config, error) {
+	if c.Eviction != nil {
+		return *c.Eviction, nil
+	}
+	return defaultEviction()
+}
+
 // allocatable is capacity less what the hard eviction thresholds keep
 // back (upstream's node allocatable, with no kube/system reservations).
 func (c *Config) allocatable() v1.ResourceList {
 	out := c.capacity()
-	ecfg := c.Eviction
-	if ecfg == nil {
-		def, err := eviction.ParseConfig(eviction.Flags{})
-		if err != nil {
-			return out
-		}
-		ecfg = &def
+	ecfg, err := c.evictionConfig()
+	if err != nil {
+		return out
 	}
 	for name, r := range ecfg.HardEvictionReservation(out) {
 		q := out[name]

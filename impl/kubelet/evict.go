@@ -29,13 +29,9 @@ const reasonTerminationByKubelet = "TerminationByKubelet"
 // the host's figures; Config.EvictionProvider can add CRI container
 // stats).
 func newEvictionManager(cfg *Config, runtimeType string) (*eviction.Manager, *eviction.SimProvider, error) {
-	ecfg := cfg.Eviction
-	if ecfg == nil {
-		c, err := eviction.ParseConfig(eviction.Flags{})
-		if err != nil {
-			return nil, nil, err
-		}
-		ecfg = &c
+	ecfg, err := cfg.evictionConfig()
+	if err != nil {
+		return nil, nil, err
 	}
 	provider := cfg.EvictionProvider
 	var sim *eviction.SimProvider
@@ -50,7 +46,7 @@ func newEvictionManager(cfg *Config, runtimeType string) (*eviction.Manager, *ev
 	if p, ok := provider.(*eviction.SimProvider); ok {
 		sim = p
 	}
-	return eviction.NewManager(*ecfg, provider), sim, nil
+	return eviction.NewManager(ecfg, provider), sim, nil
 }
 
 // pressureSignals are the signals SetPressure drives to zero.
