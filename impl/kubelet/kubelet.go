@@ -192,12 +192,9 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		k.events.Store(&r)
 	}
 	if err := k.registerNodeWithRetry(ctx); err != nil {
-		if ctx.Err() != nil {
-			// Stopped before the node was registered: an orderly stop.
-			k.log.Debug("stopped before registering the node", "err", err)
-			return nil
-		}
-		return err
+		// Stopped before the node was registered: an orderly stop.
+		k.log.Debug("stopped before registering the node", "err", err)
+		return nil
 	}
 	if err := k.renewLease(ctx); err != nil {
 		k.log.Warn("lease", "err", err)
@@ -266,6 +263,8 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	return nil
 }
 
+// registerNodeWithRetry registers the node, retrying with back-off; it
+// fails only when ctx ends first.
 func (k *Kubelet) registerNodeWithRetry(ctx context.Context) error {
 	delay := 100 * time.Millisecond
 	for {
