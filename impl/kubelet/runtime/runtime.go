@@ -131,3 +131,24 @@ const (
 type ProbeOverrider interface {
 	ProbeOverride(containerID, kind string) (success bool, ok bool)
 }
+
+// StatsProvider is implemented by runtimes that measure what their
+// containers and pod sandboxes use and the filesystems they keep images
+// and writable layers on (CRI ListContainerStats, ListPodSandboxStats,
+// ImageFsInfo). The eviction manager ranks pods with it.
+type StatsProvider interface {
+	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
+	ListPodSandboxStats(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error)
+	// ImageFsInfo returns the filesystems holding images and, if the
+	// runtime keeps them apart, containers' writable layers.
+	ImageFsInfo(ctx context.Context) (imageFs, containerFs []*runtimeapi.FilesystemUsage, err error)
+}
+
+// ImageManager is implemented by runtimes whose images can be listed and
+// removed (CRI ListImages, RemoveImage): the kubelet's image garbage
+// collector uses it.
+type ImageManager interface {
+	ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error)
+	// RemoveImage removes an image; removing an absent image succeeds.
+	RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) error
+}

@@ -54,6 +54,7 @@ type Runtime struct {
 	registries map[string]*runtimeapi.AuthConfig   // registry host -> credentials pulls need
 	pullAuths  map[string][]*runtimeapi.AuthConfig // image name -> credentials presented
 	execLog    []Exec
+	disk       diskState // image sizes and container disk use (stats.go)
 }
 
 // Exec is one command run through ExecSync (recorded for tests, e.g. to

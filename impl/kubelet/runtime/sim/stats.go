@@ -1,0 +1,273 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+)
+
+// Stats and image management of the simulated runtime
+// (runtime.StatsProvider, runtime.ImageManager). What a container uses is
+// read from the pod's annotations (suffix ".<container name>" for one
+// container, as the fault annotations): nothing unless set.
+const (
+	// AnnotationMemoryUsage: a running container's memory working set, a
+	// quantity ("300Mi").
+	AnnotationMemoryUsage = "sim.kubeproof.io/memory-usage"
+	// AnnotationCPUUsage: a running container's CPU use, a quantity of
+	// cores ("250m").
+	AnnotationCPUUsage = "sim.kubeproof.io/cpu-usage"
+	// AnnotationDiskUsage: the bytes a container wrote to its writable
+	// layer ("1Gi"); kept after it exits, until it is removed.
+	AnnotationDiskUsage = "sim.kubeproof.io/disk-usage"
+	// AnnotationProcesses: the number of processes a running container
+	// runs (default 1).
+	AnnotationProcesses = "sim.kubeproof.io/processes"
+)
+
+// DefaultImageSize is the size of a simulated image unless SetImageSize
+// says otherwise.
+const DefaultImageSize = 10 << 20
+
+// diskState is the simulated image filesystem. Guarded by Runtime.mu.
+type diskState struct {
+	imageSizes map[string]uint64 // image name -> size
+	mountpoint string
+}
+
+var (
+	_ runtime.StatsProvider = (*Runtime)(nil)
+	_ runtime.ImageManager  = (*Runtime)(nil)
+)
+
+// SetImageSize sets the size ListImages and ImageFsInfo report for an
+// image (present or pulled later).
+func (r *Runtime) SetImageSize(image string, bytes uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.disk.imageSizes == nil {
+		r.disk.imageSizes = map[string]uint64{}
+	}
+	r.disk.imageSizes[image] = bytes
+}
+
+// SetImageFsMountpoint sets the mountpoint ImageFsInfo reports (a real
+// directory lets a kubelet statfs it for capacity).
+func (r *Runtime) SetImageFsMountpoint(path string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.disk.mountpoint = path
+}
+
+// imageSize is an image's size. r.mu is held.
+func (r *Runtime) imageSize(name string) uint64 {
+	if s, ok := r.disk.imageSizes[name]; ok {
+		return s
+	}
+	return DefaultImageSize
+}
+
+// ListImages implements runtime.ImageManager: present images, oldest
+// name first.
+func (r *Runtime) ListImages(_ context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	names := make([]string, 0, len(r.images))
+	for name := range r.images {
+		if want := filter.GetImage().GetImage(); want != "" && want != name && want != r.images[name] {
+			continue
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	out := make([]*runtimeapi.Image, 0, len(names))
+	for _, name := range names {
+		out = append(out, &runtimeapi.Image{Id: r.images[name], RepoTags: []string{name}, Size: r.imageSize(name)})
+	}
+	return out, nil
+}
+
+// RemoveImage implements runtime.ImageManager: image is a name or an
+// image id (ref). As containerd, an image some container was created from
+// can be removed (the container keeps running); an absent one is no
+// error.
+func (r *Runtime) RemoveImage(_ context.Context, image *runtimeapi.ImageSpec) error {
+	if image.GetImage() == "" {
+		return fmt.Errorf("remove image: no image given")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name, ref := range r.images {
+		if name == image.Image || ref == image.Image {
+			delete(r.images, name)
+		}
+	}
+	return nil
+}
+
+// ImageFsInfo implements runtime.StatsProvider: one filesystem holding
+// images and writable layers, its used bytes the images' sizes plus what
+// containers wrote, one inode per image and container.
+func (r *Runtime) ImageFsInfo(context.Context) ([]*runtimeapi.FilesystemUsage, []*runtimeapi.FilesystemUsage, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var used, inodes uint64
+	for name := range r.images {
+		used += r.imageSize(name)
+		inodes++
+	}
+	for _, c := range r.containers {
+		used += r.usage(c).disk
+		inodes++
+	}
+	fs := &runtimeapi.FilesystemUsage{
+		Timestamp: r.clock.Now().UnixNano(), FsId: &runtimeapi.FilesystemIdentifier{Mountpoint: r.disk.mountpoint},
+		UsedBytes: &runtimeapi.UInt64Value{Value: used}, InodesUsed: &runtimeapi.UInt64Value{Value: inodes},
+	}
+	return []*runtimeapi.FilesystemUsage{fs}, nil, nil
+}
+
+// containerUsage is what a simulated container uses now.
+type containerUsage struct {
+	memory, nanoCores, disk, processes uint64
+	cpuTotal                           uint64 // core-nanoseconds since start
+}
+
+// usage reads a container's usage from its pod's annotations. r.mu is
+// held; c is refreshed by the caller.
+func (r *Runtime) usage(c *container) containerUsage {
+	var u containerUsage
+	s := r.sandboxes[c.sandboxID]
+	if s == nil {
+		return u
+	}
+	name := c.meta.GetName()
+	quantity := func(key string) (resource.Quantity, bool) {
+		v, ok := lookup(s.annotations, key, name)
+		if !ok {
+			return resource.Quantity{}, false
+		}
+		q, err := resource.ParseQuantity(v)
+		if err != nil || q.Sign() < 0 {
+			return resource.Quantity{}, false
+		}
+		return q, true
+	}
+	if q, ok := quantity(AnnotationDiskUsage); ok && c.state != runtimeapi.ContainerState_CONTAINER_CREATED {
+		u.disk = uint64(q.Value())
+	}
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return u
+	}
+	if q, ok := quantity(AnnotationMemoryUsage); ok {
+		u.memory = uint64(q.Value())
+	}
+	if q, ok := quantity(AnnotationCPUUsage); ok {
+		u.nanoCores = uint64(q.MilliValue()) * 1_000_000
+		u.cpuTotal = uint64(float64(u.nanoCores) * r.clock.Since(c.startedAt).Seconds())
+	}
+	u.processes = 1
+	if v, ok := lookup(s.annotations, AnnotationProcesses, name); ok {
+		if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+			u.processes = n
+		}
+	}
+	return u
+}
+
+// containerStats is CRI's ContainerStats of c. r.mu is held.
+func (r *Runtime) containerStats(c *container, now time.Time) *runtimeapi.ContainerStats {
+	u := r.usage(c)
+	ts := now.UnixNano()
+	return &runtimeapi.ContainerStats{
+		Attributes: &runtimeapi.ContainerAttributes{Id: c.id, Metadata: c.meta, Labels: c.labels, Annotations: c.annotations},
+		Cpu: &runtimeapi.CpuUsage{Timestamp: ts, UsageCoreNanoSeconds: &runtimeapi.UInt64Value{Value: u.cpuTotal},
+			UsageNanoCores: &runtimeapi.UInt64Value{Value: u.nanoCores}},
+		Memory: &runtimeapi.MemoryUsage{Timestamp: ts, WorkingSetBytes: &runtimeapi.UInt64Value{Value: u.memory},
+			UsageBytes: &runtimeapi.UInt64Value{Value: u.memory}},
+		WritableLayer: &runtimeapi.FilesystemUsage{Timestamp: ts, FsId: &runtimeapi.FilesystemIdentifier{Mountpoint: r.disk.mountpoint},
+			UsedBytes: &runtimeapi.UInt64Value{Value: u.disk}, InodesUsed: &runtimeapi.UInt64Value{Value: min(u.disk, 1)}},
+	}
+}
+
+// ListContainerStats implements runtime.StatsProvider.
+func (r *Runtime) ListContainerStats(_ context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.clock.Now()
+	var out []*runtimeapi.ContainerStats
+	for _, c := range r.sortedContainers() {
+		if filter != nil && ((filter.Id != "" && filter.Id != c.id) || (filter.PodSandboxId != "" && filter.PodSandboxId != c.sandboxID) || !matches(c.labels, filter.LabelSelector)) {
+			continue
+		}
+		c.refresh(now)
+		out = append(out, r.containerStats(c, now))
+	}
+	return out, nil
+}
+
+// sortedContainers are the containers oldest first. r.mu is held.
+func (r *Runtime) sortedContainers() []*container {
+	list := make([]*container, 0, len(r.containers))
+	for _, c := range r.containers {
+		list = append(list, c)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].seq < list[j].seq })
+	return list
+}
+
+// ListPodSandboxStats implements runtime.StatsProvider: a sandbox's
+// memory, CPU and processes are its running containers' sums.
+func (r *Runtime) ListPodSandboxStats(_ context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.clock.Now()
+	ts := now.UnixNano()
+	byID := map[string]*runtimeapi.PodSandboxStats{}
+	var out []*runtimeapi.PodSandboxStats
+	ids := make([]string, 0, len(r.sandboxes))
+	for id := range r.sandboxes {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return r.sandboxes[ids[i]].seq < r.sandboxes[ids[j]].seq })
+	for _, id := range ids {
+		s := r.sandboxes[id]
+		if filter != nil && ((filter.Id != "" && filter.Id != s.id) || !matches(s.labels, filter.LabelSelector)) {
+			continue
+		}
+		st := &runtimeapi.PodSandboxStats{
+			Attributes: &runtimeapi.PodSandboxAttributes{Id: s.id, Metadata: s.meta, Labels: s.labels, Annotations: s.annotations},
+			Linux: &runtimeapi.LinuxPodSandboxStats{
+				Cpu:     &runtimeapi.CpuUsage{Timestamp: ts, UsageCoreNanoSeconds: &runtimeapi.UInt64Value{}, UsageNanoCores: &runtimeapi.UInt64Value{}},
+				Memory:  &runtimeapi.MemoryUsage{Timestamp: ts, WorkingSetBytes: &runtimeapi.UInt64Value{}, UsageBytes: &runtimeapi.UInt64Value{}},
+				Process: &runtimeapi.ProcessUsage{Timestamp: ts, ProcessCount: &runtimeapi.UInt64Value{}},
+			},
+		}
+		byID[id] = st
+		out = append(out, st)
+	}
+	for _, c := range r.sortedContainers() {
+		st := byID[c.sandboxID]
+		if st == nil {
+			continue
+		}
+		c.refresh(now)
+		cs := r.containerStats(c, now)
+		l := st.Linux
+		l.Containers = append(l.Containers, cs)
+		u := r.usage(c)
+		l.Cpu.UsageCoreNanoSeconds.Value += u.cpuTotal
+		l.Cpu.UsageNanoCores.Value += u.nanoCores
+		l.Memory.WorkingSetBytes.Value += u.memory
+		l.Memory.UsageBytes.Value += u.memory
+		l.Process.ProcessCount.Value += u.processes
+	}
+	return out, nil
+}
