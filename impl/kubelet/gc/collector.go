@@ -1,0 +1,232 @@
+package gc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+)
+
+// Runtime is what the collector needs of a container runtime.
+type Runtime interface {
+	runtime.ImageManager
+	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+	RemoveContainer(ctx context.Context, containerID string) error
+}
+
+// EventFunc records an event about the node (upstream's image GC events
+// are on the Node).
+type EventFunc func(eventType, reason, message string)
+
+// Event reasons, as upstream's kubelet.
+const (
+	ReasonImageGCFailed       = "ImageGCFailed"
+	ReasonFreeDiskSpaceFailed = "FreeDiskSpaceFailed"
+	ReasonInvalidDiskCapacity = "InvalidDiskCapacity"
+)
+
+// Collector removes unused images and dead containers from a runtime.
+// Safe for concurrent use; one collection runs at a time.
+type Collector struct {
+	rt     Runtime
+	policy Policy
+	event  EventFunc
+	log    *slog.Logger
+
+	mu           sync.Mutex
+	records      map[string]ImageRecord
+	detected     bool      // a detection has run (later new images are new)
+	lastRun      time.Time // of the periodic collection
+	failedBefore bool      // the last periodic collection failed
+}
+
+// NewCollector returns a collector for rt. event and log may be nil.
+func NewCollector(rt Runtime, policy Policy, event EventFunc, log *slog.Logger) *Collector {
+	if event == nil {
+		event = func(string, string, string) {}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Collector{rt: rt, policy: policy, event: event, log: log, records: map[string]ImageRecord{}}
+}
+
+// Policy returns the collector's policy.
+func (c *Collector) Policy() Policy { return c.policy }
+
+// Records returns what the collector knows of each image (for tests and
+// status).
+func (c *Collector) Records() map[string]ImageRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]ImageRecord, len(c.records))
+	for id, r := range c.records {
+		out[id] = r
+	}
+	return out
+}
+
+// detect lists images and containers and updates the records; it
+// returns the ids of the images in use. c.mu is held.
+func (c *Collector) detect(ctx context.Context, now time.Time) (map[string]bool, error) {
+	images, err := c.rt.ListImages(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("detecting images: %w", err)
+	}
+	containers, err := c.rt.ListContainers(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("detecting images in use: %w", err)
+	}
+	firstSeen := now
+	if !c.detected {
+		// Images there before the kubelet: age unknown, counted as old.
+		firstSeen = time.Time{}
+	}
+	var used map[string]bool
+	c.records, used = Detect(c.records, images, ImagesInUse(containers), now, firstSeen)
+	c.detected = true
+	return used, nil
+}
+
+// Detect records the images present and in use now without removing
+// any (the kubelet calls it at start, as upstream's image manager does).
+func (c *Collector) Detect(ctx context.Context, now time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, err := c.detect(ctx, now)
+	return err
+}
+
+// freeSpace removes candidate images in order until at least bytes are
+// freed; it returns the bytes freed (always) and the removal errors.
+// c.mu is held.
+func (c *Collector) freeSpace(ctx context.Context, bytes int64, now time.Time) (int64, error) {
+	used, err := c.detect(ctx, now)
+	if err != nil {
+		return 0, err
+	}
+	var freed int64
+	var errs []error
+	for _, r := range Candidates(c.records, used, now, c.policy.MinAge) {
+		if freed >= bytes {
+			break
+		}
+		c.log.Info("removing unused image", "image", r.ID, "size", r.Size)
+		if err := c.rt.RemoveImage(ctx, &runtimeapi.ImageSpec{Image: r.ID}); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		delete(c.records, r.ID)
+		freed += r.Size
+	}
+	if len(errs) > 0 {
+		return freed, fmt.Errorf("wanted to free %d bytes, but freed %d bytes space with errors in image deletion: %w", bytes, freed, errors.Join(errs...))
+	}
+	return freed, nil
+}
+
+// GarbageCollect is one image garbage collection: if the image
+// filesystem (capacity and available bytes) is used at or above the high
+// threshold, unused images are removed until it would be below the low
+// one. Not freeing enough is an error, recorded as a FreeDiskSpaceFailed
+// event.
+func (c *Collector) GarbageCollect(ctx context.Context, capacity, available int64, now time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if capacity <= 0 {
+		err := fmt.Errorf("invalid capacity %d on image filesystem", capacity)
+		c.event(v1.EventTypeWarning, ReasonInvalidDiskCapacity, err.Error())
+		return err
+	}
+	amount, usage := AmountToFree(c.policy, capacity, available)
+	if amount <= 0 {
+		return nil
+	}
+	c.log.Info("image filesystem over the high threshold, freeing images down to the low threshold",
+		"usage", usage, "highThreshold", c.policy.HighThresholdPercent, "lowThreshold", c.policy.LowThresholdPercent, "amountToFree", amount)
+	freed, err := c.freeSpace(ctx, amount, now)
+	if err != nil {
+		return err
+	}
+	if freed < amount {
+		err := fmt.Errorf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only found %d bytes eligible to free.", amount, freed) //nolint:staticcheck // upstream's message
+		c.event(v1.EventTypeWarning, ReasonFreeDiskSpaceFailed, err.Error())
+		return err
+	}
+	return nil
+}
+
+// FsStats reports the image filesystem's capacity and available bytes.
+type FsStats func(ctx context.Context) (capacity, available int64, err error)
+
+// MaybeCollect runs the periodic image garbage collection if the policy
+// enables it and Period has passed since the last run (the first call
+// runs it). A failure twice in a row is recorded as an ImageGCFailed
+// event, as upstream (the first may be stats not being ready yet).
+func (c *Collector) MaybeCollect(ctx context.Context, fs FsStats, now time.Time) {
+	if !c.policy.Enabled() {
+		return
+	}
+	c.mu.Lock()
+	due := c.lastRun.IsZero() || now.Sub(c.lastRun) >= Period
+	if due {
+		c.lastRun = now
+	}
+	c.mu.Unlock()
+	if !due {
+		return
+	}
+	capacity, available, err := fs(ctx)
+	if err == nil {
+		err = c.GarbageCollect(ctx, capacity, available, now)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err == nil {
+		c.failedBefore = false
+		return
+	}
+	if c.failedBefore {
+		c.log.Warn("image garbage collection failed multiple times in a row", "err", err)
+		c.event(v1.EventTypeWarning, ReasonImageGCFailed, err.Error())
+	} else {
+		c.log.Info("image garbage collection failed once (stats may not be ready yet)", "err", err)
+	}
+	c.failedBefore = true
+}
+
+// DeleteUnusedImages removes every image that may be removed (not in use,
+// not pinned, older than the minimum age), as the eviction manager asks
+// before evicting pods for disk. It returns the bytes freed.
+func (c *Collector) DeleteUnusedImages(ctx context.Context, now time.Time) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.freeSpace(ctx, math.MaxInt64, now)
+}
+
+// DeleteDeadContainers removes the exited containers DeadContainers
+// picks; it returns how many it removed.
+func (c *Collector) DeleteDeadContainers(ctx context.Context) (int, error) {
+	containers, err := c.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_EXITED}})
+	if err != nil {
+		return 0, fmt.Errorf("listing dead containers: %w", err)
+	}
+	var errs []error
+	n := 0
+	for _, id := range DeadContainers(containers) {
+		if err := c.rt.RemoveContainer(ctx, id); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("removing dead container %s: %w", id, err))
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}

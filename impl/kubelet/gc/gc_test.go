@@ -1,0 +1,349 @@
+package gc
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
+)
+
+const mi = 1 << 20
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func TestAmountToFree(t *testing.T) {
+	p := DefaultPolicy
+	for _, tc := range []struct {
+		name                string
+		capacity, available int64
+		want                int64
+		usage               int
+	}{
+		{"below high", 1000, 200, 0, 80},
+		{"at high", 1000, 150, 50, 85},
+		{"far over", 1000, 50, 150, 95},
+		{"available above capacity", 1000, 2000, 0, 0},
+		{"no capacity", 0, 0, 0, 0},
+	} {
+		got, usage := AmountToFree(p, tc.capacity, tc.available)
+		if got != tc.want || usage != tc.usage {
+			t.Errorf("%s: AmountToFree = %d (usage %d%%), want %d (%d%%)", tc.name, got, usage, tc.want, tc.usage)
+		}
+	}
+}
+
+func TestPolicyValidate(t *testing.T) {
+	for _, tc := range []struct {
+		p    Policy
+		want string
+	}{
+		{DefaultPolicy, ""},
+		{Policy{}, ""},
+		{Policy{HighThresholdPercent: 100, LowThresholdPercent: 80}, ""},
+		{Policy{HighThresholdPercent: 80, LowThresholdPercent: 80}, "must be less than"},
+		{Policy{HighThresholdPercent: 101, LowThresholdPercent: 80}, "between 0 and 100"},
+		{Policy{HighThresholdPercent: 85, LowThresholdPercent: -1}, "between 0 and 100"},
+		{Policy{HighThresholdPercent: 85, LowThresholdPercent: 80, MinAge: -time.Second}, "negative"},
+	} {
+		err := tc.p.Validate()
+		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: Validate() = %v, want %q", tc.p, err, tc.want)
+		}
+	}
+	if (Policy{}).Enabled() || (Policy{HighThresholdPercent: 100}).Enabled() || !DefaultPolicy.Enabled() {
+		t.Error("Enabled: the zero policy and a high threshold of 100 are off, the default is on")
+	}
+}
+
+// Detection keeps first-detected times, stamps images in use (by id, tag
+// or digest) with now, and forgets images that are gone.
+func TestDetect(t *testing.T) {
+	images := []*runtimeapi.Image{
+		{Id: "sha256:a", RepoTags: []string{"nginx:1"}, Size: 10},
+		{Id: "sha256:b", RepoDigests: []string{"busybox@sha256:d"}, Size: 20},
+		{Id: "sha256:c", Size: 30, Pinned: true},
+	}
+	prev := map[string]ImageRecord{"sha256:a": {ID: "sha256:a", FirstDetected: t0}, "sha256:gone": {ID: "sha256:gone"}}
+	now := t0.Add(time.Hour)
+	got, used := Detect(prev, images, map[string]bool{"nginx:1": true, "busybox@sha256:d": true}, now, now)
+	if len(got) != 3 || got["sha256:a"].FirstDetected != t0 || got["sha256:b"].FirstDetected != now ||
+		got["sha256:a"].LastUsed != now || got["sha256:b"].LastUsed != now || !got["sha256:c"].LastUsed.IsZero() ||
+		!got["sha256:c"].Pinned || got["sha256:b"].Size != 20 {
+		t.Fatalf("records: %+v", got)
+	}
+	if !used["sha256:a"] || !used["sha256:b"] || used["sha256:c"] {
+		t.Errorf("in use: %v", used)
+	}
+}
+
+// Candidates: unused, unpinned images old enough, least recently used
+// first, ties by first detection.
+func TestCandidates(t *testing.T) {
+	now := t0.Add(time.Hour)
+	records := map[string]ImageRecord{
+		"used":    {ID: "used", LastUsed: t0},
+		"pinned":  {ID: "pinned", Pinned: true},
+		"young":   {ID: "young", FirstDetected: now.Add(-time.Minute)},
+		"old":     {ID: "old", FirstDetected: t0, LastUsed: t0.Add(10 * time.Minute)},
+		"older":   {ID: "older", FirstDetected: t0, LastUsed: t0.Add(5 * time.Minute)},
+		"never":   {ID: "never", FirstDetected: t0.Add(time.Minute)},
+		"never-2": {ID: "never-2", FirstDetected: t0},
+		"now":     {ID: "now", LastUsed: now},
+	}
+	var got []string
+	for _, r := range Candidates(records, map[string]bool{"used": true}, now, 2*time.Minute) {
+		got = append(got, r.ID)
+	}
+	if want := []string{"never-2", "never", "older", "old"}; !slices.Equal(got, want) {
+		t.Errorf("Candidates = %v, want %v", got, want)
+	}
+}
+
+func ctr(id, uid, name string, attempt uint32, state runtimeapi.ContainerState) *runtimeapi.Container {
+	labels := map[string]string{runtime.LabelContainerName: name}
+	if uid != "" {
+		labels[runtime.LabelPodUID] = uid
+	}
+	return &runtimeapi.Container{Id: id, State: state, Labels: labels, Metadata: &runtimeapi.ContainerMetadata{Name: name, Attempt: attempt}}
+}
+
+// Of each pod's container the newest exited instance stays; running,
+// created and foreign containers are never removed.
+func TestDeadContainers(t *testing.T) {
+	exited, running := runtimeapi.ContainerState_CONTAINER_EXITED, runtimeapi.ContainerState_CONTAINER_RUNNING
+	got := DeadContainers([]*runtimeapi.Container{
+		ctr("a0", "u1", "app", 0, exited), ctr("a1", "u1", "app", 1, exited), ctr("a2", "u1", "app", 2, running),
+		ctr("s0", "u1", "side", 0, exited), ctr("s1", "u1", "side", 1, exited), ctr("s2", "u1", "side", 2, exited),
+		ctr("b0", "u2", "app", 0, exited),
+		ctr("c0", "u3", "app", 0, runtimeapi.ContainerState_CONTAINER_CREATED), ctr("c1", "u3", "app", 1, exited),
+		ctr("x0", "", "app", 0, exited), ctr("x1", "", "app", 1, exited),
+	})
+	if want := []string{"a0", "s0", "s1"}; !slices.Equal(got, want) {
+		t.Errorf("DeadContainers = %v, want %v", got, want)
+	}
+}
+
+// simNode is a simulated runtime with images and containers made through
+// its API on a fake clock.
+type simNode struct {
+	t     *testing.T
+	clock *clocktesting.FakeClock
+	rt    *sim.Runtime
+	sb    string
+}
+
+func newSimNode(t *testing.T) *simNode {
+	clock := clocktesting.NewFakeClock(t0)
+	rt, err := sim.New(sim.Config{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := rt.RunPodSandbox(t.Context(), &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "p", Namespace: "default", Uid: "u1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &simNode{t: t, clock: clock, rt: rt, sb: sb}
+}
+
+func (n *simNode) pull(image string, size uint64) {
+	n.rt.SetImageSize(image, size)
+	if _, err := n.rt.PullImage(n.t.Context(), &runtimeapi.ImageSpec{Image: image}); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// run creates and starts a container of image; exited stops it.
+func (n *simNode) run(name, image string, attempt uint32, exited bool) string {
+	ctx := n.t.Context()
+	id, err := n.rt.CreateContainer(ctx, n.sb, &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: name, Attempt: attempt}, Image: &runtimeapi.ImageSpec{Image: image},
+		Labels: map[string]string{runtime.LabelPodUID: "u1", runtime.LabelContainerName: name},
+	}, nil)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	if err := n.rt.StartContainer(ctx, id); err != nil {
+		n.t.Fatal(err)
+	}
+	if exited {
+		if err := n.rt.StopContainer(ctx, id, 0); err != nil {
+			n.t.Fatal(err)
+		}
+	}
+	return id
+}
+
+func (n *simNode) images() []string {
+	list, err := n.rt.ListImages(n.t.Context(), nil)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	var out []string
+	for _, img := range list {
+		out = append(out, img.RepoTags[0])
+	}
+	return out
+}
+
+type recorded struct{ kind, reason, message string }
+
+func recorder(events *[]recorded) EventFunc {
+	return func(kind, reason, message string) { *events = append(*events, recorded{kind, reason, message}) }
+}
+
+// Over the high threshold, unused images go least recently used first
+// until usage would be below the low threshold; an image a container
+// uses (even an exited one) and an image younger than the minimum age
+// stay.
+func TestGarbageCollectFreesToLowThreshold(t *testing.T) {
+	n := newSimNode(t)
+	ctx := t.Context()
+	n.pull("old", 30*mi)
+	n.pull("older", 30*mi)
+	n.pull("used", 100*mi)
+	n.run("app", "used", 0, true)
+	var events []recorded
+	c := NewCollector(n.rt, DefaultPolicy, recorder(&events), nil)
+	if err := c.Detect(ctx, n.clock.Now()); err != nil { // all three known from the start
+		t.Fatal(err)
+	}
+	n.clock.Step(time.Minute)
+	n.pull("young", 30*mi)
+	n.clock.Step(time.Minute)
+	// 1000 Mi capacity, 100 Mi available: 90% used; the low threshold
+	// (80%) needs 100 Mi freed: the two old unused images (60 Mi) are all
+	// there is, so the collection fails with upstream's message.
+	err := c.GarbageCollect(ctx, 1000*mi, 100*mi, n.clock.Now())
+	if err == nil || !strings.Contains(err.Error(), "Attempted to free 104857600 bytes, but only found 62914560 bytes eligible to free") {
+		t.Fatalf("GarbageCollect: %v", err)
+	}
+	if got := n.images(); !slices.Equal(got, []string{"used", "young"}) {
+		t.Errorf("images left %v, want the used and the young one", got)
+	}
+	if len(events) != 1 || events[0].reason != ReasonFreeDiskSpaceFailed || events[0].kind != "Warning" || events[0].message != err.Error() {
+		t.Errorf("events %+v", events)
+	}
+
+	// Enough to free: only as much as needed, least recently used first.
+	n.pull("a", 30*mi)
+	n.pull("b", 30*mi)
+	idB := n.run("b", "b", 0, true)
+	n.clock.Step(time.Minute)
+	if err := c.Detect(ctx, n.clock.Now()); err != nil { // "b" was last used now, "a" never
+		t.Fatal(err)
+	}
+	if err := n.rt.RemoveContainer(ctx, idB); err != nil {
+		t.Fatal(err)
+	}
+	n.clock.Step(3 * time.Minute)
+	events = nil
+	// 86% used: 60 Mi to free, "young" and "a" (never used) before "b".
+	if err := c.GarbageCollect(ctx, 1000*mi, 140*mi, n.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.images(); !slices.Equal(got, []string{"b", "used"}) {
+		t.Errorf("images left %v", got)
+	}
+	if len(events) != 0 {
+		t.Errorf("events %+v", events)
+	}
+}
+
+// Below the high threshold nothing is removed.
+func TestGarbageCollectBelowHighThreshold(t *testing.T) {
+	n := newSimNode(t)
+	n.pull("a", 30*mi)
+	c := NewCollector(n.rt, DefaultPolicy, nil, nil)
+	if err := c.GarbageCollect(t.Context(), 1000*mi, 160*mi, n.clock.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.images(); len(got) != 1 {
+		t.Errorf("images %v", got)
+	}
+}
+
+// flaky fails ListImages while fail is set.
+type flaky struct {
+	Runtime
+	fail bool
+}
+
+func (f *flaky) ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
+	if f.fail {
+		return nil, errors.New("runtime unavailable")
+	}
+	return f.Runtime.ListImages(ctx, filter)
+}
+
+// The periodic collection runs once per Period and only when enabled; a
+// second failure in a row is an ImageGCFailed event.
+func TestMaybeCollect(t *testing.T) {
+	n := newSimNode(t)
+	n.pull("a", 30*mi)
+	rt := &flaky{Runtime: n.rt, fail: true}
+	var events []recorded
+	calls := 0
+	fs := func(context.Context) (int64, int64, error) { calls++; return 1000 * mi, 10 * mi, nil }
+	NewCollector(rt, Policy{}, recorder(&events), nil).MaybeCollect(t.Context(), fs, n.clock.Now())
+	NewCollector(rt, Policy{HighThresholdPercent: 100}, recorder(&events), nil).MaybeCollect(t.Context(), fs, n.clock.Now())
+	if calls != 0 {
+		t.Fatalf("a disabled policy collected")
+	}
+	c := NewCollector(rt, DefaultPolicy, recorder(&events), nil)
+	now := n.clock.Now()
+	c.MaybeCollect(t.Context(), fs, now)
+	c.MaybeCollect(t.Context(), fs, now.Add(Period-time.Second))
+	if calls != 1 || len(events) != 0 {
+		t.Fatalf("first period: %d collections, events %+v", calls, events)
+	}
+	c.MaybeCollect(t.Context(), fs, now.Add(Period))
+	if calls != 2 || len(events) != 1 || events[0].reason != ReasonImageGCFailed || !strings.Contains(events[0].message, "runtime unavailable") {
+		t.Fatalf("second failure: %d collections, events %+v", calls, events)
+	}
+	rt.fail = false
+	c.MaybeCollect(t.Context(), fs, now.Add(2*Period))
+	if got := n.images(); len(got) != 0 {
+		t.Errorf("images after a successful collection: %v", got)
+	}
+}
+
+// DeleteUnusedImages removes every removable image; DeleteDeadContainers
+// keeps the newest exited instance of each container.
+func TestDeleteUnusedImagesAndDeadContainers(t *testing.T) {
+	n := newSimNode(t)
+	ctx := t.Context()
+	n.pull("app", 50*mi)
+	n.pull("unused", 20*mi)
+	n.pull("unused2", 25*mi)
+	first := n.run("app", "app", 0, true)
+	second := n.run("app", "app", 1, true)
+	third := n.run("app", "app", 2, false)
+	c := NewCollector(n.rt, DefaultPolicy, nil, nil)
+	freed, err := c.DeleteUnusedImages(ctx, n.clock.Now())
+	if err != nil || freed != 45*mi {
+		t.Fatalf("DeleteUnusedImages = %d, %v", freed, err)
+	}
+	if got := n.images(); !slices.Equal(got, []string{"app"}) {
+		t.Errorf("images left %v", got)
+	}
+	removed, err := c.DeleteDeadContainers(ctx)
+	if err != nil || removed != 1 {
+		t.Fatalf("DeleteDeadContainers = %d, %v", removed, err)
+	}
+	list, _ := n.rt.ListContainers(ctx, nil)
+	var ids []string
+	for _, c := range list {
+		ids = append(ids, c.Id)
+	}
+	if slices.Contains(ids, first) || !slices.Contains(ids, second) || !slices.Contains(ids, third) {
+		t.Errorf("containers left %v (first %s second %s third %s)", ids, first, second, third)
+	}
+}

@@ -1,0 +1,173 @@
+// Package gc is the kubelet's garbage collection of node-level resources:
+// unused images (upstream's image GC manager, with the same flags
+// --image-gc-high-threshold, --image-gc-low-threshold and
+// --minimum-image-ttl-duration) and dead containers. The eviction manager
+// calls it to reclaim disk before it evicts pods for a nodefs or imagefs
+// signal; the image collector also runs on its own every Period.
+//
+// The decisions are pure — which images count as in use, how much to
+// free, which images and containers go, in what order — and the
+// Collector is the thin loop doing the runtime calls.
+package gc
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Policy is the image garbage collection policy.
+type Policy struct {
+	// HighThresholdPercent: when the image filesystem's usage is at or
+	// above this percentage, images are collected until usage is below
+	// LowThresholdPercent. 100 turns periodic collection off; the zero
+	// Policy is off too (collection only when the eviction manager asks).
+	HighThresholdPercent, LowThresholdPercent int
+	// MinAge is how long an image must have been known before it may be
+	// removed (it may just have been pulled for a container about to be
+	// created).
+	MinAge time.Duration
+}
+
+// Upstream's defaults.
+const (
+	DefaultHighThresholdPercent = 85
+	DefaultLowThresholdPercent  = 80
+	DefaultMinAge               = 2 * time.Minute
+	// Period is how often images are detected and collected.
+	Period = 5 * time.Minute
+)
+
+// DefaultPolicy is the kubelet's default image GC policy.
+var DefaultPolicy = Policy{HighThresholdPercent: DefaultHighThresholdPercent, LowThresholdPercent: DefaultLowThresholdPercent, MinAge: DefaultMinAge}
+
+// Enabled reports whether images are collected periodically.
+func (p Policy) Enabled() bool {
+	return p.HighThresholdPercent > 0 && p.HighThresholdPercent < 100
+}
+
+// Validate checks the policy as the kubelet validates its configuration.
+func (p Policy) Validate() error {
+	if p == (Policy{}) {
+		return nil
+	}
+	if p.HighThresholdPercent < 0 || p.HighThresholdPercent > 100 {
+		return fmt.Errorf("imageGCHighThresholdPercent (--image-gc-high-threshold) %d must be between 0 and 100, inclusive", p.HighThresholdPercent)
+	}
+	if p.LowThresholdPercent < 0 || p.LowThresholdPercent > 100 {
+		return fmt.Errorf("imageGCLowThresholdPercent (--image-gc-low-threshold) %d must be between 0 and 100, inclusive", p.LowThresholdPercent)
+	}
+	if p.LowThresholdPercent >= p.HighThresholdPercent {
+		return fmt.Errorf("imageGCLowThresholdPercent (--image-gc-low-threshold) %d must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) %d", p.LowThresholdPercent, p.HighThresholdPercent)
+	}
+	if p.MinAge < 0 {
+		return fmt.Errorf("--minimum-image-ttl-duration %s must not be negative", p.MinAge)
+	}
+	return nil
+}
+
+// ImageRecord is what the collector remembers of one image.
+type ImageRecord struct {
+	ID     string
+	Size   int64
+	Pinned bool
+	// FirstDetected is when the image was first listed (the zero time for
+	// images already there when the kubelet started: their age is
+	// unknown, so they count as old).
+	FirstDetected time.Time
+	// LastUsed is the last detection at which a container used it.
+	LastUsed time.Time
+}
+
+// ImagesInUse are the images some container (running or not) was
+// created from, by image id, name and digest: an image is in use if any
+// of its id, repo tags or repo digests is in the set.
+func ImagesInUse(containers []*runtimeapi.Container) map[string]bool {
+	out := map[string]bool{}
+	for _, c := range containers {
+		if c.ImageRef != "" {
+			out[c.ImageRef] = true
+		}
+		if n := c.GetImage().GetImage(); n != "" {
+			out[n] = true
+		}
+	}
+	return out
+}
+
+// imageUsed reports whether inUse names the image.
+func imageUsed(img *runtimeapi.Image, inUse map[string]bool) bool {
+	if inUse[img.Id] {
+		return true
+	}
+	for _, n := range append(slices.Clone(img.RepoTags), img.RepoDigests...) {
+		if inUse[n] {
+			return true
+		}
+	}
+	return false
+}
+
+// Detect is one detection pass: the records of the images listed now
+// (images gone are forgotten), a new image first detected at firstSeen,
+// an image in use last used at now. Pure.
+func Detect(prev map[string]ImageRecord, images []*runtimeapi.Image, inUse map[string]bool, now, firstSeen time.Time) (map[string]ImageRecord, map[string]bool) {
+	out := make(map[string]ImageRecord, len(images))
+	used := map[string]bool{}
+	for _, img := range images {
+		r, ok := prev[img.Id]
+		if !ok {
+			r = ImageRecord{ID: img.Id, FirstDetected: firstSeen}
+		}
+		r.Size, r.Pinned = int64(img.Size), img.Pinned
+		if imageUsed(img, inUse) {
+			r.LastUsed = now
+			used[img.Id] = true
+		}
+		out[img.Id] = r
+	}
+	return out, used
+}
+
+// AmountToFree is how many bytes of images to remove given the image
+// filesystem's capacity and available bytes: nothing while usage is below
+// the high threshold, otherwise enough to bring it down to the low one.
+// usagePercent is the usage as upstream rounds it. Pure.
+func AmountToFree(p Policy, capacity, available int64) (bytes int64, usagePercent int) {
+	if capacity <= 0 {
+		return 0, 0
+	}
+	available = min(available, capacity)
+	usagePercent = 100 - int(available*100/capacity)
+	if usagePercent < p.HighThresholdPercent {
+		return 0, usagePercent
+	}
+	return capacity*int64(100-p.LowThresholdPercent)/100 - available, usagePercent
+}
+
+// Candidates are the images that may be removed at now, in the order to
+// remove them: not in use, not pinned, known for at least minAge; least
+// recently used first, then first detected first. Pure.
+func Candidates(records map[string]ImageRecord, inUse map[string]bool, now time.Time, minAge time.Duration) []ImageRecord {
+	var out []ImageRecord
+	for _, r := range records {
+		if inUse[r.ID] || r.Pinned || !r.LastUsed.Before(now) || now.Sub(r.FirstDetected) < minAge {
+			continue
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if !a.LastUsed.Equal(b.LastUsed) {
+			return a.LastUsed.Before(b.LastUsed)
+		}
+		if !a.FirstDetected.Equal(b.FirstDetected) {
+			return a.FirstDetected.Before(b.FirstDetected)
+		}
+		return a.ID < b.ID
+	})
+	return out
+}
