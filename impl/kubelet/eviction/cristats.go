@@ -2,6 +2,12 @@ package eviction
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -10,48 +16,177 @@ import (
 )
 
 // ContainerStatsLister is CRI's ListContainerStats, which a runtime client
-// may offer; HostProvider measures pods with it when it is there.
+// may offer; HostProvider measures pods with it when it is there. If it
+// is a runtime.StatsProvider too, pod sandbox stats (process counts) and
+// the image filesystem (ImageFsInfo) are used as well.
 type ContainerStatsLister interface {
 	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
 }
 
-// measuredStats are the pods' usage from CRI container stats: memory
-// working set per container, writable layer bytes and inodes, one process
-// per container (CRI container stats carry no process count). Pods or
-// containers the runtime does not report keep what they request. ok is
-// false when the runtime did not answer.
-func measuredStats(ctx context.Context, l ContainerStatsLister, pods []*v1.Pod) ([]PodStats, bool) {
+// measured is one pod's usage as the runtime reports it.
+type measured struct {
+	memory map[string]int64 // working set by container name
+	disk   map[string]int64 // writable layer bytes by container name
+	inodes map[string]int64
+	pids   int64 // -1: not reported
+}
+
+// measure collects CRI container stats (and, when the runtime offers
+// them, pod sandbox stats) by pod UID. ok is false when the runtime did
+// not answer ListContainerStats.
+func measure(ctx context.Context, l ContainerStatsLister) (map[string]*measured, bool) {
 	all, err := l.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
 	if err != nil {
 		return nil, false
 	}
-	type key struct{ uid, name string }
-	byContainer := map[key]*runtimeapi.ContainerStats{}
+	byPod := map[string]*measured{}
+	pod := func(uid string) *measured {
+		m := byPod[uid]
+		if m == nil {
+			m = &measured{memory: map[string]int64{}, disk: map[string]int64{}, inodes: map[string]int64{}, pids: -1}
+			byPod[uid] = m
+		}
+		return m
+	}
 	for _, s := range all {
-		if s.GetAttributes() == nil {
+		labels := s.GetAttributes().GetLabels()
+		uid, name := labels[runtime.LabelPodUID], labels[runtime.LabelContainerName]
+		if uid == "" || name == "" {
 			continue
 		}
-		labels := s.Attributes.Labels
-		byContainer[key{labels[runtime.LabelPodUID], labels[runtime.LabelContainerName]}] = s
+		m := pod(uid)
+		// Exited instances report no memory; their writable layers
+		// still take disk (until the container is removed).
+		if ws := s.GetMemory().GetWorkingSetBytes(); ws != nil {
+			m.memory[name] += int64(ws.Value)
+		}
+		if fs := s.GetWritableLayer(); fs != nil {
+			m.disk[name] += int64(fs.GetUsedBytes().GetValue())
+			m.inodes[name] += int64(fs.GetInodesUsed().GetValue())
+		}
 	}
-	out := make([]PodStats, 0, len(pods))
-	for _, p := range pods {
-		ps := requestStats(p)
-		for i := range p.Spec.Containers {
-			name := p.Spec.Containers[i].Name
-			s, ok := byContainer[key{string(p.UID), name}]
-			if !ok {
-				continue
-			}
-			if m := s.GetMemory().GetWorkingSetBytes(); m != nil {
-				ps.Memory[name] = int64(m.Value)
-			}
-			if fs := s.GetWritableLayer(); fs != nil {
-				ps.Disk += int64(fs.GetUsedBytes().GetValue()) - containerRequest(&p.Spec.Containers[i], v1.ResourceEphemeralStorage)
-				ps.Inodes += int64(fs.GetInodesUsed().GetValue())
+	if sp, ok := l.(runtime.StatsProvider); ok {
+		if sandboxes, err := sp.ListPodSandboxStats(ctx, &runtimeapi.PodSandboxStatsFilter{}); err == nil {
+			for _, s := range sandboxes {
+				uid := s.GetAttributes().GetLabels()[runtime.LabelPodUID]
+				if uid == "" {
+					uid = s.GetAttributes().GetMetadata().GetUid()
+				}
+				if n := s.GetLinux().GetProcess().GetProcessCount(); uid != "" && n != nil {
+					m := pod(uid)
+					m.pids = max(m.pids, 0) + int64(n.Value)
+				}
 			}
 		}
-		out = append(out, ps)
 	}
-	return out, true
+	return byPod, true
+}
+
+// podStats is one pod's usage: what the runtime measured for its
+// containers (a container it does not report keeps its request), plus
+// its log files and disk-backed emptyDir volumes on the node filesystem.
+func (h HostProvider) podStats(p *v1.Pod, m *measured) PodStats {
+	ps := requestStats(p)
+	if m == nil {
+		return ps
+	}
+	for i := range p.Spec.Containers {
+		c := &p.Spec.Containers[i]
+		if used, ok := m.memory[c.Name]; ok {
+			ps.Memory[c.Name] = used
+		}
+		if used, ok := m.disk[c.Name]; ok {
+			ps.Disk += used - containerRequest(c, v1.ResourceEphemeralStorage)
+			ps.Inodes += m.inodes[c.Name]
+		}
+	}
+	if m.pids >= 0 {
+		ps.PIDs = m.pids
+	}
+	if h.LogsDir != "" {
+		b, n := du(filepath.Join(h.LogsDir, fmt.Sprintf("%s_%s_%s", p.Namespace, p.Name, p.UID)))
+		ps.Disk, ps.Inodes = ps.Disk+b, ps.Inodes+n
+	}
+	for _, vol := range p.Spec.Volumes {
+		if vol.EmptyDir == nil || vol.EmptyDir.Medium == v1.StorageMediumMemory {
+			continue
+		}
+		b, n := du(filepath.Join(h.RootDir, "pods", string(p.UID), "volumes", "kubernetes.io~empty-dir", vol.Name))
+		ps.Disk, ps.Inodes = ps.Disk+b, ps.Inodes+n
+	}
+	return ps
+}
+
+// du is the bytes (allocated blocks) and inodes under dir; 0 if it does
+// not exist.
+func du(dir string) (bytes, inodes int64) {
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		inodes++
+		if info, err := d.Info(); err == nil {
+			if st, ok := info.Sys().(*syscall.Stat_t); ok {
+				bytes += st.Blocks * 512
+			} else {
+				bytes += info.Size()
+			}
+		}
+		return nil
+	})
+	return bytes, inodes
+}
+
+// statfsNearest is statfs of dir, or of its nearest existing parent (the
+// kubelet may not have created it yet).
+func statfsNearest(dir string) (syscall.Statfs_t, error) {
+	var st syscall.Statfs_t
+	dir = filepath.Clean(dir)
+	for {
+		err := syscall.Statfs(dir, &st)
+		if err == nil {
+			return st, nil
+		}
+		if !errors.Is(err, syscall.ENOENT) || dir == filepath.Dir(dir) {
+			return st, err
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+// imageFsMountpoint is where the runtime keeps images, from CRI's
+// ImageFsInfo ("" if the runtime does not say or it is not a directory
+// here).
+func (h HostProvider) imageFsMountpoint(ctx context.Context) string {
+	sp, ok := h.Stats.(runtime.StatsProvider)
+	if !ok {
+		return ""
+	}
+	imageFs, _, err := sp.ImageFsInfo(ctx)
+	if err != nil || len(imageFs) == 0 {
+		return ""
+	}
+	mp := imageFs[0].GetFsId().GetMountpoint()
+	if mp == "" {
+		return ""
+	}
+	if fi, err := os.Stat(mp); err != nil || !fi.IsDir() {
+		return ""
+	}
+	return mp
+}
+
+// DedicatedImageFs implements DedicatedImageFsReporter: the runtime's
+// image filesystem is another filesystem than the root directory's.
+func (h HostProvider) DedicatedImageFs(ctx context.Context) bool {
+	mp := h.imageFsMountpoint(ctx)
+	if mp == "" {
+		return false
+	}
+	root, err := statfsNearest(h.RootDir)
+	if err != nil {
+		return false
+	}
+	img, err := statfsNearest(mp)
+	return err == nil && img.Fsid != root.Fsid
 }

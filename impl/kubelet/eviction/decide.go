@@ -85,8 +85,13 @@ type Decision struct {
 	// order MemoryPressure, DiskPressure, PIDPressure.
 	Conditions []v1.NodeConditionType
 	// Met are the thresholds that are met and past their grace period.
-	Met   []Threshold
-	Evict *Eviction
+	Met []Threshold
+	// Threshold is the one acted on (memory first), nil if none is met.
+	Threshold *Threshold
+	// Reclaim is the node-level reclaim done for Threshold before
+	// evicting (Manager; Decide leaves it nil).
+	Reclaim *Reclaim
+	Evict   *Eviction
 }
 
 // ReasonEvicted is the reason of an evicted pod's status and event.
@@ -154,6 +159,7 @@ func Decide(in Input) Decision {
 		return due[i].Signal == SignalMemoryAvailable && due[j].Signal != SignalMemoryAvailable
 	})
 	t := due[0]
+	d.Threshold = &t
 	pods := append([]PodStats(nil), in.Pods...)
 	rank(t.Signal, pods)
 	for _, ps := range pods {

@@ -20,6 +20,7 @@ type Manager struct {
 	mu         sync.Mutex
 	state      State
 	conditions []v1.NodeConditionType
+	reclaimer  NodeReclaimer
 }
 
 // NewManager returns a manager observing through provider.
@@ -39,18 +40,52 @@ func (m *Manager) Config() Config { return m.cfg }
 // Provider returns the manager's provider.
 func (m *Manager) Provider() Provider { return m.provider }
 
+// SetNodeReclaimer sets what frees node-level resources (dead
+// containers, unused images) before pods are evicted for disk; without
+// one pods are evicted at once.
+func (m *Manager) SetNodeReclaimer(r NodeReclaimer) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reclaimer = r
+}
+
+// NodeReclaimer returns the reclaimer set (nil if none).
+func (m *Manager) NodeReclaimer() NodeReclaimer {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.reclaimer
+}
+
 // Synchronize observes the node running pods, decides, and keeps the new
-// state. It reports whether the pressure conditions changed.
+// state. When the threshold acted on is a disk signal that node-level
+// reclaim helps (ReclaimsNodeLevel), dead containers and unused images go
+// first and the node is observed again; the pod is evicted only if that
+// did not suffice (ReclaimSuffices). It reports whether the pressure
+// conditions changed.
 func (m *Manager) Synchronize(ctx context.Context, pods []*v1.Pod, now time.Time) (Decision, bool, error) {
 	obs, stats, err := m.provider.Observe(ctx, pods)
 	if err != nil {
 		return Decision{}, false, fmt.Errorf("eviction manager: %w", err)
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	d := Decide(Input{Config: m.cfg, Observations: obs, Pods: stats, State: m.state, Now: now})
 	changed := !slices.Equal(d.Conditions, m.conditions)
 	m.state, m.conditions = d.State, d.Conditions
+	r := m.reclaimer
+	m.mu.Unlock()
+	if d.Threshold == nil || r == nil {
+		return d, changed, nil
+	}
+	dedicated := false
+	if rep, ok := m.provider.(DedicatedImageFsReporter); ok {
+		dedicated = rep.DedicatedImageFs(ctx)
+	}
+	if ReclaimsNodeLevel(d.Threshold.Signal, dedicated) {
+		d.Reclaim = m.reclaim(ctx, r, pods, now)
+		if d.Reclaim.Sufficed {
+			d.Evict = nil
+		}
+	}
 	return d, changed, nil
 }
 

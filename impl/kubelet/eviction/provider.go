@@ -3,14 +3,11 @@ package eviction
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -153,16 +150,22 @@ func (p *SimProvider) Observe(_ context.Context, pods []*v1.Pod) (Observations, 
 //     uses the root cgroup's working set; MemAvailable is the kernel's own
 //     estimate of what can be allocated without swapping, and is close);
 //   - nodefs.available and nodefs.inodesFree are statfs of RootDir;
-//     imagefs.* is the same filesystem (no dedicated image filesystem is
-//     detected);
+//   - imagefs.available is statfs of the image filesystem CRI's
+//     ImageFsInfo names when Stats offers it (and it is a directory
+//     here), otherwise the same filesystem as nodefs;
 //   - pid.available is kernel.pid_max less the processes in /proc.
 //
 // Pods' usage comes from CRI's ListContainerStats when Stats is set and
-// the runtime answers; otherwise every container counts as using what it
-// requests, so ranking falls back to priority among pods within their
-// requests.
+// the runtime answers: memory working set and writable layer per
+// container, processes per pod from ListPodSandboxStats, plus the pod's
+// log files under LogsDir and its disk-backed emptyDir volumes under
+// RootDir. Otherwise every container counts as using what it requests,
+// so ranking falls back to priority among pods within their requests.
 type HostProvider struct {
 	RootDir string
+	// LogsDir is where the runtime writes pod logs
+	// (<LogsDir>/<namespace>_<name>_<uid>/; "": logs are not counted).
+	LogsDir string
 	// Stats measures containers (nil: requests stand in).
 	Stats ContainerStatsLister
 	// ProcDir is /proc unless set (tests).
@@ -181,36 +184,34 @@ func (h HostProvider) Observe(ctx context.Context, pods []*v1.Pod) (Observations
 		return nil, nil, fmt.Errorf("observing memory: %w", err)
 	}
 	obs[SignalMemoryAvailable] = Observation{Available: avail, Capacity: total}
-	// The root directory's filesystem (or its nearest existing parent's,
-	// before the kubelet created it).
-	var st syscall.Statfs_t
-	dir := filepath.Clean(h.RootDir)
-	for {
-		err := syscall.Statfs(dir, &st)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, syscall.ENOENT) || dir == filepath.Dir(dir) {
-			return nil, nil, fmt.Errorf("observing filesystem of %s: %w", h.RootDir, err)
-		}
-		dir = filepath.Dir(dir)
+	st, err := statfsNearest(h.RootDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("observing filesystem of %s: %w", h.RootDir, err)
 	}
 	fs := Observation{Available: int64(st.Bavail) * st.Bsize, Capacity: int64(st.Blocks) * st.Bsize}
 	obs[SignalNodeFsAvailable], obs[SignalImageFsAvailable] = fs, fs
 	if st.Files > 0 {
 		obs[SignalNodeFsInodesFree] = Observation{Available: int64(st.Ffree), Capacity: int64(st.Files)}
 	}
+	if mp := h.imageFsMountpoint(ctx); mp != "" {
+		if img, err := statfsNearest(mp); err == nil {
+			obs[SignalImageFsAvailable] = Observation{Available: int64(img.Bavail) * img.Bsize, Capacity: int64(img.Blocks) * img.Bsize}
+		}
+	}
 	if max, n, err := pids(proc); err == nil {
 		obs[SignalPIDAvailable] = Observation{Available: max - n, Capacity: max}
 	}
+	var byPod map[string]*measured
 	if h.Stats != nil {
-		if stats, ok := measuredStats(ctx, h.Stats, pods); ok {
-			return obs, stats, nil
-		}
+		byPod, _ = measure(ctx, h.Stats)
 	}
 	stats := make([]PodStats, 0, len(pods))
 	for _, p := range pods {
-		stats = append(stats, requestStats(p))
+		var m *measured
+		if byPod != nil {
+			m = byPod[string(p.UID)]
+		}
+		stats = append(stats, h.podStats(p, m))
 	}
 	return obs, stats, nil
 }

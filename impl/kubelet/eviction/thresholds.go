@@ -23,6 +23,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/gc"
 )
 
 // Signal names an observed node resource, as in the kubelet's
@@ -120,6 +122,9 @@ type Config struct {
 	MaxPodGracePeriodSeconds int64
 	// MonitoringInterval is how often the node is observed (10 s).
 	MonitoringInterval time.Duration
+	// ImageGC is the periodic image garbage collection policy (the zero
+	// policy: none; the reclaim before disk evictions happens regardless).
+	ImageGC gc.Policy
 }
 
 // Flags are the kubelet's eviction flags as given on the command line.
@@ -131,6 +136,13 @@ type Flags struct {
 	PressureTransitionPeriod time.Duration
 	MaxPodGracePeriod        int64
 	MonitoringInterval       time.Duration
+	// ImageGCHighThresholdPercent, ImageGCLowThresholdPercent and
+	// MinimumImageTTLDuration are --image-gc-high-threshold,
+	// --image-gc-low-threshold and --minimum-image-ttl-duration (the
+	// command line's defaults are upstream's 85, 80 and 2m; all zero, as
+	// in Flags{}, turns periodic image GC off).
+	ImageGCHighThresholdPercent, ImageGCLowThresholdPercent int
+	MinimumImageTTLDuration                                 time.Duration
 }
 
 // ParseConfig turns the kubelet's eviction flags into a Config, with the
@@ -156,7 +168,11 @@ func ParseConfig(f Flags) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	cfg := Config{PressureTransitionPeriod: f.PressureTransitionPeriod, MaxPodGracePeriodSeconds: f.MaxPodGracePeriod, MonitoringInterval: f.MonitoringInterval}
+	cfg := Config{PressureTransitionPeriod: f.PressureTransitionPeriod, MaxPodGracePeriodSeconds: f.MaxPodGracePeriod, MonitoringInterval: f.MonitoringInterval,
+		ImageGC: gc.Policy{HighThresholdPercent: f.ImageGCHighThresholdPercent, LowThresholdPercent: f.ImageGCLowThresholdPercent, MinAge: f.MinimumImageTTLDuration}}
+	if err := cfg.ImageGC.Validate(); err != nil {
+		return Config{}, err
+	}
 	if cfg.PressureTransitionPeriod < 0 || cfg.MaxPodGracePeriodSeconds < 0 || cfg.MonitoringInterval < 0 {
 		return Config{}, fmt.Errorf("eviction: negative --eviction-pressure-transition-period, --eviction-max-pod-grace-period or monitoring interval")
 	}
