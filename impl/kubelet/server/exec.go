@@ -2,249 +2,157 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
-	"time"
 
-	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
-	"k8s.io/apimachinery/pkg/util/httpstream/spdy"
-	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
-	"k8s.io/apimachinery/pkg/util/remotecommand"
-	"k8s.io/klog/v2"
+	"k8s.io/apimachinery/pkg/util/proxy"
+	"k8s.io/client-go/tools/remotecommand"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 )
 
-// execRequest is the query of /exec.
-type execRequest struct {
-	command                    []string
-	stdin, stdout, stderr, tty bool
+// DirectStreamingRuntime is a runtime that runs exec and attach sessions
+// itself (the simulation): the kubelet serves the remote command protocol
+// and hands it the client's streams. The shape is upstream's
+// streaming.Runtime: the outcome is nil, an error with ExitStatus() int
+// (the command's non-zero exit code), or a failure.
+type DirectStreamingRuntime interface {
+	Exec(ctx context.Context, containerID string, cmd []string, stdin io.Reader, stdout, stderr io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize) error
+	Attach(ctx context.Context, containerID string, stdin io.Reader, stdout, stderr io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize) error
 }
 
-func parseExecRequest(req *http.Request) (execRequest, error) {
-	return parseStreamRequest(req, true)
+// IndirectStreamingRuntime is a CRI runtime: its Exec and Attach return the
+// URL of the runtime's own streaming server, and the kubelet proxies the
+// client's upgraded connection there (upstream's default,
+// --redirect-container-streaming having been removed).
+type IndirectStreamingRuntime interface {
+	GetExec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error)
+	GetAttach(ctx context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error)
 }
 
-// parseStreamRequest parses the query of /exec (withCommand) or /attach.
-func parseStreamRequest(req *http.Request, withCommand bool) (execRequest, error) {
+// streamRequest is the query of /exec or /attach.
+type streamRequest struct {
+	command []string
+	opts    StreamOptions
+}
+
+// parseStreamRequest parses the query of /exec (withCommand) or /attach:
+// at least one stream, and with a TTY no separate stderr (upstream drops
+// it rather than failing).
+func parseStreamRequest(req *http.Request, withCommand bool) (streamRequest, error) {
 	q := req.URL.Query()
-	er := execRequest{command: q["command"]}
-	for name, out := range map[string]*bool{"stdin": &er.stdin, "stdout": &er.stdout, "stderr": &er.stderr, "tty": &er.tty} {
+	sr := streamRequest{command: q["command"]}
+	o := &sr.opts
+	for name, out := range map[string]*bool{"stdin": &o.Stdin, "stdout": &o.Stdout, "stderr": &o.Stderr, "tty": &o.TTY} {
 		if v := q.Get(name); v != "" {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				return er, fmt.Errorf("%s: %q is not a boolean", name, v)
+				return sr, fmt.Errorf("%s: %q is not a boolean", name, v)
 			}
 			*out = b
 		}
 	}
-	switch {
-	case withCommand && len(er.command) == 0:
-		return er, errors.New("you must specify at least one command for the container")
-	case !er.stdin && !er.stdout && !er.stderr:
-		return er, errors.New("you must specify at least 1 of stdin, stdout, stderr")
-	case er.stdin || er.tty:
-		return er, errors.New("kubeproof's kubelet streams non-interactively: stdin and tty are not supported")
+	if o.TTY {
+		o.Stderr = false
 	}
-	return er, nil
+	switch {
+	case withCommand && len(sr.command) == 0:
+		return sr, errors.New("you must specify at least one command for the container")
+	case !o.Stdin && !o.Stdout && !o.Stderr:
+		return sr, errors.New("you must specify at least 1 of stdin, stdout, stderr")
+	}
+	return sr, nil
 }
 
-// execStreams are the client's streams once connected; stdout and stderr
-// are nil when not requested.
-type execStreams struct {
-	stdout, stderr io.Writer
-	errorStream    io.Writer
-}
-
-// serveExec upgrades the connection (WebSocket or SPDY), runs the command
-// and reports its result on the error stream.
+// serveExec serves /exec/{namespace}/{pod}/{container}: through the CRI
+// runtime's streaming server (proxied), or the simulation's Exec on the
+// streams this kubelet serves.
 func (m *Mux) serveExec(w http.ResponseWriter, req *http.Request, namespace, pod, container string) {
-	er, err := parseExecRequest(req)
+	sr, err := parseStreamRequest(req, true)
 	if err != nil {
 		writeStatusError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	k, ok := m.lookupContainer(func(code int, msg string) { writeStatusError(w, code, msg) }, namespace, pod, container)
+	k, p, _, ok := m.lookupContainer(func(code int, msg string) { writeStatusError(w, code, msg) }, namespace, pod, container)
 	if !ok {
 		return
 	}
-	run := func(ctx context.Context, s execStreams) {
-		stdout, stderr, code, err := k.ExecInContainer(ctx, namespace, pod, container, er.command, 0)
-		if err == nil {
-			if s.stdout != nil {
-				_, _ = s.stdout.Write(stdout)
-			}
-			if s.stderr != nil {
-				_, _ = s.stderr.Write(stderr)
-			}
-		}
-		writeExecStatus(s.errorStream, er.command, code, err)
-	}
-	m.serveStreams(w, req, er, "exec", run)
-}
-
-// serveStreams upgrades an exec or attach request to WebSocket or SPDY
-// and runs the session on its streams.
-func (m *Mux) serveStreams(w http.ResponseWriter, req *http.Request, er execRequest, what string, run func(context.Context, execStreams)) {
-	if wsstream.IsWebSocketRequest(req) {
-		m.execWebSocket(w, req, er, run)
-		return
-	}
-	if httpstream.IsUpgradeRequest(req) {
-		m.execSPDY(w, req, er, run)
-		return
-	}
-	writeStatusError(w, http.StatusBadRequest, what+" requires a WebSocket or SPDY/3.1 upgrade")
-}
-
-// writeStatusError answers an exec request that cannot be upgraded with a
-// Status, as upstream's streaming server does; client-go shows its message.
-func writeStatusError(w http.ResponseWriter, code int, msg string) {
-	st := metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
-		Code: int32(code), Reason: metav1.StatusReasonBadRequest, Message: msg}
-	if code == http.StatusNotFound {
-		st.Reason = metav1.StatusReasonNotFound
-	}
-	b, _ := json.Marshal(st)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_, _ = w.Write(b)
-}
-
-// writeExecStatus writes the command's outcome as upstream does on the
-// v4/v5 error stream: Success, NonZeroExitCode with an ExitCode cause, or
-// a Failure carrying the error.
-func writeExecStatus(w io.Writer, cmd []string, code int32, err error) {
-	st := metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess}
-	switch {
-	case err != nil:
-		st.Status, st.Reason, st.Code = metav1.StatusFailure, metav1.StatusReasonInternalError, http.StatusInternalServerError
-		st.Message = fmt.Sprintf("error executing command in container: %v", err)
-	case code != 0:
-		st.Status, st.Reason = metav1.StatusFailure, remotecommand.NonZeroExitCodeReason
-		st.Message = fmt.Sprintf("command terminated with non-zero exit code: error executing command %v, exit code %d", cmd, code)
-		st.Details = &metav1.StatusDetails{Causes: []metav1.StatusCause{{
-			Type: remotecommand.ExitCodeCauseType, Message: strconv.Itoa(int(code)),
-		}}}
-	}
-	b, _ := json.Marshal(st)
-	_, _ = w.Write(b)
-}
-
-// execWebSocket serves the v5 and v4 channel protocols: channel 0 stdin,
-// 1 stdout, 2 stderr, 3 error, 4 resize.
-func (m *Mux) execWebSocket(w http.ResponseWriter, req *http.Request, er execRequest, run func(context.Context, execStreams)) {
-	channel := func(wanted bool) wsstream.ChannelType {
-		if wanted {
-			return wsstream.WriteChannel
-		}
-		return wsstream.IgnoreChannel
-	}
-	channels := []wsstream.ChannelType{
-		wsstream.IgnoreChannel, channel(er.stdout), channel(er.stderr), wsstream.WriteChannel, wsstream.IgnoreChannel,
-	}
-	conn := wsstream.NewConn(map[string]wsstream.ChannelProtocolConfig{
-		remotecommand.StreamProtocolV5Name: {Binary: true, Channels: channels},
-		remotecommand.StreamProtocolV4Name: {Binary: true, Channels: channels},
-	})
-	conn.SetIdleTimeout(4 * time.Hour)
-	// The connection's reader logs through the request's klog logger; it
-	// would report our own close at the end of every session as an error.
-	req = req.WithContext(klog.NewContext(req.Context(), logr.Discard()))
-	_, streams, err := conn.Open(w, req)
+	rt := k.Runtime()
+	id, err := runningContainerID(req.Context(), rt, p, container)
 	if err != nil {
-		m.log.Debug("exec: websocket upgrade failed", "err", err)
+		writeStatusError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	defer conn.Close()
-	s := execStreams{errorStream: streams[remotecommand.StreamErr]}
-	if er.stdout {
-		s.stdout = streams[remotecommand.StreamStdOut]
+	if id == "" {
+		writeStatusError(w, http.StatusBadRequest, fmt.Sprintf("container not found (%q)", container))
+		return
 	}
-	if er.stderr {
-		s.stderr = streams[remotecommand.StreamStdErr]
+	switch s := rt.(type) {
+	case IndirectStreamingRuntime:
+		resp, err := s.GetExec(req.Context(), &runtimeapi.ExecRequest{ContainerId: id, Cmd: sr.command,
+			Stdin: sr.opts.Stdin, Stdout: sr.opts.Stdout, Stderr: sr.opts.Stderr, Tty: sr.opts.TTY})
+		if err != nil {
+			writeStatusError(w, http.StatusInternalServerError, fmt.Sprintf("exec in container %s: %v", container, err))
+			return
+		}
+		m.proxyStream(w, req, resp.GetUrl())
+	case DirectStreamingRuntime:
+		ServeStreams(w, req, sr.opts, sr.command, m.opts.StreamCreationTimeout,
+			func(ctx context.Context, stdin io.Reader, stdout, stderr io.WriteCloser, resize <-chan remotecommand.TerminalSize) error {
+				return s.Exec(ctx, id, sr.command, stdin, stdout, stderr, sr.opts.TTY, resize)
+			})
+	default:
+		writeStatusError(w, http.StatusBadRequest, "container runtime does not support exec")
 	}
-	run(req.Context(), s)
 }
 
-// execSPDY serves v4.channel.k8s.io over SPDY/3.1: the client opens one
-// stream per channel, named by its streamType header.
-func (m *Mux) execSPDY(w http.ResponseWriter, req *http.Request, er execRequest, run func(context.Context, execStreams)) {
-	if _, err := httpstream.Handshake(req, w, []string{remotecommand.StreamProtocolV4Name}); err != nil {
-		return // Handshake wrote the error
-	}
-	type newStream struct {
-		stream    httpstream.Stream
-		replySent <-chan struct{}
-	}
-	done := make(chan struct{})
-	defer close(done)
-	streamCh := make(chan newStream)
-	conn := spdy.NewResponseUpgrader().UpgradeResponse(w, req, func(s httpstream.Stream, replySent <-chan struct{}) error {
-		select {
-		case streamCh <- newStream{s, replySent}:
-			return nil
-		case <-done:
-			return errors.New("exec session is over")
-		}
+// runningContainerID returns the id of the running instance of the pod's
+// container ("" if none runs), found by the labels the kubelet puts on it.
+func runningContainerID(ctx context.Context, rt runtime.Runtime, pod *v1.Pod, container string) (string, error) {
+	cs, err := rt.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+		LabelSelector: map[string]string{
+			runtime.LabelPodUID: string(pod.UID), runtime.LabelContainerName: container,
+		},
 	})
-	if conn == nil {
-		return // the upgrader wrote the error
+	if err != nil {
+		return "", fmt.Errorf("listing the containers of pod %s: %w", pod.Name, err)
 	}
-	defer conn.Close()
-	conn.SetIdleTimeout(4 * time.Hour)
-
-	expected := 1 // the error stream
-	if er.stdout {
-		expected++
-	}
-	if er.stderr {
-		expected++
-	}
-	var s execStreams
-	var replies []<-chan struct{}
-	timeout := time.NewTimer(m.opts.StreamCreationTimeout)
-	defer timeout.Stop()
-	for received := 0; received < expected; {
-		select {
-		case ns := <-streamCh:
-			received++
-			replies = append(replies, ns.replySent)
-			switch ns.stream.Headers().Get(v1.StreamType) {
-			case v1.StreamTypeError:
-				s.errorStream = ns.stream
-			case v1.StreamTypeStdout:
-				s.stdout = ns.stream
-			case v1.StreamTypeStderr:
-				s.stderr = ns.stream
-			default:
-				m.log.Debug("exec: unexpected stream", "type", ns.stream.Headers().Get(v1.StreamType))
-				received--
-			}
-		case <-timeout.C:
-			m.log.Debug("exec: timed out waiting for the client's streams")
-			return
-		case <-conn.CloseChan():
-			return
-		case <-req.Context().Done():
-			return
+	var newest *runtimeapi.Container
+	for _, c := range cs {
+		if newest == nil || c.CreatedAt > newest.CreatedAt {
+			newest = c
 		}
 	}
-	if s.errorStream == nil || (er.stdout && s.stdout == nil) || (er.stderr && s.stderr == nil) {
+	if newest == nil {
+		return "", nil
+	}
+	return newest.Id, nil
+}
+
+// proxyStream proxies the client's upgrade request to the runtime's
+// streaming URL and copies the upgraded connection both ways, as
+// upstream's kubelet does for CRI runtimes.
+func (m *Mux) proxyStream(w http.ResponseWriter, req *http.Request, rawURL string) {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" {
+		writeStatusError(w, http.StatusInternalServerError, fmt.Sprintf("the runtime returned an invalid streaming URL %q", rawURL))
 		return
 	}
-	for _, r := range replies {
-		<-r
-	}
-	run(req.Context(), s)
-	for _, st := range []io.Writer{s.stdout, s.stderr, s.errorStream} {
-		if c, ok := st.(io.Closer); ok {
-			_ = c.Close()
-		}
-	}
+	h := proxy.NewUpgradeAwareHandler(u, nil, false, true, streamProxyResponder{})
+	h.ServeHTTP(w, req)
+}
+
+// streamProxyResponder writes a failure to reach the runtime's streaming
+// server as a Status.
+type streamProxyResponder struct{}
+
+func (streamProxyResponder) Error(w http.ResponseWriter, _ *http.Request, err error) {
+	writeStatusError(w, http.StatusInternalServerError, fmt.Sprintf("error proxying to the container runtime's streaming server: %v", err))
 }

@@ -76,7 +76,7 @@ func (m *Mux) serveContainerLogs(w http.ResponseWriter, req *http.Request, names
 		http.Error(w, err.Error(), http.StatusUnprocessableEntity)
 		return
 	}
-	k, ok := m.lookupContainer(func(code int, msg string) { http.Error(w, msg, code) }, namespace, pod, container)
+	k, _, _, ok := m.lookupContainer(func(code int, msg string) { http.Error(w, msg, code) }, namespace, pod, container)
 	if !ok {
 		return
 	}

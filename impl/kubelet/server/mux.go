@@ -5,13 +5,12 @@
 //	GET  /metrics                                  Prometheus metrics
 //	GET  /containerLogs/{namespace}/{pod}/{container}
 //	     ?follow&previous&timestamps&tailLines&sinceSeconds&sinceTime&limitBytes
-//	GET|POST /exec/{namespace}/{pod}/{container}?command=...&stdout=1&stderr=1
+//	GET|POST /exec/{namespace}/{pod}/{container}?command=...&stdin&stdout&stderr&tty
+//	GET|POST /attach/{namespace}/{pod}/{container}?stdin&stdout&stderr&tty
 //	     upgraded to WebSocket (v5.channel.k8s.io, v4.channel.k8s.io) or
-//	     SPDY/3.1 (v4.channel.k8s.io), as kubectl and client-go's
-//	     remotecommand executors speak them
-//	GET|POST /attach/{namespace}/{pod}/{container}?stdout=1&stderr=1
-//	     the same upgrades; streams the running container's output from
-//	     the moment of attaching until it stops or the client leaves
+//	     SPDY/3.1 (the same two), as kubectl and client-go's remotecommand
+//	     executors speak them: stdin, stdout, stderr, the exit Status and
+//	     TTY resizes (streaming.go)
 //	GET|POST /portForward/{namespace}/{pod}
 //	     upgraded to SPDY/3.1 (portforward.k8s.io): one data and one error
 //	     stream per forwarded connection, connected to the port through
@@ -22,10 +21,12 @@
 // behind one HTTPS port; a request for a pod goes to the kubelet that runs
 // it. The standalone `kubeproof kubelet` registers just itself.
 //
-// Exec and attach are non-interactive: the command runs through the runtime's ExecSync
-// and its output, then its exit status (a metav1.Status on the error
-// stream, reason NonZeroExitCode with an ExitCode cause, as upstream), are
-// sent back. Requests for stdin or a TTY are refused with 400.
+// Exec and attach are interactive, as upstream's: with a CRI runtime
+// (IndirectStreamingRuntime) the kubelet asks the runtime for its streaming
+// URL and proxies the client's upgraded connection there; with the
+// simulation (DirectStreamingRuntime) it serves the protocol itself and
+// hands the runtime the streams. A command's non-zero exit ends the session
+// with a Status of reason NonZeroExitCode and an ExitCode cause.
 //
 // Authentication and authorization: with Options.Auth (auth.go) each
 // request is authenticated (client certificate, else a bearer token by
@@ -64,7 +65,9 @@ type Kubelet interface {
 	ContainerLogs(ctx context.Context, namespace, pod, container string, previous bool, opts runtime.LogOptions) ([]runtime.LogLine, error)
 	// ContainerRunning reports whether the container's latest instance runs.
 	ContainerRunning(ctx context.Context, namespace, pod, container string) bool
-	ExecInContainer(ctx context.Context, namespace, pod, container string, cmd []string, timeout time.Duration) (stdout, stderr []byte, exitCode int32, err error)
+	// Runtime is the kubelet's container runtime; exec and attach use it
+	// when it is a DirectStreamingRuntime or an IndirectStreamingRuntime.
+	Runtime() runtime.Runtime
 	RunningPods() int
 }
 
@@ -267,21 +270,27 @@ func (c runningPodsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// lookupContainer resolves the pod and checks the container is in its
-// spec, writing upstream's 404s with writeError when not.
-func (m *Mux) lookupContainer(writeError func(code int, msg string), namespace, pod, container string) (Kubelet, bool) {
+// lookupContainer resolves the pod and the container in its spec (an app,
+// init or ephemeral container), writing upstream's 404s with writeError
+// when not found.
+func (m *Mux) lookupContainer(writeError func(code int, msg string), namespace, pod, container string) (Kubelet, *v1.Pod, *v1.Container, bool) {
 	k, p, ok := m.kubeletFor(namespace, pod)
 	if !ok {
 		writeError(http.StatusNotFound, fmt.Sprintf("pod %q does not exist", pod))
-		return nil, false
+		return nil, nil, nil, false
 	}
 	for _, list := range [][]v1.Container{p.Spec.Containers, p.Spec.InitContainers} {
-		for _, c := range list {
-			if c.Name == container {
-				return k, true
+		for i := range list {
+			if list[i].Name == container {
+				return k, p, &list[i], true
 			}
 		}
 	}
+	for i := range p.Spec.EphemeralContainers {
+		if c := &p.Spec.EphemeralContainers[i].EphemeralContainerCommon; c.Name == container {
+			return k, p, (*v1.Container)(c), true
+		}
+	}
 	writeError(http.StatusNotFound, fmt.Sprintf("container %q not found in pod %q", container, pod))
-	return nil, false
+	return nil, nil, nil, false
 }

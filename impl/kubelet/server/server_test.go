@@ -400,7 +400,7 @@ func TestExecRefusals(t *testing.T) {
 		path, want string
 	}{
 		"unknown container": {execQuery("nope", "true"), `container "nope" not found in pod "web"`},
-		"stdin":             {execQuery("app", "true") + "&stdin=true", "stdin and tty are not supported"},
+		"no stream":         {"/exec/default/web/app?command=true&tty=true", "at least 1 of stdin, stdout, stderr"},
 		"no command":        {"/exec/default/web/app?stdout=1", "at least one command"},
 	} {
 		for transport, ex := range executors(t, e, tc.path) {

@@ -37,7 +37,6 @@ import (
 	"k8s.io/client-go/util/exec"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet"
-	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 	"github.com/kubeproof/kubeproof/impl/kubelet/server"
 	"github.com/kubeproof/kubeproof/impl/kubelet/server/apiproxy"
@@ -59,7 +58,6 @@ type env struct {
 	ctx     context.Context
 	client  *fake.Clientset
 	kubelet *kubelet.Kubelet
-	rt      *growingRuntime
 	api     *httptest.Server // the "API server": routes to the Proxy
 }
 
@@ -77,9 +75,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	simRT, _ := sim.New(sim.Config{PodCIDR: "10.244.0.0/24"})
-	rt := &growingRuntime{Runtime: simRT, extra: map[string][]runtime.LogLine{}}
-	e.rt = rt
+	rt, _ := sim.New(sim.Config{PodCIDR: "10.244.0.0/24"})
 	k, err := kubelet.New(ctx, e.client, kubelet.Config{NodeName: "node-1", NodeIP: "127.0.0.1", Port: int32(port), RelistPeriod: 10 * time.Millisecond}, rt)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,7 @@
 package apiproxy_test
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,44 +13,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/transport/spdy"
+	"k8s.io/client-go/util/exec"
 
-	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
-
-// growingRuntime is the simulated runtime whose containers can be given
-// more output after they started (the simulated containers write nothing
-// after their start), so attach has something to stream.
-type growingRuntime struct {
-	*sim.Runtime
-	mu    sync.Mutex
-	extra map[string][]runtime.LogLine // by container id
-}
-
-func (g *growingRuntime) ContainerLogs(ctx context.Context, id string, opts runtime.LogOptions) ([]runtime.LogLine, error) {
-	lines, err := g.Runtime.ContainerLogs(ctx, id, opts)
-	if err != nil {
-		return nil, err
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return append(lines, g.extra[id]...), nil
-}
-
-// appendAll adds a line to every container's output.
-func (g *growingRuntime) appendAll(ctx context.Context, text string) {
-	cs, _ := g.Runtime.ListContainers(ctx, nil)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for _, c := range cs {
-		g.extra[c.Id] = append(g.extra[c.Id], runtime.LogLine{Time: time.Now(), Stream: "stdout", Text: text})
-	}
-}
 
 // syncBuffer is a strings.Builder safe for the executor's writer goroutine
 // and the test reading it.
@@ -86,26 +58,46 @@ func (e *env) executors(path string) map[string]remotecommand.Executor {
 	return map[string]remotecommand.Executor{"spdy": spdyExec, "websocket": wsExec}
 }
 
-// Attach through the proxy streams what the container writes after the
-// attach, over both transports, and ends cleanly when the container stops.
+// runStdinPod runs a pod whose one container accepts stdin (stdin: true).
+func (e *env) runStdinPod(name string) {
+	e.t.Helper()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name),
+		Annotations: map[string]string{sim.AnnotationLogs: "before-attach"}},
+		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "app", Image: "busybox", Stdin: true}}}}
+	if _, err := e.client.CoreV1().Pods("default").Create(e.ctx, p, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !e.kubelet.ContainerRunning(e.ctx, "default", name, "app"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("pod %s not running", name)
+		}
+	}
+}
+
+// Attach with stdin through the proxy: what the client sends reaches the
+// container's main process (the simulation echoes it to its output),
+// over both transports; output from before the attach is not replayed,
+// and the session ends cleanly when the container stops.
 func TestPodAttachThroughTheProxy(t *testing.T) {
 	e := newEnv(t)
 	e.waitNode()
 	for _, transport := range []string{"spdy", "websocket"} {
 		t.Run(transport, func(t *testing.T) {
 			pod := "attach-" + transport
-			e.runPod(pod, "node-1", map[string]string{sim.AnnotationLogs: "before-attach"}, "app")
-			ex := e.executors("/api/v1/namespaces/default/pods/" + pod + "/attach?stdout=true&stderr=true")[transport]
+			e.runStdinPod(pod)
+			ex := e.executors("/api/v1/namespaces/default/pods/" + pod + "/attach?stdin=true&stdout=true&stderr=true")[transport]
+			stdinR, stdinW := io.Pipe()
+			defer stdinW.Close()
 			var stdout syncBuffer
 			done := make(chan error, 1)
 			go func() {
-				done <- ex.StreamWithContext(e.ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: io.Discard})
+				done <- ex.StreamWithContext(e.ctx, remotecommand.StreamOptions{Stdin: stdinR, Stdout: &stdout, Stderr: io.Discard})
 			}()
 			for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stdout.String(), "after-attach\n"); time.Sleep(10 * time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatalf("attached output never arrived; got %q", stdout.String())
 				}
-				e.rt.appendAll(e.ctx, "after-attach")
+				_, _ = io.WriteString(stdinW, "after-attach\n")
 			}
 			if err := e.client.CoreV1().Pods("default").Delete(e.ctx, pod, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
@@ -122,6 +114,56 @@ func TestPodAttachThroughTheProxy(t *testing.T) {
 				t.Errorf("output from before the attach was replayed: %q", stdout.String())
 			}
 		})
+	}
+}
+
+// sizeQueue hands client-go the terminal sizes sent on it.
+type sizeQueue chan remotecommand.TerminalSize
+
+func (q sizeQueue) Next() *remotecommand.TerminalSize {
+	s, ok := <-q
+	if !ok {
+		return nil
+	}
+	return &s
+}
+
+// exec -i and exec -it through the proxy: stdin, its EOF, the exit code,
+// a TTY and its resizes all cross API server and kubelet.
+func TestPodExecInteractiveThroughTheProxy(t *testing.T) {
+	e := newEnv(t)
+	e.waitNode()
+	e.runPod("web", "node-1", nil, "app")
+	const path = "/api/v1/namespaces/default/pods/web/exec?command=sh&stdin=true&stdout=true"
+	for transport, ex := range e.executors(path + "&stderr=true") {
+		var stdout, stderr syncBuffer
+		err := ex.StreamWithContext(e.ctx, remotecommand.StreamOptions{Stdin: strings.NewReader("echo in\ncat /nope\n"), Stdout: &stdout, Stderr: &stderr})
+		var exit exec.CodeExitError
+		if !errors.As(err, &exit) || exit.Code != 1 || stdout.String() != "in\n" || stderr.String() != "cat: /nope: No such file or directory\n" {
+			t.Errorf("exec -i over %s: %v, stdout %q stderr %q", transport, err, stdout.String(), stderr.String())
+		}
+	}
+	for transport, ex := range e.executors(path + "&tty=true") {
+		stdinR, stdinW := io.Pipe()
+		sizes := make(sizeQueue, 1)
+		sizes <- remotecommand.TerminalSize{Width: 90, Height: 20}
+		var stdout syncBuffer
+		done := make(chan error, 1)
+		go func() {
+			done <- ex.StreamWithContext(e.ctx, remotecommand.StreamOptions{Stdin: stdinR, Stdout: &stdout, Tty: true, TerminalSizeQueue: sizes})
+		}()
+		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stdout.String(), "20 90\r\n"); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("exec -it over %s: %q", transport, stdout.String())
+			}
+			_, _ = io.WriteString(stdinW, "stty size\n")
+		}
+		_, _ = io.WriteString(stdinW, "exit 0\n")
+		if err := <-done; err != nil {
+			t.Errorf("exec -it over %s ended with %v", transport, err)
+		}
+		close(sizes)
+		_ = stdinW.Close()
 	}
 }
 
@@ -155,10 +197,11 @@ func TestPodAttachRefusals(t *testing.T) {
 		}
 	}
 	// Through the streaming clients: a refusal by the proxy, and one by
-	// the kubelet (which serves attach without stdin), come back as errors.
+	// the kubelet (stdin for a container without stdin: true), come back
+	// as errors.
 	for _, tc := range []struct{ path, want string }{
 		{base + "multi/attach?stdout=true", "a container name must be specified for pod multi"},
-		{base + "web/attach?stdout=true&stdin=true", "stdin and tty are not supported"},
+		{base + "web/attach?stdout=true&stdin=true", "the container does not accept stdin"},
 	} {
 		for transport, ex := range e.executors(tc.path) {
 			err := ex.StreamWithContext(e.ctx, remotecommand.StreamOptions{Stdout: io.Discard, Stdin: strings.NewReader("")})
