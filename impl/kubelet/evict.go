@@ -92,11 +92,13 @@ func (k *Kubelet) activePods() []*v1.Pod {
 func (k *Kubelet) evictionTick(ctx context.Context) {
 	k.evictMu.Lock()
 	defer k.evictMu.Unlock()
+	k.collectGarbage(ctx, k.clock.Now()) // nodegc.go: also makes the node-level reclaimer
 	d, changed, err := k.evictions.Synchronize(ctx, k.activePods(), k.clock.Now())
 	if err != nil {
 		k.log.Warn("eviction manager", "err", err)
 		return
 	}
+	k.logReclaim(d)
 	var p Pressure
 	for _, c := range d.Conditions {
 		switch c {
