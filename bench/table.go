@@ -15,12 +15,20 @@ func WriteTable(w io.Writer, m Machine, results []WriteResult) {
 // as a Markdown table.
 func writeOpsTable(w io.Writer, m Machine, rateName string, results []WriteResult) {
 	writeMachine(w, m)
-	fmt.Fprintf(w, "| target | clients | ops | errors | %s | p50 | p99 | max |\n", rateName)
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(w, "| target | clients | ops | errors | %s | p50 | p99 | max | process CPU/op |\n", rateName)
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %.0f | %s | %s | %s |\n", r.Target, r.Clients, r.Ops, r.Errors, r.Rate,
-			ms(r.Latencies.P50), ms(r.Latencies.P99), ms(r.Latencies.Max))
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %.0f | %s | %s | %s | %s |\n", r.Target, r.Clients, r.Ops, r.Errors, r.Rate,
+			ms(r.Latencies.P50), ms(r.Latencies.P99), ms(r.Latencies.Max), us(r.ProcessCPUPerOp))
 	}
+}
+
+// us formats a per-operation CPU time; "—" when not measured.
+func us(d time.Duration) string {
+	if d <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }

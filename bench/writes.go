@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -32,6 +33,12 @@ type WriteResult struct {
 	// Rate is successful operations per second.
 	Rate      float64   `json:"rate"`
 	Latencies Latencies `json:"latencies"`
+	// ProcessCPUPerOp is the CPU time (user plus system) the whole
+	// benchmark process spent per successful operation. When the API
+	// server and etcd run in the benchmark's process (no --kubeconfig) it
+	// is the whole stack's cost of one operation, which, unlike Rate,
+	// barely moves with the load other processes put on the machine.
+	ProcessCPUPerOp time.Duration `json:"process_cpu_per_op,omitempty"`
 }
 
 // payload1KiB is the data of every benchmark ConfigMap: 1 KiB, as in the
@@ -46,6 +53,7 @@ func runClients(ctx context.Context, target string, clients int, d time.Duration
 	var ops, errs atomic.Int64
 	lat := make([][]time.Duration, clients)
 	var wg sync.WaitGroup
+	startCPU := processCPU()
 	start := time.Now()
 	deadline := start.Add(d)
 	for c := 0; c < clients; c++ {
@@ -69,14 +77,29 @@ func runClients(ctx context.Context, target string, clients int, d time.Duration
 	}
 	wg.Wait()
 	elapsed := min(time.Since(start), d) // counted calls all ended within d
+	cpu := processCPU() - startCPU
 	var all []time.Duration
 	for _, l := range lat {
 		all = append(all, l...)
 	}
-	return WriteResult{
+	r := WriteResult{
 		Target: target, Clients: clients, Ops: ops.Load(), Errors: errs.Load(), Elapsed: elapsed,
 		Rate: float64(ops.Load()) / elapsed.Seconds(), Latencies: Summarize(all),
 	}
+	if n := ops.Load(); n > 0 && cpu > 0 {
+		r.ProcessCPUPerOp = cpu / time.Duration(n)
+	}
+	return r
+}
+
+// processCPU is the CPU time (user plus system) this process has used so
+// far; 0 if the system does not say.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // APIClientConfig returns a copy of cfg tuned for load generation: no

@@ -17,9 +17,14 @@ import (
 type WritesConfig struct {
 	// API is the API server to create through.
 	API *rest.Config
-	// Etcd, if not nil, is the etcd the API server stores in; raw Txn
-	// creates are measured on it for comparison.
+	// Etcd, if not nil, is a gRPC client of the etcd the API server
+	// stores in; raw Txn creates are measured on it for comparison
+	// (target "etcd Txn").
 	Etcd *clientv3.Client
+	// EtcdInProcess, if not nil, is the same embedded etcd's in-process
+	// client (the way an in-process API server reaches it); raw Txn creates
+	// are measured through it too (target "etcd Txn (in-process)").
+	EtcdInProcess *clientv3.Client
 	// Clients are the concurrency levels (default 1, 16, 64, 256).
 	Clients []int
 	// Duration of each measurement (default 10 s).
@@ -77,16 +82,24 @@ func runWriteLevels(ctx context.Context, cfg WritesConfig, kind, namePrefix stri
 			cfg.Progress(r)
 		}
 	}
+	etcds := []struct {
+		client *clientv3.Client
+		suffix string // of the target name and key prefix
+	}{{cfg.Etcd, ""}, {cfg.EtcdInProcess, " (in-process)"}}
 	for i, clients := range cfg.Clients {
-		if cfg.Etcd != nil {
-			prefix := fmt.Sprintf("/kubeproof-bench/%s/%d", ns, i)
-			r, err := etcdRun(ctx, cfg.Etcd, prefix, clients, cfg.Duration)
-			if _, derr := cfg.Etcd.Delete(context.WithoutCancel(ctx), prefix+"/", clientv3.WithPrefix()); derr != nil && err == nil {
+		for j, e := range etcds {
+			if e.client == nil {
+				continue
+			}
+			prefix := fmt.Sprintf("/kubeproof-bench/%s/%d-%d", ns, i, j)
+			r, err := etcdRun(ctx, e.client, prefix, clients, cfg.Duration)
+			if _, derr := e.client.Delete(context.WithoutCancel(ctx), prefix+"/", clientv3.WithPrefix()); derr != nil && err == nil {
 				err = fmt.Errorf("cleaning up etcd keys: %w", derr)
 			}
 			if err != nil {
 				return results, err
 			}
+			r.Target += e.suffix
 			record(r)
 		}
 		for _, ct := range cfg.ContentTypes {

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,18 +25,20 @@ func TestRunWritesSmoke(t *testing.T) {
 	c, cs := clustertest.Start(t, clustertest.Options{})
 	ctx := context.Background()
 	results, err := RunWrites(ctx, WritesConfig{
-		API: c.AdminConfig, Etcd: c.EtcdClient, Clients: []int{2}, Duration: 300 * time.Millisecond,
+		API: c.AdminConfig, Etcd: c.EtcdClient, EtcdInProcess: c.EtcdInProcessClient, Clients: []int{2}, Duration: 300 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(results) != 3 {
-		t.Fatalf("got %d results, want etcd + protobuf + json", len(results))
-	}
+	var targets []string
 	for _, r := range results {
-		if r.Ops == 0 || r.Errors != 0 || r.Rate <= 0 || r.Latencies.P99 <= 0 {
+		targets = append(targets, r.Target)
+		if r.Ops == 0 || r.Errors != 0 || r.Rate <= 0 || r.Latencies.P99 <= 0 || r.ProcessCPUPerOp <= 0 {
 			t.Errorf("%s: implausible result %+v", r.Target, r)
 		}
+	}
+	if want := []string{"etcd Txn", "etcd Txn (in-process)", "apiserver (protobuf)", "apiserver (json)"}; !slices.Equal(targets, want) {
+		t.Fatalf("targets %q, want %q", targets, want)
 	}
 	// The etcd keys are gone and the namespace is being deleted.
 	resp, err := c.EtcdClient.Get(ctx, "/kubeproof-bench/", clientv3.WithPrefix(), clientv3.WithCountOnly())

@@ -30,6 +30,7 @@ func newBenchCommand() *cobra.Command {
 		pods        int
 		outDir      string
 		watchCache  bool
+		etcdGRPC    bool
 
 		schedProcess    bool
 		fsyncOff        bool
@@ -59,7 +60,12 @@ any API server given by --kubeconfig, and print Markdown tables.
 Workloads:
   writes            1 KiB ConfigMap creates/s through the API server (protobuf and JSON
                     clients) at each --clients level, next to raw etcd Txn creates/s on the
-                    same etcd (in-process, or --etcd-servers with --kubeconfig).
+                    same etcd: with an in-process cluster both over gRPC on loopback TCP
+                    ("etcd Txn") and through etcd's in-process client ("etcd Txn
+                    (in-process)", how the API server reaches its embedded etcd unless
+                    --apiserver-etcd-grpc); with --kubeconfig, over gRPC to --etcd-servers.
+                    Each row also gives the process's CPU per operation (the whole stack's
+                    when it runs in-process).
   updates           compare-and-swap updates/s of 1 KiB ConfigMaps at each --clients level for
                     --duration: each client PUTs its own object with the last resourceVersion
                     (protobuf and JSON clients), next to raw etcd Txn
@@ -158,7 +164,7 @@ inline SVG charts) and charts/*.svg.`,
 					wStart := time.Now()
 					switch w {
 					case "writes", "updates":
-						results, err := runWritesWorkload(cmd.Context(), out, w, kubeconfig, etcdServers, clients, duration, watchCache)
+						results, err := runWritesWorkload(cmd.Context(), out, w, kubeconfig, etcdServers, clients, duration, targetConfig{watchCache, etcdGRPC})
 						if err != nil {
 							return err
 						}
@@ -171,7 +177,7 @@ inline SVG charts) and charts/*.svg.`,
 						}
 					case "watch-fanout":
 						cfg := bench.WatchFanoutConfig{Watchers: watchers, Rate: eventRate, Duration: watchDuration, Connections: watchConns}
-						results, err := runWatchFanoutWorkload(cmd.Context(), out, kubeconfig, cfg, watchCache)
+						results, err := runWatchFanoutWorkload(cmd.Context(), out, kubeconfig, cfg, targetConfig{watchCache, etcdGRPC})
 						if err != nil {
 							return err
 						}
@@ -305,6 +311,7 @@ inline SVG charts) and charts/*.svg.`,
 	fs.StringVar(&compare, "compare", "", "Baseline results.json, or a directory of them, to compare against (fails on a regression).")
 	fs.Float64Var(&noise, "noise", bench.DefaultNoise, "Relative change treated as noise when comparing (raised to the runs' own range).")
 	fs.BoolVar(&watchCache, "watch-cache", true, "In-process API servers use the watch cache.")
+	fs.BoolVar(&etcdGRPC, "apiserver-etcd-grpc", false, "In-process API servers of writes, updates and watch-fanout reach the embedded etcd over gRPC on loopback TCP, as they would --etcd-servers (default: etcd's in-process client).")
 	fs.BoolVar(&schedProcess, "scheduler-process", true, "Scheduling workloads run the scheduler as a separate 'kubeproof scheduler' process (false: in-process; CPU and RSS are then the whole process's).")
 	fs.BoolVar(&fsyncOff, "unsafe-no-fsync", false, "Scheduling and startup workloads turn fsync off in the embedded etcd.")
 	fs.IntVar(&startupNodes, "startup-nodes", 100, "Simulated nodes of the startup workload.")
@@ -352,8 +359,8 @@ func progressPrinter(w io.Writer) func(bench.Progress) {
 
 // runWatchFanoutWorkload runs watch-fanout against --kubeconfig or a fresh
 // in-process cluster.
-func runWatchFanoutWorkload(ctx context.Context, out io.Writer, kubeconfig string, cfg bench.WatchFanoutConfig, watchCache bool) ([]bench.WatchFanoutResult, error) {
-	api, _, stop, err := benchTarget(ctx, kubeconfig, watchCache)
+func runWatchFanoutWorkload(ctx context.Context, out io.Writer, kubeconfig string, cfg bench.WatchFanoutConfig, tc targetConfig) ([]bench.WatchFanoutResult, error) {
+	api, _, stop, err := benchTarget(ctx, kubeconfig, tc)
 	if err != nil {
 		return nil, err
 	}
@@ -367,15 +374,18 @@ func runWatchFanoutWorkload(ctx context.Context, out io.Writer, kubeconfig strin
 }
 
 // runWritesWorkload runs writes (creates) or updates (CAS updates).
-func runWritesWorkload(ctx context.Context, out io.Writer, workload, kubeconfig string, etcdServers []string, clients []int, d time.Duration, watchCache bool) ([]bench.WriteResult, error) {
-	api, c, stop, err := benchTarget(ctx, kubeconfig, watchCache)
+func runWritesWorkload(ctx context.Context, out io.Writer, workload, kubeconfig string, etcdServers []string, clients []int, d time.Duration, tc targetConfig) ([]bench.WriteResult, error) {
+	api, c, stop, err := benchTarget(ctx, kubeconfig, tc)
 	if err != nil {
 		return nil, err
 	}
 	defer stop()
-	var etcd *clientv3.Client
+	var etcd, etcdInProcess *clientv3.Client
 	if c != nil {
-		etcd = c.EtcdClient
+		// Raw etcd both ways: over gRPC (as any etcd client, and as the
+		// API server with --apiserver-etcd-grpc) and in-process (as the
+		// API server by default).
+		etcd, etcdInProcess = c.EtcdClient, c.EtcdInProcessClient
 	} else if len(etcdServers) > 0 {
 		if etcd, err = clientv3.New(clientv3.Config{Endpoints: etcdServers, DialTimeout: 10 * time.Second}); err != nil {
 			return nil, fmt.Errorf("connecting to etcd: %w", err)
@@ -387,18 +397,23 @@ func runWritesWorkload(ctx context.Context, out io.Writer, workload, kubeconfig 
 		run = bench.RunUpdates
 	}
 	return run(ctx, bench.WritesConfig{
-		API: api, Etcd: etcd, Clients: clients, Duration: d,
+		API: api, Etcd: etcd, EtcdInProcess: etcdInProcess, Clients: clients, Duration: d,
 		Progress: func(r bench.WriteResult) {
-			fmt.Fprintf(out, "%-28s clients=%-4d %8.0f/s  p50 %6.1f ms  p99 %6.1f ms  errors %d\n", r.Target, r.Clients, r.Rate,
-				float64(r.Latencies.P50)/1e6, float64(r.Latencies.P99)/1e6, r.Errors)
+			fmt.Fprintf(out, "%-28s clients=%-4d %8.0f/s  p50 %6.1f ms  p99 %6.1f ms  errors %d  process CPU %4.0f µs/op\n", r.Target, r.Clients, r.Rate,
+				float64(r.Latencies.P50)/1e6, float64(r.Latencies.P99)/1e6, r.Errors, float64(r.ProcessCPUPerOp)/1e3)
 		},
 	})
 }
 
+// targetConfig is how benchTarget starts an in-process API server: with
+// the watch cache (--watch-cache), and over gRPC to the embedded etcd
+// (--apiserver-etcd-grpc) instead of in-process.
+type targetConfig struct{ watchCache, etcdGRPC bool }
+
 // benchTarget is the API server a workload runs against: --kubeconfig's,
 // or (c not nil) a fresh in-process cluster in a temporary directory, with
 // fsync on so the numbers are what a user's cluster gets. stop releases it.
-func benchTarget(ctx context.Context, kubeconfig string, watchCache bool) (api *rest.Config, c *cluster.Cluster, stop func(), err error) {
+func benchTarget(ctx context.Context, kubeconfig string, tc targetConfig) (api *rest.Config, c *cluster.Cluster, stop func(), err error) {
 	if kubeconfig != "" {
 		if api, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
 			return nil, nil, nil, fmt.Errorf("loading --kubeconfig: %w", err)
@@ -409,7 +424,8 @@ func benchTarget(ctx context.Context, kubeconfig string, watchCache bool) (api *
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	c, err = cluster.Start(ctx, cluster.Config{DataDir: dir, BindAddress: "127.0.0.1:0", WatchCache: watchCache, CompactionInterval: -1})
+	c, err = cluster.Start(ctx, cluster.Config{DataDir: dir, BindAddress: "127.0.0.1:0", WatchCache: tc.watchCache,
+		EtcdOverGRPC: tc.etcdGRPC, CompactionInterval: -1})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, nil, err

@@ -33,6 +33,10 @@ import (
 // APIServerConfig is what an API server needs besides its flags' defaults.
 type APIServerConfig struct {
 	EtcdClient *clientv3.Client
+	// EtcdNewWatcher gives each etcd watch a Watcher of its own; nil means
+	// clientv3.NewWatcher(EtcdClient). Required when EtcdClient is an
+	// embedded etcd's in-process client (embedded.Etcd.NewWatcher).
+	EtcdNewWatcher func() clientv3.Watcher
 	// EtcdPrefix is the key prefix of objects (default "/registry").
 	EtcdPrefix string
 	WatchCache bool
@@ -143,7 +147,7 @@ func NewAPIServer(cfg APIServerConfig) (*apiserver.Server, *storagebackend.Facto
 		return nil, nil, err
 	}
 	factory := storagebackend.NewFactory(storagebackend.Config{
-		Client: cfg.EtcdClient, Prefix: cfg.EtcdPrefix, WatchCache: cfg.WatchCache,
+		Client: cfg.EtcdClient, NewWatcher: cfg.EtcdNewWatcher, Prefix: cfg.EtcdPrefix, WatchCache: cfg.WatchCache,
 		CompactionInterval: compaction, Metrics: cfg.Metrics, Logger: cfg.Logger,
 	})
 	resources := registry.All()

@@ -48,6 +48,11 @@ type Config struct {
 	// CompactionInterval is how often etcd history is compacted (0: the
 	// storage default; negative: never).
 	CompactionInterval time.Duration
+	// EtcdOverGRPC makes the API server reach the embedded etcd through a
+	// gRPC client on loopback TCP, as it reaches --etcd-servers, instead of
+	// etcd's in-process client (the default; see embedded.InProcessClient).
+	// For comparisons; no effect with EtcdServers.
+	EtcdOverGRPC bool
 	// UnsafeNoFsync turns off fsync in the embedded etcd (tests and
 	// benchmarks only: a machine crash may lose acknowledged writes).
 	UnsafeNoFsync bool
@@ -87,8 +92,13 @@ type Cluster struct {
 	AdminConfig *rest.Config
 	// CA signs every certificate of the cluster.
 	CA *pki.CA
-	// EtcdClient talks to the cluster's etcd.
+	// EtcdClient talks to the cluster's etcd over gRPC, as any client of
+	// an etcd cluster would (for the embedded etcd: on loopback TCP).
 	EtcdClient *clientv3.Client
+	// EtcdInProcessClient is the embedded etcd's in-process client, which
+	// the API server uses unless Config.EtcdOverGRPC; nil with external
+	// etcd servers.
+	EtcdInProcessClient *clientv3.Client
 	// Metrics is the API server's metrics registry.
 	Metrics *prometheus.Registry
 
@@ -159,6 +169,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			return nil, err
 		}
 		c.EtcdClient = c.etcd.Client()
+		c.EtcdInProcessClient = c.etcd.InProcessClient()
 	} else {
 		c.EtcdClient, err = clientv3.New(clientv3.Config{Endpoints: cfg.EtcdServers, TLS: cfg.EtcdClientTLS, DialTimeout: 10 * time.Second, Logger: EtcdClientLogger()})
 		if err != nil {
@@ -211,8 +222,16 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		return nil, fmt.Errorf("listening on %s: %w", cfg.BindAddress, err)
 	}
 	c.URL = "https://" + ln.Addr().String()
+	// The API server reaches an embedded etcd in-process: no gRPC
+	// encoding, HTTP/2 framing or loopback socket on every storage call
+	// and watch event. External etcd servers are reached over gRPC.
+	apiEtcd := c.EtcdClient
+	var apiWatchers func() clientv3.Watcher
+	if c.etcd != nil && !cfg.EtcdOverGRPC {
+		apiEtcd, apiWatchers = c.EtcdInProcessClient, c.etcd.NewWatcher
+	}
 	srv, storageFactory, err := NewAPIServer(APIServerConfig{
-		EtcdClient: c.EtcdClient, EtcdPrefix: cfg.EtcdPrefix, WatchCache: cfg.WatchCache,
+		EtcdClient: apiEtcd, EtcdNewWatcher: apiWatchers, EtcdPrefix: cfg.EtcdPrefix, WatchCache: cfg.WatchCache,
 		CompactionInterval: cfg.CompactionInterval, ServingCert: &creds.serving, ClientCA: creds.ca.Pool(),
 		Listener: ln, Metrics: c.Metrics, Logger: cfg.Logger, KubeletClientTLS: kubeletClientTLS, Auth: authOpts,
 		Services: cfg.Services,

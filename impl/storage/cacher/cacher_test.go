@@ -33,8 +33,15 @@ func TestMain(m *testing.M) {
 // newCacher builds a watch cache of res, ready to serve.
 func newCacher(t *testing.T, res storage.ResourceConfig, tune func(*cacher.Config)) (*cacher.Cacher, *etcd3.Store) {
 	t.Helper()
+	return newCacherOn(t, etcd3.Config{Client: etcd.Client()}, res, tune)
+}
+
+// newCacherOn is newCacher on the etcd client (and watchers) of base.
+func newCacherOn(t *testing.T, base etcd3.Config, res storage.ResourceConfig, tune func(*cacher.Config)) (*cacher.Cacher, *etcd3.Store) {
+	t.Helper()
 	s, err := etcd3.New(etcd3.Config{
-		Client:                      etcd.Client(),
+		Client:                      base.Client,
+		NewWatcher:                  base.NewWatcher,
 		Resource:                    res,
 		BookmarkInterval:            100 * time.Millisecond,
 		TooLargeResourceVersionWait: 200 * time.Millisecond,
@@ -66,6 +73,19 @@ func TestSuite(t *testing.T) {
 		Client: etcd.Client(),
 		New: func(t *testing.T, res storage.ResourceConfig) (storage.Interface, storage.DestroyFunc) {
 			c, s := newCacher(t, res, nil)
+			return c, func() { c.Stop(); s.Close() }
+		},
+	})
+}
+
+// TestSuiteInProcess runs the suite with the watch cache on etcd's
+// in-process client (how the API server reaches its embedded etcd).
+func TestSuiteInProcess(t *testing.T) {
+	inProcess := etcd3.Config{Client: etcd.InProcessClient(), NewWatcher: etcd.NewWatcher}
+	storagetest.Run(t, storagetest.Backend{
+		Client: etcd.InProcessClient(),
+		New: func(t *testing.T, res storage.ResourceConfig) (storage.Interface, storage.DestroyFunc) {
+			c, s := newCacherOn(t, inProcess, res, nil)
 			return c, func() { c.Stop(); s.Close() }
 		},
 	})

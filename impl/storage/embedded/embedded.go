@@ -1,6 +1,9 @@
 // Package embedded runs a single-member etcd server inside the process, for
 // the all-in-one binary (`kubeproof up`) and for tests. Clients talk to it
-// over gRPC on loopback TCP, exactly as they would to an external etcd.
+// over gRPC on loopback TCP, exactly as they would to an external etcd
+// (Client), or in-process (InProcessClient): etcd's own v3client, whose
+// calls go straight to the server's KV, watch and lease services without
+// gRPC encoding, HTTP/2 or a socket in between.
 package embedded
 
 import (
@@ -15,6 +18,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3rpc"
+	"go.etcd.io/etcd/server/v3/proxy/grpcproxy/adapter"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -47,6 +53,7 @@ type Config struct {
 type Etcd struct {
 	server    *embed.Etcd
 	client    *clientv3.Client
+	inProcess *clientv3.Client
 	endpoints []string
 }
 
@@ -128,12 +135,45 @@ func Start(ctx context.Context, cfg Config) (*Etcd, error) {
 		srv.Close()
 		return nil, fmt.Errorf("connecting to embedded etcd at %s: %w", clientURL.Host, err)
 	}
-	return &Etcd{server: srv, client: client, endpoints: []string{clientURL.String()}}, nil
+	return &Etcd{server: srv, client: client, inProcess: v3client.New(srv.Server), endpoints: []string{clientURL.String()}}, nil
 }
 
 // Client returns a gRPC client connected to the server over loopback TCP.
 // It is closed by Close.
 func (e *Etcd) Client() *clientv3.Client { return e.client }
+
+// InProcessClient returns etcd's in-process client of the server
+// (go.etcd.io/etcd/server/v3/etcdserver/api/v3client): the same KV, watch
+// and lease services a gRPC client reaches, called directly. Requests go
+// through the same quota, size and raft checks; what it skips is the gRPC
+// layer (marshalling, HTTP/2 framing, loopback TCP and the server's gRPC
+// interceptors: request logging, gRPC metrics and the require-leader check,
+// which a single member that is ready always passes). It has no endpoints
+// and no connection, so clientv3.NewWatcher cannot be used on it: take
+// watchers of its own from NewWatcher. It is closed by Close.
+func (e *Etcd) InProcessClient() *clientv3.Client { return e.inProcess }
+
+// NewWatcher returns a Watcher of its own on the in-process client: its
+// watch streams are not shared with any other Watcher's, as with
+// clientv3.NewWatcher on a gRPC client. Close it when done.
+func (e *Etcd) NewWatcher() clientv3.Watcher {
+	wc := adapter.WatchServerToWatchClient(v3rpc.NewWatchServer(e.server.Server))
+	return plainContextWatcher{clientv3.NewWatchFromWatchClient(wc, e.inProcess)}
+}
+
+// plainContextWatcher hides the watch context's String method from the
+// in-process watch server, which formats it: a context carrying trace data
+// would be read while another goroutine writes it (v3client's own watcher
+// does the same).
+type plainContextWatcher struct{ clientv3.Watcher }
+
+func (w plainContextWatcher) Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan {
+	return w.Watcher.Watch(plainContext{ctx}, key, opts...)
+}
+
+type plainContext struct{ context.Context }
+
+func (plainContext) String() string { return "(watch context)" }
 
 // Endpoints returns the client URLs (http://127.0.0.1:<port>).
 func (e *Etcd) Endpoints() []string { return append([]string(nil), e.endpoints...) }
@@ -141,6 +181,7 @@ func (e *Etcd) Endpoints() []string { return append([]string(nil), e.endpoints..
 // Close closes the client and stops the server, waiting until it has
 // released its ports and files.
 func (e *Etcd) Close() error {
+	_ = e.inProcess.Close() // only cancels its context
 	cerr := e.client.Close()
 	e.server.Close()
 	<-e.server.Server.StopNotify()

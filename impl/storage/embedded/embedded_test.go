@@ -2,10 +2,14 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/kubeproof/kubeproof/impl/storage/internal/leakcheck"
 )
@@ -47,5 +51,74 @@ func TestRestartKeepsDataAndReleasesPort(t *testing.T) {
 	}
 	if len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "hello" {
 		t.Fatalf("after restart got %v, want the key written before", resp.Kvs)
+	}
+}
+
+// TestInProcessClientSeesTheSameData writes through the in-process client
+// and reads through gRPC and back, watches through a watcher of the
+// in-process client, and leaves no goroutine behind after Close.
+func TestInProcessClientSeesTheSameData(t *testing.T) {
+	defer leakcheck.CheckAll(t)()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e, err := Start(ctx, Config{DataDir: t.TempDir(), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	in := e.InProcessClient()
+
+	w := e.NewWatcher()
+	defer w.Close()
+	events := w.Watch(ctx, "/registry/", clientv3.WithPrefix(), clientv3.WithPrevKV())
+
+	put, err := in.Put(ctx, "/registry/a", "from in-process")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Client().Get(ctx, "/registry/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Kvs) != 1 || string(got.Kvs[0].Value) != "from in-process" || got.Kvs[0].ModRevision != put.Header.Revision {
+		t.Fatalf("gRPC client read %v, want the in-process write at revision %d", got.Kvs, put.Header.Revision)
+	}
+	if _, err := e.Client().Put(ctx, "/registry/a", "from gRPC"); err != nil {
+		t.Fatal(err)
+	}
+	// A create Txn that finds the key answers Succeeded=false, as over gRPC.
+	txn, err := in.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision("/registry/a"), "=", 0)).
+		Then(clientv3.OpPut("/registry/a", "again")).Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if txn.Succeeded {
+		t.Fatal("create Txn on an existing key succeeded")
+	}
+
+	var seen []string
+	for len(seen) < 2 {
+		select {
+		case wr := <-events:
+			if err := wr.Err(); err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range wr.Events {
+				seen = append(seen, string(ev.Kv.Value))
+			}
+		case <-ctx.Done():
+			t.Fatalf("watch saw %v, want both writes", seen)
+		}
+	}
+	if seen[0] != "from in-process" || seen[1] != "from gRPC" {
+		t.Fatalf("watch saw %v", seen)
+	}
+
+	// Compacted revisions are refused with etcd's usual error.
+	if _, err := in.Compact(ctx, put.Header.Revision+1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Get(ctx, "/registry/a", clientv3.WithRev(put.Header.Revision)); !errors.Is(err, rpctypes.ErrCompacted) {
+		t.Fatalf("read at a compacted revision: %v, want %v", err, rpctypes.ErrCompacted)
 	}
 }

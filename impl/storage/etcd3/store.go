@@ -37,6 +37,11 @@ import (
 type Config struct {
 	// Client talks to etcd.
 	Client *clientv3.Client
+	// NewWatcher returns a Watcher of its own for one watch; nil means
+	// clientv3.NewWatcher(Client). An in-process client (package
+	// embedded's InProcessClient) has no connection to open watch streams
+	// on and must bring its own (embedded.Etcd.NewWatcher).
+	NewWatcher func() clientv3.Watcher
 	// Prefix is prepended to every key; "" means "/registry".
 	Prefix string
 	// Resource describes the resource stored.
@@ -63,6 +68,7 @@ const DefaultPrefix = "/registry"
 // Store is storage.Interface on etcd for one resource.
 type Store struct {
 	client       *clientv3.Client
+	newWatcher   func() clientv3.Watcher
 	codec        runtime.Codec
 	pathPrefix   string // "/registry"
 	resource     storage.ResourceConfig
@@ -108,6 +114,11 @@ func New(cfg Config) (*Store, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
+	newWatcher := cfg.NewWatcher
+	if newWatcher == nil {
+		client := cfg.Client
+		newWatcher = func() clientv3.Watcher { return clientv3.NewWatcher(client) }
+	}
 	typ := cfg.Resource.GroupResource.String()
 	if typ == "" {
 		typ = strings.Trim(cfg.Resource.ResourcePrefix, "/")
@@ -118,6 +129,7 @@ func New(cfg Config) (*Store, error) {
 	}
 	return &Store{
 		client:       cfg.Client,
+		newWatcher:   newWatcher,
 		codec:        codec,
 		pathPrefix:   prefix,
 		resource:     cfg.Resource,

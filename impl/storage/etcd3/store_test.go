@@ -46,3 +46,25 @@ func TestSuite(t *testing.T) {
 		},
 	})
 }
+
+// TestSuiteInProcess runs the same behaviour suite on etcd's in-process
+// client (how an API server reaches its embedded etcd): every store
+// behaviour, watches included, is the same as over gRPC.
+func TestSuiteInProcess(t *testing.T) {
+	storagetest.Run(t, storagetest.Backend{
+		Client: etcd.InProcessClient(),
+		New: func(t *testing.T, res storage.ResourceConfig) (storage.Interface, storage.DestroyFunc) {
+			s, err := etcd3.New(etcd3.Config{
+				Client:                      etcd.InProcessClient(),
+				NewWatcher:                  etcd.NewWatcher,
+				Resource:                    res,
+				BookmarkInterval:            100 * time.Millisecond,
+				TooLargeResourceVersionWait: 200 * time.Millisecond,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s, s.Close
+		},
+	})
+}

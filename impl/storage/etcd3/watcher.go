@@ -53,7 +53,7 @@ func (s *Store) Watch(ctx context.Context, key string, opts storage.ListOptions)
 		recursive: opts.Recursive,
 		pred:      pred,
 		bookmarks: pred.AllowWatchBookmarks,
-		etcd:      clientv3.NewWatcher(s.client),
+		etcd:      s.newWatcher(),
 		result:    make(chan watch.Event, resultBuffer),
 		done:      make(chan struct{}),
 	}

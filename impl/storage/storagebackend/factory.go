@@ -23,6 +23,10 @@ import (
 type Config struct {
 	// Client talks to etcd.
 	Client *clientv3.Client
+	// NewWatcher gives each etcd watch a Watcher of its own; nil means
+	// clientv3.NewWatcher(Client). Required with an in-process client
+	// (embedded.Etcd.InProcessClient: pass embedded.Etcd.NewWatcher).
+	NewWatcher func() clientv3.Watcher
 	// Prefix is the etcd key prefix of every object; "" means "/registry".
 	Prefix string
 	// WatchCache puts a watch cache in front of each resource's etcd store.
@@ -89,6 +93,7 @@ func (f *Factory) New(res storage.ResourceConfig) (storage.Interface, storage.De
 
 	store, err := etcd3.New(etcd3.Config{
 		Client:           f.cfg.Client,
+		NewWatcher:       f.cfg.NewWatcher,
 		Prefix:           f.cfg.Prefix,
 		Resource:         res,
 		Metrics:          f.metrics,
