@@ -405,7 +405,8 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		}
 		return root.ForController(ctx, ServiceAccountNames[controller])
 	}
-	factory := informers.NewSharedInformerFactory(root.Kube, cfg.ResyncPeriod)
+	// Cached objects are trimmed to what the controllers read (transform.go).
+	factory := informers.NewSharedInformerFactoryWithOptions(root.Kube, cfg.ResyncPeriod, informers.WithTransform(trimForCache))
 	defer factory.Shutdown()
 	clk := cfg.Clock
 

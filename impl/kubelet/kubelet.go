@@ -104,9 +104,10 @@ type podRecord struct {
 	backoff         map[string]podsync.BackoffEntry
 	waiting         map[string]podstate.Waiting
 	probes          map[string]prober.State // "<container id>/<kind>"
-	lastStatus      *v1.PodStatus           // last status written
+	lastStatus      *v1.PodStatus           // last status written (shares its lists with the source's pod once that has caught up)
+	lastStatusRV    string                  // the resourceVersion that write produced
 	volumesAt       time.Time               // when volumes were last set up
-	tokens          map[string]cachedToken  // projected tokens by volume/source
+	tokens          map[string]time.Time    // when to refresh each projected token, by volume/source
 	finalDeleteSent bool
 }
 
@@ -219,7 +220,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		factory := informers.NewSharedInformerFactoryWithOptions(k.client, k.cfg.SyncFrequency,
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 				o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", k.cfg.NodeName).String()
-			}))
+			}), informers.WithTransform(trimSourcePod))
 		informer = factory.Core().V1().Pods().Informer()
 		if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { k.podFromSource(obj, false) },
@@ -308,8 +309,10 @@ func (k *Kubelet) adoptRuntimeState(ctx context.Context) error {
 	return nil
 }
 
+// newRecord returns an empty record; its maps are made when first needed
+// (most pods never back off and many have no probes).
 func newRecord() *podRecord {
-	return &podRecord{backoff: map[string]podsync.BackoffEntry{}, probes: map[string]prober.State{}}
+	return &podRecord{}
 }
 
 // podFromSource handles an informer event.

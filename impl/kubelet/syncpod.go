@@ -61,6 +61,7 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 		return 0, k.cleanupPod(ctx, uid, rec, rs)
 	}
 	now := k.clock.Now()
+	shareLastStatus(rec, pod)
 
 	// Admission, once per pod (not for pods already finished or going away).
 	if k.admit(rec, pod) && rec.rejection != nil {
@@ -77,6 +78,9 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	rec.waiting = actions.Waiting
 	k.decisionEvents(pod, rec, actions)
 	for key, e := range actions.Backoff {
+		if rec.backoff == nil {
+			rec.backoff = map[string]podsync.BackoffEntry{}
+		}
 		rec.backoff[key] = e
 	}
 	if actions.Terminal != nil {
@@ -137,7 +141,10 @@ func (k *Kubelet) podView(rec *podRecord, pod *v1.Pod) *v1.Pod {
 	if rec.lastStatus == nil || podsync.IsTerminalPhase(pod.Status.Phase) {
 		return pod
 	}
-	p := pod.DeepCopy()
+	// A shallow copy: the decisions only read the pod, and its status is
+	// replaced below.
+	p := new(v1.Pod)
+	*p = *pod
 	own := map[v1.PodConditionType]bool{status.PodReadyToStartContainers: true, v1.PodInitialized: true, v1.PodReady: true, v1.ContainersReady: true, v1.PodScheduled: true}
 	st := *rec.lastStatus.DeepCopy()
 	var others []v1.PodCondition
@@ -216,14 +223,37 @@ func (k *Kubelet) writeStatus(ctx context.Context, rec *podRecord, pod *v1.Pod, 
 		}
 		return err
 	}
+	// The written pod stands in for the source's until the source catches
+	// up (the next write then needs no conflict retry); managedFields are
+	// never read.
+	updated.ManagedFields = nil
 	s := updated.Status
-	rec.lastStatus = &s
+	rec.lastStatus, rec.lastStatusRV = &s, updated.ResourceVersion
 	k.mu.Lock()
 	if rec.pod != nil && rec.pod.ResourceVersion == pod.ResourceVersion {
 		rec.pod = updated
 	}
 	k.mu.Unlock()
 	return nil
+}
+
+// shareLastStatus points rec.lastStatus at the lists of pod's status once
+// the pod source delivers the very version the last write produced, so the
+// kubelet keeps one copy of a pod's conditions and container statuses
+// instead of two (the source's and the write's).
+func shareLastStatus(rec *podRecord, pod *v1.Pod) {
+	if rec.lastStatus == nil || rec.lastStatusRV == "" || pod.ResourceVersion != rec.lastStatusRV || sameStatusLists(rec.lastStatus, &pod.Status) {
+		return
+	}
+	s := pod.Status
+	rec.lastStatus = &s
+}
+
+// sameStatusLists reports whether two statuses share their list storage.
+func sameStatusLists(a, b *v1.PodStatus) bool {
+	return len(a.Conditions) == len(b.Conditions) && len(a.ContainerStatuses) == len(b.ContainerStatuses) &&
+		(len(a.Conditions) == 0 || &a.Conditions[0] == &b.Conditions[0]) &&
+		(len(a.ContainerStatuses) == 0 || &a.ContainerStatuses[0] == &b.ContainerStatuses[0])
 }
 
 // finalDelete removes a fully stopped, deleted pod from the API: grace 0
@@ -638,6 +668,9 @@ func (k *Kubelet) runProbes(ctx context.Context, rec *podRecord, pod *v1.Pod, rs
 				if next.IsZero() || at.Before(next) {
 					next = at
 				}
+			}
+			if rec.probes == nil {
+				rec.probes = map[string]prober.State{}
 			}
 			rec.probes[key] = st
 			*pk.out = st.Result

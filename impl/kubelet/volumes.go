@@ -53,7 +53,7 @@ func volumePlugin(v *v1.Volume) string {
 func (k *Kubelet) setUpVolumes(ctx context.Context, rec *podRecord, pod *v1.Pod) error {
 	src := clientEnvSource{ctx: ctx, k: k}
 	if rec.tokens == nil {
-		rec.tokens = map[string]cachedToken{}
+		rec.tokens = map[string]time.Time{}
 	}
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
@@ -78,7 +78,7 @@ func (k *Kubelet) setUpVolumes(ctx context.Context, rec *podRecord, pod *v1.Pod)
 		case v.DownwardAPI != nil:
 			files, err = k.downwardAPIFiles(pod, v.DownwardAPI.Items)
 		case v.Projected != nil:
-			files, err = k.projectedFiles(ctx, src, rec, pod, v.Name, v.Projected)
+			files, err = k.projectedFiles(ctx, src, rec, pod, dir, v.Name, v.Projected)
 		}
 		if err != nil {
 			return fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
@@ -164,7 +164,7 @@ const defaultTokenExpiration = int64(3600)
 // secret, downwardAPI and serviceAccountToken sources merged into one
 // directory. A token is requested through the TokenRequest API, bound to
 // the pod, for the pod's service account.
-func (k *Kubelet) projectedFiles(ctx context.Context, src clientEnvSource, rec *podRecord, pod *v1.Pod, volume string, pv *v1.ProjectedVolumeSource) (map[string][]byte, error) {
+func (k *Kubelet) projectedFiles(ctx context.Context, src clientEnvSource, rec *podRecord, pod *v1.Pod, dir, volume string, pv *v1.ProjectedVolumeSource) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	for i, s := range pv.Sources {
 		var files map[string][]byte
@@ -177,7 +177,7 @@ func (k *Kubelet) projectedFiles(ctx context.Context, src clientEnvSource, rec *
 		case s.DownwardAPI != nil:
 			files, err = k.downwardAPIFiles(pod, s.DownwardAPI.Items)
 		case s.ServiceAccountToken != nil:
-			files, err = k.serviceAccountTokenFile(ctx, rec, pod, fmt.Sprintf("%s/%d", volume, i), s.ServiceAccountToken)
+			files, err = k.serviceAccountTokenFile(ctx, rec, pod, dir, fmt.Sprintf("%s/%d", volume, i), s.ServiceAccountToken)
 		default:
 			err = fmt.Errorf("projected source %d: only configMap, secret, downwardAPI and serviceAccountToken sources are supported", i)
 		}
@@ -191,19 +191,17 @@ func (k *Kubelet) projectedFiles(ctx context.Context, src clientEnvSource, rec *
 	return out, nil
 }
 
-// cachedToken is a projected service account token and when to replace it.
-type cachedToken struct {
-	token     []byte
-	refreshAt time.Time
-}
-
 // serviceAccountTokenFile returns the token file of a projection, reusing
-// the pod's cached token until 80% of its lifetime has passed (upstream's
-// token manager refreshes at 80% of the TTL).
-func (k *Kubelet) serviceAccountTokenFile(ctx context.Context, rec *podRecord, pod *v1.Pod, key string, p *v1.ServiceAccountTokenProjection) (map[string][]byte, error) {
+// the pod's current token until 80% of its lifetime has passed (upstream's
+// token manager refreshes at 80% of the TTL). The token itself is not kept
+// in memory: until it is due, it is read back from the volume it was
+// written to (dir), and fetched anew if that file is gone.
+func (k *Kubelet) serviceAccountTokenFile(ctx context.Context, rec *podRecord, pod *v1.Pod, dir, key string, p *v1.ServiceAccountTokenProjection) (map[string][]byte, error) {
 	now := k.clock.Now()
-	if c, ok := rec.tokens[key]; ok && now.Before(c.refreshAt) {
-		return map[string][]byte{p.Path: c.token}, nil
+	if refreshAt, ok := rec.tokens[key]; ok && now.Before(refreshAt) {
+		if token, err := readVolumeFile(dir, p.Path); err == nil && len(token) > 0 {
+			return map[string][]byte{p.Path: token}, nil
+		}
 	}
 	sa := pod.Spec.ServiceAccountName
 	if sa == "" {
@@ -231,7 +229,7 @@ func (k *Kubelet) serviceAccountTokenFile(ctx context.Context, rec *podRecord, p
 	if !tr.Status.ExpirationTimestamp.IsZero() {
 		ttl = tr.Status.ExpirationTimestamp.Sub(now)
 	}
-	rec.tokens[key] = cachedToken{token: []byte(tr.Status.Token), refreshAt: now.Add(ttl * 8 / 10)}
+	rec.tokens[key] = now.Add(ttl * 8 / 10)
 	return map[string][]byte{p.Path: []byte(tr.Status.Token)}, nil
 }
 
@@ -258,12 +256,29 @@ func project(data map[string][]byte, items []v1.KeyToPath, optional bool) (map[s
 	return out, nil
 }
 
-func writeVolumeFile(dir, rel string, content []byte) error {
+// volumeFilePath is where rel lives in a volume directory; rel must stay
+// inside it.
+func volumeFilePath(dir, rel string) (string, error) {
 	clean := filepath.Clean(rel)
 	if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
-		return fmt.Errorf("invalid path %q", rel)
+		return "", fmt.Errorf("invalid path %q", rel)
 	}
-	path := filepath.Join(dir, clean)
+	return filepath.Join(dir, clean), nil
+}
+
+func readVolumeFile(dir, rel string) ([]byte, error) {
+	path, err := volumeFilePath(dir, rel)
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(path)
+}
+
+func writeVolumeFile(dir, rel string, content []byte) error {
+	path, err := volumeFilePath(dir, rel)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return err
 	}

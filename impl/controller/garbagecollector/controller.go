@@ -145,6 +145,10 @@ func (gc *GarbageCollector) ensureMonitors(ctx context.Context, rs []Resource) {
 		}
 		gc.monitored[r.GVR] = true
 		inf := gc.factory.ForResource(r.GVR).Informer()
+		// The graph reads only identity, owners, finalizers and deletion:
+		// the cache keeps no more (labels, annotations and managedFields
+		// of every object in the cluster add up).
+		_ = inf.SetTransform(graphMetadata)
 		r := r
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { gc.observe(Added, r, obj) },
@@ -155,6 +159,21 @@ func (gc *GarbageCollector) ensureMonitors(ctx context.Context, rs []Resource) {
 	}
 	gc.mu.Unlock()
 	gc.factory.Start(ctx.Done())
+}
+
+// graphMetadata is the monitors' informer transform: an object's metadata
+// reduced to what observe reads (plus its resourceVersion, which the
+// informer compares). Tombstones pass through.
+func graphMetadata(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	m.ObjectMeta = metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		DeletionTimestamp: m.DeletionTimestamp, OwnerReferences: m.OwnerReferences, Finalizers: m.Finalizers,
+	}
+	return m, nil
 }
 
 func (gc *GarbageCollector) observe(t ChangeType, r Resource, obj any) {

@@ -1,0 +1,102 @@
+package controllermanager
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// The controller manager's shared informers hold every pod, node,
+// ReplicaSet and Deployment of the cluster, so objects are trimmed before
+// they enter the caches (an informer transform, as kube-controller-manager
+// strips managedFields):
+//
+//   - every object loses metadata.managedFields, which no controller reads;
+//     a write built from a cached object sends none, and the API server
+//     keeps the stored ones (an update without managedFields does not
+//     reset them);
+//   - a pod also loses what no controller here reads of its spec: volumes,
+//     and of its containers everything but name, image, resources and
+//     restartPolicy (quota usage, BestEffort scope and sidecar detection
+//     read those). What controllers read of a pod's spec — nodeName,
+//     tolerations, priority and priorityClassName, activeDeadlineSeconds,
+//     overhead, pod-level resources, schedulerName — stays, and so do its
+//     whole metadata (labels, annotations such as
+//     controller.kubernetes.io/pod-deletion-cost, owner references,
+//     finalizers) and its whole status: the node lifecycle and disruption
+//     controllers write a cached pod's status back through pods/status,
+//     which takes the status (and labels and annotations) from the request
+//     but keeps the stored spec.
+//
+// Cached objects are read-only (every controller copies before it
+// changes one), so a trimmed pod is never sent as a spec.
+
+// trimForCache is the controller manager's informer transform. It changes
+// obj in place: an informer hands its transform a freshly decoded object no
+// one else holds. Tombstones pass through unchanged.
+func trimForCache(obj any) (any, error) {
+	switch o := obj.(type) {
+	case cache.DeletedFinalStateUnknown:
+		return obj, nil
+	case *corev1.Pod:
+		o.ManagedFields = nil
+		trimPodSpec(&o.Spec)
+	case metav1.Object:
+		o.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// trimPodSpec keeps the fields of a pod's spec the controllers read.
+func trimPodSpec(s *corev1.PodSpec) {
+	*s = corev1.PodSpec{
+		InitContainers:                trimContainers(s.InitContainers),
+		Containers:                    trimContainers(s.Containers),
+		EphemeralContainers:           trimEphemeralContainers(s.EphemeralContainers),
+		RestartPolicy:                 s.RestartPolicy,
+		TerminationGracePeriodSeconds: s.TerminationGracePeriodSeconds,
+		ActiveDeadlineSeconds:         s.ActiveDeadlineSeconds,
+		NodeSelector:                  s.NodeSelector,
+		ServiceAccountName:            s.ServiceAccountName,
+		NodeName:                      s.NodeName,
+		HostNetwork:                   s.HostNetwork,
+		Affinity:                      s.Affinity,
+		SchedulerName:                 s.SchedulerName,
+		Tolerations:                   s.Tolerations,
+		PriorityClassName:             s.PriorityClassName,
+		Priority:                      s.Priority,
+		ReadinessGates:                s.ReadinessGates,
+		RuntimeClassName:              s.RuntimeClassName,
+		PreemptionPolicy:              s.PreemptionPolicy,
+		Overhead:                      s.Overhead,
+		SchedulingGates:               s.SchedulingGates,
+		Resources:                     s.Resources,
+	}
+}
+
+// trimContainers keeps what quota usage and sidecar detection read.
+func trimContainers(cs []corev1.Container) []corev1.Container {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i := range cs {
+		out[i] = corev1.Container{Name: cs[i].Name, Image: cs[i].Image, Resources: cs[i].Resources, RestartPolicy: cs[i].RestartPolicy}
+	}
+	return out
+}
+
+func trimEphemeralContainers(cs []corev1.EphemeralContainer) []corev1.EphemeralContainer {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]corev1.EphemeralContainer, len(cs))
+	for i := range cs {
+		c := &cs[i].EphemeralContainerCommon
+		out[i] = corev1.EphemeralContainer{
+			EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: c.Name, Image: c.Image, Resources: c.Resources},
+			TargetContainerName:      cs[i].TargetContainerName,
+		}
+	}
+	return out
+}

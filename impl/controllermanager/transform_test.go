@@ -1,0 +1,88 @@
+package controllermanager
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+)
+
+func TestTrimForCacheKeepsWhatControllersRead(t *testing.T) {
+	deadline := int64(30)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "p", Namespace: "ns", UID: "u1", ResourceVersion: "7",
+			Labels:          map[string]string{"app": "web"},
+			Annotations:     map[string]string{"controller.kubernetes.io/pod-deletion-cost": "5"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "rs1", Controller: ptr.To(true)}},
+			Finalizers:      []string{"f"},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate}},
+		},
+		Spec: corev1.PodSpec{
+			NodeName: "n1", PriorityClassName: "high", ActiveDeadlineSeconds: &deadline,
+			Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}},
+			Volumes:     []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+			Containers: []corev1.Container{{
+				Name: "app", Image: "nginx", Command: []string{"run"}, Env: []corev1.EnvVar{{Name: "A", Value: "b"}},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}},
+			}},
+			InitContainers: []corev1.Container{{Name: "side", Image: "busybox", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}},
+		},
+		Status: corev1.PodStatus{
+			Phase:             corev1.PodRunning,
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", RestartCount: 3, Ready: true}},
+			PodIP:             "10.0.0.1",
+		},
+	}
+	want := pod.DeepCopy()
+	out, err := trimForCache(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*corev1.Pod)
+	if got.ManagedFields != nil {
+		t.Errorf("managedFields kept: %v", got.ManagedFields)
+	}
+	want.ManagedFields = nil
+	if got.Name != want.Name || got.UID != want.UID || got.ResourceVersion != want.ResourceVersion ||
+		got.Labels["app"] != "web" || got.Annotations["controller.kubernetes.io/pod-deletion-cost"] != "5" ||
+		len(got.OwnerReferences) != 1 || len(got.Finalizers) != 1 {
+		t.Errorf("metadata changed: %+v", got.ObjectMeta)
+	}
+	if got.Status.Phase != corev1.PodRunning || len(got.Status.Conditions) != 1 || got.Status.ContainerStatuses[0].RestartCount != 3 || got.Status.PodIP != "10.0.0.1" {
+		t.Errorf("status changed: %+v", got.Status)
+	}
+	s := got.Spec
+	if s.NodeName != "n1" || s.PriorityClassName != "high" || *s.ActiveDeadlineSeconds != 30 || len(s.Tolerations) != 1 {
+		t.Errorf("spec fields controllers read were dropped: %+v", s)
+	}
+	if c := s.Containers[0]; c.Name != "app" || c.Image != "nginx" || c.Resources.Requests.Cpu().MilliValue() != 100 || c.Command != nil || c.Env != nil {
+		t.Errorf("container trimmed wrongly: %+v", c)
+	}
+	if ic := s.InitContainers[0]; ic.RestartPolicy == nil || *ic.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+		t.Errorf("sidecar restartPolicy dropped: %+v", ic)
+	}
+	if s.Volumes != nil {
+		t.Errorf("volumes kept: %v", s.Volumes)
+	}
+}
+
+func TestTrimForCacheOtherObjectsAndTombstones(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"a": "b"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	out, _ := trimForCache(node)
+	n := out.(*corev1.Node)
+	if n.ManagedFields != nil || n.Labels["a"] != "b" || len(n.Status.Conditions) != 1 {
+		t.Errorf("node trimmed wrongly: %+v", n)
+	}
+	tomb := cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{}}}}}
+	out, _ = trimForCache(tomb)
+	if _, ok := out.(cache.DeletedFinalStateUnknown); !ok {
+		t.Errorf("tombstone not passed through: %T", out)
+	}
+}
