@@ -208,7 +208,7 @@ func TestPeriodicImageGC(t *testing.T) {
 // measures (here the writable layers) and reclaims unused images through
 // ListImages/RemoveImage before it evicts.
 func TestEvictionRanksByCRIStats(t *testing.T) {
-	h, client := newCRIHarness(t)
+	h, _ := newCRIHarness(t)
 	ecfg, err := eviction.ParseConfig(eviction.Flags{Hard: "imagefs.available<1000Ti", HardSet: true}) // always met
 	if err != nil {
 		t.Fatal(err)
@@ -218,7 +218,8 @@ func TestEvictionRanksByCRIStats(t *testing.T) {
 		c.Eviction = &ecfg
 		c.PodLogsDir = filepath.Join(dir, "pods")
 		c.RootDir = filepath.Join(dir, "root")
-		c.EvictionProvider = eviction.HostProvider{RootDir: c.RootDir, LogsDir: c.PodLogsDir, Stats: client}
+		// No Stats: the kubelet gives the host provider its runtime's.
+		c.EvictionProvider = eviction.HostProvider{RootDir: c.RootDir}
 		c.EphemeralStorage = resource.MustParse("10Gi")
 	})
 	h.pullSized("unused:1", 50*mib)
@@ -236,6 +237,9 @@ func TestEvictionRanksByCRIStats(t *testing.T) {
 	rec := h.k.pods[heavy.UID]
 	if rec.eviction == nil {
 		t.Fatalf("heavy not chosen; light chosen: %v", h.k.pods[light.UID].eviction != nil)
+	}
+	if hp := h.k.evictions.Provider().(eviction.HostProvider); hp.Stats == nil || hp.LogsDir != h.k.cfg.PodLogsDir {
+		t.Errorf("host provider not given the runtime's stats and the logs directory: %+v", hp)
 	}
 	if err := h.k.evictPod(h.ctx, heavy.UID); err != nil {
 		t.Fatal(err)

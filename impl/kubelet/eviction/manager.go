@@ -38,7 +38,18 @@ func NewManager(cfg Config, provider Provider) *Manager {
 func (m *Manager) Config() Config { return m.cfg }
 
 // Provider returns the manager's provider.
-func (m *Manager) Provider() Provider { return m.provider }
+func (m *Manager) Provider() Provider {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.provider
+}
+
+// SetProvider replaces the provider (from the next Synchronize on).
+func (m *Manager) SetProvider(p Provider) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.provider = p
+}
 
 // SetNodeReclaimer sets what frees node-level resources (dead
 // containers, unused images) before pods are evicted for disk; without
@@ -63,7 +74,8 @@ func (m *Manager) NodeReclaimer() NodeReclaimer {
 // did not suffice (ReclaimSuffices). It reports whether the pressure
 // conditions changed.
 func (m *Manager) Synchronize(ctx context.Context, pods []*v1.Pod, now time.Time) (Decision, bool, error) {
-	obs, stats, err := m.provider.Observe(ctx, pods)
+	provider := m.Provider()
+	obs, stats, err := provider.Observe(ctx, pods)
 	if err != nil {
 		return Decision{}, false, fmt.Errorf("eviction manager: %w", err)
 	}
@@ -77,11 +89,11 @@ func (m *Manager) Synchronize(ctx context.Context, pods []*v1.Pod, now time.Time
 		return d, changed, nil
 	}
 	dedicated := false
-	if rep, ok := m.provider.(DedicatedImageFsReporter); ok {
+	if rep, ok := provider.(DedicatedImageFsReporter); ok {
 		dedicated = rep.DedicatedImageFs(ctx)
 	}
 	if ReclaimsNodeLevel(d.Threshold.Signal, dedicated) {
-		d.Reclaim = m.reclaim(ctx, r, pods, now)
+		d.Reclaim = m.reclaim(ctx, provider, r, pods, now)
 		if d.Reclaim.Sufficed {
 			d.Evict = nil
 		}

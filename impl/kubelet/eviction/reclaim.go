@@ -64,7 +64,7 @@ func ReclaimSuffices(cfg Config, obs Observations) bool {
 }
 
 // reclaim runs the reclaimer, then observes the node again.
-func (m *Manager) reclaim(ctx context.Context, r NodeReclaimer, pods []*v1.Pod, now time.Time) *Reclaim {
+func (m *Manager) reclaim(ctx context.Context, provider Provider, r NodeReclaimer, pods []*v1.Pod, now time.Time) *Reclaim {
 	out := &Reclaim{}
 	var errs []error
 	n, err := r.DeleteDeadContainers(ctx)
@@ -73,7 +73,7 @@ func (m *Manager) reclaim(ctx context.Context, r NodeReclaimer, pods []*v1.Pod, 
 	freed, err := r.DeleteUnusedImages(ctx, now)
 	out.ImageBytesFreed = freed
 	errs = append(errs, err)
-	obs, _, err := m.provider.Observe(ctx, pods)
+	obs, _, err := provider.Observe(ctx, pods)
 	if err == nil {
 		out.Sufficed = ReclaimSuffices(m.cfg, obs)
 	}
