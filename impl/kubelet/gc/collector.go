@@ -22,6 +22,14 @@ type Runtime interface {
 	RemoveContainer(ctx context.Context, containerID string) error
 }
 
+// SandboxImager is implemented by runtimes that name the image pod
+// sandboxes run from (containerd before 1.7 does not pin it): the
+// collector counts it as in use, as upstream's kubelet did with its
+// --pod-infra-container-image.
+type SandboxImager interface {
+	SandboxImage(ctx context.Context) (string, error)
+}
+
 // EventFunc records an event about the node (upstream's image GC events
 // are on the Node).
 type EventFunc func(eventType, reason, message string)
@@ -85,13 +93,23 @@ func (c *Collector) detect(ctx context.Context, now time.Time) (map[string]bool,
 	if err != nil {
 		return nil, fmt.Errorf("detecting images in use: %w", err)
 	}
+	inUse := ImagesInUse(containers)
+	if si, ok := c.rt.(SandboxImager); ok {
+		image, err := si.SandboxImage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("detecting the sandbox image: %w", err)
+		}
+		if image != "" {
+			inUse[image], inUse[NormalizeImage(image)] = true, true
+		}
+	}
 	firstSeen := now
 	if !c.detected {
 		// Images there before the kubelet: age unknown, counted as old.
 		firstSeen = time.Time{}
 	}
 	var used map[string]bool
-	c.records, used = Detect(c.records, images, ImagesInUse(containers), now, firstSeen)
+	c.records, used = Detect(c.records, images, inUse, now, firstSeen)
 	c.detected = true
 	return used, nil
 }

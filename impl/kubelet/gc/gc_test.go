@@ -347,3 +347,49 @@ func TestDeleteUnusedImagesAndDeadContainers(t *testing.T) {
 		t.Errorf("containers left %v (first %s second %s third %s)", ids, first, second, third)
 	}
 }
+
+func TestNormalizeImage(t *testing.T) {
+	for in, want := range map[string]string{
+		"busybox":                        "docker.io/library/busybox:latest",
+		"nginx:1.27":                     "docker.io/library/nginx:1.27",
+		"kubeproof/app":                  "docker.io/kubeproof/app:latest",
+		"registry.k8s.io/pause:3.6":      "registry.k8s.io/pause:3.6",
+		"localhost/x":                    "localhost/x:latest",
+		"host:5000/team/app":             "host:5000/team/app:latest",
+		"busybox@sha256:abc":             "docker.io/library/busybox@sha256:abc",
+		"sha256:0123":                    "sha256:0123",
+		"kubeproof.local/busybox:1.35":   "kubeproof.local/busybox:1.35",
+		"docker.io/library/redis:7-bull": "docker.io/library/redis:7-bull",
+	} {
+		if got := NormalizeImage(in); got != want {
+			t.Errorf("NormalizeImage(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// withSandboxImage names the sandbox image, as containerd's verbose
+// Status does.
+type withSandboxImage struct {
+	Runtime
+	image string
+}
+
+func (w withSandboxImage) SandboxImage(context.Context) (string, error) { return w.image, nil }
+
+// The runtime's sandbox image is never removed though no container uses
+// it (containerd before 1.7 does not pin it).
+func TestSandboxImageIsKept(t *testing.T) {
+	n := newSimNode(t)
+	n.rt.SetImageSize("docker.io/library/pause:3.6", mi)
+	if _, err := n.rt.PullImage(t.Context(), &runtimeapi.ImageSpec{Image: "docker.io/library/pause:3.6"}); err != nil {
+		t.Fatal(err)
+	}
+	n.pull("unused", mi)
+	c := NewCollector(withSandboxImage{n.rt, "pause:3.6"}, DefaultPolicy, nil, nil)
+	if _, err := c.DeleteUnusedImages(t.Context(), n.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.images(); !slices.Equal(got, []string{"docker.io/library/pause:3.6"}) {
+		t.Errorf("images left %v, want the sandbox image", got)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -84,7 +85,8 @@ type ImageRecord struct {
 
 // ImagesInUse are the images some container (running or not) was
 // created from, by image id, name and digest: an image is in use if any
-// of its id, repo tags or repo digests is in the set.
+// of its id, repo tags or repo digests is in the set. Names are there as
+// given and normalized ("nginx" also as "docker.io/library/nginx:latest").
 func ImagesInUse(containers []*runtimeapi.Container) map[string]bool {
 	out := map[string]bool{}
 	for _, c := range containers {
@@ -92,10 +94,31 @@ func ImagesInUse(containers []*runtimeapi.Container) map[string]bool {
 			out[c.ImageRef] = true
 		}
 		if n := c.GetImage().GetImage(); n != "" {
-			out[n] = true
+			out[n], out[NormalizeImage(n)] = true, true
 		}
 	}
 	return out
+}
+
+// NormalizeImage is an image name in the full form runtimes list
+// (domain, path, tag): "busybox" is "docker.io/library/busybox:latest".
+// Ids and digests stay as they are.
+func NormalizeImage(name string) string {
+	if name == "" || strings.HasPrefix(name, "sha256:") {
+		return name
+	}
+	domain, rest := "docker.io", name
+	if first, after, ok := strings.Cut(name, "/"); ok && (strings.ContainsAny(first, ".:") || first == "localhost") {
+		domain, rest = first, after
+	}
+	if domain == "docker.io" && !strings.Contains(rest, "/") {
+		rest = "library/" + rest
+	}
+	last := rest[strings.LastIndexByte(rest, '/')+1:]
+	if !strings.Contains(last, ":") && !strings.Contains(last, "@") {
+		rest += ":latest"
+	}
+	return domain + "/" + rest
 }
 
 // imageUsed reports whether inUse names the image.

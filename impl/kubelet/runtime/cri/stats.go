@@ -2,6 +2,8 @@ package cri
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -54,4 +56,24 @@ func (r *Runtime) ListImages(ctx context.Context, filter *runtimeapi.ImageFilter
 func (r *Runtime) RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) error {
 	_, err := r.is.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: image})
 	return wrap("remove image "+image.GetImage(), err)
+}
+
+// SandboxImage returns the image the runtime runs pod sandboxes from, as
+// containerd reports it in its verbose Status ("sandboxImage" of the CRI
+// plugin's config); "" if the runtime does not say. Runtimes that pin it
+// (ListImages' pinned) need not.
+func (r *Runtime) SandboxImage(ctx context.Context) (string, error) {
+	resp, err := r.rs.Status(ctx, &runtimeapi.StatusRequest{Verbose: true})
+	if err != nil {
+		return "", wrap("status", err)
+	}
+	var cfg struct {
+		SandboxImage string `json:"sandboxImage"`
+	}
+	if text := resp.Info["config"]; text != "" {
+		if err := json.Unmarshal([]byte(text), &cfg); err != nil {
+			return "", fmt.Errorf("status: runtime config: %w", err)
+		}
+	}
+	return cfg.SandboxImage, nil
 }

@@ -154,3 +154,33 @@ func TestStatsUnimplementedOverCRI(t *testing.T) {
 		t.Errorf("RemoveImage of a runtime without image management: %v", err)
 	}
 }
+
+// SandboxImage reads containerd's verbose Status config.
+func TestSandboxImageOverCRI(t *testing.T) {
+	rt, err := sim.New(sim.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "cri.sock")
+	lis, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	srv := fakecri.New(rt)
+	srv.Register(g)
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	c, err := cri.Dial(t.Context(), "unix://"+sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got, err := c.SandboxImage(t.Context()); err != nil || got != "" {
+		t.Errorf("SandboxImage of a runtime that says none = %q, %v", got, err)
+	}
+	srv.SetSandboxImage("registry.k8s.io/pause:3.6")
+	if got, err := c.SandboxImage(t.Context()); err != nil || got != "registry.k8s.io/pause:3.6" {
+		t.Errorf("SandboxImage = %q, %v", got, err)
+	}
+}

@@ -31,6 +31,7 @@ type Server struct {
 
 	rt           runtime.Runtime
 	networkReady atomic.Bool
+	sandboxImage atomic.Pointer[string] // stats.go
 
 	mu       sync.Mutex
 	logDirs  map[string]string // sandbox id -> log directory
@@ -72,12 +73,13 @@ func (s *Server) Version(ctx context.Context, _ *runtimeapi.VersionRequest) (*ru
 	return &runtimeapi.VersionResponse{Version: "0.1.0", RuntimeName: s.rt.Type(), RuntimeVersion: v, RuntimeApiVersion: "v1"}, nil
 }
 
-// Status implements CRI.
-func (s *Server) Status(context.Context, *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
+// Status implements CRI; verbose, it reports the sandbox image in its
+// config as containerd does (stats.go).
+func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
 	return &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
 		{Type: runtimeapi.RuntimeReady, Status: true},
 		{Type: runtimeapi.NetworkReady, Status: s.networkReady.Load()},
-	}}}, nil
+	}}, Info: s.verboseInfo(req.GetVerbose())}, nil
 }
 
 // RunPodSandbox implements CRI.

@@ -2,6 +2,7 @@ package fakecri
 
 import (
 	"context"
+	"encoding/json"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -106,4 +107,19 @@ func (s *Server) RemoveImage(ctx context.Context, req *runtimeapi.RemoveImageReq
 		return nil, grpcErr(err)
 	}
 	return &runtimeapi.RemoveImageResponse{}, nil
+}
+
+// SetSandboxImage sets the sandbox image a verbose Status reports in its
+// config, as containerd's CRI plugin does ("" reports none).
+func (s *Server) SetSandboxImage(image string) { s.sandboxImage.Store(&image) }
+
+// verboseInfo is a verbose Status's info: the runtime config's
+// sandboxImage.
+func (s *Server) verboseInfo(verbose bool) map[string]string {
+	image := s.sandboxImage.Load()
+	if !verbose || image == nil || *image == "" {
+		return nil
+	}
+	cfg, _ := json.Marshal(map[string]string{"sandboxImage": *image})
+	return map[string]string{"config": string(cfg)}
 }
