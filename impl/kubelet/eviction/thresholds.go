@@ -8,7 +8,11 @@
 //
 // Decide is the pure core (observations, thresholds, time and the
 // previous State in; conditions, the new State and the pod to evict out);
-// Manager is the thin loop around it that the kubelet runs.
+// Manager is the thin loop around it that the kubelet runs. For a disk
+// signal the Manager first reclaims node-level resources (dead
+// containers, unused images: a NodeReclaimer, impl/kubelet/gc), observes
+// again and evicts only if ReclaimSuffices says a threshold is still met.
+// On a real node HostProvider measures pods with CRI stats.
 //
 // In the spec this is the kubelet's KubeletEvictPod action: the evicted
 // pod ends Failed (reason Evicted) and, by KUBELET-5, stays Failed; the
