@@ -1,6 +1,9 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Snapshot is the abstract state of a concrete cluster, as an
 // implementation harness fills it from API objects and runtime state: what
@@ -168,6 +171,10 @@ func (m *Model) SameObservable(a, b *State) bool {
 // NodeLifecycleLag) to the objects as they are, as after a fresh start.
 func (m *Model) kubeletViewsCurrent(s *State) {
 	for d := 1; d <= m.cfg.NumDeployments; d++ {
+		s.DCDeployment[d] = DeploymentView{}
+		if m.cfg.DeploymentLag == 1 {
+			s.DCDeployment[d] = DeploymentNow(s, d)
+		}
 		for v := 1; v <= m.cfg.NumVersions; v++ {
 			s.DCAvailable[d][v] = 0
 			if m.cfg.DeploymentLag == 1 {
@@ -187,4 +194,36 @@ func (m *Model) kubeletViewsCurrent(s *State) {
 			s.KubeletView[p] = ProjKubelet(s, p)
 		}
 	}
+}
+
+// StaleDeploymentViews returns s followed by the states that differ from it
+// only in the deployment controller's view of its deployments
+// (DeploymentLag = 1): each view is the deployment as s holds it or as one
+// of the earlier states held it, in every combination (duplicates
+// dropped). A snapshot cannot show that view, and the controller may still
+// act on any earlier version of a deployment (its informer lags), so a
+// trace validator searches from all of these rather than from s alone (see
+// checker.CanReachAny). With DeploymentLag = 0 it returns just s.
+func (m *Model) StaleDeploymentViews(s State, earlier []State) []State {
+	out := []State{s}
+	if m.cfg.DeploymentLag == 0 {
+		return out
+	}
+	for d := 1; d <= m.cfg.NumDeployments; d++ {
+		views := []DeploymentView{DeploymentNow(&s, d)}
+		for i := range earlier {
+			if v := DeploymentNow(&earlier[i], d); !slices.Contains(views, v) {
+				views = append(views, v)
+			}
+		}
+		n := len(out)
+		for _, v := range views[1:] {
+			for i := 0; i < n; i++ {
+				t := out[i]
+				t.DCDeployment[d] = v
+				out = append(out, t)
+			}
+		}
+	}
+	return out
 }

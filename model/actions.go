@@ -66,6 +66,8 @@ const (
 	DeploymentObserveReplicaSet
 	NodeLifecycleObserveNode
 	NodeReturn
+	// Deployment controller informer: its view of a deployment catches up.
+	DeploymentObserveDeployment
 	// Only in mutants (not part of the specification).
 	ReplicaSetAdoptPod
 	numKinds
@@ -82,7 +84,7 @@ var kindNames = [numKinds]string{"", "CreateDeployment", "UpdateDeployment", "Sc
 	"DeliverWatchEvent", "NodeJoin", "NodeDelete", "PodGCDeletePod",
 	"KubeletReportReady", "KubeletProbeFail", "KubeletCompletePod", "NodeLifecycleMarkPodNotReady",
 	"KubeletObservePod", "DeploymentObserveReplicaSet", "NodeLifecycleObserveNode", "NodeReturn",
-	"ReplicaSetAdoptPod"}
+	"DeploymentObserveDeployment", "ReplicaSetAdoptPod"}
 
 func (k Kind) String() string {
 	if k < numKinds {
@@ -117,7 +119,7 @@ func (k Kind) Fair() bool {
 // Writes reports whether the action writes to the store.
 func (k Kind) Writes() bool {
 	switch k {
-	case KubeletStartPod, KubeletStopPod, KubeletObservePod, DeploymentObserveReplicaSet, NodeLifecycleObserveNode,
+	case KubeletStartPod, KubeletStopPod, KubeletObservePod, DeploymentObserveReplicaSet, DeploymentObserveDeployment, NodeLifecycleObserveNode,
 		ControllerCrash, ControllerRestart, KubeletCrash, KubeletRestart, WatchDrop, Relist, NodeFail, NodeRecover,
 		DeliverWatchEvent:
 		return false
@@ -209,6 +211,7 @@ func (m *Model) Successors(s *State, emit func(a Action, t *State)) {
 			try(act(DeploymentScaleDown, d, v), m.deploymentScaleDown(s, &t, d, v))
 		}
 		try(act(DeploymentObserve, d), m.deploymentObserve(s, &t, d))
+		try(act(DeploymentObserveDeployment, d), m.deploymentObserveDeployment(s, &t, d))
 		for v := 1; v <= c.NumVersions; v++ {
 			try(act(ReplicaSetCreatePod, d, v), m.replicaSetCreatePod(s, &t, d, v))
 			try(act(GCDeleteReplicaSet, d, v), m.gcDeleteReplicaSet(s, &t, d, v))
@@ -496,7 +499,11 @@ func (m *Model) deleteDeployment(s, t *State, d int, foreground bool) bool {
 	}
 	*t = *s
 	if foreground {
+		// Setting the deletionTimestamp of an object with finalizers
+		// bumps metadata.generation, so the new generation is not
+		// observed yet.
 		t.DepState[d] = Deleting
+		t.DepObserved[d] = false
 	} else {
 		removeDeployment(t, d)
 	}
@@ -514,38 +521,56 @@ func removeDeployment(t *State, d int) {
 
 // ===================== Deployment controller =====================
 
-func (m *Model) dcReady(s *State, d int) bool { return s.DepState[d] == Live }
-
-// surgeRoom is how many more replicas the deployment's ReplicaSets may have
-// in total without exceeding replicas + maxSurge.
-func (m *Model) surgeRoom(s *State, d int) int {
-	return max(0, int(s.DepReplicas[d])+m.cfg.MaxSurge-m.TotalReplicas(s, d))
+// DCSees is deployment d as the deployment controller sees it: its lagging
+// view with DeploymentLag = 1 (DCDeployment), the object as it is
+// otherwise. Every decision of the controller reads the deployment through
+// it; its writes to ReplicaSets are compare-and-swaps on the ReplicaSets,
+// which it reads current.
+func (m *Model) DCSees(s *State, d int) DeploymentView {
+	if m.cfg.DeploymentLag == 1 {
+		return s.DCDeployment[d]
+	}
+	return DeploymentNow(s, d)
 }
 
-// DeploymentCreateReplicaSet(d): create the ReplicaSet of the current
-// template, as large as maxSurge allows.
+// DeploymentNow is deployment d as the store holds it.
+func DeploymentNow(s *State, d int) DeploymentView {
+	return DeploymentView{State: s.DepState[d], Replicas: s.DepReplicas[d], Version: s.DepVersion[d]}
+}
+
+// surgeRoom is how many more replicas the deployment's ReplicaSets may have
+// in total without exceeding replicas + maxSurge (replicas as the
+// controller sees them).
+func (m *Model) surgeRoom(s *State, d int, dep DeploymentView) int {
+	return max(0, int(dep.Replicas)+m.cfg.MaxSurge-m.TotalReplicas(s, d))
+}
+
+// DeploymentCreateReplicaSet(d): the controller sees d live and no
+// ReplicaSet of its template: create it, as large as maxSurge allows.
 func (m *Model) deploymentCreateReplicaSet(s, t *State, d int) bool {
-	cur := s.DepVersion[d]
-	if !m.dcReady(s, d) || s.RSState[d][cur] != Absent {
+	dep := m.DCSees(s, d)
+	cur := dep.Version
+	if dep.State != Live || s.RSState[d][cur] != Absent {
 		return false
 	}
 	*t = *s
 	t.RSState[d][cur] = Live
-	t.RSReplicas[d][cur] = uint8(min(int(s.DepReplicas[d]), m.surgeRoom(s, d)))
+	t.RSReplicas[d][cur] = uint8(min(int(dep.Replicas), m.surgeRoom(s, d, dep)))
 	m.write(s, t, DeploymentCreateReplicaSet)
 	return true
 }
 
-// DeploymentScaleUp(d): scale the current ReplicaSet up toward replicas,
-// keeping the total within replicas + maxSurge.
+// DeploymentScaleUp(d): scale the ReplicaSet of the template the controller
+// sees up toward replicas, keeping the total within replicas + maxSurge.
 func (m *Model) deploymentScaleUp(s, t *State, d int) bool {
-	cur := s.DepVersion[d]
-	if !m.dcReady(s, d) || s.RSState[d][cur] != Live {
+	dep := m.DCSees(s, d)
+	cur := dep.Version
+	if dep.State != Live || s.RSState[d][cur] != Live {
 		return false
 	}
-	target := min(int(s.DepReplicas[d]), int(s.RSReplicas[d][cur])+m.surgeRoom(s, d))
+	target := min(int(dep.Replicas), int(s.RSReplicas[d][cur])+m.surgeRoom(s, d, dep))
 	if m.mutant == MutantDeploymentIgnoresMaxSurge {
-		target = int(s.DepReplicas[d])
+		target = int(dep.Replicas)
 	}
 	if target <= int(s.RSReplicas[d][cur]) {
 		return false
@@ -557,27 +582,29 @@ func (m *Model) deploymentScaleUp(s, t *State, d int) bool {
 }
 
 // ScaleDownTarget is the replicas the deployment controller scales
-// ReplicaSet (d, v) down to: the current one down to replicas; an old one
-// drops its unavailable pods and as many available ones as keep
-// replicas - maxUnavailable pods of the deployment available.
+// ReplicaSet (d, v) down to, with d as it sees it: the current one down to
+// replicas; an old one drops its unavailable pods and as many available
+// ones as keep replicas - maxUnavailable pods of the deployment available.
 func (m *Model) ScaleDownTarget(s *State, d, v int) int {
+	dep := m.DCSees(s, d)
 	spec := int(s.RSReplicas[d][v])
-	if v == int(s.DepVersion[d]) {
-		if m.mutant == MutantDeploymentFlapsReplicas && spec > 0 && spec == int(s.DepReplicas[d]) && m.AvailablePods(s, d, v) == spec {
+	if v == int(dep.Version) {
+		if m.mutant == MutantDeploymentFlapsReplicas && spec > 0 && spec == int(dep.Replicas) && m.AvailablePods(s, d, v) == spec {
 			return spec - 1
 		}
-		return min(spec, int(s.DepReplicas[d]))
+		return min(spec, int(dep.Replicas))
 	}
-	excess := m.AvailableTotal(s, d) - (int(s.DepReplicas[d]) - m.cfg.MaxUnavailable)
+	excess := m.AvailableTotal(s, d) - (int(dep.Replicas) - m.cfg.MaxUnavailable)
 	return min(spec, max(0, m.AvailablePods(s, d, v)-max(0, excess)))
 }
 
 // DeploymentScaleDown(d, v): scale ReplicaSet (d, v) down (see ScaleDownTarget).
 func (m *Model) deploymentScaleDown(s, t *State, d, v int) bool {
-	if !m.dcReady(s, d) || s.RSState[d][v] != Live {
+	dep := m.DCSees(s, d)
+	if dep.State != Live || s.RSState[d][v] != Live {
 		return false
 	}
-	if m.mutant == MutantDeploymentNeverRemovesOldReplicas && v != int(s.DepVersion[d]) {
+	if m.mutant == MutantDeploymentNeverRemovesOldReplicas && v != int(dep.Version) {
 		return false
 	}
 	target := m.ScaleDownTarget(s, d, v)
@@ -590,15 +617,45 @@ func (m *Model) deploymentScaleDown(s, t *State, d, v int) bool {
 	return true
 }
 
-// DeploymentObserve(d): write status.observedGeneration once the
-// ReplicaSets are within replicas + maxSurge.
+// DeploymentObserve(d): write status.observedGeneration. The status write
+// carries the resourceVersion of the object the controller read, so it
+// succeeds only when its view is current. A live deployment is observed
+// once its ReplicaSets are within replicas + maxSurge; one being deleted
+// (deletionTimestamp set) gets only its status synced, whatever its
+// ReplicaSets hold (upstream's syncStatusOnly).
 func (m *Model) deploymentObserve(s, t *State, d int) bool {
-	if !m.dcReady(s, d) || s.DepObserved[d] || m.TotalReplicas(s, d) > int(s.DepReplicas[d])+m.cfg.MaxSurge {
+	dep := m.DCSees(s, d)
+	if s.DepObserved[d] || (dep != DeploymentNow(s, d) && m.mutant != MutantDeploymentObservesStaleGeneration) {
+		return false
+	}
+	switch dep.State {
+	case Live:
+		if m.TotalReplicas(s, d) > int(dep.Replicas)+m.cfg.MaxSurge {
+			return false
+		}
+	case Deleting:
+	default:
 		return false
 	}
 	*t = *s
 	t.DepObserved[d] = true
 	m.write(s, t, DeploymentObserve)
+	return true
+}
+
+// DeploymentObserveDeployment(d): the deployment controller sees
+// deployment d as it is now (DeploymentLag = 1): created, its spec changed,
+// marked for deletion, or gone. Its informer and work queue coalesce
+// updates, so the view jumps to the current object; until then the
+// controller acts on the old one (any number of changes behind, which also
+// covers its dropped watches and restarts).
+func (m *Model) deploymentObserveDeployment(s, t *State, d int) bool {
+	now := DeploymentNow(s, d)
+	if m.cfg.DeploymentLag == 0 || s.DCDeployment[d] == now {
+		return false
+	}
+	*t = *s
+	t.DCDeployment[d] = now
 	return true
 }
 

@@ -12,6 +12,10 @@ func (m *Model) Encode(s *State, buf []byte) []byte {
 	c := &m.cfg
 	for d := 1; d <= c.NumDeployments; d++ {
 		buf = append(buf, s.DepState[d], s.DepReplicas[d], s.DepVersion[d], b2u(s.DepObserved[d]))
+		if c.DeploymentLag == 1 {
+			dv := s.DCDeployment[d]
+			buf = append(buf, dv.State, dv.Replicas, dv.Version)
+		}
 		for v := 1; v <= c.NumVersions; v++ {
 			buf = append(buf, s.RSState[d][v], s.RSReplicas[d][v], s.DCAvailable[d][v])
 		}
@@ -298,6 +302,10 @@ func (m *Model) Decode(b []byte) State {
 	next := func() uint8 { i++; return b[i-1] }
 	for d := 1; d <= c.NumDeployments; d++ {
 		s.DepState[d], s.DepReplicas[d], s.DepVersion[d], s.DepObserved[d] = next(), next(), next(), next() == 1
+		if c.DeploymentLag == 1 {
+			dv := &s.DCDeployment[d]
+			dv.State, dv.Replicas, dv.Version = next(), next(), next()
+		}
 		for v := 1; v <= c.NumVersions; v++ {
 			s.RSState[d][v], s.RSReplicas[d][v], s.DCAvailable[d][v] = next(), next(), next()
 		}

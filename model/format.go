@@ -57,6 +57,9 @@ func (m *Model) Bindings(s *State) []Binding {
 		add(fmt.Sprintf("depReplicas[%d]", d), fmt.Sprint(s.DepReplicas[d]))
 		add(fmt.Sprintf("depVersion[%d]", d), fmt.Sprint(s.DepVersion[d]))
 		add(fmt.Sprintf("depObserved[%d]", d), boolStr(s.DepObserved[d]))
+		dv := s.DCDeployment[d]
+		add(fmt.Sprintf("dcDeployment[%d]", d), fmt.Sprintf("[state |-> %s, replicas |-> %d, version |-> %d]",
+			lifecycleNames[dv.State], dv.Replicas, dv.Version))
 	}
 	for d := 1; d <= c.NumDeployments; d++ {
 		for v := 1; v <= c.NumVersions; v++ {
@@ -126,7 +129,7 @@ func (m *Model) Summary(s *State) []string {
 	var out []string
 	for _, b := range m.Bindings(s) {
 		switch {
-		case strings.HasSuffix(b.Value, `"Absent"`), b.Value == "0", b.Value == "<<>>",
+		case strings.HasSuffix(b.Value, `"Absent"`), b.Value == "0", b.Value == "<<>>", b.Value == noDeploymentView,
 			b.Value == `"Live"` && strings.HasPrefix(b.Name, "nodeState"),
 			b.Value == `"None"`, b.Value == "{}", b.Value == `"Pending"` && strings.HasPrefix(b.Name, "podPhase"):
 			continue
@@ -144,6 +147,10 @@ func (m *Model) Summary(s *State) []string {
 	}
 	return out
 }
+
+// noDeploymentView is the rendering of a zero dcDeployment entry (nothing
+// seen, or DeploymentLag = 0).
+const noDeploymentView = `[state |-> "Absent", replicas |-> 0, version |-> 0]`
 
 // kubeletViewStr renders a kubeletView value as its TLA+ pair.
 func kubeletViewStr(v uint8) string {

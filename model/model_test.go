@@ -468,3 +468,52 @@ func TestDeploymentControllerActsOnItsLaggingCount(t *testing.T) {
 		}
 	}
 }
+
+// With DeploymentLag the deployment controller writes ReplicaSets from a
+// view of the deployment that is not the current one (a spec change, a
+// scale or a deletion it has not seen yet), and it never has an observed
+// generation on a stale view: depObserved implies its view is current, so
+// DEP-2 stated over its view is stated over the store's replicas once the
+// generation is observed. (Random behaviours: the exhaustive search of this
+// configuration is too large for a unit test without symmetry.)
+func TestDeploymentControllerActsOnItsLaggingDeploymentView(t *testing.T) {
+	m := loadSmall(t)
+	cfg := m.Config()
+	cfg.DeploymentLag, cfg.MaxCrashes, cfg.MaxWatchDrops, cfg.MaxNodeFailures, cfg.MaxEvictions = 1, 0, 0, 0, 0
+	cfg.MaxUnavailable, cfg.MaxScales, cfg.MaxDeletes = 1, 1, 1
+	m, err := New(cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	staleWrite := map[Kind]bool{}
+	r := rand.New(rand.NewPCG(7, 11))
+	for walk := 0; walk < 3000; walk++ {
+		s := m.Init()[0]
+		for step := 0; step < 60; step++ {
+			for d := 1; d <= cfg.NumDeployments; d++ {
+				if s.DepObserved[d] && m.DCSees(&s, d) != DeploymentNow(&s, d) {
+					t.Fatalf("deployment %d observed on a stale view:\n%s", d, strings.Join(m.Summary(&s), "\n"))
+				}
+			}
+			var next []State
+			m.Successors(&s, func(a Action, t *State) {
+				switch a.Kind {
+				case DeploymentCreateReplicaSet, DeploymentScaleUp, DeploymentScaleDown:
+					if d := int(a.Args[0]); m.DCSees(&s, d) != DeploymentNow(&s, d) {
+						staleWrite[a.Kind] = true
+					}
+				}
+				next = append(next, *t)
+			})
+			if len(next) == 0 {
+				break
+			}
+			s = next[r.IntN(len(next))]
+		}
+	}
+	for _, k := range []Kind{DeploymentCreateReplicaSet, DeploymentScaleUp, DeploymentScaleDown} {
+		if !staleWrite[k] {
+			t.Errorf("%s never acts on a stale view of the deployment", k)
+		}
+	}
+}

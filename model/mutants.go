@@ -37,6 +37,7 @@ const (
 	MutantDeploymentIgnoresReadyCondition    = "DeploymentIgnoresReadyCondition"
 	MutantKubeletKeepsReadyOnExit            = "KubeletKeepsReadyOnExit"
 	MutantKubeletCompletesAlwaysPods         = "KubeletCompletesAlwaysPods"
+	MutantDeploymentObservesStaleGeneration  = "DeploymentObservesStaleGeneration"
 )
 
 // MutantInfo describes one mutant: the action it breaks, how, and the
@@ -82,6 +83,7 @@ var Mutants = []MutantInfo{
 	{MutantDeploymentIgnoresReadyCondition, DeploymentScaleDown, "DEP-2", "Running pods whose readiness probe has not passed are counted as available"},
 	{MutantKubeletKeepsReadyOnExit, KubeletCompletePod, "KUBELET-6", "a pod whose containers completed keeps its Ready condition"},
 	{MutantKubeletCompletesAlwaysPods, KubeletCompletePod, "KUBELET-7", "the kubelet lets a restartPolicy Always pod whose containers exited 0 become Succeeded"},
+	{MutantDeploymentObservesStaleGeneration, DeploymentObserve, "DEP-1", "the deployment controller writes observedGeneration without the resourceVersion precondition, claiming a generation its lagging view has not seen (needs DeploymentLag)"},
 }
 
 var mutantByName = func() map[string]MutantInfo {

@@ -212,7 +212,7 @@ func depScaleDownKeepsAvailable(m *Model, s, t *State) bool {
 			}
 			avail := truth.AvailablePods(s, d, v)
 			if lost := avail - int(t.RSReplicas[d][v]); lost > 0 &&
-				truth.AvailableTotal(s, d)-lost < int(s.DepReplicas[d])-m.cfg.MaxUnavailable {
+				truth.AvailableTotal(s, d)-lost < int(m.DCSees(s, d).Replicas)-m.cfg.MaxUnavailable {
 				return false
 			}
 		}

@@ -67,12 +67,13 @@ const (
 // a queue of watch events and, for the ReplicaSet controller, expectations;
 // for the scheduler, assumed pods. They crash, restart, and lose their
 // watch. The kubelets, the deployment controller and taint-based eviction
-// act on lagging views of their own (KubeletView, DCAvailable, NLCTainted, with
-// KubeletLag, DeploymentLag, NodeLifecycleLag): each view of an object
-// catches up in one step at any later time, so it may be any number of
-// changes behind, which covers their dropped watches and restarts too. The
-// garbage collector reads current state: upstream it re-reads the object
-// and looks its owners up with live GETs before it deletes.
+// act on lagging views of their own (KubeletView, DCAvailable and
+// DCDeployment, NLCTainted, with KubeletLag, DeploymentLag,
+// NodeLifecycleLag): each view of an object catches up in one step at any
+// later time, so it may be any number of changes behind, which covers their
+// dropped watches and restarts too. The garbage collector reads current
+// state: upstream it re-reads the object and looks its owners up with live
+// GETs before it deletes.
 const (
 	ReplicaSetController = 1
 	Scheduler            = 2
@@ -96,6 +97,9 @@ type State struct {
 	// The deployment controller's view of ReplicaSet (d, v)'s available pods
 	// (status.availableReplicas as it last saw it; DeploymentLag).
 	DCAvailable [MaxDeployments + 1][MaxVersions + 1]uint8
+	// The deployment controller's view of deployment d itself: the object
+	// as its informer last delivered it (DeploymentLag).
+	DCDeployment [MaxDeployments + 1]DeploymentView
 
 	PodState  [MaxPods]uint8 // Absent, Live, Deleting
 	PodNode   [MaxPods]uint8 // spec.nodeName: 0 = unbound
@@ -169,6 +173,13 @@ func KubeletSeenState(v uint8) uint8 {
 		return Live
 	}
 }
+
+// DeploymentView is a Deployment as the deployment controller sees it
+// (dcDeployment in the TLA+ module, a record [state, replicas, version]):
+// its lifecycle (Absent, Live, Deleting: deletionTimestamp set, Gone),
+// spec.replicas and pod template version. With DeploymentLag = 0 the
+// controller reads the store and the view stays at its zero value.
+type DeploymentView struct{ State, Replicas, Version uint8 }
 
 // Event is one watch event of a pod in an informer queue: the pod (index+1;
 // 0 = an empty queue entry), what the component's cache will show for it

@@ -57,7 +57,7 @@ RSs         == Deployments \X Versions
 \* Controllers with an informer cache fed by an event queue and with
 \* expectations or assumed pods; they crash and lose their watch.  The
 \* kubelets, the deployment controller and taint-based eviction act on
-\* lagging views of their own (kubeletView, dcAvailable, nlcTainted) when
+\* lagging views of their own (kubeletView, dcAvailable and dcDeployment, nlcTainted) when
 \* KubeletLag, DeploymentLag, NodeLifecycleLag are 1.
 Controllers == {"ReplicaSetController", "Scheduler"}
 
@@ -117,12 +117,14 @@ VARIABLES
                   \* <<"Live", n>>, <<"Deleting", n>>, or <<"Absent", 0>> (nothing)
     dcAvailable,  \* ReplicaSet <<d, v>>'s status.availableReplicas as the deployment
                   \* controller last saw it (DeploymentLag = 1)
+    dcDeployment, \* deployment d as the deployment controller last saw it (DeploymentLag = 1):
+                  \* [state |-> lifecycle, replicas |-> spec.replicas, version |-> template]
     nlcTainted,   \* taint-based eviction's view of node n's taint (NodeLifecycleLag = 1)
     pending,      \* controller c's informer queue: watch events received, not yet applied
                   \* (a sequence of [pod, view, rev], oldest first, at most MaxLag)
     cacheRev      \* the revision controller c's cache reflects
 
-viewVars == <<kubeletView, dcAvailable, nlcTainted>>
+viewVars == <<kubeletView, dcAvailable, dcDeployment, nlcTainted>>
 memoryVars == <<kubeletKnows, rscView, rscExpect, schedView, schedAssumed, viewVars, pending, cacheRev>>
 
 (* Environment: which components, watches and nodes are up. *)
@@ -176,6 +178,11 @@ AvailablePodsNow(d, v) == Cardinality({p \in PodsOf(d, v) : IsAvailable(p)})
 \* is stated over): status.availableReplicas as it last saw it, with
 \* DeploymentLag = 1.
 AvailablePods(d, v) == IF DeploymentLag = 1 THEN dcAvailable[<<d, v>>] ELSE AvailablePodsNow(d, v)
+\* Deployment d as the store holds it, and as the deployment controller sees
+\* it: its lagging view with DeploymentLag = 1, the object otherwise.
+DepNow(d) == [state |-> depState[d], replicas |-> depReplicas[d], version |-> depVersion[d]]
+DCSees(d) == IF DeploymentLag = 1 THEN dcDeployment[d] ELSE DepNow(d)
+NoDeploymentSeen == [state |-> "Absent", replicas |-> 0, version |-> 0]
 AvailableTotal(d) == SumOver([v \in Versions |-> AvailablePods(d, v)], Versions)
 TotalReplicas(d) == SumOver([v \in Versions |-> IF rsState[<<d, v>>] = "Live" THEN rsReplicas[<<d, v>>] ELSE 0], Versions)
 
@@ -345,8 +352,11 @@ ScaleDeployment(d, r) ==
 DeleteDeployment(d, policy) ==
     /\ depState[d] = "Live" /\ deletes < MaxDeletes
     /\ IF policy = "Foreground"
-         THEN /\ depState' = [depState EXCEPT ![d] = "Deleting"]
-              /\ UNCHANGED <<depReplicas, depVersion, depObserved>>
+         THEN \* setting the deletionTimestamp of an object with finalizers
+              \* bumps its generation: not observed yet
+              /\ depState' = [depState EXCEPT ![d] = "Deleting"]
+              /\ depObserved' = [depObserved EXCEPT ![d] = FALSE]
+              /\ UNCHANGED <<depReplicas, depVersion>>
          ELSE RemoveDeployment(d)
     /\ deletes' = deletes + 1
     /\ UNCHANGED <<rsState, rsReplicas, podState, podNode, podPhase, podOwners, podReady, nodeTainted, nodeState>>
@@ -354,26 +364,32 @@ DeleteDeployment(d, policy) ==
     /\ UNCHANGED <<crashes, watchDrops, nodeFailures, evictions, scales, nodeDeletes, probeFailures, completions>>
 
 -----------------------------------------------------------------------------
-(* Deployment controller. *)
+(* Deployment controller: reads each deployment through DCSees (its      *)
+(* lagging view with DeploymentLag = 1) and the ReplicaSets current (its   *)
+(* writes to them are compare-and-swaps).                                  *)
 
-\* How many more replicas d's ReplicaSets may have in total.
-SurgeRoom(d) == Max(0, depReplicas[d] + MaxSurge - TotalReplicas(d))
+\* How many more replicas d's ReplicaSets may have in total, for replicas r.
+SurgeRoom(d, r) == Max(0, r + MaxSurge - TotalReplicas(d))
 
-\* Create the ReplicaSet of the current template, as large as maxSurge allows.
+\* It sees d live and no ReplicaSet of its template: create that ReplicaSet,
+\* as large as maxSurge allows.
 DeploymentCreateReplicaSet(d) ==
-    LET cur == depVersion[d] IN
-    /\ depState[d] = "Live" /\ rsState[<<d, cur>>] = "Absent"
+    LET dep == DCSees(d)
+        cur == dep.version IN
+    /\ dep.state = "Live" /\ rsState[<<d, cur>>] = "Absent"
     /\ rsState' = [rsState EXCEPT ![<<d, cur>>] = "Live"]
-    /\ rsReplicas' = [rsReplicas EXCEPT ![<<d, cur>>] = Min(depReplicas[d], SurgeRoom(d))]
+    /\ rsReplicas' = [rsReplicas EXCEPT ![<<d, cur>>] = Min(dep.replicas, SurgeRoom(d, dep.replicas))]
     /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, podState, podNode, podPhase, podOwners, podReady, nodeTainted, nodeState>>
     /\ Write(rscExpect, schedAssumed)
     /\ UNCHANGED budgetVars
 
-\* Scale the current ReplicaSet up toward replicas, within replicas + maxSurge.
+\* Scale the ReplicaSet of the template it sees up toward replicas, within
+\* replicas + maxSurge.
 DeploymentScaleUp(d) ==
-    LET cur == depVersion[d]
-        target == Min(depReplicas[d], rsReplicas[<<d, cur>>] + SurgeRoom(d)) IN
-    /\ depState[d] = "Live" /\ rsState[<<d, cur>>] = "Live"
+    LET dep == DCSees(d)
+        cur == dep.version
+        target == Min(dep.replicas, rsReplicas[<<d, cur>>] + SurgeRoom(d, dep.replicas)) IN
+    /\ dep.state = "Live" /\ rsState[<<d, cur>>] = "Live"
     /\ target > rsReplicas[<<d, cur>>]
     /\ rsReplicas' = [rsReplicas EXCEPT ![<<d, cur>>] = target]
     /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, podState, podNode, podPhase, podOwners, podReady, nodeTainted, nodeState>>
@@ -382,25 +398,33 @@ DeploymentScaleUp(d) ==
 
 \* The current ReplicaSet goes down to replicas; an old one drops its
 \* unavailable pods and as many available ones as keep
-\* replicas - maxUnavailable pods of the deployment available.
+\* replicas - maxUnavailable pods of the deployment available (d as the
+\* controller sees it).
 ScaleDownTarget(d, v) ==
-    LET spec == rsReplicas[<<d, v>>]
-        excess == AvailableTotal(d) - (depReplicas[d] - MaxUnavailable) IN
-    IF v = depVersion[d] THEN Min(spec, depReplicas[d])
+    LET dep == DCSees(d)
+        spec == rsReplicas[<<d, v>>]
+        excess == AvailableTotal(d) - (dep.replicas - MaxUnavailable) IN
+    IF v = dep.version THEN Min(spec, dep.replicas)
     ELSE Min(spec, Max(0, AvailablePods(d, v) - Max(0, excess)))
 
 DeploymentScaleDown(d, v) ==
-    /\ depState[d] = "Live" /\ rsState[<<d, v>>] = "Live"
+    /\ DCSees(d).state = "Live" /\ rsState[<<d, v>>] = "Live"
     /\ ScaleDownTarget(d, v) < rsReplicas[<<d, v>>]
     /\ rsReplicas' = [rsReplicas EXCEPT ![<<d, v>>] = ScaleDownTarget(d, v)]
     /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, podState, podNode, podPhase, podOwners, podReady, nodeTainted, nodeState>>
     /\ Write(rscExpect, schedAssumed)
     /\ UNCHANGED budgetVars
 
-\* Write status.observedGeneration once the ReplicaSets are within bounds.
+\* Write status.observedGeneration.  The status write carries the
+\* resourceVersion of the object the controller read, so it succeeds only
+\* when its view is current.  A live deployment is observed once its
+\* ReplicaSets are within replicas + maxSurge; one being deleted gets only
+\* its status synced, whatever its ReplicaSets hold.
 DeploymentObserve(d) ==
-    /\ depState[d] = "Live" /\ ~depObserved[d]
-    /\ TotalReplicas(d) <= depReplicas[d] + MaxSurge
+    LET dep == DCSees(d) IN
+    /\ ~depObserved[d] /\ dep = DepNow(d)
+    /\ \/ dep.state = "Live" /\ TotalReplicas(d) <= dep.replicas + MaxSurge
+       \/ dep.state = "Deleting"
     /\ depObserved' = [depObserved EXCEPT ![d] = TRUE]
     /\ UNCHANGED <<depState, depReplicas, depVersion, rsState, rsReplicas, podState, podNode, podPhase, podOwners, podReady, nodeTainted, nodeState>>
     /\ Write(rscExpect, schedAssumed)
@@ -650,7 +674,7 @@ KubeletCrash(n) ==
     /\ kubeletKnows' = [p \in Pods |-> IF sandboxNode[p] = n THEN FALSE ELSE kubeletKnows[p]]
     /\ kubeletView' = [p \in Pods |-> IF kubeletView[p][2] = n THEN NothingSeen ELSE kubeletView[p]]
     /\ crashes' = crashes + 1
-    /\ UNCHANGED <<storeVars, runtimeVars, rscView, rscExpect, schedView, schedAssumed, dcAvailable, nlcTainted, pending, cacheRev, up, watchOK, nodeUp,
+    /\ UNCHANGED <<storeVars, runtimeVars, rscView, rscExpect, schedView, schedAssumed, dcAvailable, dcDeployment, nlcTainted, pending, cacheRev, up, watchOK, nodeUp,
                    watchDrops, nodeFailures, evictions, scales, deletes, nodeDeletes, probeFailures, completions>>
 
 \* The kubelet of n starts again, rebuilds its pod manager from the runtime
@@ -660,7 +684,7 @@ KubeletRestart(n) ==
     /\ kubeletUp' = [kubeletUp EXCEPT ![n] = TRUE]
     /\ kubeletKnows' = [p \in Pods |-> IF sandboxNode[p] = n /\ sandboxes[p] > 0 THEN TRUE ELSE kubeletKnows[p]]
     /\ kubeletView' = [p \in Pods |-> IF KubeletLag = 1 /\ podNode[p] = n THEN ProjKubelet(p) ELSE kubeletView[p]]
-    /\ UNCHANGED <<storeVars, runtimeVars, rscView, rscExpect, schedView, schedAssumed, dcAvailable, nlcTainted, pending, cacheRev, up, watchOK, nodeUp, budgetVars>>
+    /\ UNCHANGED <<storeVars, runtimeVars, rscView, rscExpect, schedView, schedAssumed, dcAvailable, dcDeployment, nlcTainted, pending, cacheRev, up, watchOK, nodeUp, budgetVars>>
 
 \* Node n becomes unreachable (its runtime is frozen).
 NodeFail(n) ==
@@ -706,7 +730,7 @@ RegisterNode(n) ==
     /\ nodeUp' = [nodeUp EXCEPT ![n] = TRUE]
     /\ kubeletUp' = [kubeletUp EXCEPT ![n] = TRUE]
     /\ kubeletView' = [p \in Pods |-> IF KubeletLag = 1 /\ podNode[p] = n THEN ProjKubelet(p) ELSE kubeletView[p]]
-    /\ UNCHANGED <<runtimeVars, kubeletKnows, rscView, rscExpect, schedView, schedAssumed, dcAvailable, nlcTainted,
+    /\ UNCHANGED <<runtimeVars, kubeletKnows, rscView, rscExpect, schedView, schedAssumed, dcAvailable, dcDeployment, nlcTainted,
                    pending, cacheRev, up, watchOK, budgetVars>>
 
 \* Node n, not yet registered, joins.
@@ -739,7 +763,7 @@ NodeDelete(n) ==
     /\ kubeletView' = [p \in Pods |-> IF kubeletView[p][2] = n THEN NothingSeen ELSE kubeletView[p]]
     /\ sandboxNode' = [p \in Pods |-> IF sandboxNode[p] = n THEN 0 ELSE sandboxNode[p]]
     /\ nodeDeletes' = nodeDeletes + 1
-    /\ UNCHANGED <<rscView, rscExpect, schedView, schedAssumed, dcAvailable, nlcTainted, pending, cacheRev, up, watchOK,
+    /\ UNCHANGED <<rscView, rscExpect, schedView, schedAssumed, dcAvailable, dcDeployment, nlcTainted, pending, cacheRev, up, watchOK,
                    crashes, watchDrops, nodeFailures, evictions, scales, deletes, probeFailures, completions>>
 
 \* p is bound to a node whose Node object is gone: the pod garbage
@@ -815,7 +839,7 @@ KubeletObservePod(n, p) ==
     /\ ProjKubelet(p)[2] = n \/ kubeletView[p][2] = n
     /\ kubeletView' = [kubeletView EXCEPT ![p] = ProjKubelet(p)]
     /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, rscView, rscExpect, schedView, schedAssumed,
-                   dcAvailable, nlcTainted, pending, cacheRev, envVars, budgetVars>>
+                   dcAvailable, dcDeployment, nlcTainted, pending, cacheRev, envVars, budgetVars>>
 
 \* The deployment controller sees ReplicaSet <<d, v>>'s
 \* status.availableReplicas as the pods are now (DeploymentLag = 1).
@@ -826,7 +850,18 @@ DeploymentObserveReplicaSet(d, v) ==
     /\ DeploymentLag = 1 /\ dcAvailable[<<d, v>>] # AvailablePodsNow(d, v)
     /\ dcAvailable' = [dcAvailable EXCEPT ![<<d, v>>] = AvailablePodsNow(d, v)]
     /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, rscView, rscExpect, schedView, schedAssumed,
-                   kubeletView, nlcTainted, pending, cacheRev, envVars, budgetVars>>
+                   kubeletView, dcDeployment, nlcTainted, pending, cacheRev, envVars, budgetVars>>
+
+\* The deployment controller sees deployment d as it is now (DeploymentLag
+\* = 1): created, its spec changed, marked for deletion, or gone.  Its
+\* informer and work queue coalesce updates, so the view jumps to the
+\* current object; until then it acts on the old one (any number of
+\* changes behind, which also covers its dropped watches and restarts).
+DeploymentObserveDeployment(d) ==
+    /\ DeploymentLag = 1 /\ dcDeployment[d] # DepNow(d)
+    /\ dcDeployment' = [dcDeployment EXCEPT ![d] = DepNow(d)]
+    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, rscView, rscExpect, schedView, schedAssumed,
+                   kubeletView, dcAvailable, nlcTainted, pending, cacheRev, envVars, budgetVars>>
 
 \* Taint-based eviction sees node n's taint as it is now (NodeLifecycleLag
 \* = 1); until then it may evict the pods of a node whose taint was just
@@ -835,7 +870,7 @@ NodeLifecycleObserveNode(n) ==
     /\ NodeLifecycleLag = 1 /\ nlcTainted[n] # nodeTainted[n]
     /\ nlcTainted' = [nlcTainted EXCEPT ![n] = nodeTainted[n]]
     /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, rscView, rscExpect, schedView, schedAssumed,
-                   kubeletView, dcAvailable, pending, cacheRev, envVars, budgetVars>>
+                   kubeletView, dcAvailable, dcDeployment, pending, cacheRev, envVars, budgetVars>>
 
 -----------------------------------------------------------------------------
 (* The specification. *)
@@ -865,6 +900,7 @@ Init ==
     /\ schedAssumed = [p \in Pods |-> 0]
     /\ kubeletView = [p \in Pods |-> NothingSeen]
     /\ dcAvailable = [r \in RSs |-> 0]
+    /\ dcDeployment = [d \in Deployments |-> NoDeploymentSeen]
     /\ nlcTainted = [n \in Nodes |-> FALSE]
     /\ pending = [c \in Controllers |-> <<>>]
     /\ cacheRev = [c \in Controllers |-> 0]
@@ -891,6 +927,7 @@ Next ==
          \/ \E v \in Versions : GCRemoveReplicaSet(d, v)
          \/ GCRemoveDeployment(d)
          \/ \E v \in Versions : DeploymentObserveReplicaSet(d, v)
+         \/ DeploymentObserveDeployment(d)
     \/ \E p \in Pods :
          \/ ReplicaSetDeletePod(p)
          \/ GCDeletePod(p)
@@ -935,6 +972,7 @@ Fairness ==
     /\ \A d \in Deployments :
          /\ WF_vars(DeploymentCreateReplicaSet(d)) /\ WF_vars(DeploymentScaleUp(d))
          /\ WF_vars(DeploymentObserve(d)) /\ WF_vars(GCRemoveDeployment(d))
+         /\ WF_vars(DeploymentObserveDeployment(d))
          /\ \A v \in Versions :
               /\ WF_vars(DeploymentScaleDown(d, v)) /\ WF_vars(ReplicaSetCreatePod(d, v))
               /\ WF_vars(GCDeleteReplicaSet(d, v)) /\ WF_vars(GCRemoveReplicaSet(d, v))
@@ -985,6 +1023,8 @@ TypeOK ==
     /\ schedAssumed \in [Pods -> 0..NumNodes]
     /\ kubeletView \in [Pods -> {NothingSeen} \cup ({"Live", "Deleting"} \X Nodes)]
     /\ dcAvailable \in [RSs -> 0..PodsPerRS]
+    /\ dcDeployment \in [Deployments -> [state : {"Absent", "Live", "Deleting", "Gone"},
+                                          replicas : 0..Replicas, version : 0..NumVersions]]
     /\ nlcTainted \in [Nodes -> BOOLEAN]
     /\ up \in [Controllers -> BOOLEAN] /\ watchOK \in [Controllers -> BOOLEAN]
     /\ kubeletUp \in [Nodes -> BOOLEAN] /\ nodeUp \in [Nodes -> BOOLEAN]
@@ -1037,11 +1077,13 @@ RS_2 == \A p \in Pods : Cardinality(podOwners[p]) <= 1
 DEP_1 == \A d \in Deployments : (depState[d] = "Live" /\ depObserved[d]) => TotalReplicas(d) <= depReplicas[d] + MaxSurge
 
 \* DEP-2: a ReplicaSet is scaled down only as far as keeps
-\* replicas - maxUnavailable pods of the deployment available.
+\* replicas - maxUnavailable pods of the deployment available, as the
+\* controller counts them and sees replicas (the store's once it has
+\* observed the current generation: depObserved implies a current view).
 DEP_2 == [][\A d \in Deployments, v \in Versions :
               LET r == <<d, v>>  lost == AvailablePods(d, v) - rsReplicas'[r] IN
               (rsState[r] = "Live" /\ rsState'[r] = "Live" /\ rsReplicas'[r] < rsReplicas[r] /\ lost > 0)
-              => AvailableTotal(d) - lost >= depReplicas[d] - MaxUnavailable]_vars
+              => AvailableTotal(d) - lost >= DCSees(d).replicas - MaxUnavailable]_vars
 
 \* GC-1: a live pod is deleted only because its owners are gone, its node is
 \* tainted or deleted, or its ReplicaSet controller believed there were too

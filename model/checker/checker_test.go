@@ -100,6 +100,8 @@ var faultConfigs = []map[string]int{
 	// The deployment controller and taint-based eviction on lagging views.
 	{"DeploymentLag": 1, "Replicas": 2, "Capacity": 2, "PodsPerRS": 3, "MaxUnavailable": 1},
 	{"DeploymentLag": 1, "ReadinessProbes": 1, "MaxProbeFailures": 1},
+	{"DeploymentLag": 1, "MaxDeletes": 1},
+	{"DeploymentLag": 1, "MaxScales": 1, "Replicas": 2, "Capacity": 2, "PodsPerRS": 3},
 	{"NodeLifecycleLag": 1, "MaxNodeFailures": 1},
 	// A deleted node registering again under its name.
 	{"NodesReturn": 1, "MaxNodeDeletes": 1, "Capacity": 2},
@@ -156,6 +158,7 @@ var mutantConfig = map[string]map[string]int{
 	model.MutantSchedulerBindsToDeletedNode:        {"JoiningNodes": 1},
 	model.MutantPodGCIgnoresDeletedNodes:           {"MaxNodeDeletes": 1},
 	model.MutantDeploymentIgnoresReadyCondition:    {"ReadinessProbes": 1},
+	model.MutantDeploymentObservesStaleGeneration:  {"DeploymentLag": 1, "MaxScales": 1, "Replicas": 2, "Capacity": 2, "PodsPerRS": 3},
 	model.MutantKubeletKeepsReadyOnExit:            {"RestartPolicy": model.RestartNever, "MaxCompletions": 1},
 	model.MutantKubeletCompletesAlwaysPods:         {"MaxCompletions": 1},
 }

@@ -14,19 +14,34 @@ import (
 // reduction, so node numbers keep their meaning. Faults and user operations
 // are limited by the model's configuration budgets, counted from from.
 func CanReach(m *model.Model, from, to model.State, k int) ([]Step, bool) {
+	return CanReachAny(m, []model.State{from}, to, k)
+}
+
+// CanReachAny is CanReach from any of several start states (e.g. one
+// observed state with the different values its hidden component memory
+// may have, model.StaleDeploymentViews): a shortest path from whichever
+// start reaches to first. The path's first step is that start.
+func CanReachAny(m *model.Model, froms []model.State, to model.State, k int) ([]Step, bool) {
 	target := m.Observable(&to)
 	matches := func(s *model.State) bool { return m.Observable(s) == target }
-	if matches(&from) {
-		return []Step{{State: from}}, true
-	}
 	type node struct {
 		s      model.State
 		parent int
 		a      model.Action
 	}
-	seen := map[model.State]bool{from: true}
-	nodes := []node{{s: from, parent: -1}}
-	level := []int{0}
+	seen := map[model.State]bool{}
+	var nodes []node
+	var level []int
+	for _, from := range froms {
+		if matches(&from) {
+			return []Step{{State: from}}, true
+		}
+		if !seen[from] {
+			seen[from] = true
+			nodes = append(nodes, node{s: from, parent: -1})
+			level = append(level, len(nodes)-1)
+		}
+	}
 	for depth := 0; depth < k && len(level) > 0; depth++ {
 		var next []int
 		for _, i := range level {

@@ -482,8 +482,8 @@ func (m *Module) fieldNames(a, b int) map[int]bool {
 		if m.is(i+1, "|->") && (m.is(i-1, "[") || m.is(i-1, ",")) {
 			skip[i] = true
 		}
-		if m.is(i+1, ":") && m.is(i-1, "[") {
-			skip[i] = true // record set [a : S]
+		if m.is(i+1, ":") && (m.is(i-1, "[") || m.is(i-1, ",")) {
+			skip[i] = true // record set [a : S, b : T]
 		}
 	}
 	return skip
