@@ -84,6 +84,7 @@ type Cacher struct {
 	tooLarge   time.Duration
 	readyWait  time.Duration
 	log        *slog.Logger
+	intern     *interner // the reflector's
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -143,6 +144,7 @@ func New(cfg Config) (*Cacher, error) {
 		res:        cfg.Resource,
 		getAttrs:   cfg.Resource.GetAttrs,
 		indexField: cfg.IndexField,
+		intern:     newInterner(),
 		ringCap:    cfg.EventBufferSize,
 		watchBuf:   cfg.WatcherBufferSize,
 		tooLarge:   cfg.TooLargeResourceVersionWait,
@@ -205,7 +207,9 @@ func (c *Cacher) keyOf(obj runtime.Object) (string, error) {
 	return c.res.ResourcePrefix + "/" + m.GetName(), nil
 }
 
+// newCached wraps obj, which etcd just gave the reflector, for the cache.
 func (c *Cacher) newCached(obj runtime.Object) (*cachedObject, error) {
+	c.intern.managedFields(obj)
 	key, err := c.keyOf(obj)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,83 @@
+package cacher
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// maxInterned bounds an interner's tables; past it they start over, so
+// that a stream of ever new values cannot grow them without end.
+const maxInterned = 4096
+
+// interner makes the managedFields of cached objects share memory: objects
+// written the same way by the same manager (every pod a ReplicaSet
+// creates, every ConfigMap of a benchmark) carry byte-identical FieldsV1
+// sets and the same manager, operation and apiVersion strings, which etcd
+// decoding allocates anew for every object. Held once, they are about a
+// sixth of a cached pod's memory.
+//
+// Only the reflector goroutine uses it. The cache never changes the bytes
+// of a cached object in place (reads deep-copy, watch events are only
+// encoded), so sharing them is safe; a deep copy gets bytes of its own.
+type interner struct {
+	bytes   map[string][]byte
+	strings map[string]string
+}
+
+func newInterner() *interner {
+	return &interner{bytes: map[string][]byte{}, strings: map[string]string{}}
+}
+
+// managedFields replaces the managedFields values of obj with the equal
+// values interned before.
+func (in *interner) managedFields(obj runtime.Object) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	entries := m.GetManagedFields() // the object's own slice, not a copy
+	for i := range entries {
+		e := &entries[i]
+		e.Manager = in.string(e.Manager)
+		e.Operation = in.operation(e.Operation)
+		e.APIVersion = in.string(e.APIVersion)
+		e.FieldsType = in.string(e.FieldsType)
+		e.Subresource = in.string(e.Subresource)
+		if e.FieldsV1 != nil && len(e.FieldsV1.Raw) > 0 {
+			e.FieldsV1.Raw = in.byteSlice(e.FieldsV1.Raw)
+		}
+	}
+}
+
+func (in *interner) operation(op metav1.ManagedFieldsOperationType) metav1.ManagedFieldsOperationType {
+	return metav1.ManagedFieldsOperationType(in.string(string(op)))
+}
+
+func (in *interner) string(s string) string {
+	if s == "" {
+		return s
+	}
+	if v, ok := in.strings[s]; ok {
+		return v
+	}
+	if len(in.strings) >= maxInterned {
+		clear(in.strings)
+	}
+	in.strings[s] = s
+	return s
+}
+
+func (in *interner) byteSlice(b []byte) []byte {
+	if v, ok := in.bytes[string(b)]; ok {
+		return v
+	}
+	if len(in.bytes) >= maxInterned {
+		clear(in.bytes)
+	}
+	// The capacity is cut to the length, so an append to one object's
+	// bytes copies them instead of writing into the shared array.
+	b = b[:len(b):len(b)]
+	in.bytes[string(b)] = b
+	return b
+}
