@@ -56,6 +56,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/controller/replicaset"
 	"github.com/kubeproof/kubeproof/impl/controller/resourcequota"
 	"github.com/kubeproof/kubeproof/impl/controller/serviceaccount"
+	"github.com/kubeproof/kubeproof/impl/intern"
 )
 
 // Controller names accepted in Config.Controllers.
@@ -406,7 +407,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		return root.ForController(ctx, ServiceAccountNames[controller])
 	}
 	// Cached objects are trimmed to what the controllers read (transform.go).
-	factory := informers.NewSharedInformerFactoryWithOptions(root.Kube, cfg.ResyncPeriod, informers.WithTransform(trimForCache))
+	factory := informers.NewSharedInformerFactoryWithOptions(root.Kube, cfg.ResyncPeriod, informers.WithTransform(cacheTransform(intern.New())))
 	defer factory.Shutdown()
 	clk := cfg.Clock
 

@@ -4,6 +4,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubeproof/kubeproof/impl/intern"
 )
 
 // The controller manager's shared informers hold every pod, node,
@@ -29,11 +31,25 @@ import (
 //     but keeps the stored spec.
 //
 // Cached objects are read-only (every controller copies before it
-// changes one), so a trimmed pod is never sent as a spec.
+// changes one), so a trimmed pod is never sent as a spec, and pods share
+// their repeated values (labels, resources, tolerations, names; see
+// impl/intern) through the table of the manager's informers.
 
-// trimForCache is the controller manager's informer transform. It changes
-// obj in place: an informer hands its transform a freshly decoded object no
-// one else holds. Tombstones pass through unchanged.
+// cacheTransform returns the controller manager's informer transform,
+// interning pods' repeated values in table.
+func cacheTransform(table *intern.Table) cache.TransformFunc {
+	return func(obj any) (any, error) {
+		obj, err := trimForCache(obj)
+		if p, ok := obj.(*corev1.Pod); ok {
+			table.Pod(p)
+		}
+		return obj, err
+	}
+}
+
+// trimForCache trims obj as described above. It changes obj in place: an
+// informer hands its transform a freshly decoded object no one else holds.
+// Tombstones pass through unchanged.
 func trimForCache(obj any) (any, error) {
 	switch o := obj.(type) {
 	case cache.DeletedFinalStateUnknown:

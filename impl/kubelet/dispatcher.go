@@ -95,7 +95,7 @@ func (d *PodDispatcher) Run(ctx context.Context) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(d.client, d.resync,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermNotEqualSelector("spec.nodeName", "").String()
-		}), informers.WithTransform(trimSourcePod))
+		}), informers.WithTransform(sourceTransform(kubeletTable)))
 	inf := factory.Core().V1().Pods().Informer()
 	if err := inf.AddIndexers(cache.Indexers{byNodeName: func(obj any) ([]string, error) {
 		if p, ok := obj.(*v1.Pod); ok && p.Spec.NodeName != "" {

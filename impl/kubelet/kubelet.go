@@ -107,7 +107,7 @@ type podRecord struct {
 	lastStatus      *v1.PodStatus           // last status written (shares its lists with the source's pod once that has caught up)
 	lastStatusRV    string                  // the resourceVersion that write produced
 	volumesAt       time.Time               // when volumes were last set up
-	tokens          map[string]time.Time    // when to refresh each projected token, by volume/source
+	tokens          []tokenRefresh          // when to renew each projected token (a pod has one or two)
 	finalDeleteSent bool
 }
 
@@ -220,7 +220,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		factory := informers.NewSharedInformerFactoryWithOptions(k.client, k.cfg.SyncFrequency,
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 				o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", k.cfg.NodeName).String()
-			}), informers.WithTransform(trimSourcePod))
+			}), informers.WithTransform(sourceTransform(kubeletTable)))
 		informer = factory.Core().V1().Pods().Informer()
 		if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { k.podFromSource(obj, false) },

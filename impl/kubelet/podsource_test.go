@@ -5,13 +5,15 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeproof/kubeproof/impl/intern"
 )
 
-func TestTrimSourcePodDropsOnlyManagedFields(t *testing.T) {
+func TestSourceTransformDropsOnlyManagedFields(t *testing.T) {
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{"a": "b"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Env: []v1.EnvVar{{Name: "X"}}}}}}
-	out, _ := trimSourcePod(p)
+	out, _ := sourceTransform(intern.New())(p)
 	got := out.(*v1.Pod)
 	if got.ManagedFields != nil || got.Annotations["a"] != "b" || len(got.Spec.Containers[0].Env) != 1 {
 		t.Errorf("trimmed wrongly: %+v", got)

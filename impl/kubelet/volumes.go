@@ -52,9 +52,6 @@ func volumePlugin(v *v1.Volume) string {
 // rewritten on every call so updates reach running pods.
 func (k *Kubelet) setUpVolumes(ctx context.Context, rec *podRecord, pod *v1.Pod) error {
 	src := clientEnvSource{ctx: ctx, k: k}
-	if rec.tokens == nil {
-		rec.tokens = map[string]time.Time{}
-	}
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
 		plugin := volumePlugin(v)
@@ -198,7 +195,7 @@ func (k *Kubelet) projectedFiles(ctx context.Context, src clientEnvSource, rec *
 // written to (dir), and fetched anew if that file is gone.
 func (k *Kubelet) serviceAccountTokenFile(ctx context.Context, rec *podRecord, pod *v1.Pod, dir, key string, p *v1.ServiceAccountTokenProjection) (map[string][]byte, error) {
 	now := k.clock.Now()
-	if refreshAt, ok := rec.tokens[key]; ok && now.Before(refreshAt) {
+	if refreshAt, ok := rec.tokenRefresh(key); ok && now.Before(refreshAt) {
 		if token, err := readVolumeFile(dir, p.Path); err == nil && len(token) > 0 {
 			return map[string][]byte{p.Path: token}, nil
 		}
@@ -229,8 +226,34 @@ func (k *Kubelet) serviceAccountTokenFile(ctx context.Context, rec *podRecord, p
 	if !tr.Status.ExpirationTimestamp.IsZero() {
 		ttl = tr.Status.ExpirationTimestamp.Sub(now)
 	}
-	rec.tokens[key] = now.Add(ttl * 8 / 10)
+	rec.setTokenRefresh(key, now.Add(ttl*8/10))
 	return map[string][]byte{p.Path: []byte(tr.Status.Token)}, nil
+}
+
+// tokenRefresh is when the projected token of key (volume/source) is due
+// for renewal.
+type tokenRefresh struct {
+	key string
+	at  time.Time
+}
+
+func (rec *podRecord) tokenRefresh(key string) (time.Time, bool) {
+	for _, t := range rec.tokens {
+		if t.key == key {
+			return t.at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+func (rec *podRecord) setTokenRefresh(key string, at time.Time) {
+	for i := range rec.tokens {
+		if rec.tokens[i].key == key {
+			rec.tokens[i].at = at
+			return
+		}
+	}
+	rec.tokens = append(rec.tokens, tokenRefresh{key: key, at: at})
 }
 
 // project selects the keys of a ConfigMap or Secret volume: all keys, or

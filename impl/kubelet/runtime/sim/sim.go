@@ -170,7 +170,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	s := &sandbox{
 		id: r.newID("sandbox"), seq: r.seq, meta: config.Metadata, state: runtimeapi.PodSandboxState_SANDBOX_READY,
 		createdAt: r.clock.Now(), labels: config.Labels, annotations: r.withDefaults(config.Annotations), ip: ip,
-		linux: config.Linux,
+		linux: shared.sandboxLinux(config.Linux),
 	}
 	r.sandboxes[s.id] = s
 	return s.id, nil
@@ -367,9 +367,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 	}
 	c := &container{
 		id: r.newID("container"), seq: r.seq, sandboxID: sandboxID, meta: config.Metadata,
-		image: config.Image.Image, imageRef: ref, labels: config.Labels, annotations: config.Annotations,
+		image: config.Image.Image, imageRef: ref, labels: config.Labels, annotations: shared.stringMap(config.Annotations),
 		faults: f, state: runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.clock.Now(),
-		env: config.Envs, mounts: config.Mounts, security: config.GetLinux().GetSecurityContext(),
+		env: shared.env(config.Envs), mounts: config.Mounts, security: shared.securityContext(config.GetLinux().GetSecurityContext()),
 	}
 	r.containers[c.id] = c
 	return c.id, nil

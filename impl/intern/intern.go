@@ -1,0 +1,232 @@
+// Package intern shares equal values among the objects of an informer
+// cache. Pods of one workload carry equal labels, resource requests,
+// tolerations and many equal strings (namespace, node, image, condition
+// types and reasons); a protobuf decode allocates each of them anew for
+// every pod and every version of it. A Table maps each value to the first
+// equal one it saw, so a cache of thousands of pods holds one copy.
+//
+// Sharing is safe because informer objects are read-only: every component
+// copies an object (DeepCopy) before it changes it. Tables are bounded:
+// once full, new values stay unshared, so a cluster whose objects all
+// differ pays nothing for a table that grows with it.
+package intern
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Limits of a Table.
+const (
+	maxStrings = 16384
+	maxValues  = 4096
+)
+
+// Table holds the shared values. Its methods are safe for concurrent use.
+type Table struct {
+	mu          sync.Mutex
+	strings     map[string]string
+	labels      map[string]map[string]string
+	resources   map[string]v1.ResourceList
+	tolerations map[string][]v1.Toleration
+	conditions  map[string][]v1.PodCondition
+	projected   map[string]*v1.ProjectedVolumeSource
+}
+
+// New returns an empty table.
+func New() *Table {
+	return &Table{
+		strings: map[string]string{}, labels: map[string]map[string]string{},
+		resources: map[string]v1.ResourceList{}, tolerations: map[string][]v1.Toleration{},
+		conditions: map[string][]v1.PodCondition{}, projected: map[string]*v1.ProjectedVolumeSource{},
+	}
+}
+
+// Conditions returns the shared slice equal to cs. Conditions carry
+// transition times in whole seconds, so pods that started together (a
+// Deployment scaling up) have equal ones.
+func (t *Table) Conditions(cs []v1.PodCondition) []v1.PodCondition {
+	if len(cs) == 0 {
+		return cs
+	}
+	var b strings.Builder
+	for i := range cs {
+		c := &cs[i]
+		b.WriteString(string(c.Type))
+		b.WriteByte(0)
+		b.WriteString(string(c.Status))
+		b.WriteByte(0)
+		b.WriteString(c.Reason)
+		b.WriteByte(0)
+		b.WriteString(c.Message)
+		b.WriteByte(0)
+		b.WriteString(strconv.FormatInt(c.ObservedGeneration, 10))
+		b.WriteByte(0)
+		b.WriteString(strconv.FormatInt(c.LastProbeTime.UnixNano(), 10))
+		b.WriteByte(0)
+		b.WriteString(strconv.FormatInt(c.LastTransitionTime.UnixNano(), 10))
+		b.WriteByte(1)
+	}
+	return lookup(&t.mu, t.conditions, maxValues, b.String(), cs)
+}
+
+// Projected returns the shared projected volume source equal to p (every
+// pod's kube-api-access volume projects the same token, CA bundle and
+// namespace).
+func (t *Table) Projected(p *v1.ProjectedVolumeSource) *v1.ProjectedVolumeSource {
+	if p == nil {
+		return nil
+	}
+	raw, err := p.Marshal()
+	if err != nil {
+		return p
+	}
+	return lookup(&t.mu, t.projected, maxValues, string(raw), p)
+}
+
+// lookup returns the value stored under key, storing v first if there is
+// room.
+func lookup[T any](mu *sync.Mutex, table map[string]T, limit int, key string, v T) T {
+	mu.Lock()
+	defer mu.Unlock()
+	if shared, ok := table[key]; ok {
+		return shared
+	}
+	if len(table) < limit {
+		table[key] = v
+	}
+	return v
+}
+
+// String returns the shared copy of s.
+func (t *Table) String(s string) string {
+	if s == "" {
+		return s
+	}
+	return lookup(&t.mu, t.strings, maxStrings, s, s)
+}
+
+// Labels returns the shared map equal to m (also for annotations and
+// node selectors).
+func (t *Table) Labels(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		b.WriteString(k)
+		b.WriteByte(0)
+		b.WriteString(m[k])
+		b.WriteByte(0)
+	}
+	return lookup(&t.mu, t.labels, maxValues, b.String(), m)
+}
+
+// Resources returns the shared resource list equal to rl.
+func (t *Table) Resources(rl v1.ResourceList) v1.ResourceList {
+	if len(rl) == 0 {
+		return rl
+	}
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(rl)) {
+		q := rl[k]
+		b.WriteString(string(k))
+		b.WriteByte(0)
+		b.WriteString(q.String())
+		b.WriteByte(0)
+	}
+	return lookup(&t.mu, t.resources, maxValues, b.String(), rl)
+}
+
+// Tolerations returns the shared slice equal to ts.
+func (t *Table) Tolerations(ts []v1.Toleration) []v1.Toleration {
+	if len(ts) == 0 {
+		return ts
+	}
+	var b strings.Builder
+	for _, tol := range ts {
+		b.WriteString(tol.Key)
+		b.WriteByte(0)
+		b.WriteString(string(tol.Operator))
+		b.WriteByte(0)
+		b.WriteString(tol.Value)
+		b.WriteByte(0)
+		b.WriteString(string(tol.Effect))
+		b.WriteByte(0)
+		if tol.TolerationSeconds != nil {
+			b.WriteString(strconv.FormatInt(*tol.TolerationSeconds, 10))
+		} else {
+			b.WriteByte('-')
+		}
+		b.WriteByte(1)
+	}
+	return lookup(&t.mu, t.tolerations, maxValues, b.String(), ts)
+}
+
+// Pod shares the repeated values of p in place: namespace, generateName,
+// labels, node and scheduler names, service account, tolerations, node
+// selector, overhead, and of every container its name, image, pull policy,
+// termination message settings and resources; of the status its phase, QoS
+// class, host IP, the conditions' types, statuses and reasons and the
+// container statuses' names, images and image IDs.
+func (t *Table) Pod(p *v1.Pod) {
+	p.APIVersion, p.Kind = t.String(p.APIVersion), t.String(p.Kind)
+	p.Namespace, p.GenerateName = t.String(p.Namespace), t.String(p.GenerateName)
+	p.Labels = t.Labels(p.Labels)
+	for i := range p.OwnerReferences {
+		r := &p.OwnerReferences[i]
+		r.APIVersion, r.Kind, r.Name, r.UID = t.String(r.APIVersion), t.String(r.Kind), t.String(r.Name), types.UID(t.String(string(r.UID)))
+	}
+	s := &p.Spec
+	s.NodeName, s.SchedulerName = t.String(s.NodeName), t.String(s.SchedulerName)
+	s.ServiceAccountName, s.DeprecatedServiceAccount = t.String(s.ServiceAccountName), t.String(s.DeprecatedServiceAccount)
+	s.Tolerations = t.Tolerations(s.Tolerations)
+	s.NodeSelector = t.Labels(s.NodeSelector)
+	s.Overhead = t.Resources(s.Overhead)
+	for _, cs := range [][]v1.Container{s.InitContainers, s.Containers} {
+		for i := range cs {
+			c := &cs[i]
+			c.Name, c.Image = t.String(c.Name), t.String(c.Image)
+			c.ImagePullPolicy = v1.PullPolicy(t.String(string(c.ImagePullPolicy)))
+			c.TerminationMessagePath = t.String(c.TerminationMessagePath)
+			c.TerminationMessagePolicy = v1.TerminationMessagePolicy(t.String(string(c.TerminationMessagePolicy)))
+			c.Resources.Requests = t.Resources(c.Resources.Requests)
+			c.Resources.Limits = t.Resources(c.Resources.Limits)
+			for j := range c.VolumeMounts {
+				c.VolumeMounts[j].MountPath = t.String(c.VolumeMounts[j].MountPath)
+			}
+		}
+	}
+	for i := range s.Volumes {
+		s.Volumes[i].Projected = t.Projected(s.Volumes[i].Projected)
+	}
+	st := &p.Status
+	// The freshly decoded conditions get shared strings first; only then
+	// may the slice itself be swapped for a shared one (which must never
+	// be written to).
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		c.Type = v1.PodConditionType(t.String(string(c.Type)))
+		c.Status = v1.ConditionStatus(t.String(string(c.Status)))
+		c.Reason = t.String(c.Reason)
+	}
+	st.Conditions = t.Conditions(st.Conditions)
+	st.Phase = v1.PodPhase(t.String(string(st.Phase)))
+	st.QOSClass = v1.PodQOSClass(t.String(string(st.QOSClass)))
+	st.HostIP = t.String(st.HostIP)
+	for i := range st.HostIPs {
+		st.HostIPs[i].IP = t.String(st.HostIPs[i].IP)
+	}
+	for _, list := range [][]v1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
+		for i := range list {
+			c := &list[i]
+			c.Name, c.Image, c.ImageID = t.String(c.Name), t.String(c.Image), t.String(c.ImageID)
+		}
+	}
+}

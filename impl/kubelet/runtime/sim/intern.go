@@ -1,0 +1,110 @@
+package sim
+
+import (
+	"strings"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// A simulated container keeps what its kubelet created it with (the
+// environment and mounts its shell sees, its security context, its
+// annotations). Containers of one workload are created with equal
+// environments (the service variables of their namespace), equal
+// annotations and equal security contexts, so the simulated runtimes of
+// one process keep one copy of each: the kubelet builds a fresh
+// configuration for every container, and this table swaps its parts for
+// the shared equal ones. Kept parts are never changed (the shell only
+// reads the environment). The table is bounded like impl/intern's.
+
+const maxShared = 4096
+
+type sharedParts struct {
+	mu       sync.Mutex
+	envs     map[string][]*runtimeapi.KeyValue
+	maps     map[string]map[string]string
+	security map[string]*runtimeapi.LinuxContainerSecurityContext
+	sandbox  map[string]*runtimeapi.LinuxSandboxSecurityContext
+}
+
+var shared = newSharedParts()
+
+func newSharedParts() *sharedParts {
+	return &sharedParts{
+		envs:     map[string][]*runtimeapi.KeyValue{},
+		maps:     map[string]map[string]string{},
+		security: map[string]*runtimeapi.LinuxContainerSecurityContext{},
+		sandbox:  map[string]*runtimeapi.LinuxSandboxSecurityContext{},
+	}
+}
+
+func share[T any](mu *sync.Mutex, table map[string]T, key string, v T) T {
+	mu.Lock()
+	defer mu.Unlock()
+	if s, ok := table[key]; ok {
+		return s
+	}
+	if len(table) < maxShared {
+		table[key] = v
+	}
+	return v
+}
+
+// env returns the shared environment equal to kvs (order matters: it is
+// the order the shell lists them in).
+func (s *sharedParts) env(kvs []*runtimeapi.KeyValue) []*runtimeapi.KeyValue {
+	if len(kvs) == 0 {
+		return kvs
+	}
+	var b strings.Builder
+	for _, kv := range kvs {
+		b.WriteString(kv.Key)
+		b.WriteByte(0)
+		b.Write(kv.Value)
+		b.WriteByte(0)
+	}
+	return share(&s.mu, s.envs, b.String(), kvs)
+}
+
+// stringMap returns the shared map equal to m (annotations).
+func (s *sharedParts) stringMap(m map[string]string) map[string]string {
+	if len(m) == 0 || len(m) > 8 {
+		return m
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(&runtimeapi.ContainerConfig{Annotations: m})
+	if err != nil {
+		return m
+	}
+	return share(&s.mu, s.maps, string(b), m)
+}
+
+// securityContext returns the shared security context equal to sc.
+func (s *sharedParts) securityContext(sc *runtimeapi.LinuxContainerSecurityContext) *runtimeapi.LinuxContainerSecurityContext {
+	if sc == nil {
+		return nil
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(sc)
+	if err != nil {
+		return sc
+	}
+	return share(&s.mu, s.security, string(b), sc)
+}
+
+// sandboxLinux returns a sandbox's Linux config to keep: its own cgroup
+// parent with the shared security context and sysctls equal to its own.
+func (s *sharedParts) sandboxLinux(l *runtimeapi.LinuxPodSandboxConfig) *runtimeapi.LinuxPodSandboxConfig {
+	if l == nil {
+		return nil
+	}
+	out := &runtimeapi.LinuxPodSandboxConfig{
+		CgroupParent: l.CgroupParent, Sysctls: s.stringMap(l.Sysctls), Overhead: l.Overhead, Resources: l.Resources,
+		SecurityContext: l.SecurityContext,
+	}
+	if l.SecurityContext != nil {
+		if b, err := (proto.MarshalOptions{Deterministic: true}).Marshal(l.SecurityContext); err == nil {
+			out.SecurityContext = share(&s.mu, s.sandbox, string(b), l.SecurityContext)
+		}
+	}
+	return out
+}
