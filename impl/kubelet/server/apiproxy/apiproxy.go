@@ -9,6 +9,9 @@
 // (pkg/registry/core/pod): a container name is required when the pod has
 // several, a pod without a node yields an empty log and refuses exec,
 // errors from the kubelet come back with the kubelet's message and code.
+// An exec or attach by a WebSocket v5 client is translated to SPDY toward
+// the kubelet, as kube-apiserver's StreamTranslator (translate.go); other
+// upgrades are proxied as they are.
 package apiproxy
 
 import (
@@ -292,6 +295,9 @@ func (p *Proxy) PodExec(w http.ResponseWriter, r *http.Request, namespace, name 
 	if err != nil {
 		return err
 	}
+	if wantsTranslation(r) {
+		return p.translate(w, r, u, streamOptions(kq), q["command"])
+	}
 	return p.upgrade(w, r, u, podsExec, name)
 }
 
@@ -343,6 +349,9 @@ func (p *Proxy) PodAttach(w http.ResponseWriter, r *http.Request, namespace, nam
 	u, err := p.kubeletURL(ctx, pod.Spec.NodeName, "/attach/"+namespace+"/"+name+"/"+container, kq)
 	if err != nil {
 		return err
+	}
+	if wantsTranslation(r) {
+		return p.translate(w, r, u, streamOptions(kq), nil)
 	}
 	return p.upgrade(w, r, u, podsAtt, name)
 }

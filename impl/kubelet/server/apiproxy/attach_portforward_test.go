@@ -311,3 +311,30 @@ func TestPodPortForwardRefusals(t *testing.T) {
 		}
 	}
 }
+
+// A WebSocket v5 client's exec is carried to the kubelet over SPDY (the
+// API server translates, as kube-apiserver's StreamTranslator): the
+// kubelet sees a POST, the SPDY executor's method, where the WebSocket
+// executor sends a GET; an SPDY client's exec is proxied as it is.
+func TestPodExecWebSocketIsTranslatedToSPDY(t *testing.T) {
+	e := newEnv(t)
+	e.waitNode()
+	e.runPod("web", "node-1", nil, "app")
+	execs := func(method string) string {
+		_, body := e.get("/api/v1/nodes/node-1/proxy/metrics")
+		for _, l := range strings.Split(body, "\n") {
+			if strings.HasPrefix(l, `kubelet_http_requests_total{method="`+method+`",path="exec"}`) {
+				return strings.Fields(l)[1]
+			}
+		}
+		return "0"
+	}
+	ex := e.executors("/api/v1/namespaces/default/pods/web/exec?command=cat&stdin=true&stdout=true")["websocket"]
+	var stdout syncBuffer
+	if err := ex.StreamWithContext(e.ctx, remotecommand.StreamOptions{Stdin: strings.NewReader("through\n"), Stdout: &stdout}); err != nil || stdout.String() != "through\n" {
+		t.Fatalf("exec -i over websocket: %v, %q", err, stdout.String())
+	}
+	if get, post := execs("GET"), execs("POST"); get != "0" || post != "1" {
+		t.Errorf("the kubelet saw %s GET and %s POST exec requests, want 0 and 1", get, post)
+	}
+}
