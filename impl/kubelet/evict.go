@@ -207,7 +207,7 @@ func evictionResource(ev *eviction.Eviction) v1.ResourceName {
 	switch ev.Threshold.Signal {
 	case eviction.SignalMemoryAvailable:
 		return v1.ResourceMemory
-	case eviction.SignalNodeFsInodesFree:
+	case eviction.SignalNodeFsInodesFree, eviction.SignalImageFsInodesFree:
 		return "inodes"
 	case eviction.SignalPIDAvailable:
 		return "pids"

@@ -292,7 +292,7 @@ func rank(signal Signal, pods []PodStats) {
 			u := s.memory()
 			r := podRequest(s.Pod, v1.ResourceMemory)
 			return key{u > r, priority(s.Pod), u - r}
-		case SignalNodeFsInodesFree:
+		case SignalNodeFsInodesFree, SignalImageFsInodesFree:
 			return key{s.Inodes > 0, priority(s.Pod), s.Inodes}
 		case SignalPIDAvailable:
 			return key{true, priority(s.Pod), s.PIDs}

@@ -80,7 +80,7 @@ func TestRankingMemory(t *testing.T) {
 }
 
 func TestRankingDiskAndPID(t *testing.T) {
-	cfg := mustConfig(t, Flags{Hard: "nodefs.available<10%,pid.available<100,nodefs.inodesFree<5%", HardSet: true})
+	cfg := mustConfig(t, Flags{Hard: "nodefs.available<10%,pid.available<100,nodefs.inodesFree<5%,imagefs.inodesFree<5%", HardSet: true})
 	a, b, c := pod("a", 0, 0), pod("b", 0, 0), pod("c", 0, 10)
 	stats := []PodStats{{Pod: a, Disk: 10 * mi, PIDs: 5, Inodes: 10}, {Pod: b, Disk: 90 * mi, PIDs: 50, Inodes: 1}, {Pod: c, Disk: 500 * mi, PIDs: 500, Inodes: 1000}}
 	for _, tc := range []struct {
@@ -91,6 +91,7 @@ func TestRankingDiskAndPID(t *testing.T) {
 	}{
 		{"disk: larger use first among equal priority", Observations{SignalNodeFsAvailable: {Available: 5, Capacity: 100}}, "b", v1.NodeDiskPressure},
 		{"inodes: most inodes among equal priority", Observations{SignalNodeFsInodesFree: {Available: 1, Capacity: 100}}, "a", v1.NodeDiskPressure},
+		{"image fs inodes: likewise", Observations{SignalImageFsInodesFree: {Available: 1, Capacity: 100}}, "a", v1.NodeDiskPressure},
 		{"pids: lower priority, then more processes", Observations{SignalPIDAvailable: {Available: 50, Capacity: 32768}}, "b", v1.NodePIDPressure},
 	} {
 		d := Decide(Input{Config: cfg, Observations: tc.obs, Pods: stats, Now: t0})

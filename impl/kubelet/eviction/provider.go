@@ -61,7 +61,7 @@ func NewSimProvider(memory, disk resource.Quantity) *SimProvider {
 	return &SimProvider{
 		capacity: map[Signal]int64{
 			SignalMemoryAvailable: memory.Value(), SignalNodeFsAvailable: disk.Value(), SignalImageFsAvailable: disk.Value(),
-			SignalNodeFsInodesFree: SimInodes, SignalPIDAvailable: SimPIDs,
+			SignalNodeFsInodesFree: SimInodes, SignalImageFsInodesFree: SimInodes, SignalPIDAvailable: SimPIDs,
 		},
 		available: map[Signal]int64{},
 	}
@@ -150,9 +150,9 @@ func (p *SimProvider) Observe(_ context.Context, pods []*v1.Pod) (Observations, 
 //     uses the root cgroup's working set; MemAvailable is the kernel's own
 //     estimate of what can be allocated without swapping, and is close);
 //   - nodefs.available and nodefs.inodesFree are statfs of RootDir;
-//   - imagefs.available is statfs of the image filesystem CRI's
-//     ImageFsInfo names when Stats offers it (and it is a directory
-//     here), otherwise the same filesystem as nodefs;
+//   - imagefs.available and imagefs.inodesFree are statfs of the image
+//     filesystem CRI's ImageFsInfo names when Stats offers it (and it is
+//     a directory here), otherwise the same filesystem as nodefs;
 //   - pid.available is kernel.pid_max less the processes in /proc.
 //
 // Pods' usage comes from CRI's ListContainerStats when Stats is set and
@@ -192,10 +192,15 @@ func (h HostProvider) Observe(ctx context.Context, pods []*v1.Pod) (Observations
 	obs[SignalNodeFsAvailable], obs[SignalImageFsAvailable] = fs, fs
 	if st.Files > 0 {
 		obs[SignalNodeFsInodesFree] = Observation{Available: int64(st.Ffree), Capacity: int64(st.Files)}
+		obs[SignalImageFsInodesFree] = obs[SignalNodeFsInodesFree]
 	}
 	if mp := h.imageFsMountpoint(ctx); mp != "" {
 		if img, err := statfsNearest(mp); err == nil {
 			obs[SignalImageFsAvailable] = Observation{Available: int64(img.Bavail) * img.Bsize, Capacity: int64(img.Blocks) * img.Bsize}
+			delete(obs, SignalImageFsInodesFree)
+			if img.Files > 0 {
+				obs[SignalImageFsInodesFree] = Observation{Available: int64(img.Ffree), Capacity: int64(img.Files)}
+			}
 		}
 	}
 	if max, n, err := pids(proc); err == nil {

@@ -48,7 +48,7 @@ type Reclaim struct {
 // (removing images does not help the node filesystem then). Pure.
 func ReclaimsNodeLevel(s Signal, dedicatedImageFs bool) bool {
 	switch s {
-	case SignalImageFsAvailable:
+	case SignalImageFsAvailable, SignalImageFsInodesFree:
 		return true
 	case SignalNodeFsAvailable, SignalNodeFsInodesFree:
 		return !dedicatedImageFs

@@ -29,6 +29,8 @@ func TestReclaimsNodeLevel(t *testing.T) {
 		{SignalNodeFsAvailable, true, false},
 		{SignalNodeFsInodesFree, true, false},
 		{SignalImageFsAvailable, true, true},
+		{SignalImageFsInodesFree, false, true},
+		{SignalImageFsInodesFree, true, true},
 		{SignalMemoryAvailable, false, false},
 		{SignalPIDAvailable, false, false},
 	} {

@@ -1,6 +1,6 @@
 // Package eviction is the kubelet's eviction manager: it observes the
 // node's resources (memory.available, nodefs.available, nodefs.inodesFree,
-// imagefs.available, pid.available) through a Provider, compares them
+// imagefs.available, imagefs.inodesFree, pid.available) through a Provider, compares them
 // with the configured hard and soft thresholds, reports MemoryPressure,
 // DiskPressure and PIDPressure (held for the pressure transition period)
 // and picks at most one pod per monitoring interval to evict, ranked as
@@ -41,6 +41,7 @@ const (
 	SignalNodeFsAvailable     Signal = "nodefs.available"
 	SignalNodeFsInodesFree    Signal = "nodefs.inodesFree"
 	SignalImageFsAvailable    Signal = "imagefs.available"
+	SignalImageFsInodesFree   Signal = "imagefs.inodesFree"
 	SignalPIDAvailable        Signal = "pid.available"
 	resourceInodes                   = v1.ResourceName("inodes")
 	resourcePIDs                     = v1.ResourceName("pids")
@@ -49,23 +50,25 @@ const (
 )
 
 // Signals are the known signals in a fixed order.
-var Signals = []Signal{SignalMemoryAvailable, SignalNodeFsAvailable, SignalNodeFsInodesFree, SignalImageFsAvailable, SignalPIDAvailable}
+var Signals = []Signal{SignalMemoryAvailable, SignalNodeFsAvailable, SignalNodeFsInodesFree, SignalImageFsAvailable, SignalImageFsInodesFree, SignalPIDAvailable}
 
 // DefaultEvictionHard is the kubelet's default --eviction-hard (Linux).
 // As upstream, giving the flag replaces all of it: signals left out have
 // no hard threshold.
-const DefaultEvictionHard = "memory.available<100Mi,nodefs.available<10%,imagefs.available<15%,nodefs.inodesFree<5%"
+const DefaultEvictionHard = "memory.available<100Mi,nodefs.available<10%,imagefs.available<15%,nodefs.inodesFree<5%,imagefs.inodesFree<5%"
 
 // signalResource is the resource a signal starves (named in eviction
 // messages); signalCondition the node condition it raises.
 var (
 	signalResource = map[Signal]v1.ResourceName{
 		SignalMemoryAvailable: v1.ResourceMemory, SignalNodeFsAvailable: v1.ResourceEphemeralStorage,
-		SignalImageFsAvailable: v1.ResourceEphemeralStorage, SignalNodeFsInodesFree: resourceInodes, SignalPIDAvailable: resourcePIDs,
+		SignalImageFsAvailable: v1.ResourceEphemeralStorage, SignalNodeFsInodesFree: resourceInodes, SignalImageFsInodesFree: resourceInodes,
+		SignalPIDAvailable: resourcePIDs,
 	}
 	signalCondition = map[Signal]v1.NodeConditionType{
 		SignalMemoryAvailable: v1.NodeMemoryPressure, SignalNodeFsAvailable: v1.NodeDiskPressure,
-		SignalImageFsAvailable: v1.NodeDiskPressure, SignalNodeFsInodesFree: v1.NodeDiskPressure, SignalPIDAvailable: v1.NodePIDPressure,
+		SignalImageFsAvailable: v1.NodeDiskPressure, SignalNodeFsInodesFree: v1.NodeDiskPressure, SignalImageFsInodesFree: v1.NodeDiskPressure,
+		SignalPIDAvailable: v1.NodePIDPressure,
 	}
 )
 

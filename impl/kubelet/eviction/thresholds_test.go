@@ -21,7 +21,7 @@ func TestParseConfigDefaults(t *testing.T) {
 		}
 		got[th.Signal] = th.Value.String()
 	}
-	want := map[Signal]string{SignalMemoryAvailable: "100Mi", SignalNodeFsAvailable: "10%", SignalImageFsAvailable: "15%", SignalNodeFsInodesFree: "5%"}
+	want := map[Signal]string{SignalMemoryAvailable: "100Mi", SignalNodeFsAvailable: "10%", SignalImageFsAvailable: "15%", SignalNodeFsInodesFree: "5%", SignalImageFsInodesFree: "5%"}
 	if len(got) != len(want) {
 		t.Fatalf("defaults %v, want %v", got, want)
 	}
