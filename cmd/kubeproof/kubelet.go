@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/kubelet"
 	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
+	"github.com/kubeproof/kubeproof/impl/kubelet/gc"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 	kruntime "github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/cri"
@@ -136,12 +137,9 @@ func newKubeletCommand() *cobra.Command {
 				if err := c.WaitNetworkReady(cmd.Context(), time.Second); err != nil {
 					return err
 				}
+				// Pods' usage comes from the runtime's CRI container stats:
+				// the kubelet gives its host provider the runtime's stats.
 				rt = c
-				// Pods' usage from CRI container stats when the client
-				// offers them; the host's own figures otherwise.
-				if l, ok := any(c).(eviction.ContainerStatsLister); ok {
-					cfg.EvictionProvider = eviction.HostProvider{RootDir: rootDir, Stats: l}
-				}
 			case "sim":
 			default:
 				return fmt.Errorf("--runtime %q: want sim or cri", runtimeName)
@@ -240,12 +238,15 @@ func newKubeletCommand() *cobra.Command {
 	fs.BoolVar(&anonymousAuth, "anonymous-auth", true, "With --authorization-mode Webhook, requests without credentials are system:anonymous (and still authorized); false: 401.")
 	fs.StringVar(&clientCA, "client-ca-file", "", "CA bundle the kubelet API verifies client certificates against; when set, a certificate it signed is required (otherwise the API is open).")
 	fs.DurationVar(&simStop, "sim-stop-latency", 0, "Simulated StopContainer latency.")
-	fs.StringVar(&evictionFlags.Hard, "eviction-hard", eviction.DefaultEvictionHard, "Hard eviction thresholds, signal<quantity or signal<percentage,... (signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, pid.available); giving it replaces the whole default, 0 disables a signal.")
+	fs.StringVar(&evictionFlags.Hard, "eviction-hard", eviction.DefaultEvictionHard, "Hard eviction thresholds, signal<quantity or signal<percentage,... (signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available); giving it replaces the whole default, 0 disables a signal.")
 	fs.StringVar(&evictionFlags.Soft, "eviction-soft", "", "Soft eviction thresholds, signal<quantity or percentage,...; each needs a grace period in --eviction-soft-grace-period.")
 	fs.StringVar(&evictionFlags.SoftGracePeriod, "eviction-soft-grace-period", "", "How long each soft threshold must hold before pods are evicted, signal=duration,... (e.g. memory.available=1m30s).")
 	fs.StringVar(&evictionFlags.MinimumReclaim, "eviction-minimum-reclaim", "", "Amount beyond a met threshold to reclaim before it counts as resolved, signal=quantity or percentage,...")
 	fs.DurationVar(&evictionFlags.PressureTransitionPeriod, "eviction-pressure-transition-period", eviction.DefaultPressureTransition, "How long a pressure condition stays True after its threshold stopped being met.")
 	fs.Int64Var(&evictionFlags.MaxPodGracePeriod, "eviction-max-pod-grace-period", 0, "Largest grace period (seconds) given to a pod evicted for a soft threshold; 0: the pod's own.")
+	fs.IntVar(&evictionFlags.ImageGCHighThresholdPercent, "image-gc-high-threshold", gc.DefaultHighThresholdPercent, "Image filesystem usage percent at or above which unused images are collected (100 disables image garbage collection).")
+	fs.IntVar(&evictionFlags.ImageGCLowThresholdPercent, "image-gc-low-threshold", gc.DefaultLowThresholdPercent, "Image filesystem usage percent image garbage collection frees down to.")
+	fs.DurationVar(&evictionFlags.MinimumImageTTLDuration, "minimum-image-ttl-duration", gc.DefaultMinAge, "Minimum age of an unused image before it may be garbage collected.")
 	fs.DurationVar(&evictionFlags.MonitoringInterval, "eviction-monitoring-interval", eviction.DefaultMonitoringInterval, "How often the eviction manager observes the node (kubeproof's flag; upstream's is fixed at 10s).")
 	fs.StringVar(&simAvailable, "sim-available", "", "What the simulated node reports available, signal=quantity,... (e.g. memory.available=50Mi); the eviction manager acts on it.")
 	fs.StringVar(&rootDir, "root-dir", "/var/lib/kubelet", "Directory for pod directories and their volumes.")

@@ -249,6 +249,10 @@ func (n *Node) startKubeletProcess(lf *os.File) error {
 		"--pod-cidr", n.PodCIDR, "--node-ip", "127.0.0.1", "--address", "127.0.0.1", "--port", fmt.Sprint(n.apiPort),
 		"--crashloop-backoff-base", Backoff.Base.String(), "--crashloop-backoff-max", Backoff.Max.String(),
 		"--node-status-update-frequency", "2s", "--log-level", "info", "--eviction-hard", EvictionHard,
+		// This machine's disk is over image GC's default 85% high threshold;
+		// collecting the unused test images between tests would lose them
+		// (they cannot be pulled again offline).
+		"--image-gc-high-threshold", "100",
 		"--root-dir", filepath.Join(n.Dir, "kubelet"), "--pod-logs-dir", filepath.Join(n.Dir, "pod-logs"))
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
