@@ -17,6 +17,9 @@ import (
 type Options struct {
 	// NoWatchCache serves every read straight from etcd.
 	NoWatchCache bool
+	// EtcdOverGRPC makes the API server reach the embedded etcd over gRPC
+	// instead of in-process (cluster.Config.EtcdOverGRPC).
+	EtcdOverGRPC bool
 }
 
 // Start starts a cluster for t and returns it with an admin clientset.
@@ -26,6 +29,7 @@ func Start(t testing.TB, opts Options) (*cluster.Cluster, kubernetes.Interface) 
 		DataDir:            t.TempDir(),
 		BindAddress:        "127.0.0.1:0",
 		WatchCache:         !opts.NoWatchCache,
+		EtcdOverGRPC:       opts.EtcdOverGRPC,
 		CompactionInterval: -1,
 		UnsafeNoFsync:      true,
 	})
