@@ -314,8 +314,19 @@ func RunNodeAgent(ctx context.Context, restCfg *rest.Config, heapProfile string,
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
+	kubeletClient, err := kubernetes.NewForConfig(APIClientConfig(restCfg, runtime.ContentTypeProtobuf))
+	if err != nil {
+		return err
+	}
+	// One pod cache for the kubelets' shared pod source and the controller
+	// manager, which watches every pod anyway: one copy of each pod (see
+	// kubelet.NewPodInformer). The scheduler keeps its own: it watches only
+	// pods that have not finished, trimmed to what scheduling reads.
+	pods := kubelet.NewPodInformer(kubeletClient, 0)
+	wg.Go(func() { pods.RunWithContext(ctx) })
 	ctrlCfg := controllermanager.DefaultConfig()
 	ctrlCfg.RootCA = restCfg.TLSClientConfig.CAData // kube-root-ca.crt, which pods' projected volumes need
+	ctrlCfg.PodInformer = pods
 	wg.Go(func() { _ = controllermanager.Run(ctx, cmClient, cmCfg, ctrlCfg) })
 	s, err := scheduler.New(ctx, schedClient, scheduler.Config{Logger: logger})
 	if err != nil {
@@ -323,17 +334,13 @@ func RunNodeAgent(ctx context.Context, restCfg *rest.Config, heapProfile string,
 	}
 	wg.Go(func() { _ = s.Run(ctx) })
 
-	kubeletClient, err := kubernetes.NewForConfig(APIClientConfig(restCfg, runtime.ContentTypeProtobuf))
-	if err != nil {
-		return err
-	}
 	dir, err := os.MkdirTemp("", "kubeproof-node-agent-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
 	cpu, mem := resource.MustParse("4"), resource.MustParse("32Gi")
-	dispatcher := kubelet.NewPodDispatcher(kubeletClient, 0)
+	dispatcher := kubelet.NewPodDispatcherWithInformer(pods, 0)
 	// The kubelets share their client, so they share one event broadcaster
 	// too (each records as its own node): one correlation cache of
 	// client-go's fixed size instead of one per node.

@@ -41,6 +41,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
@@ -141,6 +142,13 @@ type Config struct {
 
 	// ResyncPeriod of the shared informers (0: none).
 	ResyncPeriod time.Duration
+	// PodInformer, when set, is an informer of every pod that another
+	// component of the process owns and runs (kubelet.NewPodInformer: the
+	// simulated kubelets' shared pod source), used instead of the
+	// manager's own, so one process keeps one copy of each pod. Its
+	// objects must keep every field the controllers read (it keeps all but
+	// managedFields). Nil: the manager watches pods itself.
+	PodInformer cache.SharedIndexInformer
 	// MetricsAddr serves /metrics (and /healthz) when set, e.g. ":10257".
 	MetricsAddr string
 	// Clock for the time-driven controllers (nil: real time).
@@ -409,6 +417,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 	// Cached objects are trimmed to what the controllers read (transform.go).
 	factory := informers.NewSharedInformerFactoryWithOptions(root.Kube, cfg.ResyncPeriod, informers.WithTransform(cacheTransform(intern.New())))
 	defer factory.Shutdown()
+	defer useExternalPodInformer(factory, cfg.PodInformer, cfg.ResyncPeriod)()
 	clk := cfg.Clock
 
 	var runs []func(context.Context) error

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
@@ -21,6 +22,9 @@ import (
 type PodDispatcher struct {
 	client kubernetes.Interface
 	resync time.Duration
+	// shared, when set, is a pod informer its owner runs (NewPodInformer),
+	// used instead of one of the dispatcher's own.
+	shared cache.SharedIndexInformer
 
 	mu       sync.Mutex
 	kubelets map[string]*Kubelet
@@ -37,6 +41,40 @@ func NewPodDispatcher(client kubernetes.Interface, resync time.Duration) *PodDis
 		resync = DefaultSyncFrequency
 	}
 	return &PodDispatcher{client: client, resync: resync, kubelets: map[string]*Kubelet{}}
+}
+
+// NewPodInformer returns an informer of every pod of the cluster, trimmed
+// and interned as a kubelet's pod source is (podsource.go) and indexed by
+// node, for a PodDispatcher to share with other components of the process
+// whose code watches all pods anyway (the controller manager's pod cache:
+// controllermanager.Config.PodInformer), so the process keeps one copy of
+// each pod instead of one per component. resync is the kubelets'
+// full-resync period (DefaultSyncFrequency if 0), the shortest its handlers
+// can ask for; other components register theirs with their own period. The
+// caller runs it.
+func NewPodInformer(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+	if resync <= 0 {
+		resync = DefaultSyncFrequency
+	}
+	inf := coreinformers.NewPodInformer(client, metav1.NamespaceAll, resync, cache.Indexers{byNodeName: podNodeName})
+	_ = inf.SetTransform(sourceTransform(kubeletTable)) // not started yet: cannot fail
+	return inf
+}
+
+// NewPodDispatcherWithInformer returns a dispatcher over pods, an informer
+// from NewPodInformer that its owner runs; resync is the kubelets'
+// full-resync period (DefaultSyncFrequency if 0).
+func NewPodDispatcherWithInformer(pods cache.SharedIndexInformer, resync time.Duration) *PodDispatcher {
+	d := NewPodDispatcher(nil, resync)
+	d.shared = pods
+	return d
+}
+
+func podNodeName(obj any) ([]string, error) {
+	if p, ok := obj.(*v1.Pod); ok && p.Spec.NodeName != "" {
+		return []string{p.Spec.NodeName}, nil
+	}
+	return nil, nil
 }
 
 // Add registers a kubelet. If the watch has synced already, the kubelet
@@ -92,31 +130,38 @@ func (d *PodDispatcher) dispatch(obj any, deleted bool) {
 
 // Run watches pods until ctx is done.
 func (d *PodDispatcher) Run(ctx context.Context) error {
-	factory := informers.NewSharedInformerFactoryWithOptions(d.client, d.resync,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermNotEqualSelector("spec.nodeName", "").String()
-		}), informers.WithTransform(sourceTransform(kubeletTable)))
-	inf := factory.Core().V1().Pods().Informer()
-	if err := inf.AddIndexers(cache.Indexers{byNodeName: func(obj any) ([]string, error) {
-		if p, ok := obj.(*v1.Pod); ok && p.Spec.NodeName != "" {
-			return []string{p.Spec.NodeName}, nil
-		}
-		return nil, nil
-	}}); err != nil {
-		return fmt.Errorf("pod dispatcher: %w", err)
-	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	handlers := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { d.dispatch(obj, false) },
 		UpdateFunc: func(_, obj any) { d.dispatch(obj, false) },
 		DeleteFunc: func(obj any) { d.dispatch(obj, true) },
-	}); err != nil {
-		return fmt.Errorf("pod dispatcher: %w", err)
+	}
+	inf := d.shared
+	if inf == nil {
+		factory := informers.NewSharedInformerFactoryWithOptions(d.client, d.resync,
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+				o.FieldSelector = fields.OneTermNotEqualSelector("spec.nodeName", "").String()
+			}), informers.WithTransform(sourceTransform(kubeletTable)))
+		inf = factory.Core().V1().Pods().Informer()
+		if err := inf.AddIndexers(cache.Indexers{byNodeName: podNodeName}); err != nil {
+			return fmt.Errorf("pod dispatcher: %w", err)
+		}
+		if _, err := inf.AddEventHandler(handlers); err != nil {
+			return fmt.Errorf("pod dispatcher: %w", err)
+		}
+		factory.Start(ctx.Done())
+		defer factory.Shutdown()
+	} else {
+		// A shared informer of every pod: unbound pods find no kubelet
+		// (dispatch ignores them) until their binding arrives as an update.
+		reg, err := inf.AddEventHandlerWithResyncPeriod(handlers, d.resync)
+		if err != nil {
+			return fmt.Errorf("pod dispatcher: %w", err)
+		}
+		defer func() { _ = inf.RemoveEventHandler(reg) }()
 	}
 	d.mu.Lock()
 	d.informer = inf
 	d.mu.Unlock()
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
 	if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		d.mu.Lock()
 		d.synced = true

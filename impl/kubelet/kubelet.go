@@ -104,7 +104,7 @@ type podRecord struct {
 	backoff         map[string]podsync.BackoffEntry
 	waiting         map[string]podstate.Waiting
 	probes          map[string]prober.State // "<container id>/<kind>"
-	lastStatus      *v1.PodStatus           // last status written (shares its lists with the source's pod once that has caught up)
+	lastStatus      *v1.PodStatus           // last status written (the source pod's, once that has caught up)
 	lastStatusRV    string                  // the resourceVersion that write produced
 	volumesAt       time.Time               // when volumes were last set up
 	tokens          []tokenRefresh          // when to renew each projected token (a pod has one or two)

@@ -1,12 +1,20 @@
 package kubelet
 
 import (
+	"context"
+	"fmt"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubeproof/kubeproof/impl/intern"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
 
 func TestSourceTransformDropsOnlyManagedFields(t *testing.T) {
@@ -31,8 +39,8 @@ func TestShareLastStatusOnceTheSourceHasTheWrittenVersion(t *testing.T) {
 	}
 	src := &v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "5"}, Status: *written.DeepCopy()}
 	shareLastStatus(rec, src)
-	if !sameStatusLists(rec.lastStatus, &src.Status) {
-		t.Fatal("lastStatus does not share the source pod's lists")
+	if rec.lastStatus != &src.Status {
+		t.Fatal("lastStatus is not the source pod's status")
 	}
 	if rec.lastStatus.Phase != v1.PodRunning {
 		t.Errorf("status content changed: %+v", rec.lastStatus)
@@ -42,4 +50,53 @@ func TestShareLastStatusOnceTheSourceHasTheWrittenVersion(t *testing.T) {
 	if rec.lastStatus != shared {
 		t.Error("sharing again allocated a new status")
 	}
+}
+
+func TestPodDispatcherOnASharedPodInformer(t *testing.T) {
+	baseline := goruntime.NumGoroutine()
+	client := fake.NewClientset()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	pods := NewPodInformer(client, 0)
+	wg.Go(func() { pods.RunWithContext(ctx) })
+	// Another component of the process (the controller manager) watching
+	// the same pods with its own handler.
+	var others atomic.Int32
+	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { others.Add(1) }}); err != nil {
+		t.Fatal(err)
+	}
+	d := NewPodDispatcherWithInformer(pods, 0)
+	for i := 0; i < 2; i++ {
+		cidr := fmt.Sprintf("10.200.%d.0/24", i)
+		rt, err := sim.New(sim.Config{PodCIDR: cidr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := New(ctx, client, Config{NodeName: fmt.Sprintf("node-%d", i), PodCIDR: cidr, ExternalPodSource: true, Workers: 2}, rt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Add(k)
+		wg.Go(func() { _ = k.Run(ctx) })
+	}
+	wg.Go(func() { _ = d.Run(ctx) })
+	createPods(t, client, 4, 2)
+	unbound := benchPod(99, 2)
+	unbound.Spec.NodeName = ""
+	if _, err := client.CoreV1().Pods("default").Create(ctx, unbound, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "4 running pods", func() bool { ok, _ := allRunning(client, 4); return ok })
+	if p, err := client.CoreV1().Pods("default").Get(ctx, unbound.Name, metav1.GetOptions{}); err != nil || p.Status.Phase != "" {
+		t.Errorf("the unbound pod was touched: %v %v", p.Status.Phase, err)
+	}
+	if n := others.Load(); n < 5 {
+		t.Errorf("the other component's handler saw %d pods, want 5", n)
+	}
+	if objs, _ := pods.GetIndexer().ByIndex(byNodeName, "node-0"); len(objs) != 2 {
+		t.Errorf("node-0 has %d pods in the shared cache", len(objs))
+	}
+	cancel()
+	wg.Wait()
+	eventually(t, "goroutines to end", func() bool { return goruntime.NumGoroutine() <= baseline })
 }

@@ -237,24 +237,18 @@ func (k *Kubelet) writeStatus(ctx context.Context, rec *podRecord, pod *v1.Pod, 
 	return nil
 }
 
-// shareLastStatus points rec.lastStatus at the lists of pod's status once
-// the pod source delivers the very version the last write produced, so the
-// kubelet keeps one copy of a pod's conditions and container statuses
-// instead of two (the source's and the write's).
+// shareLastStatus points rec.lastStatus at pod's status once the pod
+// source delivers the very version the last write produced, so the kubelet
+// keeps one copy of a pod's status instead of two (the source's and the
+// write's). The source's pods are read-only; until the next write the
+// record holds on to that version of the pod even if a newer one arrives.
 func shareLastStatus(rec *podRecord, pod *v1.Pod) {
-	if rec.lastStatus == nil || rec.lastStatusRV == "" || pod.ResourceVersion != rec.lastStatusRV || sameStatusLists(rec.lastStatus, &pod.Status) {
+	if rec.lastStatus == nil || rec.lastStatusRV == "" || pod.ResourceVersion != rec.lastStatusRV || rec.lastStatus == &pod.Status {
 		return
 	}
-	s := pod.Status
-	rec.lastStatus = &s
+	rec.lastStatus = &pod.Status
 }
 
-// sameStatusLists reports whether two statuses share their list storage.
-func sameStatusLists(a, b *v1.PodStatus) bool {
-	return len(a.Conditions) == len(b.Conditions) && len(a.ContainerStatuses) == len(b.ContainerStatuses) &&
-		(len(a.Conditions) == 0 || &a.Conditions[0] == &b.Conditions[0]) &&
-		(len(a.ContainerStatuses) == 0 || &a.ContainerStatuses[0] == &b.ContainerStatuses[0])
-}
 
 // finalDelete removes a fully stopped, deleted pod from the API: grace 0
 // with a UID precondition, once.
