@@ -249,7 +249,6 @@ func shareLastStatus(rec *podRecord, pod *v1.Pod) {
 	rec.lastStatus = &pod.Status
 }
 
-
 // finalDelete removes a fully stopped, deleted pod from the API: grace 0
 // with a UID precondition, once.
 func (k *Kubelet) finalDelete(ctx context.Context, rec *podRecord, pod *v1.Pod) error {
