@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/url"
+	goruntime "runtime"
 	"strings"
 	"testing"
 
@@ -206,5 +207,33 @@ func TestExecClientLeavesMidSession(t *testing.T) {
 		cancel()
 		<-done
 		_ = stdinW.Close()
+	}
+}
+
+// An attached client that goes away ends the session at once, not when
+// the container stops: its goroutines are gone while the pod still runs.
+func TestAttachEndsWhenTheClientLeaves(t *testing.T) {
+	e := newEnv(t, "node-a")
+	e.runStdinPodOn("node-a", "web", nil)
+	for transport, ex := range executors(t, e, streamQuery("/attach/default/web/app", "stdin,stdout")) {
+		ctx, cancel := context.WithCancel(e.ctx)
+		stdinR, stdinW := io.Pipe()
+		var stdout syncBuffer
+		done := make(chan error, 1)
+		go func() { done <- ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdinR, Stdout: &stdout}) }()
+		e.eventually(func() bool {
+			_, _ = io.WriteString(stdinW, "x\n")
+			return strings.Contains(stdout.String(), "x\n")
+		}, "attach over %s", transport)
+		cancel()
+		<-done
+		_ = stdinW.Close()
+	}
+	e.eventually(func() bool {
+		buf := make([]byte, 1<<20)
+		return !strings.Contains(string(buf[:goruntime.Stack(buf, true)]), "sim.(*Runtime).Attach")
+	}, "the attach sessions to end")
+	if !e.kubelets["node-a"].ContainerRunning(e.ctx, "default", "web", "app") {
+		t.Fatal("the container stopped")
 	}
 }

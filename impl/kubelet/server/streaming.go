@@ -280,7 +280,18 @@ func serveSPDY(w http.ResponseWriter, req *http.Request, opts StreamOptions, cmd
 	if s := got[v1.StreamTypeResize]; s != nil {
 		resize = decodeResizes(s, done)
 	}
-	err := session(req.Context(), stdin, stdout, stderr, resize)
+	// The session ends when the client's connection does (the request's
+	// context outlives a hijacked connection).
+	ctx, cancel := context.WithCancel(req.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-conn.CloseChan():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := session(ctx, stdin, stdout, stderr, resize)
 	writeExecStatus(got[v1.StreamTypeError], cmd, err)
 	for _, typ := range []string{v1.StreamTypeStdout, v1.StreamTypeStderr, v1.StreamTypeError} {
 		if s := got[typ]; s != nil {

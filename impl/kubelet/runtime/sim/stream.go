@@ -66,8 +66,8 @@ func (r *Runtime) Exec(ctx context.Context, id string, cmd []string, stdin io.Re
 		if err != nil {
 			return err
 		}
-		term.write(string(out), false)
-		term.write(string(errOut), true)
+		_ = term.write(string(out), false)
+		_ = term.write(string(errOut), true)
 		code = c
 	}
 	if code != 0 {
@@ -113,7 +113,7 @@ func (r *Runtime) interactiveShell(ctx context.Context, id string, term *termina
 	var code int32
 	for {
 		if term.tty {
-			term.write("/ # ", false)
+			_ = term.write("/ # ", false)
 		}
 		line, ok := term.next(ctx, lines)
 		if !ok {
@@ -126,7 +126,7 @@ func (r *Runtime) interactiveShell(ctx context.Context, id string, term *termina
 			continue
 		case fields[0] == "exit":
 			_, errOut, c := runCommand(&shell{}, fields)
-			term.write(errOut, true)
+			_ = term.write(errOut, true)
 			return c
 		case len(fields) == 2 && fields[0] == "stty" && fields[1] == "size":
 			code = term.sttySize()
@@ -134,11 +134,12 @@ func (r *Runtime) interactiveShell(ctx context.Context, id string, term *termina
 		}
 		out, errOut, c, err := r.runScriptIn(id, line)
 		if err != nil {
-			term.write(fmt.Sprintf("sh: %v\n", err), true)
+			_ = term.write(fmt.Sprintf("sh: %v\n", err), true)
 			return 137 // the container went away under the shell
 		}
-		term.write(out, false)
-		term.write(errOut, true)
+		if term.write(out, false) != nil || term.write(errOut, true) != nil {
+			return c // the client went away
+		}
 		code = c
 	}
 }
@@ -205,24 +206,26 @@ func newTerminal(stdout, stderr io.Writer, tty bool, resize <-chan remotecommand
 
 // write sends output to stdout or stderr (dropped if that stream was not
 // requested), with "\r\n" line ends on a TTY.
-func (t *terminal) write(s string, toStderr bool) {
+// An error means the client went away.
+func (t *terminal) write(s string, toStderr bool) error {
 	w := t.stdout
 	if toStderr {
 		w = t.stderr
 	}
 	if s == "" || w == nil {
-		return
+		return nil
 	}
 	if t.tty {
 		s = strings.ReplaceAll(s, "\n", "\r\n")
 	}
-	_, _ = io.WriteString(w, s)
+	_, err := io.WriteString(w, s)
+	return err
 }
 
 // echo is the TTY's echo of an input line.
 func (t *terminal) echo(line string) {
 	if t.tty {
-		t.write(line+"\n", false)
+		_ = t.write(line+"\n", false)
 	}
 }
 
@@ -263,7 +266,7 @@ func (t *terminal) drainResizes() {
 
 func (t *terminal) sttySize() int32 {
 	if !t.tty {
-		t.write("stty: standard input: Not a tty\n", true)
+		_ = t.write("stty: standard input: Not a tty\n", true)
 		return 1
 	}
 	t.drainResizes()
@@ -271,7 +274,7 @@ func (t *terminal) sttySize() int32 {
 	if t.size != nil {
 		rows, cols = int(t.size.Height), int(t.size.Width)
 	}
-	t.write(fmt.Sprintf("%d %d\n", rows, cols), false)
+	_ = t.write(fmt.Sprintf("%d %d\n", rows, cols), false)
 	return 0
 }
 
@@ -285,7 +288,9 @@ func (t *terminal) cat(ctx context.Context, stdin io.Reader) int32 {
 			return 0
 		}
 		t.echo(line)
-		t.write(line+"\n", false)
+		if t.write(line+"\n", false) != nil {
+			return 0 // the client went away
+		}
 	}
 }
 
@@ -309,7 +314,9 @@ func (r *Runtime) Attach(ctx context.Context, id string, stdin io.Reader, stdout
 	for {
 		out, running := r.outputSince(id, &sent)
 		for _, l := range out {
-			term.write(l.Text+"\n", l.Stream == "stderr")
+			if term.write(l.Text+"\n", l.Stream == "stderr") != nil {
+				return nil // the client went away
+			}
 		}
 		if !running {
 			return nil

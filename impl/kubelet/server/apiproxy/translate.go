@@ -57,12 +57,17 @@ func (p *Proxy) translate(w http.ResponseWriter, r *http.Request, u *url.URL, op
 	}
 	server.ServeStreams(hijackable{w}, r, opts, cmd, translateCreationTimeout,
 		func(ctx context.Context, stdin io.Reader, stdout, stderr io.WriteCloser, resize <-chan remotecommand.TerminalSize) error {
+			// A failed write to the client means it went away: end the
+			// kubelet's session too (an abandoned attach would otherwise
+			// last as long as the container).
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
 			so := remotecommand.StreamOptions{Stdin: stdin, Tty: opts.TTY}
 			if stdout != nil {
-				so.Stdout = stdout
+				so.Stdout = cancelOnError{stdout, cancel}
 			}
 			if stderr != nil {
-				so.Stderr = stderr
+				so.Stderr = cancelOnError{stderr, cancel}
 			}
 			if resize != nil {
 				so.TerminalSizeQueue = sizeQueue(resize)
@@ -81,4 +86,19 @@ func (q sizeQueue) Next() *remotecommand.TerminalSize {
 		return nil
 	}
 	return &s
+}
+
+// cancelOnError is a client stream whose first failed write cancels the
+// session.
+type cancelOnError struct {
+	w      io.Writer
+	cancel context.CancelFunc
+}
+
+func (c cancelOnError) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil {
+		c.cancel()
+	}
+	return n, err
 }

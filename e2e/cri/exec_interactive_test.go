@@ -1,0 +1,165 @@
+package cri
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net/url"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/remotecommand"
+	utilexec "k8s.io/client-go/util/exec"
+)
+
+// kubectlWithStdin runs kubectl with stdin and returns stdout, stderr and
+// the error (an *exec.ExitError carries kubectl's exit code).
+func kubectlWithStdin(t *testing.T, stdin string, args ...string) (string, string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, env.Kubectl, append([]string{"--kubeconfig", env.Kubeconfig}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	return stdout.String(), stderr.String(), err
+}
+
+// TestKubectlExecInteractive: `kubectl exec -i` sends its stdin to a
+// process in a real container (through API server → kubelet → containerd's
+// streaming server), stdin's EOF reaches it, and its exit code comes back;
+// a TTY session's size follows the client's resizes; `kubectl attach`
+// streams the container's output.
+func TestKubectlExecInteractive(t *testing.T) {
+	ns := newNamespace(t)
+	p := podSpec("interactive", `i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.2; done`)
+	p.Spec.TerminationGracePeriodSeconds = ptr(int64(1))
+	createPod(t, ns, p)
+	waitPod(t, ns, p.Name, 60*time.Second, "Running", isRunning)
+
+	if out, errOut, err := kubectlWithStdin(t, "hello\nworld\n", "exec", "-i", "-n", ns, p.Name, "--", "cat"); err != nil || out != "hello\nworld\n" {
+		t.Errorf("kubectl exec -i -- cat: %v, stdout %q, stderr %q", err, out, errOut)
+	}
+	if out, errOut, err := kubectlWithStdin(t, "x=$((6*7))\necho got $x\nexit 7\necho never\n", "exec", "-i", "-n", ns, p.Name, "--", "sh"); !exitedWith(err, 7) || out != "got 42\n" {
+		t.Errorf("kubectl exec -i -- sh: %v, stdout %q, stderr %q; want exit 7 and %q", err, out, errOut, "got 42\n")
+	}
+	if out, _, err := kubectlWithStdin(t, "", "exec", "-i", "-n", ns, p.Name, "--", "wc", "-c"); err != nil || strings.TrimSpace(out) != "0" {
+		t.Errorf("kubectl exec -i -- wc -c with empty stdin: %v, %q (stdin's EOF must reach the process)", err, out)
+	}
+
+	// A TTY through the client-go executors kubectl uses: stty reports
+	// the size the client set, then the one it resized to.
+	q := url.Values{"container": {"main"}, "command": {"sh"}, "stdin": {"true"}, "stdout": {"true"}, "tty": {"true"}}
+	u, err := url.Parse(env.Cluster.URL + "/api/v1/namespaces/" + ns + "/pods/" + p.Name + "/exec?" + q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	spdyExec, err := remotecommand.NewSPDYExecutor(env.Cluster.AdminConfig, "POST", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsExec, err := remotecommand.NewWebSocketExecutor(env.Cluster.AdminConfig, "GET", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for transport, ex := range map[string]remotecommand.Executor{"spdy": spdyExec, "websocket": wsExec} {
+		stdinR, stdinW := io.Pipe()
+		sizes := make(sizeQueue, 2)
+		sizes <- remotecommand.TerminalSize{Width: 100, Height: 30}
+		var stdout lockedBuffer
+		done := make(chan error, 1)
+		go func() {
+			done <- ex.StreamWithContext(ctxFor(t, 60*time.Second), remotecommand.StreamOptions{Stdin: stdinR, Stdout: &stdout, Tty: true, TerminalSizeQueue: sizes})
+		}()
+		sawSize := func(want string) bool {
+			return waitUntil(20*time.Second, func() bool {
+				_, _ = io.WriteString(stdinW, "stty size\n")
+				time.Sleep(100 * time.Millisecond)
+				return strings.Contains(stdout.String(), want)
+			})
+		}
+		if !sawSize("30 100") {
+			t.Errorf("tty over %s: no 30 100 from stty size: %q", transport, stdout.String())
+		}
+		sizes <- remotecommand.TerminalSize{Width: 120, Height: 40}
+		if !sawSize("40 120") {
+			t.Errorf("tty over %s: no 40 120 after a resize: %q", transport, stdout.String())
+		}
+		_, _ = io.WriteString(stdinW, "exit 4\n")
+		if err := <-done; !exitedWithCode(err, 4) {
+			t.Errorf("tty over %s: session ended with %v, want exit code 4", transport, err)
+		}
+		close(sizes)
+		_ = stdinW.Close()
+	}
+
+	// attach streams what the container's main process writes from now on.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, env.Kubectl, "--kubeconfig", env.Kubeconfig, "attach", "-n", ns, p.Name, "-q")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	var lines []string
+	for len(lines) < 3 && sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	cancel()
+	_ = cmd.Wait()
+	if len(lines) < 3 || !strings.HasPrefix(lines[0], "tick ") {
+		t.Errorf("kubectl attach streamed %q", lines)
+	}
+}
+
+// exitedWith reports whether kubectl exited with code.
+func exitedWith(err error, code int) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee) && ee.ExitCode() == code
+}
+
+// exitedWithCode reports whether an executor's session ended with the
+// command's exit code.
+func exitedWithCode(err error, code int) bool {
+	var ee utilexec.CodeExitError
+	return errors.As(err, &ee) && ee.Code == code
+}
+
+// sizeQueue hands client-go the terminal sizes sent on it.
+type sizeQueue chan remotecommand.TerminalSize
+
+func (q sizeQueue) Next() *remotecommand.TerminalSize {
+	s, ok := <-q
+	if !ok {
+		return nil
+	}
+	return &s
+}
+
+// lockedBuffer is a strings.Builder safe for the executor's writer and
+// the test reading it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
