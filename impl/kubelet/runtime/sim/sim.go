@@ -96,6 +96,9 @@ type container struct {
 	mounts                           []*runtimeapi.Mount
 	security                         *runtimeapi.LinuxContainerSecurityContext
 	logs                             []runtime.LogLine
+	// stdinOnce: the main process (simulated as `cat`, see stream.go)
+	// ends when the stdin of the first attach closes (CRI stdin_once).
+	stdinOnce bool
 }
 
 var _ runtime.Runtime = (*Runtime)(nil)
@@ -370,6 +373,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 		image: config.Image.Image, imageRef: ref, labels: config.Labels, annotations: shared.stringMap(config.Annotations),
 		faults: f, state: runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.clock.Now(),
 		env: shared.env(config.Envs), mounts: config.Mounts, security: shared.securityContext(config.GetLinux().GetSecurityContext()),
+		stdinOnce: config.StdinOnce,
 	}
 	r.containers[c.id] = c
 	return c.id, nil

@@ -35,7 +35,9 @@ import (
 // Attach connects to the container's main process: what it writes from
 // the moment of attaching goes to the client (output written before is
 // `logs`); with stdin, every line the client sends is echoed into the
-// container's output, as a main process running `cat` would.
+// container's output, as a main process running `cat` would; when the
+// container was created with stdinOnce, the end of that stdin ends the
+// main process (exit 0), as `cat` at EOF.
 
 // attachPollInterval is how often an attached session looks for new
 // output and for the container's exit.
@@ -325,6 +327,9 @@ func (r *Runtime) Attach(ctx context.Context, id string, stdin io.Reader, stdout
 		case l, ok := <-lines:
 			if !ok {
 				lines = nil // stdin closed: keep streaming output
+				if stdin != nil {
+					r.stdinClosed(id)
+				}
 				continue
 			}
 			term.echo(l)
@@ -358,6 +363,16 @@ func (r *Runtime) outputSince(id string, sent *int) ([]runtime.LogLine, bool) {
 		*sent = len(c.logs)
 	}
 	return out, c.state == runtimeapi.ContainerState_CONTAINER_RUNNING
+}
+
+// stdinClosed is the end of an attached stdin: a stdinOnce container's
+// main process (`cat`) reads EOF and exits 0.
+func (r *Runtime) stdinClosed(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.containers[id]; ok && c.stdinOnce && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+		c.exit(r.clock.Now(), 0, "Completed", "")
+	}
 }
 
 // appendOutput is the main process writing line to its stdout.

@@ -1,0 +1,104 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+)
+
+// lockedBuffer collects a session's output.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Close() error { return nil }
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startStdinContainer runs a container created with stdin (and stdinOnce
+// as given), as the kubelet creates one for `kubectl run -i`.
+func startStdinContainer(t *testing.T, r *Runtime, name string, stdinOnce bool) string {
+	t.Helper()
+	ctx := context.Background()
+	sb, err := r.RunPodSandbox(ctx, sandboxConfig("pod-"+name, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := &runtimeapi.ImageSpec{Image: "busybox:1"}
+	if _, err := r.PullImage(ctx, img); err != nil {
+		t.Fatal(err)
+	}
+	id, err := r.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: name}, Image: img,
+		Labels: map[string]string{runtime.LabelPodUID: "pod-" + name}, Stdin: true, StdinOnce: stdinOnce}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.StartContainer(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// With stdinOnce, the end of the attached stdin ends the main process:
+// the attach streams the echoed input, then ends as the container exits 0.
+func TestAttachStdinOnceEndsTheMainProcess(t *testing.T) {
+	r, _ := newSim(t, "10.1.0.0/24")
+	id := startStdinContainer(t, r, "once", true)
+	var out lockedBuffer
+	if err := r.Attach(context.Background(), id, strings.NewReader("a\nb\n"), &out, nil, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "a\nb\n" {
+		t.Errorf("attached output %q, want the echoed input", out.String())
+	}
+	if st := state(t, r, id); st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 0 || st.Reason != "Completed" {
+		t.Errorf("after stdin closed: %s exit %d %s, want EXITED 0 Completed", st.State, st.ExitCode, st.Reason)
+	}
+}
+
+// Without stdinOnce the main process outlives the attached stdin; the
+// attach lasts until the client leaves.
+func TestAttachStdinKeepsTheMainProcess(t *testing.T) {
+	r, _ := newSim(t, "10.1.0.0/24")
+	id := startStdinContainer(t, r, "kept", false)
+	ctx, cancel := context.WithCancel(context.Background())
+	var out lockedBuffer
+	done := make(chan error, 1)
+	go func() { done <- r.Attach(ctx, id, strings.NewReader("a\n"), &out, nil, true, nil) }()
+	for !strings.Contains(out.String(), "a\r\n") {
+		select {
+		case err := <-done:
+			t.Fatalf("attach ended early: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// A TTY echoes the input, then the process prints it: "\r\n" ends both.
+	if out.String() != "a\r\na\r\n" {
+		t.Errorf("attached tty output %q", out.String())
+	}
+	if st := state(t, r, id); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("after the client left: %s, want RUNNING", st.State)
+	}
+}
