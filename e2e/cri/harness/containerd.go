@@ -51,7 +51,7 @@ oom_score = 0
     restrict_oom_score_adj = true
     netns_mounts_under_state_dir = true
     enable_selinux = false
-    stream_server_address = "127.0.0.1"
+    stream_server_address = "{{.StreamAddress}}"
     stream_server_port = "0"
     [plugins."io.containerd.grpc.v1.cri".containerd]
       snapshotter = "overlayfs"
@@ -97,7 +97,7 @@ var cniConflist = template.Must(template.New("conflist").Parse(`{
 // nsenter, which unlike `ip netns exec` keeps the host's mounts and so
 // /sys/fs/cgroup), and waits until
 // its CRI plugin answers and reports NetworkReady.
-func startContainerd(ctx context.Context, dir, cniBinDir, bridge, network, podCIDR, ipamDir, logDir, netns string) (*containerd, *cri.Runtime, error) {
+func startContainerd(ctx context.Context, dir, cniBinDir, bridge, network, podCIDR, ipamDir, logDir, netns, streamAddress string) (*containerd, *cri.Runtime, error) {
 	c := &containerd{dir: dir, socket: filepath.Join(dir, "containerd.sock"), exited: make(chan struct{})}
 	confDir := filepath.Join(dir, "cni-conf")
 	for _, d := range []string{dir, confDir, ipamDir} {
@@ -107,7 +107,7 @@ func startContainerd(ctx context.Context, dir, cniBinDir, bridge, network, podCI
 	}
 	vals := map[string]string{
 		"Dir": dir, "Socket": c.socket, "SandboxImage": images.PauseRef, "CNIBinDir": cniBinDir, "CNIConfDir": confDir,
-		"Network": network, "Bridge": bridge, "IPAMDir": ipamDir, "PodCIDR": podCIDR,
+		"Network": network, "Bridge": bridge, "IPAMDir": ipamDir, "PodCIDR": podCIDR, "StreamAddress": streamAddress,
 	}
 	if err := writeTemplate(filepath.Join(dir, "config.toml"), containerdConfig, vals); err != nil {
 		return nil, nil, err

@@ -98,14 +98,20 @@ func (e *Env) AddNode(ctx context.Context, opts NodeOptions) (_ *Node, err error
 		if err := e.host.save(WorkDir); err != nil {
 			return nil, err
 		}
-	} else {
+	}
+	// containerd's streaming server (exec, attach, port-forward), which the
+	// kubelet proxies to, listens where the kubelet reaches it: loopback,
+	// or the namespace's address for a node with its own network.
+	streamAddress := "127.0.0.1"
+	if opts.OwnNetNS {
 		n.NetNS = fmt.Sprintf("%snode-%d", netnsPrefix, i)
 		if err := n.setUpNetNS(i); err != nil {
 			return nil, err
 		}
+		streamAddress = netnsIP(i)
 	}
 	var rt *cri.Runtime
-	n.containerd, rt, err = startContainerd(ctx, filepath.Join(n.Dir, "containerd"), e.cniBin, n.Bridge, Network, n.PodCIDR, n.IPAMDir, e.LogDir, n.NetNS)
+	n.containerd, rt, err = startContainerd(ctx, filepath.Join(n.Dir, "containerd"), e.cniBin, n.Bridge, Network, n.PodCIDR, n.IPAMDir, e.LogDir, n.NetNS, streamAddress)
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", n.Name, err)
 	}
@@ -354,12 +360,15 @@ func (n *Node) AllocatedIPs() ([]string, error) {
 	return ips, nil
 }
 
+// netnsIP is the address of node i's network namespace (its eth0).
+func netnsIP(i int) string { return fmt.Sprintf("10.243.%d.2", i) }
+
 // setUpNetNS creates the node's network namespace and links it to the
 // host: veth kp-veth<i> (host, 10.243.<i>.1/24) <-> eth0 (namespace,
 // 10.243.<i>.2/24); the host routes the node's pod CIDR to the namespace,
 // and the namespace's default route is the host.
 func (n *Node) setUpNetNS(i int) error {
-	hostIf, hostIP, nsIP := fmt.Sprintf("kp-veth%d", i), fmt.Sprintf("10.243.%d.1", i), fmt.Sprintf("10.243.%d.2", i)
+	hostIf, hostIP, nsIP := fmt.Sprintf("kp-veth%d", i), fmt.Sprintf("10.243.%d.1", i), netnsIP(i)
 	in := []string{"ip", "netns", "exec", n.NetNS}
 	for _, cmd := range [][]string{
 		{"ip", "netns", "add", n.NetNS},
