@@ -96,6 +96,9 @@ func BenchmarkCreateCPUShare(b *testing.B) {
 			if err := runN(2*clients, clients, tg.op); err != nil {
 				b.Fatal(err)
 			}
+			// Allocations per create (the whole process's), like the CPU,
+			// do not depend on the machine's load.
+			b.ReportAllocs()
 			b.ResetTimer()
 			startCPU := processCPU()
 			if err := runN(b.N, clients, tg.op); err != nil {
