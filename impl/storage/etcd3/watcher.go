@@ -115,7 +115,8 @@ func (s *Store) currentState(ctx context.Context, key, k string, recursive bool,
 // watchStream is one watch on etcd.
 //
 // Each watchStream has an etcd watch stream of its own (its own
-// clientv3.Watcher, one gRPC stream on the shared connection). etcd answers
+// clientv3.Watcher from Config.NewWatcher: one gRPC stream on the shared
+// connection, or one in-process stream on an embedded etcd). etcd answers
 // a progress request with one notification for all the watches of a stream,
 // and the client hands it to every watch it knows of on that stream when it
 // arrives. On a stream shared with other watches, a watch created just then
