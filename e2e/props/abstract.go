@@ -25,6 +25,7 @@ type Abstraction struct {
 	deps     map[string]int            // deployment name -> number
 	versions map[string]map[string]int // deployment name -> image -> version
 	pods     map[string][2]int         // pod uid -> deployment, version
+	rsNames  map[string][2]int         // ReplicaSet name -> deployment, version (every one listed in the run)
 	// Orphaned names the deployments deleted with propagationPolicy Orphan:
 	// the model has no such policy, so their ReplicaSets, pods and sandboxes
 	// (left running without an owner, as the user asked) are not mapped.
@@ -51,6 +52,9 @@ func NewModel(capacity int) (*model.Model, error) {
 		// The kubelet reports Running before the Ready condition, as the
 		// model's readiness does.
 		ReadinessProbes: 1, MaxProbeFailures: 9,
+		// The kubelets, the deployment controller and taint-based
+		// eviction act on lagging views, as the implementation's do.
+		KubeletLag: 1, DeploymentLag: 1, NodeLifecycleLag: 1,
 	}
 	for _, p := range model.Properties {
 		if p.Invariant != nil {
@@ -65,7 +69,7 @@ func NewModel(capacity int) (*model.Model, error) {
 // NewAbstraction starts a fresh numbering for one run.
 func NewAbstraction(m *model.Model) *Abstraction {
 	return &Abstraction{Model: m, deps: map[string]int{}, versions: map[string]map[string]int{},
-		pods: map[string][2]int{}, Orphaned: map[string]bool{}}
+		pods: map[string][2]int{}, rsNames: map[string][2]int{}, Orphaned: map[string]bool{}}
 }
 
 func (a *Abstraction) deployment(name string) (int, error) {
@@ -152,6 +156,7 @@ func (a *Abstraction) Snapshot(ob *Observation, down map[string]bool) (model.Sna
 			return sn, err
 		}
 		rsVersion[r.Name] = [2]int{d, v}
+		a.rsNames[r.Name] = [2]int{d, v}
 		replicas := 1
 		if r.Spec.Replicas != nil {
 			replicas = int(*r.Spec.Replicas)
@@ -235,9 +240,22 @@ func (a *Abstraction) Snapshot(ob *Observation, down map[string]bool) (model.Sna
 		default:
 			ps.Phase = model.Pending
 		}
+		// An owner reference stays on the pod after its ReplicaSet is
+		// gone (background deletion: the garbage collector deletes the
+		// pod later), as the model's podOwners does. A ReplicaSet the
+		// observation does not list has the template version it had
+		// when listed, or else the pod's own (a ReplicaSet creates pods
+		// of its template).
 		for _, o := range ControllerOwners(p.OwnerReferences) {
-			if dv, ok := rsVersion[o.Name]; ok && o.Kind == "ReplicaSet" {
+			if o.Kind != "ReplicaSet" {
+				continue
+			}
+			if dv, ok := rsVersion[o.Name]; ok {
 				ps.OwnerVersions = append(ps.OwnerVersions, dv[1])
+			} else if dv, ok := a.rsNames[o.Name]; ok && dv[0] == d {
+				ps.OwnerVersions = append(ps.OwnerVersions, dv[1])
+			} else {
+				ps.OwnerVersions = append(ps.OwnerVersions, v)
 			}
 		}
 		sn.Pods = append(sn.Pods, ps)
@@ -296,4 +314,19 @@ func hasTaint(n *v1.Node, key string, effect v1.TaintEffect) bool {
 		}
 	}
 	return false
+}
+
+// PodGroup returns the numbers of the deployment and template version pod p
+// belongs to, if the abstraction has numbered them.
+func (a *Abstraction) PodGroup(p *v1.Pod) (d, v int, ok bool) {
+	dep := p.Labels[AppLabel]
+	if a.Orphaned[dep] {
+		return 0, 0, false
+	}
+	d, ok = a.deps[dep]
+	if !ok {
+		return 0, 0, false
+	}
+	v, ok = a.versions[dep][image(&p.Spec)]
+	return d, v, ok
 }

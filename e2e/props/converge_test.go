@@ -28,6 +28,7 @@ func (h *harness) converge() {
 	h.stopFaults()
 	for _, name := range sortedKeys(h.paused) {
 		if h.live[name] {
+			h.trace.UserTouched(h.abs.deps[name])
 			h.update(name, func(d *appsv1.Deployment) { d.Spec.Paused = false })
 		}
 		h.paused[name] = false

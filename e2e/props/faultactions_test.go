@@ -38,14 +38,14 @@ func (h *harness) availabilityFault() {
 // dep2 judges the recorder's DEP-2 suspects: a suspect is a violation
 // unless the user scaled that deployment in this run or availability was
 // taken away before it (its effects may reach the controller up to
-// LagWindow late, hence the margin).
+// the history window late, hence the margin).
 func (h *harness) dep2() []Violation {
 	var vs []Violation
 	for _, c := range h.rec.DEP2Candidates() {
 		if h.scaled[c.Deployment] {
 			continue
 		}
-		if !h.availabilityFaultAt.IsZero() && c.At.After(h.availabilityFaultAt.Add(-LagWindow)) {
+		if !h.availabilityFaultAt.IsZero() && c.At.After(h.availabilityFaultAt.Add(-h.rec.Window())) {
 			continue
 		}
 		if h.kubeletCrashed.Load() {

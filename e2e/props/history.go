@@ -32,11 +32,17 @@ type History struct {
 	evicted  []bindEvent
 	rsStatus map[string]int32  // ReplicaSet name -> status.availableReplicas
 	rsImage  map[string]string // ReplicaSet name -> template image
+	// window is how stale a component's view may be: LagWindow, or more
+	// when the run measured more (SetWindow).
+	window time.Duration
 }
 
-// LagWindow bounds how stale a component's view may be for the step checks
-// that need to know what it could have seen (watch-lag faults delay
-// events up to 2 s; the rest is the shared machine's scheduling).
+// LagWindow is the least bound on how stale a component's view may be for
+// the step checks that need to know what it could have seen. The harness
+// widens it for a run whose measurements ask for more (see
+// harness.historyWindow): the longest a watch event took to reach a
+// component after it reached the recorder, plus the slowest write of a
+// component, plus a second for the component's own decision.
 const LagWindow = 6 * time.Second
 
 type rsVersion struct {
@@ -82,7 +88,8 @@ type Candidate struct {
 
 func newHistory() *History {
 	return &History{rs: map[string][]rsVersion{}, rsOwner: map[string]string{}, pods: map[string]*podLife{},
-		deps: map[string]*appsv1.Deployment{}, nodes: map[string][]nodeVersion{}, rsStatus: map[string]int32{}, rsImage: map[string]string{}}
+		deps: map[string]*appsv1.Deployment{}, nodes: map[string][]nodeVersion{}, rsStatus: map[string]int32{}, rsImage: map[string]string{},
+		window: LagWindow}
 }
 
 func revision(rv string) int64 {
@@ -188,10 +195,10 @@ func (h *History) node(n *v1.Node, now time.Time) {
 }
 
 // nodeVersionsAround returns the versions of node that were current at some
-// time in [at-LagWindow, at].
+// time in [at-window, at].
 func (h *History) nodeVersionsAround(node string, at time.Time) []nodeVersion {
 	vs := h.nodes[node]
-	start := at.Add(-LagWindow)
+	start := at.Add(-h.window)
 	var out []nodeVersion
 	for i, v := range vs {
 		next := time.Time{}
@@ -253,7 +260,7 @@ func (h *History) violations(checkRS1, checkSched2 bool) []Violation {
 		}
 		if all {
 			vs = append(vs, Violation{"SCHED-3", fmt.Sprintf("pod %s bound to %s at resourceVersion %d, which had the NoExecute taint %s=%s it does not tolerate for all of the %s before",
-				b.pod, b.node, b.rv, taint.Key, taint.Value, LagWindow)})
+				b.pod, b.node, b.rv, taint.Key, taint.Value, h.window)})
 		}
 	}
 	for _, e := range h.evicted {
@@ -271,7 +278,7 @@ func (h *History) violations(checkRS1, checkSched2 bool) []Violation {
 				name = l.name
 			}
 			vs = append(vs, Violation{"GC-1", fmt.Sprintf("the taint manager evicted pod %s from %s at resourceVersion %d although it tolerates every NoExecute taint %s had for the %s before",
-				name, e.node, e.rv, e.node, LagWindow)})
+				name, e.node, e.rv, e.node, h.window)})
 		}
 	}
 	if checkRS1 {
@@ -313,7 +320,7 @@ func (h *History) sched2() []Violation {
 
 // rs1 checks RS-1 on every recorded pod creation: counting the creation,
 // the ReplicaSet's active pods at that revision must not exceed the largest
-// spec.replicas the ReplicaSet had within LagWindow before it.
+// spec.replicas the ReplicaSet had within the window before it.
 func (h *History) rs1() []Violation {
 	byRS := map[string][]*podLife{}
 	for _, l := range h.pods {
@@ -333,7 +340,7 @@ func (h *History) rs1() []Violation {
 				}
 			}
 			allowed, known := int32(-1), false
-			start := p.createdAt.Add(-LagWindow)
+			start := p.createdAt.Add(-h.window)
 			for i, v := range versions {
 				if v.rv > p.created {
 					break
@@ -346,7 +353,7 @@ func (h *History) rs1() []Violation {
 			}
 			if known && int32(active) > allowed {
 				vs = append(vs, Violation{"RS-1", fmt.Sprintf("pod %s created at resourceVersion %d made replicaset %s's active pods %d, above its replicas (%d at most within the %s before)",
-					p.name, p.created, rs, active, allowed, LagWindow)})
+					p.name, p.created, rs, active, allowed, h.window)})
 			}
 		}
 	}

@@ -65,8 +65,23 @@ func maxSteps() int { return envInt("PROPS_STEPS", 10) }
 // stats are the campaign's totals, printed at the end.
 var stats struct {
 	runs, actions, faults, observations, modelStates, unrepresentable, changes atomic.Int64
-	traceValidated, traceSkipped                                               atomic.Int64
+	traceValidated, traceSkipped, traceLongest, traceExplored, traceUnused     atomic.Int64
 	lagFaults, crashes                                                         atomic.Int64
+	// the history window's measurements: the longest a watch event took
+	// to reach a component after it reached the recorder, the slowest
+	// component write (nanoseconds), and the runs whose window had to be
+	// wider than LagWindow
+	maxViewLag, maxWriteLatency, widenedRuns atomic.Int64
+}
+
+// storeMax raises a to v if v is larger.
+func storeMax(a *atomic.Int64, v int64) {
+	for {
+		cur := a.Load()
+		if v <= cur || a.CompareAndSwap(cur, v) {
+			return
+		}
+	}
 }
 
 // testCluster is the harness's cluster: API server and etcd from
@@ -131,11 +146,14 @@ func TestPipelineProperties(t *testing.T) {
 	// goroutine check run in any case.
 	defer func() {
 		delivered, hidden := faults.WatchStats()
-		t.Logf("summary: %d runs, %d actions, %d faults injected, %d observed states checked (%d as model states against %d invariants, %d outside the model's bounds), %d changes checked against step properties, %d observed steps validated as model behaviours (%d too far apart to search); %d watch-lag faults (%d watch events delivered through fault hooks, %d intermediate states hidden); %d component crashes (%d component restarts; crash points hit: %v)",
+		t.Logf("summary: %d runs, %d actions, %d faults injected, %d observed states checked (%d as model states against %d invariants, %d outside the model's bounds), %d changes checked against step properties; trace validation: %d observed steps explained by model actions (longest path %d actions, at most %d states searched for one step; %d observations not used: changing while listed), %d steps skipped (trace restarted across a user operation the model does not have), 0 unexplained; %d watch-lag faults (%d watch events delivered through fault hooks, %d intermediate states hidden); %d component crashes (%d component restarts; crash points hit: %v); history window: watch events reached the controller manager and the scheduler at most %s after the recorder, their writes took at most %s, window %s (widened in %d runs)",
 			stats.runs.Load(), stats.actions.Load(), stats.faults.Load(), stats.observations.Load(),
 			stats.modelStates.Load(), countInvariants(), stats.unrepresentable.Load(), stats.changes.Load(),
-			stats.traceValidated.Load(), stats.traceSkipped.Load(), stats.lagFaults.Load(), delivered, hidden,
-			stats.crashes.Load(), c.comps.restarts.Load(), faults.CrashHits())
+			stats.traceValidated.Load(), stats.traceLongest.Load(), stats.traceExplored.Load(), stats.traceUnused.Load(), stats.traceSkipped.Load(),
+			stats.lagFaults.Load(), delivered, hidden,
+			stats.crashes.Load(), c.comps.restarts.Load(), faults.CrashHits(),
+			time.Duration(stats.maxViewLag.Load()).Round(time.Millisecond), time.Duration(stats.maxWriteLatency.Load()).Round(time.Millisecond),
+			max(LagWindow, time.Duration(stats.maxViewLag.Load()+stats.maxWriteLatency.Load())+time.Second).Round(time.Millisecond), stats.widenedRuns.Load())
 		if err := c.Stop(); err != nil {
 			t.Errorf("stopping cluster: %v", err)
 		}
@@ -171,15 +189,39 @@ func TestPipelineProperties(t *testing.T) {
 	if d, err := time.ParseDuration(os.Getenv("PROPS_DURATION")); err == nil {
 		deadline = deadline.Add(d)
 	}
-	for {
+	// PROPS_SEED makes a campaign's draws reproducible: round r runs
+	// rapid.Check with seed PROPS_SEED + r*1000 (its runs take the seeds
+	// after it), unless -rapid.seed was given.
+	base, _ := strconv.ParseUint(os.Getenv("PROPS_SEED"), 10, 64)
+	seedFlag := flag.Lookup("rapid.seed")
+	for round := uint64(0); ; round++ {
+		if base != 0 && seedFlag != nil && !flagGiven("rapid.seed") {
+			seed := base + round*1000
+			_ = seedFlag.Value.Set(strconv.FormatUint(seed, 10))
+			t.Logf("round %d: -rapid.seed=%d", round, seed)
+		}
 		rapid.Check(t, prop)
 		if t.Failed() || !time.Now().Before(deadline) {
 			break
 		}
-		t.Logf("progress: %d runs, %d actions, %d faults, %d observations (%d model states, %d outside the model's bounds), %d changes recorded",
+		t.Logf("progress: %d runs, %d actions, %d faults, %d observations (%d model states, %d outside the model's bounds), %d changes recorded, %d steps validated",
 			stats.runs.Load(), stats.actions.Load(), stats.faults.Load(), stats.observations.Load(),
-			stats.modelStates.Load(), stats.unrepresentable.Load(), stats.changes.Load())
+			stats.modelStates.Load(), stats.unrepresentable.Load(), stats.changes.Load(), stats.traceValidated.Load())
 	}
+}
+
+// flagGiven reports whether the command line set the flag.
+func flagGiven(name string) bool {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// newTraceValidator is the harness's validator: paths of up to
+// PROPS_TRACE_DEPTH (default 100) model actions, searching at most
+// PROPS_TRACE_STATES (default 300000) states per observed step.
+func newTraceValidator(m *model.Model) *TraceValidator {
+	return &TraceValidator{Model: m, MaxDepth: envInt("PROPS_TRACE_DEPTH", 100), MaxStates: envInt("PROPS_TRACE_STATES", 300000)}
 }
 
 // waitGoroutines fails the test when goroutines the cluster started are
@@ -218,7 +260,13 @@ type harness struct {
 	scaled   map[string]bool   // deployments the user scaled (DEP-2 suspects of theirs are not judged)
 	disarm   []func()          // armed crash points
 	trace    *TraceValidator
-	side     string // the namespace of probes (created on first use)
+	// traceFrom is the snapshot of the trace's last state (saved with a
+	// trace-validation failure).
+	traceFrom model.Snapshot
+	// traceEarlier are the snapshots before it (the deployment
+	// controller's possible stale views, saved with a failure too).
+	traceEarlier []model.Snapshot
+	side         string // the namespace of probes (created on first use)
 	// availabilityFaultAt is when the run first took availability away
 	// (node failure, pod deletion, eviction by the probe taint, kubelet
 	// crash): DEP-2 suspects after it are not judged.
@@ -228,6 +276,11 @@ type harness struct {
 	// counted, so RS-1 is not judged.
 	cmCrashed      atomic.Bool
 	kubeletCrashed atomic.Bool
+	// viewLag and writeLatency are the run's measurements for the history
+	// window (historyWindow); stopDeliveries ends the measuring.
+	viewLag, writeLatency atomic.Int64
+	widened               bool
+	stopDeliveries        func()
 	// schedCrashed: the scheduler crashed in this run; a binding in
 	// flight at its crash may land after its successor decided, so SCHED-2
 	// is not judged at bindings.
@@ -244,13 +297,52 @@ func newHarness(t *rapid.T, c *testCluster, client kubernetes.Interface, m *mode
 		t.Fatal(err)
 	}
 	stats.runs.Add(1)
-	return &harness{t: t, c: c, client: client, ns: ns, rec: rec,
+	h := &harness{t: t, c: c, client: client, ns: ns, rec: rec,
 		obs:   &Observer{Client: client, Namespace: ns, Runtimes: runtimes},
 		abs:   NewAbstraction(m),
-		trace: &TraceValidator{Model: m, Depth: envInt("PROPS_TRACE_DEPTH", 4), SmallDiff: envInt("PROPS_TRACE_DIFF", 4)},
+		trace: newTraceValidator(m),
 		live:  map[string]bool{}, updated: map[string]bool{}, paused: map[string]bool{},
 		cordoned: map[string]bool{}, down: map[string]bool{}, lagging: map[string]func(){},
 		tainted: map[string]bool{}, scaled: map[string]bool{}}
+	h.stopDeliveries = faults.ObserveDeliveries(func(d faults.Delivery) {
+		if !historyComponents[d.Component] {
+			return
+		}
+		if at, ok := rec.ArrivedAt(d.ResourceVersion); ok {
+			storeMax(&h.viewLag, int64(d.At.Sub(at)))
+		}
+	})
+	return h
+}
+
+// historyComponents are the components whose decisions the history checks
+// judge: the controller manager (ReplicaSet controller: RS-1; taint
+// manager: GC-1) and the scheduler (SCHED-3). A kubelet's view does not
+// count: a paused kubelet receives its backlog late, but it does not act
+// on it while paused.
+var historyComponents = map[string]bool{"controller-manager": true, "scheduler": true}
+
+// historyWindow is how stale a component's view may have been in this run,
+// derived from what the run measured: a component's cache at the moment it
+// decides holds every event delivered to it, and an event reaches it at
+// most viewLag after it reached the recorder; its write then reaches the
+// store at most writeLatency after it was sent, and the recorder at once
+// (in process). One second more covers the component's own work between
+// reading its cache and sending the write. It is never less than
+// LagWindow.
+func (h *harness) historyWindow() time.Duration {
+	for comp := range historyComponents {
+		storeMax(&h.writeLatency, int64(faults.MaxWriteLatency(comp)))
+	}
+	lag, write := h.viewLag.Load(), h.writeLatency.Load()
+	storeMax(&stats.maxViewLag, lag)
+	storeMax(&stats.maxWriteLatency, write)
+	w := time.Duration(lag+write) + time.Second
+	if w > LagWindow && !h.widened {
+		h.widened = true
+		stats.widenedRuns.Add(1)
+	}
+	return w
 }
 
 // close restores the shared cluster for the next run: nodes back up and
@@ -258,10 +350,13 @@ func newHarness(t *rapid.T, c *testCluster, client kubernetes.Interface, m *mode
 func (h *harness) close() {
 	ctx := context.Background()
 	h.stopFaults()
+	h.stopDeliveries()
 	h.rec.Stop()
 	stats.changes.Add(int64(h.rec.Count()))
 	stats.traceValidated.Add(int64(h.trace.Validated))
 	stats.traceSkipped.Add(int64(h.trace.Skipped))
+	storeMax(&stats.traceLongest, int64(h.trace.Longest))
+	storeMax(&stats.traceExplored, int64(h.trace.Explored))
 	policy := metav1.DeletePropagationBackground
 	_ = h.client.CoreV1().Namespaces().Delete(ctx, h.ns, metav1.DeleteOptions{PropagationPolicy: &policy})
 	if h.side != "" {
@@ -289,6 +384,7 @@ func (h *harness) stopFaults() {
 		delete(h.tainted, n)
 	}
 	for _, n := range sortedKeys(h.down) {
+		h.trace.UserDid(model.NodeRecover, nodeNumber(n))
 		h.c.comps.resume(n)
 		delete(h.down, n)
 	}
@@ -370,16 +466,31 @@ func (h *harness) checkOnce() {
 			// Evictions by the probe taint are no model action: the
 			// trace restarts after it is gone.
 			h.trace.Reset()
-		} else if ob.UnstableSandboxes > 0 {
-			// not a complete abstract state: validate across it
-		} else if msg := h.trace.Step(s); msg != "" {
-			vs = append(vs, Violation{ID: "TRACE", Detail: msg})
+		} else if ob.UnstableSandboxes > 0 || !ob.Consistent {
+			// not one complete abstract state: validate across it
+			stats.traceUnused.Add(1)
+		} else {
+			sn, _ := h.abs.Snapshot(ob, h.down)
+			if msg := h.trace.Step(s); msg != "" {
+				if file, err := SaveTraceStep(h.traceFrom, sn, h.trace.LastAllowed, h.traceEarlier); err == nil {
+					msg += "\n(the two observed states: " + file + "; copy it to testdata/trace-steps/ to keep it as a regression)"
+				}
+				vs = append(vs, Violation{ID: "TRACE", Detail: msg})
+			}
+			if h.traceFrom.Deployments != nil {
+				h.traceEarlier = append(h.traceEarlier, h.traceFrom)
+				if len(h.traceEarlier) > 6 {
+					h.traceEarlier = h.traceEarlier[1:]
+				}
+			}
+			h.traceFrom = sn
 		}
 	} else {
 		stats.unrepresentable.Add(1)
 		h.trace.Reset()
 	}
 	vs = append(vs, h.rec.Violations()...)
+	h.rec.SetWindow(h.historyWindow())
 	vs = append(vs, h.rec.HistoryViolations(!h.cmCrashed.Load(), !h.schedCrashed.Load())...)
 	vs = append(vs, h.dep2()...)
 	if len(vs) > 0 {
@@ -453,6 +564,12 @@ func (h *harness) createDeployment(t *rapid.T, replicas int32) {
 		},
 	}
 	h.step("create deployment %s replicas=%d image=app:v1", name, replicas)
+	if num, err := h.abs.deployment(name); err == nil {
+		h.trace.UserDid(model.CreateDeployment, num)
+		// The model creates a deployment with Replicas (4) replicas; a
+		// smaller count is a scale right after.
+		h.trace.UserDid(model.ScaleDeployment, num, int(replicas))
+	}
 	if _, err := h.client.AppsV1().Deployments(h.ns).Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating %s: %v", name, err)
 	}
@@ -497,6 +614,7 @@ func (h *harness) scale(t *rapid.T) {
 	replicas := int32(rapid.IntRange(0, 4).Draw(t, "replicas"))
 	h.step("scale %s to %d", name, replicas)
 	h.scaled[name] = true
+	h.trace.UserDid(model.ScaleDeployment, h.abs.deps[name], int(replicas))
 	h.update(name, func(d *appsv1.Deployment) { d.Spec.Replicas = &replicas })
 	h.check()
 }
@@ -510,6 +628,7 @@ func (h *harness) updateImage(t *rapid.T) {
 		return
 	}
 	h.step("update image of %s to app:v2 (rolling update)", name)
+	h.trace.UserDid(model.UpdateDeployment, h.abs.deps[name])
 	h.update(name, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "registry.example/app:v2" })
 	h.updated[name] = true
 	h.check()
@@ -526,6 +645,7 @@ func (h *harness) pauseResume(t *rapid.T) {
 	} else {
 		h.step("resume %s", name)
 	}
+	h.trace.UserTouched(h.abs.deps[name])
 	h.update(name, func(d *appsv1.Deployment) { d.Spec.Paused = p })
 	h.paused[name] = p
 	h.check()
@@ -540,9 +660,14 @@ func (h *harness) delete(t *rapid.T) {
 		metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan,
 	}).Draw(t, "policy")
 	h.step("delete %s propagationPolicy=%s", name, policy)
-	if policy == metav1.DeletePropagationOrphan {
+	switch policy {
+	case metav1.DeletePropagationOrphan:
 		h.abs.Orphaned[name] = true
 		h.trace.Reset() // orphaned objects leave the abstraction
+	case metav1.DeletePropagationForeground:
+		h.trace.UserDid(model.DeleteDeployment, h.abs.deps[name], 1)
+	default:
+		h.trace.UserDid(model.DeleteDeployment, h.abs.deps[name], 0)
 	}
 	if err := h.client.AppsV1().Deployments(h.ns).Delete(context.Background(), name, metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil {
 		t.Fatalf("deleting %s: %v", name, err)
@@ -557,9 +682,11 @@ func (h *harness) deletePod(t *rapid.T) {
 		t.Fatal(err)
 	}
 	var names []string
-	for _, p := range pods.Items {
+	byName := map[string]*v1.Pod{}
+	for i, p := range pods.Items {
 		if p.DeletionTimestamp == nil {
 			names = append(names, p.Name)
+			byName[p.Name] = &pods.Items[i]
 		}
 	}
 	if len(names) == 0 {
@@ -569,7 +696,13 @@ func (h *harness) deletePod(t *rapid.T) {
 	name := rapid.SampledFrom(names).Draw(t, "pod")
 	h.step("delete pod %s", name)
 	h.availabilityFault()
-	h.trace.Reset() // a user deleting a pod is not a model action
+	// A user deleting a pod is not a model action: the trace validator
+	// takes it as one step of the path to the next observed state.
+	if d, v, ok := h.abs.PodGroup(byName[name]); ok {
+		h.trace.UserDeletedPod(d, v)
+	} else {
+		h.trace.Reset()
+	}
 	if err := h.client.CoreV1().Pods(h.ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatalf("deleting pod %s: %v", name, err)
 	}
@@ -591,6 +724,12 @@ func (h *harness) setUnschedulable(node string, u bool) {
 			h.t.Fatalf("updating node %s: %v", node, err)
 		}
 	}
+}
+
+// nodeNumber is node-N's number in the model.
+func nodeNumber(name string) int {
+	n, _ := NodeNumber(name)
+	return n
 }
 
 func nodeName(t *rapid.T) string {
@@ -615,6 +754,7 @@ func (h *harness) failNode(t *rapid.T) {
 	n := nodeName(t)
 	if h.down[n] {
 		h.step("recover %s (kubelet resumes)", n)
+		h.trace.UserDid(model.NodeRecover, nodeNumber(n))
 		h.c.comps.resume(n)
 		h.down[n] = false
 	} else {
@@ -622,6 +762,7 @@ func (h *harness) failNode(t *rapid.T) {
 			return
 		}
 		h.step("fail %s (kubelet stops: no heartbeats, no syncs)", n)
+		h.trace.UserDid(model.NodeFail, nodeNumber(n))
 		h.availabilityFault()
 		h.c.comps.pause(n)
 		h.down[n] = true
@@ -682,7 +823,9 @@ func (h *harness) recreatePod(t *rapid.T) {
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: image(&p.Spec)}}}}
 	created, err := h.client.CoreV1().Pods(h.ns).Create(context.Background(), fresh, metav1.CreateOptions{})
 	if err == nil {
-		// Legal only if the old pod was removed in the meantime.
+		// Legal only if the old pod was removed in the meantime; the
+		// fresh pod (no owner) is no model object.
+		h.trace.Reset()
 		zero := int64(0)
 		_ = h.client.CoreV1().Pods(h.ns).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 		deadline := time.Now().Add(10 * time.Second)

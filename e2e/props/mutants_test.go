@@ -13,6 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/kubeproof/kubeproof/impl/faults"
+	"github.com/kubeproof/kubeproof/model"
 )
 
 // mutantScenarios drive the harness through the code path each catalog
@@ -140,6 +141,7 @@ var knownSurvivors = map[string]string{}
 func (h *harness) scaleTo(name string, n int32) {
 	h.step("scale %s to %d", name, n)
 	h.scaled[name] = true
+	h.trace.UserDid(model.ScaleDeployment, h.abs.deps[name], int(n))
 	h.update(name, func(d *appsv1.Deployment) { d.Spec.Replicas = &n })
 }
 

@@ -11,7 +11,8 @@
 // step properties on each observed change (SCHED-1: spec.nodeName is set at
 // most once; KUBELET-5: a phase never leaves Succeeded or Failed; RS-2 on
 // every pod version). Consecutive observed model states are validated as a
-// behaviour of the model (TraceValidator: checker.CanReach). Faults include
+// behaviour of the model (TraceValidator: a best-first search for a path of
+// model actions, taking only the user operations the harness did). Faults include
 // node failure, cordons, etcd compaction and lagging, coalescing watches of
 // one component (impl/faults transport hooks). After faults stop, every run
 // must converge (LIVE-1, LIVE-2, LIVE-3) within a bounded time.
@@ -78,6 +79,9 @@ type Observation struct {
 	ReplicaSets      []appsv1.ReplicaSet
 	Pods             []v1.Pod
 	Nodes            []v1.Node
+	// Consistent is true when the API objects are one state of the store:
+	// listed twice in a row with no change in between (see Observe).
+	Consistent bool
 	// Sandboxes are those present, in the same state, both before and after
 	// the API objects were listed: the runtime held them all along.
 	Sandboxes []Sandbox
@@ -96,51 +100,53 @@ type Observer struct {
 	Runtimes map[string]runtime.Runtime
 }
 
+// observeAttempts bounds how often Observe lists again to get a consistent
+// state.
+const observeAttempts = 4
+
 // Observe takes one observation. Sandboxes are listed before and after the
 // API objects and only those in both lists (same state) are kept, so that a
 // sandbox created or removed while listing is never paired with an object
-// list taken at another moment.
+// list taken at another moment. The API objects (deployments, ReplicaSets,
+// pods, nodes) are listed one kind after another, then again: when the
+// second round shows every object at the same resourceVersion as the first
+// (and node taints unchanged), nothing changed between the first list of
+// the last kind and the second list of the first, so the lists are one
+// state of the store (Consistent). Otherwise it tries again, a few times.
 func (o *Observer) Observe(ctx context.Context) (*Observation, error) {
 	before, err := o.sandboxes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ob := &Observation{DeploymentStable: map[string]bool{}}
-	deps1, err := o.Client.AppsV1().Deployments(o.Namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing deployments: %w", err)
-	}
-	rss, err := o.Client.AppsV1().ReplicaSets(o.Namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing replicasets: %w", err)
-	}
-	deps2, err := o.Client.AppsV1().Deployments(o.Namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing deployments: %w", err)
-	}
-	pods, err := o.Client.CoreV1().Pods(o.Namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
-	}
-	nodes, err := o.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing nodes: %w", err)
+	var ob *Observation
+	for attempt := 0; attempt < observeAttempts; attempt++ {
+		first, err := o.listObjects(ctx)
+		if err != nil {
+			return nil, err
+		}
+		second, err := o.listObjects(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ob = second
+		ob.Consistent = first.versions() == second.versions()
+		ob.DeploymentStable = map[string]bool{}
+		firstGen := map[string][2]int64{}
+		for _, d := range first.Deployments {
+			firstGen[d.Name] = [2]int64{d.Generation, d.Status.ObservedGeneration}
+		}
+		for _, d := range second.Deployments {
+			g, ok := firstGen[d.Name]
+			ob.DeploymentStable[d.Name] = ok && g == [2]int64{d.Generation, d.Status.ObservedGeneration}
+		}
+		if ob.Consistent {
+			break
+		}
 	}
 	after, err := o.sandboxes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	first := map[string]struct {
-		Generation, Observed int64
-	}{}
-	for _, d := range deps1.Items {
-		first[d.Name] = struct{ Generation, Observed int64 }{d.Generation, d.Status.ObservedGeneration}
-	}
-	for _, d := range deps2.Items {
-		f, ok := first[d.Name]
-		ob.DeploymentStable[d.Name] = ok && f.Generation == d.Generation && f.Observed == d.Status.ObservedGeneration
-	}
-	ob.Deployments, ob.ReplicaSets, ob.Pods, ob.Nodes = deps2.Items, rss.Items, pods.Items, nodes.Items
 	seen := map[string]Sandbox{}
 	for _, s := range before {
 		seen[s.ID] = s
@@ -160,6 +166,49 @@ func (o *Observer) Observe(ctx context.Context) (*Observation, error) {
 		}
 	}
 	return ob, nil
+}
+
+// listObjects lists the namespace's deployments, ReplicaSets and pods and
+// the nodes, in that order.
+func (o *Observer) listObjects(ctx context.Context) (*Observation, error) {
+	deps, err := o.Client.AppsV1().Deployments(o.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing deployments: %w", err)
+	}
+	rss, err := o.Client.AppsV1().ReplicaSets(o.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing replicasets: %w", err)
+	}
+	pods, err := o.Client.CoreV1().Pods(o.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	nodes, err := o.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	return &Observation{Deployments: deps.Items, ReplicaSets: rss.Items, Pods: pods.Items, Nodes: nodes.Items}, nil
+}
+
+// versions renders the identity of the listed state: every namespaced
+// object's kind, name and resourceVersion, and every node's taints (a
+// node's status changes with each heartbeat, which the abstraction does
+// not look at).
+func (ob *Observation) versions() string {
+	var b strings.Builder
+	for _, d := range ob.Deployments {
+		fmt.Fprintf(&b, "d %s %s\n", d.Name, d.ResourceVersion)
+	}
+	for _, r := range ob.ReplicaSets {
+		fmt.Fprintf(&b, "r %s %s\n", r.Name, r.ResourceVersion)
+	}
+	for _, p := range ob.Pods {
+		fmt.Fprintf(&b, "p %s %s\n", p.Name, p.ResourceVersion)
+	}
+	for _, n := range ob.Nodes {
+		fmt.Fprintf(&b, "n %s %v %v\n", n.Name, n.Spec.Taints, n.Spec.Unschedulable)
+	}
+	return b.String()
 }
 
 func (o *Observer) sandboxes(ctx context.Context) ([]Sandbox, error) {

@@ -37,7 +37,8 @@ type Recorder struct {
 	cancel     context.CancelFunc
 	done       chan struct{}
 	hist       *History
-	lists      map[string]int // list requests per resource: more than one is a relist
+	lists      map[string]int       // list requests per resource: more than one is a relist
+	arrived    map[string]time.Time // resourceVersion -> when the recorder received it
 }
 
 // MaxChanges bounds the change log a Recorder keeps for reports.
@@ -47,7 +48,8 @@ const MaxChanges = 400
 // have synced.
 func StartRecorder(ctx context.Context, client kubernetes.Interface, namespace string) (*Recorder, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	r := &Recorder{pods: map[string]*v1.Pod{}, cancel: cancel, done: make(chan struct{}), hist: newHistory(), lists: map[string]int{}}
+	r := &Recorder{pods: map[string]*v1.Pod{}, cancel: cancel, done: make(chan struct{}), hist: newHistory(), lists: map[string]int{},
+		arrived: map[string]time.Time{}}
 	countLists := func(resource string) informers.SharedInformerOption {
 		return informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			if !o.Watch {
@@ -78,6 +80,7 @@ func StartRecorder(ctx context.Context, client kubernetes.Interface, namespace s
 	nodeSeen := func(o any) {
 		if n, ok := o.(*v1.Node); ok {
 			r.mu.Lock()
+			r.arrive(n.ResourceVersion)
 			r.hist.node(n, time.Now())
 			r.mu.Unlock()
 		}
@@ -156,6 +159,7 @@ func (r *Recorder) log(c Change) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.changes = append(r.changes, c)
+	r.arrive(c.ResourceVersion)
 	r.total++
 	if len(r.changes) > MaxChanges {
 		r.changes = r.changes[len(r.changes)-MaxChanges:]
@@ -196,6 +200,41 @@ func (r *Recorder) pod(typ string, old, p *v1.Pod) {
 		}
 		r.deleted[string(p.UID)] = true
 	}
+}
+
+// arrive records when a resourceVersion first reached the recorder; r.mu
+// is held.
+func (r *Recorder) arrive(rv string) {
+	if r.arrived == nil {
+		r.arrived = map[string]time.Time{}
+	}
+	if _, ok := r.arrived[rv]; !ok {
+		r.arrived[rv] = time.Now()
+	}
+}
+
+// ArrivedAt returns when the recorder received the write of resourceVersion
+// rv, if it did.
+func (r *Recorder) ArrivedAt(rv string) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at, ok := r.arrived[rv]
+	return at, ok
+}
+
+// SetWindow sets how stale a component's view may be for the history's
+// step checks (at least LagWindow).
+func (r *Recorder) SetWindow(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.hist.window = max(LagWindow, d)
+}
+
+// Window returns the history checks' current window.
+func (r *Recorder) Window() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.hist.window
 }
 
 // Deleted reports whether the recorder saw the pod with this uid removed.

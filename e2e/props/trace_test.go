@@ -5,11 +5,16 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeproof/kubeproof/model"
 )
 
-// The trace validator accepts an observed step the model can take and
+// The trace validator accepts an observed step the model can take, however
+// many actions it spans, with the user operations the harness did, and
 // rejects one it cannot: a bound pod moving to another node (SCHED-1's
-// step form) is no sequence of model actions.
+// step form) is no sequence of model actions, and a change only a user
+// operation explains is rejected unless the harness did it.
 func TestTraceValidation(t *testing.T) {
 	m, err := NewModel(2)
 	if err != nil {
@@ -30,11 +35,34 @@ func TestTraceValidation(t *testing.T) {
 		if !ok {
 			t.Fatal("outside the model's bounds")
 		}
-		v := &TraceValidator{Model: m, Depth: 4, SmallDiff: 4}
+		v := &TraceValidator{Model: m, MaxDepth: 40, MaxStates: 100000}
 		v.Step(s0)
+		if msg := v.Step(s1); msg == "" {
+			t.Fatal("a scale the harness did not do was explained")
+		}
+		v.Reset()
+		v.Step(s0)
+		v.UserDid(model.ScaleDeployment, 1, 1)
 		if msg := v.Step(s1); msg != "" || v.Validated != 1 {
 			t.Fatalf("validated %d, failure: %s", v.Validated, msg)
 		}
+	})
+	t.Run("a whole rolling update between two observations is a model behaviour", func(t *testing.T) {
+		ob := rolledOut()
+		s1, ok := ModelState(a, ob, nil)
+		if !ok {
+			t.Fatal("outside the model's bounds")
+		}
+		v := &TraceValidator{Model: m, MaxDepth: 40, MaxStates: 300000}
+		v.Step(s0)
+		v.UserDid(model.UpdateDeployment, 1)
+		if msg := v.Step(s1); msg != "" || v.Validated != 1 {
+			t.Fatalf("validated %d (searched %d states), failure: %s", v.Validated, v.Explored, msg)
+		}
+		if v.Longest < 10 {
+			t.Fatalf("the rolling update took %d model actions, want at least 10", v.Longest)
+		}
+		t.Logf("path of %d actions, %d states searched", v.Longest, v.Explored)
 	})
 	t.Run("a bound pod moving to another node is not", func(t *testing.T) {
 		ob := testObservation()
@@ -44,26 +72,69 @@ func TestTraceValidation(t *testing.T) {
 		if !ok {
 			t.Fatal("outside the model's bounds")
 		}
-		v := &TraceValidator{Model: m, Depth: 4, SmallDiff: 4}
+		v := &TraceValidator{Model: m, MaxDepth: 6, MaxStates: 20000}
 		v.Step(s0)
 		msg := v.Step(s1)
 		if msg == "" || !strings.Contains(msg, "podNode") {
-			t.Fatalf("moving a bound pod validated (validated %d, skipped %d), message %q", v.Validated, v.Skipped, msg)
+			t.Fatalf("moving a bound pod validated (validated %d), message %q", v.Validated, msg)
 		}
 	})
-	t.Run("a step too large to search is skipped, not failed", func(t *testing.T) {
+	t.Run("a pod the user deleted is one step of the path", func(t *testing.T) {
 		ob := testObservation()
-		ob.Pods = nil
-		ob.Sandboxes = nil
-		ob.Pods = append(ob.Pods, testPod("x", "u9", "", v1.PodPending, "d1-a"))
+		ob.Pods[1].DeletionTimestamp = &metav1.Time{}
+		ob.Pods = append(ob.Pods, testPod("d1-a-3", "u3", "", v1.PodPending, "d1-a"))
 		s1, ok := ModelState(a, ob, nil)
 		if !ok {
 			t.Fatal("outside the model's bounds")
 		}
-		v := &TraceValidator{Model: m, Depth: 4, SmallDiff: 2}
+		d, ver, ok := a.PodGroup(&ob.Pods[1])
+		if !ok || d != 1 || ver != 1 {
+			t.Fatalf("pod group %d, %d, %v", d, ver, ok)
+		}
+		without := &TraceValidator{Model: m, MaxDepth: 40, MaxStates: 100000}
+		without.Step(s0)
+		if msg := without.Step(s1); msg == "" {
+			t.Fatalf("explained without the user's deletion")
+		}
+		v := &TraceValidator{Model: m, MaxDepth: 40, MaxStates: 100000}
 		v.Step(s0)
-		if msg := v.Step(s1); msg != "" || v.Skipped != 1 {
-			t.Fatalf("skipped %d, failure %q", v.Skipped, msg)
+		v.UserDeletedPod(d, ver)
+		if msg := v.Step(s1); msg != "" || v.Validated != 1 {
+			t.Fatalf("validated %d, failure: %s", v.Validated, msg)
 		}
 	})
+	t.Run("a step across a reset is counted as skipped", func(t *testing.T) {
+		v := &TraceValidator{Model: m, MaxDepth: 6, MaxStates: 20000}
+		v.Step(s0)
+		v.Reset()
+		v.Reset()
+		if msg := v.Step(s0); msg != "" || v.Skipped != 1 || v.Validated != 0 {
+			t.Fatalf("skipped %d, validated %d, failure %q", v.Skipped, v.Validated, msg)
+		}
+	})
+}
+
+// rolledOut is testObservation after a finished rolling update of d1 to
+// app:v2: the new ReplicaSet runs both pods on node-2, the old one is at
+// zero replicas and its pods and sandboxes are gone.
+func rolledOut() *Observation {
+	ob := testObservation()
+	ob.Deployments[0].Spec.Template.Spec.Containers[0].Image = "app:v2"
+	ob.Deployments[0].Generation, ob.Deployments[0].Status.ObservedGeneration = 3, 3
+	ob.ReplicaSets[0].Spec.Replicas = ptr(int32(0))
+	rs := ob.ReplicaSets[0]
+	rs.ObjectMeta = metav1.ObjectMeta{Name: "d1-b"}
+	rs.Spec.Replicas = ptr(int32(2))
+	rs.Spec.Template.Spec.Containers = []v1.Container{{Name: "app", Image: "app:v2"}}
+	ob.ReplicaSets = append(ob.ReplicaSets, rs)
+	p1, p2 := testPod("d1-b-1", "u3", "node-2", v1.PodRunning, "d1-b"), testPod("d1-b-2", "u4", "node-2", v1.PodRunning, "d1-b")
+	for _, p := range []*v1.Pod{&p1, &p2} {
+		p.Spec.Containers[0].Image = "app:v2"
+	}
+	ob.Pods = []v1.Pod{p1, p2}
+	ob.Sandboxes = []Sandbox{
+		{ID: "s3", Node: "node-2", PodUID: "u3", PodName: "d1-b-1", Ready: true, IP: "10.244.1.2"},
+		{ID: "s4", Node: "node-2", PodUID: "u4", PodName: "d1-b-2", Ready: true, IP: "10.244.1.3"},
+	}
+	return ob
 }

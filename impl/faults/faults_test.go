@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 )
@@ -121,6 +122,32 @@ func TestWatchFaults(t *testing.T) {
 			t.Fatalf("coalesced %d events, want 2", dropped-dropped0)
 		}
 	})
+	t.Run("deliveries are observed with their resourceVersion, after the delay", func(t *testing.T) {
+		var mu sync.Mutex
+		var seen []string
+		var last time.Time
+		stop := ObserveDeliveries(func(d Delivery) {
+			mu.Lock()
+			defer mu.Unlock()
+			if d.Component == "node-1" {
+				seen = append(seen, d.Type+" "+d.Namespace+"/"+d.Name+"@"+d.ResourceVersion)
+				last = d.At
+			}
+		})
+		defer stop()
+		clear := SetWatchFault("node-1", WatchFault{Delay: 300 * time.Millisecond})
+		defer clear()
+		start := time.Now()
+		readEvents(t, "node-1", srv.URL, 5)
+		mu.Lock()
+		defer mu.Unlock()
+		if got, want := fmt.Sprint(seen), "[ADDED ns/a@1 MODIFIED ns/a@2 MODIFIED ns/b@3 MODIFIED ns/a@4 MODIFIED ns/a@5]"; got != want {
+			t.Fatalf("observed %s, want %s", got, want)
+		}
+		if last.Sub(start) < 300*time.Millisecond {
+			t.Fatalf("last delivery observed %s after the watch started, before the fault's delay", last.Sub(start))
+		}
+	})
 	t.Run("another component is unaffected", func(t *testing.T) {
 		clear := SetWatchFault("controller-manager", WatchFault{Coalesce: true, Delay: time.Second})
 		defer clear()
@@ -135,6 +162,34 @@ func TestWatchFaults(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > before+2 {
 		t.Fatalf("%d goroutines after closing every watch, %d before", n, before)
+	}
+}
+
+// A component's writes are timed: MaxWriteLatency returns the slowest and
+// resets; reads are not counted.
+func TestWriteLatency(t *testing.T) {
+	ArmTransports()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			time.Sleep(200 * time.Millisecond)
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	client := &http.Client{Transport: WrapTransport("scheduler")(http.DefaultTransport)}
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		req, _ := http.NewRequest(method, srv.URL+"/api/v1/namespaces/ns/pods/p/binding", nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if d := MaxWriteLatency("scheduler"); d < 200*time.Millisecond {
+		t.Fatalf("slowest write %s, want at least the server's 200ms", d)
+	}
+	if d := MaxWriteLatency("scheduler"); d != 0 {
+		t.Fatalf("after a reset the slowest write is %s", d)
 	}
 }
 

@@ -35,7 +35,65 @@ var (
 	watchFaults = map[string]WatchFault{}
 	delivered   atomic.Int64
 	coalesced   atomic.Int64
+
+	observerMu sync.Mutex
+	observer   func(Delivery)
+	writeMu    sync.Mutex
+	writeMax   = map[string]time.Duration{}
 )
+
+// Delivery is one watch event a wrapped transport handed to its component.
+type Delivery struct {
+	Component       string
+	Type            string // ADDED, MODIFIED, DELETED, BOOKMARK, ERROR
+	Namespace, Name string
+	ResourceVersion string // of the event's object
+	At              time.Time
+}
+
+// ObserveDeliveries calls f with every watch event wrapped transports
+// deliver from now on (after any WatchFault delay), from the delivering
+// goroutine; f must be quick. It returns a function that stops the calls.
+// The property harness uses it to measure how far each component's view
+// lags behind its recorder.
+func ObserveDeliveries(f func(Delivery)) (stop func()) {
+	observerMu.Lock()
+	observer = f
+	observerMu.Unlock()
+	return func() {
+		observerMu.Lock()
+		observer = nil
+		observerMu.Unlock()
+	}
+}
+
+func observeDelivery(d Delivery) {
+	observerMu.Lock()
+	f := observer
+	observerMu.Unlock()
+	if f != nil {
+		f(d)
+	}
+}
+
+// MaxWriteLatency returns the longest round trip of a write (POST, PUT,
+// PATCH, DELETE) a wrapped transport of component has carried, and resets
+// it.
+func MaxWriteLatency(component string) time.Duration {
+	writeMu.Lock()
+	defer writeMu.Unlock()
+	d := writeMax[component]
+	delete(writeMax, component)
+	return d
+}
+
+func isWrite(req *http.Request) bool {
+	switch req.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
 
 func init() {
 	if os.Getenv(TransportEnvVar) != "" {
@@ -100,7 +158,14 @@ func (t *faultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(req.Context())
 		req.Header.Set("Accept", jsonOnly(req.Header.Get("Accept")))
 	}
+	start := time.Now()
 	resp, err := t.next.RoundTrip(req)
+	if isWrite(req) {
+		took := time.Since(start)
+		writeMu.Lock()
+		writeMax[t.component] = max(writeMax[t.component], took)
+		writeMu.Unlock()
+	}
 	if err != nil || resp.StatusCode != http.StatusOK || !isWatch(req) ||
 		!strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		return resp, err
@@ -121,10 +186,12 @@ type watchEvent struct {
 }
 
 type queued struct {
-	at  time.Time
-	typ string
-	key string
-	raw []byte
+	at        time.Time
+	typ       string
+	namespace string
+	name      string
+	rv        string
+	raw       []byte
 }
 
 // faultBody re-frames a watch stream through a queue: one goroutine
@@ -190,11 +257,15 @@ func (b *faultBody) readEvents() {
 		}
 		raw, _ := json.Marshal(ev)
 		var meta struct {
-			Metadata struct{ Namespace, Name string } `json:"metadata"`
+			Metadata struct {
+				Namespace, Name string
+				ResourceVersion string `json:"resourceVersion"`
+			} `json:"metadata"`
 		}
 		_ = json.Unmarshal(ev.Object, &meta)
+		md := meta.Metadata
 		b.mu.Lock()
-		b.queue = append(b.queue, queued{at: time.Now(), typ: ev.Type, key: meta.Metadata.Namespace + "/" + meta.Metadata.Name, raw: append(raw, '\n')})
+		b.queue = append(b.queue, queued{at: time.Now(), typ: ev.Type, namespace: md.Namespace, name: md.Name, rv: md.ResourceVersion, raw: append(raw, '\n')})
 		b.mu.Unlock()
 		b.signal()
 	}
@@ -240,7 +311,7 @@ func (b *faultBody) writeEvents() {
 		superseded := false
 		if f.Coalesce && head.typ == "MODIFIED" {
 			for _, q := range b.queue {
-				if q.key == head.key && q.typ == "MODIFIED" {
+				if q.namespace == head.namespace && q.name == head.name && q.typ == "MODIFIED" {
 					superseded = true
 					break
 				}
@@ -255,6 +326,8 @@ func (b *faultBody) writeEvents() {
 			return
 		}
 		delivered.Add(1)
+		observeDelivery(Delivery{Component: b.component, Type: head.typ, Namespace: head.namespace, Name: head.name,
+			ResourceVersion: head.rv, At: time.Now()})
 	}
 }
 
