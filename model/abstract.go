@@ -185,6 +185,9 @@ func (m *Model) kubeletViewsCurrent(s *State) {
 	for n := 1; n <= m.cfg.NumNodes; n++ {
 		s.NLCTainted[n] = m.cfg.NodeLifecycleLag == 1 && s.NodeTainted[n]
 	}
+	for _, p := range m.pods {
+		s.GCGraph[p] = m.cfg.GCLag == 1 && s.PodState[p] != Absent
+	}
 	if m.cfg.KubeletLag == 0 {
 		return
 	}

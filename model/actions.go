@@ -68,6 +68,8 @@ const (
 	NodeReturn
 	// Deployment controller informer: its view of a deployment catches up.
 	DeploymentObserveDeployment
+	// Garbage collector graph: its view of a pod catches up.
+	GCObservePod
 	// Only in mutants (not part of the specification).
 	ReplicaSetAdoptPod
 	numKinds
@@ -84,7 +86,7 @@ var kindNames = [numKinds]string{"", "CreateDeployment", "UpdateDeployment", "Sc
 	"DeliverWatchEvent", "NodeJoin", "NodeDelete", "PodGCDeletePod",
 	"KubeletReportReady", "KubeletProbeFail", "KubeletCompletePod", "NodeLifecycleMarkPodNotReady",
 	"KubeletObservePod", "DeploymentObserveReplicaSet", "NodeLifecycleObserveNode", "NodeReturn",
-	"DeploymentObserveDeployment", "ReplicaSetAdoptPod"}
+	"DeploymentObserveDeployment", "GCObservePod", "ReplicaSetAdoptPod"}
 
 func (k Kind) String() string {
 	if k < numKinds {
@@ -119,7 +121,7 @@ func (k Kind) Fair() bool {
 // Writes reports whether the action writes to the store.
 func (k Kind) Writes() bool {
 	switch k {
-	case KubeletStartPod, KubeletStopPod, KubeletObservePod, DeploymentObserveReplicaSet, DeploymentObserveDeployment, NodeLifecycleObserveNode,
+	case KubeletStartPod, KubeletStopPod, KubeletObservePod, DeploymentObserveReplicaSet, DeploymentObserveDeployment, GCObservePod, NodeLifecycleObserveNode,
 		ControllerCrash, ControllerRestart, KubeletCrash, KubeletRestart, WatchDrop, Relist, NodeFail, NodeRecover,
 		DeliverWatchEvent:
 		return false
@@ -223,6 +225,7 @@ func (m *Model) Successors(s *State, emit func(a Action, t *State)) {
 	for _, p := range m.pods {
 		try(actPod(ReplicaSetDeletePod, 0, p), m.replicaSetDeletePod(s, &t, p))
 		try(actPod(GCDeletePod, 0, p), m.gcDeletePod(s, &t, p))
+		try(actPod(GCObservePod, 0, p), m.gcObservePod(s, &t, p))
 		for n := 1; n <= c.NumNodes; n++ {
 			try(actPod(SchedulerBindPod, 0, p, n), m.schedulerBindPod(s, &t, p, n))
 		}
@@ -763,16 +766,28 @@ func (m *Model) gcDeletePod(s, t *State, p int) bool {
 	return true
 }
 
+// GCSees is whether the garbage collector's dependency graph has pod p:
+// its lagging graph with GCLag = 1 (GCGraph), the store otherwise.
+func (m *Model) GCSees(s *State, p int) bool {
+	if m.cfg.GCLag == 1 {
+		return s.GCGraph[p]
+	}
+	return s.PodState[p] != Absent
+}
+
 // GCRemoveReplicaSet(d, v): ReplicaSet (d, v) is being deleted in the
-// foreground and none of its pods (all have blockOwnerDeletion) remain:
-// remove the foregroundDeletion finalizer, so the object goes.
+// foreground and its graph shows none of its pods (all have
+// blockOwnerDeletion): remove the foregroundDeletion finalizer, so the
+// object goes. The patch carries the ReplicaSet's resourceVersion (read
+// live), but the blocking dependents come from the graph, which may not
+// have a new pod yet (GCLag).
 func (m *Model) gcRemoveReplicaSet(s, t *State, d, v int) bool {
 	if s.RSState[d][v] != Deleting {
 		return false
 	}
 	if m.mutant != MutantGCIgnoresBlockOwnerDeletion {
 		for k := 1; k <= m.cfg.PodsPerRS; k++ {
-			if s.PodState[Pod(d, v, k)] != Absent {
+			if m.GCSees(s, Pod(d, v, k)) {
 				return false
 			}
 		}
@@ -1327,6 +1342,19 @@ func (m *Model) deploymentObserveReplicaSet(s, t *State, d, v int) bool {
 	}
 	*t = *s
 	t.DCAvailable[d][v] = now
+	return true
+}
+
+// GCObservePod(p): the garbage collector's graph catches up with pod p
+// (GCLag = 1): it gets the pod's node once the pod informer delivers its
+// creation, and loses it once it delivers its removal.
+func (m *Model) gcObservePod(s, t *State, p int) bool {
+	now := s.PodState[p] != Absent
+	if m.cfg.GCLag == 0 || s.GCGraph[p] == now {
+		return false
+	}
+	*t = *s
+	t.GCGraph[p] = now
 	return true
 }
 

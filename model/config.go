@@ -51,6 +51,7 @@ type Config struct {
 	DeploymentLag       int // 1: the deployment controller counts availability from its own lagging view (dcAvailable)
 	NodeLifecycleLag    int // 1: taint-based eviction reads its own lagging view of node taints (nlcTainted)
 	NodesReturn         int // 1: a deleted node may register again under its name (NodeJoin of a Gone node)
+	GCLag               int // 1: the garbage collector's foreground finalizer removal reads its own lagging graph of the pods (gcGraph)
 
 	// Invariants and Properties are the property IDs to check (e.g. "SCHED-2",
 	// "LIVE-1"), translated from the TLA+ operator names (SCHED_2, LIVE_1).
@@ -71,7 +72,7 @@ func (c *Config) constantFields() map[string]*int {
 		"ReadinessProbes": &c.ReadinessProbes, "MaxProbeFailures": &c.MaxProbeFailures,
 		"RestartPolicy": &c.RestartPolicy, "MaxCompletions": &c.MaxCompletions,
 		"KubeletLag": &c.KubeletLag, "DeploymentLag": &c.DeploymentLag, "NodeLifecycleLag": &c.NodeLifecycleLag,
-		"NodesReturn": &c.NodesReturn,
+		"NodesReturn": &c.NodesReturn, "GCLag": &c.GCLag,
 	}
 }
 
@@ -198,6 +199,7 @@ func (c Config) Validate() error {
 		check("DeploymentLag", c.DeploymentLag, 0, 1),
 		check("NodeLifecycleLag", c.NodeLifecycleLag, 0, 1),
 		check("NodesReturn", c.NodesReturn, 0, 1),
+		check("GCLag", c.GCLag, 0, 1),
 	} {
 		if e != nil {
 			return e

@@ -67,7 +67,7 @@ const podRecordLen = 14
 
 func appendPod(buf []byte, s *State, p int) []byte {
 	return append(buf, s.PodState[p], s.PodNode[p], s.PodPhase[p], s.PodOwners[p],
-		s.Sandboxes[p], s.SandboxNode[p], s.SandboxIP[p], b2u(s.KubeletKnows[p]),
+		s.Sandboxes[p], s.SandboxNode[p], s.SandboxIP[p], b2u(s.KubeletKnows[p])|b2u(s.GCGraph[p])<<1,
 		s.RSCView[p], s.RSCExpect[p], s.SchedView[p], s.SchedAssumed[p], b2u(s.PodReady[p]), s.KubeletView[p])
 }
 
@@ -275,6 +275,7 @@ func swapPods(s *State, p, q int) {
 	s.SandboxNode[p], s.SandboxNode[q] = s.SandboxNode[q], s.SandboxNode[p]
 	s.SandboxIP[p], s.SandboxIP[q] = s.SandboxIP[q], s.SandboxIP[p]
 	s.KubeletKnows[p], s.KubeletKnows[q] = s.KubeletKnows[q], s.KubeletKnows[p]
+	s.GCGraph[p], s.GCGraph[q] = s.GCGraph[q], s.GCGraph[p]
 	s.RSCView[p], s.RSCView[q] = s.RSCView[q], s.RSCView[p]
 	s.RSCExpect[p], s.RSCExpect[q] = s.RSCExpect[q], s.RSCExpect[p]
 	s.SchedView[p], s.SchedView[q] = s.SchedView[q], s.SchedView[p]
@@ -312,7 +313,9 @@ func (m *Model) Decode(b []byte) State {
 	}
 	for _, p := range m.pods {
 		s.PodState[p], s.PodNode[p], s.PodPhase[p], s.PodOwners[p] = next(), next(), next(), next()
-		s.Sandboxes[p], s.SandboxNode[p], s.SandboxIP[p], s.KubeletKnows[p] = next(), next(), next(), next() == 1
+		s.Sandboxes[p], s.SandboxNode[p], s.SandboxIP[p] = next(), next(), next()
+		known := next()
+		s.KubeletKnows[p], s.GCGraph[p] = known&1 != 0, known&2 != 0
 		s.RSCView[p], s.RSCExpect[p], s.SchedView[p], s.SchedAssumed[p] = next(), next(), next(), next()
 		s.PodReady[p] = next() == 1
 		s.KubeletView[p] = next()

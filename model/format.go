@@ -84,6 +84,7 @@ func (m *Model) Bindings(s *State) []Binding {
 		add("schedView["+n+"]", fmt.Sprint(s.SchedView[p]))
 		add("schedAssumed["+n+"]", fmt.Sprint(s.SchedAssumed[p]))
 		add("kubeletView["+n+"]", kubeletViewStr(s.KubeletView[p]))
+		add("gcGraph["+n+"]", boolStr(s.GCGraph[p]))
 	}
 	for n := 1; n <= c.NumNodes; n++ {
 		add(fmt.Sprintf("nodeTainted[%d]", n), boolStr(s.NodeTainted[n]))

@@ -240,7 +240,7 @@ func OwnersGone(s *State, p int) bool {
 func SlotFree(s *State, p int) bool {
 	if !(s.PodState[p] == Absent && s.Sandboxes[p] == 0 && s.SandboxNode[p] == 0 && s.SandboxIP[p] == 0 &&
 		!s.KubeletKnows[p] && s.RSCView[p] == ViewAbsent && s.RSCExpect[p] == ExpectNone &&
-		s.SchedView[p] == SchedNotCached && s.SchedAssumed[p] == 0 && s.KubeletView[p] == KubeletSeenNothing) {
+		s.SchedView[p] == SchedNotCached && s.SchedAssumed[p] == 0 && s.KubeletView[p] == KubeletSeenNothing && !s.GCGraph[p]) {
 		return false
 	}
 	for c := 1; c <= NumControllers; c++ {

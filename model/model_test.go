@@ -517,3 +517,43 @@ func TestDeploymentControllerActsOnItsLaggingDeploymentView(t *testing.T) {
 		}
 	}
 }
+
+// With GCLag the garbage collector removes the foregroundDeletion
+// finalizer of a ReplicaSet whose pod exists but is not yet in its graph
+// (upstream's blocking dependents come from the graph); without it, never.
+func TestGarbageCollectorActsOnItsLaggingGraph(t *testing.T) {
+	for _, lag := range []int{0, 1} {
+		cfg, err := LoadConfig("Small")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.GCLag, cfg.MaxDeletes = lag, 1
+		m, err := New(cfg, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		early := false
+		seen := map[State]bool{}
+		queue := m.Init()
+		for len(queue) > 0 {
+			s := queue[0]
+			queue = queue[1:]
+			m.Successors(&s, func(a Action, next *State) {
+				if a.Kind == GCRemoveReplicaSet {
+					for k := 1; k <= cfg.PodsPerRS; k++ {
+						if s.PodState[Pod(int(a.Args[0]), int(a.Args[1]), k)] != Absent {
+							early = true
+						}
+					}
+				}
+				if !seen[*next] {
+					seen[*next] = true
+					queue = append(queue, *next)
+				}
+			})
+		}
+		if early != (lag == 1) {
+			t.Errorf("GCLag=%d: a ReplicaSet's finalizer removed while its pod exists: %v (%d states)", lag, early, len(seen))
+		}
+	}
+}

@@ -243,7 +243,7 @@ func gcForegroundBlocks(m *Model, s, t *State) bool {
 		for v := 1; v <= m.cfg.NumVersions; v++ {
 			if s.RSState[d][v] == Deleting && t.RSState[d][v] == Absent {
 				for k := 1; k <= m.cfg.PodsPerRS; k++ {
-					if s.PodState[Pod(d, v, k)] != Absent {
+					if m.GCSees(s, Pod(d, v, k)) {
 						return false
 					}
 				}

@@ -71,9 +71,11 @@ const (
 // DCDeployment, NLCTainted, with KubeletLag, DeploymentLag,
 // NodeLifecycleLag): each view of an object catches up in one step at any
 // later time, so it may be any number of changes behind, which covers their
-// dropped watches and restarts too. The garbage collector reads current
-// state: upstream it re-reads the object and looks its owners up with live
-// GETs before it deletes.
+// dropped watches and restarts too. The garbage collector deletes on
+// current state (upstream it re-reads the object and looks its owners up
+// with live GETs before it deletes); only its removal of the
+// foregroundDeletion finalizer reads its lagging graph of the pods
+// (GCGraph, GCLag).
 const (
 	ReplicaSetController = 1
 	Scheduler            = 2
@@ -126,6 +128,7 @@ type State struct {
 	SchedAssumed [MaxPods]uint8     // node the scheduler assumed the pod onto, not yet observed bound: 0 = none
 	KubeletView  [MaxPods]uint8     // what the kubelet of the pod's node has seen of it (KubeletLag): see KubeletSeen
 	NLCTainted   [MaxNodes + 1]bool // the node lifecycle controller's view of node n's NoExecute taint (NodeLifecycleLag)
+	GCGraph      [MaxPods]bool      // the garbage collector's dependency graph has the pod (GCLag)
 
 	// Informer queues: watch events received but not yet applied to the
 	// cache, oldest first (at most MaxLag), and the revision the cache

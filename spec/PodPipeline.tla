@@ -42,7 +42,8 @@ CONSTANTS
     KubeletLag,      \* 1: each kubelet acts on its own lagging view of its pods
     DeploymentLag,   \* 1: the deployment controller counts availability from its own lagging view
     NodeLifecycleLag, \* 1: taint-based eviction reads its own lagging view of node taints
-    NodesReturn      \* 1: a deleted node may register again under its name
+    NodesReturn,     \* 1: a deleted node may register again under its name
+    GCLag            \* 1: the garbage collector's finalizer removal reads its own lagging graph of pods
 
 Nodes       == 1..NumNodes
 Deployments == 1..NumDeployments
@@ -120,11 +121,12 @@ VARIABLES
     dcDeployment, \* deployment d as the deployment controller last saw it (DeploymentLag = 1):
                   \* [state |-> lifecycle, replicas |-> spec.replicas, version |-> template]
     nlcTainted,   \* taint-based eviction's view of node n's taint (NodeLifecycleLag = 1)
+    gcGraph,      \* the garbage collector's dependency graph has pod p (GCLag = 1)
     pending,      \* controller c's informer queue: watch events received, not yet applied
                   \* (a sequence of [pod, view, rev], oldest first, at most MaxLag)
     cacheRev      \* the revision controller c's cache reflects
 
-viewVars == <<kubeletView, dcAvailable, dcDeployment, nlcTainted>>
+viewVars == <<kubeletView, dcAvailable, dcDeployment, nlcTainted, gcGraph>>
 memoryVars == <<kubeletKnows, rscView, rscExpect, schedView, schedAssumed, viewVars, pending, cacheRev>>
 
 (* Environment: which components, watches and nodes are up. *)
@@ -169,6 +171,8 @@ ProjKubelet(p) == IF podState[p] = "Absent" \/ podNode[p] = 0 THEN NothingSeen
 KubeletSees(p) == IF KubeletLag = 1 THEN kubeletView[p] ELSE ProjKubelet(p)
 \* Whether taint-based eviction sees node n tainted.
 NLCSeesTainted(n) == IF NodeLifecycleLag = 1 THEN nlcTainted[n] ELSE nodeTainted[n]
+\* Whether the garbage collector's graph has pod p.
+GCSees(p) == IF GCLag = 1 THEN gcGraph[p] ELSE podState[p] # "Absent"
 
 ActivePods(d, v) == Cardinality({p \in PodsOf(d, v) : podState[p] = "Live" /\ ~Terminal(podPhase[p])})
 \* Available: live, Running and Ready (minReadySeconds 0), now (LIVE-1) ...
@@ -197,7 +201,7 @@ OwnersGone(p) == podOwners[p] # {} /\ \A v \in podOwners[p] : rsState[<<p[1], v>
 \* A name slot is reused only when nothing anywhere refers to its last pod.
 SlotFree(p) == /\ podState[p] = "Absent" /\ sandboxes[p] = 0 /\ sandboxNode[p] = 0 /\ sandboxIP[p] = 0
                /\ ~kubeletKnows[p] /\ rscView[p] = "Absent" /\ rscExpect[p] = "None"
-               /\ schedView[p] = 0 /\ schedAssumed[p] = 0 /\ kubeletView[p] = NothingSeen
+               /\ schedView[p] = 0 /\ schedAssumed[p] = 0 /\ kubeletView[p] = NothingSeen /\ ~gcGraph[p]
                /\ \A c \in Controllers, i \in 1..Len(pending[c]) : pending[c][i].pod # p
 
 \* Pods the scheduler counts on node n: cached there, or assumed there.
@@ -490,7 +494,7 @@ GCDeletePod(p) ==
 \* have blockOwnerDeletion) remains: remove the finalizer; it goes.
 GCRemoveReplicaSet(d, v) ==
     /\ rsState[<<d, v>>] = "Deleting"
-    /\ \A k \in Slots : podState[<<d, v, k>>] = "Absent"
+    /\ \A k \in Slots : ~GCSees(<<d, v, k>>)
     /\ rsState' = [rsState EXCEPT ![<<d, v>>] = "Absent"]
     /\ rsReplicas' = [rsReplicas EXCEPT ![<<d, v>>] = 0]
     /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, podState, podNode, podPhase, podOwners, podReady, nodeTainted, nodeState>>
@@ -674,7 +678,7 @@ KubeletCrash(n) ==
     /\ kubeletKnows' = [p \in Pods |-> IF sandboxNode[p] = n THEN FALSE ELSE kubeletKnows[p]]
     /\ kubeletView' = [p \in Pods |-> IF kubeletView[p][2] = n THEN NothingSeen ELSE kubeletView[p]]
     /\ crashes' = crashes + 1
-    /\ UNCHANGED <<storeVars, runtimeVars, rscView, rscExpect, schedView, schedAssumed, dcAvailable, dcDeployment, nlcTainted, pending, cacheRev, up, watchOK, nodeUp,
+    /\ UNCHANGED <<storeVars, runtimeVars, rscView, rscExpect, schedView, schedAssumed, dcAvailable, dcDeployment, nlcTainted, gcGraph, pending, cacheRev, up, watchOK, nodeUp,
                    watchDrops, nodeFailures, evictions, scales, deletes, nodeDeletes, probeFailures, completions>>
 
 \* The kubelet of n starts again, rebuilds its pod manager from the runtime
@@ -684,7 +688,7 @@ KubeletRestart(n) ==
     /\ kubeletUp' = [kubeletUp EXCEPT ![n] = TRUE]
     /\ kubeletKnows' = [p \in Pods |-> IF sandboxNode[p] = n /\ sandboxes[p] > 0 THEN TRUE ELSE kubeletKnows[p]]
     /\ kubeletView' = [p \in Pods |-> IF KubeletLag = 1 /\ podNode[p] = n THEN ProjKubelet(p) ELSE kubeletView[p]]
-    /\ UNCHANGED <<storeVars, runtimeVars, rscView, rscExpect, schedView, schedAssumed, dcAvailable, dcDeployment, nlcTainted, pending, cacheRev, up, watchOK, nodeUp, budgetVars>>
+    /\ UNCHANGED <<storeVars, runtimeVars, rscView, rscExpect, schedView, schedAssumed, dcAvailable, dcDeployment, nlcTainted, gcGraph, pending, cacheRev, up, watchOK, nodeUp, budgetVars>>
 
 \* Node n becomes unreachable (its runtime is frozen).
 NodeFail(n) ==
@@ -731,7 +735,7 @@ RegisterNode(n) ==
     /\ kubeletUp' = [kubeletUp EXCEPT ![n] = TRUE]
     /\ kubeletView' = [p \in Pods |-> IF KubeletLag = 1 /\ podNode[p] = n THEN ProjKubelet(p) ELSE kubeletView[p]]
     /\ UNCHANGED <<runtimeVars, kubeletKnows, rscView, rscExpect, schedView, schedAssumed, dcAvailable, dcDeployment, nlcTainted,
-                   pending, cacheRev, up, watchOK, budgetVars>>
+                   gcGraph, pending, cacheRev, up, watchOK, budgetVars>>
 
 \* Node n, not yet registered, joins.
 NodeJoin(n) ==
@@ -763,7 +767,7 @@ NodeDelete(n) ==
     /\ kubeletView' = [p \in Pods |-> IF kubeletView[p][2] = n THEN NothingSeen ELSE kubeletView[p]]
     /\ sandboxNode' = [p \in Pods |-> IF sandboxNode[p] = n THEN 0 ELSE sandboxNode[p]]
     /\ nodeDeletes' = nodeDeletes + 1
-    /\ UNCHANGED <<rscView, rscExpect, schedView, schedAssumed, dcAvailable, dcDeployment, nlcTainted, pending, cacheRev, up, watchOK,
+    /\ UNCHANGED <<rscView, rscExpect, schedView, schedAssumed, dcAvailable, dcDeployment, nlcTainted, gcGraph, pending, cacheRev, up, watchOK,
                    crashes, watchDrops, nodeFailures, evictions, scales, deletes, probeFailures, completions>>
 
 \* p is bound to a node whose Node object is gone: the pod garbage
@@ -839,7 +843,7 @@ KubeletObservePod(n, p) ==
     /\ ProjKubelet(p)[2] = n \/ kubeletView[p][2] = n
     /\ kubeletView' = [kubeletView EXCEPT ![p] = ProjKubelet(p)]
     /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, rscView, rscExpect, schedView, schedAssumed,
-                   dcAvailable, dcDeployment, nlcTainted, pending, cacheRev, envVars, budgetVars>>
+                   dcAvailable, dcDeployment, nlcTainted, gcGraph, pending, cacheRev, envVars, budgetVars>>
 
 \* The deployment controller sees ReplicaSet <<d, v>>'s
 \* status.availableReplicas as the pods are now (DeploymentLag = 1).
@@ -850,7 +854,7 @@ DeploymentObserveReplicaSet(d, v) ==
     /\ DeploymentLag = 1 /\ dcAvailable[<<d, v>>] # AvailablePodsNow(d, v)
     /\ dcAvailable' = [dcAvailable EXCEPT ![<<d, v>>] = AvailablePodsNow(d, v)]
     /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, rscView, rscExpect, schedView, schedAssumed,
-                   kubeletView, dcDeployment, nlcTainted, pending, cacheRev, envVars, budgetVars>>
+                   kubeletView, dcDeployment, nlcTainted, gcGraph, pending, cacheRev, envVars, budgetVars>>
 
 \* The deployment controller sees deployment d as it is now (DeploymentLag
 \* = 1): created, its spec changed, marked for deletion, or gone.  Its
@@ -861,7 +865,17 @@ DeploymentObserveDeployment(d) ==
     /\ DeploymentLag = 1 /\ dcDeployment[d] # DepNow(d)
     /\ dcDeployment' = [dcDeployment EXCEPT ![d] = DepNow(d)]
     /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, rscView, rscExpect, schedView, schedAssumed,
-                   kubeletView, dcAvailable, nlcTainted, pending, cacheRev, envVars, budgetVars>>
+                   kubeletView, dcAvailable, nlcTainted, gcGraph, pending, cacheRev, envVars, budgetVars>>
+
+\* The garbage collector's graph catches up with pod p (GCLag = 1): it gets
+\* the pod once the pod informer delivers its creation and loses it once it
+\* delivers its removal.  Until then the finalizer removal of p's
+\* ReplicaSet (GCRemoveReplicaSet) does not see p as a blocking dependent.
+GCObservePod(p) ==
+    /\ GCLag = 1 /\ gcGraph[p] # (podState[p] # "Absent")
+    /\ gcGraph' = [gcGraph EXCEPT ![p] = podState[p] # "Absent"]
+    /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, rscView, rscExpect, schedView, schedAssumed,
+                   kubeletView, dcAvailable, dcDeployment, nlcTainted, pending, cacheRev, envVars, budgetVars>>
 
 \* Taint-based eviction sees node n's taint as it is now (NodeLifecycleLag
 \* = 1); until then it may evict the pods of a node whose taint was just
@@ -870,7 +884,7 @@ NodeLifecycleObserveNode(n) ==
     /\ NodeLifecycleLag = 1 /\ nlcTainted[n] # nodeTainted[n]
     /\ nlcTainted' = [nlcTainted EXCEPT ![n] = nodeTainted[n]]
     /\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows, rscView, rscExpect, schedView, schedAssumed,
-                   kubeletView, dcAvailable, dcDeployment, pending, cacheRev, envVars, budgetVars>>
+                   kubeletView, dcAvailable, dcDeployment, gcGraph, pending, cacheRev, envVars, budgetVars>>
 
 -----------------------------------------------------------------------------
 (* The specification. *)
@@ -902,6 +916,7 @@ Init ==
     /\ dcAvailable = [r \in RSs |-> 0]
     /\ dcDeployment = [d \in Deployments |-> NoDeploymentSeen]
     /\ nlcTainted = [n \in Nodes |-> FALSE]
+    /\ gcGraph = [p \in Pods |-> FALSE]
     /\ pending = [c \in Controllers |-> <<>>]
     /\ cacheRev = [c \in Controllers |-> 0]
     /\ up = [c \in Controllers |-> TRUE]
@@ -931,6 +946,7 @@ Next ==
     \/ \E p \in Pods :
          \/ ReplicaSetDeletePod(p)
          \/ GCDeletePod(p)
+         \/ GCObservePod(p)
          \/ \E n \in Nodes : SchedulerBindPod(p, n)
          \/ NodeLifecycleEvictPod(p)
          \/ NodeLifecycleMarkPodNotReady(p)
@@ -980,6 +996,7 @@ Fairness ==
     /\ \A p \in Pods :
          /\ WF_vars(ReplicaSetDeletePod(p)) /\ WF_vars(GCDeletePod(p)) /\ WF_vars(NodeLifecycleEvictPod(p))
          /\ WF_vars(NodeLifecycleMarkPodNotReady(p)) /\ WF_vars(PodGCDeletePod(p))
+         /\ WF_vars(GCObservePod(p))
          /\ \A n \in Nodes :
               /\ WF_vars(SchedulerBindPod(p, n)) /\ WF_vars(KubeletStartPod(n, p))
               /\ WF_vars(KubeletRejectPod(n, p)) /\ WF_vars(KubeletUpdatePodStatus(n, p))
@@ -1026,6 +1043,7 @@ TypeOK ==
     /\ dcDeployment \in [Deployments -> [state : {"Absent", "Live", "Deleting", "Gone"},
                                           replicas : 0..Replicas, version : 0..NumVersions]]
     /\ nlcTainted \in [Nodes -> BOOLEAN]
+    /\ gcGraph \in [Pods -> BOOLEAN]
     /\ up \in [Controllers -> BOOLEAN] /\ watchOK \in [Controllers -> BOOLEAN]
     /\ kubeletUp \in [Nodes -> BOOLEAN] /\ nodeUp \in [Nodes -> BOOLEAN]
 
@@ -1094,10 +1112,11 @@ GC_1 == [][\A p \in Pods : (podState[p] = "Live" /\ podState'[p] # "Live") =>
              \/ Believed(p[1], p[2]) > rsReplicas[<<p[1], p[2]>>]]_vars
 
 \* GC-2: an owner deleted in the foreground goes only after its blocking
-\* dependents are gone.
+\* dependents are gone: for a ReplicaSet, gone from the garbage collector's
+\* graph (GCLag = 1; the store otherwise).
 GC_2 == [][/\ \A d \in Deployments, v \in Versions :
                 (rsState[<<d, v>>] = "Deleting" /\ rsState'[<<d, v>>] = "Absent")
-                => \A k \in Slots : podState[<<d, v, k>>] = "Absent"
+                => \A k \in Slots : ~GCSees(<<d, v, k>>)
            /\ \A d \in Deployments :
                 (depState[d] = "Deleting" /\ depState'[d] = "Gone")
                 => \A v \in Versions : rsState[<<d, v>>] = "Absent"]_vars

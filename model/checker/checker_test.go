@@ -28,6 +28,7 @@ func small(t testing.TB, set map[string]int) model.Config {
 		"ReadinessProbes": &cfg.ReadinessProbes, "MaxProbeFailures": &cfg.MaxProbeFailures,
 		"RestartPolicy": &cfg.RestartPolicy, "MaxCompletions": &cfg.MaxCompletions, "KubeletLag": &cfg.KubeletLag,
 		"DeploymentLag": &cfg.DeploymentLag, "NodeLifecycleLag": &cfg.NodeLifecycleLag, "NodesReturn": &cfg.NodesReturn,
+		"GCLag": &cfg.GCLag,
 	}
 	for k, v := range set {
 		f, ok := fields[k]
@@ -40,7 +41,7 @@ func small(t testing.TB, set map[string]int) model.Config {
 	for _, k := range []string{"Replicas", "Capacity", "MaxScales", "MaxDeletes", "MaxCrashes", "MaxWatchDrops", "MaxNodeFailures", "MaxEvictions",
 		"PodsPerRS", "MaxUnavailable", "NumNodes", "IPsPerNode",
 		"TrackRevisions", "MaxLag", "JoiningNodes", "MaxNodeDeletes", "LabeledNodes", "SelectorDeployments",
-		"ReadinessProbes", "MaxProbeFailures", "RestartPolicy", "MaxCompletions", "KubeletLag", "DeploymentLag", "NodeLifecycleLag", "NodesReturn"} {
+		"ReadinessProbes", "MaxProbeFailures", "RestartPolicy", "MaxCompletions", "KubeletLag", "DeploymentLag", "NodeLifecycleLag", "NodesReturn", "GCLag"} {
 		if v, ok := set[k]; ok {
 			name = append(name, k+"="+itoa(v))
 		}
@@ -101,6 +102,9 @@ var faultConfigs = []map[string]int{
 	{"DeploymentLag": 1, "Replicas": 2, "Capacity": 2, "PodsPerRS": 3, "MaxUnavailable": 1},
 	{"DeploymentLag": 1, "ReadinessProbes": 1, "MaxProbeFailures": 1},
 	{"DeploymentLag": 1, "MaxDeletes": 1},
+	// The garbage collector's graph lagging, with foreground deletion.
+	{"GCLag": 1, "MaxDeletes": 1},
+	{"GCLag": 1, "MaxDeletes": 1, "MaxLag": 1, "DeploymentLag": 1},
 	{"DeploymentLag": 1, "MaxScales": 1, "Replicas": 2, "Capacity": 2, "PodsPerRS": 3},
 	{"NodeLifecycleLag": 1, "MaxNodeFailures": 1},
 	// A deleted node registering again under its name.
@@ -178,6 +182,7 @@ var lagMutantConfig = map[string]map[string]int{
 	// stated over the count the controller saw, which they compute.)
 	model.MutantDeploymentNeverRemovesOldReplicas: {"DeploymentLag": 1},
 	model.MutantDeploymentIgnoresMaxSurge:         {"DeploymentLag": 1, "Replicas": 2, "Capacity": 2, "PodsPerRS": 3},
+	model.MutantGCIgnoresBlockOwnerDeletion:       {"GCLag": 1, "MaxDeletes": 1},
 	model.MutantSchedulerIgnoresTaints:            {"NodeLifecycleLag": 1, "MaxNodeFailures": 1},
 }
 
