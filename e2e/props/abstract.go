@@ -52,9 +52,10 @@ func NewModel(capacity int) (*model.Model, error) {
 		// The kubelet reports Running before the Ready condition, as the
 		// model's readiness does.
 		ReadinessProbes: 1, MaxProbeFailures: 9,
-		// The kubelets, the deployment controller and taint-based
-		// eviction act on lagging views, as the implementation's do.
-		KubeletLag: 1, DeploymentLag: 1, NodeLifecycleLag: 1,
+		// The kubelets, the deployment controller, taint-based eviction
+		// and the garbage collector's foreground finalizer removal act on
+		// lagging views, as the implementation's do.
+		KubeletLag: 1, DeploymentLag: 1, NodeLifecycleLag: 1, GCLag: 1,
 	}
 	for _, p := range model.Properties {
 		if p.Invariant != nil {

@@ -22,9 +22,13 @@ import (
 // store held within LagWindow before the step: a component is allowed to
 // have seen any of those.
 type History struct {
-	rs       map[string][]rsVersion // ReplicaSet name -> versions, oldest first
-	rsOwner  map[string]string      // ReplicaSet name -> deployment name
-	pods     map[string]*podLife    // uid -> life
+	rs map[string][]rsVersion // ReplicaSet name -> versions, oldest first
+	// rsLife is rs by ReplicaSet identity (name and uid): a ReplicaSet
+	// deleted and created again under its name (a deployment controller
+	// acting on a stale deployment does that) is another ReplicaSet.
+	rsLife   map[string][]rsVersion
+	rsOwner  map[string]string   // ReplicaSet name -> deployment name
+	pods     map[string]*podLife // uid -> life
 	deps     map[string]*appsv1.Deployment
 	nodes    map[string][]nodeVersion
 	dep2     []Candidate // DEP-2 suspects, filtered by the harness
@@ -53,6 +57,7 @@ type rsVersion struct {
 
 type podLife struct {
 	name, rs  string // controller owner at creation
+	rsKey     string // its identity (rsKey)
 	created   int64
 	createdAt time.Time
 	inactive  int64 // first revision with deletionTimestamp, terminal phase or deleted; 0 while active
@@ -86,8 +91,11 @@ type Candidate struct {
 	Detail     string
 }
 
+// rsKey is a ReplicaSet's identity: its name and uid.
+func rsKey(name, uid string) string { return name + "/" + uid }
+
 func newHistory() *History {
-	return &History{rs: map[string][]rsVersion{}, rsOwner: map[string]string{}, pods: map[string]*podLife{},
+	return &History{rs: map[string][]rsVersion{}, rsLife: map[string][]rsVersion{}, rsOwner: map[string]string{}, pods: map[string]*podLife{},
 		deps: map[string]*appsv1.Deployment{}, nodes: map[string][]nodeVersion{}, rsStatus: map[string]int32{}, rsImage: map[string]string{},
 		window: LagWindow}
 }
@@ -112,7 +120,7 @@ func (h *History) pod(p *v1.Pod, deleted bool, now time.Time) {
 	if l == nil {
 		l = &podLife{name: p.Name, created: rv, createdAt: now, tols: p.Spec.Tolerations}
 		if owners := ControllerOwners(p.OwnerReferences); len(owners) == 1 && owners[0].Kind == "ReplicaSet" {
-			l.rs = owners[0].Name
+			l.rs, l.rsKey = owners[0].Name, rsKey(owners[0].Name, string(owners[0].UID))
 		}
 		h.pods[uid] = l
 	}
@@ -152,6 +160,8 @@ func (h *History) replicaSet(rs *appsv1.ReplicaSet, now time.Time) {
 	}
 	cur := replicasOf(rs.Spec.Replicas)
 	h.rs[rs.Name] = append(vs, rsVersion{rv: revision(rs.ResourceVersion), at: now, replicas: cur})
+	key := rsKey(rs.Name, string(rs.UID))
+	h.rsLife[key] = append(h.rsLife[key], rsVersion{rv: revision(rs.ResourceVersion), at: now, replicas: cur})
 	owner := ControllerOwners(rs.OwnerReferences)
 	if len(owner) == 1 {
 		h.rsOwner[rs.Name] = owner[0].Name
@@ -324,14 +334,15 @@ func (h *History) sched2() []Violation {
 func (h *History) rs1() []Violation {
 	byRS := map[string][]*podLife{}
 	for _, l := range h.pods {
-		if l.rs != "" {
-			byRS[l.rs] = append(byRS[l.rs], l)
+		if l.rsKey != "" {
+			byRS[l.rsKey] = append(byRS[l.rsKey], l)
 		}
 	}
 	var vs []Violation
-	for rs, lives := range byRS {
+	for key, lives := range byRS {
 		sort.Slice(lives, func(i, j int) bool { return lives[i].created < lives[j].created })
-		versions := h.rs[rs]
+		rs := lives[0].rs
+		versions := h.rsLife[key]
 		for _, p := range lives {
 			active := 0
 			for _, q := range lives {

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -87,6 +88,30 @@ func TestHistoryRS1(t *testing.T) {
 	}
 	if vs := h.rs1(); len(vs) != 0 {
 		t.Fatalf("creations within the lag window of a scale-down reported: %v", vs)
+	}
+	// A ReplicaSet deleted and created again under its name is another
+	// ReplicaSet: the pods of the first do not count against the second.
+	h = newHistory()
+	first := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "rs1", UID: "A", ResourceVersion: "1"}, Spec: appsv1.ReplicaSetSpec{Replicas: ptr(int32(2))}}
+	h.replicaSet(first, now)
+	ownedBy := func(name, uid, rv, owner string) *v1.Pod {
+		p := podVersion(name, uid, rv, "", v1.PodPending, false)
+		p.OwnerReferences[0].UID = types.UID(owner)
+		return p
+	}
+	h.pod(ownedBy("a", "ua", "2", "A"), false, now)
+	h.pod(ownedBy("b", "ub", "3", "A"), false, now)
+	second := first.DeepCopy()
+	second.UID, second.ResourceVersion = "B", "5"
+	h.replicaSet(second, now)
+	h.pod(ownedBy("c", "uc", "6", "B"), false, now)
+	if vs := h.rs1(); len(vs) != 0 {
+		t.Fatalf("a pod of a re-created ReplicaSet counted with the pods of the first: %v", vs)
+	}
+	h.pod(ownedBy("d", "ud", "7", "B"), false, now)
+	h.pod(ownedBy("e", "ue", "8", "B"), false, now)
+	if vs := h.rs1(); len(vs) != 1 {
+		t.Fatalf("a third active pod of the re-created 2-replica ReplicaSet: got %v", vs)
 	}
 }
 

@@ -219,7 +219,7 @@ func actionCost(a model.Action) int32 {
 		model.WatchDrop, model.Relist, model.KubeletProbeFail, model.KubeletEvictPod:
 		return faultCost
 	case model.KubeletObservePod, model.DeploymentObserveReplicaSet, model.DeploymentObserveDeployment,
-		model.NodeLifecycleObserveNode, model.DeliverWatchEvent:
+		model.NodeLifecycleObserveNode, model.GCObservePod, model.DeliverWatchEvent:
 		// A component's view catching up changes nothing observable;
 		// it only enables what the component does next.
 		return 0
