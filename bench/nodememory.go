@@ -38,6 +38,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 	"github.com/kubeproof/kubeproof/impl/pki"
 	"github.com/kubeproof/kubeproof/impl/scheduler"
+	schedconfig "github.com/kubeproof/kubeproof/impl/scheduler/config"
 	"github.com/kubeproof/kubeproof/impl/storage/embedded"
 )
 
@@ -203,7 +204,7 @@ func RunNodeMemory(ctx context.Context, bin string, cfg NodeMemoryConfig) (NodeM
 	}
 	read := func(i int) error {
 		time.Sleep(2 * time.Second) // let both processes settle
-		m, err := ask("mem")
+		m, err := settledMemory(ctx, ask)
 		if err != nil {
 			return err
 		}
@@ -280,6 +281,39 @@ func RunNodeMemory(ctx context.Context, bin string, cfg NodeMemoryConfig) (NodeM
 	return res, nil
 }
 
+// settledMemory reads the agent's memory until its live heap stops
+// falling: on a loaded machine the agent still drains informer queues,
+// in-flight relists and retried status writes for a while after the last
+// pod turned Running, and that backlog is not what a pod costs. It takes
+// readings settleEvery apart until one is no more than 2% below the one
+// before (at most settleReads more) and returns the last.
+func settledMemory(ctx context.Context, ask func(string) (agentMemory, error)) (agentMemory, error) {
+	m, err := ask("mem")
+	for i := 0; err == nil && i < settleReads; i++ {
+		select {
+		case <-ctx.Done():
+			return m, ctx.Err()
+		case <-time.After(settleEvery):
+		}
+		var next agentMemory
+		if next, err = ask("mem"); err != nil {
+			break
+		}
+		stable := float64(next.Heap) >= 0.98*float64(m.Heap)
+		m = next
+		if stable {
+			break
+		}
+	}
+	return m, err
+}
+
+// settleReads readings settleEvery apart: at most two minutes (a variable
+// so tests can shorten it).
+const settleReads = 24
+
+var settleEvery = 5 * time.Second
+
 // RunNodeAgent is the node agent process: the controller manager and the
 // scheduler against the API server of kubeconfig's rest config, and, on
 // request, simulated kubelets sharing one pod watch. It reads commands
@@ -311,9 +345,17 @@ func RunNodeAgent(ctx context.Context, restCfg *rest.Config, heapProfile string,
 	if err != nil {
 		return err
 	}
+	// On the way out: stop everything, wait for it, then clean up behind
+	// it (the kubelets' directories, their event broadcaster).
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
+	var cleanup []func()
+	defer func() {
+		cancel()
+		wg.Wait()
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+	}()
 	kubeletClient, err := kubernetes.NewForConfig(APIClientConfig(restCfg, runtime.ContentTypeProtobuf))
 	if err != nil {
 		return err
@@ -327,8 +369,15 @@ func RunNodeAgent(ctx context.Context, restCfg *rest.Config, heapProfile string,
 	ctrlCfg := controllermanager.DefaultConfig()
 	ctrlCfg.RootCA = restCfg.TLSClientConfig.CAData // kube-root-ca.crt, which pods' projected volumes need
 	ctrlCfg.PodInformer = pods
+	// The agent runs the only controller manager and scheduler: no leader
+	// election, which on an API server throttling with 429s (a loaded
+	// machine, 1,000 kubelets) could lose its lease and stop either for
+	// good, leaving the pods Pending and the measurement meaningless.
+	ctrlCfg.LeaderElect = false
 	wg.Go(func() { _ = controllermanager.Run(ctx, cmClient, cmCfg, ctrlCfg) })
-	s, err := scheduler.New(ctx, schedClient, scheduler.Config{Logger: logger})
+	schedConf := schedconfig.Default()
+	schedConf.LeaderElection.LeaderElect = new(false)
+	s, err := scheduler.New(ctx, schedClient, scheduler.Config{Configuration: schedConf, Logger: logger})
 	if err != nil {
 		return fmt.Errorf("building scheduler: %w", err)
 	}
@@ -338,7 +387,7 @@ func RunNodeAgent(ctx context.Context, restCfg *rest.Config, heapProfile string,
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	cleanup = append(cleanup, func() { _ = os.RemoveAll(dir) })
 	cpu, mem := resource.MustParse("4"), resource.MustParse("32Gi")
 	dispatcher := kubelet.NewPodDispatcherWithInformer(pods, 0)
 	// The kubelets share their client, so they share one event broadcaster
@@ -346,7 +395,7 @@ func RunNodeAgent(ctx context.Context, restCfg *rest.Config, heapProfile string,
 	// client-go's fixed size instead of one per node.
 	events := record.NewBroadcaster(record.WithContext(ctx))
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubeletClient.CoreV1().Events("")})
-	defer events.Shutdown()
+	cleanup = append(cleanup, events.Shutdown)
 	started := false
 
 	reply := func(m agentMemory) {

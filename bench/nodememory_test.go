@@ -100,3 +100,23 @@ func TestNodeAgentSmoke(t *testing.T) {
 	}
 	checkNoGoroutineLeak(t, before)
 }
+
+func TestSettledMemoryWaitsForTheHeapToStopFalling(t *testing.T) {
+	heaps := []uint64{1000, 900, 800, 795, 700}
+	calls := 0
+	ask := func(string) (agentMemory, error) {
+		h := heaps[min(calls, len(heaps)-1)]
+		calls++
+		return agentMemory{Heap: h}, nil
+	}
+	old := settleEvery
+	settleEvery = time.Millisecond
+	defer func() { settleEvery = old }()
+	m, err := settledMemory(context.Background(), ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Heap != 795 || calls != 4 {
+		t.Errorf("settled at %d after %d readings, want 795 after 4", m.Heap, calls)
+	}
+}
