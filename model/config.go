@@ -238,4 +238,4 @@ func ConfigNames() []string {
 
 // StandardConfigs are the configurations `kubeproof model check` and
 // `make model` run by default.
-var StandardConfigs = []string{"RollingUpdate", "RollingUpdateLag", "NodeFailure", "Features", "Revisions"}
+var StandardConfigs = []string{"RollingUpdate", "RollingUpdateLag", "NodeFailure", "Features", "Revisions", "Deletion"}
