@@ -163,6 +163,12 @@ func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, en
 		Command:    c.Command,
 		Args:       c.Args,
 		WorkingDir: c.WorkingDir,
+		// What attach (kubectl attach -i / kubectl run -i) needs: the
+		// runtime keeps the main process's stdin open, and with StdinOnce
+		// closes it when the first attached client leaves.
+		Stdin:     c.Stdin,
+		StdinOnce: c.StdinOnce,
+		Tty:       c.TTY,
 		Labels: map[string]string{
 			runtime.LabelPodName: pod.Name, runtime.LabelPodNamespace: pod.Namespace, runtime.LabelPodUID: string(pod.UID),
 			runtime.LabelContainerName: c.Name, runtime.LabelContainerType: typ,

@@ -128,6 +128,17 @@ spec:
 	for range lines {
 	}
 
+	// kubectl run -i --restart=Never: the pod's container gets stdin and
+	// stdinOnce; what is piped reaches the main process (which echoes it),
+	// and when stdin ends the container exits 0, the pod Succeeds and
+	// kubectl returns.
+	if out, errOut, err := run("once\n", "run", "once", "-i", "-q", "--restart=Never", "--image=busybox"); err != nil || out != "once\n" {
+		t.Errorf("kubectl run -i --restart=Never: %v, stdout %q, stderr %q; want %q", err, out, errOut, "once\n")
+	}
+	if phase := must("", "get", "pod", "once", "-o", "jsonpath={.status.phase}"); phase != "Succeeded" {
+		t.Errorf("pod once after kubectl run -i: phase %q, want Succeeded", phase)
+	}
+
 	// attach -i to a container without stdin: true is refused.
 	must("", "run", "plain", "--image=busybox")
 	must("", "wait", "--for=condition=Ready", "pod/plain", "--timeout=90s")
