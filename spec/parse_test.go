@@ -109,65 +109,72 @@ func TestModulesParseWithTheTLAGrammar(t *testing.T) {
 var errorLine = regexp.MustCompile(`(?m)^(.+\.tla):(\d+):(\d+): syntax error: `)
 
 // Broken variants of the module are rejected, at the definition that is
-// broken: the syntax check can fail, and says where.
+// broken: the syntax check can fail, and says where. Where tree-sitter's error
+// recovery gives up on the whole module (an unclosed bracket), check.mjs finds
+// the first definition the module stops parsing in. All variants go to one
+// run of check.mjs (loading the grammar costs most of a run).
 func TestParseCheckRejectsBrokenModules(t *testing.T) {
 	b, err := os.ReadFile("PodPipeline.tla")
 	if err != nil {
 		t.Fatal(err)
 	}
 	src := string(b)
-	for _, tc := range []struct {
+	lines := strings.Split(src, "\n")
+	type variant struct {
 		name, old, new string
-		// anywhere: tree-sitter's error recovery gives up on the whole
-		// module (one ERROR node from line 1), so only the rejection is
-		// checked, not the line.
-		anywhere bool
-	}{
-		{"IF without ELSE", "THEN revision + 1 ELSE revision\n", "THEN revision + 1\n", false},
-		{"definition without ==", "KubeletReady(n) == nodeUp[n] /\\ kubeletUp[n]", "KubeletReady(n) nodeUp[n] /\\ kubeletUp[n]", false},
-		{"unclosed bracket", "KubeletReady(n) == nodeUp[n] /\\ kubeletUp[n]", "KubeletReady(n) == nodeUp[n] /\\ kubeletUp[n", true},
-		{"unclosed parenthesis", "/\\ KubeletLag = 1 /\\ KubeletReady(n)\n", "/\\ KubeletLag = 1 /\\ KubeletReady(n\n", false},
-		{"LET without IN", "sc == after(\"Scheduler\") IN", "sc == after(\"Scheduler\")", false},
-		{"unclosed tuple", "    /\\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows,", "    /\\ UNCHANGED <<<storeVars, runtimeVars, kubeletKnows,", false},
-		{"EXCEPT without !", "[kubeletView EXCEPT ![p] = ProjKubelet(p)]", "[kubeletView EXCEPT [p] = ProjKubelet(p)]", false},
-		{"dangling conjunction", "/\\ KubeletLag = 1 /\\ KubeletReady(n)\n", "/\\ KubeletLag = 1 /\\ KubeletReady(n) /\\\n", false},
-		{"quantifier without colon", "/\\ \\E k \\in Slots : SlotFree(", "/\\ \\E k \\in Slots SlotFree(", true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			at := strings.Index(src, tc.old)
-			if at < 0 {
-				t.Fatalf("the module no longer contains %q", tc.old)
-			}
-			broken := src[:at] + tc.new + src[at+len(tc.old):]
-			brokenLine := strings.Count(src[:at], "\n") + 1
-			// The definition the change is in starts at the last line before
-			// it that starts in column 0 with a name.
-			lines := strings.Split(src, "\n")
-			defLine := brokenLine
-			for defLine > 1 && !startsDefinition(lines[defLine-1]) {
-				defLine--
-			}
-			file := filepath.Join(t.TempDir(), "PodPipeline.tla")
-			if err := os.WriteFile(file, []byte(broken), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			out, status := runParse(t, file)
-			if status != 1 {
-				t.Fatalf("exit status %d, want 1; output:\n%s", status, out)
-			}
-			var reported []int
-			for _, m := range errorLine.FindAllStringSubmatch(out, -1) {
-				n, _ := strconv.Atoi(m[2])
-				reported = append(reported, n)
-			}
-			if tc.anywhere {
-				return
-			}
-			if !slices.ContainsFunc(reported, func(n int) bool { return n >= defLine && n <= brokenLine+1 }) {
-				t.Fatalf("no syntax error reported in lines %d-%d (the definition broken at line %d); output:\n%s",
-					defLine, brokenLine+1, brokenLine, out)
-			}
-		})
+		file           string
+		first, last    int // the lines a report must fall in
+	}
+	variants := []*variant{
+		{name: "IF without ELSE", old: "THEN revision + 1 ELSE revision\n", new: "THEN revision + 1\n"},
+		{name: "definition without ==", old: "KubeletReady(n) == nodeUp[n] /\\ kubeletUp[n]", new: "KubeletReady(n) nodeUp[n] /\\ kubeletUp[n]"},
+		{name: "unclosed bracket", old: "KubeletReady(n) == nodeUp[n] /\\ kubeletUp[n]", new: "KubeletReady(n) == nodeUp[n] /\\ kubeletUp[n"},
+		{name: "unclosed parenthesis", old: "/\\ KubeletLag = 1 /\\ KubeletReady(n)\n", new: "/\\ KubeletLag = 1 /\\ KubeletReady(n\n"},
+		{name: "LET without IN", old: "sc == after(\"Scheduler\") IN", new: "sc == after(\"Scheduler\")"},
+		{name: "unclosed tuple", old: "    /\\ UNCHANGED <<storeVars, runtimeVars, kubeletKnows,", new: "    /\\ UNCHANGED <<<storeVars, runtimeVars, kubeletKnows,"},
+		{name: "EXCEPT without !", old: "[kubeletView EXCEPT ![p] = ProjKubelet(p)]", new: "[kubeletView EXCEPT [p] = ProjKubelet(p)]"},
+		{name: "dangling conjunction", old: "/\\ KubeletLag = 1 /\\ KubeletReady(n)\n", new: "/\\ KubeletLag = 1 /\\ KubeletReady(n) /\\\n"},
+		{name: "quantifier without colon", old: "/\\ \\E k \\in Slots : SlotFree(", new: "/\\ \\E k \\in Slots SlotFree("},
+	}
+	dir := t.TempDir()
+	var files []string
+	for i, v := range variants {
+		at := strings.Index(src, v.old)
+		if at < 0 {
+			t.Fatalf("%s: the module no longer contains %q", v.name, v.old)
+		}
+		// A report must fall between the start of the definition the change
+		// is in (the last line before it starting in column 0 with a name)
+		// and the line after the change.
+		v.last = strings.Count(src[:at], "\n") + 1
+		v.first = v.last
+		for v.first > 1 && !startsDefinition(lines[v.first-1]) {
+			v.first--
+		}
+		v.last++
+		v.file = filepath.Join(dir, strconv.Itoa(i), "PodPipeline.tla")
+		if err := os.MkdirAll(filepath.Dir(v.file), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(v.file, []byte(src[:at]+v.new+src[at+len(v.old):]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, v.file)
+	}
+	out, status := runParse(t, files...)
+	if status != 1 {
+		t.Fatalf("exit status %d, want 1; output:\n%s", status, out)
+	}
+	reported := map[string][]int{}
+	for _, m := range errorLine.FindAllStringSubmatch(out, -1) {
+		n, _ := strconv.Atoi(m[2])
+		reported[m[1]] = append(reported[m[1]], n)
+	}
+	for _, v := range variants {
+		if !slices.ContainsFunc(reported[v.file], func(n int) bool { return n >= v.first && n <= v.last }) {
+			t.Errorf("%s: no syntax error reported in lines %d-%d (reported: %v); output:\n%s",
+				v.name, v.first, v.last, reported[v.file], out)
+		}
 	}
 }
 
@@ -179,21 +186,27 @@ func startsDefinition(line string) bool {
 // rejected at the line of the mistake, each with its source line shown.
 func TestParseCheckReportsLineAndSource(t *testing.T) {
 	dir := t.TempDir()
-	for _, tc := range []struct {
-		name, src, want string
-	}{
+	cases := []struct{ name, src, want string }{
 		{"IfWithoutElse", "---- MODULE IfWithoutElse ----\nEXTENDS Naturals\nVARIABLE x\nInit == x = 0\nNext == IF x > 1 THEN x' = x + 1\nFoo == x\n====\n",
 			"IfWithoutElse.tla:5:"},
 		{"NoDefEq", "---- MODULE NoDefEq ----\nEXTENDS Naturals\nVARIABLE x\nInit x = 0\nNext == x' = x + 1\n====\n",
 			"NoDefEq.tla:4:5: syntax error: missing \"==\"\n  Init x = 0\n"},
-	} {
+	}
+	var files []string
+	for _, tc := range cases {
 		file := filepath.Join(dir, tc.name+".tla")
 		if err := os.WriteFile(file, []byte(tc.src), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		out, status := runParse(t, file)
-		if status != 1 || !strings.Contains(out, tc.want) {
-			t.Errorf("%s: exit status %d, want 1 and a report containing %q; output:\n%s", tc.name, status, tc.want, out)
+		files = append(files, file)
+	}
+	out, status := runParse(t, files...)
+	if status != 1 {
+		t.Errorf("exit status %d, want 1; output:\n%s", status, out)
+	}
+	for _, tc := range cases {
+		if !strings.Contains(out, tc.want) {
+			t.Errorf("%s: want a report containing %q; output:\n%s", tc.name, tc.want, out)
 		}
 	}
 	// And the same modules fixed pass: the check does not reject everything.

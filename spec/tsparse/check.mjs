@@ -63,6 +63,37 @@ function describe(node, src) {
   return `unexpected ${JSON.stringify(text)}`;
 }
 
+// firstBrokenUnit localizes an error that tree-sitter's recovery spreads
+// over the whole module (one ERROR node from the header on, as an unclosed
+// bracket makes it): it finds, by bisection, the first top-level unit (a
+// line starting in column 0 after the header) with which a prefix of the
+// module, closed with ====, no longer parses. It returns that unit's 0-based
+// line, or -1.
+function firstBrokenUnit(parser, lines) {
+  const units = [];
+  for (let i = 1; i < lines.length; i++) {
+    if (/^[A-Za-z_-]/.test(lines[i]) && !lines[i].startsWith('====')) units.push(i);
+  }
+  const end = lines.findIndex((l, i) => i > 0 && l.startsWith('===='));
+  const parses = (k) => {
+    // The prefix holds units[0..k]: everything before units[k+1].
+    const stop = k + 1 < units.length ? units[k + 1] : end >= 0 ? end : lines.length;
+    const tree = parser.parse(`${lines.slice(0, stop).join('\n')}\n====\n`);
+    const ok = !tree.rootNode.hasError;
+    tree.delete();
+    return ok;
+  };
+  let lo = 0;
+  let hi = units.length - 1;
+  if (hi < 0 || parses(hi)) return -1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (parses(mid)) lo = mid + 1;
+    else hi = mid;
+  }
+  return units[lo];
+}
+
 function text(node, src) {
   return src.slice(node.startIndex, node.endIndex);
 }
@@ -150,11 +181,18 @@ async function main(argv) {
     const shown = rel && !rel.startsWith('..') ? rel : file;
     const lines = src.split('\n');
     const found = syntaxErrors(tree.rootNode);
-    for (const node of found) {
-      const { row, column } = node.startPosition;
-      console.log(`${shown}:${row + 1}:${column + 1}: syntax error: ${describe(node, src)}`);
+    const report = (row, column, what) => {
+      console.log(`${shown}:${row + 1}:${column + 1}: syntax error: ${what}`);
       console.log(`  ${lines[row] ?? ''}`);
       console.log(`  ${' '.repeat(column)}^`);
+    };
+    for (const node of found) {
+      const { row, column } = node.startPosition;
+      report(row, column, describe(node, src));
+      if (row === 0 && node.endPosition.row > 1) {
+        const unit = firstBrokenUnit(parser, lines);
+        if (unit > 0) report(unit, 0, 'the module stops parsing in this definition');
+      }
     }
     if (!tree.rootNode.namedChildren.some((n) => n.type === 'module')) {
       console.log(`${shown}:1:1: syntax error: no ---- MODULE Name ---- found`);
