@@ -36,9 +36,13 @@ fmt:
 vet:
 	$(GO) vet $(PKGS)
 
-# The model checker on every standard configuration of spec/*.cfg, ending
-# with a summary table.
+# The syntax of spec/*.tla with the TLA+ grammar (tree-sitter-tlaplus, installed
+# into spec/tsparse/node_modules by npm when missing; go test ./spec runs the
+# same check), then the model checker on every standard configuration of
+# spec/*.cfg, ending with a summary table.
 model: build
+	@test -d spec/tsparse/node_modules || npm ci --prefix spec/tsparse --ignore-scripts --legacy-peer-deps --no-audit --no-fund
+	node spec/tsparse/check.mjs
 	$(BIN) model check --progress-interval 30s
 
 # TLC on every spec/*.cfg beside the Go checker's counts, when TLA2TOOLS

@@ -220,39 +220,53 @@ func TestParseCheckReportsLineAndSource(t *testing.T) {
 	}
 }
 
-// declared is one line of check.mjs --names.
-type declared struct {
+// Declared is one line of check.mjs --names: what a module declares at top
+// level as the TLA+ grammar reads it.
+type Declared struct {
 	File        string         `json:"file"`
 	Module      string         `json:"module"`
 	Extends     []string       `json:"extends"`
 	Constants   []string       `json:"constants"`
 	Variables   []string       `json:"variables"`
 	Definitions map[string]int `json:"definitions"`
+	// Uses lists, for each definition, the names its body refers to.
+	Uses map[string][]string `json:"uses"`
 }
 
-// The TLA+ grammar and spec/tlacheck read the same constants, variables and
-// operator definitions (with arities) out of PodPipeline.tla, so tlacheck's
-// checks — and the name-equality test against the Go model, which uses the
-// same reading of the module — work on the module as TLA+ defines it.
-func TestGrammarAndTlacheckSeeTheSameDeclarations(t *testing.T) {
+// GrammarDeclarations is what tree-sitter-tlaplus reads declared at the top
+// level of PodPipeline.tla (check.mjs --names). It is exported for the
+// name-equality test with the Go model in spec_test.
+func GrammarDeclarations(t *testing.T) *Declared {
+	t.Helper()
 	out, status := runParse(t, "--names", "PodPipeline.tla")
 	if status != 0 {
 		t.Fatalf("PodPipeline.tla has syntax errors:\n%s", out)
 	}
-	var got *declared
+	var got *Declared
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		if strings.HasPrefix(sc.Text(), "{") {
-			got = &declared{}
+			got = &Declared{}
 			if err := json.Unmarshal(sc.Bytes(), got); err != nil {
 				t.Fatalf("check.mjs --names: %v", err)
 			}
 		}
 	}
-	if got == nil {
-		t.Fatalf("check.mjs --names printed no declarations:\n%s", out)
+	if got == nil || got.Module != "PodPipeline" {
+		t.Fatalf("check.mjs --names printed no declarations of module PodPipeline:\n%s", out)
 	}
+	if len(got.Variables) == 0 || len(got.Definitions) == 0 {
+		t.Fatalf("the grammar found %d variables and %d definitions", len(got.Variables), len(got.Definitions))
+	}
+	return got
+}
+
+// The TLA+ grammar and spec/tlacheck read the same constants, variables and
+// operator definitions (with arities) out of PodPipeline.tla, so tlacheck's
+// checks work on the module as the TLA+ grammar reads it.
+func TestGrammarAndTlacheckSeeTheSameDeclarations(t *testing.T) {
+	got := GrammarDeclarations(t)
 	src, err := os.ReadFile("PodPipeline.tla")
 	if err != nil {
 		t.Fatal(err)
@@ -262,12 +276,6 @@ func TestGrammarAndTlacheckSeeTheSameDeclarations(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := m.Declarations()
-	if got.Module != "PodPipeline" {
-		t.Errorf("module name %q, want PodPipeline", got.Module)
-	}
-	if len(got.Variables) == 0 || len(got.Definitions) == 0 {
-		t.Fatalf("the grammar found %d variables and %d definitions", len(got.Variables), len(got.Definitions))
-	}
 	for _, c := range []struct {
 		what      string
 		got, want []string

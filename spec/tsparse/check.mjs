@@ -17,8 +17,9 @@
 // grammar cannot be loaded, 0 otherwise. With --names it also prints, for each
 // module that parsed cleanly, one JSON line with what the module declares at
 // top level: {"file", "module", "extends", "constants", "variables",
-// "definitions": {name: arity}} (a function definition f[x \in S] == e counts
-// as arity 0, as in TLA+ it is a value).
+// "definitions": {name: arity}, "uses": {name: [names its body refers to]}}
+// (a function definition f[x \in S] == e counts as arity 0, as in TLA+ it is
+// a value).
 
 import { readFileSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -94,6 +95,18 @@ function firstBrokenUnit(parser, lines) {
   return units[lo];
 }
 
+// references lists the names an expression refers to (identifier_ref nodes:
+// operators, variables, constants and bound variables alike), each once.
+function references(node, src) {
+  const names = new Set();
+  const visit = (n) => {
+    if (n.type === 'identifier_ref') names.add(text(n, src));
+    for (const child of n.namedChildren) visit(child);
+  };
+  if (node) visit(node);
+  return [...names].sort();
+}
+
 function text(node, src) {
   return src.slice(node.startIndex, node.endIndex);
 }
@@ -108,6 +121,7 @@ function declarations(root, src) {
     constants: [],
     variables: [],
     definitions: {},
+    uses: {},
   };
   for (const unit of module.namedChildren) {
     switch (unit.type) {
@@ -135,11 +149,15 @@ function declarations(root, src) {
           (p) => p && (p.type === 'identifier' || p.type === 'operator_declaration'),
         );
         out.definitions[name] = params.length;
+        out.uses[name] = references(unit.childForFieldName('definition'), src);
         break;
       }
-      case 'function_definition':
-        out.definitions[text(unit.childForFieldName('name'), src)] = 0;
+      case 'function_definition': {
+        const name = text(unit.childForFieldName('name'), src);
+        out.definitions[name] = 0;
+        out.uses[name] = references(unit, src);
         break;
+      }
       default:
         break;
     }
@@ -209,6 +227,7 @@ async function main(argv) {
     console.log(`${errors} syntax error(s)`);
     return 1;
   }
+  console.log(`${files.length} module(s) parsed with tree-sitter-tlaplus: no syntax errors`);
   return 0;
 }
 
