@@ -106,7 +106,7 @@ func TestModulesParseWithTheTLAGrammar(t *testing.T) {
 }
 
 // errorLine matches the report of one syntax error: path:line:column: ...
-var errorLine = regexp.MustCompile(`(?m)^(.+\.tla):(\d+):(\d+): syntax error: `)
+var errorLine = regexp.MustCompile(`(?m)^(.+\.tla):(\d+):(\d+): (?:syntax )?error: (.*)$`)
 
 // Broken variants of the module are rejected, at the definition that is
 // broken: the syntax check can fail, and says where. Where tree-sitter's error
@@ -122,6 +122,7 @@ func TestParseCheckRejectsBrokenModules(t *testing.T) {
 	lines := strings.Split(src, "\n")
 	type variant struct {
 		name, old, new string
+		want           string // in the report, if set
 		file           string
 		first, last    int // the lines a report must fall in
 	}
@@ -135,6 +136,16 @@ func TestParseCheckRejectsBrokenModules(t *testing.T) {
 		{name: "EXCEPT without !", old: "[kubeletView EXCEPT ![p] = ProjKubelet(p)]", new: "[kubeletView EXCEPT [p] = ProjKubelet(p)]"},
 		{name: "dangling conjunction", old: "/\\ KubeletLag = 1 /\\ KubeletReady(n)\n", new: "/\\ KubeletLag = 1 /\\ KubeletReady(n) /\\\n"},
 		{name: "quantifier without colon", old: "/\\ \\E k \\in Slots : SlotFree(", new: "/\\ \\E k \\in Slots SlotFree("},
+		// Not syntax errors but what SANY reports next: a name redefined
+		// where it is visible.
+		{name: "bound variable named like a parameter", old: "\\E k \\in Slots : SlotFree(<<d, v, k>>)", new: "\\E d \\in Slots : SlotFree(<<d, v, d>>)",
+			want: `multiply-defined symbol "d"`},
+		{name: "bound variable named like a state variable", old: "    \\/ \\E p \\in Pods :", new: "    \\/ \\E up \\in Pods :",
+			want: `multiply-defined symbol "up"`},
+		{name: "definition made twice", old: "KubeletReady(n) == nodeUp[n] /\\ kubeletUp[n]\n", new: "KubeletReady(n) == nodeUp[n] /\\ kubeletUp[n]\nKubeletReady(n) == TRUE\n",
+			want: `multiply-defined symbol "KubeletReady"`},
+		{name: "LET definition named like a definition", old: `sc == after("Scheduler") IN`, new: `Pods == after("Scheduler") IN`,
+			want: `multiply-defined symbol "Pods"`},
 	}
 	dir := t.TempDir()
 	var files []string
@@ -165,15 +176,21 @@ func TestParseCheckRejectsBrokenModules(t *testing.T) {
 	if status != 1 {
 		t.Fatalf("exit status %d, want 1; output:\n%s", status, out)
 	}
-	reported := map[string][]int{}
+	type report struct {
+		line int
+		msg  string
+	}
+	reported := map[string][]report{}
 	for _, m := range errorLine.FindAllStringSubmatch(out, -1) {
 		n, _ := strconv.Atoi(m[2])
-		reported[m[1]] = append(reported[m[1]], n)
+		reported[m[1]] = append(reported[m[1]], report{n, m[4]})
 	}
 	for _, v := range variants {
-		if !slices.ContainsFunc(reported[v.file], func(n int) bool { return n >= v.first && n <= v.last }) {
-			t.Errorf("%s: no syntax error reported in lines %d-%d (reported: %v); output:\n%s",
-				v.name, v.first, v.last, reported[v.file], out)
+		if !slices.ContainsFunc(reported[v.file], func(r report) bool {
+			return r.line >= v.first && r.line <= v.last && strings.Contains(r.msg, v.want)
+		}) {
+			t.Errorf("%s: no error %q reported in lines %d-%d (reported: %v); output:\n%s",
+				v.name, v.want, v.first, v.last, reported[v.file], out)
 		}
 	}
 }

@@ -13,9 +13,19 @@
 //     <the source line>
 //     <a caret under the column>
 //
-// and the exit status is 1 if there was any, 2 if a file cannot be read or the
-// grammar cannot be loaded, 0 otherwise. With --names it also prints, for each
-// module that parsed cleanly, one JSON line with what the module declares at
+// When tree-sitter's error recovery spreads one error over the whole module
+// (an unclosed bracket does), the first definition the module stops parsing in
+// is reported as well. A module without syntax errors is then checked for what
+// SANY reports next and the grammar accepts: a name introduced again where it
+// is visible (a parameter, bound variable or LET definition named like a
+// constant, a variable, an earlier definition, a standard operator or an
+// enclosing bound variable; a definition made twice), reported as
+//
+//   path:line:column: error: multiply-defined symbol "x": ...
+//
+// The exit status is 1 if anything was reported, 2 if a file cannot be read or
+// the grammar cannot be loaded, 0 otherwise. With --names it also prints, for
+// each module without errors, one JSON line with what the module declares at
 // top level: {"file", "module", "extends", "constants", "variables",
 // "definitions": {name: arity}, "uses": {name: [names its body refers to]}}
 // (a function definition f[x \in S] == e counts as arity 0, as in TLA+ it is
@@ -93,6 +103,190 @@ function firstBrokenUnit(parser, lines) {
     else hi = mid;
   }
   return units[lo];
+}
+
+// The names the standard modules define (the identifiers among them), which
+// a module's own definitions and bound variables may not redefine.
+const standardNames = {
+  Naturals: ['Nat'],
+  Integers: ['Nat', 'Int'],
+  Reals: ['Nat', 'Int', 'Real', 'Infinity'],
+  Sequences: ['Seq', 'Len', 'Head', 'Tail', 'Append', 'SubSeq', 'SelectSeq'],
+  FiniteSets: ['IsFiniteSet', 'Cardinality'],
+  Bags: ['IsABag', 'BagToSet', 'SetToBag', 'BagIn', 'EmptyBag', 'CopiesIn', 'BagCardinality', 'BagOfAll', 'BagUnion', 'SubBag'],
+  TLC: ['Print', 'PrintT', 'Assert', 'JavaTime', 'Permutations', 'SortSeq', 'ToString', 'TLCGet', 'TLCSet', 'RandomElement', 'Any', 'TLCEval'],
+};
+
+// introduced lists the identifier nodes a quantifier bound (or a list of
+// them) introduces: x, or each name of a tuple <<x, y>>.
+function introduced(nodes) {
+  const out = [];
+  for (const n of nodes) {
+    if (!n) continue;
+    if (n.type === 'identifier') out.push(n);
+    else if (n.type === 'tuple_of_identifiers') out.push(...n.namedChildren.filter((c) => c.type === 'identifier'));
+    else if (n.type === 'quantifier_bound') out.push(...introduced(n.childrenForFieldName('intro')));
+  }
+  return out;
+}
+
+// redefinitions finds the names a definition introduces again while they are
+// visible — a parameter, a bound variable or a LET definition named like a
+// constant, a variable, an earlier definition, a standard operator or an
+// enclosing bound variable. TLA+ forbids it (SANY reports a multiply-defined
+// symbol); the grammar alone does not.
+function redefinitions(unit, globals, src) {
+  const found = [];
+  const introduce = (ids, scope) => {
+    const inner = new Set(scope);
+    for (const id of ids) {
+      const name = text(id, src);
+      if (inner.has(name)) found.push({ node: id, name });
+      inner.add(name);
+    }
+    return inner;
+  };
+  const visit = (node, scope) => {
+    if (!node) return;
+    const field = (f) => node.childForFieldName(f);
+    switch (node.type) {
+      case 'bounded_quantification':
+        for (const b of node.childrenForFieldName('bound')) visit(b?.childForFieldName?.('set'), scope);
+        visit(field('expression'), introduce(introduced(node.childrenForFieldName('bound')), scope));
+        return;
+      case 'unbounded_quantification':
+        visit(field('expression'), introduce(introduced(node.childrenForFieldName('intro')), scope));
+        return;
+      case 'choose':
+        visit(field('set'), scope);
+        visit(field('expression'), introduce(introduced(node.childrenForFieldName('intro')), scope));
+        return;
+      case 'set_filter':
+      case 'set_map': {
+        const gens = node.childrenForFieldName('generator');
+        for (const g of gens) visit(g?.childForFieldName?.('set'), scope);
+        visit(field(node.type === 'set_filter' ? 'filter' : 'map'), introduce(introduced(gens), scope));
+        return;
+      }
+      case 'function_literal': {
+        const bounds = node.namedChildren.filter((c) => c.type === 'quantifier_bound');
+        for (const b of bounds) visit(b.childForFieldName('set'), scope);
+        visit(node.namedChildren[node.namedChildren.length - 1], introduce(introduced(bounds), scope));
+        return;
+      }
+      case 'lambda': {
+        const ids = node.namedChildren.filter((c) => c.type === 'identifier');
+        visit(node.namedChildren[node.namedChildren.length - 1], introduce(ids, scope));
+        return;
+      }
+      case 'let_in': {
+        let inner = scope;
+        for (const d of node.childrenForFieldName('definitions')) {
+          if (!d) continue;
+          const name = d.childForFieldName('name');
+          if (d.type === 'recursive_declaration') {
+            inner = introduce(d.namedChildren.filter((c) => c.type === 'identifier'), inner);
+            continue;
+          }
+          visit(d, inner);
+          if (name && name.type === 'identifier' && !(d.type === 'operator_definition' && inner.has(text(name, src)) && recursiveHere(node, d, src))) {
+            inner = introduce([name], inner);
+          }
+        }
+        visit(field('expression'), inner);
+        return;
+      }
+      case 'operator_definition': {
+        const params = node.childrenForFieldName('parameter').flatMap((p) => {
+          if (p?.type === 'identifier') return [p];
+          if (p?.type === 'operator_declaration') return [p.childForFieldName('name')];
+          return [];
+        });
+        visit(field('definition'), introduce(params, scope));
+        return;
+      }
+      case 'function_definition': {
+        const bounds = node.namedChildren.filter((c) => c.type === 'quantifier_bound');
+        for (const b of bounds) visit(b.childForFieldName('set'), scope);
+        visit(field('definition'), introduce(introduced(bounds), scope));
+        return;
+      }
+      default:
+        for (const child of node.namedChildren) visit(child, scope);
+    }
+  };
+  visit(unit, globals);
+  return found;
+}
+
+// multiplyDefined runs redefinitions over every top-level unit of the module,
+// with the names visible at that unit: the standard modules' operators, the
+// constants and variables declared and the definitions made before it.
+function multiplyDefined(root, src) {
+  const module = root.namedChildren.find((n) => n.type === 'module');
+  if (!module) return [];
+  const globals = new Set();
+  const recursive = new Set();
+  const found = [];
+  const declare = (id) => {
+    const name = text(id, src);
+    if (globals.has(name)) found.push({ node: id, name });
+    globals.add(name);
+  };
+  for (const unit of module.namedChildren) {
+    switch (unit.type) {
+      case 'extends':
+        for (const m of unit.namedChildren) {
+          for (const name of standardNames[text(m, src)] ?? []) globals.add(name);
+        }
+        break;
+      case 'constant_declaration':
+        for (const c of unit.namedChildren) {
+          if (c.type === 'identifier') declare(c);
+          if (c.type === 'operator_declaration') declare(c.childForFieldName('name'));
+        }
+        break;
+      case 'variable_declaration':
+        for (const v of unit.namedChildren) if (v.type === 'identifier') declare(v);
+        break;
+      case 'recursive_declaration':
+        for (const r of unit.namedChildren) {
+          const id = r.type === 'operator_declaration' ? r.childForFieldName('name') : r;
+          if (id?.type !== 'identifier') continue;
+          declare(id);
+          recursive.add(text(id, src));
+        }
+        break;
+      case 'operator_definition':
+      case 'function_definition': {
+        const name = unit.childForFieldName('name');
+        const id = name?.type === 'identifier' ? text(name, src) : null;
+        if (id !== null && recursive.has(id)) {
+          recursive.delete(id); // the definition of an operator declared RECURSIVE
+        } else if (id !== null) {
+          declare(name);
+        }
+        found.push(...redefinitions(unit, globals, src));
+        break;
+      }
+      default:
+        if (unit.type !== 'comment' && unit.type !== 'block_comment') {
+          found.push(...redefinitions(unit, globals, src));
+        }
+    }
+  }
+  return found;
+}
+
+// recursiveHere says whether a LET definition was declared RECURSIVE earlier
+// in the same LET (then its definition does not redefine the name).
+function recursiveHere(letIn, def, src) {
+  const name = text(def.childForFieldName('name'), src);
+  for (const d of letIn.childrenForFieldName('definitions')) {
+    if (d === null || d.startIndex >= def.startIndex) break;
+    if (d.type === 'recursive_declaration' && d.namedChildren.some((c) => text(c, src) === name)) return true;
+  }
+  return false;
 }
 
 // references lists the names an expression refers to (identifier_ref nodes:
@@ -199,8 +393,8 @@ async function main(argv) {
     const shown = rel && !rel.startsWith('..') ? rel : file;
     const lines = src.split('\n');
     const found = syntaxErrors(tree.rootNode);
-    const report = (row, column, what) => {
-      console.log(`${shown}:${row + 1}:${column + 1}: syntax error: ${what}`);
+    const report = (row, column, what, kind = 'syntax error') => {
+      console.log(`${shown}:${row + 1}:${column + 1}: ${kind}: ${what}`);
       console.log(`  ${lines[row] ?? ''}`);
       console.log(`  ${' '.repeat(column)}^`);
     };
@@ -216,6 +410,13 @@ async function main(argv) {
       console.log(`${shown}:1:1: syntax error: no ---- MODULE Name ---- found`);
       found.push(null);
     }
+    if (found.length === 0) {
+      for (const { node, name } of multiplyDefined(tree.rootNode, src)) {
+        const { row, column } = node.startPosition;
+        report(row, column, `multiply-defined symbol ${JSON.stringify(name)}: already defined where it is introduced`, 'error');
+        found.push(node);
+      }
+    }
     errors += found.length;
     if (names && found.length === 0) {
       console.log(JSON.stringify({ file: shown, ...declarations(tree.rootNode, src) }));
@@ -224,7 +425,7 @@ async function main(argv) {
   }
   parser.delete();
   if (errors > 0) {
-    console.log(`${errors} syntax error(s)`);
+    console.log(`${errors} error(s)`);
     return 1;
   }
   console.log(`${files.length} module(s) parsed with tree-sitter-tlaplus: no syntax errors`);
