@@ -305,8 +305,8 @@ func newHarness(t *rapid.T, c *testCluster, client kubernetes.Interface, m *mode
 		cordoned: map[string]bool{}, down: map[string]bool{}, lagging: map[string]func(){},
 		tainted: map[string]bool{}, scaled: map[string]bool{}}
 	h.stopDeliveries = faults.ObserveDeliveries(func(d faults.Delivery) {
-		if !historyComponents[d.Component] {
-			return
+		if !historyComponents[d.Component] || (d.Type != "ADDED" && d.Type != "MODIFIED" && d.Type != "DELETED") {
+			return // a BOOKMARK carries the latest revision, which may be an old write's
 		}
 		if at, ok := rec.ArrivedAt(d.ResourceVersion); ok {
 			storeMax(&h.viewLag, int64(d.At.Sub(at)))

@@ -44,6 +44,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
@@ -101,8 +102,11 @@ type Observer struct {
 }
 
 // observeAttempts bounds how often Observe lists again to get a consistent
-// state.
-const observeAttempts = 4
+// state, observeRetryPause how long it waits before another try.
+const (
+	observeAttempts   = 12
+	observeRetryPause = 25 * time.Millisecond
+)
 
 // Observe takes one observation. Sandboxes are listed before and after the
 // API objects and only those in both lists (same state) are kept, so that a
@@ -112,40 +116,56 @@ const observeAttempts = 4
 // second round shows every object at the same resourceVersion as the first
 // (and node taints unchanged), nothing changed between the first list of
 // the last kind and the second list of the first, so the lists are one
-// state of the store (Consistent). Otherwise it tries again, a few times.
+// state of the store (Consistent). Otherwise, or when a sandbox changed, it
+// tries again a little later, a few times: the cluster is rarely still for
+// long while it works, but often for the few milliseconds one try takes.
 func (o *Observer) Observe(ctx context.Context) (*Observation, error) {
+	var ob *Observation
+	for attempt := 0; attempt < observeAttempts; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(observeRetryPause):
+			}
+		}
+		var err error
+		if ob, err = o.observeOnce(ctx); err != nil {
+			return nil, err
+		}
+		if ob.Consistent && ob.UnstableSandboxes == 0 {
+			break
+		}
+	}
+	return ob, nil
+}
+
+func (o *Observer) observeOnce(ctx context.Context) (*Observation, error) {
 	before, err := o.sandboxes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var ob *Observation
-	for attempt := 0; attempt < observeAttempts; attempt++ {
-		first, err := o.listObjects(ctx)
-		if err != nil {
-			return nil, err
-		}
-		second, err := o.listObjects(ctx)
-		if err != nil {
-			return nil, err
-		}
-		ob = second
-		ob.Consistent = first.versions() == second.versions()
-		ob.DeploymentStable = map[string]bool{}
-		firstGen := map[string][2]int64{}
-		for _, d := range first.Deployments {
-			firstGen[d.Name] = [2]int64{d.Generation, d.Status.ObservedGeneration}
-		}
-		for _, d := range second.Deployments {
-			g, ok := firstGen[d.Name]
-			ob.DeploymentStable[d.Name] = ok && g == [2]int64{d.Generation, d.Status.ObservedGeneration}
-		}
-		if ob.Consistent {
-			break
-		}
+	first, err := o.listObjects(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ob, err := o.listObjects(ctx)
+	if err != nil {
+		return nil, err
 	}
 	after, err := o.sandboxes(ctx)
 	if err != nil {
 		return nil, err
+	}
+	ob.Consistent = first.versions() == ob.versions()
+	ob.DeploymentStable = map[string]bool{}
+	firstGen := map[string][2]int64{}
+	for _, d := range first.Deployments {
+		firstGen[d.Name] = [2]int64{d.Generation, d.Status.ObservedGeneration}
+	}
+	for _, d := range ob.Deployments {
+		g, ok := firstGen[d.Name]
+		ob.DeploymentStable[d.Name] = ok && g == [2]int64{d.Generation, d.Status.ObservedGeneration}
 	}
 	seen := map[string]Sandbox{}
 	for _, s := range before {
