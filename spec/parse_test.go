@@ -146,6 +146,15 @@ func TestParseCheckRejectsBrokenModules(t *testing.T) {
 			want: `multiply-defined symbol "KubeletReady"`},
 		{name: "LET definition named like a definition", old: `sc == after("Scheduler") IN`, new: `Pods == after("Scheduler") IN`,
 			want: `multiply-defined symbol "Pods"`},
+		// Level errors (SANY's level checking).
+		{name: "box of an action", old: "Spec == Init /\\ [][Next]_vars /\\ Fairness", new: "Spec == Init /\\ []Next /\\ Fairness",
+			want: "level: [] or <> of an action"},
+		{name: "primed action", old: "    /\\ revision' = IF TrackRevisions = 1 THEN revision + 1 ELSE revision\n", new: "    /\\ revision'' = IF TrackRevisions = 1 THEN revision + 1 ELSE revision\n",
+			want: "level: priming an expression of action level"},
+		{name: "fairness of a temporal formula", old: "WF_vars(DeploymentObserve(d))", new: "WF_vars([]DeploymentObserve(d))",
+			want: "level: a temporal formula where an action belongs"},
+		{name: "action-level subscript", old: "WF_vars(DeploymentObserve(d))", new: "WF_<<revision'>>(DeploymentObserve(d))",
+			want: "level: a subscript of action level"},
 	}
 	dir := t.TempDir()
 	var files []string
@@ -248,6 +257,9 @@ type Declared struct {
 	Definitions map[string]int `json:"definitions"`
 	// Uses lists, for each definition, the names its body refers to.
 	Uses map[string][]string `json:"uses"`
+	// Levels gives each definition's level: 0 constant, 1 state, 2 action,
+	// 3 temporal.
+	Levels map[string]int `json:"levels"`
 }
 
 // GrammarDeclarations is what tree-sitter-tlaplus reads declared at the top
@@ -310,5 +322,69 @@ func TestGrammarAndTlacheckSeeTheSameDeclarations(t *testing.T) {
 		if a, ok := got.Definitions[name]; ok && a != arity {
 			t.Errorf("%s: arity %d by the grammar, %d by tlacheck", name, a, arity)
 		}
+	}
+}
+
+// Every configuration's invariants are state predicates, Init is one, Next is
+// an action and Spec a temporal formula, by the levels the grammar's parse
+// tree gives (what TLC checks before it starts). STORE_1, a step property,
+// must come out above state level: the computation can tell them apart.
+func TestConfigurationsUseDefinitionsOfTheRightLevel(t *testing.T) {
+	tla := GrammarDeclarations(t)
+	levelOf := func(name string) int {
+		l, ok := tla.Levels[name]
+		if !ok {
+			t.Fatalf("%s is not defined in PodPipeline.tla", name)
+		}
+		return l
+	}
+	for name, want := range map[string]int{"Init": 1, "Next": 2, "Spec": 3} {
+		if got := levelOf(name); got != want {
+			t.Errorf("%s has level %d, want %d", name, got, want)
+		}
+	}
+	files, err := Configs.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	invariants := func(cfg string) []string {
+		var names []string
+		in := false
+		for _, line := range strings.Split(cfg, "\n") {
+			if i := strings.Index(line, "\\*"); i >= 0 {
+				line = line[:i]
+			}
+			fields := strings.Fields(line)
+			if len(fields) == 0 {
+				continue
+			}
+			if line[0] != ' ' && line[0] != '\t' {
+				in = fields[0] == "INVARIANT" || fields[0] == "INVARIANTS"
+				fields = fields[1:]
+			}
+			if in {
+				names = append(names, fields...)
+			}
+		}
+		return names
+	}
+	checked := 0
+	for _, f := range files {
+		b, err := Configs.ReadFile(f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range invariants(string(b)) {
+			checked++
+			if l := levelOf(name); l > 1 {
+				t.Errorf("%s: invariant %s has level %d (an invariant must be a state predicate)", f.Name(), name, l)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no invariants found in spec/*.cfg")
+	}
+	if l := levelOf("STORE_1"); l <= 1 {
+		t.Errorf("STORE_1 (a step property) has level %d: the level computation cannot tell actions from states", l)
 	}
 }

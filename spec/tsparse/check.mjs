@@ -23,11 +23,15 @@
 //
 //   path:line:column: error: multiply-defined symbol "x": ...
 //
+// and then for SANY's level errors (see levels below), reported as
+// "error: level: ...".
+//
 // The exit status is 1 if anything was reported, 2 if a file cannot be read or
 // the grammar cannot be loaded, 0 otherwise. With --names it also prints, for
 // each module without errors, one JSON line with what the module declares at
 // top level: {"file", "module", "extends", "constants", "variables",
-// "definitions": {name: arity}, "uses": {name: [names its body refers to]}}
+// "definitions": {name: arity}, "uses": {name: [names its body refers to]},
+// "levels": {name: 0 constant | 1 state | 2 action | 3 temporal}}
 // (a function definition f[x \in S] == e counts as arity 0, as in TLA+ it is
 // a value).
 
@@ -278,6 +282,168 @@ function multiplyDefined(root, src) {
   return found;
 }
 
+// Levels of TLA+ expressions, as SANY computes them: constant, state
+// (refers to variables), action (primes, UNCHANGED, or uses an action),
+// temporal ([], <>, ~>, WF/SF, [A]_v, temporal quantifiers).
+const CONSTANT = 0;
+const STATE = 1;
+const ACTION = 2;
+const TEMPORAL = 3;
+const levelNames = ['constant', 'state', 'action', 'temporal'];
+
+// levels computes the level of every top-level definition and reports the
+// level errors SANY would: priming or UNCHANGED of an action-level
+// expression, [] or <> or ~> of an action, ENABLED of a temporal formula, a
+// temporal formula or an action-level subscript inside [A]_v, <<A>>_v or
+// WF/SF. A parameterised definition's level is its body's with constant-level
+// arguments (an application takes the maximum with its arguments' levels); a
+// bound variable has its set's level. Bound names are not scoped: a module
+// without multiply-defined symbols never rebinds a visible name, and one name
+// bound in sibling scopes gets the higher level (conservative).
+function levels(root, src) {
+  const module = root.namedChildren.find((n) => n.type === 'module');
+  const global = new Map();
+  const problems = [];
+  if (!module) return { levels: {}, problems };
+  const complain = (node, msg) => problems.push({ node, msg });
+  const level = (node, local) => {
+    if (!node) return CONSTANT;
+    const sub = (n) => level(n, local);
+    const max = (nodes) => nodes.reduce((l, n) => Math.max(l, sub(n)), CONSTANT);
+    const bind = (bounds) => {
+      let l = CONSTANT;
+      for (const b of bounds) {
+        if (b?.type !== 'quantifier_bound') continue;
+        const set = sub(b.childForFieldName('set'));
+        l = Math.max(l, set);
+        for (const id of introduced([b])) {
+          const name = text(id, src);
+          local.set(name, Math.max(local.get(name) ?? CONSTANT, set));
+        }
+      }
+      return l;
+    };
+    switch (node.type) {
+      case 'identifier_ref': {
+        const name = text(node, src);
+        return local.get(name) ?? global.get(name) ?? CONSTANT;
+      }
+      case 'bound_postfix_op': {
+        const l = sub(node.childForFieldName('lhs'));
+        if (node.childForFieldName('symbol')?.type !== 'prime') return l;
+        if (l >= ACTION) complain(node, `priming an expression of ${levelNames[l]} level`);
+        return ACTION;
+      }
+      case 'bound_prefix_op': {
+        const l = sub(node.childForFieldName('rhs'));
+        switch (node.childForFieldName('symbol')?.type) {
+          case 'always':
+          case 'eventually':
+            if (l === ACTION) complain(node, '[] or <> of an action (write [][A]_v or <><<A>>_v)');
+            return TEMPORAL;
+          case 'enabled':
+            if (l === TEMPORAL) complain(node, 'ENABLED of a temporal formula');
+            return STATE;
+          case 'unchanged':
+            if (l >= ACTION) complain(node, `UNCHANGED of an expression of ${levelNames[l]} level`);
+            return ACTION;
+          default:
+            return l;
+        }
+      }
+      case 'bound_infix_op': {
+        const lhs = sub(node.childForFieldName('lhs'));
+        const rhs = sub(node.childForFieldName('rhs'));
+        if (node.childForFieldName('symbol')?.type === 'leads_to') {
+          if (lhs === ACTION || rhs === ACTION) complain(node, '~> between actions');
+          return TEMPORAL;
+        }
+        return Math.max(lhs, rhs);
+      }
+      case 'step_expr_or_stutter':
+      case 'step_expr_no_stutter':
+      case 'fairness': {
+        const parts = node.namedChildren.filter((c) => !/bracket/.test(c.type));
+        const [first, ...rest] = node.type === 'fairness' ? parts.slice(-2) : parts;
+        const subscript = node.type === 'fairness' ? first : rest[rest.length - 1];
+        const action = node.type === 'fairness' ? rest[0] : first;
+        const la = sub(action);
+        const lv = sub(subscript);
+        if (la === TEMPORAL) complain(node, 'a temporal formula where an action belongs');
+        if (lv >= ACTION) complain(node, `a subscript of ${levelNames[lv]} level`);
+        return TEMPORAL;
+      }
+      case 'bounded_quantification':
+        return Math.max(bind(node.childrenForFieldName('bound')), sub(node.childForFieldName('expression')));
+      case 'set_filter':
+      case 'set_map':
+        return Math.max(bind(node.childrenForFieldName('generator')), max(node.namedChildren));
+      case 'function_literal':
+        return Math.max(bind(node.namedChildren), max(node.namedChildren));
+      case 'choose': {
+        const set = sub(node.childForFieldName('set'));
+        for (const id of introduced(node.childrenForFieldName('intro'))) local.set(text(id, src), set);
+        return Math.max(set, sub(node.childForFieldName('expression')));
+      }
+      case 'unbounded_quantification': {
+        const q = node.childForFieldName('quantifier')?.type;
+        const l = sub(node.childForFieldName('expression'));
+        return q === 'temporal_exists' || q === 'temporal_forall' ? TEMPORAL : l;
+      }
+      case 'let_in':
+        for (const d of node.childrenForFieldName('definitions')) {
+          if (d?.type === 'operator_definition' || d?.type === 'function_definition') {
+            local.set(text(d.childForFieldName('name'), src), definitionLevel(d, local));
+          }
+        }
+        return sub(node.childForFieldName('expression'));
+      case 'comment':
+      case 'block_comment':
+        return CONSTANT;
+      default:
+        return max(node.namedChildren);
+    }
+  };
+  const definitionLevel = (def, local) => {
+    if (def.type === 'function_definition') {
+      const bounds = def.namedChildren.filter((c) => c.type === 'quantifier_bound');
+      let l = CONSTANT;
+      for (const b of bounds) {
+        const set = level(b.childForFieldName('set'), local);
+        l = Math.max(l, set);
+        for (const id of introduced([b])) local.set(text(id, src), set);
+      }
+      return Math.max(l, level(def.childForFieldName('definition'), local));
+    }
+    for (const p of def.childrenForFieldName('parameter')) {
+      if (p?.type === 'identifier') local.set(text(p, src), CONSTANT);
+    }
+    return level(def.childForFieldName('definition'), local);
+  };
+  const out = {};
+  for (const unit of module.namedChildren) {
+    switch (unit.type) {
+      case 'variable_declaration':
+        for (const v of unit.namedChildren) if (v.type === 'identifier') global.set(text(v, src), STATE);
+        break;
+      case 'constant_declaration':
+        for (const c of unit.namedChildren) if (c.type === 'identifier') global.set(text(c, src), CONSTANT);
+        break;
+      case 'operator_definition':
+      case 'function_definition': {
+        const name = text(unit.childForFieldName('name'), src);
+        const l = definitionLevel(unit, new Map());
+        global.set(name, l);
+        out[name] = l;
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return { levels: out, problems };
+}
+
 // recursiveHere says whether a LET definition was declared RECURSIVE earlier
 // in the same LET (then its definition does not redefine the name).
 function recursiveHere(letIn, def, src) {
@@ -410,6 +576,7 @@ async function main(argv) {
       console.log(`${shown}:1:1: syntax error: no ---- MODULE Name ---- found`);
       found.push(null);
     }
+    let levelled = null;
     if (found.length === 0) {
       for (const { node, name } of multiplyDefined(tree.rootNode, src)) {
         const { row, column } = node.startPosition;
@@ -417,9 +584,17 @@ async function main(argv) {
         found.push(node);
       }
     }
+    if (found.length === 0) {
+      levelled = levels(tree.rootNode, src);
+      for (const { node, msg } of levelled.problems) {
+        const { row, column } = node.startPosition;
+        report(row, column, `level: ${msg}`, 'error');
+        found.push(node);
+      }
+    }
     errors += found.length;
     if (names && found.length === 0) {
-      console.log(JSON.stringify({ file: shown, ...declarations(tree.rootNode, src) }));
+      console.log(JSON.stringify({ file: shown, ...declarations(tree.rootNode, src), levels: levelled.levels }));
     }
     tree.delete();
   }
