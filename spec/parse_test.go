@@ -267,6 +267,22 @@ type Declared struct {
 // name-equality test with the Go model in spec_test.
 func GrammarDeclarations(t *testing.T) *Declared {
 	t.Helper()
+	declarations.Lock()
+	defer declarations.Unlock()
+	if declarations.got == nil {
+		declarations.got = readDeclarations(t)
+	}
+	return declarations.got
+}
+
+// declarations caches what check.mjs --names reads (a node run each).
+var declarations struct {
+	sync.Mutex
+	got *Declared
+}
+
+func readDeclarations(t *testing.T) *Declared {
+	t.Helper()
 	out, status := runParse(t, "--names", "PodPipeline.tla")
 	if status != 0 {
 		t.Fatalf("PodPipeline.tla has syntax errors:\n%s", out)
