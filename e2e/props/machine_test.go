@@ -66,6 +66,7 @@ func maxSteps() int { return envInt("PROPS_STEPS", 10) }
 var stats struct {
 	runs, actions, faults, observations, modelStates, unrepresentable, changes atomic.Int64
 	traceValidated, traceSkipped, traceLongest, traceExplored, traceUnused     atomic.Int64
+	traceOverBudget                                                            atomic.Int64
 	lagFaults, crashes                                                         atomic.Int64
 	// the history window's measurements: the longest a watch event took
 	// to reach a component after it reached the recorder, the slowest
@@ -146,10 +147,10 @@ func TestPipelineProperties(t *testing.T) {
 	// goroutine check run in any case.
 	defer func() {
 		delivered, hidden := faults.WatchStats()
-		t.Logf("summary: %d runs, %d actions, %d faults injected, %d observed states checked (%d as model states against %d invariants, %d outside the model's bounds), %d changes checked against step properties; trace validation: %d observed steps explained by model actions (longest path %d actions, at most %d states searched for one step; %d observations not used: changing while listed), %d steps skipped (trace restarted across a user operation the model does not have), 0 unexplained; %d watch-lag faults (%d watch events delivered through fault hooks, %d intermediate states hidden); %d component crashes (%d component restarts; crash points hit: %v); history window: watch events reached the controller manager and the scheduler at most %s after the recorder, their writes took at most %s, window %s (widened in %d runs)",
+		t.Logf("summary: %d runs, %d actions, %d faults injected, %d observed states checked (%d as model states against %d invariants, %d outside the model's bounds), %d changes checked against step properties; trace validation: %d observed steps explained by model actions (longest path %d actions, at most %d states searched for one step; %d observations not used: changing while listed), %d steps skipped (trace restarted across a user operation the model does not have), %d steps not checked (farther apart than PROPS_TRACE_FAIL_DISTANCE and not connected within the search budget), 0 unexplained; %d watch-lag faults (%d watch events delivered through fault hooks, %d intermediate states hidden); %d component crashes (%d component restarts; crash points hit: %v); history window: watch events reached the controller manager and the scheduler at most %s after the recorder, their writes took at most %s, window %s (widened in %d runs)",
 			stats.runs.Load(), stats.actions.Load(), stats.faults.Load(), stats.observations.Load(),
 			stats.modelStates.Load(), countInvariants(), stats.unrepresentable.Load(), stats.changes.Load(),
-			stats.traceValidated.Load(), stats.traceLongest.Load(), stats.traceExplored.Load(), stats.traceUnused.Load(), stats.traceSkipped.Load(),
+			stats.traceValidated.Load(), stats.traceLongest.Load(), stats.traceExplored.Load(), stats.traceUnused.Load(), stats.traceSkipped.Load(), stats.traceOverBudget.Load(),
 			stats.lagFaults.Load(), delivered, hidden,
 			stats.crashes.Load(), c.comps.restarts.Load(), faults.CrashHits(),
 			time.Duration(stats.maxViewLag.Load()).Round(time.Millisecond), time.Duration(stats.maxWriteLatency.Load()).Round(time.Millisecond),
@@ -219,9 +220,13 @@ func flagGiven(name string) bool {
 
 // newTraceValidator is the harness's validator: paths of up to
 // PROPS_TRACE_DEPTH (default 100) model actions, searching at most
-// PROPS_TRACE_STATES (default 300000) states per observed step.
+// PROPS_TRACE_STATES (default 300000) states per observed step; a step the
+// search cannot connect within that is a failure when its observable
+// distance is at most PROPS_TRACE_FAIL_DISTANCE (default 16), else it is
+// counted as not checked.
 func newTraceValidator(m *model.Model) *TraceValidator {
-	return &TraceValidator{Model: m, MaxDepth: envInt("PROPS_TRACE_DEPTH", 100), MaxStates: envInt("PROPS_TRACE_STATES", 300000)}
+	return &TraceValidator{Model: m, MaxDepth: envInt("PROPS_TRACE_DEPTH", 100), MaxStates: envInt("PROPS_TRACE_STATES", 300000),
+		FailDistance: envInt("PROPS_TRACE_FAIL_DISTANCE", 16)}
 }
 
 // waitGoroutines fails the test when goroutines the cluster started are
@@ -355,6 +360,7 @@ func (h *harness) close() {
 	stats.changes.Add(int64(h.rec.Count()))
 	stats.traceValidated.Add(int64(h.trace.Validated))
 	stats.traceSkipped.Add(int64(h.trace.Skipped))
+	stats.traceOverBudget.Add(int64(h.trace.OverBudget))
 	storeMax(&stats.traceLongest, int64(h.trace.Longest))
 	storeMax(&stats.traceExplored, int64(h.trace.Explored))
 	policy := metav1.DeletePropagationBackground
@@ -471,7 +477,13 @@ func (h *harness) checkOnce() {
 			stats.traceUnused.Add(1)
 		} else {
 			sn, _ := h.abs.Snapshot(ob, h.down)
-			if msg := h.trace.Step(s); msg != "" {
+			over := h.trace.OverBudget
+			msg := h.trace.Step(s)
+			if h.trace.OverBudget > over {
+				file, _ := SaveTraceStep(h.traceFrom, sn, h.trace.LastAllowed, h.traceEarlier)
+				h.t.Logf("trace step over the search budget (observable distance %d), not checked: %s", h.trace.LastDistance, file)
+			}
+			if msg != "" {
 				if file, err := SaveTraceStep(h.traceFrom, sn, h.trace.LastAllowed, h.traceEarlier); err == nil {
 					msg += "\n(the two observed states: " + file + "; copy it to testdata/trace-steps/ to keep it as a regression)"
 				}

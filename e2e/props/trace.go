@@ -31,14 +31,24 @@ type TraceValidator struct {
 	Model     *model.Model
 	MaxDepth  int // longest path of model actions searched per step
 	MaxStates int // states the search may visit per step
+	// FailDistance: a step the search neither explains nor proves
+	// impossible within its budget is a failure when the observable
+	// distance between the two states is at most this; a larger one is
+	// counted in OverBudget (and saved) instead.
+	FailDistance int
 
 	prev      model.State
 	have      bool
 	pending   bool // a Reset dropped the previous state: the next step is not checked
 	Validated int  // steps explained by a path of model actions (including stutters)
 	Skipped   int  // steps not checked: the trace restarted across them (Reset)
-	Longest   int  // longest path found
-	Explored  int  // most states one search visited
+	// OverBudget counts steps farther apart than FailDistance that the
+	// search could not connect within its budget: not checked.
+	OverBudget int
+	// LastDistance is the observable distance of the last step.
+	LastDistance int
+	Longest      int // longest path found
+	Explored     int // most states one search visited
 
 	allowed []allowance // what the harness did since the previous state
 	// earlier holds the last observed states whose deployments differ
@@ -138,6 +148,12 @@ func (v *TraceValidator) Step(s model.State) string {
 	if e.Found {
 		v.Validated++
 		v.Longest = max(v.Longest, len(e.Path))
+		return ""
+	}
+	fromObs, toObs := v.Model.Observable(&prev), v.Model.Observable(&target)
+	v.LastDistance = observableDistance(v.Model, &fromObs, &toObs)
+	if !e.Complete && v.LastDistance > v.FailDistance {
+		v.OverBudget++
 		return ""
 	}
 	how := fmt.Sprintf("no sequence of at most %d model actions exists (all %d states within that depth searched)", v.MaxDepth, e.Explored)

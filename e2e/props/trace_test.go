@@ -35,7 +35,7 @@ func TestTraceValidation(t *testing.T) {
 		if !ok {
 			t.Fatal("outside the model's bounds")
 		}
-		v := &TraceValidator{Model: m, MaxDepth: 40, MaxStates: 100000}
+		v := &TraceValidator{Model: m, MaxDepth: 40, MaxStates: 100000, FailDistance: 1000}
 		v.Step(s0)
 		if msg := v.Step(s1); msg == "" {
 			t.Fatal("a scale the harness did not do was explained")
@@ -53,7 +53,7 @@ func TestTraceValidation(t *testing.T) {
 		if !ok {
 			t.Fatal("outside the model's bounds")
 		}
-		v := &TraceValidator{Model: m, MaxDepth: 40, MaxStates: 300000}
+		v := &TraceValidator{Model: m, MaxDepth: 40, MaxStates: 300000, FailDistance: 1000}
 		v.Step(s0)
 		v.UserDid(model.UpdateDeployment, 1)
 		if msg := v.Step(s1); msg != "" || v.Validated != 1 {
@@ -72,7 +72,7 @@ func TestTraceValidation(t *testing.T) {
 		if !ok {
 			t.Fatal("outside the model's bounds")
 		}
-		v := &TraceValidator{Model: m, MaxDepth: 6, MaxStates: 20000}
+		v := &TraceValidator{Model: m, MaxDepth: 6, MaxStates: 20000, FailDistance: 1000}
 		v.Step(s0)
 		msg := v.Step(s1)
 		if msg == "" || !strings.Contains(msg, "podNode") {
@@ -91,12 +91,12 @@ func TestTraceValidation(t *testing.T) {
 		if !ok || d != 1 || ver != 1 {
 			t.Fatalf("pod group %d, %d, %v", d, ver, ok)
 		}
-		without := &TraceValidator{Model: m, MaxDepth: 40, MaxStates: 100000}
+		without := &TraceValidator{Model: m, MaxDepth: 40, MaxStates: 100000, FailDistance: 1000}
 		without.Step(s0)
 		if msg := without.Step(s1); msg == "" {
 			t.Fatalf("explained without the user's deletion")
 		}
-		v := &TraceValidator{Model: m, MaxDepth: 40, MaxStates: 100000}
+		v := &TraceValidator{Model: m, MaxDepth: 40, MaxStates: 100000, FailDistance: 1000}
 		v.Step(s0)
 		v.UserDeletedPod(d, ver)
 		if msg := v.Step(s1); msg != "" || v.Validated != 1 {
@@ -104,7 +104,7 @@ func TestTraceValidation(t *testing.T) {
 		}
 	})
 	t.Run("a step across a reset is counted as skipped", func(t *testing.T) {
-		v := &TraceValidator{Model: m, MaxDepth: 6, MaxStates: 20000}
+		v := &TraceValidator{Model: m, MaxDepth: 6, MaxStates: 20000, FailDistance: 1000}
 		v.Step(s0)
 		v.Reset()
 		v.Reset()
