@@ -22,6 +22,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/cri/fakecri"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 	"github.com/kubeproof/kubeproof/impl/kubelet/server"
+	"github.com/kubeproof/kubeproof/impl/kubelet/server/streamtest"
 )
 
 var _ server.IndirectStreamingRuntime = (*cri.Runtime)(nil)
@@ -84,39 +85,19 @@ func TestStreamingOverCRI(t *testing.T) {
 		}
 	}
 	for transport, ex := range executors(t, e, streamQuery("/exec/default/web/app", "stdin,stdout,tty", "sh")) {
-		stdinR, stdinW := io.Pipe()
-		sizes := make(sizeQueue, 1)
-		sizes <- remotecommand.TerminalSize{Width: 100, Height: 30}
-		var stdout syncBuffer
-		done := make(chan error, 1)
-		go func() {
-			done <- ex.StreamWithContext(e.ctx, remotecommand.StreamOptions{Stdin: stdinR, Stdout: &stdout, Tty: true, TerminalSizeQueue: sizes})
-		}()
+		tty := streamtest.StartTTY(e.ctx, ex, remotecommand.TerminalSize{Width: 100, Height: 30})
 		e.eventually(func() bool {
-			_, _ = io.WriteString(stdinW, "stty size\n")
-			return strings.Contains(stdout.String(), "30 100\r\n")
+			tty.Type("stty size")
+			return strings.Contains(tty.Stdout.String(), "30 100\r\n")
 		}, "stty size over CRI and %s", transport)
-		_, _ = io.WriteString(stdinW, "exit\n")
-		if code := exitCode(t, <-done); code != 0 {
+		tty.Type("exit")
+		if code := exitCode(t, <-tty.Done); code != 0 {
 			t.Errorf("tty exec over CRI and %s: exit %d", transport, code)
 		}
-		close(sizes)
-		_ = stdinW.Close()
+		tty.Close()
 	}
 	for transport, ex := range executors(t, e, streamQuery("/attach/default/web/app", "stdin,stdout")) {
-		ctx, cancel := context.WithCancel(e.ctx)
-		stdinR, stdinW := io.Pipe()
-		var stdout syncBuffer
-		done := make(chan error, 1)
-		go func() { done <- ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdinR, Stdout: &stdout}) }()
-		line := fmt.Sprintf("hello over %s", transport)
-		e.eventually(func() bool {
-			_, _ = io.WriteString(stdinW, line+"\n")
-			return strings.Contains(stdout.String(), line+"\n")
-		}, "attach over CRI and %s", transport)
-		cancel()
-		<-done
-		_ = stdinW.Close()
+		e.echoThenLeave(ex, fmt.Sprintf("hello over %s", transport), "attach over CRI and "+transport)
 	}
 	// Exec into a container that is not running is refused before any
 	// upgrade.

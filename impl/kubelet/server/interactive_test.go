@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 	"github.com/kubeproof/kubeproof/impl/kubelet/server"
+	"github.com/kubeproof/kubeproof/impl/kubelet/server/streamtest"
 )
 
 var _ server.DirectStreamingRuntime = (*sim.Runtime)(nil)
@@ -77,17 +78,6 @@ func TestExecWithStdin(t *testing.T) {
 	}
 }
 
-// sizeQueue hands client-go the terminal sizes sent on it.
-type sizeQueue chan remotecommand.TerminalSize
-
-func (q sizeQueue) Next() *remotecommand.TerminalSize {
-	s, ok := <-q
-	if !ok {
-		return nil
-	}
-	return &s
-}
-
 // An interactive shell on a TTY: prompt and echo, "\r\n" line ends, and
 // the terminal size follows the client's resize events.
 func TestExecTTYAndResize(t *testing.T) {
@@ -95,32 +85,24 @@ func TestExecTTYAndResize(t *testing.T) {
 	e.runPod("node-a", "web", nil)
 	for transport, ex := range executors(t, e, streamQuery("/exec/default/web/app", "stdin,stdout,tty", "sh")) {
 		t.Run(transport, func(t *testing.T) {
-			stdinR, stdinW := io.Pipe()
-			sizes := make(sizeQueue, 4)
-			sizes <- remotecommand.TerminalSize{Width: 80, Height: 24}
-			var stdout syncBuffer
-			done := make(chan error, 1)
-			go func() {
-				done <- ex.StreamWithContext(e.ctx, remotecommand.StreamOptions{Stdin: stdinR, Stdout: &stdout, Tty: true, TerminalSizeQueue: sizes})
-			}()
+			tty := streamtest.StartTTY(e.ctx, ex, remotecommand.TerminalSize{Width: 80, Height: 24})
 			// The size and the input travel on different streams: ask
 			// until the shell has seen the size.
 			e.eventually(func() bool {
-				_, _ = io.WriteString(stdinW, "stty size\n")
-				return strings.Contains(stdout.String(), "/ # stty size\r\n24 80\r\n")
+				tty.Type("stty size")
+				return strings.Contains(tty.Stdout.String(), "/ # stty size\r\n24 80\r\n")
 			}, "stty size 24 80 over %s", transport)
-			sizes <- remotecommand.TerminalSize{Width: 132, Height: 50}
+			tty.Sizes <- remotecommand.TerminalSize{Width: 132, Height: 50}
 			e.eventually(func() bool {
-				_, _ = io.WriteString(stdinW, "stty size\n")
-				return strings.Contains(stdout.String(), "50 132\r\n")
+				tty.Type("stty size")
+				return strings.Contains(tty.Stdout.String(), "50 132\r\n")
 			}, "stty size after a resize")
-			_, _ = io.WriteString(stdinW, "echo a b\nexit 2\n")
-			if code := exitCode(t, <-done); code != 2 {
+			tty.Type("echo a b\nexit 2")
+			if code := exitCode(t, <-tty.Done); code != 2 {
 				t.Errorf("exit code %d, want 2", code)
 			}
-			close(sizes)
-			_ = stdinW.Close()
-			if out := stdout.String(); !strings.Contains(out, "/ # echo a b\r\na b\r\n/ # exit 2\r\n") {
+			tty.Close()
+			if out := tty.Stdout.String(); !strings.Contains(out, "/ # echo a b\r\na b\r\n/ # exit 2\r\n") {
 				t.Errorf("terminal output %q", out)
 			}
 		})
@@ -138,20 +120,16 @@ func TestAttach(t *testing.T) {
 			ex := executors(t, e, streamQuery("/attach/default/web/app", "stdin,stdout,stderr"))[transport]
 			stdinR, stdinW := io.Pipe()
 			defer stdinW.Close()
-			var stdout syncBuffer
-			done := make(chan error, 1)
-			go func() {
-				done <- ex.StreamWithContext(e.ctx, remotecommand.StreamOptions{Stdin: stdinR, Stdout: &stdout, Stderr: io.Discard})
-			}()
+			var stdout streamtest.Buffer
+			done := streamtest.Start(e.ctx, ex, remotecommand.StreamOptions{Stdin: stdinR, Stdout: &stdout, Stderr: io.Discard})
 			if _, err := io.WriteString(stdinW, "ping\n"); err != nil {
 				t.Fatal(err)
 			}
 			e.eventually(func() bool { return stdout.String() == "ping\n" }, "the echoed line, got %q", stdout.String())
 			// A second, output-only attach sees what the first one sends.
 			watcher := executors(t, e, streamQuery("/attach/default/web/app", "stdout"))[transport]
-			var watched syncBuffer
-			wdone := make(chan error, 1)
-			go func() { wdone <- watcher.StreamWithContext(e.ctx, remotecommand.StreamOptions{Stdout: &watched}) }()
+			var watched streamtest.Buffer
+			wdone := streamtest.Start(e.ctx, watcher, remotecommand.StreamOptions{Stdout: &watched})
 			e.eventually(func() bool {
 				_, _ = io.WriteString(stdinW, "pong\n")
 				return strings.Contains(watched.String(), "pong\n")
@@ -159,7 +137,7 @@ func TestAttach(t *testing.T) {
 			if err := e.client.CoreV1().Pods("default").Delete(e.ctx, "web", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			for _, ch := range []chan error{done, wdone} {
+			for _, ch := range []<-chan error{done, wdone} {
 				if err := <-ch; err != nil {
 					t.Fatalf("attach ended with %v", err)
 				}
@@ -181,7 +159,7 @@ func TestAttachRefusals(t *testing.T) {
 		"unknown pod":               {"/attach/default/gone/app?stdout=true", `pod "gone" does not exist`},
 	} {
 		for transport, ex := range executors(t, e, tc.path) {
-			err := ex.StreamWithContext(e.ctx, remotecommand.StreamOptions{Stdin: strings.NewReader(""), Stdout: &syncBuffer{}})
+			err := ex.StreamWithContext(e.ctx, remotecommand.StreamOptions{Stdin: strings.NewReader(""), Stdout: &streamtest.Buffer{}})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%s over %s: %v, want %q", name, transport, err, tc.want)
 			}
@@ -195,18 +173,7 @@ func TestExecClientLeavesMidSession(t *testing.T) {
 	e := newEnv(t, "node-a")
 	e.runPod("node-a", "web", nil)
 	for transport, ex := range executors(t, e, streamQuery("/exec/default/web/app", "stdin,stdout", "cat")) {
-		ctx, cancel := context.WithCancel(e.ctx)
-		stdinR, stdinW := io.Pipe()
-		var stdout syncBuffer
-		done := make(chan error, 1)
-		go func() { done <- ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdinR, Stdout: &stdout}) }()
-		e.eventually(func() bool {
-			_, _ = io.WriteString(stdinW, "x\n")
-			return strings.Contains(stdout.String(), "x\n")
-		}, "cat over %s", transport)
-		cancel()
-		<-done
-		_ = stdinW.Close()
+		e.echoThenLeave(ex, "x", "cat over "+transport)
 	}
 }
 
@@ -216,18 +183,7 @@ func TestAttachEndsWhenTheClientLeaves(t *testing.T) {
 	e := newEnv(t, "node-a")
 	e.runStdinPodOn("node-a", "web", nil)
 	for transport, ex := range executors(t, e, streamQuery("/attach/default/web/app", "stdin,stdout")) {
-		ctx, cancel := context.WithCancel(e.ctx)
-		stdinR, stdinW := io.Pipe()
-		var stdout syncBuffer
-		done := make(chan error, 1)
-		go func() { done <- ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdinR, Stdout: &stdout}) }()
-		e.eventually(func() bool {
-			_, _ = io.WriteString(stdinW, "x\n")
-			return strings.Contains(stdout.String(), "x\n")
-		}, "attach over %s", transport)
-		cancel()
-		<-done
-		_ = stdinW.Close()
+		e.echoThenLeave(ex, "x", "attach over "+transport)
 	}
 	e.eventually(func() bool {
 		buf := make([]byte, 1<<20)
@@ -236,4 +192,23 @@ func TestAttachEndsWhenTheClientLeaves(t *testing.T) {
 	if !e.kubelets["node-a"].ContainerRunning(e.ctx, "default", "web", "app") {
 		t.Fatal("the container stopped")
 	}
+}
+
+// echoThenLeave opens a stdin/stdout session on ex whose process echoes
+// its input (cat, or a stdin container's main process), sends line until
+// it comes back, then leaves: the client's context is cancelled and the
+// test waits for the session to end. what names the session in a failure.
+func (e *env) echoThenLeave(ex remotecommand.Executor, line, what string) {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(e.ctx)
+	stdinR, stdinW := io.Pipe()
+	var stdout streamtest.Buffer
+	done := streamtest.Start(ctx, ex, remotecommand.StreamOptions{Stdin: stdinR, Stdout: &stdout})
+	e.eventually(func() bool {
+		_, _ = io.WriteString(stdinW, line+"\n")
+		return strings.Contains(stdout.String(), line+"\n")
+	}, "%s", what)
+	cancel()
+	<-done
+	_ = stdinW.Close()
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,26 +21,8 @@ import (
 	"k8s.io/client-go/util/exec"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
+	"github.com/kubeproof/kubeproof/impl/kubelet/server/streamtest"
 )
-
-// syncBuffer is a strings.Builder safe for the executor's writer goroutine
-// and the test reading it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func (e *env) executors(path string) map[string]remotecommand.Executor {
 	e.t.Helper()
@@ -88,11 +69,8 @@ func TestPodAttachThroughTheProxy(t *testing.T) {
 			ex := e.executors("/api/v1/namespaces/default/pods/" + pod + "/attach?stdin=true&stdout=true&stderr=true")[transport]
 			stdinR, stdinW := io.Pipe()
 			defer stdinW.Close()
-			var stdout syncBuffer
-			done := make(chan error, 1)
-			go func() {
-				done <- ex.StreamWithContext(e.ctx, remotecommand.StreamOptions{Stdin: stdinR, Stdout: &stdout, Stderr: io.Discard})
-			}()
+			var stdout streamtest.Buffer
+			done := streamtest.Start(e.ctx, ex, remotecommand.StreamOptions{Stdin: stdinR, Stdout: &stdout, Stderr: io.Discard})
 			for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stdout.String(), "after-attach\n"); time.Sleep(10 * time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatalf("attached output never arrived; got %q", stdout.String())
@@ -117,17 +95,6 @@ func TestPodAttachThroughTheProxy(t *testing.T) {
 	}
 }
 
-// sizeQueue hands client-go the terminal sizes sent on it.
-type sizeQueue chan remotecommand.TerminalSize
-
-func (q sizeQueue) Next() *remotecommand.TerminalSize {
-	s, ok := <-q
-	if !ok {
-		return nil
-	}
-	return &s
-}
-
 // exec -i and exec -it through the proxy: stdin, its EOF, the exit code,
 // a TTY and its resizes all cross API server and kubelet.
 func TestPodExecInteractiveThroughTheProxy(t *testing.T) {
@@ -136,7 +103,7 @@ func TestPodExecInteractiveThroughTheProxy(t *testing.T) {
 	e.runPod("web", "node-1", nil, "app")
 	const path = "/api/v1/namespaces/default/pods/web/exec?command=sh&stdin=true&stdout=true"
 	for transport, ex := range e.executors(path + "&stderr=true") {
-		var stdout, stderr syncBuffer
+		var stdout, stderr streamtest.Buffer
 		err := ex.StreamWithContext(e.ctx, remotecommand.StreamOptions{Stdin: strings.NewReader("echo in\ncat /nope\n"), Stdout: &stdout, Stderr: &stderr})
 		var exit exec.CodeExitError
 		if !errors.As(err, &exit) || exit.Code != 1 || stdout.String() != "in\n" || stderr.String() != "cat: /nope: No such file or directory\n" {
@@ -144,26 +111,18 @@ func TestPodExecInteractiveThroughTheProxy(t *testing.T) {
 		}
 	}
 	for transport, ex := range e.executors(path + "&tty=true") {
-		stdinR, stdinW := io.Pipe()
-		sizes := make(sizeQueue, 1)
-		sizes <- remotecommand.TerminalSize{Width: 90, Height: 20}
-		var stdout syncBuffer
-		done := make(chan error, 1)
-		go func() {
-			done <- ex.StreamWithContext(e.ctx, remotecommand.StreamOptions{Stdin: stdinR, Stdout: &stdout, Tty: true, TerminalSizeQueue: sizes})
-		}()
-		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stdout.String(), "20 90\r\n"); time.Sleep(10 * time.Millisecond) {
+		tty := streamtest.StartTTY(e.ctx, ex, remotecommand.TerminalSize{Width: 90, Height: 20})
+		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(tty.Stdout.String(), "20 90\r\n"); time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("exec -it over %s: %q", transport, stdout.String())
+				t.Fatalf("exec -it over %s: %q", transport, tty.Stdout.String())
 			}
-			_, _ = io.WriteString(stdinW, "stty size\n")
+			tty.Type("stty size")
 		}
-		_, _ = io.WriteString(stdinW, "exit 0\n")
-		if err := <-done; err != nil {
+		tty.Type("exit 0")
+		if err := <-tty.Done; err != nil {
 			t.Errorf("exec -it over %s ended with %v", transport, err)
 		}
-		close(sizes)
-		_ = stdinW.Close()
+		tty.Close()
 	}
 }
 
@@ -330,7 +289,7 @@ func TestPodExecWebSocketIsTranslatedToSPDY(t *testing.T) {
 		return "0"
 	}
 	ex := e.executors("/api/v1/namespaces/default/pods/web/exec?command=cat&stdin=true&stdout=true")["websocket"]
-	var stdout syncBuffer
+	var stdout streamtest.Buffer
 	if err := ex.StreamWithContext(e.ctx, remotecommand.StreamOptions{Stdin: strings.NewReader("through\n"), Stdout: &stdout}); err != nil || stdout.String() != "through\n" {
 		t.Fatalf("exec -i over websocket: %v, %q", err, stdout.String())
 	}
