@@ -1,37 +1,16 @@
 package sim
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+	"github.com/kubeproof/kubeproof/impl/kubelet/server/streamtest"
 )
-
-// lockedBuffer collects a session's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) Close() error { return nil }
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // startStdinContainer runs a container created with stdin (and stdinOnce
 // as given), as the kubelet creates one for `kubectl run -i`.
@@ -62,7 +41,7 @@ func startStdinContainer(t *testing.T, r *Runtime, name string, stdinOnce bool) 
 func TestAttachStdinOnceEndsTheMainProcess(t *testing.T) {
 	r, _ := newSim(t, "10.1.0.0/24")
 	id := startStdinContainer(t, r, "once", true)
-	var out lockedBuffer
+	var out streamtest.Buffer
 	if err := r.Attach(context.Background(), id, strings.NewReader("a\nb\n"), &out, nil, false, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +59,7 @@ func TestAttachStdinKeepsTheMainProcess(t *testing.T) {
 	r, _ := newSim(t, "10.1.0.0/24")
 	id := startStdinContainer(t, r, "kept", false)
 	ctx, cancel := context.WithCancel(context.Background())
-	var out lockedBuffer
+	var out streamtest.Buffer
 	done := make(chan error, 1)
 	go func() { done <- r.Attach(ctx, id, strings.NewReader("a\n"), &out, nil, true, nil) }()
 	for !strings.Contains(out.String(), "a\r\n") {
