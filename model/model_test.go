@@ -263,25 +263,34 @@ func TestSymmetryReductionVisitsEveryOrbit(t *testing.T) {
 }
 
 // allStates lists every reachable state (no reduction).
-func allStates(m *Model) []State {
+func allStates(m *Model) []State { return explore(m, nil) }
+
+// explore walks every state reachable from m's initial states breadth
+// first (no reduction) and returns them in that order. It calls step, if
+// not nil, for every action enabled in a walked state, and stops after
+// the state in which step first returns false.
+func explore(m *Model, step func(from *State, a Action) bool) []State {
 	seen := map[State]bool{}
-	var out []State
+	var walked []State
 	queue := m.Init()
 	for _, s := range queue {
 		seen[s] = true
 	}
-	for len(queue) > 0 {
+	for more := true; more && len(queue) > 0; {
 		s := queue[0]
 		queue = queue[1:]
-		out = append(out, s)
-		m.Successors(&s, func(_ Action, t *State) {
-			if !seen[*t] {
-				seen[*t] = true
-				queue = append(queue, *t)
+		walked = append(walked, s)
+		m.Successors(&s, func(a Action, next *State) {
+			if step != nil && !step(&s, a) {
+				more = false
+			}
+			if !seen[*next] {
+				seen[*next] = true
+				queue = append(queue, *next)
 			}
 		})
 	}
-	return out
+	return walked
 }
 
 func TestPropertyHelpers(t *testing.T) {
@@ -373,21 +382,12 @@ func TestKubeletActsOnItsLaggingView(t *testing.T) {
 			t.Fatal(err)
 		}
 		startedTerminating := false
-		seen := map[State]bool{}
-		queue := m.Init()
-		for len(queue) > 0 && !startedTerminating {
-			s := queue[0]
-			queue = queue[1:]
-			m.Successors(&s, func(a Action, next *State) {
-				if a.Kind == KubeletStartPod && s.PodState[a.Args[1]] == Deleting {
-					startedTerminating = true
-				}
-				if !seen[*next] {
-					seen[*next] = true
-					queue = append(queue, *next)
-				}
-			})
-		}
+		explore(m, func(s *State, a Action) bool {
+			if a.Kind == KubeletStartPod && s.PodState[a.Args[1]] == Deleting {
+				startedTerminating = true
+			}
+			return !startedTerminating
+		})
 		if startedTerminating != (lag == 1) {
 			t.Errorf("KubeletLag=%d: a kubelet started a terminating pod: %v", lag, startedTerminating)
 		}
@@ -409,22 +409,13 @@ func TestReturningNodeRunsItsPodsAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 		restarted, returned := false, false
-		seen := map[State]bool{}
-		queue := m.Init()
-		for len(queue) > 0 {
-			s := queue[0]
-			queue = queue[1:]
-			m.Successors(&s, func(a Action, next *State) {
-				returned = returned || a.Kind == NodeReturn
-				if a.Kind == KubeletStartPod && s.PodPhase[a.Args[1]] == Running {
-					restarted = true
-				}
-				if !seen[*next] {
-					seen[*next] = true
-					queue = append(queue, *next)
-				}
-			})
-		}
+		explore(m, func(s *State, a Action) bool {
+			returned = returned || a.Kind == NodeReturn
+			if a.Kind == KubeletStartPod && s.PodPhase[a.Args[1]] == Running {
+				restarted = true
+			}
+			return true
+		})
 		if restarted != (returns == 1) || returned != (returns == 1) {
 			t.Errorf("NodesReturn=%d: node returned %v, a Running pod restarted %v", returns, returned, restarted)
 		}
@@ -445,24 +436,15 @@ func TestDeploymentControllerActsOnItsLaggingCount(t *testing.T) {
 			t.Fatal(err)
 		}
 		stale := false
-		seen := map[State]bool{}
-		queue := m.Init()
-		for len(queue) > 0 {
-			s := queue[0]
-			queue = queue[1:]
-			m.Successors(&s, func(a Action, next *State) {
-				if a.Kind == DeploymentScaleDown {
-					d, v := int(a.Args[0]), int(a.Args[1])
-					if m.AvailablePods(&s, d, v) != m.AvailablePodsNow(&s, d, v) {
-						stale = true
-					}
+		explore(m, func(s *State, a Action) bool {
+			if a.Kind == DeploymentScaleDown {
+				d, v := int(a.Args[0]), int(a.Args[1])
+				if m.AvailablePods(s, d, v) != m.AvailablePodsNow(s, d, v) {
+					stale = true
 				}
-				if !seen[*next] {
-					seen[*next] = true
-					queue = append(queue, *next)
-				}
-			})
-		}
+			}
+			return true
+		})
 		if stale != (lag == 1) {
 			t.Errorf("DeploymentLag=%d: a scale-down on a stale count: %v", lag, stale)
 		}
@@ -533,27 +515,18 @@ func TestGarbageCollectorActsOnItsLaggingGraph(t *testing.T) {
 			t.Fatal(err)
 		}
 		early := false
-		seen := map[State]bool{}
-		queue := m.Init()
-		for len(queue) > 0 {
-			s := queue[0]
-			queue = queue[1:]
-			m.Successors(&s, func(a Action, next *State) {
-				if a.Kind == GCRemoveReplicaSet {
-					for k := 1; k <= cfg.PodsPerRS; k++ {
-						if s.PodState[Pod(int(a.Args[0]), int(a.Args[1]), k)] != Absent {
-							early = true
-						}
+		states := explore(m, func(s *State, a Action) bool {
+			if a.Kind == GCRemoveReplicaSet {
+				for k := 1; k <= cfg.PodsPerRS; k++ {
+					if s.PodState[Pod(int(a.Args[0]), int(a.Args[1]), k)] != Absent {
+						early = true
 					}
 				}
-				if !seen[*next] {
-					seen[*next] = true
-					queue = append(queue, *next)
-				}
-			})
-		}
+			}
+			return true
+		})
 		if early != (lag == 1) {
-			t.Errorf("GCLag=%d: a ReplicaSet's finalizer removed while its pod exists: %v (%d states)", lag, early, len(seen))
+			t.Errorf("GCLag=%d: a ReplicaSet's finalizer removed while its pod exists: %v (%d states)", lag, early, len(states))
 		}
 	}
 }
