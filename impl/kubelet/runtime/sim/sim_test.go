@@ -93,6 +93,15 @@ func TestIPsAreUniqueAndReleased(t *testing.T) {
 
 func startContainer(t *testing.T, r *Runtime, ann map[string]string, name string) (string, error) {
 	t.Helper()
+	id := createContainer(t, r, ann, name, false, false)
+	return id, r.StartContainer(context.Background(), id)
+}
+
+// createContainer creates container name from busybox:1 in a sandbox of
+// its own (pod-<name>, with annotations ann), with stdin and stdinOnce as
+// given, and returns its id.
+func createContainer(t *testing.T, r *Runtime, ann map[string]string, name string, stdin, stdinOnce bool) string {
+	t.Helper()
 	ctx := context.Background()
 	sb, err := r.RunPodSandbox(ctx, sandboxConfig("pod-"+name, ann))
 	if err != nil {
@@ -103,11 +112,11 @@ func startContainer(t *testing.T, r *Runtime, ann map[string]string, name string
 		t.Fatal(err)
 	}
 	id, err := r.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: name}, Image: img,
-		Labels: map[string]string{runtime.LabelPodUID: "pod-" + name}}, nil)
+		Labels: map[string]string{runtime.LabelPodUID: "pod-" + name}, Stdin: stdin, StdinOnce: stdinOnce}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return id, r.StartContainer(ctx, id)
+	return id
 }
 
 func state(t *testing.T, r *Runtime, id string) *runtimeapi.ContainerStatus {

@@ -8,7 +8,6 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 	"github.com/kubeproof/kubeproof/impl/kubelet/server/streamtest"
 )
 
@@ -16,21 +15,8 @@ import (
 // as given), as the kubelet creates one for `kubectl run -i`.
 func startStdinContainer(t *testing.T, r *Runtime, name string, stdinOnce bool) string {
 	t.Helper()
-	ctx := context.Background()
-	sb, err := r.RunPodSandbox(ctx, sandboxConfig("pod-"+name, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	img := &runtimeapi.ImageSpec{Image: "busybox:1"}
-	if _, err := r.PullImage(ctx, img); err != nil {
-		t.Fatal(err)
-	}
-	id, err := r.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: name}, Image: img,
-		Labels: map[string]string{runtime.LabelPodUID: "pod-" + name}, Stdin: true, StdinOnce: stdinOnce}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.StartContainer(ctx, id); err != nil {
+	id := createContainer(t, r, nil, name, true, stdinOnce)
+	if err := r.StartContainer(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
 	return id
