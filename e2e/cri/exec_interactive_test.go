@@ -1,19 +1,18 @@
 package cri
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"io"
 	"net/url"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/server/streamtest"
 )
 
 // kubectlWithStdin runs kubectl with stdin and returns stdout, stderr and
@@ -68,55 +67,30 @@ func TestKubectlExecInteractive(t *testing.T) {
 		t.Fatal(err)
 	}
 	for transport, ex := range map[string]remotecommand.Executor{"spdy": spdyExec, "websocket": wsExec} {
-		stdinR, stdinW := io.Pipe()
-		sizes := make(sizeQueue, 2)
-		sizes <- remotecommand.TerminalSize{Width: 100, Height: 30}
-		var stdout lockedBuffer
-		done := make(chan error, 1)
-		go func() {
-			done <- ex.StreamWithContext(ctxFor(t, 60*time.Second), remotecommand.StreamOptions{Stdin: stdinR, Stdout: &stdout, Tty: true, TerminalSizeQueue: sizes})
-		}()
+		tty := streamtest.StartTTY(ctxFor(t, 60*time.Second), ex, remotecommand.TerminalSize{Width: 100, Height: 30})
 		sawSize := func(want string) bool {
 			return waitUntil(20*time.Second, func() bool {
-				_, _ = io.WriteString(stdinW, "stty size\n")
+				tty.Type("stty size")
 				time.Sleep(100 * time.Millisecond)
-				return strings.Contains(stdout.String(), want)
+				return strings.Contains(tty.Stdout.String(), want)
 			})
 		}
 		if !sawSize("30 100") {
-			t.Errorf("tty over %s: no 30 100 from stty size: %q", transport, stdout.String())
+			t.Errorf("tty over %s: no 30 100 from stty size: %q", transport, tty.Stdout.String())
 		}
-		sizes <- remotecommand.TerminalSize{Width: 120, Height: 40}
+		tty.Sizes <- remotecommand.TerminalSize{Width: 120, Height: 40}
 		if !sawSize("40 120") {
-			t.Errorf("tty over %s: no 40 120 after a resize: %q", transport, stdout.String())
+			t.Errorf("tty over %s: no 40 120 after a resize: %q", transport, tty.Stdout.String())
 		}
-		_, _ = io.WriteString(stdinW, "exit 4\n")
-		if err := <-done; !exitedWithCode(err, 4) {
+		tty.Type("exit 4")
+		if err := <-tty.Done; !exitedWithCode(err, 4) {
 			t.Errorf("tty over %s: session ended with %v, want exit code 4", transport, err)
 		}
-		close(sizes)
-		_ = stdinW.Close()
+		tty.Close()
 	}
 
 	// attach streams what the container's main process writes from now on.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, env.Kubectl, "--kubeconfig", env.Kubeconfig, "attach", "-n", ns, p.Name, "-q")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	var lines []string
-	for len(lines) < 3 && sc.Scan() {
-		lines = append(lines, sc.Text())
-	}
-	cancel()
-	_ = cmd.Wait()
-	if len(lines) < 3 || !strings.HasPrefix(lines[0], "tick ") {
+	if lines, _ := kubectlFirstLines(t, 3, "attach", "-n", ns, p.Name, "-q"); len(lines) < 3 || !strings.HasPrefix(lines[0], "tick ") {
 		t.Errorf("kubectl attach streamed %q", lines)
 	}
 }
@@ -132,34 +106,4 @@ func exitedWith(err error, code int) bool {
 func exitedWithCode(err error, code int) bool {
 	var ee utilexec.CodeExitError
 	return errors.As(err, &ee) && ee.Code == code
-}
-
-// sizeQueue hands client-go the terminal sizes sent on it.
-type sizeQueue chan remotecommand.TerminalSize
-
-func (q sizeQueue) Next() *remotecommand.TerminalSize {
-	s, ok := <-q
-	if !ok {
-		return nil
-	}
-	return &s
-}
-
-// lockedBuffer is a strings.Builder safe for the executor's writer and
-// the test reading it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -1,6 +1,7 @@
 package cri
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -47,6 +48,32 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// kubectlFirstLines starts a streaming kubectl command (logs -f, attach)
+// against the suite's cluster, reads the first n lines of its output (up
+// to 30 s), then stops it. It returns the lines read and the error that
+// ended reading early, if any.
+func kubectlFirstLines(t *testing.T, n int, args ...string) ([]string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, env.Kubectl, append([]string{"--kubeconfig", env.Kubeconfig}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	var lines []string
+	for len(lines) < n && sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	cancel()
+	_ = cmd.Wait()
+	return lines, sc.Err()
 }
 
 // kubectl runs kubectl against the suite's cluster and returns its stdout.

@@ -1,8 +1,6 @@
 package cri
 
 import (
-	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -37,25 +35,9 @@ func TestKubectlLogsAndExec(t *testing.T) {
 	}
 
 	// logs -f keeps streaming lines written after it started.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, env.Kubectl, "--kubeconfig", env.Kubeconfig, "logs", "-f", "-n", ns, p.Name, "--tail=1")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	var lines []string
-	for len(lines) < 10 && sc.Scan() {
-		lines = append(lines, sc.Text())
-	}
-	cancel()
-	_ = cmd.Wait()
+	lines, readErr := kubectlFirstLines(t, 10, "logs", "-f", "-n", ns, p.Name, "--tail=1")
 	if len(lines) < 10 {
-		t.Fatalf("kubectl logs -f streamed %d lines before ending: %q (%v)", len(lines), lines, sc.Err())
+		t.Fatalf("kubectl logs -f streamed %d lines before ending: %q (%v)", len(lines), lines, readErr)
 	}
 	for i := 1; i < len(lines); i++ {
 		var a, b int
@@ -70,7 +52,7 @@ func TestKubectlLogsAndExec(t *testing.T) {
 	if got := mustKubectl(t, "exec", "-n", ns, p.Name, "--", "sh", "-c", "echo $((6*7)); hostname; id -u"); got != "42\ntalker\n0\n" {
 		t.Fatalf("kubectl exec output: %q", got)
 	}
-	_, err = kubectl(t, "exec", "-n", ns, p.Name, "--", "sh", "-c", "exit 3")
+	_, err := kubectl(t, "exec", "-n", ns, p.Name, "--", "sh", "-c", "exit 3")
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
 		t.Fatalf("kubectl exec of a command exiting 3: %v", err)

@@ -11,9 +11,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/server/streamtest"
 )
 
 // TestAttachAndPortForward starts a `kubeproof up` with the whole pipeline
@@ -88,7 +89,7 @@ func TestAttachAndPortForward(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var errOut lockedBuffer
+		var errOut streamtest.Buffer
 		cmd.Stderr = &errOut
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -139,22 +140,4 @@ func TestAttachAndPortForward(t *testing.T) {
 			t.Errorf("kubectl port-forward reported: %s", errOut.String())
 		}
 	})
-}
-
-// lockedBuffer collects a process's output safely while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
