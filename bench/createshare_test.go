@@ -50,11 +50,7 @@ func BenchmarkCreateCPUShare(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	value, err := encodeProtobuf(&corev1.ConfigMap{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: "bench"},
-		Data:       map[string]string{"payload": payload1KiB},
-	})
+	value, err := configMapValue()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -70,14 +66,7 @@ func BenchmarkCreateCPUShare(b *testing.B) {
 	}
 	etcdCreate := func(client *clientv3.Client) func() error {
 		return func() error {
-			key := fmt.Sprintf("/bench-share/%d", seq.Add(1))
-			resp, err := client.Txn(context.Background()).
-				If(clientv3.Compare(clientv3.ModRevision(key), "=", 0)).
-				Then(clientv3.OpPut(key, value)).Commit()
-			if err == nil && !resp.Succeeded {
-				err = fmt.Errorf("key %s exists", key)
-			}
-			return err
+			return txnCreate(context.Background(), client, fmt.Sprintf("/bench-share/%d", seq.Add(1)), value)
 		}
 	}
 	targets := []struct {

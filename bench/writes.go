@@ -137,28 +137,39 @@ func APICreates(ctx context.Context, cfg *rest.Config, contentType, namespace, p
 // an API server creates objects: Txn If(ModRevision(key)==0) Then Put, with
 // the object protobuf-encoded. It is the ceiling API creates are compared to.
 func EtcdTxnCreates(ctx context.Context, client *clientv3.Client, keyPrefix string, clients int, d time.Duration) (WriteResult, error) {
-	value, err := encodeProtobuf(&corev1.ConfigMap{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: "bench"},
-		Data:       map[string]string{"payload": payload1KiB},
-	})
+	value, err := configMapValue()
 	if err != nil {
 		return WriteResult{}, err
 	}
 	return runClients(ctx, "etcd Txn", clients, d, func(ctx context.Context, c, seq int) error {
-		key := fmt.Sprintf("%s/%d-%d", keyPrefix, c, seq)
-		resp, err := client.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(key), "=", 0)).
-			Then(clientv3.OpPut(key, value)).
-			Commit()
-		if err != nil {
-			return err
-		}
-		if !resp.Succeeded {
-			return fmt.Errorf("key %s exists", key)
-		}
-		return nil
+		return txnCreate(ctx, client, fmt.Sprintf("%s/%d-%d", keyPrefix, c, seq), value)
 	}), nil
+}
+
+// configMapValue is what the raw etcd creates store: a 1 KiB ConfigMap,
+// protobuf-encoded as the API server stores it.
+func configMapValue() (string, error) {
+	return encodeProtobuf(&corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: "bench"},
+		Data:       map[string]string{"payload": payload1KiB},
+	})
+}
+
+// txnCreate creates key with value as an API server creates an object:
+// Txn If(ModRevision(key)==0) Then Put; a key that exists is an error.
+func txnCreate(ctx context.Context, client *clientv3.Client, key, value string) error {
+	resp, err := client.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, value)).
+		Commit()
+	if err != nil {
+		return err
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("key %s exists", key)
+	}
+	return nil
 }
 
 func encodeProtobuf(obj runtime.Object) (string, error) {
