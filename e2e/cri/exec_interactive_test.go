@@ -54,19 +54,7 @@ func TestKubectlExecInteractive(t *testing.T) {
 	// A TTY through the client-go executors kubectl uses: stty reports
 	// the size the client set, then the one it resized to.
 	q := url.Values{"container": {"main"}, "command": {"sh"}, "stdin": {"true"}, "stdout": {"true"}, "tty": {"true"}}
-	u, err := url.Parse(env.Cluster.URL + "/api/v1/namespaces/" + ns + "/pods/" + p.Name + "/exec?" + q.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	spdyExec, err := remotecommand.NewSPDYExecutor(env.Cluster.AdminConfig, "POST", u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wsExec, err := remotecommand.NewWebSocketExecutor(env.Cluster.AdminConfig, "GET", u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for transport, ex := range map[string]remotecommand.Executor{"spdy": spdyExec, "websocket": wsExec} {
+	for transport, ex := range streamtest.Executors(t, env.Cluster.AdminConfig, env.Cluster.URL+"/api/v1/namespaces/"+ns+"/pods/"+p.Name+"/exec?"+q.Encode()) {
 		tty := streamtest.StartTTY(ctxFor(t, 60*time.Second), ex, remotecommand.TerminalSize{Width: 100, Height: 30})
 		sawSize := func(want string) bool {
 			return waitUntil(20*time.Second, func() bool {

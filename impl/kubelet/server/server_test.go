@@ -39,6 +39,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 	"github.com/kubeproof/kubeproof/impl/kubelet/server"
+	"github.com/kubeproof/kubeproof/impl/kubelet/server/streamtest"
 )
 
 // growingRuntime is the simulated runtime whose containers can be given
@@ -344,16 +345,7 @@ func TestClientCertificateRequired(t *testing.T) {
 // executors are client-go's two exec transports, as kubectl uses them.
 func executors(t *testing.T, e *env, path string) map[string]remotecommand.Executor {
 	t.Helper()
-	u, _ := url.Parse(e.base + path)
-	spdyExec, err := remotecommand.NewSPDYExecutor(e.rest, "POST", u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wsExec, err := remotecommand.NewWebSocketExecutor(e.rest, "GET", u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return map[string]remotecommand.Executor{"spdy": spdyExec, "websocket": wsExec}
+	return streamtest.Executors(t, e.rest, e.base+path)
 }
 
 func execQuery(container string, cmd ...string) string {

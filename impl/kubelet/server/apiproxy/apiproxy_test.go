@@ -32,7 +32,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
-	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/util/exec"
 
@@ -244,18 +243,8 @@ func TestPodExecThroughTheProxy(t *testing.T) {
 	e := newEnv(t)
 	e.waitNode()
 	e.runPod("web", "node-1", nil, "app")
-	cfg := &restclient.Config{Host: e.api.URL}
 	q := url.Values{"command": {"sh", "-c", "echo hi; exit 2"}, "stdout": {"true"}, "stderr": {"true"}}
-	u, _ := url.Parse(e.api.URL + "/api/v1/namespaces/default/pods/web/exec?" + q.Encode())
-	spdyExec, err := remotecommand.NewSPDYExecutor(cfg, "POST", u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wsExec, err := remotecommand.NewWebSocketExecutor(cfg, "GET", u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, ex := range map[string]remotecommand.Executor{"spdy": spdyExec, "websocket": wsExec} {
+	for name, ex := range e.executors("/api/v1/namespaces/default/pods/web/exec?" + q.Encode()) {
 		var out bytes.Buffer
 		err := ex.StreamWithContext(e.ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: io.Discard})
 		var exitErr exec.CodeExitError
@@ -264,8 +253,7 @@ func TestPodExecThroughTheProxy(t *testing.T) {
 		}
 	}
 	// Refused before reaching the kubelet.
-	u2, _ := url.Parse(e.api.URL + "/api/v1/namespaces/default/pods/web/exec?stdout=true")
-	ex, _ := remotecommand.NewSPDYExecutor(cfg, "POST", u2)
+	ex := e.executors("/api/v1/namespaces/default/pods/web/exec?stdout=true")["spdy"]
 	if err := ex.StreamWithContext(e.ctx, remotecommand.StreamOptions{Stdout: io.Discard}); err == nil || !strings.Contains(err.Error(), "at least one command") {
 		t.Errorf("exec without a command: %v", err)
 	}

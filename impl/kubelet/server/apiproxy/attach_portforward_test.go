@@ -26,17 +26,7 @@ import (
 
 func (e *env) executors(path string) map[string]remotecommand.Executor {
 	e.t.Helper()
-	cfg := &restclient.Config{Host: e.api.URL}
-	u, _ := url.Parse(e.api.URL + path)
-	spdyExec, err := remotecommand.NewSPDYExecutor(cfg, "POST", u)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	wsExec, err := remotecommand.NewWebSocketExecutor(cfg, "GET", u.String())
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return map[string]remotecommand.Executor{"spdy": spdyExec, "websocket": wsExec}
+	return streamtest.Executors(e.t, &restclient.Config{Host: e.api.URL}, e.api.URL+path)
 }
 
 // runStdinPod runs a pod whose one container accepts stdin (stdin: true).

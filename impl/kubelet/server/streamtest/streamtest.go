@@ -1,7 +1,7 @@
 // Package streamtest holds what tests of exec, attach and port-forward
-// sessions share: a buffer a session may write while the test reads it,
-// a terminal size queue fed from the test, and starting a session in the
-// background. The kubelet API, the API server's proxy, the simulated
+// sessions share: both client-go executors, a buffer a session may write
+// while the test reads it, a terminal size queue fed from the test, and
+// starting a session (or a TTY session) in the background. The kubelet API, the API server's proxy, the simulated
 // runtime and the end-to-end tests use it.
 package streamtest
 
@@ -9,8 +9,11 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/url"
 	"sync"
+	"testing"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 )
 
@@ -49,6 +52,26 @@ func (q SizeQueue) Next() *remotecommand.TerminalSize {
 		return nil
 	}
 	return &s
+}
+
+// Executors are the two client-go executors kubectl chooses between for
+// the exec or attach at rawURL, by transport: "spdy" (a POST upgraded to
+// SPDY) and "websocket" (a GET upgraded to WebSocket).
+func Executors(t testing.TB, cfg *rest.Config, rawURL string) map[string]remotecommand.Executor {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spdyExec, err := remotecommand.NewSPDYExecutor(cfg, "POST", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsExec, err := remotecommand.NewWebSocketExecutor(cfg, "GET", rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]remotecommand.Executor{"spdy": spdyExec, "websocket": wsExec}
 }
 
 // Start runs ex's session in its own goroutine; the session's result
