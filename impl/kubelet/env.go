@@ -9,7 +9,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // reasonCreateContainerConfigErr is the waiting reason when a container's
@@ -282,18 +281,19 @@ func expand(s string, vals, services map[string]string) string {
 	return b.String()
 }
 
-// clientEnvSource reads ConfigMaps and Secrets through the API.
+// clientEnvSource reads ConfigMaps and Secrets through the kubelet's object
+// manager (objectcache.go): from the watch of each object its pods use.
 type clientEnvSource struct {
 	ctx context.Context
 	k   *Kubelet
 }
 
 func (s clientEnvSource) ConfigMap(ns, name string) (*v1.ConfigMap, error) {
-	return s.k.client.CoreV1().ConfigMaps(ns).Get(s.ctx, name, metav1.GetOptions{})
+	return s.k.objects.configMap(s.ctx, ns, name)
 }
 
 func (s clientEnvSource) Secret(ns, name string) (*v1.Secret, error) {
-	return s.k.client.CoreV1().Secrets(ns).Get(s.ctx, name, metav1.GetOptions{})
+	return s.k.objects.secret(s.ctx, ns, name)
 }
 
 // ServiceEnv is the pod's service variables (serviceenv.go).

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/credentials"
@@ -33,7 +32,7 @@ func (k *Kubelet) pullKeyring(ctx context.Context, pod *v1.Pod) (*credentials.Ke
 		if ref.Name == "" {
 			continue
 		}
-		s, err := k.client.CoreV1().Secrets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		s, err := k.objects.secret(ctx, pod.Namespace, ref.Name)
 		if err != nil {
 			k.log.Info("unable to retrieve pull secret, the image pull may not succeed", "pod", pod.Namespace+"/"+pod.Name, "secret", ref.Name, "err", err)
 			failed = append(failed, ref.Name)

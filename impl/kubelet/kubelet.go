@@ -62,6 +62,8 @@ type Kubelet struct {
 	clock  clock.WithTicker
 	log    *slog.Logger
 	status *status.Manager
+	// objects serves the ConfigMaps and Secrets pods use (objectcache.go).
+	objects *objectManager
 
 	queue  workqueue.TypedDelayingInterface[types.UID]
 	paused atomic.Bool
@@ -124,6 +126,7 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config, rt runtim
 		cfg: cfg, client: client, rt: rt, clock: cfg.Clock,
 		log:        cfg.Logger.With("node", cfg.NodeName),
 		status:     status.NewManager(client),
+		objects:    newObjectManager(client),
 		pods:       map[types.UID]*podRecord{},
 		relistSeen: map[types.UID]uint64{},
 	}
@@ -184,6 +187,8 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	k.mu.Unlock()
 	defer close(done)
 	defer cancel()
+	k.objects.start(ctx)
+	defer k.objects.stop()
 
 	if k.cfg.Recorder == nil {
 		b := record.NewBroadcaster(record.WithContext(ctx))
@@ -346,6 +351,7 @@ func (k *Kubelet) HandlePod(pod *v1.Pod) {
 	}
 	rec.pod, rec.lastPod = pod, pod
 	k.mu.Unlock()
+	k.objects.registerPod(pod)
 	k.enqueue(pod.UID, 0)
 }
 
@@ -357,6 +363,7 @@ func (k *Kubelet) HandlePodDeleted(pod *v1.Pod) {
 		rec.pod = nil
 	}
 	k.mu.Unlock()
+	k.objects.unregisterPod(pod.UID)
 	if ok {
 		k.enqueue(pod.UID, 0)
 	}

@@ -166,7 +166,7 @@ func (a *Authorizer) decide(ctx context.Context, node string, info *request.Info
 	if info.IsResourceRequest {
 		switch info.APIGroup + "/" + info.Resource {
 		case "/secrets", "/configmaps":
-			return a.readNamespacedObject(node, info)
+			return a.readNamespacedObject(ctx, node, info)
 		case "/persistentvolumeclaims":
 			if info.Subresource == "status" {
 				if info.Verb != "update" && info.Verb != "patch" {
@@ -214,7 +214,7 @@ func (a *Authorizer) get(node, kind string, info *request.Info) decision {
 	return a.related(node, kind, info)
 }
 
-func (a *Authorizer) readNamespacedObject(node string, info *request.Info) decision {
+func (a *Authorizer) readNamespacedObject(ctx context.Context, node string, info *request.Info) decision {
 	switch info.Verb {
 	case "get", "list", "watch":
 	default:
@@ -229,6 +229,16 @@ func (a *Authorizer) readNamespacedObject(node string, info *request.Info) decis
 	kind := kindSecret
 	if info.Resource == "configmaps" {
 		kind = kindConfigMap
+	}
+	if info.Name == "" && (info.Verb == "list" || info.Verb == "watch") {
+		// A list or watch of one object by its name (the kubelet's watch
+		// of each ConfigMap and Secret its pods use) is checked as a get
+		// of that object, as Kubernetes does.
+		if name, ok := a.selectedValue(ctx, info, "metadata.name"); ok {
+			named := *info
+			named.Name = name
+			return a.related(node, kind, &named)
+		}
 	}
 	return a.related(node, kind, info)
 }
@@ -262,23 +272,30 @@ func (a *Authorizer) lease(node string, info *request.Info) decision {
 // selects reports whether the request's field selector requires
 // field=value.
 func (a *Authorizer) selects(ctx context.Context, info *request.Info, field, value string) bool {
+	got, ok := a.selectedValue(ctx, info, field)
+	return ok && got == value
+}
+
+// selectedValue is the value the request's field selector requires of
+// field (field=value or field==value), if it requires one.
+func (a *Authorizer) selectedValue(ctx context.Context, info *request.Info, field string) (string, bool) {
 	if a.cfg.FieldSelector == nil {
-		return false
+		return "", false
 	}
 	raw := a.cfg.FieldSelector(ctx, info)
 	if raw == "" {
-		return false
+		return "", false
 	}
 	sel, err := fields.ParseSelector(raw)
 	if err != nil {
-		return false
+		return "", false
 	}
 	for _, r := range sel.Requirements() {
-		if r.Field == field && (r.Operator == selection.Equals || r.Operator == selection.DoubleEquals) && r.Value == value {
-			return true
+		if r.Field == field && (r.Operator == selection.Equals || r.Operator == selection.DoubleEquals) {
+			return r.Value, true
 		}
 	}
-	return false
+	return "", false
 }
 
 func (a *Authorizer) node(ctx context.Context, node string, info *request.Info) decision {

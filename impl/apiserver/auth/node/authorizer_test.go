@@ -141,6 +141,11 @@ func TestNodeAuthorizer(t *testing.T) {
 		{"list secrets", A, info("list", "", "secrets", "", "ns", ""), "", auth.DecisionNoOpinion, "No Object name found"},
 		{"write secret", A, info("update", "", "secrets", "", "ns", "secret-a"), "", auth.DecisionNoOpinion, "can only read resources of this type"},
 		{"own configmap", A, info("get", "", "configmaps", "", "ns", "cm-a"), "", auth.DecisionAllow, ""},
+		{"watch own configmap by name", A, info("watch", "", "configmaps", "", "ns", ""), "metadata.name=cm-a", auth.DecisionAllow, ""},
+		{"list own secret by name", A, info("list", "", "secrets", "", "ns", ""), "metadata.name==secret-a", auth.DecisionAllow, ""},
+		{"watch other node's secret by name", A, info("watch", "", "secrets", "", "ns", ""), "metadata.name=secret-b", auth.DecisionNoOpinion, "no relationship found between node 'a' and this object"},
+		{"watch own configmap in other namespace", A, info("watch", "", "configmaps", "", "other", ""), "metadata.name=cm-a", auth.DecisionNoOpinion, "no relationship found between node 'a' and this object"},
+		{"watch configmaps by other field", A, info("watch", "", "configmaps", "", "ns", ""), "metadata.namespace=ns", auth.DecisionNoOpinion, "No Object name found"},
 		{"same name other namespace", A, info("get", "", "configmaps", "", "other", "cm-a"), "", auth.DecisionNoOpinion, "no relationship found between node 'a' and this object"},
 
 		{"own pod", A, info("get", "", "pods", "", "ns", "pod-a"), "", auth.DecisionAllow, ""},

@@ -1,0 +1,346 @@
+package kubelet
+
+import (
+	"context"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// The object manager: how the kubelet reads the ConfigMaps and Secrets its
+// pods use (volumes, env, envFrom, image pull secrets) — upstream's Watch
+// change-detection strategy. Every object a registered pod references is
+// watched on its own (a list/watch with the field selector
+// metadata.name=<name> in its namespace, which the Node authorizer allows
+// for objects of the node's pods), reference-counted by the pods that use
+// it; reads come from that watch's store, so a periodic volume refresh
+// costs no request. A watch starts at the first read of its object while
+// the kubelet runs and stops when the last pod using the object is
+// unregistered or the kubelet stops. Until a watch has synced, a read
+// falls back to a GET; an object the synced store lacks is NotFound.
+
+const (
+	resourceConfigMaps = "configmaps"
+	resourceSecrets    = "secrets"
+)
+
+// objectRef names one ConfigMap or Secret.
+type objectRef struct {
+	resource, namespace, name string
+}
+
+// objectWatch is the watch of one referenced object.
+type objectWatch struct {
+	pods   int // registered pods referencing it
+	store  cache.Store
+	ctrl   cache.Controller
+	cancel context.CancelFunc // nil until the watch starts
+}
+
+// objectManager serves the ConfigMaps and Secrets of registered pods.
+type objectManager struct {
+	client kubernetes.Interface
+
+	mu      sync.Mutex
+	ctx     context.Context // the kubelet's run context; nil when not running
+	pods    map[types.UID][]objectRef
+	watches map[objectRef]*objectWatch
+	wg      sync.WaitGroup // running watches
+}
+
+func newObjectManager(client kubernetes.Interface) *objectManager {
+	return &objectManager{client: client, pods: map[types.UID][]objectRef{}, watches: map[objectRef]*objectWatch{}}
+}
+
+// start lets reads start watches, which end when ctx does or stop is called.
+func (m *objectManager) start(ctx context.Context) {
+	m.mu.Lock()
+	m.ctx = ctx
+	m.mu.Unlock()
+}
+
+// stop ends every watch and waits for them; reads then GET until the next
+// start. Registrations are kept.
+func (m *objectManager) stop() {
+	m.mu.Lock()
+	m.ctx = nil
+	for _, w := range m.watches {
+		if w.cancel != nil {
+			w.cancel()
+		}
+		w.store, w.ctrl, w.cancel = nil, nil, nil
+	}
+	m.mu.Unlock()
+	m.wg.Wait()
+}
+
+// registerPod records the objects pod references (replacing what an
+// earlier version of it referenced).
+func (m *objectManager) registerPod(pod *v1.Pod) {
+	refs := podObjectRefs(pod)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old, had := m.pods[pod.UID]
+	if had && equalRefs(old, refs) {
+		return
+	}
+	// Take the new references before dropping the old ones, so an object
+	// both versions use keeps its watch.
+	for _, r := range refs {
+		w := m.watches[r]
+		if w == nil {
+			w = &objectWatch{}
+			m.watches[r] = w
+		}
+		w.pods++
+	}
+	m.release(old)
+	m.pods[pod.UID] = refs
+}
+
+// unregisterPod drops the pod's references; a watch no pod needs stops.
+func (m *objectManager) unregisterPod(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.release(m.pods[uid])
+	delete(m.pods, uid)
+}
+
+// release drops one reference to each of refs. m.mu is held.
+func (m *objectManager) release(refs []objectRef) {
+	for _, r := range refs {
+		w := m.watches[r]
+		if w == nil {
+			continue
+		}
+		if w.pods--; w.pods > 0 {
+			continue
+		}
+		if w.cancel != nil {
+			w.cancel()
+		}
+		delete(m.watches, r)
+	}
+}
+
+// watching is the number of watches running (for tests).
+func (m *objectManager) watching() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, w := range m.watches {
+		if w.cancel != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// configMap returns the named ConfigMap.
+func (m *objectManager) configMap(ctx context.Context, ns, name string) (*v1.ConfigMap, error) {
+	obj, err := m.get(ctx, objectRef{resourceConfigMaps, ns, name})
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*v1.ConfigMap), nil
+}
+
+// secret returns the named Secret.
+func (m *objectManager) secret(ctx context.Context, ns, name string) (*v1.Secret, error) {
+	obj, err := m.get(ctx, objectRef{resourceSecrets, ns, name})
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*v1.Secret), nil
+}
+
+// get reads r from its watch's store, starting the watch if needed; it
+// GETs r when no registered pod references it, the kubelet is not
+// running, or the watch has not synced yet. Objects from the store are
+// shared: callers must not modify them.
+func (m *objectManager) get(ctx context.Context, r objectRef) (runtime.Object, error) {
+	m.mu.Lock()
+	w := m.watches[r]
+	if w == nil || m.ctx == nil {
+		m.mu.Unlock()
+		return m.fetch(ctx, r)
+	}
+	if w.cancel == nil {
+		m.startWatch(r, w)
+	}
+	store, ctrl := w.store, w.ctrl
+	m.mu.Unlock()
+	if !ctrl.HasSynced() {
+		return m.fetch(ctx, r)
+	}
+	obj, exists, err := store.GetByKey(r.namespace + "/" + r.name)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: r.resource}, r.name)
+	}
+	return obj.(runtime.Object), nil
+}
+
+// startWatch runs the watch of r. m.mu is held and m.ctx is set.
+func (m *objectManager) startWatch(r objectRef, w *objectWatch) {
+	ctx, cancel := context.WithCancel(m.ctx)
+	sel := fields.OneTermEqualSelector("metadata.name", r.name).String()
+	var lw *cache.ListWatch
+	var objType runtime.Object
+	switch r.resource {
+	case resourceConfigMaps:
+		objType = &v1.ConfigMap{}
+		lw = &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				o.FieldSelector = sel
+				return m.client.CoreV1().ConfigMaps(r.namespace).List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				o.FieldSelector = sel
+				return m.client.CoreV1().ConfigMaps(r.namespace).Watch(ctx, o)
+			},
+		}
+	default:
+		objType = &v1.Secret{}
+		lw = &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				o.FieldSelector = sel
+				return m.client.CoreV1().Secrets(r.namespace).List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				o.FieldSelector = sel
+				return m.client.CoreV1().Secrets(r.namespace).Watch(ctx, o)
+			},
+		}
+	}
+	store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, m.client), // a fake clientset cannot watch-list,
+		ObjectType:    objType,
+		Handler:       cache.ResourceEventHandlerFuncs{},
+	})
+	w.store, w.ctrl, w.cancel = store, ctrl, cancel
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		ctrl.RunWithContext(ctx)
+	}()
+}
+
+// fetch GETs r from the API.
+func (m *objectManager) fetch(ctx context.Context, r objectRef) (runtime.Object, error) {
+	if r.resource == resourceConfigMaps {
+		return m.client.CoreV1().ConfigMaps(r.namespace).Get(ctx, r.name, metav1.GetOptions{})
+	}
+	return m.client.CoreV1().Secrets(r.namespace).Get(ctx, r.name, metav1.GetOptions{})
+}
+
+// podObjectRefs lists, without duplicates, the ConfigMaps and Secrets the
+// pod references: image pull secrets, env and envFrom of every container,
+// and configMap, secret and projected volumes.
+func podObjectRefs(pod *v1.Pod) []objectRef {
+	var refs []objectRef
+	seen := map[objectRef]bool{}
+	add := func(resource, name string) {
+		if name == "" {
+			return
+		}
+		r := objectRef{resource, pod.Namespace, name}
+		if !seen[r] {
+			seen[r] = true
+			refs = append(refs, r)
+		}
+	}
+	for _, s := range pod.Spec.ImagePullSecrets {
+		add(resourceSecrets, s.Name)
+	}
+	containerRefs := func(env []v1.EnvVar, envFrom []v1.EnvFromSource) {
+		for _, e := range envFrom {
+			if e.ConfigMapRef != nil {
+				add(resourceConfigMaps, e.ConfigMapRef.Name)
+			}
+			if e.SecretRef != nil {
+				add(resourceSecrets, e.SecretRef.Name)
+			}
+		}
+		for _, e := range env {
+			if e.ValueFrom == nil {
+				continue
+			}
+			if e.ValueFrom.ConfigMapKeyRef != nil {
+				add(resourceConfigMaps, e.ValueFrom.ConfigMapKeyRef.Name)
+			}
+			if e.ValueFrom.SecretKeyRef != nil {
+				add(resourceSecrets, e.ValueFrom.SecretKeyRef.Name)
+			}
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		containerRefs(pod.Spec.InitContainers[i].Env, pod.Spec.InitContainers[i].EnvFrom)
+	}
+	for i := range pod.Spec.Containers {
+		containerRefs(pod.Spec.Containers[i].Env, pod.Spec.Containers[i].EnvFrom)
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		containerRefs(pod.Spec.EphemeralContainers[i].Env, pod.Spec.EphemeralContainers[i].EnvFrom)
+	}
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		switch {
+		case v.ConfigMap != nil:
+			add(resourceConfigMaps, v.ConfigMap.Name)
+		case v.Secret != nil:
+			add(resourceSecrets, v.Secret.SecretName)
+		case v.Projected != nil:
+			for _, s := range v.Projected.Sources {
+				if s.ConfigMap != nil {
+					add(resourceConfigMaps, s.ConfigMap.Name)
+				}
+				if s.Secret != nil {
+					add(resourceSecrets, s.Secret.Name)
+				}
+			}
+		}
+	}
+	return refs
+}
+
+func equalRefs(a, b []objectRef) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// ObjectWatches is the number of watches of ConfigMaps and Secrets running
+// and how many of them have synced.
+func (k *Kubelet) ObjectWatches() (running, synced int) {
+	m := k.objects
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, w := range m.watches {
+		if w.cancel == nil {
+			continue
+		}
+		running++
+		if w.ctrl.HasSynced() {
+			synced++
+		}
+	}
+	return running, synced
+}
