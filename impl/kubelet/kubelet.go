@@ -351,7 +351,7 @@ func (k *Kubelet) HandlePod(pod *v1.Pod) {
 	}
 	rec.pod, rec.lastPod = pod, pod
 	k.mu.Unlock()
-	k.objects.registerPod(pod)
+	k.objects.updatePod(pod)
 	k.enqueue(pod.UID, 0)
 }
 

@@ -83,6 +83,17 @@ func (m *objectManager) stop() {
 	m.wg.Wait()
 }
 
+// updatePod registers pod, or unregisters it once it has reached
+// Succeeded or Failed: a finished pod waiting for garbage collection needs
+// no watches (as upstream's pod manager).
+func (m *objectManager) updatePod(pod *v1.Pod) {
+	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		m.unregisterPod(pod.UID)
+		return
+	}
+	m.registerPod(pod)
+}
+
 // registerPod records the objects pod references (replacing what an
 // earlier version of it referenced).
 func (m *objectManager) registerPod(pod *v1.Pod) {
@@ -250,16 +261,17 @@ func (m *objectManager) fetch(ctx context.Context, r objectRef) (runtime.Object,
 // and configMap, secret and projected volumes.
 func podObjectRefs(pod *v1.Pod) []objectRef {
 	var refs []objectRef
-	seen := map[objectRef]bool{}
 	add := func(resource, name string) {
 		if name == "" {
 			return
 		}
 		r := objectRef{resource, pod.Namespace, name}
-		if !seen[r] {
-			seen[r] = true
-			refs = append(refs, r)
+		for _, have := range refs { // a pod references a handful at most
+			if have == r {
+				return
+			}
 		}
+		refs = append(refs, r)
 	}
 	for _, s := range pod.Spec.ImagePullSecrets {
 		add(resourceSecrets, s.Name)

@@ -171,12 +171,19 @@ func TestObjectManagerServesPodsFromWatches(t *testing.T) {
 		t.Fatalf("sync error = %v", err)
 	}
 
-	// Pods go: shared watches stay until the last user is gone.
+	// Pods go: shared watches stay until the last user is gone. A pod
+	// that has finished (Succeeded or Failed) needs no watches either.
 	h.k.HandlePodDeleted(r)
-	h.k.HandlePodDeleted(p)
+	finished := h.get(p).DeepCopy()
+	finished.Status.Phase = v1.PodSucceeded
+	h.k.HandlePod(finished)
 	if n := h.k.objects.watching(); n != 3 {
-		t.Errorf("%d watches after the first pod went, want 3", n)
+		t.Errorf("%d watches after the first pod finished, want 3", n)
 	}
+	if _, ok := h.k.objects.pods[p.UID]; ok {
+		t.Errorf("a Succeeded pod is still registered")
+	}
+	h.k.HandlePodDeleted(p)
 	h.k.HandlePodDeleted(q)
 	if n := h.k.objects.watching(); n != 0 {
 		t.Errorf("%d watches after every pod went, want 0", n)
