@@ -21,6 +21,11 @@ func writeOpsTable(w io.Writer, m Machine, rateName string, results []WriteResul
 		fmt.Fprintf(w, "| %s | %d | %d | %d | %.0f | %s | %s | %s | %s |\n", r.Target, r.Clients, r.Ops, r.Errors, r.Rate,
 			ms(r.Latencies.P50), ms(r.Latencies.P99), ms(r.Latencies.Max), us(r.ProcessCPUPerOp))
 	}
+	for _, r := range results {
+		if r.FirstError != "" {
+			fmt.Fprintf(w, "\n%s at %d clients, first error: %s\n", r.Target, r.Clients, r.FirstError)
+		}
+	}
 }
 
 // us formats a per-operation CPU time; "—" when not measured.

@@ -25,11 +25,13 @@ type WriteResult struct {
 	Target string `json:"target"`
 	// Op is what each operation was: "" (or "create") for creates,
 	// "update" for compare-and-swap updates of an existing object.
-	Op      string        `json:"op,omitempty"`
-	Clients int           `json:"clients"`
-	Ops     int64         `json:"ops"`
-	Errors  int64         `json:"errors"`
-	Elapsed time.Duration `json:"elapsed"`
+	Op      string `json:"op,omitempty"`
+	Clients int    `json:"clients"`
+	Ops     int64  `json:"ops"`
+	Errors  int64  `json:"errors"`
+	// FirstError is the first failed call's error, if any failed.
+	FirstError string        `json:"first_error,omitempty"`
+	Elapsed    time.Duration `json:"elapsed"`
 	// Rate is successful operations per second.
 	Rate      float64   `json:"rate"`
 	Latencies Latencies `json:"latencies"`
@@ -51,6 +53,7 @@ var payload1KiB = strings.Repeat("x", 1024)
 // writes lands after the caller's cleanup) but not counted.
 func runClients(ctx context.Context, target string, clients int, d time.Duration, op func(ctx context.Context, client, seq int) error) WriteResult {
 	var ops, errs atomic.Int64
+	var firstErr atomic.Value
 	lat := make([][]time.Duration, clients)
 	var wg sync.WaitGroup
 	startCPU := processCPU()
@@ -68,6 +71,7 @@ func runClients(ctx context.Context, target string, clients int, d time.Duration
 				}
 				if err != nil {
 					errs.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
 					continue
 				}
 				lat[c] = append(lat[c], time.Since(t0))
@@ -85,6 +89,9 @@ func runClients(ctx context.Context, target string, clients int, d time.Duration
 	r := WriteResult{
 		Target: target, Clients: clients, Ops: ops.Load(), Errors: errs.Load(), Elapsed: elapsed,
 		Rate: float64(ops.Load()) / elapsed.Seconds(), Latencies: Summarize(all),
+	}
+	if e, ok := firstErr.Load().(string); ok {
+		r.FirstError = e
 	}
 	if n := ops.Load(); n > 0 && cpu > 0 {
 		r.ProcessCPUPerOp = cpu / time.Duration(n)
