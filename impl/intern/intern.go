@@ -73,7 +73,7 @@ func (t *Table) Conditions(cs []v1.PodCondition) []v1.PodCondition {
 		b.WriteString(strconv.FormatInt(c.LastTransitionTime.UnixNano(), 10))
 		b.WriteByte(1)
 	}
-	return lookup(&t.mu, t.conditions, maxValues, b.String(), cs)
+	return Lookup(&t.mu, t.conditions, maxValues, b.String(), cs)
 }
 
 // Projected returns the shared projected volume source equal to p (every
@@ -87,12 +87,14 @@ func (t *Table) Projected(p *v1.ProjectedVolumeSource) *v1.ProjectedVolumeSource
 	if err != nil {
 		return p
 	}
-	return lookup(&t.mu, t.projected, maxValues, string(raw), p)
+	return Lookup(&t.mu, t.projected, maxValues, string(raw), p)
 }
 
-// lookup returns the value stored under key, storing v first if there is
-// room.
-func lookup[T any](mu *sync.Mutex, table map[string]T, limit int, key string, v T) T {
+// Lookup returns the value stored under key in table, storing v there
+// first if the table has fewer than limit entries; mu guards table. It is
+// the bounded sharing every table here is built on, exported for caches
+// of other types (the simulated runtime's records).
+func Lookup[T any](mu *sync.Mutex, table map[string]T, limit int, key string, v T) T {
 	mu.Lock()
 	defer mu.Unlock()
 	if shared, ok := table[key]; ok {
@@ -109,7 +111,7 @@ func (t *Table) String(s string) string {
 	if s == "" {
 		return s
 	}
-	return lookup(&t.mu, t.strings, maxStrings, s, s)
+	return Lookup(&t.mu, t.strings, maxStrings, s, s)
 }
 
 // Labels returns the shared map equal to m (also for annotations and
@@ -125,7 +127,7 @@ func (t *Table) Labels(m map[string]string) map[string]string {
 		b.WriteString(m[k])
 		b.WriteByte(0)
 	}
-	return lookup(&t.mu, t.labels, maxValues, b.String(), m)
+	return Lookup(&t.mu, t.labels, maxValues, b.String(), m)
 }
 
 // Resources returns the shared resource list equal to rl.
@@ -141,7 +143,7 @@ func (t *Table) Resources(rl v1.ResourceList) v1.ResourceList {
 		b.WriteString(q.String())
 		b.WriteByte(0)
 	}
-	return lookup(&t.mu, t.resources, maxValues, b.String(), rl)
+	return Lookup(&t.mu, t.resources, maxValues, b.String(), rl)
 }
 
 // Tolerations returns the shared slice equal to ts.
@@ -166,7 +168,7 @@ func (t *Table) Tolerations(ts []v1.Toleration) []v1.Toleration {
 		}
 		b.WriteByte(1)
 	}
-	return lookup(&t.mu, t.tolerations, maxValues, b.String(), ts)
+	return Lookup(&t.mu, t.tolerations, maxValues, b.String(), ts)
 }
 
 // Pod shares the repeated values of p in place: namespace, generateName,

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -101,7 +102,7 @@ func (m *objectManager) registerPod(pod *v1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old, had := m.pods[pod.UID]
-	if had && equalRefs(old, refs) {
+	if had && slices.Equal(old, refs) {
 		return
 	}
 	// Take the new references before dropping the old ones, so an object
@@ -325,18 +326,6 @@ func podObjectRefs(pod *v1.Pod) []objectRef {
 		}
 	}
 	return refs
-}
-
-func equalRefs(a, b []objectRef) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // ObjectWatches is the number of watches of ConfigMaps and Secrets running

@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func TestPodObjectRefs(t *testing.T) {
 		{resourceSecrets, "ns", "env-secret"}, {resourceSecrets, "ns", "vol-secret"},
 		{resourceConfigMaps, "ns", "kube-root-ca.crt"}, {resourceSecrets, "ns", "proj-secret"},
 	}
-	if got := podObjectRefs(p); !equalRefs(got, want) {
+	if got := podObjectRefs(p); !slices.Equal(got, want) {
 		t.Errorf("refs\n got %v\nwant %v", got, want)
 	}
 }

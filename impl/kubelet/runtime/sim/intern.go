@@ -6,6 +6,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeproof/kubeproof/impl/intern"
 )
 
 // A simulated container keeps what its kubelet created it with (the
@@ -40,15 +42,7 @@ func newSharedParts() *sharedParts {
 }
 
 func share[T any](mu *sync.Mutex, table map[string]T, key string, v T) T {
-	mu.Lock()
-	defer mu.Unlock()
-	if s, ok := table[key]; ok {
-		return s
-	}
-	if len(table) < maxShared {
-		table[key] = v
-	}
-	return v
+	return intern.Lookup(mu, table, maxShared, key, v)
 }
 
 // env returns the shared environment equal to kvs (order matters: it is
