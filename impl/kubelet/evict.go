@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 	"github.com/kubeproof/kubeproof/impl/kubelet/status"
 )
 
@@ -26,9 +27,9 @@ const reasonTerminationByKubelet = "TerminationByKubelet"
 
 // newEvictionManager builds the manager from the config: the simulated
 // provider unless one is given or the runtime is a real CRI runtime (then
-// the host's figures; Config.EvictionProvider can add CRI container
-// stats).
-func newEvictionManager(cfg *Config, runtimeType string) (*eviction.Manager, *eviction.SimProvider, error) {
+// the host's figures). A host provider without stats of its own measures
+// pods with the runtime's CRI container stats and counts their log files.
+func newEvictionManager(cfg *Config, rt runtime.Runtime) (*eviction.Manager, *eviction.SimProvider, error) {
 	ecfg, err := cfg.evictionConfig()
 	if err != nil {
 		return nil, nil, err
@@ -36,15 +37,24 @@ func newEvictionManager(cfg *Config, runtimeType string) (*eviction.Manager, *ev
 	provider := cfg.EvictionProvider
 	var sim *eviction.SimProvider
 	if provider == nil {
-		if runtimeType == "sim" {
+		if rt.Type() == "sim" {
 			sim = eviction.NewSimProvider(cfg.Memory, cfg.EphemeralStorage)
 			provider = sim
 		} else {
 			provider = eviction.HostProvider{RootDir: cfg.RootDir}
 		}
 	}
-	if p, ok := provider.(*eviction.SimProvider); ok {
+	switch p := provider.(type) {
+	case *eviction.SimProvider:
 		sim = p
+	case eviction.HostProvider:
+		if l, ok := rt.(eviction.ContainerStatsLister); ok && p.Stats == nil {
+			p.Stats = l
+		}
+		if p.LogsDir == "" {
+			p.LogsDir = cfg.PodLogsDir
+		}
+		provider = p
 	}
 	return eviction.NewManager(ecfg, provider), sim, nil
 }

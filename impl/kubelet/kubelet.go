@@ -134,7 +134,7 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config, rt runtim
 		k.events.Store(&cfg.Recorder)
 	}
 	var err error
-	if k.evictions, k.simEviction, err = newEvictionManager(&k.cfg, rt.Type()); err != nil {
+	if k.evictions, k.simEviction, err = newEvictionManager(&k.cfg, rt); err != nil {
 		return nil, fmt.Errorf("kubelet %s: %w", cfg.NodeName, err)
 	}
 	if k.simEviction != nil {

@@ -20,8 +20,7 @@ import (
 
 // nodeGC returns the collector, made (and its first image detection run,
 // which counts images already present as old) at the first eviction
-// interval, when a host provider also starts measuring pods with the
-// runtime's stats; nil if the runtime cannot list and remove images.
+// interval; nil if the runtime cannot list and remove images.
 func (k *Kubelet) nodeGC(ctx context.Context, now time.Time) *gc.Collector {
 	if c, ok := k.evictions.NodeReclaimer().(*gc.Collector); ok {
 		return c
@@ -35,24 +34,7 @@ func (k *Kubelet) nodeGC(ctx context.Context, now time.Time) *gc.Collector {
 		k.log.Info("image garbage collector: first detection", "err", err)
 	}
 	k.evictions.SetNodeReclaimer(c)
-	k.measureWithRuntime()
 	return c
-}
-
-// measureWithRuntime lets a host provider measure pods with the runtime's
-// CRI stats and count their log files, unless it was given its own.
-func (k *Kubelet) measureWithRuntime() {
-	hp, ok := k.evictions.Provider().(eviction.HostProvider)
-	if !ok {
-		return
-	}
-	if l, ok := k.rt.(eviction.ContainerStatsLister); ok && hp.Stats == nil {
-		hp.Stats = l
-	}
-	if hp.LogsDir == "" {
-		hp.LogsDir = k.cfg.PodLogsDir
-	}
-	k.evictions.SetProvider(hp)
 }
 
 // collectGarbage runs the periodic image GC when it is due, measuring the

@@ -44,13 +44,6 @@ func (m *Manager) Provider() Provider {
 	return m.provider
 }
 
-// SetProvider replaces the provider (from the next Synchronize on).
-func (m *Manager) SetProvider(p Provider) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.provider = p
-}
-
 // SetNodeReclaimer sets what frees node-level resources (dead
 // containers, unused images) before pods are evicted for disk; without
 // one pods are evicted at once.
