@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -62,49 +63,24 @@ func Start(ctx context.Context, cfg Config) (*Etcd, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("embedded etcd: DataDir is required")
 	}
-	clientURL, err := loopbackURL(cfg.ClientPort)
-	if err != nil {
-		return nil, fmt.Errorf("choosing etcd client port: %w", err)
-	}
-	peerURL, err := loopbackURL(cfg.PeerPort)
-	if err != nil {
-		return nil, fmt.Errorf("choosing etcd peer port: %w", err)
-	}
-
-	ec := embed.NewConfig()
-	ec.Name = "kubeproof"
-	ec.Dir = cfg.DataDir
-	ec.ListenClientUrls = []url.URL{*clientURL}
-	ec.AdvertiseClientUrls = []url.URL{*clientURL}
-	ec.ListenPeerUrls = []url.URL{*peerURL}
-	ec.AdvertisePeerUrls = []url.URL{*peerURL}
-	ec.InitialCluster = ec.Name + "=" + peerURL.String()
-	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
-	// kube-apiserver compacts on its own schedule (package compact); etcd's
-	// own periodic compactor stays off.
-	ec.AutoCompactionRetention = "0"
-	if cfg.WatchProgressNotifyInterval > 0 {
-		ec.WatchProgressNotifyInterval = cfg.WatchProgressNotifyInterval
-	}
-	if cfg.QuotaBackendBytes > 0 {
-		ec.QuotaBackendBytes = cfg.QuotaBackendBytes
-	}
-	// API objects may be up to 3 MiB plus envelope.
-	ec.MaxRequestBytes = 4 * 1024 * 1024
-	level := cfg.LogLevel
-	if level == "" {
-		level = "error"
-	}
-	ec.LogLevel = level
-	lg, err := newLogger(level)
-	if err != nil {
-		return nil, err
-	}
-	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
-
-	srv, err := embed.StartEtcd(ec)
-	if err != nil {
-		return nil, fmt.Errorf("starting embedded etcd in %s: %w", cfg.DataDir, err)
+	// A free port is chosen before etcd listens on it, so another process
+	// may take it in between; when that happens to a port we chose, choose
+	// again.
+	var (
+		srv       *embed.Etcd
+		clientURL *url.URL
+		lg        *zap.Logger
+	)
+	for attempt := 1; ; attempt++ {
+		var err error
+		srv, clientURL, lg, err = startOnce(cfg)
+		if err == nil {
+			break
+		}
+		portsChosen := cfg.ClientPort == 0 || cfg.PeerPort == 0
+		if !portsChosen || !errors.Is(err, syscall.EADDRINUSE) || attempt == maxPortAttempts {
+			return nil, err
+		}
 	}
 	timeout := cfg.StartTimeout
 	if timeout == 0 {
@@ -191,21 +167,82 @@ func (e *Etcd) Close() error {
 	return nil
 }
 
+// maxPortAttempts bounds how often Start chooses new free ports after
+// losing one to another process.
+const maxPortAttempts = 5
+
+// startOnce chooses the ports and starts etcd once; it returns the client
+// URL and the logger the client should share.
+func startOnce(cfg Config) (*embed.Etcd, *url.URL, *zap.Logger, error) {
+	clientURL, err := loopbackURL(cfg.ClientPort)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("choosing etcd client port: %w", err)
+	}
+	peerURL, err := loopbackURL(cfg.PeerPort)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("choosing etcd peer port: %w", err)
+	}
+
+	ec := embed.NewConfig()
+	ec.Name = "kubeproof"
+	ec.Dir = cfg.DataDir
+	ec.ListenClientUrls = []url.URL{*clientURL}
+	ec.AdvertiseClientUrls = []url.URL{*clientURL}
+	ec.ListenPeerUrls = []url.URL{*peerURL}
+	ec.AdvertisePeerUrls = []url.URL{*peerURL}
+	ec.InitialCluster = ec.Name + "=" + peerURL.String()
+	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
+	// kube-apiserver compacts on its own schedule (package compact); etcd's
+	// own periodic compactor stays off.
+	ec.AutoCompactionRetention = "0"
+	if cfg.WatchProgressNotifyInterval > 0 {
+		ec.WatchProgressNotifyInterval = cfg.WatchProgressNotifyInterval
+	}
+	if cfg.QuotaBackendBytes > 0 {
+		ec.QuotaBackendBytes = cfg.QuotaBackendBytes
+	}
+	// API objects may be up to 3 MiB plus envelope.
+	ec.MaxRequestBytes = 4 * 1024 * 1024
+	level := cfg.LogLevel
+	if level == "" {
+		level = "error"
+	}
+	ec.LogLevel = level
+	lg, err := newLogger(level)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
+
+	srv, err := embed.StartEtcd(ec)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("starting embedded etcd in %s: %w", cfg.DataDir, err)
+	}
+	return srv, clientURL, lg, nil
+}
+
 // loopbackURL returns http://127.0.0.1:port, picking a free port when port
 // is 0. (etcd must know its port before it listens because the port is part
 // of the member's advertised URLs.)
 func loopbackURL(port int) (*url.URL, error) {
 	if port == 0 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		port = l.Addr().(*net.TCPAddr).Port
-		if err := l.Close(); err != nil {
+		var err error
+		if port, err = freeLoopbackPort(); err != nil {
 			return nil, err
 		}
 	}
 	return &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}, nil
+}
+
+// freeLoopbackPort returns a loopback port that was free a moment ago. It is
+// a variable so that a test can hand out a taken port.
+var freeLoopbackPort = func() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	return port, l.Close()
 }
 
 func newLogger(level string) (*zap.Logger, error) {

@@ -3,8 +3,10 @@ package embedded
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -120,5 +122,46 @@ func TestInProcessClientSeesTheSameData(t *testing.T) {
 	}
 	if _, err := in.Get(ctx, "/registry/a", clientv3.WithRev(put.Header.Revision)); !errors.Is(err, rpctypes.ErrCompacted) {
 		t.Fatalf("read at a compacted revision: %v, want %v", err, rpctypes.ErrCompacted)
+	}
+}
+
+// A free port can be taken by another process between being chosen and
+// etcd listening on it; Start then chooses again instead of failing.
+func TestStartChoosesAgainWhenAChosenPortIsTaken(t *testing.T) {
+	defer leakcheck.CheckAll(t)()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	takenPort := taken.Addr().(*net.TCPAddr).Port
+
+	choose := freeLoopbackPort
+	handedOut := 0
+	freeLoopbackPort = func() (int, error) {
+		handedOut++
+		if handedOut <= 2 { // the first attempt's client and peer ports
+			return takenPort, nil
+		}
+		return choose()
+	}
+	defer func() { freeLoopbackPort = choose }()
+
+	e, err := Start(context.Background(), Config{DataDir: t.TempDir(), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatalf("Start with a taken port chosen first: %v", err)
+	}
+	defer e.Close()
+	if handedOut < 4 {
+		t.Errorf("ports handed out = %d, want a second choice of both", handedOut)
+	}
+	if strings.Contains(e.Endpoints()[0], fmt.Sprintf(":%d", takenPort)) {
+		t.Errorf("endpoint %s uses the taken port", e.Endpoints()[0])
+	}
+
+	// A port the caller asked for is not replaced.
+	_, err = Start(context.Background(), Config{DataDir: t.TempDir(), UnsafeNoFsync: true, ClientPort: takenPort, PeerPort: takenPort})
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		t.Fatalf("Start on a taken, requested port: err = %v, want EADDRINUSE", err)
 	}
 }
