@@ -399,6 +399,7 @@ func New(cfg Config) (*Server, error) {
 	h = filters.WithMetrics(h, m)
 	h = filters.WithRequestInfo(h)
 	h = filters.WithPanicRecovery(h, codecs, s.log)
+	h = filters.WithStackReserve(h)
 	s.handler = h
 	return s, nil
 }

@@ -22,7 +22,6 @@ import (
 const generateNameAttempts = 8
 
 func (h *Handler) create(w http.ResponseWriter, r *http.Request, info *request.Info) error {
-	growStack()
 	wo, target, body, err := h.readWrite(w, r, "CreateOptions")
 	if err != nil {
 		return err
@@ -142,27 +141,3 @@ func generateName(base string) string {
 	}
 	return fmt.Sprintf("%s%s", base, b)
 }
-
-// createStackBytes is about the stack a create reaches (the managed-fields
-// computation walks the object recursively, under the HTTP/2, filter and
-// etcd client frames).
-const createStackBytes = 32 << 10
-
-// growStack makes the goroutine's stack at least createStackBytes deep
-// while it is still shallow. Every HTTP/2 request runs on a new goroutine
-// with a small stack; left alone, a create doubles it several times at its
-// deepest points, each time copying and adjusting every frame (stack
-// copying was 6-10% of the process's CPU in BenchmarkWriteShare, most of it
-// under the managed-fields walk). Growing once up front copies a few frames
-// only.
-//
-//go:noinline
-func growStack() {
-	var pad [createStackBytes]byte
-	touchStack(pad[:])
-}
-
-// touchStack keeps the compiler from dropping growStack's frame.
-//
-//go:noinline
-func touchStack(b []byte) { b[0] = 0 }

@@ -131,7 +131,12 @@ func (c *createPath) fieldsOf(obj runtime.Object, tc managedfields.TypeConverter
 	if err != nil {
 		return nil, false
 	}
-	set := cmp.Modified.Union(cmp.Added)
+	// Against the empty object almost everything is Added; the union
+	// (which copies both sets) is only needed when something is Modified.
+	set := cmp.Added
+	if !cmp.Modified.Empty() {
+		set = cmp.Modified.Union(cmp.Added)
+	}
 	if c.reset != nil {
 		set = c.reset.Filter(set)
 	}

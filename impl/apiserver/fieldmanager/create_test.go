@@ -20,7 +20,7 @@ import (
 // manager records (time aside), on random objects of every served kind,
 // and leaves the object's kind as it found it.
 func TestCreateMatchesFieldManager(t *testing.T) {
-	const perKind = 30
+	const perKind = 100
 	f := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(7), scheme.Codecs).NilChance(0.3).NumElements(0, 3)
 	for _, res := range registry.All() {
 		gvk := res.GroupVersionKind()

@@ -1,6 +1,7 @@
 // Package filters is the API server's HTTP filter chain, outermost first:
-// panic recovery, request info, metrics, max-in-flight, authentication,
-// impersonation, authorization. Each filter is a func(http.Handler) http.Handler.
+// the stack reserve of writes, panic recovery, request info, metrics,
+// max-in-flight, authentication, impersonation, authorization. Each filter
+// is a func(http.Handler) http.Handler.
 package filters
 
 import (
