@@ -63,7 +63,9 @@ type NodeMemoryConfig struct {
 	Timeout  time.Duration // for nodes Ready and pods Running (10 min)
 	Progress func(Progress)
 	// HeapProfile, when set, is where the agent writes its heap profile
-	// once every pod is Running.
+	// once every pod is Running; the profile taken when the nodes are
+	// Ready goes next to it with ".nodes" appended, so that
+	// `go tool pprof -diff_base PATH.nodes PATH` shows what the pods hold.
 	HeapProfile string
 }
 
@@ -231,6 +233,11 @@ func RunNodeMemory(ctx context.Context, bin string, cfg NodeMemoryConfig) (NodeM
 	if err := read(1); err != nil {
 		return res, err
 	}
+	if cfg.HeapProfile != "" {
+		if _, err := ask("profile .nodes"); err != nil {
+			return res, err
+		}
+	}
 	ns := "bench-node-memory"
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return res, fmt.Errorf("creating namespace: %w", err)
@@ -321,7 +328,7 @@ var settleEvery = 5 * time.Second
 //
 //	mem       the live heap after a forced GC, and VmRSS
 //	nodes N   starts kubelets bench-node-1 … bench-node-N
-//	profile   writes the heap profile to heapProfile
+//	profile [SUFFIX]   writes the heap profile to heapProfile (+SUFFIX)
 //
 // It stops when in ends or ctx is done.
 func RunNodeAgent(ctx context.Context, restCfg *rest.Config, heapProfile string, in io.Reader, out io.Writer) error {
@@ -360,10 +367,14 @@ func RunNodeAgent(ctx context.Context, restCfg *rest.Config, heapProfile string,
 	if err != nil {
 		return err
 	}
-	// One pod cache for the kubelets' shared pod source and the controller
-	// manager, which watches every pod anyway: one copy of each pod (see
-	// kubelet.NewPodInformer). The scheduler keeps its own: it watches only
-	// pods that have not finished, trimmed to what scheduling reads.
+	// One pod cache for the kubelets' shared pod source, the controller
+	// manager and the scheduler, which all watch every pod anyway: one copy
+	// of each pod (see kubelet.NewPodInformer). Upstream's scheduler and
+	// controller manager are processes of their own and cannot share; in
+	// one process a shared informer is what client-go's SharedIndexInformer
+	// is for, like the controllers sharing one in kube-controller-manager.
+	// Each component keeps its own handlers, queues and caches
+	// (scheduler.Config.PodInformer, controllermanager.Config.PodInformer).
 	pods := kubelet.NewPodInformer(kubeletClient, 0)
 	wg.Go(func() { pods.RunWithContext(ctx) })
 	ctrlCfg := controllermanager.DefaultConfig()
@@ -377,7 +388,7 @@ func RunNodeAgent(ctx context.Context, restCfg *rest.Config, heapProfile string,
 	wg.Go(func() { _ = controllermanager.Run(ctx, cmClient, cmCfg, ctrlCfg) })
 	schedConf := schedconfig.Default()
 	schedConf.LeaderElection.LeaderElect = new(false)
-	s, err := scheduler.New(ctx, schedClient, scheduler.Config{Configuration: schedConf, Logger: logger})
+	s, err := scheduler.New(ctx, schedClient, scheduler.Config{Configuration: schedConf, Logger: logger, PodInformer: pods})
 	if err != nil {
 		return fmt.Errorf("building scheduler: %w", err)
 	}
@@ -409,8 +420,12 @@ func RunNodeAgent(ctx context.Context, restCfg *rest.Config, heapProfile string,
 		case len(f) == 1 && f[0] == "mem":
 			heap, rss := liveMemory()
 			reply(agentMemory{Heap: heap, RSS: rss})
-		case len(f) == 1 && f[0] == "profile":
-			if err := writeHeapProfile(heapProfile); err != nil {
+		case (len(f) == 1 || len(f) == 2) && f[0] == "profile":
+			path := heapProfile
+			if len(f) == 2 {
+				path += f[1]
+			}
+			if err := writeHeapProfile(path); err != nil {
 				reply(agentMemory{Err: err.Error()})
 				continue
 			}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -89,6 +90,14 @@ func TestNodeAgentSmoke(t *testing.T) {
 	}
 	if m := ask("profile"); m.Err != "" {
 		t.Errorf("profile: %s", m.Err)
+	}
+	if m := ask("profile .nodes"); m.Err != "" {
+		t.Errorf("profile .nodes: %s", m.Err)
+	}
+	for _, p := range []string{profile, profile + ".nodes"} {
+		if st, err := os.Stat(p); err != nil || st.Size() == 0 {
+			t.Errorf("heap profile %s: %v", p, err)
+		}
 	}
 	inW.Close()
 	if err := <-done; err != nil {

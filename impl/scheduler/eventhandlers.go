@@ -14,8 +14,19 @@ import (
 // kube-scheduler does: unassigned pods of our profiles go to the queue;
 // assigned pods go to the cache (confirming assumptions) and may move
 // unschedulable pods; nodes go to the cache and move unschedulable pods.
+//
+// The pod handlers ask for no resync (a shared pod informer of the process,
+// Config.PodInformer, may resync for its other users) and are kept to be
+// removed from a shared informer when Run returns.
 func (s *Scheduler) addEventHandlers(podInformer, nodeInformer toolscache.SharedIndexInformer) error {
-	if _, err := podInformer.AddEventHandler(toolscache.FilteringResourceEventHandler{
+	addPodHandler := func(h toolscache.ResourceEventHandler) error {
+		reg, err := podInformer.AddEventHandlerWithResyncPeriod(h, 0)
+		if err == nil && s.cfg.PodInformer != nil {
+			s.podHandlers = append(s.podHandlers, reg)
+		}
+		return err
+	}
+	if err := addPodHandler(toolscache.FilteringResourceEventHandler{
 		FilterFunc: func(obj any) bool {
 			pod := podFrom(obj)
 			return pod != nil && assigned(pod) && !terminal(pod)
@@ -28,7 +39,7 @@ func (s *Scheduler) addEventHandlers(podInformer, nodeInformer toolscache.Shared
 	}); err != nil {
 		return fmt.Errorf("adding assigned pod handler: %w", err)
 	}
-	if _, err := podInformer.AddEventHandler(toolscache.FilteringResourceEventHandler{
+	if err := addPodHandler(toolscache.FilteringResourceEventHandler{
 		FilterFunc: func(obj any) bool {
 			pod := podFrom(obj)
 			return pod != nil && !assigned(pod) && !terminal(pod) && s.responsibleFor(pod)
@@ -96,6 +107,16 @@ func (s *Scheduler) addEventHandlers(podInformer, nodeInformer toolscache.Shared
 		return fmt.Errorf("adding node handler: %w", err)
 	}
 	return nil
+}
+
+// removePodHandlers takes the scheduler's handlers off a shared pod
+// informer (Config.PodInformer), which outlives the scheduler.
+func (s *Scheduler) removePodHandlers() {
+	for _, reg := range s.podHandlers {
+		if err := s.cfg.PodInformer.RemoveEventHandler(reg); err != nil {
+			s.log.Error("removing pod handler from the shared pod informer", "err", err)
+		}
+	}
 }
 
 // deleteUnscheduledPod drops a deleted (or terminating) pod from the queue

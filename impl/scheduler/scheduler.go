@@ -99,6 +99,18 @@ type Config struct {
 	// (default 256); the loop waits for a slot, so a slow API server slows
 	// decisions instead of piling up goroutines.
 	MaxInFlightBindings int
+	// PodInformer, when set, is an informer of every pod of the cluster
+	// that other components of this process use too and its owner runs
+	// (the node-memory benchmark's agent shares the kubelets' one), used
+	// instead of the scheduler's own watch of non-terminal pods. The
+	// scheduler keeps its own handlers, queue and cache, so it schedules
+	// exactly as with its own informer: its handlers already pass over
+	// terminal pods (a pod turning terminal reaches them as a delete),
+	// they ask for no resync, and Run removes them when it returns. Its
+	// objects must be read-only, as every informer's are. Nil: the
+	// scheduler watches pods itself, trimmed to what scheduling reads
+	// (transform.go), as kube-scheduler does in its own process.
+	PodInformer toolscache.SharedIndexInformer
 }
 
 // Scheduler is one scheduler instance with one or more profiles.
@@ -109,10 +121,13 @@ type Scheduler struct {
 	log      *slog.Logger
 	profiles map[string]*fw.Framework
 
-	informers  informers.SharedInformerFactory
-	podLister  corelisters.PodLister
-	nodeLister corelisters.NodeLister
-	synced     []toolscache.InformerSynced
+	informers informers.SharedInformerFactory
+	// podHandlers are the scheduler's registrations on Config.PodInformer,
+	// removed when Run returns.
+	podHandlers []toolscache.ResourceEventHandlerRegistration
+	podLister   corelisters.PodLister
+	nodeLister  corelisters.NodeLister
+	synced      []toolscache.InformerSynced
 
 	cache     *schedcache.Cache
 	queue     *queue.PriorityQueue
@@ -234,12 +249,15 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config) (*Schedul
 		fwk.SetPodNominator(s.queue)
 	}
 
-	// Terminal pods take no resources; like upstream, leave them out.
-	podInformer := s.informers.InformerFor(&v1.Pod{}, func(c kubernetes.Interface, resync time.Duration) toolscache.SharedIndexInformer {
-		return coreinformers.NewFilteredPodInformer(c, metav1.NamespaceAll, resync, toolscache.Indexers{}, func(o *metav1.ListOptions) {
-			o.FieldSelector = "status.phase!=" + string(v1.PodSucceeded) + ",status.phase!=" + string(v1.PodFailed)
+	podInformer := cfg.PodInformer
+	if podInformer == nil {
+		// Terminal pods take no resources; like upstream, leave them out.
+		podInformer = s.informers.InformerFor(&v1.Pod{}, func(c kubernetes.Interface, resync time.Duration) toolscache.SharedIndexInformer {
+			return coreinformers.NewFilteredPodInformer(c, metav1.NamespaceAll, resync, toolscache.Indexers{}, func(o *metav1.ListOptions) {
+				o.FieldSelector = "status.phase!=" + string(v1.PodSucceeded) + ",status.phase!=" + string(v1.PodFailed)
+			})
 		})
-	})
+	}
 	nodeInformer := s.informers.Core().V1().Nodes()
 	s.podLister = corelisters.NewPodLister(podInformer.GetIndexer())
 	s.nodeLister = nodeInformer.Lister()
@@ -247,6 +265,11 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config) (*Schedul
 		return nil, err
 	}
 	s.synced = []toolscache.InformerSynced{podInformer.HasSynced, nodeInformer.Informer().HasSynced, nsInformer.Informer().HasSynced}
+	for _, reg := range s.podHandlers {
+		// A shared informer may have synced long ago: wait until the
+		// scheduler's own handlers have seen every pod.
+		s.synced = append(s.synced, reg.HasSynced)
+	}
 	return s, nil
 }
 
@@ -275,6 +298,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 func (s *Scheduler) run(parent context.Context) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
+	defer s.removePodHandlers()
 	// Events are written by a bounded recorder (package eventrecorder),
 	// running until run returns.
 	eventsCtx, stopEvents := context.WithCancel(context.WithoutCancel(ctx))
