@@ -136,5 +136,8 @@ func (c *Codecs) RequestSerializer(contentType string) (runtime.SerializerInfo, 
 	if !ok {
 		return runtime.SerializerInfo{}, &UnsupportedMediaTypeError{Type: contentType, Accepted: c.supportedTypes()}
 	}
+	if mt == Protobuf && c.protobufBodies != nil {
+		return *c.protobufBodies, nil
+	}
 	return info, nil
 }

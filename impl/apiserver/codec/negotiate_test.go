@@ -1,9 +1,17 @@
 package codec
 
 import (
+	"bytes"
 	"errors"
 	"net/http/httptest"
+	"reflect"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubeproof/kubeproof/impl/storage/protoenvelope"
 )
 
 func TestNegotiate(t *testing.T) {
@@ -67,5 +75,33 @@ func TestRequestSerializer(t *testing.T) {
 	var um *UnsupportedMediaTypeError
 	if _, err := c.RequestSerializer("text/plain"); !errors.As(err, &um) {
 		t.Errorf("text/plain: want UnsupportedMediaTypeError, got %v", err)
+	}
+}
+
+// Protobuf request bodies decode straight from the envelope, strict or not
+// (protoenvelope; it gives what the factory's serializer gives).
+func TestRequestSerializerProtobufDecodesFromEnvelope(t *testing.T) {
+	c, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.RequestSerializer(Protobuf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]runtime.Serializer{"serializer": info.Serializer, "strict serializer": info.StrictSerializer} {
+		if _, ok := s.(protoenvelope.RecognizingDecoder); !ok {
+			t.Errorf("%s is %T", name, s)
+		}
+	}
+	var body bytes.Buffer
+	want := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: "c"}, Data: map[string]string{"k": "v"}}
+	if err := info.Serializer.Encode(want, &body); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := info.StrictSerializer.Decode(body.Bytes(), nil, &corev1.ConfigMap{})
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("decoded %#v, %v; want %#v", got, err, want)
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/kubeproof/kubeproof/impl/storage/protoenvelope"
 )
 
 // Codecs is a scheme plus the serializers built on it.
@@ -23,6 +25,10 @@ type Codecs struct {
 	Factory serializer.CodecFactory
 	// ParameterCodec decodes query parameters into versioned option structs.
 	ParameterCodec runtime.ParameterCodec
+	// protobufBodies decodes protobuf request bodies: the factory's
+	// protobuf serializer info, its serializers decoding straight from the
+	// envelope (protoenvelope).
+	protobufBodies *runtime.SerializerInfo
 }
 
 // New builds a fresh scheme holding every built-in API group client-go knows,
@@ -47,11 +53,19 @@ func New() (*Codecs, error) {
 	if err := metav1beta1.AddMetaToScheme(s); err != nil {
 		return nil, fmt.Errorf("registering meta.k8s.io/v1beta1: %w", err)
 	}
-	return &Codecs{
+	c := &Codecs{
 		Scheme:         s,
 		Factory:        serializer.NewCodecFactory(s),
 		ParameterCodec: runtime.NewParameterCodec(s),
-	}, nil
+	}
+	if info, ok := c.info(Protobuf); ok {
+		info.Serializer = protoenvelope.New(info.Serializer, s)
+		if info.StrictSerializer != nil {
+			info.StrictSerializer = protoenvelope.New(info.StrictSerializer, s)
+		}
+		c.protobufBodies = &info
+	}
+	return c, nil
 }
 
 // SetKind stamps obj's apiVersion and kind from the scheme, preferring the

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/recognizer"
 	"k8s.io/apimachinery/pkg/runtime/serializer/versioning"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/kubeproof/kubeproof/impl/storage/protoenvelope"
 )
 
 // NewCodec returns the codec objects are stored with, the way kube-apiserver
@@ -24,7 +26,7 @@ func NewCodec(s *runtime.Scheme, gv schema.GroupVersion) runtime.Codec {
 	pb := protobuf.NewSerializer(s, s)
 	js := json.NewSerializerWithOptions(json.DefaultMetaFactory, s, s, json.SerializerOptions{})
 	enc := fallbackEncoder{primary: pb, fallback: js}
-	dec := recognizer.NewDecoder(pb, js)
+	dec := recognizer.NewDecoder(protoenvelope.New(pb, s), js)
 	return versioning.NewCodec(enc, dec, runtime.UnsafeObjectConvertor(s), s, s, nil,
 		gv, gv, "etcd3")
 }
