@@ -32,6 +32,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -472,7 +473,20 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		if err != nil {
 			return err
 		}
-		gc := garbagecollector.New(clients.Metadata, clients.Discovery, recorder(clients, "garbage-collector-controller"), garbagecollector.Config{Workers: cfg.ConcurrentGCSyncs})
+		gcCfg := garbagecollector.Config{Workers: cfg.ConcurrentGCSyncs}
+		if cfg.PodInformer != nil || cfg.Enabled(NodeLifecycle) || cfg.Enabled(PodGC) || cfg.Enabled(ReplicaSet) || cfg.Enabled(Deployment) {
+			// Pods are watched (and cached, trimmed) for those controllers
+			// anyway: the collector's graph is built from the same informer,
+			// as upstream's collector uses the manager's shared factory.
+			pods := factory.Core().V1().Pods().Informer()
+			gcCfg.SharedInformers = func(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
+				if gvr == corev1.SchemeGroupVersion.WithResource("pods") {
+					return pods
+				}
+				return nil
+			}
+		}
+		gc := garbagecollector.New(clients.Metadata, clients.Discovery, recorder(clients, "garbage-collector-controller"), gcCfg)
 		runs = append(runs, gc.Run)
 	}
 	if cfg.Enabled(ReplicaSet) {

@@ -67,6 +67,15 @@ type Config struct {
 	// AbsentOwnerCacheSize bounds the cache of owners verified absent
 	// (DefaultAbsentOwnerCacheSize when 0).
 	AbsentOwnerCacheSize int
+	// SharedInformers, when set, returns for a resource an informer of its
+	// typed objects that the controller manager already runs for other
+	// controllers, or nil. The graph is built from that informer's events
+	// instead of a metadata-only watch of its own, as upstream's garbage
+	// collector takes the informers of the manager's shared factory where
+	// it has one: every pod is then decoded and cached once in the
+	// manager, not twice. The owner runs the informer; the collector adds
+	// handlers (no resync) and removes them when Run returns.
+	SharedInformers func(schema.GroupVersionResource) cache.SharedIndexInformer
 }
 
 // GarbageCollector is the controller.
@@ -89,6 +98,8 @@ type GarbageCollector struct {
 	monitored map[schema.GroupVersionResource]bool
 	mapping   mapping
 	synced    []cache.InformerSynced
+	// shared are the handlers added to Config.SharedInformers' informers.
+	shared []sharedHandler
 }
 
 // New returns a garbage collector. dc may be nil when cfg.Resources is set.
@@ -144,17 +155,29 @@ func (gc *GarbageCollector) ensureMonitors(ctx context.Context, rs []Resource) {
 			continue
 		}
 		gc.monitored[r.GVR] = true
+		r := r
+		handlers := cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { gc.observe(Added, r, obj) },
+			UpdateFunc: func(_, obj any) { gc.observe(Updated, r, obj) },
+			DeleteFunc: func(obj any) { gc.observe(Deleted, r, obj) },
+		}
+		if gc.cfg.SharedInformers != nil {
+			if inf := gc.cfg.SharedInformers(r.GVR); inf != nil {
+				reg, err := inf.AddEventHandlerWithResyncPeriod(handlers, 0)
+				if err == nil {
+					gc.shared = append(gc.shared, sharedHandler{inf, reg})
+					gc.synced = append(gc.synced, reg.HasSynced)
+					continue
+				}
+				slog.Warn("garbage collector: cannot use the shared informer; watching metadata", "resource", r.GVR.String(), "err", err)
+			}
+		}
 		inf := gc.factory.ForResource(r.GVR).Informer()
 		// The graph reads only identity, owners, finalizers and deletion:
 		// the cache keeps no more (labels, annotations and managedFields
 		// of every object in the cluster add up).
 		_ = inf.SetTransform(graphMetadata)
-		r := r
-		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { gc.observe(Added, r, obj) },
-			UpdateFunc: func(_, obj any) { gc.observe(Updated, r, obj) },
-			DeleteFunc: func(obj any) { gc.observe(Deleted, r, obj) },
-		})
+		_, _ = inf.AddEventHandler(handlers)
 		gc.synced = append(gc.synced, inf.HasSynced)
 	}
 	gc.mu.Unlock()
@@ -235,10 +258,31 @@ func (gc *GarbageCollector) Run(ctx context.Context) error {
 		}()
 	}
 	<-ctx.Done()
+	gc.removeSharedHandlers()
 	gc.changes.ShutDown()
 	wg.Wait()
 	gc.factory.Shutdown()
 	return nil
+}
+
+// sharedHandler is the collector's registration on a shared informer.
+type sharedHandler struct {
+	informer cache.SharedIndexInformer
+	reg      cache.ResourceEventHandlerRegistration
+}
+
+// removeSharedHandlers takes the collector's handlers off the shared
+// informers, which outlive it.
+func (gc *GarbageCollector) removeSharedHandlers() {
+	gc.mu.Lock()
+	shared := gc.shared
+	gc.shared = nil
+	gc.mu.Unlock()
+	for _, h := range shared {
+		if err := h.informer.RemoveEventHandler(h.reg); err != nil {
+			slog.Warn("garbage collector: removing a handler from a shared informer", "err", err)
+		}
+	}
 }
 
 func (gc *GarbageCollector) processChanges() {

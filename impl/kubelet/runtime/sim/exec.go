@@ -18,15 +18,35 @@ import (
 // shell is a container's view for the simulated commands: its own files,
 // its environment, and its mounts (read from the host).
 type shell struct {
-	files  map[string]string
+	files  *map[string]string // the container's own files, made at the first write
 	env    []*runtimeapi.KeyValue
 	mounts []*runtimeapi.Mount
+}
+
+// own returns the container's own files (nil if it has none).
+func (sh *shell) own() map[string]string {
+	if sh.files == nil {
+		return nil
+	}
+	return *sh.files
+}
+
+// writeFile sets one of the container's own files; most containers never
+// write one, so their map is made here, at the first write.
+func (sh *shell) writeFile(path, content string) {
+	if sh.files == nil {
+		sh.files = new(map[string]string)
+	}
+	if *sh.files == nil {
+		*sh.files = map[string]string{}
+	}
+	(*sh.files)[path] = content
 }
 
 // read returns a file's content: the container's own files first, then
 // files under a mount, read from the mount's host path.
 func (sh *shell) read(path string) (string, bool) {
-	if c, ok := sh.files[path]; ok {
+	if c, ok := sh.own()[path]; ok {
 		return c, true
 	}
 	for _, m := range sh.mounts {
@@ -44,7 +64,7 @@ func (sh *shell) read(path string) (string, bool) {
 // exists reports whether a path exists: an own file or anything (files or
 // directories) under a mount.
 func (sh *shell) exists(path string) bool {
-	if _, ok := sh.files[path]; ok {
+	if _, ok := sh.own()[path]; ok {
 		return true
 	}
 	for _, m := range sh.mounts {
@@ -83,7 +103,7 @@ func runScript(sh *shell, script string) (string, string, int32) {
 }
 
 func runCommand(sh *shell, argv []string) (string, string, int32) {
-	files, env := sh.files, sh.env
+	env := sh.env
 	if len(argv) == 0 {
 		return "", "", 0
 	}
@@ -123,7 +143,7 @@ func runCommand(sh *shell, argv []string) (string, string, int32) {
 	case "echo":
 		for i, a := range args {
 			if a == ">" && i+1 < len(args) {
-				files[args[i+1]] = strings.Join(args[:i], " ") + "\n"
+				sh.writeFile(args[i+1], strings.Join(args[:i], " ")+"\n")
 				return "", "", 0
 			}
 		}
@@ -140,8 +160,8 @@ func runCommand(sh *shell, argv []string) (string, string, int32) {
 		return out.String(), "", 0
 	case "touch":
 		for _, f := range args {
-			if _, ok := files[f]; !ok {
-				files[f] = ""
+			if _, ok := sh.own()[f]; !ok {
+				sh.writeFile(f, "")
 			}
 		}
 		return "", "", 0
@@ -150,7 +170,7 @@ func runCommand(sh *shell, argv []string) (string, string, int32) {
 			if f == "-f" || f == "-rf" {
 				continue
 			}
-			delete(files, f)
+			delete(sh.own(), f)
 		}
 		return "", "", 0
 	case "test", "[":

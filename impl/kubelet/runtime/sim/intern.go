@@ -92,8 +92,11 @@ func (s *sharedParts) sandboxLinux(l *runtimeapi.LinuxPodSandboxConfig) *runtime
 		return nil
 	}
 	out := &runtimeapi.LinuxPodSandboxConfig{
-		CgroupParent: l.CgroupParent, Sysctls: s.stringMap(l.Sysctls), Overhead: l.Overhead, Resources: l.Resources,
+		CgroupParent: l.CgroupParent, Overhead: l.Overhead, Resources: l.Resources,
 		SecurityContext: l.SecurityContext,
+	}
+	if len(l.Sysctls) > 0 { // most pods set none: keep no empty map
+		out.Sysctls = s.stringMap(l.Sysctls)
 	}
 	if l.SecurityContext != nil {
 		if b, err := (proto.MarshalOptions{Deterministic: true}).Marshal(l.SecurityContext); err == nil {

@@ -401,16 +401,17 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	}
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
 	c.startedAt = now
-	c.files = map[string]string{}
-	for _, p := range c.faults.files {
-		c.files[p] = ""
+	c.files = nil
+	if len(c.faults.files) > 0 {
+		c.files = make(map[string]string, len(c.faults.files))
+		for _, p := range c.faults.files {
+			c.files[p] = ""
+		}
 	}
-	lines := c.faults.logs
-	if lines == nil {
-		lines = []string{fmt.Sprintf("simulated container %s (image %s) started", c.meta.Name, c.image)}
-	}
-	c.logs = make([]runtime.LogLine, 0, len(lines))
-	for _, l := range lines {
+	// Without scripted output the container's one line is made when it is
+	// read (output).
+	c.logs = nil
+	for _, l := range c.faults.logs {
 		c.logs = append(c.logs, runtime.LogLine{Time: now, Stream: "stdout", Text: l})
 	}
 	c.refresh(now)
@@ -573,7 +574,7 @@ func (r *Runtime) ContainerLogs(ctx context.Context, id string, opts runtime.Log
 		return nil, fmt.Errorf("container %s logs: %w", id, runtime.ErrNotFound)
 	}
 	var out []runtime.LogLine
-	for _, l := range c.logs {
+	for _, l := range c.output() {
 		if !opts.Since.IsZero() && l.Time.Before(opts.Since) {
 			continue
 		}
@@ -597,7 +598,7 @@ func (r *Runtime) ExecSync(ctx context.Context, id string, cmd []string, timeout
 	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		return nil, nil, 0, fmt.Errorf("exec in container %s: container is not running", id)
 	}
-	stdout, stderr, code := runShell(&shell{files: c.files, env: c.env, mounts: c.mounts}, cmd)
+	stdout, stderr, code := runShell(&shell{files: &c.files, env: c.env, mounts: c.mounts}, cmd)
 	if len(r.execLog) >= maxExecLog {
 		r.execLog = append(r.execLog[:0], r.execLog[1:]...)
 	}
@@ -688,4 +689,14 @@ func (r *Runtime) Counts() (sandboxes, containers int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.sandboxes), len(r.containers)
+}
+
+// output is what the container's main process wrote so far. A started
+// container without scripted output (the sim.kubeproof.io/logs fault) has
+// written one line, made here rather than kept for each container.
+func (c *container) output() []runtime.LogLine {
+	if c.logs == nil && c.faults.logs == nil && !c.startedAt.IsZero() {
+		return []runtime.LogLine{{Time: c.startedAt, Stream: "stdout", Text: fmt.Sprintf("simulated container %s (image %s) started", c.meta.GetName(), c.image)}}
+	}
+	return c.logs
 }

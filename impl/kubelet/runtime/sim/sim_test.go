@@ -230,3 +230,39 @@ func TestBadAnnotationIsAnError(t *testing.T) {
 		t.Fatal("a malformed fault annotation was accepted")
 	}
 }
+
+// A container without scripted output or files has written its one start
+// line (made when read) and can still write files of its own.
+func TestDefaultOutputAndFirstOwnFile(t *testing.T) {
+	ctx := context.Background()
+	r, clk := newSim(t, "10.244.0.0/24")
+	started := clk.Now()
+	id, err := startContainer(t, r, nil, "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Minute)
+	lines, err := r.ContainerLogs(ctx, id, runtime.LogOptions{})
+	want := "simulated container app (image busybox:1) started"
+	if err != nil || len(lines) != 1 || lines[0].Text != want || !lines[0].Time.Equal(started) || lines[0].Stream != "stdout" {
+		t.Fatalf("logs %+v %v, want one stdout line %q at %s", lines, err, want, started)
+	}
+	for _, tc := range []struct {
+		cmd  []string
+		out  string
+		code int32
+	}{
+		{[]string{"cat", "/f"}, "", 1},
+		{[]string{"sh", "-c", "echo x > /f && cat /f"}, "x\n", 0},
+		{[]string{"sh", "-c", "touch /g; test -e /g"}, "", 0},
+		{[]string{"cat", "/f"}, "x\n", 0},
+	} {
+		out, _, code, err := r.ExecSync(ctx, id, tc.cmd, time.Second)
+		if err != nil || string(out) != tc.out || code != tc.code {
+			t.Errorf("%v: %q %d %v", tc.cmd, out, code, err)
+		}
+	}
+	if lines, _ := r.ContainerLogs(ctx, id, runtime.LogOptions{Since: started.Add(time.Second)}); len(lines) != 0 {
+		t.Errorf("logs since after the start: %+v", lines)
+	}
+}

@@ -154,7 +154,7 @@ func (r *Runtime) runScriptIn(id, script string) (string, string, int32, error) 
 	if err != nil {
 		return "", "", 0, err
 	}
-	out, errOut, code := runScript(&shell{files: c.files, env: c.env, mounts: c.mounts}, script)
+	out, errOut, code := runScript(&shell{files: &c.files, env: c.env, mounts: c.mounts}, script)
 	return out, errOut, code, nil
 }
 
@@ -302,7 +302,7 @@ func (r *Runtime) Attach(ctx context.Context, id string, stdin io.Reader, stdout
 	c, err := r.runningContainer(id)
 	var sent int
 	if err == nil {
-		sent = len(c.logs)
+		sent = len(c.output())
 	}
 	r.mu.Unlock()
 	if err != nil {
@@ -358,9 +358,9 @@ func (r *Runtime) outputSince(id string, sent *int) ([]runtime.LogLine, bool) {
 	}
 	c.refresh(r.clock.Now())
 	var out []runtime.LogLine
-	if *sent < len(c.logs) {
-		out = append(out, c.logs[*sent:]...)
-		*sent = len(c.logs)
+	if logs := c.output(); *sent < len(logs) {
+		out = append(out, logs[*sent:]...)
+		*sent = len(logs)
 	}
 	return out, c.state == runtimeapi.ContainerState_CONTAINER_RUNNING
 }
@@ -380,6 +380,6 @@ func (r *Runtime) appendOutput(id, line string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c, ok := r.containers[id]; ok && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
-		c.logs = append(c.logs, runtime.LogLine{Time: r.clock.Now(), Stream: "stdout", Text: line})
+		c.logs = append(c.output(), runtime.LogLine{Time: r.clock.Now(), Stream: "stdout", Text: line})
 	}
 }
