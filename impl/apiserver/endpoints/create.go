@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,11 +23,18 @@ import (
 const generateNameAttempts = 8
 
 func (h *Handler) create(w http.ResponseWriter, r *http.Request, info *request.Info) error {
-	wo, target, body, err := h.readWrite(w, r, "CreateOptions")
+	scratch := bodyBuffers.Get().(*[]byte)
+	wo, target, body, err := h.readWriteInto(w, r, "CreateOptions", *scratch)
 	if err != nil {
+		bodyBuffers.Put(scratch)
 		return err
 	}
 	obj, warnings, err := h.decode(r, body, h.gvk, h.res.New(), wo.fieldValidation)
+	// Decoding copies whatever the object keeps: the body can go back.
+	if cap(body) <= maxPooledBody {
+		*scratch = body[:0]
+	}
+	bodyBuffers.Put(scratch)
 	if err != nil {
 		return err
 	}
@@ -55,6 +63,14 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, info *request.I
 	writeRaw(w, target, http.StatusCreated, out)
 	return nil
 }
+
+// bodyBuffers hold create request bodies from their read until they are
+// decoded. Decoding (JSON, YAML, protobuf) copies every string, byte slice
+// and raw extension the object keeps, so nothing refers to a body after.
+var bodyBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledBody: bodies larger than this are left to the GC.
+const maxPooledBody = 64 << 10
 
 // CreateObject runs the create path on a decoded object: defaulting,
 // admission, PrepareForCreate, system fields, validation, and the write

@@ -267,6 +267,12 @@ func (h *Handler) listKey(namespace string) (string, error) {
 // starts with: its options (optionsKind names them in errors), the response
 // format the client accepts, and the body.
 func (h *Handler) readWrite(w http.ResponseWriter, r *http.Request, optionsKind string) (writeOptions, codec.Target, []byte, error) {
+	return h.readWriteInto(w, r, optionsKind, nil)
+}
+
+// readWriteInto is readWrite reading the body into scratch when it fits
+// (see readAll).
+func (h *Handler) readWriteInto(w http.ResponseWriter, r *http.Request, optionsKind string, scratch []byte) (writeOptions, codec.Target, []byte, error) {
 	wo, err := parseWriteOptions(r, optionsKind)
 	if err != nil {
 		return writeOptions{}, codec.Target{}, nil, err
@@ -275,7 +281,7 @@ func (h *Handler) readWrite(w http.ResponseWriter, r *http.Request, optionsKind 
 	if err != nil {
 		return writeOptions{}, codec.Target{}, nil, err
 	}
-	body, err := h.readBody(w, r)
+	body, err := h.readBodyInto(w, r, scratch)
 	if err != nil {
 		return writeOptions{}, codec.Target{}, nil, err
 	}
@@ -283,6 +289,10 @@ func (h *Handler) readWrite(w http.ResponseWriter, r *http.Request, optionsKind 
 }
 
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	return h.readBodyInto(w, r, nil)
+}
+
+func (h *Handler) readBodyInto(w http.ResponseWriter, r *http.Request, scratch []byte) ([]byte, error) {
 	if r.Body == nil {
 		return nil, nil
 	}
@@ -293,7 +303,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 	if r.ContentLength > limit {
 		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", limit))
 	}
-	body, err := readAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
+	body, err := readAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, scratch)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if ok := asMaxBytes(err, &mbe); ok {
@@ -309,13 +319,17 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 // ReadAll's growing buffer taking several (each Read of an HTTP/2 body is a
 // round trip to the connection's serving goroutine). A body longer than
 // announced still reads whole; the caller's reader enforces the limit.
-func readAll(r io.Reader, contentLength int64) ([]byte, error) {
+// The body goes into scratch when the announced length fits in it.
+func readAll(r io.Reader, contentLength int64, scratch []byte) ([]byte, error) {
 	if contentLength <= 0 {
 		return io.ReadAll(r)
 	}
 	// One byte more than announced, so that the Read reporting EOF does
 	// not have to grow the buffer first.
-	b := make([]byte, 0, contentLength+1)
+	b := scratch[:0]
+	if int64(cap(b)) < contentLength+1 {
+		b = make([]byte, 0, contentLength+1)
+	}
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]

@@ -35,16 +35,31 @@ func TestReadAllMatchesIOReadAll(t *testing.T) {
 			{"half", iotest.HalfReader},
 			{"data with EOF", iotest.DataErrReader},
 		} {
-			t.Run(tc.name+"/"+split.name, func(t *testing.T) {
-				want, wantErr := io.ReadAll(split.wrap(strings.NewReader(tc.body)))
-				got, err := readAll(split.wrap(strings.NewReader(tc.body)), tc.contentLength)
-				if err != nil || wantErr != nil {
-					t.Fatalf("errors: readAll %v, io.ReadAll %v", err, wantErr)
-				}
-				if !bytes.Equal(got, want) {
-					t.Fatalf("readAll read %d bytes %q..., want %d", len(got), got[:min(len(got), 20)], len(want))
-				}
-			})
+			for _, sc := range []struct {
+				name    string
+				scratch []byte
+			}{
+				{"no scratch", nil},
+				{"small scratch", make([]byte, 3, 10)},
+				{"large scratch", bytes.Repeat([]byte("#"), 4096)},
+			} {
+				scratch := sc.scratch
+				t.Run(tc.name+"/"+split.name+"/"+sc.name, func(t *testing.T) {
+					want, wantErr := io.ReadAll(split.wrap(strings.NewReader(tc.body)))
+					got, err := readAll(split.wrap(strings.NewReader(tc.body)), tc.contentLength, scratch)
+					if err != nil || wantErr != nil {
+						t.Fatalf("errors: readAll %v, io.ReadAll %v", err, wantErr)
+					}
+					if !bytes.Equal(got, want) {
+						t.Fatalf("readAll read %d bytes %q..., want %d", len(got), got[:min(len(got), 20)], len(want))
+					}
+					// An announced body that fits is read into the scratch.
+					fits := tc.contentLength > 0 && int64(cap(scratch)) > tc.contentLength && int64(len(tc.body)) <= tc.contentLength
+					if fits && len(got) > 0 && &got[0] != &scratch[:1][0] {
+						t.Fatal("the body fitted in the scratch buffer but was read elsewhere")
+					}
+				})
+			}
 		}
 	}
 }
@@ -52,7 +67,7 @@ func TestReadAllMatchesIOReadAll(t *testing.T) {
 func TestReadAllReturnsReadErrors(t *testing.T) {
 	boom := errors.New("connection reset")
 	r := io.MultiReader(strings.NewReader("partial"), iotest.ErrReader(boom))
-	got, err := readAll(r, 100)
+	got, err := readAll(r, 100, nil)
 	if !errors.Is(err, boom) {
 		t.Fatalf("error %v, want %v", err, boom)
 	}
