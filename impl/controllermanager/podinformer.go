@@ -18,7 +18,9 @@ import (
 // handlers get the manager's resync period instead of the informer's, are
 // removed when the controllers stop (a new leader term registers them
 // anew), and an index a controller adds again in a later term is kept
-// rather than refused.
+// rather than refused, as is an index of the same name the owner added
+// (pods by "spec.nodeName": the kubelets' pod source and the node
+// lifecycle controller index the same way, under upstream's name).
 type externalPodInformer struct {
 	cache.SharedIndexInformer
 	resync time.Duration

@@ -37,6 +37,16 @@ type Table struct {
 	tolerations map[string][]v1.Toleration
 	conditions  map[string][]v1.PodCondition
 	projected   map[string]*v1.ProjectedVolumeSource
+	// Pod parts the API server defaults alike for every pod of a workload.
+	podSecurity map[string]*v1.PodSecurityContext
+	security    map[string]*v1.SecurityContext
+	resize      map[string][]v1.ContainerResizePolicy
+	ports       map[string][]v1.ContainerPort
+	hostIPs     map[string][]v1.HostIP
+	int64s      map[string]*int64
+	int32s      map[string]*int32
+	bools       map[string]*bool
+	preemption  map[string]*v1.PreemptionPolicy
 }
 
 // New returns an empty table.
@@ -45,6 +55,9 @@ func New() *Table {
 		strings: map[string]string{}, labels: map[string]map[string]string{},
 		resources: map[string]v1.ResourceList{}, tolerations: map[string][]v1.Toleration{},
 		conditions: map[string][]v1.PodCondition{}, projected: map[string]*v1.ProjectedVolumeSource{},
+		podSecurity: map[string]*v1.PodSecurityContext{}, security: map[string]*v1.SecurityContext{},
+		resize: map[string][]v1.ContainerResizePolicy{}, ports: map[string][]v1.ContainerPort{}, hostIPs: map[string][]v1.HostIP{},
+		int64s: map[string]*int64{}, int32s: map[string]*int32{}, bools: map[string]*bool{}, preemption: map[string]*v1.PreemptionPolicy{},
 	}
 }
 
@@ -88,6 +101,116 @@ func (t *Table) Projected(p *v1.ProjectedVolumeSource) *v1.ProjectedVolumeSource
 		return p
 	}
 	return Lookup(&t.mu, t.projected, maxValues, string(raw), p)
+}
+
+// PodSecurityContext returns the shared pod security context equal to sc
+// (the API server defaults an absent one to an empty one on every pod).
+func (t *Table) PodSecurityContext(sc *v1.PodSecurityContext) *v1.PodSecurityContext {
+	if sc == nil {
+		return nil
+	}
+	raw, err := sc.Marshal()
+	if err != nil {
+		return sc
+	}
+	return Lookup(&t.mu, t.podSecurity, maxValues, string(raw), sc)
+}
+
+// SecurityContext returns the shared container security context equal to
+// sc.
+func (t *Table) SecurityContext(sc *v1.SecurityContext) *v1.SecurityContext {
+	if sc == nil {
+		return nil
+	}
+	raw, err := sc.Marshal()
+	if err != nil {
+		return sc
+	}
+	return Lookup(&t.mu, t.security, maxValues, string(raw), sc)
+}
+
+// ResizePolicy returns the shared slice equal to ps (defaulted on every
+// container).
+func (t *Table) ResizePolicy(ps []v1.ContainerResizePolicy) []v1.ContainerResizePolicy {
+	if len(ps) == 0 {
+		return ps
+	}
+	var b strings.Builder
+	for _, p := range ps {
+		b.WriteString(string(p.ResourceName))
+		b.WriteByte(0)
+		b.WriteString(string(p.RestartPolicy))
+		b.WriteByte(1)
+	}
+	return Lookup(&t.mu, t.resize, maxValues, b.String(), ps)
+}
+
+// Ports returns the shared slice equal to ps.
+func (t *Table) Ports(ps []v1.ContainerPort) []v1.ContainerPort {
+	if len(ps) == 0 {
+		return ps
+	}
+	var b strings.Builder
+	for _, p := range ps {
+		b.WriteString(p.Name)
+		b.WriteByte(0)
+		b.WriteString(strconv.FormatInt(int64(p.HostPort), 10))
+		b.WriteByte(0)
+		b.WriteString(strconv.FormatInt(int64(p.ContainerPort), 10))
+		b.WriteByte(0)
+		b.WriteString(string(p.Protocol))
+		b.WriteByte(0)
+		b.WriteString(p.HostIP)
+		b.WriteByte(1)
+	}
+	return Lookup(&t.mu, t.ports, maxValues, b.String(), ps)
+}
+
+// HostIPs returns the shared slice equal to ips (every pod of a node has
+// the node's).
+func (t *Table) HostIPs(ips []v1.HostIP) []v1.HostIP {
+	if len(ips) == 0 {
+		return ips
+	}
+	var b strings.Builder
+	for _, ip := range ips {
+		b.WriteString(ip.IP)
+		b.WriteByte(0)
+	}
+	return Lookup(&t.mu, t.hostIPs, maxValues, b.String(), ips)
+}
+
+// Int64 returns a shared pointer to *p's value (optional fields such as
+// terminationGracePeriodSeconds, defaulted alike on every pod).
+func (t *Table) Int64(p *int64) *int64 {
+	if p == nil {
+		return nil
+	}
+	return Lookup(&t.mu, t.int64s, maxValues, strconv.FormatInt(*p, 10), p)
+}
+
+// Int32 returns a shared pointer to *p's value (priority).
+func (t *Table) Int32(p *int32) *int32 {
+	if p == nil {
+		return nil
+	}
+	return Lookup(&t.mu, t.int32s, maxValues, strconv.FormatInt(int64(*p), 10), p)
+}
+
+// Bool returns a shared pointer to *p's value (enableServiceLinks).
+func (t *Table) Bool(p *bool) *bool {
+	if p == nil {
+		return nil
+	}
+	return Lookup(&t.mu, t.bools, maxValues, strconv.FormatBool(*p), p)
+}
+
+// PreemptionPolicy returns a shared pointer to *p's value.
+func (t *Table) PreemptionPolicy(p *v1.PreemptionPolicy) *v1.PreemptionPolicy {
+	if p == nil {
+		return nil
+	}
+	return Lookup(&t.mu, t.preemption, maxValues, string(*p), p)
 }
 
 // Lookup returns the value stored under key in table, storing v there
@@ -173,10 +296,12 @@ func (t *Table) Tolerations(ts []v1.Toleration) []v1.Toleration {
 
 // Pod shares the repeated values of p in place: namespace, generateName,
 // labels, node and scheduler names, service account, tolerations, node
-// selector, overhead, and of every container its name, image, pull policy,
-// termination message settings and resources; of the status its phase, QoS
-// class, host IP, the conditions' types, statuses and reasons and the
-// container statuses' names, images and image IDs.
+// selector, overhead, restart and DNS policies, security context, priority,
+// preemption policy, termination grace period, enableServiceLinks, and of
+// every container its name, image, pull policy, termination message
+// settings, resources, resize policy, ports and security context; of the
+// status its phase, QoS class, host IPs, the conditions' types, statuses
+// and reasons and the container statuses' names, images and image IDs.
 func (t *Table) Pod(p *v1.Pod) {
 	p.APIVersion, p.Kind = t.String(p.APIVersion), t.String(p.Kind)
 	p.Namespace, p.GenerateName = t.String(p.Namespace), t.String(p.GenerateName)
@@ -191,6 +316,13 @@ func (t *Table) Pod(p *v1.Pod) {
 	s.Tolerations = t.Tolerations(s.Tolerations)
 	s.NodeSelector = t.Labels(s.NodeSelector)
 	s.Overhead = t.Resources(s.Overhead)
+	s.RestartPolicy = v1.RestartPolicy(t.String(string(s.RestartPolicy)))
+	s.DNSPolicy = v1.DNSPolicy(t.String(string(s.DNSPolicy)))
+	s.SecurityContext = t.PodSecurityContext(s.SecurityContext)
+	s.Priority = t.Int32(s.Priority)
+	s.PreemptionPolicy = t.PreemptionPolicy(s.PreemptionPolicy)
+	s.TerminationGracePeriodSeconds = t.Int64(s.TerminationGracePeriodSeconds)
+	s.EnableServiceLinks = t.Bool(s.EnableServiceLinks)
 	for _, cs := range [][]v1.Container{s.InitContainers, s.Containers} {
 		for i := range cs {
 			c := &cs[i]
@@ -200,6 +332,9 @@ func (t *Table) Pod(p *v1.Pod) {
 			c.TerminationMessagePolicy = v1.TerminationMessagePolicy(t.String(string(c.TerminationMessagePolicy)))
 			c.Resources.Requests = t.Resources(c.Resources.Requests)
 			c.Resources.Limits = t.Resources(c.Resources.Limits)
+			c.ResizePolicy = t.ResizePolicy(c.ResizePolicy)
+			c.Ports = t.Ports(c.Ports)
+			c.SecurityContext = t.SecurityContext(c.SecurityContext)
 			for j := range c.VolumeMounts {
 				c.VolumeMounts[j].MountPath = t.String(c.VolumeMounts[j].MountPath)
 			}
@@ -225,6 +360,7 @@ func (t *Table) Pod(p *v1.Pod) {
 	for i := range st.HostIPs {
 		st.HostIPs[i].IP = t.String(st.HostIPs[i].IP)
 	}
+	st.HostIPs = t.HostIPs(st.HostIPs)
 	for _, list := range [][]v1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
 		for i := range list {
 			c := &list[i]

@@ -103,3 +103,58 @@ func TestConditionsAndProjectedVolumes(t *testing.T) {
 		t.Errorf("projected sources: %p %p %p", p1, p2, p3)
 	}
 }
+
+// What the API server defaults alike on every pod of a workload — an empty
+// security context, resize policies, priority, grace period,
+// enableServiceLinks, preemption policy — and a node's host IPs are shared;
+// different values stay apart.
+func TestDefaultedPodPartsAreShared(t *testing.T) {
+	tab := New()
+	defaulted := func(name string, grace int64, hostIP string) *v1.Pod {
+		p := pod(name)
+		prio, links, never := int32(0), true, v1.PreemptLowerPriority
+		p.Spec.SecurityContext = &v1.PodSecurityContext{}
+		p.Spec.Priority, p.Spec.EnableServiceLinks, p.Spec.PreemptionPolicy = &prio, &links, &never
+		p.Spec.TerminationGracePeriodSeconds = &grace
+		p.Spec.RestartPolicy, p.Spec.DNSPolicy = v1.RestartPolicy(string([]byte("Always"))), v1.DNSPolicy(string([]byte("ClusterFirst")))
+		c := &p.Spec.Containers[0]
+		c.ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceCPU, RestartPolicy: v1.NotRequired}}
+		c.Ports = []v1.ContainerPort{{ContainerPort: 80, Protocol: v1.ProtocolTCP}}
+		c.SecurityContext = &v1.SecurityContext{}
+		p.Status.HostIPs = []v1.HostIP{{IP: hostIP}}
+		return p
+	}
+	a, b, c := defaulted("a", 30, "10.0.0.1"), defaulted("b", 30, "10.0.0.1"), defaulted("c", 5, "10.0.0.2")
+	want := c.DeepCopy()
+	for _, p := range []*v1.Pod{a, b, c} {
+		tab.Pod(p)
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Fatalf("interning changed the pod:\n%+v\nwant\n%+v", c, want)
+	}
+	as, bs := &a.Spec, &b.Spec
+	ac, bc := &as.Containers[0], &bs.Containers[0]
+	for what, same := range map[string]bool{
+		"pod security context":       as.SecurityContext == bs.SecurityContext,
+		"priority":                   as.Priority == bs.Priority,
+		"enableServiceLinks":         as.EnableServiceLinks == bs.EnableServiceLinks,
+		"preemption policy":          as.PreemptionPolicy == bs.PreemptionPolicy,
+		"grace period":               as.TerminationGracePeriodSeconds == bs.TerminationGracePeriodSeconds,
+		"restart policy":             sameString(string(as.RestartPolicy), string(bs.RestartPolicy)),
+		"DNS policy":                 sameString(string(as.DNSPolicy), string(bs.DNSPolicy)),
+		"resize policy":              &ac.ResizePolicy[0] == &bc.ResizePolicy[0],
+		"ports":                      &ac.Ports[0] == &bc.Ports[0],
+		"container security context": ac.SecurityContext == bc.SecurityContext,
+		"host IPs":                   &a.Status.HostIPs[0] == &b.Status.HostIPs[0],
+	} {
+		if !same {
+			t.Errorf("equal %s not shared", what)
+		}
+	}
+	if *c.Spec.TerminationGracePeriodSeconds != 5 || c.Spec.TerminationGracePeriodSeconds == as.TerminationGracePeriodSeconds {
+		t.Errorf("grace periods 30 and 5 mixed up: %d", *c.Spec.TerminationGracePeriodSeconds)
+	}
+	if c.Status.HostIPs[0].IP != "10.0.0.2" || &c.Status.HostIPs[0] == &a.Status.HostIPs[0] {
+		t.Errorf("host IPs of two nodes mixed up: %v", c.Status.HostIPs)
+	}
+}

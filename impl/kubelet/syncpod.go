@@ -137,31 +137,63 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 // podView is the pod as the kubelet last reported it: the API pod with
 // the status the kubelet last wrote (the informer may lag behind our own
 // writes), unless the API already holds a terminal phase.
+//
+// The view is only read. Once the source has delivered the version the
+// last write produced (shareLastStatus), the view of a pod whose own
+// conditions come first is the pod itself: no copy is made on every sync.
 func (k *Kubelet) podView(rec *podRecord, pod *v1.Pod) *v1.Pod {
 	if rec.lastStatus == nil || podsync.IsTerminalPhase(pod.Status.Phase) {
+		return pod
+	}
+	if rec.lastStatus == &pod.Status && ownConditionsFirst(pod.Status.Conditions) {
 		return pod
 	}
 	// A shallow copy: the decisions only read the pod, and its status is
 	// replaced below.
 	p := new(v1.Pod)
 	*p = *pod
-	own := map[v1.PodConditionType]bool{status.PodReadyToStartContainers: true, v1.PodInitialized: true, v1.PodReady: true, v1.ContainersReady: true, v1.PodScheduled: true}
 	st := *rec.lastStatus.DeepCopy()
 	var others []v1.PodCondition
 	for _, c := range pod.Status.Conditions {
-		if !own[c.Type] {
+		if !kubeletOwnsCondition(c.Type) {
 			others = append(others, c)
 		}
 	}
 	var mine []v1.PodCondition
 	for _, c := range st.Conditions {
-		if own[c.Type] {
+		if kubeletOwnsCondition(c.Type) {
 			mine = append(mine, c)
 		}
 	}
 	st.Conditions = append(mine, others...)
 	p.Status = st
 	return p
+}
+
+// kubeletOwnsCondition reports whether the kubelet writes pod conditions of
+// type t (others, such as DisruptionTarget, are written by other
+// components and taken from the API pod).
+func kubeletOwnsCondition(t v1.PodConditionType) bool {
+	switch t {
+	case status.PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodScheduled:
+		return true
+	}
+	return false
+}
+
+// ownConditionsFirst reports whether no kubelet-owned condition follows
+// another component's in cs, the order podView puts them in.
+func ownConditionsFirst(cs []v1.PodCondition) bool {
+	others := false
+	for _, c := range cs {
+		switch {
+		case !kubeletOwnsCondition(c.Type):
+			others = true
+		case others:
+			return false
+		}
+	}
+	return true
 }
 
 // admit runs admission once for a pod not yet admitted; a rejection is
@@ -212,7 +244,7 @@ func (k *Kubelet) finishRejected(ctx context.Context, rec *podRecord, pod *v1.Po
 }
 
 func (k *Kubelet) writeStatus(ctx context.Context, rec *podRecord, pod *v1.Pod, st v1.PodStatus) error {
-	if rec.lastStatus != nil && status.Equal(*rec.lastStatus, st) && status.Equal(pod.Status, st) {
+	if rec.lastStatus != nil && status.Equal(*rec.lastStatus, st) && (rec.lastStatus == &pod.Status || status.Equal(pod.Status, st)) {
 		return nil
 	}
 	updated, err := k.status.Write(ctx, pod, st)

@@ -51,7 +51,11 @@ const NodeLeaseNamespace = corev1.NamespaceNodeLease
 // EventTaintManagerEviction is the event reason for evictions, as upstream.
 const EventTaintManagerEviction = "TaintManagerEviction"
 
-const podsByNodeIndex = "nodelifecycle.spec.nodeName"
+// podsByNodeIndex indexes pods by spec.nodeName under upstream's index
+// name, so a pod informer shared with other components of the process that
+// already index it so (the kubelets' in the node-memory benchmark) keeps
+// one index, not two.
+const podsByNodeIndex = "spec.nodeName"
 
 // Config holds the controller's periods (upstream flag names in comments).
 type Config struct {
