@@ -40,6 +40,10 @@ func (h *harness) converge() {
 		h.checkOnce()
 		reasons = h.unconverged(h.observe())
 		if len(reasons) == 0 {
+			// The history judges a change only historySettle after
+			// receiving it: judge the run's last changes too.
+			time.Sleep(historySettle)
+			h.checkOnce()
 			return
 		}
 		if time.Now().After(deadline) {

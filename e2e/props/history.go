@@ -49,6 +49,14 @@ type History struct {
 // component, plus a second for the component's own decision.
 const LagWindow = 6 * time.Second
 
+// historySettle is how long after receiving a change the history waits
+// before judging it. The recorder's watches (pods, ReplicaSets,
+// deployments, nodes) are separate streams: the scale-up of a ReplicaSet
+// or the taint of a node that caused a pod change can arrive a moment
+// after the pod change (a campaign once judged an eviction before the
+// taint behind it had arrived, and reported GC-1).
+const historySettle = 2 * time.Second
+
 type rsVersion struct {
 	rv       int64
 	at       time.Time
@@ -68,6 +76,7 @@ type podLife struct {
 }
 
 type nodeVersion struct {
+	rv       int64
 	at       time.Time
 	taints   []v1.Taint
 	capacity int64 // allocatable pods; 0 when not reported
@@ -197,30 +206,31 @@ func (h *History) replicaSet(rs *appsv1.ReplicaSet, now time.Time) {
 
 // node records one received node version.
 func (h *History) node(n *v1.Node, now time.Time) {
-	nv := nodeVersion{at: now, taints: append([]v1.Taint(nil), n.Spec.Taints...)}
+	nv := nodeVersion{rv: revision(n.ResourceVersion), at: now, taints: append([]v1.Taint(nil), n.Spec.Taints...)}
 	if q, ok := n.Status.Allocatable[v1.ResourcePods]; ok {
 		nv.capacity = q.Value()
 	}
 	h.nodes[n.Name] = append(h.nodes[n.Name], nv)
 }
 
-// nodeVersionsAround returns the versions of node that were current at some
-// time in [at-window, at].
-func (h *History) nodeVersionsAround(node string, at time.Time) []nodeVersion {
+// nodeVersionsAround returns the versions of node a component acting at
+// revision rv (received by the recorder at at) may have seen: those written
+// before rv that were still current at some time in [at-window, at]. The
+// revision, not the arrival time, bounds them from above: nodes and pods
+// come through separate watches, so a node version written before a pod
+// change may reach the recorder after it.
+func (h *History) nodeVersionsAround(node string, rv int64, at time.Time) []nodeVersion {
 	vs := h.nodes[node]
 	start := at.Add(-h.window)
 	var out []nodeVersion
 	for i, v := range vs {
-		next := time.Time{}
-		if i+1 < len(vs) {
-			next = vs[i+1].at
-		}
-		if v.at.After(at) {
+		if v.rv > rv {
 			break
 		}
-		if next.IsZero() || next.After(start) {
-			out = append(out, v)
+		if i+1 < len(vs) && vs[i+1].rv <= rv && !vs[i+1].at.After(start) {
+			continue // superseded before the window
 		}
+		out = append(out, v)
 	}
 	return out
 }
@@ -253,13 +263,21 @@ func untolerated(taints []v1.Taint, tols []v1.Toleration, forever bool) *v1.Tain
 // NoExecute taint the pod does not tolerate), GC-1 (the taint manager
 // evicted a pod that, in every version of its node it may have seen,
 // tolerated every NoExecute taint forever) and, unless disabled, RS-1.
-func (h *History) violations(checkRS1, checkSched2 bool) []Violation {
+//
+// A change is judged only once it was received historySettle before now:
+// the versions it is judged against come through other watches, which may
+// deliver a version written before it a moment after it.
+func (h *History) violations(checkRS1, checkSched2 bool, now time.Time) []Violation {
 	var vs []Violation
 	if checkSched2 {
 		vs = append(vs, h.sched2()...)
 	}
+	settled := now.Add(-historySettle)
 	for _, b := range h.binds {
-		around := h.nodeVersionsAround(b.node, b.at)
+		if b.at.After(settled) {
+			continue
+		}
+		around := h.nodeVersionsAround(b.node, b.rv, b.at)
 		all := len(around) > 0
 		var taint *v1.Taint
 		for _, nv := range around {
@@ -274,7 +292,10 @@ func (h *History) violations(checkRS1, checkSched2 bool) []Violation {
 		}
 	}
 	for _, e := range h.evicted {
-		around := h.nodeVersionsAround(e.node, e.at)
+		if e.at.After(settled) {
+			continue
+		}
+		around := h.nodeVersionsAround(e.node, e.rv, e.at)
 		tolerated := len(around) > 0
 		for _, nv := range around {
 			if untolerated(nv.taints, e.tols, true) != nil {
@@ -292,7 +313,7 @@ func (h *History) violations(checkRS1, checkSched2 bool) []Violation {
 		}
 	}
 	if checkRS1 {
-		vs = append(vs, h.rs1()...)
+		vs = append(vs, h.rs1(settled)...)
 	}
 	return vs
 }
@@ -328,10 +349,10 @@ func (h *History) sched2() []Violation {
 	return vs
 }
 
-// rs1 checks RS-1 on every recorded pod creation: counting the creation,
-// the ReplicaSet's active pods at that revision must not exceed the largest
-// spec.replicas the ReplicaSet had within the window before it.
-func (h *History) rs1() []Violation {
+// rs1 checks RS-1 on every pod creation recorded by settled: counting the
+// creation, the ReplicaSet's active pods at that revision must not exceed
+// the largest spec.replicas the ReplicaSet had within the window before it.
+func (h *History) rs1(settled time.Time) []Violation {
 	byRS := map[string][]*podLife{}
 	for _, l := range h.pods {
 		if l.rsKey != "" {
@@ -344,6 +365,9 @@ func (h *History) rs1() []Violation {
 		rs := lives[0].rs
 		versions := h.rsLife[key]
 		for _, p := range lives {
+			if p.createdAt.After(settled) {
+				continue
+			}
 			active := 0
 			for _, q := range lives {
 				if q.created <= p.created && (q.inactive == 0 || q.inactive > p.created) {

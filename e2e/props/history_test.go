@@ -72,11 +72,11 @@ func TestHistoryRS1(t *testing.T) {
 	h.pod(podVersion("b", "ub", "3", "", v1.PodPending, false), false, now)
 	h.pod(podVersion("a", "ua", "4", "", v1.PodPending, true), false, now) // a is deleting: inactive
 	h.pod(podVersion("c", "uc", "5", "", v1.PodPending, false), false, now)
-	if vs := h.rs1(); len(vs) != 0 {
+	if vs := h.rs1(now); len(vs) != 0 {
 		t.Fatalf("a replacement for a deleting pod reported: %v", vs)
 	}
 	h.pod(podVersion("d", "ud", "6", "", v1.PodPending, false), false, now)
-	if vs := h.rs1(); len(vs) != 1 || vs[0].ID != "RS-1" {
+	if vs := h.rs1(now); len(vs) != 1 || vs[0].ID != "RS-1" {
 		t.Fatalf("a third active pod of a 2-replica ReplicaSet: got %v", vs)
 	}
 	// Scaled to 3 a moment earlier: the controller may have seen that.
@@ -86,7 +86,7 @@ func TestHistoryRS1(t *testing.T) {
 	for i, uid := range []string{"u1", "u2", "u3"} {
 		h.pod(podVersion(uid, uid, fmt.Sprint(3+i), "", v1.PodPending, false), false, now)
 	}
-	if vs := h.rs1(); len(vs) != 0 {
+	if vs := h.rs1(now); len(vs) != 0 {
 		t.Fatalf("creations within the lag window of a scale-down reported: %v", vs)
 	}
 	// A ReplicaSet deleted and created again under its name is another
@@ -105,12 +105,12 @@ func TestHistoryRS1(t *testing.T) {
 	second.UID, second.ResourceVersion = "B", "5"
 	h.replicaSet(second, now)
 	h.pod(ownedBy("c", "uc", "6", "B"), false, now)
-	if vs := h.rs1(); len(vs) != 0 {
+	if vs := h.rs1(now); len(vs) != 0 {
 		t.Fatalf("a pod of a re-created ReplicaSet counted with the pods of the first: %v", vs)
 	}
 	h.pod(ownedBy("d", "ud", "7", "B"), false, now)
 	h.pod(ownedBy("e", "ue", "8", "B"), false, now)
-	if vs := h.rs1(); len(vs) != 1 {
+	if vs := h.rs1(now); len(vs) != 1 {
 		t.Fatalf("a third active pod of the re-created 2-replica ReplicaSet: got %v", vs)
 	}
 }
@@ -128,11 +128,11 @@ func TestHistoryTaintsAndCapacity(t *testing.T) {
 	h.node(nodeWith("n2", 2), now.Add(-time.Minute))
 	h.node(nodeWith("n2", 2, ProbeTaint), now.Add(-time.Second)) // tainted just now: a scheduler may not know
 	h.pod(podVersion("a", "ua", "2", "n2", v1.PodPending, false), false, now)
-	if vs := h.violations(false, true); len(vs) != 0 {
+	if vs := h.violations(false, true, now.Add(historySettle)); len(vs) != 0 {
 		t.Fatalf("binding within the lag window of a taint reported: %v", vs)
 	}
 	h.pod(podVersion("b", "ub", "3", "n1", v1.PodPending, false), false, now)
-	if got := ids(h.violations(false, true)); !slices.Equal(got, []string{"SCHED-3"}) {
+	if got := ids(h.violations(false, true, now.Add(historySettle))); !slices.Equal(got, []string{"SCHED-3"}) {
 		t.Fatalf("binding to a long-tainted node: got %v", got)
 	}
 	// Capacity 2 on n2: a, then c; d is one too many unless a is gone.
@@ -142,11 +142,11 @@ func TestHistoryTaintsAndCapacity(t *testing.T) {
 	h.pod(podVersion("c", "uc", "3", "n2", v1.PodRunning, false), false, now)
 	h.pod(podVersion("a", "ua", "4", "n2", v1.PodFailed, false), false, now)
 	h.pod(podVersion("d", "ud", "5", "n2", v1.PodRunning, false), false, now)
-	if vs := h.violations(false, true); len(vs) != 0 {
+	if vs := h.violations(false, true, now.Add(historySettle)); len(vs) != 0 {
 		t.Fatalf("binding into the place of a failed pod reported: %v", vs)
 	}
 	h.pod(podVersion("e", "ue", "6", "n2", v1.PodRunning, false), false, now)
-	if got := ids(h.violations(false, true)); !slices.Equal(got, []string{"SCHED-2"}) {
+	if got := ids(h.violations(false, true, now.Add(historySettle))); !slices.Equal(got, []string{"SCHED-2"}) {
 		t.Fatalf("third pod on a node of two: got %v", got)
 	}
 	// Evictions from a node tainted after the pods were bound.
@@ -161,12 +161,54 @@ func TestHistoryTaintsAndCapacity(t *testing.T) {
 		e.ResourceVersion = "9"
 		e.Status.Conditions = append(e.Status.Conditions, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: "DeletionByTaintManager"})
 		h.pod(e, false, now)
-		return ids(h.violations(false, false))
+		return ids(h.violations(false, false, now.Add(historySettle)))
 	}
 	if got := evict(probeTolerations("d2")); !slices.Equal(got, []string{"GC-1"}) {
 		t.Fatalf("eviction of a pod tolerating the taint forever: got %v", got)
 	}
 	if got := evict(nil); len(got) != 0 {
 		t.Fatalf("eviction of a pod not tolerating the taint reported: %v", got)
+	}
+}
+
+// Nodes and pods come through separate watches: the taint behind an
+// eviction (written first) may reach the recorder after the eviction. The
+// history waits historySettle before judging the eviction and places the
+// taint by its revision, not by when it arrived.
+func TestHistoryJudgesByRevisionAfterSettling(t *testing.T) {
+	now := time.Now()
+	h := newHistory()
+	untainted := nodeWith("n1", 5)
+	untainted.ResourceVersion = "5"
+	h.node(untainted, now.Add(-time.Minute))
+	p := podVersion("f", "uf", "6", "n1", v1.PodRunning, false)
+	h.pod(p, false, now.Add(-50*time.Second))
+
+	e := p.DeepCopy()
+	e.ResourceVersion = "9"
+	e.Status.Conditions = append(e.Status.Conditions, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: "DeletionByTaintManager"})
+	h.pod(e, false, now)
+	// Checked at once, before the taint arrived: not judged yet.
+	if vs := h.violations(false, false, now); len(vs) != 0 {
+		t.Fatalf("an eviction judged before it settled: %v", vs)
+	}
+	tainted := nodeWith("n1", 5, ProbeTaint)
+	tainted.ResourceVersion = "8"
+	h.node(tainted, now.Add(100*time.Millisecond))
+	if vs := h.violations(false, false, now.Add(historySettle)); len(vs) != 0 {
+		t.Fatalf("an eviction caused by a taint that arrived after it reported: %v", vs)
+	}
+
+	// A node version written after the eviction is not what the taint
+	// manager saw, however early it arrived.
+	h = newHistory()
+	h.node(untainted, now.Add(-time.Minute))
+	h.pod(p, false, now.Add(-50*time.Second))
+	later := nodeWith("n1", 5, ProbeTaint)
+	later.ResourceVersion = "10"
+	h.node(later, now.Add(-time.Second))
+	h.pod(e, false, now)
+	if got := ids(h.violations(false, false, now.Add(historySettle))); !slices.Equal(got, []string{"GC-1"}) {
+		t.Fatalf("an eviction before any taint: got %v, want GC-1", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -284,8 +285,11 @@ type harness struct {
 	// viewLag and writeLatency are the run's measurements for the history
 	// window (historyWindow); stopDeliveries ends the measuring.
 	viewLag, writeLatency atomic.Int64
-	widened               bool
-	stopDeliveries        func()
+	// longestLag describes the delivery behind a viewLag beyond LagWindow.
+	lagMu          sync.Mutex
+	longestLag     string
+	widened        bool
+	stopDeliveries func()
 	// schedCrashed: the scheduler crashed in this run; a binding in
 	// flight at its crash may land after its successor decided, so SCHED-2
 	// is not judged at bindings.
@@ -313,8 +317,18 @@ func newHarness(t *rapid.T, c *testCluster, client kubernetes.Interface, m *mode
 		if !historyComponents[d.Component] || (d.Type != "ADDED" && d.Type != "MODIFIED" && d.Type != "DELETED") {
 			return // a BOOKMARK carries the latest revision, which may be an old write's
 		}
+		if d.Initial {
+			return // a watch-list's current state, each object with its last (maybe old) revision
+		}
 		if at, ok := rec.ArrivedAt(d.ResourceVersion); ok {
-			storeMax(&h.viewLag, int64(d.At.Sub(at)))
+			lag := d.At.Sub(at)
+			if lag > LagWindow && int64(lag) > h.viewLag.Load() {
+				h.lagMu.Lock()
+				h.longestLag = fmt.Sprintf("%s: %s %s/%s resourceVersion %s delivered %s after the recorder had it",
+					d.Component, d.Type, d.Namespace, d.Name, d.ResourceVersion, lag.Round(time.Millisecond))
+				h.lagMu.Unlock()
+			}
+			storeMax(&h.viewLag, int64(lag))
 		}
 	})
 	return h
@@ -356,6 +370,11 @@ func (h *harness) close() {
 	ctx := context.Background()
 	h.stopFaults()
 	h.stopDeliveries()
+	h.lagMu.Lock()
+	if h.longestLag != "" {
+		h.t.Logf("run %s: the history window widened: %s", h.ns, h.longestLag)
+	}
+	h.lagMu.Unlock()
 	h.rec.Stop()
 	stats.changes.Add(int64(h.rec.Count()))
 	stats.traceValidated.Add(int64(h.trace.Validated))

@@ -255,14 +255,15 @@ func (r *Recorder) Relisted() bool {
 
 // HistoryViolations returns the step violations of the recorded history
 // (SCHED-3, the taint manager's GC-1, RS-1 when checkRS1, SCHED-2 at each
-// binding when checkSched2); nothing once an informer relisted.
+// binding when checkSched2) among the changes received historySettle ago
+// or earlier; nothing once an informer relisted.
 func (r *Recorder) HistoryViolations(checkRS1, checkSched2 bool) []Violation {
 	if r.Relisted() {
 		return nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.hist.violations(checkRS1, checkSched2)
+	return r.hist.violations(checkRS1, checkSched2, time.Now())
 }
 
 // DEP2Candidates returns the DEP-2 suspects so far; nothing once an

@@ -65,8 +65,15 @@ func modified(name string, rv int) watchEvent {
 // readEvents reads n events from a watch through the wrapped transport.
 func readEvents(t *testing.T, component, url string, n int) []string {
 	t.Helper()
+	return readWatch(t, component, url+"/api/v1/pods?watch=true", n)
+}
+
+// readWatch reads n events from the watch at url through the wrapped
+// transport.
+func readWatch(t *testing.T, component, url string, n int) []string {
+	t.Helper()
 	client := &http.Client{Transport: WrapTransport(component)(http.DefaultTransport)}
-	req, err := http.NewRequest(http.MethodGet, url+"/api/v1/pods?watch=true", nil)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,6 +153,41 @@ func TestWatchFaults(t *testing.T) {
 		}
 		if last.Sub(start) < 300*time.Millisecond {
 			t.Fatalf("last delivery observed %s after the watch started, before the fault's delay", last.Sub(start))
+		}
+	})
+	t.Run("a watch-list's initial events are marked as such", func(t *testing.T) {
+		list := watchServer([]watchEvent{
+			{Type: "ADDED", Object: json.RawMessage(`{"metadata":{"namespace":"ns","name":"a","resourceVersion":"1"}}`)},
+			{Type: "BOOKMARK", Object: json.RawMessage(`{"metadata":{"resourceVersion":"3","annotations":{"k8s.io/initial-events-end":"true"}}}`)},
+			modified("a", 4),
+		})
+		defer list.Close()
+		var mu sync.Mutex
+		var seen []string
+		stop := ObserveDeliveries(func(d Delivery) {
+			mu.Lock()
+			defer mu.Unlock()
+			if d.Component == "node-2" {
+				seen = append(seen, fmt.Sprintf("%s@%s initial=%v", d.Type, d.ResourceVersion, d.Initial))
+			}
+		})
+		defer stop()
+		readWatch(t, "node-2", list.URL+"/api/v1/pods?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan", 3)
+		readEvents(t, "node-2", list.URL, 3) // a plain watch has no initial events
+		// A delivery is observed just after the reader took it.
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			mu.Lock()
+			n := len(seen)
+			mu.Unlock()
+			if n >= 6 {
+				break
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		want := "[ADDED@1 initial=true BOOKMARK@3 initial=true MODIFIED@4 initial=false ADDED@1 initial=false BOOKMARK@3 initial=false MODIFIED@4 initial=false]"
+		if got := fmt.Sprint(seen); got != want {
+			t.Fatalf("observed %s, want %s", got, want)
 		}
 	})
 	t.Run("another component is unaffected", func(t *testing.T) {

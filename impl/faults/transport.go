@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // WatchFault is what a component's watches suffer: the stale-state and
@@ -49,6 +51,11 @@ type Delivery struct {
 	Namespace, Name string
 	ResourceVersion string // of the event's object
 	At              time.Time
+	// Initial marks the initial events of a watch that asked for them
+	// (sendInitialEvents=true, client-go's watch-list, which replaces a
+	// list): they carry the current state with each object's last
+	// resourceVersion, however old, so they say nothing about delivery lag.
+	Initial bool
 }
 
 // ObserveDeliveries calls f with every watch event wrapped transports
@@ -170,7 +177,7 @@ func (t *faultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		!strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		return resp, err
 	}
-	resp.Body = newFaultBody(t.component, resp.Body)
+	resp.Body = newFaultBody(t.component, resp.Body, req.URL.Query().Get("sendInitialEvents") == "true")
 	return resp, nil
 }
 
@@ -187,6 +194,7 @@ type watchEvent struct {
 
 type queued struct {
 	at        time.Time
+	initial   bool // before the initial-events-end bookmark
 	typ       string
 	namespace string
 	name      string
@@ -206,15 +214,17 @@ type faultBody struct {
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 
-	mu     sync.Mutex
-	queue  []queued
-	ended  error // set when the source ended
-	notify chan struct{}
+	mu      sync.Mutex
+	initial bool // still in the initial events of a watch-list
+	queue   []queued
+	ended   error // set when the source ended
+	notify  chan struct{}
 }
 
-func newFaultBody(component string, src io.ReadCloser) *faultBody {
+func newFaultBody(component string, src io.ReadCloser, initialEvents bool) *faultBody {
 	pr, pw := io.Pipe()
-	b := &faultBody{component: component, src: src, pr: pr, pw: pw, done: make(chan struct{}), notify: make(chan struct{}, 1)}
+	b := &faultBody{component: component, src: src, pr: pr, pw: pw, done: make(chan struct{}), notify: make(chan struct{}, 1),
+		initial: initialEvents}
 	b.wg.Add(2)
 	go b.readEvents()
 	go b.writeEvents()
@@ -259,13 +269,17 @@ func (b *faultBody) readEvents() {
 		var meta struct {
 			Metadata struct {
 				Namespace, Name string
-				ResourceVersion string `json:"resourceVersion"`
+				ResourceVersion string            `json:"resourceVersion"`
+				Annotations     map[string]string `json:"annotations"`
 			} `json:"metadata"`
 		}
 		_ = json.Unmarshal(ev.Object, &meta)
 		md := meta.Metadata
 		b.mu.Lock()
-		b.queue = append(b.queue, queued{at: time.Now(), typ: ev.Type, namespace: md.Namespace, name: md.Name, rv: md.ResourceVersion, raw: append(raw, '\n')})
+		b.queue = append(b.queue, queued{at: time.Now(), initial: b.initial, typ: ev.Type, namespace: md.Namespace, name: md.Name, rv: md.ResourceVersion, raw: append(raw, '\n')})
+		if ev.Type == "BOOKMARK" && md.Annotations[metav1.InitialEventsAnnotationKey] == "true" {
+			b.initial = false
+		}
 		b.mu.Unlock()
 		b.signal()
 	}
@@ -327,7 +341,7 @@ func (b *faultBody) writeEvents() {
 		}
 		delivered.Add(1)
 		observeDelivery(Delivery{Component: b.component, Type: head.typ, Namespace: head.namespace, Name: head.name,
-			ResourceVersion: head.rv, At: time.Now()})
+			ResourceVersion: head.rv, At: time.Now(), Initial: head.initial})
 	}
 }
 
