@@ -288,38 +288,53 @@ func RunNodeMemory(ctx context.Context, bin string, cfg NodeMemoryConfig) (NodeM
 	return res, nil
 }
 
-// settledMemory reads the agent's memory until its live heap stops
-// falling: on a loaded machine the agent still drains informer queues,
-// in-flight relists and retried status writes for a while after the last
-// pod turned Running, and that backlog is not what a pod costs. It takes
-// readings settleEvery apart until one is no more than 2% below the one
-// before (at most settleReads more) and returns the last.
+// settledMemory reads the agent's memory until its live heap has reached
+// its floor, and returns the reading with the lowest live heap. On a loaded
+// machine the agent still drains informer backlogs, in-flight relists and
+// retried status writes for a while after the last pod turned Running, and
+// every kubelet resyncs its pods every 20 s; that work in flight is not
+// what a pod costs. Readings are taken settleEvery apart until settleQuiet
+// readings in a row (longer than a resync period) brought no new low more
+// than 1% below the lowest so far, at most settleReads more. (An earlier
+// criterion stopped at the first reading no more than 2% below the one
+// before, which on the 1,000-node runs could fall mid-backlog, while it
+// drained slowly or a resync briefly raised the heap.)
 func settledMemory(ctx context.Context, ask func(string) (agentMemory, error)) (agentMemory, error) {
-	m, err := ask("mem")
-	for i := 0; err == nil && i < settleReads; i++ {
+	low, err := ask("mem")
+	if err != nil {
+		return low, err
+	}
+	quiet := 0
+	for i := 0; i < settleReads && quiet < settleQuiet; i++ {
 		select {
 		case <-ctx.Done():
-			return m, ctx.Err()
+			return low, ctx.Err()
 		case <-time.After(settleEvery):
 		}
-		var next agentMemory
-		if next, err = ask("mem"); err != nil {
-			break
+		next, err := ask("mem")
+		if err != nil {
+			return low, err
 		}
-		stable := float64(next.Heap) >= 0.98*float64(m.Heap)
-		m = next
-		if stable {
-			break
+		if float64(next.Heap) < 0.99*float64(low.Heap) {
+			quiet = 0
+		} else {
+			quiet++
+		}
+		if next.Heap < low.Heap {
+			low = next
 		}
 	}
-	return m, err
+	return low, nil
 }
 
-// settleReads readings settleEvery apart: at most two minutes (a variable
-// so tests can shorten it).
-const settleReads = 24
-
-var settleEvery = 5 * time.Second
+// settleReads readings settleEvery apart: at most three minutes; settleQuiet
+// readings without a new low end the wait (30 s, longer than the kubelets'
+// 20 s resync). Variables so tests can shorten them.
+var (
+	settleReads = 36
+	settleQuiet = 6
+	settleEvery = 5 * time.Second
+)
 
 // RunNodeAgent is the node agent process: the controller manager and the
 // scheduler against the API server of kubeconfig's rest config, and, on

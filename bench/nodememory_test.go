@@ -110,22 +110,45 @@ func TestNodeAgentSmoke(t *testing.T) {
 	checkNoGoroutineLeak(t, before)
 }
 
-func TestSettledMemoryWaitsForTheHeapToStopFalling(t *testing.T) {
-	heaps := []uint64{1000, 900, 800, 795, 700}
-	calls := 0
-	ask := func(string) (agentMemory, error) {
-		h := heaps[min(calls, len(heaps)-1)]
-		calls++
-		return agentMemory{Heap: h}, nil
-	}
+func TestSettledMemoryTakesTheHeapsFloor(t *testing.T) {
 	old := settleEvery
 	settleEvery = time.Millisecond
 	defer func() { settleEvery = old }()
-	m, err := settledMemory(context.Background(), ask)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Heap != 795 || calls != 4 {
-		t.Errorf("settled at %d after %d readings, want 795 after 4", m.Heap, calls)
+	for _, tc := range []struct {
+		name         string
+		heaps        []uint64
+		want         uint64
+		wantReadings int
+	}{
+		// Falling, then a resync raises it now and then: the lowest
+		// reading, once six in a row brought no new low below 1%.
+		{"falls then oscillates", []uint64{1000, 900, 800, 790, 820, 795, 830, 800, 810, 805}, 790, 10},
+		// A backlog drains slowly (under 2% per reading), then at once:
+		// the floor after it, not the first slow step.
+		{"slow drain then drop", []uint64{1000, 990, 985, 980, 700, 710, 705, 702, 701, 703, 704}, 700, 11},
+		// Never quiet: at most settleReads+1 readings, the lowest.
+		{"keeps falling", func() []uint64 {
+			var h []uint64
+			for i := 0; i <= settleReads+5; i++ {
+				h = append(h, uint64(100000-1000*i))
+			}
+			return h
+		}(), uint64(100000 - 1000*settleReads), settleReads + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			ask := func(string) (agentMemory, error) {
+				h := tc.heaps[min(calls, len(tc.heaps)-1)]
+				calls++
+				return agentMemory{Heap: h, RSS: int64(h) * 2}, nil
+			}
+			m, err := settledMemory(context.Background(), ask)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Heap != tc.want || m.RSS != int64(tc.want)*2 || calls != tc.wantReadings {
+				t.Errorf("settled at %d (RSS %d) after %d readings, want %d after %d", m.Heap, m.RSS, calls, tc.want, tc.wantReadings)
+			}
+		})
 	}
 }
