@@ -65,6 +65,20 @@ type faults struct {
 	grpcStatus   string
 }
 
+// noFaults is the fault set of a container without fault annotations,
+// which most containers are: they all point at this one.
+var noFaults = faults{httpStatus: 200, grpcStatus: "SERVING"}
+
+// shared returns a pointer to f to keep with a container: noFaults when f
+// has none.
+func (f faults) shared() *faults {
+	if !f.exits && f.exitAfter == 0 && f.exitCode == 0 && f.startFailure == "" && f.slowStop == 0 && len(f.probes) == 0 &&
+		f.logs == nil && f.files == nil && f.httpStatus == noFaults.httpStatus && f.grpcStatus == noFaults.grpcStatus {
+		return &noFaults
+	}
+	return &f
+}
+
 // lookup returns the annotation for container, preferring the
 // container-suffixed key.
 func lookup(ann map[string]string, key, container string) (string, bool) {
@@ -77,7 +91,7 @@ func lookup(ann map[string]string, key, container string) (string, bool) {
 
 // parseFaults reads a container's faults from the pod annotations.
 func parseFaults(ann map[string]string, container string) (faults, error) {
-	f := faults{httpStatus: 200, grpcStatus: "SERVING"}
+	f := noFaults
 	if v, ok := lookup(ann, AnnotationCrashAfter, container); ok {
 		d, err := time.ParseDuration(v)
 		if err != nil {

@@ -85,7 +85,7 @@ type container struct {
 	imageRef      string
 	labels        map[string]string
 	annotations   map[string]string
-	faults        faults
+	faults        *faults // shared by containers without faults (noFaults); never changed
 
 	state                            runtimeapi.ContainerState
 	createdAt, startedAt, finishedAt time.Time
@@ -371,7 +371,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 	c := &container{
 		id: r.newID("container"), seq: r.seq, sandboxID: sandboxID, meta: config.Metadata,
 		image: config.Image.Image, imageRef: ref, labels: config.Labels, annotations: shared.stringMap(config.Annotations),
-		faults: f, state: runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.clock.Now(),
+		faults: f.shared(), state: runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.clock.Now(),
 		env: shared.env(config.Envs), mounts: config.Mounts, security: shared.securityContext(config.GetLinux().GetSecurityContext()),
 		stdinOnce: config.StdinOnce,
 	}

@@ -266,3 +266,24 @@ func TestDefaultOutputAndFirstOwnFile(t *testing.T) {
 		t.Errorf("logs since after the start: %+v", lines)
 	}
 }
+
+// Containers without fault annotations share one fault set; one with
+// faults has its own, and the shared one stays fault-free.
+func TestContainersWithoutFaultsShareTheirFaultSet(t *testing.T) {
+	r, _ := newSim(t, "10.244.0.0/24")
+	a := createContainer(t, r, nil, "a", false, false)
+	b := createContainer(t, r, nil, "b", false, false)
+	c := createContainer(t, r, map[string]string{AnnotationCrashAfter: "5s", AnnotationLogs: "x"}, "c", false, false)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.containers[a].faults != r.containers[b].faults {
+		t.Error("two containers without faults keep a fault set each")
+	}
+	fc := r.containers[c].faults
+	if fc == r.containers[a].faults || !fc.exits || fc.exitAfter != 5*time.Second || len(fc.logs) != 1 {
+		t.Errorf("faulty container's faults %+v", *fc)
+	}
+	if f := r.containers[a].faults; f.exits || f.logs != nil || f.httpStatus != 200 || f.grpcStatus != "SERVING" {
+		t.Errorf("the shared fault set has faults: %+v", *f)
+	}
+}
