@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -297,10 +298,17 @@ func readVolumeFile(dir, rel string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
+// writeVolumeFile writes one file of a volume unless it already holds
+// content, as upstream's atomic writer skips an unchanged payload: the
+// periodic refresh of every pod's volumes (refreshVolumes) then mostly
+// reads.
 func writeVolumeFile(dir, rel string, content []byte) error {
 	path, err := volumeFilePath(dir, rel)
 	if err != nil {
 		return err
+	}
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, content) {
+		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return err

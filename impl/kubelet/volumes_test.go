@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -72,5 +73,31 @@ func TestVolumesAreMaterializedAndMounted(t *testing.T) {
 	h.sync(p)
 	if _, err := os.Stat(h.k.podDir(p.UID)); !os.IsNotExist(err) {
 		t.Fatalf("pod directory left behind: %v", err)
+	}
+}
+
+// A volume file already holding the content is left alone (the periodic
+// refresh rewrites nothing unchanged); changed content is written.
+func TestWriteVolumeFileSkipsUnchangedContent(t *testing.T) {
+	dir := t.TempDir()
+	if err := writeVolumeFile(dir, "sub/key", []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "sub", "key")
+	past := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(path, past, past); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeVolumeFile(dir, "sub/key", []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(path); err != nil || !st.ModTime().Equal(past) {
+		t.Errorf("unchanged content rewritten: %v %v", st.ModTime(), err)
+	}
+	if err := writeVolumeFile(dir, "sub/key", []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "b" {
+		t.Errorf("changed content: %q %v", b, err)
 	}
 }
