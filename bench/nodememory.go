@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,7 +66,9 @@ type NodeMemoryConfig struct {
 	// HeapProfile, when set, is where the agent writes its heap profile
 	// once every pod is Running; the profile taken when the nodes are
 	// Ready goes next to it with ".nodes" appended, so that
-	// `go tool pprof -diff_base PATH.nodes PATH` shows what the pods hold.
+	// `go tool pprof -diff_base PATH.nodes PATH` shows what the pods hold,
+	// and the agent's CPU profile from the first pod created to the last
+	// one Running goes to PATH.cpu.
 	HeapProfile string
 }
 
@@ -249,6 +252,12 @@ func RunNodeMemory(ctx context.Context, bin string, cfg NodeMemoryConfig) (NodeM
 	if err != nil {
 		return res, err
 	}
+	if cfg.HeapProfile != "" {
+		if _, err := ask("cpuprofile " + cfg.HeapProfile + ".cpu"); err != nil {
+			stopWatch()
+			return res, err
+		}
+	}
 	start := time.Now()
 	if err := createPodsAtRate(ctx, cs, ns, cfg.Pods, cfg.Rate, tr, prog); err != nil {
 		stopWatch()
@@ -270,6 +279,11 @@ func RunNodeMemory(ctx context.Context, bin string, cfg NodeMemoryConfig) (NodeM
 	}
 	res.AllRunningAfter = time.Since(start)
 	stopWatch()
+	if cfg.HeapProfile != "" {
+		if _, err := ask("cpuprofile"); err != nil {
+			return res, err
+		}
+	}
 	if err := read(2); err != nil {
 		return res, err
 	}
@@ -344,6 +358,8 @@ var (
 //	mem       the live heap after a forced GC, and VmRSS
 //	nodes N   starts kubelets bench-node-1 … bench-node-N
 //	profile [SUFFIX]   writes the heap profile to heapProfile (+SUFFIX)
+//	cpuprofile PATH    starts a CPU profile to PATH
+//	cpuprofile         stops it
 //
 // It stops when in ends or ctx is done.
 func RunNodeAgent(ctx context.Context, restCfg *rest.Config, heapProfile string, in io.Reader, out io.Writer) error {
@@ -423,6 +439,12 @@ func RunNodeAgent(ctx context.Context, restCfg *rest.Config, heapProfile string,
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubeletClient.CoreV1().Events("")})
 	cleanup = append(cleanup, events.Shutdown)
 	started := false
+	var cpuProfile func() error // stops the running CPU profile
+	defer func() {
+		if cpuProfile != nil {
+			_ = cpuProfile()
+		}
+	}()
 
 	reply := func(m agentMemory) {
 		b, _ := json.Marshal(m)
@@ -435,6 +457,20 @@ func RunNodeAgent(ctx context.Context, restCfg *rest.Config, heapProfile string,
 		case len(f) == 1 && f[0] == "mem":
 			heap, rss := liveMemory()
 			reply(agentMemory{Heap: heap, RSS: rss})
+		case len(f) == 2 && f[0] == "cpuprofile" && cpuProfile == nil:
+			if cpuProfile, err = startCPUProfile(f[1]); err != nil {
+				reply(agentMemory{Err: err.Error()})
+				continue
+			}
+			reply(agentMemory{})
+		case len(f) == 1 && f[0] == "cpuprofile" && cpuProfile != nil:
+			err := cpuProfile()
+			cpuProfile = nil
+			if err != nil {
+				reply(agentMemory{Err: err.Error()})
+				continue
+			}
+			reply(agentMemory{})
 		case (len(f) == 1 || len(f) == 2) && f[0] == "profile":
 			path := heapProfile
 			if len(f) == 2 {
@@ -463,6 +499,22 @@ func RunNodeAgent(ctx context.Context, restCfg *rest.Config, heapProfile string,
 		}
 	}
 	return lines.Err()
+}
+
+// startCPUProfile starts a CPU profile to path and returns what stops it.
+func startCPUProfile(path string) (func() error, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("starting CPU profile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 func writeRSAKey(path string) error {

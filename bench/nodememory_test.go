@@ -91,10 +91,19 @@ func TestNodeAgentSmoke(t *testing.T) {
 	if m := ask("profile"); m.Err != "" {
 		t.Errorf("profile: %s", m.Err)
 	}
+	if m := ask("cpuprofile"); m.Err == "" {
+		t.Errorf("stopping a CPU profile that never started was accepted")
+	}
+	if m := ask("cpuprofile " + profile + ".cpu"); m.Err != "" {
+		t.Errorf("cpuprofile start: %s", m.Err)
+	}
+	if m := ask("cpuprofile"); m.Err != "" {
+		t.Errorf("cpuprofile stop: %s", m.Err)
+	}
 	if m := ask("profile .nodes"); m.Err != "" {
 		t.Errorf("profile .nodes: %s", m.Err)
 	}
-	for _, p := range []string{profile, profile + ".nodes"} {
+	for _, p := range []string{profile, profile + ".nodes", profile + ".cpu"} {
 		if st, err := os.Stat(p); err != nil || st.Size() == 0 {
 			t.Errorf("heap profile %s: %v", p, err)
 		}
