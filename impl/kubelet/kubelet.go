@@ -159,6 +159,27 @@ func (k *Kubelet) Pause() { k.paused.Store(true) }
 // Paused reports whether the kubelet is paused (a simulated failed node).
 func (k *Kubelet) Paused() bool { return k.paused.Load() }
 
+// waitWhilePaused holds a kubelet started while paused — one restarted on a
+// failed node — until Resume: a failed node's kubelet does not reach the
+// API server, so it must not register the node (Ready again) or renew its
+// lease, which would lift the node lifecycle controller's unreachable
+// taint. It reports false if ctx ended first.
+func (k *Kubelet) waitWhilePaused(ctx context.Context) bool {
+	for k.paused.Load() {
+		t := time.NewTimer(pausePoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+	}
+	return true
+}
+
+// pausePoll is how often a kubelet started while paused checks for Resume.
+const pausePoll = 50 * time.Millisecond
+
 // Resume undoes Pause.
 func (k *Kubelet) Resume() {
 	k.paused.Store(false)
@@ -196,6 +217,9 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		defer b.Shutdown()
 		var r record.EventRecorder = b.NewRecorder(scheme.Scheme, v1.EventSource{Component: EventComponent, Host: k.cfg.NodeName})
 		k.events.Store(&r)
+	}
+	if !k.waitWhilePaused(ctx) {
+		return nil
 	}
 	if err := k.registerNodeWithRetry(ctx); err != nil {
 		// Stopped before the node was registered: an orderly stop.

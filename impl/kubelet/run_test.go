@@ -163,3 +163,45 @@ func nodeCondition(n *v1.Node, t v1.NodeConditionType) v1.NodeCondition {
 }
 
 func ptrInt64(v int64) *int64 { return &v }
+
+// A kubelet restarted while its node is failed (paused before Run) stays
+// silent: no node registration, no lease, until Resume. (A props campaign
+// saw a restarted failed node report Ready and lose its unreachable taint
+// while still failed.)
+func TestKubeletStartedPausedStaysSilentUntilResumed(t *testing.T) {
+	baseline := goruntime.NumGoroutine()
+	clk := testingclock.NewFakeClock(t0)
+	client := fake.NewClientset()
+	rt, err := sim.New(sim.Config{Clock: clk, PodCIDR: "10.244.2.0/24"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := New(context.Background(), client, Config{NodeName: "n2", Clock: clk}, rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.Pause()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- k.Run(ctx) }()
+
+	time.Sleep(20 * pausePoll)
+	if _, err := client.CoreV1().Nodes().Get(ctx, "n2", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a kubelet started paused registered its node (err %v)", err)
+	}
+	if _, err := client.CoordinationV1().Leases(NodeLeaseNamespace).Get(ctx, "n2", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a kubelet started paused renewed its lease (err %v)", err)
+	}
+
+	k.Resume()
+	eventually(t, "node registration after Resume", func() bool {
+		_, err := client.CoreV1().Nodes().Get(ctx, "n2", metav1.GetOptions{})
+		return err == nil
+	})
+	k.Stop()
+	if err := <-runErr; err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "goroutines to end", func() bool { return goruntime.NumGoroutine() <= baseline })
+}
