@@ -30,11 +30,27 @@ const (
 // condition message is not truncated.
 const maxMessageLength = 1024
 
+// idleSnapshotRefresh is how long ScheduleOne waits for a pod before it
+// refreshes the snapshot and returns (a variable for tests).
+var idleSnapshotRefresh = 3 * time.Second
+
 // ScheduleOne pops one pod and tries to schedule it: decide, assume, and
-// bind in the background. It returns when the decision is made.
+// bind in the background. It returns when the decision is made, or after
+// idleSnapshotRefresh without a pod to schedule.
 func (s *Scheduler) ScheduleOne(ctx context.Context) {
-	pInfo, err := s.queue.Pop(ctx)
+	popCtx, cancel := context.WithTimeout(ctx, idleSnapshotRefresh)
+	pInfo, err := s.queue.Pop(popCtx)
+	cancel()
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(popCtx.Err(), context.DeadlineExceeded) {
+			// Idle: bring the snapshot up to date now rather than at the
+			// next cycle, so that it does not keep alive the pod versions
+			// the cache has since replaced (after a burst, one for every
+			// pod bound in it).
+			if err := s.cache.UpdateSnapshot(s.snapshot); err != nil {
+				s.log.Error("refreshing the idle snapshot", "err", err)
+			}
+		}
 		return
 	}
 	pod := pInfo.Pod
