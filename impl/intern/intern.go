@@ -96,11 +96,7 @@ func (t *Table) Projected(p *v1.ProjectedVolumeSource) *v1.ProjectedVolumeSource
 	if p == nil {
 		return nil
 	}
-	raw, err := p.Marshal()
-	if err != nil {
-		return p
-	}
-	return Lookup(&t.mu, t.projected, maxValues, string(raw), p)
+	return byEncoding(&t.mu, t.projected, p)
 }
 
 // PodSecurityContext returns the shared pod security context equal to sc
@@ -109,11 +105,7 @@ func (t *Table) PodSecurityContext(sc *v1.PodSecurityContext) *v1.PodSecurityCon
 	if sc == nil {
 		return nil
 	}
-	raw, err := sc.Marshal()
-	if err != nil {
-		return sc
-	}
-	return Lookup(&t.mu, t.podSecurity, maxValues, string(raw), sc)
+	return byEncoding(&t.mu, t.podSecurity, sc)
 }
 
 // SecurityContext returns the shared container security context equal to
@@ -122,11 +114,7 @@ func (t *Table) SecurityContext(sc *v1.SecurityContext) *v1.SecurityContext {
 	if sc == nil {
 		return nil
 	}
-	raw, err := sc.Marshal()
-	if err != nil {
-		return sc
-	}
-	return Lookup(&t.mu, t.security, maxValues, string(raw), sc)
+	return byEncoding(&t.mu, t.security, sc)
 }
 
 // ResizePolicy returns the shared slice equal to ps (defaulted on every
@@ -367,4 +355,14 @@ func (t *Table) Pod(p *v1.Pod) {
 			c.Name, c.Image, c.ImageID = t.String(c.Name), t.String(c.Image), t.String(c.ImageID)
 		}
 	}
+}
+
+// byEncoding returns the shared value whose protobuf encoding equals v's
+// (v itself if it cannot be encoded).
+func byEncoding[T interface{ Marshal() ([]byte, error) }](mu *sync.Mutex, table map[string]T, v T) T {
+	raw, err := v.Marshal()
+	if err != nil {
+		return v
+	}
+	return Lookup(mu, table, maxValues, string(raw), v)
 }
