@@ -28,6 +28,7 @@ type createPath struct {
 	reset      fieldpath.Filter     // the endpoint's reset fields, or nil
 	apiVersion fieldpath.APIVersion // the kind's group/version
 	kind       schema.GroupVersionKind
+	direct     *directFields // the set without structured-merge-diff's walks, or nil
 }
 
 // stripFromEntries are the paths no manager is recorded as owning (the
@@ -64,7 +65,13 @@ func newCreatePath(cfg Config, reset map[fieldpath.APIVersion]fieldpath.Filter) 
 		return nil
 	}
 	v := fieldpath.APIVersion(cfg.Kind.GroupVersion().String())
-	return &createPath{objType: reflect.TypeOf(empty), emptyTyped: tv, reset: reset[v], apiVersion: v, kind: cfg.Kind}
+	c := &createPath{objType: reflect.TypeOf(empty), emptyTyped: tv, reset: reset[v], apiVersion: v, kind: cfg.Kind}
+	// The direct road compares with the zero value: the empty object must
+	// be nothing but that (its kind aside).
+	if bare, err := cfg.Scheme.New(cfg.Kind); err == nil && reflect.ValueOf(bare).Elem().IsZero() {
+		c.direct = newDirectFields(tv.Schema(), tv.TypeRef(), c.objType)
+	}
+	return c
 }
 
 // applies reports whether the write of obj over live by manager can take
@@ -117,6 +124,21 @@ func (c *createPath) update(obj runtime.Object, tc managedfields.TypeConverter, 
 // differs from the empty object, less the endpoint's reset fields and the
 // stripped metadata.
 func (c *createPath) fieldsOf(obj runtime.Object, tc managedfields.TypeConverter) (*fieldpath.Set, bool) {
+	if c.direct != nil {
+		if set, ok := c.direct.fields(reflect.ValueOf(obj)); ok {
+			return c.owned(set), true
+		}
+	}
+	set, ok := c.compared(obj, tc)
+	if !ok {
+		return nil, false
+	}
+	return c.owned(set), true
+}
+
+// compared is what structured-merge-diff's Compare of the empty object
+// with obj finds Added or Modified, or false if obj does not validate.
+func (c *createPath) compared(obj runtime.Object, tc managedfields.TypeConverter) (*fieldpath.Set, bool) {
 	// The converter finds the type by the object's kind; the decoded
 	// object may not carry it. It is put back as it was.
 	kind := obj.GetObjectKind()
@@ -137,8 +159,13 @@ func (c *createPath) fieldsOf(obj runtime.Object, tc managedfields.TypeConverter
 	if !cmp.Modified.Empty() {
 		set = cmp.Modified.Union(cmp.Added)
 	}
+	return set, true
+}
+
+// owned is set less the endpoint's reset fields and the stripped metadata.
+func (c *createPath) owned(set *fieldpath.Set) *fieldpath.Set {
 	if c.reset != nil {
 		set = c.reset.Filter(set)
 	}
-	return set.Difference(stripFromEntries), true
+	return set.Difference(stripFromEntries)
 }

@@ -1,0 +1,449 @@
+package fieldmanager
+
+import (
+	"reflect"
+
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
+)
+
+// directFields is the field set of a create computed straight from the Go
+// object: what structured-merge-diff's Compare of the kind's empty object
+// with obj reports as Added or Modified, for objects that would pass its
+// validation. It reads the object through structured-merge-diff's own
+// reflection cache (JSON names, omitempty/omitzero, inlined structs, types
+// with their own JSON form), so a field is present exactly when
+// structured-merge-diff's reflected value has it, but it walks the object
+// once, skips every field still at its zero value (the empty object holds
+// the same value there, so the comparison finds nothing) and builds no
+// value wrappers.
+//
+// It answers only where it is sure of the result; anything it does not
+// model (non-empty lists, floats, atomic maps holding fields, types whose
+// JSON form is a map or a list, a value its schema would reject) makes it
+// report false, and the caller takes structured-merge-diff's road.
+// TestDirectFieldsMatchCompare compares both on random objects.
+type directFields struct {
+	schema *smdschema.Schema
+	root   smdschema.TypeRef
+}
+
+// newDirectFields prepares the direct road for objects of Go type objType
+// (a pointer to a struct) with the given schema root, or returns nil when
+// the kind's zero value itself would not validate the way the walk
+// assumes (every field the walk skips is at its zero value and must be
+// valid there).
+func newDirectFields(s *smdschema.Schema, root smdschema.TypeRef, objType reflect.Type) *directFields {
+	if s == nil || objType.Kind() != reflect.Pointer || objType.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	d := &directFields{schema: s, root: root}
+	if !d.zeroValid(objType.Elem(), root, 0) {
+		return nil
+	}
+	return d
+}
+
+// fields returns the set for obj (a non-nil pointer to the prepared type)
+// and whether the walk was sure of it. The object's kind fields
+// (apiVersion, kind) are taken to equal the empty object's.
+func (d *directFields) fields(obj reflect.Value) (*fieldpath.Set, bool) {
+	w := directWalker{schema: d.schema, set: fieldpath.NewSet(), path: make(fieldpath.Path, 0, 8)}
+	if !w.bothStruct(obj.Elem(), d.root, true) {
+		return nil, false
+	}
+	return w.set, true
+}
+
+// zeroValid reports whether the zero value of t, as structured-merge-diff
+// reflects it, validates against tr (following only what the zero value
+// has present: nil pointers, maps and slices are nulls).
+func (d *directFields) zeroValid(t reflect.Type, tr smdschema.TypeRef, depth int) bool {
+	if depth > 64 {
+		return false
+	}
+	atom, ok := d.schema.Resolve(tr)
+	if !ok {
+		return false
+	}
+	zero := reflect.New(t).Elem()
+	entry := value.TypeReflectEntryOf(t)
+	if entry.CanConvertToUnstructured() {
+		u, err := entry.ToUnstructured(zero)
+		if err != nil {
+			return false
+		}
+		return unstructuredScalarFits(u, atom)
+	}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface:
+		return nullFits(atom)
+	case reflect.Struct:
+		if atom.Map == nil {
+			return false
+		}
+		for _, f := range entry.OrderedFields() {
+			fz := f.GetFrom(zero)
+			if f.CanOmit(fz) {
+				continue
+			}
+			ftr, ok := fieldType(atom.Map, f.JsonName)
+			if !ok || !d.zeroValid(fz.Type(), ftr, depth+1) {
+				return false
+			}
+		}
+		return true
+	default:
+		c, ok := scalarClassOf(t.Kind())
+		return ok && scalarFits(c, atom)
+	}
+}
+
+// directWalker accumulates the set of one object.
+type directWalker struct {
+	schema *smdschema.Schema
+	set    *fieldpath.Set
+	path   fieldpath.Path
+}
+
+func (w *directWalker) insert(pe fieldpath.PathElement) {
+	w.set.Insert(append(w.path, pe))
+}
+
+func (w *directWalker) descend(pe fieldpath.PathElement) (restore func()) {
+	n := len(w.path)
+	w.path = append(w.path, pe)
+	return func() { w.path = w.path[:n] }
+}
+
+// bothStruct walks a struct present in both the empty object (at its zero
+// value) and obj (rv, not zero). At the root the kind fields are skipped.
+func (w *directWalker) bothStruct(rv reflect.Value, tr smdschema.TypeRef, root bool) bool {
+	atom, ok := w.schema.Resolve(tr)
+	if !ok || atom.Map == nil || atom.Map.ElementRelationship == smdschema.Atomic {
+		return false
+	}
+	entry := value.TypeReflectEntryOf(rv.Type())
+	for _, f := range entry.OrderedFields() {
+		if root && (f.JsonName == "apiVersion" || f.JsonName == "kind") {
+			continue
+		}
+		fv := f.GetFrom(rv)
+		if fv.IsZero() {
+			continue
+		}
+		inEmpty := !f.CanOmit(reflect.Zero(fv.Type()))
+		inObj := !f.CanOmit(fv)
+		if !inEmpty && !inObj {
+			continue
+		}
+		ftr, ok := fieldType(atom.Map, f.JsonName)
+		if !ok {
+			return false
+		}
+		pe := fieldpath.PathElement{FieldName: &f.JsonName}
+		switch {
+		case inObj && !inEmpty:
+			if !w.added(pe, fv, ftr) {
+				return false
+			}
+		case inObj && inEmpty:
+			if !w.both(pe, fv, ftr) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// both compares a field present in both objects: the empty object's zero
+// value against obj's non-zero fv.
+func (w *directWalker) both(pe fieldpath.PathElement, fv reflect.Value, tr smdschema.TypeRef) bool {
+	atom, ok := w.schema.Resolve(tr)
+	if !ok {
+		return false
+	}
+	entry := value.TypeReflectEntryOf(fv.Type())
+	if entry.CanConvertToUnstructured() {
+		lu, err := entry.ToUnstructured(reflect.New(fv.Type()).Elem())
+		if err != nil {
+			return false
+		}
+		ru, err := entry.ToUnstructured(fv)
+		if err != nil {
+			return false
+		}
+		if !unstructuredScalarFits(lu, atom) || !unstructuredScalarFits(ru, atom) {
+			return false
+		}
+		if lu != ru {
+			w.insert(pe)
+		}
+		return true
+	}
+	switch fv.Kind() {
+	case reflect.Pointer:
+		return w.nullThen(pe, fv.Elem(), tr)
+	case reflect.Map:
+		return w.nullThen(pe, fv, tr)
+	case reflect.Struct:
+		defer w.descend(pe)()
+		return w.bothStruct(fv, tr, false)
+	default:
+		c, ok := scalarClassOf(fv.Kind())
+		if !ok || c == scalarFloat || !scalarFits(c, atom) {
+			return false
+		}
+		// A non-zero string, integer or boolean differs from the zero one.
+		w.insert(pe)
+		return true
+	}
+}
+
+// nullThen compares a null in the empty object with obj's v (a pointer's
+// target or a non-nil map): a scalar or an empty map is Modified; a map
+// with entries adds them (the map's own path is in neither set).
+func (w *directWalker) nullThen(pe fieldpath.PathElement, v reflect.Value, tr smdschema.TypeRef) bool {
+	atom, ok := w.schema.Resolve(tr)
+	if !ok {
+		return false
+	}
+	entry := value.TypeReflectEntryOf(v.Type())
+	if entry.CanConvertToUnstructured() {
+		return false
+	}
+	switch v.Kind() {
+	case reflect.Struct, reflect.Map:
+		if atom.Map == nil {
+			return false
+		}
+		if isEmptyMap(v) {
+			w.insert(pe)
+			return true
+		}
+		if atom.Map.ElementRelationship == smdschema.Atomic {
+			return false
+		}
+		defer w.descend(pe)()
+		return w.addChildren(v, atom.Map)
+	case reflect.Pointer, reflect.Interface, reflect.Slice:
+		return false
+	default:
+		c, ok := scalarClassOf(v.Kind())
+		if !ok || !scalarFits(c, atom) {
+			return false
+		}
+		w.insert(pe)
+		return true
+	}
+}
+
+// added records v, present in obj and absent from the empty object, with
+// everything under it.
+func (w *directWalker) added(pe fieldpath.PathElement, v reflect.Value, tr smdschema.TypeRef) bool {
+	atom, ok := w.schema.Resolve(tr)
+	if !ok {
+		return false
+	}
+	entry := value.TypeReflectEntryOf(v.Type())
+	if entry.CanConvertToUnstructured() {
+		u, err := entry.ToUnstructured(v)
+		if err != nil || !unstructuredScalarFits(u, atom) {
+			return false
+		}
+		w.insert(pe)
+		return true
+	}
+	if v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			if !nullFits(atom) {
+				return false
+			}
+			w.insert(pe)
+			return true
+		}
+		if v.Kind() == reflect.Interface {
+			return false
+		}
+		v = v.Elem()
+	}
+	switch v.Kind() {
+	case reflect.Map, reflect.Struct:
+		if v.Kind() == reflect.Map && v.IsNil() {
+			if !nullFits(atom) {
+				return false
+			}
+			w.insert(pe)
+			return true
+		}
+		if atom.Map == nil {
+			return false
+		}
+		w.insert(pe)
+		if isEmptyMap(v) {
+			return true
+		}
+		if atom.Map.ElementRelationship == smdschema.Atomic {
+			return false
+		}
+		defer w.descend(pe)()
+		return w.addChildren(v, atom.Map)
+	case reflect.Slice:
+		switch {
+		case v.IsNil():
+			if !nullFits(atom) {
+				return false
+			}
+		case v.Type().Elem().Kind() == reflect.Uint8:
+			if !scalarFits(scalarString, atom) {
+				return false
+			}
+		case v.Len() == 0:
+			if atom.List == nil {
+				return false
+			}
+		default:
+			return false
+		}
+		w.insert(pe)
+		return true
+	default:
+		c, ok := scalarClassOf(v.Kind())
+		if !ok || !scalarFits(c, atom) {
+			return false
+		}
+		w.insert(pe)
+		return true
+	}
+}
+
+// addChildren adds every entry of the map or every present field of the
+// struct v, whose schema is m.
+func (w *directWalker) addChildren(v reflect.Value, m *smdschema.Map) bool {
+	if v.Kind() == reflect.Map {
+		if v.Type().Key().Kind() != reflect.String {
+			return false
+		}
+		it := v.MapRange()
+		for it.Next() {
+			key := it.Key().String()
+			ftr, ok := fieldType(m, key)
+			if !ok {
+				return false
+			}
+			if !w.added(fieldpath.PathElement{FieldName: &key}, it.Value(), ftr) {
+				return false
+			}
+		}
+		return true
+	}
+	entry := value.TypeReflectEntryOf(v.Type())
+	for _, f := range entry.OrderedFields() {
+		fv := f.GetFrom(v)
+		if f.CanOmit(fv) {
+			continue
+		}
+		ftr, ok := fieldType(m, f.JsonName)
+		if !ok {
+			return false
+		}
+		if !w.added(fieldpath.PathElement{FieldName: &f.JsonName}, fv, ftr) {
+			return false
+		}
+	}
+	return true
+}
+
+// isEmptyMap reports whether the struct or map v has no present entries.
+func isEmptyMap(v reflect.Value) bool {
+	if v.Kind() == reflect.Map {
+		return v.Len() == 0
+	}
+	for _, f := range value.TypeReflectEntryOf(v.Type()).OrderedFields() {
+		if !f.CanOmit(f.GetFrom(v)) {
+			return false
+		}
+	}
+	return true
+}
+
+// fieldType is the schema type of a map's entry name, as
+// structured-merge-diff's walkers find it; false when the schema declares
+// no such field (a validation error).
+func fieldType(m *smdschema.Map, name string) (smdschema.TypeRef, bool) {
+	if sf, ok := m.FindField(name); ok {
+		return sf.Type, true
+	}
+	if (m.ElementType == smdschema.TypeRef{}) {
+		return smdschema.TypeRef{}, false
+	}
+	return m.ElementType, true
+}
+
+type scalarClass int
+
+const (
+	scalarString scalarClass = iota
+	scalarInt
+	scalarFloat
+	scalarBool
+)
+
+func scalarClassOf(k reflect.Kind) (scalarClass, bool) {
+	switch k {
+	case reflect.String:
+		return scalarString, true
+	case reflect.Bool:
+		return scalarBool, true
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32:
+		return scalarInt, true
+	case reflect.Float32, reflect.Float64:
+		return scalarFloat, true
+	}
+	return 0, false
+}
+
+// scalarFits reports whether a scalar of class c passes structured-merge-
+// diff's validation against atom (it picks the atom's scalar part).
+func scalarFits(c scalarClass, atom smdschema.Atom) bool {
+	if atom.Scalar == nil {
+		return false
+	}
+	switch *atom.Scalar {
+	case smdschema.Untyped:
+		return true
+	case smdschema.String:
+		return c == scalarString
+	case smdschema.Numeric:
+		return c == scalarInt || c == scalarFloat
+	case smdschema.Boolean:
+		return c == scalarBool
+	}
+	return false
+}
+
+// nullFits reports whether a null passes validation against atom.
+func nullFits(atom smdschema.Atom) bool {
+	return atom.Map != nil || atom.Scalar != nil || atom.List != nil
+}
+
+// unstructuredScalarFits reports whether u, the JSON form of a type that
+// has its own, is a null or a scalar that passes validation against atom.
+// Maps and lists are not modelled.
+func unstructuredScalarFits(u any, atom smdschema.Atom) bool {
+	switch u.(type) {
+	case nil:
+		return nullFits(atom)
+	case string:
+		return scalarFits(scalarString, atom)
+	case bool:
+		return scalarFits(scalarBool, atom)
+	case int64:
+		return scalarFits(scalarInt, atom)
+	}
+	return false
+}

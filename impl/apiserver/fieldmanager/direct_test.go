@@ -1,0 +1,196 @@
+package fieldmanager
+
+import (
+	"math/rand"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/kubeproof/kubeproof/impl/registry"
+)
+
+// The direct road finds exactly the set structured-merge-diff's Compare
+// of the empty object with the object finds (before any field is reset or
+// stripped), and answers only for objects that pass its validation. Every
+// served kind, random objects filled densely and sparsely (most fields
+// left at, or put back to, their zero values; empty maps, slices and
+// strings), and the edge cases structured-merge-diff treats specially.
+func TestDirectFieldsMatchCompare(t *testing.T) {
+	const perKind = 300
+	for _, res := range registry.All() {
+		gvk := res.GroupVersionKind()
+		t.Run(gvk.String(), func(t *testing.T) {
+			m := managerFor(t, gvk, "")
+			if m.create == nil || m.create.direct == nil {
+				t.Skip("no direct road for this kind")
+			}
+			r := rand.New(rand.NewSource(int64(len(gvk.String()))))
+			dense := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(11), scheme.Codecs).NilChance(0.3).NumElements(0, 3)
+			sparse := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(13), scheme.Codecs).NilChance(0.8).NumElements(0, 2)
+			direct := 0
+			for i := 0; i < perKind; i++ {
+				obj := res.New()
+				switch i % 3 {
+				case 0:
+					dense.Fill(obj)
+				case 1:
+					sparse.Fill(obj)
+					thin(r, reflect.ValueOf(obj).Elem(), 0)
+				default:
+					sparse.Fill(obj)
+					thin(r, reflect.ValueOf(obj).Elem(), 0)
+					res.Strategy.Default(obj)
+				}
+				if checkDirect(t, m, obj) {
+					direct++
+				}
+			}
+			t.Logf("%d of %d objects took the direct road", direct, perKind)
+			if direct == 0 {
+				t.Error("no object took the direct road")
+			}
+		})
+	}
+}
+
+// Edge cases of ConfigMaps, Secrets and Pods: empty and nil maps, empty
+// keys and values, pointers to zero values, empty byte strings.
+func TestDirectFieldsEdgeCases(t *testing.T) {
+	f := false
+	zero := int64(0)
+	cases := []runtime.Object{
+		&corev1.ConfigMap{},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}},
+		&corev1.ConfigMap{Data: map[string]string{}},
+		&corev1.ConfigMap{Data: map[string]string{"": ""}},
+		&corev1.ConfigMap{Data: map[string]string{"k": ""}, BinaryData: map[string][]byte{"a": nil, "b": {}, "c": {1}}},
+		&corev1.ConfigMap{Immutable: &f},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{}, Annotations: map[string]string{"": "x"}}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.Now(), DeletionGracePeriodSeconds: &zero}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Finalizers: []string{}}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Finalizers: []string{"a", "a"}}},
+		&corev1.Secret{Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"k": nil}, StringData: map[string]string{}},
+		&corev1.Pod{},
+		&corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{}}},
+		&corev1.Pod{Spec: corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{}, NodeSelector: map[string]string{}}},
+		&corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending}},
+		&corev1.Namespace{Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{}}},
+	}
+	managers := map[reflect.Type]*Manager{}
+	for _, res := range registry.All() {
+		if res.GroupVersion == corev1.SchemeGroupVersion {
+			managers[reflect.TypeOf(res.New())] = managerFor(t, res.GroupVersionKind(), "")
+		}
+	}
+	for _, obj := range cases {
+		m := managers[reflect.TypeOf(obj)]
+		if m == nil {
+			t.Fatalf("no manager for %T", obj)
+		}
+		checkDirect(t, m, obj)
+	}
+	// The plainest ConfigMap takes the direct road.
+	m := managers[reflect.TypeOf(&corev1.ConfigMap{})]
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{"a": "b"}}, Data: map[string]string{"payload": "x"}}
+	set, ok := m.create.direct.fields(reflect.ValueOf(cm))
+	if !ok {
+		t.Fatal("a plain ConfigMap does not take the direct road")
+	}
+	raw, _ := m.create.owned(set).ToJSON()
+	if want := `{"f:data":{".":{},"f:payload":{}},"f:metadata":{"f:labels":{".":{},"f:a":{}}}}`; string(raw) != want {
+		t.Errorf("fields %s, want %s", raw, want)
+	}
+}
+
+// checkDirect compares both roads on obj and reports whether the direct
+// one answered.
+func checkDirect(t *testing.T, m *Manager, obj runtime.Object) bool {
+	t.Helper()
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc.SetManagedFields(nil)
+	before := obj.DeepCopyObject()
+	want, wantOK := m.create.compared(obj.DeepCopyObject(), m.tc)
+	got, gotOK := m.create.direct.fields(reflect.ValueOf(obj))
+	if !reflect.DeepEqual(before, obj) {
+		t.Fatalf("the direct road changed the object")
+	}
+	if !gotOK {
+		return false
+	}
+	if !wantOK {
+		t.Fatalf("direct road answered for an object structured-merge-diff rejects: %#v", obj)
+	}
+	if !got.Equals(want) {
+		gj, _ := got.ToJSON()
+		wj, _ := want.ToJSON()
+		t.Fatalf("sets differ for %#v\n got: %s\nwant: %s", obj, gj, wj)
+	}
+	return true
+}
+
+// thin puts most fields of v back to their zero values and empties or
+// drops most slices, maps and pointers, so random objects reach the
+// direct road and the zero and empty values it treats specially.
+func thin(r *rand.Rand, v reflect.Value, depth int) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return
+		}
+		if depth > 0 && r.Intn(3) == 0 && v.CanSet() {
+			v.Set(reflect.Zero(v.Type()))
+			return
+		}
+		thin(r, v.Elem(), depth+1)
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			f := v.Field(i)
+			if !f.CanSet() {
+				continue
+			}
+			if depth > 0 && r.Intn(3) == 0 {
+				f.Set(reflect.Zero(f.Type()))
+				continue
+			}
+			thin(r, f, depth+1)
+		}
+	case reflect.Slice:
+		if !v.CanSet() || v.Type().Elem().Kind() == reflect.Uint8 {
+			return
+		}
+		switch r.Intn(4) {
+		case 0:
+			v.Set(reflect.Zero(v.Type()))
+		case 1:
+			v.Set(reflect.MakeSlice(v.Type(), 0, 0))
+		case 2:
+			for i := 0; i < v.Len(); i++ {
+				thin(r, v.Index(i), depth+1)
+			}
+		}
+	case reflect.Map:
+		if !v.CanSet() {
+			return
+		}
+		switch r.Intn(4) {
+		case 0:
+			v.Set(reflect.Zero(v.Type()))
+		case 1:
+			v.Set(reflect.MakeMap(v.Type()))
+		}
+	case reflect.String:
+		if v.CanSet() && r.Intn(4) == 0 {
+			v.SetString("")
+		}
+	}
+}
