@@ -10,6 +10,9 @@ import (
 	goruntime "runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,7 +54,11 @@ type StartupConfig struct {
 	// (default 2 s).
 	Settle time.Duration
 	// HeapProfile, if set, is a file the heap profile is written to once
-	// every pod is Running (go tool pprof -sample_index=inuse_space).
+	// every pod is Running (go tool pprof -sample_index=inuse_space); the
+	// process's CPU profile from the first pod created to the last one
+	// Running goes next to it, to PATH.cpu, and each pod's timeline (when
+	// its create was sent, relative to the first, and its create→bound and
+	// create→Running latencies) to PATH.pods.csv.
 	HeapProfile string
 	// Progress, if set, is called about once a second.
 	Progress func(Progress)
@@ -71,6 +78,10 @@ type StartupResult struct {
 	// client's clock, because creationTimestamp has 1 s resolution.)
 	CreateToRunning Latencies `json:"createToRunning"`
 	CreateToReady   Latencies `json:"createToReady"`
+	// CreateToBound runs from the create to the moment the watch first
+	// delivered the pod with spec.nodeName set: the scheduler's share of
+	// create→Running (the rest is the kubelet's and its status write).
+	CreateToBound Latencies `json:"createToBound"`
 	// RunningCDF is create→Running at every percentile 0, 1, …, 100 (the
 	// latency CDF the charts draw).
 	RunningCDF []time.Duration `json:"runningCDF,omitempty"`
@@ -220,6 +231,19 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 		return res, err
 	}
 	defer stopWatch()
+	stopCPUProfile := func() error { return nil }
+	if cfg.HeapProfile != "" {
+		stop, err := startCPUProfile(cfg.HeapProfile + ".cpu")
+		if err != nil {
+			return res, err
+		}
+		var once sync.Once
+		stopCPUProfile = func() (err error) {
+			once.Do(func() { err = stop() })
+			return err
+		}
+		defer stopCPUProfile()
+	}
 	if err := createPodsAtRate(ctx, cs, ns, cfg.Pods, cfg.Rate, tr, prog); err != nil {
 		return res, err
 	}
@@ -235,9 +259,17 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	running, ready := tr.results()
+	if err := stopCPUProfile(); err != nil {
+		return res, err
+	}
+	running, ready, bound := tr.results()
 	res.Running, res.Ready = len(running), len(ready)
-	res.CreateToRunning, res.CreateToReady = Summarize(running), Summarize(ready)
+	res.CreateToRunning, res.CreateToReady, res.CreateToBound = Summarize(running), Summarize(ready), Summarize(bound)
+	if cfg.HeapProfile != "" {
+		if err := tr.writeTimeline(cfg.HeapProfile + ".pods.csv"); err != nil {
+			return res, err
+		}
+	}
 	res.RunningCDF = quantiles(running)
 	if res.Running < cfg.Pods {
 		return res, fmt.Errorf("only %d of %d pods Running after %s", res.Running, cfg.Pods, cfg.Timeout)
@@ -323,6 +355,7 @@ type startupTracker struct {
 	running, ready atomic.Int64
 	runningAt      map[string]time.Time
 	readyAt        map[string]time.Time
+	boundAt        map[string]time.Time
 }
 
 func (t *startupTracker) sentAt(name string, at time.Time) {
@@ -334,6 +367,9 @@ func (t *startupTracker) sentAt(name string, at time.Time) {
 func (t *startupTracker) observe(p *corev1.Pod, at time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if _, ok := t.boundAt[p.Name]; !ok && p.Spec.NodeName != "" {
+		t.boundAt[p.Name] = at
+	}
 	if _, ok := t.runningAt[p.Name]; !ok && p.Status.Phase == corev1.PodRunning {
 		t.runningAt[p.Name] = at
 		t.running.Add(1)
@@ -348,20 +384,48 @@ func (t *startupTracker) observe(p *corev1.Pod, at time.Time) {
 	}
 }
 
-func (t *startupTracker) results() (running, ready []time.Duration) {
+func (t *startupTracker) results() (running, ready, bound []time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for name, at := range t.runningAt {
-		if s, ok := t.sent[name]; ok {
-			running = append(running, at.Sub(s))
+	since := func(at map[string]time.Time) []time.Duration {
+		var ds []time.Duration
+		for name, at := range at {
+			if s, ok := t.sent[name]; ok {
+				ds = append(ds, at.Sub(s))
+			}
 		}
+		return ds
 	}
-	for name, at := range t.readyAt {
-		if s, ok := t.sent[name]; ok {
-			ready = append(ready, at.Sub(s))
+	return since(t.runningAt), since(t.readyAt), since(t.boundAt)
+}
+
+// writeTimeline writes one CSV line per pod, in the order the creates were
+// sent: the pod, when its create was sent (ms after the first), and its
+// create→bound and create→Running latencies (ms; empty if never seen).
+func (t *startupTracker) writeTimeline(path string) error {
+	t.mu.Lock()
+	type row struct {
+		name string
+		sent time.Time
+	}
+	rows := make([]row, 0, len(t.sent))
+	for name, at := range t.sent {
+		rows = append(rows, row{name, at})
+	}
+	slices.SortFunc(rows, func(a, b row) int { return a.sent.Compare(b.sent) })
+	var b strings.Builder
+	b.WriteString("pod,sent_ms,bound_ms,running_ms\n")
+	latency := func(at map[string]time.Time, r row) string {
+		if t, ok := at[r.name]; ok {
+			return strconv.FormatFloat(float64(t.Sub(r.sent).Microseconds())/1000, 'f', 1, 64)
 		}
+		return ""
 	}
-	return running, ready
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%s,%.1f,%s,%s\n", r.name, float64(r.sent.Sub(rows[0].sent).Microseconds())/1000, latency(t.boundAt, r), latency(t.runningAt, r))
+	}
+	t.mu.Unlock()
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 // watchStartup follows the namespace's pods with a plain watch (no
@@ -369,7 +433,7 @@ func (t *startupTracker) results() (running, ready []time.Duration) {
 // stays out of the per-pod numbers), re-watching from the last
 // resourceVersion when the server ends a watch.
 func watchStartup(ctx context.Context, cs kubernetes.Interface, ns string) (*startupTracker, func(), error) {
-	tr := &startupTracker{sent: map[string]time.Time{}, runningAt: map[string]time.Time{}, readyAt: map[string]time.Time{}}
+	tr := &startupTracker{sent: map[string]time.Time{}, runningAt: map[string]time.Time{}, readyAt: map[string]time.Time{}, boundAt: map[string]time.Time{}}
 	list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing pods: %w", err)
