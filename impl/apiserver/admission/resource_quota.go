@@ -64,13 +64,18 @@ func (p *ResourceQuota) Validate(ctx context.Context, a *Attributes) error {
 	if a.Operation != Create || a.Namespace == "" || a.Subresource != "" || a.Object == nil {
 		return nil
 	}
-	delta := usageOf(a.Resource.GroupResource(), a.Object)
-	if len(delta) == 0 {
-		return nil
-	}
+	// Every create counts (count/<resource>), so the quotas are read
+	// first: most namespaces have none, and then the usage is not needed.
 	quotas, err := p.Store.List(ctx, a.Namespace)
 	if err != nil {
 		return fmt.Errorf("checking resource quotas: %w", err)
+	}
+	if len(quotas) == 0 {
+		return nil
+	}
+	delta := usageOf(a.Resource.GroupResource(), a.Object)
+	if len(delta) == 0 {
+		return nil
 	}
 	sort.Slice(quotas, func(i, j int) bool { return quotas[i].Name < quotas[j].Name })
 	var charged []string

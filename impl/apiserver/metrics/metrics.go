@@ -4,7 +4,9 @@ package metrics
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +23,21 @@ type Metrics struct {
 	// anything else is labelled with resource "" so that request paths
 	// cannot create unbounded (or invalid) label values.
 	served map[string]bool
+	// observed caches the children of requests and latency per label
+	// values (observerKey -> *observers): a child's lookup hashes its
+	// label values on every request. Bounded as the vectors are.
+	observed sync.Map
+}
+
+type observerKey struct {
+	verb, resource, subresource string
+	code                        int
+	longRunning                 bool // no latency is observed
+}
+
+type observers struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer // nil for long-running requests
 }
 
 // Subresources are the subresource names that may appear as a label value.
@@ -91,9 +108,20 @@ func ReportVerb(info *request.Info) string {
 func (m *Metrics) Observe(info *request.Info, code int, d time.Duration) {
 	verb := ReportVerb(info)
 	res, sub := m.labels(info)
-	m.requests.WithLabelValues(verb, res, sub, fmt.Sprint(code)).Inc()
-	if info == nil || !info.IsLongRunning() {
-		m.latency.WithLabelValues(verb, res).Observe(d.Seconds())
+	longRunning := info != nil && info.IsLongRunning()
+	key := observerKey{verb, res, sub, code, longRunning}
+	o, ok := m.observed.Load(key)
+	if !ok {
+		obs := &observers{requests: m.requests.WithLabelValues(verb, res, sub, strconv.Itoa(code))}
+		if !longRunning {
+			obs.latency = m.latency.WithLabelValues(verb, res)
+		}
+		o, _ = m.observed.LoadOrStore(key, obs)
+	}
+	obs := o.(*observers)
+	obs.requests.Inc()
+	if obs.latency != nil {
+		obs.latency.Observe(d.Seconds())
 	}
 }
 

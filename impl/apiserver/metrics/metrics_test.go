@@ -51,3 +51,54 @@ func TestLabelsComeFromServedResourcesOnly(t *testing.T) {
 	done := m.WatchStarted(&request.Info{IsResourceRequest: true, Verb: "watch", Resource: "bogus\xff"})
 	done()
 }
+
+// Requests with the same labels count in the same series (the server
+// keeps each series' children); a watch counts but has no latency.
+func TestObserveCountsPerSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg, []string{"configmaps"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := &request.Info{IsResourceRequest: true, Verb: "create", Resource: "configmaps"}
+	watch := &request.Info{IsResourceRequest: true, Verb: "watch", Resource: "configmaps"}
+	for range 3 {
+		m.Observe(create, 201, 2*time.Millisecond)
+	}
+	m.Observe(create, 409, time.Millisecond)
+	m.Observe(watch, 200, time.Minute)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]float64{}
+	for _, mf := range families {
+		for _, mt := range mf.GetMetric() {
+			var labels []string
+			for _, l := range mt.GetLabel() {
+				labels = append(labels, l.GetValue())
+			}
+			key := mf.GetName() + "{" + strings.Join(labels, ",") + "}"
+			switch {
+			case mt.GetCounter() != nil:
+				counts[key] = mt.GetCounter().GetValue()
+			case mt.GetHistogram() != nil:
+				counts[key] = float64(mt.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	want := map[string]float64{
+		"apiserver_request_total{201,configmaps,,POST}":       3,
+		"apiserver_request_total{409,configmaps,,POST}":       1,
+		"apiserver_request_total{200,configmaps,,WATCH}":      1,
+		"apiserver_request_duration_seconds{configmaps,POST}": 4,
+	}
+	for k, v := range want {
+		if counts[k] != v {
+			t.Errorf("%s = %v, want %v (all: %v)", k, counts[k], v, counts)
+		}
+	}
+	if len(counts) != len(want) {
+		t.Errorf("series %v, want %v", counts, want)
+	}
+}

@@ -3,6 +3,7 @@ package rbac
 import (
 	"fmt"
 	"sort"
+	"sync"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,11 @@ type Policy struct {
 	roles           map[string][]rbacv1.PolicyRule // namespace/name
 	clusterBindings []*rbacv1.ClusterRoleBinding
 	bindings        map[string][]*rbacv1.RoleBinding // by namespace
+
+	// reasons keeps each granting binding's description (ruleSource ->
+	// string): a policy is immutable, and describing a binding on every
+	// request allowed by it costs more than the lookup.
+	reasons sync.Map
 }
 
 // NewPolicy builds a Policy from the four kinds of RBAC objects. A
@@ -140,7 +146,7 @@ type ruleSource struct {
 // ClusterRoleBindings first, then the namespace's RoleBindings. fn
 // returns false to stop. A binding whose role does not exist adds an
 // error, in Kubernetes' words.
-func (p *Policy) visit(user *request.User, namespace string, fn func(src *ruleSource, rules []rbacv1.PolicyRule) bool) []error {
+func (p *Policy) visit(user *request.User, namespace string, fn func(src ruleSource, rules []rbacv1.PolicyRule) bool) []error {
 	var errs []error
 	for _, b := range p.clusterBindings {
 		i, ok := appliesToAny(user, b.Subjects, "")
@@ -152,7 +158,7 @@ func (p *Policy) visit(user *request.User, namespace string, fn func(src *ruleSo
 			errs = append(errs, err)
 			continue
 		}
-		src := &ruleSource{bindingKind: "ClusterRoleBinding", bindingName: b.Name,
+		src := ruleSource{bindingKind: "ClusterRoleBinding", bindingName: b.Name,
 			roleKind: b.RoleRef.Kind, roleName: b.RoleRef.Name, subject: b.Subjects[i]}
 		if !fn(src, rules) {
 			return errs
@@ -171,7 +177,7 @@ func (p *Policy) visit(user *request.User, namespace string, fn func(src *ruleSo
 			errs = append(errs, err)
 			continue
 		}
-		src := &ruleSource{bindingKind: "RoleBinding", bindingName: b.Name, bindingNamespace: namespace,
+		src := ruleSource{bindingKind: "RoleBinding", bindingName: b.Name, bindingNamespace: namespace,
 			roleKind: b.RoleRef.Kind, roleName: b.RoleRef.Name, subject: b.Subjects[i]}
 		if !fn(src, rules) {
 			return errs
@@ -209,16 +215,22 @@ func (p *Policy) Allows(user *request.User, info *request.Info) (bool, string) {
 	if info.IsResourceRequest {
 		ns = info.Namespace
 	}
-	var granted *ruleSource
-	errs := p.visit(user, ns, func(src *ruleSource, rules []rbacv1.PolicyRule) bool {
+	var granted ruleSource
+	found := false
+	errs := p.visit(user, ns, func(src ruleSource, rules []rbacv1.PolicyRule) bool {
 		if RulesAllow(info, rules...) {
-			granted = src
+			granted, found = src, true
 			return false
 		}
 		return true
 	})
-	if granted != nil {
-		return true, describe(granted)
+	if found {
+		if r, ok := p.reasons.Load(granted); ok {
+			return true, r.(string)
+		}
+		r := describe(&granted)
+		p.reasons.Store(granted, r)
+		return true, r
 	}
 	if len(errs) == 0 {
 		return false, ""
@@ -262,7 +274,7 @@ func describe(s *ruleSource) string {
 // whose role is missing; the rules found are still returned.
 func (p *Policy) RulesFor(user *request.User, namespace string) ([]rbacv1.PolicyRule, error) {
 	var out []rbacv1.PolicyRule
-	errs := p.visit(user, namespace, func(_ *ruleSource, rules []rbacv1.PolicyRule) bool {
+	errs := p.visit(user, namespace, func(_ ruleSource, rules []rbacv1.PolicyRule) bool {
 		out = append(out, rules...)
 		return true
 	})
