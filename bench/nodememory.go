@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -70,6 +71,10 @@ type NodeMemoryConfig struct {
 	// and the agent's CPU profile from the first pod created to the last
 	// one Running goes to PATH.cpu.
 	HeapProfile string
+	// AgentGOGC, when set, is the node agent's --gogc (its GC percent; 0
+	// leaves it to the Go runtime and the environment); unset, the agent
+	// uses sim.HostGCPercent as `kubeproof up` does.
+	AgentGOGC *int
 }
 
 // NodeMemoryResult is what the node-memory workload measured.
@@ -89,13 +94,106 @@ type NodeMemoryResult struct {
 	APIServerRSSPerNode float64       `json:"apiserverRssPerNode"`
 	APIServerRSSPerPod  float64       `json:"apiserverRssPerPod"`
 	AllRunningAfter     time.Duration `json:"allRunningAfter"`
+	// CreateToRunning: from each create sent to the pod observed Running
+	// (what the agent's GC policy costs, if anything, shows here).
+	CreateToRunning Latencies `json:"createToRunning"`
+
+	// AgentClasses is the agent's Go runtime memory breakdown
+	// (runtime/metrics, see memoryClasses) at the same three readings;
+	// AgentClassesPerNode and AgentClassesPerPod their differences
+	// divided by nodes and by pods, as for heap and RSS.
+	AgentClasses        [3]map[string]uint64 `json:"agentClasses,omitempty"`
+	AgentClassesPerNode map[string]float64   `json:"agentClassesPerNode,omitempty"`
+	AgentClassesPerPod  map[string]float64   `json:"agentClassesPerPod,omitempty"`
 }
 
 // agentMemory is one reading the node agent reports.
 type agentMemory struct {
-	Heap uint64 `json:"heap"`
-	RSS  int64  `json:"rss"`
-	Err  string `json:"err,omitempty"`
+	Heap    uint64            `json:"heap"`
+	RSS     int64             `json:"rss"`
+	Classes map[string]uint64 `json:"classes,omitempty"`
+	Err     string            `json:"err,omitempty"`
+}
+
+// memoryClasses are the runtime/metrics read next to RSS, by the short name
+// the table prints. The /memory/classes/ ones partition what the Go runtime
+// mapped (their sum is total); RSS is what of that is resident (released
+// is not) plus the binary's own pages. gc/heap/goal is the heap size at
+// which the next GC starts, goroutines the live goroutine count.
+var memoryClasses = []struct{ name, metric string }{
+	{"heap/objects", "/memory/classes/heap/objects:bytes"},
+	{"heap/unused", "/memory/classes/heap/unused:bytes"},
+	{"heap/free", "/memory/classes/heap/free:bytes"},
+	{"heap/released", "/memory/classes/heap/released:bytes"},
+	{"heap/stacks", "/memory/classes/heap/stacks:bytes"},
+	{"os-stacks", "/memory/classes/os-stacks:bytes"},
+	{"metadata/mcache/free", "/memory/classes/metadata/mcache/free:bytes"},
+	{"metadata/mcache/inuse", "/memory/classes/metadata/mcache/inuse:bytes"},
+	{"metadata/mspan/free", "/memory/classes/metadata/mspan/free:bytes"},
+	{"metadata/mspan/inuse", "/memory/classes/metadata/mspan/inuse:bytes"},
+	{"metadata/other", "/memory/classes/metadata/other:bytes"},
+	{"other", "/memory/classes/other:bytes"},
+	{"profiling/buckets", "/memory/classes/profiling/buckets:bytes"},
+	{"total", "/memory/classes/total:bytes"},
+	{"rss/anon", ""}, // VmRSS's parts (/proc/self/status)
+	{"rss/file", ""},
+	{"gc/heap/goal", "/gc/heap/goal:bytes"},
+	{"goroutines", "/sched/goroutines:goroutines"},
+	{"gc/gogc", "/gc/gogc:percent"}, // the settings in effect
+	{"gc/gomemlimit", "/gc/gomemlimit:bytes"},
+}
+
+// readMemoryClasses reads memoryClasses from runtime/metrics, and
+// RssAnon and RssFile (the binary's resident pages) from /proc/self/status.
+func readMemoryClasses() map[string]uint64 {
+	var samples []metrics.Sample
+	for _, c := range memoryClasses {
+		if c.metric != "" {
+			samples = append(samples, metrics.Sample{Name: c.metric})
+		}
+	}
+	metrics.Read(samples)
+	out := make(map[string]uint64, len(memoryClasses))
+	for _, c := range memoryClasses {
+		for _, s := range samples {
+			if s.Name == c.metric && s.Value.Kind() == metrics.KindUint64 {
+				out[c.name] = s.Value.Uint64()
+			}
+		}
+	}
+	if st, err := os.ReadFile("/proc/self/status"); err == nil {
+		for line := range strings.Lines(string(st)) {
+			k, v, _ := strings.Cut(line, ":")
+			f := strings.Fields(v)
+			if len(f) != 2 || f[1] != "kB" || (k != "RssAnon" && k != "RssFile") {
+				continue
+			}
+			if kb, err := strconv.ParseUint(f[0], 10, 64); err == nil {
+				out["rss/"+strings.ToLower(strings.TrimPrefix(k, "Rss"))] = kb * 1024
+			}
+		}
+	}
+	return out
+}
+
+// agentReading is the agent's answer to "mem": the live heap after a
+// forced GC, VmRSS after freed memory was returned to the operating system
+// (liveMemory), and the runtime's memory classes right after.
+func agentReading() agentMemory {
+	heap, rss := liveMemory()
+	return agentMemory{Heap: heap, RSS: rss, Classes: readMemoryClasses()}
+}
+
+// classDiffs is (b[k]-a[k])/n for every class of b.
+func classDiffs(a, b map[string]uint64, n float64) map[string]float64 {
+	if a == nil || b == nil {
+		return nil
+	}
+	out := make(map[string]float64, len(b))
+	for k, v := range b {
+		out[k] = (float64(v) - float64(a[k])) / n
+	}
+	return out
 }
 
 // RunNodeMemory runs the node-memory workload with bin (this binary) as
@@ -172,6 +270,9 @@ func RunNodeMemory(ctx context.Context, bin string, cfg NodeMemoryConfig) (NodeM
 	}
 
 	agentArgs := []string{"bench", "--node-agent-kubeconfig", kubeconfig}
+	if cfg.AgentGOGC != nil {
+		agentArgs = append(agentArgs, "--node-agent-gogc", strconv.Itoa(*cfg.AgentGOGC))
+	}
 	if cfg.HeapProfile != "" {
 		agentArgs = append(agentArgs, "--heap-profile", cfg.HeapProfile)
 	}
@@ -213,7 +314,7 @@ func RunNodeMemory(ctx context.Context, bin string, cfg NodeMemoryConfig) (NodeM
 		if err != nil {
 			return err
 		}
-		res.AgentHeap[i], res.AgentRSS[i] = m.Heap, m.RSS
+		res.AgentHeap[i], res.AgentRSS[i], res.AgentClasses[i] = m.Heap, m.RSS, m.Classes
 		res.APIServerRSS[i], _, err = processRSS(api.Process.Pid)
 		return err
 	}
@@ -279,6 +380,8 @@ func RunNodeMemory(ctx context.Context, bin string, cfg NodeMemoryConfig) (NodeM
 	}
 	res.AllRunningAfter = time.Since(start)
 	stopWatch()
+	running, _, _ := tr.results()
+	res.CreateToRunning = Summarize(running)
 	if cfg.HeapProfile != "" {
 		if _, err := ask("cpuprofile"); err != nil {
 			return res, err
@@ -299,6 +402,8 @@ func RunNodeMemory(ctx context.Context, bin string, cfg NodeMemoryConfig) (NodeM
 	res.AgentRSSPerPod = float64(res.AgentRSS[2]-res.AgentRSS[1]) / p
 	res.APIServerRSSPerNode = float64(res.APIServerRSS[1]-res.APIServerRSS[0]) / n
 	res.APIServerRSSPerPod = float64(res.APIServerRSS[2]-res.APIServerRSS[1]) / p
+	res.AgentClassesPerNode = classDiffs(res.AgentClasses[0], res.AgentClasses[1], n)
+	res.AgentClassesPerPod = classDiffs(res.AgentClasses[1], res.AgentClasses[2], p)
 	return res, nil
 }
 
@@ -355,9 +460,11 @@ var (
 // request, simulated kubelets sharing one pod watch. It reads commands
 // from in, one per line, and answers each with one JSON line on out:
 //
-//	mem       the live heap after a forced GC, and VmRSS
+//	mem       the live heap after a forced GC, VmRSS, and the Go
+//	          runtime's memory classes (memoryClasses)
 //	nodes N   starts kubelets bench-node-1 … bench-node-N
-//	profile [SUFFIX]   writes the heap profile to heapProfile (+SUFFIX)
+//	profile [SUFFIX]   writes the heap profile to heapProfile (+SUFFIX),
+//	                   and the goroutines to the same path + ".goroutines"
 //	cpuprofile PATH    starts a CPU profile to PATH
 //	cpuprofile         stops it
 //
@@ -455,8 +562,7 @@ func RunNodeAgent(ctx context.Context, restCfg *rest.Config, heapProfile string,
 		f := strings.Fields(lines.Text())
 		switch {
 		case len(f) == 1 && f[0] == "mem":
-			heap, rss := liveMemory()
-			reply(agentMemory{Heap: heap, RSS: rss})
+			reply(agentReading())
 		case len(f) == 2 && f[0] == "cpuprofile" && cpuProfile == nil:
 			if cpuProfile, err = startCPUProfile(f[1]); err != nil {
 				reply(agentMemory{Err: err.Error()})
@@ -480,6 +586,10 @@ func RunNodeAgent(ctx context.Context, restCfg *rest.Config, heapProfile string,
 				reply(agentMemory{Err: err.Error()})
 				continue
 			}
+			if err := writeGoroutineProfile(path + ".goroutines"); err != nil {
+				reply(agentMemory{Err: err.Error()})
+				continue
+			}
 			reply(agentMemory{})
 		case len(f) == 2 && f[0] == "nodes" && !started:
 			n, err := strconv.Atoi(f[1])
@@ -499,6 +609,20 @@ func RunNodeAgent(ctx context.Context, restCfg *rest.Config, heapProfile string,
 		}
 	}
 	return lines.Err()
+}
+
+// writeGoroutineProfile writes the goroutines' stacks, grouped, as text
+// (what holds the heap/stacks class).
+func writeGoroutineProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("goroutine").WriteTo(f, 1); err != nil {
+		f.Close()
+		return fmt.Errorf("writing goroutine profile: %w", err)
+	}
+	return f.Close()
 }
 
 // startCPUProfile starts a CPU profile to path and returns what stops it.

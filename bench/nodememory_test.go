@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,6 +59,17 @@ func TestNodeAgentSmoke(t *testing.T) {
 	}
 	if m := ask("mem"); m.Heap == 0 || m.RSS == 0 || m.Err != "" {
 		t.Errorf("mem: %+v", m)
+	} else {
+		// The runtime's memory classes come with each reading: every one
+		// named, the live objects at least the live heap, RSS's parts.
+		for _, c := range memoryClasses {
+			if _, ok := m.Classes[c.name]; !ok {
+				t.Errorf("mem: no %s class", c.name)
+			}
+		}
+		if m.Classes["heap/objects"] < m.Heap || m.Classes["goroutines"] == 0 || m.Classes["rss/anon"] == 0 || m.Classes["rss/file"] == 0 {
+			t.Errorf("mem classes: %v (heap %d)", m.Classes, m.Heap)
+		}
 	}
 	if m := ask("nodes 2"); m.Err != "" {
 		t.Fatalf("nodes 2: %s", m.Err)
@@ -159,5 +171,31 @@ func TestSettledMemoryTakesTheHeapsFloor(t *testing.T) {
 				t.Errorf("settled at %d (RSS %d) after %d readings, want %d after %d", m.Heap, m.RSS, calls, tc.want, tc.wantReadings)
 			}
 		})
+	}
+}
+
+// TestNodeMemoryTableShowsClasses: the printed table carries the agent's
+// memory classes per node and per pod next to RSS, and the share of RSS
+// outside the Go runtime's accounting.
+func TestNodeMemoryTableShowsClasses(t *testing.T) {
+	r := NodeMemoryResult{Nodes: 10, Pods: 100, AgentRSS: [3]int64{100 << 20, 110 << 20, 120 << 20}}
+	for i := range r.AgentClasses {
+		r.AgentClasses[i] = map[string]uint64{"heap/unused": uint64(i) << 20, "total": uint64(80+10*i) << 20, "heap/released": 0, "gc/gogc": 25, "goroutines": uint64(100 * (i + 1))}
+	}
+	r.AgentClassesPerNode = classDiffs(r.AgentClasses[0], r.AgentClasses[1], 10)
+	r.AgentClassesPerPod = classDiffs(r.AgentClasses[1], r.AgentClasses[2], 100)
+	r.AgentRSSPerNode, r.AgentRSSPerPod = float64(10<<20)/10, float64(10<<20)/100
+	var b strings.Builder
+	WriteNodeMemoryTable(&b, []NodeMemoryResult{r})
+	for _, want := range []string{
+		"| heap/unused | 102.4 KiB | 10.2 KiB | 2.0 MiB |",
+		"| goroutines | 10.00 | 1.000 | 300 |",
+		"| gc/gogc | | | 25 |",
+		// RSS grew by as much as total: nothing outside the runtime.
+		"| RSS − (total − released) | 0.0 KiB | 0.0 KiB | 20.0 MiB |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/bench"
 	"github.com/kubeproof/kubeproof/impl/cluster"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 	"github.com/kubeproof/kubeproof/model"
 )
 
@@ -44,6 +45,7 @@ func newBenchCommand() *cobra.Command {
 		nodeAgent       string
 		memNodes        int
 		memPods         int
+		agentGOGC       int
 		watchers        []int
 		eventRate       float64
 		watchDuration   time.Duration
@@ -131,6 +133,12 @@ inline SVG charts) and charts/*.svg.`,
 				if err != nil {
 					return fmt.Errorf("loading kubeconfig: %w", err)
 				}
+				// The agent hosts simulated nodes: the same GC policy as
+				// `kubeproof up` (sim.ApplyHostGCPercent).
+				gc := sim.ApplyHostGCPercent(agentGOGC, cmd.Flags().Changed("node-agent-gogc"))
+				if logger, err := logs.logger(); err == nil {
+					logger.Info("node agent", "gc", gc)
+				}
 				return bench.RunNodeAgent(cmd.Context(), restConfig, heapProfile, cmd.InOrStdin(), cmd.OutOrStdout())
 			}
 			start := time.Now()
@@ -206,7 +214,11 @@ inline SVG charts) and charts/*.svg.`,
 						if err != nil {
 							return err
 						}
-						res, err := bench.RunNodeMemory(cmd.Context(), self, bench.NodeMemoryConfig{Nodes: memNodes, Pods: memPods, HeapProfile: heapProfile, Progress: progressPrinter(cmd.ErrOrStderr())})
+						nmCfg := bench.NodeMemoryConfig{Nodes: memNodes, Pods: memPods, HeapProfile: heapProfile, Progress: progressPrinter(cmd.ErrOrStderr())}
+						if cmd.Flags().Changed("node-agent-gogc") {
+							nmCfg.AgentGOGC = &agentGOGC
+						}
+						res, err := bench.RunNodeMemory(cmd.Context(), self, nmCfg)
 						fmt.Fprintln(cmd.ErrOrStderr())
 						if err != nil {
 							return err
@@ -321,6 +333,7 @@ inline SVG charts) and charts/*.svg.`,
 	fs.IntVar(&memPods, "memory-pods", 3000, "Pods of the node-memory workload.")
 	fs.StringVar(&nodeAgent, "node-agent-kubeconfig", "", "Run as the node-memory workload's node agent against this kubeconfig (internal).")
 	_ = fs.MarkHidden("node-agent-kubeconfig")
+	fs.IntVar(&agentGOGC, "node-agent-gogc", sim.HostGCPercent, "GC percent of the node-memory workload's node agent, as 'kubeproof up --gogc' (0: the Go runtime's, i.e. GOGC or 100; unset, GOGC or GOMEMLIMIT in the environment take precedence over the default).")
 	fs.StringSliceVar(&checkerConfigs, "checker-configs", model.StandardConfigs, "Model-checker configurations (spec/*.cfg) of the checkers workload.")
 	fs.IntSliceVar(&historySizes, "history-sizes", bench.DefaultHistorySizes, "Operations per generated history of the checkers workload.")
 	fs.StringVar(&heapProfile, "heap-profile", "", "Startup workloads write a heap profile here once every pod is Running.")

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeproof/kubeproof/impl/cluster"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
 
 // newUpCommand is `kubeproof up`: the whole pipeline in one process on an
@@ -33,6 +34,7 @@ func newUpCommand() *cobra.Command {
 		monitorGP   time.Duration
 		authOpts    cluster.AuthOptions
 		services    cluster.ServiceOptions
+		gogc        int
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -56,6 +58,11 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 				// the default service accounts the ServiceAccount plugin
 				// requires (as cluster.Start does for its defaults).
 				authOpts.DisableAdmissionPlugins = append(authOpts.DisableAdmissionPlugins, "ServiceAccount")
+			}
+			if nodes > 0 {
+				// A process hosting simulated nodes runs its collector
+				// at sim.HostGCPercent unless told otherwise.
+				logger.Info("garbage collector", "setting", sim.ApplyHostGCPercent(gogc, cmd.Flags().Changed("gogc")))
 			}
 			c, err := cluster.Start(cmd.Context(), cluster.Config{
 				DataDir:                dir,
@@ -108,6 +115,7 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 	fs.BoolVar(&watchCache, "watch-cache", true, "Serve watches and resourceVersion=0 lists from an in-memory watch cache.")
 	fs.DurationVar(&compaction, "etcd-compaction-interval", 5*time.Minute, "How often etcd history is compacted; negative disables.")
 	fs.IntVar(&nodes, "nodes", 3, "Simulated nodes (kubelets with the sim runtime) to run in-process.")
+	fs.IntVar(&gogc, "gogc", sim.HostGCPercent, "Garbage collection target percent (as GOGC) when --nodes > 0: a lower one keeps less freed heap resident per simulated pod for more frequent collections; 0 leaves it to the Go runtime. Unless this flag is given, GOGC or GOMEMLIMIT in the environment take precedence.")
 	fs.StringVar(&nodeCPU, "node-cpu", "4", "CPU capacity of each simulated node.")
 	fs.StringVar(&nodeMemory, "node-memory", "32Gi", "Memory capacity of each simulated node.")
 	fs.Int64Var(&nodeMaxPods, "node-max-pods", 110, "Pod capacity of each simulated node.")

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"sync"
 
@@ -26,8 +27,10 @@ import (
 // it; reads come from that watch's store, so a periodic volume refresh
 // costs no request. A watch starts at the first read of its object while
 // the kubelet runs and stops when the last pod using the object is
-// unregistered or the kubelet stops. Until a watch has synced, a read
-// falls back to a GET; an object the synced store lacks is NotFound.
+// unregistered or the kubelet stops. Kubelets of one process sharing a
+// clientset share one watch per object (sharedObjectWatch), which stops
+// with its last user. Until a watch has synced, a read falls back to a
+// GET; an object the synced store lacks is NotFound.
 
 const (
 	resourceConfigMaps = "configmaps"
@@ -39,12 +42,11 @@ type objectRef struct {
 	resource, namespace, name string
 }
 
-// objectWatch is the watch of one referenced object.
+// objectWatch is one kubelet's use of the watch of one referenced object.
 type objectWatch struct {
-	pods   int // registered pods referencing it
-	store  cache.Store
-	ctrl   cache.Controller
-	cancel context.CancelFunc // nil until the watch starts
+	pods    int                    // registered pods referencing it
+	shared  *sharedObjectWatch     // nil until the watch starts
+	release func() <-chan struct{} // drops this kubelet's use of shared
 }
 
 // objectManager serves the ConfigMaps and Secrets of registered pods.
@@ -55,7 +57,7 @@ type objectManager struct {
 	ctx     context.Context // the kubelet's run context; nil when not running
 	pods    map[types.UID][]objectRef
 	watches map[objectRef]*objectWatch
-	wg      sync.WaitGroup // running watches
+	ending  []<-chan struct{} // watches this manager stopped, until they have ended
 }
 
 func newObjectManager(client kubernetes.Interface) *objectManager {
@@ -75,13 +77,34 @@ func (m *objectManager) stop() {
 	m.mu.Lock()
 	m.ctx = nil
 	for _, w := range m.watches {
-		if w.cancel != nil {
-			w.cancel()
-		}
-		w.store, w.ctrl, w.cancel = nil, nil, nil
+		m.stopWatch(w)
 	}
+	ending := m.ending
+	m.ending = nil
 	m.mu.Unlock()
-	m.wg.Wait()
+	for _, done := range ending {
+		<-done
+	}
+}
+
+// stopWatch drops this manager's use of w's watch; when it was the last
+// user, the watch's end is awaited by stop. m.mu is held.
+func (m *objectManager) stopWatch(w *objectWatch) {
+	if w.shared == nil {
+		return
+	}
+	if done := w.release(); done != nil {
+		m.ending = slices.DeleteFunc(m.ending, func(d <-chan struct{}) bool {
+			select {
+			case <-d:
+				return true
+			default:
+				return false
+			}
+		})
+		m.ending = append(m.ending, done)
+	}
+	w.shared, w.release = nil, nil
 }
 
 // updatePod registers pod, or unregisters it once it has reached
@@ -137,9 +160,7 @@ func (m *objectManager) release(refs []objectRef) {
 		if w.pods--; w.pods > 0 {
 			continue
 		}
-		if w.cancel != nil {
-			w.cancel()
-		}
+		m.stopWatch(w)
 		delete(m.watches, r)
 	}
 }
@@ -150,7 +171,7 @@ func (m *objectManager) watching() int {
 	defer m.mu.Unlock()
 	n := 0
 	for _, w := range m.watches {
-		if w.cancel != nil {
+		if w.shared != nil {
 			n++
 		}
 	}
@@ -186,10 +207,10 @@ func (m *objectManager) get(ctx context.Context, r objectRef) (runtime.Object, e
 		m.mu.Unlock()
 		return m.fetch(ctx, r)
 	}
-	if w.cancel == nil {
-		m.startWatch(r, w)
+	if w.shared == nil {
+		w.shared, w.release = acquireObjectWatch(m.client, r)
 	}
-	store, ctrl := w.store, w.ctrl
+	store, ctrl := w.shared.store, w.shared.ctrl
 	m.mu.Unlock()
 	if !ctrl.HasSynced() {
 		return m.fetch(ctx, r)
@@ -204,9 +225,74 @@ func (m *objectManager) get(ctx context.Context, r objectRef) (runtime.Object, e
 	return obj.(runtime.Object), nil
 }
 
-// startWatch runs the watch of r. m.mu is held and m.ctx is set.
-func (m *objectManager) startWatch(r objectRef, w *objectWatch) {
-	ctx, cancel := context.WithCancel(m.ctx)
+// sharedObjectWatch is the watch of one object, shared by the kubelets
+// of a process that share a clientset (the node-memory agent runs
+// thousands of simulated nodes over one): a pod's kube-root-ca.crt, say,
+// is watched once per namespace, not once per node. Kubelets with
+// clientsets of their own (each its node's credentials, as in kubeproof
+// up, whose Node authorizer allows a node only its own pods' objects)
+// watch on their own.
+type sharedObjectWatch struct {
+	refs   int
+	store  cache.Store
+	ctrl   cache.Controller
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the informer has returned
+}
+
+type objectWatchKey struct {
+	client kubernetes.Interface
+	ref    objectRef
+}
+
+var objectWatches struct {
+	sync.Mutex
+	m map[objectWatchKey]*sharedObjectWatch
+}
+
+// acquireObjectWatch returns the running watch of r through client,
+// starting it on first use. release drops the use; the last one stops the
+// watch and returns a channel closed once its goroutines have ended (nil
+// otherwise).
+func acquireObjectWatch(client kubernetes.Interface, r objectRef) (*sharedObjectWatch, func() <-chan struct{}) {
+	shareable := reflect.TypeOf(client).Comparable()
+	key := objectWatchKey{client, r}
+	objectWatches.Lock()
+	defer objectWatches.Unlock()
+	w := objectWatches.m[key]
+	if !shareable || w == nil {
+		w = startObjectWatch(client, r)
+		if shareable {
+			if objectWatches.m == nil {
+				objectWatches.m = map[objectWatchKey]*sharedObjectWatch{}
+			}
+			objectWatches.m[key] = w
+		}
+	}
+	w.refs++
+	var once sync.Once
+	release := func() (done <-chan struct{}) {
+		once.Do(func() {
+			objectWatches.Lock()
+			defer objectWatches.Unlock()
+			if w.refs--; w.refs > 0 {
+				return
+			}
+			if shareable && objectWatches.m[key] == w {
+				delete(objectWatches.m, key)
+			}
+			w.cancel()
+			done = w.done
+		})
+		return done
+	}
+	return w, release
+}
+
+// startObjectWatch runs a watch of r (list/watch with the field selector
+// metadata.name=<name> in its namespace).
+func startObjectWatch(client kubernetes.Interface, r objectRef) *sharedObjectWatch {
+	ctx, cancel := context.WithCancel(context.Background())
 	sel := fields.OneTermEqualSelector("metadata.name", r.name).String()
 	var lw *cache.ListWatch
 	var objType runtime.Object
@@ -216,11 +302,11 @@ func (m *objectManager) startWatch(r objectRef, w *objectWatch) {
 		lw = &cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				o.FieldSelector = sel
-				return m.client.CoreV1().ConfigMaps(r.namespace).List(ctx, o)
+				return client.CoreV1().ConfigMaps(r.namespace).List(ctx, o)
 			},
 			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 				o.FieldSelector = sel
-				return m.client.CoreV1().ConfigMaps(r.namespace).Watch(ctx, o)
+				return client.CoreV1().ConfigMaps(r.namespace).Watch(ctx, o)
 			},
 		}
 	default:
@@ -228,25 +314,25 @@ func (m *objectManager) startWatch(r objectRef, w *objectWatch) {
 		lw = &cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				o.FieldSelector = sel
-				return m.client.CoreV1().Secrets(r.namespace).List(ctx, o)
+				return client.CoreV1().Secrets(r.namespace).List(ctx, o)
 			},
 			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 				o.FieldSelector = sel
-				return m.client.CoreV1().Secrets(r.namespace).Watch(ctx, o)
+				return client.CoreV1().Secrets(r.namespace).Watch(ctx, o)
 			},
 		}
 	}
 	store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, m.client), // a fake clientset cannot watch-list,
+		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, client), // a fake clientset cannot watch-list,
 		ObjectType:    objType,
 		Handler:       cache.ResourceEventHandlerFuncs{},
 	})
-	w.store, w.ctrl, w.cancel = store, ctrl, cancel
-	m.wg.Add(1)
+	w := &sharedObjectWatch{store: store, ctrl: ctrl, cancel: cancel, done: make(chan struct{})}
 	go func() {
-		defer m.wg.Done()
+		defer close(w.done)
 		ctrl.RunWithContext(ctx)
 	}()
+	return w
 }
 
 // fetch GETs r from the API.
@@ -335,11 +421,11 @@ func (k *Kubelet) ObjectWatches() (running, synced int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, w := range m.watches {
-		if w.cancel == nil {
+		if w.shared == nil {
 			continue
 		}
 		running++
-		if w.ctrl.HasSynced() {
+		if w.shared.ctrl.HasSynced() {
 			synced++
 		}
 	}

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"fmt"
 	goruntime "runtime"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 )
@@ -63,7 +65,7 @@ func (m *objectManager) allSynced() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, w := range m.watches {
-		if w.ctrl == nil || !w.ctrl.HasSynced() {
+		if w.shared == nil || !w.shared.ctrl.HasSynced() {
 			return false
 		}
 	}
@@ -232,4 +234,78 @@ func TestObjectManagerStopEndsWatches(t *testing.T) {
 	if objectGets(h.client.Actions()) != gets+1 {
 		t.Errorf("a read after stop was not a GET")
 	}
+}
+
+// TestObjectWatchesSharedByClient: kubelets sharing a clientset (the
+// node-memory agent's simulated nodes) share one watch per object; a
+// kubelet with a clientset of its own watches on its own; the watch ends
+// with its last user, and stop waits for it.
+func TestObjectWatchesSharedByClient(t *testing.T) {
+	before := goruntime.NumGoroutine()
+	h := newHarness(t, nil)
+	ctx, cancel := context.WithCancel(h.ctx)
+	defer cancel()
+	if _, err := h.client.CoreV1().ConfigMaps("default").Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "default"},
+		Data: map[string]string{"k": "v"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	other := h.newKubelet(func(c *Config) { c.NodeName = "node-8" }) // same client
+	h2 := newHarness(t, nil)                                         // a client of its own
+	if _, err := h2.client.CoreV1().ConfigMaps("default").Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "default"},
+		Data: map[string]string{"k": "other"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	withCfg := func(p *v1.Pod) {
+		p.Spec.Containers[0].EnvFrom = []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}}
+	}
+	managers := []*objectManager{h.k.objects, other.objects, h2.k.objects}
+	for i, m := range managers {
+		m.start(ctx)
+		p := h.pod(fmt.Sprintf("web-%d", i), withCfg)
+		m.registerPod(p)
+		eventually(t, "the watch to sync", func() bool {
+			_, _ = m.configMap(ctx, "default", "cfg")
+			return m.allSynced()
+		})
+	}
+	key := func(c kubernetes.Interface) *sharedObjectWatch {
+		objectWatches.Lock()
+		defer objectWatches.Unlock()
+		return objectWatches.m[objectWatchKey{c, objectRef{resourceConfigMaps, "default", "cfg"}}]
+	}
+	w1 := h.k.objects.watches[objectRef{resourceConfigMaps, "default", "cfg"}].shared
+	w2 := other.objects.watches[objectRef{resourceConfigMaps, "default", "cfg"}].shared
+	w3 := h2.k.objects.watches[objectRef{resourceConfigMaps, "default", "cfg"}].shared
+	if w1 != w2 || w1 != key(h.client) || w1.refs != 2 {
+		t.Errorf("kubelets of one client: watches %p and %p (registry %p, %d users), want one shared by both", w1, w2, key(h.client), w1.refs)
+	}
+	if w3 == w1 || w3 != key(h2.client) {
+		t.Errorf("a kubelet of another client shares the first client's watch")
+	}
+	if c, err := h2.k.objects.configMap(ctx, "default", "cfg"); err != nil || c.Data["k"] != "other" {
+		t.Errorf("the other client's kubelet read %v %v, want its own API's object", c, err)
+	}
+	// One user goes: the watch keeps running for the other.
+	h.k.objects.stop()
+	select {
+	case <-w1.done:
+		t.Fatal("the shared watch ended while a kubelet still used it")
+	default:
+	}
+	if c, err := other.objects.configMap(ctx, "default", "cfg"); err != nil || c.Data["k"] != "v" {
+		t.Errorf("after the first kubelet stopped: %v %v", c, err)
+	}
+	// The last user goes: stop returns once the watch has ended.
+	other.objects.unregisterPod("uid-web-1")
+	other.objects.stop()
+	select {
+	case <-w1.done:
+	default:
+		t.Error("the shared watch runs on after its last user stopped")
+	}
+	if key(h.client) != nil {
+		t.Error("a stopped watch is still registered")
+	}
+	h2.k.objects.stop()
+	eventually(t, "watch goroutines to end", func() bool { return goruntime.NumGoroutine() <= before })
 }
