@@ -538,7 +538,7 @@ func RunNodeAgent(ctx context.Context, restCfg *rest.Config, heapProfile string,
 	}
 	cleanup = append(cleanup, func() { _ = os.RemoveAll(dir) })
 	cpu, mem := resource.MustParse("4"), resource.MustParse("32Gi")
-	dispatcher := kubelet.NewPodDispatcherWithInformer(pods, 0)
+	dispatcher := kubelet.NewPodDispatcherWithInformer(pods)
 	// The kubelets share their client, so they share one event broadcaster
 	// too (each records as its own node): one correlation cache of
 	// client-go's fixed size instead of one per node.

@@ -181,7 +181,7 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	kctx, stopKubelets := context.WithCancel(ctx)
 	var kwg sync.WaitGroup
 	defer func() { stopKubelets(); kwg.Wait() }()
-	dispatcher := kubelet.NewPodDispatcher(cs, 0)
+	dispatcher := kubelet.NewPodDispatcher(cs)
 	for i := 0; i < cfg.Nodes; i++ {
 		name := fmt.Sprintf("sim-node-%d", i+1)
 		cidr := fmt.Sprintf("10.%d.%d.0/24", 244+i/256, i%256)

@@ -19,9 +19,10 @@ import (
 // (kubeproof up with many simulated nodes): it watches every bound pod and
 // hands each to the kubelet of its spec.nodeName, instead of one watch per
 // kubelet. Kubelets using it are created with Config.ExternalPodSource.
+// The dispatcher does not resync: each kubelet resyncs its own pods on its
+// own phase (Kubelet.housekeeping).
 type PodDispatcher struct {
 	client kubernetes.Interface
-	resync time.Duration
 	// shared, when set, is a pod informer its owner runs (NewPodInformer),
 	// used instead of one of the dispatcher's own.
 	shared cache.SharedIndexInformer
@@ -34,13 +35,9 @@ type PodDispatcher struct {
 
 const byNodeName = "spec.nodeName"
 
-// NewPodDispatcher returns a dispatcher; resync is the full-resync period
-// (DefaultSyncFrequency if 0).
-func NewPodDispatcher(client kubernetes.Interface, resync time.Duration) *PodDispatcher {
-	if resync <= 0 {
-		resync = DefaultSyncFrequency
-	}
-	return &PodDispatcher{client: client, resync: resync, kubelets: map[string]*Kubelet{}}
+// NewPodDispatcher returns a dispatcher with a pod watch of its own.
+func NewPodDispatcher(client kubernetes.Interface) *PodDispatcher {
+	return &PodDispatcher{client: client, kubelets: map[string]*Kubelet{}}
 }
 
 // NewPodInformer returns an informer of every pod of the cluster, trimmed
@@ -48,10 +45,10 @@ func NewPodDispatcher(client kubernetes.Interface, resync time.Duration) *PodDis
 // node, for a PodDispatcher to share with other components of the process
 // whose code watches all pods anyway (the controller manager's pod cache:
 // controllermanager.Config.PodInformer), so the process keeps one copy of
-// each pod instead of one per component. resync is the kubelets'
-// full-resync period (DefaultSyncFrequency if 0), the shortest its handlers
-// can ask for; other components register theirs with their own period. The
-// caller runs it.
+// each pod instead of one per component. resync is the informer's default
+// resync period for handlers that do not ask for their own
+// (DefaultSyncFrequency if 0; the dispatcher asks for none). The caller
+// runs it.
 func NewPodInformer(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 	if resync <= 0 {
 		resync = DefaultSyncFrequency
@@ -62,10 +59,9 @@ func NewPodInformer(client kubernetes.Interface, resync time.Duration) cache.Sha
 }
 
 // NewPodDispatcherWithInformer returns a dispatcher over pods, an informer
-// from NewPodInformer that its owner runs; resync is the kubelets'
-// full-resync period (DefaultSyncFrequency if 0).
-func NewPodDispatcherWithInformer(pods cache.SharedIndexInformer, resync time.Duration) *PodDispatcher {
-	d := NewPodDispatcher(nil, resync)
+// from NewPodInformer that its owner runs.
+func NewPodDispatcherWithInformer(pods cache.SharedIndexInformer) *PodDispatcher {
+	d := NewPodDispatcher(nil)
 	d.shared = pods
 	return d
 }
@@ -137,7 +133,7 @@ func (d *PodDispatcher) Run(ctx context.Context) error {
 	}
 	inf := d.shared
 	if inf == nil {
-		factory := informers.NewSharedInformerFactoryWithOptions(d.client, d.resync,
+		factory := informers.NewSharedInformerFactoryWithOptions(d.client, 0,
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 				o.FieldSelector = fields.OneTermNotEqualSelector("spec.nodeName", "").String()
 			}), informers.WithTransform(sourceTransform(kubeletTable)))
@@ -153,7 +149,7 @@ func (d *PodDispatcher) Run(ctx context.Context) error {
 	} else {
 		// A shared informer of every pod: unbound pods find no kubelet
 		// (dispatch ignores them) until their binding arrives as an update.
-		reg, err := inf.AddEventHandlerWithResyncPeriod(handlers, d.resync)
+		reg, err := inf.AddEventHandlerWithResyncPeriod(handlers, 0)
 		if err != nil {
 			return fmt.Errorf("pod dispatcher: %w", err)
 		}

@@ -38,7 +38,7 @@ func startCluster(tb testing.TB, client kubernetes.Interface, n int, clk clock.W
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &cluster{client: client, cancel: cancel}
-	d := NewPodDispatcher(client, 0)
+	d := NewPodDispatcher(client)
 	for i := 0; i < n; i++ {
 		cidr := fmt.Sprintf("10.%d.%d.0/24", 100+i/256, i%256)
 		rt, err := sim.New(sim.Config{Clock: clk, PodCIDR: cidr})

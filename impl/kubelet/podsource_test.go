@@ -65,7 +65,7 @@ func TestPodDispatcherOnASharedPodInformer(t *testing.T) {
 	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { others.Add(1) }}); err != nil {
 		t.Fatal(err)
 	}
-	d := NewPodDispatcherWithInformer(pods, 0)
+	d := NewPodDispatcherWithInformer(pods)
 	for i := 0; i < 2; i++ {
 		cidr := fmt.Sprintf("10.200.%d.0/24", i)
 		rt, err := sim.New(sim.Config{PodCIDR: cidr})

@@ -2,6 +2,8 @@ package kubelet
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"testing"
 	"time"
@@ -199,6 +201,63 @@ func TestKubeletStartedPausedStaysSilentUntilResumed(t *testing.T) {
 		_, err := client.CoreV1().Nodes().Get(ctx, "n2", metav1.GetOptions{})
 		return err == nil
 	})
+	k.Stop()
+	if err := <-runErr; err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "goroutines to end", func() bool { return goruntime.NumGoroutine() <= baseline })
+}
+
+// The periodic resync reaches a running pod without any event about it: a
+// changed ConfigMap shows up in its volume within two sync periods (the
+// first resync comes at a random phase of the period, and a volume is
+// refreshed at most once per period).
+func TestResyncRefreshesARunningPodWithoutEvents(t *testing.T) {
+	baseline := goruntime.NumGoroutine()
+	clk := testingclock.NewFakeClock(t0)
+	client := fake.NewClientset(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "default"}, Data: map[string]string{"mode": "old"}})
+	rt, err := sim.New(sim.Config{Clock: clk, PodCIDR: "10.244.1.0/24"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := New(context.Background(), client, Config{NodeName: "n1", Clock: clk, CPU: resourceMust("2"), RootDir: t.TempDir()}, rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- k.Run(ctx) }()
+
+	vol := v1.Volume{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "settings"}}}}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "uid-p"},
+		Spec: v1.PodSpec{NodeName: "n1", RestartPolicy: v1.RestartPolicyAlways, Volumes: []v1.Volume{vol},
+			Containers: []v1.Container{{Name: "c", Image: "nginx:1", VolumeMounts: []v1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}}}}}}
+	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "pod running", func() bool {
+		p, err := client.CoreV1().Pods("default").Get(ctx, "p", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == v1.PodRunning
+	})
+	file := filepath.Join(k.volumeDir(pod.UID, volumePlugin(&vol), "cfg"), "mode")
+	content := func() string { b, _ := os.ReadFile(file); return string(b) }
+	if got := content(); got != "old" {
+		t.Fatalf("volume file = %q, want %q", got, "old")
+	}
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "default"}, Data: map[string]string{"mode": "new"}}
+	if _, err := client.CoreV1().ConfigMaps("default").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	period := k.cfg.SyncFrequency
+	for elapsed := time.Duration(0); content() != "new"; elapsed += time.Second {
+		if elapsed > 2*period+5*time.Second {
+			t.Fatalf("the changed ConfigMap did not reach the running pod in %s (two sync periods of %s)", elapsed, period)
+		}
+		clk.Step(time.Second)
+		time.Sleep(5 * time.Millisecond)
+	}
+
 	k.Stop()
 	if err := <-runErr; err != nil {
 		t.Fatal(err)
