@@ -20,7 +20,25 @@ import (
 type shell struct {
 	files  *map[string]string // the container's own files, made at the first write
 	env    []*runtimeapi.KeyValue
-	mounts []*runtimeapi.Mount
+	mounts []mount
+}
+
+// mount is what the simulated shell needs of a CRI mount: where it is
+// seen and where its files are. A container keeps these two strings
+// instead of the kubelet's runtimeapi.Mount (a protobuf message some ten
+// times their size).
+type mount struct{ containerPath, hostPath string }
+
+// mountsOf keeps the paths of the kubelet's mounts.
+func mountsOf(ms []*runtimeapi.Mount) []mount {
+	if len(ms) == 0 {
+		return nil
+	}
+	out := make([]mount, len(ms))
+	for i, m := range ms {
+		out[i] = mount{m.ContainerPath, m.HostPath}
+	}
+	return out
 }
 
 // own returns the container's own files (nil if it has none).
@@ -50,9 +68,9 @@ func (sh *shell) read(path string) (string, bool) {
 		return c, true
 	}
 	for _, m := range sh.mounts {
-		mp := strings.TrimSuffix(m.ContainerPath, "/")
+		mp := strings.TrimSuffix(m.containerPath, "/")
 		if path == mp || strings.HasPrefix(path, mp+"/") {
-			b, err := os.ReadFile(filepath.Join(m.HostPath, strings.TrimPrefix(path, mp)))
+			b, err := os.ReadFile(filepath.Join(m.hostPath, strings.TrimPrefix(path, mp)))
 			if err == nil {
 				return string(b), true
 			}
@@ -68,9 +86,9 @@ func (sh *shell) exists(path string) bool {
 		return true
 	}
 	for _, m := range sh.mounts {
-		mp := strings.TrimSuffix(m.ContainerPath, "/")
+		mp := strings.TrimSuffix(m.containerPath, "/")
 		if path == mp || strings.HasPrefix(path, mp+"/") {
-			if _, err := os.Stat(filepath.Join(m.HostPath, strings.TrimPrefix(path, mp))); err == nil {
+			if _, err := os.Stat(filepath.Join(m.hostPath, strings.TrimPrefix(path, mp))); err == nil {
 				return true
 			}
 		}

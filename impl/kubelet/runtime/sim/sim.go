@@ -71,7 +71,7 @@ type sandbox struct {
 	meta        *runtimeapi.PodSandboxMetadata
 	state       runtimeapi.PodSandboxState
 	createdAt   time.Time
-	labels      map[string]string
+	labels      labelSet
 	annotations map[string]string
 	ip          netip.Addr
 	linux       *runtimeapi.LinuxPodSandboxConfig
@@ -83,7 +83,7 @@ type container struct {
 	meta          *runtimeapi.ContainerMetadata
 	image         string
 	imageRef      string
-	labels        map[string]string
+	labels        labelSet
 	annotations   map[string]string
 	faults        *faults // shared by containers without faults (noFaults); never changed
 
@@ -93,7 +93,7 @@ type container struct {
 	reason, message                  string
 	files                            map[string]string
 	env                              []*runtimeapi.KeyValue
-	mounts                           []*runtimeapi.Mount
+	mounts                           []mount
 	security                         *runtimeapi.LinuxContainerSecurityContext
 	logs                             []runtime.LogLine
 	// stdinOnce: the main process (simulated as `cat`, see stream.go)
@@ -172,7 +172,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	}
 	s := &sandbox{
 		id: r.newID("sandbox"), seq: r.seq, meta: config.Metadata, state: runtimeapi.PodSandboxState_SANDBOX_READY,
-		createdAt: r.clock.Now(), labels: config.Labels, annotations: r.withDefaults(config.Annotations), ip: ip,
+		createdAt: r.clock.Now(), labels: compactLabels(config.Labels), annotations: r.withDefaults(config.Annotations), ip: ip,
 		linux: shared.sandboxLinux(config.Linux),
 	}
 	r.sandboxes[s.id] = s
@@ -254,7 +254,7 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, id string) (*runtimeapi.
 	}
 	st := &runtimeapi.PodSandboxStatus{
 		Id: s.id, Metadata: s.meta, State: s.state, CreatedAt: s.createdAt.UnixNano(),
-		Labels: s.labels, Annotations: s.annotations,
+		Labels: s.labels.toMap(), Annotations: s.annotations,
 	}
 	if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
 		st.Network = &runtimeapi.PodSandboxNetworkStatus{Ip: s.ip.String()}
@@ -275,7 +275,7 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSand
 			if filter.State != nil && filter.State.State != s.state {
 				continue
 			}
-			if !matches(s.labels, filter.LabelSelector) {
+			if !s.labels.matches(filter.LabelSelector) {
 				continue
 			}
 		}
@@ -287,19 +287,10 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSand
 	for _, s := range list {
 		out = append(out, &runtimeapi.PodSandbox{
 			Id: s.id, Metadata: s.meta, State: s.state, CreatedAt: s.createdAt.UnixNano(),
-			Labels: s.labels, Annotations: s.annotations,
+			Labels: s.labels.toMap(), Annotations: s.annotations,
 		})
 	}
 	return out, nil
-}
-
-func matches(labels, selector map[string]string) bool {
-	for k, v := range selector {
-		if labels[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 func imageRef(name string) string {
@@ -370,9 +361,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 	}
 	c := &container{
 		id: r.newID("container"), seq: r.seq, sandboxID: sandboxID, meta: config.Metadata,
-		image: config.Image.Image, imageRef: ref, labels: config.Labels, annotations: shared.stringMap(config.Annotations),
+		image: config.Image.Image, imageRef: ref, labels: compactLabels(config.Labels), annotations: shared.stringMap(config.Annotations),
 		faults: f.shared(), state: runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.clock.Now(),
-		env: shared.env(config.Envs), mounts: config.Mounts, security: shared.securityContext(config.GetLinux().GetSecurityContext()),
+		env: shared.env(config.Envs), mounts: mountsOf(config.Mounts), security: shared.securityContext(config.GetLinux().GetSecurityContext()),
 		stdinOnce: config.StdinOnce,
 	}
 	r.containers[c.id] = c
@@ -524,7 +515,7 @@ func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.Contain
 			if filter.State != nil && filter.State.State != c.state {
 				continue
 			}
-			if !matches(c.labels, filter.LabelSelector) {
+			if !c.labels.matches(filter.LabelSelector) {
 				continue
 			}
 		}
@@ -536,7 +527,7 @@ func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.Contain
 	for _, c := range list {
 		out = append(out, &runtimeapi.Container{
 			Id: c.id, PodSandboxId: c.sandboxID, Metadata: c.meta, Image: &runtimeapi.ImageSpec{Image: c.image},
-			ImageRef: c.imageRef, State: c.state, CreatedAt: c.createdAt.UnixNano(), Labels: c.labels, Annotations: c.annotations,
+			ImageRef: c.imageRef, State: c.state, CreatedAt: c.createdAt.UnixNano(), Labels: c.labels.toMap(), Annotations: c.annotations,
 		})
 	}
 	return out, nil
@@ -561,7 +552,7 @@ func (r *Runtime) ContainerStatus(ctx context.Context, id string) (*runtimeapi.C
 	return &runtimeapi.ContainerStatus{
 		Id: c.id, Metadata: c.meta, State: c.state, CreatedAt: nanos(c.createdAt), StartedAt: nanos(c.startedAt),
 		FinishedAt: nanos(c.finishedAt), ExitCode: c.exitCode, Image: &runtimeapi.ImageSpec{Image: c.image},
-		ImageRef: c.imageRef, Reason: c.reason, Message: c.message, Labels: c.labels, Annotations: c.annotations,
+		ImageRef: c.imageRef, Reason: c.reason, Message: c.message, Labels: c.labels.toMap(), Annotations: c.annotations,
 	}, nil
 }
 

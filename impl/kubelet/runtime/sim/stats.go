@@ -187,7 +187,7 @@ func (r *Runtime) containerStats(c *container, now time.Time) *runtimeapi.Contai
 	u := r.usage(c)
 	ts := now.UnixNano()
 	return &runtimeapi.ContainerStats{
-		Attributes: &runtimeapi.ContainerAttributes{Id: c.id, Metadata: c.meta, Labels: c.labels, Annotations: c.annotations},
+		Attributes: &runtimeapi.ContainerAttributes{Id: c.id, Metadata: c.meta, Labels: c.labels.toMap(), Annotations: c.annotations},
 		Cpu: &runtimeapi.CpuUsage{Timestamp: ts, UsageCoreNanoSeconds: &runtimeapi.UInt64Value{Value: u.cpuTotal},
 			UsageNanoCores: &runtimeapi.UInt64Value{Value: u.nanoCores}},
 		Memory: &runtimeapi.MemoryUsage{Timestamp: ts, WorkingSetBytes: &runtimeapi.UInt64Value{Value: u.memory},
@@ -204,7 +204,7 @@ func (r *Runtime) ListContainerStats(_ context.Context, filter *runtimeapi.Conta
 	now := r.clock.Now()
 	var out []*runtimeapi.ContainerStats
 	for _, c := range r.sortedContainers() {
-		if filter != nil && ((filter.Id != "" && filter.Id != c.id) || (filter.PodSandboxId != "" && filter.PodSandboxId != c.sandboxID) || !matches(c.labels, filter.LabelSelector)) {
+		if filter != nil && ((filter.Id != "" && filter.Id != c.id) || (filter.PodSandboxId != "" && filter.PodSandboxId != c.sandboxID) || !c.labels.matches(filter.LabelSelector)) {
 			continue
 		}
 		c.refresh(now)
@@ -239,11 +239,11 @@ func (r *Runtime) ListPodSandboxStats(_ context.Context, filter *runtimeapi.PodS
 	sort.Slice(ids, func(i, j int) bool { return r.sandboxes[ids[i]].seq < r.sandboxes[ids[j]].seq })
 	for _, id := range ids {
 		s := r.sandboxes[id]
-		if filter != nil && ((filter.Id != "" && filter.Id != s.id) || !matches(s.labels, filter.LabelSelector)) {
+		if filter != nil && ((filter.Id != "" && filter.Id != s.id) || !s.labels.matches(filter.LabelSelector)) {
 			continue
 		}
 		st := &runtimeapi.PodSandboxStats{
-			Attributes: &runtimeapi.PodSandboxAttributes{Id: s.id, Metadata: s.meta, Labels: s.labels, Annotations: s.annotations},
+			Attributes: &runtimeapi.PodSandboxAttributes{Id: s.id, Metadata: s.meta, Labels: s.labels.toMap(), Annotations: s.annotations},
 			Linux: &runtimeapi.LinuxPodSandboxStats{
 				Cpu:     &runtimeapi.CpuUsage{Timestamp: ts, UsageCoreNanoSeconds: &runtimeapi.UInt64Value{}, UsageNanoCores: &runtimeapi.UInt64Value{}},
 				Memory:  &runtimeapi.MemoryUsage{Timestamp: ts, WorkingSetBytes: &runtimeapi.UInt64Value{}, UsageBytes: &runtimeapi.UInt64Value{}},
