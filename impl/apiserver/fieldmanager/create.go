@@ -1,7 +1,10 @@
 package fieldmanager
 
 import (
+	"bytes"
 	"reflect"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -29,6 +32,8 @@ type createPath struct {
 	apiVersion fieldpath.APIVersion // the kind's group/version
 	kind       schema.GroupVersionKind
 	direct     *directFields // the set without structured-merge-diff's walks, or nil
+	shapes     sync.Map      // the direct road's FieldsV1 per shape (string -> []byte, nil: none)
+	nshapes    atomic.Int32
 }
 
 // stripFromEntries are the paths no manager is recorded as owning (the
@@ -98,12 +103,8 @@ func (c *createPath) applies(live, obj runtime.Object, manager string) bool {
 func (c *createPath) update(obj runtime.Object, tc managedfields.TypeConverter, manager string) runtime.Object {
 	m, _ := meta.Accessor(obj)
 	m.SetManagedFields(nil)
-	set, ok := c.fieldsOf(obj, tc)
-	if !ok || set.Empty() {
-		return obj
-	}
-	raw, err := set.ToJSON()
-	if err != nil {
+	raw, ok := c.fieldsJSON(obj, tc)
+	if !ok || raw == nil {
 		return obj
 	}
 	if manager == "" {
@@ -119,6 +120,49 @@ func (c *createPath) update(obj runtime.Object, tc managedfields.TypeConverter, 
 	}})
 	return obj
 }
+
+// fieldsJSON is fieldsOf in its FieldsV1 form, nil when the set is empty.
+// Objects of one shape (the same fields set, the same map keys) have the
+// same fields, so the direct road keeps the form per shape; a shape is
+// cheaper to take than the set, and the form is copied out.
+func (c *createPath) fieldsJSON(obj runtime.Object, tc managedfields.TypeConverter) ([]byte, bool) {
+	if c.direct != nil {
+		buf := shapeBuffers.Get().(*[]byte)
+		defer shapeBuffers.Put(buf)
+		if shape, ok := c.direct.shape(reflect.ValueOf(obj), *buf); ok {
+			*buf = shape[:0]
+			if raw, ok := c.shapes.Load(string(shape)); ok {
+				return bytes.Clone(raw.([]byte)), true
+			}
+			raw, ok := c.toJSON(c.fieldsOf(obj, tc))
+			if ok && len(shape) <= maxShapeLen && c.nshapes.Add(1) <= maxShapes {
+				c.shapes.Store(string(shape), bytes.Clone(raw))
+			}
+			return raw, ok
+		}
+	}
+	return c.toJSON(c.fieldsOf(obj, tc))
+}
+
+func (c *createPath) toJSON(set *fieldpath.Set, ok bool) ([]byte, bool) {
+	if !ok {
+		return nil, false
+	}
+	if set.Empty() {
+		return nil, true
+	}
+	raw, err := set.ToJSON()
+	return raw, err == nil
+}
+
+// The shapes kept per kind, and their largest size; others are computed
+// every time.
+const (
+	maxShapes   = 1024
+	maxShapeLen = 4 << 10
+)
+
+var shapeBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // fieldsOf is the set of fields obj sets that its creator owns: what
 // differs from the empty object, less the endpoint's reset fields and the

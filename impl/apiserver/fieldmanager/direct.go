@@ -1,7 +1,10 @@
 package fieldmanager
 
 import (
+	"encoding/binary"
 	"reflect"
+	"slices"
+	"strings"
 
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
@@ -100,15 +103,35 @@ func (d *directFields) zeroValid(t reflect.Type, tr smdschema.TypeRef, depth int
 	}
 }
 
-// directWalker accumulates the set of one object.
+// shape returns the object's shape: the paths the walk would insert, in
+// walk order (map entries sorted), each element's name length-prefixed, so
+// that equal shapes mean equal sets. buf is reused. ok as for fields.
+func (d *directFields) shape(obj reflect.Value, buf []byte) ([]byte, bool) {
+	w := directWalker{schema: d.schema, trace: buf[:0], path: make(fieldpath.Path, 0, 8)}
+	if !w.bothStruct(obj.Elem(), d.root, true) {
+		return nil, false
+	}
+	return w.trace, true
+}
+
+// directWalker accumulates the set of one object, or (set nil) its shape.
 type directWalker struct {
 	schema *smdschema.Schema
 	set    *fieldpath.Set
+	trace  []byte
 	path   fieldpath.Path
 }
 
 func (w *directWalker) insert(pe fieldpath.PathElement) {
-	w.set.Insert(append(w.path, pe))
+	if w.set != nil {
+		w.set.Insert(append(w.path, pe))
+		return
+	}
+	for _, e := range append(w.path, pe) {
+		w.trace = binary.AppendUvarint(w.trace, uint64(len(*e.FieldName)))
+		w.trace = append(w.trace, *e.FieldName...)
+	}
+	w.trace = append(w.trace, 0xff) // no name length starts with 0xff
 }
 
 func (w *directWalker) descend(pe fieldpath.PathElement) (restore func()) {
@@ -327,14 +350,21 @@ func (w *directWalker) addChildren(v reflect.Value, m *smdschema.Map) bool {
 		if v.Type().Key().Kind() != reflect.String {
 			return false
 		}
-		it := v.MapRange()
-		for it.Next() {
-			key := it.Key().String()
+		add := func(k, v reflect.Value) bool {
+			key := k.String()
 			ftr, ok := fieldType(m, key)
-			if !ok {
-				return false
-			}
-			if !w.added(fieldpath.PathElement{FieldName: &key}, it.Value(), ftr) {
+			return ok && w.added(fieldpath.PathElement{FieldName: &key}, v, ftr)
+		}
+		if v.Len() == 1 {
+			it := v.MapRange()
+			it.Next()
+			return add(it.Key(), it.Value())
+		}
+		// In key order, so that a shape does not depend on map order.
+		keys := v.MapKeys()
+		slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
+		for _, k := range keys {
+			if !add(k, v.MapIndex(k)) {
 				return false
 			}
 		}

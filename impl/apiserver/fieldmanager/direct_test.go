@@ -1,6 +1,7 @@
 package fieldmanager
 
 import (
+	"bytes"
 	"math/rand"
 	"reflect"
 	"testing"
@@ -135,7 +136,43 @@ func checkDirect(t *testing.T, m *Manager, obj runtime.Object) bool {
 		wj, _ := want.ToJSON()
 		t.Fatalf("sets differ for %#v\n got: %s\nwant: %s", obj, gj, wj)
 	}
+	// The FieldsV1 form, computed and then kept for the object's shape,
+	// is structured-merge-diff's, byte for byte.
+	wantJSON, _ := m.create.toJSON(m.create.owned(want), true)
+	for range 2 {
+		gotJSON, ok := m.create.fieldsJSON(obj, m.tc)
+		if !ok || !bytes.Equal(gotJSON, wantJSON) {
+			t.Fatalf("FieldsV1 %s (%v), want %s", gotJSON, ok, wantJSON)
+		}
+	}
 	return true
+}
+
+// A shape does not depend on the order of map entries, and differs
+// when the keys differ.
+func TestDirectShape(t *testing.T) {
+	m := managerFor(t, corev1.SchemeGroupVersion.WithKind("ConfigMap"), "")
+	data := map[string]string{}
+	for i := range 20 {
+		data[string(rune('a'+i))] = "v"
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{"x": "1", "y": "2"}}, Data: data}
+	first, ok := m.create.direct.shape(reflect.ValueOf(cm), nil)
+	if !ok {
+		t.Fatal("no shape")
+	}
+	for range 10 {
+		again, _ := m.create.direct.shape(reflect.ValueOf(cm.DeepCopy()), nil)
+		if !bytes.Equal(first, again) {
+			t.Fatalf("shape changed: %q, then %q", first, again)
+		}
+	}
+	other := cm.DeepCopy()
+	other.Data["ab"] = "v"
+	delete(other.Data, "a")
+	if s, _ := m.create.direct.shape(reflect.ValueOf(other), nil); bytes.Equal(first, s) {
+		t.Fatal("different keys, same shape")
+	}
 }
 
 // thin puts most fields of v back to their zero values and empties or
