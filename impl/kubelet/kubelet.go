@@ -465,19 +465,22 @@ func (k *Kubelet) processNext(ctx context.Context) bool {
 // period, from one goroutine.
 //
 // The full resync (every pod synced once per SyncFrequency, whatever the
-// source delivered) starts at a random phase of its period. Kubelets on
+// source delivered), the lease renewal, the node status update and the
+// eviction check each start at a random phase of their period. Kubelets on
 // separate machines start at unrelated times; kubelets sharing one process
 // (kubeproof up, the benchmarks) start together, and without the random
-// phase they would resync every pod of every node at the same moment: at
-// 1,000 nodes and 30,000 pods, 30,000 syncs queued at once every 20 s.
+// phase they would do each at the same moment: at 1,000 nodes and 30,000
+// pods, 30,000 syncs queued at once every 20 s and 1,000 lease updates
+// within a second or two every 10 s.
 func (k *Kubelet) housekeeping(ctx context.Context) {
 	ticker := k.clock.NewTicker(k.cfg.RelistPeriod)
 	defer ticker.Stop()
 	now := k.clock.Now()
-	nextResync := now.Add(rand.N(k.cfg.SyncFrequency) + 1)
-	nextLease := now.Add(k.cfg.NodeLeaseRenewInterval)
-	nextStatus := now.Add(k.cfg.NodeStatusUpdateFrequency)
-	nextEviction := now.Add(k.evictions.Config().MonitoringInterval)
+	phase := func(period time.Duration) time.Time { return now.Add(rand.N(period) + 1) }
+	nextResync := phase(k.cfg.SyncFrequency)
+	nextLease := phase(k.cfg.NodeLeaseRenewInterval)
+	nextStatus := phase(k.cfg.NodeStatusUpdateFrequency)
+	nextEviction := phase(k.evictions.Config().MonitoringInterval)
 	for {
 		select {
 		case <-ctx.Done():
