@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -35,20 +36,14 @@ func TestRunRegistersNodeHeartbeatsAndRunsPods(t *testing.T) {
 	baseline := goruntime.NumGoroutine()
 	clk := testingclock.NewFakeClock(t0)
 	client := fake.NewClientset()
-	rt, err := sim.New(sim.Config{Clock: clk, PodCIDR: "10.244.1.0/24"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := New(context.Background(), client, Config{NodeName: "n1", Clock: clk, CPU: resourceMust("2")}, rt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k, rt := newSimKubelet(t, client, Config{NodeName: "n1", Clock: clk, CPU: resourceMust("2")})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	runErr := make(chan error, 1)
 	go func() { runErr <- k.Run(ctx) }()
 
 	var node *v1.Node
+	var err error
 	eventually(t, "node registration", func() bool {
 		node, err = client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
 		return err == nil && len(node.Status.Conditions) == 4
@@ -155,6 +150,21 @@ func TestRunRegistersNodeHeartbeatsAndRunsPods(t *testing.T) {
 	eventually(t, "goroutines to end", func() bool { return goruntime.NumGoroutine() <= baseline })
 }
 
+// newSimKubelet returns a kubelet of cfg on a simulated runtime driven by
+// cfg.Clock.
+func newSimKubelet(t *testing.T, client kubernetes.Interface, cfg Config) (*Kubelet, *sim.Runtime) {
+	t.Helper()
+	rt, err := sim.New(sim.Config{Clock: cfg.Clock, PodCIDR: "10.244.1.0/24"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := New(context.Background(), client, cfg, rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, rt
+}
+
 func nodeCondition(n *v1.Node, t v1.NodeConditionType) v1.NodeCondition {
 	for _, c := range n.Status.Conditions {
 		if c.Type == t {
@@ -216,14 +226,7 @@ func TestResyncRefreshesARunningPodWithoutEvents(t *testing.T) {
 	baseline := goruntime.NumGoroutine()
 	clk := testingclock.NewFakeClock(t0)
 	client := fake.NewClientset(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "default"}, Data: map[string]string{"mode": "old"}})
-	rt, err := sim.New(sim.Config{Clock: clk, PodCIDR: "10.244.1.0/24"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := New(context.Background(), client, Config{NodeName: "n1", Clock: clk, CPU: resourceMust("2"), RootDir: t.TempDir()}, rt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k, _ := newSimKubelet(t, client, Config{NodeName: "n1", Clock: clk, CPU: resourceMust("2"), RootDir: t.TempDir()})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	runErr := make(chan error, 1)
