@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeproof/kubeproof/impl/storage"
 	"github.com/kubeproof/kubeproof/impl/storage/compact"
@@ -29,7 +30,9 @@ type Config struct {
 	NewWatcher func() clientv3.Watcher
 	// Prefix is the etcd key prefix of every object; "" means "/registry".
 	Prefix string
-	// WatchCache puts a watch cache in front of each resource's etcd store.
+	// WatchCache puts a watch cache in front of each resource's etcd store,
+	// except the resources kube-apiserver serves from etcd by default
+	// (Uncached).
 	WatchCache bool
 	// CompactionInterval is how often etcd's history is compacted
 	// (kube-apiserver's --etcd-compaction-interval, default
@@ -43,6 +46,16 @@ type Config struct {
 	BookmarkInterval time.Duration
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
+}
+
+// Uncached tells whether a resource is served straight from etcd even with
+// the watch cache on. As kube-apiserver's default watch cache sizes
+// (events 0), these are events: written for every step of every pod and
+// rarely read, a cache would keep each one decoded, with its selectable
+// fields, for the event's whole TTL (at 30,000 pods, ~120,000 events and
+// ~140 MB of heap in one process, which every garbage collection marks).
+func Uncached(gr schema.GroupResource) bool {
+	return gr.Resource == "events" && (gr.Group == "" || gr.Group == "events.k8s.io")
 }
 
 // Factory builds stores on one etcd. It implements storage.Factory.
@@ -107,7 +120,7 @@ func (f *Factory) New(res storage.ResourceConfig) (storage.Interface, storage.De
 		iface   storage.Interface = store
 		destroy                   = store.Close
 	)
-	if f.cfg.WatchCache {
+	if f.cfg.WatchCache && !Uncached(res.GroupResource) {
 		c, err := newCacher(store, res, f.cfg, f.log)
 		if err != nil {
 			store.Close()

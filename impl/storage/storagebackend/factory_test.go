@@ -8,9 +8,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeproof/kubeproof/impl/storage"
+	"github.com/kubeproof/kubeproof/impl/storage/cacher"
 	"github.com/kubeproof/kubeproof/impl/storage/embedded"
+	"github.com/kubeproof/kubeproof/impl/storage/etcd3"
 	"github.com/kubeproof/kubeproof/impl/storage/internal/leakcheck"
 	"github.com/kubeproof/kubeproof/impl/storage/storagetest"
 )
@@ -111,5 +114,40 @@ func TestFactoryWatchCacheServesAndStops(t *testing.T) {
 	}
 	if _, _, err := f.New(res); err == nil {
 		t.Fatal("New after Close succeeded")
+	}
+}
+
+// Events are served straight from etcd with the watch cache on, as
+// kube-apiserver's default watch cache sizes; pods through the cache.
+func TestFactoryLeavesEventsUncached(t *testing.T) {
+	defer leakcheck.Check(t)()
+	ctx := context.Background()
+	e, err := embedded.Start(ctx, embedded.Config{DataDir: t.TempDir(), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	f := NewFactory(Config{Client: e.Client(), WatchCache: true})
+	defer f.Close()
+	for _, tc := range []struct {
+		gr     schema.GroupResource
+		cached bool
+	}{
+		{schema.GroupResource{Resource: "events"}, false},
+		{schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, false},
+		{schema.GroupResource{Resource: "pods"}, true},
+		{schema.GroupResource{Resource: "configmaps"}, true},
+	} {
+		res := storagetest.ConfigMaps()
+		res.GroupResource = tc.gr
+		s, _, err := f.New(res) // destroyed by f.Close
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, direct := s.(*etcd3.Store)
+		_, cached := s.(*cacher.Cacher)
+		if cached != tc.cached || direct == tc.cached {
+			t.Errorf("%s: store %T, want cached=%v", tc.gr, s, tc.cached)
+		}
 	}
 }
