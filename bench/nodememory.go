@@ -97,6 +97,11 @@ type NodeMemoryResult struct {
 	// CreateToRunning: from each create sent to the pod observed Running
 	// (what the agent's GC policy costs, if anything, shows here).
 	CreateToRunning Latencies `json:"createToRunning"`
+	// AgentCPU is the CPU time (user + system) the agent process used
+	// from the first pod created to the last one Running: what the
+	// agent's GC setting costs, read independently of how loaded the
+	// machine was (latency is not).
+	AgentCPU time.Duration `json:"agentCpu"`
 
 	// AgentClasses is the agent's Go runtime memory breakdown
 	// (runtime/metrics, see memoryClasses) at the same three readings;
@@ -109,6 +114,7 @@ type NodeMemoryResult struct {
 
 // agentMemory is one reading the node agent reports.
 type agentMemory struct {
+	CPU     time.Duration     `json:"cpu,omitempty"` // "cpu": the process's CPU time so far
 	Heap    uint64            `json:"heap"`
 	RSS     int64             `json:"rss"`
 	Classes map[string]uint64 `json:"classes,omitempty"`
@@ -359,6 +365,11 @@ func RunNodeMemory(ctx context.Context, bin string, cfg NodeMemoryConfig) (NodeM
 			return res, err
 		}
 	}
+	cpuBefore, err := ask("cpu")
+	if err != nil {
+		stopWatch()
+		return res, err
+	}
 	start := time.Now()
 	if err := createPodsAtRate(ctx, cs, ns, cfg.Pods, cfg.Rate, tr, prog); err != nil {
 		stopWatch()
@@ -380,6 +391,11 @@ func RunNodeMemory(ctx context.Context, bin string, cfg NodeMemoryConfig) (NodeM
 	}
 	res.AllRunningAfter = time.Since(start)
 	stopWatch()
+	cpuAfter, err := ask("cpu")
+	if err != nil {
+		return res, err
+	}
+	res.AgentCPU = cpuAfter.CPU - cpuBefore.CPU
 	running, _, _ := tr.results()
 	res.CreateToRunning = Summarize(running)
 	if cfg.HeapProfile != "" {
@@ -462,6 +478,7 @@ var (
 //
 //	mem       the live heap after a forced GC, VmRSS, and the Go
 //	          runtime's memory classes (memoryClasses)
+//	cpu       the process's CPU time so far (user + system)
 //	nodes N   starts kubelets bench-node-1 … bench-node-N
 //	profile [SUFFIX]   writes the heap profile to heapProfile (+SUFFIX),
 //	                   and the goroutines to the same path + ".goroutines"
@@ -561,6 +578,8 @@ func RunNodeAgent(ctx context.Context, restCfg *rest.Config, heapProfile string,
 	for lines.Scan() {
 		f := strings.Fields(lines.Text())
 		switch {
+		case len(f) == 1 && f[0] == "cpu":
+			reply(agentMemory{CPU: processCPU()})
 		case len(f) == 1 && f[0] == "mem":
 			reply(agentReading())
 		case len(f) == 2 && f[0] == "cpuprofile" && cpuProfile == nil:

@@ -71,6 +71,9 @@ func TestNodeAgentSmoke(t *testing.T) {
 			t.Errorf("mem classes: %v (heap %d)", m.Classes, m.Heap)
 		}
 	}
+	if m := ask("cpu"); m.CPU <= 0 || m.Err != "" {
+		t.Errorf("cpu: %+v", m)
+	}
 	if m := ask("nodes 2"); m.Err != "" {
 		t.Fatalf("nodes 2: %s", m.Err)
 	}
