@@ -23,6 +23,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/kubeproof/kubeproof/impl/cluster"
 	"github.com/kubeproof/kubeproof/impl/kubelet"
@@ -177,11 +180,17 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	time.Sleep(cfg.Settle)
 	res.HeapBefore, res.RSSBefore = liveMemory()
 
-	// The simulated nodes: one client and one pod watch for all.
+	// The simulated nodes: one client, one pod watch and one event
+	// broadcaster for all (each kubelet records as its own node), as in the
+	// node-memory workload's agent: one event correlation cache of
+	// client-go's fixed size instead of one per node.
 	kctx, stopKubelets := context.WithCancel(ctx)
 	var kwg sync.WaitGroup
 	defer func() { stopKubelets(); kwg.Wait() }()
 	dispatcher := kubelet.NewPodDispatcher(cs)
+	events := record.NewBroadcaster(record.WithContext(kctx))
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	defer events.Shutdown()
 	for i := 0; i < cfg.Nodes; i++ {
 		name := fmt.Sprintf("sim-node-%d", i+1)
 		cidr := fmt.Sprintf("10.%d.%d.0/24", 244+i/256, i%256)
@@ -192,7 +201,8 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 		k, err := kubelet.New(kctx, cs, kubelet.Config{
 			NodeName: name, PodCIDR: cidr, CPU: cpu, Memory: mem, MaxPods: cfg.NodeMaxPods, ExternalPodSource: true,
 			RootDir: filepath.Join(dir, "kubelet"), PodLogsDir: filepath.Join(dir, "pod-logs"), Workers: 2,
-			Logger: cfg.Logger.With("node", name),
+			Logger:   cfg.Logger.With("node", name),
+			Recorder: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: kubelet.EventComponent, Host: name}),
 		}, rt)
 		if err != nil {
 			return res, fmt.Errorf("kubelet %s: %w", name, err)
