@@ -2,8 +2,10 @@ package fieldmanager
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand"
 	"reflect"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -229,5 +231,46 @@ func thin(r *rand.Rand, v reflect.Value, depth int) {
 		if v.CanSet() && r.Intn(4) == 0 {
 			v.SetString("")
 		}
+	}
+}
+
+// Concurrent creates of a few shapes share the kept forms safely and each
+// gets its own copy.
+func TestDirectShapesConcurrently(t *testing.T) {
+	m := managerFor(t, corev1.SchemeGroupVersion.WithKind("ConfigMap"), "")
+	objs := []*corev1.ConfigMap{
+		{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Data: map[string]string{"k": "v"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{"l": "1"}}, Data: map[string]string{"k": "v", "j": "w"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "c"}},
+	}
+	want := make([][]byte, len(objs))
+	for i, o := range objs {
+		set, ok := m.create.compared(o.DeepCopy(), m.tc)
+		if !ok {
+			t.Fatal("structured-merge-diff rejects", o)
+		}
+		want[i], _ = m.create.toJSON(m.create.owned(set), true)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for n := range 200 {
+				i := (g + n) % len(objs)
+				got, ok := m.create.fieldsJSON(objs[i].DeepCopy(), m.tc)
+				if !ok || !bytes.Equal(got, want[i]) {
+					errs <- fmt.Sprintf("object %d: %s, want %s", i, got, want[i])
+					return
+				}
+				if len(got) > 0 {
+					got[0] = 'x' // a copy: the kept form must not change
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
