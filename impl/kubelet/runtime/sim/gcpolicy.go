@@ -18,9 +18,9 @@ import (
 // pages resident while any object in it lives, so after a burst of pods
 // nearly every span the heap grew to keeps a surviving pod's bytes, and the
 // resident heap stays near the heap goal the collector allowed at the peak
-// — twice the live heap at Go's default GOGC=100 (measured at 100 nodes /
-// 3,000 pods: 8.2 KiB live per pod, 7.7 KiB more in partly used spans;
-// 4.0 KiB more at GOGC=25). A lower target trades more frequent
+// — twice the live heap at Go's default GOGC=100 (measured at 1,000 nodes /
+// 30,000 pods: 7.9 KiB live per pod and 7.9 KiB more in partly used spans
+// at GOGC=100, 4.4 KiB more at GOGC=25). A lower target trades more frequent
 // (concurrent) collections for that resident memory; the node-memory
 // benchmark reports both what it costs in creation-to-Running latency and
 // what it saves. Prometheus and our own scheduler process lower theirs for
