@@ -2,7 +2,6 @@ package kubelet
 
 import (
 	"context"
-	"reflect"
 	"slices"
 	"sync"
 
@@ -233,60 +232,28 @@ func (m *objectManager) get(ctx context.Context, r objectRef) (runtime.Object, e
 // up, whose Node authorizer allows a node only its own pods' objects)
 // watch on their own.
 type sharedObjectWatch struct {
-	refs   int
 	store  cache.Store
 	ctrl   cache.Controller
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the informer has returned
 }
 
-type objectWatchKey struct {
-	client kubernetes.Interface
-	ref    objectRef
-}
-
-var objectWatches struct {
-	sync.Mutex
-	m map[objectWatchKey]*sharedObjectWatch
-}
+// objectWatches are the running object watches, per clientset and object.
+var objectWatches perClient[objectRef, *sharedObjectWatch]
 
 // acquireObjectWatch returns the running watch of r through client,
 // starting it on first use. release drops the use; the last one stops the
 // watch and returns a channel closed once its goroutines have ended (nil
 // otherwise).
 func acquireObjectWatch(client kubernetes.Interface, r objectRef) (*sharedObjectWatch, func() <-chan struct{}) {
-	shareable := reflect.TypeOf(client).Comparable()
-	key := objectWatchKey{client, r}
-	objectWatches.Lock()
-	defer objectWatches.Unlock()
-	w := objectWatches.m[key]
-	if !shareable || w == nil {
-		w = startObjectWatch(client, r)
-		if shareable {
-			if objectWatches.m == nil {
-				objectWatches.m = map[objectWatchKey]*sharedObjectWatch{}
-			}
-			objectWatches.m[key] = w
+	w, release := objectWatches.acquire(client, r, func() *sharedObjectWatch { return startObjectWatch(client, r) })
+	return w, func() <-chan struct{} {
+		if !release() {
+			return nil
 		}
+		w.cancel()
+		return w.done
 	}
-	w.refs++
-	var once sync.Once
-	release := func() (done <-chan struct{}) {
-		once.Do(func() {
-			objectWatches.Lock()
-			defer objectWatches.Unlock()
-			if w.refs--; w.refs > 0 {
-				return
-			}
-			if shareable && objectWatches.m[key] == w {
-				delete(objectWatches.m, key)
-			}
-			w.cancel()
-			done = w.done
-		})
-		return done
-	}
-	return w, release
 }
 
 // startObjectWatch runs a watch of r (list/watch with the field selector

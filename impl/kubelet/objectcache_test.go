@@ -268,18 +268,16 @@ func TestObjectWatchesSharedByClient(t *testing.T) {
 			return m.allSynced()
 		})
 	}
-	key := func(c kubernetes.Interface) *sharedObjectWatch {
-		objectWatches.Lock()
-		defer objectWatches.Unlock()
-		return objectWatches.m[objectWatchKey{c, objectRef{resourceConfigMaps, "default", "cfg"}}]
+	key := func(c kubernetes.Interface) (*sharedObjectWatch, int) {
+		return objectWatches.lookup(c, objectRef{resourceConfigMaps, "default", "cfg"})
 	}
 	w1 := h.k.objects.watches[objectRef{resourceConfigMaps, "default", "cfg"}].shared
 	w2 := other.objects.watches[objectRef{resourceConfigMaps, "default", "cfg"}].shared
 	w3 := h2.k.objects.watches[objectRef{resourceConfigMaps, "default", "cfg"}].shared
-	if w1 != w2 || w1 != key(h.client) || w1.refs != 2 {
-		t.Errorf("kubelets of one client: watches %p and %p (registry %p, %d users), want one shared by both", w1, w2, key(h.client), w1.refs)
+	if registered, users := key(h.client); w1 != w2 || w1 != registered || users != 2 {
+		t.Errorf("kubelets of one client: watches %p and %p (registry %p, %d users), want one shared by both", w1, w2, registered, users)
 	}
-	if w3 == w1 || w3 != key(h2.client) {
+	if registered, _ := key(h2.client); w3 == w1 || w3 != registered {
 		t.Errorf("a kubelet of another client shares the first client's watch")
 	}
 	if c, err := h2.k.objects.configMap(ctx, "default", "cfg"); err != nil || c.Data["k"] != "other" {
@@ -303,7 +301,7 @@ func TestObjectWatchesSharedByClient(t *testing.T) {
 	default:
 		t.Error("the shared watch runs on after its last user stopped")
 	}
-	if key(h.client) != nil {
+	if registered, _ := key(h.client); registered != nil {
 		t.Error("a stopped watch is still registered")
 	}
 	h2.k.objects.stop()

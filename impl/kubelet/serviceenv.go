@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"reflect"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -143,7 +141,6 @@ const serviceSyncGrace = time.Second
 // process that share a clientset (kubeproof up runs many simulated nodes
 // over one), so a node costs no watch of its own.
 type sharedServices struct {
-	refs     int
 	lister   corelisters.ServiceLister
 	synced   func() bool
 	syncedCh chan struct{}
@@ -159,29 +156,29 @@ func (s *sharedServices) List() ([]*v1.Service, error) {
 	return s.lister.List(labels.Everything())
 }
 
-var servicesByClient struct {
-	sync.Mutex
-	m map[kubernetes.Interface]*sharedServices
-}
+// servicesByClient are the running service informers, per clientset.
+var servicesByClient perClient[struct{}, *sharedServices]
 
 // acquireServices returns the service informer of client, starting it on
 // first use; release stops it when its last user is done and waits for its
 // goroutines. Kubelets wait for it to sync once before building a
 // container's environment (errServicesNotSynced).
 func acquireServices(client kubernetes.Interface) (src serviceSource, release func()) {
-	shareable := reflect.TypeOf(client).Comparable()
-	servicesByClient.Lock()
-	defer servicesByClient.Unlock()
-	if shareable {
-		if s, ok := servicesByClient.m[client]; ok {
-			s.refs++
-			return s, releaseServices(client, s, shareable)
+	s, drop := servicesByClient.acquire(client, struct{}{}, func() *sharedServices { return startServices(client) })
+	return s, func() {
+		if drop() {
+			s.cancel()
+			s.stop()
 		}
 	}
+}
+
+// startServices runs a service informer of client.
+func startServices(client kubernetes.Interface) *sharedServices {
 	ctx, cancel := context.WithCancel(context.Background())
 	factory := informers.NewSharedInformerFactory(client, 0)
 	inf := factory.Core().V1().Services()
-	s := &sharedServices{refs: 1, lister: inf.Lister(), synced: inf.Informer().HasSynced,
+	s := &sharedServices{lister: inf.Lister(), synced: inf.Informer().HasSynced,
 		syncedCh: make(chan struct{}), cancel: cancel}
 	factory.Start(ctx.Done())
 	waited := make(chan struct{})
@@ -195,32 +192,7 @@ func acquireServices(client kubernetes.Interface) (src serviceSource, release fu
 		factory.Shutdown()
 		<-waited
 	}
-	if shareable {
-		if servicesByClient.m == nil {
-			servicesByClient.m = map[kubernetes.Interface]*sharedServices{}
-		}
-		servicesByClient.m[client] = s
-	}
-	return s, releaseServices(client, s, shareable)
-}
-
-func releaseServices(client kubernetes.Interface, s *sharedServices, shared bool) func() {
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			servicesByClient.Lock()
-			s.refs--
-			last := s.refs == 0
-			if last && shared {
-				delete(servicesByClient.m, client)
-			}
-			servicesByClient.Unlock()
-			if last {
-				s.cancel()
-				s.stop()
-			}
-		})
-	}
+	return s
 }
 
 // resyncWhenServicesSynced enqueues every pod once src has listed the

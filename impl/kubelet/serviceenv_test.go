@@ -326,23 +326,13 @@ func TestRunSharesTheServiceInformer(t *testing.T) {
 			}
 		}
 	}
-	servicesByClient.Lock()
-	shared := servicesByClient.m[client]
-	refs := 0
-	if shared != nil {
-		refs = shared.refs
-	}
-	servicesByClient.Unlock()
-	if refs != 2 {
+	if _, refs := servicesByClient.lookup(client, struct{}{}); refs != 2 {
 		t.Fatalf("service informer users = %d, want 2 (one informer shared by both kubelets)", refs)
 	}
 	for _, k := range kubelets {
 		k.Stop()
 	}
-	servicesByClient.Lock()
-	_, still := servicesByClient.m[client]
-	servicesByClient.Unlock()
-	if still {
+	if shared, _ := servicesByClient.lookup(client, struct{}{}); shared != nil {
 		t.Fatal("service informer still registered after both kubelets stopped")
 	}
 	eventually(t, "goroutines to end", func() bool { return goruntime.NumGoroutine() <= baseline })
