@@ -644,7 +644,8 @@ func writeGoroutineProfile(path string) error {
 	return f.Close()
 }
 
-// startCPUProfile starts a CPU profile to path and returns what stops it.
+// startCPUProfile starts a CPU profile to path and returns what stops it
+// (once; later calls do nothing).
 func startCPUProfile(path string) (func() error, error) {
 	f, err := os.Create(path)
 	if err != nil {
@@ -654,10 +655,10 @@ func startCPUProfile(path string) (func() error, error) {
 		f.Close()
 		return nil, fmt.Errorf("starting CPU profile: %w", err)
 	}
-	return func() error {
+	return sync.OnceValue(func() error {
 		pprof.StopCPUProfile()
 		return f.Close()
-	}, nil
+	}), nil
 }
 
 func writeRSAKey(path string) error {

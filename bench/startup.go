@@ -243,14 +243,8 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	defer stopWatch()
 	stopCPUProfile := func() error { return nil }
 	if cfg.HeapProfile != "" {
-		stop, err := startCPUProfile(cfg.HeapProfile + ".cpu")
-		if err != nil {
+		if stopCPUProfile, err = startCPUProfile(cfg.HeapProfile + ".cpu"); err != nil {
 			return res, err
-		}
-		var once sync.Once
-		stopCPUProfile = func() (err error) {
-			once.Do(func() { err = stop() })
-			return err
 		}
 		defer stopCPUProfile()
 	}

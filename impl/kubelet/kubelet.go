@@ -9,9 +9,10 @@
 // I/O around them.
 //
 // Cheapness: a kubelet shares its clientset, runs one informer, one
-// housekeeping goroutine (relist, periodic resync, lease, node status) and a small pool of
-// workers over a delaying work queue keyed by pod UID (the "pod workers":
-// one UID is never synced by two workers at once); no goroutine per pod.
+// housekeeping goroutine (relist, periodic resync, lease, node status) and
+// a small pool of workers over a delaying work queue keyed by pod UID (the
+// "pod workers": one UID is never synced by two workers at once); no
+// goroutine per pod.
 //
 // KUBELET-1: HandlePod ignores pods bound to other nodes, and runtime pods
 // whose API pod is gone are killed and removed.

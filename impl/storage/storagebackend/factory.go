@@ -32,7 +32,7 @@ type Config struct {
 	Prefix string
 	// WatchCache puts a watch cache in front of each resource's etcd store,
 	// except the resources kube-apiserver serves from etcd by default
-	// (Uncached).
+	// (uncached).
 	WatchCache bool
 	// CompactionInterval is how often etcd's history is compacted
 	// (kube-apiserver's --etcd-compaction-interval, default
@@ -48,13 +48,13 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Uncached tells whether a resource is served straight from etcd even with
+// uncached tells whether a resource is served straight from etcd even with
 // the watch cache on. As kube-apiserver's default watch cache sizes
 // (events 0), these are events: written for every step of every pod and
 // rarely read, a cache would keep each one decoded, with its selectable
 // fields, for the event's whole TTL (at 30,000 pods, ~120,000 events and
 // ~140 MB of heap in one process, which every garbage collection marks).
-func Uncached(gr schema.GroupResource) bool {
+func uncached(gr schema.GroupResource) bool {
 	return gr.Resource == "events" && (gr.Group == "" || gr.Group == "events.k8s.io")
 }
 
@@ -120,7 +120,7 @@ func (f *Factory) New(res storage.ResourceConfig) (storage.Interface, storage.De
 		iface   storage.Interface = store
 		destroy                   = store.Close
 	)
-	if f.cfg.WatchCache && !Uncached(res.GroupResource) {
+	if f.cfg.WatchCache && !uncached(res.GroupResource) {
 		c, err := newCacher(store, res, f.cfg, f.log)
 		if err != nil {
 			store.Close()
