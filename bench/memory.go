@@ -162,11 +162,25 @@ func waitForAPI(ctx context.Context, cs kubernetes.Interface, timeout time.Durat
 
 // processRSS reads VmRSS and VmHWM of pid from /proc, in bytes.
 func processRSS(pid int) (rss, peak int64, err error) {
+	st, err := processStatus(pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	if st["VmRSS"] == 0 {
+		return 0, 0, errors.New("no VmRSS in /proc status")
+	}
+	return st["VmRSS"], st["VmHWM"], nil
+}
+
+// processStatus reads the sizes /proc/PID/status gives in kB (VmRSS,
+// RssAnon, …), in bytes.
+func processStatus(pid int) (map[string]int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, fmt.Errorf("reading process status: %w", err)
+		return nil, fmt.Errorf("reading process status: %w", err)
 	}
 	defer f.Close()
+	out := map[string]int64{}
 	s := bufio.NewScanner(f)
 	for s.Scan() {
 		k, v, ok := strings.Cut(s.Text(), ":")
@@ -177,21 +191,11 @@ func processRSS(pid int) (rss, peak int64, err error) {
 		if len(fields) != 2 || fields[1] != "kB" {
 			continue
 		}
-		kb, perr := strconv.ParseInt(fields[0], 10, 64)
-		if perr != nil {
-			continue
-		}
-		switch k {
-		case "VmRSS":
-			rss = kb * 1024
-		case "VmHWM":
-			peak = kb * 1024
+		if kb, err := strconv.ParseInt(fields[0], 10, 64); err == nil {
+			out[k] = kb * 1024
 		}
 	}
-	if rss == 0 {
-		return 0, 0, errors.New("no VmRSS in /proc status")
-	}
-	return rss, peak, s.Err()
+	return out, s.Err()
 }
 
 func freePort() (int, error) {

@@ -167,15 +167,10 @@ func readMemoryClasses() map[string]uint64 {
 			}
 		}
 	}
-	if st, err := os.ReadFile("/proc/self/status"); err == nil {
-		for line := range strings.Lines(string(st)) {
-			k, v, _ := strings.Cut(line, ":")
-			f := strings.Fields(v)
-			if len(f) != 2 || f[1] != "kB" || (k != "RssAnon" && k != "RssFile") {
-				continue
-			}
-			if kb, err := strconv.ParseUint(f[0], 10, 64); err == nil {
-				out["rss/"+strings.ToLower(strings.TrimPrefix(k, "Rss"))] = kb * 1024
+	if st, err := processStatus(os.Getpid()); err == nil {
+		for name, field := range map[string]string{"rss/anon": "RssAnon", "rss/file": "RssFile"} {
+			if v, ok := st[field]; ok {
+				out[name] = uint64(v)
 			}
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -588,15 +587,6 @@ func processCPUTime(pid int) (time.Duration, error) {
 	}
 	const clockTicks = 100 // USER_HZ on Linux
 	return time.Duration(utime+stime) * time.Second / clockTicks, nil
-}
-
-// selfCPUTime is this process's user+system CPU time.
-func selfCPUTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // ensureDefaultServiceAccount creates the namespace's "default" service

@@ -68,7 +68,7 @@ func (r *schedulingRun) startScheduler(ctx context.Context) error {
 	}()
 	handler := s.MetricsHandler()
 	r.sched = &runningScheduler{
-		pid: os.Getpid(), cpuScope: "whole benchmark process (API server, etcd and scheduler)", cpuTime: selfCPUTime,
+		pid: os.Getpid(), cpuScope: "whole benchmark process (API server, etcd and scheduler)", cpuTime: processCPU,
 		metrics: func(context.Context) (io.ReadCloser, error) {
 			rec := httptest.NewRecorder()
 			handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
