@@ -247,20 +247,11 @@ func (w *directWalker) nullThen(pe fieldpath.PathElement, v reflect.Value, tr sm
 			w.insert(pe)
 			return true
 		}
-		if atom.Map.ElementRelationship == smdschema.Atomic {
-			return false
-		}
-		defer w.descend(pe)()
-		return w.addChildren(v, atom.Map)
+		return w.entries(pe, v, atom.Map)
 	case reflect.Pointer, reflect.Interface, reflect.Slice:
 		return false
 	default:
-		c, ok := scalarClassOf(v.Kind())
-		if !ok || !scalarFits(c, atom) {
-			return false
-		}
-		w.insert(pe)
-		return true
+		return w.scalar(pe, v.Kind(), atom)
 	}
 }
 
@@ -309,11 +300,7 @@ func (w *directWalker) added(pe fieldpath.PathElement, v reflect.Value, tr smdsc
 		if isEmptyMap(v) {
 			return true
 		}
-		if atom.Map.ElementRelationship == smdschema.Atomic {
-			return false
-		}
-		defer w.descend(pe)()
-		return w.addChildren(v, atom.Map)
+		return w.entries(pe, v, atom.Map)
 	case reflect.Slice:
 		switch {
 		case v.IsNil():
@@ -334,13 +321,29 @@ func (w *directWalker) added(pe fieldpath.PathElement, v reflect.Value, tr smdsc
 		w.insert(pe)
 		return true
 	default:
-		c, ok := scalarClassOf(v.Kind())
-		if !ok || !scalarFits(c, atom) {
-			return false
-		}
-		w.insert(pe)
-		return true
+		return w.scalar(pe, v.Kind(), atom)
 	}
+}
+
+// scalar records pe for a scalar of kind k that validates against atom.
+func (w *directWalker) scalar(pe fieldpath.PathElement, k reflect.Kind, atom smdschema.Atom) bool {
+	c, ok := scalarClassOf(k)
+	if !ok || !scalarFits(c, atom) {
+		return false
+	}
+	w.insert(pe)
+	return true
+}
+
+// entries adds, under pe, every entry of the non-empty map or struct v,
+// whose schema is m (false for an atomic map, whose entries are not
+// fields of their own).
+func (w *directWalker) entries(pe fieldpath.PathElement, v reflect.Value, m *smdschema.Map) bool {
+	if m.ElementRelationship == smdschema.Atomic {
+		return false
+	}
+	defer w.descend(pe)()
+	return w.addChildren(v, m)
 }
 
 // addChildren adds every entry of the map or every present field of the
