@@ -579,7 +579,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		s.cfg.OpenAPI.ServeHTTP(w, r)
 		return
 	}
-	segs := strings.Split(strings.Trim(p, "/"), "/")
+	var segBuf [4]string
+	segs := leadingSegments(strings.Trim(p, "/"), &segBuf)
 	if segs[0] != "api" && segs[0] != "apis" {
 		s.notFound(w, r)
 		return
@@ -637,6 +638,24 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.ServeHTTP(w, r)
+}
+
+// leadingSegments splits path at "/" into at most len(buf) parts, the last
+// holding the rest, as strings.SplitN(path, "/", len(buf)) does without
+// allocating: route only looks at the first three segments and at whether
+// more follow.
+func leadingSegments(path string, buf *[4]string) []string {
+	n := 0
+	for ; n < len(buf)-1; n++ {
+		seg, rest, more := strings.Cut(path, "/")
+		buf[n] = seg
+		if !more {
+			return buf[:n+1]
+		}
+		path = rest
+	}
+	buf[n] = path
+	return buf[:n+1]
 }
 
 func (s *Server) discoveryOnly(w http.ResponseWriter, r *http.Request, serve http.HandlerFunc) {

@@ -61,6 +61,12 @@ func (c *objectCache) read(ctx context.Context, namespace string, fresh bool) ([
 // get returns one object: from memory once synced (fresh false), else
 // (or when fresh) from the store. A missing object is a NotFound error.
 func (c *objectCache) get(ctx context.Context, namespace, name string, fresh bool, out runtime.Object) (runtime.Object, error) {
+	return c.lookup(ctx, namespace, name, fresh, func() runtime.Object { return out })
+}
+
+// lookup is get with the object to read into made by newOut only when the
+// store is read, not for every answer from memory.
+func (c *objectCache) lookup(ctx context.Context, namespace, name string, fresh bool, newOut func() runtime.Object) (runtime.Object, error) {
 	if !fresh {
 		if o, found, synced := c.local.Get(namespace, name); synced {
 			if found {
@@ -69,6 +75,7 @@ func (c *objectCache) get(ctx context.Context, namespace, name string, fresh boo
 			return nil, notFound(c.s.gr, name)
 		}
 	}
+	out := newOut()
 	if err := c.s.get(ctx, namespace, name, fresh, out); err != nil {
 		return nil, err
 	}
@@ -118,6 +125,8 @@ func typed[T any](objs []runtime.Object) []T {
 	return out
 }
 
+func newNamespace() runtime.Object { return &corev1.Namespace{} }
+
 // namespaceCache is the shared namespaces cache as a NamespaceGetter.
 func (d *deps) namespaces() (NamespaceGetter, error) {
 	c, err := d.cache(nsResource, func() runtime.Object { return &corev1.NamespaceList{} })
@@ -125,7 +134,7 @@ func (d *deps) namespaces() (NamespaceGetter, error) {
 		return nil, err
 	}
 	return func(ctx context.Context, name string, fresh bool) (*corev1.Namespace, error) {
-		o, err := c.get(ctx, "", name, fresh, &corev1.Namespace{})
+		o, err := c.lookup(ctx, "", name, fresh, newNamespace)
 		if err != nil {
 			return nil, err
 		}

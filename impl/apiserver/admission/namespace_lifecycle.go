@@ -35,11 +35,12 @@ func (p *NamespaceLifecycle) Validate(ctx context.Context, a *Attributes) error 
 		return nil
 	}
 	ns, err := p.Get(ctx, a.Namespace, false)
-	if apierrors.IsNotFound(err) {
+	// (err != nil first: IsNotFound allocates even for nil.)
+	if err != nil && apierrors.IsNotFound(err) {
 		// The cached view may lag a namespace just created: look again.
 		ns, err = p.Get(ctx, a.Namespace, true)
 	}
-	if apierrors.IsNotFound(err) {
+	if err != nil && apierrors.IsNotFound(err) {
 		return apierrors.NewNotFound(corev1.Resource("namespaces"), a.Namespace)
 	}
 	if err != nil {

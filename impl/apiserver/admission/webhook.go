@@ -257,5 +257,8 @@ func newDispatcher(d *deps, gr schema.GroupResource, newList func() runtime.Obje
 
 // sortByName orders configurations by name, as kube-apiserver calls them.
 func sortByName[T any](items []T, name func(*T) string) {
+	if len(items) < 2 {
+		return // nothing to order (sort.Slice would still allocate)
+	}
 	sort.Slice(items, func(i, j int) bool { return name(&items[i]) < name(&items[j]) })
 }

@@ -48,14 +48,16 @@ func ParseAccept(header string) []MediaType {
 
 // ParseMediaType parses one "type/subtype;k=v;q=0.5" entry.
 func ParseMediaType(s string) (MediaType, bool) {
-	parts := strings.Split(s, ";")
-	full := strings.ToLower(strings.TrimSpace(parts[0]))
+	first, params, _ := strings.Cut(s, ";")
+	full := strings.ToLower(strings.TrimSpace(first))
 	typ, sub, ok := strings.Cut(full, "/")
 	if !ok || typ == "" || sub == "" {
 		return MediaType{}, false
 	}
 	mt := MediaType{Type: typ, SubType: sub, Q: 1}
-	for _, p := range parts[1:] {
+	for params != "" {
+		var p string
+		p, params, _ = strings.Cut(params, ";")
 		k, v, ok := strings.Cut(p, "=")
 		if !ok {
 			continue

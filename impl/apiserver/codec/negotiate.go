@@ -125,7 +125,11 @@ func conversionAllowed(allowed []Conversion, as, g, v string) bool {
 // Content-Type (JSON when absent).
 func (c *Codecs) RequestSerializer(contentType string) (runtime.SerializerInfo, error) {
 	mt := JSON
-	if contentType != "" {
+	if _, exact := c.info(contentType); exact {
+		// The common case, a bare supported type: what parsing would
+		// give, without building it again.
+		mt = contentType
+	} else if contentType != "" {
 		m, ok := ParseMediaType(contentType)
 		if !ok {
 			return runtime.SerializerInfo{}, &UnsupportedMediaTypeError{Type: contentType, Accepted: c.supportedTypes()}

@@ -93,7 +93,7 @@ type managerParams struct {
 // kube-apiserver validates Create/Update/PatchOptions (a 422 naming the
 // options kind). patchType is "" for anything but a patch.
 func parseManagerParams(r *http.Request, optionsKind string, patchType types.PatchType) (managerParams, error) {
-	q := r.URL.Query()
+	q := query(r)
 	p := managerParams{fieldManager: q.Get("fieldManager")}
 	if v, ok := q["force"]; ok && len(v) > 0 && optionsKind == "PatchOptions" {
 		force, err := strconv.ParseBool(v[0])
@@ -105,7 +105,7 @@ func parseManagerParams(r *http.Request, optionsKind string, patchType types.Pat
 	var errs field.ErrorList
 	if optionsKind == "PatchOptions" {
 		errs = metav1validation.ValidatePatchOptions(&metav1.PatchOptions{FieldManager: p.fieldManager, Force: p.force}, patchType)
-	} else {
+	} else if p.fieldManager != "" {
 		errs = metav1validation.ValidateFieldManager(p.fieldManager, field.NewPath("fieldManager"))
 	}
 	if len(errs) > 0 {

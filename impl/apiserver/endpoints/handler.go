@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -351,13 +352,29 @@ type writeOptions struct {
 	fieldValidation string // Strict, Warn or Ignore
 }
 
+// query returns r's query parameters; nil (every lookup empty) when there
+// are none, which spares parsing an empty query into a new map on every
+// plain create.
+func query(r *http.Request) url.Values {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	return r.URL.Query()
+}
+
 func parseWriteOptions(r *http.Request, kind string) (writeOptions, error) {
-	q := r.URL.Query()
+	q := query(r)
 	dry := q["dryRun"]
 	fv := q.Get("fieldValidation")
 	var errs field.ErrorList
-	errs = append(errs, metav1validation.ValidateDryRun(field.NewPath("dryRun"), dry)...)
-	errs = append(errs, metav1validation.ValidateFieldValidation(field.NewPath("fieldValidation"), fv)...)
+	// Absent parameters are valid; their field paths are only built for
+	// values that need checking.
+	if len(dry) > 0 {
+		errs = append(errs, metav1validation.ValidateDryRun(field.NewPath("dryRun"), dry)...)
+	}
+	if fv != "" {
+		errs = append(errs, metav1validation.ValidateFieldValidation(field.NewPath("fieldValidation"), fv)...)
+	}
 	if len(errs) > 0 {
 		return writeOptions{}, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs)
 	}

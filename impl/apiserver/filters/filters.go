@@ -59,7 +59,12 @@ func WithRequestInfo(next http.Handler) http.Handler {
 func WithMetrics(next http.Handler, m *metrics.Metrics) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w}
+		// Under WithPanicRecovery the writer already records the first
+		// status code: read it from there instead of wrapping it again.
+		rec, ok := w.(*statusRecorder)
+		if !ok {
+			rec = &statusRecorder{ResponseWriter: w}
+		}
 		next.ServeHTTP(rec, r)
 		code := rec.code
 		if code == 0 {
@@ -176,7 +181,10 @@ func WithAuthentication(next http.Handler, c *codec.Codecs, a auth.Authenticator
 			return
 		}
 		r.Header.Del("Authorization")
-		next.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), user)))
+		if ctx := request.SetUser(r.Context(), user); ctx != r.Context() {
+			r = r.WithContext(ctx)
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 

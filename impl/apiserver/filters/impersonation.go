@@ -76,6 +76,9 @@ func WithImpersonation(next http.Handler, c *codec.Codecs, a auth.Authorizer, lo
 // impersonationRequest reads the headers; nil when there are none. Groups,
 // uid or extras without a user are an error.
 func impersonationRequest(h http.Header) (*request.User, error) {
+	if !hasImpersonationHeader(h) {
+		return nil, nil // the usual request: nothing to build
+	}
 	u := &request.User{Name: strings.Trim(h.Get(ImpersonateUserHeader), impersonationHeaderTrimChars)}
 	present := u.Name != ""
 	if v := h.Values(ImpersonateGroupHeader); len(v) > 0 {
@@ -171,6 +174,15 @@ func impersonatedUser(wanted *request.User) *request.User {
 		return &u
 	}
 	return auth.WithAuthenticatedGroup(&u)
+}
+
+func hasImpersonationHeader(h http.Header) bool {
+	for name := range h {
+		if isImpersonationHeader(name) {
+			return true
+		}
+	}
+	return false
 }
 
 func isImpersonationHeader(h string) bool {

@@ -7,6 +7,7 @@ package request
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -39,7 +40,7 @@ type Info struct {
 // Parse builds the Info of r. It never fails: paths it does not recognise
 // are non-resource requests.
 func Parse(r *http.Request) *Info {
-	info := &Info{Path: r.URL.Path, Verb: strings.ToLower(r.Method)}
+	info := &Info{Path: r.URL.Path, Verb: lowerMethod(r.Method)}
 	segs := splitPath(r.URL.Path)
 	if len(segs) < 3 || (segs[0] != "api" && segs[0] != "apis") {
 		return info
@@ -103,7 +104,10 @@ func Parse(r *http.Request) *Info {
 		info.Subresource = rest[2]
 	}
 
-	q := r.URL.Query()
+	var q url.Values // nil: no parameters (spares parsing "" into a new map)
+	if r.URL.RawQuery != "" {
+		q = r.URL.Query()
+	}
 	if isWatchPath {
 		info.Verb = "watch"
 	}
@@ -147,6 +151,28 @@ func (i *Info) IsReadOnly() bool {
 	return false
 }
 
+// lowerMethod is strings.ToLower(method) with the standard methods'
+// lower-case names as constants, not a new string per request.
+func lowerMethod(method string) string {
+	switch method {
+	case http.MethodGet:
+		return "get"
+	case http.MethodPost:
+		return "post"
+	case http.MethodPut:
+		return "put"
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodDelete:
+		return "delete"
+	case http.MethodHead:
+		return "head"
+	case http.MethodOptions:
+		return "options"
+	}
+	return strings.ToLower(method)
+}
+
 func isTrue(s string) bool { return s == "true" || s == "1" }
 
 func splitPath(p string) []string {
@@ -176,11 +202,51 @@ type ctxKey int
 const (
 	infoKey ctxKey = iota
 	userKey
+	stateKey
 )
 
-// WithInfo returns ctx carrying info.
+// WithInfo returns ctx carrying info. The request's user can later be
+// recorded in the same context node (SetUser), so the filter chain adds one
+// node per request for both instead of one each.
 func WithInfo(ctx context.Context, info *Info) context.Context {
-	return context.WithValue(ctx, infoKey, info)
+	return &stateCtx{Context: ctx, info: info}
+}
+
+// stateCtx is the context node of WithInfo: the request's Info and, once
+// authenticated, its user. It answers their keys as the context.WithValue
+// nodes it stands for would at its place in the chain.
+type stateCtx struct {
+	context.Context
+	info *Info
+	user *User // set by SetUser; nil: look further up
+}
+
+func (c *stateCtx) Value(key any) any {
+	switch key {
+	case infoKey:
+		return c.info
+	case userKey:
+		if c.user != nil {
+			return c.user
+		}
+	case stateKey:
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// SetUser records u as the authenticated user of the request of ctx and
+// returns the context to continue with: ctx itself when the user could be
+// recorded in the node WithInfo added (nothing nearer carries a user and
+// none was recorded yet), else WithUser(ctx, u). Either way UserFrom of the
+// result is u. Only the request chain's authentication calls it, before
+// anything derived from ctx could be shared.
+func SetUser(ctx context.Context, u *User) context.Context {
+	if s, ok := ctx.Value(stateKey).(*stateCtx); ok && s.user == nil && ctx.Value(userKey) == nil {
+		s.user = u
+		return ctx
+	}
+	return WithUser(ctx, u)
 }
 
 // InfoFrom returns the Info stored in ctx, or nil.

@@ -166,7 +166,7 @@ func (s *Store) prepareKey(key string) (string, error) {
 	if key == "" || !strings.HasPrefix(key, "/") {
 		return "", storage.NewError(storage.ErrCodeInvalidArgument, key, 0, "invalid key: must start with /", nil)
 	}
-	for _, seg := range strings.Split(key[1:], "/") {
+	for seg := range strings.SplitSeq(key[1:], "/") {
 		if seg == "." || seg == ".." {
 			return "", storage.NewError(storage.ErrCodeInvalidArgument, key, 0, "invalid key: contains . or .. segment", nil)
 		}
