@@ -17,8 +17,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -47,6 +49,8 @@ type Table struct {
 	int32s      map[string]*int32
 	bools       map[string]*bool
 	preemption  map[string]*v1.PreemptionPolicy
+	times       map[int64]*metav1.Time
+	running     map[int64]*v1.ContainerStateRunning
 }
 
 // New returns an empty table.
@@ -58,6 +62,7 @@ func New() *Table {
 		podSecurity: map[string]*v1.PodSecurityContext{}, security: map[string]*v1.SecurityContext{},
 		resize: map[string][]v1.ContainerResizePolicy{}, ports: map[string][]v1.ContainerPort{}, hostIPs: map[string][]v1.HostIP{},
 		int64s: map[string]*int64{}, int32s: map[string]*int32{}, bools: map[string]*bool{}, preemption: map[string]*v1.PreemptionPolicy{},
+		times: map[int64]*metav1.Time{}, running: map[int64]*v1.ContainerStateRunning{},
 	}
 }
 
@@ -201,11 +206,31 @@ func (t *Table) PreemptionPolicy(p *v1.PreemptionPolicy) *v1.PreemptionPolicy {
 	return Lookup(&t.mu, t.preemption, maxValues, string(*p), p)
 }
 
+// Time returns a shared pointer to *p's value. Status times are whole
+// seconds, so the pods that started in one second (a Deployment scaling
+// up) share their startTime. Only times in the local zone, as decoding
+// makes them, are shared (an equal instant elsewhere is another value).
+func (t *Table) Time(p *metav1.Time) *metav1.Time {
+	if p == nil || p.Location() != time.Local {
+		return p
+	}
+	return Lookup(&t.mu, t.times, maxValues, p.UnixNano(), p)
+}
+
+// Running returns a shared pointer to a running container state equal to
+// *r (its start time, in whole seconds, local as Time's).
+func (t *Table) Running(r *v1.ContainerStateRunning) *v1.ContainerStateRunning {
+	if r == nil || r.StartedAt.Location() != time.Local {
+		return r
+	}
+	return Lookup(&t.mu, t.running, maxValues, r.StartedAt.UnixNano(), r)
+}
+
 // Lookup returns the value stored under key in table, storing v there
 // first if the table has fewer than limit entries; mu guards table. It is
 // the bounded sharing every table here is built on, exported for caches
 // of other types (the simulated runtime's records).
-func Lookup[T any](mu *sync.Mutex, table map[string]T, limit int, key string, v T) T {
+func Lookup[K comparable, T any](mu *sync.Mutex, table map[K]T, limit int, key K, v T) T {
 	mu.Lock()
 	defer mu.Unlock()
 	if shared, ok := table[key]; ok {
@@ -288,8 +313,10 @@ func (t *Table) Tolerations(ts []v1.Toleration) []v1.Toleration {
 // preemption policy, termination grace period, enableServiceLinks, and of
 // every container its name, image, pull policy, termination message
 // settings, resources, resize policy, ports and security context; of the
-// status its phase, QoS class, host IPs, the conditions' types, statuses
-// and reasons and the container statuses' names, images and image IDs.
+// status its phase, QoS class, host IPs, start time, the conditions'
+// types, statuses and reasons and the container statuses' names, images,
+// image IDs, started flags and running states (start times); a pod IP
+// listed in podIPs is the same string as podIP.
 func (t *Table) Pod(p *v1.Pod) {
 	p.APIVersion, p.Kind = t.String(p.APIVersion), t.String(p.Kind)
 	p.Namespace, p.GenerateName = t.String(p.Namespace), t.String(p.GenerateName)
@@ -349,10 +376,18 @@ func (t *Table) Pod(p *v1.Pod) {
 		st.HostIPs[i].IP = t.String(st.HostIPs[i].IP)
 	}
 	st.HostIPs = t.HostIPs(st.HostIPs)
+	st.StartTime = t.Time(st.StartTime)
+	for i := range st.PodIPs {
+		if st.PodIPs[i].IP == st.PodIP {
+			st.PodIPs[i].IP = st.PodIP // one copy of the pod's IP
+		}
+	}
 	for _, list := range [][]v1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
 		for i := range list {
 			c := &list[i]
 			c.Name, c.Image, c.ImageID = t.String(c.Name), t.String(c.Image), t.String(c.ImageID)
+			c.Started = t.Bool(c.Started)
+			c.State.Running = t.Running(c.State.Running)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
@@ -156,5 +157,45 @@ func TestDefaultedPodPartsAreShared(t *testing.T) {
 	}
 	if c.Status.HostIPs[0].IP != "10.0.0.2" || &c.Status.HostIPs[0] == &a.Status.HostIPs[0] {
 		t.Errorf("host IPs of two nodes mixed up: %v", c.Status.HostIPs)
+	}
+}
+
+// Start times (whole seconds, local as decoded) and running states are
+// shared between pods that started in the same second; a pod IP listed
+// in podIPs becomes the podIP string.
+func TestPodStatusTimesAndIPs(t *testing.T) {
+	tab := New()
+	at := func(sec int64) metav1.Time { return metav1.NewTime(time.Unix(sec, 0).Local()) }
+	started := func(name string, sec int64, ip string) *v1.Pod {
+		p := pod(name)
+		st, yes := at(sec), true
+		p.Status.StartTime = &st
+		p.Status.PodIP, p.Status.PodIPs = ip, []v1.PodIP{{IP: string([]byte(ip))}}
+		p.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "app", Started: &yes,
+			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: at(sec)}}}}
+		return p
+	}
+	a, b, c := started("a", 100, "10.0.0.5"), started("b", 100, "10.0.0.6"), started("c", 101, "10.0.0.7")
+	utc := started("d", 100, "10.0.0.8")
+	utc.Status.StartTime.Time = utc.Status.StartTime.UTC()
+	want := []*v1.Pod{a.DeepCopy(), b.DeepCopy(), c.DeepCopy(), utc.DeepCopy()}
+	for i, p := range []*v1.Pod{a, b, c, utc} {
+		tab.Pod(p)
+		if !reflect.DeepEqual(p, want[i]) {
+			t.Fatalf("interning changed the pod:\n%+v\nwant\n%+v", p, want[i])
+		}
+	}
+	if a.Status.StartTime != b.Status.StartTime || a.Status.ContainerStatuses[0].State.Running != b.Status.ContainerStatuses[0].State.Running ||
+		a.Status.ContainerStatuses[0].Started != b.Status.ContainerStatuses[0].Started {
+		t.Error("equal start times, running states or started flags not shared")
+	}
+	if c.Status.StartTime == a.Status.StartTime || c.Status.ContainerStatuses[0].State.Running == a.Status.ContainerStatuses[0].State.Running {
+		t.Error("start times a second apart shared")
+	}
+	if utc.Status.StartTime == a.Status.StartTime || utc.Status.StartTime.Location() != time.UTC {
+		t.Error("a UTC start time shared with a local one")
+	}
+	if !sameString(a.Status.PodIPs[0].IP, a.Status.PodIP) {
+		t.Error("podIPs keeps its own copy of podIP")
 	}
 }

@@ -27,7 +27,6 @@ package kubelet
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -46,6 +45,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
@@ -87,31 +87,35 @@ type Kubelet struct {
 	lastNodeReport time.Time
 	pressure       Pressure
 	relistSeen     map[types.UID]uint64
+	relistScratch  map[types.UID]uint64 // the map the next relist fills (housekeeping's only)
 	runCtx         context.Context
 	runCancel      context.CancelFunc
 	runDone        chan struct{}
 }
 
-// podRecord is the kubelet's memory of one pod. pod, admitted and rejected
-// are guarded by Kubelet.mu; the rest is touched only by the worker
-// syncing this UID.
+// podRecord is the kubelet's memory of one pod (one per pod of the node,
+// thousands in a process running many simulated nodes: kept small, its
+// flags together, its maps made when first needed). pod, admitted and
+// rejected are guarded by Kubelet.mu; the rest is touched only by the
+// worker syncing this UID.
 type podRecord struct {
-	pod      *v1.Pod // latest from the source; nil once gone from the API
-	lastPod  *v1.Pod // last known spec, for cleanup
-	admitted bool
-	rejected bool
+	pod      *v1.Pod            // latest from the source; nil once gone from the API
+	lastPod  *v1.Pod            // last known spec, for cleanup
 	eviction *eviction.Eviction // requested by the eviction manager, not yet carried out
-	evicted  bool               // the eviction manager chose it (once)
 
-	rejection       *podsync.Terminal // admission's verdict, if rejected
-	terminal        *podsync.Terminal
-	backoff         map[string]podsync.BackoffEntry
-	waiting         map[string]podstate.Waiting
-	probes          map[string]prober.State // "<container id>/<kind>"
-	lastStatus      *v1.PodStatus           // last status written (the source pod's, once that has caught up)
-	lastStatusRV    string                  // the resourceVersion that write produced
-	volumesAt       time.Time               // when volumes were last set up
-	tokens          []tokenRefresh          // when to renew each projected token (a pod has one or two)
+	rejection    *podsync.Terminal // admission's verdict, if rejected
+	terminal     *podsync.Terminal
+	backoff      map[string]podsync.BackoffEntry
+	waiting      map[string]podstate.Waiting
+	probes       map[string]prober.State // "<container id>/<kind>"
+	lastStatus   *v1.PodStatus           // last status written (the source pod's, once that has caught up)
+	lastStatusRV string                  // the resourceVersion that write produced
+	volumesAt    int64                   // when volumes were last set up (Unix nanoseconds; 0: never)
+	tokens       []tokenRefresh          // when to renew each projected token (a pod has one or two)
+
+	admitted        bool
+	rejected        bool
+	evicted         bool // the eviction manager chose it (once)
 	finalDeleteSent bool
 }
 
@@ -518,21 +522,36 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 
 // relist is the pod lifecycle event generator: it lists every container
 // and enqueues the pods whose containers changed state since last time.
+// It runs once a second on every kubelet, so it allocates nothing per
+// container: runtimes that can report states directly
+// (runtime.ContainerStateLister, the simulated one) are asked for them
+// instead of CRI messages, and the fingerprints go into a map reused from
+// one relist to the next.
 func (k *Kubelet) relist(ctx context.Context) {
-	containers, err := k.rt.ListContainers(ctx, nil)
-	if err != nil {
-		k.log.Warn("relist", "err", err)
-		return
+	seen := k.relistScratch
+	if seen == nil {
+		seen = map[types.UID]uint64{}
 	}
+	clear(seen)
 	// Per pod, an order-independent fingerprint of (container, state).
-	seen := map[types.UID]uint64{}
-	for _, c := range containers {
-		uid := types.UID(c.Labels[runtime.LabelPodUID])
-		if uid != "" {
-			h := fnv.New64a()
-			h.Write([]byte(c.Id))
-			h.Write([]byte{byte(c.State)})
-			seen[uid] ^= h.Sum64() | 1
+	add := func(podUID, id string, state runtimeapi.ContainerState) {
+		if podUID != "" {
+			seen[types.UID(podUID)] ^= containerFingerprint(id, state) | 1
+		}
+	}
+	if lister, ok := k.rt.(runtime.ContainerStateLister); ok {
+		if err := lister.ContainerStates(ctx, add); err != nil {
+			k.log.Warn("relist", "err", err)
+			return
+		}
+	} else {
+		containers, err := k.rt.ListContainers(ctx, nil)
+		if err != nil {
+			k.log.Warn("relist", "err", err)
+			return
+		}
+		for _, c := range containers {
+			add(c.Labels[runtime.LabelPodUID], c.Id, c.State)
 		}
 	}
 	var changed []types.UID
@@ -551,9 +570,20 @@ func (k *Kubelet) relist(ctx context.Context) {
 			changed = append(changed, uid)
 		}
 	}
-	k.relistSeen = seen
+	k.relistSeen, k.relistScratch = seen, k.relistSeen
 	k.mu.Unlock()
 	for _, uid := range changed {
 		k.enqueue(uid, 0)
 	}
+}
+
+// containerFingerprint is the 64-bit FNV-1a hash of a container's id
+// followed by its state's byte.
+func containerFingerprint(id string, state runtimeapi.ContainerState) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for i := 0; i < len(id); i++ {
+		h = (h ^ uint64(id[i])) * prime
+	}
+	return (h ^ uint64(byte(state))) * prime
 }

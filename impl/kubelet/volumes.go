@@ -361,12 +361,12 @@ func (k *Kubelet) refreshVolumes(ctx context.Context, rec *podRecord, pod *v1.Po
 		return nil
 	}
 	if a.CreateSandbox || len(a.ContainersToStart) > 0 {
-		rec.volumesAt = now // execute just set them up
+		rec.volumesAt = now.UnixNano() // execute just set them up
 		return nil
 	}
-	if now.Sub(rec.volumesAt) < k.cfg.SyncFrequency {
+	if rec.volumesAt != 0 && now.Sub(time.Unix(0, rec.volumesAt)) < k.cfg.SyncFrequency {
 		return nil
 	}
-	rec.volumesAt = now
+	rec.volumesAt = now.UnixNano()
 	return k.setUpVolumes(ctx, rec, pod)
 }

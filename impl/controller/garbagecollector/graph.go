@@ -31,7 +31,8 @@ func refFromOwner(o metav1.OwnerReference, namespace string) ObjectRef {
 type node struct {
 	identity ObjectRef
 	owners   []metav1.OwnerReference
-	// dependents are the nodes whose ownerReferences name this node.
+	// dependents are the nodes whose ownerReferences name this node; nil
+	// until the first (most objects, pods among them, own nothing).
 	dependents map[*node]struct{}
 	// observed is false for a "virtual" node: an owner known only from a
 	// dependent's reference, not (yet) seen by an informer.
@@ -120,7 +121,7 @@ func (g *Graph) Apply(ch Change) Effects {
 	case Added, Updated:
 		n := existing
 		if !found {
-			n = &node{identity: ch.Object, dependents: map[*node]struct{}{}, observed: true}
+			n = &node{identity: ch.Object, observed: true}
 			g.nodes[ch.Object.UID] = n
 			n.owners = ch.Owners
 			g.addToOwners(n, ch.Owners, &eff)
@@ -189,9 +190,12 @@ func (g *Graph) addToOwners(n *node, owners []metav1.OwnerReference, eff *Effect
 	for _, o := range owners {
 		owner, ok := g.nodes[o.UID]
 		if !ok {
-			owner = &node{identity: refFromOwner(o, n.identity.Namespace), dependents: map[*node]struct{}{}}
+			owner = &node{identity: refFromOwner(o, n.identity.Namespace)}
 			g.nodes[o.UID] = owner
 			eff.del(owner) // verify the virtual owner exists
+		}
+		if owner.dependents == nil {
+			owner.dependents = map[*node]struct{}{}
 		}
 		owner.dependents[n] = struct{}{}
 		if ok && owner.identity.Namespace != "" && owner.identity.Namespace != n.identity.Namespace {

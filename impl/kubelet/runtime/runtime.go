@@ -132,6 +132,16 @@ type ProbeOverrider interface {
 	ProbeOverride(containerID, kind string) (success bool, ok bool)
 }
 
+// ContainerStateLister is implemented by runtimes that can report each
+// container's pod UID (its LabelPodUID label), id and state without
+// building a CRI message per container (the simulated runtime, of which
+// one process runs thousands). The kubelet's relist, which looks at every
+// container once a second, uses it instead of ListContainers when the
+// runtime has it. fn must not call the runtime.
+type ContainerStateLister interface {
+	ContainerStates(ctx context.Context, fn func(podUID, id string, state runtimeapi.ContainerState)) error
+}
+
 // StatsProvider is implemented by runtimes that measure what their
 // containers and pod sandboxes use and the filesystems they keep images
 // and writable layers on (CRI ListContainerStats, ListPodSandboxStats,

@@ -91,5 +91,5 @@ func (r *Runtime) SandboxLinux(id string) (*runtimeapi.LinuxPodSandboxConfig, er
 	if !ok {
 		return nil, fmt.Errorf("sandbox %s: %w", id, runtime.ErrNotFound)
 	}
-	return s.linux, nil
+	return s.linuxConfig(), nil
 }

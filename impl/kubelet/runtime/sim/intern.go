@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strconv"
 	"strings"
 	"sync"
 
@@ -28,6 +29,8 @@ type sharedParts struct {
 	maps     map[string]map[string]string
 	security map[string]*runtimeapi.LinuxContainerSecurityContext
 	sandbox  map[string]*runtimeapi.LinuxSandboxSecurityContext
+	linux    map[string]*runtimeapi.LinuxPodSandboxConfig
+	meta     map[string]*runtimeapi.ContainerMetadata
 }
 
 var shared = newSharedParts()
@@ -38,6 +41,8 @@ func newSharedParts() *sharedParts {
 		maps:     map[string]map[string]string{},
 		security: map[string]*runtimeapi.LinuxContainerSecurityContext{},
 		sandbox:  map[string]*runtimeapi.LinuxSandboxSecurityContext{},
+		linux:    map[string]*runtimeapi.LinuxPodSandboxConfig{},
+		meta:     map[string]*runtimeapi.ContainerMetadata{},
 	}
 }
 
@@ -85,11 +90,24 @@ func (s *sharedParts) securityContext(sc *runtimeapi.LinuxContainerSecurityConte
 	return share(&s.mu, s.security, string(b), sc)
 }
 
-// sandboxLinux returns a sandbox's Linux config to keep: its own cgroup
+// containerMeta returns the shared container metadata equal to m (a
+// container's name and attempt: "app", 0 for most of a workload's).
+func (s *sharedParts) containerMeta(m *runtimeapi.ContainerMetadata) *runtimeapi.ContainerMetadata {
+	if len(m.ProtoReflect().GetUnknown()) != 0 {
+		return m
+	}
+	return share(&s.mu, s.meta, m.Name+"\x00"+strconv.FormatUint(uint64(m.Attempt), 10), m)
+}
+
+// sandboxLinux returns a sandbox's Linux config to keep, and whether its
+// cgroup parent is left out because it is the kubelet's
+// "/kubepods/pod<podUID>" (sandbox.linuxConfig puts it back). What is kept
+// is then shared by the sandboxes whose configs are otherwise equal (their
+// security contexts and sysctls); else it is the sandbox's own cgroup
 // parent with the shared security context and sysctls equal to its own.
-func (s *sharedParts) sandboxLinux(l *runtimeapi.LinuxPodSandboxConfig) *runtimeapi.LinuxPodSandboxConfig {
+func (s *sharedParts) sandboxLinux(l *runtimeapi.LinuxPodSandboxConfig, podUID string) (*runtimeapi.LinuxPodSandboxConfig, bool) {
 	if l == nil {
-		return nil
+		return nil, false
 	}
 	out := &runtimeapi.LinuxPodSandboxConfig{
 		CgroupParent: l.CgroupParent, Overhead: l.Overhead, Resources: l.Resources,
@@ -103,5 +121,13 @@ func (s *sharedParts) sandboxLinux(l *runtimeapi.LinuxPodSandboxConfig) *runtime
 			out.SecurityContext = share(&s.mu, s.sandbox, string(b), l.SecurityContext)
 		}
 	}
-	return out
+	if podUID == "" || l.CgroupParent != podCgroupParent+podUID || len(l.ProtoReflect().GetUnknown()) != 0 {
+		return out, false
+	}
+	out.CgroupParent = ""
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(out)
+	if err != nil {
+		return out, false
+	}
+	return share(&s.mu, s.linux, string(b), out), true
 }

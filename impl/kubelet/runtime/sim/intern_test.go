@@ -40,14 +40,43 @@ func TestSandboxLinuxKeepsItsOwnCgroupAndSharesSecurity(t *testing.T) {
 		return &runtimeapi.LinuxPodSandboxConfig{CgroupParent: cg, Sysctls: map[string]string{"net.ipv4.ip_forward": "1"},
 			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}}}
 	}
-	a, b := s.sandboxLinux(mk("/kubepods/poda")), s.sandboxLinux(mk("/kubepods/podb"))
-	if a.CgroupParent != "/kubepods/poda" || b.CgroupParent != "/kubepods/podb" {
+	// Cgroup parents other than the kubelet's /kubepods/pod<UID> are kept.
+	a, fromA := s.sandboxLinux(mk("/custom/a"), "a")
+	b, fromB := s.sandboxLinux(mk("/custom/b"), "b")
+	if a.CgroupParent != "/custom/a" || b.CgroupParent != "/custom/b" || fromA || fromB {
 		t.Errorf("cgroup parents: %q %q", a.CgroupParent, b.CgroupParent)
 	}
 	if a.SecurityContext != b.SecurityContext || a.Sysctls["net.ipv4.ip_forward"] != "1" {
 		t.Errorf("security context not shared or sysctls lost: %v %v", a, b)
 	}
-	if s.sandboxLinux(nil) != nil {
+	// The kubelet's are left out and the rest shared; a different
+	// security context is not.
+	c, fromC := s.sandboxLinux(mk("/kubepods/podc"), "c")
+	d, fromD := s.sandboxLinux(mk("/kubepods/podd"), "d")
+	other := mk("/kubepods/pode")
+	other.SecurityContext = &runtimeapi.LinuxSandboxSecurityContext{Privileged: true}
+	e, fromE := s.sandboxLinux(other, "e")
+	if !fromC || !fromD || !fromE || c != d || c.CgroupParent != "" || c.Sysctls["net.ipv4.ip_forward"] != "1" {
+		t.Errorf("kubelet cgroup parents: %v %v (%v %v)", c, d, fromC, fromD)
+	}
+	if e == c || !e.SecurityContext.Privileged {
+		t.Errorf("different security contexts shared: %v %v", e, c)
+	}
+	if f, from := s.sandboxLinux(mk("/kubepods/podf"), "g"); from || f.CgroupParent != "/kubepods/podf" {
+		t.Errorf("another pod's cgroup parent taken for the kubelet's: %v", f)
+	}
+	if l, _ := s.sandboxLinux(nil, "a"); l != nil {
 		t.Error("nil config")
+	}
+}
+
+func TestContainerMetaShared(t *testing.T) {
+	s := newSharedParts()
+	a := s.containerMeta(&runtimeapi.ContainerMetadata{Name: "app"})
+	b := s.containerMeta(&runtimeapi.ContainerMetadata{Name: "app"})
+	c := s.containerMeta(&runtimeapi.ContainerMetadata{Name: "app", Attempt: 1})
+	d := s.containerMeta(&runtimeapi.ContainerMetadata{Name: "app1"})
+	if a != b || c == a || c.Attempt != 1 || d == a || d.Name != "app1" {
+		t.Errorf("container metadata: %v %v %v %v", a, b, c, d)
 	}
 }

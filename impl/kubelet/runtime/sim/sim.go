@@ -65,22 +65,71 @@ type Exec struct {
 	ExitCode    int32
 }
 
+// A sandbox and a container record are kept for as long as their pod runs
+// (thousands per process), so they are kept compactly: times as Unix
+// nanoseconds, and what equals a workload's other pods' or the labels'
+// values shared or derived (compactMeta, sharedParts).
 type sandbox struct {
-	id          string
-	seq         uint64 // creation order
-	meta        *runtimeapi.PodSandboxMetadata
-	state       runtimeapi.PodSandboxState
-	createdAt   time.Time
-	labels      labelSet
+	id  string
+	seq uint64 // creation order
+	// meta is nil when the metadata's name, namespace and UID are the
+	// pod labels' (as the kubelet creates every sandbox); attempt is
+	// its attempt then (see metadata).
+	meta      *runtimeapi.PodSandboxMetadata
+	state     runtimeapi.PodSandboxState
+	attempt   uint32
+	createdAt int64 // Unix nanoseconds
+	labels    labelSet
+	// annotations are the pod's, as the kubelet passes them.
 	annotations map[string]string
 	ip          netip.Addr
-	linux       *runtimeapi.LinuxPodSandboxConfig
+	// linux is the Linux config without its cgroup parent when that is
+	// the kubelet's "/kubepods/pod<UID>" (cgroupFromUID), shared by the
+	// sandboxes of pods with equal security contexts and sysctls (see
+	// linuxConfig).
+	linux         *runtimeapi.LinuxPodSandboxConfig
+	cgroupFromUID bool
 }
+
+// metadata is the sandbox's CRI metadata (made anew when derived from its
+// labels).
+func (s *sandbox) metadata() *runtimeapi.PodSandboxMetadata {
+	if s.meta != nil {
+		return s.meta
+	}
+	return &runtimeapi.PodSandboxMetadata{Name: s.labels.podName, Namespace: s.labels.podNamespace, Uid: s.labels.podUID, Attempt: s.attempt}
+}
+
+// compactMeta returns what a sandbox keeps of m: nil (and m's attempt)
+// when its name, namespace and UID are the pod labels' of l.
+func compactMeta(m *runtimeapi.PodSandboxMetadata, l *labelSet) (*runtimeapi.PodSandboxMetadata, uint32) {
+	if l.has == hasPodName|hasPodNamespace|hasPodUID && m.Name == l.podName && m.Namespace == l.podNamespace && m.Uid == l.podUID &&
+		len(m.ProtoReflect().GetUnknown()) == 0 {
+		return nil, m.Attempt
+	}
+	return m, 0
+}
+
+// linuxConfig is the Linux config the sandbox was created with.
+func (s *sandbox) linuxConfig() *runtimeapi.LinuxPodSandboxConfig {
+	if !s.cgroupFromUID {
+		return s.linux
+	}
+	out := &runtimeapi.LinuxPodSandboxConfig{
+		CgroupParent: podCgroupParent + s.labels.podUID, SecurityContext: s.linux.SecurityContext,
+		Sysctls: s.linux.Sysctls, Overhead: s.linux.Overhead, Resources: s.linux.Resources,
+	}
+	return out
+}
+
+// podCgroupParent is the prefix of the cgroup parent the kubelet gives a
+// pod's sandbox, followed by the pod's UID.
+const podCgroupParent = "/kubepods/pod"
 
 type container struct {
 	id, sandboxID string
-	seq           uint64 // creation order
-	meta          *runtimeapi.ContainerMetadata
+	seq           uint64                        // creation order
+	meta          *runtimeapi.ContainerMetadata // shared by equal ones (sharedParts.containerMeta)
 	image         string
 	imageRef      string
 	labels        labelSet
@@ -88,8 +137,8 @@ type container struct {
 	faults        *faults // shared by containers without faults (noFaults); never changed
 
 	state                            runtimeapi.ContainerState
-	createdAt, startedAt, finishedAt time.Time
 	exitCode                         int32
+	createdAt, startedAt, finishedAt int64 // Unix nanoseconds; 0: not yet
 	reason, message                  string
 	files                            map[string]string
 	env                              []*runtimeapi.KeyValue
@@ -171,10 +220,11 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		return "", fmt.Errorf("run pod sandbox %s/%s: failed to set up network: %w", config.Metadata.Namespace, config.Metadata.Name, err)
 	}
 	s := &sandbox{
-		id: r.newID("sandbox"), seq: r.seq, meta: config.Metadata, state: runtimeapi.PodSandboxState_SANDBOX_READY,
-		createdAt: r.clock.Now(), labels: compactLabels(config.Labels), annotations: r.withDefaults(config.Annotations), ip: ip,
-		linux: shared.sandboxLinux(config.Linux),
+		id: r.newID("sandbox"), seq: r.seq, state: runtimeapi.PodSandboxState_SANDBOX_READY,
+		createdAt: r.clock.Now().UnixNano(), labels: compactLabels(config.Labels), annotations: r.withDefaults(config.Annotations), ip: ip,
 	}
+	s.meta, s.attempt = compactMeta(config.Metadata, &s.labels)
+	s.linux, s.cgroupFromUID = shared.sandboxLinux(config.Linux, s.labels.podUID)
 	r.sandboxes[s.id] = s
 	return s.id, nil
 }
@@ -253,7 +303,7 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, id string) (*runtimeapi.
 		return nil, fmt.Errorf("pod sandbox %s: %w", id, runtime.ErrNotFound)
 	}
 	st := &runtimeapi.PodSandboxStatus{
-		Id: s.id, Metadata: s.meta, State: s.state, CreatedAt: s.createdAt.UnixNano(),
+		Id: s.id, Metadata: s.metadata(), State: s.state, CreatedAt: s.createdAt,
 		Labels: s.labels.toMap(), Annotations: s.annotations,
 	}
 	if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
@@ -286,7 +336,7 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSand
 	out := make([]*runtimeapi.PodSandbox, 0, len(list))
 	for _, s := range list {
 		out = append(out, &runtimeapi.PodSandbox{
-			Id: s.id, Metadata: s.meta, State: s.state, CreatedAt: s.createdAt.UnixNano(),
+			Id: s.id, Metadata: s.metadata(), State: s.state, CreatedAt: s.createdAt,
 			Labels: s.labels.toMap(), Annotations: s.annotations,
 		})
 	}
@@ -360,9 +410,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 		return "", fmt.Errorf("create container %s: %w", config.Metadata.Name, err)
 	}
 	c := &container{
-		id: r.newID("container"), seq: r.seq, sandboxID: sandboxID, meta: config.Metadata,
+		id: r.newID("container"), seq: r.seq, sandboxID: sandboxID, meta: shared.containerMeta(config.Metadata),
 		image: config.Image.Image, imageRef: ref, labels: compactLabels(config.Labels), annotations: shared.stringMap(config.Annotations),
-		faults: f.shared(), state: runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.clock.Now(),
+		faults: f.shared(), state: runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.clock.Now().UnixNano(),
 		env: shared.env(config.Envs), mounts: mountsOf(config.Mounts), security: shared.securityContext(config.GetLinux().GetSecurityContext()),
 		stdinOnce: config.StdinOnce,
 	}
@@ -386,12 +436,12 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	}
 	now := r.clock.Now()
 	if c.faults.startFailure != "" {
-		c.startedAt = time.Time{}
+		c.startedAt = 0
 		c.exit(now, 128, "StartError", c.faults.startFailure)
 		return fmt.Errorf("start container %s: failed to create containerd task: %s", id, c.faults.startFailure)
 	}
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
-	c.startedAt = now
+	c.startedAt = now.UnixNano()
 	c.files = nil
 	if len(c.faults.files) > 0 {
 		c.files = make(map[string]string, len(c.faults.files))
@@ -414,7 +464,7 @@ func (c *container) refresh(now time.Time) {
 	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING || !c.faults.exits {
 		return
 	}
-	at := c.startedAt.Add(c.faults.exitAfter)
+	at := c.started().Add(c.faults.exitAfter)
 	if now.Before(at) {
 		return
 	}
@@ -427,7 +477,7 @@ func (c *container) refresh(now time.Time) {
 
 func (c *container) exit(at time.Time, code int32, reason, message string) {
 	c.state = runtimeapi.ContainerState_CONTAINER_EXITED
-	c.finishedAt = at
+	c.finishedAt = at.UnixNano()
 	c.exitCode = code
 	c.reason = reason
 	c.message = message
@@ -527,17 +577,35 @@ func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.Contain
 	for _, c := range list {
 		out = append(out, &runtimeapi.Container{
 			Id: c.id, PodSandboxId: c.sandboxID, Metadata: c.meta, Image: &runtimeapi.ImageSpec{Image: c.image},
-			ImageRef: c.imageRef, State: c.state, CreatedAt: c.createdAt.UnixNano(), Labels: c.labels.toMap(), Annotations: c.annotations,
+			ImageRef: c.imageRef, State: c.state, CreatedAt: c.createdAt, Labels: c.labels.toMap(), Annotations: c.annotations,
 		})
 	}
 	return out, nil
 }
 
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
+// ContainerStates implements runtime.ContainerStateLister: every
+// container's pod UID label, id and state, as ListContainers without a
+// filter would report them.
+func (r *Runtime) ContainerStates(ctx context.Context, fn func(podUID, id string, state runtimeapi.ContainerState)) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.clock.Now()
+	for _, c := range r.containers {
+		c.refresh(now)
+		uid, _ := c.labels.get(runtime.LabelPodUID)
+		fn(uid, c.id, c.state)
 	}
-	return t.UnixNano()
+	return nil
+}
+
+var _ runtime.ContainerStateLister = (*Runtime)(nil)
+
+// started is when the container started (the zero time if it has not).
+func (c *container) started() time.Time {
+	if c.startedAt == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, c.startedAt)
 }
 
 // ContainerStatus implements runtime.Runtime.
@@ -550,8 +618,8 @@ func (r *Runtime) ContainerStatus(ctx context.Context, id string) (*runtimeapi.C
 	}
 	c.refresh(r.clock.Now())
 	return &runtimeapi.ContainerStatus{
-		Id: c.id, Metadata: c.meta, State: c.state, CreatedAt: nanos(c.createdAt), StartedAt: nanos(c.startedAt),
-		FinishedAt: nanos(c.finishedAt), ExitCode: c.exitCode, Image: &runtimeapi.ImageSpec{Image: c.image},
+		Id: c.id, Metadata: c.meta, State: c.state, CreatedAt: c.createdAt, StartedAt: c.startedAt,
+		FinishedAt: c.finishedAt, ExitCode: c.exitCode, Image: &runtimeapi.ImageSpec{Image: c.image},
 		ImageRef: c.imageRef, Reason: c.reason, Message: c.message, Labels: c.labels.toMap(), Annotations: c.annotations,
 	}, nil
 }
@@ -661,7 +729,7 @@ func (r *Runtime) ProbeOverride(id, kind string) (bool, bool) {
 	if failAfter < 0 {
 		return true, true
 	}
-	return r.clock.Now().Sub(c.startedAt) < failAfter, true
+	return r.clock.Now().Sub(c.started()) < failAfter, true
 }
 
 // maxExecLog bounds the exec record kept per runtime.
@@ -686,8 +754,8 @@ func (r *Runtime) Counts() (sandboxes, containers int) {
 // container without scripted output (the sim.kubeproof.io/logs fault) has
 // written one line, made here rather than kept for each container.
 func (c *container) output() []runtime.LogLine {
-	if c.logs == nil && c.faults.logs == nil && !c.startedAt.IsZero() {
-		return []runtime.LogLine{{Time: c.startedAt, Stream: "stdout", Text: fmt.Sprintf("simulated container %s (image %s) started", c.meta.GetName(), c.image)}}
+	if c.logs == nil && c.faults.logs == nil && c.startedAt != 0 {
+		return []runtime.LogLine{{Time: c.started(), Stream: "stdout", Text: fmt.Sprintf("simulated container %s (image %s) started", c.meta.GetName(), c.image)}}
 	}
 	return c.logs
 }

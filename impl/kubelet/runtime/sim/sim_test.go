@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -285,5 +287,53 @@ func TestContainersWithoutFaultsShareTheirFaultSet(t *testing.T) {
 	}
 	if f := r.containers[a].faults; f.exits || f.logs != nil || f.httpStatus != 200 || f.grpcStatus != "SERVING" {
 		t.Errorf("the shared fault set has faults: %+v", *f)
+	}
+}
+
+// A sandbox keeps its metadata and cgroup parent compactly when the
+// kubelet's labels and cgroup layout imply them; what the CRI returns is
+// what it was created with either way.
+func TestSandboxMetadataAndLinuxRoundTrip(t *testing.T) {
+	r, clk := newSim(t, "10.244.9.0/24")
+	ctx := context.Background()
+	labels := func(name, ns, uid string) map[string]string {
+		return map[string]string{runtime.LabelPodName: name, runtime.LabelPodNamespace: ns, runtime.LabelPodUID: uid, "app": "web"}
+	}
+	configs := []*runtimeapi.PodSandboxConfig{
+		{ // as the kubelet creates one
+			Metadata: &runtimeapi.PodSandboxMetadata{Name: "web-1", Namespace: "ns", Uid: "u1", Attempt: 2},
+			Labels:   labels("web-1", "ns", "u1"),
+			Linux:    &runtimeapi.LinuxPodSandboxConfig{CgroupParent: "/kubepods/podu1", Sysctls: map[string]string{"kernel.shm_rmid_forced": "1"}},
+		},
+		{ // metadata and labels disagree; another cgroup layout
+			Metadata: &runtimeapi.PodSandboxMetadata{Name: "other", Namespace: "ns2", Uid: "u2", Attempt: 1},
+			Labels:   labels("web-2", "ns", "u2"),
+			Linux:    &runtimeapi.LinuxPodSandboxConfig{CgroupParent: "/custom/u2"},
+		},
+		{Metadata: &runtimeapi.PodSandboxMetadata{Name: "bare", Namespace: "ns", Uid: "u3"}}, // no labels, no Linux config
+	}
+	for _, cfg := range configs {
+		id, err := r.RunPodSandbox(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := r.PodSandboxStatus(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !proto.Equal(st.Metadata, cfg.Metadata) || st.CreatedAt != clk.Now().UnixNano() {
+			t.Errorf("status metadata %v, created %d; want %v", st.Metadata, st.CreatedAt, cfg.Metadata)
+		}
+		list, err := r.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{Id: id})
+		if err != nil || len(list) != 1 || !proto.Equal(list[0].Metadata, cfg.Metadata) {
+			t.Errorf("listed %v (%v); want metadata %v", list, err, cfg.Metadata)
+		}
+		linux, err := r.SandboxLinux(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Linux == nil && linux != nil || cfg.Linux != nil && !proto.Equal(linux, cfg.Linux) {
+			t.Errorf("linux config %v, want %v", linux, cfg.Linux)
+		}
 	}
 }

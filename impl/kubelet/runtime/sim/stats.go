@@ -171,7 +171,7 @@ func (r *Runtime) usage(c *container) containerUsage {
 	}
 	if q, ok := quantity(AnnotationCPUUsage); ok {
 		u.nanoCores = uint64(q.MilliValue()) * 1_000_000
-		u.cpuTotal = uint64(float64(u.nanoCores) * r.clock.Since(c.startedAt).Seconds())
+		u.cpuTotal = uint64(float64(u.nanoCores) * r.clock.Since(c.started()).Seconds())
 	}
 	u.processes = 1
 	if v, ok := lookup(s.annotations, AnnotationProcesses, name); ok {
@@ -243,7 +243,7 @@ func (r *Runtime) ListPodSandboxStats(_ context.Context, filter *runtimeapi.PodS
 			continue
 		}
 		st := &runtimeapi.PodSandboxStats{
-			Attributes: &runtimeapi.PodSandboxAttributes{Id: s.id, Metadata: s.meta, Labels: s.labels.toMap(), Annotations: s.annotations},
+			Attributes: &runtimeapi.PodSandboxAttributes{Id: s.id, Metadata: s.metadata(), Labels: s.labels.toMap(), Annotations: s.annotations},
 			Linux: &runtimeapi.LinuxPodSandboxStats{
 				Cpu:     &runtimeapi.CpuUsage{Timestamp: ts, UsageCoreNanoSeconds: &runtimeapi.UInt64Value{}, UsageNanoCores: &runtimeapi.UInt64Value{}},
 				Memory:  &runtimeapi.MemoryUsage{Timestamp: ts, WorkingSetBytes: &runtimeapi.UInt64Value{}, UsageBytes: &runtimeapi.UInt64Value{}},

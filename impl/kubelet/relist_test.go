@@ -1,0 +1,89 @@
+package kubelet
+
+import (
+	"context"
+	"hash/fnv"
+	"maps"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+)
+
+// listOnly hides the simulated runtime's ContainerStateLister, so relist
+// takes the CRI road (ListContainers), as on containerd.
+type listOnly struct{ runtime.Runtime }
+
+func TestContainerFingerprintIsFNV1a(t *testing.T) {
+	for _, tc := range []struct {
+		id    string
+		state runtimeapi.ContainerState
+	}{{"", 0}, {"abc", runtimeapi.ContainerState_CONTAINER_RUNNING}, {"0123456789abcdef", runtimeapi.ContainerState_CONTAINER_EXITED}} {
+		h := fnv.New64a()
+		h.Write([]byte(tc.id))
+		h.Write([]byte{byte(tc.state)})
+		if got, want := containerFingerprint(tc.id, tc.state), h.Sum64(); got != want {
+			t.Errorf("fingerprint(%q, %v) = %x, want %x", tc.id, tc.state, got, want)
+		}
+	}
+}
+
+// Relisting through ContainerStates (the simulated runtime) and through
+// ListContainers (CRI) sees the same per-pod fingerprints; a started
+// container changes its pod's fingerprint (relist enqueues the pods whose
+// fingerprint changed), and a pod whose containers are gone is forgotten.
+func TestRelistStatesMatchListContainers(t *testing.T) {
+	ctx := context.Background()
+	clk := testingclock.NewFakeClock(t0)
+	k, rt := newSimKubelet(t, fake.NewClientset(), Config{NodeName: "n1", Clock: clk})
+	cri, err := New(ctx, fake.NewClientset(), Config{NodeName: "n1", Clock: clk}, listOnly{rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, uid := range []string{"u1", "u2"} {
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-" + uid, Namespace: "ns", UID: types.UID(uid)}}
+		sb, err := rt.RunPodSandbox(ctx, sandboxConfig(pod, 0, t.TempDir()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rt.PullImage(ctx, &runtimeapi.ImageSpec{Image: "img"}); err != nil {
+			t.Fatal(err)
+		}
+		id, err := rt.CreateContainer(ctx, sb, containerConfig(pod, &v1.Container{Name: "app", Image: "img"}, false, 0, nil), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	relistBoth := func() {
+		t.Helper()
+		k.relist(ctx)
+		cri.relist(ctx)
+		if len(k.relistSeen) == 0 || !maps.Equal(k.relistSeen, cri.relistSeen) {
+			t.Fatalf("relist fingerprints differ: sim %v, CRI %v", k.relistSeen, cri.relistSeen)
+		}
+	}
+	relistBoth()
+	before := maps.Clone(k.relistSeen)
+	if err := rt.StartContainer(ctx, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	relistBoth()
+	if k.relistSeen["u1"] == before["u1"] || k.relistSeen["u2"] != before["u2"] {
+		t.Errorf("a started container changed %v to %v", before, k.relistSeen)
+	}
+	if err := rt.RemoveContainer(ctx, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	relistBoth()
+	if _, ok := k.relistSeen["u2"]; ok {
+		t.Errorf("a pod without containers is still fingerprinted: %v", k.relistSeen)
+	}
+}
