@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -15,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubeproof/kubeproof/impl/intern"
 )
 
 // The object manager: how the kubelet reads the ConfigMaps and Secrets its
@@ -127,6 +130,7 @@ func (m *objectManager) registerPod(pod *v1.Pod) {
 	if had && slices.Equal(old, refs) {
 		return
 	}
+	refs = sharedRefs.share(refs)
 	// Take the new references before dropping the old ones, so an object
 	// both versions use keeps its watch.
 	for _, r := range refs {
@@ -140,6 +144,36 @@ func (m *objectManager) registerPod(pod *v1.Pod) {
 	m.release(old)
 	m.pods[pod.UID] = refs
 }
+
+// refTable shares equal reference lists: the pods of a namespace mostly
+// reference the same objects (every pod's kube-api-access volume projects
+// kube-root-ca.crt), and the kubelets of a process together keep one list
+// per pod. Kept lists are never changed. Bounded like impl/intern's tables.
+type refTable struct {
+	mu    sync.Mutex
+	lists map[string][]objectRef
+}
+
+var sharedRefs = &refTable{lists: map[string][]objectRef{}}
+
+// share returns the kept list equal to refs.
+func (t *refTable) share(refs []objectRef) []objectRef {
+	if len(refs) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	for _, r := range refs {
+		b.WriteString(r.resource)
+		b.WriteByte(0)
+		b.WriteString(r.namespace)
+		b.WriteByte(0)
+		b.WriteString(r.name)
+		b.WriteByte(0)
+	}
+	return intern.Lookup(&t.mu, t.lists, maxSharedRefLists, b.String(), refs)
+}
+
+const maxSharedRefLists = 4096
 
 // unregisterPod drops the pod's references; a watch no pod needs stops.
 func (m *objectManager) unregisterPod(uid types.UID) {

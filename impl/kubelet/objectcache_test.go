@@ -11,7 +11,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 )
@@ -306,4 +308,31 @@ func TestObjectWatchesSharedByClient(t *testing.T) {
 	}
 	h2.k.objects.stop()
 	eventually(t, "watch goroutines to end", func() bool { return goruntime.NumGoroutine() <= before })
+}
+
+// Pods referencing the same objects share one reference list; a pod
+// referencing others keeps its own.
+func TestObjectManagerSharesEqualReferenceLists(t *testing.T) {
+	m := newObjectManager(fake.NewClientset())
+	mk := func(uid, cm string) *v1.Pod {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: uid, UID: types.UID(uid)},
+			Spec: v1.PodSpec{Volumes: []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: cm}}}}}}}
+	}
+	m.registerPod(mk("a", "shared-cm"))
+	m.registerPod(mk("b", "shared-cm"))
+	m.registerPod(mk("c", "own-cm"))
+	a, b, c := m.pods["a"], m.pods["b"], m.pods["c"]
+	if len(a) != 1 || len(b) != 1 || &a[0] != &b[0] {
+		t.Errorf("equal reference lists not shared: %v %v", a, b)
+	}
+	if len(c) != 1 || c[0].name != "own-cm" || &c[0] == &a[0] {
+		t.Errorf("another pod's references: %v", c)
+	}
+	if m.watches[objectRef{resourceConfigMaps, "ns", "shared-cm"}].pods != 2 {
+		t.Errorf("shared-cm referenced by %d pods, want 2", m.watches[objectRef{resourceConfigMaps, "ns", "shared-cm"}].pods)
+	}
+	m.unregisterPod("a")
+	if w := m.watches[objectRef{resourceConfigMaps, "ns", "shared-cm"}]; w == nil || w.pods != 1 || len(m.pods["b"]) != 1 {
+		t.Errorf("after one pod left: %v, b's list %v", w, m.pods["b"])
+	}
 }

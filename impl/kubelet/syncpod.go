@@ -244,6 +244,10 @@ func (k *Kubelet) finishRejected(ctx context.Context, rec *podRecord, pod *v1.Po
 }
 
 func (k *Kubelet) writeStatus(ctx context.Context, rec *podRecord, pod *v1.Pod, st v1.PodStatus) error {
+	// st is freshly generated (what it shares with the pod's status,
+	// Normalize does not change): normalized once here, it is compared
+	// with the statuses read from the API without copies.
+	status.Normalize(&st)
 	if rec.lastStatus != nil && status.Equal(*rec.lastStatus, st) && (rec.lastStatus == &pod.Status || status.Equal(pod.Status, st)) {
 		return nil
 	}

@@ -345,7 +345,18 @@ func ptr[T any](v T) *T { return &v }
 // conditions computes the kubelet-owned conditions and keeps the others.
 func conditions(in Input, s *v1.PodStatus, now metav1.Time) []v1.PodCondition {
 	pod := in.Pod
-	var out []v1.PodCondition
+	// Keep conditions the kubelet does not own (readiness gates,
+	// DisruptionTarget, ...), after its own five.
+	var others []v1.PodCondition
+	for _, c := range pod.Status.Conditions {
+		if !ownedCondition(c.Type) {
+			others = append(others, c)
+		}
+	}
+	if len(others) > 1 {
+		sort.SliceStable(others, func(i, j int) bool { return others[i].Type < others[j].Type })
+	}
+	out := make([]v1.PodCondition, 0, 5+len(others))
 	add := func(c v1.PodCondition) {
 		if old := findCondition(pod.Status.Conditions, c.Type); old != nil && old.Status == c.Status {
 			c.LastTransitionTime = old.LastTransitionTime
@@ -429,17 +440,16 @@ func conditions(in Input, s *v1.PodStatus, now metav1.Time) []v1.PodCondition {
 	add(containersReady)
 	add(v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue})
 
-	// Keep conditions the kubelet does not own (readiness gates,
-	// DisruptionTarget, ...).
-	owned := map[v1.PodConditionType]bool{PodReadyToStartContainers: true, v1.PodInitialized: true, v1.PodReady: true, v1.ContainersReady: true, v1.PodScheduled: true}
-	var others []v1.PodCondition
-	for _, c := range pod.Status.Conditions {
-		if !owned[c.Type] {
-			others = append(others, c)
-		}
-	}
-	sort.SliceStable(others, func(i, j int) bool { return others[i].Type < others[j].Type })
 	return append(out, others...)
+}
+
+// ownedCondition reports whether the kubelet sets conditions of type t.
+func ownedCondition(t v1.PodConditionType) bool {
+	switch t {
+	case PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodScheduled:
+		return true
+	}
+	return false
 }
 
 func anyRegularStarted(statuses []v1.ContainerStatus) bool {

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -194,5 +195,39 @@ func TestEqualIgnoresSubSecondTimes(t *testing.T) {
 	b.Phase = v1.PodRunning
 	if Equal(a, b) {
 		t.Fatal("different phases compare equal")
+	}
+}
+
+// Equal compares an already normalized status (as read from the API) as
+// it is and a generated one (sub-second runtime times) once truncated,
+// without changing either.
+func TestEqualNormalizedAndGeneratedStatuses(t *testing.T) {
+	whole := now.Truncate(time.Second)
+	api := v1.PodStatus{
+		Phase: v1.PodRunning, StartTime: &metav1.Time{Time: whole},
+		Conditions:        []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: metav1.Time{Time: whole}}},
+		ContainerStatuses: []v1.ContainerStatus{{Name: "app", State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.Time{Time: whole.Local()}}}}},
+	}
+	gen := *api.DeepCopy()
+	gen.ContainerStatuses[0].State.Running.StartedAt = metav1.Time{Time: whole.Add(700 * time.Millisecond)}
+	gen.Conditions[0].LastTransitionTime = metav1.Time{Time: whole.Add(time.Millisecond)}
+	before := *gen.DeepCopy()
+	if !normalized(&api) || normalized(&gen) {
+		t.Fatalf("normalized: API status %v, generated %v", normalized(&api), normalized(&gen))
+	}
+	if !Equal(api, gen) || !Equal(gen, api) {
+		t.Fatal("statuses equal to the second compare unequal")
+	}
+	if !reflect.DeepEqual(gen, before) {
+		t.Fatal("Equal changed its argument")
+	}
+	gen.ContainerStatuses[0].State.Running.StartedAt = metav1.Time{Time: whole.Add(time.Second)}
+	if Equal(api, gen) {
+		t.Fatal("start times a second apart compare equal")
+	}
+	other := *api.DeepCopy()
+	other.ContainerStatuses[0].Ready = true
+	if Equal(api, other) {
+		t.Fatal("normalized statuses that differ compare equal")
 	}
 }

@@ -68,12 +68,47 @@ func Normalize(s *v1.PodStatus) {
 	}
 }
 
-// Equal reports whether two statuses are the same once normalized.
+// Equal reports whether two statuses are the same once normalized. A
+// status already normalized (as every status read from the API is) is
+// compared as it is; only one with sub-second times is copied first.
 func Equal(a, b v1.PodStatus) bool {
-	a, b = *a.DeepCopy(), *b.DeepCopy()
-	Normalize(&a)
-	Normalize(&b)
+	if !normalized(&a) {
+		a = *a.DeepCopy()
+		Normalize(&a)
+	}
+	if !normalized(&b) {
+		b = *b.DeepCopy()
+		Normalize(&b)
+	}
 	return apiequality.Semantic.DeepEqual(a, b)
+}
+
+// normalized reports whether Normalize would leave s's times as they are
+// (as instants: Semantic.DeepEqual compares times by instant, not by
+// location or monotonic reading).
+func normalized(s *v1.PodStatus) bool {
+	whole := func(t *metav1.Time) bool { return t == nil || t.IsZero() || t.Nanosecond() == 0 }
+	if !whole(s.StartTime) {
+		return false
+	}
+	for i := range s.Conditions {
+		if !whole(&s.Conditions[i].LastProbeTime) || !whole(&s.Conditions[i].LastTransitionTime) {
+			return false
+		}
+	}
+	for _, list := range [][]v1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses} {
+		for i := range list {
+			for _, st := range []*v1.ContainerState{&list[i].State, &list[i].LastTerminationState} {
+				if st.Running != nil && !whole(&st.Running.StartedAt) {
+					return false
+				}
+				if st.Terminated != nil && (!whole(&st.Terminated.StartedAt) || !whole(&st.Terminated.FinishedAt)) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // Write sets pod's status to st through pods/status if it differs from the

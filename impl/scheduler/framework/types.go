@@ -18,13 +18,22 @@ import (
 var ErrNotFound = errors.New("not found")
 
 // PodInfo is a pod with what scheduling derives from it computed once: its
-// resource requests and its parsed (anti-)affinity terms.
+// resource requests and its parsed (anti-)affinity terms. The scheduler's
+// cache keeps one per assigned pod (tens of thousands), so the terms, which
+// most pods do not have, are behind a pointer: *PodAffinityInfo is never
+// nil in a PodInfo made by NewPodInfo (pods without affinity share one
+// empty value), so its fields read as the PodInfo's own.
 type PodInfo struct {
 	Pod *v1.Pod
 	// Requests and NonZeroRequests are PodRequests(Pod).
 	Requests        Resource
 	NonZeroRequests Resource
+	*PodAffinityInfo
+}
 
+// PodAffinityInfo is a pod's parsed (anti-)affinity terms. A PodInfo's is
+// never changed, only replaced (Update), as it may be shared.
+type PodAffinityInfo struct {
 	RequiredAffinityTerms      []AffinityTerm
 	RequiredAntiAffinityTerms  []AffinityTerm
 	PreferredAffinityTerms     []WeightedAffinityTerm
@@ -32,6 +41,9 @@ type PodInfo struct {
 	// ParseError records an unparsable selector in the pod's affinity.
 	ParseError error
 }
+
+// noAffinity is the PodAffinityInfo of every pod without affinity.
+var noAffinity = &PodAffinityInfo{}
 
 // AffinityTerm is a parsed PodAffinityTerm.
 type AffinityTerm struct {
@@ -82,23 +94,23 @@ func NewPodInfo(pod *v1.Pod) *PodInfo {
 func (pi *PodInfo) Update(pod *v1.Pod) {
 	pi.Pod = pod
 	pi.Requests, pi.NonZeroRequests = PodRequests(pod)
-	pi.RequiredAffinityTerms, pi.RequiredAntiAffinityTerms = nil, nil
-	pi.PreferredAffinityTerms, pi.PreferredAntiAffinityTerms = nil, nil
-	pi.ParseError = nil
+	pi.PodAffinityInfo = noAffinity
 	a := pod.Spec.Affinity
-	if a == nil {
+	if a == nil || a.PodAffinity == nil && a.PodAntiAffinity == nil {
 		return
 	}
 	var errs []error
+	ai := &PodAffinityInfo{}
 	if pa := a.PodAffinity; pa != nil {
-		pi.RequiredAffinityTerms = parseTerms(pod, pa.RequiredDuringSchedulingIgnoredDuringExecution, &errs)
-		pi.PreferredAffinityTerms = parseWeightedTerms(pod, pa.PreferredDuringSchedulingIgnoredDuringExecution, &errs)
+		ai.RequiredAffinityTerms = parseTerms(pod, pa.RequiredDuringSchedulingIgnoredDuringExecution, &errs)
+		ai.PreferredAffinityTerms = parseWeightedTerms(pod, pa.PreferredDuringSchedulingIgnoredDuringExecution, &errs)
 	}
 	if pa := a.PodAntiAffinity; pa != nil {
-		pi.RequiredAntiAffinityTerms = parseTerms(pod, pa.RequiredDuringSchedulingIgnoredDuringExecution, &errs)
-		pi.PreferredAntiAffinityTerms = parseWeightedTerms(pod, pa.PreferredDuringSchedulingIgnoredDuringExecution, &errs)
+		ai.RequiredAntiAffinityTerms = parseTerms(pod, pa.RequiredDuringSchedulingIgnoredDuringExecution, &errs)
+		ai.PreferredAntiAffinityTerms = parseWeightedTerms(pod, pa.PreferredDuringSchedulingIgnoredDuringExecution, &errs)
 	}
-	pi.ParseError = errors.Join(errs...)
+	ai.ParseError = errors.Join(errs...)
+	pi.PodAffinityInfo = ai
 }
 
 func parseTerms(pod *v1.Pod, terms []v1.PodAffinityTerm, errs *[]error) []AffinityTerm {
