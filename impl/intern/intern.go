@@ -392,6 +392,24 @@ func (t *Table) Pod(p *v1.Pod) {
 	}
 }
 
+// SharePrior makes p, a newly decoded version of the pod old is an
+// earlier version of, use old's copies of its UID and name when they are
+// equal. Nothing else of a pod repeats across its versions the way these
+// do: components key their per-pod maps by the UID (and name) of the
+// version they first saw, so without it each component keeps the strings
+// of another version alive next to the cache's.
+func SharePrior(p, old *v1.Pod) {
+	if old == nil || p == old {
+		return
+	}
+	if p.UID == old.UID {
+		p.UID = old.UID
+	}
+	if p.Name == old.Name {
+		p.Name = old.Name
+	}
+}
+
 // byEncoding returns the shared value whose protobuf encoding equals v's
 // (v itself if it cannot be encoded).
 func byEncoding[T interface{ Marshal() ([]byte, error) }](mu *sync.Mutex, table map[string]T, v T) T {

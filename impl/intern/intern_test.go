@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func pod(name string) *v1.Pod {
@@ -198,4 +199,22 @@ func TestPodStatusTimesAndIPs(t *testing.T) {
 	if !sameString(a.Status.PodIPs[0].IP, a.Status.PodIP) {
 		t.Error("podIPs keeps its own copy of podIP")
 	}
+}
+
+func TestSharePriorTakesTheEarlierVersionsStrings(t *testing.T) {
+	old := pod(string([]byte("web-1")))
+	old.UID = "0b5c-uid"
+	p := pod(string([]byte("web-1")))
+	p.UID = types.UID(string([]byte("0b5c-uid")))
+	SharePrior(p, old)
+	if !sameString(string(p.UID), string(old.UID)) || !sameString(p.Name, old.Name) {
+		t.Error("equal UID and name not taken from the earlier version")
+	}
+	other := pod(string([]byte("web-1")))
+	other.UID = "another-uid" // deleted and recreated under the same name
+	SharePrior(other, old)
+	if other.UID != "another-uid" || !sameString(other.Name, old.Name) {
+		t.Errorf("a different UID was replaced: %q", other.UID)
+	}
+	SharePrior(p, nil) // no earlier version: nothing to do
 }

@@ -54,7 +54,8 @@ func NewPodInformer(client kubernetes.Interface, resync time.Duration) cache.Sha
 		resync = DefaultSyncFrequency
 	}
 	inf := coreinformers.NewPodInformer(client, metav1.NamespaceAll, resync, cache.Indexers{byNodeName: podNodeName})
-	_ = inf.SetTransform(sourceTransform(kubeletTable)) // not started yet: cannot fail
+	store := inf.GetStore()
+	_ = inf.SetTransform(sourceTransform(kubeletTable, storePrior(&store))) // not started yet: cannot fail
 	return inf
 }
 
@@ -133,11 +134,13 @@ func (d *PodDispatcher) Run(ctx context.Context) error {
 	}
 	inf := d.shared
 	if inf == nil {
+		var store cache.Store
 		factory := informers.NewSharedInformerFactoryWithOptions(d.client, 0,
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 				o.FieldSelector = fields.OneTermNotEqualSelector("spec.nodeName", "").String()
-			}), informers.WithTransform(sourceTransform(kubeletTable)))
+			}), informers.WithTransform(sourceTransform(kubeletTable, storePrior(&store))))
 		inf = factory.Core().V1().Pods().Informer()
+		store = inf.GetStore()
 		if err := inf.AddIndexers(cache.Indexers{byNodeName: podNodeName}); err != nil {
 			return fmt.Errorf("pod dispatcher: %w", err)
 		}

@@ -29,6 +29,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,8 +88,7 @@ type Kubelet struct {
 	lease          *coordinationv1.Lease
 	lastNodeReport time.Time
 	pressure       Pressure
-	relistSeen     map[types.UID]uint64
-	relistScratch  map[types.UID]uint64 // the map the next relist fills (housekeeping's only)
+	relistBuf      []relistEntry // reused by each relist (housekeeping's only)
 	runCtx         context.Context
 	runCancel      context.CancelFunc
 	runDone        chan struct{}
@@ -113,6 +114,8 @@ type podRecord struct {
 	volumesAt    int64                   // when volumes were last set up (Unix nanoseconds; 0: never)
 	tokens       []tokenRefresh          // when to renew each projected token (a pod has one or two)
 
+	relistFP uint64 // the relist's fingerprint of its containers (0: none); guarded by Kubelet.mu
+
 	admitted        bool
 	rejected        bool
 	evicted         bool // the eviction manager chose it (once)
@@ -130,11 +133,10 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config, rt runtim
 	}
 	k := &Kubelet{
 		cfg: cfg, client: client, rt: rt, clock: cfg.Clock,
-		log:        cfg.Logger.With("node", cfg.NodeName),
-		status:     status.NewManager(client),
-		objects:    newObjectManager(client),
-		pods:       map[types.UID]*podRecord{},
-		relistSeen: map[types.UID]uint64{},
+		log:     cfg.Logger.With("node", cfg.NodeName),
+		status:  status.NewManager(client),
+		objects: newObjectManager(client),
+		pods:    map[types.UID]*podRecord{},
 	}
 	if cfg.Recorder != nil {
 		k.events.Store(&cfg.Recorder)
@@ -253,11 +255,13 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	var informer cache.SharedIndexInformer
 	if !k.cfg.ExternalPodSource {
 		// No informer resync: housekeeping resyncs every pod.
+		var store cache.Store
 		factory := informers.NewSharedInformerFactoryWithOptions(k.client, 0,
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 				o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", k.cfg.NodeName).String()
-			}), informers.WithTransform(sourceTransform(kubeletTable)))
+			}), informers.WithTransform(sourceTransform(kubeletTable, storePrior(&store))))
 		informer = factory.Core().V1().Pods().Informer()
+		store = informer.GetStore()
 		if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { k.podFromSource(obj, false) },
 			UpdateFunc: func(_, obj any) { k.podFromSource(obj, false) },
@@ -525,18 +529,14 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 // It runs once a second on every kubelet, so it allocates nothing per
 // container: runtimes that can report states directly
 // (runtime.ContainerStateLister, the simulated one) are asked for them
-// instead of CRI messages, and the fingerprints go into a map reused from
-// one relist to the next.
+// instead of CRI messages, the fingerprints are gathered in a slice reused
+// from one relist to the next, and each pod's is kept in its record.
 func (k *Kubelet) relist(ctx context.Context) {
-	seen := k.relistScratch
-	if seen == nil {
-		seen = map[types.UID]uint64{}
-	}
-	clear(seen)
 	// Per pod, an order-independent fingerprint of (container, state).
+	seen := k.relistBuf[:0]
 	add := func(podUID, id string, state runtimeapi.ContainerState) {
 		if podUID != "" {
-			seen[types.UID(podUID)] ^= containerFingerprint(id, state) | 1
+			seen = append(seen, relistEntry{types.UID(podUID), containerFingerprint(id, state) | 1})
 		}
 	}
 	if lister, ok := k.rt.(runtime.ContainerStateLister); ok {
@@ -554,27 +554,54 @@ func (k *Kubelet) relist(ctx context.Context) {
 			add(c.Labels[runtime.LabelPodUID], c.Id, c.State)
 		}
 	}
+	// One entry per pod: sorted by UID, a pod's containers fold into one.
+	slices.SortFunc(seen, func(a, b relistEntry) int { return strings.Compare(string(a.uid), string(b.uid)) })
+	n := 0
+	for i, e := range seen {
+		if i > 0 && e.uid == seen[n-1].uid {
+			seen[n-1].fp ^= e.fp
+			continue
+		}
+		seen[n] = e
+		n++
+	}
+	seen = seen[:n]
+	k.relistBuf = seen
+
 	var changed []types.UID
 	k.mu.Lock()
-	for uid, fp := range seen {
-		if k.relistSeen[uid] != fp {
-			changed = append(changed, uid)
-		}
-		if _, ok := k.pods[uid]; !ok {
+	for _, e := range seen {
+		rec, ok := k.pods[e.uid]
+		if !ok {
 			// A runtime pod nobody knows: an orphan to clean up.
-			k.pods[uid] = newRecord()
+			rec = newRecord()
+			k.pods[e.uid] = rec
+		}
+		if rec.relistFP != e.fp {
+			changed = append(changed, e.uid)
+			rec.relistFP = e.fp
 		}
 	}
-	for uid := range k.relistSeen {
-		if _, ok := seen[uid]; !ok {
+	for uid, rec := range k.pods {
+		if rec.relistFP == 0 {
+			continue
+		}
+		if _, found := slices.BinarySearchFunc(seen, uid, func(e relistEntry, uid types.UID) int { return strings.Compare(string(e.uid), string(uid)) }); !found {
+			// Its containers are gone.
 			changed = append(changed, uid)
+			rec.relistFP = 0
 		}
 	}
-	k.relistSeen, k.relistScratch = seen, k.relistSeen
 	k.mu.Unlock()
 	for _, uid := range changed {
 		k.enqueue(uid, 0)
 	}
+}
+
+// relistEntry is a pod's fingerprint in one relist.
+type relistEntry struct {
+	uid types.UID
+	fp  uint64
 }
 
 // containerFingerprint is the 64-bit FNV-1a hash of a container's id

@@ -14,15 +14,42 @@ import (
 // with the other pods through table. Everything else stays: the kubelet
 // reads nearly all of a pod's spec, and its status writes (pods/status)
 // carry the pod's labels and annotations, which the API server takes from
-// the request, while managedFields sent to a subresource are ignored. It
-// changes the freshly decoded object in place; tombstones pass through.
-func sourceTransform(table *intern.Table) cache.TransformFunc {
+// the request, while managedFields sent to a subresource are ignored.
+//
+// prior, if not nil, returns the version of the pod the informer holds
+// (nil if none): a new version takes that one's UID and name strings
+// (intern.SharePrior), so the maps that components key by a pod's UID or
+// name when they first see it hold the same copy as the cache instead of
+// one per version. It changes the freshly decoded object in place;
+// tombstones pass through.
+func sourceTransform(table *intern.Table, prior func(*v1.Pod) *v1.Pod) cache.TransformFunc {
 	return func(obj any) (any, error) {
 		if p, ok := obj.(*v1.Pod); ok {
 			p.ManagedFields = nil
 			table.Pod(p)
+			if prior != nil {
+				if old := prior(p); old != nil {
+					intern.SharePrior(p, old)
+				}
+			}
 		}
 		return obj, nil
+	}
+}
+
+// storePrior is a sourceTransform prior reading *store, the informer's
+// store, once set (before the informer starts; nil until then).
+func storePrior(store *cache.Store) func(*v1.Pod) *v1.Pod {
+	return func(p *v1.Pod) *v1.Pod {
+		if *store == nil {
+			return nil
+		}
+		obj, ok, err := (*store).GetByKey(p.Namespace + "/" + p.Name)
+		if err != nil || !ok {
+			return nil
+		}
+		old, _ := obj.(*v1.Pod)
+		return old
 	}
 }
 

@@ -7,9 +7,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
@@ -21,7 +23,7 @@ func TestSourceTransformDropsOnlyManagedFields(t *testing.T) {
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{"a": "b"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Env: []v1.EnvVar{{Name: "X"}}}}}}
-	out, _ := sourceTransform(intern.New())(p)
+	out, _ := sourceTransform(intern.New(), nil)(p)
 	got := out.(*v1.Pod)
 	if got.ManagedFields != nil || got.Annotations["a"] != "b" || len(got.Spec.Containers[0].Env) != 1 {
 		t.Errorf("trimmed wrongly: %+v", got)
@@ -99,4 +101,31 @@ func TestPodDispatcherOnASharedPodInformer(t *testing.T) {
 	cancel()
 	wg.Wait()
 	eventually(t, "goroutines to end", func() bool { return goruntime.NumGoroutine() <= baseline })
+}
+
+// The pod source's transform gives a new version of a pod the UID and name
+// strings of the version its informer holds.
+func TestSourceTransformSharesStringsWithThePriorVersion(t *testing.T) {
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	var s cache.Store = store
+	tr := sourceTransform(intern.New(), storePrior(&s))
+	mk := func(rv string) *v1.Pod {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: string([]byte("web-1")), UID: "u-" + types.UID(string([]byte("1"))), ResourceVersion: rv}}
+	}
+	first, _ := tr(mk("1"))
+	if err := store.Add(first); err != nil {
+		t.Fatal(err)
+	}
+	second, _ := tr(mk("2"))
+	a, b := first.(*v1.Pod), second.(*v1.Pod)
+	if unsafe.StringData(string(a.UID)) != unsafe.StringData(string(b.UID)) || unsafe.StringData(a.Name) != unsafe.StringData(b.Name) {
+		t.Error("the new version keeps its own UID and name strings")
+	}
+	if b.ResourceVersion != "2" {
+		t.Errorf("resourceVersion %q", b.ResourceVersion)
+	}
+	var unset cache.Store
+	if out, _ := sourceTransform(intern.New(), storePrior(&unset))(mk("3")); out.(*v1.Pod).UID != "u-1" {
+		t.Error("a transform before its informer exists changed the pod")
+	}
 }

@@ -16,6 +16,19 @@ import (
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 )
 
+// fingerprints are the relist's fingerprints kept in k's pod records.
+func fingerprints(k *Kubelet) map[types.UID]uint64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := map[types.UID]uint64{}
+	for uid, rec := range k.pods {
+		if rec.relistFP != 0 {
+			out[uid] = rec.relistFP
+		}
+	}
+	return out
+}
+
 // listOnly hides the simulated runtime's ContainerStateLister, so relist
 // takes the CRI road (ListContainers), as on containerd.
 type listOnly struct{ runtime.Runtime }
@@ -62,28 +75,42 @@ func TestRelistStatesMatchListContainers(t *testing.T) {
 		}
 		ids = append(ids, id)
 	}
+	// u1 has a second container: its pod's fingerprint folds both.
+	u1 := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-u1", Namespace: "ns", UID: "u1"}}
+	sbs, err := rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{runtime.LabelPodUID: "u1"}})
+	if err != nil || len(sbs) != 1 {
+		t.Fatalf("sandboxes of u1: %v %v", sbs, err)
+	}
+	side, err := rt.CreateContainer(ctx, sbs[0].Id, containerConfig(u1, &v1.Container{Name: "side", Image: "img"}, false, 0, nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	relistBoth := func() {
 		t.Helper()
 		k.relist(ctx)
 		cri.relist(ctx)
-		if len(k.relistSeen) == 0 || !maps.Equal(k.relistSeen, cri.relistSeen) {
-			t.Fatalf("relist fingerprints differ: sim %v, CRI %v", k.relistSeen, cri.relistSeen)
+		if len(fingerprints(k)) == 0 || !maps.Equal(fingerprints(k), fingerprints(cri)) {
+			t.Fatalf("relist fingerprints differ: sim %v, CRI %v", fingerprints(k), fingerprints(cri))
 		}
 	}
 	relistBoth()
-	before := maps.Clone(k.relistSeen)
+	created := runtimeapi.ContainerState_CONTAINER_CREATED
+	if got, want := fingerprints(k)["u1"], (containerFingerprint(ids[0], created)|1)^(containerFingerprint(side, created)|1); got != want {
+		t.Errorf("u1's fingerprint %x, want both containers' %x", got, want)
+	}
+	before := fingerprints(k)
 	if err := rt.StartContainer(ctx, ids[0]); err != nil {
 		t.Fatal(err)
 	}
 	relistBoth()
-	if k.relistSeen["u1"] == before["u1"] || k.relistSeen["u2"] != before["u2"] {
-		t.Errorf("a started container changed %v to %v", before, k.relistSeen)
+	if fingerprints(k)["u1"] == before["u1"] || fingerprints(k)["u2"] != before["u2"] {
+		t.Errorf("a started container changed %v to %v", before, fingerprints(k))
 	}
 	if err := rt.RemoveContainer(ctx, ids[1]); err != nil {
 		t.Fatal(err)
 	}
 	relistBoth()
-	if _, ok := k.relistSeen["u2"]; ok {
-		t.Errorf("a pod without containers is still fingerprinted: %v", k.relistSeen)
+	if _, ok := fingerprints(k)["u2"]; ok {
+		t.Errorf("a pod without containers is still fingerprinted: %v", fingerprints(k))
 	}
 }

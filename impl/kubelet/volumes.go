@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -307,7 +309,7 @@ func writeVolumeFile(dir, rel string, content []byte) error {
 	if err != nil {
 		return err
 	}
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, content) {
+	if fileHolds(path, content) {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
@@ -315,6 +317,33 @@ func writeVolumeFile(dir, rel string, content []byte) error {
 	}
 	return os.WriteFile(path, content, 0o644)
 }
+
+// fileHolds reports whether the file at path holds exactly content. It
+// reads into a pooled buffer: every pod's volume files are compared once
+// per sync period.
+func fileHolds(path string, content []byte) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() != int64(len(content)) {
+		return false
+	}
+	bp := compareBufs.Get().(*[]byte)
+	defer compareBufs.Put(bp)
+	if cap(*bp) < len(content)+1 {
+		*bp = make([]byte, len(content)+1)
+	}
+	buf := (*bp)[:len(content)+1]
+	// One byte more than expected tells a file that grew since Stat.
+	n, err := io.ReadFull(f, buf)
+	return n == len(content) && errors.Is(err, io.ErrUnexpectedEOF) && bytes.Equal(buf[:n], content) ||
+		len(content) == 0 && n == 0 && errors.Is(err, io.EOF)
+}
+
+var compareBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // mounts are the CRI mounts of a container's volumeMounts.
 func (k *Kubelet) mounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, error) {

@@ -101,3 +101,32 @@ func TestWriteVolumeFileSkipsUnchangedContent(t *testing.T) {
 		t.Errorf("changed content: %q %v", b, err)
 	}
 }
+
+func TestFileHolds(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		file, want string
+		holds      bool
+	}{
+		{"same", "token-abc", true},
+		{"same-size", "token-abd", false},
+		{"longer", "token-abcd", false},
+		{"shorter", "token-ab", false},
+		{"empty", "", true},
+	} {
+		p := write(tc.file, map[string]string{"same": "token-abc", "same-size": "token-abc", "longer": "token-abc", "shorter": "token-abc", "empty": ""}[tc.file])
+		if got := fileHolds(p, []byte(tc.want)); got != tc.holds {
+			t.Errorf("%s: fileHolds(%q) = %v, want %v", tc.file, tc.want, got, tc.holds)
+		}
+	}
+	if fileHolds(filepath.Join(dir, "missing"), nil) {
+		t.Error("a missing file holds nothing, not an empty content")
+	}
+}

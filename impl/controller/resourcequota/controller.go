@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -268,6 +269,11 @@ func (c *Controller) replenishHandler(gr schema.GroupResource) cache.ResourceEve
 			if !ok1 || !ok2 {
 				return
 			}
+			if !c.tracked(pod.Namespace, gr) {
+				// No quota to replenish: skip computing usages (every
+				// pod update of every namespace comes through here).
+				return
+			}
 			now := c.clock.Now()
 			if quotaeval.PodCounts(old, now) != quotaeval.PodCounts(pod, now) || !apiequality.Semantic.DeepEqual(quotaeval.PodComputeUsage(old), quotaeval.PodComputeUsage(pod)) {
 				c.enqueueTracking(pod.Namespace, gr, 0)
@@ -296,6 +302,20 @@ func metaOf(obj any) (metav1.Object, error) {
 		return nil, fmt.Errorf("%T is not an object", obj)
 	}
 	return m, nil
+}
+
+// tracked reports whether a quota in namespace counts objects of gr.
+func (c *Controller) tracked(namespace string, gr schema.GroupResource) bool {
+	quotas, err := c.quotas.ResourceQuotas(namespace).List(labels.Everything())
+	if err != nil {
+		return true // let enqueueTracking decide
+	}
+	for _, q := range quotas {
+		if slices.Contains(Tracked(q), gr) {
+			return true
+		}
+	}
+	return false
 }
 
 // enqueueTracking enqueues, after delay, every quota in namespace that
