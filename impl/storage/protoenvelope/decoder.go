@@ -16,6 +16,7 @@ package protoenvelope
 
 import (
 	"bytes"
+	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -106,11 +107,13 @@ func (d Decoder) decodeInto(data []byte, defaults *schema.GroupVersionKind, into
 		return nil, false
 	}
 	// The serializer decodes into into only when actual is one of its
-	// kinds (else it makes a new object of kind actual).
+	// kinds (else it makes a new object of kind actual). From here on
+	// actual is that kind's value: equal strings, but the scheme's, not
+	// views of data (see parseTypeMeta).
 	found := false
 	for _, k := range kinds {
 		if k == actual {
-			found = true
+			actual, found = k, true
 			break
 		}
 	}
@@ -140,7 +143,8 @@ func copyKindDefaults(dst, src *schema.GroupVersionKind) {
 	}
 }
 
-// envelope is a parsed runtime.Unknown; raw aliases the input.
+// envelope is a parsed runtime.Unknown; raw and the type meta's strings
+// alias the input.
 type envelope struct {
 	typeMeta runtime.TypeMeta
 	raw      []byte
@@ -183,6 +187,10 @@ func parseEnvelope(b []byte) (envelope, bool) {
 	return env, true
 }
 
+// parseTypeMeta returns the type meta with its strings viewing b, not
+// copied: decodeInto only compares them with the scheme's kinds and keeps
+// the scheme's strings, so nothing that outlives the call refers to b (the
+// data is often a pooled buffer).
 func parseTypeMeta(b []byte) (runtime.TypeMeta, bool) {
 	var tm runtime.TypeMeta
 	var seen [typeMetaKind + 1]bool
@@ -194,9 +202,9 @@ func parseTypeMeta(b []byte) (runtime.TypeMeta, bool) {
 		seen[num] = true
 		b = rest
 		if num == typeMetaAPIVersion {
-			tm.APIVersion = string(val)
+			tm.APIVersion = unsafe.String(unsafe.SliceData(val), len(val))
 		} else {
-			tm.Kind = string(val)
+			tm.Kind = unsafe.String(unsafe.SliceData(val), len(val))
 		}
 	}
 	return tm, true

@@ -78,9 +78,13 @@ func TestDecodeMatchesSerializer(t *testing.T) {
 			f.Fill(obj)
 			data := encode(t, pb, obj)
 			gvk := obj.GetObjectKind().GroupVersionKind()
-			if _, ok := d.decodeInto(data, &gvk, newObj()); !ok {
+			shortGVK, ok := d.decodeInto(data, &gvk, newObj())
+			if !ok {
 				t.Fatalf("%T: a plain object does not take the short road", obj)
 			}
+			// (String builds a new string: a copy, whatever the kind's
+			// strings point into.)
+			shortGVKBefore := shortGVK.String()
 			got, err := decodeBoth(t, pb, d, data, &gvk, newObj)
 			if err != nil {
 				t.Fatalf("%T: %v", obj, err)
@@ -88,11 +92,18 @@ func TestDecodeMatchesSerializer(t *testing.T) {
 			decodeBoth(t, pb, d, data, nil, newObj)
 			// The decoded object owns its bytes.
 			before := got.DeepCopyObject()
+			kindBefore := got.GetObjectKind().GroupVersionKind().String()
 			for j := range data {
 				data[j] = 0xff
 			}
 			if !reflect.DeepEqual(got, before) {
 				t.Fatalf("%T changed with the input bytes", got)
+			}
+			if kind := got.GetObjectKind().GroupVersionKind().String(); kind != kindBefore {
+				t.Fatalf("%T: the object's kind changed with the input bytes: %q, was %q", got, kind, kindBefore)
+			}
+			if shortGVK.String() != shortGVKBefore {
+				t.Fatalf("%T: the returned kind changed with the input bytes: %q, was %q", obj, shortGVK.String(), shortGVKBefore)
 			}
 		}
 	}
