@@ -248,7 +248,7 @@ func (k *Kubelet) writeStatus(ctx context.Context, rec *podRecord, pod *v1.Pod, 
 	// Normalize does not change): normalized once here, it is compared
 	// with the statuses read from the API without copies.
 	status.Normalize(&st)
-	if rec.lastStatus != nil && status.Equal(*rec.lastStatus, st) && (rec.lastStatus == &pod.Status || status.Equal(pod.Status, st)) {
+	if rec.lastStatus != nil && status.Equal(rec.lastStatus, &st) && (rec.lastStatus == &pod.Status || status.Equal(&pod.Status, &st)) {
 		return nil
 	}
 	updated, err := k.status.Write(ctx, pod, st)

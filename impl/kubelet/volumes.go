@@ -177,7 +177,7 @@ func (k *Kubelet) projectedFiles(ctx context.Context, src clientEnvSource, rec *
 		case s.DownwardAPI != nil:
 			files, err = k.downwardAPIFiles(pod, s.DownwardAPI.Items)
 		case s.ServiceAccountToken != nil:
-			files, err = k.serviceAccountTokenFile(ctx, rec, pod, dir, fmt.Sprintf("%s/%d", volume, i), s.ServiceAccountToken)
+			files, err = k.serviceAccountTokenFile(ctx, rec, pod, dir, tokenKey{volume, i}, s.ServiceAccountToken)
 		default:
 			err = fmt.Errorf("projected source %d: only configMap, secret, downwardAPI and serviceAccountToken sources are supported", i)
 		}
@@ -196,7 +196,7 @@ func (k *Kubelet) projectedFiles(ctx context.Context, src clientEnvSource, rec *
 // token manager refreshes at 80% of the TTL). The token itself is not kept
 // in memory: until it is due, it is read back from the volume it was
 // written to (dir), and fetched anew if that file is gone.
-func (k *Kubelet) serviceAccountTokenFile(ctx context.Context, rec *podRecord, pod *v1.Pod, dir, key string, p *v1.ServiceAccountTokenProjection) (map[string][]byte, error) {
+func (k *Kubelet) serviceAccountTokenFile(ctx context.Context, rec *podRecord, pod *v1.Pod, dir string, key tokenKey, p *v1.ServiceAccountTokenProjection) (map[string][]byte, error) {
 	now := k.clock.Now()
 	if refreshAt, ok := rec.tokenRefresh(key); ok && now.Before(refreshAt) {
 		if token, err := readVolumeFile(dir, p.Path); err == nil && len(token) > 0 {
@@ -233,30 +233,36 @@ func (k *Kubelet) serviceAccountTokenFile(ctx context.Context, rec *podRecord, p
 	return map[string][]byte{p.Path: []byte(tr.Status.Token)}, nil
 }
 
-// tokenRefresh is when the projected token of key (volume/source) is due
-// for renewal.
-type tokenRefresh struct {
-	key string
-	at  time.Time
+// tokenKey names a projected token: its volume (the pod's own string) and
+// the source's index in it.
+type tokenKey struct {
+	volume string
+	source int
 }
 
-func (rec *podRecord) tokenRefresh(key string) (time.Time, bool) {
+// tokenRefresh is when the projected token of key is due for renewal.
+type tokenRefresh struct {
+	key tokenKey
+	at  int64 // Unix nanoseconds
+}
+
+func (rec *podRecord) tokenRefresh(key tokenKey) (time.Time, bool) {
 	for _, t := range rec.tokens {
 		if t.key == key {
-			return t.at, true
+			return time.Unix(0, t.at), true
 		}
 	}
 	return time.Time{}, false
 }
 
-func (rec *podRecord) setTokenRefresh(key string, at time.Time) {
+func (rec *podRecord) setTokenRefresh(key tokenKey, at time.Time) {
 	for i := range rec.tokens {
 		if rec.tokens[i].key == key {
-			rec.tokens[i].at = at
+			rec.tokens[i].at = at.UnixNano()
 			return
 		}
 	}
-	rec.tokens = append(rec.tokens, tokenRefresh{key: key, at: at})
+	rec.tokens = append(rec.tokens, tokenRefresh{key: key, at: at.UnixNano()})
 }
 
 // project selects the keys of a ConfigMap or Secret volume: all keys, or

@@ -28,9 +28,14 @@ func refFromOwner(o metav1.OwnerReference, namespace string) ObjectRef {
 	return ObjectRef{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: namespace, Name: o.Name, UID: o.UID}
 }
 
+// node is one object of the graph: one per object of every watched kind
+// (pods among them), so its identity is kept as the Graph's shared
+// apiVersion/kind pair and its own namespace, name and UID.
 type node struct {
-	identity ObjectRef
-	owners   []metav1.OwnerReference
+	kind            *apiKind
+	namespace, name string
+	uid             types.UID
+	owners          []metav1.OwnerReference
 	// dependents are the nodes whose ownerReferences name this node; nil
 	// until the first (most objects, pods among them, own nothing).
 	dependents map[*node]struct{}
@@ -40,6 +45,37 @@ type node struct {
 	beingDeleted       bool
 	deletingDependents bool // being deleted with the foregroundDeletion finalizer
 }
+
+// apiKind is an apiVersion and kind, shared by the nodes of that kind.
+type apiKind struct{ apiVersion, kind string }
+
+// identity is the node's object reference.
+func (n *node) identity() ObjectRef {
+	return ObjectRef{APIVersion: n.kind.apiVersion, Kind: n.kind.kind, Namespace: n.namespace, Name: n.name, UID: n.uid}
+}
+
+// newNode returns a node for r; g.mu is held for writing.
+func (g *Graph) newNode(r ObjectRef, observed bool) *node {
+	n := &node{observed: observed}
+	g.setIdentity(n, r)
+	return n
+}
+
+// setIdentity sets n's identity to r; g.mu is held for writing.
+func (g *Graph) setIdentity(n *node, r ObjectRef) {
+	k := apiKind{r.APIVersion, r.Kind}
+	shared, ok := g.kinds[k]
+	if !ok {
+		shared = &k
+		if len(g.kinds) < maxKinds {
+			g.kinds[k] = shared
+		}
+	}
+	n.kind, n.namespace, n.name, n.uid = shared, r.Namespace, r.Name, r.UID
+}
+
+// maxKinds bounds Graph.kinds (kinds beyond it are kept per node).
+const maxKinds = 1024
 
 // ChangeType is the kind of a graph change.
 type ChangeType int
@@ -76,17 +112,18 @@ type Effects struct {
 	Invalid         []InvalidOwnerRef
 }
 
-func (e *Effects) del(n *node) { e.AttemptToDelete = append(e.AttemptToDelete, n.identity.UID) }
+func (e *Effects) del(n *node) { e.AttemptToDelete = append(e.AttemptToDelete, n.uid) }
 
 // Graph is the owner-reference graph over every monitored object. Apply is
 // its only mutator; the garbage collector's workers read snapshots.
 type Graph struct {
 	mu    sync.RWMutex
 	nodes map[types.UID]*node
+	kinds map[apiKind]*apiKind // guarded by mu (written only under the write lock)
 }
 
 // NewGraph returns an empty graph.
-func NewGraph() *Graph { return &Graph{nodes: map[types.UID]*node{}} }
+func NewGraph() *Graph { return &Graph{nodes: map[types.UID]*node{}, kinds: map[apiKind]*apiKind{}} }
 
 func has(list []string, s string) bool {
 	for _, x := range list {
@@ -106,14 +143,14 @@ func (g *Graph) Apply(ch Change) Effects {
 	if found && ch.Type != VirtualDeleted && ch.Type != Deleted && !existing.observed {
 		// A virtual node is now seen for real: adopt the observed identity,
 		// and let dependents that named it differently be re-examined.
-		if existing.identity != ch.Object {
+		if existing.identity() != ch.Object {
 			for dep := range existing.dependents {
-				if ch.Object.Namespace != "" && dep.identity.Namespace != ch.Object.Namespace {
-					eff.Invalid = append(eff.Invalid, InvalidOwnerRef{Dependent: dep.identity, OwnerUID: ch.Object.UID})
+				if ch.Object.Namespace != "" && dep.namespace != ch.Object.Namespace {
+					eff.Invalid = append(eff.Invalid, InvalidOwnerRef{Dependent: dep.identity(), OwnerUID: ch.Object.UID})
 				}
 				eff.del(dep)
 			}
-			existing.identity = ch.Object
+			g.setIdentity(existing, ch.Object)
 		}
 		existing.observed = true
 	}
@@ -121,7 +158,7 @@ func (g *Graph) Apply(ch Change) Effects {
 	case Added, Updated:
 		n := existing
 		if !found {
-			n = &node{identity: ch.Object, observed: true}
+			n = g.newNode(ch.Object, true)
 			g.nodes[ch.Object.UID] = n
 			n.owners = ch.Owners
 			g.addToOwners(n, ch.Owners, &eff)
@@ -147,7 +184,7 @@ func (g *Graph) Apply(ch Change) Effects {
 		// Level-triggered transitions into orphan / foreground deletion.
 		switch {
 		case ch.Deleting && has(ch.Finalizers, FinalizerOrphan):
-			eff.AttemptToOrphan = append(eff.AttemptToOrphan, n.identity.UID)
+			eff.AttemptToOrphan = append(eff.AttemptToOrphan, n.uid)
 		case ch.Deleting && has(ch.Finalizers, FinalizerForeground):
 			n.deletingDependents = true
 			for dep := range n.dependents {
@@ -166,7 +203,7 @@ func (g *Graph) Apply(ch Change) Effects {
 			// informer's delete event will settle it.
 			return eff
 		}
-		delete(g.nodes, existing.identity.UID)
+		delete(g.nodes, existing.uid)
 		for _, r := range existing.owners {
 			if o, ok := g.nodes[r.UID]; ok {
 				delete(o.dependents, existing)
@@ -174,7 +211,7 @@ func (g *Graph) Apply(ch Change) Effects {
 					eff.del(o)
 				}
 				if !o.observed && len(o.dependents) == 0 {
-					delete(g.nodes, o.identity.UID)
+					delete(g.nodes, o.uid)
 				}
 			}
 		}
@@ -190,7 +227,7 @@ func (g *Graph) addToOwners(n *node, owners []metav1.OwnerReference, eff *Effect
 	for _, o := range owners {
 		owner, ok := g.nodes[o.UID]
 		if !ok {
-			owner = &node{identity: refFromOwner(o, n.identity.Namespace)}
+			owner = g.newNode(refFromOwner(o, n.namespace), false)
 			g.nodes[o.UID] = owner
 			eff.del(owner) // verify the virtual owner exists
 		}
@@ -198,11 +235,11 @@ func (g *Graph) addToOwners(n *node, owners []metav1.OwnerReference, eff *Effect
 			owner.dependents = map[*node]struct{}{}
 		}
 		owner.dependents[n] = struct{}{}
-		if ok && owner.identity.Namespace != "" && owner.identity.Namespace != n.identity.Namespace {
+		if ok && owner.namespace != "" && owner.namespace != n.namespace {
 			// No cross-namespace owners: a namespaced owner must be in the
 			// dependent's namespace.
 			if owner.observed {
-				eff.Invalid = append(eff.Invalid, InvalidOwnerRef{Dependent: n.identity, OwnerUID: o.UID})
+				eff.Invalid = append(eff.Invalid, InvalidOwnerRef{Dependent: n.identity(), OwnerUID: o.UID})
 			}
 			eff.del(n)
 		}
@@ -262,9 +299,9 @@ func (g *Graph) Snapshot(uid types.UID) (Snapshot, bool) {
 	if !ok {
 		return Snapshot{}, false
 	}
-	s := Snapshot{Identity: n.identity, Observed: n.observed, BeingDeleted: n.beingDeleted, DeletingDependents: n.deletingDependents}
+	s := Snapshot{Identity: n.identity(), Observed: n.observed, BeingDeleted: n.beingDeleted, DeletingDependents: n.deletingDependents}
 	for dep := range n.dependents {
-		s.Dependents = append(s.Dependents, dep.identity)
+		s.Dependents = append(s.Dependents, dep.identity())
 		if dep.deletingDependents {
 			s.DependentDeletingDependents = true
 		}
@@ -272,7 +309,7 @@ func (g *Graph) Snapshot(uid types.UID) (Snapshot, bool) {
 			if r.UID == uid && blocks(r) {
 				s.BlockingCount++
 				if !dep.deletingDependents {
-					s.Blocking = append(s.Blocking, dep.identity.UID)
+					s.Blocking = append(s.Blocking, dep.uid)
 				}
 			}
 		}

@@ -189,11 +189,11 @@ func TestGenerateAPIPodStatus(t *testing.T) {
 func TestEqualIgnoresSubSecondTimes(t *testing.T) {
 	a := v1.PodStatus{StartTime: &metav1.Time{Time: now.Add(300 * time.Millisecond)}}
 	b := v1.PodStatus{StartTime: &metav1.Time{Time: now}}
-	if !Equal(a, b) {
+	if !Equal(&a, &b) {
 		t.Fatal("statuses differing below a second compare unequal")
 	}
 	b.Phase = v1.PodRunning
-	if Equal(a, b) {
+	if Equal(&a, &b) {
 		t.Fatal("different phases compare equal")
 	}
 }
@@ -215,19 +215,19 @@ func TestEqualNormalizedAndGeneratedStatuses(t *testing.T) {
 	if !normalized(&api) || normalized(&gen) {
 		t.Fatalf("normalized: API status %v, generated %v", normalized(&api), normalized(&gen))
 	}
-	if !Equal(api, gen) || !Equal(gen, api) {
+	if !Equal(&api, &gen) || !Equal(&gen, &api) {
 		t.Fatal("statuses equal to the second compare unequal")
 	}
 	if !reflect.DeepEqual(gen, before) {
 		t.Fatal("Equal changed its argument")
 	}
 	gen.ContainerStatuses[0].State.Running.StartedAt = metav1.Time{Time: whole.Add(time.Second)}
-	if Equal(api, gen) {
+	if Equal(&api, &gen) {
 		t.Fatal("start times a second apart compare equal")
 	}
 	other := *api.DeepCopy()
 	other.ContainerStatuses[0].Ready = true
-	if Equal(api, other) {
+	if Equal(&api, &other) {
 		t.Fatal("normalized statuses that differ compare equal")
 	}
 }

@@ -70,15 +70,15 @@ func Normalize(s *v1.PodStatus) {
 
 // Equal reports whether two statuses are the same once normalized. A
 // status already normalized (as every status read from the API is) is
-// compared as it is; only one with sub-second times is copied first.
-func Equal(a, b v1.PodStatus) bool {
-	if !normalized(&a) {
-		a = *a.DeepCopy()
-		Normalize(&a)
+// compared in place; only one with sub-second times is copied first.
+func Equal(a, b *v1.PodStatus) bool {
+	if !normalized(a) {
+		a = a.DeepCopy()
+		Normalize(a)
 	}
-	if !normalized(&b) {
-		b = *b.DeepCopy()
-		Normalize(&b)
+	if !normalized(b) {
+		b = b.DeepCopy()
+		Normalize(b)
 	}
 	return apiequality.Semantic.DeepEqual(a, b)
 }
@@ -122,7 +122,7 @@ func (m *Manager) Write(ctx context.Context, pod *v1.Pod, st v1.PodStatus) (*v1.
 		if cur.UID != pod.UID {
 			return ErrPodReplaced
 		}
-		if Equal(cur.Status, st) {
+		if Equal(&cur.Status, &st) {
 			out = cur
 			return nil
 		}

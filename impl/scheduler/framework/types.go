@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"sync"
 	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
@@ -23,12 +24,52 @@ var ErrNotFound = errors.New("not found")
 // most pods do not have, are behind a pointer: *PodAffinityInfo is never
 // nil in a PodInfo made by NewPodInfo (pods without affinity share one
 // empty value), so its fields read as the PodInfo's own.
+//
+// Likewise *PodRequestsInfo: pods with equal requests (a workload's) share
+// one, so a cached pod costs three pointers.
 type PodInfo struct {
 	Pod *v1.Pod
-	// Requests and NonZeroRequests are PodRequests(Pod).
+	*PodRequestsInfo
+	*PodAffinityInfo
+}
+
+// PodRequestsInfo is PodRequests(Pod). A PodInfo's is never changed, only
+// replaced (Update), as it may be shared.
+type PodRequestsInfo struct {
 	Requests        Resource
 	NonZeroRequests Resource
-	*PodAffinityInfo
+}
+
+// requestsKey is a PodRequestsInfo without extended resources, by value.
+type requestsKey struct{ cpu, mem, eph, nzCPU, nzMem, nzEph int64 }
+
+// sharedRequests keeps one PodRequestsInfo per requestsKey, at most
+// maxSharedRequests of them (then new ones stay unshared).
+var sharedRequests = struct {
+	sync.Mutex
+	m map[requestsKey]*PodRequestsInfo
+}{m: map[requestsKey]*PodRequestsInfo{}}
+
+const maxSharedRequests = 4096
+
+// podRequestsInfo returns the PodRequestsInfo of pod, shared with equal
+// ones when it has no extended resources.
+func podRequestsInfo(pod *v1.Pod) *PodRequestsInfo {
+	r, nz := PodRequests(pod)
+	if len(r.ScalarResources) > 0 || len(nz.ScalarResources) > 0 || r.AllowedPodNumber != 0 || nz.AllowedPodNumber != 0 {
+		return &PodRequestsInfo{Requests: r, NonZeroRequests: nz}
+	}
+	key := requestsKey{r.MilliCPU, r.Memory, r.EphemeralStorage, nz.MilliCPU, nz.Memory, nz.EphemeralStorage}
+	sharedRequests.Lock()
+	defer sharedRequests.Unlock()
+	if ri, ok := sharedRequests.m[key]; ok {
+		return ri
+	}
+	ri := &PodRequestsInfo{Requests: r, NonZeroRequests: nz}
+	if len(sharedRequests.m) < maxSharedRequests {
+		sharedRequests.m[key] = ri
+	}
+	return ri
 }
 
 // PodAffinityInfo is a pod's parsed (anti-)affinity terms. A PodInfo's is
@@ -93,7 +134,7 @@ func NewPodInfo(pod *v1.Pod) *PodInfo {
 // Update recomputes the PodInfo for a new version of the pod.
 func (pi *PodInfo) Update(pod *v1.Pod) {
 	pi.Pod = pod
-	pi.Requests, pi.NonZeroRequests = PodRequests(pod)
+	pi.PodRequestsInfo = podRequestsInfo(pod)
 	pi.PodAffinityInfo = noAffinity
 	a := pod.Spec.Affinity
 	if a == nil || a.PodAffinity == nil && a.PodAntiAffinity == nil {

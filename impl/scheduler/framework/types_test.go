@@ -1,0 +1,52 @@
+package framework
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func podRequesting(name, cpu string, extra v1.ResourceList, affinity *v1.Affinity) *v1.Pod {
+	req := v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse("500Mi")}
+	for k, v := range extra {
+		req[k] = v
+	}
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{"app": "web"}},
+		Spec: v1.PodSpec{Affinity: affinity, Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: req}}}}}
+}
+
+// Cached pods share their requests and (absent) affinity terms with equal
+// ones; what differs stays apart, and every PodInfo reads as computed.
+func TestPodInfoSharesEqualRequestsAndNoAffinity(t *testing.T) {
+	a, b := NewPodInfo(podRequesting("a", "100m", nil, nil)), NewPodInfo(podRequesting("b", "100m", nil, nil))
+	c := NewPodInfo(podRequesting("c", "200m", nil, nil))
+	gpu := NewPodInfo(podRequesting("d", "100m", v1.ResourceList{"example.com/gpu": resource.MustParse("1")}, nil))
+	anti := &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, TopologyKey: "kubernetes.io/hostname"}}}}
+	withAnti := NewPodInfo(podRequesting("e", "100m", nil, anti))
+
+	if a.PodRequestsInfo != b.PodRequestsInfo || a.PodAffinityInfo != b.PodAffinityInfo {
+		t.Error("equal requests or absent affinity not shared")
+	}
+	if c.PodRequestsInfo == a.PodRequestsInfo || c.Requests.MilliCPU != 200 || a.Requests.MilliCPU != 100 || a.Requests.Memory != 500<<20 {
+		t.Errorf("requests mixed up: a %+v, c %+v", a.Requests, c.Requests)
+	}
+	if gpu.PodRequestsInfo == a.PodRequestsInfo || gpu.Requests.ScalarResources["example.com/gpu"] != 1 {
+		t.Errorf("extended resources lost or shared: %+v", gpu.Requests)
+	}
+	if withAnti.PodAffinityInfo == a.PodAffinityInfo || len(withAnti.RequiredAntiAffinityTerms) != 1 || len(a.RequiredAntiAffinityTerms) != 0 {
+		t.Errorf("anti-affinity terms: %+v vs %+v", withAnti.PodAffinityInfo, a.PodAffinityInfo)
+	}
+	want, wantNZ := PodRequests(a.Pod)
+	if a.Requests.MilliCPU != want.MilliCPU || a.NonZeroRequests.Memory != wantNZ.Memory {
+		t.Errorf("requests %+v / %+v, want %+v / %+v", a.Requests, a.NonZeroRequests, want, wantNZ)
+	}
+	// Update replaces, never changes, what may be shared.
+	shared := *a.PodRequestsInfo
+	a.Update(podRequesting("a", "300m", nil, anti))
+	if b.Requests.MilliCPU != shared.Requests.MilliCPU || b.RequiredAntiAffinityTerms != nil || a.Requests.MilliCPU != 300 || len(a.RequiredAntiAffinityTerms) != 1 {
+		t.Errorf("Update changed a shared value: b %+v %+v, a %+v", b.Requests, b.PodAffinityInfo, a.Requests)
+	}
+}
