@@ -91,8 +91,14 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 		execErr = k.refreshVolumes(ctx, rec, pod, actions, now)
 	}
 
-	if rs, err = k.podRuntimeState(ctx, uid); err != nil {
-		return 0, err
+	// What the runtime holds now, unless the sync changed nothing there
+	// (a resync of a running pod): then the state just read stands, as
+	// upstream's status comes from the state read before its actions; a
+	// change since is the relist's to notice.
+	if actions.KillPod || actions.CreateSandbox || len(actions.ContainersToKill) > 0 || len(actions.ContainersToStart) > 0 {
+		if rs, err = k.podRuntimeState(ctx, uid); err != nil {
+			return 0, err
+		}
 	}
 	terminating := pod.DeletionTimestamp != nil || podsync.IsTerminalPhase(pod.Status.Phase) || rec.terminal != nil ||
 		(actions.KillPod && !actions.CreateSandbox)
@@ -363,6 +369,9 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 			return err // the pod stays ContainerCreating and is retried
 		}
 	}
+	if !a.CreateSandbox && len(a.ContainersToStart) == 0 {
+		return nil // nothing to create: no sandbox config to build
+	}
 	sandboxID := a.SandboxID
 	sbConfig := sandboxConfig(pod, a.SandboxAttempt, k.cfg.PodLogsDir)
 	if a.CreateSandbox {
@@ -440,6 +449,9 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 		k.containerEvent(pod, spec.Name, s.Init, eventType, reason, format, args...)
 	}
 	fail := func(reason string, err error) error {
+		if rec.waiting == nil {
+			rec.waiting = map[string]podstate.Waiting{}
+		}
 		rec.waiting[key] = podstate.Waiting{Reason: reason, Message: err.Error()}
 		return err
 	}

@@ -92,9 +92,9 @@ type Actions struct {
 	// ContainersToStart, in order.
 	ContainersToStart []Start
 	// Waiting holds containers back with a reason, by container name
-	// (init containers prefixed "init/").
+	// (init containers prefixed "init/"); nil if none is.
 	Waiting map[string]podstate.Waiting
-	// Backoff are the updated back-off entries to store.
+	// Backoff are the updated back-off entries to store (nil if none).
 	Backoff map[string]BackoffEntry
 	// RequeueAt, when non-zero, is when the pod should be synced again
 	// even if nothing else happens (back-off expiry, deadline).
@@ -159,7 +159,7 @@ func ComputePodActions(in Input) Actions {
 	if in.Config.Base == 0 {
 		in.Config = DefaultBackoff
 	}
-	a := Actions{Waiting: map[string]podstate.Waiting{}, Backoff: map[string]BackoffEntry{}}
+	var a Actions // its maps are made when first written (most syncs write none)
 
 	// 1. Pods that must stop: deleted, terminal, or past their deadline.
 	if pod.DeletionTimestamp != nil || IsTerminalPhase(pod.Status.Phase) {
@@ -322,6 +322,9 @@ func restartWithBackoff(a Actions, in Input, index int, init bool, name string, 
 		finished = c.CreatedAt
 	}
 	if wait, until := in.Config.InBackoff(entry, finished, in.Now); wait {
+		if a.Waiting == nil {
+			a.Waiting = map[string]podstate.Waiting{}
+		}
 		a.Waiting[key] = podstate.Waiting{
 			Reason: ReasonCrashLoopBackOff,
 			Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)",
@@ -331,6 +334,9 @@ func restartWithBackoff(a Actions, in Input, index int, init bool, name string, 
 			a.RequeueAt = until
 		}
 		return a
+	}
+	if a.Backoff == nil {
+		a.Backoff = map[string]BackoffEntry{}
 	}
 	a.Backoff[key] = in.Config.Next(entry, in.Now)
 	if c.State != podstate.ContainerExited {
