@@ -1,6 +1,8 @@
 package kubelet
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -90,10 +92,26 @@ func TestProjectedVolume(t *testing.T) {
 	if len(requests) != 1 {
 		t.Errorf("token re-requested before 80%% of its lifetime: %d requests", len(requests))
 	}
+	if out, _, _, _ := h.rt.ExecSync(ctx, id, []string{"cat", "/var/run/secrets/all/token"}, time.Second); string(out) != "token-for-proj" {
+		t.Errorf("the token not yet due was not kept: %q", out)
+	}
 	h.step(480 * time.Second)
 	h.sync(p)
 	if len(requests) != 2 {
 		t.Errorf("token not refreshed at 80%% of its lifetime: %d requests", len(requests))
+	}
+	// A token file that is gone is fetched anew at the next refresh,
+	// though not yet due.
+	if err := os.Remove(filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~projected", "all"), "token")); err != nil {
+		t.Fatal(err)
+	}
+	h.step(DefaultSyncFrequency)
+	h.sync(p)
+	if len(requests) != 3 {
+		t.Errorf("a removed token file was not fetched anew: %d requests", len(requests))
+	}
+	if out, _, _, _ := h.rt.ExecSync(ctx, id, []string{"cat", "/var/run/secrets/all/token"}, time.Second); string(out) != "token-for-proj" {
+		t.Errorf("token after the file was removed: %q", out)
 	}
 }
 

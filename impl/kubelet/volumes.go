@@ -194,13 +194,17 @@ func (k *Kubelet) projectedFiles(ctx context.Context, src clientEnvSource, rec *
 // serviceAccountTokenFile returns the token file of a projection, reusing
 // the pod's current token until 80% of its lifetime has passed (upstream's
 // token manager refreshes at 80% of the TTL). The token itself is not kept
-// in memory: until it is due, it is read back from the volume it was
-// written to (dir), and fetched anew if that file is gone.
+// in memory: until it is due, the file written to the volume (dir) stays
+// as it is (no file is returned), and the token is fetched anew if that
+// file is gone or empty.
 func (k *Kubelet) serviceAccountTokenFile(ctx context.Context, rec *podRecord, pod *v1.Pod, dir string, key tokenKey, p *v1.ServiceAccountTokenProjection) (map[string][]byte, error) {
 	now := k.clock.Now()
 	if refreshAt, ok := rec.tokenRefresh(key); ok && now.Before(refreshAt) {
-		if token, err := readVolumeFile(dir, p.Path); err == nil && len(token) > 0 {
-			return map[string][]byte{p.Path: token}, nil
+		// Not due: the token written last time stays (nothing to write).
+		if path, err := volumeFilePath(dir, p.Path); err == nil {
+			if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size() > 0 {
+				return nil, nil
+			}
 		}
 	}
 	sa := pod.Spec.ServiceAccountName
@@ -296,14 +300,6 @@ func volumeFilePath(dir, rel string) (string, error) {
 		return "", fmt.Errorf("invalid path %q", rel)
 	}
 	return filepath.Join(dir, clean), nil
-}
-
-func readVolumeFile(dir, rel string) ([]byte, error) {
-	path, err := volumeFilePath(dir, rel)
-	if err != nil {
-		return nil, err
-	}
-	return os.ReadFile(path)
 }
 
 // writeVolumeFile writes one file of a volume unless it already holds
