@@ -21,22 +21,49 @@ type shell struct {
 	files  *map[string]string // the container's own files, made at the first write
 	env    []*runtimeapi.KeyValue
 	mounts []mount
+	podUID string // the container's pod UID label (see mount)
 }
 
 // mount is what the simulated shell needs of a CRI mount: where it is
-// seen and where its files are. A container keeps these two strings
-// instead of the kubelet's runtimeapi.Mount (a protobuf message some ten
-// times their size).
-type mount struct{ containerPath, hostPath string }
+// seen and where its files are. A container keeps these paths instead of
+// the kubelet's runtimeapi.Mount (a protobuf message some ten times their
+// size). The host path of a kubelet volume,
+// <root>/pods/<pod UID>/volumes/<plugin>/<name>, is kept as the part
+// before the pod's UID (shared by every pod of the kubelet) and the part
+// after it; the UID is the container's own label.
+type mount struct {
+	containerPath string
+	// hostPrefix + the pod's UID + hostRest is the host path if
+	// splitAtUID, else hostPrefix is.
+	hostPrefix, hostRest string
+	splitAtUID           bool
+}
 
-// mountsOf keeps the paths of the kubelet's mounts.
-func mountsOf(ms []*runtimeapi.Mount) []mount {
+// hostPath is the mount's host path for a container of the pod podUID.
+func (m *mount) hostPath(podUID string) string {
+	if !m.splitAtUID {
+		return m.hostPrefix
+	}
+	return m.hostPrefix + podUID + m.hostRest
+}
+
+// mountsOf keeps the paths of the kubelet's mounts of a container of the
+// pod podUID.
+func mountsOf(ms []*runtimeapi.Mount, podUID string) []mount {
 	if len(ms) == 0 {
 		return nil
 	}
 	out := make([]mount, len(ms))
 	for i, m := range ms {
-		out[i] = mount{m.ContainerPath, m.HostPath}
+		out[i] = mount{containerPath: m.ContainerPath, hostPrefix: m.HostPath}
+		if podUID == "" {
+			continue
+		}
+		if j := strings.Index(m.HostPath, "/"+podUID+"/"); j >= 0 {
+			out[i].hostPrefix = shared.str(m.HostPath[:j+1])
+			out[i].hostRest = strings.Clone(m.HostPath[j+1+len(podUID):])
+			out[i].splitAtUID = true
+		}
 	}
 	return out
 }
@@ -70,7 +97,7 @@ func (sh *shell) read(path string) (string, bool) {
 	for _, m := range sh.mounts {
 		mp := strings.TrimSuffix(m.containerPath, "/")
 		if path == mp || strings.HasPrefix(path, mp+"/") {
-			b, err := os.ReadFile(filepath.Join(m.hostPath, strings.TrimPrefix(path, mp)))
+			b, err := os.ReadFile(filepath.Join(m.hostPath(sh.podUID), strings.TrimPrefix(path, mp)))
 			if err == nil {
 				return string(b), true
 			}
@@ -88,7 +115,7 @@ func (sh *shell) exists(path string) bool {
 	for _, m := range sh.mounts {
 		mp := strings.TrimSuffix(m.containerPath, "/")
 		if path == mp || strings.HasPrefix(path, mp+"/") {
-			if _, err := os.Stat(filepath.Join(m.hostPath, strings.TrimPrefix(path, mp))); err == nil {
+			if _, err := os.Stat(filepath.Join(m.hostPath(sh.podUID), strings.TrimPrefix(path, mp))); err == nil {
 				return true
 			}
 		}

@@ -31,6 +31,7 @@ type sharedParts struct {
 	sandbox  map[string]*runtimeapi.LinuxSandboxSecurityContext
 	linux    map[string]*runtimeapi.LinuxPodSandboxConfig
 	meta     map[string]*runtimeapi.ContainerMetadata
+	strs     map[string]string
 }
 
 var shared = newSharedParts()
@@ -43,6 +44,7 @@ func newSharedParts() *sharedParts {
 		sandbox:  map[string]*runtimeapi.LinuxSandboxSecurityContext{},
 		linux:    map[string]*runtimeapi.LinuxPodSandboxConfig{},
 		meta:     map[string]*runtimeapi.ContainerMetadata{},
+		strs:     map[string]string{},
 	}
 }
 
@@ -88,6 +90,19 @@ func (s *sharedParts) securityContext(sc *runtimeapi.LinuxContainerSecurityConte
 		return sc
 	}
 	return share(&s.mu, s.security, string(b), sc)
+}
+
+// str returns the kept copy of s (a copy of its own, not of a longer
+// string s may be part of).
+func (s *sharedParts) str(v string) string {
+	s.mu.Lock()
+	kept, ok := s.strs[v]
+	s.mu.Unlock()
+	if ok {
+		return kept
+	}
+	c := strings.Clone(v)
+	return share(&s.mu, s.strs, c, c)
 }
 
 // containerMeta returns the shared container metadata equal to m (a

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"testing"
+	"unsafe"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -78,5 +79,27 @@ func TestContainerMetaShared(t *testing.T) {
 	d := s.containerMeta(&runtimeapi.ContainerMetadata{Name: "app1"})
 	if a != b || c == a || c.Attempt != 1 || d == a || d.Name != "app1" {
 		t.Errorf("container metadata: %v %v %v %v", a, b, c, d)
+	}
+}
+
+// A kubelet volume's host path is kept around the pod's UID (the part
+// before it shared); other host paths whole; both read back unchanged.
+func TestMountsKeepHostPathsAroundThePodUID(t *testing.T) {
+	ms := mountsOf([]*runtimeapi.Mount{
+		{ContainerPath: "/var/run/secrets", HostPath: "/var/lib/kubelet/pods/u-1/volumes/kubernetes.io~projected/kube-api-access-abcde"},
+		{ContainerPath: "/data", HostPath: "/srv/data"},
+	}, "u-1")
+	other := mountsOf([]*runtimeapi.Mount{{ContainerPath: "/x", HostPath: "/var/lib/kubelet/pods/u-2/volumes/kubernetes.io~empty-dir/x"}}, "u-2")
+	if got := ms[0].hostPath("u-1"); got != "/var/lib/kubelet/pods/u-1/volumes/kubernetes.io~projected/kube-api-access-abcde" || !ms[0].splitAtUID {
+		t.Errorf("kubelet volume host path %q (split %v)", got, ms[0].splitAtUID)
+	}
+	if got := ms[1].hostPath("u-1"); got != "/srv/data" || ms[1].splitAtUID {
+		t.Errorf("host path %q (split %v)", got, ms[1].splitAtUID)
+	}
+	if other[0].hostPath("u-2") != "/var/lib/kubelet/pods/u-2/volumes/kubernetes.io~empty-dir/x" || unsafe.StringData(other[0].hostPrefix) != unsafe.StringData(ms[0].hostPrefix) {
+		t.Errorf("the pods directory is not shared: %q %q", other[0].hostPrefix, ms[0].hostPrefix)
+	}
+	if m := mountsOf([]*runtimeapi.Mount{{ContainerPath: "/y", HostPath: "/pods/u-10/y"}}, "u-1"); m[0].splitAtUID || m[0].hostPath("u-1") != "/pods/u-10/y" {
+		t.Errorf("split at another pod's UID: %+v", m[0])
 	}
 }

@@ -413,9 +413,10 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 		id: r.newID("container"), seq: r.seq, sandboxID: sandboxID, meta: shared.containerMeta(config.Metadata),
 		image: config.Image.Image, imageRef: ref, labels: compactLabels(config.Labels), annotations: shared.stringMap(config.Annotations),
 		faults: f.shared(), state: runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.clock.Now().UnixNano(),
-		env: shared.env(config.Envs), mounts: mountsOf(config.Mounts), security: shared.securityContext(config.GetLinux().GetSecurityContext()),
+		env: shared.env(config.Envs), security: shared.securityContext(config.GetLinux().GetSecurityContext()),
 		stdinOnce: config.StdinOnce,
 	}
+	c.mounts = mountsOf(config.Mounts, c.labels.podUID)
 	r.containers[c.id] = c
 	return c.id, nil
 }
@@ -657,7 +658,7 @@ func (r *Runtime) ExecSync(ctx context.Context, id string, cmd []string, timeout
 	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		return nil, nil, 0, fmt.Errorf("exec in container %s: container is not running", id)
 	}
-	stdout, stderr, code := runShell(&shell{files: &c.files, env: c.env, mounts: c.mounts}, cmd)
+	stdout, stderr, code := runShell(&shell{files: &c.files, env: c.env, mounts: c.mounts, podUID: c.labels.podUID}, cmd)
 	if len(r.execLog) >= maxExecLog {
 		r.execLog = append(r.execLog[:0], r.execLog[1:]...)
 	}

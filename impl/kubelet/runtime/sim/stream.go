@@ -154,7 +154,7 @@ func (r *Runtime) runScriptIn(id, script string) (string, string, int32, error) 
 	if err != nil {
 		return "", "", 0, err
 	}
-	out, errOut, code := runScript(&shell{files: &c.files, env: c.env, mounts: c.mounts}, script)
+	out, errOut, code := runScript(&shell{files: &c.files, env: c.env, mounts: c.mounts, podUID: c.labels.podUID}, script)
 	return out, errOut, code, nil
 }
 
