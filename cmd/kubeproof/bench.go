@@ -103,8 +103,8 @@ Workloads:
                     the same with 1,000 nodes and 30,000 pods at --rate (300 s at 100/s).
   node-memory       issue 5's memory shares by process: a 'kubeproof apiserver' process,
                     and a node agent process (controller manager, scheduler and
-                    --memory-nodes simulated kubelets); --memory-pods pods created and
-                    Running; the agent's live heap and RSS per node and per pod, and the
+                    --memory-nodes simulated kubelets); --memory-pods pods created at
+                    --rate and Running; the agent's live heap and RSS per node and per pod, and the
                     API server's RSS per node and per pod, separately.
   checkers          the model checker on each --checker-configs configuration (distinct
                     states, depth, time, distinct states/s, bytes per state), then the
@@ -214,7 +214,7 @@ inline SVG charts) and charts/*.svg.`,
 						if err != nil {
 							return err
 						}
-						nmCfg := bench.NodeMemoryConfig{Nodes: memNodes, Pods: memPods, HeapProfile: heapProfile, Progress: progressPrinter(cmd.ErrOrStderr())}
+						nmCfg := bench.NodeMemoryConfig{Nodes: memNodes, Pods: memPods, Rate: rate, HeapProfile: heapProfile, Progress: progressPrinter(cmd.ErrOrStderr())}
 						if cmd.Flags().Changed("node-agent-gogc") {
 							nmCfg.AgentGOGC = &agentGOGC
 						}
@@ -327,7 +327,7 @@ inline SVG charts) and charts/*.svg.`,
 	fs.BoolVar(&schedProcess, "scheduler-process", true, "Scheduling workloads run the scheduler as a separate 'kubeproof scheduler' process (false: in-process; CPU and RSS are then the whole process's).")
 	fs.BoolVar(&fsyncOff, "unsafe-no-fsync", false, "Scheduling and startup workloads turn fsync off in the embedded etcd.")
 	fs.IntVar(&startupNodes, "startup-nodes", 100, "Simulated nodes of the startup workload.")
-	fs.Float64Var(&rate, "rate", 100, "Pod arrival rate (pods/s) of the startup workloads.")
+	fs.Float64Var(&rate, "rate", 100, "Pod arrival rate (pods/s) of the startup and node-memory workloads.")
 	fs.DurationVar(&startupDuration, "startup-duration", 30*time.Second, "How long pods arrive in the startup workload.")
 	fs.IntVar(&memNodes, "memory-nodes", 100, "Simulated nodes of the node-memory workload.")
 	fs.IntVar(&memPods, "memory-pods", 3000, "Pods of the node-memory workload.")
