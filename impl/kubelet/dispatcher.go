@@ -54,8 +54,7 @@ func NewPodInformer(client kubernetes.Interface, resync time.Duration) cache.Sha
 		resync = DefaultSyncFrequency
 	}
 	inf := coreinformers.NewPodInformer(client, metav1.NamespaceAll, resync, cache.Indexers{byNodeName: podNodeName})
-	store := inf.GetStore()
-	_ = inf.SetTransform(sourceTransform(kubeletTable, storePrior(&store))) // not started yet: cannot fail
+	setSourceTransform(inf)
 	return inf
 }
 
@@ -134,13 +133,12 @@ func (d *PodDispatcher) Run(ctx context.Context) error {
 	}
 	inf := d.shared
 	if inf == nil {
-		var store cache.Store
 		factory := informers.NewSharedInformerFactoryWithOptions(d.client, 0,
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 				o.FieldSelector = fields.OneTermNotEqualSelector("spec.nodeName", "").String()
-			}), informers.WithTransform(sourceTransform(kubeletTable, storePrior(&store))))
+			}))
 		inf = factory.Core().V1().Pods().Informer()
-		store = inf.GetStore()
+		setSourceTransform(inf)
 		if err := inf.AddIndexers(cache.Indexers{byNodeName: podNodeName}); err != nil {
 			return fmt.Errorf("pod dispatcher: %w", err)
 		}

@@ -255,13 +255,12 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	var informer cache.SharedIndexInformer
 	if !k.cfg.ExternalPodSource {
 		// No informer resync: housekeeping resyncs every pod.
-		var store cache.Store
 		factory := informers.NewSharedInformerFactoryWithOptions(k.client, 0,
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 				o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", k.cfg.NodeName).String()
-			}), informers.WithTransform(sourceTransform(kubeletTable, storePrior(&store))))
+			}))
 		informer = factory.Core().V1().Pods().Informer()
-		store = informer.GetStore()
+		setSourceTransform(informer)
 		if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { k.podFromSource(obj, false) },
 			UpdateFunc: func(_, obj any) { k.podFromSource(obj, false) },

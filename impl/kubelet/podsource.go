@@ -37,20 +37,23 @@ func sourceTransform(table *intern.Table, prior func(*v1.Pod) *v1.Pod) cache.Tra
 	}
 }
 
-// storePrior is a sourceTransform prior reading *store, the informer's
-// store, once set (before the informer starts; nil until then).
-func storePrior(store *cache.Store) func(*v1.Pod) *v1.Pod {
+// storePrior is a sourceTransform prior reading store, the informer's own.
+func storePrior(store cache.Store) func(*v1.Pod) *v1.Pod {
 	return func(p *v1.Pod) *v1.Pod {
-		if *store == nil {
-			return nil
-		}
-		obj, ok, err := (*store).GetByKey(p.Namespace + "/" + p.Name)
+		obj, ok, err := store.GetByKey(p.Namespace + "/" + p.Name)
 		if err != nil || !ok {
 			return nil
 		}
 		old, _ := obj.(*v1.Pod)
 		return old
 	}
+}
+
+// setSourceTransform installs the pod source's transform on inf, which has
+// not started yet: strings shared through kubeletTable and with the
+// version inf's own store holds.
+func setSourceTransform(inf cache.SharedIndexInformer) {
+	_ = inf.SetTransform(sourceTransform(kubeletTable, storePrior(inf.GetStore()))) // not started yet: cannot fail
 }
 
 // kubeletTable is shared by the pod sources of every kubelet in this

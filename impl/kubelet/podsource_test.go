@@ -107,8 +107,7 @@ func TestPodDispatcherOnASharedPodInformer(t *testing.T) {
 // strings of the version its informer holds.
 func TestSourceTransformSharesStringsWithThePriorVersion(t *testing.T) {
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	var s cache.Store = store
-	tr := sourceTransform(intern.New(), storePrior(&s))
+	tr := sourceTransform(intern.New(), storePrior(store))
 	mk := func(rv string) *v1.Pod {
 		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: string([]byte("web-1")), UID: "u-" + types.UID(string([]byte("1"))), ResourceVersion: rv}}
 	}
@@ -124,8 +123,8 @@ func TestSourceTransformSharesStringsWithThePriorVersion(t *testing.T) {
 	if b.ResourceVersion != "2" {
 		t.Errorf("resourceVersion %q", b.ResourceVersion)
 	}
-	var unset cache.Store
-	if out, _ := sourceTransform(intern.New(), storePrior(&unset))(mk("3")); out.(*v1.Pod).UID != "u-1" {
-		t.Error("a transform before its informer exists changed the pod")
+	empty := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	if out, _ := sourceTransform(intern.New(), storePrior(empty))(mk("3")); out.(*v1.Pod).UID != "u-1" {
+		t.Error("a transform with no prior version changed the pod")
 	}
 }
