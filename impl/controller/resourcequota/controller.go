@@ -269,18 +269,19 @@ func (c *Controller) replenishHandler(gr schema.GroupResource) cache.ResourceEve
 			if !ok1 || !ok2 {
 				return
 			}
-			if !c.tracked(pod.Namespace, gr) {
+			keys := c.trackingKeys(pod.Namespace, gr)
+			if len(keys) == 0 {
 				// No quota to replenish: skip computing usages (every
 				// pod update of every namespace comes through here).
 				return
 			}
 			now := c.clock.Now()
 			if quotaeval.PodCounts(old, now) != quotaeval.PodCounts(pod, now) || !apiequality.Semantic.DeepEqual(quotaeval.PodComputeUsage(old), quotaeval.PodComputeUsage(pod)) {
-				c.enqueueTracking(pod.Namespace, gr, 0)
+				c.enqueueKeys(keys, 0)
 			}
 			if old.DeletionTimestamp == nil && pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil {
 				end := pod.DeletionTimestamp.Add(time.Duration(*pod.DeletionGracePeriodSeconds)*time.Second + time.Second)
-				c.enqueueTracking(pod.Namespace, gr, end.Sub(now))
+				c.enqueueKeys(keys, end.Sub(now))
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -291,7 +292,7 @@ func (c *Controller) replenishHandler(gr schema.GroupResource) cache.ResourceEve
 			if err != nil {
 				return
 			}
-			c.enqueueTracking(m.GetNamespace(), gr, 0)
+			c.enqueueKeys(c.trackingKeys(m.GetNamespace(), gr), 0)
 		},
 	}
 }
@@ -304,42 +305,32 @@ func metaOf(obj any) (metav1.Object, error) {
 	return m, nil
 }
 
-// tracked reports whether a quota in namespace counts objects of gr.
-func (c *Controller) tracked(namespace string, gr schema.GroupResource) bool {
+// trackingKeys returns the keys of the quotas in namespace that count
+// objects of gr.
+func (c *Controller) trackingKeys(namespace string, gr schema.GroupResource) []string {
 	quotas, err := c.quotas.ResourceQuotas(namespace).List(labels.Everything())
 	if err != nil {
-		return true // let enqueueTracking decide
+		return nil
 	}
+	var keys []string
 	for _, q := range quotas {
-		if slices.Contains(Tracked(q), gr) {
-			return true
+		if !slices.Contains(Tracked(q), gr) {
+			continue
+		}
+		if key, err := cache.MetaNamespaceKeyFunc(q); err == nil {
+			keys = append(keys, key)
 		}
 	}
-	return false
+	return keys
 }
 
-// enqueueTracking enqueues, after delay, every quota in namespace that
-// counts objects of gr.
-func (c *Controller) enqueueTracking(namespace string, gr schema.GroupResource, delay time.Duration) {
-	quotas, err := c.quotas.ResourceQuotas(namespace).List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, q := range quotas {
-		for _, t := range Tracked(q) {
-			if t != gr {
-				continue
-			}
-			key, err := cache.MetaNamespaceKeyFunc(q)
-			if err != nil {
-				break
-			}
-			if delay > 0 {
-				c.queue.AddAfter(key, delay)
-			} else {
-				c.queue.Add(key)
-			}
-			break
+// enqueueKeys enqueues the quotas of keys after delay.
+func (c *Controller) enqueueKeys(keys []string, delay time.Duration) {
+	for _, key := range keys {
+		if delay > 0 {
+			c.queue.AddAfter(key, delay)
+		} else {
+			c.queue.Add(key)
 		}
 	}
 }
