@@ -93,7 +93,7 @@ type managerParams struct {
 // kube-apiserver validates Create/Update/PatchOptions (a 422 naming the
 // options kind). patchType is "" for anything but a patch.
 func parseManagerParams(r *http.Request, optionsKind string, patchType types.PatchType) (managerParams, error) {
-	q := query(r)
+	q := request.Query(r)
 	p := managerParams{fieldManager: q.Get("fieldManager")}
 	if v, ok := q["force"]; ok && len(v) > 0 && optionsKind == "PatchOptions" {
 		force, err := strconv.ParseBool(v[0])

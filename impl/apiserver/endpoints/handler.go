@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -352,18 +351,8 @@ type writeOptions struct {
 	fieldValidation string // Strict, Warn or Ignore
 }
 
-// query returns r's query parameters; nil (every lookup empty) when there
-// are none, which spares parsing an empty query into a new map on every
-// plain create.
-func query(r *http.Request) url.Values {
-	if r.URL.RawQuery == "" {
-		return nil
-	}
-	return r.URL.Query()
-}
-
 func parseWriteOptions(r *http.Request, kind string) (writeOptions, error) {
-	q := query(r)
+	q := request.Query(r)
 	dry := q["dryRun"]
 	fv := q.Get("fieldValidation")
 	var errs field.ErrorList

@@ -104,10 +104,7 @@ func Parse(r *http.Request) *Info {
 		info.Subresource = rest[2]
 	}
 
-	var q url.Values // nil: no parameters (spares parsing "" into a new map)
-	if r.URL.RawQuery != "" {
-		q = r.URL.Query()
-	}
+	q := Query(r)
 	if isWatchPath {
 		info.Verb = "watch"
 	}
@@ -171,6 +168,16 @@ func lowerMethod(method string) string {
 		return "options"
 	}
 	return strings.ToLower(method)
+}
+
+// Query returns r's query parameters; nil (every lookup empty) when there
+// are none, which spares parsing an empty query into a new map on every
+// request without parameters.
+func Query(r *http.Request) url.Values {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	return r.URL.Query()
 }
 
 func isTrue(s string) bool { return s == "true" || s == "1" }
