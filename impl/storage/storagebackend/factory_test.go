@@ -18,14 +18,22 @@ import (
 	"github.com/kubeproof/kubeproof/impl/storage/storagetest"
 )
 
-func TestFactoryStoresUnderPrefixAndRecordsMetrics(t *testing.T) {
-	defer leakcheck.Check(t)()
-	ctx := context.Background()
-	e, err := embedded.Start(ctx, embedded.Config{DataDir: t.TempDir(), UnsafeNoFsync: true})
+// startEtcd starts an embedded etcd (fsync off) for one test. When the
+// test ends it is closed, and then no goroutine of ours may be left.
+func startEtcd(t *testing.T) *embedded.Etcd {
+	t.Helper()
+	t.Cleanup(leakcheck.Check(t)) // registered first: runs after every later cleanup
+	e, err := embedded.Start(context.Background(), embedded.Config{DataDir: t.TempDir(), UnsafeNoFsync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
+func TestFactoryStoresUnderPrefixAndRecordsMetrics(t *testing.T) {
+	ctx := context.Background()
+	e := startEtcd(t)
 	reg := prometheus.NewRegistry()
 	f := NewFactory(Config{Client: e.Client(), Metrics: reg, CompactionInterval: 0})
 	defer f.Close()
@@ -79,13 +87,8 @@ func TestFactoryStoresUnderPrefixAndRecordsMetrics(t *testing.T) {
 }
 
 func TestFactoryWatchCacheServesAndStops(t *testing.T) {
-	defer leakcheck.Check(t)()
 	ctx := context.Background()
-	e, err := embedded.Start(ctx, embedded.Config{DataDir: t.TempDir(), UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := startEtcd(t)
 	f := NewFactory(Config{Client: e.Client(), WatchCache: true})
 	defer f.Close()
 	res := storagetest.Pods()
@@ -120,13 +123,7 @@ func TestFactoryWatchCacheServesAndStops(t *testing.T) {
 // Events are served straight from etcd with the watch cache on, as
 // kube-apiserver's default watch cache sizes; pods through the cache.
 func TestFactoryLeavesEventsUncached(t *testing.T) {
-	defer leakcheck.Check(t)()
-	ctx := context.Background()
-	e, err := embedded.Start(ctx, embedded.Config{DataDir: t.TempDir(), UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := startEtcd(t)
 	f := NewFactory(Config{Client: e.Client(), WatchCache: true})
 	defer f.Close()
 	for _, tc := range []struct {
