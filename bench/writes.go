@@ -20,12 +20,18 @@ import (
 
 // WriteResult is one write-throughput measurement.
 type WriteResult struct {
-	// Target names what was written to, e.g. "apiserver (protobuf)" or
-	// "etcd Txn".
+	// Target names what was written to, e.g. "etcd Txn", "apiserver
+	// (protobuf)" (client-go) or "apiserver (protobuf, http2)" (the lean
+	// HTTP/2 client).
 	Target string `json:"target"`
 	// Op is what each operation was: "" (or "create") for creates,
 	// "update" for compare-and-swap updates of an existing object.
-	Op      string `json:"op,omitempty"`
+	Op string `json:"op,omitempty"`
+	// Client is the client that made the calls: "clientv3" (etcd's Go
+	// client) for raw etcd, "client-go" (typed clientset) or "http2" (the
+	// lean HTTP/2 client, see APICreatesHTTP2) for the API server. Empty
+	// in results recorded before session 8 (client-go and clientv3).
+	Client  string `json:"client,omitempty"`
 	Clients int    `json:"clients"`
 	Ops     int64  `json:"ops"`
 	Errors  int64  `json:"errors"`
@@ -130,14 +136,16 @@ func APICreates(ctx context.Context, cfg *rest.Config, contentType, namespace, p
 		return WriteResult{}, fmt.Errorf("building client: %w", err)
 	}
 	target := "apiserver (" + shortContentType(contentType) + ")"
-	return runClients(ctx, target, clients, d, func(ctx context.Context, c, seq int) error {
+	r := runClients(ctx, target, clients, d, func(ctx context.Context, c, seq int) error {
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d-%d", prefix, c, seq)},
 			Data:       map[string]string{"payload": payload1KiB},
 		}
 		_, err := cs.CoreV1().ConfigMaps(namespace).Create(ctx, cm, metav1.CreateOptions{})
 		return err
-	}), nil
+	})
+	r.Client = clientGo
+	return r, nil
 }
 
 // EtcdTxnCreates writes the same 1 KiB ConfigMaps straight to etcd the way
@@ -148,9 +156,11 @@ func EtcdTxnCreates(ctx context.Context, client *clientv3.Client, keyPrefix stri
 	if err != nil {
 		return WriteResult{}, err
 	}
-	return runClients(ctx, "etcd Txn", clients, d, func(ctx context.Context, c, seq int) error {
+	r := runClients(ctx, "etcd Txn", clients, d, func(ctx context.Context, c, seq int) error {
 		return txnCreate(ctx, client, fmt.Sprintf("%s/%d-%d", keyPrefix, c, seq), value)
-	}), nil
+	})
+	r.Client = clientV3
+	return r, nil
 }
 
 // configMapValue is what the raw etcd creates store: a 1 KiB ConfigMap,

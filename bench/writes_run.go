@@ -31,28 +31,45 @@ type WritesConfig struct {
 	Duration time.Duration
 	// ContentTypes the API clients speak (default protobuf and JSON).
 	ContentTypes []string
+	// NoHTTP2Client leaves out the writes workload's lean HTTP/2 client
+	// (APICreatesHTTP2), which otherwise runs at each level after the
+	// client-go runs.
+	NoHTTP2Client bool
 	// Progress, if set, is called after each measurement.
 	Progress func(WriteResult)
 }
 
 // RunWrites measures 1 KiB ConfigMap creates through the API server, and raw
-// etcd Txn creates, at each concurrency level. Objects go to a fresh
-// namespace that is deleted afterwards; etcd keys go under a bench prefix
-// outside /registry and are deleted too.
+// etcd Txn creates, at each concurrency level: raw Txn with clientv3, API
+// creates with client-go in each content type, then (unless
+// cfg.NoHTTP2Client) API protobuf creates with the lean HTTP/2 client.
+// Objects go to a fresh namespace that is deleted afterwards; etcd keys go
+// under a bench prefix outside /registry and are deleted too.
 func RunWrites(ctx context.Context, cfg WritesConfig) ([]WriteResult, error) {
+	var more []levelRun
+	if !cfg.NoHTTP2Client {
+		more = append(more, func(ctx context.Context, ns, prefix string, clients int, d time.Duration) (WriteResult, error) {
+			return APICreatesHTTP2(ctx, cfg.API, ns, prefix+"-http2", clients, d)
+		})
+	}
 	return runWriteLevels(ctx, cfg, "writes", "c", EtcdTxnCreates,
 		func(ctx context.Context, ct, ns, prefix string, clients int, d time.Duration) (WriteResult, error) {
 			return APICreates(ctx, cfg.API, ct, ns, prefix, clients, d)
-		})
+		}, more...)
 }
+
+// levelRun is one more API measurement runWriteLevels makes at each level,
+// after the content types': in namespace ns, names starting with prefix.
+type levelRun func(ctx context.Context, ns, prefix string, clients int, d time.Duration) (WriteResult, error)
 
 // runWriteLevels is the loop RunWrites and RunUpdates share: defaults, a
 // fresh namespace bench-<kind>-<time> deleted afterwards, and at each
 // concurrency level the raw etcd measurement (if cfg.Etcd is set; its keys
-// deleted after it) then the API measurement for each content type.
+// deleted after it), the API measurement for each content type, then more.
 func runWriteLevels(ctx context.Context, cfg WritesConfig, kind, namePrefix string,
 	etcdRun func(ctx context.Context, client *clientv3.Client, keyPrefix string, clients int, d time.Duration) (WriteResult, error),
 	apiRun func(ctx context.Context, contentType, namespace, prefix string, clients int, d time.Duration) (WriteResult, error),
+	more ...levelRun,
 ) ([]WriteResult, error) {
 	if len(cfg.Clients) == 0 {
 		cfg.Clients = []int{1, 16, 64, 256}
@@ -104,6 +121,13 @@ func runWriteLevels(ctx context.Context, cfg WritesConfig, kind, namePrefix stri
 		}
 		for _, ct := range cfg.ContentTypes {
 			r, err := apiRun(ctx, ct, ns, fmt.Sprintf("%s%d-%s", namePrefix, i, shortContentType(ct)), clients, cfg.Duration)
+			if err != nil {
+				return results, err
+			}
+			record(r)
+		}
+		for _, run := range more {
+			r, err := run(ctx, ns, fmt.Sprintf("%s%d", namePrefix, i), clients, cfg.Duration)
 			if err != nil {
 				return results, err
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,8 +37,18 @@ func TestRunWritesSmoke(t *testing.T) {
 		if r.Ops == 0 || r.Errors != 0 || r.Rate <= 0 || r.Latencies.P99 <= 0 || r.ProcessCPUPerOp <= 0 {
 			t.Errorf("%s: implausible result %+v", r.Target, r)
 		}
+		wantClient := "client-go"
+		switch {
+		case strings.HasPrefix(r.Target, "etcd Txn"):
+			wantClient = "clientv3"
+		case r.Target == "apiserver (protobuf, http2)":
+			wantClient = "http2"
+		}
+		if r.Client != wantClient {
+			t.Errorf("%s: client %q, want %q", r.Target, r.Client, wantClient)
+		}
 	}
-	if want := []string{"etcd Txn", "etcd Txn (in-process)", "apiserver (protobuf)", "apiserver (json)"}; !slices.Equal(targets, want) {
+	if want := []string{"etcd Txn", "etcd Txn (in-process)", "apiserver (protobuf)", "apiserver (json)", "apiserver (protobuf, http2)"}; !slices.Equal(targets, want) {
 		t.Fatalf("targets %q, want %q", targets, want)
 	}
 	// The etcd keys are gone and the namespace is being deleted.
@@ -141,4 +152,41 @@ func parallelN(b *testing.B, clients int, op func(i int64) error) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "creates/s")
+}
+
+// TestWriteShares pairs each API create result with the raw Txn result of
+// its level, in both rate and process CPU per create.
+func TestWriteShares(t *testing.T) {
+	results := []WriteResult{
+		{Target: "etcd Txn", Client: "clientv3", Clients: 1, Rate: 1000, ProcessCPUPerOp: 100 * time.Microsecond},
+		{Target: "etcd Txn (in-process)", Client: "clientv3", Clients: 1, Rate: 4000},
+		{Target: "apiserver (protobuf)", Client: "client-go", Clients: 1, Rate: 500, ProcessCPUPerOp: 400 * time.Microsecond},
+		{Target: "etcd Txn", Client: "clientv3", Clients: 64, Rate: 10000, ProcessCPUPerOp: 120 * time.Microsecond},
+		{Target: "apiserver (protobuf)", Clients: 64, Rate: 4500, ProcessCPUPerOp: 300 * time.Microsecond},
+		{Target: "apiserver (protobuf, http2)", Client: "http2", Clients: 64, Rate: 6500},
+		{Target: "etcd Txn CAS", Op: OpUpdate, Clients: 64, Rate: 9000},
+		{Target: "apiserver (protobuf)", Op: OpUpdate, Clients: 64, Rate: 3000},
+	}
+	want := []WriteShare{
+		{Clients: 1, Target: "apiserver (protobuf)", Client: "client-go", Rate: 500, RawRate: 1000, RateShare: 0.5,
+			CPUPerOp: 400 * time.Microsecond, RawCPUPerOp: 100 * time.Microsecond, CPUShare: 0.25},
+		{Clients: 64, Target: "apiserver (protobuf)", Client: "client-go", Rate: 4500, RawRate: 10000, RateShare: 0.45,
+			CPUPerOp: 300 * time.Microsecond, RawCPUPerOp: 120 * time.Microsecond, CPUShare: 0.4},
+		{Clients: 64, Target: "apiserver (protobuf, http2)", Client: "http2", Rate: 6500, RawRate: 10000, RateShare: 0.65,
+			RawCPUPerOp: 120 * time.Microsecond},
+	}
+	got := WriteShares(results)
+	if !slices.Equal(got, want) {
+		t.Fatalf("WriteShares:\n got %+v\nwant %+v", got, want)
+	}
+	var b strings.Builder
+	WriteShareTable(&b, results)
+	for _, line := range []string{
+		"| 64 | apiserver (protobuf) | client-go | 4500 | 10000 | 45% | 300 µs / 120 µs | 0.40 |",
+		"| 64 | apiserver (protobuf, http2) | http2 | 6500 | 10000 | 65% | — / 120 µs | — |",
+	} {
+		if !strings.Contains(b.String(), line) {
+			t.Errorf("table lacks %q:\n%s", line, b.String())
+		}
+	}
 }

@@ -60,14 +60,17 @@ func newBenchCommand() *cobra.Command {
 any API server given by --kubeconfig, and print Markdown tables.
 
 Workloads:
-  writes            1 KiB ConfigMap creates/s through the API server (protobuf and JSON
-                    clients) at each --clients level, next to raw etcd Txn creates/s on the
+  writes            1 KiB ConfigMap creates/s through the API server (client-go protobuf
+                    and JSON clients, and a lean HTTP/2 protobuf client doing about etcd
+                    clientv3's work per call: "apiserver (protobuf, http2)") at each
+                    --clients level, next to raw etcd Txn creates/s (clientv3) on the
                     same etcd: with an in-process cluster both over gRPC on loopback TCP
                     ("etcd Txn") and through etcd's in-process client ("etcd Txn
                     (in-process)", how the API server reaches its embedded etcd unless
                     --apiserver-etcd-grpc); with --kubeconfig, over gRPC to --etcd-servers.
                     Each row also gives the process's CPU per operation (the whole stack's
-                    when it runs in-process).
+                    when it runs in-process); a second table gives each API row's share of
+                    the raw Txn rate over gRPC at its level, by rate and by CPU.
   updates           compare-and-swap updates/s of 1 KiB ConfigMaps at each --clients level for
                     --duration: each client PUTs its own object with the last resourceVersion
                     (protobuf and JSON clients), next to raw etcd Txn
@@ -182,6 +185,8 @@ inline SVG charts) and charts/*.svg.`,
 							bench.WriteUpdatesTable(&md, machine, results)
 						} else {
 							bench.WriteTable(&md, machine, results)
+							bench.WriteShareTable(&md, results)
+							bench.WriteShareTable(out, results)
 						}
 					case "watch-fanout":
 						cfg := bench.WatchFanoutConfig{Watchers: watchers, Rate: eventRate, Duration: watchDuration, Connections: watchConns}

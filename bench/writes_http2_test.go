@@ -1,0 +1,266 @@
+package bench
+
+import (
+	"context"
+	"encoding/pem"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeproof/kubeproof/impl/cluster/clustertest"
+)
+
+// TestHTTP2ClientCreatesRealObjects runs the lean HTTP/2 client briefly
+// against an in-process cluster and checks that every create it counted is
+// an object the API server stored, and that its objects are the ones
+// client-go's creates make (same admission, defaulting and storage: only
+// name, uid, resourceVersion and times differ).
+func TestHTTP2ClientCreatesRealObjects(t *testing.T) {
+	c, cs := clustertest.Start(t, clustertest.Options{})
+	ctx := context.Background()
+	const ns = "lean"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const clients = 3
+	before := runtime.NumGoroutine()
+	r, err := APICreatesHTTP2(ctx, c.AdminConfig, ns, "lean", clients, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Ops == 0 || r.Errors != 0 || r.Target != targetAPIProtobufHTTP2 || r.Client != clientHTTP2 || r.Latencies.P99 <= 0 {
+		t.Fatalf("implausible result %+v", r)
+	}
+	// The transport's connections are closed (slack for the cluster's own
+	// goroutines; TestHTTP2ClientChecksAnswers checks without).
+	checkNoGoroutineLeak(t, before)
+
+	// Every counted create is stored; calls cut off by the deadline (at
+	// most one per client) may have been stored too.
+	list, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lean []corev1.ConfigMap
+	for _, cm := range list.Items {
+		if strings.HasPrefix(cm.Name, "lean-") {
+			lean = append(lean, cm)
+		}
+	}
+	if n := int64(len(lean)); n < r.Ops || n > r.Ops+clients {
+		t.Fatalf("%d lean objects stored, the client counted %d creates (%d clients)", n, r.Ops, clients)
+	}
+	for _, cm := range lean {
+		if cm.Data["payload"] != payload1KiB || cm.UID == "" || cm.ResourceVersion == "" || len(cm.Name) != len("lean-")+numberWidth {
+			t.Fatalf("stored object %s: %+v", cm.Name, cm.ObjectMeta)
+		}
+	}
+
+	// The same object created by client-go (the benchmark's protobuf
+	// clientset).
+	goClient, err := kubernetes.NewForConfig(APIClientConfig(c.AdminConfig, k8sruntime.ContentTypeProtobuf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := goClient.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "by-client-go"}, Data: map[string]string{"payload": payload1KiB},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	byGo, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "by-client-go", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byLean, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, lean[0].Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := comparable(byGo), comparable(byLean); !equalObjects(t, a, b) {
+		t.Fatalf("client-go's object and the lean client's differ:\nclient-go: %+v\nlean:      %+v", a, b)
+	}
+	if len(byLean.ManagedFields) == 0 {
+		t.Errorf("no managedFields on the lean client's object: %+v", byLean.ObjectMeta)
+	}
+}
+
+// comparable is cm without what differs between two creates of the same
+// object: name, uid, resourceVersion and times.
+func comparable(cm *corev1.ConfigMap) *corev1.ConfigMap {
+	c := cm.DeepCopy()
+	c.Name, c.UID, c.ResourceVersion = "", "", ""
+	c.CreationTimestamp = metav1.Time{}
+	for i := range c.ManagedFields {
+		c.ManagedFields[i].Time = nil
+	}
+	return c
+}
+
+func equalObjects(t *testing.T, a, b *corev1.ConfigMap) bool {
+	t.Helper()
+	ea, err := encodeProtobuf(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eb, err := encodeProtobuf(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ea == eb
+}
+
+// TestHTTP2ClientCountsServerErrors: a create the API server refuses (the
+// namespace does not exist) is an error carrying the server's Status
+// message, never a counted create.
+func TestHTTP2ClientCountsServerErrors(t *testing.T) {
+	c, _ := clustertest.Start(t, clustertest.Options{})
+	r, err := APICreatesHTTP2(context.Background(), c.AdminConfig, "no-such-namespace", "lean", 2, 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Ops != 0 || r.Errors == 0 {
+		t.Fatalf("creates in a missing namespace: %d counted, %d errors", r.Ops, r.Errors)
+	}
+	if !strings.Contains(r.FirstError, "404") || !strings.Contains(r.FirstError, `namespaces "no-such-namespace" not found`) {
+		t.Errorf("first error %q, want the server's 404 Status message", r.FirstError)
+	}
+}
+
+// TestHTTP2ClientChecksAnswers: the lean client refuses answers that are
+// not a created ConfigMap of the name it sent over HTTP/2.
+func TestHTTP2ClientChecksAnswers(t *testing.T) {
+	otherName, err := encodeProtobuf(&corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: "lean-0000000042"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, err := encodeProtobuf(&corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: "lean-0000000000"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		http1  bool
+		answer func(w http.ResponseWriter, r *http.Request)
+		want   string // in the error; "" for success
+	}{
+		{"echo", false, echoCreate, ""},
+		{"echo over HTTP/1.1", true, echoCreate, "not HTTP/2"},
+		{"200 instead of 201", false, func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(readBody(r))
+		}, "200 OK"},
+		{"another name", false, answer(http.StatusCreated, otherName), `"lean-0000000042"`},
+		{"another kind", false, answer(http.StatusCreated, secret), `"Secret"`},
+		{"JSON", false, answer(http.StatusCreated, `{"kind":"ConfigMap"}`), "not Kubernetes protobuf"},
+		{"truncated", false, func(w http.ResponseWriter, r *http.Request) {
+			b := readBody(r)
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write(b[:len(b)-10])
+		}, "decoding"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var gotHeader http.Header
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				gotHeader = r.Header.Clone()
+				tc.answer(w, r)
+			}))
+			srv.EnableHTTP2 = !tc.http1
+			srv.StartTLS()
+			defer srv.Close()
+			cfg := &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{
+				CAData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}),
+			}}
+			before := runtime.NumGoroutine()
+			l, err := newLeanCreator(cfg, "ns", "lean")
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = l.create(context.Background(), 0)
+			l.Close()
+			srv.Close()
+			waitGoroutines(t, before)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+			for _, h := range []string{"Content-Type", "Accept"} {
+				if got := gotHeader.Get(h); got != k8sruntime.ContentTypeProtobuf {
+					t.Errorf("%s %q", h, got)
+				}
+			}
+			if got := gotHeader.Get("User-Agent"); got != rest.DefaultKubernetesUserAgent() {
+				t.Errorf("User-Agent %q, want client-go's %q", got, rest.DefaultKubernetesUserAgent())
+			}
+		})
+	}
+}
+
+// echoCreate answers a create as an API server does, with the object sent
+// (a ConfigMap named as the request's).
+func echoCreate(w http.ResponseWriter, r *http.Request) {
+	b := readBody(r)
+	var cm corev1.ConfigMap
+	if r.URL.Path != "/api/v1/namespaces/ns/configmaps" || r.Method != http.MethodPost || decodeProtobuf(b, "ConfigMap", &cm) != nil || cm.Name != "lean-0000000000" {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	w.WriteHeader(http.StatusCreated)
+	_, _ = w.Write(b)
+}
+
+func answer(code int, body string) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		readBody(r)
+		w.WriteHeader(code)
+		_, _ = w.Write([]byte(body))
+	}
+}
+
+func readBody(r *http.Request) []byte {
+	b, _ := io.ReadAll(r.Body)
+	return b
+}
+
+func TestPutDigits(t *testing.T) {
+	b := make([]byte, numberWidth)
+	for _, tc := range []struct {
+		n    int64
+		want string
+	}{{0, "0000000000"}, {7, "0000000007"}, {1234567890, "1234567890"}} {
+		putDigits(b, tc.n)
+		if string(b) != tc.want {
+			t.Errorf("putDigits(%d) = %q, want %q", tc.n, b, tc.want)
+		}
+	}
+}
+
+// waitGoroutines polls until no more goroutines run than before.
+func waitGoroutines(t *testing.T, before int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
