@@ -3,6 +3,12 @@
 // certificates and kubeconfigs, and — as they join — the controller manager,
 // the scheduler and simulated kubelets. It is what `kubeproof up` runs and
 // what cross-component tests and benchmarks start in-process.
+//
+// Simulated nodes read pods through one shared watch, as KWOK does, and
+// each writes as its own node (system:node:<name>): see nodes.go for the
+// shared pod informer (read as NodeSimulatorUser, and also the controller
+// manager's and scheduler's pod cache), the one event broadcaster and the
+// kubelets' root directory on tmpfs.
 package cluster
 
 import (
@@ -103,6 +109,8 @@ type Cluster struct {
 	Metrics *prometheus.Registry
 
 	kubelets []*kubelet.Kubelet
+	// simNodes are the parts the simulated kubelets share (nodes.go).
+	simNodes *simulatedNodes
 	// kubeletAPI serves the kubelet API of every simulated kubelet.
 	kubeletAPI *KubeletAPI
 
@@ -140,6 +148,9 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	if cfg.NodeMaxPods == 0 {
 		cfg.NodeMaxPods = 110
+	}
+	if cfg.Nodes > maxSimulatedNodes {
+		return nil, fmt.Errorf("at most %d simulated nodes are supported, %d asked", maxSimulatedNodes, cfg.Nodes)
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data dir: %w", err)
@@ -251,6 +262,13 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if err := c.waitReady(ctx, stop, time.Minute); err != nil {
 		return nil, err
 	}
+	if cfg.Nodes > 0 {
+		// Before the controller manager and the scheduler, which share
+		// the simulated nodes' pod informer.
+		if c.simNodes, err = c.startSimulatedNodes(compsCtx, cfg); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.ControllerManager {
 		if err := c.startControllerManager(compsCtx, cfg); err != nil {
 			return nil, err
@@ -335,6 +353,9 @@ func (c *Cluster) shutdown() {
 	c.shutdownOnce.Do(func() {
 		c.cancelComps()
 		c.compsWG.Wait()
+		if c.simNodes != nil {
+			c.simNodes.stop()
+		}
 		c.cancelServer()
 		c.srvWG.Wait()
 		c.release()

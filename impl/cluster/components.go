@@ -8,7 +8,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/faults"
 	"github.com/kubeproof/kubeproof/impl/kubelet"
-	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 	"github.com/kubeproof/kubeproof/impl/pki"
 	"github.com/kubeproof/kubeproof/impl/scheduler"
 )
@@ -73,6 +71,9 @@ func (c *Cluster) startControllerManager(ctx context.Context, cfg Config) error 
 	// grants exactly its system:controller:<name> role; and the cluster CA
 	// is published to every namespace as kube-root-ca.crt.
 	cmCfg.UseServiceAccountCredentials = true
+	// With simulated nodes, the controllers' pod cache is their shared
+	// pod informer (nodes.go).
+	cmCfg.PodInformer = c.sharedPods()
 	cmCfg.RootCA = c.CA.CertPEM
 	// The cluster CA also signs kubelet client certificates (TLS
 	// bootstrapping), as kubeadm passes --cluster-signing-cert-file and
@@ -121,50 +122,13 @@ func (c *Cluster) startScheduler(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	s, err := scheduler.New(ctx, cs, scheduler.Config{Logger: cfg.Logger})
+	// With simulated nodes, the scheduler's pod cache is their shared pod
+	// informer (nodes.go).
+	s, err := scheduler.New(ctx, cs, scheduler.Config{Logger: cfg.Logger, PodInformer: c.sharedPods()})
 	if err != nil {
 		return fmt.Errorf("building scheduler: %w", err)
 	}
 	c.goRun(&c.compsWG, "scheduler", func() error { return s.Run(ctx) })
-	return nil
-}
-
-// startKubelets runs cfg.Nodes simulated kubelets named node-1 … node-N,
-// each with its own node identity and pod CIDR.
-func (c *Cluster) startKubelets(ctx context.Context, cfg Config) error {
-	if cfg.Nodes > maxSimulatedNodes {
-		return fmt.Errorf("at most %d simulated nodes are supported, %d asked", maxSimulatedNodes, cfg.Nodes)
-	}
-	cpu, err := resource.ParseQuantity(cfg.NodeCPU)
-	if err != nil {
-		return fmt.Errorf("node cpu: %w", err)
-	}
-	mem, err := resource.ParseQuantity(cfg.NodeMemory)
-	if err != nil {
-		return fmt.Errorf("node memory: %w", err)
-	}
-	pkiDir := filepath.Join(cfg.DataDir, "pki", "nodes")
-	for i := 0; i < cfg.Nodes; i++ {
-		name := fmt.Sprintf("node-%d", i+1)
-		cidr := fmt.Sprintf("10.%d.%d.0/24", 244+i/256, i%256)
-		_, cs, err := c.componentClient(pkiDir, "", name, NodeUserPrefix+name, []string{NodesGroup}, 50, 100)
-		if err != nil {
-			return err
-		}
-		rt, err := sim.New(sim.Config{PodCIDR: cidr})
-		if err != nil {
-			return fmt.Errorf("building runtime of %s: %w", name, err)
-		}
-		k, err := kubelet.New(ctx, cs, kubelet.Config{
-			NodeName: name, PodCIDR: cidr, Port: c.kubeletAPI.Port, CPU: cpu, Memory: mem, MaxPods: cfg.NodeMaxPods, Logger: cfg.Logger.With("node", name),
-		}, rt)
-		if err != nil {
-			return fmt.Errorf("building kubelet %s: %w", name, err)
-		}
-		c.kubelets = append(c.kubelets, k)
-		c.kubeletAPI.Mux.Add(k)
-		c.goRun(&c.compsWG, "kubelet "+name, func() error { return k.Run(ctx) })
-	}
 	return nil
 }
 

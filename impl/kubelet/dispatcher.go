@@ -132,6 +132,7 @@ func (d *PodDispatcher) Run(ctx context.Context) error {
 		DeleteFunc: func(obj any) { d.dispatch(obj, true) },
 	}
 	inf := d.shared
+	var synced cache.InformerSynced
 	if inf == nil {
 		factory := informers.NewSharedInformerFactoryWithOptions(d.client, 0,
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -147,6 +148,7 @@ func (d *PodDispatcher) Run(ctx context.Context) error {
 		}
 		factory.Start(ctx.Done())
 		defer factory.Shutdown()
+		synced = inf.HasSynced
 	} else {
 		// A shared informer of every pod: unbound pods find no kubelet
 		// (dispatch ignores them) until their binding arrives as an update.
@@ -155,11 +157,15 @@ func (d *PodDispatcher) Run(ctx context.Context) error {
 			return fmt.Errorf("pod dispatcher: %w", err)
 		}
 		defer func() { _ = inf.RemoveEventHandler(reg) }()
+		// The informer may have synced long before this handler was
+		// added: the source is synced once the handler has been handed
+		// every pod the informer held.
+		synced = reg.HasSynced
 	}
 	d.mu.Lock()
 	d.informer = inf
 	d.mu.Unlock()
-	if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+	if cache.WaitForCacheSync(ctx.Done(), synced) {
 		d.mu.Lock()
 		d.synced = true
 		ks := make([]*Kubelet, 0, len(d.kubelets))

@@ -1,0 +1,316 @@
+package cluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
+)
+
+// The simulated nodes of one process (Config.Nodes) read pods through one
+// shared watch, as KWOK's node simulator does, and each writes as its own
+// node:
+//
+//   - one pod informer (kubelet.NewPodInformer) of every pod, listed and
+//     watched as NodeSimulatorUser, whose ClusterRole (NodeSimulatorRole,
+//     created at start as kubeadm creates its bindings) may only get, list
+//     and watch pods. A kubelet.PodDispatcher hands each pod to the kubelet
+//     of its spec.nodeName (kubelet.Config.ExternalPodSource). The
+//     in-process controller manager and scheduler use the same informer
+//     (controllermanager.Config.PodInformer, scheduler.Config.PodInformer):
+//     the process decodes and keeps each pod once instead of three times,
+//     and the API server serves one pod watch instead of N+2;
+//   - every kubelet writes through its own system:node:<name> client —
+//     node status, Lease, pod status, final pod deletes, CSRs, its
+//     ConfigMap/Secret/service reads — so the Node authorizer and
+//     NodeRestriction judge each node's requests as a real kubelet's;
+//   - one event broadcaster (one correlation cache of client-go's fixed
+//     size instead of one per node); each kubelet records with its own
+//     source host, and nodeEventSinks writes each event through the client
+//     of the node that recorded it;
+//   - the kubelets' root directory (pod directories and volume contents)
+//     on tmpfs, as upstream's kubelet keeps secret and projected volumes
+//     in memory, removed when the cluster stops (simulated pods do not
+//     outlive the process).
+//
+// A standalone `kubeproof kubelet` keeps its own field-selected pod watch.
+
+// NodeSimulatorUser is the identity of the simulated nodes' shared pod
+// watch, and NodeSimulatorRole its ClusterRole (and binding).
+const (
+	NodeSimulatorUser = "kubeproof:node-simulator"
+	NodeSimulatorRole = "kubeproof:node-simulator"
+)
+
+// nodeSimulatorRules: reading pods, nothing else.
+var nodeSimulatorRules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}}
+
+// simulatedNodes are the parts the simulated kubelets of a cluster share.
+type simulatedNodes struct {
+	pods       cache.SharedIndexInformer
+	dispatcher *kubelet.PodDispatcher
+	events     record.EventBroadcaster
+	sinks      *nodeEventSinks
+	// rootDir holds every kubelet's pod directories (RootDir) and
+	// PodLogsDir; tmpfs tells whether it is on a tmpfs.
+	rootDir string
+	tmpfs   bool
+}
+
+// startSimulatedNodes prepares the shared parts and starts the pod
+// informer on ctx (the components' context). The caller stops them with
+// stop once every component has stopped.
+func (c *Cluster) startSimulatedNodes(ctx context.Context, cfg Config) (*simulatedNodes, error) {
+	admin, err := kubernetes.NewForConfig(c.AdminConfig)
+	if err != nil {
+		return nil, fmt.Errorf("building admin client: %w", err)
+	}
+	if err := ensureNodeSimulatorRBAC(ctx, admin); err != nil {
+		return nil, err
+	}
+	_, cs, err := c.componentClient(filepath.Join(cfg.DataDir, "pki"), "", "node-simulator", NodeSimulatorUser, nil, 50, 100)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitPodsReadable(ctx, cs, time.Minute); err != nil {
+		return nil, err
+	}
+	n := &simulatedNodes{sinks: &nodeEventSinks{byHost: map[string]record.EventSink{}}}
+	if n.rootDir, n.tmpfs, err = kubeletRootDir(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	n.pods = kubelet.NewPodInformer(cs, 0)
+	n.dispatcher = kubelet.NewPodDispatcherWithInformer(n.pods)
+	n.events = record.NewBroadcaster(record.WithContext(ctx))
+	n.events.StartRecordingToSink(n.sinks)
+	pods := n.pods
+	c.goRun(&c.compsWG, "simulated nodes' pod informer", func() error { pods.RunWithContext(ctx); return nil })
+	return n, nil
+}
+
+// stop releases what startSimulatedNodes made, once the kubelets stopped.
+func (n *simulatedNodes) stop() {
+	n.events.Shutdown()
+	_ = os.RemoveAll(n.rootDir)
+}
+
+// ensureNodeSimulatorRBAC creates NodeSimulatorRole and its binding to
+// NodeSimulatorUser, or brings the role's rules back to nodeSimulatorRules.
+func ensureNodeSimulatorRBAC(ctx context.Context, admin kubernetes.Interface) error {
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: NodeSimulatorRole}, Rules: nodeSimulatorRules}
+	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		old, err := admin.RbacV1().ClusterRoles().Get(ctx, NodeSimulatorRole, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("reading ClusterRole %s: %w", NodeSimulatorRole, err)
+		}
+		old.Rules = nodeSimulatorRules
+		if _, err := admin.RbacV1().ClusterRoles().Update(ctx, old, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("updating ClusterRole %s: %w", NodeSimulatorRole, err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("creating ClusterRole %s: %w", NodeSimulatorRole, err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: NodeSimulatorRole},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: NodeSimulatorRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: NodeSimulatorUser}},
+	}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating ClusterRoleBinding %s: %w", NodeSimulatorRole, err)
+	}
+	return nil
+}
+
+// waitPodsReadable waits until cs may list pods (the authorizer has seen
+// the new binding), so the informer does not start in a reflector's
+// back-off.
+func waitPodsReadable(ctx context.Context, cs kubernetes.Interface, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		_, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1})
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s cannot list pods after %s: %w", NodeSimulatorUser, timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s to read pods: %w", NodeSimulatorUser, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// kubeletRootDir is the simulated kubelets' root directory: on the
+// machine's tmpfs (/dev/shm) when it has a writable one, named after the
+// data directory so that a restart on the same data directory replaces
+// what a crashed run left; DataDir/kubelet otherwise. It is emptied first.
+func kubeletRootDir(dataDir string) (dir string, tmpfs bool, err error) {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return "", false, err
+	}
+	sum := sha256.Sum256([]byte(abs))
+	candidates := []struct {
+		dir   string
+		tmpfs bool
+	}{
+		{filepath.Join(shmDir, "kubeproof-kubelets-"+hex.EncodeToString(sum[:6])), true},
+		{filepath.Join(abs, "kubelet"), false},
+	}
+	var errs []error
+	for _, c := range candidates {
+		if c.tmpfs && !isDir(shmDir) {
+			continue
+		}
+		if err := os.RemoveAll(c.dir); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := os.MkdirAll(c.dir, 0o700); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		return c.dir, c.tmpfs, nil
+	}
+	return "", false, fmt.Errorf("simulated kubelets' root directory: %w", errors.Join(errs...))
+}
+
+// shmDir is the machine's tmpfs (a variable for tests).
+var shmDir = "/dev/shm"
+
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
+}
+
+// KubeletRootDir is the directory holding the simulated kubelets' pod
+// directories and volumes ("" without simulated nodes), and whether it is
+// on tmpfs (memory of the machine, outside any process's RSS).
+func (c *Cluster) KubeletRootDir() (dir string, tmpfs bool) {
+	if c.simNodes == nil {
+		return "", false
+	}
+	return c.simNodes.rootDir, c.simNodes.tmpfs
+}
+
+// sharedPods is the simulated nodes' pod informer, for the controller
+// manager and the scheduler (nil without simulated nodes).
+func (c *Cluster) sharedPods() cache.SharedIndexInformer {
+	if c.simNodes == nil {
+		return nil
+	}
+	return c.simNodes.pods
+}
+
+// startKubelets runs cfg.Nodes simulated kubelets named node-1 … node-N,
+// each with its own node identity and pod CIDR, on the shared pod source.
+func (c *Cluster) startKubelets(ctx context.Context, cfg Config) error {
+	cpu, err := resource.ParseQuantity(cfg.NodeCPU)
+	if err != nil {
+		return fmt.Errorf("node cpu: %w", err)
+	}
+	mem, err := resource.ParseQuantity(cfg.NodeMemory)
+	if err != nil {
+		return fmt.Errorf("node memory: %w", err)
+	}
+	n := c.simNodes
+	pkiDir := filepath.Join(cfg.DataDir, "pki", "nodes")
+	for i := 0; i < cfg.Nodes; i++ {
+		name := fmt.Sprintf("node-%d", i+1)
+		cidr := fmt.Sprintf("10.%d.%d.0/24", 244+i/256, i%256)
+		_, cs, err := c.componentClient(pkiDir, "", name, NodeUserPrefix+name, []string{NodesGroup}, 50, 100)
+		if err != nil {
+			return err
+		}
+		rt, err := sim.New(sim.Config{PodCIDR: cidr})
+		if err != nil {
+			return fmt.Errorf("building runtime of %s: %w", name, err)
+		}
+		n.sinks.add(name, cs)
+		k, err := kubelet.New(ctx, cs, kubelet.Config{
+			NodeName: name, PodCIDR: cidr, Port: c.kubeletAPI.Port, CPU: cpu, Memory: mem, MaxPods: cfg.NodeMaxPods,
+			ExternalPodSource: true,
+			RootDir:           filepath.Join(n.rootDir, "root"), PodLogsDir: filepath.Join(n.rootDir, "pod-logs"),
+			Recorder: n.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: kubelet.EventComponent, Host: name}),
+			Logger:   cfg.Logger.With("node", name),
+		}, rt)
+		if err != nil {
+			return fmt.Errorf("building kubelet %s: %w", name, err)
+		}
+		c.kubelets = append(c.kubelets, k)
+		c.kubeletAPI.Mux.Add(k)
+		n.dispatcher.Add(k)
+		c.goRun(&c.compsWG, "kubelet "+name, func() error { return k.Run(ctx) })
+	}
+	c.goRun(&c.compsWG, "simulated nodes' pod dispatcher", func() error { return n.dispatcher.Run(ctx) })
+	return nil
+}
+
+// nodeEventSinks is the event sink of the simulated kubelets' one
+// broadcaster: it writes each event through the client of the node that
+// recorded it (the event's source host), so events too are each node's
+// own requests.
+type nodeEventSinks struct {
+	mu     sync.RWMutex
+	byHost map[string]record.EventSink
+}
+
+func (s *nodeEventSinks) add(node string, cs kubernetes.Interface) {
+	s.mu.Lock()
+	s.byHost[node] = &typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")}
+	s.mu.Unlock()
+}
+
+func (s *nodeEventSinks) sink(e *corev1.Event) (record.EventSink, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if k, ok := s.byHost[e.Source.Host]; ok {
+		return k, nil
+	}
+	return nil, fmt.Errorf("event %s/%s from %q: not a simulated node of this cluster", e.Namespace, e.Name, e.Source.Host)
+}
+
+func (s *nodeEventSinks) Create(e *corev1.Event) (*corev1.Event, error) {
+	k, err := s.sink(e)
+	if err != nil {
+		return nil, err
+	}
+	return k.Create(e)
+}
+
+func (s *nodeEventSinks) Update(e *corev1.Event) (*corev1.Event, error) {
+	k, err := s.sink(e)
+	if err != nil {
+		return nil, err
+	}
+	return k.Update(e)
+}
+
+func (s *nodeEventSinks) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+	k, err := s.sink(e)
+	if err != nil {
+		return nil, err
+	}
+	return k.Patch(e, data)
+}

@@ -1,0 +1,154 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestSimulatedNodesShareOnePodWatch runs the controller manager, the
+// scheduler and two simulated nodes with an audit log of every request,
+// starts a pod, and reads who asked for what: pods are listed and watched
+// by NodeSimulatorUser only (one informer for the kubelets, the controller
+// manager and the scheduler), while the pod's status, the nodes, their
+// leases and the kubelets' events are written by system:node:<name>. The
+// kubelets' root directory holds the pod's volumes while it runs and is
+// gone once the cluster stopped.
+func TestSimulatedNodesShareOnePodWatch(t *testing.T) {
+	before := runtime.NumGoroutine()
+	ctx := context.Background()
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	auditLog := filepath.Join(dir, "audit.log")
+	c, err := Start(ctx, Config{DataDir: filepath.Join(dir, "data"), BindAddress: "127.0.0.1:0", WatchCache: true, UnsafeNoFsync: true,
+		ControllerManager: true, Scheduler: true, Nodes: 2, Auth: AuthOptions{AuditPolicyFile: policy, AuditLogPath: auditLog}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = c.Stop()
+		}
+	}()
+	root, tmpfs := c.KubeletRootDir()
+	if onShm := isDir(shmDir); tmpfs != onShm || (tmpfs && !strings.HasPrefix(root, shmDir+"/")) {
+		t.Errorf("kubelets' root %s (tmpfs %v); the machine has a tmpfs at %s: %v", root, tmpfs, shmDir, onShm)
+	}
+	cs, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}
+	if pod, err = cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var node string
+	deadline := time.Now().Add(time.Minute)
+	for node == "" {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Status.Phase == corev1.PodRunning {
+			node = p.Spec.NodeName
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod not Running after a minute: %+v", p.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The kubelet's events (Pulled, Created, Started) name the node as
+	// their source.
+	for {
+		evs, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, e := range evs.Items {
+			found = found || (e.Source.Component == "kubelet" && e.Source.Host == node && e.InvolvedObject.Name == "web")
+		}
+		if found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no kubelet event from %s for the pod: %+v", node, evs.Items)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The pod's service account token volume is on the kubelets' root.
+	if _, err := os.Stat(filepath.Join(root, "root", "pods", string(pod.UID), "volumes")); err != nil {
+		t.Errorf("pod volumes not under the kubelets' root: %v", err)
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	stopped = true
+	if _, err := os.Stat(root); !os.IsNotExist(err) {
+		t.Errorf("kubelets' root %s still there after Stop: %v", root, err)
+	}
+
+	data, err := os.ReadFile(auditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readers := map[string]int{} // user → pod lists and watches
+	writers := map[string]map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var ev struct {
+			Verb      string
+			User      struct{ Username string }
+			ObjectRef *struct{ Resource, Subresource, Name string }
+			Stage     string
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("audit line %q: %v", line, err)
+		}
+		if ev.ObjectRef == nil {
+			continue
+		}
+		r := ev.ObjectRef.Resource
+		if ev.ObjectRef.Subresource != "" {
+			r += "/" + ev.ObjectRef.Subresource
+		}
+		switch {
+		case r == "pods" && (ev.Verb == "list" || ev.Verb == "watch"):
+			readers[ev.User.Username]++
+		case ev.Verb == "create" || ev.Verb == "update" || ev.Verb == "patch":
+			if writers[r] == nil {
+				writers[r] = map[string]bool{}
+			}
+			writers[r][ev.User.Username] = true
+		}
+	}
+	for user := range readers {
+		if user != NodeSimulatorUser {
+			t.Errorf("%s listed or watched pods (%d times); only %s should", user, readers[user], NodeSimulatorUser)
+		}
+	}
+	if readers[NodeSimulatorUser] == 0 {
+		t.Errorf("%s never read pods; readers %v", NodeSimulatorUser, readers)
+	}
+	for _, r := range []string{"pods/status", "nodes", "leases", "events"} {
+		if !writers[r][NodeUserPrefix+node] {
+			t.Errorf("%s not written by %s%s: writers %v", r, NodeUserPrefix, node, writers[r])
+		}
+		if writers[r][NodeSimulatorUser] {
+			t.Errorf("%s written by %s", r, NodeSimulatorUser)
+		}
+	}
+	waitGoroutines(t, before)
+}
