@@ -3,11 +3,13 @@ package bench
 import (
 	"context"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -263,4 +265,99 @@ func waitGoroutines(t *testing.T, before int) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// BenchmarkCreateCPUShareHTTP2 is BenchmarkCreateCPUShare with the lean
+// HTTP/2 client next to client-go: process CPU per 1 KiB ConfigMap create
+// at 64 clients, client, API server (`kubeproof up`'s, etcd in-process,
+// fsync off) and etcd all in this process.
+//
+//	etcd-grpc  raw Txn If(ModRevision==0) Then Put, clientv3 over gRPC
+//	api        client-go (protobuf, HTTPS) → API server
+//	api-http2  the lean HTTP/2 client (protobuf, HTTPS) → API server
+//
+// share reports etcd-grpc CPU / API CPU for each client (the target is 0.6).
+// Each target can run alone (e.g. -bench 'CreateCPUShareHTTP2/api-http2'
+// with -cpuprofile, to see what a create costs with the lean client).
+//
+//	go test ./bench -run '^$' -bench CreateCPUShareHTTP2 -benchtime 20000x
+func BenchmarkCreateCPUShareHTTP2(b *testing.B) {
+	const clients = 64
+	c, cs := clustertest.Start(b, clustertest.Options{})
+	ctx := context.Background()
+	goClient, err := kubernetes.NewForConfig(APIClientConfig(c.AdminConfig, k8sruntime.ContentTypeProtobuf))
+	if err != nil {
+		b.Fatal(err)
+	}
+	value, err := configMapValue()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var seq atomic.Int64
+	var namespaces atomic.Int64
+	// Each round creates in a fresh namespace, so that every target
+	// starts from the same number of objects in its namespace.
+	newNamespace := func(b *testing.B) string {
+		ns := fmt.Sprintf("share-%d", namespaces.Add(1))
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		return ns
+	}
+	targets := []struct {
+		name string
+		op   func(b *testing.B) (op func() error, done func())
+	}{
+		{"etcd-grpc", func(b *testing.B) (func() error, func()) {
+			return func() error {
+				return txnCreate(ctx, c.EtcdClient, fmt.Sprintf("/bench-share/%d", seq.Add(1)), value)
+			}, func() {}
+		}},
+		{"api", func(b *testing.B) (func() error, func()) {
+			ns := newNamespace(b)
+			return func() error {
+				_, err := goClient.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("share-%d", seq.Add(1))},
+					Data:       map[string]string{"payload": payload1KiB},
+				}, metav1.CreateOptions{})
+				return err
+			}, func() {}
+		}},
+		{"api-http2", func(b *testing.B) (func() error, func()) {
+			l, err := newLeanCreator(c.AdminConfig, newNamespace(b), "share")
+			if err != nil {
+				b.Fatal(err)
+			}
+			return func() error { return l.create(ctx, seq.Add(1)) }, l.Close
+		}},
+	}
+	cpu := map[string]time.Duration{}
+	for _, tg := range targets {
+		b.Run(tg.name, func(b *testing.B) {
+			op, done := tg.op(b)
+			defer done()
+			// Warm connections and caches first.
+			if err := runN(2*clients, clients, op); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			startCPU := processCPU()
+			if err := runN(b.N, clients, op); err != nil {
+				b.Fatal(err)
+			}
+			perOp := (processCPU() - startCPU) / time.Duration(b.N)
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
+			b.ReportMetric(float64(perOp.Nanoseconds())/1000, "cpu-µs/create")
+			cpu[tg.name] = perOp
+		})
+	}
+	b.Run("share", func(b *testing.B) {
+		for _, api := range []string{"api", "api-http2"} {
+			if cpu["etcd-grpc"] > 0 && cpu[api] > 0 {
+				b.ReportMetric(float64(cpu["etcd-grpc"])/float64(cpu[api]), "etcd-grpc/"+api)
+			}
+		}
+	})
 }

@@ -48,7 +48,7 @@ func TestRunWritesSmoke(t *testing.T) {
 			t.Errorf("%s: client %q, want %q", r.Target, r.Client, wantClient)
 		}
 	}
-	if want := []string{"etcd Txn", "etcd Txn (in-process)", "apiserver (protobuf)", "apiserver (json)", "apiserver (protobuf, http2)"}; !slices.Equal(targets, want) {
+	if want := []string{"etcd Txn", "etcd Txn (in-process)", "apiserver (protobuf)", "apiserver (protobuf, http2)", "apiserver (json)"}; !slices.Equal(targets, want) {
 		t.Fatalf("targets %q, want %q", targets, want)
 	}
 	// The etcd keys are gone and the namespace is being deleted.
