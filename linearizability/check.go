@@ -2,6 +2,7 @@ package linearizability
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -17,6 +18,12 @@ type Result struct {
 	Violations []Violation `json:"violations"`
 	// CheckTime is how long checking took.
 	CheckTime time.Duration `json:"checkTime"`
+	// PerKeyOps is how many operations the per-key search had, Pending
+	// how many of them were ambiguous writes left unresolved (they never
+	// return; see ambiguous.go), and MaxPendingPerKey the most on one key.
+	PerKeyOps        int `json:"perKeyOps"`
+	Pending          int `json:"pending"`
+	MaxPendingPerKey int `json:"maxPendingPerKey"`
 
 	info porcupine.LinearizationInfo
 }
@@ -43,7 +50,18 @@ func Check(h *History, opts CheckOptions) *Result {
 	}
 	res := &Result{}
 	t, vs := buildTimeline(h)
-	res.Linearizable, res.info = porcupine.CheckOperationsVerbose(keyModel, porcupineHistory(h, t), opts.PorcupineTimeout)
+	ops := porcupineHistory(h, t)
+	res.PerKeyOps = len(ops)
+	pending := map[string]int{}
+	for _, o := range ops {
+		if o.Return == math.MaxInt64 {
+			res.Pending++
+			k := o.Input.(*Op).Key
+			pending[k]++
+			res.MaxPendingPerKey = max(res.MaxPendingPerKey, pending[k])
+		}
+	}
+	res.Linearizable, res.info = porcupine.CheckOperationsVerbose(keyModel, ops, opts.PorcupineTimeout)
 	switch res.Linearizable {
 	case porcupine.Illegal:
 		res.Violations = append(res.Violations, Violation{Check: "linearizable", Op: -1, Watch: -1, Message: "the per-key histories are not linearizable (see history.html)"})
@@ -68,6 +86,7 @@ func Summary(h *History, r *Result) string {
 	for _, w := range h.Watches {
 		events += len(w.Events)
 	}
-	return fmt.Sprintf("scenario %s: clients=%d operations=%d watches=%d events=%d duration=%s result=%s check=%s",
-		h.Scenario, h.Clients, len(h.Ops), len(h.Watches), events, time.Duration(h.Duration).Round(time.Millisecond), verdict, r.CheckTime.Round(time.Millisecond))
+	return fmt.Sprintf("scenario %s: clients=%d operations=%d watches=%d events=%d duration=%s result=%s check=%s per-key=%d pending=%d (max %d on one key)",
+		h.Scenario, h.Clients, len(h.Ops), len(h.Watches), events, time.Duration(h.Duration).Round(time.Millisecond), verdict, r.CheckTime.Round(time.Millisecond),
+		r.PerKeyOps, r.Pending, r.MaxPendingPerKey)
 }

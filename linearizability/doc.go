@@ -12,7 +12,13 @@
 // is unique (client and sequence number), so a value seen anywhere
 // identifies the write that produced it. Each operation is an Op (call and
 // return time, input, outcome, returned object or list); each stream a
-// Watch; both are plain data, written as JSON into reports.
+// Watch; both are plain data, written as JSON into reports. The end of a
+// run cancels no request (each client finishes the operation it is in);
+// then a final reader (client number Clients) makes a quorum get of every
+// key and a quorum list, which mark the end of the history. A client whose
+// operation had an ambiguous outcome pauses before its next one (10 ms,
+// doubling up to 320 ms), so a server failing requests fast does not pile
+// up ambiguous writes.
 //
 // Outcomes: a 409/404/410 answer is decisive (AlreadyExists, Conflict,
 // NotFound, Expired); 429 and other 4xx are definite failures that changed
@@ -88,7 +94,15 @@
 //     ambiguous write never returns and may or may not take effect (its
 //     revision then stays unknown until some read reveals it). This checks
 //     that each key's operations have a linearization in which its writes'
-//     revisions increase.
+//     revisions increase. Before the search, ambiguous writes are resolved
+//     where the history decides them: one whose value was observed took
+//     effect before its first observation returned; a create, update or
+//     patch nobody observed, while unfiltered watch streams reported every
+//     revision from its call to the end of the history, did not take
+//     effect (ambiguous.go argues why neither can hide a violation). Only
+//     the rest — ambiguous deletes, and writes during a gap in the watches
+//     — stay pending, so the search does not grow exponentially with
+//     them.
 //  2. Across keys (revision order): every linearizable operation must have
 //     a revision ρ in a known range — a write exactly its resourceVersion;
 //     a quorum get of version v any ρ from v's revision up to (excluding)
@@ -119,7 +133,10 @@
 // revision, so a delete is placed by watch events when some stream saw it
 // and otherwise only by porcupine; failed CAS operations (Conflict,
 // NotFound, AlreadyExists) are checked per key only; an ambiguous write
-// nobody ever observed is unknown to the timeline.
+// nobody ever observed is unknown to the timeline (and left out of the
+// per-key search when the watch streams show it did not happen, which
+// trusts the watch: if the server's watch lost such a write, the per-key
+// search may report the loss as a linearizability violation).
 //
 // Revisions are assumed to be etcd revisions (integers, one per write),
 // which holds for kube-apiserver and kubeproof; clients in general must

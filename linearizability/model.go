@@ -190,16 +190,20 @@ var keyModel = (&porcupine.NondeterministicModel{
 }).ToModel()
 
 // porcupineHistory converts the per-key part of h into porcupine
-// operations; ambiguous writes never return (Return = MaxInt64).
+// operations.
 //
-// An ambiguous create, update or patch whose value was observed somewhere
-// did happen, at the observed revision: it enters the model as a success
-// that never returns, which keeps the search from branching on it.
+// An ambiguous write may take effect any time after its call, so it
+// never returns (Return = MaxInt64) — unless its value was observed: then
+// it did happen, at the observed revision, before the first observation
+// of its value returned. It enters the model as a success returning then.
+// An unobserved one that the watch streams prove did not happen is left
+// out (see ambiguous.go for why both are sound).
 func porcupineHistory(h *History, t *timeline) []porcupine.Operation {
 	var ops []porcupine.Operation
+	notDone := unobservedDidNotHappen(h, t)
 	for i := range h.Ops {
 		o := &h.Ops[i]
-		if !inPerKeyModel(o) {
+		if !inPerKeyModel(o) || notDone[o] {
 			continue
 		}
 		ret := o.Return
@@ -209,6 +213,7 @@ func porcupineHistory(h *History, t *timeline) []porcupine.Operation {
 				happened := *o
 				happened.Outcome, happened.Object = OK, &obj
 				o = &happened
+				ret = max(t.seenAt[o.Value], o.Call)
 			}
 		}
 		ops = append(ops, porcupine.Operation{ClientId: o.Client, Input: o, Call: o.Call, Output: nil, Return: ret})

@@ -109,7 +109,10 @@ func NewRecorder(cfg RecordConfig) (*Recorder, error) {
 		c := rest.CopyConfig(sc)
 		c.ContentType = "application/json"
 		c.AcceptContentTypes = "application/json"
-		c.QPS, c.Burst = 1e6, 1e6
+		// No client-side rate limiter: its Wait fails a request near the
+		// run's end without sending it, which would be recorded as an
+		// ambiguous write.
+		c.QPS, c.Burst, c.RateLimiter = -1, 0, nil
 		cs, err := kubernetes.NewForConfig(c)
 		if err != nil {
 			return nil, fmt.Errorf("building client for %s: %w", sc.Host, err)
@@ -163,6 +166,10 @@ func (r *Recorder) Run(ctx context.Context) (*History, error) {
 	startRV, _ := strconv.ParseInt(startList.ResourceVersion, 10, 64)
 	r.seen(startRV)
 
+	// runCtx ends the clients' loops; each operation runs under ctx and
+	// its own timeout, so the end of the run cancels no request halfway
+	// (a cancelled write is ambiguous, and ambiguous writes are what make
+	// the per-key search expensive).
 	runCtx, stopClients := context.WithCancel(ctx)
 	if r.cfg.Duration > 0 {
 		runCtx, stopClients = context.WithTimeout(ctx, r.cfg.Duration)
@@ -189,17 +196,25 @@ func (r *Recorder) Run(ctx context.Context) (*History, error) {
 					stopClients()
 					return
 				}
-				c.randomOp(runCtx)
+				if c.randomOp(ctx) == Ambiguous {
+					c.backOff(runCtx)
+				} else {
+					c.ambiguous = 0
+				}
 			}
 		}()
 	}
 	clientWG.Wait()
-	// A final quorum read of every key, then time for watches to catch up.
+	// A final quorum read of every key and a final quorum list (the
+	// revision at the end: every write that finished, or that will ever be
+	// observed, is at or below it — see finalRevision), then time for
+	// watches to catch up.
 	if ctx.Err() == nil {
 		c := &client{r: r, id: r.cfg.Clients, cs: r.clients[0], rnd: rand.New(rand.NewPCG(r.cfg.Seed, 1<<20)), rvs: map[string]int64{}}
 		for _, k := range r.keys {
 			c.get(ctx, k, "")
 		}
+		c.list(ctx, "", "", 0)
 		select {
 		case <-ctx.Done():
 		case <-time.After(500 * time.Millisecond):
@@ -300,6 +315,25 @@ type client struct {
 	seq int
 	// rvs is the last resourceVersion this client saw per key.
 	rvs map[string]int64
+	// ambiguous counts the client's consecutive operations with an
+	// ambiguous outcome.
+	ambiguous int
+}
+
+// backOff pauses a client whose operation had an ambiguous outcome (a
+// server failing fast with 5xx, a fault dropping responses): 10 ms after
+// the first, doubling up to 320 ms, until ctx ends. Every ambiguous write
+// stays pending in the per-key search, so a client must not pile them
+// up on a key at full speed.
+func (c *client) backOff(ctx context.Context) {
+	d := 10 * time.Millisecond << min(c.ambiguous, 5)
+	c.ambiguous++
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 func (c *client) nextValue() (string, string) {
@@ -323,7 +357,7 @@ func (c *client) configMap(key, value, group string, rv int64) *corev1.ConfigMap
 }
 
 // do runs one request with the per-op timeout and records it.
-func (c *client) do(ctx context.Context, o Op, req func(ctx context.Context, o *Op) error) {
+func (c *client) do(ctx context.Context, o Op, req func(ctx context.Context, o *Op) error) Outcome {
 	ctx, cancel := context.WithTimeout(ctx, c.r.cfg.OpTimeout)
 	defer cancel()
 	o.Client = c.id
@@ -346,46 +380,47 @@ func (c *client) do(ctx context.Context, o Op, req func(ctx context.Context, o *
 		c.r.seen(o.ListRV)
 	}
 	c.r.record(o)
+	return o.Outcome
 }
 
-func (c *client) randomOp(ctx context.Context) {
+func (c *client) randomOp(ctx context.Context) Outcome {
 	key := c.r.keys[c.rnd.IntN(len(c.r.keys))]
 	recent := strconv.FormatInt(c.r.MaxRV(), 10)
 	switch p := c.rnd.IntN(100); {
 	case p < 15:
-		c.create(ctx, key)
+		return c.create(ctx, key)
 	case p < 35:
-		c.get(ctx, key, "")
+		return c.get(ctx, key, "")
 	case p < 40:
-		c.get(ctx, key, "0")
+		return c.get(ctx, key, "0")
 	case p < 45:
-		c.get(ctx, key, recent)
+		return c.get(ctx, key, recent)
 	case p < 50:
-		c.list(ctx, "", "", 0)
+		return c.list(ctx, "", "", 0)
 	case p < 53:
-		c.list(ctx, "0", "", 0)
+		return c.list(ctx, "0", "", 0)
 	case p < 57:
-		c.list(ctx, recent, "Exact", 0)
+		return c.list(ctx, recent, "Exact", 0)
 	case p < 59:
-		c.list(ctx, recent, "NotOlderThan", 0)
+		return c.list(ctx, recent, "NotOlderThan", 0)
 	case p < 64:
-		c.list(ctx, "", "", 2)
+		return c.list(ctx, "", "", 2)
 	case p < 76:
-		c.update(ctx, key, c.rvs[key])
+		return c.update(ctx, key, c.rvs[key])
 	case p < 81:
-		c.update(ctx, key, 0)
+		return c.update(ctx, key, 0)
 	case p < 90:
-		c.patch(ctx, key)
+		return c.patch(ctx, key)
 	case p < 95:
-		c.delete(ctx, key, c.rvs[key])
+		return c.delete(ctx, key, c.rvs[key])
 	default:
-		c.delete(ctx, key, 0)
+		return c.delete(ctx, key, 0)
 	}
 }
 
-func (c *client) create(ctx context.Context, key string) {
+func (c *client) create(ctx context.Context, key string) Outcome {
 	value, group := c.nextValue()
-	c.do(ctx, Op{Kind: Create, Key: key, Value: value, Group: group}, func(ctx context.Context, o *Op) error {
+	return c.do(ctx, Op{Kind: Create, Key: key, Value: value, Group: group}, func(ctx context.Context, o *Op) error {
 		cm, err := c.cs.CoreV1().ConfigMaps(c.r.cfg.Namespace).Create(ctx, c.configMap(key, value, group, 0), metav1.CreateOptions{})
 		if err == nil {
 			obj := toObject(cm)
@@ -395,8 +430,8 @@ func (c *client) create(ctx context.Context, key string) {
 	})
 }
 
-func (c *client) get(ctx context.Context, key, rv string) {
-	c.do(ctx, Op{Kind: Get, Key: key, ResourceVersion: rv}, func(ctx context.Context, o *Op) error {
+func (c *client) get(ctx context.Context, key, rv string) Outcome {
+	return c.do(ctx, Op{Kind: Get, Key: key, ResourceVersion: rv}, func(ctx context.Context, o *Op) error {
 		cm, err := c.cs.CoreV1().ConfigMaps(c.r.cfg.Namespace).Get(ctx, key, metav1.GetOptions{ResourceVersion: rv})
 		if err == nil {
 			obj := toObject(cm)
@@ -406,8 +441,8 @@ func (c *client) get(ctx context.Context, key, rv string) {
 	})
 }
 
-func (c *client) list(ctx context.Context, rv, match string, limit int64) {
-	c.do(ctx, Op{Kind: List, ResourceVersion: rv, Match: match, Limit: limit}, func(ctx context.Context, o *Op) error {
+func (c *client) list(ctx context.Context, rv, match string, limit int64) Outcome {
+	return c.do(ctx, Op{Kind: List, ResourceVersion: rv, Match: match, Limit: limit}, func(ctx context.Context, o *Op) error {
 		opts := metav1.ListOptions{LabelSelector: RunLabel + "=" + c.r.run, ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatch(match), Limit: limit}
 		for {
 			l, err := c.cs.CoreV1().ConfigMaps(c.r.cfg.Namespace).List(ctx, opts)
@@ -431,9 +466,9 @@ func (c *client) list(ctx context.Context, rv, match string, limit int64) {
 	})
 }
 
-func (c *client) update(ctx context.Context, key string, precondition int64) {
+func (c *client) update(ctx context.Context, key string, precondition int64) Outcome {
 	value, group := c.nextValue()
-	c.do(ctx, Op{Kind: Update, Key: key, Value: value, Group: group, Precondition: precondition}, func(ctx context.Context, o *Op) error {
+	return c.do(ctx, Op{Kind: Update, Key: key, Value: value, Group: group, Precondition: precondition}, func(ctx context.Context, o *Op) error {
 		cm, err := c.cs.CoreV1().ConfigMaps(c.r.cfg.Namespace).Update(ctx, c.configMap(key, value, group, precondition), metav1.UpdateOptions{})
 		if err == nil {
 			obj := toObject(cm)
@@ -443,10 +478,10 @@ func (c *client) update(ctx context.Context, key string, precondition int64) {
 	})
 }
 
-func (c *client) patch(ctx context.Context, key string) {
+func (c *client) patch(ctx context.Context, key string) Outcome {
 	value, group := c.nextValue()
 	body := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}},"data":{%q:%q}}`, GroupLabel, group, DataKey, value)
-	c.do(ctx, Op{Kind: Patch, Key: key, Value: value, Group: group}, func(ctx context.Context, o *Op) error {
+	return c.do(ctx, Op{Kind: Patch, Key: key, Value: value, Group: group}, func(ctx context.Context, o *Op) error {
 		cm, err := c.cs.CoreV1().ConfigMaps(c.r.cfg.Namespace).Patch(ctx, key, types.MergePatchType, []byte(body), metav1.PatchOptions{})
 		if err == nil {
 			obj := toObject(cm)
@@ -456,8 +491,8 @@ func (c *client) patch(ctx context.Context, key string) {
 	})
 }
 
-func (c *client) delete(ctx context.Context, key string, precondition int64) {
-	c.do(ctx, Op{Kind: Delete, Key: key, Precondition: precondition}, func(ctx context.Context, o *Op) error {
+func (c *client) delete(ctx context.Context, key string, precondition int64) Outcome {
+	return c.do(ctx, Op{Kind: Delete, Key: key, Precondition: precondition}, func(ctx context.Context, o *Op) error {
 		opts := metav1.DeleteOptions{}
 		if precondition != 0 {
 			s := strconv.FormatInt(precondition, 10)

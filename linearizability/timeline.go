@@ -26,6 +26,11 @@ type timeline struct {
 	writers map[string]*Op
 	// deletes per key: every delete that succeeded or may have.
 	deletes map[string][]*Op
+	// seenAt maps a value to the earliest time (ns since the history
+	// started) at which an observation of it returned: an operation's
+	// return or a watch event's arrival. The write that produced the value
+	// took effect before then.
+	seenAt map[string]int64
 }
 
 // buildTimeline merges every observation of h into one timeline and
@@ -38,6 +43,7 @@ func buildTimeline(h *History) (*timeline, []Violation) {
 		changes: map[string][]change{},
 		writers: map[string]*Op{},
 		deletes: map[string][]*Op{},
+		seenAt:  map[string]int64{},
 	}
 	var vs []Violation
 	for i := range h.Ops {
@@ -51,11 +57,14 @@ func buildTimeline(h *History) (*timeline, []Violation) {
 			}
 		}
 	}
-	observe := func(obj Object, where string) {
+	observe := func(obj Object, where string, at int64) {
 		w, ok := t.writers[obj.Value]
 		if !ok || w.Key != obj.Key || w.Group != obj.Group {
 			vs = append(vs, Violation{Check: "phantom", Message: fmt.Sprintf("%s: %s/%s[%s]@%d was never written by any client", where, obj.Key, obj.Value, obj.Group, obj.RV)})
 			return
+		}
+		if seen, ok := t.seenAt[obj.Value]; !ok || at < seen {
+			t.seenAt[obj.Value] = at
 		}
 		if prev, ok := t.byValue[obj.Value]; ok {
 			if prev != obj {
@@ -77,10 +86,10 @@ func buildTimeline(h *History) (*timeline, []Violation) {
 		}
 		where := fmt.Sprintf("op %d", o.ID)
 		if o.Object != nil {
-			observe(*o.Object, where)
+			observe(*o.Object, where, o.Return)
 		}
 		for _, it := range o.Items {
-			observe(it, where)
+			observe(it, where, o.Return)
 		}
 	}
 	deletions := map[string]map[int64]bool{}
@@ -88,7 +97,7 @@ func buildTimeline(h *History) (*timeline, []Violation) {
 		w := &h.Watches[wi]
 		for _, ev := range w.Events {
 			if ev.Type == Added || ev.Type == Modified {
-				observe(ev.Object, fmt.Sprintf("watch %d", w.ID))
+				observe(ev.Object, fmt.Sprintf("watch %d", w.ID), ev.Time)
 			}
 		}
 	}
