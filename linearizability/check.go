@@ -66,7 +66,7 @@ func Check(h *History, opts CheckOptions) *Result {
 	case porcupine.Illegal:
 		res.Violations = append(res.Violations, Violation{Check: "linearizable", Op: -1, Watch: -1, Message: "the per-key histories are not linearizable (see history.html)"})
 	case porcupine.Unknown:
-		res.Violations = append(res.Violations, Violation{Check: "linearizable", Op: -1, Watch: -1, Message: fmt.Sprintf("porcupine found no verdict within %s", opts.PorcupineTimeout)})
+		res.Violations = append(res.Violations, Violation{Check: "linearizable", Op: -1, Watch: -1, Message: fmt.Sprintf("porcupine found no verdict within %s (%d operations in the per-key search, %d ambiguous writes pending, at most %d on one key)", opts.PorcupineTimeout, res.PerKeyOps, res.Pending, res.MaxPendingPerKey)})
 	}
 	res.Violations = append(res.Violations, vs...)
 	res.Violations = append(res.Violations, checkRevisionOrder(h, t)...)
