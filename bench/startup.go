@@ -23,12 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/kubeproof/kubeproof/impl/cluster"
-	"github.com/kubeproof/kubeproof/impl/kubelet"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
 
@@ -45,7 +41,7 @@ type StartupConfig struct {
 	// Rate is the pod arrival rate per second (default 100).
 	Rate float64
 	// NodeCPU, NodeMemory and NodeMaxPods are each node's capacity
-	// (defaults 4, 32Gi, 110).
+	// (defaults 4, 32Gi, 110: `kubeproof up`'s).
 	NodeCPU, NodeMemory string
 	NodeMaxPods         int64
 	// UnsafeNoFsync turns fsync off in the embedded etcd (tests).
@@ -53,9 +49,17 @@ type StartupConfig struct {
 	// Timeout bounds the wait for nodes to be Ready and for pods to be
 	// Running (default 10 min).
 	Timeout time.Duration
-	// Settle is how long memory is left to settle before each reading
-	// (default 2 s).
-	Settle time.Duration
+	// Settle is how long memory is left to settle before each reading,
+	// and between the MemoryReadings readings of which the lowest live
+	// heap is kept (defaults 2 s and 4).
+	Settle         time.Duration
+	MemoryReadings int
+	// SkipControl skips the control run (UpMemory) that memory "beyond
+	// the API server's own share" is measured against; ControlBinary is
+	// this binary, which runs the control in a process of its own (empty:
+	// in this process, after the full run).
+	SkipControl   bool
+	ControlBinary string
 	// HeapProfile, if set, is a file the heap profile is written to once
 	// every pod is Running (go tool pprof -sample_index=inuse_space); the
 	// process's CPU profile from the first pod created to the last one
@@ -90,24 +94,31 @@ type StartupResult struct {
 	RunningCDF []time.Duration `json:"runningCDF,omitempty"`
 	// Memory: live heap after a forced GC, and VmRSS, of the one process
 	// running etcd, the API server, controller manager, scheduler and every
-	// simulated kubelet, read before the nodes start, once every node is
-	// Ready, and once every pod is Running.
+	// simulated kubelet, read before the cluster starts, once every node
+	// is Ready, and once every pod is Running.
 	HeapBefore, HeapAfterNodes, HeapAfterPods uint64
 	RSSBefore, RSSAfterNodes, RSSAfterPods    int64
 	// HeapPerNode = (HeapAfterNodes-HeapBefore)/Nodes and HeapPerPod =
 	// (HeapAfterPods-HeapAfterNodes)/Pods: everything a node or pod costs
-	// the whole process, the API server's watch cache and the other
-	// components' informers included.
+	// the whole process, the API server's watch cache, etcd and the other
+	// components' informers included (per node also the whole control
+	// plane's start); UpMemory separates the API server's share.
 	HeapPerNode float64 `json:"heapPerNode"`
 	HeapPerPod  float64 `json:"heapPerPod"`
 	RSSPerNode  float64 `json:"rssPerNode"`
 	RSSPerPod   float64 `json:"rssPerPod"`
+	// UpMemory is memory beyond the API server's share (nil with
+	// StartupConfig.SkipControl).
+	UpMemory *UpMemory `json:"upMemory,omitempty"`
 }
 
-// RunStartup measures pod startup latency with simulated nodes: an
-// in-process control plane (embedded etcd, API server, controller manager,
-// scheduler) and cfg.Nodes simulated kubelets sharing one pod watch (the
-// PodDispatcher) and one client; pods arrive at cfg.Rate per second.
+// RunStartup measures pod startup latency in one `kubeproof up` process:
+// cluster.Start with cluster.UpConfig (embedded etcd, API server,
+// controller manager, scheduler and cfg.Nodes simulated nodes exactly as
+// `up` configures them, their pods read through one shared watch), pods
+// arriving at cfg.Rate per second; then, unless cfg.SkipControl, the
+// control run that memory beyond the API server's share is measured
+// against (UpMemory).
 func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	if cfg.Nodes == 0 {
 		cfg.Nodes = 10
@@ -118,20 +129,24 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	if cfg.Rate == 0 {
 		cfg.Rate = 100
 	}
+	up := cluster.UpConfig("")
 	if cfg.NodeCPU == "" {
-		cfg.NodeCPU = "4"
+		cfg.NodeCPU = up.NodeCPU
 	}
 	if cfg.NodeMemory == "" {
-		cfg.NodeMemory = "32Gi"
+		cfg.NodeMemory = up.NodeMemory
 	}
 	if cfg.NodeMaxPods == 0 {
-		cfg.NodeMaxPods = 110
+		cfg.NodeMaxPods = up.NodeMaxPods
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Minute
 	}
 	if cfg.Settle == 0 {
 		cfg.Settle = 2 * time.Second
+	}
+	if cfg.MemoryReadings == 0 {
+		cfg.MemoryReadings = 4
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -158,76 +173,41 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 		return res, err
 	}
 	defer os.RemoveAll(dir)
-	c, err := cluster.Start(ctx, cluster.Config{
-		DataDir: filepath.Join(dir, "cluster"), BindAddress: "127.0.0.1:0", WatchCache: true, CompactionInterval: -1,
-		UnsafeNoFsync: cfg.UnsafeNoFsync, ControllerManager: true, Scheduler: true, Logger: cfg.Logger,
-	})
-	if err != nil {
-		return res, err
-	}
-	defer c.Stop()
-	cs, err := kubernetes.NewForConfig(APIClientConfig(c.AdminConfig, runtime.ContentTypeProtobuf))
-	if err != nil {
-		return res, err
-	}
 	prog := &progressLine{workload: "startup"}
 	prog.set("settle", func() int { return 0 }, 0)
 	if cfg.Progress != nil {
 		stop := prog.report(ctx, cfg.Progress)
 		defer stop()
 	}
-
-	time.Sleep(cfg.Settle)
-	res.HeapBefore, res.RSSBefore = liveMemory()
-
-	// The simulated nodes: one client, one pod watch and one event
-	// broadcaster for all (each kubelet records as its own node), as in the
-	// node-memory workload's agent: one event correlation cache of
-	// client-go's fixed size instead of one per node.
-	kctx, stopKubelets := context.WithCancel(ctx)
-	var kwg sync.WaitGroup
-	defer func() { stopKubelets(); kwg.Wait() }()
-	dispatcher := kubelet.NewPodDispatcher(cs)
-	events := record.NewBroadcaster(record.WithContext(kctx))
-	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
-	defer events.Shutdown()
-	for i := 0; i < cfg.Nodes; i++ {
-		name := fmt.Sprintf("sim-node-%d", i+1)
-		cidr := fmt.Sprintf("10.%d.%d.0/24", 244+i/256, i%256)
-		rt, err := sim.New(sim.Config{PodCIDR: cidr})
-		if err != nil {
-			return res, fmt.Errorf("runtime of %s: %w", name, err)
-		}
-		k, err := kubelet.New(kctx, cs, kubelet.Config{
-			NodeName: name, PodCIDR: cidr, CPU: cpu, Memory: mem, MaxPods: cfg.NodeMaxPods, ExternalPodSource: true,
-			RootDir: filepath.Join(dir, "kubelet"), PodLogsDir: filepath.Join(dir, "pod-logs"), Workers: 2,
-			Logger:   cfg.Logger.With("node", name),
-			Recorder: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: kubelet.EventComponent, Host: name}),
-		}, rt)
-		if err != nil {
-			return res, fmt.Errorf("kubelet %s: %w", name, err)
-		}
-		dispatcher.Add(k)
-		kwg.Add(1)
-		go func() {
-			defer kwg.Done()
-			if err := k.Run(kctx); err != nil && kctx.Err() == nil {
-				cfg.Logger.Error("kubelet stopped", "node", name, "err", err)
-			}
-		}()
+	// `kubeproof up` sets the collector's target for a process hosting
+	// simulated nodes; so does this one (Go's default unless GOGC or
+	// GOMEMLIMIT say otherwise).
+	cfg.Logger.Info("garbage collector", "setting", sim.ApplyHostGCPercent(sim.HostGCPercent, false))
+	var full [3]MemoryReading
+	if full[0], err = settledReading(ctx, cfg.MemoryReadings, cfg.Settle); err != nil {
+		return res, err
 	}
-	kwg.Add(1)
-	go func() {
-		defer kwg.Done()
-		if err := dispatcher.Run(kctx); err != nil {
-			cfg.Logger.Error("pod dispatcher stopped", "err", err)
-		}
-	}()
+
+	ccfg := cluster.UpConfig(filepath.Join(dir, "cluster"))
+	ccfg.BindAddress, ccfg.UnsafeNoFsync, ccfg.Logger = "127.0.0.1:0", cfg.UnsafeNoFsync, cfg.Logger
+	ccfg.Nodes, ccfg.NodeCPU, ccfg.NodeMemory, ccfg.NodeMaxPods = cfg.Nodes, cfg.NodeCPU, cfg.NodeMemory, cfg.NodeMaxPods
+	c, err := cluster.Start(ctx, ccfg)
+	if err != nil {
+		return res, err
+	}
+	stopCluster := sync.OnceValue(c.Stop)
+	defer stopCluster()
+	cs, err := kubernetes.NewForConfig(APIClientConfig(c.AdminConfig, runtime.ContentTypeProtobuf))
+	if err != nil {
+		return res, err
+	}
 	if err := waitNodesReady(ctx, cs, cfg.Nodes, cfg.Timeout, prog); err != nil {
 		return res, err
 	}
-	time.Sleep(cfg.Settle)
-	res.HeapAfterNodes, res.RSSAfterNodes = liveMemory()
+	prog.set("settle", func() int { return 0 }, 0)
+	if full[1], err = settledReading(ctx, cfg.MemoryReadings, cfg.Settle); err != nil {
+		return res, err
+	}
 
 	ns := fmt.Sprintf("bench-startup-%d", time.Now().UnixNano())
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -266,6 +246,7 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	if err := stopCPUProfile(); err != nil {
 		return res, err
 	}
+	stopWatch()
 	running, ready, bound := tr.results()
 	res.Running, res.Ready = len(running), len(ready)
 	res.CreateToRunning, res.CreateToReady, res.CreateToBound = Summarize(running), Summarize(ready), Summarize(bound)
@@ -278,17 +259,48 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	if res.Running < cfg.Pods {
 		return res, fmt.Errorf("only %d of %d pods Running after %s", res.Running, cfg.Pods, cfg.Timeout)
 	}
-	time.Sleep(cfg.Settle)
-	res.HeapAfterPods, res.RSSAfterPods = liveMemory()
+	prog.set("settle", func() int { return 0 }, 0)
+	if full[2], err = settledReading(ctx, cfg.MemoryReadings, cfg.Settle); err != nil {
+		return res, err
+	}
 	if cfg.HeapProfile != "" {
 		if err := writeHeapProfile(cfg.HeapProfile); err != nil {
 			return res, err
 		}
 	}
+	res.HeapBefore, res.HeapAfterNodes, res.HeapAfterPods = full[0].Heap, full[1].Heap, full[2].Heap
+	res.RSSBefore, res.RSSAfterNodes, res.RSSAfterPods = full[0].RSS, full[1].RSS, full[2].RSS
 	res.HeapPerNode = (float64(res.HeapAfterNodes) - float64(res.HeapBefore)) / float64(cfg.Nodes)
 	res.HeapPerPod = (float64(res.HeapAfterPods) - float64(res.HeapAfterNodes)) / float64(cfg.Pods)
 	res.RSSPerNode = float64(res.RSSAfterNodes-res.RSSBefore) / float64(cfg.Nodes)
 	res.RSSPerPod = float64(res.RSSAfterPods-res.RSSAfterNodes) / float64(cfg.Pods)
+	if cfg.SkipControl {
+		return res, nil
+	}
+
+	m := &UpMemory{Nodes: cfg.Nodes, Pods: cfg.Pods, Full: full}
+	if err := volumeUsage(c, m); err != nil {
+		return res, err
+	}
+	tmpl, err := readTemplates(ctx, cs, ns, "startup-0")
+	if err != nil {
+		return res, err
+	}
+	if err := stopCluster(); err != nil {
+		return res, fmt.Errorf("stopping the cluster: %w", err)
+	}
+	if cfg.ControlBinary != "" {
+		prog.set("control (own process)", func() int { return 0 }, 0)
+		m.Control, m.ControlObjects, err = runControlProcess(ctx, cfg.ControlBinary, cfg, tmpl, filepath.Join(dir, "control"))
+	} else {
+		m.Control, m.ControlObjects, err = runControl(ctx, cfg, tmpl, filepath.Join(dir, "control"), prog)
+	}
+	if err != nil {
+		return res, err
+	}
+	goruntime.KeepAlive(tr) // the full run's bookkeeping stays through the control's readings, like the control's own
+	m.compute()
+	res.UpMemory = m
 	return res, nil
 }
 
@@ -360,6 +372,10 @@ type startupTracker struct {
 	runningAt      map[string]time.Time
 	readyAt        map[string]time.Time
 	boundAt        map[string]time.Time
+}
+
+func newStartupTracker() *startupTracker {
+	return &startupTracker{sent: map[string]time.Time{}, runningAt: map[string]time.Time{}, readyAt: map[string]time.Time{}, boundAt: map[string]time.Time{}}
 }
 
 func (t *startupTracker) sentAt(name string, at time.Time) {
@@ -437,7 +453,7 @@ func (t *startupTracker) writeTimeline(path string) error {
 // stays out of the per-pod numbers), re-watching from the last
 // resourceVersion when the server ends a watch.
 func watchStartup(ctx context.Context, cs kubernetes.Interface, ns string) (*startupTracker, func(), error) {
-	tr := &startupTracker{sent: map[string]time.Time{}, runningAt: map[string]time.Time{}, readyAt: map[string]time.Time{}, boundAt: map[string]time.Time{}}
+	tr := newStartupTracker()
 	list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing pods: %w", err)

@@ -3,9 +3,13 @@ package bench
 import (
 	"fmt"
 	"io"
+	"sort"
+	"strings"
 )
 
-// WriteStartupTable prints startup results as a Markdown table.
+// WriteStartupTable prints startup results as a Markdown table, and for
+// each result with a control run its memory beyond the API server's share
+// (WriteUpMemoryTable).
 func WriteStartupTable(w io.Writer, m Machine, results []StartupResult) {
 	writeMachine(w, m)
 	fmt.Fprintln(w, "| nodes | pods | arrival | Running | create→Running p50 | p99 | max | create→Ready p99 | create→bound p99 | heap/node | heap/pod | RSS/node | RSS/pod |")
@@ -15,7 +19,55 @@ func WriteStartupTable(w io.Writer, m Machine, results []StartupResult) {
 			r.Nodes, r.Pods, r.Rate, r.Running, ms(r.CreateToRunning.P50), ms(r.CreateToRunning.P99), ms(r.CreateToRunning.Max),
 			ms(r.CreateToReady.P99), ms(r.CreateToBound.P99), kib(r.HeapPerNode), kib(r.HeapPerPod), kib(r.RSSPerNode), kib(r.RSSPerPod))
 	}
-	fmt.Fprintln(w, "\nMemory per node/pod: growth of the live heap (after a forced GC) and of VmRSS of the one process running etcd, API server, controller manager, scheduler and all simulated kubelets, divided by nodes (before nodes → all nodes Ready) and by pods (→ all pods Running); it includes the API server's watch cache and every component's informers.")
+	fmt.Fprintln(w, "\nOne `kubeproof up` process (cluster.UpConfig: embedded etcd with fsync on, API server, controller manager, scheduler and the simulated nodes, their pods read through one shared watch). Memory per node/pod: growth of the live heap (after a forced GC) and of VmRSS of that process, divided by nodes (before the cluster starts → all nodes Ready) and by pods (→ all pods Running); it includes etcd, the API server's watch cache and every component's informers.")
+	for _, r := range results {
+		if r.UpMemory != nil {
+			fmt.Fprintln(w)
+			WriteUpMemoryTable(w, *r.UpMemory)
+		}
+	}
+}
+
+// WriteUpMemoryTable prints the full run's and the control's readings and
+// the memory per node and per pod beyond the API server's share.
+func WriteUpMemoryTable(w io.Writer, m UpMemory) {
+	fmt.Fprintf(w, "Memory beyond the API server's own share, %d nodes / %d pods (issue 5: < 2 MiB per node, < 10 KiB per pod):\n\n", m.Nodes, m.Pods)
+	fmt.Fprintln(w, "| one process | start | nodes Ready | pods Running | per node | per pod |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
+	row := func(name string, r [3]MemoryReading, value func(MemoryReading) float64, perNode, perPod float64) {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", name, mib(value(r[0])), mib(value(r[1])), mib(value(r[2])), kib(perNode), kib(perPod))
+	}
+	rss := func(r MemoryReading) float64 { return float64(r.RSS) }
+	heap := func(r MemoryReading) float64 { return float64(r.Heap) }
+	fullRSSNode, fullRSSPod := beyondPerNodePod([3]float64{rss(m.Full[0]), rss(m.Full[1]), rss(m.Full[2])}, [3]float64{}, m.Nodes, m.Pods)
+	fullHeapNode, fullHeapPod := beyondPerNodePod([3]float64{heap(m.Full[0]), heap(m.Full[1]), heap(m.Full[2])}, [3]float64{}, m.Nodes, m.Pods)
+	row("RSS, `up` (full run)", m.Full, rss, fullRSSNode, fullRSSPod)
+	row("RSS, control: etcd + API server with the same objects", m.Control, rss, m.ControlRSSPerNode, m.ControlRSSPerPod)
+	fmt.Fprintf(w, "| **RSS beyond the API server** | | | | **%s** | **%s** |\n", kib(m.RSSPerNode), kib(m.RSSPerPod))
+	row("live heap, `up` (full run)", m.Full, heap, fullHeapNode, fullHeapPod)
+	row("live heap, control", m.Control, heap, m.ControlHeapPerNode, m.ControlHeapPerPod)
+	fmt.Fprintf(w, "| **live heap beyond the API server** | | | | **%s** | **%s** |\n", kib(m.HeapPerNode), kib(m.HeapPerPod))
+	where := "disk"
+	if m.VolumeTmpfs {
+		where = "tmpfs, the machine's memory outside the RSS"
+	}
+	if m.VolumeDir != "" {
+		fmt.Fprintf(w, "| pod directories and volumes (%s; %d files) | | | %s | | %s |\n", where, m.VolumeFiles, mib(float64(m.VolumeBytes)), kib(float64(m.VolumeBytes)/float64(max(m.Pods, 1))))
+	}
+	if len(m.ControlObjects) > 0 {
+		kinds := make([]string, 0, len(m.ControlObjects))
+		for k := range m.ControlObjects {
+			kinds = append(kinds, k)
+		}
+		sort.Strings(kinds)
+		var parts []string
+		for _, k := range kinds {
+			parts = append(parts, fmt.Sprintf("%d %s", m.ControlObjects[k], k))
+		}
+		fmt.Fprintf(w, "\nThe control created %s (copies of the full run's node-1, its Lease, pod startup-0 with its Running status, and its events; each pod created, bound and its status written).\n", strings.Join(parts, ", "))
+	}
 }
 
 func kib(b float64) string { return fmt.Sprintf("%.1f KiB", b/1024) }
+
+func mib(b float64) string { return fmt.Sprintf("%.1f MiB", b/(1<<20)) }

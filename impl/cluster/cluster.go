@@ -306,6 +306,32 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	return c, nil
 }
 
+// UpConfig is `kubeproof up`'s configuration with its flags' defaults
+// (its flags take their defaults from here): the embedded etcd with fsync
+// on, the watch cache, compaction every 5 minutes, the controller manager,
+// the scheduler and 3 simulated nodes of 4 CPUs, 32Gi and 110 pods each,
+// Node,RBAC authorization and kube-apiserver's admission plugins plus
+// NodeRestriction (cluster.Start's defaults for an empty AuthOptions).
+// Benchmarks of "one kubeproof up process" start this, changing only
+// DataDir, BindAddress, Nodes and Logger.
+func UpConfig(dataDir string) Config {
+	return Config{
+		DataDir:                dataDir,
+		BindAddress:            "127.0.0.1:6443",
+		WatchCache:             true,
+		CompactionInterval:     5 * time.Minute,
+		ControllerManager:      true,
+		Scheduler:              true,
+		PodEvictionTimeout:     300 * time.Second,
+		NodeMonitorGracePeriod: 40 * time.Second,
+		Nodes:                  3,
+		NodeCPU:                "4",
+		NodeMemory:             "32Gi",
+		NodeMaxPods:            110,
+		Services:               ServiceOptions{ClusterIPRange: "10.96.0.0/12", NodePortRange: "30000-32767"},
+	}
+}
+
 // UpAdmissionPlugins adjusts the default admission plugins for kubeproof's
 // control planes (kubeproof up, and kubeproof apiserver's flag defaults):
 // kube-apiserver's defaults plus NodeRestriction, as kubeadm sets it.

@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -49,6 +50,11 @@ func (c *Cluster) componentClient(pkiDir, dataDir, certName, user string, groups
 	}
 	cfg := pki.RESTConfig(c.URL, c.CA.CertPEM, kp)
 	cfg.QPS, cfg.Burst, cfg.UserAgent = qps, burst, "kubeproof/"+certName
+	// Protobuf, as upstream's components default to (the kubelet's and
+	// controller manager's --kube-api-content-type, the scheduler's
+	// clientConnection.contentType); JSON where a type has no protobuf
+	// form.
+	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeProtobuf, runtime.ContentTypeProtobuf+","+runtime.ContentTypeJSON
 	cfg.Wrap(faults.WrapTransport(certName)) // fault injection hook: a no-op unless a test armed it (e2e/props)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

@@ -1,0 +1,427 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/metrics"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubeproof/kubeproof/impl/cluster"
+)
+
+// Issue 5's memory "beyond the API server's own share", in one `kubeproof
+// up` process: the startup workload's process (etcd, API server,
+// controller manager, scheduler, simulated kubelets) is read at three
+// points — before the cluster starts, once every node is Ready, once every
+// pod is Running — and so is a control run in the same process set-up
+// afterwards: cluster.Start with etcd and the API server only, populated
+// through the API with copies of what the full run ended with (its Nodes
+// and Leases, its pods created, bound and given the Running status a
+// kubelet wrote, and each pod's events), with the same bookkeeping of the
+// benchmark itself. The control's growth is the API server's (and its
+// etcd's) share; what the full run grew beyond it is what the simulated
+// nodes, the controller manager and the scheduler cost:
+//
+//	per node = ((full[nodes] − full[start]) − (control[nodes] − control[start])) / nodes
+//	per pod  = ((full[pods] − full[nodes]) − (control[pods] − control[nodes])) / pods
+//
+// Per node includes the controller manager's and scheduler's fixed cost
+// (they start with the cluster): an over-estimate. The control runs after
+// the full run, in a fresh process of this binary (`kubeproof bench
+// --up-control FILE`, StartupConfig.ControlBinary) so that it starts as
+// the full run did — not with the pages of code, runtime metadata and
+// global caches the full run left behind — or, without a binary (tests),
+// in this process.
+
+// MemoryReading is one reading of the process: the live heap after a
+// forced collection (runtime/metrics /gc/heap/live:bytes), VmRSS after
+// freed memory was returned to the system, and the Go runtime's memory
+// classes (memoryClasses).
+type MemoryReading struct {
+	Heap    uint64            `json:"heap"`
+	RSS     int64             `json:"rss"`
+	Classes map[string]uint64 `json:"classes,omitempty"`
+}
+
+// UpMemory is the full run's and the control's readings (start, nodes
+// Ready, pods Running) and what they give per node and per pod.
+type UpMemory struct {
+	Nodes   int              `json:"nodes"`
+	Pods    int              `json:"pods"`
+	Full    [3]MemoryReading `json:"full"`
+	Control [3]MemoryReading `json:"control"`
+	// Beyond the API server's share (see the file comment), and the
+	// control's own growth per node and per pod (the API server's share).
+	RSSPerNode         float64 `json:"rssPerNode"`
+	RSSPerPod          float64 `json:"rssPerPod"`
+	HeapPerNode        float64 `json:"heapPerNode"`
+	HeapPerPod         float64 `json:"heapPerPod"`
+	ControlRSSPerNode  float64 `json:"controlRssPerNode"`
+	ControlRSSPerPod   float64 `json:"controlRssPerPod"`
+	ControlHeapPerNode float64 `json:"controlHeapPerNode"`
+	ControlHeapPerPod  float64 `json:"controlHeapPerPod"`
+	// VolumeDir is the simulated kubelets' root directory (pod
+	// directories and volume contents); on tmpfs (VolumeTmpfs) its files
+	// take the machine's memory outside any process's RSS. VolumeBytes
+	// (allocated blocks) and VolumeFiles are read once every pod is
+	// Running.
+	VolumeDir   string `json:"volumeDir"`
+	VolumeTmpfs bool   `json:"volumeTmpfs"`
+	VolumeBytes int64  `json:"volumeBytes"`
+	VolumeFiles int    `json:"volumeFiles"`
+	// ControlObjects is what the control created: nodes, leases, pods
+	// (each created, bound and given its status) and events.
+	ControlObjects map[string]int `json:"controlObjects,omitempty"`
+}
+
+// compute fills the per-node and per-pod figures from the readings.
+func (m *UpMemory) compute() {
+	rss := func(r [3]MemoryReading) [3]float64 {
+		return [3]float64{float64(r[0].RSS), float64(r[1].RSS), float64(r[2].RSS)}
+	}
+	heap := func(r [3]MemoryReading) [3]float64 {
+		return [3]float64{float64(r[0].Heap), float64(r[1].Heap), float64(r[2].Heap)}
+	}
+	m.RSSPerNode, m.RSSPerPod = beyondPerNodePod(rss(m.Full), rss(m.Control), m.Nodes, m.Pods)
+	m.HeapPerNode, m.HeapPerPod = beyondPerNodePod(heap(m.Full), heap(m.Control), m.Nodes, m.Pods)
+	m.ControlRSSPerNode, m.ControlRSSPerPod = beyondPerNodePod(rss(m.Control), [3]float64{}, m.Nodes, m.Pods)
+	m.ControlHeapPerNode, m.ControlHeapPerPod = beyondPerNodePod(heap(m.Control), [3]float64{}, m.Nodes, m.Pods)
+}
+
+// beyondPerNodePod is the full run's growth beyond the control's, per
+// node (start → nodes) and per pod (nodes → pods).
+func beyondPerNodePod(full, control [3]float64, nodes, pods int) (perNode, perPod float64) {
+	perNode = ((full[1] - full[0]) - (control[1] - control[0])) / float64(max(nodes, 1))
+	perPod = ((full[2] - full[1]) - (control[2] - control[1])) / float64(max(pods, 1))
+	return perNode, perPod
+}
+
+// readMemory reads the process now (after a forced collection).
+func readMemory() MemoryReading {
+	_, rss := liveMemory()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return MemoryReading{Heap: s[0].Value.Uint64(), RSS: rss, Classes: readMemoryClasses()}
+}
+
+// settledReading takes n readings every apart (after waiting every) and
+// returns the one with the lowest live heap: the simulated kubelets resync
+// and relist all the time, and what a sync has in flight is not what a
+// pod costs.
+func settledReading(ctx context.Context, n int, every time.Duration) (MemoryReading, error) {
+	var low MemoryReading
+	for i := 0; i < max(n, 1); i++ {
+		select {
+		case <-ctx.Done():
+			return low, ctx.Err()
+		case <-time.After(every):
+		}
+		r := readMemory()
+		if i == 0 || r.Heap < low.Heap {
+			low = r
+		}
+	}
+	return low, nil
+}
+
+// diskUsage is the allocated size and file count under dir.
+func diskUsage(dir string) (bytes int64, files int, err error) {
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // a pod removed meanwhile
+			}
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			bytes += st.Blocks * 512
+		}
+		if !d.IsDir() {
+			files++
+		}
+		return nil
+	})
+	return bytes, files, err
+}
+
+// upTemplates are objects of the full run that the control copies.
+type upTemplates struct {
+	node   *corev1.Node
+	lease  *coordinationv1.Lease
+	pod    *corev1.Pod
+	events []corev1.Event // the pod's
+}
+
+// readTemplates reads node-1, its Lease, the pod named pod in ns and the
+// events about it.
+func readTemplates(ctx context.Context, cs kubernetes.Interface, ns, pod string) (*upTemplates, error) {
+	t := &upTemplates{}
+	var err error
+	if t.node, err = cs.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{}); err != nil {
+		return nil, fmt.Errorf("reading node-1: %w", err)
+	}
+	if t.lease, err = cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "node-1", metav1.GetOptions{}); err != nil {
+		return nil, fmt.Errorf("reading node-1's lease: %w", err)
+	}
+	if t.pod, err = cs.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{}); err != nil {
+		return nil, fmt.Errorf("reading pod %s: %w", pod, err)
+	}
+	evs, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", pod).String()})
+	if err != nil {
+		return nil, fmt.Errorf("reading the events of pod %s: %w", pod, err)
+	}
+	for _, e := range evs.Items {
+		if e.InvolvedObject.UID == t.pod.UID {
+			t.events = append(t.events, e)
+		}
+	}
+	return t, nil
+}
+
+// freshMeta is meta as a client sends it for a new object: no UID,
+// resourceVersion, creation time or managedFields (the API server sets
+// its own).
+func freshMeta(meta metav1.ObjectMeta, name string) metav1.ObjectMeta {
+	meta.Name, meta.UID, meta.ResourceVersion, meta.CreationTimestamp, meta.ManagedFields, meta.Generation = name, "", "", metav1.Time{}, nil, 0
+	return meta
+}
+
+// runControl starts etcd and the API server as `kubeproof up` does (no
+// controller manager, scheduler or kubelets) in dir and populates it with
+// copies of t for nodes and pods, reading the process before, after the
+// nodes and after the pods. The pods' creates and Running observations go
+// through a startupTracker as in the full run, so the benchmark's own
+// bookkeeping is in both.
+func runControl(ctx context.Context, cfg StartupConfig, t *upTemplates, dir string, prog *progressLine) (readings [3]MemoryReading, objects map[string]int, err error) {
+	objects = map[string]int{}
+	prog.set("control: settle", func() int { return 0 }, 0)
+	if readings[0], err = settledReading(ctx, cfg.MemoryReadings, cfg.Settle); err != nil {
+		return readings, objects, err
+	}
+	ccfg := cluster.UpConfig(dir)
+	ccfg.BindAddress, ccfg.UnsafeNoFsync, ccfg.Logger = "127.0.0.1:0", cfg.UnsafeNoFsync, cfg.Logger
+	ccfg.ControllerManager, ccfg.Scheduler, ccfg.Nodes = false, false, 0
+	c, err := cluster.Start(ctx, ccfg)
+	if err != nil {
+		return readings, objects, fmt.Errorf("control: %w", err)
+	}
+	defer c.Stop()
+	cs, err := kubernetes.NewForConfig(APIClientConfig(c.AdminConfig, runtime.ContentTypeProtobuf))
+	if err != nil {
+		return readings, objects, err
+	}
+	var done atomic.Int64
+	prog.set("control: nodes", func() int { return int(done.Load()) }, cfg.Nodes)
+	err = parallel(ctx, cfg.Nodes, &done, func(ctx context.Context, i int) error {
+		name := fmt.Sprintf("node-%d", i+1)
+		n := t.node.DeepCopy()
+		n.ObjectMeta = freshMeta(n.ObjectMeta, name)
+		n.Labels = map[string]string{}
+		for k, v := range t.node.Labels {
+			n.Labels[k] = v
+		}
+		n.Labels[corev1.LabelHostname] = name
+		n.Spec.PodCIDR = fmt.Sprintf("10.%d.%d.0/24", 244+i/256, i%256)
+		n.Spec.PodCIDRs = []string{n.Spec.PodCIDR}
+		created, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("control: creating node %s: %w", name, err)
+		}
+		created.Status = n.Status
+		if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("control: node %s status: %w", name, err)
+		}
+		l := t.lease.DeepCopy()
+		l.ObjectMeta = freshMeta(l.ObjectMeta, name)
+		l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: created.UID}}
+		l.Spec.HolderIdentity = &name
+		if _, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, l, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("control: lease %s: %w", name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return readings, objects, err
+	}
+	objects["nodes"], objects["leases"] = cfg.Nodes, cfg.Nodes
+	prog.set("control: settle", func() int { return 0 }, 0)
+	if readings[1], err = settledReading(ctx, cfg.MemoryReadings, cfg.Settle); err != nil {
+		return readings, objects, err
+	}
+
+	ns := t.pod.Namespace
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return readings, objects, fmt.Errorf("control: namespace: %w", err)
+	}
+	if err := ensureDefaultServiceAccount(ctx, cs, ns); err != nil {
+		return readings, objects, err
+	}
+	tr := newStartupTracker()
+	done.Store(0)
+	var events atomic.Int64
+	prog.set("control: pods", func() int { return int(done.Load()) }, cfg.Pods)
+	err = parallel(ctx, cfg.Pods, &done, func(ctx context.Context, i int) error {
+		name := fmt.Sprintf("startup-%d", i)
+		node := fmt.Sprintf("node-%d", i%cfg.Nodes+1)
+		p := t.pod.DeepCopy()
+		p.ObjectMeta = freshMeta(p.ObjectMeta, name)
+		p.Spec.NodeName, p.Status = "", corev1.PodStatus{}
+		tr.sentAt(name, time.Now())
+		created, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("control: creating pod %s: %w", name, err)
+		}
+		if err := cs.CoreV1().Pods(ns).Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: created.UID},
+			Target: corev1.ObjectReference{Kind: "Node", Name: node}}, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("control: binding pod %s: %w", name, err)
+		}
+		bound, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("control: reading pod %s: %w", name, err)
+		}
+		bound.Status = *t.pod.Status.DeepCopy()
+		ip := fmt.Sprintf("10.%d.%d.%d", 244+(i%cfg.Nodes)/256, (i%cfg.Nodes)%256, 2+i/cfg.Nodes)
+		bound.Status.PodIP, bound.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
+		running, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, bound, metav1.UpdateOptions{})
+		if err != nil {
+			return fmt.Errorf("control: status of pod %s: %w", name, err)
+		}
+		tr.observe(running, time.Now())
+		for j, e := range t.events {
+			ev := e.DeepCopy()
+			ev.ObjectMeta = freshMeta(ev.ObjectMeta, name+"."+strconv.FormatInt(time.Now().UnixNano(), 16)+strconv.Itoa(j))
+			ev.InvolvedObject.Name, ev.InvolvedObject.UID, ev.InvolvedObject.ResourceVersion = name, created.UID, ""
+			if _, err := cs.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("control: event of pod %s: %w", name, err)
+			}
+			events.Add(1)
+		}
+		return nil
+	})
+	if err != nil {
+		return readings, objects, err
+	}
+	objects["pods"], objects["events"] = cfg.Pods, int(events.Load())
+	prog.set("control: settle", func() int { return 0 }, 0)
+	readings[2], err = settledReading(ctx, cfg.MemoryReadings, cfg.Settle)
+	return readings, objects, err
+}
+
+// volumeUsage reads what the cluster's simulated kubelets keep in their
+// root directory.
+func volumeUsage(c *cluster.Cluster, m *UpMemory) error {
+	dir, tmpfs := c.KubeletRootDir()
+	m.VolumeDir, m.VolumeTmpfs = dir, tmpfs
+	if dir == "" {
+		return nil
+	}
+	var err error
+	if m.VolumeBytes, m.VolumeFiles, err = diskUsage(dir); err != nil {
+		return fmt.Errorf("reading the kubelets' directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// controlRequest is what the control process is asked to do.
+type controlRequest struct {
+	Nodes, Pods    int
+	UnsafeNoFsync  bool
+	Settle         time.Duration
+	MemoryReadings int
+	Node           *corev1.Node
+	Lease          *coordinationv1.Lease
+	Pod            *corev1.Pod
+	Events         []corev1.Event
+}
+
+// controlReply is the control process's answer.
+type controlReply struct {
+	Readings [3]MemoryReading `json:"readings"`
+	Objects  map[string]int   `json:"objects"`
+	Err      string           `json:"err,omitempty"`
+}
+
+// runControlProcess runs the control in a fresh process of bin (RunUpControl).
+func runControlProcess(ctx context.Context, bin string, cfg StartupConfig, t *upTemplates, dir string) ([3]MemoryReading, map[string]int, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return [3]MemoryReading{}, nil, err
+	}
+	req, err := json.Marshal(controlRequest{Nodes: cfg.Nodes, Pods: cfg.Pods, UnsafeNoFsync: cfg.UnsafeNoFsync, Settle: cfg.Settle,
+		MemoryReadings: cfg.MemoryReadings, Node: t.node, Lease: t.lease, Pod: t.pod, Events: t.events})
+	if err != nil {
+		return [3]MemoryReading{}, nil, err
+	}
+	file := filepath.Join(dir, "request.json")
+	if err := os.WriteFile(file, req, 0o600); err != nil {
+		return [3]MemoryReading{}, nil, err
+	}
+	cmd := exec.CommandContext(ctx, bin, "bench", "--up-control", file)
+	cmd.Stderr = os.Stderr
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	out, err := cmd.Output()
+	var rep controlReply
+	if jerr := json.Unmarshal(bytes.TrimSpace(out), &rep); jerr != nil {
+		return rep.Readings, nil, fmt.Errorf("control process (%v) said %q: %w", err, out, jerr)
+	}
+	if rep.Err != "" {
+		return rep.Readings, rep.Objects, errors.New("control process: " + rep.Err)
+	}
+	if err != nil {
+		return rep.Readings, rep.Objects, fmt.Errorf("control process: %w", err)
+	}
+	return rep.Readings, rep.Objects, nil
+}
+
+// RunUpControl is the control process (`kubeproof bench --up-control
+// FILE`): it runs the control the request in file asks for, in a data
+// directory next to it, and writes its readings as one JSON line to out.
+func RunUpControl(ctx context.Context, file string, out io.Writer) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var req controlRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		return fmt.Errorf("reading %s: %w", file, err)
+	}
+	cfg := StartupConfig{Nodes: req.Nodes, Pods: req.Pods, UnsafeNoFsync: req.UnsafeNoFsync, Settle: req.Settle,
+		MemoryReadings: req.MemoryReadings, Logger: slog.New(slog.DiscardHandler)}
+	t := &upTemplates{node: req.Node, lease: req.Lease, pod: req.Pod, events: req.Events}
+	if t.node == nil || t.lease == nil || t.pod == nil || cfg.Nodes <= 0 {
+		return fmt.Errorf("%s: no templates or nodes", file)
+	}
+	var rep controlReply
+	rep.Readings, rep.Objects, err = runControl(ctx, cfg, t, filepath.Join(filepath.Dir(file), "cluster"), &progressLine{workload: "control"})
+	if err != nil {
+		rep.Err = err.Error()
+	}
+	b, _ := json.Marshal(rep)
+	_, werr := fmt.Fprintf(out, "%s\n", b)
+	return errors.Join(err, werr)
+}
