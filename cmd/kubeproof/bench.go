@@ -43,6 +43,7 @@ func newBenchCommand() *cobra.Command {
 		compare         string
 		noise           float64
 		nodeAgent       string
+		upControl       string
 		memNodes        int
 		memPods         int
 		agentGOGC       int
@@ -98,10 +99,12 @@ Workloads:
                     (--scheduler-process, default) so CPU and RSS are its own; with
                     --kubeconfig, a scheduler already running there is measured (binding
                     throughput only).
-  startup           pod startup latency: --startup-nodes simulated nodes in-process
-                    (controller manager, scheduler, one shared pod watch), pods arriving at
-                    --rate per second for --startup-duration; creation→Running/Ready
-                    p50/p99/max and memory per simulated node and per pod.
+  startup           pod startup latency in one 'kubeproof up' process (its configuration,
+                    --startup-nodes simulated nodes), pods arriving at --rate per second for
+                    --startup-duration; creation→Running/Ready p50/p99/max; memory per
+                    simulated node and per pod beyond the API server's share (against a
+                    control process with etcd and the API server only, holding the same
+                    nodes, pods and events).
   startup-1000x30000
                     the same with 1,000 nodes and 30,000 pods at --rate (300 s at 100/s).
   node-memory       issue 5's memory shares by process: a 'kubeproof apiserver' process,
@@ -143,6 +146,11 @@ inline SVG charts) and charts/*.svg.`,
 					logger.Info("node agent", "gc", gc)
 				}
 				return bench.RunNodeAgent(cmd.Context(), restConfig, heapProfile, cmd.InOrStdin(), cmd.OutOrStdout())
+			}
+			if upControl != "" {
+				// The startup workloads' control process (memory beyond
+				// the API server's share).
+				return bench.RunUpControl(cmd.Context(), upControl, cmd.OutOrStdout())
 			}
 			start := time.Now()
 			defer func() {
@@ -249,6 +257,11 @@ inline SVG charts) and charts/*.svg.`,
 							cfg.Nodes, cfg.Pods = 1000, 30000
 						}
 						cfg.Progress = progressPrinter(cmd.ErrOrStderr())
+						self, err := os.Executable()
+						if err != nil {
+							return err
+						}
+						cfg.ControlBinary = self // the control runs in a process of its own
 						res, err := bench.RunStartup(cmd.Context(), cfg)
 						fmt.Fprintln(cmd.ErrOrStderr())
 						if err != nil {
@@ -338,6 +351,8 @@ inline SVG charts) and charts/*.svg.`,
 	fs.IntVar(&memPods, "memory-pods", 3000, "Pods of the node-memory workload.")
 	fs.StringVar(&nodeAgent, "node-agent-kubeconfig", "", "Run as the node-memory workload's node agent against this kubeconfig (internal).")
 	_ = fs.MarkHidden("node-agent-kubeconfig")
+	fs.StringVar(&upControl, "up-control", "", "Run as the startup workloads' control process with this request file (internal).")
+	_ = fs.MarkHidden("up-control")
 	fs.IntVar(&agentGOGC, "node-agent-gogc", sim.HostGCPercent, "GC percent of the node-memory workload's node agent, as 'kubeproof up --gogc' (0: the Go runtime's, i.e. GOGC or 100; unset, GOGC or GOMEMLIMIT in the environment take precedence over the default).")
 	fs.StringSliceVar(&checkerConfigs, "checker-configs", model.StandardConfigs, "Model-checker configurations (spec/*.cfg) of the checkers workload.")
 	fs.IntSliceVar(&historySizes, "history-sizes", bench.DefaultHistorySizes, "Operations per generated history of the checkers workload.")
