@@ -194,7 +194,6 @@ inline SVG charts) and charts/*.svg.`,
 						} else {
 							bench.WriteTable(&md, machine, results)
 							bench.WriteShareTable(&md, results)
-							bench.WriteShareTable(out, results)
 						}
 					case "watch-fanout":
 						cfg := bench.WatchFanoutConfig{Watchers: watchers, Rate: eventRate, Duration: watchDuration, Connections: watchConns}
