@@ -27,8 +27,16 @@ import (
 //     reliable check could not have noticed anyway, and treating the write
 //     as not done can only make the per-key search stricter — the verdict
 //     never goes from FAIL to PASS.
+//   - A delete carries no value, but the DELETED event of the deletion it
+//     makes carries the value of the version it deleted. An ambiguous
+//     delete did not happen if, under the same watch coverage, no deletion
+//     of its key was reported after its call that it could have made (any
+//     deletion without a precondition; with one, only the deletion of the
+//     version at that resourceVersion).
 //
-// Ambiguous deletes carry no value and stay unresolved.
+// Writes that may take effect after the end of the history are left out
+// as well: every decisive operation was linearized before the end (see
+// finalRevisions), so nothing in the history depends on them.
 
 // revRange is the revisions (lo, hi].
 type revRange struct{ lo, hi int64 }
@@ -195,25 +203,66 @@ func finalRevisions(h *History, t *timeline) map[string]int64 {
 	return out
 }
 
-// unobservedDidNotHappen returns the ambiguous creates, updates and
-// patches that nobody observed and that the watch streams prove did not
-// happen (see above).
+// reportedDeletions lists per key the deletions unfiltered watch streams
+// reported: the revision and the deleted version's value.
+func reportedDeletions(h *History) map[string][]Object {
+	out := map[string][]Object{}
+	for i := range h.Watches {
+		w := &h.Watches[i]
+		if w.Outcome != OK || w.Group != "" {
+			continue
+		}
+		for _, ev := range w.Events {
+			if ev.Type == Deleted {
+				out[ev.Object.Key] = append(out[ev.Object.Key], ev.Object)
+			}
+		}
+	}
+	return out
+}
+
+// mayHaveDeleted says whether the ambiguous delete o could have made one
+// of the deletions reported in (lo, end].
+func mayHaveDeleted(o *Op, deletions []Object, t *timeline, lo, end int64) bool {
+	for _, d := range deletions {
+		if d.RV <= lo || d.RV > end {
+			continue
+		}
+		if o.Precondition == 0 {
+			return true
+		}
+		if v, ok := t.byValue[d.Value]; !ok || v.RV == o.Precondition {
+			return true
+		}
+	}
+	return false
+}
+
+// unobservedDidNotHappen returns the ambiguous writes that nobody
+// observed and that the watch streams prove did not happen (see above).
 func unobservedDidNotHappen(h *History, t *timeline) map[*Op]bool {
 	ends := finalRevisions(h, t)
 	cov := watchCoverage(h)
 	ob := newObservedBefore(h)
+	deletions := reportedDeletions(h)
 	out := map[*Op]bool{}
 	for i := range h.Ops {
 		o := &h.Ops[i]
-		if o.Outcome != Ambiguous || o.Kind == Delete || !o.isWrite() {
+		if o.Outcome != Ambiguous || !o.isWrite() {
 			continue
 		}
-		if _, seen := t.byValue[o.Value]; seen {
+		if _, seen := t.byValue[o.Value]; seen && o.Kind != Delete {
 			continue
 		}
-		if end, ok := ends[o.Key]; ok && cov.covers(ob.at(o.Call), end) {
-			out[o] = true
+		end, ok := ends[o.Key]
+		lo := ob.at(o.Call)
+		if !ok || !cov.covers(lo, end) {
+			continue
 		}
+		if o.Kind == Delete && mayHaveDeleted(o, deletions[o.Key], t, lo, end) {
+			continue
+		}
+		out[o] = true
 	}
 	return out
 }

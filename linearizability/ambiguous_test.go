@@ -44,10 +44,10 @@ func TestCheckRecordedAmbiguousPileUp(t *testing.T) {
 	if !res.OK() {
 		t.Fatalf("porcupine %s, violations %v", res.Linearizable, res.Violations)
 	}
-	// The 31 writes that were never sent (and two observed ones) are
-	// resolved; the ambiguous deletes (no value to look for) stay open.
-	if res.MaxPendingPerKey > 5 {
-		t.Errorf("%d ambiguous writes left open on one key, want at most the 5 deletes", res.MaxPendingPerKey)
+	// The 31 writes that were never sent (5 of them deletes) and the two
+	// observed ones are all resolved.
+	if res.Pending > 0 {
+		t.Errorf("%d ambiguous writes left open, want none", res.Pending)
 	}
 }
 
@@ -62,9 +62,16 @@ func resolutionHistory(extra []Op, watches ...Watch) *History {
 	return h
 }
 
-// wholeWatch reports every change from revision 1 to 6.
+// at sets the time an event arrived.
+func at(time int64, e WatchEvent) WatchEvent {
+	e.Time = time
+	return e
+}
+
+// wholeWatch reports every change from revision 1 to 6, each event
+// shortly after the write that made it returned.
 func wholeWatch() Watch {
-	return Watch{ResourceVersion: "1", Events: []WatchEvent{ev(Added, "x", "x1", 2), ev(Added, "y", "y1", 3), ev(Modified, "x", "x2", 5), bookmark(6, false)}}
+	return Watch{ResourceVersion: "1", Events: []WatchEvent{at(15, ev(Added, "x", "x1", 2)), at(35, ev(Added, "y", "y1", 3)), at(55, ev(Modified, "x", "x2", 5)), at(250, bookmark(6, false))}}
 }
 
 func ambiguousUpdate(value string) Op {
@@ -124,7 +131,7 @@ func TestAmbiguousWriteResolution(t *testing.T) {
 		h := resolutionHistory([]Op{
 			{Kind: Update, Client: 1, Call: 60, Return: 70, Key: "x", Value: "x9", Group: "a", Outcome: Ambiguous},
 			get(80, 90, "x", "x9", 6),
-		}, Watch{ResourceVersion: "1", Events: []WatchEvent{ev(Added, "x", "x1", 2), ev(Added, "y", "y1", 3), ev(Modified, "x", "x2", 5), {Time: 200, Type: Modified, Object: *obj("x", "x9", "a", 6)}}})
+		}, Watch{ResourceVersion: "1", Events: []WatchEvent{at(15, ev(Added, "x", "x1", 2)), at(35, ev(Added, "y", "y1", 3)), at(55, ev(Modified, "x", "x2", 5)), at(200, ev(Modified, "x", "x9", 6))}})
 		h.Ops[len(h.Ops)-1].Items[0] = *obj("x", "x9", "a", 6)
 		tl, _ := buildTimeline(h)
 		for _, o := range porcupineHistory(h, tl) {
@@ -133,6 +140,55 @@ func TestAmbiguousWriteResolution(t *testing.T) {
 					t.Fatalf("x9 enters the search as %s returning at %d, want ok at 90 (the get that saw it)", in.Outcome, o.Return)
 				}
 			}
+		}
+		if res := Check(h, CheckOptions{}); !res.OK() {
+			t.Fatalf("rejected: %v", res.Violations)
+		}
+	})
+	pendingDeletes := func(t *testing.T, h *History) int {
+		t.Helper()
+		tl, _ := buildTimeline(h)
+		n := 0
+		for _, o := range porcupineHistory(h, tl) {
+			if in := o.Input.(*Op); in.Outcome == Ambiguous && in.Kind == Delete {
+				n++
+			}
+		}
+		return n
+	}
+	t.Run("delete with no deletion reported after it: left out", func(t *testing.T) {
+		h := resolutionHistory([]Op{{Kind: Delete, Client: 1, Call: 60, Return: 70, Key: "x", Outcome: Ambiguous}}, wholeWatch())
+		if n := pendingDeletes(t, h); n != 0 {
+			t.Fatalf("%d deletes pending, want 0", n)
+		}
+		if res := Check(h, CheckOptions{}); !res.OK() {
+			t.Fatalf("rejected: %v", res.Violations)
+		}
+	})
+	deletedY := func() *History {
+		w := wholeWatch()
+		w.Events = append(w.Events[:3], at(80, ev(Deleted, "y", "y1", 6)))
+		h := resolutionHistory(nil, w)
+		h.Ops[len(h.Ops)-1].Items = []Object{*obj("x", "x2", "a", 5)}
+		return h
+	}
+	t.Run("delete that may have made a reported deletion: pending", func(t *testing.T) {
+		h := deletedY()
+		h.Ops = append(h.Ops, Op{ID: len(h.Ops), Kind: Delete, Client: 1, Call: 60, Return: 70, Key: "y", Outcome: Ambiguous})
+		if n := pendingDeletes(t, h); n != 1 {
+			t.Fatalf("%d deletes pending, want 1", n)
+		}
+		if res := Check(h, CheckOptions{}); !res.OK() {
+			t.Fatalf("rejected: %v", res.Violations)
+		}
+	})
+	t.Run("delete whose precondition matches no deleted version: left out", func(t *testing.T) {
+		h := deletedY()
+		h.Ops = append(h.Ops,
+			Op{ID: len(h.Ops), Kind: Delete, Client: 1, Call: 60, Return: 70, Key: "y", Precondition: 2, Outcome: Ambiguous},
+			Op{ID: len(h.Ops) + 1, Kind: Delete, Client: 2, Call: 60, Return: 70, Key: "y", Outcome: OK})
+		if n := pendingDeletes(t, h); n != 0 {
+			t.Fatalf("%d deletes pending, want 0 (y1 is at revision 3, the precondition says 2)", n)
 		}
 		if res := Check(h, CheckOptions{}); !res.OK() {
 			t.Fatalf("rejected: %v", res.Violations)
@@ -149,7 +205,7 @@ func TestAmbiguousWriteResolution(t *testing.T) {
 			{Kind: Create, Client: 2, Call: 80, Return: 90, Key: "y", Value: "y9", Group: "a", Outcome: Ambiguous},
 			{Kind: Create, Client: 3, Call: 100, Return: 110, Key: "y", Value: "y10", Group: "a", Outcome: AlreadyExists},
 			{Kind: Delete, Client: 3, Call: 120, Return: 130, Key: "y", Outcome: Ambiguous},
-		}, Watch{ResourceVersion: "1", Events: []WatchEvent{ev(Added, "x", "x1", 2), ev(Added, "y", "y1", 3), ev(Modified, "x", "x2", 5), ev(Deleted, "y", "y1", 6), bookmark(8, false)}})
+		}, Watch{ResourceVersion: "1", Events: []WatchEvent{at(15, ev(Added, "x", "x1", 2)), at(35, ev(Added, "y", "y1", 3)), at(55, ev(Modified, "x", "x2", 5)), at(75, ev(Deleted, "y", "y1", 6)), at(250, bookmark(8, false))}})
 		h.Ops[len(h.Ops)-1] = Op{Kind: List, Client: 9, Call: 300, Return: 310, Outcome: OK, ListRV: 8, Items: []Object{*obj("x", "x2", "a", 5)}}
 		res := Check(h, CheckOptions{})
 		if res.OK() {

@@ -99,10 +99,11 @@
 //     effect before its first observation returned; a create, update or
 //     patch nobody observed, while unfiltered watch streams reported every
 //     revision from its call to the end of the history, did not take
-//     effect (ambiguous.go argues why neither can hide a violation). Only
-//     the rest — ambiguous deletes, and writes during a gap in the watches
-//     — stay pending, so the search does not grow exponentially with
-//     them.
+//     effect, nor did a delete when no deletion it could have made was
+//     reported after its call (ambiguous.go argues why none of this can
+//     hide a violation). Only the rest — deletes that may have made a
+//     reported deletion, writes during a gap in the watches — stay
+//     pending, so the search does not grow exponentially with them.
 //  2. Across keys (revision order): every linearizable operation must have
 //     a revision ρ in a known range — a write exactly its resourceVersion;
 //     a quorum get of version v any ρ from v's revision up to (excluding)

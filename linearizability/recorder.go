@@ -151,8 +151,10 @@ func (r *Recorder) seen(rv int64) {
 }
 
 // Run records until the duration passes, MaxOps operations were made or
-// ctx ends, then reads every key once more, lets the watches catch up
-// and returns the history.
+// ctx ends (the operations under way finish first), then reads every key
+// once more and lists them all (the end of the history, as the final
+// reader client number Clients), lets the watches catch up and returns
+// the history.
 func (r *Recorder) Run(ctx context.Context) (*History, error) {
 	r.start = time.Now()
 	if err := r.ensureNamespace(ctx); err != nil {
