@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -31,6 +32,10 @@ type WritesConfig struct {
 	Duration time.Duration
 	// ContentTypes the API clients speak (default protobuf and JSON).
 	ContentTypes []string
+	// EtcdPrefix is the API server's etcd key prefix (default
+	// "/registry"), under which the API measurements' objects are deleted
+	// after each of them when Etcd is set.
+	EtcdPrefix string
 	// NoHTTP2Client leaves out the writes workload's lean HTTP/2 client
 	// (APICreatesHTTP2), which otherwise runs at each level right after
 	// the first content type's client-go run.
@@ -43,8 +48,7 @@ type WritesConfig struct {
 // etcd Txn creates, at each concurrency level: raw Txn with clientv3, API
 // creates with client-go in each content type and (unless cfg.NoHTTP2Client)
 // API protobuf creates with the lean HTTP/2 client right after client-go's
-// protobuf run (objects accumulate in the namespace and the watch cache
-// during a level; the two protobuf runs are neighbours).
+// protobuf run.
 // Objects go to a fresh namespace that is deleted afterwards; etcd keys go
 // under a bench prefix outside /registry and are deleted too.
 func RunWrites(ctx context.Context, cfg WritesConfig) ([]WriteResult, error) {
@@ -60,6 +64,13 @@ func RunWrites(ctx context.Context, cfg WritesConfig) ([]WriteResult, error) {
 		}, more...)
 }
 
+func (cfg WritesConfig) etcdPrefix() string {
+	if cfg.EtcdPrefix == "" {
+		return "/registry"
+	}
+	return strings.TrimSuffix(cfg.EtcdPrefix, "/")
+}
+
 // levelRun is one more API measurement runWriteLevels makes at each level,
 // right after the first content type's: in namespace ns, names starting
 // with prefix.
@@ -69,7 +80,8 @@ type levelRun func(ctx context.Context, ns, prefix string, clients int, d time.D
 // fresh namespace bench-<kind>-<time> deleted afterwards, and at each
 // concurrency level the raw etcd measurement (if cfg.Etcd is set; its keys
 // deleted after it), the API measurement for each content type, with more
-// right after the first content type's.
+// right after the first content type's (each API measurement's objects
+// deleted after it when cfg.Etcd is set).
 func runWriteLevels(ctx context.Context, cfg WritesConfig, kind, namePrefix string,
 	etcdRun func(ctx context.Context, client *clientv3.Client, keyPrefix string, clients int, d time.Duration) (WriteResult, error),
 	apiRun func(ctx context.Context, contentType, namespace, prefix string, clients int, d time.Duration) (WriteResult, error),
@@ -123,24 +135,31 @@ func runWriteLevels(ctx context.Context, cfg WritesConfig, kind, namePrefix stri
 			r.Target += e.suffix
 			record(r)
 		}
+		// Each API measurement starts with no benchmark objects stored:
+		// with the etcd client, the last one's objects are deleted in
+		// etcd (the API server's watch sees them go) and etcd's history
+		// compacted, as after the raw measurements. Otherwise later
+		// measurements of a level would run against tens of thousands
+		// more objects (a bigger watch cache, heap and etcd) than the
+		// first.
+		apiRuns := make([]levelRun, 0, len(cfg.ContentTypes)+len(more))
 		for k, ct := range cfg.ContentTypes {
-			r, err := apiRun(ctx, ct, ns, fmt.Sprintf("%s%d-%s", namePrefix, i, shortContentType(ct)), clients, cfg.Duration)
+			apiRuns = append(apiRuns, func(ctx context.Context, ns, prefix string, clients int, d time.Duration) (WriteResult, error) {
+				return apiRun(ctx, ct, ns, prefix+"-"+shortContentType(ct), clients, d)
+			})
+			if k == 0 {
+				apiRuns = append(apiRuns, more...)
+			}
+		}
+		for _, run := range apiRuns {
+			r, err := run(ctx, ns, fmt.Sprintf("%s%d", namePrefix, i), clients, cfg.Duration)
+			if err == nil && cfg.Etcd != nil {
+				err = dropEtcdKeys(context.WithoutCancel(ctx), cfg.Etcd, cfg.etcdPrefix()+"/configmaps/"+ns+"/")
+			}
 			if err != nil {
 				return results, err
 			}
 			record(r)
-			if k > 0 {
-				continue
-			}
-			// The more runs follow the first content type's, with as
-			// many objects stored before them as it had plus its own.
-			for _, run := range more {
-				r, err := run(ctx, ns, fmt.Sprintf("%s%d", namePrefix, i), clients, cfg.Duration)
-				if err != nil {
-					return results, err
-				}
-				record(r)
-			}
 		}
 		if ctx.Err() != nil {
 			return results, ctx.Err()

@@ -25,8 +25,21 @@ import (
 func TestRunWritesSmoke(t *testing.T) {
 	c, cs := clustertest.Start(t, clustertest.Options{})
 	ctx := context.Background()
+	// Each API measurement's objects are gone before the next starts.
+	apiObjectsLeft := func() int64 {
+		resp, err := c.EtcdClient.Get(ctx, "/registry/configmaps/bench-writes-", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Count
+	}
 	results, err := RunWrites(ctx, WritesConfig{
 		API: c.AdminConfig, Etcd: c.EtcdClient, EtcdInProcess: c.EtcdInProcessClient, Clients: []int{2}, Duration: 300 * time.Millisecond,
+		Progress: func(r WriteResult) {
+			if n := apiObjectsLeft(); n != 0 {
+				t.Errorf("after %s: %d objects left in etcd", r.Target, n)
+			}
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
