@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,7 +39,9 @@ import (
 //     Accept, User-Agent);
 //   - the whole response is read; a 201 body is decoded into a ConfigMap
 //     with the protobuf message's own Unmarshal (as clientv3 decodes its
-//     TxnResponse) and its name checked; anything else is an error.
+//     TxnResponse) and its name checked; a 429 (or 5xx) with Retry-After
+//     is waited out and retried as client-go does; anything else is an
+//     error.
 
 // clientHTTP2 is the lean client's name in WriteResult.Client.
 const clientHTTP2 = "http2"
@@ -164,15 +167,54 @@ func putDigits(b []byte, n int64) {
 	}
 }
 
+// maxRetries is how often a create answered with a Retry-After is retried,
+// as client-go's rest client does (its default, 10).
+const maxRetries = 10
+
 // create creates the ConfigMap with number n and checks the answer: a 201
-// over HTTP/2 whose body decodes into that ConfigMap.
+// over HTTP/2 whose body decodes into that ConfigMap. A 429 or 5xx answer
+// with Retry-After (the API server's max-in-flight limit says 429, retry
+// after 1 s) is waited out and retried up to maxRetries times, as
+// client-go does.
 func (l *leanCreator) create(ctx context.Context, n int64) error {
 	body := make([]byte, len(l.template))
 	copy(body, l.template)
 	putDigits(body[l.nameAt:l.nameAt+numberWidth], n)
+	for retries := 0; ; retries++ {
+		resp, data, err := l.post(ctx, body)
+		if err != nil {
+			return err
+		}
+		if wait, ok := retryAfter(resp); ok && retries < maxRetries {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait):
+			}
+			continue
+		}
+		if resp.StatusCode != http.StatusCreated {
+			return fmt.Errorf("create: %s: %s", resp.Status, statusMessage(data))
+		}
+		if resp.ProtoMajor != 2 {
+			return fmt.Errorf("create: answered over %s, not HTTP/2", resp.Proto)
+		}
+		var cm corev1.ConfigMap
+		if err := decodeProtobuf(data, "ConfigMap", &cm); err != nil {
+			return fmt.Errorf("create: %w", err)
+		}
+		if got := cm.Name; len(got) != len(l.prefix)+numberWidth || got[len(l.prefix):] != string(body[l.nameAt:l.nameAt+numberWidth]) {
+			return fmt.Errorf("create: answered with ConfigMap %q, want %q", got, l.name(n))
+		}
+		return nil
+	}
+}
+
+// post sends body and returns the response with its whole body read.
+func (l *leanCreator) post(ctx context.Context, body []byte) (*http.Response, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.url, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	req.Header = http.Header{
 		"Content-Type": {runtime.ContentTypeProtobuf},
@@ -184,27 +226,31 @@ func (l *leanCreator) create(ctx context.Context, n int64) error {
 	}
 	resp, err := l.client.Do(req)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	data, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil {
-		return fmt.Errorf("reading the response: %w", err)
+		return nil, nil, fmt.Errorf("reading the response: %w", err)
 	}
-	if resp.StatusCode != http.StatusCreated {
-		return fmt.Errorf("create: %s: %s", resp.Status, statusMessage(data))
+	return resp, data, nil
+}
+
+// retryAfter is how long to wait before retrying after resp, if it is an
+// answer client-go retries: 429 or 5xx with Retry-After in whole seconds.
+func retryAfter(resp *http.Response) (time.Duration, bool) {
+	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode < 500 {
+		return 0, false
 	}
-	if resp.ProtoMajor != 2 {
-		return fmt.Errorf("create: answered over %s, not HTTP/2", resp.Proto)
+	v := resp.Header.Get("Retry-After")
+	if v == "" {
+		return 0, false
 	}
-	var cm corev1.ConfigMap
-	if err := decodeProtobuf(data, "ConfigMap", &cm); err != nil {
-		return fmt.Errorf("create: %w", err)
+	secs, err := strconv.Atoi(v)
+	if err != nil || secs < 0 {
+		return 0, false
 	}
-	if got := cm.Name; len(got) != len(l.prefix)+numberWidth || got[len(l.prefix):] != string(body[l.nameAt:l.nameAt+numberWidth]) {
-		return fmt.Errorf("create: answered with ConfigMap %q, want %q", got, l.name(n))
-	}
-	return nil
+	return time.Duration(secs) * time.Second, true
 }
 
 // protoMessage is a generated Kubernetes protobuf message.

@@ -169,6 +169,9 @@ func TestHTTP2ClientChecksAnswers(t *testing.T) {
 		{"another name", false, answer(http.StatusCreated, otherName), `"lean-0000000042"`},
 		{"another kind", false, answer(http.StatusCreated, secret), `"Secret"`},
 		{"JSON", false, answer(http.StatusCreated, `{"kind":"ConfigMap"}`), "not Kubernetes protobuf"},
+		{"429 with Retry-After, then created", false, tooManyRequestsThen(2, echoCreate), ""},
+		{"429 with Retry-After, always", false, tooManyRequestsThen(maxRetries+1, echoCreate), "429 Too Many Requests"},
+		{"429 without Retry-After", false, answer(http.StatusTooManyRequests, ""), "429 Too Many Requests"},
 		{"truncated", false, func(w http.ResponseWriter, r *http.Request) {
 			b := readBody(r)
 			w.WriteHeader(http.StatusCreated)
@@ -226,6 +229,21 @@ func echoCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusCreated)
 	_, _ = w.Write(b)
+}
+
+// tooManyRequestsThen answers the first n requests 429 with Retry-After 0
+// (the lean client waits as many seconds, none), later ones with then.
+func tooManyRequestsThen(n int, then http.HandlerFunc) http.HandlerFunc {
+	var seen atomic.Int64
+	return func(w http.ResponseWriter, r *http.Request) {
+		if seen.Add(1) > int64(n) {
+			then(w, r)
+			return
+		}
+		readBody(r)
+		w.Header().Set("Retry-After", "0")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}
 }
 
 func answer(code int, body string) func(http.ResponseWriter, *http.Request) {
