@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,6 +108,10 @@ type StartupResult struct {
 	HeapPerPod  float64 `json:"heapPerPod"`
 	RSSPerNode  float64 `json:"rssPerNode"`
 	RSSPerPod   float64 `json:"rssPerPod"`
+	// Throttled counts the API server's 429 answers (max requests in
+	// flight) during the run, by "VERB resource[/subresource]": each
+	// costs its client a retry after a second.
+	Throttled map[string]int `json:"throttled,omitempty"`
 	// UpMemory is memory beyond the API server's share (nil with
 	// StartupConfig.SkipControl).
 	UpMemory *UpMemory `json:"upMemory,omitempty"`
@@ -256,6 +261,7 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 		}
 	}
 	res.RunningCDF = quantiles(running)
+	res.Throttled = throttledRequests(c.Metrics)
 	if res.Running < cfg.Pods {
 		return res, fmt.Errorf("only %d of %d pods Running after %s", res.Running, cfg.Pods, cfg.Timeout)
 	}
@@ -549,4 +555,34 @@ loop:
 	default:
 	}
 	return ctx.Err()
+}
+
+// throttledRequests reads the API server's 429 answers from its
+// apiserver_request_total counter.
+func throttledRequests(reg prometheus.Gatherer) map[string]int {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return nil
+	}
+	out := map[string]int{}
+	for _, mf := range mfs {
+		if mf.GetName() != "apiserver_request_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["code"] != "429" {
+				continue
+			}
+			key := labels["verb"] + " " + labels["resource"]
+			if labels["subresource"] != "" {
+				key += "/" + labels["subresource"]
+			}
+			out[key] += int(m.GetCounter().GetValue())
+		}
+	}
+	return out
 }

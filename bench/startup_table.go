@@ -21,6 +21,18 @@ func WriteStartupTable(w io.Writer, m Machine, results []StartupResult) {
 	}
 	fmt.Fprintln(w, "\nOne `kubeproof up` process (cluster.UpConfig: embedded etcd with fsync on, API server, controller manager, scheduler and the simulated nodes, their pods read through one shared watch). Memory per node/pod: growth of the live heap (after a forced GC) and of VmRSS of that process, divided by nodes (before the cluster starts → all nodes Ready) and by pods (→ all pods Running); it includes etcd, the API server's watch cache and every component's informers.")
 	for _, r := range results {
+		if len(r.Throttled) > 0 {
+			keys := make([]string, 0, len(r.Throttled))
+			for k := range r.Throttled {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			var parts []string
+			for _, k := range keys {
+				parts = append(parts, fmt.Sprintf("%s %d", k, r.Throttled[k]))
+			}
+			fmt.Fprintf(w, "\nThrottled by the API server (429, retried after 1 s): %s.\n", strings.Join(parts, ", "))
+		}
 		if r.UpMemory != nil {
 			fmt.Fprintln(w)
 			WriteUpMemoryTable(w, *r.UpMemory)

@@ -33,16 +33,20 @@ import (
 //   - one pod informer (kubelet.NewPodInformer) of every pod, listed and
 //     watched as NodeSimulatorUser, whose ClusterRole (NodeSimulatorRole,
 //     created at start as kubeadm creates its bindings) may only get, list
-//     and watch pods. A kubelet.PodDispatcher hands each pod to the kubelet
+//     and watch pods and services; one services watch, as that user, for
+//     every kubelet's service environment variables
+//     (kubelet.Config.ServiceReadClient: services are cluster-wide reads,
+//     the same for every node). A kubelet.PodDispatcher hands each pod to the kubelet
 //     of its spec.nodeName (kubelet.Config.ExternalPodSource). The
 //     in-process controller manager and scheduler use the same informer
 //     (controllermanager.Config.PodInformer, scheduler.Config.PodInformer):
 //     the process decodes and keeps each pod once instead of three times,
 //     and the API server serves one pod watch instead of N+2;
 //   - every kubelet writes through its own system:node:<name> client —
-//     node status, Lease, pod status, final pod deletes, CSRs, its
-//     ConfigMap/Secret/service reads — so the Node authorizer and
-//     NodeRestriction judge each node's requests as a real kubelet's;
+//     node status, Lease, pod status, final pod deletes, CSRs — and reads
+//     its pods' ConfigMaps and Secrets and its Node through it, so the
+//     Node authorizer and NodeRestriction judge each node's requests as a
+//     real kubelet's;
 //   - one event broadcaster (one correlation cache of client-go's fixed
 //     size instead of one per node); each kubelet records with its own
 //     source host, and nodeEventSinks writes each event through the client
@@ -61,11 +65,13 @@ const (
 	NodeSimulatorRole = "kubeproof:node-simulator"
 )
 
-// nodeSimulatorRules: reading pods, nothing else.
-var nodeSimulatorRules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}}
+// nodeSimulatorRules: reading pods and services, nothing else.
+var nodeSimulatorRules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "services"}, Verbs: []string{"get", "list", "watch"}}}
 
 // simulatedNodes are the parts the simulated kubelets of a cluster share.
 type simulatedNodes struct {
+	// reader is NodeSimulatorUser's client.
+	reader     kubernetes.Interface
 	pods       cache.SharedIndexInformer
 	dispatcher *kubelet.PodDispatcher
 	events     record.EventBroadcaster
@@ -98,6 +104,7 @@ func (c *Cluster) startSimulatedNodes(ctx context.Context, cfg Config) (*simulat
 	if n.rootDir, n.tmpfs, err = kubeletRootDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
+	n.reader = cs
 	n.pods = kubelet.NewPodInformer(cs, 0)
 	n.dispatcher = kubelet.NewPodDispatcherWithInformer(n.pods)
 	n.events = record.NewBroadcaster(record.WithContext(ctx))
@@ -250,8 +257,8 @@ func (c *Cluster) startKubelets(ctx context.Context, cfg Config) error {
 		n.sinks.add(name, cs)
 		k, err := kubelet.New(ctx, cs, kubelet.Config{
 			NodeName: name, PodCIDR: cidr, Port: c.kubeletAPI.Port, CPU: cpu, Memory: mem, MaxPods: cfg.NodeMaxPods,
-			ExternalPodSource: true,
-			RootDir:           filepath.Join(n.rootDir, "root"), PodLogsDir: filepath.Join(n.rootDir, "pod-logs"),
+			ExternalPodSource: true, ServiceReadClient: n.reader,
+			RootDir: filepath.Join(n.rootDir, "root"), PodLogsDir: filepath.Join(n.rootDir, "pod-logs"),
 			Recorder: n.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: kubelet.EventComponent, Host: name}),
 			Logger:   cfg.Logger.With("node", name),
 		}, rt)

@@ -18,7 +18,7 @@ import (
 // scheduler and two simulated nodes with an audit log of every request,
 // starts a pod, and reads who asked for what: pods are listed and watched
 // by NodeSimulatorUser only (one informer for the kubelets, the controller
-// manager and the scheduler), while the pod's status, the nodes, their
+// manager and the scheduler), services by it and by no node, while the pod's status, the nodes, their
 // leases and the kubelets' events are written by system:node:<name>. The
 // kubelets' root directory holds the pod's volumes while it runs and is
 // gone once the cluster stopped.
@@ -105,7 +105,7 @@ func TestSimulatedNodesShareOnePodWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readers := map[string]int{} // user → pod lists and watches
+	readers := map[string]map[string]int{"pods": {}, "services": {}} // resource → user → lists and watches
 	writers := map[string]map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		var ev struct {
@@ -125,8 +125,8 @@ func TestSimulatedNodesShareOnePodWatch(t *testing.T) {
 			r += "/" + ev.ObjectRef.Subresource
 		}
 		switch {
-		case r == "pods" && (ev.Verb == "list" || ev.Verb == "watch"):
-			readers[ev.User.Username]++
+		case (r == "pods" || r == "services") && (ev.Verb == "list" || ev.Verb == "watch"):
+			readers[r][ev.User.Username]++
 		case ev.Verb == "create" || ev.Verb == "update" || ev.Verb == "patch":
 			if writers[r] == nil {
 				writers[r] = map[string]bool{}
@@ -134,13 +134,15 @@ func TestSimulatedNodesShareOnePodWatch(t *testing.T) {
 			writers[r][ev.User.Username] = true
 		}
 	}
-	for user := range readers {
-		if user != NodeSimulatorUser {
-			t.Errorf("%s listed or watched pods (%d times); only %s should", user, readers[user], NodeSimulatorUser)
+	for _, r := range []string{"pods", "services"} {
+		for user := range readers[r] {
+			if user != NodeSimulatorUser && !(r == "services" && !strings.HasPrefix(user, NodeUserPrefix)) {
+				t.Errorf("%s listed or watched %s (%d times); of the nodes only %s should", user, r, readers[r][user], NodeSimulatorUser)
+			}
 		}
-	}
-	if readers[NodeSimulatorUser] == 0 {
-		t.Errorf("%s never read pods; readers %v", NodeSimulatorUser, readers)
+		if readers[r][NodeSimulatorUser] == 0 {
+			t.Errorf("%s never read %s; readers %v", NodeSimulatorUser, r, readers[r])
+		}
 	}
 	for _, r := range []string{"pods/status", "nodes", "leases", "events"} {
 		if !writers[r][NodeUserPrefix+node] {

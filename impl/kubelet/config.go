@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
@@ -70,6 +71,12 @@ type Config struct {
 	// shared source (PodDispatcher) calls HandlePod, HandlePodDeleted and
 	// MarkSourceSynced instead.
 	ExternalPodSource bool
+	// ServiceReadClient, when set, is the client of the kubelet's watch of
+	// services (for the service environment variables) instead of its
+	// own: kubelets of one process given the same client share one watch,
+	// as they share one pod source. Services are read cluster-wide by
+	// every kubelet (nothing node-specific), so the data is the same.
+	ServiceReadClient kubernetes.Interface
 	// KubeletVersion is reported in node status.
 	KubeletVersion string
 

@@ -240,7 +240,11 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	if err := k.adoptRuntimeState(ctx); err != nil {
 		return err
 	}
-	services, releaseServices := acquireServices(k.client)
+	serviceClient := k.client
+	if k.cfg.ServiceReadClient != nil {
+		serviceClient = k.cfg.ServiceReadClient
+	}
+	services, releaseServices := acquireServices(serviceClient)
 	defer releaseServices()
 	k.services.Store(&services)
 
