@@ -59,6 +59,13 @@ func WriteUpMemoryTable(w io.Writer, m UpMemory) {
 	row("live heap, `up` (full run)", m.Full, heap, fullHeapNode, fullHeapPod)
 	row("live heap, control", m.Control, heap, m.ControlHeapPerNode, m.ControlHeapPerPod)
 	fmt.Fprintf(w, "| **live heap beyond the API server** | | | | **%s** | **%s** |\n", kib(m.HeapPerNode), kib(m.HeapPerPod))
+	classes := []struct{ name, class string }{{"heap objects", "heap/objects"}, {"heap/unused (partly used spans)", "heap/unused"}, {"goroutine stacks", "heap/stacks"}, {"runtime metadata", "metadata/mspan/inuse"}, {"file-backed (etcd's mapped db pages, the binary)", "rss/file"}}
+	var byClass []string
+	for _, c := range classes {
+		node, pod := classBeyond(m, c.class)
+		byClass = append(byClass, fmt.Sprintf("%s %s / %s", c.name, kib(node), kib(pod)))
+	}
+	fmt.Fprintf(w, "| beyond the API server by class, per node / per pod: %s | | | | | |\n", strings.Join(byClass, "; "))
 	where := "disk"
 	if m.VolumeTmpfs {
 		where = "tmpfs, the machine's memory outside the RSS"
@@ -83,3 +90,12 @@ func WriteUpMemoryTable(w io.Writer, m UpMemory) {
 func kib(b float64) string { return fmt.Sprintf("%.1f KiB", b/1024) }
 
 func mib(b float64) string { return fmt.Sprintf("%.1f MiB", b/(1<<20)) }
+
+// classBeyond is beyondPerNodePod of one memory class of the readings (0
+// where a reading lacks it).
+func classBeyond(m UpMemory, class string) (perNode, perPod float64) {
+	of := func(r [3]MemoryReading) [3]float64 {
+		return [3]float64{float64(r[0].Classes[class]), float64(r[1].Classes[class]), float64(r[2].Classes[class])}
+	}
+	return beyondPerNodePod(of(m.Full), of(m.Control), m.Nodes, m.Pods)
+}

@@ -75,7 +75,9 @@ func TestUpMemoryArithmetic(t *testing.T) {
 	m := UpMemory{Nodes: 10, Pods: 100,
 		// full: +3000 KiB with the nodes, +2000 KiB with the pods;
 		// control: +1000 KiB, +500 KiB.
-		Full:      [3]MemoryReading{{RSS: 10000 * k, Heap: 4000 * k}, {RSS: 13000 * k, Heap: 5000 * k}, {RSS: 15000 * k, Heap: 6000 * k}},
+		Full: [3]MemoryReading{{RSS: 10000 * k, Heap: 4000 * k, Classes: map[string]uint64{"heap/stacks": 100 * k}},
+			{RSS: 13000 * k, Heap: 5000 * k, Classes: map[string]uint64{"heap/stacks": 300 * k}},
+			{RSS: 15000 * k, Heap: 6000 * k, Classes: map[string]uint64{"heap/stacks": 500 * k}}},
 		Control:   [3]MemoryReading{{RSS: 9000 * k, Heap: 3000 * k}, {RSS: 10000 * k, Heap: 3500 * k}, {RSS: 10500 * k, Heap: 3600 * k}},
 		VolumeDir: "/dev/shm/x", VolumeTmpfs: true, VolumeBytes: 800 * k, VolumeFiles: 500,
 		ControlObjects: map[string]int{"nodes": 10, "pods": 100},
@@ -106,6 +108,9 @@ func TestUpMemoryArithmetic(t *testing.T) {
 		"| RSS, `up` (full run) | 9.8 MiB | 12.7 MiB | 14.6 MiB | 300.0 KiB | 20.0 KiB |",
 		"| pod directories and volumes (tmpfs, the machine's memory outside the RSS; 500 files) | | | 0.8 MiB | | 8.0 KiB |",
 		"The control created 10 nodes, 100 pods",
+		// stacks: +200 KiB with the nodes, +200 with the pods; none in the
+		// control.
+		"goroutine stacks 20.0 KiB / 2.0 KiB;",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
