@@ -154,3 +154,59 @@ func TestSimulatedNodesShareOnePodWatch(t *testing.T) {
 	}
 	waitGoroutines(t, before)
 }
+
+// TestSimulatedNodesRestartOnTheSameDataDir stops and starts a cluster with
+// a simulated node on one data directory: the second start finds the
+// simulator's role and binding already there and the kubelets' root
+// directory (same path) emptied, a pod created before the restart is
+// Running on the node after it, and the directory is gone after each stop.
+func TestSimulatedNodesRestartOnTheSameDataDir(t *testing.T) {
+	before := runtime.NumGoroutine()
+	ctx := context.Background()
+	cfg := Config{DataDir: t.TempDir(), BindAddress: "127.0.0.1:0", WatchCache: true, UnsafeNoFsync: true, Scheduler: true, Nodes: 1}
+	var roots []string
+	var firstContainer string // the container ID the first run reported
+	for round := 0; round < 2; round++ {
+		c, err := Start(ctx, cfg)
+		if err != nil {
+			t.Fatalf("start %d: %v", round+1, err)
+		}
+		root, _ := c.KubeletRootDir()
+		roots = append(roots, root)
+		cs, err := c.Client()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if round == 0 {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kept"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}
+			if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deadline := time.Now().Add(time.Minute)
+		for {
+			p, err := cs.CoreV1().Pods("default").Get(ctx, "kept", metav1.GetOptions{})
+			// After the restart, Running again with a container of the new
+			// (simulated, so empty) runtime, not the status kept from before.
+			if err == nil && p.Status.Phase == corev1.PodRunning && p.Spec.NodeName == "node-1" &&
+				len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].ContainerID != firstContainer {
+				firstContainer = p.Status.ContainerStatuses[0].ContainerID
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("start %d: pod not Running on node-1: %v %+v", round+1, err, p)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err := c.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(root); !os.IsNotExist(err) {
+			t.Errorf("start %d: kubelets' root %s still there after Stop: %v", round+1, root, err)
+		}
+	}
+	if roots[0] != roots[1] {
+		t.Errorf("kubelets' root moved from %s to %s on the same data directory", roots[0], roots[1])
+	}
+	waitGoroutines(t, before)
+}
