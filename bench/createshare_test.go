@@ -80,25 +80,7 @@ func BenchmarkCreateCPUShare(b *testing.B) {
 	}
 	cpu := map[string]time.Duration{}
 	for _, tg := range targets {
-		b.Run(tg.name, func(b *testing.B) {
-			// Warm connections and caches first.
-			if err := runN(2*clients, clients, tg.op); err != nil {
-				b.Fatal(err)
-			}
-			// Allocations per create (the whole process's), like the CPU,
-			// do not depend on the machine's load.
-			b.ReportAllocs()
-			b.ResetTimer()
-			startCPU := processCPU()
-			if err := runN(b.N, clients, tg.op); err != nil {
-				b.Fatal(err)
-			}
-			perOp := (processCPU() - startCPU) / time.Duration(b.N)
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
-			b.ReportMetric(float64(perOp.Nanoseconds())/1000, "cpu-µs/create")
-			cpu[tg.name] = perOp
-		})
+		b.Run(tg.name, func(b *testing.B) { cpu[tg.name] = cpuPerCreate(b, clients, tg.op) })
 	}
 	b.Run("share", func(b *testing.B) {
 		for _, pair := range [][2]string{{"etcd-grpc", "api"}, {"etcd-inprocess", "api"}, {"etcd-grpc", "api-grpc"}} {
@@ -107,6 +89,29 @@ func BenchmarkCreateCPUShare(b *testing.B) {
 			}
 		}
 	})
+}
+
+// cpuPerCreate runs op b.N times from clients goroutines, after a warm-up,
+// and reports creates/s, the process CPU per create (cpu-µs/create) and
+// allocations; it returns the CPU per create.
+func cpuPerCreate(b *testing.B, clients int, op func() error) time.Duration {
+	// Warm connections and caches first.
+	if err := runN(2*clients, clients, op); err != nil {
+		b.Fatal(err)
+	}
+	// Allocations per create (the whole process's), like the CPU, do not
+	// depend on the machine's load.
+	b.ReportAllocs()
+	b.ResetTimer()
+	startCPU := processCPU()
+	if err := runN(b.N, clients, op); err != nil {
+		b.Fatal(err)
+	}
+	perOp := (processCPU() - startCPU) / time.Duration(b.N)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
+	b.ReportMetric(float64(perOp.Nanoseconds())/1000, "cpu-µs/create")
+	return perOp
 }
 
 // runN runs op n times from clients goroutines and returns the first error.

@@ -3,7 +3,8 @@ package bench
 import (
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -22,16 +23,7 @@ func WriteStartupTable(w io.Writer, m Machine, results []StartupResult) {
 	fmt.Fprintln(w, "\nOne `kubeproof up` process (cluster.UpConfig: embedded etcd with fsync on, API server, controller manager, scheduler and the simulated nodes, their pods read through one shared watch). Memory per node/pod: growth of the live heap (after a forced GC) and of VmRSS of that process, divided by nodes (before the cluster starts → all nodes Ready) and by pods (→ all pods Running); it includes etcd, the API server's watch cache and every component's informers.")
 	for _, r := range results {
 		if len(r.Throttled) > 0 {
-			keys := make([]string, 0, len(r.Throttled))
-			for k := range r.Throttled {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			var parts []string
-			for _, k := range keys {
-				parts = append(parts, fmt.Sprintf("%s %d", k, r.Throttled[k]))
-			}
-			fmt.Fprintf(w, "\nThrottled by the API server (429, retried after 1 s): %s.\n", strings.Join(parts, ", "))
+			fmt.Fprintf(w, "\nThrottled by the API server (429, retried after 1 s): %s.\n", counts(r.Throttled, "%[1]s %[2]d"))
 		}
 		if r.UpMemory != nil {
 			fmt.Fprintln(w)
@@ -74,17 +66,18 @@ func WriteUpMemoryTable(w io.Writer, m UpMemory) {
 		fmt.Fprintf(w, "| pod directories and volumes (%s; %d files) | | | %s | | %s |\n", where, m.VolumeFiles, mib(float64(m.VolumeBytes)), kib(float64(m.VolumeBytes)/float64(max(m.Pods, 1))))
 	}
 	if len(m.ControlObjects) > 0 {
-		kinds := make([]string, 0, len(m.ControlObjects))
-		for k := range m.ControlObjects {
-			kinds = append(kinds, k)
-		}
-		sort.Strings(kinds)
-		var parts []string
-		for _, k := range kinds {
-			parts = append(parts, fmt.Sprintf("%d %s", m.ControlObjects[k], k))
-		}
-		fmt.Fprintf(w, "\nThe control created %s (copies of the full run's node-1, its Lease, pod startup-0 with its Running status, and its events; each pod created, bound and its status written).\n", strings.Join(parts, ", "))
+		fmt.Fprintf(w, "\nThe control created %s (copies of the full run's node-1, its Lease, pod startup-0 with its Running status, and its events; each pod created, bound and its status written).\n", counts(m.ControlObjects, "%[2]d %[1]s"))
 	}
+}
+
+// counts lists a map's entries by key, each formatted with format (%[1]s
+// the key, %[2]d the count), joined by commas.
+func counts(m map[string]int, format string) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf(format, k, m[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func kib(b float64) string { return fmt.Sprintf("%.1f KiB", b/1024) }

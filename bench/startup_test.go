@@ -116,6 +116,11 @@ func TestUpMemoryArithmetic(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
+	b.Reset()
+	WriteStartupTable(&b, Machine{}, []StartupResult{{Nodes: 10, Pods: 100, Throttled: map[string]int{"update leases": 1, "patch pods": 3}}})
+	if want := "Throttled by the API server (429, retried after 1 s): patch pods 3, update leases 1."; !strings.Contains(b.String(), want) {
+		t.Errorf("table lacks %q:\n%s", want, b.String())
+	}
 }
 
 // BenchmarkPodStartup starts 200 pods at 100 pods/s on 20 simulated nodes

@@ -354,21 +354,7 @@ func BenchmarkCreateCPUShareHTTP2(b *testing.B) {
 		b.Run(tg.name, func(b *testing.B) {
 			op, done := tg.op(b)
 			defer done()
-			// Warm connections and caches first.
-			if err := runN(2*clients, clients, op); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			startCPU := processCPU()
-			if err := runN(b.N, clients, op); err != nil {
-				b.Fatal(err)
-			}
-			perOp := (processCPU() - startCPU) / time.Duration(b.N)
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
-			b.ReportMetric(float64(perOp.Nanoseconds())/1000, "cpu-µs/create")
-			cpu[tg.name] = perOp
+			cpu[tg.name] = cpuPerCreate(b, clients, op)
 		})
 	}
 	b.Run("share", func(b *testing.B) {
