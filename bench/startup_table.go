@@ -66,7 +66,7 @@ func WriteUpMemoryTable(w io.Writer, m UpMemory) {
 		fmt.Fprintf(w, "| pod directories and volumes (%s; %d files) | | | %s | | %s |\n", where, m.VolumeFiles, mib(float64(m.VolumeBytes)), kib(float64(m.VolumeBytes)/float64(max(m.Pods, 1))))
 	}
 	if len(m.ControlObjects) > 0 {
-		fmt.Fprintf(w, "\nThe control created %s (copies of the full run's node-1, its Lease, pod startup-0 with its Running status, and its events; each pod created, bound and its status written).\n", counts(m.ControlObjects, "%[2]d %[1]s"))
+		fmt.Fprintf(w, "\nThe control created %s (copies of the full run's node-1, its Lease, pod startup-0 with its Running status, and its events for each node's first pod, the last pod's events for the others, which found the image present; each pod created, bound and its status written); the full run's namespace held %d events.\n", counts(m.ControlObjects, "%[2]d %[1]s"), m.FullEvents)
 	}
 }
 

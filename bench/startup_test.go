@@ -55,6 +55,11 @@ func TestStartupSmoke(t *testing.T) {
 	if m.ControlObjects["events"] < 3*20 {
 		t.Errorf("control events %d, want at least 3 per pod", m.ControlObjects["events"])
 	}
+	// As many events as the full run's pods had: the first pod on each
+	// node pulled the image, the others did not.
+	if m.ControlObjects["events"] != m.FullEvents {
+		t.Errorf("control events %d, full run's %d", m.ControlObjects["events"], m.FullEvents)
+	}
 	// Every pod has its service account token volume on disk.
 	if m.VolumeDir == "" || m.VolumeFiles < 20 || m.VolumeBytes <= 0 {
 		t.Errorf("kubelets' volumes: %s, %d files, %d bytes", m.VolumeDir, m.VolumeFiles, m.VolumeBytes)

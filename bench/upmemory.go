@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"runtime/metrics"
 	"strconv"
 	"sync/atomic"
@@ -36,8 +37,9 @@ import (
 // afterwards: cluster.Start with etcd and the API server only, populated
 // through the API with copies of what the full run ended with (its Nodes
 // and Leases, its pods created, bound and given the Running status a
-// kubelet wrote, and each pod's events), with the same bookkeeping of the
-// benchmark itself. The control's growth is the API server's (and its
+// kubelet wrote, and each pod's events — the first pod's of a node
+// including the image pull's, the later ones' not), with the same
+// bookkeeping of the benchmark itself, kept live through the readings. The control's growth is the API server's (and its
 // etcd's) share; what the full run grew beyond it is what the simulated
 // nodes, the controller manager and the scheduler cost:
 //
@@ -91,6 +93,9 @@ type UpMemory struct {
 	// ControlObjects is what the control created: nodes, leases, pods
 	// (each created, bound and given its status) and events.
 	ControlObjects map[string]int `json:"controlObjects,omitempty"`
+	// FullEvents is how many events the full run's namespace held when the
+	// templates were read: the control's "events" should match it.
+	FullEvents int `json:"fullEvents,omitempty"`
 }
 
 // compute fills the per-node and per-pod figures from the readings.
@@ -176,11 +181,17 @@ type upTemplates struct {
 	lease  *coordinationv1.Lease
 	pod    *corev1.Pod
 	events []corev1.Event // the pod's
+	// laterEvents are the events of a pod that was not the first on its
+	// node: the kubelet pulls an image once per node (Pulling, Pulled),
+	// later pods' containers find it present (one Pulled, "already
+	// present on machine"), so those pods have one event fewer. Nil: every
+	// copy gets events.
+	laterEvents []corev1.Event
 }
 
 // readTemplates reads node-1, its Lease, the pod named pod in ns and the
-// events about it.
-func readTemplates(ctx context.Context, cs kubernetes.Interface, ns, pod string) (*upTemplates, error) {
+// events about it, and the events of the pod named later (if not empty).
+func readTemplates(ctx context.Context, cs kubernetes.Interface, ns, pod, later string) (*upTemplates, error) {
 	t := &upTemplates{}
 	var err error
 	if t.node, err = cs.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{}); err != nil {
@@ -192,16 +203,34 @@ func readTemplates(ctx context.Context, cs kubernetes.Interface, ns, pod string)
 	if t.pod, err = cs.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{}); err != nil {
 		return nil, fmt.Errorf("reading pod %s: %w", pod, err)
 	}
-	evs, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", pod).String()})
-	if err != nil {
-		return nil, fmt.Errorf("reading the events of pod %s: %w", pod, err)
+	if t.events, err = podEvents(ctx, cs, t.pod); err != nil {
+		return nil, err
 	}
-	for _, e := range evs.Items {
-		if e.InvolvedObject.UID == t.pod.UID {
-			t.events = append(t.events, e)
+	if later != "" {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, later, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("reading pod %s: %w", later, err)
+		}
+		if t.laterEvents, err = podEvents(ctx, cs, p); err != nil {
+			return nil, err
 		}
 	}
 	return t, nil
+}
+
+// podEvents lists the events about pod.
+func podEvents(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) ([]corev1.Event, error) {
+	evs, err := cs.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", pod.Name).String()})
+	if err != nil {
+		return nil, fmt.Errorf("reading the events of pod %s: %w", pod.Name, err)
+	}
+	var out []corev1.Event
+	for _, e := range evs.Items {
+		if e.InvolvedObject.UID == pod.UID {
+			out = append(out, e)
+		}
+	}
+	return out, nil
 }
 
 // freshMeta is meta as a client sends it for a new object: no UID,
@@ -220,6 +249,9 @@ func freshMeta(meta metav1.ObjectMeta, name string) metav1.ObjectMeta {
 // bookkeeping is in both.
 func runControl(ctx context.Context, cfg StartupConfig, t *upTemplates, dir string, prog *progressLine) (readings [3]MemoryReading, objects map[string]int, err error) {
 	objects = map[string]int{}
+	if cfg.HeapProfile != "" {
+		finerHeapProfile()
+	}
 	prog.set("control: settle", func() int { return 0 }, 0)
 	if readings[0], err = settledReading(ctx, cfg.MemoryReadings, cfg.Settle); err != nil {
 		return readings, objects, err
@@ -274,6 +306,11 @@ func runControl(ctx context.Context, cfg StartupConfig, t *upTemplates, dir stri
 	if readings[1], err = settledReading(ctx, cfg.MemoryReadings, cfg.Settle); err != nil {
 		return readings, objects, err
 	}
+	if cfg.HeapProfile != "" {
+		if err := writeHeapProfile(cfg.HeapProfile + ".control.nodes"); err != nil {
+			return readings, objects, err
+		}
+	}
 
 	ns := t.pod.Namespace
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -313,7 +350,11 @@ func runControl(ctx context.Context, cfg StartupConfig, t *upTemplates, dir stri
 			return fmt.Errorf("control: status of pod %s: %w", name, err)
 		}
 		tr.observe(running, time.Now())
-		for j, e := range t.events {
+		evs := t.events
+		if i >= cfg.Nodes && t.laterEvents != nil {
+			evs = t.laterEvents // pod i is on node i%Nodes; the first there pulled the image
+		}
+		for j, e := range evs {
 			ev := e.DeepCopy()
 			ev.ObjectMeta = freshMeta(ev.ObjectMeta, name+"."+strconv.FormatInt(time.Now().UnixNano(), 16)+strconv.Itoa(j))
 			ev.InvolvedObject.Name, ev.InvolvedObject.UID, ev.InvolvedObject.ResourceVersion = name, created.UID, ""
@@ -329,8 +370,19 @@ func runControl(ctx context.Context, cfg StartupConfig, t *upTemplates, dir stri
 	}
 	objects["pods"], objects["events"] = cfg.Pods, int(events.Load())
 	prog.set("control: settle", func() int { return 0 }, 0)
-	readings[2], err = settledReading(ctx, cfg.MemoryReadings, cfg.Settle)
-	return readings, objects, err
+	if readings[2], err = settledReading(ctx, cfg.MemoryReadings, cfg.Settle); err != nil {
+		return readings, objects, err
+	}
+	// The bookkeeping stays live through the last reading, as the full
+	// run's does (RunStartup keeps its tracker alive through them too);
+	// unused after the creates, it would be collected before them.
+	goruntime.KeepAlive(tr)
+	if cfg.HeapProfile != "" {
+		if err := writeHeapProfile(cfg.HeapProfile + ".control"); err != nil {
+			return readings, objects, err
+		}
+	}
+	return readings, objects, nil
 }
 
 // volumeUsage reads what the cluster's simulated kubelets keep in their
@@ -354,10 +406,12 @@ type controlRequest struct {
 	UnsafeNoFsync  bool
 	Settle         time.Duration
 	MemoryReadings int
+	HeapProfile    string // the full run's StartupConfig.HeapProfile
 	Node           *corev1.Node
 	Lease          *coordinationv1.Lease
 	Pod            *corev1.Pod
 	Events         []corev1.Event
+	LaterEvents    []corev1.Event
 }
 
 // controlReply is the control process's answer.
@@ -373,7 +427,7 @@ func runControlProcess(ctx context.Context, bin string, cfg StartupConfig, t *up
 		return [3]MemoryReading{}, nil, err
 	}
 	req, err := json.Marshal(controlRequest{Nodes: cfg.Nodes, Pods: cfg.Pods, UnsafeNoFsync: cfg.UnsafeNoFsync, Settle: cfg.Settle,
-		MemoryReadings: cfg.MemoryReadings, Node: t.node, Lease: t.lease, Pod: t.pod, Events: t.events})
+		MemoryReadings: cfg.MemoryReadings, HeapProfile: cfg.HeapProfile, Node: t.node, Lease: t.lease, Pod: t.pod, Events: t.events, LaterEvents: t.laterEvents})
 	if err != nil {
 		return [3]MemoryReading{}, nil, err
 	}
@@ -411,8 +465,8 @@ func RunUpControl(ctx context.Context, file string, out io.Writer) error {
 		return fmt.Errorf("reading %s: %w", file, err)
 	}
 	cfg := StartupConfig{Nodes: req.Nodes, Pods: req.Pods, UnsafeNoFsync: req.UnsafeNoFsync, Settle: req.Settle,
-		MemoryReadings: req.MemoryReadings, Logger: slog.New(slog.DiscardHandler)}
-	t := &upTemplates{node: req.Node, lease: req.Lease, pod: req.Pod, events: req.Events}
+		MemoryReadings: req.MemoryReadings, HeapProfile: req.HeapProfile, Logger: slog.New(slog.DiscardHandler)}
+	t := &upTemplates{node: req.Node, lease: req.Lease, pod: req.Pod, events: req.Events, laterEvents: req.LaterEvents}
 	if t.node == nil || t.lease == nil || t.pod == nil || cfg.Nodes <= 0 {
 		return fmt.Errorf("%s: no templates or nodes", file)
 	}
