@@ -208,15 +208,30 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	}
 	stopCluster := sync.OnceValue(c.Stop)
 	defer stopCluster()
+	// The full run ends early, saying why, if the cluster stops by itself
+	// (a component failed): its pods would never be created or Running.
+	fullCtx, cancelFull := context.WithCancelCause(ctx)
+	defer cancelFull(nil)
+	go func() {
+		select {
+		case <-c.Done():
+			cause := fmt.Errorf("the cluster stopped during the run: %w", c.Err())
+			if fullCtx.Err() == nil {
+				cfg.Logger.Error("startup", "err", cause)
+			}
+			cancelFull(cause)
+		case <-fullCtx.Done():
+		}
+	}()
 	cs, err := kubernetes.NewForConfig(APIClientConfig(c.AdminConfig, runtime.ContentTypeProtobuf))
 	if err != nil {
 		return res, err
 	}
-	if err := waitNodesReady(ctx, cs, cfg.Nodes, cfg.Timeout, prog); err != nil {
+	if err := waitNodesReady(fullCtx, cs, cfg.Nodes, cfg.Timeout, prog); err != nil {
 		return res, err
 	}
 	prog.set("settle", func() int { return 0 }, 0)
-	if full[1], err = settledReading(ctx, cfg.MemoryReadings, cfg.Settle); err != nil {
+	if full[1], err = settledReading(fullCtx, cfg.MemoryReadings, cfg.Settle); err != nil {
 		return res, err
 	}
 	if cfg.HeapProfile != "" {
@@ -226,13 +241,13 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	}
 
 	ns := fmt.Sprintf("bench-startup-%d", time.Now().UnixNano())
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.CoreV1().Namespaces().Create(fullCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return res, fmt.Errorf("creating namespace: %w", err)
 	}
-	if err := ensureDefaultServiceAccount(ctx, cs, ns); err != nil {
+	if err := ensureDefaultServiceAccount(fullCtx, cs, ns); err != nil {
 		return res, err
 	}
-	tr, stopWatch, err := watchStartup(ctx, cs, ns)
+	tr, stopWatch, err := watchStartup(fullCtx, cs, ns)
 	if err != nil {
 		return res, err
 	}
@@ -244,7 +259,7 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 		}
 		defer stopCPUProfile()
 	}
-	if err := createPodsAtRate(ctx, cs, ns, cfg.Pods, cfg.Rate, tr, prog); err != nil {
+	if err := createPodsAtRate(fullCtx, cs, ns, cfg.Pods, cfg.Rate, tr, prog); err != nil {
 		return res, err
 	}
 	prog.set("wait running", func() int { return int(tr.running.Load()) }, cfg.Pods)
@@ -254,8 +269,8 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 			break
 		}
 		select {
-		case <-ctx.Done():
-			return res, ctx.Err()
+		case <-fullCtx.Done():
+			return res, context.Cause(fullCtx)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -277,7 +292,7 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 		return res, fmt.Errorf("only %d of %d pods Running after %s", res.Running, cfg.Pods, cfg.Timeout)
 	}
 	prog.set("settle", func() int { return 0 }, 0)
-	if full[2], err = settledReading(ctx, cfg.MemoryReadings, cfg.Settle); err != nil {
+	if full[2], err = settledReading(fullCtx, cfg.MemoryReadings, cfg.Settle); err != nil {
 		return res, err
 	}
 	if cfg.HeapProfile != "" {
@@ -303,12 +318,12 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	if cfg.Pods > cfg.Nodes {
 		later = fmt.Sprintf("startup-%d", cfg.Pods-1) // not its node's first pod
 	}
-	tmpl, err := readTemplates(ctx, cs, ns, "startup-0", later)
+	tmpl, err := readTemplates(fullCtx, cs, ns, "startup-0", later)
 	if err != nil {
 		return res, err
 	}
 	for opts := (metav1.ListOptions{Limit: 5000}); ; {
-		evs, err := cs.CoreV1().Events(ns).List(ctx, opts)
+		evs, err := cs.CoreV1().Events(ns).List(fullCtx, opts)
 		if err != nil {
 			return res, fmt.Errorf("counting the events: %w", err)
 		}
@@ -317,6 +332,7 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 			break
 		}
 	}
+	cancelFull(nil) // the cluster stops now on purpose
 	if err := stopCluster(); err != nil {
 		return res, fmt.Errorf("stopping the cluster: %w", err)
 	}
