@@ -287,8 +287,8 @@ func (s *Scheduler) MetricsHandler() http.Handler { return s.metrics.Handler() }
 
 // Run starts the informers, waits for them to sync, then — after winning
 // leader election when it is enabled — schedules until ctx is done. It
-// returns after every goroutine it started has stopped. Run may be called
-// once.
+// returns after every goroutine it started has stopped, with nil when ctx
+// ended it (also before the caches synced). Run may be called once.
 func (s *Scheduler) Run(ctx context.Context) error {
 	err := errors.New("scheduler: Run called twice")
 	s.ran.Do(func() { err = s.run(ctx) })
@@ -321,6 +321,9 @@ func (s *Scheduler) run(parent context.Context) error {
 	s.informers.Start(ctx.Done())
 	defer s.informers.Shutdown()
 	if !toolscache.WaitForCacheSync(ctx.Done(), s.synced...) {
+		if parent.Err() != nil {
+			return nil // stopped while starting up: not a failure
+		}
 		return fmt.Errorf("scheduler: waiting for informer caches to sync: %w", context.Cause(ctx))
 	}
 	if !*s.conf.LeaderElection.LeaderElect {

@@ -71,3 +71,29 @@ func TestSchedulerOnASharedPodInformer(t *testing.T) {
 		t.Errorf("the shared informer stopped with the scheduler")
 	}
 }
+
+// A scheduler stopped before its caches have synced (here its shared pod
+// informer is never started, as when the process stops while starting up)
+// returns nil: being stopped is not a failure.
+func TestSchedulerStoppedBeforeSync(t *testing.T) {
+	c := newFakeCluster()
+	pods := coreinformers.NewPodInformer(c, metav1.NamespaceAll, time.Second, toolscache.Indexers{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := New(ctx, c, Config{Configuration: testConfig(), Seed: 1, PodInformer: pods})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	time.Sleep(100 * time.Millisecond) // Run is waiting for the pod informer
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run stopped before its caches synced: %v, want nil", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+}
