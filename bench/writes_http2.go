@@ -210,6 +210,32 @@ func (l *leanCreator) create(ctx context.Context, n int64) error {
 	}
 }
 
+// warm opens the transport's connection with a list of at most one
+// ConfigMap of the namespace, which creates nothing.
+func (l *leanCreator) warm(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.url+"?limit=1", nil)
+	if err != nil {
+		return err
+	}
+	req.Header = http.Header{"Accept": {runtime.ContentTypeProtobuf}, "User-Agent": {l.userAgent}}
+	if l.bearer != "" {
+		req.Header["Authorization"] = []string{l.bearer}
+	}
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("warming the lean client's connection: %w", err)
+	}
+	data, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return fmt.Errorf("warming the lean client's connection: reading the response: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("warming the lean client's connection: %s: %s", resp.Status, statusMessage(data))
+	}
+	return nil
+}
+
 // post sends body and returns the response with its whole body read.
 func (l *leanCreator) post(ctx context.Context, body []byte) (*http.Response, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.url, bytes.NewReader(body))
@@ -297,6 +323,11 @@ func APICreatesHTTP2(ctx context.Context, cfg *rest.Config, namespace, prefix st
 		return WriteResult{}, err
 	}
 	defer l.Close()
+	// The connection is made (TLS, HTTP/2 settings) before the clock
+	// starts, as client-go's cached transport already has one.
+	if err := l.warm(ctx); err != nil {
+		return WriteResult{}, err
+	}
 	// Numbers are unique across the run's clients: client c uses
 	// c, c+clients, c+2*clients, ...
 	r := runClients(ctx, targetAPIProtobufHTTP2, clients, d, func(ctx context.Context, c, seq int) error {

@@ -25,6 +25,8 @@ import (
 func TestRunWritesSmoke(t *testing.T) {
 	c, cs := clustertest.Start(t, clustertest.Options{})
 	ctx := context.Background()
+	// A second per target: under a loaded make test a few hundred
+	// milliseconds could end before a single create did.
 	// Each API measurement's objects are gone before the next starts.
 	apiObjectsLeft := func() int64 {
 		resp, err := c.EtcdClient.Get(ctx, "/registry/configmaps/bench-writes-", clientv3.WithPrefix(), clientv3.WithCountOnly())
@@ -34,7 +36,7 @@ func TestRunWritesSmoke(t *testing.T) {
 		return resp.Count
 	}
 	results, err := RunWrites(ctx, WritesConfig{
-		API: c.AdminConfig, Etcd: c.EtcdClient, EtcdInProcess: c.EtcdInProcessClient, Clients: []int{2}, Duration: 300 * time.Millisecond,
+		API: c.AdminConfig, Etcd: c.EtcdClient, EtcdInProcess: c.EtcdInProcessClient, Clients: []int{2}, Duration: time.Second,
 		Progress: func(r WriteResult) {
 			if n := apiObjectsLeft(); n != 0 {
 				t.Errorf("after %s: %d objects left in etcd", r.Target, n)
