@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -34,14 +35,7 @@ func TestSchedulerOnASharedPodInformer(t *testing.T) {
 	waitFor(t, "the shared informer to sync", pods.HasSynced)
 
 	before := runtime.NumGoroutine()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s, err := New(ctx, c, Config{Configuration: testConfig(), Seed: 1, PodInformer: pods})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
+	stop := runOnInformer(t, c, pods)
 
 	createPod(t, c, makePod("default", "p", "1", "1Gi"))
 	waitFor(t, "p unschedulable", func() bool { return scheduledCondition(getPod(t, c, "default", "p")) != nil })
@@ -55,15 +49,7 @@ func TestSchedulerOnASharedPodInformer(t *testing.T) {
 		t.Errorf("the shared informer lost the succeeded pod its other users see")
 	}
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not return after cancel")
-	}
+	stop()
 	// Each handler of a running informer has two goroutines: they end only
 	// if Run took the scheduler's handlers off.
 	waitFor(t, "the scheduler's goroutines and pod handlers to go", func() bool { return runtime.NumGoroutine() <= before })
@@ -78,22 +64,34 @@ func TestSchedulerOnASharedPodInformer(t *testing.T) {
 func TestSchedulerStoppedBeforeSync(t *testing.T) {
 	c := newFakeCluster()
 	pods := coreinformers.NewPodInformer(c, metav1.NamespaceAll, time.Second, toolscache.Indexers{})
+	stop := runOnInformer(t, c, pods)
+	time.Sleep(100 * time.Millisecond) // Run is waiting for the pod informer
+	stop()
+}
+
+// runOnInformer runs a scheduler on pods; stop cancels its context and
+// fails the test unless Run then returns nil.
+func runOnInformer(t *testing.T, c kubernetes.Interface, pods toolscache.SharedIndexInformer) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	s, err := New(ctx, c, Config{Configuration: testConfig(), Seed: 1, PodInformer: pods})
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
-	time.Sleep(100 * time.Millisecond) // Run is waiting for the pod informer
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Run stopped before its caches synced: %v, want nil", err)
+	t.Cleanup(cancel)
+	return func() {
+		t.Helper()
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run returned %v after its context ended, want nil", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("Run did not return after cancel")
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not return after cancel")
 	}
 }
