@@ -132,7 +132,6 @@ func (d *PodDispatcher) Run(ctx context.Context) error {
 		DeleteFunc: func(obj any) { d.dispatch(obj, true) },
 	}
 	inf := d.shared
-	var synced cache.InformerSynced
 	if inf == nil {
 		factory := informers.NewSharedInformerFactoryWithOptions(d.client, 0,
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -143,25 +142,20 @@ func (d *PodDispatcher) Run(ctx context.Context) error {
 		if err := inf.AddIndexers(cache.Indexers{byNodeName: podNodeName}); err != nil {
 			return fmt.Errorf("pod dispatcher: %w", err)
 		}
-		if _, err := inf.AddEventHandler(handlers); err != nil {
-			return fmt.Errorf("pod dispatcher: %w", err)
-		}
 		factory.Start(ctx.Done())
 		defer factory.Shutdown()
-		synced = inf.HasSynced
-	} else {
-		// A shared informer of every pod: unbound pods find no kubelet
-		// (dispatch ignores them) until their binding arrives as an update.
-		reg, err := inf.AddEventHandlerWithResyncPeriod(handlers, 0)
-		if err != nil {
-			return fmt.Errorf("pod dispatcher: %w", err)
-		}
-		defer func() { _ = inf.RemoveEventHandler(reg) }()
-		// The informer may have synced long before this handler was
-		// added: the source is synced once the handler has been handed
-		// every pod the informer held.
-		synced = reg.HasSynced
 	}
+	// On a shared informer of every pod, unbound pods find no kubelet
+	// (dispatch ignores them) until their binding arrives as an update.
+	reg, err := inf.AddEventHandlerWithResyncPeriod(handlers, 0)
+	if err != nil {
+		return fmt.Errorf("pod dispatcher: %w", err)
+	}
+	defer func() { _ = inf.RemoveEventHandler(reg) }()
+	// A shared informer may have synced long before this handler was
+	// added: the source is synced once the handler has been handed every
+	// pod the informer held.
+	synced := reg.HasSynced
 	d.mu.Lock()
 	d.informer = inf
 	d.mu.Unlock()
