@@ -271,7 +271,7 @@ func runControl(ctx context.Context, cfg StartupConfig, t *upTemplates, dir stri
 	var done atomic.Int64
 	prog.set("control: nodes", func() int { return int(done.Load()) }, cfg.Nodes)
 	err = parallel(ctx, cfg.Nodes, &done, func(ctx context.Context, i int) error {
-		name := fmt.Sprintf("node-%d", i+1)
+		name, cidr := cluster.SimulatedNode(i)
 		n := t.node.DeepCopy()
 		n.ObjectMeta = freshMeta(n.ObjectMeta, name)
 		n.Labels = map[string]string{}
@@ -279,8 +279,7 @@ func runControl(ctx context.Context, cfg StartupConfig, t *upTemplates, dir stri
 			n.Labels[k] = v
 		}
 		n.Labels[corev1.LabelHostname] = name
-		n.Spec.PodCIDR = fmt.Sprintf("10.%d.%d.0/24", 244+i/256, i%256)
-		n.Spec.PodCIDRs = []string{n.Spec.PodCIDR}
+		n.Spec.PodCIDR, n.Spec.PodCIDRs = cidr, []string{cidr}
 		created, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
 		if err != nil {
 			return fmt.Errorf("control: creating node %s: %w", name, err)
@@ -325,7 +324,7 @@ func runControl(ctx context.Context, cfg StartupConfig, t *upTemplates, dir stri
 	prog.set("control: pods", func() int { return int(done.Load()) }, cfg.Pods)
 	err = parallel(ctx, cfg.Pods, &done, func(ctx context.Context, i int) error {
 		name := fmt.Sprintf("startup-%d", i)
-		node := fmt.Sprintf("node-%d", i%cfg.Nodes+1)
+		node, _ := cluster.SimulatedNode(i % cfg.Nodes)
 		p := t.pod.DeepCopy()
 		p.ObjectMeta = freshMeta(p.ObjectMeta, name)
 		p.Spec.NodeName, p.Status = "", corev1.PodStatus{}

@@ -31,9 +31,15 @@ const (
 	NodesGroup            = "system:nodes"
 )
 
-// maxSimulatedNodes bounds --nodes: node i gets pod CIDR
-// 10.(244+i/256).(i%256).0/24, which stays inside 10.244.0.0/14.
+// maxSimulatedNodes bounds --nodes: SimulatedNode's pod CIDRs stay inside
+// 10.244.0.0/14.
 const maxSimulatedNodes = 1024
+
+// SimulatedNode is the name and pod CIDR of simulated node i (from 0):
+// node-<i+1> and 10.(244+i/256).(i%256).0/24.
+func SimulatedNode(i int) (name, podCIDR string) {
+	return fmt.Sprintf("node-%d", i+1), fmt.Sprintf("10.%d.%d.0/24", 244+i/256, i%256)
+}
 
 // componentClient builds a client for a component with its own client
 // certificate (issued once, kept in DataDir/pki) and writes its kubeconfig

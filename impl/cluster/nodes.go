@@ -244,8 +244,7 @@ func (c *Cluster) startKubelets(ctx context.Context, cfg Config) error {
 	n := c.simNodes
 	pkiDir := filepath.Join(cfg.DataDir, "pki", "nodes")
 	for i := 0; i < cfg.Nodes; i++ {
-		name := fmt.Sprintf("node-%d", i+1)
-		cidr := fmt.Sprintf("10.%d.%d.0/24", 244+i/256, i%256)
+		name, cidr := SimulatedNode(i)
 		_, cs, err := c.componentClient(pkiDir, "", name, NodeUserPrefix+name, []string{NodesGroup}, 50, 100)
 		if err != nil {
 			return err
