@@ -222,14 +222,15 @@ type throughputSampler struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	count   func() int64
+	base    int64 // count() when measuring began
 	mu      sync.Mutex
 	samples []int64
 }
 
 func startThroughputSampler(count func() int64) *throughputSampler {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &throughputSampler{start: time.Now(), created: time.Now(), cancel: cancel, done: make(chan struct{}), count: count}
 	base := count()
+	s := &throughputSampler{start: time.Now(), created: time.Now(), cancel: cancel, done: make(chan struct{}), count: count, base: base}
 	go func() {
 		defer close(s.done)
 		// Windows start at the first binding, so that the scheduler's
@@ -269,13 +270,18 @@ func startThroughputSampler(count func() int64) *throughputSampler {
 // a rate) only if there is no full window, and then over the time since
 // measuring began (the first binding is seen by polling, so a burst
 // shorter than the poll would otherwise look instantaneous). elapsed is
-// from the first binding to now.
+// from the first binding to now. Bindings the poll had not seen yet when
+// sampling stopped (a short burst on a loaded machine) still count: then
+// measuring is taken to have begun when the sampler was created.
 func (s *throughputSampler) stop() (windows []float64, elapsed time.Duration) {
 	s.cancel()
 	<-s.done
 	final := s.count()
 	if len(s.samples) == 0 {
-		return nil, 0
+		if final == s.base {
+			return nil, 0
+		}
+		s.start, s.samples = s.created, []int64{s.base}
 	}
 	elapsed = time.Since(s.start)
 	var rates []float64

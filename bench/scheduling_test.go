@@ -180,3 +180,21 @@ func TestPreemptionSmoke(t *testing.T) {
 	}
 	checkNoGoroutineLeak(t, before)
 }
+
+// TestThroughputSamplerBurstBeforeFirstPoll: bindings the sampler's poll
+// never saw (it had not run before stop) still give a rate, over the time
+// since the sampler was created; no bindings give no windows.
+func TestThroughputSamplerBurstBeforeFirstPoll(t *testing.T) {
+	stopped := func(count int64) *throughputSampler {
+		done := make(chan struct{})
+		close(done)
+		return &throughputSampler{created: time.Now().Add(-time.Second), cancel: func() {}, done: done, count: func() int64 { return count }}
+	}
+	windows, elapsed := stopped(10).stop()
+	if len(windows) != 1 || windows[0] <= 0 || windows[0] > 10 || elapsed < time.Second {
+		t.Errorf("10 unseen bindings: windows %v, elapsed %v; want one rate in (0, 10] over at least 1s", windows, elapsed)
+	}
+	if windows, elapsed := stopped(0).stop(); windows != nil || elapsed != 0 {
+		t.Errorf("no bindings: windows %v, elapsed %v; want none", windows, elapsed)
+	}
+}
