@@ -369,7 +369,7 @@ func RunNodeMemory(ctx context.Context, bin string, cfg NodeMemoryConfig) (NodeM
 		return res, err
 	}
 	start := time.Now()
-	if err := createPodsAtRate(ctx, cs, ns, cfg.Pods, cfg.Rate, tr, prog); err != nil {
+	if err := createPodsAtRate(ctx, cs, ns, 0, cfg.Pods, cfg.Rate, tr, prog); err != nil {
 		stopWatch()
 		return res, err
 	}

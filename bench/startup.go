@@ -259,7 +259,9 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 		}
 		defer stopCPUProfile()
 	}
-	if err := createPodsAtRate(fullCtx, cs, ns, cfg.Pods, cfg.Rate, tr, prog); err != nil {
+	// Memory is read also once half the pods are Running (upmemory.go).
+	mid, err := createPodsReadingAtHalf(fullCtx, cfg, cs, ns, tr, prog)
+	if err != nil {
 		return res, err
 	}
 	prog.set("wait running", func() int { return int(tr.running.Load()) }, cfg.Pods)
@@ -310,7 +312,7 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 		return res, nil
 	}
 
-	m := &UpMemory{Nodes: cfg.Nodes, Pods: cfg.Pods, Full: full}
+	m := &UpMemory{Nodes: cfg.Nodes, Pods: cfg.Pods, Full: full, FullMid: mid}
 	if err := volumeUsage(c, m); err != nil {
 		return res, err
 	}
@@ -558,9 +560,10 @@ func watchStartup(ctx context.Context, cs kubernetes.Interface, ns string) (*sta
 	return tr, func() { cancel(); <-done }, nil
 }
 
-// createPodsAtRate creates n BenchPods, the i-th sent at start+i/rate by a
-// pool of senders, so that a slow create does not delay the next arrival.
-func createPodsAtRate(ctx context.Context, cs kubernetes.Interface, ns string, n int, rate float64, tr *startupTracker, prog *progressLine) error {
+// createPodsAtRate creates n BenchPods named startup-<first> on, the i-th
+// sent at start+i/rate by a pool of senders, so that a slow create does
+// not delay the next arrival.
+func createPodsAtRate(ctx context.Context, cs kubernetes.Interface, ns string, first, n int, rate float64, tr *startupTracker, prog *progressLine) error {
 	var created atomic.Int64
 	prog.set("create pods", func() int { return int(created.Load()) }, n)
 	work := make(chan int)
@@ -571,7 +574,7 @@ func createPodsAtRate(ctx context.Context, cs kubernetes.Interface, ns string, n
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				name := fmt.Sprintf("startup-%d", i)
+				name := fmt.Sprintf("startup-%d", first+i)
 				tr.sentAt(name, time.Now())
 				if _, err := cs.CoreV1().Pods(ns).Create(ctx, BenchPod(ns, name), metav1.CreateOptions{}); err != nil {
 					select {

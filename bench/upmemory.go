@@ -71,6 +71,12 @@ type UpMemory struct {
 	Pods    int              `json:"pods"`
 	Full    [3]MemoryReading `json:"full"`
 	Control [3]MemoryReading `json:"control"`
+	// MidPods is the pod count of the readings taken half-way (FullMid,
+	// ControlMid): the pods are created in two halves, and memory is read
+	// by the same rule once the first half is Running (0: not read).
+	MidPods    int           `json:"midPods,omitempty"`
+	FullMid    MemoryReading `json:"fullMid"`
+	ControlMid MemoryReading `json:"controlMid"`
 	// Beyond the API server's share (see the file comment), and the
 	// control's own growth per node and per pod (the API server's share).
 	RSSPerNode         float64 `json:"rssPerNode"`
@@ -477,4 +483,56 @@ func RunUpControl(ctx context.Context, file string, out io.Writer) error {
 	b, _ := json.Marshal(rep)
 	_, werr := fmt.Fprintf(out, "%s\n", b)
 	return errors.Join(err, werr)
+}
+
+// midPods is the pod count at which memory is read half-way: half the
+// pods, when memory beyond the API server is measured (the control runs)
+// and there are at least two pods; 0 otherwise.
+func midPods(cfg StartupConfig) int {
+	if cfg.SkipControl || cfg.Pods < 2 {
+		return 0
+	}
+	return cfg.Pods / 2
+}
+
+// createPodsReadingAtHalf creates the startup workload's pods at
+// cfg.Rate. When memory is read half-way (midPods), arrivals stop after
+// the first half until those pods are Running and Ready, memory is read
+// (settledReading, as at the other readings), and the second half
+// follows at the same rate: per pod between the two readings is a slope,
+// free of the per-node state that fills while the first pods arrive.
+func createPodsReadingAtHalf(ctx context.Context, cfg StartupConfig, cs kubernetes.Interface, ns string, tr *startupTracker, prog *progressLine) (MemoryReading, error) {
+	half := midPods(cfg)
+	if half == 0 {
+		return MemoryReading{}, createPodsAtRate(ctx, cs, ns, 0, cfg.Pods, cfg.Rate, tr, prog)
+	}
+	if err := createPodsAtRate(ctx, cs, ns, 0, half, cfg.Rate, tr, prog); err != nil {
+		return MemoryReading{}, err
+	}
+	if err := waitTracked(ctx, tr, half, cfg.Timeout, prog); err != nil {
+		return MemoryReading{}, err
+	}
+	prog.set("settle (half)", func() int { return 0 }, 0)
+	mid, err := settledReading(ctx, cfg.MemoryReadings, cfg.Settle)
+	if err != nil {
+		return mid, err
+	}
+	return mid, createPodsAtRate(ctx, cs, ns, half, cfg.Pods-half, cfg.Rate, tr, prog)
+}
+
+// waitTracked waits until tr has seen n pods Running and Ready.
+func waitTracked(ctx context.Context, tr *startupTracker, n int, timeout time.Duration, prog *progressLine) error {
+	prog.set("wait running", func() int { return int(tr.running.Load()) }, n)
+	deadline := time.Now().Add(timeout)
+	for int(tr.running.Load()) < n || int(tr.ready.Load()) < n {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %d of %d pods Running (%d Ready) after %s", tr.running.Load(), n, tr.ready.Load(), timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
 }
