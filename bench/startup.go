@@ -115,6 +115,13 @@ type StartupResult struct {
 	// flight) during the run, by "VERB resource[/subresource]": each
 	// costs its client a retry after a second.
 	Throttled map[string]int `json:"throttled,omitempty"`
+	// Stages is where create→Running went, step by step through the
+	// pipeline, for every pod and for the slowest 1%; Windows is the run
+	// cut into 30-s windows of arrivals (the last one the whole run), with
+	// what the process and the Go runtime did in each (CPU, garbage
+	// collection, run-queue latency).
+	Stages  StageBreakdown  `json:"stages"`
+	Windows []RuntimeWindow `json:"windows,omitempty"`
 	// UpMemory is memory beyond the API server's share (nil with
 	// StartupConfig.SkipControl).
 	UpMemory *UpMemory `json:"upMemory,omitempty"`
@@ -194,6 +201,11 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	// simulated nodes; so does this one (Go's default unless GOGC or
 	// GOMEMLIMIT say otherwise).
 	cfg.Logger.Info("garbage collector", "setting", sim.ApplyHostGCPercent(sim.HostGCPercent, false))
+	// Each pod's moments through the pipeline, told by the components'
+	// trace hooks; allocated before the first reading, so it costs nothing
+	// per node or per pod.
+	ns := fmt.Sprintf("bench-startup-%d", time.Now().UnixNano())
+	stages := newPodStages(ns, cfg.Pods)
 	var full [3]MemoryReading
 	if full[0], err = settledReading(ctx, cfg.MemoryReadings, cfg.Settle); err != nil {
 		return res, err
@@ -202,6 +214,7 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	ccfg := cluster.UpConfig(filepath.Join(dir, "cluster"))
 	ccfg.BindAddress, ccfg.UnsafeNoFsync, ccfg.Logger = "127.0.0.1:0", cfg.UnsafeNoFsync, cfg.Logger
 	ccfg.Nodes, ccfg.NodeCPU, ccfg.NodeMemory, ccfg.NodeMaxPods = cfg.Nodes, cfg.NodeCPU, cfg.NodeMemory, cfg.NodeMaxPods
+	ccfg.PodTrace = stages.trace
 	c, err := cluster.Start(ctx, ccfg)
 	if err != nil {
 		return res, err
@@ -240,7 +253,6 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 		}
 	}
 
-	ns := fmt.Sprintf("bench-startup-%d", time.Now().UnixNano())
 	if _, err := cs.CoreV1().Namespaces().Create(fullCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return res, fmt.Errorf("creating namespace: %w", err)
 	}
@@ -252,6 +264,7 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 		return res, err
 	}
 	defer stopWatch()
+	tr.setStages(stages)
 	stopCPUProfile := func() error { return nil }
 	if cfg.HeapProfile != "" {
 		if stopCPUProfile, err = startCPUProfile(cfg.HeapProfile + ".cpu"); err != nil {
@@ -260,6 +273,8 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 		defer stopCPUProfile()
 	}
 	// Memory is read also once half the pods are Running (upmemory.go).
+	sampler := startRuntimeSampler(fullCtx, time.Second)
+	defer sampler.stop()
 	mid, err := createPodsReadingAtHalf(fullCtx, cfg, cs, ns, tr, prog)
 	if err != nil {
 		return res, err
@@ -279,7 +294,11 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	if err := stopCPUProfile(); err != nil {
 		return res, err
 	}
+	sampler.stop()
 	stopWatch()
+	times := stages.times()
+	res.Stages = breakdown(times)
+	res.Windows = windows(sampler.snaps, stages.epoch, times, 30*time.Second)
 	running, ready, bound := tr.results()
 	res.Running, res.Ready = len(running), len(ready)
 	res.CreateToRunning, res.CreateToReady, res.CreateToBound = Summarize(running), Summarize(ready), Summarize(bound)
@@ -434,6 +453,14 @@ type startupTracker struct {
 	runningAt      map[string]time.Time
 	readyAt        map[string]time.Time
 	boundAt        map[string]time.Time
+	// stages, if set, also gets each pod's moments (the full run's).
+	stages *podStages
+}
+
+func (t *startupTracker) setStages(s *podStages) {
+	t.mu.Lock()
+	t.stages = s
+	t.mu.Unlock()
 }
 
 func newStartupTracker() *startupTracker {
@@ -443,7 +470,16 @@ func newStartupTracker() *startupTracker {
 func (t *startupTracker) sentAt(name string, at time.Time) {
 	t.mu.Lock()
 	t.sent[name] = at
+	t.stages.record(name, stageSent, at)
 	t.mu.Unlock()
+}
+
+// createdAt records the moment pod name's create was answered 201.
+func (t *startupTracker) createdAt(name string, at time.Time) {
+	t.mu.Lock()
+	s := t.stages
+	t.mu.Unlock()
+	s.record(name, stageCreated, at)
 }
 
 func (t *startupTracker) observe(p *corev1.Pod, at time.Time) {
@@ -451,10 +487,12 @@ func (t *startupTracker) observe(p *corev1.Pod, at time.Time) {
 	defer t.mu.Unlock()
 	if _, ok := t.boundAt[p.Name]; !ok && p.Spec.NodeName != "" {
 		t.boundAt[p.Name] = at
+		t.stages.record(p.Name, stageBoundObserved, at)
 	}
 	if _, ok := t.runningAt[p.Name]; !ok && p.Status.Phase == corev1.PodRunning {
 		t.runningAt[p.Name] = at
 		t.running.Add(1)
+		t.stages.record(p.Name, stageRunningObserved, at)
 	}
 	if _, ok := t.readyAt[p.Name]; !ok {
 		for _, c := range p.Status.Conditions {
@@ -583,6 +621,7 @@ func createPodsAtRate(ctx context.Context, cs kubernetes.Interface, ns string, f
 					}
 					continue
 				}
+				tr.createdAt(name, time.Now())
 				created.Add(1)
 			}
 		}()

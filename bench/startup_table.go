@@ -22,6 +22,7 @@ func WriteStartupTable(w io.Writer, m Machine, results []StartupResult) {
 	}
 	fmt.Fprintln(w, "\nOne `kubeproof up` process (cluster.UpConfig: embedded etcd with fsync on, API server, controller manager, scheduler and the simulated nodes, their pods read through one shared watch). Memory per node/pod: growth of the live heap (after a forced GC) and of VmRSS of that process, divided by nodes (before the cluster starts → all nodes Ready) and by pods (→ all pods Running); it includes etcd, the API server's watch cache and every component's informers.")
 	for _, r := range results {
+		writeStages(w, r)
 		if len(r.Throttled) > 0 {
 			fmt.Fprintf(w, "\nThrottled by the API server (429, retried after 1 s): %s.\n", counts(r.Throttled, "%[1]s %[2]d"))
 		}

@@ -3,10 +3,17 @@ package bench
 import (
 	"bytes"
 	"context"
+	"math"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet"
+	"github.com/kubeproof/kubeproof/impl/scheduler"
 )
 
 // TestStartupSmoke starts 20 pods on 3 simulated nodes of a `kubeproof up`
@@ -34,6 +41,16 @@ func TestStartupSmoke(t *testing.T) {
 	}
 	if res.CreateToReady.P50 < r.P50 {
 		t.Errorf("ready p50 %v before running p50 %v", res.CreateToReady.P50, r.P50)
+	}
+	// Every pod passed every stage of the chain, told by the components'
+	// trace hooks and the benchmark's own watch.
+	for _, s := range res.Stages.Steps {
+		if s.Pods != 20 {
+			t.Errorf("step %s → %s seen for %d pods, want 20", s.From, s.To, s.Pods)
+		}
+	}
+	if len(res.Windows) < 2 || res.Windows[len(res.Windows)-1].Pods != 20 || res.Windows[len(res.Windows)-1].ProcessCores <= 0 {
+		t.Errorf("windows %+v: want at least one and the whole run's 20 pods", res.Windows)
 	}
 	if res.HeapBefore == 0 || res.HeapAfterNodes == 0 || res.HeapAfterPods == 0 || res.RSSAfterPods == 0 {
 		t.Errorf("memory not read: %+v", res)
@@ -148,5 +165,186 @@ func TestStartupRejectsPodsThatCannotFit(t *testing.T) {
 	_, err := RunStartup(context.Background(), StartupConfig{Nodes: 2, Pods: 81})
 	if err == nil {
 		t.Fatal("81 pods on 2 nodes accepted")
+	}
+}
+
+// TestStageBreakdown: each step of the chain over every pod and over the
+// slowest 1% by create→Running, pods that missed a stage left out of the
+// steps touching it.
+func TestStageBreakdown(t *testing.T) {
+	const n = 200
+	ms := int64(time.Millisecond)
+	times := make([][numStages]int64, n)
+	for i := range times {
+		// Each stage 1 ms after the previous one along the chain; the
+		// bench's watch sees the binding 1 ms after it was accepted.
+		for k, st := range stageChain {
+			times[i][st] = int64(k) * ms
+		}
+		times[i][stageBoundObserved] = times[i][stageBound] + ms
+	}
+	// Two slow pods (the slowest 1% of 200): pod 7 waits 500 ms for its
+	// scheduling attempt, pod 9 900 ms between its sync and its status.
+	for st := stageAttempt; st < numStages; st++ {
+		times[7][st] += 500 * ms
+	}
+	times[9][stageRunningWritten] += 900 * ms
+	times[9][stageRunningObserved] += 900 * ms
+	// Pod 3 was never handed over (the hook missed it): left out of the
+	// two steps around that stage only. Pod 4 never got Running.
+	times[3][stageHandedOver] = -1
+	times[4][stageRunningObserved] = -1
+
+	b := breakdown(times)
+	if b.SlowPods != 2 || b.SlowFrom != 509*time.Millisecond {
+		t.Fatalf("slow pods %d from %v, want 2 from 509ms", b.SlowPods, b.SlowFrom)
+	}
+	if len(b.Steps) != len(stageChain)-1 {
+		t.Fatalf("%d steps, want %d", len(b.Steps), len(stageChain)-1)
+	}
+	step := func(from, to podStage) StageStep {
+		for _, s := range b.Steps {
+			if s.From == stageNames[from] && s.To == stageNames[to] {
+				return s
+			}
+		}
+		t.Fatalf("no step %s → %s", stageNames[from], stageNames[to])
+		return StageStep{}
+	}
+	queued := step(stageQueued, stageAttempt)
+	if queued.Pods != n || queued.All.P50 != time.Millisecond || queued.All.Max != 501*time.Millisecond {
+		t.Errorf("queued → attempt over all: %+v", queued)
+	}
+	if queued.Slow.P50 != time.Millisecond || queued.Slow.Max != 501*time.Millisecond || queued.SlowMean != 251*time.Millisecond {
+		t.Errorf("queued → attempt over the slowest: %+v", queued)
+	}
+	if want := (n*time.Millisecond + 500*time.Millisecond) / n; queued.AllMean != want {
+		t.Errorf("queued → attempt mean %v, want %v", queued.AllMean, want)
+	}
+	written := step(stageSyncStart, stageRunningWritten)
+	if written.Slow.Max != 901*time.Millisecond || written.SlowMean != 451*time.Millisecond {
+		t.Errorf("sync → written over the slowest: %+v", written)
+	}
+	if h := step(stageBound, stageHandedOver); h.Pods != n-1 {
+		t.Errorf("bound → handed over counts %d pods, want %d (one missed it)", h.Pods, n-1)
+	}
+	if o := step(stageRunningWritten, stageRunningObserved); o.Pods != n-1 {
+		t.Errorf("written → observed counts %d pods, want %d (one never Running)", o.Pods, n-1)
+	}
+	if got := breakdown(nil); got.SlowPods != 0 || len(got.Steps) != len(stageChain)-1 || got.Steps[0].Pods != 0 {
+		t.Errorf("no pods: %+v", got)
+	}
+}
+
+// TestPodStagesTrace: the trace hook keeps each stage's first moment for
+// the benchmark's pods only, and counts a status write only once Running.
+func TestPodStagesTrace(t *testing.T) {
+	s := newPodStages("ns", 3)
+	pod := func(ns, name string, phase corev1.PodPhase) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Status: corev1.PodStatus{Phase: phase}}
+	}
+	s.trace(scheduler.TraceQueued, pod("ns", "startup-1", ""))
+	first := s.times()[1][stageQueued]
+	time.Sleep(time.Millisecond)
+	s.trace(scheduler.TraceQueued, pod("ns", "startup-1", ""))
+	s.trace(kubelet.TraceStatusWritten, pod("ns", "startup-1", corev1.PodPending))
+	s.trace(kubelet.TraceSyncStart, pod("other", "startup-2", ""))
+	s.trace(kubelet.TraceSyncStart, pod("ns", "startup-3", "")) // out of range
+	s.trace(kubelet.TraceSyncStart, pod("ns", "web-0", ""))
+	got := s.times()
+	if first < 0 || got[1][stageQueued] != first {
+		t.Errorf("queued at %d then %d: the first moment must stay", first, got[1][stageQueued])
+	}
+	if got[1][stageRunningWritten] != -1 {
+		t.Error("a Pending status write counted as Running written")
+	}
+	s.trace(kubelet.TraceStatusWritten, pod("ns", "startup-1", corev1.PodRunning))
+	if s.times()[1][stageRunningWritten] < first {
+		t.Error("Running status write not recorded")
+	}
+	for i := range got {
+		if got[i][stageSyncStart] != -1 {
+			t.Errorf("pod %d: sync start recorded from another namespace or name", i)
+		}
+	}
+	var nilStages *podStages
+	nilStages.record("startup-0", stageSent, time.Now()) // the control's tracker has none
+}
+
+// TestRuntimeHistogramQuantile: nearest rank over bucket counts, the
+// bucket's upper bound (its lower one for the last, unbounded bucket),
+// and differences of two readings.
+func TestRuntimeHistogramQuantile(t *testing.T) {
+	buckets := []float64{0, 0.001, 0.01, 0.1, math.Inf(1)}
+	h := rtHistogram{Counts: []uint64{90, 8, 1, 1}, Buckets: buckets}
+	for _, c := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.5, time.Millisecond}, {0.9, time.Millisecond}, {0.91, 10 * time.Millisecond}, {0.99, 100 * time.Millisecond}, {1, 100 * time.Millisecond}} {
+		if got := h.quantile(c.q); got != c.want {
+			t.Errorf("quantile(%v) = %v, want %v", c.q, got, c.want)
+		}
+	}
+	later := rtHistogram{Counts: []uint64{90, 8, 11, 1}, Buckets: buckets}
+	if got := later.sub(h).quantile(0.5); got != 100*time.Millisecond {
+		t.Errorf("difference's median %v, want 100ms (ten samples in 0.01–0.1)", got)
+	}
+	if got := (rtHistogram{}).quantile(0.99); got != 0 {
+		t.Errorf("empty histogram's p99 %v", got)
+	}
+}
+
+// TestRuntimeWindows: windows of arrivals from the first create, each with
+// its pods' create→Running and the runtime's figures between the
+// snapshots nearest its ends; the last is the whole run.
+func TestRuntimeWindows(t *testing.T) {
+	epoch := time.Date(2026, 11, 22, 13, 0, 0, 0, time.UTC)
+	buckets := []float64{0, 0.001, 0.1, math.Inf(1)}
+	snap := func(sec int, cpu time.Duration, gc, busy float64, fast, slow uint64) runtimeSnapshot {
+		return runtimeSnapshot{at: epoch.Add(time.Duration(sec) * time.Second), processCPU: cpu, gcCPU: gc, busyCPU: busy,
+			schedLat: rtHistogram{Counts: []uint64{fast, slow, 0}, Buckets: buckets}, gcPauses: rtHistogram{Counts: []uint64{0, 0, 0}, Buckets: buckets}}
+	}
+	// Creates start 10 s after the epoch; snapshots every 10 s from 0 to 70.
+	snaps := []runtimeSnapshot{
+		snap(0, 0, 0, 0, 0, 0), snap(10, 10*time.Second, 1, 10, 100, 0), snap(20, 25*time.Second, 4, 25, 200, 0),
+		snap(30, 40*time.Second, 7, 40, 300, 0), snap(40, 58*time.Second, 12, 58, 300, 10),
+		snap(50, 76*time.Second, 17, 76, 300, 20), snap(60, 90*time.Second, 20, 90, 400, 20), snap(70, 100*time.Second, 21, 100, 500, 20),
+	}
+	times := make([][numStages]int64, 4)
+	for i, c := range []struct{ sent, running time.Duration }{
+		{10 * time.Second, 10*time.Second + 5*time.Millisecond},
+		{25 * time.Second, 25*time.Second + 7*time.Millisecond},
+		{41 * time.Second, 42 * time.Second}, // slow, in the second window
+		{50 * time.Second, -1},               // never Running
+	} {
+		for st := range numStages {
+			times[i][st] = -1
+		}
+		times[i][stageSent] = int64(c.sent)
+		if c.running >= 0 {
+			times[i][stageRunningObserved] = int64(c.running)
+		}
+	}
+	ws := windows(snaps, epoch, times, 30*time.Second)
+	if len(ws) != 3 {
+		t.Fatalf("%d windows, want 2 and the whole run: %+v", len(ws), ws)
+	}
+	first, second, whole := ws[0], ws[1], ws[2]
+	if first.Start != 0 || first.End != 30 || first.Pods != 2 || first.Running.Max != 7*time.Millisecond {
+		t.Errorf("first window %+v", first)
+	}
+	// 10 → 40 s: 48 s of CPU in 30 s, GC 11 of 48 busy seconds; 200
+	// fast and 10 slow run-queue waits.
+	if first.ProcessCores != 1.6 || math.Abs(first.GCShare-11.0/48) > 1e-9 || first.SchedP50 != time.Millisecond || first.SchedMax != 100*time.Millisecond {
+		t.Errorf("first window's runtime %+v", first)
+	}
+	if second.Pods != 2 || second.Running.P50 != time.Second || second.Running.Max != time.Second {
+		t.Errorf("second window %+v (one pod Running after 1 s, one never)", second)
+	}
+	if whole.Pods != 4 || whole.Running.Max != time.Second || whole.ProcessCores != 100.0/70 {
+		t.Errorf("whole run %+v", whole)
+	}
+	if windows(snaps[:1], epoch, times, 30*time.Second) != nil {
+		t.Error("windows from one snapshot")
 	}
 }

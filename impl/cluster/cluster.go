@@ -25,6 +25,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -86,6 +87,13 @@ type Config struct {
 	Services ServiceOptions
 	// Logger; nil is slog.Default().
 	Logger *slog.Logger
+	// PodTrace, if set, is told when a pod reaches each stage of its
+	// scheduling (scheduler.TraceQueued …) and of its start on a simulated
+	// node (kubelet.TraceHandedOver …), with the pod at that stage
+	// (read-only): where a slow pod's time went, as upstream's tracing
+	// spans would tell. It is called on the components' goroutines and
+	// must be cheap. Nil costs nothing.
+	PodTrace func(stage string, pod *corev1.Pod)
 }
 
 // Cluster is a running control plane.

@@ -136,7 +136,7 @@ func (c *Cluster) startScheduler(ctx context.Context, cfg Config) error {
 	}
 	// With simulated nodes, the scheduler's pod cache is their shared pod
 	// informer (nodes.go).
-	s, err := scheduler.New(ctx, cs, scheduler.Config{Logger: cfg.Logger, PodInformer: c.sharedPods()})
+	s, err := scheduler.New(ctx, cs, scheduler.Config{Logger: cfg.Logger, PodInformer: c.sharedPods(), PodTrace: cfg.PodTrace})
 	if err != nil {
 		return fmt.Errorf("building scheduler: %w", err)
 	}

@@ -259,7 +259,7 @@ func (c *Cluster) startKubelets(ctx context.Context, cfg Config) error {
 			ExternalPodSource: true, ServiceReadClient: n.reader,
 			RootDir: filepath.Join(n.rootDir, "root"), PodLogsDir: filepath.Join(n.rootDir, "pod-logs"),
 			Recorder: n.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: kubelet.EventComponent, Host: name}),
-			Logger:   cfg.Logger.With("node", name),
+			Logger:   cfg.Logger.With("node", name), PodTrace: cfg.PodTrace,
 		}, rt)
 		if err != nil {
 			return fmt.Errorf("building kubelet %s: %w", name, err)

@@ -86,6 +86,11 @@ type Config struct {
 	// one recorder.
 	Recorder record.EventRecorder
 
+	// PodTrace, if set, is told when a pod reaches each stage of its start
+	// (TraceHandedOver, TraceSyncStart, TraceStatusWritten): where a slow
+	// pod's time went. Nil costs nothing.
+	PodTrace PodTraceFunc
+
 	Clock  clock.WithTicker
 	Logger *slog.Logger
 }

@@ -389,6 +389,7 @@ func (k *Kubelet) HandlePod(pod *v1.Pod) {
 	}
 	rec.pod, rec.lastPod = pod, pod
 	k.mu.Unlock()
+	k.trace(TraceHandedOver, pod)
 	k.objects.updatePod(pod)
 	k.enqueue(pod.UID, 0)
 }

@@ -50,6 +50,9 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	if rec == nil {
 		return 0, nil
 	}
+	if pod != nil {
+		k.trace(TraceSyncStart, pod)
+	}
 	rs, err := k.podRuntimeState(ctx, uid)
 	if err != nil {
 		return 0, err
@@ -269,6 +272,7 @@ func (k *Kubelet) writeStatus(ctx context.Context, rec *podRecord, pod *v1.Pod, 
 	// up (the next write then needs no conflict retry); managedFields are
 	// never read.
 	updated.ManagedFields = nil
+	k.trace(TraceStatusWritten, updated)
 	s := updated.Status
 	rec.lastStatus, rec.lastStatusRV = &s, updated.ResourceVersion
 	k.mu.Lock()

@@ -48,6 +48,7 @@ func (s *Scheduler) addEventHandlers(podInformer, nodeInformer toolscache.Shared
 			AddFunc: func(obj any) {
 				if pod := podFrom(obj); pod != nil && pod.DeletionTimestamp == nil {
 					s.queue.Add(pod)
+					s.trace(TraceQueued, pod)
 				}
 			},
 			UpdateFunc: func(oldObj, newObj any) {

@@ -54,6 +54,7 @@ func (s *Scheduler) ScheduleOne(ctx context.Context) {
 		return
 	}
 	pod := pInfo.Pod
+	s.trace(TraceAttempt, pod)
 	fwk, ok := s.profiles[pod.Spec.SchedulerName]
 	if !ok || pod.DeletionTimestamp != nil || s.cache.IsAssumedPod(pod) {
 		return
@@ -200,6 +201,7 @@ func (s *Scheduler) bindingCycle(ctx context.Context, fwk *fw.Framework, state *
 		ObjectMeta: metav1.ObjectMeta{Namespace: assumed.Namespace, Name: assumed.Name, UID: assumed.UID},
 		Target:     v1.ObjectReference{Kind: "Node", Name: host},
 	}
+	s.trace(TraceBindingSent, assumed)
 	var err error
 	if ext := s.binderFor(assumed); ext != nil {
 		err = ext.Bind(ctx, binding)
@@ -211,6 +213,7 @@ func (s *Scheduler) bindingCycle(ctx context.Context, fwk *fw.Framework, state *
 		s.bindingFailed(ctx, fwk, state, pInfo, assumed, fmt.Errorf("binding rejected: %w", err), ReasonSchedulerError, false, cycle, start)
 		return
 	}
+	s.trace(TraceBound, assumed)
 	if err := s.cache.FinishBinding(assumed); err != nil {
 		s.log.Error("finishing binding", "pod", podRef(assumed), "err", err)
 	}

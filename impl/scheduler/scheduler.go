@@ -111,6 +111,10 @@ type Config struct {
 	// scheduler watches pods itself, trimmed to what scheduling reads
 	// (transform.go), as kube-scheduler does in its own process.
 	PodInformer toolscache.SharedIndexInformer
+	// PodTrace, if set, is told when a pod reaches each stage of its
+	// scheduling (TraceQueued, TraceAttempt, TraceBindingSent, TraceBound):
+	// where a slow pod's time went. Nil costs nothing.
+	PodTrace PodTraceFunc
 }
 
 // Scheduler is one scheduler instance with one or more profiles.
