@@ -29,30 +29,31 @@ import (
 type podStage int
 
 const (
-	stageSent            podStage = iota // create request sent (the benchmark)
-	stageCreated                         // 201 received (the benchmark)
-	stageQueued                          // in the scheduler's queue (scheduler.TraceQueued)
-	stageAttempt                         // first scheduling attempt starts (scheduler.TraceAttempt)
-	stageBindingSent                     // Binding posted (scheduler.TraceBindingSent)
-	stageBound                           // Binding accepted (scheduler.TraceBound)
-	stageBoundObserved                   // the benchmark's watch shows spec.nodeName
-	stageHandedOver                      // its kubelet is handed the bound pod (kubelet.TraceHandedOver)
-	stageSyncStart                       // its kubelet's first sync starts (kubelet.TraceSyncStart)
-	stageRunningWritten                  // status with phase Running written (kubelet.TraceStatusWritten)
-	stageRunningObserved                 // the benchmark's watch shows phase Running
+	stageSent              podStage = iota // create request sent (the benchmark)
+	stageCreated                           // 201 received (the benchmark)
+	stageQueued                            // in the scheduler's queue (scheduler.TraceQueued)
+	stageAttempt                           // first scheduling attempt starts (scheduler.TraceAttempt)
+	stageBindingSent                       // Binding posted (scheduler.TraceBindingSent)
+	stageBound                             // Binding accepted (scheduler.TraceBound)
+	stageBoundObserved                     // the benchmark's watch shows spec.nodeName
+	stageHandedOver                        // its kubelet is handed the bound pod (kubelet.TraceHandedOver)
+	stageSyncStart                         // its kubelet's first sync starts (kubelet.TraceSyncStart)
+	stageRunningWriteStart                 // the status write that makes it Running starts (kubelet.TraceStatusWriteStart)
+	stageRunningWritten                    // status with phase Running written (kubelet.TraceStatusWritten)
+	stageRunningObserved                   // the benchmark's watch shows phase Running
 	numStages
 )
 
 var stageNames = [numStages]string{
 	"create sent", "created (201)", "scheduler queued", "scheduling attempt", "binding sent", "binding accepted",
-	"bound (bench watch)", "kubelet handed over", "kubelet sync start", "Running written", "Running (bench watch)",
+	"bound (bench watch)", "kubelet handed over", "kubelet sync start", "Running write sent", "Running written", "Running (bench watch)",
 }
 
 // stageChain is the causal path the breakdown follows, one step per
 // consecutive pair. (The benchmark's own sight of the binding is a side
 // branch: the kubelet's informer is not behind it.)
 var stageChain = []podStage{stageSent, stageCreated, stageQueued, stageAttempt, stageBindingSent, stageBound,
-	stageHandedOver, stageSyncStart, stageRunningWritten, stageRunningObserved}
+	stageHandedOver, stageSyncStart, stageRunningWriteStart, stageRunningWritten, stageRunningObserved}
 
 // podStages holds, for pods named startup-<i> (i < n) of one namespace,
 // the first moment each reached each stage. It is allocated once, before
@@ -94,6 +95,17 @@ func (s *podStages) record(name string, stage podStage, at time.Time) {
 	s.at[i*int(numStages)+int(stage)].CompareAndSwap(0, int64(at.Sub(s.epoch))+1)
 }
 
+// recordStatusWriteStart keeps the start of pod name's latest status write
+// until a write has made it Running: the start of that write. (One
+// kubelet worker syncs a pod at a time, so its writes do not overlap.)
+func (s *podStages) recordStatusWriteStart(name string, at time.Time) {
+	i := s.podIndex(name)
+	if i < 0 || s.at[i*int(numStages)+int(stageRunningWritten)].Load() != 0 {
+		return
+	}
+	s.at[i*int(numStages)+int(stageRunningWriteStart)].Store(int64(at.Sub(s.epoch)) + 1)
+}
+
 // trace is the cluster's pod trace hook (cluster.Config.PodTrace).
 func (s *podStages) trace(stage string, pod *corev1.Pod) {
 	if pod.Namespace != s.ns {
@@ -113,6 +125,8 @@ func (s *podStages) trace(stage string, pod *corev1.Pod) {
 		s.record(pod.Name, stageHandedOver, now)
 	case kubelet.TraceSyncStart:
 		s.record(pod.Name, stageSyncStart, now)
+	case kubelet.TraceStatusWriteStart:
+		s.recordStatusWriteStart(pod.Name, now)
 	case kubelet.TraceStatusWritten:
 		if pod.Status.Phase == corev1.PodRunning {
 			s.record(pod.Name, stageRunningWritten, now)

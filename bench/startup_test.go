@@ -184,7 +184,7 @@ func TestStageBreakdown(t *testing.T) {
 		times[i][stageBoundObserved] = times[i][stageBound] + ms
 	}
 	// Two slow pods (the slowest 1% of 200): pod 7 waits 500 ms for its
-	// scheduling attempt, pod 9 900 ms between its sync and its status.
+	// scheduling attempt, pod 9 900 ms in the write of its Running status.
 	for st := stageAttempt; st < numStages; st++ {
 		times[7][st] += 500 * ms
 	}
@@ -196,8 +196,8 @@ func TestStageBreakdown(t *testing.T) {
 	times[4][stageRunningObserved] = -1
 
 	b := breakdown(times)
-	if b.SlowPods != 2 || b.SlowFrom != 509*time.Millisecond {
-		t.Fatalf("slow pods %d from %v, want 2 from 509ms", b.SlowPods, b.SlowFrom)
+	if b.SlowPods != 2 || b.SlowFrom != 510*time.Millisecond {
+		t.Fatalf("slow pods %d from %v, want 2 from 510ms", b.SlowPods, b.SlowFrom)
 	}
 	if len(b.Steps) != len(stageChain)-1 {
 		t.Fatalf("%d steps, want %d", len(b.Steps), len(stageChain)-1)
@@ -221,9 +221,9 @@ func TestStageBreakdown(t *testing.T) {
 	if want := (n*time.Millisecond + 500*time.Millisecond) / n; queued.AllMean != want {
 		t.Errorf("queued → attempt mean %v, want %v", queued.AllMean, want)
 	}
-	written := step(stageSyncStart, stageRunningWritten)
+	written := step(stageRunningWriteStart, stageRunningWritten)
 	if written.Slow.Max != 901*time.Millisecond || written.SlowMean != 451*time.Millisecond {
-		t.Errorf("sync → written over the slowest: %+v", written)
+		t.Errorf("write sent → written over the slowest: %+v", written)
 	}
 	if h := step(stageBound, stageHandedOver); h.Pods != n-1 {
 		t.Errorf("bound → handed over counts %d pods, want %d (one missed it)", h.Pods, n-1)
@@ -258,8 +258,20 @@ func TestPodStagesTrace(t *testing.T) {
 	if got[1][stageRunningWritten] != -1 {
 		t.Error("a Pending status write counted as Running written")
 	}
+	// Status writes: the start kept is that of the write that made the
+	// pod Running (the latest before it), not a later one's.
+	s.trace(kubelet.TraceStatusWriteStart, pod("ns", "startup-1", ""))
+	pendingWrite := s.times()[1][stageRunningWriteStart]
+	time.Sleep(time.Millisecond)
+	s.trace(kubelet.TraceStatusWriteStart, pod("ns", "startup-1", corev1.PodPending))
+	runningWrite := s.times()[1][stageRunningWriteStart]
 	s.trace(kubelet.TraceStatusWritten, pod("ns", "startup-1", corev1.PodRunning))
-	if s.times()[1][stageRunningWritten] < first {
+	time.Sleep(time.Millisecond)
+	s.trace(kubelet.TraceStatusWriteStart, pod("ns", "startup-1", corev1.PodRunning))
+	if runningWrite <= pendingWrite || s.times()[1][stageRunningWriteStart] != runningWrite {
+		t.Errorf("write starts %d, %d, kept %d: want the second", pendingWrite, runningWrite, s.times()[1][stageRunningWriteStart])
+	}
+	if s.times()[1][stageRunningWritten] < runningWrite {
 		t.Error("Running status write not recorded")
 	}
 	for i := range got {

@@ -260,6 +260,7 @@ func (k *Kubelet) writeStatus(ctx context.Context, rec *podRecord, pod *v1.Pod, 
 	if rec.lastStatus != nil && status.Equal(rec.lastStatus, &st) && (rec.lastStatus == &pod.Status || status.Equal(&pod.Status, &st)) {
 		return nil
 	}
+	k.trace(TraceStatusWriteStart, pod)
 	updated, err := k.status.Write(ctx, pod, st)
 	if err != nil {
 		if errors.Is(err, status.ErrPodReplaced) || errors.Is(err, status.ErrTerminal) || apierrors.IsNotFound(err) {

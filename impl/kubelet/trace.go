@@ -11,6 +11,9 @@ const (
 	TraceHandedOver = "kubelet/handed-over"
 	// TraceSyncStart: a pod worker starts syncing the pod, on every sync.
 	TraceSyncStart = "kubelet/sync-start"
+	// TraceStatusWriteStart: a sync found the pod's status changed and
+	// starts writing it (the pod is the one the sync read).
+	TraceStatusWriteStart = "kubelet/status-write-start"
 	// TraceStatusWritten: a pods/status write succeeded; the pod is the
 	// one the API server returned.
 	TraceStatusWritten = "kubelet/status-written"
