@@ -357,13 +357,7 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	if err := stopCluster(); err != nil {
 		return res, fmt.Errorf("stopping the cluster: %w", err)
 	}
-	if cfg.ControlBinary != "" {
-		prog.set("control (own process)", func() int { return 0 }, 0)
-		m.Control, m.ControlObjects, err = runControlProcess(ctx, cfg.ControlBinary, cfg, tmpl, filepath.Join(dir, "control"))
-	} else {
-		m.Control, m.ControlObjects, err = runControl(ctx, cfg, tmpl, filepath.Join(dir, "control"), prog)
-	}
-	if err != nil {
+	if err := measureControl(ctx, cfg, tmpl, filepath.Join(dir, "control"), prog, m); err != nil {
 		return res, err
 	}
 	goruntime.KeepAlive(tr) // the full run's bookkeeping stays through the control's readings, like the control's own

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/metrics"
-	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -27,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeproof/kubeproof/impl/cluster"
+	"github.com/kubeproof/kubeproof/impl/kubelet"
 )
 
 // Issue 5's memory "beyond the API server's own share", in one `kubeproof
@@ -87,6 +87,12 @@ type UpMemory struct {
 	ControlRSSPerPod   float64 `json:"controlRssPerPod"`
 	ControlHeapPerNode float64 `json:"controlHeapPerNode"`
 	ControlHeapPerPod  float64 `json:"controlHeapPerPod"`
+	// The same per pod as a slope: growth from MidPods to Pods pods
+	// Running, beyond the control's, per pod (0 without MidPods).
+	RSSPerPodSlope         float64 `json:"rssPerPodSlope,omitempty"`
+	HeapPerPodSlope        float64 `json:"heapPerPodSlope,omitempty"`
+	ControlRSSPerPodSlope  float64 `json:"controlRssPerPodSlope,omitempty"`
+	ControlHeapPerPodSlope float64 `json:"controlHeapPerPodSlope,omitempty"`
 	// VolumeDir is the simulated kubelets' root directory (pod
 	// directories and volume contents); on tmpfs (VolumeTmpfs) its files
 	// take the machine's memory outside any process's RSS. VolumeBytes
@@ -116,6 +122,25 @@ func (m *UpMemory) compute() {
 	m.HeapPerNode, m.HeapPerPod = beyondPerNodePod(heap(m.Full), heap(m.Control), m.Nodes, m.Pods)
 	m.ControlRSSPerNode, m.ControlRSSPerPod = beyondPerNodePod(rss(m.Control), [3]float64{}, m.Nodes, m.Pods)
 	m.ControlHeapPerNode, m.ControlHeapPerPod = beyondPerNodePod(heap(m.Control), [3]float64{}, m.Nodes, m.Pods)
+	if m.MidPods > 0 && m.MidPods < m.Pods {
+		rssOf := func(r MemoryReading) float64 { return float64(r.RSS) }
+		heapOf := func(r MemoryReading) float64 { return float64(r.Heap) }
+		m.RSSPerPodSlope = m.slope(rssOf, true)
+		m.HeapPerPodSlope = m.slope(heapOf, true)
+		m.ControlRSSPerPodSlope = m.slope(rssOf, false)
+		m.ControlHeapPerPodSlope = m.slope(heapOf, false)
+	}
+}
+
+// slope is value's growth per pod from MidPods to Pods pods Running: the
+// full run's beyond the control's (beyond), or the control's.
+func (m *UpMemory) slope(value func(MemoryReading) float64, beyond bool) float64 {
+	n := float64(m.Pods - m.MidPods)
+	control := (value(m.Control[2]) - value(m.ControlMid)) / n
+	if !beyond {
+		return control
+	}
+	return (value(m.Full[2])-value(m.FullMid))/n - control
 }
 
 // beyondPerNodePod is the full run's growth beyond the control's, per
@@ -249,145 +274,162 @@ func freshMeta(meta metav1.ObjectMeta, name string) metav1.ObjectMeta {
 
 // runControl starts etcd and the API server as `kubeproof up` does (no
 // controller manager, scheduler or kubelets) in dir and populates it with
-// copies of t for nodes and pods, reading the process before, after the
-// nodes and after the pods. The pods' creates and Running observations go
-// through a startupTracker as in the full run, so the benchmark's own
-// bookkeeping is in both.
-func runControl(ctx context.Context, cfg StartupConfig, t *upTemplates, dir string, prog *progressLine) (readings [3]MemoryReading, objects map[string]int, err error) {
-	objects = map[string]int{}
+// copies of t for nodes and pods, through the node holders
+// (upholders.go: a process of bin, or in this process when bin is empty),
+// reading the process before, after the nodes, half-way through the pods
+// and after the pods. The pods are followed by a watch and a
+// startupTracker as in the full run, so the benchmark's own bookkeeping
+// is in both.
+func runControl(ctx context.Context, cfg StartupConfig, bin string, t *upTemplates, dir string, prog *progressLine) (r controlReply, err error) {
+	r.Objects = map[string]int{}
 	if cfg.HeapProfile != "" {
 		finerHeapProfile()
 	}
 	prog.set("control: settle", func() int { return 0 }, 0)
-	if readings[0], err = settledReading(ctx, cfg.MemoryReadings, cfg.Settle); err != nil {
-		return readings, objects, err
+	if r.Readings[0], err = settledReading(ctx, cfg.MemoryReadings, cfg.Settle); err != nil {
+		return r, err
 	}
-	ccfg := cluster.UpConfig(dir)
+	ccfg := cluster.UpConfig(filepath.Join(dir, "cluster"))
 	ccfg.BindAddress, ccfg.UnsafeNoFsync, ccfg.Logger = "127.0.0.1:0", cfg.UnsafeNoFsync, cfg.Logger
 	ccfg.ControllerManager, ccfg.Scheduler, ccfg.Nodes = false, false, 0
 	c, err := cluster.Start(ctx, ccfg)
 	if err != nil {
-		return readings, objects, fmt.Errorf("control: %w", err)
+		return r, fmt.Errorf("control: %w", err)
 	}
 	defer c.Stop()
 	cs, err := kubernetes.NewForConfig(APIClientConfig(c.AdminConfig, runtime.ContentTypeProtobuf))
 	if err != nil {
-		return readings, objects, err
+		return r, err
 	}
-	var done atomic.Int64
-	prog.set("control: nodes", func() int { return int(done.Load()) }, cfg.Nodes)
-	err = parallel(ctx, cfg.Nodes, &done, func(ctx context.Context, i int) error {
-		name, cidr := cluster.SimulatedNode(i)
-		n := t.node.DeepCopy()
-		n.ObjectMeta = freshMeta(n.ObjectMeta, name)
-		n.Labels = map[string]string{}
-		for k, v := range t.node.Labels {
-			n.Labels[k] = v
-		}
-		n.Labels[corev1.LabelHostname] = name
-		n.Spec.PodCIDR, n.Spec.PodCIDRs = cidr, []string{cidr}
-		created, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("control: creating node %s: %w", name, err)
-		}
-		created.Status = n.Status
-		if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("control: node %s status: %w", name, err)
-		}
-		l := t.lease.DeepCopy()
-		l.ObjectMeta = freshMeta(l.ObjectMeta, name)
-		l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: created.UID}}
-		l.Spec.HolderIdentity = &name
-		if _, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, l, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("control: lease %s: %w", name, err)
-		}
-		return nil
-	})
+	prog.set("control: nodes", func() int { return 0 }, cfg.Nodes)
+	h, err := startHolders(ctx, bin, filepath.Join(dir, "holders"), c, cs, cfg.Nodes, t)
 	if err != nil {
-		return readings, objects, err
+		return r, fmt.Errorf("control: %w", err)
 	}
-	objects["nodes"], objects["leases"] = cfg.Nodes, cfg.Nodes
+	defer h.stop()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-h.failed:
+			cancel(h.err)
+		case <-ctx.Done():
+		}
+	}()
+	r.Objects["nodes"], r.Objects["leases"] = cfg.Nodes, cfg.Nodes
 	prog.set("control: settle", func() int { return 0 }, 0)
-	if readings[1], err = settledReading(ctx, cfg.MemoryReadings, cfg.Settle); err != nil {
-		return readings, objects, err
+	if r.Readings[1], err = settledReading(ctx, cfg.MemoryReadings, cfg.Settle); err != nil {
+		return r, context.Cause(ctx)
 	}
 	if cfg.HeapProfile != "" {
 		if err := writeHeapProfile(cfg.HeapProfile + ".control.nodes"); err != nil {
-			return readings, objects, err
+			return r, err
 		}
 	}
 
 	ns := t.pod.Namespace
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		return readings, objects, fmt.Errorf("control: namespace: %w", err)
+		return r, fmt.Errorf("control: namespace: %w", err)
 	}
 	if err := ensureDefaultServiceAccount(ctx, cs, ns); err != nil {
-		return readings, objects, err
+		return r, err
 	}
-	tr := newStartupTracker()
-	done.Store(0)
-	var events atomic.Int64
-	prog.set("control: pods", func() int { return int(done.Load()) }, cfg.Pods)
-	err = parallel(ctx, cfg.Pods, &done, func(ctx context.Context, i int) error {
-		name := fmt.Sprintf("startup-%d", i)
-		node, _ := cluster.SimulatedNode(i % cfg.Nodes)
-		p := t.pod.DeepCopy()
-		p.ObjectMeta = freshMeta(p.ObjectMeta, name)
-		p.Spec.NodeName, p.Status = "", corev1.PodStatus{}
-		tr.sentAt(name, time.Now())
-		created, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("control: creating pod %s: %w", name, err)
-		}
-		if err := cs.CoreV1().Pods(ns).Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: created.UID},
-			Target: corev1.ObjectReference{Kind: "Node", Name: node}}, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("control: binding pod %s: %w", name, err)
-		}
-		bound, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("control: reading pod %s: %w", name, err)
-		}
-		bound.Status = *t.pod.Status.DeepCopy()
-		ip := fmt.Sprintf("10.%d.%d.%d", 244+(i%cfg.Nodes)/256, (i%cfg.Nodes)%256, 2+i/cfg.Nodes)
-		bound.Status.PodIP, bound.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
-		running, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, bound, metav1.UpdateOptions{})
-		if err != nil {
-			return fmt.Errorf("control: status of pod %s: %w", name, err)
-		}
-		tr.observe(running, time.Now())
-		evs := t.events
-		if i >= cfg.Nodes && t.laterEvents != nil {
-			evs = t.laterEvents // pod i is on node i%Nodes; the first there pulled the image
-		}
-		for j, e := range evs {
-			ev := e.DeepCopy()
-			ev.ObjectMeta = freshMeta(ev.ObjectMeta, name+"."+strconv.FormatInt(time.Now().UnixNano(), 16)+strconv.Itoa(j))
-			ev.InvolvedObject.Name, ev.InvolvedObject.UID, ev.InvolvedObject.ResourceVersion = name, created.UID, ""
-			if _, err := cs.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-				return fmt.Errorf("control: event of pod %s: %w", name, err)
-			}
-			events.Add(1)
-		}
-		return nil
-	})
+	// The controller manager publishes the cluster CA to every namespace.
+	rootCA := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: ns}, Data: map[string]string{"ca.crt": string(c.CA.CertPEM)}}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, rootCA, metav1.CreateOptions{}); err != nil {
+		return r, fmt.Errorf("control: kube-root-ca.crt: %w", err)
+	}
+	tr, stopWatch, err := watchStartup(ctx, cs, ns)
 	if err != nil {
-		return readings, objects, err
+		return r, err
 	}
-	objects["pods"], objects["events"] = cfg.Pods, int(events.Load())
+	defer stopWatch()
+	var done atomic.Int64
+	createPods := func(from, to int) error {
+		prog.set("control: pods", func() int { return int(done.Load()) }, cfg.Pods)
+		return parallel(ctx, to-from, &done, func(ctx context.Context, i int) error {
+			i += from
+			name := fmt.Sprintf("startup-%d", i)
+			node, _ := cluster.SimulatedNode(i % cfg.Nodes)
+			p := t.pod.DeepCopy()
+			p.ObjectMeta = freshMeta(p.ObjectMeta, name)
+			p.Spec.NodeName, p.Status = "", corev1.PodStatus{}
+			tr.sentAt(name, time.Now())
+			created, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+			if err != nil {
+				return fmt.Errorf("control: creating pod %s: %w", name, err)
+			}
+			if err := cs.CoreV1().Pods(ns).Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: created.UID},
+				Target: corev1.ObjectReference{Kind: "Node", Name: node}}, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("control: binding pod %s: %w", name, err)
+			}
+			// The scheduler's events; the holders write the kubelet's.
+			for j, e := range t.events {
+				if e.Source.Component == kubelet.EventComponent {
+					continue
+				}
+				if _, err := cs.CoreV1().Events(ns).Create(ctx, copyEvent(e, created, j), metav1.CreateOptions{}); err != nil {
+					return fmt.Errorf("control: event of pod %s: %w", name, err)
+				}
+			}
+			return nil
+		})
+	}
+	half := midPods(cfg)
+	if half > 0 {
+		if err := createPods(0, half); err != nil {
+			return r, errors.Join(err, context.Cause(ctx))
+		}
+		if err := waitTracked(ctx, tr, half, cfg.Timeout, prog); err != nil {
+			return r, err
+		}
+		prog.set("control: settle (half)", func() int { return 0 }, 0)
+		if r.Mid, err = settledReading(ctx, cfg.MemoryReadings, cfg.Settle); err != nil {
+			return r, context.Cause(ctx)
+		}
+	}
+	if err := createPods(half, cfg.Pods); err != nil {
+		return r, errors.Join(err, context.Cause(ctx))
+	}
+	if err := waitTracked(ctx, tr, cfg.Pods, cfg.Timeout, prog); err != nil {
+		return r, err
+	}
+	stopWatch() // as the full run stops its watch before its last reading
+	if r.Objects["events"], err = countEvents(ctx, cs, ns); err != nil {
+		return r, err
+	}
+	r.Objects["pods"] = cfg.Pods
 	prog.set("control: settle", func() int { return 0 }, 0)
-	if readings[2], err = settledReading(ctx, cfg.MemoryReadings, cfg.Settle); err != nil {
-		return readings, objects, err
+	if r.Readings[2], err = settledReading(ctx, cfg.MemoryReadings, cfg.Settle); err != nil {
+		return r, context.Cause(ctx)
 	}
 	// The bookkeeping stays live through the last reading, as the full
-	// run's does (RunStartup keeps its tracker alive through them too);
-	// unused after the creates, it would be collected before them.
+	// run's does (RunStartup keeps its tracker alive through them too).
 	goruntime.KeepAlive(tr)
 	if cfg.HeapProfile != "" {
 		if err := writeHeapProfile(cfg.HeapProfile + ".control"); err != nil {
-			return readings, objects, err
+			return r, err
 		}
 	}
-	return readings, objects, nil
+	if err := h.stop(); err != nil && h.err == nil {
+		return r, fmt.Errorf("control: stopping the holders: %w", err)
+	}
+	return r, nil
+}
+
+// countEvents counts the events of namespace ns.
+func countEvents(ctx context.Context, cs kubernetes.Interface, ns string) (int, error) {
+	n := 0
+	for opts := (metav1.ListOptions{Limit: 5000}); ; {
+		evs, err := cs.CoreV1().Events(ns).List(ctx, opts)
+		if err != nil {
+			return n, fmt.Errorf("counting the events: %w", err)
+		}
+		n += len(evs.Items)
+		if opts.Continue = evs.Continue; opts.Continue == "" {
+			return n, nil
+		}
+	}
 }
 
 // volumeUsage reads what the cluster's simulated kubelets keep in their
@@ -407,11 +449,14 @@ func volumeUsage(c *cluster.Cluster, m *UpMemory) error {
 
 // controlRequest is what the control process is asked to do.
 type controlRequest struct {
+	Role           string `json:"role,omitempty"` // "" (the control) or "holders" (holdersRequest)
 	Nodes, Pods    int
 	UnsafeNoFsync  bool
 	Settle         time.Duration
 	MemoryReadings int
+	Timeout        time.Duration
 	HeapProfile    string // the full run's StartupConfig.HeapProfile
+	Binary         string // this binary, for the holders' process
 	Node           *corev1.Node
 	Lease          *coordinationv1.Lease
 	Pod            *corev1.Pod
@@ -419,47 +464,68 @@ type controlRequest struct {
 	LaterEvents    []corev1.Event
 }
 
-// controlReply is the control process's answer.
+// controlReply is the control's readings (start, nodes, pods; Mid at
+// midPods) and what it created.
 type controlReply struct {
 	Readings [3]MemoryReading `json:"readings"`
+	Mid      MemoryReading    `json:"mid"`
 	Objects  map[string]int   `json:"objects"`
 	Err      string           `json:"err,omitempty"`
 }
 
+// measureControl runs the control (in a process of cfg.ControlBinary, or
+// in this one without) and records its readings in m.
+func measureControl(ctx context.Context, cfg StartupConfig, t *upTemplates, dir string, prog *progressLine, m *UpMemory) error {
+	var r controlReply
+	var err error
+	if cfg.ControlBinary != "" {
+		prog.set("control (own process)", func() int { return 0 }, 0)
+		r, err = runControlProcess(ctx, cfg.ControlBinary, cfg, t, dir)
+	} else {
+		r, err = runControl(ctx, cfg, "", t, dir, prog)
+	}
+	m.Control, m.ControlMid, m.ControlObjects = r.Readings, r.Mid, r.Objects
+	m.MidPods = midPods(cfg)
+	return err
+}
+
 // runControlProcess runs the control in a fresh process of bin (RunUpControl).
-func runControlProcess(ctx context.Context, bin string, cfg StartupConfig, t *upTemplates, dir string) ([3]MemoryReading, map[string]int, error) {
+func runControlProcess(ctx context.Context, bin string, cfg StartupConfig, t *upTemplates, dir string) (controlReply, error) {
+	var rep controlReply
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return [3]MemoryReading{}, nil, err
+		return rep, err
 	}
 	req, err := json.Marshal(controlRequest{Nodes: cfg.Nodes, Pods: cfg.Pods, UnsafeNoFsync: cfg.UnsafeNoFsync, Settle: cfg.Settle,
-		MemoryReadings: cfg.MemoryReadings, HeapProfile: cfg.HeapProfile, Node: t.node, Lease: t.lease, Pod: t.pod, Events: t.events, LaterEvents: t.laterEvents})
+		MemoryReadings: cfg.MemoryReadings, Timeout: cfg.Timeout, HeapProfile: cfg.HeapProfile, Binary: bin,
+		Node: t.node, Lease: t.lease, Pod: t.pod, Events: t.events, LaterEvents: t.laterEvents})
 	if err != nil {
-		return [3]MemoryReading{}, nil, err
+		return rep, err
 	}
 	file := filepath.Join(dir, "request.json")
 	if err := os.WriteFile(file, req, 0o600); err != nil {
-		return [3]MemoryReading{}, nil, err
+		return rep, err
 	}
 	cmd := exec.CommandContext(ctx, bin, "bench", "--up-control", file)
 	cmd.Stderr = os.Stderr
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	out, err := cmd.Output()
-	var rep controlReply
 	if jerr := json.Unmarshal(bytes.TrimSpace(out), &rep); jerr != nil {
-		return rep.Readings, nil, fmt.Errorf("control process (%v) said %q: %w", err, out, jerr)
+		return rep, fmt.Errorf("control process (%v) said %q: %w", err, out, jerr)
 	}
 	if rep.Err != "" {
-		return rep.Readings, rep.Objects, errors.New("control process: " + rep.Err)
+		return rep, errors.New("control process: " + rep.Err)
 	}
 	if err != nil {
-		return rep.Readings, rep.Objects, fmt.Errorf("control process: %w", err)
+		return rep, fmt.Errorf("control process: %w", err)
 	}
-	return rep.Readings, rep.Objects, nil
+	return rep, nil
 }
 
 // RunUpControl is the control process (`kubeproof bench --up-control
 // FILE`): it runs the control the request in file asks for, in a data
 // directory next to it, and writes its readings as one JSON line to out.
+// With a holders request (upholders.go) it is the control's node holders
+// instead, holding until its standard input ends.
 func RunUpControl(ctx context.Context, file string, out io.Writer) error {
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -469,14 +535,23 @@ func RunUpControl(ctx context.Context, file string, out io.Writer) error {
 	if err := json.Unmarshal(data, &req); err != nil {
 		return fmt.Errorf("reading %s: %w", file, err)
 	}
+	if req.Role == "holders" {
+		var hr holdersRequest
+		if err := json.Unmarshal(data, &hr); err != nil {
+			return fmt.Errorf("reading %s: %w", file, err)
+		}
+		return runHoldersProcess(ctx, hr, os.Stdin, out)
+	}
 	cfg := StartupConfig{Nodes: req.Nodes, Pods: req.Pods, UnsafeNoFsync: req.UnsafeNoFsync, Settle: req.Settle,
-		MemoryReadings: req.MemoryReadings, HeapProfile: req.HeapProfile, Logger: slog.New(slog.DiscardHandler)}
+		MemoryReadings: req.MemoryReadings, Timeout: req.Timeout, HeapProfile: req.HeapProfile, Logger: slog.New(slog.DiscardHandler)}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Minute
+	}
 	t := &upTemplates{node: req.Node, lease: req.Lease, pod: req.Pod, events: req.Events, laterEvents: req.LaterEvents}
 	if t.node == nil || t.lease == nil || t.pod == nil || cfg.Nodes <= 0 {
 		return fmt.Errorf("%s: no templates or nodes", file)
 	}
-	var rep controlReply
-	rep.Readings, rep.Objects, err = runControl(ctx, cfg, t, filepath.Join(filepath.Dir(file), "cluster"), &progressLine{workload: "control"})
+	rep, err := runControl(ctx, cfg, req.Binary, t, filepath.Dir(file), &progressLine{workload: "control"})
 	if err != nil {
 		rep.Err = err.Error()
 	}

@@ -32,6 +32,7 @@ func WriteUpMemoryTable(w io.Writer, m UpMemory) {
 		byClass = append(byClass, fmt.Sprintf("%s %s / %s", c.name, kib(node), kib(pod)))
 	}
 	fmt.Fprintf(w, "| beyond the API server by class, per node / per pod: %s | | | | | |\n", strings.Join(byClass, "; "))
+	writeUpMemorySlope(w, m, classes)
 	where := "disk"
 	if m.VolumeTmpfs {
 		where = "tmpfs, the machine's memory outside the RSS"
@@ -40,7 +41,7 @@ func WriteUpMemoryTable(w io.Writer, m UpMemory) {
 		fmt.Fprintf(w, "| pod directories and volumes (%s; %d files) | | | %s | | %s |\n", where, m.VolumeFiles, mib(float64(m.VolumeBytes)), kib(float64(m.VolumeBytes)/float64(max(m.Pods, 1))))
 	}
 	if len(m.ControlObjects) > 0 {
-		fmt.Fprintf(w, "\nThe control created %s (copies of the full run's node-1, its Lease, pod startup-0 with its Running status, and its events for each node's first pod, the last pod's events for the others, which found the image present; each pod created, bound and its status written); the full run's namespace held %d events.\n", counts(m.ControlObjects, "%[2]d %[1]s"), m.FullEvents)
+		fmt.Fprintf(w, "\nThe control created %s (copies of the full run's node-1, its Lease, pod startup-0 with its Running status, and its events for each node's first pod, the last pod's events for the others, which found the image present; each pod created and bound by the control, its status and kubelet events written by its node), each node over its own connection as system:node:<name> with the kubelet's Lease renewals, Node reads and kube-root-ca.crt watch, and the node simulator's pods and services watches, held by another process (upholders.go); the full run's namespace held %d events.\n", counts(m.ControlObjects, "%[2]d %[1]s"), m.FullEvents)
 	}
 }
 
@@ -51,4 +52,31 @@ func classBeyond(m UpMemory, class string) (perNode, perPod float64) {
 		return [3]float64{float64(r[0].Classes[class]), float64(r[1].Classes[class]), float64(r[2].Classes[class])}
 	}
 	return beyondPerNodePod(of(m.Full), of(m.Control), m.Nodes, m.Pods)
+}
+
+// writeUpMemorySlope prints per pod as the slope between the readings at
+// m.MidPods and at m.Pods pods (nothing without MidPods), by memory class
+// too.
+func writeUpMemorySlope(w io.Writer, m UpMemory, classes []struct{ name, class string }) {
+	if m.MidPods <= 0 || m.MidPods >= m.Pods {
+		return
+	}
+	fmt.Fprintf(w, "| per pod as the slope from %d to %d pods Running (what each further pod costs; the per-node state filled by the first pods is out): | | | | | |\n", m.MidPods, m.Pods)
+	rss := func(r MemoryReading) float64 { return float64(r.RSS) }
+	heap := func(r MemoryReading) float64 { return float64(r.Heap) }
+	row := func(name string, mid, end MemoryReading, value func(MemoryReading) float64, perPod float64) {
+		fmt.Fprintf(w, "| %s | | %s at %d pods | %s | | %s |\n", name, mib(value(mid)), m.MidPods, mib(value(end)), kib(perPod))
+	}
+	row("RSS, `up` (full run), slope", m.FullMid, m.Full[2], rss, m.RSSPerPodSlope+m.ControlRSSPerPodSlope)
+	row("RSS, control, slope", m.ControlMid, m.Control[2], rss, m.ControlRSSPerPodSlope)
+	fmt.Fprintf(w, "| **RSS beyond the API server, slope** | | | | | **%s** |\n", kib(m.RSSPerPodSlope))
+	row("live heap, `up` (full run), slope", m.FullMid, m.Full[2], heap, m.HeapPerPodSlope+m.ControlHeapPerPodSlope)
+	row("live heap, control, slope", m.ControlMid, m.Control[2], heap, m.ControlHeapPerPodSlope)
+	fmt.Fprintf(w, "| **live heap beyond the API server, slope** | | | | | **%s** |\n", kib(m.HeapPerPodSlope))
+	var byClass []string
+	for _, c := range classes {
+		of := func(r MemoryReading) float64 { return float64(r.Classes[c.class]) }
+		byClass = append(byClass, fmt.Sprintf("%s %s", c.name, kib(m.slope(of, true))))
+	}
+	fmt.Fprintf(w, "| slope beyond the API server by class, per pod: %s | | | | | |\n", strings.Join(byClass, "; "))
 }

@@ -1,0 +1,59 @@
+package bench
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestUpMemorySlope: per pod as a slope is the growth from the half-way
+// reading to the last, beyond the control's, over the pods in between;
+// the table prints it by class too.
+func TestUpMemorySlope(t *testing.T) {
+	const k = 1024
+	m := UpMemory{Nodes: 10, Pods: 100, MidPods: 50,
+		Full: [3]MemoryReading{{RSS: 10000 * k, Heap: 4000 * k}, {RSS: 13000 * k, Heap: 5000 * k},
+			{RSS: 15000 * k, Heap: 6000 * k, Classes: map[string]uint64{"heap/stacks": 500 * k}}},
+		// The full run grew 1400 KiB RSS in its first 50 pods, 600 in the
+		// last 50: per-node state filled with the first ones.
+		FullMid:    MemoryReading{RSS: 14400 * k, Heap: 5600 * k, Classes: map[string]uint64{"heap/stacks": 450 * k}},
+		Control:    [3]MemoryReading{{RSS: 9000 * k, Heap: 3000 * k}, {RSS: 10000 * k, Heap: 3500 * k}, {RSS: 10500 * k, Heap: 3600 * k, Classes: map[string]uint64{"heap/stacks": 100 * k}}},
+		ControlMid: MemoryReading{RSS: 10300 * k, Heap: 3550 * k, Classes: map[string]uint64{"heap/stacks": 100 * k}},
+	}
+	m.compute()
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"RSS per pod (nodes Ready to pods Running)", m.RSSPerPod, (5000 - 3000 - 500) * k / 100},
+		{"RSS per pod, slope", m.RSSPerPodSlope, ((15000 - 14400) - (10500 - 10300)) * k / 50},
+		{"heap per pod, slope", m.HeapPerPodSlope, ((6000 - 5600) - (3600 - 3550)) * k / 50},
+		{"control RSS per pod, slope", m.ControlRSSPerPodSlope, (10500 - 10300) * k / 50},
+		{"control heap per pod, slope", m.ControlHeapPerPodSlope, (3600 - 3550) * k / 50},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	var b bytes.Buffer
+	WriteUpMemoryTable(&b, m)
+	for _, want := range []string{
+		"| **RSS beyond the API server, slope** | | | | | **8.0 KiB** |",
+		"| **live heap beyond the API server, slope** | | | | | **7.0 KiB** |",
+		"| RSS, control, slope | | 10.1 MiB at 50 pods | 10.3 MiB | | 4.0 KiB |",
+		"goroutine stacks 1.0 KiB;",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	// Without a half-way reading there is no slope.
+	m.MidPods = 0
+	m.RSSPerPodSlope = 0
+	m.compute()
+	b.Reset()
+	WriteUpMemoryTable(&b, m)
+	if m.RSSPerPodSlope != 0 || strings.Contains(b.String(), "slope") {
+		t.Errorf("a slope without a half-way reading: %v\n%s", m.RSSPerPodSlope, b.String())
+	}
+}
