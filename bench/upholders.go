@@ -110,7 +110,7 @@ type nodeHolder struct {
 	holderNode
 	cs kubernetes.Interface
 	// pods counts the node's pods handled (for events and pod IPs).
-	pods atomic.Int64
+	pods  atomic.Int64
 	mu    sync.Mutex
 	node  *corev1.Node
 	lease *coordinationv1.Lease
