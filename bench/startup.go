@@ -122,6 +122,9 @@ type StartupResult struct {
 	// collection, run-queue latency).
 	Stages  StageBreakdown  `json:"stages"`
 	Windows []RuntimeWindow `json:"windows,omitempty"`
+	// Seconds is the same by 1-s window (JSON only), to line the slow
+	// pods up with what the runtime did.
+	Seconds []RuntimeWindow `json:"seconds,omitempty"`
 	// UpMemory is memory beyond the API server's share (nil with
 	// StartupConfig.SkipControl).
 	UpMemory *UpMemory `json:"upMemory,omitempty"`
@@ -299,6 +302,9 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	times := stages.times()
 	res.Stages = breakdown(times)
 	res.Windows = windows(sampler.snaps, stages.epoch, times, 30*time.Second)
+	if s := windows(sampler.snaps, stages.epoch, times, time.Second); len(s) > 1 {
+		res.Seconds = s[:len(s)-1]
+	}
 	running, ready, bound := tr.results()
 	res.Running, res.Ready = len(running), len(ready)
 	res.CreateToRunning, res.CreateToReady, res.CreateToBound = Summarize(running), Summarize(ready), Summarize(bound)

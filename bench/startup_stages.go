@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"runtime/metrics"
@@ -168,6 +169,9 @@ type StageBreakdown struct {
 	SlowPods int           `json:"slowPods"`
 	SlowFrom time.Duration `json:"slowFrom"`
 	Steps    []StageStep   `json:"steps"`
+	// SlowBySecond counts the slowest 1% by the second of their create
+	// (after the first create): bursts, or a period, show there.
+	SlowBySecond map[int]int `json:"slowBySecond,omitempty"`
 }
 
 // breakdown computes the steps of stageChain over times (from
@@ -188,6 +192,14 @@ func breakdown(times [][numStages]int64) StageBreakdown {
 		slow = nil
 	} else {
 		out.SlowPods, out.SlowFrom = len(slow), time.Duration(total(slow[len(slow)-1]))
+		first := times[done[0]][stageSent]
+		for _, i := range done {
+			first = min(first, times[i][stageSent])
+		}
+		out.SlowBySecond = map[int]int{}
+		for _, i := range slow {
+			out.SlowBySecond[int(time.Duration(times[i][stageSent]-first)/time.Second)]++
+		}
 	}
 	step := func(pods []int, from, to podStage) ([]time.Duration, time.Duration) {
 		var ds []time.Duration
@@ -482,6 +494,13 @@ func writeStages(w io.Writer, r StartupResult) {
 	for _, s := range b.Steps {
 		fmt.Fprintf(w, "| %s → %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.From, s.To, s.Pods,
 			ms(s.All.P50), ms(s.All.P99), ms(s.All.Max), ms(s.AllMean), ms(s.Slow.P50), ms(s.Slow.P99), ms(s.Slow.Max), ms(s.SlowMean))
+	}
+	if len(b.SlowBySecond) > 0 {
+		var parts []string
+		for _, sec := range slices.Sorted(maps.Keys(b.SlowBySecond)) {
+			parts = append(parts, fmt.Sprintf("%d s ×%d", sec, b.SlowBySecond[sec]))
+		}
+		fmt.Fprintf(w, "\nThe slowest 1%% by second of their create (after the first): %s.\n", strings.Join(parts, ", "))
 	}
 	if len(r.Windows) == 0 {
 		return

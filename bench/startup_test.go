@@ -190,6 +190,10 @@ func TestStageBreakdown(t *testing.T) {
 	}
 	times[9][stageRunningWritten] += 900 * ms
 	times[9][stageRunningObserved] += 900 * ms
+	// Pod 7 was sent 2.5 s after the others.
+	for st := range numStages {
+		times[7][st] += 2500 * ms
+	}
 	// Pod 3 was never handed over (the hook missed it): left out of the
 	// two steps around that stage only. Pod 4 never got Running.
 	times[3][stageHandedOver] = -1
@@ -198,6 +202,9 @@ func TestStageBreakdown(t *testing.T) {
 	b := breakdown(times)
 	if b.SlowPods != 2 || b.SlowFrom != 510*time.Millisecond {
 		t.Fatalf("slow pods %d from %v, want 2 from 510ms", b.SlowPods, b.SlowFrom)
+	}
+	if len(b.SlowBySecond) != 2 || b.SlowBySecond[0] != 1 || b.SlowBySecond[2] != 1 {
+		t.Errorf("slow pods by second %v, want one in second 0, one in second 2", b.SlowBySecond)
 	}
 	if len(b.Steps) != len(stageChain)-1 {
 		t.Fatalf("%d steps, want %d", len(b.Steps), len(stageChain)-1)
