@@ -81,6 +81,7 @@ type Store struct {
 	newFunc      func() runtime.Object
 	newListFunc  func() runtime.Object
 	getAttrs     storage.AttrFunc
+	shared       *sharedDecodes
 	closeOnce    sync.Once
 }
 
@@ -142,6 +143,7 @@ func New(cfg Config) (*Store, error) {
 		newFunc:      cfg.Resource.NewFunc,
 		newListFunc:  cfg.Resource.NewListFunc,
 		getAttrs:     getAttrs,
+		shared:       newSharedDecodes(cfg.Resource.NewFunc),
 	}, nil
 }
 
@@ -193,6 +195,16 @@ func (s *Store) Create(ctx context.Context, key string, obj, out runtime.Object)
 		return storage.NewError(storage.ErrCodeInvalidObj, key, 0, "encoding object", err)
 	}
 	data := buf.Bytes()
+	// One decode of what is written serves this Create and the watch that
+	// sees the write (see sharedDecodes).
+	shared := s.shared.begin(k, out)
+	defer s.shared.end(k, shared)
+	return s.create(ctx, key, k, data, out, shared)
+}
+
+// create writes data at k (key's etcd key) if k does not exist and decodes
+// it into out, taking the decode from a watch through shared if not nil.
+func (s *Store) create(ctx context.Context, key, k string, data []byte, out runtime.Object, shared *sharedDecode) error {
 	start := time.Now()
 	precondition := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", 0)}
 	if faults.Enabled(faults.CreateOverwritesExistingKey) { // mutation: create without its precondition (STORE-2)
@@ -209,9 +221,20 @@ func (s *Store) Create(ctx context.Context, key string, obj, out runtime.Object)
 	if !resp.Succeeded {
 		return storage.NewError(storage.ErrCodeKeyExists, key, 0, "", nil)
 	}
-	if out != nil {
-		return s.decode(key, data, out, resp.Header.Revision)
+	if out == nil {
+		return nil
 	}
+	rev := resp.Header.Revision
+	if shared == nil {
+		return s.decode(key, data, out, rev)
+	}
+	if s.shared.take(k, shared, rev, out) {
+		return nil
+	}
+	if err := s.decode(key, data, out, rev); err != nil {
+		return err
+	}
+	s.shared.publish(k, shared, rev, out)
 	return nil
 }
 

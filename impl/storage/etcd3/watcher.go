@@ -157,6 +157,8 @@ func (w *watchStream) run(initial []runtime.Object) {
 	defer close(w.result)
 	defer func() { _ = w.etcd.Close() }()
 	defer w.cancel()
+	w.store.shared.watchStarted(w)
+	defer w.store.shared.watchEnded(w)
 	for _, obj := range initial {
 		if !w.send(watch.Event{Type: watch.Added, Object: obj}) {
 			return
@@ -224,8 +226,17 @@ func (w *watchStream) translate(ev *clientv3.Event) (watch.Event, bool, error) {
 	var cur, prev runtime.Object
 	var err error
 	if ev.Type == clientv3.EventTypePut {
-		if cur, err = s.decodeNew(string(ev.Kv.Key), ev.Kv.Value, rev); err != nil {
-			return watch.Event{}, false, err
+		key := string(ev.Kv.Key)
+		// The Create that made this write may have decoded it already
+		// (see sharedDecodes); if it is still running, it may take ours.
+		taken, creating := s.shared.forWatch(key, rev)
+		if cur = taken; cur == nil {
+			if cur, err = s.decodeNew(key, ev.Kv.Value, rev); err != nil {
+				return watch.Event{}, false, err
+			}
+			if creating != nil {
+				s.shared.decoded(key, creating, rev, cur)
+			}
 		}
 	}
 	needPrev := ev.Type == clientv3.EventTypeDelete || !w.pred.Empty()
