@@ -276,7 +276,7 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 		defer stopCPUProfile()
 	}
 	// Memory is read also once half the pods are Running (upmemory.go).
-	sampler := startRuntimeSampler(fullCtx, time.Second)
+	sampler := startRuntimeSampler(fullCtx, time.Second, prometheus.DefaultGatherer, c.Metrics)
 	defer sampler.stop()
 	mid, err := createPodsReadingAtHalf(fullCtx, cfg, cs, ns, tr, prog)
 	if err != nil {

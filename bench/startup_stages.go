@@ -17,6 +17,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/kubeproof/kubeproof/impl/kubelet"
 	"github.com/kubeproof/kubeproof/impl/scheduler"
 )
@@ -256,7 +259,85 @@ type runtimeSnapshot struct {
 	schedLat   rtHistogram // /sched/latencies:seconds: runnable → running
 	gcPauses   rtHistogram // /sched/pauses/total/gc:seconds: stop-the-world pauses for GC
 	load1      float64
+	// From the process's Prometheus registries: etcd's WAL fsyncs
+	// (etcd_disk_wal_fsync_duration_seconds), the API server's mutating
+	// requests (apiserver_request_duration_seconds of POST, PUT, PATCH and
+	// DELETE) and its 429 answers.
+	fsync, mutating rtHistogram
+	throttled       uint64
 }
+
+// promHistogram converts a Prometheus histogram (cumulative buckets) to
+// an rtHistogram (counts per bucket, the last one unbounded).
+func promHistogram(h *dto.Histogram) rtHistogram {
+	out := rtHistogram{Buckets: []float64{math.Inf(-1)}}
+	var prev uint64
+	for _, b := range h.GetBucket() {
+		if math.IsInf(b.GetUpperBound(), 1) {
+			continue
+		}
+		out.Buckets = append(out.Buckets, b.GetUpperBound())
+		out.Counts = append(out.Counts, b.GetCumulativeCount()-prev)
+		prev = b.GetCumulativeCount()
+	}
+	out.Buckets = append(out.Buckets, math.Inf(1))
+	out.Counts = append(out.Counts, h.GetSampleCount()-prev)
+	return out
+}
+
+// add sums two histograms of the same buckets (b may be empty).
+func (h rtHistogram) add(b rtHistogram) rtHistogram {
+	if len(h.Counts) == 0 {
+		return rtHistogram{Counts: slices.Clone(b.Counts), Buckets: b.Buckets}
+	}
+	if len(b.Counts) == len(h.Counts) {
+		for i := range h.Counts {
+			h.Counts[i] += b.Counts[i]
+		}
+	}
+	return h
+}
+
+// readRegistries fills the snapshot's figures from the Prometheus
+// registries (etcd registers on the default one, the API server on its
+// own).
+func (s *runtimeSnapshot) readRegistries(regs ...prometheus.Gatherer) {
+	for _, reg := range regs {
+		if reg == nil {
+			continue
+		}
+		mfs, err := reg.Gather()
+		if err != nil {
+			continue
+		}
+		for _, mf := range mfs {
+			switch mf.GetName() {
+			case "etcd_disk_wal_fsync_duration_seconds":
+				for _, m := range mf.GetMetric() {
+					s.fsync = s.fsync.add(promHistogram(m.GetHistogram()))
+				}
+			case "apiserver_request_duration_seconds":
+				for _, m := range mf.GetMetric() {
+					for _, l := range m.GetLabel() {
+						if l.GetName() == "verb" && mutatingVerbs[l.GetValue()] {
+							s.mutating = s.mutating.add(promHistogram(m.GetHistogram()))
+						}
+					}
+				}
+			case "apiserver_request_total":
+				for _, m := range mf.GetMetric() {
+					for _, l := range m.GetLabel() {
+						if l.GetName() == "code" && l.GetValue() == "429" {
+							s.throttled += uint64(m.GetCounter().GetValue())
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+var mutatingVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true}
 
 // rtHistogram is a runtime/metrics Float64Histogram: Counts[i] between
 // Buckets[i] and Buckets[i+1].
@@ -270,7 +351,7 @@ var runtimeSampleNames = []string{
 	"/gc/cycles/total:gc-cycles", "/gc/heap/live:bytes", "/sched/latencies:seconds", "/sched/pauses/total/gc:seconds",
 }
 
-func readRuntime() runtimeSnapshot {
+func readRuntime(regs ...prometheus.Gatherer) runtimeSnapshot {
 	samples := make([]metrics.Sample, len(runtimeSampleNames))
 	for i, n := range runtimeSampleNames {
 		samples[i].Name = n
@@ -301,6 +382,7 @@ func readRuntime() runtimeSnapshot {
 		gcCycles: u(samples[3].Value), heapLive: u(samples[4].Value),
 		schedLat: hist(samples[5].Value), gcPauses: hist(samples[6].Value),
 	}
+	s.readRegistries(regs...)
 	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
 		if fields := strings.Fields(string(data)); len(fields) > 0 {
 			s.load1, _ = strconv.ParseFloat(fields[0], 64)
@@ -371,6 +453,11 @@ type RuntimeWindow struct {
 	// the machine's 1-minute load average then.
 	HeapLive uint64  `json:"heapLive"`
 	Load1    float64 `json:"load1"`
+	// FsyncP99/Max are etcd's WAL fsyncs, MutatingP99 the API server's
+	// mutating requests (Prometheus bucket bounds), Throttled its 429s.
+	FsyncP99, FsyncMax time.Duration
+	MutatingP99        time.Duration
+	Throttled          uint64
 }
 
 // runtimeWindow summarizes the runtime between two snapshots.
@@ -385,6 +472,10 @@ func runtimeWindow(a, b runtimeSnapshot) RuntimeWindow {
 	pauses, lat := b.gcPauses.sub(a.gcPauses), b.schedLat.sub(a.schedLat)
 	w.GCPauseP99, w.GCPauseMax = pauses.quantile(0.99), pauses.quantile(1)
 	w.SchedP50, w.SchedP99, w.SchedMax = lat.quantile(0.5), lat.quantile(0.99), lat.quantile(1)
+	fsync := b.fsync.sub(a.fsync)
+	w.FsyncP99, w.FsyncMax = fsync.quantile(0.99), fsync.quantile(1)
+	w.MutatingP99 = b.mutating.sub(a.mutating).quantile(0.99)
+	w.Throttled = b.throttled - a.throttled
 	return w
 }
 
@@ -395,8 +486,8 @@ type runtimeSampler struct {
 	stop  func()
 }
 
-func startRuntimeSampler(ctx context.Context, period time.Duration) *runtimeSampler {
-	s := &runtimeSampler{snaps: []runtimeSnapshot{readRuntime()}}
+func startRuntimeSampler(ctx context.Context, period time.Duration, regs ...prometheus.Gatherer) *runtimeSampler {
+	s := &runtimeSampler{snaps: []runtimeSnapshot{readRuntime(regs...)}}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -409,7 +500,7 @@ func startRuntimeSampler(ctx context.Context, period time.Duration) *runtimeSamp
 				return
 			case <-t.C:
 			}
-			r := readRuntime()
+			r := readRuntime(regs...)
 			s.mu.Lock()
 			s.snaps = append(s.snaps, r)
 			s.mu.Unlock()
@@ -418,7 +509,7 @@ func startRuntimeSampler(ctx context.Context, period time.Duration) *runtimeSamp
 	s.stop = sync.OnceFunc(func() {
 		cancel()
 		<-done
-		r := readRuntime()
+		r := readRuntime(regs...)
 		s.mu.Lock()
 		s.snaps = append(s.snaps, r)
 		s.mu.Unlock()
@@ -507,15 +598,16 @@ func writeStages(w io.Writer, r StartupResult) {
 	}
 	fmt.Fprintln(w, "\nBy 30-s window of arrivals (seconds after the first create; the last row is the whole run): create→Running of the pods sent in the window; the process's CPU (cores), the garbage collector's share of the Go runtime's busy CPU, GC cycles and stop-the-world pauses, the time goroutines waited runnable (run-queue latency, runtime histogram bucket bounds), the live heap and the machine's 1-min load at the window's end.")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| window | pods | p50 | p99 | max | CPU cores | GC share | GC cycles | GC pause p99 | max | run-queue p50 | p99 | max | live heap | load |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| window | pods | p50 | p99 | max | CPU cores | GC share | GC cycles | GC pause p99 | max | run-queue p50 | p99 | max | live heap | load | etcd fsync p99 | max | API writes p99 | 429s |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for i, x := range r.Windows {
 		name := fmt.Sprintf("%.0f–%.0f s", x.Start, x.End)
 		if i == len(r.Windows)-1 {
 			name = "whole run"
 		}
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %.2f | %.0f%% | %d | %s | %s | %s | %s | %s | %s | %.1f |\n", name, x.Pods,
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %.2f | %.0f%% | %d | %s | %s | %s | %s | %s | %s | %.1f | %s | %s | %s | %d |\n", name, x.Pods,
 			ms(x.Running.P50), ms(x.Running.P99), ms(x.Running.Max), x.ProcessCores, 100*x.GCShare, x.GCCycles,
-			ms(x.GCPauseP99), ms(x.GCPauseMax), ms(x.SchedP50), ms(x.SchedP99), ms(x.SchedMax), mib(float64(x.HeapLive)), x.Load1)
+			ms(x.GCPauseP99), ms(x.GCPauseMax), ms(x.SchedP50), ms(x.SchedP99), ms(x.SchedMax), mib(float64(x.HeapLive)), x.Load1,
+			ms(x.FsyncP99), ms(x.FsyncMax), ms(x.MutatingP99), x.Throttled)
 	}
 }

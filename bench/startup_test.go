@@ -5,10 +5,12 @@ import (
 	"context"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -310,6 +312,45 @@ func TestRuntimeHistogramQuantile(t *testing.T) {
 	}
 	if got := (rtHistogram{}).quantile(0.99); got != 0 {
 		t.Errorf("empty histogram's p99 %v", got)
+	}
+}
+
+// TestRegistryHistograms: Prometheus histograms (cumulative buckets) read
+// from a registry as counts per bucket, summed over the mutating verbs'
+// series; 429s counted.
+func TestRegistryHistograms(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	lat := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_request_duration_seconds", Buckets: []float64{0.005, 0.1, 1}}, []string{"verb", "resource"})
+	total := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apiserver_request_total"}, []string{"verb", "code"})
+	reg.MustRegister(lat, total)
+	for i := 0; i < 97; i++ {
+		lat.WithLabelValues("POST", "pods").Observe(0.002)
+	}
+	lat.WithLabelValues("PUT", "pods").Observe(0.05)
+	lat.WithLabelValues("PATCH", "pods").Observe(0.5)
+	lat.WithLabelValues("DELETE", "pods").Observe(3) // beyond the last bound
+	lat.WithLabelValues("GET", "pods").Observe(5)    // not a write
+	total.WithLabelValues("POST", "429").Add(3)
+	total.WithLabelValues("PUT", "429").Add(2)
+	total.WithLabelValues("POST", "201").Add(97)
+	var s runtimeSnapshot
+	s.readRegistries(reg, nil)
+	if s.throttled != 5 {
+		t.Errorf("429s %d, want 5", s.throttled)
+	}
+	if want := []uint64{97, 1, 1, 1}; !slices.Equal(s.mutating.Counts, want) {
+		t.Errorf("mutating counts %v, want %v", s.mutating.Counts, want)
+	}
+	for _, c := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.5, 5 * time.Millisecond}, {0.98, 100 * time.Millisecond}, {0.99, time.Second}, {1, time.Second}} {
+		if got := s.mutating.quantile(c.q); got != c.want {
+			t.Errorf("mutating quantile(%v) = %v, want %v", c.q, got, c.want)
+		}
+	}
+	if len(s.fsync.Counts) != 0 {
+		t.Errorf("fsync histogram %v from a registry without etcd", s.fsync)
 	}
 }
 
