@@ -531,16 +531,22 @@ func RunUpControl(ctx context.Context, file string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var req controlRequest
-	if err := json.Unmarshal(data, &req); err != nil {
+	var role struct {
+		Role string `json:"role"`
+	}
+	if err := json.Unmarshal(data, &role); err != nil {
 		return fmt.Errorf("reading %s: %w", file, err)
 	}
-	if req.Role == "holders" {
+	if role.Role == "holders" {
 		var hr holdersRequest
 		if err := json.Unmarshal(data, &hr); err != nil {
 			return fmt.Errorf("reading %s: %w", file, err)
 		}
 		return runHoldersProcess(ctx, hr, os.Stdin, out)
+	}
+	var req controlRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		return fmt.Errorf("reading %s: %w", file, err)
 	}
 	cfg := StartupConfig{Nodes: req.Nodes, Pods: req.Pods, UnsafeNoFsync: req.UnsafeNoFsync, Settle: req.Settle,
 		MemoryReadings: req.MemoryReadings, Timeout: req.Timeout, HeapProfile: req.HeapProfile, Logger: slog.New(slog.DiscardHandler)}
