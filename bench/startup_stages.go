@@ -42,6 +42,7 @@ const (
 	stageBoundObserved                     // the benchmark's watch shows spec.nodeName
 	stageHandedOver                        // its kubelet is handed the bound pod (kubelet.TraceHandedOver)
 	stageSyncStart                         // its kubelet's first sync starts (kubelet.TraceSyncStart)
+	stageVolumesReady                      // its volumes are set up (kubelet.TraceVolumesReady)
 	stageRunningWriteStart                 // the status write that makes it Running starts (kubelet.TraceStatusWriteStart)
 	stageRunningWritten                    // status with phase Running written (kubelet.TraceStatusWritten)
 	stageRunningObserved                   // the benchmark's watch shows phase Running
@@ -50,14 +51,14 @@ const (
 
 var stageNames = [numStages]string{
 	"create sent", "created (201)", "scheduler queued", "scheduling attempt", "binding sent", "binding accepted",
-	"bound (bench watch)", "kubelet handed over", "kubelet sync start", "Running write sent", "Running written", "Running (bench watch)",
+	"bound (bench watch)", "kubelet handed over", "kubelet sync start", "volumes ready", "Running write sent", "Running written", "Running (bench watch)",
 }
 
 // stageChain is the causal path the breakdown follows, one step per
 // consecutive pair. (The benchmark's own sight of the binding is a side
 // branch: the kubelet's informer is not behind it.)
 var stageChain = []podStage{stageSent, stageCreated, stageQueued, stageAttempt, stageBindingSent, stageBound,
-	stageHandedOver, stageSyncStart, stageRunningWriteStart, stageRunningWritten, stageRunningObserved}
+	stageHandedOver, stageSyncStart, stageVolumesReady, stageRunningWriteStart, stageRunningWritten, stageRunningObserved}
 
 // podStages holds, for pods named startup-<i> (i < n) of one namespace,
 // the first moment each reached each stage. It is allocated once, before
@@ -129,6 +130,8 @@ func (s *podStages) trace(stage string, pod *corev1.Pod) {
 		s.record(pod.Name, stageHandedOver, now)
 	case kubelet.TraceSyncStart:
 		s.record(pod.Name, stageSyncStart, now)
+	case kubelet.TraceVolumesReady:
+		s.record(pod.Name, stageVolumesReady, now)
 	case kubelet.TraceStatusWriteStart:
 		s.recordStatusWriteStart(pod.Name, now)
 	case kubelet.TraceStatusWritten:

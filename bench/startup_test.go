@@ -202,8 +202,8 @@ func TestStageBreakdown(t *testing.T) {
 	times[4][stageRunningObserved] = -1
 
 	b := breakdown(times)
-	if b.SlowPods != 2 || b.SlowFrom != 510*time.Millisecond {
-		t.Fatalf("slow pods %d from %v, want 2 from 510ms", b.SlowPods, b.SlowFrom)
+	if b.SlowPods != 2 || b.SlowFrom != 511*time.Millisecond {
+		t.Fatalf("slow pods %d from %v, want 2 from 511ms", b.SlowPods, b.SlowFrom)
 	}
 	if len(b.SlowBySecond) != 2 || b.SlowBySecond[0] != 1 || b.SlowBySecond[2] != 1 {
 		t.Errorf("slow pods by second %v, want one in second 0, one in second 2", b.SlowBySecond)

@@ -87,8 +87,8 @@ type Config struct {
 	Recorder record.EventRecorder
 
 	// PodTrace, if set, is told when a pod reaches each stage of its start
-	// (TraceHandedOver, TraceSyncStart, TraceStatusWriteStart,
-	// TraceStatusWritten): where a slow
+	// (TraceHandedOver, TraceSyncStart, TraceVolumesReady,
+	// TraceStatusWriteStart, TraceStatusWritten): where a slow
 	// pod's time went. Nil costs nothing.
 	PodTrace PodTraceFunc
 

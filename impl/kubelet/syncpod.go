@@ -373,6 +373,7 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 			k.podEvent(pod, v1.EventTypeWarning, EventFailedMount, "%v", err)
 			return err // the pod stays ContainerCreating and is retried
 		}
+		k.trace(TraceVolumesReady, pod)
 	}
 	if !a.CreateSandbox && len(a.ContainersToStart) == 0 {
 		return nil // nothing to create: no sandbox config to build

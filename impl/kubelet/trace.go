@@ -11,6 +11,10 @@ const (
 	TraceHandedOver = "kubelet/handed-over"
 	// TraceSyncStart: a pod worker starts syncing the pod, on every sync.
 	TraceSyncStart = "kubelet/sync-start"
+	// TraceVolumesReady: a sync that creates the sandbox or starts
+	// containers has set up the pod's volumes (service account tokens
+	// requested, ConfigMaps and Secrets read, files written).
+	TraceVolumesReady = "kubelet/volumes-ready"
 	// TraceStatusWriteStart: a sync found the pod's status changed and
 	// starts writing it (the pod is the one the sync read).
 	TraceStatusWriteStart = "kubelet/status-write-start"
