@@ -387,6 +387,11 @@ func runControl(ctx context.Context, cfg StartupConfig, bin string, t *upTemplat
 		if r.Mid, err = settledReading(ctx, cfg.MemoryReadings, cfg.Settle); err != nil {
 			return r, context.Cause(ctx)
 		}
+		if cfg.HeapProfile != "" {
+			if err := writeHeapProfile(cfg.HeapProfile + ".control.half"); err != nil {
+				return r, err
+			}
+		}
 	}
 	if err := createPods(half, cfg.Pods); err != nil {
 		return r, errors.Join(err, context.Cause(ctx))
@@ -597,6 +602,11 @@ func createPodsReadingAtHalf(ctx context.Context, cfg StartupConfig, cs kubernet
 	mid, err := settledReading(ctx, cfg.MemoryReadings, cfg.Settle)
 	if err != nil {
 		return mid, err
+	}
+	if cfg.HeapProfile != "" {
+		if err := writeHeapProfile(cfg.HeapProfile + ".half"); err != nil {
+			return mid, err
+		}
 	}
 	return mid, createPodsAtRate(ctx, cs, ns, half, cfg.Pods-half, cfg.Rate, tr, prog)
 }
