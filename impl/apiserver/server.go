@@ -2,9 +2,9 @@
 // (HTTP/2) serving the REST resources given in Config.Resources from a
 // storage.Factory, with discovery, health, version, metrics and OpenAPI
 // endpoints, behind the filter chain panic recovery → request info →
-// metrics → max-in-flight → timeout → authentication (x509, bearer tokens:
+// metrics → timeout → authentication (x509, bearer tokens:
 // token file, service account, bootstrap) → audit → impersonation →
-// authorization.
+// max-in-flight → authorization.
 // Besides the stored resources it serves the create-only reviews
 // (authorization.k8s.io SubjectAccessReview, SelfSubjectAccessReview,
 // LocalSubjectAccessReview, SelfSubjectRulesReview when the authorizer
@@ -389,13 +389,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	var h http.Handler = http.HandlerFunc(s.route)
 	h = filters.WithAuthorization(h, codecs, authorizer, s.log)
+	// As kube-apiserver's chain: the in-flight bound after authentication
+	// and impersonation, so that it knows the (effective) user.
+	h = filters.WithMaxInFlight(h, codecs, cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight)
 	h = filters.WithImpersonation(h, codecs, authorizer, s.log)
 	auditCfg := audit.Config{Policy: cfg.AuditPolicy, Backend: cfg.AuditBackend, MaxBodyBytes: int(cfg.MaxRequestBodyBytes)}
 	h = audit.WithAudit(h, auditCfg)
 	h = filters.WithAuthentication(h, codecs, authenticator, cfg.Anonymous, publicPaths,
 		audit.WithFailedAuthenticationAudit(filters.Unauthorized(codecs), auditCfg))
 	h = filters.WithRequestTimeout(h, cfg.RequestTimeout)
-	h = filters.WithMaxInFlight(h, codecs, cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight)
 	h = filters.WithMetrics(h, m)
 	h = filters.WithRequestInfo(h)
 	h = filters.WithPanicRecovery(h, codecs, s.log)

@@ -1,6 +1,7 @@
 // Package filters is the API server's HTTP filter chain, outermost first:
 // the stack reserve of writes, panic recovery, request info, metrics,
-// max-in-flight, authentication, impersonation, authorization. Each filter
+// timeout, authentication, impersonation, max-in-flight, authorization (as
+// kube-apiserver's chain: the limit sees the user). Each filter
 // is a func(http.Handler) http.Handler.
 package filters
 
@@ -11,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -124,7 +126,14 @@ func WithRequestTimeout(next http.Handler, d time.Duration) http.Handler {
 
 // WithMaxInFlight bounds concurrent read-only and mutating requests
 // separately; over the bound a request gets 429 with Retry-After: 1.
-// Watches are exempt. A limit <= 0 means unlimited.
+// Watches are exempt, and so are members of system:masters when the bound
+// is reached, as kube-apiserver's max-in-flight filter lets them through
+// (it runs after authentication and impersonation, so the user is the
+// effective one). A limit <= 0 means unlimited.
+// SystemMastersGroup is the privileged group the in-flight bound never
+// turns away.
+const SystemMastersGroup = "system:masters"
+
 func WithMaxInFlight(next http.Handler, c *codec.Codecs, readOnly, mutating int) http.Handler {
 	var ro, mu chan struct{}
 	if readOnly > 0 {
@@ -152,6 +161,10 @@ func WithMaxInFlight(next http.Handler, c *codec.Codecs, readOnly, mutating int)
 			defer func() { <-sem }()
 			next.ServeHTTP(w, r)
 		default:
+			if u := request.UserFrom(r.Context()); u != nil && slices.Contains(u.Groups, SystemMastersGroup) {
+				next.ServeHTTP(w, r)
+				return
+			}
 			endpoints.WriteStatusError(w, r, c, apierrors.NewTooManyRequests("Too many requests, please try again later.", 1))
 		}
 	})
