@@ -136,18 +136,61 @@ type container struct {
 	annotations   map[string]string
 	faults        *faults // shared by containers without faults (noFaults); never changed
 
-	state                            runtimeapi.ContainerState
-	exitCode                         int32
-	createdAt, startedAt, finishedAt int64 // Unix nanoseconds; 0: not yet
-	reason, message                  string
-	files                            map[string]string
-	env                              []*runtimeapi.KeyValue
-	mounts                           []mount
-	security                         *runtimeapi.LinuxContainerSecurityContext
-	logs                             []runtime.LogLine
+	state runtimeapi.ContainerState
 	// stdinOnce: the main process (simulated as `cat`, see stream.go)
 	// ends when the stdin of the first attach closes (CRI stdin_once).
-	stdinOnce bool
+	stdinOnce            bool
+	createdAt, startedAt int64 // Unix nanoseconds; 0: not yet
+	env                  []*runtimeapi.KeyValue
+	mounts               []mount
+	security             *runtimeapi.LinuxContainerSecurityContext
+	// more is what a running container of a workload mostly never has
+	// (nil until it has some): kept apart, the record of every running
+	// container is a size class smaller.
+	more *containerMore
+}
+
+// containerMore is a container's end and what its processes made.
+type containerMore struct {
+	exitCode        int32
+	finishedAt      int64 // Unix nanoseconds; 0: not yet
+	reason, message string
+	files           map[string]string // written by its processes (exec.go)
+	logs            []runtime.LogLine // its output, when more than one line (output)
+}
+
+// noMore is the zero containerMore, read when a container has none.
+var noMore containerMore
+
+// get is c.more, or noMore (never to be changed) when it has none.
+func (c *container) get() *containerMore {
+	if c.more == nil {
+		return &noMore
+	}
+	return c.more
+}
+
+// set is c.more, made if it has none.
+func (c *container) set() *containerMore {
+	if c.more == nil {
+		c.more = &containerMore{}
+	}
+	return c.more
+}
+
+// shell is the tiny shell of one command run in the container (exec.go);
+// done keeps the files the command wrote.
+func (c *container) shell() (sh *shell, done func()) {
+	var files *map[string]string
+	if c.more != nil {
+		files = &c.more.files
+	}
+	sh = &shell{files: files, env: c.env, mounts: c.mounts, podUID: c.labels.podUID}
+	return sh, func() {
+		if c.more == nil && sh.files != nil && *sh.files != nil {
+			c.set().files = *sh.files
+		}
+	}
 }
 
 var _ runtime.Runtime = (*Runtime)(nil)
@@ -443,18 +486,23 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	}
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
 	c.startedAt = now.UnixNano()
-	c.files = nil
+	if c.more != nil {
+		c.more.files, c.more.logs = nil, nil
+	}
 	if len(c.faults.files) > 0 {
-		c.files = make(map[string]string, len(c.faults.files))
+		files := make(map[string]string, len(c.faults.files))
 		for _, p := range c.faults.files {
-			c.files[p] = ""
+			files[p] = ""
 		}
+		c.set().files = files
 	}
 	// Without scripted output the container's one line is made when it is
 	// read (output).
-	c.logs = nil
-	for _, l := range c.faults.logs {
-		c.logs = append(c.logs, runtime.LogLine{Time: now, Stream: "stdout", Text: l})
+	if len(c.faults.logs) > 0 {
+		m := c.set()
+		for _, l := range c.faults.logs {
+			m.logs = append(m.logs, runtime.LogLine{Time: now, Stream: "stdout", Text: l})
+		}
 	}
 	c.refresh(now)
 	return nil
@@ -478,10 +526,11 @@ func (c *container) refresh(now time.Time) {
 
 func (c *container) exit(at time.Time, code int32, reason, message string) {
 	c.state = runtimeapi.ContainerState_CONTAINER_EXITED
-	c.finishedAt = at.UnixNano()
-	c.exitCode = code
-	c.reason = reason
-	c.message = message
+	m := c.set()
+	m.finishedAt = at.UnixNano()
+	m.exitCode = code
+	m.reason = reason
+	m.message = message
 }
 
 // StopContainer implements runtime.Runtime. A container exits at once on
@@ -618,10 +667,11 @@ func (r *Runtime) ContainerStatus(ctx context.Context, id string) (*runtimeapi.C
 		return nil, fmt.Errorf("container %s: %w", id, runtime.ErrNotFound)
 	}
 	c.refresh(r.clock.Now())
+	end := c.get()
 	return &runtimeapi.ContainerStatus{
 		Id: c.id, Metadata: c.meta, State: c.state, CreatedAt: c.createdAt, StartedAt: c.startedAt,
-		FinishedAt: c.finishedAt, ExitCode: c.exitCode, Image: &runtimeapi.ImageSpec{Image: c.image},
-		ImageRef: c.imageRef, Reason: c.reason, Message: c.message, Labels: c.labels.toMap(), Annotations: c.annotations,
+		FinishedAt: end.finishedAt, ExitCode: end.exitCode, Image: &runtimeapi.ImageSpec{Image: c.image},
+		ImageRef: c.imageRef, Reason: end.reason, Message: end.message, Labels: c.labels.toMap(), Annotations: c.annotations,
 	}, nil
 }
 
@@ -658,7 +708,9 @@ func (r *Runtime) ExecSync(ctx context.Context, id string, cmd []string, timeout
 	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		return nil, nil, 0, fmt.Errorf("exec in container %s: container is not running", id)
 	}
-	stdout, stderr, code := runShell(&shell{files: &c.files, env: c.env, mounts: c.mounts, podUID: c.labels.podUID}, cmd)
+	sh, done := c.shell()
+	stdout, stderr, code := runShell(sh, cmd)
+	done()
 	if len(r.execLog) >= maxExecLog {
 		r.execLog = append(r.execLog[:0], r.execLog[1:]...)
 	}
@@ -755,8 +807,8 @@ func (r *Runtime) Counts() (sandboxes, containers int) {
 // container without scripted output (the sim.kubeproof.io/logs fault) has
 // written one line, made here rather than kept for each container.
 func (c *container) output() []runtime.LogLine {
-	if c.logs == nil && c.faults.logs == nil && c.startedAt != 0 {
+	if c.get().logs == nil && c.faults.logs == nil && c.startedAt != 0 {
 		return []runtime.LogLine{{Time: c.started(), Stream: "stdout", Text: fmt.Sprintf("simulated container %s (image %s) started", c.meta.GetName(), c.image)}}
 	}
-	return c.logs
+	return c.get().logs
 }

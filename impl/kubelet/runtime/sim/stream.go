@@ -154,7 +154,9 @@ func (r *Runtime) runScriptIn(id, script string) (string, string, int32, error) 
 	if err != nil {
 		return "", "", 0, err
 	}
-	out, errOut, code := runScript(&shell{files: &c.files, env: c.env, mounts: c.mounts, podUID: c.labels.podUID}, script)
+	sh, done := c.shell()
+	out, errOut, code := runScript(sh, script)
+	done()
 	return out, errOut, code, nil
 }
 
@@ -380,6 +382,7 @@ func (r *Runtime) appendOutput(id, line string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c, ok := r.containers[id]; ok && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
-		c.logs = append(c.output(), runtime.LogLine{Time: r.clock.Now(), Stream: "stdout", Text: line})
+		logs := append(c.output(), runtime.LogLine{Time: r.clock.Now(), Stream: "stdout", Text: line})
+		c.set().logs = logs
 	}
 }
