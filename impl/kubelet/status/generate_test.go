@@ -1,12 +1,18 @@
 package status
 
 import (
+	"math/rand"
 	"reflect"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
@@ -229,5 +235,72 @@ func TestEqualNormalizedAndGeneratedStatuses(t *testing.T) {
 	other.ContainerStatuses[0].Ready = true
 	if Equal(&api, &other) {
 		t.Fatal("normalized statuses that differ compare equal")
+	}
+}
+
+// Equal's shortcut (equal protobuf encodings) never says "equal" where
+// Semantic.DeepEqual would not, and Equal's answer is Semantic.DeepEqual's
+// on random statuses: each compared with an exact copy, with a copy one
+// random field apart (a fresh fill of one status), and with unrelated
+// ones.
+func TestEqualMatchesSemanticDeepEqual(t *testing.T) {
+	f := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(7), scheme.Codecs).NilChance(0.3).NumElements(0, 2)
+	var statuses []v1.PodStatus
+	for i := 0; i < 200; i++ {
+		var s v1.PodStatus
+		f.Fill(&s)
+		Normalize(&s)
+		statuses = append(statuses, s)
+	}
+	for i := range statuses {
+		a := &statuses[i]
+		same := a.DeepCopy()
+		if !sameEncoding(a, same) || !Equal(a, same) {
+			t.Fatalf("status %d differs from its copy", i)
+		}
+		// One container status's readiness flipped, the phase changed, a
+		// condition's time a second later: each a difference.
+		for _, change := range []func(*v1.PodStatus){
+			func(s *v1.PodStatus) { s.Phase += "x" },
+			func(s *v1.PodStatus) {
+				if len(s.ContainerStatuses) > 0 {
+					s.ContainerStatuses[0].Ready = !s.ContainerStatuses[0].Ready
+				} else {
+					s.ContainerStatuses = []v1.ContainerStatus{{Name: "c"}}
+				}
+			},
+			func(s *v1.PodStatus) {
+				if len(s.Conditions) > 0 {
+					s.Conditions[0].LastTransitionTime = metav1.NewTime(s.Conditions[0].LastTransitionTime.Add(time.Second))
+				} else {
+					s.Conditions = []v1.PodCondition{{Type: v1.PodReady}}
+				}
+			},
+		} {
+			b := a.DeepCopy()
+			change(b)
+			if Equal(a, b) || sameEncoding(a, b) {
+				t.Fatalf("status %d equal to a changed copy", i)
+			}
+		}
+		b := &statuses[(i+1)%len(statuses)]
+		if got, want := Equal(a, b), apiequality.Semantic.DeepEqual(a, b); got != want {
+			t.Fatalf("statuses %d and %d: Equal %v, Semantic.DeepEqual %v", i, i+1, got, want)
+		}
+		if sameEncoding(a, b) && !apiequality.Semantic.DeepEqual(a, b) {
+			t.Fatalf("statuses %d and %d: same encoding, not semantically equal", i, i+1)
+		}
+	}
+	// Where the encodings differ but the values are the same, Semantic's
+	// answer stands: a quantity written another way, an empty list for a
+	// missing one, the same instant in another location.
+	a := v1.PodStatus{Phase: v1.PodRunning, StartTime: &metav1.Time{Time: now},
+		ContainerStatuses: []v1.ContainerStatus{{Name: "c", AllocatedResources: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}}}
+	b := *a.DeepCopy()
+	b.ContainerStatuses[0].AllocatedResources = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1000m")}
+	b.Conditions = []v1.PodCondition{}
+	b.StartTime = &metav1.Time{Time: now.In(time.FixedZone("x", 3600))}
+	if !Equal(&a, &b) {
+		t.Fatal("statuses equal in value but not in encoding compare unequal")
 	}
 }

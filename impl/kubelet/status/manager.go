@@ -1,9 +1,11 @@
 package status
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
@@ -68,9 +70,14 @@ func Normalize(s *v1.PodStatus) {
 	}
 }
 
-// Equal reports whether two statuses are the same once normalized. A
-// status already normalized (as every status read from the API is) is
-// compared in place; only one with sub-second times is copied first.
+// Equal reports whether two statuses are the same once normalized, as
+// apiequality.Semantic.DeepEqual judges (upstream's status manager's
+// test). A status already normalized (as every status read from the API
+// is) is compared in place; only one with sub-second times is copied
+// first. Equal protobuf encodings decide "equal" without reflection
+// (sameEncoding): the periodic resync of a Running pod asks this of every
+// pod every SyncFrequency, and reflection made it most of that sync's CPU
+// and garbage.
 func Equal(a, b *v1.PodStatus) bool {
 	if !normalized(a) {
 		a = a.DeepCopy()
@@ -80,8 +87,39 @@ func Equal(a, b *v1.PodStatus) bool {
 		b = b.DeepCopy()
 		Normalize(b)
 	}
+	if sameEncoding(a, b) {
+		return true
+	}
 	return apiequality.Semantic.DeepEqual(a, b)
 }
+
+// sameEncoding reports whether a and b marshal to the same protobuf bytes,
+// which implies Semantic.DeepEqual: every field of a PodStatus is encoded
+// (map keys in sorted order), times as seconds and nanoseconds (the same
+// instant), quantities as their string (the same value). Different bytes
+// decide nothing: equal quantities may be written differently, and an
+// empty list encodes as a missing one.
+func sameEncoding(a, b *v1.PodStatus) bool {
+	n := a.Size()
+	if n != b.Size() {
+		return false
+	}
+	bufs := encodeBuffers.Get().(*[2][]byte)
+	defer encodeBuffers.Put(bufs)
+	for i, s := range [2]*v1.PodStatus{a, b} {
+		if cap(bufs[i]) < n {
+			bufs[i] = make([]byte, n)
+		}
+		bufs[i] = bufs[i][:n]
+		if _, err := s.MarshalToSizedBuffer(bufs[i]); err != nil {
+			return false
+		}
+	}
+	return bytes.Equal(bufs[0], bufs[1])
+}
+
+// encodeBuffers are sameEncoding's two marshal buffers, reused.
+var encodeBuffers = sync.Pool{New: func() any { return new([2][]byte) }}
 
 // normalized reports whether Normalize would leave s's times as they are
 // (as instants: Semantic.DeepEqual compares times by instant, not by
