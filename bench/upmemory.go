@@ -93,6 +93,13 @@ type UpMemory struct {
 	HeapPerPodSlope        float64 `json:"heapPerPodSlope,omitempty"`
 	ControlRSSPerPodSlope  float64 `json:"controlRssPerPodSlope,omitempty"`
 	ControlHeapPerPodSlope float64 `json:"controlHeapPerPodSlope,omitempty"`
+	// RSSPerNodeFilled and HeapPerNodeFilled are per node with the state
+	// the pods phase fills per node (connections' HPACK tables, caches,
+	// grown stacks): the whole growth beyond the control, start to pods
+	// Running, less the slope times the pods, over the nodes — so that
+	// nodes × per node filled + pods × slope is the whole.
+	RSSPerNodeFilled  float64 `json:"rssPerNodeFilled,omitempty"`
+	HeapPerNodeFilled float64 `json:"heapPerNodeFilled,omitempty"`
 	// VolumeDir is the simulated kubelets' root directory (pod
 	// directories and volume contents); on tmpfs (VolumeTmpfs) its files
 	// take the machine's memory outside any process's RSS. VolumeBytes
@@ -129,6 +136,9 @@ func (m *UpMemory) compute() {
 		m.HeapPerPodSlope = m.slope(heapOf, true)
 		m.ControlRSSPerPodSlope = m.slope(rssOf, false)
 		m.ControlHeapPerPodSlope = m.slope(heapOf, false)
+		nodes, pods := float64(max(m.Nodes, 1)), float64(m.Pods)
+		m.RSSPerNodeFilled = m.RSSPerNode + (m.RSSPerPod-m.RSSPerPodSlope)*pods/nodes
+		m.HeapPerNodeFilled = m.HeapPerNode + (m.HeapPerPod-m.HeapPerPodSlope)*pods/nodes
 	}
 }
 

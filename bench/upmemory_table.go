@@ -73,6 +73,8 @@ func writeUpMemorySlope(w io.Writer, m UpMemory, classes []struct{ name, class s
 	row("live heap, `up` (full run), slope", m.FullMid, m.Full[2], heap, m.HeapPerPodSlope+m.ControlHeapPerPodSlope)
 	row("live heap, control, slope", m.ControlMid, m.Control[2], heap, m.ControlHeapPerPodSlope)
 	fmt.Fprintf(w, "| **live heap beyond the API server, slope** | | | | | **%s** |\n", kib(m.HeapPerPodSlope))
+	fmt.Fprintf(w, "| per node with what the pods phase fills per node (growth beyond, start → pods Running, less slope × pods, over nodes): RSS | | | | %s | |\n", kib(m.RSSPerNodeFilled))
+	fmt.Fprintf(w, "| the same, live heap | | | | %s | |\n", kib(m.HeapPerNodeFilled))
 	var byClass []string
 	for _, c := range classes {
 		of := func(r MemoryReading) float64 { return float64(r.Classes[c.class]) }

@@ -30,6 +30,10 @@ func TestUpMemorySlope(t *testing.T) {
 		{"heap per pod, slope", m.HeapPerPodSlope, ((6000 - 5600) - (3600 - 3550)) * k / 50},
 		{"control RSS per pod, slope", m.ControlRSSPerPodSlope, (10500 - 10300) * k / 50},
 		{"control heap per pod, slope", m.ControlHeapPerPodSlope, (3600 - 3550) * k / 50},
+		// Beyond, start → pods Running: (5000 − 1500) KiB RSS, of which
+		// 100 pods × 8 KiB by the slope: the rest over 10 nodes.
+		{"RSS per node with the pods phase's fill", m.RSSPerNodeFilled, (5000 - 1500 - 100*8) * k / 10},
+		{"heap per node with the pods phase's fill", m.HeapPerNodeFilled, (2000 - 600 - 100*7) * k / 10},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
