@@ -9,30 +9,30 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// sharedDecodes lets a Create and the watch event of the write it made
-// share one decode of the written bytes.
+// sharedDecodes lets a write (Create, GuaranteedUpdate) and the watch
+// event of the write share one decode of the written bytes.
 //
-// A create decodes what it wrote to answer with it (as kube-apiserver's
+// A write decodes what it wrote to answer with it (as kube-apiserver's
 // store does), and the watch that feeds the watch cache decodes the same
 // bytes again when etcd sends the write's PUT event: two decodes of one
 // value, each about as costly as the create's own handling. Instead, while
-// a watch that sees the key runs, the Create registers its key; whichever
+// a watch that sees the key runs, the writer registers its key; whichever
 // of the two decodes first hands the other a deep copy of its result, and
 // the other takes it instead of decoding. A deep copy shares the strings of
 // the decode (they are immutable) and costs a fraction of a decode. Both
 // sides still get an object of their own, equal (reflect.DeepEqual) to a
-// decode of the stored bytes at the write's revision, so what the create
+// decode of the stored bytes at the write's revision, so what the write
 // answers and what watchers see are what they were.
 //
 // The hand-over is exact or nothing: the watch takes an object only for
-// the revision it was decoded at, and the Create only one decoded at the
+// the revision it was decoded at, and the writer only one decoded at the
 // revision its Txn committed. When the two race (both decoding at once) or
 // a watch is behind, each side decodes for itself as before.
 type sharedDecodes struct {
 	newType reflect.Type // the store's object type (NewFunc's)
 
 	mu sync.Mutex
-	// watches are the running watch streams; a Create registers only
+	// watches are the running watch streams; a writer registers only
 	// when one of them sees its key.
 	watches map[*watchStream]struct{}
 	// pending are the writes being handed over, by etcd key.
@@ -47,18 +47,18 @@ type sharedDecodes struct {
 
 // sharedDecode is one write being handed over.
 type sharedDecode struct {
-	creating bool // its Create has not finished
-	decoding bool // its Create is decoding the write itself
+	creating bool // its writer has not finished
+	decoding bool // its writer is decoding the write itself
 	// watchRev is the revision of the last PUT event of the key a watch
-	// decoded itself while the Create ran: if it is the Create's
-	// revision, the Create publishes nothing.
+	// decoded itself while the writer ran: if it is the write's
+	// revision, the writer publishes nothing.
 	watchRev int64
 	rev      int64          // the revision obj was decoded at
 	obj      runtime.Object // owned by whoever takes it
 }
 
 // maxSharedDecodes bounds the writes being handed over; beyond it (after a
-// sweep of missed ones) Creates decode as if no watch ran.
+// sweep of missed ones) writes decode as if no watch ran.
 const maxSharedDecodes = 1024
 
 func newSharedDecodes(newFunc func() runtime.Object) *sharedDecodes {
@@ -90,7 +90,7 @@ func (d *sharedDecodes) watchEnded(w *watchStream) {
 	}
 }
 
-// begin registers a Create of key k whose result goes into out. It returns
+// begin registers a write of key k whose result goes into out. It returns
 // nil (decode as usual) when no running watch sees k, when out is not of
 // the store's type, or when k is already being handed over.
 func (d *sharedDecodes) begin(k string, out runtime.Object) *sharedDecode {
@@ -135,7 +135,7 @@ func (d *sharedDecodes) sweepLocked() {
 	}
 }
 
-// take is called by the Create of e (key k) once its Txn committed at rev:
+// take is called by the writer of e (key k) once its Txn committed at rev:
 // it copies a watch's decode of the write into out and reports true, or
 // reports false and marks e as decoding (call publish after decoding).
 func (d *sharedDecodes) take(k string, e *sharedDecode, rev int64, out runtime.Object) bool {
@@ -148,7 +148,7 @@ func (d *sharedDecodes) take(k string, e *sharedDecode, rev int64, out runtime.O
 		obj := e.obj
 		delete(d.pending, k)
 		d.mu.Unlock()
-		// obj is this Create's alone now: a shallow copy of it is too.
+		// obj is this writer's alone now: a shallow copy of it is too.
 		reflect.ValueOf(out).Elem().Set(reflect.ValueOf(obj).Elem())
 		d.spared.Add(1)
 		return true
@@ -158,7 +158,7 @@ func (d *sharedDecodes) take(k string, e *sharedDecode, rev int64, out runtime.O
 	return false
 }
 
-// publish is called by the Create of e (key k) with its decode of the
+// publish is called by the writer of e (key k) with its decode of the
 // write at rev: unless a watch has decoded that write itself, a deep copy
 // waits for the watch's event.
 func (d *sharedDecodes) publish(k string, e *sharedDecode, rev int64, out runtime.Object) {
@@ -183,7 +183,7 @@ func (d *sharedDecodes) publish(k string, e *sharedDecode, rev int64, out runtim
 	e.creating, e.decoding, e.rev, e.obj = false, false, rev, cp
 }
 
-// end is called when the Create of e (key k) returns: an entry it has not
+// end is called when the writer of e (key k) returns: an entry it has not
 // published goes.
 func (d *sharedDecodes) end(k string, e *sharedDecode) {
 	if e == nil {
@@ -197,7 +197,7 @@ func (d *sharedDecodes) end(k string, e *sharedDecode) {
 }
 
 // forWatch is called by a watch for the PUT event of key k at rev. It
-// returns the Create's decode of that write to take instead of decoding,
+// returns the writer's decode of that write to take instead of decoding,
 // or nil; then, after decoding, the watch calls decoded with its object.
 func (d *sharedDecodes) forWatch(k string, rev int64) (runtime.Object, *sharedDecode) {
 	d.mu.Lock()
@@ -222,13 +222,13 @@ func (d *sharedDecodes) forWatch(k string, rev int64) (runtime.Object, *sharedDe
 	}
 	e.watchRev = rev
 	if e.decoding || e.obj != nil {
-		return nil, nil // the Create decodes (or a copy already waits)
+		return nil, nil // the writer decodes (or a copy already waits)
 	}
 	return nil, e
 }
 
-// decoded offers the Create of e (key k) a deep copy of the watch's decode
-// of the write at rev, unless the Create has begun decoding it itself.
+// decoded offers the writer of e (key k) a deep copy of the watch's decode
+// of the write at rev, unless the writer has begun decoding it itself.
 func (d *sharedDecodes) decoded(k string, e *sharedDecode, rev int64, obj runtime.Object) {
 	if !d.offerable(k, e) {
 		return

@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kubeproof/kubeproof/impl/storage"
@@ -168,5 +169,110 @@ func TestCreateWithoutWatchRegistersNothing(t *testing.T) {
 	want := storedConfigMap(t, s, s.PathPrefix()+res.ResourcePrefix+"/ns/a")
 	if !reflect.DeepEqual(out, want) {
 		t.Fatalf("create answered %#v, want %#v", out, want)
+	}
+}
+
+// TestUpdateAndWatchShareOneDecode: the same for GuaranteedUpdate and the
+// watch's MODIFIED events, with clients updating the same objects (so some
+// updates retry on a conflict).
+func TestUpdateAndWatchShareOneDecode(t *testing.T) {
+	ctx := context.Background()
+	res := storagetest.ConfigMaps()
+	s, err := etcd3.New(etcd3.Config{Client: etcd.InProcessClient(), NewWatcher: etcd.NewWatcher, Resource: res})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const objects, clients, updates = 10, 6, 40
+	for i := range objects {
+		in := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Namespace: "ns"},
+			Data: map[string]string{"n": "0"}}
+		if err := s.Create(ctx, res.ResourcePrefix+"/ns/"+in.Name, in, &corev1.ConfigMap{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	noInitial := false
+	w, err := s.Watch(ctx, res.ResourcePrefix, storage.ListOptions{
+		Recursive: true, SendInitialEvents: &noInitial, Predicate: storage.Everything()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	spared := etcd3.SparedDecodes(s)
+	var mu sync.Mutex
+	answers := map[string]*corev1.ConfigMap{} // by resourceVersion
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for u := range updates {
+				name := fmt.Sprintf("cm-%d", (c+u)%objects)
+				out := &corev1.ConfigMap{}
+				err := s.GuaranteedUpdate(ctx, res.ResourcePrefix+"/ns/"+name, out, false, nil,
+					func(in runtime.Object) (runtime.Object, error) {
+						cm := in.(*corev1.ConfigMap)
+						cm.Data["n"] = fmt.Sprintf("%d-%d", c, u)
+						return cm, nil
+					})
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				answers[out.ResourceVersion] = out
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	events := map[string]*corev1.ConfigMap{}
+	timeout := time.After(30 * time.Second)
+	for len(events) < clients*updates {
+		select {
+		case e := <-w.ResultChan():
+			if e.Type != watch.Modified {
+				t.Fatalf("event %s %#v", e.Type, e.Object)
+			}
+			cm := e.Object.(*corev1.ConfigMap)
+			events[cm.ResourceVersion] = cm
+		case <-timeout:
+			t.Fatalf("%d of %d MODIFIED events", len(events), clients*updates)
+		}
+	}
+	for _, cm := range answers {
+		cm.Data["n"] = "changed by the caller"
+	}
+	for rv, got := range events {
+		// What etcd holds at that revision, decoded afresh.
+		rev, _ := strconv.ParseInt(rv, 10, 64)
+		resp, err := etcd.Client().Get(ctx, s.PathPrefix()+res.ResourcePrefix+"/ns/"+got.Name, clientv3.WithRev(rev))
+		if err != nil || len(resp.Kvs) != 1 {
+			t.Fatalf("reading %s at %d: %v", got.Name, rev, err)
+		}
+		want := &corev1.ConfigMap{}
+		if _, _, err := s.Codec().Decode(resp.Kvs[0].Value, nil, want); err != nil {
+			t.Fatal(err)
+		}
+		want.ResourceVersion = rv
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("watch object at %s:\n got %#v\nwant %#v", rv, got, want)
+		}
+		answer := answers[rv]
+		if answer == nil {
+			t.Fatalf("no update answered with resourceVersion %s", rv)
+		}
+		want.Data["n"] = "changed by the caller"
+		if !reflect.DeepEqual(answer, want) {
+			t.Fatalf("update answered %#v, want %#v", answer, want)
+		}
+	}
+	if etcd3.SparedDecodes(s) == spared {
+		t.Errorf("no decode spared in %d updates under a watch", clients*updates)
 	}
 }

@@ -221,10 +221,16 @@ func (s *Store) create(ctx context.Context, key, k string, data []byte, out runt
 	if !resp.Succeeded {
 		return storage.NewError(storage.ErrCodeKeyExists, key, 0, "", nil)
 	}
+	return s.decodeWritten(key, k, data, out, resp.Header.Revision, shared)
+}
+
+// decodeWritten decodes data, just written at k (key's etcd key) at rev,
+// into out (if not nil). With shared it takes a watch's decode of the
+// write instead, or leaves the watch a copy of its own.
+func (s *Store) decodeWritten(key, k string, data []byte, out runtime.Object, rev int64, shared *sharedDecode) error {
 	if out == nil {
 		return nil
 	}
-	rev := resp.Header.Revision
 	if shared == nil {
 		return s.decode(key, data, out, rev)
 	}
@@ -548,6 +554,10 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, dest runtime.O
 	}
 	buf := getEncodeBuffer()
 	defer putEncodeBuffer(buf)
+	// One decode of what is written serves this update and the watch that
+	// sees the write (see sharedDecodes).
+	shared := s.shared.begin(k, dest)
+	defer s.shared.end(k, shared)
 	for {
 		if cur.rev == 0 && !ignoreNotFound {
 			return storage.NewError(storage.ErrCodeKeyNotFound, key, 0, "", nil)
@@ -587,7 +597,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, dest runtime.O
 			}
 			continue
 		}
-		return s.decode(key, data, dest, txn.Header.Revision)
+		return s.decodeWritten(key, k, data, dest, txn.Header.Revision, shared)
 	}
 }
 
