@@ -87,6 +87,47 @@ type holdersRequest struct {
 	// later ones.
 	PodStatus           corev1.PodStatus
 	Events, LaterEvents []corev1.Event
+	// EventShare is the share of the template events written (eventShare).
+	EventShare float64
+}
+
+// eventShare is the share of the template events the control writes: the
+// full run's namespace held fullEvents, fewer than every pod's template
+// events when the event broadcaster dropped some (client-go's drops what
+// its queue of 1,000 cannot take while the API server throttles writes),
+// and the control stores as many. 1 when the full run dropped none or
+// was not counted.
+func eventShare(t *upTemplates, nodes, pods, fullEvents int) float64 {
+	later := t.laterEvents
+	if later == nil {
+		later = t.events
+	}
+	first := min(nodes, pods)
+	all := first*len(t.events) + (pods-first)*len(later)
+	if fullEvents <= 0 || all <= fullEvents {
+		return 1
+	}
+	return float64(fullEvents) / float64(all)
+}
+
+// eventThinner writes that share of the events offered to it, spread
+// evenly: the n-th offered is written when the writes so far are behind
+// n × share.
+type eventThinner struct {
+	mu             sync.Mutex
+	share          float64
+	offered, taken int
+}
+
+func (t *eventThinner) take() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.offered++
+	if t.share >= 1 || float64(t.taken) < float64(t.offered)*t.share-0.5 {
+		t.taken++
+		return true
+	}
+	return false
 }
 
 // holderNode is one node: its name, pod CIDR and client certificate.
@@ -151,6 +192,10 @@ func runHolders(ctx context.Context, req holdersRequest, out io.Writer) error {
 	pods := kubelet.NewPodInformer(reader, 0)
 	services := informers.NewSharedInformerFactory(reader, 0).Core().V1().Services().Informer()
 	handled := &sync.Map{} // pod UID → struct{}
+	thin := &eventThinner{share: req.EventShare}
+	if req.EventShare <= 0 {
+		thin.share = 1
+	}
 	work := make(chan *corev1.Pod, 1024)
 	consider := func(obj any) {
 		p, ok := obj.(*corev1.Pod)
@@ -199,7 +244,7 @@ func runHolders(ctx context.Context, req holdersRequest, out io.Writer) error {
 				case <-ctx.Done():
 					return
 				case p := <-work:
-					if err := nodes[p.Spec.NodeName].runPod(ctx, req, p, &wg); err != nil && ctx.Err() == nil {
+					if err := nodes[p.Spec.NodeName].runPod(ctx, req, p, thin, &wg); err != nil && ctx.Err() == nil {
 						select {
 						case errc <- err:
 						default:
@@ -320,7 +365,7 @@ func (n *nodeHolder) heartbeat(ctx context.Context) {
 // runPod does what the node's kubelet writes for a pod bound to it: the
 // kube-root-ca.crt watch of its namespace (once), its Running status, its
 // events.
-func (n *nodeHolder) runPod(ctx context.Context, req holdersRequest, p *corev1.Pod, wg *sync.WaitGroup) error {
+func (n *nodeHolder) runPod(ctx context.Context, req holdersRequest, p *corev1.Pod, thin *eventThinner, wg *sync.WaitGroup) error {
 	k := n.pods.Add(1) - 1
 	n.mu.Lock()
 	watch := !n.watched[p.Namespace]
@@ -337,8 +382,8 @@ func (n *nodeHolder) runPod(ctx context.Context, req holdersRequest, p *corev1.P
 		evs = req.LaterEvents
 	}
 	for j, e := range evs {
-		if e.Source.Component != kubelet.EventComponent {
-			continue // the scheduler's: the control writes those
+		if e.Source.Component != kubelet.EventComponent || !thin.take() {
+			continue // the scheduler's (the control writes those), or one the full run's broadcaster dropped
 		}
 		ev := copyEvent(e, p, j)
 		ev.Source.Host = n.Name
@@ -455,11 +500,11 @@ type holders struct {
 // certificate from c's CA, starts the holders (a process of bin, or
 // goroutines of this one when bin is empty) and waits until they have
 // created the nodes.
-func startHolders(ctx context.Context, bin, dir string, c *cluster.Cluster, admin kubernetes.Interface, nodes int, t *upTemplates) (*holders, error) {
+func startHolders(ctx context.Context, bin, dir string, c *cluster.Cluster, admin kubernetes.Interface, nodes int, t *upTemplates, share float64) (*holders, error) {
 	if err := ensureNodeSimulatorRole(ctx, admin); err != nil {
 		return nil, err
 	}
-	req := holdersRequest{Role: "holders", URL: c.URL, CAPEM: c.CA.CertPEM, Node: t.node, Lease: t.lease, PodStatus: t.pod.Status, Events: t.events, LaterEvents: t.laterEvents}
+	req := holdersRequest{Role: "holders", URL: c.URL, CAPEM: c.CA.CertPEM, Node: t.node, Lease: t.lease, PodStatus: t.pod.Status, Events: t.events, LaterEvents: t.laterEvents, EventShare: share}
 	var err error
 	if req.Reader, err = c.CA.IssueClient(cluster.NodeSimulatorUser, nil); err != nil {
 		return nil, err

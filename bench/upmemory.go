@@ -290,7 +290,7 @@ func freshMeta(meta metav1.ObjectMeta, name string) metav1.ObjectMeta {
 // and after the pods. The pods are followed by a watch and a
 // startupTracker as in the full run, so the benchmark's own bookkeeping
 // is in both.
-func runControl(ctx context.Context, cfg StartupConfig, bin string, t *upTemplates, dir string, prog *progressLine) (r controlReply, err error) {
+func runControl(ctx context.Context, cfg StartupConfig, bin string, t *upTemplates, fullEvents int, dir string, prog *progressLine) (r controlReply, err error) {
 	r.Objects = map[string]int{}
 	if cfg.HeapProfile != "" {
 		finerHeapProfile()
@@ -312,7 +312,9 @@ func runControl(ctx context.Context, cfg StartupConfig, bin string, t *upTemplat
 		return r, err
 	}
 	prog.set("control: nodes", func() int { return 0 }, cfg.Nodes)
-	h, err := startHolders(ctx, bin, filepath.Join(dir, "holders"), c, cs, cfg.Nodes, t)
+	share := eventShare(t, cfg.Nodes, cfg.Pods, fullEvents)
+	thin := &eventThinner{share: share}
+	h, err := startHolders(ctx, bin, filepath.Join(dir, "holders"), c, cs, cfg.Nodes, t, share)
 	if err != nil {
 		return r, fmt.Errorf("control: %w", err)
 	}
@@ -375,7 +377,7 @@ func runControl(ctx context.Context, cfg StartupConfig, bin string, t *upTemplat
 			}
 			// The scheduler's events; the holders write the kubelet's.
 			for j, e := range t.events {
-				if e.Source.Component == kubelet.EventComponent {
+				if e.Source.Component == kubelet.EventComponent || !thin.take() {
 					continue
 				}
 				if _, err := cs.CoreV1().Events(ns).Create(ctx, copyEvent(e, created, j), metav1.CreateOptions{}); err != nil {
@@ -472,6 +474,7 @@ type controlRequest struct {
 	Timeout        time.Duration
 	HeapProfile    string // the full run's StartupConfig.HeapProfile
 	Binary         string // this binary, for the holders' process
+	FullEvents     int    // events the full run's namespace held (eventShare)
 	Node           *corev1.Node
 	Lease          *coordinationv1.Lease
 	Pod            *corev1.Pod
@@ -495,9 +498,9 @@ func measureControl(ctx context.Context, cfg StartupConfig, t *upTemplates, dir 
 	var err error
 	if cfg.ControlBinary != "" {
 		prog.set("control (own process)", func() int { return 0 }, 0)
-		r, err = runControlProcess(ctx, cfg.ControlBinary, cfg, t, dir)
+		r, err = runControlProcess(ctx, cfg.ControlBinary, cfg, t, m.FullEvents, dir)
 	} else {
-		r, err = runControl(ctx, cfg, "", t, dir, prog)
+		r, err = runControl(ctx, cfg, "", t, m.FullEvents, dir, prog)
 	}
 	m.Control, m.ControlMid, m.ControlObjects = r.Readings, r.Mid, r.Objects
 	m.MidPods = midPods(cfg)
@@ -505,13 +508,13 @@ func measureControl(ctx context.Context, cfg StartupConfig, t *upTemplates, dir 
 }
 
 // runControlProcess runs the control in a fresh process of bin (RunUpControl).
-func runControlProcess(ctx context.Context, bin string, cfg StartupConfig, t *upTemplates, dir string) (controlReply, error) {
+func runControlProcess(ctx context.Context, bin string, cfg StartupConfig, t *upTemplates, fullEvents int, dir string) (controlReply, error) {
 	var rep controlReply
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return rep, err
 	}
 	req, err := json.Marshal(controlRequest{Nodes: cfg.Nodes, Pods: cfg.Pods, UnsafeNoFsync: cfg.UnsafeNoFsync, Settle: cfg.Settle,
-		MemoryReadings: cfg.MemoryReadings, Timeout: cfg.Timeout, HeapProfile: cfg.HeapProfile, Binary: bin,
+		MemoryReadings: cfg.MemoryReadings, Timeout: cfg.Timeout, HeapProfile: cfg.HeapProfile, Binary: bin, FullEvents: fullEvents,
 		Node: t.node, Lease: t.lease, Pod: t.pod, Events: t.events, LaterEvents: t.laterEvents})
 	if err != nil {
 		return rep, err
@@ -572,7 +575,7 @@ func RunUpControl(ctx context.Context, file string, out io.Writer) error {
 	if t.node == nil || t.lease == nil || t.pod == nil || cfg.Nodes <= 0 {
 		return fmt.Errorf("%s: no templates or nodes", file)
 	}
-	rep, err := runControl(ctx, cfg, req.Binary, t, filepath.Dir(file), &progressLine{workload: "control"})
+	rep, err := runControl(ctx, cfg, req.Binary, t, req.FullEvents, filepath.Dir(file), &progressLine{workload: "control"})
 	if err != nil {
 		rep.Err = err.Error()
 	}

@@ -41,7 +41,7 @@ func WriteUpMemoryTable(w io.Writer, m UpMemory) {
 		fmt.Fprintf(w, "| pod directories and volumes (%s; %d files) | | | %s | | %s |\n", where, m.VolumeFiles, mib(float64(m.VolumeBytes)), kib(float64(m.VolumeBytes)/float64(max(m.Pods, 1))))
 	}
 	if len(m.ControlObjects) > 0 {
-		fmt.Fprintf(w, "\nThe control created %s (copies of the full run's node-1, its Lease, pod startup-0 with its Running status, and its events for each node's first pod, the last pod's events for the others, which found the image present; each pod created and bound by the control, its status and kubelet events written by its node), each node over its own connection as system:node:<name> with the kubelet's Lease renewals, Node reads and kube-root-ca.crt watch, and the node simulator's pods and services watches, held by another process (upholders.go); the full run's namespace held %d events.\n", counts(m.ControlObjects, "%[2]d %[1]s"), m.FullEvents)
+		fmt.Fprintf(w, "\nThe control created %s (copies of the full run's node-1, its Lease, pod startup-0 with its Running status, and its events for each node's first pod, the last pod's events for the others, which found the image present — as many in all as the full run's namespace held, the share its event broadcaster did not drop; each pod created and bound by the control, its status and kubelet events written by its node), each node over its own connection as system:node:<name> with the kubelet's Lease renewals, Node reads and kube-root-ca.crt watch, and the node simulator's pods and services watches, held by another process (upholders.go); the full run's namespace held %d events.\n", counts(m.ControlObjects, "%[2]d %[1]s"), m.FullEvents)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // TestUpMemorySlope: per pod as a slope is the growth from the half-way
@@ -59,5 +61,35 @@ func TestUpMemorySlope(t *testing.T) {
 	WriteUpMemoryTable(&b, m)
 	if m.RSSPerPodSlope != 0 || strings.Contains(b.String(), "slope") {
 		t.Errorf("a slope without a half-way reading: %v\n%s", m.RSSPerPodSlope, b.String())
+	}
+}
+
+// The control stores as many events as the full run's namespace held:
+// the share of the template events that is, spread evenly over the pods.
+func TestControlEventShare(t *testing.T) {
+	tmpl := &upTemplates{events: make([]corev1.Event, 5), laterEvents: make([]corev1.Event, 4)}
+	// 10 nodes' first pods with 5 events, 90 later pods with 4: 410.
+	for _, c := range []struct {
+		full int
+		want float64
+	}{{205, 0.5}, {410, 1}, {500, 1}, {0, 1}} {
+		if got := eventShare(tmpl, 10, 100, c.full); got != c.want {
+			t.Errorf("full run with %d events: share %v, want %v", c.full, got, c.want)
+		}
+	}
+	for _, share := range []float64{1, 0.5, 0.3, 0.73} {
+		th := &eventThinner{share: share}
+		taken := 0
+		for n := 1; n <= 410; n++ {
+			if th.take() {
+				taken++
+			}
+			if d := float64(taken) - float64(n)*share; d > 1 || d < -1 {
+				t.Fatalf("share %v: %d taken of the first %d", share, taken, n)
+			}
+		}
+		if want := int(410*share + 0.5); taken != want {
+			t.Errorf("share %v: %d of 410 taken, want %d", share, taken, want)
+		}
 	}
 }
