@@ -2,9 +2,14 @@ package kubelet
 
 import (
 	"fmt"
+	"strconv"
+	"sync/atomic"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // BenchmarkResyncRunningPod is the periodic resync of a Running pod whose
@@ -13,12 +18,33 @@ import (
 // nothing happens.
 func BenchmarkResyncRunningPod(b *testing.B) {
 	h := newHarness(b, nil)
+	// The fake API stores no resourceVersions; a real one does, and the
+	// kubelet's pod view relies on them (shareLastStatus).
+	var rv atomic.Int64
+	h.client.PrependReactor("*", "pods", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		if u, ok := a.(k8stesting.UpdateAction); ok {
+			if p, ok := u.GetObject().(*v1.Pod); ok {
+				p.ResourceVersion = strconv.FormatInt(rv.Add(1), 10)
+			}
+		}
+		if c, ok := a.(k8stesting.CreateAction); ok {
+			if p, ok := c.GetObject().(*v1.Pod); ok {
+				p.ResourceVersion = strconv.FormatInt(rv.Add(1), 10)
+			}
+		}
+		return false, nil, nil
+	})
 	var uids []types.UID
 	for i := 0; i < 30; i++ {
 		p := h.create(h.pod(fmt.Sprintf("p%d", i), nil))
 		h.sync(p)
 		h.sync(p) // the source catches up with the written status
 		uids = append(uids, p.UID)
+	}
+	for _, uid := range uids {
+		if rec := h.k.pods[uid]; rec.lastStatus != &rec.pod.Status {
+			b.Fatalf("pod %s: the kubelet's last status is not the source's", uid)
+		}
 	}
 	b.ReportAllocs()
 	i := 0
