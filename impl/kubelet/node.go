@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	goruntime "runtime"
+	"slices"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -12,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/status"
 )
 
 // NodeLeaseNamespace holds the nodes' heartbeat Leases.
@@ -105,14 +108,19 @@ func NodeStatus(cfg *Config, old *v1.NodeStatus, p Pressure, runtimeVersion stri
 // nodeStatusChanged reports whether the status differs from old in
 // anything but heartbeat times.
 func nodeStatusChanged(old, cur *v1.NodeStatus) bool {
+	// Only read: a shallow copy with its own conditions will do.
 	strip := func(s *v1.NodeStatus) *v1.NodeStatus {
-		c := s.DeepCopy()
+		c := *s
+		c.Conditions = slices.Clone(s.Conditions)
 		for i := range c.Conditions {
 			c.Conditions[i].LastHeartbeatTime = metav1.Time{}
 		}
-		return c
+		return &c
 	}
-	return !apiequality.Semantic.DeepEqual(strip(old), strip(cur))
+	a, b := strip(old), strip(cur)
+	// Checked every 10 s by every node; equal encodings settle the common
+	// case without reflection.
+	return !status.SameEncoding(a, b) && !apiequality.Semantic.DeepEqual(a, b)
 }
 
 // registerNode creates the Node (or adopts an existing one).

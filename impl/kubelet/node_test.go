@@ -1,9 +1,12 @@
 package kubelet
 
 import (
+	"reflect"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
@@ -65,5 +68,40 @@ func TestNodeStatusCorrectsExternalUnknown(t *testing.T) {
 	}
 	if writes != 0 {
 		t.Errorf("unchanged status was written again (%d writes)", writes)
+	}
+}
+
+// A node status differing only in heartbeat times has not changed; a
+// condition, the capacity's value or the images have; a quantity written
+// another way has not.
+func TestNodeStatusChanged(t *testing.T) {
+	t1 := metav1.NewTime(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	old := v1.NodeStatus{
+		Capacity:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("4")},
+		Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, LastHeartbeatTime: t1, LastTransitionTime: t1}},
+		Images:     []v1.ContainerImage{{Names: []string{"nginx:1.27"}, SizeBytes: 1}},
+	}
+	before := *old.DeepCopy()
+	for _, c := range []struct {
+		name    string
+		change  func(*v1.NodeStatus)
+		changed bool
+	}{
+		{"same", func(*v1.NodeStatus) {}, false},
+		{"heartbeat", func(s *v1.NodeStatus) { s.Conditions[0].LastHeartbeatTime = metav1.NewTime(t1.Add(10 * time.Second)) }, false},
+		{"quantity written another way", func(s *v1.NodeStatus) { s.Capacity[v1.ResourceCPU] = resource.MustParse("4000m") }, false},
+		{"condition", func(s *v1.NodeStatus) { s.Conditions[0].Status = v1.ConditionFalse }, true},
+		{"transition time", func(s *v1.NodeStatus) { s.Conditions[0].LastTransitionTime = metav1.NewTime(t1.Add(time.Second)) }, true},
+		{"capacity", func(s *v1.NodeStatus) { s.Capacity[v1.ResourceCPU] = resource.MustParse("8") }, true},
+		{"images", func(s *v1.NodeStatus) { s.Images = nil }, true},
+	} {
+		cur := old.DeepCopy()
+		c.change(cur)
+		if got := nodeStatusChanged(&old, cur); got != c.changed {
+			t.Errorf("%s: changed %v, want %v", c.name, got, c.changed)
+		}
+	}
+	if !reflect.DeepEqual(old, before) {
+		t.Error("nodeStatusChanged changed its argument")
 	}
 }

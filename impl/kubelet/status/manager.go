@@ -99,14 +99,26 @@ func Equal(a, b *v1.PodStatus) bool {
 // instant), quantities as their string (the same value). Different bytes
 // decide nothing: equal quantities may be written differently, and an
 // empty list encodes as a missing one.
-func sameEncoding(a, b *v1.PodStatus) bool {
+func sameEncoding(a, b *v1.PodStatus) bool { return SameEncoding(a, b) }
+
+// Encodable is an API type's generated protobuf marshalling.
+type Encodable interface {
+	Size() int
+	MarshalToSizedBuffer([]byte) (int, error)
+}
+
+// SameEncoding reports whether a and b (of the same type) marshal to the
+// same protobuf bytes. For API types this implies
+// apiequality.Semantic.DeepEqual (see sameEncoding); different bytes decide
+// nothing.
+func SameEncoding(a, b Encodable) bool {
 	n := a.Size()
 	if n != b.Size() {
 		return false
 	}
 	bufs := encodeBuffers.Get().(*[2][]byte)
 	defer encodeBuffers.Put(bufs)
-	for i, s := range [2]*v1.PodStatus{a, b} {
+	for i, s := range [2]Encodable{a, b} {
 		if cap(bufs[i]) < n {
 			bufs[i] = make([]byte, n)
 		}
