@@ -55,3 +55,18 @@ func BenchmarkResyncRunningPod(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkRelistUnchanged is one relist of a node whose 30 pods' containers
+// have not changed (every kubelet, every second).
+func BenchmarkRelistUnchanged(b *testing.B) {
+	h := newHarness(b, nil)
+	for i := 0; i < 30; i++ {
+		p := h.create(h.pod(fmt.Sprintf("p%d", i), nil))
+		h.sync(p)
+	}
+	h.k.relist(h.ctx)
+	b.ReportAllocs()
+	for b.Loop() {
+		h.k.relist(h.ctx)
+	}
+}
