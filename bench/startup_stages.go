@@ -255,6 +255,7 @@ func cmpInt64(a, b int64) int {
 type runtimeSnapshot struct {
 	at         time.Time
 	processCPU time.Duration // user + system
+	machineCPU time.Duration // every process's busy time on the machine (/proc/stat)
 	gcCPU      float64       // /cpu/classes/gc/total:cpu-seconds
 	busyCPU    float64       // /cpu/classes/total less /cpu/classes/idle
 	gcCycles   uint64
@@ -386,6 +387,9 @@ func readRuntime(regs ...prometheus.Gatherer) runtimeSnapshot {
 		schedLat: hist(samples[5].Value), gcPauses: hist(samples[6].Value),
 	}
 	s.readRegistries(regs...)
+	if data, err := os.ReadFile("/proc/stat"); err == nil {
+		s.machineCPU = machineBusy(data)
+	}
 	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
 		if fields := strings.Fields(string(data)); len(fields) > 0 {
 			s.load1, _ = strconv.ParseFloat(fields[0], 64)
@@ -394,7 +398,29 @@ func readRuntime(regs ...prometheus.Gatherer) runtimeSnapshot {
 	return s
 }
 
-// sub is h less an earlier reading of the same rtHistogram.
+// userHZ is the unit of /proc/stat's times (USER_HZ, 100 on Linux).
+const userHZ = 100
+
+// machineBusy is the machine's busy CPU time from /proc/stat's first
+// line: user, nice, system, irq, softirq and steal (not idle or iowait).
+func machineBusy(procStat []byte) time.Duration {
+	line, _, _ := strings.Cut(string(procStat), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	var ticks int64
+	for _, i := range []int{1, 2, 3, 6, 7, 8} { // user nice system (idle iowait) irq softirq steal
+		v, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			return 0
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / userHZ
+}
+
+// sub is h less an earlier reading of the same histogram.
 func (h rtHistogram) sub(earlier rtHistogram) rtHistogram {
 	out := rtHistogram{Counts: slices.Clone(h.Counts), Buckets: h.Buckets}
 	if len(earlier.Counts) == len(h.Counts) {
@@ -407,7 +433,7 @@ func (h rtHistogram) sub(earlier rtHistogram) rtHistogram {
 
 // quantile is the upper bound of the bucket holding the q-th (0 < q ≤ 1)
 // sample by nearest rank (a bucket without upper bound gives its lower
-// one); 0 for an empty rtHistogram.
+// one); 0 for an empty histogram.
 func (h rtHistogram) quantile(q float64) time.Duration {
 	var n uint64
 	for _, c := range h.Counts {
@@ -445,11 +471,15 @@ type RuntimeWindow struct {
 	// of the window; GCShare the garbage collector's share of the Go
 	// runtime's busy CPU time (runtime/metrics' /cpu/classes estimates).
 	ProcessCores float64 `json:"processCores"`
-	GCShare      float64 `json:"gcShare"`
-	GCCycles     uint64  `json:"gcCycles"`
+	// OthersCores is the CPU every other process of the machine used per
+	// second of the window (other engineers' builds and tests): with 2
+	// cores, what is left for this one.
+	OthersCores float64 `json:"othersCores"`
+	GCShare     float64 `json:"gcShare"`
+	GCCycles    uint64  `json:"gcCycles"`
 	// GCPauseP99/Max are the stop-the-world pauses for GC; SchedP50/P99/Max
 	// the time goroutines waited runnable before running (each the upper
-	// bound of its runtime rtHistogram bucket).
+	// bound of its runtime histogram bucket).
 	GCPauseP99, GCPauseMax       time.Duration
 	SchedP50, SchedP99, SchedMax time.Duration
 	// HeapLive is the live heap at the last GC, at the window's end; Load1
@@ -468,6 +498,9 @@ func runtimeWindow(a, b runtimeSnapshot) RuntimeWindow {
 	w := RuntimeWindow{HeapLive: b.heapLive, Load1: b.load1, GCCycles: b.gcCycles - a.gcCycles}
 	if wall := b.at.Sub(a.at); wall > 0 {
 		w.ProcessCores = float64(b.processCPU-a.processCPU) / float64(wall)
+		if b.machineCPU > 0 && a.machineCPU > 0 {
+			w.OthersCores = max(0, float64(b.machineCPU-a.machineCPU-(b.processCPU-a.processCPU))/float64(wall))
+		}
 	}
 	if busy := b.busyCPU - a.busyCPU; busy > 0 {
 		w.GCShare = (b.gcCPU - a.gcCPU) / busy
@@ -599,17 +632,17 @@ func writeStages(w io.Writer, r StartupResult) {
 	if len(r.Windows) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nBy 30-s window of arrivals (seconds after the first create; the last row is the whole run): create→Running of the pods sent in the window; the process's CPU (cores), the garbage collector's share of the Go runtime's busy CPU, GC cycles and stop-the-world pauses, the time goroutines waited runnable (run-queue latency, runtime histogram bucket bounds), the live heap and the machine's 1-min load at the window's end.")
+	fmt.Fprintln(w, "\nBy 30-s window of arrivals (seconds after the first create; the last row is the whole run): create→Running of the pods sent in the window; the process's CPU (cores) and every other process's on the machine, the garbage collector's share of the Go runtime's busy CPU, GC cycles and stop-the-world pauses, the time goroutines waited runnable (run-queue latency, runtime histogram bucket bounds), the live heap and the machine's 1-min load at the window's end.")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| window | pods | p50 | p99 | max | CPU cores | GC share | GC cycles | GC pause p99 | max | run-queue p50 | p99 | max | live heap | load | etcd fsync p99 | max | API writes p99 | 429s |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| window | pods | p50 | p99 | max | CPU cores | others' cores | GC share | GC cycles | GC pause p99 | max | run-queue p50 | p99 | max | live heap | load | etcd fsync p99 | max | API writes p99 | 429s |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for i, x := range r.Windows {
 		name := fmt.Sprintf("%.0f–%.0f s", x.Start, x.End)
 		if i == len(r.Windows)-1 {
 			name = "whole run"
 		}
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %.2f | %.0f%% | %d | %s | %s | %s | %s | %s | %s | %.1f | %s | %s | %s | %d |\n", name, x.Pods,
-			ms(x.Running.P50), ms(x.Running.P99), ms(x.Running.Max), x.ProcessCores, 100*x.GCShare, x.GCCycles,
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %.2f | %.2f | %.0f%% | %d | %s | %s | %s | %s | %s | %s | %.1f | %s | %s | %s | %d |\n", name, x.Pods,
+			ms(x.Running.P50), ms(x.Running.P99), ms(x.Running.Max), x.ProcessCores, x.OthersCores, 100*x.GCShare, x.GCCycles,
 			ms(x.GCPauseP99), ms(x.GCPauseMax), ms(x.SchedP50), ms(x.SchedP99), ms(x.SchedMax), mib(float64(x.HeapLive)), x.Load1,
 			ms(x.FsyncP99), ms(x.FsyncMax), ms(x.MutatingP99), x.Throttled)
 	}
