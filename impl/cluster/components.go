@@ -2,9 +2,12 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -105,7 +108,9 @@ func (c *Cluster) startControllerManager(ctx context.Context, cfg Config) error 
 	if err := c.ensureNodeBootstrapBindings(ctx); err != nil {
 		return err
 	}
-	c.goRun(&c.compsWG, "controller-manager", func() error { return controllermanager.Run(ctx, cs, restCfg, cmCfg) })
+	c.goRunRestarting(ctx, &c.compsWG, "controller-manager", cfg.Logger, func() (func() error, error) {
+		return func() error { return controllermanager.Run(ctx, cs, restCfg, cmCfg) }, nil
+	})
 	return nil
 }
 
@@ -136,11 +141,25 @@ func (c *Cluster) startScheduler(ctx context.Context, cfg Config) error {
 	}
 	// With simulated nodes, the scheduler's pod cache is their shared pod
 	// informer (nodes.go).
-	s, err := scheduler.New(ctx, cs, scheduler.Config{Logger: cfg.Logger, PodInformer: c.sharedPods(), PodTrace: cfg.PodTrace})
-	if err != nil {
-		return fmt.Errorf("building scheduler: %w", err)
+	build := func() (func() error, error) {
+		s, err := scheduler.New(ctx, cs, scheduler.Config{Logger: cfg.Logger, PodInformer: c.sharedPods(), PodTrace: cfg.PodTrace})
+		if err != nil {
+			return nil, fmt.Errorf("building scheduler: %w", err)
+		}
+		return func() error { return s.Run(ctx) }, nil
 	}
-	c.goRun(&c.compsWG, "scheduler", func() error { return s.Run(ctx) })
+	run, err := build()
+	if err != nil {
+		return err
+	}
+	first := true
+	c.goRunRestarting(ctx, &c.compsWG, "scheduler", cfg.Logger, func() (func() error, error) {
+		if first { // built above, so that a configuration error stops Start
+			first = false
+			return run, nil
+		}
+		return build()
+	})
 	return nil
 }
 
@@ -152,4 +171,43 @@ func (c *Cluster) Kubelet(name string) *kubelet.Kubelet {
 		}
 	}
 	return nil
+}
+
+// goRunRestarting runs a leader-elected component as its supervisor would
+// in a kubeadm cluster (a static pod the kubelet restarts): when it stops
+// because it lost its Lease — under CPU starvation a renewal can miss its
+// 10 s deadline with no other candidate around — start builds it again and
+// the new instance rejoins the election on fresh caches, instead of the
+// whole cluster stopping. Any other error stops the cluster, as goRun's.
+// Restarts wait restartDelay, doubling to 10 s as the kubelet's back-off
+// does but starting lower, and log at Warn.
+func (c *Cluster) goRunRestarting(ctx context.Context, wg *sync.WaitGroup, name string, log *slog.Logger, start func() (run func() error, err error)) {
+	c.goRun(wg, name, func() error {
+		delay := restartDelay
+		for {
+			run, err := start()
+			if err != nil {
+				return err
+			}
+			err = run()
+			if ctx.Err() != nil || !lostLeadership(err) {
+				return err
+			}
+			log.Warn("component lost its leader election; restarting it", "component", name, "after", delay)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(delay):
+			}
+			delay = min(2*delay, 10*time.Second)
+		}
+	})
+}
+
+// restartDelay is goRunRestarting's first wait.
+var restartDelay = time.Second
+
+// lostLeadership reports whether err says a component lost its Lease.
+func lostLeadership(err error) bool {
+	return errors.Is(err, scheduler.ErrLostLeadership) || errors.Is(err, controllermanager.ErrLostLeadership)
 }

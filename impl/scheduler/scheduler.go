@@ -384,10 +384,15 @@ func (s *Scheduler) run(parent context.Context) error {
 	if parent.Err() == nil {
 		// Like kube-scheduler, stop rather than keep scheduling on a
 		// possibly stale view: the process (or its supervisor) restarts.
-		return errors.New("scheduler: lost leader election")
+		return ErrLostLeadership
 	}
 	return nil
 }
+
+// ErrLostLeadership is what Run returns when the scheduler stopped because
+// it lost its Lease (another scheduler took over, or renewals missed their
+// deadline).
+var ErrLostLeadership = errors.New("scheduler: lost leader election")
 
 // watchPDBsIfServed adds a PodDisruptionBudget informer when the API server
 // serves policy/v1 poddisruptionbudgets (a kube-apiserver does; an API
