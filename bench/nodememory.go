@@ -433,31 +433,8 @@ func RunNodeMemory(ctx context.Context, bin string, cfg NodeMemoryConfig) (NodeM
 // before, which on the 1,000-node runs could fall mid-backlog, while it
 // drained slowly or a resync briefly raised the heap.)
 func settledMemory(ctx context.Context, ask func(string) (agentMemory, error)) (agentMemory, error) {
-	low, err := ask("mem")
-	if err != nil {
-		return low, err
-	}
-	quiet := 0
-	for i := 0; i < settleReads && quiet < settleQuiet; i++ {
-		select {
-		case <-ctx.Done():
-			return low, ctx.Err()
-		case <-time.After(settleEvery):
-		}
-		next, err := ask("mem")
-		if err != nil {
-			return low, err
-		}
-		if float64(next.Heap) < 0.99*float64(low.Heap) {
-			quiet = 0
-		} else {
-			quiet++
-		}
-		if next.Heap < low.Heap {
-			low = next
-		}
-	}
-	return low, nil
+	return lowestHeap(ctx, settleRule{every: settleEvery, reads: settleReads + 1, quiet: settleQuiet},
+		func(m agentMemory) uint64 { return m.Heap }, func() (agentMemory, error) { return ask("mem") })
 }
 
 // settleReads readings settleEvery apart: at most three minutes; settleQuiet

@@ -174,16 +174,56 @@ func readMemory() MemoryReading {
 // and relist all the time, and what a sync has in flight is not what a
 // pod costs.
 func settledReading(ctx context.Context, n int, every time.Duration) (MemoryReading, error) {
-	var low MemoryReading
-	for i := 0; i < max(n, 1); i++ {
-		select {
-		case <-ctx.Done():
-			return low, ctx.Err()
-		case <-time.After(every):
+	return lowestHeap(ctx, settleRule{waitFirst: true, every: every, reads: n},
+		func(r MemoryReading) uint64 { return r.Heap }, func() (MemoryReading, error) { return readMemory(), nil })
+}
+
+// settleRule is when lowestHeap reads and when it stops: every apart (also
+// before the first reading if waitFirst), at most reads readings, or fewer
+// once quiet readings in a row (if quiet > 0) brought no new low more
+// than 1% below the lowest so far.
+type settleRule struct {
+	waitFirst bool
+	every     time.Duration
+	reads     int
+	quiet     int
+}
+
+// lowestHeap reads by rule and returns the reading whose heap is lowest —
+// the one loop both memory workloads settle with (settledReading here,
+// settledMemory for the node-memory agent, each with its own rule).
+func lowestHeap[R any](ctx context.Context, rule settleRule, heap func(R) uint64, read func() (R, error)) (R, error) {
+	var low R
+	quiet := 0
+	for i := 0; i < max(rule.reads, 1); i++ {
+		if i > 0 || rule.waitFirst {
+			select {
+			case <-ctx.Done():
+				return low, ctx.Err()
+			case <-time.After(rule.every):
+			}
 		}
-		r := readMemory()
-		if i == 0 || r.Heap < low.Heap {
+		r, err := read()
+		if err != nil {
+			if i == 0 {
+				low = r
+			}
+			return low, err
+		}
+		if i == 0 {
 			low = r
+			continue
+		}
+		if float64(heap(r)) < 0.99*float64(heap(low)) {
+			quiet = 0
+		} else {
+			quiet++
+		}
+		if heap(r) < heap(low) {
+			low = r
+		}
+		if rule.quiet > 0 && quiet >= rule.quiet {
+			break
 		}
 	}
 	return low, nil

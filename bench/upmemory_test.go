@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 
@@ -91,5 +92,33 @@ func TestControlEventShare(t *testing.T) {
 		if want := int(410*share + 0.5); taken != want {
 			t.Errorf("share %v: %d of 410 taken, want %d", share, taken, want)
 		}
+	}
+}
+
+// lowestHeap: the startup workloads' rule takes exactly n readings and
+// keeps the lowest; the node agent's stops once readings stop falling by
+// more than 1%.
+func TestLowestHeapRules(t *testing.T) {
+	run := func(rule settleRule, heaps []uint64) (low uint64, reads int) {
+		got, err := lowestHeap(context.Background(), rule, func(h uint64) uint64 { return h }, func() (uint64, error) {
+			h := heaps[min(reads, len(heaps)-1)]
+			reads++
+			return h, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, reads
+	}
+	if low, reads := run(settleRule{waitFirst: true, reads: 4}, []uint64{500, 300, 400, 600, 100}); low != 300 || reads != 4 {
+		t.Errorf("4 readings: lowest %d after %d, want 300 after 4", low, reads)
+	}
+	// 1000, then 995 and 996 (within 1% of the low): quiet twice, stop.
+	if low, reads := run(settleRule{reads: 10, quiet: 2}, []uint64{1000, 995, 996, 500}); low != 995 || reads != 3 {
+		t.Errorf("quiet rule: lowest %d after %d, want 995 after 3", low, reads)
+	}
+	// A drop of more than 1% restarts the quiet count.
+	if low, reads := run(settleRule{reads: 10, quiet: 2}, []uint64{1000, 999, 900, 899, 898, 100}); low != 898 || reads != 5 {
+		t.Errorf("quiet rule after a drop: lowest %d after %d, want 898 after 5", low, reads)
 	}
 }
