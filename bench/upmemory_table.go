@@ -9,7 +9,11 @@ import (
 // WriteUpMemoryTable prints the full run's and the control's readings and
 // the memory per node and per pod beyond the API server's share.
 func WriteUpMemoryTable(w io.Writer, m UpMemory) {
-	fmt.Fprintf(w, "Memory beyond the API server's own share, %d nodes / %d pods (issue 5: < 2 MiB per node, < 10 KiB per pod). Per node: start → nodes Ready; per pod: nodes Ready → pods Running, over all pods — it includes the per-node state that fills while the pods arrive, which the slope rows (when read half-way) leave out:\n\n", m.Nodes, m.Pods)
+	note := ""
+	if m.MidPods > 0 && m.MidPods < m.Pods {
+		note = ", which the slope rows leave out"
+	}
+	fmt.Fprintf(w, "Memory beyond the API server's own share, %d nodes / %d pods (issue 5: < 2 MiB per node, < 10 KiB per pod). Per node: start → nodes Ready; per pod: nodes Ready → pods Running, over all pods — with the per-node state that fills while the pods arrive%s:\n\n", m.Nodes, m.Pods, note)
 	fmt.Fprintln(w, "| one process | start | nodes Ready | pods Running | per node | per pod |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
 	row := func(name string, r [3]MemoryReading, value func(MemoryReading) float64, perNode, perPod float64) {
