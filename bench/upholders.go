@@ -59,8 +59,8 @@ import (
 //     connection): every pod (kubelet.NewPodInformer) and every service;
 //   - for each pod bound to one of its nodes (seen through the pod watch),
 //     that node opens its watch of kube-root-ca.crt in the pod's namespace
-//     (field-selected, as the kubelet's object cache does; once per node
-//     and namespace), writes the pod's Running status (the full run's
+//     if the pod mounts it (field-selected, as the kubelet's object cache
+//     does; once per node and namespace), writes the pod's Running status (the full run's
 //     startup-0's, with a pod IP of its own) and creates the pod's kubelet
 //     events (the node's first pod with the image pull's, later ones
 //     without), all through its own connection.
@@ -368,8 +368,8 @@ func (n *nodeHolder) heartbeat(ctx context.Context) {
 func (n *nodeHolder) runPod(ctx context.Context, req holdersRequest, p *corev1.Pod, thin *eventThinner, wg *sync.WaitGroup) error {
 	k := n.pods.Add(1) - 1
 	n.mu.Lock()
-	watch := !n.watched[p.Namespace]
-	n.watched[p.Namespace] = true
+	watch := !n.watched[p.Namespace] && projectsRootCA(p)
+	n.watched[p.Namespace] = n.watched[p.Namespace] || watch
 	n.mu.Unlock()
 	if watch {
 		wg.Add(1)
@@ -416,6 +416,29 @@ func (n *nodeHolder) runPod(ctx context.Context, req holdersRequest, p *corev1.P
 	return nil
 }
 
+// projectsRootCA reports whether pod p mounts its namespace's
+// kube-root-ca.crt (as every pod with a service account token volume
+// does), which its kubelet then watches.
+func projectsRootCA(p *corev1.Pod) bool {
+	for _, v := range p.Spec.Volumes {
+		if v.ConfigMap != nil && v.ConfigMap.Name == rootCAConfigMap {
+			return true
+		}
+		if v.Projected != nil {
+			for _, src := range v.Projected.Sources {
+				if src.ConfigMap != nil && src.ConfigMap.Name == rootCAConfigMap {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// rootCAConfigMap is the ConfigMap the controller manager publishes the
+// cluster CA in, in every namespace.
+const rootCAConfigMap = "kube-root-ca.crt"
+
 // copyEvent is template event e (number j of its pod's) about pod p.
 func copyEvent(e corev1.Event, p *corev1.Pod, j int) *corev1.Event {
 	ev := e.DeepCopy()
@@ -453,7 +476,7 @@ func retryForbidden(ctx context.Context, write func() error) error {
 // through cs until ctx ends, as the kubelet's object cache does for a pod
 // whose service account volume projects it.
 func watchRootCA(ctx context.Context, cs kubernetes.Interface, ns string) {
-	sel := fields.OneTermEqualSelector("metadata.name", "kube-root-ca.crt").String()
+	sel := fields.OneTermEqualSelector("metadata.name", rootCAConfigMap).String()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = sel
