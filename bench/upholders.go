@@ -18,7 +18,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -174,7 +173,7 @@ func runHolders(ctx context.Context, req holdersRequest, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := waitCanList(ctx, reader, time.Minute); err != nil {
+	if err := cluster.WaitPodsReadable(ctx, reader, time.Minute); err != nil {
 		return err
 	}
 	nodes := map[string]*nodeHolder{}
@@ -491,26 +490,6 @@ func watchRootCA(ctx context.Context, cs kubernetes.Interface, ns string) {
 	ctrl.RunWithContext(ctx)
 }
 
-// ensureNodeSimulatorRole gives cluster.NodeSimulatorUser what cluster.Start
-// gives it when it runs simulated nodes: get, list and watch of pods and
-// services.
-func ensureNodeSimulatorRole(ctx context.Context, admin kubernetes.Interface) error {
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: cluster.NodeSimulatorRole},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "services"}, Verbs: []string{"get", "list", "watch"}}}}
-	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("control: ClusterRole %s: %w", role.Name, err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: cluster.NodeSimulatorRole},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster.NodeSimulatorRole},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: cluster.NodeSimulatorUser}},
-	}
-	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("control: ClusterRoleBinding %s: %w", binding.Name, err)
-	}
-	return nil
-}
-
 // holders is a running set of node holders.
 type holders struct {
 	stop func() error // ends them and waits (once; later calls return the same)
@@ -524,7 +503,7 @@ type holders struct {
 // goroutines of this one when bin is empty) and waits until they have
 // created the nodes.
 func startHolders(ctx context.Context, bin, dir string, c *cluster.Cluster, admin kubernetes.Interface, nodes int, t *upTemplates, share float64) (*holders, error) {
-	if err := ensureNodeSimulatorRole(ctx, admin); err != nil {
+	if err := cluster.EnsureNodeSimulatorRBAC(ctx, admin); err != nil {
 		return nil, err
 	}
 	req := holdersRequest{Role: "holders", URL: c.URL, CAPEM: c.CA.CertPEM, Node: t.node, Lease: t.lease, PodStatus: t.pod.Status, Events: t.events, LaterEvents: t.laterEvents, EventShare: share}
@@ -612,26 +591,6 @@ func startHolders(ctx context.Context, bin, dir string, c *cluster.Cluster, admi
 	case <-ctx.Done():
 		_ = h.stop()
 		return nil, ctx.Err()
-	}
-}
-
-// waitCanList waits until the node simulator may list pods (the
-// authorizer has seen its binding).
-func waitCanList(ctx context.Context, cs kubernetes.Interface, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		_, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1})
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("holders: %s cannot list pods after %s: %w", cluster.NodeSimulatorUser, timeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
 	}
 }
 

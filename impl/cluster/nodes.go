@@ -90,14 +90,14 @@ func (c *Cluster) startSimulatedNodes(ctx context.Context, cfg Config) (*simulat
 	if err != nil {
 		return nil, fmt.Errorf("building admin client: %w", err)
 	}
-	if err := ensureNodeSimulatorRBAC(ctx, admin); err != nil {
+	if err := EnsureNodeSimulatorRBAC(ctx, admin); err != nil {
 		return nil, err
 	}
 	_, cs, err := c.componentClient(filepath.Join(cfg.DataDir, "pki"), "", "node-simulator", NodeSimulatorUser, nil, 50, 100)
 	if err != nil {
 		return nil, err
 	}
-	if err := waitPodsReadable(ctx, cs, time.Minute); err != nil {
+	if err := WaitPodsReadable(ctx, cs, time.Minute); err != nil {
 		return nil, err
 	}
 	n := &simulatedNodes{sinks: &nodeEventSinks{byHost: map[string]record.EventSink{}}}
@@ -120,9 +120,11 @@ func (n *simulatedNodes) stop() {
 	_ = os.RemoveAll(n.rootDir)
 }
 
-// ensureNodeSimulatorRBAC creates NodeSimulatorRole and its binding to
+// EnsureNodeSimulatorRBAC creates NodeSimulatorRole and its binding to
 // NodeSimulatorUser, or brings the role's rules back to nodeSimulatorRules.
-func ensureNodeSimulatorRBAC(ctx context.Context, admin kubernetes.Interface) error {
+// Start does it when it runs simulated nodes; a process that reads pods as
+// the node simulator against another API server does it first.
+func EnsureNodeSimulatorRBAC(ctx context.Context, admin kubernetes.Interface) error {
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: NodeSimulatorRole}, Rules: nodeSimulatorRules}
 	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
 		old, err := admin.RbacV1().ClusterRoles().Get(ctx, NodeSimulatorRole, metav1.GetOptions{})
@@ -147,10 +149,10 @@ func ensureNodeSimulatorRBAC(ctx context.Context, admin kubernetes.Interface) er
 	return nil
 }
 
-// waitPodsReadable waits until cs may list pods (the authorizer has seen
+// WaitPodsReadable waits until cs may list pods (the authorizer has seen
 // the new binding), so the informer does not start in a reflector's
 // back-off.
-func waitPodsReadable(ctx context.Context, cs kubernetes.Interface, timeout time.Duration) error {
+func WaitPodsReadable(ctx context.Context, cs kubernetes.Interface, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		_, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1})
