@@ -349,15 +349,8 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	if err != nil {
 		return res, err
 	}
-	for opts := (metav1.ListOptions{Limit: 5000}); ; {
-		evs, err := cs.CoreV1().Events(ns).List(fullCtx, opts)
-		if err != nil {
-			return res, fmt.Errorf("counting the events: %w", err)
-		}
-		m.FullEvents += len(evs.Items)
-		if opts.Continue = evs.Continue; opts.Continue == "" {
-			break
-		}
+	if m.FullEvents, err = countEvents(fullCtx, cs, ns); err != nil {
+		return res, err
 	}
 	cancelFull(nil) // the cluster stops now on purpose
 	if err := stopCluster(); err != nil {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -191,7 +192,7 @@ func breakdown(times [][numStages]int64) StageBreakdown {
 		}
 	}
 	total := func(i int) int64 { return times[i][stageRunningObserved] - times[i][stageSent] }
-	slices.SortStableFunc(done, func(a, b int) int { return cmpInt64(total(b), total(a)) })
+	slices.SortStableFunc(done, func(a, b int) int { return cmp.Compare(total(b), total(a)) })
 	slow := done[:min(len(done), max(1, (len(done)+99)/100))]
 	var out StageBreakdown
 	if len(done) == 0 {
@@ -239,16 +240,6 @@ func breakdown(times [][numStages]int64) StageBreakdown {
 		out.Steps = append(out.Steps, s)
 	}
 	return out
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // runtimeSnapshot is one reading of the Go runtime and the process.

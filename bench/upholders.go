@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubeproof/kubeproof/impl/cluster"
+	"github.com/kubeproof/kubeproof/impl/controller/serviceaccount"
 	"github.com/kubeproof/kubeproof/impl/kubelet"
 	"github.com/kubeproof/kubeproof/impl/pki"
 )
@@ -420,12 +421,12 @@ func (n *nodeHolder) runPod(ctx context.Context, req holdersRequest, p *corev1.P
 // does), which its kubelet then watches.
 func projectsRootCA(p *corev1.Pod) bool {
 	for _, v := range p.Spec.Volumes {
-		if v.ConfigMap != nil && v.ConfigMap.Name == rootCAConfigMap {
+		if v.ConfigMap != nil && v.ConfigMap.Name == serviceaccount.RootCAConfigMapName {
 			return true
 		}
 		if v.Projected != nil {
 			for _, src := range v.Projected.Sources {
-				if src.ConfigMap != nil && src.ConfigMap.Name == rootCAConfigMap {
+				if src.ConfigMap != nil && src.ConfigMap.Name == serviceaccount.RootCAConfigMapName {
 					return true
 				}
 			}
@@ -433,10 +434,6 @@ func projectsRootCA(p *corev1.Pod) bool {
 	}
 	return false
 }
-
-// rootCAConfigMap is the ConfigMap the controller manager publishes the
-// cluster CA in, in every namespace.
-const rootCAConfigMap = "kube-root-ca.crt"
 
 // copyEvent is template event e (number j of its pod's) about pod p.
 func copyEvent(e corev1.Event, p *corev1.Pod, j int) *corev1.Event {
@@ -475,7 +472,7 @@ func retryForbidden(ctx context.Context, write func() error) error {
 // through cs until ctx ends, as the kubelet's object cache does for a pod
 // whose service account volume projects it.
 func watchRootCA(ctx context.Context, cs kubernetes.Interface, ns string) {
-	sel := fields.OneTermEqualSelector("metadata.name", rootCAConfigMap).String()
+	sel := fields.OneTermEqualSelector("metadata.name", serviceaccount.RootCAConfigMapName).String()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = sel

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeproof/kubeproof/impl/cluster"
+	"github.com/kubeproof/kubeproof/impl/controller/serviceaccount"
 	"github.com/kubeproof/kubeproof/impl/kubelet"
 )
 
@@ -387,7 +388,7 @@ func runControl(ctx context.Context, cfg StartupConfig, bin string, t *upTemplat
 		return r, err
 	}
 	// The controller manager publishes the cluster CA to every namespace.
-	rootCA := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: ns}, Data: map[string]string{"ca.crt": string(c.CA.CertPEM)}}
+	rootCA := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: serviceaccount.RootCAConfigMapName, Namespace: ns}, Data: map[string]string{serviceaccount.RootCAKey: string(c.CA.CertPEM)}}
 	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, rootCA, metav1.CreateOptions{}); err != nil {
 		return r, fmt.Errorf("control: kube-root-ca.crt: %w", err)
 	}
