@@ -255,7 +255,7 @@ func TestEqualMatchesSemanticDeepEqual(t *testing.T) {
 	for i := range statuses {
 		a := &statuses[i]
 		same := a.DeepCopy()
-		if !sameEncoding(a, same) || !Equal(a, same) {
+		if !SameEncoding(a, same) || !Equal(a, same) {
 			t.Fatalf("status %d differs from its copy", i)
 		}
 		// One container status's readiness flipped, the phase changed, a
@@ -279,7 +279,7 @@ func TestEqualMatchesSemanticDeepEqual(t *testing.T) {
 		} {
 			b := a.DeepCopy()
 			change(b)
-			if Equal(a, b) || sameEncoding(a, b) {
+			if Equal(a, b) || SameEncoding(a, b) {
 				t.Fatalf("status %d equal to a changed copy", i)
 			}
 		}
@@ -287,7 +287,7 @@ func TestEqualMatchesSemanticDeepEqual(t *testing.T) {
 		if got, want := Equal(a, b), apiequality.Semantic.DeepEqual(a, b); got != want {
 			t.Fatalf("statuses %d and %d: Equal %v, Semantic.DeepEqual %v", i, i+1, got, want)
 		}
-		if sameEncoding(a, b) && !apiequality.Semantic.DeepEqual(a, b) {
+		if SameEncoding(a, b) && !apiequality.Semantic.DeepEqual(a, b) {
 			t.Fatalf("statuses %d and %d: same encoding, not semantically equal", i, i+1)
 		}
 	}

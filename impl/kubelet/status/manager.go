@@ -75,7 +75,7 @@ func Normalize(s *v1.PodStatus) {
 // test). A status already normalized (as every status read from the API
 // is) is compared in place; only one with sub-second times is copied
 // first. Equal protobuf encodings decide "equal" without reflection
-// (sameEncoding): the periodic resync of a Running pod asks this of every
+// (SameEncoding): the periodic resync of a Running pod asks this of every
 // pod every SyncFrequency, and reflection made it most of that sync's CPU
 // and garbage.
 func Equal(a, b *v1.PodStatus) bool {
@@ -87,19 +87,11 @@ func Equal(a, b *v1.PodStatus) bool {
 		b = b.DeepCopy()
 		Normalize(b)
 	}
-	if sameEncoding(a, b) {
+	if SameEncoding(a, b) {
 		return true
 	}
 	return apiequality.Semantic.DeepEqual(a, b)
 }
-
-// sameEncoding reports whether a and b marshal to the same protobuf bytes,
-// which implies Semantic.DeepEqual: every field of a PodStatus is encoded
-// (map keys in sorted order), times as seconds and nanoseconds (the same
-// instant), quantities as their string (the same value). Different bytes
-// decide nothing: equal quantities may be written differently, and an
-// empty list encodes as a missing one.
-func sameEncoding(a, b *v1.PodStatus) bool { return SameEncoding(a, b) }
 
 // Encodable is an API type's generated protobuf marshalling.
 type Encodable interface {
@@ -109,8 +101,11 @@ type Encodable interface {
 
 // SameEncoding reports whether a and b (of the same type) marshal to the
 // same protobuf bytes. For API types this implies
-// apiequality.Semantic.DeepEqual (see sameEncoding); different bytes decide
-// nothing.
+// apiequality.Semantic.DeepEqual: every field is encoded (map keys in
+// sorted order), times as seconds and nanoseconds (the same instant),
+// quantities as their string (the same value). Different bytes decide
+// nothing: equal quantities may be written differently, and an empty list
+// encodes as a missing one.
 func SameEncoding(a, b Encodable) bool {
 	n := a.Size()
 	if n != b.Size() {
@@ -130,7 +125,7 @@ func SameEncoding(a, b Encodable) bool {
 	return bytes.Equal(bufs[0], bufs[1])
 }
 
-// encodeBuffers are sameEncoding's two marshal buffers, reused.
+// encodeBuffers are SameEncoding's two marshal buffers, reused.
 var encodeBuffers = sync.Pool{New: func() any { return new([2][]byte) }}
 
 // normalized reports whether Normalize would leave s's times as they are
