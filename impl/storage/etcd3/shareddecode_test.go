@@ -40,6 +40,27 @@ func storedConfigMap(t *testing.T, s *etcd3.Store, k string) *corev1.ConfigMap {
 // creates and the watch's ADDED events share decodes of what was written,
 // and every object (a create's answer, a watch event's) is still its own
 // and equal to a fresh decode of the stored bytes at the write's revision.
+// watchedConfigMaps reads n events of type typ from w (any other type
+// fails the test), keyed by key, within 30 s.
+func watchedConfigMaps(t *testing.T, w watch.Interface, typ watch.EventType, n int, key func(*corev1.ConfigMap) string) map[string]*corev1.ConfigMap {
+	t.Helper()
+	events := map[string]*corev1.ConfigMap{}
+	timeout := time.After(30 * time.Second)
+	for len(events) < n {
+		select {
+		case e := <-w.ResultChan():
+			if e.Type != typ {
+				t.Fatalf("event %s %#v", e.Type, e.Object)
+			}
+			cm := e.Object.(*corev1.ConfigMap)
+			events[key(cm)] = cm
+		case <-timeout:
+			t.Fatalf("%d of %d %s events", len(events), n, typ)
+		}
+	}
+	return events
+}
+
 func TestCreateAndWatchShareOneDecode(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -91,20 +112,7 @@ func TestCreateAndWatchShareOneDecode(t *testing.T) {
 			for err := range errs {
 				t.Fatal(err)
 			}
-			events := map[string]*corev1.ConfigMap{}
-			timeout := time.After(30 * time.Second)
-			for len(events) < n {
-				select {
-				case e := <-w.ResultChan():
-					if e.Type != watch.Added {
-						t.Fatalf("event %s %#v", e.Type, e.Object)
-					}
-					cm := e.Object.(*corev1.ConfigMap)
-					events[cm.Name] = cm
-				case <-timeout:
-					t.Fatalf("%d of %d ADDED events", len(events), n)
-				}
-			}
+			events := watchedConfigMaps(t, w, watch.Added, n, func(cm *corev1.ConfigMap) string { return cm.Name })
 			// Each side's object is its own: changing a create's answer
 			// (as a handler may) leaves the watch's object alone.
 			for _, cm := range created {
@@ -231,20 +239,7 @@ func TestUpdateAndWatchShareOneDecode(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	events := map[string]*corev1.ConfigMap{}
-	timeout := time.After(30 * time.Second)
-	for len(events) < clients*updates {
-		select {
-		case e := <-w.ResultChan():
-			if e.Type != watch.Modified {
-				t.Fatalf("event %s %#v", e.Type, e.Object)
-			}
-			cm := e.Object.(*corev1.ConfigMap)
-			events[cm.ResourceVersion] = cm
-		case <-timeout:
-			t.Fatalf("%d of %d MODIFIED events", len(events), clients*updates)
-		}
-	}
+	events := watchedConfigMaps(t, w, watch.Modified, clients*updates, func(cm *corev1.ConfigMap) string { return cm.ResourceVersion })
 	for _, cm := range answers {
 		cm.Data["n"] = "changed by the caller"
 	}
