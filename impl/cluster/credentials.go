@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth/bootstrappolicy"
 	"github.com/kubeproof/kubeproof/impl/pki"
 )
 
@@ -56,7 +57,7 @@ func loadCredentials(dir, bindAddress string) (*credentials, error) {
 		return nil, fmt.Errorf("loading serving certificate: %w", err)
 	}
 	admin, err := pki.LoadOrIssue(dir, "admin", func() (pki.KeyPair, error) {
-		return ca.IssueClient(AdminUser, []string{"system:masters"})
+		return ca.IssueClient(AdminUser, []string{bootstrappolicy.SystemMastersGroup})
 	})
 	if err != nil {
 		return nil, err

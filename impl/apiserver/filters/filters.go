@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth/bootstrappolicy"
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 	"github.com/kubeproof/kubeproof/impl/apiserver/endpoints"
 	"github.com/kubeproof/kubeproof/impl/apiserver/metrics"
@@ -130,10 +131,6 @@ func WithRequestTimeout(next http.Handler, d time.Duration) http.Handler {
 // is reached, as kube-apiserver's max-in-flight filter lets them through
 // (it runs after authentication and impersonation, so the user is the
 // effective one). A limit <= 0 means unlimited.
-// SystemMastersGroup is the privileged group the in-flight bound never
-// turns away.
-const SystemMastersGroup = "system:masters"
-
 func WithMaxInFlight(next http.Handler, c *codec.Codecs, readOnly, mutating int) http.Handler {
 	var ro, mu chan struct{}
 	if readOnly > 0 {
@@ -161,7 +158,7 @@ func WithMaxInFlight(next http.Handler, c *codec.Codecs, readOnly, mutating int)
 			defer func() { <-sem }()
 			next.ServeHTTP(w, r)
 		default:
-			if u := request.UserFrom(r.Context()); u != nil && slices.Contains(u.Groups, SystemMastersGroup) {
+			if u := request.UserFrom(r.Context()); u != nil && slices.Contains(u.Groups, bootstrappolicy.SystemMastersGroup) {
 				next.ServeHTTP(w, r)
 				return
 			}
