@@ -1,0 +1,366 @@
+package flowcontrol
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+)
+
+// RejectReason is why a request was turned away, as the reason label of
+// apiserver_flowcontrol_rejected_requests_total says it.
+type RejectReason string
+
+const (
+	// ReasonQueueFull: the queue the request's flow was given is at the
+	// level's queueLengthLimit.
+	ReasonQueueFull RejectReason = "queue-full"
+	// ReasonConcurrencyLimit: a level whose limit response is Reject has no
+	// free seat.
+	ReasonConcurrencyLimit RejectReason = "concurrency-limit"
+	// ReasonTimeout: the request waited in its queue for the wait limit.
+	ReasonTimeout RejectReason = "time-out"
+	// ReasonCancelled: the client went away while the request waited.
+	ReasonCancelled RejectReason = "cancelled"
+)
+
+// Outcome is what Arrive did with a request.
+type Outcome int
+
+const (
+	// Executing: the request holds its seats; call Finish when it is done.
+	Executing Outcome = iota
+	// Queued: the request waits; a later Finish dispatches it, or Leave
+	// takes it out.
+	Queued
+	// Rejected: the request is turned away (see the reason).
+	Rejected
+)
+
+type requestState int
+
+const (
+	stateNew requestState = iota
+	stateQueued
+	stateExecuting
+	stateDone
+)
+
+// Request is one request in a Dispatcher.
+type Request struct {
+	level *level
+	hash  uint64 // of its flow
+	seats int
+	queue int // index in level.queues while queued or executing; -1 for none
+	state requestState
+	// wake is closed by the Controller when the request is dispatched
+	// from its queue; the Dispatcher never touches it.
+	wake chan struct{}
+}
+
+// level is one priority level's state.
+type level struct {
+	name   string
+	exempt bool
+	// reject: over the limit a request is turned away (limit response
+	// Reject) instead of queued.
+	reject bool
+	// nominal is the level's nominal concurrency limit in seats; of it,
+	// lendable may be lent to other levels, the rest is reserved to it.
+	nominal, lendable          int
+	handSize, queueLengthLimit int
+	queues                     []queue
+	inUse                      int // seats of executing requests
+	waiting                    int // requests in the queues
+	next                       int // the queue the round robin looks at first
+	drops                      dropHistory
+}
+
+type queue struct {
+	waiting   []*Request // oldest first
+	executing int        // requests dispatched from this queue, still executing
+}
+
+func (l *level) reserved() int { return l.nominal - l.lendable }
+
+// borrowed is how many seats the level uses beyond its reserved ones, taken
+// from the pool of lendable seats (its own lendable ones included).
+func (l *level) borrowed(inUse int) int { return max(0, inUse-l.reserved()) }
+
+// Dispatcher is the pure core of API Priority and Fairness: priority
+// levels with their seats and queues. It has no clock, no goroutines and no
+// locks; the Controller serialises calls to it.
+//
+// Seats: each Limited level has its nominal concurrency limit, of which
+// nominal-lendable seats are reserved to it; the lendable seats of all
+// levels form one pool from which any level may borrow (no
+// borrowingLimitPercent in the defaults: unlimited). A level dispatches
+// while its reserved seats or the pool have room. When seats free up the
+// waiting level that uses the least of its nominal limit goes first.
+type Dispatcher struct {
+	levels  []*level
+	byName  map[string]*level
+	pool    int // lendable seats of all levels
+	lent    int // pool seats in use
+	scratch []int
+}
+
+// LevelLimits are a level's seats as NewDispatcher computed them.
+type LevelLimits struct {
+	Name              string
+	Nominal, Lendable int
+}
+
+// NewDispatcher builds the levels of plcs for a server with total seats
+// (--max-requests-inflight + --max-mutating-requests-inflight). A level's
+// nominal limit is ceil(total * shares / sum of all levels' shares), its
+// lendable seats round(nominal * lendablePercent / 100), as
+// kube-apiserver computes them.
+func NewDispatcher(plcs []*flowcontrolv1.PriorityLevelConfiguration, total int) (*Dispatcher, error) {
+	if total <= 0 {
+		return nil, fmt.Errorf("flowcontrol: total concurrency %d is not positive", total)
+	}
+	sumShares := 0
+	for _, p := range plcs {
+		sumShares += int(shares(p))
+	}
+	if sumShares <= 0 {
+		return nil, fmt.Errorf("flowcontrol: the priority levels have no concurrency shares")
+	}
+	d := &Dispatcher{byName: map[string]*level{}}
+	for _, p := range plcs {
+		if _, dup := d.byName[p.Name]; dup {
+			return nil, fmt.Errorf("flowcontrol: priority level %q given twice", p.Name)
+		}
+		l := &level{name: p.Name}
+		switch p.Spec.Type {
+		case flowcontrolv1.PriorityLevelEnablementExempt:
+			l.exempt = true
+		case flowcontrolv1.PriorityLevelEnablementLimited:
+			lim := p.Spec.Limited
+			if lim == nil {
+				return nil, fmt.Errorf("flowcontrol: priority level %q is Limited without limits", p.Name)
+			}
+			l.nominal = int(math.Ceil(float64(total) * float64(shares(p)) / float64(sumShares)))
+			if lim.LendablePercent != nil {
+				l.lendable = int(math.Round(float64(l.nominal) * float64(*lim.LendablePercent) / 100))
+			}
+			switch lim.LimitResponse.Type {
+			case flowcontrolv1.LimitResponseTypeReject:
+				l.reject = true
+			case flowcontrolv1.LimitResponseTypeQueue:
+				q := lim.LimitResponse.Queuing
+				if q == nil || q.Queues <= 0 || q.HandSize <= 0 || q.HandSize > q.Queues || q.QueueLengthLimit <= 0 {
+					return nil, fmt.Errorf("flowcontrol: priority level %q has an invalid queuing configuration", p.Name)
+				}
+				l.queues = make([]queue, q.Queues)
+				l.handSize, l.queueLengthLimit = int(q.HandSize), int(q.QueueLengthLimit)
+			default:
+				return nil, fmt.Errorf("flowcontrol: priority level %q has limit response %q", p.Name, lim.LimitResponse.Type)
+			}
+			d.pool += l.lendable
+		default:
+			return nil, fmt.Errorf("flowcontrol: priority level %q has type %q", p.Name, p.Spec.Type)
+		}
+		d.levels = append(d.levels, l)
+		d.byName[p.Name] = l
+	}
+	return d, nil
+}
+
+func shares(p *flowcontrolv1.PriorityLevelConfiguration) int32 {
+	if p.Spec.Limited != nil && p.Spec.Limited.NominalConcurrencyShares != nil {
+		return *p.Spec.Limited.NominalConcurrencyShares
+	}
+	if p.Spec.Limited != nil {
+		return 30 // the API's default
+	}
+	return 0
+}
+
+// Limits lists every level's seats, in configuration order.
+func (d *Dispatcher) Limits() []LevelLimits {
+	out := make([]LevelLimits, 0, len(d.levels))
+	for _, l := range d.levels {
+		out = append(out, LevelLimits{Name: l.name, Nominal: l.nominal, Lendable: l.lendable})
+	}
+	return out
+}
+
+// NewRequest makes a request of one seat for the flow hashed hash at the
+// named level.
+func (d *Dispatcher) NewRequest(levelName string, hash uint64) (*Request, error) {
+	l, ok := d.byName[levelName]
+	if !ok {
+		return nil, fmt.Errorf("flowcontrol: no priority level %q", levelName)
+	}
+	return &Request{level: l, hash: hash, seats: 1, queue: -1}, nil
+}
+
+// Arrive admits r: it executes at once if its level is exempt, or has no
+// one waiting and a seat free; else it is queued on the shortest of its
+// flow's queues, or rejected when that queue is full or the level does not
+// queue.
+func (d *Dispatcher) Arrive(r *Request) (Outcome, RejectReason) {
+	if r.state != stateNew {
+		panic("flowcontrol: a request arrived twice")
+	}
+	l := r.level
+	if l.exempt {
+		r.state = stateExecuting
+		l.inUse += r.seats
+		return Executing, ""
+	}
+	if l.waiting == 0 && d.canDispatch(l, r.seats) {
+		d.start(r)
+		return Executing, ""
+	}
+	if l.reject {
+		r.state = stateDone
+		return Rejected, ReasonConcurrencyLimit
+	}
+	q := d.chooseQueue(l, r.hash)
+	if len(l.queues[q].waiting) >= l.queueLengthLimit {
+		r.state = stateDone
+		return Rejected, ReasonQueueFull
+	}
+	l.queues[q].waiting = append(l.queues[q].waiting, r)
+	l.waiting++
+	r.queue, r.state = q, stateQueued
+	return Queued, ""
+}
+
+// Finish gives back the seats of an executing request and dispatches
+// what they let start, returning the requests dispatched (in order).
+// Finishing a request that is not executing does nothing.
+func (d *Dispatcher) Finish(r *Request) []*Request {
+	if r.state != stateExecuting {
+		return nil
+	}
+	r.state = stateDone
+	l := r.level
+	if l.exempt {
+		l.inUse -= r.seats
+		return nil
+	}
+	d.setInUse(l, l.inUse-r.seats)
+	if r.queue >= 0 {
+		l.queues[r.queue].executing--
+	}
+	return d.dispatch()
+}
+
+// Leave takes a queued request out of its queue (it timed out, or its
+// client went away) and reports whether it was still queued; false means
+// it was dispatched already (and must be finished) or is done.
+func (d *Dispatcher) Leave(r *Request) bool {
+	if r.state != stateQueued {
+		return false
+	}
+	l := r.level
+	q := &l.queues[r.queue]
+	i := slices.Index(q.waiting, r)
+	q.waiting = slices.Delete(q.waiting, i, i+1)
+	l.waiting--
+	r.state, r.queue = stateDone, -1
+	return true
+}
+
+// canDispatch: seats more seats fit in l's reserved ones, or the rest in
+// the pool.
+func (d *Dispatcher) canDispatch(l *level, seats int) bool {
+	if l.inUse+seats <= l.reserved() {
+		return true
+	}
+	return d.lent-l.borrowed(l.inUse)+l.borrowed(l.inUse+seats) <= d.pool
+}
+
+func (d *Dispatcher) setInUse(l *level, n int) {
+	d.lent += l.borrowed(n) - l.borrowed(l.inUse)
+	l.inUse = n
+}
+
+func (d *Dispatcher) start(r *Request) {
+	l := r.level
+	d.setInUse(l, l.inUse+r.seats)
+	if r.queue >= 0 {
+		l.queues[r.queue].executing++
+	}
+	r.state = stateExecuting
+}
+
+// dispatch starts queued requests while some level can: of the levels
+// that can, the one using the least of its nominal limit goes first; in a
+// level, the queues take turns (round robin over the non-empty ones).
+func (d *Dispatcher) dispatch() []*Request {
+	var out []*Request
+	for {
+		var best *level
+		for _, l := range d.levels {
+			if l.waiting == 0 || !d.canDispatch(l, 1) {
+				continue
+			}
+			if best == nil || l.inUse*best.nominal < best.inUse*l.nominal {
+				best = l
+			}
+		}
+		if best == nil {
+			return out
+		}
+		r := best.popNext()
+		d.start(r)
+		out = append(out, r)
+	}
+}
+
+// popNext takes the oldest request of the next non-empty queue in turn.
+func (l *level) popNext() *Request {
+	n := len(l.queues)
+	for i := range n {
+		qi := (l.next + i) % n
+		q := &l.queues[qi]
+		if len(q.waiting) == 0 {
+			continue
+		}
+		r := q.waiting[0]
+		q.waiting[0] = nil
+		q.waiting = q.waiting[1:]
+		if len(q.waiting) == 0 {
+			q.waiting = nil // let the backing array go
+		}
+		l.waiting--
+		l.next = (qi + 1) % n
+		return r
+	}
+	panic("flowcontrol: a level with waiting requests has none queued")
+}
+
+// chooseQueue deals the flow its hand of queues and picks the one with
+// the fewest requests (waiting and executing), the first of the hand on a
+// tie.
+func (d *Dispatcher) chooseQueue(l *level, hash uint64) int {
+	d.scratch = deal(hash, len(l.queues), l.handSize, d.scratch[:0])
+	best, bestLen := -1, 0
+	for _, qi := range d.scratch {
+		n := len(l.queues[qi].waiting) + l.queues[qi].executing
+		if best < 0 || n < bestLen {
+			best, bestLen = qi, n
+		}
+	}
+	return best
+}
+
+// LevelState is a snapshot of one level, for tests and debugging.
+type LevelState struct {
+	InUse, Waiting int
+}
+
+// State returns the named level's seats in use and requests waiting.
+func (d *Dispatcher) State(levelName string) LevelState {
+	l := d.byName[levelName]
+	if l == nil {
+		return LevelState{}
+	}
+	return LevelState{InUse: l.inUse, Waiting: l.waiting}
+}

@@ -1,0 +1,296 @@
+package flowcontrol
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+)
+
+func TestDealIsDeterministicAndDistinct(t *testing.T) {
+	for _, tc := range []struct{ deck, hand int }{{64, 6}, {128, 6}, {16, 4}, {8, 8}, {1, 1}} {
+		seen := map[string]bool{}
+		for i := range 2000 {
+			h := flowHash("fs", fmt.Sprint("user-", i))
+			a := deal(h, tc.deck, tc.hand, nil)
+			if b := deal(h, tc.deck, tc.hand, nil); !slices.Equal(a, b) {
+				t.Fatalf("deck %d hand %d: hash %x dealt %v then %v", tc.deck, tc.hand, h, a, b)
+			}
+			if len(a) != tc.hand {
+				t.Fatalf("deck %d hand %d: dealt %v", tc.deck, tc.hand, a)
+			}
+			sorted := slices.Sorted(slices.Values(a))
+			if len(slices.Compact(slices.Clone(sorted))) != tc.hand {
+				t.Fatalf("deck %d hand %d: dealt %v, not distinct", tc.deck, tc.hand, a)
+			}
+			for _, c := range a {
+				if c < 0 || c >= tc.deck {
+					t.Fatalf("deck %d hand %d: dealt %v, out of the deck", tc.deck, tc.hand, a)
+				}
+			}
+			seen[fmt.Sprint(sorted)] = true
+		}
+		// Different flows get different hands (when the deck allows more
+		// than one).
+		if tc.deck > tc.hand && len(seen) < 2 {
+			t.Errorf("deck %d hand %d: every flow got the same hand", tc.deck, tc.hand)
+		}
+	}
+	// Every card of the deck is dealt to some flow.
+	dealt := map[int]bool{}
+	for i := range 500 {
+		for _, c := range deal(flowHash("fs", fmt.Sprint(i)), 64, 6, nil) {
+			dealt[c] = true
+		}
+	}
+	if len(dealt) != 64 {
+		t.Errorf("500 flows were dealt %d of 64 queues", len(dealt))
+	}
+}
+
+// testLevels: "q" queues (2 seats, 4 queues, hand 2, 3 per queue), "r"
+// rejects (1 seat), "x" is exempt; nothing lendable unless lendQ.
+func testLevels(lendQ int32) []*flowcontrolv1.PriorityLevelConfiguration {
+	return []*flowcontrolv1.PriorityLevelConfiguration{
+		limitedLevel("q", 2, lendQ, queuing(4, 2, 3)),
+		limitedLevel("r", 1, 0, nil),
+		priorityLevel("x", flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementExempt}),
+	}
+}
+
+func mustDispatcher(t *testing.T, plcs []*flowcontrolv1.PriorityLevelConfiguration, total int) *Dispatcher {
+	t.Helper()
+	d, err := NewDispatcher(plcs, total)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func arrive(t *testing.T, d *Dispatcher, level, flow string) (*Request, Outcome, RejectReason) {
+	t.Helper()
+	r, err := d.NewRequest(level, flowHash("fs", flow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, reason := d.Arrive(r)
+	return r, o, reason
+}
+
+func TestQueueFullRejects(t *testing.T) {
+	d := mustDispatcher(t, testLevels(0), 3) // q: 2 seats, r: 1
+	for i := range 2 {
+		if _, o, _ := arrive(t, d, "q", "flood"); o != Executing {
+			t.Fatalf("request %d with seats free: outcome %v", i, o)
+		}
+	}
+	// One flow fills its hand of 2 queues, 3 each: 6 wait, the 7th is
+	// turned away.
+	for i := range 6 {
+		if _, o, _ := arrive(t, d, "q", "flood"); o != Queued {
+			t.Fatalf("waiting request %d: outcome %v, want queued", i, o)
+		}
+	}
+	if _, o, reason := arrive(t, d, "q", "flood"); o != Rejected || reason != ReasonQueueFull {
+		t.Fatalf("over the queue length limit: %v %q, want rejected queue-full", o, reason)
+	}
+	if s := d.State("q"); s.InUse != 2 || s.Waiting != 6 {
+		t.Errorf("state %+v, want 2 in use, 6 waiting", s)
+	}
+}
+
+func TestRejectLevelDoesNotQueue(t *testing.T) {
+	d := mustDispatcher(t, testLevels(0), 3)
+	first, o, _ := arrive(t, d, "r", "a")
+	if o != Executing {
+		t.Fatalf("first: %v", o)
+	}
+	if _, o, reason := arrive(t, d, "r", "a"); o != Rejected || reason != ReasonConcurrencyLimit {
+		t.Fatalf("second: %v %q, want rejected concurrency-limit", o, reason)
+	}
+	d.Finish(first)
+	if _, o, _ := arrive(t, d, "r", "a"); o != Executing {
+		t.Fatalf("after the first finished: %v", o)
+	}
+}
+
+func TestExemptNeverWaits(t *testing.T) {
+	d := mustDispatcher(t, testLevels(0), 3)
+	for i := range 1000 {
+		if _, o, _ := arrive(t, d, "x", "admin"); o != Executing {
+			t.Fatalf("exempt request %d: %v", i, o)
+		}
+	}
+	// The limited levels' seats are untouched.
+	if _, o, _ := arrive(t, d, "q", "a"); o != Executing {
+		t.Fatalf("limited level after exempt load: %v", o)
+	}
+}
+
+// TestFloodingFlowDoesNotStarveAnother: one flow keeps its queues full;
+// a second flow's request in the same level is dispatched within one
+// round of the non-empty queues, not after the flood.
+func TestFloodingFlowDoesNotStarveAnother(t *testing.T) {
+	d := mustDispatcher(t, []*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("q", 1, 0, queuing(64, 6, 50))}, 1)
+	var executing []*Request
+	first, _, _ := arrive(t, d, "q", "flood")
+	executing = append(executing, first)
+	var flood []*Request
+	for range 100 {
+		r, o, _ := arrive(t, d, "q", "flood")
+		if o != Queued {
+			t.Fatalf("flood: %v", o)
+		}
+		flood = append(flood, r)
+	}
+	victim, o, _ := arrive(t, d, "q", "victim")
+	if o != Queued {
+		t.Fatalf("victim: %v", o)
+	}
+	// The flood's hand is 6 queues, all non-empty; the victim's queue is
+	// one more (shortest in its hand). It goes within 7 dispatches.
+	for i := range 7 {
+		woken := d.Finish(executing[len(executing)-1])
+		if len(woken) != 1 {
+			t.Fatalf("dispatch %d woke %d", i, len(woken))
+		}
+		if woken[0] == victim {
+			return
+		}
+		executing = append(executing, woken[0])
+	}
+	t.Fatal("the victim was not dispatched within a round of the flood's queues")
+}
+
+func TestLeave(t *testing.T) {
+	d := mustDispatcher(t, testLevels(0), 3)
+	a, _, _ := arrive(t, d, "q", "a")
+	arrive(t, d, "q", "a")
+	w, o, _ := arrive(t, d, "q", "b")
+	if o != Queued {
+		t.Fatalf("third: %v", o)
+	}
+	if !d.Leave(w) {
+		t.Fatal("a queued request could not leave")
+	}
+	if d.Leave(w) {
+		t.Fatal("left twice")
+	}
+	if s := d.State("q"); s.Waiting != 0 {
+		t.Errorf("waiting %d after it left", s.Waiting)
+	}
+	// Nothing to dispatch for it any more.
+	if woken := d.Finish(a); len(woken) != 0 {
+		t.Errorf("finishing woke %d, want none", len(woken))
+	}
+	// A dispatched request cannot leave; it must be finished.
+	x, _, _ := arrive(t, d, "q", "c")
+	y, o, _ := arrive(t, d, "q", "c")
+	if o != Queued {
+		t.Fatalf("y: %v", o)
+	}
+	if woken := d.Finish(x); len(woken) != 1 || woken[0] != y {
+		t.Fatalf("finishing x woke %v", woken)
+	}
+	if d.Leave(y) {
+		t.Error("a dispatched request left its queue")
+	}
+	if d.Finish(y); d.State("q").InUse != 1 {
+		t.Errorf("in use %d, want 1", d.State("q").InUse)
+	}
+	// Finishing twice changes nothing.
+	d.Finish(y)
+	if d.State("q").InUse != 1 {
+		t.Errorf("in use %d after a second finish, want 1", d.State("q").InUse)
+	}
+}
+
+// TestBorrowing: a busy level borrows the idle lendable seats of another;
+// the lender gets its seats back first as borrowed ones free up.
+func TestBorrowing(t *testing.T) {
+	plcs := []*flowcontrolv1.PriorityLevelConfiguration{
+		limitedLevel("busy", 1, 0, queuing(8, 2, 50)),
+		limitedLevel("lender", 1, 50, queuing(8, 2, 50)),
+	}
+	d := mustDispatcher(t, plcs, 8) // 4 seats each; the lender lends 2
+	var busy []*Request
+	for range 6 {
+		r, o, _ := arrive(t, d, "busy", "b")
+		if o != Executing {
+			t.Fatalf("busy level up to 4 own + 2 borrowed: %v", o)
+		}
+		busy = append(busy, r)
+	}
+	if _, o, _ := arrive(t, d, "busy", "b"); o != Queued {
+		t.Fatalf("beyond what it can borrow: %v", o)
+	}
+	// The lender still has its 2 unlendable seats.
+	var lender []*Request
+	for range 2 {
+		r, o, _ := arrive(t, d, "lender", "l")
+		if o != Executing {
+			t.Fatalf("lender's reserved seats: %v", o)
+		}
+		lender = append(lender, r)
+	}
+	if _, o, _ := arrive(t, d, "lender", "l"); o != Queued {
+		t.Fatalf("lender's lent seats are in use: %v", o)
+	}
+	// A borrowed seat frees: the lender (using 2 of 4) goes before the
+	// busy level (using 5 of 4).
+	woken := d.Finish(busy[0])
+	if len(woken) != 1 || woken[0].level.name != "lender" {
+		t.Fatalf("woke %d, the first at %v; want the lender's", len(woken), woken)
+	}
+	if s := d.State("lender"); s.InUse != 3 || s.Waiting != 0 {
+		t.Errorf("lender %+v", s)
+	}
+}
+
+func TestNewDispatcherRejectsBadConfig(t *testing.T) {
+	for name, plcs := range map[string][]*flowcontrolv1.PriorityLevelConfiguration{
+		"hand bigger than deck": {limitedLevel("a", 1, 0, queuing(2, 3, 1))},
+		"no queues":             {limitedLevel("a", 1, 0, queuing(0, 1, 1))},
+		"twice":                 {limitedLevel("a", 1, 0, nil), limitedLevel("a", 1, 0, nil)},
+		"no shares":             {priorityLevel("x", flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementExempt})},
+	} {
+		if _, err := NewDispatcher(plcs, 10); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	if _, err := NewDispatcher(DefaultPriorityLevels(), 0); err == nil {
+		t.Error("no seats: no error")
+	}
+}
+
+func TestRetryAfterAdapts(t *testing.T) {
+	var h dropHistory
+	if h.get() != 1 {
+		t.Fatalf("start: %d", h.get())
+	}
+	// 3 rejections in second 100, then one in 101: the last second saw
+	// >= 3*1, so it doubles.
+	for range 3 {
+		h.record(100)
+	}
+	h.record(101)
+	if h.get() != 2 {
+		t.Fatalf("after 3 drops in a second: %d, want 2", h.get())
+	}
+	// A burst every second keeps raising it, never above 32.
+	for s := int64(102); s < 200; s++ {
+		for range 200 {
+			h.record(s)
+		}
+	}
+	if h.get() != maxRetryAfter {
+		t.Fatalf("under a long burst: %d, want %d", h.get(), maxRetryAfter)
+	}
+	// Quiet, then single drops: it comes down by one a time.
+	h.record(300)
+	h.record(400)
+	if h.get() != maxRetryAfter-2 {
+		t.Fatalf("after two quiet drops: %d, want %d", h.get(), maxRetryAfter-2)
+	}
+}

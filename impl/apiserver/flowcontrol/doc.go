@@ -1,0 +1,60 @@
+// Package flowcontrol is kubeproof's API Priority and Fairness (APF,
+// flowcontrol.apiserver.k8s.io/v1), which kube-apiserver uses by default
+// in place of the max-in-flight limits: every request is classified by a
+// FlowSchema into a priority level, each level has its share of the
+// server's seats, and a level whose seats are taken queues requests
+// fairly per flow instead of turning them away.
+//
+// What it does, as kube-apiserver:
+//   - Configuration: kube-apiserver's mandatory and suggested FlowSchemas
+//     and PriorityLevelConfigurations (DefaultFlowSchemas,
+//     DefaultPriorityLevels) with their names, precedences, subjects,
+//     rules, distinguisher methods, shares, lendable percentages and
+//     queuing parameters; fixed UIDs derived from the names (UID).
+//   - Classification: the FlowSchema with the lowest matchingPrecedence
+//     (ties by name) one of whose rules matches the user (user, group or
+//     service account subjects) and the request (resource rules by verb,
+//     API group, resource[/subresource] and namespace or cluster scope;
+//     non-resource rules by path); none matching: catch-all. A flow is the
+//     schema plus the user name (ByUser) or namespace (ByNamespace).
+//   - Seats: the server's total (--max-requests-inflight +
+//     --max-mutating-requests-inflight) split by shares:
+//     ceil(total*shares/sum of shares) per level; lendable seats
+//     round(nominal*lendablePercent/100).
+//   - Queuing: shuffle sharding deals each flow handSize of the level's
+//     queues and the request joins the shortest; a full queue
+//     (queueLengthLimit) rejects it (429, reason queue-full), as does a
+//     Reject level (catch-all) without a free seat; a request that waits
+//     longer than the wait limit (15 s) or whose client goes away leaves
+//     its queue with 429. The exempt level (system:masters, health probes)
+//     is never queued or limited. Retry-After adapts per level between 1
+//     and 32 s to the recent rejections, as kube-apiserver's.
+//   - Metrics: apiserver_flowcontrol_current_executing_requests,
+//     _current_inqueue_requests, _rejected_requests_total{reason},
+//     _dispatched_requests_total, _request_wait_duration_seconds
+//     {execute}, _nominal_limit_seats, labelled by priority_level and
+//     flow_schema.
+//
+// Simplified, on purpose:
+//   - Borrowing: instead of re-dividing the lendable seats among the
+//     levels every few seconds by their recent demand, all lendable seats
+//     form one pool that any level borrows from at once; when seats free
+//     up, the waiting level using the least of its nominal limit goes
+//     first. A level can always use its unlendable seats.
+//   - Fair order inside a level: round robin over the non-empty queues,
+//     one request at a time, not virtual finish times (which also weigh
+//     how long requests execute).
+//   - Work estimation: every request takes one seat (no list width by
+//     object count, no extra width for watch notifications of writes).
+//   - Watches wait for a seat like any request but give it back as they
+//     start streaming, not once their initial events are sent; exec,
+//     attach, log, portforward and proxy streams are not classified.
+//   - The configuration is fixed to the defaults; the flowcontrol API
+//     group is not served.
+//
+// The decisions are pure: Dispatcher (levels, seats, queues) has no
+// clock, lock or goroutine, and matching and shuffle sharding are
+// functions. Controller is the thin part: a lock around the Dispatcher,
+// the wait of a queued request (its own goroutine, woken by a channel),
+// and the metrics. It starts no goroutines.
+package flowcontrol
