@@ -71,6 +71,13 @@ type StartupConfig struct {
 	// UpMemory) to PATH.control.nodes and PATH.control, so that what the
 	// pods cost can be compared by component (go tool pprof -diff_base).
 	HeapProfile string
+	// CPUProfile, if set, is a file the process's CPU profile from the
+	// first pod created to the last one Running is written to, and each
+	// pod's timeline to CPUProfile.pods.csv, without HeapProfile's finer
+	// heap sampling (whose bookkeeping costs CPU of its own). With
+	// HeapProfile and no CPUProfile the CPU profile goes to
+	// HeapProfile.cpu.
+	CPUProfile string
 	// Progress, if set, is called about once a second.
 	Progress func(Progress)
 	Logger   *slog.Logger
@@ -115,6 +122,12 @@ type StartupResult struct {
 	// flight) during the run, by "VERB resource[/subresource]": each
 	// costs its client a retry after a second.
 	Throttled map[string]int `json:"throttled,omitempty"`
+	// Requests counts every request the API server answered from the
+	// first pod created to the last one Running, by "METHOD
+	// resource[/subresource]" (the metric's verb label is the HTTP
+	// method): divided by Pods, the pipeline's API calls
+	// per pod (the CPU profile's span).
+	Requests map[string]int `json:"requests,omitempty"`
 	// Stages is where create→Running went, step by step through the
 	// pipeline, for every pod and for the slowest 1%; Windows is the run
 	// cut into 30-s windows of arrivals (the last one the whole run), with
@@ -149,6 +162,9 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	}
 	if cfg.HeapProfile != "" {
 		finerHeapProfile()
+		if cfg.CPUProfile == "" {
+			cfg.CPUProfile = cfg.HeapProfile + ".cpu"
+		}
 	}
 	up := cluster.UpConfig("")
 	if cfg.NodeCPU == "" {
@@ -269,12 +285,14 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	defer stopWatch()
 	tr.setStages(stages)
 	stopCPUProfile := func() error { return nil }
-	if cfg.HeapProfile != "" {
-		if stopCPUProfile, err = startCPUProfile(cfg.HeapProfile + ".cpu"); err != nil {
+	if cfg.CPUProfile != "" {
+		if stopCPUProfile, err = startCPUProfile(cfg.CPUProfile); err != nil {
 			return res, err
 		}
 		defer stopCPUProfile()
 	}
+	allCodes := func(string) bool { return true }
+	requestsBefore := requestCounts(c.Metrics, allCodes)
 	// Memory is read also once half the pods are Running (upmemory.go).
 	sampler := startRuntimeSampler(fullCtx, time.Second, prometheus.DefaultGatherer, c.Metrics)
 	defer sampler.stop()
@@ -297,6 +315,7 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	if err := stopCPUProfile(); err != nil {
 		return res, err
 	}
+	res.Requests = countsSince(requestsBefore, requestCounts(c.Metrics, allCodes))
 	sampler.stop()
 	stopWatch()
 	times := stages.times()
@@ -308,8 +327,8 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	running, ready, bound := tr.results()
 	res.Running, res.Ready = len(running), len(ready)
 	res.CreateToRunning, res.CreateToReady, res.CreateToBound = Summarize(running), Summarize(ready), Summarize(bound)
-	if cfg.HeapProfile != "" {
-		if err := tr.writeTimeline(cfg.HeapProfile + ".pods.csv"); err != nil {
+	if timeline := timelinePath(cfg); timeline != "" {
+		if err := tr.writeTimeline(timeline); err != nil {
 			return res, err
 		}
 	}
@@ -363,6 +382,19 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	m.compute()
 	res.UpMemory = m
 	return res, nil
+}
+
+// timelinePath is where the pods' timeline goes: next to the heap
+// profile (where it always went), else next to the CPU profile; "" for
+// neither.
+func timelinePath(cfg StartupConfig) string {
+	switch {
+	case cfg.HeapProfile != "":
+		return cfg.HeapProfile + ".pods.csv"
+	case cfg.CPUProfile != "":
+		return cfg.CPUProfile + ".pods.csv"
+	}
+	return ""
 }
 
 // podsPerNode is how many BenchPods fit on a node of the given capacity.
@@ -649,6 +681,13 @@ loop:
 // throttledRequests reads the API server's 429 answers from its
 // apiserver_request_total counter.
 func throttledRequests(reg prometheus.Gatherer) map[string]int {
+	return requestCounts(reg, func(code string) bool { return code == "429" })
+}
+
+// requestCounts counts the API server's answers whose code passes keep,
+// by "METHOD resource[/subresource]" (apiserver_request_total, whose verb
+// label is the HTTP method).
+func requestCounts(reg prometheus.Gatherer, keep func(code string) bool) map[string]int {
 	mfs, err := reg.Gather()
 	if err != nil {
 		return nil
@@ -663,7 +702,7 @@ func throttledRequests(reg prometheus.Gatherer) map[string]int {
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["code"] != "429" {
+			if !keep(labels["code"]) {
 				continue
 			}
 			key := labels["verb"] + " " + labels["resource"]
@@ -671,6 +710,18 @@ func throttledRequests(reg prometheus.Gatherer) map[string]int {
 				key += "/" + labels["subresource"]
 			}
 			out[key] += int(m.GetCounter().GetValue())
+		}
+	}
+	return out
+}
+
+// countsSince is after's counts less before's (keys whose difference is
+// 0 left out).
+func countsSince(before, after map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
 		}
 	}
 	return out

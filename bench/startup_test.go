@@ -54,6 +54,13 @@ func TestStartupSmoke(t *testing.T) {
 	if len(res.Windows) < 2 || res.Windows[len(res.Windows)-1].Pods != 20 || res.Windows[len(res.Windows)-1].ProcessCores <= 0 {
 		t.Errorf("windows %+v: want at least one and the whole run's 20 pods", res.Windows)
 	}
+	// The pods phase's API calls: each pod created and bound once, and its
+	// kubelet's status writes and token requests counted.
+	for _, k := range []string{"POST pods", "POST pods/binding", "PUT pods/status", "POST serviceaccounts/token"} {
+		if res.Requests[k] < 20 {
+			t.Errorf("requests %v: %q %d, want at least 20", res.Requests, k, res.Requests[k])
+		}
+	}
 	if res.HeapBefore == 0 || res.HeapAfterNodes == 0 || res.HeapAfterPods == 0 || res.RSSAfterPods == 0 {
 		t.Errorf("memory not read: %+v", res)
 	}
