@@ -208,12 +208,18 @@ func (c *Cacher) keyOf(obj runtime.Object) (string, error) {
 }
 
 // newCached wraps obj, which etcd just gave the reflector, for the cache.
-func (c *Cacher) newCached(obj runtime.Object) (*cachedObject, error) {
-	c.intern.managedFields(obj)
+// Its repeated values are shared (interner) with the objects already
+// cached, the version the cache holds of its key (nil if none) among them.
+func (c *Cacher) newCached(obj runtime.Object, prior func(key string) *cachedObject) (*cachedObject, error) {
 	key, err := c.keyOf(obj)
 	if err != nil {
 		return nil, err
 	}
+	var priorObj runtime.Object
+	if old := prior(key); old != nil {
+		priorObj = old.obj
+	}
+	c.intern.object(obj, priorObj)
 	l, f, err := c.getAttrs(obj)
 	if err != nil {
 		return nil, err
@@ -263,7 +269,7 @@ func (c *Cacher) listAndWatch() error {
 	}
 	tree := btree.NewG(32, lessKey)
 	for _, o := range objs {
-		co, err := c.newCached(o)
+		co, err := c.newCached(o, c.cachedLocked) // c.items stays the reflector's (only it writes)
 		if err != nil {
 			return err
 		}
@@ -367,8 +373,15 @@ func (c *Cacher) processBookmark(rv int64) {
 	}
 }
 
+// cachedLocked is the cached object at key, or nil; the caller holds c.mu
+// or is the reflector, the one goroutine that changes c.items.
+func (c *Cacher) cachedLocked(key string) *cachedObject {
+	co, _ := c.items.Get(&cachedObject{key: key})
+	return co
+}
+
 func (c *Cacher) processEvent(ev watch.Event) error {
-	co, err := c.newCached(ev.Object)
+	co, err := c.newCached(ev.Object, c.cachedLocked) // the reflector's goroutine
 	if err != nil {
 		return err
 	}
