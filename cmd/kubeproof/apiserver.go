@@ -131,6 +131,9 @@ func addAuthFlags(fs *pflag.FlagSet, o *cluster.AuthOptions, modes, enable, disa
 	fs.StringSliceVar(&o.DisableAdmissionPlugins, "disable-admission-plugins", disable, "Admission plugins to disable, default ones included.")
 	fs.StringVar(&o.AuditLogPath, "audit-log-path", "", "Write audit events (audit.k8s.io/v1 JSON lines) to this file; \"-\" is standard output. Needs --audit-policy-file.")
 	fs.StringVar(&o.AuditPolicyFile, "audit-policy-file", "", "Audit policy (audit.k8s.io/v1 Policy, YAML or JSON).")
+	fs.Var(invertedBool{&o.DisablePriorityAndFairness}, "enable-priority-and-fairness",
+		"Classify requests by FlowSchemas into priority levels and queue them fairly (API Priority and Fairness); false keeps the legacy max-in-flight limits.")
+	fs.Lookup("enable-priority-and-fairness").NoOptDefVal = "true"
 }
 
 // apiserverCredentials loads the serving certificate and client CA from
@@ -199,3 +202,26 @@ func etcdClientTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
 	}
 	return cfg, nil
 }
+
+// invertedBool is a boolean flag stored negated: kube-apiserver's
+// --enable-* flags that default to true, kept as Disable* fields whose zero
+// value is the default.
+type invertedBool struct{ disabled *bool }
+
+func (b invertedBool) String() string {
+	if b.disabled == nil {
+		return "true"
+	}
+	return strconv.FormatBool(!*b.disabled)
+}
+
+func (b invertedBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*b.disabled = !v
+	return nil
+}
+
+func (invertedBool) Type() string { return "bool" }

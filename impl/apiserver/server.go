@@ -4,7 +4,8 @@
 // endpoints, behind the filter chain panic recovery → request info →
 // metrics → timeout → authentication (x509, bearer tokens:
 // token file, service account, bootstrap) → audit → impersonation →
-// max-in-flight → authorization.
+// API Priority and Fairness (or, when disabled, max-in-flight) →
+// authorization.
 // Besides the stored resources it serves the create-only reviews
 // (authorization.k8s.io SubjectAccessReview, SelfSubjectAccessReview,
 // LocalSubjectAccessReview, SelfSubjectRulesReview when the authorizer
@@ -15,7 +16,8 @@
 // serializers, content negotiation), auth (authentication and
 // authorization interfaces), admission (the admission chain with
 // NamespaceLifecycle), endpoints (the REST verbs), discovery, filters,
-// metrics. Per-kind behaviour comes from package resource (registry.All).
+// flowcontrol (API Priority and Fairness), metrics. Per-kind behaviour
+// comes from package resource (registry.All).
 //
 // Plugin hook. Authorizers and admission plugins that read the server's own
 // objects are built by Config.Plugins, a PluginsFunc:
@@ -70,6 +72,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/endpoints"
 	"github.com/kubeproof/kubeproof/impl/apiserver/eviction"
 	"github.com/kubeproof/kubeproof/impl/apiserver/filters"
+	"github.com/kubeproof/kubeproof/impl/apiserver/flowcontrol"
 	"github.com/kubeproof/kubeproof/impl/apiserver/metrics"
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
 	"github.com/kubeproof/kubeproof/impl/kubelet/server/apiproxy"
@@ -151,8 +154,13 @@ type Config struct {
 	Listener    net.Listener
 	// MaxRequestsInFlight and MaxMutatingRequestsInFlight bound concurrent
 	// read-only and mutating requests (defaults 400 and 200; negative:
-	// unlimited).
+	// unlimited). With API Priority and Fairness their sum is the seats
+	// the priority levels share (either negative: no limit at all).
 	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
+	// DisablePriorityAndFairness (--enable-priority-and-fairness=false)
+	// keeps the legacy max-in-flight limits instead of API Priority and
+	// Fairness (package flowcontrol), kube-apiserver's default.
+	DisablePriorityAndFairness bool
 	// MinRequestTimeout is the base of watches' randomized timeout
 	// (default 30 minutes).
 	MinRequestTimeout time.Duration
@@ -389,9 +397,27 @@ func New(cfg Config) (*Server, error) {
 	}
 	var h http.Handler = http.HandlerFunc(s.route)
 	h = filters.WithAuthorization(h, codecs, authorizer, s.log)
-	// As kube-apiserver's chain: the in-flight bound after authentication
-	// and impersonation, so that it knows the (effective) user.
-	h = filters.WithMaxInFlight(h, codecs, cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight)
+	// As kube-apiserver's chain: flow control (or the in-flight bound)
+	// after authentication and impersonation, so that it knows the
+	// (effective) user.
+	switch {
+	case cfg.DisablePriorityAndFairness:
+		h = filters.WithMaxInFlight(h, codecs, cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight)
+	case cfg.MaxRequestsInFlight > 0 && cfg.MaxMutatingRequestsInFlight > 0:
+		waitLimit := flowcontrol.DefaultWaitLimit
+		if cfg.RequestTimeout > 0 {
+			waitLimit = cfg.RequestTimeout / 4 // as kube-apiserver
+		}
+		fc, err := flowcontrol.New(flowcontrol.Config{
+			TotalSeats: cfg.MaxRequestsInFlight + cfg.MaxMutatingRequestsInFlight,
+			WaitLimit:  waitLimit, Metrics: reg,
+		})
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("apiserver: building flow control: %w", err)
+		}
+		h = filters.WithPriorityAndFairness(h, codecs, fc)
+	}
 	h = filters.WithImpersonation(h, codecs, authorizer, s.log)
 	auditCfg := audit.Config{Policy: cfg.AuditPolicy, Backend: cfg.AuditBackend, MaxBodyBytes: int(cfg.MaxRequestBodyBytes)}
 	h = audit.WithAudit(h, auditCfg)

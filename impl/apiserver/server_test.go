@@ -81,6 +81,7 @@ func (g *gate) Admit(ctx context.Context, a *admission.Attributes) error {
 func TestMaxInFlight(t *testing.T) {
 	g := &gate{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	e := newEnv(t, func(c *apiserver.Config) {
+		c.DisablePriorityAndFairness = true // the legacy limits
 		c.MaxMutatingRequestsInFlight = 1
 		c.MaxRequestsInFlight = 1
 		c.AdmissionMutators = []admission.Mutator{g}

@@ -116,6 +116,10 @@ type AuthOptions struct {
 	// AuditPolicyFile (--audit-policy-file): both are needed for an audit
 	// log.
 	AuditLogPath, AuditPolicyFile string
+	// DisablePriorityAndFairness (--enable-priority-and-fairness=false)
+	// keeps the legacy max-in-flight limits instead of API Priority and
+	// Fairness.
+	DisablePriorityAndFairness bool
 }
 
 // DefaultAuthorizationModes is --authorization-mode's default in kubeproof
@@ -179,6 +183,8 @@ func NewAPIServer(cfg APIServerConfig) (*apiserver.Server, *storagebackend.Facto
 		ServiceNodePortRange:      cfg.Services.NodePortRange,
 		AdvertiseAddress:          cfg.Services.AdvertiseAddress,
 		Logger:                    cfg.Logger,
+
+		DisablePriorityAndFairness: cfg.Auth.DisablePriorityAndFairness,
 	})
 	if err != nil {
 		factory.Close()

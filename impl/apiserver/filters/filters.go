@@ -1,8 +1,8 @@
 // Package filters is the API server's HTTP filter chain, outermost first:
 // the stack reserve of writes, panic recovery, request info, metrics,
-// timeout, authentication, impersonation, max-in-flight, authorization (as
-// kube-apiserver's chain: the limit sees the user). Each filter
-// is a func(http.Handler) http.Handler.
+// timeout, authentication, impersonation, priority and fairness (or
+// max-in-flight), authorization (as kube-apiserver's chain: the limit sees
+// the user). Each filter is a func(http.Handler) http.Handler.
 package filters
 
 import (

@@ -1,0 +1,108 @@
+package apiserver_test
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver"
+	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/apiserver/flowcontrol"
+)
+
+// TestPriorityAndFairness: with API Priority and Fairness (the default) a
+// user's requests are held to their level's seats (here global-default's
+// share of 2, with what it can borrow); one more waits in its queue and,
+// past the wait limit, gets 429 TooManyRequests with Retry-After. Every
+// answer names its FlowSchema and priority level; the administrator
+// (exempt) and health probes still go through; the flow control metrics
+// are served; the held requests finish once let go.
+func TestPriorityAndFairness(t *testing.T) {
+	g := &gate{entered: make(chan struct{}, 16), release: make(chan struct{})}
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, func(c *apiserver.Config) {
+		c.MaxMutatingRequestsInFlight = 1
+		c.MaxRequestsInFlight = 1
+		// The wait limit is a quarter of it: 1 s.
+		c.RequestTimeout = 4 * time.Second
+		c.AdmissionMutators = []admission.Mutator{g}
+		c.Metrics = reg
+	})
+	create := func(i int) response {
+		return e.do("POST", "/api/v1/namespaces/default/configmaps", []byte(fmt.Sprintf(`{"metadata":{"name":"cm-%d"}}`, i)), "Impersonate-User", "bob")
+	}
+	responses := make(chan response, 16)
+	held := 0
+	var rejected response
+	for i := 0; rejected.code == 0; i++ {
+		if i == 10 {
+			t.Fatal("10 requests of one user all got a seat out of a total of 2")
+		}
+		go func() { responses <- create(i) }()
+		select {
+		case <-g.entered:
+			held++
+		case rejected = <-responses:
+		}
+	}
+	if held == 0 {
+		t.Fatal("no request got a seat")
+	}
+	expectStatus(t, rejected, http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests, "Too many requests, please try again later.")
+	if ra, err := strconv.Atoi(rejected.header.Get("Retry-After")); err != nil || ra < 1 {
+		t.Errorf("Retry-After %q", rejected.header.Get("Retry-After"))
+	}
+	if got, want := rejected.header.Get("X-Kubernetes-PF-FlowSchema-UID"), string(flowcontrol.UID("flowschemas", "global-default")); got != want {
+		t.Errorf("flow schema UID %q, want global-default's %q", got, want)
+	}
+	if got, want := rejected.header.Get("X-Kubernetes-PF-PriorityLevel-UID"), string(flowcontrol.UID("prioritylevelconfigurations", "global-default")); got != want {
+		t.Errorf("priority level UID %q, want global-default's %q", got, want)
+	}
+
+	// The administrator is exempt, and so are probes.
+	r := e.do("GET", "/api/v1/namespaces/default/configmaps", nil)
+	if r.code != http.StatusOK {
+		t.Fatalf("admin while bob's level is full: %d %s", r.code, r.body)
+	}
+	if got, want := r.header.Get("X-Kubernetes-PF-PriorityLevel-UID"), string(flowcontrol.UID("prioritylevelconfigurations", "exempt")); got != want {
+		t.Errorf("admin's priority level UID %q, want exempt's %q", got, want)
+	}
+	if r := e.doWith(e.anon, "GET", "/readyz", nil); r.code != http.StatusOK {
+		t.Fatalf("readyz while full: %d %s", r.code, r.body)
+	}
+
+	metrics := string(e.do("GET", "/metrics", nil).body)
+	for _, want := range []string{
+		`apiserver_flowcontrol_rejected_requests_total{flow_schema="global-default",priority_level="global-default",reason="time-out"} 1`,
+		fmt.Sprintf(`apiserver_flowcontrol_current_executing_requests{flow_schema="global-default",priority_level="global-default"} %d`, held),
+		`apiserver_flowcontrol_nominal_limit_seats{priority_level="global-default"} 1`,
+		`apiserver_flowcontrol_dispatched_requests_total{flow_schema="exempt",priority_level="exempt"}`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
+	close(g.release)
+	for range held {
+		if r := <-responses; r.code != http.StatusCreated {
+			t.Errorf("held create: %d %s", r.code, r.body)
+		}
+	}
+}
+
+// TestPriorityAndFairnessOff: --enable-priority-and-fairness=false keeps
+// the legacy limits: no flow control headers.
+func TestPriorityAndFairnessOff(t *testing.T) {
+	e := newEnv(t, func(c *apiserver.Config) { c.DisablePriorityAndFairness = true })
+	r := e.do("GET", "/api/v1/namespaces/default/configmaps", nil)
+	if r.code != http.StatusOK || r.header.Get("X-Kubernetes-PF-FlowSchema-UID") != "" {
+		t.Fatalf("flow control off: %d, flow schema header %q", r.code, r.header.Get("X-Kubernetes-PF-FlowSchema-UID"))
+	}
+}
