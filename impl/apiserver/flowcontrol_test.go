@@ -29,8 +29,9 @@ func TestPriorityAndFairness(t *testing.T) {
 	e := newEnv(t, func(c *apiserver.Config) {
 		c.MaxMutatingRequestsInFlight = 1
 		c.MaxRequestsInFlight = 1
-		// The wait limit is a quarter of it: 1 s.
-		c.RequestTimeout = 4 * time.Second
+		// The wait limit is a quarter of it: 2 s; the held requests
+		// outlive the rejected one's wait by 6 s.
+		c.RequestTimeout = 8 * time.Second
 		c.AdmissionMutators = []admission.Mutator{g}
 		c.Metrics = reg
 	})
