@@ -40,6 +40,7 @@ func newBenchCommand() *cobra.Command {
 		startupDuration time.Duration
 		heapProfile     string
 		cpuProfile      string
+		startupControl  bool
 		repeat          int
 		compare         string
 		noise           float64
@@ -262,6 +263,7 @@ inline SVG charts) and charts/*.svg.`,
 							return err
 						}
 						cfg.ControlBinary = self // the control runs in a process of its own
+						cfg.SkipControl = !startupControl
 						res, err := bench.RunStartup(cmd.Context(), cfg)
 						fmt.Fprintln(cmd.ErrOrStderr())
 						if err != nil {
@@ -357,6 +359,7 @@ inline SVG charts) and charts/*.svg.`,
 	fs.StringSliceVar(&checkerConfigs, "checker-configs", model.StandardConfigs, "Model-checker configurations (spec/*.cfg) of the checkers workload.")
 	fs.IntSliceVar(&historySizes, "history-sizes", bench.DefaultHistorySizes, "Operations per generated history of the checkers workload.")
 	fs.StringVar(&heapProfile, "heap-profile", "", "Startup workloads write a heap profile here once every pod is Running.")
+	fs.BoolVar(&startupControl, "startup-control", true, "Startup workloads run the control process that memory beyond the API server's share is measured against (false: latency, CPU and the whole process's memory only).")
 	fs.StringVar(&cpuProfile, "cpu-profile", "", "Startup workloads write the process's CPU profile from the first pod created to the last one Running here, and each pod's timeline to PATH.pods.csv (without --heap-profile's finer heap sampling; with --heap-profile alone the CPU profile goes to its PATH.cpu).")
 	return cmd
 }
