@@ -16,8 +16,8 @@ const maxInterned = 4096
 // interner makes the managedFields of cached objects share memory: objects
 // written the same way by the same manager (every pod a ReplicaSet
 // creates, every ConfigMap of a benchmark) carry byte-identical FieldsV1
-// sets and the same manager, operation and apiVersion strings, which etcd
-// decoding allocates anew for every object. Held once, they are about a
+// sets (one shared FieldsV1 each) and the same manager, operation and
+// apiVersion strings, which etcd decoding allocates anew for every object. Held once, they are about a
 // sixth of a cached pod's memory.
 //
 // Pods, the one kind whose count grows with the workload, also share
@@ -26,8 +26,9 @@ const maxInterned = 4096
 // status strings, start times: impl/intern's Table.Pod, what the
 // components' informers do with their copies), and a new version of a pod
 // takes the UID and name strings of the version it replaces. A decoded
-// pod is about 80 heap objects; shared, a cached one keeps about 25 of its
-// own, which is what the collector marks in every cycle.
+// Running pod is about 80 heap objects; shared, a cached one keeps about
+// 20 of its own (its unique strings, the status manager's FieldsV1 with
+// its IP), and the objects are what the collector marks in every cycle.
 //
 // Only the reflector goroutine uses it. The cache never changes a cached
 // object or anything it points to in place (reads deep-copy, watch events
@@ -35,12 +36,13 @@ const maxInterned = 4096
 // own.
 type interner struct {
 	bytes   map[string][]byte
+	fields  map[string]*metav1.FieldsV1
 	strings map[string]string
 	pods    *intern.Table
 }
 
 func newInterner() *interner {
-	return &interner{bytes: map[string][]byte{}, strings: map[string]string{}, pods: intern.New()}
+	return &interner{bytes: map[string][]byte{}, fields: map[string]*metav1.FieldsV1{}, strings: map[string]string{}, pods: intern.New()}
 }
 
 // object shares the repeated values of obj, which etcd just gave the
@@ -77,9 +79,23 @@ func (in *interner) managedFields(obj runtime.Object) {
 		e.FieldsType = in.string(e.FieldsType)
 		e.Subresource = in.string(e.Subresource)
 		if e.FieldsV1 != nil && len(e.FieldsV1.Raw) > 0 {
-			e.FieldsV1.Raw = in.byteSlice(e.FieldsV1.Raw)
+			e.FieldsV1 = in.fieldsV1(e.FieldsV1)
 		}
 	}
+}
+
+// fieldsV1 returns the shared FieldsV1 with f's bytes: entries written
+// alike point to one, bytes and all.
+func (in *interner) fieldsV1(f *metav1.FieldsV1) *metav1.FieldsV1 {
+	if v, ok := in.fields[string(f.Raw)]; ok {
+		return v
+	}
+	if len(in.fields) >= maxInterned {
+		clear(in.fields)
+	}
+	f.Raw = in.byteSlice(f.Raw)
+	in.fields[string(f.Raw)] = f
+	return f
 }
 
 func (in *interner) operation(op metav1.ManagedFieldsOperationType) metav1.ManagedFieldsOperationType {

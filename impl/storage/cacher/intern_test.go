@@ -44,6 +44,9 @@ func TestInternerSharesEqualManagedFields(t *testing.T) {
 	if &ra[0] == &rc[0] {
 		t.Error("different FieldsV1 of a and c are shared")
 	}
+	if a.ManagedFields[0].FieldsV1 != b.ManagedFields[0].FieldsV1 {
+		t.Error("equal FieldsV1 of a and b are not one shared value")
+	}
 	// An append to one object's bytes does not reach the other's.
 	_ = append(a.ManagedFields[0].FieldsV1.Raw, 'x')
 	if string(b.ManagedFields[0].FieldsV1.Raw) != `{"f:spec":{}}` {
@@ -53,8 +56,8 @@ func TestInternerSharesEqualManagedFields(t *testing.T) {
 	for i := range 2 * maxInterned {
 		in.managedFields(podWithManagedFields("p", fmt.Sprint("m", i), fmt.Sprint(i)))
 	}
-	if len(in.bytes) > maxInterned || len(in.strings) > maxInterned {
-		t.Errorf("tables grew to %d bytes and %d strings entries, bound %d", len(in.bytes), len(in.strings), maxInterned)
+	if len(in.bytes) > maxInterned || len(in.fields) > maxInterned || len(in.strings) > maxInterned {
+		t.Errorf("tables grew to %d bytes, %d fields and %d strings entries, bound %d", len(in.bytes), len(in.fields), len(in.strings), maxInterned)
 	}
 }
 
