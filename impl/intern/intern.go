@@ -316,7 +316,9 @@ func (t *Table) Tolerations(ts []v1.Toleration) []v1.Toleration {
 // status its phase, QoS class, host IPs, start time, the conditions'
 // types, statuses and reasons and the container statuses' names, images,
 // image IDs, started flags and running states (start times); a pod IP
-// listed in podIPs is the same string as podIP.
+// listed in podIPs is the same string as podIP, and a volume mount's name
+// the same string as its volume's (each pod's generated
+// kube-api-access-<suffix> name is its own, decoded twice).
 func (t *Table) Pod(p *v1.Pod) {
 	p.APIVersion, p.Kind = t.String(p.APIVersion), t.String(p.Kind)
 	p.Namespace, p.GenerateName = t.String(p.Namespace), t.String(p.GenerateName)
@@ -351,7 +353,9 @@ func (t *Table) Pod(p *v1.Pod) {
 			c.Ports = t.Ports(c.Ports)
 			c.SecurityContext = t.SecurityContext(c.SecurityContext)
 			for j := range c.VolumeMounts {
-				c.VolumeMounts[j].MountPath = t.String(c.VolumeMounts[j].MountPath)
+				m := &c.VolumeMounts[j]
+				m.MountPath = t.String(m.MountPath)
+				m.Name = volumeName(s.Volumes, m.Name)
 			}
 		}
 	}
@@ -390,6 +394,17 @@ func (t *Table) Pod(p *v1.Pod) {
 			c.State.Running = t.Running(c.State.Running)
 		}
 	}
+}
+
+// volumeName is the name string of the volume in vs called name, or name
+// if there is none.
+func volumeName(vs []v1.Volume, name string) string {
+	for i := range vs {
+		if vs[i].Name == name {
+			return vs[i].Name
+		}
+	}
+	return name
 }
 
 // SharePrior makes p, a newly decoded version of the pod old is an

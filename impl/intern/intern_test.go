@@ -201,6 +201,29 @@ func TestPodStatusTimesAndIPs(t *testing.T) {
 	}
 }
 
+// A volume mount names its volume with the volume's own string; a mount
+// of a volume the pod does not have keeps its name.
+func TestVolumeMountSharesItsVolumesName(t *testing.T) {
+	tab := New()
+	p := pod("a")
+	p.Spec.Volumes = []v1.Volume{{Name: string([]byte("kube-api-access-x7k2p"))}}
+	p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{
+		{Name: string([]byte("kube-api-access-x7k2p")), MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"},
+		{Name: string([]byte("other")), MountPath: "/other"},
+	}
+	want := p.DeepCopy()
+	tab.Pod(p)
+	if !reflect.DeepEqual(p, want) {
+		t.Fatalf("interning changed the pod:\n%+v\nwant\n%+v", p, want)
+	}
+	if !sameString(p.Spec.Containers[0].VolumeMounts[0].Name, p.Spec.Volumes[0].Name) {
+		t.Error("the mount keeps its own copy of its volume's name")
+	}
+	if p.Spec.Containers[0].VolumeMounts[1].Name != "other" {
+		t.Errorf("a mount of no volume of the pod renamed to %q", p.Spec.Containers[0].VolumeMounts[1].Name)
+	}
+}
+
 func TestSharePriorTakesTheEarlierVersionsStrings(t *testing.T) {
 	old := pod(string([]byte("web-1")))
 	old.UID = "0b5c-uid"
