@@ -44,9 +44,8 @@ func WithPriorityAndFairness(next http.Handler, c *codec.Codecs, fc *flowcontrol
 		}
 		cl := fc.Classify(request.UserFrom(r.Context()), info)
 		h := w.Header()
-		h[flowSchemaUIDHeader] = []string{string(cl.FlowSchema().UID)}
-		h[priorityLevelUIDHeader] = []string{string(cl.PriorityLevel().UID)}
-		release, err := fc.Wait(r.Context(), cl)
+		h[flowSchemaUIDHeader], h[priorityLevelUIDHeader] = cl.HeaderValues()
+		req, err := fc.Wait(r.Context(), cl)
 		if err != nil {
 			retryAfter := 1
 			if rej := (*flowcontrol.Rejection)(nil); errors.As(err, &rej) {
@@ -56,11 +55,11 @@ func WithPriorityAndFairness(next http.Handler, c *codec.Codecs, fc *flowcontrol
 			return
 		}
 		if watch {
-			release()
+			fc.Release(req)
 			next.ServeHTTP(w, r)
 			return
 		}
-		defer release()
+		defer fc.Release(req)
 		next.ServeHTTP(w, r)
 	})
 }

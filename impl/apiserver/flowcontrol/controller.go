@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,6 +51,8 @@ type flow struct {
 	level   *flowcontrolv1.PriorityLevelConfiguration
 	exempt  bool
 	metrics *flowMetrics
+	// header values naming the schema's and the level's UIDs
+	schemaUID, levelUID []string
 }
 
 // Classification is the FlowSchema and priority level of a request.
@@ -114,7 +115,7 @@ func New(cfg Config) (*Controller, error) {
 			return nil, fmt.Errorf("flowcontrol: flow schema %q refers to the missing priority level %q", fs.Name, fs.Spec.PriorityLevelConfiguration.Name)
 		}
 		c.flows[fs.Name] = &flow{schema: fs, level: pl, exempt: pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt,
-			metrics: m.forFlow(pl.Name, fs.Name)}
+			metrics: m.forFlow(pl.Name, fs.Name), schemaUID: []string{string(fs.UID)}, levelUID: []string{string(pl.UID)}}
 	}
 	if c.catchAll = c.flows[flowcontrolv1.FlowSchemaNameCatchAll]; c.catchAll == nil {
 		return nil, fmt.Errorf("flowcontrol: no %q flow schema", flowcontrolv1.FlowSchemaNameCatchAll)
@@ -135,19 +136,33 @@ func (c *Controller) Classify(u *request.User, info *request.Info) Classificatio
 	return Classification{flow: f, hash: flowHash(f.schema.Name, distinguisher(f.schema, u, info))}
 }
 
+// HeaderValues are the values of the X-Kubernetes-PF-FlowSchema-UID and
+// X-Kubernetes-PF-PriorityLevel-UID response headers, shared by every
+// request of the flow schema: callers must not modify them (appending is
+// safe, their capacity is their length).
+func (c Classification) HeaderValues() (schemaUID, levelUID []string) {
+	return c.flow.schemaUID[:1:1], c.flow.levelUID[:1:1]
+}
+
 // Exempt reports whether the classified request is never held back.
 func (c Classification) Exempt() bool { return c.flow.exempt }
 
 // Wait takes a seat for the classified request, queuing it if its level
-// has none free, and returns the function that gives the seat back (call
-// it exactly once the request is done; more calls do nothing). It fails
-// with a *Rejection when the request is turned away: its queue is full,
-// its level does not queue, it waited for the wait limit, or ctx ended.
-func (c *Controller) Wait(ctx context.Context, cl Classification) (release func(), err error) {
+// has none free, and returns the request holding it: give the seat back
+// with Release once the request is done. It fails with a *Rejection when
+// the request is turned away: its queue is full, its level does not
+// queue, it waited for the wait limit, or ctx ended.
+func (c *Controller) Wait(ctx context.Context, cl Classification) (*Request, error) {
 	fm := cl.flow.metrics
 	r, err := c.d.NewRequest(cl.flow.level.Name, cl.hash)
 	if err != nil {
 		return nil, err
+	}
+	if r.level.exempt {
+		// Never held: no need of the lock.
+		fm.waitExecuted.Observe(0)
+		c.started(r, fm)
+		return r, nil
 	}
 	c.mu.Lock()
 	outcome, reason := c.d.Arrive(r)
@@ -162,7 +177,8 @@ func (c *Controller) Wait(ctx context.Context, cl Classification) (release func(
 	switch outcome {
 	case Executing:
 		fm.waitExecuted.Observe(0)
-		return c.started(r, fm), nil
+		c.started(r, fm)
+		return r, nil
 	case Rejected:
 		fm.waitRejected.Observe(0)
 		fm.rejected[reason].Inc()
@@ -177,7 +193,8 @@ func (c *Controller) Wait(ctx context.Context, cl Classification) (release func(
 	select {
 	case <-r.wake:
 		fm.waitExecuted.Observe(c.now().Sub(start).Seconds())
-		return c.started(r, fm), nil
+		c.started(r, fm)
+		return r, nil
 	case <-timer.C:
 		reason = ReasonTimeout
 	case <-ctx.Done():
@@ -207,21 +224,28 @@ func (c *Controller) recordDrop(r *Request) int64 {
 	return r.level.drops.get()
 }
 
-// started counts r as executing and returns its release function.
-func (c *Controller) started(r *Request, fm *flowMetrics) func() {
+// started counts r as executing.
+func (c *Controller) started(r *Request, fm *flowMetrics) {
 	fm.dispatched.Inc()
 	fm.executing.Inc()
-	var done atomic.Bool
-	return func() {
-		if done.Swap(true) {
-			return
-		}
-		c.mu.Lock()
-		woken := c.d.Finish(r)
-		c.mu.Unlock()
-		fm.executing.Dec()
-		wake(woken)
+	r.metrics = fm
+}
+
+// Release gives back the seat of a request Wait returned. Calls after the
+// first do nothing.
+func (c *Controller) Release(r *Request) {
+	if r.released.Swap(true) {
+		return
 	}
+	if r.level.exempt {
+		r.metrics.executing.Dec()
+		return
+	}
+	c.mu.Lock()
+	woken := c.d.Finish(r)
+	c.mu.Unlock()
+	r.metrics.executing.Dec()
+	wake(woken)
 }
 
 // wake lets the dispatched requests' waiters go on.

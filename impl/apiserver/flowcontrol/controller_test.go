@@ -88,7 +88,7 @@ func metricValue(reg *prometheus.Registry, name string, want map[string]string) 
 func TestQueuedRequestRunsWhenTheSeatFrees(t *testing.T) {
 	noLeak(t)
 	c, _ := oneSeat(t, time.Minute)
-	release, err := c.Wait(context.Background(), classifyGet(c, "a"))
+	held, err := c.Wait(context.Background(), classifyGet(c, "a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,12 +96,12 @@ func TestQueuedRequestRunsWhenTheSeatFrees(t *testing.T) {
 	go func() {
 		r2, err := c.Wait(context.Background(), classifyGet(c, "b"))
 		if err == nil {
-			r2()
+			c.Release(r2)
 		}
 		done <- err
 	}()
 	waitFor(t, func() bool { return c.state().Waiting == 1 })
-	release()
+	c.Release(held)
 	if err := <-done; err != nil {
 		t.Fatalf("the queued request: %v", err)
 	}
@@ -113,7 +113,7 @@ func TestQueuedRequestRunsWhenTheSeatFrees(t *testing.T) {
 func TestWaitLimit(t *testing.T) {
 	noLeak(t)
 	c, reg := oneSeat(t, 20*time.Millisecond)
-	release, err := c.Wait(context.Background(), classifyGet(c, "a"))
+	held, err := c.Wait(context.Background(), classifyGet(c, "a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,22 +128,22 @@ func TestWaitLimit(t *testing.T) {
 	if got := rejectedCount(reg, ReasonTimeout); got != 1 {
 		t.Errorf("rejected{reason=time-out} = %v, want 1", got)
 	}
-	release()
+	c.Release(held)
 	r3, err := c.Wait(context.Background(), classifyGet(c, "c"))
 	if err != nil {
 		t.Fatalf("after the seat freed: %v", err)
 	}
-	r3()
+	c.Release(r3)
 }
 
 func TestClientGoneLeavesTheQueue(t *testing.T) {
 	noLeak(t)
 	c, reg := oneSeat(t, time.Minute)
-	release, err := c.Wait(context.Background(), classifyGet(c, "a"))
+	held, err := c.Wait(context.Background(), classifyGet(c, "a"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer release()
+	defer c.Release(held)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() {
@@ -172,17 +172,17 @@ func TestClientGoneLeavesTheQueue(t *testing.T) {
 
 func TestReleaseIsIdempotent(t *testing.T) {
 	c, _ := oneSeat(t, 10*time.Millisecond)
-	release, err := c.Wait(context.Background(), classifyGet(c, "a"))
+	held, err := c.Wait(context.Background(), classifyGet(c, "a"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	release()
-	release()
+	c.Release(held)
+	c.Release(held)
 	r2, err := c.Wait(context.Background(), classifyGet(c, "b"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r2()
+	defer c.Release(r2)
 	// Only one seat: the second release did not free a second one.
 	if _, err := c.Wait(context.Background(), classifyGet(c, "c")); err == nil {
 		t.Fatal("a second seat appeared")
@@ -196,22 +196,22 @@ func TestExemptIsNeverHeld(t *testing.T) {
 	}
 	admin := named("admin", "system:masters")
 	info := request.Parse(httptest.NewRequest("POST", "/api/v1/namespaces/default/pods", nil))
-	var releases []func()
+	var held []*Request
 	for i := range 500 {
 		r, err := c.Wait(context.Background(), c.Classify(admin, info))
 		if err != nil {
 			t.Fatalf("exempt request %d: %v", i, err)
 		}
-		releases = append(releases, r)
+		held = append(held, r)
 	}
-	for _, r := range releases {
-		r()
+	for _, r := range held {
+		c.Release(r)
 	}
 }
 
 func TestMetricsExposed(t *testing.T) {
 	c, reg := oneSeat(t, time.Minute)
-	release, err := c.Wait(context.Background(), classifyGet(c, "a"))
+	held, err := c.Wait(context.Background(), classifyGet(c, "a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestMetricsExposed(t *testing.T) {
 			t.Errorf("%s%v = %v (found %v), want %v", tc.name, tc.labels, got, ok, tc.want)
 		}
 	}
-	release()
+	c.Release(held)
 	if got, _ := metricValue(reg, "apiserver_flowcontrol_current_executing_requests", flow); got != 0 {
 		t.Errorf("executing after release: %v", got)
 	}

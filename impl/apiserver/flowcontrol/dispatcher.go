@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 )
@@ -57,6 +58,10 @@ type Request struct {
 	// wake is closed by the Controller when the request is dispatched
 	// from its queue; the Dispatcher never touches it.
 	wake chan struct{}
+	// The Controller's: the request's metrics once it executes, and
+	// whether its seat was given back.
+	metrics  *flowMetrics
+	released atomic.Bool
 }
 
 // level is one priority level's state.

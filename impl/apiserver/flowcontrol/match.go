@@ -66,22 +66,23 @@ func subjectMatches(s flowcontrolv1.Subject, u *request.User) bool {
 		if s.ServiceAccount == nil {
 			return false
 		}
-		rest, ok := strings.CutPrefix(u.Name, serviceAccountUserPrefix+s.ServiceAccount.Namespace+":")
-		if !ok {
-			return false
+		// system:serviceaccount:<namespace>:<name>, matched piece by
+		// piece (no string built per request).
+		rest, ok := strings.CutPrefix(u.Name, serviceAccountUserPrefix)
+		if ok {
+			rest, ok = strings.CutPrefix(rest, s.ServiceAccount.Namespace)
 		}
-		return s.ServiceAccount.Name == flowcontrolv1.NameAll || rest == s.ServiceAccount.Name
+		if ok {
+			rest, ok = strings.CutPrefix(rest, ":")
+		}
+		return ok && (s.ServiceAccount.Name == flowcontrolv1.NameAll || rest == s.ServiceAccount.Name)
 	}
 	return false
 }
 
 func resourceRuleMatches(r flowcontrolv1.ResourcePolicyRule, info *request.Info) bool {
-	resource := info.Resource
-	if info.Subresource != "" {
-		resource += "/" + info.Subresource
-	}
 	if !listHas(r.Verbs, info.Verb, flowcontrolv1.VerbAll) ||
-		!listHas(r.Resources, resource, flowcontrolv1.ResourceAll) ||
+		!resourceListHas(r.Resources, info.Resource, info.Subresource) ||
 		!listHas(r.APIGroups, info.APIGroup, flowcontrolv1.APIGroupAll) {
 		return false
 	}
@@ -120,6 +121,27 @@ func listHas(list []string, x, wildcard string) bool {
 		return true
 	}
 	return slices.Contains(list, x)
+}
+
+// resourceListHas: list has resource, or resource/subresource when there
+// is a subresource, or is just the wildcard.
+func resourceListHas(list []string, resource, subresource string) bool {
+	if len(list) == 1 && list[0] == flowcontrolv1.ResourceAll {
+		return true
+	}
+	for _, x := range list {
+		if subresource == "" {
+			if x == resource {
+				return true
+			}
+			continue
+		}
+		if len(x) == len(resource)+1+len(subresource) && strings.HasPrefix(x, resource) &&
+			x[len(resource)] == '/' && strings.HasSuffix(x, subresource) {
+			return true
+		}
+	}
+	return false
 }
 
 // distinguisher is the part of the flow's identity a schema's
