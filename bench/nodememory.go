@@ -147,6 +147,11 @@ var memoryClasses = []struct{ name, metric string }{
 	{"rss/anon", ""}, // VmRSS's parts (/proc/self/status)
 	{"rss/file", ""},
 	{"gc/heap/goal", "/gc/heap/goal:bytes"},
+	// What a GC cycle marks: heap objects (a count), and the scannable
+	// heap and stacks (bytes that may hold pointers).
+	{"gc/heap/objects", "/gc/heap/objects:objects"},
+	{"gc/scan/heap", "/gc/scan/heap:bytes"},
+	{"gc/scan/stack", "/gc/scan/stack:bytes"},
 	{"goroutines", "/sched/goroutines:goroutines"},
 	{"gc/gogc", "/gc/gogc:percent"}, // the settings in effect
 	{"gc/gomemlimit", "/gc/gomemlimit:bytes"},

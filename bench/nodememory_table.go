@@ -47,7 +47,7 @@ func writeNodeMemoryClasses(w io.Writer, r NodeMemoryResult) {
 				fmt.Fprintf(w, "| %s | | | %.0f MiB |\n", name, end/(1<<20))
 			}
 			return
-		case "goroutines":
+		case "goroutines", "gc/heap/objects":
 			fmt.Fprintf(w, "| %s | %.2f | %.3f | %.0f |\n", name, perNode, perPod, end)
 			return
 		}

@@ -183,7 +183,8 @@ func TestSettledMemoryTakesTheHeapsFloor(t *testing.T) {
 func TestNodeMemoryTableShowsClasses(t *testing.T) {
 	r := NodeMemoryResult{Nodes: 10, Pods: 100, AgentRSS: [3]int64{100 << 20, 110 << 20, 120 << 20}}
 	for i := range r.AgentClasses {
-		r.AgentClasses[i] = map[string]uint64{"heap/unused": uint64(i) << 20, "total": uint64(80+10*i) << 20, "heap/released": 0, "gc/gogc": 25, "goroutines": uint64(100 * (i + 1))}
+		r.AgentClasses[i] = map[string]uint64{"heap/unused": uint64(i) << 20, "total": uint64(80+10*i) << 20, "heap/released": 0, "gc/gogc": 25, "goroutines": uint64(100 * (i + 1)),
+			"gc/heap/objects": uint64(1000 * (i + 1))}
 	}
 	r.AgentClassesPerNode = classDiffs(r.AgentClasses[0], r.AgentClasses[1], 10)
 	r.AgentClassesPerPod = classDiffs(r.AgentClasses[1], r.AgentClasses[2], 100)
@@ -194,6 +195,8 @@ func TestNodeMemoryTableShowsClasses(t *testing.T) {
 		"| heap/unused | 102.4 KiB | 10.2 KiB | 2.0 MiB |",
 		"| goroutines | 10.00 | 1.000 | 300 |",
 		"| gc/gogc | | | 25 |",
+		// Heap objects are a count, not bytes.
+		"| gc/heap/objects | 100.00 | 10.000 | 3000 |",
 		// RSS grew by as much as total: nothing outside the runtime.
 		"| RSS − (total − released) | 0.0 KiB | 0.0 KiB | 20.0 MiB |",
 	} {

@@ -36,6 +36,7 @@ func WriteUpMemoryTable(w io.Writer, m UpMemory) {
 		byClass = append(byClass, fmt.Sprintf("%s %s / %s", c.name, kib(node), kib(pod)))
 	}
 	fmt.Fprintf(w, "| beyond the API server by class, per node / per pod: %s | | | | | |\n", strings.Join(byClass, "; "))
+	writeGCWork(w, m)
 	writeUpMemorySlope(w, m, classes)
 	where := "disk"
 	if m.VolumeTmpfs {
@@ -47,6 +48,21 @@ func WriteUpMemoryTable(w io.Writer, m UpMemory) {
 	if len(m.ControlObjects) > 0 {
 		fmt.Fprintf(w, "\nThe control created %s (copies of the full run's node-1, its Lease, pod startup-0 with its Running status, and its events for each node's first pod, the last pod's events for the others, which found the image present — as many in all as the full run's namespace held, the share its event broadcaster did not drop; each pod created and bound by the control, its status and kubelet events written by its node), each node over its own connection as system:node:<name> with the kubelet's Lease renewals, Node reads and kube-root-ca.crt watch, and the node simulator's pods and services watches, held by another process (upholders.go); the full run's namespace held %d events.\n", counts(m.ControlObjects, "%[2]d %[1]s"), m.FullEvents)
 	}
+}
+
+// writeGCWork prints what a GC cycle marks once every pod is Running, in
+// the full run and in the control: heap objects, and the scannable heap
+// and stacks (nothing when the readings lack them).
+func writeGCWork(w io.Writer, m UpMemory) {
+	full, control := m.Full[2].Classes, m.Control[2].Classes
+	if full["gc/heap/objects"] == 0 {
+		return
+	}
+	fmt.Fprintf(w, "| what a GC cycle marks at pods Running, full run / control: heap objects %d / %d (per pod %.1f / %.1f); scannable heap %s / %s; scannable stacks %s / %s | | | | | |\n",
+		full["gc/heap/objects"], control["gc/heap/objects"],
+		float64(full["gc/heap/objects"])/float64(max(m.Pods, 1)), float64(control["gc/heap/objects"])/float64(max(m.Pods, 1)),
+		mib(float64(full["gc/scan/heap"])), mib(float64(control["gc/scan/heap"])),
+		mib(float64(full["gc/scan/stack"])), mib(float64(control["gc/scan/stack"])))
 }
 
 // classBeyond is beyondPerNodePod of one memory class of the readings (0

@@ -16,11 +16,11 @@ func TestUpMemorySlope(t *testing.T) {
 	const k = 1024
 	m := UpMemory{Nodes: 10, Pods: 100, MidPods: 50,
 		Full: [3]MemoryReading{{RSS: 10000 * k, Heap: 4000 * k}, {RSS: 13000 * k, Heap: 5000 * k},
-			{RSS: 15000 * k, Heap: 6000 * k, Classes: map[string]uint64{"heap/stacks": 500 * k}}},
+			{RSS: 15000 * k, Heap: 6000 * k, Classes: map[string]uint64{"heap/stacks": 500 * k, "gc/heap/objects": 30000, "gc/scan/heap": 4096 * k, "gc/scan/stack": 512 * k}}},
 		// The full run grew 1400 KiB RSS in its first 50 pods, 600 in the
 		// last 50: per-node state filled with the first ones.
 		FullMid:    MemoryReading{RSS: 14400 * k, Heap: 5600 * k, Classes: map[string]uint64{"heap/stacks": 450 * k}},
-		Control:    [3]MemoryReading{{RSS: 9000 * k, Heap: 3000 * k}, {RSS: 10000 * k, Heap: 3500 * k}, {RSS: 10500 * k, Heap: 3600 * k, Classes: map[string]uint64{"heap/stacks": 100 * k}}},
+		Control:    [3]MemoryReading{{RSS: 9000 * k, Heap: 3000 * k}, {RSS: 10000 * k, Heap: 3500 * k}, {RSS: 10500 * k, Heap: 3600 * k, Classes: map[string]uint64{"heap/stacks": 100 * k, "gc/heap/objects": 12000, "gc/scan/heap": 2048 * k, "gc/scan/stack": 128 * k}}},
 		ControlMid: MemoryReading{RSS: 10300 * k, Heap: 3550 * k, Classes: map[string]uint64{"heap/stacks": 100 * k}},
 	}
 	m.compute()
@@ -49,6 +49,7 @@ func TestUpMemorySlope(t *testing.T) {
 		"| **live heap beyond the API server, slope** | | | | | **7.0 KiB** |",
 		"| RSS, control, slope | | 10.1 MiB at 50 pods | 10.3 MiB | | 4.0 KiB |",
 		"goroutine stacks 1.0 KiB;",
+		"full run / control: heap objects 30000 / 12000 (per pod 300.0 / 120.0); scannable heap 4.0 MiB / 2.0 MiB; scannable stacks 0.5 MiB / 0.1 MiB |",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
