@@ -62,9 +62,10 @@ def classify(stack):
     # API server's internal caches (localcache: the Node authorizer's pods,
     # RBAC, namespaces) or the watch cache (its watch, or a write's decode
     # handed to it by sharedDecodes).
+    if "internal/localcache" in joined and re.search(r"impl/storage/(etcd3|protoenvelope)", joined):
+        # what it listed: the decoded objects and the list's item array
+        return "apiserver internal caches (Node authorizer pods, RBAC, namespaces): objects decoded by etcd3"
     if re.search(r"impl/storage/(etcd3|protoenvelope)", joined) and "Unmarshal" in joined or "impl/storage/etcd3.(*sharedDecodes).publish" in joined:
-        if "internal/localcache" in joined:
-            return "apiserver internal caches (Node authorizer pods, RBAC, namespaces): objects decoded by etcd3"
         return "apiserver watch cache: objects decoded by etcd3"
     if "client-go/rest/watch" in joined or "k8s.io/client-go/rest.(*Request)" in joined or "client-go/rest.Result" in joined:
         kinds = re.findall(r"k8s\.io/api/[\w]+/v1\.\(\*(\w+)\)\.Unmarshal", joined)
