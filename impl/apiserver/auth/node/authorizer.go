@@ -80,6 +80,9 @@ func New(stores objcache.Stores, cfg Config) (*Authorizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node authorizer: %w", err)
 	}
+	// Every pod of the cluster: share the watch cache's objects rather
+	// than hold a second decode of each (see objcache.Source.Streaming).
+	src.Streaming = true
 	return NewFromSource(src, cfg), nil
 }
 

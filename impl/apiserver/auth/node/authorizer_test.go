@@ -2,14 +2,19 @@ package node
 
 import (
 	"context"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth/rbac/objcache"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth/rbac/objcache/objcachetest"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
 func kubelet(node string) *request.User {
@@ -209,5 +214,64 @@ func TestRulesForNodesIsIncomplete(t *testing.T) {
 	res, nonRes, incomplete, err := a.RulesFor(context.Background(), &request.User{Name: "alice"}, "ns")
 	if res != nil || nonRes != nil || incomplete || err != nil {
 		t.Errorf("other user: %v %v %v %v, want nothing", res, nonRes, incomplete, err)
+	}
+}
+
+// TestPodCacheSharesTheWatchCachesObjects: behind a watch cache the
+// authorizer's pods are the cached objects themselves, not a second decode
+// of every pod (objcache.Source.Streaming).
+func TestPodCacheSharesTheWatchCachesObjects(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e, err := objcachetest.StartEtcd(ctx)
+	if err != nil {
+		t.Fatalf("starting etcd: %v", err)
+	}
+	defer e.Close()
+	stores, err := e.NewCachedStores(objcachetest.RBACAndPods())
+	if err != nil {
+		t.Fatalf("building stores: %v", err)
+	}
+	defer stores.Close()
+	podStore, _ := stores.Store(corev1.Resource("pods"))
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}, Spec: corev1.PodSpec{NodeName: "n1"}}
+	if err := podStore.Create(ctx, stores.ObjectKey(corev1.Resource("pods"), "ns", "p"), pod, &corev1.Pod{}); err != nil {
+		t.Fatalf("creating the pod: %v", err)
+	}
+
+	a, err := New(stores, Config{})
+	if err != nil {
+		t.Fatalf("building the authorizer: %v", err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); a.Run(runCtx) }()
+	defer func() { stop(); wg.Wait() }()
+	if err := a.WaitSynced(ctx); err != nil {
+		t.Fatalf("waiting for the first load: %v", err)
+	}
+	cached, ok := a.pods.Get("ns", "p")
+	if !ok {
+		t.Fatal("the authorizer's cache has no pod ns/p")
+	}
+
+	yes := true
+	pred := storage.Everything()
+	pred.AllowWatchBookmarks = true
+	w, err := podStore.Watch(ctx, stores.ListKey(corev1.Resource("pods"), ""), storage.ListOptions{
+		Recursive: true, SendInitialEvents: &yes, Predicate: pred,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+	})
+	if err != nil {
+		t.Fatalf("watching the pods: %v", err)
+	}
+	defer w.Stop()
+	ev := <-w.ResultChan()
+	if ev.Type != watch.Added {
+		t.Fatalf("first event %s, want ADDED", ev.Type)
+	}
+	if ev.Object != cached {
+		t.Error("the authorizer holds its own decode of the pod, not the watch cache's object")
 	}
 }

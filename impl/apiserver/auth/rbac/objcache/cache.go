@@ -1,7 +1,8 @@
 // Package objcache keeps an in-memory copy of one resource's objects, fed
-// by the API server's own storage: list, then watch from the list's
-// resourceVersion, and list again whenever the watch ends or reports an
-// error (410 Expired after a compaction); the loop is localcache's. It is the informer the
+// by the API server's own storage: list (or, with Source.Streaming, take a
+// watch's initial events), then watch from there, and load again whenever
+// the watch ends or reports an error (410 Expired after a compaction); the
+// loop is localcache's. It is the informer the
 // authorizers (RBAC, Node) read from, as kube-apiserver's authorizers read
 // from shared informers over its loopback client.
 //
@@ -39,6 +40,13 @@ type Source struct {
 	Key string
 	// NewList makes an empty list object (e.g. &corev1.PodList{}).
 	NewList func() runtime.Object
+	// Streaming loads the state with one watch's initial events
+	// (localcache.WatchList) instead of a quorum list. From the watch
+	// cache those are the cached objects themselves, so a cache of a big
+	// resource (the Node authorizer's pods) holds no second decode of
+	// every object, at its first load or when it loads again after its
+	// watch ended.
+	Streaming bool
 }
 
 // SourceFor builds the Source of resource gr from stores.
@@ -64,8 +72,12 @@ type Cache struct {
 
 // New returns a cache of src; handler (may be nil) observes every change.
 func New(src Source, handler Handler) *Cache {
+	load := localcache.ListThenWatch
+	if src.Streaming {
+		load = localcache.WatchList
+	}
 	return &Cache{c: localcache.New(localcache.Config{
-		Store: src.Store, Key: src.Key, Load: localcache.ListThenWatch, NewList: src.NewList,
+		Store: src.Store, Key: src.Key, Load: load, NewList: src.NewList,
 		KeepWhileReloading: true, OnChange: handler,
 	})}
 }

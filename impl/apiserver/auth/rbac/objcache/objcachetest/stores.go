@@ -77,8 +77,18 @@ type Stores struct {
 // NewStores builds the stores of resources under a fresh etcd prefix, so
 // tests never see each other's objects. Close releases them.
 func (e *Etcd) NewStores(resources []Resource) (*Stores, error) {
+	return e.newStores(resources, false)
+}
+
+// NewCachedStores is NewStores with a watch cache in front of each store,
+// as the API server has by default.
+func (e *Etcd) NewCachedStores(resources []Resource) (*Stores, error) {
+	return e.newStores(resources, true)
+}
+
+func (e *Etcd) newStores(resources []Resource, watchCache bool) (*Stores, error) {
 	f := storagebackend.NewFactory(storagebackend.Config{
-		Client: e.Client(), Prefix: fmt.Sprintf("/test%d", e.seq.Add(1)),
+		Client: e.Client(), Prefix: fmt.Sprintf("/test%d", e.seq.Add(1)), WatchCache: watchCache,
 	})
 	s := &Stores{factory: f, stores: map[schema.GroupResource]storage.Interface{}, namespaced: map[schema.GroupResource]bool{}}
 	for _, r := range resources {
