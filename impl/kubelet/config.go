@@ -44,11 +44,7 @@ type Config struct {
 	// runtime, eviction.HostProvider on RootDir otherwise.
 	EvictionProvider eviction.Provider
 
-	// SyncFrequency is the period of the full resync of every pod (1 min,
-	// upstream's syncFrequency default; upstream's pod workers resync each
-	// pod 1–1.5 periods after its last sync, ours each kubelet's pods once
-	// a period at a random phase). A resync also refreshes the pod's
-	// ConfigMap, Secret, downward API and projected volumes.
+	// SyncFrequency is the period of the full resync of every pod (20 s).
 	SyncFrequency time.Duration
 	// NodeStatusUpdateFrequency is how often node status is computed and
 	// posted if it changed (10 s); NodeStatusReportFrequency is how often it
@@ -102,7 +98,7 @@ type Config struct {
 
 // Defaults for Config.
 const (
-	DefaultSyncFrequency             = time.Minute
+	DefaultSyncFrequency             = 20 * time.Second
 	DefaultNodeStatusUpdateFrequency = 10 * time.Second
 	DefaultNodeStatusReportFrequency = 5 * time.Minute
 	DefaultLeaseDuration             = 40 * time.Second

@@ -483,7 +483,7 @@ func (k *Kubelet) processNext(ctx context.Context) bool {
 // separate machines start at unrelated times; kubelets sharing one process
 // (kubeproof up, the benchmarks) start together, and without the random
 // phase they would do each at the same moment: at 1,000 nodes and 30,000
-// pods, 30,000 syncs queued at once every period and 1,000 lease updates
+// pods, 30,000 syncs queued at once every 20 s and 1,000 lease updates
 // within a second or two every 10 s.
 func (k *Kubelet) housekeeping(ctx context.Context) {
 	ticker := k.clock.NewTicker(k.cfg.RelistPeriod)
