@@ -22,28 +22,28 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		executing: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apiserver_flowcontrol_current_executing_requests",
-			Help: "Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage in the API Priority and Fairness subsystem",
+			Help: "Requests holding a seat now (a watch only until it starts streaming), by priority level and flow schema.",
 		}, labels),
 		inQueue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apiserver_flowcontrol_current_inqueue_requests",
-			Help: "Number of requests currently pending in queues of the API Priority and Fairness subsystem",
+			Help: "Requests waiting in a priority level's queues now.",
 		}, labels),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apiserver_flowcontrol_rejected_requests_total",
-			Help: "Number of requests rejected by API Priority and Fairness subsystem",
+			Help: "Requests turned away with 429, by reason (queue-full, concurrency-limit, time-out, cancelled).",
 		}, append(labels, "reason")),
 		dispatched: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apiserver_flowcontrol_dispatched_requests_total",
-			Help: "Number of requests executed by API Priority and Fairness subsystem",
+			Help: "Requests that got a seat and went on to execute.",
 		}, labels),
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "apiserver_flowcontrol_request_wait_duration_seconds",
-			Help:    "Length of time a request spent waiting in its queue",
+			Help:    "Seconds from arrival to getting a seat (execute=true) or being turned away (execute=false).",
 			Buckets: []float64{0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30},
 		}, append(labels, "execute")),
 		nominal: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apiserver_flowcontrol_nominal_limit_seats",
-			Help: "Nominal number of execution seats configured for each priority level",
+			Help: "Seats of each priority level: its share of the server's total.",
 		}, []string{"priority_level"}),
 	}
 	if reg != nil {
