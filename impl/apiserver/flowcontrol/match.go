@@ -7,12 +7,9 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
-
-// serviceAccountUserPrefix starts every service account's user name
-// (system:serviceaccount:<namespace>:<name>).
-const serviceAccountUserPrefix = "system:serviceaccount:"
 
 // sortSchemas orders FlowSchemas as they are tried: lowest
 // matchingPrecedence first, ties by name.
@@ -68,7 +65,7 @@ func subjectMatches(s flowcontrolv1.Subject, u *request.User) bool {
 		}
 		// system:serviceaccount:<namespace>:<name>, matched piece by
 		// piece (no string built per request).
-		rest, ok := strings.CutPrefix(u.Name, serviceAccountUserPrefix)
+		rest, ok := strings.CutPrefix(u.Name, auth.ServiceAccountUsernamePrefix)
 		if ok {
 			rest, ok = strings.CutPrefix(rest, s.ServiceAccount.Namespace)
 		}

@@ -6,6 +6,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
@@ -89,14 +90,6 @@ func urlMatches(rule *rbacv1.PolicyRule, path string) bool {
 	return false
 }
 
-// serviceAccountPrefix starts the user name of every service account.
-const serviceAccountPrefix = "system:serviceaccount:"
-
-// ServiceAccountUsername is the user name of service account ns/name.
-func ServiceAccountUsername(namespace, name string) string {
-	return serviceAccountPrefix + namespace + ":" + name
-}
-
 // appliesTo reports whether subject names user; namespace is the binding's
 // (the default namespace of a ServiceAccount subject).
 func appliesTo(user *request.User, s *rbacv1.Subject, namespace string) bool {
@@ -113,7 +106,7 @@ func appliesTo(user *request.User, s *rbacv1.Subject, namespace string) bool {
 		if ns == "" {
 			return false
 		}
-		return user.Name == ServiceAccountUsername(ns, s.Name)
+		return user.Name == auth.ServiceAccountUsername(ns, s.Name)
 	}
 	return false
 }
