@@ -404,7 +404,7 @@ func New(cfg Config) (*Server, error) {
 	case cfg.DisablePriorityAndFairness:
 		h = filters.WithMaxInFlight(h, codecs, cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight)
 	case cfg.MaxRequestsInFlight > 0 && cfg.MaxMutatingRequestsInFlight > 0:
-		waitLimit := flowcontrol.DefaultWaitLimit
+		var waitLimit time.Duration // 0: flowcontrol.DefaultWaitLimit
 		if cfg.RequestTimeout > 0 {
 			waitLimit = cfg.RequestTimeout / 4 // as kube-apiserver
 		}

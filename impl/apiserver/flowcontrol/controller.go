@@ -254,6 +254,3 @@ func wake(rs []*Request) {
 		close(r.wake)
 	}
 }
-
-// Limits lists every priority level's nominal and lendable seats.
-func (c *Controller) Limits() []LevelLimits { return c.d.Limits() }
