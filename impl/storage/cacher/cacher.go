@@ -210,13 +210,16 @@ func (c *Cacher) keyOf(obj runtime.Object) (string, error) {
 // newCached wraps obj, which etcd just gave the reflector, for the cache.
 // Its repeated values are shared (interner) with the objects already
 // cached, the version the cache holds of its key (nil if none) among them.
-func (c *Cacher) newCached(obj runtime.Object, prior func(key string) *cachedObject) (*cachedObject, error) {
+// Only the reflector's goroutine calls it: the one that changes c.items,
+// so it reads them without c.mu (a relist too: c.items stays the
+// previous state until the new one replaces it).
+func (c *Cacher) newCached(obj runtime.Object) (*cachedObject, error) {
 	key, err := c.keyOf(obj)
 	if err != nil {
 		return nil, err
 	}
 	var priorObj runtime.Object
-	if old := prior(key); old != nil {
+	if old := c.cachedLocked(key); old != nil {
 		priorObj = old.obj
 	}
 	c.intern.object(obj, priorObj)
@@ -269,7 +272,7 @@ func (c *Cacher) listAndWatch() error {
 	}
 	tree := btree.NewG(32, lessKey)
 	for _, o := range objs {
-		co, err := c.newCached(o, c.cachedLocked) // c.items stays the reflector's (only it writes)
+		co, err := c.newCached(o)
 		if err != nil {
 			return err
 		}
@@ -381,7 +384,7 @@ func (c *Cacher) cachedLocked(key string) *cachedObject {
 }
 
 func (c *Cacher) processEvent(ev watch.Event) error {
-	co, err := c.newCached(ev.Object, c.cachedLocked) // the reflector's goroutine
+	co, err := c.newCached(ev.Object)
 	if err != nil {
 		return err
 	}
