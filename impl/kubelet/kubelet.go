@@ -89,6 +89,7 @@ type Kubelet struct {
 	lastNodeReport time.Time
 	pressure       Pressure
 	relistBuf      []relistEntry // reused by each relist (housekeeping's only)
+	relistVersion  uint64        // the runtime's ContainerStatesVersion last listed (housekeeping's only)
 	runCtx         context.Context
 	runCancel      context.CancelFunc
 	runDone        chan struct{}
@@ -534,8 +535,18 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 // container: runtimes that can report states directly
 // (runtime.ContainerStateLister, the simulated one) are asked for them
 // instead of CRI messages, the fingerprints are gathered in a slice reused
-// from one relist to the next, and each pod's is kept in its record.
+// from one relist to the next, and each pod's is kept in its record. Such
+// a runtime also versions its containers' states: a node where nothing
+// changed since the last relist (ContainerStatesVersion) is not listed.
 func (k *Kubelet) relist(ctx context.Context) {
+	lister, versioned := k.rt.(runtime.ContainerStateLister)
+	var version uint64
+	if versioned {
+		// Nothing changed since the last relist: nothing to list.
+		if version = lister.ContainerStatesVersion(ctx); version == k.relistVersion {
+			return
+		}
+	}
 	// Per pod, an order-independent fingerprint of (container, state).
 	seen := k.relistBuf[:0]
 	add := func(podUID, id string, state runtimeapi.ContainerState) {
@@ -543,7 +554,7 @@ func (k *Kubelet) relist(ctx context.Context) {
 			seen = append(seen, relistEntry{types.UID(podUID), containerFingerprint(id, state) | 1})
 		}
 	}
-	if lister, ok := k.rt.(runtime.ContainerStateLister); ok {
+	if versioned {
 		if err := lister.ContainerStates(ctx, add); err != nil {
 			k.log.Warn("relist", "err", err)
 			return
@@ -570,7 +581,7 @@ func (k *Kubelet) relist(ctx context.Context) {
 		n++
 	}
 	seen = seen[:n]
-	k.relistBuf = seen
+	k.relistBuf, k.relistVersion = seen, version
 
 	var changed []types.UID
 	k.mu.Lock()

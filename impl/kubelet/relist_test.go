@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +15,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
 
 // fingerprints are the relist's fingerprints kept in k's pod records.
@@ -112,5 +114,28 @@ func TestRelistStatesMatchListContainers(t *testing.T) {
 	relistBoth()
 	if _, ok := fingerprints(k)["u2"]; ok {
 		t.Errorf("a pod without containers is still fingerprinted: %v", fingerprints(k))
+	}
+}
+
+// A relist of a node where nothing happened lists nothing, yet a
+// container that exits on its own (no call to the runtime, only time
+// passing) still changes its pod's fingerprint at the next relist.
+func TestRelistSeesExitsWithoutRuntimeCalls(t *testing.T) {
+	h := newHarness(t, nil)
+	p := h.create(h.pod("crash", func(p *v1.Pod) { p.Annotations[sim.AnnotationCrashAfter] = "2s" }))
+	h.sync(p)
+	h.k.relist(h.ctx)
+	before := fingerprints(h.k)["uid-crash"]
+	if before == 0 {
+		t.Fatal("no fingerprint for the running pod")
+	}
+	h.k.relist(h.ctx)
+	if got := fingerprints(h.k)["uid-crash"]; got != before {
+		t.Fatalf("nothing happened, yet the fingerprint went %x -> %x", before, got)
+	}
+	h.step(3 * time.Second)
+	h.k.relist(h.ctx)
+	if got := fingerprints(h.k)["uid-crash"]; got == before {
+		t.Fatalf("the container exited, yet the fingerprint stayed %x", got)
 	}
 }

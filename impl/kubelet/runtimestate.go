@@ -1,10 +1,11 @@
 package kubelet
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"time"
 
@@ -18,8 +19,17 @@ import (
 )
 
 // podRuntimeState asks the runtime for everything of one pod, matched by
-// the io.kubernetes.pod.uid label.
+// the io.kubernetes.pod.uid label: through the CRI calls, or directly from
+// a runtime that can say (runtime.PodStateReader, the simulated one).
 func (k *Kubelet) podRuntimeState(ctx context.Context, uid types.UID) (*podstate.Pod, error) {
+	if r, ok := k.rt.(runtime.PodStateReader); ok {
+		ps, err := r.PodState(ctx, string(uid))
+		if err != nil {
+			return nil, fmt.Errorf("reading the runtime state of pod %s: %w", uid, err)
+		}
+		sortNewestFirst(ps)
+		return ps, nil
+	}
 	sel := map[string]string{runtime.LabelPodUID: string(uid)}
 	sandboxes, err := k.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
 	if err != nil {
@@ -65,23 +75,26 @@ func (k *Kubelet) podRuntimeState(ctx context.Context, uid types.UID) (*podstate
 		}
 		ps.Containers = append(ps.Containers, pc)
 	}
-	// Newest first; runtimes with coarse clocks tie on CreatedAt, so the
-	// attempt number breaks ties.
-	sort.SliceStable(ps.Sandboxes, func(i, j int) bool {
-		a, b := ps.Sandboxes[i], ps.Sandboxes[j]
-		if !a.CreatedAt.Equal(b.CreatedAt) {
-			return a.CreatedAt.After(b.CreatedAt)
-		}
-		return a.Attempt > b.Attempt
-	})
-	sort.SliceStable(ps.Containers, func(i, j int) bool {
-		a, b := ps.Containers[i], ps.Containers[j]
-		if !a.CreatedAt.Equal(b.CreatedAt) {
-			return a.CreatedAt.After(b.CreatedAt)
-		}
-		return a.Attempt > b.Attempt
-	})
+	sortNewestFirst(ps)
 	return ps, nil
+}
+
+// sortNewestFirst orders a pod's sandboxes and containers newest first,
+// keeping the runtime's order among equals; runtimes with coarse clocks
+// tie on CreatedAt, so the attempt number breaks ties.
+func sortNewestFirst(ps *podstate.Pod) {
+	slices.SortStableFunc(ps.Sandboxes, func(a, b podstate.Sandbox) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.Attempt, a.Attempt)
+	})
+	slices.SortStableFunc(ps.Containers, func(a, b podstate.Container) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.Attempt, a.Attempt)
+	})
 }
 
 func unixNano(n int64) time.Time {

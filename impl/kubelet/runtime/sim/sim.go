@@ -4,7 +4,11 @@
 // containers are records whose state is derived from the injected clock, so
 // no goroutine runs per container and thousands of simulated nodes fit in
 // one process. Faults are injected per pod through annotations (see
-// faults.go) or for every pod through Config.DefaultAnnotations.
+// faults.go) or for every pod through Config.DefaultAnnotations. Besides
+// the CRI calls it reports a pod's sandboxes and containers as plain values
+// (runtime.PodStateReader, for every pod sync) and versions its
+// containers' states (runtime.ContainerStateLister, so that the relist of
+// a node where nothing happened lists nothing).
 //
 // Spec properties: an IP is handed to at most one live sandbox (KUBELET-3)
 // and is released when its sandbox stops or is removed (KUBELET-4).
@@ -54,7 +58,8 @@ type Runtime struct {
 	registries map[string]*runtimeapi.AuthConfig   // registry host -> credentials pulls need
 	pullAuths  map[string][]*runtimeapi.AuthConfig // image name -> credentials presented
 	execLog    []Exec
-	disk       diskState // image sizes and container disk use (stats.go)
+	disk       diskState    // image sizes and container disk use (stats.go)
+	states     stateVersion // what ContainerStatesVersion reports (version.go)
 }
 
 // Exec is one command run through ExecSync (recorded for tests, e.g. to
@@ -217,6 +222,7 @@ func New(cfg Config) (*Runtime, error) {
 		imageUsers: map[string]string{},
 		registries: map[string]*runtimeapi.AuthConfig{},
 		pullAuths:  map[string][]*runtimeapi.AuthConfig{},
+		states:     stateVersion{version: 1},
 	}, nil
 }
 
@@ -269,6 +275,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	s.meta, s.attempt = compactMeta(config.Metadata, &s.labels)
 	s.linux, s.cgroupFromUID = shared.sandboxLinux(config.Linux, s.labels.podUID)
 	r.sandboxes[s.id] = s
+	r.states.changed()
 	return s.id, nil
 }
 
@@ -297,6 +304,7 @@ func (r *Runtime) StopPodSandbox(ctx context.Context, id string) error {
 		// CRI: stopping an absent sandbox is not an error.
 		return nil
 	}
+	r.states.changed()
 	now := r.clock.Now()
 	for _, c := range r.containers {
 		if c.sandboxID == id {
@@ -324,6 +332,7 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, id string) error {
 	if !ok {
 		return nil
 	}
+	r.states.changed()
 	// CRI: running containers are forcibly terminated and removed.
 	for cid, c := range r.containers {
 		if c.sandboxID == id {
@@ -461,6 +470,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 	}
 	c.mounts = mountsOf(config.Mounts, c.labels.podUID)
 	r.containers[c.id] = c
+	r.states.changed()
 	return c.id, nil
 }
 
@@ -478,6 +488,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	if c.state != runtimeapi.ContainerState_CONTAINER_CREATED {
 		return fmt.Errorf("start container %s: container is in state %s, not CREATED", id, c.state)
 	}
+	r.states.changed()
 	now := r.clock.Now()
 	if c.faults.startFailure != "" {
 		c.startedAt = 0
@@ -486,6 +497,9 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	}
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
 	c.startedAt = now.UnixNano()
+	if c.faults.exits {
+		r.states.exitAt(c.startedAt + int64(c.faults.exitAfter))
+	}
 	if c.more != nil {
 		c.more.files, c.more.logs = nil, nil
 	}
@@ -543,6 +557,7 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, timeout int64) e
 		r.mu.Unlock()
 		return fmt.Errorf("stop container %s: %w", id, runtime.ErrNotFound)
 	}
+	r.states.changed()
 	c.refresh(r.clock.Now())
 	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		if c.state == runtimeapi.ContainerState_CONTAINER_CREATED {
@@ -569,6 +584,7 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, timeout int64) e
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.states.changed()
 	now := r.clock.Now()
 	c.refresh(now)
 	if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -594,6 +610,7 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 		return fmt.Errorf("remove container %s: container is running", id)
 	}
 	delete(r.containers, id)
+	r.states.changed()
 	return nil
 }
 

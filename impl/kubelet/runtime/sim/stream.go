@@ -373,6 +373,7 @@ func (r *Runtime) stdinClosed(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c, ok := r.containers[id]; ok && c.stdinOnce && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+		r.states.changed()
 		c.exit(r.clock.Now(), 0, "Completed", "")
 	}
 }

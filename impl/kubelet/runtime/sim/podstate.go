@@ -1,0 +1,96 @@
+package sim
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+)
+
+var _ runtime.PodStateReader = (*Runtime)(nil)
+
+// PodState implements runtime.PodStateReader: what ListPodSandbox,
+// PodSandboxStatus, ListContainers and ContainerStatus report of the pod's
+// sandboxes and containers, read from the records themselves.
+func (r *Runtime) PodState(ctx context.Context, podUID string) (*podstate.Pod, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.clock.Now()
+	ps := &podstate.Pod{UID: types.UID(podUID)}
+
+	// A pod has a sandbox or two and a few containers: the matches are
+	// gathered on the stack, newest (highest seq) first as the lists are.
+	var sbBuf [4]*sandbox
+	sbs := sbBuf[:0]
+	for _, s := range r.sandboxes {
+		if s.labels.podUID == podUID {
+			sbs = append(sbs, s)
+		}
+	}
+	slices.SortFunc(sbs, func(a, b *sandbox) int { return cmp.Compare(b.seq, a.seq) })
+	if len(sbs) > 0 {
+		ps.Sandboxes = make([]podstate.Sandbox, len(sbs))
+	}
+	for i, s := range sbs {
+		sb := podstate.Sandbox{ID: s.id, Ready: s.state == runtimeapi.PodSandboxState_SANDBOX_READY, CreatedAt: time.Unix(0, s.createdAt), Attempt: s.attempt}
+		if s.meta != nil {
+			sb.Attempt = s.meta.Attempt
+		}
+		if sb.Ready {
+			sb.IP = s.ip.String()
+		}
+		ps.Sandboxes[i] = sb
+	}
+
+	var cBuf [8]*container
+	cs := cBuf[:0]
+	for _, c := range r.containers {
+		if c.labels.podUID == podUID {
+			c.refresh(now)
+			cs = append(cs, c)
+		}
+	}
+	slices.SortFunc(cs, func(a, b *container) int { return cmp.Compare(b.seq, a.seq) })
+	if len(cs) > 0 {
+		ps.Containers = make([]podstate.Container, len(cs))
+	}
+	for i, c := range cs {
+		end := c.get()
+		name, _ := c.labels.get(runtime.LabelContainerName)
+		typ, _ := c.labels.get(runtime.LabelContainerType)
+		ps.Containers[i] = podstate.Container{
+			ID: c.id, Name: name, Init: typ == "init", SandboxID: c.sandboxID, Attempt: c.meta.GetAttempt(),
+			State: podContainerState(c.state), CreatedAt: unixNano(c.createdAt), StartedAt: unixNano(c.startedAt),
+			FinishedAt: unixNano(end.finishedAt), ExitCode: end.exitCode, Reason: end.reason, Message: end.message,
+			Image: c.image, ImageRef: c.imageRef,
+		}
+	}
+	return ps, nil
+}
+
+// podContainerState is a CRI container state as the kubelet's podstate.
+func podContainerState(s runtimeapi.ContainerState) podstate.ContainerState {
+	switch s {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return podstate.ContainerCreated
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return podstate.ContainerRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return podstate.ContainerExited
+	}
+	return podstate.ContainerUnknown
+}
+
+// unixNano is Unix nanoseconds as a time, 0 as the zero time.
+func unixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
