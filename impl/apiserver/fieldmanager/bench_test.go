@@ -1,8 +1,13 @@
 package fieldmanager
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -89,4 +94,77 @@ func BenchmarkCreateFields(b *testing.B) {
 			}
 		}
 	})
+}
+
+// readJSON decodes testdata/name (an object as `kubectl get -o json
+// --show-managed-fields` shows it from `kubeproof up`) into obj.
+func readJSON(b testing.TB, name string, obj any) {
+	b.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, obj); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// kubeletStatusWrite is the first pods/status write of a simulated
+// kubelet: live is the bound pod (Pending, PodScheduled, managed by its
+// creator only), obj the Running pod the kubelet sends.
+func kubeletStatusWrite(b testing.TB) (live, obj *corev1.Pod) {
+	running := &corev1.Pod{}
+	readJSON(b, "pod-running.json", running)
+	live = running.DeepCopy()
+	live.ManagedFields = live.ManagedFields[:1]
+	live.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: running.Status.QOSClass,
+		Conditions: []corev1.PodCondition{running.Status.Conditions[len(running.Status.Conditions)-1]}}
+	obj = running.DeepCopy()
+	obj.ManagedFields = nil
+	return live, obj
+}
+
+// BenchmarkStatusUpdate is the managed-fields work of a kubelet's pods/status
+// write (the startup benchmark's pod, from `kubeproof up`): the first one,
+// Pending to Running, and a later one changing a condition's time over a
+// pod that already records the kubelet as a manager.
+func BenchmarkStatusUpdate(b *testing.B) {
+	m := managerFor(b, corev1.SchemeGroupVersion.WithKind("Pod"), "status", "spec")
+	live, obj := kubeletStatusWrite(b)
+	b.Run("first", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			m.Update(live, obj.DeepCopy(), "kubeproof")
+		}
+	})
+	b.Run("first-unpruned", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			m.fm.UpdateNoErrors(live, obj.DeepCopy(), "kubeproof")
+		}
+	})
+	running := m.Update(live, obj.DeepCopy(), "kubeproof").(*corev1.Pod)
+	next := running.DeepCopy()
+	next.ManagedFields = nil
+	next.Status.Conditions[2].LastTransitionTime.Time = next.Status.Conditions[2].LastTransitionTime.Add(time.Second)
+	b.Run("again", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			m.Update(running, next.DeepCopy(), "kubeproof")
+		}
+	})
+}
+
+// BenchmarkLeaseUpdate is the managed-fields work of a node Lease renewal
+// (a PUT of the Lease as read, renewTime changed).
+func BenchmarkLeaseUpdate(b *testing.B) {
+	m := managerFor(b, coordinationv1.SchemeGroupVersion.WithKind("Lease"), "")
+	live := &coordinationv1.Lease{}
+	readJSON(b, "lease.json", live)
+	obj := live.DeepCopy()
+	obj.Spec.RenewTime.Time = obj.Spec.RenewTime.Add(10 * time.Second)
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Update(live, obj.DeepCopy(), "kubeproof")
+	}
 }

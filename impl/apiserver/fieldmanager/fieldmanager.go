@@ -56,7 +56,10 @@ type Manager struct {
 	fm     *managedfields.FieldManager
 	kind   schema.GroupVersionKind
 	tc     managedfields.TypeConverter
-	create *createPath // nil when creates take the full manager
+	create *createPath  // nil when creates take the full manager
+	prune  *equalPruner // nil when updates take the full objects
+	cfg    Config       // for the field manager of a pruned update
+	reset  map[fieldpath.APIVersion]fieldpath.Filter
 }
 
 // New builds the manager of cfg.
@@ -76,7 +79,8 @@ func New(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("field manager for %s: %w", cfg.Kind, err)
 	}
-	return &Manager{fm: fm, kind: cfg.Kind, tc: cfg.TypeConverter, create: newCreatePath(cfg, reset)}, nil
+	return &Manager{fm: fm, kind: cfg.Kind, tc: cfg.TypeConverter, create: newCreatePath(cfg, reset),
+		prune: newEqualPruner(cfg), cfg: cfg, reset: reset}, nil
 }
 
 // defaulter adapts a strategy's Default to runtime.ObjectDefaulter.
@@ -97,6 +101,16 @@ func (d defaulter) Default(obj runtime.Object) {
 func (m *Manager) Update(live, obj runtime.Object, manager string) runtime.Object {
 	if m.create.applies(live, obj, manager) {
 		return m.create.update(obj, m.tc, manager)
+	}
+	if m.prune.applies(live, obj) {
+		// The same field manager over a converter that hands it the two
+		// objects without what they have in common (equalPruner).
+		conv := &prunedConverter{ObjectConvertor: m.cfg.Scheme, p: m.prune, live: live, obj: obj}
+		fm, err := managedfields.NewDefaultFieldManager(m.cfg.TypeConverter, conv, defaulter(m.cfg.Default), m.cfg.Scheme,
+			m.cfg.Kind, m.cfg.Kind.GroupVersion(), m.cfg.Subresource, m.reset)
+		if err == nil {
+			return fm.UpdateNoErrors(live, obj, manager)
+		}
 	}
 	return m.fm.UpdateNoErrors(live, obj, manager)
 }

@@ -1,0 +1,168 @@
+package fieldmanager
+
+import (
+	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
+)
+
+// An update's managed fields come from structured-merge-diff's comparison
+// of the live object with the new one, after both are validated against
+// the kind's schema; the three walks cover the whole object, though most
+// of it is usually the same on both sides (a status write leaves spec and
+// most of metadata alone). equalPruner hands structured-merge-diff copies
+// of the two objects in which every field equal on both sides is zeroed,
+// so that it walks only what differs, with the same result:
+//
+//   - A field equal on both sides adds nothing to the comparison, and
+//     zeroing it on both sides leaves it absent, or present and equal, on
+//     both: the comparison of the copies is the comparison of the objects.
+//     Fields are zeroed only along struct fields from the root (never
+//     inside a list, a map, a pointer, a type with its own JSON form or a
+//     struct that omitzero could drop), so no map or list changes whether
+//     it is present.
+//   - Validation is a check of every node on its own. The zeroed fields
+//     are validated once, together, in the kind's empty object holding
+//     nothing else (the witness); the zero values left in their place are
+//     what the empty object has there, and it validates (or no field is
+//     ever zeroed). If the witness fails, the update takes the objects as
+//     they are, so an invalid object fails exactly as before.
+//   - The other walk over the live object (reconciling recorded field sets
+//     with the schema) reads only the schema and the sets.
+//
+// TestPrunedUpdateMatchesFieldManager compares the results with the full
+// objects' on random pairs of every served kind.
+type equalPruner struct {
+	objType reflect.Type // the kind's Go type (a pointer to a struct)
+	kind    schema.GroupVersionKind
+	tc      managedfields.TypeConverter
+}
+
+// newEqualPruner prepares pruning for the kind, or returns nil when its
+// empty object does not validate (a zeroed field would then be a change of
+// validity) or its Go type is not a struct.
+func newEqualPruner(cfg Config) *equalPruner {
+	if cfg.Scheme == nil {
+		return nil
+	}
+	empty, err := cfg.Scheme.New(cfg.Kind)
+	if err != nil {
+		return nil
+	}
+	t := reflect.TypeOf(empty)
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	empty.GetObjectKind().SetGroupVersionKind(cfg.Kind)
+	if _, err := cfg.TypeConverter.ObjectToTyped(empty, typed.AllowDuplicates); err != nil {
+		return nil
+	}
+	return &equalPruner{objType: t, kind: cfg.Kind, tc: cfg.TypeConverter}
+}
+
+// applies reports whether an update of live to obj can be pruned.
+func (p *equalPruner) applies(live, obj runtime.Object) bool {
+	return p != nil && reflect.TypeOf(live) == p.objType && reflect.TypeOf(obj) == p.objType && live != obj
+}
+
+// prune returns copies of live and obj with the fields equal on both sides
+// zeroed, both of the kind (what converting them to the kind's version
+// gives), sharing everything else with the originals; ok is false when
+// nothing was zeroed or the zeroed fields do not validate.
+func (p *equalPruner) prune(live, obj runtime.Object) (prunedLive, prunedObj runtime.Object, ok bool) {
+	lv, ov := reflect.ValueOf(live).Elem(), reflect.ValueOf(obj).Elem()
+	lc, oc := reflect.New(lv.Type()), reflect.New(ov.Type())
+	lc.Elem().Set(lv)
+	oc.Elem().Set(ov)
+	witness := reflect.New(lv.Type())
+	if !zeroEqualFields(lc.Elem(), oc.Elem(), witness.Elem()) {
+		return nil, nil, false
+	}
+	w := witness.Interface().(runtime.Object)
+	w.GetObjectKind().SetGroupVersionKind(p.kind)
+	if _, err := p.tc.ObjectToTyped(w, typed.AllowDuplicates); err != nil {
+		return nil, nil, false
+	}
+	prunedLive, prunedObj = lc.Interface().(runtime.Object), oc.Interface().(runtime.Object)
+	prunedLive.GetObjectKind().SetGroupVersionKind(p.kind)
+	prunedObj.GetObjectKind().SetGroupVersionKind(p.kind)
+	return prunedLive, prunedObj, true
+}
+
+// zeroEqualFields zeroes in the structs a and b (addressable, of one type)
+// every exported field equal in both and not already zero, moving a's
+// value to witness, and descends into the struct fields that differ. It
+// reports whether it zeroed anything.
+func zeroEqualFields(a, b, witness reflect.Value) bool {
+	zeroed := false
+	t := a.Type()
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		fa, fb := a.Field(i), b.Field(i)
+		if fa.IsZero() && fb.IsZero() {
+			continue
+		}
+		if reflect.DeepEqual(fa.Addr().Interface(), fb.Addr().Interface()) {
+			witness.Field(i).Set(fa)
+			fa.SetZero()
+			fb.SetZero()
+			zeroed = true
+			continue
+		}
+		if descendable(sf) && zeroEqualFields(fa, fb, witness.Field(i)) {
+			zeroed = true
+		}
+	}
+	return zeroed
+}
+
+// descendable reports whether zeroing fields inside the struct field sf
+// keeps the field itself as structured-merge-diff sees it: a plain struct
+// (no JSON form of its own), not inlined, which no tag can drop when its
+// fields are zero.
+func descendable(sf reflect.StructField) bool {
+	if sf.Type.Kind() != reflect.Struct {
+		return false
+	}
+	name, opts, _ := strings.Cut(sf.Tag.Get("json"), ",")
+	if sf.Anonymous && name == "" || strings.Contains(opts, "omitzero") {
+		return false
+	}
+	return !value.TypeReflectEntryOf(sf.Type).CanConvertToUnstructured()
+}
+
+// prunedConverter is the object converter of one update: converting the
+// update's live or new object to the kind's version gives its pruned copy
+// (made once, when first asked, after the field manager has taken the
+// managed fields off the new object); anything else goes to the scheme.
+type prunedConverter struct {
+	runtime.ObjectConvertor
+	p                     *equalPruner
+	live, obj             runtime.Object
+	done, ok              bool
+	prunedLive, prunedObj runtime.Object
+}
+
+func (c *prunedConverter) ConvertToVersion(in runtime.Object, gv runtime.GroupVersioner) (runtime.Object, error) {
+	if (in == c.live || in == c.obj) && gv == runtime.GroupVersioner(c.p.kind.GroupVersion()) {
+		if !c.done {
+			c.done = true
+			c.prunedLive, c.prunedObj, c.ok = c.p.prune(c.live, c.obj)
+		}
+		if c.ok {
+			if in == c.live {
+				return c.prunedLive, nil
+			}
+			return c.prunedObj, nil
+		}
+	}
+	return c.ObjectConvertor.ConvertToVersion(in, gv)
+}

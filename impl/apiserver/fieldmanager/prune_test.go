@@ -1,0 +1,169 @@
+package fieldmanager
+
+import (
+	"math/rand"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/kubeproof/kubeproof/impl/registry"
+)
+
+// mix sets, field by field along struct fields, the struct a to a blend of
+// itself and x: each exported field is kept, taken from x, or (a struct)
+// blended further, so that the two objects share some parts and differ in
+// others.
+func mix(r *rand.Rand, a, x reflect.Value, depth int) {
+	for i := range a.NumField() {
+		if !a.Type().Field(i).IsExported() {
+			continue
+		}
+		fa, fx := a.Field(i), x.Field(i)
+		switch n := r.Intn(4); {
+		case n < 2:
+		case n == 2 || fa.Kind() != reflect.Struct || depth > 3:
+			fa.Set(fx)
+		default:
+			mix(r, fa, fx, depth+1)
+		}
+	}
+}
+
+// An update whose objects share parts records exactly what apimachinery's
+// field manager records on the whole objects (times aside), through the
+// main endpoint and /status, on random pairs of every served kind: the
+// live object's managed fields from its creation, the new object a blend
+// of the live one and another random object, sometimes carrying managed
+// fields of its own.
+func TestPrunedUpdateMatchesFieldManager(t *testing.T) {
+	const perKind = 60
+	for _, res := range registry.All() {
+		gvk := res.GroupVersionKind()
+		t.Run(gvk.String(), func(t *testing.T) {
+			managers := map[string]*Manager{"": managerFor(t, gvk, "")}
+			if res.Status != nil {
+				managers[""] = managerFor(t, gvk, "", "status")
+				managers["status"] = managerFor(t, gvk, "status", "spec")
+			}
+			r := rand.New(rand.NewSource(int64(len(gvk.String()))))
+			f := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(17), scheme.Codecs).NilChance(0.4).NumElements(0, 2)
+			for sub, m := range managers {
+				if m.prune == nil {
+					t.Skipf("no pruning for %s", gvk)
+				}
+				pruned := 0
+				for i := 0; i < perKind; i++ {
+					live := res.New()
+					f.Fill(live)
+					accessor(t, live).SetManagedFields(nil)
+					res.Strategy.Default(live)
+					if i%4 != 0 {
+						// Give it the managed fields of its creation.
+						created := managers[""].fm.UpdateNoErrors(res.New(), live.DeepCopyObject(), "creator")
+						accessor(t, live).SetManagedFields(accessor(t, created).GetManagedFields())
+					}
+					accessor(t, live).SetUID("uid-1")
+					other := res.New()
+					f.Fill(other)
+					res.Strategy.Default(other)
+					obj := live.DeepCopyObject()
+					mix(r, reflect.ValueOf(obj).Elem(), reflect.ValueOf(other).Elem(), 0)
+					if i%3 == 0 {
+						accessor(t, obj).SetManagedFields(nil)
+					}
+					want := m.fm.UpdateNoErrors(live.DeepCopyObject(), obj.DeepCopyObject(), "updater")
+					liveCopy := live.DeepCopyObject()
+					got := m.Update(live, obj, "updater")
+					if !reflect.DeepEqual(live, liveCopy) {
+						t.Fatalf("%s: the update changed the live object", sub)
+					}
+					if _, _, ok := m.prune.prune(live, obj); ok {
+						pruned++
+					}
+					if g, w := timeless(t, got), timeless(t, want); !reflect.DeepEqual(g, w) {
+						t.Fatalf("%s: managed fields differ\n got: %v\nwant: %v", sub, g, w)
+					}
+				}
+				if pruned == 0 {
+					t.Errorf("%s: no update was pruned", sub)
+				}
+			}
+		})
+	}
+}
+
+// A kubelet's status write, pruned, records what the full objects record.
+func TestPrunedStatusWrite(t *testing.T) {
+	m := managerFor(t, corev1.SchemeGroupVersion.WithKind("Pod"), "status", "spec")
+	live, obj := kubeletStatusWrite(t)
+	if _, _, ok := m.prune.prune(live, obj); !ok {
+		t.Fatal("the status write is not pruned")
+	}
+	want := m.fm.UpdateNoErrors(live.DeepCopy(), obj.DeepCopy(), "kubeproof")
+	got := m.Update(live, obj, "kubeproof")
+	if g, w := timeless(t, got), timeless(t, want); !reflect.DeepEqual(g, w) {
+		t.Fatalf("managed fields differ\n got: %v\nwant: %v", g, w)
+	}
+	if len(timeless(t, got)) != 2 {
+		t.Fatalf("want the creator's and the kubelet's entries, got %v", timeless(t, got))
+	}
+}
+
+// zeroEqualFields moves what two structs share to the witness and leaves
+// what differs, down plain struct fields only.
+func TestZeroEqualFields(t *testing.T) {
+	one := int64(1)
+	a := corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"a": "1"}, ResourceVersion: "1"},
+		Spec:       corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "c"}}, ActiveDeadlineSeconds: &one},
+		Status:     corev1.PodStatus{Phase: corev1.PodPending, StartTime: &metav1.Time{}},
+	}
+	b := *a.DeepCopy()
+	b.ResourceVersion = "2"
+	b.Spec.Containers[0].Image = "i"
+	b.Status.Phase = corev1.PodRunning
+	var w corev1.Pod
+	if !zeroEqualFields(reflect.ValueOf(&a).Elem(), reflect.ValueOf(&b).Elem(), reflect.ValueOf(&w).Elem()) {
+		t.Fatal("nothing zeroed")
+	}
+	wantA := corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "1"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
+	wantW := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"a": "1"}},
+		Spec: corev1.PodSpec{NodeName: "n", ActiveDeadlineSeconds: &one}, Status: corev1.PodStatus{StartTime: &metav1.Time{}}}
+	if !reflect.DeepEqual(a, wantA) {
+		t.Errorf("live side:\n got %+v\nwant %+v", a, wantA)
+	}
+	if b.ResourceVersion != "2" || b.Name != "" || b.Spec.Containers[0].Image != "i" || b.Status.Phase != corev1.PodRunning {
+		t.Errorf("new side: %+v", b)
+	}
+	if !reflect.DeepEqual(w, wantW) {
+		t.Errorf("witness:\n got %+v\nwant %+v", w, wantW)
+	}
+}
+
+func accessor(t *testing.T, obj runtime.Object) metav1.Object {
+	t.Helper()
+	a, err := meta.Accessor(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// timeless is obj's managed fields without their times (nil for none).
+func timeless(t *testing.T, obj runtime.Object) []metav1.ManagedFieldsEntry {
+	t.Helper()
+	var out []metav1.ManagedFieldsEntry
+	for _, e := range accessor(t, obj).GetManagedFields() {
+		e.Time = nil
+		out = append(out, e)
+	}
+	return out
+}
