@@ -3,10 +3,14 @@ package fieldmanager
 import (
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
@@ -34,6 +38,11 @@ import (
 //     they are, so an invalid object fails exactly as before.
 //   - The other walk over the live object (reconciling recorded field sets
 //     with the schema) reads only the schema and the sets.
+//   - The live object's managedFields (the new object's are taken off
+//     before the comparison) are an atomic list: the comparison finds only
+//     that it is gone, whatever it holds, and validating it means decoding
+//     every entry's FieldsV1 JSON. The live copy gets a one-entry stand-in
+//     instead, once every entry is known to validate (validEntries).
 //
 // TestPrunedUpdateMatchesFieldManager compares the results with the full
 // objects' on random pairs of every served kind.
@@ -41,7 +50,22 @@ type equalPruner struct {
 	objType reflect.Type // the kind's Go type (a pointer to a struct)
 	kind    schema.GroupVersionKind
 	tc      managedfields.TypeConverter
+	standIn bool // the kind's managedFields are an atomic list
+
+	// valid caches whether an entry's FieldsV1 validates (string -> bool);
+	// up to maxValidEntries of at most maxValidEntryLen bytes.
+	valid  sync.Map
+	nvalid atomic.Int32
 }
+
+const (
+	maxValidEntries  = 4096
+	maxValidEntryLen = 4 << 10
+)
+
+// managedStandIn is what the live copy holds instead of its managed
+// fields: present, and valid.
+var managedStandIn = []metav1.ManagedFieldsEntry{{}}
 
 // newEqualPruner prepares pruning for the kind, or returns nil when its
 // empty object does not validate (a zeroed field would then be a change of
@@ -59,10 +83,70 @@ func newEqualPruner(cfg Config) *equalPruner {
 		return nil
 	}
 	empty.GetObjectKind().SetGroupVersionKind(cfg.Kind)
-	if _, err := cfg.TypeConverter.ObjectToTyped(empty, typed.AllowDuplicates); err != nil {
+	tv, err := cfg.TypeConverter.ObjectToTyped(empty, typed.AllowDuplicates)
+	if err != nil {
 		return nil
 	}
-	return &equalPruner{objType: t, kind: cfg.Kind, tc: cfg.TypeConverter}
+	p := &equalPruner{objType: t, kind: cfg.Kind, tc: cfg.TypeConverter}
+	if _, ok := empty.(metav1.Object); ok {
+		p.standIn = atomicList(tv.Schema(), tv.TypeRef(), "metadata", "managedFields")
+	}
+	return p
+}
+
+// atomicList reports whether the field at path under root is an atomic
+// list.
+func atomicList(s *smdschema.Schema, root smdschema.TypeRef, path ...string) bool {
+	tr := root
+	for _, name := range path {
+		atom, ok := s.Resolve(tr)
+		if !ok || atom.Map == nil {
+			return false
+		}
+		f, ok := atom.Map.FindField(name)
+		if !ok {
+			return false
+		}
+		tr = f.Type
+	}
+	atom, ok := s.Resolve(tr)
+	return ok && atom.List != nil && atom.List.ElementRelationship == smdschema.Atomic
+}
+
+// validEntries reports whether the managed fields entries validate as
+// part of an object of the kind. Only an entry's FieldsV1 can fail (its
+// other fields are strings and a time); each distinct one is validated in
+// the kind's empty object, alone.
+func (p *equalPruner) validEntries(entries []metav1.ManagedFieldsEntry) bool {
+	for i := range entries {
+		f := entries[i].FieldsV1
+		if f == nil {
+			continue
+		}
+		if v, ok := p.valid.Load(string(f.Raw)); ok {
+			if !v.(bool) {
+				return false
+			}
+			continue
+		}
+		valid := p.validate(f)
+		if len(f.Raw) <= maxValidEntryLen && p.nvalid.Add(1) <= maxValidEntries {
+			p.valid.Store(string(f.Raw), valid)
+		}
+		if !valid {
+			return false
+		}
+	}
+	return true
+}
+
+// validate validates f in an entry of the kind's empty object.
+func (p *equalPruner) validate(f *metav1.FieldsV1) bool {
+	w := reflect.New(p.objType.Elem()).Interface().(runtime.Object)
+	w.GetObjectKind().SetGroupVersionKind(p.kind)
+	w.(metav1.Object).SetManagedFields([]metav1.ManagedFieldsEntry{{FieldsV1: f}})
+	_, err := p.tc.ObjectToTyped(w, typed.AllowDuplicates)
+	return err == nil
 }
 
 // applies reports whether an update of live to obj can be pruned.
@@ -73,14 +157,30 @@ func (p *equalPruner) applies(live, obj runtime.Object) bool {
 // prune returns copies of live and obj with the fields equal on both sides
 // zeroed, both of the kind (what converting them to the kind's version
 // gives), sharing everything else with the originals; ok is false when
-// nothing was zeroed or the zeroed fields do not validate.
+// nothing was zeroed or the zeroed fields do not validate. Contents
+// structured-merge-diff cannot read make its validation panic rather than
+// fail; ok is then false too, and the update takes the objects as they
+// are (to panic there as before).
 func (p *equalPruner) prune(live, obj runtime.Object) (prunedLive, prunedObj runtime.Object, ok bool) {
+	defer func() {
+		if recover() != nil {
+			prunedLive, prunedObj, ok = nil, nil, false
+		}
+	}()
 	lv, ov := reflect.ValueOf(live).Elem(), reflect.ValueOf(obj).Elem()
 	lc, oc := reflect.New(lv.Type()), reflect.New(ov.Type())
 	lc.Elem().Set(lv)
 	oc.Elem().Set(ov)
 	witness := reflect.New(lv.Type())
-	if !zeroEqualFields(lc.Elem(), oc.Elem(), witness.Elem()) {
+	zeroed := zeroEqualFields(lc.Elem(), oc.Elem(), witness.Elem())
+	if p.standIn {
+		lm, om := lc.Interface().(metav1.Object), oc.Interface().(metav1.Object)
+		if len(lm.GetManagedFields()) > 0 && len(om.GetManagedFields()) == 0 && p.validEntries(lm.GetManagedFields()) {
+			lm.SetManagedFields(managedStandIn)
+			zeroed = true
+		}
+	}
+	if !zeroed {
 		return nil, nil, false
 	}
 	w := witness.Interface().(runtime.Object)

@@ -1,6 +1,7 @@
 package fieldmanager
 
 import (
+	"fmt"
 	"math/rand"
 	"reflect"
 	"testing"
@@ -69,6 +70,14 @@ func TestPrunedUpdateMatchesFieldManager(t *testing.T) {
 						created := managers[""].fm.UpdateNoErrors(res.New(), live.DeepCopyObject(), "creator")
 						accessor(t, live).SetManagedFields(accessor(t, created).GetManagedFields())
 					}
+					if i%5 == 0 {
+						// An entry the field manager can read but whose
+						// FieldsV1 may not validate.
+						odd := oddFields[r.Intn(len(oddFields))]
+						accessor(t, live).SetManagedFields(append(accessor(t, live).GetManagedFields(), metav1.ManagedFieldsEntry{
+							Manager: "odd", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: gvk.GroupVersion().String(),
+							FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(odd)}}))
+					}
 					accessor(t, live).SetUID("uid-1")
 					other := res.New()
 					f.Fill(other)
@@ -78,17 +87,24 @@ func TestPrunedUpdateMatchesFieldManager(t *testing.T) {
 					if i%3 == 0 {
 						accessor(t, obj).SetManagedFields(nil)
 					}
-					want := m.fm.UpdateNoErrors(live.DeepCopyObject(), obj.DeepCopyObject(), "updater")
+					want, wantPanic := outcome(t, func() runtime.Object {
+						return m.fm.UpdateNoErrors(live.DeepCopyObject(), obj.DeepCopyObject(), "updater")
+					})
 					liveCopy := live.DeepCopyObject()
-					got := m.Update(live, obj, "updater")
+					got, gotPanic := outcome(t, func() runtime.Object { return m.Update(live, obj.DeepCopyObject(), "updater") })
 					if !reflect.DeepEqual(live, liveCopy) {
 						t.Fatalf("%s: the update changed the live object", sub)
 					}
-					if _, _, ok := m.prune.prune(live, obj); ok {
-						pruned++
+					if _, ok := outcome(t, func() runtime.Object {
+						if _, _, ok := m.prune.prune(live, obj); ok {
+							pruned++
+						}
+						return nil
+					}); ok {
+						t.Fatalf("%s: pruning panicked", sub)
 					}
-					if g, w := timeless(t, got), timeless(t, want); !reflect.DeepEqual(g, w) {
-						t.Fatalf("%s: managed fields differ\n got: %v\nwant: %v", sub, g, w)
+					if gotPanic != wantPanic || !reflect.DeepEqual(got, want) {
+						t.Fatalf("%s: managed fields differ (panic %v, want %v)\n got: %v\nwant: %v", sub, gotPanic, wantPanic, got, want)
 					}
 				}
 				if pruned == 0 {
@@ -98,6 +114,10 @@ func TestPrunedUpdateMatchesFieldManager(t *testing.T) {
 		})
 	}
 }
+
+// FieldsV1 contents, valid and not, for entries of live objects.
+var oddFields = []string{`{}`, `{"f:metadata":{"f:labels":{}}}`, `{"f:metadata":{}} x`, `{"f:metadata":{}}}`,
+	`{"f:metadata":{"f:labels":{".":{}}},}`, `{"f:metadata":1}`, `{"f:x":[1,2]}`, `{"f:x":1e999}`}
 
 // A kubelet's status write, pruned, records what the full objects record.
 func TestPrunedStatusWrite(t *testing.T) {
@@ -148,6 +168,22 @@ func TestZeroEqualFields(t *testing.T) {
 	}
 }
 
+// outcome runs an update and returns the managed fields it recorded
+// (without times), or whether it panicked.
+func outcome(t *testing.T, update func() runtime.Object) (managed []metav1.ManagedFieldsEntry, panicked bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.Logf("panic: %v", r)
+			managed, panicked = nil, true
+		}
+	}()
+	obj := update()
+	if obj == nil {
+		return nil, false
+	}
+	return timeless(t, obj), false
+}
+
 func accessor(t *testing.T, obj runtime.Object) metav1.Object {
 	t.Helper()
 	a, err := meta.Accessor(obj)
@@ -166,4 +202,31 @@ func timeless(t *testing.T, obj runtime.Object) []metav1.ManagedFieldsEntry {
 		out = append(out, e)
 	}
 	return out
+}
+
+// Concurrent pruned updates of one endpoint share its pruner (and its
+// cache of valid entries) safely and each records what the full objects
+// record.
+func TestPrunedUpdatesConcurrently(t *testing.T) {
+	m := managerFor(t, corev1.SchemeGroupVersion.WithKind("Pod"), "status", "spec")
+	live, obj := kubeletStatusWrite(t)
+	want := timeless(t, m.fm.UpdateNoErrors(live.DeepCopy(), obj.DeepCopy(), "kubeproof"))
+	errs := make(chan string, 8)
+	for range 4 {
+		go func() {
+			for range 20 {
+				got := m.Update(live, obj.DeepCopy(), "kubeproof")
+				if g := timeless(t, got); !reflect.DeepEqual(g, want) {
+					errs <- fmt.Sprintf("got %v, want %v", g, want)
+					return
+				}
+			}
+			errs <- ""
+		}()
+	}
+	for range 4 {
+		if e := <-errs; e != "" {
+			t.Fatal(e)
+		}
+	}
 }
