@@ -352,19 +352,7 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 			return err
 		}
 	}
-	var wg sync.WaitGroup
-	errs := make([]error, len(a.ContainersToKill))
-	for i, kill := range a.ContainersToKill {
-		wg.Add(1)
-		k.containerEvent(pod, kill.Name, kill.Init, v1.EventTypeNormal, EventKilling, "%s", kill.Message)
-		go func() {
-			defer wg.Done()
-			spec := containerSpec(pod, kill.Name, kill.Init)
-			errs[i] = k.killContainer(ctx, pod, spec, kill.ContainerID, podIP(rs), kill.GracePeriod)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := k.killContainers(ctx, pod, rs, a.ContainersToKill); err != nil {
 		return err
 	}
 
@@ -421,6 +409,27 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 		}
 	}
 	return nil
+}
+
+// killContainers kills the containers in parallel (none: nothing to wait
+// for, nothing allocated, as on every resync of a running pod).
+func (k *Kubelet) killContainers(ctx context.Context, pod *v1.Pod, rs *podstate.Pod, kills []podsync.Kill) error {
+	if len(kills) == 0 {
+		return nil
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(kills))
+	for i, kill := range kills {
+		wg.Add(1)
+		k.containerEvent(pod, kill.Name, kill.Init, v1.EventTypeNormal, EventKilling, "%s", kill.Message)
+		go func() {
+			defer wg.Done()
+			spec := containerSpec(pod, kill.Name, kill.Init)
+			errs[i] = k.killContainer(ctx, pod, spec, kill.ContainerID, podIP(rs), kill.GracePeriod)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func podIP(rs *podstate.Pod) string {
@@ -649,9 +658,34 @@ func (k *Kubelet) killPod(ctx context.Context, pod *v1.Pod, rs *podstate.Pod, gr
 	return nil
 }
 
+// hasProbes reports whether any container of pod that runProbes probes
+// (app containers and sidecars) has a probe.
+func hasProbes(pod *v1.Pod) bool {
+	probed := func(c *v1.Container) bool {
+		return c.StartupProbe != nil || c.LivenessProbe != nil || c.ReadinessProbe != nil
+	}
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; podsync.IsSidecar(c) && probed(c) {
+			return true
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if probed(&pod.Spec.Containers[i]) {
+			return true
+		}
+	}
+	return false
+}
+
 // runProbes runs the probes that are due and returns every running
 // container's probe results and when the next probe is due.
+//
+// A pod without probes (most pods) has no results (its containers' are
+// all unknown, as a missing entry reads) and nothing due.
 func (k *Kubelet) runProbes(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *podstate.Pod, now time.Time) (map[string]podstate.ContainerProbes, time.Time) {
+	if len(rec.probes) == 0 && !hasProbes(pod) {
+		return nil, time.Time{}
+	}
 	results := map[string]podstate.ContainerProbes{}
 	live := map[string]bool{}
 	var next time.Time

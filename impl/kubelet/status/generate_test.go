@@ -304,3 +304,32 @@ func TestEqualMatchesSemanticDeepEqual(t *testing.T) {
 		t.Fatal("statuses equal in value but not in encoding compare unequal")
 	}
 }
+
+// Normalize keeps the instant metav1.Time.Rfc3339Copy keeps (what the API
+// stores), for times with and without sub-second parts, in any zone and
+// before 1970, and never changes a start time it may share with the old
+// status.
+func TestNormalizeTruncatesAsTheAPIStores(t *testing.T) {
+	zone := time.FixedZone("x", -7*3600-1800)
+	for _, at := range []time.Time{
+		now, now.Add(999 * time.Millisecond), now.Add(time.Nanosecond), now.In(zone).Add(250 * time.Millisecond),
+		time.Now(), time.Date(1969, 12, 31, 23, 59, 59, 500_000_000, time.UTC), now.Local().Add(time.Microsecond),
+	} {
+		shared := metav1.NewTime(at)
+		s := v1.PodStatus{
+			StartTime:         &shared,
+			Conditions:        []v1.PodCondition{{Type: v1.PodReady, LastTransitionTime: metav1.NewTime(at), LastProbeTime: metav1.NewTime(at)}},
+			ContainerStatuses: []v1.ContainerStatus{{State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(at)}}}},
+		}
+		Normalize(&s)
+		want := metav1.NewTime(at).Rfc3339Copy()
+		for _, got := range []metav1.Time{*s.StartTime, s.Conditions[0].LastTransitionTime, s.Conditions[0].LastProbeTime, s.ContainerStatuses[0].State.Running.StartedAt} {
+			if !got.Equal(&want) {
+				t.Errorf("Normalize(%v) = %v, want %v", at, got, want)
+			}
+		}
+		if !shared.Time.Equal(at) {
+			t.Errorf("Normalize changed the shared start time %v to %v", at, shared)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -40,13 +41,17 @@ func (m *Manager) Writes() int64 { return m.writes.Load() }
 
 // Normalize truncates every timestamp to whole seconds, the precision the
 // API stores, so that a status read back compares equal to the one written.
+// (The instant metav1.Time.Rfc3339Copy keeps, without formatting and
+// parsing it: every sync of a running pod normalizes its containers' start
+// times.) A start time already whole is left as it is; another is
+// replaced, not changed in place (it may be shared with the old status).
 func Normalize(s *v1.PodStatus) {
 	trunc := func(t *metav1.Time) {
-		if t != nil && !t.IsZero() {
-			*t = metav1.NewTime(t.Rfc3339Copy().Time)
+		if t != nil && !t.IsZero() && t.Nanosecond() != 0 {
+			*t = metav1.NewTime(t.Truncate(time.Second))
 		}
 	}
-	if s.StartTime != nil {
+	if s.StartTime != nil && !s.StartTime.IsZero() && s.StartTime.Nanosecond() != 0 {
 		t := *s.StartTime
 		trunc(&t)
 		s.StartTime = &t
@@ -78,6 +83,9 @@ func Normalize(s *v1.PodStatus) {
 // (SameEncoding): the periodic resync of a Running pod asks this of every
 // pod every SyncFrequency, and reflection made it most of that sync's CPU
 // and garbage.
+//
+// Neither a nor b escapes (the caller's status may live on its stack):
+// Semantic.DeepEqual, which takes interfaces, is given copies.
 func Equal(a, b *v1.PodStatus) bool {
 	if !normalized(a) {
 		a = a.DeepCopy()
@@ -87,10 +95,35 @@ func Equal(a, b *v1.PodStatus) bool {
 		b = b.DeepCopy()
 		Normalize(b)
 	}
-	if SameEncoding(a, b) {
+	if sameStatusEncoding(a, b) {
 		return true
 	}
-	return apiequality.Semantic.DeepEqual(a, b)
+	ac, bc := *a, *b
+	return apiequality.Semantic.DeepEqual(&ac, &bc)
+}
+
+// sameStatusEncoding is SameEncoding for pod statuses, called on the type
+// itself so that neither status escapes.
+func sameStatusEncoding(a, b *v1.PodStatus) bool {
+	n := a.Size()
+	if n != b.Size() {
+		return false
+	}
+	bufs := encodeBuffers.Get().(*[2][]byte)
+	defer encodeBuffers.Put(bufs)
+	for i := range bufs {
+		if cap(bufs[i]) < n {
+			bufs[i] = make([]byte, n)
+		}
+		bufs[i] = bufs[i][:n]
+	}
+	if _, err := a.MarshalToSizedBuffer(bufs[0]); err != nil {
+		return false
+	}
+	if _, err := b.MarshalToSizedBuffer(bufs[1]); err != nil {
+		return false
+	}
+	return bytes.Equal(bufs[0], bufs[1])
 }
 
 // Encodable is an API type's generated protobuf marshalling.
