@@ -46,6 +46,12 @@ type Config struct {
 
 	// SyncFrequency is the period of the full resync of every pod (20 s).
 	SyncFrequency time.Duration
+	// SyncErrorBackOff is how long a pod worker waits before syncing a pod
+	// again after its sync failed (10 s, upstream's pod workers'
+	// backOffPeriod), plus up to half as much again at random; a pod
+	// update, a container state change or an eviction still syncs it at
+	// once, the full resync does not (syncRetryDelay).
+	SyncErrorBackOff time.Duration
 	// NodeStatusUpdateFrequency is how often node status is computed and
 	// posted if it changed (10 s); NodeStatusReportFrequency is how often it
 	// is posted even if unchanged (5 min).
@@ -99,6 +105,7 @@ type Config struct {
 // Defaults for Config.
 const (
 	DefaultSyncFrequency             = 20 * time.Second
+	DefaultSyncErrorBackOff          = 10 * time.Second
 	DefaultNodeStatusUpdateFrequency = 10 * time.Second
 	DefaultNodeStatusReportFrequency = 5 * time.Minute
 	DefaultLeaseDuration             = 40 * time.Second
@@ -139,6 +146,7 @@ func (c *Config) setDefaults() error {
 		}
 	}
 	def(&c.SyncFrequency, DefaultSyncFrequency)
+	def(&c.SyncErrorBackOff, DefaultSyncErrorBackOff)
 	def(&c.NodeStatusUpdateFrequency, DefaultNodeStatusUpdateFrequency)
 	def(&c.NodeStatusReportFrequency, DefaultNodeStatusReportFrequency)
 	def(&c.LeaseDuration, DefaultLeaseDuration)

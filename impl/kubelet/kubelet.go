@@ -12,7 +12,10 @@
 // housekeeping goroutine (relist, periodic resync, lease, node status) and
 // a small pool of workers over a delaying work queue keyed by pod UID (the
 // "pod workers": one UID is never synced by two workers at once); no
-// goroutine per pod.
+// goroutine per pod. As upstream's pod workers, a failed sync is retried
+// after Config.SyncErrorBackOff (10–15 s; syncRetryDelay), not at the
+// next full resync, while a pod update or a container state change syncs
+// the pod at once.
 //
 // KUBELET-1: HandlePod ignores pods bound to other nodes, and runtime pods
 // whose API pod is gone are killed and removed.
@@ -116,6 +119,11 @@ type podRecord struct {
 	tokens       []tokenRefresh          // when to renew each projected token (a pod has one or two)
 
 	relistFP uint64 // the relist's fingerprint of its containers (0: none); guarded by Kubelet.mu
+	// retryAt is when a failed sync is retried (Unix nanoseconds; 0: the
+	// last sync succeeded); until then only a sync asked for at once
+	// (syncNow) runs, not the full resync's. Both guarded by Kubelet.mu.
+	retryAt int64
+	syncNow bool
 
 	admitted        bool
 	rejected        bool
@@ -418,9 +426,15 @@ func (k *Kubelet) MarkSourceSynced() {
 	k.enqueueAll()
 }
 
+// enqueue asks for a sync of uid after the given time; with none, at once
+// even while the pod backs off from a failed sync (a pod update, a
+// container state change, an eviction: upstream's UpdatePod).
 func (k *Kubelet) enqueue(uid types.UID, after time.Duration) {
 	k.mu.Lock()
 	q := k.queue
+	if rec := k.pods[uid]; rec != nil && after <= 0 {
+		rec.syncNow = true
+	}
 	k.mu.Unlock()
 	if q == nil {
 		return
@@ -432,6 +446,7 @@ func (k *Kubelet) enqueue(uid types.UID, after time.Duration) {
 	}
 }
 
+// enqueueAll asks for a sync of every pod at once (enqueue).
 func (k *Kubelet) enqueueAll() {
 	k.mu.Lock()
 	uids := make([]types.UID, 0, len(k.pods))
@@ -444,7 +459,61 @@ func (k *Kubelet) enqueueAll() {
 	}
 }
 
-// processNext is one pod worker step.
+// resyncAll is the periodic full resync: every pod is queued, but one
+// backing off from a failed sync waits for its retry (as upstream's
+// periodic sync takes only the pods whose time has come).
+func (k *Kubelet) resyncAll() {
+	k.mu.Lock()
+	q := k.queue
+	uids := make([]types.UID, 0, len(k.pods))
+	for uid := range k.pods {
+		uids = append(uids, uid)
+	}
+	k.mu.Unlock()
+	if q == nil {
+		return
+	}
+	for _, uid := range uids {
+		q.Add(uid)
+	}
+}
+
+// startSync reports how long uid still backs off from a failed sync (0:
+// sync it now), and takes its request for an immediate sync.
+func (k *Kubelet) startSync(uid types.UID) time.Duration {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	rec := k.pods[uid]
+	if rec == nil {
+		return 0
+	}
+	if !rec.syncNow && rec.retryAt != 0 {
+		if wait := time.Duration(rec.retryAt - k.clock.Now().UnixNano()); wait > 0 {
+			return wait
+		}
+	}
+	rec.syncNow = false
+	return 0
+}
+
+// endSync records when a failed sync of uid is retried (retry after now;
+// none when err is nil).
+func (k *Kubelet) endSync(uid types.UID, err error, retry time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	rec := k.pods[uid]
+	if rec == nil {
+		return
+	}
+	rec.retryAt = 0
+	if err != nil {
+		rec.retryAt = k.clock.Now().Add(retry).UnixNano()
+	}
+}
+
+// processNext is one pod worker step: a pod backing off from a failed
+// sync waits for its retry unless a sync was asked for at once; after the
+// sync, syncRetryDelay decides when the worker syncs it again.
 func (k *Kubelet) processNext(ctx context.Context) bool {
 	uid, shutdown := k.queue.Get()
 	if shutdown {
@@ -455,19 +524,22 @@ func (k *Kubelet) processNext(ctx context.Context) bool {
 		k.queue.AddAfter(uid, k.cfg.SyncFrequency)
 		return true
 	}
+	if wait := k.startSync(uid); wait > 0 {
+		k.queue.AddAfter(uid, wait)
+		return true
+	}
 	if err := k.evictPod(ctx, uid); err != nil && ctx.Err() == nil {
 		k.log.Info("evict pod", "uid", uid, "err", err)
 	}
 	requeue, err := k.syncPod(ctx, uid)
-	if err != nil {
-		if ctx.Err() != nil {
-			return true
-		}
-		k.log.Info("sync pod", "uid", uid, "err", err)
-		if requeue <= 0 || requeue > time.Second {
-			requeue = time.Second
-		}
+	if err != nil && ctx.Err() != nil {
+		return true
 	}
+	if err != nil {
+		k.log.Info("sync pod", "uid", uid, "err", err)
+	}
+	requeue = syncRetryDelay(requeue, err, k.cfg.SyncErrorBackOff, k.cfg.SyncFrequency, rand.Float64())
+	k.endSync(uid, err, requeue)
 	if requeue > 0 {
 		k.queue.AddAfter(uid, requeue)
 	}
@@ -507,7 +579,7 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 		k.relist(ctx)
 		now := k.clock.Now()
 		if !now.Before(nextResync) {
-			k.enqueueAll()
+			k.resyncAll()
 			nextResync = now.Add(k.cfg.SyncFrequency)
 		}
 		if !now.Before(nextLease) {
