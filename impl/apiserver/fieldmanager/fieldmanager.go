@@ -18,6 +18,7 @@ package fieldmanager
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -58,8 +59,16 @@ type Manager struct {
 	tc     managedfields.TypeConverter
 	create *createPath  // nil when creates take the full manager
 	prune  *equalPruner // nil when updates take the full objects
-	cfg    Config       // for the field manager of a pruned update
-	reset  map[fieldpath.APIVersion]fieldpath.Filter
+	// pruned holds field managers for pruned updates, each over its own
+	// prunedConverter (building one allocates more than an update).
+	pruned sync.Pool
+}
+
+// prunedFieldManager is a field manager and the converter it was built
+// over, set for one update at a time.
+type prunedFieldManager struct {
+	fm   *managedfields.FieldManager
+	conv *prunedConverter
 }
 
 // New builds the manager of cfg.
@@ -79,8 +88,19 @@ func New(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("field manager for %s: %w", cfg.Kind, err)
 	}
-	return &Manager{fm: fm, kind: cfg.Kind, tc: cfg.TypeConverter, create: newCreatePath(cfg, reset),
-		prune: newEqualPruner(cfg), cfg: cfg, reset: reset}, nil
+	m := &Manager{fm: fm, kind: cfg.Kind, tc: cfg.TypeConverter, create: newCreatePath(cfg, reset), prune: newEqualPruner(cfg)}
+	if m.prune != nil {
+		m.pruned.New = func() any {
+			conv := &prunedConverter{ObjectConvertor: cfg.Scheme, p: m.prune}
+			fm, err := managedfields.NewDefaultFieldManager(cfg.TypeConverter, conv, defaulter(cfg.Default), cfg.Scheme,
+				cfg.Kind, cfg.Kind.GroupVersion(), cfg.Subresource, reset)
+			if err != nil {
+				return nil
+			}
+			return &prunedFieldManager{fm: fm, conv: conv}
+		}
+	}
+	return m, nil
 }
 
 // defaulter adapts a strategy's Default to runtime.ObjectDefaulter.
@@ -105,11 +125,12 @@ func (m *Manager) Update(live, obj runtime.Object, manager string) runtime.Objec
 	if m.prune.applies(live, obj) {
 		// The same field manager over a converter that hands it the two
 		// objects without what they have in common (equalPruner).
-		conv := &prunedConverter{ObjectConvertor: m.cfg.Scheme, p: m.prune, live: live, obj: obj}
-		fm, err := managedfields.NewDefaultFieldManager(m.cfg.TypeConverter, conv, defaulter(m.cfg.Default), m.cfg.Scheme,
-			m.cfg.Kind, m.cfg.Kind.GroupVersion(), m.cfg.Subresource, m.reset)
-		if err == nil {
-			return fm.UpdateNoErrors(live, obj, manager)
+		if pf, ok := m.pruned.Get().(*prunedFieldManager); ok {
+			pf.conv.live, pf.conv.obj = live, obj
+			out := pf.fm.UpdateNoErrors(live, obj, manager)
+			*pf.conv = prunedConverter{ObjectConvertor: pf.conv.ObjectConvertor, p: pf.conv.p}
+			m.pruned.Put(pf)
+			return out
 		}
 	}
 	return m.fm.UpdateNoErrors(live, obj, manager)
