@@ -8,19 +8,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
@@ -47,10 +42,18 @@ import (
 //     its pods' ConfigMaps and Secrets and its Node through it, so the
 //     Node authorizer and NodeRestriction judge each node's requests as a
 //     real kubelet's;
-//   - one event broadcaster (one correlation cache of client-go's fixed
-//     size instead of one per node); each kubelet records with its own
-//     source host, and nodeEventSinks writes each event through the client
-//     of the node that recorded it;
+//   - every kubelet records its events with its own client-go event
+//     broadcaster, writing through its own client, as upstream's kubelet
+//     (kubelet.Config.Recorder nil): its own correlator and spam filter,
+//     its own 1,000-event queue and writer goroutine, so 1,000 nodes write
+//     events as 1,000 kubelets do. One broadcaster shared by all nodes
+//     (until session 11) wrote one event at a time for all of them and
+//     dropped what its one queue could not hold (1.56 of ~4 kubelet events
+//     per pod at 1,000 nodes), and its one 4,096-entry correlation cache
+//     served every node. A broadcaster costs a node ~74 KiB (~68 KiB heap,
+//     mostly its two 1,000-event channels, and three goroutines), its
+//     correlation caches ~4 KiB per pod (TestSimulatedNodesWriteAllEvents's
+//     comment has the measurement);
 //   - the kubelets' root directory (pod directories and volume contents)
 //     on tmpfs, as upstream's kubelet keeps secret and projected volumes
 //     in memory, removed when the cluster stops (simulated pods do not
@@ -74,8 +77,6 @@ type simulatedNodes struct {
 	reader     kubernetes.Interface
 	pods       cache.SharedIndexInformer
 	dispatcher *kubelet.PodDispatcher
-	events     record.EventBroadcaster
-	sinks      *nodeEventSinks
 	// rootDir holds every kubelet's pod directories (RootDir) and
 	// PodLogsDir; tmpfs tells whether it is on a tmpfs.
 	rootDir string
@@ -100,15 +101,13 @@ func (c *Cluster) startSimulatedNodes(ctx context.Context, cfg Config) (*simulat
 	if err := WaitPodsReadable(ctx, cs, time.Minute); err != nil {
 		return nil, err
 	}
-	n := &simulatedNodes{sinks: &nodeEventSinks{byHost: map[string]record.EventSink{}}}
+	n := &simulatedNodes{}
 	if n.rootDir, n.tmpfs, err = kubeletRootDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
 	n.reader = cs
 	n.pods = kubelet.NewPodInformer(cs, 0)
 	n.dispatcher = kubelet.NewPodDispatcherWithInformer(n.pods)
-	n.events = record.NewBroadcaster(record.WithContext(ctx))
-	n.events.StartRecordingToSink(n.sinks)
 	pods := n.pods
 	c.goRun(&c.compsWG, "simulated nodes' pod informer", func() error { pods.RunWithContext(ctx); return nil })
 	return n, nil
@@ -116,7 +115,6 @@ func (c *Cluster) startSimulatedNodes(ctx context.Context, cfg Config) (*simulat
 
 // stop releases what startSimulatedNodes made, once the kubelets stopped.
 func (n *simulatedNodes) stop() {
-	n.events.Shutdown()
 	_ = os.RemoveAll(n.rootDir)
 }
 
@@ -255,13 +253,11 @@ func (c *Cluster) startKubelets(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return fmt.Errorf("building runtime of %s: %w", name, err)
 		}
-		n.sinks.add(name, cs)
 		k, err := kubelet.New(ctx, cs, kubelet.Config{
 			NodeName: name, PodCIDR: cidr, Port: c.kubeletAPI.Port, CPU: cpu, Memory: mem, MaxPods: cfg.NodeMaxPods,
 			ExternalPodSource: true, ServiceReadClient: n.reader,
 			RootDir: filepath.Join(n.rootDir, "root"), PodLogsDir: filepath.Join(n.rootDir, "pod-logs"),
-			Recorder: n.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: kubelet.EventComponent, Host: name}),
-			Logger:   cfg.Logger.With("node", name), PodTrace: cfg.PodTrace,
+			Logger: cfg.Logger.With("node", name), PodTrace: cfg.PodTrace,
 		}, rt)
 		if err != nil {
 			return fmt.Errorf("building kubelet %s: %w", name, err)
@@ -273,52 +269,4 @@ func (c *Cluster) startKubelets(ctx context.Context, cfg Config) error {
 	}
 	c.goRun(&c.compsWG, "simulated nodes' pod dispatcher", func() error { return n.dispatcher.Run(ctx) })
 	return nil
-}
-
-// nodeEventSinks is the event sink of the simulated kubelets' one
-// broadcaster: it writes each event through the client of the node that
-// recorded it (the event's source host), so events too are each node's
-// own requests.
-type nodeEventSinks struct {
-	mu     sync.RWMutex
-	byHost map[string]record.EventSink
-}
-
-func (s *nodeEventSinks) add(node string, cs kubernetes.Interface) {
-	s.mu.Lock()
-	s.byHost[node] = &typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")}
-	s.mu.Unlock()
-}
-
-func (s *nodeEventSinks) sink(e *corev1.Event) (record.EventSink, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if k, ok := s.byHost[e.Source.Host]; ok {
-		return k, nil
-	}
-	return nil, fmt.Errorf("event %s/%s from %q: not a simulated node of this cluster", e.Namespace, e.Name, e.Source.Host)
-}
-
-func (s *nodeEventSinks) Create(e *corev1.Event) (*corev1.Event, error) {
-	k, err := s.sink(e)
-	if err != nil {
-		return nil, err
-	}
-	return k.Create(e)
-}
-
-func (s *nodeEventSinks) Update(e *corev1.Event) (*corev1.Event, error) {
-	k, err := s.sink(e)
-	if err != nil {
-		return nil, err
-	}
-	return k.Update(e)
-}
-
-func (s *nodeEventSinks) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
-	k, err := s.sink(e)
-	if err != nil {
-		return nil, err
-	}
-	return k.Patch(e, data)
 }
