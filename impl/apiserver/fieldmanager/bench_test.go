@@ -168,3 +168,30 @@ func BenchmarkLeaseUpdate(b *testing.B) {
 		m.Update(live, obj.DeepCopy(), "kubeproof")
 	}
 }
+
+// BenchmarkCreateEventFields is the managed-fields work of creating a
+// kubelet's event (testdata/event.json, from `kubeproof up`, less what the
+// server sets): the shape kept (the direct road) against structured-merge-
+// diff's comparison with the empty event.
+func BenchmarkCreateEventFields(b *testing.B) {
+	m := managerFor(b, corev1.SchemeGroupVersion.WithKind("Event"), "")
+	ev := &corev1.Event{}
+	readJSON(b, "event.json", ev)
+	ev.ManagedFields, ev.UID, ev.ResourceVersion, ev.CreationTimestamp = nil, "", "", metav1.Time{}
+	b.Run("shape", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := m.create.fieldsJSON(ev, m.tc); !ok {
+				b.Fatal("no fields")
+			}
+		}
+	})
+	b.Run("structured-merge-diff", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := m.create.toJSON(m.create.compared(ev, m.tc)); !ok {
+				b.Fatal("no fields")
+			}
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
@@ -213,6 +214,10 @@ func (w *directWalker) both(pe fieldpath.PathElement, fv reflect.Value, tr smdsc
 	case reflect.Map:
 		return w.nullThen(pe, fv, tr)
 	case reflect.Struct:
+		if atomicMap(atom) {
+			// One leaf, Modified when it differs from the empty value.
+			return w.atomic(pe, fv, tr, true)
+		}
 		defer w.descend(pe)()
 		return w.bothStruct(fv, tr, false)
 	default:
@@ -242,6 +247,10 @@ func (w *directWalker) nullThen(pe fieldpath.PathElement, v reflect.Value, tr sm
 	case reflect.Struct, reflect.Map:
 		if atom.Map == nil {
 			return false
+		}
+		if atomicMap(atom) {
+			// A leaf: null against a map is Modified.
+			return w.atomic(pe, v, tr, false)
 		}
 		if isEmptyMap(v) {
 			w.insert(pe)
@@ -296,6 +305,9 @@ func (w *directWalker) added(pe fieldpath.PathElement, v reflect.Value, tr smdsc
 		if atom.Map == nil {
 			return false
 		}
+		if atomicMap(atom) {
+			return w.atomic(pe, v, tr, false)
+		}
 		w.insert(pe)
 		if isEmptyMap(v) {
 			return true
@@ -344,6 +356,42 @@ func (w *directWalker) entries(pe fieldpath.PathElement, v reflect.Value, m *smd
 	}
 	defer w.descend(pe)()
 	return w.addChildren(v, m)
+}
+
+// atomicMap reports whether atom is a map (or struct) compared as one
+// value (mapType/structType atomic).
+func atomicMap(atom smdschema.Atom) bool {
+	return atom.Map != nil && atom.Map.ElementRelationship == smdschema.Atomic
+}
+
+// atomic records the atomic map or struct v (whose type is tr) as one
+// leaf: structured-merge-diff compares it whole and owns no field inside
+// it. Added (absent from the empty object) or against a null it is always
+// recorded; present in both (againstZero) only when it differs from the
+// zero value. Its contents must pass structured-merge-diff's validation,
+// which is asked on a copy of v alone (validation checks each node on its
+// own).
+func (w *directWalker) atomic(pe fieldpath.PathElement, v reflect.Value, tr smdschema.TypeRef, againstZero bool) bool {
+	p := reflect.New(v.Type())
+	p.Elem().Set(v)
+	rv, err := value.NewValueReflect(p.Interface())
+	if err != nil {
+		return false
+	}
+	if _, err := typed.AsTyped(rv, w.schema, tr, typed.AllowDuplicates); err != nil {
+		return false
+	}
+	if againstZero {
+		zero, err := value.NewValueReflect(reflect.New(v.Type()).Interface())
+		if err != nil {
+			return false
+		}
+		if value.Equals(zero, rv) {
+			return true
+		}
+	}
+	w.insert(pe)
+	return true
 }
 
 // addChildren adds every entry of the map or every present field of the

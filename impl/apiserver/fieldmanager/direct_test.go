@@ -99,6 +99,18 @@ func TestDirectFieldsEdgeCases(t *testing.T) {
 		}
 		checkDirect(t, m, obj)
 	}
+	// Atomic structs and maps (an event's involvedObject, a pod's
+	// nodeSelector) are one leaf each: the direct road answers for them.
+	for _, obj := range []runtime.Object{
+		&corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "ns"}, Reason: "Started", Count: 1,
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "p", FieldPath: "spec.containers{app}"},
+			Source:         corev1.EventSource{Component: "kubelet", Host: "node-1"}, FirstTimestamp: metav1.Now()},
+		&corev1.Pod{Spec: corev1.PodSpec{NodeSelector: map[string]string{"disk": "ssd"}}},
+	} {
+		if !checkDirect(t, managers[reflect.TypeOf(obj)], obj) {
+			t.Errorf("%T with an atomic field does not take the direct road", obj)
+		}
+	}
 	// The plainest ConfigMap takes the direct road.
 	m := managers[reflect.TypeOf(&corev1.ConfigMap{})]
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{"a": "b"}}, Data: map[string]string{"payload": "x"}}
