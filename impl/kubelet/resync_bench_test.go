@@ -1,15 +1,21 @@
 package kubelet
 
 import (
+	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 )
 
 // BenchmarkResyncRunningPod is the periodic resync of a Running pod whose
@@ -68,5 +74,66 @@ func BenchmarkRelistUnchanged(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		h.k.relist(h.ctx)
+	}
+}
+
+// BenchmarkRefreshVolumesUnchanged is the periodic refresh of a Running
+// pod's kube-api-access volume (the projected token, the cluster CA from
+// kube-root-ca.crt, the namespace: what every pod of the startup
+// benchmarks mounts) when nothing changed: the token is not due, the
+// files hold what they should. It runs for every pod once per
+// SyncFrequency.
+func BenchmarkRefreshVolumesUnchanged(b *testing.B) {
+	root := b.TempDir()
+	h := newHarness(b, func(c *Config) { c.RootDir = root })
+	h.client.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		ca := a.(k8stesting.CreateAction)
+		if ca.GetSubresource() != "token" {
+			return false, nil, nil
+		}
+		tr := ca.GetObject().(*authenticationv1.TokenRequest).DeepCopy()
+		tr.Status.Token = strings.Repeat("t", 900)
+		return true, tr, nil
+	})
+	if _, err := h.client.CoreV1().ConfigMaps("default").Create(h.ctx, &v1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: "default"},
+		Data:       map[string]string{"ca.crt": strings.Repeat("c", 1100)},
+	}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	defer cancel()
+	h.k.objects.start(ctx) // reads come from the object's watch, as in a running kubelet
+	defer h.k.objects.stop()
+	p := h.create(h.pod("p", func(p *v1.Pod) {
+		p.Spec.Volumes = []v1.Volume{{Name: "kube-api-access-x1x2x", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+			{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To(int64(3607))}},
+			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []v1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+			{DownwardAPI: &v1.DownwardAPIProjection{Items: []v1.DownwardAPIVolumeFile{{Path: "namespace", FieldRef: &v1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+		}}}}}
+		p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "kube-api-access-x1x2x", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}}
+	}))
+	if got := h.sync(p); got.Status.Phase != v1.PodRunning {
+		b.Fatalf("phase %s", got.Status.Phase)
+	}
+	rec := h.k.pods[p.UID]
+	pod := rec.pod
+	for i := 0; ; i++ {
+		if running, synced := h.k.ObjectWatches(); running == 1 && synced == 1 {
+			break
+		}
+		if i == 1000 {
+			b.Fatal("the ConfigMap's watch did not sync")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := h.k.setUpVolumes(h.ctx, rec, pod); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := h.k.setUpVolumes(h.ctx, rec, pod); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

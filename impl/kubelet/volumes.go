@@ -5,12 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+	"unsafe"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
@@ -55,6 +56,7 @@ func volumePlugin(v *v1.Volume) string {
 // rewritten on every call so updates reach running pods.
 func (k *Kubelet) setUpVolumes(ctx context.Context, rec *podRecord, pod *v1.Pod) error {
 	src := clientEnvSource{ctx: ctx, k: k}
+	files := make(map[string][]byte, 4) // one volume's at a time
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
 		plugin := volumePlugin(v)
@@ -65,20 +67,22 @@ func (k *Kubelet) setUpVolumes(ctx context.Context, rec *podRecord, pod *v1.Pod)
 			continue
 		}
 		dir := k.volumeDir(pod.UID, plugin, v.Name)
-		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return fmt.Errorf("MountVolume.SetUp failed for volume %q: %w", v.Name, err)
+		if !isDir(dir) {
+			if err := os.MkdirAll(dir, 0o750); err != nil {
+				return fmt.Errorf("MountVolume.SetUp failed for volume %q: %w", v.Name, err)
+			}
 		}
-		var files map[string][]byte
+		clear(files)
 		var err error
 		switch {
 		case v.ConfigMap != nil:
-			files, err = k.configMapFiles(src, pod, v.ConfigMap.Name, v.ConfigMap.Items, v.ConfigMap.Optional)
+			err = k.configMapFiles(src, pod, v.ConfigMap.Name, v.ConfigMap.Items, v.ConfigMap.Optional, files)
 		case v.Secret != nil:
-			files, err = k.secretFiles(src, pod, v.Secret.SecretName, v.Secret.Items, v.Secret.Optional)
+			err = k.secretFiles(src, pod, v.Secret.SecretName, v.Secret.Items, v.Secret.Optional, files)
 		case v.DownwardAPI != nil:
-			files, err = k.downwardAPIFiles(pod, v.DownwardAPI.Items)
+			err = k.downwardAPIFiles(pod, v.DownwardAPI.Items, files)
 		case v.Projected != nil:
-			files, err = k.projectedFiles(ctx, src, rec, pod, dir, v.Name, v.Projected)
+			err = k.projectedFiles(ctx, src, rec, pod, dir, v.Name, v.Projected, files)
 		}
 		if err != nil {
 			return fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
@@ -92,48 +96,64 @@ func (k *Kubelet) setUpVolumes(ctx context.Context, rec *podRecord, pod *v1.Pod)
 	return nil
 }
 
-// configMapFiles are the files of a configMap volume or projection.
-func (k *Kubelet) configMapFiles(src clientEnvSource, pod *v1.Pod, name string, items []v1.KeyToPath, optional *bool) (map[string][]byte, error) {
+// The functions below add a volume's files (path -> content) to files;
+// a file's content is only read (compared with, or written to, the file
+// on disk), so a string's bytes are not copied (stringBytes).
+
+// configMapFiles adds the files of a configMap volume or projection.
+func (k *Kubelet) configMapFiles(src clientEnvSource, pod *v1.Pod, name string, items []v1.KeyToPath, optional *bool, files map[string][]byte) error {
 	cm, err := src.ConfigMap(pod.Namespace, name)
 	if err != nil {
 		if apierrors.IsNotFound(err) && ptrTrue(optional) {
-			return nil, nil
+			return nil
 		}
-		return nil, notFoundMessage(err, "configmap", name)
+		return notFoundMessage(err, "configmap", name)
 	}
-	data := map[string][]byte{}
-	for key, val := range cm.Data {
-		data[key] = []byte(val)
+	if len(items) == 0 {
+		for key, val := range cm.Data {
+			files[key] = stringBytes(val)
+		}
+		for key, val := range cm.BinaryData {
+			files[key] = val
+		}
+		return nil
 	}
-	for key, val := range cm.BinaryData {
-		data[key] = val
+	for _, it := range items {
+		val, ok := cm.BinaryData[it.Key]
+		if !ok {
+			var s string
+			if s, ok = cm.Data[it.Key]; ok {
+				val = stringBytes(s)
+			}
+		}
+		if !ok {
+			if ptrTrue(optional) {
+				continue
+			}
+			return fmt.Errorf("configmap %q: %w", name, missingKey(it.Key))
+		}
+		files[it.Path] = val
 	}
-	files, err := project(data, items, ptrTrue(optional))
-	if err != nil {
-		return nil, fmt.Errorf("configmap %q: %w", name, err)
-	}
-	return files, nil
+	return nil
 }
 
-// secretFiles are the files of a secret volume or projection.
-func (k *Kubelet) secretFiles(src clientEnvSource, pod *v1.Pod, name string, items []v1.KeyToPath, optional *bool) (map[string][]byte, error) {
+// secretFiles adds the files of a secret volume or projection.
+func (k *Kubelet) secretFiles(src clientEnvSource, pod *v1.Pod, name string, items []v1.KeyToPath, optional *bool, files map[string][]byte) error {
 	sec, err := src.Secret(pod.Namespace, name)
 	if err != nil {
 		if apierrors.IsNotFound(err) && ptrTrue(optional) {
-			return nil, nil
+			return nil
 		}
-		return nil, notFoundMessage(err, "secret", name)
+		return notFoundMessage(err, "secret", name)
 	}
-	files, err := project(sec.Data, items, ptrTrue(optional))
-	if err != nil {
-		return nil, fmt.Errorf("secret %q: %w", name, err)
+	if err := project(sec.Data, items, ptrTrue(optional), files); err != nil {
+		return fmt.Errorf("secret %q: %w", name, err)
 	}
-	return files, nil
+	return nil
 }
 
-// downwardAPIFiles are the files of a downwardAPI volume or projection.
-func (k *Kubelet) downwardAPIFiles(pod *v1.Pod, items []v1.DownwardAPIVolumeFile) (map[string][]byte, error) {
-	files := map[string][]byte{}
+// downwardAPIFiles adds the files of a downwardAPI volume or projection.
+func (k *Kubelet) downwardAPIFiles(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, files map[string][]byte) error {
 	for _, item := range items {
 		var val string
 		var err error
@@ -149,62 +169,60 @@ func (k *Kubelet) downwardAPIFiles(pod *v1.Pod, items []v1.DownwardAPIVolumeFile
 			}
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		files[item.Path] = []byte(val)
+		files[item.Path] = stringBytes(val)
 	}
-	return files, nil
+	return nil
+}
+
+// stringBytes is s's bytes without a copy; they must not be changed.
+func stringBytes(s string) []byte {
+	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
 // defaultTokenExpiration is a projected service account token's lifetime
 // when the pod does not say (as upstream: one hour).
 const defaultTokenExpiration = int64(3600)
 
-// projectedFiles are the files of a projected volume: its configMap,
+// projectedFiles adds the files of a projected volume: its configMap,
 // secret, downwardAPI and serviceAccountToken sources merged into one
 // directory. A token is requested through the TokenRequest API, bound to
 // the pod, for the pod's service account.
-func (k *Kubelet) projectedFiles(ctx context.Context, src clientEnvSource, rec *podRecord, pod *v1.Pod, dir, volume string, pv *v1.ProjectedVolumeSource) (map[string][]byte, error) {
-	out := map[string][]byte{}
+func (k *Kubelet) projectedFiles(ctx context.Context, src clientEnvSource, rec *podRecord, pod *v1.Pod, dir, volume string, pv *v1.ProjectedVolumeSource, files map[string][]byte) error {
 	for i, s := range pv.Sources {
-		var files map[string][]byte
 		var err error
 		switch {
 		case s.ConfigMap != nil:
-			files, err = k.configMapFiles(src, pod, s.ConfigMap.Name, s.ConfigMap.Items, s.ConfigMap.Optional)
+			err = k.configMapFiles(src, pod, s.ConfigMap.Name, s.ConfigMap.Items, s.ConfigMap.Optional, files)
 		case s.Secret != nil:
-			files, err = k.secretFiles(src, pod, s.Secret.Name, s.Secret.Items, s.Secret.Optional)
+			err = k.secretFiles(src, pod, s.Secret.Name, s.Secret.Items, s.Secret.Optional, files)
 		case s.DownwardAPI != nil:
-			files, err = k.downwardAPIFiles(pod, s.DownwardAPI.Items)
+			err = k.downwardAPIFiles(pod, s.DownwardAPI.Items, files)
 		case s.ServiceAccountToken != nil:
-			files, err = k.serviceAccountTokenFile(ctx, rec, pod, dir, tokenKey{volume, i}, s.ServiceAccountToken)
+			err = k.serviceAccountTokenFile(ctx, rec, pod, dir, tokenKey{volume, i}, s.ServiceAccountToken, files)
 		default:
 			err = fmt.Errorf("projected source %d: only configMap, secret, downwardAPI and serviceAccountToken sources are supported", i)
 		}
 		if err != nil {
-			return nil, err
-		}
-		for path, content := range files {
-			out[path] = content
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
-// serviceAccountTokenFile returns the token file of a projection, reusing
+// serviceAccountTokenFile adds the token file of a projection, reusing
 // the pod's current token until 80% of its lifetime has passed (upstream's
 // token manager refreshes at 80% of the TTL). The token itself is not kept
 // in memory: until it is due, the file written to the volume (dir) stays
-// as it is (no file is returned), and the token is fetched anew if that
+// as it is (no file is added), and the token is fetched anew if that
 // file is gone or empty.
-func (k *Kubelet) serviceAccountTokenFile(ctx context.Context, rec *podRecord, pod *v1.Pod, dir string, key tokenKey, p *v1.ServiceAccountTokenProjection) (map[string][]byte, error) {
+func (k *Kubelet) serviceAccountTokenFile(ctx context.Context, rec *podRecord, pod *v1.Pod, dir string, key tokenKey, p *v1.ServiceAccountTokenProjection, files map[string][]byte) error {
 	now := k.clock.Now()
 	if refreshAt, ok := rec.tokenRefresh(key); ok && now.Before(refreshAt) {
 		// Not due: the token written last time stays (nothing to write).
-		if path, err := volumeFilePath(dir, p.Path); err == nil {
-			if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size() > 0 {
-				return nil, nil
-			}
+		if path, err := volumeFilePath(dir, p.Path); err == nil && isNonEmptyFile(path) {
+			return nil
 		}
 	}
 	sa := pod.Spec.ServiceAccountName
@@ -224,17 +242,18 @@ func (k *Kubelet) serviceAccountTokenFile(ctx context.Context, rec *podRecord, p
 	}
 	tr, err := k.client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, req, metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("failed to fetch token: %w", err)
+		return fmt.Errorf("failed to fetch token: %w", err)
 	}
 	if tr.Status.Token == "" {
-		return nil, fmt.Errorf("failed to fetch token: the API server returned an empty token for service account %s/%s", pod.Namespace, sa)
+		return fmt.Errorf("failed to fetch token: the API server returned an empty token for service account %s/%s", pod.Namespace, sa)
 	}
 	ttl := time.Duration(exp) * time.Second
 	if !tr.Status.ExpirationTimestamp.IsZero() {
 		ttl = tr.Status.ExpirationTimestamp.Sub(now)
 	}
 	rec.setTokenRefresh(key, now.Add(ttl*8/10))
-	return map[string][]byte{p.Path: []byte(tr.Status.Token)}, nil
+	files[p.Path] = stringBytes(tr.Status.Token)
+	return nil
 }
 
 // tokenKey names a projected token: its volume (the pod's own string) and
@@ -269,15 +288,14 @@ func (rec *podRecord) setTokenRefresh(key tokenKey, at time.Time) {
 	rec.tokens = append(rec.tokens, tokenRefresh{key: key, at: at.UnixNano()})
 }
 
-// project selects the keys of a ConfigMap or Secret volume: all keys, or
-// the listed items at their paths.
-func project(data map[string][]byte, items []v1.KeyToPath, optional bool) (map[string][]byte, error) {
-	out := map[string][]byte{}
+// project adds the keys of a Secret volume to files: all keys, or the
+// listed items at their paths.
+func project(data map[string][]byte, items []v1.KeyToPath, optional bool, files map[string][]byte) error {
 	if len(items) == 0 {
 		for key, val := range data {
-			out[key] = val
+			files[key] = val
 		}
-		return out, nil
+		return nil
 	}
 	for _, it := range items {
 		val, ok := data[it.Key]
@@ -285,11 +303,16 @@ func project(data map[string][]byte, items []v1.KeyToPath, optional bool) (map[s
 			if optional {
 				continue
 			}
-			return nil, fmt.Errorf("configured to use key %q, but it does not exist", it.Key)
+			return missingKey(it.Key)
 		}
-		out[it.Path] = val
+		files[it.Path] = val
 	}
-	return out, nil
+	return nil
+}
+
+// missingKey is the error of an item naming a key the object lacks.
+func missingKey(key string) error {
+	return fmt.Errorf("configured to use key %q, but it does not exist", key)
 }
 
 // volumeFilePath is where rel lives in a volume directory; rel must stay
@@ -320,29 +343,60 @@ func writeVolumeFile(dir, rel string, content []byte) error {
 	return os.WriteFile(path, content, 0o644)
 }
 
-// fileHolds reports whether the file at path holds exactly content. It
-// reads into a pooled buffer: every pod's volume files are compared once
-// per sync period.
+// fileHolds reports whether the file at path holds exactly content. Every
+// pod's volume files are compared once per sync period, so it reads with
+// plain system calls (no os.File: no poller registration, no finalizer)
+// into a pooled buffer, one byte more than content: a file that is longer
+// does not fill it.
 func fileHolds(path string, content []byte) bool {
-	f, err := os.Open(path)
+	fd, err := openReadOnly(path)
 	if err != nil {
 		return false
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || st.Size() != int64(len(content)) {
-		return false
-	}
+	defer syscall.Close(fd)
 	bp := compareBufs.Get().(*[]byte)
 	defer compareBufs.Put(bp)
 	if cap(*bp) < len(content)+1 {
 		*bp = make([]byte, len(content)+1)
 	}
 	buf := (*bp)[:len(content)+1]
-	// One byte more than expected tells a file that grew since Stat.
-	n, err := io.ReadFull(f, buf)
-	return n == len(content) && errors.Is(err, io.ErrUnexpectedEOF) && bytes.Equal(buf[:n], content) ||
-		len(content) == 0 && n == 0 && errors.Is(err, io.EOF)
+	n := 0
+	for n < len(buf) {
+		m, err := syscall.Read(fd, buf[n:])
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return false
+		}
+		if m == 0 {
+			break // end of file
+		}
+		n += m
+	}
+	return n == len(content) && bytes.Equal(buf[:n], content)
+}
+
+// openReadOnly opens path for reading with open(2).
+func openReadOnly(path string) (int, error) {
+	for {
+		fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if !errors.Is(err, syscall.EINTR) {
+			return fd, err
+		}
+	}
+}
+
+// isDir and isNonEmptyFile stat path with stat(2) (no os.FileInfo made):
+// the periodic volume refresh asks them of every pod.
+func isDir(path string) bool {
+	var st syscall.Stat_t
+	return syscall.Stat(path, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFDIR
+}
+
+func isNonEmptyFile(path string) bool {
+	var st syscall.Stat_t
+	return syscall.Stat(path, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Size > 0
 }
 
 var compareBufs = sync.Pool{New: func() any { return new([]byte) }}

@@ -129,4 +129,11 @@ func TestFileHolds(t *testing.T) {
 	if fileHolds(filepath.Join(dir, "missing"), nil) {
 		t.Error("a missing file holds nothing, not an empty content")
 	}
+	if fileHolds(dir, nil) || fileHolds(dir, []byte("x")) {
+		t.Error("a directory holds no content")
+	}
+	big := strings.Repeat("0123456789", 10_000)
+	if p := write("big", big); !fileHolds(p, []byte(big)) || fileHolds(p, []byte(big[1:])) || fileHolds(p, []byte(big+"x")) {
+		t.Error("a 100 kB file compares wrongly")
+	}
 }
