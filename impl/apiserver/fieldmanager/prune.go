@@ -210,7 +210,7 @@ func zeroEqualFields(a, b, witness reflect.Value) bool {
 		if fa.IsZero() && fb.IsZero() {
 			continue
 		}
-		if reflect.DeepEqual(fa.Addr().Interface(), fb.Addr().Interface()) {
+		if equalValues(fa, fb) {
 			witness.Field(i).Set(fa)
 			fa.SetZero()
 			fb.SetZero()
@@ -222,6 +222,84 @@ func zeroEqualFields(a, b, witness reflect.Value) bool {
 		}
 	}
 	return zeroed
+}
+
+// equalValues is reflect.DeepEqual for the API's Go types (trees: no
+// cycles to detect, so none of DeepEqual's bookkeeping of visited
+// pointers, which made it most of a pruned update's cost), as strict:
+// unexported fields count, nil and empty differ, NaN differs from itself,
+// functions and channels are equal only when nil.
+func equalValues(a, b reflect.Value) bool {
+	switch a.Kind() {
+	case reflect.Struct:
+		for i := range a.NumField() {
+			if !equalValues(a.Field(i), b.Field(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Pointer:
+		if a.UnsafePointer() == b.UnsafePointer() {
+			return true
+		}
+		if a.IsNil() || b.IsNil() {
+			return false
+		}
+		return equalValues(a.Elem(), b.Elem())
+	case reflect.Slice:
+		if a.IsNil() != b.IsNil() || a.Len() != b.Len() {
+			return false
+		}
+		if a.UnsafePointer() == b.UnsafePointer() {
+			return true
+		}
+		fallthrough
+	case reflect.Array:
+		for i := range a.Len() {
+			if !equalValues(a.Index(i), b.Index(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Map:
+		if a.IsNil() != b.IsNil() || a.Len() != b.Len() {
+			return false
+		}
+		if a.UnsafePointer() == b.UnsafePointer() {
+			return true
+		}
+		it := a.MapRange()
+		for it.Next() {
+			bv := b.MapIndex(it.Key())
+			if !bv.IsValid() || !equalValues(it.Value(), bv) {
+				return false
+			}
+		}
+		return true
+	case reflect.Interface:
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() == b.IsNil()
+		}
+		if a.Elem().Type() != b.Elem().Type() {
+			return false
+		}
+		return equalValues(a.Elem(), b.Elem())
+	case reflect.String:
+		return a.String() == b.String()
+	case reflect.Bool:
+		return a.Bool() == b.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return a.Int() == b.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return a.Uint() == b.Uint()
+	case reflect.Float32, reflect.Float64:
+		return a.Float() == b.Float()
+	case reflect.Complex64, reflect.Complex128:
+		return a.Complex() == b.Complex()
+	case reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		return a.IsNil() && b.IsNil()
+	}
+	return false
 }
 
 // descendable reports whether zeroing fields inside the struct field sf

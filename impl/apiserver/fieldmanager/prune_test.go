@@ -2,6 +2,7 @@ package fieldmanager
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 	"reflect"
 	"testing"
@@ -182,6 +183,46 @@ func outcome(t *testing.T, update func() runtime.Object) (managed []metav1.Manag
 		return nil, false
 	}
 	return timeless(t, obj), false
+}
+
+// equalValues agrees with reflect.DeepEqual on random objects of every
+// served kind and on pairs that share, or almost share, their parts.
+func TestEqualValuesIsDeepEqual(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	f := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(5), scheme.Codecs).NilChance(0.4).NumElements(0, 2)
+	for _, res := range registry.All() {
+		for i := 0; i < 40; i++ {
+			a, x := res.New(), res.New()
+			f.Fill(a)
+			f.Fill(x)
+			b := a.DeepCopyObject()
+			if i%2 == 0 {
+				mix(r, reflect.ValueOf(b).Elem(), reflect.ValueOf(x).Elem(), 0)
+			}
+			av, bv := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
+			for j := range av.NumField() {
+				if got, want := equalValues(av.Field(j), bv.Field(j)), reflect.DeepEqual(av.Field(j).Interface(), bv.Field(j).Interface()); got != want {
+					t.Fatalf("%s field %d: equalValues %v, DeepEqual %v", res.GroupVersionKind(), j, got, want)
+				}
+			}
+		}
+	}
+	nan := math.NaN()
+	for _, c := range []struct {
+		a, b any
+		want bool
+	}{
+		{[]string{}, []string(nil), false},
+		{map[string]string{}, map[string]string(nil), false},
+		{nan, nan, false},
+		{metav1.Time{}, metav1.Time{}, true},
+		{[]int{1, 2}, []int{1, 2}, true},
+		{map[string]int{"a": 1}, map[string]int{"b": 1}, false},
+	} {
+		if got := equalValues(reflect.ValueOf(c.a), reflect.ValueOf(c.b)); got != c.want || got != reflect.DeepEqual(c.a, c.b) {
+			t.Errorf("equalValues(%#v, %#v) = %v", c.a, c.b, got)
+		}
+	}
 }
 
 func accessor(t *testing.T, obj runtime.Object) metav1.Object {
