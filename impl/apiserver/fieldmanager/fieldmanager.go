@@ -13,6 +13,12 @@
 // operation Apply. An apply that touches fields another manager owns is a
 // 409 Conflict listing them, unless forced, which transfers ownership.
 // Fields an applier stops applying are removed when no one else owns them.
+//
+// The results are apimachinery's; two roads only make them cheaper: a
+// create's fields come straight from the Go object (createPath,
+// directFields), and an update hands structured-merge-diff the two objects
+// without what they share (equalPruner). Each is tested against the full
+// field manager on random objects of every served kind.
 package fieldmanager
 
 import (
