@@ -243,12 +243,12 @@ func (m *objectManager) get(ctx context.Context, r objectRef) (runtime.Object, e
 	if w.shared == nil {
 		w.shared, w.release = acquireObjectWatch(m.client, r)
 	}
-	store, ctrl := w.shared.store, w.shared.ctrl
+	store, ctrl, key := w.shared.store, w.shared.ctrl, w.shared.key
 	m.mu.Unlock()
 	if !ctrl.HasSynced() {
 		return m.fetch(ctx, r)
 	}
-	obj, exists, err := store.GetByKey(r.namespace + "/" + r.name)
+	obj, exists, err := store.GetByKey(key)
 	if err != nil {
 		return nil, err
 	}
@@ -266,6 +266,7 @@ func (m *objectManager) get(ctx context.Context, r objectRef) (runtime.Object, e
 // up, whose Node authorizer allows a node only its own pods' objects)
 // watch on their own.
 type sharedObjectWatch struct {
+	key    string // the object's key in store (namespace/name), made once: every volume refresh reads it
 	store  cache.Store
 	ctrl   cache.Controller
 	cancel context.CancelFunc
@@ -328,7 +329,7 @@ func startObjectWatch(client kubernetes.Interface, r objectRef) *sharedObjectWat
 		ObjectType:    objType,
 		Handler:       cache.ResourceEventHandlerFuncs{},
 	})
-	w := &sharedObjectWatch{store: store, ctrl: ctrl, cancel: cancel, done: make(chan struct{})}
+	w := &sharedObjectWatch{key: r.namespace + "/" + r.name, store: store, ctrl: ctrl, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		ctrl.RunWithContext(ctx)
