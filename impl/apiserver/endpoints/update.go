@@ -147,7 +147,10 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request, info *request.I
 		if name := accessor(obj).GetName(); name != info.Name {
 			return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", name, info.Name))
 		}
-		transform = func(runtime.Object) (runtime.Object, error) { return obj.DeepCopyObject(), nil }
+		transform = firstThenDecoded(obj, func() (runtime.Object, error) {
+			again, _, err := h.decode(r, body, h.gvk, h.res.New(), wo.fieldValidation)
+			return again, err
+		})
 	}
 	if transform, err = h.tracked(m, fieldmanager.ManagerName(params.fieldManager, r.UserAgent()), transform); err != nil {
 		return err
@@ -164,6 +167,22 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request, info *request.I
 	addWarnings(w, warnings)
 	writeRaw(w, target, writeCode(created), resp)
 	return nil
+}
+
+// firstThenDecoded is the transform of a PUT: the first attempt of the
+// update takes the request's decoded object itself, and any later one (the
+// stored object changed in between; an attempt changes the object it is
+// given) a fresh decode of the same body, instead of every attempt taking
+// a deep copy.
+func firstThenDecoded(obj runtime.Object, decode func() (runtime.Object, error)) transformFunc {
+	used := false
+	return func(runtime.Object) (runtime.Object, error) {
+		if !used {
+			used = true
+			return obj, nil
+		}
+		return decode()
+	}
 }
 
 // writeCode is the status of a successful update or patch: 201 when it
