@@ -141,8 +141,12 @@ func (cs *components) start(name string) error {
 		}
 		var idx int
 		_, _ = fmt.Sscanf(name, "node-%d", &idx)
+		// Syncs failed under injected faults are retried after a second
+		// (upstream's 10-15 s back-off would only stretch each run's
+		// convergence wait; the properties do not depend on it).
 		k, err := kubelet.New(ctx, client, kubelet.Config{NodeName: name, PodCIDR: fmt.Sprintf("10.244.%d.0/24", idx),
-			CPU: resource.MustParse("4"), Memory: resource.MustParse("32Gi"), MaxPods: nodeMaxPods, Logger: slog.Default().With("node", name)}, rt)
+			CPU: resource.MustParse("4"), Memory: resource.MustParse("32Gi"), MaxPods: nodeMaxPods, SyncErrorBackOff: time.Second,
+			Logger: slog.Default().With("node", name)}, rt)
 		if err != nil {
 			cancel()
 			return fmt.Errorf("building kubelet %s: %w", name, err)
