@@ -526,10 +526,19 @@ func (c *Cacher) terminateAllLocked() {
 	}
 }
 
+// errNotReady is waitUntilFresh's answer to a read that may go to etcd
+// instead (orEtcd) when the cache is not ready.
+var errNotReady = errors.New("watch cache not ready")
+
 // waitUntilFresh waits until the cache is ready and reflects revision
 // minRV, asking etcd for a progress notification so a quiet resource learns
-// about writes to others.
-func (c *Cacher) waitUntilFresh(ctx context.Context, key string, minRV int64) error {
+// about writes to others. With orEtcd, a cache that is not ready (it is
+// relisting: its watch broke or fell behind a compaction) answers
+// errNotReady at once: a read serves from etcd rather than wait for the
+// relist, which at tens of thousands of objects under load can outlast the
+// wait and turn the read into a 500, as kube-apiserver's reads go to etcd
+// while its cache (re)initializes.
+func (c *Cacher) waitUntilFresh(ctx context.Context, key string, minRV int64, orEtcd bool) error {
 	deadline := time.Now().Add(c.tooLarge)
 	var lastRequest time.Time
 	for {
@@ -538,6 +547,9 @@ func (c *Cacher) waitUntilFresh(ctx context.Context, key string, minRV int64) er
 		c.mu.RUnlock()
 		if ready && cur >= minRV {
 			return nil
+		}
+		if !ready && orEtcd {
+			return errNotReady
 		}
 		now := time.Now()
 		if now.After(deadline) {

@@ -2,6 +2,7 @@ package cacher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -43,7 +44,9 @@ func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions, o
 	if err != nil {
 		return err
 	}
-	if err := c.waitUntilFresh(ctx, key, rv); err != nil {
+	if err := c.waitUntilFresh(ctx, key, rv, true); errors.Is(err, errNotReady) {
+		return c.store.Get(ctx, key, opts, out)
+	} else if err != nil {
 		return err
 	}
 	c.mu.RLock()
@@ -100,7 +103,9 @@ func (c *Cacher) GetList(ctx context.Context, key string, opts storage.ListOptio
 	if err != nil {
 		return err
 	}
-	if err := c.waitUntilFresh(ctx, key, rv); err != nil {
+	if err := c.waitUntilFresh(ctx, key, rv, true); errors.Is(err, errNotReady) {
+		return c.store.GetList(ctx, key, opts, listObj)
+	} else if err != nil {
 		return err
 	}
 	pred := opts.Predicate

@@ -254,7 +254,7 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.ListOptions
 		}
 	}
 	if minRV > 0 {
-		if err := c.waitUntilFresh(ctx, key, minRV); err != nil {
+		if err := c.waitUntilFresh(ctx, key, minRV, false); err != nil {
 			return nil, err
 		}
 	}
