@@ -2,7 +2,6 @@ package kubelet
 
 import (
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 func TestSyncRetryDelay(t *testing.T) {
 	const backOff, syncFrequency = 10 * time.Second, 20 * time.Second
 	failed := errors.New("writing status of pod default/web: the server is busy")
-	networkNotReady := fmt.Errorf("syncing pod default/web: %w", ErrNetworkNotReady)
 	for _, tc := range []struct {
 		name    string
 		hint    time.Duration
@@ -33,8 +31,6 @@ func TestSyncRetryDelay(t *testing.T) {
 		{name: "failure, jitter in between", err: failed, r: 0.5, want: 12500 * time.Millisecond},
 		{name: "failure with an earlier hint wakes at the hint", hint: 2 * time.Second, err: failed, want: 2 * time.Second},
 		{name: "failure with a later hint backs off", hint: 40 * time.Second, err: failed, want: backOff},
-		{name: "network not ready retries after a second", err: networkNotReady, want: time.Second},
-		{name: "network not ready, jittered", err: networkNotReady, r: 0.5, want: 1250 * time.Millisecond},
 		{name: "a back-off longer than the full resync is cut to it", err: failed, backOff: time.Minute, want: syncFrequency},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
