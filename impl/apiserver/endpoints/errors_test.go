@@ -1,12 +1,16 @@
 package endpoints
 
 import (
+	"errors"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
@@ -50,6 +54,36 @@ func TestStorageErrorStatus(t *testing.T) {
 			if st.Code != tc.code || st.Reason != tc.reason || st.Message != tc.message || st.ListMeta.Continue != tc.wantContinue {
 				t.Fatalf("got code %d reason %s message %q continue %q; want %d %s %q %q",
 					st.Code, st.Reason, st.Message, st.ListMeta.Continue, tc.code, tc.reason, tc.message, tc.wantContinue)
+			}
+		})
+	}
+}
+
+// A Status that suggests a delay carries it in Retry-After whatever its
+// code, as kube-apiserver's: the 500 ServerTimeout of an etcd that did not
+// answer too, so that client-go retries it instead of failing the request.
+func TestStatusRetryAfterHeader(t *testing.T) {
+	c, err := codec.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gr := schema.GroupResource{Resource: "pods"}
+	for _, tc := range []struct {
+		name string
+		se   *apierrors.StatusError
+		want string
+	}{
+		{"etcd did not answer: 500 ServerTimeout, retry in 2 s",
+			ToStatusError(storage.NewError(storage.ErrCodeUnreachable, "/pods/ns/a", 0, "etcd create failed", nil), gr, "a"), "2"},
+		{"too many requests", apierrors.NewTooManyRequests("busy", 1), "1"},
+		{"no delay suggested", apierrors.NewInternalError(errors.New("boom")), ""},
+		{"not found", apierrors.NewNotFound(gr, "a"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			WriteStatusError(rec, httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/ns/pods", nil), c, tc.se)
+			if got := rec.Header().Get("Retry-After"); got != tc.want {
+				t.Fatalf("code %d: Retry-After %q, want %q", rec.Code, got, tc.want)
 			}
 		})
 	}

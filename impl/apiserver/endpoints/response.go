@@ -78,10 +78,12 @@ func WriteStatusError(w http.ResponseWriter, r *http.Request, c *codec.Codecs, s
 	if err != nil {
 		target, _ = c.Negotiate(jsonOnly, nil, false)
 	}
-	if st.Code == http.StatusTooManyRequests || st.Code == http.StatusGatewayTimeout {
-		if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
-		}
+	// Any Status that suggests a delay says so in Retry-After, whatever its
+	// code, as kube-apiserver does: client-go retries a 429 or 5xx that
+	// carries one (a 500 ServerTimeout when etcd did not answer, retry in
+	// 2 s) and gives up on one that does not.
+	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
 	}
 	writeRaw(w, target, int(st.Code), &st)
 }
