@@ -63,9 +63,9 @@ func (k *Kubelet) podRuntimeState(ctx context.Context, uid types.UID) (*podstate
 		}
 		pc := podstate.Container{
 			ID: c.Id, Name: c.Labels[runtime.LabelContainerName], Init: c.Labels[runtime.LabelContainerType] == "init",
-			SandboxID: c.PodSandboxId, State: containerState(st.State), ExitCode: st.ExitCode,
+			SandboxID: c.PodSandboxId, State: podstate.FromCRI(st.State), ExitCode: st.ExitCode,
 			Reason: st.Reason, Message: st.Message, ImageRef: st.ImageRef,
-			CreatedAt: unixNano(st.CreatedAt), StartedAt: unixNano(st.StartedAt), FinishedAt: unixNano(st.FinishedAt),
+			CreatedAt: podstate.CRITime(st.CreatedAt), StartedAt: podstate.CRITime(st.StartedAt), FinishedAt: podstate.CRITime(st.FinishedAt),
 		}
 		if st.Metadata != nil {
 			pc.Attempt = st.Metadata.Attempt
@@ -95,25 +95,6 @@ func sortNewestFirst(ps *podstate.Pod) {
 		}
 		return cmp.Compare(b.Attempt, a.Attempt)
 	})
-}
-
-func unixNano(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n)
-}
-
-func containerState(s runtimeapi.ContainerState) podstate.ContainerState {
-	switch s {
-	case runtimeapi.ContainerState_CONTAINER_CREATED:
-		return podstate.ContainerCreated
-	case runtimeapi.ContainerState_CONTAINER_RUNNING:
-		return podstate.ContainerRunning
-	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		return podstate.ContainerExited
-	}
-	return podstate.ContainerUnknown
 }
 
 // podLabels are the labels tying a sandbox to its pod.

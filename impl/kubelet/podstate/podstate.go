@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // ContainerState is a container's runtime state.
@@ -22,6 +23,28 @@ const (
 	ContainerExited
 	ContainerUnknown
 )
+
+// FromCRI is the ContainerState of a CRI container state.
+func FromCRI(s runtimeapi.ContainerState) ContainerState {
+	switch s {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return ContainerCreated
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return ContainerRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return ContainerExited
+	}
+	return ContainerUnknown
+}
+
+// CRITime is a CRI timestamp (Unix nanoseconds, 0 for unset) as a time,
+// the zero time for 0.
+func CRITime(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
 
 func (s ContainerState) String() string {
 	switch s {

@@ -66,31 +66,10 @@ func (r *Runtime) PodState(ctx context.Context, podUID string) (*podstate.Pod, e
 		typ, _ := c.labels.get(runtime.LabelContainerType)
 		ps.Containers[i] = podstate.Container{
 			ID: c.id, Name: name, Init: typ == "init", SandboxID: c.sandboxID, Attempt: c.meta.GetAttempt(),
-			State: podContainerState(c.state), CreatedAt: unixNano(c.createdAt), StartedAt: unixNano(c.startedAt),
-			FinishedAt: unixNano(end.finishedAt), ExitCode: end.exitCode, Reason: end.reason, Message: end.message,
+			State: podstate.FromCRI(c.state), CreatedAt: podstate.CRITime(c.createdAt), StartedAt: podstate.CRITime(c.startedAt),
+			FinishedAt: podstate.CRITime(end.finishedAt), ExitCode: end.exitCode, Reason: end.reason, Message: end.message,
 			Image: c.image, ImageRef: c.imageRef,
 		}
 	}
 	return ps, nil
-}
-
-// podContainerState is a CRI container state as the kubelet's podstate.
-func podContainerState(s runtimeapi.ContainerState) podstate.ContainerState {
-	switch s {
-	case runtimeapi.ContainerState_CONTAINER_CREATED:
-		return podstate.ContainerCreated
-	case runtimeapi.ContainerState_CONTAINER_RUNNING:
-		return podstate.ContainerRunning
-	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		return podstate.ContainerExited
-	}
-	return podstate.ContainerUnknown
-}
-
-// unixNano is Unix nanoseconds as a time, 0 as the zero time.
-func unixNano(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n)
 }
