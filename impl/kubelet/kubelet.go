@@ -448,28 +448,29 @@ func (k *Kubelet) enqueue(uid types.UID, after time.Duration) {
 
 // enqueueAll asks for a sync of every pod at once (enqueue).
 func (k *Kubelet) enqueueAll() {
+	uids, _ := k.podUIDs()
+	for _, uid := range uids {
+		k.enqueue(uid, 0)
+	}
+}
+
+// podUIDs returns the UIDs of the pods the kubelet knows, and its work
+// queue (nil before Run).
+func (k *Kubelet) podUIDs() ([]types.UID, workqueue.TypedDelayingInterface[types.UID]) {
 	k.mu.Lock()
+	defer k.mu.Unlock()
 	uids := make([]types.UID, 0, len(k.pods))
 	for uid := range k.pods {
 		uids = append(uids, uid)
 	}
-	k.mu.Unlock()
-	for _, uid := range uids {
-		k.enqueue(uid, 0)
-	}
+	return uids, k.queue
 }
 
 // resyncAll is the periodic full resync: every pod is queued, but one
 // backing off from a failed sync waits for its retry (as upstream's
 // periodic sync takes only the pods whose time has come).
 func (k *Kubelet) resyncAll() {
-	k.mu.Lock()
-	q := k.queue
-	uids := make([]types.UID, 0, len(k.pods))
-	for uid := range k.pods {
-		uids = append(uids, uid)
-	}
-	k.mu.Unlock()
+	uids, q := k.podUIDs()
 	if q == nil {
 		return
 	}
