@@ -109,14 +109,8 @@ func sameStatusEncoding(a, b *v1.PodStatus) bool {
 	if n != b.Size() {
 		return false
 	}
-	bufs := encodeBuffers.Get().(*[2][]byte)
+	bufs := sizedBuffers(n)
 	defer encodeBuffers.Put(bufs)
-	for i := range bufs {
-		if cap(bufs[i]) < n {
-			bufs[i] = make([]byte, n)
-		}
-		bufs[i] = bufs[i][:n]
-	}
 	if _, err := a.MarshalToSizedBuffer(bufs[0]); err != nil {
 		return false
 	}
@@ -144,13 +138,9 @@ func SameEncoding(a, b Encodable) bool {
 	if n != b.Size() {
 		return false
 	}
-	bufs := encodeBuffers.Get().(*[2][]byte)
+	bufs := sizedBuffers(n)
 	defer encodeBuffers.Put(bufs)
 	for i, s := range [2]Encodable{a, b} {
-		if cap(bufs[i]) < n {
-			bufs[i] = make([]byte, n)
-		}
-		bufs[i] = bufs[i][:n]
 		if _, err := s.MarshalToSizedBuffer(bufs[i]); err != nil {
 			return false
 		}
@@ -160,6 +150,19 @@ func SameEncoding(a, b Encodable) bool {
 
 // encodeBuffers are SameEncoding's two marshal buffers, reused.
 var encodeBuffers = sync.Pool{New: func() any { return new([2][]byte) }}
+
+// sizedBuffers takes two marshal buffers of n bytes each from
+// encodeBuffers; the caller puts them back.
+func sizedBuffers(n int) *[2][]byte {
+	bufs := encodeBuffers.Get().(*[2][]byte)
+	for i := range bufs {
+		if cap(bufs[i]) < n {
+			bufs[i] = make([]byte, n)
+		}
+		bufs[i] = bufs[i][:n]
+	}
+	return bufs
+}
 
 // normalized reports whether Normalize would leave s's times as they are
 // (as instants: Semantic.DeepEqual compares times by instant, not by
