@@ -117,7 +117,7 @@ func (h *Handler) bind(w http.ResponseWriter, r *http.Request, info *request.Inf
 	} else if err := h.store.GuaranteedUpdate(ctx, key, h.res.New(), false, pre, assign); err != nil {
 		var se *apierrors.StatusError
 		if errors.As(err, &se) || storage.CodeOf(err) == storage.ErrCodeKeyNotFound {
-			return ToStatusError(err, h.gr, info.Name)
+			return ToStatusError(err, VerbUpdate, h.gr, info.Name)
 		}
 		return apierrors.NewConflict(bindingGR, info.Name, err)
 	}

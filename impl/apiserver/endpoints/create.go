@@ -128,7 +128,7 @@ func (h *Handler) CreateObject(ctx context.Context, info *request.Info, obj runt
 			return out, nil
 		}
 		if !generated || !storage.IsExists(err) {
-			return nil, ToStatusError(err, h.gr, m.GetName())
+			return nil, ToStatusError(err, VerbCreate, h.gr, m.GetName())
 		}
 		if attempt == generateNameAttempts {
 			return nil, apierrors.NewGenerateNameConflict(h.gr, m.GetName(), 1)

@@ -128,11 +128,11 @@ func (h *Handler) DeleteObject(ctx context.Context, info *request.Info, key stri
 	dryRun := len(opts.DryRun) > 0
 	cur := h.res.New()
 	if err := h.store.Get(ctx, key, storage.GetOptions{}, cur); err != nil {
-		return nil, false, ToStatusError(err, h.gr, name)
+		return nil, false, ToStatusError(err, VerbGet, h.gr, name)
 	}
 	pre := preconditions(opts)
 	if err := pre.Check(key, cur); err != nil {
-		return nil, false, ToStatusError(err, h.gr, name)
+		return nil, false, ToStatusError(err, VerbDelete, h.gr, name)
 	}
 	if err := h.opts.Admission.Validate(ctx, h.adm(ctx, admission.Delete, info, info.Namespace, name, nil, cur, dryRun)); err != nil {
 		return nil, false, err
@@ -180,7 +180,7 @@ func (h *Handler) deleteGeneric(ctx context.Context, key, name string, cur runti
 		return nil
 	})
 	if err != nil {
-		return nil, false, ToStatusError(err, h.gr, name)
+		return nil, false, ToStatusError(err, VerbDelete, h.gr, name)
 	}
 	return out, true, nil
 }
@@ -261,17 +261,17 @@ func (h *Handler) markForDeletion(ctx context.Context, key, name string, opts *m
 	case errors.Is(err, errDeleteNow):
 		cur := h.res.New()
 		if err := h.store.Get(ctx, key, storage.GetOptions{}, cur); err != nil {
-			return nil, false, ToStatusError(err, h.gr, name)
+			return nil, false, ToStatusError(err, VerbGet, h.gr, name)
 		}
 		return cur, true, nil
 	case errors.Is(err, errAlreadyDeleting):
 		cur := h.res.New()
 		if err := h.store.Get(ctx, key, storage.GetOptions{}, cur); err != nil {
-			return nil, false, ToStatusError(err, h.gr, name)
+			return nil, false, ToStatusError(err, VerbGet, h.gr, name)
 		}
 		return cur, false, nil
 	}
-	return nil, false, ToStatusError(err, h.gr, name)
+	return nil, false, ToStatusError(err, VerbUpdate, h.gr, name)
 }
 
 // beforeDelete is kube-apiserver's rest.BeforeDelete: it decides whether a
@@ -400,7 +400,7 @@ func (h *Handler) deleteNamespace(ctx context.Context, key string, cur runtime.O
 		}
 		out := h.res.New()
 		if err := h.store.GuaranteedUpdate(ctx, key, out, false, pre, try); err != nil {
-			return nil, false, ToStatusError(err, h.gr, ns.Name)
+			return nil, false, ToStatusError(err, VerbUpdate, h.gr, ns.Name)
 		}
 		return out, false, nil
 	}

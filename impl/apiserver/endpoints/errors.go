@@ -16,8 +16,11 @@ import (
 )
 
 // ToStatusError turns any error met while serving a request on resource gr,
-// object name, into the Kubernetes Status error the client receives.
-func ToStatusError(err error, gr schema.GroupResource, name string) *apierrors.StatusError {
+// object name, into the Kubernetes Status error the client receives. verb
+// is the storage operation that failed (VerbGet, VerbList, VerbWatch,
+// VerbCreate, VerbUpdate or VerbDelete): kube-apiserver interprets storage
+// errors per operation and names it in a ServerTimeout.
+func ToStatusError(err error, verb string, gr schema.GroupResource, name string) *apierrors.StatusError {
 	var se *apierrors.StatusError
 	if errors.As(err, &se) {
 		return se
@@ -34,7 +37,7 @@ func ToStatusError(err error, gr schema.GroupResource, name string) *apierrors.S
 	}
 	var sterr *storage.Error
 	if errors.As(err, &sterr) {
-		return storageError(sterr, gr, name)
+		return storageError(sterr, verb, gr, name)
 	}
 	var na *codec.NotAcceptableError
 	if errors.As(err, &na) {
@@ -57,9 +60,43 @@ func ToStatusError(err error, gr schema.GroupResource, name string) *apierrors.S
 	return apierrors.NewInternalError(err)
 }
 
-// storageError maps a storage error to its API error, as kube-apiserver's
-// storage error interpretation does.
-func storageError(e *storage.Error, gr schema.GroupResource, name string) *apierrors.StatusError {
+// The storage operations whose errors ToStatusError interprets, named as
+// kube-apiserver names them in a ServerTimeout ("The create operation
+// against pods could not be completed at this time").
+const (
+	VerbGet    = "get"
+	VerbList   = "list"
+	VerbWatch  = "watch"
+	VerbCreate = "create"
+	VerbUpdate = "update"
+	VerbDelete = "delete"
+)
+
+// storageVerb is the storage operation behind a request with the given
+// Kubernetes verb, for errors not interpreted where the storage call is
+// made: a patch is an update (kube-apiserver patches through its store's
+// Update), a deletecollection's own storage call is its list (each item's
+// delete interprets its own errors). An unknown verb counts as a get.
+func storageVerb(requestVerb string) string {
+	switch requestVerb {
+	case VerbGet, VerbList, VerbWatch, VerbCreate, VerbUpdate, VerbDelete:
+		return requestVerb
+	case "patch":
+		return VerbUpdate
+	case "deletecollection":
+		return VerbList
+	}
+	return VerbGet
+}
+
+// storageError maps a storage error from operation verb to its API error,
+// as kube-apiserver's storage error interpretation (one function per
+// operation) does. An unreachable store is a 500 ServerTimeout naming the
+// operation, retry in 2 s, for a get, list, create, update or delete; a
+// watch is not interpreted so by kube-apiserver: the only watch that fails
+// so at its start is one on a watch cache that is (re)initializing, which
+// kube-apiserver answers 429 TooManyRequests, retry in 1 s.
+func storageError(e *storage.Error, verb string, gr schema.GroupResource, name string) *apierrors.StatusError {
 	switch e.Code {
 	case storage.ErrCodeKeyNotFound:
 		return apierrors.NewNotFound(gr, name)
@@ -99,10 +136,21 @@ func storageError(e *storage.Error, gr schema.GroupResource, name string) *apier
 		}
 		return apierrors.NewBadRequest(e.Error())
 	case storage.ErrCodeUnreachable:
-		return apierrors.NewServerTimeout(gr, "get", 2)
+		if verb == VerbWatch {
+			msg := e.Message
+			if msg == "" {
+				msg = watchCacheNotReadyMsg
+			}
+			return apierrors.NewTooManyRequests(msg, 1)
+		}
+		return apierrors.NewServerTimeout(gr, verb, 2)
 	}
 	return apierrors.NewInternalError(e)
 }
+
+// watchCacheNotReadyMsg is kube-apiserver's message for a watch on a watch
+// cache that is not ready.
+const watchCacheNotReadyMsg = "storage is (re)initializing"
 
 // optimisticLockErrorMsg is kube-apiserver's message for a stale
 // resourceVersion.

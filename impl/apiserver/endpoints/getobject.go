@@ -18,7 +18,7 @@ func (h *Handler) GetObject(ctx context.Context, namespace, name string) (runtim
 	}
 	obj := h.res.New()
 	if err := h.store.Get(ctx, key, storage.GetOptions{}, obj); err != nil {
-		return nil, ToStatusError(err, h.gr, name)
+		return nil, ToStatusError(err, VerbGet, h.gr, name)
 	}
 	return obj, nil
 }

@@ -107,9 +107,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w = &warningWriter{ResponseWriter: w, warnings: aw}
 	}
 	if err := h.serve(w, r, info); err != nil {
-		name := info.Name
-		gr := h.gr
-		WriteError(w, r, h.opts.Codecs, err, gr, name)
+		WriteStatusError(w, r, h.opts.Codecs, ToStatusError(err, storageVerb(info.Verb), h.gr, info.Name))
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
@@ -88,9 +89,15 @@ func WriteStatusError(w http.ResponseWriter, r *http.Request, c *codec.Codecs, s
 	writeRaw(w, target, int(st.Code), &st)
 }
 
-// WriteError writes any error as a Status about resource gr, object name.
+// WriteError writes any error as a Status about resource gr, object name;
+// a storage error not interpreted where it happened is taken as one from
+// the storage operation of r's verb (storageVerb).
 func WriteError(w http.ResponseWriter, r *http.Request, c *codec.Codecs, err error, gr schema.GroupResource, name string) {
-	WriteStatusError(w, r, c, ToStatusError(err, gr, name))
+	verb := VerbGet
+	if info := request.InfoFrom(r.Context()); info != nil {
+		verb = storageVerb(info.Verb)
+	}
+	WriteStatusError(w, r, c, ToStatusError(err, verb, gr, name))
 }
 
 var jsonOnly = func() *http.Request {

@@ -225,7 +225,7 @@ func (h *Handler) updateObject(ctx context.Context, info *request.Info, m mode, 
 	for attempt := 1; ; attempt++ {
 		out, err = h.updateExisting(ctx, info, m, transform, dryRun)
 		if !createIfMissing || !storage.IsNotFound(err) {
-			return out, false, toStatus(err, h.gr, info.Name)
+			return out, false, toStatus(err, VerbUpdate, h.gr, info.Name)
 		}
 		obj, err := transform(h.res.New())
 		if err != nil {
@@ -244,11 +244,11 @@ func (h *Handler) updateObject(ctx context.Context, info *request.Info, m mode, 
 }
 
 // toStatus is ToStatusError, keeping nil nil.
-func toStatus(err error, gr schema.GroupResource, name string) error {
+func toStatus(err error, verb string, gr schema.GroupResource, name string) error {
 	if err == nil {
 		return nil
 	}
-	return ToStatusError(err, gr, name)
+	return ToStatusError(err, verb, gr, name)
 }
 
 // updateExisting is updateObject for an object that exists; a missing one
@@ -296,7 +296,7 @@ func (h *Handler) updateExisting(ctx context.Context, info *request.Info, m mode
 	if errors.Is(err, errDeleteDuringUpdate) {
 		pre := &storage.Preconditions{UID: &deleteUID, ResourceVersion: &deleteRV}
 		if err := h.store.Delete(ctx, key, h.res.New(), pre, nil); err != nil && !storage.IsNotFound(err) {
-			return nil, err
+			return nil, ToStatusError(err, VerbDelete, h.gr, info.Name)
 		}
 		return toDelete, nil
 	}

@@ -185,7 +185,7 @@ func (p serverPods) UpdatePodStatus(ctx context.Context, namespace, name string,
 	case errors.As(err, &status):
 		return nil, err
 	default:
-		return nil, endpoints.ToStatusError(err, podsGR, name)
+		return nil, endpoints.ToStatusError(err, endpoints.VerbUpdate, podsGR, name)
 	}
 }
 
@@ -208,7 +208,7 @@ func (b serverBudgets) ListBudgets(ctx context.Context, namespace string) ([]*po
 	list := &policyv1.PodDisruptionBudgetList{}
 	if err := s.GetList(ctx, b.stores.ListKey(budgetGR, namespace), storage.ListOptions{
 		Recursive: true, Predicate: storage.Everything()}, list); err != nil {
-		return nil, endpoints.ToStatusError(err, budgetGR, "")
+		return nil, endpoints.ToStatusError(err, endpoints.VerbList, budgetGR, "")
 	}
 	out := make([]*policyv1.PodDisruptionBudget, 0, len(list.Items))
 	for i := range list.Items {
@@ -224,7 +224,7 @@ func (b serverBudgets) GetBudget(ctx context.Context, namespace, name string) (*
 	}
 	pdb := &policyv1.PodDisruptionBudget{}
 	if err := s.Get(ctx, b.stores.ObjectKey(budgetGR, namespace, name), storage.GetOptions{}, pdb); err != nil {
-		return nil, endpoints.ToStatusError(err, budgetGR, name)
+		return nil, endpoints.ToStatusError(err, endpoints.VerbGet, budgetGR, name)
 	}
 	return pdb, nil
 }
@@ -247,7 +247,7 @@ func (b serverBudgets) UpdateBudgetStatus(ctx context.Context, pdb *policyv1.Pod
 			return out, nil
 		})
 	if err != nil {
-		return endpoints.ToStatusError(err, budgetGR, pdb.Name)
+		return endpoints.ToStatusError(err, endpoints.VerbUpdate, budgetGR, pdb.Name)
 	}
 	return nil
 }
