@@ -69,6 +69,10 @@ type Kubelet struct {
 	clock  clock.WithTicker
 	log    *slog.Logger
 	status *status.Manager
+
+	// allocatable is cfg.allocatable(), made once (admission and every
+	// started container's environment read it; nothing writes it).
+	allocatable v1.ResourceList
 	// objects serves the ConfigMaps and Secrets pods use (objectcache.go).
 	objects *objectManager
 
@@ -141,7 +145,7 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config, rt runtim
 		return nil, fmt.Errorf("kubelet %s: client and runtime are required", cfg.NodeName)
 	}
 	k := &Kubelet{
-		cfg: cfg, client: client, rt: rt, clock: cfg.Clock,
+		cfg: cfg, allocatable: cfg.allocatable(), client: client, rt: rt, clock: cfg.Clock,
 		log:     cfg.Logger.With("node", cfg.NodeName),
 		status:  status.NewManager(client),
 		objects: newObjectManager(client),

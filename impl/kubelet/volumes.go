@@ -165,7 +165,7 @@ func (k *Kubelet) downwardAPIFiles(pod *v1.Pod, items []v1.DownwardAPIVolumeFile
 			if c == nil {
 				err = fmt.Errorf("container %q not found", item.ResourceFieldRef.ContainerName)
 			} else {
-				val, err = resourceField(c, item.ResourceFieldRef, k.cfg.allocatable())
+				val, err = resourceField(c, item.ResourceFieldRef, k.allocatable)
 			}
 		}
 		if err != nil {
