@@ -69,6 +69,10 @@ type Config struct {
 	// ReadyWait is how long a watch waits for the cache to (re)initialize;
 	// 0 means 30 seconds.
 	ReadyWait time.Duration
+	// BookmarkFrequency is how often a watcher that allows bookmarks gets
+	// one (and so its client a fresh resourceVersion to resume from); 0
+	// means one minute, as upstream's cacher.
+	BookmarkFrequency time.Duration
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -83,6 +87,7 @@ type Cacher struct {
 	watchBuf   int
 	tooLarge   time.Duration
 	readyWait  time.Duration
+	bookmarks  time.Duration // BookmarkFrequency
 	log        *slog.Logger
 	intern     *interner // the reflector's
 
@@ -149,6 +154,7 @@ func New(cfg Config) (*Cacher, error) {
 		watchBuf:   cfg.WatcherBufferSize,
 		tooLarge:   cfg.TooLargeResourceVersionWait,
 		readyWait:  cfg.ReadyWait,
+		bookmarks:  cfg.BookmarkFrequency,
 		log:        cfg.Logger,
 		done:       make(chan struct{}),
 		stopped:    make(chan struct{}),
@@ -172,6 +178,9 @@ func New(cfg Config) (*Cacher, error) {
 	}
 	if c.readyWait <= 0 {
 		c.readyWait = 30 * time.Second
+	}
+	if c.bookmarks <= 0 {
+		c.bookmarks = defaultBookmarkFrequency
 	}
 	if c.log == nil {
 		c.log = slog.Default()
@@ -360,20 +369,22 @@ func (c *Cacher) requestBookmark(w *cacheWatcher) {
 	w.offerBookmark(&cacheEvent{typ: watch.Bookmark, rv: c.rv})
 }
 
+// processBookmark takes etcd's word that the cache's watch has every event
+// up to rv: the cache is now current at rv (waitUntilFresh's readers go on).
+// It sends the watchers nothing. Each watcher gets its bookmarks from its
+// own timer (requestBookmark: about once a minute, and shortly before its
+// deadline), as upstream's cacher gives them only to watchers whose
+// bookmark time has come. Passing every progress notification on to every
+// watcher, as this did until session 12, multiplied bookmarks: progress
+// notifications come whenever any store asks (every store each minute, any
+// read waiting for freshness every 100 ms), the etcd client broadcasts each
+// to every watch on its stream, and a resource with 1,000 watchers (each
+// kubelet's ConfigMap watch) sent 1,000 bookmarks for each.
 func (c *Cacher) processBookmark(rv int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.bookmarkRV = max(c.bookmarkRV, rv)
 	c.advanceLocked(rv)
-	ev := &cacheEvent{typ: watch.Bookmark, rv: c.rv}
-	for _, w := range c.unindexed {
-		w.offerBookmark(ev)
-	}
-	for _, set := range c.indexed {
-		for _, w := range set {
-			w.offerBookmark(ev)
-		}
-	}
 }
 
 // cachedLocked is the cached object at key, or nil; the caller holds c.mu

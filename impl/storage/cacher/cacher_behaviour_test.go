@@ -181,6 +181,63 @@ func TestNotOlderThanAnotherResourcesWrite(t *testing.T) {
 	}
 }
 
+// etcd's progress notifications make the cache current (a read at a later
+// revision of another resource is served) without sending its watchers
+// anything: a watcher's bookmarks come from its own timer, about once a
+// minute, as upstream's cacher sends them, not one per notification to
+// every watcher (1,000 kubelets' ConfigMap watches each got every one
+// until session 12).
+func TestProgressNotificationsAreNotBookmarksForEveryWatcher(t *testing.T) {
+	defer leakcheck.Check(t)()
+	res := storagetest.ConfigMaps()
+	c, s := newCacher(t, res, func(cfg *cacher.Config) { cfg.BookmarkFrequency = time.Hour })
+	defer s.Close()
+	defer c.Stop()
+	create(t, c, res, cm("a", nil, "x"))
+	ctx := context.Background()
+	var watchers []watch.Interface
+	for range 3 {
+		w, err := c.Watch(ctx, res.ResourcePrefix, storage.ListOptions{Recursive: true, ResourceVersion: "0", Predicate: everything(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		if e := <-w.ResultChan(); e.Type != watch.Added {
+			t.Fatalf("initial event %s, want ADDED", e.Type)
+		}
+		watchers = append(watchers, w)
+	}
+	other := storagetest.ConfigMaps()
+	oc, os := newCacher(t, other, nil)
+	defer os.Close()
+	defer oc.Stop()
+	for i := range 5 {
+		rv := create(t, oc, other, cm(fmt.Sprintf("elsewhere-%d", i), nil, "x"))
+		// The read waits for the cache to pass rv, asking etcd for progress
+		// notifications (and the store asks every 100 ms on its own).
+		l := &corev1.ConfigMapList{}
+		if err := c.GetList(ctx, res.ResourcePrefix, storage.ListOptions{Recursive: true,
+			ResourceVersion: strconv.FormatInt(rv, 10), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+			Predicate: everything(false)}, l); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := strconv.ParseInt(l.ResourceVersion, 10, 64); got < rv {
+			t.Fatalf("list at %s, want >= %d", l.ResourceVersion, rv)
+		}
+	}
+	if err := s.RequestWatchProgress(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // for a bookmark the notifications might have caused
+	for _, w := range watchers {
+		select {
+		case e := <-w.ResultChan():
+			t.Fatalf("watcher got %s after progress notifications, want nothing before its bookmark time", e.Type)
+		default:
+		}
+	}
+}
+
 // Paging a list served from the cache continues in etcd at the cache's
 // revision.
 func TestCachedListPagesContinueInEtcd(t *testing.T) {

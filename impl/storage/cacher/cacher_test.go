@@ -49,7 +49,8 @@ func newCacherOn(t *testing.T, base etcd3.Config, res storage.ResourceConfig, tu
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := cacher.Config{Store: s, Resource: res, TooLargeResourceVersionWait: 500 * time.Millisecond}
+	cfg := cacher.Config{Store: s, Resource: res, TooLargeResourceVersionWait: 500 * time.Millisecond,
+		BookmarkFrequency: 100 * time.Millisecond}
 	if res.GroupResource.Resource == "pods" {
 		cfg.IndexField = "spec.nodeName"
 	}

@@ -143,7 +143,7 @@ func (w *cacheWatcher) run(initial []*cachedObject, initialEnd bool, startRV int
 		select {
 		case <-bookmarkTimer.C:
 			w.c.requestBookmark(w)
-			bookmarkTimer.Reset(bookmarkFrequency)
+			bookmarkTimer.Reset(w.c.bookmarks)
 		case ce, ok := <-w.input:
 			if !ok {
 				return
@@ -176,9 +176,10 @@ func (w *cacheWatcher) run(initial []*cachedObject, initialEnd bool, startRV int
 	}
 }
 
-// bookmarkFrequency is how often a watcher that allows bookmarks gets one
-// from the cache, as upstream's cacher does (about once a minute).
-const bookmarkFrequency = time.Minute
+// defaultBookmarkFrequency is how often a watcher that allows bookmarks
+// gets one from the cache unless Config says otherwise, as upstream's
+// cacher does (about once a minute).
+const defaultBookmarkFrequency = time.Minute
 
 // bookmarkBeforeDeadline: a watch with a deadline (the request's
 // timeoutSeconds) gets a bookmark this long before it ends, so the client
@@ -186,7 +187,8 @@ const bookmarkFrequency = time.Minute
 const bookmarkBeforeDeadline = 2 * time.Second
 
 // newBookmarkTimer schedules the watcher's first cache bookmark: shortly
-// before its deadline when that comes first, else after bookmarkFrequency.
+// before its deadline when that comes first, else after the cache's
+// bookmark frequency.
 // A watcher that does not allow bookmarks gets a timer that never fires.
 func (w *cacheWatcher) newBookmarkTimer() *time.Timer {
 	if !w.bookmarks {
@@ -194,7 +196,7 @@ func (w *cacheWatcher) newBookmarkTimer() *time.Timer {
 		t.Stop()
 		return t
 	}
-	next := bookmarkFrequency
+	next := w.c.bookmarks
 	if deadline, ok := w.ctx.Deadline(); ok {
 		if d := time.Until(deadline) - bookmarkBeforeDeadline; d > 0 && d < next {
 			next = d

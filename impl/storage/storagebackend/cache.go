@@ -29,6 +29,9 @@ func newCacher(store *etcd3.Store, res storage.ResourceConfig, cfg Config, log *
 		Resource:   res,
 		IndexField: idx,
 		Logger:     log,
+		// The cache's watchers get their bookmarks from the cache, as
+		// often as the etcd store's would.
+		BookmarkFrequency: cfg.BookmarkInterval,
 	})
 	if err != nil {
 		return nil, err
