@@ -12,10 +12,8 @@
 package intern
 
 import (
-	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -45,9 +43,9 @@ type Table struct {
 	resize      map[string][]v1.ContainerResizePolicy
 	ports       map[string][]v1.ContainerPort
 	hostIPs     map[string][]v1.HostIP
-	int64s      map[string]*int64
-	int32s      map[string]*int32
-	bools       map[string]*bool
+	int64s      map[int64]*int64
+	int32s      map[int32]*int32
+	bools       map[bool]*bool
 	preemption  map[string]*v1.PreemptionPolicy
 	times       map[int64]*metav1.Time
 	running     map[int64]*v1.ContainerStateRunning
@@ -61,7 +59,7 @@ func New() *Table {
 		conditions: map[string][]v1.PodCondition{}, projected: map[string]*v1.ProjectedVolumeSource{},
 		podSecurity: map[string]*v1.PodSecurityContext{}, security: map[string]*v1.SecurityContext{},
 		resize: map[string][]v1.ContainerResizePolicy{}, ports: map[string][]v1.ContainerPort{}, hostIPs: map[string][]v1.HostIP{},
-		int64s: map[string]*int64{}, int32s: map[string]*int32{}, bools: map[string]*bool{}, preemption: map[string]*v1.PreemptionPolicy{},
+		int64s: map[int64]*int64{}, int32s: map[int32]*int32{}, bools: map[bool]*bool{}, preemption: map[string]*v1.PreemptionPolicy{},
 		times: map[int64]*metav1.Time{}, running: map[int64]*v1.ContainerStateRunning{},
 	}
 }
@@ -73,25 +71,26 @@ func (t *Table) Conditions(cs []v1.PodCondition) []v1.PodCondition {
 	if len(cs) == 0 {
 		return cs
 	}
-	var b strings.Builder
+	var buf [keyBuffer]byte
+	b := buf[:0]
 	for i := range cs {
 		c := &cs[i]
-		b.WriteString(string(c.Type))
-		b.WriteByte(0)
-		b.WriteString(string(c.Status))
-		b.WriteByte(0)
-		b.WriteString(c.Reason)
-		b.WriteByte(0)
-		b.WriteString(c.Message)
-		b.WriteByte(0)
-		b.WriteString(strconv.FormatInt(c.ObservedGeneration, 10))
-		b.WriteByte(0)
-		b.WriteString(strconv.FormatInt(c.LastProbeTime.UnixNano(), 10))
-		b.WriteByte(0)
-		b.WriteString(strconv.FormatInt(c.LastTransitionTime.UnixNano(), 10))
-		b.WriteByte(1)
+		b = append(b, c.Type...)
+		b = append(b, 0)
+		b = append(b, c.Status...)
+		b = append(b, 0)
+		b = append(b, c.Reason...)
+		b = append(b, 0)
+		b = append(b, c.Message...)
+		b = append(b, 0)
+		b = strconv.AppendInt(b, c.ObservedGeneration, 10)
+		b = append(b, 0)
+		b = strconv.AppendInt(b, c.LastProbeTime.UnixNano(), 10)
+		b = append(b, 0)
+		b = strconv.AppendInt(b, c.LastTransitionTime.UnixNano(), 10)
+		b = append(b, 1)
 	}
-	return Lookup(&t.mu, t.conditions, maxValues, b.String(), cs)
+	return lookupBytes(&t.mu, t.conditions, maxValues, b, cs)
 }
 
 // Projected returns the shared projected volume source equal to p (every
@@ -128,14 +127,15 @@ func (t *Table) ResizePolicy(ps []v1.ContainerResizePolicy) []v1.ContainerResize
 	if len(ps) == 0 {
 		return ps
 	}
-	var b strings.Builder
+	var buf [keyBuffer]byte
+	b := buf[:0]
 	for _, p := range ps {
-		b.WriteString(string(p.ResourceName))
-		b.WriteByte(0)
-		b.WriteString(string(p.RestartPolicy))
-		b.WriteByte(1)
+		b = append(b, p.ResourceName...)
+		b = append(b, 0)
+		b = append(b, p.RestartPolicy...)
+		b = append(b, 1)
 	}
-	return Lookup(&t.mu, t.resize, maxValues, b.String(), ps)
+	return lookupBytes(&t.mu, t.resize, maxValues, b, ps)
 }
 
 // Ports returns the shared slice equal to ps.
@@ -143,20 +143,21 @@ func (t *Table) Ports(ps []v1.ContainerPort) []v1.ContainerPort {
 	if len(ps) == 0 {
 		return ps
 	}
-	var b strings.Builder
+	var buf [keyBuffer]byte
+	b := buf[:0]
 	for _, p := range ps {
-		b.WriteString(p.Name)
-		b.WriteByte(0)
-		b.WriteString(strconv.FormatInt(int64(p.HostPort), 10))
-		b.WriteByte(0)
-		b.WriteString(strconv.FormatInt(int64(p.ContainerPort), 10))
-		b.WriteByte(0)
-		b.WriteString(string(p.Protocol))
-		b.WriteByte(0)
-		b.WriteString(p.HostIP)
-		b.WriteByte(1)
+		b = append(b, p.Name...)
+		b = append(b, 0)
+		b = strconv.AppendInt(b, int64(p.HostPort), 10)
+		b = append(b, 0)
+		b = strconv.AppendInt(b, int64(p.ContainerPort), 10)
+		b = append(b, 0)
+		b = append(b, p.Protocol...)
+		b = append(b, 0)
+		b = append(b, p.HostIP...)
+		b = append(b, 1)
 	}
-	return Lookup(&t.mu, t.ports, maxValues, b.String(), ps)
+	return lookupBytes(&t.mu, t.ports, maxValues, b, ps)
 }
 
 // HostIPs returns the shared slice equal to ips (every pod of a node has
@@ -165,12 +166,13 @@ func (t *Table) HostIPs(ips []v1.HostIP) []v1.HostIP {
 	if len(ips) == 0 {
 		return ips
 	}
-	var b strings.Builder
+	var buf [keyBuffer]byte
+	b := buf[:0]
 	for _, ip := range ips {
-		b.WriteString(ip.IP)
-		b.WriteByte(0)
+		b = append(b, ip.IP...)
+		b = append(b, 0)
 	}
-	return Lookup(&t.mu, t.hostIPs, maxValues, b.String(), ips)
+	return lookupBytes(&t.mu, t.hostIPs, maxValues, b, ips)
 }
 
 // Int64 returns a shared pointer to *p's value (optional fields such as
@@ -179,7 +181,7 @@ func (t *Table) Int64(p *int64) *int64 {
 	if p == nil {
 		return nil
 	}
-	return Lookup(&t.mu, t.int64s, maxValues, strconv.FormatInt(*p, 10), p)
+	return Lookup(&t.mu, t.int64s, maxValues, *p, p)
 }
 
 // Int32 returns a shared pointer to *p's value (priority).
@@ -187,7 +189,7 @@ func (t *Table) Int32(p *int32) *int32 {
 	if p == nil {
 		return nil
 	}
-	return Lookup(&t.mu, t.int32s, maxValues, strconv.FormatInt(int64(*p), 10), p)
+	return Lookup(&t.mu, t.int32s, maxValues, *p, p)
 }
 
 // Bool returns a shared pointer to *p's value (enableServiceLinks).
@@ -195,7 +197,7 @@ func (t *Table) Bool(p *bool) *bool {
 	if p == nil {
 		return nil
 	}
-	return Lookup(&t.mu, t.bools, maxValues, strconv.FormatBool(*p), p)
+	return Lookup(&t.mu, t.bools, maxValues, *p, p)
 }
 
 // PreemptionPolicy returns a shared pointer to *p's value.
@@ -242,6 +244,36 @@ func Lookup[K comparable, T any](mu *sync.Mutex, table map[K]T, limit int, key K
 	return v
 }
 
+// lookupBytes is Lookup for a key built in a byte slice (on the caller's
+// stack): the lookup itself allocates nothing, only storing a new value
+// makes the key a string. Every decoded pod version looks up a dozen
+// values that are almost always there already.
+func lookupBytes[T any](mu *sync.Mutex, table map[string]T, limit int, key []byte, v T) T {
+	mu.Lock()
+	defer mu.Unlock()
+	if shared, ok := table[string(key)]; ok {
+		return shared
+	}
+	if len(table) < limit {
+		table[string(key)] = v
+	}
+	return v
+}
+
+// keyBuffer is the size of the stack buffers keys are built in (a longer
+// key moves to the heap as append grows it).
+const keyBuffer = 256
+
+// sortedKeys appends m's keys to buf (which a caller's stack array backs
+// for the usual handful) and sorts them.
+func sortedKeys[K ~string, V any](m map[K]V, buf []K) []K {
+	for k := range m {
+		buf = append(buf, k)
+	}
+	slices.Sort(buf)
+	return buf
+}
+
 // String returns the shared copy of s.
 func (t *Table) String(s string) string {
 	if s == "" {
@@ -256,14 +288,16 @@ func (t *Table) Labels(m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return m
 	}
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		b.WriteString(k)
-		b.WriteByte(0)
-		b.WriteString(m[k])
-		b.WriteByte(0)
+	var kb [16]string
+	var buf [keyBuffer]byte
+	b := buf[:0]
+	for _, k := range sortedKeys(m, kb[:0]) {
+		b = append(b, k...)
+		b = append(b, 0)
+		b = append(b, m[k]...)
+		b = append(b, 0)
 	}
-	return Lookup(&t.mu, t.labels, maxValues, b.String(), m)
+	return lookupBytes(&t.mu, t.labels, maxValues, b, m)
 }
 
 // Resources returns the shared resource list equal to rl.
@@ -271,15 +305,22 @@ func (t *Table) Resources(rl v1.ResourceList) v1.ResourceList {
 	if len(rl) == 0 {
 		return rl
 	}
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(rl)) {
+	var kb [16]v1.ResourceName
+	var buf [keyBuffer]byte
+	b := buf[:0]
+	for _, k := range sortedKeys(rl, kb[:0]) {
 		q := rl[k]
-		b.WriteString(string(k))
-		b.WriteByte(0)
-		b.WriteString(q.String())
-		b.WriteByte(0)
+		b = append(b, k...)
+		b = append(b, 0)
+		// The canonical form q.String() makes (and would keep in q, a
+		// copy), written straight into the key.
+		var qb [32]byte
+		num, suffix := q.CanonicalizeBytes(qb[:0])
+		b = append(b, num...)
+		b = append(b, suffix...)
+		b = append(b, 0)
 	}
-	return Lookup(&t.mu, t.resources, maxValues, b.String(), rl)
+	return lookupBytes(&t.mu, t.resources, maxValues, b, rl)
 }
 
 // Tolerations returns the shared slice equal to ts.
@@ -287,24 +328,25 @@ func (t *Table) Tolerations(ts []v1.Toleration) []v1.Toleration {
 	if len(ts) == 0 {
 		return ts
 	}
-	var b strings.Builder
+	var buf [keyBuffer]byte
+	b := buf[:0]
 	for _, tol := range ts {
-		b.WriteString(tol.Key)
-		b.WriteByte(0)
-		b.WriteString(string(tol.Operator))
-		b.WriteByte(0)
-		b.WriteString(tol.Value)
-		b.WriteByte(0)
-		b.WriteString(string(tol.Effect))
-		b.WriteByte(0)
+		b = append(b, tol.Key...)
+		b = append(b, 0)
+		b = append(b, tol.Operator...)
+		b = append(b, 0)
+		b = append(b, tol.Value...)
+		b = append(b, 0)
+		b = append(b, tol.Effect...)
+		b = append(b, 0)
 		if tol.TolerationSeconds != nil {
-			b.WriteString(strconv.FormatInt(*tol.TolerationSeconds, 10))
+			b = strconv.AppendInt(b, *tol.TolerationSeconds, 10)
 		} else {
-			b.WriteByte('-')
+			b = append(b, '-')
 		}
-		b.WriteByte(1)
+		b = append(b, 1)
 	}
-	return Lookup(&t.mu, t.tolerations, maxValues, b.String(), ts)
+	return lookupBytes(&t.mu, t.tolerations, maxValues, b, ts)
 }
 
 // Pod shares the repeated values of p in place: namespace, generateName,
@@ -426,11 +468,22 @@ func SharePrior(p, old *v1.Pod) {
 }
 
 // byEncoding returns the shared value whose protobuf encoding equals v's
-// (v itself if it cannot be encoded).
-func byEncoding[T interface{ Marshal() ([]byte, error) }](mu *sync.Mutex, table map[string]T, v T) T {
-	raw, err := v.Marshal()
-	if err != nil {
+// (v itself if it cannot be encoded). The encoding is made in a stack
+// buffer when it fits (as the projected kube-api-access volume and the
+// defaulted security contexts do).
+func byEncoding[T interface {
+	Size() int
+	MarshalToSizedBuffer([]byte) (int, error)
+}](mu *sync.Mutex, table map[string]T, v T) T {
+	var buf [keyBuffer]byte
+	raw := buf[:]
+	if n := v.Size(); n <= len(raw) {
+		raw = raw[:n]
+	} else {
+		raw = make([]byte, n)
+	}
+	if _, err := v.MarshalToSizedBuffer(raw); err != nil {
 		return v
 	}
-	return Lookup(mu, table, maxValues, string(raw), v)
+	return lookupBytes(mu, table, maxValues, raw, v)
 }
