@@ -49,6 +49,8 @@ type Table struct {
 	preemption  map[string]*v1.PreemptionPolicy
 	times       map[int64]*metav1.Time
 	running     map[int64]*v1.ContainerStateRunning
+	// scratch is where byEncoding encodes (guarded by mu).
+	scratch []byte
 }
 
 // New returns an empty table.
@@ -100,7 +102,7 @@ func (t *Table) Projected(p *v1.ProjectedVolumeSource) *v1.ProjectedVolumeSource
 	if p == nil {
 		return nil
 	}
-	return byEncoding(&t.mu, t.projected, p)
+	return byEncoding(&t.mu, t.projected, &t.scratch, p)
 }
 
 // PodSecurityContext returns the shared pod security context equal to sc
@@ -109,7 +111,7 @@ func (t *Table) PodSecurityContext(sc *v1.PodSecurityContext) *v1.PodSecurityCon
 	if sc == nil {
 		return nil
 	}
-	return byEncoding(&t.mu, t.podSecurity, sc)
+	return byEncoding(&t.mu, t.podSecurity, &t.scratch, sc)
 }
 
 // SecurityContext returns the shared container security context equal to
@@ -118,7 +120,7 @@ func (t *Table) SecurityContext(sc *v1.SecurityContext) *v1.SecurityContext {
 	if sc == nil {
 		return nil
 	}
-	return byEncoding(&t.mu, t.security, sc)
+	return byEncoding(&t.mu, t.security, &t.scratch, sc)
 }
 
 // ResizePolicy returns the shared slice equal to ps (defaulted on every
@@ -261,8 +263,9 @@ func lookupBytes[T any](mu *sync.Mutex, table map[string]T, limit int, key []byt
 }
 
 // keyBuffer is the size of the stack buffers keys are built in (a longer
-// key moves to the heap as append grows it).
-const keyBuffer = 256
+// key moves to the heap as append grows it): a Running pod's five
+// conditions make ~500 bytes.
+const keyBuffer = 1024
 
 // sortedKeys appends m's keys to buf (which a caller's stack array backs
 // for the usual handful) and sorts them.
@@ -468,22 +471,28 @@ func SharePrior(p, old *v1.Pod) {
 }
 
 // byEncoding returns the shared value whose protobuf encoding equals v's
-// (v itself if it cannot be encoded). The encoding is made in a stack
-// buffer when it fits (as the projected kube-api-access volume and the
-// defaulted security contexts do).
+// (v itself if it cannot be encoded). The encoding is made in *scratch,
+// which mu guards with the table and which grows to the largest encoding
+// seen, so that a lookup that finds the value allocates nothing.
 func byEncoding[T interface {
 	Size() int
 	MarshalToSizedBuffer([]byte) (int, error)
-}](mu *sync.Mutex, table map[string]T, v T) T {
-	var buf [keyBuffer]byte
-	raw := buf[:]
-	if n := v.Size(); n <= len(raw) {
-		raw = raw[:n]
-	} else {
-		raw = make([]byte, n)
+}](mu *sync.Mutex, table map[string]T, scratch *[]byte, v T) T {
+	mu.Lock()
+	defer mu.Unlock()
+	n := v.Size()
+	if cap(*scratch) < n {
+		*scratch = make([]byte, n)
 	}
+	raw := (*scratch)[:n]
 	if _, err := v.MarshalToSizedBuffer(raw); err != nil {
 		return v
 	}
-	return lookupBytes(mu, table, maxValues, raw, v)
+	if shared, ok := table[string(raw)]; ok {
+		return shared
+	}
+	if len(table) < maxValues {
+		table[string(raw)] = v
+	}
+	return v
 }
