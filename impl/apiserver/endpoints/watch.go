@@ -59,7 +59,8 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, info *request.In
 	if flusher != nil {
 		flusher.Flush()
 	}
-	ew := &eventWriter{h: h, target: target, topts: topts}
+	ew := newEventWriter(h, target, topts)
+	defer ew.release()
 	for {
 		select {
 		case <-ctx.Done():
@@ -97,14 +98,44 @@ func (h *Handler) watchTimeout(timeoutSeconds *int64) time.Duration {
 	return min + time.Duration(rand.Int64N(int64(min)))
 }
 
+// eventWriter encodes one watch's events into stream frames. Its buffers
+// live as long as the watch: the frame it returns is valid until the next
+// encode (the response writer has copied or sent it by then), so a stream
+// of events of about the same size allocates nothing for them.
 type eventWriter struct {
 	h      *Handler
 	target codec.Target
 	topts  *metav1.TableOptions
 	sent   int
-	buf    bytes.Buffer
+	buf    bytes.Buffer // the encoded object
+	frame  []byte       // the last frame returned
+	// alloc is the protobuf serializer's encode buffer (kube-apiserver's
+	// watch keeps one per stream the same way); nil for other media.
+	alloc *runtime.Allocator
+	// allocEncoder is the target's serializer when it takes an allocator.
+	allocEncoder runtime.EncoderWithAllocator
 }
 
+func newEventWriter(h *Handler, target codec.Target, topts *metav1.TableOptions) *eventWriter {
+	ew := &eventWriter{h: h, target: target, topts: topts}
+	if enc, ok := target.Info.Serializer.(runtime.EncoderWithAllocator); ok {
+		ew.allocEncoder = enc
+		ew.alloc = runtime.AllocatorPool.Get().(*runtime.Allocator)
+	}
+	return ew
+}
+
+// release gives back the pooled encode buffer. The frame buffer is not
+// pooled: a write that failed may leave it referenced by the connection.
+func (ew *eventWriter) release() {
+	if ew.alloc != nil {
+		runtime.AllocatorPool.Put(ew.alloc)
+		ew.alloc = nil
+	}
+}
+
+// encode returns ev's frame: for protobuf a 4-byte big-endian length and a
+// metav1.WatchEvent, for JSON one line of {"type":..,"object":..}.
 func (ew *eventWriter) encode(r *http.Request, ev watch.Event) ([]byte, error) {
 	obj := ev.Object
 	var err error
@@ -138,26 +169,40 @@ func (ew *eventWriter) encode(r *http.Request, ev watch.Event) ([]byte, error) {
 	}
 	ew.sent++
 	ew.buf.Reset()
-	if err := ew.target.Info.Serializer.Encode(obj, &ew.buf); err != nil {
+	if ew.allocEncoder != nil {
+		err = ew.allocEncoder.EncodeWithAllocator(obj, &ew.buf, ew.alloc)
+	} else {
+		err = ew.target.Info.Serializer.Encode(obj, &ew.buf)
+	}
+	if err != nil {
 		return nil, err
 	}
 	raw := bytes.TrimRight(ew.buf.Bytes(), "\n")
 	if ew.target.MediaType == codec.Protobuf {
 		event := metav1.WatchEvent{Type: string(ev.Type), Object: runtime.RawExtension{Raw: raw}}
-		data, err := event.Marshal()
-		if err != nil {
+		size := event.Size()
+		frame := ew.frameBuffer(4 + size)
+		binary.BigEndian.PutUint32(frame, uint32(size))
+		if _, err := event.MarshalToSizedBuffer(frame[4:]); err != nil {
 			return nil, err
 		}
-		frame := make([]byte, 4+len(data))
-		binary.BigEndian.PutUint32(frame, uint32(len(data)))
-		copy(frame[4:], data)
 		return frame, nil
 	}
-	out := make([]byte, 0, len(raw)+32)
+	out := ew.frameBuffer(len(raw) + 32)[:0]
 	out = append(out, `{"type":`...)
 	out = strconv.AppendQuote(out, string(ev.Type))
 	out = append(out, `,"object":`...)
 	out = append(out, raw...)
 	out = append(out, "}\n"...)
+	ew.frame = out
 	return out, nil
+}
+
+// frameBuffer returns the frame buffer with length n, grown if needed.
+func (ew *eventWriter) frameBuffer(n int) []byte {
+	if cap(ew.frame) < n {
+		ew.frame = make([]byte, n, n+n/4)
+	}
+	ew.frame = ew.frame[:n]
+	return ew.frame
 }
