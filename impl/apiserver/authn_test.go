@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -206,6 +207,63 @@ func TestTokenRequestAndBoundTokens(t *testing.T) {
 	if _, err := whoami(t, e.tokenClient(t, tr.Status.Token, "")); !apierrors.IsUnauthorized(err) {
 		t.Fatalf("token of a deleted pod: %v, want 401", err)
 	}
+}
+
+// A token bound to a pod names the pod's node, read as kube-apiserver reads
+// it (the watch cache, else etcd; a node that was just created is found
+// either way); a pod on a node that does not exist gets a token naming the
+// node only.
+func TestTokenRequestNamesThePodsNode(t *testing.T) {
+	e := newAuthEnv(t)
+	c := ctx(t)
+	core := e.cs.CoreV1()
+	if _, err := core.ServiceAccounts("default").Create(c, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "builder"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	node, err := core.Nodes().Create(c, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ pod, node, nodeUID string }{
+		{"on-n1", "n1", string(node.UID)},
+		{"on-gone", "gone", ""},
+	} {
+		if _, err := core.Pods("default").Create(c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: tc.pod},
+			Spec: corev1.PodSpec{ServiceAccountName: "builder", NodeName: tc.node, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}},
+			metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := core.ServiceAccounts("default").CreateToken(c, "builder", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: tc.pod},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("token for %s: %v", tc.pod, err)
+		}
+		claims := jwtClaims(t, tr.Status.Token)
+		k8s, _ := claims["kubernetes.io"].(map[string]any)
+		n, _ := k8s["node"].(map[string]any)
+		if n["name"] != tc.node || (tc.nodeUID != "" && n["uid"] != tc.nodeUID) || (tc.nodeUID == "" && n["uid"] != nil) {
+			t.Fatalf("token for %s names node %v, want name %q uid %q", tc.pod, n, tc.node, tc.nodeUID)
+		}
+	}
+}
+
+// jwtClaims decodes the claims of a signed JWT without checking it.
+func jwtClaims(t *testing.T, token string) map[string]any {
+	t.Helper()
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		t.Fatalf("token %q is not a JWS", token)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claims map[string]any
+	if err := json.Unmarshal(raw, &claims); err != nil {
+		t.Fatal(err)
+	}
+	return claims
 }
 
 func TestAccessReviews(t *testing.T) {

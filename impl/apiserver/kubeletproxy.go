@@ -53,7 +53,16 @@ func (l storeLookup) GetPod(ctx context.Context, namespace, name string) (*corev
 }
 
 func (l storeLookup) GetNode(ctx context.Context, name string) (*corev1.Node, error) {
-	obj, err := l.get(ctx, nodesGVR, "", name)
+	return l.node(l.get(ctx, nodesGVR, "", name))
+}
+
+// GetCachedNode is GetNode from any version the watch cache holds (no
+// quorum read; possibly stale).
+func (l storeLookup) GetCachedNode(ctx context.Context, name string) (*corev1.Node, error) {
+	return l.node(l.getCached(ctx, nodesGVR, "", name))
+}
+
+func (storeLookup) node(obj any, err error) (*corev1.Node, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -70,6 +79,14 @@ func (l storeLookup) get(ctx context.Context, gvr schema.GroupVersionResource, n
 		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
 	}
 	return h.GetObject(ctx, namespace, name)
+}
+
+func (l storeLookup) getCached(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (any, error) {
+	h, ok := l.s.handlers[gvr]
+	if !ok {
+		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+	}
+	return h.GetCachedObject(ctx, namespace, name)
 }
 
 // serveKubeletSubresource serves the request if it is one of the

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -101,9 +102,8 @@ func (s *Server) createToken(r *http.Request, namespace, name string, req *authe
 			}
 			uid, issue.Pod = pod.UID, pod
 			if pod.Spec.NodeName != "" {
-				issue.Node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: pod.Spec.NodeName}}
-				if node, err := look.GetNode(ctx, pod.Spec.NodeName); err == nil {
-					issue.Node = node
+				if issue.Node, err = podNode(ctx, look, pod.Spec.NodeName); err != nil {
+					return nil, err
 				}
 			}
 		case "Secret":
@@ -170,4 +170,22 @@ func validateTokenRequest(spec *authenticationv1.TokenRequestSpec) field.ErrorLi
 		}
 	}
 	return errs
+}
+
+// podNode is the node a pod-bound token names, read as kube-apiserver
+// reads it: from the watch cache (resourceVersion "0", no quorum read of
+// etcd), again from etcd if that fails; a node that does not exist is one
+// with only its name, any other failure a 500.
+func podNode(ctx context.Context, look storeLookup, name string) (*corev1.Node, error) {
+	node, err := look.GetCachedNode(ctx, name)
+	if err != nil {
+		node, err = look.GetNode(ctx, name)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, nil
+	case err != nil:
+		return nil, apierrors.NewInternalError(err)
+	}
+	return node, nil
 }
