@@ -49,6 +49,10 @@ type APIServerConfig struct {
 	// Auth is the request chain: authentication, authorization, admission
 	// and audit, as kube-apiserver's flags configure it.
 	Auth AuthOptions
+	// NodeTokens, when set, authenticates the bearer tokens of the
+	// simulated nodes of this process (auth.NodeTokens; see nodes.go),
+	// before any other token authenticator.
+	NodeTokens auth.TokenAuthenticator
 	// Services are the service address ranges and the advertised address.
 	Services ServiceOptions
 	// Listener, or BindAddress when nil.
@@ -149,6 +153,9 @@ func NewAPIServer(cfg APIServerConfig) (*apiserver.Server, *storagebackend.Facto
 	chain, err := buildChain(cfg.Auth)
 	if err != nil {
 		return nil, nil, err
+	}
+	if cfg.NodeTokens != nil {
+		chain.tokens = append([]auth.TokenAuthenticator{cfg.NodeTokens}, chain.tokens...)
 	}
 	factory := storagebackend.NewFactory(storagebackend.Config{
 		Client: cfg.EtcdClient, NewWatcher: cfg.EtcdNewWatcher, Prefix: cfg.EtcdPrefix, WatchCache: cfg.WatchCache,

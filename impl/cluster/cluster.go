@@ -5,10 +5,11 @@
 // what cross-component tests and benchmarks start in-process.
 //
 // Simulated nodes read pods through one shared watch, as KWOK does, and
-// each writes as its own node (system:node:<name>): see nodes.go for the
+// each writes as its own node (system:node:<name>, authenticated by an
+// in-memory token over connections the nodes share): see nodes.go for the
 // shared pod informer (read as NodeSimulatorUser, and also the controller
-// manager's and scheduler's pod cache), the one event broadcaster and the
-// kubelets' root directory on tmpfs.
+// manager's and scheduler's pod cache), the nodes' clients, their event
+// broadcasters and the kubelets' root directory on tmpfs.
 package cluster
 
 import (
@@ -30,6 +31,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 	"github.com/kubeproof/kubeproof/impl/kubelet"
 	"github.com/kubeproof/kubeproof/impl/pki"
 	"github.com/kubeproof/kubeproof/impl/storage/embedded"
@@ -119,6 +121,9 @@ type Cluster struct {
 	kubelets []*kubelet.Kubelet
 	// simNodes are the parts the simulated kubelets share (nodes.go).
 	simNodes *simulatedNodes
+	// nodeTokens authenticates the simulated kubelets (nodes.go); nil
+	// without simulated nodes.
+	nodeTokens *auth.NodeTokens
 	// kubeletAPI serves the kubelet API of every simulated kubelet.
 	kubeletAPI *KubeletAPI
 
@@ -241,6 +246,9 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		return nil, fmt.Errorf("listening on %s: %w", cfg.BindAddress, err)
 	}
 	c.URL = "https://" + ln.Addr().String()
+	if cfg.Nodes > 0 {
+		c.nodeTokens = auth.NewNodeTokens()
+	}
 	// The API server reaches an embedded etcd in-process: no gRPC
 	// encoding, HTTP/2 framing or loopback socket on every storage call
 	// and watch event. External etcd servers are reached over gRPC.
@@ -253,7 +261,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		EtcdClient: apiEtcd, EtcdNewWatcher: apiWatchers, EtcdPrefix: cfg.EtcdPrefix, WatchCache: cfg.WatchCache,
 		CompactionInterval: cfg.CompactionInterval, ServingCert: &creds.serving, ClientCA: creds.ca.Pool(),
 		Listener: ln, Metrics: c.Metrics, Logger: cfg.Logger, KubeletClientTLS: kubeletClientTLS, Auth: authOpts,
-		Services: cfg.Services,
+		Services: cfg.Services, NodeTokens: c.nodeTokensAuthenticator(),
 	})
 	if err != nil {
 		_ = ln.Close()

@@ -58,18 +58,25 @@ func (c *Cluster) componentClient(pkiDir, dataDir, certName, user string, groups
 		}
 	}
 	cfg := pki.RESTConfig(c.URL, c.CA.CertPEM, kp)
-	cfg.QPS, cfg.Burst, cfg.UserAgent = qps, burst, "kubeproof/"+certName
+	cs, err := newComponentClientset(cfg, certName, qps, burst)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building %s client: %w", user, err)
+	}
+	return cfg, cs, nil
+}
+
+// newComponentClientset sets what every in-process component's client
+// shares on cfg (rate limits, user agent kubeproof/<name>, content types,
+// the fault injection hook) and builds its clientset.
+func newComponentClientset(cfg *rest.Config, name string, qps float32, burst int) (kubernetes.Interface, error) {
+	cfg.QPS, cfg.Burst, cfg.UserAgent = qps, burst, "kubeproof/"+name
 	// Protobuf, as upstream's components default to (the kubelet's and
 	// controller manager's --kube-api-content-type, the scheduler's
 	// clientConnection.contentType); JSON where a type has no protobuf
 	// form.
 	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeProtobuf, runtime.ContentTypeProtobuf+","+runtime.ContentTypeJSON
-	cfg.Wrap(faults.WrapTransport(certName)) // fault injection hook: a no-op unless a test armed it (e2e/props)
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("building %s client: %w", user, err)
-	}
-	return cfg, cs, nil
+	cfg.Wrap(faults.WrapTransport(name)) // fault injection hook: a no-op unless a test armed it (e2e/props)
+	return kubernetes.NewForConfig(cfg)
 }
 
 // startControllerManager runs the controller manager in-process. Its client

@@ -6,17 +6,24 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 	"github.com/kubeproof/kubeproof/impl/kubelet"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
@@ -42,6 +49,21 @@ import (
 //     its pods' ConfigMaps and Secrets and its Node through it, so the
 //     Node authorizer and NodeRestriction judge each node's requests as a
 //     real kubelet's;
+//   - that client authenticates with a bearer token of its node, not a
+//     client certificate: random, kept in this process's memory only and
+//     known to the in-process API server alone (auth.NodeTokens, as
+//     kube-apiserver keeps its own loopback client's token), standing for
+//     the user the certificate gave (system:node:<name> in system:nodes).
+//     Clients that differ only in their token share one transport
+//     (simulatedNodes.transport), so all kubelets' requests travel over
+//     one or two HTTP/2 connections (the API server allows 1,000
+//     concurrent streams on a connection, and the transport opens another
+//     when they are taken, as by 1,000 ConfigMap watches), and the HTTP/2
+//     loops on both ends write the frames of concurrent requests together.
+//     With a certificate each node needed its own TLS connection: 1,000
+//     connections from the process to itself, each response flushed with
+//     a write system call of its own. A real kubelet (`kubeproof
+//     kubelet`) authenticates with its client certificate, as upstream's;
 //   - every kubelet records its events with its own client-go event
 //     broadcaster, writing through its own client, as upstream's kubelet
 //     (kubelet.Config.Recorder nil): its own correlator and spam filter,
@@ -81,6 +103,23 @@ type simulatedNodes struct {
 	// PodLogsDir; tmpfs tells whether it is on a tmpfs.
 	rootDir string
 	tmpfs   bool
+	// transport carries every kubelet's requests (each adds its own
+	// bearer token, user agent and rate limit on top); conns counts its
+	// open connections.
+	transport http.RoundTripper
+	conns     atomic.Int64
+}
+
+// countedConn is a connection of the simulated nodes' transport.
+type countedConn struct {
+	net.Conn
+	open  *atomic.Int64
+	close sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.close.Do(func() { c.open.Add(-1) })
+	return c.Conn.Close()
 }
 
 // startSimulatedNodes prepares the shared parts and starts the pod
@@ -106,6 +145,18 @@ func (c *Cluster) startSimulatedNodes(ctx context.Context, cfg Config) (*simulat
 		return nil, err
 	}
 	n.reader = cs
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second} // client-go's
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dialer.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		n.conns.Add(1)
+		return &countedConn{Conn: conn, open: &n.conns}, nil
+	}
+	if n.transport, err = rest.TransportFor(&rest.Config{Host: c.URL, TLSClientConfig: rest.TLSClientConfig{CAData: c.CA.CertPEM}, Dial: dial}); err != nil {
+		return nil, fmt.Errorf("building the simulated nodes' transport: %w", err)
+	}
 	n.pods = kubelet.NewPodInformer(cs, 0)
 	n.dispatcher = kubelet.NewPodDispatcherWithInformer(n.pods)
 	pods := n.pods
@@ -115,7 +166,31 @@ func (c *Cluster) startSimulatedNodes(ctx context.Context, cfg Config) (*simulat
 
 // stop releases what startSimulatedNodes made, once the kubelets stopped.
 func (n *simulatedNodes) stop() {
+	utilnet.CloseIdleConnectionsFor(n.transport)
 	_ = os.RemoveAll(n.rootDir)
+}
+
+// nodeClient is the client of simulated node name: a fresh token of
+// c.nodeTokens on the nodes' shared transport.
+func (c *Cluster) nodeClient(name string) (kubernetes.Interface, error) {
+	token, err := c.nodeTokens.Issue(name)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := newComponentClientset(&rest.Config{Host: c.URL, Transport: c.simNodes.transport, BearerToken: token}, name, 50, 100)
+	if err != nil {
+		return nil, fmt.Errorf("building %s%s client: %w", NodeUserPrefix, name, err)
+	}
+	return cs, nil
+}
+
+// nodeTokensAuthenticator is c.nodeTokens for the API server: nil (not a
+// nil pointer) without simulated nodes.
+func (c *Cluster) nodeTokensAuthenticator() auth.TokenAuthenticator {
+	if c.nodeTokens == nil {
+		return nil
+	}
+	return c.nodeTokens
 }
 
 // EnsureNodeSimulatorRBAC creates NodeSimulatorRole and its binding to
@@ -242,10 +317,9 @@ func (c *Cluster) startKubelets(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("node memory: %w", err)
 	}
 	n := c.simNodes
-	pkiDir := filepath.Join(cfg.DataDir, "pki", "nodes")
 	for i := 0; i < cfg.Nodes; i++ {
 		name, cidr := SimulatedNode(i)
-		_, cs, err := c.componentClient(pkiDir, "", name, NodeUserPrefix+name, []string{NodesGroup}, 50, 100)
+		cs, err := c.nodeClient(name)
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet"
@@ -300,6 +301,88 @@ func TestSimulatedNodesWriteAllEvents(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	stopped = true
+	waitGoroutines(t, before)
+}
+
+// TestSimulatedNodesShareTheirConnections starts twenty simulated nodes:
+// they authenticate with in-memory bearer tokens (no node credential is
+// written to the data directory) and their requests share the nodes'
+// transport, at most two connections for all of them, where a client
+// certificate per node would take one connection each. A token is its
+// node's identity for the Node authorizer and NodeRestriction: node-1
+// may read its own Node but not change node-2's.
+func TestSimulatedNodesShareTheirConnections(t *testing.T) {
+	before := runtime.NumGoroutine()
+	ctx := context.Background()
+	dir := t.TempDir()
+	const nodes = 20
+	c, err := Start(ctx, Config{DataDir: dir, BindAddress: "127.0.0.1:0", WatchCache: true, UnsafeNoFsync: true, Nodes: nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = c.Stop()
+		}
+	}()
+	cs, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		leases, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(leases.Items) == nodes {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d node leases after a minute", len(leases.Items), nodes)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if open := c.simNodes.conns.Load(); open < 1 || open > 2 {
+		t.Errorf("the %d nodes hold %d connections, want 1 or 2", nodes, open)
+	}
+	if entries, err := os.ReadDir(filepath.Join(dir, "pki")); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, e := range entries {
+			if e.Name() == "nodes" || (strings.HasPrefix(e.Name(), "node-") && !strings.HasPrefix(e.Name(), "node-simulator.")) {
+				t.Errorf("node credential %s written to the data directory", e.Name())
+			}
+		}
+	}
+
+	node1, err := c.nodeClient("node-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := node1.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{}); err != nil {
+		t.Errorf("node-1 reading its own Node: %v", err)
+	}
+	other, err := cs.CoreV1().Nodes().Get(ctx, "node-2", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.Labels == nil {
+		other.Labels = map[string]string{}
+	}
+	other.Labels["stolen"] = "yes"
+	if _, err := node1.CoreV1().Nodes().Update(ctx, other, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node-1 updating node-2: err %v, want Forbidden", err)
+	}
+	if _, err := node1.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node-1 listing secrets: err %v, want Forbidden", err)
+	}
+
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
 	}
