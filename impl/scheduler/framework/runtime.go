@@ -576,7 +576,10 @@ func (f *Framework) RunPreScorePlugins(ctx context.Context, state *CycleState, p
 	return nil
 }
 
-var scoreBuffers = sync.Pool{New: func() any { return new([]NodeScoreList) }}
+var (
+	scoreBuffers    = sync.Pool{New: func() any { return new([]NodeScoreList) }}
+	scoreErrBuffers = sync.Pool{New: func() any { return new([]*Status) }}
+)
 
 // RunScorePlugins scores every node with every score plugin (in parallel
 // across nodes), normalizes, applies weights and returns the weighted sum
@@ -609,7 +612,15 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod 
 		}
 		scores[i] = scores[i][:len(nodes)]
 	}
-	errs := make([]*Status, len(nodes))
+	// The per-node errors are scratch space too (nil again before reuse).
+	eb := scoreErrBuffers.Get().(*[]*Status)
+	defer scoreErrBuffers.Put(eb)
+	if cap(*eb) < len(nodes) {
+		*eb = make([]*Status, len(nodes))
+	}
+	errs := (*eb)[:len(nodes)]
+	clear(errs)
+	defer clear(errs) // no Status kept alive in the pool
 	f.parallelizer.Until(ctx, len(nodes), func(n int) {
 		for i, p := range active {
 			s, st := p.Score(ctx, state, pod, nodes[n])
