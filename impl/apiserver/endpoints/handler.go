@@ -61,6 +61,8 @@ type Handler struct {
 	fieldLabels map[string]bool
 	isNamespace bool
 	isPod       bool
+	// encodings are watch events' encodings shared between watchers.
+	encodings *sharedEncodings
 }
 
 // NewHandler builds the handler of res stored in store under key prefix
@@ -71,6 +73,7 @@ func NewHandler(res *resource.Resource, store storage.Interface, prefix string, 
 		gr:          res.GroupVersionResource().GroupResource(),
 		gvk:         res.GroupVersionKind(),
 		fieldLabels: map[string]bool{"metadata.name": true, "metadata.namespace": true},
+		encodings:   newSharedEncodings(),
 	}
 	h.isNamespace = h.gr == schema.GroupResource{Resource: "namespaces"}
 	h.isPod = h.gr == schema.GroupResource{Resource: "pods"}

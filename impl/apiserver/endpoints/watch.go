@@ -168,16 +168,10 @@ func (ew *eventWriter) encode(r *http.Request, ev watch.Event) ([]byte, error) {
 		return nil, err
 	}
 	ew.sent++
-	ew.buf.Reset()
-	if ew.allocEncoder != nil {
-		err = ew.allocEncoder.EncodeWithAllocator(obj, &ew.buf, ew.alloc)
-	} else {
-		err = ew.target.Info.Serializer.Encode(obj, &ew.buf)
-	}
+	raw, err := ew.encodeObject(ev, obj)
 	if err != nil {
 		return nil, err
 	}
-	raw := bytes.TrimRight(ew.buf.Bytes(), "\n")
 	if ew.target.MediaType == codec.Protobuf {
 		event := metav1.WatchEvent{Type: string(ev.Type), Object: runtime.RawExtension{Raw: raw}}
 		size := event.Size()
@@ -196,6 +190,38 @@ func (ew *eventWriter) encode(r *http.Request, ev watch.Event) ([]byte, error) {
 	out = append(out, "}\n"...)
 	ew.frame = out
 	return out, nil
+}
+
+// encodeObject is obj's encoding (without a trailing newline): another
+// watcher's of the same event when there is one (sharedEncodings), else
+// its own, shared if the object is.
+func (ew *eventWriter) encodeObject(ev watch.Event, obj runtime.Object) ([]byte, error) {
+	shared := ew.h.encodings
+	if shared != nil && !shareable(ev, obj) {
+		shared = nil
+	}
+	id := ew.target.Info.Serializer.Identifier()
+	if shared != nil {
+		if raw := shared.get(obj, id); raw != nil {
+			return raw, nil
+		}
+	}
+	ew.buf.Reset()
+	var err error
+	if ew.allocEncoder != nil {
+		err = ew.allocEncoder.EncodeWithAllocator(obj, &ew.buf, ew.alloc)
+	} else {
+		err = ew.target.Info.Serializer.Encode(obj, &ew.buf)
+	}
+	if err != nil {
+		return nil, err
+	}
+	raw := bytes.TrimRight(ew.buf.Bytes(), "\n")
+	if shared != nil {
+		raw = bytes.Clone(raw)
+		shared.put(obj, id, raw)
+	}
+	return raw, nil
 }
 
 // frameBuffer returns the frame buffer with length n, grown if needed.

@@ -96,7 +96,9 @@ func BenchmarkWatchEventEncode(b *testing.B) {
 			}
 			ew := newEventWriter(h, target, nil)
 			defer ew.release()
-			pods := make([]*corev1.Pod, 64)
+			// More distinct pods than the shared encodings keep: every
+			// event is encoded (a watch alone on its resource).
+			pods := make([]*corev1.Pod, 4*sharedEncodingEntries)
 			for i := range pods {
 				pods[i] = runningPod()
 				pods[i].ResourceVersion = strconv.Itoa(100 + i)
@@ -110,5 +112,43 @@ func BenchmarkWatchEventEncode(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// BenchmarkWatchEventFanOut is one pod event encoded for the four watchers
+// a pod's event has in the startup benchmark (scheduler, controller
+// manager, the pod's kubelet, the benchmark's observer), all protobuf, the
+// same object handed to each as the watch cache does.
+func BenchmarkWatchEventFanOut(b *testing.B) {
+	h := podHandler(b)
+	r := httptest.NewRequest("GET", "/api/v1/pods?watch=true", nil)
+	r.Header.Set("Accept", codec.Protobuf)
+	target, err := h.opts.Codecs.Negotiate(r, objectConversions, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	writers := make([]*eventWriter, 4)
+	for i := range writers {
+		writers[i] = newEventWriter(h, target, nil)
+		defer writers[i].release()
+	}
+	// More distinct pods than the shared encodings keep: each event's
+	// object is new to them, as in a stream of pod updates.
+	events := make([]watch.Event, 4*sharedEncodingEntries)
+	for i := range events {
+		pod := runningPod()
+		pod.ResourceVersion = strconv.Itoa(100 + i)
+		events[i] = watch.Event{Type: watch.Modified, Object: pod}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		ev := events[i%len(events)]
+		i++
+		for _, ew := range writers {
+			if _, err := ew.encode(r, ev); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }
