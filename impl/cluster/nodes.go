@@ -58,8 +58,10 @@ import (
 //     (simulatedNodes.transport), so all kubelets' requests travel over
 //     one or two HTTP/2 connections (the API server allows 1,000
 //     concurrent streams on a connection, and the transport opens another
-//     when they are taken, as by 1,000 ConfigMap watches), and the HTTP/2
-//     loops on both ends write the frames of concurrent requests together.
+//     when they are taken, as by 1,000 ConfigMap watches), on which the
+//     API server writes the frames of concurrent responses together and
+//     the clients' read loop reads them together (each request's own
+//     frames are still written and flushed by its caller).
 //     With a certificate each node needed its own TLS connection: 1,000
 //     connections from the process to itself, each response flushed with
 //     a write system call of its own. A real kubelet (`kubeproof
