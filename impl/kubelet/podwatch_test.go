@@ -80,6 +80,8 @@ func clientGoDecoder(t testing.TB, stream []byte) *restclientwatch.Decoder {
 	return restclientwatch.NewDecoder(streaming.NewDecoder(frames, info.StreamSerializer.Serializer), fallbackDecoder)
 }
 
+// TestPodWatchDecoderDecodesAsClientGo: every event as client-go's decoder
+// returns it, the pods without their managedFields.
 func TestPodWatchDecoderDecodesAsClientGo(t *testing.T) {
 	bookmark := &v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "12", Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
 	gone := &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusGone, Reason: metav1.StatusReasonExpired, Message: "too old resource version: 1 (12)"}
@@ -98,6 +100,9 @@ func TestPodWatchDecoderDecodesAsClientGo(t *testing.T) {
 		gt, gobj, gerr := got.Decode()
 		if werr != nil || gerr != nil {
 			t.Fatalf("event %d: client-go's decoder: %v, ours: %v", i, werr, gerr)
+		}
+		if p, ok := wo.(*v1.Pod); ok {
+			p.ManagedFields = nil // ours leaves them out (the informer's transform drops them)
 		}
 		if gt != wt || !reflect.DeepEqual(gobj, wo) {
 			t.Fatalf("event %d: got %s %#v\nwant %s %#v", i, gt, gobj, wt, wo)
@@ -280,5 +285,35 @@ func TestPlainPodEnvelope(t *testing.T) {
 	gzipped := append(append([]byte{}, pod...), 3<<3|2, 4, 'g', 'z', 'i', 'p') // contentEncoding "gzip"
 	if _, ok := plainPodEnvelope(gzipped); ok {
 		t.Fatal("a pod with a content encoding taken as plain")
+	}
+}
+
+func TestWithoutManagedFields(t *testing.T) {
+	withMF := watchPod("a", "1")
+	withMF.ManagedFields = append(withMF.ManagedFields, *withMF.ManagedFields[0].DeepCopy())
+	withMF.ManagedFields[1].Manager = "kubelet"
+	raw, err := withMF.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scratch []byte
+	trimmed := withoutManagedFields(raw, &scratch)
+	var got v1.Pod
+	if err := got.Unmarshal(trimmed); err != nil {
+		t.Fatal(err)
+	}
+	want := withMF.DeepCopy()
+	want.ManagedFields = nil
+	if !reflect.DeepEqual(&got, want) {
+		t.Fatalf("got\n%#v\nwant\n%#v", &got, want)
+	}
+	none := watchPod("b", "1")
+	none.ManagedFields = nil
+	raw, _ = none.Marshal()
+	if out := withoutManagedFields(raw, &scratch); &out[0] != &raw[0] || len(out) != len(raw) {
+		t.Fatal("a pod without managedFields was rewritten")
+	}
+	if out := withoutManagedFields([]byte{0xff}, &scratch); len(out) != 1 {
+		t.Fatal("garbage was rewritten")
 	}
 }
