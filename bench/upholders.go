@@ -22,9 +22,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubeproof/kubeproof/impl/cluster"
@@ -46,8 +48,11 @@ import (
 // started by the control process), so that the clients' own memory stays
 // out of the control's readings:
 //
-//   - one client per node with that node's client certificate (protobuf,
-//     QPS 50 / burst 100, as cluster.Start builds the simulated kubelets'),
+//   - one client per node with that node's bearer token (issued by the
+//     control's API server, cluster.Config.NodeTokens), all on one shared
+//     transport, so their requests travel over one or two HTTP/2
+//     connections (protobuf, QPS 50 / burst 100, as cluster.Start builds
+//     the simulated kubelets' since session 12),
 //     through which the node creates its Node (copied from the full run's
 //     node-1), writes its status and creates its Lease, then renews the
 //     Lease (Update) and reads its Node (Get, resourceVersion 0) every
@@ -130,10 +135,10 @@ func (t *eventThinner) take() bool {
 	return false
 }
 
-// holderNode is one node: its name, pod CIDR and client certificate.
+// holderNode is one node: its name, pod CIDR and bearer token.
 type holderNode struct {
 	Name, CIDR string
-	Key        pki.KeyPair
+	Token      string
 }
 
 // Timing of the holders' periodic writes: kubelet's defaults.
@@ -170,17 +175,23 @@ func runHolders(ctx context.Context, req holdersRequest, out io.Writer) error {
 	defer cancel(nil)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	reader, err := holderClient(req, req.Reader, "node-simulator")
+	reader, err := holderClient(pki.RESTConfig(req.URL, req.CAPEM, req.Reader), "node-simulator")
 	if err != nil {
 		return err
 	}
+	// The nodes' shared transport, as cluster.Start's simulated nodes'.
+	transport, err := rest.TransportFor(&rest.Config{Host: req.URL, TLSClientConfig: rest.TLSClientConfig{CAData: req.CAPEM}})
+	if err != nil {
+		return fmt.Errorf("holders: the nodes' transport: %w", err)
+	}
+	defer utilnet.CloseIdleConnectionsFor(transport)
 	if err := cluster.WaitPodsReadable(ctx, reader, time.Minute); err != nil {
 		return err
 	}
 	nodes := map[string]*nodeHolder{}
 	list := make([]*nodeHolder, len(req.Nodes))
 	for i, n := range req.Nodes {
-		cs, err := holderClient(req, n.Key, n.Name)
+		cs, err := holderClient(&rest.Config{Host: req.URL, Transport: transport, BearerToken: n.Token}, n.Name)
 		if err != nil {
 			return err
 		}
@@ -265,10 +276,9 @@ func runHolders(ctx context.Context, req holdersRequest, out io.Writer) error {
 	}
 }
 
-// holderClient is a client of the given identity as cluster.Start builds
-// a simulated kubelet's.
-func holderClient(req holdersRequest, key pki.KeyPair, name string) (kubernetes.Interface, error) {
-	cfg := pki.RESTConfig(req.URL, req.CAPEM, key)
+// holderClient is a client of cfg's identity as cluster.Start builds a
+// simulated kubelet's.
+func holderClient(cfg *rest.Config, name string) (kubernetes.Interface, error) {
 	cfg.QPS, cfg.Burst, cfg.UserAgent = 50, 100, "kubeproof/"+name
 	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeProtobuf, runtime.ContentTypeProtobuf+","+runtime.ContentTypeJSON
 	cs, err := kubernetes.NewForConfig(cfg)
@@ -495,8 +505,9 @@ type holders struct {
 	err    error
 }
 
-// startHolders issues the node simulator's and every node's client
-// certificate from c's CA, starts the holders (a process of bin, or
+// startHolders issues the node simulator's client certificate from c's CA
+// and every node's token from c's API server (c must accept node tokens:
+// cluster.Config.NodeTokens), starts the holders (a process of bin, or
 // goroutines of this one when bin is empty) and waits until they have
 // created the nodes.
 func startHolders(ctx context.Context, bin, dir string, c *cluster.Cluster, admin kubernetes.Interface, nodes int, t *upTemplates, share float64) (*holders, error) {
@@ -510,11 +521,11 @@ func startHolders(ctx context.Context, bin, dir string, c *cluster.Cluster, admi
 	}
 	for i := 0; i < nodes; i++ {
 		name, cidr := cluster.SimulatedNode(i)
-		kp, err := c.CA.IssueClient(cluster.NodeUserPrefix+name, []string{cluster.NodesGroup})
+		token, err := c.IssueNodeToken(name)
 		if err != nil {
 			return nil, err
 		}
-		req.Nodes = append(req.Nodes, holderNode{Name: name, CIDR: cidr, Key: kp})
+		req.Nodes = append(req.Nodes, holderNode{Name: name, CIDR: cidr, Token: token})
 	}
 	h := &holders{failed: make(chan struct{})}
 	var fail sync.Once

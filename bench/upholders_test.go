@@ -33,6 +33,7 @@ func TestHoldersActAsTheNodes(t *testing.T) {
 	ccfg := cluster.UpConfig(filepath.Join(t.TempDir(), "cluster"))
 	ccfg.BindAddress, ccfg.UnsafeNoFsync = "127.0.0.1:0", true
 	ccfg.ControllerManager, ccfg.Scheduler, ccfg.Nodes = false, false, 0
+	ccfg.NodeTokens = true
 	c, err := cluster.Start(ctx, ccfg)
 	if err != nil {
 		t.Fatal(err)

@@ -343,6 +343,7 @@ func runControl(ctx context.Context, cfg StartupConfig, bin string, t *upTemplat
 	ccfg := cluster.UpConfig(filepath.Join(dir, "cluster"))
 	ccfg.BindAddress, ccfg.UnsafeNoFsync, ccfg.Logger = "127.0.0.1:0", cfg.UnsafeNoFsync, cfg.Logger
 	ccfg.ControllerManager, ccfg.Scheduler, ccfg.Nodes = false, false, 0
+	ccfg.NodeTokens = true // the holders' nodes authenticate as the full run's do
 	c, err := cluster.Start(ctx, ccfg)
 	if err != nil {
 		return r, fmt.Errorf("control: %w", err)

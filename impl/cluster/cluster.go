@@ -81,6 +81,11 @@ type Config struct {
 	NodeCPU     string
 	NodeMemory  string
 	NodeMaxPods int64
+	// NodeTokens makes the API server accept simulated nodes' in-memory
+	// tokens (IssueNodeToken) even with Nodes 0: for a benchmark's control
+	// that holds the simulated nodes' connections from another process.
+	// With Nodes > 0 they are always accepted.
+	NodeTokens bool
 	// Auth configures the API server's request chain (authorization
 	// modes, admission plugins, tokens, audit). A service account signing
 	// key is generated in DataDir/pki/sa.key when none is given.
@@ -246,7 +251,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		return nil, fmt.Errorf("listening on %s: %w", cfg.BindAddress, err)
 	}
 	c.URL = "https://" + ln.Addr().String()
-	if cfg.Nodes > 0 {
+	if cfg.Nodes > 0 || cfg.NodeTokens {
 		c.nodeTokens = auth.NewNodeTokens()
 	}
 	// The API server reaches an embedded etcd in-process: no gRPC

@@ -186,6 +186,17 @@ func (c *Cluster) nodeClient(name string) (kubernetes.Interface, error) {
 	return cs, nil
 }
 
+// IssueNodeToken returns a new bearer token that the cluster's API server
+// takes for system:node:<name> in system:nodes, as its simulated kubelets'
+// tokens (Config.NodeTokens). It is an error for a cluster that accepts no
+// node tokens.
+func (c *Cluster) IssueNodeToken(name string) (string, error) {
+	if c.nodeTokens == nil {
+		return "", errors.New("issuing a node token: the cluster accepts none (no simulated nodes, Config.NodeTokens unset)")
+	}
+	return c.nodeTokens.Issue(name)
+}
+
 // nodeTokensAuthenticator is c.nodeTokens for the API server: nil (not a
 // nil pointer) without simulated nodes.
 func (c *Cluster) nodeTokensAuthenticator() auth.TokenAuthenticator {
