@@ -287,7 +287,7 @@ func TestUnsyncedServicesHoldTheContainer(t *testing.T) {
 func TestRunSharesTheServiceInformer(t *testing.T) {
 	baseline := goruntime.NumGoroutine()
 	clk := testingclock.NewFakeClock(t0)
-	client := fake.NewClientset(kubernetesService(), svc("apps", "redis-primary", "10.0.0.11", port("", 6379, "")))
+	client := copyingWatches(fake.NewClientset(kubernetesService(), svc("apps", "redis-primary", "10.0.0.11", port("", 6379, ""))))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var kubelets []*Kubelet

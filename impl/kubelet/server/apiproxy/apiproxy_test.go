@@ -68,7 +68,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	before := goruntime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &env{t: t, ctx: ctx, client: fake.NewClientset()}
+	e := &env{t: t, ctx: ctx, client: copyingWatches(fake.NewClientset())}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
