@@ -92,7 +92,7 @@ func (t *Table) Conditions(cs []v1.PodCondition) []v1.PodCondition {
 		b = strconv.AppendInt(b, c.LastTransitionTime.UnixNano(), 10)
 		b = append(b, 1)
 	}
-	return lookupBytes(&t.mu, t.conditions, maxValues, b, cs)
+	return LookupBytes(&t.mu, t.conditions, maxValues, b, cs)
 }
 
 // Projected returns the shared projected volume source equal to p (every
@@ -137,7 +137,7 @@ func (t *Table) ResizePolicy(ps []v1.ContainerResizePolicy) []v1.ContainerResize
 		b = append(b, p.RestartPolicy...)
 		b = append(b, 1)
 	}
-	return lookupBytes(&t.mu, t.resize, maxValues, b, ps)
+	return LookupBytes(&t.mu, t.resize, maxValues, b, ps)
 }
 
 // Ports returns the shared slice equal to ps.
@@ -159,7 +159,7 @@ func (t *Table) Ports(ps []v1.ContainerPort) []v1.ContainerPort {
 		b = append(b, p.HostIP...)
 		b = append(b, 1)
 	}
-	return lookupBytes(&t.mu, t.ports, maxValues, b, ps)
+	return LookupBytes(&t.mu, t.ports, maxValues, b, ps)
 }
 
 // HostIPs returns the shared slice equal to ips (every pod of a node has
@@ -174,7 +174,7 @@ func (t *Table) HostIPs(ips []v1.HostIP) []v1.HostIP {
 		b = append(b, ip.IP...)
 		b = append(b, 0)
 	}
-	return lookupBytes(&t.mu, t.hostIPs, maxValues, b, ips)
+	return LookupBytes(&t.mu, t.hostIPs, maxValues, b, ips)
 }
 
 // Int64 returns a shared pointer to *p's value (optional fields such as
@@ -246,11 +246,11 @@ func Lookup[K comparable, T any](mu *sync.Mutex, table map[K]T, limit int, key K
 	return v
 }
 
-// lookupBytes is Lookup for a key built in a byte slice (on the caller's
+// LookupBytes is Lookup for a key built in a byte slice (on the caller's
 // stack): the lookup itself allocates nothing, only storing a new value
 // makes the key a string. Every decoded pod version looks up a dozen
 // values that are almost always there already.
-func lookupBytes[T any](mu *sync.Mutex, table map[string]T, limit int, key []byte, v T) T {
+func LookupBytes[T any](mu *sync.Mutex, table map[string]T, limit int, key []byte, v T) T {
 	mu.Lock()
 	defer mu.Unlock()
 	if shared, ok := table[string(key)]; ok {
@@ -300,7 +300,7 @@ func (t *Table) Labels(m map[string]string) map[string]string {
 		b = append(b, m[k]...)
 		b = append(b, 0)
 	}
-	return lookupBytes(&t.mu, t.labels, maxValues, b, m)
+	return LookupBytes(&t.mu, t.labels, maxValues, b, m)
 }
 
 // Resources returns the shared resource list equal to rl.
@@ -323,7 +323,7 @@ func (t *Table) Resources(rl v1.ResourceList) v1.ResourceList {
 		b = append(b, suffix...)
 		b = append(b, 0)
 	}
-	return lookupBytes(&t.mu, t.resources, maxValues, b, rl)
+	return LookupBytes(&t.mu, t.resources, maxValues, b, rl)
 }
 
 // Tolerations returns the shared slice equal to ts.
@@ -349,7 +349,7 @@ func (t *Table) Tolerations(ts []v1.Toleration) []v1.Toleration {
 		}
 		b = append(b, 1)
 	}
-	return lookupBytes(&t.mu, t.tolerations, maxValues, b, ts)
+	return LookupBytes(&t.mu, t.tolerations, maxValues, b, ts)
 }
 
 // Pod shares the repeated values of p in place: namespace, generateName,

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,14 +59,39 @@ func (s *sharedParts) env(kvs []*runtimeapi.KeyValue) []*runtimeapi.KeyValue {
 	if len(kvs) == 0 {
 		return kvs
 	}
-	var b strings.Builder
+	var buf [keyBuffer]byte
+	b := buf[:0]
 	for _, kv := range kvs {
-		b.WriteString(kv.Key)
-		b.WriteByte(0)
-		b.Write(kv.Value)
-		b.WriteByte(0)
+		b = append(b, kv.Key...)
+		b = append(b, 0)
+		b = append(b, kv.Value...)
+		b = append(b, 0)
 	}
-	return share(&s.mu, s.envs, b.String(), kvs)
+	return intern.LookupBytes(&s.mu, s.envs, maxShared, b, kvs)
+}
+
+// keyBuffer is the size of the stack buffers keys are built in (a longer
+// key moves to the heap as append grows it).
+const keyBuffer = 1024
+
+// appendMapKey appends the key of the entries of m whose keys skip does
+// not reject, in key order, to b. m has at most 8 entries.
+func appendMapKey(b []byte, m map[string]string, skip func(string) bool) []byte {
+	var kb [8]string
+	keys := kb[:0]
+	for k := range m {
+		if skip == nil || !skip(k) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		b = append(b, k...)
+		b = append(b, 0)
+		b = append(b, m[k]...)
+		b = append(b, 0)
+	}
+	return b
 }
 
 // stringMap returns the shared map equal to m (annotations).
@@ -73,11 +99,20 @@ func (s *sharedParts) stringMap(m map[string]string) map[string]string {
 	if len(m) == 0 || len(m) > 8 {
 		return m
 	}
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(&runtimeapi.ContainerConfig{Annotations: m})
-	if err != nil {
-		return m
-	}
-	return share(&s.mu, s.maps, string(b), m)
+	var buf [keyBuffer]byte
+	return intern.LookupBytes(&s.mu, s.maps, maxShared, appendMapKey(buf[:0], m, nil), m)
+}
+
+// sharedStringMap returns the shared map equal to the entries of m whose
+// keys skip does not reject, and whether there is one; a miss is for the
+// caller to build and store with stringMap.
+func (s *sharedParts) sharedStringMap(m map[string]string, skip func(string) bool) (map[string]string, bool) {
+	var buf [keyBuffer]byte
+	key := appendMapKey(buf[:0], m, skip)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.maps[string(key)]
+	return v, ok
 }
 
 // securityContext returns the shared security context equal to sc.

@@ -27,6 +27,30 @@ const (
 func compactLabels(m map[string]string) labelSet {
 	var l labelSet
 	var rest map[string]string
+	others := 0
+	for k := range m {
+		if !podLabel(k) {
+			others++
+		}
+	}
+	// The other labels (the container's name, ...) are mostly a set seen
+	// before: looked up first, the map is built only when it is new.
+	if others > 0 && others <= 8 {
+		if kept, ok := shared.sharedStringMap(m, podLabel); ok {
+			for k, v := range m {
+				switch k {
+				case runtime.LabelPodName:
+					l.podName, l.has = v, l.has|hasPodName
+				case runtime.LabelPodNamespace:
+					l.podNamespace, l.has = v, l.has|hasPodNamespace
+				case runtime.LabelPodUID:
+					l.podUID, l.has = v, l.has|hasPodUID
+				}
+			}
+			l.rest = kept
+			return l
+		}
+	}
 	for k, v := range m {
 		switch k {
 		case runtime.LabelPodName:
@@ -44,6 +68,12 @@ func compactLabels(m map[string]string) labelSet {
 	}
 	l.rest = shared.stringMap(rest)
 	return l
+}
+
+// podLabel reports whether k is one of the pod labels a labelSet keeps in
+// its own fields.
+func podLabel(k string) bool {
+	return k == runtime.LabelPodName || k == runtime.LabelPodNamespace || k == runtime.LabelPodUID
 }
 
 // get is the value of label k and whether it is set.
