@@ -33,6 +33,7 @@ type sharedParts struct {
 	linux    map[string]*runtimeapi.LinuxPodSandboxConfig
 	meta     map[string]*runtimeapi.ContainerMetadata
 	strs     map[string]string
+	scratch  []byte // where shareEncoded encodes (guarded by mu)
 }
 
 var shared = newSharedParts()
@@ -120,11 +121,29 @@ func (s *sharedParts) securityContext(sc *runtimeapi.LinuxContainerSecurityConte
 	if sc == nil {
 		return nil
 	}
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(sc)
+	return shareEncoded(s, s.security, sc, sc)
+}
+
+// shareEncoded returns the value table holds under m's deterministic
+// encoding, storing v there first if there is none (and the table has
+// room); v itself if m cannot be encoded. The encoding is made in
+// s.scratch, which s.mu guards, so a value seen before costs no
+// allocation.
+func shareEncoded[T any](s *sharedParts, table map[string]T, m proto.Message, v T) T {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(s.scratch[:0], m)
 	if err != nil {
-		return sc
+		return v
 	}
-	return share(&s.mu, s.security, string(b), sc)
+	s.scratch = b
+	if kept, ok := table[string(b)]; ok {
+		return kept
+	}
+	if len(table) < maxShared {
+		table[string(b)] = v
+	}
+	return v
 }
 
 // str returns the kept copy of s (a copy of its own, not of a longer
@@ -146,7 +165,11 @@ func (s *sharedParts) containerMeta(m *runtimeapi.ContainerMetadata) *runtimeapi
 	if len(m.ProtoReflect().GetUnknown()) != 0 {
 		return m
 	}
-	return share(&s.mu, s.meta, m.Name+"\x00"+strconv.FormatUint(uint64(m.Attempt), 10), m)
+	var buf [keyBuffer]byte
+	key := append(buf[:0], m.Name...)
+	key = append(key, 0)
+	key = strconv.AppendUint(key, uint64(m.Attempt), 10)
+	return intern.LookupBytes(&s.mu, s.meta, maxShared, key, m)
 }
 
 // sandboxLinux returns a sandbox's Linux config to keep, and whether its
@@ -167,17 +190,11 @@ func (s *sharedParts) sandboxLinux(l *runtimeapi.LinuxPodSandboxConfig, podUID s
 		out.Sysctls = s.stringMap(l.Sysctls)
 	}
 	if l.SecurityContext != nil {
-		if b, err := (proto.MarshalOptions{Deterministic: true}).Marshal(l.SecurityContext); err == nil {
-			out.SecurityContext = share(&s.mu, s.sandbox, string(b), l.SecurityContext)
-		}
+		out.SecurityContext = shareEncoded(s, s.sandbox, l.SecurityContext, l.SecurityContext)
 	}
 	if podUID == "" || l.CgroupParent != podCgroupParent+podUID || len(l.ProtoReflect().GetUnknown()) != 0 {
 		return out, false
 	}
-	out.CgroupParent = ""
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(out)
-	if err != nil {
-		return out, false
-	}
-	return share(&s.mu, s.linux, string(b), out), true
+	out.CgroupParent = "" // put back by sandbox.linuxConfig, shared or not
+	return shareEncoded(s, s.linux, out, out), true
 }
