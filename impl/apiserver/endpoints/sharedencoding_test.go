@@ -112,7 +112,6 @@ func TestConcurrentWatchersShareEncodings(t *testing.T) {
 	for range 8 {
 		go func() {
 			ew := newEventWriter(h, target, nil)
-			defer ew.release()
 			for i, ev := range events {
 				frame, err := ew.encode(r, ev)
 				if err == nil && !bytes.Equal(frame, want[i]) {

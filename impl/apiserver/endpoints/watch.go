@@ -60,7 +60,6 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, info *request.In
 		flusher.Flush()
 	}
 	ew := newEventWriter(h, target, topts)
-	defer ew.release()
 	for {
 		select {
 		case <-ctx.Done():
@@ -101,7 +100,10 @@ func (h *Handler) watchTimeout(timeoutSeconds *int64) time.Duration {
 // eventWriter encodes one watch's events into stream frames. Its buffers
 // live as long as the watch: the frame it returns is valid until the next
 // encode (the response writer has copied or sent it by then), so a stream
-// of events of about the same size allocates nothing for them.
+// of events of about the same size allocates nothing for them but the
+// copy of an encoding kept for other watchers (sharedEncodings). The frame
+// buffer is the watch's own, not pooled: a write that failed may leave it
+// referenced by the connection.
 type eventWriter struct {
 	h      *Handler
 	target codec.Target
@@ -109,10 +111,10 @@ type eventWriter struct {
 	sent   int
 	buf    bytes.Buffer // the encoded object
 	frame  []byte       // the last frame returned
-	// alloc is the protobuf serializer's encode buffer (kube-apiserver's
-	// watch keeps one per stream the same way); nil for other media.
-	alloc *runtime.Allocator
-	// allocEncoder is the target's serializer when it takes an allocator.
+	// allocEncoder is the target's serializer when it takes an allocator:
+	// its encode buffer comes from runtime.AllocatorPool for one encode
+	// at a time (kube-apiserver's watch takes one from the pool too), so
+	// an idle watch holds none.
 	allocEncoder runtime.EncoderWithAllocator
 }
 
@@ -120,18 +122,8 @@ func newEventWriter(h *Handler, target codec.Target, topts *metav1.TableOptions)
 	ew := &eventWriter{h: h, target: target, topts: topts}
 	if enc, ok := target.Info.Serializer.(runtime.EncoderWithAllocator); ok {
 		ew.allocEncoder = enc
-		ew.alloc = runtime.AllocatorPool.Get().(*runtime.Allocator)
 	}
 	return ew
-}
-
-// release gives back the pooled encode buffer. The frame buffer is not
-// pooled: a write that failed may leave it referenced by the connection.
-func (ew *eventWriter) release() {
-	if ew.alloc != nil {
-		runtime.AllocatorPool.Put(ew.alloc)
-		ew.alloc = nil
-	}
 }
 
 // encode returns ev's frame: for protobuf a 4-byte big-endian length and a
@@ -209,7 +201,9 @@ func (ew *eventWriter) encodeObject(ev watch.Event, obj runtime.Object) ([]byte,
 	ew.buf.Reset()
 	var err error
 	if ew.allocEncoder != nil {
-		err = ew.allocEncoder.EncodeWithAllocator(obj, &ew.buf, ew.alloc)
+		alloc := runtime.AllocatorPool.Get().(*runtime.Allocator)
+		err = ew.allocEncoder.EncodeWithAllocator(obj, &ew.buf, alloc)
+		runtime.AllocatorPool.Put(alloc)
 	} else {
 		err = ew.target.Info.Serializer.Encode(obj, &ew.buf)
 	}

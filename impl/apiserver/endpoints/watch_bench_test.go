@@ -95,7 +95,6 @@ func BenchmarkWatchEventEncode(b *testing.B) {
 				b.Fatal(err)
 			}
 			ew := newEventWriter(h, target, nil)
-			defer ew.release()
 			// More distinct pods than the shared encodings keep: every
 			// event is encoded (a watch alone on its resource).
 			pods := make([]*corev1.Pod, 4*sharedEncodingEntries)
@@ -130,7 +129,6 @@ func BenchmarkWatchEventFanOut(b *testing.B) {
 	writers := make([]*eventWriter, 4)
 	for i := range writers {
 		writers[i] = newEventWriter(h, target, nil)
-		defer writers[i].release()
 	}
 	// More distinct pods than the shared encodings keep: each event's
 	// object is new to them, as in a stream of pod updates.

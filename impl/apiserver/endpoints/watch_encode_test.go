@@ -38,7 +38,6 @@ func TestEventWriterFramesOfChangingSizes(t *testing.T) {
 				t.Fatal(err)
 			}
 			ew := newEventWriter(h, target, nil)
-			defer ew.release()
 			var frames [][]byte
 			for _, ev := range events {
 				frame, err := ew.encode(r, ev)
