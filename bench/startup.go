@@ -78,6 +78,10 @@ type StartupConfig struct {
 	// HeapProfile and no CPUProfile the CPU profile goes to
 	// HeapProfile.cpu.
 	CPUProfile string
+	// GCHeapFloorPerNode is `kubeproof up --gc-heap-floor-per-node`: the
+	// process keeps its heap goal at least this many bytes per node while
+	// its live heap is small (sim.ApplyHostGCPolicy; 0: no floor).
+	GCHeapFloorPerNode uint64
 	// Progress, if set, is called about once a second.
 	Progress func(Progress)
 	Logger   *slog.Logger
@@ -218,8 +222,10 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	}
 	// `kubeproof up` sets the collector's target for a process hosting
 	// simulated nodes; so does this one (Go's default unless GOGC or
-	// GOMEMLIMIT say otherwise).
-	cfg.Logger.Info("garbage collector", "setting", sim.ApplyHostGCPercent(sim.HostGCPercent, false))
+	// GOMEMLIMIT say otherwise, with up's heap floor per node if given).
+	gc, gcDone := sim.ApplyHostGCPolicy(ctx, sim.HostGCPercent, false, cfg.GCHeapFloorPerNode*uint64(cfg.Nodes))
+	defer func() { cancel(); <-gcDone }()
+	cfg.Logger.Info("garbage collector", "setting", gc)
 	// Each pod's moments through the pipeline, told by the components'
 	// trace hooks; allocated before the first reading, so it costs nothing
 	// per node or per pod.

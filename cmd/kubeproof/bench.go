@@ -36,6 +36,7 @@ func newBenchCommand() *cobra.Command {
 		schedProcess    bool
 		fsyncOff        bool
 		startupNodes    int
+		heapFloor       string
 		rate            float64
 		startupDuration time.Duration
 		heapProfile     string
@@ -264,6 +265,11 @@ inline SVG charts) and charts/*.svg.`,
 						}
 						cfg.ControlBinary = self // the control runs in a process of its own
 						cfg.SkipControl = !startupControl
+						floor, err := heapFloorBytes(heapFloor, 1)
+						if err != nil {
+							return err
+						}
+						cfg.GCHeapFloorPerNode = floor
 						res, err := bench.RunStartup(cmd.Context(), cfg)
 						fmt.Fprintln(cmd.ErrOrStderr())
 						if err != nil {
@@ -347,6 +353,7 @@ inline SVG charts) and charts/*.svg.`,
 	fs.BoolVar(&schedProcess, "scheduler-process", true, "Scheduling workloads run the scheduler as a separate 'kubeproof scheduler' process (false: in-process; CPU and RSS are then the whole process's).")
 	fs.BoolVar(&fsyncOff, "unsafe-no-fsync", false, "Scheduling and startup workloads turn fsync off in the embedded etcd.")
 	fs.IntVar(&startupNodes, "startup-nodes", 100, "Simulated nodes of the startup workload.")
+	fs.StringVar(&heapFloor, "gc-heap-floor-per-node", heapFloorDefault(), "Startup workloads' heap goal floor per simulated node, as 'kubeproof up --gc-heap-floor-per-node' (0: none; GOGC or GOMEMLIMIT in the environment turn it off).")
 	fs.Float64Var(&rate, "rate", 100, "Pod arrival rate (pods/s) of the startup and node-memory workloads.")
 	fs.DurationVar(&startupDuration, "startup-duration", 30*time.Second, "How long pods arrive in the startup workload.")
 	fs.IntVar(&memNodes, "memory-nodes", 100, "Simulated nodes of the node-memory workload.")

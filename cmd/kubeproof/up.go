@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubeproof/kubeproof/impl/cluster"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
@@ -35,6 +37,7 @@ func newUpCommand() *cobra.Command {
 		authOpts    cluster.AuthOptions
 		services    cluster.ServiceOptions
 		gogc        int
+		heapFloor   string
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -62,7 +65,14 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 			if nodes > 0 {
 				// A process hosting simulated nodes runs its collector
 				// at sim.HostGCPercent unless told otherwise.
-				logger.Info("garbage collector", "setting", sim.ApplyHostGCPercent(gogc, cmd.Flags().Changed("gogc")))
+				floor, err := heapFloorBytes(heapFloor, nodes)
+				if err != nil {
+					return err
+				}
+				gcCtx, gcStop := context.WithCancel(cmd.Context())
+				gc, gcDone := sim.ApplyHostGCPolicy(gcCtx, gogc, cmd.Flags().Changed("gogc"), floor)
+				defer func() { gcStop(); <-gcDone }()
+				logger.Info("garbage collector", "setting", gc)
 			}
 			c, err := cluster.Start(cmd.Context(), cluster.Config{
 				DataDir:                dir,
@@ -117,6 +127,7 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 	fs.DurationVar(&compaction, "etcd-compaction-interval", def.CompactionInterval, "How often etcd history is compacted; negative disables.")
 	fs.IntVar(&nodes, "nodes", def.Nodes, "Simulated nodes (kubelets with the sim runtime) to run in-process.")
 	fs.IntVar(&gogc, "gogc", sim.HostGCPercent, "Garbage collection target percent (as GOGC) when --nodes > 0: a lower one keeps less freed heap resident per simulated pod for more frequent collections; 0 leaves it to the Go runtime. Unless this flag is given, GOGC or GOMEMLIMIT in the environment take precedence.")
+	fs.StringVar(&heapFloor, "gc-heap-floor-per-node", heapFloorDefault(), "Heap goal kept at least this much per simulated node (a quantity, e.g. 1Mi) while the live heap is small, by raising the GC percent above --gogc's default until live heap x 2 reaches it; 0 turns it off. Not applied when --gogc, GOGC or GOMEMLIMIT is given.")
 	fs.StringVar(&nodeCPU, "node-cpu", def.NodeCPU, "CPU capacity of each simulated node.")
 	fs.StringVar(&nodeMemory, "node-memory", def.NodeMemory, "Memory capacity of each simulated node.")
 	fs.Int64Var(&nodeMaxPods, "node-max-pods", def.NodeMaxPods, "Pod capacity of each simulated node.")
@@ -127,4 +138,23 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 	enable, disable := cluster.UpAdmissionPlugins()
 	addAuthFlags(fs, &authOpts, cluster.UpAuthorizationModes, enable, disable)
 	return cmd
+}
+
+// heapFloorDefault is --gc-heap-floor-per-node's default as a quantity.
+func heapFloorDefault() string {
+	return resource.NewQuantity(sim.HostHeapFloorPerNode, resource.BinarySI).String()
+}
+
+// heapFloorBytes is the heap goal floor of a process hosting nodes
+// simulated nodes, perNode (a quantity) each.
+func heapFloorBytes(perNode string, nodes int) (uint64, error) {
+	q, err := resource.ParseQuantity(perNode)
+	if err != nil {
+		return 0, fmt.Errorf("parsing --gc-heap-floor-per-node: %w", err)
+	}
+	v, ok := q.AsInt64()
+	if !ok || v < 0 {
+		return 0, fmt.Errorf("parsing --gc-heap-floor-per-node: %q is not a whole number of bytes >= 0", perNode)
+	}
+	return uint64(v) * uint64(max(nodes, 0)), nil
 }

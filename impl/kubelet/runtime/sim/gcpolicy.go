@@ -1,9 +1,12 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
+	"time"
 )
 
 // HostGCPercent is the garbage collection target of a process hosting
@@ -45,5 +48,92 @@ func ApplyHostGCPercent(percent int, flagSet bool) string {
 	default:
 		debug.SetGCPercent(HostGCPercent)
 		return fmt.Sprintf("GC percent %d (default for processes hosting simulated nodes)", HostGCPercent)
+	}
+}
+
+// HostHeapFloorPerNode is the default of --gc-heap-floor-per-node: the
+// heap goal a process hosting simulated nodes keeps at least per node
+// while its live heap is small (HeapFloorGCPercent). 0: no floor.
+const HostHeapFloorPerNode = 0
+
+// HeapFloorGCPercent is the GC percent that makes the collector's next
+// heap goal, live x (1 + percent/100), at least floor bytes, and never
+// less than gogc: a process hosting n simulated nodes stands for n
+// kubelets, each of which would have the Go runtime's own minimum heap
+// goal (4 MiB at GOGC=100), and collapsing them into one process
+// otherwise collects a small live heap as often as its allocation rate
+// over that small heap allows. Once live x (1 + gogc/100) reaches floor it
+// is gogc itself. live 0 (no collection has marked anything yet) answers
+// gogc: the runtime's minimum heap goal holds until then. gogc < 0 (off)
+// and floor 0 answer gogc.
+func HeapFloorGCPercent(gogc int, live, floor uint64) int {
+	if gogc < 0 || live == 0 || floor <= live {
+		return gogc
+	}
+	// Rounded up, so the goal is not a byte short of the floor.
+	p := (100*(floor-live) + live - 1) / live
+	if p <= uint64(gogc) {
+		return gogc
+	}
+	if p > maxFloorGCPercent {
+		return maxFloorGCPercent
+	}
+	return int(p)
+}
+
+// maxFloorGCPercent bounds HeapFloorGCPercent for a tiny live heap (a
+// 1 MiB live heap and a 1 GiB floor would ask for 102,300).
+const maxFloorGCPercent = 100_000
+
+// heapFloorPoll is how often keepHeapFloor reads the runtime's live heap:
+// with collections every second or more, a few milliseconds' lag after
+// one ends leaves the next goal as it is.
+const heapFloorPoll = 100 * time.Millisecond
+
+// ApplyHostGCPolicy is ApplyHostGCPercent and, when it set HostGCPercent
+// (neither --gogc nor GOGC nor GOMEMLIMIT said otherwise) and floor > 0,
+// keeps the heap goal at least floor bytes (HeapFloorGCPercent) until ctx
+// is done, then puts HostGCPercent back. It says what is in effect;
+// done is closed once nothing of it runs any more.
+func ApplyHostGCPolicy(ctx context.Context, percent int, flagSet bool, floor uint64) (says string, done <-chan struct{}) {
+	says = ApplyHostGCPercent(percent, flagSet)
+	ended := make(chan struct{})
+	if flagSet || floor == 0 || os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		close(ended)
+		return says, ended
+	}
+	go func() {
+		defer close(ended)
+		keepHeapFloor(ctx, HostGCPercent, floor, heapFloorPoll)
+	}()
+	return fmt.Sprintf("%s, heap goal at least %d MiB while the live heap is smaller", says, floor>>20), ended
+}
+
+// keepHeapFloor sets the GC percent to HeapFloorGCPercent(gogc, live heap,
+// floor) whenever the live heap the last collection marked changes, every
+// poll, until ctx is done; then it sets gogc back.
+func keepHeapFloor(ctx context.Context, gogc int, floor uint64, poll time.Duration) {
+	samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	set := gogc
+	defer func() {
+		if set != gogc {
+			debug.SetGCPercent(gogc)
+		}
+	}()
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		metrics.Read(samples)
+		if samples[0].Value.Kind() == metrics.KindUint64 {
+			if p := HeapFloorGCPercent(gogc, samples[0].Value.Uint64(), floor); p != set {
+				debug.SetGCPercent(p)
+				set = p
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 }
