@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
@@ -52,7 +53,7 @@ func NewPodInformer(client kubernetes.Interface, resync time.Duration) cache.Sha
 	if resync <= 0 {
 		resync = DefaultSyncFrequency
 	}
-	inf := cache.NewSharedIndexInformer(podListWatch(client), &v1.Pod{}, resync, cache.Indexers{byNodeName: podNodeName})
+	inf := coreinformers.NewPodInformer(client, metav1.NamespaceAll, resync, cache.Indexers{byNodeName: podNodeName})
 	setSourceTransform(inf)
 	return inf
 }
