@@ -1,4 +1,6 @@
-package apiproxy_test
+// Package kubelettest holds test support shared by the kubelet's packages'
+// tests.
+package kubelettest
 
 import (
 	"k8s.io/apimachinery/pkg/watch"
@@ -6,14 +8,14 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 )
 
-// copyingWatches makes client's watches deliver copies of the tracker's
+// CopyingWatches makes client's watches deliver copies of the tracker's
 // objects. client-go's fake tracker hands a new watch the objects it
 // already stores themselves (not copies), and a kubelet's pod source
 // transform changes the objects it receives in place (interning, as it may
 // with the freshly decoded objects of a real client): without copies the
 // race detector sees the transform write the tracker's object while the
 // test reads it through the fake client.
-func copyingWatches(client *fake.Clientset) *fake.Clientset {
+func CopyingWatches(client *fake.Clientset) *fake.Clientset {
 	client.PrependWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
 		wa, ok := action.(k8stesting.WatchActionImpl)
 		if !ok {
