@@ -27,7 +27,10 @@ import (
 // memory, and on two cores the trade is poor for latency: every cycle marks
 // the whole live heap, and with everything in one process (startup-1000x30000)
 // GOGC=25 spent 41% of the CPU collecting and took create→Running p99 from
-// 0.76 s to 7.1 s, so it is not the default.
+// 0.76 s to 7.1 s, so it is not the default. A higher one is not either: at
+// 1,000 nodes / 6,000 pods (session 12, bench/baselines/2026-11-22-s12-gc)
+// GOGC=200 halved the collector's marking per pod but raised the peak RSS
+// by half (1.0 -> 1.5 GB); see HostHeapFloorPerNode for the cheaper trade.
 const HostGCPercent = 100
 
 // ApplyHostGCPercent sets the collector's target for a process hosting
@@ -54,6 +57,18 @@ func ApplyHostGCPercent(percent int, flagSet bool) string {
 // HostHeapFloorPerNode is the default of --gc-heap-floor-per-node: the
 // heap goal a process hosting simulated nodes keeps at least per node
 // while its live heap is small (HeapFloorGCPercent). 0: no floor.
+//
+// Measured in session 12 (bench/baselines/2026-11-22-s12-gc, startup at
+// 1,000 nodes / 6,000 pods, one binary per pair, floor 1 MiB per node
+// against none): GC cycles 17-18 -> 7-11 and the collector's marking and
+// assists 1.67-1.87 -> 0.87-1.46 ms of CPU per pod; in the two pairs where
+// both sides had the machine to themselves CPU per pod fell 6.6% and
+// 9.2% (latency within the runs' spread), but RSS after all pods were
+// Running (forced GC, memory returned) grew 18-20% and the peak RSS
+// 20-22%, more than the ~10% the default may cost, so the floor is off
+// unless asked for. It stops mattering once the live heap passes half the
+// floor (512 MiB at 1,000 nodes): in startup-1000x30000 (345 MB live at
+// nodes Ready, ~925 MB at the end) only its first part, not measured.
 const HostHeapFloorPerNode = 0
 
 // HeapFloorGCPercent is the GC percent that makes the collector's next
