@@ -61,14 +61,15 @@ func ApplyHostGCPercent(percent int, flagSet bool) string {
 // Measured in session 12 (bench/baselines/2026-11-22-s12-gc, startup at
 // 1,000 nodes / 6,000 pods, one binary per pair, floor 1 MiB per node
 // against none): GC cycles 17-18 -> 7-11 and the collector's marking and
-// assists 1.67-1.87 -> 0.87-1.46 ms of CPU per pod; in the two pairs where
+// assists 1.66-1.87 -> 0.87-1.46 ms of CPU per pod; in the two pairs where
 // both sides had the machine to themselves CPU per pod fell 6.6% and
 // 9.2% (latency within the runs' spread), but RSS after all pods were
 // Running (forced GC, memory returned) grew 18-20% and the peak RSS
 // 20-22%, more than the ~10% the default may cost, so the floor is off
 // unless asked for. It stops mattering once the live heap passes half the
-// floor (512 MiB at 1,000 nodes): in startup-1000x30000 (345 MB live at
-// nodes Ready, ~925 MB at the end) only its first part, not measured.
+// floor (512 MiB at 1,000 nodes): in startup-1000x30000 the first ~90 s,
+// where it took the process from 1.79 to 1.62 cores, while over the whole
+// run CPU per pod fell 0.9% and p99 did not improve (one pair).
 const HostHeapFloorPerNode = 0
 
 // HeapFloorGCPercent is the GC percent that makes the collector's next
