@@ -38,28 +38,14 @@ func compactLabels(m map[string]string) labelSet {
 	if others > 0 && others <= 8 {
 		if kept, ok := shared.sharedStringMap(m, podLabel); ok {
 			for k, v := range m {
-				switch k {
-				case runtime.LabelPodName:
-					l.podName, l.has = v, l.has|hasPodName
-				case runtime.LabelPodNamespace:
-					l.podNamespace, l.has = v, l.has|hasPodNamespace
-				case runtime.LabelPodUID:
-					l.podUID, l.has = v, l.has|hasPodUID
-				}
+				l.setPodLabel(k, v)
 			}
 			l.rest = kept
 			return l
 		}
 	}
 	for k, v := range m {
-		switch k {
-		case runtime.LabelPodName:
-			l.podName, l.has = v, l.has|hasPodName
-		case runtime.LabelPodNamespace:
-			l.podNamespace, l.has = v, l.has|hasPodNamespace
-		case runtime.LabelPodUID:
-			l.podUID, l.has = v, l.has|hasPodUID
-		default:
+		if !l.setPodLabel(k, v) {
 			if rest == nil {
 				rest = make(map[string]string, len(m))
 			}
@@ -68,6 +54,22 @@ func compactLabels(m map[string]string) labelSet {
 	}
 	l.rest = shared.stringMap(rest)
 	return l
+}
+
+// setPodLabel keeps v if k is one of the pod labels a labelSet keeps in
+// its own fields, and reports whether it was.
+func (l *labelSet) setPodLabel(k, v string) bool {
+	switch k {
+	case runtime.LabelPodName:
+		l.podName, l.has = v, l.has|hasPodName
+	case runtime.LabelPodNamespace:
+		l.podNamespace, l.has = v, l.has|hasPodNamespace
+	case runtime.LabelPodUID:
+		l.podUID, l.has = v, l.has|hasPodUID
+	default:
+		return false
+	}
+	return true
 }
 
 // podLabel reports whether k is one of the pod labels a labelSet keeps in
