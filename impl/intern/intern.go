@@ -253,6 +253,13 @@ func Lookup[K comparable, T any](mu *sync.Mutex, table map[K]T, limit int, key K
 func LookupBytes[T any](mu *sync.Mutex, table map[string]T, limit int, key []byte, v T) T {
 	mu.Lock()
 	defer mu.Unlock()
+	return LookupBytesLocked(table, limit, key, v)
+}
+
+// LookupBytesLocked is LookupBytes for a caller that already holds the
+// table's mutex (one that built the key in a scratch buffer the same
+// mutex guards).
+func LookupBytesLocked[T any](table map[string]T, limit int, key []byte, v T) T {
 	if shared, ok := table[string(key)]; ok {
 		return shared
 	}
@@ -488,11 +495,5 @@ func byEncoding[T interface {
 	if _, err := v.MarshalToSizedBuffer(raw); err != nil {
 		return v
 	}
-	if shared, ok := table[string(raw)]; ok {
-		return shared
-	}
-	if len(table) < maxValues {
-		table[string(raw)] = v
-	}
-	return v
+	return LookupBytesLocked(table, maxValues, raw, v)
 }

@@ -137,13 +137,7 @@ func shareEncoded[T any](s *sharedParts, table map[string]T, m proto.Message, v 
 		return v
 	}
 	s.scratch = b
-	if kept, ok := table[string(b)]; ok {
-		return kept
-	}
-	if len(table) < maxShared {
-		table[string(b)] = v
-	}
-	return v
+	return intern.LookupBytesLocked(table, maxShared, b, v)
 }
 
 // str returns the kept copy of s (a copy of its own, not of a longer
