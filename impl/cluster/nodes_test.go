@@ -8,12 +8,14 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet"
 )
@@ -35,27 +37,15 @@ func TestSimulatedNodesShareOnePodWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	auditLog := filepath.Join(dir, "audit.log")
-	c, err := Start(ctx, Config{DataDir: filepath.Join(dir, "data"), BindAddress: "127.0.0.1:0", WatchCache: true, UnsafeNoFsync: true,
+	c, cs, stop := startForTest(t, Config{DataDir: filepath.Join(dir, "data"), BindAddress: "127.0.0.1:0", WatchCache: true, UnsafeNoFsync: true,
 		ControllerManager: true, Scheduler: true, Nodes: 2, Auth: AuthOptions{AuditPolicyFile: policy, AuditLogPath: auditLog}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = c.Stop()
-		}
-	}()
 	root, tmpfs := c.KubeletRootDir()
 	if onShm := isDir(shmDir); tmpfs != onShm || (tmpfs && !strings.HasPrefix(root, shmDir+"/")) {
 		t.Errorf("kubelets' root %s (tmpfs %v); the machine has a tmpfs at %s: %v", root, tmpfs, shmDir, onShm)
 	}
-	cs, err := c.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}
-	if pod, err = cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	pod, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	var node string
@@ -97,10 +87,9 @@ func TestSimulatedNodesShareOnePodWatch(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "root", "pods", string(pod.UID), "volumes")); err != nil {
 		t.Errorf("pod volumes not under the kubelets' root: %v", err)
 	}
-	if err := c.Stop(); err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	stopped = true
 	if _, err := os.Stat(root); !os.IsNotExist(err) {
 		t.Errorf("kubelets' root %s still there after Stop: %v", root, err)
 	}
@@ -232,21 +221,8 @@ func TestSimulatedNodesWriteAllEvents(t *testing.T) {
 	before := runtime.NumGoroutine()
 	ctx := context.Background()
 	const nodes, pods = 20, 100
-	c, err := Start(ctx, Config{DataDir: t.TempDir(), BindAddress: "127.0.0.1:0", WatchCache: true, UnsafeNoFsync: true,
+	_, cs, stop := startForTest(t, Config{DataDir: t.TempDir(), BindAddress: "127.0.0.1:0", WatchCache: true, UnsafeNoFsync: true,
 		Scheduler: true, Nodes: nodes})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = c.Stop()
-		}
-	}()
-	cs, err := c.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for i := 0; i < pods; i++ {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%d", i)}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}
 		if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
@@ -301,10 +277,9 @@ func TestSimulatedNodesWriteAllEvents(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if err := c.Stop(); err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	stopped = true
 	waitGoroutines(t, before)
 }
 
@@ -320,20 +295,7 @@ func TestSimulatedNodesShareTheirConnections(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	const nodes = 20
-	c, err := Start(ctx, Config{DataDir: dir, BindAddress: "127.0.0.1:0", WatchCache: true, UnsafeNoFsync: true, Nodes: nodes})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = c.Stop()
-		}
-	}()
-	cs, err := c.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, cs, stop := startForTest(t, Config{DataDir: dir, BindAddress: "127.0.0.1:0", WatchCache: true, UnsafeNoFsync: true, Nodes: nodes})
 	deadline := time.Now().Add(time.Minute)
 	for {
 		leases, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(ctx, metav1.ListOptions{})
@@ -383,9 +345,25 @@ func TestSimulatedNodesShareTheirConnections(t *testing.T) {
 		t.Errorf("node-1 listing secrets: err %v, want Forbidden", err)
 	}
 
-	if err := c.Stop(); err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	stopped = true
 	waitGoroutines(t, before)
+}
+
+// startForTest starts a cluster of cfg and its admin client. stop stops
+// the cluster once; if the test ends first, its cleanup does.
+func startForTest(t *testing.T, cfg Config) (*Cluster, kubernetes.Interface, func() error) {
+	t.Helper()
+	c, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := sync.OnceValue(c.Stop)
+	t.Cleanup(func() { _ = stop() })
+	cs, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, cs, stop
 }
