@@ -101,6 +101,15 @@ func TestServesThroughXNetServer(t *testing.T) {
 		return client.Do(req)
 	}
 
+	// One request first, so that the client has the server's SETTINGS
+	// (1,000 streams) and puts every later stream on this connection.
+	resp, err := get(ctx, "/large")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+
 	errs := make(chan error, idle+large+2)
 	var wg sync.WaitGroup
 	for range idle {
