@@ -113,6 +113,11 @@ type StartupResult struct {
 	// is Ready, and once every pod is Running.
 	HeapBefore, HeapAfterNodes, HeapAfterPods uint64
 	RSSBefore, RSSAfterNodes, RSSAfterPods    int64
+	// HeapObjectsAfterNodes and HeapObjectsAfterPods are the heap objects
+	// at the nodes' and the pods' readings (/gc/heap/objects:objects): the
+	// collector marks objects and follows pointers, so the work of a cycle
+	// goes with them as much as with the bytes.
+	HeapObjectsAfterNodes, HeapObjectsAfterPods uint64 `json:",omitempty"`
 	// HeapPerNode = (HeapAfterNodes-HeapBefore)/Nodes and HeapPerPod =
 	// (HeapAfterPods-HeapAfterNodes)/Pods: everything a node or pod costs
 	// the whole process, the API server's watch cache, etcd and the other
@@ -354,6 +359,7 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	}
 	res.HeapBefore, res.HeapAfterNodes, res.HeapAfterPods = full[0].Heap, full[1].Heap, full[2].Heap
 	res.RSSBefore, res.RSSAfterNodes, res.RSSAfterPods = full[0].RSS, full[1].RSS, full[2].RSS
+	res.HeapObjectsAfterNodes, res.HeapObjectsAfterPods = full[1].Objects, full[2].Objects
 	res.HeapPerNode = (float64(res.HeapAfterNodes) - float64(res.HeapBefore)) / float64(cfg.Nodes)
 	res.HeapPerPod = (float64(res.HeapAfterPods) - float64(res.HeapAfterNodes)) / float64(cfg.Pods)
 	res.RSSPerNode = float64(res.RSSAfterNodes-res.RSSBefore) / float64(cfg.Nodes)

@@ -60,7 +60,11 @@ import (
 // freed memory was returned to the system, and the Go runtime's memory
 // classes (memoryClasses).
 type MemoryReading struct {
-	Heap    uint64            `json:"heap"`
+	Heap uint64 `json:"heap"`
+	// Objects is the number of heap objects at the same moment
+	// (/gc/heap/objects:objects): what the collector's marking follows
+	// besides the bytes.
+	Objects uint64            `json:"objects,omitempty"`
 	RSS     int64             `json:"rss"`
 	Classes map[string]uint64 `json:"classes,omitempty"`
 }
@@ -165,9 +169,9 @@ func beyondPerNodePod(full, control [3]float64, nodes, pods int) (perNode, perPo
 // readMemory reads the process now (after a forced collection).
 func readMemory() MemoryReading {
 	_, rss := liveMemory()
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/objects:objects"}}
 	metrics.Read(s)
-	return MemoryReading{Heap: s[0].Value.Uint64(), RSS: rss, Classes: readMemoryClasses()}
+	return MemoryReading{Heap: s[0].Value.Uint64(), Objects: s[1].Value.Uint64(), RSS: rss, Classes: readMemoryClasses()}
 }
 
 // settledReading takes n readings every apart (after waiting every) and
