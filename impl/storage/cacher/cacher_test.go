@@ -31,13 +31,13 @@ func TestMain(m *testing.M) {
 }
 
 // newCacher builds a watch cache of res, ready to serve.
-func newCacher(t *testing.T, res storage.ResourceConfig, tune func(*cacher.Config)) (*cacher.Cacher, *etcd3.Store) {
+func newCacher(t testing.TB, res storage.ResourceConfig, tune func(*cacher.Config)) (*cacher.Cacher, *etcd3.Store) {
 	t.Helper()
 	return newCacherOn(t, etcd3.Config{Client: etcd.Client()}, res, tune)
 }
 
 // newCacherOn is newCacher on the etcd client (and watchers) of base.
-func newCacherOn(t *testing.T, base etcd3.Config, res storage.ResourceConfig, tune func(*cacher.Config)) (*cacher.Cacher, *etcd3.Store) {
+func newCacherOn(t testing.TB, base etcd3.Config, res storage.ResourceConfig, tune func(*cacher.Config)) (*cacher.Cacher, *etcd3.Store) {
 	t.Helper()
 	s, err := etcd3.New(etcd3.Config{
 		Client:                      base.Client,

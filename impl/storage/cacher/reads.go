@@ -22,9 +22,28 @@ func (c *Cacher) Create(ctx context.Context, key string, obj, out runtime.Object
 	return c.store.Create(ctx, key, obj, out)
 }
 
-// GuaranteedUpdate implements storage.Interface by writing to etcd.
+// cachedUpdater is an Upstream that can start an update from the cache's
+// copy of the object (etcd3.Store.GuaranteedUpdateFrom).
+type cachedUpdater interface {
+	GuaranteedUpdateFrom(ctx context.Context, key string, dest runtime.Object, ignoreNotFound bool,
+		preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc, cached runtime.Object) error
+}
+
+// GuaranteedUpdate implements storage.Interface by writing to etcd. As
+// kube-apiserver's watch cache, it hands the store a copy of the cached
+// object to start from instead of the store's quorum read; the write is
+// still a compare-and-swap on that object's revision, retried on the
+// current object if it was stale (STORE-3).
 func (c *Cacher) GuaranteedUpdate(ctx context.Context, key string, dest runtime.Object, ignoreNotFound bool,
 	preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc) error {
+	if u, ok := c.store.(cachedUpdater); ok && c.isReady() {
+		c.mu.RLock()
+		co, found := c.items.Get(&cachedObject{key: key})
+		c.mu.RUnlock()
+		if found {
+			return u.GuaranteedUpdateFrom(ctx, key, dest, ignoreNotFound, preconditions, tryUpdate, co.obj.DeepCopyObject())
+		}
+	}
 	return c.store.GuaranteedUpdate(ctx, key, dest, ignoreNotFound, preconditions, tryUpdate)
 }
 

@@ -545,11 +545,47 @@ func (s *Store) listError(key, keyPrefix string, plan listPlan, rev int64, err e
 	return s.etcdError(key, "list", err)
 }
 
-// GuaranteedUpdate implements storage.Interface.
+// GuaranteedUpdate implements storage.Interface. tryUpdate is handed the
+// object as read, which it may change: each attempt reads its own.
 func (s *Store) GuaranteedUpdate(ctx context.Context, key string, dest runtime.Object, ignoreNotFound bool,
 	preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc) error {
-	k, cur, err := s.readCurrent(ctx, key)
+	return s.GuaranteedUpdateFrom(ctx, key, dest, ignoreNotFound, preconditions, tryUpdate, nil)
+}
+
+// GuaranteedUpdateFrom is GuaranteedUpdate starting from cached, the object
+// at key as a watch cache last saw it (with its resourceVersion; a copy the
+// update may change), instead of a quorum read, as kube-apiserver's watch
+// cache hands its storage the cached object. The cached object may be
+// stale; the write is still a compare-and-swap on the revision it was
+// computed from (STORE-3), so a stale one only costs a failed transaction,
+// whose reply carries the current object to retry on. What the cached
+// object alone cannot decide is read from etcd first: preconditions or
+// tryUpdate failing on it (they may pass on the current object), and an
+// update that changes nothing (it writes nothing only if the current object
+// is the cached one). cached nil is GuaranteedUpdate.
+func (s *Store) GuaranteedUpdateFrom(ctx context.Context, key string, dest runtime.Object, ignoreNotFound bool,
+	preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc, cached runtime.Object) error {
+	k, err := s.prepareKey(key)
 	if err != nil {
+		return err
+	}
+	var cur objState
+	current := cached == nil // cur is what a quorum read returned
+	if current {
+		if cur, err = s.readCurrent(ctx, k, key); err != nil {
+			return err
+		}
+	} else {
+		cachedBuf := getEncodeBuffer()
+		defer putEncodeBuffer(cachedBuf)
+		if cur, err = s.cachedState(key, cached, cachedBuf); err != nil {
+			return err
+		}
+	}
+	// refresh replaces a cached state by the current one.
+	refresh := func() error {
+		cur, err = s.readCurrent(ctx, k, key)
+		current = true
 		return err
 	}
 	buf := getEncodeBuffer()
@@ -564,18 +600,44 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, dest runtime.O
 		}
 		if cur.rev != 0 {
 			if err := preconditions.Check(key, cur.obj); err != nil {
-				return err
+				if current {
+					return err
+				}
+				if err := refresh(); err != nil {
+					return err
+				}
+				continue
 			}
 		}
-		ret, err := tryUpdate(cur.obj.DeepCopyObject())
+		// cur.obj is this call's own (decoded for it, or the caller's
+		// copy) and is not read again once tryUpdate has had it.
+		ret, err := tryUpdate(cur.obj)
 		if err != nil {
-			return err
+			if current {
+				return err
+			}
+			rev := cur.rev
+			if err := refresh(); err != nil {
+				return err
+			}
+			if cur.rev == rev {
+				return err // the cached object was current
+			}
+			continue
 		}
 		if err := s.encode(ret, buf); err != nil {
 			return storage.NewError(storage.ErrCodeInvalidObj, key, cur.rev, "encoding object", err)
 		}
 		data := buf.Bytes()
 		if cur.rev != 0 && bytes.Equal(data, cur.data) {
+			if !current {
+				if err := refresh(); err != nil {
+					return err
+				}
+				if !bytes.Equal(data, cur.data) {
+					continue // changed since: update the current object
+				}
+			}
 			// Nothing changed: no write, and dest is the stored object.
 			return s.decode(key, cur.data, dest, cur.rev)
 		}
@@ -590,15 +652,35 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, dest runtime.O
 			return s.etcdError(key, "update", err)
 		}
 		if !txn.Succeeded {
-			// Another write came first: retry on what it wrote.
+			// Another write came first (or the cached object was stale):
+			// retry on what is there.
 			cur, err = s.stateFrom(key, txn.Responses[0].GetResponseRange().Kvs)
 			if err != nil {
 				return err
 			}
+			current = true
 			continue
 		}
 		return s.decodeWritten(key, k, data, dest, txn.Header.Revision, shared)
 	}
+}
+
+// cachedState is the state of cached (see GuaranteedUpdateFrom), its
+// stored bytes encoded into buf.
+func (s *Store) cachedState(key string, cached runtime.Object, buf *bytes.Buffer) (objState, error) {
+	m, err := meta.Accessor(cached)
+	if err != nil {
+		return objState{}, storage.NewError(storage.ErrCodeInvalidObj, key, 0, "reading cached object metadata", err)
+	}
+	rev, err := strconv.ParseInt(m.GetResourceVersion(), 10, 64)
+	if err != nil || rev <= 0 {
+		return objState{}, storage.NewError(storage.ErrCodeInvalidObj, key, 0,
+			fmt.Sprintf("cached object has resourceVersion %q", m.GetResourceVersion()), err)
+	}
+	if err := s.encode(cached, buf); err != nil {
+		return objState{}, storage.NewError(storage.ErrCodeInvalidObj, key, rev, "encoding cached object", err)
+	}
+	return objState{obj: cached, data: buf.Bytes(), rev: rev}, nil
 }
 
 // objState is an object as read from etcd.
@@ -620,31 +702,27 @@ func (s *Store) stateFrom(key string, kvs []*mvccpb.KeyValue) (objState, error) 
 	return objState{obj: obj, data: kv.Value, rev: kv.ModRevision}, nil
 }
 
-// readCurrent reads the object at key by a quorum get, as the first step of
-// a compare-and-swap write: the etcd key and the object's state (rev 0 when
-// absent).
-func (s *Store) readCurrent(ctx context.Context, key string) (string, objState, error) {
-	k, err := s.prepareKey(key)
-	if err != nil {
-		return "", objState{}, err
-	}
+// readCurrent reads the object at k (key's etcd key) by a quorum get, as
+// the first step of a compare-and-swap write: the object's state (rev 0
+// when absent).
+func (s *Store) readCurrent(ctx context.Context, k, key string) (objState, error) {
 	start := time.Now()
 	resp, err := s.client.KV.Get(ctx, k)
 	s.metrics.observe("get", s.typ, start, err)
 	if err != nil {
-		return "", objState{}, s.etcdError(key, "get", err)
+		return objState{}, s.etcdError(key, "get", err)
 	}
-	cur, err := s.stateFrom(key, resp.Kvs)
-	if err != nil {
-		return "", objState{}, err
-	}
-	return k, cur, nil
+	return s.stateFrom(key, resp.Kvs)
 }
 
 // Delete implements storage.Interface.
 func (s *Store) Delete(ctx context.Context, key string, out runtime.Object, preconditions *storage.Preconditions,
 	validateDeletion storage.ValidateObjectFunc) error {
-	k, cur, err := s.readCurrent(ctx, key)
+	k, err := s.prepareKey(key)
+	if err != nil {
+		return err
+	}
+	cur, err := s.readCurrent(ctx, k, key)
 	if err != nil {
 		return err
 	}
