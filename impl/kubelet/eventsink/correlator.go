@@ -1,0 +1,303 @@
+// Package eventsink is the way a kubelet's events go to the API server:
+// the correlation client-go's record package applies before writing (a
+// token bucket per source and object that drops spam, aggregation of
+// similar events whose messages differ, de-duplication of repeated events
+// into a count patched onto the first), with the same defaults and
+// results, and the write with its retries.
+//
+// Why not client-go's own (record.EventBroadcaster.StartRecordingToSink):
+// its correlator keeps three LRU caches of 4,096 entries per broadcaster,
+// each entry a list element, an entry, a boxed record and a joined key, the
+// aggregator's record a map of messages — about 48 heap objects per pod at
+// 30 pods per node. Every simulated kubelet has its own broadcaster, as
+// upstream's do, so at 1,000 nodes and 30,000 pods they held 1.45 M of the
+// process's 5.6 M heap objects, each marked in every GC cycle. Here the
+// same state is kept in one slice and one map per cache, with the keys and
+// the server's name and resourceVersion as the only objects per event.
+//
+// Spec properties: none (events are advisory); the behaviour is client-go's
+// and a differential test holds it to that.
+package eventsink
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+)
+
+// client-go record's defaults (events_cache.go).
+const (
+	defaultCacheSize = 4096
+	// Aggregate once a source sends more than aggregateMaxEvents events
+	// about an object that differ only by message within the interval.
+	aggregateMaxEvents = 10
+	aggregateInterval  = 600 * time.Second
+	// A source may send spamBurst events about an object, then one every
+	// five minutes.
+	spamBurst = 25
+)
+
+// spamQPS is a float32 as client-go's (CorrelatorOptions.QPS), so that the
+// token bucket refills at exactly the same rate.
+var spamQPS float32 = 1. / 300.
+
+// Correlator filters, aggregates and counts events before they are
+// written, as client-go's record.EventCorrelator with default options. It
+// is safe for concurrent use.
+type Correlator struct {
+	clock clock.PassiveClock
+
+	mu   sync.Mutex
+	spam *lru[*rate.Limiter]
+	agg  *lru[aggregate]
+	seen *lru[observation]
+}
+
+// aggregate is what the aggregator knows of similar events: the distinct
+// messages seen (at most aggregateMaxEvents) and when the last came.
+type aggregate struct {
+	first    string   // messages[0], kept inline: most aggregates have one
+	more     []string // the others
+	n        int
+	lastTime time.Time
+}
+
+// observation is what the logger knows of an event already written.
+type observation struct {
+	count           uint
+	firstTimestamp  metav1.Time
+	name            string
+	resourceVersion string
+}
+
+// Result is a correlated event: skip it, or write Event (with Patch, when
+// it counts an event written before).
+type Result struct {
+	Event *v1.Event
+	Patch []byte
+	Skip  bool
+}
+
+// NewCorrelator returns a correlator with client-go's defaults; cacheSize
+// 0 means 4,096 entries per cache, clk nil the real clock.
+func NewCorrelator(cacheSize int, clk clock.PassiveClock) *Correlator {
+	if cacheSize == 0 {
+		cacheSize = defaultCacheSize
+	}
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &Correlator{
+		clock: clk,
+		spam:  newLRU[*rate.Limiter](cacheSize),
+		agg:   newLRU[aggregate](cacheSize),
+		seen:  newLRU[observation](cacheSize),
+	}
+}
+
+// Correlate is record.EventCorrelator.EventCorrelate: ev may be replaced by
+// an aggregate event, or by a count of an event already written (with the
+// patch that updates it), or skipped as spam. The error is the patch's;
+// the event is to be written anyway, as client-go does.
+func (c *Correlator) Correlate(ev *v1.Event) (Result, error) {
+	if ev == nil {
+		return Result{}, fmt.Errorf("event is nil")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	aggregated, key := c.aggregate(ev)
+	observed, patch, err := c.observe(aggregated, key)
+	if c.isSpam(observed) {
+		return Result{Skip: true}, nil
+	}
+	return Result{Event: observed, Patch: patch}, err
+}
+
+// UpdateState records the server's answer to a write (its name,
+// resourceVersion, count and first timestamp), as
+// record.EventCorrelator.UpdateState.
+func (c *Correlator) UpdateState(ev *v1.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seen.add(eventKey(ev), observation{
+		count: uint(ev.Count), firstTimestamp: ev.FirstTimestamp, name: ev.Name, resourceVersion: ev.ResourceVersion,
+	})
+}
+
+// aggregate returns ev, or the aggregate event that replaces it once the
+// source has sent aggregateMaxEvents differing messages about the object
+// within the interval, and the key the logger counts it under.
+func (c *Correlator) aggregate(ev *v1.Event) (*v1.Event, string) {
+	now := metav1.NewTime(c.clock.Now())
+	key := eventKey(ev)
+	aggKey, localKey := record.EventAggregatorByReasonFunc(ev)
+	var a aggregate
+	if found, ok := c.agg.get(aggKey); ok {
+		a = *found
+	}
+	if now.Time.Sub(a.lastTime) > aggregateInterval {
+		a = aggregate{}
+	}
+	a.insert(messages.share(localKey))
+	a.lastTime = now.Time
+	stored := c.agg.add(aggKey, a)
+	if stored.n < aggregateMaxEvents {
+		return ev, key
+	}
+	// Keep the set below the limit: every further differing message
+	// aggregates too (client-go drops an arbitrary one; this the oldest).
+	stored.dropOne()
+	return &v1.Event{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      fmt.Sprintf("%v.%x", ev.InvolvedObject.Name, now.UnixNano()),
+			Namespace: ev.Namespace,
+		},
+		Count:          1,
+		FirstTimestamp: now,
+		InvolvedObject: ev.InvolvedObject,
+		LastTimestamp:  now,
+		Message:        record.EventAggregatorByReasonMessageFunc(ev),
+		Type:           ev.Type,
+		Reason:         ev.Reason,
+		Source:         ev.Source,
+	}, aggKey
+}
+
+func (a *aggregate) has(m string) bool {
+	if a.n > 0 && a.first == m {
+		return true
+	}
+	for _, x := range a.more {
+		if x == m {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *aggregate) insert(m string) {
+	if a.has(m) {
+		return
+	}
+	if a.n == 0 {
+		a.first = m
+	} else {
+		a.more = append(a.more, m)
+	}
+	a.n++
+}
+
+// dropOne removes the oldest message. The slice is shared with the copy a
+// later aggregate() reads, never with another key's.
+func (a *aggregate) dropOne() {
+	switch {
+	case a.n == 0:
+		return
+	case len(a.more) == 0:
+		a.first = ""
+	default:
+		a.first = a.more[0]
+		a.more = append(a.more[:0:0], a.more[1:]...)
+	}
+	a.n--
+}
+
+// observe counts ev under key: an event seen before becomes the next count
+// of the first one written, with the strategic merge patch that sets it.
+func (c *Correlator) observe(ev *v1.Event, key string) (*v1.Event, []byte, error) {
+	cp := *ev
+	event := &cp
+	var patch []byte
+	var err error
+	if last, ok := c.seen.get(key); ok && last.count > 0 {
+		event.Name = last.name
+		event.ResourceVersion = last.resourceVersion
+		event.FirstTimestamp = last.firstTimestamp
+		event.Count = int32(last.count) + 1
+
+		old := *event
+		old.Count = 0
+		old.LastTimestamp = metav1.NewTime(time.Unix(0, 0))
+		old.Message = ""
+		newData, _ := json.Marshal(event)
+		oldData, _ := json.Marshal(&old)
+		patch, err = strategicpatch.CreateTwoWayMergePatch(oldData, newData, event)
+	}
+	c.seen.add(key, observation{
+		count: uint(event.Count), firstTimestamp: event.FirstTimestamp, name: event.Name, resourceVersion: event.ResourceVersion,
+	})
+	return event, patch, err
+}
+
+// isSpam takes a token from the bucket of ev's source and object (a new
+// one holds spamBurst) and reports whether there was none.
+func (c *Correlator) isSpam(ev *v1.Event) bool {
+	key := spamKey(ev)
+	var lim *rate.Limiter
+	if found, ok := c.spam.get(key); ok {
+		lim = *found
+	}
+	if lim == nil {
+		lim = rate.NewLimiter(rate.Limit(spamQPS), spamBurst)
+	}
+	spam := !lim.AllowN(c.clock.Now(), 1)
+	c.spam.add(key, lim)
+	return spam
+}
+
+// eventKey is client-go's key of an event for counting repeats: its
+// source, object, type, reason and message, joined without separators.
+func eventKey(ev *v1.Event) string {
+	return strings.Join([]string{
+		ev.Source.Component, ev.Source.Host,
+		ev.InvolvedObject.Kind, ev.InvolvedObject.Namespace, ev.InvolvedObject.Name, ev.InvolvedObject.FieldPath,
+		string(ev.InvolvedObject.UID), ev.InvolvedObject.APIVersion,
+		ev.Type, ev.Reason, ev.Message,
+	}, "")
+}
+
+// spamKey is client-go's key of an event's token bucket: its source,
+// object and type.
+func spamKey(ev *v1.Event) string {
+	return strings.Join([]string{
+		ev.Source.Component, ev.Source.Host,
+		ev.InvolvedObject.Kind, ev.InvolvedObject.Namespace, ev.InvolvedObject.Name,
+		string(ev.InvolvedObject.UID), ev.InvolvedObject.APIVersion,
+		ev.Type,
+	}, "")
+}
+
+// messages shares the aggregators' message strings across the kubelets of
+// a process: a workload's pods get the same messages ("Started container
+// app"), each formatted anew.
+var messages = newStringTable(4096)
+
+type stringTable struct {
+	mu    sync.Mutex
+	max   int
+	table map[string]string
+}
+
+func newStringTable(max int) *stringTable { return &stringTable{max: max, table: map[string]string{}} }
+
+// share returns the table's copy of s, storing s if the table has room.
+func (t *stringTable) share(s string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if v, ok := t.table[s]; ok {
+		return v
+	}
+	if len(t.table) < t.max {
+		t.table[s] = s
+	}
+	return s
+}

@@ -1,0 +1,147 @@
+package eventsink
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strconv"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
+	utilslru "k8s.io/utils/lru"
+)
+
+// TestLRUMatchesUpstream drives this lru and k8s.io/utils/lru with the same
+// random gets and adds and compares every answer and the length.
+func TestLRUMatchesUpstream(t *testing.T) {
+	for _, size := range []int{1, 2, 5, 16} {
+		rng := rand.New(rand.NewPCG(uint64(size), 7))
+		mine, theirs := newLRU[int](size), utilslru.New(size)
+		for i := range 5000 {
+			key := strconv.Itoa(rng.IntN(3 * size))
+			if rng.IntN(2) == 0 {
+				got, ok := mine.get(key)
+				want, wantOK := theirs.Get(key)
+				if ok != wantOK || (ok && *got != want.(int)) {
+					t.Fatalf("size %d step %d: get(%s) = %v %v, want %v %v", size, i, key, got, ok, want, wantOK)
+				}
+				continue
+			}
+			mine.add(key, i)
+			theirs.Add(key, i)
+			if mine.len() != theirs.Len() {
+				t.Fatalf("size %d step %d: len %d, want %d", size, i, mine.len(), theirs.Len())
+			}
+		}
+	}
+}
+
+// TestCorrelatorMatchesClientGo runs random event streams through this
+// correlator and client-go's (record.NewEventCorrelatorWithOptions, same
+// cache size and clock) and requires the same result for every event:
+// skipped or not, the event to write, the patch. The server's answers
+// (UpdateState) go to both. Small caches make entries fall out.
+//
+// Per aggregate key the messages are either a few fixed ones (never ten, so
+// the aggregation set stays below its limit) or always new ones: client-go
+// drops an arbitrary message once ten differ, so a stream that repeats a
+// message after that has no single expected answer.
+func TestCorrelatorMatchesClientGo(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		cacheSize int
+		seed      uint64
+		allRoads  bool // whether the stream must skip, aggregate and patch
+	}{
+		{"default caches", 0, 1, true},
+		{"default caches, other seed", 0, 5, true},
+		{"caches of 64", 64, 6, true},
+		{"tiny caches", 3, 2, false}, // entries fall out before ten messages aggregate
+		{"small caches", 8, 3, false},
+		{"small caches, other seed", 8, 4, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(tc.seed, 99))
+			clk := testingclock.NewFakePassiveClock(time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC))
+			mine := NewCorrelator(tc.cacheSize, clk)
+			theirs := record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{LRUCacheSize: tc.cacheSize, Clock: clk})
+			rv, unique := 100, 0
+			skipped, aggregated, patched := 0, 0, 0
+			for i := range 4000 {
+				switch r := rng.IntN(100); {
+				case r < 2:
+					clk.SetTime(clk.Now().Add(time.Duration(rng.IntN(700)) * time.Second)) // past the aggregation interval
+				case r < 30:
+					clk.SetTime(clk.Now().Add(time.Duration(rng.IntN(20)) * time.Second))
+				}
+				ev := randomEvent(rng, clk.Now(), &unique)
+				got, err := mine.Correlate(ev.DeepCopy())
+				want, wantErr := theirs.EventCorrelate(ev.DeepCopy())
+				if (err == nil) != (wantErr == nil) {
+					t.Fatalf("event %d: err %v, client-go's %v", i, err, wantErr)
+				}
+				if got.Skip != want.Skip || !reflect.DeepEqual(got.Event, want.Event) || !bytes.Equal(got.Patch, want.Patch) {
+					t.Fatalf("event %d (%s/%s %q):\n got  skip=%v %+v patch %s\n want skip=%v %+v patch %s",
+						i, ev.InvolvedObject.Name, ev.Reason, ev.Message, got.Skip, got.Event, got.Patch, want.Skip, want.Event, want.Patch)
+				}
+				if got.Skip {
+					skipped++
+					continue
+				}
+				if got.Event.Message != ev.Message {
+					aggregated++
+				}
+				if got.Patch != nil {
+					patched++
+				}
+				if rng.IntN(10) == 0 {
+					continue // the write failed: no answer to record
+				}
+				answer := got.Event.DeepCopy()
+				rv++
+				answer.ResourceVersion = strconv.Itoa(rv)
+				mine.UpdateState(answer.DeepCopy())
+				theirs.UpdateState(answer.DeepCopy())
+			}
+			// The streams must have exercised every road.
+			if tc.allRoads && (skipped == 0 || aggregated == 0 || patched == 0) {
+				t.Fatalf("skipped %d, aggregated %d, patched %d: a road not taken", skipped, aggregated, patched)
+			}
+		})
+	}
+}
+
+// randomEvent is an event a kubelet could send: one of a few pods and
+// containers, reasons whose messages are few ("Started", "Pulled") or
+// always new ("Unhealthy", counted by *unique).
+func randomEvent(rng *rand.Rand, now time.Time, unique *int) *v1.Event {
+	pod := rng.IntN(4)
+	ref := v1.ObjectReference{
+		Kind: "Pod", APIVersion: "v1", Namespace: "default", Name: fmt.Sprintf("web-%d", pod),
+		UID: types.UID(fmt.Sprintf("uid-%d", pod)), ResourceVersion: strconv.Itoa(rng.IntN(3)),
+	}
+	if rng.IntN(2) == 0 {
+		ref.FieldPath = fmt.Sprintf("spec.containers{c%d}", rng.IntN(2))
+	}
+	typ, reason, msg := v1.EventTypeNormal, "Started", fmt.Sprintf("Started container c%d", rng.IntN(3))
+	switch rng.IntN(4) {
+	case 1:
+		reason, msg = "Pulled", fmt.Sprintf("Container image %q already present on machine", fmt.Sprintf("img:%d", rng.IntN(2)))
+	case 2:
+		*unique++
+		typ, reason, msg = v1.EventTypeWarning, "Unhealthy", fmt.Sprintf("Readiness probe failed: attempt %d", *unique)
+	}
+	t := metav1.NewTime(now)
+	return &v1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("%v.%x", ref.Name, now.UnixNano()), Namespace: ref.Namespace},
+		InvolvedObject: ref, Reason: reason, Message: msg, Type: typ,
+		Source:         v1.EventSource{Component: "kubelet", Host: "node-1"},
+		FirstTimestamp: t, LastTimestamp: t, Count: 1,
+	}
+}
