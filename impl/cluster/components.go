@@ -66,9 +66,16 @@ func (c *Cluster) componentClient(pkiDir, dataDir, certName, user string, groups
 }
 
 // newComponentClientset sets what every in-process component's client
-// shares on cfg (rate limits, user agent kubeproof/<name>, content types,
-// the fault injection hook) and builds its clientset.
+// shares on cfg (componentConfig) and builds its clientset.
 func newComponentClientset(cfg *rest.Config, name string, qps float32, burst int) (kubernetes.Interface, error) {
+	componentConfig(cfg, name, qps, burst)
+	return kubernetes.NewForConfig(cfg)
+}
+
+// componentConfig sets what every in-process component's client shares on
+// cfg: rate limits, user agent kubeproof/<name>, content types, the fault
+// injection hook.
+func componentConfig(cfg *rest.Config, name string, qps float32, burst int) {
 	cfg.QPS, cfg.Burst, cfg.UserAgent = qps, burst, "kubeproof/"+name
 	// Protobuf, as upstream's components default to (the kubelet's and
 	// controller manager's --kube-api-content-type, the scheduler's
@@ -76,7 +83,6 @@ func newComponentClientset(cfg *rest.Config, name string, qps float32, burst int
 	// form.
 	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeProtobuf, runtime.ContentTypeProtobuf+","+runtime.ContentTypeJSON
 	cfg.Wrap(faults.WrapTransport(name)) // fault injection hook: a no-op unless a test armed it (e2e/props)
-	return kubernetes.NewForConfig(cfg)
 }
 
 // startControllerManager runs the controller manager in-process. Its client

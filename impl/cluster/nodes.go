@@ -179,7 +179,9 @@ func (c *Cluster) nodeClient(name string) (kubernetes.Interface, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs, err := newComponentClientset(&rest.Config{Host: c.URL, Transport: c.simNodes.transport, BearerToken: token}, name, 50, 100)
+	cfg := &rest.Config{Host: c.URL, Transport: c.simNodes.transport, BearerToken: token}
+	componentConfig(cfg, name, 50, 100)
+	cs, err := newNodeClientset(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building %s%s client: %w", NodeUserPrefix, name, err)
 	}
