@@ -3,7 +3,9 @@ package endpoints
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -92,8 +94,15 @@ func (h *Handler) bind(w http.ResponseWriter, r *http.Request, info *request.Inf
 		if len(cur.Spec.SchedulingGates) != 0 {
 			return nil, apierrors.NewConflict(bindingGR, cur.Name, fmt.Errorf("pod %v has non-empty .spec.schedulingGates", cur.Name))
 		}
-		pod := cur.DeepCopy()
+		// A copy of what the binding changes (existing must not change);
+		// the rest is shared with existing, which nothing changes.
+		pod := new(corev1.Pod)
+		*pod = *cur
+		pod.Status.Conditions = slices.Clone(cur.Status.Conditions)
 		pod.Spec.NodeName = b.Target.Name
+		if len(b.Annotations) > 0 {
+			pod.Annotations = maps.Clone(cur.Annotations)
+		}
 		for k, v := range b.Annotations {
 			if pod.Annotations == nil {
 				pod.Annotations = map[string]string{}
