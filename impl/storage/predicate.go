@@ -69,8 +69,9 @@ func (p SelectionPredicate) Matches(obj runtime.Object) (bool, error) {
 	return p.MatchesAttrs(l, f), nil
 }
 
-// MatchesAttrs reports whether objects with labels l and fields f are selected.
-func (p SelectionPredicate) MatchesAttrs(l labels.Set, f fields.Set) bool {
+// MatchesAttrs reports whether objects with labels l and fields f are
+// selected (a labels.Set and fields.Set, or a cache's compact forms).
+func (p SelectionPredicate) MatchesAttrs(l labels.Labels, f fields.Fields) bool {
 	if p.Label != nil && !p.Label.Matches(l) {
 		return false
 	}

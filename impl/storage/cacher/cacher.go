@@ -23,7 +23,6 @@ import (
 
 	"github.com/google/btree"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -122,7 +121,7 @@ type cachedObject struct {
 	key    string
 	obj    runtime.Object
 	labels labels.Set
-	fields fields.Set
+	fields fieldList
 }
 
 func lessKey(a, b *cachedObject) bool { return a.key < b.key }
@@ -236,7 +235,7 @@ func (c *Cacher) newCached(obj runtime.Object) (*cachedObject, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &cachedObject{key: key, obj: obj, labels: l, fields: f}, nil
+	return &cachedObject{key: key, obj: obj, labels: l, fields: newFieldList(f)}, nil
 }
 
 // reflect keeps the cache in sync with etcd: list, then watch from the
@@ -478,10 +477,10 @@ func (c *Cacher) dispatchLocked(ce *cacheEvent) {
 	var curVal, prevVal string
 	curOK, prevOK := false, false
 	if ce.cur != nil {
-		curVal, curOK = ce.cur.fields[c.indexField], true
+		curVal, curOK = ce.cur.fields.Get(c.indexField), true
 	}
 	if ce.prev != nil {
-		prevVal, prevOK = ce.prev.fields[c.indexField], true
+		prevVal, prevOK = ce.prev.fields.Get(c.indexField), true
 	}
 	if curOK {
 		for _, w := range c.indexed[curVal] {

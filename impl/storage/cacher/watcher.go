@@ -53,8 +53,8 @@ func (w *cacheWatcher) interested(ce *cacheEvent) bool {
 	if !w.keyMatches(ce.key) {
 		return false
 	}
-	return (ce.cur != nil && w.pred.MatchesAttrs(ce.cur.labels, ce.cur.fields)) ||
-		(ce.prev != nil && w.pred.MatchesAttrs(ce.prev.labels, ce.prev.fields))
+	return (ce.cur != nil && w.pred.MatchesAttrs(ce.cur.labels, &ce.cur.fields)) ||
+		(ce.prev != nil && w.pred.MatchesAttrs(ce.prev.labels, &ce.prev.fields))
 }
 
 // offerBookmark passes a bookmark on if there is room; bookmarks are never
@@ -74,8 +74,8 @@ func (w *cacheWatcher) translate(ce *cacheEvent) (watch.Event, bool) {
 	if !w.keyMatches(ce.key) {
 		return watch.Event{}, false
 	}
-	curMatch := ce.cur != nil && w.pred.MatchesAttrs(ce.cur.labels, ce.cur.fields)
-	prevMatch := ce.prev != nil && w.pred.MatchesAttrs(ce.prev.labels, ce.prev.fields)
+	curMatch := ce.cur != nil && w.pred.MatchesAttrs(ce.cur.labels, &ce.cur.fields)
+	prevMatch := ce.prev != nil && w.pred.MatchesAttrs(ce.prev.labels, &ce.prev.fields)
 	switch {
 	case ce.typ == watch.Deleted:
 		if prevMatch {
@@ -332,7 +332,7 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.ListOptions
 func (c *Cacher) snapshotLocked(key string, recursive bool, pred storage.SelectionPredicate) []*cachedObject {
 	var out []*cachedObject
 	if !recursive {
-		if co, ok := c.items.Get(&cachedObject{key: key}); ok && pred.MatchesAttrs(co.labels, co.fields) {
+		if co, ok := c.items.Get(&cachedObject{key: key}); ok && pred.MatchesAttrs(co.labels, &co.fields) {
 			out = append(out, co)
 		}
 		return out
@@ -341,7 +341,7 @@ func (c *Cacher) snapshotLocked(key string, recursive bool, pred storage.Selecti
 		if !strings.HasPrefix(co.key, key) {
 			return false
 		}
-		if pred.MatchesAttrs(co.labels, co.fields) {
+		if pred.MatchesAttrs(co.labels, &co.fields) {
 			out = append(out, co)
 		}
 		return true
