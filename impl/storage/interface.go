@@ -40,7 +40,9 @@ type Interface interface {
 	// the first one.
 	GetList(ctx context.Context, key string, opts ListOptions, listObj runtime.Object) error
 
-	// GuaranteedUpdate reads the current object at key, calls tryUpdate on a
+	// GuaranteedUpdate reads the current object at key (the watch cache
+	// starts from its own copy instead, as kube-apiserver's does: a stale
+	// copy only fails the compare-and-swap below), calls tryUpdate on a
 	// copy of it, and writes the result with a compare-and-swap on the
 	// object's modification revision (Txn If(ModRevision(key)==rv) Then Put,
 	// STORE-3). When the CAS fails because another write came first, it reads
