@@ -28,6 +28,21 @@ func served(t testing.TB, gvk schema.GroupVersionKind) *resource.Resource {
 	return nil
 }
 
+// endpointManagers is the field managers of res's writable endpoints, by
+// subresource: the main endpoint's ("") and, for kinds with a status,
+// /status's, each resetting what the other owns as the registry's do.
+func endpointManagers(t testing.TB, res *resource.Resource) map[string]*Manager {
+	t.Helper()
+	gvk := res.GroupVersionKind()
+	if res.Status == nil {
+		return map[string]*Manager{"": managerFor(t, gvk, "")}
+	}
+	return map[string]*Manager{
+		"":       managerFor(t, gvk, "", "status"),
+		"status": managerFor(t, gvk, "status", "spec"),
+	}
+}
+
 func managerFor(t testing.TB, gvk schema.GroupVersionKind, subresource string, reset ...string) *Manager {
 	t.Helper()
 	c, err := codec.New()

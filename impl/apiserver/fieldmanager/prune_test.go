@@ -49,11 +49,7 @@ func TestPrunedUpdateMatchesFieldManager(t *testing.T) {
 	for _, res := range registry.All() {
 		gvk := res.GroupVersionKind()
 		t.Run(gvk.String(), func(t *testing.T) {
-			managers := map[string]*Manager{"": managerFor(t, gvk, "")}
-			if res.Status != nil {
-				managers[""] = managerFor(t, gvk, "", "status")
-				managers["status"] = managerFor(t, gvk, "status", "spec")
-			}
+			managers := endpointManagers(t, res)
 			r := rand.New(rand.NewSource(int64(len(gvk.String()))))
 			f := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(17), scheme.Codecs).NilChance(0.4).NumElements(0, 2)
 			for sub, m := range managers {
