@@ -5,8 +5,9 @@
 # and P once every pod is Running.) Per node: the holder at nodes Ready
 # over NODES (the control plane's start included); per pod: its growth
 # from nodes Ready to pods Running over PODS. Same labels as breakdown.py.
+import os
 import sys, importlib.util
-src = open(__file__.replace("pernodepod.py", "breakdown.py")).read().split("\nbinary, prof = sys.argv")[0]
+src = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "2026-11-22-s10-heap", "breakdown.py")).read().split("\nbinary, prof = sys.argv")[0]
 ns = {}
 exec(compile(src, "breakdown.py", "exec"), ns)
 binary, pn, pp, nodes, pods = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])

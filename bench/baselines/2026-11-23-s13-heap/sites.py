@@ -3,8 +3,9 @@
 #   sites.py BINARY PROFILE "OWNER LABEL" [FRAMES]
 # prints, by retained heap objects, the first FRAMES (default 3) frames of
 # the samples breakdown.py gives that owner, with their MB.
+import os
 import sys, collections, importlib.util
-spec = importlib.util.spec_from_file_location("bd", __file__.replace("sites.py", "breakdown.py"))
+spec = importlib.util.spec_from_file_location("bd", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "2026-11-22-s10-heap", "breakdown.py"))
 src = open(spec.origin).read().split("\nbinary, prof = sys.argv")[0]
 ns = {}
 exec(compile(src, spec.origin, "exec"), ns)
