@@ -548,11 +548,9 @@ func (s *Server) Run(ctx context.Context) error {
 	// of it, for one setting net/http does not have: the write scheduler.
 	// h2sched's looks only at streams with frames to send; the stock one
 	// walks every open stream each round, ~1,000 idle watches on a
-	// connection shared by simulated nodes.
-	if err := http2.ConfigureServer(srv, &http2.Server{
-		MaxConcurrentStreams: 1000,
-		NewWriteScheduler:    h2sched.New,
-	}); err != nil {
+	// connection shared by simulated nodes. The other settings (the 1,000
+	// streams) are srv.HTTP2's, which x/net reads.
+	if err := http2.ConfigureServer(srv, &http2.Server{NewWriteScheduler: h2sched.New}); err != nil {
 		_ = ln.Close()
 		return fmt.Errorf("apiserver: configuring HTTP/2: %w", err)
 	}
