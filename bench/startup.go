@@ -78,6 +78,16 @@ type StartupConfig struct {
 	// HeapProfile and no CPUProfile the CPU profile goes to
 	// HeapProfile.cpu.
 	CPUProfile string
+	// CPUProfileEvery, if positive, cuts CPUProfile into windows of this
+	// width from the first pod created: CPUProfile.000, CPUProfile.001, …
+	// (no CPUProfile itself), so that early and late windows of a run can
+	// be classified apart (go tool pprof merges them back).
+	CPUProfileEvery time.Duration
+	// Idle, if positive, keeps the cluster this long after every pod is
+	// Running, with no arrivals, and reports the process's cores then
+	// (StartupResult.Idle): the steady cost of the pods already running.
+	// The CPU profile (its windows) goes on through it.
+	Idle time.Duration
 	// GCHeapFloorPerNode is `kubeproof up --gc-heap-floor-per-node`: the
 	// process keeps its heap goal at least this many bytes per node while
 	// its live heap is small (sim.ApplyHostGCPolicy; 0: no floor).
@@ -150,6 +160,10 @@ type StartupResult struct {
 	// UpMemory is memory beyond the API server's share (nil with
 	// StartupConfig.SkipControl).
 	UpMemory *UpMemory `json:"upMemory,omitempty"`
+	// Idle is the process and the runtime during StartupConfig.Idle, once
+	// every pod was Running and none arrived (Start and End in seconds
+	// after the first create, as Windows; no pods).
+	Idle *RuntimeWindow `json:"idle,omitempty"`
 }
 
 // RunStartup measures pod startup latency in one `kubeproof up` process:
@@ -295,13 +309,11 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	}
 	defer stopWatch()
 	tr.setStages(stages)
-	stopCPUProfile := func() error { return nil }
-	if cfg.CPUProfile != "" {
-		if stopCPUProfile, err = startCPUProfile(cfg.CPUProfile); err != nil {
-			return res, err
-		}
-		defer stopCPUProfile()
+	stopCPUProfile, err := cpuProfiling(fullCtx, cfg)
+	if err != nil {
+		return res, err
 	}
+	defer stopCPUProfile()
 	allCodes := func(string) bool { return true }
 	requestsBefore := requestCounts(c.Metrics, allCodes)
 	// Memory is read also once half the pods are Running (upmemory.go).
@@ -323,15 +335,32 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	res.Requests = countsSince(requestsBefore, requestCounts(c.Metrics, allCodes))
+	sampler.stop()
+	if cfg.Idle > 0 && int(tr.running.Load()) >= cfg.Pods {
+		prog.set("idle", func() int { return 0 }, 0)
+		a := readRuntime(prometheus.DefaultGatherer, c.Metrics)
+		select {
+		case <-fullCtx.Done():
+			return res, context.Cause(fullCtx)
+		case <-time.After(cfg.Idle):
+		}
+		b := readRuntime(prometheus.DefaultGatherer, c.Metrics)
+		w := runtimeWindow(a, b)
+		w.Start, w.End = a.at.Sub(stages.epoch).Seconds(), b.at.Sub(stages.epoch).Seconds() // from the first create below
+		res.Idle = &w
+	}
 	if err := stopCPUProfile(); err != nil {
 		return res, err
 	}
-	res.Requests = countsSince(requestsBefore, requestCounts(c.Metrics, allCodes))
-	sampler.stop()
 	stopWatch()
 	times := stages.times()
 	res.Stages = breakdown(times)
 	res.Windows = windows(sampler.snaps, stages.epoch, times, 30*time.Second)
+	if first, ok := firstSent(stages.epoch, times); ok && res.Idle != nil {
+		shift := first.Sub(stages.epoch).Seconds()
+		res.Idle.Start, res.Idle.End = res.Idle.Start-shift, res.Idle.End-shift
+	}
 	if s := windows(sampler.snaps, stages.epoch, times, time.Second); len(s) > 1 {
 		res.Seconds = s[:len(s)-1]
 	}

@@ -544,6 +544,17 @@ func startRuntimeSampler(ctx context.Context, period time.Duration, regs ...prom
 	return s
 }
 
+// firstSent is when the first create was sent (false: none was).
+func firstSent(epoch time.Time, times [][numStages]int64) (time.Time, bool) {
+	first := int64(-1)
+	for _, t := range times {
+		if s := t[stageSent]; s >= 0 && (first < 0 || s < first) {
+			first = s
+		}
+	}
+	return epoch.Add(time.Duration(first)), first >= 0
+}
+
 // windows cuts the run into windows of width from the first create:
 // each window's runtime figures come from the snapshots nearest its ends,
 // and its pods are those whose create was sent in it (times from
@@ -553,16 +564,11 @@ func windows(snaps []runtimeSnapshot, epoch time.Time, times [][numStages]int64,
 	if len(snaps) < 2 || width <= 0 {
 		return nil
 	}
-	first := int64(-1)
-	for _, t := range times {
-		if s := t[stageSent]; s >= 0 && (first < 0 || s < first) {
-			first = s
-		}
-	}
-	if first < 0 {
+	start, ok := firstSent(epoch, times)
+	if !ok {
 		return nil
 	}
-	start := epoch.Add(time.Duration(first))
+	first := int64(start.Sub(epoch))
 	end := snaps[len(snaps)-1].at
 	nearest := func(at time.Time) runtimeSnapshot {
 		i, _ := slices.BinarySearchFunc(snaps, at, func(s runtimeSnapshot, at time.Time) int { return s.at.Compare(at) })
@@ -636,5 +642,9 @@ func writeStages(w io.Writer, r StartupResult) {
 			ms(x.Running.P50), ms(x.Running.P99), ms(x.Running.Max), x.ProcessCores, x.OthersCores, 100*x.GCShare, x.GCCycles,
 			ms(x.GCPauseP99), ms(x.GCPauseMax), ms(x.SchedP50), ms(x.SchedP99), ms(x.SchedMax), mib(float64(x.HeapLive)), x.Load1,
 			ms(x.FsyncP99), ms(x.FsyncMax), ms(x.MutatingP99), x.Throttled)
+	}
+	if x := r.Idle; x != nil {
+		fmt.Fprintf(w, "\nIdle, every pod Running and none arriving (%.0f–%.0f s after the first create): %.2f cores (others %.2f), GC share %.0f%%, %d GC cycles, live heap %s, load %.1f.\n",
+			x.Start, x.End, x.ProcessCores, x.OthersCores, 100*x.GCShare, x.GCCycles, mib(float64(x.HeapLive)), x.Load1)
 	}
 }

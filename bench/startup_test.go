@@ -29,6 +29,7 @@ func TestStartupSmoke(t *testing.T) {
 	before := runtime.NumGoroutine()
 	res, err := RunStartup(context.Background(), StartupConfig{
 		Nodes: 3, Pods: 20, Rate: 100, UnsafeNoFsync: true, Timeout: time.Minute, Settle: 100 * time.Millisecond, MemoryReadings: 1,
+		Idle: 200 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +54,10 @@ func TestStartupSmoke(t *testing.T) {
 	}
 	if len(res.Windows) < 2 || res.Windows[len(res.Windows)-1].Pods != 20 || res.Windows[len(res.Windows)-1].ProcessCores <= 0 {
 		t.Errorf("windows %+v: want at least one and the whole run's 20 pods", res.Windows)
+	}
+	// The idle reading comes after the last pod ran, and took the time asked.
+	if x := res.Idle; x == nil || x.Pods != 0 || x.End-x.Start < 0.2 || x.Start < res.Windows[len(res.Windows)-1].End-1 {
+		t.Errorf("idle %+v after windows ending at %v s", x, res.Windows[len(res.Windows)-1].End)
 	}
 	// The pods phase's API calls: each pod created and bound once, and its
 	// kubelet's status writes and token requests counted.

@@ -41,6 +41,8 @@ func newBenchCommand() *cobra.Command {
 		startupDuration time.Duration
 		heapProfile     string
 		cpuProfile      string
+		cpuProfileEvery time.Duration
+		startupIdle     time.Duration
 		startupControl  bool
 		repeat          int
 		compare         string
@@ -254,7 +256,7 @@ inline SVG charts) and charts/*.svg.`,
 						if kubeconfig != "" {
 							return fmt.Errorf("%s runs its own simulated nodes in-process; it does not take --kubeconfig", w)
 						}
-						cfg := bench.StartupConfig{Nodes: startupNodes, Rate: rate, Pods: int(rate * startupDuration.Seconds()), UnsafeNoFsync: fsyncOff, HeapProfile: heapProfile, CPUProfile: cpuProfile}
+						cfg := bench.StartupConfig{Nodes: startupNodes, Rate: rate, Pods: int(rate * startupDuration.Seconds()), UnsafeNoFsync: fsyncOff, HeapProfile: heapProfile, CPUProfile: cpuProfile, CPUProfileEvery: cpuProfileEvery, Idle: startupIdle}
 						if w == "startup-1000x30000" {
 							cfg.Nodes, cfg.Pods = 1000, 30000
 						}
@@ -368,6 +370,8 @@ inline SVG charts) and charts/*.svg.`,
 	fs.StringVar(&heapProfile, "heap-profile", "", "Startup workloads write a heap profile here once every pod is Running.")
 	fs.BoolVar(&startupControl, "startup-control", true, "Startup workloads run the control process that memory beyond the API server's share is measured against (false: latency, CPU and the whole process's memory only).")
 	fs.StringVar(&cpuProfile, "cpu-profile", "", "Startup workloads write the process's CPU profile from the first pod created to the last one Running here, and each pod's timeline to PATH.pods.csv (without --heap-profile's finer heap sampling; with --heap-profile alone the CPU profile goes to its PATH.cpu).")
+	fs.DurationVar(&cpuProfileEvery, "cpu-profile-every", 0, "Cut the startup workloads' CPU profile into windows of this width from the first pod created: PATH.000, PATH.001, ... instead of PATH (0: one profile), so early and late windows can be compared; go tool pprof merges them back.")
+	fs.DurationVar(&startupIdle, "startup-idle", 0, "After every pod of a startup workload is Running, keep the cluster this long with no arrivals and report the process's cores then (the steady cost of the running pods; the CPU profile and its windows go on through it, the run's windows and CPU per pod do not).")
 	return cmd
 }
 
