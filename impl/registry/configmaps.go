@@ -7,7 +7,6 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
@@ -48,13 +47,13 @@ func validateConfigMap(cm *corev1.ConfigMap) field.ErrorList {
 	var errs field.ErrorList
 	size := 0
 	for key, value := range cm.Data {
-		for _, msg := range validation.IsConfigMapKey(key) {
+		for _, msg := range configMapKeyErrors(key) {
 			errs = append(errs, field.Invalid(field.NewPath("data").Key(key), key, msg))
 		}
 		size += len(value)
 	}
 	for key, value := range cm.BinaryData {
-		for _, msg := range validation.IsConfigMapKey(key) {
+		for _, msg := range configMapKeyErrors(key) {
 			errs = append(errs, field.Invalid(field.NewPath("binaryData").Key(key), key, msg))
 		}
 		if _, dup := cm.Data[key]; dup {

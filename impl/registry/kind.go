@@ -57,15 +57,19 @@ type kind[T object] struct {
 type strategy[T object] struct {
 	k   kind[T]
 	now func() time.Time
+	// dnsSubdomainNames: k.nameFn is apivalidation.NameIsDNSSubdomain
+	// (the default), which metaSurelyValid checks without calling it.
+	dnsSubdomainNames bool
 }
 
 var _ resource.Strategy = strategy[object]{}
 
 func newStrategy[T object](k kind[T], now func() time.Time) strategy[T] {
-	if k.nameFn == nil {
+	dnsSubdomainNames := k.nameFn == nil
+	if dnsSubdomainNames {
 		k.nameFn = apivalidation.NameIsDNSSubdomain
 	}
-	return strategy[T]{k: k, now: now}
+	return strategy[T]{k: k, now: now, dnsSubdomainNames: dnsSubdomainNames}
 }
 
 func (s strategy[T]) typed(obj runtime.Object) T {
@@ -130,7 +134,10 @@ func prepareMetaForUpdate(obj, old metav1.Object) {
 
 func (s strategy[T]) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
 	t := s.typed(obj)
-	errs := apivalidation.ValidateObjectMetaAccessor(t, s.k.namespaced, s.k.nameFn, field.NewPath("metadata"))
+	var errs field.ErrorList
+	if !metaSurelyValid(t, s.k.namespaced, s.k.nameFn, s.dnsSubdomainNames) {
+		errs = apivalidation.ValidateObjectMetaAccessor(t, s.k.namespaced, s.k.nameFn, field.NewPath("metadata"))
+	}
 	if s.k.validate != nil {
 		errs = append(errs, s.k.validate(t)...)
 	}

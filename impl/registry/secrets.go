@@ -69,7 +69,7 @@ func validateSecret(s *corev1.Secret) field.ErrorList {
 	dataPath := field.NewPath("data")
 	size := 0
 	for key, value := range s.Data {
-		for _, msg := range validation.IsConfigMapKey(key) {
+		for _, msg := range configMapKeyErrors(key) {
 			errs = append(errs, field.Invalid(dataPath.Key(key), key, msg))
 		}
 		size += len(value)
