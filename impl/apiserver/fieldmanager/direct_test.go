@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	"github.com/kubeproof/kubeproof/impl/registry"
 )
@@ -284,5 +286,31 @@ func TestDirectShapesConcurrently(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// toUnstructured gives a metav1.MicroTime the JSON form structured-merge-
+// diff's own conversion gives it (MarshalJSON and back), for zero, nanosecond
+// and non-UTC times and years outside 1-9999.
+func TestToUnstructuredMicroTime(t *testing.T) {
+	entry := value.TypeReflectEntryOf(microTimeType)
+	east := time.FixedZone("east", 5*3600+30*60)
+	for _, mt := range []metav1.MicroTime{
+		{},
+		metav1.NewMicroTime(time.Date(2026, 11, 23, 5, 30, 0, 0, time.UTC)),
+		metav1.NewMicroTime(time.Date(2026, 11, 23, 5, 30, 1, 123456789, time.UTC)),
+		metav1.NewMicroTime(time.Date(2026, 11, 23, 23, 59, 59, 999999999, east)),
+		metav1.NewMicroTime(time.Date(0, 1, 1, 0, 0, 0, 1000, time.UTC)),
+		metav1.NewMicroTime(time.Date(-12, 6, 1, 0, 0, 0, 0, time.UTC)),
+		metav1.NewMicroTime(time.Date(12345, 6, 1, 0, 0, 0, 0, east)),
+		metav1.NewMicroTime(time.Unix(0, 0)),
+	} {
+		for _, v := range []reflect.Value{reflect.ValueOf(mt), reflect.ValueOf(&mt).Elem()} {
+			want, werr := entry.ToUnstructured(v)
+			got, gerr := toUnstructured(entry, v)
+			if got != want || (gerr == nil) != (werr == nil) {
+				t.Errorf("%v: got %#v, %v; structured-merge-diff %#v, %v", mt, got, gerr, want, werr)
+			}
+		}
 	}
 }
