@@ -6,7 +6,6 @@
 package filters
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -119,9 +118,14 @@ func WithRequestTimeout(next http.Handler, d time.Duration) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), d)
+		// Under WithRequestInfo the deadline goes into the node it added:
+		// no second copy of the request.
+		ctx, cancel := request.WithTimeout(r.Context(), d)
 		defer cancel()
-		next.ServeHTTP(w, r.WithContext(ctx))
+		if ctx != r.Context() {
+			r = r.WithContext(ctx)
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 

@@ -83,3 +83,26 @@ func TestPanicRecovery(t *testing.T) {
 		t.Fatalf("a second body was written: %s", rw.Body.String())
 	}
 }
+
+// Under WithRequestInfo the timeout reaches the handler without another
+// copy of the request: the handler gets the request WithRequestInfo made,
+// with the deadline.
+func TestRequestTimeoutKeepsTheRequest(t *testing.T) {
+	var infoReq, got *http.Request
+	next := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { got = r })
+	timed := WithRequestTimeout(next, time.Minute)
+	h := WithRequestInfo(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		infoReq = r
+		timed.ServeHTTP(w, r)
+	}))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/api/v1/namespaces/a/pods", nil))
+	if got == nil || got != infoReq {
+		t.Fatal("the timeout copied the request")
+	}
+	if _, ok := got.Context().Deadline(); !ok {
+		t.Fatal("no deadline")
+	}
+	if request.InfoFrom(got.Context()) == nil {
+		t.Fatal("no request info")
+	}
+}

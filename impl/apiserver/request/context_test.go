@@ -69,3 +69,73 @@ func TestSetUserRecordsTheUserWhereWithInfoWouldHave(t *testing.T) {
 		}
 	})
 }
+
+// The request chain's timeout is set in the node WithInfo added: the
+// context is the same node, with the deadline, cancellation, values and
+// later SetUser context.WithTimeout's node would have given.
+func TestWithTimeoutSetsTheDeadlineWhereWithInfoWouldHave(t *testing.T) {
+	info := &Info{Verb: "create"}
+	type key struct{}
+	t.Run("in the WithInfo node", func(t *testing.T) {
+		parent, cancelParent := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+		defer cancelParent()
+		base := WithInfo(parent, info)
+		start := time.Now()
+		ctx, cancel := WithTimeout(base, time.Hour)
+		if ctx != base {
+			t.Fatal("WithTimeout made a new context although the WithInfo node could hold the deadline")
+		}
+		dl, ok := ctx.Deadline()
+		if !ok || dl.Before(start.Add(time.Hour)) || dl.After(time.Now().Add(time.Hour)) {
+			t.Fatalf("deadline %v, %v; want an hour from the call", dl, ok)
+		}
+		if InfoFrom(ctx) != info || ctx.Value(key{}) != "v" || ctx.Err() != nil {
+			t.Fatal("the info, a parent's value or the error changed")
+		}
+		alice := &User{Name: "alice"}
+		if got := SetUser(ctx, alice); got != ctx || UserFrom(ctx) != alice {
+			t.Fatal("SetUser after WithTimeout did not record the user in the node")
+		}
+		// A context derived afterwards ends with it.
+		child, cancelChild := context.WithCancel(ctx)
+		defer cancelChild()
+		cancel()
+		<-child.Done()
+		if ctx.Err() != context.Canceled || child.Err() != context.Canceled {
+			t.Fatalf("after cancel: %v, child %v", ctx.Err(), child.Err())
+		}
+	})
+	t.Run("the deadline ends it", func(t *testing.T) {
+		ctx, cancel := WithTimeout(WithInfo(context.Background(), info), time.Nanosecond)
+		defer cancel()
+		<-ctx.Done()
+		if ctx.Err() != context.DeadlineExceeded {
+			t.Fatalf("err %v, want DeadlineExceeded", ctx.Err())
+		}
+	})
+	t.Run("the parent's cancellation ends it", func(t *testing.T) {
+		parent, cancelParent := context.WithCancel(context.Background())
+		ctx, cancel := WithTimeout(WithInfo(parent, info), time.Hour)
+		defer cancel()
+		cancelParent()
+		<-ctx.Done()
+		if ctx.Err() != context.Canceled {
+			t.Fatalf("err %v, want Canceled", ctx.Err())
+		}
+	})
+	t.Run("not the WithInfo node itself: a new context, ctx unchanged", func(t *testing.T) {
+		base := WithInfo(context.Background(), info)
+		outer := context.WithValue(base, key{}, "v")
+		ctx, cancel := WithTimeout(outer, time.Hour)
+		defer cancel()
+		if ctx == outer || InfoFrom(ctx) != info || ctx.Value(key{}) != "v" {
+			t.Fatal("want a new context carrying the info and values")
+		}
+		if _, ok := ctx.Deadline(); !ok {
+			t.Fatal("no deadline")
+		}
+		if _, ok := base.Deadline(); ok {
+			t.Fatal("the WithInfo node under another context got the deadline")
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // Info describes one request, as kube-apiserver's RequestInfo does.
@@ -254,6 +255,23 @@ func SetUser(ctx context.Context, u *User) context.Context {
 		return ctx
 	}
 	return WithUser(ctx, u)
+}
+
+// WithTimeout is context.WithTimeout(ctx, d) for the request chain: when
+// ctx is the node WithInfo added, the deadline is set in that node (its
+// parent becomes the timeout's context) and ctx itself is returned, so that
+// the request need not be copied to carry a new context; else a new
+// context. Either way the result's deadline, cancellation and values are
+// what context.WithTimeout would give. Only the request chain's timeout
+// filter calls it, before anything derived from ctx could be shared.
+func WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	s, ok := ctx.(*stateCtx)
+	if !ok {
+		return context.WithTimeout(ctx, d)
+	}
+	timed, cancel := context.WithTimeout(s.Context, d)
+	s.Context = timed
+	return s, cancel
 }
 
 // InfoFrom returns the Info stored in ctx, or nil.
