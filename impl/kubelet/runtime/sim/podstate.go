@@ -24,13 +24,18 @@ func (r *Runtime) PodState(ctx context.Context, podUID string) (*podstate.Pod, e
 	now := r.clock.Now()
 	ps := &podstate.Pod{UID: types.UID(podUID)}
 
-	// A pod has a sandbox or two and a few containers: the matches are
-	// gathered on the stack, newest (highest seq) first as the lists are.
+	// A pod has a sandbox or two and a few containers: they are gathered
+	// on the stack from the pod's index entry (bypod.go), newest (highest
+	// seq) first as the lists are.
 	var sbBuf [4]*sandbox
-	sbs := sbBuf[:0]
-	for _, s := range r.sandboxes {
-		if s.labels.podUID == podUID {
-			sbs = append(sbs, s)
+	var cBuf [8]*container
+	sbs, cs := sbBuf[:0], cBuf[:0]
+	for _, o := range r.byPod[podUID] {
+		if o.s != nil {
+			sbs = append(sbs, o.s)
+		} else {
+			o.c.refresh(now)
+			cs = append(cs, o.c)
 		}
 	}
 	slices.SortFunc(sbs, func(a, b *sandbox) int { return cmp.Compare(b.seq, a.seq) })
@@ -48,14 +53,6 @@ func (r *Runtime) PodState(ctx context.Context, podUID string) (*podstate.Pod, e
 		ps.Sandboxes[i] = sb
 	}
 
-	var cBuf [8]*container
-	cs := cBuf[:0]
-	for _, c := range r.containers {
-		if c.labels.podUID == podUID {
-			c.refresh(now)
-			cs = append(cs, c)
-		}
-	}
 	slices.SortFunc(cs, func(a, b *container) int { return cmp.Compare(b.seq, a.seq) })
 	if len(cs) > 0 {
 		ps.Containers = make([]podstate.Container, len(cs))

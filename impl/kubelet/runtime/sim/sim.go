@@ -53,6 +53,7 @@ type Runtime struct {
 	pool       *ipPool
 	sandboxes  map[string]*sandbox
 	containers map[string]*container
+	byPod      podObjects // both, by pod UID (bypod.go)
 	images     map[string]string                   // image name -> ref
 	imageUsers map[string]string                   // image name -> the image config's user
 	registries map[string]*runtimeapi.AuthConfig   // registry host -> credentials pulls need
@@ -218,6 +219,7 @@ func New(cfg Config) (*Runtime, error) {
 		cfg: cfg, clock: cfg.Clock, pool: pool,
 		sandboxes:  map[string]*sandbox{},
 		containers: map[string]*container{},
+		byPod:      podObjects{},
 		images:     map[string]string{},
 		imageUsers: map[string]string{},
 		registries: map[string]*runtimeapi.AuthConfig{},
@@ -275,6 +277,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	s.meta, s.attempt = compactMeta(config.Metadata, &s.labels)
 	s.linux, s.cgroupFromUID = shared.sandboxLinux(config.Linux, s.labels.podUID)
 	r.sandboxes[s.id] = s
+	r.byPod.add(s.labels.podUID, podObject{s: s})
 	r.states.changed()
 	return s.id, nil
 }
@@ -337,12 +340,14 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, id string) error {
 	for cid, c := range r.containers {
 		if c.sandboxID == id {
 			delete(r.containers, cid)
+			r.byPod.remove(c.labels.podUID, podObject{c: c})
 		}
 	}
 	if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
 		r.pool.release(s.ip)
 	}
 	delete(r.sandboxes, id)
+	r.byPod.remove(s.labels.podUID, podObject{s: s})
 	return nil
 }
 
@@ -470,6 +475,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 	}
 	c.mounts = mountsOf(config.Mounts, c.labels.podUID)
 	r.containers[c.id] = c
+	r.byPod.add(c.labels.podUID, podObject{c: c})
 	r.states.changed()
 	return c.id, nil
 }
@@ -610,6 +616,7 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 		return fmt.Errorf("remove container %s: container is running", id)
 	}
 	delete(r.containers, id)
+	r.byPod.remove(c.labels.podUID, podObject{c: c})
 	r.states.changed()
 	return nil
 }
