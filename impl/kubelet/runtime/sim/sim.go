@@ -53,7 +53,7 @@ type Runtime struct {
 	pool       *ipPool
 	sandboxes  map[string]*sandbox
 	containers map[string]*container
-	byPod      podObjects // both, by pod UID (bypod.go)
+	byPod      podObjects                          // both, by pod UID (bypod.go)
 	images     map[string]string                   // image name -> ref
 	imageUsers map[string]string                   // image name -> the image config's user
 	registries map[string]*runtimeapi.AuthConfig   // registry host -> credentials pulls need
