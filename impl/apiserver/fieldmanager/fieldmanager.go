@@ -141,7 +141,7 @@ func (m *Manager) Update(live, obj runtime.Object, manager string) runtime.Objec
 		if pf, ok := m.pruned.Get().(*prunedFieldManager); ok {
 			pf.conv.live, pf.conv.obj = live, obj
 			out := pf.fm.UpdateNoErrors(live, obj, manager)
-			*pf.conv = prunedConverter{ObjectConvertor: pf.conv.ObjectConvertor, p: pf.conv.p}
+			pf.conv.reset()
 			m.pruned.Put(pf)
 			return out
 		}
@@ -189,6 +189,10 @@ func ManagerName(fieldManager, userAgent string) string {
 		return fieldManager
 	}
 	product, _, _ := strings.Cut(userAgent, "/")
+	if printableASCII(product) {
+		// The usual user agent: nothing to drop, one byte per character.
+		return product[:min(len(product), metav1validation.FieldManagerMaxLength)]
+	}
 	var b strings.Builder
 	for _, r := range product {
 		if !unicode.IsPrint(r) {
@@ -200,4 +204,15 @@ func ManagerName(fieldManager, userAgent string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// printableASCII reports whether s has only the bytes 0x20-0x7e (each a
+// rune unicode.IsPrint accepts).
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }

@@ -1,9 +1,12 @@
 package fieldmanager
 
 import (
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -329,6 +332,34 @@ func TestManagerName(t *testing.T) {
 	for _, c := range cases {
 		if got := ManagerName(c.fieldManager, c.userAgent); got != c.want {
 			t.Errorf("ManagerName(%q, %q) = %q, want %q", c.fieldManager, c.userAgent, got, c.want)
+		}
+	}
+}
+
+// ManagerName's printable-ASCII shortcut gives what the rune-by-rune
+// filter gives, for random user agents around the length limit.
+func TestManagerNameShortcutAgrees(t *testing.T) {
+	filtered := func(ua string) string {
+		product, _, _ := strings.Cut(ua, "/")
+		var b strings.Builder
+		for _, r := range product {
+			if unicode.IsPrint(r) && b.Len()+utf8.RuneLen(r) <= 128 {
+				b.WriteRune(r)
+			} else if unicode.IsPrint(r) {
+				break
+			}
+		}
+		return b.String()
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	pieces := []string{"a", "Z", "-", " ", "~", "/", "\t", "\x7f", "\xff", "é", "\u00a0"}
+	for range 5000 {
+		var b strings.Builder
+		for n := rng.IntN(140); b.Len() < n; {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		if got, want := ManagerName("", b.String()), filtered(b.String()); got != want {
+			t.Fatalf("ManagerName(%q) = %q, want %q", b.String(), got, want)
 		}
 	}
 }

@@ -162,16 +162,46 @@ func (p *equalPruner) applies(live, obj runtime.Object) bool {
 // fail; ok is then false too, and the update takes the objects as they
 // are (to panic there as before).
 func (p *equalPruner) prune(live, obj runtime.Object) (prunedLive, prunedObj runtime.Object, ok bool) {
+	return p.pruneInto(live, obj, &pruneCopies{})
+}
+
+// pruneCopies are the three objects of the kind a prune fills: the copies
+// of live and obj and the witness. A field manager's converter keeps them
+// for its next update (they are garbage once an update has returned:
+// structured-merge-diff's field sets keep none of their memory), zeroed in
+// between (clear), instead of three new objects per update.
+type pruneCopies struct {
+	live, obj, witness reflect.Value // pointers to the kind's struct; invalid until first used
+}
+
+// take returns the three, made for t (a struct type) if they are not yet.
+func (c *pruneCopies) take(t reflect.Type) (live, obj, witness reflect.Value) {
+	if !c.live.IsValid() || c.live.Type().Elem() != t {
+		c.live, c.obj, c.witness = reflect.New(t), reflect.New(t), reflect.New(t)
+	}
+	return c.live, c.obj, c.witness
+}
+
+// clear zeroes the three, so that they hold nothing of the last update.
+func (c *pruneCopies) clear() {
+	if c.live.IsValid() {
+		c.live.Elem().SetZero()
+		c.obj.Elem().SetZero()
+		c.witness.Elem().SetZero()
+	}
+}
+
+// pruneInto is prune filling copies, which must be clear.
+func (p *equalPruner) pruneInto(live, obj runtime.Object, copies *pruneCopies) (prunedLive, prunedObj runtime.Object, ok bool) {
 	defer func() {
 		if recover() != nil {
 			prunedLive, prunedObj, ok = nil, nil, false
 		}
 	}()
 	lv, ov := reflect.ValueOf(live).Elem(), reflect.ValueOf(obj).Elem()
-	lc, oc := reflect.New(lv.Type()), reflect.New(ov.Type())
+	lc, oc, witness := copies.take(lv.Type())
 	lc.Elem().Set(lv)
 	oc.Elem().Set(ov)
-	witness := reflect.New(lv.Type())
 	zeroed := zeroEqualFields(lc.Elem(), oc.Elem(), witness.Elem())
 	if p.standIn {
 		lm, om := lc.Interface().(metav1.Object), oc.Interface().(metav1.Object)
@@ -327,13 +357,20 @@ type prunedConverter struct {
 	live, obj             runtime.Object
 	done, ok              bool
 	prunedLive, prunedObj runtime.Object
+	copies                pruneCopies // kept across updates
+}
+
+// reset readies the converter for its next update.
+func (c *prunedConverter) reset() {
+	c.copies.clear()
+	c.live, c.obj, c.done, c.ok, c.prunedLive, c.prunedObj = nil, nil, false, false, nil, nil
 }
 
 func (c *prunedConverter) ConvertToVersion(in runtime.Object, gv runtime.GroupVersioner) (runtime.Object, error) {
 	if (in == c.live || in == c.obj) && gv == runtime.GroupVersioner(c.p.kind.GroupVersion()) {
 		if !c.done {
 			c.done = true
-			c.prunedLive, c.prunedObj, c.ok = c.p.prune(c.live, c.obj)
+			c.prunedLive, c.prunedObj, c.ok = c.p.pruneInto(c.live, c.obj, &c.copies)
 		}
 		if c.ok {
 			if in == c.live {

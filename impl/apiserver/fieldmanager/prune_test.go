@@ -267,3 +267,45 @@ func TestPrunedUpdatesConcurrently(t *testing.T) {
 		}
 	}
 }
+
+// A pruned update's copies are kept with its field manager for the next
+// one, zeroed in between: they hold nothing of the update before, and an
+// update on them records what the full field manager records.
+func TestPrunedCopiesReused(t *testing.T) {
+	m := managerFor(t, corev1.SchemeGroupVersion.WithKind("Pod"), "status", "spec")
+	pf := m.pruned.Get().(*prunedFieldManager)
+	update := func(live, obj *corev1.Pod) runtime.Object {
+		pf.conv.live, pf.conv.obj = live, obj
+		out := pf.fm.UpdateNoErrors(live, obj, "kubeproof")
+		if !pf.conv.ok {
+			t.Fatal("the update was not pruned")
+		}
+		pf.conv.reset()
+		c := pf.conv.copies
+		if !c.live.IsValid() || !c.live.Elem().IsZero() || !c.obj.Elem().IsZero() || !c.witness.Elem().IsZero() {
+			t.Fatal("the copies are not kept, zeroed, after the update")
+		}
+		return out
+	}
+	check := func(name string, live, obj *corev1.Pod) runtime.Object {
+		want := m.fm.UpdateNoErrors(live.DeepCopy(), obj.DeepCopy(), "kubeproof")
+		got := update(live, obj.DeepCopy())
+		if g, w := timeless(t, got), timeless(t, want); !reflect.DeepEqual(g, w) {
+			t.Fatalf("%s: managed fields differ\n got: %v\nwant: %v", name, g, w)
+		}
+		return got
+	}
+	live, obj := kubeletStatusWrite(t)
+	running := check("first status write", live, obj).(*corev1.Pod)
+	kept := pf.conv.copies.live.Pointer()
+	// The next one, on the same copies: the kubelet now owns fields, and
+	// drops a condition and changes the pod IP.
+	next := running.DeepCopy()
+	next.ManagedFields = nil
+	next.Status.Conditions = next.Status.Conditions[:1]
+	next.Status.PodIP = "10.0.0.9"
+	check("second status write", running, next)
+	if pf.conv.copies.live.Pointer() != kept {
+		t.Fatal("the second update did not reuse the copies")
+	}
+}
