@@ -4,7 +4,6 @@ import (
 	"reflect"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -52,10 +51,14 @@ type equalPruner struct {
 	tc      managedfields.TypeConverter
 	standIn bool // the kind's managedFields are an atomic list
 
-	// valid caches whether an entry's FieldsV1 validates (string -> bool);
-	// up to maxValidEntries of at most maxValidEntryLen bytes.
-	valid  sync.Map
-	nvalid atomic.Int32
+	// valid caches whether an entry's FieldsV1 validates; up to
+	// maxValidEntries of at most maxValidEntryLen bytes. A map under a
+	// lock rather than a sync.Map: a lookup by the entry's bytes then
+	// copies nothing (a sync.Map key is boxed, a copy of every entry
+	// looked up, most of them a pod's, which is not seen again once the
+	// cache is full).
+	mu    sync.RWMutex
+	valid map[string]bool
 }
 
 const (
@@ -87,7 +90,7 @@ func newEqualPruner(cfg Config) *equalPruner {
 	if err != nil {
 		return nil
 	}
-	p := &equalPruner{objType: t, kind: cfg.Kind, tc: cfg.TypeConverter}
+	p := &equalPruner{objType: t, kind: cfg.Kind, tc: cfg.TypeConverter, valid: map[string]bool{}}
 	if _, ok := empty.(metav1.Object); ok {
 		p.standIn = atomicList(tv.Schema(), tv.TypeRef(), "metadata", "managedFields")
 	}
@@ -123,15 +126,22 @@ func (p *equalPruner) validEntries(entries []metav1.ManagedFieldsEntry) bool {
 		if f == nil {
 			continue
 		}
-		if v, ok := p.valid.Load(string(f.Raw)); ok {
-			if !v.(bool) {
+		p.mu.RLock()
+		v, ok := p.valid[string(f.Raw)]
+		p.mu.RUnlock()
+		if ok {
+			if !v {
 				return false
 			}
 			continue
 		}
 		valid := p.validate(f)
-		if len(f.Raw) <= maxValidEntryLen && p.nvalid.Add(1) <= maxValidEntries {
-			p.valid.Store(string(f.Raw), valid)
+		if len(f.Raw) <= maxValidEntryLen {
+			p.mu.Lock()
+			if len(p.valid) < maxValidEntries {
+				p.valid[string(f.Raw)] = valid
+			}
+			p.mu.Unlock()
 		}
 		if !valid {
 			return false
