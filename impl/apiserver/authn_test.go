@@ -7,10 +7,12 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/apiserver"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
+	"github.com/kubeproof/kubeproof/impl/storage/storagebackend"
 )
 
 const issuer = "https://kubernetes.default.svc.cluster.local"
@@ -212,9 +215,31 @@ func TestTokenRequestAndBoundTokens(t *testing.T) {
 // A token bound to a pod names the pod's node, read as kube-apiserver reads
 // it (the watch cache, else etcd; a node that was just created is found
 // either way); a pod on a node that does not exist gets a token naming the
-// node only.
+// node only. With and without the watch cache (whose node is read without
+// a copy).
 func TestTokenRequestNamesThePodsNode(t *testing.T) {
-	e := newAuthEnv(t)
+	t.Run("etcd", func(t *testing.T) { tokenRequestNamesThePodsNode(t, newAuthEnv(t)) })
+	t.Run("watch cache", func(t *testing.T) {
+		factory := storagebackend.NewFactory(storagebackend.Config{
+			Client:     etcdServer.Client(),
+			Prefix:     fmt.Sprintf("/tokennode%d", time.Now().UnixNano()),
+			WatchCache: true,
+		})
+		t.Cleanup(factory.Close)
+		tokens, err := auth.ParseTokenFile(strings.NewReader("alice-token,alice,1001,\"devs\"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokenRequestNamesThePodsNode(t, newEnv(t, func(c *apiserver.Config) {
+			c.StorageFactory = factory
+			c.Authorizer = adminOnly{}
+			c.TokenAuthenticators = []auth.TokenAuthenticator{tokens}
+			c.ServiceAccounts = &apiserver.ServiceAccountConfig{Issuers: []string{issuer}, SigningKey: saKey}
+		}))
+	})
+}
+
+func tokenRequestNamesThePodsNode(t *testing.T, e *env) {
 	c := ctx(t)
 	core := e.cs.CoreV1()
 	if _, err := core.ServiceAccounts("default").Create(c, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "builder"}}, metav1.CreateOptions{}); err != nil {

@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/endpoints"
@@ -56,10 +58,31 @@ func (l storeLookup) GetNode(ctx context.Context, name string) (*corev1.Node, er
 	return l.node(l.get(ctx, nodesGVR, "", name))
 }
 
-// GetCachedNode is GetNode from any version the watch cache holds (no
-// quorum read; possibly stale).
-func (l storeLookup) GetCachedNode(ctx context.Context, name string) (*corev1.Node, error) {
-	return l.node(l.getCached(ctx, nodesGVR, "", name))
+// GetCachedNodeRef is the name and uid of the node, a Node holding only
+// them, read from any version the watch cache holds (no quorum read;
+// possibly stale) without copying the cached node.
+func (l storeLookup) GetCachedNodeRef(ctx context.Context, name string) (*corev1.Node, error) {
+	h, ok := l.s.handlers[nodesGVR]
+	if !ok {
+		return nil, apierrors.NewNotFound(nodesGVR.GroupResource(), name)
+	}
+	var ref *corev1.Node
+	var wrong runtime.Object
+	err := h.ViewCachedObject(ctx, "", name, func(obj runtime.Object) {
+		node, ok := obj.(*corev1.Node)
+		if !ok {
+			wrong = obj
+			return
+		}
+		ref = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name, UID: node.UID}}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if ref == nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("nodes store returned %T", wrong))
+	}
+	return ref, nil
 }
 
 func (storeLookup) node(obj any, err error) (*corev1.Node, error) {

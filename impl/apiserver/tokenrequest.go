@@ -174,10 +174,11 @@ func validateTokenRequest(spec *authenticationv1.TokenRequestSpec) field.ErrorLi
 
 // podNode is the node a pod-bound token names, read as kube-apiserver
 // reads it: from the watch cache (resourceVersion "0", no quorum read of
-// etcd), again from etcd if that fails; a node that does not exist is one
-// with only its name, any other failure a 500.
+// etcd; only its name and uid, which are all the token records, without
+// copying the cached node), again from etcd if that fails; a node that
+// does not exist is one with only its name, any other failure a 500.
 func podNode(ctx context.Context, look storeLookup, name string) (*corev1.Node, error) {
-	node, err := look.GetCachedNode(ctx, name)
+	node, err := look.GetCachedNodeRef(ctx, name)
 	if err != nil {
 		node, err = look.GetNode(ctx, name)
 	}

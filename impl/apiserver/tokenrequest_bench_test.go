@@ -8,6 +8,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/client-go/kubernetes"
@@ -41,7 +42,29 @@ func BenchmarkTokenRequest(b *testing.B) {
 	if _, err := core.ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := core.Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}, metav1.CreateOptions{}); err != nil {
+	node, err := core.Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1",
+		Labels: map[string]string{"kubernetes.io/hostname": "node-1", "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}}}, metav1.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// A node's status as a kubelet reports it (a cached node is mostly
+	// that).
+	now := metav1.Now()
+	resources := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi"),
+		corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceEphemeralStorage: resource.MustParse("100Gi")}
+	node.Status = corev1.NodeStatus{Capacity: resources, Allocatable: resources, Phase: corev1.NodeRunning,
+		Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}, {Type: corev1.NodeHostName, Address: "node-1"}},
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}},
+		NodeInfo:        corev1.NodeSystemInfo{MachineID: "m", SystemUUID: "u", BootID: "b", KernelVersion: "6.1", OSImage: "linux", ContainerRuntimeVersion: "sim://1", KubeletVersion: "v1.37.2", Architecture: "amd64", OperatingSystem: "linux"}}
+	for _, c := range []corev1.NodeConditionType{corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure, corev1.NodeReady} {
+		status := corev1.ConditionFalse
+		if c == corev1.NodeReady {
+			status = corev1.ConditionTrue
+		}
+		node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{Type: c, Status: status,
+			LastHeartbeatTime: now, LastTransitionTime: now, Reason: "Kubelet" + string(c), Message: "kubelet reports " + string(c)})
+	}
+	if _, err := core.Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := core.Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"},

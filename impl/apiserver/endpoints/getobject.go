@@ -22,6 +22,35 @@ func (h *Handler) GetCachedObject(ctx context.Context, namespace, name string) (
 	return h.getObject(ctx, namespace, name, "0")
 }
 
+// ViewCachedObject is GetCachedObject handing view the object read, which
+// is the watch cache's own object when the cache serves the read (no
+// copy): view must not change it, nor keep anything of it but its strings.
+func (h *Handler) ViewCachedObject(ctx context.Context, namespace, name string, view func(runtime.Object)) error {
+	v, ok := h.store.(viewer)
+	if !ok {
+		obj, err := h.GetCachedObject(ctx, namespace, name)
+		if err != nil {
+			return err
+		}
+		view(obj)
+		return nil
+	}
+	key, err := h.objectKey(namespace, name)
+	if err != nil {
+		return err
+	}
+	if err := v.View(ctx, key, storage.GetOptions{ResourceVersion: "0"}, h.res.New, view); err != nil {
+		return ToStatusError(err, VerbGet, h.gr, name)
+	}
+	return nil
+}
+
+// viewer is a store that can hand a read object over without copying it
+// (the watch cache: cacher.Cacher.View).
+type viewer interface {
+	View(ctx context.Context, key string, opts storage.GetOptions, newOut func() runtime.Object, view func(runtime.Object)) error
+}
+
 func (h *Handler) getObject(ctx context.Context, namespace, name, resourceVersion string) (runtime.Object, error) {
 	key, err := h.objectKey(namespace, name)
 	if err != nil {

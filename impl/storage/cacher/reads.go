@@ -56,28 +56,59 @@ func (c *Cacher) Delete(ctx context.Context, key string, out runtime.Object, pre
 // Get implements storage.Interface: resourceVersion "" reads etcd, "0" and
 // "N" (not older than N) read the cache.
 func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions, out runtime.Object) error {
-	if opts.ResourceVersion == "" || !c.isReady() {
-		return c.store.Get(ctx, key, opts, out)
+	obj, cached, err := c.get(ctx, key, opts, func() runtime.Object { return out })
+	if err != nil || !cached {
+		return err
 	}
-	rv, err := storage.ParseResourceVersion(key, opts.ResourceVersion)
+	return copyInto(key, obj, out)
+}
+
+// View is Get handing view the object read instead of a copy of it in an
+// out object: the cached object itself when the cache serves the read, so
+// view must not change it, nor keep anything of it but its strings (other
+// readers share it). A read Get would take from etcd (or a missing object
+// with IgnoreNotFound, zeroed) goes into a newOut object, which view is
+// then handed.
+func (c *Cacher) View(ctx context.Context, key string, opts storage.GetOptions, newOut func() runtime.Object, view func(runtime.Object)) error {
+	obj, _, err := c.get(ctx, key, opts, newOut)
 	if err != nil {
 		return err
 	}
+	view(obj)
+	return nil
+}
+
+// get is Get's read: the cached object itself (cached true, not copied),
+// or out() read from etcd, or zeroed for a missing object with
+// IgnoreNotFound.
+func (c *Cacher) get(ctx context.Context, key string, opts storage.GetOptions, out func() runtime.Object) (obj runtime.Object, cached bool, err error) {
+	fromStore := func() (runtime.Object, bool, error) {
+		o := out()
+		return o, false, c.store.Get(ctx, key, opts, o)
+	}
+	if opts.ResourceVersion == "" || !c.isReady() {
+		return fromStore()
+	}
+	rv, err := storage.ParseResourceVersion(key, opts.ResourceVersion)
+	if err != nil {
+		return nil, false, err
+	}
 	if err := c.waitUntilFresh(ctx, key, rv, true); errors.Is(err, errNotReady) {
-		return c.store.Get(ctx, key, opts, out)
+		return fromStore()
 	} else if err != nil {
-		return err
+		return nil, false, err
 	}
 	c.mu.RLock()
 	co, ok := c.items.Get(&cachedObject{key: key})
 	c.mu.RUnlock()
 	if !ok {
 		if opts.IgnoreNotFound {
-			return runtime.SetZeroValue(out)
+			o := out()
+			return o, false, runtime.SetZeroValue(o)
 		}
-		return storage.NewError(storage.ErrCodeKeyNotFound, key, 0, "", nil)
+		return nil, false, storage.NewError(storage.ErrCodeKeyNotFound, key, 0, "", nil)
 	}
-	return copyInto(key, co.obj, out)
+	return co.obj, true, nil
 }
 
 // copyInto sets out to a deep copy of obj.
