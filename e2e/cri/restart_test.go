@@ -14,6 +14,15 @@ import (
 // TestCrashLoopBackOff: a container that exits 1 is restarted, its
 // restartCount increments, it waits in CrashLoopBackOff between restarts
 // and the wait doubles (harness.Backoff: 2 s, 4 s, 8 s, ...).
+//
+// The delays between runs carry more than the back-off: the kubelet's
+// detection of the exit (its 1-s relist), containerd and runc starting the
+// next container, and the status times' one-second precision, together
+// several seconds on a loaded machine (a CI run once saw 4 s where 2 s was
+// due, another 10 s). So each delay is held only to its back-off as a
+// lower bound, over five runs: the fourth restart waiting at least ~8 s is
+// what shows the back-off grew (a constant 2-s back-off restarts in 2-4 s
+// on a quiet machine).
 func TestCrashLoopBackOff(t *testing.T) {
 	ns := newNamespace(t)
 	p := podSpec("crasher", "echo crashing; exit 1")
@@ -41,12 +50,12 @@ func TestCrashLoopBackOff(t *testing.T) {
 					runs[term.ContainerID] = run{term.StartedAt.Time, term.FinishedAt.Time}
 				}
 			}
-			if cs.RestartCount >= 4 && len(runs) >= 4 {
+			if cs.RestartCount >= 5 && len(runs) >= 5 {
 				break
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no 4 restarts within 90s: %s", containerStates(last.Status.ContainerStatuses))
+			t.Fatalf("no 5 restarts within 90s: %s", containerStates(last.Status.ContainerStatuses))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -79,8 +88,8 @@ func TestCrashLoopBackOff(t *testing.T) {
 			t.Errorf("restart %d came %s after the previous run ended, before its back-off of %s", i+1, d, want)
 		}
 	}
-	if n := len(delays); n < 3 || delays[n-1] <= delays[1] {
-		t.Errorf("back-off did not grow: %v", delays)
+	if len(delays) < 4 {
+		t.Errorf("%d delays between runs, want 4: %v", len(delays), delays)
 	}
 }
 
