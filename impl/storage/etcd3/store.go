@@ -845,6 +845,16 @@ func setRV(key string, obj runtime.Object, rev int64) error {
 }
 
 // etcdError classifies an etcd client error.
+//
+// A read that failed is "unreachable", which the API server answers with a
+// ServerTimeout that carries Retry-After, so clients (client-go) retry it.
+// A write (create, update, delete) that failed may still take effect — an
+// etcd proposal that timed out can commit later — so it is not marked
+// retryable: it stays a plain error, which the API server answers with a
+// 500 InternalError and no Retry-After, as kube-apiserver's etcd3 store
+// hands etcd's error up. Otherwise client-go would send a create again
+// whose first attempt had committed and report AlreadyExists for it (seen
+// once in a benchmark run under heavy load).
 func (s *Store) etcdError(key, op string, err error) error {
 	if errors.Is(err, rpctypes.ErrCompacted) {
 		return storage.NewError(storage.ErrCodeExpired, key, 0, expiredListMessage, err)
@@ -854,6 +864,10 @@ func (s *Store) etcdError(key, op string, err error) error {
 	}
 	if errors.Is(err, rpctypes.ErrRequestTooLarge) || errors.Is(err, rpctypes.ErrGRPCRequestTooLarge) {
 		return storage.NewError(storage.ErrCodeInvalidObj, key, 0, "object too large for etcd", err)
+	}
+	switch op {
+	case "create", "update", "delete":
+		return fmt.Errorf("etcd %s of %q failed: %w", op, key, err)
 	}
 	return storage.NewError(storage.ErrCodeUnreachable, key, 0, fmt.Sprintf("etcd %s failed", op), err)
 }
