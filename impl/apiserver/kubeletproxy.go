@@ -62,13 +62,13 @@ func (l storeLookup) GetNode(ctx context.Context, name string) (*corev1.Node, er
 // them, read from any version the watch cache holds (no quorum read;
 // possibly stale) without copying the cached node.
 func (l storeLookup) GetCachedNodeRef(ctx context.Context, name string) (*corev1.Node, error) {
-	h, ok := l.s.handlers[nodesGVR]
-	if !ok {
-		return nil, apierrors.NewNotFound(nodesGVR.GroupResource(), name)
+	h, err := l.handler(nodesGVR, name)
+	if err != nil {
+		return nil, err
 	}
 	var ref *corev1.Node
 	var wrong runtime.Object
-	err := h.ViewCachedObject(ctx, "", name, func(obj runtime.Object) {
+	err = h.ViewCachedObject(ctx, "", name, func(obj runtime.Object) {
 		node, ok := obj.(*corev1.Node)
 		if !ok {
 			wrong = obj
@@ -97,19 +97,21 @@ func (storeLookup) node(obj any, err error) (*corev1.Node, error) {
 }
 
 func (l storeLookup) get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (any, error) {
-	h, ok := l.s.handlers[gvr]
-	if !ok {
-		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+	h, err := l.handler(gvr, name)
+	if err != nil {
+		return nil, err
 	}
 	return h.GetObject(ctx, namespace, name)
 }
 
-func (l storeLookup) getCached(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (any, error) {
+// handler is the endpoint handler serving gvr; a resource that is not
+// served has no object name.
+func (l storeLookup) handler(gvr schema.GroupVersionResource, name string) (*endpoints.Handler, error) {
 	h, ok := l.s.handlers[gvr]
 	if !ok {
 		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
 	}
-	return h.GetCachedObject(ctx, namespace, name)
+	return h, nil
 }
 
 // serveKubeletSubresource serves the request if it is one of the
