@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -141,6 +142,12 @@ type StartupResult struct {
 	// flight) during the run, by "VERB resource[/subresource]": each
 	// costs its client a retry after a second.
 	Throttled map[string]int `json:"throttled,omitempty"`
+	// CreateErrors counts the workload's creates that the API server
+	// answered with an error leaving their outcome unknown (a 5xx, a
+	// timeout, a 409 AlreadyExists for the run's own pod after the client
+	// sent it again) and that the benchmark settled by reading the pod
+	// back, by "<reason>, stored" or "<reason>, not stored, sent again".
+	CreateErrors map[string]int `json:"createErrors,omitempty"`
 	// Requests counts every request the API server answered from the
 	// first pod created to the last one Running, by "METHOD
 	// resource[/subresource]" (the metric's verb label is the HTTP
@@ -374,6 +381,7 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	}
 	res.RunningCDF = quantiles(running)
 	res.Throttled = throttledRequests(c.Metrics)
+	res.CreateErrors = tr.settledCreates()
 	if res.Running < cfg.Pods {
 		return res, fmt.Errorf("only %d of %d pods Running after %s", res.Running, cfg.Pods, cfg.Timeout)
 	}
@@ -521,6 +529,28 @@ type startupTracker struct {
 	boundAt        map[string]time.Time
 	// stages, if set, also gets each pod's moments (the full run's).
 	stages *podStages
+	// createErrors counts the creates answered with an error whose
+	// outcome had to be settled (createBenchPod), by what settled it.
+	createErrors map[string]int
+}
+
+func (t *startupTracker) createError(what string) {
+	t.mu.Lock()
+	if t.createErrors == nil {
+		t.createErrors = map[string]int{}
+	}
+	t.createErrors[what]++
+	t.mu.Unlock()
+}
+
+// settledCreates returns a copy of the counts createError kept.
+func (t *startupTracker) settledCreates() map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.createErrors) == 0 {
+		return nil
+	}
+	return maps.Clone(t.createErrors)
 }
 
 func (t *startupTracker) setStages(s *podStages) {
@@ -680,9 +710,9 @@ func createPodsAtRate(ctx context.Context, cs kubernetes.Interface, ns string, f
 			for i := range work {
 				name := fmt.Sprintf("startup-%d", first+i)
 				tr.sentAt(name, time.Now())
-				if _, err := cs.CoreV1().Pods(ns).Create(ctx, BenchPod(ns, name), metav1.CreateOptions{}); err != nil {
+				if err := createBenchPod(ctx, cs, ns, name, tr); err != nil {
 					select {
-					case errc <- fmt.Errorf("creating pod %s: %w", name, err):
+					case errc <- err:
 					default:
 					}
 					continue

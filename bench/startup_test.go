@@ -157,6 +157,11 @@ func TestUpMemoryArithmetic(t *testing.T) {
 	if want := "Throttled by the API server (429, retried after 1 s): patch pods 3, update leases 1."; !strings.Contains(b.String(), want) {
 		t.Errorf("table lacks %q:\n%s", want, b.String())
 	}
+	b.Reset()
+	WriteStartupTable(&b, Machine{}, []StartupResult{{Nodes: 10, Pods: 100, CreateErrors: map[string]int{"InternalError, stored": 2}}})
+	if want := "settled by reading the pod back: InternalError, stored: 2."; !strings.Contains(b.String(), want) {
+		t.Errorf("table lacks %q:\n%s", want, b.String())
+	}
 }
 
 // BenchmarkPodStartup starts 200 pods at 100 pods/s on 20 simulated nodes
