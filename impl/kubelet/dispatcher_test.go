@@ -113,7 +113,7 @@ func TestPodDispatcherFeedsManyKubelets(t *testing.T) {
 		t.Fatalf("%d nodes registered", len(nodes.Items))
 	}
 	c.stop()
-	eventually(t, "goroutines to end", func() bool { return goruntime.NumGoroutine() <= baseline })
+	goroutinesEnd(t, baseline)
 }
 
 // BenchmarkSimulatedNodes runs 100 simulated kubelets (one shared

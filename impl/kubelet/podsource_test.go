@@ -100,7 +100,7 @@ func TestPodDispatcherOnASharedPodInformer(t *testing.T) {
 	}
 	cancel()
 	wg.Wait()
-	eventually(t, "goroutines to end", func() bool { return goruntime.NumGoroutine() <= baseline })
+	goroutinesEnd(t, baseline)
 }
 
 // The pod source's transform gives a new version of a pod the UID and name

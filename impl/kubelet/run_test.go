@@ -20,6 +20,24 @@ import (
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
 
+// goroutinesEnd waits (real time, up to 20 s) until no more goroutines
+// run than the baseline counted before the test started anything, and
+// otherwise fails with every goroutine's stack, so that a leak, or a
+// goroutine some library starts lazily once per process, can be told
+// from a slow shutdown.
+func goroutinesEnd(t *testing.T, baseline int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for goruntime.NumGoroutine() > baseline {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			buf = buf[:goruntime.Stack(buf, true)]
+			t.Fatalf("timed out waiting for goroutines to end: %d running, %d before the test:\n%s", goruntime.NumGoroutine(), baseline, buf)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // eventually polls cond (real time) until it holds or 10 s pass.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -147,7 +165,7 @@ func TestRunRegistersNodeHeartbeatsAndRunsPods(t *testing.T) {
 	if err := <-runErr; err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "goroutines to end", func() bool { return goruntime.NumGoroutine() <= baseline })
+	goroutinesEnd(t, baseline)
 }
 
 // newSimKubelet returns a kubelet of cfg on a simulated runtime driven by
@@ -215,7 +233,7 @@ func TestKubeletStartedPausedStaysSilentUntilResumed(t *testing.T) {
 	if err := <-runErr; err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "goroutines to end", func() bool { return goruntime.NumGoroutine() <= baseline })
+	goroutinesEnd(t, baseline)
 }
 
 // The periodic resync reaches a running pod without any event about it: a
@@ -265,5 +283,5 @@ func TestResyncRefreshesARunningPodWithoutEvents(t *testing.T) {
 	if err := <-runErr; err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "goroutines to end", func() bool { return goruntime.NumGoroutine() <= baseline })
+	goroutinesEnd(t, baseline)
 }

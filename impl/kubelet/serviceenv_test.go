@@ -336,5 +336,5 @@ func TestRunSharesTheServiceInformer(t *testing.T) {
 	if shared, _ := servicesByClient.lookup(client, struct{}{}); shared != nil {
 		t.Fatal("service informer still registered after both kubelets stopped")
 	}
-	eventually(t, "goroutines to end", func() bool { return goruntime.NumGoroutine() <= baseline })
+	goroutinesEnd(t, baseline)
 }
