@@ -247,6 +247,7 @@ type runtimeSnapshot struct {
 	at         time.Time
 	processCPU time.Duration // user + system
 	machineCPU time.Duration // every process's busy time on the machine (/proc/stat)
+	stealCPU   time.Duration // of which the hypervisor gave to others (steal)
 	gcCPU      float64       // /cpu/classes/gc/total:cpu-seconds
 	busyCPU    float64       // /cpu/classes/total less /cpu/classes/idle
 	gcCycles   uint64
@@ -379,7 +380,7 @@ func readRuntime(regs ...prometheus.Gatherer) runtimeSnapshot {
 	}
 	s.readRegistries(regs...)
 	if data, err := os.ReadFile("/proc/stat"); err == nil {
-		s.machineCPU = machineBusy(data)
+		s.machineCPU, s.stealCPU = machineTimes(data)
 	}
 	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
 		if fields := strings.Fields(string(data)); len(fields) > 0 {
@@ -392,23 +393,28 @@ func readRuntime(regs ...prometheus.Gatherer) runtimeSnapshot {
 // userHZ is the unit of /proc/stat's times (USER_HZ, 100 on Linux).
 const userHZ = 100
 
-// machineBusy is the machine's busy CPU time from /proc/stat's first
-// line: user, nice, system, irq, softirq and steal (not idle or iowait).
-func machineBusy(procStat []byte) time.Duration {
+// machineTimes reads the machine's busy CPU time from /proc/stat's first
+// line: user, nice, system, irq, softirq and steal (not idle or iowait);
+// and steal alone, the time the hypervisor ran other machines while this
+// one had work to run.
+func machineTimes(procStat []byte) (busy, steal time.Duration) {
 	line, _, _ := strings.Cut(string(procStat), "\n")
 	f := strings.Fields(line)
 	if len(f) < 9 || f[0] != "cpu" {
-		return 0
+		return 0, 0
 	}
-	var ticks int64
+	var ticks, stealTicks int64
 	for _, i := range []int{1, 2, 3, 6, 7, 8} { // user nice system (idle iowait) irq softirq steal
 		v, err := strconv.ParseInt(f[i], 10, 64)
 		if err != nil {
-			return 0
+			return 0, 0
 		}
 		ticks += v
+		if i == 8 {
+			stealTicks = v
+		}
 	}
-	return time.Duration(ticks) * time.Second / userHZ
+	return time.Duration(ticks) * time.Second / userHZ, time.Duration(stealTicks) * time.Second / userHZ
 }
 
 // sub is h less an earlier reading of the same histogram.
@@ -466,8 +472,12 @@ type RuntimeWindow struct {
 	// second of the window (other engineers' builds and tests): with 2
 	// cores, what is left for this one.
 	OthersCores float64 `json:"othersCores"`
-	GCShare     float64 `json:"gcShare"`
-	GCCycles    uint64  `json:"gcCycles"`
+	// StealCores is the part of OthersCores the hypervisor gave to other
+	// machines (/proc/stat's steal): cores this machine had work for and
+	// did not get. A window with steal measures the host, not this process.
+	StealCores float64 `json:"stealCores"`
+	GCShare    float64 `json:"gcShare"`
+	GCCycles   uint64  `json:"gcCycles"`
 	// GCPauseP99/Max are the stop-the-world pauses for GC; SchedP50/P99/Max
 	// the time goroutines waited runnable before running (each the upper
 	// bound of its runtime histogram bucket).
@@ -491,6 +501,7 @@ func runtimeWindow(a, b runtimeSnapshot) RuntimeWindow {
 		w.ProcessCores = float64(b.processCPU-a.processCPU) / float64(wall)
 		if b.machineCPU > 0 && a.machineCPU > 0 {
 			w.OthersCores = max(0, float64(b.machineCPU-a.machineCPU-(b.processCPU-a.processCPU))/float64(wall))
+			w.StealCores = max(0, float64(b.stealCPU-a.stealCPU)/float64(wall))
 		}
 	}
 	if busy := b.busyCPU - a.busyCPU; busy > 0 {
@@ -629,22 +640,22 @@ func writeStages(w io.Writer, r StartupResult) {
 	if len(r.Windows) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nBy 30-s window of arrivals (seconds after the first create; the last row is the whole run): create→Running of the pods sent in the window; the process's CPU (cores) and every other process's on the machine, the garbage collector's share of the Go runtime's busy CPU, GC cycles and stop-the-world pauses, the time goroutines waited runnable (run-queue latency, runtime histogram bucket bounds), the live heap and the machine's 1-min load at the window's end.")
+	fmt.Fprintln(w, "\nBy 30-s window of arrivals (seconds after the first create; the last row is the whole run): create→Running of the pods sent in the window; the process's CPU (cores) and every other process's on the machine (and of that, the host's steal: cores the hypervisor gave to other machines — a window with steal measures the host, not this process), the garbage collector's share of the Go runtime's busy CPU, GC cycles and stop-the-world pauses, the time goroutines waited runnable (run-queue latency, runtime histogram bucket bounds), the live heap and the machine's 1-min load at the window's end.")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| window | pods | p50 | p99 | max | CPU cores | others' cores | GC share | GC cycles | GC pause p99 | max | run-queue p50 | p99 | max | live heap | load | etcd fsync p99 | max | API writes p99 | 429s |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| window | pods | p50 | p99 | max | CPU cores | others' cores | of which steal | GC share | GC cycles | GC pause p99 | max | run-queue p50 | p99 | max | live heap | load | etcd fsync p99 | max | API writes p99 | 429s |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for i, x := range r.Windows {
 		name := fmt.Sprintf("%.0f–%.0f s", x.Start, x.End)
 		if i == len(r.Windows)-1 {
 			name = "whole run"
 		}
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %.2f | %.2f | %.0f%% | %d | %s | %s | %s | %s | %s | %s | %.1f | %s | %s | %s | %d |\n", name, x.Pods,
-			ms(x.Running.P50), ms(x.Running.P99), ms(x.Running.Max), x.ProcessCores, x.OthersCores, 100*x.GCShare, x.GCCycles,
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %.2f | %.2f | %.2f | %.0f%% | %d | %s | %s | %s | %s | %s | %s | %.1f | %s | %s | %s | %d |\n", name, x.Pods,
+			ms(x.Running.P50), ms(x.Running.P99), ms(x.Running.Max), x.ProcessCores, x.OthersCores, x.StealCores, 100*x.GCShare, x.GCCycles,
 			ms(x.GCPauseP99), ms(x.GCPauseMax), ms(x.SchedP50), ms(x.SchedP99), ms(x.SchedMax), mib(float64(x.HeapLive)), x.Load1,
 			ms(x.FsyncP99), ms(x.FsyncMax), ms(x.MutatingP99), x.Throttled)
 	}
 	if x := r.Idle; x != nil {
-		fmt.Fprintf(w, "\nIdle, every pod Running and none arriving (%.0f–%.0f s after the first create): %.2f cores (others %.2f), GC share %.0f%%, %d GC cycles, live heap %s, load %.1f.\n",
-			x.Start, x.End, x.ProcessCores, x.OthersCores, 100*x.GCShare, x.GCCycles, mib(float64(x.HeapLive)), x.Load1)
+		fmt.Fprintf(w, "\nIdle, every pod Running and none arriving (%.0f–%.0f s after the first create): %.2f cores (others %.2f, steal %.2f), GC share %.0f%%, %d GC cycles, live heap %s, load %.1f.\n",
+			x.Start, x.End, x.ProcessCores, x.OthersCores, x.StealCores, 100*x.GCShare, x.GCCycles, mib(float64(x.HeapLive)), x.Load1)
 	}
 }

@@ -333,22 +333,26 @@ func TestRuntimeHistogramQuantile(t *testing.T) {
 }
 
 // TestMachineBusy: /proc/stat's first line, busy = user + nice + system +
-// irq + softirq + steal (idle and iowait left out), in 1/100 s.
+// irq + softirq + steal (idle and iowait left out), steal alone, in 1/100 s.
 func TestMachineBusy(t *testing.T) {
 	stat := []byte("cpu  1000 50 300 90000 700 20 30 5 0 0\ncpu0 500 25 150 45000 350 10 15 2 0 0\n")
-	if got, want := machineBusy(stat), 1405*time.Second/100; got != want {
-		t.Errorf("busy %v, want %v", got, want)
+	busy, steal := machineTimes(stat)
+	if want := 1405 * time.Second / 100; busy != want {
+		t.Errorf("busy %v, want %v", busy, want)
 	}
-	if got := machineBusy([]byte("intr 1 2 3\n")); got != 0 {
-		t.Errorf("busy of a file without the cpu line: %v", got)
+	if want := 5 * time.Second / 100; steal != want {
+		t.Errorf("steal %v, want %v", steal, want)
+	}
+	if busy, steal := machineTimes([]byte("intr 1 2 3\n")); busy != 0 || steal != 0 {
+		t.Errorf("busy, steal of a file without the cpu line: %v, %v", busy, steal)
 	}
 	// Others' cores: the machine's busy time less this process's, per
-	// second of the window.
+	// second of the window; steal: the host's share of that.
 	at := time.Now()
-	w := runtimeWindow(runtimeSnapshot{at: at, processCPU: time.Second, machineCPU: 10 * time.Second},
-		runtimeSnapshot{at: at.Add(10 * time.Second), processCPU: 11 * time.Second, machineCPU: 25 * time.Second})
-	if w.ProcessCores != 1 || w.OthersCores != 0.5 {
-		t.Errorf("process %v cores, others %v; want 1 and 0.5", w.ProcessCores, w.OthersCores)
+	w := runtimeWindow(runtimeSnapshot{at: at, processCPU: time.Second, machineCPU: 10 * time.Second, stealCPU: time.Second},
+		runtimeSnapshot{at: at.Add(10 * time.Second), processCPU: 11 * time.Second, machineCPU: 25 * time.Second, stealCPU: 3 * time.Second})
+	if w.ProcessCores != 1 || w.OthersCores != 0.5 || w.StealCores != 0.2 {
+		t.Errorf("process %v cores, others %v, steal %v; want 1, 0.5 and 0.2", w.ProcessCores, w.OthersCores, w.StealCores)
 	}
 }
 
