@@ -1,7 +1,9 @@
 // Package request parses an API request's URL into the attributes the
 // filters and handlers act on (verb, group, version, resource, namespace,
-// name, subresource) and carries them, and the authenticated user, in the
-// request's context.
+// name, subresource) and carries them, the authenticated user and the
+// request's deadline in one context node per request. The deadline needs
+// no runtime timer per request: a sweeper closes the Done channels that
+// are waited on (deadline.go).
 package request
 
 import (
@@ -227,6 +229,10 @@ type stateCtx struct {
 	context.Context
 	info *Info
 	user *User // set by SetUser; nil: look further up
+	// dl is the request's deadline when timed (set by WithTimeout), else
+	// the node has the parent's deadline and cancellation.
+	dl    deadline
+	timed bool
 }
 
 func (c *stateCtx) Value(key any) any {
@@ -258,20 +264,27 @@ func SetUser(ctx context.Context, u *User) context.Context {
 }
 
 // WithTimeout is context.WithTimeout(ctx, d) for the request chain: when
-// ctx is the node WithInfo added, the deadline is set in that node (its
-// parent becomes the timeout's context) and ctx itself is returned, so that
-// the request need not be copied to carry a new context; else a new
-// context. Either way the result's deadline, cancellation and values are
-// what context.WithTimeout would give. Only the request chain's timeout
-// filter calls it, before anything derived from ctx could be shared.
+// ctx is the node WithInfo added, the deadline is kept in that node and ctx
+// itself is returned, so that the request need not be copied to carry a new
+// context, and without context.WithTimeout's runtime timer and registration
+// in the parent's children: the node's Done channel is closed by a sweeper
+// at most SweepInterval after the deadline passes or the parent ends (Err
+// sees either at once). Else, or when the parent's deadline is earlier, a
+// new context from context.WithTimeout. Either way the result's deadline,
+// values and errors are what context.WithTimeout would give. Only the
+// request chain's timeout filter calls it, before anything derived from ctx
+// could be shared.
 func WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	s, ok := ctx.(*stateCtx)
-	if !ok {
+	if !ok || s.timed {
 		return context.WithTimeout(ctx, d)
 	}
-	timed, cancel := context.WithTimeout(s.Context, d)
-	s.Context = timed
-	return s, cancel
+	at := time.Now().Add(d)
+	if parent, ok := s.Context.Deadline(); ok && parent.Before(at) {
+		return context.WithTimeout(ctx, d)
+	}
+	s.dl.at, s.timed = at, true
+	return s, s.cancel
 }
 
 // InfoFrom returns the Info stored in ctx, or nil.
