@@ -24,10 +24,18 @@ import (
 // the same value there, so the comparison finds nothing) and builds no
 // value wrappers.
 //
+// Lists are walked as their schema describes them: an atomic list is one
+// leaf (its elements validated, not recorded); an associative list with
+// keys (listType=map: containers by name, ports by containerPort and
+// protocol) records each element under its key, the element's present key
+// fields (or the schema's default for a missing one) sorted by name; a set
+// (listType=set) records each element under its value.
+//
 // It answers only where it is sure of the result; anything it does not
-// model (non-empty lists, floats, atomic maps holding fields, types whose
-// JSON form is a map or a list, a value its schema would reject) makes it
-// report false, and the caller takes structured-merge-diff's road.
+// model (floats, atomic maps holding fields, types whose JSON form is a map
+// or a list, list elements with duplicate keys or none, a value its schema
+// would reject) makes it report false, and the caller takes
+// structured-merge-diff's road.
 // TestDirectFieldsMatchCompare compares both on random objects.
 type directFields struct {
 	schema *smdschema.Schema
@@ -122,18 +130,64 @@ type directWalker struct {
 	set    *fieldpath.Set
 	trace  []byte
 	path   fieldpath.Path
+	// mute is above zero inside an atomic list, whose elements are
+	// validated but own no fields: nothing is recorded.
+	mute int
 }
 
 func (w *directWalker) insert(pe fieldpath.PathElement) {
+	if w.mute > 0 {
+		return
+	}
 	if w.set != nil {
 		w.set.Insert(append(w.path, pe))
 		return
 	}
 	for _, e := range append(w.path, pe) {
-		w.trace = binary.AppendUvarint(w.trace, uint64(len(*e.FieldName)))
-		w.trace = append(w.trace, *e.FieldName...)
+		w.trace = appendPathElement(w.trace, e)
 	}
-	w.trace = append(w.trace, 0xff) // no name length starts with 0xff
+	w.trace = append(w.trace, 0xff) // no path element starts with 0xff
+}
+
+// appendPathElement appends e to a shape: a tag ('f' a field, 'k' a key,
+// 'v' a set's value), then its parts, each length-prefixed or tagged, so
+// that no two path elements append the same bytes. The walk makes keys and
+// values of strings, integers and booleans only.
+func appendPathElement(b []byte, e fieldpath.PathElement) []byte {
+	switch {
+	case e.FieldName != nil:
+		b = append(b, 'f')
+		b = appendShapeString(b, *e.FieldName)
+	case e.Key != nil:
+		b = append(b, 'k')
+		b = binary.AppendUvarint(b, uint64(len(*e.Key)))
+		for _, f := range *e.Key {
+			b = appendShapeString(b, f.Name)
+			b = appendShapeValue(b, f.Value)
+		}
+	case e.Value != nil:
+		b = append(b, 'v')
+		b = appendShapeValue(b, *e.Value)
+	}
+	return b
+}
+
+func appendShapeString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendShapeValue(b []byte, v value.Value) []byte {
+	switch {
+	case v.IsString():
+		return appendShapeString(append(b, 's'), v.AsString())
+	case v.IsInt():
+		return binary.AppendVarint(append(b, 'i'), v.AsInt())
+	case v.IsBool() && v.AsBool():
+		return append(b, 't')
+	default: // false: keyValue and setValue make nothing else
+		return append(b, 'b')
+	}
 }
 
 func (w *directWalker) descend(pe fieldpath.PathElement) (restore func()) {
@@ -221,6 +275,17 @@ func (w *directWalker) both(pe fieldpath.PathElement, fv reflect.Value, tr smdsc
 		}
 		defer w.descend(pe)()
 		return w.bothStruct(fv, tr, false)
+	case reflect.Slice:
+		// The empty object holds a null here.
+		if fv.Type().Elem().Kind() == reflect.Uint8 || atom.List == nil || atom.Map != nil || atom.Scalar != nil {
+			return false
+		}
+		if fv.Len() == 0 {
+			// An empty list against a null: one leaf, Modified.
+			w.insert(pe)
+			return true
+		}
+		return w.list(pe, fv, atom.List, false)
 	default:
 		c, ok := scalarClassOf(fv.Kind())
 		if !ok || c == scalarFloat || !scalarFits(c, atom) {
@@ -329,13 +394,207 @@ func (w *directWalker) added(pe fieldpath.PathElement, v reflect.Value, tr smdsc
 				return false
 			}
 		default:
-			return false
+			if atom.List == nil {
+				return false
+			}
+			return w.list(pe, v, atom.List, true)
 		}
 		w.insert(pe)
 		return true
 	default:
 		return w.scalar(pe, v.Kind(), atom)
 	}
+}
+
+// list records the non-empty list v (a slice, not of bytes) whose schema
+// is l. An atomic list is one leaf (Added, or Modified against the empty
+// object's null), its elements validated. An associative list records its
+// elements, each under its key or (a set) its value, and its own path only
+// when it is absent from the empty object (own): against a null,
+// structured-merge-diff records the elements alone.
+func (w *directWalker) list(pe fieldpath.PathElement, v reflect.Value, l *smdschema.List, own bool) bool {
+	switch {
+	case l.ElementRelationship == smdschema.Atomic:
+		if !w.atomicItems(v, l.ElementType) {
+			return false
+		}
+		w.insert(pe)
+		return true
+	case l.ElementRelationship != smdschema.Associative:
+		return false
+	}
+	if own {
+		w.insert(pe)
+	}
+	defer w.descend(pe)()
+	if len(l.Keys) > 0 {
+		return w.keyedItems(v, l)
+	}
+	return w.setItems(v, l)
+}
+
+// atomicItems reports whether every element of the atomic list v
+// validates against et, recording nothing.
+func (w *directWalker) atomicItems(v reflect.Value, et smdschema.TypeRef) bool {
+	w.mute++
+	defer func() { w.mute-- }()
+	for i := range v.Len() {
+		if !w.added(fieldpath.PathElement{}, v.Index(i), et) {
+			return false
+		}
+	}
+	return true
+}
+
+// keyedItems records every element of the associative list v (listType
+// map) under its key, with everything in it. The elements must be structs
+// (maps to structured-merge-diff) with at least one key, and no two with
+// the same key (which structured-merge-diff would record as one
+// duplicated element).
+func (w *directWalker) keyedItems(v reflect.Value, l *smdschema.List) bool {
+	et := v.Type().Elem()
+	entry := value.TypeReflectEntryOf(et)
+	if et.Kind() != reflect.Struct || entry.CanConvertToUnstructured() {
+		return false
+	}
+	atom, ok := w.schema.Resolve(l.ElementType)
+	if !ok || atom.Map == nil {
+		return false
+	}
+	keys := make([]value.FieldList, v.Len())
+	for i := range keys {
+		k, ok := keyOf(v.Index(i), entry, l.Keys, atom.Map)
+		if !ok {
+			return false
+		}
+		keys[i] = k
+	}
+	if hasDuplicate(keys, value.FieldList.Compare) {
+		return false
+	}
+	for i := range keys {
+		if !w.added(fieldpath.PathElement{Key: &keys[i]}, v.Index(i), l.ElementType) {
+			return false
+		}
+	}
+	return true
+}
+
+// keyOf is the key of the associative list's element elem (a struct whose
+// reflection entry is entry and schema m): each key field elem has, else
+// the schema's default for it if any, sorted by name; false when none is
+// there or one is not a string, integer or boolean.
+func keyOf(elem reflect.Value, entry *value.TypeReflectCacheEntry, names []string, m *smdschema.Map) (value.FieldList, bool) {
+	key := make(value.FieldList, 0, len(names))
+	for _, name := range names {
+		if f, ok := entry.Fields()[name]; ok {
+			if fv := f.GetFrom(elem); !f.CanOmit(fv) {
+				kv, ok := scalarValue(fv)
+				if !ok {
+					return nil, false
+				}
+				key = append(key, value.Field{Name: name, Value: kv})
+				continue
+			}
+		}
+		if sf, ok := m.FindField(name); ok && sf.Default != nil {
+			kv := value.NewValueInterface(sf.Default)
+			if !kv.IsString() && !kv.IsInt() && !kv.IsBool() {
+				return nil, false
+			}
+			key = append(key, value.Field{Name: name, Value: kv})
+		}
+	}
+	if len(key) == 0 {
+		return nil, false
+	}
+	key.Sort()
+	return key, true
+}
+
+// scalarValue is v as structured-merge-diff's reflection reads it, when
+// that is a string, an integer or a boolean.
+func scalarValue(v reflect.Value) (value.Value, bool) {
+	for {
+		entry := value.TypeReflectEntryOf(v.Type())
+		if entry.CanConvertToUnstructured() {
+			u, err := toUnstructured(entry, v)
+			if err != nil {
+				return nil, false
+			}
+			switch u.(type) {
+			case string, int64, bool:
+				return value.NewValueInterface(u), true
+			}
+			return nil, false
+		}
+		if v.Kind() != reflect.Pointer {
+			break
+		}
+		if v.IsNil() {
+			return nil, false
+		}
+		v = v.Elem()
+	}
+	switch v.Kind() {
+	case reflect.String:
+		return value.NewValueInterface(v.String()), true
+	case reflect.Bool:
+		return value.NewValueInterface(v.Bool()), true
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return value.NewValueInterface(v.Int()), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32:
+		return value.NewValueInterface(int64(v.Uint())), true
+	}
+	return nil, false
+}
+
+// setItems records every element of the set v (listType set) under its
+// value: scalars of the element type, no two equal.
+func (w *directWalker) setItems(v reflect.Value, l *smdschema.List) bool {
+	atom, ok := w.schema.Resolve(l.ElementType)
+	if !ok {
+		return false
+	}
+	c, ok := scalarClassOf(v.Type().Elem().Kind())
+	if !ok || c == scalarFloat || !scalarFits(c, atom) || value.TypeReflectEntryOf(v.Type().Elem()).CanConvertToUnstructured() {
+		return false
+	}
+	vals := make([]value.Value, v.Len())
+	for i := range vals {
+		if vals[i], ok = scalarValue(v.Index(i)); !ok {
+			return false
+		}
+	}
+	if hasDuplicate(vals, value.Compare) {
+		return false
+	}
+	for i := range vals {
+		w.insert(fieldpath.PathElement{Value: &vals[i]})
+	}
+	return true
+}
+
+// hasDuplicate reports whether two of xs compare equal.
+func hasDuplicate[T any](xs []T, cmp func(T, T) int) bool {
+	if len(xs) <= 8 {
+		for i := range xs {
+			for j := i + 1; j < len(xs); j++ {
+				if cmp(xs[i], xs[j]) == 0 {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	sorted := slices.Clone(xs)
+	slices.SortFunc(sorted, cmp)
+	for i := 1; i < len(sorted); i++ {
+		if cmp(sorted[i-1], sorted[i]) == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // toUnstructured is entry.ToUnstructured(v), structured-merge-diff's JSON

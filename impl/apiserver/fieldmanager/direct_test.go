@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
+	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	"github.com/kubeproof/kubeproof/impl/registry"
@@ -39,7 +41,7 @@ func TestDirectFieldsMatchCompare(t *testing.T) {
 			r := rand.New(rand.NewSource(int64(len(gvk.String()))))
 			dense := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(11), scheme.Codecs).NilChance(0.3).NumElements(0, 3)
 			sparse := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(13), scheme.Codecs).NilChance(0.8).NumElements(0, 2)
-			direct := 0
+			direct, withLists := 0, 0
 			for i := 0; i < perKind; i++ {
 				obj := res.New()
 				switch i % 3 {
@@ -55,11 +57,20 @@ func TestDirectFieldsMatchCompare(t *testing.T) {
 				}
 				if checkDirect(t, m, obj) {
 					direct++
+					if hasList(reflect.ValueOf(obj), 0) {
+						withLists++
+					}
 				}
 			}
-			t.Logf("%d of %d objects took the direct road", direct, perKind)
+			t.Logf("%d of %d objects took the direct road, %d of them with a non-empty list", direct, perKind, withLists)
 			if direct == 0 {
 				t.Error("no object took the direct road")
+			}
+			switch gvk.Kind {
+			case "Pod", "Deployment", "ReplicaSet":
+				if withLists < perKind/2 {
+					t.Errorf("only %d objects with lists took the direct road", withLists)
+				}
 			}
 		})
 	}
@@ -126,6 +137,231 @@ func TestDirectFieldsEdgeCases(t *testing.T) {
 	}
 }
 
+// Lists as their schemas describe them: associative lists with one key
+// (containers by name) and two (ports by containerPort and protocol, the
+// protocol's schema default standing in when it is omitted), keys that are
+// empty strings or zero numbers, nested lists (containers[].ports[],
+// volumeMounts), env with valueFrom (an atomic struct inside), sets of
+// strings (finalizers), atomic lists of strings and of structs (args,
+// tolerations, a projected volume's sources), lists of one element and
+// empty lists. Duplicate keys, and elements with no key and no default,
+// take structured-merge-diff's road.
+func TestDirectFieldsLists(t *testing.T) {
+	managers := map[reflect.Type]*Manager{}
+	for _, res := range registry.All() {
+		managers[reflect.TypeOf(res.New())] = managerFor(t, res.GroupVersionKind(), "")
+	}
+	c := func(name string, mods ...func(*corev1.Container)) corev1.Container {
+		ctr := corev1.Container{Name: name, Image: "img"}
+		for _, m := range mods {
+			m(&ctr)
+		}
+		return ctr
+	}
+	ports := func(ps ...corev1.ContainerPort) func(*corev1.Container) {
+		return func(c *corev1.Container) { c.Ports = ps }
+	}
+	pod := func(ctrs ...corev1.Container) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: corev1.PodSpec{Containers: ctrs}}
+	}
+	seconds := int64(300)
+	mode := int32(420)
+	cases := []struct {
+		name   string
+		obj    runtime.Object
+		direct bool
+	}{
+		{"one container", pod(c("app")), true},
+		{"containers keyed by name", pod(c("b"), c("a"), c("c")), true},
+		{"a container with an empty name", pod(c("")), true},
+		{"empty containers", pod(), true},
+		{"ports keyed by port and protocol", pod(c("a", ports(
+			corev1.ContainerPort{ContainerPort: 80, Protocol: corev1.ProtocolTCP},
+			corev1.ContainerPort{ContainerPort: 80, Protocol: corev1.ProtocolUDP, Name: "dns"},
+			corev1.ContainerPort{ContainerPort: 0}))), true},
+		{"a port without protocol (defaulted key)", pod(c("a", ports(corev1.ContainerPort{ContainerPort: 8080}))), true},
+		{"a defaulted protocol equal to another port's", pod(c("a", ports(
+			corev1.ContainerPort{ContainerPort: 53},
+			corev1.ContainerPort{ContainerPort: 53, Protocol: corev1.ProtocolTCP}))), false},
+		{"duplicate container names", pod(c("a"), c("a")), false},
+		{"duplicate container names among nine", pod(c("1"), c("2"), c("3"), c("4"), c("5"), c("6"), c("7"), c("8"), c("4")), false},
+		{"nine containers", pod(c("1"), c("2"), c("3"), c("4"), c("5"), c("6"), c("7"), c("8"), c("9")), true},
+		{"env with valueFrom", pod(c("a", func(c *corev1.Container) {
+			c.Env = []corev1.EnvVar{
+				{Name: "X", Value: "1"},
+				{Name: "NS", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+				{Name: "EMPTY"},
+			}
+		})), true},
+		{"duplicate env", pod(c("a", func(c *corev1.Container) { c.Env = []corev1.EnvVar{{Name: "X"}, {Name: "X", Value: "2"}} })), false},
+		{"atomic args and command", pod(c("a", func(c *corev1.Container) {
+			c.Command, c.Args = []string{"sh", "-c"}, []string{"x", "x", ""}
+		})), true},
+		{"volume mounts keyed by mount path", pod(c("a", func(c *corev1.Container) {
+			c.VolumeMounts = []corev1.VolumeMount{{Name: "v", MountPath: "/a", ReadOnly: true}, {Name: "v", MountPath: "/b"}}
+		})), true},
+		{"an image pull secret without name (defaulted key)", &corev1.Pod{Spec: corev1.PodSpec{ImagePullSecrets: []corev1.LocalObjectReference{{}}}}, true},
+		{"a topology constraint with empty keys", &corev1.Pod{Spec: corev1.PodSpec{TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1}}}}, true},
+		{"topology constraints keyed by two fields", &corev1.Pod{Spec: corev1.PodSpec{TopologySpreadConstraints: []corev1.TopologySpreadConstraint{
+			{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule},
+			{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.ScheduleAnyway},
+			{MaxSkew: 2, TopologyKey: "host"}}}}, true},
+		{"atomic tolerations, duplicates too", &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{c("a")}, Tolerations: []corev1.Toleration{
+			{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &seconds},
+			{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &seconds},
+			{}}}}, true},
+		{"a projected volume (atomic lists holding atomic structs)", &corev1.Pod{Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "kube-api-access-x",
+			VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: &mode, Sources: []corev1.VolumeProjection{
+				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: &seconds}},
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+				{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+			}}}}}}}, true},
+		{"a set of strings", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Finalizers: []string{"b", "a", ""}}}, true},
+		{"a set of one string", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Finalizers: []string{"a"}}}, true},
+		{"a set with a duplicate", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Finalizers: []string{"a", "b", "a"}}}, false},
+		{"owner references keyed by uid", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "u1"}, {UID: "u2"}}}}, true},
+		{"service ports keyed by port and protocol", &corev1.Service{Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
+			{Port: 80}, {Port: 80, Protocol: corev1.ProtocolUDP}, {Port: 443, Name: "https"}}}}, true},
+		{"an atomic list of integers", &corev1.Pod{Spec: corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{SupplementalGroups: []int64{1, 1, 0}}}}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := managers[reflect.TypeOf(tc.obj)]
+			if got := checkDirect(t, m, tc.obj); got != tc.direct {
+				t.Errorf("took the direct road: %v, want %v", got, tc.direct)
+			}
+		})
+	}
+}
+
+// The keys structured-merge-diff reads from a list element, on a schema
+// of our own: keys that are omitted (omitempty) and have no default, so an
+// element can have part of its key or none of it; a default standing in
+// for a missing key; integer and string keys, and a boolean one.
+func TestDirectFieldsListKeys(t *testing.T) {
+	type elem struct {
+		Name  string `json:"name,omitempty"`
+		Port  int32  `json:"port,omitempty"`
+		On    *bool  `json:"on,omitempty"`
+		Value string `json:"value,omitempty"`
+	}
+	type root struct {
+		Items     []elem   `json:"items,omitempty"`
+		Defaulted []elem   `json:"defaulted,omitempty"`
+		Set       []int32  `json:"set"`
+		Atomic    []elem   `json:"atomic,omitempty"`
+		Strings   []string `json:"strings,omitempty"`
+	}
+	parser, err := typed.NewParser(`types:
+- name: root
+  map:
+    fields:
+    - name: items
+      type:
+        list:
+          elementType: {namedType: elem}
+          elementRelationship: associative
+          keys: [port, name, "on"]
+    - name: defaulted
+      type:
+        list:
+          elementType: {namedType: defaultedElem}
+          elementRelationship: associative
+          keys: [name, port]
+    - name: set
+      type:
+        list:
+          elementType: {scalar: numeric}
+          elementRelationship: associative
+    - name: atomic
+      type:
+        list:
+          elementType: {namedType: elem}
+          elementRelationship: atomic
+    - name: strings
+      type:
+        list:
+          elementType: {scalar: string}
+          elementRelationship: associative
+- name: elem
+  map:
+    fields:
+    - {name: name, type: {scalar: string}}
+    - {name: port, type: {scalar: numeric}}
+    - {name: "on", type: {scalar: boolean}}
+    - {name: value, type: {scalar: string}}
+- name: defaultedElem
+  map:
+    fields:
+    - {name: name, type: {scalar: string}, default: "x"}
+    - {name: port, type: {scalar: numeric}, default: 80}
+    - {name: "on", type: {scalar: boolean}}
+    - {name: value, type: {scalar: string}}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootName := "root"
+	d := newDirectFields(&parser.Schema, smdschema.TypeRef{NamedType: &rootName}, reflect.TypeOf(&root{}))
+	if d == nil {
+		t.Fatal("no direct road")
+	}
+	pt := parser.Type(rootName)
+	empty, err := pt.FromStructured(&root{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	for _, tc := range []struct {
+		name   string
+		obj    root
+		direct bool
+	}{
+		{"all keys", root{Items: []elem{{Name: "a", Port: 1, On: &yes, Value: "v"}}}, true},
+		{"part of the key", root{Items: []elem{{Name: "a"}, {Port: 1}, {Name: "a", Port: 1}, {On: &yes}}}, true},
+		{"no key", root{Items: []elem{{Value: "v"}}}, false},
+		{"no key among keyed", root{Items: []elem{{Name: "a"}, {}}}, false},
+		{"same partial key twice", root{Items: []elem{{Port: 1, Value: "a"}, {Port: 1, Value: "b"}}}, false},
+		{"defaults stand in", root{Defaulted: []elem{{}, {Name: "y"}, {Port: 81, Value: "v"}}}, true},
+		{"a default equal to a key", root{Defaulted: []elem{{}, {Name: "x", Port: 80}}}, false},
+		{"a set of numbers", root{Set: []int32{3, 1, 2}}, true},
+		{"an empty set against null", root{Set: []int32{}}, true},
+		{"a set with a duplicate", root{Set: []int32{1, 1}}, false},
+		{"an atomic list of structs", root{Atomic: []elem{{}, {}, {Name: "a"}}}, true},
+		{"a set of strings", root{Strings: []string{"", "a"}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := tc.obj
+			tv, err := pt.FromStructured(&obj, typed.AllowDuplicates)
+			if err != nil {
+				// A validation error: the caller takes structured-merge-
+				// diff's road, which reports it.
+				if _, ok := d.fields(reflect.ValueOf(&obj)); ok || tc.direct {
+					t.Fatalf("took the direct road: %v, want %v; structured-merge-diff: %v", ok, tc.direct, err)
+				}
+				return
+			}
+			cmp, err := empty.Compare(tv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := cmp.Added.Union(cmp.Modified)
+			got, ok := d.fields(reflect.ValueOf(&obj))
+			if ok != tc.direct {
+				t.Fatalf("took the direct road: %v, want %v (structured-merge-diff: %v)", ok, tc.direct, want)
+			}
+			if ok && !got.Equals(want) {
+				t.Fatalf("got %v\nwant %v", got, want)
+			}
+			shape, sok := d.shape(reflect.ValueOf(&obj), nil)
+			if sok != ok || (ok && len(shape) == 0) {
+				t.Fatalf("shape %q, %v; fields %v", shape, sok, ok)
+			}
+		})
+	}
+}
+
 // checkDirect compares both roads on obj and reports whether the direct
 // one answered.
 func checkDirect(t *testing.T, m *Manager, obj runtime.Object) bool {
@@ -189,6 +425,32 @@ func TestDirectShape(t *testing.T) {
 	if s, _ := m.create.direct.shape(reflect.ValueOf(other), nil); bytes.Equal(first, s) {
 		t.Fatal("different keys, same shape")
 	}
+}
+
+// hasList reports whether v holds a non-empty list (a slice not of bytes).
+func hasList(v reflect.Value, depth int) bool {
+	if depth > 64 {
+		return false
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		return !v.IsNil() && hasList(v.Elem(), depth+1)
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if hasList(v.Field(i), depth+1) {
+				return true
+			}
+		}
+	case reflect.Slice:
+		return v.Len() > 0 && v.Type().Elem().Kind() != reflect.Uint8
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			if hasList(it.Value(), depth+1) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // thin puts most fields of v back to their zero values and empties or
