@@ -53,7 +53,7 @@ func WithPanicRecovery(next http.Handler, c *codec.Codecs, log *slog.Logger) htt
 // WithRequestInfo parses the request's attributes into its context.
 func WithRequestInfo(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(request.WithInfo(r.Context(), request.Parse(r))))
+		next.ServeHTTP(w, r.WithContext(request.NewContext(r.Context(), r)))
 	})
 }
 

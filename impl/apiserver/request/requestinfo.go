@@ -43,16 +43,24 @@ type Info struct {
 // Parse builds the Info of r. It never fails: paths it does not recognise
 // are non-resource requests.
 func Parse(r *http.Request) *Info {
-	info := &Info{Path: r.URL.Path, Verb: lowerMethod(r.Method)}
-	segs := splitPath(r.URL.Path)
+	info := new(Info)
+	parseInto(info, r, nil)
+	return info
+}
+
+// parseInto is Parse filling info, with the path's segments in segBuf's
+// array when they fit.
+func parseInto(info *Info, r *http.Request, segBuf []string) {
+	*info = Info{Path: r.URL.Path, Verb: lowerMethod(r.Method)}
+	segs := splitPath(r.URL.Path, segBuf)
 	if len(segs) < 3 || (segs[0] != "api" && segs[0] != "apis") {
-		return info
+		return
 	}
 	info.APIPrefix = segs[0]
 	rest := segs[1:]
 	if info.APIPrefix == "apis" {
 		if len(rest) < 3 {
-			return info
+			return
 		}
 		info.APIGroup = rest[0]
 		rest = rest[1:]
@@ -60,7 +68,7 @@ func Parse(r *http.Request) *Info {
 	info.APIVersion = rest[0]
 	rest = rest[1:]
 	if len(rest) == 0 {
-		return info
+		return
 	}
 	info.IsResourceRequest = true
 
@@ -70,7 +78,7 @@ func Parse(r *http.Request) *Info {
 		rest = rest[1:]
 		if len(rest) == 0 {
 			info.IsResourceRequest = false
-			return info
+			return
 		}
 	}
 
@@ -124,7 +132,7 @@ func Parse(r *http.Request) *Info {
 	case "list", "watch", "deletecollection":
 		info.FieldSelector, info.LabelSelector = q.Get("fieldSelector"), q.Get("labelSelector")
 	}
-	return info
+	return
 }
 
 // IsLongRunning reports whether the request is a watch or a streaming
@@ -185,12 +193,25 @@ func Query(r *http.Request) url.Values {
 
 func isTrue(s string) bool { return s == "true" || s == "1" }
 
-func splitPath(p string) []string {
+// splitPath is strings.Split of p without its outer slashes, into buf's
+// array when the segments fit.
+func splitPath(p string, buf []string) []string {
 	p = strings.Trim(p, "/")
 	if p == "" {
 		return nil
 	}
-	return strings.Split(p, "/")
+	if strings.Count(p, "/") >= cap(buf) {
+		return strings.Split(p, "/")
+	}
+	segs := buf[:0]
+	for {
+		i := strings.IndexByte(p, '/')
+		if i < 0 {
+			return append(segs, p)
+		}
+		segs = append(segs, p[:i])
+		p = p[i+1:]
+	}
 }
 
 // User is an authenticated user.
@@ -215,12 +236,26 @@ const (
 	stateKey
 )
 
+// NewContext returns ctx carrying Parse(r), as WithInfo(ctx, Parse(r))
+// would, with the Info and the path's segments in the context node itself:
+// one allocation per request instead of three.
+func NewContext(ctx context.Context, r *http.Request) context.Context {
+	c := &stateCtx{Context: ctx}
+	parseInto(&c.parsed, r, c.segs[:])
+	c.info = &c.parsed
+	return c
+}
+
 // WithInfo returns ctx carrying info. The request's user can later be
 // recorded in the same context node (SetUser), so the filter chain adds one
 // node per request for both instead of one each.
 func WithInfo(ctx context.Context, info *Info) context.Context {
 	return &stateCtx{Context: ctx, info: info}
 }
+
+// maxPathSegments are as many path segments as a namespaced subresource's
+// path has (/apis/{group}/{version}/namespaces/{ns}/{resource}/{name}/{sub}).
+const maxPathSegments = 8
 
 // stateCtx is the context node of WithInfo: the request's Info and, once
 // authenticated, its user. It answers their keys as the context.WithValue
@@ -229,6 +264,10 @@ type stateCtx struct {
 	context.Context
 	info *Info
 	user *User // set by SetUser; nil: look further up
+	// parsed and segs hold the Info NewContext parsed and its path
+	// segments.
+	parsed Info
+	segs   [maxPathSegments]string
 	// dl is the request's deadline when timed (set by WithTimeout), else
 	// the node has the parent's deadline and cancellation.
 	dl    deadline

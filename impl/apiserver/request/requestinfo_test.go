@@ -1,7 +1,11 @@
 package request
 
 import (
+	"context"
 	"net/http/httptest"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -56,5 +60,47 @@ func TestSelectors(t *testing.T) {
 	g := Parse(httptest.NewRequest("GET", "/api/v1/namespaces/a/pods/p?fieldSelector=x%3Dy", nil))
 	if g.FieldSelector != "" {
 		t.Fatalf("a get carries no selector, got %q", g.FieldSelector)
+	}
+}
+
+// NewContext carries the Info Parse gives, Parts included, for paths with
+// fewer, as many and more segments than fit in the node, and it is the
+// node SetUser and WithTimeout record into.
+func TestNewContextCarriesWhatParseGives(t *testing.T) {
+	for _, url := range []string{
+		"/", "/healthz", "/api", "/api/v1", "/api/v1/pods",
+		"/api/v1/namespaces/ns/pods/p/status",
+		"/apis/apps/v1/namespaces/ns/deployments/d/scale",           // 8 segments, as many as fit
+		"/apis/apps/v1/namespaces/ns/deployments/d/scale/more",      // 9
+		"/apis/apps/v1/namespaces/ns/deployments/d/scale/more/more", // 10
+		"/api//v1/namespaces//pods/", "//api/v1/namespaces/ns/pods?watch=1&fieldSelector=a%3Db",
+	} {
+		for _, method := range []string{"GET", "POST", "PUT", "DELETE"} {
+			r := httptest.NewRequest(method, url, nil)
+			want := Parse(r)
+			ctx := NewContext(context.Background(), r)
+			got := InfoFrom(ctx)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s %s: got %+v, want %+v", method, url, *got, *want)
+			}
+			alice := &User{Name: "alice"}
+			if SetUser(ctx, alice) != ctx || UserFrom(ctx) != alice {
+				t.Errorf("%s %s: SetUser did not record into the node", method, url)
+			}
+		}
+	}
+}
+
+// splitPath into a buffer is strings.Split of the trimmed path.
+func TestSplitPathIsStringsSplit(t *testing.T) {
+	var buf [maxPathSegments]string
+	for _, p := range []string{"", "/", "a", "/a/", "a//b", "/a/b/c/d/e/f/g/h", "/a/b/c/d/e/f/g/h/i", "///"} {
+		want := []string(nil)
+		if tp := strings.Trim(p, "/"); tp != "" {
+			want = strings.Split(tp, "/")
+		}
+		if got := splitPath(p, buf[:]); !slices.Equal(got, want) {
+			t.Errorf("%q: got %q, want %q", p, got, want)
+		}
 	}
 }
