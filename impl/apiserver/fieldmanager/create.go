@@ -34,6 +34,52 @@ type createPath struct {
 	direct     *directFields // the set without structured-merge-diff's walks, or nil
 	shapes     sync.Map      // the direct road's FieldsV1 per shape (string -> []byte, nil: none)
 	nshapes    atomic.Int32
+	shapeUse   shapeUse // whether looking shapes up pays for this kind
+}
+
+// shapeUse decides whether a kind's creates look their shape up: only
+// while it pays. Objects whose shapes differ, like pods (each has its own
+// kube-api-access volume, a list element keyed by its name), would walk
+// twice (the shape, then the set) and keep forms never found again. So
+// shapes are looked up in windows of shapeWindow lookups; a window in which
+// fewer than a quarter hit sets them aside (the kept forms dropped) for the
+// next shapeRest creates, which go straight to the set, and then a window
+// looks again. The counts are approximate under concurrent creates; either
+// way the result is the same, only its cost differs.
+type shapeUse struct {
+	lookups, hits atomic.Int32
+	resting       atomic.Int32 // creates left straight to the set; 0: look shapes up
+}
+
+const (
+	shapeWindow = 256
+	shapeRest   = 16 << 10
+)
+
+// look reports whether this create looks its shape up.
+func (u *shapeUse) look() bool {
+	if u.resting.Load() <= 0 {
+		return true
+	}
+	return u.resting.Add(-1) < 0
+}
+
+// looked records a lookup and whether it hit; it reports true when it ends
+// a window whose hits did not pay, and the kept forms should be dropped.
+func (u *shapeUse) looked(hit bool) (setAside bool) {
+	if hit {
+		u.hits.Add(1)
+	}
+	if u.lookups.Add(1) != shapeWindow {
+		return false
+	}
+	hits := u.hits.Swap(0)
+	u.lookups.Store(0)
+	if hits*4 >= shapeWindow {
+		return false
+	}
+	u.resting.Store(shapeRest)
+	return true
 }
 
 // stripFromEntries are the paths no manager is recorded as owning (the
@@ -122,20 +168,27 @@ func (c *createPath) update(obj runtime.Object, tc managedfields.TypeConverter, 
 }
 
 // fieldsJSON is fieldsOf in its FieldsV1 form, nil when the set is empty.
-// Objects of one shape (the same fields set, the same map keys) have the
-// same fields, so the direct road keeps the form per shape; a shape is
-// cheaper to take than the set, and the form is copied out.
+// Objects of one shape (the same fields set, the same map and list keys)
+// have the same fields, so the direct road keeps the form per shape, while
+// that pays (shapeUse); a shape is cheaper to take than the set, and the
+// form is copied out.
 func (c *createPath) fieldsJSON(obj runtime.Object, tc managedfields.TypeConverter) ([]byte, bool) {
-	if c.direct != nil {
+	if c.direct != nil && c.shapeUse.look() {
 		buf := shapeBuffers.Get().(*[]byte)
 		defer shapeBuffers.Put(buf)
 		if shape, ok := c.direct.shape(reflect.ValueOf(obj), *buf); ok {
 			*buf = shape[:0]
-			if raw, ok := c.shapes.Load(string(shape)); ok {
-				return bytes.Clone(raw.([]byte)), true
+			kept, hit := c.shapes.Load(string(shape))
+			setAside := c.shapeUse.looked(hit)
+			if setAside {
+				c.shapes.Clear()
+				c.nshapes.Store(0)
+			}
+			if hit {
+				return bytes.Clone(kept.([]byte)), true
 			}
 			raw, ok := c.toJSON(c.fieldsOf(obj, tc))
-			if ok && len(shape) <= maxShapeLen && c.nshapes.Add(1) <= maxShapes {
+			if ok && !setAside && len(shape) <= maxShapeLen && c.nshapes.Add(1) <= maxShapes {
 				c.shapes.Store(string(shape), bytes.Clone(raw))
 			}
 			return raw, ok

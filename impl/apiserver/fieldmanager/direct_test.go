@@ -551,6 +551,69 @@ func TestDirectShapesConcurrently(t *testing.T) {
 	}
 }
 
+// Pods, whose shapes all differ (each has its own kube-api-access volume
+// name), stop looking shapes up after one window and drop the forms kept
+// in it; after the rest they look again. ConfigMaps of a few shapes keep
+// looking them up. The forms are structured-merge-diff's either way.
+func TestShapesSetAsideWhenTheyDoNotPay(t *testing.T) {
+	m := managerFor(t, corev1.SchemeGroupVersion.WithKind("Pod"), "", "status")
+	base := &corev1.Pod{}
+	readJSON(t, "pod-running.json", base)
+	base.ManagedFields, base.Status = nil, corev1.PodStatus{}
+	create := func(i int) {
+		t.Helper()
+		p := base.DeepCopy()
+		vol := fmt.Sprintf("kube-api-access-%05d", i)
+		p.Spec.Volumes[0].Name = vol
+		p.Spec.Containers[0].VolumeMounts[0].Name = vol
+		set, ok := m.create.compared(p.DeepCopy(), m.tc)
+		if !ok {
+			t.Fatal("structured-merge-diff rejects the pod")
+		}
+		want, _ := m.create.toJSON(m.create.owned(set), true)
+		got, ok := m.create.fieldsJSON(p, m.tc)
+		if !ok || !bytes.Equal(got, want) {
+			t.Fatalf("pod %d: %s, want %s", i, got, want)
+		}
+	}
+	for i := range shapeWindow - 1 {
+		create(i)
+	}
+	if n := m.create.nshapes.Load(); n != shapeWindow-1 || m.create.shapeUse.resting.Load() != 0 {
+		t.Fatalf("within the first window: %d forms kept, resting %d", n, m.create.shapeUse.resting.Load())
+	}
+	create(shapeWindow)
+	if n := m.create.nshapes.Load(); n != 0 || m.create.shapeUse.resting.Load() != shapeRest {
+		t.Fatalf("after a window without hits: %d forms kept, resting %d", n, m.create.shapeUse.resting.Load())
+	}
+	empty := true
+	m.create.shapes.Range(func(any, any) bool { empty = false; return false })
+	if !empty {
+		t.Fatal("forms still kept")
+	}
+	create(shapeWindow + 1)
+	if n := m.create.nshapes.Load(); n != 0 || m.create.shapeUse.resting.Load() != shapeRest-1 {
+		t.Fatalf("resting: %d forms kept, resting %d", n, m.create.shapeUse.resting.Load())
+	}
+	m.create.shapeUse.resting.Store(1)
+	create(shapeWindow + 2)
+	create(shapeWindow + 3)
+	if n := m.create.nshapes.Load(); n != 1 || m.create.shapeUse.lookups.Load() != 1 {
+		t.Fatalf("after the rest: %d forms kept, %d lookups", n, m.create.shapeUse.lookups.Load())
+	}
+
+	cms := managerFor(t, corev1.SchemeGroupVersion.WithKind("ConfigMap"), "")
+	for i := range 3 * shapeWindow {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint(i)}, Data: map[string]string{fmt.Sprint(i % 3): "v"}}
+		if _, ok := cms.create.fieldsJSON(cm, cms.tc); !ok {
+			t.Fatal("no fields")
+		}
+	}
+	if n := cms.create.nshapes.Load(); n != 3 || cms.create.shapeUse.resting.Load() != 0 {
+		t.Fatalf("ConfigMaps of three shapes: %d forms kept, resting %d", n, cms.create.shapeUse.resting.Load())
+	}
+}
+
 // toUnstructured gives a metav1.MicroTime the JSON form structured-merge-
 // diff's own conversion gives it (MarshalJSON and back), for zero, nanosecond
 // and non-UTC times and years outside 1-9999.
