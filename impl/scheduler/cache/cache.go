@@ -432,12 +432,13 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) error {
 		}
 	}
 	if listChanged || len(snap.nodeInfoList) != len(c.nodeNames) {
-		snap.nodeInfoList = snap.nodeInfoList[:0]
+		list := make([]*fw.NodeInfo, 0, len(c.nodeNames))
 		for _, name := range c.nodeNames {
 			if ni, ok := snap.nodeInfoMap[name]; ok {
-				snap.nodeInfoList = append(snap.nodeInfoList, ni)
+				list = append(list, ni)
 			}
 		}
+		snap.layOut(list)
 		affinityChanged = true
 	}
 	if affinityChanged {

@@ -11,9 +11,19 @@ import (
 // Snapshot is an immutable-per-cycle view of the cache: what one scheduling
 // cycle decides on. Cache.UpdateSnapshot refreshes it in place, copying only
 // the NodeInfos that changed since its generation.
+//
+// The NodeInfos live in one array, in the list's order (nodeInfos), so that
+// a pod's filter and score pass over hundreds of nodes reads one contiguous
+// stretch of memory, not NodeInfos scattered over the heap wherever each
+// node's first clone was allocated (a cache and TLB miss each once the rest
+// of the process has evicted them between two pods). The array is laid out
+// again when the set of nodes changes; NodeInfos of nodes that change are
+// overwritten in place.
 type Snapshot struct {
 	nodeInfoMap  map[string]*fw.NodeInfo
 	nodeInfoList []*fw.NodeInfo
+	// nodeInfos holds the NodeInfos nodeInfoList points to.
+	nodeInfos []fw.NodeInfo
 	// havePodsWithAffinity / RequiredAntiAffinity list only nodes that have
 	// such pods, so InterPodAffinity's PreFilter does not visit every node.
 	havePodsWithAffinity             []*fw.NodeInfo
@@ -55,8 +65,25 @@ func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
 			ni.AddPodInfo(fw.NewPodInfo(p))
 		}
 	}
+	s.layOut(s.nodeInfoList)
 	s.rebuildAffinityLists()
 	return s
+}
+
+// layOut makes list, in its order, the snapshot's node list, copying the
+// NodeInfos into a new array (the old one stays as it was for anyone still
+// holding a pointer into it) and pointing the map and list at the copies.
+// The map must hold every node of list under its name.
+func (s *Snapshot) layOut(list []*fw.NodeInfo) {
+	infos := make([]fw.NodeInfo, len(list))
+	out := make([]*fw.NodeInfo, len(list))
+	for i, ni := range list {
+		infos[i] = *ni
+		out[i] = &infos[i]
+		s.nodeInfoMap[infos[i].Name()] = &infos[i]
+	}
+	s.nodeInfos = infos
+	s.nodeInfoList = out
 }
 
 func (s *Snapshot) rebuildAffinityLists() {

@@ -477,10 +477,12 @@ func (f *Framework) RunFilterPluginsWithNominatedPods(ctx context.Context, state
 }
 
 func (f *Framework) addNominatedPods(ctx context.Context, state *CycleState, pod *v1.Pod, info *NodeInfo) (bool, *CycleState, *NodeInfo, error) {
+	// Only the NodeInfo is read (its node's name is kept in it): with
+	// nothing nominated anywhere the nominator answers without a lookup.
 	if f.nominator == nil || info.Node() == nil {
 		return false, state, info, nil
 	}
-	nominated := f.nominator.NominatedPodsForNode(info.Node().Name)
+	nominated := f.nominator.NominatedPodsForNode(info.Name())
 	if len(nominated) == 0 {
 		return false, state, info, nil
 	}

@@ -50,3 +50,28 @@ func TestPodInfoSharesEqualRequestsAndNoAffinity(t *testing.T) {
 		t.Errorf("Update changed a shared value: b %+v %+v, a %+v", b.Requests, b.PodAffinityInfo, a.Requests)
 	}
 }
+
+// A NodeInfo's facts of its node follow SetNode and RemoveNode, and a
+// clone carries them.
+func TestNodeInfoFactsFollowItsNode(t *testing.T) {
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: v1.NodeSpec{Unschedulable: true,
+		Taints: []v1.Taint{{Key: "a", Effect: v1.TaintEffectPreferNoSchedule}, {Key: "b", Effect: v1.TaintEffectNoSchedule}}}}
+	ni := NewNodeInfo()
+	ni.SetNode(node)
+	for _, n := range []*NodeInfo{ni, ni.Clone()} {
+		if n.Name() != "n1" || !n.Unschedulable() || n.Taints() == nil ||
+			len(n.Taints().NoScheduleOrNoExecute) != 1 || n.Taints().NoScheduleOrNoExecute[0].Key != "b" ||
+			len(n.Taints().PreferNoSchedule) != 1 || n.Taints().PreferNoSchedule[0].Key != "a" {
+			t.Fatalf("facts of n1: name %q unschedulable %v taints %+v", n.Name(), n.Unschedulable(), n.Taints())
+		}
+	}
+	ni.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
+	if ni.Unschedulable() || ni.Taints() != nil {
+		t.Fatalf("after an update without them: unschedulable %v taints %+v", ni.Unschedulable(), ni.Taints())
+	}
+	ni.SetNode(node)
+	ni.RemoveNode()
+	if ni.Name() != "" || ni.Unschedulable() || ni.Taints() != nil || ni.Node() != nil {
+		t.Fatalf("after RemoveNode: name %q unschedulable %v taints %+v", ni.Name(), ni.Unschedulable(), ni.Taints())
+	}
+}

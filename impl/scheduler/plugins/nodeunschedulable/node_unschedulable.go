@@ -37,13 +37,13 @@ func (*NodeUnschedulable) EventsToRegister() []fw.ClusterEvent {
 	return []fw.ClusterEvent{{Resource: fw.Node, ActionType: fw.Add | fw.UpdateNodeTaint}}
 }
 
-// Filter implements fw.FilterPlugin.
+// Filter implements fw.FilterPlugin. It reads spec.unschedulable as the
+// NodeInfo keeps it, so a schedulable node costs no look at its v1.Node.
 func (*NodeUnschedulable) Filter(_ context.Context, _ *fw.CycleState, pod *v1.Pod, nodeInfo *fw.NodeInfo) *fw.Status {
-	node := nodeInfo.Node()
-	if node == nil {
+	if nodeInfo.Node() == nil {
 		return fw.NewStatus(fw.UnschedulableAndUnresolvable, ErrReasonUnknownNode)
 	}
-	if !node.Spec.Unschedulable {
+	if !nodeInfo.Unschedulable() {
 		return nil
 	}
 	taint := v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}

@@ -36,13 +36,16 @@ func (*TaintToleration) EventsToRegister() []fw.ClusterEvent {
 	return []fw.ClusterEvent{{Resource: fw.Node, ActionType: fw.Add | fw.UpdateNodeTaint}}
 }
 
-// Filter implements fw.FilterPlugin.
+// Filter implements fw.FilterPlugin: the first NoSchedule or NoExecute
+// taint, in the node's order, that the pod does not tolerate rejects the
+// node. It reads the node's taints as the NodeInfo keeps them split by
+// effect, so a node without taints costs no look at its v1.Node.
 func (*TaintToleration) Filter(_ context.Context, _ *fw.CycleState, pod *v1.Pod, nodeInfo *fw.NodeInfo) *fw.Status {
-	node := nodeInfo.Node()
-	taint, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations,
-		func(t *v1.Taint) bool {
-			return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
-		}, false)
+	nt := nodeInfo.Taints()
+	if nt == nil || len(nt.NoScheduleOrNoExecute) == 0 {
+		return nil
+	}
+	taint, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), nt.NoScheduleOrNoExecute, pod.Spec.Tolerations, nil, false)
 	if !untolerated || faults.Enabled(faults.SchedulerIgnoresTaints) { // mutation: taints ignored (SCHED-3)
 		return nil
 	}
@@ -75,14 +78,14 @@ func (*TaintToleration) Score(_ context.Context, state *fw.CycleState, _ *v1.Pod
 	if err != nil {
 		return 0, fw.AsStatus(fmt.Errorf("reading %q from cycleState: %w", preScoreKey, err))
 	}
+	nt := nodeInfo.Taints()
+	if nt == nil {
+		return 0, nil
+	}
 	s := d.(*preScoreState)
 	var n int64
-	for i := range nodeInfo.Node().Spec.Taints {
-		t := &nodeInfo.Node().Spec.Taints[i]
-		if t.Effect != v1.TaintEffectPreferNoSchedule {
-			continue
-		}
-		if !corev1helpers.TolerationsTolerateTaint(klog.Background(), s.tolerationsPreferNoSchedule, t, false) {
+	for i := range nt.PreferNoSchedule {
+		if !corev1helpers.TolerationsTolerateTaint(klog.Background(), s.tolerationsPreferNoSchedule, &nt.PreferNoSchedule[i], false) {
 			n++
 		}
 	}
