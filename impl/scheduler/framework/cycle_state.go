@@ -1,5 +1,7 @@
 package framework
 
+import "slices"
+
 // StateKey names a plugin's entry in a CycleState.
 type StateKey string
 
@@ -14,7 +16,11 @@ type StateData interface {
 // Writes happen in PreFilter and PreScore, which run on one goroutine;
 // Filter and Score, which run in parallel across nodes, only read.
 type CycleState struct {
-	data map[StateKey]StateData
+	// data has one entry per plugin that keeps state (a handful), in the
+	// order written. Filter and Score read it for every node of every pod
+	// (thousands of reads per pod): comparing the few keys, which are the
+	// plugins' constants, costs less than hashing the key into a map.
+	data []stateEntry
 	// SkipFilterPlugins and SkipScorePlugins are plugins whose PreFilter or
 	// PreScore returned Skip.
 	SkipFilterPlugins map[string]bool
@@ -26,33 +32,50 @@ type CycleState struct {
 	scores  []weightedScorePlugin
 }
 
+type stateEntry struct {
+	key StateKey
+	val StateData
+}
+
 // NewCycleState returns an empty CycleState.
 func NewCycleState() *CycleState {
-	return &CycleState{data: map[StateKey]StateData{}}
+	return &CycleState{data: make([]stateEntry, 0, 8)}
 }
 
 // Read returns the data under key, or ErrNotFound.
 func (c *CycleState) Read(key StateKey) (StateData, error) {
-	if v, ok := c.data[key]; ok {
-		return v, nil
+	for i := range c.data {
+		if c.data[i].key == key {
+			return c.data[i].val, nil
+		}
 	}
 	return nil, ErrNotFound
 }
 
 // Write stores data under key.
-func (c *CycleState) Write(key StateKey, val StateData) { c.data[key] = val }
+func (c *CycleState) Write(key StateKey, val StateData) {
+	for i := range c.data {
+		if c.data[i].key == key {
+			c.data[i].val = val
+			return
+		}
+	}
+	c.data = append(c.data, stateEntry{key, val})
+}
 
 // Delete removes key.
-func (c *CycleState) Delete(key StateKey) { delete(c.data, key) }
+func (c *CycleState) Delete(key StateKey) {
+	c.data = slices.DeleteFunc(c.data, func(e stateEntry) bool { return e.key == key })
+}
 
 // Clone copies the state, cloning every entry.
 func (c *CycleState) Clone() *CycleState {
 	if c == nil {
 		return nil
 	}
-	n := &CycleState{data: make(map[StateKey]StateData, len(c.data))}
-	for k, v := range c.data {
-		n.data[k] = v.Clone()
+	n := &CycleState{data: make([]stateEntry, len(c.data))}
+	for i, e := range c.data {
+		n.data[i] = stateEntry{e.key, e.val.Clone()}
 	}
 	n.SkipFilterPlugins = c.SkipFilterPlugins
 	n.SkipScorePlugins = c.SkipScorePlugins
