@@ -62,11 +62,13 @@ func newDirectFields(s *smdschema.Schema, root smdschema.TypeRef, objType reflec
 // and whether the walk was sure of it. The object's kind fields
 // (apiVersion, kind) are taken to equal the empty object's.
 func (d *directFields) fields(obj reflect.Value) (*fieldpath.Set, bool) {
-	w := directWalker{schema: d.schema, set: fieldpath.NewSet(), path: make(fieldpath.Path, 0, 8)}
+	set := fieldpath.NewSet()
+	w := directWalker{schema: d.schema, set: set, path: make(fieldpath.Path, 0, 8), nodes: make([]*fieldpath.Set, 1, 8)}
+	w.nodes[0] = set
 	if !w.bothStruct(obj.Elem(), d.root, true) {
 		return nil, false
 	}
-	return w.set, true
+	return set, true
 }
 
 // zeroValid reports whether the zero value of t, as structured-merge-diff
@@ -130,17 +132,26 @@ type directWalker struct {
 	set    *fieldpath.Set
 	trace  []byte
 	path   fieldpath.Path
+	// nodes[i] is the set's node at path[:i], for the prefix of path
+	// something was inserted under (a node is made on the first insert:
+	// the set holds no empty ones).
+	nodes []*fieldpath.Set
 	// mute is above zero inside an atomic list, whose elements are
 	// validated but own no fields: nothing is recorded.
 	mute int
 }
 
+// insert records path+pe: what set.Insert(append(path, pe)) does, without
+// finding the nodes of path again for every field under it.
 func (w *directWalker) insert(pe fieldpath.PathElement) {
 	if w.mute > 0 {
 		return
 	}
 	if w.set != nil {
-		w.set.Insert(append(w.path, pe))
+		for d := len(w.nodes); d <= len(w.path); d++ {
+			w.nodes = append(w.nodes, w.nodes[d-1].Children.Descend(w.path[d-1]))
+		}
+		w.nodes[len(w.path)].Members.Insert(pe)
 		return
 	}
 	for _, e := range append(w.path, pe) {
@@ -193,7 +204,12 @@ func appendShapeValue(b []byte, v value.Value) []byte {
 func (w *directWalker) descend(pe fieldpath.PathElement) (restore func()) {
 	n := len(w.path)
 	w.path = append(w.path, pe)
-	return func() { w.path = w.path[:n] }
+	return func() {
+		w.path = w.path[:n]
+		if len(w.nodes) > n+1 {
+			w.nodes = w.nodes[:n+1]
+		}
+	}
 }
 
 // bothStruct walks a struct present in both the empty object (at its zero
