@@ -30,6 +30,14 @@ func TestFilter(t *testing.T) {
 			fw.NewStatus(fw.UnschedulableAndUnresolvable, "node(s) had untolerated taint {dedicated: gpu}")},
 		{"tolerated by Exists without key", tu.Pod("p").Toleration(v1.Toleration{Operator: v1.TolerationOpExists}).Obj(),
 			tu.Node("n").Taint("a", "b", v1.TaintEffectNoExecute).Obj(), nil},
+		// The NodeInfo keeps the taints split by effect: the first
+		// untolerated one in the node's order is still the one named.
+		{"first untolerated in the node's order among mixed effects", tu.Pod("p").Toleration(v1.Toleration{Key: "first", Operator: v1.TolerationOpExists}).Obj(),
+			tu.Node("n").Taint("soft", "", v1.TaintEffectPreferNoSchedule).Taint("first", "", v1.TaintEffectNoSchedule).
+				Taint("second", "x", v1.TaintEffectNoExecute).Taint("third", "y", v1.TaintEffectNoSchedule).Obj(),
+			fw.NewStatus(fw.UnschedulableAndUnresolvable, "node(s) had untolerated taint {second: x}")},
+		{"only PreferNoSchedule among them untolerated", tu.Pod("p").Toleration(v1.Toleration{Key: "hard", Operator: v1.TolerationOpExists}).Obj(),
+			tu.Node("n").Taint("soft", "", v1.TaintEffectPreferNoSchedule).Taint("hard", "", v1.TaintEffectNoExecute).Obj(), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
