@@ -12,17 +12,19 @@
 // 30 pods per node. Every simulated kubelet has its own broadcaster, as
 // upstream's do, so at 1,000 nodes and 30,000 pods they held 1.45 M of the
 // process's 5.6 M heap objects, each marked in every GC cycle. Here the
-// same state is kept in one slice and one map per cache, with the keys and
-// the server's name and resourceVersion as the only objects per event.
+// same state is kept in one slice and one map per cache, with one string
+// per event (the server's name and resourceVersion of it) and one token
+// bucket per object as the only heap objects: the caches are keyed by a
+// digest of client-go's key string (cacheKey), not the string.
 //
 // Spec properties: none (events are advisory); the behaviour is client-go's
 // and a differential test holds it to that.
 package eventsink
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -57,9 +59,29 @@ type Correlator struct {
 	clock clock.PassiveClock
 
 	mu   sync.Mutex
-	spam *lru[*rate.Limiter]
-	agg  *lru[aggregate]
-	seen *lru[observation]
+	spam *lru[cacheKey, *rate.Limiter]
+	agg  *lru[cacheKey, aggregate]
+	seen *lru[cacheKey, observation]
+}
+
+// cacheKey stands for one of client-go's cache keys (a string joined from
+// an event's fields): the first 128 bits of its SHA-256. Equal strings
+// give equal keys, and different ones different keys barring a SHA-256
+// collision, so the caches behave as client-go's. Kept instead of the
+// string, a cache entry holds no key object (three or four strings of
+// 100-200 bytes per pod's events, each a heap object the collector marks
+// for as long as the entry lives) and the index maps hold no pointers.
+type cacheKey [16]byte
+
+// keyOf is the cacheKey of the concatenation of parts.
+func keyOf(parts ...string) cacheKey {
+	var buf [512]byte
+	b := buf[:0]
+	for _, p := range parts {
+		b = append(b, p...)
+	}
+	sum := sha256.Sum256(b)
+	return cacheKey(sum[:16])
 }
 
 // aggregate is what the aggregator knows of similar events: the distinct
@@ -71,13 +93,26 @@ type aggregate struct {
 	lastTime time.Time
 }
 
-// observation is what the logger knows of an event already written.
+// observation is what the logger knows of an event already written. Its
+// name and resourceVersion are kept as one string (nameAndVersion, the
+// name its first nameLen bytes): one heap object per entry, not two.
 type observation struct {
-	count           uint
-	firstTimestamp  metav1.Time
-	name            string
-	resourceVersion string
+	count          uint
+	firstTimestamp metav1.Time
+	nameAndVersion string
+	nameLen        int
 }
+
+// observed is the observation of an event written or to be written.
+func observed(ev *v1.Event) observation {
+	return observation{
+		count: uint(ev.Count), firstTimestamp: ev.FirstTimestamp,
+		nameAndVersion: ev.Name + ev.ResourceVersion, nameLen: len(ev.Name),
+	}
+}
+
+func (o *observation) name() string            { return o.nameAndVersion[:o.nameLen] }
+func (o *observation) resourceVersion() string { return o.nameAndVersion[o.nameLen:] }
 
 // Result is a correlated event: skip it, or write Event (with Patch, when
 // it counts an event written before).
@@ -98,9 +133,9 @@ func NewCorrelator(cacheSize int, clk clock.PassiveClock) *Correlator {
 	}
 	return &Correlator{
 		clock: clk,
-		spam:  newLRU[*rate.Limiter](cacheSize),
-		agg:   newLRU[aggregate](cacheSize),
-		seen:  newLRU[observation](cacheSize),
+		spam:  newLRU[cacheKey, *rate.Limiter](cacheSize),
+		agg:   newLRU[cacheKey, aggregate](cacheSize),
+		seen:  newLRU[cacheKey, observation](cacheSize),
 	}
 }
 
@@ -128,18 +163,17 @@ func (c *Correlator) Correlate(ev *v1.Event) (Result, error) {
 func (c *Correlator) UpdateState(ev *v1.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.seen.add(eventKey(ev), observation{
-		count: uint(ev.Count), firstTimestamp: ev.FirstTimestamp, name: ev.Name, resourceVersion: ev.ResourceVersion,
-	})
+	c.seen.add(eventKey(ev), observed(ev))
 }
 
 // aggregate returns ev, or the aggregate event that replaces it once the
 // source has sent aggregateMaxEvents differing messages about the object
 // within the interval, and the key the logger counts it under.
-func (c *Correlator) aggregate(ev *v1.Event) (*v1.Event, string) {
+func (c *Correlator) aggregate(ev *v1.Event) (*v1.Event, cacheKey) {
 	now := metav1.NewTime(c.clock.Now())
 	key := eventKey(ev)
-	aggKey, localKey := record.EventAggregatorByReasonFunc(ev)
+	aggString, localKey := record.EventAggregatorByReasonFunc(ev)
+	aggKey := keyOf(aggString)
 	var a aggregate
 	if found, ok := c.agg.get(aggKey); ok {
 		a = *found
@@ -213,14 +247,14 @@ func (a *aggregate) dropOne() {
 
 // observe counts ev under key: an event seen before becomes the next count
 // of the first one written, with the strategic merge patch that sets it.
-func (c *Correlator) observe(ev *v1.Event, key string) (*v1.Event, []byte, error) {
+func (c *Correlator) observe(ev *v1.Event, key cacheKey) (*v1.Event, []byte, error) {
 	cp := *ev
 	event := &cp
 	var patch []byte
 	var err error
 	if last, ok := c.seen.get(key); ok && last.count > 0 {
-		event.Name = last.name
-		event.ResourceVersion = last.resourceVersion
+		event.Name = last.name()
+		event.ResourceVersion = last.resourceVersion()
 		event.FirstTimestamp = last.firstTimestamp
 		event.Count = int32(last.count) + 1
 
@@ -232,9 +266,7 @@ func (c *Correlator) observe(ev *v1.Event, key string) (*v1.Event, []byte, error
 		oldData, _ := json.Marshal(&old)
 		patch, err = strategicpatch.CreateTwoWayMergePatch(oldData, newData, event)
 	}
-	c.seen.add(key, observation{
-		count: uint(event.Count), firstTimestamp: event.FirstTimestamp, name: event.Name, resourceVersion: event.ResourceVersion,
-	})
+	c.seen.add(key, observed(event))
 	return event, patch, err
 }
 
@@ -254,26 +286,27 @@ func (c *Correlator) isSpam(ev *v1.Event) bool {
 	return spam
 }
 
-// eventKey is client-go's key of an event for counting repeats: its
-// source, object, type, reason and message, joined without separators.
-func eventKey(ev *v1.Event) string {
-	return strings.Join([]string{
+// eventKey is the cacheKey of client-go's key of an event for counting
+// repeats: its source, object, type, reason and message, joined without
+// separators.
+func eventKey(ev *v1.Event) cacheKey {
+	return keyOf(
 		ev.Source.Component, ev.Source.Host,
 		ev.InvolvedObject.Kind, ev.InvolvedObject.Namespace, ev.InvolvedObject.Name, ev.InvolvedObject.FieldPath,
 		string(ev.InvolvedObject.UID), ev.InvolvedObject.APIVersion,
 		ev.Type, ev.Reason, ev.Message,
-	}, "")
+	)
 }
 
-// spamKey is client-go's key of an event's token bucket: its source,
-// object and type.
-func spamKey(ev *v1.Event) string {
-	return strings.Join([]string{
+// spamKey is the cacheKey of client-go's key of an event's token bucket:
+// its source, object and type.
+func spamKey(ev *v1.Event) cacheKey {
+	return keyOf(
 		ev.Source.Component, ev.Source.Host,
 		ev.InvolvedObject.Kind, ev.InvolvedObject.Namespace, ev.InvolvedObject.Name,
 		string(ev.InvolvedObject.UID), ev.InvolvedObject.APIVersion,
 		ev.Type,
-	}, "")
+	)
 }
 
 // messages shares the aggregators' message strings across the kubelets of

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ import (
 func TestLRUMatchesUpstream(t *testing.T) {
 	for _, size := range []int{1, 2, 5, 16} {
 		rng := rand.New(rand.NewPCG(uint64(size), 7))
-		mine, theirs := newLRU[int](size), utilslru.New(size)
+		mine, theirs := newLRU[string, int](size), utilslru.New(size)
 		for i := range 5000 {
 			key := strconv.Itoa(rng.IntN(3 * size))
 			if rng.IntN(2) == 0 {
@@ -143,5 +144,66 @@ func randomEvent(rng *rand.Rand, now time.Time, unique *int) *v1.Event {
 		InvolvedObject: ref, Reason: reason, Message: msg, Type: typ,
 		Source:         v1.EventSource{Component: "kubelet", Host: "node-1"},
 		FirstTimestamp: t, LastTimestamp: t, Count: 1,
+	}
+}
+
+// TestCacheKeysAreTheJoinedStrings checks that the caches' digest keys
+// tell events apart exactly as client-go's joined key strings do: a
+// change of any one field gives another key, a field boundary moved
+// (the strings are joined without separators) the same key, and a key
+// string longer than keyOf's stack buffer is digested whole.
+func TestCacheKeysAreTheJoinedStrings(t *testing.T) {
+	clk := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	base := func() *v1.Event {
+		unique := 0
+		ev := randomEvent(rand.New(rand.NewPCG(1, 2)), clk, &unique)
+		ev.InvolvedObject.FieldPath = "spec.containers{c0}"
+		return ev
+	}
+	joined := func(ev *v1.Event) string {
+		return ev.Source.Component + ev.Source.Host + ev.InvolvedObject.Kind + ev.InvolvedObject.Namespace +
+			ev.InvolvedObject.Name + ev.InvolvedObject.FieldPath + string(ev.InvolvedObject.UID) +
+			ev.InvolvedObject.APIVersion + ev.Type + ev.Reason + ev.Message
+	}
+	for _, tc := range []struct {
+		name     string
+		change   func(*v1.Event)
+		sameKey  bool // eventKey
+		sameSpam bool // spamKey
+	}{
+		{"component", func(ev *v1.Event) { ev.Source.Component = "kubelet2" }, false, false},
+		{"host", func(ev *v1.Event) { ev.Source.Host = "node-2" }, false, false},
+		{"kind", func(ev *v1.Event) { ev.InvolvedObject.Kind = "Node" }, false, false},
+		{"namespace", func(ev *v1.Event) { ev.InvolvedObject.Namespace = "other" }, false, false},
+		{"name", func(ev *v1.Event) { ev.InvolvedObject.Name += "x" }, false, false},
+		{"field path", func(ev *v1.Event) { ev.InvolvedObject.FieldPath = "spec.containers{c1}" }, false, true},
+		{"uid", func(ev *v1.Event) { ev.InvolvedObject.UID += "x" }, false, false},
+		{"api version", func(ev *v1.Event) { ev.InvolvedObject.APIVersion = "v2" }, false, false},
+		{"type", func(ev *v1.Event) { ev.Type = v1.EventTypeWarning }, false, false},
+		{"reason", func(ev *v1.Event) { ev.Reason = "Killing" }, false, true},
+		{"message", func(ev *v1.Event) { ev.Message += "." }, false, true},
+		{"resource version (not in the keys)", func(ev *v1.Event) { ev.InvolvedObject.ResourceVersion = "77" }, true, true},
+		{"boundary moved between name and field path", func(ev *v1.Event) {
+			ev.InvolvedObject.Name, ev.InvolvedObject.FieldPath = ev.InvolvedObject.Name+"spec.", "containers{c0}"
+		}, true, false},
+		{"long message", func(ev *v1.Event) { ev.Message = strings.Repeat("m", 600) }, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := base(), base()
+			tc.change(b)
+			if got, want := eventKey(a) == eventKey(b), joined(a) == joined(b); got != want || got != tc.sameKey {
+				t.Errorf("eventKey equal = %v, joined strings equal = %v, want %v", got, want, tc.sameKey)
+			}
+			if got := spamKey(a) == spamKey(b); got != tc.sameSpam {
+				t.Errorf("spamKey equal = %v, want %v", got, tc.sameSpam)
+			}
+			if eventKey(b) != keyOf(joined(b)) {
+				t.Errorf("eventKey is not the digest of the joined string %q", joined(b))
+			}
+		})
+	}
+	long := strings.Repeat("m", 600)
+	if keyOf(long) == keyOf(long[:599]+"n") {
+		t.Error("keys of strings longer than the stack buffer differ only past it but are equal")
 	}
 }

@@ -6,27 +6,27 @@ package eventsink
 // one slice of slots linked by index and one map from key to slot: a few
 // large allocations instead of an entry, a list element and a boxed value
 // per key. Not safe for concurrent use (Correlator locks).
-type lru[V any] struct {
+type lru[K comparable, V any] struct {
 	max        int
-	index      map[string]int32
-	slots      []slot[V]
+	index      map[K]int32
+	slots      []slot[K, V]
 	head, tail int32 // most and least recently used slot; none when empty
 }
 
-type slot[V any] struct {
-	key        string
+type slot[K comparable, V any] struct {
+	key        K
 	prev, next int32 // towards head and towards tail; none at the ends
 	val        V
 }
 
 const none = -1
 
-func newLRU[V any](max int) *lru[V] {
-	return &lru[V]{max: max, index: map[string]int32{}, head: none, tail: none}
+func newLRU[K comparable, V any](max int) *lru[K, V] {
+	return &lru[K, V]{max: max, index: map[K]int32{}, head: none, tail: none}
 }
 
 // get returns the value of key, marking it most recently used.
-func (c *lru[V]) get(key string) (*V, bool) {
+func (c *lru[K, V]) get(key K) (*V, bool) {
 	i, ok := c.index[key]
 	if !ok {
 		return nil, false
@@ -38,7 +38,7 @@ func (c *lru[V]) get(key string) (*V, bool) {
 // add sets key's value, marking it most recently used, and returns where
 // the value is kept (valid until the next add). A new key in a full cache
 // takes the least recently used entry's place.
-func (c *lru[V]) add(key string, v V) *V {
+func (c *lru[K, V]) add(key K, v V) *V {
 	if i, ok := c.index[key]; ok {
 		c.toFront(i)
 		c.slots[i].val = v
@@ -46,22 +46,22 @@ func (c *lru[V]) add(key string, v V) *V {
 	}
 	var i int32
 	if c.max <= 0 || len(c.slots) < c.max {
-		c.slots = append(c.slots, slot[V]{})
+		c.slots = append(c.slots, slot[K, V]{})
 		i = int32(len(c.slots) - 1)
 	} else {
 		i = c.tail
 		c.unlink(i)
 		delete(c.index, c.slots[i].key)
 	}
-	c.slots[i] = slot[V]{key: key, prev: none, next: none, val: v}
+	c.slots[i] = slot[K, V]{key: key, prev: none, next: none, val: v}
 	c.index[key] = i
 	c.pushFront(i)
 	return &c.slots[i].val
 }
 
-func (c *lru[V]) len() int { return len(c.index) }
+func (c *lru[K, V]) len() int { return len(c.index) }
 
-func (c *lru[V]) toFront(i int32) {
+func (c *lru[K, V]) toFront(i int32) {
 	if c.head == i {
 		return
 	}
@@ -69,7 +69,7 @@ func (c *lru[V]) toFront(i int32) {
 	c.pushFront(i)
 }
 
-func (c *lru[V]) unlink(i int32) {
+func (c *lru[K, V]) unlink(i int32) {
 	s := &c.slots[i]
 	if s.prev != none {
 		c.slots[s.prev].next = s.next
@@ -84,7 +84,7 @@ func (c *lru[V]) unlink(i int32) {
 	s.prev, s.next = none, none
 }
 
-func (c *lru[V]) pushFront(i int32) {
+func (c *lru[K, V]) pushFront(i int32) {
 	s := &c.slots[i]
 	s.prev, s.next = none, c.head
 	if c.head != none {
