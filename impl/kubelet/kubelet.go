@@ -121,7 +121,12 @@ type podRecord struct {
 	lastStatus   *v1.PodStatus           // last status written (the source pod's, once that has caught up)
 	lastStatusRV string                  // the resourceVersion that write produced
 	volumesAt    int64                   // when volumes were last set up (Unix nanoseconds; 0: never)
-	tokens       []tokenRefresh          // when to renew each projected token (a pod has one or two)
+	// When to renew each projected token. A pod has one (its
+	// kube-api-access volume's) or two: the first is kept in the record
+	// itself (valid when hasToken), not in a slice of its own, one heap
+	// object less per pod; further ones in moreTokens.
+	token      tokenRefresh
+	moreTokens []tokenRefresh
 
 	relistFP uint64 // the relist's fingerprint of its containers (0: none); guarded by Kubelet.mu
 	// retryAt is when a failed sync is retried (Unix nanoseconds; 0: the
@@ -134,6 +139,7 @@ type podRecord struct {
 	rejected        bool
 	evicted         bool // the eviction manager chose it (once)
 	finalDeleteSent bool
+	hasToken        bool
 }
 
 // New returns a kubelet for cfg.NodeName, talking to the API through client

@@ -270,7 +270,10 @@ type tokenRefresh struct {
 }
 
 func (rec *podRecord) tokenRefresh(key tokenKey) (time.Time, bool) {
-	for _, t := range rec.tokens {
+	if rec.hasToken && rec.token.key == key {
+		return time.Unix(0, rec.token.at), true
+	}
+	for _, t := range rec.moreTokens {
 		if t.key == key {
 			return time.Unix(0, t.at), true
 		}
@@ -279,13 +282,21 @@ func (rec *podRecord) tokenRefresh(key tokenKey) (time.Time, bool) {
 }
 
 func (rec *podRecord) setTokenRefresh(key tokenKey, at time.Time) {
-	for i := range rec.tokens {
-		if rec.tokens[i].key == key {
-			rec.tokens[i].at = at.UnixNano()
+	switch {
+	case !rec.hasToken:
+		rec.token, rec.hasToken = tokenRefresh{key: key, at: at.UnixNano()}, true
+		return
+	case rec.token.key == key:
+		rec.token.at = at.UnixNano()
+		return
+	}
+	for i := range rec.moreTokens {
+		if rec.moreTokens[i].key == key {
+			rec.moreTokens[i].at = at.UnixNano()
 			return
 		}
 	}
-	rec.tokens = append(rec.tokens, tokenRefresh{key: key, at: at.UnixNano()})
+	rec.moreTokens = append(rec.moreTokens, tokenRefresh{key: key, at: at.UnixNano()})
 }
 
 // project adds the keys of a Secret volume to files: all keys, or the
