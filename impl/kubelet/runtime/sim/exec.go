@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 
@@ -20,7 +21,7 @@ import (
 type shell struct {
 	files  *map[string]string // the container's own files, made at the first write
 	env    []*runtimeapi.KeyValue
-	mounts []mount
+	mounts *mountList
 	podUID string // the container's pod UID label (see mount)
 }
 
@@ -47,22 +48,50 @@ func (m *mount) hostPath(podUID string) string {
 	return m.hostPrefix + podUID + m.hostRest
 }
 
+// mountList is a container's mounts. Most containers have one (the
+// service account token's volume), so the first is kept in the list
+// itself, in the container's record, and only further ones in a slice:
+// one heap object less per container than a slice of all.
+type mountList struct {
+	first mount
+	more  []mount // the second and later
+	n     int     // how many in all
+}
+
+// all yields the mounts in order.
+func (ms *mountList) all() iter.Seq[*mount] {
+	return func(yield func(*mount) bool) {
+		if ms.n == 0 || !yield(&ms.first) {
+			return
+		}
+		for i := range ms.more {
+			if !yield(&ms.more[i]) {
+				return
+			}
+		}
+	}
+}
+
 // mountsOf keeps the paths of the kubelet's mounts of a container of the
 // pod podUID.
-func mountsOf(ms []*runtimeapi.Mount, podUID string) []mount {
-	if len(ms) == 0 {
-		return nil
+func mountsOf(ms []*runtimeapi.Mount, podUID string) mountList {
+	out := mountList{n: len(ms)}
+	if len(ms) > 1 {
+		out.more = make([]mount, len(ms)-1)
 	}
-	out := make([]mount, len(ms))
 	for i, m := range ms {
-		out[i] = mount{containerPath: m.ContainerPath, hostPrefix: m.HostPath}
-		if podUID == "" {
-			continue
+		k := mount{containerPath: m.ContainerPath, hostPrefix: m.HostPath}
+		if podUID != "" {
+			if j := strings.Index(m.HostPath, "/"+podUID+"/"); j >= 0 {
+				k.hostPrefix = shared.str(m.HostPath[:j+1])
+				k.hostRest = strings.Clone(m.HostPath[j+1+len(podUID):])
+				k.splitAtUID = true
+			}
 		}
-		if j := strings.Index(m.HostPath, "/"+podUID+"/"); j >= 0 {
-			out[i].hostPrefix = shared.str(m.HostPath[:j+1])
-			out[i].hostRest = strings.Clone(m.HostPath[j+1+len(podUID):])
-			out[i].splitAtUID = true
+		if i == 0 {
+			out.first = k
+		} else {
+			out.more[i-1] = k
 		}
 	}
 	return out
@@ -94,7 +123,7 @@ func (sh *shell) read(path string) (string, bool) {
 	if c, ok := sh.own()[path]; ok {
 		return c, true
 	}
-	for _, m := range sh.mounts {
+	for m := range sh.mounts.all() {
 		mp := strings.TrimSuffix(m.containerPath, "/")
 		if path == mp || strings.HasPrefix(path, mp+"/") {
 			b, err := os.ReadFile(filepath.Join(m.hostPath(sh.podUID), strings.TrimPrefix(path, mp)))
@@ -112,7 +141,7 @@ func (sh *shell) exists(path string) bool {
 	if _, ok := sh.own()[path]; ok {
 		return true
 	}
-	for _, m := range sh.mounts {
+	for m := range sh.mounts.all() {
 		mp := strings.TrimSuffix(m.containerPath, "/")
 		if path == mp || strings.HasPrefix(path, mp+"/") {
 			if _, err := os.Stat(filepath.Join(m.hostPath(sh.podUID), strings.TrimPrefix(path, mp))); err == nil {

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -85,11 +87,11 @@ func TestContainerMetaShared(t *testing.T) {
 // A kubelet volume's host path is kept around the pod's UID (the part
 // before it shared); other host paths whole; both read back unchanged.
 func TestMountsKeepHostPathsAroundThePodUID(t *testing.T) {
-	ms := mountsOf([]*runtimeapi.Mount{
+	ms := mountSlice(mountsOf([]*runtimeapi.Mount{
 		{ContainerPath: "/var/run/secrets", HostPath: "/var/lib/kubelet/pods/u-1/volumes/kubernetes.io~projected/kube-api-access-abcde"},
 		{ContainerPath: "/data", HostPath: "/srv/data"},
-	}, "u-1")
-	other := mountsOf([]*runtimeapi.Mount{{ContainerPath: "/x", HostPath: "/var/lib/kubelet/pods/u-2/volumes/kubernetes.io~empty-dir/x"}}, "u-2")
+	}, "u-1"))
+	other := mountSlice(mountsOf([]*runtimeapi.Mount{{ContainerPath: "/x", HostPath: "/var/lib/kubelet/pods/u-2/volumes/kubernetes.io~empty-dir/x"}}, "u-2"))
 	if got := ms[0].hostPath("u-1"); got != "/var/lib/kubelet/pods/u-1/volumes/kubernetes.io~projected/kube-api-access-abcde" || !ms[0].splitAtUID {
 		t.Errorf("kubelet volume host path %q (split %v)", got, ms[0].splitAtUID)
 	}
@@ -99,7 +101,40 @@ func TestMountsKeepHostPathsAroundThePodUID(t *testing.T) {
 	if other[0].hostPath("u-2") != "/var/lib/kubelet/pods/u-2/volumes/kubernetes.io~empty-dir/x" || unsafe.StringData(other[0].hostPrefix) != unsafe.StringData(ms[0].hostPrefix) {
 		t.Errorf("the pods directory is not shared: %q %q", other[0].hostPrefix, ms[0].hostPrefix)
 	}
-	if m := mountsOf([]*runtimeapi.Mount{{ContainerPath: "/y", HostPath: "/pods/u-10/y"}}, "u-1"); m[0].splitAtUID || m[0].hostPath("u-1") != "/pods/u-10/y" {
+	if m := mountSlice(mountsOf([]*runtimeapi.Mount{{ContainerPath: "/y", HostPath: "/pods/u-10/y"}}, "u-1")); m[0].splitAtUID || m[0].hostPath("u-1") != "/pods/u-10/y" {
 		t.Errorf("split at another pod's UID: %+v", m[0])
+	}
+}
+
+// mountSlice is every mount of ms, in order.
+func mountSlice(ms mountList) []*mount { return slices.Collect(ms.all()) }
+
+// A container's mounts, the first kept inline and the rest in a slice,
+// come back all, in the order given, for none, one and several; a loop
+// that stops early stops.
+func TestMountListKeepsEveryMountInOrder(t *testing.T) {
+	for n := range 5 {
+		var in []*runtimeapi.Mount
+		for i := range n {
+			in = append(in, &runtimeapi.Mount{ContainerPath: fmt.Sprintf("/m%d", i), HostPath: fmt.Sprintf("/h%d", i)})
+		}
+		ms := mountsOf(in, "u-1")
+		got := mountSlice(ms)
+		if len(got) != n || ms.n != n {
+			t.Fatalf("%d mounts: got %d (n %d)", n, len(got), ms.n)
+		}
+		for i, m := range got {
+			if m.containerPath != in[i].ContainerPath || m.hostPath("u-1") != in[i].HostPath {
+				t.Errorf("%d mounts: mount %d is %+v, want %v", n, i, *m, in[i])
+			}
+		}
+		seen := 0
+		for range ms.all() {
+			seen++
+			break
+		}
+		if seen != min(n, 1) {
+			t.Errorf("%d mounts: a loop that breaks at once saw %d", n, seen)
+		}
 	}
 }

@@ -148,7 +148,7 @@ type container struct {
 	stdinOnce            bool
 	createdAt, startedAt int64 // Unix nanoseconds; 0: not yet
 	env                  []*runtimeapi.KeyValue
-	mounts               []mount
+	mounts               mountList
 	security             *runtimeapi.LinuxContainerSecurityContext
 	// more is what a running container of a workload mostly never has
 	// (nil until it has some): kept apart, the record of every running
@@ -191,7 +191,7 @@ func (c *container) shell() (sh *shell, done func()) {
 	if c.more != nil {
 		files = &c.more.files
 	}
-	sh = &shell{files: files, env: c.env, mounts: c.mounts, podUID: c.labels.podUID}
+	sh = &shell{files: files, env: c.env, mounts: &c.mounts, podUID: c.labels.podUID}
 	return sh, func() {
 		if c.more == nil && sh.files != nil && *sh.files != nil {
 			c.set().files = *sh.files
