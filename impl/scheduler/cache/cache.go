@@ -43,6 +43,9 @@ type nodeInfoListItem struct {
 
 type podState struct {
 	pod *v1.Pod
+	// info is the pod's PodInfo on its node's NodeInfo, by which it is
+	// removed (found by pointer, not by reading every pod's UID there).
+	info *fw.PodInfo
 	// deadline is set when the binding of an assumed pod finished.
 	deadline        *time.Time
 	bindingFinished bool
@@ -145,19 +148,21 @@ func (c *Cache) item(name string) *nodeInfoListItem {
 
 func (c *Cache) addPodLocked(pod *v1.Pod, assumed bool) {
 	item := c.item(pod.Spec.NodeName)
-	item.info.AddPodInfo(fw.NewPodInfo(pod))
-	c.podStates[pod.UID] = &podState{pod: pod}
+	pi := fw.NewPodInfo(pod)
+	item.info.AddPodInfo(pi)
+	c.podStates[pod.UID] = &podState{pod: pod, info: pi}
 	if assumed {
 		c.assumed[pod.UID] = true
 	}
 }
 
-func (c *Cache) removePodLocked(pod *v1.Pod) error {
+func (c *Cache) removePodLocked(ps *podState) error {
+	pod := ps.pod
 	item, ok := c.nodes[pod.Spec.NodeName]
 	if !ok {
 		return fmt.Errorf("removing pod %s/%s: node %q not in cache", pod.Namespace, pod.Name, pod.Spec.NodeName)
 	}
-	if err := item.info.RemovePod(pod); err != nil {
+	if err := item.info.RemovePodInfo(ps.info); err != nil {
 		return err
 	}
 	if len(item.info.Pods) == 0 && item.info.Node() == nil {
@@ -218,7 +223,7 @@ func (c *Cache) ForgetPod(pod *v1.Pod) error {
 	if ps.pod.Spec.NodeName != pod.Spec.NodeName {
 		return fmt.Errorf("forgetting pod %s/%s: assumed on node %q, not %q", pod.Namespace, pod.Name, ps.pod.Spec.NodeName, pod.Spec.NodeName)
 	}
-	return c.removePodLocked(ps.pod)
+	return c.removePodLocked(ps)
 }
 
 // AddPod records a pod observed bound to a node, confirming an assumption
@@ -229,14 +234,14 @@ func (c *Cache) AddPod(pod *v1.Pod) error {
 	ps, ok := c.podStates[pod.UID]
 	switch {
 	case ok && c.assumed[pod.UID]:
-		if err := c.removePodLocked(ps.pod); err != nil {
+		if err := c.removePodLocked(ps); err != nil {
 			return err
 		}
 		c.addPodLocked(pod, false)
 	case ok:
 		// Added twice (e.g. after the expiry of an assumption re-added
 		// it): treat as an update.
-		if err := c.removePodLocked(ps.pod); err != nil {
+		if err := c.removePodLocked(ps); err != nil {
 			return err
 		}
 		c.addPodLocked(pod, false)
@@ -257,13 +262,13 @@ func (c *Cache) UpdatePod(oldPod, newPod *v1.Pod) error {
 	}
 	if c.assumed[oldPod.UID] {
 		// An update before the add: the informer saw the bound pod.
-		if err := c.removePodLocked(ps.pod); err != nil {
+		if err := c.removePodLocked(ps); err != nil {
 			return err
 		}
 		c.addPodLocked(newPod, false)
 		return nil
 	}
-	if err := c.removePodLocked(ps.pod); err != nil {
+	if err := c.removePodLocked(ps); err != nil {
 		return err
 	}
 	c.addPodLocked(newPod, false)
@@ -278,7 +283,7 @@ func (c *Cache) RemovePod(pod *v1.Pod) error {
 	if !ok {
 		return nil
 	}
-	return c.removePodLocked(ps.pod)
+	return c.removePodLocked(ps)
 }
 
 // IsAssumedPod reports whether the pod is assumed and not yet confirmed.
@@ -371,7 +376,7 @@ func (c *Cache) CleanupExpiredAssumedPods() {
 		if ps == nil || !ps.bindingFinished || ps.deadline == nil || now.Before(*ps.deadline) {
 			continue
 		}
-		_ = c.removePodLocked(ps.pod)
+		_ = c.removePodLocked(ps)
 	}
 }
 

@@ -387,6 +387,38 @@ func (n *NodeInfo) RemovePod(pod *v1.Pod) error {
 	return fmt.Errorf("no pod %s/%s (uid %s) on node %q", pod.Namespace, pod.Name, pod.UID, n.Name())
 }
 
+// RemovePodInfo removes pi, a PodInfo added to this NodeInfo (or to the
+// one it was cloned from), found by pointer: the cache, which keeps each
+// pod's PodInfo, removes a pod without reading the UID of every pod on the
+// node (a cache miss each, tens per node).
+func (n *NodeInfo) RemovePodInfo(pi *PodInfo) error {
+	n.PodsWithAffinity = removeInfoFromSlice(n.PodsWithAffinity, pi)
+	n.PodsWithRequiredAntiAffinity = removeInfoFromSlice(n.PodsWithRequiredAntiAffinity, pi)
+	for i, p := range n.Pods {
+		if p == pi {
+			last := len(n.Pods) - 1
+			n.Pods[i] = n.Pods[last]
+			n.Pods[last] = nil
+			n.Pods = n.Pods[:last]
+			n.update(pi, -1)
+			return nil
+		}
+	}
+	return fmt.Errorf("no pod %s/%s (uid %s) on node %q", pi.Pod.Namespace, pi.Pod.Name, pi.Pod.UID, n.Name())
+}
+
+func removeInfoFromSlice(s []*PodInfo, pi *PodInfo) []*PodInfo {
+	for i, p := range s {
+		if p == pi {
+			last := len(s) - 1
+			s[i] = s[last]
+			s[last] = nil
+			return s[:last]
+		}
+	}
+	return s
+}
+
 func removeFromSlice(s []*PodInfo, uid types.UID) []*PodInfo {
 	for i, pi := range s {
 		if pi.Pod.UID == uid {

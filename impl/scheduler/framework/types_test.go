@@ -75,3 +75,34 @@ func TestNodeInfoFactsFollowItsNode(t *testing.T) {
 		t.Fatalf("after RemoveNode: name %q unschedulable %v taints %+v", ni.Name(), ni.Unschedulable(), ni.Taints())
 	}
 }
+
+// RemovePodInfo removes the very PodInfo added, with its requests, ports
+// and affinity-list entries, and leaves the others; an absent one is an
+// error.
+func TestRemovePodInfoUndoesItsAdd(t *testing.T) {
+	affinity := &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, TopologyKey: "kubernetes.io/hostname"}}}}
+	a := NewPodInfo(podRequesting("a", "1", nil, affinity))
+	a.Pod.UID = "ua"
+	a.Pod.Spec.Containers[0].Ports = []v1.ContainerPort{{HostPort: 80, ContainerPort: 80}}
+	b := NewPodInfo(podRequesting("b", "2", nil, nil))
+	b.Pod.UID = "ub"
+	ni := NewNodeInfo()
+	ni.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}})
+	ni.AddPodInfo(a)
+	ni.AddPodInfo(b)
+	if err := ni.RemovePodInfo(a); err != nil {
+		t.Fatal(err)
+	}
+	if len(ni.Pods) != 1 || ni.Pods[0] != b || ni.Requested.MilliCPU != 2000 ||
+		len(ni.PodsWithAffinity) != 0 || len(ni.PodsWithRequiredAntiAffinity) != 0 || ni.UsedPorts.CheckConflict("", "TCP", 80) {
+		t.Errorf("after removing a: pods %d, cpu %dm, with affinity %d / %d, port 80 used %v",
+			len(ni.Pods), ni.Requested.MilliCPU, len(ni.PodsWithAffinity), len(ni.PodsWithRequiredAntiAffinity), ni.UsedPorts.CheckConflict("", "TCP", 80))
+	}
+	if err := ni.RemovePodInfo(a); err == nil {
+		t.Error("removing a twice succeeded")
+	}
+	if err := ni.RemovePodInfo(NewPodInfo(b.Pod)); err == nil {
+		t.Error("removing another PodInfo of b's pod succeeded: removal is by the PodInfo added")
+	}
+}
