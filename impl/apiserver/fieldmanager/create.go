@@ -32,9 +32,14 @@ type createPath struct {
 	apiVersion fieldpath.APIVersion // the kind's group/version
 	kind       schema.GroupVersionKind
 	direct     *directFields // the set without structured-merge-diff's walks, or nil
-	shapes     sync.Map      // the direct road's FieldsV1 per shape (string -> []byte, nil: none)
-	nshapes    atomic.Int32
-	shapeUse   shapeUse // whether looking shapes up pays for this kind
+	// shapes holds the direct road's FieldsV1 per shape (nil: none): a
+	// map under a lock rather than a sync.Map, so that a lookup by the
+	// shape's bytes copies nothing (a sync.Map key is boxed: a copy of
+	// the shape per create).
+	shapesMu sync.RWMutex
+	shapes   map[string][]byte
+	nshapes  atomic.Int32
+	shapeUse shapeUse // whether looking shapes up pays for this kind
 }
 
 // shapeUse decides whether a kind's creates look their shape up: only
@@ -178,18 +183,27 @@ func (c *createPath) fieldsJSON(obj runtime.Object, tc managedfields.TypeConvert
 		defer shapeBuffers.Put(buf)
 		if shape, ok := c.direct.shape(reflect.ValueOf(obj), *buf); ok {
 			*buf = shape[:0]
-			kept, hit := c.shapes.Load(string(shape))
+			c.shapesMu.RLock()
+			kept, hit := c.shapes[string(shape)]
+			c.shapesMu.RUnlock()
 			setAside := c.shapeUse.looked(hit)
 			if setAside {
-				c.shapes.Clear()
+				c.shapesMu.Lock()
+				clear(c.shapes)
 				c.nshapes.Store(0)
+				c.shapesMu.Unlock()
 			}
 			if hit {
-				return bytes.Clone(kept.([]byte)), true
+				return bytes.Clone(kept), true
 			}
 			raw, ok := c.toJSON(c.fieldsOf(obj, tc))
 			if ok && !setAside && len(shape) <= maxShapeLen && c.nshapes.Add(1) <= maxShapes {
-				c.shapes.Store(string(shape), bytes.Clone(raw))
+				c.shapesMu.Lock()
+				if c.shapes == nil {
+					c.shapes = map[string][]byte{}
+				}
+				c.shapes[string(shape)] = bytes.Clone(raw)
+				c.shapesMu.Unlock()
 			}
 			return raw, ok
 		}

@@ -586,10 +586,11 @@ func TestShapesSetAsideWhenTheyDoNotPay(t *testing.T) {
 	if n := m.create.nshapes.Load(); n != 0 || m.create.shapeUse.resting.Load() != shapeRest {
 		t.Fatalf("after a window without hits: %d forms kept, resting %d", n, m.create.shapeUse.resting.Load())
 	}
-	empty := true
-	m.create.shapes.Range(func(any, any) bool { empty = false; return false })
-	if !empty {
-		t.Fatal("forms still kept")
+	m.create.shapesMu.RLock()
+	kept := len(m.create.shapes)
+	m.create.shapesMu.RUnlock()
+	if kept != 0 {
+		t.Fatalf("%d forms still kept", kept)
 	}
 	create(shapeWindow + 1)
 	if n := m.create.nshapes.Load(); n != 0 || m.create.shapeUse.resting.Load() != shapeRest-1 {
