@@ -23,6 +23,7 @@ import (
 
 	"github.com/google/btree"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -203,16 +204,16 @@ func (c *Cacher) Stop() {
 	})
 }
 
-// keyOf is the storage key of obj.
-func (c *Cacher) keyOf(obj runtime.Object) (string, error) {
+// keyOf is the storage key of obj, and obj's metadata.
+func (c *Cacher) keyOf(obj runtime.Object) (string, metav1.Object, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if c.res.Namespaced {
-		return c.res.ResourcePrefix + "/" + m.GetNamespace() + "/" + m.GetName(), nil
+		return c.res.ResourcePrefix + "/" + m.GetNamespace() + "/" + m.GetName(), m, nil
 	}
-	return c.res.ResourcePrefix + "/" + m.GetName(), nil
+	return c.res.ResourcePrefix + "/" + m.GetName(), m, nil
 }
 
 // newCached wraps obj, which etcd just gave the reflector, for the cache.
@@ -221,21 +222,34 @@ func (c *Cacher) keyOf(obj runtime.Object) (string, error) {
 // Only the reflector's goroutine calls it: the one that changes c.items,
 // so it reads them without c.mu (a relist too: c.items stays the
 // previous state until the new one replaces it).
+//
+// Every cached object costs the collector its heap objects in each cycle,
+// so the wrapper adds as few as it can: a new version keeps the key
+// string of the version it replaces, the object's name is the end of that
+// key (the decode's own copy of the name goes), and the wrapper and its
+// field list are one allocation (newCachedObject).
 func (c *Cacher) newCached(obj runtime.Object) (*cachedObject, error) {
-	key, err := c.keyOf(obj)
+	key, m, err := c.keyOf(obj)
 	if err != nil {
 		return nil, err
 	}
 	var priorObj runtime.Object
 	if old := c.cachedLocked(key); old != nil {
 		priorObj = old.obj
+		key = old.key // equal: one copy for all versions of the key
 	}
 	c.intern.object(obj, priorObj)
+	if name := m.GetName(); strings.HasSuffix(key, name) {
+		m.SetName(key[len(key)-len(name):])
+	}
 	l, f, err := c.getAttrs(obj)
 	if err != nil {
 		return nil, err
 	}
-	return &cachedObject{key: key, obj: obj, labels: l, fields: newFieldList(f)}, nil
+	co := newCachedObject(2 * len(f))
+	co.key, co.obj, co.labels = key, obj, l
+	co.fields = appendFields(co.fields, f)
+	return co, nil
 }
 
 // reflect keeps the cache in sync with etcd: list, then watch from the

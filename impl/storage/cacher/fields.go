@@ -23,17 +23,54 @@ func newFieldList(set fields.Set) fieldList {
 	if len(set) == 0 {
 		return nil
 	}
+	return appendFields(make(fieldList, 0, 2*len(set)), set)
+}
+
+// appendFields appends set to f, keys and values alternating in key order.
+func appendFields(f fieldList, set fields.Set) fieldList {
 	var kb [16]string // a pod's fields fit: no allocation for the keys
 	keys := kb[:0]
 	for k := range set {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	out := make(fieldList, 0, 2*len(keys))
 	for _, k := range keys {
-		out = append(out, k, set[k])
+		f = append(f, k, set[k])
 	}
-	return out
+	return f
+}
+
+// Field lists that fit are allocated with their cachedObject, as one heap
+// object (newCachedObject): metadata.name and metadata.namespace are most
+// kinds' fields, a pod has ten.
+const (
+	smallFields = 2 * 2
+	podFields   = 2 * 10
+)
+
+// newCachedObject returns an empty cachedObject whose fields have room for
+// n strings, in the same allocation as the wrapper when n is at most
+// podFields.
+func newCachedObject(n int) *cachedObject {
+	switch {
+	case n == 0:
+		return new(cachedObject)
+	case n <= smallFields:
+		b := new(struct {
+			co  cachedObject
+			buf [smallFields]string
+		})
+		b.co.fields = b.buf[:0:n]
+		return &b.co
+	case n <= podFields:
+		b := new(struct {
+			co  cachedObject
+			buf [podFields]string
+		})
+		b.co.fields = b.buf[:0:n]
+		return &b.co
+	}
+	return &cachedObject{fields: make(fieldList, 0, n)}
 }
 
 // Has reports whether the object has the field.

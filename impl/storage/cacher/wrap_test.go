@@ -1,0 +1,100 @@
+package cacher
+
+import (
+	"fmt"
+	"testing"
+	"unsafe"
+
+	"github.com/google/btree"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubeproof/kubeproof/impl/storage"
+)
+
+// wrapCacher is a Cacher with what newCached reads, its objects' fields
+// given by attrs.
+func wrapCacher(attrs func(*corev1.Pod) fields.Set) *Cacher {
+	return &Cacher{
+		res: storage.ResourceConfig{ResourcePrefix: "/pods", Namespaced: true},
+		getAttrs: func(obj runtime.Object) (labels.Set, fields.Set, error) {
+			p := obj.(*corev1.Pod)
+			return p.Labels, attrs(p), nil
+		},
+		intern: newInterner(),
+		items:  btree.NewG(32, lessKey),
+	}
+}
+
+// withFields returns n selectable fields of p, metadata.name and
+// metadata.namespace first.
+func withFields(n int) func(*corev1.Pod) fields.Set {
+	return func(p *corev1.Pod) fields.Set {
+		set := fields.Set{}
+		for i := 0; len(set) < n; i++ {
+			switch i {
+			case 0:
+				set["metadata.name"] = p.Name
+			case 1:
+				set["metadata.namespace"] = p.Namespace
+			default:
+				set[fmt.Sprintf("spec.field%02d", i)] = fmt.Sprint(i)
+			}
+		}
+		return set
+	}
+}
+
+// A cached object is the decoded one, unchanged in value, with its key
+// and every selectable field; its name is the end of its key, and a new
+// version of the key keeps the key (and so the name) of the one it
+// replaces. Field lists of every size, in the wrapper's allocation or not.
+func TestNewCachedKeepsValuesAndOneKey(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 3, 10, 11, 16} {
+		attrs := withFields(n)
+		c := wrapCacher(attrs)
+		a := decodedPod(t, "web-0", "uid-a", "node-1")
+		want := a.DeepCopy()
+		co, err := c.newCached(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if co.key != "/pods/ns/web-0" || co.obj != runtime.Object(a) {
+			t.Fatalf("%d fields: key %q, object %p, want /pods/ns/web-0 and %p", n, co.key, co.obj, a)
+		}
+		if !apiequality.Semantic.DeepEqual(a, want) {
+			t.Errorf("%d fields: wrapping changed the pod: %+v, want %+v", n, a, want)
+		}
+		if unsafe.StringData(a.Name) != unsafe.StringData(co.key[len(co.key)-len(a.Name):]) {
+			t.Errorf("%d fields: the name is a copy of its own, not the end of the key", n)
+		}
+		set := attrs(want)
+		if len(co.fields) != 2*len(set) {
+			t.Errorf("%d fields: field list %q", n, co.fields)
+		}
+		for k, v := range set {
+			if !co.fields.Has(k) || co.fields.Get(k) != v {
+				t.Errorf("%d fields: field %s = %q (%v), want %q", n, k, co.fields.Get(k), co.fields.Has(k), v)
+			}
+		}
+		c.items.ReplaceOrInsert(co)
+
+		a2 := decodedPod(t, "web-0", "uid-a", "node-2")
+		co2, err := c.newCached(a2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if unsafe.StringData(co2.key) != unsafe.StringData(co.key) || unsafe.StringData(a2.Name) != unsafe.StringData(a.Name) {
+			t.Errorf("%d fields: a new version has a key or name of its own", n)
+		}
+		if a2.Name != "web-0" || a2.Spec.NodeName != "node-2" {
+			t.Errorf("%d fields: new version %s on %s, want web-0 on node-2", n, a2.Name, a2.Spec.NodeName)
+		}
+		if co2.fields.Get("metadata.name") != "" && co2.fields.Get("metadata.name") != "web-0" {
+			t.Errorf("%d fields: new version's name field %q", n, co2.fields.Get("metadata.name"))
+		}
+	}
+}
