@@ -97,10 +97,18 @@ func checkPodIndex(t interface{ Fatalf(string, ...any) }, r *Runtime) {
 	}
 	got := map[string]bool{}
 	for pod, objs := range r.byPod {
-		if len(objs) == 0 {
+		if objs.n == 0 {
 			t.Fatalf("pod %q: an empty index entry", pod)
 		}
-		for _, o := range objs {
+		if want := max(0, objs.n-len(objs.first)); len(objs.more) != want {
+			t.Fatalf("pod %q: %d records, %d of them in the slice, want %d", pod, objs.n, len(objs.more), want)
+		}
+		for i := objs.n; i < len(objs.first); i++ {
+			if objs.first[i] != (podObject{}) {
+				t.Fatalf("pod %q: %d records, and a stale one at %d", pod, objs.n, i)
+			}
+		}
+		for o := range objs.all() {
 			var key string
 			switch {
 			case o.s != nil && o.c == nil:

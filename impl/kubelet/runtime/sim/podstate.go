@@ -30,7 +30,7 @@ func (r *Runtime) PodState(ctx context.Context, podUID string) (*podstate.Pod, e
 	var sbBuf [4]*sandbox
 	var cBuf [8]*container
 	sbs, cs := sbBuf[:0], cBuf[:0]
-	for _, o := range r.byPod[podUID] {
+	for o := range r.byPod[podUID].all() {
 		if o.s != nil {
 			sbs = append(sbs, o.s)
 		} else {
