@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	goruntime "runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -39,10 +40,13 @@ func TestShareLastStatusOnceTheSourceHasTheWrittenVersion(t *testing.T) {
 	if rec.lastStatus != &written {
 		t.Fatal("shared with an older version of the pod")
 	}
-	src := &v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "5"}, Status: *written.DeepCopy()}
+	src := &v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: strings.Clone("5")}, Status: *written.DeepCopy()} // a decode's own copy
 	shareLastStatus(rec, src)
 	if rec.lastStatus != &src.Status {
 		t.Fatal("lastStatus is not the source pod's status")
+	}
+	if rec.lastStatusRV != "5" || unsafe.StringData(rec.lastStatusRV) != unsafe.StringData(src.ResourceVersion) {
+		t.Errorf("lastStatusRV %q is not the source pod's copy of 5", rec.lastStatusRV)
 	}
 	if rec.lastStatus.Phase != v1.PodRunning {
 		t.Errorf("status content changed: %+v", rec.lastStatus)

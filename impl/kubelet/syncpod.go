@@ -287,13 +287,15 @@ func (k *Kubelet) writeStatus(ctx context.Context, rec *podRecord, pod *v1.Pod, 
 // shareLastStatus points rec.lastStatus at pod's status once the pod
 // source delivers the very version the last write produced, so the kubelet
 // keeps one copy of a pod's status instead of two (the source's and the
-// write's). The source's pods are read-only; until the next write the
+// write's). It takes the pod's copy of the equal resourceVersion too: the
+// write's answer is then garbage as a whole, not held on to for one
+// string. The source's pods are read-only; until the next write the
 // record holds on to that version of the pod even if a newer one arrives.
 func shareLastStatus(rec *podRecord, pod *v1.Pod) {
 	if rec.lastStatus == nil || rec.lastStatusRV == "" || pod.ResourceVersion != rec.lastStatusRV || rec.lastStatus == &pod.Status {
 		return
 	}
-	rec.lastStatus = &pod.Status
+	rec.lastStatus, rec.lastStatusRV = &pod.Status, pod.ResourceVersion
 }
 
 // finalDelete removes a fully stopped, deleted pod from the API: grace 0
