@@ -1,6 +1,7 @@
 package fieldmanager
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -109,12 +110,28 @@ func readJSON(b testing.TB, name string, obj any) {
 	}
 }
 
+// compactFields gives each entry's FieldsV1 the compact form the server
+// stores (the testdata files are indented).
+func compactFields(b testing.TB, entries []metav1.ManagedFieldsEntry) {
+	b.Helper()
+	for i := range entries {
+		if f := entries[i].FieldsV1; f != nil {
+			var c bytes.Buffer
+			if err := json.Compact(&c, f.Raw); err != nil {
+				b.Fatal(err)
+			}
+			f.Raw = c.Bytes()
+		}
+	}
+}
+
 // kubeletStatusWrite is the first pods/status write of a simulated
 // kubelet: live is the bound pod (Pending, PodScheduled, managed by its
 // creator only), obj the Running pod the kubelet sends.
 func kubeletStatusWrite(b testing.TB) (live, obj *corev1.Pod) {
 	running := &corev1.Pod{}
 	readJSON(b, "pod-running.json", running)
+	compactFields(b, running.ManagedFields)
 	live = running.DeepCopy()
 	live.ManagedFields = live.ManagedFields[:1]
 	live.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: running.Status.QOSClass,

@@ -14,13 +14,16 @@
 // 409 Conflict listing them, unless forced, which transfers ownership.
 // Fields an applier stops applying are removed when no one else owns them.
 //
-// The results are apimachinery's; three roads only make them cheaper: a
+// The results are apimachinery's; four roads only make them cheaper: a
 // create's fields come straight from the Go object (createPath,
 // directFields), an update that changes only scalar fields its writer
 // alone owns keeps the entries as they are but for the writer's time
-// (ownedUpdate), and any other update hands structured-merge-diff the two
-// objects without what they share (equalPruner). Each is tested against
-// the full field manager on random objects of every served kind.
+// (ownedUpdate), other updates hand structured-merge-diff the two objects
+// without what they share (equalPruner) and, where apimachinery's steps
+// around it are no-ops, keep the sets of the entries decoded and the
+// bytes of the entries the update leaves alone (keptEntriesUpdate). Each
+// is tested against the full field manager on random objects of every
+// served kind.
 package fieldmanager
 
 import (
@@ -65,9 +68,10 @@ type Manager struct {
 	fm     *managedfields.FieldManager
 	kind   schema.GroupVersionKind
 	tc     managedfields.TypeConverter
-	create *createPath  // nil when creates take the full manager
-	prune  *equalPruner // nil when updates take the full objects
-	owned  *ownedUpdate // nil when updates always take the field manager
+	create *createPath        // nil when creates take the full manager
+	prune  *equalPruner       // nil when updates take the full objects
+	owned  *ownedUpdate       // nil when updates always take the field manager
+	kept   *keptEntriesUpdate // nil when updates always take the field manager
 	// pruned holds field managers for pruned updates, each over its own
 	// prunedConverter (building one allocates more than an update).
 	pruned sync.Pool
@@ -99,6 +103,7 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m := &Manager{fm: fm, kind: cfg.Kind, tc: cfg.TypeConverter, create: newCreatePath(cfg, reset), prune: newEqualPruner(cfg)}
 	m.owned = newOwnedUpdate(cfg, m.prune)
+	m.kept = newKeptEntriesUpdate(cfg, m.prune, reset)
 	if m.prune != nil {
 		m.pruned.New = func() any {
 			conv := &prunedConverter{ObjectConvertor: cfg.Scheme, p: m.prune}
@@ -133,6 +138,9 @@ func (m *Manager) Update(live, obj runtime.Object, manager string) runtime.Objec
 		return m.create.update(obj, m.tc, manager)
 	}
 	if out, ok := m.owned.update(live, obj, manager, m.tc); ok {
+		return out
+	}
+	if out, ok := m.kept.update(live, obj, manager, m.tc); ok {
 		return out
 	}
 	if m.prune.applies(live, obj) {
