@@ -285,3 +285,25 @@ func TestKeptEntriesUpdatesConcurrently(t *testing.T) {
 		t.Fatal(e)
 	}
 }
+
+// A kubelet's node heartbeat (its nodes/status write every 10 s) takes the
+// kept road and records what the full field manager records.
+func TestNodeHeartbeatTakesKeptRoad(t *testing.T) {
+	kind := corev1.SchemeGroupVersion.WithKind("Node")
+	main, st := managerFor(t, kind, "", "status"), managerFor(t, kind, "status", "spec")
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	live, status := kubeletNode(t, main, t0)
+	for i := range 3 {
+		obj := live.DeepCopy()
+		obj.Status = status(&live.Status, t0.Add(time.Duration(i)*10*time.Second))
+		want := st.fm.UpdateNoErrors(live.DeepCopy(), obj.DeepCopy(), "kubeproof-kubelet")
+		got, ok := st.kept.update(live, obj.DeepCopy(), "kubeproof-kubelet", st.tc)
+		if !ok {
+			t.Fatalf("write %d did not take the kept road", i)
+		}
+		if g, w := timeless(t, got), timeless(t, want); !reflect.DeepEqual(g, w) {
+			t.Fatalf("write %d: got %v, want %v", i, entryStrings(g), entryStrings(w))
+		}
+		live = got.(*corev1.Node)
+	}
+}
