@@ -2,7 +2,6 @@ package fieldmanager
 
 import (
 	"bytes"
-	"errors"
 	"reflect"
 	"strconv"
 	"sync"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
-	"sigs.k8s.io/structured-merge-diff/v6/merge"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 )
 
@@ -29,12 +27,14 @@ import (
 //     (keyed by its bytes; the watch cache shares equal entries, and the
 //     pods of one template record equal ones), with whether encoding the
 //     set gives the bytes back;
-//   - the sets go to structured-merge-diff's Updater under the kind's
-//     version and the endpoint's reset fields, as apimachinery's
-//     structuredMergeManager hands them; the writer's new fields come back
-//     under a name of their own, lose the object metadata no entry records
-//     (stripMeta), join the writer's previous entry and stamp it with the
-//     current time (managedFieldsUpdater);
+//   - the sets are updated as structured-merge-diff's Updater.Update does
+//     for apimachinery's structuredMergeManager (updateSets): each set
+//     reconciled with the schema (which reads only the schema and the set,
+//     so the result is kept with the decoded set), the pruned objects
+//     compared, the endpoint's reset fields filtered out; the writer's new
+//     fields lose the object metadata no entry records (stripMeta), join
+//     the writer's previous entry and stamp it with the current time
+//     (managedFieldsUpdater);
 //   - an entry whose set comes back equal, and whose bytes are what its set
 //     encodes to, keeps its bytes; the others are encoded.
 //
@@ -53,7 +53,8 @@ type keptEntriesUpdate struct {
 	p           *equalPruner
 	apiVersion  fieldpath.APIVersion
 	subresource string
-	updater     merge.Updater
+	reset       fieldpath.Filter  // the endpoint's reset fields, or nil
+	empty       *typed.TypedValue // the kind's empty object, for reconciling
 	now         func() time.Time
 	copies      sync.Pool // *pruneCopies
 
@@ -62,11 +63,13 @@ type keptEntriesUpdate struct {
 	setBytes int                      // the keys' bytes, at most maxKeptSetBytes
 }
 
-// decodedFields is an entry's FieldsV1 decoded: its set, and whether
-// encoding the set gives the same bytes back.
+// decodedFields is an entry's FieldsV1 decoded: its set, whether encoding
+// the set gives the same bytes back, and the set reconciled with the
+// kind's schema (the set itself when that changes nothing).
 type decodedFields struct {
-	set       *fieldpath.Set
-	canonical bool
+	set        *fieldpath.Set
+	canonical  bool
+	reconciled *fieldpath.Set
 }
 
 const (
@@ -101,28 +104,18 @@ func newKeptEntriesUpdate(cfg Config, p *equalPruner, reset map[fieldpath.APIVer
 	if p == nil || !p.standIn {
 		return nil
 	}
+	empty := reflect.New(p.objType.Elem()).Interface().(runtime.Object)
+	empty.GetObjectKind().SetGroupVersionKind(p.kind)
+	tv, err := p.tc.ObjectToTyped(empty, typed.AllowDuplicates)
+	if err != nil {
+		return nil
+	}
 	v := fieldpath.APIVersion(p.kind.GroupVersion().String())
 	k := &keptEntriesUpdate{p: p, apiVersion: v, subresource: cfg.Subresource, now: time.Now,
-		updater: merge.Updater{Converter: oneVersion(v), IgnoreFilter: reset}, sets: map[string]decodedFields{}}
+		reset: reset[v], empty: tv, sets: map[string]decodedFields{}}
 	k.copies.New = func() any { return &pruneCopies{} }
 	return k
 }
-
-// oneVersion is structured-merge-diff's converter where every entry is of
-// the kind's version: converting to it is the object itself (as
-// apimachinery's converter answers for a typed value of that version).
-type oneVersion fieldpath.APIVersion
-
-var errOtherVersion = errors.New("fieldmanager: conversion to another version")
-
-func (v oneVersion) Convert(tv *typed.TypedValue, to fieldpath.APIVersion) (*typed.TypedValue, error) {
-	if to != fieldpath.APIVersion(v) {
-		return nil, errOtherVersion
-	}
-	return tv, nil
-}
-
-func (oneVersion) IsMissingVersionError(error) bool { return false }
 
 // update returns obj with its managed fields set, and true, when the write
 // of live to obj by manager takes this road; otherwise obj is as it was.
@@ -160,7 +153,7 @@ func (k *keptEntriesUpdate) update(live, obj runtime.Object, manager string, tc 
 			return nil, false
 		}
 		decoded[i] = d
-		managers[strconv.Itoa(i)] = fieldpath.NewVersionedSet(d.set, k.apiVersion, entries[i].Operation == metav1.ManagedFieldsOperationApply)
+		managers[strconv.Itoa(i)] = fieldpath.NewVersionedSet(d.reconciled, k.apiVersion, entries[i].Operation == metav1.ManagedFieldsOperationApply)
 	}
 
 	// As apimachinery, compare the objects without the request's managed
@@ -230,8 +223,8 @@ func (k *keptEntriesUpdate) checkEntries(entries []metav1.ManagedFieldsEntry, ma
 	return writer, true
 }
 
-// compare runs structured-merge-diff's Updater over the pruned objects;
-// ok is false when they cannot be pruned, do not validate, or its
+// compare updates the managers' sets (reconciled) by the comparison of
+// the pruned objects; ok is false when they cannot be pruned, do not validate, or its
 // validation panics (the full field manager then fails or panics as
 // before).
 func (k *keptEntriesUpdate) compare(live, obj runtime.Object, managers fieldpath.ManagedFields, tc managedfields.TypeConverter) (result fieldpath.ManagedFields, ok bool) {
@@ -255,11 +248,42 @@ func (k *keptEntriesUpdate) compare(live, obj runtime.Object, managers fieldpath
 	if err != nil {
 		return nil, false
 	}
-	_, result, err = k.updater.Update(liveTyped, objTyped, k.apiVersion, managers, currentOperation)
+	comparison, err := liveTyped.Compare(objTyped)
 	if err != nil {
 		return nil, false
 	}
-	return result, true
+	k.updateSets(managers, comparison.FilterFields(k.reset))
+	return managers, true
+}
+
+// updateSets is what structured-merge-diff's Updater.Update does to the
+// managers' sets, all of the kind's version and reconciled, for an update
+// whose comparison (without the reset fields) is c: every manager loses
+// the fields the update changed, added or removed, and is dropped if it
+// owns nothing more; the update's own fields (those it changed or added)
+// go under currentOperation, unless there are none.
+func (k *keptEntriesUpdate) updateSets(managers fieldpath.ManagedFields, c *typed.Comparison) {
+	changed := c.Modified.Union(c.Added)
+	for name, vs := range managers {
+		s := vs.Set()
+		if taken := s.Intersection(changed); !taken.Empty() {
+			s = s.Difference(taken)
+		}
+		if !c.Removed.Empty() {
+			s = s.Difference(c.Removed)
+		}
+		switch {
+		case s.Empty():
+			delete(managers, name)
+		case s != vs.Set():
+			managers[name] = fieldpath.NewVersionedSet(s, vs.APIVersion(), vs.Applied())
+		}
+	}
+	// FilterFields filtered c in place, so the writer's fields are without
+	// the reset fields too (as Updater.Update finds them).
+	if !changed.Empty() {
+		managers[currentOperation] = fieldpath.NewVersionedSet(changed, k.apiVersion, false)
+	}
 }
 
 // encode renders the Updater's result as managed fields entries in
@@ -321,7 +345,7 @@ func (k *keptEntriesUpdate) decoded(f *metav1.FieldsV1) (decodedFields, bool) {
 	if ok {
 		return d, d.set != nil
 	}
-	d = decodeFields(raw)
+	d = k.decode(raw)
 	if len(raw) <= maxKeptSetLen {
 		k.mu.Lock()
 		if _, dup := k.sets[string(raw)]; !dup && k.setBytes+len(raw) <= maxKeptSetBytes {
@@ -333,13 +357,22 @@ func (k *keptEntriesUpdate) decoded(f *metav1.FieldsV1) (decodedFields, bool) {
 	return d, d.set != nil
 }
 
-// decodeFields decodes raw as apimachinery does (FieldsToSet); the set is
-// nil when it fails.
-func decodeFields(raw []byte) decodedFields {
+// decode decodes raw as apimachinery does (FieldsToSet) and reconciles
+// the set with the kind's schema; the set is nil when either fails.
+func (k *keptEntriesUpdate) decode(raw []byte) decodedFields {
 	s := &fieldpath.Set{}
 	if err := s.FromJSON(bytes.NewReader(raw)); err != nil {
 		return decodedFields{}
 	}
 	again, err := s.ToJSON()
-	return decodedFields{set: s, canonical: err == nil && bytes.Equal(again, raw)}
+	d := decodedFields{set: s, canonical: err == nil && bytes.Equal(again, raw), reconciled: s}
+	// Reconciling reads only the schema and the set (not the object).
+	reconciled, err := typed.ReconcileFieldSetWithSchema(s, k.empty)
+	if err != nil {
+		return decodedFields{}
+	}
+	if reconciled != nil {
+		d.reconciled = reconciled
+	}
+	return d
 }

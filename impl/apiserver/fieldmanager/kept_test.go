@@ -87,6 +87,15 @@ func TestKeptEntriesUpdateMatchesFieldManager(t *testing.T) {
 						raw := bytes.Replace(mf[0].FieldsV1.Raw, []byte(`"f:`), []byte(`"\u0066:`), 1)
 						mf[0].FieldsV1 = &metav1.FieldsV1{Raw: raw}
 					}
+					if len(mf) > 0 && i%8 == 6 {
+						// An entry recorded before a schema change: the
+						// elements of what is now an atomic list, which
+						// reconciling with the schema makes one leaf.
+						o := mf[0]
+						o.Manager = "schema-old"
+						o.FieldsV1 = &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:managedFields":{"i:0":{}}}}`)}
+						mf = append(mf, o)
+					}
 					if len(mf) > 0 && i%7 == 4 {
 						// More Update managers than apimachinery keeps
 						// apart: it merges the oldest.
