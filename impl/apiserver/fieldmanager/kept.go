@@ -332,8 +332,9 @@ func (k *keptEntriesUpdate) encode(entries []metav1.ManagedFieldsEntry, decoded 
 // emptyFieldsV1 is what apimachinery decodes an entry without FieldsV1 as.
 var emptyFieldsV1 = []byte("{}")
 
-// decoded is the set of f, kept when f is small enough; ok is false when
-// it does not decode.
+// decoded is the set of f, kept when f is small enough (the kept sets
+// dropped when their bytes would pass maxKeptSetBytes); ok is false when it
+// does not decode.
 func (k *keptEntriesUpdate) decoded(f *metav1.FieldsV1) (decodedFields, bool) {
 	raw := emptyFieldsV1
 	if f != nil {
@@ -348,7 +349,13 @@ func (k *keptEntriesUpdate) decoded(f *metav1.FieldsV1) (decodedFields, bool) {
 	d = k.decode(raw)
 	if len(raw) <= maxKeptSetLen {
 		k.mu.Lock()
-		if _, dup := k.sets[string(raw)]; !dup && k.setBytes+len(raw) <= maxKeptSetBytes {
+		if _, dup := k.sets[string(raw)]; !dup {
+			if k.setBytes+len(raw) > maxKeptSetBytes {
+				// Full (a pod's kubelet entry is its own: its podIPs):
+				// start over, so that the entries every write meets (a
+				// template's creator, the nodes' kubelet) are kept again.
+				k.sets, k.setBytes = map[string]decodedFields{}, 0
+			}
 			k.sets[string(raw)] = d
 			k.setBytes += len(raw)
 		}

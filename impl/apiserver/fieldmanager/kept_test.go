@@ -316,3 +316,37 @@ func TestNodeHeartbeatTakesKeptRoad(t *testing.T) {
 		live = got.(*corev1.Node)
 	}
 }
+
+// The kept sets start over when full: the newest is kept, and an entry
+// met again after that is decoded and kept again.
+func TestKeptSetsStartOverWhenFull(t *testing.T) {
+	m := managerFor(t, corev1.SchemeGroupVersion.WithKind("Pod"), "status", "spec")
+	first := &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{}}}`)}
+	if _, ok := m.kept.decoded(first); !ok {
+		t.Fatal("no set")
+	}
+	name := bytes.Repeat([]byte("x"), maxKeptSetLen-20)
+	for i := 0; i <= maxKeptSetBytes/len(name)+1; i++ {
+		raw := fmt.Appendf(nil, `{"f:%d%s":{}}`, i, name)
+		if _, ok := m.kept.decoded(&metav1.FieldsV1{Raw: raw}); !ok {
+			t.Fatalf("%d: no set", i)
+		}
+		if _, kept := m.kept.sets[string(raw)]; !kept {
+			t.Fatalf("%d: the newest set is not kept", i)
+		}
+		if _, kept := m.kept.sets[string(first.Raw)]; !kept {
+			if len(m.kept.sets) != 1 {
+				t.Fatalf("%d: the first set went, but %d others are kept", i, len(m.kept.sets)-1)
+			}
+			d, _ := m.kept.decoded(first)
+			if _, kept := m.kept.sets[string(first.Raw)]; !kept || d.set == nil || !d.canonical {
+				t.Fatal("the first set is not kept again")
+			}
+			return
+		}
+		if m.kept.setBytes > maxKeptSetBytes {
+			t.Fatalf("%d: %d bytes kept", i, m.kept.setBytes)
+		}
+	}
+	t.Fatal("the kept sets never started over")
+}
