@@ -77,7 +77,7 @@ const (
 	maxKeptSetBytes = 4 << 20
 )
 
-// currentOperation names the writer's new fields while the Updater runs;
+// currentOperation names the writer's new fields in updateSets' result;
 // an entry's name here is its index (strconv.Itoa), never this.
 const currentOperation = "current-operation"
 
@@ -286,7 +286,7 @@ func (k *keptEntriesUpdate) updateSets(managers fieldpath.ManagedFields, c *type
 	}
 }
 
-// encode renders the Updater's result as managed fields entries in
+// encode renders updateSets' result as managed fields entries in
 // apimachinery's order.
 func (k *keptEntriesUpdate) encode(entries []metav1.ManagedFieldsEntry, decoded []decodedFields, result fieldpath.ManagedFields,
 	writer int, writerKey, manager string, stamped bool) ([]metav1.ManagedFieldsEntry, bool) {
