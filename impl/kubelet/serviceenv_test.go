@@ -16,7 +16,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubeproof/kubeproof/impl/kubelet/kubelettest"
+	"github.com/kubeproof/kubeproof/impl/fakeclient"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
 
@@ -288,7 +288,7 @@ func TestUnsyncedServicesHoldTheContainer(t *testing.T) {
 func TestRunSharesTheServiceInformer(t *testing.T) {
 	baseline := goruntime.NumGoroutine()
 	clk := testingclock.NewFakeClock(t0)
-	client := kubelettest.CopyingWatches(fake.NewClientset(kubernetesService(), svc("apps", "redis-primary", "10.0.0.11", port("", 6379, ""))))
+	client := fakeclient.CopyingWatches(fake.NewClientset(kubernetesService(), svc("apps", "redis-primary", "10.0.0.11", port("", 6379, ""))))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var kubelets []*Kubelet

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/kubeproof/kubeproof/impl/fakeclient"
 	"github.com/kubeproof/kubeproof/impl/scheduler/config"
 )
 
@@ -25,7 +26,9 @@ var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 
 // fakeCluster is a fake clientset whose pods/binding behaves like the API
 // server's: it sets spec.nodeName and PodScheduled=True, and refuses to
-// re-bind (409). failBind, when set, may reject a binding.
+// re-bind (409). failBind, when set, may reject a binding. Its watches
+// deliver copies (fakeclient.CopyingWatches): the scheduler's informer
+// transform trims and interns the objects it receives in place.
 type fakeCluster struct {
 	*fake.Clientset
 	mu       sync.Mutex
@@ -34,7 +37,7 @@ type fakeCluster struct {
 }
 
 func newFakeCluster(objs ...kruntime.Object) *fakeCluster {
-	c := &fakeCluster{Clientset: fake.NewClientset(objs...), binds: map[string]int{}}
+	c := &fakeCluster{Clientset: fakeclient.CopyingWatches(fake.NewClientset(objs...)), binds: map[string]int{}}
 	c.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, kruntime.Object, error) {
 		ca := action.(clienttesting.CreateAction)
 		if ca.GetSubresource() != "binding" {

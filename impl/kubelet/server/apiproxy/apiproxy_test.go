@@ -35,8 +35,8 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/util/exec"
 
+	"github.com/kubeproof/kubeproof/impl/fakeclient"
 	"github.com/kubeproof/kubeproof/impl/kubelet"
-	"github.com/kubeproof/kubeproof/impl/kubelet/kubelettest"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 	"github.com/kubeproof/kubeproof/impl/kubelet/server"
 	"github.com/kubeproof/kubeproof/impl/kubelet/server/apiproxy"
@@ -69,7 +69,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	before := goruntime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &env{t: t, ctx: ctx, client: kubelettest.CopyingWatches(fake.NewClientset())}
+	e := &env{t: t, ctx: ctx, client: fakeclient.CopyingWatches(fake.NewClientset())}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
