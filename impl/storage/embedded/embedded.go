@@ -111,7 +111,9 @@ func Start(ctx context.Context, cfg Config) (*Etcd, error) {
 		srv.Close()
 		return nil, fmt.Errorf("connecting to embedded etcd at %s: %w", clientURL.Host, err)
 	}
-	return &Etcd{server: srv, client: client, inProcess: v3client.New(srv.Server), endpoints: []string{clientURL.String()}}, nil
+	inProcess := v3client.New(srv.Server)
+	inProcess.KV = requestKV{KV: inProcess.KV, remote: adapter.KvServerToKvClient(v3rpc.NewQuotaKVServer(srv.Server))}
+	return &Etcd{server: srv, client: client, inProcess: inProcess, endpoints: []string{clientURL.String()}}, nil
 }
 
 // Client returns a gRPC client connected to the server over loopback TCP.
@@ -126,7 +128,9 @@ func (e *Etcd) Client() *clientv3.Client { return e.client }
 // interceptors: request logging, gRPC metrics and the require-leader check,
 // which a single member that is ready always passes). It has no endpoints
 // and no connection, so clientv3.NewWatcher cannot be used on it: take
-// watchers of its own from NewWatcher. It is closed by Close.
+// watchers of its own from NewWatcher. Its KV also takes transactions as
+// etcd's API has them (TxnRequest), for callers that build the request
+// themselves. It is closed by Close.
 func (e *Etcd) InProcessClient() *clientv3.Client { return e.inProcess }
 
 // NewWatcher returns a Watcher of its own on the in-process client: its

@@ -10,3 +10,7 @@ func PendingSharedDecodes(s *Store) int {
 	defer s.shared.mu.Unlock()
 	return len(s.shared.pending)
 }
+
+// NewCreateTxn is newCreateTxn: the request a create sends through a
+// RequestTxner.
+var NewCreateTxn = newCreateTxn

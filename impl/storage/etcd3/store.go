@@ -69,6 +69,7 @@ const DefaultPrefix = "/registry"
 // Store is storage.Interface on etcd for one resource.
 type Store struct {
 	client       *clientv3.Client
+	requestTxn   RequestTxner // client.KV if it is one, else nil
 	newWatcher   func() clientv3.Watcher
 	codec        runtime.Codec
 	pathPrefix   string // "/registry"
@@ -129,8 +130,10 @@ func New(cfg Config) (*Store, error) {
 	if getAttrs == nil {
 		getAttrs = storage.DefaultAttrs
 	}
+	requestTxn, _ := cfg.Client.KV.(RequestTxner)
 	return &Store{
 		client:       cfg.Client,
+		requestTxn:   requestTxn,
 		newWatcher:   newWatcher,
 		codec:        codec,
 		pathPrefix:   prefix,
@@ -206,22 +209,17 @@ func (s *Store) Create(ctx context.Context, key string, obj, out runtime.Object)
 // it into out, taking the decode from a watch through shared if not nil.
 func (s *Store) create(ctx context.Context, key, k string, data []byte, out runtime.Object, shared *sharedDecode) error {
 	start := time.Now()
-	precondition := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", 0)}
-	if faults.Enabled(faults.CreateOverwritesExistingKey) { // mutation: create without its precondition (STORE-2)
-		precondition = nil
-	}
-	resp, err := s.client.KV.Txn(ctx).
-		If(precondition...).
-		Then(opPut(k, data)).
-		Commit()
+	// mutation: create without its precondition (STORE-2)
+	precondition := !faults.Enabled(faults.CreateOverwritesExistingKey)
+	succeeded, rev, err := s.txnCreate(ctx, k, data, precondition)
 	s.metrics.observe("create", s.typ, start, err)
 	if err != nil {
 		return s.etcdError(key, "create", err)
 	}
-	if !resp.Succeeded {
+	if !succeeded {
 		return storage.NewError(storage.ErrCodeKeyExists, key, 0, "", nil)
 	}
-	return s.decodeWritten(key, k, data, out, resp.Header.Revision, shared)
+	return s.decodeWritten(key, k, data, out, rev, shared)
 }
 
 // decodeWritten decodes data, just written at k (key's etcd key) at rev,
