@@ -55,13 +55,13 @@ func TestObservationSharesTheObjectName(t *testing.T) {
 	pod := strings.Clone("web-0")
 	sent := &v1.Event{ObjectMeta: metav1.ObjectMeta{Name: pod + ".187a3f2c1b2d3e4f"}, InvolvedObject: v1.ObjectReference{Name: pod}}
 	before := observed(sent, observation{})
-	if !before.compact || unsafe.StringData(before.objName) != unsafe.StringData(pod) {
+	if !before.compact || unsafe.StringData(before.str) != unsafe.StringData(pod) {
 		t.Fatal("the observation of a sent event does not share its object's name")
 	}
 	answer := sent.DeepCopy()
 	answer.Name, answer.InvolvedObject.Name, answer.ResourceVersion = strings.Clone(sent.Name), strings.Clone(pod), "42"
 	after := observed(answer, before)
-	if !after.compact || unsafe.StringData(after.objName) != unsafe.StringData(pod) {
+	if !after.compact || unsafe.StringData(after.str) != unsafe.StringData(pod) {
 		t.Error("the observation of the answer keeps the answer's copy of the object's name")
 	}
 	if after.name() != sent.Name || after.resourceVersion() != "42" {
@@ -69,7 +69,7 @@ func TestObservationSharesTheObjectName(t *testing.T) {
 	}
 	other := answer.DeepCopy()
 	other.InvolvedObject.Name, other.Name = "web-1", "web-1.1"
-	if o := observed(other, before); o.objName != "web-1" || o.name() != "web-1.1" {
-		t.Errorf("another object's event observed as %q of %q", o.name(), o.objName)
+	if o := observed(other, before); o.str != "web-1" || o.name() != "web-1.1" {
+		t.Errorf("another object's event observed as %q of %q", o.name(), o.str)
 	}
 }
