@@ -3,6 +3,8 @@ package admission
 import (
 	"context"
 	"sync"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
 // Warnings collects the warnings plugins give one request (PodSecurity's
@@ -19,7 +21,14 @@ type warningsKey struct{}
 // returned Warnings.
 func WithWarnings(ctx context.Context) (context.Context, *Warnings) {
 	w := &Warnings{}
-	return context.WithValue(ctx, warningsKey{}, w), w
+	return CollectWarnings(ctx, w), w
+}
+
+// CollectWarnings returns a context whose plugins' warnings land in w: ctx
+// itself when it is the request's context node (request.SetValue keeps w
+// there), so that the request need not be copied.
+func CollectWarnings(ctx context.Context, w *Warnings) context.Context {
+	return request.SetValue(ctx, warningsKey{}, w)
 }
 
 // AddWarning records a warning for the request of ctx; without a

@@ -102,12 +102,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		info = request.Parse(r)
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		// Admission plugins (PodSecurity's warn level, webhooks) add
-		// warnings through the request's context; they go out as Warning
-		// headers with the response, success or error.
-		ctx, aw := admission.WithWarnings(r.Context())
-		r = r.WithContext(ctx)
-		w = &warningWriter{ResponseWriter: w, warnings: aw}
+		w, r = collectWarnings(w, r)
 	}
 	if err := h.serve(w, r, info); err != nil {
 		WriteStatusError(w, r, h.opts.Codecs, ToStatusError(err, storageVerb(info.Verb), h.gr, info.Name))
@@ -440,11 +435,24 @@ func accessor(obj runtime.Object) metav1.Object {
 	return a
 }
 
+// collectWarnings returns w and r for a write: admission plugins
+// (PodSecurity's warn level, webhooks) add warnings through the request's
+// context; they go out as Warning headers with the response, success or
+// error. The collector lives in the writer and, under WithRequestInfo, is
+// kept in the request's context node: one allocation, no request copy.
+func collectWarnings(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request) {
+	ww := &warningWriter{ResponseWriter: w}
+	if ctx := admission.CollectWarnings(r.Context(), &ww.warnings); ctx != r.Context() {
+		r = r.WithContext(ctx)
+	}
+	return ww, r
+}
+
 // warningWriter adds the admission warnings collected for a request as
 // Warning headers just before the response's header is written.
 type warningWriter struct {
 	http.ResponseWriter
-	warnings *admission.Warnings
+	warnings admission.Warnings
 	sent     bool
 }
 

@@ -2,6 +2,7 @@ package request
 
 import (
 	"context"
+	"net/http/httptest"
 	"testing"
 	"time"
 )
@@ -138,4 +139,56 @@ func TestWithTimeoutSetsTheDeadlineWhereWithInfoWouldHave(t *testing.T) {
 			t.Fatal("the WithInfo node under another context got the deadline")
 		}
 	})
+}
+
+// The endpoint's warnings collector is kept in the node WithInfo added:
+// what every reader of the context sees must be what a WithValue node on
+// top would give.
+func TestSetValueKeepsTheValueWhereWithValueWouldHave(t *testing.T) {
+	type key struct{}
+	type other struct{}
+	r := httptest.NewRequest("POST", "/api/v1/namespaces/ns/configmaps", nil)
+
+	t.Run("in the node: the same context, the value seen, the rest unchanged", func(t *testing.T) {
+		parent := context.WithValue(context.Background(), key{}, "parent's")
+		ctx := SetUser(NewContext(parent, r), &User{Name: "alice"})
+		got := SetValue(ctx, key{}, "mine")
+		if got != ctx {
+			t.Fatal("SetValue made a new context although the node could hold the value")
+		}
+		if got.Value(key{}) != "mine" || UserFrom(got).Name != "alice" || InfoFrom(got).Namespace != "ns" || got.Value(other{}) != nil {
+			t.Fatalf("value %v, user %v, info %v, other %v", got.Value(key{}), UserFrom(got), InfoFrom(got), got.Value(other{}))
+		}
+		// A second value needs a node of its own; both are seen.
+		second := SetValue(got, other{}, 2)
+		if second == got || second.Value(other{}) != 2 || second.Value(key{}) != "mine" || got.Value(other{}) != nil {
+			t.Fatal("a second SetValue")
+		}
+	})
+	t.Run("not the node itself: WithValue", func(t *testing.T) {
+		node := NewContext(context.Background(), r)
+		derived, cancel := context.WithCancel(node)
+		defer cancel()
+		got := SetValue(derived, key{}, "mine")
+		if got == derived || got.Value(key{}) != "mine" || node.Value(key{}) != nil || derived.Value(key{}) != nil {
+			t.Fatal("SetValue on a context derived from the node")
+		}
+		plain := context.Background()
+		if got := SetValue(plain, key{}, 1); got == plain || got.Value(key{}) != 1 {
+			t.Fatal("SetValue without a node")
+		}
+	})
+}
+
+// Keeping the value in the node takes no allocation: a request's context
+// node and its warnings collector are one allocation, as the node alone.
+func TestSetValueInTheNodeAllocatesNothing(t *testing.T) {
+	type key struct{}
+	r := httptest.NewRequest("POST", "/api/v1/namespaces/ns/configmaps", nil)
+	parent := context.Background()
+	node := testing.AllocsPerRun(100, func() { _ = NewContext(parent, r) })
+	withValue := testing.AllocsPerRun(100, func() { _ = SetValue(NewContext(parent, r), key{}, r) })
+	if withValue != node {
+		t.Fatalf("a node with a value: %v allocations, the node alone %v", withValue, node)
+	}
 }

@@ -272,6 +272,9 @@ type stateCtx struct {
 	// the node has the parent's deadline and cancellation.
 	dl    deadline
 	timed bool
+	// valKey and val are the one value SetValue kept here (valKey nil:
+	// none).
+	valKey, val any
 }
 
 func (c *stateCtx) Value(key any) any {
@@ -284,6 +287,9 @@ func (c *stateCtx) Value(key any) any {
 		}
 	case stateKey:
 		return c
+	}
+	if c.valKey != nil && key == c.valKey {
+		return c.val
 	}
 	return c.Context.Value(key)
 }
@@ -300,6 +306,22 @@ func SetUser(ctx context.Context, u *User) context.Context {
 		return ctx
 	}
 	return WithUser(ctx, u)
+}
+
+// SetValue is context.WithValue(ctx, key, val) for the request chain: when
+// ctx is the node WithInfo added and no value was kept there yet, val is
+// kept in the node and ctx itself is returned, so that the request need
+// not be copied to carry a new context. Either way Value(key) of the result
+// is val, and every other key's value is ctx's. key must be comparable and
+// not nil, as for context.WithValue. Only the request chain calls it (the
+// endpoint's warnings collector), before anything derived from ctx could
+// be shared.
+func SetValue(ctx context.Context, key, val any) context.Context {
+	if s, ok := ctx.(*stateCtx); ok && s.valKey == nil && key != nil {
+		s.valKey, s.val = key, val
+		return ctx
+	}
+	return context.WithValue(ctx, key, val)
 }
 
 // WithTimeout is context.WithTimeout(ctx, d) for the request chain: when
