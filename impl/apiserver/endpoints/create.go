@@ -87,7 +87,8 @@ func (h *Handler) CreateObject(ctx context.Context, info *request.Info, obj runt
 	}
 	h.res.Strategy.Default(obj)
 	ns := m.GetNamespace()
-	if err := h.opts.Admission.Admit(ctx, h.adm(ctx, admission.Create, info, ns, m.GetName(), obj, nil, dryRun)); err != nil {
+	attrs := h.adm(ctx, admission.Create, info, ns, m.GetName(), obj, nil, dryRun)
+	if err := h.opts.Admission.Admit(ctx, attrs); err != nil {
 		return nil, err
 	}
 
@@ -115,7 +116,10 @@ func (h *Handler) CreateObject(ctx context.Context, info *request.Info, obj runt
 	if err != nil {
 		return nil, err
 	}
-	if err := h.opts.Admission.Validate(ctx, h.adm(ctx, admission.Create, info, ns, m.GetName(), obj, nil, dryRun)); err != nil {
+	// Validation gets attributes of its own (the name may have been
+	// generated since), in the mutators' allocation: they are done with it.
+	*attrs = h.admAttributes(ctx, admission.Create, info, ns, m.GetName(), obj, nil, dryRun)
+	if err := h.opts.Admission.Validate(ctx, attrs); err != nil {
 		return nil, err
 	}
 	if dryRun {

@@ -414,11 +414,18 @@ func (h *Handler) decode(r *http.Request, body []byte, want schema.GroupVersionK
 
 // adm builds admission attributes for a write.
 func (h *Handler) adm(ctx context.Context, op admission.Operation, info *request.Info, ns, name string, obj, old runtime.Object, dryRun bool) *admission.Attributes {
+	a := new(admission.Attributes)
+	*a = h.admAttributes(ctx, op, info, ns, name, obj, old, dryRun)
+	return a
+}
+
+// admAttributes is what adm points to.
+func (h *Handler) admAttributes(ctx context.Context, op admission.Operation, info *request.Info, ns, name string, obj, old runtime.Object, dryRun bool) admission.Attributes {
 	sub := ""
 	if info != nil {
 		sub = info.Subresource
 	}
-	return &admission.Attributes{
+	return admission.Attributes{
 		Operation: op, Resource: h.res.GroupVersionResource(), Kind: h.gvk, Subresource: sub,
 		Namespace: ns, Name: name, Object: obj, OldObject: old, DryRun: dryRun,
 		User: request.UserFrom(ctx),
