@@ -50,7 +50,8 @@ type Config struct {
 	// again after its sync failed (10 s, upstream's pod workers'
 	// backOffPeriod), plus up to half as much again at random; a pod
 	// update, a container state change or an eviction still syncs it at
-	// once, the full resync does not (syncRetryDelay).
+	// once, the full resync does not (syncRetryDelay). A sync that failed
+	// setting up the pod's volumes waits the volume back-off instead.
 	SyncErrorBackOff time.Duration
 	// NodeStatusUpdateFrequency is how often node status is computed and
 	// posted if it changed (10 s); NodeStatusReportFrequency is how often it

@@ -15,7 +15,8 @@
 // goroutine per pod. As upstream's pod workers, a failed sync is retried
 // after Config.SyncErrorBackOff (10–15 s; syncRetryDelay), not at the
 // next full resync, while a pod update or a container state change syncs
-// the pod at once.
+// the pod at once; one that failed setting up the pod's volumes is retried
+// on upstream's volume back-off instead (0.5 s doubling to 2 min 2 s).
 //
 // KUBELET-1: HandlePod ignores pods bound to other nodes, and runtime pods
 // whose API pod is gone are killed and removed.
@@ -140,6 +141,10 @@ type podRecord struct {
 	evicted         bool // the eviction manager chose it (once)
 	finalDeleteSent bool
 	hasToken        bool
+	// mountFailures counts the consecutive syncs that failed to set up
+	// the pod's volumes (saturating), for the volume back-off
+	// (mountRetryDelay); a sync that sets them up resets it.
+	mountFailures uint8
 }
 
 // New returns a kubelet for cfg.NodeName, talking to the API through client

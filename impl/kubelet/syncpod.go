@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -361,8 +362,14 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 	if (a.CreateSandbox || len(a.ContainersToStart) > 0) && len(pod.Spec.Volumes) > 0 {
 		if err := k.setUpVolumes(ctx, rec, pod); err != nil {
 			k.podEvent(pod, v1.EventTypeWarning, EventFailedMount, "%v", err)
-			return err // the pod stays ContainerCreating and is retried
+			// The pod stays ContainerCreating and is retried on the
+			// volume back-off (syncRetryDelay).
+			if rec.mountFailures < math.MaxUint8 {
+				rec.mountFailures++
+			}
+			return &volumeSetUpError{err: err, retryAfter: mountRetryDelay(rec.mountFailures)}
 		}
+		rec.mountFailures = 0
 		k.trace(TraceVolumesReady, pod)
 	}
 	if !a.CreateSandbox && len(a.ContainersToStart) == 0 {

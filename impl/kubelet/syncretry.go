@@ -1,6 +1,9 @@
 package kubelet
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // syncBackOffJitter is the largest fraction by which a back-off is
 // lengthened at random (upstream's workerBackOffPeriodJitterFactor), so
@@ -25,9 +28,23 @@ const syncBackOffJitter = 0.5
 // not ready after about a second; `kubeproof kubelet --runtime cri` waits
 // for the runtime's NetworkReady before it runs, and the simulated runtime
 // is always ready, so no sync here fails that way.)
+//
+// A sync that failed setting up the pod's volumes (volumeSetUpError) is
+// retried on the volume back-off instead (mountRetryDelay: 0.5 s doubling
+// to 2 min 2 s, no jitter), or at its hint if that comes first: upstream's
+// pod worker waits in WaitForAttachAndMount while the volume manager
+// retries the mount on that back-off, so a ConfigMap, Secret or token that
+// is missing or refused for a moment delays the pod by about as long, not
+// by the pod workers' 10 s.
 func syncRetryDelay(hint time.Duration, err error, backOff, syncFrequency time.Duration, r float64) time.Duration {
 	if err == nil {
 		return hint
+	}
+	if ve, ok := errors.AsType[*volumeSetUpError](err); ok {
+		if hint > 0 && hint < ve.retryAfter {
+			return hint
+		}
+		return ve.retryAfter
 	}
 	base := min(backOff, syncFrequency)
 	d := base + time.Duration(r*syncBackOffJitter*float64(base))
@@ -36,3 +53,31 @@ func syncRetryDelay(hint time.Duration, err error, backOff, syncFrequency time.D
 	}
 	return d
 }
+
+// The volume back-off: upstream's volume operations (nestedpendingoperations'
+// exponential back-off) wait 0.5 s after a failed mount, twice as long
+// after each further failure, at most 2 min 2 s.
+const (
+	mountRetryInitial = 500 * time.Millisecond
+	mountRetryMax     = 2*time.Minute + 2*time.Second
+)
+
+// mountRetryDelay is how long after its failures-th consecutive failed
+// volume set-up (failures ≥ 1) a pod's volumes are set up again.
+func mountRetryDelay(failures uint8) time.Duration {
+	d := mountRetryInitial
+	for i := uint8(1); i < failures && d < mountRetryMax; i++ {
+		d *= 2
+	}
+	return min(d, mountRetryMax)
+}
+
+// volumeSetUpError is a sync's failure to set up the pod's volumes, with
+// when to try again (mountRetryDelay). Its message is the set-up error's.
+type volumeSetUpError struct {
+	err        error
+	retryAfter time.Duration
+}
+
+func (e *volumeSetUpError) Error() string { return e.err.Error() }
+func (e *volumeSetUpError) Unwrap() error { return e.err }

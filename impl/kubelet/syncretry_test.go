@@ -2,14 +2,18 @@ package kubelet
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -32,6 +36,10 @@ func TestSyncRetryDelay(t *testing.T) {
 		{name: "failure with an earlier hint wakes at the hint", hint: 2 * time.Second, err: failed, want: 2 * time.Second},
 		{name: "failure with a later hint backs off", hint: 40 * time.Second, err: failed, want: backOff},
 		{name: "a back-off longer than the full resync is cut to it", err: failed, backOff: time.Minute, want: syncFrequency},
+		{name: "volume set-up failure waits the volume back-off", err: mountFailed(500 * time.Millisecond), r: 0.9, want: 500 * time.Millisecond},
+		{name: "volume set-up failure, back-off beyond the sync back-off and the full resync", err: mountFailed(mountRetryMax), want: mountRetryMax},
+		{name: "volume set-up failure with an earlier hint wakes at the hint", hint: 100 * time.Millisecond, err: mountFailed(time.Second), want: 100 * time.Millisecond},
+		{name: "volume set-up failure, wrapped", err: fmt.Errorf("sync: %w", mountFailed(2*time.Second)), want: 2 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.backOff
@@ -42,6 +50,110 @@ func TestSyncRetryDelay(t *testing.T) {
 				t.Errorf("syncRetryDelay(%v, %v, %v, r=%v) = %v, want %v", tc.hint, tc.err, b, tc.r, got, tc.want)
 			}
 		})
+	}
+}
+
+func mountFailed(retry time.Duration) error {
+	return &volumeSetUpError{err: errors.New(`MountVolume.SetUp failed for volume "cfg" : configmap "site" not found`), retryAfter: retry}
+}
+
+// The volume back-off is upstream's: 0.5 s, doubling, at most 2 min 2 s.
+func TestMountRetryDelay(t *testing.T) {
+	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second,
+		16 * time.Second, 32 * time.Second, 64 * time.Second, mountRetryMax, mountRetryMax}
+	for i, w := range want {
+		if got := mountRetryDelay(uint8(i + 1)); got != w {
+			t.Errorf("after %d failures: %v, want %v", i+1, got, w)
+		}
+	}
+	if got := mountRetryDelay(255); got != mountRetryMax {
+		t.Errorf("after 255 failures: %v, want %v", got, mountRetryMax)
+	}
+}
+
+// TestMissingConfigMapRetriedOnVolumeBackOff drives the pod worker over a
+// pod whose ConfigMap does not exist yet (as kube-root-ca.crt before the
+// root CA publisher has written it into a new namespace, or an object the
+// Node authorizer refuses until its graph has the pod): each failed sync
+// reports FailedMount and leaves the pod ContainerCreating, as before, but
+// is retried on the volume back-off (0.5 s, 1 s, ...), not after the
+// pod workers' 10-15 s; once the ConfigMap exists the next retry starts
+// the pod, and the back-off starts over.
+func TestMissingConfigMapRetriedOnVolumeBackOff(t *testing.T) {
+	events := record.NewFakeRecorder(100)
+	root := t.TempDir()
+	h := newHarness(t, func(c *Config) {
+		c.RootDir, c.Recorder, c.SyncErrorBackOff = root, events, 10*time.Second
+	})
+	q := &recordingQueue{TypedInterface: workqueue.NewTyped[types.UID]()}
+	defer q.ShutDown()
+	h.k.queue = q
+	work := func() {
+		t.Helper()
+		if q.Len() != 1 {
+			t.Fatalf("%d pods queued, want 1", q.Len())
+		}
+		h.k.processNext(h.ctx)
+	}
+	failedMounts := func() int {
+		n := 0
+		for _, e := range drain(events) {
+			if strings.HasPrefix(e, "Warning FailedMount MountVolume.SetUp failed for volume \"cfg\" : configmap \"site\" not found") {
+				n++
+			}
+		}
+		return n
+	}
+
+	p := h.create(h.pod("web", func(p *v1.Pod) {
+		p.Spec.Volumes = []v1.Volume{{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
+			LocalObjectReference: v1.LocalObjectReference{Name: "site"}}}}}
+		p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "cfg", MountPath: "/etc/site"}}
+	}))
+	for i, want := range []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second} {
+		work()
+		if n := failedMounts(); n != 1 {
+			t.Fatalf("failure %d: %d FailedMount events, want 1", i+1, n)
+		}
+		got := h.get(p)
+		if cs := cstatus(got, "app"); cs.State.Waiting == nil || cs.State.Waiting.Reason != "ContainerCreating" || got.Status.Phase != v1.PodPending {
+			t.Fatalf("failure %d: without its ConfigMap the pod should wait in ContainerCreating: %s %+v", i+1, got.Status.Phase, cs.State)
+		}
+		d := q.lastDelay()
+		if d != want {
+			t.Fatalf("failure %d: retried after %v, want the volume back-off's %v", i+1, d, want)
+		}
+		// The full resync before the retry does not sync it.
+		h.step(d / 2)
+		h.k.resyncAll()
+		work()
+		if n := failedMounts(); n != 0 {
+			t.Fatalf("failure %d: the full resync synced a pod backing off", i+1)
+		}
+		if rest := q.lastDelay(); rest != d-d/2 {
+			t.Fatalf("failure %d: after the resync the pod waits %v more, want %v", i+1, rest, d-d/2)
+		}
+		h.step(d - d/2)
+		q.Add(p.UID)
+	}
+
+	if _, err := h.client.CoreV1().ConfigMaps("default").Create(h.ctx, &v1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "site", Namespace: "default"}, Data: map[string]string{"index": "hi"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	work()
+	if got := h.get(p); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s once the ConfigMap exists, want Running", got.Status.Phase)
+	}
+	if n := failedMounts(); n != 0 {
+		t.Errorf("%d FailedMount events after the ConfigMap appeared", n)
+	}
+	h.k.mu.Lock()
+	rec := h.k.pods[p.UID]
+	failures, retryAt := rec.mountFailures, rec.retryAt
+	h.k.mu.Unlock()
+	if failures != 0 || retryAt != 0 {
+		t.Errorf("after the volumes were set up: %d volume failures, retryAt %d; want the back-off to start over", failures, retryAt)
 	}
 }
 
