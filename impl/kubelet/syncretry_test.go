@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
@@ -258,5 +260,57 @@ func TestFailedSyncBacksOff(t *testing.T) {
 	work()
 	if retryAt != 0 || q.lastDelay() != 0 || q.Len() != 0 {
 		t.Errorf("after a successful sync the pod still backs off (retryAt %d)", retryAt)
+	}
+}
+
+// TestRefusedTokenRetriedOnVolumeBackOff: a kube-api-access volume whose
+// token request the API server refuses for a moment (the Node authorizer
+// allows a node a pod's service account only once its graph holds the pod
+// bound there) is retried after 0.5 s, not after the pod workers' 10-15 s.
+func TestRefusedTokenRetriedOnVolumeBackOff(t *testing.T) {
+	root := t.TempDir()
+	h := newHarness(t, func(c *Config) { c.RootDir, c.SyncErrorBackOff = root, 10*time.Second })
+	q := &recordingQueue{TypedInterface: workqueue.NewTyped[types.UID]()}
+	defer q.ShutDown()
+	h.k.queue = q
+	refuse, requests := true, 0
+	h.client.PrependReactor("create", "serviceaccounts", func(a clienttesting.Action) (bool, k8sruntime.Object, error) {
+		ca := a.(clienttesting.CreateAction)
+		if ca.GetSubresource() != "token" {
+			return false, nil, nil
+		}
+		requests++
+		if refuse {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "serviceaccounts"}, "default",
+				errors.New(`no relationship found between node 'node-7' and this object`))
+		}
+		tr := ca.GetObject().(*authenticationv1.TokenRequest).DeepCopy()
+		tr.Status.Token = "token"
+		return true, tr, nil
+	})
+	if _, err := h.client.CoreV1().ConfigMaps("default").Create(h.ctx, &v1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: "default"}, Data: map[string]string{"ca.crt": "CERT"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := h.create(h.pod("web", func(p *v1.Pod) {
+		p.Spec.Volumes = []v1.Volume{{Name: "kube-api-access", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+			{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}},
+			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items: []v1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+		}}}}}
+	}))
+	h.k.processNext(h.ctx)
+	if d := q.lastDelay(); requests != 1 || d != mountRetryInitial {
+		t.Fatalf("after a refused token request (%d requests) the pod is retried after %v, want %v", requests, d, mountRetryInitial)
+	}
+	if got := h.get(p); got.Status.Phase != v1.PodPending {
+		t.Fatalf("phase %s with its token refused, want Pending", got.Status.Phase)
+	}
+	refuse = false
+	h.step(mountRetryInitial)
+	q.Add(p.UID)
+	h.k.processNext(h.ctx)
+	if got := h.get(p); requests != 2 || got.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s after %d token requests, want Running after 2", got.Status.Phase, requests)
 	}
 }
