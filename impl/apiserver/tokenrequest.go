@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -55,7 +56,7 @@ func (s *Server) serveTokenRequest(w http.ResponseWriter, r *http.Request, gv sc
 		endpoints.WriteError(w, r, s.codecs, err, tokenRequestGR, info.Name)
 		return true
 	}
-	out, err := s.createToken(r, info.Namespace, info.Name, req)
+	out, err := s.createToken(r.Context(), storeLookup{s}, info.Namespace, info.Name, req)
 	if err != nil {
 		endpoints.WriteError(w, r, s.codecs, err, serviceAccountsGVR.GroupResource(), info.Name)
 		return true
@@ -64,8 +65,17 @@ func (s *Server) serveTokenRequest(w http.ResponseWriter, r *http.Request, gv sc
 	return true
 }
 
-func (s *Server) createToken(r *http.Request, namespace, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
-	ctx := r.Context()
+// tokenObjects is where a token request reads the service account and
+// the object the token is bound to (storeLookup).
+type tokenObjects interface {
+	GetServiceAccount(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error)
+	GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+	GetSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error)
+	GetNode(ctx context.Context, name string) (*corev1.Node, error)
+	GetCachedNodeRef(ctx context.Context, name string) (*corev1.Node, error)
+}
+
+func (s *Server) createToken(ctx context.Context, look tokenObjects, namespace, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
 	if req.Name != "" && req.Name != name {
 		return nil, apierrors.NewBadRequest("the name of the TokenRequest does not match the name of the service account in the URL")
 	}
@@ -83,7 +93,14 @@ func (s *Server) createToken(r *http.Request, namespace, name string, req *authe
 	if errs := validateTokenRequest(spec); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: authenticationv1.GroupName, Kind: "TokenRequest"}, name, errs)
 	}
-	look := storeLookup{s}
+	// The service account and a bound pod are both quorum reads, as
+	// kube-apiserver's (each waits for etcd to confirm it is current: under
+	// write load a round of its raft loop, an fsync). They are read at
+	// once, so a kubelet's token for a pod's kube-api-access volume waits
+	// for one such round, not two; the answer is the same (the service
+	// account's error first, then the pod's).
+	boundPod, waitPod := readBoundPod(ctx, look, namespace, spec.BoundObjectRef)
+	defer waitPod()
 	sa, err := look.GetServiceAccount(ctx, namespace, name)
 	if err != nil {
 		return nil, err
@@ -93,7 +110,7 @@ func (s *Server) createToken(r *http.Request, namespace, name string, req *authe
 		var uid types.UID
 		switch ref.Kind {
 		case "Pod":
-			pod, err := look.GetPod(ctx, namespace, ref.Name)
+			pod, err := boundPod()
 			if err != nil {
 				return nil, err
 			}
@@ -172,12 +189,29 @@ func validateTokenRequest(spec *authenticationv1.TokenRequestSpec) field.ErrorLi
 	return errs
 }
 
+// readBoundPod starts reading the pod ref names (when it names one):
+// result waits for the read and returns it; wait, which the caller defers,
+// waits for it too, so the read never outlives the request.
+func readBoundPod(ctx context.Context, look tokenObjects, namespace string, ref *authenticationv1.BoundObjectReference) (result func() (*corev1.Pod, error), wait func()) {
+	if ref == nil || ref.Kind != "Pod" {
+		return func() (*corev1.Pod, error) { return nil, errors.New("the token is not bound to a pod") }, func() {}
+	}
+	var pod *corev1.Pod
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pod, err = look.GetPod(ctx, namespace, ref.Name)
+	}()
+	return func() (*corev1.Pod, error) { <-done; return pod, err }, func() { <-done }
+}
+
 // podNode is the node a pod-bound token names, read as kube-apiserver
 // reads it: from the watch cache (resourceVersion "0", no quorum read of
 // etcd; only its name and uid, which are all the token records, without
 // copying the cached node), again from etcd if that fails; a node that
 // does not exist is one with only its name, any other failure a 500.
-func podNode(ctx context.Context, look storeLookup, name string) (*corev1.Node, error) {
+func podNode(ctx context.Context, look tokenObjects, name string) (*corev1.Node, error) {
 	node, err := look.GetCachedNodeRef(ctx, name)
 	if err != nil {
 		node, err = look.GetNode(ctx, name)
