@@ -12,7 +12,7 @@
 // 30 pods per node. Every simulated kubelet has its own broadcaster, as
 // upstream's do, so at 1,000 nodes and 30,000 pods they held 1.45 M of the
 // process's 5.6 M heap objects, each marked in every GC cycle. Here the
-// same state is kept in one slice and one map per cache, with one string
+// same state is kept in one slice and one table of slot numbers per cache, with one string
 // per event (the server's name and resourceVersion of it) as the only heap
 // objects: the caches are keyed by a digest of client-go's key string
 // (cacheKey), not the string, and hold the token buckets by value.

@@ -19,12 +19,14 @@ import (
 )
 
 // TestLRUMatchesUpstream drives this lru and k8s.io/utils/lru with the same
-// random gets and adds and compares every answer and the length.
+// random gets and adds and compares every answer and the length; after
+// every add each entry must be in the table where a probe from its bucket
+// finds it, and nothing else.
 func TestLRUMatchesUpstream(t *testing.T) {
-	for _, size := range []int{1, 2, 5, 16} {
+	for _, size := range []int{1, 2, 5, 16, 100, 700} {
 		rng := rand.New(rand.NewPCG(uint64(size), 7))
 		mine, theirs := newLRU[string, int](size), utilslru.New(size)
-		for i := range 5000 {
+		for i := range 20000 {
 			key := strconv.Itoa(rng.IntN(3 * size))
 			if rng.IntN(2) == 0 {
 				got, ok := mine.get(key)
@@ -39,6 +41,35 @@ func TestLRUMatchesUpstream(t *testing.T) {
 			if mine.len() != theirs.Len() {
 				t.Fatalf("size %d step %d: len %d, want %d", size, i, mine.len(), theirs.Len())
 			}
+			if i%97 == 0 || size <= 16 {
+				checkTable(t, mine)
+			}
+		}
+	}
+}
+
+// checkTable fails unless every slot of c is in its table exactly once,
+// reached by a probe from its key's bucket without an empty bucket on
+// the way, and the table holds nothing else.
+func checkTable[K comparable, V any](t *testing.T, c *lru[K, V]) {
+	t.Helper()
+	taken := 0
+	for _, i := range c.table {
+		if i != none {
+			taken++
+		}
+	}
+	if taken != len(c.slots) || 4*taken > 3*len(c.table) {
+		t.Fatalf("table of %d buckets holds %d slot numbers, %d slots", len(c.table), taken, len(c.slots))
+	}
+	mask := len(c.table) - 1
+	for i := range c.slots {
+		b := c.bucket(c.slots[i].key)
+		for c.table[b] != int32(i) {
+			if c.table[b] == none {
+				t.Fatalf("slot %d (%v) not reached from its bucket", i, c.slots[i].key)
+			}
+			b = (b + 1) & mask
 		}
 	}
 }
