@@ -32,8 +32,9 @@
 // can replace the server's built-in one (Config.DisableNamespaceLifecycle).
 //
 // Warnings (PodSecurity's warn level, webhook response warnings) are
-// collected per request: the endpoint serving it calls WithWarnings on the
-// request context and sends Warnings.List() as Warning headers.
+// collected per request: the endpoint serving it gives the request context
+// a collector (CollectWarnings; WithWarnings makes one) and sends
+// Warnings.List() as Warning headers.
 //
 // Webhooks are called at clientConfig.url only (service references are
 // refused as a failed call); matchPolicy is treated as Exact; CEL

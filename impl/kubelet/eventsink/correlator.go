@@ -12,9 +12,9 @@
 // 30 pods per node. Every simulated kubelet has its own broadcaster, as
 // upstream's do, so at 1,000 nodes and 30,000 pods they held 1.45 M of the
 // process's 5.6 M heap objects, each marked in every GC cycle. Here the
-// same state is kept in one slice and one table of slot numbers per cache, with one string
-// per event (the server's name and resourceVersion of it) as the only heap
-// objects: the caches are keyed by a digest of client-go's key string
+// same state is kept in one slice and one table of slot numbers per
+// cache, with one string per event (the server's name and resourceVersion
+// of it) as the only heap objects: the caches are keyed by a digest of client-go's key string
 // (cacheKey), not the string, and hold the token buckets by value.
 //
 // Spec properties: none (events are advisory); the behaviour is client-go's
@@ -92,8 +92,8 @@ func keyOf(parts ...string) cacheKey {
 // aggregates never have, behind a pointer, and the count in 32 bits (it
 // never passes aggregateMaxEvents).
 type aggregate struct {
-	first    string    // messages[0], kept inline: most aggregates have one
-	lastTime time.Time //
+	first    string // messages[0], kept inline: most aggregates have one
+	lastTime time.Time
 	more     *[]string // the others (nil: none); never changed once set, only replaced
 	n        int32
 }
