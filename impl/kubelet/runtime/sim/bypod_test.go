@@ -147,7 +147,7 @@ func recordsOf(r *Runtime, pod string) (sandboxes, containers []string) {
 	}
 	slices.SortFunc(sbs, func(a, b *sandbox) int { return int(b.seq) - int(a.seq) })
 	for _, s := range sbs {
-		sandboxes = append(sandboxes, s.id)
+		sandboxes = append(sandboxes, r.ids.id(s.seq))
 	}
 	var cs []*container
 	for _, c := range r.containers {
@@ -157,7 +157,7 @@ func recordsOf(r *Runtime, pod string) (sandboxes, containers []string) {
 	}
 	slices.SortFunc(cs, func(a, b *container) int { return int(b.seq) - int(a.seq) })
 	for _, c := range cs {
-		containers = append(containers, c.id)
+		containers = append(containers, r.ids.id(c.seq))
 	}
 	return sandboxes, containers
 }

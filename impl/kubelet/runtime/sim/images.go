@@ -76,7 +76,7 @@ func (r *Runtime) authorizePull(image string, auth *runtimeapi.AuthConfig) error
 func (r *Runtime) ContainerSecurity(id string) (*runtimeapi.LinuxContainerSecurityContext, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c, ok := r.containers[id]
+	c, ok := r.containerByID(id)
 	if !ok {
 		return nil, fmt.Errorf("container %s: %w", id, runtime.ErrNotFound)
 	}
@@ -87,7 +87,7 @@ func (r *Runtime) ContainerSecurity(id string) (*runtimeapi.LinuxContainerSecuri
 func (r *Runtime) SandboxLinux(id string) (*runtimeapi.LinuxPodSandboxConfig, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s, ok := r.sandboxes[id]
+	s, ok := r.sandboxByID(id)
 	if !ok {
 		return nil, fmt.Errorf("sandbox %s: %w", id, runtime.ErrNotFound)
 	}

@@ -18,7 +18,7 @@ func TestContainerKeepsWhatItGetsLater(t *testing.T) {
 	ctx := context.Background()
 	r, clk := newSim(t, "10.244.0.0/24")
 	id, _ := startContainer(t, r, nil, "app")
-	if c := r.containers[id]; c.more != nil {
+	if c, _ := r.containerByID(id); c.more != nil {
 		t.Fatalf("a running container without faults keeps %+v", *c.more)
 	}
 	if st := state(t, r, id); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING || st.ExitCode != 0 || st.FinishedAt != 0 || st.Reason != "" {

@@ -43,7 +43,7 @@ func (r *Runtime) PodState(ctx context.Context, podUID string) (*podstate.Pod, e
 		ps.Sandboxes = make([]podstate.Sandbox, len(sbs))
 	}
 	for i, s := range sbs {
-		sb := podstate.Sandbox{ID: s.id, Ready: s.state == runtimeapi.PodSandboxState_SANDBOX_READY, CreatedAt: time.Unix(0, s.createdAt), Attempt: s.attempt}
+		sb := podstate.Sandbox{ID: r.ids.id(s.seq), Ready: s.state == runtimeapi.PodSandboxState_SANDBOX_READY, CreatedAt: time.Unix(0, s.createdAt), Attempt: s.attempt}
 		if s.meta != nil {
 			sb.Attempt = s.meta.Attempt
 		}
@@ -62,7 +62,7 @@ func (r *Runtime) PodState(ctx context.Context, podUID string) (*podstate.Pod, e
 		name, _ := c.labels.get(runtime.LabelContainerName)
 		typ, _ := c.labels.get(runtime.LabelContainerType)
 		ps.Containers[i] = podstate.Container{
-			ID: c.id, Name: name, Init: typ == "init", SandboxID: c.sandboxID, Attempt: c.meta.GetAttempt(),
+			ID: r.ids.id(c.seq), Name: name, Init: typ == "init", SandboxID: r.ids.id(c.sandboxSeq), Attempt: c.meta.GetAttempt(),
 			State: podstate.FromCRI(c.state), CreatedAt: podstate.CRITime(c.createdAt), StartedAt: podstate.CRITime(c.startedAt),
 			FinishedAt: podstate.CRITime(end.finishedAt), ExitCode: end.exitCode, Reason: end.reason, Message: end.message,
 			Image: c.image, ImageRef: c.imageRef,

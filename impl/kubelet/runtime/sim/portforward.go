@@ -60,8 +60,9 @@ func (r *Runtime) portServer(sandboxID string) (string, int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var best *container
+	seq, ok := r.ids.seq(sandboxID)
 	for _, c := range r.containers {
-		if c.sandboxID == sandboxID && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING && (best == nil || c.seq < best.seq) {
+		if ok && c.sandboxSeq == seq && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING && (best == nil || c.seq < best.seq) {
 			best = c
 		}
 	}

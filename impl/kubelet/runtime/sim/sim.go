@@ -50,9 +50,10 @@ type Runtime struct {
 
 	mu         sync.Mutex
 	seq        uint64
+	ids        idKey // renders seq numbers as CRI IDs (ids.go)
 	pool       *ipPool
-	sandboxes  map[string]*sandbox
-	containers map[string]*container
+	sandboxes  map[uint64]*sandbox                 // by seq
+	containers map[uint64]*container               // by seq
 	byPod      podObjects                          // both, by pod UID (bypod.go)
 	images     map[string]string                   // image name -> ref
 	imageUsers map[string]string                   // image name -> the image config's user
@@ -76,8 +77,7 @@ type Exec struct {
 // nanoseconds, and what equals a workload's other pods' or the labels'
 // values shared or derived (compactMeta, sharedParts).
 type sandbox struct {
-	id  string
-	seq uint64 // creation order
+	seq uint64 // creation order; the ID's number (ids.go)
 	// meta is nil when the metadata's name, namespace and UID are the
 	// pod labels' (as the kubelet creates every sandbox); attempt is
 	// its attempt then (see metadata).
@@ -133,14 +133,14 @@ func (s *sandbox) linuxConfig() *runtimeapi.LinuxPodSandboxConfig {
 const podCgroupParent = "/kubepods/pod"
 
 type container struct {
-	id, sandboxID string
-	seq           uint64                        // creation order
-	meta          *runtimeapi.ContainerMetadata // shared by equal ones (sharedParts.containerMeta)
-	image         string
-	imageRef      string
-	labels        labelSet
-	annotations   map[string]string
-	faults        *faults // shared by containers without faults (noFaults); never changed
+	seq         uint64                        // creation order; the ID's number (ids.go)
+	sandboxSeq  uint64                        // its sandbox's seq
+	meta        *runtimeapi.ContainerMetadata // shared by equal ones (sharedParts.containerMeta)
+	image       string
+	imageRef    string
+	labels      labelSet
+	annotations map[string]string
+	faults      *faults // shared by containers without faults (noFaults); never changed
 
 	state runtimeapi.ContainerState
 	// stdinOnce: the main process (simulated as `cat`, see stream.go)
@@ -217,8 +217,9 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	return &Runtime{
 		cfg: cfg, clock: cfg.Clock, pool: pool,
-		sandboxes:  map[string]*sandbox{},
-		containers: map[string]*container{},
+		ids:        newIDKey(),
+		sandboxes:  map[uint64]*sandbox{},
+		containers: map[uint64]*container{},
 		byPod:      podObjects{},
 		images:     map[string]string{},
 		imageUsers: map[string]string{},
@@ -248,12 +249,37 @@ func (r *Runtime) sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// newID returns a fresh 64-hex-digit id (sequential, so tests are
-// deterministic).
-func (r *Runtime) newID(kind string) string {
+// newSeq numbers a new sandbox or container (its ID is made from the
+// number: ids.go).
+func (r *Runtime) newSeq() uint64 {
 	r.seq++
-	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%p/%d", kind, r, r.seq)))
-	return hex.EncodeToString(sum[:])
+	return r.seq
+}
+
+// sandboxByID is the sandbox whose ID is id. r.mu is held.
+func (r *Runtime) sandboxByID(id string) (*sandbox, bool) {
+	seq, ok := r.ids.seq(id)
+	if !ok {
+		return nil, false
+	}
+	s, ok := r.sandboxes[seq]
+	return s, ok
+}
+
+// containerByID is the container whose ID is id. r.mu is held.
+func (r *Runtime) containerByID(id string) (*container, bool) {
+	seq, ok := r.ids.seq(id)
+	if !ok {
+		return nil, false
+	}
+	c, ok := r.containers[seq]
+	return c, ok
+}
+
+// idMatches reports whether the record numbered seq has the ID id.
+func (r *Runtime) idMatches(id string, seq uint64) bool {
+	got, ok := r.ids.seq(id)
+	return ok && got == seq
 }
 
 // RunPodSandbox implements runtime.Runtime.
@@ -271,15 +297,15 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		return "", fmt.Errorf("run pod sandbox %s/%s: failed to set up network: %w", config.Metadata.Namespace, config.Metadata.Name, err)
 	}
 	s := &sandbox{
-		id: r.newID("sandbox"), seq: r.seq, state: runtimeapi.PodSandboxState_SANDBOX_READY,
+		seq: r.newSeq(), state: runtimeapi.PodSandboxState_SANDBOX_READY,
 		createdAt: r.clock.Now().UnixNano(), labels: compactLabels(config.Labels), annotations: r.withDefaults(config.Annotations), ip: ip,
 	}
 	s.meta, s.attempt = compactMeta(config.Metadata, &s.labels)
 	s.linux, s.cgroupFromUID = shared.sandboxLinux(config.Linux, s.labels.podUID)
-	r.sandboxes[s.id] = s
+	r.sandboxes[s.seq] = s
 	r.byPod.add(s.labels.podUID, podObject{s: s})
 	r.states.changed()
-	return s.id, nil
+	return r.ids.id(s.seq), nil
 }
 
 func (r *Runtime) withDefaults(ann map[string]string) map[string]string {
@@ -302,7 +328,7 @@ func (r *Runtime) withDefaults(ann map[string]string) map[string]string {
 func (r *Runtime) StopPodSandbox(ctx context.Context, id string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s, ok := r.sandboxes[id]
+	s, ok := r.sandboxByID(id)
 	if !ok {
 		// CRI: stopping an absent sandbox is not an error.
 		return nil
@@ -310,7 +336,7 @@ func (r *Runtime) StopPodSandbox(ctx context.Context, id string) error {
 	r.states.changed()
 	now := r.clock.Now()
 	for _, c := range r.containers {
-		if c.sandboxID == id {
+		if c.sandboxSeq == s.seq {
 			c.refresh(now)
 			if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
 				c.exit(now, 137, "Error", "")
@@ -331,22 +357,22 @@ func (r *Runtime) StopPodSandbox(ctx context.Context, id string) error {
 func (r *Runtime) RemovePodSandbox(ctx context.Context, id string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s, ok := r.sandboxes[id]
+	s, ok := r.sandboxByID(id)
 	if !ok {
 		return nil
 	}
 	r.states.changed()
 	// CRI: running containers are forcibly terminated and removed.
-	for cid, c := range r.containers {
-		if c.sandboxID == id {
-			delete(r.containers, cid)
+	for seq, c := range r.containers {
+		if c.sandboxSeq == s.seq {
+			delete(r.containers, seq)
 			r.byPod.remove(c.labels.podUID, podObject{c: c})
 		}
 	}
 	if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
 		r.pool.release(s.ip)
 	}
-	delete(r.sandboxes, id)
+	delete(r.sandboxes, s.seq)
 	r.byPod.remove(s.labels.podUID, podObject{s: s})
 	return nil
 }
@@ -355,12 +381,12 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, id string) error {
 func (r *Runtime) PodSandboxStatus(ctx context.Context, id string) (*runtimeapi.PodSandboxStatus, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s, ok := r.sandboxes[id]
+	s, ok := r.sandboxByID(id)
 	if !ok {
 		return nil, fmt.Errorf("pod sandbox %s: %w", id, runtime.ErrNotFound)
 	}
 	st := &runtimeapi.PodSandboxStatus{
-		Id: s.id, Metadata: s.metadata(), State: s.state, CreatedAt: s.createdAt,
+		Id: r.ids.id(s.seq), Metadata: s.metadata(), State: s.state, CreatedAt: s.createdAt,
 		Labels: s.labels.toMap(), Annotations: s.annotations,
 	}
 	if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
@@ -376,7 +402,7 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSand
 	var list []*sandbox
 	for _, s := range r.sandboxes {
 		if filter != nil {
-			if filter.Id != "" && filter.Id != s.id {
+			if filter.Id != "" && !r.idMatches(filter.Id, s.seq) {
 				continue
 			}
 			if filter.State != nil && filter.State.State != s.state {
@@ -393,7 +419,7 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSand
 	out := make([]*runtimeapi.PodSandbox, 0, len(list))
 	for _, s := range list {
 		out = append(out, &runtimeapi.PodSandbox{
-			Id: s.id, Metadata: s.metadata(), State: s.state, CreatedAt: s.createdAt,
+			Id: r.ids.id(s.seq), Metadata: s.metadata(), State: s.state, CreatedAt: s.createdAt,
 			Labels: s.labels.toMap(), Annotations: s.annotations,
 		})
 	}
@@ -451,7 +477,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s, ok := r.sandboxes[sandboxID]
+	s, ok := r.sandboxByID(sandboxID)
 	if !ok {
 		return "", fmt.Errorf("create container %s: pod sandbox %s: %w", config.Metadata.Name, sandboxID, runtime.ErrNotFound)
 	}
@@ -467,17 +493,17 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 		return "", fmt.Errorf("create container %s: %w", config.Metadata.Name, err)
 	}
 	c := &container{
-		id: r.newID("container"), seq: r.seq, sandboxID: sandboxID, meta: shared.containerMeta(config.Metadata),
+		seq: r.newSeq(), sandboxSeq: s.seq, meta: shared.containerMeta(config.Metadata),
 		image: config.Image.Image, imageRef: ref, labels: compactLabels(config.Labels), annotations: shared.stringMap(config.Annotations),
 		faults: f.shared(), state: runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.clock.Now().UnixNano(),
 		env: shared.env(config.Envs), security: shared.securityContext(config.GetLinux().GetSecurityContext()),
 		stdinOnce: config.StdinOnce,
 	}
 	c.mounts = mountsOf(config.Mounts, c.labels.podUID)
-	r.containers[c.id] = c
+	r.containers[c.seq] = c
 	r.byPod.add(c.labels.podUID, podObject{c: c})
 	r.states.changed()
-	return c.id, nil
+	return r.ids.id(c.seq), nil
 }
 
 // StartContainer implements runtime.Runtime.
@@ -487,7 +513,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c, ok := r.containers[id]
+	c, ok := r.containerByID(id)
 	if !ok {
 		return fmt.Errorf("start container %s: %w", id, runtime.ErrNotFound)
 	}
@@ -558,7 +584,7 @@ func (c *container) exit(at time.Time, code int32, reason, message string) {
 // min(slow-stop, timeout) and exits 137 if the timeout ran out first.
 func (r *Runtime) StopContainer(ctx context.Context, id string, timeout int64) error {
 	r.mu.Lock()
-	c, ok := r.containers[id]
+	c, ok := r.containerByID(id)
 	if !ok {
 		r.mu.Unlock()
 		return fmt.Errorf("stop container %s: %w", id, runtime.ErrNotFound)
@@ -607,7 +633,7 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, timeout int64) e
 func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c, ok := r.containers[id]
+	c, ok := r.containerByID(id)
 	if !ok {
 		return nil
 	}
@@ -615,7 +641,7 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
 		return fmt.Errorf("remove container %s: container is running", id)
 	}
-	delete(r.containers, id)
+	delete(r.containers, c.seq)
 	r.byPod.remove(c.labels.podUID, podObject{c: c})
 	r.states.changed()
 	return nil
@@ -630,10 +656,10 @@ func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.Contain
 	for _, c := range r.containers {
 		c.refresh(now)
 		if filter != nil {
-			if filter.Id != "" && filter.Id != c.id {
+			if filter.Id != "" && !r.idMatches(filter.Id, c.seq) {
 				continue
 			}
-			if filter.PodSandboxId != "" && filter.PodSandboxId != c.sandboxID {
+			if filter.PodSandboxId != "" && !r.idMatches(filter.PodSandboxId, c.sandboxSeq) {
 				continue
 			}
 			if filter.State != nil && filter.State.State != c.state {
@@ -650,7 +676,7 @@ func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.Contain
 	out := make([]*runtimeapi.Container, 0, len(list))
 	for _, c := range list {
 		out = append(out, &runtimeapi.Container{
-			Id: c.id, PodSandboxId: c.sandboxID, Metadata: c.meta, Image: &runtimeapi.ImageSpec{Image: c.image},
+			Id: r.ids.id(c.seq), PodSandboxId: r.ids.id(c.sandboxSeq), Metadata: c.meta, Image: &runtimeapi.ImageSpec{Image: c.image},
 			ImageRef: c.imageRef, State: c.state, CreatedAt: c.createdAt, Labels: c.labels.toMap(), Annotations: c.annotations,
 		})
 	}
@@ -667,7 +693,7 @@ func (r *Runtime) ContainerStates(ctx context.Context, fn func(podUID, id string
 	for _, c := range r.containers {
 		c.refresh(now)
 		uid, _ := c.labels.get(runtime.LabelPodUID)
-		fn(uid, c.id, c.state)
+		fn(uid, r.ids.id(c.seq), c.state)
 	}
 	return nil
 }
@@ -686,14 +712,14 @@ func (c *container) started() time.Time {
 func (r *Runtime) ContainerStatus(ctx context.Context, id string) (*runtimeapi.ContainerStatus, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c, ok := r.containers[id]
+	c, ok := r.containerByID(id)
 	if !ok {
 		return nil, fmt.Errorf("container %s: %w", id, runtime.ErrNotFound)
 	}
 	c.refresh(r.clock.Now())
 	end := c.get()
 	return &runtimeapi.ContainerStatus{
-		Id: c.id, Metadata: c.meta, State: c.state, CreatedAt: c.createdAt, StartedAt: c.startedAt,
+		Id: r.ids.id(c.seq), Metadata: c.meta, State: c.state, CreatedAt: c.createdAt, StartedAt: c.startedAt,
 		FinishedAt: end.finishedAt, ExitCode: end.exitCode, Image: &runtimeapi.ImageSpec{Image: c.image},
 		ImageRef: c.imageRef, Reason: end.reason, Message: end.message, Labels: c.labels.toMap(), Annotations: c.annotations,
 	}, nil
@@ -703,7 +729,7 @@ func (r *Runtime) ContainerStatus(ctx context.Context, id string) (*runtimeapi.C
 func (r *Runtime) ContainerLogs(ctx context.Context, id string, opts runtime.LogOptions) ([]runtime.LogLine, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c, ok := r.containers[id]
+	c, ok := r.containerByID(id)
 	if !ok {
 		return nil, fmt.Errorf("container %s logs: %w", id, runtime.ErrNotFound)
 	}
@@ -724,7 +750,7 @@ func (r *Runtime) ContainerLogs(ctx context.Context, id string, opts runtime.Log
 func (r *Runtime) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) ([]byte, []byte, int32, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c, ok := r.containers[id]
+	c, ok := r.containerByID(id)
 	if !ok {
 		return nil, nil, 0, fmt.Errorf("exec in container %s: %w", id, runtime.ErrNotFound)
 	}
@@ -743,7 +769,7 @@ func (r *Runtime) ExecSync(ctx context.Context, id string, cmd []string, timeout
 }
 
 func (r *Runtime) runningContainer(id string) (*container, error) {
-	c, ok := r.containers[id]
+	c, ok := r.containerByID(id)
 	if !ok {
 		return nil, fmt.Errorf("container %s: %w", id, runtime.ErrNotFound)
 	}
@@ -794,7 +820,7 @@ func (r *Runtime) ProbeGRPC(ctx context.Context, id string, port int, service st
 func (r *Runtime) ProbeOverride(id, kind string) (bool, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c, ok := r.containers[id]
+	c, ok := r.containerByID(id)
 	if !ok {
 		return false, false
 	}

@@ -278,14 +278,17 @@ func TestContainersWithoutFaultsShareTheirFaultSet(t *testing.T) {
 	c := createContainer(t, r, map[string]string{AnnotationCrashAfter: "5s", AnnotationLogs: "x"}, "c", false, false)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.containers[a].faults != r.containers[b].faults {
+	ca, _ := r.containerByID(a)
+	cb, _ := r.containerByID(b)
+	cc, _ := r.containerByID(c)
+	if ca.faults != cb.faults {
 		t.Error("two containers without faults keep a fault set each")
 	}
-	fc := r.containers[c].faults
-	if fc == r.containers[a].faults || !fc.exits || fc.exitAfter != 5*time.Second || len(fc.logs) != 1 {
+	fc := cc.faults
+	if fc == ca.faults || !fc.exits || fc.exitAfter != 5*time.Second || len(fc.logs) != 1 {
 		t.Errorf("faulty container's faults %+v", *fc)
 	}
-	if f := r.containers[a].faults; f.exits || f.logs != nil || f.httpStatus != 200 || f.grpcStatus != "SERVING" {
+	if f := ca.faults; f.exits || f.logs != nil || f.httpStatus != 200 || f.grpcStatus != "SERVING" {
 		t.Errorf("the shared fault set has faults: %+v", *f)
 	}
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -144,7 +145,7 @@ type containerUsage struct {
 // held; c is refreshed by the caller.
 func (r *Runtime) usage(c *container) containerUsage {
 	var u containerUsage
-	s := r.sandboxes[c.sandboxID]
+	s := r.sandboxes[c.sandboxSeq]
 	if s == nil {
 		return u
 	}
@@ -187,7 +188,7 @@ func (r *Runtime) containerStats(c *container, now time.Time) *runtimeapi.Contai
 	u := r.usage(c)
 	ts := now.UnixNano()
 	return &runtimeapi.ContainerStats{
-		Attributes: &runtimeapi.ContainerAttributes{Id: c.id, Metadata: c.meta, Labels: c.labels.toMap(), Annotations: c.annotations},
+		Attributes: &runtimeapi.ContainerAttributes{Id: r.ids.id(c.seq), Metadata: c.meta, Labels: c.labels.toMap(), Annotations: c.annotations},
 		Cpu: &runtimeapi.CpuUsage{Timestamp: ts, UsageCoreNanoSeconds: &runtimeapi.UInt64Value{Value: u.cpuTotal},
 			UsageNanoCores: &runtimeapi.UInt64Value{Value: u.nanoCores}},
 		Memory: &runtimeapi.MemoryUsage{Timestamp: ts, WorkingSetBytes: &runtimeapi.UInt64Value{Value: u.memory},
@@ -204,7 +205,7 @@ func (r *Runtime) ListContainerStats(_ context.Context, filter *runtimeapi.Conta
 	now := r.clock.Now()
 	var out []*runtimeapi.ContainerStats
 	for _, c := range r.sortedContainers() {
-		if filter != nil && ((filter.Id != "" && filter.Id != c.id) || (filter.PodSandboxId != "" && filter.PodSandboxId != c.sandboxID) || !c.labels.matches(filter.LabelSelector)) {
+		if filter != nil && ((filter.Id != "" && !r.idMatches(filter.Id, c.seq)) || (filter.PodSandboxId != "" && !r.idMatches(filter.PodSandboxId, c.sandboxSeq)) || !c.labels.matches(filter.LabelSelector)) {
 			continue
 		}
 		c.refresh(now)
@@ -230,31 +231,31 @@ func (r *Runtime) ListPodSandboxStats(_ context.Context, filter *runtimeapi.PodS
 	defer r.mu.Unlock()
 	now := r.clock.Now()
 	ts := now.UnixNano()
-	byID := map[string]*runtimeapi.PodSandboxStats{}
+	bySeq := map[uint64]*runtimeapi.PodSandboxStats{}
 	var out []*runtimeapi.PodSandboxStats
-	ids := make([]string, 0, len(r.sandboxes))
-	for id := range r.sandboxes {
-		ids = append(ids, id)
+	seqs := make([]uint64, 0, len(r.sandboxes))
+	for seq := range r.sandboxes {
+		seqs = append(seqs, seq)
 	}
-	sort.Slice(ids, func(i, j int) bool { return r.sandboxes[ids[i]].seq < r.sandboxes[ids[j]].seq })
-	for _, id := range ids {
-		s := r.sandboxes[id]
-		if filter != nil && ((filter.Id != "" && filter.Id != s.id) || !s.labels.matches(filter.LabelSelector)) {
+	slices.Sort(seqs)
+	for _, seq := range seqs {
+		s := r.sandboxes[seq]
+		if filter != nil && ((filter.Id != "" && !r.idMatches(filter.Id, s.seq)) || !s.labels.matches(filter.LabelSelector)) {
 			continue
 		}
 		st := &runtimeapi.PodSandboxStats{
-			Attributes: &runtimeapi.PodSandboxAttributes{Id: s.id, Metadata: s.metadata(), Labels: s.labels.toMap(), Annotations: s.annotations},
+			Attributes: &runtimeapi.PodSandboxAttributes{Id: r.ids.id(s.seq), Metadata: s.metadata(), Labels: s.labels.toMap(), Annotations: s.annotations},
 			Linux: &runtimeapi.LinuxPodSandboxStats{
 				Cpu:     &runtimeapi.CpuUsage{Timestamp: ts, UsageCoreNanoSeconds: &runtimeapi.UInt64Value{}, UsageNanoCores: &runtimeapi.UInt64Value{}},
 				Memory:  &runtimeapi.MemoryUsage{Timestamp: ts, WorkingSetBytes: &runtimeapi.UInt64Value{}, UsageBytes: &runtimeapi.UInt64Value{}},
 				Process: &runtimeapi.ProcessUsage{Timestamp: ts, ProcessCount: &runtimeapi.UInt64Value{}},
 			},
 		}
-		byID[id] = st
+		bySeq[seq] = st
 		out = append(out, st)
 	}
 	for _, c := range r.sortedContainers() {
-		st := byID[c.sandboxID]
+		st := bySeq[c.sandboxSeq]
 		if st == nil {
 			continue
 		}

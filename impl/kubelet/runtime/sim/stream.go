@@ -354,7 +354,7 @@ func (r *Runtime) Attach(ctx context.Context, id string, stdin io.Reader, stdout
 func (r *Runtime) outputSince(id string, sent *int) ([]runtime.LogLine, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c, ok := r.containers[id]
+	c, ok := r.containerByID(id)
 	if !ok {
 		return nil, false
 	}
@@ -372,7 +372,7 @@ func (r *Runtime) outputSince(id string, sent *int) ([]runtime.LogLine, bool) {
 func (r *Runtime) stdinClosed(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if c, ok := r.containers[id]; ok && c.stdinOnce && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+	if c, ok := r.containerByID(id); ok && c.stdinOnce && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
 		r.states.changed()
 		c.exit(r.clock.Now(), 0, "Completed", "")
 	}
@@ -382,7 +382,7 @@ func (r *Runtime) stdinClosed(id string) {
 func (r *Runtime) appendOutput(id, line string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if c, ok := r.containers[id]; ok && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+	if c, ok := r.containerByID(id); ok && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
 		logs := append(c.output(), runtime.LogLine{Time: r.clock.Now(), Stream: "stdout", Text: line})
 		c.set().logs = logs
 	}
