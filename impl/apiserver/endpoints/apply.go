@@ -242,7 +242,7 @@ func (h *Handler) trackCreate(r *http.Request, obj runtime.Object) (runtime.Obje
 		return nil, err
 	}
 	h.res.Strategy.Default(obj)
-	return fm.Update(h.res.New(), obj, fieldmanager.ManagerName(params.fieldManager, r.UserAgent())), nil
+	return fm.UpdateCreate(h.empty, obj, fieldmanager.ManagerName(params.fieldManager, r.UserAgent())), nil
 }
 
 // replicasPath is where every served kind with a /scale subresource keeps

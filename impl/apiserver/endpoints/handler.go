@@ -63,6 +63,9 @@ type Handler struct {
 	isPod       bool
 	// encodings are watch events' encodings shared between watchers.
 	encodings *sharedEncodings
+	// empty is the kind's empty object, the live object of every create's
+	// field manager call (trackCreate). It is shared: nothing may change it.
+	empty runtime.Object
 }
 
 // NewHandler builds the handler of res stored in store under key prefix
@@ -74,6 +77,7 @@ func NewHandler(res *resource.Resource, store storage.Interface, prefix string, 
 		gvk:         res.GroupVersionKind(),
 		fieldLabels: map[string]bool{"metadata.name": true, "metadata.namespace": true},
 		encodings:   newSharedEncodings(),
+		empty:       res.New(),
 	}
 	h.isNamespace = h.gr == schema.GroupResource{Resource: "namespaces"}
 	h.isPod = h.gr == schema.GroupResource{Resource: "pods"}

@@ -123,3 +123,37 @@ func withoutTimes(t *testing.T, obj runtime.Object) []metav1.ManagedFieldsEntry 
 	}
 	return out
 }
+
+// A create's field manager call may share one empty live object between
+// creates: it records what Update over a fresh empty object records, on
+// the short road and on the full one (client-sent managed fields), and
+// leaves the shared object empty.
+func TestUpdateCreateSharesTheEmptyObject(t *testing.T) {
+	m := managerFor(t, corev1.SchemeGroupVersion.WithKind("ConfigMap"), "")
+	empty := &corev1.ConfigMap{}
+	sent := []metav1.ManagedFieldsEntry{{
+		Manager: "sender", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", FieldsType: "FieldsV1",
+		Time:     &metav1.Time{},
+		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:k":{}}}`)},
+	}}
+	for _, tc := range []struct {
+		name    string
+		managed []metav1.ManagedFieldsEntry
+	}{
+		{"short road", nil},
+		{"client-sent managed fields", sent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", ManagedFields: tc.managed},
+				Data: map[string]string{"k": "v"}}
+			want := m.Update(&corev1.ConfigMap{}, obj.DeepCopy(), "creator")
+			got := m.UpdateCreate(empty, obj.DeepCopy(), "creator")
+			if g, w := withoutTimes(t, got), withoutTimes(t, want); !reflect.DeepEqual(g, w) {
+				t.Fatalf("managed fields differ\n got: %v\nwant: %v", g, w)
+			}
+			if !reflect.DeepEqual(empty, &corev1.ConfigMap{}) {
+				t.Fatalf("the shared empty object changed: %+v", empty)
+			}
+		})
+	}
+}

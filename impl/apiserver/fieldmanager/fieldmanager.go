@@ -127,6 +127,17 @@ func (d defaulter) Default(obj runtime.Object) {
 	}
 }
 
+// UpdateCreate is Update for a create, whose live object is empty: the
+// kind's empty object, which callers may share between all their creates.
+// The short road only reads it; every other road gets a copy of its own,
+// since they may keep or change what they are given.
+func (m *Manager) UpdateCreate(empty, obj runtime.Object, manager string) runtime.Object {
+	if m.create.applies(empty, obj, manager) {
+		return m.create.update(obj, m.tc, manager)
+	}
+	return m.Update(empty.DeepCopyObject(), obj, manager)
+}
+
 // Update records that manager changed live into obj (operation Update) and
 // returns obj with its managedFields set. A live object that exists but has
 // no managed fields stays untracked, as in Kubernetes. Managed fields the
