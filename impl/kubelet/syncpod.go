@@ -101,7 +101,7 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	// change since is the relist's to notice.
 	if actions.KillPod || actions.CreateSandbox || len(actions.ContainersToKill) > 0 || len(actions.ContainersToStart) > 0 {
 		if rs, err = k.podRuntimeState(ctx, uid); err != nil {
-			return 0, err
+			return 0, errors.Join(execErr, err)
 		}
 	}
 	terminating := pod.DeletionTimestamp != nil || podsync.IsTerminalPhase(pod.Status.Phase) || rec.terminal != nil ||
@@ -112,7 +112,13 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 		PodIsTerminal: podIsTerminal, HostIPs: []string{k.cfg.NodeIP}, RuntimeType: k.rt.Type(), Now: now,
 	})
 	if err := k.writeStatus(ctx, rec, pod, st); err != nil {
-		return 0, err
+		// The sync's own failure stays in the error: a volume set-up that
+		// failed keeps its back-off (syncRetryDelay finds it in the join)
+		// when the status write that reports it fails too, as it does
+		// when the Node authorizer refuses both the token request and the
+		// write for a pod its graph does not hold yet. Upstream's status
+		// manager retries the write on its own; here the next sync does.
+		return 0, errors.Join(execErr, err)
 	}
 	if pod.DeletionTimestamp != nil && podIsTerminal {
 		if err := k.finalDelete(ctx, rec, pod); err != nil {

@@ -42,6 +42,7 @@ func TestSyncRetryDelay(t *testing.T) {
 		{name: "volume set-up failure, back-off beyond the sync back-off and the full resync", err: mountFailed(mountRetryMax), want: mountRetryMax},
 		{name: "volume set-up failure with an earlier hint wakes at the hint", hint: 100 * time.Millisecond, err: mountFailed(time.Second), want: 100 * time.Millisecond},
 		{name: "volume set-up failure, wrapped", err: fmt.Errorf("sync: %w", mountFailed(2*time.Second)), want: 2 * time.Second},
+		{name: "volume set-up failure joined with a failed status write", err: errors.Join(mountFailed(time.Second), failed), r: 0.9, want: time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.backOff
@@ -312,5 +313,93 @@ func TestRefusedTokenRetriedOnVolumeBackOff(t *testing.T) {
 	h.k.processNext(h.ctx)
 	if got := h.get(p); requests != 2 || got.Status.Phase != v1.PodRunning {
 		t.Fatalf("phase %s after %d token requests, want Running after 2", got.Status.Phase, requests)
+	}
+}
+
+// TestVolumeBackOffOutlastsAFailedStatusWrite drives the pod worker over a
+// new pod whose first sync fails twice: its kube-api-access volume cannot
+// be set up, and the status write reporting that (ContainerCreating) is
+// refused as well — as the Node authorizer refuses a node's token request
+// and its pods/status write alike until its graph holds the pod on the
+// node. The pod is retried on the volume back-off, not the pod workers'
+// 10 s, and then runs.
+func TestVolumeBackOffOutlastsAFailedStatusWrite(t *testing.T) {
+	notYours := func(resource, name string) error {
+		return apierrors.NewForbidden(schema.GroupResource{Resource: resource}, name,
+			errors.New(`no relationship found between node 'node-7' and this object`))
+	}
+	for _, tc := range []struct {
+		name string
+		// failing is the set-up request refused once: "token" (the token
+		// request) or "configmap" (the read of kube-root-ca.crt).
+		failing string
+		// statusErr is the first status write's answer.
+		statusErr error
+		// wantTokens: the failed set-up and its retry both request the
+		// token (its file is written only once the whole volume is set up).
+		wantTokens int
+	}{
+		{name: "token request and status write refused", failing: "token", statusErr: notYours("pods", "web"), wantTokens: 2},
+		{name: "ConfigMap read fails, status write refused", failing: "configmap",
+			statusErr: apierrors.NewInternalError(errors.New("etcdserver: request timed out")), wantTokens: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config) { c.RootDir, c.SyncErrorBackOff = t.TempDir(), 10*time.Second })
+			q := &recordingQueue{TypedInterface: workqueue.NewTyped[types.UID]()}
+			defer q.ShutDown()
+			h.k.queue = q
+			refuse, tokens, statusWrites := true, 0, 0
+			h.client.PrependReactor("create", "serviceaccounts", func(a clienttesting.Action) (bool, k8sruntime.Object, error) {
+				ca := a.(clienttesting.CreateAction)
+				if ca.GetSubresource() != "token" {
+					return false, nil, nil
+				}
+				tokens++
+				if refuse && tc.failing == "token" {
+					return true, nil, notYours("serviceaccounts", "default")
+				}
+				tr := ca.GetObject().(*authenticationv1.TokenRequest).DeepCopy()
+				tr.Status.Token = "token"
+				return true, tr, nil
+			})
+			h.client.PrependReactor("get", "configmaps", func(clienttesting.Action) (bool, k8sruntime.Object, error) {
+				if refuse && tc.failing == "configmap" {
+					return true, nil, notYours("configmaps", "kube-root-ca.crt")
+				}
+				return false, nil, nil
+			})
+			h.client.PrependReactor("update", "pods", func(a clienttesting.Action) (bool, k8sruntime.Object, error) {
+				if a.GetSubresource() != "status" {
+					return false, nil, nil
+				}
+				statusWrites++
+				if refuse {
+					return true, nil, tc.statusErr
+				}
+				return false, nil, nil
+			})
+			if _, err := h.client.CoreV1().ConfigMaps("default").Create(h.ctx, &v1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: "default"}, Data: map[string]string{"ca.crt": "CERT"}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			p := h.create(h.pod("web", func(p *v1.Pod) {
+				p.Spec.Volumes = []v1.Volume{{Name: "kube-api-access", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+					{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}},
+					{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "kube-root-ca.crt"},
+						Items: []v1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+				}}}}}
+			}))
+			h.k.processNext(h.ctx)
+			if d := q.lastDelay(); statusWrites == 0 || d != mountRetryInitial {
+				t.Fatalf("after a failed volume set-up and %d refused status writes the pod is retried after %v, want %v", statusWrites, d, mountRetryInitial)
+			}
+			refuse = false
+			h.step(mountRetryInitial)
+			q.Add(p.UID)
+			h.k.processNext(h.ctx)
+			if got := h.get(p); tokens != tc.wantTokens || got.Status.Phase != v1.PodRunning {
+				t.Fatalf("phase %s after %d token requests, want Running after %d", got.Status.Phase, tokens, tc.wantTokens)
+			}
+		})
 	}
 }
