@@ -1,10 +1,12 @@
 package sim
 
 import (
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -32,6 +34,7 @@ type sharedParts struct {
 	sandbox  map[string]*runtimeapi.LinuxSandboxSecurityContext
 	linux    map[string]*runtimeapi.LinuxPodSandboxConfig
 	meta     map[string]*runtimeapi.ContainerMetadata
+	specs    map[containerSpecKey]*containerSpec
 	strs     map[string]string
 	scratch  []byte // where shareEncoded encodes (guarded by mu)
 }
@@ -46,6 +49,7 @@ func newSharedParts() *sharedParts {
 		sandbox:  map[string]*runtimeapi.LinuxSandboxSecurityContext{},
 		linux:    map[string]*runtimeapi.LinuxPodSandboxConfig{},
 		meta:     map[string]*runtimeapi.ContainerMetadata{},
+		specs:    map[containerSpecKey]*containerSpec{},
 		strs:     map[string]string{},
 	}
 }
@@ -191,4 +195,55 @@ func (s *sharedParts) sandboxLinux(l *runtimeapi.LinuxPodSandboxConfig, podUID s
 	}
 	out.CgroupParent = "" // put back by sandbox.linuxConfig, shared or not
 	return shareEncoded(s, s.linux, out, out), true
+}
+
+// containerSpec is what a container is created with that equals the other
+// containers of its workload: its metadata, image, annotations, faults,
+// environment and security context. A container record points to one
+// shared copy (eight bytes instead of some ninety in every record).
+type containerSpec struct {
+	meta        *runtimeapi.ContainerMetadata
+	image       string
+	imageRef    string
+	annotations map[string]string
+	faults      *faults // noFaults for a container without faults
+	env         []*runtimeapi.KeyValue
+	security    *runtimeapi.LinuxContainerSecurityContext
+	// stdinOnce: the main process (simulated as `cat`, see stream.go)
+	// ends when the stdin of the first attach closes (CRI stdin_once).
+	stdinOnce bool
+}
+
+// containerSpecKey identifies a containerSpec by its parts, which the
+// other tables have already swapped for their shared copies: equal parts
+// are the same pointers, so identity is equality. A part that was not
+// shared (its table full) makes a key of its own, and its spec is then
+// not shared either; the key's pointers keep the parts alive while the
+// table holds them.
+type containerSpecKey struct {
+	meta        *runtimeapi.ContainerMetadata
+	image       string
+	imageRef    string
+	annotations unsafe.Pointer // the map's
+	faults      *faults
+	env         *(*runtimeapi.KeyValue) // the slice's first element
+	envLen      int
+	security    *runtimeapi.LinuxContainerSecurityContext
+	stdinOnce   bool
+}
+
+// containerSpec returns the shared spec equal to v, whose parts are the
+// shared ones.
+func (s *sharedParts) containerSpec(v containerSpec) *containerSpec {
+	k := containerSpecKey{
+		meta: v.meta, image: v.image, imageRef: v.imageRef, annotations: reflect.ValueOf(v.annotations).UnsafePointer(),
+		faults: v.faults, env: unsafe.SliceData(v.env), envLen: len(v.env), security: v.security, stdinOnce: v.stdinOnce,
+	}
+	s.mu.Lock()
+	kept, ok := s.specs[k]
+	s.mu.Unlock()
+	if ok {
+		return kept
+	}
+	return intern.Lookup(&s.mu, s.specs, maxShared, k, &v)
 }

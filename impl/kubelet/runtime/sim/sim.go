@@ -133,23 +133,15 @@ func (s *sandbox) linuxConfig() *runtimeapi.LinuxPodSandboxConfig {
 const podCgroupParent = "/kubepods/pod"
 
 type container struct {
-	seq         uint64                        // creation order; the ID's number (ids.go)
-	sandboxSeq  uint64                        // its sandbox's seq
-	meta        *runtimeapi.ContainerMetadata // shared by equal ones (sharedParts.containerMeta)
-	image       string
-	imageRef    string
-	labels      labelSet
-	annotations map[string]string
-	faults      *faults // shared by containers without faults (noFaults); never changed
-
-	state runtimeapi.ContainerState
-	// stdinOnce: the main process (simulated as `cat`, see stream.go)
-	// ends when the stdin of the first attach closes (CRI stdin_once).
-	stdinOnce            bool
+	seq        uint64 // creation order; the ID's number (ids.go)
+	sandboxSeq uint64 // its sandbox's seq
+	// What it was created with, shared with the containers created with
+	// the same (sharedParts.containerSpec); never changed.
+	*containerSpec
+	labels               labelSet
+	state                runtimeapi.ContainerState
 	createdAt, startedAt int64 // Unix nanoseconds; 0: not yet
-	env                  []*runtimeapi.KeyValue
 	mounts               mountList
-	security             *runtimeapi.LinuxContainerSecurityContext
 	// more is what a running container of a workload mostly never has
 	// (nil until it has some): kept apart, the record of every running
 	// container is a size class smaller.
@@ -493,11 +485,14 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 		return "", fmt.Errorf("create container %s: %w", config.Metadata.Name, err)
 	}
 	c := &container{
-		seq: r.newSeq(), sandboxSeq: s.seq, meta: shared.containerMeta(config.Metadata),
-		image: config.Image.Image, imageRef: ref, labels: compactLabels(config.Labels), annotations: shared.stringMap(config.Annotations),
-		faults: f.shared(), state: runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.clock.Now().UnixNano(),
-		env: shared.env(config.Envs), security: shared.securityContext(config.GetLinux().GetSecurityContext()),
-		stdinOnce: config.StdinOnce,
+		seq: r.newSeq(), sandboxSeq: s.seq, labels: compactLabels(config.Labels),
+		state: runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.clock.Now().UnixNano(),
+		containerSpec: shared.containerSpec(containerSpec{
+			meta: shared.containerMeta(config.Metadata), image: config.Image.Image, imageRef: ref,
+			annotations: shared.stringMap(config.Annotations), faults: f.shared(),
+			env: shared.env(config.Envs), security: shared.securityContext(config.GetLinux().GetSecurityContext()),
+			stdinOnce: config.StdinOnce,
+		}),
 	}
 	c.mounts = mountsOf(config.Mounts, c.labels.podUID)
 	r.containers[c.seq] = c

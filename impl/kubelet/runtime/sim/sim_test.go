@@ -340,3 +340,44 @@ func TestSandboxMetadataAndLinuxRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// Containers created with equal configs share one spec; one whose config
+// differs in any kept part (here its environment, or its stdin_once) has
+// its own, and each reports what it was created with.
+func TestContainersOfAWorkloadShareTheirSpec(t *testing.T) {
+	ctx := context.Background()
+	r, _ := newSim(t, "10.244.0.0/24")
+	img := &runtimeapi.ImageSpec{Image: "busybox:1"}
+	if _, err := r.PullImage(ctx, img); err != nil {
+		t.Fatal(err)
+	}
+	create := func(pod string, env string, stdinOnce bool) *container {
+		t.Helper()
+		sb, err := r.RunPodSandbox(ctx, sandboxConfig(pod, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := r.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{
+			Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Image: img, StdinOnce: stdinOnce,
+			Envs:        []*runtimeapi.KeyValue{{Key: "MODE", Value: []byte(env)}},
+			Annotations: map[string]string{"io.kubernetes.container.restartCount": "0"},
+			Labels:      map[string]string{runtime.LabelPodUID: pod},
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := r.containerByID(id)
+		return c
+	}
+	a, b := create("a", "x", false), create("b", "x", false)
+	c, d := create("c", "y", false), create("d", "x", true)
+	if a.containerSpec != b.containerSpec {
+		t.Error("two containers created alike keep a spec each")
+	}
+	if c.containerSpec == a.containerSpec || d.containerSpec == a.containerSpec {
+		t.Error("containers created with different environments or stdin_once share a spec")
+	}
+	if string(c.env[0].Value) != "y" || string(a.env[0].Value) != "x" || !d.stdinOnce || a.stdinOnce || a.meta.Name != "app" || a.imageRef == "" {
+		t.Errorf("specs %+v %+v %+v", *a.containerSpec, *c.containerSpec, *d.containerSpec)
+	}
+}
