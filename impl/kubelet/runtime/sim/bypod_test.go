@@ -97,15 +97,17 @@ func checkPodIndex(t interface{ Fatalf(string, ...any) }, r *Runtime) {
 	}
 	got := map[string]bool{}
 	for pod, objs := range r.byPod {
-		if objs.n == 0 {
+		if objs == (podEntry{}) {
 			t.Fatalf("pod %q: an empty index entry", pod)
 		}
-		if want := max(0, objs.n-len(objs.first)); len(objs.more) != want {
-			t.Fatalf("pod %q: %d records, %d of them in the slice, want %d", pod, objs.n, len(objs.more), want)
+		if objs.more != nil && len(*objs.more) == 0 {
+			t.Fatalf("pod %q: an empty slice of further records", pod)
 		}
-		for i := objs.n; i < len(objs.first); i++ {
-			if objs.first[i] != (podObject{}) {
-				t.Fatalf("pod %q: %d records, and a stale one at %d", pod, objs.n, i)
+		for o := range objs.all() {
+			// The entry's own places are taken while there is a record
+			// for them.
+			if (o.s != nil && objs.s == nil) || (o.c != nil && objs.c == nil) {
+				t.Fatalf("pod %q: %+v is among the further records while the entry's place for it is empty", pod, o)
 			}
 		}
 		for o := range objs.all() {
