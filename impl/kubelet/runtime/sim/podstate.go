@@ -48,7 +48,7 @@ func (r *Runtime) PodState(ctx context.Context, podUID string) (*podstate.Pod, e
 			sb.Attempt = s.meta.Attempt
 		}
 		if sb.Ready {
-			sb.IP = s.ip.String()
+			sb.IP = s.ip().String()
 		}
 		ps.Sandboxes[i] = sb
 	}

@@ -90,7 +90,7 @@ func TestRuntimeRetainedBytesPerPod(t *testing.T) {
 	}
 	got := runtimeBytesPerPod(t)
 	t.Logf("%.0f heap bytes per pod", got)
-	const bound = 720
+	const bound = 700
 	if got > bound {
 		t.Errorf("%.0f heap bytes per pod, want <= %d", got, bound)
 	}

@@ -88,14 +88,19 @@ type sandbox struct {
 	labels    labelSet
 	// annotations are the pod's, as the kubelet passes them.
 	annotations map[string]string
-	ip          netip.Addr
 	// linux is the Linux config without its cgroup parent when that is
 	// the kubelet's "/kubepods/pod<UID>" (cgroupFromUID), shared by the
 	// sandboxes of pods with equal security contexts and sysctls (see
 	// linuxConfig).
-	linux         *runtimeapi.LinuxPodSandboxConfig
+	linux *runtimeapi.LinuxPodSandboxConfig
+	// ip4 is its IP (the pool's are IPv4): four bytes where a netip.Addr
+	// takes 24, which with cgroupFromUID fit in one word.
+	ip4           [4]byte
 	cgroupFromUID bool
 }
+
+// ip is the sandbox's IP.
+func (s *sandbox) ip() netip.Addr { return netip.AddrFrom4(s.ip4) }
 
 // metadata is the sandbox's CRI metadata (made anew when derived from its
 // labels).
@@ -290,7 +295,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	}
 	s := &sandbox{
 		seq: r.newSeq(), state: runtimeapi.PodSandboxState_SANDBOX_READY,
-		createdAt: r.clock.Now().UnixNano(), labels: compactLabels(config.Labels), annotations: r.withDefaults(config.Annotations), ip: ip,
+		createdAt: r.clock.Now().UnixNano(), labels: compactLabels(config.Labels), annotations: r.withDefaults(config.Annotations), ip4: ip.As4(),
 	}
 	s.meta, s.attempt = compactMeta(config.Metadata, &s.labels)
 	s.linux, s.cgroupFromUID = shared.sandboxLinux(config.Linux, s.labels.podUID)
@@ -337,7 +342,7 @@ func (r *Runtime) StopPodSandbox(ctx context.Context, id string) error {
 	}
 	if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
 		// Network teardown (CNI DEL) releases the IP.
-		r.pool.release(s.ip)
+		r.pool.release(s.ip())
 	}
 	s.state = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 	return nil
@@ -362,7 +367,7 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, id string) error {
 		}
 	}
 	if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
-		r.pool.release(s.ip)
+		r.pool.release(s.ip())
 	}
 	delete(r.sandboxes, s.seq)
 	r.byPod.remove(s.labels.podUID, podObject{s: s})
@@ -382,7 +387,7 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, id string) (*runtimeapi.
 		Labels: s.labels.toMap(), Annotations: s.annotations,
 	}
 	if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
-		st.Network = &runtimeapi.PodSandboxNetworkStatus{Ip: s.ip.String()}
+		st.Network = &runtimeapi.PodSandboxNetworkStatus{Ip: s.ip().String()}
 	}
 	return st, nil
 }
