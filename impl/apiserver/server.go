@@ -327,6 +327,7 @@ func New(cfg Config) (*Server, error) {
 			GroupResource: gvr.GroupResource(), StorageVersion: r.GroupVersion,
 			ResourcePrefix: prefixes[gvr], NewFunc: r.New, NewListFunc: r.NewList,
 			GetAttrs: resource.AttrFunc(r.Strategy), Namespaced: r.Namespaced,
+			ObjectMetaFieldsOnly: resource.ObjectMetaFieldsOnly(r.Strategy),
 		})
 		if err != nil {
 			s.Close()

@@ -175,6 +175,10 @@ func (s strategy[T]) GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error
 	return labels.Set(t.GetLabels()), f, nil
 }
 
+// ObjectMetaFieldsOnly reports whether GetAttrs gives ObjectMetaFields
+// alone: the kind has no selectable fields of its own.
+func (s strategy[T]) ObjectMetaFieldsOnly() bool { return s.k.fields == nil }
+
 func (s strategy[T]) ConvertToTable(_ context.Context, obj runtime.Object, opts *metav1.TableOptions) (*metav1.Table, error) {
 	spec := s.k.table
 	if spec == nil {

@@ -85,6 +85,11 @@ type ResourceConfig struct {
 	// GetAttrs gives the labels and selectable fields of an object; the watch
 	// cache indexes by it.
 	GetAttrs AttrFunc
+	// ObjectMetaFieldsOnly says that GetAttrs gives the object's labels and
+	// ObjectMetaFields' fields, nothing else: the watch cache then reads
+	// them from the object's metadata itself, without the fields map
+	// GetAttrs makes for every object it is given.
+	ObjectMetaFieldsOnly bool
 	// Namespaced is true for namespaced resources.
 	Namespaced bool
 }

@@ -141,3 +141,12 @@ type GracefulDeleter interface {
 func AttrFunc(s Strategy) storage.AttrFunc {
 	return s.GetAttrs
 }
+
+// ObjectMetaFieldsOnly reports whether s's GetAttrs gives the object's
+// labels and storage.ObjectMetaFields alone (see
+// storage.ResourceConfig.ObjectMetaFieldsOnly); a strategy says so with an
+// ObjectMetaFieldsOnly method.
+func ObjectMetaFieldsOnly(s Strategy) bool {
+	o, ok := s.(interface{ ObjectMetaFieldsOnly() bool })
+	return ok && o.ObjectMetaFieldsOnly()
+}

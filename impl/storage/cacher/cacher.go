@@ -242,6 +242,13 @@ func (c *Cacher) newCached(obj runtime.Object) (*cachedObject, error) {
 	if name := m.GetName(); strings.HasSuffix(key, name) {
 		m.SetName(key[len(key)-len(name):])
 	}
+	if c.res.ObjectMetaFieldsOnly {
+		// What GetAttrs would give, in key order, without its map.
+		co := newCachedObject(smallFields)
+		co.key, co.obj, co.labels = key, obj, labels.Set(m.GetLabels())
+		co.fields = append(co.fields, "metadata.name", m.GetName(), "metadata.namespace", m.GetNamespace())
+		return co, nil
+	}
 	l, f, err := c.getAttrs(obj)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,8 @@ package cacher
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -96,5 +98,46 @@ func TestNewCachedKeepsValuesAndOneKey(t *testing.T) {
 		if co2.fields.Get("metadata.name") != "" && co2.fields.Get("metadata.name") != "web-0" {
 			t.Errorf("%d fields: new version's name field %q", n, co2.fields.Get("metadata.name"))
 		}
+	}
+}
+
+// A kind selectable by metadata.name and metadata.namespace alone has its
+// labels and those two fields read from the object, as its GetAttrs gives
+// them, without the fields map GetAttrs makes.
+func TestNewCachedObjectMetaFieldsOnly(t *testing.T) {
+	c := wrapCacher(withFields(2))
+	c.res.ObjectMetaFieldsOnly = true
+	a := decodedPod(t, "web-0", "uid-a", "node-1")
+	co, err := c.newCached(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, f, err := storage.DefaultAttrs(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := newFieldList(f); !slices.Equal(co.fields, want) || !maps.Equal(co.labels, l) {
+		t.Fatalf("fields %q, labels %v, want %q and %v", co.fields, co.labels, want, l)
+	}
+	if unsafe.StringData(co.fields.Get("metadata.name")) != unsafe.StringData(a.Name) {
+		t.Errorf("the name field is a copy of its own, not the object's name")
+	}
+
+	// A new key's wrapper: the key, the probe looking for it among the
+	// cached objects, the pod's requests interned and the wrapper with its
+	// fields; GetAttrs' fields map would be two or three more.
+	pods := make([]*corev1.Pod, 100)
+	for i := range pods {
+		pods[i] = decodedPod(t, fmt.Sprintf("web-%d", i+1), "uid-a", "node-1")
+	}
+	i := 0
+	wrap := func() {
+		if _, err := c.newCached(pods[i%len(pods)]); err != nil {
+			t.Fatal(err)
+		}
+		i++
+	}
+	if n := testing.AllocsPerRun(len(pods)-1, wrap); n > 4 {
+		t.Errorf("newCached allocates %v times, want 4", n)
 	}
 }
