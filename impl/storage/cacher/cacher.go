@@ -89,7 +89,8 @@ type Cacher struct {
 	readyWait  time.Duration
 	bookmarks  time.Duration // BookmarkFrequency
 	log        *slog.Logger
-	intern     *interner // the reflector's
+	intern     *interner    // the reflector's
+	probe      cachedObject // the reflector's: the key it looks up (reflectorCached)
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -234,7 +235,7 @@ func (c *Cacher) newCached(obj runtime.Object) (*cachedObject, error) {
 		return nil, err
 	}
 	var priorObj runtime.Object
-	if old := c.cachedLocked(key); old != nil {
+	if old := c.reflectorCached(key); old != nil {
 		priorObj = old.obj
 		key = old.key // equal: one copy for all versions of the key
 	}
@@ -407,10 +408,14 @@ func (c *Cacher) processBookmark(rv int64) {
 	c.advanceLocked(rv)
 }
 
-// cachedLocked is the cached object at key, or nil; the caller holds c.mu
-// or is the reflector, the one goroutine that changes c.items.
-func (c *Cacher) cachedLocked(key string) *cachedObject {
-	co, _ := c.items.Get(&cachedObject{key: key})
+// reflectorCached is the cached object at key, or nil. Only the reflector, the
+// one goroutine that changes c.items, calls it: it reads c.items without
+// c.mu and looks key up through its own probe (a new one per call would be
+// a heap object per event: the btree hands it to its less function).
+func (c *Cacher) reflectorCached(key string) *cachedObject {
+	c.probe.key = key
+	co, _ := c.items.Get(&c.probe)
+	c.probe.key = ""
 	return co
 }
 
