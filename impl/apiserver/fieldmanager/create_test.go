@@ -1,6 +1,7 @@
 package fieldmanager
 
 import (
+	"fmt"
 	"math/rand"
 	"reflect"
 	"testing"
@@ -155,5 +156,42 @@ func TestUpdateCreateSharesTheEmptyObject(t *testing.T) {
 				t.Fatalf("the shared empty object changed: %+v", empty)
 			}
 		})
+	}
+}
+
+// String maps (labels, annotations, a ConfigMap's data) of every size
+// record what apimachinery's field manager records, and objects with the
+// same keys in any insertion order share one shape.
+func TestCreateStringMaps(t *testing.T) {
+	m := managerFor(t, corev1.SchemeGroupVersion.WithKind("ConfigMap"), "")
+	for n := range 20 {
+		data := map[string]string{}
+		labels := map[string]string{}
+		for i := range n {
+			data[fmt.Sprintf("key-%02d", (i*7)%n)] = fmt.Sprint(i)
+			labels[fmt.Sprintf("l%d", n-i)] = ""
+		}
+		obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: labels, Annotations: labels}, Data: data}
+		want := m.fm.UpdateNoErrors(&corev1.ConfigMap{}, obj.DeepCopy(), "creator")
+		got := m.Update(&corev1.ConfigMap{}, obj.DeepCopy(), "creator")
+		if g, w := withoutTimes(t, got), withoutTimes(t, want); !reflect.DeepEqual(g, w) {
+			t.Fatalf("%d entries: managed fields differ\n got: %v\nwant: %v", n, g, w)
+		}
+	}
+	shape := func(obj *corev1.ConfigMap) string {
+		s, ok := m.create.direct.shape(reflect.ValueOf(obj), nil)
+		if !ok {
+			t.Fatal("no shape")
+		}
+		return string(s)
+	}
+	a := map[string]string{}
+	b := map[string]string{}
+	for i := range 12 {
+		a[fmt.Sprint(i)] = "v"
+		b[fmt.Sprint(11-i)] = "v"
+	}
+	if shape(&corev1.ConfigMap{Data: a}) != shape(&corev1.ConfigMap{Data: b}) {
+		t.Fatal("the same keys inserted in another order give another shape")
 	}
 }

@@ -692,6 +692,9 @@ func (w *directWalker) atomic(pe fieldpath.PathElement, v reflect.Value, tr smds
 // addChildren adds every entry of the map or every present field of the
 // struct v, whose schema is m.
 func (w *directWalker) addChildren(v reflect.Value, m *smdschema.Map) bool {
+	if v.Type() == stringMapType && v.CanInterface() {
+		return w.addStrings(v.Interface().(map[string]string), m)
+	}
 	if v.Kind() == reflect.Map {
 		if v.Type().Key().Kind() != reflect.String {
 			return false
@@ -749,6 +752,42 @@ func isEmptyMap(v reflect.Value) bool {
 // fieldType is the schema type of a map's entry name, as
 // structured-merge-diff's walkers find it; false when the schema declares
 // no such field (a validation error).
+// stringMapType is labels', annotations' and a ConfigMap's data's type.
+var stringMapType = reflect.TypeFor[map[string]string]()
+
+// addStrings is addChildren for a map[string]string: what added records for
+// each entry (a string is a scalar: it is recorded if the entry's schema
+// takes a string), without the copies of every key and value that reading
+// the map through reflect makes.
+func (w *directWalker) addStrings(sm map[string]string, m *smdschema.Map) bool {
+	add := func(key string) bool {
+		ftr, ok := fieldType(m, key)
+		if !ok {
+			return false
+		}
+		atom, ok := w.schema.Resolve(ftr)
+		return ok && w.scalar(fieldpath.PathElement{FieldName: &key}, reflect.String, atom)
+	}
+	if len(sm) == 1 {
+		for k := range sm {
+			return add(k)
+		}
+	}
+	// In key order, so that a shape does not depend on map order.
+	var kb [16]string
+	keys := kb[:0]
+	for k := range sm {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !add(k) {
+			return false
+		}
+	}
+	return true
+}
+
 func fieldType(m *smdschema.Map, name string) (smdschema.TypeRef, bool) {
 	if sf, ok := m.FindField(name); ok {
 		return sf.Type, true
