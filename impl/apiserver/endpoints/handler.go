@@ -11,6 +11,7 @@ package endpoints
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -303,24 +304,39 @@ func (h *Handler) readBodyInto(w http.ResponseWriter, r *http.Request, scratch [
 	if r.ContentLength > limit {
 		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", limit))
 	}
-	body, err := readAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, scratch)
+	// A body of announced length (at most the limit, above) cannot run
+	// past it: net/http's body reader stops there and an HTTP/2 server
+	// resets a stream whose data exceed it. readAll keeps the limit anyway
+	// (for callers whose body is not a server's), so MaxBytesReader, an
+	// allocation per write, is only needed for a body of unknown length,
+	// where it also has an HTTP/1 server close the connection after the 413.
+	body := io.Reader(r.Body)
+	if r.ContentLength <= 0 {
+		body = http.MaxBytesReader(w, r.Body, limit)
+	}
+	b, err := readAll(body, r.ContentLength, limit, scratch)
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if ok := asMaxBytes(err, &mbe); ok {
+		if ok := asMaxBytes(err, &mbe); ok || err == errBodyTooLarge {
 			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", limit))
 		}
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
 	}
-	return body, nil
+	return b, nil
 }
+
+// errBodyTooLarge is readAll's answer to a body of announced length that
+// runs past its limit.
+var errBodyTooLarge = errors.New("request body larger than its limit")
 
 // readAll is io.ReadAll sized by the request's Content-Length when it is
 // known: the body arrives in one Read into one allocation, instead of
 // ReadAll's growing buffer taking several (each Read of an HTTP/2 body is a
 // round trip to the connection's serving goroutine). A body longer than
-// announced still reads whole; the caller's reader enforces the limit.
-// The body goes into scratch when the announced length fits in it.
-func readAll(r io.Reader, contentLength int64, scratch []byte) ([]byte, error) {
+// announced still reads whole, up to limit bytes (errBodyTooLarge beyond);
+// of unknown length, the caller's reader enforces the limit. The body goes
+// into scratch when the announced length fits in it.
+func readAll(r io.Reader, contentLength, limit int64, scratch []byte) ([]byte, error) {
 	if contentLength <= 0 {
 		return io.ReadAll(r)
 	}
@@ -338,6 +354,9 @@ func readAll(r io.Reader, contentLength int64, scratch []byte) ([]byte, error) {
 				err = nil
 			}
 			return b, err
+		}
+		if int64(len(b)) > limit {
+			return nil, errBodyTooLarge
 		}
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // readAll must return what io.ReadAll returns whatever the announced
@@ -46,7 +49,7 @@ func TestReadAllMatchesIOReadAll(t *testing.T) {
 				scratch := sc.scratch
 				t.Run(tc.name+"/"+split.name+"/"+sc.name, func(t *testing.T) {
 					want, wantErr := io.ReadAll(split.wrap(strings.NewReader(tc.body)))
-					got, err := readAll(split.wrap(strings.NewReader(tc.body)), tc.contentLength, scratch)
+					got, err := readAll(split.wrap(strings.NewReader(tc.body)), tc.contentLength, 1<<20, scratch)
 					if err != nil || wantErr != nil {
 						t.Fatalf("errors: readAll %v, io.ReadAll %v", err, wantErr)
 					}
@@ -67,11 +70,68 @@ func TestReadAllMatchesIOReadAll(t *testing.T) {
 func TestReadAllReturnsReadErrors(t *testing.T) {
 	boom := errors.New("connection reset")
 	r := io.MultiReader(strings.NewReader("partial"), iotest.ErrReader(boom))
-	got, err := readAll(r, 100, nil)
+	got, err := readAll(r, 100, 1<<20, nil)
 	if !errors.Is(err, boom) {
 		t.Fatalf("error %v, want %v", err, boom)
 	}
 	if string(got) != "partial" {
 		t.Fatalf("read %q before the error, want %q", got, "partial")
+	}
+}
+
+// A body is refused with 413 beyond the limit whether its length is
+// announced (within or beyond the limit, or shorter than the body, as a
+// caller other than a server may give it) or unknown.
+func TestReadBodyLimit(t *testing.T) {
+	h := configMapHandler(t, acceptingStore{})
+	h.opts.MaxBodyBytes = 64
+	for _, tc := range []struct {
+		name          string
+		body          string
+		contentLength int64
+		tooLarge      bool
+	}{
+		{"announced, within", strings.Repeat("a", 64), 64, false},
+		{"announced, beyond", strings.Repeat("a", 65), 65, true},
+		{"announced short, body beyond", strings.Repeat("a", 65), 10, true},
+		{"unknown, within", strings.Repeat("a", 64), -1, false},
+		{"unknown, beyond", strings.Repeat("a", 65), -1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest("POST", "/api/v1/namespaces/ns/configmaps", strings.NewReader(tc.body))
+			r.ContentLength = tc.contentLength
+			got, err := h.readBodyInto(httptest.NewRecorder(), r, nil)
+			if tc.tooLarge {
+				if !apierrors.IsRequestEntityTooLargeError(err) {
+					t.Fatalf("error %v, want 413", err)
+				}
+				return
+			}
+			if err != nil || string(got) != tc.body {
+				t.Fatalf("read %q, %v; want the body", got, err)
+			}
+		})
+	}
+}
+
+// A body of announced length is read into the scratch buffer with no
+// allocation: the limit is readAll's, not a MaxBytesReader's.
+func TestReadBodyOfAnnouncedLengthAllocatesNothing(t *testing.T) {
+	h := configMapHandler(t, acceptingStore{})
+	data := bytes.Repeat([]byte("a"), 1024)
+	body := bytes.NewReader(data)
+	r := httptest.NewRequest("POST", "/api/v1/namespaces/ns/configmaps", body)
+	r.ContentLength = int64(len(data))
+	w := httptest.NewRecorder()
+	scratch := make([]byte, 0, 2048)
+	read := func() {
+		body.Reset(data)
+		got, err := h.readBodyInto(w, r, scratch)
+		if err != nil || len(got) != len(data) {
+			t.Fatalf("read %d bytes, %v", len(got), err)
+		}
+	}
+	if n := testing.AllocsPerRun(100, read); n != 0 {
+		t.Errorf("reading a body of announced length allocates %v times, want 0", n)
 	}
 }
