@@ -27,7 +27,8 @@ import (
 // memory, and on two cores the trade is poor for latency: every cycle marks
 // the whole live heap, and with everything in one process (startup-1000x30000)
 // GOGC=25 spent 41% of the CPU collecting and took create→Running p99 from
-// 0.76 s to 7.1 s, so it is not the default. A higher one is not either: at
+// 0.76 s to 7.1 s, so it is not the default; GOGC=50 (session 18) still took
+// p99 from ~0.35 s to 3.7 s for 3 KiB less resident memory per pod. A higher one is not either: at
 // 1,000 nodes / 6,000 pods (session 12, bench/baselines/2026-11-22-s12-gc)
 // GOGC=200 halved the collector's marking per pod but raised the peak RSS
 // by half (1.0 -> 1.5 GB); see HostHeapFloorPerNode for the cheaper trade.
