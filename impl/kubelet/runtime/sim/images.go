@@ -47,8 +47,8 @@ func (r *Runtime) RequireCredentials(registry, username, password string) {
 	r.registries[registry] = &runtimeapi.AuthConfig{Username: username, Password: password}
 }
 
-// PullAuths returns the credentials each pull of image presented, in
-// order (nil for a pull without credentials).
+// PullAuths returns the credentials each of the latest pulls of image
+// presented (at most 64), in order (nil for a pull without credentials).
 func (r *Runtime) PullAuths(image string) []*runtimeapi.AuthConfig {
 	r.mu.Lock()
 	defer r.mu.Unlock()

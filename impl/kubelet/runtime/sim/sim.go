@@ -445,7 +445,14 @@ func (r *Runtime) PullImageWithAuth(ctx context.Context, image *runtimeapi.Image
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.pullAuths[image.Image] = append(r.pullAuths[image.Image], auth)
+	// Only the latest pulls' credentials are kept: the kubelet pulls once
+	// per container start, so a list of every pull grew with every pod
+	// the node ever ran.
+	auths := r.pullAuths[image.Image]
+	if len(auths) >= maxPullAuths {
+		auths = append(auths[:0], auths[1:]...)
+	}
+	r.pullAuths[image.Image] = append(auths, auth)
 	if err := r.authorizePull(image.Image, auth); err != nil {
 		return "", err
 	}
@@ -837,6 +844,9 @@ func (r *Runtime) ProbeOverride(id, kind string) (bool, bool) {
 
 // maxExecLog bounds the exec record kept per runtime.
 const maxExecLog = 64
+
+// maxPullAuths bounds the credentials kept per image (PullAuths).
+const maxPullAuths = 64
 
 // Execs returns the most recent commands run (at most 64).
 func (r *Runtime) Execs() []Exec {
