@@ -71,6 +71,9 @@ type StartupConfig struct {
 	// every node is Ready goes to PATH.nodes, and the control run's (see
 	// UpMemory) to PATH.control.nodes and PATH.control, so that what the
 	// pods cost can be compared by component (go tool pprof -diff_base).
+	// The goroutines, grouped by stack (what holds the goroutine stacks
+	// class), go next to each heap profile of the full run, to
+	// PATH.nodes.goroutines and PATH.goroutines.
 	HeapProfile string
 	// CPUProfile, if set, is a file the process's CPU profile from the
 	// first pod created to the last one Running is written to, and each
@@ -302,6 +305,9 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 		if err := writeHeapProfile(cfg.HeapProfile + ".nodes"); err != nil {
 			return res, err
 		}
+		if err := writeGoroutineProfile(cfg.HeapProfile + ".nodes.goroutines"); err != nil {
+			return res, err
+		}
 	}
 
 	if _, err := cs.CoreV1().Namespaces().Create(fullCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -391,6 +397,9 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	}
 	if cfg.HeapProfile != "" {
 		if err := writeHeapProfile(cfg.HeapProfile); err != nil {
+			return res, err
+		}
+		if err := writeGoroutineProfile(cfg.HeapProfile + ".goroutines"); err != nil {
 			return res, err
 		}
 	}
