@@ -289,17 +289,7 @@ func TestRefusedTokenRetriedOnVolumeBackOff(t *testing.T) {
 		tr.Status.Token = "token"
 		return true, tr, nil
 	})
-	if _, err := h.client.CoreV1().ConfigMaps("default").Create(h.ctx, &v1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: "default"}, Data: map[string]string{"ca.crt": "CERT"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	p := h.create(h.pod("web", func(p *v1.Pod) {
-		p.Spec.Volumes = []v1.Volume{{Name: "kube-api-access", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
-			{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}},
-			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "kube-root-ca.crt"},
-				Items: []v1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
-		}}}}}
-	}))
+	p := createAPIAccessPod(t, h)
 	h.k.processNext(h.ctx)
 	if d := q.lastDelay(); requests != 1 || d != mountRetryInitial {
 		t.Fatalf("after a refused token request (%d requests) the pod is retried after %v, want %v", requests, d, mountRetryInitial)
@@ -378,17 +368,7 @@ func TestVolumeBackOffOutlastsAFailedStatusWrite(t *testing.T) {
 				}
 				return false, nil, nil
 			})
-			if _, err := h.client.CoreV1().ConfigMaps("default").Create(h.ctx, &v1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: "default"}, Data: map[string]string{"ca.crt": "CERT"}}, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			p := h.create(h.pod("web", func(p *v1.Pod) {
-				p.Spec.Volumes = []v1.Volume{{Name: "kube-api-access", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
-					{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}},
-					{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "kube-root-ca.crt"},
-						Items: []v1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
-				}}}}}
-			}))
+			p := createAPIAccessPod(t, h)
 			h.k.processNext(h.ctx)
 			if d := q.lastDelay(); statusWrites == 0 || d != mountRetryInitial {
 				t.Fatalf("after a failed volume set-up and %d refused status writes the pod is retried after %v, want %v", statusWrites, d, mountRetryInitial)
@@ -402,4 +382,23 @@ func TestVolumeBackOffOutlastsAFailedStatusWrite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// createAPIAccessPod creates the default namespace's kube-root-ca.crt and a
+// pod "web" with the kube-api-access projected volume the ServiceAccount
+// admission plugin adds (a service account token and that ConfigMap's
+// ca.crt), whose set-up makes a token request and reads the ConfigMap.
+func createAPIAccessPod(t *testing.T, h *harness) *v1.Pod {
+	t.Helper()
+	if _, err := h.client.CoreV1().ConfigMaps("default").Create(h.ctx, &v1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: "default"}, Data: map[string]string{"ca.crt": "CERT"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return h.create(h.pod("web", func(p *v1.Pod) {
+		p.Spec.Volumes = []v1.Volume{{Name: "kube-api-access", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+			{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}},
+			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items: []v1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+		}}}}}
+	}))
 }
