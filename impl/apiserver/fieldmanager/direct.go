@@ -749,9 +749,6 @@ func isEmptyMap(v reflect.Value) bool {
 	return true
 }
 
-// fieldType is the schema type of a map's entry name, as
-// structured-merge-diff's walkers find it; false when the schema declares
-// no such field (a validation error).
 // stringMapType is labels', annotations' and a ConfigMap's data's type.
 var stringMapType = reflect.TypeFor[map[string]string]()
 
@@ -788,6 +785,9 @@ func (w *directWalker) addStrings(sm map[string]string, m *smdschema.Map) bool {
 	return true
 }
 
+// fieldType is the schema type of a map's entry name, as
+// structured-merge-diff's walkers find it; false when the schema declares
+// no such field (a validation error).
 func fieldType(m *smdschema.Map, name string) (smdschema.TypeRef, bool) {
 	if sf, ok := m.FindField(name); ok {
 		return sf.Type, true
