@@ -245,5 +245,6 @@ func (s *sharedParts) containerSpec(v containerSpec) *containerSpec {
 	if ok {
 		return kept
 	}
-	return intern.Lookup(&s.mu, s.specs, maxShared, k, &v)
+	spec := v // on the heap only for a spec not kept yet (&v would put every v there)
+	return intern.Lookup(&s.mu, s.specs, maxShared, k, &spec)
 }

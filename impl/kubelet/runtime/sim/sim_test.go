@@ -380,4 +380,9 @@ func TestContainersOfAWorkloadShareTheirSpec(t *testing.T) {
 	if string(c.env[0].Value) != "y" || string(a.env[0].Value) != "x" || !d.stdinOnce || a.stdinOnce || a.meta.Name != "app" || a.imageRef == "" {
 		t.Errorf("specs %+v %+v %+v", *a.containerSpec, *c.containerSpec, *d.containerSpec)
 	}
+	// Finding a spec already kept (most containers' case) allocates nothing.
+	kept := *a.containerSpec
+	if n := testing.AllocsPerRun(100, func() { shared.containerSpec(kept) }); n != 0 {
+		t.Errorf("looking up a kept spec allocates %v times, want 0", n)
+	}
 }
