@@ -273,10 +273,23 @@ func (r *Runtime) containerByID(id string) (*container, bool) {
 	return c, ok
 }
 
-// idMatches reports whether the record numbered seq has the ID id.
-func (r *Runtime) idMatches(id string, seq uint64) bool {
-	got, ok := r.ids.seq(id)
-	return ok && got == seq
+// idFilter is a CRI filter's ID, read back to its record's number once
+// per call rather than once per record it is compared with.
+type idFilter struct {
+	seq     uint64
+	set, ok bool // an ID was given; it is one this runtime made
+}
+
+// idFilter reads the filter ID id ("" for none).
+func (r *Runtime) idFilter(id string) idFilter {
+	seq, ok := r.ids.seq(id)
+	return idFilter{seq: seq, set: id != "", ok: ok}
+}
+
+// matches reports whether the record numbered seq passes f: every record
+// when no ID was given, only the one with the ID otherwise.
+func (f idFilter) matches(seq uint64) bool {
+	return !f.set || (f.ok && f.seq == seq)
 }
 
 // RunPodSandbox implements runtime.Runtime.
@@ -397,9 +410,10 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSand
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var list []*sandbox
+	id := r.idFilter(filter.GetId())
 	for _, s := range r.sandboxes {
 		if filter != nil {
-			if filter.Id != "" && !r.idMatches(filter.Id, s.seq) {
+			if !id.matches(s.seq) {
 				continue
 			}
 			if filter.State != nil && filter.State.State != s.state {
@@ -448,11 +462,7 @@ func (r *Runtime) PullImageWithAuth(ctx context.Context, image *runtimeapi.Image
 	// Only the latest pulls' credentials are kept: the kubelet pulls once
 	// per container start, so a list of every pull grew with every pod
 	// the node ever ran.
-	auths := r.pullAuths[image.Image]
-	if len(auths) >= maxPullAuths {
-		auths = append(auths[:0], auths[1:]...)
-	}
-	r.pullAuths[image.Image] = append(auths, auth)
+	r.pullAuths[image.Image] = appendLatest(r.pullAuths[image.Image], auth, maxPullAuths)
 	if err := r.authorizePull(image.Image, auth); err != nil {
 		return "", err
 	}
@@ -660,13 +670,14 @@ func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.Contain
 	defer r.mu.Unlock()
 	now := r.clock.Now()
 	var list []*container
+	id, sandboxID := r.idFilter(filter.GetId()), r.idFilter(filter.GetPodSandboxId())
 	for _, c := range r.containers {
 		c.refresh(now)
 		if filter != nil {
-			if filter.Id != "" && !r.idMatches(filter.Id, c.seq) {
+			if !id.matches(c.seq) {
 				continue
 			}
-			if filter.PodSandboxId != "" && !r.idMatches(filter.PodSandboxId, c.sandboxSeq) {
+			if !sandboxID.matches(c.sandboxSeq) {
 				continue
 			}
 			if filter.State != nil && filter.State.State != c.state {
@@ -768,10 +779,7 @@ func (r *Runtime) ExecSync(ctx context.Context, id string, cmd []string, timeout
 	sh, done := c.shell()
 	stdout, stderr, code := runShell(sh, cmd)
 	done()
-	if len(r.execLog) >= maxExecLog {
-		r.execLog = append(r.execLog[:0], r.execLog[1:]...)
-	}
-	r.execLog = append(r.execLog, Exec{ContainerID: id, Cmd: cmd, ExitCode: code})
+	r.execLog = appendLatest(r.execLog, Exec{ContainerID: id, Cmd: cmd, ExitCode: code}, maxExecLog)
 	return []byte(stdout), []byte(stderr), code, nil
 }
 
@@ -847,6 +855,15 @@ const maxExecLog = 64
 
 // maxPullAuths bounds the credentials kept per image (PullAuths).
 const maxPullAuths = 64
+
+// appendLatest appends v to the bounded log s, dropping its oldest entry
+// first when it already holds limit (Execs, PullAuths).
+func appendLatest[T any](s []T, v T, limit int) []T {
+	if len(s) >= limit {
+		s = append(s[:0], s[1:]...)
+	}
+	return append(s, v)
+}
 
 // Execs returns the most recent commands run (at most 64).
 func (r *Runtime) Execs() []Exec {

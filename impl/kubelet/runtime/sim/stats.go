@@ -204,8 +204,9 @@ func (r *Runtime) ListContainerStats(_ context.Context, filter *runtimeapi.Conta
 	defer r.mu.Unlock()
 	now := r.clock.Now()
 	var out []*runtimeapi.ContainerStats
+	id, sandboxID := r.idFilter(filter.GetId()), r.idFilter(filter.GetPodSandboxId())
 	for _, c := range r.sortedContainers() {
-		if filter != nil && ((filter.Id != "" && !r.idMatches(filter.Id, c.seq)) || (filter.PodSandboxId != "" && !r.idMatches(filter.PodSandboxId, c.sandboxSeq)) || !c.labels.matches(filter.LabelSelector)) {
+		if filter != nil && (!id.matches(c.seq) || !sandboxID.matches(c.sandboxSeq) || !c.labels.matches(filter.LabelSelector)) {
 			continue
 		}
 		c.refresh(now)
@@ -238,9 +239,10 @@ func (r *Runtime) ListPodSandboxStats(_ context.Context, filter *runtimeapi.PodS
 		seqs = append(seqs, seq)
 	}
 	slices.Sort(seqs)
+	id := r.idFilter(filter.GetId())
 	for _, seq := range seqs {
 		s := r.sandboxes[seq]
-		if filter != nil && ((filter.Id != "" && !r.idMatches(filter.Id, s.seq)) || !s.labels.matches(filter.LabelSelector)) {
+		if filter != nil && (!id.matches(s.seq) || !s.labels.matches(filter.LabelSelector)) {
 			continue
 		}
 		st := &runtimeapi.PodSandboxStats{

@@ -82,10 +82,7 @@ func (r *Runtime) Exec(ctx context.Context, id string, cmd []string, stdin io.Re
 func (r *Runtime) recordExec(id string, cmd []string, code int32) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.execLog) >= maxExecLog {
-		r.execLog = append(r.execLog[:0], r.execLog[1:]...)
-	}
-	r.execLog = append(r.execLog, Exec{ContainerID: id, Cmd: cmd, ExitCode: code})
+	r.execLog = appendLatest(r.execLog, Exec{ContainerID: id, Cmd: cmd, ExitCode: code}, maxExecLog)
 }
 
 func programName(cmd []string) string {
