@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -279,17 +280,13 @@ func buildChain(o AuthOptions) (*chain, error) {
 				p.Starters = append(p.Starters, a.Run)
 				p.WaitReady = append(p.WaitReady, a.WaitSynced)
 			case "RBAC":
-				a, err := rbac.New(stores)
+				a, start, wait, err := rbacAuthorizer(stores)
 				if err != nil {
-					return p, fmt.Errorf("building the RBAC authorizer: %w", err)
+					return p, err
 				}
 				union = append(union, a)
-				// The default policy is written before the caches sync, so
-				// the first request already sees it (kube-apiserver's
-				// rbac/bootstrap-roles post-start hook).
-				p.WaitReady = append(p.WaitReady, func(ctx context.Context) error { return bootstrappolicy.Ensure(ctx, stores) })
-				p.Starters = append(p.Starters, a.Run)
-				p.WaitReady = append(p.WaitReady, a.WaitSynced)
+				p.Starters = append(p.Starters, start)
+				p.WaitReady = append(p.WaitReady, wait...)
 			case "AlwaysAllow":
 				union = append(union, auth.AlwaysAllow{})
 			case "AlwaysDeny":
@@ -309,6 +306,36 @@ func buildChain(o AuthOptions) (*chain, error) {
 		return p, nil
 	}
 	return c, nil
+}
+
+// rbacAuthorizer builds the RBAC authorizer, the loop that keeps its
+// caches (start) and what the server waits for before it serves (wait, in
+// order). The default policy is written first (kube-apiserver's
+// rbac/bootstrap-roles post-start hook) and the caches first list only
+// after it: a cache that listed while the policy was being written would
+// say it had synced without the policy, and the first requests (an
+// anonymous /version) would be refused until its watch caught up.
+func rbacAuthorizer(stores apiserver.StoreGetter) (a *rbac.Authorizer, start func(context.Context), wait []func(context.Context) error, err error) {
+	if a, err = rbac.New(stores); err != nil {
+		return nil, nil, nil, fmt.Errorf("building the RBAC authorizer: %w", err)
+	}
+	written := make(chan struct{})
+	var once sync.Once
+	ensure := func(ctx context.Context) error {
+		if err := bootstrappolicy.Ensure(ctx, stores); err != nil {
+			return err
+		}
+		once.Do(func() { close(written) })
+		return nil
+	}
+	start = func(ctx context.Context) {
+		select {
+		case <-written:
+			a.Run(ctx)
+		case <-ctx.Done():
+		}
+	}
+	return a, start, []func(context.Context) error{ensure, a.WaitSynced}, nil
 }
 
 // requestFieldSelector gives the Node authorizer a list's field selector.

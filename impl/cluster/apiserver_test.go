@@ -1,10 +1,24 @@
 package cluster
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth/bootstrappolicy"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth/rbac/objcache/objcachetest"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
 func TestBuildChainRejectsBadFlags(t *testing.T) {
@@ -50,4 +64,94 @@ func TestBuildChainRejectsBadFlags(t *testing.T) {
 	if c, err = buildChain(AuthOptions{}); err != nil || c.backend() != nil {
 		t.Fatalf("default chain: %+v %v", c, err)
 	}
+}
+
+// TestRBACCachesListAfterTheDefaultPolicy: the RBAC caches first list only
+// once the default policy is written, so when the server starts serving,
+// anonymous /version is already allowed. The cluster role bindings' store
+// holds its first write back until something lists it (or 300 ms pass):
+// a cache that listed while the policy was being written fails the test
+// every time instead of now and then.
+func TestRBACCachesListAfterTheDefaultPolicy(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	etcd, err := objcachetest.StartEtcd(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer etcd.Close()
+	real, err := etcd.NewStores(objcachetest.RBACAndPods())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer real.Close()
+	s := &listRecordingStores{Stores: real, listed: make(chan struct{})}
+	a, start, wait, err := rbacAuthorizer(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		start(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+	for _, w := range wait {
+		if err := w(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.listedEarly.Load() {
+		t.Error("the cluster role bindings were listed before the default policy was written")
+	}
+	anonymous := &request.User{Name: "system:anonymous", Groups: []string{bootstrappolicy.UnauthenticatedGroup}}
+	d, reason, err := a.Authorize(ctx, auth.Attributes{User: anonymous, Info: &request.Info{Verb: "get", Path: "/version"}})
+	if d != auth.DecisionAllow || err != nil {
+		t.Errorf("anonymous get /version as the server starts serving: %v %q %v, want allowed", d, reason, err)
+	}
+}
+
+// listRecordingStores wraps the cluster role bindings' store: its first
+// Create waits for a list (at most 300 ms), and a list before any write
+// has completed is recorded.
+type listRecordingStores struct {
+	*objcachetest.Stores
+	listed      chan struct{}
+	listOnce    sync.Once
+	waited      atomic.Bool
+	wrote       atomic.Bool
+	listedEarly atomic.Bool
+}
+
+func (s *listRecordingStores) Store(gr schema.GroupResource) (storage.Interface, bool) {
+	st, ok := s.Stores.Store(gr)
+	if ok && gr == rbacv1.Resource("clusterrolebindings") {
+		return &listRecordingStore{Interface: st, s: s}, true
+	}
+	return st, ok
+}
+
+type listRecordingStore struct {
+	storage.Interface
+	s *listRecordingStores
+}
+
+func (st *listRecordingStore) GetList(ctx context.Context, key string, opts storage.ListOptions, list runtime.Object) error {
+	if !st.s.wrote.Load() {
+		st.s.listedEarly.Store(true)
+	}
+	st.s.listOnce.Do(func() { close(st.s.listed) })
+	return st.Interface.GetList(ctx, key, opts, list)
+}
+
+func (st *listRecordingStore) Create(ctx context.Context, key string, obj, out runtime.Object) error {
+	if !st.s.waited.Swap(true) {
+		select {
+		case <-st.s.listed:
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	err := st.Interface.Create(ctx, key, obj, out)
+	st.s.wrote.Store(true)
+	return err
 }
