@@ -52,7 +52,9 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, info *request.I
 	if obj, err = h.trackCreate(r, obj); err != nil {
 		return err
 	}
-	out, err := h.CreateObject(r.Context(), info, obj, wo.dryRun)
+	// trackCreate defaulted obj: defaulting is idempotent (the
+	// registry's fuzz test), so a second run would change nothing.
+	out, err := h.createObject(r.Context(), info, obj, wo.dryRun, true)
 	if err != nil {
 		return err
 	}
@@ -76,6 +78,12 @@ const maxPooledBody = 64 << 10
 // admission, PrepareForCreate, system fields, validation, and the write
 // (skipped when dryRun). info may be nil for internal callers.
 func (h *Handler) CreateObject(ctx context.Context, info *request.Info, obj runtime.Object, dryRun bool) (runtime.Object, error) {
+	return h.createObject(ctx, info, obj, dryRun, false)
+}
+
+// createObject is CreateObject; defaulted says obj's strategy has already
+// defaulted it (a POST's, in trackCreate), which it then skips.
+func (h *Handler) createObject(ctx context.Context, info *request.Info, obj runtime.Object, dryRun, defaulted bool) (runtime.Object, error) {
 	m := accessor(obj)
 	if !h.res.Namespaced {
 		m.SetNamespace("")
@@ -85,7 +93,9 @@ func (h *Handler) CreateObject(ctx context.Context, info *request.Info, obj runt
 	if m.GetResourceVersion() != "" {
 		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
 	}
-	h.res.Strategy.Default(obj)
+	if !defaulted {
+		h.res.Strategy.Default(obj)
+	}
 	ns := m.GetNamespace()
 	attrs := h.adm(ctx, admission.Create, info, ns, m.GetName(), obj, nil, dryRun)
 	if err := h.opts.Admission.Admit(ctx, attrs); err != nil {

@@ -101,3 +101,35 @@ func TestGenerateNameRetriesCollisions(t *testing.T) {
 		t.Fatalf("fixed name: %v after %d attempts", err, len(store.keys))
 	}
 }
+
+// countingDefaults counts its strategy's Default calls.
+type countingDefaults struct {
+	cmStrategy
+	calls *int
+}
+
+func (s countingDefaults) Default(runtime.Object) { *s.calls++ }
+
+// A POST create defaults its object once (trackCreate, before the managed
+// fields are computed), not again on the create path; an internal
+// CreateObject defaults it itself.
+func TestCreateDefaultsOnce(t *testing.T) {
+	calls := 0
+	h := configMapHandler(t, acceptingStore{})
+	h.res.Strategy = countingDefaults{calls: &calls}
+	if rep := do(h, "POST", "/api/v1/namespaces/ns/configmaps", "application/json",
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}`); rep.code != 201 {
+		t.Fatalf("POST: %d %s", rep.code, rep.body)
+	}
+	if calls != 1 {
+		t.Errorf("a POST create defaulted %d times, want 1", calls)
+	}
+	calls = 0
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b"}}
+	if _, err := h.CreateObject(context.Background(), nil, obj, false); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Errorf("CreateObject defaulted %d times, want 1", calls)
+	}
+}
