@@ -49,10 +49,34 @@ func writeRaw(w http.ResponseWriter, target codec.Target, code int, obj runtime.
 		return
 	}
 	h := w.Header()
-	h.Set("Content-Type", target.ContentType)
+	h["Content-Type"] = contentTypeValues(target.ContentType)
 	h.Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(code)
 	_, _ = w.Write(buf.Bytes())
+}
+
+// The Content-Type header values of the plain media types, shared by every
+// response instead of a new slice per response (Header.Set's).
+var (
+	jsonContentType     = []string{codec.JSON}
+	protobufContentType = []string{codec.Protobuf}
+	yamlContentType     = []string{codec.YAML}
+)
+
+// contentTypeValues is the Content-Type header value slice for ct: for a
+// plain media type one shared by every response, which nothing may modify
+// (the HTTP servers copy a handler's header values when it writes its
+// header; an Add appends to a copy, as the capacity is the length).
+func contentTypeValues(ct string) []string {
+	switch ct {
+	case codec.JSON:
+		return jsonContentType[:1:1]
+	case codec.Protobuf:
+		return protobufContentType[:1:1]
+	case codec.YAML:
+		return yamlContentType[:1:1]
+	}
+	return []string{ct}
 }
 
 // encodeInto encodes obj into buf; a protobuf encoding takes its scratch
