@@ -20,10 +20,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/google/btree"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -91,6 +91,7 @@ type Cacher struct {
 	log        *slog.Logger
 	intern     *interner    // the reflector's
 	probe      cachedObject // the reflector's: the key it looks up (reflectorCached)
+	keyScratch []byte       // the reflector's: the key of the object it wraps (newCached)
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -205,18 +206,6 @@ func (c *Cacher) Stop() {
 	})
 }
 
-// keyOf is the storage key of obj, and obj's metadata.
-func (c *Cacher) keyOf(obj runtime.Object) (string, metav1.Object, error) {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return "", nil, err
-	}
-	if c.res.Namespaced {
-		return c.res.ResourcePrefix + "/" + m.GetNamespace() + "/" + m.GetName(), m, nil
-	}
-	return c.res.ResourcePrefix + "/" + m.GetName(), m, nil
-}
-
 // newCached wraps obj, which etcd just gave the reflector, for the cache.
 // Its repeated values are shared (interner) with the objects already
 // cached, the version the cache holds of its key (nil if none) among them.
@@ -226,18 +215,31 @@ func (c *Cacher) keyOf(obj runtime.Object) (string, metav1.Object, error) {
 //
 // Every cached object costs the collector its heap objects in each cycle,
 // so the wrapper adds as few as it can: a new version keeps the key
-// string of the version it replaces, the object's name is the end of that
+// string of the version it replaces (its key is looked up without a
+// string of its own), the object's name is the end of that
 // key (the decode's own copy of the name goes), and the wrapper and its
 // field list are one allocation (newCachedObject).
 func (c *Cacher) newCached(obj runtime.Object) (*cachedObject, error) {
-	key, m, err := c.keyOf(obj)
+	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, err
 	}
+	// obj's storage key, built in the reflector's scratch buffer: a key
+	// the cache holds is looked up through a view of it, and only a new
+	// key is copied into a string.
+	c.keyScratch = append(c.keyScratch[:0], c.res.ResourcePrefix...)
+	c.keyScratch = append(c.keyScratch, '/')
+	if c.res.Namespaced {
+		c.keyScratch = append(append(c.keyScratch, m.GetNamespace()...), '/')
+	}
+	c.keyScratch = append(c.keyScratch, m.GetName()...)
+	var key string
 	var priorObj runtime.Object
-	if old := c.reflectorCached(key); old != nil {
+	if old := c.reflectorCached(unsafe.String(unsafe.SliceData(c.keyScratch), len(c.keyScratch))); old != nil {
 		priorObj = old.obj
 		key = old.key // equal: one copy for all versions of the key
+	} else {
+		key = string(c.keyScratch)
 	}
 	c.intern.object(obj, priorObj)
 	if name := m.GetName(); strings.HasSuffix(key, name) {

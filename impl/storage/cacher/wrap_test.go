@@ -142,3 +142,51 @@ func TestNewCachedObjectMetaFieldsOnly(t *testing.T) {
 		t.Errorf("newCached allocates %v times, want 3", n)
 	}
 }
+
+// A new version of a key the cache holds is looked up without a key
+// string of its own: wrapping it allocates only the wrapper and its
+// fields (and what interning the pod keeps), one less than a new key.
+func TestNewCachedKnownKeyAllocations(t *testing.T) {
+	c := wrapCacher(withFields(2))
+	c.res.ObjectMetaFieldsOnly = true
+	pods := make([]*corev1.Pod, 100)
+	for i := range pods {
+		pods[i] = decodedPod(t, fmt.Sprintf("web-%d", i), "uid-a", "node-1")
+		co, err := c.newCached(pods[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.items.ReplaceOrInsert(co)
+	}
+	versions := make([]*corev1.Pod, 100)
+	for i := range versions {
+		versions[i] = decodedPod(t, fmt.Sprintf("web-%d", i), "uid-a", "node-2")
+	}
+	i := 0
+	var last *cachedObject
+	wrap := func() {
+		co, err := c.newCached(versions[i%len(versions)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = co
+		i++
+	}
+	if n := testing.AllocsPerRun(len(versions)-1, wrap); n > 2 {
+		t.Errorf("newCached of a cached key allocates %v times, want 2", n)
+	}
+	if held := c.reflectorCached(last.key); held == nil || unsafe.StringData(held.key) != unsafe.StringData(last.key) {
+		t.Errorf("a new version of %q does not keep the cached key string", last.key)
+	}
+	// A new key is a string of its own, not a view of the scratch buffer.
+	co, err := c.newCached(decodedPod(t, "new-0", "uid-a", "node-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.newCached(decodedPod(t, "other", "uid-a", "node-1")); err != nil {
+		t.Fatal(err)
+	}
+	if co.key != "/pods/ns/new-0" {
+		t.Errorf("a new key reads %q after the next wrap, want /pods/ns/new-0", co.key)
+	}
+}
