@@ -59,6 +59,16 @@ type Config struct {
 	// WatcherBufferSize is how many events a watcher may fall behind before
 	// it is closed; 0 means 256.
 	WatcherBufferSize int
+	// AllEventsWatcherBufferSize is the same for a watcher of a resource
+	// with an IndexField whose selector does not pin the field (the
+	// scheduler's, the controllers' and the Node authorizer's watches of
+	// every pod): it is offered every event of the resource, so it falls
+	// behind by more events in the same pause than a node's watch does.
+	// 0 means 1,000, or WatcherBufferSize if that is larger. As
+	// kube-apiserver's cacher, which gives such watchers 1,000 slots
+	// against 10 for the rest, because there are few of them and closing
+	// one makes its client list everything again.
+	AllEventsWatcherBufferSize int
 	// IndexField, if set (e.g. "spec.nodeName" for pods), indexes watchers
 	// whose field selector requires an exact value of it, so an event only
 	// costs the watchers of its value.
@@ -92,6 +102,10 @@ type Cacher struct {
 	intern     *interner    // the reflector's
 	probe      cachedObject // the reflector's: the key it looks up (reflectorCached)
 	keyScratch []byte       // the reflector's: the key of the object it wraps (newCached)
+
+	// watchBufAll is the input buffer of an unindexed watcher of an
+	// indexed resource (Config.AllEventsWatcherBufferSize).
+	watchBufAll int
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -174,6 +188,9 @@ func New(cfg Config) (*Cacher, error) {
 	}
 	if c.watchBuf <= 0 {
 		c.watchBuf = 256
+	}
+	if c.watchBufAll = cfg.AllEventsWatcherBufferSize; c.watchBufAll <= 0 {
+		c.watchBufAll = max(1000, c.watchBuf)
 	}
 	if c.tooLarge <= 0 {
 		c.tooLarge = 3 * time.Second

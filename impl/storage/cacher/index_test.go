@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kubeproof/kubeproof/impl/storage"
@@ -77,5 +78,77 @@ func TestNodeNameIndexLimitsDispatch(t *testing.T) {
 	c.mu.RUnlock()
 	if considered != 1 {
 		t.Fatalf("the event was checked against %d watchers, want 1", considered)
+	}
+}
+
+// A watcher of every pod is offered every pod event, so it may fall
+// further behind than a node's watcher before it is closed
+// (AllEventsWatcherBufferSize): here neither reads while 50 pods of one
+// node are created; the node's watcher (4 slots) is closed, the watcher of
+// every pod gets all 50 events.
+func TestWatcherOfEveryPodFallsFurtherBehind(t *testing.T) {
+	e, err := embedded.Start(context.Background(), embedded.Config{DataDir: t.TempDir(), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	res := storagetest.Pods()
+	s, err := etcd3.New(etcd3.Config{Client: e.Client(), Resource: res})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, err := New(Config{Store: s, Resource: res, IndexField: "spec.nodeName", WatcherBufferSize: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	ctx := context.Background()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	watchPods := func(field fields.Selector) watch.Interface {
+		t.Helper()
+		w, err := c.Watch(ctx, res.ResourcePrefix, storage.ListOptions{Recursive: true, ResourceVersion: "0",
+			Predicate: storage.SelectionPredicate{GetAttrs: storagetest.PodAttrs, Label: labels.Everything(), Field: field}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	node := watchPods(fields.OneTermEqualSelector("spec.nodeName", "node1"))
+	defer node.Stop()
+	every := watchPods(fields.Everything())
+	defer every.Stop()
+	paced := watchPods(fields.Everything()) // read as the pods are created
+	defer paced.Stop()
+	const n = 50
+	for i := range n {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("p%d", i)}, Spec: corev1.PodSpec{NodeName: "node1"}}
+		if err := c.Create(ctx, res.ResourcePrefix+"/ns/"+pod.Name, pod, nil); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-paced.ResultChan():
+		case <-time.After(20 * time.Second):
+			t.Fatalf("event %d did not come", i)
+		}
+	}
+	// The last event's dispatch, under the lock, has offered it to all.
+	c.mu.Lock()
+	nodeClosed, everyClosed := node.(*cacheWatcher).terminated, every.(*cacheWatcher).terminated
+	c.mu.Unlock()
+	if !nodeClosed || everyClosed {
+		t.Fatalf("node's watcher closed %v, want true; every pod's watcher closed %v, want false", nodeClosed, everyClosed)
+	}
+	for i := range n {
+		select {
+		case ev, ok := <-every.ResultChan():
+			if !ok || ev.Type != watch.Added || ev.Object.(*corev1.Pod).Name != fmt.Sprintf("p%d", i) {
+				t.Fatalf("event %d: %v %v (open %v), want ADDED p%d", i, ev.Type, ev.Object, ok, i)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("event %d did not come", i)
+		}
 	}
 }

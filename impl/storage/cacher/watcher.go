@@ -267,7 +267,6 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.ListOptions
 		recursive: opts.Recursive,
 		pred:      pred,
 		bookmarks: pred.AllowWatchBookmarks,
-		input:     make(chan *cacheEvent, c.watchBuf),
 		ctx:       ctx,
 		result:    make(chan watch.Event),
 		stopCh:    make(chan struct{}),
@@ -278,6 +277,11 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.ListOptions
 			w.indexed, w.indexValue = true, v
 		}
 	}
+	buf := c.watchBuf
+	if c.indexField != "" && !w.indexed {
+		buf = c.watchBufAll
+	}
+	w.input = make(chan *cacheEvent, buf)
 
 	c.mu.Lock()
 	if !c.ready {
