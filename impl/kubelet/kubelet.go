@@ -145,6 +145,9 @@ type podRecord struct {
 	// the pod's volumes (saturating), for the volume back-off
 	// (mountRetryDelay); a sync that sets them up resets it.
 	mountFailures uint8
+	// statusRefusals counts the consecutive syncs whose status write was
+	// refused (saturating), for their retry (statusRefusedError).
+	statusRefusals uint8
 }
 
 // New returns a kubelet for cfg.NodeName, talking to the API through client

@@ -117,9 +117,17 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 		// when the status write that reports it fails too, as it does
 		// when the Node authorizer refuses both the token request and the
 		// write for a pod its graph does not hold yet. Upstream's status
-		// manager retries the write on its own; here the next sync does.
+		// manager retries the write on its own; here the next sync does,
+		// soon after a refusal (statusRefusedError).
+		if apierrors.IsForbidden(err) {
+			if rec.statusRefusals < math.MaxUint8 {
+				rec.statusRefusals++
+			}
+			err = &statusRefusedError{err: err, retryAfter: mountRetryDelay(rec.statusRefusals)}
+		}
 		return 0, errors.Join(execErr, err)
 	}
+	rec.statusRefusals = 0
 	if pod.DeletionTimestamp != nil && podIsTerminal {
 		if err := k.finalDelete(ctx, rec, pod); err != nil {
 			return 0, err

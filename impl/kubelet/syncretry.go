@@ -36,15 +36,25 @@ const syncBackOffJitter = 0.5
 // retries the mount on that back-off, so a ConfigMap, Secret or token that
 // is missing or refused for a moment delays the pod by about as long, not
 // by the pod workers' 10 s.
+//
+// A sync whose status write was refused (statusRefusedError) is retried on
+// the same schedule, or sooner if its volume back-off or hint says so.
 func syncRetryDelay(hint time.Duration, err error, backOff, syncFrequency time.Duration, r float64) time.Duration {
 	if err == nil {
 		return hint
 	}
+	var retry time.Duration
 	if ve, ok := errors.AsType[*volumeSetUpError](err); ok {
-		if hint > 0 && hint < ve.retryAfter {
+		retry = ve.retryAfter
+	}
+	if se, ok := errors.AsType[*statusRefusedError](err); ok && (retry == 0 || se.retryAfter < retry) {
+		retry = se.retryAfter
+	}
+	if retry > 0 {
+		if hint > 0 && hint < retry {
 			return hint
 		}
-		return ve.retryAfter
+		return retry
 	}
 	base := min(backOff, syncFrequency)
 	d := base + time.Duration(r*syncBackOffJitter*float64(base))
@@ -81,3 +91,20 @@ type volumeSetUpError struct {
 
 func (e *volumeSetUpError) Error() string { return e.err.Error() }
 func (e *volumeSetUpError) Unwrap() error { return e.err }
+
+// statusRefusedError is a sync whose status write the API server refused
+// (403 Forbidden), with when to write again. The Node authorizer answers so
+// for a pod its graph does not hold on the node yet, which lasts as long as
+// the graph lags the pod's binding, usually well under a second; so the
+// write is retried on the volume back-off's schedule (0.5 s doubling to
+// 2 min 2 s, counted in podRecord.statusRefusals), not after the pod
+// workers' 10 s. Upstream's status manager retries a failed write on its
+// 10-s sync period; a refusal that lasts is retried here less often than
+// that once the back-off has passed 10 s.
+type statusRefusedError struct {
+	err        error
+	retryAfter time.Duration
+}
+
+func (e *statusRefusedError) Error() string { return e.err.Error() }
+func (e *statusRefusedError) Unwrap() error { return e.err }

@@ -43,6 +43,11 @@ func TestSyncRetryDelay(t *testing.T) {
 		{name: "volume set-up failure with an earlier hint wakes at the hint", hint: 100 * time.Millisecond, err: mountFailed(time.Second), want: 100 * time.Millisecond},
 		{name: "volume set-up failure, wrapped", err: fmt.Errorf("sync: %w", mountFailed(2*time.Second)), want: 2 * time.Second},
 		{name: "volume set-up failure joined with a failed status write", err: errors.Join(mountFailed(time.Second), failed), r: 0.9, want: time.Second},
+		{name: "refused status write waits its own back-off", err: statusRefused(500 * time.Millisecond), r: 0.9, want: 500 * time.Millisecond},
+		{name: "refused status write, wrapped", err: fmt.Errorf("sync: %w", statusRefused(4*time.Second)), want: 4 * time.Second},
+		{name: "refused status write with an earlier hint wakes at the hint", hint: 100 * time.Millisecond, err: statusRefused(time.Second), want: 100 * time.Millisecond},
+		{name: "volume set-up failure and refused status write: the sooner", err: errors.Join(mountFailed(8*time.Second), statusRefused(time.Second)), want: time.Second},
+		{name: "refused status write and volume set-up failure: the sooner", err: errors.Join(mountFailed(500*time.Millisecond), statusRefused(2*time.Second)), want: 500 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.backOff
@@ -58,6 +63,11 @@ func TestSyncRetryDelay(t *testing.T) {
 
 func mountFailed(retry time.Duration) error {
 	return &volumeSetUpError{err: errors.New(`MountVolume.SetUp failed for volume "cfg" : configmap "site" not found`), retryAfter: retry}
+}
+
+func statusRefused(retry time.Duration) error {
+	return &statusRefusedError{err: apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web",
+		errors.New(`no relationship found between node 'node-7' and this object`)), retryAfter: retry}
 }
 
 // The volume back-off is upstream's: 0.5 s, doubling, at most 2 min 2 s.
@@ -401,4 +411,64 @@ func createAPIAccessPod(t *testing.T, h *harness) *v1.Pod {
 				Items: []v1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
 		}}}}}
 	}))
+}
+
+// TestRefusedStatusWriteRetriedSoon drives the pod worker over a pod whose
+// status writes the API server refuses (403, as the Node authorizer does
+// while its graph lacks the pod on the node) twice and then allows: the
+// writes are retried 0.5 s and then 1 s later (the volume back-off's
+// schedule), not after the pod workers' 10 s, and once one goes through
+// the count starts again. (A write that fails otherwise still waits the
+// sync back-off: TestFailedSyncBacksOff.)
+func TestRefusedStatusWriteRetriedSoon(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.SyncErrorBackOff = 10 * time.Second })
+	q := &recordingQueue{TypedInterface: workqueue.NewTyped[types.UID]()}
+	defer q.ShutDown()
+	h.k.queue = q
+	var answers []error // the next status writes' answers; nil: let it through
+	writes := 0
+	h.client.PrependReactor("update", "pods", func(a clienttesting.Action) (bool, k8sruntime.Object, error) {
+		if a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		writes++
+		if len(answers) == 0 {
+			return false, nil, nil
+		}
+		err := answers[0]
+		answers = answers[1:]
+		if err == nil {
+			return false, nil, nil
+		}
+		return true, nil, err
+	})
+	refused := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web",
+		errors.New(`no relationship found between node 'node-7' and this object`))
+	answers = []error{refused, refused}
+	p := h.create(h.pod("web", nil))
+	sync := func(want time.Duration) {
+		t.Helper()
+		before := writes
+		q.Add(p.UID)
+		h.k.processNext(h.ctx)
+		if d := q.lastDelay(); writes != before+1 || d != want {
+			t.Fatalf("after %d status writes the pod is retried after %v, want one more write and %v", writes, d, want)
+		}
+	}
+	sync(mountRetryInitial)
+	h.step(mountRetryInitial)
+	sync(2 * mountRetryInitial)
+	h.step(2 * mountRetryInitial)
+	q.Add(p.UID)
+	h.k.processNext(h.ctx)
+	if got := h.get(p); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s once the write goes through, want Running", got.Status.Phase)
+	}
+	// A later refusal starts from 0.5 s again.
+	h.k.mu.Lock()
+	refusals := h.k.pods[p.UID].statusRefusals
+	h.k.mu.Unlock()
+	if refusals != 0 {
+		t.Fatalf("%d refusals counted after a write went through, want 0", refusals)
+	}
 }
