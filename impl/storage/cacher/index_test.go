@@ -21,27 +21,8 @@ import (
 // With watchers indexed by spec.nodeName, an event is checked against the
 // watchers of its node(s) only, not against all of them.
 func TestNodeNameIndexLimitsDispatch(t *testing.T) {
-	dir := t.TempDir()
-	e, err := embedded.Start(context.Background(), embedded.Config{DataDir: dir, UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	res := storagetest.Pods()
-	s, err := etcd3.New(etcd3.Config{Client: e.Client(), Resource: res})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	c, err := New(Config{Store: s, Resource: res, IndexField: "spec.nodeName"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
+	c, res := newPodCacher(t, Config{})
 	ctx := context.Background()
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
 	const nodes = 100
 	watches := make([]watch.Interface, nodes)
 	for i := range nodes {
@@ -87,26 +68,8 @@ func TestNodeNameIndexLimitsDispatch(t *testing.T) {
 // node are created; the node's watcher (4 slots) is closed, the watcher of
 // every pod gets all 50 events.
 func TestWatcherOfEveryPodFallsFurtherBehind(t *testing.T) {
-	e, err := embedded.Start(context.Background(), embedded.Config{DataDir: t.TempDir(), UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	res := storagetest.Pods()
-	s, err := etcd3.New(etcd3.Config{Client: e.Client(), Resource: res})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	c, err := New(Config{Store: s, Resource: res, IndexField: "spec.nodeName", WatcherBufferSize: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
+	c, res := newPodCacher(t, Config{WatcherBufferSize: 4})
 	ctx := context.Background()
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
 	watchPods := func(field fields.Selector) watch.Interface {
 		t.Helper()
 		w, err := c.Watch(ctx, res.ResourcePrefix, storage.ListOptions{Recursive: true, ResourceVersion: "0",
@@ -151,4 +114,32 @@ func TestWatcherOfEveryPodFallsFurtherBehind(t *testing.T) {
 			t.Fatalf("event %d did not come", i)
 		}
 	}
+}
+
+// newPodCacher starts an embedded etcd and a ready watch cache of pods
+// indexed by spec.nodeName, configured by cfg otherwise; the test's end
+// stops them.
+func newPodCacher(t *testing.T, cfg Config) (*Cacher, storage.ResourceConfig) {
+	t.Helper()
+	e, err := embedded.Start(context.Background(), embedded.Config{DataDir: t.TempDir(), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	res := storagetest.Pods()
+	s, err := etcd3.New(etcd3.Config{Client: e.Client(), Resource: res})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	cfg.Store, cfg.Resource, cfg.IndexField = s, res, "spec.nodeName"
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	if err := c.WaitReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return c, res
 }
