@@ -21,7 +21,8 @@ import (
 // TestLRUMatchesUpstream drives this lru and k8s.io/utils/lru with the same
 // random gets and adds and compares every answer and the length; after
 // every add each entry must be in the table where a probe from its bucket
-// finds it, and nothing else.
+// finds it, and nothing else, and the slots' spare room is at most a
+// quarter of them (or 8) and never beyond the limit.
 func TestLRUMatchesUpstream(t *testing.T) {
 	for _, size := range []int{1, 2, 5, 16, 100, 700} {
 		rng := rand.New(rand.NewPCG(uint64(size), 7))
@@ -40,6 +41,9 @@ func TestLRUMatchesUpstream(t *testing.T) {
 			theirs.Add(key, i)
 			if mine.len() != theirs.Len() {
 				t.Fatalf("size %d step %d: len %d, want %d", size, i, mine.len(), theirs.Len())
+			}
+			if c := cap(mine.slots); c > size || c > mine.len()+max(mine.len()/4, 8) {
+				t.Fatalf("size %d step %d: room for %d slots at %d entries", size, i, c, mine.len())
 			}
 			if i%97 == 0 || size <= 16 {
 				checkTable(t, mine)

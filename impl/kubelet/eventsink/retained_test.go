@@ -47,7 +47,8 @@ func liveHeapBytes() uint64 {
 // benchmark: what the correlators keep per pod. Entries of 120, 96 and 56
 // bytes kept 1,391 bytes per pod here (go1.26); of 88, 80 and 56 1,118;
 // with an open-addressing table of slot numbers instead of a Go map from
-// key to slot, 930.
+// key to slot, 930; with the slots grown by a quarter instead of doubled
+// (90 of the logger's entries in 96 slots, not 128), 700.
 func TestCorrelatorRetainedBytesPerPod(t *testing.T) {
 	const pods, perNode = 3000, 30
 	clk := testingclock.NewFakePassiveClock(time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC))
@@ -89,7 +90,7 @@ func TestCorrelatorRetainedBytesPerPod(t *testing.T) {
 	runtime.KeepAlive(ps)
 	perPod := float64(after-before) / pods
 	t.Logf("heap bytes the correlators keep per pod (3 events): %.0f", perPod)
-	if perPod > 1000 {
-		t.Errorf("the correlators keep %.0f bytes per pod, want at most 1,000", perPod)
+	if perPod > 800 {
+		t.Errorf("the correlators keep %.0f bytes per pod, want at most 800", perPod)
 	}
 }
