@@ -113,21 +113,18 @@ type podRecord struct {
 	pod      *v1.Pod            // latest from the source; nil once gone from the API
 	lastPod  *v1.Pod            // last known spec, for cleanup
 	eviction *eviction.Eviction // requested by the eviction manager, not yet carried out
-
-	rejection    *podsync.Terminal // admission's verdict, if rejected
-	terminal     *podsync.Terminal
-	backoff      map[string]podsync.BackoffEntry
-	waiting      map[string]podstate.Waiting
-	probes       map[string]prober.State // "<container id>/<kind>"
-	lastStatus   *v1.PodStatus           // last status written (the source pod's, once that has caught up)
-	lastStatusRV string                  // the resourceVersion that write produced
-	volumesAt    int64                   // when volumes were last set up (Unix nanoseconds; 0: never)
+	terminal *podsync.Terminal
+	// extra holds what few pods need (nil when all of it is empty): the
+	// worker's, read through x and made by more.
+	extra        *podExtra
+	lastStatus   *v1.PodStatus // last status written (the source pod's, once that has caught up)
+	lastStatusRV string        // the resourceVersion that write produced
+	volumesAt    int64         // when volumes were last set up (Unix nanoseconds; 0: never)
 	// When to renew each projected token. A pod has one (its
 	// kube-api-access volume's) or two: the first is kept in the record
 	// itself (valid when hasToken), not in a slice of its own, one heap
-	// object less per pod; further ones in moreTokens.
-	token      tokenRefresh
-	moreTokens []tokenRefresh
+	// object less per pod; further ones in extra.moreTokens.
+	token tokenRefresh
 
 	relistFP uint64 // the relist's fingerprint of its containers (0: none); guarded by Kubelet.mu
 	// retryAt is when a failed sync is retried (Unix nanoseconds; 0: the
@@ -388,6 +385,46 @@ func (k *Kubelet) adoptRuntimeState(ctx context.Context) error {
 // (most pods never back off and many have no probes).
 func newRecord() *podRecord {
 	return &podRecord{}
+}
+
+// podExtra is the part of a pod's record that a running pod without
+// probes, failures or a second projected token leaves empty: kept apart so
+// that the record of such a pod (most pods) is 128 bytes, not 176. Only
+// the pod's worker touches it.
+type podExtra struct {
+	rejection  *podsync.Terminal // admission's verdict, if rejected
+	backoff    map[string]podsync.BackoffEntry
+	waiting    map[string]podstate.Waiting
+	probes     map[string]prober.State // "<container id>/<kind>"
+	moreTokens []tokenRefresh          // projected tokens after the first
+}
+
+// noExtra is the empty podExtra x returns for a record without one; never
+// written.
+var noExtra podExtra
+
+// x is the record's extra part for reading (empty if there is none).
+func (rec *podRecord) x() *podExtra {
+	if rec.extra == nil {
+		return &noExtra
+	}
+	return rec.extra
+}
+
+// more is the record's extra part for writing, made if there is none.
+func (rec *podRecord) more() *podExtra {
+	if rec.extra == nil {
+		rec.extra = &podExtra{}
+	}
+	return rec.extra
+}
+
+// tidy drops the extra part once all of it is empty again (a container
+// that waited has started).
+func (rec *podRecord) tidy() {
+	if x := rec.extra; x != nil && x.rejection == nil && len(x.backoff) == 0 && len(x.waiting) == 0 && len(x.probes) == 0 && len(x.moreTokens) == 0 {
+		rec.extra = nil
+	}
 }
 
 // podFromSource handles an informer event.

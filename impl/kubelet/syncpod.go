@@ -51,6 +51,7 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	if rec == nil {
 		return 0, nil
 	}
+	defer rec.tidy()
 	if pod != nil {
 		k.trace(TraceSyncStart, pod)
 	}
@@ -68,24 +69,27 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	shareLastStatus(rec, pod)
 
 	// Admission, once per pod (not for pods already finished or going away).
-	if k.admit(rec, pod) && rec.rejection != nil {
-		k.podEvent(pod, v1.EventTypeWarning, rec.rejection.Reason, "%s", rec.rejection.Message)
+	if k.admit(rec, pod) && rec.x().rejection != nil {
+		k.podEvent(pod, v1.EventTypeWarning, rec.x().rejection.Reason, "%s", rec.x().rejection.Message)
 	}
-	if rec.rejection != nil {
+	if rec.x().rejection != nil {
 		return 0, k.finishRejected(ctx, rec, pod)
 	}
 
 	probeResults, nextProbe := k.runProbes(ctx, rec, pod, rs, now)
 	actions := podsync.ComputePodActions(podsync.Input{
-		Pod: k.podView(rec, pod), Runtime: rs, Probes: probeResults, Backoff: rec.backoff, Now: now, Config: k.cfg.Backoff,
+		Pod: k.podView(rec, pod), Runtime: rs, Probes: probeResults, Backoff: rec.x().backoff, Now: now, Config: k.cfg.Backoff,
 	})
-	rec.waiting = actions.Waiting
+	if actions.Waiting != nil || rec.extra != nil {
+		rec.more().waiting = actions.Waiting
+	}
 	k.decisionEvents(pod, rec, actions)
 	for key, e := range actions.Backoff {
-		if rec.backoff == nil {
-			rec.backoff = map[string]podsync.BackoffEntry{}
+		x := rec.more()
+		if x.backoff == nil {
+			x.backoff = map[string]podsync.BackoffEntry{}
 		}
-		rec.backoff[key] = e
+		x.backoff[key] = e
 	}
 	if actions.Terminal != nil {
 		rec.terminal = actions.Terminal
@@ -108,7 +112,7 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 		(actions.KillPod && !actions.CreateSandbox)
 	podIsTerminal := terminating && rs.Stopped()
 	st := status.GenerateAPIPodStatus(status.Input{
-		Pod: k.podView(rec, pod), Runtime: rs, Probes: probeResults, Waiting: rec.waiting, Terminal: rec.terminal,
+		Pod: k.podView(rec, pod), Runtime: rs, Probes: probeResults, Waiting: rec.x().waiting, Terminal: rec.terminal,
 		PodIsTerminal: podIsTerminal, HostIPs: []string{k.cfg.NodeIP}, RuntimeType: k.rt.Type(), Now: now,
 	})
 	if err := k.writeStatus(ctx, rec, pod, st); err != nil {
@@ -148,7 +152,7 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	if terminating && !podIsTerminal {
 		requeue = time.Second
 	}
-	for _, w := range rec.waiting {
+	for _, w := range rec.x().waiting {
 		if w.Reason != podsync.ReasonCrashLoopBackOff && (requeue == 0 || requeue > k.cfg.Backoff.Base) {
 			// Retry failed creations (missing ConfigMap, image pull) on
 			// the back-off base period.
@@ -245,7 +249,7 @@ func (k *Kubelet) admit(rec *podRecord, pod *v1.Pod) bool {
 	}
 	if !ok {
 		rec.rejected = true
-		rec.rejection = &podsync.Terminal{Phase: v1.PodFailed, Reason: reason, Message: message}
+		rec.more().rejection = &podsync.Terminal{Phase: v1.PodFailed, Reason: reason, Message: message}
 		return true
 	}
 	rec.admitted = true
@@ -256,7 +260,7 @@ func (k *Kubelet) admit(rec *podRecord, pod *v1.Pod) bool {
 // and deletes the pod finally if it is being deleted.
 func (k *Kubelet) finishRejected(ctx context.Context, rec *podRecord, pod *v1.Pod) error {
 	if !podsync.IsTerminalPhase(pod.Status.Phase) {
-		st := status.Rejected(pod, rec.rejection.Reason, rec.rejection.Message)
+		st := status.Rejected(pod, rec.x().rejection.Reason, rec.x().rejection.Message)
 		if err := k.writeStatus(ctx, rec, pod, st); err != nil {
 			return err
 		}
@@ -487,10 +491,11 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 		k.containerEvent(pod, spec.Name, s.Init, eventType, reason, format, args...)
 	}
 	fail := func(reason string, err error) error {
-		if rec.waiting == nil {
-			rec.waiting = map[string]podstate.Waiting{}
+		x := rec.more()
+		if x.waiting == nil {
+			x.waiting = map[string]podstate.Waiting{}
 		}
-		rec.waiting[key] = podstate.Waiting{Reason: reason, Message: err.Error()}
+		x.waiting[key] = podstate.Waiting{Reason: reason, Message: err.Error()}
 		return err
 	}
 	image := &runtimeapi.ImageSpec{Image: spec.Image}
@@ -586,7 +591,7 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 			return fail(reasonPostStartHookErr, errors.New(msg))
 		}
 	}
-	delete(rec.waiting, key)
+	delete(rec.x().waiting, key)
 	return nil
 }
 
@@ -710,7 +715,7 @@ func hasProbes(pod *v1.Pod) bool {
 // A pod without probes (most pods) has no results (its containers' are
 // all unknown, as a missing entry reads) and nothing due.
 func (k *Kubelet) runProbes(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *podstate.Pod, now time.Time) (map[string]podstate.ContainerProbes, time.Time) {
-	if len(rec.probes) == 0 && !hasProbes(pod) {
+	if len(rec.x().probes) == 0 && !hasProbes(pod) {
 		return nil, time.Time{}
 	}
 	results := map[string]podstate.ContainerProbes{}
@@ -754,7 +759,7 @@ func (k *Kubelet) runProbes(ctx context.Context, rec *podRecord, pod *v1.Pod, rs
 			}
 			key := c.ID + "/" + pk.kind
 			live[key] = true
-			st, ok := rec.probes[key]
+			st, ok := rec.x().probes[key]
 			if !ok {
 				st = prober.Initial(pk.kind)
 			}
@@ -777,10 +782,11 @@ func (k *Kubelet) runProbes(ctx context.Context, rec *podRecord, pod *v1.Pod, rs
 					next = at
 				}
 			}
-			if rec.probes == nil {
-				rec.probes = map[string]prober.State{}
+			x := rec.more()
+			if x.probes == nil {
+				x.probes = map[string]prober.State{}
 			}
-			rec.probes[key] = st
+			x.probes[key] = st
 			*pk.out = st.Result
 			if pk.kind == runtime.ProbeStartup && st.Result != podstate.ProbeSuccess {
 				started = false
@@ -788,9 +794,9 @@ func (k *Kubelet) runProbes(ctx context.Context, rec *podRecord, pod *v1.Pod, rs
 		}
 		results[c.ID] = res
 	}
-	for key := range rec.probes {
+	for key := range rec.x().probes {
 		if !live[key] {
-			delete(rec.probes, key)
+			delete(rec.x().probes, key)
 		}
 	}
 	return results, next

@@ -32,7 +32,7 @@ func TestTokenRefreshTimes(t *testing.T) {
 			}
 		}
 	}
-	if len(rec.moreTokens) != 2 {
-		t.Errorf("three keys kept %d beside the record's own, want 2", len(rec.moreTokens))
+	if len(rec.x().moreTokens) != 2 {
+		t.Errorf("three keys kept %d beside the record's own, want 2", len(rec.x().moreTokens))
 	}
 }

@@ -273,7 +273,7 @@ func (rec *podRecord) tokenRefresh(key tokenKey) (time.Time, bool) {
 	if rec.hasToken && rec.token.key == key {
 		return time.Unix(0, rec.token.at), true
 	}
-	for _, t := range rec.moreTokens {
+	for _, t := range rec.x().moreTokens {
 		if t.key == key {
 			return time.Unix(0, t.at), true
 		}
@@ -290,13 +290,14 @@ func (rec *podRecord) setTokenRefresh(key tokenKey, at time.Time) {
 		rec.token.at = at.UnixNano()
 		return
 	}
-	for i := range rec.moreTokens {
-		if rec.moreTokens[i].key == key {
-			rec.moreTokens[i].at = at.UnixNano()
+	x := rec.more()
+	for i := range x.moreTokens {
+		if x.moreTokens[i].key == key {
+			x.moreTokens[i].at = at.UnixNano()
 			return
 		}
 	}
-	rec.moreTokens = append(rec.moreTokens, tokenRefresh{key: key, at: at.UnixNano()})
+	x.moreTokens = append(x.moreTokens, tokenRefresh{key: key, at: at.UnixNano()})
 }
 
 // project adds the keys of a Secret volume to files: all keys, or the
