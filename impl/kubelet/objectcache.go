@@ -9,13 +9,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubeproof/kubeproof/impl/intern"
 )
@@ -25,7 +22,8 @@ import (
 // change-detection strategy. Every object a registered pod references is
 // watched on its own (a list/watch with the field selector
 // metadata.name=<name> in its namespace, which the Node authorizer allows
-// for objects of the node's pods), reference-counted by the pods that use
+// for objects of the node's pods; one goroutine each, objectwatch.go),
+// reference-counted by the pods that use
 // it; reads come from that watch's store, so a periodic volume refresh
 // costs no request. A watch starts at the first read of its object while
 // the kubelet runs and stops when the last pod using the object is
@@ -243,34 +241,16 @@ func (m *objectManager) get(ctx context.Context, r objectRef) (runtime.Object, e
 	if w.shared == nil {
 		w.shared, w.release = acquireObjectWatch(m.client, r)
 	}
-	store, ctrl, key := w.shared.store, w.shared.ctrl, w.shared.key
+	shared := w.shared
 	m.mu.Unlock()
-	if !ctrl.HasSynced() {
+	obj, synced := shared.current()
+	if !synced {
 		return m.fetch(ctx, r)
 	}
-	obj, exists, err := store.GetByKey(key)
-	if err != nil {
-		return nil, err
-	}
-	if !exists {
+	if obj == nil {
 		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: r.resource}, r.name)
 	}
-	return obj.(runtime.Object), nil
-}
-
-// sharedObjectWatch is the watch of one object, shared by the kubelets
-// of a process that share a clientset (the node-memory agent runs
-// thousands of simulated nodes over one): a pod's kube-root-ca.crt, say,
-// is watched once per namespace, not once per node. Kubelets with
-// clientsets of their own (each its node's credentials, as in kubeproof
-// up, whose Node authorizer allows a node only its own pods' objects)
-// watch on their own.
-type sharedObjectWatch struct {
-	key    string // the object's key in store (namespace/name), made once: every volume refresh reads it
-	store  cache.Store
-	ctrl   cache.Controller
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the informer has returned
+	return obj, nil
 }
 
 // objectWatches are the running object watches, per clientset and object.
@@ -289,52 +269,6 @@ func acquireObjectWatch(client kubernetes.Interface, r objectRef) (*sharedObject
 		w.cancel()
 		return w.done
 	}
-}
-
-// startObjectWatch runs a watch of r (list/watch with the field selector
-// metadata.name=<name> in its namespace).
-func startObjectWatch(client kubernetes.Interface, r objectRef) *sharedObjectWatch {
-	ctx, cancel := context.WithCancel(context.Background())
-	sel := fields.OneTermEqualSelector("metadata.name", r.name).String()
-	var lw *cache.ListWatch
-	var objType runtime.Object
-	switch r.resource {
-	case resourceConfigMaps:
-		objType = &v1.ConfigMap{}
-		lw = &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				o.FieldSelector = sel
-				return client.CoreV1().ConfigMaps(r.namespace).List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				o.FieldSelector = sel
-				return client.CoreV1().ConfigMaps(r.namespace).Watch(ctx, o)
-			},
-		}
-	default:
-		objType = &v1.Secret{}
-		lw = &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				o.FieldSelector = sel
-				return client.CoreV1().Secrets(r.namespace).List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				o.FieldSelector = sel
-				return client.CoreV1().Secrets(r.namespace).Watch(ctx, o)
-			},
-		}
-	}
-	store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, client), // a fake clientset cannot watch-list,
-		ObjectType:    objType,
-		Handler:       cache.ResourceEventHandlerFuncs{},
-	})
-	w := &sharedObjectWatch{key: r.namespace + "/" + r.name, store: store, ctrl: ctrl, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		ctrl.RunWithContext(ctx)
-	}()
-	return w
 }
 
 // fetch GETs r from the API.
@@ -427,7 +361,7 @@ func (k *Kubelet) ObjectWatches() (running, synced int) {
 			continue
 		}
 		running++
-		if w.shared.ctrl.HasSynced() {
+		if w.shared.synced() {
 			synced++
 		}
 	}

@@ -67,7 +67,7 @@ func (m *objectManager) allSynced() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, w := range m.watches {
-		if w.shared == nil || !w.shared.ctrl.HasSynced() {
+		if w.shared == nil || !w.shared.synced() {
 			return false
 		}
 	}

@@ -1,0 +1,385 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	restwatch "k8s.io/client-go/rest/watch"
+)
+
+// The watch of one ConfigMap or Secret, run by one goroutine: list the
+// object by name (field selector metadata.name=<name> in its namespace),
+// then watch it from the list's resourceVersion with bookmarks, keeping
+// the latest version of the object or that there is none. A watch that
+// ends or breaks resumes from the last resourceVersion it saw; one the
+// API server no longer can resume (410 Expired or Gone) lists again.
+// Attempts that make no progress back off (0.5 s doubling to 30 s).
+//
+// With a REST client (every real clientset) the loop reads the watch
+// stream itself (protobuf, length-delimited frames), so the HTTP/2
+// stream's writer is the watch's only other goroutine; client-go's Watch
+// would add a stream watcher goroutine between the stream and the loop.
+// Clients without one (fake clientsets) are watched through their Watch.
+//
+// What the loop does next is decided by watchCursor, a value with pure
+// transitions; the loop only does the requests and keeps the result.
+
+// watchedObject is a synced watch's object: nil when it does not exist.
+type watchedObject struct{ obj runtime.Object }
+
+// sharedObjectWatch is the watch of one object, shared by the kubelets
+// of a process that share a clientset (the node-memory agent runs
+// thousands of simulated nodes over one): a pod's kube-root-ca.crt, say,
+// is watched once per namespace, not once per node. Kubelets with
+// clientsets of their own (each its node's credentials, as in kubeproof
+// up, whose Node authorizer allows a node only its own pods' objects)
+// watch on their own.
+type sharedObjectWatch struct {
+	latest atomic.Pointer[watchedObject] // nil until the first list
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the watch's goroutine has returned
+}
+
+// current returns the watch's object and whether the watch has synced.
+func (w *sharedObjectWatch) current() (obj runtime.Object, synced bool) {
+	l := w.latest.Load()
+	if l == nil {
+		return nil, false
+	}
+	return l.obj, true
+}
+
+func (w *sharedObjectWatch) synced() bool { return w.latest.Load() != nil }
+
+// startObjectWatch starts the watch of r through client.
+func startObjectWatch(client kubernetes.Interface, r objectRef) *sharedObjectWatch {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &sharedObjectWatch{cancel: cancel, done: make(chan struct{})}
+	src := newObjectSource(client, r)
+	go func() {
+		defer close(w.done)
+		w.run(ctx, src)
+	}()
+	return w
+}
+
+// run lists and watches until ctx ends.
+func (w *sharedObjectWatch) run(ctx context.Context, src objectSource) {
+	var c watchCursor
+	for ctx.Err() == nil {
+		if d := c.backoff(); d > 0 {
+			t := time.NewTimer(d/2 + rand.N(d/2)) // jittered: nodes that lost the API server together come back apart
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		if c.mustList() {
+			list, err := src.list(ctx, c.listOptions(src.selector()))
+			if err == nil {
+				var obj runtime.Object
+				var rv string
+				if obj, rv, err = listedObject(src.name(), list); err == nil {
+					w.latest.Store(&watchedObject{obj})
+					c = c.listed(rv)
+					continue
+				}
+			}
+			c = c.failed(err)
+			continue
+		}
+		c = w.watch(ctx, src, c)
+	}
+}
+
+// watch runs one watch from c's resourceVersion until it ends, keeping
+// what its events bring.
+func (w *sharedObjectWatch) watch(ctx context.Context, src objectSource, c watchCursor) watchCursor {
+	timeout := int64(minWatchTimeout.Seconds()) + rand.Int64N(int64(minWatchTimeout.Seconds()))
+	events, err := src.watch(ctx, c.watchOptions(src.selector(), timeout))
+	if err != nil {
+		return c.failed(err)
+	}
+	defer events.close()
+	c = c.watchStarted()
+	for {
+		t, obj, err := events.next(ctx)
+		if err != nil {
+			return c.failed(err)
+		}
+		var keep *watchedObject
+		if c, keep, err = c.event(src.name(), t, obj); err != nil {
+			return c.failed(err)
+		}
+		if keep != nil {
+			w.latest.Store(keep)
+		}
+	}
+}
+
+// minWatchTimeout: each watch asks the server to end it after 5–10
+// minutes (as client-go's reflectors), so that no stream lives forever.
+const minWatchTimeout = 5 * time.Minute
+
+// Back-off of attempts that make no progress.
+const (
+	watchBackoffBase = 500 * time.Millisecond
+	watchBackoffMax  = 30 * time.Second
+)
+
+// watchCursor is where a watch stands: the resourceVersion to resume
+// from, and how many attempts in a row made no progress.
+type watchCursor struct {
+	rv         string // resume point; "" until listed, and after a 410
+	consistent bool   // the next list must be a consistent read (after a 410)
+	failures   int    // attempts in a row without progress
+	progressed bool   // the running watch has delivered an event
+}
+
+// mustList reports whether the next request is a list.
+func (c watchCursor) mustList() bool { return c.rv == "" }
+
+// backoff is how long to wait before the next request.
+func (c watchCursor) backoff() time.Duration {
+	if c.failures == 0 {
+		return 0
+	}
+	d := watchBackoffBase
+	for i := 1; i < c.failures && d < watchBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, watchBackoffMax)
+}
+
+// listOptions: the first list may be served from the API server's watch
+// cache (resourceVersion 0, as client-go's reflectors); one after a 410
+// reads the latest state.
+func (c watchCursor) listOptions(selector string) metav1.ListOptions {
+	o := metav1.ListOptions{FieldSelector: selector, ResourceVersion: "0"}
+	if c.consistent {
+		o.ResourceVersion = ""
+	}
+	return o
+}
+
+// watchOptions asks for the changes after c's resourceVersion, with
+// bookmarks, for at most timeout seconds.
+func (c watchCursor) watchOptions(selector string, timeout int64) metav1.ListOptions {
+	return metav1.ListOptions{FieldSelector: selector, ResourceVersion: c.rv, AllowWatchBookmarks: true, Watch: true, TimeoutSeconds: &timeout}
+}
+
+// listed: the list succeeded at rv; a watch from rv follows.
+func (c watchCursor) listed(rv string) watchCursor {
+	c.rv, c.consistent = rv, false
+	return c
+}
+
+// watchStarted: a watch stream is open.
+func (c watchCursor) watchStarted() watchCursor {
+	c.progressed = false
+	return c
+}
+
+// event applies one watch event of the object name: it returns the
+// object to keep (nil: unchanged), or an error ending the watch (an ERROR
+// event, or an event not of a watch). Events of other objects (from a
+// server that ignores the field selector, as fake clientsets do) only
+// move the resourceVersion.
+func (c watchCursor) event(name string, t watch.EventType, obj runtime.Object) (watchCursor, *watchedObject, error) {
+	if t == watch.Error {
+		return c, nil, errorEvent(obj)
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return c, nil, fmt.Errorf("watch event %s of %T: %w", t, obj, err)
+	}
+	var keep *watchedObject
+	switch t {
+	case watch.Added, watch.Modified:
+		keep = &watchedObject{obj}
+	case watch.Deleted:
+		keep = &watchedObject{}
+	case watch.Bookmark:
+	default:
+		return c, nil, fmt.Errorf("unknown watch event type %q", t)
+	}
+	if t != watch.Bookmark && m.GetName() != name {
+		keep = nil
+	}
+	c.rv, c.progressed, c.failures = m.GetResourceVersion(), true, 0
+	return c, keep, nil
+}
+
+// failed: a list or watch ended with err (a clean end of a watch stream
+// included). A 410 lists again, consistently; other ends resume from the
+// resourceVersion. An attempt that made no progress counts toward the
+// back-off; a watch that delivered events does not.
+func (c watchCursor) failed(err error) watchCursor {
+	if c.rv != "" && (apierrors.IsResourceExpired(err) || apierrors.IsGone(err)) {
+		c.rv, c.consistent = "", true
+	}
+	if !c.progressed {
+		c.failures++
+	}
+	c.progressed = false
+	return c
+}
+
+// errorEvent is the error an ERROR watch event carries.
+func errorEvent(obj runtime.Object) error {
+	if s, ok := obj.(*metav1.Status); ok {
+		return apierrors.FromObject(s)
+	}
+	return fmt.Errorf("watch error event of %T", obj)
+}
+
+// listedObject returns the object called name in a list (nil when there
+// is none) and the list's resourceVersion.
+func listedObject(name string, list runtime.Object) (runtime.Object, string, error) {
+	var obj runtime.Object
+	var rv string
+	switch l := list.(type) {
+	case *v1.ConfigMapList:
+		rv = l.ResourceVersion
+		for i := range l.Items {
+			if l.Items[i].Name == name {
+				obj = &l.Items[i]
+			}
+		}
+	case *v1.SecretList:
+		rv = l.ResourceVersion
+		for i := range l.Items {
+			if l.Items[i].Name == name {
+				obj = &l.Items[i]
+			}
+		}
+	default:
+		return nil, "", fmt.Errorf("list of %T", list)
+	}
+	if rv == "" {
+		return nil, "", errors.New("list without a resourceVersion")
+	}
+	return obj, rv, nil
+}
+
+// objectSource lists and watches one object.
+type objectSource interface {
+	name() string
+	selector() string
+	list(ctx context.Context, o metav1.ListOptions) (runtime.Object, error)
+	watch(ctx context.Context, o metav1.ListOptions) (objectEvents, error)
+}
+
+// objectEvents is one watch's events, read by the watch's goroutine.
+type objectEvents interface {
+	next(ctx context.Context) (watch.EventType, runtime.Object, error) // an error at the end
+	close()
+}
+
+// clientSource is r through a clientset.
+type clientSource struct {
+	client kubernetes.Interface
+	rest   *rest.RESTClient // the core group's; nil for clientsets without one (fakes)
+	r      objectRef
+	sel    string
+}
+
+func newObjectSource(client kubernetes.Interface, r objectRef) *clientSource {
+	s := &clientSource{client: client, r: r, sel: fields.OneTermEqualSelector("metadata.name", r.name).String()}
+	if rc, ok := client.CoreV1().RESTClient().(*rest.RESTClient); ok && rc != nil && protobufStream != nil {
+		s.rest = rc
+	}
+	return s
+}
+
+func (s *clientSource) name() string     { return s.r.name }
+func (s *clientSource) selector() string { return s.sel }
+
+func (s *clientSource) list(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	if s.r.resource == resourceConfigMaps {
+		return s.client.CoreV1().ConfigMaps(s.r.namespace).List(ctx, o)
+	}
+	return s.client.CoreV1().Secrets(s.r.namespace).List(ctx, o)
+}
+
+func (s *clientSource) watch(ctx context.Context, o metav1.ListOptions) (objectEvents, error) {
+	if s.rest == nil {
+		var w watch.Interface
+		var err error
+		if s.r.resource == resourceConfigMaps {
+			w, err = s.client.CoreV1().ConfigMaps(s.r.namespace).Watch(ctx, o)
+		} else {
+			w, err = s.client.CoreV1().Secrets(s.r.namespace).Watch(ctx, o)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return watcherEvents{w}, nil
+	}
+	body, err := s.rest.Get().Namespace(s.r.namespace).Resource(s.r.resource).
+		VersionedParams(&o, scheme.ParameterCodec).
+		SetHeader("Accept", runtime.ContentTypeProtobuf). // one type, so the stream's is known
+		Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return streamEvents{restwatch.NewDecoder(
+		streaming.NewDecoder(protobufStream.Framer.NewFrameReader(body), protobufStream.Serializer),
+		scheme.Codecs.UniversalDeserializer())}, nil
+}
+
+// protobufStream is how a protobuf watch stream is framed and decoded
+// (nil if client-go's scheme had none: watches then go through Watch).
+var protobufStream = func() *runtime.StreamSerializerInfo {
+	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+	if !ok {
+		return nil
+	}
+	return info.StreamSerializer
+}()
+
+// streamEvents decodes a watch stream in the reading goroutine; the
+// request's context ends the read.
+type streamEvents struct{ d *restwatch.Decoder }
+
+func (s streamEvents) next(context.Context) (watch.EventType, runtime.Object, error) {
+	return s.d.Decode()
+}
+
+func (s streamEvents) close() { s.d.Close() }
+
+// watcherEvents reads a watch.Interface (fake clientsets).
+type watcherEvents struct{ w watch.Interface }
+
+func (e watcherEvents) next(ctx context.Context) (watch.EventType, runtime.Object, error) {
+	select {
+	case ev, ok := <-e.w.ResultChan():
+		if !ok {
+			return "", nil, errWatchClosed
+		}
+		return ev.Type, ev.Object, nil
+	case <-ctx.Done():
+		return "", nil, ctx.Err()
+	}
+}
+
+func (e watcherEvents) close() { e.w.Stop() }
+
+var errWatchClosed = errors.New("watch closed")
