@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 	"time"
@@ -124,10 +123,7 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 		// manager retries the write on its own; here the next sync does,
 		// soon after a refusal (statusRefusedError).
 		if apierrors.IsForbidden(err) {
-			if rec.statusRefusals < math.MaxUint8 {
-				rec.statusRefusals++
-			}
-			err = &statusRefusedError{err: err, retryAfter: mountRetryDelay(rec.statusRefusals)}
+			err = &statusRefusedError{err: err, retryAfter: nextRetryDelay(&rec.statusRefusals)}
 		}
 		return 0, errors.Join(execErr, err)
 	}
@@ -382,10 +378,7 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 			k.podEvent(pod, v1.EventTypeWarning, EventFailedMount, "%v", err)
 			// The pod stays ContainerCreating and is retried on the
 			// volume back-off (syncRetryDelay).
-			if rec.mountFailures < math.MaxUint8 {
-				rec.mountFailures++
-			}
-			return &volumeSetUpError{err: err, retryAfter: mountRetryDelay(rec.mountFailures)}
+			return &volumeSetUpError{err: err, retryAfter: nextRetryDelay(&rec.mountFailures)}
 		}
 		rec.mountFailures = 0
 		k.trace(TraceVolumesReady, pod)

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"errors"
+	"math"
 	"time"
 )
 
@@ -80,6 +81,18 @@ func mountRetryDelay(failures uint8) time.Duration {
 		d *= 2
 	}
 	return min(d, mountRetryMax)
+}
+
+// nextRetryDelay counts one more consecutive failure in *failures
+// (saturating at 255) and returns the volume back-off after it
+// (mountRetryDelay): the schedule of failed volume set-ups
+// (podRecord.mountFailures) and refused status writes
+// (podRecord.statusRefusals).
+func nextRetryDelay(failures *uint8) time.Duration {
+	if *failures < math.MaxUint8 {
+		*failures++
+	}
+	return mountRetryDelay(*failures)
 }
 
 // volumeSetUpError is a sync's failure to set up the pod's volumes, with
