@@ -70,11 +70,11 @@ var (
 func contentTypeValues(ct string) []string {
 	switch ct {
 	case codec.JSON:
-		return jsonContentType[:1:1]
+		return jsonContentType
 	case codec.Protobuf:
-		return protobufContentType[:1:1]
+		return protobufContentType
 	case codec.YAML:
-		return yamlContentType[:1:1]
+		return yamlContentType
 	}
 	return []string{ct}
 }
