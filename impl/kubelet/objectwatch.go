@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -253,30 +252,24 @@ func errorEvent(obj runtime.Object) error {
 // listedObject returns the object called name in a list (nil when there
 // is none) and the list's resourceVersion.
 func listedObject(name string, list runtime.Object) (runtime.Object, string, error) {
-	var obj runtime.Object
-	var rv string
-	switch l := list.(type) {
-	case *v1.ConfigMapList:
-		rv = l.ResourceVersion
-		for i := range l.Items {
-			if l.Items[i].Name == name {
-				obj = &l.Items[i]
-			}
-		}
-	case *v1.SecretList:
-		rv = l.ResourceVersion
-		for i := range l.Items {
-			if l.Items[i].Name == name {
-				obj = &l.Items[i]
-			}
-		}
-	default:
-		return nil, "", fmt.Errorf("list of %T", list)
+	lm, err := meta.ListAccessor(list)
+	if err != nil {
+		return nil, "", fmt.Errorf("list of %T: %w", list, err)
 	}
-	if rv == "" {
+	if lm.GetResourceVersion() == "" {
 		return nil, "", errors.New("list without a resourceVersion")
 	}
-	return obj, rv, nil
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, "", fmt.Errorf("list of %T: %w", list, err)
+	}
+	var obj runtime.Object
+	for _, o := range items {
+		if m, err := meta.Accessor(o); err == nil && m.GetName() == name {
+			obj = o
+		}
+	}
+	return obj, lm.GetResourceVersion(), nil
 }
 
 // objectSource lists and watches one object.
