@@ -102,6 +102,11 @@ type Kubelet struct {
 	runCtx         context.Context
 	runCancel      context.CancelFunc
 	runDone        chan struct{}
+
+	// nodeReportDelay moves the next unchanged node status post
+	// (nextReportDelay); testReportRand, if set, replaces its random draw.
+	nodeReportDelay time.Duration
+	testReportRand  func() float64
 }
 
 // podRecord is the kubelet's memory of one pod (one per pod of the node,

@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	goruntime "runtime"
 	"slices"
 	"time"
@@ -161,8 +162,40 @@ func (k *Kubelet) setNode(n *v1.Node) {
 	k.mu.Unlock()
 }
 
+// nodeReportDue reports whether a node status that has not changed is
+// posted anyway: the first time (last is zero), and then every report
+// frequency after the last post, moved once by delay (nextReportDelay).
+func nodeReportDue(now, last time.Time, every, delay time.Duration) bool {
+	return last.IsZero() || !now.Before(last.Add(every+delay))
+}
+
+// nextReportDelay is the one-time offset of the next unchanged post,
+// decided when a post is made, with r uniform in [0, 1). After a post of a
+// changed status — or the first since the kubelet started (registerNode
+// forces it) — it is uniform in [-every/2, +every/2); after a post that was
+// only due, 0, so that from then on the node posts every report frequency.
+// Without it, kubelets started together (a data centre after a power cut,
+// kubeproof up's simulated nodes) or whose nodes all changed together
+// post their unchanged status together every five minutes, each burst a
+// thousand node writes and their watch events at once. As upstream's
+// kubelet since Kubernetes 1.33.
+func nextReportDelay(changed bool, every time.Duration, r float64) time.Duration {
+	if !changed || every <= 0 {
+		return 0
+	}
+	return time.Duration((r - 0.5) * float64(every))
+}
+
+// reportRand draws nextReportDelay's r.
+func (k *Kubelet) reportRand() float64 {
+	if k.testReportRand != nil {
+		return k.testReportRand()
+	}
+	return rand.Float64()
+}
+
 // updateNodeStatus posts node status if it changed, if force, or if the
-// report frequency elapsed; it retries once on conflict with a fresh node.
+// report frequency (moved by nodeReportDelay) elapsed; it retries once on conflict with a fresh node.
 // As upstream's kubelet, it compares against the Node as the API server
 // has it (read from the watch cache, resourceVersion "0"), not only its own
 // last write: the node lifecycle controller may have set Ready=Unknown
@@ -179,13 +212,14 @@ func (k *Kubelet) updateNodeStatus(ctx context.Context, force bool) error {
 		}
 		k.mu.Lock()
 		node := k.node
-		due := now.Sub(k.lastNodeReport) >= k.cfg.NodeStatusReportFrequency
+		due := nodeReportDue(now, k.lastNodeReport, k.cfg.NodeStatusReportFrequency, k.nodeReportDelay)
 		k.mu.Unlock()
 		if node == nil {
 			return fmt.Errorf("node %s not registered", k.cfg.NodeName)
 		}
 		st := NodeStatus(&k.cfg, &node.Status, k.Pressure(), version, verr, now)
-		if !force && !due && !nodeStatusChanged(&node.Status, &st) {
+		changed := force || nodeStatusChanged(&node.Status, &st)
+		if !changed && !due {
 			return nil
 		}
 		n := node.DeepCopy()
@@ -195,6 +229,7 @@ func (k *Kubelet) updateNodeStatus(ctx context.Context, force bool) error {
 			k.mu.Lock()
 			k.node = updated
 			k.lastNodeReport = now
+			k.nodeReportDelay = nextReportDelay(changed, k.cfg.NodeStatusReportFrequency, k.reportRand())
 			k.mu.Unlock()
 			return nil
 		}

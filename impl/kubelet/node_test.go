@@ -105,3 +105,85 @@ func TestNodeStatusChanged(t *testing.T) {
 		t.Error("nodeStatusChanged changed its argument")
 	}
 }
+
+// After a post of a changed status (or the first since the kubelet
+// started) the next unchanged post is moved once by a uniform draw from
+// [-every/2, +every/2); after a post that was only due, it is not moved.
+func TestNextReportDelay(t *testing.T) {
+	const every = 5 * time.Minute
+	for _, c := range []struct {
+		changed bool
+		every   time.Duration
+		r       float64
+		want    time.Duration
+	}{
+		{true, every, 0, -every / 2},
+		{true, every, 0.5, 0},
+		{true, every, 0.75, every / 4},
+		{true, every, 0.9999, every/2 - every/10000},
+		{false, every, 0.1, 0},
+		{true, 0, 0.1, 0},
+	} {
+		if got := nextReportDelay(c.changed, c.every, c.r); got != c.want {
+			t.Errorf("nextReportDelay(%v, %v, %v) = %v, want %v", c.changed, c.every, c.r, got, c.want)
+		}
+	}
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		now, last time.Time
+		delay     time.Duration
+		want      bool
+	}{
+		{t0, time.Time{}, 0, true},
+		{t0.Add(every - time.Second), t0, 0, false},
+		{t0.Add(every), t0, 0, true},
+		{t0.Add(every / 2), t0, -every / 2, true},
+		{t0.Add(every/2 - time.Second), t0, -every / 2, false},
+		{t0.Add(every), t0, every / 4, false},
+		{t0.Add(every + every/4), t0, every / 4, true},
+	} {
+		if got := nodeReportDue(c.now, c.last, every, c.delay); got != c.want {
+			t.Errorf("nodeReportDue(last+%v, delay %v) = %v, want %v", c.now.Sub(c.last), c.delay, got, c.want)
+		}
+	}
+}
+
+// A kubelet posts its unchanged node status first at the report frequency
+// moved by the draw made when it registered, then every report frequency:
+// kubelets started together do not post together.
+func TestUnchangedNodeStatusPostedAtTheDrawnDelay(t *testing.T) {
+	for _, c := range []struct {
+		r     float64
+		first time.Duration // after registering
+	}{
+		{0.1, 3 * time.Minute}, // 5 min - 2 min
+		{0.9, 7 * time.Minute}, // 5 min + 2 min
+		{0.5, 5 * time.Minute}, // no offset
+	} {
+		h := newHarness(t, nil)
+		h.k.testReportRand = func() float64 { return c.r }
+		if err := h.k.registerNode(h.ctx); err != nil {
+			t.Fatal(err)
+		}
+		var posts []time.Duration
+		start := h.clock.Now()
+		h.client.PrependReactor("update", "nodes", func(clienttesting.Action) (bool, runtime.Object, error) {
+			posts = append(posts, h.clock.Now().Sub(start))
+			return false, nil, nil
+		})
+		// Every node status update period for 13 minutes.
+		for h.clock.Now().Sub(start) < 13*time.Minute {
+			h.step(DefaultNodeStatusUpdateFrequency)
+			if err := h.k.updateNodeStatus(h.ctx, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := []time.Duration{c.first, c.first + DefaultNodeStatusReportFrequency}
+		if c.first+2*DefaultNodeStatusReportFrequency <= 13*time.Minute {
+			want = append(want, c.first+2*DefaultNodeStatusReportFrequency)
+		}
+		if !reflect.DeepEqual(posts, want) {
+			t.Errorf("r=%v: unchanged status posted at %v after registering, want %v", c.r, posts, want)
+		}
+	}
+}
