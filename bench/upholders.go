@@ -58,8 +58,8 @@ import (
 //     Lease (Update) and reads its Node (Get, resourceVersion 0) every
 //     NodeLeaseRenewInterval / NodeStatusUpdateFrequency (10 s, a random
 //     phase per node) and reports its status every
-//     NodeStatusReportFrequency (5 min), as a kubelet whose status does not
-//     change does;
+//     NodeStatusReportFrequency (5 min; the first time moved by a random
+//     -50% to +50%), as a kubelet whose status does not change does;
 //   - the node simulator's watches (cluster.NodeSimulatorUser, one
 //     connection): every pod (kubelet.NewPodInformer) and every service;
 //   - for each pod bound to one of its nodes (seen through the pod watch),
@@ -329,7 +329,11 @@ func (n *nodeHolder) register(ctx context.Context, req holdersRequest) error {
 func (n *nodeHolder) heartbeat(ctx context.Context) {
 	leases := n.cs.CoordinationV1().Leases(corev1.NamespaceNodeLease)
 	next := time.Duration(rand.Int64N(int64(holderRenewEvery)))
+	// The first unchanged report comes holderReportEvery after the node's
+	// first status write, moved by a draw from [-50%, +50%), then every
+	// holderReportEvery, as the kubelet's (nextReportDelay in impl/kubelet).
 	lastReport := time.Now()
+	reportAfter := holderReportEvery + time.Duration((rand.Float64()-0.5)*float64(holderReportEvery))
 	for {
 		select {
 		case <-ctx.Done():
@@ -357,7 +361,7 @@ func (n *nodeHolder) heartbeat(ctx context.Context) {
 		if err == nil {
 			n.lease = renewed
 		}
-		if time.Since(lastReport) >= holderReportEvery {
+		if time.Since(lastReport) >= reportAfter {
 			n.mu.Lock()
 			node := n.node.DeepCopy()
 			n.mu.Unlock()
@@ -366,7 +370,7 @@ func (n *nodeHolder) heartbeat(ctx context.Context) {
 				node.Status.Conditions[i].LastHeartbeatTime = now
 			}
 			if _, err := n.cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err == nil {
-				lastReport = time.Now()
+				lastReport, reportAfter = time.Now(), holderReportEvery
 			}
 		}
 	}
