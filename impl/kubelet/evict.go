@@ -168,7 +168,8 @@ func (k *Kubelet) takeEviction(uid types.UID) (*podRecord, *v1.Pod, *eviction.Ev
 // evictPod runs in the pod's worker: it stops the pod's containers within
 // the eviction's grace period and reports the pod Failed with reason
 // Evicted, upstream's message and a DisruptionTarget condition (reason
-// TerminationByKubelet). syncPod then keeps it terminal.
+// TerminationByKubelet). syncPod then keeps it terminal, the condition
+// with it.
 func (k *Kubelet) evictPod(ctx context.Context, uid types.UID) error {
 	rec, pod, ev := k.takeEviction(uid)
 	if ev == nil || pod == nil || podsync.IsTerminalPhase(pod.Status.Phase) || pod.DeletionTimestamp != nil {
@@ -189,25 +190,19 @@ func (k *Kubelet) evictPod(ctx context.Context, uid types.UID) error {
 	if err := k.killPod(ctx, pod, rs, ev.GracePeriodSeconds); err != nil {
 		return fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	rec.terminal = &podsync.Terminal{Phase: v1.PodFailed, Reason: eviction.ReasonEvicted, Message: ev.Message}
+	// The DisruptionTarget goes with the phase into rec.terminal: every
+	// status the kubelet generates for the pod from now on reports it, so
+	// neither a sync from an older view of the pod nor a retry after this
+	// write failed writes Failed/Evicted without it.
+	now := k.clock.Now()
+	dt := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: reasonTerminationByKubelet,
+		Message: ev.Message, LastTransitionTime: metav1.NewTime(now)}
+	rec.terminal = &podsync.Terminal{Phase: v1.PodFailed, Reason: eviction.ReasonEvicted, Message: ev.Message, Condition: &dt}
 	if rs, err = k.podRuntimeState(ctx, uid); err != nil {
 		return err
 	}
-	now := k.clock.Now()
-	view := k.podView(rec, pod).DeepCopy()
-	dt := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: reasonTerminationByKubelet,
-		Message: ev.Message, LastTransitionTime: metav1.NewTime(now)}
-	replaced := false
-	for i := range view.Status.Conditions {
-		if view.Status.Conditions[i].Type == v1.DisruptionTarget {
-			view.Status.Conditions[i], replaced = dt, true
-		}
-	}
-	if !replaced {
-		view.Status.Conditions = append(view.Status.Conditions, dt)
-	}
 	st := status.GenerateAPIPodStatus(status.Input{
-		Pod: view, Runtime: rs, Terminal: rec.terminal, PodIsTerminal: rs.Stopped(),
+		Pod: k.podView(rec, pod), Runtime: rs, Terminal: rec.terminal, PodIsTerminal: rs.Stopped(),
 		HostIPs: []string{k.cfg.NodeIP}, RuntimeType: k.rt.Type(), Now: now,
 	})
 	return k.writeStatus(ctx, rec, pod, st)

@@ -66,10 +66,15 @@ type Start struct {
 	Attempt uint32
 }
 
-// Terminal is a terminal phase the kubelet decided on its own (deadline).
+// Terminal is a terminal phase the kubelet decided on its own (deadline,
+// eviction).
 type Terminal struct {
 	Phase           v1.PodPhase
 	Reason, Message string
+	// Condition, when set, is reported with the phase on every status
+	// written while the phase is this one (an eviction's DisruptionTarget),
+	// so that no write of the terminal phase goes without it.
+	Condition *v1.PodCondition
 }
 
 // Actions are the intended effects of one sync of a pod.

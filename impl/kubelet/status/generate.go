@@ -8,7 +8,12 @@
 //     in Manager.Write, which refuses such a write;
 //   - a container status never goes from terminated back to running or
 //     waiting once the pod is terminal;
-//   - conditions keep their lastTransitionTime while their status holds.
+//   - conditions keep their lastTransitionTime while their status holds;
+//   - conditions the kubelet does not own (DisruptionTarget, readiness
+//     gates) are never written away by a status built from an older view
+//     of the pod (Merge, applied by Manager.Write to every attempt), and a
+//     DisruptionTarget the kubelet decides with a terminal phase is
+//     reported with every status of that phase (Input.Terminal).
 package status
 
 import (
@@ -353,6 +358,12 @@ func conditions(in Input, s *v1.PodStatus, now metav1.Time) []v1.PodCondition {
 			others = append(others, c)
 		}
 	}
+	if t := in.Terminal; t != nil && t.Condition != nil && s.Phase == t.Phase && s.Reason == t.Reason {
+		// The condition the kubelet decided with the terminal phase (an
+		// eviction's DisruptionTarget): reported with it whatever the view
+		// the status is built from holds (an older pod, a write that failed).
+		others = replaceOrAppendCondition(others, *t.Condition)
+	}
 	if len(others) > 1 {
 		sort.SliceStable(others, func(i, j int) bool { return others[i].Type < others[j].Type })
 	}
@@ -459,6 +470,18 @@ func anyRegularStarted(statuses []v1.ContainerStatus) bool {
 		}
 	}
 	return false
+}
+
+// replaceOrAppendCondition puts c in place of cs's condition of its type,
+// or after the others if cs has none.
+func replaceOrAppendCondition(cs []v1.PodCondition, c v1.PodCondition) []v1.PodCondition {
+	for i := range cs {
+		if cs[i].Type == c.Type {
+			cs[i] = c
+			return cs
+		}
+	}
+	return append(cs, c)
 }
 
 func findCondition(cs []v1.PodCondition, t v1.PodConditionType) *v1.PodCondition {

@@ -193,7 +193,10 @@ func normalized(s *v1.PodStatus) bool {
 }
 
 // Write sets pod's status to st through pods/status if it differs from the
-// pod's current status, retrying on conflict with a freshly read pod. It
+// pod's current status, retrying on conflict with a freshly read pod. Each
+// attempt writes st merged with the status it writes onto (Merge): the
+// conditions other components set there, and a terminal phase with its
+// DisruptionTarget, survive a status generated from an older view. It
 // returns the pod as stored afterwards.
 func (m *Manager) Write(ctx context.Context, pod *v1.Pod, st v1.PodStatus) (*v1.Pod, error) {
 	Normalize(&st)
@@ -203,15 +206,16 @@ func (m *Manager) Write(ctx context.Context, pod *v1.Pod, st v1.PodStatus) (*v1.
 		if cur.UID != pod.UID {
 			return ErrPodReplaced
 		}
-		if Equal(&cur.Status, &st) {
-			out = cur
-			return nil
-		}
 		if podsync.IsTerminalPhase(cur.Status.Phase) && !podsync.IsTerminalPhase(st.Phase) {
 			return fmt.Errorf("pod %s/%s is %s: %w", pod.Namespace, pod.Name, cur.Status.Phase, ErrTerminal)
 		}
+		want := Merge(&cur.Status, st)
+		if Equal(&cur.Status, &want) {
+			out = cur
+			return nil
+		}
 		m.writes.Add(1)
-		updated, err := m.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, withStatus(cur, st), metav1.UpdateOptions{})
+		updated, err := m.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, withStatus(cur, want), metav1.UpdateOptions{})
 		if err == nil {
 			out = updated
 			return nil
