@@ -1,8 +1,9 @@
 // Package localcache keeps an in-memory copy of one resource of the API
 // server's own storage, the way a client-go reflector feeds an informer:
 // load the whole state (a list, or a watch's initial events), follow a
-// watch from there, and load again whenever the watch ends or reports an
-// error (410 Expired after a compaction). It is the one loop behind the
+// watch from there, resume the watch from the last resourceVersion it
+// delivered when the server ends it, and load again when the watch
+// reports an error (410 Expired after a compaction) or cannot be opened. It is the one loop behind the
 // server's internal caches: admission plugins' caches, the authorizers'
 // caches (auth/rbac/objcache) and the namespace cache of NamespaceLifecycle.
 //
@@ -168,11 +169,20 @@ func (c *Cache) WaitLoaded(ctx context.Context) error {
 }
 
 // Run keeps the cache current until ctx ends: it loads, follows the
-// watch, and after the watch ends waits RetryDelay and loads again.
+// watch, and after the watch ends waits RetryDelay and goes on. A watch
+// whose channel closed without an error (the server ended it: a timeout,
+// or the watch cache closed a watcher that fell behind) is resumed from
+// the last resourceVersion it delivered, as client-go's reflector does,
+// and the cache keeps its state and stays synced meanwhile: the events
+// since then come from the watch cache's history. Only a watch that
+// failed (an error event such as 410 Expired, or a failed request) or a
+// load that did not finish leads to loading everything again.
 func (c *Cache) Run(ctx context.Context) {
+	resume := ""
 	for ctx.Err() == nil {
-		err := c.loadAndWatch(ctx)
-		if !c.cfg.KeepWhileReloading {
+		last, err := c.loadAndWatch(ctx, resume)
+		resume = resumeFrom(err, last)
+		if resume == "" && !c.cfg.KeepWhileReloading {
 			c.mu.Lock()
 			c.synced = false
 			c.mu.Unlock()
@@ -180,7 +190,7 @@ func (c *Cache) Run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		slog.Debug("localcache: loading again", "key", c.cfg.Key, "err", err)
+		slog.Debug("localcache: watch ended", "key", c.cfg.Key, "err", err, "resume", resume)
 		t := time.NewTimer(c.cfg.RetryDelay)
 		select {
 		case <-ctx.Done():
@@ -190,29 +200,46 @@ func (c *Cache) Run(ctx context.Context) {
 	}
 }
 
+// resumeFrom is where the next watch starts after loadAndWatch returned
+// err having followed the loaded state up to resourceVersion last ("" if
+// it never completed a load): last if the watch channel merely closed,
+// "" (load again) otherwise.
+func resumeFrom(err error, last string) string {
+	if errors.Is(err, errWatchEnded) {
+		return last
+	}
+	return ""
+}
+
 // errWatchEnded is returned when the watch channel closes.
 var errWatchEnded = errors.New("watch ended")
 
-// loadAndWatch loads the state and follows one watch until it ends (an
-// error saying why) or ctx ends (nil).
-func (c *Cache) loadAndWatch(ctx context.Context) error {
+// loadAndWatch loads the state — or, if resume is a resourceVersion,
+// keeps the state it has and watches from there — and follows one watch
+// until it ends (an error saying why) or ctx ends (nil). It returns the
+// last resourceVersion of the loaded state it followed ("" if no load
+// completed): the list's, then each event's and bookmark's.
+func (c *Cache) loadAndWatch(ctx context.Context, resume string) (last string, err error) {
 	pred := storage.Everything()
 	pred.AllowWatchBookmarks = true
 	opts := storage.ListOptions{Recursive: true, Predicate: pred}
 	var pending map[string]map[string]runtime.Object // the state being loaded from initial events
-	switch c.cfg.Load {
-	case ListThenWatch:
+	switch {
+	case resume != "":
+		opts.ResourceVersion = resume
+		last = resume
+	case c.cfg.Load == ListThenWatch:
 		list := c.cfg.NewList()
 		if err := c.cfg.Store.GetList(ctx, c.cfg.Key, storage.ListOptions{Recursive: true, Predicate: storage.Everything()}, list); err != nil {
-			return fmt.Errorf("listing %s: %w", c.cfg.Key, err)
+			return "", fmt.Errorf("listing %s: %w", c.cfg.Key, err)
 		}
 		objs, err := meta.ExtractList(list)
 		if err != nil {
-			return fmt.Errorf("reading list of %s: %w", c.cfg.Key, err)
+			return "", fmt.Errorf("reading list of %s: %w", c.cfg.Key, err)
 		}
 		lm, err := meta.ListAccessor(list)
 		if err != nil {
-			return fmt.Errorf("reading list of %s: %w", c.cfg.Key, err)
+			return "", fmt.Errorf("reading list of %s: %w", c.cfg.Key, err)
 		}
 		fresh := map[string]map[string]runtime.Object{}
 		for _, o := range objs {
@@ -220,30 +247,34 @@ func (c *Cache) loadAndWatch(ctx context.Context) error {
 		}
 		c.replace(fresh)
 		opts.ResourceVersion = lm.GetResourceVersion()
-	case WatchList:
+		last = opts.ResourceVersion
+	case c.cfg.Load == WatchList:
 		yes := true
 		opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
 		opts.SendInitialEvents = &yes
 		pending = map[string]map[string]runtime.Object{}
 	default:
-		return fmt.Errorf("localcache: unknown load mode %d", c.cfg.Load)
+		return "", fmt.Errorf("localcache: unknown load mode %d", c.cfg.Load)
 	}
 	w, err := c.cfg.Store.Watch(ctx, c.cfg.Key, opts)
 	if err != nil {
-		return fmt.Errorf("watching %s: %w", c.cfg.Key, err)
+		return "", fmt.Errorf("watching %s: %w", c.cfg.Key, err)
 	}
 	defer w.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return last, nil
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				return errWatchEnded
+				if pending != nil {
+					return "", errWatchEnded // the load did not finish
+				}
+				return last, errWatchEnded
 			}
 			switch ev.Type {
 			case watch.Error:
-				return fmt.Errorf("watch of %s: %v", c.cfg.Key, ev.Object)
+				return "", fmt.Errorf("watch of %s: %v", c.cfg.Key, ev.Object)
 			case watch.Bookmark:
 				if pending != nil && isInitialEventsEnd(ev.Object) {
 					c.replace(pending)
@@ -262,8 +293,22 @@ func (c *Cache) loadAndWatch(ctx context.Context) error {
 					c.remove(ev.Object)
 				}
 			}
+			if pending == nil {
+				if rv := resourceVersion(ev.Object); rv != "" {
+					last = rv
+				}
+			}
 		}
 	}
+}
+
+// resourceVersion is obj's resourceVersion, "" if it has none.
+func resourceVersion(obj runtime.Object) string {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	return m.GetResourceVersion()
 }
 
 func isInitialEventsEnd(obj runtime.Object) bool {

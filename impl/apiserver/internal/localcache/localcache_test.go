@@ -209,7 +209,7 @@ func TestListThenWatchFollowsEventsAndRelistsAfterExpired(t *testing.T) {
 	}
 }
 
-func TestFailuresOfListWatchAndTheWatchChannelAllLeadToARelist(t *testing.T) {
+func TestFailuresOfListAndWatchLeadToARelist(t *testing.T) {
 	s := newScriptedStore()
 	c := New(Config{Store: s, Key: "/configmaps/", NewList: newConfigMapList, RetryDelay: time.Millisecond})
 	stop := run(t, c)
@@ -229,10 +229,106 @@ func TestFailuresOfListWatchAndTheWatchChannelAllLeadToARelist(t *testing.T) {
 	if got := names(t, c, ""); got != "a/y" {
 		t.Fatalf("after the third list: %q", got)
 	}
-	w.Stop() // the watch channel closes
+	// A watch the server ends is resumed (TestAWatchTheServerEndsIsResumed);
+	// one that cannot be resumed is a relist.
+	w.Stop()
+	serveWatch(t, s, watchReply{err: errors.New("too old resource version")})
 	s.list("7", cm("a", "z"))
 	s.watch()
-	waitFor(t, "relisted after the watch channel closed", func() bool { return names(t, c, "") == "a/z" })
+	waitFor(t, "relisted after the resumed watch failed", func() bool { return names(t, c, "") == "a/z" })
+}
+
+// rvCM is a ConfigMap with a resourceVersion.
+func rvCM(ns, name, rv string) *corev1.ConfigMap {
+	c := cm(ns, name)
+	c.ResourceVersion = rv
+	return &c
+}
+
+// expectWatch serves the cache's next request, which must be a watch (not
+// a list), and returns it.
+func expectWatch(t *testing.T, s *scriptedStore) *watch.FakeWatcher {
+	t.Helper()
+	w := watch.NewFake()
+	serveWatch(t, s, watchReply{w: w})
+	return w
+}
+
+// serveWatch answers the cache's next request, which must be a watch, with r.
+func serveWatch(t *testing.T, s *scriptedStore, r watchReply) {
+	t.Helper()
+	select {
+	case s.watches <- r:
+	case <-s.listStarted:
+		t.Fatal("the cache listed again instead of resuming its watch")
+	case <-time.After(10 * time.Second):
+		t.Fatal("timed out waiting for the cache's next watch")
+	}
+}
+
+// A watch whose channel the server closes (its timeout, or the watch cache
+// closing a watcher that fell behind) is resumed from the last
+// resourceVersion it delivered, as client-go's reflector resumes: no list,
+// the cache keeps answering from its state meanwhile, and the events since
+// then arrive on the resumed watch. Only an error (410) reloads.
+func TestAWatchTheServerEndsIsResumedFromItsLastResourceVersion(t *testing.T) {
+	s := newScriptedStore()
+	c := New(Config{Store: s, Key: "/configmaps/", NewList: newConfigMapList, RetryDelay: time.Millisecond})
+	stop := run(t, c)
+	defer stop()
+
+	s.list("6", cm("a", "x"))
+	w := s.watch()
+	w.Add(rvCM("a", "y", "8"))
+	w.Action(watch.Bookmark, rvCM("", "", "9"))
+	waitFor(t, "event applied", func() bool { return names(t, c, "a") == "a/x a/y" })
+	w.Stop()
+	w2 := expectWatch(t, s)
+	if o := s.opts(1); o.ResourceVersion != "9" || o.SendInitialEvents != nil || o.ResourceVersionMatch != "" || !o.Recursive {
+		t.Fatalf("resumed watch options %+v: want a recursive watch from the last bookmark's 9", o)
+	}
+	if got := names(t, c, "a"); got != "a/x a/y" {
+		t.Fatalf("while resuming: %q, want the state it had", got)
+	}
+	w2.Delete(rvCM("a", "x", "10"))
+	waitFor(t, "resumed watch's event applied", func() bool { return names(t, c, "a") == "a/y" })
+	w2.Stop()
+	expectWatch(t, s)
+	if o := s.opts(2); o.ResourceVersion != "10" {
+		t.Fatalf("second resume from %q, want 10", o.ResourceVersion)
+	}
+}
+
+// A watch-list cache resumes with a plain watch from the last
+// resourceVersion once its initial events have ended; a watch that ends
+// before then loads again with initial events.
+func TestWatchListResumesAfterItsInitialEvents(t *testing.T) {
+	s := newScriptedStore()
+	c := New(Config{Store: s, Key: "/configmaps/", Load: WatchList, RetryDelay: time.Millisecond})
+	stop := run(t, c)
+	defer stop()
+
+	w := s.watch()
+	w.Add(rvCM("", "a", "20"))
+	w.Stop() // before the end bookmark: the load did not finish
+	w = expectWatch(t, s)
+	if o := s.opts(1); o.SendInitialEvents == nil || !*o.SendInitialEvents {
+		t.Fatalf("after an unfinished load the watch options are %+v: want initial events again", o)
+	}
+	w.Add(rvCM("", "a", "20"))
+	end := rvCM("", "", "30")
+	end.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
+	w.Action(watch.Bookmark, end)
+	w.Add(rvCM("", "b", "31"))
+	waitFor(t, "loaded and followed", func() bool { return names(t, c, "") == "/a /b" })
+	w.Stop()
+	expectWatch(t, s)
+	if o := s.opts(2); o.ResourceVersion != "31" || o.SendInitialEvents != nil || o.ResourceVersionMatch != "" {
+		t.Fatalf("resumed watch options %+v: want a plain watch from 31", o)
+	}
+	if !c.Synced() {
+		t.Fatal("a resuming cache stopped answering")
+	}
 }
 
 func TestKeepWhileReloadingAnswersFromTheLastStateAndReportsChanges(t *testing.T) {
