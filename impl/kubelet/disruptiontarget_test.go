@@ -131,14 +131,7 @@ func TestEvictedPodKeepsDisruptionTargetAgainstAnOlderView(t *testing.T) {
 func TestEvictionStatusRetriedWithDisruptionTarget(t *testing.T) {
 	h := newHarness(t, nil)
 	p := h.sync(h.create(h.pod("hog", nil)))
-	failed := false
-	h.client.PrependReactor("update", "pods", func(a clienttesting.Action) (bool, k8sruntime.Object, error) {
-		if a.GetSubresource() == "status" && !failed {
-			failed = true
-			return true, nil, errors.New("injected write failure")
-		}
-		return false, nil, nil
-	})
+	h.failNextStatusWrite()
 	if err := evictNow(h, p); err == nil {
 		t.Fatal("the injected failure was not reported")
 	}

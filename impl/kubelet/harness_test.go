@@ -2,13 +2,16 @@ package kubelet
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
@@ -126,6 +129,19 @@ func (h *harness) syncWith(k *Kubelet, p *v1.Pod) *v1.Pod {
 }
 
 func (h *harness) step(d time.Duration) { h.clock.Step(d) }
+
+// failNextStatusWrite makes the next pods/status update fail (an error
+// without a verdict, as a lost connection) and later ones go through.
+func (h *harness) failNextStatusWrite() {
+	failed := false
+	h.client.PrependReactor("update", "pods", func(a clienttesting.Action) (bool, k8sruntime.Object, error) {
+		if a.GetSubresource() == "status" && !failed {
+			failed = true
+			return true, nil, errors.New("injected write failure")
+		}
+		return false, nil, nil
+	})
+}
 
 func cond(p *v1.Pod, t v1.PodConditionType) v1.PodCondition {
 	for _, c := range p.Status.Conditions {

@@ -1,7 +1,6 @@
 package kubelet
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -9,7 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -529,14 +527,7 @@ func TestContainerLogs(t *testing.T) {
 
 func TestRejectionStatusIsRetried(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.CPU = resource.MustParse("1") })
-	failed := false
-	h.client.PrependReactor("update", "pods", func(a clienttesting.Action) (bool, k8sruntime.Object, error) {
-		if a.GetSubresource() == "status" && !failed {
-			failed = true
-			return true, nil, errors.New("injected write failure")
-		}
-		return false, nil, nil
-	})
+	h.failNextStatusWrite()
 	p := h.create(h.pod("big", withRequests("2", "1Mi")))
 	if _, err := h.k.syncPod(h.ctx, p.UID); err == nil {
 		t.Fatal("the injected failure was not reported")

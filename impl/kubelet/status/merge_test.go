@@ -1,6 +1,7 @@
 package status
 
 import (
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -70,7 +71,7 @@ func TestMerge(t *testing.T) {
 			if got.Phase != tc.phase || got.Reason != tc.reason {
 				t.Errorf("phase %s %q, want %s %q", got.Phase, got.Reason, tc.phase, tc.reason)
 			}
-			if s := conditionSummary(got); !equalStrings(s, tc.want) {
+			if s := conditionSummary(got); !slices.Equal(s, tc.want) {
 				t.Errorf("conditions %v, want %v", s, tc.want)
 			}
 			same := len(got.Conditions) > 0 && len(st.Conditions) > 0 && &got.Conditions[0] == &st.Conditions[0]
@@ -82,18 +83,6 @@ func TestMerge(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // A DisruptionTarget decided with a terminal phase is reported with every
