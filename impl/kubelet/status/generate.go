@@ -352,21 +352,14 @@ func conditions(in Input, s *v1.PodStatus, now metav1.Time) []v1.PodCondition {
 	pod := in.Pod
 	// Keep conditions the kubelet does not own (readiness gates,
 	// DisruptionTarget, ...), after its own five.
-	var others []v1.PodCondition
-	for _, c := range pod.Status.Conditions {
-		if !ownedCondition(c.Type) {
-			others = append(others, c)
-		}
-	}
+	var decided *v1.PodCondition
 	if t := in.Terminal; t != nil && t.Condition != nil && s.Phase == t.Phase && s.Reason == t.Reason {
 		// The condition the kubelet decided with the terminal phase (an
 		// eviction's DisruptionTarget): reported with it whatever the view
 		// the status is built from holds (an older pod, a write that failed).
-		others = replaceOrAppendCondition(others, *t.Condition)
+		decided = t.Condition
 	}
-	if len(others) > 1 {
-		sort.SliceStable(others, func(i, j int) bool { return others[i].Type < others[j].Type })
-	}
+	others := otherConditions(pod.Status.Conditions, decided)
 	out := make([]v1.PodCondition, 0, 5+len(others))
 	add := func(c v1.PodCondition) {
 		if old := findCondition(pod.Status.Conditions, c.Type); old != nil && old.Status == c.Status {
@@ -470,6 +463,26 @@ func anyRegularStarted(statuses []v1.ContainerStatus) bool {
 		}
 	}
 	return false
+}
+
+// otherConditions are the conditions of cs the kubelet does not own, with
+// decided (if not nil) in place of theirs of its type or added, sorted by
+// type: the order GenerateAPIPodStatus and Merge write them in, after the
+// kubelet's own. Nil if there are none.
+func otherConditions(cs []v1.PodCondition, decided *v1.PodCondition) []v1.PodCondition {
+	var others []v1.PodCondition
+	for _, c := range cs {
+		if !ownedCondition(c.Type) {
+			others = append(others, c)
+		}
+	}
+	if decided != nil {
+		others = replaceOrAppendCondition(others, *decided)
+	}
+	if len(others) > 1 {
+		sort.SliceStable(others, func(i, j int) bool { return others[i].Type < others[j].Type })
+	}
+	return others
 }
 
 // replaceOrAppendCondition puts c in place of cs's condition of its type,

@@ -1,8 +1,6 @@
 package status
 
 import (
-	"sort"
-
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
@@ -34,18 +32,11 @@ func Merge(cur *v1.PodStatus, st v1.PodStatus) v1.PodStatus {
 	if curTerminal {
 		st.Phase, st.Reason, st.Message = cur.Phase, cur.Reason, cur.Message
 	}
-	var others []v1.PodCondition
-	for _, c := range cur.Conditions {
-		if !ownedCondition(c.Type) {
-			others = append(others, c)
-		}
-	}
+	var decided *v1.PodCondition
 	if dt := findCondition(st.Conditions, v1.DisruptionTarget); dt != nil && !curTerminal && podsync.IsTerminalPhase(st.Phase) {
-		others = replaceOrAppendCondition(others, *dt)
+		decided = dt
 	}
-	if len(others) > 1 {
-		sort.SliceStable(others, func(i, j int) bool { return others[i].Type < others[j].Type })
-	}
+	others := otherConditions(cur.Conditions, decided)
 	if sameOtherConditions(st.Conditions, others) {
 		return st
 	}
