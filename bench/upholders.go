@@ -330,10 +330,10 @@ func (n *nodeHolder) heartbeat(ctx context.Context) {
 	leases := n.cs.CoordinationV1().Leases(corev1.NamespaceNodeLease)
 	next := time.Duration(rand.Int64N(int64(holderRenewEvery)))
 	// The first unchanged report comes holderReportEvery after the node's
-	// first status write, moved by a draw from [-50%, +50%), then every
-	// holderReportEvery, as the kubelet's (nextReportDelay in impl/kubelet).
+	// first status write, moved as the kubelet moves it, then every
+	// holderReportEvery.
 	lastReport := time.Now()
-	reportAfter := holderReportEvery + time.Duration((rand.Float64()-0.5)*float64(holderReportEvery))
+	reportAfter := holderReportEvery + kubelet.NextReportDelay(true, holderReportEvery, rand.Float64())
 	for {
 		select {
 		case <-ctx.Done():

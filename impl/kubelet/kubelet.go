@@ -104,7 +104,7 @@ type Kubelet struct {
 	runDone        chan struct{}
 
 	// nodeReportDelay moves the next unchanged node status post
-	// (nextReportDelay); testReportRand, if set, replaces its random draw.
+	// (NextReportDelay); testReportRand, if set, replaces its random draw.
 	nodeReportDelay time.Duration
 	testReportRand  func() float64
 }

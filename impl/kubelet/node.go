@@ -164,13 +164,14 @@ func (k *Kubelet) setNode(n *v1.Node) {
 
 // nodeReportDue reports whether a node status that has not changed is
 // posted anyway: the first time (last is zero), and then every report
-// frequency after the last post, moved once by delay (nextReportDelay).
+// frequency after the last post, moved once by delay (NextReportDelay).
 func nodeReportDue(now, last time.Time, every, delay time.Duration) bool {
 	return last.IsZero() || !now.Before(last.Add(every+delay))
 }
 
-// nextReportDelay is the one-time offset of the next unchanged post,
-// decided when a post is made, with r uniform in [0, 1). After a post of a
+// NextReportDelay is the one-time offset of the next unchanged node status
+// post, decided when a post is made, with r uniform in [0, 1) (exported
+// for the benchmarks' stand-in nodes, which post on the same schedule). After a post of a
 // changed status — or the first since the kubelet started (registerNode
 // forces it) — it is uniform in [-every/2, +every/2); after a post that was
 // only due, 0, so that from then on the node posts every report frequency.
@@ -179,14 +180,14 @@ func nodeReportDue(now, last time.Time, every, delay time.Duration) bool {
 // post their unchanged status together every five minutes, each burst a
 // thousand node writes and their watch events at once. As upstream's
 // kubelet since Kubernetes 1.33.
-func nextReportDelay(changed bool, every time.Duration, r float64) time.Duration {
+func NextReportDelay(changed bool, every time.Duration, r float64) time.Duration {
 	if !changed || every <= 0 {
 		return 0
 	}
 	return time.Duration((r - 0.5) * float64(every))
 }
 
-// reportRand draws nextReportDelay's r.
+// reportRand draws NextReportDelay's r.
 func (k *Kubelet) reportRand() float64 {
 	if k.testReportRand != nil {
 		return k.testReportRand()
@@ -195,7 +196,8 @@ func (k *Kubelet) reportRand() float64 {
 }
 
 // updateNodeStatus posts node status if it changed, if force, or if the
-// report frequency (moved by nodeReportDelay) elapsed; it retries once on conflict with a fresh node.
+// report frequency (moved by nodeReportDelay) elapsed; it retries once on
+// conflict with a fresh node.
 // As upstream's kubelet, it compares against the Node as the API server
 // has it (read from the watch cache, resourceVersion "0"), not only its own
 // last write: the node lifecycle controller may have set Ready=Unknown
@@ -229,7 +231,7 @@ func (k *Kubelet) updateNodeStatus(ctx context.Context, force bool) error {
 			k.mu.Lock()
 			k.node = updated
 			k.lastNodeReport = now
-			k.nodeReportDelay = nextReportDelay(changed, k.cfg.NodeStatusReportFrequency, k.reportRand())
+			k.nodeReportDelay = NextReportDelay(changed, k.cfg.NodeStatusReportFrequency, k.reportRand())
 			k.mu.Unlock()
 			return nil
 		}

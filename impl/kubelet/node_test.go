@@ -124,8 +124,8 @@ func TestNextReportDelay(t *testing.T) {
 		{false, every, 0.1, 0},
 		{true, 0, 0.1, 0},
 	} {
-		if got := nextReportDelay(c.changed, c.every, c.r); got != c.want {
-			t.Errorf("nextReportDelay(%v, %v, %v) = %v, want %v", c.changed, c.every, c.r, got, c.want)
+		if got := NextReportDelay(c.changed, c.every, c.r); got != c.want {
+			t.Errorf("NextReportDelay(%v, %v, %v) = %v, want %v", c.changed, c.every, c.r, got, c.want)
 		}
 	}
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
