@@ -145,6 +145,11 @@ type StartupResult struct {
 	// flight) during the run, by "VERB resource[/subresource]": each
 	// costs its client a retry after a second.
 	Throttled map[string]int `json:"throttled,omitempty"`
+	// ClosedWatchers counts, by resource, the watches the API server's
+	// watch cache closed during the run because they fell behind its
+	// events (apiserver_terminated_watchers_total): each makes its client
+	// watch again from where it was, or list everything.
+	ClosedWatchers map[string]int `json:"closedWatchers,omitempty"`
 	// CreateErrors counts the workload's creates that the API server
 	// answered with an error leaving their outcome unknown (a 5xx, a
 	// timeout, a 409 AlreadyExists for the run's own pod after the client
@@ -329,6 +334,7 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	defer stopCPUProfile()
 	allCodes := func(string) bool { return true }
 	requestsBefore := requestCounts(c.Metrics, allCodes)
+	closedBefore := closedWatchers(c.Metrics)
 	// Memory is read also once half the pods are Running (upmemory.go).
 	sampler := startRuntimeSampler(fullCtx, time.Second, prometheus.DefaultGatherer, c.Metrics)
 	defer sampler.stop()
@@ -349,6 +355,7 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 		}
 	}
 	res.Requests = countsSince(requestsBefore, requestCounts(c.Metrics, allCodes))
+	res.ClosedWatchers = countsSince(closedBefore, closedWatchers(c.Metrics))
 	sampler.stop()
 	if cfg.Idle > 0 && int(tr.running.Load()) >= cfg.Pods {
 		prog.set("idle", func() int { return 0 }, 0)
@@ -762,6 +769,38 @@ loop:
 // apiserver_request_total counter.
 func throttledRequests(reg prometheus.Gatherer) map[string]int {
 	return requestCounts(reg, func(code string) bool { return code == "429" })
+}
+
+// closedWatchers is apiserver_terminated_watchers_total by
+// "resource[.group]".
+func closedWatchers(reg prometheus.Gatherer) map[string]int {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return nil
+	}
+	out := map[string]int{}
+	for _, mf := range mfs {
+		if mf.GetName() != "apiserver_terminated_watchers_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var group, resource string
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "group":
+					group = l.GetValue()
+				case "resource":
+					resource = l.GetValue()
+				}
+			}
+			key := resource
+			if group != "" {
+				key += "." + group
+			}
+			out[key] += int(m.GetCounter().GetValue())
+		}
+	}
+	return out
 }
 
 // requestCounts counts the API server's answers whose code passes keep,

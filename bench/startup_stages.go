@@ -261,6 +261,7 @@ type runtimeSnapshot struct {
 	// DELETE) and its 429 answers.
 	fsync, mutating rtHistogram
 	throttled       uint64
+	closedWatchers  uint64 // apiserver_terminated_watchers_total
 }
 
 // promHistogram converts a Prometheus histogram (cumulative buckets) to
@@ -327,6 +328,10 @@ func (s *runtimeSnapshot) readRegistries(regs ...prometheus.Gatherer) {
 							s.throttled += uint64(m.GetCounter().GetValue())
 						}
 					}
+				}
+			case "apiserver_terminated_watchers_total":
+				for _, m := range mf.GetMetric() {
+					s.closedWatchers += uint64(m.GetCounter().GetValue())
 				}
 			}
 		}
@@ -492,6 +497,9 @@ type RuntimeWindow struct {
 	FsyncP99, FsyncMax time.Duration
 	MutatingP99        time.Duration
 	Throttled          uint64
+	// ClosedWatchers are the watches the watch cache closed because they
+	// fell behind its events (each client then watches again, or lists).
+	ClosedWatchers uint64 `json:"closedWatchers,omitempty"`
 }
 
 // runtimeWindow summarizes the runtime between two snapshots.
@@ -514,6 +522,7 @@ func runtimeWindow(a, b runtimeSnapshot) RuntimeWindow {
 	w.FsyncP99, w.FsyncMax = fsync.quantile(0.99), fsync.quantile(1)
 	w.MutatingP99 = b.mutating.sub(a.mutating).quantile(0.99)
 	w.Throttled = b.throttled - a.throttled
+	w.ClosedWatchers = b.closedWatchers - a.closedWatchers
 	return w
 }
 
@@ -640,19 +649,19 @@ func writeStages(w io.Writer, r StartupResult) {
 	if len(r.Windows) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nBy 30-s window of arrivals (seconds after the first create; the last row is the whole run): create→Running of the pods sent in the window; the process's CPU (cores) and every other process's on the machine (and of that, the host's steal: cores the hypervisor gave to other machines — a window with steal measures the host, not this process), the garbage collector's share of the Go runtime's busy CPU, GC cycles and stop-the-world pauses, the time goroutines waited runnable (run-queue latency, runtime histogram bucket bounds), the live heap and the machine's 1-min load at the window's end.")
+	fmt.Fprintln(w, "\nBy 30-s window of arrivals (seconds after the first create; the last row is the whole run): create→Running of the pods sent in the window; the process's CPU (cores) and every other process's on the machine (and of that, the host's steal: cores the hypervisor gave to other machines — a window with steal measures the host, not this process), the garbage collector's share of the Go runtime's busy CPU, GC cycles and stop-the-world pauses, the time goroutines waited runnable (run-queue latency, runtime histogram bucket bounds), the live heap and the machine's 1-min load at the window's end; the watches the watch cache closed for falling behind.")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| window | pods | p50 | p99 | max | CPU cores | others' cores | of which steal | GC share | GC cycles | GC pause p99 | max | run-queue p50 | p99 | max | live heap | load | etcd fsync p99 | max | API writes p99 | 429s |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| window | pods | p50 | p99 | max | CPU cores | others' cores | of which steal | GC share | GC cycles | GC pause p99 | max | run-queue p50 | p99 | max | live heap | load | etcd fsync p99 | max | API writes p99 | 429s | watches closed |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for i, x := range r.Windows {
 		name := fmt.Sprintf("%.0f–%.0f s", x.Start, x.End)
 		if i == len(r.Windows)-1 {
 			name = "whole run"
 		}
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %.2f | %.2f | %.2f | %.0f%% | %d | %s | %s | %s | %s | %s | %s | %.1f | %s | %s | %s | %d |\n", name, x.Pods,
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %.2f | %.2f | %.2f | %.0f%% | %d | %s | %s | %s | %s | %s | %s | %.1f | %s | %s | %s | %d | %d |\n", name, x.Pods,
 			ms(x.Running.P50), ms(x.Running.P99), ms(x.Running.Max), x.ProcessCores, x.OthersCores, x.StealCores, 100*x.GCShare, x.GCCycles,
 			ms(x.GCPauseP99), ms(x.GCPauseMax), ms(x.SchedP50), ms(x.SchedP99), ms(x.SchedMax), mib(float64(x.HeapLive)), x.Load1,
-			ms(x.FsyncP99), ms(x.FsyncMax), ms(x.MutatingP99), x.Throttled)
+			ms(x.FsyncP99), ms(x.FsyncMax), ms(x.MutatingP99), x.Throttled, x.ClosedWatchers)
 	}
 	if x := r.Idle; x != nil {
 		fmt.Fprintf(w, "\nIdle, every pod Running and none arriving (%.0f–%.0f s after the first create): %.2f cores (others %.2f, steal %.2f), GC share %.0f%%, %d GC cycles, live heap %s, load %.1f.\n",

@@ -26,6 +26,9 @@ func WriteStartupTable(w io.Writer, m Machine, results []StartupResult) {
 		if len(r.Throttled) > 0 {
 			fmt.Fprintf(w, "\nThrottled by the API server (429, retried after 1 s): %s.\n", counts(r.Throttled, "%[1]s %[2]d"))
 		}
+		if len(r.ClosedWatchers) > 0 {
+			fmt.Fprintf(w, "\nWatches the watch cache closed for falling behind its events: %s.\n", counts(r.ClosedWatchers, "%[1]s %[2]d"))
+		}
 		if len(r.CreateErrors) > 0 {
 			fmt.Fprintf(w, "\nCreates answered with an error of unknown outcome, settled by reading the pod back: %s.\n", counts(r.CreateErrors, "%[1]s: %[2]d"))
 		}

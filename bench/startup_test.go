@@ -158,6 +158,11 @@ func TestUpMemoryArithmetic(t *testing.T) {
 		t.Errorf("table lacks %q:\n%s", want, b.String())
 	}
 	b.Reset()
+	WriteStartupTable(&b, Machine{}, []StartupResult{{Nodes: 10, Pods: 100, ClosedWatchers: map[string]int{"pods": 2, "leases.coordination.k8s.io": 1}}})
+	if want := "Watches the watch cache closed for falling behind its events: leases.coordination.k8s.io 1, pods 2."; !strings.Contains(b.String(), want) {
+		t.Errorf("table lacks %q:\n%s", want, b.String())
+	}
+	b.Reset()
 	WriteStartupTable(&b, Machine{}, []StartupResult{{Nodes: 10, Pods: 100, CreateErrors: map[string]int{"InternalError, stored": 2}}})
 	if want := "settled by reading the pod back: InternalError, stored: 2."; !strings.Contains(b.String(), want) {
 		t.Errorf("table lacks %q:\n%s", want, b.String())
@@ -447,5 +452,19 @@ func TestRuntimeWindows(t *testing.T) {
 	}
 	if windows(snaps[:1], epoch, times, 30*time.Second) != nil {
 		t.Error("windows from one snapshot")
+	}
+}
+
+// closedWatchers reads apiserver_terminated_watchers_total by resource,
+// the group after a dot as kubectl names resources.
+func TestClosedWatchersByResource(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apiserver_terminated_watchers_total"}, []string{"group", "resource"})
+	reg.MustRegister(c)
+	c.WithLabelValues("", "pods").Add(2)
+	c.WithLabelValues("coordination.k8s.io", "leases").Inc()
+	got := closedWatchers(reg)
+	if len(got) != 2 || got["pods"] != 2 || got["leases.coordination.k8s.io"] != 1 {
+		t.Errorf("closedWatchers = %v, want pods 2, leases.coordination.k8s.io 1", got)
 	}
 }

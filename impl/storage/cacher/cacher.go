@@ -23,6 +23,7 @@ import (
 	"unsafe"
 
 	"github.com/google/btree"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -85,6 +86,11 @@ type Config struct {
 	BookmarkFrequency time.Duration
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
+	// TerminatedWatchers, if set, counts the watchers closed because they
+	// could not keep up (kube-apiserver's apiserver_terminated_watchers_total
+	// for this resource). Each such close makes a client watch again from
+	// its last resourceVersion, or list everything if that is gone.
+	TerminatedWatchers prometheus.Counter
 }
 
 // Cacher is storage.Interface with a watch cache.
@@ -99,9 +105,10 @@ type Cacher struct {
 	readyWait  time.Duration
 	bookmarks  time.Duration // BookmarkFrequency
 	log        *slog.Logger
-	intern     *interner    // the reflector's
-	probe      cachedObject // the reflector's: the key it looks up (reflectorCached)
-	keyScratch []byte       // the reflector's: the key of the object it wraps (newCached)
+	terminated prometheus.Counter // Config.TerminatedWatchers; may be nil
+	intern     *interner          // the reflector's
+	probe      cachedObject       // the reflector's: the key it looks up (reflectorCached)
+	keyScratch []byte             // the reflector's: the key of the object it wraps (newCached)
 
 	// watchBufAll is the input buffer of an unindexed watcher of an
 	// indexed resource (Config.AllEventsWatcherBufferSize).
@@ -172,6 +179,7 @@ func New(cfg Config) (*Cacher, error) {
 		readyWait:  cfg.ReadyWait,
 		bookmarks:  cfg.BookmarkFrequency,
 		log:        cfg.Logger,
+		terminated: cfg.TerminatedWatchers,
 		done:       make(chan struct{}),
 		stopped:    make(chan struct{}),
 		readyCh:    make(chan struct{}),
@@ -549,6 +557,9 @@ func (c *Cacher) offerLocked(w *cacheWatcher, ce *cacheEvent) {
 	default:
 		// Too slow: close it instead of blocking everyone else.
 		c.log.Debug("closing watcher that cannot keep up", "resource", c.res.GroupResource.String())
+		if c.terminated != nil {
+			c.terminated.Inc()
+		}
 		c.terminateLocked(w)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -42,12 +44,17 @@ func everything(bookmarks bool) storage.SelectionPredicate {
 	return p
 }
 
-// A watcher that does not read is closed once it falls a buffer behind; a
-// watcher that reads gets every event.
+// A watcher that does not read is closed once it falls a buffer behind,
+// and counted (apiserver_terminated_watchers_total); a watcher that reads
+// gets every event.
 func TestSlowWatcherIsClosedOthersUnaffected(t *testing.T) {
 	defer leakcheck.Check(t)()
 	res := storagetest.ConfigMaps()
-	c, s := newCacher(t, res, func(cfg *cacher.Config) { cfg.WatcherBufferSize = 4 })
+	closed := prometheus.NewCounter(prometheus.CounterOpts{Name: "closed"})
+	c, s := newCacher(t, res, func(cfg *cacher.Config) {
+		cfg.WatcherBufferSize = 4
+		cfg.TerminatedWatchers = closed
+	})
 	defer s.Close()
 	defer c.Stop()
 	ctx := context.Background()
@@ -93,6 +100,13 @@ func TestSlowWatcherIsClosedOthersUnaffected(t *testing.T) {
 	}
 	if received >= n {
 		t.Fatalf("slow watcher received all %d events; it should have been closed", received)
+	}
+	var counted dto.Metric
+	if err := closed.Write(&counted); err != nil {
+		t.Fatal(err)
+	}
+	if got := counted.GetCounter().GetValue(); got != 1 {
+		t.Errorf("terminated watchers counted %v, want 1 (the slow one)", got)
 	}
 }
 

@@ -2,8 +2,11 @@ package storagebackend
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kubeproof/kubeproof/impl/storage"
 	"github.com/kubeproof/kubeproof/impl/storage/cacher"
@@ -19,7 +22,7 @@ var indexFields = map[string]string{
 // newCacher starts the watch cache of res in front of store and waits until
 // it has listed, so that it can serve watches from any revision written
 // after New returns.
-func newCacher(store *etcd3.Store, res storage.ResourceConfig, cfg Config, log *slog.Logger) (*cacher.Cacher, error) {
+func newCacher(store *etcd3.Store, res storage.ResourceConfig, cfg Config, terminated prometheus.Counter, log *slog.Logger) (*cacher.Cacher, error) {
 	idx := ""
 	if res.GroupResource.Group == "" {
 		idx = indexFields[res.GroupResource.Resource]
@@ -31,7 +34,8 @@ func newCacher(store *etcd3.Store, res storage.ResourceConfig, cfg Config, log *
 		Logger:     log,
 		// The cache's watchers get their bookmarks from the cache, as
 		// often as the etcd store's would.
-		BookmarkFrequency: cfg.BookmarkInterval,
+		BookmarkFrequency:  cfg.BookmarkInterval,
+		TerminatedWatchers: terminated,
 	})
 	if err != nil {
 		return nil, err
@@ -41,6 +45,29 @@ func newCacher(store *etcd3.Store, res storage.ResourceConfig, cfg Config, log *
 	if err := c.WaitReady(ctx); err != nil {
 		c.Stop()
 		return nil, err
+	}
+	return c, nil
+}
+
+// registerTerminatedWatchers registers kube-apiserver's
+// apiserver_terminated_watchers_total{group,resource} on reg, or returns
+// the one registered there already (several factories may share a
+// registry).
+func registerTerminatedWatchers(reg prometheus.Registerer) (*prometheus.CounterVec, error) {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "apiserver_terminated_watchers_total",
+		Help: "Watchers the watch cache closed because they could not keep up with its events, by resource.",
+	}, []string{"group", "resource"})
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return nil, err
+		}
+		existing, ok := are.ExistingCollector.(*prometheus.CounterVec)
+		if !ok {
+			return nil, err
+		}
+		return existing, nil
 	}
 	return c, nil
 }

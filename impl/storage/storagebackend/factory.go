@@ -60,10 +60,13 @@ func uncached(gr schema.GroupResource) bool {
 
 // Factory builds stores on one etcd. It implements storage.Factory.
 type Factory struct {
-	cfg       Config
-	metrics   *etcd3.Metrics
-	compactor *compact.Compactor
-	log       *slog.Logger
+	cfg     Config
+	metrics *etcd3.Metrics
+	// terminated is apiserver_terminated_watchers_total{group,resource};
+	// nil without Config.Metrics.
+	terminated *prometheus.CounterVec
+	compactor  *compact.Compactor
+	log        *slog.Logger
 
 	mu      sync.Mutex
 	closed  bool
@@ -86,6 +89,11 @@ func NewFactory(cfg Config) *Factory {
 		m = nil
 	}
 	f := &Factory{cfg: cfg, metrics: m, log: logger, destroy: map[int]storage.DestroyFunc{}}
+	if cfg.Metrics != nil && cfg.WatchCache {
+		if f.terminated, err = registerTerminatedWatchers(cfg.Metrics); err != nil {
+			logger.Warn("registering watch cache metrics failed; continuing without them", "err", err)
+		}
+	}
 	if cfg.Client != nil {
 		f.compactor = compact.Start(cfg.Client, cfg.CompactionInterval, logger)
 	}
@@ -121,7 +129,11 @@ func (f *Factory) New(res storage.ResourceConfig) (storage.Interface, storage.De
 		destroy                   = store.Close
 	)
 	if f.cfg.WatchCache && !uncached(res.GroupResource) {
-		c, err := newCacher(store, res, f.cfg, f.log)
+		var terminated prometheus.Counter
+		if f.terminated != nil {
+			terminated = f.terminated.WithLabelValues(res.GroupResource.Group, res.GroupResource.Resource)
+		}
+		c, err := newCacher(store, res, f.cfg, terminated, f.log)
 		if err != nil {
 			store.Close()
 			return nil, nil, fmt.Errorf("watch cache for %s: %w", res.GroupResource, err)

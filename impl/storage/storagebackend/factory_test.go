@@ -2,8 +2,10 @@ package storagebackend
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -118,6 +120,71 @@ func TestFactoryWatchCacheServesAndStops(t *testing.T) {
 	if _, _, err := f.New(res); err == nil {
 		t.Fatal("New after Close succeeded")
 	}
+}
+
+// A watch the watch cache closes for falling behind is counted in
+// apiserver_terminated_watchers_total under its resource, on a registry
+// two factories share.
+func TestFactoryCountsWatchersClosedForFallingBehind(t *testing.T) {
+	ctx := context.Background()
+	e := startEtcd(t)
+	reg := prometheus.NewRegistry()
+	f := NewFactory(Config{Client: e.Client(), WatchCache: true, Metrics: reg})
+	defer f.Close()
+	NewFactory(Config{Client: e.Client(), WatchCache: true, Metrics: reg}).Close()
+	res := storagetest.ConfigMaps()
+	s, _, err := f.New(res) // destroyed by f.Close
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Watch(ctx, res.ResourcePrefix, storage.ListOptions{Recursive: true, ResourceVersion: "0", Predicate: storage.Everything()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	// Never read: it falls behind once the writes outnumber its buffer
+	// (cacher.Config.WatcherBufferSize's default, 256).
+	for i := range 300 {
+		name := fmt.Sprintf("cm%03d", i)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+		if err := s.Create(ctx, res.ResourcePrefix+"/ns/"+name, cm, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := terminatedWatchers(t, reg, "", "configmaps")
+		if got == 1 {
+			return
+		}
+		if got > 1 || time.Now().After(deadline) {
+			t.Fatalf("apiserver_terminated_watchers_total{resource=configmaps} = %v, want 1", got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func terminatedWatchers(t *testing.T, reg prometheus.Gatherer, group, resource string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range families {
+		if mf.GetName() != "apiserver_terminated_watchers_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["group"] == group && labels["resource"] == resource {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }
 
 // Events are served straight from etcd with the watch cache on, as
