@@ -37,6 +37,7 @@ func newAPIServerCommand() *cobra.Command {
 		certDir                       string
 		watchCache                    bool
 		compaction                    time.Duration
+		eventTTL                      time.Duration
 		authOpts                      cluster.AuthOptions
 		services                      cluster.ServiceOptions
 	)
@@ -67,7 +68,7 @@ func newAPIServerCommand() *cobra.Command {
 			defer etcdClient.Close()
 			srv, factory, err := cluster.NewAPIServer(cluster.APIServerConfig{
 				EtcdClient: etcdClient, EtcdPrefix: etcdPrefix, WatchCache: watchCache,
-				CompactionInterval: compaction, ServingCert: &serving, ClientCA: clientCA,
+				CompactionInterval: compaction, EventTTL: eventTTLFlag(eventTTL), ServingCert: &serving, ClientCA: clientCA,
 				Auth:        authOpts,
 				Services:    services,
 				BindAddress: net.JoinHostPort(bindAddress, strconv.Itoa(securePort)),
@@ -97,6 +98,7 @@ func newAPIServerCommand() *cobra.Command {
 	fs.StringVar(&certDir, "cert-dir", "apiserver.local.config/certificates", "Where a CA and serving certificate are generated when --tls-cert-file is not given.")
 	fs.BoolVar(&watchCache, "watch-cache", true, "Enable the watch cache.")
 	fs.DurationVar(&compaction, "etcd-compaction-interval", 5*time.Minute, "The interval of compaction requests; 0 disables.")
+	addEventTTLFlag(fs, &eventTTL)
 	enable, disable := cluster.UpAdmissionPlugins()
 	addAuthFlags(fs, &authOpts, cluster.DefaultAuthorizationModes, enable, disable)
 	fs.Int64Var(&authOpts.DefaultNotReadyTolerationSeconds, "default-not-ready-toleration-seconds", 300, "tolerationSeconds of the not-ready:NoExecute toleration DefaultTolerationSeconds adds to pods.")
@@ -104,9 +106,20 @@ func newAPIServerCommand() *cobra.Command {
 	return cmd
 }
 
-// addAuthFlags binds kube-apiserver's request-chain flags to o, with the
-// given authorization modes and admission plugin adjustments as defaults
-// (nil enable/disable: the API server's own default plugin set).
+// addEventTTLFlag adds kube-apiserver's --event-ttl.
+func addEventTTLFlag(fs *pflag.FlagSet, ttl *time.Duration) {
+	fs.DurationVar(ttl, "event-ttl", cluster.DefaultEventTTL, "How long events are kept after their last write; 0 keeps them until deleted.")
+}
+
+// eventTTLFlag is cluster's EventTTL for --event-ttl's value (whose 0,
+// as kube-apiserver's, keeps events until deleted).
+func eventTTLFlag(ttl time.Duration) time.Duration {
+	if ttl <= 0 {
+		return -1
+	}
+	return ttl
+}
+
 // addServiceFlags adds kube-apiserver's flags for Services.
 func addServiceFlags(fs *pflag.FlagSet, o *cluster.ServiceOptions) {
 	fs.StringVar(&o.ClusterIPRange, "service-cluster-ip-range", "10.96.0.0/12", "A CIDR notation IP range from which to assign service cluster IPs; its first address is the kubernetes service's.")
@@ -114,6 +127,9 @@ func addServiceFlags(fs *pflag.FlagSet, o *cluster.ServiceOptions) {
 	fs.IPVar(&o.AdvertiseAddress, "advertise-address", nil, "The IP address on which to advertise the apiserver to members of the cluster (the kubernetes service's endpoints); empty uses the address it is reached at.")
 }
 
+// addAuthFlags binds kube-apiserver's request-chain flags to o, with the
+// given authorization modes and admission plugin adjustments as defaults
+// (nil enable/disable: the API server's own default plugin set).
 func addAuthFlags(fs *pflag.FlagSet, o *cluster.AuthOptions, modes, enable, disable []string) {
 	fs.StringSliceVar(&o.AuthorizationModes, "authorization-mode", modes,
 		"Ordered list of authorization plugins: "+strings.Join(cluster.AuthorizationModes, ", ")+".")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -35,5 +36,29 @@ func TestEnablePriorityAndFairnessFlag(t *testing.T) {
 	addAuthFlags(fs, &o, cluster.DefaultAuthorizationModes, nil, nil)
 	if err := fs.Parse([]string{"--enable-priority-and-fairness=maybe"}); err == nil {
 		t.Error("a value that is not a boolean was accepted")
+	}
+}
+
+// --event-ttl: kube-apiserver's default of an hour; 0 keeps events until
+// deleted, which cluster's configuration says with a negative TTL (its 0
+// is the default).
+func TestEventTTLFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, time.Hour},
+		{[]string{"--event-ttl=30m"}, 30 * time.Minute},
+		{[]string{"--event-ttl=0"}, -1},
+	} {
+		var ttl time.Duration
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		addEventTTLFlag(fs, &ttl)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if got := eventTTLFlag(ttl); got != tc.want {
+			t.Errorf("%v: cluster EventTTL %s, want %s", tc.args, got, tc.want)
+		}
 	}
 }

@@ -165,6 +165,10 @@ type Config struct {
 	// keeps the legacy max-in-flight limits instead of API Priority and
 	// Fairness (package flowcontrol), kube-apiserver's default.
 	DisablePriorityAndFairness bool
+	// EventTTL is how long events are kept after their last write
+	// (kube-apiserver's --event-ttl; etcd deletes them through leases);
+	// 0 keeps them until deleted.
+	EventTTL time.Duration
 	// MinRequestTimeout is the base of watches' randomized timeout
 	// (default 30 minutes).
 	MinRequestTimeout time.Duration
@@ -323,11 +327,16 @@ func New(cfg Config) (*Server, error) {
 		if r.SharedStorage != nil {
 			continue // served from another resource's store, below
 		}
+		var ttl time.Duration
+		if r.KeptForEventTTL {
+			ttl = cfg.EventTTL
+		}
 		store, destroy, err := cfg.StorageFactory.New(storage.ResourceConfig{
 			GroupResource: gvr.GroupResource(), StorageVersion: r.GroupVersion,
 			ResourcePrefix: prefixes[gvr], NewFunc: r.New, NewListFunc: r.NewList,
 			GetAttrs: resource.AttrFunc(r.Strategy), Namespaced: r.Namespaced,
 			ObjectMetaFieldsOnly: resource.ObjectMetaFieldsOnly(r.Strategy),
+			TTL:                  ttl,
 		})
 		if err != nil {
 			s.Close()

@@ -43,8 +43,11 @@ type APIServerConfig struct {
 	WatchCache bool
 	// CompactionInterval: 0 means the default (5 minutes), negative never.
 	CompactionInterval time.Duration
-	ServingCert        *tls.Certificate
-	ClientCA           *x509.CertPool
+	// EventTTL is how long events are kept after their last write: 0
+	// means DefaultEventTTL, negative forever.
+	EventTTL    time.Duration
+	ServingCert *tls.Certificate
+	ClientCA    *x509.CertPool
 	// KubeletClientTLS: how pods/log, pods/exec and nodes/proxy reach kubelets.
 	KubeletClientTLS *tls.Config
 	// Auth is the request chain: authentication, authorization, admission
@@ -139,6 +142,21 @@ const DefaultServiceAccountIssuer = "https://kubernetes.default.svc.cluster.loca
 // AuthorizationModes are the --authorization-mode values kubeproof has.
 var AuthorizationModes = []string{"Node", "RBAC", "AlwaysAllow", "AlwaysDeny"}
 
+// DefaultEventTTL is kube-apiserver's default --event-ttl.
+const DefaultEventTTL = time.Hour
+
+// eventTTL is apiserver.Config.EventTTL for a configured one (0: the
+// default; negative: forever, which the API server's 0 means).
+func eventTTL(configured time.Duration) time.Duration {
+	switch {
+	case configured == 0:
+		return DefaultEventTTL
+	case configured < 0:
+		return 0
+	}
+	return configured
+}
+
 // NewAPIServer assembles an API server serving every registered resource
 // (registry.All) with OpenAPI documents, on etcd through the storage
 // factory it returns, behind the request chain cfg.Auth describes. Close
@@ -189,6 +207,7 @@ func NewAPIServer(cfg APIServerConfig) (*apiserver.Server, *storagebackend.Facto
 		BindAddress:               cfg.BindAddress,
 		ServiceClusterIPRange:     cfg.Services.ClusterIPRange,
 		ServiceNodePortRange:      cfg.Services.NodePortRange,
+		EventTTL:                  eventTTL(cfg.EventTTL),
 		AdvertiseAddress:          cfg.Services.AdvertiseAddress,
 		Logger:                    cfg.Logger,
 

@@ -155,3 +155,17 @@ func (st *listRecordingStore) Create(ctx context.Context, key string, obj, out r
 	st.s.wrote.Store(true)
 	return err
 }
+
+// The API server's EventTTL for a configured one: 0 is kube-apiserver's
+// default hour, negative keeps events until deleted (the API server's 0).
+func TestEventTTL(t *testing.T) {
+	for _, tc := range []struct{ configured, want time.Duration }{
+		{0, DefaultEventTTL},
+		{-1, 0},
+		{10 * time.Minute, 10 * time.Minute},
+	} {
+		if got := eventTTL(tc.configured); got != tc.want {
+			t.Errorf("eventTTL(%s) = %s, want %s", tc.configured, got, tc.want)
+		}
+	}
+}

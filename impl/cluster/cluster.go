@@ -57,6 +57,9 @@ type Config struct {
 	// CompactionInterval is how often etcd history is compacted (0: the
 	// storage default; negative: never).
 	CompactionInterval time.Duration
+	// EventTTL is how long events are kept after their last write (0:
+	// DefaultEventTTL; negative: forever).
+	EventTTL time.Duration
 	// EtcdOverGRPC makes the API server reach the embedded etcd through a
 	// gRPC client on loopback TCP, as it reaches --etcd-servers, instead of
 	// etcd's in-process client (the default; see embedded.InProcessClient).
@@ -264,7 +267,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	srv, storageFactory, err := NewAPIServer(APIServerConfig{
 		EtcdClient: apiEtcd, EtcdNewWatcher: apiWatchers, EtcdPrefix: cfg.EtcdPrefix, WatchCache: cfg.WatchCache,
-		CompactionInterval: cfg.CompactionInterval, ServingCert: &creds.serving, ClientCA: creds.ca.Pool(),
+		CompactionInterval: cfg.CompactionInterval, EventTTL: cfg.EventTTL, ServingCert: &creds.serving, ClientCA: creds.ca.Pool(),
 		Listener: ln, Metrics: c.Metrics, Logger: cfg.Logger, KubeletClientTLS: kubeletClientTLS, Auth: authOpts,
 		Services: cfg.Services, NodeTokens: c.nodeTokensAuthenticator(),
 	})
@@ -341,6 +344,7 @@ func UpConfig(dataDir string) Config {
 		BindAddress:            "127.0.0.1:6443",
 		WatchCache:             true,
 		CompactionInterval:     5 * time.Minute,
+		EventTTL:               DefaultEventTTL,
 		ControllerManager:      true,
 		Scheduler:              true,
 		PodEvictionTimeout:     300 * time.Second,

@@ -43,6 +43,7 @@ func events(now func() time.Time) *resource.Resource {
 		Strategy: newStrategy(k, now),
 
 		AllowCreateOnUpdate: true, // as in Kubernetes
+		KeptForEventTTL:     true, // events.k8s.io/v1 events share this storage
 	}
 }
 

@@ -13,6 +13,7 @@ package storage
 
 import (
 	"context"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -92,6 +93,11 @@ type ResourceConfig struct {
 	ObjectMetaFieldsOnly bool
 	// Namespaced is true for namespaced resources.
 	Namespaced bool
+	// TTL, if positive, is how long an object is kept after its last
+	// write (create or update): then it is deleted, and watches see it
+	// DELETED (kube-apiserver's --event-ttl for events). 0 keeps objects
+	// until they are deleted.
+	TTL time.Duration
 }
 
 // Factory builds the storage of one resource. DestroyFunc releases what the

@@ -60,6 +60,9 @@ type Resource struct {
 	// ranges, the RBAC kinds); the others answer 404. Server-side apply
 	// creates missing objects of every kind.
 	AllowCreateOnUpdate bool
+	// KeptForEventTTL makes objects go the API server's EventTTL after
+	// their last write (kube-apiserver's --event-ttl, for events).
+	KeptForEventTTL bool
 	// SharedStorage, if not nil, makes this resource a second view of
 	// another resource's stored objects (events.k8s.io/v1 events are
 	// core/v1 events), converted on the way in and out.

@@ -31,13 +31,14 @@ type createTxn struct {
 	putReq pb.PutRequest
 }
 
-// newCreateTxn returns the create's request of data at k, with the
-// precondition unless precondition is false (a fault). The request's key
-// and value are views of k and data: it must not outlive them.
-func newCreateTxn(k string, data []byte, precondition bool) *pb.TxnRequest {
+// newCreateTxn returns the create's request of data at k, attached to
+// lease (clientv3.NoLease: none), with the precondition unless
+// precondition is false (a fault). The request's key and value are views
+// of k and data: it must not outlive them.
+func newCreateTxn(k string, data []byte, lease clientv3.LeaseID, precondition bool) *pb.TxnRequest {
 	t := new(createTxn)
 	key := unsafe.Slice(unsafe.StringData(k), len(k))
-	t.putReq = pb.PutRequest{Key: key, Value: data}
+	t.putReq = pb.PutRequest{Key: key, Value: data, Lease: int64(lease)}
 	t.put.RequestPut = &t.putReq
 	t.op.Request = &t.put
 	t.ops[0] = &t.op
@@ -50,12 +51,13 @@ func newCreateTxn(k string, data []byte, precondition bool) *pb.TxnRequest {
 	return &t.req
 }
 
-// txnCreate writes data at k if k does not exist. With a RequestTxner it
-// sends newCreateTxn's request (data may be a pooled buffer: the server
-// encodes the request before it answers); otherwise clientv3's Txn.
-func (s *Store) txnCreate(ctx context.Context, k string, data []byte, precondition bool) (succeeded bool, rev int64, err error) {
+// txnCreate writes data at k, attached to lease, if k does not exist.
+// With a RequestTxner it sends newCreateTxn's request (data may be a
+// pooled buffer: the server encodes the request before it answers);
+// otherwise clientv3's Txn.
+func (s *Store) txnCreate(ctx context.Context, k string, data []byte, lease clientv3.LeaseID, precondition bool) (succeeded bool, rev int64, err error) {
 	if s.requestTxn != nil {
-		resp, err := s.requestTxn.TxnRequest(ctx, newCreateTxn(k, data, precondition))
+		resp, err := s.requestTxn.TxnRequest(ctx, newCreateTxn(k, data, lease, precondition))
 		if err != nil {
 			return false, 0, err
 		}
@@ -65,7 +67,7 @@ func (s *Store) txnCreate(ctx context.Context, k string, data []byte, preconditi
 	if precondition {
 		cmps = []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", 0)}
 	}
-	resp, err := s.client.KV.Txn(ctx).If(cmps...).Then(opPut(k, data)).Commit()
+	resp, err := s.client.KV.Txn(ctx).If(cmps...).Then(opPut(k, data, lease)).Commit()
 	if err != nil {
 		return false, 0, err
 	}

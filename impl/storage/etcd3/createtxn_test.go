@@ -42,30 +42,37 @@ func (kv requestTxnKV) TxnRequest(ctx context.Context, r *pb.TxnRequest) (*pb.Tx
 }
 
 // The request a create builds is, byte for byte, the one clientv3 sends for
-// Txn(ctx).If(Compare(ModRevision(k), "=", 0)).Then(OpPut(k, data)), and
-// without the If when the precondition is off (the STORE-2 fault).
+// Txn(ctx).If(Compare(ModRevision(k), "=", 0)).Then(OpPut(k, data)), with
+// WithLease when it is attached to a lease, and without the If when the
+// precondition is off (the STORE-2 fault).
 func TestCreateTxnIsClientv3s(t *testing.T) {
 	for _, k := range []string{"/registry/configmaps/ns/a", "/r/" + strings.Repeat("k", 300)} {
 		for _, data := range [][]byte{{}, []byte("k8s\x00stored"), bytes.Repeat([]byte{0xff, 1}, 4096)} {
-			for _, precondition := range []bool{true, false} {
-				remote := &recordingKV{}
-				txn := clientv3.NewKVFromKVClient(remote, nil).Txn(context.Background())
-				if precondition {
-					txn = txn.If(clientv3.Compare(clientv3.ModRevision(k), "=", 0))
-				}
-				if _, err := txn.Then(clientv3.OpPut(k, string(data))).Commit(); err != nil {
-					t.Fatal(err)
-				}
-				want, err := remote.last.Marshal()
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := etcd3.NewCreateTxn(k, data, precondition).Marshal()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Equal(got, want) {
-					t.Errorf("key %q, %d bytes, precondition %v: request\n%x\nclientv3's\n%x", k, len(data), precondition, got, want)
+			for _, lease := range []clientv3.LeaseID{clientv3.NoLease, 0x694d7b1f2a3c5e01} {
+				for _, precondition := range []bool{true, false} {
+					remote := &recordingKV{}
+					txn := clientv3.NewKVFromKVClient(remote, nil).Txn(context.Background())
+					if precondition {
+						txn = txn.If(clientv3.Compare(clientv3.ModRevision(k), "=", 0))
+					}
+					var opts []clientv3.OpOption
+					if lease != clientv3.NoLease {
+						opts = append(opts, clientv3.WithLease(lease))
+					}
+					if _, err := txn.Then(clientv3.OpPut(k, string(data), opts...)).Commit(); err != nil {
+						t.Fatal(err)
+					}
+					want, err := remote.last.Marshal()
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := etcd3.NewCreateTxn(k, data, lease, precondition).Marshal()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !bytes.Equal(got, want) {
+						t.Errorf("key %q, %d bytes, lease %x, precondition %v: request\n%x\nclientv3's\n%x", k, len(data), lease, precondition, got, want)
+					}
 				}
 			}
 		}
@@ -115,11 +122,11 @@ func TestInProcessClientTakesCreateRequests(t *testing.T) {
 		t.Fatalf("the in-process client's KV %T is not a RequestTxner", etcd.InProcessClient().KV)
 	}
 	k := "/createtxn/" + t.Name()
-	resp, err := kv.TxnRequest(ctx, etcd3.NewCreateTxn(k, []byte("first"), true))
+	resp, err := kv.TxnRequest(ctx, etcd3.NewCreateTxn(k, []byte("first"), clientv3.NoLease, true))
 	if err != nil || !resp.Succeeded {
 		t.Fatalf("first create: %v, %v", resp, err)
 	}
-	again, err := kv.TxnRequest(ctx, etcd3.NewCreateTxn(k, []byte("second"), true))
+	again, err := kv.TxnRequest(ctx, etcd3.NewCreateTxn(k, []byte("second"), clientv3.NoLease, true))
 	if err != nil || again.Succeeded {
 		t.Fatalf("second create of the key: %v, %v; want not succeeded", again, err)
 	}
@@ -129,7 +136,7 @@ func TestInProcessClientTakesCreateRequests(t *testing.T) {
 	}
 
 	_, viaClientv3 := etcd.InProcessClient().KV.Txn(ctx).Then(clientv3.OpPut("", "x")).Commit()
-	_, viaRequest := kv.TxnRequest(ctx, etcd3.NewCreateTxn("", []byte("x"), false))
+	_, viaRequest := kv.TxnRequest(ctx, etcd3.NewCreateTxn("", []byte("x"), clientv3.NoLease, false))
 	if !errors.Is(viaClientv3, rpctypes.ErrEmptyKey) || !errors.Is(viaRequest, rpctypes.ErrEmptyKey) {
 		t.Errorf("empty key: clientv3 %v, request %v; want %v from both", viaClientv3, viaRequest, rpctypes.ErrEmptyKey)
 	}

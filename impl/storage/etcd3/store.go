@@ -83,6 +83,7 @@ type Store struct {
 	newListFunc  func() runtime.Object
 	getAttrs     storage.AttrFunc
 	shared       *sharedDecodes
+	leases       *leases // nil unless resource.TTL > 0
 	closeOnce    sync.Once
 }
 
@@ -131,6 +132,10 @@ func New(cfg Config) (*Store, error) {
 		getAttrs = storage.DefaultAttrs
 	}
 	requestTxn, _ := cfg.Client.KV.(RequestTxner)
+	var ls *leases
+	if cfg.Resource.TTL > 0 {
+		ls = newLeases(cfg.Client, cfg.Resource.TTL)
+	}
 	return &Store{
 		client:       cfg.Client,
 		requestTxn:   requestTxn,
@@ -147,6 +152,7 @@ func New(cfg Config) (*Store, error) {
 		newListFunc:  cfg.Resource.NewListFunc,
 		getAttrs:     getAttrs,
 		shared:       newSharedDecodes(cfg.Resource.NewFunc),
+		leases:       ls,
 	}, nil
 }
 
@@ -209,9 +215,13 @@ func (s *Store) Create(ctx context.Context, key string, obj, out runtime.Object)
 // it into out, taking the decode from a watch through shared if not nil.
 func (s *Store) create(ctx context.Context, key, k string, data []byte, out runtime.Object, shared *sharedDecode) error {
 	start := time.Now()
+	lease, err := s.lease(ctx)
+	if err != nil {
+		return s.etcdError(key, "create", err)
+	}
 	// mutation: create without its precondition (STORE-2)
 	precondition := !faults.Enabled(faults.CreateOverwritesExistingKey)
-	succeeded, rev, err := s.txnCreate(ctx, k, data, precondition)
+	succeeded, rev, err := s.txnCreate(ctx, k, data, lease, precondition)
 	s.metrics.observe("create", s.typ, start, err)
 	if err != nil {
 		return s.etcdError(key, "create", err)
@@ -639,10 +649,14 @@ func (s *Store) GuaranteedUpdateFrom(ctx context.Context, key string, dest runti
 			// Nothing changed: no write, and dest is the stored object.
 			return s.decode(key, cur.data, dest, cur.rev)
 		}
+		lease, err := s.lease(ctx)
+		if err != nil {
+			return s.etcdError(key, "update", err)
+		}
 		start := time.Now()
 		txn, err := s.client.KV.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(k), "=", cur.rev)).
-			Then(opPut(k, data)).
+			Then(opPut(k, data, lease)).
 			Else(clientv3.OpGet(k)).
 			Commit()
 		s.metrics.observe("update", s.typ, start, err)
@@ -798,11 +812,26 @@ func putEncodeBuffer(b *bytes.Buffer) {
 }
 
 // opPut is clientv3.OpPut of data, which is usually a pooled encode
-// buffer. OpPut copies its value into the Op ([]byte(val)), so the string
-// only has to live through the call: viewing data as one, instead of
-// converting it, spares a second copy of every written object.
-func opPut(key string, data []byte) clientv3.Op {
-	return clientv3.OpPut(key, unsafe.String(unsafe.SliceData(data), len(data)))
+// buffer, attached to lease unless it is clientv3.NoLease. OpPut copies
+// its value into the Op ([]byte(val)), so the string only has to live
+// through the call: viewing data as one, instead of converting it, spares
+// a second copy of every written object.
+func opPut(key string, data []byte, lease clientv3.LeaseID) clientv3.Op {
+	val := unsafe.String(unsafe.SliceData(data), len(data))
+	if lease != clientv3.NoLease {
+		return clientv3.OpPut(key, val, clientv3.WithLease(lease))
+	}
+	return clientv3.OpPut(key, val)
+}
+
+// lease is the lease a write attaches its object to: none for a resource
+// without a TTL (clientv3.NoLease), else one that keeps the object for at
+// least the TTL after this write (see leases).
+func (s *Store) lease(ctx context.Context) (clientv3.LeaseID, error) {
+	if s.leases == nil {
+		return clientv3.NoLease, nil
+	}
+	return s.leases.get(ctx)
 }
 
 // decode decodes data into out and sets its resourceVersion to rev.
