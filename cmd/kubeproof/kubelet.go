@@ -247,6 +247,7 @@ func newKubeletCommand() *cobra.Command {
 	fs.IntVar(&evictionFlags.ImageGCHighThresholdPercent, "image-gc-high-threshold", gc.DefaultHighThresholdPercent, "Image filesystem usage percent at or above which unused images are collected (100 disables image garbage collection).")
 	fs.IntVar(&evictionFlags.ImageGCLowThresholdPercent, "image-gc-low-threshold", gc.DefaultLowThresholdPercent, "Image filesystem usage percent image garbage collection frees down to.")
 	fs.DurationVar(&evictionFlags.MinimumImageTTLDuration, "minimum-image-ttl-duration", gc.DefaultMinAge, "Minimum age of an unused image before it may be garbage collected.")
+	fs.DurationVar(&evictionFlags.ImageMaximumGCAge, "image-maximum-gc-age", 0, "How long an image may stay unused before image garbage collection removes it whatever the disk usage; 0 turns this off.")
 	fs.DurationVar(&evictionFlags.MonitoringInterval, "eviction-monitoring-interval", eviction.DefaultMonitoringInterval, "How often the eviction manager observes the node (kubeproof's flag; upstream's is fixed at 10s).")
 	fs.StringVar(&simAvailable, "sim-available", "", "What the simulated node reports available, signal=quantity,... (e.g. memory.available=50Mi); the eviction manager acts on it.")
 	fs.StringVar(&rootDir, "root-dir", "/var/lib/kubelet", "Directory for pod directories and their volumes.")

@@ -180,6 +180,14 @@ func TestParseConfigImageGC(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--image-gc-low-threshold") {
 		t.Errorf("low above high: %v", err)
 	}
+	cfg = mustConfig(t, Flags{ImageGCHighThresholdPercent: 85, ImageGCLowThresholdPercent: 80, MinimumImageTTLDuration: 2 * time.Minute, ImageMaximumGCAge: time.Hour})
+	if cfg.ImageGC.MaxAge != time.Hour {
+		t.Errorf("--image-maximum-gc-age 1h: policy %+v", cfg.ImageGC)
+	}
+	_, err = ParseConfig(Flags{ImageGCHighThresholdPercent: 85, ImageGCLowThresholdPercent: 80, MinimumImageTTLDuration: 2 * time.Minute, ImageMaximumGCAge: time.Minute})
+	if err == nil || !strings.Contains(err.Error(), "--image-maximum-gc-age") {
+		t.Errorf("maximum age below the minimum: %v", err)
+	}
 }
 
 // statsRuntime is a runtime.StatsProvider with canned answers.

@@ -143,13 +143,14 @@ type Flags struct {
 	PressureTransitionPeriod time.Duration
 	MaxPodGracePeriod        int64
 	MonitoringInterval       time.Duration
-	// ImageGCHighThresholdPercent, ImageGCLowThresholdPercent and
-	// MinimumImageTTLDuration are --image-gc-high-threshold,
-	// --image-gc-low-threshold and --minimum-image-ttl-duration (the
-	// command line's defaults are upstream's 85, 80 and 2m; all zero, as
-	// in Flags{}, turns periodic image GC off).
+	// ImageGCHighThresholdPercent, ImageGCLowThresholdPercent,
+	// MinimumImageTTLDuration and ImageMaximumGCAge are
+	// --image-gc-high-threshold, --image-gc-low-threshold,
+	// --minimum-image-ttl-duration and --image-maximum-gc-age (the command
+	// line's defaults are upstream's 85, 80, 2m and 0, off; all zero, as in
+	// Flags{}, turns periodic image GC off).
 	ImageGCHighThresholdPercent, ImageGCLowThresholdPercent int
-	MinimumImageTTLDuration                                 time.Duration
+	MinimumImageTTLDuration, ImageMaximumGCAge              time.Duration
 }
 
 // ParseConfig turns the kubelet's eviction flags into a Config, with the
@@ -176,7 +177,7 @@ func ParseConfig(f Flags) (Config, error) {
 		return Config{}, err
 	}
 	cfg := Config{PressureTransitionPeriod: f.PressureTransitionPeriod, MaxPodGracePeriodSeconds: f.MaxPodGracePeriod, MonitoringInterval: f.MonitoringInterval,
-		ImageGC: gc.Policy{HighThresholdPercent: f.ImageGCHighThresholdPercent, LowThresholdPercent: f.ImageGCLowThresholdPercent, MinAge: f.MinimumImageTTLDuration}}
+		ImageGC: gc.Policy{HighThresholdPercent: f.ImageGCHighThresholdPercent, LowThresholdPercent: f.ImageGCLowThresholdPercent, MinAge: f.MinimumImageTTLDuration, MaxAge: f.ImageMaximumGCAge}}
 	if err := cfg.ImageGC.Validate(); err != nil {
 		return Config{}, err
 	}

@@ -52,6 +52,7 @@ type Collector struct {
 	mu           sync.Mutex
 	records      map[string]ImageRecord
 	detected     bool      // a detection has run (later new images are new)
+	started      time.Time // of the first detection (AgedOut)
 	lastRun      time.Time // of the periodic collection
 	failedBefore bool      // the last periodic collection failed
 }
@@ -107,6 +108,7 @@ func (c *Collector) detect(ctx context.Context, now time.Time) (map[string]bool,
 	if !c.detected {
 		// Images there before the kubelet: age unknown, counted as old.
 		firstSeen = time.Time{}
+		c.started = now
 	}
 	var used map[string]bool
 	c.records, used = Detect(c.records, images, inUse, now, firstSeen)
@@ -182,13 +184,40 @@ func (c *Collector) GarbageCollect(ctx context.Context, capacity, available int6
 	return nil
 }
 
+// removeAgedOut removes the images unused for more than the policy's
+// MaxAge (AgedOut); nothing without one. It returns the removal errors.
+func (c *Collector) removeAgedOut(ctx context.Context, now time.Time) error {
+	if c.policy.MaxAge <= 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	used, err := c.detect(ctx, now)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, r := range AgedOut(c.records, used, now, c.started, c.policy.MaxAge) {
+		c.log.Info("removing image unused for longer than the maximum age", "image", r.ID, "size", r.Size, "lastUsed", r.LastUsed, "maxAge", c.policy.MaxAge)
+		if err := c.rt.RemoveImage(ctx, &runtimeapi.ImageSpec{Image: r.ID}); err != nil {
+			errs = append(errs, fmt.Errorf("removing image %s unused for longer than %s: %w", r.ID, c.policy.MaxAge, err))
+			continue
+		}
+		delete(c.records, r.ID)
+	}
+	return errors.Join(errs...)
+}
+
 // FsStats reports the image filesystem's capacity and available bytes.
 type FsStats func(ctx context.Context) (capacity, available int64, err error)
 
 // MaybeCollect runs the periodic image garbage collection if the policy
 // enables it and Period has passed since the last run (the first call
-// runs it). A failure twice in a row is recorded as an ImageGCFailed
-// event, as upstream (the first may be stats not being ready yet).
+// runs it): images unused for longer than the policy's MaxAge go, then
+// the disk usage is read and GarbageCollect frees down to the low
+// threshold if needed. A failure twice in a row is recorded as an
+// ImageGCFailed event, as upstream (the first may be stats not being
+// ready yet).
 func (c *Collector) MaybeCollect(ctx context.Context, fs FsStats, now time.Time) {
 	if !c.policy.Enabled() {
 		return
@@ -202,10 +231,12 @@ func (c *Collector) MaybeCollect(ctx context.Context, fs FsStats, now time.Time)
 	if !due {
 		return
 	}
-	capacity, available, err := fs(ctx)
-	if err == nil {
-		err = c.GarbageCollect(ctx, capacity, available, now)
+	err := c.removeAgedOut(ctx, now)
+	capacity, available, fsErr := fs(ctx)
+	if fsErr == nil {
+		fsErr = c.GarbageCollect(ctx, capacity, available, now)
 	}
+	err = errors.Join(err, fsErr)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err == nil {

@@ -52,6 +52,9 @@ func TestPolicyValidate(t *testing.T) {
 		{Policy{HighThresholdPercent: 101, LowThresholdPercent: 80}, "between 0 and 100"},
 		{Policy{HighThresholdPercent: 85, LowThresholdPercent: -1}, "between 0 and 100"},
 		{Policy{HighThresholdPercent: 85, LowThresholdPercent: 80, MinAge: -time.Second}, "negative"},
+		{Policy{HighThresholdPercent: 85, LowThresholdPercent: 80, MinAge: 2 * time.Minute, MaxAge: time.Hour}, ""},
+		{Policy{HighThresholdPercent: 85, LowThresholdPercent: 80, MinAge: 2 * time.Minute, MaxAge: -time.Hour}, "negative"},
+		{Policy{HighThresholdPercent: 85, LowThresholdPercent: 80, MinAge: 2 * time.Minute, MaxAge: 2 * time.Minute}, "must be greater than imageMinimumGCAge"},
 	} {
 		err := tc.p.Validate()
 		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
@@ -104,6 +107,40 @@ func TestCandidates(t *testing.T) {
 	}
 	if want := []string{"never-2", "never", "older", "old"}; !slices.Equal(got, want) {
 		t.Errorf("Candidates = %v, want %v", got, want)
+	}
+}
+
+// AgedOut: unused, unpinned images whose last use (or, never used, first
+// detection; before the kubelet started: its start) is more than the
+// maximum age ago; nothing until the kubelet has run that long.
+func TestAgedOut(t *testing.T) {
+	started := t0.Add(time.Hour)
+	records := map[string]ImageRecord{
+		"used":         {ID: "used", LastUsed: t0},
+		"pinned":       {ID: "pinned", Pinned: true},
+		"before-start": {ID: "before-start"}, // unused since started
+		"stale":        {ID: "stale", FirstDetected: started, LastUsed: started.Add(10 * time.Minute)},
+		"recent":       {ID: "recent", FirstDetected: started, LastUsed: started.Add(50 * time.Minute)},
+		"never-old":    {ID: "never-old", FirstDetected: started.Add(5 * time.Minute)},
+		"never-young":  {ID: "never-young", FirstDetected: started.Add(40 * time.Minute)},
+	}
+	inUse := map[string]bool{"used": true}
+	ids := func(rs []ImageRecord) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	if got := AgedOut(records, inUse, started.Add(30*time.Minute), started, 30*time.Minute); got != nil {
+		t.Errorf("after running exactly the maximum age: %v, want none", ids(got))
+	}
+	now := started.Add(time.Hour)
+	if got, want := ids(AgedOut(records, inUse, now, started, 30*time.Minute)), []string{"before-start", "never-old", "stale"}; !slices.Equal(got, want) {
+		t.Errorf("AgedOut = %v, want %v", got, want)
+	}
+	if got := AgedOut(records, inUse, now, started, 0); got != nil {
+		t.Errorf("without a maximum age: %v, want none", ids(got))
 	}
 }
 
@@ -312,6 +349,40 @@ func TestMaybeCollect(t *testing.T) {
 	c.MaybeCollect(t.Context(), fs, now.Add(2*Period))
 	if got := n.images(); len(got) != 0 {
 		t.Errorf("images after a successful collection: %v", got)
+	}
+}
+
+// With a maximum age the periodic collection removes images unused for
+// longer, with the disk below the high threshold, once the kubelet has run
+// that long; an image a container uses stays.
+func TestMaybeCollectRemovesImagesOlderThanMaxAge(t *testing.T) {
+	n := newSimNode(t)
+	n.pull("old", 30*mi)
+	n.pull("used", 30*mi)
+	n.run("app", "used", 0, true)
+	calls := 0
+	fs := func(context.Context) (int64, int64, error) { calls++; return 1000 * mi, 900 * mi, nil } // 10% used
+	p := DefaultPolicy
+	p.MaxAge = 10 * time.Minute
+	c := NewCollector(n.rt, p, nil, nil)
+	if err := c.Detect(t.Context(), n.clock.Now()); err != nil { // the kubelet's start
+		t.Fatal(err)
+	}
+	n.clock.Step(5 * time.Minute)
+	n.pull("new", 30*mi)
+	c.MaybeCollect(t.Context(), fs, n.clock.Now())
+	if got := n.images(); len(got) != 3 {
+		t.Fatalf("images %v before the kubelet ran for the maximum age, want all three", got)
+	}
+	n.clock.Step(Period + time.Second) // 10 min 1 s after the start, 5 min 1 s after "new"
+	c.MaybeCollect(t.Context(), fs, n.clock.Now())
+	if got := n.images(); !slices.Equal(got, []string{"new", "used"}) {
+		t.Fatalf("images %v, want the old one gone", got)
+	}
+	n.clock.Step(Period)
+	c.MaybeCollect(t.Context(), fs, n.clock.Now())
+	if got := n.images(); !slices.Equal(got, []string{"used"}) || calls != 3 {
+		t.Fatalf("images %v after %d collections, want the new one gone too", got, calls)
 	}
 }
 

@@ -1,7 +1,8 @@
 // Package gc is the kubelet's garbage collection of node-level resources:
 // unused images (upstream's image GC manager, with the same flags
-// --image-gc-high-threshold, --image-gc-low-threshold and
-// --minimum-image-ttl-duration) and dead containers. The eviction manager
+// --image-gc-high-threshold, --image-gc-low-threshold,
+// --minimum-image-ttl-duration and --image-maximum-gc-age) and dead
+// containers. The eviction manager
 // calls it to reclaim disk before it evicts pods for a nodefs or imagefs
 // signal; the image collector also runs on its own every Period.
 //
@@ -31,6 +32,10 @@ type Policy struct {
 	// removed (it may just have been pulled for a container about to be
 	// created).
 	MinAge time.Duration
+	// MaxAge, if positive, is how long an image may stay unused before the
+	// periodic collection removes it whatever the disk usage
+	// (--image-maximum-gc-age; 0, the default, turns that off). See AgedOut.
+	MaxAge time.Duration
 }
 
 // Upstream's defaults.
@@ -66,6 +71,12 @@ func (p Policy) Validate() error {
 	}
 	if p.MinAge < 0 {
 		return fmt.Errorf("--minimum-image-ttl-duration %s must not be negative", p.MinAge)
+	}
+	if p.MaxAge < 0 {
+		return fmt.Errorf("--image-maximum-gc-age %s must not be negative", p.MaxAge)
+	}
+	if p.MaxAge > 0 && p.MaxAge <= p.MinAge {
+		return fmt.Errorf("imageMaximumGCAge (--image-maximum-gc-age) %s must be greater than imageMinimumGCAge (--minimum-image-ttl-duration) %s", p.MaxAge, p.MinAge)
 	}
 	return nil
 }
@@ -192,5 +203,32 @@ func Candidates(records map[string]ImageRecord, inUse map[string]bool, now time.
 		}
 		return a.ID < b.ID
 	})
+	return out
+}
+
+// AgedOut are the images to remove at now because they have been unused
+// for more than maxAge, whatever the disk usage, least recently used
+// first: not in use, not pinned, and unused since their last use or, if
+// never seen used, since they were first detected (images there before
+// the kubelet started: since started, its first detection). None until
+// the kubelet has run for more than maxAge: it cannot know whether an
+// image was used before it started. Pure.
+func AgedOut(records map[string]ImageRecord, inUse map[string]bool, now, started time.Time, maxAge time.Duration) []ImageRecord {
+	if maxAge <= 0 || now.Sub(started) <= maxAge {
+		return nil
+	}
+	var out []ImageRecord
+	for _, r := range Candidates(records, inUse, now, 0) {
+		since := r.LastUsed
+		if since.IsZero() {
+			since = r.FirstDetected
+		}
+		if since.Before(started) {
+			since = started
+		}
+		if now.Sub(since) > maxAge {
+			out = append(out, r)
+		}
+	}
 	return out
 }
