@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +29,10 @@ import (
 // ends or breaks resumes from the last resourceVersion it saw; one the
 // API server no longer can resume (410 Expired or Gone) lists again.
 // Attempts that make no progress back off (0.5 s doubling to 30 s).
+// Once the object it holds is immutable (ConfigMap or Secret with
+// immutable: true) the watch ends, as upstream's kubelet stops watching
+// such an object: it cannot change, and it keeps being served as it was
+// last seen (also if it is deleted later, as upstream).
 //
 // With a REST client (every real clientset) the loop reads the watch
 // stream itself (protobuf, length-delimited frames), so the HTTP/2
@@ -97,6 +102,9 @@ func (w *sharedObjectWatch) run(ctx context.Context, src objectSource) {
 				var rv string
 				if obj, rv, err = listedObject(src.name(), list); err == nil {
 					w.latest.Store(&watchedObject{obj})
+					if immutable(obj) {
+						return
+					}
 					c = c.listed(rv)
 					continue
 				}
@@ -104,31 +112,49 @@ func (w *sharedObjectWatch) run(ctx context.Context, src objectSource) {
 			c = c.failed(err)
 			continue
 		}
-		c = w.watch(ctx, src, c)
+		var done bool
+		if c, done = w.watch(ctx, src, c); done {
+			return
+		}
 	}
 }
 
+// immutable reports whether obj is a ConfigMap or Secret marked
+// immutable: its watch has nothing more to bring.
+func immutable(obj runtime.Object) bool {
+	switch o := obj.(type) {
+	case *v1.ConfigMap:
+		return o.Immutable != nil && *o.Immutable
+	case *v1.Secret:
+		return o.Immutable != nil && *o.Immutable
+	}
+	return false
+}
+
 // watch runs one watch from c's resourceVersion until it ends, keeping
-// what its events bring.
-func (w *sharedObjectWatch) watch(ctx context.Context, src objectSource, c watchCursor) watchCursor {
+// what its events bring; done when the object it now holds is immutable.
+func (w *sharedObjectWatch) watch(ctx context.Context, src objectSource, c watchCursor) (next watchCursor, done bool) {
 	timeout := int64(minWatchTimeout.Seconds()) + rand.Int64N(int64(minWatchTimeout.Seconds()))
 	events, err := src.watch(ctx, c.watchOptions(src.selector(), timeout))
 	if err != nil {
-		return c.failed(err)
+		return c.failed(err), false
 	}
 	defer events.close()
 	c = c.watchStarted()
 	for {
 		t, obj, err := events.next(ctx)
 		if err != nil {
-			return c.failed(err)
+			return c.failed(err), false
 		}
 		var keep *watchedObject
 		if c, keep, err = c.event(src.name(), t, obj); err != nil {
-			return c.failed(err)
+			return c.failed(err), false
 		}
 		if keep != nil {
 			w.latest.Store(keep)
+			if immutable(keep.obj) {
+				return c, true
+			}
 		}
 	}
 }

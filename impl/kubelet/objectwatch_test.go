@@ -366,3 +366,62 @@ func TestObjectWatchStopReleasesGoroutines(t *testing.T) {
 	client.CoreV1().RESTClient().(*rest.RESTClient).Client.CloseIdleConnections()
 	goroutinesEnd(t, before)
 }
+
+// An immutable object is watched no more once held, listed or seen in a
+// watch event (as upstream's kubelet): the watch's goroutine ends and the
+// object stays served.
+func TestObjectWatchEndsOnceTheObjectIsImmutable(t *testing.T) {
+	yes := true
+	ended := func(t *testing.T, w *sharedObjectWatch) {
+		t.Helper()
+		select {
+		case <-w.done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the watch of an immutable object still runs")
+		}
+	}
+
+	a, _, client := newFakeAPI(t)
+	listed := cmAt("x", "9", "v1")
+	listed.Immutable = &yes
+	a.lists <- list("10", *listed)
+	w, _ := watchOf(t, client)
+	a.expect("list 0")
+	ended(t, w)
+	holds(t, w, "v1")
+	select {
+	case r := <-a.seen:
+		t.Errorf("request %q after listing an immutable object", r)
+	default:
+	}
+
+	a, _, client = newFakeAPI(t)
+	a.lists <- list("10", *cmAt("x", "9", "v1"))
+	made := cmAt("x", "11", "v2")
+	made.Immutable = &yes
+	a.watches <- watchScript{hold: true, events: []watch.Event{{Type: watch.Modified, Object: made}}}
+	w, _ = watchOf(t, client)
+	a.expect("list 0")
+	a.expect("watch 10")
+	ended(t, w)
+	holds(t, w, "v2")
+}
+
+func TestImmutable(t *testing.T) {
+	yes, no := true, false
+	for _, tc := range []struct {
+		obj  runtime.Object
+		want bool
+	}{
+		{&v1.ConfigMap{Immutable: &yes}, true},
+		{&v1.ConfigMap{Immutable: &no}, false},
+		{&v1.ConfigMap{}, false},
+		{&v1.Secret{Immutable: &yes}, true},
+		{&v1.Secret{}, false},
+		{nil, false},
+	} {
+		if got := immutable(tc.obj); got != tc.want {
+			t.Errorf("immutable(%#v) = %v, want %v", tc.obj, got, tc.want)
+		}
+	}
+}
