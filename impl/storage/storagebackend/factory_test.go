@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -60,26 +61,7 @@ func TestFactoryStoresUnderPrefixAndRecordsMetrics(t *testing.T) {
 	if !strings.HasPrefix(string(resp.Kvs[0].Value), "k8s\x00") {
 		t.Fatalf("stored bytes %q do not start with the protobuf magic", resp.Kvs[0].Value[:8])
 	}
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, mf := range families {
-		if mf.GetName() != "etcd_request_duration_seconds" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["operation"] == "create" && labels["type"] == "configmaps" && m.GetHistogram().GetSampleCount() == 1 {
-				found = true
-			}
-		}
-	}
-	if !found {
+	if m := sample(t, reg, "etcd_request_duration_seconds", map[string]string{"operation": "create", "type": "configmaps"}); m.GetHistogram().GetSampleCount() != 1 {
 		t.Fatal("no etcd_request_duration_seconds{operation=create,type=configmaps} sample after a create")
 	}
 	got := &corev1.ConfigMap{}
@@ -153,7 +135,7 @@ func TestFactoryCountsWatchersClosedForFallingBehind(t *testing.T) {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		got := terminatedWatchers(t, reg, "", "configmaps")
+		got := sample(t, reg, "apiserver_terminated_watchers_total", map[string]string{"group": "", "resource": "configmaps"}).GetCounter().GetValue()
 		if got == 1 {
 			return
 		}
@@ -164,27 +146,33 @@ func TestFactoryCountsWatchersClosedForFallingBehind(t *testing.T) {
 	}
 }
 
-func terminatedWatchers(t *testing.T, reg prometheus.Gatherer, group, resource string) float64 {
+// sample is the metric of the family name on reg whose labels include
+// labels (nil if there is none).
+func sample(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) *dto.Metric {
 	t.Helper()
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range families {
-		if mf.GetName() != "apiserver_terminated_watchers_total" {
+		if mf.GetName() != name {
 			continue
 		}
+	metrics:
 		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
+			have := map[string]string{}
 			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
+				have[l.GetName()] = l.GetValue()
 			}
-			if labels["group"] == group && labels["resource"] == resource {
-				return m.GetCounter().GetValue()
+			for k, v := range labels {
+				if have[k] != v {
+					continue metrics
+				}
 			}
+			return m
 		}
 	}
-	return 0
+	return nil
 }
 
 // Events are served straight from etcd with the watch cache on, as
