@@ -1,0 +1,182 @@
+package endpoints
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubeproof/kubeproof/impl/controller/workloop"
+)
+
+// Name is the controller's name in logs and queue metrics.
+const Name = "endpoint"
+
+// Controller is the informer loop around Decide: a service is enqueued
+// when it changes, when its Endpoints are deleted, and when a pod its
+// selector matches (before or after the change) is added, changed in a
+// way that shows in Endpoints, or deleted.
+type Controller struct {
+	client    kubernetes.Interface
+	services  corelisters.ServiceLister
+	pods      corelisters.PodLister
+	endpoints corelisters.EndpointsLister
+	synced    []cache.InformerSynced
+	queue     workqueue.TypedRateLimitingInterface[string]
+}
+
+// New wires the controller to the service, pod and endpoints informers
+// (start their factory after New).
+func New(client kubernetes.Interface, services coreinformers.ServiceInformer, pods coreinformers.PodInformer, endpoints coreinformers.EndpointsInformer) (*Controller, error) {
+	c := &Controller{
+		client:    client,
+		services:  services.Lister(),
+		pods:      pods.Lister(),
+		endpoints: endpoints.Lister(),
+		synced:    []cache.InformerSynced{services.Informer().HasSynced, pods.Informer().HasSynced, endpoints.Informer().HasSynced},
+		queue:     workloop.NewQueue(Name),
+	}
+	handlers := []struct {
+		inf cache.SharedIndexInformer
+		h   cache.ResourceEventHandler
+	}{
+		{services.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc: c.enqueue, UpdateFunc: func(_, obj any) { c.enqueue(obj) }, DeleteFunc: c.enqueue,
+		}},
+		{pods.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc: c.enqueueForPod,
+			UpdateFunc: func(old, obj any) {
+				o, ok1 := old.(*corev1.Pod)
+				n, ok2 := obj.(*corev1.Pod)
+				if ok1 && ok2 && !endpointsChanged(o, n) {
+					return
+				}
+				c.enqueueForPod(old)
+				c.enqueueForPod(obj)
+			},
+			DeleteFunc: c.enqueueForPod,
+		}},
+		// Deleted Endpoints of a service with a selector are recreated.
+		{endpoints.Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: c.enqueue}},
+	}
+	for _, h := range handlers {
+		if _, err := h.inf.AddEventHandler(h.h); err != nil {
+			return nil, fmt.Errorf("%s: adding event handler: %w", Name, err)
+		}
+	}
+	return c, nil
+}
+
+// Run waits for the caches, then syncs services with workers goroutines
+// until ctx is done; it returns once they have stopped.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	if err := workloop.WaitForSync(ctx, Name, c.queue, c.synced...); err != nil {
+		return err
+	}
+	workloop.Run(ctx, Name, c.queue, workers, c.sync)
+	return nil
+}
+
+func (c *Controller) enqueue(obj any) {
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		c.queue.Add(key)
+	}
+}
+
+// enqueueForPod enqueues the services of the pod's namespace whose
+// selector matches it.
+func (c *Controller) enqueueForPod(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	svcs, err := c.services.Services(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, svc := range svcs {
+		if len(svc.Spec.Selector) > 0 && labels.SelectorFromValidatedSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) {
+			c.enqueue(svc)
+		}
+	}
+}
+
+// endpointsChanged reports whether an update of a pod can change an
+// Endpoints object: its labels, or what its address is built from.
+func endpointsChanged(old, cur *corev1.Pod) bool {
+	return !maps.Equal(old.Labels, cur.Labels) ||
+		podIP(old) != podIP(cur) || podReady(old) != podReady(cur) ||
+		old.Status.Phase != cur.Status.Phase ||
+		(old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil) ||
+		old.Spec.NodeName != cur.Spec.NodeName || old.Spec.Hostname != cur.Spec.Hostname || old.Spec.Subdomain != cur.Spec.Subdomain ||
+		old.UID != cur.UID ||
+		!equality.Semantic.DeepEqual(old.Spec.Containers, cur.Spec.Containers)
+}
+
+// sync converges the Endpoints of the service key names.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	svc, err := c.services.Services(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		svc = nil
+	} else if err != nil {
+		return fmt.Errorf("getting service %s: %w", key, err)
+	}
+	current, err := c.endpoints.Endpoints(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		current = nil
+	} else if err != nil {
+		return fmt.Errorf("getting endpoints %s: %w", key, err)
+	}
+	var pods []*corev1.Pod
+	if svc != nil && len(svc.Spec.Selector) > 0 {
+		if pods, err = c.pods.Pods(ns).List(labels.SelectorFromValidatedSet(svc.Spec.Selector)); err != nil {
+			return fmt.Errorf("listing pods of %s: %w", key, err)
+		}
+	}
+	plan := Decide(svc, pods, current)
+	if plan.Action == None {
+		return nil
+	}
+	slog.Debug("endpoint: writing endpoints", "service", key, "action", plan.Action.String())
+	client := c.client.CoreV1().Endpoints(ns)
+	switch plan.Action {
+	case Delete:
+		uid := plan.Endpoints.UID
+		err = client.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			err = nil
+		}
+	case Create:
+		_, err = client.Create(ctx, plan.Endpoints, metav1.CreateOptions{})
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			// The namespace is going away, and the Endpoints with it.
+			err = nil
+		}
+	case Update:
+		_, err = client.Update(ctx, plan.Endpoints, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		// A conflict or an already-existing object means the cache is
+		// behind: the retry decides again from the newer state.
+		return fmt.Errorf("%s endpoints %s: %w", plan.Action, key, err)
+	}
+	return nil
+}
