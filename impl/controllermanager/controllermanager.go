@@ -51,6 +51,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/controller/certificates"
 	"github.com/kubeproof/kubeproof/impl/controller/deployment"
 	"github.com/kubeproof/kubeproof/impl/controller/disruption"
+	"github.com/kubeproof/kubeproof/impl/controller/endpoints"
 	"github.com/kubeproof/kubeproof/impl/controller/garbagecollector"
 	"github.com/kubeproof/kubeproof/impl/controller/namespace"
 	"github.com/kubeproof/kubeproof/impl/controller/nodelifecycle"
@@ -75,10 +76,11 @@ const (
 	CSRApproving     = "csrapproving"
 	CSRSigning       = "csrsigning"
 	PodGC            = "pod-garbage-collector"
+	Endpoint         = "endpoint"
 )
 
 // AllControllers lists every controller, in start order.
-var AllControllers = []string{NodeLifecycle, PodGC, Namespace, ResourceQuota, Disruption, ServiceAccount, RootCAPublisher, CSRApproving, CSRSigning, GarbageCollector, ReplicaSet, Deployment}
+var AllControllers = []string{NodeLifecycle, PodGC, Endpoint, Namespace, ResourceQuota, Disruption, ServiceAccount, RootCAPublisher, CSRApproving, CSRSigning, GarbageCollector, ReplicaSet, Deployment}
 
 // LeaderElection configures the Lease lock (upstream defaults).
 type LeaderElection struct {
@@ -101,6 +103,9 @@ type Config struct {
 	ConcurrentGCSyncs         int
 	ConcurrentNamespaceSyncs  int
 	ConcurrentTaintSyncs      int
+	// ConcurrentEndpointSyncs (--concurrent-endpoint-syncs): services
+	// whose Endpoints are synced at once.
+	ConcurrentEndpointSyncs int
 
 	NodeMonitorPeriod                   time.Duration
 	NodeMonitorGracePeriod              time.Duration
@@ -171,7 +176,7 @@ func DefaultConfig() Config {
 		LeaderElect: true,
 		Election: LeaderElection{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 			Namespace: "kube-system", Name: "kube-controller-manager"},
-		ConcurrentDeploymentSyncs: 5, ConcurrentReplicaSetSyncs: 5, ConcurrentGCSyncs: 20, ConcurrentNamespaceSyncs: 10, ConcurrentTaintSyncs: 8,
+		ConcurrentDeploymentSyncs: 5, ConcurrentReplicaSetSyncs: 5, ConcurrentGCSyncs: 20, ConcurrentNamespaceSyncs: 10, ConcurrentTaintSyncs: 8, ConcurrentEndpointSyncs: 5,
 		ConcurrentServiceAccountSyncs: 1, ConcurrentResourceQuotaSyncs: resourcequota.DefaultWorkers, ResourceQuotaSyncPeriod: resourcequota.DefaultSyncPeriod,
 		NodeMonitorPeriod: 5 * time.Second, NodeMonitorGracePeriod: 40 * time.Second, NodeStartupGracePeriod: time.Minute,
 		DefaultNotReadyTolerationSeconds: 300, DefaultUnreachableTolerationSeconds: 300,
@@ -211,6 +216,7 @@ func (c *Config) fillDefaults() {
 	}{
 		{&c.ConcurrentDeploymentSyncs, d.ConcurrentDeploymentSyncs}, {&c.ConcurrentReplicaSetSyncs, d.ConcurrentReplicaSetSyncs},
 		{&c.ConcurrentGCSyncs, d.ConcurrentGCSyncs}, {&c.ConcurrentNamespaceSyncs, d.ConcurrentNamespaceSyncs}, {&c.ConcurrentTaintSyncs, d.ConcurrentTaintSyncs},
+		{&c.ConcurrentEndpointSyncs, d.ConcurrentEndpointSyncs},
 		{&c.ConcurrentServiceAccountSyncs, d.ConcurrentServiceAccountSyncs}, {&c.ConcurrentResourceQuotaSyncs, d.ConcurrentResourceQuotaSyncs},
 	} {
 		if *p.v <= 0 {
@@ -460,6 +466,17 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		}
 		runs = append(runs, c.Run)
 	}
+	if cfg.Enabled(Endpoint) {
+		clients, err := clientsOf(Endpoint)
+		if err != nil {
+			return err
+		}
+		c, err := endpoints.New(clients.Kube, factory.Core().V1().Services(), factory.Core().V1().Pods(), factory.Core().V1().Endpoints())
+		if err != nil {
+			return err
+		}
+		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentEndpointSyncs) })
+	}
 	if cfg.Enabled(Namespace) {
 		clients, err := clientsOf(Namespace)
 		if err != nil {
@@ -474,7 +491,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 			return err
 		}
 		gcCfg := garbagecollector.Config{Workers: cfg.ConcurrentGCSyncs}
-		if cfg.PodInformer != nil || cfg.Enabled(NodeLifecycle) || cfg.Enabled(PodGC) || cfg.Enabled(ReplicaSet) || cfg.Enabled(Deployment) {
+		if cfg.PodInformer != nil || cfg.Enabled(NodeLifecycle) || cfg.Enabled(PodGC) || cfg.Enabled(Endpoint) || cfg.Enabled(ReplicaSet) || cfg.Enabled(Deployment) {
 			// Pods are watched (and cached, trimmed) for those controllers
 			// anyway: the collector's graph is built from the same informer,
 			// as upstream's collector uses the manager's shared factory.

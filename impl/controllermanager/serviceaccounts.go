@@ -31,6 +31,7 @@ var ServiceAccountNames = map[string]string{
 	Namespace:        "namespace-controller",
 	NodeLifecycle:    "node-controller",
 	PodGC:            "pod-garbage-collector",
+	Endpoint:         "endpoint-controller",
 	ServiceAccount:   "serviceaccount-controller",
 	RootCAPublisher:  "root-ca-cert-publisher",
 	ResourceQuota:    "resourcequota-controller",

@@ -18,11 +18,14 @@ import (
 //     keeps the stored ones (an update without managedFields does not
 //     reset them);
 //   - a pod also loses what no controller here reads of its spec: volumes,
-//     and of its containers everything but name, image, resources and
+//     and of its containers everything but name, image, resources,
 //     restartPolicy (quota usage, BestEffort scope and sidecar detection
-//     read those). What controllers read of a pod's spec — nodeName,
-//     tolerations, priority and priorityClassName, activeDeadlineSeconds,
-//     overhead, pod-level resources, schedulerName — stays, and so do its
+//     read those) and ports (the endpoints controller resolves a service's
+//     named target ports through them). What controllers read of a pod's
+//     spec — nodeName, tolerations, priority and priorityClassName,
+//     activeDeadlineSeconds, overhead, pod-level resources, schedulerName,
+//     and hostname and subdomain (an endpoint address's hostname) — stays,
+//     and so do its
 //     whole metadata (labels, annotations such as
 //     controller.kubernetes.io/pod-deletion-cost, owner references,
 //     finalizers) and its whole status: the node lifecycle and disruption
@@ -75,6 +78,8 @@ func trimPodSpec(s *corev1.PodSpec) {
 		NodeSelector:                  s.NodeSelector,
 		ServiceAccountName:            s.ServiceAccountName,
 		NodeName:                      s.NodeName,
+		Hostname:                      s.Hostname,
+		Subdomain:                     s.Subdomain,
 		HostNetwork:                   s.HostNetwork,
 		Affinity:                      s.Affinity,
 		SchedulerName:                 s.SchedulerName,
@@ -90,14 +95,15 @@ func trimPodSpec(s *corev1.PodSpec) {
 	}
 }
 
-// trimContainers keeps what quota usage and sidecar detection read.
+// trimContainers keeps what quota usage, sidecar detection and the
+// endpoints controller read.
 func trimContainers(cs []corev1.Container) []corev1.Container {
 	if len(cs) == 0 {
 		return nil
 	}
 	out := make([]corev1.Container, len(cs))
 	for i := range cs {
-		out[i] = corev1.Container{Name: cs[i].Name, Image: cs[i].Image, Resources: cs[i].Resources, RestartPolicy: cs[i].RestartPolicy}
+		out[i] = corev1.Container{Name: cs[i].Name, Image: cs[i].Image, Resources: cs[i].Resources, RestartPolicy: cs[i].RestartPolicy, Ports: cs[i].Ports}
 	}
 	return out
 }

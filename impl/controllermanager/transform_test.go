@@ -22,11 +22,12 @@ func TestTrimForCacheKeepsWhatControllersRead(t *testing.T) {
 			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate}},
 		},
 		Spec: corev1.PodSpec{
-			NodeName: "n1", PriorityClassName: "high", ActiveDeadlineSeconds: &deadline,
+			NodeName: "n1", PriorityClassName: "high", ActiveDeadlineSeconds: &deadline, Hostname: "h", Subdomain: "svc",
 			Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}},
 			Volumes:     []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 			Containers: []corev1.Container{{
 				Name: "app", Image: "nginx", Command: []string{"run"}, Env: []corev1.EnvVar{{Name: "A", Value: "b"}},
+				Ports:     []corev1.ContainerPort{{Name: "web", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
 				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}},
 			}},
 			InitContainers: []corev1.Container{{Name: "side", Image: "busybox", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}},
@@ -60,7 +61,11 @@ func TestTrimForCacheKeepsWhatControllersRead(t *testing.T) {
 	if s.NodeName != "n1" || s.PriorityClassName != "high" || *s.ActiveDeadlineSeconds != 30 || len(s.Tolerations) != 1 {
 		t.Errorf("spec fields controllers read were dropped: %+v", s)
 	}
-	if c := s.Containers[0]; c.Name != "app" || c.Image != "nginx" || c.Resources.Requests.Cpu().MilliValue() != 100 || c.Command != nil || c.Env != nil {
+	if s.Hostname != "h" || s.Subdomain != "svc" {
+		t.Errorf("hostname and subdomain (the endpoints controller's) dropped: %+v", s)
+	}
+	if c := s.Containers[0]; c.Name != "app" || c.Image != "nginx" || c.Resources.Requests.Cpu().MilliValue() != 100 || c.Command != nil || c.Env != nil ||
+		len(c.Ports) != 1 || c.Ports[0].Name != "web" || c.Ports[0].ContainerPort != 8080 {
 		t.Errorf("container trimmed wrongly: %+v", c)
 	}
 	if ic := s.InitContainers[0]; ic.RestartPolicy == nil || *ic.RestartPolicy != corev1.ContainerRestartPolicyAlways {

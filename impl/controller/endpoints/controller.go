@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -55,16 +55,8 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 			AddFunc: c.enqueue, UpdateFunc: func(_, obj any) { c.enqueue(obj) }, DeleteFunc: c.enqueue,
 		}},
 		{pods.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc: c.enqueueForPod,
-			UpdateFunc: func(old, obj any) {
-				o, ok1 := old.(*corev1.Pod)
-				n, ok2 := obj.(*corev1.Pod)
-				if ok1 && ok2 && !endpointsChanged(o, n) {
-					return
-				}
-				c.enqueueForPod(old)
-				c.enqueueForPod(obj)
-			},
+			AddFunc:    c.enqueueForPod,
+			UpdateFunc: c.enqueueForPodUpdate,
 			DeleteFunc: c.enqueueForPod,
 		}},
 		// Deleted Endpoints of a service with a selector are recreated.
@@ -100,19 +92,49 @@ func (c *Controller) enqueueForPod(obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	svcs, err := c.services.Services(pod.Namespace).List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, svc := range svcs {
-		if len(svc.Spec.Selector) > 0 && labels.SelectorFromValidatedSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		for _, svc := range c.servicesOf(pod) {
 			c.enqueue(svc)
 		}
 	}
+}
+
+// enqueueForPodUpdate enqueues the services matching the pod before or
+// after the update, if the update can change their Endpoints. Most pod
+// updates (status heartbeats of pods no service selects) cost one lister
+// read of the namespace's services.
+func (c *Controller) enqueueForPodUpdate(oldObj, obj any) {
+	old, ok1 := oldObj.(*corev1.Pod)
+	cur, ok2 := obj.(*corev1.Pod)
+	if !ok1 || !ok2 {
+		return
+	}
+	svcs := c.servicesOf(cur)
+	if !maps.Equal(old.Labels, cur.Labels) {
+		svcs = append(svcs, c.servicesOf(old)...)
+	}
+	if len(svcs) == 0 || !endpointsChanged(old, cur) {
+		return
+	}
+	for _, svc := range svcs {
+		c.enqueue(svc)
+	}
+}
+
+// servicesOf returns the services of the pod's namespace whose selector
+// matches it.
+func (c *Controller) servicesOf(pod *corev1.Pod) []*corev1.Service {
+	svcs, err := c.services.Services(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []*corev1.Service
+	for _, svc := range svcs {
+		if len(svc.Spec.Selector) > 0 && labels.SelectorFromValidatedSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) {
+			out = append(out, svc)
+		}
+	}
+	return out
 }
 
 // endpointsChanged reports whether an update of a pod can change an
@@ -123,8 +145,11 @@ func endpointsChanged(old, cur *corev1.Pod) bool {
 		old.Status.Phase != cur.Status.Phase ||
 		(old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil) ||
 		old.Spec.NodeName != cur.Spec.NodeName || old.Spec.Hostname != cur.Spec.Hostname || old.Spec.Subdomain != cur.Spec.Subdomain ||
-		old.UID != cur.UID ||
-		!equality.Semantic.DeepEqual(old.Spec.Containers, cur.Spec.Containers)
+		old.UID != cur.UID || !sameContainerPorts(old.Spec.Containers, cur.Spec.Containers)
+}
+
+func sameContainerPorts(a, b []corev1.Container) bool {
+	return slices.EqualFunc(a, b, func(x, y corev1.Container) bool { return slices.Equal(x.Ports, y.Ports) })
 }
 
 // sync converges the Endpoints of the service key names.

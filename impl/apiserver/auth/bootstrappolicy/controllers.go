@@ -43,6 +43,12 @@ func controllerRoles() map[string][]rbacv1.PolicyRule {
 			verbs("get", "list", "watch", "patch", "update", "delete").groups("*").resources("*").rule(),
 			eventsRule(),
 		},
+		"endpoint-controller": {
+			verbs("get", "list", "watch").groups(legacyGroup).resources("services", "pods").rule(),
+			verbs("create", "update", "delete").groups(legacyGroup).resources("endpoints").rule(),
+			verbs("create").groups(legacyGroup).resources("endpoints/restricted").rule(),
+			eventsRule(),
+		},
 		"namespace-controller": {
 			verbs("get", "list", "watch", "delete").groups(legacyGroup).resources("namespaces").rule(),
 			verbs("update").groups(legacyGroup).resources("namespaces/finalize", "namespaces/status").rule(),
@@ -88,7 +94,7 @@ func controllerRoles() map[string][]rbacv1.PolicyRule {
 // name order.
 func Controllers() []string {
 	return []string{
-		"certificate-controller", "deployment-controller", "disruption-controller", "generic-garbage-collector", "namespace-controller", "node-controller",
+		"certificate-controller", "deployment-controller", "disruption-controller", "endpoint-controller", "generic-garbage-collector", "namespace-controller", "node-controller",
 		"pod-garbage-collector", "replicaset-controller", "resourcequota-controller", "root-ca-cert-publisher", "serviceaccount-controller",
 	}
 }
