@@ -471,7 +471,8 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		if err != nil {
 			return err
 		}
-		c, err := endpoints.New(clients.Kube, factory.Core().V1().Services(), factory.Core().V1().Pods(), factory.Core().V1().Endpoints())
+		c, err := endpoints.New(clients.Kube, factory.Core().V1().Services(), factory.Core().V1().Pods(), factory.Core().V1().Endpoints(),
+			endpoints.WithRecorder(recorder(clients, "endpoint-controller")))
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubeproof/kubeproof/impl/controller/workloop"
@@ -34,11 +35,24 @@ type Controller struct {
 	endpoints corelisters.EndpointsLister
 	synced    []cache.InformerSynced
 	queue     workqueue.TypedRateLimitingInterface[string]
+	recorder  record.EventRecorder
 }
+
+// Option adjusts a Controller.
+type Option func(*Controller)
+
+// WithRecorder records the controller's events (FailedToCreateEndpoint,
+// FailedToUpdateEndpoint, as upstream's) through r; without it failed
+// writes are only logged at debug level and retried.
+func WithRecorder(r record.EventRecorder) Option { return func(c *Controller) { c.recorder = r } }
+
+// leaderAnnotation marks an Endpoints object used as a leader-election
+// lock, which is no service's and is never deleted as left over.
+const leaderAnnotation = "control-plane.alpha.kubernetes.io/leader"
 
 // New wires the controller to the service, pod and endpoints informers
 // (start their factory after New).
-func New(client kubernetes.Interface, services coreinformers.ServiceInformer, pods coreinformers.PodInformer, endpoints coreinformers.EndpointsInformer) (*Controller, error) {
+func New(client kubernetes.Interface, services coreinformers.ServiceInformer, pods coreinformers.PodInformer, endpoints coreinformers.EndpointsInformer, opts ...Option) (*Controller, error) {
 	c := &Controller{
 		client:    client,
 		services:  services.Lister(),
@@ -46,6 +60,9 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 		endpoints: endpoints.Lister(),
 		synced:    []cache.InformerSynced{services.Informer().HasSynced, pods.Informer().HasSynced, endpoints.Informer().HasSynced},
 		queue:     workloop.NewQueue(Name),
+	}
+	for _, o := range opts {
+		o(c)
 	}
 	handlers := []struct {
 		inf cache.SharedIndexInformer
@@ -71,13 +88,30 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 }
 
 // Run waits for the caches, then syncs services with workers goroutines
-// until ctx is done; it returns once they have stopped.
+// until ctx is done; it returns once they have stopped. Every existing
+// Endpoints object is checked once at the start, so the Endpoints of a
+// service deleted while no controller ran are deleted too.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	if err := workloop.WaitForSync(ctx, Name, c.queue, c.synced...); err != nil {
 		return err
 	}
+	c.enqueueLeftovers()
 	workloop.Run(ctx, Name, c.queue, workers, c.sync)
 	return nil
+}
+
+// enqueueLeftovers enqueues the key of every Endpoints object but the
+// leader-election locks; a key whose service exists is a no-op sync.
+func (c *Controller) enqueueLeftovers() {
+	eps, err := c.endpoints.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, ep := range eps {
+		if _, ok := ep.Annotations[leaderAnnotation]; !ok {
+			c.enqueue(ep)
+		}
+	}
 }
 
 func (c *Controller) enqueue(obj any) {
@@ -184,6 +218,16 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	client := c.client.CoreV1().Endpoints(ns)
 	switch plan.Action {
 	case Delete:
+		// The service informer may be behind (a service created just
+		// before its Endpoints, as the API server's own): the service's
+		// absence is confirmed with the API server before the delete.
+		_, gerr := c.client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		if gerr == nil {
+			return nil
+		}
+		if !apierrors.IsNotFound(gerr) {
+			return fmt.Errorf("confirming service %s is gone: %w", key, gerr)
+		}
 		uid := plan.Endpoints.UID
 		err = client.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
@@ -201,7 +245,23 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		// A conflict or an already-existing object means the cache is
 		// behind: the retry decides again from the newer state.
+		c.recordFailure(plan, key, err)
 		return fmt.Errorf("%s endpoints %s: %w", plan.Action, key, err)
 	}
 	return nil
+}
+
+// recordFailure records a failed create or update as a warning event on
+// the Endpoints, as upstream (a conflict is the cache being behind, not
+// worth an event).
+func (c *Controller) recordFailure(plan Plan, key string, err error) {
+	if c.recorder == nil || apierrors.IsConflict(err) {
+		return
+	}
+	switch plan.Action {
+	case Create:
+		c.recorder.Eventf(plan.Endpoints, corev1.EventTypeWarning, "FailedToCreateEndpoint", "Failed to create endpoint for service %s: %v", key, err)
+	case Update:
+		c.recorder.Eventf(plan.Endpoints, corev1.EventTypeWarning, "FailedToUpdateEndpoint", "Failed to update endpoint %s: %v", key, err)
+	}
 }
