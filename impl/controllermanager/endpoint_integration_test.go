@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
+	endpointsctl "github.com/kubeproof/kubeproof/impl/controller/endpoints"
 	"github.com/kubeproof/kubeproof/impl/controllermanager"
 )
 
@@ -114,6 +115,30 @@ func TestEndpointControllerUnderRBAC(t *testing.T) {
 		}
 	}
 	eventually(t, "Endpoints of the pods", hasEndpoints([]string{"10.1.0.1", "10.1.0.2"}, []string{"10.1.0.3"}))
+
+	// The decision over the objects as the API server returns them (its
+	// defaulting and normalization) is to write nothing: an unchanged
+	// state never rewrites. (The API server skips an identical update,
+	// so a rewrite would not show in resourceVersions.)
+	svc, err := services.Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	podList, err := pods.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := endpoints.Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var podPtrs []*corev1.Pod
+	for i := range podList.Items {
+		podPtrs = append(podPtrs, &podList.Items[i])
+	}
+	if plan := endpointsctl.Decide(svc, podPtrs, stored); plan.Action != endpointsctl.None {
+		t.Fatalf("the stored Endpoints differ from the decided ones: %v\nstored %+v\ndecided %+v", plan.Action, stored, plan.Endpoints)
+	}
 
 	if err := pods.Delete(ctx, "a", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
