@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
 
 	endpointsctl "github.com/kubeproof/kubeproof/impl/controller/endpoints"
 	"github.com/kubeproof/kubeproof/impl/controllermanager"
@@ -27,15 +26,7 @@ func TestEndpointControllerUnderRBAC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an API server")
 	}
-	adminCfg, cmCfg := rbacServer(t)
-	admin, err := kubernetes.NewForConfig(adminCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := kubernetes.NewForConfig(cmCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin, root, cmCfg := rbacClients(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pods := admin.CoreV1().Pods("default")

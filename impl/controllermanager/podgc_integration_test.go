@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeproof/kubeproof/impl/controllermanager"
@@ -28,15 +27,7 @@ func TestPodGarbageCollectorUnderRBAC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an API server")
 	}
-	adminCfg, cmCfg := rbacServer(t)
-	admin, err := kubernetes.NewForConfig(adminCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := kubernetes.NewForConfig(cmCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin, root, cmCfg := rbacClients(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pods := admin.CoreV1().Pods("default")

@@ -29,6 +29,22 @@ import (
 	"github.com/kubeproof/kubeproof/impl/storage/storagebackend"
 )
 
+// rbacClients is rbacServer's admin clientset, the controller manager's
+// (system:kube-controller-manager) and its rest.Config.
+func rbacClients(t *testing.T) (admin, controllerManager *kubernetes.Clientset, cmCfg *rest.Config) {
+	t.Helper()
+	adminCfg, cmCfg := rbacServer(t)
+	admin, err := kubernetes.NewForConfig(adminCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	controllerManager, err = kubernetes.NewForConfig(cmCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return admin, controllerManager, cmCfg
+}
+
 // rbacServer starts kubeproof's API server on embedded etcd with
 // --authorization-mode=RBAC over the default bootstrap policy and service
 // account tokens (TokenRequest), and returns rest.Configs for an admin
@@ -133,20 +149,12 @@ func TestServiceAccountCredentialsUnderRBAC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an API server")
 	}
-	adminCfg, cmCfg := rbacServer(t)
-	admin, err := kubernetes.NewForConfig(adminCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := kubernetes.NewForConfig(cmCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin, root, cmCfg := rbacClients(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
 	// The controller manager's own identity may not write workloads.
-	_, err = root.AppsV1().ReplicaSets("default").Create(ctx, &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+	_, err := root.AppsV1().ReplicaSets("default").Create(ctx, &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
 	if !apierrors.IsForbidden(err) {
 		t.Fatalf("system:kube-controller-manager creating a ReplicaSet: %v, want Forbidden", err)
 	}
