@@ -774,46 +774,38 @@ func throttledRequests(reg prometheus.Gatherer) map[string]int {
 // closedWatchers is apiserver_terminated_watchers_total by
 // "resource[.group]".
 func closedWatchers(reg prometheus.Gatherer) map[string]int {
-	mfs, err := reg.Gather()
-	if err != nil {
-		return nil
-	}
-	out := map[string]int{}
-	for _, mf := range mfs {
-		if mf.GetName() != "apiserver_terminated_watchers_total" {
-			continue
+	return counterSums(reg, "apiserver_terminated_watchers_total", func(labels map[string]string) (string, bool) {
+		key := labels["resource"]
+		if labels["group"] != "" {
+			key += "." + labels["group"]
 		}
-		for _, m := range mf.GetMetric() {
-			var group, resource string
-			for _, l := range m.GetLabel() {
-				switch l.GetName() {
-				case "group":
-					group = l.GetValue()
-				case "resource":
-					resource = l.GetValue()
-				}
-			}
-			key := resource
-			if group != "" {
-				key += "." + group
-			}
-			out[key] += int(m.GetCounter().GetValue())
-		}
-	}
-	return out
+		return key, true
+	})
 }
 
 // requestCounts counts the API server's answers whose code passes keep,
 // by "METHOD resource[/subresource]" (apiserver_request_total, whose verb
 // label is the HTTP method).
 func requestCounts(reg prometheus.Gatherer, keep func(code string) bool) map[string]int {
+	return counterSums(reg, "apiserver_request_total", func(labels map[string]string) (string, bool) {
+		key := labels["verb"] + " " + labels["resource"]
+		if labels["subresource"] != "" {
+			key += "/" + labels["subresource"]
+		}
+		return key, keep(labels["code"])
+	})
+}
+
+// counterSums sums the counter family name on reg by the key keyOf makes
+// of each series' labels, leaving out the series it says not to keep.
+func counterSums(reg prometheus.Gatherer, name string, keyOf func(labels map[string]string) (key string, keep bool)) map[string]int {
 	mfs, err := reg.Gather()
 	if err != nil {
 		return nil
 	}
 	out := map[string]int{}
 	for _, mf := range mfs {
-		if mf.GetName() != "apiserver_request_total" {
+		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
@@ -821,14 +813,9 @@ func requestCounts(reg prometheus.Gatherer, keep func(code string) bool) map[str
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if !keep(labels["code"]) {
-				continue
+			if key, keep := keyOf(labels); keep {
+				out[key] += int(m.GetCounter().GetValue())
 			}
-			key := labels["verb"] + " " + labels["resource"]
-			if labels["subresource"] != "" {
-				key += "/" + labels["subresource"]
-			}
-			out[key] += int(m.GetCounter().GetValue())
 		}
 	}
 	return out
