@@ -35,21 +35,33 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	if err := reg.Register(m.RequestDuration); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			return nil, err
-		}
-		m.RequestDuration = are.ExistingCollector.(*prometheus.HistogramVec)
+	var err error
+	if m.RequestDuration, err = Register(reg, m.RequestDuration); err != nil {
+		return nil, err
 	}
-	if err := reg.Register(m.RequestErrors); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			return nil, err
-		}
-		m.RequestErrors = are.ExistingCollector.(*prometheus.CounterVec)
+	if m.RequestErrors, err = Register(reg, m.RequestErrors); err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+// Register registers c on reg and returns it, or returns the collector of
+// the same description registered there already (stores and factories of
+// one API server share a registry); on another failure, C's zero value.
+func Register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	var none C
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return none, err
+		}
+		existing, ok := are.ExistingCollector.(C)
+		if !ok {
+			return none, err
+		}
+		return existing, nil
+	}
+	return c, nil
 }
 
 // observe records one etcd request of operation op on resource typ.

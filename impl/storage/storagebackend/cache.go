@@ -2,7 +2,6 @@ package storagebackend
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -54,20 +53,8 @@ func newCacher(store *etcd3.Store, res storage.ResourceConfig, cfg Config, termi
 // the one registered there already (several factories may share a
 // registry).
 func registerTerminatedWatchers(reg prometheus.Registerer) (*prometheus.CounterVec, error) {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+	return etcd3.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "apiserver_terminated_watchers_total",
 		Help: "Watchers the watch cache closed because they could not keep up with its events, by resource.",
-	}, []string{"group", "resource"})
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			return nil, err
-		}
-		existing, ok := are.ExistingCollector.(*prometheus.CounterVec)
-		if !ok {
-			return nil, err
-		}
-		return existing, nil
-	}
-	return c, nil
+	}, []string{"group", "resource"}))
 }
