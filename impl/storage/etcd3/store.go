@@ -214,11 +214,11 @@ func (s *Store) Create(ctx context.Context, key string, obj, out runtime.Object)
 // create writes data at k (key's etcd key) if k does not exist and decodes
 // it into out, taking the decode from a watch through shared if not nil.
 func (s *Store) create(ctx context.Context, key, k string, data []byte, out runtime.Object, shared *sharedDecode) error {
-	start := time.Now()
 	lease, err := s.lease(ctx)
 	if err != nil {
 		return s.etcdError(key, "create", err)
 	}
+	start := time.Now()
 	// mutation: create without its precondition (STORE-2)
 	precondition := !faults.Enabled(faults.CreateOverwritesExistingKey)
 	succeeded, rev, err := s.txnCreate(ctx, k, data, lease, precondition)
