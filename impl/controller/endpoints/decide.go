@@ -23,6 +23,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kubeproof/kubeproof/impl/controller/podstate"
 )
 
 // Labels and annotations the controller sets, as upstream's.
@@ -169,7 +171,7 @@ func Subsets(svc *corev1.Service, pods []*corev1.Pod) ([]corev1.EndpointSubset, 
 			groups[key] = g
 		}
 		addr := address(svc, pod)
-		if publishNotReady || podReady(pod) {
+		if publishNotReady || podstate.IsReady(pod) {
 			g.Addresses = append(g.Addresses, addr)
 		} else {
 			g.NotReadyAddresses = append(g.NotReadyAddresses, addr)
@@ -210,15 +212,6 @@ func podIP(pod *corev1.Pod) string {
 		return pod.Status.PodIPs[0].IP
 	}
 	return ""
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // address is pod's EndpointAddress for svc; the hostname is the pod's
