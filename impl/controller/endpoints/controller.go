@@ -135,21 +135,17 @@ func (c *Controller) enqueueForPod(obj any) {
 }
 
 // enqueueForPodUpdate enqueues the services matching the pod before or
-// after the update, if the update can change their Endpoints. Most pod
-// updates (status heartbeats of pods no service selects) cost one lister
-// read of the namespace's services.
+// after the update, if the update can change their Endpoints. An update
+// that cannot (most status writes) reads no services.
 func (c *Controller) enqueueForPodUpdate(oldObj, obj any) {
 	old, ok1 := oldObj.(*corev1.Pod)
 	cur, ok2 := obj.(*corev1.Pod)
-	if !ok1 || !ok2 {
+	if !ok1 || !ok2 || !endpointsChanged(old, cur) {
 		return
 	}
 	svcs := c.servicesOf(cur)
 	if !maps.Equal(old.Labels, cur.Labels) {
 		svcs = append(svcs, c.servicesOf(old)...)
-	}
-	if len(svcs) == 0 || !endpointsChanged(old, cur) {
-		return
 	}
 	for _, svc := range svcs {
 		c.enqueue(svc)
