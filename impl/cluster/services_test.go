@@ -67,17 +67,13 @@ func TestServiceEndpointsFollowADeploymentsPods(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := Start(ctx, Config{DataDir: t.TempDir(), BindAddress: "127.0.0.1:0", WatchCache: true, UnsafeNoFsync: true,
+	_, cs, stop := startForTest(t, Config{DataDir: t.TempDir(), BindAddress: "127.0.0.1:0", WatchCache: true, UnsafeNoFsync: true,
 		ControllerManager: true, Scheduler: true, Nodes: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer func() {
-		if err := c.Stop(); err != nil {
+		if err := stop(); err != nil {
 			t.Error(err)
 		}
 	}()
-	cs := kubernetes.NewForConfigOrDie(c.AdminConfig)
 	labels := map[string]string{"app": "web"}
 	replicas := int32(2)
 	if _, err := cs.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"},
