@@ -23,6 +23,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
 	"github.com/kubeproof/kubeproof/impl/registry"
+	"github.com/kubeproof/kubeproof/impl/registry/ipallocator"
 	"github.com/kubeproof/kubeproof/impl/storage/embedded"
 	"github.com/kubeproof/kubeproof/impl/storage/storagebackend"
 )
@@ -260,6 +261,12 @@ func (s *liveServer) writtenSince(ctx context.Context, rev int64) ([]storedObjec
 	_, c := served()
 	var out []storedObject
 	for _, kv := range resp.Kvs {
+		if strings.HasPrefix(string(kv.Key), keyPrefix+ipallocator.ServiceIPsKey+"/") ||
+			strings.HasPrefix(string(kv.Key), keyPrefix+ipallocator.ServiceNodePortsKey+"/") {
+			// The allocators' bitmaps a service write updates, not
+			// served objects.
+			continue
+		}
 		obj, gvk, err := c.Factory.UniversalDeserializer().Decode(kv.Value, nil, nil)
 		if err != nil {
 			return nil, fmt.Errorf("decoding stored %s: %w", kv.Key, err)

@@ -79,6 +79,20 @@ func TestServicesWithKubectl(t *testing.T) {
 		t.Errorf("headless clusterIP %q", got)
 	}
 
+	// A server-side dry run shows the address and node port a create would
+	// take, and takes none.
+	dryIP := run(t, "create", "service", "clusterip", "dry", "--tcp=80", "--dry-run=server", "-o", "jsonpath={.spec.clusterIP}", "-n", ns)
+	if !regexp.MustCompile(`^10\.(9[6-9]|10[0-9]|11[01])\.\d+\.\d+$`).MatchString(dryIP) || dryIP == ip {
+		t.Errorf("dry-run clusterIP %q: want a free address of 10.96.0.0/12", dryIP)
+	}
+	dryPort := run(t, "create", "service", "nodeport", "drynp", "--tcp=80:8080", "--dry-run=server", "-o", "jsonpath={.spec.ports[0].nodePort}", "-n", ns)
+	if !regexp.MustCompile(`^3[0-2]\d{3}$`).MatchString(dryPort) || dryPort == "30080" {
+		t.Errorf("dry-run nodePort %q: want a free port of 30000-32767", dryPort)
+	}
+	runFail(t, "provided IP is already allocated", "create", "service", "clusterip", "dry", "--tcp=80", "--clusterip="+ip, "--dry-run=server", "-n", ns)
+	runFail(t, "NotFound", "get", "svc", "dry", "-n", ns)
+	run(t, "create", "service", "clusterip", "dry", "--tcp=80", "--clusterip="+dryIP, "-n", ns)
+
 	// kubectl expose takes the deployment's selector and port.
 	run(t, "create", "deployment", "app", "--image=nginx", "--port=80", "-n", ns)
 	if out := run(t, "expose", "deployment", "app", "--port=8000", "--target-port=80", "-n", ns); strings.TrimSpace(out) != "service/app exposed" {

@@ -117,18 +117,10 @@ func validateEndpoints(e *corev1.Endpoints) field.ErrorList {
 
 func validateEndpointAddress(a *corev1.EndpointAddress, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	ip, err := netip.ParseAddr(a.IP)
-	switch {
-	case err != nil:
+	if ip, err := netip.ParseAddr(a.IP); err != nil {
 		errs = append(errs, field.Invalid(path.Child("ip"), a.IP, "must be a valid IP address"))
-	case ip.IsUnspecified():
-		errs = append(errs, field.Invalid(path.Child("ip"), a.IP, "may not be unspecified (0.0.0.0)"))
-	case ip.IsLoopback():
-		errs = append(errs, field.Invalid(path.Child("ip"), a.IP, "may not be in the loopback range (127.0.0.0/8, ::1/128)"))
-	case ip.IsLinkLocalUnicast():
-		errs = append(errs, field.Invalid(path.Child("ip"), a.IP, "may not be in the link-local range (169.254.0.0/16, fe80::/10)"))
-	case ip.IsLinkLocalMulticast():
-		errs = append(errs, field.Invalid(path.Child("ip"), a.IP, "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)"))
+	} else {
+		errs = append(errs, specialEndpointIPErrors(ip, a.IP, path.Child("ip"))...)
 	}
 	if a.Hostname != "" {
 		for _, msg := range validation.IsDNS1123Label(a.Hostname) {
@@ -141,4 +133,21 @@ func validateEndpointAddress(a *corev1.EndpointAddress, path *field.Path) field.
 		}
 	}
 	return errs
+}
+
+// specialEndpointIPErrors refuses the addresses no endpoint may have
+// (Endpoints and EndpointSlices alike): unspecified, loopback, link-local
+// and link-local multicast.
+func specialEndpointIPErrors(ip netip.Addr, value string, path *field.Path) field.ErrorList {
+	switch {
+	case ip.IsUnspecified():
+		return field.ErrorList{field.Invalid(path, value, "may not be unspecified (0.0.0.0)")}
+	case ip.IsLoopback():
+		return field.ErrorList{field.Invalid(path, value, "may not be in the loopback range (127.0.0.0/8, ::1/128)")}
+	case ip.IsLinkLocalUnicast():
+		return field.ErrorList{field.Invalid(path, value, "may not be in the link-local range (169.254.0.0/16, fe80::/10)")}
+	case ip.IsLinkLocalMulticast():
+		return field.ErrorList{field.Invalid(path, value, "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)")}
+	}
+	return nil
 }

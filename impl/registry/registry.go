@@ -39,6 +39,8 @@ func resources(now func() time.Time) []*resource.Resource {
 		certificateSigningRequests(now),
 		// coordination.k8s.io/v1
 		leases(now),
+		// discovery.k8s.io/v1
+		endpointSlices(now),
 		// rbac.authorization.k8s.io/v1
 		clusterRoleBindings(now),
 		clusterRoles(now),

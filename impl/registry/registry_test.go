@@ -54,6 +54,7 @@ func TestAllListsEveryResourceOnce(t *testing.T) {
 		"apps/v1/replicasets":                               {"ReplicaSet", true, []string{"rs"}, true, true, true},
 		"certificates.k8s.io/v1/certificatesigningrequests": {"CertificateSigningRequest", false, []string{"csr"}, false, true, false},
 		"coordination.k8s.io/v1/leases":                     {"Lease", true, nil, false, false, false},
+		"discovery.k8s.io/v1/endpointslices":                {"EndpointSlice", true, nil, false, false, false},
 		"rbac.authorization.k8s.io/v1/roles":                {"Role", true, nil, false, false, false},
 		"rbac.authorization.k8s.io/v1/rolebindings":         {"RoleBinding", true, nil, false, false, false},
 		"rbac.authorization.k8s.io/v1/clusterroles":         {"ClusterRole", false, nil, false, false, false},

@@ -152,7 +152,10 @@ func (h *Handler) createTracked(ctx context.Context, info *request.Info, obj run
 	}
 	managed := m.GetManagedFields()
 	withFields := *h
-	withFields.store = managedFieldsStore{Interface: h.store, managed: managed}
+	if !dryRun {
+		// (A dry run writes nothing; the store's own DryRunner answers.)
+		withFields.store = managedFieldsStore{Interface: h.store, managed: managed}
+	}
 	out, err := withFields.CreateObject(ctx, info, obj, dryRun)
 	if err != nil {
 		return nil, err

@@ -133,7 +133,7 @@ func (h *Handler) createObject(ctx context.Context, info *request.Info, obj runt
 		return nil, err
 	}
 	if dryRun {
-		return obj, nil
+		return h.dryRunCreate(ctx, key, obj)
 	}
 	out := h.res.New()
 	for attempt := 1; ; attempt++ {

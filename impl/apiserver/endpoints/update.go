@@ -289,7 +289,7 @@ func (h *Handler) updateExisting(ctx context.Context, info *request.Info, m mode
 		if err != nil {
 			return nil, err
 		}
-		return obj, nil
+		return h.dryRunUpdate(ctx, key, cur, obj)
 	}
 	out := h.res.New()
 	err = h.store.GuaranteedUpdate(ctx, key, out, false, nil, try)

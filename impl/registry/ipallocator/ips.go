@@ -113,6 +113,44 @@ func (a *IPs) AllocateNext(ctx context.Context) (netip.Addr, error) {
 	return a.ip(o), nil
 }
 
+// CheckAllocate answers what Allocate(ip) would answer now without taking
+// ip (a dry run): ErrNotInRange, ErrAllocated, a storage error, or nil.
+func (a *IPs) CheckAllocate(ctx context.Context, ip netip.Addr) error {
+	o, ok := a.offset(ip)
+	if !ok {
+		return ErrNotInRange
+	}
+	return checkFree(ctx, a.r, o)
+}
+
+// PeekNext returns an address AllocateNext could take now, other than
+// those in except, without taking it (a dry run's pick).
+func (a *IPs) PeekNext(ctx context.Context, except []netip.Addr) (netip.Addr, error) {
+	var offs []int
+	for _, ip := range except {
+		if o, ok := a.offset(ip); ok {
+			offs = append(offs, o)
+		}
+	}
+	o, err := a.r.PeekNext(ctx, offs)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	return a.ip(o), nil
+}
+
+// checkFree is ErrAllocated when offset o of r is taken.
+func checkFree(ctx context.Context, r *Range, o int) error {
+	taken, err := r.Has(ctx, o)
+	if err != nil {
+		return err
+	}
+	if taken {
+		return ErrAllocated
+	}
+	return nil
+}
+
 // Release frees ip (an address outside the range is ignored).
 func (a *IPs) Release(ctx context.Context, ip netip.Addr) error {
 	o, ok := a.offset(ip)
@@ -197,6 +235,32 @@ func (a *Ports) Allocate(ctx context.Context, port int) error {
 // AllocateNext takes a free port.
 func (a *Ports) AllocateNext(ctx context.Context) (int, error) {
 	o, err := a.r.AllocateNext(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return a.pr.Base + o, nil
+}
+
+// CheckAllocate answers what Allocate(port) would answer now without
+// taking port (a dry run): ErrNotInRange, ErrAllocated, a storage error,
+// or nil.
+func (a *Ports) CheckAllocate(ctx context.Context, port int) error {
+	if !a.pr.Contains(port) {
+		return ErrNotInRange
+	}
+	return checkFree(ctx, a.r, port-a.pr.Base)
+}
+
+// PeekNext returns a port AllocateNext could take now, other than those in
+// except, without taking it (a dry run's pick).
+func (a *Ports) PeekNext(ctx context.Context, except []int) (int, error) {
+	var offs []int
+	for _, p := range except {
+		if a.pr.Contains(p) {
+			offs = append(offs, p-a.pr.Base)
+		}
+	}
+	o, err := a.r.PeekNext(ctx, offs)
 	if err != nil {
 		return 0, err
 	}

@@ -25,6 +25,7 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -134,9 +135,64 @@ func (r *Range) AllocateNext(ctx context.Context) (int, error) {
 	return 0, ErrFull
 }
 
+// PeekNext returns the offset AllocateNext would take now (a free one, in
+// the upper band first) without taking it, skipping the offsets in except:
+// a dry run's pick. Nothing is written; a later AllocateNext may take the
+// same offset.
+func (r *Range) PeekNext(ctx context.Context, except []int) (int, error) {
+	for _, band := range [][2]int{{r.reserved, r.size}, {0, r.reserved}} {
+		got, err := r.peekIn(ctx, band[0], band[1], except)
+		if !errors.Is(err, ErrFull) {
+			return got, err
+		}
+	}
+	return 0, ErrFull
+}
+
 // allocateIn takes a free offset in [lo, hi), trying its blocks from a
 // random one on, and a random free bit in the block.
 func (r *Range) allocateIn(ctx context.Context, lo, hi int) (int, error) {
+	return r.eachBlockIn(lo, hi, func(b, from, to int) (int, error) {
+		var got int
+		err := r.update(ctx, b, func(bits *big.Int) error {
+			var ok bool
+			if got, ok = freeIn(bits, from, to, nil); !ok {
+				return ErrFull
+			}
+			bits.SetBit(bits, got, 1)
+			return nil
+		})
+		return got, err
+	})
+}
+
+// peekIn is allocateIn reading the blocks instead of updating them, and
+// passing over the offsets in except.
+func (r *Range) peekIn(ctx context.Context, lo, hi int, except []int) (int, error) {
+	return r.eachBlockIn(lo, hi, func(b, from, to int) (int, error) {
+		bits, err := r.read(ctx, b)
+		if err != nil {
+			return 0, err
+		}
+		var skip []int
+		for _, o := range except {
+			if o/blockBits == b {
+				skip = append(skip, o%blockBits)
+			}
+		}
+		got, ok := freeIn(bits, from, to, skip)
+		if !ok {
+			return 0, ErrFull
+		}
+		return got, nil
+	})
+}
+
+// eachBlockIn calls pick for the blocks holding [lo, hi), from a random
+// one on, with the block's part of the interval (block-relative), until
+// one answers other than ErrFull; it returns that block's offset in the
+// range.
+func (r *Range) eachBlockIn(lo, hi int, pick func(b, from, to int) (int, error)) (int, error) {
 	if hi <= lo {
 		return 0, ErrFull
 	}
@@ -146,16 +202,7 @@ func (r *Range) allocateIn(ctx context.Context, lo, hi int) (int, error) {
 	for i := range n {
 		b := first + (start+i)%n
 		base := b * blockBits
-		from, to := max(lo, base)-base, min(hi, base+blockBits)-base
-		var got int
-		err := r.update(ctx, b, func(bits *big.Int) error {
-			var ok bool
-			if got, ok = freeIn(bits, from, to); !ok {
-				return ErrFull
-			}
-			bits.SetBit(bits, got, 1)
-			return nil
-		})
+		got, err := pick(b, max(lo, base)-base, min(hi, base+blockBits)-base)
 		if err == nil {
 			return base + got, nil
 		}
@@ -166,8 +213,9 @@ func (r *Range) allocateIn(ctx context.Context, lo, hi int) (int, error) {
 	return 0, ErrFull
 }
 
-// freeIn finds a clear bit in [lo, hi), scanning from a random start.
-func freeIn(bits *big.Int, lo, hi int) (int, bool) {
+// freeIn finds a clear bit in [lo, hi) not in skip, scanning from a
+// random start.
+func freeIn(bits *big.Int, lo, hi int, skip []int) (int, bool) {
 	n := hi - lo
 	if n <= 0 {
 		return 0, false
@@ -175,7 +223,7 @@ func freeIn(bits *big.Int, lo, hi int) (int, bool) {
 	start := rand.IntN(n)
 	for i := range n {
 		o := lo + (start+i)%n
-		if bits.Bit(o) == 0 {
+		if bits.Bit(o) == 0 && !slices.Contains(skip, o) {
 			return o, true
 		}
 	}
@@ -200,15 +248,25 @@ func (r *Range) Has(ctx context.Context, offset int) (bool, error) {
 	if offset < 0 || offset >= r.size {
 		return false, nil
 	}
+	bits, err := r.read(ctx, offset/blockBits)
+	if err != nil {
+		return false, err
+	}
+	return bits.Bit(offset%blockBits) == 1, nil
+}
+
+// read returns block b's bitmap (a quorum read); a missing block, or one
+// recorded for another range, is empty.
+func (r *Range) read(ctx context.Context, b int) (*big.Int, error) {
 	var rec corev1.RangeAllocation
-	key := r.blockKey(offset / blockBits)
+	key := r.blockKey(b)
 	if err := r.store.Get(ctx, key, storage.GetOptions{IgnoreNotFound: true}, &rec); err != nil {
-		return false, fmt.Errorf("reading allocation record %s: %w", key, err)
+		return nil, fmt.Errorf("reading allocation record %s: %w", key, err)
 	}
 	if rec.Range != "" && rec.Range != r.name {
-		return false, nil
+		return new(big.Int), nil
 	}
-	return new(big.Int).SetBytes(rec.Data).Bit(offset%blockBits) == 1, nil
+	return new(big.Int).SetBytes(rec.Data), nil
 }
 
 // records reads every block record of the range, by block.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -100,14 +101,85 @@ func (h holdings) hasPort(p int) bool {
 }
 
 // transaction records what one attempt took, to give it back when the
-// attempt does not end in a write.
+// attempt does not end in a write. A dry run's transaction takes nothing:
+// it checks requested values as a real one would and picks free ones,
+// remembering them only so that one service does not get a value twice.
 type transaction struct {
-	s     *ServiceStorage
-	ips   []netip.Addr
-	ports []int
+	s      *ServiceStorage
+	dryRun bool
+	ips    []netip.Addr
+	ports  []int
+}
+
+// takeIP allocates ip (a dry run: checks that it could).
+func (t *transaction) takeIP(ctx context.Context, ip netip.Addr) error {
+	var err error
+	switch {
+	case !t.dryRun:
+		err = t.s.ips.Allocate(ctx, ip)
+	case slices.Contains(t.ips, ip):
+		err = ErrAllocated
+	default:
+		err = t.s.ips.CheckAllocate(ctx, ip)
+	}
+	if err == nil {
+		t.ips = append(t.ips, ip)
+	}
+	return err
+}
+
+// nextIP allocates a free address (a dry run: picks one).
+func (t *transaction) nextIP(ctx context.Context) (netip.Addr, error) {
+	var ip netip.Addr
+	var err error
+	if t.dryRun {
+		ip, err = t.s.ips.PeekNext(ctx, t.ips)
+	} else {
+		ip, err = t.s.ips.AllocateNext(ctx)
+	}
+	if err == nil {
+		t.ips = append(t.ips, ip)
+	}
+	return ip, err
+}
+
+// takePort allocates port (a dry run: checks that it could).
+func (t *transaction) takePort(ctx context.Context, port int) error {
+	var err error
+	switch {
+	case !t.dryRun:
+		err = t.s.ports.Allocate(ctx, port)
+	case slices.Contains(t.ports, port):
+		err = ErrAllocated
+	default:
+		err = t.s.ports.CheckAllocate(ctx, port)
+	}
+	if err == nil {
+		t.ports = append(t.ports, port)
+	}
+	return err
+}
+
+// nextPort allocates a free port (a dry run: picks one).
+func (t *transaction) nextPort(ctx context.Context) (int, error) {
+	var p int
+	var err error
+	if t.dryRun {
+		p, err = t.s.ports.PeekNext(ctx, t.ports)
+	} else {
+		p, err = t.s.ports.AllocateNext(ctx)
+	}
+	if err == nil {
+		t.ports = append(t.ports, p)
+	}
+	return p, err
 }
 
 func (t *transaction) rollback(ctx context.Context) {
+	if t.dryRun {
+		t.ips, t.ports = nil, nil
+		return
+	}
 	// Releasing must happen even when the request's context ended.
 	ctx = context.WithoutCancel(ctx)
 	for _, ip := range t.ips {
@@ -129,19 +201,17 @@ func (t *transaction) allocate(ctx context.Context, svc *corev1.Service, old hol
 	spec := field.NewPath("spec")
 	if registry.ServiceNeedsClusterIP(svc) {
 		if svc.Spec.ClusterIP == "" {
-			ip, err := t.s.ips.AllocateNext(ctx)
+			ip, err := t.nextIP(ctx)
 			if err != nil {
 				return t.invalid(svc, field.Invalid(spec.Child("clusterIPs"), svc.Spec.ClusterIPs, "failed to allocate IP: "+allocError(err, t.s.ips.CIDR().String(), "IPs")), err)
 			}
-			t.ips = append(t.ips, ip)
 			svc.Spec.ClusterIP = ip.String()
 			svc.Spec.ClusterIPs = []string{ip.String()}
 		} else if ip, err := netip.ParseAddr(svc.Spec.ClusterIP); err == nil && !old.hasIP(ip) {
-			if err := t.s.ips.Allocate(ctx, ip); err != nil {
+			if err := t.takeIP(ctx, ip); err != nil {
 				return t.invalid(svc, field.Invalid(spec.Child("clusterIPs"), svc.Spec.ClusterIPs,
 					fmt.Sprintf("failed to allocate IP %s: %s", ip, allocError(err, t.s.ips.CIDR().String(), "IPs"))), err)
 			}
-			t.ips = append(t.ips, ip)
 		}
 	}
 	taken := map[int]bool{}
@@ -156,22 +226,20 @@ func (t *transaction) allocate(ctx context.Context, svc *corev1.Service, old hol
 			if old.hasPort(p) {
 				continue
 			}
-			if err := t.s.ports.Allocate(ctx, p); err != nil {
+			if err := t.takePort(ctx, p); err != nil {
 				return t.invalid(svc, field.Invalid(spec.Child("ports").Index(i).Child("nodePort"), p,
 					allocError(err, t.s.ports.Range().String(), "ports")), err)
 			}
-			t.ports = append(t.ports, p)
 		}
 		for i := range svc.Spec.Ports {
 			if svc.Spec.Ports[i].NodePort != 0 {
 				continue
 			}
-			p, err := t.s.ports.AllocateNext(ctx)
+			p, err := t.nextPort(ctx)
 			if err != nil {
 				return t.invalid(svc, field.Invalid(spec.Child("ports").Index(i).Child("nodePort"), 0,
 					"failed to allocate a nodePort: "+allocError(err, t.s.ports.Range().String(), "ports")), err)
 			}
-			t.ports = append(t.ports, p)
 			svc.Spec.Ports[i].NodePort = int32(p)
 		}
 	} else {
@@ -184,17 +252,15 @@ func (t *transaction) allocate(ctx context.Context, svc *corev1.Service, old hol
 		path := spec.Child("healthCheckNodePort")
 		switch {
 		case p == 0:
-			got, err := t.s.ports.AllocateNext(ctx)
+			got, err := t.nextPort(ctx)
 			if err != nil {
 				return t.invalid(svc, field.Invalid(path, 0, "failed to allocate a nodePort: "+allocError(err, t.s.ports.Range().String(), "ports")), err)
 			}
-			t.ports = append(t.ports, got)
 			svc.Spec.HealthCheckNodePort = int32(got)
 		case !old.hasPort(p) && !taken[p]:
-			if err := t.s.ports.Allocate(ctx, p); err != nil {
+			if err := t.takePort(ctx, p); err != nil {
 				return t.invalid(svc, field.Invalid(path, p, allocError(err, t.s.ports.Range().String(), "ports")), err)
 			}
-			t.ports = append(t.ports, p)
 		}
 	}
 	return nil
@@ -268,6 +334,42 @@ func (s *ServiceStorage) Create(ctx context.Context, key string, obj, out runtim
 		return err
 	}
 	return nil
+}
+
+// DryRunCreate returns what Create would write for obj (a copy): the
+// ClusterIP and NodePorts a create would take, requested ones checked as a
+// create checks them (422 when out of range or taken), free ones picked as
+// a create picks them, without taking any: no allocation record is
+// written, and a later create may get the same values. key is unused; it
+// keeps the signature of Create.
+func (s *ServiceStorage) DryRunCreate(ctx context.Context, _ string, obj runtime.Object) (runtime.Object, error) {
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return obj, nil
+	}
+	svc = svc.DeepCopy()
+	t := &transaction{s: s, dryRun: true}
+	if err := t.allocate(ctx, svc, holdings{}); err != nil {
+		return nil, err
+	}
+	return svc, nil
+}
+
+// DryRunUpdate returns what an update of old to obj would write (a copy):
+// what the new spec adds is checked and picked as DryRunCreate does, what
+// it drops shows as dropped; no allocation record changes.
+func (s *ServiceStorage) DryRunUpdate(ctx context.Context, _ string, old, obj runtime.Object) (runtime.Object, error) {
+	oldSvc, ok1 := old.(*corev1.Service)
+	svc, ok2 := obj.(*corev1.Service)
+	if !ok1 || !ok2 {
+		return obj, nil
+	}
+	svc = svc.DeepCopy()
+	t := &transaction{s: s, dryRun: true}
+	if err := t.allocate(ctx, svc, held(oldSvc)); err != nil {
+		return nil, err
+	}
+	return svc, nil
 }
 
 // GuaranteedUpdate allocates in every attempt what the new spec adds
