@@ -23,7 +23,8 @@ import (
 // asks for (or free ones) before it is written and gives them back if the
 // write fails; an update takes what the new spec adds and, once written,
 // releases what it dropped; a delete releases everything the service held.
-// Reads and watches go straight to the inner store.
+// A dry run (DryRunCreate, DryRunUpdate) shows what a write would take
+// without taking it. Reads and watches go straight to the inner store.
 type ServiceStorage struct {
 	inner storage.Interface
 	ips   *IPs
