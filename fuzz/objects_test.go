@@ -54,6 +54,8 @@ var templates = map[string]string{
 	"mutatingwebhookconfigurations":   `{"metadata":{"name":"NAME"},"webhooks":[{"name":"w.fuzz.example.com","clientConfig":{"url":"https://127.0.0.1:1/mutate"},"rules":[{"operations":["CREATE"],"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"]}],"sideEffects":"None","admissionReviewVersions":["v1"],"failurePolicy":"Ignore","timeoutSeconds":1}]}`,
 	"validatingwebhookconfigurations": `{"metadata":{"name":"NAME"},"webhooks":[{"name":"w.fuzz.example.com","clientConfig":{"url":"https://127.0.0.1:1/validate"},"rules":[{"operations":["CREATE"],"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"]}],"sideEffects":"None","admissionReviewVersions":["v1"],"failurePolicy":"Ignore","timeoutSeconds":1}]}`,
 	"events.k8s.io/events":            `{"metadata":{"name":"NAME"},"eventTime":"2026-01-01T00:00:00.000000Z","reportingController":"fuzz/c","reportingInstance":"i","action":"Fuzz","reason":"Fuzz","type":"Normal","regarding":{"kind":"Pod","name":"p","namespace":"NS"}}`,
+	"flowschemas":                     `{"metadata":{"name":"NAME"},"spec":{"priorityLevelConfiguration":{"name":"global-default"},"matchingPrecedence":5000,"distinguisherMethod":{"type":"ByUser"},"rules":[{"subjects":[{"kind":"User","user":{"name":"fuzz"}}],"resourceRules":[{"verbs":["get"],"apiGroups":[""],"resources":["pods"],"namespaces":["*"]}]}]}}`,
+	"prioritylevelconfigurations":     `{"metadata":{"name":"NAME"},"spec":{"type":"Limited","limited":{"nominalConcurrencyShares":5,"limitResponse":{"type":"Queue","queuing":{"queues":16,"handSize":4,"queueLengthLimit":10}}}}}`,
 }
 
 // TestTemplatesCoverEveryServedResource keeps the templates in step with

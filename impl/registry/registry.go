@@ -55,5 +55,8 @@ func resources(now func() time.Time) []*resource.Resource {
 		priorityClasses(now),
 		// events.k8s.io/v1
 		eventsV1(now),
+		// flowcontrol.apiserver.k8s.io/v1
+		flowSchemas(now),
+		priorityLevelConfigurations(now),
 	}
 }

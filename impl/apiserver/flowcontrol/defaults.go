@@ -216,3 +216,33 @@ func kubeSystemServiceAccounts(names ...string) []flowcontrolv1.Subject {
 	}
 	return out
 }
+
+// MandatoryPriorityLevel returns kube-apiserver's mandatory
+// PriorityLevelConfiguration of that name (exempt, catch-all), or nil:
+// objects every server keeps in existence, with a fixed spec (the exempt
+// level's nominalConcurrencyShares and lendablePercent excepted).
+func MandatoryPriorityLevel(name string) *flowcontrolv1.PriorityLevelConfiguration {
+	if name != flowcontrolv1.PriorityLevelConfigurationNameExempt && name != flowcontrolv1.PriorityLevelConfigurationNameCatchAll {
+		return nil
+	}
+	for _, p := range DefaultPriorityLevels() {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// MandatoryFlowSchema returns kube-apiserver's mandatory FlowSchema of
+// that name (exempt, catch-all), or nil.
+func MandatoryFlowSchema(name string) *flowcontrolv1.FlowSchema {
+	if name != flowcontrolv1.FlowSchemaNameExempt && name != flowcontrolv1.FlowSchemaNameCatchAll {
+		return nil
+	}
+	for _, fs := range DefaultFlowSchemas() {
+		if fs.Name == name {
+			return fs
+		}
+	}
+	return nil
+}
