@@ -172,7 +172,7 @@ func (c *Controller) servicesOf(pod *corev1.Pod) []*corev1.Service {
 // Endpoints object: its labels, or what its address is built from.
 func endpointsChanged(old, cur *corev1.Pod) bool {
 	return !maps.Equal(old.Labels, cur.Labels) ||
-		podIP(old) != podIP(cur) || podstate.IsReady(old) != podstate.IsReady(cur) ||
+		PodIP(old) != PodIP(cur) || podstate.IsReady(old) != podstate.IsReady(cur) ||
 		old.Status.Phase != cur.Status.Phase ||
 		(old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil) ||
 		old.Spec.NodeName != cur.Spec.NodeName || old.Spec.Hostname != cur.Spec.Hostname || old.Spec.Subdomain != cur.Spec.Subdomain ||

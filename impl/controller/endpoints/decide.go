@@ -195,7 +195,7 @@ func Subsets(svc *corev1.Service, pods []*corev1.Pod) ([]corev1.EndpointSubset, 
 // not in a terminal phase, and is not terminating unless the service
 // publishes not-ready addresses (those keep terminating pods).
 func inEndpoints(pod *corev1.Pod, publishNotReady bool) bool {
-	if podIP(pod) == "" {
+	if PodIP(pod) == "" {
 		return false
 	}
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
@@ -204,7 +204,8 @@ func inEndpoints(pod *corev1.Pod, publishNotReady bool) bool {
 	return publishNotReady || pod.DeletionTimestamp == nil
 }
 
-func podIP(pod *corev1.Pod) string {
+// PodIP is the pod's primary IP ("" before it has one).
+func PodIP(pod *corev1.Pod) string {
 	if pod.Status.PodIP != "" {
 		return pod.Status.PodIP
 	}
@@ -218,7 +219,7 @@ func podIP(pod *corev1.Pod) string {
 // when its subdomain names the service.
 func address(svc *corev1.Service, pod *corev1.Pod) corev1.EndpointAddress {
 	a := corev1.EndpointAddress{
-		IP:        podIP(pod),
+		IP:        PodIP(pod),
 		TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 	}
 	if pod.Spec.NodeName != "" {
@@ -231,27 +232,35 @@ func address(svc *corev1.Service, pod *corev1.Pod) corev1.EndpointAddress {
 	return a
 }
 
-// endpointPort resolves sp's target port on pod: a number as it is (the
-// service port when unset), a name through the pod's containers' ports of
-// the same protocol.
+// endpointPort is sp's EndpointPort on pod, if its target port resolves.
 func endpointPort(pod *corev1.Pod, sp *corev1.ServicePort) (corev1.EndpointPort, bool) {
-	out := corev1.EndpointPort{Name: sp.Name, Protocol: sp.Protocol, AppProtocol: sp.AppProtocol}
-	if out.Protocol == "" {
-		out.Protocol = corev1.ProtocolTCP
+	out := corev1.EndpointPort{Name: sp.Name, Protocol: ServicePortProtocol(sp), AppProtocol: sp.AppProtocol}
+	port, ok := TargetPort(pod, sp)
+	out.Port = port
+	return out, ok
+}
+
+// ServicePortProtocol is sp's protocol, TCP when unset.
+func ServicePortProtocol(sp *corev1.ServicePort) corev1.Protocol {
+	if sp.Protocol == "" {
+		return corev1.ProtocolTCP
 	}
+	return sp.Protocol
+}
+
+// TargetPort resolves sp's target port on pod: a number as it is (the
+// service port when unset), a name through the pod's containers' ports of
+// the same protocol; false when the pod has no such named port. The
+// EndpointSlice controller resolves ports the same way.
+func TargetPort(pod *corev1.Pod, sp *corev1.ServicePort) (int32, bool) {
 	switch {
 	case sp.TargetPort.Type == intstr.String && sp.TargetPort.StrVal != "":
-		port, ok := namedPort(pod, sp.TargetPort.StrVal, out.Protocol)
-		if !ok {
-			return out, false
-		}
-		out.Port = port
+		return namedPort(pod, sp.TargetPort.StrVal, ServicePortProtocol(sp))
 	case sp.TargetPort.Type == intstr.Int && sp.TargetPort.IntVal != 0:
-		out.Port = sp.TargetPort.IntVal
+		return sp.TargetPort.IntVal, true
 	default:
-		out.Port = sp.Port
+		return sp.Port, true
 	}
-	return out, true
 }
 
 func namedPort(pod *corev1.Pod, name string, protocol corev1.Protocol) (int32, bool) {
