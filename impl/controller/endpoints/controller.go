@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,6 +38,9 @@ type Controller struct {
 	synced    []cache.InformerSynced
 	queue     workqueue.TypedRateLimitingInterface[string]
 	recorder  record.EventRecorder
+	triggers  *TriggerTimes
+	// batchPeriod delays the syncs pod changes cause (see WithBatchPeriod).
+	batchPeriod time.Duration
 }
 
 // Option adjusts a Controller.
@@ -46,6 +50,13 @@ type Option func(*Controller)
 // FailedToUpdateEndpoint, as upstream's) through r; without it failed
 // writes are only logged at debug level and retried.
 func WithRecorder(r record.EventRecorder) Option { return func(c *Controller) { c.recorder = r } }
+
+// WithBatchPeriod delays the sync a pod change causes by d
+// (kube-controller-manager's --endpoint-updates-batch-period), so the
+// changes of many pods in that window are written in one update of their
+// service's Endpoints; service changes are synced at once. 0 (the
+// default) does not delay.
+func WithBatchPeriod(d time.Duration) Option { return func(c *Controller) { c.batchPeriod = d } }
 
 // leaderAnnotation marks an Endpoints object used as a leader-election
 // lock, which is no service's and is never deleted as left over.
@@ -61,6 +72,7 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 		endpoints: endpoints.Lister(),
 		synced:    []cache.InformerSynced{services.Informer().HasSynced, pods.Informer().HasSynced, endpoints.Informer().HasSynced},
 		queue:     workloop.NewQueue(Name),
+		triggers:  NewTriggerTimes(),
 	}
 	for _, o := range opts {
 		o(c)
@@ -129,7 +141,7 @@ func (c *Controller) enqueueForPod(obj any) {
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
 		for _, svc := range c.servicesOf(pod) {
-			c.enqueue(svc)
+			c.enqueueBatched(svc)
 		}
 	}
 }
@@ -148,7 +160,16 @@ func (c *Controller) enqueueForPodUpdate(oldObj, obj any) {
 		svcs = append(svcs, c.servicesOf(old)...)
 	}
 	for _, svc := range svcs {
-		c.enqueue(svc)
+		c.enqueueBatched(svc)
+	}
+}
+
+// enqueueBatched enqueues svc after the batch period, as every sync a
+// pod change causes is (the queue holds a key once, so the pod changes of
+// one period make one sync).
+func (c *Controller) enqueueBatched(svc *corev1.Service) {
+	if key, err := cache.MetaNamespaceKeyFunc(svc); err == nil {
+		c.queue.AddAfter(key, c.batchPeriod)
 	}
 }
 
@@ -192,6 +213,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	svc, err := c.services.Services(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		svc = nil
+		c.triggers.Forget(ns, name)
 	} else if err != nil {
 		return fmt.Errorf("getting service %s: %w", key, err)
 	}
@@ -202,12 +224,16 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return fmt.Errorf("getting endpoints %s: %w", key, err)
 	}
 	var pods []*corev1.Pod
+	var triggered time.Time
 	if svc != nil && len(svc.Spec.Selector) > 0 {
 		if pods, err = c.pods.Pods(ns).List(labels.SelectorFromValidatedSet(svc.Spec.Selector)); err != nil {
 			return fmt.Errorf("listing pods of %s: %w", key, err)
 		}
+		// Observed on every sync, written or not, as upstream's tracker:
+		// a later write carries only changes newer than this sync's.
+		triggered = c.triggers.Observe(svc, pods)
 	}
-	plan := Decide(svc, pods, current)
+	plan := Decide(svc, pods, current).WithTriggerTime(triggered)
 	if plan.Action == None {
 		return nil
 	}

@@ -22,12 +22,18 @@ import (
 // when client is nil).
 func newController(t *testing.T, client kubernetes.Interface, cached ...k8sruntime.Object) (*Controller, kubernetes.Interface, context.Context, context.CancelFunc) {
 	t.Helper()
+	return newControllerWith(t, nil, client, cached...)
+}
+
+// newControllerWith is newController with options.
+func newControllerWith(t *testing.T, opts []Option, client kubernetes.Interface, cached ...k8sruntime.Object) (*Controller, kubernetes.Interface, context.Context, context.CancelFunc) {
+	t.Helper()
 	source := fake.NewClientset(cached...)
 	if client == nil {
 		client = source
 	}
 	factory := informers.NewSharedInformerFactory(source, 0)
-	c, err := New(client, factory.Core().V1().Services(), factory.Core().V1().Pods(), factory.Core().V1().Endpoints())
+	c, err := New(client, factory.Core().V1().Services(), factory.Core().V1().Pods(), factory.Core().V1().Endpoints(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

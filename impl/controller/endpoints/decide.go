@@ -8,7 +8,10 @@
 //
 // Decide is a pure function of the service, its namespace's pods and the
 // current Endpoints, returning the Endpoints to write (or the delete) as
-// data; Controller is the thin informer loop that does the writes.
+// data; Controller is the thin informer loop that does the writes. The
+// Endpoints written carry upstream's last-change-trigger-time annotation
+// (TriggerTimes, whose decision nextTriggerTime is pure too), and the syncs
+// pod changes cause can be batched (WithBatchPeriod).
 package endpoints
 
 import (
