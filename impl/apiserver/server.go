@@ -77,6 +77,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/filters"
 	"github.com/kubeproof/kubeproof/impl/apiserver/flowcontrol"
 	"github.com/kubeproof/kubeproof/impl/apiserver/h2sched"
+	"github.com/kubeproof/kubeproof/impl/apiserver/kubernetesservice"
 	"github.com/kubeproof/kubeproof/impl/apiserver/metrics"
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
 	"github.com/kubeproof/kubeproof/impl/kubelet/server/apiproxy"
@@ -148,6 +149,15 @@ type Config struct {
 	// (ipallocator.AdvertiseAddress).
 	ServiceClusterIPRange, ServiceNodePortRange string
 	AdvertiseAddress                            net.IP
+	// EndpointReconcilerType (--endpoint-reconciler-type) is how the
+	// `kubernetes` Endpoints follow the API servers: "lease" (default:
+	// each server keeps a lease on its address, renewed every
+	// EndpointReconcileInterval, default 10 s, and expiring
+	// EndpointLeaseTTL, default 15 s, after the last renewal; see
+	// kubernetesendpoints.go) or "none" (no Endpoints are written).
+	EndpointReconcilerType    string
+	EndpointReconcileInterval time.Duration
+	EndpointLeaseTTL          time.Duration
 	// Metrics is where the server's metrics are registered and /metrics
 	// reads from; nil makes a private registry.
 	Metrics *prometheus.Registry
@@ -248,6 +258,9 @@ type Server struct {
 	virtual map[schema.GroupVersionResource]virtualResource
 	// services allocates ClusterIPs and NodePorts (nil: services not served).
 	services *serviceAllocation
+	// endpoints keeps this server in the `kubernetes` Endpoints (nil:
+	// not served, or --endpoint-reconciler-type=none).
+	endpoints *endpointReconciler
 }
 
 // New builds a Server: one store per resource, the handler tree and the
@@ -285,6 +298,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.GitVersion == "" {
 		cfg.GitVersion = DefaultGitVersion
+	}
+	if err := checkEndpointReconcilerType(cfg.EndpointReconcilerType); err != nil {
+		return nil, err
+	}
+	if cfg.EndpointReconcileInterval == 0 {
+		cfg.EndpointReconcileInterval = kubernetesservice.DefaultInterval
+	}
+	if cfg.EndpointLeaseTTL == 0 {
+		cfg.EndpointLeaseTTL = kubernetesservice.DefaultLeaseTTL
 	}
 	if cfg.BindAddress == "" {
 		cfg.BindAddress = "127.0.0.1:6443"
@@ -349,6 +371,10 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	if err := s.wrapServices(stores, prefixes); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.newEndpointReconciler(); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -564,6 +590,14 @@ func (s *Server) Run(ctx context.Context) error {
 		_ = ln.Close()
 		return fmt.Errorf("apiserver: configuring HTTP/2: %w", err)
 	}
+	s.firstEndpointReconcile(ctx)
+	loopCtx, stopLoop := context.WithCancel(baseCtx)
+	loopDone := make(chan struct{})
+	go func() {
+		defer close(loopDone)
+		s.runKubernetesServiceLoop(loopCtx)
+	}()
+	defer func() { stopLoop(); <-loopDone }()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
 	select {
@@ -571,10 +605,15 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("apiserver: serving: %w", err)
 	case <-ctx.Done():
 	}
-	// End watches (their contexts derive from baseCtx), then drain.
-	cancelBase()
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
+	// Out of the kubernetes endpoints first, so that clients go to the
+	// other servers while this one drains.
+	stopLoop()
+	<-loopDone
+	s.removeAPIEndpoints(sctx)
+	// End watches (their contexts derive from baseCtx), then drain.
+	cancelBase()
 	if err := srv.Shutdown(sctx); err != nil {
 		_ = srv.Close()
 	}

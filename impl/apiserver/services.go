@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/netip"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +26,9 @@ var (
 type serviceAllocation struct {
 	store  *ipallocator.ServiceStorage
 	prefix string
+	// port is the one this server serves on (the `kubernetes` Service's
+	// targetPort), known once Run listens.
+	port int
 }
 
 // wrapServices puts ClusterIP and NodePort allocation in front of the
@@ -74,9 +75,10 @@ func (s *Server) wrapServices(stores map[schema.GroupVersionResource]storage.Int
 }
 
 // ensureKubernetesService brings the allocation records in line with the
-// configured ranges, then makes sure the `kubernetes` Service exists in
-// `default` and its Endpoints list this server (kube-apiserver's
-// bootstrap controller), retrying until ctx ends.
+// configured ranges, makes sure the `kubernetes` Service exists in
+// `default` (kube-apiserver's bootstrap controller), and readies the
+// endpoint reconciler (kubernetesendpoints.go) with the port and address
+// this server is reached at, retrying until ctx ends.
 func (s *Server) ensureKubernetesService(ctx context.Context, addr net.Addr) error {
 	if s.services == nil {
 		return nil
@@ -89,8 +91,15 @@ func (s *Server) ensureKubernetesService(ctx context.Context, addr net.Addr) err
 	if s.cfg.AdvertiseAddress != nil {
 		bind = s.cfg.AdvertiseAddress
 	}
+	s.services.port = port
 	for attempt := 0; ; attempt++ {
-		err := s.reconcileKubernetesService(ctx, port, bind)
+		err := s.services.store.Sync(ctx, s.services.prefix)
+		if err == nil {
+			err = s.ensureKubernetesServiceObject(ctx)
+		}
+		if err == nil {
+			err = s.prepareEndpointReconciler(ctx, bind)
+		}
 		if err == nil {
 			return nil
 		}
@@ -103,57 +112,27 @@ func (s *Server) ensureKubernetesService(ctx context.Context, addr net.Addr) err
 	}
 }
 
-func (s *Server) reconcileKubernetesService(ctx context.Context, port int, bind net.IP) error {
-	if err := s.services.store.Sync(ctx, s.services.prefix); err != nil {
-		return err
-	}
+// ensureKubernetesServiceObject creates the `kubernetes` Service when it
+// does not exist (at start, and when deleted, as kube-apiserver's
+// kubernetesservice controller does). An existing one is left as it is:
+// kube-apiserver does not repair its ports or type either.
+func (s *Server) ensureKubernetesServiceObject(ctx context.Context) error {
 	svcH := s.handlers[servicesGVR]
-	if _, err := svcH.GetObject(ctx, metav1.NamespaceDefault, ipallocator.KubernetesServiceName); apierrors.IsNotFound(err) {
-		info := &request.Info{IsResourceRequest: true, Verb: "create", APIVersion: "v1", Resource: "services", Namespace: metav1.NamespaceDefault}
-		want := ipallocator.KubernetesService(s.services.store.IPs().FirstIP(), port)
-		if _, err := svcH.CreateObject(ctx, info, want, false); err != nil && !apierrors.IsAlreadyExists(err) {
-			// Another API server sharing etcd may have created it
-			// (and taken the address) first.
-			if _, gerr := svcH.GetObject(ctx, metav1.NamespaceDefault, ipallocator.KubernetesServiceName); gerr != nil {
-				return err
-			}
-		}
-	} else if err != nil {
+	if _, err := svcH.GetCachedObject(ctx, metav1.NamespaceDefault, ipallocator.KubernetesServiceName); !apierrors.IsNotFound(err) {
 		return err
 	}
-	epH, ok := s.handlers[endpointsGVR]
-	if !ok {
-		return nil
+	// The cache may lag: confirm with etcd before creating.
+	if _, err := svcH.GetObject(ctx, metav1.NamespaceDefault, ipallocator.KubernetesServiceName); !apierrors.IsNotFound(err) {
+		return err
 	}
-	self, ok := ipallocator.AdvertiseAddress(bind)
-	if !ok {
-		s.log.Debug("no address to advertise in the kubernetes endpoints (loopback only)")
-		return nil
-	}
-	cur, err := epH.GetObject(ctx, metav1.NamespaceDefault, ipallocator.KubernetesServiceName)
-	if apierrors.IsNotFound(err) {
-		info := &request.Info{IsResourceRequest: true, Verb: "create", APIVersion: "v1", Resource: "endpoints", Namespace: metav1.NamespaceDefault}
-		_, err = epH.CreateObject(ctx, info, ipallocator.KubernetesEndpoints([]netip.Addr{self}, port), false)
-		if err == nil || !apierrors.IsAlreadyExists(err) {
+	info := &request.Info{IsResourceRequest: true, Verb: "create", APIVersion: "v1", Resource: "services", Namespace: metav1.NamespaceDefault}
+	want := ipallocator.KubernetesService(s.services.store.IPs().FirstIP(), s.services.port)
+	if _, err := svcH.CreateObject(ctx, info, want, false); err != nil && !apierrors.IsAlreadyExists(err) {
+		// Another API server sharing etcd may have created it
+		// (and taken the address) first.
+		if _, gerr := svcH.GetObject(ctx, metav1.NamespaceDefault, ipallocator.KubernetesServiceName); gerr != nil {
 			return err
 		}
-	} else if err != nil {
-		return err
 	}
-	if ep, ok := cur.(*corev1.Endpoints); ok && slices.Contains(ipallocator.EndpointsAddresses(ep, port), self) {
-		return nil
-	}
-	// Add this server to the addresses already listed (several API
-	// servers may share etcd and port).
-	key := s.ObjectKey(endpointsGVR.GroupResource(), metav1.NamespaceDefault, ipallocator.KubernetesServiceName)
-	return s.stores[endpointsGVR.GroupResource()].store.GuaranteedUpdate(ctx, key, &corev1.Endpoints{}, false, nil, func(in runtime.Object) (runtime.Object, error) {
-		ep, ok := in.(*corev1.Endpoints)
-		if !ok {
-			return nil, fmt.Errorf("kubernetes endpoints: got %T", in)
-		}
-		addrs := append(ipallocator.EndpointsAddresses(ep, port), self)
-		out := ep.DeepCopy()
-		out.Subsets = ipallocator.KubernetesEndpoints(addrs, port).Subsets
-		return out, nil
-	})
+	return nil
 }

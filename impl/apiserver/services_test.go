@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -215,65 +216,172 @@ func TestServiceAllocationConcurrent(t *testing.T) {
 	}
 }
 
-// The kubernetes endpoints list every API server sharing the store, at
-// their advertised addresses, on the API server's port.
-func TestKubernetesEndpoints(t *testing.T) {
+// The kubernetes endpoints list the API servers alive that share the
+// store, at their advertised addresses, on the API server's port
+// (kube-apiserver's lease endpoint reconciler): a server that starts is
+// added; one that stops gracefully is removed at once; one that dies
+// (stops without removing itself) is removed once its lease expires. A
+// deleted kubernetes Service is created again.
+func TestKubernetesEndpointsFollowTheAPIServers(t *testing.T) {
 	shared := storagebackend.NewFactory(storagebackend.Config{
 		Client: etcdServer.Client(),
 		Prefix: fmt.Sprintf("/test%d-%d", time.Now().UnixNano(), prefixSeq.Add(1)),
 	})
 	t.Cleanup(shared.Close)
+	const interval, ttl = 200 * time.Millisecond, 2 * time.Second
+	short := func(c *apiserver.Config) { c.EndpointReconcileInterval, c.EndpointLeaseTTL = interval, ttl }
 	e1 := newEnv(t, func(c *apiserver.Config) {
+		short(c)
 		c.StorageFactory, c.AdvertiseAddress = shared, net.ParseIP("192.0.2.10")
 	})
 	_, portText, _ := net.SplitHostPort(strings.TrimPrefix(e1.url, "https://"))
 	ctx := context.Background()
-	ep, err := e1.cs.CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	endpointsOnly := func() string {
+		t.Helper()
+		ep, err := e1.cs.CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ips []string
+		for _, ss := range ep.Subsets {
+			for _, a := range ss.Addresses {
+				ips = append(ips, a.IP)
+			}
+			if len(ss.Ports) != 1 || fmt.Sprint(ss.Ports[0].Port) != portText || ss.Ports[0].Name != "https" {
+				t.Fatalf("endpoints ports %+v, want https %s", ss.Ports, portText)
+			}
+		}
+		if ep.Labels["endpointslice.kubernetes.io/skip-mirror"] != "true" {
+			t.Fatalf("endpoints labels %v, want skip-mirror", ep.Labels)
+		}
+		return strings.Join(ips, " ")
 	}
-	want := fmt.Sprintf("[{[{192.0.2.10  <nil> nil}] [] [{https %s TCP <nil>}]}]", portText)
-	if got := fmt.Sprint(ep.Subsets); got != want {
-		t.Fatalf("endpoints %s, want %s", got, want)
+	// The EndpointSlice (written after the Endpoints) lists the same
+	// addresses, ready, labelled for the service only.
+	slice := func() string {
+		t.Helper()
+		sl, err := e1.cs.DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(sl.Labels) != "map[kubernetes.io/service-name:kubernetes]" || sl.AddressType != discoveryv1.AddressTypeIPv4 ||
+			len(sl.Ports) != 1 || fmt.Sprint(*sl.Ports[0].Port) != portText || *sl.Ports[0].Name != "https" {
+			t.Fatalf("kubernetes endpointslice %+v", sl)
+		}
+		var ips []string
+		for _, ep := range sl.Endpoints {
+			if ep.Conditions.Ready == nil || !*ep.Conditions.Ready {
+				t.Fatalf("endpointslice endpoint %+v not ready", ep)
+			}
+			ips = append(ips, ep.Addresses...)
+		}
+		return strings.Join(ips, " ")
+	}
+	endpoints := func() string {
+		t.Helper()
+		ep := endpointsOnly()
+		if sl := slice(); sl != ep {
+			// The slice follows the Endpoints within the same reconcile.
+			time.Sleep(100 * time.Millisecond)
+			if ep, sl = endpointsOnly(), slice(); ep != sl {
+				t.Fatalf("kubernetes endpointslice lists %q, the endpoints %q", sl, ep)
+			}
+		}
+		return ep
+	}
+	waitFor := func(want string, within time.Duration) {
+		t.Helper()
+		deadline := time.Now().Add(within)
+		for {
+			got := endpoints()
+			if got == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("kubernetes endpoints %q after %v, want %q", got, within, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if got := endpoints(); got != "192.0.2.10" {
+		t.Fatalf("kubernetes endpoints once the first server serves: %q, want 192.0.2.10", got)
 	}
 
-	// A second server on the same port (another loopback address) adds
-	// itself; it finds the service the first one created.
-	ln2, err := net.Listen("tcp", "127.0.0.2:"+portText)
-	if err != nil {
-		t.Skipf("no second loopback address: %v", err)
+	// Two more servers on the same port (other loopback addresses); they
+	// find the service the first one created.
+	start := func(loopback, advertise string) (srv *apiserver.Server, stop func()) {
+		ln, err := net.Listen("tcp", loopback+":"+portText)
+		if err != nil {
+			t.Skipf("no loopback address %s: %v", loopback, err)
+		}
+		cfg := apiserver.Config{
+			StorageFactory: shared, Resources: registry.All(), ServingCert: &serving, ClientCA: ca.Pool(),
+			Listener: ln, AdvertiseAddress: net.ParseIP(advertise),
+		}
+		short(&cfg)
+		srv, err = apiserver.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- srv.Run(ctx) }()
+		var once sync.Once
+		stop = func() {
+			once.Do(func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("server %s: %v", advertise, err)
+				}
+			})
+		}
+		t.Cleanup(stop)
+		return srv, stop
 	}
-	srv2, err := apiserver.New(apiserver.Config{
-		StorageFactory: shared, Resources: registry.All(), ServingCert: &serving, ClientCA: ca.Pool(),
-		Listener: ln2, AdvertiseAddress: net.ParseIP("192.0.2.11"),
-	})
-	if err != nil {
+	_, stop2 := start("127.0.0.2", "192.0.2.11")
+	srv3, stop3 := start("127.0.0.3", "192.0.2.12")
+	waitFor("192.0.2.10 192.0.2.11 192.0.2.12", 10*time.Second)
+
+	// A graceful stop removes the server before Run returns.
+	stop2()
+	if got := endpoints(); got != "192.0.2.10 192.0.2.12" {
+		t.Fatalf("kubernetes endpoints once 192.0.2.11 stopped: %q, want 192.0.2.10 192.0.2.12", got)
+	}
+
+	// A server that dies stays listed until its lease expires (the TTL
+	// after its last renewal), then goes.
+	apiserver.LeaveEndpointsOnShutdown(srv3)
+	stop3()
+	died := time.Now()
+	if got := endpoints(); got != "192.0.2.10 192.0.2.12" {
+		t.Fatalf("kubernetes endpoints right after 192.0.2.12 died: %q, want it still listed", got)
+	}
+	waitFor("192.0.2.10", 10*time.Second)
+	if gone := time.Since(died); gone < ttl-interval {
+		t.Errorf("192.0.2.12 removed %v after it died, before its lease (%v) could expire", gone, ttl)
+	}
+
+	// The kubernetes Service, deleted, is created again (at the same
+	// address, the range's first).
+	if err := e1.cs.CoreV1().Services("default").Delete(ctx, "kubernetes", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ctx2, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- srv2.Run(ctx2) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("second server: %v", err)
-		}
-	}()
-	want = fmt.Sprintf("[{[{192.0.2.10  <nil> nil} {192.0.2.11  <nil> nil}] [] [{https %s TCP <nil>}]}]", portText)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for {
-		ep, err = e1.cs.CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{})
-		if err == nil && fmt.Sprint(ep.Subsets) == want {
+		svcs, err := e1.cs.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(svcs.Items) == 1 && svcs.Items[0].Name == "kubernetes" {
+			if ip := svcs.Items[0].Spec.ClusterIP; ip != "10.96.0.1" {
+				t.Fatalf("recreated kubernetes service at %s, want 10.96.0.1", ip)
+			}
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("endpoints after the second server: %v %v, want %s", err, ep.Subsets, want)
+			t.Fatalf("services 10 s after the kubernetes service was deleted: %+v", svcs.Items)
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-	svcs, err := e1.cs.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
-	if err != nil || len(svcs.Items) != 1 || svcs.Items[0].Spec.ClusterIP != "10.96.0.1" {
-		t.Fatalf("services after two servers started: %v %+v", err, svcs)
 	}
 }
 

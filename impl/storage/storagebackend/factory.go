@@ -54,8 +54,11 @@ type Config struct {
 // rarely read, a cache would keep each one decoded, with its selectable
 // fields, for the event's whole TTL (at 30,000 pods, ~120,000 events and
 // ~140 MB of heap in one process, which every garbage collection marks).
+// The API servers' leases (masterleases: a handful of keys, listed every
+// ten seconds, never watched) are read from etcd too, as kube-apiserver's.
 func uncached(gr schema.GroupResource) bool {
-	return gr.Resource == "events" && (gr.Group == "" || gr.Group == "events.k8s.io")
+	return (gr.Resource == "events" && (gr.Group == "" || gr.Group == "events.k8s.io")) ||
+		(gr.Resource == "masterleases" && gr.Group == "")
 }
 
 // Factory builds stores on one etcd. It implements storage.Factory.
