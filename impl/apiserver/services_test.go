@@ -385,6 +385,30 @@ func TestKubernetesEndpointsFollowTheAPIServers(t *testing.T) {
 	}
 }
 
+// --endpoint-reconciler-type=none writes no kubernetes Endpoints (the
+// Service is still created); master-count, deprecated in Kubernetes, and
+// unknown types are refused.
+func TestEndpointReconcilerTypes(t *testing.T) {
+	e := newEnv(t, func(c *apiserver.Config) {
+		c.EndpointReconcilerType, c.AdvertiseAddress = apiserver.EndpointReconcilerNone, net.ParseIP("192.0.2.10")
+	})
+	ctx := context.Background()
+	if _, err := e.cs.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{}); err != nil {
+		t.Fatalf("kubernetes service with the none reconciler: %v", err)
+	}
+	if ep, err := e.cs.CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("kubernetes endpoints with the none reconciler: %v %+v, want NotFound", err, ep)
+	}
+	factory := storagebackend.NewFactory(storagebackend.Config{Client: etcdServer.Client(), Prefix: "/unused"})
+	defer factory.Close()
+	for _, typ := range []string{"master-count", "leases"} {
+		_, err := apiserver.New(apiserver.Config{StorageFactory: factory, Resources: registry.All(), EndpointReconcilerType: typ})
+		if err == nil || !strings.Contains(err.Error(), "--endpoint-reconciler-type") {
+			t.Errorf("--endpoint-reconciler-type=%s: %v, want an error naming the flag", typ, err)
+		}
+	}
+}
+
 // Failed creates give back what they took, and deletes free everything:
 // NodePort creates limited by a small port range roll back the addresses
 // they had taken; after deleting everything, the whole address range is

@@ -78,6 +78,9 @@ type ServiceOptions struct {
 	// AdvertiseAddress (--advertise-address) is the address put in the
 	// kubernetes service's endpoints.
 	AdvertiseAddress net.IP
+	// EndpointReconcilerType (--endpoint-reconciler-type): "lease" (""),
+	// or "none".
+	EndpointReconcilerType string
 }
 
 // AuthOptions are kube-apiserver's flags of the request chain, under
@@ -209,6 +212,7 @@ func NewAPIServer(cfg APIServerConfig) (*apiserver.Server, *storagebackend.Facto
 		ServiceNodePortRange:      cfg.Services.NodePortRange,
 		EventTTL:                  eventTTL(cfg.EventTTL),
 		AdvertiseAddress:          cfg.Services.AdvertiseAddress,
+		EndpointReconcilerType:    cfg.Services.EndpointReconcilerType,
 		Logger:                    cfg.Logger,
 
 		DisablePriorityAndFairness: cfg.Auth.DisablePriorityAndFairness,
