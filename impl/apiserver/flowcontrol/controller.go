@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,15 +35,25 @@ type Config struct {
 }
 
 // Controller classifies requests and holds them to their priority level's
-// seats: the Dispatcher behind a lock, the waiting, and the metrics.
+// seats: the Dispatcher behind a lock, the current configuration (swapped
+// whole by Reconfigure, read without a lock by Classify), the waiting,
+// and the metrics.
 type Controller struct {
 	mu        sync.Mutex
 	d         *Dispatcher
-	schemas   []*flowcontrolv1.FlowSchema // by matching precedence
-	flows     map[string]*flow            // by schema name
-	catchAll  *flow
+	cfg       atomic.Pointer[config]
+	m         *metrics
+	shown     map[string]bool // levels with a nominal_limit_seats series
 	waitLimit time.Duration
 	now       func() time.Time
+}
+
+// config is one digested configuration: the schemas tried, in order, and
+// what each decides.
+type config struct {
+	schemas  []*flowcontrolv1.FlowSchema // by matching precedence
+	flows    map[string]*flow            // by schema name
+	catchAll *flow
 }
 
 // flow is what a request's FlowSchema decides, prepared once per schema.
@@ -80,7 +91,8 @@ func (r *Rejection) Error() string {
 	return fmt.Sprintf("request rejected by flow control (%s); retry after %d s", r.Reason, r.RetryAfter)
 }
 
-// New builds a Controller.
+// New builds a Controller with the configuration Digest makes of
+// cfg.FlowSchemas and cfg.PriorityLevels.
 func New(cfg Config) (*Controller, error) {
 	if cfg.FlowSchemas == nil {
 		cfg.FlowSchemas = DefaultFlowSchemas()
@@ -91,47 +103,95 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.WaitLimit <= 0 {
 		cfg.WaitLimit = DefaultWaitLimit
 	}
-	d, err := NewDispatcher(cfg.PriorityLevels, cfg.TotalSeats)
-	if err != nil {
-		return nil, err
+	if cfg.TotalSeats <= 0 {
+		return nil, fmt.Errorf("flowcontrol: total concurrency %d is not positive", cfg.TotalSeats)
 	}
 	m, err := newMetrics(cfg.Metrics)
 	if err != nil {
 		return nil, err
 	}
-	levels := map[string]*flowcontrolv1.PriorityLevelConfiguration{}
-	for _, p := range cfg.PriorityLevels {
-		levels[p.Name] = p
+	c := &Controller{d: &Dispatcher{total: cfg.TotalSeats, byName: map[string]*level{}}, m: m,
+		shown: map[string]bool{}, waitLimit: cfg.WaitLimit, now: time.Now}
+	dg := Digest(cfg.FlowSchemas, cfg.PriorityLevels)
+	if len(dg.Unusable) > 0 {
+		return nil, errors.Join(dg.Unusable...)
 	}
-	for _, l := range d.Limits() {
-		m.nominal.WithLabelValues(l.Name).Set(float64(l.Nominal))
-	}
-	c := &Controller{d: d, flows: map[string]*flow{}, waitLimit: cfg.WaitLimit, now: time.Now}
-	c.schemas = append(c.schemas, cfg.FlowSchemas...)
-	sortSchemas(c.schemas)
-	for _, fs := range c.schemas {
-		pl, ok := levels[fs.Spec.PriorityLevelConfiguration.Name]
-		if !ok {
-			return nil, fmt.Errorf("flowcontrol: flow schema %q refers to the missing priority level %q", fs.Name, fs.Spec.PriorityLevelConfiguration.Name)
+	for name, missing := range dg.Dangling {
+		if missing {
+			return nil, fmt.Errorf("flowcontrol: flow schema %q refers to a missing priority level", name)
 		}
-		c.flows[fs.Name] = &flow{schema: fs, level: pl, exempt: pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt,
-			metrics: m.forFlow(pl.Name, fs.Name), schemaUID: []string{string(fs.UID)}, levelUID: []string{string(pl.UID)}}
 	}
-	if c.catchAll = c.flows[flowcontrolv1.FlowSchemaNameCatchAll]; c.catchAll == nil {
-		return nil, fmt.Errorf("flowcontrol: no %q flow schema", flowcontrolv1.FlowSchemaNameCatchAll)
+	if err := c.Reconfigure(dg); err != nil {
+		return nil, err
 	}
 	return c, nil
+}
+
+// Reconfigure makes dg the configuration requests are classified and held
+// by from now on. Requests already queued or executing stay in their
+// priority level (see Dispatcher.Reconfigure); one classified under the
+// previous configuration whose level is gone goes to catch-all.
+func (c *Controller) Reconfigure(dg Digested) error {
+	levels := map[string]*flowcontrolv1.PriorityLevelConfiguration{}
+	for _, p := range dg.PriorityLevels {
+		levels[p.Name] = p
+	}
+	cfg := &config{flows: map[string]*flow{}}
+	cfg.schemas = append(cfg.schemas, dg.FlowSchemas...)
+	sortSchemas(cfg.schemas)
+	for _, fs := range cfg.schemas {
+		pl, ok := levels[fs.Spec.PriorityLevelConfiguration.Name]
+		if !ok {
+			return fmt.Errorf("flowcontrol: flow schema %q refers to the missing priority level %q", fs.Name, fs.Spec.PriorityLevelConfiguration.Name)
+		}
+		cfg.flows[fs.Name] = &flow{schema: fs, level: pl, exempt: pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt,
+			metrics: c.m.forFlow(pl.Name, fs.Name), schemaUID: []string{string(fs.UID)}, levelUID: []string{string(pl.UID)}}
+	}
+	if cfg.catchAll = cfg.flows[flowcontrolv1.FlowSchemaNameCatchAll]; cfg.catchAll == nil {
+		return fmt.Errorf("flowcontrol: no %q flow schema", flowcontrolv1.FlowSchemaNameCatchAll)
+	}
+	c.mu.Lock()
+	woken, err := c.d.Reconfigure(dg.PriorityLevels)
+	if err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	c.cfg.Store(cfg)
+	limits := c.d.Limits()
+	c.mu.Unlock()
+	wake(woken)
+	c.showLimits(limits)
+	return nil
+}
+
+// showLimits sets apiserver_flowcontrol_nominal_limit_seats to limits,
+// dropping the series of levels no longer there.
+func (c *Controller) showLimits(limits []LevelLimits) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := map[string]bool{}
+	for _, l := range limits {
+		c.m.nominal.WithLabelValues(l.Name).Set(float64(l.Nominal))
+		now[l.Name] = true
+	}
+	for name := range c.shown {
+		if !now[name] {
+			c.m.nominal.DeleteLabelValues(name)
+		}
+	}
+	c.shown = now
 }
 
 // Classify finds the request's FlowSchema (the catch-all one when none
 // matches, or when the request has no user) and its flow.
 func (c *Controller) Classify(u *request.User, info *request.Info) Classification {
+	cfg := c.cfg.Load()
 	if u == nil || info == nil {
-		return Classification{flow: c.catchAll, hash: flowHash(c.catchAll.schema.Name, "")}
+		return Classification{flow: cfg.catchAll, hash: flowHash(cfg.catchAll.schema.Name, "")}
 	}
-	f := c.catchAll
-	if fs := matchSchema(c.schemas, u, info); fs != nil {
-		f = c.flows[fs.Name]
+	f := cfg.catchAll
+	if fs := matchSchema(cfg.schemas, u, info); fs != nil {
+		f = cfg.flows[fs.Name]
 	}
 	return Classification{flow: f, hash: flowHash(f.schema.Name, distinguisher(f.schema, u, info))}
 }
@@ -154,17 +214,24 @@ func (c Classification) Exempt() bool { return c.flow.exempt }
 // queue, it waited for the wait limit, or ctx ended.
 func (c *Controller) Wait(ctx context.Context, cl Classification) (*Request, error) {
 	fm := cl.flow.metrics
-	r, err := c.d.NewRequest(cl.flow.level.Name, cl.hash)
-	if err != nil {
-		return nil, err
-	}
-	if r.level.exempt {
+	if cl.flow.exempt {
 		// Never held: no need of the lock.
+		r := &Request{seats: 1, queue: -1, exempt: true}
 		fm.waitExecuted.Observe(0)
 		c.started(r, fm)
 		return r, nil
 	}
 	c.mu.Lock()
+	r, err := c.d.NewRequest(cl.flow.level.Name, cl.hash)
+	if err != nil {
+		// Reconfigured since Classify, without this level: the catch-all
+		// level (always configured) takes the request.
+		r, err = c.d.NewRequest(flowcontrolv1.PriorityLevelConfigurationNameCatchAll, cl.hash)
+	}
+	if err != nil {
+		c.mu.Unlock()
+		return nil, err
+	}
 	outcome, reason := c.d.Arrive(r)
 	var retryAfter int64
 	switch outcome {
@@ -237,7 +304,7 @@ func (c *Controller) Release(r *Request) {
 	if r.released.Swap(true) {
 		return
 	}
-	if r.level.exempt {
+	if r.exempt {
 		r.metrics.executing.Dec()
 		return
 	}

@@ -54,7 +54,13 @@ type Request struct {
 	hash  uint64 // of its flow
 	seats int
 	queue int // index in level.queues while queued or executing; -1 for none
+	// gen is the level's queue generation the queue index belongs to (a
+	// reconfiguration that changes the number of queues starts a new one).
+	gen   int
 	state requestState
+	// exempt: the request never waited for a seat (the Controller does not
+	// hand it to the Dispatcher).
+	exempt bool
 	// wake is closed by the Controller when the request is dispatched
 	// from its queue; the Dispatcher never touches it.
 	wake chan struct{}
@@ -71,6 +77,13 @@ type level struct {
 	// reject: over the limit a request is turned away (limit response
 	// Reject) instead of queued.
 	reject bool
+	// shares and lendablePercent are the configuration nominal and
+	// lendable are computed from.
+	shares, lendablePercent int32
+	// quiescing: the level is no longer configured; it admits nothing new
+	// and is removed once its queued and executing requests are gone.
+	quiescing bool
+	gen       int // queue generation (see Request.gen)
 	// nominal is the level's nominal concurrency limit in seats; of it,
 	// lendable may be lent to other levels, the rest is reserved to it.
 	nominal, lendable          int
@@ -90,8 +103,17 @@ type queue struct {
 func (l *level) reserved() int { return l.nominal - l.lendable }
 
 // borrowed is how many seats the level uses beyond its reserved ones, taken
-// from the pool of lendable seats (its own lendable ones included).
-func (l *level) borrowed(inUse int) int { return max(0, inUse-l.reserved()) }
+// from the pool of lendable seats (its own lendable ones included). An
+// exempt level borrows nothing.
+func (l *level) borrowed(inUse int) int {
+	if l.exempt {
+		return 0
+	}
+	return max(0, inUse-l.reserved())
+}
+
+// idle: nothing queued or executing.
+func (l *level) idle() bool { return l.inUse == 0 && l.waiting == 0 }
 
 // Dispatcher is the pure core of API Priority and Fairness: priority
 // levels with their seats and queues. It has no clock, no goroutines and no
@@ -104,11 +126,14 @@ func (l *level) borrowed(inUse int) int { return max(0, inUse-l.reserved()) }
 // while its reserved seats or the pool have room. When seats free up the
 // waiting level that uses the least of its nominal limit goes first.
 type Dispatcher struct {
-	levels  []*level
+	total   int      // seats of the server
+	levels  []*level // configured ones in configuration order, then quiescing ones
 	byName  map[string]*level
 	pool    int // lendable seats of all levels
 	lent    int // pool seats in use
 	scratch []int
+	// quiescing counts the levels waiting to be removed once idle.
+	quiescing int
 }
 
 // LevelLimits are a level's seats as NewDispatcher computed them.
@@ -126,62 +151,200 @@ func NewDispatcher(plcs []*flowcontrolv1.PriorityLevelConfiguration, total int) 
 	if total <= 0 {
 		return nil, fmt.Errorf("flowcontrol: total concurrency %d is not positive", total)
 	}
-	sumShares := 0
-	for _, p := range plcs {
-		sumShares += int(shares(p))
-	}
-	if sumShares <= 0 {
-		return nil, fmt.Errorf("flowcontrol: the priority levels have no concurrency shares")
-	}
-	d := &Dispatcher{byName: map[string]*level{}}
-	for _, p := range plcs {
-		if _, dup := d.byName[p.Name]; dup {
-			return nil, fmt.Errorf("flowcontrol: priority level %q given twice", p.Name)
-		}
-		l := &level{name: p.Name}
-		switch p.Spec.Type {
-		case flowcontrolv1.PriorityLevelEnablementExempt:
-			l.exempt = true
-		case flowcontrolv1.PriorityLevelEnablementLimited:
-			lim := p.Spec.Limited
-			if lim == nil {
-				return nil, fmt.Errorf("flowcontrol: priority level %q is Limited without limits", p.Name)
-			}
-			l.nominal = int(math.Ceil(float64(total) * float64(shares(p)) / float64(sumShares)))
-			if lim.LendablePercent != nil {
-				l.lendable = int(math.Round(float64(l.nominal) * float64(*lim.LendablePercent) / 100))
-			}
-			switch lim.LimitResponse.Type {
-			case flowcontrolv1.LimitResponseTypeReject:
-				l.reject = true
-			case flowcontrolv1.LimitResponseTypeQueue:
-				q := lim.LimitResponse.Queuing
-				if q == nil || q.Queues <= 0 || q.HandSize <= 0 || q.HandSize > q.Queues || q.QueueLengthLimit <= 0 {
-					return nil, fmt.Errorf("flowcontrol: priority level %q has an invalid queuing configuration", p.Name)
-				}
-				l.queues = make([]queue, q.Queues)
-				l.handSize, l.queueLengthLimit = int(q.HandSize), int(q.QueueLengthLimit)
-			default:
-				return nil, fmt.Errorf("flowcontrol: priority level %q has limit response %q", p.Name, lim.LimitResponse.Type)
-			}
-			d.pool += l.lendable
-		default:
-			return nil, fmt.Errorf("flowcontrol: priority level %q has type %q", p.Name, p.Spec.Type)
-		}
-		d.levels = append(d.levels, l)
-		d.byName[p.Name] = l
+	d := &Dispatcher{total: total, byName: map[string]*level{}}
+	if _, err := d.Reconfigure(plcs); err != nil {
+		return nil, err
 	}
 	return d, nil
 }
 
-func shares(p *flowcontrolv1.PriorityLevelConfiguration) int32 {
-	if p.Spec.Limited != nil && p.Spec.Limited.NominalConcurrencyShares != nil {
-		return *p.Spec.Limited.NominalConcurrencyShares
+// levelSpec is what a PriorityLevelConfiguration says of its level.
+type levelSpec struct {
+	name                      string
+	exempt, reject            bool
+	shares, lendablePercent   int32
+	queues, handSize, qlLimit int
+}
+
+// CheckLevel reports why the Dispatcher cannot use a priority level, or
+// nil. Objects that passed the API's validation always can.
+func CheckLevel(p *flowcontrolv1.PriorityLevelConfiguration) error {
+	_, err := parseLevel(p)
+	return err
+}
+
+func parseLevel(p *flowcontrolv1.PriorityLevelConfiguration) (levelSpec, error) {
+	ls := levelSpec{name: p.Name, shares: shares(p)}
+	if ls.shares < 0 {
+		return ls, fmt.Errorf("flowcontrol: priority level %q has negative shares", p.Name)
 	}
-	if p.Spec.Limited != nil {
+	switch p.Spec.Type {
+	case flowcontrolv1.PriorityLevelEnablementExempt:
+		ls.exempt = true
+	case flowcontrolv1.PriorityLevelEnablementLimited:
+		lim := p.Spec.Limited
+		if lim == nil {
+			return ls, fmt.Errorf("flowcontrol: priority level %q is Limited without limits", p.Name)
+		}
+		if lim.LendablePercent != nil {
+			ls.lendablePercent = *lim.LendablePercent
+			if ls.lendablePercent < 0 || ls.lendablePercent > 100 {
+				return ls, fmt.Errorf("flowcontrol: priority level %q lends %d%%", p.Name, ls.lendablePercent)
+			}
+		}
+		switch lim.LimitResponse.Type {
+		case flowcontrolv1.LimitResponseTypeReject:
+			ls.reject = true
+		case flowcontrolv1.LimitResponseTypeQueue:
+			q := lim.LimitResponse.Queuing
+			if q == nil || q.Queues <= 0 || q.HandSize <= 0 || q.HandSize > q.Queues || q.QueueLengthLimit <= 0 {
+				return ls, fmt.Errorf("flowcontrol: priority level %q has an invalid queuing configuration", p.Name)
+			}
+			ls.queues, ls.handSize, ls.qlLimit = int(q.Queues), int(q.HandSize), int(q.QueueLengthLimit)
+		default:
+			return ls, fmt.Errorf("flowcontrol: priority level %q has limit response %q", p.Name, lim.LimitResponse.Type)
+		}
+	default:
+		return ls, fmt.Errorf("flowcontrol: priority level %q has type %q", p.Name, p.Spec.Type)
+	}
+	return ls, nil
+}
+
+func shares(p *flowcontrolv1.PriorityLevelConfiguration) int32 {
+	switch {
+	case p.Spec.Limited != nil && p.Spec.Limited.NominalConcurrencyShares != nil:
+		return *p.Spec.Limited.NominalConcurrencyShares
+	case p.Spec.Limited != nil:
 		return 30 // the API's default
+	case p.Spec.Exempt != nil && p.Spec.Exempt.NominalConcurrencyShares != nil:
+		return *p.Spec.Exempt.NominalConcurrencyShares
 	}
 	return 0
+}
+
+// Reconfigure makes plcs the Dispatcher's levels and returns the queued
+// requests the new seats let start. A level that keeps its name keeps its
+// executing and queued requests: they count against, and are dispatched
+// under, its new limits (when its number of queues changes, the waiting
+// requests are dealt again into the new queues; a level that now rejects
+// still dispatches what it had queued). A level no longer configured
+// admits nothing new but goes on dispatching and counting its requests,
+// with the shares it had, until it is idle; then it is removed. Either
+// every level is applied or, on error, none.
+func (d *Dispatcher) Reconfigure(plcs []*flowcontrolv1.PriorityLevelConfiguration) ([]*Request, error) {
+	specs := make([]levelSpec, 0, len(plcs))
+	named := map[string]bool{}
+	sum := 0
+	for _, p := range plcs {
+		ls, err := parseLevel(p)
+		if err != nil {
+			return nil, err
+		}
+		if named[ls.name] {
+			return nil, fmt.Errorf("flowcontrol: priority level %q given twice", ls.name)
+		}
+		named[ls.name] = true
+		sum += int(ls.shares)
+		specs = append(specs, ls)
+	}
+	if sum <= 0 {
+		return nil, fmt.Errorf("flowcontrol: the priority levels have no concurrency shares")
+	}
+	old := map[string]*level{}
+	for _, l := range d.levels {
+		old[l.name] = l
+	}
+	levels := make([]*level, 0, len(specs))
+	d.byName = make(map[string]*level, len(specs))
+	for _, ls := range specs {
+		l := old[ls.name]
+		if l == nil {
+			l = &level{name: ls.name}
+		}
+		d.apply(l, ls)
+		levels = append(levels, l)
+		d.byName[ls.name] = l
+	}
+	d.quiescing = 0
+	for _, l := range d.levels {
+		if named[l.name] || l.idle() {
+			continue
+		}
+		l.quiescing = true
+		d.quiescing++
+		levels = append(levels, l)
+	}
+	d.levels = levels
+	d.recompute()
+	return d.dispatch(), nil
+}
+
+// apply gives l the configuration ls, keeping its requests.
+func (d *Dispatcher) apply(l *level, ls levelSpec) {
+	l.exempt, l.reject, l.quiescing = ls.exempt, ls.reject, false
+	l.shares, l.lendablePercent = ls.shares, ls.lendablePercent
+	if ls.queues == 0 {
+		return // no queuing: what is queued drains from the queues it is in
+	}
+	l.handSize, l.queueLengthLimit = ls.handSize, ls.qlLimit
+	if ls.queues == len(l.queues) {
+		return
+	}
+	var waiting []*Request
+	for _, q := range l.queues {
+		waiting = append(waiting, q.waiting...)
+	}
+	l.queues = make([]queue, ls.queues)
+	l.gen++
+	l.next = 0
+	for _, r := range waiting {
+		qi := d.chooseQueue(l, r.hash)
+		l.queues[qi].waiting = append(l.queues[qi].waiting, r)
+		r.queue, r.gen = qi, l.gen
+	}
+}
+
+// recompute derives every level's seats from the shares, and the pool and
+// what of it is lent from the levels' seats in use.
+func (d *Dispatcher) recompute() {
+	sum := 0
+	for _, l := range d.levels {
+		sum += int(l.shares)
+	}
+	d.pool, d.lent = 0, 0
+	for _, l := range d.levels {
+		l.nominal, l.lendable = 0, 0
+		if sum > 0 {
+			l.nominal = int(math.Ceil(float64(d.total) * float64(l.shares) / float64(sum)))
+		}
+		if l.exempt {
+			continue // never limited; lends nothing (a simplification)
+		}
+		l.lendable = int(math.Round(float64(l.nominal) * float64(l.lendablePercent) / 100))
+		d.pool += l.lendable
+		d.lent += l.borrowed(l.inUse)
+	}
+}
+
+// reap removes the quiescing levels that are idle, giving their seats to
+// the others.
+func (d *Dispatcher) reap() {
+	if d.quiescing == 0 {
+		return
+	}
+	kept := d.levels[:0]
+	for _, l := range d.levels {
+		if l.quiescing && l.idle() {
+			d.quiescing--
+			continue
+		}
+		kept = append(kept, l)
+	}
+	clear(d.levels[len(kept):])
+	if len(kept) < len(d.levels) {
+		d.levels = kept
+		d.recompute()
+	}
 }
 
 // Limits lists every level's seats, in configuration order.
@@ -250,7 +413,7 @@ func (d *Dispatcher) Finish(r *Request) []*Request {
 		return nil
 	}
 	d.setInUse(l, l.inUse-r.seats)
-	if r.queue >= 0 {
+	if r.queue >= 0 && r.gen == l.gen {
 		l.queues[r.queue].executing--
 	}
 	return d.dispatch()
@@ -272,10 +435,10 @@ func (d *Dispatcher) Leave(r *Request) bool {
 	return true
 }
 
-// canDispatch: seats more seats fit in l's reserved ones, or the rest in
-// the pool.
+// canDispatch: l is exempt, or seats more seats fit in l's reserved
+// ones, or the rest in the pool.
 func (d *Dispatcher) canDispatch(l *level, seats int) bool {
-	if l.inUse+seats <= l.reserved() {
+	if l.exempt || l.inUse+seats <= l.reserved() {
 		return true
 	}
 	return d.lent-l.borrowed(l.inUse)+l.borrowed(l.inUse+seats) <= d.pool
@@ -299,6 +462,7 @@ func (d *Dispatcher) start(r *Request) {
 // that can, the one using the least of its nominal limit goes first; in a
 // level, the queues take turns (round robin over the non-empty ones).
 func (d *Dispatcher) dispatch() []*Request {
+	d.reap()
 	var out []*Request
 	for {
 		var best *level

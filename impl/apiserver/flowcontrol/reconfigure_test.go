@@ -1,0 +1,237 @@
+package flowcontrol
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+)
+
+// TestReconfigureKeepsRequests: a level that stays keeps its executing
+// and queued requests under its new limits; its waiting requests are dealt
+// again when its number of queues changes; more seats dispatch at once.
+func TestReconfigureKeepsRequests(t *testing.T) {
+	d := mustDispatcher(t, []*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("q", 1, 0, queuing(4, 2, 10))}, 1)
+	held, _, _ := arrive(t, d, "q", "a")
+	var waiting []*Request
+	for _, f := range []string{"b", "c", "d"} {
+		r, o, _ := arrive(t, d, "q", f)
+		if o != Queued {
+			t.Fatalf("flow %s: %v, want queued", f, o)
+		}
+		waiting = append(waiting, r)
+	}
+	// Eight queues now, still one seat: nothing starts, nothing is lost.
+	woken, err := d.Reconfigure([]*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("q", 1, 0, queuing(8, 2, 10))})
+	if err != nil || len(woken) != 0 {
+		t.Fatalf("reconfigure: %v woken %d", err, len(woken))
+	}
+	if s := d.State("q"); s.InUse != 1 || s.Waiting != 3 {
+		t.Fatalf("after requeue: %+v", s)
+	}
+	// The executing request's queue belonged to the old queues: finishing
+	// it must not touch the new ones.
+	if got := d.Finish(held); len(got) != 1 {
+		t.Fatalf("finish dispatched %d, want 1", len(got))
+	}
+	// Two levels of 1 share over 4 seats: q gets 2, so one more starts.
+	woken, err = d.Reconfigure([]*flowcontrolv1.PriorityLevelConfiguration{
+		limitedLevel("q", 1, 0, queuing(8, 2, 10)), limitedLevel("other", 1, 0, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = woken
+	d.total = 4
+	d.recompute()
+	if got := d.dispatch(); len(got) != 1 {
+		t.Fatalf("with 2 seats dispatched %d more, want 1", len(got))
+	}
+	if s := d.State("q"); s.InUse != 2 || s.Waiting != 1 {
+		t.Fatalf("with 2 seats: %+v", s)
+	}
+	for finished := true; finished; {
+		finished = false
+		for _, r := range waiting {
+			if r.state == stateExecuting {
+				d.Finish(r)
+				finished = true
+			}
+		}
+	}
+	if s := d.State("q"); s.InUse != 0 || s.Waiting != 0 {
+		t.Fatalf("at the end: %+v", s)
+	}
+}
+
+// TestRemovedLevelQuiesces: a level no longer configured admits nothing
+// new, dispatches what it queued as its seats free, and is gone once idle.
+func TestRemovedLevelQuiesces(t *testing.T) {
+	levels := []*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("gone", 1, 0, queuing(4, 2, 10)), limitedLevel("stays", 1, 0, nil)}
+	d := mustDispatcher(t, levels, 2)
+	held, _, _ := arrive(t, d, "gone", "a")
+	queued, o, _ := arrive(t, d, "gone", "b")
+	if o != Queued {
+		t.Fatalf("second: %v", o)
+	}
+	if _, err := d.Reconfigure(levels[1:]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.NewRequest("gone", 1); err == nil {
+		t.Fatal("a removed level admits new requests")
+	}
+	if woken := d.Finish(held); len(woken) != 1 || woken[0] != queued {
+		t.Fatalf("the quiescing level's queued request was not dispatched: %v", woken)
+	}
+	if len(d.Limits()) != 2 {
+		t.Fatalf("levels %+v, want the quiescing one kept while busy", d.Limits())
+	}
+	d.Finish(queued)
+	if l := d.Limits(); len(l) != 1 || l[0].Name != "stays" || l[0].Nominal != 2 {
+		t.Fatalf("levels %+v, want stays alone with both seats", l)
+	}
+}
+
+func TestReconfigureIsAllOrNothing(t *testing.T) {
+	d := mustDispatcher(t, testLevels(0), 3)
+	before := d.Limits()
+	bad := limitedLevel("bad", 1, 0, queuing(4, 8, 1))
+	if _, err := d.Reconfigure([]*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("q", 5, 0, queuing(4, 2, 3)), bad}); err == nil {
+		t.Fatal("a bad level was accepted")
+	}
+	if after := d.Limits(); len(after) != len(before) || after[0] != before[0] {
+		t.Fatalf("limits changed by a failed reconfigure: %+v -> %+v", before, after)
+	}
+}
+
+func TestDigest(t *testing.T) {
+	own := flowSchema("alice", "tiny", 500, flowcontrolv1.FlowDistinguisherMethodByUserType,
+		withSubjects(everythingRules(), users("alice")...))
+	broken := limitedLevel("broken", 1, 0, queuing(2, 3, 1))
+	dg := Digest([]*flowcontrolv1.FlowSchema{own}, []*flowcontrolv1.PriorityLevelConfiguration{broken})
+	if !dg.Dangling["alice"] || len(dg.Unusable) != 1 {
+		t.Fatalf("dangling %v unusable %v", dg.Dangling, dg.Unusable)
+	}
+	var names []string
+	for _, p := range dg.PriorityLevels {
+		names = append(names, p.Name)
+	}
+	for _, fs := range dg.FlowSchemas {
+		names = append(names, fs.Name)
+	}
+	if want := "exempt catch-all exempt catch-all"; joinNames(names) != want {
+		t.Fatalf("digested %q, want the mandatory objects alone: %q", joinNames(names), want)
+	}
+	dg = Digest([]*flowcontrolv1.FlowSchema{own}, []*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("tiny", 1, 0, nil)})
+	if dg.Dangling["alice"] || len(dg.FlowSchemas) != 3 || len(dg.PriorityLevels) != 3 {
+		t.Fatalf("%+v", dg)
+	}
+}
+
+func joinNames(n []string) string {
+	out := ""
+	for i, s := range n {
+		if i > 0 {
+			out += " "
+		}
+		out += s
+	}
+	return out
+}
+
+// TestControllerFollowsConfiguration: a FlowSchema sending alice to a
+// level of one seat that rejects changes what alice gets; going back to
+// the defaults restores it. A request queued in a level that a
+// reconfiguration removes still runs when its seat frees.
+func TestControllerFollowsConfiguration(t *testing.T) {
+	noLeak(t)
+	// The mandatory objects alone (nothing lendable), 12 seats.
+	none := Digest(nil, nil)
+	c, err := New(Config{TotalSeats: 12, WaitLimit: time.Minute, FlowSchemas: none.FlowSchemas, PriorityLevels: none.PriorityLevels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := named("alice", "system:authenticated")
+	get := request.Parse(httptest.NewRequest("GET", "/api/v1/pods", nil))
+	if got := c.Classify(alice, get).FlowSchema().Name; got != "catch-all" {
+		t.Fatalf("alice before: %s", got)
+	}
+	own := flowSchema("alice", "tiny", 500, flowcontrolv1.FlowDistinguisherMethodByUserType,
+		withSubjects(everythingRules(), users("alice")...))
+	schemas := []*flowcontrolv1.FlowSchema{own}
+	levels := []*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("tiny", 1, 0, queuing(1, 1, 1))}
+	if err := c.Reconfigure(Digest(schemas, levels)); err != nil {
+		t.Fatal(err)
+	}
+	cl := c.Classify(alice, get)
+	if cl.FlowSchema().Name != "alice" || cl.PriorityLevel().Name != "tiny" {
+		t.Fatalf("alice after: %s/%s", cl.FlowSchema().Name, cl.PriorityLevel().Name)
+	}
+	// tiny's share of 12 seats is ceil(12*1/6) = 2; a third request
+	// queues, a fourth finds its queue full.
+	held1, err := c.Wait(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := c.Wait(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		r, err := c.Wait(context.Background(), c.Classify(alice, get))
+		if err == nil {
+			c.Release(r)
+		}
+		done <- err
+	}()
+	waitFor(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.d.State("tiny").Waiting == 1
+	})
+	var rej *Rejection
+	if _, err := c.Wait(context.Background(), c.Classify(alice, get)); !errors.As(err, &rej) || rej.Reason != ReasonQueueFull {
+		t.Fatalf("fourth request: %v, want queue-full", err)
+	}
+	// Back to the mandatory objects: tiny is gone, alice is catch-all
+	// again, and the request queued in tiny still gets to run.
+	if err := c.Reconfigure(none); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Classify(alice, get).FlowSchema().Name; got != "catch-all" {
+		t.Fatalf("alice after the delete: %s", got)
+	}
+	c.Release(held)
+	c.Release(held1)
+	if err := <-done; err != nil {
+		t.Fatalf("the request queued in the removed level: %v", err)
+	}
+	c.mu.Lock()
+	n := len(c.d.Limits())
+	c.mu.Unlock()
+	if n != 2 {
+		t.Errorf("%d levels after the removed one drained, want 2", n)
+	}
+	// Classified before a reconfiguration that removes its level: the
+	// catch-all level takes it.
+	if err := c.Reconfigure(Digest(schemas, levels)); err != nil {
+		t.Fatal(err)
+	}
+	stale := c.Classify(alice, get)
+	if err := c.Reconfigure(none); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Wait(context.Background(), stale)
+	if err != nil {
+		t.Fatalf("stale classification: %v", err)
+	}
+	if r.level.name != "catch-all" {
+		t.Errorf("stale classification ran at %s, want catch-all", r.level.name)
+	}
+	c.Release(r)
+}
