@@ -132,6 +132,9 @@ func (k *Kubelet) evictionTick(ctx context.Context) {
 			}
 		}
 	}
+	for i := range d.LocalStorage {
+		k.requestEviction(&d.LocalStorage[i])
+	}
 	if d.Evict != nil {
 		k.requestEviction(d.Evict)
 	}
@@ -146,7 +149,11 @@ func (k *Kubelet) requestEviction(ev *eviction.Eviction) {
 	}
 	k.mu.Unlock()
 	if ok {
-		k.log.Info("evicting pod", "pod", ev.Pod.Namespace+"/"+ev.Pod.Name, "signal", ev.Threshold.Signal)
+		signal := string(ev.Threshold.Signal)
+		if ev.Limit != "" {
+			signal = string(ev.Limit)
+		}
+		k.log.Info("evicting pod", "pod", ev.Pod.Namespace+"/"+ev.Pod.Name, "signal", signal)
 		k.enqueue(ev.Pod.UID, 0)
 	}
 }
@@ -167,18 +174,23 @@ func (k *Kubelet) takeEviction(uid types.UID) (*podRecord, *v1.Pod, *eviction.Ev
 
 // evictPod runs in the pod's worker: it stops the pod's containers within
 // the eviction's grace period and reports the pod Failed with reason
-// Evicted, upstream's message and a DisruptionTarget condition (reason
-// TerminationByKubelet). syncPod then keeps it terminal, the condition
-// with it.
+// Evicted, upstream's message and, for a node-pressure eviction, a
+// DisruptionTarget condition (reason TerminationByKubelet). syncPod then
+// keeps it terminal, the condition with it.
 func (k *Kubelet) evictPod(ctx context.Context, uid types.UID) error {
 	rec, pod, ev := k.takeEviction(uid)
 	if ev == nil || pod == nil || podsync.IsTerminalPhase(pod.Status.Phase) || pod.DeletionTimestamp != nil {
 		return nil
 	}
-	ann := map[string]string{
-		"offending_containers":       strings.Join(ev.OffendingContainers, ","),
-		"offending_containers_usage": strings.Join(ev.OffendingContainersUsage, ","),
-		"starved_resource":           string(evictionResource(ev)),
+	// A local storage eviction's event has no annotations (upstream's
+	// has none either).
+	var ann map[string]string
+	if ev.Limit == "" {
+		ann = map[string]string{
+			"offending_containers":       strings.Join(ev.OffendingContainers, ","),
+			"offending_containers_usage": strings.Join(ev.OffendingContainersUsage, ","),
+			"starved_resource":           string(evictionResource(ev)),
+		}
 	}
 	if r := k.recorder(); r != nil {
 		r.AnnotatedEventf(pod, ann, v1.EventTypeWarning, eviction.ReasonEvicted, "%s", ev.Message)
@@ -194,10 +206,15 @@ func (k *Kubelet) evictPod(ctx context.Context, uid types.UID) error {
 	// status the kubelet generates for the pod from now on reports it, so
 	// neither a sync from an older view of the pod nor a retry after this
 	// write failed writes Failed/Evicted without it.
+	//
+	// A local storage eviction reports no DisruptionTarget: upstream's
+	// kubelet adds it only for node-pressure evictions.
 	now := k.clock.Now()
-	dt := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: reasonTerminationByKubelet,
-		Message: ev.Message, LastTransitionTime: metav1.NewTime(now)}
-	rec.terminal = &podsync.Terminal{Phase: v1.PodFailed, Reason: eviction.ReasonEvicted, Message: ev.Message, Condition: &dt}
+	rec.terminal = &podsync.Terminal{Phase: v1.PodFailed, Reason: eviction.ReasonEvicted, Message: ev.Message}
+	if ev.Limit == "" {
+		rec.terminal.Condition = &v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: reasonTerminationByKubelet,
+			Message: ev.Message, LastTransitionTime: metav1.NewTime(now)}
+	}
 	if rs, err = k.podRuntimeState(ctx, uid); err != nil {
 		return err
 	}

@@ -87,25 +87,34 @@ func measure(ctx context.Context, l ContainerStatsLister) (map[string]*measured,
 // its log files and disk-backed emptyDir volumes on the node filesystem.
 func (h HostProvider) podStats(p *v1.Pod, m *measured) PodStats {
 	ps := requestStats(p)
-	if m == nil {
-		return ps
-	}
-	for i := range p.Spec.Containers {
-		c := &p.Spec.Containers[i]
-		if used, ok := m.memory[c.Name]; ok {
-			ps.Memory[c.Name] = used
+	st := &LocalStorage{Volumes: map[string]int64{}, Rootfs: map[string]int64{}, Logs: map[string]int64{}}
+	ps.Storage = st
+	if m != nil {
+		for i := range p.Spec.Containers {
+			c := &p.Spec.Containers[i]
+			if used, ok := m.memory[c.Name]; ok {
+				ps.Memory[c.Name] = used
+			}
+			if used, ok := m.disk[c.Name]; ok {
+				ps.Disk += used - containerRequest(c, v1.ResourceEphemeralStorage)
+				ps.Inodes += m.inodes[c.Name]
+				st.Rootfs[c.Name] = used
+			}
 		}
-		if used, ok := m.disk[c.Name]; ok {
-			ps.Disk += used - containerRequest(c, v1.ResourceEphemeralStorage)
-			ps.Inodes += m.inodes[c.Name]
+		if m.pids >= 0 {
+			ps.PIDs = m.pids
 		}
-	}
-	if m.pids >= 0 {
-		ps.PIDs = m.pids
 	}
 	if h.LogsDir != "" {
-		b, n := du(filepath.Join(h.LogsDir, fmt.Sprintf("%s_%s_%s", p.Namespace, p.Name, p.UID)))
+		// <LogsDir>/<namespace>_<name>_<uid>/<container>/<attempt>.log
+		dir := filepath.Join(h.LogsDir, fmt.Sprintf("%s_%s_%s", p.Namespace, p.Name, p.UID))
+		b, n := du(dir)
 		ps.Disk, ps.Inodes = ps.Disk+b, ps.Inodes+n
+		for _, c := range p.Spec.Containers {
+			if b, _ := du(filepath.Join(dir, c.Name)); b > 0 {
+				st.Logs[c.Name] = b
+			}
+		}
 	}
 	for _, vol := range p.Spec.Volumes {
 		if vol.EmptyDir == nil || vol.EmptyDir.Medium == v1.StorageMediumMemory {
@@ -113,6 +122,7 @@ func (h HostProvider) podStats(p *v1.Pod, m *measured) PodStats {
 		}
 		b, n := du(filepath.Join(h.RootDir, "pods", string(p.UID), "volumes", "kubernetes.io~empty-dir", vol.Name))
 		ps.Disk, ps.Inodes = ps.Disk+b, ps.Inodes+n
+		st.Volumes[vol.Name] = b
 	}
 	return ps
 }

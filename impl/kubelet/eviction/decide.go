@@ -30,6 +30,9 @@ type PodStats struct {
 	Disk, Inodes int64
 	// PIDs is the number of processes the pod runs.
 	PIDs int64
+	// Storage is the pod's local storage use by volume and container, for
+	// the local storage limits (nil: not measured, not checked).
+	Storage *LocalStorage
 }
 
 func (s PodStats) memory() int64 {
@@ -60,6 +63,10 @@ type Input struct {
 	Pods         []PodStats
 	State        State
 	Now          time.Time
+	// DedicatedImageFs: container writable layers are on a filesystem of
+	// their own (a container's ephemeral-storage limit counts its logs
+	// only).
+	DedicatedImageFs bool
 }
 
 // Eviction is the pod to evict and how.
@@ -73,6 +80,9 @@ type Eviction struct {
 	// own capped by MaxPodGracePeriodSeconds.
 	GracePeriodSeconds int64
 	Threshold          Threshold
+	// Limit is the local storage limit the pod exceeded ("" for a
+	// threshold's eviction; Threshold is then the zero value).
+	Limit LimitSignal
 	// OffendingContainers and their usage, for the Evicted event's
 	// annotations.
 	OffendingContainers, OffendingContainersUsage []string
@@ -92,6 +102,10 @@ type Decision struct {
 	// evicting (Manager; Decide leaves it nil).
 	Reclaim *Reclaim
 	Evict   *Eviction
+	// LocalStorage are the pods over a local storage limit, all evicted
+	// this interval; when there are any, Threshold and Evict are nil (no
+	// pod is evicted for a threshold this interval).
+	LocalStorage []Eviction
 }
 
 // ReasonEvicted is the reason of an evicted pod's status and event.
@@ -106,7 +120,9 @@ const ReasonEvicted = "Evicted"
 // Soft thresholds count only once met for their grace period. 4. If any
 // threshold counts, the one to reclaim is picked (memory first) and the
 // pods are ranked for its resource; the first one that is not critical
-// is evicted.
+// is evicted. Before that (step 4 not taken), pods over a local storage
+// limit are evicted (LocalStorageEvictions) unless the configuration
+// turns that off.
 func Decide(in Input) Decision {
 	now := in.Now
 	met := thresholdsMet(in.Config.Thresholds, in.Observations, false)
@@ -150,6 +166,11 @@ func Decide(in Input) Decision {
 		State:      State{Met: due, FirstObserved: first, ConditionLastObserved: lastObserved},
 		Conditions: conds,
 		Met:        due,
+	}
+	if !in.Config.DisableLocalStorageCapacityIsolation {
+		if d.LocalStorage = LocalStorageEvictions(in.Pods, in.DedicatedImageFs); len(d.LocalStorage) > 0 {
+			return d
+		}
 	}
 	if len(due) == 0 {
 		return d

@@ -61,7 +61,8 @@ func (m *Manager) NodeReclaimer() NodeReclaimer {
 }
 
 // Synchronize observes the node running pods, decides, and keeps the new
-// state. When the threshold acted on is a disk signal that node-level
+// state. Pods over a local storage limit are evicted first (Decide).
+// When the threshold acted on is a disk signal that node-level
 // reclaim helps (ReclaimsNodeLevel), dead containers and unused images go
 // first and the node is observed again; the pod is evicted only if that
 // did not suffice (ReclaimSuffices). It reports whether the pressure
@@ -72,18 +73,18 @@ func (m *Manager) Synchronize(ctx context.Context, pods []*v1.Pod, now time.Time
 	if err != nil {
 		return Decision{}, false, fmt.Errorf("eviction manager: %w", err)
 	}
+	dedicated := false
+	if rep, ok := provider.(DedicatedImageFsReporter); ok {
+		dedicated = rep.DedicatedImageFs(ctx)
+	}
 	m.mu.Lock()
-	d := Decide(Input{Config: m.cfg, Observations: obs, Pods: stats, State: m.state, Now: now})
+	d := Decide(Input{Config: m.cfg, Observations: obs, Pods: stats, State: m.state, Now: now, DedicatedImageFs: dedicated})
 	changed := !slices.Equal(d.Conditions, m.conditions)
 	m.state, m.conditions = d.State, d.Conditions
 	r := m.reclaimer
 	m.mu.Unlock()
 	if d.Threshold == nil || r == nil {
 		return d, changed, nil
-	}
-	dedicated := false
-	if rep, ok := provider.(DedicatedImageFsReporter); ok {
-		dedicated = rep.DedicatedImageFs(ctx)
 	}
 	if ReclaimsNodeLevel(d.Threshold.Signal, dedicated) {
 		d.Reclaim = m.reclaim(ctx, provider, r, pods, now)

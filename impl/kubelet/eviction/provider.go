@@ -24,6 +24,21 @@ type Provider interface {
 // without it a simulated container uses what it requests.
 const AnnotationMemoryUsage = "eviction.kubeproof.io/memory-usage"
 
+// Local storage use of a simulated node's pods, for the local storage
+// limits (LocalStorageEvictions) and the disk signals' ranking; quantities
+// of bytes. Without any of them a simulated pod uses no local storage
+// for the limits and its containers' ephemeral-storage requests for the
+// ranking.
+const (
+	// AnnotationEphemeralStorageUsage is a container's writable layer and
+	// logs: "eviction.kubeproof.io/ephemeral-storage-usage.<container>", or
+	// without the suffix the pod's first container.
+	AnnotationEphemeralStorageUsage = "eviction.kubeproof.io/ephemeral-storage-usage"
+	// AnnotationEmptyDirUsage is what a disk-backed emptyDir volume holds:
+	// "eviction.kubeproof.io/emptydir-usage.<volume>".
+	AnnotationEmptyDirUsage = "eviction.kubeproof.io/emptydir-usage"
+)
+
 // requestStats is a pod's usage when nothing measures it: each container
 // uses what it requests (memory, ephemeral storage), one process each.
 func requestStats(p *v1.Pod) PodStats {
@@ -126,6 +141,10 @@ func (p *SimProvider) Observe(_ context.Context, pods []*v1.Pod) (Observations, 
 				s.Memory[pod.Spec.Containers[0].Name] = q.Value()
 			}
 		}
+		s.Storage = simStorage(pod)
+		if total := s.Storage.total(); total > 0 {
+			s.Disk = total
+		}
 		mem += s.memory()
 		disk += s.Disk
 		pids += s.PIDs
@@ -143,6 +162,40 @@ func (p *SimProvider) Observe(_ context.Context, pods []*v1.Pod) (Observations, 
 		obs[s] = Observation{Available: avail, Capacity: c}
 	}
 	return obs, stats, nil
+}
+
+// simStorage is a simulated pod's local storage use from its
+// annotations (AnnotationEphemeralStorageUsage, AnnotationEmptyDirUsage).
+func simStorage(pod *v1.Pod) *LocalStorage {
+	st := &LocalStorage{Volumes: map[string]int64{}, Rootfs: map[string]int64{}}
+	quantity := func(key string) (int64, bool) {
+		text, ok := pod.Annotations[key]
+		if !ok {
+			return 0, false
+		}
+		q, err := resource.ParseQuantity(text)
+		if err != nil || q.Sign() < 0 {
+			return 0, false
+		}
+		return q.Value(), true
+	}
+	for i := range pod.Spec.Containers {
+		name := pod.Spec.Containers[i].Name
+		if b, ok := quantity(AnnotationEphemeralStorageUsage + "." + name); ok {
+			st.Rootfs[name] = b
+		} else if b, ok := quantity(AnnotationEphemeralStorageUsage); ok && i == 0 {
+			st.Rootfs[name] = b
+		}
+	}
+	for _, vol := range pod.Spec.Volumes {
+		if vol.EmptyDir == nil || vol.EmptyDir.Medium == v1.StorageMediumMemory {
+			continue
+		}
+		if b, ok := quantity(AnnotationEmptyDirUsage + "." + vol.Name); ok {
+			st.Volumes[vol.Name] = b
+		}
+	}
+	return st
 }
 
 // HostProvider observes the machine the kubelet runs on (the cri runtime):

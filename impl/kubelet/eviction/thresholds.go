@@ -132,6 +132,10 @@ type Config struct {
 	// ImageGC is the periodic image garbage collection policy (the zero
 	// policy: none; the reclaim before disk evictions happens regardless).
 	ImageGC gc.Policy
+	// DisableLocalStorageCapacityIsolation turns off the local storage
+	// limit evictions (upstream's localStorageCapacityIsolation: false;
+	// on by default).
+	DisableLocalStorageCapacityIsolation bool
 }
 
 // Flags are the kubelet's eviction flags as given on the command line.

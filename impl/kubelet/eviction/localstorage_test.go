@@ -1,0 +1,203 @@
+package eviction
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// storagePod is a pod with the given volumes and containers (name:limit,
+// "" for no ephemeral-storage limit).
+func storagePod(name string, volumes []v1.Volume, containers ...[2]string) *v1.Pod {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: v1.PodSpec{Volumes: volumes}}
+	for _, c := range containers {
+		ct := v1.Container{Name: c[0]}
+		if c[1] != "" {
+			ct.Resources.Limits = v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse(c[1])}
+		}
+		p.Spec.Containers = append(p.Spec.Containers, ct)
+	}
+	return p
+}
+
+func emptyDir(name, limit string, medium v1.StorageMedium) v1.Volume {
+	v := v1.Volume{Name: name, VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: medium}}}
+	if limit != "" {
+		v.EmptyDir.SizeLimit = ptr.To(resource.MustParse(limit))
+	}
+	return v
+}
+
+func TestLocalStorageEvictions(t *testing.T) {
+	cache := []v1.Volume{emptyDir("cache", "100Mi", "")}
+	for _, tc := range []struct {
+		name      string
+		pod       *v1.Pod
+		storage   *LocalStorage
+		dedicated bool
+		want      LimitSignal
+		message   string
+	}{
+		{"emptyDir under its limit", storagePod("p", cache, [2]string{"app", ""}),
+			&LocalStorage{Volumes: map[string]int64{"cache": 100 * mi}}, false, "", ""},
+		{"emptyDir over its limit", storagePod("p", cache, [2]string{"app", ""}),
+			&LocalStorage{Volumes: map[string]int64{"cache": 100*mi + 1}}, false,
+			LimitEmptyDir, `Usage of EmptyDir volume "cache" exceeds the limit "100Mi". `},
+		{"emptyDir not measured", storagePod("p", cache, [2]string{"app", ""}),
+			&LocalStorage{}, false, "", ""},
+		{"emptyDir without a limit", storagePod("p", []v1.Volume{emptyDir("cache", "", "")}, [2]string{"app", ""}),
+			&LocalStorage{Volumes: map[string]int64{"cache": 1 << 40}}, false, "", ""},
+		{"emptyDir with a zero limit", storagePod("p", []v1.Volume{emptyDir("cache", "0", "")}, [2]string{"app", ""}),
+			&LocalStorage{Volumes: map[string]int64{"cache": 1 << 40}}, false, "", ""},
+		{"second emptyDir over", storagePod("p", []v1.Volume{emptyDir("a", "1Gi", ""), emptyDir("b", "1G", "")}, [2]string{"app", ""}),
+			&LocalStorage{Volumes: map[string]int64{"a": 1, "b": 1_000_000_001}}, false,
+			LimitEmptyDir, `Usage of EmptyDir volume "b" exceeds the limit "1G". `},
+		{"no measurement at all", storagePod("p", cache, [2]string{"app", "1Ki"}), nil, false, "", ""},
+		{"pod total over the sum of limits", storagePod("p", cache, [2]string{"a", "100Mi"}, [2]string{"b", "100Mi"}),
+			// Each container within its own limit; with the emptyDir the
+			// pod is over 200Mi.
+			&LocalStorage{Volumes: map[string]int64{"cache": 50 * mi}, Rootfs: map[string]int64{"a": 80 * mi, "b": 60 * mi}, Logs: map[string]int64{"a": 15 * mi}}, false,
+			LimitPodEphemeral, "Pod ephemeral local storage usage exceeds the total limit of containers 200Mi. "},
+		{"pod total: one container's limit counts for all", storagePod("p", nil, [2]string{"a", "100Mi"}, [2]string{"b", ""}),
+			&LocalStorage{Rootfs: map[string]int64{"a": 10 * mi, "b": 95 * mi}}, false,
+			LimitPodEphemeral, "Pod ephemeral local storage usage exceeds the total limit of containers 100Mi. "},
+		{"no container sets a limit", storagePod("p", nil, [2]string{"a", ""}),
+			&LocalStorage{Rootfs: map[string]int64{"a": 1 << 40}}, false, "", ""},
+		{"emptyDir is checked before the pod total", storagePod("p", cache, [2]string{"a", "10Mi"}),
+			&LocalStorage{Volumes: map[string]int64{"cache": 200 * mi}}, false,
+			LimitEmptyDir, `Usage of EmptyDir volume "cache" exceeds the limit "100Mi". `},
+		{"container over its own limit", storagePod("p", nil, [2]string{"a", "100Mi"}, [2]string{"b", "300Mi"}),
+			// The pod's total (350Mi) is within 400Mi; a is over 100Mi.
+			&LocalStorage{Rootfs: map[string]int64{"a": 90 * mi, "b": 200 * mi}, Logs: map[string]int64{"a": 20 * mi, "b": 40 * mi}}, false,
+			LimitContainerEphemeral, `Container a exceeded its local ephemeral storage limit "100Mi". `},
+		{"dedicated image filesystem: a container's limit counts its logs only", storagePod("p", nil, [2]string{"a", "100Mi"}, [2]string{"b", "300Mi"}),
+			&LocalStorage{Rootfs: map[string]int64{"a": 90 * mi, "b": 200 * mi}, Logs: map[string]int64{"a": 20 * mi, "b": 40 * mi}}, true, "", ""},
+		{"dedicated image filesystem: logs over", storagePod("p", nil, [2]string{"a", "100Mi"}, [2]string{"b", "300Mi"}),
+			&LocalStorage{Logs: map[string]int64{"a": 101 * mi}}, true,
+			LimitContainerEphemeral, `Container a exceeded its local ephemeral storage limit "100Mi". `},
+		{"memory-backed emptyDir is not checked", storagePod("p", []v1.Volume{emptyDir("shm", "1Mi", v1.StorageMediumMemory)}, [2]string{"a", ""}),
+			&LocalStorage{}, false, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := LocalStorageEvictions([]PodStats{{Pod: tc.pod, Storage: tc.storage}}, tc.dedicated)
+			if tc.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("evicted: %+v", got)
+				}
+				return
+			}
+			if len(got) != 1 {
+				t.Fatalf("evictions %+v, want one", got)
+			}
+			ev := got[0]
+			if ev.Pod != tc.pod || ev.Limit != tc.want || ev.Message != tc.message || ev.GracePeriodSeconds != 1 || ev.Threshold != (Threshold{}) {
+				t.Fatalf("eviction %s %q grace %d threshold %+v, want %s %q", ev.Limit, ev.Message, ev.GracePeriodSeconds, ev.Threshold, tc.want, tc.message)
+			}
+		})
+	}
+}
+
+func TestPodEphemeralLimit(t *testing.T) {
+	always := ptr.To(v1.ContainerRestartPolicyAlways)
+	lim := func(q string) v1.ResourceRequirements {
+		return v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse(q)}}
+	}
+	for _, tc := range []struct {
+		name  string
+		spec  v1.PodSpec
+		want  string
+		found bool
+	}{
+		{"none", v1.PodSpec{Containers: []v1.Container{{Name: "a"}}}, "0", false},
+		{"sum of app containers", v1.PodSpec{Containers: []v1.Container{{Name: "a", Resources: lim("1Gi")}, {Name: "b", Resources: lim("1Gi")}, {Name: "c"}}}, "2Gi", true},
+		{"a larger init container", v1.PodSpec{
+			InitContainers: []v1.Container{{Name: "i", Resources: lim("3Gi")}},
+			Containers:     []v1.Container{{Name: "a", Resources: lim("1Gi")}}}, "3Gi", true},
+		{"sidecars add to the app containers and to later init containers", v1.PodSpec{
+			InitContainers: []v1.Container{{Name: "s", RestartPolicy: always, Resources: lim("1Gi")}, {Name: "i", Resources: lim("2Gi")}},
+			Containers:     []v1.Container{{Name: "a", Resources: lim("1Gi")}}}, "3Gi", true},
+		{"only an init container sets one", v1.PodSpec{
+			InitContainers: []v1.Container{{Name: "i", Resources: lim("5Mi")}},
+			Containers:     []v1.Container{{Name: "a"}}}, "5Mi", true},
+	} {
+		got, found := podEphemeralLimit(&v1.Pod{Spec: tc.spec})
+		if found != tc.found || got.String() != tc.want {
+			t.Errorf("%s: %s %v, want %s %v", tc.name, got.String(), found, tc.want, tc.found)
+		}
+	}
+}
+
+// Pods over a local storage limit are all evicted in one interval, before
+// and instead of a threshold's eviction; critical pods never; the
+// configuration can turn the check off.
+func TestDecideLocalStorageFirst(t *testing.T) {
+	cfg := mustConfig(t, Flags{Hard: "memory.available<100Mi", HardSet: true})
+	cache := []v1.Volume{emptyDir("cache", "1Mi", "")}
+	over1 := storagePod("over-1", cache, [2]string{"app", ""})
+	over2 := storagePod("over-2", nil, [2]string{"app", "1Mi"})
+	critical := storagePod("critical", cache, [2]string{"app", ""})
+	critical.Spec.Priority = ptr.To(int32(2000000000))
+	hog := pod("hog", 0, 0)
+	full := &LocalStorage{Volumes: map[string]int64{"cache": 2 * mi}, Rootfs: map[string]int64{"app": 2 * mi}}
+	stats := []PodStats{
+		{Pod: over1, Storage: full, Memory: map[string]int64{}},
+		{Pod: critical, Storage: full, Memory: map[string]int64{}},
+		memStats(hog, 900*mi),
+		{Pod: over2, Storage: full, Memory: map[string]int64{}},
+	}
+	d := Decide(Input{Config: cfg, Observations: memObs(50 * mi), Pods: stats, Now: t0})
+	if len(d.LocalStorage) != 2 || d.LocalStorage[0].Pod != over1 || d.LocalStorage[1].Pod != over2 {
+		t.Fatalf("local storage evictions %+v", d.LocalStorage)
+	}
+	if d.Evict != nil || d.Threshold != nil {
+		t.Fatalf("threshold eviction too: %+v %+v", d.Threshold, d.Evict)
+	}
+	// The threshold is remembered and reported all the same.
+	if !slices.Contains(d.Conditions, v1.NodeMemoryPressure) || len(d.State.Met) != 1 {
+		t.Fatalf("conditions %v met %v", d.Conditions, d.State.Met)
+	}
+	// Next interval, those pods gone: the threshold's eviction.
+	d = Decide(Input{Config: cfg, Observations: memObs(50 * mi), Pods: stats[1:3], State: d.State, Now: t0.Add(10e9)})
+	if len(d.LocalStorage) != 0 || d.Evict == nil || d.Evict.Pod != hog {
+		t.Fatalf("second interval: %+v %+v", d.LocalStorage, d.Evict)
+	}
+	cfg.DisableLocalStorageCapacityIsolation = true
+	if d := Decide(Input{Config: cfg, Observations: memObs(500 * mi), Pods: stats, Now: t0}); len(d.LocalStorage) != 0 {
+		t.Fatalf("evicted with local storage isolation off: %+v", d.LocalStorage)
+	}
+}
+
+// A simulated pod's local storage comes from its annotations; its disk
+// use for ranking too once any is set.
+func TestSimProviderLocalStorage(t *testing.T) {
+	p := storagePod("p", []v1.Volume{emptyDir("cache", "1Gi", ""), emptyDir("shm", "", v1.StorageMediumMemory)}, [2]string{"a", ""}, [2]string{"b", ""})
+	p.Annotations = map[string]string{
+		AnnotationEmptyDirUsage + ".cache":        "300Mi",
+		AnnotationEmptyDirUsage + ".shm":          "1Gi",
+		AnnotationEphemeralStorageUsage:           "10Mi",
+		AnnotationEphemeralStorageUsage + ".b":    "20Mi",
+		AnnotationEphemeralStorageUsage + ".none": "1Gi",
+	}
+	plain := storagePod("plain", nil, [2]string{"a", ""})
+	plain.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("5Mi")}
+	sim := NewSimProvider(resource.MustParse("4Gi"), resource.MustParse("100Gi"))
+	_, stats, err := sim.Observe(context.Background(), []*v1.Pod{p, plain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := stats[0].Storage
+	if s.Volumes["cache"] != 300*mi || len(s.Volumes) != 1 || s.Rootfs["a"] != 10*mi || s.Rootfs["b"] != 20*mi || len(s.Rootfs) != 2 {
+		t.Fatalf("storage %+v", s)
+	}
+	if stats[0].Disk != 330*mi {
+		t.Fatalf("disk %d", stats[0].Disk)
+	}
+	if stats[1].Storage == nil || stats[1].Storage.total() != 0 || stats[1].Disk != 5*mi {
+		t.Fatalf("plain pod: %+v disk %d", stats[1].Storage, stats[1].Disk)
+	}
+}
