@@ -92,6 +92,7 @@ func newControllerManagerCommand() *cobra.Command {
 	f.IntVar(&cfg.ConcurrentReplicaSetSyncs, "concurrent-replicaset-syncs", cfg.ConcurrentReplicaSetSyncs, "ReplicaSets synced at once")
 	f.IntVar(&cfg.ConcurrentGCSyncs, "concurrent-gc-syncs", cfg.ConcurrentGCSyncs, "garbage collector workers")
 	f.IntVar(&cfg.ConcurrentEndpointSyncs, "concurrent-endpoint-syncs", cfg.ConcurrentEndpointSyncs, "services whose Endpoints are synced at once")
+	f.DurationVar(&cfg.EndpointUpdatesBatchPeriod, "endpoint-updates-batch-period", cfg.EndpointUpdatesBatchPeriod, "how long the endpoints controller delays the sync a pod change causes, writing the pod changes of that window in one update (0: no delay)")
 	f.IntVar(&cfg.ConcurrentNamespaceSyncs, "concurrent-namespace-syncs", cfg.ConcurrentNamespaceSyncs, "namespaces deleted at once")
 	f.DurationVar(&cfg.NodeMonitorPeriod, "node-monitor-period", cfg.NodeMonitorPeriod, "how often node health is checked")
 	f.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", cfg.NodeMonitorGracePeriod, "how long a node may go without a Lease renewal or status heartbeat before it is Unknown")

@@ -35,6 +35,7 @@ func newUpCommand() *cobra.Command {
 		noCM        bool
 		evictAfter  time.Duration
 		monitorGP   time.Duration
+		epBatch     time.Duration
 		authOpts    cluster.AuthOptions
 		services    cluster.ServiceOptions
 		gogc        int
@@ -76,23 +77,24 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 				logger.Info("garbage collector", "setting", gc)
 			}
 			c, err := cluster.Start(cmd.Context(), cluster.Config{
-				DataDir:                dir,
-				BindAddress:            net.JoinHostPort(bindAddress, strconv.Itoa(port)),
-				EtcdServers:            etcdServers,
-				WatchCache:             watchCache,
-				CompactionInterval:     compaction,
-				EventTTL:               eventTTLFlag(eventTTL),
-				ControllerManager:      !noCM,
-				PodEvictionTimeout:     evictAfter,
-				NodeMonitorGracePeriod: monitorGP,
-				Scheduler:              !noScheduler,
-				Nodes:                  nodes,
-				NodeCPU:                nodeCPU,
-				NodeMemory:             nodeMemory,
-				NodeMaxPods:            nodeMaxPods,
-				Auth:                   authOpts,
-				Services:               services,
-				Logger:                 logger,
+				DataDir:                    dir,
+				BindAddress:                net.JoinHostPort(bindAddress, strconv.Itoa(port)),
+				EtcdServers:                etcdServers,
+				WatchCache:                 watchCache,
+				CompactionInterval:         compaction,
+				EventTTL:                   eventTTLFlag(eventTTL),
+				ControllerManager:          !noCM,
+				PodEvictionTimeout:         evictAfter,
+				NodeMonitorGracePeriod:     monitorGP,
+				EndpointUpdatesBatchPeriod: epBatch,
+				Scheduler:                  !noScheduler,
+				Nodes:                      nodes,
+				NodeCPU:                    nodeCPU,
+				NodeMemory:                 nodeMemory,
+				NodeMaxPods:                nodeMaxPods,
+				Auth:                       authOpts,
+				Services:                   services,
+				Logger:                     logger,
 			})
 			if err != nil {
 				return err
@@ -137,6 +139,7 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 	fs.BoolVar(&noCM, "no-controller-manager", false, "Do not run the controller manager (no Deployments/ReplicaSets progress, no garbage collection; ServiceAccount admission off unless the admission plugin flags are given).")
 	fs.DurationVar(&evictAfter, "pod-eviction-timeout", def.PodEvictionTimeout, "How long pods stay on a NotReady or unreachable node before eviction (their default tolerationSeconds).")
 	fs.DurationVar(&monitorGP, "node-monitor-grace-period", def.NodeMonitorGracePeriod, "How long a node may go without renewing its Lease before it is marked unreachable.")
+	fs.DurationVar(&epBatch, "endpoint-updates-batch-period", 0, "How long the endpoints controller delays the sync a pod change causes, writing the pod changes of that window in one update of the service's Endpoints (0: no delay).")
 	fs.BoolVar(&noScheduler, "no-scheduler", false, "Do not run the scheduler (pods stay Pending unless bound by someone else).")
 	enable, disable := cluster.UpAdmissionPlugins()
 	addAuthFlags(fs, &authOpts, cluster.UpAuthorizationModes, enable, disable)

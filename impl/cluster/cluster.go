@@ -75,6 +75,9 @@ type Config struct {
 	// lifecycle controller's defaults (40 s; 300 s tolerations).
 	NodeMonitorGracePeriod time.Duration
 	PodEvictionTimeout     time.Duration
+	// EndpointUpdatesBatchPeriod is the controller manager's
+	// --endpoint-updates-batch-period (0: no batching).
+	EndpointUpdatesBatchPeriod time.Duration
 	// Scheduler runs the scheduler in-process.
 	Scheduler bool
 	// Nodes is the number of simulated kubelets (node-1 … node-N) run

@@ -118,6 +118,7 @@ func (c *Cluster) startControllerManager(ctx context.Context, cfg Config) error 
 	if cfg.NodeMonitorGracePeriod > 0 {
 		cmCfg.NodeMonitorGracePeriod = cfg.NodeMonitorGracePeriod
 	}
+	cmCfg.EndpointUpdatesBatchPeriod = cfg.EndpointUpdatesBatchPeriod
 	if err := c.ensureNodeBootstrapBindings(ctx); err != nil {
 		return err
 	}

@@ -106,6 +106,11 @@ type Config struct {
 	// ConcurrentEndpointSyncs (--concurrent-endpoint-syncs): services
 	// whose Endpoints are synced at once.
 	ConcurrentEndpointSyncs int
+	// EndpointUpdatesBatchPeriod (--endpoint-updates-batch-period): how
+	// long the endpoints controller delays the sync a pod change causes,
+	// to write the changes of that window at once; 0 (upstream's default)
+	// does not delay.
+	EndpointUpdatesBatchPeriod time.Duration
 
 	NodeMonitorPeriod                   time.Duration
 	NodeMonitorGracePeriod              time.Duration
@@ -472,7 +477,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 			return err
 		}
 		c, err := endpoints.New(clients.Kube, factory.Core().V1().Services(), factory.Core().V1().Pods(), factory.Core().V1().Endpoints(),
-			endpoints.WithRecorder(recorder(clients, "endpoint-controller")))
+			endpoints.WithRecorder(recorder(clients, "endpoint-controller")), endpoints.WithBatchPeriod(cfg.EndpointUpdatesBatchPeriod))
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -72,6 +73,8 @@ func TestEndpointControllerUnderRBAC(t *testing.T) {
 	cfg.LeaderElect = false
 	cfg.UseServiceAccountCredentials = true
 	cfg.Controllers = []string{controllermanager.Endpoint}
+	// Pod changes wait this long (--endpoint-updates-batch-period).
+	cfg.EndpointUpdatesBatchPeriod = 200 * time.Millisecond
 	var wg sync.WaitGroup
 	cmErr := make(chan error, 1)
 	wg.Add(1)
@@ -129,6 +132,10 @@ func TestEndpointControllerUnderRBAC(t *testing.T) {
 	}
 	if plan := endpointsctl.Decide(svc, podPtrs, stored); plan.Action != endpointsctl.None {
 		t.Fatalf("the stored Endpoints differ from the decided ones: %v\nstored %+v\ndecided %+v", plan.Action, stored, plan.Endpoints)
+	}
+	// Written by the service's first sync: the trigger time is its creation.
+	if got, want := stored.Annotations[corev1.EndpointsLastChangeTriggerTime], svc.CreationTimestamp.UTC().Format(time.RFC3339Nano); got != want {
+		t.Fatalf("last-change-trigger-time %q, want the service's creation %q", got, want)
 	}
 
 	if err := pods.Delete(ctx, "a", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
