@@ -16,6 +16,11 @@
 // Dynamic allocation prefers the upper part of a range and leaves a lower
 // band for values clients ask for (KEP-3070 for ClusterIPs, KEP-3668 for
 // NodePorts), falling back to the lower band when the upper one is full.
+//
+// Repairer is kube-apiserver's ClusterIP and NodePort repair controllers:
+// every few minutes it rebuilds the records from the services (pure
+// decision: planRepair), recording what services hold but the records
+// lost and releasing what no service has held for three passes.
 package ipallocator
 
 import (
@@ -309,9 +314,9 @@ func (r *Range) Free(ctx context.Context) (int, error) {
 // Sync makes the records describe this range: a block record written for
 // another range (the flag changed), or missing while stored objects hold
 // offsets in it (data from before the allocator), is rebuilt from used,
-// the offsets the stored objects hold. kube-apiserver's repair controllers
-// do this continuously; here it runs at start. Records already for this
-// range are kept.
+// the offsets the stored objects hold. It runs at start; Repairer then
+// checks the records of this range against the services every few
+// minutes. Records already for this range are kept.
 func (r *Range) Sync(ctx context.Context, used []int) error {
 	recs, err := r.records(ctx)
 	if err != nil {

@@ -22,6 +22,9 @@ import (
 type serviceEnv struct {
 	s       *ipallocator.ServiceStorage
 	records storage.Interface
+	// inner is the services store under s, written to behind the
+	// allocator's back.
+	inner storage.Interface
 }
 
 func newServiceEnv(t *testing.T) serviceEnv {
@@ -47,7 +50,7 @@ func newServiceEnv(t *testing.T) serviceEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return serviceEnv{s: ipallocator.NewServiceStorage(inner, ipallocator.NewIPs(records, cidr), ipallocator.NewPorts(records, pr), nil), records: records}
+	return serviceEnv{s: ipallocator.NewServiceStorage(inner, ipallocator.NewIPs(records, cidr), ipallocator.NewPorts(records, pr), nil), records: records, inner: inner}
 }
 
 // snapshot is every allocation record with its resourceVersion.
