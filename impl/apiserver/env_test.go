@@ -80,6 +80,7 @@ func run(m *testing.M) int {
 // env is one running API server with clients for it.
 type env struct {
 	t      testing.TB
+	prefix string // of the storage keys
 	srv    *apiserver.Server
 	url    string
 	rest   *rest.Config
@@ -92,10 +93,14 @@ type env struct {
 // adjust the Config. The server stops when the test ends.
 func newEnv(t testing.TB, configure func(*apiserver.Config)) *env {
 	t.Helper()
-	factory := storagebackend.NewFactory(storagebackend.Config{
-		Client: etcdServer.Client(),
-		Prefix: fmt.Sprintf("/test%d-%d", time.Now().UnixNano(), prefixSeq.Add(1)),
-	})
+	return newEnvAt(t, fmt.Sprintf("/test%d-%d", time.Now().UnixNano(), prefixSeq.Add(1)), configure)
+}
+
+// newEnvAt starts a server on the storage key prefix given (another
+// server's, for a second server on the same storage).
+func newEnvAt(t testing.TB, prefix string, configure func(*apiserver.Config)) *env {
+	t.Helper()
+	factory := storagebackend.NewFactory(storagebackend.Config{Client: etcdServer.Client(), Prefix: prefix})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +123,7 @@ func newEnv(t testing.TB, configure func(*apiserver.Config)) *env {
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
 	url := "https://" + ln.Addr().String()
-	e := &env{t: t, srv: srv, url: url, rest: pki.RESTConfig(url, ca.CertPEM, admin)}
+	e := &env{t: t, prefix: prefix, srv: srv, url: url, rest: pki.RESTConfig(url, ca.CertPEM, admin)}
 	e.rest.QPS, e.rest.Burst = 1000, 1000
 	var transports []http.RoundTripper
 	var tmu sync.Mutex

@@ -10,7 +10,15 @@
 //     and PriorityLevelConfigurations (DefaultFlowSchemas,
 //     DefaultPriorityLevels) with their names, precedences, subjects,
 //     rules, distinguisher methods, shares, lendable percentages and
-//     queuing parameters; fixed UIDs derived from the names (UID).
+//     queuing parameters; fixed UIDs derived from the names (UID). The
+//     API server writes them at start and follows the objects that exist
+//     (see apiserver's apf.go): Digest makes a configuration of them
+//     (a FlowSchema whose level is missing is dangling and ignored; a
+//     missing mandatory object is imagined) and Controller.Reconfigure
+//     applies it while requests run: a level keeping its name keeps its
+//     queued and executing requests under its new limits; a removed level
+//     admits nothing new, dispatches what it queued and goes once idle;
+//     a request classified just before its level went goes to catch-all.
 //   - Classification: the FlowSchema with the lowest matchingPrecedence
 //     (ties by name) one of whose rules matches the user (user, group or
 //     service account subjects) and the request (resource rules by verb,
@@ -49,8 +57,10 @@
 //   - Watches wait for a seat like any request but give it back as they
 //     start streaming, not once their initial events are sent; exec,
 //     attach, log, portforward and proxy streams are not classified.
-//   - The configuration is fixed to the defaults; the flowcontrol API
-//     group is not served.
+//   - Status: FlowSchemas get their Dangling condition;
+//     PriorityLevelConfigurations get no conditions (as upstream, which
+//     writes none either), and the objects' status is written with plain
+//     updates, not server-side apply (no managedFields entry).
 //
 // The decisions are pure: Dispatcher (levels, seats, queues) has no
 // clock, lock or goroutine, and matching and shuffle sharding are
