@@ -158,6 +158,11 @@ type Config struct {
 	EndpointReconcilerType    string
 	EndpointReconcileInterval time.Duration
 	EndpointLeaseTTL          time.Duration
+	// ServiceRepairInterval is how often the ClusterIP and NodePort
+	// allocation records are checked against the services and repaired
+	// (0: ipallocator.DefaultRepairInterval, 3 minutes, as kube-apiserver's
+	// repair controllers; servicerepair.go).
+	ServiceRepairInterval time.Duration
 	// Metrics is where the server's metrics are registered and /metrics
 	// reads from; nil makes a private registry.
 	Metrics *prometheus.Registry
@@ -258,9 +263,6 @@ type Server struct {
 	virtual map[schema.GroupVersionResource]virtualResource
 	// services allocates ClusterIPs and NodePorts (nil: services not served).
 	services *serviceAllocation
-	// apf keeps API Priority and Fairness following its objects (nil:
-	// disabled, or the flowcontrol resources are not served).
-	apf *apfConfig
 	// endpoints keeps this server in the `kubernetes` Endpoints (nil:
 	// not served, or --endpoint-reconciler-type=none).
 	endpoints *endpointReconciler
@@ -460,7 +462,6 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("apiserver: building flow control: %w", err)
 		}
 		h = filters.WithPriorityAndFairness(h, codecs, fc)
-		s.apf = newAPFConfig(s, fc)
 	}
 	h = filters.WithImpersonation(h, codecs, authorizer, s.log)
 	auditCfg := audit.Config{Policy: cfg.AuditPolicy, Backend: cfg.AuditBackend, MaxBodyBytes: int(cfg.MaxRequestBodyBytes)}
@@ -565,16 +566,8 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.nsCache != nil {
 		bg.Go(func() { s.nsCache.run(baseCtx) })
 	}
-	if s.apf != nil {
-		if err := s.apf.ensure(ctx); err != nil {
-			_ = ln.Close()
-			return err
-		}
-		bg.Go(func() { s.apf.run(baseCtx) })
-		if err := waitReady(ctx, baseCtx, s.apf.waitSynced); err != nil {
-			_ = ln.Close()
-			return err
-		}
+	if s.services != nil {
+		bg.Go(func() { s.runServiceRepair(baseCtx) })
 	}
 	for _, start := range s.plugins.Starters {
 		bg.Go(func() { start(baseCtx) })

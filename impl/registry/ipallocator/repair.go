@@ -30,7 +30,8 @@ const leakRuns = 3
 // Finding is a problem a repair pass found in a service's allocation,
 // which upstream reports as a Warning event on the service.
 type Finding struct {
-	Service types.NamespacedName
+	Service    types.NamespacedName
+	ServiceUID types.UID
 	// Reason is upstream's: ClusterIPNotAllocated, ClusterIPAlreadyAllocated,
 	// ClusterIPOutOfRange, PortNotAllocated, PortAlreadyAllocated,
 	// PortOutOfRange.
@@ -44,6 +45,7 @@ type Finding struct {
 // holder is one value a service holds, as a repair pass sees it.
 type holder struct {
 	svc types.NamespacedName
+	uid types.UID
 	// value is the value's text ("10.96.0.5", "30001"); offset its place
 	// in the range when inRange.
 	value   string
@@ -98,7 +100,7 @@ type repairPlan struct {
 func planRepair(kind repairKind, stored map[int]bool, holders []holder, leaks map[int]int) repairPlan {
 	p := repairPlan{allocated: map[int]bool{}, leaks: map[int]int{}}
 	find := func(h holder, reason, format string, args ...any) {
-		p.findings = append(p.findings, Finding{Service: h.svc, Reason: reason, Action: kind.action, Controller: kind.controller,
+		p.findings = append(p.findings, Finding{Service: h.svc, ServiceUID: h.uid, Reason: reason, Action: kind.action, Controller: kind.controller,
 			Message: fmt.Sprintf(format, args...)})
 	}
 	for _, h := range holders {
@@ -315,11 +317,11 @@ func (rp *Repairer) pass(ctx context.Context) error {
 		h := held(svc)
 		for _, ip := range h.ips {
 			o, ok := s.ips.offset(ip)
-			ipHolders = append(ipHolders, holder{svc: name, value: ip.String(), offset: o, inRange: ok})
+			ipHolders = append(ipHolders, holder{svc: name, uid: svc.UID, value: ip.String(), offset: o, inRange: ok})
 		}
 		for _, p := range h.ports {
 			ok := s.ports.pr.Contains(p)
-			portHolders = append(portHolders, holder{svc: name, value: strconv.Itoa(p), offset: p - s.ports.pr.Base, inRange: ok})
+			portHolders = append(portHolders, holder{svc: name, uid: svc.UID, value: strconv.Itoa(p), offset: p - s.ports.pr.Base, inRange: ok})
 		}
 	}
 	var plans []repairPlan
