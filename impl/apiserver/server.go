@@ -263,6 +263,9 @@ type Server struct {
 	virtual map[schema.GroupVersionResource]virtualResource
 	// services allocates ClusterIPs and NodePorts (nil: services not served).
 	services *serviceAllocation
+	// apf keeps API Priority and Fairness following its objects (nil:
+	// disabled, or the flowcontrol resources are not served).
+	apf *apfConfig
 	// endpoints keeps this server in the `kubernetes` Endpoints (nil:
 	// not served, or --endpoint-reconciler-type=none).
 	endpoints *endpointReconciler
@@ -462,6 +465,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("apiserver: building flow control: %w", err)
 		}
 		h = filters.WithPriorityAndFairness(h, codecs, fc)
+		s.apf = newAPFConfig(s, fc)
 	}
 	h = filters.WithImpersonation(h, codecs, authorizer, s.log)
 	auditCfg := audit.Config{Policy: cfg.AuditPolicy, Backend: cfg.AuditBackend, MaxBodyBytes: int(cfg.MaxRequestBodyBytes)}
@@ -568,6 +572,17 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	if s.services != nil {
 		bg.Go(func() { s.runServiceRepair(baseCtx) })
+	}
+	if s.apf != nil {
+		if err := s.apf.ensure(ctx); err != nil {
+			_ = ln.Close()
+			return err
+		}
+		bg.Go(func() { s.apf.run(baseCtx) })
+		if err := waitReady(ctx, baseCtx, s.apf.waitSynced); err != nil {
+			_ = ln.Close()
+			return err
+		}
 	}
 	for _, start := range s.plugins.Starters {
 		bg.Go(func() { start(baseCtx) })
