@@ -52,6 +52,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/controller/deployment"
 	"github.com/kubeproof/kubeproof/impl/controller/disruption"
 	"github.com/kubeproof/kubeproof/impl/controller/endpoints"
+	"github.com/kubeproof/kubeproof/impl/controller/endpointslice"
 	"github.com/kubeproof/kubeproof/impl/controller/garbagecollector"
 	"github.com/kubeproof/kubeproof/impl/controller/namespace"
 	"github.com/kubeproof/kubeproof/impl/controller/nodelifecycle"
@@ -77,10 +78,11 @@ const (
 	CSRSigning       = "csrsigning"
 	PodGC            = "pod-garbage-collector"
 	Endpoint         = "endpoint"
+	EndpointSlice    = "endpointslice"
 )
 
 // AllControllers lists every controller, in start order.
-var AllControllers = []string{NodeLifecycle, PodGC, Endpoint, Namespace, ResourceQuota, Disruption, ServiceAccount, RootCAPublisher, CSRApproving, CSRSigning, GarbageCollector, ReplicaSet, Deployment}
+var AllControllers = []string{NodeLifecycle, PodGC, Endpoint, EndpointSlice, Namespace, ResourceQuota, Disruption, ServiceAccount, RootCAPublisher, CSRApproving, CSRSigning, GarbageCollector, ReplicaSet, Deployment}
 
 // LeaderElection configures the Lease lock (upstream defaults).
 type LeaderElection struct {
@@ -106,6 +108,11 @@ type Config struct {
 	// ConcurrentEndpointSyncs (--concurrent-endpoint-syncs): services
 	// whose Endpoints are synced at once.
 	ConcurrentEndpointSyncs int
+	// ConcurrentServiceEndpointSyncs (--concurrent-service-endpoint-syncs)
+	// and MaxEndpointsPerSlice (--max-endpoints-per-slice, 1–1000): the
+	// EndpointSlice controller's workers and slice size.
+	ConcurrentServiceEndpointSyncs int
+	MaxEndpointsPerSlice           int
 	// EndpointUpdatesBatchPeriod (--endpoint-updates-batch-period): how
 	// long the endpoints controller delays the sync a pod change causes,
 	// to write the changes of that window at once; 0 (upstream's default)
@@ -182,6 +189,7 @@ func DefaultConfig() Config {
 		Election: LeaderElection{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 			Namespace: "kube-system", Name: "kube-controller-manager"},
 		ConcurrentDeploymentSyncs: 5, ConcurrentReplicaSetSyncs: 5, ConcurrentGCSyncs: 20, ConcurrentNamespaceSyncs: 10, ConcurrentTaintSyncs: 8, ConcurrentEndpointSyncs: 5,
+		ConcurrentServiceEndpointSyncs: 5, MaxEndpointsPerSlice: endpointslice.DefaultMaxEndpointsPerSlice,
 		ConcurrentServiceAccountSyncs: 1, ConcurrentResourceQuotaSyncs: resourcequota.DefaultWorkers, ResourceQuotaSyncPeriod: resourcequota.DefaultSyncPeriod,
 		NodeMonitorPeriod: 5 * time.Second, NodeMonitorGracePeriod: 40 * time.Second, NodeStartupGracePeriod: time.Minute,
 		DefaultNotReadyTolerationSeconds: 300, DefaultUnreachableTolerationSeconds: 300,
@@ -222,6 +230,7 @@ func (c *Config) fillDefaults() {
 		{&c.ConcurrentDeploymentSyncs, d.ConcurrentDeploymentSyncs}, {&c.ConcurrentReplicaSetSyncs, d.ConcurrentReplicaSetSyncs},
 		{&c.ConcurrentGCSyncs, d.ConcurrentGCSyncs}, {&c.ConcurrentNamespaceSyncs, d.ConcurrentNamespaceSyncs}, {&c.ConcurrentTaintSyncs, d.ConcurrentTaintSyncs},
 		{&c.ConcurrentEndpointSyncs, d.ConcurrentEndpointSyncs},
+		{&c.ConcurrentServiceEndpointSyncs, d.ConcurrentServiceEndpointSyncs}, {&c.MaxEndpointsPerSlice, d.MaxEndpointsPerSlice},
 		{&c.ConcurrentServiceAccountSyncs, d.ConcurrentServiceAccountSyncs}, {&c.ConcurrentResourceQuotaSyncs, d.ConcurrentResourceQuotaSyncs},
 	} {
 		if *p.v <= 0 {
@@ -483,6 +492,19 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		}
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentEndpointSyncs) })
 	}
+	if cfg.Enabled(EndpointSlice) {
+		clients, err := clientsOf(EndpointSlice)
+		if err != nil {
+			return err
+		}
+		c, err := endpointslice.New(clients.Kube, factory.Core().V1().Services(), factory.Core().V1().Pods(), factory.Core().V1().Nodes(),
+			factory.Discovery().V1().EndpointSlices(), endpointslice.WithRecorder(recorder(clients, "endpoint-slice-controller")),
+			endpointslice.WithMaxEndpointsPerSlice(cfg.MaxEndpointsPerSlice))
+		if err != nil {
+			return err
+		}
+		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentServiceEndpointSyncs) })
+	}
 	if cfg.Enabled(Namespace) {
 		clients, err := clientsOf(Namespace)
 		if err != nil {
@@ -497,7 +519,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 			return err
 		}
 		gcCfg := garbagecollector.Config{Workers: cfg.ConcurrentGCSyncs}
-		if cfg.PodInformer != nil || cfg.Enabled(NodeLifecycle) || cfg.Enabled(PodGC) || cfg.Enabled(Endpoint) || cfg.Enabled(ReplicaSet) || cfg.Enabled(Deployment) {
+		if cfg.PodInformer != nil || cfg.Enabled(NodeLifecycle) || cfg.Enabled(PodGC) || cfg.Enabled(Endpoint) || cfg.Enabled(EndpointSlice) || cfg.Enabled(ReplicaSet) || cfg.Enabled(Deployment) {
 			// Pods are watched (and cached, trimmed) for those controllers
 			// anyway: the collector's graph is built from the same informer,
 			// as upstream's collector uses the manager's shared factory.

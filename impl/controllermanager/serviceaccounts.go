@@ -32,6 +32,7 @@ var ServiceAccountNames = map[string]string{
 	NodeLifecycle:    "node-controller",
 	PodGC:            "pod-garbage-collector",
 	Endpoint:         "endpoint-controller",
+	EndpointSlice:    "endpointslice-controller",
 	ServiceAccount:   "serviceaccount-controller",
 	RootCAPublisher:  "root-ca-cert-publisher",
 	ResourceQuota:    "resourcequota-controller",

@@ -49,6 +49,13 @@ func controllerRoles() map[string][]rbacv1.PolicyRule {
 			verbs("create").groups(legacyGroup).resources("endpoints/restricted").rule(),
 			eventsRule(),
 		},
+		"endpointslice-controller": {
+			verbs("get", "list", "watch").groups(legacyGroup).resources("services", "pods", "nodes").rule(),
+			// Slices are owned by their service with blockOwnerDeletion.
+			verbs("update").groups(legacyGroup).resources("services/finalizers").rule(),
+			verbs("get", "list", "create", "update", "delete").groups(discoveryGroup).resources("endpointslices").rule(),
+			eventsRule(),
+		},
 		"namespace-controller": {
 			verbs("get", "list", "watch", "delete").groups(legacyGroup).resources("namespaces").rule(),
 			verbs("update").groups(legacyGroup).resources("namespaces/finalize", "namespaces/status").rule(),
@@ -94,7 +101,7 @@ func controllerRoles() map[string][]rbacv1.PolicyRule {
 // name order.
 func Controllers() []string {
 	return []string{
-		"certificate-controller", "deployment-controller", "disruption-controller", "endpoint-controller", "generic-garbage-collector", "namespace-controller", "node-controller",
+		"certificate-controller", "deployment-controller", "disruption-controller", "endpoint-controller", "endpointslice-controller", "generic-garbage-collector", "namespace-controller", "node-controller",
 		"pod-garbage-collector", "replicaset-controller", "resourcequota-controller", "root-ca-cert-publisher", "serviceaccount-controller",
 	}
 }

@@ -1,0 +1,395 @@
+package endpointslice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubeproof/kubeproof/impl/controller/endpoints"
+	"github.com/kubeproof/kubeproof/impl/controller/podstate"
+	"github.com/kubeproof/kubeproof/impl/controller/workloop"
+)
+
+// Name is the controller's name in logs and queue metrics.
+const Name = "endpointslice"
+
+// Controller is the informer loop around Reconcile: a service is synced
+// when it changes, when a pod its selector matches (before or after the
+// change) is added, changed in a way its endpoint shows, or deleted, and
+// when one of its slices is changed or deleted by someone else.
+type Controller struct {
+	client   kubernetes.Interface
+	services corelisters.ServiceLister
+	pods     corelisters.PodLister
+	nodes    corelisters.NodeLister
+	slices   discoverylisters.EndpointSliceLister
+	synced   []cache.InformerSynced
+	queue    workqueue.TypedRateLimitingInterface[string]
+	recorder record.EventRecorder
+	maxPer   int
+	tracker  *tracker
+}
+
+// Option adjusts a Controller.
+type Option func(*Controller)
+
+// WithRecorder records FailedToUpdateEndpointSlices warnings on the
+// service (as upstream) through r.
+func WithRecorder(r record.EventRecorder) Option { return func(c *Controller) { c.recorder = r } }
+
+// WithMaxEndpointsPerSlice sets kube-controller-manager's
+// --max-endpoints-per-slice (1–1000; DefaultMaxEndpointsPerSlice when 0).
+func WithMaxEndpointsPerSlice(n int) Option { return func(c *Controller) { c.maxPer = n } }
+
+// New wires the controller to the service, pod, node and EndpointSlice
+// informers (start their factory after New).
+func New(client kubernetes.Interface, services coreinformers.ServiceInformer, pods coreinformers.PodInformer,
+	nodes coreinformers.NodeInformer, endpointSlices discoveryinformers.EndpointSliceInformer, opts ...Option) (*Controller, error) {
+	c := &Controller{
+		client:   client,
+		services: services.Lister(),
+		pods:     pods.Lister(),
+		nodes:    nodes.Lister(),
+		slices:   endpointSlices.Lister(),
+		synced: []cache.InformerSynced{services.Informer().HasSynced, pods.Informer().HasSynced,
+			nodes.Informer().HasSynced, endpointSlices.Informer().HasSynced},
+		queue:   workloop.NewQueue(Name),
+		maxPer:  DefaultMaxEndpointsPerSlice,
+		tracker: newTracker(),
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.maxPer <= 0 {
+		c.maxPer = DefaultMaxEndpointsPerSlice
+	}
+	if c.maxPer > MaxMaxEndpointsPerSlice {
+		return nil, fmt.Errorf("%s: max endpoints per slice %d is over %d", Name, c.maxPer, MaxMaxEndpointsPerSlice)
+	}
+	handlers := []struct {
+		inf cache.SharedIndexInformer
+		h   cache.ResourceEventHandler
+	}{
+		{services.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc: c.enqueue, UpdateFunc: func(_, obj any) { c.enqueue(obj) }, DeleteFunc: c.enqueue,
+		}},
+		{pods.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc: c.enqueueForPod, UpdateFunc: c.enqueueForPodUpdate, DeleteFunc: c.enqueueForPod,
+		}},
+		{endpointSlices.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc: c.sliceChanged, UpdateFunc: func(_, obj any) { c.sliceChanged(obj) }, DeleteFunc: c.sliceDeleted,
+		}},
+	}
+	for _, h := range handlers {
+		if _, err := h.inf.AddEventHandler(h.h); err != nil {
+			return nil, fmt.Errorf("%s: adding event handler: %w", Name, err)
+		}
+	}
+	return c, nil
+}
+
+// Run waits for the caches, then syncs services with workers goroutines
+// until ctx is done; it returns once they have stopped.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	if err := workloop.WaitForSync(ctx, Name, c.queue, c.synced...); err != nil {
+		return err
+	}
+	workloop.Run(ctx, Name, c.queue, workers, c.sync)
+	return nil
+}
+
+func (c *Controller) enqueue(obj any) {
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		c.queue.Add(key)
+	}
+}
+
+// serviceKeyOf is the key of the service of a slice this controller
+// manages ("" for other slices).
+func serviceKeyOf(obj any) (string, *discoveryv1.EndpointSlice) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	s, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok || s.Labels[discoveryv1.LabelManagedBy] != ControllerName || s.Labels[discoveryv1.LabelServiceName] == "" {
+		return "", nil
+	}
+	return s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName], s
+}
+
+// sliceChanged enqueues the service of a managed slice, unless the event
+// is this controller's own write.
+func (c *Controller) sliceChanged(obj any) {
+	if key, s := serviceKeyOf(obj); s != nil && !c.tracker.expected(key, s) {
+		c.queue.Add(key)
+	}
+}
+
+// sliceDeleted enqueues the service of a managed slice deleted by someone
+// else (its slices are recreated).
+func (c *Controller) sliceDeleted(obj any) {
+	if key, s := serviceKeyOf(obj); s != nil && !c.tracker.gone(key, s) {
+		c.queue.Add(key)
+	}
+}
+
+// enqueueForPod enqueues the services of the pod's namespace whose
+// selector matches it.
+func (c *Controller) enqueueForPod(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		for _, svc := range c.servicesOf(pod) {
+			c.enqueue(svc)
+		}
+	}
+}
+
+// enqueueForPodUpdate enqueues the services matching the pod before or
+// after the update, if the update can change its endpoint.
+func (c *Controller) enqueueForPodUpdate(oldObj, obj any) {
+	old, ok1 := oldObj.(*corev1.Pod)
+	cur, ok2 := obj.(*corev1.Pod)
+	if !ok1 || !ok2 || !endpointChanged(old, cur) {
+		return
+	}
+	svcs := c.servicesOf(cur)
+	if !maps.Equal(old.Labels, cur.Labels) {
+		svcs = append(svcs, c.servicesOf(old)...)
+	}
+	for _, svc := range svcs {
+		c.enqueue(svc)
+	}
+}
+
+func (c *Controller) servicesOf(pod *corev1.Pod) []*corev1.Service {
+	svcs, err := c.services.Services(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []*corev1.Service
+	for _, svc := range svcs {
+		if len(svc.Spec.Selector) > 0 && labels.SelectorFromValidatedSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) {
+			out = append(out, svc)
+		}
+	}
+	return out
+}
+
+// endpointChanged reports whether a pod update can change its endpoint:
+// its labels, or a field the endpoint is built from.
+func endpointChanged(old, cur *corev1.Pod) bool {
+	return !maps.Equal(old.Labels, cur.Labels) ||
+		endpoints.PodIP(old) != endpoints.PodIP(cur) || podstate.IsReady(old) != podstate.IsReady(cur) ||
+		old.Status.Phase != cur.Status.Phase ||
+		(old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil) ||
+		old.Spec.NodeName != cur.Spec.NodeName || old.Spec.Hostname != cur.Spec.Hostname || old.Spec.Subdomain != cur.Spec.Subdomain ||
+		old.UID != cur.UID ||
+		!slices.EqualFunc(old.Spec.Containers, cur.Spec.Containers, func(x, y corev1.Container) bool { return slices.Equal(x.Ports, y.Ports) })
+}
+
+// errStale says the slice cache has not seen this controller's last
+// writes yet; the sync is retried.
+var errStale = errors.New("EndpointSlice informer cache is out of date")
+
+// sync converges the slices of the service key names.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	svc, err := c.services.Services(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		// The garbage collector deletes the slices it owned.
+		c.tracker.forget(key)
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("getting service %s: %w", key, err)
+	}
+	if len(svc.Spec.Selector) == 0 || svc.Spec.Type == corev1.ServiceTypeExternalName {
+		return nil
+	}
+	pods, err := c.pods.Pods(ns).List(labels.SelectorFromValidatedSet(svc.Spec.Selector))
+	if err != nil {
+		return fmt.Errorf("listing pods of %s: %w", key, err)
+	}
+	listed, err := c.slices.EndpointSlices(ns).List(labels.SelectorFromValidatedSet(labels.Set{
+		discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: ControllerName}))
+	if err != nil {
+		return fmt.Errorf("listing endpoint slices of %s: %w", key, err)
+	}
+	// Slices being deleted are not counted (nor written).
+	listed = slices.DeleteFunc(slices.Clone(listed), func(s *discoveryv1.EndpointSlice) bool { return s.DeletionTimestamp != nil })
+	if c.tracker.stale(key, listed) {
+		return fmt.Errorf("syncing %s: %w", key, errStale)
+	}
+	plan := Reconcile(Input{Service: svc, Pods: pods, Slices: listed, Nodes: c.nodeZone, MaxEndpointsPerSlice: c.maxPer})
+	if err := c.write(ctx, key, svc, plan); err != nil {
+		return err
+	}
+	if len(plan.SkippedPods) > 0 {
+		return fmt.Errorf("syncing %s: pods %v left out: their nodes are unknown", key, plan.SkippedPods)
+	}
+	return nil
+}
+
+// nodeZone gives a node's zone label and whether the node exists.
+func (c *Controller) nodeZone(name string) (string, bool) {
+	n, err := c.nodes.Get(name)
+	if err != nil {
+		return "", false
+	}
+	return n.Labels[corev1.LabelTopologyZone], true
+}
+
+// write makes plan's writes: creates first, then updates, then deletes,
+// as upstream (new endpoints are served before old ones go).
+func (c *Controller) write(ctx context.Context, key string, svc *corev1.Service, plan Plan) error {
+	if plan.Empty() {
+		return nil
+	}
+	slog.Debug("endpointslice: writing slices", "service", key, "create", len(plan.Create), "update", len(plan.Update), "delete", len(plan.Delete))
+	client := c.client.DiscoveryV1().EndpointSlices(svc.Namespace)
+	var err error
+	for _, s := range plan.Create {
+		var created *discoveryv1.EndpointSlice
+		if created, err = client.Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+				// The namespace is going away, and the service with it.
+				return nil
+			}
+			break
+		}
+		c.tracker.wrote(key, created)
+	}
+	if err == nil {
+		for _, s := range plan.Update {
+			var updated *discoveryv1.EndpointSlice
+			if updated, err = client.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+				break
+			}
+			c.tracker.wrote(key, updated)
+		}
+	}
+	if err == nil {
+		for _, s := range plan.Delete {
+			uid := s.UID
+			err = client.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			if apierrors.IsNotFound(err) {
+				err = nil
+			}
+			if err != nil {
+				break
+			}
+			c.tracker.deleted(key, s)
+		}
+	}
+	if err == nil {
+		return nil
+	}
+	// A conflict means the cache is behind: the retry decides again from
+	// the newer state, without an event.
+	if c.recorder != nil && !apierrors.IsConflict(err) {
+		c.recorder.Eventf(svc, corev1.EventTypeWarning, "FailedToUpdateEndpointSlices",
+			"Error updating Endpoint Slices for Service %s/%s: %v", svc.Namespace, svc.Name, err)
+	}
+	return fmt.Errorf("writing endpoint slices of %s: %w", key, err)
+}
+
+// tracker remembers, per service, the generation of every slice this
+// controller last wrote and the slices it deleted, so that events of its
+// own writes cause no sync and a sync over a cache that has not seen
+// them yet is retried instead of deciding (and duplicating slices) from
+// old state, as upstream's endpointSliceTracker.
+type tracker struct {
+	mu sync.Mutex
+	// generations by service key and slice name; deletedGeneration marks
+	// a slice this controller deleted.
+	generations map[string]map[string]int64
+}
+
+const deletedGeneration = -1
+
+func newTracker() *tracker { return &tracker{generations: map[string]map[string]int64{}} }
+
+func (t *tracker) set(key, name string, gen int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.generations[key] == nil {
+		t.generations[key] = map[string]int64{}
+	}
+	t.generations[key][name] = gen
+}
+
+func (t *tracker) wrote(key string, s *discoveryv1.EndpointSlice) { t.set(key, s.Name, s.Generation) }
+
+func (t *tracker) deleted(key string, s *discoveryv1.EndpointSlice) {
+	t.set(key, s.Name, deletedGeneration)
+}
+
+func (t *tracker) forget(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.generations, key)
+}
+
+// expected reports whether s is as this controller last wrote it.
+func (t *tracker) expected(key string, s *discoveryv1.EndpointSlice) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	gen, ok := t.generations[key][s.Name]
+	return ok && gen == s.Generation
+}
+
+// gone forgets a deleted slice and reports whether this controller
+// deleted it.
+func (t *tracker) gone(key string, s *discoveryv1.EndpointSlice) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	gen, ok := t.generations[key][s.Name]
+	delete(t.generations[key], s.Name)
+	return ok && gen == deletedGeneration
+}
+
+// stale reports whether listed misses a write of this controller: a
+// slice it wrote absent or at an older generation, or a slice it deleted
+// still present. Deletions the list confirms are forgotten.
+func (t *tracker) stale(key string, listed []*discoveryv1.EndpointSlice) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	byName := make(map[string]*discoveryv1.EndpointSlice, len(listed))
+	for _, s := range listed {
+		byName[s.Name] = s
+	}
+	for name, gen := range t.generations[key] {
+		s, present := byName[name]
+		switch {
+		case gen == deletedGeneration && present:
+			return true
+		case gen == deletedGeneration:
+			delete(t.generations[key], name)
+		case !present || s.Generation < gen:
+			return true
+		}
+	}
+	return false
+}
