@@ -225,7 +225,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	var pods []*corev1.Pod
 	var triggered time.Time
-	if svc != nil && len(svc.Spec.Selector) > 0 {
+	if svc != nil && len(svc.Spec.Selector) > 0 && svc.Spec.Type != corev1.ServiceTypeExternalName {
 		if pods, err = c.pods.Pods(ns).List(labels.SelectorFromValidatedSet(svc.Spec.Selector)); err != nil {
 			return fmt.Errorf("listing pods of %s: %w", key, err)
 		}

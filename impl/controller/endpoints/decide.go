@@ -77,7 +77,7 @@ type Plan struct {
 
 // Decide returns what the Endpoints of svc should become. svc nil means
 // the service is gone: its Endpoints, if any, are deleted. A service
-// without a selector is never touched. pods are the pods of the service's
+// without a selector, or of type ExternalName, is never touched. pods are the pods of the service's
 // namespace (those its selector does not match are ignored); current is
 // the existing Endpoints of the same name or nil. Nothing is written when
 // the subsets, labels and capacity annotation already match, so an
@@ -89,7 +89,9 @@ func Decide(svc *corev1.Service, pods []*corev1.Pod, current *corev1.Endpoints) 
 		}
 		return Plan{Action: Delete, Endpoints: current}
 	}
-	if len(svc.Spec.Selector) == 0 {
+	if len(svc.Spec.Selector) == 0 || svc.Spec.Type == corev1.ServiceTypeExternalName {
+		// An ExternalName service gets no Endpoints from the controller
+		// even with a selector, as upstream's; existing ones stay.
 		return Plan{}
 	}
 	subsets, truncated := Subsets(svc, pods)

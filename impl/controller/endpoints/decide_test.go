@@ -178,6 +178,16 @@ func TestDecide(t *testing.T) {
 		t.Fatalf("headless: %v %v, want the headless label added", p.Action, p.Endpoints.Labels)
 	}
 
+	external := service(func(s *corev1.Service) {
+		s.Spec.Type, s.Spec.ExternalName, s.Spec.ClusterIP = corev1.ServiceTypeExternalName, "example.com", ""
+	})
+	if p := Decide(external, pods, nil); p.Action != None {
+		t.Fatalf("ExternalName service with a selector: %v, want no Endpoints", p.Action)
+	}
+	if p := Decide(external, pods, stored); p.Action != None {
+		t.Fatalf("ExternalName service with a selector and Endpoints: %v, want them left alone", p.Action)
+	}
+
 	noSelector := service(func(s *corev1.Service) { s.Spec.Selector = nil })
 	if p := Decide(noSelector, pods, stored); p.Action != None {
 		t.Fatalf("service without a selector: %v, want its Endpoints left alone", p.Action)
