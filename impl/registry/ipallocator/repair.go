@@ -162,7 +162,10 @@ func (r *Range) snapshot(ctx context.Context) (map[int]blockSnapshot, error) {
 var errStale = errors.New("allocation record changed since it was read")
 
 // writeIfUnchanged writes bits as block b's record if the record is still
-// at resourceVersion rv ("" : still missing); errStale otherwise.
+// at resourceVersion rv ("" : still missing); errStale otherwise. With the
+// store's own compare-and-swap (STORE-3) this is the snapshot-then-write
+// of upstream's repair: no allocation or release made after the pass read
+// the block is overwritten.
 func (r *Range) writeIfUnchanged(ctx context.Context, b int, rv string, bits *big.Int) error {
 	key := r.blockKey(b)
 	err := r.store.GuaranteedUpdate(ctx, key, &corev1.RangeAllocation{}, true, nil,
