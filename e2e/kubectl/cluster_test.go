@@ -120,6 +120,8 @@ func TestAPIResources(t *testing.T) {
 		"clusterrolebindings rbac.authorization.k8s.io/v1 false ClusterRoleBinding",
 		"priorityclasses pc scheduling.k8s.io/v1 false PriorityClass",
 		"events ev events.k8s.io/v1 true Event",
+		"flowschemas flowcontrol.apiserver.k8s.io/v1 false FlowSchema",
+		"prioritylevelconfigurations flowcontrol.apiserver.k8s.io/v1 false PriorityLevelConfiguration",
 	} {
 		if !rows[want] {
 			t.Errorf("api-resources lacks %q:\n%s", want, out)

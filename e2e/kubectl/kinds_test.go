@@ -145,6 +145,13 @@ var kinds = []kind{
 		field:       "/description", values: [4]string{`"smp"`, `"merge"`, `"json"`, `"edited"`},
 	},
 	{
+		resource: "prioritylevelconfigurations", nameOutput: "prioritylevelconfiguration.flowcontrol.apiserver.k8s.io", kind: "PriorityLevelConfiguration", apiVersion: "flowcontrol.apiserver.k8s.io/v1",
+		manifest:    "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: PriorityLevelConfiguration\nmetadata:\n  name: NAME\n  labels:\n    tier: a\nspec:\n  type: Limited\n  limited:\n    nominalConcurrencyShares: 1\n    limitResponse:\n      type: Reject\n",
+		headers:     []string{"NAME", "TYPE", "NOMINALCONCURRENCYSHARES", "QUEUES", "HANDSIZE", "QUEUELENGTHLIMIT", "AGE"},
+		wideHeaders: []string{"NAME", "TYPE", "NOMINALCONCURRENCYSHARES", "QUEUES", "HANDSIZE", "QUEUELENGTHLIMIT", "AGE"},
+		field:       "/metadata/labels/tier", values: [4]string{`"smp"`, `"merge"`, `"json"`, `"edited"`},
+	},
+	{
 		resource: "events.events.k8s.io", nameOutput: "event.events.k8s.io", kind: "Event", apiVersion: "events.k8s.io/v1", namespaced: true,
 		manifest:    "apiVersion: events.k8s.io/v1\nkind: Event\nmetadata:\n  name: NAME\n  namespace: NS\n  labels:\n    tier: a\neventTime: \"2026-01-02T03:04:05.000000Z\"\nregarding:\n  kind: Pod\n  name: p\n  namespace: NS\nreason: Testing\nnote: first\ntype: Normal\naction: Test\nreportingController: example.com/e2e\nreportingInstance: e2e-1\n",
 		headers:     []string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"},
