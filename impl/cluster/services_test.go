@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
@@ -58,9 +59,9 @@ func TestServiceOptionsReachTheAPIServer(t *testing.T) {
 
 // TestServiceEndpointsFollowADeploymentsPods runs the whole pipeline
 // (controller manager, scheduler, simulated nodes): a Service selecting a
-// Deployment's pods gets Endpoints with the running pods' IPs on its
-// target port, and a deleted pod's IP leaves them (its replacement's
-// joins).
+// Deployment's pods gets Endpoints and EndpointSlices with the running
+// pods' IPs on its target port, and a deleted pod's IP leaves them (its
+// replacement's joins).
 func TestServiceEndpointsFollowADeploymentsPods(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
@@ -125,15 +126,36 @@ func TestServiceEndpointsFollowADeploymentsPods(t *testing.T) {
 		}
 		return ips
 	}
+	// sliceIPs are the ready addresses of the service's EndpointSlices on
+	// the target port, sorted.
+	sliceIPs := func() []string {
+		l, err := cs.DiscoveryV1().EndpointSlices("default").List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=web"})
+		if err != nil {
+			return nil
+		}
+		var ips []string
+		for _, s := range l.Items {
+			if len(s.Ports) != 1 || s.Ports[0].Port == nil || *s.Ports[0].Port != 8080 {
+				return nil
+			}
+			for _, e := range s.Endpoints {
+				if e.Conditions.Ready != nil && *e.Conditions.Ready {
+					ips = append(ips, e.Addresses...)
+				}
+			}
+		}
+		slices.Sort(ips)
+		return ips
+	}
 	waitEndpoints := func(what string, ok func(want, got []string) bool) []string {
 		t.Helper()
 		for {
-			want, got := runningIPs(), endpointIPs()
-			if len(want) == 2 && ok(want, got) {
+			want, got, inSlices := runningIPs(), endpointIPs(), sliceIPs()
+			if len(want) == 2 && ok(want, got) && ok(want, inSlices) {
 				return got
 			}
 			if ctx.Err() != nil {
-				t.Fatalf("%s: Endpoints %v, ready pods %v", what, got, want)
+				t.Fatalf("%s: Endpoints %v, EndpointSlices %v, ready pods %v", what, got, inSlices, want)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
