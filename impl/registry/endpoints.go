@@ -18,7 +18,7 @@ import (
 
 // endpoints serves core/v1 Endpoints: plain CRUD with Kubernetes'
 // validation. The API server keeps the `kubernetes` service's endpoints
-// current; there is no endpoints controller for selector-based services.
+// current, the endpoints controller those of selector-based services.
 func endpoints(now func() time.Time) *resource.Resource {
 	k := kind[*corev1.Endpoints]{
 		namespaced: true,
