@@ -53,6 +53,7 @@ func newKubeletCommand() *cobra.Command {
 		rootDir, podLogsDir                 string
 		evictionFlags                       eviction.Flags
 		simAvailable                        string
+		containerGC                         = gc.DefaultContainerPolicy
 	)
 	cmd := &cobra.Command{
 		Use:   "kubelet --kubeconfig FILE --node-name NAME [--runtime sim|cri]",
@@ -78,6 +79,7 @@ func newKubeletCommand() *cobra.Command {
 				LeaseDuration: leaseDuration, NodeLeaseRenewInterval: renew, RelistPeriod: relist,
 				Backoff: podsync.BackoffConfig{Base: backoffBase, Max: backoffMax}, Workers: workers, Logger: logger,
 				Labels: map[string]string{}, Port: port, RootDir: rootDir, PodLogsDir: podLogsDir,
+				ContainerGC: &containerGC,
 			}
 			for flag, pair := range map[string]struct {
 				s string
@@ -249,6 +251,13 @@ func newKubeletCommand() *cobra.Command {
 	fs.DurationVar(&evictionFlags.MinimumImageTTLDuration, "minimum-image-ttl-duration", gc.DefaultMinAge, "Minimum age of an unused image before it may be garbage collected.")
 	fs.DurationVar(&evictionFlags.ImageMaximumGCAge, "image-maximum-gc-age", 0, "How long an image may stay unused before image garbage collection removes it whatever the disk usage; 0 turns this off.")
 	fs.DurationVar(&evictionFlags.MonitoringInterval, "eviction-monitoring-interval", eviction.DefaultMonitoringInterval, "How often the eviction manager observes the node (kubeproof's flag; upstream's is fixed at 10s).")
+	fs.DurationVar(&containerGC.MinAge, "minimum-container-ttl-duration", containerGC.MinAge, "Minimum age of a dead container before it may be garbage collected.")
+	fs.IntVar(&containerGC.MaxPerPodContainer, "maximum-dead-containers-per-container", containerGC.MaxPerPodContainer, "How many dead instances of each container of a pod to keep (negative: all).")
+	fs.IntVar(&containerGC.MaxContainers, "maximum-dead-containers", containerGC.MaxContainers, "How many dead containers to keep on the node in all (negative: no limit).")
+	for _, name := range []string{"minimum-container-ttl-duration", "maximum-dead-containers-per-container", "maximum-dead-containers"} {
+		// Deprecated upstream too, in favour of the eviction thresholds.
+		_ = fs.MarkDeprecated(name, "use --eviction-hard or --eviction-soft instead; it will be removed in a future version.")
+	}
 	fs.StringVar(&simAvailable, "sim-available", "", "What the simulated node reports available, signal=quantity,... (e.g. memory.available=50Mi); the eviction manager acts on it.")
 	fs.StringVar(&rootDir, "root-dir", "/var/lib/kubelet", "Directory for pod directories and their volumes.")
 	fs.StringVar(&podLogsDir, "pod-logs-dir", "/var/log/pods", "Directory the container runtime writes pod logs to.")

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
+	"github.com/kubeproof/kubeproof/impl/kubelet/gc"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 )
 
@@ -43,6 +44,11 @@ type Config struct {
 	// eviction.SimProvider over the configured capacity with the sim
 	// runtime, eviction.HostProvider on RootDir otherwise.
 	EvictionProvider eviction.Provider
+	// ContainerGC is the dead container garbage collection policy
+	// (--minimum-container-ttl-duration,
+	// --maximum-dead-containers-per-container, --maximum-dead-containers);
+	// nil: upstream's default, gc.DefaultContainerPolicy.
+	ContainerGC *gc.ContainerPolicy
 
 	// SyncFrequency is the period of the full resync of every pod (20 s).
 	SyncFrequency time.Duration
@@ -140,6 +146,11 @@ func (c *Config) setDefaults() error {
 	}
 	if c.MaxPods == 0 {
 		c.MaxPods = DefaultMaxPods
+	}
+	if c.ContainerGC != nil {
+		if err := c.ContainerGC.Validate(); err != nil {
+			return err
+		}
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {

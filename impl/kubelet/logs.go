@@ -3,6 +3,9 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
@@ -35,7 +38,7 @@ func (k *Kubelet) ContainerLogs(ctx context.Context, namespace, name, container 
 	}
 	c := rs.Latest(container, init)
 	if previous {
-		c = rs.Previous(c)
+		c = previousInstance(rs, c, k.lastTerminatedID(pod.UID, container, init))
 		if c == nil {
 			return nil, fmt.Errorf("previous terminated container %q in pod %q not found", container, name)
 		}
@@ -44,4 +47,54 @@ func (k *Kubelet) ContainerLogs(ctx context.Context, namespace, name, container 
 		return nil, fmt.Errorf("container %q in pod %q is waiting to start: ContainerCreating", container, name)
 	}
 	return k.rt.ContainerLogs(ctx, c.ID, opts)
+}
+
+// previousInstance is the instance `kubectl logs --previous` reads, as
+// upstream's: the one the pod's status reports as the container's last
+// termination if the runtime still has it (in a crash loop's back-off
+// that is the newest instance itself, the one dead instance the
+// container GC keeps), otherwise the one before the newest.
+func previousInstance(rs *podstate.Pod, latest *podstate.Container, lastTerminatedID string) *podstate.Container {
+	if rs != nil && lastTerminatedID != "" {
+		for i := range rs.Containers {
+			if rs.Containers[i].ID == lastTerminatedID {
+				return &rs.Containers[i]
+			}
+		}
+	}
+	return rs.Previous(latest)
+}
+
+// lastTerminatedID is the runtime id of the instance the pod's last
+// written status reports as the container's last termination ("" if
+// none).
+func (k *Kubelet) lastTerminatedID(uid types.UID, name string, init bool) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	rec := k.pods[uid]
+	if rec == nil {
+		return ""
+	}
+	st := rec.lastStatus
+	if st == nil && rec.pod != nil {
+		st = &rec.pod.Status
+	}
+	if st == nil {
+		return ""
+	}
+	list := st.ContainerStatuses
+	if init {
+		list = st.InitContainerStatuses
+	}
+	for i := range list {
+		if list[i].Name != name || list[i].LastTerminationState.Terminated == nil {
+			continue
+		}
+		id := list[i].LastTerminationState.Terminated.ContainerID
+		if _, after, ok := strings.Cut(id, "://"); ok {
+			return after
+		}
+		return id
+	}
+	return ""
 }

@@ -10,13 +10,15 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
 	"github.com/kubeproof/kubeproof/impl/kubelet/gc"
+	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 )
 
 // The kubelet's garbage collection of images and dead containers
 // (impl/kubelet/gc): the eviction manager's node-level reclaimer before
-// disk evictions, and the periodic image GC of the eviction
+// disk evictions, the periodic container GC (every gc.ContainerPeriod,
+// Config.ContainerGC's policy) and the periodic image GC of the eviction
 // configuration's policy (off unless --image-gc-high-threshold says
-// otherwise). Both run from the eviction interval, under evictMu.
+// otherwise). All run from the eviction interval, under evictMu.
 
 // nodeGC returns the collector, made (and its first image detection run,
 // which counts images already present as old) at the first eviction
@@ -30,6 +32,17 @@ func (k *Kubelet) nodeGC(ctx context.Context, now time.Time) *gc.Collector {
 		return nil
 	}
 	c := gc.NewCollector(rt, k.evictions.Config().ImageGC, k.nodeEvent, k.log)
+	policy := gc.DefaultContainerPolicy
+	if k.cfg.ContainerGC != nil {
+		policy = *k.cfg.ContainerGC
+	}
+	// A simulated runtime writes no log files: the pod logs directory on
+	// this machine is not its to clean.
+	logsDir := k.cfg.PodLogsDir
+	if k.rt.Type() == "sim" {
+		logsDir = ""
+	}
+	c.SetContainerGC(policy, k.podGCState, logsDir)
 	if err := c.Detect(ctx, now); err != nil {
 		k.log.Info("image garbage collector: first detection", "err", err)
 	}
@@ -37,13 +50,14 @@ func (k *Kubelet) nodeGC(ctx context.Context, now time.Time) *gc.Collector {
 	return c
 }
 
-// collectGarbage runs the periodic image GC when it is due, measuring the
-// image filesystem through the eviction provider.
+// collectGarbage runs the periodic container GC and image GC when each
+// is due, measuring the image filesystem through the eviction provider.
 func (k *Kubelet) collectGarbage(ctx context.Context, now time.Time) {
 	c := k.nodeGC(ctx, now)
 	if c == nil {
 		return
 	}
+	c.MaybeCollectContainers(ctx, now)
 	c.MaybeCollect(ctx, func(ctx context.Context) (int64, int64, error) {
 		obs, _, err := k.evictions.Provider().Observe(ctx, nil)
 		if err != nil {
@@ -55,6 +69,32 @@ func (k *Kubelet) collectGarbage(ctx context.Context, now time.Time) {
 		}
 		return o.Capacity, o.Available, nil
 	}, now)
+}
+
+// podGCState is what the container GC may remove of a pod (by UID):
+//   - a pod the kubelet does not know, once its source has delivered every
+//     pod, is gone: all of it goes (before that it may yet arrive);
+//   - a deleted pod's record stays until cleanupPod has stopped and
+//     removed everything of it, which the GC leaves to it;
+//   - an evicted pod goes once its terminal status is in the API (its
+//     container statuses are kept from then on, whatever the runtime
+//     holds), as upstream removes evicted pods' content;
+//   - other pods in a terminal phase are terminated (their dead
+//     containers go only when the eviction manager reclaims disk), and
+//     the rest are active.
+func (k *Kubelet) podGCState(uid string) gc.PodGCState {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	rec, ok := k.pods[types.UID(uid)]
+	switch {
+	case !ok && k.sourceSynced:
+		return gc.PodRemovable
+	case !ok || rec.pod == nil || !podsync.IsTerminalPhase(rec.pod.Status.Phase):
+		return gc.PodActive
+	case rec.evicted:
+		return gc.PodRemovable
+	}
+	return gc.PodTerminated
 }
 
 // logReclaim logs what a node-level reclaim did.

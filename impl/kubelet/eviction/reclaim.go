@@ -16,9 +16,9 @@ import (
 
 // NodeReclaimer frees node-level resources.
 type NodeReclaimer interface {
-	// DeleteDeadContainers removes exited containers the kubelet no longer
-	// needs and returns how many.
-	DeleteDeadContainers(ctx context.Context) (int, error)
+	// DeleteDeadContainers removes dead containers the kubelet no longer
+	// needs (terminated pods' too) and returns how many.
+	DeleteDeadContainers(ctx context.Context, now time.Time) (int, error)
 	// DeleteUnusedImages removes every image no container uses (and old
 	// enough) and returns the bytes freed.
 	DeleteUnusedImages(ctx context.Context, now time.Time) (int64, error)
@@ -67,7 +67,7 @@ func ReclaimSuffices(cfg Config, obs Observations) bool {
 func (m *Manager) reclaim(ctx context.Context, provider Provider, r NodeReclaimer, pods []*v1.Pod, now time.Time) *Reclaim {
 	out := &Reclaim{}
 	var errs []error
-	n, err := r.DeleteDeadContainers(ctx)
+	n, err := r.DeleteDeadContainers(ctx, now)
 	out.ContainersRemoved = n
 	errs = append(errs, err)
 	freed, err := r.DeleteUnusedImages(ctx, now)

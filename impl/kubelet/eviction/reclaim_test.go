@@ -87,7 +87,7 @@ type fakeReclaimer struct {
 	err                error
 }
 
-func (f *fakeReclaimer) DeleteDeadContainers(context.Context) (int, error) {
+func (f *fakeReclaimer) DeleteDeadContainers(context.Context, time.Time) (int, error) {
 	f.containers++
 	return 2, nil
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -20,6 +23,9 @@ type Runtime interface {
 	runtime.ImageManager
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
 	RemoveContainer(ctx context.Context, containerID string) error
+	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
+	StopPodSandbox(ctx context.Context, podSandboxID string) error
+	RemovePodSandbox(ctx context.Context, podSandboxID string) error
 }
 
 // SandboxImager is implemented by runtimes that name the image pod
@@ -55,6 +61,13 @@ type Collector struct {
 	started      time.Time // of the first detection (AgedOut)
 	lastRun      time.Time // of the periodic collection
 	failedBefore bool      // the last periodic collection failed
+
+	// Container collection (SetContainerGC); cmu serializes collections.
+	cmu             sync.Mutex
+	containerPolicy ContainerPolicy
+	podState        func(uid string) PodGCState
+	podLogsDir      string
+	lastContainerGC time.Time
 }
 
 // NewCollector returns a collector for rt. event and log may be nil.
@@ -65,7 +78,18 @@ func NewCollector(rt Runtime, policy Policy, event EventFunc, log *slog.Logger) 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Collector{rt: rt, policy: policy, event: event, log: log, records: map[string]ImageRecord{}}
+	return &Collector{rt: rt, policy: policy, event: event, log: log, records: map[string]ImageRecord{},
+		containerPolicy: DefaultContainerPolicy}
+}
+
+// SetContainerGC sets the container collection's policy, what tells the
+// state of each pod (nil: every pod counts as active), and the pod logs
+// directory whose removable pods' directories go ("": none). Call it
+// before the first collection.
+func (c *Collector) SetContainerGC(policy ContainerPolicy, podState func(uid string) PodGCState, podLogsDir string) {
+	c.cmu.Lock()
+	defer c.cmu.Unlock()
+	c.containerPolicy, c.podState, c.podLogsDir = policy, podState, podLogsDir
 }
 
 // Policy returns the collector's policy.
@@ -261,21 +285,116 @@ func (c *Collector) DeleteUnusedImages(ctx context.Context, now time.Time) (int6
 	return c.freeSpace(ctx, math.MaxInt64, now)
 }
 
-// DeleteDeadContainers removes the exited containers DeadContainers
-// picks; it returns how many it removed.
-func (c *Collector) DeleteDeadContainers(ctx context.Context) (int, error) {
-	containers, err := c.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_EXITED}})
-	if err != nil {
-		return 0, fmt.Errorf("listing dead containers: %w", err)
+// DeleteDeadContainers is the container collection the eviction manager
+// runs before evicting for disk: terminated pods' dead containers go too.
+// It returns how many containers it removed.
+func (c *Collector) DeleteDeadContainers(ctx context.Context, now time.Time) (int, error) {
+	return c.CollectContainers(ctx, true, now)
+}
+
+// MaybeCollectContainers runs the periodic container collection if
+// ContainerPeriod has passed since the last one (the first call runs
+// it). Failures are logged; the next period tries again.
+func (c *Collector) MaybeCollectContainers(ctx context.Context, now time.Time) {
+	c.cmu.Lock()
+	due := c.lastContainerGC.IsZero() || now.Sub(c.lastContainerGC) >= ContainerPeriod
+	if due {
+		c.lastContainerGC = now
 	}
+	c.cmu.Unlock()
+	if !due {
+		return
+	}
+	if n, err := c.CollectContainers(ctx, false, now); err != nil {
+		c.log.Warn("container garbage collection", "removed", n, "err", err)
+	}
+}
+
+// CollectContainers is one container collection: the dead containers
+// DeadContainers picks, then the sandboxes DeadSandboxes picks among
+// what is left, then the log directories of removable pods. It goes on
+// past errors and returns how many containers it removed and all the
+// errors.
+func (c *Collector) CollectContainers(ctx context.Context, evictTerminated bool, now time.Time) (int, error) {
+	c.cmu.Lock()
+	defer c.cmu.Unlock()
+	podState := c.podState
+	if podState == nil {
+		podState = func(string) PodGCState { return PodActive }
+	}
+	// The listing comes before the pod states are read: a container the
+	// listing shows was made for a pod the kubelet knew already, so an
+	// unknown pod in the states read after it is one that is gone.
+	containers, err := c.rt.ListContainers(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("listing containers: %w", err)
+	}
+	ids := DeadContainers(ContainerGCInput{Containers: containers, Policy: c.containerPolicy, PodState: podState, EvictTerminated: evictTerminated, Now: now})
 	var errs []error
 	n := 0
-	for _, id := range DeadContainers(containers) {
+	for _, id := range ids {
 		if err := c.rt.RemoveContainer(ctx, id); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 			errs = append(errs, fmt.Errorf("removing dead container %s: %w", id, err))
 			continue
 		}
 		n++
 	}
+	if err := c.collectSandboxes(ctx, podState, evictTerminated); err != nil {
+		errs = append(errs, err)
+	}
+	if c.podLogsDir != "" {
+		if err := c.collectPodLogDirs(podState); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return n, errors.Join(errs...)
+}
+
+// collectSandboxes removes the sandboxes DeadSandboxes picks, stopping
+// each first (as upstream, in case the kubelet had not). c.cmu is held.
+func (c *Collector) collectSandboxes(ctx context.Context, podState func(string) PodGCState, evictTerminated bool) error {
+	sandboxes, err := c.rt.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("listing sandboxes: %w", err)
+	}
+	containers, err := c.rt.ListContainers(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("listing containers: %w", err)
+	}
+	var errs []error
+	for _, id := range DeadSandboxes(sandboxes, containers, podState, evictTerminated) {
+		if err := c.rt.StopPodSandbox(ctx, id); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("stopping sandbox %s before removing it: %w", id, err))
+			continue
+		}
+		if err := c.rt.RemovePodSandbox(ctx, id); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("removing sandbox %s: %w", id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// collectPodLogDirs removes the log directories of removable pods. c.cmu
+// is held.
+func (c *Collector) collectPodLogDirs(podState func(string) PodGCState) error {
+	entries, err := os.ReadDir(c.podLogsDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the pod logs directory: %w", err)
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	var errs []error
+	for _, name := range PodLogDirsToRemove(names, podState) {
+		if err := os.RemoveAll(filepath.Join(c.podLogsDir, name)); err != nil {
+			errs = append(errs, fmt.Errorf("removing pod logs directory %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -152,22 +152,6 @@ func ctr(id, uid, name string, attempt uint32, state runtimeapi.ContainerState) 
 	return &runtimeapi.Container{Id: id, State: state, Labels: labels, Metadata: &runtimeapi.ContainerMetadata{Name: name, Attempt: attempt}}
 }
 
-// Of each pod's container the newest exited instance stays; running,
-// created and foreign containers are never removed.
-func TestDeadContainers(t *testing.T) {
-	exited, running := runtimeapi.ContainerState_CONTAINER_EXITED, runtimeapi.ContainerState_CONTAINER_RUNNING
-	got := DeadContainers([]*runtimeapi.Container{
-		ctr("a0", "u1", "app", 0, exited), ctr("a1", "u1", "app", 1, exited), ctr("a2", "u1", "app", 2, running),
-		ctr("s0", "u1", "side", 0, exited), ctr("s1", "u1", "side", 1, exited), ctr("s2", "u1", "side", 2, exited),
-		ctr("b0", "u2", "app", 0, exited),
-		ctr("c0", "u3", "app", 0, runtimeapi.ContainerState_CONTAINER_CREATED), ctr("c1", "u3", "app", 1, exited),
-		ctr("x0", "", "app", 0, exited), ctr("x1", "", "app", 1, exited),
-	})
-	if want := []string{"a0", "s0", "s1"}; !slices.Equal(got, want) {
-		t.Errorf("DeadContainers = %v, want %v", got, want)
-	}
-}
-
 // simNode is a simulated runtime with images and containers made through
 // its API on a fake clock.
 type simNode struct {
@@ -405,7 +389,7 @@ func TestDeleteUnusedImagesAndDeadContainers(t *testing.T) {
 	if got := n.images(); !slices.Equal(got, []string{"app"}) {
 		t.Errorf("images left %v", got)
 	}
-	removed, err := c.DeleteDeadContainers(ctx)
+	removed, err := c.DeleteDeadContainers(ctx, n.clock.Now())
 	if err != nil || removed != 1 {
 		t.Fatalf("DeleteDeadContainers = %d, %v", removed, err)
 	}

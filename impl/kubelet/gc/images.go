@@ -2,13 +2,17 @@
 // unused images (upstream's image GC manager, with the same flags
 // --image-gc-high-threshold, --image-gc-low-threshold,
 // --minimum-image-ttl-duration and --image-maximum-gc-age) and dead
-// containers. The eviction manager
-// calls it to reclaim disk before it evicts pods for a nodefs or imagefs
-// signal; the image collector also runs on its own every Period.
+// containers, sandboxes and pod log directories (upstream's container GC,
+// with --minimum-container-ttl-duration,
+// --maximum-dead-containers-per-container and --maximum-dead-containers).
+// The eviction manager calls it to reclaim disk before it evicts pods for
+// a nodefs or imagefs signal; the container collector also runs on its
+// own every ContainerPeriod, the image collector every Period.
 //
 // The decisions are pure — which images count as in use, how much to
-// free, which images and containers go, in what order — and the
-// Collector is the thin loop doing the runtime calls.
+// free, which images, containers, sandboxes and log directories go, in
+// what order — and the Collector is the thin loop doing the runtime
+// calls.
 package gc
 
 import (
