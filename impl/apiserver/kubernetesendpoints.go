@@ -37,8 +37,7 @@ var endpointSlicesGVR = discoveryv1.SchemeGroupVersion.WithResource("endpointsli
 // endpointReconciler is this server's part in keeping the `kubernetes`
 // Endpoints.
 type endpointReconciler struct {
-	leases   kubernetesservice.Leases
-	interval time.Duration
+	leases kubernetesservice.Leases
 	// self is the address this server advertises; "" (nothing to
 	// advertise: a loopback-only host) leaves the leases and Endpoints
 	// alone. ipv6 is the `kubernetes` Service's family.
@@ -76,7 +75,7 @@ func (s *Server) newEndpointReconciler() error {
 		return fmt.Errorf("apiserver: building the API server leases store: %w", err)
 	}
 	s.destroy = append(s.destroy, destroy)
-	s.endpoints = &endpointReconciler{leases: kubernetesservice.Leases{Store: store}, interval: s.cfg.EndpointReconcileInterval}
+	s.endpoints = &endpointReconciler{leases: kubernetesservice.Leases{Store: store}}
 	return nil
 }
 
@@ -135,8 +134,7 @@ func (s *Server) runKubernetesServiceLoop(ctx context.Context) {
 	if s.services == nil {
 		return
 	}
-	interval := s.cfg.EndpointReconcileInterval
-	t := time.NewTicker(interval)
+	t := time.NewTicker(s.cfg.EndpointReconcileInterval)
 	defer t.Stop()
 	for {
 		select {
@@ -157,16 +155,14 @@ func (s *Server) runKubernetesServiceLoop(ctx context.Context) {
 }
 
 // removeAPIEndpoints takes this server out of the `kubernetes` Endpoints
-// on graceful shutdown: its lease, then its address, within ctx and at
-// most two reconcile intervals (as kube-apiserver waits). The last server
-// leaves the Endpoints empty.
+// on graceful shutdown: its lease, then its address, within ctx (the
+// shutdown's: ShutdownTimeout, 10 s, where kube-apiserver waits up to
+// two reconcile intervals). The last server leaves the Endpoints empty.
 func (s *Server) removeAPIEndpoints(ctx context.Context) {
 	r := s.endpoints
 	if r == nil || r.self == "" || r.leaveOnShutdown {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*r.interval)
-	defer cancel()
 	if _, err := r.leases.Remove(ctx, r.self); err != nil {
 		s.log.Warn("removing this API server from the kubernetes endpoints", "err", err)
 		return
