@@ -165,9 +165,20 @@ func (p *SimProvider) Observe(_ context.Context, pods []*v1.Pod) (Observations, 
 }
 
 // simStorage is a simulated pod's local storage use from its
-// annotations (AnnotationEphemeralStorageUsage, AnnotationEmptyDirUsage).
+// annotations (AnnotationEphemeralStorageUsage, AnnotationEmptyDirUsage);
+// its maps are made only for what a pod reports (most report nothing).
 func simStorage(pod *v1.Pod) *LocalStorage {
-	st := &LocalStorage{Volumes: map[string]int64{}, Rootfs: map[string]int64{}}
+	st := &LocalStorage{}
+	reports := false
+	for key := range pod.Annotations {
+		if strings.HasPrefix(key, AnnotationEphemeralStorageUsage) || strings.HasPrefix(key, AnnotationEmptyDirUsage) {
+			reports = true
+			break
+		}
+	}
+	if !reports {
+		return st
+	}
 	quantity := func(key string) (int64, bool) {
 		text, ok := pod.Annotations[key]
 		if !ok {
@@ -179,12 +190,18 @@ func simStorage(pod *v1.Pod) *LocalStorage {
 		}
 		return q.Value(), true
 	}
+	set := func(m *map[string]int64, name string, b int64) {
+		if *m == nil {
+			*m = map[string]int64{}
+		}
+		(*m)[name] = b
+	}
 	for i := range pod.Spec.Containers {
 		name := pod.Spec.Containers[i].Name
 		if b, ok := quantity(AnnotationEphemeralStorageUsage + "." + name); ok {
-			st.Rootfs[name] = b
+			set(&st.Rootfs, name, b)
 		} else if b, ok := quantity(AnnotationEphemeralStorageUsage); ok && i == 0 {
-			st.Rootfs[name] = b
+			set(&st.Rootfs, name, b)
 		}
 	}
 	for _, vol := range pod.Spec.Volumes {
@@ -192,7 +209,7 @@ func simStorage(pod *v1.Pod) *LocalStorage {
 			continue
 		}
 		if b, ok := quantity(AnnotationEmptyDirUsage + "." + vol.Name); ok {
-			st.Volumes[vol.Name] = b
+			set(&st.Volumes, vol.Name, b)
 		}
 	}
 	return st
