@@ -21,10 +21,11 @@ import (
 // (system:controller:endpointslice-controller,
 // system:controller:generic-garbage-collector): a service with a selector
 // gets one slice owned by it with its pods' endpoints (conditions, named
-// target port, node and zone); deciding again over the stored objects
-// writes nothing; a deleted pod leaves the slice; a service without a
-// selector gets none; a deleted service's slice is deleted by the garbage
-// collector through its owner reference.
+// target port, node and zone, the last-change-trigger-time annotation);
+// deciding again over the stored objects writes nothing; a deleted pod
+// leaves the slice; a service without a selector gets none; a deleted
+// service's slice is deleted by the garbage collector through its owner
+// reference.
 func TestEndpointSliceControllerUnderRBAC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an API server")
@@ -118,7 +119,7 @@ func TestEndpointSliceControllerUnderRBAC(t *testing.T) {
 	if ref == nil || ref.Kind != "Service" || ref.Name != "web" || !*ref.BlockOwnerDeletion ||
 		s.Labels[discoveryv1.LabelManagedBy] != endpointslice.ControllerName || s.Labels["tier"] != "front" ||
 		len(s.Ports) != 1 || *s.Ports[0].Port != 8080 || *s.Ports[0].Name != "http" ||
-		*s.Endpoints[0].Zone != "zone-a" || *s.Endpoints[0].NodeName != "n1" {
+		*s.Endpoints[0].Zone != "zone-a" || *s.Endpoints[0].NodeName != "n1" || s.Annotations[corev1.EndpointsLastChangeTriggerTime] == "" {
 		t.Fatalf("slice %+v", s)
 	}
 

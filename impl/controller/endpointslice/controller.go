@@ -46,6 +46,7 @@ type Controller struct {
 	recorder record.EventRecorder
 	maxPer   int
 	tracker  *tracker
+	triggers *endpoints.TriggerTimes
 }
 
 // Option adjusts a Controller.
@@ -71,9 +72,10 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 		slices:   endpointSlices.Lister(),
 		synced: []cache.InformerSynced{services.Informer().HasSynced, pods.Informer().HasSynced,
 			nodes.Informer().HasSynced, endpointSlices.Informer().HasSynced},
-		queue:   workloop.NewQueue(Name),
-		maxPer:  DefaultMaxEndpointsPerSlice,
-		tracker: newTracker(),
+		queue:    workloop.NewQueue(Name),
+		maxPer:   DefaultMaxEndpointsPerSlice,
+		tracker:  newTracker(),
+		triggers: endpoints.NewTriggerTimes(),
 	}
 	for _, o := range opts {
 		o(c)
@@ -221,6 +223,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if apierrors.IsNotFound(err) {
 		// The garbage collector deletes the slices it owned.
 		c.tracker.forget(key)
+		c.triggers.Forget(ns, name)
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("getting service %s: %w", key, err)
@@ -242,7 +245,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if c.tracker.stale(key, listed) {
 		return fmt.Errorf("syncing %s: %w", key, errStale)
 	}
-	plan := Reconcile(Input{Service: svc, Pods: pods, Slices: listed, Nodes: c.nodeZone, MaxEndpointsPerSlice: c.maxPer})
+	// Observed on every sync, written or not, as upstream's tracker: a
+	// later write carries only changes newer than this sync's.
+	triggered := c.triggers.Observe(svc, pods)
+	plan := Reconcile(Input{Service: svc, Pods: pods, Slices: listed, Nodes: c.nodeZone, MaxEndpointsPerSlice: c.maxPer}).WithTriggerTime(triggered)
 	if err := c.write(ctx, key, svc, plan); err != nil {
 		return err
 	}

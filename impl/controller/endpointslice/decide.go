@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -74,6 +75,26 @@ type Plan struct {
 
 // Empty reports whether the plan writes nothing.
 func (p Plan) Empty() bool { return len(p.Create)+len(p.Update)+len(p.Delete) == 0 }
+
+// WithTriggerTime sets the endpoints.kubernetes.io/last-change-trigger-time
+// annotation of every slice the plan creates or updates to at (the
+// oldest pod or service change the writes carry, from the endpoints
+// controller's TriggerTimes), or removes it when at is zero, as upstream's
+// reconciler does. The annotation does not count in Reconcile's
+// comparisons: a sync that changes nothing else writes nothing.
+func (p Plan) WithTriggerTime(at time.Time) Plan {
+	for _, s := range slices.Concat(p.Create, p.Update) {
+		if at.IsZero() {
+			delete(s.Annotations, corev1.EndpointsLastChangeTriggerTime)
+			continue
+		}
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[corev1.EndpointsLastChangeTriggerTime] = at.UTC().Format(time.RFC3339Nano)
+	}
+	return p
+}
 
 // Reconcile returns the writes that make the service's slices list
 // exactly its pods' endpoints, as upstream's reconciler does: endpoints

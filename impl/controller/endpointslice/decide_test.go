@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -235,5 +236,23 @@ func TestReconcileDetails(t *testing.T) {
 	plan = Reconcile(Input{Service: service(), Pods: []*corev1.Pod{pod("a", "10.1.0.1")}, Slices: []*discoveryv1.EndpointSlice{old}})
 	if len(plan.Delete) != 1 || plan.Delete[0].Name != "web-old" || len(plan.Create) != 1 || len(plan.Update) != 0 {
 		t.Errorf("another service's slice: %+v", plan)
+	}
+}
+
+func TestWithTriggerTime(t *testing.T) {
+	at := time.Date(2026, 11, 24, 7, 0, 0, 5, time.FixedZone("x", 3600))
+	plan := Reconcile(Input{Service: service(), Pods: []*corev1.Pod{pod("a", "10.1.0.1")}}).WithTriggerTime(at)
+	if got := plan.Create[0].Annotations[corev1.EndpointsLastChangeTriggerTime]; got != "2026-11-24T06:00:00.000000005Z" {
+		t.Errorf("annotation %q", got)
+	}
+	state := apply(t, nil, plan)
+	// Another write without a newer change drops the annotation; a sync
+	// with nothing to write keeps the slice as it is.
+	plan = Reconcile(Input{Service: service(), Pods: []*corev1.Pod{pod("a", "10.1.0.1"), pod("b", "10.1.0.2")}, Slices: state}).WithTriggerTime(time.Time{})
+	if _, ok := plan.Update[0].Annotations[corev1.EndpointsLastChangeTriggerTime]; ok || state[0].Annotations[corev1.EndpointsLastChangeTriggerTime] == "" {
+		t.Errorf("update annotations %v; the stored slice's must stay untouched", plan.Update[0].Annotations)
+	}
+	if again := Reconcile(Input{Service: service(), Pods: []*corev1.Pod{pod("a", "10.1.0.1")}, Slices: state}).WithTriggerTime(at); !again.Empty() {
+		t.Errorf("the annotation alone made a write: %+v", again)
 	}
 }
