@@ -112,9 +112,10 @@ func TestFlowControlObjectsBootstrapped(t *testing.T) {
 
 // TestSuggestedObjectsAutoUpdate: a restarted server (a second one on the
 // same storage) puts back a suggested object's spec while its
-// autoupdate-spec annotation is "true", leaves it once "false", and
-// deletes an object it suggested once (annotation "true") that it no
-// longer suggests.
+// autoupdate-spec annotation is "true", leaves it once "false", leaves
+// the exempt level's shares as the administrator set them, and deletes an
+// object it suggested once (annotation "true") that it no longer
+// suggests.
 func TestSuggestedObjectsAutoUpdate(t *testing.T) {
 	e := newEnv(t, nil)
 	fc := e.cs.FlowcontrolV1()
@@ -144,6 +145,11 @@ func TestSuggestedObjectsAutoUpdate(t *testing.T) {
 	if _, err := fc.PriorityLevelConfigurations().Create(ctx(t), old, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	ex := get("exempt")
+	ex.Spec.Exempt.NominalConcurrencyShares = ptr32(10)
+	if _, err := fc.PriorityLevelConfigurations().Update(ctx(t), ex, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	mine := old.DeepCopy()
 	mine.Name, mine.Annotations = "mine", nil
 	if _, err := fc.PriorityLevelConfigurations().Create(ctx(t), mine, metav1.CreateOptions{}); err != nil {
@@ -162,6 +168,9 @@ func TestSuggestedObjectsAutoUpdate(t *testing.T) {
 		t.Errorf("the retired suggestion: %v, want deleted", err)
 	}
 	get("mine")
+	if p := get("exempt"); *p.Spec.Exempt.NominalConcurrencyShares != 10 {
+		t.Errorf("the exempt level's shares were reset to %d; they are the administrator's", *p.Spec.Exempt.NominalConcurrencyShares)
+	}
 }
 
 func ptr32(v int32) *int32 { return &v }
