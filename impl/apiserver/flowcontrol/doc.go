@@ -49,6 +49,8 @@
 //     form one pool that any level borrows from at once; when seats free
 //     up, the waiting level using the least of its nominal limit goes
 //     first. A level can always use its unlendable seats.
+//     borrowingLimitPercent is not enforced (every level may borrow the
+//     whole pool), and the exempt level lends none of its seats.
 //   - Fair order inside a level: round robin over the non-empty queues,
 //     one request at a time, not virtual finish times (which also weigh
 //     how long requests execute).
@@ -57,10 +59,9 @@
 //   - Watches wait for a seat like any request but give it back as they
 //     start streaming, not once their initial events are sent; exec,
 //     attach, log, portforward and proxy streams are not classified.
-//   - Status: FlowSchemas get their Dangling condition;
-//     PriorityLevelConfigurations get no conditions (as upstream, which
-//     writes none either), and the objects' status is written with plain
-//     updates, not server-side apply (no managedFields entry).
+//   - Status: FlowSchemas get their Dangling condition, written with
+//     plain updates, not server-side apply (no managedFields entry);
+//     PriorityLevelConfigurations get no conditions.
 //
 // The decisions are pure: Dispatcher (levels, seats, queues) has no
 // clock, lock or goroutine, and matching and shuffle sharding are
