@@ -11,6 +11,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/kubernetesservice"
@@ -236,13 +237,17 @@ func (s *Server) writeKubernetesEndpoints(ctx context.Context, addrs []string, p
 // writeKubernetesEndpointSlice does for the `kubernetes` EndpointSlice
 // what writeKubernetesEndpoints does for the Endpoints, when
 // discovery.k8s.io/v1 endpointslices are served. One of the wrong address
-// type (immutable) is deleted and created again.
+// type (immutable) is deleted and created again; other slices labelled
+// for the `kubernetes` Service are deleted (kubernetesservice.StraySlices).
 func (s *Server) writeKubernetesEndpointSlice(ctx context.Context, addrs []string, ports []corev1.EndpointPort, resetPorts bool) error {
 	gr := endpointSlicesGVR.GroupResource()
 	h, served := s.handlers[endpointSlicesGVR]
 	e, stored := s.stores[gr]
 	if !served || !stored {
 		return nil
+	}
+	if err := s.deleteStraySlices(ctx, e.store); err != nil {
+		return err
 	}
 	addressType := kubernetesservice.AddressType(s.endpoints.ipv6)
 	key := s.ObjectKey(gr, metav1.NamespaceDefault, kubernetesservice.Name)
@@ -283,6 +288,26 @@ func (s *Server) writeKubernetesEndpointSlice(ctx context.Context, addrs []strin
 	}
 	if err != nil {
 		return fmt.Errorf("writing the kubernetes endpointslice: %w", err)
+	}
+	return nil
+}
+
+// deleteStraySlices deletes the EndpointSlices labelled for the
+// `kubernetes` Service but its own.
+func (s *Server) deleteStraySlices(ctx context.Context, store storage.Interface) error {
+	gr := endpointSlicesGVR.GroupResource()
+	var list discoveryv1.EndpointSliceList
+	pred := storage.Everything()
+	pred.Label = labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: kubernetesservice.Name})
+	opts := storage.ListOptions{ResourceVersion: "0", Predicate: pred, Recursive: true}
+	if err := store.GetList(ctx, s.ListKey(gr, metav1.NamespaceDefault), opts, &list); err != nil {
+		return fmt.Errorf("listing the kubernetes endpointslices: %w", err)
+	}
+	for _, name := range kubernetesservice.StraySlices(list.Items) {
+		err := store.Delete(ctx, s.ObjectKey(gr, metav1.NamespaceDefault, name), &discoveryv1.EndpointSlice{}, nil, nil)
+		if err != nil && !storage.IsNotFound(err) {
+			return fmt.Errorf("deleting endpointslice default/%s, labelled for the kubernetes service: %w", name, err)
+		}
 	}
 	return nil
 }

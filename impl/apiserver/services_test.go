@@ -369,6 +369,29 @@ func TestKubernetesEndpointsFollowTheAPIServers(t *testing.T) {
 		t.Errorf("192.0.2.13 removed %v after it died, before its lease (%v) could expire", gone, ttl)
 	}
 
+	// Another EndpointSlice labelled for the kubernetes service is
+	// deleted, as kube-apiserver deletes them.
+	slices := e1.cs.DiscoveryV1().EndpointSlices("default")
+	stray := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes-stray", Labels: map[string]string{"kubernetes.io/service-name": "kubernetes"}},
+		AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"192.0.2.99"}}},
+	}
+	if _, err := slices.Create(ctx, stray, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, err := slices.Get(ctx, stray.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stray kubernetes endpointslice 10 s after its create: %v, want deleted", err)
+		}
+	}
+	if got := slice(); got != "192.0.2.10 192.0.2.12" {
+		t.Fatalf("kubernetes endpointslice after the stray one went: %q", got)
+	}
+
 	// The kubernetes Service, deleted, is created again (at the same
 	// address, the range's first).
 	if err := e1.cs.CoreV1().Services("default").Delete(ctx, "kubernetes", metav1.DeleteOptions{}); err != nil {

@@ -144,3 +144,19 @@ func EndpointSlice(cur *discoveryv1.EndpointSlice, addrs []string, ports []corev
 	}
 	return SliceChange{Write: want, Recreate: recreate}
 }
+
+// StraySlices are the names of the EndpointSlices labelled for the
+// `kubernetes` Service other than its own (named kubernetes; one of the
+// wrong address type is EndpointSlice's to recreate), which
+// kube-apiserver deletes: another family's slice left by a dual-stack
+// server, or one written by hand.
+func StraySlices(listed []discoveryv1.EndpointSlice) []string {
+	var out []string
+	for _, sl := range listed {
+		if sl.Labels[discoveryv1.LabelServiceName] == Name && sl.Name != Name {
+			out = append(out, sl.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

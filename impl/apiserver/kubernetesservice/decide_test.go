@@ -160,3 +160,20 @@ func TestEndpointSlice(t *testing.T) {
 		})
 	}
 }
+
+func TestStraySlices(t *testing.T) {
+	svc := map[string]string{discoveryv1.LabelServiceName: Name}
+	named := func(name string, labels map[string]string) discoveryv1.EndpointSlice {
+		return discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault, Labels: labels}}
+	}
+	got := StraySlices([]discoveryv1.EndpointSlice{
+		named(Name, svc), named("kubernetes-v6", svc), named("by-hand", svc),
+		named("other-service", map[string]string{discoveryv1.LabelServiceName: "web"}), named("unlabelled", nil),
+	})
+	if fmt.Sprint(got) != "[by-hand kubernetes-v6]" {
+		t.Fatalf("StraySlices = %v, want [by-hand kubernetes-v6]", got)
+	}
+	if got := StraySlices([]discoveryv1.EndpointSlice{named(Name, svc)}); len(got) != 0 {
+		t.Fatalf("StraySlices of the kubernetes slice alone = %v, want none", got)
+	}
+}
