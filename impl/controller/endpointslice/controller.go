@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -17,6 +16,7 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
 	"k8s.io/client-go/kubernetes"
+	discoveryclient "k8s.io/client-go/kubernetes/typed/discovery/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
@@ -45,7 +45,7 @@ type Controller struct {
 	queue    workqueue.TypedRateLimitingInterface[string]
 	recorder record.EventRecorder
 	maxPer   int
-	tracker  *tracker
+	tracker  *Tracker
 	triggers *endpoints.TriggerTimes
 }
 
@@ -74,7 +74,7 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 			nodes.Informer().HasSynced, endpointSlices.Informer().HasSynced},
 		queue:    workloop.NewQueue(Name),
 		maxPer:   DefaultMaxEndpointsPerSlice,
-		tracker:  newTracker(),
+		tracker:  NewTracker(),
 		triggers: endpoints.NewTriggerTimes(),
 	}
 	for _, o := range opts {
@@ -140,7 +140,7 @@ func serviceKeyOf(obj any) (string, *discoveryv1.EndpointSlice) {
 // sliceChanged enqueues the service of a managed slice, unless the event
 // is this controller's own write.
 func (c *Controller) sliceChanged(obj any) {
-	if key, s := serviceKeyOf(obj); s != nil && !c.tracker.expected(key, s) {
+	if key, s := serviceKeyOf(obj); s != nil && !c.tracker.Expected(key, s) {
 		c.queue.Add(key)
 	}
 }
@@ -148,7 +148,7 @@ func (c *Controller) sliceChanged(obj any) {
 // sliceDeleted enqueues the service of a managed slice deleted by someone
 // else (its slices are recreated).
 func (c *Controller) sliceDeleted(obj any) {
-	if key, s := serviceKeyOf(obj); s != nil && !c.tracker.gone(key, s) {
+	if key, s := serviceKeyOf(obj); s != nil && !c.tracker.Gone(key, s) {
 		c.queue.Add(key)
 	}
 }
@@ -222,7 +222,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	svc, err := c.services.Services(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		// The garbage collector deletes the slices it owned.
-		c.tracker.forget(key)
+		c.tracker.Forget(key)
 		c.triggers.Forget(ns, name)
 		return nil
 	} else if err != nil {
@@ -242,7 +242,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	// Slices being deleted are not counted (nor written).
 	listed = slices.DeleteFunc(slices.Clone(listed), func(s *discoveryv1.EndpointSlice) bool { return s.DeletionTimestamp != nil })
-	if c.tracker.stale(key, listed) {
+	if c.tracker.Stale(key, listed) {
 		return fmt.Errorf("syncing %s: %w", key, errStale)
 	}
 	// Observed on every sync, written or not, as upstream's tracker: a
@@ -267,48 +267,14 @@ func (c *Controller) nodeZone(name string) (string, bool) {
 	return n.Labels[corev1.LabelTopologyZone], true
 }
 
-// write makes plan's writes: creates first, then updates, then deletes,
-// as upstream (new endpoints are served before old ones go).
+// write makes plan's writes (Write), recording a failure as a warning
+// event on the service.
 func (c *Controller) write(ctx context.Context, key string, svc *corev1.Service, plan Plan) error {
 	if plan.Empty() {
 		return nil
 	}
 	slog.Debug("endpointslice: writing slices", "service", key, "create", len(plan.Create), "update", len(plan.Update), "delete", len(plan.Delete))
-	client := c.client.DiscoveryV1().EndpointSlices(svc.Namespace)
-	var err error
-	for _, s := range plan.Create {
-		var created *discoveryv1.EndpointSlice
-		if created, err = client.Create(ctx, s, metav1.CreateOptions{}); err != nil {
-			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-				// The namespace is going away, and the service with it.
-				return nil
-			}
-			break
-		}
-		c.tracker.wrote(key, created)
-	}
-	if err == nil {
-		for _, s := range plan.Update {
-			var updated *discoveryv1.EndpointSlice
-			if updated, err = client.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
-				break
-			}
-			c.tracker.wrote(key, updated)
-		}
-	}
-	if err == nil {
-		for _, s := range plan.Delete {
-			uid := s.UID
-			err = client.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-			if apierrors.IsNotFound(err) {
-				err = nil
-			}
-			if err != nil {
-				break
-			}
-			c.tracker.deleted(key, s)
-		}
-	}
+	err := Write(ctx, c.client.DiscoveryV1().EndpointSlices(svc.Namespace), c.tracker, key, plan)
 	if err == nil {
 		return nil
 	}
@@ -321,81 +287,36 @@ func (c *Controller) write(ctx context.Context, key string, svc *corev1.Service,
 	return fmt.Errorf("writing endpoint slices of %s: %w", key, err)
 }
 
-// tracker remembers, per service, the generation of every slice this
-// controller last wrote and the slices it deleted, so that events of its
-// own writes cause no sync and a sync over a cache that has not seen
-// them yet is retried instead of deciding (and duplicating slices) from
-// old state, as upstream's endpointSliceTracker.
-type tracker struct {
-	mu sync.Mutex
-	// generations by service key and slice name; deletedGeneration marks
-	// a slice this controller deleted.
-	generations map[string]map[string]int64
-}
-
-const deletedGeneration = -1
-
-func newTracker() *tracker { return &tracker{generations: map[string]map[string]int64{}} }
-
-func (t *tracker) set(key, name string, gen int64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.generations[key] == nil {
-		t.generations[key] = map[string]int64{}
-	}
-	t.generations[key][name] = gen
-}
-
-func (t *tracker) wrote(key string, s *discoveryv1.EndpointSlice) { t.set(key, s.Name, s.Generation) }
-
-func (t *tracker) deleted(key string, s *discoveryv1.EndpointSlice) {
-	t.set(key, s.Name, deletedGeneration)
-}
-
-func (t *tracker) forget(key string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.generations, key)
-}
-
-// expected reports whether s is as this controller last wrote it.
-func (t *tracker) expected(key string, s *discoveryv1.EndpointSlice) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	gen, ok := t.generations[key][s.Name]
-	return ok && gen == s.Generation
-}
-
-// gone forgets a deleted slice and reports whether this controller
-// deleted it.
-func (t *tracker) gone(key string, s *discoveryv1.EndpointSlice) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	gen, ok := t.generations[key][s.Name]
-	delete(t.generations[key], s.Name)
-	return ok && gen == deletedGeneration
-}
-
-// stale reports whether listed misses a write of this controller: a
-// slice it wrote absent or at an older generation, or a slice it deleted
-// still present. Deletions the list confirms are forgotten.
-func (t *tracker) stale(key string, listed []*discoveryv1.EndpointSlice) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	byName := make(map[string]*discoveryv1.EndpointSlice, len(listed))
-	for _, s := range listed {
-		byName[s.Name] = s
-	}
-	for name, gen := range t.generations[key] {
-		s, present := byName[name]
-		switch {
-		case gen == deletedGeneration && present:
-			return true
-		case gen == deletedGeneration:
-			delete(t.generations[key], name)
-		case !present || s.Generation < gen:
-			return true
+// Write makes plan's writes through client, creates first, then updates,
+// then deletes, as upstream (new endpoints are served before old ones
+// go), recording each in tracker under key. It stops at the first
+// failure; a create refused because the namespace is terminating ends it
+// without error (the owner goes with the namespace).
+func Write(ctx context.Context, client discoveryclient.EndpointSliceInterface, tracker *Tracker, key string, plan Plan) error {
+	for _, s := range plan.Create {
+		created, err := client.Create(ctx, s, metav1.CreateOptions{})
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			return nil
 		}
+		if err != nil {
+			return err
+		}
+		tracker.Wrote(key, created)
 	}
-	return false
+	for _, s := range plan.Update {
+		updated, err := client.Update(ctx, s, metav1.UpdateOptions{})
+		if err != nil {
+			return err
+		}
+		tracker.Wrote(key, updated)
+	}
+	for _, s := range plan.Delete {
+		uid := s.UID
+		err := client.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		tracker.Deleted(key, s)
+	}
+	return nil
 }
