@@ -35,6 +35,10 @@ const (
 
 var endpointSlicesGVR = discoveryv1.SchemeGroupVersion.WithResource("endpointslices")
 
+// errNoLeases: no lease listed, which (but when the last server stops)
+// is taken for a storage problem, not for every server gone.
+var errNoLeases = errors.New("no API server address is listed in the leases; not erasing the kubernetes endpoints")
+
 // endpointReconciler is this server's part in keeping the `kubernetes`
 // Endpoints.
 type endpointReconciler struct {
@@ -100,7 +104,9 @@ func (s *Server) prepareEndpointReconciler(ctx context.Context, bind net.IP) err
 		return err
 	}
 	s.log.Info("removed this API server's lease left by a run that did not stop gracefully", "address", r.self)
-	if err := s.reconcileAPIEndpoints(ctx, false, false); err != nil {
+	// With no other server alive nothing is erased: the address stays
+	// until this server lists itself again.
+	if err := s.reconcileAPIEndpoints(ctx, false, false); err != nil && !errors.Is(err, errNoLeases) {
 		s.log.Warn("removing a stale address from the kubernetes endpoints", "err", err)
 	}
 	return nil
@@ -191,7 +197,7 @@ func (s *Server) reconcileAPIEndpoints(ctx context.Context, renew, stopping bool
 	}
 	addrs := kubernetesservice.Addresses(leases, r.ipv6)
 	if len(addrs) == 0 && !stopping {
-		return errors.New("no API server address is listed in the leases; not erasing the kubernetes endpoints")
+		return errNoLeases
 	}
 	ports := kubernetesservice.EndpointPorts(int32(s.services.port))
 	if err := s.writeKubernetesEndpoints(ctx, addrs, ports, !renew); err != nil {

@@ -373,7 +373,7 @@ func TestKubernetesEndpointsFollowTheAPIServers(t *testing.T) {
 	// deleted, as kube-apiserver deletes them.
 	slices := e1.cs.DiscoveryV1().EndpointSlices("default")
 	stray := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes-stray", Labels: map[string]string{"kubernetes.io/service-name": "kubernetes"}},
+		ObjectMeta:  metav1.ObjectMeta{Name: "kubernetes-stray", Labels: map[string]string{"kubernetes.io/service-name": "kubernetes"}},
 		AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"192.0.2.99"}}},
 	}
 	if _, err := slices.Create(ctx, stray, metav1.CreateOptions{}); err != nil {
