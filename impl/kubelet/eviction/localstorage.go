@@ -27,7 +27,8 @@ import (
 //
 // Such pods are evicted at once (a 1 s grace period), all of them in the
 // same interval, and then no pod is evicted for a threshold that
-// interval. Unlike node-pressure evictions, upstream's records neither a
+// interval. They end Failed (reason Evicted) through the same pod worker
+// path as node-pressure evictions, and by KUBELET-5 stay Failed. Unlike node-pressure evictions, upstream's records neither a
 // DisruptionTarget condition nor event annotations for them.
 
 // LocalStorage is a pod's measured local storage use in bytes.

@@ -196,7 +196,8 @@ func DeadContainers(in ContainerGCInput) []string {
 // — all such of a removable pod (or a terminated one with
 // evictTerminated), and of any other pod all such but its newest sandbox
 // (highest attempt, then latest created), which stays whatever its
-// state. Pure.
+// state. A ready sandbox is never chosen, so the collection never changes
+// which sandbox of a pod is live (KUBELET-2). Pure.
 func DeadSandboxes(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container, podState func(string) PodGCState, evictTerminated bool) []string {
 	holding := map[string]bool{}
 	for _, c := range containers {
