@@ -3,6 +3,8 @@ package eviction
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -56,5 +58,39 @@ func TestHostProviderMeasuresWithCRIStats(t *testing.T) {
 	_, stats, _ = HostProvider{RootDir: t.TempDir(), Stats: fakeStats{err: errors.New("unimplemented")}}.Observe(t.Context(), []*v1.Pod{a})
 	if got := stats[0]; got.Memory["app"] != 100*mi || got.Memory["side"] != 0 {
 		t.Errorf("fallback to requests: %+v", got)
+	}
+}
+
+// On the host, a pod's local storage for its limits is each container's
+// CRI writable layer, each container's log directory and each disk-backed
+// emptyDir's directory (du); a memory-backed one is not measured.
+func TestHostProviderMeasuresLocalStorage(t *testing.T) {
+	root, logs := t.TempDir(), t.TempDir()
+	p := storagePod("web", []v1.Volume{emptyDir("cache", "1Mi", ""), emptyDir("shm", "1Mi", v1.StorageMediumMemory)}, [2]string{"app", ""}, [2]string{"side", ""})
+	p.UID = types.UID("uid-web")
+	write := func(path string, n int) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, make([]byte, n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(root, "pods", "uid-web", "volumes", "kubernetes.io~empty-dir", "cache", "blob"), 2*mi)
+	write(filepath.Join(root, "pods", "uid-web", "volumes", "kubernetes.io~empty-dir", "shm", "blob"), 2*mi)
+	write(filepath.Join(logs, "default_web_uid-web", "app", "0.log"), 64<<10)
+	lister := fakeStats{stats: []*runtimeapi.ContainerStats{containerStats("uid-web", "side", 0, 3*mi, 1)}}
+	_, stats, err := HostProvider{RootDir: root, LogsDir: logs, Stats: lister}.Observe(t.Context(), []*v1.Pod{p})
+	if err != nil {
+		t.Skipf("no /proc here: %v", err)
+	}
+	s := stats[0].Storage
+	if s == nil || s.Volumes["cache"] < 2*mi || len(s.Volumes) != 1 || s.Logs["app"] < 64<<10 || s.Logs["side"] != 0 || s.Rootfs["side"] != 3*mi {
+		t.Fatalf("storage %+v", s)
+	}
+	evs := LocalStorageEvictions(stats, false)
+	if len(evs) != 1 || evs[0].Limit != LimitEmptyDir {
+		t.Fatalf("evictions %+v", evs)
 	}
 }
