@@ -53,6 +53,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/controller/disruption"
 	"github.com/kubeproof/kubeproof/impl/controller/endpoints"
 	"github.com/kubeproof/kubeproof/impl/controller/endpointslice"
+	"github.com/kubeproof/kubeproof/impl/controller/endpointslicemirroring"
 	"github.com/kubeproof/kubeproof/impl/controller/garbagecollector"
 	"github.com/kubeproof/kubeproof/impl/controller/namespace"
 	"github.com/kubeproof/kubeproof/impl/controller/nodelifecycle"
@@ -79,10 +80,12 @@ const (
 	PodGC            = "pod-garbage-collector"
 	Endpoint         = "endpoint"
 	EndpointSlice    = "endpointslice"
+	// EndpointSliceMirroring is upstream's "endpointslicemirroring".
+	EndpointSliceMirroring = "endpointslicemirroring"
 )
 
 // AllControllers lists every controller, in start order.
-var AllControllers = []string{NodeLifecycle, PodGC, Endpoint, EndpointSlice, Namespace, ResourceQuota, Disruption, ServiceAccount, RootCAPublisher, CSRApproving, CSRSigning, GarbageCollector, ReplicaSet, Deployment}
+var AllControllers = []string{NodeLifecycle, PodGC, Endpoint, EndpointSlice, EndpointSliceMirroring, Namespace, ResourceQuota, Disruption, ServiceAccount, RootCAPublisher, CSRApproving, CSRSigning, GarbageCollector, ReplicaSet, Deployment}
 
 // LeaderElection configures the Lease lock (upstream defaults).
 type LeaderElection struct {
@@ -113,6 +116,13 @@ type Config struct {
 	// EndpointSlice controller's workers and slice size.
 	ConcurrentServiceEndpointSyncs int
 	MaxEndpointsPerSlice           int
+	// MirroringConcurrentServiceEndpointSyncs
+	// (--mirroring-concurrent-service-endpoint-syncs) and
+	// MirroringMaxEndpointsPerSubset (--mirroring-max-endpoints-per-subset):
+	// the EndpointSliceMirroring controller's workers and the addresses of
+	// one Endpoints subset it mirrors at most.
+	MirroringConcurrentServiceEndpointSyncs int
+	MirroringMaxEndpointsPerSubset          int
 	// EndpointUpdatesBatchPeriod (--endpoint-updates-batch-period): how
 	// long the endpoints controller delays the sync a pod change causes,
 	// to write the changes of that window at once; 0 (upstream's default)
@@ -190,6 +200,7 @@ func DefaultConfig() Config {
 			Namespace: "kube-system", Name: "kube-controller-manager"},
 		ConcurrentDeploymentSyncs: 5, ConcurrentReplicaSetSyncs: 5, ConcurrentGCSyncs: 20, ConcurrentNamespaceSyncs: 10, ConcurrentTaintSyncs: 8, ConcurrentEndpointSyncs: 5,
 		ConcurrentServiceEndpointSyncs: 5, MaxEndpointsPerSlice: endpointslice.DefaultMaxEndpointsPerSlice,
+		MirroringConcurrentServiceEndpointSyncs: 5, MirroringMaxEndpointsPerSubset: endpointslicemirroring.DefaultMaxEndpointsPerSubset,
 		ConcurrentServiceAccountSyncs: 1, ConcurrentResourceQuotaSyncs: resourcequota.DefaultWorkers, ResourceQuotaSyncPeriod: resourcequota.DefaultSyncPeriod,
 		NodeMonitorPeriod: 5 * time.Second, NodeMonitorGracePeriod: 40 * time.Second, NodeStartupGracePeriod: time.Minute,
 		DefaultNotReadyTolerationSeconds: 300, DefaultUnreachableTolerationSeconds: 300,
@@ -231,6 +242,7 @@ func (c *Config) fillDefaults() {
 		{&c.ConcurrentGCSyncs, d.ConcurrentGCSyncs}, {&c.ConcurrentNamespaceSyncs, d.ConcurrentNamespaceSyncs}, {&c.ConcurrentTaintSyncs, d.ConcurrentTaintSyncs},
 		{&c.ConcurrentEndpointSyncs, d.ConcurrentEndpointSyncs},
 		{&c.ConcurrentServiceEndpointSyncs, d.ConcurrentServiceEndpointSyncs}, {&c.MaxEndpointsPerSlice, d.MaxEndpointsPerSlice},
+		{&c.MirroringConcurrentServiceEndpointSyncs, d.MirroringConcurrentServiceEndpointSyncs}, {&c.MirroringMaxEndpointsPerSubset, d.MirroringMaxEndpointsPerSubset},
 		{&c.ConcurrentServiceAccountSyncs, d.ConcurrentServiceAccountSyncs}, {&c.ConcurrentResourceQuotaSyncs, d.ConcurrentResourceQuotaSyncs},
 	} {
 		if *p.v <= 0 {
@@ -504,6 +516,19 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 			return err
 		}
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentServiceEndpointSyncs) })
+	}
+	if cfg.Enabled(EndpointSliceMirroring) {
+		clients, err := clientsOf(EndpointSliceMirroring)
+		if err != nil {
+			return err
+		}
+		c, err := endpointslicemirroring.New(clients.Kube, factory.Core().V1().Services(), factory.Core().V1().Endpoints(),
+			factory.Discovery().V1().EndpointSlices(), endpointslicemirroring.WithRecorder(recorder(clients, "endpointslicemirroring-controller")),
+			endpointslicemirroring.WithMaxEndpointsPerSubset(cfg.MirroringMaxEndpointsPerSubset))
+		if err != nil {
+			return err
+		}
+		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.MirroringConcurrentServiceEndpointSyncs) })
 	}
 	if cfg.Enabled(Namespace) {
 		clients, err := clientsOf(Namespace)

@@ -25,20 +25,21 @@ import (
 // names, to which the default RBAC policy binds the
 // system:controller:<name> ClusterRoles.
 var ServiceAccountNames = map[string]string{
-	Deployment:       "deployment-controller",
-	ReplicaSet:       "replicaset-controller",
-	GarbageCollector: "generic-garbage-collector",
-	Namespace:        "namespace-controller",
-	NodeLifecycle:    "node-controller",
-	PodGC:            "pod-garbage-collector",
-	Endpoint:         "endpoint-controller",
-	EndpointSlice:    "endpointslice-controller",
-	ServiceAccount:   "serviceaccount-controller",
-	RootCAPublisher:  "root-ca-cert-publisher",
-	ResourceQuota:    "resourcequota-controller",
-	Disruption:       "disruption-controller",
-	CSRApproving:     "certificate-controller",
-	CSRSigning:       "certificate-controller",
+	Deployment:             "deployment-controller",
+	ReplicaSet:             "replicaset-controller",
+	GarbageCollector:       "generic-garbage-collector",
+	Namespace:              "namespace-controller",
+	NodeLifecycle:          "node-controller",
+	PodGC:                  "pod-garbage-collector",
+	Endpoint:               "endpoint-controller",
+	EndpointSlice:          "endpointslice-controller",
+	EndpointSliceMirroring: "endpointslicemirroring-controller",
+	ServiceAccount:         "serviceaccount-controller",
+	RootCAPublisher:        "root-ca-cert-publisher",
+	ResourceQuota:          "resourcequota-controller",
+	Disruption:             "disruption-controller",
+	CSRApproving:           "certificate-controller",
+	CSRSigning:             "certificate-controller",
 }
 
 // Token lifetimes, as kube-controller-manager's dynamic client builder:

@@ -56,6 +56,13 @@ func controllerRoles() map[string][]rbacv1.PolicyRule {
 			verbs("get", "list", "create", "update", "delete").groups(discoveryGroup).resources("endpointslices").rule(),
 			eventsRule(),
 		},
+		"endpointslicemirroring-controller": {
+			verbs("get", "list", "watch").groups(legacyGroup).resources("services", "endpoints").rule(),
+			// Mirrored slices are owned by their Endpoints with blockOwnerDeletion.
+			verbs("update").groups(legacyGroup).resources("services/finalizers", "endpoints/finalizers").rule(),
+			verbs("get", "list", "create", "update", "delete").groups(discoveryGroup).resources("endpointslices").rule(),
+			eventsRule(),
+		},
 		"namespace-controller": {
 			verbs("get", "list", "watch", "delete").groups(legacyGroup).resources("namespaces").rule(),
 			verbs("update").groups(legacyGroup).resources("namespaces/finalize", "namespaces/status").rule(),
@@ -101,7 +108,7 @@ func controllerRoles() map[string][]rbacv1.PolicyRule {
 // name order.
 func Controllers() []string {
 	return []string{
-		"certificate-controller", "deployment-controller", "disruption-controller", "endpoint-controller", "endpointslice-controller", "generic-garbage-collector", "namespace-controller", "node-controller",
+		"certificate-controller", "deployment-controller", "disruption-controller", "endpoint-controller", "endpointslice-controller", "endpointslicemirroring-controller", "generic-garbage-collector", "namespace-controller", "node-controller",
 		"pod-garbage-collector", "replicaset-controller", "resourcequota-controller", "root-ca-cert-publisher", "serviceaccount-controller",
 	}
 }
