@@ -114,6 +114,7 @@ func TestAPIResources(t *testing.T) {
 		"deployments deploy apps/v1 true Deployment",
 		"replicasets rs apps/v1 true ReplicaSet",
 		"leases coordination.k8s.io/v1 true Lease",
+		"endpointslices discovery.k8s.io/v1 true EndpointSlice",
 		"roles rbac.authorization.k8s.io/v1 true Role",
 		"rolebindings rbac.authorization.k8s.io/v1 true RoleBinding",
 		"clusterroles rbac.authorization.k8s.io/v1 false ClusterRole",

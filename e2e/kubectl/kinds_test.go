@@ -114,6 +114,17 @@ var kinds = []kind{
 		field: "/spec/holderIdentity", values: [4]string{`"smp"`, `"merge"`, `"json"`, `"edited"`},
 	},
 	{
+		// endpoints and ports are atomic lists: a field the server
+		// defaults or always writes (protocol; conditions, never omitted
+		// when empty) left out of the manifest would differ from the live
+		// object on every apply, as with any API server, so both are
+		// spelled out.
+		resource: "endpointslices", nameOutput: "endpointslice.discovery.k8s.io", kind: "EndpointSlice", apiVersion: "discovery.k8s.io/v1", namespaced: true,
+		manifest: "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: NAME\n  namespace: NS\n  labels:\n    tier: a\naddressType: IPv4\nendpoints:\n- addresses: [\"10.1.0.1\"]\n  conditions:\n    ready: true\nports:\n- name: http\n  port: 80\n  protocol: TCP\n",
+		headers:  []string{"NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"}, wideHeaders: []string{"NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"},
+		field: "/metadata/labels/tier", values: [4]string{`"smp"`, `"merge"`, `"json"`, `"edited"`},
+	},
+	{
 		resource: "roles", nameOutput: "role.rbac.authorization.k8s.io", kind: "Role", apiVersion: "rbac.authorization.k8s.io/v1", namespaced: true,
 		manifest: "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: NAME\n  namespace: NS\n  labels:\n    tier: a\nrules:\n- apiGroups: [\"\"]\n  resources: [\"pods\"]\n  verbs: [\"get\", \"list\"]\n",
 		headers:  []string{"NAME", "CREATED AT"}, wideHeaders: []string{"NAME", "CREATED AT"},
