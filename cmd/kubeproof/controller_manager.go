@@ -96,6 +96,8 @@ func newControllerManagerCommand() *cobra.Command {
 	f.IntVar(&cfg.MaxEndpointsPerSlice, "max-endpoints-per-slice", cfg.MaxEndpointsPerSlice, "the most endpoints one EndpointSlice holds (1-1000)")
 	f.IntVar(&cfg.MirroringConcurrentServiceEndpointSyncs, "mirroring-concurrent-service-endpoint-syncs", cfg.MirroringConcurrentServiceEndpointSyncs, "Endpoints mirrored into EndpointSlices at once")
 	f.IntVar(&cfg.MirroringMaxEndpointsPerSubset, "mirroring-max-endpoints-per-subset", cfg.MirroringMaxEndpointsPerSubset, "the most addresses of one Endpoints subset mirrored into EndpointSlices")
+	f.DurationVar(&cfg.EndpointSliceUpdatesBatchPeriod, "endpointslice-updates-batch-period", cfg.EndpointSliceUpdatesBatchPeriod, "how long the EndpointSlice controller delays the sync a pod change causes, writing the pod changes of that window together (0: no delay)")
+	f.DurationVar(&cfg.MirroringEndpointSliceUpdatesBatchPeriod, "mirroring-endpointslice-updates-batch-period", cfg.MirroringEndpointSliceUpdatesBatchPeriod, "how long the EndpointSliceMirroring controller delays the sync an Endpoints change causes (0: no delay)")
 	f.DurationVar(&cfg.EndpointUpdatesBatchPeriod, "endpoint-updates-batch-period", cfg.EndpointUpdatesBatchPeriod, "how long the endpoints controller delays the sync a pod change causes, writing the pod changes of that window in one update (0: no delay)")
 	f.IntVar(&cfg.ConcurrentNamespaceSyncs, "concurrent-namespace-syncs", cfg.ConcurrentNamespaceSyncs, "namespaces deleted at once")
 	f.DurationVar(&cfg.NodeMonitorPeriod, "node-monitor-period", cfg.NodeMonitorPeriod, "how often node health is checked")

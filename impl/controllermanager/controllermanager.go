@@ -123,6 +123,13 @@ type Config struct {
 	// one Endpoints subset it mirrors at most.
 	MirroringConcurrentServiceEndpointSyncs int
 	MirroringMaxEndpointsPerSubset          int
+	// EndpointSliceUpdatesBatchPeriod (--endpointslice-updates-batch-period)
+	// and MirroringEndpointSliceUpdatesBatchPeriod
+	// (--mirroring-endpointslice-updates-batch-period): how long the two
+	// slice controllers delay the sync a pod (Endpoints) change causes;
+	// 0, upstream's default, does not delay.
+	EndpointSliceUpdatesBatchPeriod          time.Duration
+	MirroringEndpointSliceUpdatesBatchPeriod time.Duration
 	// EndpointUpdatesBatchPeriod (--endpoint-updates-batch-period): how
 	// long the endpoints controller delays the sync a pod change causes,
 	// to write the changes of that window at once; 0 (upstream's default)
@@ -511,7 +518,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		}
 		c, err := endpointslice.New(clients.Kube, factory.Core().V1().Services(), factory.Core().V1().Pods(), factory.Core().V1().Nodes(),
 			factory.Discovery().V1().EndpointSlices(), endpointslice.WithRecorder(recorder(clients, "endpoint-slice-controller")),
-			endpointslice.WithMaxEndpointsPerSlice(cfg.MaxEndpointsPerSlice))
+			endpointslice.WithMaxEndpointsPerSlice(cfg.MaxEndpointsPerSlice), endpointslice.WithBatchPeriod(cfg.EndpointSliceUpdatesBatchPeriod))
 		if err != nil {
 			return err
 		}
@@ -524,7 +531,8 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		}
 		c, err := endpointslicemirroring.New(clients.Kube, factory.Core().V1().Services(), factory.Core().V1().Endpoints(),
 			factory.Discovery().V1().EndpointSlices(), endpointslicemirroring.WithRecorder(recorder(clients, "endpointslicemirroring-controller")),
-			endpointslicemirroring.WithMaxEndpointsPerSubset(cfg.MirroringMaxEndpointsPerSubset))
+			endpointslicemirroring.WithMaxEndpointsPerSubset(cfg.MirroringMaxEndpointsPerSubset),
+			endpointslicemirroring.WithBatchPeriod(cfg.MirroringEndpointSliceUpdatesBatchPeriod))
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -47,6 +48,8 @@ type Controller struct {
 	maxPer   int
 	tracker  *Tracker
 	triggers *endpoints.TriggerTimes
+	// batchPeriod delays the syncs pod changes cause (WithBatchPeriod).
+	batchPeriod time.Duration
 }
 
 // Option adjusts a Controller.
@@ -55,6 +58,12 @@ type Option func(*Controller)
 // WithRecorder records FailedToUpdateEndpointSlices warnings on the
 // service (as upstream) through r.
 func WithRecorder(r record.EventRecorder) Option { return func(c *Controller) { c.recorder = r } }
+
+// WithBatchPeriod delays the sync a pod change causes by d
+// (kube-controller-manager's --endpointslice-updates-batch-period), so
+// the changes of many pods in that window are written together; service
+// changes are synced at once. 0 (the default) does not delay.
+func WithBatchPeriod(d time.Duration) Option { return func(c *Controller) { c.batchPeriod = d } }
 
 // WithMaxEndpointsPerSlice sets kube-controller-manager's
 // --max-endpoints-per-slice (1–1000; DefaultMaxEndpointsPerSlice when 0).
@@ -161,7 +170,7 @@ func (c *Controller) enqueueForPod(obj any) {
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
 		for _, svc := range c.servicesOf(pod) {
-			c.enqueue(svc)
+			c.enqueueBatched(svc)
 		}
 	}
 }
@@ -179,7 +188,15 @@ func (c *Controller) enqueueForPodUpdate(oldObj, obj any) {
 		svcs = append(svcs, c.servicesOf(old)...)
 	}
 	for _, svc := range svcs {
-		c.enqueue(svc)
+		c.enqueueBatched(svc)
+	}
+}
+
+// enqueueBatched enqueues svc after the batch period (the queue holds a
+// key once, so the pod changes of one period make one sync).
+func (c *Controller) enqueueBatched(svc *corev1.Service) {
+	if key, err := cache.MetaNamespaceKeyFunc(svc); err == nil {
+		c.queue.AddAfter(key, c.batchPeriod)
 	}
 }
 

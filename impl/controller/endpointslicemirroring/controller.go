@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -42,6 +43,8 @@ type Controller struct {
 	recorder  record.EventRecorder
 	maxPer    int
 	tracker   *endpointslice.Tracker
+	// batchPeriod delays the syncs Endpoints changes cause.
+	batchPeriod time.Duration
 }
 
 // Option adjusts a Controller.
@@ -51,6 +54,10 @@ type Option func(*Controller)
 // (InvalidIPAddress, TooManyAddressesToMirror) and failed writes
 // (FailedToUpdateEndpointSlices) through r.
 func WithRecorder(r record.EventRecorder) Option { return func(c *Controller) { c.recorder = r } }
+
+// WithBatchPeriod delays the sync an Endpoints change causes by d
+// (--mirroring-endpointslice-updates-batch-period); 0 does not delay.
+func WithBatchPeriod(d time.Duration) Option { return func(c *Controller) { c.batchPeriod = d } }
 
 // WithMaxEndpointsPerSubset sets --mirroring-max-endpoints-per-subset
 // (DefaultMaxEndpointsPerSubset when 0).
@@ -92,15 +99,15 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, en
 			DeleteFunc: c.enqueueSelectorless,
 		}},
 		{endpoints.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc: c.enqueue,
+			AddFunc: c.enqueueBatched,
 			UpdateFunc: func(old, cur any) {
 				o, ok1 := old.(*corev1.Endpoints)
 				n, ok2 := cur.(*corev1.Endpoints)
 				if ok1 && ok2 && (ShouldMirror(o) || ShouldMirror(n)) {
-					c.enqueue(cur)
+					c.enqueueBatched(cur)
 				}
 			},
-			DeleteFunc: c.enqueue,
+			DeleteFunc: c.enqueueBatched,
 		}},
 		{endpointSlices.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc: c.sliceChanged, UpdateFunc: func(_, obj any) { c.sliceChanged(obj) }, DeleteFunc: c.sliceDeleted,
@@ -127,6 +134,12 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 func (c *Controller) enqueue(obj any) {
 	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 		c.queue.Add(key)
+	}
+}
+
+func (c *Controller) enqueueBatched(obj any) {
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		c.queue.AddAfter(key, c.batchPeriod)
 	}
 }
 
