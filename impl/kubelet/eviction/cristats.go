@@ -127,20 +127,50 @@ func (h HostProvider) podStats(p *v1.Pod, m *measured) PodStats {
 	return ps
 }
 
-// du is the bytes (allocated blocks) and inodes under dir; 0 if it does
-// not exist.
+// duMaxEntries bounds one du walk: every pod's emptyDirs and logs are
+// walked each eviction interval (upstream's kubelet measures volumes in
+// the background once a minute), so a directory of millions of files
+// must not make an interval take seconds. Past the bound the walk stops
+// and what it counted stands: use is under-counted, never over. (A
+// variable for tests.)
+var duMaxEntries int64 = 200_000
+
+// errDuBound stops a walk at duMaxEntries.
+var errDuBound = errors.New("du: entry bound reached")
+
+// du is the bytes (allocated blocks) and inodes under dir, on dir's
+// filesystem only (as du -x: a volume mounted inside is not the pod's
+// local storage), at most duMaxEntries entries; 0 if it does not exist.
 func du(dir string) (bytes, inodes int64) {
+	var dev uint64
+	devKnown := false
 	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
 		}
-		inodes++
-		if info, err := d.Info(); err == nil {
-			if st, ok := info.Sys().(*syscall.Stat_t); ok {
-				bytes += st.Blocks * 512
-			} else {
-				bytes += info.Size()
+		if inodes >= duMaxEntries {
+			return errDuBound
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		st, ok := info.Sys().(*syscall.Stat_t)
+		if ok {
+			if !devKnown {
+				dev, devKnown = uint64(st.Dev), true
+			} else if uint64(st.Dev) != dev {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
 			}
+		}
+		inodes++
+		if ok {
+			bytes += st.Blocks * 512
+		} else {
+			bytes += info.Size()
 		}
 		return nil
 	})

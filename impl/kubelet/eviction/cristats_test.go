@@ -94,3 +94,25 @@ func TestHostProviderMeasuresLocalStorage(t *testing.T) {
 		t.Fatalf("evictions %+v", evs)
 	}
 }
+
+// du counts a directory's allocated blocks and entries, and stops at its
+// entry bound.
+func TestDuIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 10 {
+		if err := os.WriteFile(filepath.Join(dir, string(rune('a'+i))), make([]byte, 8192), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, n := du(dir); n != 11 || b < 10*8192 {
+		t.Fatalf("du = %d bytes, %d entries; want 11 entries, at least 80 KiB", b, n)
+	}
+	defer func(old int64) { duMaxEntries = old }(duMaxEntries)
+	duMaxEntries = 4
+	if _, n := du(dir); n != 4 {
+		t.Fatalf("bounded du counted %d entries, want 4", n)
+	}
+	if b, n := du(filepath.Join(dir, "missing")); b != 0 || n != 0 {
+		t.Fatalf("missing directory: %d %d", b, n)
+	}
+}
