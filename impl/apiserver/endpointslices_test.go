@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,8 +93,16 @@ func TestEndpointSlicesServed(t *testing.T) {
 	_, err = sliceClient.Create(c, bad, metav1.CreateOptions{})
 	wantCauses(t, err, "addressType")
 
+	// A valid slice with an address not in canonical form is created with
+	// a Warning header naming it.
+	r := e.do("POST", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
+		[]byte(`{"metadata":{"name":"v6"},"addressType":"IPv6","endpoints":[{"addresses":["FD00:0::1"]}]}`))
+	if r.code != http.StatusCreated || !strings.Contains(strings.Join(r.header.Values("Warning"), "\n"), `endpoints[0].addresses[0]: IPv6 address \"FD00:0::1\" should be in RFC 5952 canonical format (\"fd00::1\")`) {
+		t.Fatalf("create with a non-canonical address: %d, warnings %q, %s", r.code, r.header.Values("Warning"), r.body)
+	}
+
 	// What kubectl get shows.
-	r := e.do("GET", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/"+created.Name, nil, "Accept", tableV1)
+	r = e.do("GET", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/"+created.Name, nil, "Accept", tableV1)
 	var tbl metav1.Table
 	if err := json.Unmarshal(r.body, &tbl); err != nil || r.code != http.StatusOK || len(tbl.Rows) != 1 {
 		t.Fatalf("table: %d %v %s", r.code, err, r.body)

@@ -53,6 +53,7 @@ func endpointSlices(now func() time.Time) *resource.Resource {
 		validateUpdate: func(s, old *discoveryv1.EndpointSlice) field.ErrorList {
 			return apivalidation.ValidateImmutableField(s.AddressType, old.AddressType, field.NewPath("addressType"))
 		},
+		warnings: endpointSliceWarnings,
 		table: &tableSpec[*discoveryv1.EndpointSlice]{
 			columns: []metav1.TableColumnDefinition{
 				nameColumn(),
@@ -97,6 +98,33 @@ func dropDeprecatedTopology(s *discoveryv1.EndpointSlice) {
 	for i := range s.Endpoints {
 		s.Endpoints[i].DeprecatedTopology = nil
 	}
+}
+
+// Managed-by values of the controllers whose slices get no IP warnings
+// (they write canonical addresses), as upstream.
+const (
+	endpointSliceControllerName          = "endpointslice-controller.k8s.io"
+	endpointSliceMirroringControllerName = "endpointslicemirroring-controller.k8s.io"
+)
+
+// endpointSliceWarnings are upstream's: FQDN slices are deprecated (on
+// create), and addresses not in canonical form are named, unless one of
+// the two slice controllers wrote the slice.
+func endpointSliceWarnings(s, old *discoveryv1.EndpointSlice) []string {
+	var out []string
+	if old == nil && s.AddressType == discoveryv1.AddressTypeFQDN {
+		out = append(out, fmt.Sprintf("%s: FQDN endpoints are deprecated", field.NewPath("spec").Child("addressType")))
+	}
+	if m := s.Labels[discoveryv1.LabelManagedBy]; m == endpointSliceControllerName || m == endpointSliceMirroringControllerName ||
+		(s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6) {
+		return out
+	}
+	for i := range s.Endpoints {
+		for j, a := range s.Endpoints[i].Addresses {
+			out = append(out, validation.GetWarningsForIP(field.NewPath("endpoints").Index(i).Child("addresses").Index(j), a)...)
+		}
+	}
+	return out
 }
 
 func validateEndpointSlice(s *discoveryv1.EndpointSlice) field.ErrorList {

@@ -3,12 +3,15 @@ package registry
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
 )
 
 func TestEndpointSlices(t *testing.T) {
@@ -165,5 +168,41 @@ func TestEndpointSliceCells(t *testing.T) {
 		if got := sliceEndpointsCell(eps[:n]); got != want {
 			t.Errorf("%d endpoints: %q, want %q", n, got, want)
 		}
+	}
+}
+
+func TestEndpointSliceWarnings(t *testing.T) {
+	r := find(t, discoveryv1.SchemeGroupVersion, "endpointslices")
+	warnings := func(s, old *discoveryv1.EndpointSlice) []string {
+		ctx, w := admission.WithWarnings(context.Background())
+		r.Strategy.Default(s)
+		if old == nil {
+			wantErrors(t, r.Strategy.Validate(ctx, s))
+		} else {
+			wantErrors(t, r.Strategy.ValidateUpdate(ctx, s, old))
+		}
+		return w.List()
+	}
+	slice := func(typ discoveryv1.AddressType, managedBy string, addrs ...string) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Name: "s", Namespace: "default", Labels: map[string]string{discoveryv1.LabelManagedBy: managedBy}},
+			AddressType: typ, Endpoints: []discoveryv1.Endpoint{{Addresses: addrs}},
+		}
+	}
+	if got := warnings(slice(discoveryv1.AddressTypeIPv6, "me", "fd00:0::1"), nil); len(got) != 1 || !strings.Contains(got[0], "endpoints[0].addresses[0]") || !strings.Contains(got[0], `"fd00::1"`) {
+		t.Errorf("non-canonical IPv6: %q", got)
+	}
+	if got := warnings(slice(discoveryv1.AddressTypeIPv6, "endpointslice-controller.k8s.io", "fd00:0::1"), nil); len(got) != 0 {
+		t.Errorf("the EndpointSlice controller's slice: %q", got)
+	}
+	if got := warnings(slice(discoveryv1.AddressTypeFQDN, "me", "db.example.com"), nil); len(got) != 1 || got[0] != "spec.addressType: FQDN endpoints are deprecated" {
+		t.Errorf("FQDN create: %q", got)
+	}
+	fqdn := slice(discoveryv1.AddressTypeFQDN, "me", "db.example.com")
+	if got := warnings(fqdn.DeepCopy(), fqdn); len(got) != 0 {
+		t.Errorf("FQDN update: %q", got)
+	}
+	if got := warnings(slice(discoveryv1.AddressTypeIPv4, "me", "10.0.0.1"), nil); len(got) != 0 {
+		t.Errorf("canonical IPv4: %q", got)
 	}
 }

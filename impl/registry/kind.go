@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
@@ -46,6 +47,9 @@ type kind[T object] struct {
 	validate func(T) field.ErrorList
 	// validateUpdate checks immutability and transitions on update.
 	validateUpdate func(obj, old T) field.ErrorList
+	// warnings gives the Warning headers of a valid create (old is the
+	// zero T) or update, as upstream's WarningsOnCreate/WarningsOnUpdate.
+	warnings func(obj, old T) []string
 	// fields adds kind-specific selectable fields to metadata.name and
 	// metadata.namespace.
 	fields func(T) fields.Set
@@ -132,7 +136,7 @@ func prepareMetaForUpdate(obj, old metav1.Object) {
 	}
 }
 
-func (s strategy[T]) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
+func (s strategy[T]) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
 	t := s.typed(obj)
 	var errs field.ErrorList
 	if !metaSurelyValid(t, s.k.namespaced, s.k.nameFn, s.dnsSubdomainNames) {
@@ -141,6 +145,10 @@ func (s strategy[T]) Validate(_ context.Context, obj runtime.Object) field.Error
 	if s.k.validate != nil {
 		errs = append(errs, s.k.validate(t)...)
 	}
+	if len(errs) == 0 && s.k.warnings != nil {
+		var zero T
+		addWarnings(ctx, s.k.warnings(t, zero))
+	}
 	return errs
 }
 
@@ -148,7 +156,7 @@ func (s strategy[T]) Validate(_ context.Context, obj runtime.Object) field.Error
 // The metadata update rules (immutable name, namespace, uid, ...;
 // apivalidation.ValidateObjectMetaAccessorUpdate) are applied by the API
 // server's update path for every kind, so they are not repeated here.
-func (s strategy[T]) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+func (s strategy[T]) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
 	t, o := s.typed(obj), s.typed(old)
 	var errs field.ErrorList
 	if s.k.validate != nil {
@@ -157,7 +165,18 @@ func (s strategy[T]) ValidateUpdate(_ context.Context, obj, old runtime.Object) 
 	if s.k.validateUpdate != nil {
 		errs = append(errs, s.k.validateUpdate(t, o)...)
 	}
+	if len(errs) == 0 && s.k.warnings != nil {
+		addWarnings(ctx, s.k.warnings(t, o))
+	}
 	return errs
+}
+
+// addWarnings hands warnings to the request's collector (sent as Warning
+// headers with the response; none without a collector).
+func addWarnings(ctx context.Context, warnings []string) {
+	for _, w := range warnings {
+		admission.AddWarning(ctx, w)
+	}
 }
 
 func (s strategy[T]) GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
