@@ -117,7 +117,7 @@ func (h HostProvider) podStats(p *v1.Pod, m *measured) PodStats {
 		}
 	}
 	for _, vol := range p.Spec.Volumes {
-		if vol.EmptyDir == nil || vol.EmptyDir.Medium == v1.StorageMediumMemory {
+		if !diskBackedEmptyDir(&vol) {
 			continue
 		}
 		b, n := du(filepath.Join(h.RootDir, "pods", string(p.UID), "volumes", "kubernetes.io~empty-dir", vol.Name))

@@ -31,6 +31,13 @@ import (
 // path as node-pressure evictions, and by KUBELET-5 stay Failed. Unlike node-pressure evictions, upstream's records neither a
 // DisruptionTarget condition nor event annotations for them.
 
+// diskBackedEmptyDir reports whether vol is an emptyDir on the node's
+// disk: the default medium (upstream's local ephemeral volumes; memory
+// and huge pages media are not local storage).
+func diskBackedEmptyDir(vol *v1.Volume) bool {
+	return vol.EmptyDir != nil && vol.EmptyDir.Medium == v1.StorageMediumDefault
+}
+
 // LocalStorage is a pod's measured local storage use in bytes.
 type LocalStorage struct {
 	// Volumes is the use of each disk-backed emptyDir volume, by volume
@@ -95,7 +102,7 @@ func LocalStorageEvictions(pods []PodStats, dedicatedImageFs bool) []Eviction {
 func exceededLimit(pod *v1.Pod, s *LocalStorage, dedicatedImageFs bool) (LimitSignal, string, bool) {
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
-		if vol.EmptyDir == nil || vol.EmptyDir.SizeLimit == nil || vol.EmptyDir.SizeLimit.Sign() <= 0 {
+		if !diskBackedEmptyDir(vol) || vol.EmptyDir.SizeLimit == nil || vol.EmptyDir.SizeLimit.Sign() <= 0 {
 			continue
 		}
 		used, ok := s.Volumes[vol.Name]

@@ -81,7 +81,9 @@ func TestLocalStorageEvictions(t *testing.T) {
 			&LocalStorage{Logs: map[string]int64{"a": 101 * mi}}, true,
 			LimitContainerEphemeral, `Container a exceeded its local ephemeral storage limit "100Mi". `},
 		{"memory-backed emptyDir is not checked", storagePod("p", []v1.Volume{emptyDir("shm", "1Mi", v1.StorageMediumMemory)}, [2]string{"a", ""}),
-			&LocalStorage{}, false, "", ""},
+			&LocalStorage{Volumes: map[string]int64{"shm": 1 << 30}}, false, "", ""},
+		{"huge pages emptyDir is not checked", storagePod("p", []v1.Volume{emptyDir("hp", "1Mi", v1.StorageMediumHugePages)}, [2]string{"a", ""}),
+			&LocalStorage{Volumes: map[string]int64{"hp": 1 << 30}}, false, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := LocalStorageEvictions([]PodStats{{Pod: tc.pod, Storage: tc.storage}}, tc.dedicated)

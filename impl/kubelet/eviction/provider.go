@@ -205,7 +205,7 @@ func simStorage(pod *v1.Pod) *LocalStorage {
 		}
 	}
 	for _, vol := range pod.Spec.Volumes {
-		if vol.EmptyDir == nil || vol.EmptyDir.Medium == v1.StorageMediumMemory {
+		if !diskBackedEmptyDir(&vol) {
 			continue
 		}
 		if b, ok := quantity(AnnotationEmptyDirUsage + "." + vol.Name); ok {
