@@ -211,8 +211,8 @@ func endpointPorts(svc *corev1.Service, pod *corev1.Pod) []discoveryv1.EndpointP
 // podEndpoint is pod's endpoint: its IP; conditions serving = ready,
 // terminating = being deleted, ready = serving and not terminating (or
 // always, for a service publishing not-ready addresses); node, zone,
-// target reference, and the hostname when the pod's subdomain names the
-// service.
+// target reference, the hostname when the pod's subdomain names the
+// service, and a ready endpoint's trafficDistribution hints.
 func podEndpoint(svc *corev1.Service, pod *corev1.Pod, zone string) discoveryv1.Endpoint {
 	serving := podstate.IsReady(pod)
 	terminating := pod.DeletionTimestamp != nil
@@ -233,7 +233,38 @@ func podEndpoint(svc *corev1.Service, pod *corev1.Pod, zone string) discoveryv1.
 		hostname := pod.Spec.Hostname
 		ep.Hostname = &hostname
 	}
+	if ready {
+		ep.Hints = trafficHints(svc, &ep)
+	}
 	return ep
+}
+
+// trafficHints are a ready endpoint's hints for the service's
+// trafficDistribution, as upstream's heuristics: PreferClose (the old
+// name) and PreferSameZone give the endpoint's zone, PreferSameNode its
+// zone and node; none without the field or without a zone (or node).
+func trafficHints(svc *corev1.Service, ep *discoveryv1.Endpoint) *discoveryv1.EndpointHints {
+	if svc.Spec.TrafficDistribution == nil {
+		return nil
+	}
+	h := &discoveryv1.EndpointHints{}
+	switch *svc.Spec.TrafficDistribution {
+	case corev1.ServiceTrafficDistributionPreferClose, corev1.ServiceTrafficDistributionPreferSameZone:
+		if ep.Zone != nil {
+			h.ForZones = []discoveryv1.ForZone{{Name: *ep.Zone}}
+		}
+	case corev1.ServiceTrafficDistributionPreferSameNode:
+		if ep.Zone != nil {
+			h.ForZones = []discoveryv1.ForZone{{Name: *ep.Zone}}
+		}
+		if ep.NodeName != nil {
+			h.ForNodes = []discoveryv1.ForNode{{Name: *ep.NodeName}}
+		}
+	}
+	if len(h.ForZones)+len(h.ForNodes) == 0 {
+		return nil
+	}
+	return h
 }
 
 // endpointKey identifies an endpoint across syncs: its addresses,

@@ -256,3 +256,38 @@ func TestWithTriggerTime(t *testing.T) {
 		t.Errorf("the annotation alone made a write: %+v", again)
 	}
 }
+
+func TestTrafficDistributionHints(t *testing.T) {
+	nodes := func(name string) (string, bool) { return "zone-" + name, true }
+	hints := func(dist string) []string {
+		svc := service()
+		if dist != "" {
+			svc.Spec.TrafficDistribution = &dist
+		}
+		plan := Reconcile(Input{Service: svc, Pods: []*corev1.Pod{pod("a", "10.1.0.1"), pod("b", "10.1.0.2", notReady)}, Nodes: nodes})
+		var out []string
+		for _, e := range plan.Create[0].Endpoints {
+			s := e.Addresses[0] + ":"
+			if e.Hints != nil {
+				for _, z := range e.Hints.ForZones {
+					s += " zone " + z.Name
+				}
+				for _, n := range e.Hints.ForNodes {
+					s += " node " + n.Name
+				}
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	for dist, want := range map[string][]string{
+		"":               {"10.1.0.1:", "10.1.0.2:"},
+		"PreferClose":    {"10.1.0.1: zone zone-node-1", "10.1.0.2:"},
+		"PreferSameZone": {"10.1.0.1: zone zone-node-1", "10.1.0.2:"},
+		"PreferSameNode": {"10.1.0.1: zone zone-node-1 node node-1", "10.1.0.2:"},
+	} {
+		if got := hints(dist); !slices.Equal(got, want) {
+			t.Errorf("trafficDistribution %q: %q, want %q (hints on ready endpoints only)", dist, got, want)
+		}
+	}
+}
