@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -396,8 +397,17 @@ func validateService(s *corev1.Service) field.ErrorList {
 	if s.Spec.LoadBalancerClass != nil && s.Spec.Type != corev1.ServiceTypeLoadBalancer {
 		errs = append(errs, field.Forbidden(spec.Child("loadBalancerClass"), "may only be used when service type is 'LoadBalancer'"))
 	}
+	if td := s.Spec.TrafficDistribution; td != nil && !slices.Contains(supportedTrafficDistributions, *td) {
+		errs = append(errs, field.NotSupported(spec.Child("trafficDistribution"), *td, supportedTrafficDistributions))
+	}
 	return errs
 }
+
+// supportedTrafficDistributions are spec.trafficDistribution's values
+// (PreferClose is PreferSameZone's older name); the EndpointSlice
+// controller turns them into endpoint hints.
+var supportedTrafficDistributions = []string{corev1.ServiceTrafficDistributionPreferClose,
+	corev1.ServiceTrafficDistributionPreferSameNode, corev1.ServiceTrafficDistributionPreferSameZone}
 
 func validateServicePort(p *corev1.ServicePort, requireName bool, names sets.Set[string], path *field.Path) field.ErrorList {
 	errs := validatePortFields(p.Name, p.Port, p.Protocol, p.AppProtocol, requireName, names, path)

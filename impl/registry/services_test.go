@@ -100,6 +100,10 @@ func TestServiceValidation(t *testing.T) {
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 	}, invalid+" spec.externalTrafficPolicy")
 	check("session affinity", func(s *corev1.Service) { s.Spec.SessionAffinity = "Sticky" }, notSupported+" spec.sessionAffinity")
+	check("traffic distribution", func(s *corev1.Service) { s.Spec.TrafficDistribution = ptr("PreferFar") }, notSupported+" spec.trafficDistribution")
+	check("PreferSameNode", func(s *corev1.Service) {
+		s.Spec.TrafficDistribution = ptr(corev1.ServiceTrafficDistributionPreferSameNode)
+	})
 	check("selector labels", func(s *corev1.Service) { s.Spec.Selector = map[string]string{"a b": "c"} }, invalid+" spec.selector")
 	check("external IPs", func(s *corev1.Service) { s.Spec.ExternalIPs = []string{"127.0.0.1", "x"} },
 		invalid+" spec.externalIPs[0]", invalid+" spec.externalIPs[1]")
