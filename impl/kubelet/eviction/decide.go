@@ -76,8 +76,9 @@ type Eviction struct {
 	// Threshold quantity: 100Mi, available: 50Mi. Container c was using
 	// 80Mi, request is 10Mi, has larger consumption of memory. "
 	Message string
-	// GracePeriodSeconds: 0 for a hard threshold, for a soft one the pod's
-	// own capped by MaxPodGracePeriodSeconds.
+	// GracePeriodSeconds: ImmediateGracePeriodSeconds for a hard threshold
+	// or a local storage limit, for a soft threshold the pod's own capped
+	// by MaxPodGracePeriodSeconds.
 	GracePeriodSeconds int64
 	Threshold          Threshold
 	// Limit is the local storage limit the pod exceeded ("" for a
@@ -233,7 +234,7 @@ func mergeThresholds(a, b []Threshold) []Threshold {
 
 func gracePeriod(t Threshold, pod *v1.Pod, maxGrace int64) int64 {
 	if t.Hard() {
-		return 0
+		return ImmediateGracePeriodSeconds
 	}
 	g := int64(v1.DefaultTerminationGracePeriodSeconds)
 	if pod.Spec.TerminationGracePeriodSeconds != nil {

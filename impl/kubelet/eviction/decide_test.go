@@ -121,7 +121,7 @@ func TestThresholdsAndMessage(t *testing.T) {
 	if d.Evict.Message != want {
 		t.Errorf("message\n%q\nwant\n%q", d.Evict.Message, want)
 	}
-	if d.Evict.GracePeriodSeconds != 0 || !slices.Equal(d.Evict.OffendingContainers, []string{"app"}) || !slices.Equal(d.Evict.OffendingContainersUsage, []string{"80Mi"}) {
+	if d.Evict.GracePeriodSeconds != ImmediateGracePeriodSeconds || !slices.Equal(d.Evict.OffendingContainers, []string{"app"}) || !slices.Equal(d.Evict.OffendingContainersUsage, []string{"80Mi"}) {
 		t.Errorf("eviction %+v", d.Evict)
 	}
 	// A percentage threshold is reported in the signal's units.
@@ -169,7 +169,7 @@ func TestSoftGracePeriod(t *testing.T) {
 		t.Fatalf("grace period restarted: evicted at once")
 	}
 	// The hard threshold evicts at once, with grace 0.
-	if d := step(61*time.Second, 5*mi, memStats(p, 50*mi)); d.Evict == nil || d.Evict.GracePeriodSeconds != 0 || !d.Evict.Threshold.Hard() {
+	if d := step(61*time.Second, 5*mi, memStats(p, 50*mi)); d.Evict == nil || d.Evict.GracePeriodSeconds != ImmediateGracePeriodSeconds || !d.Evict.Threshold.Hard() {
 		t.Fatalf("hard: %+v", d.Evict)
 	}
 }

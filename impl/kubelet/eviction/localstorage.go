@@ -72,9 +72,10 @@ const (
 	LimitContainerEphemeral LimitSignal = "ephemeralcontainerfs.limit"
 )
 
-// LocalStorageGracePeriodSeconds is the grace period of a local storage
-// eviction (upstream's immediate eviction).
-const LocalStorageGracePeriodSeconds = 1
+// ImmediateGracePeriodSeconds is the grace period of an eviction for a
+// hard threshold or a local storage limit, as upstream's kubelet (its
+// "immediate" eviction still gives the containers a second).
+const ImmediateGracePeriodSeconds = 1
 
 // LocalStorageEvictions are the pods to evict for going over a local
 // storage limit, each with the first limit it exceeds (emptyDir volumes
@@ -92,7 +93,7 @@ func LocalStorageEvictions(pods []PodStats, dedicatedImageFs bool) []Eviction {
 		if !ok {
 			continue
 		}
-		out = append(out, Eviction{Pod: ps.Pod, Message: msg, GracePeriodSeconds: LocalStorageGracePeriodSeconds, Limit: signal})
+		out = append(out, Eviction{Pod: ps.Pod, Message: msg, GracePeriodSeconds: ImmediateGracePeriodSeconds, Limit: signal})
 	}
 	return out
 }
