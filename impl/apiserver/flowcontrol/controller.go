@@ -62,6 +62,9 @@ type flow struct {
 	level   *flowcontrolv1.PriorityLevelConfiguration
 	exempt  bool
 	metrics *flowMetrics
+	// at is the Dispatcher's level, looked up once per configuration
+	// (read and checked under the Controller's lock).
+	at *level
 	// header values naming the schema's and the level's UIDs
 	schemaUID, levelUID []string
 }
@@ -156,6 +159,9 @@ func (c *Controller) Reconfigure(dg Digested) error {
 		c.mu.Unlock()
 		return err
 	}
+	for _, f := range cfg.flows {
+		f.at = c.d.byName[f.level.Name]
+	}
 	c.cfg.Store(cfg)
 	limits := c.d.Limits()
 	c.mu.Unlock()
@@ -222,7 +228,11 @@ func (c *Controller) Wait(ctx context.Context, cl Classification) (*Request, err
 		return r, nil
 	}
 	c.mu.Lock()
-	r, err := c.d.NewRequest(cl.flow.level.Name, cl.hash)
+	r, ok := c.d.newRequestAt(cl.flow.at, cl.hash)
+	var err error
+	if !ok {
+		r, err = c.d.NewRequest(cl.flow.level.Name, cl.hash)
+	}
 	if err != nil {
 		// Reconfigured since Classify, without this level: the catch-all
 		// level (always configured) takes the request.

@@ -83,7 +83,9 @@ type level struct {
 	// quiescing: the level is no longer configured; it admits nothing new
 	// and is removed once its queued and executing requests are gone.
 	quiescing bool
-	gen       int // queue generation (see Request.gen)
+	// gone: removed from the Dispatcher (it was idle).
+	gone bool
+	gen  int // queue generation (see Request.gen)
 	// nominal is the level's nominal concurrency limit in seats; of it,
 	// lendable may be lent to other levels, the rest is reserved to it.
 	nominal, lendable          int
@@ -267,7 +269,11 @@ func (d *Dispatcher) Reconfigure(plcs []*flowcontrolv1.PriorityLevelConfiguratio
 	}
 	d.quiescing = 0
 	for _, l := range d.levels {
-		if named[l.name] || l.idle() {
+		if named[l.name] {
+			continue
+		}
+		if l.idle() {
+			l.gone = true
 			continue
 		}
 		l.quiescing = true
@@ -335,6 +341,7 @@ func (d *Dispatcher) reap() {
 	kept := d.levels[:0]
 	for _, l := range d.levels {
 		if l.quiescing && l.idle() {
+			l.gone = true
 			d.quiescing--
 			continue
 		}
@@ -364,6 +371,19 @@ func (d *Dispatcher) NewRequest(levelName string, hash uint64) (*Request, error)
 		return nil, fmt.Errorf("flowcontrol: no priority level %q", levelName)
 	}
 	return &Request{level: l, hash: hash, seats: 1, queue: -1}, nil
+}
+
+// admits reports whether a request may be made at l: it is configured
+// (neither quiescing nor gone).
+func (l *level) admits() bool { return !l.quiescing && !l.gone }
+
+// newRequestAt is NewRequest at a level already looked up, when it still
+// admits requests.
+func (d *Dispatcher) newRequestAt(l *level, hash uint64) (*Request, bool) {
+	if l == nil || !l.admits() {
+		return nil, false
+	}
+	return &Request{level: l, hash: hash, seats: 1, queue: -1}, true
 }
 
 // Arrive admits r: it executes at once if its level is exempt, or has no
