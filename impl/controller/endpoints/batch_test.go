@@ -75,8 +75,8 @@ func TestPodChangesAreBatched(t *testing.T) {
 	a, b := pod("a", "10.1.0.1"), pod("b", "10.1.0.2")
 	c, _, _, _ := newControllerWith(t, []Option{WithBatchPeriod(time.Hour)}, nil, svc)
 	drain(t, c)
-	c.enqueueForPod(a)
-	c.enqueueForPodUpdate(b, pod("b", "10.1.0.2", notReady))
+	c.podServices().Handler().OnAdd(a, false)
+	c.podServices().Handler().OnUpdate(b, pod("b", "10.1.0.2", notReady))
 	if n := c.queue.Len(); n != 0 {
 		t.Fatalf("pod changes were enqueued before the batch period: %d", n)
 	}
@@ -88,9 +88,9 @@ func TestPodChangesAreBatched(t *testing.T) {
 	c, _, _, _ = newControllerWith(t, []Option{WithBatchPeriod(50 * time.Millisecond)}, nil, svc)
 	drain(t, c)
 	start := time.Now()
-	c.enqueueForPod(a)
-	c.enqueueForPod(b)
-	c.enqueueForPodUpdate(b, pod("b", "10.1.0.2", notReady))
+	c.podServices().Handler().OnAdd(a, false)
+	c.podServices().Handler().OnAdd(b, false)
+	c.podServices().Handler().OnUpdate(b, pod("b", "10.1.0.2", notReady))
 	waitFor(t, "the batched sync", func() bool { return c.queue.Len() > 0 })
 	if waited := time.Since(start); waited < 50*time.Millisecond {
 		t.Fatalf("enqueued after %v, before the batch period", waited)
@@ -102,7 +102,7 @@ func TestPodChangesAreBatched(t *testing.T) {
 
 	c, _, _, _ = newController(t, nil, svc)
 	drain(t, c)
-	c.enqueueForPod(a)
+	c.podServices().Handler().OnAdd(a, false)
 	if n := c.queue.Len(); n != 1 {
 		t.Fatalf("without a batch period a pod change was not enqueued at once: %d", n)
 	}

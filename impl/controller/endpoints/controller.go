@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,7 +17,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/kubeproof/kubeproof/impl/controller/podstate"
 	"github.com/kubeproof/kubeproof/impl/controller/workloop"
 )
 
@@ -84,11 +81,7 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 		{services.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc: c.enqueue, UpdateFunc: func(_, obj any) { c.enqueue(obj) }, DeleteFunc: c.enqueue,
 		}},
-		{pods.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.enqueueForPod,
-			UpdateFunc: c.enqueueForPodUpdate,
-			DeleteFunc: c.enqueueForPod,
-		}},
+		{pods.Informer(), c.podServices().Handler()},
 		// Deleted Endpoints of a service with a selector are recreated.
 		{endpoints.Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: c.enqueue}},
 	}
@@ -127,81 +120,16 @@ func (c *Controller) enqueueLeftovers() {
 	}
 }
 
+// podServices enqueues the services a pod change can affect, after the
+// batch period.
+func (c *Controller) podServices() PodServices {
+	return PodServices{Services: c.services, Queue: c.queue, BatchPeriod: c.batchPeriod}
+}
+
 func (c *Controller) enqueue(obj any) {
 	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 		c.queue.Add(key)
 	}
-}
-
-// enqueueForPod enqueues the services of the pod's namespace whose
-// selector matches it.
-func (c *Controller) enqueueForPod(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if pod, ok := obj.(*corev1.Pod); ok {
-		for _, svc := range c.servicesOf(pod) {
-			c.enqueueBatched(svc)
-		}
-	}
-}
-
-// enqueueForPodUpdate enqueues the services matching the pod before or
-// after the update, if the update can change their Endpoints. An update
-// that cannot (most status writes) reads no services.
-func (c *Controller) enqueueForPodUpdate(oldObj, obj any) {
-	old, ok1 := oldObj.(*corev1.Pod)
-	cur, ok2 := obj.(*corev1.Pod)
-	if !ok1 || !ok2 || !endpointsChanged(old, cur) {
-		return
-	}
-	svcs := c.servicesOf(cur)
-	if !maps.Equal(old.Labels, cur.Labels) {
-		svcs = append(svcs, c.servicesOf(old)...)
-	}
-	for _, svc := range svcs {
-		c.enqueueBatched(svc)
-	}
-}
-
-// enqueueBatched enqueues svc after the batch period, as every sync a
-// pod change causes is (the queue holds a key once, so the pod changes of
-// one period make one sync).
-func (c *Controller) enqueueBatched(svc *corev1.Service) {
-	if key, err := cache.MetaNamespaceKeyFunc(svc); err == nil {
-		c.queue.AddAfter(key, c.batchPeriod)
-	}
-}
-
-// servicesOf returns the services of the pod's namespace whose selector
-// matches it.
-func (c *Controller) servicesOf(pod *corev1.Pod) []*corev1.Service {
-	svcs, err := c.services.Services(pod.Namespace).List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	var out []*corev1.Service
-	for _, svc := range svcs {
-		if len(svc.Spec.Selector) > 0 && labels.SelectorFromValidatedSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) {
-			out = append(out, svc)
-		}
-	}
-	return out
-}
-
-// endpointsChanged reports whether an update of a pod can change an
-// Endpoints object: its labels, or what its address is built from.
-func endpointsChanged(old, cur *corev1.Pod) bool {
-	return !maps.Equal(old.Labels, cur.Labels) ||
-		PodIP(old) != PodIP(cur) || podstate.IsReady(old) != podstate.IsReady(cur) ||
-		old.Status.Phase != cur.Status.Phase ||
-		(old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil) ||
-		old.Spec.NodeName != cur.Spec.NodeName || old.Spec.Hostname != cur.Spec.Hostname || old.Spec.Subdomain != cur.Spec.Subdomain ||
-		old.UID != cur.UID || !sameContainerPorts(old.Spec.Containers, cur.Spec.Containers)
-}
-
-func sameContainerPorts(a, b []corev1.Container) bool {
-	return slices.EqualFunc(a, b, func(x, y corev1.Container) bool { return slices.Equal(x.Ports, y.Ports) })
 }
 
 // sync converges the Endpoints of the service key names.

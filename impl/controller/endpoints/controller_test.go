@@ -137,8 +137,8 @@ func TestEndpointsChanged(t *testing.T) {
 	for _, tt := range tests {
 		cur := base.DeepCopy()
 		tt.mod(cur)
-		if got := endpointsChanged(base, cur); got != tt.want {
-			t.Errorf("%s: endpointsChanged %v, want %v", tt.name, got, tt.want)
+		if got := EndpointChanged(base, cur); got != tt.want {
+			t.Errorf("%s: EndpointChanged %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }

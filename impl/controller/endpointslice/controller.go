@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"time"
 
@@ -25,7 +24,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubeproof/kubeproof/impl/controller/endpoints"
-	"github.com/kubeproof/kubeproof/impl/controller/podstate"
 	"github.com/kubeproof/kubeproof/impl/controller/workloop"
 )
 
@@ -102,9 +100,7 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 		{services.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc: c.enqueue, UpdateFunc: func(_, obj any) { c.enqueue(obj) }, DeleteFunc: c.enqueue,
 		}},
-		{pods.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc: c.enqueueForPod, UpdateFunc: c.enqueueForPodUpdate, DeleteFunc: c.enqueueForPod,
-		}},
+		{pods.Informer(), c.podServices().Handler()},
 		{endpointSlices.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc: c.sliceChanged, UpdateFunc: func(_, obj any) { c.sliceChanged(obj) }, DeleteFunc: c.sliceDeleted,
 		}},
@@ -125,6 +121,12 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	workloop.Run(ctx, Name, c.queue, workers, c.sync)
 	return nil
+}
+
+// podServices enqueues the services a pod change can affect, after the
+// batch period.
+func (c *Controller) podServices() endpoints.PodServices {
+	return endpoints.PodServices{Services: c.services, Queue: c.queue, BatchPeriod: c.batchPeriod}
 }
 
 func (c *Controller) enqueue(obj any) {
@@ -160,70 +162,6 @@ func (c *Controller) sliceDeleted(obj any) {
 	if key, s := serviceKeyOf(obj); s != nil && !c.tracker.Gone(key, s) {
 		c.queue.Add(key)
 	}
-}
-
-// enqueueForPod enqueues the services of the pod's namespace whose
-// selector matches it.
-func (c *Controller) enqueueForPod(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if pod, ok := obj.(*corev1.Pod); ok {
-		for _, svc := range c.servicesOf(pod) {
-			c.enqueueBatched(svc)
-		}
-	}
-}
-
-// enqueueForPodUpdate enqueues the services matching the pod before or
-// after the update, if the update can change its endpoint.
-func (c *Controller) enqueueForPodUpdate(oldObj, obj any) {
-	old, ok1 := oldObj.(*corev1.Pod)
-	cur, ok2 := obj.(*corev1.Pod)
-	if !ok1 || !ok2 || !endpointChanged(old, cur) {
-		return
-	}
-	svcs := c.servicesOf(cur)
-	if !maps.Equal(old.Labels, cur.Labels) {
-		svcs = append(svcs, c.servicesOf(old)...)
-	}
-	for _, svc := range svcs {
-		c.enqueueBatched(svc)
-	}
-}
-
-// enqueueBatched enqueues svc after the batch period (the queue holds a
-// key once, so the pod changes of one period make one sync).
-func (c *Controller) enqueueBatched(svc *corev1.Service) {
-	if key, err := cache.MetaNamespaceKeyFunc(svc); err == nil {
-		c.queue.AddAfter(key, c.batchPeriod)
-	}
-}
-
-func (c *Controller) servicesOf(pod *corev1.Pod) []*corev1.Service {
-	svcs, err := c.services.Services(pod.Namespace).List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	var out []*corev1.Service
-	for _, svc := range svcs {
-		if len(svc.Spec.Selector) > 0 && labels.SelectorFromValidatedSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) {
-			out = append(out, svc)
-		}
-	}
-	return out
-}
-
-// endpointChanged reports whether a pod update can change its endpoint:
-// its labels, or a field the endpoint is built from.
-func endpointChanged(old, cur *corev1.Pod) bool {
-	return !maps.Equal(old.Labels, cur.Labels) ||
-		endpoints.PodIP(old) != endpoints.PodIP(cur) || podstate.IsReady(old) != podstate.IsReady(cur) ||
-		old.Status.Phase != cur.Status.Phase ||
-		(old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil) ||
-		old.Spec.NodeName != cur.Spec.NodeName || old.Spec.Hostname != cur.Spec.Hostname || old.Spec.Subdomain != cur.Spec.Subdomain ||
-		old.UID != cur.UID ||
-		!slices.EqualFunc(old.Spec.Containers, cur.Spec.Containers, func(x, y corev1.Container) bool { return slices.Equal(x.Ports, y.Ports) })
 }
 
 // errStale says the slice cache has not seen this controller's last

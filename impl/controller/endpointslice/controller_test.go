@@ -41,8 +41,8 @@ func TestPodChangesAreBatched(t *testing.T) {
 			k, _ := c.queue.Get()
 			c.queue.Done(k)
 		}
-		c.enqueueForPod(pod("a", "10.1.0.1"))
-		c.enqueueForPodUpdate(pod("b", "10.1.0.2"), pod("b", "10.1.0.2", notReady))
+		c.podServices().Handler().OnAdd(pod("a", "10.1.0.1"), false)
+		c.podServices().Handler().OnUpdate(pod("b", "10.1.0.2"), pod("b", "10.1.0.2", notReady))
 		if n := c.queue.Len(); n != tc.podKeys {
 			t.Errorf("period %v: %d keys queued after pod changes, want %d", tc.period, n, tc.podKeys)
 		}
