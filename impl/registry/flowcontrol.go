@@ -386,31 +386,29 @@ func nonResourceURLProblem(u string) string {
 }
 
 func validateFlowSchemaStatus(st *flowcontrolv1.FlowSchemaStatus, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	seen := map[flowcontrolv1.FlowSchemaConditionType]bool{}
-	for i, c := range st.Conditions {
-		p := path.Child("conditions").Index(i)
-		if c.Type == "" {
-			errs = append(errs, field.Required(p.Child("type"), ""))
-		} else if seen[c.Type] {
-			errs = append(errs, field.Duplicate(p.Child("type"), c.Type))
-		}
-		seen[c.Type] = true
-	}
-	return errs
+	return uniqueConditionTypes(st.Conditions, func(c flowcontrolv1.FlowSchemaCondition) flowcontrolv1.FlowSchemaConditionType { return c.Type }, path)
 }
 
 func validatePriorityLevelStatus(st *flowcontrolv1.PriorityLevelConfigurationStatus, path *field.Path) field.ErrorList {
+	return uniqueConditionTypes(st.Conditions, func(c flowcontrolv1.PriorityLevelConfigurationCondition) flowcontrolv1.PriorityLevelConfigurationConditionType {
+		return c.Type
+	}, path)
+}
+
+// uniqueConditionTypes requires every status condition to have a type,
+// each at most once.
+func uniqueConditionTypes[C any, T ~string](conds []C, typeOf func(C) T, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	seen := map[flowcontrolv1.PriorityLevelConfigurationConditionType]bool{}
-	for i, c := range st.Conditions {
+	seen := map[T]bool{}
+	for i, c := range conds {
 		p := path.Child("conditions").Index(i)
-		if c.Type == "" {
+		if t := typeOf(c); t == "" {
 			errs = append(errs, field.Required(p.Child("type"), ""))
-		} else if seen[c.Type] {
-			errs = append(errs, field.Duplicate(p.Child("type"), c.Type))
+		} else if seen[t] {
+			errs = append(errs, field.Duplicate(p.Child("type"), t))
+		} else {
+			seen[t] = true
 		}
-		seen[c.Type] = true
 	}
 	return errs
 }
