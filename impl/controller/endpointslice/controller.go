@@ -2,7 +2,6 @@ package endpointslice
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -101,9 +100,7 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 			AddFunc: c.enqueue, UpdateFunc: func(_, obj any) { c.enqueue(obj) }, DeleteFunc: c.enqueue,
 		}},
 		{pods.Informer(), c.podServices().Handler()},
-		{endpointSlices.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc: c.sliceChanged, UpdateFunc: func(_, obj any) { c.sliceChanged(obj) }, DeleteFunc: c.sliceDeleted,
-		}},
+		{endpointSlices.Informer(), c.tracker.Handler(ControllerName, c.queue)},
 	}
 	for _, h := range handlers {
 		if _, err := h.inf.AddEventHandler(h.h); err != nil {
@@ -135,39 +132,6 @@ func (c *Controller) enqueue(obj any) {
 	}
 }
 
-// serviceKeyOf is the key of the service of a slice this controller
-// manages ("" for other slices).
-func serviceKeyOf(obj any) (string, *discoveryv1.EndpointSlice) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	s, ok := obj.(*discoveryv1.EndpointSlice)
-	if !ok || s.Labels[discoveryv1.LabelManagedBy] != ControllerName || s.Labels[discoveryv1.LabelServiceName] == "" {
-		return "", nil
-	}
-	return s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName], s
-}
-
-// sliceChanged enqueues the service of a managed slice, unless the event
-// is this controller's own write.
-func (c *Controller) sliceChanged(obj any) {
-	if key, s := serviceKeyOf(obj); s != nil && !c.tracker.Expected(key, s) {
-		c.queue.Add(key)
-	}
-}
-
-// sliceDeleted enqueues the service of a managed slice deleted by someone
-// else (its slices are recreated).
-func (c *Controller) sliceDeleted(obj any) {
-	if key, s := serviceKeyOf(obj); s != nil && !c.tracker.Gone(key, s) {
-		c.queue.Add(key)
-	}
-}
-
-// errStale says the slice cache has not seen this controller's last
-// writes yet; the sync is retried.
-var errStale = errors.New("EndpointSlice informer cache is out of date")
-
 // sync converges the slices of the service key names.
 func (c *Controller) sync(ctx context.Context, key string) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
@@ -198,7 +162,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	// Slices being deleted are not counted (nor written).
 	listed = slices.DeleteFunc(slices.Clone(listed), func(s *discoveryv1.EndpointSlice) bool { return s.DeletionTimestamp != nil })
 	if c.tracker.Stale(key, listed) {
-		return fmt.Errorf("syncing %s: %w", key, errStale)
+		return fmt.Errorf("syncing %s: %w", key, ErrStale)
 	}
 	// Observed on every sync, written or not, as upstream's tracker: a
 	// later write carries only changes newer than this sync's.

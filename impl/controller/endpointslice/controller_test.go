@@ -57,7 +57,7 @@ func TestPodChangesAreBatched(t *testing.T) {
 }
 
 // TestSyncWaitsForItsOwnWrites: a second sync before the slice cache has
-// seen the first sync's create is retried (errStale) instead of creating
+// seen the first sync's create is retried (ErrStale) instead of creating
 // a second slice; once the cache holds the slice, a sync writes nothing.
 // The controller writes to one fake clientset and reads through informers
 // over another, so the cache sees the create only when the test copies it.
@@ -86,8 +86,8 @@ func TestSyncWaitsForItsOwnWrites(t *testing.T) {
 	if err := c.sync(ctx, "ns/web"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.sync(ctx, "ns/web"); !errors.Is(err, errStale) {
-		t.Fatalf("second sync before the cache saw the create: %v, want errStale", err)
+	if err := c.sync(ctx, "ns/web"); !errors.Is(err, ErrStale) {
+		t.Fatalf("second sync before the cache saw the create: %v, want ErrStale", err)
 	}
 	written, err := client.DiscoveryV1().EndpointSlices("ns").Get(ctx, "web-1", metav1.GetOptions{})
 	if err != nil {

@@ -1,9 +1,12 @@
 package endpointslice
 
 import (
+	"errors"
 	"sync"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 )
 
 // Tracker remembers, per owner key (a service's, or an Endpoints' for the
@@ -88,4 +91,39 @@ func (t *Tracker) Stale(key string, listed []*discoveryv1.EndpointSlice) bool {
 		}
 	}
 	return false
+}
+
+// ErrStale says the slice cache has not seen a controller's last writes
+// yet (Tracker.Stale); the sync is retried.
+var ErrStale = errors.New("EndpointSlice informer cache is out of date")
+
+// Handler is the EndpointSlice informer's event handler of the controller
+// whose slices carry managed-by label managedBy: a change or deletion of
+// one of its slices by someone else enqueues the owner key (the slice's
+// namespace and service-name label), its own writes (t) do not.
+func (t *Tracker) Handler(managedBy string, queue workqueue.TypedInterface[string]) cache.ResourceEventHandlerFuncs {
+	ownerKey := func(obj any) (string, *discoveryv1.EndpointSlice) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		s, ok := obj.(*discoveryv1.EndpointSlice)
+		if !ok || s.Labels[discoveryv1.LabelManagedBy] != managedBy || s.Labels[discoveryv1.LabelServiceName] == "" {
+			return "", nil
+		}
+		return s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName], s
+	}
+	changed := func(obj any) {
+		if key, s := ownerKey(obj); s != nil && !t.Expected(key, s) {
+			queue.Add(key)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    changed,
+		UpdateFunc: func(_, obj any) { changed(obj) },
+		DeleteFunc: func(obj any) {
+			if key, s := ownerKey(obj); s != nil && !t.Gone(key, s) {
+				queue.Add(key)
+			}
+		},
+	}
 }

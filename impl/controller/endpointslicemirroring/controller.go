@@ -2,7 +2,6 @@ package endpointslicemirroring
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -109,9 +108,7 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, en
 			},
 			DeleteFunc: c.enqueueBatched,
 		}},
-		{endpointSlices.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc: c.sliceChanged, UpdateFunc: func(_, obj any) { c.sliceChanged(obj) }, DeleteFunc: c.sliceDeleted,
-		}},
+		{endpointSlices.Informer(), c.tracker.Handler(ControllerName, c.queue)},
 	}
 	for _, h := range handlers {
 		if _, err := h.inf.AddEventHandler(h.h); err != nil {
@@ -152,32 +149,6 @@ func (c *Controller) enqueueSelectorless(obj any) {
 	}
 }
 
-// mirroredKey is the Endpoints key of a mirrored slice ("" for others).
-func mirroredKey(obj any) (string, *discoveryv1.EndpointSlice) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	s, ok := obj.(*discoveryv1.EndpointSlice)
-	if !ok || s.Labels[discoveryv1.LabelManagedBy] != ControllerName || s.Labels[discoveryv1.LabelServiceName] == "" {
-		return "", nil
-	}
-	return s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName], s
-}
-
-func (c *Controller) sliceChanged(obj any) {
-	if key, s := mirroredKey(obj); s != nil && !c.tracker.Expected(key, s) {
-		c.queue.Add(key)
-	}
-}
-
-func (c *Controller) sliceDeleted(obj any) {
-	if key, s := mirroredKey(obj); s != nil && !c.tracker.Gone(key, s) {
-		c.queue.Add(key)
-	}
-}
-
-var errStale = errors.New("EndpointSlice informer cache is out of date")
-
 // sync converges the mirrored slices of the Endpoints key names.
 func (c *Controller) sync(ctx context.Context, key string) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
@@ -212,7 +183,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return nil
 	}
 	if c.tracker.Stale(key, listed) {
-		return fmt.Errorf("syncing %s: %w", key, errStale)
+		return fmt.Errorf("syncing %s: %w", key, endpointslice.ErrStale)
 	}
 	res := Reconcile(Input{Endpoints: ep, ServiceWithoutSelector: selectorless, Slices: listed, MaxEndpointsPerSubset: c.maxPer})
 	if c.recorder != nil && ep != nil {
