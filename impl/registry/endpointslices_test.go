@@ -11,7 +11,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
 func TestEndpointSlices(t *testing.T) {
@@ -174,7 +174,7 @@ func TestEndpointSliceCells(t *testing.T) {
 func TestEndpointSliceWarnings(t *testing.T) {
 	r := find(t, discoveryv1.SchemeGroupVersion, "endpointslices")
 	warnings := func(s, old *discoveryv1.EndpointSlice) []string {
-		ctx, w := admission.WithWarnings(context.Background())
+		ctx, w := request.WithWarnings(context.Background())
 		r.Strategy.Default(s)
 		if old == nil {
 			wantErrors(t, r.Strategy.Validate(ctx, s))

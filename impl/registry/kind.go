@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
@@ -175,7 +175,7 @@ func (s strategy[T]) ValidateUpdate(ctx context.Context, obj, old runtime.Object
 // headers with the response; none without a collector).
 func addWarnings(ctx context.Context, warnings []string) {
 	for _, w := range warnings {
-		admission.AddWarning(ctx, w)
+		request.AddWarning(ctx, w)
 	}
 }
 

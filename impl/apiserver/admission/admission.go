@@ -33,8 +33,8 @@
 //
 // Warnings (PodSecurity's warn level, webhook response warnings) are
 // collected per request: the endpoint serving it gives the request context
-// a collector (CollectWarnings; WithWarnings makes one) and sends
-// Warnings.List() as Warning headers.
+// a collector (request.CollectWarnings; request.WithWarnings makes one)
+// and sends Warnings.List() as Warning headers.
 //
 // Webhooks are called at clientConfig.url only (service references are
 // refused as a failed call); matchPolicy is treated as Exact; CEL

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
 // Namespace labels that choose a namespace's Pod Security Standards.
@@ -168,11 +169,11 @@ func (p *PodSecurity) Validate(ctx context.Context, a *Attributes) error {
 		if isPod {
 			return forbidden(a, fmt.Errorf("violates PodSecurity %q: %s", enforce.String(), describeViolations(v)))
 		}
-		AddWarning(ctx, fmt.Sprintf("would violate PodSecurity %q: %s", enforce.String(), describeViolations(v)))
+		request.AddWarning(ctx, fmt.Sprintf("would violate PodSecurity %q: %s", enforce.String(), describeViolations(v)))
 	}
 	if warn != enforce {
 		if v := evaluatePodSecurity(warn.level, meta, spec); len(v) > 0 {
-			AddWarning(ctx, fmt.Sprintf("would violate PodSecurity %q: %s", warn.String(), describeViolations(v)))
+			request.AddWarning(ctx, fmt.Sprintf("would violate PodSecurity %q: %s", warn.String(), describeViolations(v)))
 		}
 	}
 	return nil

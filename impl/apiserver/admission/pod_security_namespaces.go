@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
 // maxPodsChecked bounds how many existing pods a namespace label change
@@ -70,11 +72,11 @@ func (p *PodSecurity) validateNamespace(ctx context.Context, a *Attributes) erro
 	}
 	pods, err := p.ListPods(ctx, ns.Name)
 	if err != nil {
-		AddWarning(ctx, fmt.Sprintf("failed to list pods while checking new PodSecurity enforce level: %v", err))
+		request.AddWarning(ctx, fmt.Sprintf("failed to list pods while checking new PodSecurity enforce level: %v", err))
 		return nil
 	}
 	for _, w := range existingPodWarnings(ns.Name, enforce, pods) {
-		AddWarning(ctx, w)
+		request.AddWarning(ctx, w)
 	}
 	return nil
 }

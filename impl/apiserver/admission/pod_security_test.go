@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
 // restrictedPod passes every restricted check.
@@ -154,7 +156,7 @@ func TestPodSecurityNamespaceLabels(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, warnings := WithWarnings(context.Background())
+			ctx, warnings := request.WithWarnings(context.Background())
 			wantForbidden(t, podSecurity(tt.labels).Validate(ctx, podCreate(tt.pod.DeepCopy())), tt.wantErr)
 			w := strings.Join(warnings.List(), "\n")
 			if (tt.wantWarn == "") != (w == "") || !strings.Contains(w, tt.wantWarn) {
@@ -168,7 +170,7 @@ func TestPodSecurityWorkloadsWarnOnly(t *testing.T) {
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "ns"}}
 	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "x", SecurityContext: &corev1.SecurityContext{Privileged: ptr(true)}}}
 	a := &Attributes{Operation: Create, Resource: appsv1.SchemeGroupVersion.WithResource("deployments"), Namespace: "ns", Name: "d", Object: d}
-	ctx, warnings := WithWarnings(context.Background())
+	ctx, warnings := request.WithWarnings(context.Background())
 	if err := podSecurity(map[string]string{podSecurityEnforce: "baseline"}).Validate(ctx, a); err != nil {
 		t.Fatalf("a workload is warned about, not refused: %v", err)
 	}
@@ -219,7 +221,7 @@ func TestPodSecurityNamespaceLabels422AndExistingPods(t *testing.T) {
 		t.Fatalf("invalid level: %v", err)
 	}
 
-	ctx, warnings := WithWarnings(context.Background())
+	ctx, warnings := request.WithWarnings(context.Background())
 	err = p.Validate(ctx, &Attributes{Operation: Update, Resource: nsGVR, Name: "ns",
 		Object: nsWith(map[string]string{podSecurityEnforce: "baseline"}), OldObject: nsWith(nil)})
 	if err != nil {
@@ -235,7 +237,7 @@ func TestPodSecurityNamespaceLabels422AndExistingPods(t *testing.T) {
 	}
 
 	// Relaxing the level checks nothing.
-	ctx, warnings = WithWarnings(context.Background())
+	ctx, warnings = request.WithWarnings(context.Background())
 	if err := p.Validate(ctx, &Attributes{Operation: Update, Resource: nsGVR, Name: "ns",
 		Object: nsWith(map[string]string{podSecurityEnforce: "baseline"}), OldObject: nsWith(map[string]string{podSecurityEnforce: "restricted"})}); err != nil || len(warnings.List()) != 0 {
 		t.Fatalf("relaxed: %v %v", err, warnings.List())

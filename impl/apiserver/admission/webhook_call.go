@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
 // review builds the AdmissionReview a webhook receives.
@@ -185,7 +186,7 @@ func denied(name string, result *metav1.Status) *apierrors.StatusError {
 // audit annotations (as "<webhook name>/<key>") to the audit log.
 func addResponseWarnings(ctx context.Context, name string, resp *admissionv1.AdmissionResponse) {
 	for _, w := range resp.Warnings {
-		AddWarning(ctx, w)
+		request.AddWarning(ctx, w)
 	}
 	for k, v := range resp.AuditAnnotations {
 		audit.AddAnnotation(ctx, name+"/"+k, v)

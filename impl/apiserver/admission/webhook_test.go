@@ -176,7 +176,7 @@ func TestMutatingWebhookPatchesOverHTTPS(t *testing.T) {
 	pod := newPod("p")
 	a := podCreate(pod)
 	a.User = &request.User{Name: "alice", Groups: []string{"devs"}}
-	ctx, warnings := WithWarnings(context.Background())
+	ctx, warnings := request.WithWarnings(context.Background())
 	if err := p.Admit(ctx, a); err != nil {
 		t.Fatal(err)
 	}

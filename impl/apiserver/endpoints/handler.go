@@ -472,7 +472,7 @@ func accessor(obj runtime.Object) metav1.Object {
 // kept in the request's context node: one allocation, no request copy.
 func collectWarnings(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request) {
 	ww := &warningWriter{ResponseWriter: w}
-	if ctx := admission.CollectWarnings(r.Context(), &ww.warnings); ctx != r.Context() {
+	if ctx := request.CollectWarnings(r.Context(), &ww.warnings); ctx != r.Context() {
 		r = r.WithContext(ctx)
 	}
 	return ww, r
@@ -482,7 +482,7 @@ func collectWarnings(w http.ResponseWriter, r *http.Request) (http.ResponseWrite
 // Warning headers just before the response's header is written.
 type warningWriter struct {
 	http.ResponseWriter
-	warnings admission.Warnings
+	warnings request.Warnings
 	sent     bool
 }
 

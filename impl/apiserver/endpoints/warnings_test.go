@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
@@ -21,9 +20,9 @@ func TestCollectedWarningsGoOutWithTheResponse(t *testing.T) {
 		}
 		rec := httptest.NewRecorder()
 		w, r2 := collectWarnings(rec, r)
-		admission.AddWarning(r2.Context(), "first")
-		admission.AddWarning(r2.Context(), "second")
-		admission.AddWarning(r2.Context(), "first")
+		request.AddWarning(r2.Context(), "first")
+		request.AddWarning(r2.Context(), "second")
+		request.AddWarning(r2.Context(), "first")
 		w.WriteHeader(201)
 		want := []string{`299 - "first"`, `299 - "second"`}
 		if got := rec.Header().Values("Warning"); !reflect.DeepEqual(got, want) {

@@ -1,15 +1,15 @@
-package admission
+package request
 
 import (
 	"context"
 	"sync"
 
-	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
-// Warnings collects the warnings plugins give one request (PodSecurity's
-// warn level, webhooks' response warnings); the endpoint that serves the
-// request sends them as Warning headers.
+// Warnings collects the warnings one request gets (admission plugins':
+// PodSecurity's warn level, webhooks' response warnings; a kind's own on
+// create or update); the endpoint that serves the request sends them as
+// Warning headers.
 type Warnings struct {
 	mu   sync.Mutex
 	msgs []string
@@ -28,7 +28,7 @@ func WithWarnings(ctx context.Context) (context.Context, *Warnings) {
 // itself when it is the request's context node (request.SetValue keeps w
 // there), so that the request need not be copied.
 func CollectWarnings(ctx context.Context, w *Warnings) context.Context {
-	return request.SetValue(ctx, warningsKey{}, w)
+	return SetValue(ctx, warningsKey{}, w)
 }
 
 // AddWarning records a warning for the request of ctx; without a
