@@ -141,4 +141,17 @@ func TestProjectedVolumeMissingSource(t *testing.T) {
 	if cs := cstatus(h.get(p), "app"); cs.State.Waiting == nil || cs.State.Waiting.Reason != "ContainerCreating" {
 		t.Fatalf("status %+v", cs.State)
 	}
+
+	// Every failing source is named, as upstream's aggregate error.
+	two := h.create(h.pod("projmiss2", func(p *v1.Pod) {
+		p.Spec.Volumes = []v1.Volume{{Name: "all", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "nope"}}},
+			{DownwardAPI: &v1.DownwardAPIProjection{Items: []v1.DownwardAPIVolumeFile{{Path: "name", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}},
+			{Secret: &v1.SecretProjection{LocalObjectReference: v1.LocalObjectReference{Name: "gone"}}},
+		}}}}}
+	}))
+	h.k.HandlePod(h.get(two))
+	if _, err := h.k.syncPod(h.ctx, two.UID); err == nil || err.Error() != `MountVolume.SetUp failed for volume "all" : [configmap "nope" not found, secret "gone" not found]` {
+		t.Fatalf("sync error with two missing sources = %v", err)
+	}
 }

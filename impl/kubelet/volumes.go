@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
@@ -188,8 +189,11 @@ const defaultTokenExpiration = int64(3600)
 // projectedFiles adds the files of a projected volume: its configMap,
 // secret, downwardAPI and serviceAccountToken sources merged into one
 // directory. A token is requested through the TokenRequest API, bound to
-// the pod, for the pod's service account.
+// the pod, for the pod's service account. Every source is tried; the
+// error names each failing one, as upstream's aggregate ("[a, b]" for
+// more than one).
 func (k *Kubelet) projectedFiles(ctx context.Context, src clientEnvSource, rec *podRecord, pod *v1.Pod, dir, volume string, pv *v1.ProjectedVolumeSource, files map[string][]byte) error {
+	var errs []error
 	for i, s := range pv.Sources {
 		var err error
 		switch {
@@ -205,10 +209,10 @@ func (k *Kubelet) projectedFiles(ctx context.Context, src clientEnvSource, rec *
 			err = fmt.Errorf("projected source %d: only configMap, secret, downwardAPI and serviceAccountToken sources are supported", i)
 		}
 		if err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return utilerrors.NewAggregate(errs)
 }
 
 // serviceAccountTokenFile adds the token file of a projection, reusing
