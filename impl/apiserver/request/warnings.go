@@ -3,7 +3,6 @@ package request
 import (
 	"context"
 	"sync"
-
 )
 
 // Warnings collects the warnings one request gets (admission plugins':
