@@ -375,7 +375,9 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 
 	if (a.CreateSandbox || len(a.ContainersToStart) > 0) && len(pod.Spec.Volumes) > 0 {
 		if err := k.setUpVolumes(ctx, rec, pod); err != nil {
-			k.podEvent(pod, v1.EventTypeWarning, EventFailedMount, "%v", err)
+			for _, e := range volumeErrors(err) { // one FailedMount per failing volume
+				k.podEvent(pod, v1.EventTypeWarning, EventFailedMount, "%v", e)
+			}
 			// The pod stays ContainerCreating and is retried on the
 			// volume back-off (syncRetryDelay).
 			return &volumeSetUpError{err: err, retryAfter: nextRetryDelay(&rec.mountFailures)}

@@ -54,47 +54,65 @@ func volumePlugin(v *v1.Volume) string {
 // downwardAPI and projected volumes in its pod directory (hostPath volumes
 // need nothing).
 // It is idempotent; configMap, secret and downwardAPI contents are
-// rewritten on every call so updates reach running pods.
+// rewritten on every call so updates reach running pods. Every volume is
+// tried, as upstream's volume manager mounts each on its own; the error
+// joins one error per failing volume (volumeErrors splits it).
 func (k *Kubelet) setUpVolumes(ctx context.Context, rec *podRecord, pod *v1.Pod) error {
 	src := clientEnvSource{ctx: ctx, k: k}
 	files := make(map[string][]byte, 4) // one volume's at a time
+	var errs []error
 	for i := range pod.Spec.Volumes {
-		v := &pod.Spec.Volumes[i]
-		plugin := volumePlugin(v)
-		if plugin == "" {
-			if v.HostPath == nil {
-				return fmt.Errorf("volume %q: only emptyDir, configMap, secret, downwardAPI, projected and hostPath volumes are supported", v.Name)
-			}
-			continue
+		if err := k.setUpVolume(ctx, src, rec, pod, &pod.Spec.Volumes[i], files); err != nil {
+			errs = append(errs, err)
 		}
-		dir := k.volumeDir(pod.UID, plugin, v.Name)
-		if !isDir(dir) {
-			if err := os.MkdirAll(dir, 0o750); err != nil {
-				return fmt.Errorf("MountVolume.SetUp failed for volume %q: %w", v.Name, err)
-			}
+	}
+	return errors.Join(errs...)
+}
+
+// setUpVolume writes one volume's files (files is scratch space).
+func (k *Kubelet) setUpVolume(ctx context.Context, src clientEnvSource, rec *podRecord, pod *v1.Pod, v *v1.Volume, files map[string][]byte) error {
+	plugin := volumePlugin(v)
+	if plugin == "" {
+		if v.HostPath == nil {
+			return fmt.Errorf("volume %q: only emptyDir, configMap, secret, downwardAPI, projected and hostPath volumes are supported", v.Name)
 		}
-		clear(files)
-		var err error
-		switch {
-		case v.ConfigMap != nil:
-			err = k.configMapFiles(src, pod, v.ConfigMap.Name, v.ConfigMap.Items, v.ConfigMap.Optional, files)
-		case v.Secret != nil:
-			err = k.secretFiles(src, pod, v.Secret.SecretName, v.Secret.Items, v.Secret.Optional, files)
-		case v.DownwardAPI != nil:
-			err = k.downwardAPIFiles(pod, v.DownwardAPI.Items, files)
-		case v.Projected != nil:
-			err = k.projectedFiles(ctx, src, rec, pod, dir, v.Name, v.Projected, files)
+		return nil
+	}
+	dir := k.volumeDir(pod.UID, plugin, v.Name)
+	if !isDir(dir) {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return fmt.Errorf("MountVolume.SetUp failed for volume %q: %w", v.Name, err)
 		}
-		if err != nil {
+	}
+	clear(files)
+	var err error
+	switch {
+	case v.ConfigMap != nil:
+		err = k.configMapFiles(src, pod, v.ConfigMap.Name, v.ConfigMap.Items, v.ConfigMap.Optional, files)
+	case v.Secret != nil:
+		err = k.secretFiles(src, pod, v.Secret.SecretName, v.Secret.Items, v.Secret.Optional, files)
+	case v.DownwardAPI != nil:
+		err = k.downwardAPIFiles(pod, v.DownwardAPI.Items, files)
+	case v.Projected != nil:
+		err = k.projectedFiles(ctx, src, rec, pod, dir, v.Name, v.Projected, files)
+	}
+	if err != nil {
+		return fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
+	}
+	for rel, content := range files {
+		if err := writeVolumeFile(dir, rel, content); err != nil {
 			return fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
-		}
-		for rel, content := range files {
-			if err := writeVolumeFile(dir, rel, content); err != nil {
-				return fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
-			}
 		}
 	}
 	return nil
+}
+
+// volumeErrors are the per-volume errors setUpVolumes joined.
+func volumeErrors(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // The functions below add a volume's files (path -> content) to files;

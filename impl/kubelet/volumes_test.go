@@ -3,17 +3,20 @@ package kubelet
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 )
 
 func TestVolumesAreMaterializedAndMounted(t *testing.T) {
 	root := t.TempDir()
-	h := newHarness(t, func(c *Config) { c.RootDir = root })
+	events := record.NewFakeRecorder(100)
+	h := newHarness(t, func(c *Config) { c.RootDir, c.Recorder = root, events })
 	p := h.create(h.pod("vols", func(p *v1.Pod) {
 		p.Labels = map[string]string{"tier": "web"}
 		p.Spec.Volumes = []v1.Volume{
@@ -30,8 +33,17 @@ func TestVolumesAreMaterializedAndMounted(t *testing.T) {
 		}
 	}))
 	h.k.HandlePod(h.get(p))
-	if _, err := h.k.syncPod(h.ctx, p.UID); err == nil || err.Error() != `MountVolume.SetUp failed for volume "cfg" : configmap "site" not found` {
+	// Every volume is tried, each failing one reported on its own (one
+	// FailedMount each), as upstream's volume manager mounts them.
+	cfgErr, secErr := `MountVolume.SetUp failed for volume "cfg" : configmap "site" not found`, `MountVolume.SetUp failed for volume "sec" : secret "creds" not found`
+	if _, err := h.k.syncPod(h.ctx, p.UID); err == nil || err.Error() != cfgErr+"\n"+secErr {
 		t.Fatalf("sync error = %v", err)
+	}
+	if got := drain(events); !slices.Equal(got, []string{"Warning FailedMount " + cfgErr, "Warning FailedMount " + secErr}) {
+		t.Fatalf("events %q, want one FailedMount per failing volume", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~downward-api", "info"), "labels-tier")); err != nil || string(b) != "web" {
+		t.Fatalf("the downwardAPI volume after two others failed: %q, %v", b, err)
 	}
 	got := h.get(p)
 	cs := cstatus(got, "app")
