@@ -78,8 +78,10 @@ type level struct {
 	// Reject) instead of queued.
 	reject bool
 	// shares and lendablePercent are the configuration nominal and
-	// lendable are computed from.
+	// lendable are computed from; borrowingLimitPercent (-1: none) caps
+	// what the level may use beyond its nominal seats.
 	shares, lendablePercent int32
+	borrowingLimitPercent   int32
 	// quiescing: the level is no longer configured; it admits nothing new
 	// and is removed once its queued and executing requests are gone.
 	quiescing bool
@@ -89,6 +91,7 @@ type level struct {
 	// nominal is the level's nominal concurrency limit in seats; of it,
 	// lendable may be lent to other levels, the rest is reserved to it.
 	nominal, lendable          int
+	maxSeats                   int // nominal + borrowing limit; -1: no limit
 	handSize, queueLengthLimit int
 	queues                     []queue
 	inUse                      int // seats of executing requests
@@ -123,9 +126,10 @@ func (l *level) idle() bool { return l.inUse == 0 && l.waiting == 0 }
 //
 // Seats: each Limited level has its nominal concurrency limit, of which
 // nominal-lendable seats are reserved to it; the lendable seats of all
-// levels form one pool from which any level may borrow (no
-// borrowingLimitPercent in the defaults: unlimited). A level dispatches
-// while its reserved seats or the pool have room. When seats free up the
+// levels form one pool from which any level may borrow, up to
+// round(nominal * borrowingLimitPercent / 100) seats beyond its nominal
+// ones when that is set (no limit without it, as in the defaults). A level
+// dispatches while its reserved seats or the pool have room. When seats free up the
 // waiting level that uses the least of its nominal limit goes first.
 type Dispatcher struct {
 	total   int      // seats of the server
@@ -165,6 +169,7 @@ type levelSpec struct {
 	name                      string
 	exempt, reject            bool
 	shares, lendablePercent   int32
+	borrowingLimitPercent     int32 // -1: none
 	queues, handSize, qlLimit int
 }
 
@@ -176,7 +181,7 @@ func CheckLevel(p *flowcontrolv1.PriorityLevelConfiguration) error {
 }
 
 func parseLevel(p *flowcontrolv1.PriorityLevelConfiguration) (levelSpec, error) {
-	ls := levelSpec{name: p.Name, shares: shares(p)}
+	ls := levelSpec{name: p.Name, shares: shares(p), borrowingLimitPercent: -1}
 	if ls.shares < 0 {
 		return ls, fmt.Errorf("flowcontrol: priority level %q has negative shares", p.Name)
 	}
@@ -192,6 +197,12 @@ func parseLevel(p *flowcontrolv1.PriorityLevelConfiguration) (levelSpec, error) 
 			ls.lendablePercent = *lim.LendablePercent
 			if ls.lendablePercent < 0 || ls.lendablePercent > 100 {
 				return ls, fmt.Errorf("flowcontrol: priority level %q lends %d%%", p.Name, ls.lendablePercent)
+			}
+		}
+		if lim.BorrowingLimitPercent != nil {
+			ls.borrowingLimitPercent = *lim.BorrowingLimitPercent
+			if ls.borrowingLimitPercent < 0 {
+				return ls, fmt.Errorf("flowcontrol: priority level %q has a negative borrowing limit", p.Name)
 			}
 		}
 		switch lim.LimitResponse.Type {
@@ -288,7 +299,7 @@ func (d *Dispatcher) Reconfigure(plcs []*flowcontrolv1.PriorityLevelConfiguratio
 // apply gives l the configuration ls, keeping its requests.
 func (d *Dispatcher) apply(l *level, ls levelSpec) {
 	l.exempt, l.reject, l.quiescing = ls.exempt, ls.reject, false
-	l.shares, l.lendablePercent = ls.shares, ls.lendablePercent
+	l.shares, l.lendablePercent, l.borrowingLimitPercent = ls.shares, ls.lendablePercent, ls.borrowingLimitPercent
 	if ls.queues == 0 {
 		return // no queuing: what is queued drains from the queues it is in
 	}
@@ -319,9 +330,12 @@ func (d *Dispatcher) recompute() {
 	}
 	d.pool, d.lent = 0, 0
 	for _, l := range d.levels {
-		l.nominal, l.lendable = 0, 0
+		l.nominal, l.lendable, l.maxSeats = 0, 0, -1
 		if sum > 0 {
 			l.nominal = int(math.Ceil(float64(d.total) * float64(l.shares) / float64(sum)))
+		}
+		if l.borrowingLimitPercent >= 0 {
+			l.maxSeats = l.nominal + int(math.Round(float64(l.nominal)*float64(l.borrowingLimitPercent)/100))
 		}
 		if l.exempt {
 			continue // never limited; lends nothing (a simplification)
@@ -456,10 +470,13 @@ func (d *Dispatcher) Leave(r *Request) bool {
 }
 
 // canDispatch: l is exempt, or seats more seats fit in l's reserved
-// ones, or the rest in the pool.
+// ones, or the rest in the pool within l's borrowing limit.
 func (d *Dispatcher) canDispatch(l *level, seats int) bool {
 	if l.exempt || l.inUse+seats <= l.reserved() {
 		return true
+	}
+	if l.maxSeats >= 0 && l.inUse+seats > l.maxSeats {
+		return false
 	}
 	return d.lent-l.borrowed(l.inUse)+l.borrowed(l.inUse+seats) <= d.pool
 }

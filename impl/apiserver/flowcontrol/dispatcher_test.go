@@ -248,6 +248,31 @@ func TestBorrowing(t *testing.T) {
 	}
 }
 
+// TestBorrowingLimit: a level with borrowingLimitPercent uses at most
+// round(nominal * percent / 100) seats beyond its nominal ones, however
+// much the pool holds; 0 keeps it to its nominal seats.
+func TestBorrowingLimit(t *testing.T) {
+	for _, tc := range []struct {
+		percent int32
+		want    int // seats the busy level gets
+	}{{-1, 8}, {50, 6}, {0, 4}} {
+		busy := limitedLevel("busy", 1, 0, queuing(8, 2, 50))
+		if tc.percent >= 0 {
+			busy.Spec.Limited.BorrowingLimitPercent = ptr(tc.percent)
+		}
+		d := mustDispatcher(t, []*flowcontrolv1.PriorityLevelConfiguration{busy, limitedLevel("lender", 1, 100, queuing(8, 2, 50))}, 8)
+		got := 0
+		for range 10 {
+			if _, o, _ := arrive(t, d, "busy", "b"); o == Executing {
+				got++
+			}
+		}
+		if got != tc.want {
+			t.Errorf("borrowingLimitPercent %d: %d seats executing, want %d (4 nominal, the lender's 4 in the pool)", tc.percent, got, tc.want)
+		}
+	}
+}
+
 func TestNewDispatcherRejectsBadConfig(t *testing.T) {
 	for name, plcs := range map[string][]*flowcontrolv1.PriorityLevelConfiguration{
 		"hand bigger than deck": {limitedLevel("a", 1, 0, queuing(2, 3, 1))},

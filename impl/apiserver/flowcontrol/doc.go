@@ -48,9 +48,10 @@
 //     levels every few seconds by their recent demand, all lendable seats
 //     form one pool that any level borrows from at once; when seats free
 //     up, the waiting level using the least of its nominal limit goes
-//     first. A level can always use its unlendable seats.
-//     borrowingLimitPercent is not enforced (every level may borrow the
-//     whole pool), and the exempt level lends none of its seats.
+//     first. A level can always use its unlendable seats, and borrows
+//     at most round(nominal * borrowingLimitPercent / 100) seats beyond
+//     its nominal ones when that is set. The exempt level lends none of
+//     its seats.
 //   - Fair order inside a level: round robin over the non-empty queues,
 //     one request at a time, not virtual finish times (which also weigh
 //     how long requests execute).
