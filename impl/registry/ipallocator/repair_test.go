@@ -35,22 +35,23 @@ func TestRepairerRebuildsTheRecords(t *testing.T) {
 		t.Fatalf("findings over consistent records: %+v", findings)
 	}
 
-	// The records lose a's address and port (as if an ambiguous failure
-	// had undone them); a leaked address and port are taken for no one.
+	// A leaked address and port are taken for no one (while a's are still
+	// held, so the random picks cannot be a's), then the records lose a's
+	// address and port (as if an ambiguous failure had undone them).
 	aIP := netip.MustParseAddr(a.Spec.ClusterIP)
 	aPort := int(a.Spec.Ports[0].NodePort)
-	if err := e.s.IPs().Release(ctx, aIP); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.s.Ports().Release(ctx, aPort); err != nil {
-		t.Fatal(err)
-	}
 	leakedIP, err := e.s.IPs().AllocateNext(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	leakedPort, err := e.s.Ports().AllocateNext(ctx)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.s.IPs().Release(ctx, aIP); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.s.Ports().Release(ctx, aPort); err != nil {
 		t.Fatal(err)
 	}
 	// Services written behind the allocator: one with a's address, one
