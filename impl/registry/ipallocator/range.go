@@ -80,6 +80,15 @@ func (r *Range) blocks() int { return (r.size + blockBits - 1) / blockBits }
 
 func (r *Range) blockKey(b int) string { return r.key + "/" + strconv.Itoa(b) }
 
+// record is cur made block b's record of this range holding bits.
+func (r *Range) record(cur *corev1.RangeAllocation, b int, bits *big.Int) *corev1.RangeAllocation {
+	out := cur.DeepCopy()
+	out.Name = path.Base(r.key) + "." + strconv.Itoa(b)
+	out.Range = r.name
+	out.Data = bits.Bytes()
+	return out
+}
+
 // update applies change to block b's bitmap with a compare-and-swap,
 // retrying on conflicts; change may be called several times. Offsets
 // passed to and from change are relative to the block.
@@ -98,11 +107,7 @@ func (r *Range) update(ctx context.Context, b int, change func(bits *big.Int) er
 			if err := change(bits); err != nil {
 				return nil, err
 			}
-			out := cur.DeepCopy()
-			out.Name = path.Base(r.key) + "." + strconv.Itoa(b)
-			out.Range = r.name
-			out.Data = bits.Bytes()
-			return out, nil
+			return r.record(cur, b, bits), nil
 		})
 	if err != nil {
 		if errors.Is(err, ErrAllocated) || errors.Is(err, ErrFull) {
@@ -350,11 +355,7 @@ func (r *Range) Sync(ctx context.Context, used []int) error {
 				for _, o := range byBlock[b] {
 					bits.SetBit(bits, o, 1)
 				}
-				out := cur.DeepCopy()
-				out.Name = path.Base(r.key) + "." + strconv.Itoa(b)
-				out.Range = r.name
-				out.Data = bits.Bytes()
-				return out, nil
+				return r.record(cur, b, bits), nil
 			})
 		if err != nil {
 			return fmt.Errorf("syncing allocation record %s: %w", key, err)

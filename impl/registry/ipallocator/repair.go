@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"path"
 	"strconv"
 	"time"
 
@@ -177,11 +176,7 @@ func (r *Range) writeIfUnchanged(ctx context.Context, b int, rv string, bits *bi
 			if cur.ResourceVersion != rv {
 				return nil, errStale
 			}
-			out := cur.DeepCopy()
-			out.Name = path.Base(r.key) + "." + strconv.Itoa(b)
-			out.Range = r.name
-			out.Data = bits.Bytes()
-			return out, nil
+			return r.record(cur, b, bits), nil
 		})
 	if err != nil && !errors.Is(err, errStale) {
 		return fmt.Errorf("writing allocation record %s: %w", key, err)
