@@ -46,6 +46,11 @@ type Controller struct {
 	shown     map[string]bool // levels with a nominal_limit_seats series
 	waitLimit time.Duration
 	now       func() time.Time
+	// lingering are the requests holding their final seats after they
+	// finished, each with the timer that gives them back; stopped: Run's
+	// context ended, lingering seats are given back at once.
+	lingering map[*Request]*time.Timer
+	stopped   bool
 }
 
 // config is one digested configuration: the schemas tried, in order, and
@@ -114,7 +119,7 @@ func New(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{d: &Dispatcher{total: cfg.TotalSeats, byName: map[string]*level{}}, m: m,
-		shown: map[string]bool{}, waitLimit: cfg.WaitLimit, now: time.Now}
+		shown: map[string]bool{}, waitLimit: cfg.WaitLimit, now: time.Now, lingering: map[*Request]*time.Timer{}}
 	dg := Digest(cfg.FlowSchemas, cfg.PriorityLevels)
 	if len(dg.Unusable) > 0 {
 		return nil, errors.Join(dg.Unusable...)
@@ -213,30 +218,38 @@ func (c Classification) HeaderValues() (schemaUID, levelUID []string) {
 // Exempt reports whether the classified request is never held back.
 func (c Classification) Exempt() bool { return c.flow.exempt }
 
-// Wait takes a seat for the classified request, queuing it if its level
-// has none free, and returns the request holding it: give the seat back
-// with Release once the request is done. It fails with a *Rejection when
-// the request is turned away: its queue is full, its level does not
-// queue, it waited for the wait limit, or ctx ended.
+// Wait is WaitFor of one seat while the request executes (the zero
+// WorkEstimate).
 func (c *Controller) Wait(ctx context.Context, cl Classification) (*Request, error) {
+	return c.WaitFor(ctx, cl, WorkEstimate{})
+}
+
+// WaitFor takes the seats work says for the classified request, queuing
+// it if its level has not enough free, and returns the request holding
+// them: call Release once the request is done (a request with final
+// seats and additional latency goes on holding its final seats that long
+// after Release). It fails with a *Rejection when the request is turned
+// away: its queue is full, its level does not queue, it waited for the
+// wait limit, or ctx ended.
+func (c *Controller) WaitFor(ctx context.Context, cl Classification, work WorkEstimate) (*Request, error) {
 	fm := cl.flow.metrics
 	if cl.flow.exempt {
 		// Never held: no need of the lock.
-		r := &Request{seats: 1, queue: -1, exempt: true}
+		r := &Request{work: work, seats: work.maxSeats(), queue: -1, exempt: true}
 		fm.waitExecuted.Observe(0)
 		c.started(r, fm)
 		return r, nil
 	}
 	c.mu.Lock()
-	r, ok := c.d.newRequestAt(cl.flow.at, cl.hash)
+	r, ok := c.d.newRequestAt(cl.flow.at, cl.hash, work)
 	var err error
 	if !ok {
-		r, err = c.d.NewRequest(cl.flow.level.Name, cl.hash)
+		r, err = c.d.NewRequest(cl.flow.level.Name, cl.hash, work)
 	}
 	if err != nil {
 		// Reconfigured since Classify, without this level: the catch-all
 		// level (always configured) takes the request.
-		r, err = c.d.NewRequest(flowcontrolv1.PriorityLevelConfigurationNameCatchAll, cl.hash)
+		r, err = c.d.NewRequest(flowcontrolv1.PriorityLevelConfigurationNameCatchAll, cl.hash, work)
 	}
 	if err != nil {
 		c.mu.Unlock()
@@ -283,8 +296,10 @@ func (c *Controller) Wait(ctx context.Context, cl Classification) (*Request, err
 	c.mu.Lock()
 	var woken []*Request
 	if !c.d.Leave(r) {
-		// Dispatched while it gave up: give the seat back.
+		// Dispatched while it gave up: give the seats back (it never
+		// executed, so it does not linger either).
 		woken = c.d.Finish(r)
+		woken = append(woken, c.d.FinishLinger(r)...)
 	}
 	retryAfter = c.recordDrop(r)
 	c.mu.Unlock()
@@ -305,24 +320,73 @@ func (c *Controller) recordDrop(r *Request) int64 {
 func (c *Controller) started(r *Request, fm *flowMetrics) {
 	fm.dispatched.Inc()
 	fm.executing.Inc()
+	fm.executingSeats.Add(float64(r.seats))
 	r.metrics = fm
 }
 
-// Release gives back the seat of a request Wait returned. Calls after the
+// Release ends the execution of a request Wait returned: it gives back its
+// seats, or, when its work has final seats and additional latency, keeps
+// the final ones that long more (a timer gives them back). Calls after the
 // first do nothing.
 func (c *Controller) Release(r *Request) {
 	if r.released.Swap(true) {
 		return
 	}
+	r.metrics.executing.Dec()
 	if r.exempt {
-		r.metrics.executing.Dec()
+		r.metrics.executingSeats.Sub(float64(r.seats))
 		return
 	}
 	c.mu.Lock()
 	woken := c.d.Finish(r)
+	if latency := r.AdditionalLatency(); latency > 0 {
+		if c.stopped {
+			woken = c.d.FinishLinger(r)
+		} else {
+			c.lingering[r] = time.AfterFunc(latency, func() { c.endLinger(r) })
+		}
+	}
+	lingers := r.AdditionalLatency() > 0
 	c.mu.Unlock()
-	r.metrics.executing.Dec()
+	if !lingers {
+		r.metrics.executingSeats.Sub(float64(r.seats))
+	}
 	wake(woken)
+}
+
+// endLinger gives back the final seats of r once its additional latency
+// is over (or Run's context ended).
+func (c *Controller) endLinger(r *Request) {
+	c.mu.Lock()
+	if _, ok := c.lingering[r]; !ok {
+		c.mu.Unlock()
+		return // given back already
+	}
+	delete(c.lingering, r)
+	woken := c.d.FinishLinger(r)
+	c.mu.Unlock()
+	r.metrics.executingSeats.Sub(float64(r.seats))
+	wake(woken)
+}
+
+// Run does the Controller's background work until ctx ends; then it
+// gives back at once the seats of the requests still lingering (as will
+// Release from then on) and returns. Without Run lingering seats are
+// given back by their timers alone.
+func (c *Controller) Run(ctx context.Context) {
+	<-ctx.Done()
+	c.mu.Lock()
+	c.stopped = true
+	var rs []*Request
+	for r, t := range c.lingering {
+		if t.Stop() {
+			rs = append(rs, r)
+		}
+	}
+	c.mu.Unlock()
+	for _, r := range rs {
+		c.endLinger(r)
+	}
 }
 
 // wake lets the dispatched requests' waiters go on.

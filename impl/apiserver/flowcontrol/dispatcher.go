@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 )
@@ -39,12 +40,38 @@ const (
 	Rejected
 )
 
+// WorkEstimate is how many seats a request needs and for how long, as
+// kube-apiserver's work estimator says it. The zero value is one seat
+// while the request executes, nothing after.
+type WorkEstimate struct {
+	// InitialSeats are the seats the request needs while it executes
+	// (0 means 1).
+	InitialSeats int
+	// FinalSeats are the seats it goes on holding for AdditionalLatency
+	// once it has finished executing (a write's watch notifications);
+	// nothing is held after it unless both are positive.
+	FinalSeats        int
+	AdditionalLatency time.Duration
+}
+
+// maxSeats is the most seats the request ever needs: it takes them all
+// when it is dispatched and holds them until it is done, lingering
+// included, as kube-apiserver's queue sets do (so that its final seats
+// are always there).
+func (w WorkEstimate) maxSeats() int { return max(w.InitialSeats, w.FinalSeats, 1) }
+
+// lingers: the request holds seats after it finishes executing.
+func (w WorkEstimate) lingers() bool { return w.FinalSeats > 0 && w.AdditionalLatency > 0 }
+
 type requestState int
 
 const (
 	stateNew requestState = iota
 	stateQueued
 	stateExecuting
+	// stateLingering: finished executing, still holding its final seats
+	// for its additional latency.
+	stateLingering
 	stateDone
 )
 
@@ -52,6 +79,9 @@ const (
 type Request struct {
 	level *level
 	hash  uint64 // of its flow
+	work  WorkEstimate
+	// seats it holds while executing and lingering: work.maxSeats(),
+	// capped at its level's nominal limit when it is dispatched.
 	seats int
 	queue int // index in level.queues while queued or executing; -1 for none
 	// gen is the level's queue generation the queue index belongs to (a
@@ -377,14 +407,40 @@ func (d *Dispatcher) Limits() []LevelLimits {
 	return out
 }
 
-// NewRequest makes a request of one seat for the flow hashed hash at the
-// named level.
-func (d *Dispatcher) NewRequest(levelName string, hash uint64) (*Request, error) {
+// NewRequest makes a request for the flow hashed hash at the named level,
+// needing the seats work says.
+func (d *Dispatcher) NewRequest(levelName string, hash uint64, work WorkEstimate) (*Request, error) {
 	l, ok := d.byName[levelName]
 	if !ok {
 		return nil, fmt.Errorf("flowcontrol: no priority level %q", levelName)
 	}
-	return &Request{level: l, hash: hash, seats: 1, queue: -1}, nil
+	return &Request{level: l, hash: hash, work: work, queue: -1}, nil
+}
+
+// Seats are the seats r holds while it executes and lingers (0 before it
+// is dispatched).
+func (r *Request) Seats() int { return r.seats }
+
+// AdditionalLatency is how long r goes on holding its seats after it has
+// finished executing: when Finish leaves it lingering (see FinishLinger).
+func (r *Request) AdditionalLatency() time.Duration {
+	if r.state != stateLingering {
+		return 0
+	}
+	return r.work.AdditionalLatency
+}
+
+// width is the seats a request of work w takes at l: w.maxSeats() capped
+// at l's nominal limit (at least one), as kube-apiserver caps a request's
+// width at its queue set's concurrency limit, so that a wide request can
+// always run once enough of its level's requests are done. Exempt levels
+// are not limited.
+func (l *level) width(w WorkEstimate) int {
+	n := w.maxSeats()
+	if !l.exempt {
+		n = min(n, max(l.nominal, 1))
+	}
+	return n
 }
 
 // admits reports whether a request may be made at l: it is configured
@@ -393,15 +449,15 @@ func (l *level) admits() bool { return !l.quiescing && !l.gone }
 
 // newRequestAt is NewRequest at a level already looked up, when it still
 // admits requests.
-func (d *Dispatcher) newRequestAt(l *level, hash uint64) (*Request, bool) {
+func (d *Dispatcher) newRequestAt(l *level, hash uint64, work WorkEstimate) (*Request, bool) {
 	if l == nil || !l.admits() {
 		return nil, false
 	}
-	return &Request{level: l, hash: hash, seats: 1, queue: -1}, true
+	return &Request{level: l, hash: hash, work: work, queue: -1}, true
 }
 
 // Arrive admits r: it executes at once if its level is exempt, or has no
-// one waiting and a seat free; else it is queued on the shortest of its
+// one waiting and its seats free; else it is queued on the shortest of its
 // flow's queues, or rejected when that queue is full or the level does not
 // queue.
 func (d *Dispatcher) Arrive(r *Request) (Outcome, RejectReason) {
@@ -410,11 +466,11 @@ func (d *Dispatcher) Arrive(r *Request) (Outcome, RejectReason) {
 	}
 	l := r.level
 	if l.exempt {
-		r.state = stateExecuting
+		r.state, r.seats = stateExecuting, l.width(r.work)
 		l.inUse += r.seats
 		return Executing, ""
 	}
-	if l.waiting == 0 && d.canDispatch(l, r.seats) {
+	if l.waiting == 0 && d.canDispatch(l, l.width(r.work)) {
 		d.start(r)
 		return Executing, ""
 	}
@@ -433,13 +489,39 @@ func (d *Dispatcher) Arrive(r *Request) (Outcome, RejectReason) {
 	return Queued, ""
 }
 
-// Finish gives back the seats of an executing request and dispatches
-// what they let start, returning the requests dispatched (in order).
-// Finishing a request that is not executing does nothing.
+// Finish ends the execution of r. A request whose work has final seats
+// and additional latency then lingers: it keeps its seats, and
+// r.AdditionalLatency() says how long until the caller is to call
+// FinishLinger (the Dispatcher has no clock). Any other request gives its
+// seats back, and Finish dispatches what they let start, returning the
+// requests dispatched (in order). Finishing a request that is not
+// executing does nothing.
 func (d *Dispatcher) Finish(r *Request) []*Request {
 	if r.state != stateExecuting {
 		return nil
 	}
+	l := r.level
+	if r.queue >= 0 && r.gen == l.gen {
+		l.queues[r.queue].executing--
+	}
+	if r.work.lingers() && !l.exempt {
+		r.state = stateLingering
+		return nil
+	}
+	return d.release(r)
+}
+
+// FinishLinger gives back the seats r held after it finished executing
+// and dispatches what they let start, returning the requests dispatched.
+// It does nothing unless Finish left r lingering.
+func (d *Dispatcher) FinishLinger(r *Request) []*Request {
+	if r.state != stateLingering {
+		return nil
+	}
+	return d.release(r)
+}
+
+func (d *Dispatcher) release(r *Request) []*Request {
 	r.state = stateDone
 	l := r.level
 	if l.exempt {
@@ -447,9 +529,6 @@ func (d *Dispatcher) Finish(r *Request) []*Request {
 		return nil
 	}
 	d.setInUse(l, l.inUse-r.seats)
-	if r.queue >= 0 && r.gen == l.gen {
-		l.queues[r.queue].executing--
-	}
 	return d.dispatch()
 }
 
@@ -488,6 +567,7 @@ func (d *Dispatcher) setInUse(l *level, n int) {
 
 func (d *Dispatcher) start(r *Request) {
 	l := r.level
+	r.seats = l.width(r.work)
 	d.setInUse(l, l.inUse+r.seats)
 	if r.queue >= 0 {
 		l.queues[r.queue].executing++
@@ -495,51 +575,64 @@ func (d *Dispatcher) start(r *Request) {
 	r.state = stateExecuting
 }
 
-// dispatch starts queued requests while some level can: of the levels
-// that can, the one using the least of its nominal limit goes first; in a
-// level, the queues take turns (round robin over the non-empty ones).
+// dispatch starts queued requests while some level can: a level can when
+// the request it would dispatch next has its seats free (a wide one waits
+// for them, and the level's other requests wait behind it, so that it is
+// not starved by narrow ones); of the levels that can, the one using the
+// least of its nominal limit goes first; in a level, the queues take turns
+// (round robin over the non-empty ones).
 func (d *Dispatcher) dispatch() []*Request {
 	d.reap()
 	var out []*Request
 	for {
 		var best *level
+		bestQueue := -1
 		for _, l := range d.levels {
-			if l.waiting == 0 || !d.canDispatch(l, 1) {
+			if l.waiting == 0 {
+				continue
+			}
+			qi := l.nextQueue()
+			if !d.canDispatch(l, l.width(l.queues[qi].waiting[0].work)) {
 				continue
 			}
 			if best == nil || l.inUse*best.nominal < best.inUse*l.nominal {
-				best = l
+				best, bestQueue = l, qi
 			}
 		}
 		if best == nil {
 			return out
 		}
-		r := best.popNext()
+		r := best.pop(bestQueue)
 		d.start(r)
 		out = append(out, r)
 	}
 }
 
-// popNext takes the oldest request of the next non-empty queue in turn.
-func (l *level) popNext() *Request {
+// nextQueue is the queue whose oldest request l dispatches next: the next
+// non-empty one in turn.
+func (l *level) nextQueue() int {
 	n := len(l.queues)
 	for i := range n {
 		qi := (l.next + i) % n
-		q := &l.queues[qi]
-		if len(q.waiting) == 0 {
-			continue
+		if len(l.queues[qi].waiting) > 0 {
+			return qi
 		}
-		r := q.waiting[0]
-		q.waiting[0] = nil
-		q.waiting = q.waiting[1:]
-		if len(q.waiting) == 0 {
-			q.waiting = nil // let the backing array go
-		}
-		l.waiting--
-		l.next = (qi + 1) % n
-		return r
 	}
 	panic("flowcontrol: a level with waiting requests has none queued")
+}
+
+// pop takes the oldest request of queue qi, which is not empty.
+func (l *level) pop(qi int) *Request {
+	q := &l.queues[qi]
+	r := q.waiting[0]
+	q.waiting[0] = nil
+	q.waiting = q.waiting[1:]
+	if len(q.waiting) == 0 {
+		q.waiting = nil // let the backing array go
+	}
+	l.waiting--
+	l.next = (qi + 1) % len(l.queues)
+	return r
 }
 
 // chooseQueue deals the flow its hand of queues and picks the one with

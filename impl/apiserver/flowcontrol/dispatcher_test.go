@@ -70,7 +70,7 @@ func mustDispatcher(t *testing.T, plcs []*flowcontrolv1.PriorityLevelConfigurati
 
 func arrive(t *testing.T, d *Dispatcher, level, flow string) (*Request, Outcome, RejectReason) {
 	t.Helper()
-	r, err := d.NewRequest(level, flowHash("fs", flow))
+	r, err := d.NewRequest(level, flowHash("fs", flow), WorkEstimate{})
 	if err != nil {
 		t.Fatal(err)
 	}

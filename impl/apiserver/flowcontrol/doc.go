@@ -29,6 +29,16 @@
 //     --max-mutating-requests-inflight) split by shares:
 //     ceil(total*shares/sum of shares) per level; lendable seats
 //     round(nominal*lendablePercent/100).
+//   - Width: a request comes with a WorkEstimate (initial seats, final
+//     seats, additional latency; the zero value is one seat). It takes
+//     the larger of its initial and final seats, capped at its level's
+//     nominal limit, when it is dispatched, and holds them while it
+//     executes and, if it has final seats and additional latency, that
+//     long after it finished (the Controller's timer ends the linger;
+//     Controller.Run's end gives lingering seats back at once). A wide
+//     request at the head of the line waits until its seats are free,
+//     and its level dispatches nothing else meanwhile, so that narrow
+//     requests cannot starve it.
 //   - Queuing: shuffle sharding deals each flow handSize of the level's
 //     queues and the request joins the shortest; a full queue
 //     (queueLengthLimit) rejects it (429, reason queue-full), as does a
@@ -38,6 +48,7 @@
 //     is never queued or limited. Retry-After adapts per level between 1
 //     and 32 s to the recent rejections, as kube-apiserver's.
 //   - Metrics: apiserver_flowcontrol_current_executing_requests,
+//     _current_executing_seats,
 //     _current_inqueue_requests, _rejected_requests_total{reason},
 //     _dispatched_requests_total, _request_wait_duration_seconds
 //     {execute}, _nominal_limit_seats, labelled by priority_level and
@@ -55,8 +66,9 @@
 //   - Fair order inside a level: round robin over the non-empty queues,
 //     one request at a time, not virtual finish times (which also weigh
 //     how long requests execute).
-//   - Work estimation: every request takes one seat (no list width by
-//     object count, no extra width for watch notifications of writes).
+//   - Work estimation: the API server's filter gives every request the
+//     zero WorkEstimate, one seat (no list width by object count, no
+//     final seats for the watch notifications of writes).
 //   - Watches wait for a seat like any request but give it back as they
 //     start streaming, not once their initial events are sent; exec,
 //     attach, log, portforward and proxy streams are not classified.
@@ -68,5 +80,7 @@
 // clock, lock or goroutine, and matching and shuffle sharding are
 // functions. Controller is the thin part: a lock around the Dispatcher,
 // the wait of a queued request (its own goroutine, woken by a channel),
-// and the metrics. It starts no goroutines.
+// the timers of lingering requests (time.AfterFunc: no goroutine until
+// one fires), and the metrics. Its only long-lived goroutine is the one
+// its caller runs Run in.
 package flowcontrol

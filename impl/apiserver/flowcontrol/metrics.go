@@ -10,6 +10,7 @@ import (
 // kube-apiserver's names and labels.
 type metrics struct {
 	executing  *prometheus.GaugeVec
+	seats      *prometheus.GaugeVec
 	inQueue    *prometheus.GaugeVec
 	rejected   *prometheus.CounterVec
 	dispatched *prometheus.CounterVec
@@ -23,6 +24,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		executing: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apiserver_flowcontrol_current_executing_requests",
 			Help: "Requests holding a seat now (a watch only until it starts streaming), by priority level and flow schema.",
+		}, labels),
+		seats: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apiserver_flowcontrol_current_executing_seats",
+			Help: "Seats held now by executing requests, and by finished ones still holding their final seats, by priority level and flow schema.",
 		}, labels),
 		inQueue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apiserver_flowcontrol_current_inqueue_requests",
@@ -47,7 +52,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"priority_level"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.executing, m.inQueue, m.rejected, m.dispatched, m.wait, m.nominal} {
+		for _, c := range []prometheus.Collector{m.executing, m.seats, m.inQueue, m.rejected, m.dispatched, m.wait, m.nominal} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("registering flow control metrics: %w", err)
 			}
@@ -60,6 +65,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 // up once so that a request does not hash label values.
 type flowMetrics struct {
 	executing, inQueue prometheus.Gauge
+	executingSeats     prometheus.Gauge
 	dispatched         prometheus.Counter
 	waitExecuted       prometheus.Observer
 	waitRejected       prometheus.Observer
@@ -68,12 +74,13 @@ type flowMetrics struct {
 
 func (m *metrics) forFlow(level, schema string) *flowMetrics {
 	fm := &flowMetrics{
-		executing:    m.executing.WithLabelValues(level, schema),
-		inQueue:      m.inQueue.WithLabelValues(level, schema),
-		dispatched:   m.dispatched.WithLabelValues(level, schema),
-		waitExecuted: m.wait.WithLabelValues(level, schema, "true"),
-		waitRejected: m.wait.WithLabelValues(level, schema, "false"),
-		rejected:     map[RejectReason]prometheus.Counter{},
+		executing:      m.executing.WithLabelValues(level, schema),
+		executingSeats: m.seats.WithLabelValues(level, schema),
+		inQueue:        m.inQueue.WithLabelValues(level, schema),
+		dispatched:     m.dispatched.WithLabelValues(level, schema),
+		waitExecuted:   m.wait.WithLabelValues(level, schema, "true"),
+		waitRejected:   m.wait.WithLabelValues(level, schema, "false"),
+		rejected:       map[RejectReason]prometheus.Counter{},
 	}
 	for _, r := range []RejectReason{ReasonQueueFull, ReasonConcurrencyLimit, ReasonTimeout, ReasonCancelled} {
 		fm.rejected[r] = m.rejected.WithLabelValues(level, schema, string(r))

@@ -81,7 +81,7 @@ func TestRemovedLevelQuiesces(t *testing.T) {
 	if _, err := d.Reconfigure(levels[1:]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.NewRequest("gone", 1); err == nil {
+	if _, err := d.NewRequest("gone", 1, WorkEstimate{}); err == nil {
 		t.Fatal("a removed level admits new requests")
 	}
 	if woken := d.Finish(held); len(woken) != 1 || woken[0] != queued {
