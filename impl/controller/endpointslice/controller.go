@@ -31,8 +31,9 @@ const Name = "endpointslice"
 
 // Controller is the informer loop around Reconcile: a service is synced
 // when it changes, when a pod its selector matches (before or after the
-// change) is added, changed in a way its endpoint shows, or deleted, and
-// when one of its slices is changed or deleted by someone else.
+// change) is added, changed in a way its endpoint shows, or deleted, when
+// one of its slices is changed or deleted by someone else, and when a
+// node change leaves its topology-aware hints overloading a zone.
 type Controller struct {
 	client   kubernetes.Interface
 	services corelisters.ServiceLister
@@ -45,6 +46,7 @@ type Controller struct {
 	maxPer   int
 	tracker  *Tracker
 	triggers *endpoints.TriggerTimes
+	topology *topologyCache
 	// batchPeriod delays the syncs pod changes cause (WithBatchPeriod).
 	batchPeriod time.Duration
 }
@@ -52,8 +54,8 @@ type Controller struct {
 // Option adjusts a Controller.
 type Option func(*Controller)
 
-// WithRecorder records FailedToUpdateEndpointSlices warnings on the
-// service (as upstream) through r.
+// WithRecorder records FailedToUpdateEndpointSlices warnings and the
+// topology-aware hints' events on the service (as upstream) through r.
 func WithRecorder(r record.EventRecorder) Option { return func(c *Controller) { c.recorder = r } }
 
 // WithBatchPeriod delays the sync a pod change causes by d
@@ -82,6 +84,7 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 		maxPer:   DefaultMaxEndpointsPerSlice,
 		tracker:  NewTracker(),
 		triggers: endpoints.NewTriggerTimes(),
+		topology: newTopologyCache(),
 	}
 	for _, o := range opts {
 		o(c)
@@ -101,11 +104,16 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 		}},
 		{pods.Informer(), c.podServices().Handler()},
 		{endpointSlices.Informer(), c.tracker.Handler(ControllerName, c.queue)},
+		{nodes.Informer(), c.topology.nodeHandler(c.nodes, c.queue.Add)},
 	}
 	for _, h := range handlers {
-		if _, err := h.inf.AddEventHandler(h.h); err != nil {
+		reg, err := h.inf.AddEventHandler(h.h)
+		if err != nil {
 			return nil, fmt.Errorf("%s: adding event handler: %w", Name, err)
 		}
+		// Syncs wait until the handlers have seen the first lists (the
+		// topology is computed from every node before a service's hints).
+		c.synced = append(c.synced, reg.HasSynced)
 	}
 	return c, nil
 }
@@ -143,6 +151,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		// The garbage collector deletes the slices it owned.
 		c.tracker.Forget(key)
 		c.triggers.Forget(ns, name)
+		c.topology.setHints(key, false, nil)
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("getting service %s: %w", key, err)
@@ -167,9 +176,19 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	// Observed on every sync, written or not, as upstream's tracker: a
 	// later write carries only changes newer than this sync's.
 	triggered := c.triggers.Observe(svc, pods)
-	plan := Reconcile(Input{Service: svc, Pods: pods, Slices: listed, Nodes: c.nodeZone, MaxEndpointsPerSlice: c.maxPer}).WithTriggerTime(triggered)
+	topo, zoneHints := c.topology.get(key)
+	plan := Reconcile(Input{Service: svc, Pods: pods, Slices: listed, Nodes: c.nodeZone, MaxEndpointsPerSlice: c.maxPer,
+		Topology: topo, ZoneHints: zoneHints}).WithTriggerTime(triggered)
 	if err := c.write(ctx, key, svc, plan); err != nil {
 		return err
+	}
+	// Remembered (and told) once written, so a retry decides from the
+	// hints the slices really give.
+	c.topology.setHints(key, topologyAuto(svc), plan.ZoneHints)
+	if c.recorder != nil {
+		for _, e := range plan.Events {
+			c.recorder.Event(svc, e.Type, e.Reason, e.Message)
+		}
 	}
 	if len(plan.SkippedPods) > 0 {
 		return fmt.Errorf("syncing %s: pods %v left out: their nodes are unknown", key, plan.SkippedPods)

@@ -9,11 +9,19 @@
 // owned by their service (controller reference, blockOwnerDeletion), so
 // the garbage collector deletes them with it, as upstream relies on.
 // Services without a selector and ExternalName services are left alone.
+// Ready endpoints get trafficDistribution's hints, or, for a service with
+// service.kubernetes.io/topology-mode: Auto (or the older
+// topology-aware-hints: auto, either taking precedence over
+// trafficDistribution), topology-aware hints giving each zone endpoints
+// in proportion to its share of the ready nodes' allocatable CPU, as
+// upstream's topology cache (topology.go), with TopologyAwareHintsEnabled
+// and TopologyAwareHintsDisabled events.
 //
 // Reconcile is a pure function of the service, its pods, the nodes' zones
-// and the slices the controller already owns for it, returning the slices
-// to create, update and delete as data; Controller is the thin informer
-// loop that writes them.
+// (and the zones' CPU shares) and the slices the controller already owns
+// for it, returning the slices to create, update and delete and the
+// events to record as data; Controller is the thin informer loop that
+// writes them.
 package endpointslice
 
 import (
@@ -62,6 +70,11 @@ type Input struct {
 	// MaxEndpointsPerSlice bounds each slice (DefaultMaxEndpointsPerSlice
 	// when 0).
 	MaxEndpointsPerSlice int
+	// Topology is the zones' shares of the nodes' CPU, for a service with
+	// topology-mode Auto (topology.go); ZoneHints the service's hints as
+	// the previous sync's Plan gave them (nil: none).
+	Topology  Topology
+	ZoneHints ZoneHints
 }
 
 // Plan is Reconcile's result. Creates carry GenerateName; Updates are
@@ -71,6 +84,10 @@ type Plan struct {
 	// SkippedPods are pods left out because their node is unknown (the
 	// service should be synced again later, as upstream requeues it).
 	SkippedPods []string
+	// ZoneHints are the topology-aware hints the slices now give (nil:
+	// none); Events are to be recorded on the service (topology.go).
+	ZoneHints ZoneHints
+	Events    []Event
 }
 
 // Empty reports whether the plan writes nothing.
@@ -104,7 +121,8 @@ func (p Plan) WithTriggerTime(at time.Time) Plan {
 // first (fullest first), then what remains goes into new slices, or into
 // the unchanged slice that fits it most closely; deletes paired with
 // creates become updates. A service with no endpoints at all keeps one
-// empty placeholder slice. An unchanged state writes nothing.
+// empty placeholder slice. Last, a topology-mode Auto service's hints are
+// allocated (addTopologyHints). An unchanged state writes nothing.
 func Reconcile(in Input) Plan {
 	svc := in.Service
 	if svc == nil || len(svc.Spec.Selector) == 0 || svc.Spec.Type == corev1.ServiceTypeExternalName {
@@ -146,6 +164,7 @@ func Reconcile(in Input) Plan {
 		}
 	}
 	pairDeletesWithCreates(svc, &plan)
+	addTopologyHints(in, &plan)
 	return plan
 }
 
@@ -242,9 +261,10 @@ func podEndpoint(svc *corev1.Service, pod *corev1.Pod, zone string) discoveryv1.
 // trafficHints are a ready endpoint's hints for the service's
 // trafficDistribution, as upstream's heuristics: PreferClose (the old
 // name) and PreferSameZone give the endpoint's zone, PreferSameNode its
-// zone and node; none without the field or without a zone (or node).
+// zone and node; none without the field or without a zone (or node), and
+// none here when topology-mode is Auto (addTopologyHints gives them).
 func trafficHints(svc *corev1.Service, ep *discoveryv1.Endpoint) *discoveryv1.EndpointHints {
-	if svc.Spec.TrafficDistribution == nil {
+	if svc.Spec.TrafficDistribution == nil || topologyAuto(svc) { // topology-mode Auto takes precedence
 		return nil
 	}
 	h := &discoveryv1.EndpointHints{}
@@ -335,6 +355,9 @@ func reconcilePorts(svc *corev1.Service, existing []*discoveryv1.EndpointSlice, 
 				continue
 			}
 			delete(remaining, k)
+			if topologyAuto(svc) { // its hints are decided by addTopologyHints
+				want.Hints = s.Endpoints[i].Hints
+			}
 			kept = append(kept, want)
 			if !equality.Semantic.DeepEqual(want, s.Endpoints[i]) {
 				changed = true
