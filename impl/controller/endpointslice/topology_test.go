@@ -349,3 +349,18 @@ func TestOverloaded(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkNodeTopology is the work of one node event that changes the
+// topology (a node's readiness, zone or CPU) in a 1,000-node cluster.
+func BenchmarkNodeTopology(b *testing.B) {
+	var nodes []*corev1.Node
+	for i := range 1000 {
+		nodes = append(nodes, node(fmt.Sprintf("node-%d", i), fmt.Sprintf("zone-%d", i%3), "4"))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if NodeTopology(nodes).CPURatios == nil {
+			b.Fatal("no topology")
+		}
+	}
+}

@@ -26,7 +26,7 @@ type topologyCache struct {
 }
 
 func newTopologyCache() *topologyCache {
-	return &topologyCache{hints: map[string]ZoneHints{}, waiting: map[string]bool{}}
+	return &topologyCache{topo: NodeTopology(nil), hints: map[string]ZoneHints{}, waiting: map[string]bool{}}
 }
 
 // get returns the Topology and key's hints for a sync.
