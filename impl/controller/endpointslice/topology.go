@@ -244,7 +244,7 @@ func addTopologyHints(in Input, plan *Plan) {
 		if why != "" {
 			ss.removeHints()
 			plan.Events = append(plan.Events, Event{corev1.EventTypeWarning, ReasonTopologyHintsDisabled,
-				fmt.Sprintf("Topology aware hints removed: %s, addressType: %s", why, t)})
+				fmt.Sprintf("Topology aware hints not given: %s, addressType: %s", why, t)})
 		} else {
 			if plan.ZoneHints == nil {
 				plan.ZoneHints = ZoneHints{}

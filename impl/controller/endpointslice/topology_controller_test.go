@@ -117,5 +117,5 @@ func TestControllerTopologyHints(t *testing.T) {
 		}
 	}
 	waitFor("zone c without endpoints", "a1:- a2:- b1:- b2:-")
-	expectEvent("Warning TopologyAwareHintsDisabled Topology aware hints removed: every zone's minimum share")
+	expectEvent("Warning TopologyAwareHintsDisabled Topology aware hints not given: every zone's minimum share")
 }

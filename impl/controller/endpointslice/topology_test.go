@@ -244,17 +244,17 @@ func TestTopologyHintsRemoved(t *testing.T) {
 		want string
 	}{
 		{"fewer endpoints than zones", svc, pods[:2], equal,
-			"Warning TopologyAwareHintsDisabled: Topology aware hints removed: fewer ready endpoints than zones (2 endpoints, 3 zones), addressType: IPv4"},
+			"Warning TopologyAwareHintsDisabled: Topology aware hints not given: fewer ready endpoints than zones (2 endpoints, 3 zones), addressType: IPv4"},
 		{"a zone loses its endpoints: the others cannot spare its minimum", svc, pods[:4], equal,
-			"Warning TopologyAwareHintsDisabled: Topology aware hints removed: every zone's minimum share within the 20% overload threshold needs more endpoints than there are (4 endpoints, 3 zones), addressType: IPv4"},
+			"Warning TopologyAwareHintsDisabled: Topology aware hints not given: every zone's minimum share within the 20% overload threshold needs more endpoints than there are (4 endpoints, 3 zones), addressType: IPv4"},
 		{"not ready endpoints do not count", svc, []*corev1.Pod{pods[0], pods[1], pods[2], pods[3], pods[4], notReadyPod(pods[5])}, equal,
-			"Warning TopologyAwareHintsDisabled: Topology aware hints removed: every zone's minimum share within the 20% overload threshold needs more endpoints than there are (5 endpoints, 3 zones), addressType: IPv4"},
+			"Warning TopologyAwareHintsDisabled: Topology aware hints not given: every zone's minimum share within the 20% overload threshold needs more endpoints than there are (5 endpoints, 3 zones), addressType: IPv4"},
 		{"a ready endpoint without a zone", svc, []*corev1.Pod{pods[0], pods[1], pods[2], pods[3], pods[4], noZone}, equal,
-			"Warning TopologyAwareHintsDisabled: Topology aware hints removed: a ready endpoint has no zone, addressType: IPv4"},
+			"Warning TopologyAwareHintsDisabled: Topology aware hints not given: a ready endpoint has no zone, addressType: IPv4"},
 		{"the nodes are in one zone", svc, pods, Topology{Insufficient: oneZoneOnly},
-			"Warning TopologyAwareHintsDisabled: Topology aware hints removed: " + oneZoneOnly + ", addressType: IPv4"},
+			"Warning TopologyAwareHintsDisabled: Topology aware hints not given: " + oneZoneOnly + ", addressType: IPv4"},
 		{"a node lacks its zone", svc, pods, NodeTopology([]*corev1.Node{node("1", "a", "1"), node("2", "b", "1"), node("3", "", "1")}),
-			"Warning TopologyAwareHintsDisabled: Topology aware hints removed: " + nodeWithoutZoneCPU + ", addressType: IPv4"},
+			"Warning TopologyAwareHintsDisabled: Topology aware hints not given: " + nodeWithoutZoneCPU + ", addressType: IPv4"},
 		{"the annotation is removed", service(), pods, equal,
 			"Warning TopologyAwareHintsDisabled: Topology aware hints removed: the service's topology annotation is no longer Auto"},
 	} {
