@@ -122,7 +122,7 @@ func eventTTLFlag(ttl time.Duration) time.Duration {
 
 // addServiceFlags adds kube-apiserver's flags for Services.
 func addServiceFlags(fs *pflag.FlagSet, o *cluster.ServiceOptions) {
-	fs.StringVar(&o.ClusterIPRange, "service-cluster-ip-range", "10.96.0.0/12", "A CIDR notation IP range from which to assign service cluster IPs; its first address is the kubernetes service's.")
+	fs.StringVar(&o.ClusterIPRange, "service-cluster-ip-range", "10.96.0.0/12", "A CIDR notation IP range from which to assign service cluster IPs, or two of different IP families separated by a comma (IPv4,IPv6 or IPv6,IPv4) for dual-stack services; the first range's family is the primary one and its first address the kubernetes service's.")
 	fs.StringVar(&o.NodePortRange, "service-node-port-range", "30000-32767", "A port range to reserve for services with NodePort visibility, low-high inclusive.")
 	fs.IPVar(&o.AdvertiseAddress, "advertise-address", nil, "The IP address on which to advertise the apiserver to members of the cluster (the kubernetes service's endpoints); empty uses the address it is reached at.")
 	fs.StringVar(&o.EndpointReconcilerType, "endpoint-reconciler-type", "lease", "How the kubernetes service's endpoints follow the API servers: lease (each API server keeps a lease on its address; it is listed while the lease lives) or none.")

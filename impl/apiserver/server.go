@@ -142,8 +142,10 @@ type Config struct {
 	// OpenAPI serves /openapi/v2 and /openapi/v3 when set.
 	OpenAPI http.Handler
 	// ServiceClusterIPRange (--service-cluster-ip-range; default
-	// 10.96.0.0/12) and ServiceNodePortRange (--service-node-port-range;
-	// default 30000-32767) are what services are allocated from, when
+	// 10.96.0.0/12; one CIDR, or two of different families for a
+	// dual-stack cluster, the first the primary family) and
+	// ServiceNodePortRange (--service-node-port-range; default
+	// 30000-32767) are what services are allocated from, when
 	// services are served. AdvertiseAddress (--advertise-address) is put in
 	// the `kubernetes` endpoints; nil: chosen as kube-apiserver does
 	// (ipallocator.AdvertiseAddress).

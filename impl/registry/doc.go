@@ -6,6 +6,10 @@
 //
 // Everything here is a pure function of the objects it is given (plus the
 // clock for table ages); the API server in package apiserver does the I/O.
+// What a Service's IP fields mean on a single- or dual-stack cluster
+// (service_ipfamilies.go) takes the cluster's IP families as an argument:
+// the allocating storage in package ipallocator, which knows the
+// --service-cluster-ip-range, calls it before it allocates.
 // All lists every served resource in one place.
 //
 // Spec properties enforced here: SCHED-1 (a pod's spec.nodeName cannot be

@@ -25,19 +25,26 @@ import (
 // services serves core/v1 Services. Defaulting and validation are here;
 // ClusterIPs and NodePorts are allocated by the storage in front of the
 // services store (ipallocator.ServiceStorage), which the API server puts
-// there, so this file needs no knowledge of the configured ranges. The
-// cluster is single-stack IPv4: ipFamilies default to [IPv4] and IPv6 or a
-// required second family is refused, as kube-apiserver does on such a
-// cluster.
+// there, so this file needs no knowledge of the configured ranges. What
+// depends on the cluster's IP families (ipFamilyPolicy and ipFamilies
+// defaults, families the cluster does not serve, upgrades and downgrades
+// between single- and dual-stack) is decided by InitServiceIPFamilies and
+// ValidateServiceIPFamiliesUpdate (service_ipfamilies.go), which that
+// storage calls with the configured families before it allocates.
 func services(now func() time.Time) *resource.Resource {
 	k := kind[*corev1.Service]{
-		namespaced:       true,
-		nameFn:           apivalidation.NameIsDNS1035Label,
-		defaults:         defaultService,
-		prepareForCreate: func(s *corev1.Service) { s.Status = corev1.ServiceStatus{} },
+		namespaced: true,
+		nameFn:     apivalidation.NameIsDNS1035Label,
+		defaults:   defaultService,
+		prepareForCreate: func(s *corev1.Service) {
+			s.Status = corev1.ServiceStatus{}
+			normalizeClusterIPs(s, nil)
+		},
 		prepareForUpdate: func(s, old *corev1.Service) {
 			s.Status = old.Status
 			KeepAllocatedValues(s, old)
+			normalizeClusterIPs(s, old)
+			dropTypeDependentIPFields(s, old)
 		},
 		validate:       validateService,
 		validateUpdate: validateServiceUpdate,
@@ -55,7 +62,11 @@ func services(now func() time.Time) *resource.Resource {
 				wideColumn("Selector", "string", serviceSpecDoc["selector"]),
 			},
 			cells: func(s *corev1.Service, now time.Time) []any {
-				clusterIP := s.Spec.ClusterIP
+				// kubectl's CLUSTER-IP: every clusterIPs entry.
+				clusterIP := strings.Join(s.Spec.ClusterIPs, ",")
+				if clusterIP == "" {
+					clusterIP = s.Spec.ClusterIP
+				}
 				if clusterIP == "" {
 					clusterIP = "<none>"
 				}
@@ -158,9 +169,8 @@ func ServiceNeedsHealthCheckNodePort(s *corev1.Service) bool {
 	return s.Spec.Type == corev1.ServiceTypeLoadBalancer && s.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
 }
 
-// defaultService is SetDefaults_Service plus what kube-apiserver's service
-// REST fills before validation on a single-stack IPv4 cluster
-// (clusterIP/clusterIPs normalized, ipFamilies and ipFamilyPolicy).
+// defaultService is SetDefaults_Service. ipFamilyPolicy and ipFamilies
+// depend on the cluster's families: InitServiceIPFamilies fills them.
 func defaultService(s *corev1.Service) {
 	spec := &s.Spec
 	if spec.SessionAffinity == "" {
@@ -203,35 +213,20 @@ func defaultService(s *corev1.Service) {
 	if spec.ClusterIP == "" && len(spec.ClusterIPs) > 0 {
 		spec.ClusterIP = spec.ClusterIPs[0]
 	}
-	if spec.ClusterIP != "" && len(spec.ClusterIPs) == 0 {
-		spec.ClusterIPs = []string{spec.ClusterIP}
-	}
-	if spec.Type == corev1.ServiceTypeExternalName {
-		return
-	}
-	if spec.IPFamilyPolicy == nil {
-		p := corev1.IPFamilyPolicySingleStack
-		if spec.ClusterIP == corev1.ClusterIPNone && len(spec.Selector) == 0 {
-			// Headless services without a selector take every family
-			// the cluster has.
-			p = corev1.IPFamilyPolicyRequireDualStack
-		}
-		spec.IPFamilyPolicy = &p
-	}
-	if len(spec.IPFamilies) == 0 {
-		spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
-	}
 }
 
 // KeepAllocatedValues carries over on update what the server allocated and
-// the client left out (kube-apiserver's patchAllocatedValues): the
-// ClusterIPs, and NodePorts of ports that still exist, while the service
-// still needs them.
+// the client left out (kube-apiserver's patchAllocatedValues): clusterIP
+// and clusterIPs while the service keeps a type with one, NodePorts of
+// ports that still exist while it needs them, the health check NodePort.
 func KeepAllocatedValues(s, old *corev1.Service) {
-	if ServiceNeedsClusterIP(old) && s.Spec.Type != corev1.ServiceTypeExternalName &&
-		s.Spec.ClusterIP == "" && len(s.Spec.ClusterIPs) == 0 {
-		s.Spec.ClusterIP = old.Spec.ClusterIP
-		s.Spec.ClusterIPs = append([]string(nil), old.Spec.ClusterIPs...)
+	if old.Spec.Type != corev1.ServiceTypeExternalName && s.Spec.Type != corev1.ServiceTypeExternalName {
+		if s.Spec.ClusterIP == "" {
+			s.Spec.ClusterIP = old.Spec.ClusterIP
+		}
+		if len(s.Spec.ClusterIPs) == 0 && len(old.Spec.ClusterIPs) > 0 {
+			s.Spec.ClusterIPs = slices.Clone(old.Spec.ClusterIPs)
+		}
 	}
 	if ServiceNeedsNodePorts(old) && ServiceNeedsNodePorts(s) {
 		for i := range s.Spec.Ports {
@@ -458,89 +453,30 @@ func validatePortFields(name string, port int32, protocol corev1.Protocol, appPr
 }
 
 // validateServiceClusterIPs checks clusterIP, clusterIPs, ipFamilies and
-// ipFamilyPolicy against a single-stack IPv4 cluster. Whether an address is
-// in the service range and free is the allocator's to say.
+// ipFamilyPolicy as far as they do not depend on the cluster (those rules
+// are InitServiceIPFamilies'). Whether an address is in a service range
+// and free is the allocator's to say.
 func validateServiceClusterIPs(s *corev1.Service, spec *field.Path) field.ErrorList {
-	var errs field.ErrorList
 	ips := spec.Child("clusterIPs")
-	if len(s.Spec.ClusterIPs) > 0 && s.Spec.ClusterIP != s.Spec.ClusterIPs[0] {
-		errs = append(errs, field.Invalid(ips, s.Spec.ClusterIPs, "first value must match `clusterIP`"))
-	}
 	if s.Spec.Type == corev1.ServiceTypeExternalName {
+		var errs field.ErrorList
 		if len(s.Spec.ClusterIPs) > 0 {
 			errs = append(errs, field.Forbidden(ips, "may not be set for ExternalName services"))
 		}
 		return errs
 	}
-	headless := s.Spec.ClusterIP == corev1.ClusterIPNone
-	for i, ip := range s.Spec.ClusterIPs {
-		path := ips.Index(i)
-		if ip == corev1.ClusterIPNone {
-			if i > 0 {
-				errs = append(errs, field.Invalid(path, ip, "may only be set to 'None' in the first entry"))
-			}
-			continue
-		}
-		if headless {
-			errs = append(errs, field.Invalid(path, ip, "must be 'None' when the first entry is 'None'"))
-			continue
-		}
-		if _, err := netip.ParseAddr(ip); err != nil {
-			errs = append(errs, field.Invalid(path, ip, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
-		}
-	}
-	if len(s.Spec.ClusterIPs) > 1 {
-		errs = append(errs, field.Invalid(ips, s.Spec.ClusterIPs, "may only hold one IP: this cluster is not configured for dual-stack services"))
-	}
-	if headless && (s.Spec.Type == corev1.ServiceTypeNodePort || s.Spec.Type == corev1.ServiceTypeLoadBalancer) {
+	errs := validateServiceClusterIPsRelatedFields(s)
+	if isHeadless(s) && (s.Spec.Type == corev1.ServiceTypeNodePort || s.Spec.Type == corev1.ServiceTypeLoadBalancer) {
 		errs = append(errs, field.Invalid(ips.Index(0), corev1.ClusterIPNone, fmt.Sprintf("may not be set to 'None' for %s services", s.Spec.Type)))
-	}
-	if p := s.Spec.IPFamilyPolicy; p == nil {
-		errs = append(errs, field.Required(spec.Child("ipFamilyPolicy"), ""))
-	} else {
-		switch *p {
-		case corev1.IPFamilyPolicySingleStack, corev1.IPFamilyPolicyPreferDualStack:
-		case corev1.IPFamilyPolicyRequireDualStack:
-			if !headless {
-				errs = append(errs, field.Invalid(spec.Child("ipFamilyPolicy"), *p, "this cluster is not configured for dual-stack services"))
-			}
-		default:
-			errs = append(errs, field.NotSupported(spec.Child("ipFamilyPolicy"), *p, supportedIPFamilyPolicies))
-		}
-	}
-	for i, f := range s.Spec.IPFamilies {
-		path := spec.Child("ipFamilies").Index(i)
-		switch {
-		case f == corev1.IPv4Protocol && i == 0:
-		case f == corev1.IPv6Protocol:
-			errs = append(errs, field.Invalid(path, f, "not configured on this cluster"))
-		case f == corev1.IPv4Protocol:
-			errs = append(errs, field.Duplicate(path, f))
-		default:
-			errs = append(errs, field.NotSupported(path, f, []string{string(corev1.IPv4Protocol), string(corev1.IPv6Protocol)}))
-		}
-	}
-	if ip, err := netip.ParseAddr(s.Spec.ClusterIP); err == nil && ip.Is6() {
-		errs = append(errs, field.Invalid(ips.Index(0), s.Spec.ClusterIP, "expected an IPv4 value as indicated by `ipFamilies[0]`"))
 	}
 	return errs
 }
 
-// validateServiceUpdate: the ClusterIP may not change once set, except by
-// moving to or from type ExternalName.
-func validateServiceUpdate(s, old *corev1.Service) field.ErrorList {
-	var errs field.ErrorList
-	spec := field.NewPath("spec")
-	if old.Spec.Type != corev1.ServiceTypeExternalName && s.Spec.Type != corev1.ServiceTypeExternalName &&
-		old.Spec.ClusterIP != "" && s.Spec.ClusterIP != old.Spec.ClusterIP {
-		errs = append(errs, field.Invalid(spec.Child("clusterIPs").Index(0), s.Spec.ClusterIP, "may not change once set"))
-	}
-	if old.Spec.Type != corev1.ServiceTypeExternalName && s.Spec.Type != corev1.ServiceTypeExternalName &&
-		len(old.Spec.IPFamilies) > 0 && len(s.Spec.IPFamilies) > 0 && s.Spec.IPFamilies[0] != old.Spec.IPFamilies[0] {
-		errs = append(errs, field.Invalid(spec.Child("ipFamilies").Index(0), s.Spec.IPFamilies[0], "may not change once set"))
-	}
-	return errs
-}
+// validateServiceUpdate has nothing beyond validateService: the rules
+// for changing clusterIPs and ipFamilies (ValidateServiceIPFamiliesUpdate)
+// apply once the families are initialized, which the allocating storage
+// does after this validation, so it checks them there.
+func validateServiceUpdate(_, _ *corev1.Service) field.ErrorList { return nil }
 
 func validateServiceStatus(st *corev1.ServiceStatus, path *field.Path) field.ErrorList {
 	var errs field.ErrorList

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,7 +28,7 @@ func TestServiceDefaults(t *testing.T) {
 	if s.Spec.Type != corev1.ServiceTypeClusterIP || s.Spec.SessionAffinity != corev1.ServiceAffinityNone ||
 		p.Protocol != corev1.ProtocolTCP || p.TargetPort != intstr.FromInt32(80) ||
 		*s.Spec.InternalTrafficPolicy != corev1.ServiceInternalTrafficPolicyCluster ||
-		*s.Spec.IPFamilyPolicy != corev1.IPFamilyPolicySingleStack || len(s.Spec.IPFamilies) != 1 ||
+		s.Spec.IPFamilyPolicy != nil || len(s.Spec.IPFamilies) != 0 ||
 		s.Spec.ExternalTrafficPolicy != "" || s.Spec.AllocateLoadBalancerNodePorts != nil {
 		t.Fatalf("defaults: %+v", s.Spec)
 	}
@@ -45,8 +46,14 @@ func TestServiceDefaults(t *testing.T) {
 	headless.Spec.Selector = nil
 	headless.Spec.ClusterIPs = []string{"None"}
 	svcs.Strategy.Default(headless)
-	if headless.Spec.ClusterIP != "None" || *headless.Spec.IPFamilyPolicy != corev1.IPFamilyPolicyRequireDualStack {
-		t.Fatalf("selectorless headless defaults: %+v", headless.Spec)
+	if headless.Spec.ClusterIP != "None" {
+		t.Fatalf("clusterIP from clusterIPs: %+v", headless.Spec)
+	}
+	old := validService()
+	old.Spec.ClusterIP = "10.96.0.10"
+	svcs.Strategy.PrepareForCreate(context.Background(), old)
+	if !slices.Equal(old.Spec.ClusterIPs, []string{"10.96.0.10"}) {
+		t.Fatalf("an old client's clusterIP did not fill clusterIPs: %v", old.Spec.ClusterIPs)
 	}
 
 	ext := &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.com"}}
@@ -64,6 +71,7 @@ func TestServiceValidation(t *testing.T) {
 		s := validService()
 		mutate(s)
 		svcs.Strategy.Default(s)
+		svcs.Strategy.PrepareForCreate(ctx, s)
 		t.Run(name, func(t *testing.T) { wantErrors(t, svcs.Strategy.Validate(ctx, s), want...) })
 	}
 	check("valid", func(*corev1.Service) {})
@@ -83,13 +91,24 @@ func TestServiceValidation(t *testing.T) {
 	check("clusterIPs must match", func(s *corev1.Service) {
 		s.Spec.ClusterIP, s.Spec.ClusterIPs = "10.96.0.10", []string{"10.96.0.11"}
 	}, invalid+" spec.clusterIPs")
-	check("dual stack refused", func(s *corev1.Service) {
+	check("dual-stack fields", func(s *corev1.Service) {
+		s.Spec.ClusterIPs = []string{"10.96.0.10", "fd00::10"}
 		s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
-	}, invalid+" spec.ipFamilies[1]")
-	check("RequireDualStack refused", func(s *corev1.Service) {
-		p := corev1.IPFamilyPolicyRequireDualStack
-		s.Spec.IPFamilyPolicy = &p
-	}, invalid+" spec.ipFamilyPolicy")
+		s.Spec.IPFamilyPolicy = ptr(corev1.IPFamilyPolicyRequireDualStack)
+	})
+	check("families known, once each", func(s *corev1.Service) {
+		s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv4Protocol, "IPv5"}
+	}, duplicate+" spec.ipFamilies[1]", notSupported+" spec.ipFamilies[2]")
+	check("policy", func(s *corev1.Service) { s.Spec.IPFamilyPolicy = ptr(corev1.IPFamilyPolicy("Both")) }, notSupported+" spec.ipFamilyPolicy")
+	check("one address per family", func(s *corev1.Service) { s.Spec.ClusterIPs = []string{"10.96.0.10", "10.96.0.11"} }, invalid+" spec.clusterIPs")
+	check("at most two addresses", func(s *corev1.Service) {
+		s.Spec.ClusterIPs = []string{"10.96.0.10", "fd00::10", "fd00::11"}
+	}, invalid+" spec.clusterIPs")
+	check("address of its family", func(s *corev1.Service) {
+		s.Spec.ClusterIPs = []string{"fd00::10"}
+		s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
+	}, invalid+" spec.clusterIPs[0]")
+	check("None first and only", func(s *corev1.Service) { s.Spec.ClusterIPs = []string{"None", "10.96.0.10"} }, invalid+" spec.clusterIPs")
 	check("headless NodePort", func(s *corev1.Service) {
 		s.Spec.Type, s.Spec.ClusterIP = corev1.ServiceTypeNodePort, "None"
 	}, invalid+" spec.clusterIPs[0]")
@@ -132,8 +151,21 @@ func TestServiceUpdate(t *testing.T) {
 	}
 	wantErrors(t, svcs.Strategy.ValidateUpdate(ctx, s, old))
 
+	// The address is checked once the families are initialized, by the
+	// allocating storage.
 	s.Spec.ClusterIP, s.Spec.ClusterIPs = "10.96.0.11", []string{"10.96.0.11"}
-	wantErrors(t, svcs.Strategy.ValidateUpdate(ctx, s, old), invalid+" spec.clusterIPs[0]")
+	wantErrors(t, ValidateServiceIPFamiliesUpdate(s, old), invalid+" spec.clusterIPs[0]")
+
+	// An old client sending clusterIP alone keeps both stored addresses.
+	dual := old.DeepCopy()
+	dual.Spec.ClusterIPs = []string{"10.96.0.10", "fd00::10"}
+	oldClient := dual.DeepCopy()
+	oldClient.Spec.ClusterIPs = nil
+	svcs.Strategy.Default(oldClient)
+	svcs.Strategy.PrepareForUpdate(ctx, oldClient, dual)
+	if !slices.Equal(oldClient.Spec.ClusterIPs, dual.Spec.ClusterIPs) {
+		t.Fatalf("an old client's update dropped the secondary address: %v", oldClient.Spec.ClusterIPs)
+	}
 
 	// Moving to ExternalName drops the address.
 	ext := old.DeepCopy()
@@ -141,6 +173,19 @@ func TestServiceUpdate(t *testing.T) {
 	svcs.Strategy.PrepareForUpdate(ctx, ext, old)
 	svcs.Strategy.Default(ext)
 	wantErrors(t, svcs.Strategy.ValidateUpdate(ctx, ext, old))
+	// ... also when the client only changes the type: the server-filled
+	// addresses, families and policy go (kubectl patch --type merge).
+	withIPs := old.DeepCopy()
+	withIPs.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
+	withIPs.Spec.IPFamilyPolicy = ptr(corev1.IPFamilyPolicySingleStack)
+	patched := withIPs.DeepCopy()
+	patched.Spec.Type, patched.Spec.ExternalName, patched.Spec.ExternalTrafficPolicy = corev1.ServiceTypeExternalName, "example.com", ""
+	patched.Spec.Ports[0].NodePort = 0
+	svcs.Strategy.PrepareForUpdate(ctx, patched, withIPs)
+	if patched.Spec.ClusterIP != "" || patched.Spec.ClusterIPs != nil || patched.Spec.IPFamilies != nil || patched.Spec.IPFamilyPolicy != nil {
+		t.Fatalf("type change to ExternalName kept IP fields: %+v", patched.Spec)
+	}
+	wantErrors(t, svcs.Strategy.ValidateUpdate(ctx, patched, withIPs))
 
 	// Status writes keep the spec.
 	st := old.DeepCopy()
@@ -168,6 +213,11 @@ func TestServiceTable(t *testing.T) {
 	lb.Spec.Ports[0].Protocol = "TCP"
 	assertRow(t, svcs, lb, "Name,Type,Cluster-IP,External-IP,Port(s),Age,Selector*",
 		"web", "LoadBalancer", "10.96.0.11", "<pending>", "80/TCP", "90s", "<none>")
+	dual := validService()
+	dual.Spec.Type, dual.Spec.ClusterIP, dual.Spec.ClusterIPs = corev1.ServiceTypeClusterIP, "10.96.0.12", []string{"10.96.0.12", "fd00::12"}
+	dual.Spec.Ports[0].Protocol = "TCP"
+	assertRow(t, svcs, dual, "Name,Type,Cluster-IP,External-IP,Port(s),Age,Selector*",
+		"web", "ClusterIP", "10.96.0.12,fd00::12", "<none>", "80/TCP", "90s", "app=web")
 	ext := validService()
 	ext.Spec = corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.com"}
 	assertRow(t, svcs, ext, "Name,Type,Cluster-IP,External-IP,Port(s),Age,Selector*",

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
@@ -18,49 +20,102 @@ const DefaultServiceClusterIPRange = "10.96.0.0/12"
 // DefaultServiceNodePortRange is kube-apiserver's --service-node-port-range.
 const DefaultServiceNodePortRange = "30000-32767"
 
-// Record keys, relative to the storage prefix (kube-apiserver's).
+// Record keys, relative to the storage prefix (kube-apiserver's): the
+// primary service range's, the secondary's (dual-stack), the NodePorts'.
 const (
-	ServiceIPsKey       = "/ranges/serviceips"
-	ServiceNodePortsKey = "/ranges/servicenodeports"
+	ServiceIPsKey          = "/ranges/serviceips"
+	SecondaryServiceIPsKey = "/ranges/secondaryserviceips"
+	ServiceNodePortsKey    = "/ranges/servicenodeports"
 )
 
-// IPs allocates ClusterIPs from a CIDR. As kube-apiserver's bitmap
-// allocator, the network address (and for IPv4 the broadcast address) are
-// never handed out: offset 0 is the first address after the network
-// address.
+// IPs allocates ClusterIPs from a CIDR of one family. As kube-apiserver's
+// bitmap allocator, the network address (and for IPv4 the broadcast
+// address) are never handed out: offset 0 is the first address after the
+// network address.
 type IPs struct {
 	cidr  netip.Prefix
 	first netip.Addr
 	r     *Range
 }
 
-// ParseCIDR checks a --service-cluster-ip-range value: one IPv4 CIDR with a
-// mask of at least /12 (at most 2^20 addresses, kube-apiserver's limit) and
-// room for at least one service; IPv6 and dual-stack are not supported.
+// maxServiceCIDRBits is kube-apiserver's limit on a service range: at
+// most 2^20 addresses, whatever the family.
+const maxServiceCIDRBits = 20
+
+// ParseCIDR checks one service range: an IPv4 or IPv6 CIDR of at most
+// 2^20 addresses (a mask of at least /12 for IPv4, /108 for IPv6, as
+// kube-apiserver) with room for at least two services.
 func ParseCIDR(s string) (netip.Prefix, error) {
 	p, err := netip.ParsePrefix(strings.TrimSpace(s))
 	if err != nil {
 		return netip.Prefix{}, fmt.Errorf("service IP range %q: %w", s, err)
 	}
-	if !p.Addr().Is4() {
-		return netip.Prefix{}, fmt.Errorf("service IP range %q: only single-stack IPv4 is supported", s)
+	if p.Addr().Is4In6() {
+		return netip.Prefix{}, fmt.Errorf("service IP range %q: an IPv4-mapped IPv6 range is neither family", s)
 	}
-	if p.Bits() < 12 {
-		return netip.Prefix{}, fmt.Errorf("service IP range %q is too large; for 32-bit addresses, the mask must be >= 12", s)
+	bits := p.Addr().BitLen()
+	if bits-p.Bits() > maxServiceCIDRBits {
+		return netip.Prefix{}, fmt.Errorf("service IP range %q is too large; for %d-bit addresses, the mask must be >= %d", s, bits, bits-maxServiceCIDRBits)
 	}
-	if p.Bits() > 30 {
+	if p.Bits() > bits-2 {
 		return netip.Prefix{}, fmt.Errorf("service IP range %q is too small: it must hold at least two addresses besides the network and broadcast addresses", s)
 	}
 	return p.Masked(), nil
 }
 
+// ParseCIDRs checks a --service-cluster-ip-range value: one range, or two
+// of different families separated by a comma ("10.96.0.0/12,fd00::/108"
+// or the other way round) for a dual-stack cluster, the first being the
+// primary family (the `kubernetes` Service's, and the one services get
+// when they ask for none). The errors are kube-apiserver's.
+func ParseCIDRs(s string) ([]netip.Prefix, error) {
+	parts := strings.Split(s, ",")
+	if strings.TrimSpace(s) == "" {
+		return nil, errors.New("--service-cluster-ip-range must contain at least one valid cidr")
+	}
+	if len(parts) > 2 {
+		return nil, errors.New("--service-cluster-ip-range must not contain more than two entries")
+	}
+	var out []netip.Prefix
+	for _, part := range parts {
+		p, err := ParseCIDR(part)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	if len(out) == 2 && out[0].Addr().Is4() == out[1].Addr().Is4() {
+		return nil, errors.New("--service-cluster-ip-range[0] and --service-cluster-ip-range[1] must be of different IP family")
+	}
+	return out, nil
+}
+
+// IPFamilyOf is the family of the addresses of cidr.
+func IPFamilyOf(cidr netip.Prefix) corev1.IPFamily {
+	if cidr.Addr().Is4() {
+		return corev1.IPv4Protocol
+	}
+	return corev1.IPv6Protocol
+}
+
 // NewIPs returns the allocator of cidr (from ParseCIDR) over store, the
-// record being at ServiceIPsKey.
+// record being at ServiceIPsKey (the primary range).
 func NewIPs(store storage.Interface, cidr netip.Prefix) *IPs {
-	size := 1<<(32-cidr.Bits()) - 2
+	return NewIPsAt(store, ServiceIPsKey, cidr)
+}
+
+// NewIPsAt returns the allocator of cidr over store with its records under
+// key (SecondaryServiceIPsKey for a dual-stack cluster's second range).
+func NewIPsAt(store storage.Interface, key string, cidr netip.Prefix) *IPs {
+	free := cidr.Addr().BitLen() - cidr.Bits()
+	// Not the network address; for IPv4 not the broadcast address either.
+	size := 1<<free - 1
+	if cidr.Addr().Is4() {
+		size--
+	}
 	// KEP-3070: min(max(16, size/16), 256) low addresses are for requests.
 	reserved := min(max(16, size/16), 256)
-	return &IPs{cidr: cidr, first: cidr.Addr().Next(), r: NewRange(store, ServiceIPsKey, cidr.String(), size, reserved)}
+	return &IPs{cidr: cidr, first: cidr.Addr().Next(), r: NewRange(store, key, cidr.String(), size, reserved)}
 }
 
 // CIDR is the range served.
@@ -73,12 +128,15 @@ func (a *IPs) Contains(ip netip.Addr) bool {
 	return ok
 }
 
+// Family is the family of the range's addresses.
+func (a *IPs) Family() corev1.IPFamily { return IPFamilyOf(a.cidr) }
+
 // FirstIP is the range's first allocatable address, the `kubernetes`
 // Service's ClusterIP.
 func (a *IPs) FirstIP() netip.Addr { return a.first }
 
 func (a *IPs) offset(ip netip.Addr) (int, bool) {
-	if !ip.Is4() || !a.cidr.Contains(ip) {
+	if !a.cidr.Contains(ip) {
 		return 0, false
 	}
 	d := new(big.Int).Sub(new(big.Int).SetBytes(ip.AsSlice()), new(big.Int).SetBytes(a.first.AsSlice()))
@@ -90,9 +148,14 @@ func (a *IPs) offset(ip netip.Addr) (int, bool) {
 
 func (a *IPs) ip(offset int) netip.Addr {
 	v := new(big.Int).Add(new(big.Int).SetBytes(a.first.AsSlice()), big.NewInt(int64(offset)))
-	var b [4]byte
+	if a.first.Is4() {
+		var b [4]byte
+		v.FillBytes(b[:])
+		return netip.AddrFrom4(b)
+	}
+	var b [16]byte
 	v.FillBytes(b[:])
-	return netip.AddrFrom4(b)
+	return netip.AddrFrom16(b)
 }
 
 // Allocate takes ip: ErrNotInRange, ErrAllocated, or a storage error.

@@ -15,8 +15,8 @@ import (
 const KubernetesServiceName = "kubernetes"
 
 // KubernetesService is the `kubernetes` Service as kube-apiserver creates
-// it: the range's first address, port 443 ("https") to the API server's
-// port.
+// it: single-stack, the primary range's first address, port 443 ("https")
+// to the API server's port.
 func KubernetesService(clusterIP netip.Addr, apiPort int) *corev1.Service {
 	single := corev1.IPFamilyPolicySingleStack
 	cluster := corev1.ServiceInternalTrafficPolicyCluster
@@ -33,7 +33,7 @@ func KubernetesService(clusterIP netip.Addr, apiPort int) *corev1.Service {
 				TargetPort: intstr.FromInt32(int32(apiPort)),
 			}},
 			SessionAffinity:       corev1.ServiceAffinityNone,
-			IPFamilies:            []corev1.IPFamily{corev1.IPv4Protocol},
+			IPFamilies:            []corev1.IPFamily{IPFamilyOf(netip.PrefixFrom(clusterIP, clusterIP.BitLen()))},
 			IPFamilyPolicy:        &single,
 			InternalTrafficPolicy: &cluster,
 		},

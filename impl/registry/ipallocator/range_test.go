@@ -217,7 +217,7 @@ func TestPortsAndSync(t *testing.T) {
 			t.Errorf("ParsePortRange(%q) accepted", bad)
 		}
 	}
-	for _, bad := range []string{"10.0.0.0/8", "fd00::/108", "10.0.0.0/31", "nope"} {
+	for _, bad := range []string{"10.0.0.0/8", "fd00::/96", "fd00::/127", "10.0.0.0/31", "nope"} {
 		if _, err := ipallocator.ParseCIDR(bad); err == nil {
 			t.Errorf("ParseCIDR(%q) accepted", bad)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
 	"strconv"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubeproof/kubeproof/impl/registry"
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
@@ -65,9 +67,9 @@ var (
 	ipRepair = repairKind{
 		action: "ClusterIPAllocation", controller: "ipallocator-repair-controller",
 		notAllocated: "ClusterIPNotAllocated", duplicate: "ClusterIPAlreadyAllocated", outOfRange: "ClusterIPOutOfRange",
-		notAllocatedMsg: "Cluster IP [IPv4]:%s is not allocated; repairing",
-		duplicateMsg:    "Cluster IP [IPv4]:%s was assigned to multiple services; please recreate service",
-		oorMsg:          "Cluster IP [IPv4]:%s is not within the configured Service CIDR %s; please recreate service",
+		notAllocatedMsg: "Cluster IP [%s]:%%s is not allocated; repairing",
+		duplicateMsg:    "Cluster IP [%s]:%%s was assigned to multiple services; please recreate service",
+		oorMsg:          "Cluster IP [%s]:%%s is not within the configured Service CIDR %%s; please recreate service",
 	}
 	portRepair = repairKind{
 		action: "PortAllocation", controller: "portallocator-repair-controller",
@@ -77,6 +79,17 @@ var (
 		oorMsg:          "Port %s is not within the port range %s; please recreate service",
 	}
 )
+
+// ipRepairOf is ipRepair for the range of a (its family in the messages).
+func ipRepairOf(a *IPs) repairKind {
+	k := ipRepair
+	f := a.Family()
+	k.notAllocatedMsg = fmt.Sprintf(k.notAllocatedMsg, f)
+	k.duplicateMsg = fmt.Sprintf(k.duplicateMsg, f)
+	k.oorMsg = fmt.Sprintf(k.oorMsg, f)
+	k.rangeName = a.CIDR().String()
+	return k
+}
 
 // repairPlan is planRepair's decision.
 type repairPlan struct {
@@ -242,9 +255,11 @@ type Repairer struct {
 	s      *ServiceStorage
 	prefix string
 	report func(Finding)
-	// ipLeaks and portLeaks carry the leak counts between passes; only
-	// the loop's goroutine touches them.
-	ipLeaks, portLeaks map[int]int
+	// ipLeaks (one per ClusterIP range, as s.ips) and portLeaks carry
+	// the leak counts between passes; only the loop's goroutine touches
+	// them.
+	ipLeaks   []map[int]int
+	portLeaks map[int]int
 }
 
 // NewRepairer returns the repairer of s's ranges over the services under
@@ -253,7 +268,11 @@ func NewRepairer(s *ServiceStorage, prefix string, report func(Finding)) *Repair
 	if report == nil {
 		report = func(Finding) {}
 	}
-	return &Repairer{s: s, prefix: prefix, report: report, ipLeaks: map[int]int{}, portLeaks: map[int]int{}}
+	ipLeaks := make([]map[int]int, len(s.ips))
+	for i := range ipLeaks {
+		ipLeaks[i] = map[int]int{}
+	}
+	return &Repairer{s: s, prefix: prefix, report: report, ipLeaks: ipLeaks, portLeaks: map[int]int{}}
 }
 
 // Run repairs every interval until ctx ends, the first pass at once.
@@ -291,12 +310,18 @@ func (rp *Repairer) RunOnce(ctx context.Context) error {
 
 // pass reads the records, then the services (so a value allocated before
 // the records were read and not yet written in a service looks leaked,
-// which the leak grace covers), and rebuilds each range.
+// which the leak grace covers), and rebuilds each range: the ClusterIP
+// range of each family, then the NodePorts. An address of a family the
+// cluster does not serve is passed over, as upstream.
 func (rp *Repairer) pass(ctx context.Context) error {
 	s := rp.s
-	ipKind, portKind := ipRepair, portRepair
-	ipKind.rangeName, portKind.rangeName = s.ips.CIDR().String(), s.ports.Range().String()
-	ranges := []*repairRange{{r: s.ips.r, kind: ipKind, leaks: rp.ipLeaks}, {r: s.ports.r, kind: portKind, leaks: rp.portLeaks}}
+	portKind := portRepair
+	portKind.rangeName = s.ports.Range().String()
+	var ranges []*repairRange
+	for i, a := range s.ips {
+		ranges = append(ranges, &repairRange{r: a.r, kind: ipRepairOf(a), leaks: rp.ipLeaks[i]})
+	}
+	ranges = append(ranges, &repairRange{r: s.ports.r, kind: portKind, leaks: rp.portLeaks})
 	for _, rr := range ranges {
 		snap, err := rr.r.snapshot(ctx)
 		if err != nil {
@@ -308,33 +333,42 @@ func (rp *Repairer) pass(ctx context.Context) error {
 	if err := s.inner.GetList(ctx, rp.prefix, storage.ListOptions{Recursive: true, Predicate: storage.Everything()}, &list); err != nil {
 		return fmt.Errorf("listing services to repair allocations: %w", err)
 	}
-	var ipHolders, portHolders []holder
+	// holders[i] are range i's (as ranges).
+	holders := make([][]holder, len(ranges))
+	ports := len(ranges) - 1
 	for i := range list.Items {
 		svc := &list.Items[i]
 		name := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
 		h := held(svc)
 		for _, ip := range h.ips {
-			o, ok := s.ips.offset(ip)
-			ipHolders = append(ipHolders, holder{svc: name, uid: svc.UID, value: ip.String(), offset: o, inRange: ok})
+			r := slices.IndexFunc(s.ips, func(a *IPs) bool { return a.Family() == registry.ServiceIPFamilyOf(ip.String()) })
+			if r < 0 {
+				continue
+			}
+			o, ok := s.ips[r].offset(ip)
+			holders[r] = append(holders[r], holder{svc: name, uid: svc.UID, value: ip.String(), offset: o, inRange: ok})
 		}
 		for _, p := range h.ports {
 			ok := s.ports.pr.Contains(p)
-			portHolders = append(portHolders, holder{svc: name, uid: svc.UID, value: strconv.Itoa(p), offset: p - s.ports.pr.Base, inRange: ok})
+			holders[ports] = append(holders[ports], holder{svc: name, uid: svc.UID, value: strconv.Itoa(p), offset: p - s.ports.pr.Base, inRange: ok})
 		}
 	}
-	var plans []repairPlan
-	for i, holders := range [][]holder{ipHolders, portHolders} {
-		plan, err := ranges[i].apply(ctx, holders)
+	plans := make([]repairPlan, len(ranges))
+	for i, rr := range ranges {
+		plan, err := rr.apply(ctx, holders[i])
 		if err != nil {
 			return err
 		}
-		plans = append(plans, plan)
+		plans[i] = plan
 	}
-	rp.ipLeaks, rp.portLeaks = plans[0].leaks, plans[1].leaks
-	for _, o := range plans[0].released {
-		s.log.Warn("released a leaked ClusterIP", "ip", s.ips.ip(o))
+	for i, a := range s.ips {
+		rp.ipLeaks[i] = plans[i].leaks
+		for _, o := range plans[i].released {
+			s.log.Warn("released a leaked ClusterIP", "ip", a.ip(o))
+		}
 	}
-	for _, o := range plans[1].released {
+	rp.portLeaks = plans[ports].leaks
+	for _, o := range plans[ports].released {
 		s.log.Warn("released a leaked NodePort", "port", s.ports.pr.Base+o)
 	}
 	for _, plan := range plans {

@@ -1,6 +1,7 @@
 package ipallocator
 
 import (
+	"net/netip"
 	"slices"
 	"testing"
 
@@ -20,8 +21,7 @@ func reasons(fs []Finding) []string {
 }
 
 func TestPlanRepair(t *testing.T) {
-	kind := ipRepair
-	kind.rangeName = "10.0.0.0/28"
+	kind := ipRepairOf(NewIPs(nil, netip.MustParsePrefix("10.0.0.0/28")))
 	stored := map[int]bool{1: true, 2: true, 7: true}
 	holders := []holder{
 		holds("a", "10.0.0.2", 1, true),  // recorded: fine

@@ -178,7 +178,7 @@ func TestRepairerLosesNoConcurrentAllocation(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	s := ipallocator.NewServiceStorage(inner, e.s.IPs(), e.s.Ports(), nil)
+	s := ipallocator.NewServiceStorage(inner, e.s.AllIPs(), e.s.Ports(), nil)
 	if err := ipallocator.NewRepairer(s, "/services", nil).RunOnce(ctx); err != nil {
 		t.Fatal(err)
 	}

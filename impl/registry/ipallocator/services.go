@@ -19,31 +19,65 @@ import (
 )
 
 // ServiceStorage is the storage of core/v1 Services with ClusterIP and
-// NodePort allocation: a create takes the addresses and ports the service
-// asks for (or free ones) before it is written and gives them back if the
-// write fails; an update takes what the new spec adds and, once written,
-// releases what it dropped; a delete releases everything the service held.
-// A dry run (DryRunCreate, DryRunUpdate) shows what a write would take
-// without taking it. Reads and watches go straight to the inner store.
+// NodePort allocation: a create fills the service's IP families for the
+// cluster (registry.InitServiceIPFamilies) and takes the addresses, one per
+// family, and ports the service asks for (or free ones) before it is
+// written, and gives them back if the write fails; an update does the
+// same for what the new spec adds (a second family: an upgrade) and, once
+// written, releases what it dropped (a downgrade, a move to ExternalName);
+// a delete releases everything the service held. A dry run (DryRunCreate,
+// DryRunUpdate) shows what a write would take without taking it. Reads and
+// watches go straight to the inner store.
 type ServiceStorage struct {
 	inner storage.Interface
-	ips   *IPs
+	// ips are the ClusterIP allocators, one per family, the primary
+	// (--service-cluster-ip-range's first) first.
+	ips   []*IPs
 	ports *Ports
 	log   *slog.Logger
 }
 
 var _ storage.Interface = (*ServiceStorage)(nil)
 
-// NewServiceStorage wraps the services store inner.
-func NewServiceStorage(inner storage.Interface, ips *IPs, ports *Ports, log *slog.Logger) *ServiceStorage {
+// NewServiceStorage wraps the services store inner; ips are the
+// allocators of the service ranges, one or two of different families, the
+// primary first.
+func NewServiceStorage(inner storage.Interface, ips []*IPs, ports *Ports, log *slog.Logger) *ServiceStorage {
 	if log == nil {
 		log = slog.Default()
 	}
 	return &ServiceStorage{inner: inner, ips: ips, ports: ports, log: log}
 }
 
-// IPs is the ClusterIP allocator.
-func (s *ServiceStorage) IPs() *IPs { return s.ips }
+// IPs is the primary family's ClusterIP allocator.
+func (s *ServiceStorage) IPs() *IPs { return s.ips[0] }
+
+// AllIPs are the ClusterIP allocators, the primary family's first.
+func (s *ServiceStorage) AllIPs() []*IPs { return s.ips }
+
+// Families are the families the cluster serves, the primary first.
+func (s *ServiceStorage) Families() []corev1.IPFamily {
+	out := make([]corev1.IPFamily, len(s.ips))
+	for i, a := range s.ips {
+		out[i] = a.Family()
+	}
+	return out
+}
+
+// ipsFor is the allocator of family f (nil: the cluster does not serve f).
+func (s *ServiceStorage) ipsFor(f corev1.IPFamily) *IPs {
+	for _, a := range s.ips {
+		if a.Family() == f {
+			return a
+		}
+	}
+	return nil
+}
+
+// ipsOf is the allocator of ip's family (nil: not served).
+func (s *ServiceStorage) ipsOf(ip netip.Addr) *IPs {
+	return s.ipsFor(registry.ServiceIPFamilyOf(ip.String()))
+}
 
 // Ports is the NodePort allocator.
 func (s *ServiceStorage) Ports() *Ports { return s.ports }
@@ -112,16 +146,16 @@ type transaction struct {
 	ports  []int
 }
 
-// takeIP allocates ip (a dry run: checks that it could).
-func (t *transaction) takeIP(ctx context.Context, ip netip.Addr) error {
+// takeIP allocates ip from a (a dry run: checks that it could).
+func (t *transaction) takeIP(ctx context.Context, a *IPs, ip netip.Addr) error {
 	var err error
 	switch {
 	case !t.dryRun:
-		err = t.s.ips.Allocate(ctx, ip)
+		err = a.Allocate(ctx, ip)
 	case slices.Contains(t.ips, ip):
 		err = ErrAllocated
 	default:
-		err = t.s.ips.CheckAllocate(ctx, ip)
+		err = a.CheckAllocate(ctx, ip)
 	}
 	if err == nil {
 		t.ips = append(t.ips, ip)
@@ -129,14 +163,14 @@ func (t *transaction) takeIP(ctx context.Context, ip netip.Addr) error {
 	return err
 }
 
-// nextIP allocates a free address (a dry run: picks one).
-func (t *transaction) nextIP(ctx context.Context) (netip.Addr, error) {
+// nextIP allocates a free address of a (a dry run: picks one).
+func (t *transaction) nextIP(ctx context.Context, a *IPs) (netip.Addr, error) {
 	var ip netip.Addr
 	var err error
 	if t.dryRun {
-		ip, err = t.s.ips.PeekNext(ctx, t.ips)
+		ip, err = a.PeekNext(ctx, t.ips)
 	} else {
-		ip, err = t.s.ips.AllocateNext(ctx)
+		ip, err = a.AllocateNext(ctx)
 	}
 	if err == nil {
 		t.ips = append(t.ips, ip)
@@ -184,7 +218,7 @@ func (t *transaction) rollback(ctx context.Context) {
 	// Releasing must happen even when the request's context ended.
 	ctx = context.WithoutCancel(ctx)
 	for _, ip := range t.ips {
-		if err := t.s.ips.Release(ctx, ip); err != nil {
+		if err := t.s.releaseIP(ctx, ip); err != nil {
 			t.s.log.Error("releasing a ClusterIP after a failed write", "ip", ip, "err", err)
 		}
 	}
@@ -196,23 +230,25 @@ func (t *transaction) rollback(ctx context.Context) {
 	t.ips, t.ports = nil, nil
 }
 
-// allocate takes, for svc (changed in place), every ClusterIP and NodePort
-// it needs that old (nil on create) does not already hold.
-func (t *transaction) allocate(ctx context.Context, svc *corev1.Service, old holdings) error {
+// allocate fills svc's IP families (svc is changed in place; old is the
+// stored service on update, nil on create) and takes every ClusterIP, one
+// per family in svc's ipFamilies, and NodePort it needs that old does not
+// already hold.
+func (t *transaction) allocate(ctx context.Context, svc, old *corev1.Service) error {
 	spec := field.NewPath("spec")
+	if errs := registry.InitServiceIPFamilies(svc, old, t.s.Families()); len(errs) > 0 {
+		return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name, errs)
+	}
+	var before holdings
+	if old != nil {
+		if errs := registry.ValidateServiceIPFamiliesUpdate(svc, old); len(errs) > 0 {
+			return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name, errs)
+		}
+		before = held(old)
+	}
 	if registry.ServiceNeedsClusterIP(svc) {
-		if svc.Spec.ClusterIP == "" {
-			ip, err := t.nextIP(ctx)
-			if err != nil {
-				return t.invalid(svc, field.Invalid(spec.Child("clusterIPs"), svc.Spec.ClusterIPs, "failed to allocate IP: "+allocError(err, t.s.ips.CIDR().String(), "IPs")), err)
-			}
-			svc.Spec.ClusterIP = ip.String()
-			svc.Spec.ClusterIPs = []string{ip.String()}
-		} else if ip, err := netip.ParseAddr(svc.Spec.ClusterIP); err == nil && !old.hasIP(ip) {
-			if err := t.takeIP(ctx, ip); err != nil {
-				return t.invalid(svc, field.Invalid(spec.Child("clusterIPs"), svc.Spec.ClusterIPs,
-					fmt.Sprintf("failed to allocate IP %s: %s", ip, allocError(err, t.s.ips.CIDR().String(), "IPs"))), err)
-			}
+		if err := t.allocateClusterIPs(ctx, svc, before); err != nil {
+			return err
 		}
 	}
 	taken := map[int]bool{}
@@ -224,7 +260,7 @@ func (t *transaction) allocate(ctx context.Context, svc *corev1.Service, old hol
 				continue
 			}
 			taken[p] = true
-			if old.hasPort(p) {
+			if before.hasPort(p) {
 				continue
 			}
 			if err := t.takePort(ctx, p); err != nil {
@@ -258,11 +294,61 @@ func (t *transaction) allocate(ctx context.Context, svc *corev1.Service, old hol
 				return t.invalid(svc, field.Invalid(path, 0, "failed to allocate a nodePort: "+allocError(err, t.s.ports.Range().String(), "ports")), err)
 			}
 			svc.Spec.HealthCheckNodePort = int32(got)
-		case !old.hasPort(p) && !taken[p]:
+		case !before.hasPort(p) && !taken[p]:
 			if err := t.takePort(ctx, p); err != nil {
 				return t.invalid(svc, field.Invalid(path, p, allocError(err, t.s.ports.Range().String(), "ports")), err)
 			}
 		}
+	}
+	return nil
+}
+
+// allocateClusterIPs gives svc an address of each of its families: the
+// one clusterIPs names at the family's index (taken unless the stored
+// service already holds it) or a free one. A PreferDualStack service left
+// with a family the cluster no longer serves keeps its address untouched.
+func (t *transaction) allocateClusterIPs(ctx context.Context, svc *corev1.Service, before holdings) error {
+	path := field.NewPath("spec", "clusterIPs")
+	for i, f := range svc.Spec.IPFamilies {
+		if i < len(svc.Spec.ClusterIPs) && svc.Spec.ClusterIPs[i] != "" {
+			ip, err := netip.ParseAddr(svc.Spec.ClusterIPs[i])
+			if err != nil || before.hasIP(ip) {
+				continue
+			}
+			a := t.s.ipsFor(f)
+			if a == nil {
+				return t.invalid(svc, field.Invalid(path.Index(i), svc.Spec.ClusterIPs, fmt.Sprintf("%s is not configured on this cluster", f)), ErrNotInRange)
+			}
+			if err := t.takeIP(ctx, a, ip); err != nil {
+				return t.invalid(svc, field.Invalid(path, svc.Spec.ClusterIPs,
+					fmt.Sprintf("failed to allocate IP %s: %s", ip, allocError(err, a.CIDR().String(), "IPs"))), err)
+			}
+			continue
+		}
+		a := t.s.ipsFor(f)
+		if a == nil {
+			return t.invalid(svc, field.Invalid(field.NewPath("spec", "ipFamilies").Index(i), f, "not configured on this cluster"), ErrNotInRange)
+		}
+		ip, err := t.nextIP(ctx, a)
+		if err != nil {
+			return t.invalid(svc, field.Invalid(path, svc.Spec.ClusterIPs, "failed to allocate IP: "+allocError(err, a.CIDR().String(), "IPs")), err)
+		}
+		for len(svc.Spec.ClusterIPs) <= i {
+			svc.Spec.ClusterIPs = append(svc.Spec.ClusterIPs, "")
+		}
+		svc.Spec.ClusterIPs[i] = ip.String()
+	}
+	if len(svc.Spec.ClusterIPs) > 0 {
+		svc.Spec.ClusterIP = svc.Spec.ClusterIPs[0]
+	}
+	return nil
+}
+
+// releaseIP gives ip back to its family's allocator (an address of a
+// family the cluster no longer serves is left alone).
+func (s *ServiceStorage) releaseIP(ctx context.Context, ip netip.Addr) error {
+	if a := s.ipsOf(ip); a != nil {
+		return a.Release(ctx, ip)
 	}
 	return nil
 }
@@ -304,7 +390,7 @@ func (s *ServiceStorage) release(ctx context.Context, old holdings, svc *corev1.
 	}
 	for _, ip := range old.ips {
 		if !now.hasIP(ip) {
-			if err := s.ips.Release(ctx, ip); err != nil {
+			if err := s.releaseIP(ctx, ip); err != nil {
 				s.log.Error("releasing a ClusterIP", "ip", ip, "err", err)
 			}
 		}
@@ -326,7 +412,7 @@ func (s *ServiceStorage) Create(ctx context.Context, key string, obj, out runtim
 	}
 	svc = svc.DeepCopy()
 	t := &transaction{s: s}
-	if err := t.allocate(ctx, svc, holdings{}); err != nil {
+	if err := t.allocate(ctx, svc, nil); err != nil {
 		t.rollback(ctx)
 		return err
 	}
@@ -350,7 +436,7 @@ func (s *ServiceStorage) DryRunCreate(ctx context.Context, _ string, obj runtime
 	}
 	svc = svc.DeepCopy()
 	t := &transaction{s: s, dryRun: true}
-	if err := t.allocate(ctx, svc, holdings{}); err != nil {
+	if err := t.allocate(ctx, svc, nil); err != nil {
 		return nil, err
 	}
 	return svc, nil
@@ -367,7 +453,7 @@ func (s *ServiceStorage) DryRunUpdate(ctx context.Context, _ string, old, obj ru
 	}
 	svc = svc.DeepCopy()
 	t := &transaction{s: s, dryRun: true}
-	if err := t.allocate(ctx, svc, held(oldSvc)); err != nil {
+	if err := t.allocate(ctx, svc, oldSvc); err != nil {
 		return nil, err
 	}
 	return svc, nil
@@ -392,7 +478,7 @@ func (s *ServiceStorage) GuaranteedUpdate(ctx context.Context, key string, dest 
 			return out, nil
 		}
 		before = held(oldSvc)
-		if err := t.allocate(ctx, newSvc, before); err != nil {
+		if err := t.allocate(ctx, newSvc, oldSvc); err != nil {
 			return nil, err
 		}
 		return newSvc, nil
@@ -450,8 +536,11 @@ func (s *ServiceStorage) Sync(ctx context.Context, prefix string) error {
 		ips = append(ips, h.ips...)
 		ports = append(ports, h.ports...)
 	}
-	if err := s.ips.Sync(ctx, ips); err != nil {
-		return err
+	for _, a := range s.ips {
+		// Each allocator ignores the other family's addresses.
+		if err := a.Sync(ctx, ips); err != nil {
+			return err
+		}
 	}
 	return s.ports.Sync(ctx, ports)
 }

@@ -50,7 +50,7 @@ func newServiceEnv(t *testing.T) serviceEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return serviceEnv{s: ipallocator.NewServiceStorage(inner, ipallocator.NewIPs(records, cidr), ipallocator.NewPorts(records, pr), nil), records: records, inner: inner}
+	return serviceEnv{s: ipallocator.NewServiceStorage(inner, []*ipallocator.IPs{ipallocator.NewIPs(records, cidr)}, ipallocator.NewPorts(records, pr), nil), records: records, inner: inner}
 }
 
 // snapshot is every allocation record with its resourceVersion.
