@@ -336,9 +336,9 @@ func zoneHint(zone string) *discoveryv1.EndpointHints {
 }
 
 // keepValidHints counts the hints of the unchanged slices, in name order,
-// keeping a slice unchanged only if each of its ready endpoints has hints,
-// only for zones of the allocation, and the zones' counts stay within
-// their maximum; the others are copied to be written (moved, and made
+// keeping a slice unchanged only if each of its ready endpoints has zone
+// hints (and no node hints), only for zones of the allocation, and the
+// zones' counts stay within their maximum; the others are copied to be written (moved, and made
 // allocatable).
 func (ss *sliceSet) keepValidHints(alloc map[string]zoneAllocation) map[string]int {
 	hinted := map[string]int{}
@@ -367,7 +367,9 @@ func sliceHints(s *discoveryv1.EndpointSlice, hinted map[string]int, alloc map[s
 		if !endpointReady(ep) {
 			continue
 		}
-		if ep.Hints == nil || len(ep.Hints.ForZones) == 0 {
+		// Node hints are trafficDistribution's (PreferSameNode), left
+		// from before the annotation: upstream keeps them; they go.
+		if ep.Hints == nil || len(ep.Hints.ForZones) == 0 || len(ep.Hints.ForNodes) > 0 {
 			return nil, false
 		}
 		for _, z := range ep.Hints.ForZones {

@@ -330,6 +330,29 @@ func TestTopologyHintsReused(t *testing.T) {
 	}
 }
 
+// TestTopologyHintsReplaceTrafficDistribution: slices written for
+// trafficDistribution PreferSameNode (zone and node hints) lose their node
+// hints once topology-mode Auto is set, though their zone hints fit.
+func TestTopologyHintsReplaceTrafficDistribution(t *testing.T) {
+	equal := Topology{CPURatios: map[string]float64{"a": 0.5, "b": 0.5}}
+	svc, pods, nodes := zonal(corev1.AnnotationTopologyMode, "a1", "a2", "b1", "b2")
+	sameNode := svc.DeepCopy()
+	sameNode.Annotations = nil
+	dist := corev1.ServiceTrafficDistributionPreferSameNode
+	sameNode.Spec.TrafficDistribution = &dist
+	state := apply(t, nil, Reconcile(Input{Service: sameNode, Pods: pods, Nodes: nodes}))
+	svc.Spec.TrafficDistribution = &dist
+	plan := Reconcile(Input{Service: svc, Pods: pods, Nodes: nodes, Topology: equal, Slices: state})
+	after := apply(t, state, plan)
+	for _, s := range after {
+		for _, e := range s.Endpoints {
+			if e.Hints == nil || len(e.Hints.ForNodes) > 0 || len(e.Hints.ForZones) != 1 {
+				t.Errorf("%s: hints %+v, want its zone only", e.TargetRef.Name, e.Hints)
+			}
+		}
+	}
+}
+
 func TestOverloaded(t *testing.T) {
 	three := Topology{CPURatios: map[string]float64{"a": 1.0 / 3, "b": 1.0 / 3, "c": 1.0 / 3}}
 	for _, tc := range []struct {
