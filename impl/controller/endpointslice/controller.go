@@ -157,6 +157,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return fmt.Errorf("getting service %s: %w", key, err)
 	}
 	if len(svc.Spec.Selector) == 0 || svc.Spec.Type == corev1.ServiceTypeExternalName {
+		c.topology.setHints(key, false, nil) // its slices are no longer ours to hint
 		return nil
 	}
 	pods, err := c.pods.Pods(ns).List(labels.SelectorFromValidatedSet(svc.Spec.Selector))

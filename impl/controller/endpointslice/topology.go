@@ -338,8 +338,8 @@ func zoneHint(zone string) *discoveryv1.EndpointHints {
 // keepValidHints counts the hints of the unchanged slices, in name order,
 // keeping a slice unchanged only if each of its ready endpoints has zone
 // hints (and no node hints), only for zones of the allocation, and the
-// zones' counts stay within their maximum; the others are copied to be written (moved, and made
-// allocatable).
+// zones' counts stay within their maximum; the others are copied to be
+// written (moved, and made allocatable).
 func (ss *sliceSet) keepValidHints(alloc map[string]zoneAllocation) map[string]int {
 	hinted := map[string]int{}
 	var keep []*discoveryv1.EndpointSlice
