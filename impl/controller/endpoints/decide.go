@@ -17,6 +17,7 @@ package endpoints
 import (
 	"cmp"
 	"maps"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -153,6 +154,12 @@ func Subsets(svc *corev1.Service, pods []*corev1.Pod) ([]corev1.EndpointSubset, 
 		if pod.Namespace != svc.Namespace || !selector.Matches(labels.Set(pod.Labels)) || !inEndpoints(pod, publishNotReady) {
 			continue
 		}
+		// The pod's address of the service's primary family; a pod
+		// without one is left out, as upstream.
+		ip := PodIPOfFamily(pod, EndpointsFamily(svc, pod))
+		if ip == "" {
+			continue
+		}
 		var ports []corev1.EndpointPort
 		if len(svc.Spec.Ports) == 0 {
 			if !headless {
@@ -175,7 +182,7 @@ func Subsets(svc *corev1.Service, pods []*corev1.Pod) ([]corev1.EndpointSubset, 
 			g = &corev1.EndpointSubset{Ports: ports}
 			groups[key] = g
 		}
-		addr := address(svc, pod)
+		addr := address(svc, pod, ip)
 		if publishNotReady || podstate.IsReady(pod) {
 			g.Addresses = append(g.Addresses, addr)
 		} else {
@@ -220,11 +227,69 @@ func PodIP(pod *corev1.Pod) string {
 	return ""
 }
 
-// address is pod's EndpointAddress for svc; the hostname is the pod's
-// when its subdomain names the service.
-func address(svc *corev1.Service, pod *corev1.Pod) corev1.EndpointAddress {
+// PodIPs are the pod's IPs, the primary first (status.podIPs, or podIP
+// alone when podIPs is unset).
+func PodIPs(pod *corev1.Pod) []string {
+	if len(pod.Status.PodIPs) == 0 {
+		if pod.Status.PodIP == "" {
+			return nil
+		}
+		return []string{pod.Status.PodIP}
+	}
+	out := make([]string, len(pod.Status.PodIPs))
+	for i, ip := range pod.Status.PodIPs {
+		out[i] = ip.IP
+	}
+	return out
+}
+
+// IPFamilyOf is ip's family ("" when ip is no address).
+func IPFamilyOf(ip string) corev1.IPFamily {
+	a, err := netip.ParseAddr(ip)
+	switch {
+	case err != nil:
+		return ""
+	case a.Is4() || a.Is4In6():
+		return corev1.IPv4Protocol
+	default:
+		return corev1.IPv6Protocol
+	}
+}
+
+// PodIPOfFamily is the pod's first IP of family f ("" when it has none).
+func PodIPOfFamily(pod *corev1.Pod, f corev1.IPFamily) string {
+	for _, ip := range PodIPs(pod) {
+		if IPFamilyOf(ip) == f {
+			return ip
+		}
+	}
+	return ""
+}
+
+// EndpointsFamily is the family of the addresses the Endpoints of svc
+// list, as upstream's endpoints controller: the service's primary family
+// (ipFamilies[0], headful or headless); without families (a service
+// written before they existed), its ClusterIP's family, or for a headless
+// service the pod's primary IP's; IPv4 when nothing says.
+func EndpointsFamily(svc *corev1.Service, pod *corev1.Pod) corev1.IPFamily {
+	if len(svc.Spec.IPFamilies) > 0 {
+		return svc.Spec.IPFamilies[0]
+	}
+	ip := svc.Spec.ClusterIP
+	if ip == "" || ip == corev1.ClusterIPNone {
+		ip = PodIP(pod)
+	}
+	if IPFamilyOf(ip) == corev1.IPv6Protocol {
+		return corev1.IPv6Protocol
+	}
+	return corev1.IPv4Protocol
+}
+
+// address is pod's EndpointAddress for svc at ip; the hostname is the
+// pod's when its subdomain names the service.
+func address(svc *corev1.Service, pod *corev1.Pod, ip string) corev1.EndpointAddress {
 	a := corev1.EndpointAddress{
-		IP:        PodIP(pod),
+		IP:        ip,
 		TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 	}
 	if pod.Spec.NodeName != "" {

@@ -40,6 +40,13 @@ func pod(name, ip string, mod ...func(*corev1.Pod)) *corev1.Pod {
 	return p
 }
 
+// dualStack gives the pod a second IP (status.podIPs: podIP, then ip).
+func dualStack(ip string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Status.PodIPs = []corev1.PodIP{{IP: p.Status.PodIP}, {IP: ip}}
+	}
+}
+
 func notReady(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionFalse }
 
 func addr(name, ip string) corev1.EndpointAddress {
@@ -58,6 +65,21 @@ func TestSubsets(t *testing.T) {
 		pods []*corev1.Pod
 		want []corev1.EndpointSubset
 	}{
+		{"a dual-stack pod is listed by its address of the service's primary family",
+			service(func(s *corev1.Service) {
+				s.Spec.ClusterIP = "fd00::10"
+				s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol, corev1.IPv4Protocol}
+			}),
+			[]*corev1.Pod{pod("a", "10.1.0.1", dualStack("fd01::1")), pod("v4only", "10.1.0.2")},
+			[]corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{addr("a", "fd01::1")}, Ports: http8080}}},
+		{"an IPv4 service takes a dual-stack pod's IPv4 address, even when IPv6 is its primary",
+			service(func(s *corev1.Service) { s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol} }),
+			[]*corev1.Pod{pod("a", "fd01::1", dualStack("10.1.0.1"))},
+			[]corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{addr("a", "10.1.0.1")}, Ports: http8080}}},
+		{"a headless service without families goes by the pod's primary IP",
+			service(func(s *corev1.Service) { s.Spec.ClusterIP = "None" }),
+			[]*corev1.Pod{pod("a", "fd01::1", dualStack("10.1.0.1"))},
+			[]corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{addr("a", "fd01::1")}, Ports: http8080}}},
 		{"ready pods sorted by IP, whatever the pod order",
 			service(), []*corev1.Pod{pod("b", "10.1.0.2"), pod("a", "10.1.0.1")},
 			[]corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{addr("a", "10.1.0.1"), addr("b", "10.1.0.2")}, Ports: http8080}}},

@@ -84,10 +84,10 @@ func (p PodServices) selecting(pod *corev1.Pod) []*corev1.Service {
 
 // EndpointChanged reports whether an update of a pod can change its
 // endpoint in Endpoints or an EndpointSlice: its labels, or what its
-// address is built from.
+// addresses (every family) are built from.
 func EndpointChanged(old, cur *corev1.Pod) bool {
 	return !maps.Equal(old.Labels, cur.Labels) ||
-		PodIP(old) != PodIP(cur) || podstate.IsReady(old) != podstate.IsReady(cur) ||
+		!slices.Equal(PodIPs(old), PodIPs(cur)) || podstate.IsReady(old) != podstate.IsReady(cur) ||
 		old.Status.Phase != cur.Status.Phase ||
 		(old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil) ||
 		old.Spec.NodeName != cur.Spec.NodeName || old.Spec.Hostname != cur.Spec.Hostname || old.Spec.Subdomain != cur.Spec.Subdomain ||

@@ -1,10 +1,12 @@
 // Package endpointslice is the EndpointSlice controller, as
 // kube-controller-manager's (--controllers name "endpointslice", service
 // account endpointslice-controller): every service with a selector gets
-// EndpointSlices (discovery.k8s.io/v1, addressType IPv4: the cluster is
-// single stack) listing the pods its selector matches in its namespace,
-// at most MaxEndpointsPerSlice endpoints per slice, one group of slices
-// per distinct set of resolved ports. Slices are labelled
+// EndpointSlices (discovery.k8s.io/v1) listing the pods its selector
+// matches in its namespace, one set of slices per address type of the
+// service's ipFamilies (IPv4, IPv6, or both for a dual-stack service, each
+// endpoint with the pod's addresses of that family), at most
+// MaxEndpointsPerSlice endpoints per slice, one group of slices per
+// distinct set of resolved ports. Slices are labelled
 // kubernetes.io/service-name and endpointslice.kubernetes.io/managed-by,
 // owned by their service (controller reference, blockOwnerDeletion), so
 // the garbage collector deletes them with it, as upstream relies on.
@@ -114,15 +116,17 @@ func (p Plan) WithTriggerTime(at time.Time) Plan {
 }
 
 // Reconcile returns the writes that make the service's slices list
-// exactly its pods' endpoints, as upstream's reconciler does: endpoints
-// are grouped by their resolved ports; within a group, existing slices
-// keep the endpoints still wanted (updated where they changed), emptied
-// slices are deleted, the slices being updated anyway are filled up
-// first (fullest first), then what remains goes into new slices, or into
-// the unchanged slice that fits it most closely; deletes paired with
-// creates become updates. A service with no endpoints at all keeps one
-// empty placeholder slice. Last, a topology-mode Auto service's hints are
-// allocated (addTopologyHints). An unchanged state writes nothing.
+// exactly its pods' endpoints, as upstream's reconciler does, for each
+// address type of the service (AddressTypes; slices of another address
+// type are deleted): endpoints are grouped by their resolved ports; within
+// a group, existing slices keep the endpoints still wanted (updated where
+// they changed), emptied slices are deleted, the slices being updated
+// anyway are filled up first (fullest first), then what remains goes into
+// new slices, or into the unchanged slice that fits it most closely;
+// deletes paired with creates of the same address type become updates.
+// An address type with no endpoints at all keeps one empty placeholder
+// slice. Last, a topology-mode Auto service's hints are allocated
+// (addTopologyHints). An unchanged state writes nothing.
 func Reconcile(in Input) Plan {
 	svc := in.Service
 	if svc == nil || len(svc.Spec.Selector) == 0 || svc.Spec.Type == corev1.ServiceTypeExternalName {
@@ -133,50 +137,114 @@ func Reconcile(in Input) Plan {
 		maxPer = DefaultMaxEndpointsPerSlice
 	}
 	var plan Plan
-	desired, ports := desiredEndpoints(in, &plan)
-	wantLabels := sliceLabels(svc)
-
-	existing := map[string][]*discoveryv1.EndpointSlice{}
+	types := AddressTypes(svc)
+	byType := map[discoveryv1.AddressType][]*discoveryv1.EndpointSlice{}
 	for _, s := range sortedByName(in.Slices) {
-		if !ownedBy(s, svc) || s.AddressType != discoveryv1.AddressTypeIPv4 {
+		if !ownedBy(s, svc) || !slices.Contains(types, s.AddressType) {
 			plan.Delete = append(plan.Delete, s)
 			continue
 		}
-		k := portsKey(s.Ports)
-		existing[k] = append(existing[k], s)
+		byType[s.AddressType] = append(byType[s.AddressType], s)
 	}
-	for _, k := range slices.Sorted(maps.Keys(existing)) {
+	skipped := map[string]bool{}
+	for _, t := range types {
+		var part Plan
+		reconcileAddressType(in, t, byType[t], maxPer, &part)
+		pairDeletesWithCreates(svc, &part)
+		plan.Create = append(plan.Create, part.Create...)
+		plan.Update = append(plan.Update, part.Update...)
+		plan.Delete = append(plan.Delete, part.Delete...)
+		for _, name := range part.SkippedPods {
+			if !skipped[name] {
+				skipped[name] = true
+				plan.SkippedPods = append(plan.SkippedPods, name)
+			}
+		}
+	}
+	addTopologyHints(in, &plan)
+	return plan
+}
+
+// AddressTypes are the address types of the service's slices, in
+// ipFamilies order, as upstream: a family each; without families (a
+// service written before they existed) its ClusterIP's, or both for a
+// headless service, whose pods may have either.
+func AddressTypes(svc *corev1.Service) []discoveryv1.AddressType {
+	var out []discoveryv1.AddressType
+	for _, f := range svc.Spec.IPFamilies {
+		switch f {
+		case corev1.IPv4Protocol:
+			out = append(out, discoveryv1.AddressTypeIPv4)
+		case corev1.IPv6Protocol:
+			out = append(out, discoveryv1.AddressTypeIPv6)
+		}
+	}
+	if len(out) > 0 {
+		return slices.Compact(out)
+	}
+	if ip := svc.Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
+		if endpoints.IPFamilyOf(ip) == corev1.IPv6Protocol {
+			return []discoveryv1.AddressType{discoveryv1.AddressTypeIPv6}
+		}
+		return []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4}
+	}
+	return []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6}
+}
+
+// familyOf is the IP family of an address type.
+func familyOf(t discoveryv1.AddressType) corev1.IPFamily {
+	if t == discoveryv1.AddressTypeIPv6 {
+		return corev1.IPv6Protocol
+	}
+	return corev1.IPv4Protocol
+}
+
+// reconcileAddressType converges the slices of one address type:
+// existing are the service's slices of that type, sorted by name.
+func reconcileAddressType(in Input, t discoveryv1.AddressType, existing []*discoveryv1.EndpointSlice, maxPer int, plan *Plan) {
+	svc := in.Service
+	desired, ports := desiredEndpoints(in, t, plan)
+	wantLabels := sliceLabels(svc)
+	byPorts := map[string][]*discoveryv1.EndpointSlice{}
+	for _, s := range existing {
+		k := portsKey(s.Ports)
+		byPorts[k] = append(byPorts[k], s)
+	}
+	for _, k := range slices.Sorted(maps.Keys(byPorts)) {
 		if _, ok := desired[k]; !ok {
-			plan.Delete = append(plan.Delete, existing[k]...)
+			plan.Delete = append(plan.Delete, byPorts[k]...)
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(desired)) {
-		reconcilePorts(svc, existing[k], desired[k], ports[k], wantLabels, maxPer, &plan)
+		reconcilePorts(svc, t, byPorts[k], desired[k], ports[k], wantLabels, maxPer, plan)
 	}
 
-	// A service without endpoints keeps one placeholder slice.
-	if len(plan.Delete) == len(in.Slices) && len(plan.Create) == 0 {
-		placeholder := newSlice(svc, nil, wantLabels)
+	// An address type without endpoints keeps one placeholder slice.
+	if len(plan.Delete) == len(existing) && len(plan.Create) == 0 {
+		placeholder := newSlice(svc, t, nil, wantLabels)
 		if len(plan.Delete) == 1 && isPlaceholder(plan.Delete[0], placeholder) {
 			plan.Delete = nil
 		} else {
 			plan.Create = append(plan.Create, placeholder)
 		}
 	}
-	pairDeletesWithCreates(svc, &plan)
-	addTopologyHints(in, &plan)
-	return plan
 }
 
-// desiredEndpoints groups the endpoints of the service's pods by the key
-// of their resolved ports, each group keyed by endpointKey.
-func desiredEndpoints(in Input, plan *Plan) (map[string]map[string]discoveryv1.Endpoint, map[string][]discoveryv1.EndpointPort) {
+// desiredEndpoints groups the endpoints of address type t of the
+// service's pods by the key of their resolved ports, each group keyed by
+// endpointKey. A pod without an address of the type has no endpoint in
+// it.
+func desiredEndpoints(in Input, t discoveryv1.AddressType, plan *Plan) (map[string]map[string]discoveryv1.Endpoint, map[string][]discoveryv1.EndpointPort) {
 	svc := in.Service
 	selector := labels.SelectorFromSet(svc.Spec.Selector)
 	desired := map[string]map[string]discoveryv1.Endpoint{}
 	ports := map[string][]discoveryv1.EndpointPort{}
 	for _, pod := range in.Pods {
 		if pod.Namespace != svc.Namespace || !selector.Matches(labels.Set(pod.Labels)) || !inSlices(pod) {
+			continue
+		}
+		addrs := podAddresses(pod, t)
+		if len(addrs) == 0 {
 			continue
 		}
 		zone, nodeKnown := "", true
@@ -195,19 +263,29 @@ func desiredEndpoints(in Input, plan *Plan) (map[string]map[string]discoveryv1.E
 			desired[k] = map[string]discoveryv1.Endpoint{}
 			ports[k] = eps
 		}
-		ep := podEndpoint(svc, pod, zone)
+		ep := podEndpoint(svc, pod, addrs, zone)
 		desired[k][endpointKey(&ep)] = ep
 	}
 	return desired, ports
 }
 
-// inSlices reports whether pod has an endpoint: it has an IPv4 address
-// (the slices' address type) and is not in a terminal phase. Terminating
-// pods are kept (ready false, serving as their readiness, terminating
-// true).
+// podAddresses are the pod's IPs of address type t (status.podIPs order).
+func podAddresses(pod *corev1.Pod, t discoveryv1.AddressType) []string {
+	var out []string
+	for _, ip := range endpoints.PodIPs(pod) {
+		if endpoints.IPFamilyOf(ip) == familyOf(t) {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+// inSlices reports whether pod has an endpoint: it has an address and is
+// not in a terminal phase. Terminating pods are kept (ready false, serving
+// as their readiness, terminating true).
 func inSlices(pod *corev1.Pod) bool {
-	ip, err := netip.ParseAddr(endpoints.PodIP(pod))
-	return err == nil && ip.Is4() && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+	_, err := netip.ParseAddr(endpoints.PodIP(pod))
+	return err == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
 // endpointPorts resolves the service's ports on pod; a port the pod lacks
@@ -227,17 +305,18 @@ func endpointPorts(svc *corev1.Service, pod *corev1.Pod) []discoveryv1.EndpointP
 	return out
 }
 
-// podEndpoint is pod's endpoint: its IP; conditions serving = ready,
+// podEndpoint is pod's endpoint at addrs (its IPs of the slice's address
+// type); conditions serving = ready,
 // terminating = being deleted, ready = serving and not terminating (or
 // always, for a service publishing not-ready addresses); node, zone,
 // target reference, the hostname when the pod's subdomain names the
 // service, and a ready endpoint's trafficDistribution hints.
-func podEndpoint(svc *corev1.Service, pod *corev1.Pod, zone string) discoveryv1.Endpoint {
+func podEndpoint(svc *corev1.Service, pod *corev1.Pod, addrs []string, zone string) discoveryv1.Endpoint {
 	serving := podstate.IsReady(pod)
 	terminating := pod.DeletionTimestamp != nil
 	ready := svc.Spec.PublishNotReadyAddresses || (serving && !terminating)
 	ep := discoveryv1.Endpoint{
-		Addresses:  []string{endpoints.PodIP(pod)},
+		Addresses:  addrs,
 		Conditions: discoveryv1.EndpointConditions{Ready: &ready, Serving: &serving, Terminating: &terminating},
 		TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 	}
@@ -337,10 +416,10 @@ func deref(s *string) string {
 	return *s
 }
 
-// reconcilePorts converges the slices of one port group: existing holds
-// the group's current slices (sorted by name), desired its wanted
-// endpoints by key.
-func reconcilePorts(svc *corev1.Service, existing []*discoveryv1.EndpointSlice, desired map[string]discoveryv1.Endpoint,
+// reconcilePorts converges the slices of one port group of address type
+// t: existing holds the group's current slices (sorted by name), desired
+// its wanted endpoints by key.
+func reconcilePorts(svc *corev1.Service, t discoveryv1.AddressType, existing []*discoveryv1.EndpointSlice, desired map[string]discoveryv1.Endpoint,
 	ports []discoveryv1.EndpointPort, wantLabels map[string]string, maxPer int, plan *Plan) {
 	remaining := maps.Clone(desired)
 	var updated, unchanged []*discoveryv1.EndpointSlice
@@ -404,7 +483,7 @@ func reconcilePorts(svc *corev1.Service, existing []*discoveryv1.EndpointSlice, 
 		}
 		isNew := fill == nil
 		if isNew {
-			fill = newSlice(svc, ports, wantLabels)
+			fill = newSlice(svc, t, ports, wantLabels)
 		}
 		for len(queue) > 0 && len(fill.Endpoints) < maxPer {
 			fill.Endpoints, queue = append(fill.Endpoints, queue[0]), queue[1:]
@@ -443,12 +522,13 @@ func sortedByName(ss []*discoveryv1.EndpointSlice) []*discoveryv1.EndpointSlice 
 	return out
 }
 
-// pairDeletesWithCreates turns a delete and a create into one update of
-// the deleted slice (its name kept), as upstream saves writes.
+// pairDeletesWithCreates turns a delete and a create of one address type
+// (plan holds one type's writes) into one update of the deleted slice (its
+// name kept), as upstream saves writes.
 func pairDeletesWithCreates(svc *corev1.Service, plan *Plan) {
 	var keep []*discoveryv1.EndpointSlice
 	for _, d := range plan.Delete {
-		if len(plan.Create) == 0 || !ownedBy(d, svc) || d.AddressType != discoveryv1.AddressTypeIPv4 {
+		if len(plan.Create) == 0 || !ownedBy(d, svc) || d.AddressType != plan.Create[len(plan.Create)-1].AddressType {
 			keep = append(keep, d)
 			continue
 		}
@@ -479,8 +559,9 @@ func sliceLabels(svc *corev1.Service) map[string]string {
 	return out
 }
 
-// newSlice is a new slice of svc with ports and no endpoints yet.
-func newSlice(svc *corev1.Service, ports []discoveryv1.EndpointPort, wantLabels map[string]string) *discoveryv1.EndpointSlice {
+// newSlice is a new slice of svc of address type t with ports and no
+// endpoints yet.
+func newSlice(svc *corev1.Service, t discoveryv1.AddressType, ports []discoveryv1.EndpointPort, wantLabels map[string]string) *discoveryv1.EndpointSlice {
 	if ports == nil {
 		ports = []discoveryv1.EndpointPort{}
 	}
@@ -491,7 +572,7 @@ func newSlice(svc *corev1.Service, ports []discoveryv1.EndpointPort, wantLabels 
 			Labels:          maps.Clone(wantLabels),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(svc, corev1.SchemeGroupVersion.WithKind("Service"))},
 		},
-		AddressType: discoveryv1.AddressTypeIPv4,
+		AddressType: t,
 		Ports:       slices.Clone(ports),
 		Endpoints:   []discoveryv1.Endpoint{},
 	}

@@ -21,6 +21,8 @@ func service(mods ...func(*corev1.Service)) *corev1.Service {
 			Selector:  map[string]string{"app": "web"},
 			ClusterIP: "10.96.0.10",
 			Ports:     []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(8080)}},
+			// As the API server fills them.
+			IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol},
 		},
 	}
 	for _, m := range mods {
