@@ -119,7 +119,9 @@ func New(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{d: &Dispatcher{total: cfg.TotalSeats, byName: map[string]*level{}}, m: m,
-		shown: map[string]bool{}, waitLimit: cfg.WaitLimit, now: time.Now, lingering: map[*Request]*time.Timer{}}
+		shown: map[string]bool{}, waitLimit: cfg.WaitLimit, lingering: map[*Request]*time.Timer{}}
+	start := time.Now()
+	c.now = func() time.Time { return start.Add(time.Since(start)) } // one clock read
 	dg := Digest(cfg.FlowSchemas, cfg.PriorityLevels)
 	if len(dg.Unusable) > 0 {
 		return nil, errors.Join(dg.Unusable...)
@@ -159,7 +161,7 @@ func (c *Controller) Reconfigure(dg Digested) error {
 		return fmt.Errorf("flowcontrol: no %q flow schema", flowcontrolv1.FlowSchemaNameCatchAll)
 	}
 	c.mu.Lock()
-	woken, err := c.d.Reconfigure(dg.PriorityLevels)
+	woken, err := c.d.Reconfigure(dg.PriorityLevels, c.now())
 	if err != nil {
 		c.mu.Unlock()
 		return err
@@ -255,7 +257,7 @@ func (c *Controller) WaitFor(ctx context.Context, cl Classification, work WorkEs
 		c.mu.Unlock()
 		return nil, err
 	}
-	outcome, reason := c.d.Arrive(r)
+	outcome, reason := c.d.Arrive(r, c.now())
 	var retryAfter int64
 	switch outcome {
 	case Rejected:
@@ -295,11 +297,11 @@ func (c *Controller) WaitFor(ctx context.Context, cl Classification, work WorkEs
 	}
 	c.mu.Lock()
 	var woken []*Request
-	if !c.d.Leave(r) {
+	if !c.d.Leave(r, c.now()) {
 		// Dispatched while it gave up: give the seats back (it never
 		// executed, so it does not linger either).
-		woken = c.d.Finish(r)
-		woken = append(woken, c.d.FinishLinger(r)...)
+		woken = c.d.Finish(r, c.now())
+		woken = append(woken, c.d.FinishLinger(r, c.now())...)
 	}
 	retryAfter = c.recordDrop(r)
 	c.mu.Unlock()
@@ -338,10 +340,10 @@ func (c *Controller) Release(r *Request) {
 		return
 	}
 	c.mu.Lock()
-	woken := c.d.Finish(r)
+	woken := c.d.Finish(r, c.now())
 	if latency := r.AdditionalLatency(); latency > 0 {
 		if c.stopped {
-			woken = c.d.FinishLinger(r)
+			woken = c.d.FinishLinger(r, c.now())
 		} else {
 			c.lingering[r] = time.AfterFunc(latency, func() { c.endLinger(r) })
 		}
@@ -363,7 +365,7 @@ func (c *Controller) endLinger(r *Request) {
 		return // given back already
 	}
 	delete(c.lingering, r)
-	woken := c.d.FinishLinger(r)
+	woken := c.d.FinishLinger(r, c.now())
 	c.mu.Unlock()
 	r.metrics.executingSeats.Sub(float64(r.seats))
 	wake(woken)

@@ -81,9 +81,17 @@ type Request struct {
 	hash  uint64 // of its flow
 	work  WorkEstimate
 	// seats it holds while executing and lingering: work.maxSeats(),
-	// capped at its level's nominal limit when it is dispatched.
-	seats int
-	queue int // index in level.queues while queued or executing; -1 for none
+	// capped at its level's limit when it is dispatched; want is the same
+	// as counted while it waits.
+	seats, want int
+	// For fair queuing (see fairqueue.go): its initial seats and estimated
+	// work in seat-seconds, its level's virtual time when it arrived, and
+	// when it started executing.
+	initial  int
+	estimate float64
+	arrivalR float64
+	started  time.Time
+	queue    int // index in level.queues while queued or executing; -1 for none
 	// gen is the level's queue generation the queue index belongs to (a
 	// reconfiguration that changes the number of queues starts a new one).
 	gen   int
@@ -124,16 +132,17 @@ type level struct {
 	maxSeats                   int // nominal + borrowing limit; -1: no limit
 	handSize, queueLengthLimit int
 	queues                     []queue
-	inUse                      int // seats of executing requests
+	inUse                      int // seats of executing and lingering requests
 	waiting                    int // requests in the queues
-	next                       int // the queue the round robin looks at first
-	drops                      dropHistory
+	enqueues                   int // queue choices made (see chooseQueue)
+	fairState
+	drops dropHistory
 }
 
-type queue struct {
-	waiting   []*Request // oldest first
-	executing int        // requests dispatched from this queue, still executing
-}
+// limit is the most seats the level's requests may hold at once when
+// nothing else is borrowed: its nominal limit (at least one). It caps a
+// request's width, and a level's virtual time runs at most this fast.
+func (l *level) limit() int { return max(l.nominal, 1) }
 
 func (l *level) reserved() int { return l.nominal - l.lendable }
 
@@ -188,7 +197,7 @@ func NewDispatcher(plcs []*flowcontrolv1.PriorityLevelConfiguration, total int) 
 		return nil, fmt.Errorf("flowcontrol: total concurrency %d is not positive", total)
 	}
 	d := &Dispatcher{total: total, byName: map[string]*level{}}
-	if _, err := d.Reconfigure(plcs); err != nil {
+	if _, err := d.Reconfigure(plcs, time.Time{}); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -274,7 +283,7 @@ func shares(p *flowcontrolv1.PriorityLevelConfiguration) int32 {
 // admits nothing new but goes on dispatching and counting its requests,
 // with the shares it had, until it is idle; then it is removed. Either
 // every level is applied or, on error, none.
-func (d *Dispatcher) Reconfigure(plcs []*flowcontrolv1.PriorityLevelConfiguration) ([]*Request, error) {
+func (d *Dispatcher) Reconfigure(plcs []*flowcontrolv1.PriorityLevelConfiguration, now time.Time) ([]*Request, error) {
 	specs := make([]levelSpec, 0, len(plcs))
 	named := map[string]bool{}
 	sum := 0
@@ -293,6 +302,7 @@ func (d *Dispatcher) Reconfigure(plcs []*flowcontrolv1.PriorityLevelConfiguratio
 	if sum <= 0 {
 		return nil, fmt.Errorf("flowcontrol: the priority levels have no concurrency shares")
 	}
+	d.sync(now)
 	old := map[string]*level{}
 	for _, l := range d.levels {
 		old[l.name] = l
@@ -323,7 +333,14 @@ func (d *Dispatcher) Reconfigure(plcs []*flowcontrolv1.PriorityLevelConfiguratio
 	}
 	d.levels = levels
 	d.recompute()
-	return d.dispatch(), nil
+	return d.dispatch(now), nil
+}
+
+// sync brings every level's virtual time up to now.
+func (d *Dispatcher) sync(now time.Time) {
+	for _, l := range d.levels {
+		l.sync(now)
+	}
 }
 
 // apply gives l the configuration ls, keeping its requests.
@@ -343,11 +360,11 @@ func (d *Dispatcher) apply(l *level, ls levelSpec) {
 	}
 	l.queues = make([]queue, ls.queues)
 	l.gen++
-	l.next = 0
+	// The requests executing from the old queues are in none of the new
+	// ones; the waiting ones are dealt again, keeping their arrival.
+	l.waiting, l.robin, l.active, l.seatsRequested = 0, 0, 0, 0
 	for _, r := range waiting {
-		qi := d.chooseQueue(l, r.hash)
-		l.queues[qi].waiting = append(l.queues[qi].waiting, r)
-		r.queue, r.gen = qi, l.gen
+		l.enqueue(d.chooseQueue(l, r.hash), r)
 	}
 }
 
@@ -431,14 +448,13 @@ func (r *Request) AdditionalLatency() time.Duration {
 }
 
 // width is the seats a request of work w takes at l: w.maxSeats() capped
-// at l's nominal limit (at least one), as kube-apiserver caps a request's
-// width at its queue set's concurrency limit, so that a wide request can
-// always run once enough of its level's requests are done. Exempt levels
-// are not limited.
+// at l's limit, as kube-apiserver caps a request's width at its queue
+// set's concurrency limit, so that a wide request can always run once
+// enough of its level's requests are done. Exempt levels are not limited.
 func (l *level) width(w WorkEstimate) int {
 	n := w.maxSeats()
 	if !l.exempt {
-		n = min(n, max(l.nominal, 1))
+		n = min(n, l.limit())
 	}
 	return n
 }
@@ -456,11 +472,13 @@ func (d *Dispatcher) newRequestAt(l *level, hash uint64, work WorkEstimate) (*Re
 	return &Request{level: l, hash: hash, work: work, queue: -1}, true
 }
 
-// Arrive admits r: it executes at once if its level is exempt, or has no
-// one waiting and its seats free; else it is queued on the shortest of its
-// flow's queues, or rejected when that queue is full or the level does not
-// queue.
-func (d *Dispatcher) Arrive(r *Request) (Outcome, RejectReason) {
+// Arrive admits r at now: it executes at once if its level is exempt, or
+// has no one waiting and its seats free; else it is queued on the one of
+// its flow's queues with the least work waiting, or rejected when that
+// queue is full or the level does not queue. A request of a level that
+// queues goes through its queue even when it executes at once, so that
+// its work counts for its queue's fair share.
+func (d *Dispatcher) Arrive(r *Request, now time.Time) (Outcome, RejectReason) {
 	if r.state != stateNew {
 		panic("flowcontrol: a request arrived twice")
 	}
@@ -470,80 +488,88 @@ func (d *Dispatcher) Arrive(r *Request) (Outcome, RejectReason) {
 		l.inUse += r.seats
 		return Executing, ""
 	}
-	if l.waiting == 0 && d.canDispatch(l, l.width(r.work)) {
-		d.start(r)
-		return Executing, ""
-	}
-	if l.reject {
+	l.sync(now)
+	l.estimateWork(r)
+	r.arrivalR = l.vt
+	free := l.waiting == 0 && d.canDispatch(l, r.want)
+	if l.reject || len(l.queues) == 0 {
+		if free {
+			d.start(r, now)
+			return Executing, ""
+		}
 		r.state = stateDone
 		return Rejected, ReasonConcurrencyLimit
 	}
-	q := d.chooseQueue(l, r.hash)
-	if len(l.queues[q].waiting) >= l.queueLengthLimit {
+	qi := d.chooseQueue(l, r.hash)
+	if !free && len(l.queues[qi].waiting) >= l.queueLengthLimit {
 		r.state = stateDone
 		return Rejected, ReasonQueueFull
 	}
-	l.queues[q].waiting = append(l.queues[q].waiting, r)
-	l.waiting++
-	r.queue, r.state = q, stateQueued
-	return Queued, ""
+	if !free {
+		l.enqueue(qi, r)
+		return Queued, ""
+	}
+	l.passThrough(qi, r)
+	d.start(r, now)
+	return Executing, ""
 }
 
-// Finish ends the execution of r. A request whose work has final seats
-// and additional latency then lingers: it keeps its seats, and
+// Finish ends the execution of r at now. A request whose work has final
+// seats and additional latency then lingers: it keeps its seats, and
 // r.AdditionalLatency() says how long until the caller is to call
 // FinishLinger (the Dispatcher has no clock). Any other request gives its
 // seats back, and Finish dispatches what they let start, returning the
 // requests dispatched (in order). Finishing a request that is not
 // executing does nothing.
-func (d *Dispatcher) Finish(r *Request) []*Request {
+func (d *Dispatcher) Finish(r *Request, now time.Time) []*Request {
 	if r.state != stateExecuting {
 		return nil
 	}
 	l := r.level
-	if r.queue >= 0 && r.gen == l.gen {
-		l.queues[r.queue].executing--
-	}
-	if r.work.lingers() && !l.exempt {
-		r.state = stateLingering
-		return nil
-	}
-	return d.release(r)
-}
-
-// FinishLinger gives back the seats r held after it finished executing
-// and dispatches what they let start, returning the requests dispatched.
-// It does nothing unless Finish left r lingering.
-func (d *Dispatcher) FinishLinger(r *Request) []*Request {
-	if r.state != stateLingering {
-		return nil
-	}
-	return d.release(r)
-}
-
-func (d *Dispatcher) release(r *Request) []*Request {
-	r.state = stateDone
-	l := r.level
 	if l.exempt {
+		r.state = stateDone
 		l.inUse -= r.seats
 		return nil
 	}
-	d.setInUse(l, l.inUse-r.seats)
-	return d.dispatch()
+	l.sync(now)
+	l.endInQueue(r, now)
+	if r.work.lingers() {
+		r.state = stateLingering
+		return nil
+	}
+	return d.release(r, now)
 }
 
-// Leave takes a queued request out of its queue (it timed out, or its
-// client went away) and reports whether it was still queued; false means
-// it was dispatched already (and must be finished) or is done.
-func (d *Dispatcher) Leave(r *Request) bool {
+// FinishLinger gives back, at now, the seats r held after it finished
+// executing and dispatches what they let start, returning the requests
+// dispatched. It does nothing unless Finish left r lingering.
+func (d *Dispatcher) FinishLinger(r *Request, now time.Time) []*Request {
+	if r.state != stateLingering {
+		return nil
+	}
+	r.level.sync(now)
+	return d.release(r, now)
+}
+
+// release gives back r's seats; its level is synced to now.
+func (d *Dispatcher) release(r *Request, now time.Time) []*Request {
+	r.state = stateDone
+	l := r.level
+	d.setInUse(l, l.inUse-r.seats)
+	l.releaseInQueue(r)
+	return d.dispatch(now)
+}
+
+// Leave takes a queued request out of its queue at now (it timed out, or
+// its client went away) and reports whether it was still queued; false
+// means it was dispatched already (and must be finished) or is done.
+func (d *Dispatcher) Leave(r *Request, now time.Time) bool {
 	if r.state != stateQueued {
 		return false
 	}
 	l := r.level
-	q := &l.queues[r.queue]
-	i := slices.Index(q.waiting, r)
-	q.waiting = slices.Delete(q.waiting, i, i+1)
-	l.waiting--
+	l.sync(now)
+	l.unqueue(r.queue, slices.Index(l.queues[r.queue].waiting, r))
 	r.state, r.queue = stateDone, -1
 	return true
 }
@@ -565,23 +591,24 @@ func (d *Dispatcher) setInUse(l *level, n int) {
 	l.inUse = n
 }
 
-func (d *Dispatcher) start(r *Request) {
+// start makes r executing at now, out of its queue.
+func (d *Dispatcher) start(r *Request, now time.Time) {
 	l := r.level
 	r.seats = l.width(r.work)
 	d.setInUse(l, l.inUse+r.seats)
-	if r.queue >= 0 {
-		l.queues[r.queue].executing++
-	}
+	r.started = now
+	l.startInQueue(r)
 	r.state = stateExecuting
 }
 
-// dispatch starts queued requests while some level can: a level can when
-// the request it would dispatch next has its seats free (a wide one waits
-// for them, and the level's other requests wait behind it, so that it is
-// not starved by narrow ones); of the levels that can, the one using the
-// least of its nominal limit goes first; in a level, the queues take turns
-// (round robin over the non-empty ones).
-func (d *Dispatcher) dispatch() []*Request {
+// dispatch starts, at now, queued requests while some level can: a level
+// can when the request it would dispatch next (the fairest, see
+// fairqueue.go) has its seats free; a wide one waits for them, and the
+// level's other requests wait behind it, so that it is not starved by
+// narrow ones. Of the levels that can, the one using the least of its
+// nominal limit goes first. (Only levels with requests waiting change, and
+// they are synced to now first.)
+func (d *Dispatcher) dispatch(now time.Time) []*Request {
 	d.reap()
 	var out []*Request
 	for {
@@ -591,7 +618,8 @@ func (d *Dispatcher) dispatch() []*Request {
 			if l.waiting == 0 {
 				continue
 			}
-			qi := l.nextQueue()
+			l.sync(now)
+			qi := l.fairest()
 			if !d.canDispatch(l, l.width(l.queues[qi].waiting[0].work)) {
 				continue
 			}
@@ -602,52 +630,11 @@ func (d *Dispatcher) dispatch() []*Request {
 		if best == nil {
 			return out
 		}
-		r := best.pop(bestQueue)
-		d.start(r)
+		r := best.unqueue(bestQueue, 0)
+		best.robin = bestQueue
+		d.start(r, now)
 		out = append(out, r)
 	}
-}
-
-// nextQueue is the queue whose oldest request l dispatches next: the next
-// non-empty one in turn.
-func (l *level) nextQueue() int {
-	n := len(l.queues)
-	for i := range n {
-		qi := (l.next + i) % n
-		if len(l.queues[qi].waiting) > 0 {
-			return qi
-		}
-	}
-	panic("flowcontrol: a level with waiting requests has none queued")
-}
-
-// pop takes the oldest request of queue qi, which is not empty.
-func (l *level) pop(qi int) *Request {
-	q := &l.queues[qi]
-	r := q.waiting[0]
-	q.waiting[0] = nil
-	q.waiting = q.waiting[1:]
-	if len(q.waiting) == 0 {
-		q.waiting = nil // let the backing array go
-	}
-	l.waiting--
-	l.next = (qi + 1) % len(l.queues)
-	return r
-}
-
-// chooseQueue deals the flow its hand of queues and picks the one with
-// the fewest requests (waiting and executing), the first of the hand on a
-// tie.
-func (d *Dispatcher) chooseQueue(l *level, hash uint64) int {
-	d.scratch = deal(hash, len(l.queues), l.handSize, d.scratch[:0])
-	best, bestLen := -1, 0
-	for _, qi := range d.scratch {
-		n := len(l.queues[qi].waiting) + l.queues[qi].executing
-		if best < 0 || n < bestLen {
-			best, bestLen = qi, n
-		}
-	}
-	return best
 }
 
 // LevelState is a snapshot of one level, for tests and debugging.

@@ -74,7 +74,7 @@ func arrive(t *testing.T, d *Dispatcher, level, flow string) (*Request, Outcome,
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, reason := d.Arrive(r)
+	o, reason := d.Arrive(r, t0)
 	return r, o, reason
 }
 
@@ -109,7 +109,7 @@ func TestRejectLevelDoesNotQueue(t *testing.T) {
 	if _, o, reason := arrive(t, d, "r", "a"); o != Rejected || reason != ReasonConcurrencyLimit {
 		t.Fatalf("second: %v %q, want rejected concurrency-limit", o, reason)
 	}
-	d.Finish(first)
+	d.Finish(first, t0)
 	if _, o, _ := arrive(t, d, "r", "a"); o != Executing {
 		t.Fatalf("after the first finished: %v", o)
 	}
@@ -151,7 +151,7 @@ func TestFloodingFlowDoesNotStarveAnother(t *testing.T) {
 	// The flood's hand is 6 queues, all non-empty; the victim's queue is
 	// one more (shortest in its hand). It goes within 7 dispatches.
 	for i := range 7 {
-		woken := d.Finish(executing[len(executing)-1])
+		woken := d.Finish(executing[len(executing)-1], t0)
 		if len(woken) != 1 {
 			t.Fatalf("dispatch %d woke %d", i, len(woken))
 		}
@@ -171,17 +171,17 @@ func TestLeave(t *testing.T) {
 	if o != Queued {
 		t.Fatalf("third: %v", o)
 	}
-	if !d.Leave(w) {
+	if !d.Leave(w, t0) {
 		t.Fatal("a queued request could not leave")
 	}
-	if d.Leave(w) {
+	if d.Leave(w, t0) {
 		t.Fatal("left twice")
 	}
 	if s := d.State("q"); s.Waiting != 0 {
 		t.Errorf("waiting %d after it left", s.Waiting)
 	}
 	// Nothing to dispatch for it any more.
-	if woken := d.Finish(a); len(woken) != 0 {
+	if woken := d.Finish(a, t0); len(woken) != 0 {
 		t.Errorf("finishing woke %d, want none", len(woken))
 	}
 	// A dispatched request cannot leave; it must be finished.
@@ -190,17 +190,17 @@ func TestLeave(t *testing.T) {
 	if o != Queued {
 		t.Fatalf("y: %v", o)
 	}
-	if woken := d.Finish(x); len(woken) != 1 || woken[0] != y {
+	if woken := d.Finish(x, t0); len(woken) != 1 || woken[0] != y {
 		t.Fatalf("finishing x woke %v", woken)
 	}
-	if d.Leave(y) {
+	if d.Leave(y, t0) {
 		t.Error("a dispatched request left its queue")
 	}
-	if d.Finish(y); d.State("q").InUse != 1 {
+	if d.Finish(y, t0); d.State("q").InUse != 1 {
 		t.Errorf("in use %d, want 1", d.State("q").InUse)
 	}
 	// Finishing twice changes nothing.
-	d.Finish(y)
+	d.Finish(y, t0)
 	if d.State("q").InUse != 1 {
 		t.Errorf("in use %d after a second finish, want 1", d.State("q").InUse)
 	}
@@ -239,7 +239,7 @@ func TestBorrowing(t *testing.T) {
 	}
 	// A borrowed seat frees: the lender (using 2 of 4) goes before the
 	// busy level (using 5 of 4).
-	woken := d.Finish(busy[0])
+	woken := d.Finish(busy[0], t0)
 	if len(woken) != 1 || woken[0].level.name != "lender" {
 		t.Fatalf("woke %d, the first at %v; want the lender's", len(woken), woken)
 	}

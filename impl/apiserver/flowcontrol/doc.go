@@ -40,13 +40,21 @@
 //     and its level dispatches nothing else meanwhile, so that narrow
 //     requests cannot starve it.
 //   - Queuing: shuffle sharding deals each flow handSize of the level's
-//     queues and the request joins the shortest; a full queue
+//     queues and the request joins the one with the least estimated work
+//     waiting; a full queue
 //     (queueLengthLimit) rejects it (429, reason queue-full), as does a
 //     Reject level (catch-all) without a free seat; a request that waits
 //     longer than the wait limit (15 s) or whose client goes away leaves
 //     its queue with 429. The exempt level (system:masters, health probes)
 //     is never queued or limited. Retry-After adapts per level between 1
 //     and 32 s to the recent rejections, as kube-apiserver's.
+//   - Fair order inside a level: fair queuing by virtual time, as
+//     kube-apiserver's queue sets (see fairqueue.go): the level's virtual
+//     clock advances with real time shared out among its active queues;
+//     a request's work is estimated (seats times 3 s, plus final seats
+//     times additional latency) and corrected by its real duration when
+//     it finishes; the head request with the smallest virtual finish time
+//     goes next. Every call that changes the Dispatcher passes the time.
 //   - Metrics: apiserver_flowcontrol_current_executing_requests,
 //     _current_executing_seats,
 //     _current_inqueue_requests, _rejected_requests_total{reason},
@@ -63,9 +71,6 @@
 //     at most round(nominal * borrowingLimitPercent / 100) seats beyond
 //     its nominal ones when that is set. The exempt level lends none of
 //     its seats.
-//   - Fair order inside a level: round robin over the non-empty queues,
-//     one request at a time, not virtual finish times (which also weigh
-//     how long requests execute).
 //   - Work estimation: the API server's filter gives every request the
 //     zero WorkEstimate, one seat (no list width by object count, no
 //     final seats for the watch notifications of writes).

@@ -27,7 +27,7 @@ func TestReconfigureKeepsRequests(t *testing.T) {
 		waiting = append(waiting, r)
 	}
 	// Eight queues now, still one seat: nothing starts, nothing is lost.
-	woken, err := d.Reconfigure([]*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("q", 1, 0, queuing(8, 2, 10))})
+	woken, err := d.Reconfigure([]*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("q", 1, 0, queuing(8, 2, 10))}, t0)
 	if err != nil || len(woken) != 0 {
 		t.Fatalf("reconfigure: %v woken %d", err, len(woken))
 	}
@@ -36,19 +36,19 @@ func TestReconfigureKeepsRequests(t *testing.T) {
 	}
 	// The executing request's queue belonged to the old queues: finishing
 	// it must not touch the new ones.
-	if got := d.Finish(held); len(got) != 1 {
+	if got := d.Finish(held, t0); len(got) != 1 {
 		t.Fatalf("finish dispatched %d, want 1", len(got))
 	}
 	// Two levels of 1 share over 4 seats: q gets 2, so one more starts.
 	woken, err = d.Reconfigure([]*flowcontrolv1.PriorityLevelConfiguration{
-		limitedLevel("q", 1, 0, queuing(8, 2, 10)), limitedLevel("other", 1, 0, nil)})
+		limitedLevel("q", 1, 0, queuing(8, 2, 10)), limitedLevel("other", 1, 0, nil)}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = woken
 	d.total = 4
 	d.recompute()
-	if got := d.dispatch(); len(got) != 1 {
+	if got := d.dispatch(t0); len(got) != 1 {
 		t.Fatalf("with 2 seats dispatched %d more, want 1", len(got))
 	}
 	if s := d.State("q"); s.InUse != 2 || s.Waiting != 1 {
@@ -58,7 +58,7 @@ func TestReconfigureKeepsRequests(t *testing.T) {
 		finished = false
 		for _, r := range waiting {
 			if r.state == stateExecuting {
-				d.Finish(r)
+				d.Finish(r, t0)
 				finished = true
 			}
 		}
@@ -78,19 +78,19 @@ func TestRemovedLevelQuiesces(t *testing.T) {
 	if o != Queued {
 		t.Fatalf("second: %v", o)
 	}
-	if _, err := d.Reconfigure(levels[1:]); err != nil {
+	if _, err := d.Reconfigure(levels[1:], t0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.NewRequest("gone", 1, WorkEstimate{}); err == nil {
 		t.Fatal("a removed level admits new requests")
 	}
-	if woken := d.Finish(held); len(woken) != 1 || woken[0] != queued {
+	if woken := d.Finish(held, t0); len(woken) != 1 || woken[0] != queued {
 		t.Fatalf("the quiescing level's queued request was not dispatched: %v", woken)
 	}
 	if len(d.Limits()) != 2 {
 		t.Fatalf("levels %+v, want the quiescing one kept while busy", d.Limits())
 	}
-	d.Finish(queued)
+	d.Finish(queued, t0)
 	if l := d.Limits(); len(l) != 1 || l[0].Name != "stays" || l[0].Nominal != 2 {
 		t.Fatalf("levels %+v, want stays alone with both seats", l)
 	}
@@ -100,7 +100,7 @@ func TestReconfigureIsAllOrNothing(t *testing.T) {
 	d := mustDispatcher(t, testLevels(0), 3)
 	before := d.Limits()
 	bad := limitedLevel("bad", 1, 0, queuing(4, 8, 1))
-	if _, err := d.Reconfigure([]*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("q", 5, 0, queuing(4, 2, 3)), bad}); err == nil {
+	if _, err := d.Reconfigure([]*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("q", 5, 0, queuing(4, 2, 3)), bad}, t0); err == nil {
 		t.Fatal("a bad level was accepted")
 	}
 	if after := d.Limits(); len(after) != len(before) || after[0] != before[0] {

@@ -77,13 +77,13 @@ func TestRequestWidth(t *testing.T) {
 						t.Fatal(err)
 					}
 					reqs[s.arrive], names[r] = r, s.arrive
-					if o, _ := d.Arrive(r); o != s.want {
+					if o, _ := d.Arrive(r, t0); o != s.want {
 						t.Fatalf("step %d: %s arrived %v, want %v", i, s.arrive, o, s.want)
 					}
 				case s.finish != "":
-					woken = d.Finish(reqs[s.finish])
+					woken = d.Finish(reqs[s.finish], t0)
 				case s.linger != "":
-					woken = d.FinishLinger(reqs[s.linger])
+					woken = d.FinishLinger(reqs[s.linger], t0)
 				}
 				var got []string
 				for _, r := range woken {

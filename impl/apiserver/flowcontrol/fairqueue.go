@@ -1,0 +1,232 @@
+package flowcontrol
+
+import "time"
+
+// Fair queuing inside a priority level, by virtual time, as kube-apiserver's
+// queue sets do it (KEP 1040's "fair queuing for server requests"):
+//
+//   - The level keeps a virtual clock R (in seat-seconds) that advances,
+//     while any queue is active (has requests waiting or executing), at
+//     min(seats requested, the level's limit) / active queues per second
+//     of real time: the service each active queue would get if the seats
+//     were shared out equally.
+//   - Each queue has the virtual time its next request starts at
+//     (nextR): R when it becomes active, then advanced by each dispatched
+//     request's estimated work, and never earlier than the arrival (in R)
+//     of its oldest waiting request.
+//   - A request's estimated work is its initial seats times
+//     estimatedServiceDuration plus its final seats times its additional
+//     latency. When it finishes having executed for d instead, its queue's
+//     nextR is corrected by initial seats times (estimatedServiceDuration
+//     - d).
+//   - The next request dispatched is the oldest of the queue whose
+//     virtual finish time (nextR plus that request's work) is the
+//     smallest, ties going to the queue after the last one dispatched
+//     from. If it does not fit in the free seats, the level waits for them.
+//
+// The Dispatcher has no clock: every call that changes a level passes
+// now, and the level's R is brought up to it first (sync).
+
+// estimatedServiceDuration is how long a request is assumed to execute
+// until it finishes, as kube-apiserver assumes it (3 s).
+const estimatedServiceDuration = 3 * time.Second
+
+// queue is one of a level's fair queues.
+type queue struct {
+	waiting   []*Request // oldest first
+	executing int        // requests dispatched from it, still executing
+	// seatsInUse: seats of its requests executing or lingering;
+	// waitingSeats, waitingWork: the seats and estimated work of its
+	// waiting requests.
+	seatsInUse, waitingSeats int
+	waitingWork              float64
+	// nextR is the virtual time its next request starts at.
+	nextR float64
+}
+
+func (q *queue) active() bool { return len(q.waiting) > 0 || q.executing > 0 }
+
+// fairState is a level's virtual clock and what its rate is computed from.
+type fairState struct {
+	vt      float64   // R, seat-seconds
+	lastNow time.Time // real time R was brought up to
+	// active: queues with requests waiting or executing; seatsRequested:
+	// the seats in use and waiting in all queues.
+	active, seatsRequested int
+	robin                  int // the queue last dispatched from
+}
+
+// sync brings l's virtual time up to now.
+func (l *level) sync(now time.Time) {
+	if l.lastNow.IsZero() || now.Before(l.lastNow) {
+		if l.lastNow.IsZero() {
+			l.lastNow = now
+		}
+		return
+	}
+	if l.active > 0 {
+		rate := float64(min(l.seatsRequested, l.limit())) / float64(l.active)
+		l.vt += rate * now.Sub(l.lastNow).Seconds()
+	}
+	l.lastNow = now
+}
+
+// settle counts q's becoming active or idle.
+func (l *level) settle(q *queue, wasActive bool) {
+	switch now := q.active(); {
+	case now && !wasActive:
+		l.active++
+	case !now && wasActive:
+		l.active--
+	}
+}
+
+// estimateWork sets r's seats while waiting, initial seats and estimated
+// work as l's limit caps them.
+func (l *level) estimateWork(r *Request) {
+	limit := l.limit()
+	r.want = l.width(r.work)
+	r.initial = min(max(r.work.InitialSeats, 1), limit)
+	r.estimate = float64(r.initial) * estimatedServiceDuration.Seconds()
+	if r.work.lingers() {
+		r.estimate += float64(min(r.work.FinalSeats, limit)) * r.work.AdditionalLatency.Seconds()
+	}
+}
+
+// enqueue puts r at the end of queue qi.
+func (l *level) enqueue(qi int, r *Request) {
+	q := &l.queues[qi]
+	was := q.active()
+	if !was {
+		q.nextR = l.vt
+	}
+	r.arrivalR = l.vt
+	q.waiting = append(q.waiting, r)
+	q.waitingSeats += r.want
+	q.waitingWork += r.estimate
+	l.seatsRequested += r.want
+	l.waiting++
+	r.queue, r.gen, r.state = qi, l.gen, stateQueued
+	l.settle(q, was)
+	l.bound(q)
+}
+
+// passThrough makes queue qi r's, for a request that is dispatched as
+// it arrives: as if it joined the (empty) line and left it at once.
+func (l *level) passThrough(qi int, r *Request) {
+	if q := &l.queues[qi]; !q.active() {
+		q.nextR = l.vt
+	}
+	r.queue, r.gen = qi, l.gen
+}
+
+// unqueue takes the i-th waiting request out of queue qi.
+func (l *level) unqueue(qi, i int) *Request {
+	q := &l.queues[qi]
+	was := q.active()
+	r := q.waiting[i]
+	copy(q.waiting[i:], q.waiting[i+1:])
+	q.waiting[len(q.waiting)-1] = nil
+	q.waiting = q.waiting[:len(q.waiting)-1]
+	if len(q.waiting) == 0 {
+		q.waiting = nil // let the backing array go
+		q.waitingWork = 0
+	} else {
+		q.waitingWork -= r.estimate
+	}
+	q.waitingSeats -= r.want
+	l.seatsRequested -= r.want
+	l.waiting--
+	l.settle(q, was)
+	l.bound(q)
+	return r
+}
+
+// bound keeps q's next start no earlier than its oldest request's arrival
+// (kube-apiserver's anti-windup: a queue that could not use its share
+// does not bank it).
+func (l *level) bound(q *queue) {
+	if len(q.waiting) > 0 && q.nextR < q.waiting[0].arrivalR {
+		q.nextR = q.waiting[0].arrivalR
+	}
+}
+
+// startInQueue counts r, just dispatched holding r.seats, as executing in
+// its queue, whose next start moves on by r's estimated work.
+func (l *level) startInQueue(r *Request) {
+	if r.queue < 0 || r.gen != l.gen {
+		return
+	}
+	q := &l.queues[r.queue]
+	was := q.active()
+	q.executing++
+	q.seatsInUse += r.seats
+	l.seatsRequested += r.seats
+	q.nextR += r.estimate
+	l.settle(q, was)
+}
+
+// endInQueue counts r as no longer executing in its queue, correcting the
+// queue's next start by what r's execution really took.
+func (l *level) endInQueue(r *Request, now time.Time) {
+	if r.queue < 0 || r.gen != l.gen {
+		return
+	}
+	q := &l.queues[r.queue]
+	was := q.active()
+	q.executing--
+	took := now.Sub(r.started)
+	q.nextR -= float64(r.initial) * (estimatedServiceDuration - took).Seconds()
+	l.bound(q)
+	l.settle(q, was)
+}
+
+// releaseInQueue gives back r's seats in its queue.
+func (l *level) releaseInQueue(r *Request) {
+	if r.queue < 0 || r.gen != l.gen {
+		return
+	}
+	l.queues[r.queue].seatsInUse -= r.seats
+	l.seatsRequested -= r.seats
+}
+
+// fairest is the queue whose oldest request l dispatches next: the
+// smallest virtual finish time, looking from the queue after the last one
+// dispatched from (ties go to the first seen). l has requests waiting.
+func (l *level) fairest() int {
+	n := len(l.queues)
+	best, bestFinish := -1, 0.0
+	for i := 1; i <= n; i++ {
+		qi := (l.robin + i) % n
+		q := &l.queues[qi]
+		if len(q.waiting) == 0 {
+			continue
+		}
+		if finish := q.nextR + q.waiting[0].estimate; best < 0 || finish < bestFinish {
+			best, bestFinish = qi, finish
+		}
+	}
+	if best < 0 {
+		panic("flowcontrol: a level with waiting requests has none queued")
+	}
+	return best
+}
+
+// chooseQueue deals the flow its hand of queues and picks the one whose
+// waiting requests have the least estimated work, looking from a place
+// in the hand that moves on with every choice (so that ties do not always
+// go to the same queue), as kube-apiserver does.
+func (d *Dispatcher) chooseQueue(l *level, hash uint64) int {
+	d.scratch = deal(hash, len(l.queues), l.handSize, d.scratch[:0])
+	hand := len(d.scratch)
+	offset := l.enqueues % hand
+	l.enqueues++
+	best, bestWork := -1, 0.0
+	for i := range hand {
+		qi := d.scratch[(offset+i)%hand]
+		if w := l.queues[qi].waitingWork; best < 0 || w < bestWork {
+			best, bestWork = qi, w
+		}
+	}
+	return best
+}
