@@ -85,6 +85,7 @@ func (a *apfConfig) run(ctx context.Context) {
 	defer wg.Wait()
 	wg.Go(func() { a.fsCache.Run(ctx) })
 	wg.Go(func() { a.plCache.Run(ctx) })
+	wg.Go(func() { a.fc.Run(ctx) }) // gives lingering final seats back at the end
 	if a.fsCache.WaitLoaded(ctx) != nil || a.plCache.WaitLoaded(ctx) != nil {
 		return
 	}

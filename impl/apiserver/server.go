@@ -82,6 +82,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
 	"github.com/kubeproof/kubeproof/impl/kubelet/server/apiproxy"
 	"github.com/kubeproof/kubeproof/impl/storage"
+	"github.com/kubeproof/kubeproof/impl/storage/cacher"
 	"github.com/kubeproof/kubeproof/impl/storage/convert"
 )
 
@@ -182,6 +183,11 @@ type Config struct {
 	// keeps the legacy max-in-flight limits instead of API Priority and
 	// Fairness (package flowcontrol), kube-apiserver's default.
 	DisablePriorityAndFairness bool
+	// EtcdCountMetricPollPeriod (--etcd-count-metric-poll-period) is how
+	// often the stored objects of each resource are counted, for
+	// apiserver_storage_objects and API Priority and Fairness's list work
+	// estimates: default one minute, negative: never.
+	EtcdCountMetricPollPeriod time.Duration
 	// EventTTL is how long events are kept after their last write
 	// (kube-apiserver's --event-ttl; etcd deletes them through leases);
 	// 0 keeps them until deleted.
@@ -268,6 +274,8 @@ type Server struct {
 	// apf keeps API Priority and Fairness following its objects (nil:
 	// disabled, or the flowcontrol resources are not served).
 	apf *apfConfig
+	// objectCounts counts the stored objects (nil: not polled).
+	objectCounts *objectCounts
 	// endpoints keeps this server in the `kubernetes` Endpoints (nil:
 	// not served, or --endpoint-reconciler-type=none).
 	endpoints *endpointReconciler
@@ -447,6 +455,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	var h http.Handler = http.HandlerFunc(s.route)
 	h = filters.WithAuthorization(h, codecs, authorizer, s.log)
+	var counts *flowcontrol.ObjectCounts // with API Priority and Fairness
 	// As kube-apiserver's chain: flow control (or the in-flight bound)
 	// after authentication and impersonation, so that it knows the
 	// (effective) user.
@@ -466,8 +475,14 @@ func New(cfg Config) (*Server, error) {
 			s.Close()
 			return nil, fmt.Errorf("apiserver: building flow control: %w", err)
 		}
-		h = filters.WithPriorityAndFairness(h, codecs, fc)
+		counts = flowcontrol.NewObjectCounts(nil)
+		est := &flowcontrol.Estimator{Counts: counts, Watches: flowcontrol.NewWatchTracker(), ListFromStorage: cacher.DelegatesList}
+		h = filters.WithPriorityAndFairness(h, codecs, fc, est)
 		s.apf = newAPFConfig(s, fc)
+	}
+	if s.objectCounts, err = newObjectCounts(reg, s.countedResources(), counts, cfg.EtcdCountMetricPollPeriod, s.log); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("apiserver: counting stored objects: %w", err)
 	}
 	h = filters.WithImpersonation(h, codecs, authorizer, s.log)
 	auditCfg := audit.Config{Policy: cfg.AuditPolicy, Backend: cfg.AuditBackend, MaxBodyBytes: int(cfg.MaxRequestBodyBytes)}
@@ -574,6 +589,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	if s.services != nil {
 		bg.Go(func() { s.runServiceRepair(baseCtx) })
+	}
+	if s.objectCounts != nil {
+		bg.Go(func() { s.objectCounts.run(baseCtx) })
 	}
 	if s.apf != nil {
 		if err := s.apf.ensure(ctx); err != nil {

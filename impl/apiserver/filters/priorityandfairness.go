@@ -11,6 +11,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/endpoints"
 	"github.com/kubeproof/kubeproof/impl/apiserver/flowcontrol"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
 // The response headers naming the request's FlowSchema and priority level,
@@ -23,14 +24,17 @@ var (
 // WithPriorityAndFairness is API Priority and Fairness, kube-apiserver's
 // default in place of WithMaxInFlight (same place in the chain: after
 // authentication and impersonation). Each request is classified (response
-// headers X-Kubernetes-PF-FlowSchema-UID and -PriorityLevel-UID) and
-// waits for a seat of its priority level; turned away it gets 429
-// TooManyRequests with Retry-After. A watch waits for a seat like any
-// request and gives it back as it starts streaming; the other long-running
-// requests (exec, attach, log, portforward, proxy) are let through
-// unclassified, as kube-apiserver does. The seat is given back however the
-// handler ends, a panic included.
-func WithPriorityAndFairness(next http.Handler, c *codec.Codecs, fc *flowcontrol.Controller) http.Handler {
+// headers X-Kubernetes-PF-FlowSchema-UID and -PriorityLevel-UID), its work
+// estimated by est (nil: one seat each), and waits for the seats of its
+// priority level; turned away it gets 429 TooManyRequests with
+// Retry-After. A watch is counted among the open watches (est.Watches)
+// while it runs, and holds its seats until the storage says its initial
+// events are sent (storage.WatchInitialized), or until it ends if that
+// comes first (it failed, or the client went away). The other
+// long-running requests (exec, attach, log, portforward, proxy) are let
+// through unclassified, as kube-apiserver does. The seats are given back
+// however the handler ends, a panic included.
+func WithPriorityAndFairness(next http.Handler, c *codec.Codecs, fc *flowcontrol.Controller, est *flowcontrol.Estimator) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := request.InfoFrom(r.Context())
 		if info == nil {
@@ -45,7 +49,11 @@ func WithPriorityAndFairness(next http.Handler, c *codec.Codecs, fc *flowcontrol
 		cl := fc.Classify(request.UserFrom(r.Context()), info)
 		h := w.Header()
 		h[flowSchemaUIDHeader], h[priorityLevelUIDHeader] = cl.HeaderValues()
-		req, err := fc.Wait(r.Context(), cl)
+		var work flowcontrol.WorkEstimate
+		if est != nil {
+			work = est.Estimate(info, request.Query(r), func() int { return fc.MaxSeats(cl) })
+		}
+		req, err := fc.WaitFor(r.Context(), cl, work)
 		if err != nil {
 			retryAfter := 1
 			if rej := (*flowcontrol.Rejection)(nil); errors.As(err, &rej) {
@@ -54,12 +62,13 @@ func WithPriorityAndFairness(next http.Handler, c *codec.Codecs, fc *flowcontrol
 			endpoints.WriteStatusError(w, r, c, apierrors.NewTooManyRequests("Too many requests, please try again later.", retryAfter))
 			return
 		}
-		if watch {
-			fc.Release(req)
-			next.ServeHTTP(w, r)
-			return
-		}
 		defer fc.Release(req)
+		if watch {
+			if est != nil && est.Watches != nil {
+				defer est.Watches.Register(info)()
+			}
+			r = r.WithContext(storage.WithWatchInitialized(r.Context(), func() { fc.Release(req) }))
+		}
 		next.ServeHTTP(w, r)
 	})
 }

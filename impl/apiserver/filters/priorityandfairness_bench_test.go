@@ -29,7 +29,7 @@ func BenchmarkLimitFilter(b *testing.B) {
 		h    http.Handler
 	}{
 		{"max-in-flight", WithMaxInFlight(next, c, 400, 200)},
-		{"priority-and-fairness", WithPriorityAndFairness(next, c, fc)},
+		{"priority-and-fairness", WithPriorityAndFairness(next, c, fc, nil)},
 	} {
 		b.Run(f.name, func(b *testing.B) {
 			u := &request.User{Name: "system:node:n1", Groups: []string{"system:nodes", "system:authenticated"}}

@@ -11,6 +11,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 	"github.com/kubeproof/kubeproof/impl/apiserver/flowcontrol"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
 // apfChain is request info → panic recovery → user alice → priority and
@@ -25,7 +26,7 @@ func apfChain(t *testing.T, total int, next http.Handler) http.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := WithPriorityAndFairness(next, c, fc)
+	h := WithPriorityAndFairness(next, c, fc, nil)
 	user := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u := &request.User{Name: "alice", Groups: []string{"system:authenticated"}}
 		h.ServeHTTP(w, r.WithContext(request.SetUser(r.Context(), u)))
@@ -56,36 +57,94 @@ func TestPriorityAndFairnessReleasesSeatsOnPanic(t *testing.T) {
 	}
 }
 
-// TestWatchesDoNotHoldSeats: open watches do not use their level's
-// seats up; streaming subresources are not classified at all.
-func TestWatchesDoNotHoldSeats(t *testing.T) {
+// TestWatchesHoldSeatsUntilInitialized: a watch holds its seat until the
+// storage says its initial events are sent (storage.WatchInitialized),
+// or until it ends if that comes first; open watches past that do not
+// use their level's seats up; streaming subresources are not classified
+// at all.
+func TestWatchesHoldSeatsUntilInitialized(t *testing.T) {
 	block := make(chan struct{})
 	defer close(block)
+	initialize, end := make(chan struct{}), make(chan struct{})
 	started := make(chan struct{}, 64)
 	h := apfChain(t, 1, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if info := request.InfoFrom(r.Context()); info.IsLongRunning() {
-			started <- struct{}{}
+			switch r.URL.Query().Get("initial") {
+			case "late": // initial events sent once the test says so
+				started <- struct{}{}
+				<-initialize
+				storage.WatchInitialized(r.Context())
+			case "never": // the watch ends before they are sent
+				started <- struct{}{}
+				<-end
+				return
+			default: // no initial events to send
+				storage.WatchInitialized(r.Context())
+				started <- struct{}{}
+			}
 			<-block // streaming until the test ends
 		}
 		w.WriteHeader(http.StatusOK)
 	}))
-	for i := range 20 {
+	// watch starts watches until one is turned away, and returns how many
+	// got a seat.
+	watch := func(initial string) int {
+		for i := range 20 {
+			rw := httptest.NewRecorder()
+			answered := make(chan struct{})
+			go func() {
+				defer close(answered)
+				h.ServeHTTP(rw, httptest.NewRequest("GET", "/api/v1/namespaces/a/pods?watch=true&initial="+initial, nil))
+			}()
+			select {
+			case <-started:
+			case <-answered:
+				if rw.Code != http.StatusTooManyRequests {
+					t.Fatalf("watch %d (%s) was answered %d", i, initial, rw.Code)
+				}
+				return i
+			}
+		}
+		return 20
+	}
+	list := func() int {
 		rw := httptest.NewRecorder()
-		answered := make(chan struct{})
-		go func() {
-			defer close(answered)
-			h.ServeHTTP(rw, httptest.NewRequest("GET", "/api/v1/namespaces/a/pods?watch=true", nil))
-		}()
-		select {
-		case <-started:
-		case <-answered:
-			t.Fatalf("watch %d was answered %d instead of streaming", i, rw.Code)
+		h.ServeHTTP(rw, httptest.NewRequest("GET", "/api/v1/namespaces/a/pods", nil))
+		return rw.Code
+	}
+	eventuallyOK := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for list() != http.StatusOK {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the level's seats were not given back", what)
+			}
+			time.Sleep(time.Millisecond)
 		}
 	}
+
+	if n := watch(""); n != 20 {
+		t.Fatalf("watch %d without initial events was turned away", n)
+	}
+	held := watch("late")
+	if held == 0 || held == 20 {
+		t.Fatalf("%d watches sending their initial events got a seat; want some, and not all 20", held)
+	}
+	if code := list(); code != http.StatusTooManyRequests {
+		t.Fatalf("a list while %d watches send their initial events: %d, want 429", held, code)
+	}
+	close(initialize)
+	eventuallyOK("initial events sent")
+	if n := watch("never"); n != held {
+		t.Fatalf("%d watches got a seat, want %d as before", n, held)
+	}
+	close(end)
+	eventuallyOK("watches ended before their initial events were sent")
+
 	rw := httptest.NewRecorder()
 	h.ServeHTTP(rw, httptest.NewRequest("GET", "/api/v1/namespaces/a/pods", nil))
 	if rw.Code != http.StatusOK || rw.Header().Get("X-Kubernetes-PF-FlowSchema-UID") == "" {
-		t.Fatalf("a list beside 20 open watches: %d, flow schema %q", rw.Code, rw.Header().Get("X-Kubernetes-PF-FlowSchema-UID"))
+		t.Fatalf("a list beside the open watches: %d, flow schema %q", rw.Code, rw.Header().Get("X-Kubernetes-PF-FlowSchema-UID"))
 	}
 	logs := httptest.NewRecorder()
 	go h.ServeHTTP(logs, httptest.NewRequest("GET", "/api/v1/namespaces/a/pods/p/log?follow=true", nil))

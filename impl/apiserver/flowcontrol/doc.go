@@ -19,6 +19,29 @@
 //     queued and executing requests under its new limits; a removed level
 //     admits nothing new, dispatches what it queued and goes once idle;
 //     a request classified just before its level went goes to catch-all.
+//   - Work estimation (workestimate.go), as kube-apiserver's with its
+//     object-count list estimate: a list takes a seat per 100 objects it
+//     goes through (every stored object when the watch cache serves it;
+//     from etcd the page twice, or every object plus the page with a
+//     selector; one for a single object by name), and so does a watch
+//     that asks for its initial events (sendInitialEvents), at most 10
+//     seats and at most a queuing level's LevelMaxSeats (15% of its
+//     nominal seats, no more than nominal/handSize); a write that 10 or
+//     more watches may be interested in keeps one final seat per 10 of
+//     them for 5 ms after it is done (at most 10, or the level's
+//     maximum, seats, for proportionally longer). The counts of stored
+//     objects are polled from storage every minute (ObjectCounts; none
+//     known: one seat; stale for 3 minutes: the most); watches are
+//     counted by what they watch (WatchTracker: the resource, its
+//     namespace or one object; a pod watch pinned to a node is not
+//     counted, as the watch cache indexes those).
+//   - Watches hold their seats until their initial events are handed
+//     on: the watch cache says so (storage.WatchInitialized) once its
+//     watcher has passed them on, a watch straight from etcd as soon as
+//     it starts, as kube-apiserver's storage does; a watch that fails,
+//     or whose client goes away first, gives them back as it ends.
+//     Exec, attach, log, portforward and proxy streams are not
+//     classified, as kube-apiserver's.
 //   - Classification: the FlowSchema with the lowest matchingPrecedence
 //     (ties by name) one of whose rules matches the user (user, group or
 //     service account subjects) and the request (resource rules by verb,
@@ -71,12 +94,10 @@
 //     at most round(nominal * borrowingLimitPercent / 100) seats beyond
 //     its nominal ones when that is set. The exempt level lends none of
 //     its seats.
-//   - Work estimation: the API server's filter gives every request the
-//     zero WorkEstimate, one seat (no list width by object count, no
-//     final seats for the watch notifications of writes).
-//   - Watches wait for a seat like any request but give it back as they
-//     start streaming, not once their initial events are sent; exec,
-//     attach, log, portforward and proxy streams are not classified.
+//   - Work estimation by object count, not by the objects' bytes:
+//     kube-apiserver 1.34 and later estimate lists by their estimated
+//     size (SizeBasedListCostEstimate, on by default: 100 kB a seat, at
+//     most 100 seats).
 //   - Status: FlowSchemas get their Dangling condition, written with
 //     plain updates, not server-side apply (no managedFields entry);
 //     PriorityLevelConfigurations get no conditions.

@@ -44,6 +44,8 @@ type Upstream interface {
 	CurrentRevision(ctx context.Context) (int64, error)
 	// PathPrefix is the etcd key prefix of every key ("/registry").
 	PathPrefix() string
+	// ObjectCount counts the resource's keys in etcd.
+	storage.ObjectCounter
 }
 
 var _ Upstream = (*etcd3.Store)(nil)
@@ -688,4 +690,18 @@ func keyPrefix(key string, recursive bool) string {
 // WaitReady waits until the cache has listed from etcd and serves reads.
 func (c *Cacher) WaitReady(ctx context.Context) error {
 	return c.waitReady(ctx, c.res.ResourcePrefix)
+}
+
+var _ storage.ObjectCounter = (*Cacher)(nil)
+
+// ObjectCount is the number of objects of the resource: the size of the
+// cache's tree while it is ready (no etcd request), else etcd's count.
+func (c *Cacher) ObjectCount(ctx context.Context) (int64, error) {
+	c.mu.RLock()
+	ready, n := c.ready, c.items.Len()
+	c.mu.RUnlock()
+	if ready {
+		return int64(n), nil
+	}
+	return c.store.ObjectCount(ctx)
 }

@@ -122,6 +122,12 @@ func copyInto(key string, obj, out runtime.Object) error {
 	return nil
 }
 
+// DelegatesList reports whether the watch cache reads a list with opts
+// from etcd rather than from memory (see delegateList); API Priority and
+// Fairness's list work estimate asks, as kube-apiserver's asks its
+// cacher's delegator.
+func DelegatesList(opts storage.ListOptions) bool { return delegateList(opts) }
+
 // delegateList reports whether a list must be read from etcd: quorum reads,
 // exact revisions (explicit, or the legacy resourceVersion+limit form) and
 // continuations.

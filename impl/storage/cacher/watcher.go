@@ -137,6 +137,10 @@ func (w *cacheWatcher) run(initial []*cachedObject, initialEnd bool, startRV int
 		}
 		lastRV = ce.rv
 	}
+	// The initial events are with the reader: the request's seat in API
+	// Priority and Fairness can go (as kube-apiserver's cacher signals
+	// once its watcher has sent the events of its initial interval).
+	storage.WatchInitialized(w.ctx)
 	bookmarkTimer := w.newBookmarkTimer()
 	defer bookmarkTimer.Stop()
 	for {
@@ -303,6 +307,7 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.ListOptions
 		if rv < c.windowStart {
 			window := c.windowStart
 			c.mu.Unlock()
+			storage.WatchInitialized(ctx) // nothing more to send but the error
 			return errorWatch(apierrors.NewResourceExpired(
 				fmt.Sprintf("too old resource version: %d (%d)", rv, window))), nil
 		}

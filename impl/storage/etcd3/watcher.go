@@ -82,6 +82,10 @@ func (s *Store) Watch(ctx context.Context, key string, opts storage.ListOptions)
 	w.startRev = startRev
 	w.ctx, w.cancel = context.WithCancel(ctx)
 	go w.run(initial)
+	// Whether the watch has caught up is not known here (its initial
+	// events are sent in the background): initialized at once, as
+	// kube-apiserver's etcd3 store does.
+	storage.WatchInitialized(ctx)
 	return w, nil
 }
 

@@ -1,0 +1,240 @@
+package flowcontrol
+
+import (
+	"math"
+	"net/url"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+	"github.com/kubeproof/kubeproof/impl/storage"
+)
+
+// Work estimation as kube-apiserver's defaults (with its object-count
+// list estimate, SizeBasedListCostEstimate off): a request takes at least
+// MinimumSeats; a list one seat per ObjectsPerSeat objects it goes
+// through, at most MaximumListSeats; a write one seat, and when
+// WatchesPerSeat or more watches may be interested in it, one final seat
+// per WatchesPerSeat of them (at most MaximumMutatingSeats) for
+// EventAdditionalDuration per final seat after it is done. A priority
+// level that queues caps them further at LevelMaxSeats.
+const (
+	MinimumSeats            = 1
+	MaximumListSeats        = 10
+	MaximumMutatingSeats    = 10
+	ObjectsPerSeat          = 100
+	WatchesPerSeat          = 10
+	EventAdditionalDuration = 5 * time.Millisecond
+
+	// levelMaxSeatsShare of a level's nominal seats is the most one
+	// request may take (kube-apiserver's 15%: 10 seats for the default
+	// levels at the default 600 seats).
+	levelMaxSeatsShare = 0.15
+	// unknownCount stands for the count of a resource whose count went
+	// stale: as many objects as can be (the most seats).
+	unknownCount = 1_000_000_000
+)
+
+// LevelMaxSeats is the most seats one request may take at a priority
+// level that queues, with nominal seats and handSize: 15% of its nominal
+// seats rounded up, but no more than nominal/handSize (so that a hand of
+// queues can hold such requests), at least 1, as kube-apiserver's
+// configuration controller computes it. Levels that do not queue have
+// none (0): the package limits apply.
+func LevelMaxSeats(nominal, handSize int) int {
+	if handSize <= 0 {
+		return 0
+	}
+	return max(1, min(int(math.Ceil(float64(nominal)*levelMaxSeatsShare)), nominal/handSize))
+}
+
+// ListWork is what the estimate of a list, or of a watch, looks at.
+type ListWork struct {
+	// Watch: a watch, which costs like a list only when it asks for its
+	// initial events (SendInitialEvents).
+	Watch, SendInitialEvents bool
+	// Single: the request names one object (by path or a metadata.name
+	// field selector); it is read like a get.
+	Single bool
+	// BadOptions: the list options do not parse; the request will fail,
+	// and is estimated at the most seats until it does.
+	BadOptions bool
+	// Count is the number of stored objects of the resource, CountErr
+	// ErrCountStale or ErrCountUnknown when it is not known (see
+	// ObjectCounts).
+	Count    int64
+	CountErr error
+	// Limit is the list's limit (0: none); Selective: it has a label or
+	// field selector.
+	Limit     int64
+	Selective bool
+	// FromStorage: the list is read from etcd, not from the watch cache.
+	FromStorage bool
+}
+
+// EstimateList is the work of a list or watch, as kube-apiserver's list
+// work estimator says it by object count, at a level whose LevelMaxSeats
+// is levelMax (0: none). The objects gone through: one for a single
+// object; every stored one when read from the cache; from etcd, every
+// stored one plus the page when a selector filters them, else the page
+// twice (read, then encoded). Watches without initial events, single
+// objects and resources without a known count take MinimumSeats;
+// a stale count and unparsable options the most seats.
+func EstimateList(w ListWork, levelMax int) WorkEstimate {
+	maxSeats := levelMax
+	if maxSeats <= 0 || maxSeats > MaximumListSeats {
+		maxSeats = MaximumListSeats
+	}
+	if w.BadOptions {
+		return WorkEstimate{InitialSeats: maxSeats}
+	}
+	if w.Watch && !w.SendInitialEvents {
+		return WorkEstimate{InitialSeats: MinimumSeats}
+	}
+	count := w.Count
+	switch w.CountErr {
+	case nil:
+	case ErrCountUnknown:
+		return WorkEstimate{InitialSeats: MinimumSeats}
+	default: // stale, or anything unexpected: assume the worst
+		count = unknownCount
+	}
+	page := count
+	if w.Limit > 0 && w.Limit < count {
+		page = w.Limit
+	}
+	var objects int64
+	switch {
+	case w.Single:
+		objects = 1
+	case w.Watch || !w.FromStorage:
+		objects = count
+	case w.Selective:
+		objects = count + page
+	default:
+		objects = 2 * page
+	}
+	seats := int(math.Ceil(float64(objects) / ObjectsPerSeat))
+	return WorkEstimate{InitialSeats: min(max(seats, MinimumSeats), maxSeats)}
+}
+
+// EstimateMutating is the work of a write that watchers watches may be
+// interested in, at a level whose LevelMaxSeats is levelMax (0: none), as
+// kube-apiserver's mutating work estimator says it: one seat while it
+// executes; with WatchesPerSeat watchers or more, ceil(watchers /
+// WatchesPerSeat) final seats for EventAdditionalDuration each, reshaped
+// to at most the level's (or MaximumMutatingSeats) seats for
+// proportionally longer. Writes that notify no watch (a service account
+// token) take one seat.
+func EstimateMutating(watchers int, notifiesNoWatch bool, levelMax int) WorkEstimate {
+	maxSeats := levelMax
+	if maxSeats <= 0 || maxSeats > MaximumMutatingSeats {
+		maxSeats = MaximumMutatingSeats
+	}
+	if notifiesNoWatch || watchers < WatchesPerSeat {
+		return WorkEstimate{InitialSeats: MinimumSeats}
+	}
+	final := int(math.Ceil(float64(watchers) / WatchesPerSeat))
+	// The final work in seat-seconds, in kube-apiserver's fixed point
+	// (10 ns units), then spread over at most maxSeats seats.
+	work := math.Round(float64(final) * float64(EventAdditionalDuration) / 10)
+	final = min(final, maxSeats)
+	return WorkEstimate{InitialSeats: MinimumSeats, FinalSeats: final,
+		AdditionalLatency: time.Duration(work / float64(final) * 10)}
+}
+
+// Estimator estimates the work of each request from the stored object
+// counts and the open watches.
+type Estimator struct {
+	// Counts are the stored objects per resource; nil: none known.
+	Counts *ObjectCounts
+	// Watches are the open watches; nil: none counted.
+	Watches *WatchTracker
+	// ListFromStorage reports whether a list with opts is read from etcd
+	// (the watch cache's rule, cacher.DelegatesList); nil: lists are read
+	// from the cache.
+	ListFromStorage func(opts storage.ListOptions) bool
+}
+
+// Estimate is the work of the request info describes, with URL query
+// values query, at a level whose LevelMaxSeats levelMax gives (called only
+// when a limit matters): lists and watches by EstimateList, creates,
+// updates, patches and deletes by EstimateMutating, anything else one
+// seat, as kube-apiserver's work estimator.
+func (e *Estimator) Estimate(info *request.Info, query url.Values, levelMax func() int) WorkEstimate {
+	if e == nil || info == nil || !info.IsResourceRequest {
+		return WorkEstimate{InitialSeats: MinimumSeats}
+	}
+	switch info.Verb {
+	case "list", "watch":
+		w := e.listWork(info, query)
+		if w.Watch && !w.SendInitialEvents {
+			return WorkEstimate{InitialSeats: MinimumSeats}
+		}
+		return EstimateList(w, levelMax())
+	case "create", "update", "patch", "delete":
+		if e.Watches == nil {
+			return WorkEstimate{InitialSeats: MinimumSeats}
+		}
+		watchers := e.Watches.Interested(info)
+		if watchers < WatchesPerSeat {
+			return WorkEstimate{InitialSeats: MinimumSeats}
+		}
+		noWatch := info.Resource == "serviceaccounts" && info.Subresource == "token"
+		return EstimateMutating(watchers, noWatch, levelMax())
+	}
+	return WorkEstimate{InitialSeats: MinimumSeats}
+}
+
+// listWork describes a list or watch request for EstimateList.
+func (e *Estimator) listWork(info *request.Info, query url.Values) ListWork {
+	w := ListWork{Watch: info.Verb == "watch", Single: objectName(info) != ""}
+	var opts metav1.ListOptions
+	if err := metav1.Convert_url_Values_To_v1_ListOptions(&query, &opts, nil); err != nil {
+		w.BadOptions = true
+		return w
+	}
+	w.SendInitialEvents = opts.SendInitialEvents != nil && *opts.SendInitialEvents
+	if w.Watch && !w.SendInitialEvents {
+		return w
+	}
+	w.Limit, w.Selective = opts.Limit, opts.LabelSelector != "" || opts.FieldSelector != ""
+	if e.ListFromStorage != nil {
+		w.FromStorage = e.ListFromStorage(storage.ListOptions{
+			ResourceVersion: opts.ResourceVersion, ResourceVersionMatch: opts.ResourceVersionMatch,
+			Predicate: storage.SelectionPredicate{Limit: opts.Limit, Continue: opts.Continue},
+			Recursive: true,
+		})
+	}
+	if e.Counts == nil {
+		w.CountErr = ErrCountUnknown
+	} else {
+		w.Count, w.CountErr = e.Counts.Get(countKey(info.APIGroup, info.Resource))
+	}
+	return w
+}
+
+// countKey names a resource's count: resource[.group], as kube-apiserver's
+// apiserver_storage_objects labels it.
+func countKey(group, resource string) string {
+	if group == "" {
+		return resource
+	}
+	return resource + "." + group
+}
+
+// MaxSeats is LevelMaxSeats of the level the request classified cl waits
+// at (0 for the exempt level and levels that reject instead of queuing).
+func (c *Controller) MaxSeats(cl Classification) int {
+	if cl.flow.exempt {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := cl.flow.at
+	if l == nil || l.reject || l.exempt {
+		return 0
+	}
+	return LevelMaxSeats(l.nominal, l.handSize)
+}

@@ -1,0 +1,170 @@
+package flowcontrol
+
+import (
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+	"github.com/kubeproof/kubeproof/impl/storage"
+)
+
+func TestLevelMaxSeats(t *testing.T) {
+	for _, tc := range []struct{ nominal, hand, want int }{
+		{5, 6, 1}, // nominal/hand is 0: at least one
+		{10, 6, 1},
+		{15, 6, 2},
+		{20, 6, 3},
+		{35, 6, 5},   // nominal/hand (5) under 15% (6)
+		{100, 6, 15}, // 15% under nominal/hand (16)
+		{200, 6, 30}, // 15%
+		{10, 1, 2},   // 15% of 10 rounded up
+		{100, 20, 5}, // nominal/hand
+		{245, 6, 37}, // workload-low at the default 600 seats
+		{0, 6, 1},    // no seats: still one
+		{100, 0, 0},  // no queues (a Reject level): no level limit
+		{100, -1, 0}, // nonsense hand: none either
+		{1000, 1, 150},
+	} {
+		if got := LevelMaxSeats(tc.nominal, tc.hand); got != tc.want {
+			t.Errorf("LevelMaxSeats(%d, %d) = %d, want %d", tc.nominal, tc.hand, got, tc.want)
+		}
+	}
+}
+
+func TestEstimateList(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		w        ListWork
+		levelMax int
+		want     int
+	}{
+		{"from the cache: every stored object", ListWork{Count: 799}, 0, 8},
+		{"from the cache: capped at the list maximum", ListWork{Count: 5000}, 0, MaximumListSeats},
+		{"from the cache: the limit does not help", ListWork{Count: 799, Limit: 10}, 0, 8},
+		{"from the cache: capped at the level's maximum", ListWork{Count: 799}, 3, 3},
+		{"a level maximum above the list maximum does not count", ListWork{Count: 5000}, 37, MaximumListSeats},
+		{"from etcd: the page read and encoded", ListWork{Count: 699, Limit: 399, FromStorage: true}, 0, 8},
+		{"from etcd without a limit: everything twice", ListWork{Count: 399, FromStorage: true}, 0, 8},
+		{"from etcd with a limit above the count", ListWork{Count: 150, Limit: 500, FromStorage: true}, 0, 3},
+		{"from etcd with a selector: everything plus the page", ListWork{Count: 600, Limit: 50, Selective: true, FromStorage: true}, 0, 7},
+		{"from etcd, small", ListWork{Count: 20, Limit: 20, FromStorage: true}, 0, 1},
+		{"no objects: the minimum", ListWork{Count: 0}, 0, MinimumSeats},
+		{"one object by name", ListWork{Count: 100000, Single: true}, 0, MinimumSeats},
+		{"count not known: the minimum", ListWork{CountErr: ErrCountUnknown}, 0, MinimumSeats},
+		{"count stale: the maximum", ListWork{Count: 1, CountErr: ErrCountStale}, 0, MaximumListSeats},
+		{"count stale at a small level", ListWork{Count: 1, CountErr: ErrCountStale}, 2, 2},
+		{"count stale but one object", ListWork{Count: 1, CountErr: ErrCountStale, Single: true}, 0, MinimumSeats},
+		{"options that do not parse: the maximum", ListWork{BadOptions: true, Count: 1}, 0, MaximumListSeats},
+		{"a watch without initial events", ListWork{Watch: true, Count: 100000}, 0, MinimumSeats},
+		{"a watch with initial events: from the cache", ListWork{Watch: true, SendInitialEvents: true, Count: 799, FromStorage: true}, 0, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := EstimateList(tc.w, tc.levelMax)
+			if got != (WorkEstimate{InitialSeats: tc.want}) {
+				t.Errorf("EstimateList(%+v, %d) = %+v, want %d initial seats", tc.w, tc.levelMax, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestEstimateMutating(t *testing.T) {
+	for _, tc := range []struct {
+		watchers int
+		noWatch  bool
+		levelMax int
+		want     WorkEstimate
+	}{
+		{0, false, 0, WorkEstimate{InitialSeats: 1}},
+		{9, false, 0, WorkEstimate{InitialSeats: 1}}, // under WatchesPerSeat: nothing after
+		{10, false, 0, WorkEstimate{InitialSeats: 1, FinalSeats: 1, AdditionalLatency: 5 * time.Millisecond}},
+		{25, false, 0, WorkEstimate{InitialSeats: 1, FinalSeats: 3, AdditionalLatency: 5 * time.Millisecond}},
+		{100, false, 0, WorkEstimate{InitialSeats: 1, FinalSeats: 10, AdditionalLatency: 5 * time.Millisecond}},
+		// Over the maximum the work is reshaped: fewer seats, longer.
+		{101, false, 0, WorkEstimate{InitialSeats: 1, FinalSeats: 10, AdditionalLatency: 5500 * time.Microsecond}},
+		{1000, false, 0, WorkEstimate{InitialSeats: 1, FinalSeats: 10, AdditionalLatency: 50 * time.Millisecond}},
+		{50, false, 3, WorkEstimate{InitialSeats: 1, FinalSeats: 3, AdditionalLatency: 8333333 * time.Nanosecond}},
+		{50, false, 40, WorkEstimate{InitialSeats: 1, FinalSeats: 5, AdditionalLatency: 5 * time.Millisecond}},
+		{1000, true, 0, WorkEstimate{InitialSeats: 1}}, // a service account token notifies no watch
+	} {
+		if got := EstimateMutating(tc.watchers, tc.noWatch, tc.levelMax); got != tc.want {
+			t.Errorf("EstimateMutating(%d, %v, %d) = %+v, want %+v", tc.watchers, tc.noWatch, tc.levelMax, got, tc.want)
+		}
+	}
+}
+
+func TestEstimatorReadsTheRequest(t *testing.T) {
+	now := time.Unix(1000, 0)
+	counts := NewObjectCounts(func() time.Time { return now })
+	counts.Set("pods", 2500)
+	counts.Set("deployments.apps", 450)
+	watches := NewWatchTracker()
+	for range 30 {
+		watches.Register(&request.Info{IsResourceRequest: true, Verb: "watch", Resource: "configmaps"})
+	}
+	est := &Estimator{Counts: counts, Watches: watches,
+		ListFromStorage: func(o storage.ListOptions) bool { return o.ResourceVersion == "" || o.Predicate.Continue != "" }}
+	list := func(group, resource, name string) *request.Info {
+		return &request.Info{IsResourceRequest: true, Verb: "list", APIGroup: group, Resource: resource, Name: name}
+	}
+	levelMaxCalls := 0
+	levelMax := func(n int) func() int { return func() int { levelMaxCalls++; return n } }
+	for _, tc := range []struct {
+		name     string
+		info     *request.Info
+		query    string
+		levelMax int
+		want     WorkEstimate
+	}{
+		{"a list from the cache", list("", "pods", ""), "resourceVersion=0", 0, WorkEstimate{InitialSeats: 10}},
+		{"a list from the cache at a small level", list("", "pods", ""), "resourceVersion=0", 4, WorkEstimate{InitialSeats: 4}},
+		{"a quorum list of a page from etcd", list("", "pods", ""), "limit=100", 0, WorkEstimate{InitialSeats: 2}},
+		{"a continued list", list("apps", "deployments", ""), "limit=200&continue=abc", 0, WorkEstimate{InitialSeats: 4}},
+		{"a list of a group's resource", list("apps", "deployments", ""), "resourceVersion=0", 0, WorkEstimate{InitialSeats: 5}},
+		{"a list of an uncounted resource", list("", "secrets", ""), "resourceVersion=0", 0, WorkEstimate{InitialSeats: 1}},
+		{"a bad limit", list("", "pods", ""), "limit=many", 0, WorkEstimate{InitialSeats: 10}},
+		{"a list of one pod by field", &request.Info{IsResourceRequest: true, Verb: "list", Resource: "pods",
+			FieldSelector: "metadata.name=a"}, "fieldSelector=metadata.name%3Da&resourceVersion=0", 0, WorkEstimate{InitialSeats: 1}},
+		{"a watch", &request.Info{IsResourceRequest: true, Verb: "watch", Resource: "pods"}, "watch=true&resourceVersion=0", 0, WorkEstimate{InitialSeats: 1}},
+		{"a watch-list", &request.Info{IsResourceRequest: true, Verb: "watch", Resource: "pods"},
+			"watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan", 0, WorkEstimate{InitialSeats: 10}},
+		{"a get", &request.Info{IsResourceRequest: true, Verb: "get", Resource: "pods", Name: "a"}, "", 0, WorkEstimate{InitialSeats: 1}},
+		{"a create watched 30 times", &request.Info{IsResourceRequest: true, Verb: "create", Resource: "configmaps", Namespace: "ns"}, "", 0,
+			WorkEstimate{InitialSeats: 1, FinalSeats: 3, AdditionalLatency: 5 * time.Millisecond}},
+		{"a create watched 30 times at a 2-seat level", &request.Info{IsResourceRequest: true, Verb: "update", Resource: "configmaps", Namespace: "ns", Name: "a"}, "", 2,
+			WorkEstimate{InitialSeats: 1, FinalSeats: 2, AdditionalLatency: 7500 * time.Microsecond}},
+		{"a create nobody watches", &request.Info{IsResourceRequest: true, Verb: "create", Resource: "secrets", Namespace: "ns"}, "", 0, WorkEstimate{InitialSeats: 1}},
+		{"a non-resource request", &request.Info{Verb: "get", Path: "/healthz"}, "", 0, WorkEstimate{InitialSeats: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q, err := url.ParseQuery(tc.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := est.Estimate(tc.info, q, levelMax(tc.levelMax)); got != tc.want {
+				t.Errorf("Estimate = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	// A stale count stands for as many objects as can be: the most seats
+	// from the cache, but a page of one from etcd is still one seat.
+	now = now.Add(ObjectCountStaleAfter + time.Second)
+	if got := est.Estimate(list("", "pods", ""), url.Values{"resourceVersion": {"0"}}, levelMax(0)); got.InitialSeats != MaximumListSeats {
+		t.Errorf("a list from the cache with a stale count: %+v, want %d seats", got, MaximumListSeats)
+	}
+	if got := est.Estimate(list("", "pods", ""), url.Values{"limit": {"1"}}, levelMax(0)); got.InitialSeats != 1 {
+		t.Errorf("a page of one from etcd with a stale count: %+v, want 1 seat", got)
+	}
+	// The level's limit is only asked for when it matters.
+	levelMaxCalls = 0
+	est.Estimate(&request.Info{IsResourceRequest: true, Verb: "get", Resource: "pods", Name: "a"}, nil, levelMax(0))
+	est.Estimate(&request.Info{IsResourceRequest: true, Verb: "create", Resource: "secrets"}, nil, levelMax(0))
+	est.Estimate(&request.Info{IsResourceRequest: true, Verb: "watch", Resource: "pods"}, nil, levelMax(0))
+	if levelMaxCalls != 0 {
+		t.Errorf("the level's limit was asked for %d times for a get, an unwatched create and a watch", levelMaxCalls)
+	}
+	// Without an estimator every request takes one seat.
+	if got := (*Estimator)(nil).Estimate(list("", "pods", ""), nil, levelMax(0)); got != (WorkEstimate{InitialSeats: 1}) {
+		t.Errorf("nil estimator: %+v", got)
+	}
+}
