@@ -208,7 +208,7 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringVar(&criEndpoint, "cri-endpoint", "unix:///run/containerd/containerd.sock", "CRI endpoint for --runtime cri.")
 	fs.StringVar(&criEndpoint, "container-runtime-endpoint", "unix:///run/containerd/containerd.sock", "Same as --cri-endpoint (upstream's flag name).")
 	fs.StringVar(&nodeIP, "node-ip", "", "The node's InternalIP and the pods' hostIP (default 127.0.0.1).")
-	fs.StringVar(&podCIDR, "pod-cidr", "", "Pod CIDR: the simulated runtime's IP pool, also written to node.spec.podCIDR (default pool 10.244.0.0/24).")
+	fs.StringVar(&podCIDR, "pod-cidr", "", "Pod CIDR: the simulated runtime's IP pool, also written to node.spec.podCIDR (default pool 10.244.0.0/24); two of different IP families, comma-separated, make a dual-stack node (node.spec.podCIDRs both, every sandbox an address of each).")
 	fs.StringVar(&cpu, "cpu", "4", "Node CPU capacity (and allocatable).")
 	fs.StringVar(&memory, "memory", "32Gi", "Node memory capacity (and allocatable).")
 	fs.StringVar(&ephemeral, "ephemeral-storage", "100Gi", "Node ephemeral-storage capacity (and allocatable).")

@@ -87,6 +87,10 @@ type Config struct {
 	NodeCPU     string
 	NodeMemory  string
 	NodeMaxPods int64
+	// DualStackNodes gives each simulated node an IPv6 pod CIDR
+	// (SimulatedNodeIPv6CIDR) after its IPv4 one: node.spec.podCIDRs has
+	// both and every pod gets an address of each family.
+	DualStackNodes bool
 	// NodeTokens makes the API server accept simulated nodes' in-memory
 	// tokens (IssueNodeToken) even with Nodes 0: for a benchmark's control
 	// that holds the simulated nodes' connections from another process.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -42,6 +43,14 @@ const maxSimulatedNodes = 1024
 // node-<i+1> and 10.(244+i/256).(i%256).0/24.
 func SimulatedNode(i int) (name, podCIDR string) {
 	return fmt.Sprintf("node-%d", i+1), fmt.Sprintf("10.%d.%d.0/24", 244+i/256, i%256)
+}
+
+// SimulatedNodeIPv6CIDR is simulated node i's IPv6 pod CIDR on a
+// dual-stack cluster (Config.DualStackNodes): fd00:10:244:<i in hex>::/64,
+// written canonically (node validation wants "fd00:10:244::/64" for 0).
+func SimulatedNodeIPv6CIDR(i int) string {
+	b := [16]byte{0xfd, 0x00, 0x00, 0x10, 0x02, 0x44, byte(i >> 8), byte(i)}
+	return netip.PrefixFrom(netip.AddrFrom16(b), 64).String()
 }
 
 // componentClient builds a client for a component with its own client

@@ -334,6 +334,9 @@ func (c *Cluster) startKubelets(ctx context.Context, cfg Config) error {
 	n := c.simNodes
 	for i := 0; i < cfg.Nodes; i++ {
 		name, cidr := SimulatedNode(i)
+		if cfg.DualStackNodes {
+			cidr += "," + SimulatedNodeIPv6CIDR(i)
+		}
 		cs, err := c.nodeClient(name)
 		if err != nil {
 			return err

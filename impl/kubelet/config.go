@@ -26,7 +26,9 @@ type Config struct {
 	// Port is the kubelet API's port, reported in
 	// status.daemonEndpoints.kubeletEndpoint (default KubeletPort).
 	Port int32
-	// PodCIDR is written to node.spec.podCIDR when set.
+	// PodCIDR is written to node.spec.podCIDR when set; two CIDRs of
+	// different families, comma-separated, make a dual-stack node
+	// (node.spec.podCIDRs both, podCIDR the first).
 	PodCIDR string
 	// Capacity of the node; allocatable equals capacity (no reservations).
 	CPU, Memory, EphemeralStorage resource.Quantity

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	goruntime "runtime"
 	"slices"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -134,8 +135,11 @@ func (k *Kubelet) registerNode(ctx context.Context) error {
 	}
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, Labels: labels}}
 	if k.cfg.PodCIDR != "" {
-		node.Spec.PodCIDR = k.cfg.PodCIDR
-		node.Spec.PodCIDRs = []string{k.cfg.PodCIDR}
+		// One CIDR, or a dual-stack node's two, comma-separated.
+		for _, c := range strings.Split(k.cfg.PodCIDR, ",") {
+			node.Spec.PodCIDRs = append(node.Spec.PodCIDRs, strings.TrimSpace(c))
+		}
+		node.Spec.PodCIDR = node.Spec.PodCIDRs[0]
 	}
 	k.evictionTick(ctx) // the pressure conditions to register with
 	version, verr := k.rt.Version(ctx)

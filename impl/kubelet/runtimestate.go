@@ -48,6 +48,9 @@ func (k *Kubelet) podRuntimeState(ctx context.Context, uid types.UID) (*podstate
 			}
 			if st.Network != nil {
 				sb.IP = st.Network.Ip
+				for _, ip := range st.Network.AdditionalIps {
+					sb.AdditionalIPs = append(sb.AdditionalIPs, ip.GetIp())
+				}
 			}
 		}
 		ps.Sandboxes = append(ps.Sandboxes, sb)

@@ -60,11 +60,14 @@ func (s ContainerState) String() string {
 
 // Sandbox is one pod sandbox as the runtime reports it.
 type Sandbox struct {
-	ID        string
-	Ready     bool
-	IP        string
-	CreatedAt time.Time
-	Attempt   uint32
+	ID    string
+	Ready bool
+	// IP is the primary IP; AdditionalIPs the others (a dual-stack
+	// sandbox's other family), as CRI's PodSandboxNetworkStatus.
+	IP            string
+	AdditionalIPs []string
+	CreatedAt     time.Time
+	Attempt       uint32
 }
 
 // Container is one container as the runtime reports it.

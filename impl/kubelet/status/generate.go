@@ -82,10 +82,15 @@ func GenerateAPIPodStatus(in Input) v1.PodStatus {
 		s.Phase, s.Reason, s.Message = old.Phase, old.Reason, old.Message
 	}
 
-	// IPs: the ready sandbox's, else the last reported ones.
+	// IPs: the ready sandbox's (a dual-stack sandbox's both, the primary
+	// first), else the last reported ones.
 	if sb := in.Runtime.LatestSandbox(); sb != nil && sb.Ready && sb.IP != "" {
 		s.PodIP = sb.IP
-		s.PodIPs = []v1.PodIP{{IP: sb.IP}}
+		s.PodIPs = make([]v1.PodIP, 0, 1+len(sb.AdditionalIPs))
+		s.PodIPs = append(s.PodIPs, v1.PodIP{IP: sb.IP})
+		for _, ip := range sb.AdditionalIPs {
+			s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
+		}
 	} else {
 		s.PodIP, s.PodIPs = old.PodIP, old.PodIPs
 	}

@@ -1,16 +1,19 @@
 package sim
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"strings"
 
 	mutation "github.com/kubeproof/kubeproof/impl/faults"
 )
 
-// ipPool hands out the host addresses of one IPv4 prefix, next-fit (so a
-// released address is not reused at once), each to at most one live
-// sandbox. The first host address is kept for the gateway, as the bridge
-// CNI plugin does.
+// ipPool hands out the host addresses of one IPv4 or IPv6 prefix,
+// next-fit (so a released address is not reused at once), each to at most
+// one live sandbox. The first host address is kept for the gateway, as the
+// bridge CNI plugin does; an IPv6 pool hands out at most maxIPv6PoolSize
+// addresses (a /64 has more than any node holds pods).
 type ipPool struct {
 	prefix netip.Prefix
 	first  netip.Addr // first assignable address
@@ -22,18 +25,49 @@ type ipPool struct {
 	next  int // offset tried next
 }
 
+// maxIPv6PoolSize bounds an IPv6 pool.
+const maxIPv6PoolSize = 1 << 16
+
 func newIPPool(cidr string) (*ipPool, error) {
-	p, err := netip.ParsePrefix(cidr)
+	p, err := netip.ParsePrefix(strings.TrimSpace(cidr))
 	if err != nil {
 		return nil, fmt.Errorf("parsing pod CIDR %q: %w", cidr, err)
 	}
 	p = p.Masked()
-	if !p.Addr().Is4() || p.Bits() > 30 {
-		return nil, fmt.Errorf("pod CIDR %q: want an IPv4 prefix of /30 or larger", cidr)
+	if p.Addr().Is4() {
+		if p.Bits() > 30 {
+			return nil, fmt.Errorf("pod CIDR %q: want an IPv4 prefix of /30 or larger", cidr)
+		}
+		// network address, gateway, ..., broadcast
+		return &ipPool{prefix: p, first: p.Addr().Next().Next(), size: 1<<(32-p.Bits()) - 3}, nil
 	}
-	// network address, gateway, ..., broadcast
-	size := 1<<(32-p.Bits()) - 3
+	if p.Addr().Is4In6() || p.Bits() > 126 {
+		return nil, fmt.Errorf("pod CIDR %q: want an IPv6 prefix of /126 or larger", cidr)
+	}
+	// network address (subnet-router anycast), gateway, ...
+	size := maxIPv6PoolSize
+	if free := 128 - p.Bits(); free < 17 {
+		size = 1<<free - 2
+	}
 	return &ipPool{prefix: p, first: p.Addr().Next().Next(), size: size}, nil
+}
+
+// newIPPools parses a pod CIDR list ("10.244.3.0/24" or, for a dual-stack
+// node, "10.244.3.0/24,fd00:10:244:3::/64"): one pool per family, the
+// primary first.
+func newIPPools(cidrs string) ([]*ipPool, error) {
+	var out []*ipPool
+	for _, c := range strings.Split(cidrs, ",") {
+		p, err := newIPPool(c)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	if len(out) > 2 || len(out) == 2 && out[0].prefix.Addr().Is4() == out[1].prefix.Addr().Is4() {
+		return nil, fmt.Errorf("pod CIDRs %q: want one CIDR, or two of different IP families", cidrs)
+	}
+	return out, nil
 }
 
 func (p *ipPool) allocate() (netip.Addr, error) {
@@ -66,22 +100,54 @@ func (p *ipPool) held(off int) bool {
 // release returns a to the pool (an address outside it, or not held, is
 // ignored).
 func (p *ipPool) release(a netip.Addr) {
-	if !a.Is4() || !p.prefix.Contains(a) {
+	if !p.prefix.Contains(a) {
 		return
 	}
-	off := int(addrValue(a)) - int(addrValue(p.first))
-	if off >= 0 && off < p.size && p.held(off) {
+	off, ok := addrOffset(p.first, a)
+	if ok && off < p.size && p.held(off) {
 		p.inUse[off/64] &^= 1 << (off % 64)
 	}
 }
 
-func addrValue(a netip.Addr) uint32 {
+// addrOffset is how many places a comes after base (same family; false
+// when a is before base or too far).
+func addrOffset(base, a netip.Addr) (int, bool) {
+	if base.Is4() {
+		d := int64(addrValue4(a)) - int64(addrValue4(base))
+		return int(d), d >= 0
+	}
+	bh, bl := addrValue6(base)
+	ah, al := addrValue6(a)
+	if ah != bh || al < bl || al-bl > 1<<31 {
+		return 0, false
+	}
+	return int(al - bl), true
+}
+
+func addrValue4(a netip.Addr) uint32 {
 	b := a.As4()
 	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }
 
-// addrAt returns the IPv4 address off places after base.
+// addrValue6 is an IPv6 address as its high and low 64 bits.
+func addrValue6(a netip.Addr) (hi, lo uint64) {
+	b := a.As16()
+	return binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
+}
+
+// addrAt returns the address off places after base.
 func addrAt(base netip.Addr, off int) netip.Addr {
-	v := addrValue(base) + uint32(off)
-	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+	if base.Is4() {
+		v := addrValue4(base) + uint32(off)
+		return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+	}
+	hi, lo := addrValue6(base)
+	sum := lo + uint64(off)
+	if sum < lo {
+		hi++
+	}
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], hi)
+	binary.BigEndian.PutUint64(b[8:], sum)
+	return netip.AddrFrom16(b)
 }

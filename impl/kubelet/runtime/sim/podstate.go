@@ -48,7 +48,11 @@ func (r *Runtime) PodState(ctx context.Context, podUID string) (*podstate.Pod, e
 			sb.Attempt = s.meta.Attempt
 		}
 		if sb.Ready {
-			sb.IP = s.ip().String()
+			ips, n := r.sandboxIPs(s)
+			sb.IP = ips[0].String()
+			for _, ip := range ips[1:n] {
+				sb.AdditionalIPs = append(sb.AdditionalIPs, ip.String())
+			}
 		}
 		ps.Sandboxes[i] = sb
 	}

@@ -34,7 +34,10 @@ import (
 type Config struct {
 	// Clock drives container lifetimes and latencies (default: real clock).
 	Clock clock.WithTicker
-	// PodCIDR is the pool sandbox IPs come from, e.g. "10.244.3.0/24".
+	// PodCIDR is the pool sandbox IPs come from, e.g. "10.244.3.0/24", or
+	// two of different families for dual-stack sandboxes
+	// ("10.244.3.0/24,fd00:10:244:3::/64"): each sandbox then gets an
+	// address of each, the first family's as its primary IP.
 	PodCIDR string
 	// Latencies of the corresponding operations (default 0).
 	SandboxLatency, PullLatency, CreateLatency, StartLatency, StopLatency time.Duration
@@ -48,10 +51,13 @@ type Runtime struct {
 	cfg   Config
 	clock clock.WithTicker
 
-	mu         sync.Mutex
-	seq        uint64
-	ids        idKey // renders seq numbers as CRI IDs (ids.go)
-	pool       *ipPool
+	mu    sync.Mutex
+	seq   uint64
+	ids   idKey     // renders seq numbers as CRI IDs (ids.go)
+	pools []*ipPool // one per family, the primary first
+	// ip6 holds the sandboxes' IPv6 addresses when a pool is IPv6 (a
+	// sandbox keeps its IPv4 address itself), by seq, while ready.
+	ip6        map[uint64][16]byte
 	sandboxes  map[uint64]*sandbox                 // by seq
 	containers map[uint64]*container               // by seq
 	byPod      podObjects                          // both, by pod UID (bypod.go)
@@ -93,14 +99,36 @@ type sandbox struct {
 	// sandboxes of pods with equal security contexts and sysctls (see
 	// linuxConfig).
 	linux *runtimeapi.LinuxPodSandboxConfig
-	// ip4 is its IP (the pool's are IPv4): four bytes where a netip.Addr
-	// takes 24, which with cgroupFromUID fit in one word.
+	// ip4 is its IPv4 address (the runtime's ip6 its IPv6 one, if any):
+	// four bytes where a netip.Addr takes 24, which with cgroupFromUID
+	// fit in one word.
 	ip4           [4]byte
 	cgroupFromUID bool
 }
 
 // ip is the sandbox's IP.
-func (s *sandbox) ip() netip.Addr { return netip.AddrFrom4(s.ip4) }
+// sandboxIPs are s's addresses, the primary family's first, n of them
+// (one per pool; meaningful while s is ready). An array, not a slice:
+// status reads are frequent and this allocates nothing.
+func (r *Runtime) sandboxIPs(s *sandbox) (ips [2]netip.Addr, n int) {
+	for i, p := range r.pools {
+		if p.prefix.Addr().Is4() {
+			ips[i] = netip.AddrFrom4(s.ip4)
+		} else {
+			ips[i] = netip.AddrFrom16(r.ip6[s.seq])
+		}
+	}
+	return ips, len(r.pools)
+}
+
+// releaseIPs gives s's addresses back to the pools (network teardown).
+func (r *Runtime) releaseIPs(s *sandbox) {
+	ips, n := r.sandboxIPs(s)
+	for i := range n {
+		r.pools[i].release(ips[i])
+	}
+	delete(r.ip6, s.seq)
+}
 
 // metadata is the sandbox's CRI metadata (made anew when derived from its
 // labels).
@@ -208,12 +236,16 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.PodCIDR == "" {
 		cfg.PodCIDR = "10.244.0.0/24"
 	}
-	pool, err := newIPPool(cfg.PodCIDR)
+	pools, err := newIPPools(cfg.PodCIDR)
 	if err != nil {
 		return nil, err
 	}
+	var ip6 map[uint64][16]byte
+	if len(pools) == 2 || !pools[0].prefix.Addr().Is4() {
+		ip6 = map[uint64][16]byte{}
+	}
 	return &Runtime{
-		cfg: cfg, clock: cfg.Clock, pool: pool,
+		cfg: cfg, clock: cfg.Clock, pools: pools, ip6: ip6,
 		ids:        newIDKey(),
 		sandboxes:  map[uint64]*sandbox{},
 		containers: map[uint64]*container{},
@@ -302,13 +334,28 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ip, err := r.pool.allocate()
-	if err != nil {
-		return "", fmt.Errorf("run pod sandbox %s/%s: failed to set up network: %w", config.Metadata.Namespace, config.Metadata.Name, err)
+	var ipBuf [2]netip.Addr
+	ips := ipBuf[:0]
+	for _, p := range r.pools {
+		ip, err := p.allocate()
+		if err != nil {
+			for i, got := range ips {
+				r.pools[i].release(got)
+			}
+			return "", fmt.Errorf("run pod sandbox %s/%s: failed to set up network: %w", config.Metadata.Namespace, config.Metadata.Name, err)
+		}
+		ips = append(ips, ip)
 	}
 	s := &sandbox{
 		seq: r.newSeq(), state: runtimeapi.PodSandboxState_SANDBOX_READY,
-		createdAt: r.clock.Now().UnixNano(), labels: compactLabels(config.Labels), annotations: r.withDefaults(config.Annotations), ip4: ip.As4(),
+		createdAt: r.clock.Now().UnixNano(), labels: compactLabels(config.Labels), annotations: r.withDefaults(config.Annotations),
+	}
+	for _, ip := range ips {
+		if ip.Is4() {
+			s.ip4 = ip.As4()
+		} else {
+			r.ip6[s.seq] = ip.As16()
+		}
 	}
 	s.meta, s.attempt = compactMeta(config.Metadata, &s.labels)
 	s.linux, s.cgroupFromUID = shared.sandboxLinux(config.Linux, s.labels.podUID)
@@ -354,8 +401,8 @@ func (r *Runtime) StopPodSandbox(ctx context.Context, id string) error {
 		}
 	}
 	if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
-		// Network teardown (CNI DEL) releases the IP.
-		r.pool.release(s.ip())
+		// Network teardown (CNI DEL) releases the IPs.
+		r.releaseIPs(s)
 	}
 	s.state = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 	return nil
@@ -380,7 +427,7 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, id string) error {
 		}
 	}
 	if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
-		r.pool.release(s.ip())
+		r.releaseIPs(s)
 	}
 	delete(r.sandboxes, s.seq)
 	r.byPod.remove(s.labels.podUID, podObject{s: s})
@@ -400,7 +447,11 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, id string) (*runtimeapi.
 		Labels: s.labels.toMap(), Annotations: s.annotations,
 	}
 	if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
-		st.Network = &runtimeapi.PodSandboxNetworkStatus{Ip: s.ip().String()}
+		ips, n := r.sandboxIPs(s)
+		st.Network = &runtimeapi.PodSandboxNetworkStatus{Ip: ips[0].String()}
+		for _, ip := range ips[1:n] {
+			st.Network.AdditionalIps = append(st.Network.AdditionalIps, &runtimeapi.PodIP{Ip: ip.String()})
+		}
 	}
 	return st, nil
 }
