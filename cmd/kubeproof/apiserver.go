@@ -38,6 +38,7 @@ func newAPIServerCommand() *cobra.Command {
 		watchCache                    bool
 		compaction                    time.Duration
 		eventTTL                      time.Duration
+		countPoll                     time.Duration
 		authOpts                      cluster.AuthOptions
 		services                      cluster.ServiceOptions
 	)
@@ -69,7 +70,7 @@ func newAPIServerCommand() *cobra.Command {
 			srv, factory, err := cluster.NewAPIServer(cluster.APIServerConfig{
 				EtcdClient: etcdClient, EtcdPrefix: etcdPrefix, WatchCache: watchCache,
 				CompactionInterval: compaction, EventTTL: eventTTLFlag(eventTTL), ServingCert: &serving, ClientCA: clientCA,
-				Auth:        authOpts,
+				EtcdCountMetricPollPeriod: countPollFlag(countPoll), Auth: authOpts,
 				Services:    services,
 				BindAddress: net.JoinHostPort(bindAddress, strconv.Itoa(securePort)),
 				Metrics:     prometheus.NewRegistry(), Logger: logger,
@@ -99,6 +100,7 @@ func newAPIServerCommand() *cobra.Command {
 	fs.BoolVar(&watchCache, "watch-cache", true, "Enable the watch cache.")
 	fs.DurationVar(&compaction, "etcd-compaction-interval", 5*time.Minute, "The interval of compaction requests; 0 disables.")
 	addEventTTLFlag(fs, &eventTTL)
+	fs.DurationVar(&countPoll, "etcd-count-metric-poll-period", time.Minute, "How often the stored objects of each resource are counted (apiserver_storage_objects, API Priority and Fairness's list work estimates); 0 disables.")
 	enable, disable := cluster.UpAdmissionPlugins()
 	addAuthFlags(fs, &authOpts, cluster.DefaultAuthorizationModes, enable, disable)
 	fs.Int64Var(&authOpts.DefaultNotReadyTolerationSeconds, "default-not-ready-toleration-seconds", 300, "tolerationSeconds of the not-ready:NoExecute toleration DefaultTolerationSeconds adds to pods.")
@@ -118,6 +120,16 @@ func eventTTLFlag(ttl time.Duration) time.Duration {
 		return -1
 	}
 	return ttl
+}
+
+// countPollFlag is cluster's EtcdCountMetricPollPeriod for
+// --etcd-count-metric-poll-period's value (whose 0, as kube-apiserver's,
+// disables counting).
+func countPollFlag(p time.Duration) time.Duration {
+	if p <= 0 {
+		return -1
+	}
+	return p
 }
 
 // addServiceFlags adds kube-apiserver's flags for Services.

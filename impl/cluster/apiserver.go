@@ -48,6 +48,10 @@ type APIServerConfig struct {
 	EventTTL    time.Duration
 	ServingCert *tls.Certificate
 	ClientCA    *x509.CertPool
+	// EtcdCountMetricPollPeriod is how often the stored objects are
+	// counted (apiserver_storage_objects, API Priority and Fairness's list
+	// estimates): 0 means the default (one minute), negative never.
+	EtcdCountMetricPollPeriod time.Duration
 	// KubeletClientTLS: how pods/log, pods/exec and nodes/proxy reach kubelets.
 	KubeletClientTLS *tls.Config
 	// Auth is the request chain: authentication, authorization, admission
@@ -211,6 +215,7 @@ func NewAPIServer(cfg APIServerConfig) (*apiserver.Server, *storagebackend.Facto
 		ServiceClusterIPRange:     cfg.Services.ClusterIPRange,
 		ServiceNodePortRange:      cfg.Services.NodePortRange,
 		EventTTL:                  eventTTL(cfg.EventTTL),
+		EtcdCountMetricPollPeriod: cfg.EtcdCountMetricPollPeriod,
 		AdvertiseAddress:          cfg.Services.AdvertiseAddress,
 		EndpointReconcilerType:    cfg.Services.EndpointReconcilerType,
 		Logger:                    cfg.Logger,
