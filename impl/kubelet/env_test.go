@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
 
 type mapEnvSource struct {
@@ -122,5 +124,30 @@ func TestEnvReachesTheContainer(t *testing.T) {
 		if err != nil || code != 0 || string(out) != want {
 			t.Errorf("printenv %s = %q %d %v, want %q", name, out, code, err, want)
 		}
+	}
+}
+
+// On a dual-stack node the pod's status and its downward API list both
+// addresses, the first pod CIDR's first, from the first start on.
+func TestDualStackPodIPs(t *testing.T) {
+	h := newHarness(t, nil)
+	rt, err := sim.New(sim.Config{Clock: h.clock, PodCIDR: "10.244.7.0/24,fd00:10:244:7::/64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.rt = rt
+	h.k = h.newKubelet(func(c *Config) { c.PodCIDR = "10.244.7.0/24,fd00:10:244:7::/64" })
+	p := h.create(h.pod("dual", func(p *v1.Pod) {
+		p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "IPS", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIPs"}}}}
+	}))
+	got := h.sync(p)
+	if len(got.Status.PodIPs) != 2 || got.Status.PodIP != got.Status.PodIPs[0].IP ||
+		!strings.HasPrefix(got.Status.PodIPs[0].IP, "10.244.7.") || !strings.HasPrefix(got.Status.PodIPs[1].IP, "fd00:10:244:7::") {
+		t.Fatalf("pod IPs %q %v", got.Status.PodIP, got.Status.PodIPs)
+	}
+	id := strings.TrimPrefix(cstatus(got, "app").ContainerID, "sim://")
+	want := got.Status.PodIPs[0].IP + "," + got.Status.PodIPs[1].IP + "\n"
+	if out, _, code, err := h.rt.ExecSync(h.ctx, id, []string{"printenv", "IPS"}, time.Second); err != nil || code != 0 || string(out) != want {
+		t.Errorf("printenv IPS = %q %d %v, want %q", out, code, err, want)
 	}
 }

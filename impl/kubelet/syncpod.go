@@ -410,11 +410,15 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 		return nil
 	}
 	ip := ""
+	var moreIPs []string // a dual-stack sandbox's other family's
 	if st, err := k.rt.PodSandboxStatus(ctx, sandboxID); err == nil && st.Network != nil {
 		ip = st.Network.Ip
+		for _, more := range st.Network.AdditionalIps {
+			moreIPs = append(moreIPs, more.GetIp())
+		}
 	}
 	if pod.Spec.HostNetwork && k.cfg.NodeIP != "" {
-		ip = k.cfg.NodeIP // a host-network pod's IP is the node's, as upstream
+		ip, moreIPs = k.cfg.NodeIP, nil // a host-network pod's IP is the node's, as upstream
 	}
 	for _, s := range a.ContainersToStart {
 		var spec *v1.Container
@@ -423,7 +427,7 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 		} else {
 			spec = &pod.Spec.Containers[s.Index]
 		}
-		if err := k.startContainer(ctx, rec, pod, sandboxID, sbConfig, spec, s, ip); err != nil {
+		if err := k.startContainer(ctx, rec, pod, sandboxID, sbConfig, spec, s, ip, moreIPs); err != nil {
 			k.log.Info("starting container", "pod", pod.Namespace+"/"+pod.Name, "container", spec.Name, "err", err)
 			if s.Init {
 				break
@@ -479,8 +483,9 @@ func containerSpec(pod *v1.Pod, name string, init bool) *v1.Container {
 
 // startContainer pulls the image per policy, creates and starts the
 // container and runs its postStart hook. Failures are recorded as the
-// container's waiting reason.
-func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Pod, sandboxID string, sbConfig *runtimeapi.PodSandboxConfig, spec *v1.Container, s podsync.Start, ip string) error {
+// container's waiting reason. ip is the sandbox's primary IP, moreIPs its
+// others (dual-stack), for the downward API.
+func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Pod, sandboxID string, sbConfig *runtimeapi.PodSandboxConfig, spec *v1.Container, s podsync.Start, ip string, moreIPs []string) error {
 	key := podsync.BackoffKey(spec.Name, s.Init)
 	event := func(eventType, reason, format string, args ...any) {
 		k.containerEvent(pod, spec.Name, s.Init, eventType, reason, format, args...)
@@ -538,13 +543,17 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 		}
 	}
 	envPod := pod
-	if ip != "" && pod.Status.PodIP != ip {
-		// The downward API sees this sandbox's IP. A shallow copy with
+	if ip != "" && (pod.Status.PodIP != ip || len(pod.Status.PodIPs) != 1+len(moreIPs)) {
+		// The downward API sees this sandbox's IPs. A shallow copy with
 		// its own IP fields: ContainerEnv only reads the pod (a deep copy
 		// was ~4 KB of garbage per started container).
 		envPod = new(v1.Pod)
 		*envPod = *pod
-		envPod.Status.PodIP, envPod.Status.PodIPs = ip, []v1.PodIP{{IP: ip}}
+		envPod.Status.PodIP, envPod.Status.PodIPs = ip, make([]v1.PodIP, 0, 1+len(moreIPs))
+		envPod.Status.PodIPs = append(envPod.Status.PodIPs, v1.PodIP{IP: ip})
+		for _, more := range moreIPs {
+			envPod.Status.PodIPs = append(envPod.Status.PodIPs, v1.PodIP{IP: more})
+		}
 		envPod.Status.HostIP, envPod.Status.HostIPs = k.cfg.NodeIP, []v1.HostIP{{IP: k.cfg.NodeIP}}
 	}
 	failed := func(reason string, err error) error {
