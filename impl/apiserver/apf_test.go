@@ -175,6 +175,18 @@ func TestSuggestedObjectsAutoUpdate(t *testing.T) {
 
 func ptr32(v int32) *int32 { return &v }
 
+// metricLine is what follows prefix on its line of /metrics.
+func metricLine(t *testing.T, e *env, prefix string) string {
+	t.Helper()
+	for _, line := range strings.Split(string(e.do("GET", "/metrics", nil).body), "\n") {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			return rest
+		}
+	}
+	t.Fatalf("/metrics has no line %q", prefix)
+	return ""
+}
+
 // TestFlowSchemaChangesWhatAUserGets: a FlowSchema sending alice to a new
 // priority level that rejects over its seats makes alice's requests carry
 // that level's UID and, once it is full, get 429 (concurrency-limit); a
@@ -184,8 +196,8 @@ func ptr32(v int32) *int32 { return &v }
 func TestFlowSchemaChangesWhatAUserGets(t *testing.T) {
 	g := &gate{entered: make(chan struct{}, 16), release: make(chan struct{})}
 	e := newEnv(t, func(c *apiserver.Config) {
-		// 2 seats: tiny gets 1 and may borrow the 3 lendable ones
-		// (workload-high's, workload-low's, global-default's).
+		// 2 seats: tiny's nominal share is 1; its current limit is what
+		// the borrowing adjustment made of the levels' lower limits.
 		c.MaxMutatingRequestsInFlight = 1
 		c.MaxRequestsInFlight = 1
 		c.AdmissionMutators = []admission.Mutator{g}
@@ -239,7 +251,11 @@ func TestFlowSchemaChangesWhatAUserGets(t *testing.T) {
 			r.header.Get("X-Kubernetes-PF-FlowSchema-UID") == string(fs.UID)
 	})
 	// Hold alice's creates until one is turned away: tiny rejects at once
-	// over its seats (its own and what it may borrow).
+	// over its current limit (its own seat and what it borrows).
+	var current int
+	if _, err := fmt.Sscan(metricLine(t, e, `apiserver_flowcontrol_current_limit_seats{priority_level="tiny"} `), &current); err != nil || current < 1 {
+		t.Fatalf("tiny's current limit: %d, %v", current, err)
+	}
 	responses := make(chan response, 16)
 	var rejected response
 	held := 0
@@ -258,8 +274,8 @@ func TestFlowSchemaChangesWhatAUserGets(t *testing.T) {
 		}
 	}
 	expectStatus(t, rejected, http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests, "Too many requests")
-	if held != 4 {
-		t.Errorf("%d of alice's requests held seats, want 4 (1 of tiny's own, 3 borrowed)", held)
+	if held != current {
+		t.Errorf("%d of alice's requests held seats, want tiny's current limit %d", held, current)
 	}
 	if got := rejected.header.Get("X-Kubernetes-PF-PriorityLevel-UID"); got != string(pl.UID) {
 		t.Errorf("the rejection names level %s, want tiny's %s", got, pl.UID)

@@ -170,29 +170,54 @@ func (c *Controller) Reconfigure(dg Digested) error {
 		f.at = c.d.byName[f.level.Name]
 	}
 	c.cfg.Store(cfg)
-	limits := c.d.Limits()
+	limits, fair := c.d.Limits(), c.d.FairFrac()
 	c.mu.Unlock()
 	wake(woken)
-	c.showLimits(limits)
+	c.showLimits(limits, fair, false)
 	return nil
 }
 
-// showLimits sets apiserver_flowcontrol_nominal_limit_seats to limits,
-// dropping the series of levels no longer there.
-func (c *Controller) showLimits(limits []LevelLimits) {
+// AdjustBorrowing re-divides the priority levels' current limits by their
+// recent seat demand (Run does it every BorrowingAdjustmentPeriod) and
+// lets start what the new limits allow.
+func (c *Controller) AdjustBorrowing() {
+	c.mu.Lock()
+	woken := c.d.AdjustBorrowing(c.now())
+	limits, fair := c.d.Limits(), c.d.FairFrac()
+	c.mu.Unlock()
+	wake(woken)
+	c.showLimits(limits, fair, true)
+}
+
+// showLimits sets the levels' seat gauges to limits (and, after an
+// adjustment period, observes their demand), dropping the series of
+// levels no longer there.
+func (c *Controller) showLimits(limits []LevelLimits, fair float64, period bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	gauges := []*prometheus.GaugeVec{c.m.nominal, c.m.lower, c.m.upper, c.m.current, c.m.target,
+		c.m.demandHigh, c.m.demandAvg, c.m.demandDev, c.m.demandSmoothed}
 	now := map[string]bool{}
 	for _, l := range limits {
-		c.m.nominal.WithLabelValues(l.Name).Set(float64(l.Nominal))
+		for i, v := range []float64{float64(l.Nominal), float64(l.Lower), float64(l.Upper), float64(l.Current), l.Target,
+			l.Demand.HighWatermark, l.Demand.Average, l.Demand.StdDev, l.Demand.Smoothed} {
+			gauges[i].WithLabelValues(l.Name).Set(v)
+		}
+		if period && l.Nominal > 0 {
+			c.m.demand.WithLabelValues(l.Name).Observe(l.Demand.Average / float64(l.Nominal))
+		}
 		now[l.Name] = true
 	}
 	for name := range c.shown {
 		if !now[name] {
-			c.m.nominal.DeleteLabelValues(name)
+			for _, g := range gauges {
+				g.DeleteLabelValues(name)
+			}
+			c.m.demand.DeleteLabelValues(name)
 		}
 	}
 	c.shown = now
+	c.m.fairFrac.Set(fair)
 }
 
 // Classify finds the request's FlowSchema (the catch-all one when none
@@ -371,12 +396,23 @@ func (c *Controller) endLinger(r *Request) {
 	wake(woken)
 }
 
-// Run does the Controller's background work until ctx ends; then it
+// Run does the Controller's background work until ctx ends: it adjusts
+// the levels' borrowing every BorrowingAdjustmentPeriod; at the end it
 // gives back at once the seats of the requests still lingering (as will
 // Release from then on) and returns. Without Run lingering seats are
-// given back by their timers alone.
+// given back by their timers alone, and the levels keep the limits of
+// the last configuration.
 func (c *Controller) Run(ctx context.Context) {
-	<-ctx.Done()
+	tick := time.NewTicker(BorrowingAdjustmentPeriod)
+	defer tick.Stop()
+	for done := false; !done; {
+		select {
+		case <-tick.C:
+			c.AdjustBorrowing()
+		case <-ctx.Done():
+			done = true
+		}
+	}
 	c.mu.Lock()
 	c.stopped = true
 	var rs []*Request

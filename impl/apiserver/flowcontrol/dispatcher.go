@@ -126,35 +126,31 @@ type level struct {
 	// gone: removed from the Dispatcher (it was idle).
 	gone bool
 	gen  int // queue generation (see Request.gen)
-	// nominal is the level's nominal concurrency limit in seats; of it,
-	// lendable may be lent to other levels, the rest is reserved to it.
-	nominal, lendable          int
-	maxSeats                   int // nominal + borrowing limit; -1: no limit
-	handSize, queueLengthLimit int
-	queues                     []queue
-	inUse                      int // seats of executing and lingering requests
-	waiting                    int // requests in the queues
-	enqueues                   int // queue choices made (see chooseQueue)
+	// nominal is the level's nominal concurrency limit in seats; it may
+	// lend lendable of them to other levels and borrow borrowable more
+	// (see borrowing.go); current is what it may use now.
+	nominal, lendable, borrowable int
+	current                       int
+	fresh                         bool // current not set yet
+	handSize, queueLengthLimit    int
+	queues                        []queue
+	inUse                         int // seats of executing and lingering requests
+	waiting                       int // requests in the queues
+	waitingSeats                  int // the seats they will take
+	enqueues                      int // queue choices made (see chooseQueue)
 	fairState
-	drops dropHistory
+	// Seat demand: integrated since the last adjustment, and its
+	// statistics and the target they gave.
+	demand demandIntegrator
+	stats  DemandStats
+	target float64
+	drops  dropHistory
 }
 
-// limit is the most seats the level's requests may hold at once when
-// nothing else is borrowed: its nominal limit (at least one). It caps a
-// request's width, and a level's virtual time runs at most this fast.
-func (l *level) limit() int { return max(l.nominal, 1) }
-
-func (l *level) reserved() int { return l.nominal - l.lendable }
-
-// borrowed is how many seats the level uses beyond its reserved ones, taken
-// from the pool of lendable seats (its own lendable ones included). An
-// exempt level borrows nothing.
-func (l *level) borrowed(inUse int) int {
-	if l.exempt {
-		return 0
-	}
-	return max(0, inUse-l.reserved())
-}
+// limit is the most seats the level's requests may hold at once, its
+// current limit (at least one): it caps a request's width, and the
+// level's virtual time runs at most this fast.
+func (l *level) limit() int { return max(l.current, 1) }
 
 // idle: nothing queued or executing.
 func (l *level) idle() bool { return l.inUse == 0 && l.waiting == 0 }
@@ -163,28 +159,33 @@ func (l *level) idle() bool { return l.inUse == 0 && l.waiting == 0 }
 // levels with their seats and queues. It has no clock, no goroutines and no
 // locks; the Controller serialises calls to it.
 //
-// Seats: each Limited level has its nominal concurrency limit, of which
-// nominal-lendable seats are reserved to it; the lendable seats of all
-// levels form one pool from which any level may borrow, up to
-// round(nominal * borrowingLimitPercent / 100) seats beyond its nominal
-// ones when that is set (no limit without it, as in the defaults). A level
-// dispatches while its reserved seats or the pool have room. When seats free up the
-// waiting level that uses the least of its nominal limit goes first.
+// Seats: each Limited level dispatches while its seats in use stay
+// within its current limit, which AdjustBorrowing re-divides among the
+// levels by their demand (borrowing.go); a level with nothing executing
+// may always start one request, however wide, as kube-apiserver's queue
+// sets do.
 type Dispatcher struct {
 	total   int      // seats of the server
 	levels  []*level // configured ones in configuration order, then quiescing ones
 	byName  map[string]*level
-	pool    int // lendable seats of all levels
-	lent    int // pool seats in use
 	scratch []int
+	// nominalSum is the sum of the levels' nominal limits, what
+	// AdjustBorrowing shares out; fairFrac the proportion it used.
+	nominalSum int
+	fairFrac   float64
 	// quiescing counts the levels waiting to be removed once idle.
 	quiescing int
 }
 
-// LevelLimits are a level's seats as NewDispatcher computed them.
+// LevelLimits are a level's seats: its nominal limit and lendable seats as
+// the shares give them, its lower and upper limits, its current limit and
+// the target and demand statistics of the last adjustment.
 type LevelLimits struct {
-	Name              string
-	Nominal, Lendable int
+	Name                  string
+	Nominal, Lendable     int
+	Lower, Upper, Current int
+	Target                float64
+	Demand                DemandStats
 }
 
 // NewDispatcher builds the levels of plcs for a server with total seats
@@ -227,6 +228,12 @@ func parseLevel(p *flowcontrolv1.PriorityLevelConfiguration) (levelSpec, error) 
 	switch p.Spec.Type {
 	case flowcontrolv1.PriorityLevelEnablementExempt:
 		ls.exempt = true
+		if e := p.Spec.Exempt; e != nil && e.LendablePercent != nil {
+			ls.lendablePercent = *e.LendablePercent
+			if ls.lendablePercent < 0 || ls.lendablePercent > 100 {
+				return ls, fmt.Errorf("flowcontrol: priority level %q lends %d%%", p.Name, ls.lendablePercent)
+			}
+		}
 	case flowcontrolv1.PriorityLevelEnablementLimited:
 		lim := p.Spec.Limited
 		if lim == nil {
@@ -312,7 +319,7 @@ func (d *Dispatcher) Reconfigure(plcs []*flowcontrolv1.PriorityLevelConfiguratio
 	for _, ls := range specs {
 		l := old[ls.name]
 		if l == nil {
-			l = &level{name: ls.name}
+			l = &level{name: ls.name, fresh: true}
 		}
 		d.apply(l, ls)
 		levels = append(levels, l)
@@ -333,6 +340,7 @@ func (d *Dispatcher) Reconfigure(plcs []*flowcontrolv1.PriorityLevelConfiguratio
 	}
 	d.levels = levels
 	d.recompute()
+	d.adjust(now) // as kube-apiserver, on every configuration
 	return d.dispatch(now), nil
 }
 
@@ -362,40 +370,42 @@ func (d *Dispatcher) apply(l *level, ls levelSpec) {
 	l.gen++
 	// The requests executing from the old queues are in none of the new
 	// ones; the waiting ones are dealt again, keeping their arrival.
-	l.waiting, l.robin, l.active, l.seatsRequested = 0, 0, 0, 0
+	l.waiting, l.waitingSeats, l.robin, l.active, l.seatsRequested = 0, 0, 0, 0, 0
 	for _, r := range waiting {
 		l.enqueue(d.chooseQueue(l, r.hash), r)
 	}
 }
 
-// recompute derives every level's seats from the shares, and the pool and
-// what of it is lent from the levels' seats in use.
+// recompute derives every level's nominal limit, lendable and borrowable
+// seats from the shares, as kube-apiserver: a level without a borrowing
+// limit may borrow up to the server's total. A new level starts at
+// nominal less half its lendable seats.
 func (d *Dispatcher) recompute() {
 	sum := 0
 	for _, l := range d.levels {
 		sum += int(l.shares)
 	}
-	d.pool, d.lent = 0, 0
+	d.nominalSum = 0
 	for _, l := range d.levels {
-		l.nominal, l.lendable, l.maxSeats = 0, 0, -1
+		l.nominal = 0
 		if sum > 0 {
 			l.nominal = int(math.Ceil(float64(d.total) * float64(l.shares) / float64(sum)))
 		}
-		if l.borrowingLimitPercent >= 0 {
-			l.maxSeats = l.nominal + int(math.Round(float64(l.nominal)*float64(l.borrowingLimitPercent)/100))
-		}
-		if l.exempt {
-			continue // never limited; lends nothing (a simplification)
-		}
 		l.lendable = int(math.Round(float64(l.nominal) * float64(l.lendablePercent) / 100))
-		d.pool += l.lendable
-		d.lent += l.borrowed(l.inUse)
+		l.borrowable = d.total
+		if l.borrowingLimitPercent >= 0 {
+			l.borrowable = int(math.Round(float64(l.nominal) * float64(l.borrowingLimitPercent) / 100))
+		}
+		if l.fresh {
+			l.current, l.fresh = l.nominal-l.lendable/2, false
+		}
+		d.nominalSum += l.nominal
 	}
 }
 
 // reap removes the quiescing levels that are idle, giving their seats to
 // the others.
-func (d *Dispatcher) reap() {
+func (d *Dispatcher) reap(now time.Time) {
 	if d.quiescing == 0 {
 		return
 	}
@@ -411,7 +421,9 @@ func (d *Dispatcher) reap() {
 	clear(d.levels[len(kept):])
 	if len(kept) < len(d.levels) {
 		d.levels = kept
+		d.sync(now)
 		d.recompute()
+		d.adjust(now)
 	}
 }
 
@@ -419,10 +431,15 @@ func (d *Dispatcher) reap() {
 func (d *Dispatcher) Limits() []LevelLimits {
 	out := make([]LevelLimits, 0, len(d.levels))
 	for _, l := range d.levels {
-		out = append(out, LevelLimits{Name: l.name, Nominal: l.nominal, Lendable: l.lendable})
+		out = append(out, LevelLimits{Name: l.name, Nominal: l.nominal, Lendable: l.lendable,
+			Lower: l.lowerLimit(), Upper: l.upperLimit(), Current: l.current, Target: l.target, Demand: l.stats})
 	}
 	return out
 }
+
+// FairFrac is the proportion of their targets the last adjustment gave
+// the levels (apiserver_flowcontrol_seat_fair_frac).
+func (d *Dispatcher) FairFrac() float64 { return d.fairFrac }
 
 // NewRequest makes a request for the flow hashed hash at the named level,
 // needing the seats work says.
@@ -555,7 +572,7 @@ func (d *Dispatcher) FinishLinger(r *Request, now time.Time) []*Request {
 func (d *Dispatcher) release(r *Request, now time.Time) []*Request {
 	r.state = stateDone
 	l := r.level
-	d.setInUse(l, l.inUse-r.seats)
+	l.inUse -= r.seats
 	l.releaseInQueue(r)
 	return d.dispatch(now)
 }
@@ -574,67 +591,50 @@ func (d *Dispatcher) Leave(r *Request, now time.Time) bool {
 	return true
 }
 
-// canDispatch: l is exempt, or seats more seats fit in l's reserved
-// ones, or the rest in the pool within l's borrowing limit.
+// canDispatch: l is exempt, or seats more seats fit in its current
+// limit, or nothing of l is executing (so that a level whose limit went
+// to zero, or a request wider than it, still makes progress, as
+// kube-apiserver's queue sets do).
 func (d *Dispatcher) canDispatch(l *level, seats int) bool {
-	if l.exempt || l.inUse+seats <= l.reserved() {
-		return true
-	}
-	if l.maxSeats >= 0 && l.inUse+seats > l.maxSeats {
-		return false
-	}
-	return d.lent-l.borrowed(l.inUse)+l.borrowed(l.inUse+seats) <= d.pool
-}
-
-func (d *Dispatcher) setInUse(l *level, n int) {
-	d.lent += l.borrowed(n) - l.borrowed(l.inUse)
-	l.inUse = n
+	return l.exempt || l.inUse+seats <= l.current || l.inUse == 0
 }
 
 // start makes r executing at now, out of its queue.
 func (d *Dispatcher) start(r *Request, now time.Time) {
 	l := r.level
 	r.seats = l.width(r.work)
-	d.setInUse(l, l.inUse+r.seats)
+	l.inUse += r.seats
 	r.started = now
 	l.startInQueue(r)
 	r.state = stateExecuting
 }
 
-// dispatch starts, at now, queued requests while some level can: a level
-// can when the request it would dispatch next (the fairest, see
-// fairqueue.go) has its seats free; a wide one waits for them, and the
-// level's other requests wait behind it, so that it is not starved by
-// narrow ones. Of the levels that can, the one using the least of its
-// nominal limit goes first. (Only levels with requests waiting change, and
+// dispatch starts, at now, the queued requests the levels' limits let
+// start: in each level, while the request it would dispatch next (the
+// fairest, see fairqueue.go) has its seats free; a wide one waits for
+// them, and the level's other requests wait behind it, so that it is not
+// starved by narrow ones. (Only levels with requests waiting change, and
 // they are synced to now first.)
 func (d *Dispatcher) dispatch(now time.Time) []*Request {
-	d.reap()
+	d.reap(now)
 	var out []*Request
-	for {
-		var best *level
-		bestQueue := -1
-		for _, l := range d.levels {
-			if l.waiting == 0 {
-				continue
-			}
-			l.sync(now)
+	for _, l := range d.levels {
+		if l.waiting == 0 {
+			continue
+		}
+		l.sync(now)
+		for l.waiting > 0 {
 			qi := l.fairest()
 			if !d.canDispatch(l, l.width(l.queues[qi].waiting[0].work)) {
-				continue
+				break
 			}
-			if best == nil || l.inUse*best.nominal < best.inUse*l.nominal {
-				best, bestQueue = l, qi
-			}
+			r := l.unqueue(qi, 0)
+			l.robin = qi
+			d.start(r, now)
+			out = append(out, r)
 		}
-		if best == nil {
-			return out
-		}
-		r := best.unqueue(bestQueue, 0)
-		best.robin = bestQueue
-		d.start(r, now)
-		out = append(out, r)
 	}
+	return out
 }
 
 // LevelState is a snapshot of one level, for tests and debugging.

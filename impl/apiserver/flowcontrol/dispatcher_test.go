@@ -206,51 +206,63 @@ func TestLeave(t *testing.T) {
 	}
 }
 
-// TestBorrowing: a busy level borrows the idle lendable seats of another;
-// the lender gets its seats back first as borrowed ones free up.
+// TestBorrowing: at an adjustment a busy level borrows the lendable seats
+// of an idle one; the lender gets them back at the next adjustment once
+// its own demand comes back.
 func TestBorrowing(t *testing.T) {
 	plcs := []*flowcontrolv1.PriorityLevelConfiguration{
 		limitedLevel("busy", 1, 0, queuing(8, 2, 50)),
 		limitedLevel("lender", 1, 50, queuing(8, 2, 50)),
 	}
 	d := mustDispatcher(t, plcs, 8) // 4 seats each; the lender lends 2
-	var busy []*Request
-	for range 6 {
-		r, o, _ := arrive(t, d, "busy", "b")
-		if o != Executing {
-			t.Fatalf("busy level up to 4 own + 2 borrowed: %v", o)
+	for range 8 {
+		if _, o, _ := arrive(t, d, "busy", "b"); o == Rejected {
+			t.Fatal("busy: rejected")
 		}
-		busy = append(busy, r)
 	}
-	if _, o, _ := arrive(t, d, "busy", "b"); o != Queued {
-		t.Fatalf("beyond what it can borrow: %v", o)
+	// Ten seconds of the busy level wanting 8 seats and the lender none:
+	// the busy level's target is 8, the lender's its lower limit 2, and
+	// the 8 seats go 6 and 2.
+	d.AdjustBorrowing(t0.Add(BorrowingAdjustmentPeriod))
+	if s, lim := d.State("busy"), limitsOf(d, "busy"); s.InUse != 6 || s.Waiting != 2 || lim.Current != 6 {
+		t.Fatalf("busy after an adjustment: %+v, current limit %d; want 6 in use of 6, 2 waiting", s, lim.Current)
 	}
-	// The lender still has its 2 unlendable seats.
-	var lender []*Request
-	for range 2 {
-		r, o, _ := arrive(t, d, "lender", "l")
-		if o != Executing {
-			t.Fatalf("lender's reserved seats: %v", o)
-		}
-		lender = append(lender, r)
+	if lim := limitsOf(d, "lender"); lim.Current != 2 || lim.Demand.HighWatermark != 0 {
+		t.Fatalf("idle lender: %+v, want a current limit of 2", lim)
 	}
-	if _, o, _ := arrive(t, d, "lender", "l"); o != Queued {
-		t.Fatalf("lender's lent seats are in use: %v", o)
+	// The lender wants 4 seats: it has 2 now, and all 4 after the next
+	// adjustment (its lower bound is then its nominal 4, the busy level's
+	// too); the busy level starts nothing until it is back under 4.
+	for range 4 {
+		arrive(t, d, "lender", "l")
 	}
-	// A borrowed seat frees: the lender (using 2 of 4) goes before the
-	// busy level (using 5 of 4).
-	woken := d.Finish(busy[0], t0)
-	if len(woken) != 1 || woken[0].level.name != "lender" {
-		t.Fatalf("woke %d, the first at %v; want the lender's", len(woken), woken)
+	if s := d.State("lender"); s.InUse != 2 || s.Waiting != 2 {
+		t.Fatalf("lender before the next adjustment: %+v", s)
 	}
-	if s := d.State("lender"); s.InUse != 3 || s.Waiting != 0 {
-		t.Errorf("lender %+v", s)
+	woken := d.AdjustBorrowing(t0.Add(2 * BorrowingAdjustmentPeriod))
+	if len(woken) != 2 || woken[0].level.name != "lender" || woken[1].level.name != "lender" {
+		t.Fatalf("the adjustment started %d requests, want the lender's 2", len(woken))
+	}
+	if b, l := limitsOf(d, "busy"), limitsOf(d, "lender"); b.Current != 4 || l.Current != 4 {
+		t.Fatalf("current limits %d and %d, want 4 and 4", b.Current, l.Current)
+	}
+	if s := d.State("busy"); s.InUse != 6 {
+		t.Fatalf("busy keeps what runs: %+v", s)
 	}
 }
 
-// TestBorrowingLimit: a level with borrowingLimitPercent uses at most
+func limitsOf(d *Dispatcher, name string) LevelLimits {
+	for _, l := range d.Limits() {
+		if l.Name == name {
+			return l
+		}
+	}
+	return LevelLimits{}
+}
+
+// TestBorrowingLimit: a level with borrowingLimitPercent gets at most
 // round(nominal * percent / 100) seats beyond its nominal ones, however
-// much the pool holds; 0 keeps it to its nominal seats.
+// much another level lends; 0 keeps it to its nominal seats.
 func TestBorrowingLimit(t *testing.T) {
 	for _, tc := range []struct {
 		percent int32
@@ -261,14 +273,12 @@ func TestBorrowingLimit(t *testing.T) {
 			busy.Spec.Limited.BorrowingLimitPercent = ptr(tc.percent)
 		}
 		d := mustDispatcher(t, []*flowcontrolv1.PriorityLevelConfiguration{busy, limitedLevel("lender", 1, 100, queuing(8, 2, 50))}, 8)
-		got := 0
 		for range 10 {
-			if _, o, _ := arrive(t, d, "busy", "b"); o == Executing {
-				got++
-			}
+			arrive(t, d, "busy", "b")
 		}
-		if got != tc.want {
-			t.Errorf("borrowingLimitPercent %d: %d seats executing, want %d (4 nominal, the lender's 4 in the pool)", tc.percent, got, tc.want)
+		d.AdjustBorrowing(t0.Add(BorrowingAdjustmentPeriod))
+		if got := d.State("busy").InUse; got != tc.want {
+			t.Errorf("borrowingLimitPercent %d: %d seats executing, want %d (4 nominal, the idle lender lends all its 4)", tc.percent, got, tc.want)
 		}
 	}
 }

@@ -50,12 +50,22 @@
 //     schema plus the user name (ByUser) or namespace (ByNamespace).
 //   - Seats: the server's total (--max-requests-inflight +
 //     --max-mutating-requests-inflight) split by shares:
-//     ceil(total*shares/sum of shares) per level; lendable seats
-//     round(nominal*lendablePercent/100).
+//     ceil(total*shares/sum of shares) per level, its nominal limit;
+//     lendable seats round(nominal*lendablePercent/100); borrowable ones
+//     round(nominal*borrowingLimitPercent/100), the server's total when
+//     unset. A level dispatches within its current limit (or one request
+//     when nothing of it executes). Borrowing by demand (borrowing.go):
+//     every 10 s, and at every configuration, the nominal limits' sum is
+//     re-divided into current limits by the levels' seat demand (seats in
+//     use and waiting) over the period: its time-weighted average,
+//     deviation and high watermark, the envelope smoothed with a 5-minute
+//     half-life, each level between max(nominal-lendable, min(nominal,
+//     high watermark)) and nominal+borrowable, in one fair proportion of
+//     the targets (Controller.Run's ticker, Dispatcher.AdjustBorrowing).
 //   - Width: a request comes with a WorkEstimate (initial seats, final
 //     seats, additional latency; the zero value is one seat). It takes
 //     the larger of its initial and final seats, capped at its level's
-//     nominal limit, when it is dispatched, and holds them while it
+//     current limit, when it is dispatched, and holds them while it
 //     executes and, if it has final seats and additional latency, that
 //     long after it finished (the Controller's timer ends the linger;
 //     Controller.Run's end gives lingering seats back at once). A wide
@@ -82,18 +92,20 @@
 //     _current_executing_seats,
 //     _current_inqueue_requests, _rejected_requests_total{reason},
 //     _dispatched_requests_total, _request_wait_duration_seconds
-//     {execute}, _nominal_limit_seats, labelled by priority_level and
-//     flow_schema.
+//     {execute}, labelled by priority_level and flow_schema;
+//     _nominal_limit_seats, _lower_limit_seats, _upper_limit_seats,
+//     _current_limit_seats, _target_seats, _demand_seats (histogram),
+//     _demand_seats_average, _stdev, _high_watermark and _smoothed,
+//     labelled by priority_level; _seat_fair_frac.
 //
 // Simplified, on purpose:
-//   - Borrowing: instead of re-dividing the lendable seats among the
-//     levels every few seconds by their recent demand, all lendable seats
-//     form one pool that any level borrows from at once; when seats free
-//     up, the waiting level using the least of its nominal limit goes
-//     first. A level can always use its unlendable seats, and borrows
-//     at most round(nominal * borrowingLimitPercent / 100) seats beyond
-//     its nominal ones when that is set. The exempt level lends none of
-//     its seats.
+//   - Borrowing: the exempt level's demand is not measured (its
+//     requests never reach the Dispatcher), so it lends all it may;
+//     _demand_seats observes each level's average demand over nominal
+//     once per adjustment period, not continuously as upstream's timing
+//     histogram. The virtual clocks are float64 seat-seconds, without
+//     upstream's epoch advance (they would need centuries to lose
+//     precision).
 //   - Work estimation by object count, not by the objects' bytes:
 //     kube-apiserver 1.34 and later estimate lists by their estimated
 //     size (SizeBasedListCostEstimate, on by default: 100 kB a seat, at

@@ -56,18 +56,24 @@ type fairState struct {
 	robin                  int // the queue last dispatched from
 }
 
-// sync brings l's virtual time up to now.
+// sync brings l's virtual time, and its seat demand's integral (see
+// borrowing.go), up to now: the level has been as it is since the last
+// sync.
 func (l *level) sync(now time.Time) {
-	if l.lastNow.IsZero() || now.Before(l.lastNow) {
-		if l.lastNow.IsZero() {
+	if l.lastNow.IsZero() || !now.After(l.lastNow) {
+		if l.lastNow.IsZero() && !now.IsZero() {
 			l.lastNow = now
+			if !l.demand.initialized {
+				l.demand.start, l.demand.initialized = now, true
+			}
 		}
 		return
 	}
+	dt := now.Sub(l.lastNow).Seconds()
 	if l.active > 0 {
-		rate := float64(min(l.seatsRequested, l.limit())) / float64(l.active)
-		l.vt += rate * now.Sub(l.lastNow).Seconds()
+		l.vt += float64(min(l.seatsRequested, l.limit())) / float64(l.active) * dt
 	}
+	l.demand.add(l.demandNow(), dt)
 	l.lastNow = now
 }
 
@@ -105,6 +111,7 @@ func (l *level) enqueue(qi int, r *Request) {
 	q.waitingSeats += r.want
 	q.waitingWork += r.estimate
 	l.seatsRequested += r.want
+	l.waitingSeats += r.want
 	l.waiting++
 	r.queue, r.gen, r.state = qi, l.gen, stateQueued
 	l.settle(q, was)
@@ -136,6 +143,7 @@ func (l *level) unqueue(qi, i int) *Request {
 	}
 	q.waitingSeats -= r.want
 	l.seatsRequested -= r.want
+	l.waitingSeats -= r.want
 	l.waiting--
 	l.settle(q, was)
 	l.bound(q)

@@ -15,7 +15,20 @@ type metrics struct {
 	rejected   *prometheus.CounterVec
 	dispatched *prometheus.CounterVec
 	wait       *prometheus.HistogramVec
-	nominal    *prometheus.GaugeVec
+	// Borrowing, by priority level: the limits, the target and demand
+	// statistics of the last adjustment, the demand histogram (one
+	// observation of average demand / nominal limit per level and
+	// adjustment) and the fair fraction.
+	nominal, lower, upper, current, target *prometheus.GaugeVec
+	demandHigh, demandAvg, demandDev       *prometheus.GaugeVec
+	demandSmoothed                         *prometheus.GaugeVec
+	demand                                 *prometheus.HistogramVec
+	fairFrac                               prometheus.Gauge
+}
+
+// levelGauge is a gauge per priority level.
+func levelGauge(name, help string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{"priority_level"})
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -46,13 +59,33 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Seconds from arrival to getting a seat (execute=true) or being turned away (execute=false).",
 			Buckets: []float64{0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30},
 		}, append(labels, "execute")),
-		nominal: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "apiserver_flowcontrol_nominal_limit_seats",
-			Help: "Seats of each priority level: its share of the server's total.",
+		nominal: levelGauge("apiserver_flowcontrol_nominal_limit_seats", "Nominal seats of each priority level: its share of the server's total."),
+		lower:   levelGauge("apiserver_flowcontrol_lower_limit_seats", "The least a priority level's current limit may be: nominal less what it lends."),
+		upper:   levelGauge("apiserver_flowcontrol_upper_limit_seats", "The most a priority level's current limit may be: nominal plus what it may borrow."),
+		current: levelGauge("apiserver_flowcontrol_current_limit_seats", "Seats a priority level may use now, as the last borrowing adjustment divided them."),
+		target:  levelGauge("apiserver_flowcontrol_target_seats", "The seats the last borrowing adjustment aimed to give a priority level."),
+		demandHigh: levelGauge("apiserver_flowcontrol_demand_seats_high_watermark",
+			"The most seats (in use and waiting) a priority level demanded in the last adjustment period."),
+		demandAvg: levelGauge("apiserver_flowcontrol_demand_seats_average",
+			"The time-weighted average of a priority level's seat demand in the last adjustment period."),
+		demandDev: levelGauge("apiserver_flowcontrol_demand_seats_stdev",
+			"The time-weighted standard deviation of a priority level's seat demand in the last adjustment period."),
+		demandSmoothed: levelGauge("apiserver_flowcontrol_demand_seats_smoothed",
+			"A priority level's smoothed seat demand envelope (average plus standard deviation)."),
+		demand: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "apiserver_flowcontrol_demand_seats",
+			Help:    "A priority level's average seat demand over each adjustment period, divided by its nominal limit.",
+			Buckets: []float64{0.2, 0.4, 0.6, 0.8, 1, 1.2, 1.4, 1.7, 2, 2.8, 4, 6},
 		}, []string{"priority_level"}),
+		fairFrac: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "apiserver_flowcontrol_seat_fair_frac",
+			Help: "The proportion of their targets the last borrowing adjustment gave the priority levels.",
+		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.executing, m.seats, m.inQueue, m.rejected, m.dispatched, m.wait, m.nominal} {
+		for _, c := range []prometheus.Collector{m.executing, m.seats, m.inQueue, m.rejected, m.dispatched, m.wait,
+			m.nominal, m.lower, m.upper, m.current, m.target, m.demandHigh, m.demandAvg, m.demandDev, m.demandSmoothed,
+			m.demand, m.fairFrac} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("registering flow control metrics: %w", err)
 			}

@@ -10,11 +10,11 @@ import (
 	"pgregory.net/rapid"
 )
 
-// TestDispatcherProperties drives two levels that lend each other half
-// their seats with random arrivals (flows, widths, final seats), finishes,
-// linger ends, departures and clock steps, and checks after every step
-// that no seat is over-allocated and the books add up; at the end,
-// finishing everything dispatches every request still queued.
+// TestDispatcherProperties drives two levels that lend half their seats
+// with random arrivals (flows, widths, final seats), finishes, linger
+// ends, departures, borrowing adjustments and clock steps, and checks
+// after every step that no seat is over-allocated and the books add up;
+// at the end, finishing everything dispatches every request still queued.
 func TestDispatcherProperties(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		d, err := NewDispatcher([]*flowcontrolv1.PriorityLevelConfiguration{
@@ -26,9 +26,12 @@ func TestDispatcherProperties(t *testing.T) {
 		}
 		now := t0
 		var queued, executing, lingering []*Request
+		// started: the levels where the step started a request.
+		started := map[*level]bool{}
 		// collect moves the requests a call dispatched to executing.
 		collect := func(woken []*Request) {
 			for _, r := range woken {
+				started[r.level] = true
 				i := slices.Index(queued, r)
 				if i < 0 {
 					rt.Fatalf("dispatched a request that was not queued")
@@ -61,6 +64,7 @@ func TestDispatcherProperties(t *testing.T) {
 				}
 				switch o, _ := d.Arrive(r, now); o {
 				case Executing:
+					started[r.level] = true
 					executing = append(executing, r)
 				case Queued:
 					queued = append(queued, r)
@@ -77,8 +81,11 @@ func TestDispatcherProperties(t *testing.T) {
 				if !d.Leave(takeOne(&queued, "leave"), now) {
 					rt.Fatal("a queued request could not leave")
 				}
+			case op == 5:
+				collect(d.AdjustBorrowing(now))
 			}
-			checkBooks(rt, d, executing, lingering, queued)
+			checkBooks(rt, d, executing, lingering, queued, started)
+			clear(started)
 		}
 		for len(executing)+len(lingering) > 0 {
 			now = now.Add(time.Second)
@@ -91,7 +98,8 @@ func TestDispatcherProperties(t *testing.T) {
 			if r.AdditionalLatency() > 0 {
 				lingering = append(lingering, r)
 			}
-			checkBooks(rt, d, executing, lingering, queued)
+			checkBooks(rt, d, executing, lingering, queued, started)
+			clear(started)
 		}
 		if len(queued) > 0 {
 			rt.Fatalf("%d requests still queued with every seat free", len(queued))
@@ -100,29 +108,40 @@ func TestDispatcherProperties(t *testing.T) {
 }
 
 // checkBooks: every level holds the seats of its executing and lingering
-// requests, within its reserved seats plus what the pool lends; the pool
-// is not overdrawn; the queues' counts match the requests in them.
-func checkBooks(rt *rapid.T, d *Dispatcher, executing, lingering, queued []*Request) {
+// requests; a level where a request started is within its current limit
+// unless that request alone holds seats (a level with nothing executing
+// may start one request, however wide); the current
+// limits share out the nominal ones, each within its bounds; the queues'
+// counts match the requests in them.
+func checkBooks(rt *rapid.T, d *Dispatcher, executing, lingering, queued []*Request, started map[*level]bool) {
 	held := map[*level]int{}
+	holders := map[*level]int{}
 	waiting := map[*level]int{}
 	for _, r := range slices.Concat(executing, lingering) {
 		held[r.level] += r.seats
+		holders[r.level]++
 	}
 	for _, r := range queued {
 		waiting[r.level]++
 	}
-	lent := 0
+	currentSum := 0
 	for _, l := range d.levels {
 		if l.inUse != held[l] {
 			rt.Fatalf("level %s: %d seats in use, its requests hold %d", l.name, l.inUse, held[l])
 		}
-		if l.inUse > l.reserved()+d.pool {
-			rt.Fatalf("level %s: %d seats in use, more than its %d reserved and the pool's %d", l.name, l.inUse, l.reserved(), d.pool)
+		// An adjustment may lower a limit below what is in use; then
+		// nothing starts until the level is back within it.
+		if started[l] && l.inUse > l.current && holders[l] > 1 {
+			rt.Fatalf("level %s: a start made %d requests hold %d seats, over its current limit %d", l.name, holders[l], l.inUse, l.current)
 		}
+		if l.current < l.lowerLimit() || l.current > l.upperLimit() {
+			rt.Fatalf("level %s: current limit %d outside [%d, %d]", l.name, l.current, l.lowerLimit(), l.upperLimit())
+		}
+		currentSum += l.current
 		if l.waiting != waiting[l] {
 			rt.Fatalf("level %s: %d waiting, %d queued", l.name, l.waiting, waiting[l])
 		}
-		active, requested, inQueues := 0, 0, 0
+		active, requested, inQueues, waitingSeats := 0, 0, 0, 0
 		for i := range l.queues {
 			q := &l.queues[i]
 			if q.active() {
@@ -130,14 +149,15 @@ func checkBooks(rt *rapid.T, d *Dispatcher, executing, lingering, queued []*Requ
 			}
 			requested += q.seatsInUse + q.waitingSeats
 			inQueues += len(q.waiting)
+			waitingSeats += q.waitingSeats
 		}
-		if active != l.active || requested != l.seatsRequested || inQueues != l.waiting {
-			rt.Fatalf("level %s: counted %d active queues, %d seats requested, %d waiting; the queues say %d, %d, %d",
-				l.name, l.active, l.seatsRequested, l.waiting, active, requested, inQueues)
+		if active != l.active || requested != l.seatsRequested || inQueues != l.waiting || waitingSeats != l.waitingSeats {
+			rt.Fatalf("level %s: counted %d active queues, %d seats requested, %d waiting (%d seats); the queues say %d, %d, %d (%d)",
+				l.name, l.active, l.seatsRequested, l.waiting, l.waitingSeats, active, requested, inQueues, waitingSeats)
 		}
-		lent += l.borrowed(l.inUse)
 	}
-	if lent != d.lent || lent > d.pool {
-		rt.Fatalf("%d seats lent (the Dispatcher counts %d), pool %d", lent, d.lent, d.pool)
+	// Each level's share is rounded: the sum may be off by one per level.
+	if diff := currentSum - d.nominalSum; diff > len(d.levels) || -diff > len(d.levels) {
+		rt.Fatalf("current limits sum to %d, the nominal ones to %d", currentSum, d.nominalSum)
 	}
 }

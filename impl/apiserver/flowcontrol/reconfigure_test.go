@@ -48,6 +48,7 @@ func TestReconfigureKeepsRequests(t *testing.T) {
 	_ = woken
 	d.total = 4
 	d.recompute()
+	d.adjust(t0)
 	if got := d.dispatch(t0); len(got) != 1 {
 		t.Fatalf("with 2 seats dispatched %d more, want 1", len(got))
 	}
