@@ -36,7 +36,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		executing: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apiserver_flowcontrol_current_executing_requests",
-			Help: "Requests holding a seat now (a watch only until it starts streaming), by priority level and flow schema.",
+			Help: "Requests holding seats now (a watch until its initial events are sent), by priority level and flow schema.",
 		}, labels),
 		seats: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apiserver_flowcontrol_current_executing_seats",
