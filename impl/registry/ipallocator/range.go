@@ -1,5 +1,8 @@
 // Package ipallocator hands out Service ClusterIPs from
-// --service-cluster-ip-range and NodePorts from --service-node-port-range,
+// --service-cluster-ip-range (one range, or one per IP family on a
+// dual-stack cluster, each with its own allocator and records: the
+// primary's under /ranges/serviceips, the secondary's under
+// /ranges/secondaryserviceips) and NodePorts from --service-node-port-range,
 // with bitmaps of the taken offsets kept in core/v1 RangeAllocation records,
 // as kube-apiserver's bitmap allocators do. Unlike kube-apiserver, which
 // keeps one record per range (128 KiB for a /12), a range is split into
@@ -17,10 +20,13 @@
 // band for values clients ask for (KEP-3070 for ClusterIPs, KEP-3668 for
 // NodePorts), falling back to the lower band when the upper one is full.
 //
-// Repairer is kube-apiserver's ClusterIP and NodePort repair controllers:
-// every few minutes it rebuilds the records from the services (pure
-// decision: planRepair), recording what services hold but the records
-// lost and releasing what no service has held for three passes.
+// ServiceStorage, in front of the services store, fills a service's IP
+// families for the cluster (registry.InitServiceIPFamilies) and allocates
+// one ClusterIP per family. Repairer is kube-apiserver's ClusterIP and
+// NodePort repair controllers: every few minutes it rebuilds the records
+// of each range from the services (pure decision: planRepair), recording
+// what services hold but the records lost and releasing what no service
+// has held for three passes.
 package ipallocator
 
 import (
