@@ -170,6 +170,18 @@ func TestListTakesSeatsByObjectCount(t *testing.T) {
 			t.Errorf("a small list: %d %s", r.code, r.body)
 		}
 	}
+	// The estimates are in /metrics: the six small lists (one turned
+	// away) at 1 seat, the two big ones (one turned away) at 5.
+	m := string(e.do("GET", "/metrics", nil).body)
+	for _, want := range []string{
+		`apiserver_flowcontrol_work_estimated_seats_bucket{flow_schema="bulk",priority_level="bulk",le="1"} 6`,
+		`apiserver_flowcontrol_work_estimated_seats_bucket{flow_schema="bulk",priority_level="bulk",le="4"} 6`,
+		`apiserver_flowcontrol_work_estimated_seats_bucket{flow_schema="bulk",priority_level="bulk",le="10"} 8`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 }
 
 // TestWatchHoldsItsSeatUntilItsInitialEventsAreSent: a watch from

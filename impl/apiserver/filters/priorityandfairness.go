@@ -51,7 +51,9 @@ func WithPriorityAndFairness(next http.Handler, c *codec.Codecs, fc *flowcontrol
 		h[flowSchemaUIDHeader], h[priorityLevelUIDHeader] = cl.HeaderValues()
 		var work flowcontrol.WorkEstimate
 		if est != nil {
-			work = est.Estimate(info, request.Query(r), func() int { return fc.MaxSeats(cl) })
+			var watchers int
+			work, watchers = est.Estimate(info, request.Query(r), func() int { return fc.MaxSeats(cl) })
+			fc.ObserveWork(cl, work, watchers)
 		}
 		req, err := fc.WaitFor(r.Context(), cl, work)
 		if err != nil {

@@ -92,7 +92,8 @@
 //     _current_executing_seats,
 //     _current_inqueue_requests, _rejected_requests_total{reason},
 //     _dispatched_requests_total, _request_wait_duration_seconds
-//     {execute}, labelled by priority_level and flow_schema;
+//     {execute}, _work_estimated_seats, _watch_count_samples (of
+//     writes), labelled by priority_level and flow_schema;
 //     _nominal_limit_seats, _lower_limit_seats, _upper_limit_seats,
 //     _current_limit_seats, _target_seats, _demand_seats (histogram),
 //     _demand_seats_average, _stdev, _high_watermark and _smoothed,

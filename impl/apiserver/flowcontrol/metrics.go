@@ -15,6 +15,9 @@ type metrics struct {
 	rejected   *prometheus.CounterVec
 	dispatched *prometheus.CounterVec
 	wait       *prometheus.HistogramVec
+	// workSeats: each request's estimated seats (the larger of initial
+	// and final); watchCount: the interested watches of each write.
+	workSeats, watchCount *prometheus.HistogramVec
 	// Borrowing, by priority level: the limits, the target and demand
 	// statistics of the last adjustment, the demand histogram (one
 	// observation of average demand / nominal limit per level and
@@ -59,6 +62,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Seconds from arrival to getting a seat (execute=true) or being turned away (execute=false).",
 			Buckets: []float64{0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30},
 		}, append(labels, "execute")),
+		workSeats: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "apiserver_flowcontrol_work_estimated_seats",
+			Help:    "Seats the work estimate gave each request (the larger of its initial and final seats).",
+			Buckets: []float64{1, 2, 4, 10},
+		}, labels),
+		watchCount: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "apiserver_flowcontrol_watch_count_samples",
+			Help:    "Open watches that a create, update, patch or delete may have to notify, per request.",
+			Buckets: []float64{0, 1, 10, 100, 1000, 10000},
+		}, labels),
 		nominal: levelGauge("apiserver_flowcontrol_nominal_limit_seats", "Nominal seats of each priority level: its share of the server's total."),
 		lower:   levelGauge("apiserver_flowcontrol_lower_limit_seats", "The least a priority level's current limit may be: nominal less what it lends."),
 		upper:   levelGauge("apiserver_flowcontrol_upper_limit_seats", "The most a priority level's current limit may be: nominal plus what it may borrow."),
@@ -84,6 +97,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.executing, m.seats, m.inQueue, m.rejected, m.dispatched, m.wait,
+			m.workSeats, m.watchCount,
 			m.nominal, m.lower, m.upper, m.current, m.target, m.demandHigh, m.demandAvg, m.demandDev, m.demandSmoothed,
 			m.demand, m.fairFrac} {
 			if err := reg.Register(c); err != nil {
@@ -102,6 +116,8 @@ type flowMetrics struct {
 	dispatched         prometheus.Counter
 	waitExecuted       prometheus.Observer
 	waitRejected       prometheus.Observer
+	workSeats          prometheus.Observer
+	watchCount         prometheus.Observer
 	rejected           map[RejectReason]prometheus.Counter
 }
 
@@ -113,6 +129,8 @@ func (m *metrics) forFlow(level, schema string) *flowMetrics {
 		dispatched:     m.dispatched.WithLabelValues(level, schema),
 		waitExecuted:   m.wait.WithLabelValues(level, schema, "true"),
 		waitRejected:   m.wait.WithLabelValues(level, schema, "false"),
+		workSeats:      m.workSeats.WithLabelValues(level, schema),
+		watchCount:     m.watchCount.WithLabelValues(level, schema),
 		rejected:       map[RejectReason]prometheus.Counter{},
 	}
 	for _, r := range []RejectReason{ReasonQueueFull, ReasonConcurrencyLimit, ReasonTimeout, ReasonCancelled} {

@@ -161,30 +161,44 @@ type Estimator struct {
 // values query, at a level whose LevelMaxSeats levelMax gives (called only
 // when a limit matters): lists and watches by EstimateList, creates,
 // updates, patches and deletes by EstimateMutating, anything else one
-// seat, as kube-apiserver's work estimator.
-func (e *Estimator) Estimate(info *request.Info, query url.Values, levelMax func() int) WorkEstimate {
+// seat, as kube-apiserver's work estimator. watchers is the number of
+// watches a write may have to notify (-1 for other requests, and for
+// writes that notify none).
+func (e *Estimator) Estimate(info *request.Info, query url.Values, levelMax func() int) (work WorkEstimate, watchers int) {
+	one := WorkEstimate{InitialSeats: MinimumSeats}
 	if e == nil || info == nil || !info.IsResourceRequest {
-		return WorkEstimate{InitialSeats: MinimumSeats}
+		return one, -1
 	}
 	switch info.Verb {
 	case "list", "watch":
 		w := e.listWork(info, query)
 		if w.Watch && !w.SendInitialEvents {
-			return WorkEstimate{InitialSeats: MinimumSeats}
+			return one, -1
 		}
-		return EstimateList(w, levelMax())
+		return EstimateList(w, levelMax()), -1
 	case "create", "update", "patch", "delete":
-		if e.Watches == nil {
-			return WorkEstimate{InitialSeats: MinimumSeats}
+		if e.Watches == nil || (info.Resource == "serviceaccounts" && info.Subresource == "token") {
+			return one, -1
 		}
 		watchers := e.Watches.Interested(info)
 		if watchers < WatchesPerSeat {
-			return WorkEstimate{InitialSeats: MinimumSeats}
+			return one, watchers
 		}
-		noWatch := info.Resource == "serviceaccounts" && info.Subresource == "token"
-		return EstimateMutating(watchers, noWatch, levelMax())
+		return EstimateMutating(watchers, false, levelMax()), watchers
 	}
-	return WorkEstimate{InitialSeats: MinimumSeats}
+	return one, -1
+}
+
+// ObserveWork records the work estimated for the request classified cl
+// (apiserver_flowcontrol_work_estimated_seats) and, for a write, the
+// watches it may notify (apiserver_flowcontrol_watch_count_samples;
+// watchers < 0: none recorded), as kube-apiserver's filter does.
+func (c *Controller) ObserveWork(cl Classification, work WorkEstimate, watchers int) {
+	fm := cl.flow.metrics
+	fm.workSeats.Observe(float64(work.maxSeats()))
+	if watchers >= 0 {
+		fm.watchCount.Observe(float64(watchers))
+	}
 }
 
 // listWork describes a list or watch request for EstimateList.

@@ -141,7 +141,7 @@ func TestEstimatorReadsTheRequest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := est.Estimate(tc.info, q, levelMax(tc.levelMax)); got != tc.want {
+			if got, _ := est.Estimate(tc.info, q, levelMax(tc.levelMax)); got != tc.want {
 				t.Errorf("Estimate = %+v, want %+v", got, tc.want)
 			}
 		})
@@ -149,10 +149,10 @@ func TestEstimatorReadsTheRequest(t *testing.T) {
 	// A stale count stands for as many objects as can be: the most seats
 	// from the cache, but a page of one from etcd is still one seat.
 	now = now.Add(ObjectCountStaleAfter + time.Second)
-	if got := est.Estimate(list("", "pods", ""), url.Values{"resourceVersion": {"0"}}, levelMax(0)); got.InitialSeats != MaximumListSeats {
+	if got, _ := est.Estimate(list("", "pods", ""), url.Values{"resourceVersion": {"0"}}, levelMax(0)); got.InitialSeats != MaximumListSeats {
 		t.Errorf("a list from the cache with a stale count: %+v, want %d seats", got, MaximumListSeats)
 	}
-	if got := est.Estimate(list("", "pods", ""), url.Values{"limit": {"1"}}, levelMax(0)); got.InitialSeats != 1 {
+	if got, _ := est.Estimate(list("", "pods", ""), url.Values{"limit": {"1"}}, levelMax(0)); got.InitialSeats != 1 {
 		t.Errorf("a page of one from etcd with a stale count: %+v, want 1 seat", got)
 	}
 	// The level's limit is only asked for when it matters.
@@ -163,8 +163,23 @@ func TestEstimatorReadsTheRequest(t *testing.T) {
 	if levelMaxCalls != 0 {
 		t.Errorf("the level's limit was asked for %d times for a get, an unwatched create and a watch", levelMaxCalls)
 	}
+	// The watches a write may notify are reported (for
+	// apiserver_flowcontrol_watch_count_samples), of writes only.
+	for _, tc := range []struct {
+		info *request.Info
+		want int
+	}{
+		{&request.Info{IsResourceRequest: true, Verb: "create", Resource: "configmaps", Namespace: "ns"}, 30},
+		{&request.Info{IsResourceRequest: true, Verb: "delete", Resource: "secrets", Namespace: "ns", Name: "s"}, 0},
+		{&request.Info{IsResourceRequest: true, Verb: "create", Resource: "serviceaccounts", Namespace: "ns", Name: "sa", Subresource: "token"}, -1},
+		{list("", "configmaps", ""), -1},
+	} {
+		if _, got := est.Estimate(tc.info, nil, levelMax(0)); got != tc.want {
+			t.Errorf("%s %s: %d watchers reported, want %d", tc.info.Verb, tc.info.Resource, got, tc.want)
+		}
+	}
 	// Without an estimator every request takes one seat.
-	if got := (*Estimator)(nil).Estimate(list("", "pods", ""), nil, levelMax(0)); got != (WorkEstimate{InitialSeats: 1}) {
+	if got, _ := (*Estimator)(nil).Estimate(list("", "pods", ""), nil, levelMax(0)); got != (WorkEstimate{InitialSeats: 1}) {
 		t.Errorf("nil estimator: %+v", got)
 	}
 }
