@@ -75,7 +75,9 @@ type APIServerConfig struct {
 // 30000-32767, the address the API server is reached at).
 type ServiceOptions struct {
 	// ClusterIPRange (--service-cluster-ip-range) is the CIDR ClusterIPs
-	// are allocated from; its first address goes to the kubernetes service.
+	// are allocated from, or two of different IP families, comma-separated,
+	// for dual-stack services; the first range's first address goes to the
+	// kubernetes service.
 	ClusterIPRange string
 	// NodePortRange (--service-node-port-range), "low-high".
 	NodePortRange string
