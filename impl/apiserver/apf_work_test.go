@@ -41,8 +41,8 @@ func (b *listBlocker) Authorize(ctx context.Context, a auth.Attributes) (auth.De
 // workEnv is a server with two priority levels that reject instead of
 // queuing and neither lend nor borrow: "bulk" (5 seats), for the user
 // lister, and "one" (1 seat), for the user watcher. Object counts are
-// polled every 100 ms.
-func workEnv(t *testing.T, b *listBlocker) *env {
+// polled every 100 ms. tune, if any, changes the configuration further.
+func workEnv(t *testing.T, b *listBlocker, tune ...func(*apiserver.Config)) *env {
 	t.Helper()
 	e := newEnv(t, func(c *apiserver.Config) {
 		// With the watch cache, as kube-apiserver runs: a watch from etcd
@@ -54,6 +54,9 @@ func workEnv(t *testing.T, b *listBlocker) *env {
 		c.MaxRequestsInFlight, c.MaxMutatingRequestsInFlight = 100, 100
 		c.EtcdCountMetricPollPeriod = 100 * time.Millisecond
 		c.Authorizer = b
+		for _, f := range tune {
+			f(c)
+		}
 	})
 	t.Cleanup(func() { close(b.release) }) // a failed test's held lists end
 	fc := e.cs.FlowcontrolV1()
@@ -119,14 +122,15 @@ func createMany(t *testing.T, n int, create func(i int) error) {
 	}
 }
 
-// TestListTakesSeatsByObjectCount: with 450 configmaps stored (counted
-// into apiserver_storage_objects), a list of them from the watch cache
-// takes ceil(450/100) = 5 seats, all of its level's: while it runs, even
-// a one-seat list of the level is turned away. Four one-seat lists leave
+// TestListTakesSeatsByObjectCount: with lists estimated by object count
+// (SizeBasedListCostEstimate off) and 450 configmaps stored (counted into
+// apiserver_storage_objects), a list of them from the watch cache takes
+// ceil(450/100) = 5 seats, all of its level's: while it runs, even a
+// one-seat list of the level is turned away. Four one-seat lists leave
 // one seat: a fifth gets it, the big list does not.
 func TestListTakesSeatsByObjectCount(t *testing.T) {
 	b := &listBlocker{entered: make(chan string, 16), release: make(chan struct{}, 16)}
-	e := workEnv(t, b)
+	e := workEnv(t, b, func(c *apiserver.Config) { c.DisableSizeBasedListCostEstimate = true })
 	createMany(t, 450, func(i int) error {
 		_, err := e.cs.CoreV1().ConfigMaps("default").Create(context.Background(),
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%03d", i)}}, metav1.CreateOptions{})
@@ -177,6 +181,93 @@ func TestListTakesSeatsByObjectCount(t *testing.T) {
 		`apiserver_flowcontrol_work_estimated_seats_bucket{flow_schema="bulk",priority_level="bulk",le="1"} 6`,
 		`apiserver_flowcontrol_work_estimated_seats_bucket{flow_schema="bulk",priority_level="bulk",le="4"} 6`,
 		`apiserver_flowcontrol_work_estimated_seats_bucket{flow_schema="bulk",priority_level="bulk",le="10"} 8`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// TestListTakesSeatsBySize: by default a list takes a seat per 100 kB it
+// holds (from the watch cache, at most 1 MB: 10 seats). 450 small
+// configmaps (~70 kB) take one seat, so that another list of the 5-seat
+// level runs beside it; 450 secrets of 2 kB (over 900 kB, as
+// apiserver_resource_size_estimate_bytes says) take 10, more than the
+// level has: the list runs alone and turns a one-seat list away.
+func TestListTakesSeatsBySize(t *testing.T) {
+	b := &listBlocker{entered: make(chan string, 16), release: make(chan struct{}, 16)}
+	e := workEnv(t, b)
+	createMany(t, 450, func(i int) error {
+		_, err := e.cs.CoreV1().ConfigMaps("default").Create(context.Background(),
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%03d", i)}}, metav1.CreateOptions{})
+		return err
+	})
+	payload := make([]byte, 2000)
+	createMany(t, 450, func(i int) error {
+		_, err := e.cs.CoreV1().Secrets("default").Create(context.Background(),
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%03d", i)}, Data: map[string][]byte{"v": payload}}, metav1.CreateOptions{})
+		return err
+	})
+	sizeOf := func(m, resource string) (bytes float64) {
+		prefix := `apiserver_resource_size_estimate_bytes{group="",resource="` + resource + `"} `
+		for line := range strings.SplitSeq(m, "\n") {
+			if v, ok := strings.CutPrefix(line, prefix); ok {
+				fmt.Sscan(v, &bytes)
+			}
+		}
+		return bytes
+	}
+	eventually(t, "the configmaps and the secrets are counted and weighed", func() bool {
+		m := string(e.do("GET", "/metrics", nil).body)
+		return strings.Contains(m, `apiserver_storage_objects{resource="configmaps"} 450`) &&
+			strings.Contains(m, `apiserver_storage_objects{resource="secrets"} 450`) &&
+			sizeOf(m, "configmaps") > 0 && sizeOf(m, "secrets") > 900_000
+	})
+	m := string(e.do("GET", "/metrics", nil).body)
+	if cms := sizeOf(m, "configmaps"); cms > 100_000 {
+		t.Fatalf("450 empty configmaps weigh %v bytes", cms)
+	}
+	list := func(resource string) response {
+		return e.do("GET", "/api/v1/namespaces/default/"+resource+"?resourceVersion=0", nil, "Impersonate-User", "lister")
+	}
+	done := make(chan response, 16)
+	hold := func(resource string) {
+		t.Helper()
+		go func() { done <- list(resource) }()
+		select {
+		case got := <-b.entered:
+			if got != resource {
+				t.Fatalf("held a list of %s, want %s", got, resource)
+			}
+		case r := <-done:
+			t.Fatalf("the list of %s ended without being held: %d %s", resource, r.code, r.body)
+		}
+	}
+	finish := func(n int) {
+		t.Helper()
+		for range n {
+			b.release <- struct{}{}
+		}
+		for range n {
+			if r := <-done; r.code != http.StatusOK {
+				t.Fatalf("a held list: %d %s", r.code, r.body)
+			}
+		}
+	}
+	hold("configmaps")  // 1 seat: 4 left
+	hold("limitranges") // by object count the configmaps would have taken all 5
+	finish(2)
+	hold("secrets") // 10 seats: the level's all
+	r := list("limitranges")
+	expectStatus(t, r, http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests, "Too many requests")
+	finish(1)
+	// The estimates: the configmaps and both lists of limitranges at 1
+	// seat, the secrets at 10.
+	m = string(e.do("GET", "/metrics", nil).body)
+	for _, want := range []string{
+		`apiserver_flowcontrol_work_estimated_seats_bucket{flow_schema="bulk",priority_level="bulk",le="1"} 3`,
+		`apiserver_flowcontrol_work_estimated_seats_bucket{flow_schema="bulk",priority_level="bulk",le="4"} 3`,
+		`apiserver_flowcontrol_work_estimated_seats_bucket{flow_schema="bulk",priority_level="bulk",le="10"} 4`,
 	} {
 		if !strings.Contains(m, want) {
 			t.Errorf("/metrics lacks %s", want)

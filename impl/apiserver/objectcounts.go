@@ -7,38 +7,47 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/flowcontrol"
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
-// objectCounts polls the number of stored objects of every served
-// resource, as kube-apiserver's registry stores do every
+// objectCounts polls the stats of the stored objects of every served
+// resource (their number and average size, storage.Stats), as
+// kube-apiserver's registry stores do every
 // --etcd-count-metric-poll-period: it sets apiserver_storage_objects
-// {resource} (-1 when the storage could not count) and, with API Priority
-// and Fairness, the counts its list work estimates read
-// (flowcontrol.ObjectCounts; counts of resources not seen for an hour are
-// pruned). The count is the watch cache's size while it is ready (no etcd
-// request), else etcd's count-only range read of the resource's keys
-// (storage.ObjectCounter). A resource served from another's storage
+// {resource} (-1 when the storage could not count), with size-based list
+// estimates apiserver_resource_size_estimate_bytes{group,resource} (their
+// average size times their number; -1 when the storage failed, or knows
+// no size of objects it has) and, with API Priority and Fairness, the
+// stats its list work estimates read (flowcontrol.ObjectCounts; stats of
+// resources not seen for an hour are pruned). They are the watch cache's
+// while it is ready (no etcd request: its size and the stored bytes its
+// etcd watch last read), else etcd's count-only range read of the
+// resource's keys, without a size, as kube-apiserver's etcd3 store
+// without a watch cache. A resource served from another's storage
 // (events.k8s.io events) is counted from that storage.
 type objectCounts struct {
 	resources []countedResource
 	gauge     *prometheus.GaugeVec
+	sizes     *prometheus.GaugeVec      // nil with object-count list estimates
 	tracker   *flowcontrol.ObjectCounts // nil without API Priority and Fairness
 	period    time.Duration
 	log       *slog.Logger
 }
 
-// countedResource is one resource and the storage that counts it.
+// countedResource is one resource and the storage that reports its stats.
 type countedResource struct {
-	name    string // resource[.group]
-	counter storage.ObjectCounter
+	gr      schema.GroupResource
+	counter storage.StatsReporter
 }
 
-// newObjectCounts returns nil when period is negative (no polling).
+// newObjectCounts returns nil when period is negative (no polling). With
+// sizes it also exports apiserver_resource_size_estimate_bytes, as
+// kube-apiserver with SizeBasedListCostEstimate.
 func newObjectCounts(reg prometheus.Registerer, resources []countedResource, tracker *flowcontrol.ObjectCounts,
-	period time.Duration, log *slog.Logger) (*objectCounts, error) {
+	sizes bool, period time.Duration, log *slog.Logger) (*objectCounts, error) {
 	if period < 0 {
 		return nil, nil
 	}
@@ -52,8 +61,18 @@ func newObjectCounts(reg prometheus.Registerer, resources []countedResource, tra
 	if err := reg.Register(gauge); err != nil {
 		return nil, err
 	}
-	sort.Slice(resources, func(i, j int) bool { return resources[i].name < resources[j].name })
-	return &objectCounts{resources: resources, gauge: gauge, tracker: tracker, period: period, log: log}, nil
+	o := &objectCounts{resources: resources, gauge: gauge, tracker: tracker, period: period, log: log}
+	if sizes {
+		o.sizes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apiserver_resource_size_estimate_bytes",
+			Help: "Estimated bytes of the stored objects per resource at the last count: their average stored size times their number (-1: the storage failed, or knows no size of its objects).",
+		}, []string{"group", "resource"})
+		if err := reg.Register(o.sizes); err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(resources, func(i, j int) bool { return resources[i].gr.String() < resources[j].gr.String() })
+	return o, nil
 }
 
 // run counts at once, then every period, until ctx ends.
@@ -84,23 +103,31 @@ func (o *objectCounts) countAll(ctx context.Context) {
 			return
 		}
 		cctx, cancel := context.WithTimeout(ctx, o.period)
-		n, err := r.counter.ObjectCount(cctx)
+		st, err := r.counter.Stats(cctx)
 		cancel()
-		if err != nil {
+		name := r.gr.String()
+		count, size := float64(st.ObjectCount), float64(st.ObjectCount*st.EstimatedAverageObjectSizeBytes)
+		switch {
+		case err != nil:
 			if ctx.Err() == nil {
-				o.log.Debug("counting stored objects", "resource", r.name, "err", err)
+				o.log.Debug("counting stored objects", "resource", name, "err", err)
 			}
-			n = -1
+			count, size = -1, -1
+		case st.ObjectCount > 0 && st.EstimatedAverageObjectSizeBytes <= 0:
+			size = -1
 		}
-		o.gauge.WithLabelValues(r.name).Set(float64(n))
-		if o.tracker != nil {
-			o.tracker.Set(r.name, n)
+		o.gauge.WithLabelValues(name).Set(count)
+		if o.sizes != nil {
+			o.sizes.WithLabelValues(r.gr.Group, r.gr.Resource).Set(size)
+		}
+		if o.tracker != nil && err == nil {
+			o.tracker.Set(name, st)
 		}
 	}
 }
 
-// countedResources are the served resources whose storage can count its
-// objects, each group/resource once.
+// countedResources are the served resources whose storage reports its
+// objects' stats, each group/resource once.
 func (s *Server) countedResources() []countedResource {
 	var out []countedResource
 	seen := map[string]bool{}
@@ -111,12 +138,12 @@ func (s *Server) countedResources() []countedResource {
 			from = r.SharedStorage.Of.GroupResource()
 		}
 		e, ok := s.stores[from]
-		counter, canCount := e.store.(storage.ObjectCounter)
+		counter, canCount := e.store.(storage.StatsReporter)
 		if !ok || !canCount || seen[gr.String()] {
 			continue
 		}
 		seen[gr.String()] = true
-		out = append(out, countedResource{name: gr.String(), counter: counter})
+		out = append(out, countedResource{gr: gr, counter: counter})
 	}
 	return out
 }

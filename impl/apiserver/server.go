@@ -184,10 +184,18 @@ type Config struct {
 	// Fairness (package flowcontrol), kube-apiserver's default.
 	DisablePriorityAndFairness bool
 	// EtcdCountMetricPollPeriod (--etcd-count-metric-poll-period) is how
-	// often the stored objects of each resource are counted, for
-	// apiserver_storage_objects and API Priority and Fairness's list work
-	// estimates: default one minute, negative: never.
+	// often the stored objects of each resource are counted (with their
+	// average size), for apiserver_storage_objects,
+	// apiserver_resource_size_estimate_bytes and API Priority and
+	// Fairness's list work estimates: default one minute, negative: never.
 	EtcdCountMetricPollPeriod time.Duration
+	// DisableSizeBasedListCostEstimate (kube-apiserver's
+	// --feature-gates=SizeBasedListCostEstimate=false) makes API Priority
+	// and Fairness estimate a list's seats by the number of objects it
+	// goes through (at most 10) instead of the bytes it holds (a seat per
+	// 100 kB, at most 100: kube-apiserver's default since 1.34), and
+	// drops apiserver_resource_size_estimate_bytes.
+	DisableSizeBasedListCostEstimate bool
 	// EventTTL is how long events are kept after their last write
 	// (kube-apiserver's --event-ttl; etcd deletes them through leases);
 	// 0 keeps them until deleted.
@@ -476,11 +484,13 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("apiserver: building flow control: %w", err)
 		}
 		counts = flowcontrol.NewObjectCounts(nil)
-		est := &flowcontrol.Estimator{Counts: counts, Watches: flowcontrol.NewWatchTracker(), ListFromStorage: cacher.DelegatesList}
+		est := &flowcontrol.Estimator{Counts: counts, Watches: flowcontrol.NewWatchTracker(), ListFromStorage: cacher.DelegatesList,
+			DisableSizeBasedListCostEstimate: cfg.DisableSizeBasedListCostEstimate}
 		h = filters.WithPriorityAndFairness(h, codecs, fc, est)
 		s.apf = newAPFConfig(s, fc)
 	}
-	if s.objectCounts, err = newObjectCounts(reg, s.countedResources(), counts, cfg.EtcdCountMetricPollPeriod, s.log); err != nil {
+	if s.objectCounts, err = newObjectCounts(reg, s.countedResources(), counts, !cfg.DisableSizeBasedListCostEstimate,
+		cfg.EtcdCountMetricPollPeriod, s.log); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("apiserver: counting stored objects: %w", err)
 	}

@@ -27,11 +27,3 @@ func WatchInitialized(ctx context.Context) {
 		f()
 	}
 }
-
-// ObjectCounter is a store that can tell how many objects of its
-// resource it holds. The API server polls it for
-// apiserver_storage_objects and API Priority and Fairness's list work
-// estimates.
-type ObjectCounter interface {
-	ObjectCount(ctx context.Context) (int64, error)
-}

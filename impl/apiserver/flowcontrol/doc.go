@@ -19,22 +19,31 @@
 //     queued and executing requests under its new limits; a removed level
 //     admits nothing new, dispatches what it queued and goes once idle;
 //     a request classified just before its level went goes to catch-all.
-//   - Work estimation (workestimate.go), as kube-apiserver's with its
-//     object-count list estimate: a list takes a seat per 100 objects it
-//     goes through (every stored object when the watch cache serves it;
-//     from etcd the page twice, or every object plus the page with a
-//     selector; one for a single object by name), and so does a watch
-//     that asks for its initial events (sendInitialEvents), at most 10
-//     seats and at most a queuing level's LevelMaxSeats (15% of its
-//     nominal seats, no more than nominal/handSize); a write that 10 or
+//   - Work estimation (workestimate.go), as kube-apiserver's: a list
+//     takes a seat per 100 kB of objects it holds at once
+//     (SizeBasedListCostEstimate, its default since 1.34: one object by
+//     name; from the watch cache the page, counted for at most 1 MB as
+//     the cache streams it; from etcd the page, or with a selector at
+//     least half the stored objects), at most 100 seats; and so does a
+//     watch that asks for its initial events (sendInitialEvents). With
+//     that gate off (Estimator.DisableSizeBasedListCostEstimate) a list
+//     takes a seat per 100 objects it goes through (every stored object
+//     when the cache serves it; from etcd the page twice, or every object
+//     plus the page with a selector; one for a single object), at most
+//     10. Either way at most a queuing level's LevelMaxSeats (15% of its
+//     nominal seats, no more than nominal/handSize). A write that 10 or
 //     more watches may be interested in keeps one final seat per 10 of
 //     them for 5 ms after it is done (at most 10, or the level's
-//     maximum, seats, for proportionally longer). The counts of stored
-//     objects are polled from storage every minute (ObjectCounts; none
-//     known: one seat; stale for 3 minutes: the most); watches are
-//     counted by what they watch (WatchTracker: the resource, its
-//     namespace or one object; a pod watch pinned to a node is not
-//     counted, as the watch cache indexes those).
+//     maximum, seats, for proportionally longer). The stats of stored
+//     objects (their number and average stored size, storage.Stats) are
+//     polled from storage every minute (ObjectCounts; none known: one
+//     seat; stale for 3 minutes: as many objects of 1.5 MB as can be; a
+//     size not known: 1.5 MB an object); the watch cache keeps the
+//     stored bytes of its objects from the values its etcd list and
+//     watch read, an etcd store alone (events) knows only the count.
+//     Watches are counted by what they watch (WatchTracker: the
+//     resource, its namespace or one object; a pod watch pinned to a
+//     node is not counted, as the watch cache indexes those).
 //   - Watches hold their seats until their initial events are handed
 //     on: the watch cache says so (storage.WatchInitialized) once its
 //     watcher has passed them on, a watch straight from etcd as soon as
@@ -108,10 +117,11 @@
 //     upstream's epoch advance (a clock runs at most as fast as its
 //     level's limit: at 600 seats it keeps a thousandth of a seat-second
 //     of resolution for two centuries).
-//   - Work estimation by object count, not by the objects' bytes:
-//     kube-apiserver 1.34 and later estimate lists by their estimated
-//     size (SizeBasedListCostEstimate, on by default: 100 kB a seat, at
-//     most 100 seats).
+//   - List work by size: the watch cache's average size is a running
+//     sum of the stored bytes its list and watch read, over its object
+//     count, where kube-apiserver keeps each key's last seen size (the
+//     same number once every key has been seen); a watch asks for
+//     initial events only with sendInitialEvents.
 //   - Status: FlowSchemas get their Dangling condition, written with
 //     plain updates, not server-side apply (no managedFields entry);
 //     PriorityLevelConfigurations get no conditions.

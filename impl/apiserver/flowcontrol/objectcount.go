@@ -4,13 +4,15 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
-// Object counts as kube-apiserver's tracker keeps them: the API server
-// polls each resource's storage about once a minute
-// (ObjectCountPollPeriod) and a count not refreshed for
-// ObjectCountStaleAfter is stale; counts of resources not seen for
-// ObjectCountPruneAfter are dropped.
+// Object counts (with the objects' average size: storage.Stats) as
+// kube-apiserver's tracker keeps them: the API server polls each
+// resource's storage about once a minute (ObjectCountPollPeriod) and
+// stats not refreshed for ObjectCountStaleAfter are stale; those of
+// resources not seen for ObjectCountPruneAfter are dropped.
 const (
 	ObjectCountPollPeriod = time.Minute
 	ObjectCountStaleAfter = 3 * time.Minute
@@ -28,18 +30,18 @@ var (
 	ErrCountUnknown = errors.New("flowcontrol: object count is not known")
 )
 
-// ObjectCounts are the last known number of stored objects per resource
-// (group/resource as "pods", "deployments.apps"), with when each was
-// last set. Safe for concurrent use.
+// ObjectCounts are the last known stats of the stored objects per
+// resource (group/resource as "pods", "deployments.apps"): their number
+// and average size, with when each was last set. Safe for concurrent use.
 type ObjectCounts struct {
 	mu     sync.RWMutex
-	counts map[string]timedCount
+	counts map[string]timedStats
 	now    func() time.Time
 }
 
-type timedCount struct {
-	n  int64
-	at time.Time
+type timedStats struct {
+	stats storage.Stats
+	at    time.Time
 }
 
 // NewObjectCounts returns an empty tracker reading the time from now (nil:
@@ -48,35 +50,36 @@ func NewObjectCounts(now func() time.Time) *ObjectCounts {
 	if now == nil {
 		now = time.Now
 	}
-	return &ObjectCounts{counts: map[string]timedCount{}, now: now}
+	return &ObjectCounts{counts: map[string]timedStats{}, now: now}
 }
 
-// Set records n objects of resource now. A negative n (the storage could
-// not count) changes nothing: the previous count stays until it is stale.
-func (t *ObjectCounts) Set(resource string, n int64) {
-	if n < 0 {
+// Set records the stats of resource now. The caller sets only what its
+// storage reported: after a failed poll the previous stats stay until
+// they are stale. A negative count (no count) changes nothing either.
+func (t *ObjectCounts) Set(resource string, st storage.Stats) {
+	if st.ObjectCount < 0 {
 		return
 	}
 	now := t.now()
 	t.mu.Lock()
-	t.counts[resource] = timedCount{n: n, at: now}
+	t.counts[resource] = timedStats{stats: st, at: now}
 	t.mu.Unlock()
 }
 
-// Get returns the count of resource; with ErrCountStale (and the old
-// count) when it was set longer than ObjectCountStaleAfter ago, with
-// ErrCountUnknown when there is none.
-func (t *ObjectCounts) Get(resource string) (int64, error) {
+// Get returns the stats of resource; with ErrCountStale (and the old
+// stats) when they were set longer than ObjectCountStaleAfter ago, with
+// ErrCountUnknown when there are none.
+func (t *ObjectCounts) Get(resource string) (storage.Stats, error) {
 	t.mu.RLock()
 	c, ok := t.counts[resource]
 	t.mu.RUnlock()
 	if !ok {
-		return 0, ErrCountUnknown
+		return storage.Stats{}, ErrCountUnknown
 	}
 	if t.now().Sub(c.at) > ObjectCountStaleAfter {
-		return c.n, ErrCountStale
+		return c.stats, ErrCountStale
 	}
-	return c.n, nil
+	return c.stats, nil
 }
 
 // Prune drops the counts not set for ObjectCountPruneAfter (resources

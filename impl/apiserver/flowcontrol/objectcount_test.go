@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
 func TestObjectCounts(t *testing.T) {
@@ -14,28 +15,30 @@ func TestObjectCounts(t *testing.T) {
 	if _, err := c.Get("pods"); !errors.Is(err, ErrCountUnknown) {
 		t.Fatalf("no count yet: %v", err)
 	}
-	c.Set("pods", 42)
-	c.Set("deployments.apps", 7)
-	if n, err := c.Get("pods"); n != 42 || err != nil {
-		t.Fatalf("pods: %d, %v", n, err)
+	pods := storage.Stats{ObjectCount: 42, EstimatedAverageObjectSizeBytes: 3000}
+	c.Set("pods", pods)
+	c.Set("deployments.apps", storage.Stats{ObjectCount: 7})
+	if st, err := c.Get("pods"); st != pods || err != nil {
+		t.Fatalf("pods: %+v, %v", st, err)
 	}
-	// A failed count keeps the last one, which goes stale.
+	// A failed count keeps the last stats, which go stale.
 	now = now.Add(2 * time.Minute)
-	c.Set("pods", -1)
-	c.Set("deployments.apps", 8)
-	if n, err := c.Get("pods"); n != 42 || err != nil {
-		t.Fatalf("pods after a failed count: %d, %v", n, err)
+	c.Set("pods", storage.Stats{ObjectCount: -1})
+	deployments := storage.Stats{ObjectCount: 8, EstimatedAverageObjectSizeBytes: 12000}
+	c.Set("deployments.apps", deployments)
+	if st, err := c.Get("pods"); st != pods || err != nil {
+		t.Fatalf("pods after a failed count: %+v, %v", st, err)
 	}
 	now = now.Add(ObjectCountStaleAfter - 2*time.Minute)
-	if n, err := c.Get("pods"); n != 42 || err != nil {
-		t.Fatalf("pods at exactly the stale limit: %d, %v", n, err)
+	if st, err := c.Get("pods"); st != pods || err != nil {
+		t.Fatalf("pods at exactly the stale limit: %+v, %v", st, err)
 	}
 	now = now.Add(time.Second)
-	if n, err := c.Get("pods"); n != 42 || !errors.Is(err, ErrCountStale) {
-		t.Fatalf("pods past the stale limit: %d, %v", n, err)
+	if st, err := c.Get("pods"); st != pods || !errors.Is(err, ErrCountStale) {
+		t.Fatalf("pods past the stale limit: %+v, %v", st, err)
 	}
-	if n, err := c.Get("deployments.apps"); n != 8 || err != nil {
-		t.Fatalf("deployments: %d, %v", n, err)
+	if st, err := c.Get("deployments.apps"); st != deployments || err != nil {
+		t.Fatalf("deployments: %+v, %v", st, err)
 	}
 	// Pruning drops only the counts not set for an hour.
 	now = time.Unix(1000, 0).Add(ObjectCountPruneAfter)

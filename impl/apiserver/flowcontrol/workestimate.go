@@ -11,29 +11,39 @@ import (
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
-// Work estimation as kube-apiserver's defaults (with its object-count
-// list estimate, SizeBasedListCostEstimate off): a request takes at least
-// MinimumSeats; a list one seat per ObjectsPerSeat objects it goes
-// through, at most MaximumListSeats; a write one seat, and when
-// WatchesPerSeat or more watches may be interested in it, one final seat
-// per WatchesPerSeat of them (at most MaximumMutatingSeats) for
-// EventAdditionalDuration per final seat after it is done. A priority
+// Work estimation as kube-apiserver's defaults: a request takes at least
+// MinimumSeats; a list one seat per BytesPerSeat of objects it holds at
+// once, at most MaximumSizeBasedListSeats (SizeBasedListCostEstimate, on
+// by default since 1.34), or with that off one seat per ObjectsPerSeat
+// objects it goes through, at most MaximumListSeats; a write one seat,
+// and when WatchesPerSeat or more watches may be interested in it, one
+// final seat per WatchesPerSeat of them (at most MaximumMutatingSeats)
+// for EventAdditionalDuration per final seat after it is done. A priority
 // level that queues caps them further at LevelMaxSeats.
 const (
-	MinimumSeats            = 1
-	MaximumListSeats        = 10
-	MaximumMutatingSeats    = 10
-	ObjectsPerSeat          = 100
-	WatchesPerSeat          = 10
-	EventAdditionalDuration = 5 * time.Millisecond
+	MinimumSeats              = 1
+	MaximumListSeats          = 10
+	MaximumSizeBasedListSeats = 100
+	MaximumMutatingSeats      = 10
+	ObjectsPerSeat            = 100
+	BytesPerSeat              = 100_000
+	WatchesPerSeat            = 10
+	EventAdditionalDuration   = 5 * time.Millisecond
 
 	// levelMaxSeatsShare of a level's nominal seats is the most one
 	// request may take (kube-apiserver's 15%: 10 seats for the default
 	// levels at the default 600 seats).
 	levelMaxSeatsShare = 0.15
-	// unknownCount stands for the count of a resource whose count went
+	// unknownCount stands for the count of a resource whose stats went
 	// stale: as many objects as can be (the most seats).
 	unknownCount = 1_000_000_000
+	// maxObjectBytes stands for the size of an object whose size is not
+	// known (or whose stats went stale): the largest request etcd takes by
+	// default, 1.5 MB.
+	maxObjectBytes = 1_500_000
+	// cacheListMaxBytes is the most a list served by the watch cache is
+	// counted for by size (10 seats): the cache streams it.
+	cacheListMaxBytes = 1_000_000
 )
 
 // LevelMaxSeats is the most seats one request may take at a priority
@@ -60,31 +70,47 @@ type ListWork struct {
 	// BadOptions: the list options do not parse; the request will fail,
 	// and is estimated at the most seats until it does.
 	BadOptions bool
-	// Count is the number of stored objects of the resource, CountErr
-	// ErrCountStale or ErrCountUnknown when it is not known (see
-	// ObjectCounts).
-	Count    int64
-	CountErr error
+	// Count is the number of stored objects of the resource and
+	// AverageSize their average stored size in bytes (0: not known);
+	// CountErr ErrCountStale or ErrCountUnknown when they are not known
+	// (see ObjectCounts).
+	Count       int64
+	AverageSize int64
+	CountErr    error
 	// Limit is the list's limit (0: none); Selective: it has a label or
 	// field selector.
 	Limit     int64
 	Selective bool
 	// FromStorage: the list is read from etcd, not from the watch cache.
 	FromStorage bool
+	// BySize: estimate by the objects' size (kube-apiserver's
+	// SizeBasedListCostEstimate), not by their number.
+	BySize bool
 }
 
 // EstimateList is the work of a list or watch, as kube-apiserver's list
-// work estimator says it by object count, at a level whose LevelMaxSeats
-// is levelMax (0: none). The objects gone through: one for a single
-// object; every stored one when read from the cache; from etcd, every
-// stored one plus the page when a selector filters them, else the page
-// twice (read, then encoded). Watches without initial events, single
-// objects and resources without a known count take MinimumSeats;
-// a stale count and unparsable options the most seats.
+// work estimator says it, at a level whose LevelMaxSeats is levelMax (0:
+// none). Watches without initial events and resources without known
+// stats take MinimumSeats, unparsable options the most seats; stale stats
+// stand for unknownCount objects of maxObjectBytes. Then:
+//   - by size (w.BySize): a seat per BytesPerSeat the list holds at once,
+//     at most MaximumSizeBasedListSeats. It holds one object for a single
+//     object; from the watch cache the page (its limit, or every stored
+//     object), counted for at most cacheListMaxBytes as the cache streams
+//     it; from etcd the page, or with a selector at least half the stored
+//     objects. An object weighs the resource's average size, or
+//     maxObjectBytes when that is not known.
+//   - by count: a seat per ObjectsPerSeat objects gone through, at most
+//     MaximumListSeats: one for a single object; every stored one from
+//     the cache; from etcd every stored one plus the page with a
+//     selector, else the page twice (read, then encoded).
 func EstimateList(w ListWork, levelMax int) WorkEstimate {
-	maxSeats := levelMax
-	if maxSeats <= 0 || maxSeats > MaximumListSeats {
-		maxSeats = MaximumListSeats
+	maxSeats := MaximumListSeats
+	if w.BySize {
+		maxSeats = MaximumSizeBasedListSeats
+	}
+	if levelMax > 0 && levelMax < maxSeats {
+		maxSeats = levelMax
 	}
 	if w.BadOptions {
 		return WorkEstimate{InitialSeats: maxSeats}
@@ -92,14 +118,49 @@ func EstimateList(w ListWork, levelMax int) WorkEstimate {
 	if w.Watch && !w.SendInitialEvents {
 		return WorkEstimate{InitialSeats: MinimumSeats}
 	}
-	count := w.Count
+	count, size := w.Count, w.AverageSize
 	switch w.CountErr {
 	case nil:
 	case ErrCountUnknown:
 		return WorkEstimate{InitialSeats: MinimumSeats}
 	default: // stale, or anything unexpected: assume the worst
-		count = unknownCount
+		count, size = unknownCount, maxObjectBytes
 	}
+	fromCache := w.Watch || !w.FromStorage
+	var seats int64
+	if w.BySize {
+		seats = listSeatsBySize(w, count, size, fromCache)
+	} else {
+		seats = listSeatsByCount(w, count, fromCache)
+	}
+	return WorkEstimate{InitialSeats: int(min(max(seats, MinimumSeats), int64(maxSeats)))}
+}
+
+// listSeatsBySize is EstimateList's seats by size, before its bounds.
+func listSeatsBySize(w ListWork, count, size int64, fromCache bool) int64 {
+	if size <= 0 && count != 0 {
+		size = maxObjectBytes
+	}
+	page := count
+	if w.Limit > 0 && w.Limit < count {
+		page = w.Limit
+	}
+	held := page
+	switch {
+	case w.Single:
+		held = 1
+	case !fromCache && w.Selective:
+		held = max(page, count/2)
+	}
+	bytes := held * size
+	if fromCache {
+		bytes = min(bytes, cacheListMaxBytes)
+	}
+	return ceilDiv(bytes, BytesPerSeat)
+}
+
+// listSeatsByCount is EstimateList's seats by count, before its bounds.
+func listSeatsByCount(w ListWork, count int64, fromCache bool) int64 {
 	page := count
 	if w.Limit > 0 && w.Limit < count {
 		page = w.Limit
@@ -108,16 +169,18 @@ func EstimateList(w ListWork, levelMax int) WorkEstimate {
 	switch {
 	case w.Single:
 		objects = 1
-	case w.Watch || !w.FromStorage:
+	case fromCache:
 		objects = count
 	case w.Selective:
 		objects = count + page
 	default:
 		objects = 2 * page
 	}
-	seats := int(math.Ceil(float64(objects) / ObjectsPerSeat))
-	return WorkEstimate{InitialSeats: min(max(seats, MinimumSeats), maxSeats)}
+	return ceilDiv(objects, ObjectsPerSeat)
 }
+
+// ceilDiv is n/d rounded up, for n >= 0 and d > 0.
+func ceilDiv(n, d int64) int64 { return (n + d - 1) / d }
 
 // EstimateMutating is the work of a write that watchers watches may be
 // interested in, at a level whose LevelMaxSeats is levelMax (0: none), as
@@ -144,11 +207,16 @@ func EstimateMutating(watchers int, notifiesNoWatch bool, levelMax int) WorkEsti
 		AdditionalLatency: time.Duration(work / float64(final) * 10)}
 }
 
-// Estimator estimates the work of each request from the stored object
-// counts and the open watches.
+// Estimator estimates the work of each request from the stored objects'
+// stats and the open watches.
 type Estimator struct {
-	// Counts are the stored objects per resource; nil: none known.
+	// Counts are the stored objects' stats per resource; nil: none known.
 	Counts *ObjectCounts
+	// DisableSizeBasedListCostEstimate estimates lists by their objects'
+	// number, as kube-apiserver with
+	// --feature-gates=SizeBasedListCostEstimate=false, instead of their
+	// size (its default since 1.34).
+	DisableSizeBasedListCostEstimate bool
 	// Watches are the open watches; nil: none counted.
 	Watches *WatchTracker
 	// ListFromStorage reports whether a list with opts is read from etcd
@@ -203,7 +271,7 @@ func (c *Controller) ObserveWork(cl Classification, work WorkEstimate, watchers 
 
 // listWork describes a list or watch request for EstimateList.
 func (e *Estimator) listWork(info *request.Info, query url.Values) ListWork {
-	w := ListWork{Watch: info.Verb == "watch", Single: objectName(info) != ""}
+	w := ListWork{Watch: info.Verb == "watch", Single: objectName(info) != "", BySize: !e.DisableSizeBasedListCostEstimate}
 	var opts metav1.ListOptions
 	if err := metav1.Convert_url_Values_To_v1_ListOptions(&query, &opts, nil); err != nil {
 		w.BadOptions = true
@@ -224,7 +292,9 @@ func (e *Estimator) listWork(info *request.Info, query url.Values) ListWork {
 	if e.Counts == nil {
 		w.CountErr = ErrCountUnknown
 	} else {
-		w.Count, w.CountErr = e.Counts.Get(countKey(info.APIGroup, info.Resource))
+		var st storage.Stats
+		st, w.CountErr = e.Counts.Get(countKey(info.APIGroup, info.Resource))
+		w.Count, w.AverageSize = st.ObjectCount, st.EstimatedAverageObjectSizeBytes
 	}
 	return w
 }

@@ -32,6 +32,7 @@ func TestLevelMaxSeats(t *testing.T) {
 	}
 }
 
+// TestEstimateList: by object count (SizeBasedListCostEstimate off).
 func TestEstimateList(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -68,6 +69,53 @@ func TestEstimateList(t *testing.T) {
 	}
 }
 
+// TestEstimateListBySize: by the objects' size, kube-apiserver's default:
+// a seat per 100 kB held at once, at most 100 (or the level's maximum).
+func TestEstimateListBySize(t *testing.T) {
+	const kB = 1000
+	for _, tc := range []struct {
+		name     string
+		w        ListWork
+		levelMax int
+		want     int
+	}{
+		{"from the cache: the page, streamed (at most 1 MB)", ListWork{Count: 799, AverageSize: 10 * kB}, 0, 10},
+		{"from the cache: a small page", ListWork{Count: 799, AverageSize: 10 * kB, Limit: 10}, 0, 1},
+		{"from the cache: small objects", ListWork{Count: 99, AverageSize: kB}, 0, 1},
+		{"exactly 100 kB: one seat", ListWork{Count: 100, AverageSize: kB, FromStorage: true}, 0, 1},
+		{"a byte a object more: two", ListWork{Count: 100, AverageSize: kB + 1, FromStorage: true}, 0, 2},
+		{"from etcd: the page", ListWork{Count: 799, AverageSize: 10 * kB, Limit: 399, FromStorage: true}, 0, 40},
+		{"from etcd without a limit: everything", ListWork{Count: 1000, AverageSize: 10 * kB, FromStorage: true}, 0, 100},
+		{"from etcd: capped at the size-based maximum", ListWork{Count: 2000, AverageSize: 10 * kB, FromStorage: true}, 0, MaximumSizeBasedListSeats},
+		{"from etcd: capped at the level's maximum", ListWork{Count: 2000, AverageSize: 10 * kB, FromStorage: true}, 37, 37},
+		{"from etcd with a selector: at least half", ListWork{Count: 1000, AverageSize: 10 * kB, Limit: 100, Selective: true, FromStorage: true}, 0, 50},
+		{"from etcd with a selector: the page when larger", ListWork{Count: 1000, AverageSize: 10 * kB, Limit: 600, Selective: true, FromStorage: true}, 0, 60},
+		{"from the cache a selector does not matter", ListWork{Count: 1000, AverageSize: 10 * kB, Limit: 10, Selective: true}, 0, 1},
+		{"one big object by name from etcd", ListWork{Count: 1000, AverageSize: 1000 * kB, Single: true, FromStorage: true}, 0, 10},
+		{"one small object by name", ListWork{Count: 100000, AverageSize: kB, Single: true}, 0, MinimumSeats},
+		{"size not known: 1.5 MB an object", ListWork{Count: 10, FromStorage: true}, 0, 100},
+		{"size not known, a page of one", ListWork{Count: 10, Limit: 1, FromStorage: true}, 0, 15},
+		{"size not known, from the cache", ListWork{Count: 10}, 0, 10},
+		{"no objects: the minimum", ListWork{}, 0, MinimumSeats},
+		{"stats not known: the minimum", ListWork{CountErr: ErrCountUnknown}, 0, MinimumSeats},
+		{"stats stale: the cache's most", ListWork{Count: 1, AverageSize: 1, CountErr: ErrCountStale}, 0, 10},
+		{"stats stale: from etcd the most", ListWork{Count: 1, AverageSize: 1, CountErr: ErrCountStale, FromStorage: true}, 0, MaximumSizeBasedListSeats},
+		{"stats stale: a page of one from etcd", ListWork{Count: 1, CountErr: ErrCountStale, Limit: 1, FromStorage: true}, 0, 15},
+		{"options that do not parse: the maximum", ListWork{BadOptions: true}, 0, MaximumSizeBasedListSeats},
+		{"options that do not parse at a small level", ListWork{BadOptions: true}, 8, 8},
+		{"a watch without initial events", ListWork{Watch: true, Count: 100000, AverageSize: 10 * kB}, 0, MinimumSeats},
+		{"a watch with initial events: from the cache", ListWork{Watch: true, SendInitialEvents: true, Count: 799, AverageSize: 10 * kB, FromStorage: true}, 0, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.w.BySize = true
+			got := EstimateList(tc.w, tc.levelMax)
+			if got != (WorkEstimate{InitialSeats: tc.want}) {
+				t.Errorf("EstimateList(%+v, %d) = %+v, want %d initial seats", tc.w, tc.levelMax, got, tc.want)
+			}
+		})
+	}
+}
+
 func TestEstimateMutating(t *testing.T) {
 	for _, tc := range []struct {
 		watchers int
@@ -96,13 +144,13 @@ func TestEstimateMutating(t *testing.T) {
 func TestEstimatorReadsTheRequest(t *testing.T) {
 	now := time.Unix(1000, 0)
 	counts := NewObjectCounts(func() time.Time { return now })
-	counts.Set("pods", 2500)
-	counts.Set("deployments.apps", 450)
+	counts.Set("pods", storage.Stats{ObjectCount: 2500, EstimatedAverageObjectSizeBytes: 4000})
+	counts.Set("deployments.apps", storage.Stats{ObjectCount: 450, EstimatedAverageObjectSizeBytes: 20000})
 	watches := NewWatchTracker()
 	for range 30 {
 		watches.Register(&request.Info{IsResourceRequest: true, Verb: "watch", Resource: "configmaps"})
 	}
-	est := &Estimator{Counts: counts, Watches: watches,
+	est := &Estimator{Counts: counts, Watches: watches, DisableSizeBasedListCostEstimate: true,
 		ListFromStorage: func(o storage.ListOptions) bool { return o.ResourceVersion == "" || o.Predicate.Continue != "" }}
 	list := func(group, resource, name string) *request.Info {
 		return &request.Info{IsResourceRequest: true, Verb: "list", APIGroup: group, Resource: resource, Name: name}
@@ -181,5 +229,45 @@ func TestEstimatorReadsTheRequest(t *testing.T) {
 	// Without an estimator every request takes one seat.
 	if got, _ := (*Estimator)(nil).Estimate(list("", "pods", ""), nil, levelMax(0)); got != (WorkEstimate{InitialSeats: 1}) {
 		t.Errorf("nil estimator: %+v", got)
+	}
+}
+
+// By default an Estimator estimates lists by size, from the stats
+// ObjectCounts holds: a continued page of 200 20 kB deployments from etcd
+// takes 40 seats (by count: 4).
+func TestEstimatorEstimatesListsBySize(t *testing.T) {
+	counts := NewObjectCounts(nil)
+	counts.Set("pods", storage.Stats{ObjectCount: 2500, EstimatedAverageObjectSizeBytes: 4000})
+	counts.Set("deployments.apps", storage.Stats{ObjectCount: 450, EstimatedAverageObjectSizeBytes: 20000})
+	est := &Estimator{Counts: counts,
+		ListFromStorage: func(o storage.ListOptions) bool { return o.ResourceVersion == "" || o.Predicate.Continue != "" }}
+	list := func(group, resource string) *request.Info {
+		return &request.Info{IsResourceRequest: true, Verb: "list", APIGroup: group, Resource: resource}
+	}
+	for _, tc := range []struct {
+		name     string
+		info     *request.Info
+		query    string
+		levelMax int
+		want     int
+	}{
+		{"every pod from the cache: 10 MB, streamed", list("", "pods"), "resourceVersion=0", 0, 10},
+		{"a page of 100 pods from etcd", list("", "pods"), "limit=100", 0, 4},
+		{"a continued page of deployments", list("apps", "deployments"), "limit=200&continue=abc", 0, 40},
+		{"the same at workload-low's maximum", list("apps", "deployments"), "limit=200&continue=abc", 37, 37},
+		{"every deployment from etcd with a selector", list("apps", "deployments"), "labelSelector=a%3Db", 0, 90},
+		{"a resource without stats", list("", "secrets"), "", 0, 1},
+	} {
+		q, err := url.ParseQuery(tc.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := est.Estimate(tc.info, q, func() int { return tc.levelMax }); got != (WorkEstimate{InitialSeats: tc.want}) {
+			t.Errorf("%s: %+v, want %d seats", tc.name, got, tc.want)
+		}
+	}
+	est.DisableSizeBasedListCostEstimate = true
+	if got, _ := est.Estimate(list("apps", "deployments"), url.Values{"limit": {"200"}, "continue": {"abc"}}, func() int { return 0 }); got.InitialSeats != 4 {
+		t.Errorf("by count, the continued page of deployments: %+v, want 4 seats", got)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -44,8 +45,8 @@ type Upstream interface {
 	CurrentRevision(ctx context.Context) (int64, error)
 	// PathPrefix is the etcd key prefix of every key ("/registry").
 	PathPrefix() string
-	// ObjectCount counts the resource's keys in etcd.
-	storage.ObjectCounter
+	// Stats counts the resource's keys in etcd (without their sizes).
+	storage.StatsReporter
 }
 
 var _ Upstream = (*etcd3.Store)(nil)
@@ -115,6 +116,14 @@ type Cacher struct {
 	// watchBufAll is the input buffer of an unindexed watcher of an
 	// indexed resource (Config.AllEventsWatcherBufferSize).
 	watchBufAll int
+
+	// storedBytes is the sum of the etcd values' lengths of the objects
+	// at the revision the cache's etcd watch has reached: set from its
+	// list, then changed by each event the watch reads (on the etcd
+	// store's watch goroutine: storage.WithValueSizes). averageSize is
+	// the last average Stats computed while ready.
+	storedBytes atomic.Int64
+	averageSize atomic.Int64
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -316,7 +325,9 @@ func (c *Cacher) reflect() {
 
 func (c *Cacher) listAndWatch() error {
 	list := c.res.NewListFunc()
-	err := c.store.GetList(c.ctx, c.res.ResourcePrefix,
+	var listed int64 // the listed values' bytes
+	lctx := storage.WithValueSizes(c.ctx, func(added, removed int) { listed += int64(added - removed) })
+	err := c.store.GetList(lctx, c.res.ResourcePrefix,
 		storage.ListOptions{Recursive: true, Predicate: storage.Everything()}, list)
 	if err != nil {
 		return fmt.Errorf("listing: %w", err)
@@ -343,7 +354,11 @@ func (c *Cacher) listAndWatch() error {
 	}
 	pred := storage.Everything()
 	pred.AllowWatchBookmarks = true
-	w, err := c.store.Watch(c.ctx, c.res.ResourcePrefix, storage.ListOptions{
+	// The previous watch has ended (its Stop waits for its goroutine): the
+	// sum starts at the list's and follows this watch's events only.
+	c.storedBytes.Store(listed)
+	wctx := storage.WithValueSizes(c.ctx, func(added, removed int) { c.storedBytes.Add(int64(added - removed)) })
+	w, err := c.store.Watch(wctx, c.res.ResourcePrefix, storage.ListOptions{
 		ResourceVersion: lm.GetResourceVersion(), Recursive: true, Predicate: pred})
 	if err != nil {
 		return fmt.Errorf("watching: %w", err)
@@ -692,16 +707,36 @@ func (c *Cacher) WaitReady(ctx context.Context) error {
 	return c.waitReady(ctx, c.res.ResourcePrefix)
 }
 
-var _ storage.ObjectCounter = (*Cacher)(nil)
+var _ storage.StatsReporter = (*Cacher)(nil)
 
-// ObjectCount is the number of objects of the resource: the size of the
-// cache's tree while it is ready (no etcd request), else etcd's count.
-func (c *Cacher) ObjectCount(ctx context.Context) (int64, error) {
+// Stats are the resource's objects while the cache is ready, without an
+// etcd request: their number is the size of the cache's tree, their
+// average size the bytes of their etcd values (as its etcd watch last
+// read them) over that number. kube-apiserver's etcd3 store keeps each
+// key's last seen size for this, fed by the lists and watches of its
+// watch cache, and averages the sizes of the keys the cache holds; the
+// running sum here is the same number once every key's size has been
+// seen, without an entry per key. It would drift only if etcd sent an
+// update without its previous value (one compacted away as the watch
+// started); the next relist resets it. While the cache is not ready
+// (relisting) the count is etcd's and the average the last one computed
+// while ready (0 if none), as kube-apiserver's poll keeps its last
+// stats while the cache cannot answer.
+func (c *Cacher) Stats(ctx context.Context) (storage.Stats, error) {
 	c.mu.RLock()
-	ready, n := c.ready, c.items.Len()
+	ready, n := c.ready, int64(c.items.Len())
 	c.mu.RUnlock()
-	if ready {
-		return int64(n), nil
+	if !ready {
+		st, err := c.store.Stats(ctx)
+		if err == nil && st.EstimatedAverageObjectSizeBytes == 0 {
+			st.EstimatedAverageObjectSizeBytes = c.averageSize.Load()
+		}
+		return st, err
 	}
-	return c.store.ObjectCount(ctx)
+	st := storage.Stats{ObjectCount: n}
+	if n > 0 {
+		st.EstimatedAverageObjectSizeBytes = max(0, c.storedBytes.Load()) / n
+		c.averageSize.Store(st.EstimatedAverageObjectSizeBytes)
+	}
+	return st, nil
 }

@@ -30,7 +30,7 @@ func TestWatchInitializedAfterTheInitialEvents(t *testing.T) {
 	}
 	// The cache has them all (its initial events are these n).
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		if got, err := c.ObjectCount(context.Background()); err == nil && got == n {
+		if st, err := c.Stats(context.Background()); err == nil && st.ObjectCount == n {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -106,39 +106,4 @@ func TestWatchInitializedAfterTheInitialEvents(t *testing.T) {
 			t.Fatalf("a watch stopped during its initial events says it is initialized (%d)", got)
 		}
 	})
-}
-
-// The cache counts its objects without etcd; etcd3 counts the keys.
-func TestObjectCount(t *testing.T) {
-	defer leakcheck.Check(t)()
-	res := storagetest.ConfigMaps()
-	other := storagetest.ConfigMaps() // a neighbouring prefix is not counted
-	c, s := newCacher(t, res, nil)
-	defer s.Close()
-	defer c.Stop()
-	c2, s2 := newCacher(t, other, nil)
-	defer s2.Close()
-	defer c2.Stop()
-	ctx := context.Background()
-	for i := range 7 {
-		create(t, c, res, cm(fmt.Sprintf("cm%d", i), nil, "x"))
-	}
-	create(t, c2, other, cm("elsewhere", nil, "x"))
-	if n, err := s.ObjectCount(ctx); n != 7 || err != nil {
-		t.Errorf("etcd3 count: %d, %v", n, err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		n, err := c.ObjectCount(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 7 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cache count %d, want 7", n)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }

@@ -364,6 +364,7 @@ func (s *Store) GetList(ctx context.Context, key string, opts storage.ListOption
 	fromKey := plan.fromKey
 	withRev := plan.withRev
 	fetch := limit
+	sizes := storage.ValueSizesFrom(ctx)
 	var (
 		lastKey   []byte
 		count     int64
@@ -407,6 +408,9 @@ func (s *Store) GetList(ctx context.Context, key string, opts storage.ListOption
 				break
 			}
 			lastKey = kv.Key
+			if sizes != nil {
+				sizes(len(kv.Value), 0)
+			}
 			obj, err := s.decodeNew(key, kv.Value, kv.ModRevision)
 			if err != nil {
 				return err

@@ -104,7 +104,11 @@ func (s *Store) currentState(ctx context.Context, key, k string, recursive bool,
 		return nil, 0, err
 	}
 	objs := make([]runtime.Object, 0, len(resp.Kvs))
+	sizes := storage.ValueSizesFrom(ctx)
 	for _, kv := range resp.Kvs {
+		if sizes != nil {
+			sizes(len(kv.Value), 0)
+		}
 		obj, err := s.decodeNew(key, kv.Value, kv.ModRevision)
 		if err != nil {
 			return nil, 0, err
@@ -185,6 +189,7 @@ func (w *watchStream) run(initial []runtime.Object) {
 	}
 	wctx := clientv3.WithRequireLeader(w.ctx)
 	lastRev := w.startRev
+	sizes := storage.ValueSizesFrom(w.ctx)
 	for wr := range w.etcd.Watch(wctx, w.key, ops...) {
 		if wr.CompactRevision != 0 {
 			w.sendError(apierrors.NewResourceExpired(
@@ -208,6 +213,9 @@ func (w *watchStream) run(initial []runtime.Object) {
 			continue
 		}
 		for _, ev := range wr.Events {
+			if sizes != nil {
+				sizes(eventValueSizes(ev))
+			}
 			e, ok, err := w.translate(ev)
 			if err != nil {
 				w.sendError(apierrors.NewInternalError(err))
@@ -271,6 +279,19 @@ func (w *watchStream) translate(ev *clientv3.Event) (watch.Event, bool, error) {
 		return watch.Event{Type: watch.Deleted, Object: prev}, true, nil
 	}
 	return watch.Event{}, false, nil
+}
+
+// eventValueSizes are the lengths of the value an etcd event writes (0
+// for a delete) and of the one it replaces or deletes (0 when etcd gave
+// none: a create, or a previous value compacted away).
+func eventValueSizes(ev *clientv3.Event) (added, removed int) {
+	if ev.Type == clientv3.EventTypePut {
+		added = len(ev.Kv.Value)
+	}
+	if ev.PrevKv != nil {
+		removed = len(ev.PrevKv.Value)
+	}
+	return added, removed
 }
 
 func (w *watchStream) matches(obj runtime.Object) bool {

@@ -14,8 +14,8 @@ import (
 
 // A watch straight from etcd is initialized (for API Priority and
 // Fairness) as soon as it starts, as kube-apiserver's etcd3 store says it;
-// ObjectCount counts the resource's keys.
-func TestWatchInitializedAtOnceAndObjectCount(t *testing.T) {
+// Stats count the resource's keys.
+func TestWatchInitializedAtOnceAndStats(t *testing.T) {
 	res := storagetest.ConfigMaps()
 	s, err := etcd3.New(etcd3.Config{Client: etcd.Client(), Resource: res})
 	if err != nil {
@@ -29,8 +29,8 @@ func TestWatchInitializedAtOnceAndObjectCount(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, err := s.ObjectCount(ctx); n != 3 || err != nil {
-		t.Errorf("ObjectCount = %d, %v; want 3", n, err)
+	if st, err := s.Stats(ctx); st != (storage.Stats{ObjectCount: 3}) || err != nil {
+		t.Errorf("Stats = %+v, %v; want 3 objects, size unknown", st, err)
 	}
 	calls := 0
 	wctx := storage.WithWatchInitialized(ctx, func() { calls++ })
