@@ -17,7 +17,6 @@ package endpoints
 import (
 	"cmp"
 	"maps"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kubeproof/kubeproof/impl/controller/podstate"
+	"github.com/kubeproof/kubeproof/impl/ipfamily"
 )
 
 // Labels and annotations the controller sets, as upstream's.
@@ -243,23 +243,10 @@ func PodIPs(pod *corev1.Pod) []string {
 	return out
 }
 
-// IPFamilyOf is ip's family ("" when ip is no address).
-func IPFamilyOf(ip string) corev1.IPFamily {
-	a, err := netip.ParseAddr(ip)
-	switch {
-	case err != nil:
-		return ""
-	case a.Is4() || a.Is4In6():
-		return corev1.IPv4Protocol
-	default:
-		return corev1.IPv6Protocol
-	}
-}
-
 // PodIPOfFamily is the pod's first IP of family f ("" when it has none).
 func PodIPOfFamily(pod *corev1.Pod, f corev1.IPFamily) string {
 	for _, ip := range PodIPs(pod) {
-		if IPFamilyOf(ip) == f {
+		if ipfamily.Of(ip) == f {
 			return ip
 		}
 	}
@@ -279,7 +266,7 @@ func EndpointsFamily(svc *corev1.Service, pod *corev1.Pod) corev1.IPFamily {
 	if ip == "" || ip == corev1.ClusterIPNone {
 		ip = PodIP(pod)
 	}
-	if IPFamilyOf(ip) == corev1.IPv6Protocol {
+	if ipfamily.Of(ip) == corev1.IPv6Protocol {
 		return corev1.IPv6Protocol
 	}
 	return corev1.IPv4Protocol

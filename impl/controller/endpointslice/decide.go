@@ -43,6 +43,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/controller/endpoints"
 	"github.com/kubeproof/kubeproof/impl/controller/podstate"
+	"github.com/kubeproof/kubeproof/impl/ipfamily"
 )
 
 // ControllerName is the managed-by label's value on the slices this
@@ -183,7 +184,7 @@ func AddressTypes(svc *corev1.Service) []discoveryv1.AddressType {
 		return slices.Compact(out)
 	}
 	if ip := svc.Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
-		if endpoints.IPFamilyOf(ip) == corev1.IPv6Protocol {
+		if ipfamily.Of(ip) == corev1.IPv6Protocol {
 			return []discoveryv1.AddressType{discoveryv1.AddressTypeIPv6}
 		}
 		return []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4}
@@ -273,7 +274,7 @@ func desiredEndpoints(in Input, t discoveryv1.AddressType, plan *Plan) (map[stri
 func podAddresses(pod *corev1.Pod, t discoveryv1.AddressType) []string {
 	var out []string
 	for _, ip := range endpoints.PodIPs(pod) {
-		if endpoints.IPFamilyOf(ip) == familyOf(t) {
+		if ipfamily.Of(ip) == familyOf(t) {
 			out = append(out, ip)
 		}
 	}

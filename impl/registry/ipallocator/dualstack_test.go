@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubeproof/kubeproof/impl/ipfamily"
 	"github.com/kubeproof/kubeproof/impl/registry/ipallocator"
 	"github.com/kubeproof/kubeproof/impl/storage"
 	"github.com/kubeproof/kubeproof/impl/storage/storagebackend"
@@ -30,7 +31,7 @@ func TestParseCIDRs(t *testing.T) {
 		}
 		var fams []corev1.IPFamily
 		for _, p := range got {
-			fams = append(fams, ipallocator.IPFamilyOf(p))
+			fams = append(fams, ipfamily.OfAddr(p.Addr()))
 		}
 		if !slices.Equal(fams, want) {
 			t.Errorf("ParseCIDRs(%q) families %v, want %v", flag, fams, want)

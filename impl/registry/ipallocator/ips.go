@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubeproof/kubeproof/impl/ipfamily"
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
@@ -84,18 +85,10 @@ func ParseCIDRs(s string) ([]netip.Prefix, error) {
 		}
 		out = append(out, p)
 	}
-	if len(out) == 2 && out[0].Addr().Is4() == out[1].Addr().Is4() {
+	if len(out) == 2 && ipfamily.OfAddr(out[0].Addr()) == ipfamily.OfAddr(out[1].Addr()) {
 		return nil, errors.New("--service-cluster-ip-range[0] and --service-cluster-ip-range[1] must be of different IP family")
 	}
 	return out, nil
-}
-
-// IPFamilyOf is the family of the addresses of cidr.
-func IPFamilyOf(cidr netip.Prefix) corev1.IPFamily {
-	if cidr.Addr().Is4() {
-		return corev1.IPv4Protocol
-	}
-	return corev1.IPv6Protocol
 }
 
 // NewIPs returns the allocator of cidr (from ParseCIDR) over store, the
@@ -129,7 +122,7 @@ func (a *IPs) Contains(ip netip.Addr) bool {
 }
 
 // Family is the family of the range's addresses.
-func (a *IPs) Family() corev1.IPFamily { return IPFamilyOf(a.cidr) }
+func (a *IPs) Family() corev1.IPFamily { return ipfamily.OfAddr(a.cidr.Addr()) }
 
 // FirstIP is the range's first allocatable address, the `kubernetes`
 // Service's ClusterIP.

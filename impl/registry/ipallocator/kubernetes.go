@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kubeproof/kubeproof/impl/ipfamily"
 )
 
 // KubernetesServiceName is the Service in `default` that fronts the API
@@ -33,7 +35,7 @@ func KubernetesService(clusterIP netip.Addr, apiPort int) *corev1.Service {
 				TargetPort: intstr.FromInt32(int32(apiPort)),
 			}},
 			SessionAffinity:       corev1.ServiceAffinityNone,
-			IPFamilies:            []corev1.IPFamily{IPFamilyOf(netip.PrefixFrom(clusterIP, clusterIP.BitLen()))},
+			IPFamilies:            []corev1.IPFamily{ipfamily.OfAddr(clusterIP)},
 			IPFamilyPolicy:        &single,
 			InternalTrafficPolicy: &cluster,
 		},

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubeproof/kubeproof/impl/registry"
+	"github.com/kubeproof/kubeproof/impl/ipfamily"
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
@@ -341,7 +341,7 @@ func (rp *Repairer) pass(ctx context.Context) error {
 		name := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
 		h := held(svc)
 		for _, ip := range h.ips {
-			r := slices.IndexFunc(s.ips, func(a *IPs) bool { return a.Family() == registry.ServiceIPFamilyOf(ip.String()) })
+			r := slices.IndexFunc(s.ips, func(a *IPs) bool { return a.Family() == ipfamily.OfAddr(ip) })
 			if r < 0 {
 				continue
 			}
