@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/endpoints"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/registry/ipallocator"
 	"github.com/kubeproof/kubeproof/impl/storage"
@@ -20,6 +21,13 @@ import (
 var (
 	servicesGVR  = corev1.SchemeGroupVersion.WithResource("services")
 	endpointsGVR = corev1.SchemeGroupVersion.WithResource("endpoints")
+)
+
+// The services handler has the allocating store fill a service's IP
+// families before validating it, and show a dry run's allocations.
+var (
+	_ endpoints.FieldInitializer = (*ipallocator.ServiceStorage)(nil)
+	_ endpoints.DryRunner        = (*ipallocator.ServiceStorage)(nil)
 )
 
 // serviceAllocation is the services store with its allocators.

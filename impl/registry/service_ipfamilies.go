@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubeproof/kubeproof/impl/ipfamily"
 )
 
 // This file holds what a service's clusterIP, clusterIPs, ipFamilies and
@@ -18,31 +20,12 @@ import (
 //   - InitServiceIPFamilies fills ipFamilyPolicy and ipFamilies from the
 //     request, the stored service and the cluster's families, and refuses
 //     what the cluster cannot serve (kube-apiserver's allocator does this
-//     before it allocates; here ipallocator.ServiceStorage calls it);
+//     before the request is validated; here ipallocator.ServiceStorage
+//     runs it for the API handler at that point, and again before it
+//     allocates);
 //   - ValidateServiceIPFamiliesUpdate checks an upgrade (a second family
-//     added) or downgrade (the second family dropped) once initialized.
-
-// ServiceIPFamilyOf is the family of a ClusterIP ("" when ip is no
-// address, e.g. "None").
-func ServiceIPFamilyOf(ip string) corev1.IPFamily {
-	a, err := netip.ParseAddr(ip)
-	switch {
-	case err != nil:
-		return ""
-	case a.Is4() || a.Is4In6():
-		return corev1.IPv4Protocol
-	default:
-		return corev1.IPv6Protocol
-	}
-}
-
-// otherIPFamily is the family f is not.
-func otherIPFamily(f corev1.IPFamily) corev1.IPFamily {
-	if f == corev1.IPv4Protocol {
-		return corev1.IPv6Protocol
-	}
-	return corev1.IPv4Protocol
-}
+//     added) or downgrade (the second family dropped) once initialized
+//     (part of every update's validation).
 
 func ipFamilyPolicy(s *corev1.Service) corev1.IPFamilyPolicy {
 	if s.Spec.IPFamilyPolicy == nil {
@@ -114,7 +97,7 @@ func validateServiceClusterIPsRelatedFields(s *corev1.Service) field.ErrorList {
 		// Family checks of bad addresses would only add noise.
 		return errs
 	}
-	if len(s.Spec.ClusterIPs) == 2 && ServiceIPFamilyOf(s.Spec.ClusterIPs[0]) == ServiceIPFamilyOf(s.Spec.ClusterIPs[1]) {
+	if len(s.Spec.ClusterIPs) == 2 && ipfamily.Of(s.Spec.ClusterIPs[0]) == ipfamily.Of(s.Spec.ClusterIPs[1]) {
 		errs = append(errs, field.Invalid(ipsPath, s.Spec.ClusterIPs, "may specify no more than one IP for each IP family"))
 	}
 	if !isHeadless(s) {
@@ -122,7 +105,7 @@ func validateServiceClusterIPsRelatedFields(s *corev1.Service) field.ErrorList {
 			if i >= len(s.Spec.IPFamilies) {
 				break
 			}
-			if f := ServiceIPFamilyOf(ip); f != s.Spec.IPFamilies[i] && (s.Spec.IPFamilies[i] == corev1.IPv4Protocol || s.Spec.IPFamilies[i] == corev1.IPv6Protocol) {
+			if f := ipfamily.Of(ip); f != s.Spec.IPFamilies[i] && (s.Spec.IPFamilies[i] == corev1.IPv4Protocol || s.Spec.IPFamilies[i] == corev1.IPv6Protocol) {
 				errs = append(errs, field.Invalid(ipsPath.Index(i), ip,
 					fmt.Sprintf("expected an %s value as indicated by `ipFamilies[%d]`", s.Spec.IPFamilies[i], i)))
 			}
@@ -215,7 +198,7 @@ func InitServiceIPFamilies(svc, old *corev1.Service, cluster []corev1.IPFamily) 
 		if i < len(svc.Spec.IPFamilies) {
 			continue
 		}
-		f := ServiceIPFamilyOf(ip)
+		f := ipfamily.Of(ip)
 		if !slices.Contains(cluster, f) {
 			errs = append(errs, field.Invalid(spec.Child("clusterIPs").Index(i), svc.Spec.ClusterIPs, fmt.Sprintf("%s is not configured on this cluster", f)))
 			continue
@@ -231,7 +214,7 @@ func InitServiceIPFamilies(svc, old *corev1.Service, cluster []corev1.IPFamily) 
 			svc.Spec.IPFamilies = []corev1.IPFamily{cluster[0]}
 		}
 		if len(svc.Spec.IPFamilies) == 1 && policy != corev1.IPFamilyPolicySingleStack {
-			svc.Spec.IPFamilies = append(svc.Spec.IPFamilies, otherIPFamily(svc.Spec.IPFamilies[0]))
+			svc.Spec.IPFamilies = append(svc.Spec.IPFamilies, ipfamily.Other(svc.Spec.IPFamilies[0]))
 		}
 		return nil
 	}
@@ -251,7 +234,7 @@ func InitServiceIPFamilies(svc, old *corev1.Service, cluster []corev1.IPFamily) 
 		svc.Spec.IPFamilies = []corev1.IPFamily{cluster[0]}
 	}
 	if policy != corev1.IPFamilyPolicySingleStack && len(svc.Spec.IPFamilies) == 1 && len(cluster) == 2 {
-		svc.Spec.IPFamilies = append(svc.Spec.IPFamilies, otherIPFamily(svc.Spec.IPFamilies[0]))
+		svc.Spec.IPFamilies = append(svc.Spec.IPFamilies, ipfamily.Other(svc.Spec.IPFamilies[0]))
 	}
 	return nil
 }

@@ -27,10 +27,12 @@ import (
 // services store (ipallocator.ServiceStorage), which the API server puts
 // there, so this file needs no knowledge of the configured ranges. What
 // depends on the cluster's IP families (ipFamilyPolicy and ipFamilies
-// defaults, families the cluster does not serve, upgrades and downgrades
-// between single- and dual-stack) is decided by InitServiceIPFamilies and
-// ValidateServiceIPFamiliesUpdate (service_ipfamilies.go), which that
-// storage calls with the configured families before it allocates.
+// defaults, families the cluster does not serve) is decided by
+// InitServiceIPFamilies (service_ipfamilies.go), which that storage runs
+// with the configured families once the request is prepared and before
+// it is validated, as kube-apiserver's BeginCreate/BeginUpdate hooks do;
+// validation then sees the families filled and checks upgrades and
+// downgrades between single- and dual-stack with the rest of the update.
 func services(now func() time.Time) *resource.Resource {
 	k := kind[*corev1.Service]{
 		namespaced: true,
@@ -389,8 +391,14 @@ func validateService(s *corev1.Service) field.ErrorList {
 				"must be a list of IP ranges. For example, 10.240.0.0/24,10.250.0.0/24 "))
 		}
 	}
-	if s.Spec.LoadBalancerClass != nil && s.Spec.Type != corev1.ServiceTypeLoadBalancer {
-		errs = append(errs, field.Forbidden(spec.Child("loadBalancerClass"), "may only be used when service type is 'LoadBalancer'"))
+	if s.Spec.LoadBalancerClass != nil {
+		if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
+			errs = append(errs, field.Forbidden(spec.Child("loadBalancerClass"), "may only be used when service type is 'LoadBalancer'"))
+		} else {
+			for _, msg := range validation.IsQualifiedName(*s.Spec.LoadBalancerClass) {
+				errs = append(errs, field.Invalid(spec.Child("loadBalancerClass"), *s.Spec.LoadBalancerClass, msg))
+			}
+		}
 	}
 	if td := s.Spec.TrafficDistribution; td != nil && !slices.Contains(supportedTrafficDistributions, *td) {
 		errs = append(errs, field.NotSupported(spec.Child("trafficDistribution"), *td, supportedTrafficDistributions))
@@ -472,11 +480,29 @@ func validateServiceClusterIPs(s *corev1.Service, spec *field.Path) field.ErrorL
 	return errs
 }
 
-// validateServiceUpdate has nothing beyond validateService: the rules
-// for changing clusterIPs and ipFamilies (ValidateServiceIPFamiliesUpdate)
-// apply once the families are initialized, which the allocating storage
-// does after this validation, so it checks them there.
-func validateServiceUpdate(_, _ *corev1.Service) field.ErrorList { return nil }
+// validateServiceUpdate adds to validateService what kube-apiserver's
+// update validation checks: the rules for changing clusterIPs and
+// ipFamilies (an upgrade to dual-stack, a downgrade, the primary ones
+// immutable; the families are filled by then: the API handler has the
+// allocating storage initialize them before it validates), a
+// LoadBalancer's loadBalancerClass and a kept health check NodePort
+// immutable.
+func validateServiceUpdate(s, old *corev1.Service) field.ErrorList {
+	errs := ValidateServiceIPFamiliesUpdate(s, old)
+	spec := field.NewPath("spec")
+	if s.Spec.Type == corev1.ServiceTypeLoadBalancer && old.Spec.Type == corev1.ServiceTypeLoadBalancer &&
+		!equalStringPtr(s.Spec.LoadBalancerClass, old.Spec.LoadBalancerClass) {
+		errs = append(errs, field.Invalid(spec.Child("loadBalancerClass"), s.Spec.LoadBalancerClass, "may not change once set"))
+	}
+	if ServiceNeedsHealthCheckNodePort(s) && ServiceNeedsHealthCheckNodePort(old) && s.Spec.HealthCheckNodePort != old.Spec.HealthCheckNodePort {
+		errs = append(errs, field.Forbidden(spec.Child("healthCheckNodePort"), "field is immutable"))
+	}
+	return errs
+}
+
+func equalStringPtr(a, b *string) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
 
 func validateServiceStatus(st *corev1.ServiceStatus, path *field.Path) field.ErrorList {
 	var errs field.ErrorList

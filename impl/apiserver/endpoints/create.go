@@ -75,8 +75,9 @@ var bodyBuffers = sync.Pool{New: func() any { return new([]byte) }}
 const maxPooledBody = 64 << 10
 
 // CreateObject runs the create path on a decoded object: defaulting,
-// admission, PrepareForCreate, system fields, validation, and the write
-// (skipped when dryRun). info may be nil for internal callers.
+// admission, PrepareForCreate, system fields, the store's field
+// initialization (FieldInitializer), validation, and the write (skipped
+// when dryRun). info may be nil for internal callers.
 func (h *Handler) CreateObject(ctx context.Context, info *request.Info, obj runtime.Object, dryRun bool) (runtime.Object, error) {
 	return h.createObject(ctx, info, obj, dryRun, false)
 }
@@ -114,6 +115,9 @@ func (h *Handler) createObject(ctx context.Context, info *request.Info, obj runt
 	if m.GetName() == "" && m.GetGenerateName() != "" {
 		m.SetName(generateName(m.GetGenerateName()))
 		generated = true
+	}
+	if err := h.initCreate(ctx, obj); err != nil {
+		return nil, err
 	}
 	if errs := h.res.Strategy.Validate(ctx, obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(h.gvk.GroupKind(), m.GetName(), errs)

@@ -308,7 +308,8 @@ func (h *Handler) updateExisting(ctx context.Context, info *request.Info, m mode
 
 // prepareUpdate is kube-apiserver's BeforeUpdate plus admission: checks
 // identity and preconditions, defaults, carries over what a client cannot
-// change, validates.
+// change, lets the store fill what depends on its configuration
+// (FieldInitializer), validates.
 func (h *Handler) prepareUpdate(ctx context.Context, info *request.Info, m mode, obj, old runtime.Object, dryRun bool) (runtime.Object, error) {
 	if m != modeFinalize {
 		// kube-apiserver defaults objects as it decodes them from storage,
@@ -373,6 +374,11 @@ func (h *Handler) prepareUpdate(ctx context.Context, info *request.Info, m mode,
 		nm.SetDeletionGracePeriodSeconds(om.GetDeletionGracePeriodSeconds())
 	}
 	nm.SetSelfLink("")
+	if m == modeMain {
+		if err := h.initUpdate(ctx, obj, old); err != nil {
+			return nil, err
+		}
+	}
 	errs := metavalidation.ValidateObjectMetaAccessorUpdate(nm, om, field.NewPath("metadata"))
 	switch m {
 	case modeStatus:

@@ -14,15 +14,17 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/kubeproof/kubeproof/impl/ipfamily"
 	"github.com/kubeproof/kubeproof/impl/registry"
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
 // ServiceStorage is the storage of core/v1 Services with ClusterIP and
-// NodePort allocation: a create fills the service's IP families for the
-// cluster (registry.InitServiceIPFamilies) and takes the addresses, one per
-// family, and ports the service asks for (or free ones) before it is
-// written, and gives them back if the write fails; an update does the
+// NodePort allocation: the API handler has it fill a service's IP
+// families for the cluster (registry.InitServiceIPFamilies) before it
+// validates the service (InitCreate, InitUpdate); a create takes the
+// addresses, one per family, and ports the service asks for (or free
+// ones) before it is written, and gives them back if the write fails; an update does the
 // same for what the new spec adds (a second family: an upgrade) and, once
 // written, releases what it dropped (a downgrade, a move to ExternalName);
 // a delete releases everything the service held. A dry run (DryRunCreate,
@@ -76,7 +78,7 @@ func (s *ServiceStorage) ipsFor(f corev1.IPFamily) *IPs {
 
 // ipsOf is the allocator of ip's family (nil: not served).
 func (s *ServiceStorage) ipsOf(ip netip.Addr) *IPs {
-	return s.ipsFor(registry.ServiceIPFamilyOf(ip.String()))
+	return s.ipsFor(ipfamily.OfAddr(ip))
 }
 
 // Ports is the NodePort allocator.
@@ -230,14 +232,47 @@ func (t *transaction) rollback(ctx context.Context) {
 	t.ips, t.ports = nil, nil
 }
 
+// InitCreate fills a service's ipFamilyPolicy and ipFamilies for the
+// cluster's families before the API handler validates it
+// (endpoints.FieldInitializer), as kube-apiserver's BeginCreate does: a
+// request the cluster cannot serve gets those errors alone, before any
+// other validation. It allocates nothing.
+func (s *ServiceStorage) InitCreate(_ context.Context, obj runtime.Object) error {
+	if svc, ok := obj.(*corev1.Service); ok {
+		return s.initIPFamilies(svc, nil)
+	}
+	return nil
+}
+
+// InitUpdate is InitCreate for an update of old: the stored policy, an
+// upgrade to dual-stack, a downgrade with SingleStack.
+func (s *ServiceStorage) InitUpdate(_ context.Context, obj, old runtime.Object) error {
+	svc, ok1 := obj.(*corev1.Service)
+	oldSvc, ok2 := old.(*corev1.Service)
+	if ok1 && ok2 {
+		return s.initIPFamilies(svc, oldSvc)
+	}
+	return nil
+}
+
+func (s *ServiceStorage) initIPFamilies(svc, old *corev1.Service) error {
+	if errs := registry.InitServiceIPFamilies(svc, old, s.Families()); len(errs) > 0 {
+		return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name, errs)
+	}
+	return nil
+}
+
 // allocate fills svc's IP families (svc is changed in place; old is the
 // stored service on update, nil on create) and takes every ClusterIP, one
 // per family in svc's ipFamilies, and NodePort it needs that old does not
-// already hold.
+// already hold. Through the API handler the families were filled and the
+// update checked before validation (InitCreate, InitUpdate, the registry's
+// update validation); doing it again changes nothing, and keeps a write
+// that does not come through the handler as correct.
 func (t *transaction) allocate(ctx context.Context, svc, old *corev1.Service) error {
 	spec := field.NewPath("spec")
-	if errs := registry.InitServiceIPFamilies(svc, old, t.s.Families()); len(errs) > 0 {
-		return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name, errs)
+	if err := t.s.initIPFamilies(svc, old); err != nil {
+		return err
 	}
 	var before holdings
 	if old != nil {
