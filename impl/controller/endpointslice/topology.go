@@ -25,7 +25,9 @@ import (
 
 // overloadThreshold is how much more than its CPU-proportional share of
 // traffic a zone's endpoints may be given (20%, upstream's): a zone must
-// get at least its desired share divided by 1.2 endpoints.
+// get at least its desired share divided by 1.2 endpoints, rounded up
+// (computed as upstream does, desired × 1/1.2, so that a share at a
+// whole number rounds alike).
 const overloadThreshold = 0.2
 
 // Event reasons, as upstream's.
@@ -157,7 +159,7 @@ func allocate(topo Topology, endpoints int) (map[string]zoneAllocation, string) 
 	minTotal := 0
 	for zone, ratio := range topo.CPURatios {
 		desired := ratio * float64(endpoints)
-		minimum := int(math.Ceil(desired / (1 + overloadThreshold)))
+		minimum := int(math.Ceil(desired * (1 / (1 + overloadThreshold))))
 		out[zone] = zoneAllocation{minimum: minimum, desired: math.Max(desired, float64(minimum))}
 		minTotal += minimum
 	}
@@ -189,7 +191,7 @@ func Overloaded(hints map[string]int, topo Topology) bool {
 	}
 	for zone, ratio := range topo.CPURatios {
 		n, ok := hints[zone]
-		if !ok || float64(n) < math.Ceil(float64(total)*ratio/(1+overloadThreshold)) {
+		if !ok || float64(n) < math.Ceil(float64(total)*ratio*(1/(1+overloadThreshold))) {
 			return true
 		}
 	}
@@ -238,11 +240,17 @@ func addTopologyHints(in Input, plan *Plan) {
 			set(s.AddressType).unchanged = append(set(s.AddressType).unchanged, s)
 		}
 	}
+	// Whether the service has hints, as upstream's cache knows it: per
+	// service, so a dual-stack service's second address type given hints
+	// with the first gets no event of its own, and removing one address
+	// type's hints forgets them for the service.
+	hinted := len(in.ZoneHints) > 0
 	for _, t := range slices.Sorted(maps.Keys(byType)) {
 		ss := byType[t]
 		hints, why := ss.hint(in.Topology)
 		if why != "" {
 			ss.removeHints()
+			hinted = false
 			plan.Events = append(plan.Events, Event{corev1.EventTypeWarning, ReasonTopologyHintsDisabled,
 				fmt.Sprintf("Topology aware hints not given: %s, addressType: %s", why, t)})
 		} else {
@@ -250,7 +258,8 @@ func addTopologyHints(in Input, plan *Plan) {
 				plan.ZoneHints = ZoneHints{}
 			}
 			plan.ZoneHints[t] = hints
-			if in.ZoneHints[t] == nil {
+			if !hinted {
+				hinted = true
 				plan.Events = append(plan.Events, Event{corev1.EventTypeNormal, ReasonTopologyHintsEnabled,
 					fmt.Sprintf("Topology aware hints given, addressType: %s", t)})
 			}

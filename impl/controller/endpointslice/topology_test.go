@@ -62,6 +62,9 @@ func TestNodeTopology(t *testing.T) {
 		{"a ready node without a zone", []*corev1.Node{node("1", "a", "1"), node("2", "b", "1"), node("3", "", "1")}, "none: " + nodeWithoutZoneCPU},
 		{"a ready node without allocatable CPU", []*corev1.Node{node("1", "a", "1"), node("2", "b", "1"), node("3", "c", "")}, "none: " + nodeWithoutZoneCPU},
 		{"one zone", []*corev1.Node{node("1", "a", "1"), node("2", "a", "1"), node("3", "b", "1", notReadyNode)}, "none: " + oneZoneOnly},
+		{"the older master label excludes a node too", []*corev1.Node{node("1", "a", "1"), node("2", "b", "3"),
+			node("3", "c", "4", func(n *corev1.Node) { n.Labels["node-role.kubernetes.io/master"] = "" })}, "a=0.250 b=0.750"},
+		{"a ready node with zero allocatable CPU", []*corev1.Node{node("1", "a", "1"), node("2", "b", "1"), node("3", "c", "0")}, "none: " + nodeWithoutZoneCPU},
 		{"no nodes", nil, "none: " + noReadyNodes},
 	} {
 		if got := ratios(NodeTopology(tc.nodes)); got != tc.want {
@@ -88,6 +91,9 @@ func TestAllocate(t *testing.T) {
 		{"skewed", skewed, 4, "a:2-2/2.00 b:1-1/1.00 c:1-1/1.00"},
 		{"skewed, more", skewed, 20, "a:9-10/10.00 b:5-6/5.00 c:5-6/5.00"},
 		{"minimum above desired sets desired", Topology{CPURatios: map[string]float64{"a": 0.9, "b": 0.1}}, 5, "a:4-4/4.50 b:1-1/1.00"},
+		// 6 / 1.2 is exactly 5: the minimum is not rounded up past it.
+		{"a desired share at the threshold's whole number", Topology{CPURatios: map[string]float64{"a": 0.6, "b": 0.4}}, 10, "a:5-6/6.00 b:4-5/4.00"},
+		{"a zone of 5% CPU still gets one endpoint", Topology{CPURatios: map[string]float64{"a": 0.95, "b": 0.05}}, 10, "a:8-9/9.50 b:1-2/1.00"},
 		{"fewer endpoints than zones", three, 2, "fewer ready endpoints than zones (2 endpoints, 3 zones)"},
 		{"minimums add up to more than there are", three, 4,
 			"every zone's minimum share within the 20% overload threshold needs more endpoints than there are (4 endpoints, 3 zones)"},
@@ -364,6 +370,10 @@ func TestOverloaded(t *testing.T) {
 		{"balanced", map[string]int{"a": 2, "b": 2, "c": 2}, three, false},
 		{"no hints", nil, three, false},
 		{"a zone below its minimum", map[string]int{"a": 3, "b": 2, "c": 1}, three, true},
+		// 9 endpoints over 60/40: minimums ceil(4.5) = 5 and exactly 3.
+		{"every zone at its minimum or above", map[string]int{"a": 5, "b": 4}, Topology{CPURatios: map[string]float64{"a": 0.6, "b": 0.4}}, false},
+		{"a zone one below its minimum", map[string]int{"a": 4, "b": 5}, Topology{CPURatios: map[string]float64{"a": 0.6, "b": 0.4}}, true},
+		{"a zone with none hinted", map[string]int{"a": 3, "b": 3, "c": 0}, three, true},
 		{"a new zone", map[string]int{"a": 3, "b": 3}, three, true},
 		{"no topology any more", map[string]int{"a": 3, "b": 3}, Topology{Insufficient: oneZoneOnly}, true},
 	} {
@@ -385,5 +395,50 @@ func BenchmarkNodeTopology(b *testing.B) {
 		if NodeTopology(nodes).CPURatios == nil {
 			b.Fatal("no topology")
 		}
+	}
+}
+
+// TestTopologyHintsDualStack: each address type of a dual-stack service
+// is hinted over its own endpoints, and the service gets one
+// TopologyAwareHintsEnabled event, as upstream's cache records hints per
+// service; when one address type can no longer be hinted it alone loses
+// its hints, with its own warning.
+func TestTopologyHintsDualStack(t *testing.T) {
+	equal := Topology{CPURatios: map[string]float64{"a": 0.5, "b": 0.5}}
+	svc, _, nodes := zonal(corev1.AnnotationTopologyMode)
+	svc.Spec.ClusterIPs = []string{"10.96.0.10", "fd00::10"}
+	svc.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+	onNode := func(p *corev1.Pod, zone string) *corev1.Pod { p.Spec.NodeName = "node-" + zone; return p }
+	pods := []*corev1.Pod{
+		onNode(dualStackPod("a1", "10.1.0.1", "fd01::1"), "a"), onNode(dualStackPod("a2", "10.1.0.2", "fd01::2"), "a"),
+		onNode(dualStackPod("b1", "10.1.0.3", "fd01::3"), "b"), onNode(dualStackPod("b2", "10.1.0.4", "fd01::4"), "b"),
+	}
+	plan := Reconcile(Input{Service: svc, Pods: pods, Nodes: nodes, Topology: equal})
+	byType := map[discoveryv1.AddressType][]*discoveryv1.EndpointSlice{}
+	for _, s := range plan.Create {
+		byType[s.AddressType] = append(byType[s.AddressType], s)
+	}
+	for _, at := range []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6} {
+		if got := zoneHints(byType[at]); got != "a1:a a2:a b1:b b2:b" {
+			t.Errorf("%s: %s", at, got)
+		}
+		if !maps.Equal(plan.ZoneHints[at], map[string]int{"a": 2, "b": 2}) {
+			t.Errorf("%s: zone hints %v", at, plan.ZoneHints[at])
+		}
+	}
+	if got := events(plan); got != "Normal TopologyAwareHintsEnabled: Topology aware hints given, addressType: IPv4" {
+		t.Errorf("events %s, want one for the service", got)
+	}
+	// Three pods lose their IPv6 addresses: that address type has fewer
+	// endpoints than zones; the IPv4 one keeps its hints, and no event
+	// says they were given again.
+	state := apply(t, nil, plan)
+	oneV6 := []*corev1.Pod{pods[0], onNode(pod("a2", "10.1.0.2"), "a"), onNode(pod("b1", "10.1.0.3"), "b"), onNode(pod("b2", "10.1.0.4"), "b")}
+	next := Reconcile(Input{Service: svc, Pods: oneV6, Nodes: nodes, Topology: equal, Slices: state, ZoneHints: plan.ZoneHints})
+	if got := events(next); got != "Warning TopologyAwareHintsDisabled: Topology aware hints not given: fewer ready endpoints than zones (1 endpoints, 2 zones), addressType: IPv6" {
+		t.Errorf("events %s", got)
+	}
+	if next.ZoneHints[discoveryv1.AddressTypeIPv6] != nil || !maps.Equal(next.ZoneHints[discoveryv1.AddressTypeIPv4], map[string]int{"a": 2, "b": 2}) {
+		t.Errorf("zone hints %v", next.ZoneHints)
 	}
 }
