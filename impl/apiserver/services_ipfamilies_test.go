@@ -173,7 +173,7 @@ func TestServiceIPFamiliesAsKubeAPIServer(t *testing.T) {
 		{name: "a LoadBalancer's class changed", cluster: "dual", from: svcOf(loadBalancer(ptrTo("example.com/lb"))),
 			update: func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptrTo("example.com/other") }, code: invalid, causes: []string{"spec.loadBalancerClass"}},
 		{name: "a health check NodePort changed", cluster: "dual",
-			from: svcOf(loadBalancer(nil), func(s *corev1.Service) { s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal }),
+			from:   svcOf(loadBalancer(nil), func(s *corev1.Service) { s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal }),
 			update: func(s *corev1.Service) { s.Spec.HealthCheckNodePort = 30050 }, code: invalid, causes: []string{"spec.healthCheckNodePort"}},
 		{name: "a selectorless headless service on single-stack keeps both families", cluster: "v4", from: svcOf(headless, noSelector),
 			update: func(s *corev1.Service) { s.Labels = map[string]string{"changed": "yes"} },

@@ -120,6 +120,16 @@ func TestServiceAllocation(t *testing.T) {
 	if got.Spec.ClusterIP != np.Spec.ClusterIP || got.Spec.Ports[0].NodePort != 30003 {
 		t.Fatalf("update lost allocations: %+v", got.Spec)
 	}
+	// So does one that changes the port's number: NodePorts follow port
+	// names, as kube-apiserver's.
+	upd = got.DeepCopy()
+	upd.Spec.Ports[0].Port, upd.Spec.Ports[0].NodePort = 81, 0
+	if got, err = svcs.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Ports[0].NodePort != 30003 {
+		t.Fatalf("a renumbered port got NodePort %d, want 30003 kept", got.Spec.Ports[0].NodePort)
+	}
 	// Changing the ClusterIP is refused.
 	upd = got.DeepCopy()
 	other := "10.0.0.14"

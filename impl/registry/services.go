@@ -165,6 +165,12 @@ func ServiceNeedsNodePorts(s *corev1.Service) bool {
 	return false
 }
 
+// hasNodePortType: NodePort and LoadBalancer services may hold NodePorts
+// (a LoadBalancer with allocateLoadBalancerNodePorts false those asked for).
+func hasNodePortType(s *corev1.Service) bool {
+	return s.Spec.Type == corev1.ServiceTypeNodePort || s.Spec.Type == corev1.ServiceTypeLoadBalancer
+}
+
 // ServiceNeedsHealthCheckNodePort: LoadBalancer services with
 // externalTrafficPolicy Local get one.
 func ServiceNeedsHealthCheckNodePort(s *corev1.Service) bool {
@@ -220,7 +226,8 @@ func defaultService(s *corev1.Service) {
 // KeepAllocatedValues carries over on update what the server allocated and
 // the client left out (kube-apiserver's patchAllocatedValues): clusterIP
 // and clusterIPs while the service keeps a type with one, NodePorts of
-// ports that still exist while it needs them, the health check NodePort.
+// ports of the same name while it stays a NodePort or LoadBalancer, the
+// health check NodePort.
 func KeepAllocatedValues(s, old *corev1.Service) {
 	if old.Spec.Type != corev1.ServiceTypeExternalName && s.Spec.Type != corev1.ServiceTypeExternalName {
 		if s.Spec.ClusterIP == "" {
@@ -230,17 +237,21 @@ func KeepAllocatedValues(s, old *corev1.Service) {
 			s.Spec.ClusterIPs = slices.Clone(old.Spec.ClusterIPs)
 		}
 	}
-	if ServiceNeedsNodePorts(old) && ServiceNeedsNodePorts(s) {
+	if hasNodePortType(old) && hasNodePortType(s) {
+		// By port name, as kube-apiserver: a port whose number or
+		// protocol changed keeps its NodePort, unless the new spec gives
+		// that NodePort to a port already.
+		taken := map[int32]bool{}
+		for _, p := range s.Spec.Ports {
+			taken[p.NodePort] = true
+		}
+		byName := make(map[string]int32, len(old.Spec.Ports))
+		for _, op := range old.Spec.Ports {
+			byName[op.Name] = op.NodePort
+		}
 		for i := range s.Spec.Ports {
-			p := &s.Spec.Ports[i]
-			if p.NodePort != 0 {
-				continue
-			}
-			for _, op := range old.Spec.Ports {
-				if op.NodePort != 0 && op.Port == p.Port && op.Protocol == p.Protocol {
-					p.NodePort = op.NodePort
-					break
-				}
+			if p := &s.Spec.Ports[i]; p.NodePort == 0 && !taken[byName[p.Name]] {
+				p.NodePort = byName[p.Name]
 			}
 		}
 	}
