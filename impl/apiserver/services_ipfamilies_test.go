@@ -88,6 +88,8 @@ func TestServiceIPFamiliesAsKubeAPIServer(t *testing.T) {
 		policy corev1.IPFamilyPolicy
 		fams   []corev1.IPFamily
 		ips    []string // the clusterIPs asked for ("" for a free one), "None" for headless
+		// check, when set, looks at the rest of a success.
+		check func(t *testing.T, s *corev1.Service)
 	}
 	cases := []tc{
 		// Create, no family asked.
@@ -175,6 +177,38 @@ func TestServiceIPFamiliesAsKubeAPIServer(t *testing.T) {
 		{name: "a health check NodePort changed", cluster: "dual",
 			from:   svcOf(loadBalancer(nil), func(s *corev1.Service) { s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal }),
 			update: func(s *corev1.Service) { s.Spec.HealthCheckNodePort = 30050 }, code: invalid, causes: []string{"spec.healthCheckNodePort"}},
+		// Fields of the old type the client left as stored are dropped.
+		{name: "NodePort to ClusterIP, the node ports and traffic policy left in", cluster: "dual",
+			from:   svcOf(func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort }),
+			update: func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeClusterIP },
+			code:   ok, policy: single, fams: []corev1.IPFamily{v4}, ips: []string{""},
+			check: func(t *testing.T, s *corev1.Service) {
+				if s.Spec.Ports[0].NodePort != 0 || s.Spec.ExternalTrafficPolicy != "" {
+					t.Errorf("nodePort %d externalTrafficPolicy %q kept", s.Spec.Ports[0].NodePort, s.Spec.ExternalTrafficPolicy)
+				}
+			}},
+		{name: "LoadBalancer to ExternalName, everything left in", cluster: "dual",
+			from: svcOf(loadBalancer(ptrTo("example.com/lb")), policy(require),
+				func(s *corev1.Service) { s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal }),
+			update: externalName, code: ok,
+			check: func(t *testing.T, s *corev1.Service) {
+				if s.Spec.Ports[0].NodePort != 0 || s.Spec.HealthCheckNodePort != 0 || s.Spec.ExternalTrafficPolicy != "" ||
+					s.Spec.AllocateLoadBalancerNodePorts != nil || s.Spec.LoadBalancerClass != nil {
+					t.Errorf("LoadBalancer fields kept: %+v", s.Spec)
+				}
+			}},
+		{name: "NodePort to ClusterIP with a new node port", cluster: "dual",
+			from:   svcOf(func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort }),
+			update: func(s *corev1.Service) { s.Spec.Type, s.Spec.Ports[0].NodePort = corev1.ServiceTypeClusterIP, 30051 },
+			code:   invalid, causes: []string{"spec.ports[0].nodePort"}},
+		{name: "ClusterIP with externalIPs gets an externalTrafficPolicy", cluster: "dual",
+			create: svcOf(func(s *corev1.Service) { s.Spec.ExternalIPs = []string{"192.0.2.10"} }),
+			code:   created, policy: single, fams: []corev1.IPFamily{v4}, ips: []string{""},
+			check: func(t *testing.T, s *corev1.Service) {
+				if s.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyCluster {
+					t.Errorf("externalTrafficPolicy %q, want Cluster", s.Spec.ExternalTrafficPolicy)
+				}
+			}},
 		{name: "a selectorless headless service on single-stack keeps both families", cluster: "v4", from: svcOf(headless, noSelector),
 			update: func(s *corev1.Service) { s.Labels = map[string]string{"changed": "yes"} },
 			code:   ok, policy: require, fams: []corev1.IPFamily{v4, v6}, ips: []string{"None"}},
@@ -250,6 +284,9 @@ func TestServiceIPFamiliesAsKubeAPIServer(t *testing.T) {
 				case ipfamily.Of(ip) != c.fams[j]:
 					t.Errorf("clusterIPs[%d] %q, not of family %s", j, ip, c.fams[j])
 				}
+			}
+			if c.check != nil {
+				c.check(t, got)
 			}
 		})
 	}

@@ -328,8 +328,8 @@ func ValidateServiceIPFamiliesUpdate(svc, old *corev1.Service) field.ErrorList {
 // dropTypeDependentIPFields clears, when an update moves a service to
 // ExternalName, the clusterIPs, families and policy the client left as
 // stored (the server filled them; the IPs are released once written), as
-// kube-apiserver does. Fields the client changed stay, for validation to
-// refuse.
+// kube-apiserver does (part of dropTypeDependentFields). Fields the client
+// changed stay, for validation to refuse.
 func dropTypeDependentIPFields(s, old *corev1.Service) {
 	if old.Spec.Type == corev1.ServiceTypeExternalName || s.Spec.Type != corev1.ServiceTypeExternalName {
 		return

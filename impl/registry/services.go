@@ -46,7 +46,7 @@ func services(now func() time.Time) *resource.Resource {
 			s.Status = old.Status
 			KeepAllocatedValues(s, old)
 			normalizeClusterIPs(s, old)
-			dropTypeDependentIPFields(s, old)
+			dropTypeDependentFields(s, old)
 		},
 		validate:       validateService,
 		validateUpdate: validateServiceUpdate,
@@ -165,6 +165,60 @@ func ServiceNeedsNodePorts(s *corev1.Service) bool {
 	return false
 }
 
+// externallyAccessible: NodePort and LoadBalancer services, and
+// ClusterIP services with externalIPs, are reached from outside the
+// cluster; they have an externalTrafficPolicy (defaulted to Cluster).
+func externallyAccessible(s *corev1.Service) bool {
+	return s.Spec.Type == corev1.ServiceTypeNodePort || s.Spec.Type == corev1.ServiceTypeLoadBalancer ||
+		(s.Spec.Type == corev1.ServiceTypeClusterIP && len(s.Spec.ExternalIPs) > 0)
+}
+
+// dropTypeDependentFields clears, when an update changes a service's type,
+// the fields the new type has no use for that the client left as stored
+// (the server filled or allocated them; what was allocated is released
+// once written), as kube-apiserver does: the IP fields moving to
+// ExternalName, NodePorts (when the new spec adds none) leaving NodePort
+// and LoadBalancer, the health check NodePort, allocateLoadBalancerNodePorts
+// and loadBalancerClass leaving LoadBalancer, externalTrafficPolicy when
+// no longer reached from outside. Fields the client changed stay, for
+// validation to refuse.
+func dropTypeDependentFields(s, old *corev1.Service) {
+	dropTypeDependentIPFields(s, old)
+	if hasNodePortType(old) && !hasNodePortType(s) && nodePortsWithin(s, old) {
+		for i := range s.Spec.Ports {
+			s.Spec.Ports[i].NodePort = 0
+		}
+	}
+	if ServiceNeedsHealthCheckNodePort(old) && !ServiceNeedsHealthCheckNodePort(s) && s.Spec.HealthCheckNodePort == old.Spec.HealthCheckNodePort {
+		s.Spec.HealthCheckNodePort = 0
+	}
+	if old.Spec.Type == corev1.ServiceTypeLoadBalancer && s.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		if a, b := s.Spec.AllocateLoadBalancerNodePorts, old.Spec.AllocateLoadBalancerNodePorts; a != nil && b != nil && *a == *b {
+			s.Spec.AllocateLoadBalancerNodePorts = nil
+		}
+		if equalStringPtr(s.Spec.LoadBalancerClass, old.Spec.LoadBalancerClass) {
+			s.Spec.LoadBalancerClass = nil
+		}
+	}
+	if externallyAccessible(old) && !externallyAccessible(s) && s.Spec.ExternalTrafficPolicy == old.Spec.ExternalTrafficPolicy {
+		s.Spec.ExternalTrafficPolicy = ""
+	}
+	// kube-apiserver also clears the load balancer status of a service
+	// that stops being a LoadBalancer; here the main endpoint never
+	// changes status (the registry's property test): a controller or
+	// client clears it through /status.
+}
+
+// nodePortsWithin: every NodePort s gives a port old held too.
+func nodePortsWithin(s, old *corev1.Service) bool {
+	for _, p := range s.Spec.Ports {
+		if p.NodePort != 0 && !slices.ContainsFunc(old.Spec.Ports, func(op corev1.ServicePort) bool { return op.NodePort == p.NodePort }) {
+			return false
+		}
+	}
+	return true
+}
+
 // hasNodePortType: NodePort and LoadBalancer services may hold NodePorts
 // (a LoadBalancer with allocateLoadBalancerNodePorts false those asked for).
 func hasNodePortType(s *corev1.Service) bool {
@@ -204,7 +258,7 @@ func defaultService(s *corev1.Service) {
 			p.TargetPort = intstr.FromInt32(p.Port)
 		}
 	}
-	if spec.Type == corev1.ServiceTypeNodePort || spec.Type == corev1.ServiceTypeLoadBalancer {
+	if externallyAccessible(s) {
 		if spec.ExternalTrafficPolicy == "" {
 			spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
 		}
@@ -364,7 +418,7 @@ func validateService(s *corev1.Service) field.ErrorList {
 		}
 	}
 
-	external := s.Spec.Type == corev1.ServiceTypeNodePort || s.Spec.Type == corev1.ServiceTypeLoadBalancer
+	external := externallyAccessible(s)
 	etp := s.Spec.ExternalTrafficPolicy
 	switch {
 	case !external && etp != "":
