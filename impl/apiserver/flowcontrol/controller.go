@@ -321,8 +321,8 @@ func (c *Controller) WaitFor(ctx context.Context, cl Classification, work WorkEs
 		}
 	}
 	c.mu.Lock()
-	var woken []*Request
-	if !c.d.Leave(r, c.now()) {
+	left, woken := c.d.Leave(r, c.now())
+	if !left {
 		// Dispatched while it gave up: give the seats back (it never
 		// executed, so it does not linger either).
 		woken = c.d.Finish(r, c.now())
@@ -368,7 +368,7 @@ func (c *Controller) Release(r *Request) {
 	woken := c.d.Finish(r, c.now())
 	if latency := r.AdditionalLatency(); latency > 0 {
 		if c.stopped {
-			woken = c.d.FinishLinger(r, c.now())
+			woken = append(woken, c.d.FinishLinger(r, c.now())...)
 		} else {
 			c.lingering[r] = time.AfterFunc(latency, func() { c.endLinger(r) })
 		}

@@ -91,7 +91,11 @@ type Request struct {
 	estimate float64
 	arrivalR float64
 	started  time.Time
-	queue    int // index in level.queues while queued or executing; -1 for none
+	// linger is how long it holds its seats after it finishes executing:
+	// its additional latency, longer when its final seats were more than
+	// its level's limit (set when it is dispatched).
+	linger time.Duration
+	queue  int // index in level.queues while queued or executing; -1 for none
 	// gen is the level's queue generation the queue index belongs to (a
 	// reconfiguration that changes the number of queues starts a new one).
 	gen   int
@@ -457,11 +461,14 @@ func (r *Request) Seats() int { return r.seats }
 
 // AdditionalLatency is how long r goes on holding its seats after it has
 // finished executing: when Finish leaves it lingering (see FinishLinger).
+// Final seats beyond the level's limit when r was dispatched are held
+// proportionally longer, keeping their seat-seconds, as kube-apiserver's
+// queue sets do.
 func (r *Request) AdditionalLatency() time.Duration {
 	if r.state != stateLingering {
 		return 0
 	}
-	return r.work.AdditionalLatency
+	return r.linger
 }
 
 // width is the seats a request of work w takes at l: w.maxSeats() capped
@@ -491,10 +498,13 @@ func (d *Dispatcher) newRequestAt(l *level, hash uint64, work WorkEstimate) (*Re
 
 // Arrive admits r at now: it executes at once if its level is exempt, or
 // has no one waiting and its seats free; else it is queued on the one of
-// its flow's queues with the least work waiting, or rejected when that
-// queue is full or the level does not queue. A request of a level that
-// queues goes through its queue even when it executes at once, so that
-// its work counts for its queue's fair share.
+// its flow's queues with the least work waiting (and still executes at
+// once if fair queuing picks it next and it fits), or rejected when the
+// level does not queue, or when that queue is full and the level's seats
+// are all taken (as kube-apiserver: with seats free a full queue still
+// takes it). A request of a level that queues goes through its queue even
+// when it executes at once, so that its work counts for its queue's fair
+// share.
 func (d *Dispatcher) Arrive(r *Request, now time.Time) (Outcome, RejectReason) {
 	if r.state != stateNew {
 		panic("flowcontrol: a request arrived twice")
@@ -518,26 +528,35 @@ func (d *Dispatcher) Arrive(r *Request, now time.Time) (Outcome, RejectReason) {
 		return Rejected, ReasonConcurrencyLimit
 	}
 	qi := d.chooseQueue(l, r.hash)
-	if !free && len(l.queues[qi].waiting) >= l.queueLengthLimit {
+	if free {
+		l.passThrough(qi, r)
+		d.start(r, now)
+		return Executing, ""
+	}
+	if len(l.queues[qi].waiting) >= l.queueLengthLimit && l.inUse >= l.current {
 		r.state = stateDone
 		return Rejected, ReasonQueueFull
 	}
-	if !free {
-		l.enqueue(qi, r)
-		return Queued, ""
+	l.enqueue(qi, r)
+	// Requests wait already: the one fair queuing picks next does not fit.
+	// r may be picked before it (its queue was idle) and fit. (As when it
+	// passes through, the place ties are looked from stays: moving it
+	// could make a waiting request that fits the next pick.)
+	if l.queues[qi].waiting[0] == r && l.fairest() == qi && d.canDispatch(l, r.want) {
+		l.unqueue(qi, 0)
+		d.start(r, now)
+		return Executing, ""
 	}
-	l.passThrough(qi, r)
-	d.start(r, now)
-	return Executing, ""
+	return Queued, ""
 }
 
 // Finish ends the execution of r at now. A request whose work has final
 // seats and additional latency then lingers: it keeps its seats, and
 // r.AdditionalLatency() says how long until the caller is to call
 // FinishLinger (the Dispatcher has no clock). Any other request gives its
-// seats back, and Finish dispatches what they let start, returning the
-// requests dispatched (in order). Finishing a request that is not
-// executing does nothing.
+// seats back. Either way Finish dispatches what can start (as
+// kube-apiserver, after every finish), returning the requests dispatched
+// (in order). Finishing a request that is not executing does nothing.
 func (d *Dispatcher) Finish(r *Request, now time.Time) []*Request {
 	if r.state != stateExecuting {
 		return nil
@@ -551,8 +570,10 @@ func (d *Dispatcher) Finish(r *Request, now time.Time) []*Request {
 	l.sync(now)
 	l.endInQueue(r, now)
 	if r.work.lingers() {
+		// It keeps its seats, but its queue's charge was corrected: a
+		// request of another queue may be the next pick now, and fit.
 		r.state = stateLingering
-		return nil
+		return d.dispatch(now)
 	}
 	return d.release(r, now)
 }
@@ -579,16 +600,19 @@ func (d *Dispatcher) release(r *Request, now time.Time) []*Request {
 
 // Leave takes a queued request out of its queue at now (it timed out, or
 // its client went away) and reports whether it was still queued; false
-// means it was dispatched already (and must be finished) or is done.
-func (d *Dispatcher) Leave(r *Request, now time.Time) bool {
+// means it was dispatched already (and must be finished) or is done. It
+// returns the requests r's leaving lets start: a wide request waiting for
+// seats may have held back narrower ones that fit. (kube-apiserver's
+// queue sets start those at the level's next arrival or finish.)
+func (d *Dispatcher) Leave(r *Request, now time.Time) (bool, []*Request) {
 	if r.state != stateQueued {
-		return false
+		return false, nil
 	}
 	l := r.level
 	l.sync(now)
 	l.unqueue(r.queue, slices.Index(l.queues[r.queue].waiting, r))
 	r.state, r.queue = stateDone, -1
-	return true
+	return true, d.dispatch(now)
 }
 
 // canDispatch: l is exempt, or seats more seats fit in its current
@@ -603,6 +627,10 @@ func (d *Dispatcher) canDispatch(l *level, seats int) bool {
 func (d *Dispatcher) start(r *Request, now time.Time) {
 	l := r.level
 	r.seats = l.width(r.work)
+	r.linger = r.work.AdditionalLatency
+	if limit := l.limit(); r.work.FinalSeats > limit {
+		r.linger = time.Duration(float64(r.linger) * float64(r.work.FinalSeats) / float64(limit))
+	}
 	l.inUse += r.seats
 	r.started = now
 	l.startInQueue(r)

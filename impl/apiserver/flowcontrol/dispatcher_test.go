@@ -100,6 +100,93 @@ func TestQueueFullRejects(t *testing.T) {
 	}
 }
 
+// TestQueueFullOnlyWithSeatsTaken: as kube-apiserver, a full queue turns
+// a request away only when its level's seats are all taken; with seats
+// free (a wide request waits for more) it takes one more.
+func TestQueueFullOnlyWithSeatsTaken(t *testing.T) {
+	d := mustDispatcher(t, []*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("w", 1, 0, queuing(1, 1, 1))}, 4)
+	arriveW := func(name string, seats int) (*Request, Outcome, RejectReason) {
+		r, err := d.NewRequest("w", flowHash("fs", name), WorkEstimate{InitialSeats: seats})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, reason := d.Arrive(r, t0)
+		return r, o, reason
+	}
+	a, _, _ := arriveW("a", 3)
+	if _, o, _ := arriveW("big", 2); o != Queued {
+		t.Fatalf("2 seats with 1 free: %v, want queued", o)
+	}
+	// The queue is at its length limit (1), one seat is free: it takes
+	// more.
+	for _, name := range []string{"c", "e"} {
+		if _, o, reason := arriveW(name, 1); o != Queued {
+			t.Fatalf("%s: full queue with a seat free: %v %q, want queued", name, o, reason)
+		}
+	}
+	if got := len(d.Finish(a, t0)); got != 3 {
+		t.Errorf("a's seats freed: %d dispatched, want big, c and e", got)
+	}
+	// Now every seat is taken: a full queue rejects.
+	if _, o, _ := arriveW("f", 1); o != Queued {
+		t.Fatalf("f: %v, want queued", o)
+	}
+	if _, o, reason := arriveW("g", 1); o != Rejected || reason != ReasonQueueFull {
+		t.Fatalf("full queue, every seat taken: %v %q, want rejected queue-full", o, reason)
+	}
+}
+
+// TestArrivalOvertakesAWideHead: with a wide request waiting for seats,
+// a request of another flow whose queue fair queuing picks first starts
+// at once if it fits, as kube-apiserver dispatches after every arrival.
+func TestArrivalOvertakesAWideHead(t *testing.T) {
+	d := mustDispatcher(t, []*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("w", 1, 0, queuing(128, 1, 50))}, 4)
+	arriveW := func(name string, seats int) Outcome {
+		r, err := d.NewRequest("w", flowHash("fs", name), WorkEstimate{InitialSeats: seats})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _ := d.Arrive(r, t0)
+		return o
+	}
+	for range 3 {
+		arriveW("a", 1)
+	}
+	if o := arriveW("b", 2); o != Queued {
+		t.Fatalf("2 seats with 1 free: %v, want queued", o)
+	}
+	// c's queue finishes a 1-seat request before b's its 2-seat one.
+	if o := arriveW("c", 1); o != Executing {
+		t.Fatalf("a 1-seat request picked before the waiting 2-seat one, with a seat free: %v, want executing", o)
+	}
+	if s := d.State("w"); s.InUse != 4 || s.Waiting != 1 {
+		t.Errorf("state %+v, want 4 seats in use and b waiting", s)
+	}
+}
+
+// TestLeaveLetsTheNextStart: a wide request waiting for seats holds back
+// the narrower one behind it; when it leaves its queue the narrower one
+// starts at once.
+func TestLeaveLetsTheNextStart(t *testing.T) {
+	d := mustDispatcher(t, []*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("w", 1, 0, queuing(1, 1, 50))}, 2)
+	var reqs []*Request
+	for _, seats := range []int{1, 2, 1} {
+		r, err := d.NewRequest("w", flowHash("fs", "a"), WorkEstimate{InitialSeats: seats})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Arrive(r, t0)
+		reqs = append(reqs, r)
+	}
+	if s := d.State("w"); s.InUse != 1 || s.Waiting != 2 {
+		t.Fatalf("state %+v, want 1 seat in use and 2 waiting", s)
+	}
+	left, woken := d.Leave(reqs[1], t0)
+	if !left || len(woken) != 1 || woken[0] != reqs[2] {
+		t.Fatalf("the wide request left (%v): started %v, want the one behind it", left, woken)
+	}
+}
+
 func TestRejectLevelDoesNotQueue(t *testing.T) {
 	d := mustDispatcher(t, testLevels(0), 3)
 	first, o, _ := arrive(t, d, "r", "a")
@@ -171,10 +258,10 @@ func TestLeave(t *testing.T) {
 	if o != Queued {
 		t.Fatalf("third: %v", o)
 	}
-	if !d.Leave(w, t0) {
+	if left, _ := d.Leave(w, t0); !left {
 		t.Fatal("a queued request could not leave")
 	}
-	if d.Leave(w, t0) {
+	if left, _ := d.Leave(w, t0); left {
 		t.Fatal("left twice")
 	}
 	if s := d.State("q"); s.Waiting != 0 {
@@ -193,7 +280,7 @@ func TestLeave(t *testing.T) {
 	if woken := d.Finish(x, t0); len(woken) != 1 || woken[0] != y {
 		t.Fatalf("finishing x woke %v", woken)
 	}
-	if d.Leave(y, t0) {
+	if left, _ := d.Leave(y, t0); left {
 		t.Error("a dispatched request left its queue")
 	}
 	if d.Finish(y, t0); d.State("q").InUse != 1 {

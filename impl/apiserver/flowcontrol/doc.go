@@ -63,7 +63,7 @@
 //     lendable seats round(nominal*lendablePercent/100); borrowable ones
 //     round(nominal*borrowingLimitPercent/100), the server's total when
 //     unset. A level dispatches within its current limit (or one request
-//     when nothing of it executes). Borrowing by demand (borrowing.go):
+//     when none of its seats is held). Borrowing by demand (borrowing.go):
 //     every 10 s, and at every configuration, the nominal limits' sum is
 //     re-divided into current limits by the levels' seat demand (seats in
 //     use and waiting) over the period: its time-weighted average,
@@ -76,16 +76,18 @@
 //     the larger of its initial and final seats, capped at its level's
 //     current limit, when it is dispatched, and holds them while it
 //     executes and, if it has final seats and additional latency, that
-//     long after it finished (the Controller's timer ends the linger;
+//     long after it finished (final seats beyond the limit proportionally
+//     longer, as kube-apiserver; the Controller's timer ends the linger;
 //     Controller.Run's end gives lingering seats back at once). A wide
 //     request at the head of the line waits until its seats are free,
 //     and its level dispatches nothing else meanwhile, so that narrow
 //     requests cannot starve it.
 //   - Queuing: shuffle sharding deals each flow handSize of the level's
 //     queues and the request joins the one with the least estimated work
-//     waiting; a full queue
-//     (queueLengthLimit) rejects it (429, reason queue-full), as does a
-//     Reject level (catch-all) without a free seat; a request that waits
+//     waiting; a full queue (queueLengthLimit) rejects it when the
+//     level's seats are all taken (429, reason queue-full; with a seat
+//     free it takes it anyway, as kube-apiserver's), as does a Reject
+//     level (catch-all) without room for it; a request that waits
 //     longer than the wait limit (15 s) or whose client goes away leaves
 //     its queue with 429. The exempt level (system:masters, health probes)
 //     is never queued or limited. Retry-After adapts per level between 1
@@ -93,10 +95,12 @@
 //   - Fair order inside a level: fair queuing by virtual time, as
 //     kube-apiserver's queue sets (see fairqueue.go): the level's virtual
 //     clock advances with real time shared out among its active queues;
-//     a request's work is estimated (seats times 3 s, plus final seats
-//     times additional latency) and corrected by its real duration when
-//     it finishes; the head request with the smallest virtual finish time
-//     goes next. Every call that changes the Dispatcher passes the time.
+//     a request's work is estimated (initial seats times 3 ms, plus final
+//     seats times additional latency) and corrected by its real duration
+//     when it finishes; the head request with the smallest virtual finish
+//     time goes next, also right after an arrival (a newcomer may start
+//     ahead of a wide request waiting for seats, if fair queuing picks it
+//     first). Every call that changes the Dispatcher passes the time.
 //   - Metrics: apiserver_flowcontrol_current_executing_requests,
 //     _current_executing_seats,
 //     _current_inqueue_requests, _rejected_requests_total{reason},
@@ -122,6 +126,25 @@
 //     count, where kube-apiserver keeps each key's last seen size (the
 //     same number once every key has been seen); a watch asks for
 //     initial events only with sendInitialEvents.
+//   - Width: a request's seats are capped at its level's current limit
+//     (at least 1), and it starts once they are free. kube-apiserver caps
+//     only the final seats (holding them longer, as here): a request with
+//     more initial seats than the limit starts once none of the level's
+//     requests executes (lingering seats not counted) and holds them all.
+//     A level whose current limit is 0 starts one request at a time here,
+//     where kube-apiserver's queue set dispatches nothing from its queues
+//     until an adjustment gives it seats (a Reject level admits one at a
+//     time in both).
+//   - Flows are dealt their queues as kube-apiserver deals them, from a
+//     64-bit FNV-1a hash of the schema and distinguisher instead of its
+//     SHA-256 one: a given flow gets other queues than it would there.
+//   - A level whose number of queues changes deals its waiting requests
+//     into the new queues at once (keeping their virtual arrival);
+//     kube-apiserver adds queues at once and removes surplus ones as
+//     they go empty.
+//   - A request leaving its queue (time-out, client gone) lets the
+//     requests it held back start at once; kube-apiserver's queue sets
+//     start them at the level's next arrival or finish.
 //   - Status: FlowSchemas get their Dangling condition, written with
 //     plain updates, not server-side apply (no managedFields entry);
 //     PriorityLevelConfigurations get no conditions.

@@ -28,8 +28,10 @@ import "time"
 // now, and the level's R is brought up to it first (sync).
 
 // estimatedServiceDuration is how long a request is assumed to execute
-// until it finishes, as kube-apiserver assumes it (3 s).
-const estimatedServiceDuration = 3 * time.Second
+// until it finishes, as kube-apiserver's queue sets assume it (3 ms): a
+// request in flight is charged little, and its queue is charged what it
+// really took when it finishes.
+const estimatedServiceDuration = 3 * time.Millisecond
 
 // queue is one of a level's fair queues.
 type queue struct {
@@ -95,18 +97,20 @@ func (l *level) estimateWork(r *Request) {
 	r.initial = min(max(r.work.InitialSeats, 1), limit)
 	r.estimate = float64(r.initial) * estimatedServiceDuration.Seconds()
 	if r.work.lingers() {
-		r.estimate += float64(min(r.work.FinalSeats, limit)) * r.work.AdditionalLatency.Seconds()
+		// Final seats beyond the limit are held longer instead (see
+		// start): their seat-seconds are the same.
+		r.estimate += float64(r.work.FinalSeats) * r.work.AdditionalLatency.Seconds()
 	}
 }
 
-// enqueue puts r at the end of queue qi.
+// enqueue puts r at the end of queue qi (r.arrivalR is set: Arrive sets
+// it, a request dealt again keeps it).
 func (l *level) enqueue(qi int, r *Request) {
 	q := &l.queues[qi]
 	was := q.active()
 	if !was {
 		q.nextR = l.vt
 	}
-	r.arrivalR = l.vt
 	q.waiting = append(q.waiting, r)
 	q.waitingSeats += r.want
 	q.waitingWork += r.estimate

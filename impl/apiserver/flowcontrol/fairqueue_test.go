@@ -148,6 +148,24 @@ func TestFairQueuing(t *testing.T) {
 			}
 		},
 	}, {
+		// kube-apiserver's queue sets estimate 3 ms of execution: a
+		// queue is charged that much for a request in flight, and what
+		// it really took when it finishes.
+		name: "a request in flight is charged the 3 ms estimate until it finishes", seats: 2,
+		run: func(f *fairRun) {
+			f.arrive("a", one, 1)
+			f.arrive("b", one, 1)
+			f.arrive("a", one, 1)
+			f.arrive("b", one, 1)
+			// a's first request took 100 ms; b's still runs, charged 3 ms.
+			f.finishOldest(100 * time.Millisecond)
+		},
+		check: func(t *testing.T, f *fairRun) {
+			if fmt.Sprint(f.order) != "[b]" {
+				t.Errorf("dispatched %v when a's first request finished, want b's (less charged)", f.order)
+			}
+		},
+	}, {
 		name: "a flow of long requests gets fewer dispatches than one of short ones", seats: 1,
 		run: func(f *fairRun) {
 			f.arrive("hold", one, 1)

@@ -78,9 +78,11 @@ func TestDispatcherProperties(t *testing.T) {
 			case op == 3 && len(lingering) > 0:
 				collect(d.FinishLinger(takeOne(&lingering, "linger"), now))
 			case op == 4 && len(queued) > 0:
-				if !d.Leave(takeOne(&queued, "leave"), now) {
+				left, woken := d.Leave(takeOne(&queued, "leave"), now)
+				if !left {
 					rt.Fatal("a queued request could not leave")
 				}
+				collect(woken)
 			case op == 5:
 				collect(d.AdjustBorrowing(now))
 			}

@@ -100,6 +100,61 @@ func TestRequestWidth(t *testing.T) {
 	}
 }
 
+// TestFinalSeatsBeyondTheLimitLingerLonger: final seats more than the
+// level's limit are capped at it and held proportionally longer, keeping
+// their seat-seconds, as kube-apiserver's queue sets do.
+func TestFinalSeatsBeyondTheLimitLingerLonger(t *testing.T) {
+	d := mustDispatcher(t, []*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("w", 1, 0, queuing(1, 1, 50))}, 4)
+	for _, tc := range []struct {
+		final int
+		want  time.Duration
+	}{{3, time.Second}, {4, time.Second}, {6, 1500 * time.Millisecond}, {10, 2500 * time.Millisecond}} {
+		r, err := d.NewRequest("w", flowHash("fs", "a"), WorkEstimate{InitialSeats: 1, FinalSeats: tc.final, AdditionalLatency: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, _ := d.Arrive(r, t0); o != Executing {
+			t.Fatalf("%d final seats: %v", tc.final, o)
+		}
+		d.Finish(r, t0)
+		if got := r.AdditionalLatency(); r.Seats() != min(tc.final, 4) || got != tc.want {
+			t.Errorf("%d final seats over 1 s at a 4-seat level: %d seats for %v, want %d for %v", tc.final, r.Seats(), got, min(tc.final, 4), tc.want)
+		}
+		d.FinishLinger(r, t0)
+	}
+}
+
+// TestLingeringFinishDispatches: a request that finishes and lingers
+// keeps its seats, but its queue is charged what it really took, which
+// can make another queue's request the next pick; one that fits starts
+// then, as kube-apiserver dispatches after every finish.
+func TestLingeringFinishDispatches(t *testing.T) {
+	d := mustDispatcher(t, []*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("w", 1, 0, queuing(128, 1, 50))}, 3)
+	arriveW := func(flow string, work WorkEstimate, want Outcome) *Request {
+		t.Helper()
+		r, err := d.NewRequest("w", flowHash("fs", flow), work)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, _ := d.Arrive(r, t0); o != want {
+			t.Fatalf("%s %+v: %v, want %v", flow, work, o, want)
+		}
+		return r
+	}
+	a1 := arriveW("a", WorkEstimate{InitialSeats: 2, FinalSeats: 1, AdditionalLatency: time.Millisecond}, Executing)
+	b1 := arriveW("b", WorkEstimate{}, Executing)
+	arriveW("b", WorkEstimate{InitialSeats: 2}, Queued) // the next pick: it waits for 2 seats
+	a2 := arriveW("a", WorkEstimate{}, Queued)
+	if woken := d.Finish(b1, t0); len(woken) != 0 {
+		t.Fatalf("b1 done: started %d, want none (b2 needs 2 seats, 1 is free)", len(woken))
+	}
+	// a1 took no time, not the 3 ms its queue was charged: a2 is now
+	// picked before b2, and fits in the free seat.
+	if woken := d.Finish(a1, t0); len(woken) != 1 || woken[0] != a2 {
+		t.Fatalf("a1 done, lingering: started %d requests, want a2", len(woken))
+	}
+}
+
 // TestLingeringIsGivenBack: a request with final seats keeps them after
 // Release for its additional latency, and the Controller's timer gives
 // them back; once Run's context ends they are given back at once.
