@@ -100,7 +100,7 @@ func newAPIServerCommand() *cobra.Command {
 	fs.BoolVar(&watchCache, "watch-cache", true, "Enable the watch cache.")
 	fs.DurationVar(&compaction, "etcd-compaction-interval", 5*time.Minute, "The interval of compaction requests; 0 disables.")
 	addEventTTLFlag(fs, &eventTTL)
-	fs.DurationVar(&countPoll, "etcd-count-metric-poll-period", time.Minute, "How often the stored objects of each resource are counted (apiserver_storage_objects, API Priority and Fairness's list work estimates); 0 disables.")
+	addCountPollFlag(fs, &countPoll)
 	enable, disable := cluster.UpAdmissionPlugins()
 	addAuthFlags(fs, &authOpts, cluster.DefaultAuthorizationModes, enable, disable)
 	fs.Int64Var(&authOpts.DefaultNotReadyTolerationSeconds, "default-not-ready-toleration-seconds", 300, "tolerationSeconds of the not-ready:NoExecute toleration DefaultTolerationSeconds adds to pods.")
@@ -120,6 +120,11 @@ func eventTTLFlag(ttl time.Duration) time.Duration {
 		return -1
 	}
 	return ttl
+}
+
+// addCountPollFlag adds kube-apiserver's --etcd-count-metric-poll-period.
+func addCountPollFlag(fs *pflag.FlagSet, p *time.Duration) {
+	fs.DurationVar(p, "etcd-count-metric-poll-period", time.Minute, "How often the stored objects of each resource are counted (apiserver_storage_objects, API Priority and Fairness's list work estimates); 0 disables.")
 }
 
 // countPollFlag is cluster's EtcdCountMetricPollPeriod for

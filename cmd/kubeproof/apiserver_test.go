@@ -62,3 +62,28 @@ func TestEventTTLFlag(t *testing.T) {
 		}
 	}
 }
+
+// --etcd-count-metric-poll-period (of `kubeproof apiserver` and `kubeproof
+// up`): kube-apiserver's default of a minute; 0 disables counting, which
+// cluster's configuration says with a negative period (its 0 is the
+// default).
+func TestCountPollFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, time.Minute},
+		{[]string{"--etcd-count-metric-poll-period=5s"}, 5 * time.Second},
+		{[]string{"--etcd-count-metric-poll-period=0"}, -1},
+	} {
+		var p time.Duration
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		addCountPollFlag(fs, &p)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if got := countPollFlag(p); got != tc.want {
+			t.Errorf("%v: cluster EtcdCountMetricPollPeriod %s, want %s", tc.args, got, tc.want)
+		}
+	}
+}

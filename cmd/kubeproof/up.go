@@ -27,6 +27,7 @@ func newUpCommand() *cobra.Command {
 		watchCache  bool
 		compaction  time.Duration
 		eventTTL    time.Duration
+		countPoll   time.Duration
 		nodes       int
 		nodeCPU     string
 		nodeMemory  string
@@ -84,6 +85,7 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 				WatchCache:                 watchCache,
 				CompactionInterval:         compaction,
 				EventTTL:                   eventTTLFlag(eventTTL),
+				EtcdCountMetricPollPeriod:  countPollFlag(countPoll),
 				ControllerManager:          !noCM,
 				PodEvictionTimeout:         evictAfter,
 				NodeMonitorGracePeriod:     monitorGP,
@@ -132,6 +134,7 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 	fs.BoolVar(&watchCache, "watch-cache", def.WatchCache, "Serve watches and resourceVersion=0 lists from an in-memory watch cache.")
 	fs.DurationVar(&compaction, "etcd-compaction-interval", def.CompactionInterval, "How often etcd history is compacted; negative disables.")
 	addEventTTLFlag(fs, &eventTTL)
+	addCountPollFlag(fs, &countPoll)
 	fs.IntVar(&nodes, "nodes", def.Nodes, "Simulated nodes (kubelets with the sim runtime) to run in-process.")
 	fs.IntVar(&gogc, "gogc", sim.HostGCPercent, "Garbage collection target percent (as GOGC) when --nodes > 0: a lower one keeps less freed heap resident per simulated pod for more frequent collections; 0 leaves it to the Go runtime. Unless this flag is given, GOGC or GOMEMLIMIT in the environment take precedence.")
 	fs.StringVar(&heapFloor, "gc-heap-floor-per-node", heapFloorDefault(), "Heap goal kept at least this much per simulated node (a quantity, e.g. 1Mi) while the live heap is small, by raising the GC percent above --gogc's default until live heap x 2 reaches it; 0 turns it off. Not applied when --gogc, GOGC or GOMEMLIMIT is given.")

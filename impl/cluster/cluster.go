@@ -60,6 +60,11 @@ type Config struct {
 	// EventTTL is how long events are kept after their last write (0:
 	// DefaultEventTTL; negative: forever).
 	EventTTL time.Duration
+	// EtcdCountMetricPollPeriod is how often the API server counts the
+	// stored objects of each resource (apiserver_storage_objects, API
+	// Priority and Fairness's list work estimates): 0 means the default
+	// (one minute), negative never.
+	EtcdCountMetricPollPeriod time.Duration
 	// EtcdOverGRPC makes the API server reach the embedded etcd through a
 	// gRPC client on loopback TCP, as it reaches --etcd-servers, instead of
 	// etcd's in-process client (the default; see embedded.InProcessClient).
@@ -274,7 +279,8 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	srv, storageFactory, err := NewAPIServer(APIServerConfig{
 		EtcdClient: apiEtcd, EtcdNewWatcher: apiWatchers, EtcdPrefix: cfg.EtcdPrefix, WatchCache: cfg.WatchCache,
-		CompactionInterval: cfg.CompactionInterval, EventTTL: cfg.EventTTL, ServingCert: &creds.serving, ClientCA: creds.ca.Pool(),
+		CompactionInterval: cfg.CompactionInterval, EventTTL: cfg.EventTTL, EtcdCountMetricPollPeriod: cfg.EtcdCountMetricPollPeriod,
+		ServingCert: &creds.serving, ClientCA: creds.ca.Pool(),
 		Listener: ln, Metrics: c.Metrics, Logger: cfg.Logger, KubeletClientTLS: kubeletClientTLS, Auth: authOpts,
 		Services: cfg.Services, NodeTokens: c.nodeTokensAuthenticator(),
 	})

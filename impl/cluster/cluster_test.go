@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"testing"
 	"time"
@@ -80,4 +81,72 @@ func kubernetesFromKubeconfig(path string) (kubernetes.Interface, error) {
 		return nil, err
 	}
 	return kubernetes.NewForConfig(cfg)
+}
+
+// TestEtcdCountMetricPollPeriod: Config.EtcdCountMetricPollPeriod (`kubeproof
+// up --etcd-count-metric-poll-period`) reaches the API server. At 200 ms,
+// apiserver_storage_objects follows configmaps created after the start
+// within seconds; at the one-minute default it would still show the count
+// of the start.
+func TestEtcdCountMetricPollPeriod(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd and an API server")
+	}
+	ctx := context.Background()
+	c, err := Start(ctx, Config{DataDir: t.TempDir(), BindAddress: "127.0.0.1:0", WatchCache: true,
+		EtcdCountMetricPollPeriod: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	cs, err := kubernetesFromKubeconfig(c.AdminKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := func() (float64, bool) {
+		families, err := c.Metrics.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() != "apiserver_storage_objects" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "resource" && l.GetValue() == "configmaps" {
+						return m.GetGauge().GetValue(), true
+					}
+				}
+			}
+		}
+		return 0, false
+	}
+	time.Sleep(time.Second) // past the first count
+	for i := range 3 {
+		if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("counted-%d", i)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := cs.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := float64(len(list.Items))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, ok := stored()
+		if ok && got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("apiserver_storage_objects{resource=\"configmaps\"} = %v (reported: %v), want %v", got, ok, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
