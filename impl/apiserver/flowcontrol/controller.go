@@ -305,7 +305,7 @@ func (c *Controller) WaitFor(ctx context.Context, cl Classification, work WorkEs
 	fm.inQueue.Inc()
 	defer fm.inQueue.Dec()
 	start := c.now()
-	timer := time.NewTimer(c.waitLimit)
+	timer := time.NewTimer(c.queueWait(ctx))
 	defer timer.Stop()
 	select {
 	case <-r.wake:
@@ -334,6 +334,17 @@ func (c *Controller) WaitFor(ctx context.Context, cl Classification, work WorkEs
 	fm.waitRejected.Observe(c.now().Sub(start).Seconds())
 	fm.rejected[reason].Inc()
 	return nil, &Rejection{Reason: reason, RetryAfter: retryAfter}
+}
+
+// queueWait is how long a request whose context is ctx may wait in its
+// queue, as kube-apiserver's filter decides it: a quarter of what its
+// deadline leaves it (its request timeout, usually), at most a minute; the
+// wait limit when it has none.
+func (c *Controller) queueWait(ctx context.Context) time.Duration {
+	if deadline, ok := ctx.Deadline(); ok {
+		return min(time.Until(deadline)/4, time.Minute)
+	}
+	return c.waitLimit
 }
 
 // recordDrop notes a rejection at r's level and returns the Retry-After

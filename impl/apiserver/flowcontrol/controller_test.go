@@ -136,6 +136,30 @@ func TestWaitLimit(t *testing.T) {
 	c.Release(r3)
 }
 
+// TestWaitLimitFromTheDeadline: a request with a deadline waits in its
+// queue a quarter of the time it has left, as kube-apiserver's filter
+// sets it, not the (longer) wait limit or its whole deadline.
+func TestWaitLimitFromTheDeadline(t *testing.T) {
+	noLeak(t)
+	c, _ := oneSeat(t, time.Minute)
+	held, err := c.Wait(context.Background(), classifyGet(c, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release(held)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err = c.Wait(ctx, classifyGet(c, "b"))
+	var rej *Rejection
+	if !errors.As(err, &rej) || rej.Reason != ReasonTimeout {
+		t.Fatalf("waiting with a 2 s deadline: %v, want a time-out rejection", err)
+	}
+	if took := time.Since(start); took < 400*time.Millisecond || took > 1500*time.Millisecond {
+		t.Errorf("a request with 2 s left waited %v, want about 500 ms", took)
+	}
+}
+
 func TestClientGoneLeavesTheQueue(t *testing.T) {
 	noLeak(t)
 	c, reg := oneSeat(t, time.Minute)
