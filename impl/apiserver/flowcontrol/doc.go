@@ -88,8 +88,10 @@
 //     level's seats are all taken (429, reason queue-full; with a seat
 //     free it takes it anyway, as kube-apiserver's), as does a Reject
 //     level (catch-all) without room for it; a request that waits
-//     longer than the wait limit (15 s) or whose client goes away leaves
-//     its queue with 429. The exempt level (system:masters, health probes)
+//     longer than a quarter of what its deadline left it (15 s of the
+//     60 s request timeout; at most a minute; the wait limit without a
+//     deadline) or whose client goes away leaves its queue with 429
+//     (reason time-out or cancelled). The exempt level (system:masters, health probes)
 //     is never queued or limited. Retry-After adapts per level between 1
 //     and 32 s to the recent rejections, as kube-apiserver's.
 //   - Fair order inside a level: fair queuing by virtual time, as
