@@ -168,6 +168,7 @@ func addAuthFlags(fs *pflag.FlagSet, o *cluster.AuthOptions, modes, enable, disa
 	fs.Var(invertedBool{&o.DisablePriorityAndFairness}, "enable-priority-and-fairness",
 		"Classify requests by FlowSchemas into priority levels and queue them fairly (API Priority and Fairness); false keeps the legacy max-in-flight limits.")
 	fs.Lookup("enable-priority-and-fairness").NoOptDefVal = "true"
+	addFeatureGatesFlag(fs, o)
 }
 
 // apiserverCredentials loads the serving certificate and client CA from

@@ -137,6 +137,10 @@ type AuthOptions struct {
 	// keeps the legacy max-in-flight limits instead of API Priority and
 	// Fairness.
 	DisablePriorityAndFairness bool
+	// DisableSizeBasedListCostEstimate
+	// (--feature-gates=SizeBasedListCostEstimate=false) makes API
+	// Priority and Fairness estimate lists by object count, not size.
+	DisableSizeBasedListCostEstimate bool
 }
 
 // DefaultAuthorizationModes is --authorization-mode's default in kubeproof
@@ -222,7 +226,8 @@ func NewAPIServer(cfg APIServerConfig) (*apiserver.Server, *storagebackend.Facto
 		EndpointReconcilerType:    cfg.Services.EndpointReconcilerType,
 		Logger:                    cfg.Logger,
 
-		DisablePriorityAndFairness: cfg.Auth.DisablePriorityAndFairness,
+		DisablePriorityAndFairness:       cfg.Auth.DisablePriorityAndFairness,
+		DisableSizeBasedListCostEstimate: cfg.Auth.DisableSizeBasedListCostEstimate,
 	})
 	if err != nil {
 		factory.Close()
