@@ -196,8 +196,10 @@ func metricLine(t *testing.T, e *env, prefix string) string {
 func TestFlowSchemaChangesWhatAUserGets(t *testing.T) {
 	g := &gate{entered: make(chan struct{}, 16), release: make(chan struct{})}
 	e := newEnv(t, func(c *apiserver.Config) {
-		// 2 seats: tiny's nominal share is 1; its current limit is what
-		// the borrowing adjustment made of the levels' lower limits.
+		// 2 seats: tiny's nominal share is 1; it neither lends nor
+		// borrows, so its current limit is its nominal one whatever the
+		// borrowing adjustments (on every configuration, from the demand
+		// this test makes) do to the other levels.
 		c.MaxMutatingRequestsInFlight = 1
 		c.MaxRequestsInFlight = 1
 		c.AdmissionMutators = []admission.Mutator{g}
@@ -207,6 +209,7 @@ func TestFlowSchemaChangesWhatAUserGets(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "tiny"},
 		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
 			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr32(1),
+				LendablePercent: ptr32(0), BorrowingLimitPercent: ptr32(0),
 				LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}}},
 	}, metav1.CreateOptions{})
 	if err != nil {
