@@ -85,6 +85,8 @@ func (h *Handler) CreateObject(ctx context.Context, info *request.Info, obj runt
 // createObject is CreateObject; defaulted says obj's strategy has already
 // defaulted it (a POST's, in trackCreate), which it then skips.
 func (h *Handler) createObject(ctx context.Context, info *request.Info, obj runtime.Object, dryRun, defaulted bool) (runtime.Object, error) {
+	ctx, finish := h.beginWrite(ctx, dryRun)
+	defer finish()
 	m := accessor(obj)
 	if !h.res.Namespaced {
 		m.SetNamespace("")

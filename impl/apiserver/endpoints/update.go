@@ -258,6 +258,11 @@ func (h *Handler) updateExisting(ctx context.Context, info *request.Info, m mode
 	if err != nil {
 		return nil, err
 	}
+	if m == modeMain {
+		var finish func()
+		ctx, finish = h.beginWrite(ctx, dryRun)
+		defer finish()
+	}
 	var toDelete runtime.Object
 	var deleteRV string
 	var deleteUID types.UID

@@ -21,13 +21,16 @@ import (
 
 // ServiceStorage is the storage of core/v1 Services with ClusterIP and
 // NodePort allocation: the API handler has it fill a service's IP
-// families for the cluster (registry.InitServiceIPFamilies) before it
-// validates the service (InitCreate, InitUpdate); a create takes the
-// addresses, one per family, and ports the service asks for (or free
-// ones) before it is written, and gives them back if the write fails; an update does the
-// same for what the new spec adds (a second family: an upgrade) and, once
-// written, releases what it dropped (a downgrade, a move to ExternalName);
-// a delete releases everything the service held. A dry run (DryRunCreate,
+// families for the cluster (registry.InitServiceIPFamilies) and take its
+// addresses and ports before it validates the service (BeginWrite,
+// InitCreate, InitUpdate), as kube-apiserver's BeginCreate/BeginUpdate; a
+// create takes the addresses, one per family, and ports the service asks
+// for (or free ones), and gives them back if the request does not end in
+// a write; an update does the same for what the new spec adds (a second
+// family: an upgrade) and, once written, releases what it dropped (a
+// downgrade, a move to ExternalName); a delete releases everything the
+// service held. A write that does not come through the handler allocates
+// in Create and GuaranteedUpdate, at the write. A dry run (DryRunCreate,
 // DryRunUpdate) shows what a write would take without taking it. Reads and
 // watches go straight to the inner store.
 type ServiceStorage struct {
@@ -144,8 +147,13 @@ func (h holdings) hasPort(p int) bool {
 type transaction struct {
 	s      *ServiceStorage
 	dryRun bool
-	ips    []netip.Addr
-	ports  []int
+	// beforeValidation: the service is not validated yet (a request's
+	// allocation, BeginWrite). What validation refuses is left for it to
+	// refuse: no update checks, no NodePort dropped, nothing taken for a
+	// changed address or health check NodePort the update may not change.
+	beforeValidation bool
+	ips              []netip.Addr
+	ports            []int
 }
 
 // takeIP allocates ip from a (a dry run: checks that it could).
@@ -232,25 +240,84 @@ func (t *transaction) rollback(ctx context.Context) {
 	t.ips, t.ports = nil, nil
 }
 
+// pendingKey is the context key of an API request's allocation
+// (BeginWrite).
+type pendingKey struct{}
+
+// pending is what one API request took for the service it writes: taken
+// before the service is validated (InitCreate, InitUpdate), kept once the
+// store wrote it (written), given back by the request's finish otherwise.
+type pending struct {
+	t       *transaction
+	written bool
+}
+
+// pendingIn is the request's allocation in ctx, if BeginWrite of s opened
+// one.
+func (s *ServiceStorage) pendingIn(ctx context.Context) *pending {
+	if p, ok := ctx.Value(pendingKey{}).(*pending); ok && p.t.s == s {
+		return p
+	}
+	return nil
+}
+
+// BeginWrite opens an API request's allocation (endpoints.FieldInitializer),
+// as kube-apiserver's BeginCreate and BeginUpdate: InitCreate and
+// InitUpdate called with the returned context take the ClusterIPs and
+// NodePorts the service needs before it is validated, so validating
+// admission sees them and a taken or out-of-range value is the request's
+// error before any validation; Create and GuaranteedUpdate with that
+// context write what was taken without taking it again. finish, called
+// once the request is over, gives back what was taken unless the store
+// wrote it. A dry run's allocation picks and checks values without taking
+// any.
+func (s *ServiceStorage) BeginWrite(ctx context.Context, dryRun bool) (context.Context, func()) {
+	p := &pending{t: &transaction{s: s, dryRun: dryRun, beforeValidation: true}}
+	return context.WithValue(ctx, pendingKey{}, p), func() {
+		if !p.written {
+			p.t.rollback(ctx)
+		}
+	}
+}
+
 // InitCreate fills a service's ipFamilyPolicy and ipFamilies for the
 // cluster's families before the API handler validates it
 // (endpoints.FieldInitializer), as kube-apiserver's BeginCreate does: a
 // request the cluster cannot serve gets those errors alone, before any
-// other validation. It allocates nothing.
-func (s *ServiceStorage) InitCreate(_ context.Context, obj runtime.Object) error {
-	if svc, ok := obj.(*corev1.Service); ok {
-		return s.initIPFamilies(svc, nil)
+// other validation. In a request's allocation (BeginWrite) it then takes
+// the service's ClusterIPs and NodePorts, filling the ones it picks.
+func (s *ServiceStorage) InitCreate(ctx context.Context, obj runtime.Object) error {
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return nil
+	}
+	if err := s.initIPFamilies(svc, nil); err != nil {
+		return err
+	}
+	if p := s.pendingIn(ctx); p != nil {
+		p.t.rollback(ctx)
+		return p.t.allocate(ctx, svc, nil)
 	}
 	return nil
 }
 
 // InitUpdate is InitCreate for an update of old: the stored policy, an
-// upgrade to dual-stack, a downgrade with SingleStack.
-func (s *ServiceStorage) InitUpdate(_ context.Context, obj, old runtime.Object) error {
+// upgrade to dual-stack, a downgrade with SingleStack; in a request's
+// allocation it takes what the new spec adds (an update retried on a
+// conflict gives back the earlier attempt's first). What the new spec
+// drops is released only once the update is written.
+func (s *ServiceStorage) InitUpdate(ctx context.Context, obj, old runtime.Object) error {
 	svc, ok1 := obj.(*corev1.Service)
 	oldSvc, ok2 := old.(*corev1.Service)
-	if ok1 && ok2 {
-		return s.initIPFamilies(svc, oldSvc)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	if err := s.initIPFamilies(svc, oldSvc); err != nil {
+		return err
+	}
+	if p := s.pendingIn(ctx); p != nil {
+		p.t.rollback(ctx)
+		return p.t.allocate(ctx, svc, oldSvc)
 	}
 	return nil
 }
@@ -275,14 +342,23 @@ func (t *transaction) allocate(ctx context.Context, svc, old *corev1.Service) er
 		return err
 	}
 	var before holdings
+	// kept is how many of svc's families keep the stored service's
+	// addresses: an update allocates only an upgrade's new family, or all
+	// of them for a service leaving ExternalName.
+	kept := 0
 	if old != nil {
-		if errs := registry.ValidateServiceIPFamiliesUpdate(svc, old); len(errs) > 0 {
-			return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name, errs)
+		if !t.beforeValidation {
+			if errs := registry.ValidateServiceIPFamiliesUpdate(svc, old); len(errs) > 0 {
+				return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name, errs)
+			}
 		}
 		before = held(old)
+		if old.Spec.Type != corev1.ServiceTypeExternalName {
+			kept = len(old.Spec.IPFamilies)
+		}
 	}
 	if registry.ServiceNeedsClusterIP(svc) {
-		if err := t.allocateClusterIPs(ctx, svc, before); err != nil {
+		if err := t.allocateClusterIPs(ctx, svc, before, kept); err != nil {
 			return err
 		}
 	}
@@ -309,12 +385,11 @@ func (t *transaction) allocate(ctx context.Context, svc, old *corev1.Service) er
 			}
 			p, err := t.nextPort(ctx)
 			if err != nil {
-				return t.invalid(svc, field.Invalid(spec.Child("ports").Index(i).Child("nodePort"), 0,
-					"failed to allocate a nodePort: "+allocError(err, t.s.ports.Range().String(), "ports")), err)
+				return rangeFull(svc, "nodePort", err)
 			}
 			svc.Spec.Ports[i].NodePort = int32(p)
 		}
-	} else {
+	} else if !t.beforeValidation {
 		for i := range svc.Spec.Ports {
 			svc.Spec.Ports[i].NodePort = 0
 		}
@@ -326,10 +401,10 @@ func (t *transaction) allocate(ctx context.Context, svc, old *corev1.Service) er
 		case p == 0:
 			got, err := t.nextPort(ctx)
 			if err != nil {
-				return t.invalid(svc, field.Invalid(path, 0, "failed to allocate a nodePort: "+allocError(err, t.s.ports.Range().String(), "ports")), err)
+				return rangeFull(svc, "nodePort", err)
 			}
 			svc.Spec.HealthCheckNodePort = int32(got)
-		case !before.hasPort(p) && !taken[p]:
+		case !before.hasPort(p) && !taken[p] && !(old != nil && registry.ServiceNeedsHealthCheckNodePort(old)):
 			if err := t.takePort(ctx, p); err != nil {
 				return t.invalid(svc, field.Invalid(path, p, allocError(err, t.s.ports.Range().String(), "ports")), err)
 			}
@@ -340,11 +415,16 @@ func (t *transaction) allocate(ctx context.Context, svc, old *corev1.Service) er
 
 // allocateClusterIPs gives svc an address of each of its families: the
 // one clusterIPs names at the family's index (taken unless the stored
-// service already holds it) or a free one. A PreferDualStack service left
+// service already holds it) or a free one. The first kept families are
+// the stored service's (an update): their addresses are not allocated, a
+// change of them is validation's to refuse. A PreferDualStack service left
 // with a family the cluster no longer serves keeps its address untouched.
-func (t *transaction) allocateClusterIPs(ctx context.Context, svc *corev1.Service, before holdings) error {
+func (t *transaction) allocateClusterIPs(ctx context.Context, svc *corev1.Service, before holdings, kept int) error {
 	path := field.NewPath("spec", "clusterIPs")
 	for i, f := range svc.Spec.IPFamilies {
+		if i < kept {
+			continue
+		}
 		if i < len(svc.Spec.ClusterIPs) && svc.Spec.ClusterIPs[i] != "" {
 			ip, err := netip.ParseAddr(svc.Spec.ClusterIPs[i])
 			if err != nil || before.hasIP(ip) {
@@ -366,7 +446,7 @@ func (t *transaction) allocateClusterIPs(ctx context.Context, svc *corev1.Servic
 		}
 		ip, err := t.nextIP(ctx, a)
 		if err != nil {
-			return t.invalid(svc, field.Invalid(path, svc.Spec.ClusterIPs, "failed to allocate IP: "+allocError(err, a.CIDR().String(), "IPs")), err)
+			return rangeFull(svc, "serviceIP", err)
 		}
 		for len(svc.Spec.ClusterIPs) <= i {
 			svc.Spec.ClusterIPs = append(svc.Spec.ClusterIPs, "")
@@ -391,8 +471,19 @@ func (s *ServiceStorage) releaseIP(ctx context.Context, ip netip.Addr) error {
 // invalid makes an allocation failure the 422 kube-apiserver answers, or
 // passes a storage failure on.
 func (t *transaction) invalid(svc *corev1.Service, fe *field.Error, err error) error {
-	if errors.Is(err, ErrAllocated) || errors.Is(err, ErrNotInRange) || errors.Is(err, ErrFull) {
+	if errors.Is(err, ErrAllocated) || errors.Is(err, ErrNotInRange) {
 		return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name, field.ErrorList{fe})
+	}
+	return fmt.Errorf("allocating for service %s/%s: %w", svc.Namespace, svc.Name, err)
+}
+
+// rangeFull is what kube-apiserver answers when it has no free value left
+// to pick (what: "serviceIP" or "nodePort"): a 500 (an internal error), as
+// the range being full says nothing wrong about the request; a storage
+// failure is passed on.
+func rangeFull(svc *corev1.Service, what string, err error) error {
+	if errors.Is(err, ErrFull) {
+		return apierrors.NewInternalError(fmt.Errorf("failed to allocate a %s: %w", what, ErrFull))
 	}
 	return fmt.Errorf("allocating for service %s/%s: %w", svc.Namespace, svc.Name, err)
 }
@@ -410,8 +501,6 @@ func allocError(err error, rng, what string) string {
 			return "provided port is not in the valid range. The range of valid ports is " + rng
 		}
 		return "the provided IP is not in the valid range. The range of valid IPs is " + rng
-	case errors.Is(err, ErrFull):
-		return fmt.Sprintf("range is full: no free %s left in %s", what, rng)
 	}
 	return err.Error()
 }
@@ -439,11 +528,21 @@ func (s *ServiceStorage) release(ctx context.Context, old holdings, svc *corev1.
 	}
 }
 
-// Create allocates, then writes; a failed write gives the values back.
+// Create allocates, then writes; a failed write gives the values back. In
+// a request's allocation (BeginWrite) the values were taken before
+// validation: Create writes them, and a failed write leaves them to the
+// request's finish (a create with a generated name retries with them).
 func (s *ServiceStorage) Create(ctx context.Context, key string, obj, out runtime.Object) error {
 	svc, ok := obj.(*corev1.Service)
 	if !ok {
 		return s.inner.Create(ctx, key, obj, out)
+	}
+	if p := s.pendingIn(ctx); p != nil && !p.t.dryRun {
+		if err := s.inner.Create(ctx, key, obj, out); err != nil {
+			return err
+		}
+		p.written = true
+		return nil
 	}
 	svc = svc.DeepCopy()
 	t := &transaction{s: s}
@@ -470,6 +569,9 @@ func (s *ServiceStorage) DryRunCreate(ctx context.Context, _ string, obj runtime
 		return obj, nil
 	}
 	svc = svc.DeepCopy()
+	if p := s.pendingIn(ctx); p != nil && p.t.dryRun {
+		return svc, nil // InitCreate picked the values
+	}
 	t := &transaction{s: s, dryRun: true}
 	if err := t.allocate(ctx, svc, nil); err != nil {
 		return nil, err
@@ -487,6 +589,9 @@ func (s *ServiceStorage) DryRunUpdate(ctx context.Context, _ string, old, obj ru
 		return obj, nil
 	}
 	svc = svc.DeepCopy()
+	if p := s.pendingIn(ctx); p != nil && p.t.dryRun {
+		return svc, nil // InitUpdate picked the values
+	}
 	t := &transaction{s: s, dryRun: true}
 	if err := t.allocate(ctx, svc, oldSvc); err != nil {
 		return nil, err
@@ -496,9 +601,15 @@ func (s *ServiceStorage) DryRunUpdate(ctx context.Context, _ string, old, obj ru
 
 // GuaranteedUpdate allocates in every attempt what the new spec adds
 // (giving back an earlier attempt's takings first) and, once written,
-// releases what the stored spec no longer holds.
+// releases what the stored spec no longer holds. In a request's
+// allocation (BeginWrite) tryUpdate took the new values (InitUpdate) and a
+// failed write leaves them to the request's finish.
 func (s *ServiceStorage) GuaranteedUpdate(ctx context.Context, key string, dest runtime.Object, ignoreNotFound bool,
 	preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc) error {
+	p := s.pendingIn(ctx)
+	if p != nil && p.t.dryRun {
+		p = nil
+	}
 	t := &transaction{s: s}
 	var before holdings
 	wrapped := func(in runtime.Object) (runtime.Object, error) {
@@ -513,6 +624,9 @@ func (s *ServiceStorage) GuaranteedUpdate(ctx context.Context, key string, dest 
 			return out, nil
 		}
 		before = held(oldSvc)
+		if p != nil {
+			return newSvc, nil
+		}
 		if err := t.allocate(ctx, newSvc, oldSvc); err != nil {
 			return nil, err
 		}
@@ -521,6 +635,9 @@ func (s *ServiceStorage) GuaranteedUpdate(ctx context.Context, key string, dest 
 	if err := s.inner.GuaranteedUpdate(ctx, key, dest, ignoreNotFound, preconditions, wrapped); err != nil {
 		t.rollback(ctx)
 		return err
+	}
+	if p != nil {
+		p.written = true
 	}
 	if svc, ok := dest.(*corev1.Service); ok {
 		s.release(ctx, before, svc)

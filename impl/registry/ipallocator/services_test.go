@@ -244,3 +244,72 @@ func TestDryRunUpdateChangesNoRecords(t *testing.T) {
 		t.Fatalf("the stored NodePort service's port is no longer held after a dry-run type change: %v %v", has, err)
 	}
 }
+
+// A request's allocation (BeginWrite) takes before validation what
+// InitCreate fills, keeps it once Create wrote the service, and gives it
+// back when the request ends without a write; a dry run's takes nothing.
+func TestBeginWriteTakesBeforeTheWrite(t *testing.T) {
+	e := newServiceEnv(t)
+	ctx := context.Background()
+	ips := e.s.IPs()
+	newSvc := func(name string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 80, Protocol: corev1.ProtocolTCP}}}}
+	}
+	has := func(svc *corev1.Service) (bool, bool) {
+		ip, err := ips.Has(ctx, netip.MustParseAddr(svc.Spec.ClusterIP))
+		if err != nil {
+			t.Fatal(err)
+		}
+		port, err := e.s.Ports().Has(ctx, int(svc.Spec.Ports[0].NodePort))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ip, port
+	}
+
+	// Refused after InitCreate (validation, admission): given back.
+	refused := newSvc("refused")
+	scope, finish := e.s.BeginWrite(ctx, false)
+	if err := e.s.InitCreate(scope, refused); err != nil {
+		t.Fatal(err)
+	}
+	if ip, port := has(refused); !ip || !port {
+		t.Fatalf("InitCreate took %s and %d: %v %v", refused.Spec.ClusterIP, refused.Spec.Ports[0].NodePort, ip, port)
+	}
+	finish()
+	if ip, port := has(refused); ip || port {
+		t.Fatalf("finish without a write kept %v %v", ip, port)
+	}
+
+	// Written: kept, and not taken twice.
+	written := newSvc("written")
+	scope, finish = e.s.BeginWrite(ctx, false)
+	if err := e.s.InitCreate(scope, written); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.s.Create(scope, "/services/default/written", written, &corev1.Service{}); err != nil {
+		t.Fatal(err)
+	}
+	finish()
+	if ip, port := has(written); !ip || !port {
+		t.Fatalf("a written service's values were given back: %v %v", ip, port)
+	}
+
+	// A dry run picks values and takes none.
+	before := e.snapshot(t)
+	dry := newSvc("dry")
+	scope, finish = e.s.BeginWrite(ctx, true)
+	if err := e.s.InitCreate(scope, dry); err != nil {
+		t.Fatal(err)
+	}
+	if dry.Spec.ClusterIP == "" || dry.Spec.Ports[0].NodePort == 0 {
+		t.Fatalf("a dry run filled %+v", dry.Spec)
+	}
+	out, err := e.s.DryRunCreate(scope, "/services/default/dry", dry)
+	if err != nil || out.(*corev1.Service).Spec.ClusterIP != dry.Spec.ClusterIP {
+		t.Fatalf("DryRunCreate = %v, %v", out, err)
+	}
+	finish()
+	e.unchanged(t, before, "a dry run")
+}
