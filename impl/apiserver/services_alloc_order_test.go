@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver"
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
@@ -367,5 +368,67 @@ func TestServiceAllocationsFollowTheServices(t *testing.T) {
 	if counts["create ok"] == 0 || counts["update ok"] == 0 || counts["create Invalid"] == 0 || counts["update Invalid"] == 0 ||
 		counts["create Forbidden"] == 0 {
 		t.Fatalf("the sequence did not exercise every path: %v", counts)
+	}
+}
+
+// Concurrent patches (retried inside the server on a conflict, each
+// attempt taking its values again), creates and deletes of the same few
+// services leave the allocation records holding what the services hold.
+func TestServiceAllocationsFollowConcurrentWrites(t *testing.T) {
+	e := newAllocEnv(t)
+	ctx := context.Background()
+	svcs := e.cs.CoreV1().Services("default")
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	patches := []string{
+		`{"spec":{"type":"NodePort"}}`,
+		`{"spec":{"type":"ClusterIP","ports":[{"name":"p0","port":80,"protocol":"TCP"}]}}`,
+		`{"spec":{"type":"LoadBalancer","externalTrafficPolicy":"Local"}}`,
+		`{"spec":{"type":"NodePort","ports":[{"name":"p0","port":80,"protocol":"TCP"},{"name":"p1","port":81,"protocol":"TCP"}]}}`,
+		`{"spec":{"type":"NodePort","ports":[{"name":"p0","port":80,"protocol":"TCP","nodePort":30005}]}}`,
+		`{"spec":{"type":"ExternalName","externalName":"example.com","clusterIP":"","clusterIPs":null}}`,
+		`{"spec":{"type":"NodePort","ports":[{"name":"Bad_Name","port":80,"protocol":"TCP"}]}}`,
+		`{"metadata":{"labels":{"deny":"true"}},"spec":{"type":"NodePort"}}`,
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	counts := map[string]int{}
+	for g := range 4 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(seed, uint64(g)))
+			for range 40 {
+				name := fmt.Sprintf("c%d", rng.IntN(3))
+				var err error
+				var op string
+				var dry []string
+				if rng.IntN(4) == 0 {
+					dry = []string{metav1.DryRunAll}
+				}
+				switch rng.IntN(5) {
+				case 0:
+					op = "create"
+					_, err = svcs.Create(ctx, newService(name, corev1.ServiceTypeNodePort, "", 0), metav1.CreateOptions{DryRun: dry})
+				case 1:
+					op = "delete"
+					err = svcs.Delete(ctx, name, metav1.DeleteOptions{DryRun: dry})
+				default:
+					op = "patch"
+					_, err = svcs.Patch(ctx, name, types.MergePatchType, []byte(patches[rng.IntN(len(patches))]), metav1.PatchOptions{DryRun: dry})
+				}
+				if apierrors.IsInternalError(err) && !strings.Contains(err.Error(), "range is full") {
+					t.Errorf("%s %s: %v", op, name, err)
+				}
+				mu.Lock()
+				counts[op+" "+string(apierrors.ReasonForError(err))]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("outcomes: %v", counts)
+	used, ports := e.used(t)
+	held, heldPorts := e.held(t)
+	if !slices.Equal(used, held) || !slices.Equal(ports, heldPorts) {
+		t.Fatalf("allocated %v %v, services hold %v %v", used, ports, held, heldPorts)
 	}
 }
