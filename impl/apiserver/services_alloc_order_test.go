@@ -60,20 +60,23 @@ func (w *serviceWatcher) last() *corev1.Service {
 type allocEnv struct {
 	*env
 	watcher *serviceWatcher
-	ips     *ipallocator.IPs
+	ips     []*ipallocator.IPs
 	ports   *ipallocator.Ports
-	cidr    netip.Prefix
 	pr      ipallocator.PortRange
 }
 
-func newAllocEnv(t *testing.T) *allocEnv {
+func newAllocEnv(t *testing.T) *allocEnv { return newAllocEnvOn(t, "10.0.0.0/27") }
+
+// newAllocEnvOn is newAllocEnv on the service ranges given (one, or two
+// of different families).
+func newAllocEnvOn(t *testing.T, ranges string) *allocEnv {
 	prefix := fmt.Sprintf("/test-allocorder%d-%d", time.Now().UnixNano(), prefixSeq.Add(1))
 	factory := storagebackend.NewFactory(storagebackend.Config{Client: etcdServer.Client(), Prefix: prefix})
 	t.Cleanup(factory.Close)
 	w := &serviceWatcher{}
 	e := newEnv(t, func(c *apiserver.Config) {
 		c.StorageFactory = factory
-		c.ServiceClusterIPRange = "10.0.0.0/27"
+		c.ServiceClusterIPRange = ranges
 		c.ServiceNodePortRange = "30000-30019"
 		c.ServiceRepairInterval = time.Hour // a repair must not hide a leak
 		c.AdmissionValidators = append(c.AdmissionValidators, w)
@@ -88,27 +91,36 @@ func newAllocEnv(t *testing.T) *allocEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(destroy)
-	cidr := netip.MustParsePrefix("10.0.0.0/27")
+	cidrs, err := ipallocator.ParseCIDRs(ranges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ips := []*ipallocator.IPs{ipallocator.NewIPs(records, cidrs[0])}
+	if len(cidrs) == 2 {
+		ips = append(ips, ipallocator.NewIPsAt(records, ipallocator.SecondaryServiceIPsKey, cidrs[1]))
+	}
 	pr, err := ipallocator.ParsePortRange("30000-30019")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &allocEnv{env: e, watcher: w, ips: ipallocator.NewIPs(records, cidr), ports: ipallocator.NewPorts(records, pr), cidr: cidr, pr: pr}
+	return &allocEnv{env: e, watcher: w, ips: ips, ports: ipallocator.NewPorts(records, pr), pr: pr}
 }
 
 // used is what the allocation records hold.
 func (e *allocEnv) used(t *testing.T) (ips []string, ports []int) {
 	ctx := context.Background()
-	for ip := e.cidr.Addr().Next(); e.cidr.Contains(ip); ip = ip.Next() {
-		if !e.ips.Contains(ip) {
-			continue
-		}
-		has, err := e.ips.Has(ctx, ip)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if has {
-			ips = append(ips, ip.String())
+	for _, a := range e.ips {
+		for ip := a.CIDR().Addr(); a.CIDR().Contains(ip); ip = ip.Next() {
+			if !a.Contains(ip) {
+				continue
+			}
+			has, err := a.Has(ctx, ip)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if has {
+				ips = append(ips, ip.String())
+			}
 		}
 	}
 	for p := e.pr.Base; p < e.pr.Base+e.pr.Size; p++ {
@@ -261,7 +273,16 @@ func TestServiceAllocationBeforeValidation(t *testing.T) {
 // refused by admission or not, dry runs or not, leave the allocation
 // records holding exactly what the stored services hold.
 func TestServiceAllocationsFollowTheServices(t *testing.T) {
-	e := newAllocEnv(t)
+	testAllocationsFollowTheServices(t, newAllocEnv(t), false)
+}
+
+// The same on a dual-stack server, with random IP family policies and
+// families: upgrades take a second address, downgrades give one back.
+func TestServiceAllocationsFollowTheServicesDualStack(t *testing.T) {
+	testAllocationsFollowTheServices(t, newAllocEnvOn(t, "10.0.0.0/27,fd00::/123"), true)
+}
+
+func testAllocationsFollowTheServices(t *testing.T, e *allocEnv, dual bool) {
 	ctx := context.Background()
 	svcs := e.cs.CoreV1().Services("default")
 	seed := uint64(time.Now().UnixNano())
@@ -318,6 +339,22 @@ func TestServiceAllocationsFollowTheServices(t *testing.T) {
 		if rng.IntN(5) == 0 {
 			s.Spec.Ports[0].Name = "Bad_Name" // invalid
 		}
+		if dual && rng.IntN(2) == 0 {
+			policies := []corev1.IPFamilyPolicy{corev1.IPFamilyPolicySingleStack, corev1.IPFamilyPolicyPreferDualStack, corev1.IPFamilyPolicyRequireDualStack}
+			pol := policies[rng.IntN(len(policies))]
+			s.Spec.IPFamilyPolicy = &pol
+			switch rng.IntN(4) {
+			case 0:
+				s.Spec.IPFamilies = nil
+			case 1:
+				s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol}
+			case 2:
+				s.Spec.IPFamilies = append(s.Spec.IPFamilies[:min(len(s.Spec.IPFamilies), 1):min(len(s.Spec.IPFamilies), 1)], corev1.IPv6Protocol)
+			}
+			if rng.IntN(4) == 0 && len(s.Spec.ClusterIPs) == 1 {
+				s.Spec.ClusterIPs = append(s.Spec.ClusterIPs, fmt.Sprintf("fd00::%x", 1+rng.IntN(31)))
+			}
+		}
 		s.Labels = nil
 		if rng.IntN(5) == 0 {
 			s.Labels = map[string]string{"deny": "true"}
@@ -360,13 +397,18 @@ func TestServiceAllocationsFollowTheServices(t *testing.T) {
 		counts[op+" "+outcome]++
 		used, ports := e.used(t)
 		held, heldPorts := e.held(t)
+		for _, ip := range held {
+			if strings.Contains(ip, ":") {
+				counts["IPv6 address held"]++
+			}
+		}
 		if !slices.Equal(used, held) || !slices.Equal(ports, heldPorts) {
 			t.Fatalf("step %d (%s %s, dry run %v: %v): allocated %v %v, services hold %v %v", step, op, name, dryRun != nil, err, used, ports, held, heldPorts)
 		}
 	}
 	t.Logf("outcomes: %v", counts)
 	if counts["create ok"] == 0 || counts["update ok"] == 0 || counts["create Invalid"] == 0 || counts["update Invalid"] == 0 ||
-		counts["create Forbidden"] == 0 {
+		counts["create Forbidden"] == 0 || (dual && counts["IPv6 address held"] == 0) {
 		t.Fatalf("the sequence did not exercise every path: %v", counts)
 	}
 }
