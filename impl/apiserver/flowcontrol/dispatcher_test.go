@@ -416,3 +416,21 @@ func TestRetryAfterAdapts(t *testing.T) {
 		t.Fatalf("after two quiet drops: %d, want %d", h.get(), maxRetryAfter-2)
 	}
 }
+
+// flowHash is kube-apiserver's: the expected values are the first 8 bytes,
+// little-endian, of SHA-256("<schema>\x00<distinguisher>") as Python's
+// hashlib computes them.
+func TestFlowHashIsKubeAPIServers(t *testing.T) {
+	for _, tc := range []struct {
+		schema, distinguisher string
+		want                  uint64
+	}{
+		{"fs", "alice", 0x86c5a2998074cd0d},
+		{"global-default", "system:serviceaccount:kube-system:x", 0x0718b87662eead88},
+		{"catch-all", "", 0x6b546fa48f815ead},
+	} {
+		if got := flowHash(tc.schema, tc.distinguisher); got != tc.want {
+			t.Errorf("flowHash(%q, %q) = %#x, want %#x", tc.schema, tc.distinguisher, got, tc.want)
+		}
+	}
+}

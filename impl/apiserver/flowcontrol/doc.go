@@ -137,9 +137,6 @@
 //     where kube-apiserver's queue set dispatches nothing from its queues
 //     until an adjustment gives it seats (a Reject level admits one at a
 //     time in both).
-//   - Flows are dealt their queues as kube-apiserver deals them, from a
-//     64-bit FNV-1a hash of the schema and distinguisher instead of its
-//     SHA-256 one: a given flow gets other queues than it would there.
 //   - A level whose number of queues changes deals its waiting requests
 //     into the new queues at once (keeping their virtual arrival);
 //     kube-apiserver adds queues at once and removes surplus ones as

@@ -1,19 +1,22 @@
 package flowcontrol
 
+import (
+	"crypto/sha256"
+	"encoding/binary"
+)
+
 // flowHash is the hash a flow (its FlowSchema's name and its
-// distinguisher) is dealt its queues by: 64-bit FNV-1a of the two, a zero
-// byte between them.
+// distinguisher) is dealt its queues by, as kube-apiserver computes it:
+// the first 8 bytes, little-endian, of the SHA-256 of the schema's name,
+// a zero byte and the distinguisher. So a flow gets the same queues here
+// as there, given the same queue counts and hand sizes.
 func flowHash(schema, distinguisher string) uint64 {
-	const offset, prime = 14695981039346656037, 1099511628211
-	h := uint64(offset)
-	for i := 0; i < len(schema); i++ {
-		h = (h ^ uint64(schema[i])) * prime
-	}
-	h *= prime // the zero byte
-	for i := 0; i < len(distinguisher); i++ {
-		h = (h ^ uint64(distinguisher[i])) * prime
-	}
-	return h
+	var buf [128]byte // names and distinguishers are short: no allocation
+	b := append(buf[:0], schema...)
+	b = append(b, 0)
+	b = append(b, distinguisher...)
+	sum := sha256.Sum256(b)
+	return binary.LittleEndian.Uint64(sum[:8])
 }
 
 // deal is shuffle sharding: it deals hand distinct queue indices out of
