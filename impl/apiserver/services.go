@@ -24,7 +24,8 @@ var (
 )
 
 // The services handler has the allocating store fill a service's IP
-// families before validating it, and show a dry run's allocations.
+// families and take its ClusterIPs and NodePorts before validating it
+// (given back unless written), and show a dry run's allocations.
 var (
 	_ endpoints.FieldInitializer = (*ipallocator.ServiceStorage)(nil)
 	_ endpoints.DryRunner        = (*ipallocator.ServiceStorage)(nil)
