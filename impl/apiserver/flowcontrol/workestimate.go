@@ -6,6 +6,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/storage"
@@ -293,19 +294,13 @@ func (e *Estimator) listWork(info *request.Info, query url.Values) ListWork {
 		w.CountErr = ErrCountUnknown
 	} else {
 		var st storage.Stats
-		st, w.CountErr = e.Counts.Get(countKey(info.APIGroup, info.Resource))
+		// Keyed as the API server sets them: apiserver_storage_objects'
+		// resource label, resource[.group].
+		gr := schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}
+		st, w.CountErr = e.Counts.Get(gr.String())
 		w.Count, w.AverageSize = st.ObjectCount, st.EstimatedAverageObjectSizeBytes
 	}
 	return w
-}
-
-// countKey names a resource's count: resource[.group], as kube-apiserver's
-// apiserver_storage_objects labels it.
-func countKey(group, resource string) string {
-	if group == "" {
-		return resource
-	}
-	return resource + "." + group
 }
 
 // MaxSeats is LevelMaxSeats of the level the request classified cl waits
