@@ -291,14 +291,11 @@ func (s *ServiceStorage) InitCreate(ctx context.Context, obj runtime.Object) err
 	if !ok {
 		return nil
 	}
-	if err := s.initIPFamilies(svc, nil); err != nil {
-		return err
-	}
 	if p := s.pendingIn(ctx); p != nil {
 		p.t.rollback(ctx)
-		return p.t.allocate(ctx, svc, nil)
+		return p.t.allocate(ctx, svc, nil) // fills the families first
 	}
-	return nil
+	return s.initIPFamilies(svc, nil)
 }
 
 // InitUpdate is InitCreate for an update of old: the stored policy, an
@@ -312,14 +309,11 @@ func (s *ServiceStorage) InitUpdate(ctx context.Context, obj, old runtime.Object
 	if !ok1 || !ok2 {
 		return nil
 	}
-	if err := s.initIPFamilies(svc, oldSvc); err != nil {
-		return err
-	}
 	if p := s.pendingIn(ctx); p != nil {
 		p.t.rollback(ctx)
-		return p.t.allocate(ctx, svc, oldSvc)
+		return p.t.allocate(ctx, svc, oldSvc) // fills the families first
 	}
-	return nil
+	return s.initIPFamilies(svc, oldSvc)
 }
 
 func (s *ServiceStorage) initIPFamilies(svc, old *corev1.Service) error {
@@ -332,10 +326,11 @@ func (s *ServiceStorage) initIPFamilies(svc, old *corev1.Service) error {
 // allocate fills svc's IP families (svc is changed in place; old is the
 // stored service on update, nil on create) and takes every ClusterIP, one
 // per family in svc's ipFamilies, and NodePort it needs that old does not
-// already hold. Through the API handler the families were filled and the
-// update checked before validation (InitCreate, InitUpdate, the registry's
-// update validation); doing it again changes nothing, and keeps a write
-// that does not come through the handler as correct.
+// already hold. Through the API handler InitCreate and InitUpdate run it
+// before validation (the update is then checked by the registry's update
+// validation); a write that does not come through the handler runs it at
+// the write, where filling families an earlier request filled changes
+// nothing.
 func (t *transaction) allocate(ctx context.Context, svc, old *corev1.Service) error {
 	spec := field.NewPath("spec")
 	if err := t.s.initIPFamilies(svc, old); err != nil {
