@@ -106,7 +106,6 @@ type sandbox struct {
 	cgroupFromUID bool
 }
 
-// ip is the sandbox's IP.
 // sandboxIPs are s's addresses, the primary family's first, n of them
 // (one per pool; meaningful while s is ready). An array, not a slice:
 // status reads are frequent and this allocates nothing.
