@@ -52,7 +52,7 @@ func WithPriorityAndFairness(next http.Handler, c *codec.Codecs, fc *flowcontrol
 		var work flowcontrol.WorkEstimate
 		if est != nil {
 			var watchers int
-			work, watchers = est.Estimate(info, request.Query(r), func() int { return fc.MaxSeats(cl) })
+			work, watchers = est.Estimate(info, r.URL.RawQuery, func() int { return fc.MaxSeats(cl) })
 			fc.ObserveWork(cl, work, watchers)
 		}
 		req, err := fc.WaitFor(r.Context(), cl, work)

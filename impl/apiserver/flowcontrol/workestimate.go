@@ -226,21 +226,22 @@ type Estimator struct {
 	ListFromStorage func(opts storage.ListOptions) bool
 }
 
-// Estimate is the work of the request info describes, with URL query
-// values query, at a level whose LevelMaxSeats levelMax gives (called only
-// when a limit matters): lists and watches by EstimateList, creates,
+// Estimate is the work of the request info describes, with raw URL query
+// rawQuery (parsed only for lists and watches), at a level whose
+// LevelMaxSeats levelMax gives (called only when a limit matters): lists
+// and watches by EstimateList, creates,
 // updates, patches and deletes by EstimateMutating, anything else one
 // seat, as kube-apiserver's work estimator. watchers is the number of
 // watches a write may have to notify (-1 for other requests, and for
 // writes that notify none).
-func (e *Estimator) Estimate(info *request.Info, query url.Values, levelMax func() int) (work WorkEstimate, watchers int) {
+func (e *Estimator) Estimate(info *request.Info, rawQuery string, levelMax func() int) (work WorkEstimate, watchers int) {
 	one := WorkEstimate{InitialSeats: MinimumSeats}
 	if e == nil || info == nil || !info.IsResourceRequest {
 		return one, -1
 	}
 	switch info.Verb {
 	case "list", "watch":
-		w := e.listWork(info, query)
+		w := e.listWork(info, rawQuery)
 		if w.Watch && !w.SendInitialEvents {
 			return one, -1
 		}
@@ -271,8 +272,9 @@ func (c *Controller) ObserveWork(cl Classification, work WorkEstimate, watchers 
 }
 
 // listWork describes a list or watch request for EstimateList.
-func (e *Estimator) listWork(info *request.Info, query url.Values) ListWork {
+func (e *Estimator) listWork(info *request.Info, rawQuery string) ListWork {
 	w := ListWork{Watch: info.Verb == "watch", Single: objectName(info) != "", BySize: !e.DisableSizeBasedListCostEstimate}
+	query, _ := url.ParseQuery(rawQuery) // what parses, as url.URL.Query
 	var opts metav1.ListOptions
 	if err := metav1.Convert_url_Values_To_v1_ListOptions(&query, &opts, nil); err != nil {
 		w.BadOptions = true

@@ -1,7 +1,6 @@
 package flowcontrol
 
 import (
-	"net/url"
 	"testing"
 	"time"
 
@@ -185,11 +184,7 @@ func TestEstimatorReadsTheRequest(t *testing.T) {
 		{"a non-resource request", &request.Info{Verb: "get", Path: "/healthz"}, "", 0, WorkEstimate{InitialSeats: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q, err := url.ParseQuery(tc.query)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got, _ := est.Estimate(tc.info, q, levelMax(tc.levelMax)); got != tc.want {
+			if got, _ := est.Estimate(tc.info, tc.query, levelMax(tc.levelMax)); got != tc.want {
 				t.Errorf("Estimate = %+v, want %+v", got, tc.want)
 			}
 		})
@@ -197,17 +192,17 @@ func TestEstimatorReadsTheRequest(t *testing.T) {
 	// A stale count stands for as many objects as can be: the most seats
 	// from the cache, but a page of one from etcd is still one seat.
 	now = now.Add(ObjectCountStaleAfter + time.Second)
-	if got, _ := est.Estimate(list("", "pods", ""), url.Values{"resourceVersion": {"0"}}, levelMax(0)); got.InitialSeats != MaximumListSeats {
+	if got, _ := est.Estimate(list("", "pods", ""), "resourceVersion=0", levelMax(0)); got.InitialSeats != MaximumListSeats {
 		t.Errorf("a list from the cache with a stale count: %+v, want %d seats", got, MaximumListSeats)
 	}
-	if got, _ := est.Estimate(list("", "pods", ""), url.Values{"limit": {"1"}}, levelMax(0)); got.InitialSeats != 1 {
+	if got, _ := est.Estimate(list("", "pods", ""), "limit=1", levelMax(0)); got.InitialSeats != 1 {
 		t.Errorf("a page of one from etcd with a stale count: %+v, want 1 seat", got)
 	}
 	// The level's limit is only asked for when it matters.
 	levelMaxCalls = 0
-	est.Estimate(&request.Info{IsResourceRequest: true, Verb: "get", Resource: "pods", Name: "a"}, nil, levelMax(0))
-	est.Estimate(&request.Info{IsResourceRequest: true, Verb: "create", Resource: "secrets"}, nil, levelMax(0))
-	est.Estimate(&request.Info{IsResourceRequest: true, Verb: "watch", Resource: "pods"}, nil, levelMax(0))
+	est.Estimate(&request.Info{IsResourceRequest: true, Verb: "get", Resource: "pods", Name: "a"}, "", levelMax(0))
+	est.Estimate(&request.Info{IsResourceRequest: true, Verb: "create", Resource: "secrets"}, "", levelMax(0))
+	est.Estimate(&request.Info{IsResourceRequest: true, Verb: "watch", Resource: "pods"}, "", levelMax(0))
 	if levelMaxCalls != 0 {
 		t.Errorf("the level's limit was asked for %d times for a get, an unwatched create and a watch", levelMaxCalls)
 	}
@@ -222,12 +217,12 @@ func TestEstimatorReadsTheRequest(t *testing.T) {
 		{&request.Info{IsResourceRequest: true, Verb: "create", Resource: "serviceaccounts", Namespace: "ns", Name: "sa", Subresource: "token"}, -1},
 		{list("", "configmaps", ""), -1},
 	} {
-		if _, got := est.Estimate(tc.info, nil, levelMax(0)); got != tc.want {
+		if _, got := est.Estimate(tc.info, "", levelMax(0)); got != tc.want {
 			t.Errorf("%s %s: %d watchers reported, want %d", tc.info.Verb, tc.info.Resource, got, tc.want)
 		}
 	}
 	// Without an estimator every request takes one seat.
-	if got, _ := (*Estimator)(nil).Estimate(list("", "pods", ""), nil, levelMax(0)); got != (WorkEstimate{InitialSeats: 1}) {
+	if got, _ := (*Estimator)(nil).Estimate(list("", "pods", ""), "", levelMax(0)); got != (WorkEstimate{InitialSeats: 1}) {
 		t.Errorf("nil estimator: %+v", got)
 	}
 }
@@ -258,16 +253,12 @@ func TestEstimatorEstimatesListsBySize(t *testing.T) {
 		{"every deployment from etcd with a selector", list("apps", "deployments"), "labelSelector=a%3Db", 0, 90},
 		{"a resource without stats", list("", "secrets"), "", 0, 1},
 	} {
-		q, err := url.ParseQuery(tc.query)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, _ := est.Estimate(tc.info, q, func() int { return tc.levelMax }); got != (WorkEstimate{InitialSeats: tc.want}) {
+		if got, _ := est.Estimate(tc.info, tc.query, func() int { return tc.levelMax }); got != (WorkEstimate{InitialSeats: tc.want}) {
 			t.Errorf("%s: %+v, want %d seats", tc.name, got, tc.want)
 		}
 	}
 	est.DisableSizeBasedListCostEstimate = true
-	if got, _ := est.Estimate(list("apps", "deployments"), url.Values{"limit": {"200"}, "continue": {"abc"}}, func() int { return 0 }); got.InitialSeats != 4 {
+	if got, _ := est.Estimate(list("apps", "deployments"), "limit=200&continue=abc", func() int { return 0 }); got.InitialSeats != 4 {
 		t.Errorf("by count, the continued page of deployments: %+v, want 4 seats", got)
 	}
 }
