@@ -169,8 +169,7 @@ func ServiceNeedsNodePorts(s *corev1.Service) bool {
 // ClusterIP services with externalIPs, are reached from outside the
 // cluster; they have an externalTrafficPolicy (defaulted to Cluster).
 func externallyAccessible(s *corev1.Service) bool {
-	return s.Spec.Type == corev1.ServiceTypeNodePort || s.Spec.Type == corev1.ServiceTypeLoadBalancer ||
-		(s.Spec.Type == corev1.ServiceTypeClusterIP && len(s.Spec.ExternalIPs) > 0)
+	return hasNodePortType(s) || (s.Spec.Type == corev1.ServiceTypeClusterIP && len(s.Spec.ExternalIPs) > 0)
 }
 
 // dropTypeDependentFields clears, when an update changes a service's type,
@@ -539,7 +538,7 @@ func validateServiceClusterIPs(s *corev1.Service, spec *field.Path) field.ErrorL
 		return errs
 	}
 	errs := validateServiceClusterIPsRelatedFields(s)
-	if isHeadless(s) && (s.Spec.Type == corev1.ServiceTypeNodePort || s.Spec.Type == corev1.ServiceTypeLoadBalancer) {
+	if isHeadless(s) && hasNodePortType(s) {
 		errs = append(errs, field.Invalid(ips.Index(0), corev1.ClusterIPNone, fmt.Sprintf("may not be set to 'None' for %s services", s.Spec.Type)))
 	}
 	return errs
