@@ -549,11 +549,7 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 		// was ~4 KB of garbage per started container).
 		envPod = new(v1.Pod)
 		*envPod = *pod
-		envPod.Status.PodIP, envPod.Status.PodIPs = ip, make([]v1.PodIP, 0, 1+len(moreIPs))
-		envPod.Status.PodIPs = append(envPod.Status.PodIPs, v1.PodIP{IP: ip})
-		for _, more := range moreIPs {
-			envPod.Status.PodIPs = append(envPod.Status.PodIPs, v1.PodIP{IP: more})
-		}
+		envPod.Status.PodIP, envPod.Status.PodIPs = ip, status.PodIPs(ip, moreIPs)
 		envPod.Status.HostIP, envPod.Status.HostIPs = k.cfg.NodeIP, []v1.HostIP{{IP: k.cfg.NodeIP}}
 	}
 	failed := func(reason string, err error) error {

@@ -85,12 +85,7 @@ func GenerateAPIPodStatus(in Input) v1.PodStatus {
 	// IPs: the ready sandbox's (a dual-stack sandbox's both, the primary
 	// first), else the last reported ones.
 	if sb := in.Runtime.LatestSandbox(); sb != nil && sb.Ready && sb.IP != "" {
-		s.PodIP = sb.IP
-		s.PodIPs = make([]v1.PodIP, 0, 1+len(sb.AdditionalIPs))
-		s.PodIPs = append(s.PodIPs, v1.PodIP{IP: sb.IP})
-		for _, ip := range sb.AdditionalIPs {
-			s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
-		}
+		s.PodIP, s.PodIPs = sb.IP, PodIPs(sb.IP, sb.AdditionalIPs)
 	} else {
 		s.PodIP, s.PodIPs = old.PodIP, old.PodIPs
 	}
@@ -116,6 +111,17 @@ func GenerateAPIPodStatus(in Input) v1.PodStatus {
 
 	s.Conditions = conditions(in, &s, now)
 	return s
+}
+
+// PodIPs is status.podIPs for a sandbox's primary IP and its others (a
+// dual-stack sandbox's other family's), the primary first.
+func PodIPs(primary string, more []string) []v1.PodIP {
+	out := make([]v1.PodIP, 0, 1+len(more))
+	out = append(out, v1.PodIP{IP: primary})
+	for _, ip := range more {
+		out = append(out, v1.PodIP{IP: ip})
+	}
+	return out
 }
 
 // GetPhase is upstream's getPhase: the pod phase from its container
