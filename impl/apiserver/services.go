@@ -73,13 +73,7 @@ func (s *Server) wrapServices(stores map[schema.GroupVersionResource]storage.Int
 		return fmt.Errorf("apiserver: building the service allocation store: %w", err)
 	}
 	s.destroy = append(s.destroy, destroy)
-	// The primary range's records are kube-apiserver's serviceips, a
-	// dual-stack cluster's second range's its secondaryserviceips.
-	ips := []*ipallocator.IPs{ipallocator.NewIPs(records, cidrs[0])}
-	if len(cidrs) == 2 {
-		ips = append(ips, ipallocator.NewIPsAt(records, ipallocator.SecondaryServiceIPsKey, cidrs[1]))
-	}
-	wrapped := ipallocator.NewServiceStorage(inner, ips, ipallocator.NewPorts(records, ports), s.log)
+	wrapped := ipallocator.NewServiceStorage(inner, ipallocator.NewServiceIPs(records, cidrs), ipallocator.NewPorts(records, ports), s.log)
 	stores[servicesGVR] = wrapped
 	if e, ok := s.stores[servicesGVR.GroupResource()]; ok {
 		e.store = wrapped

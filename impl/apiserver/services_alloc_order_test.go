@@ -95,10 +95,7 @@ func newAllocEnvOn(t *testing.T, ranges string) *allocEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ips := []*ipallocator.IPs{ipallocator.NewIPs(records, cidrs[0])}
-	if len(cidrs) == 2 {
-		ips = append(ips, ipallocator.NewIPsAt(records, ipallocator.SecondaryServiceIPsKey, cidrs[1]))
-	}
+	ips := ipallocator.NewServiceIPs(records, cidrs)
 	pr, err := ipallocator.ParsePortRange("30000-30019")
 	if err != nil {
 		t.Fatal(err)

@@ -101,10 +101,7 @@ func newDualEnv(t *testing.T, flag string) serviceEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ips := []*ipallocator.IPs{ipallocator.NewIPs(records, cidrs[0])}
-	if len(cidrs) == 2 {
-		ips = append(ips, ipallocator.NewIPsAt(records, ipallocator.SecondaryServiceIPsKey, cidrs[1]))
-	}
+	ips := ipallocator.NewServiceIPs(records, cidrs)
 	pr, _ := ipallocator.ParsePortRange("30000-30009")
 	return serviceEnv{s: ipallocator.NewServiceStorage(inner, ips, ipallocator.NewPorts(records, pr), nil), records: records, inner: inner}
 }

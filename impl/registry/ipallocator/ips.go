@@ -97,6 +97,19 @@ func NewIPs(store storage.Interface, cidr netip.Prefix) *IPs {
 	return NewIPsAt(store, ServiceIPsKey, cidr)
 }
 
+// NewServiceIPs returns the allocators of the service ranges cidrs (from
+// ParseCIDRs) over store, the primary first: its records at
+// ServiceIPsKey, a dual-stack cluster's second range's at
+// SecondaryServiceIPsKey, as kube-apiserver's serviceips and
+// secondaryserviceips.
+func NewServiceIPs(store storage.Interface, cidrs []netip.Prefix) []*IPs {
+	ips := []*IPs{NewIPs(store, cidrs[0])}
+	if len(cidrs) == 2 {
+		ips = append(ips, NewIPsAt(store, SecondaryServiceIPsKey, cidrs[1]))
+	}
+	return ips
+}
+
 // NewIPsAt returns the allocator of cidr over store with its records under
 // key (SecondaryServiceIPsKey for a dual-stack cluster's second range).
 func NewIPsAt(store storage.Interface, key string, cidr netip.Prefix) *IPs {
