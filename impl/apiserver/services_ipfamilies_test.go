@@ -60,16 +60,15 @@ func svcOf(opts ...svcOpt) *corev1.Service {
 	return s
 }
 
-// Requested addresses are in the ranges' low bands (KEP-3070), which
-// dynamic allocation leaves alone while the upper bands have room.
-
 // TestServiceIPFamiliesAsKubeAPIServer is the table of what a client sees
 // creating and updating services' IP families, as kube-apiserver answers
 // (its allocator's initIPFamilyFields runs before validation, and its
 // update validation checks upgrades and downgrades with the rest), on a
 // single-stack IPv4 cluster and a dual-stack IPv4,IPv6 one: the status
 // code, for a 422 the causes' field paths, for a success the policy, the
-// families and one address of each family.
+// families and one address of each family. Requested addresses are in the
+// ranges' low bands (KEP-3070), which dynamic allocation leaves alone
+// while the upper bands have room.
 func TestServiceIPFamiliesAsKubeAPIServer(t *testing.T) {
 	v4, v6 := corev1.IPv4Protocol, corev1.IPv6Protocol
 	single, prefer, require := corev1.IPFamilyPolicySingleStack, corev1.IPFamilyPolicyPreferDualStack, corev1.IPFamilyPolicyRequireDualStack
