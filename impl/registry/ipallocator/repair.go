@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubeproof/kubeproof/impl/ipfamily"
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
@@ -341,8 +340,8 @@ func (rp *Repairer) pass(ctx context.Context) error {
 		name := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
 		h := held(svc)
 		for _, ip := range h.ips {
-			r := slices.IndexFunc(s.ips, func(a *IPs) bool { return a.Family() == ipfamily.OfAddr(ip) })
-			if r < 0 {
+			r := slices.Index(s.ips, s.ipsOf(ip))
+			if r < 0 { // a family the cluster does not serve
 				continue
 			}
 			o, ok := s.ips[r].offset(ip)
