@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/fieldmanager"
 	"github.com/kubeproof/kubeproof/impl/apiserver/flowcontrol"
 	"github.com/kubeproof/kubeproof/impl/apiserver/internal/localcache"
 	"github.com/kubeproof/kubeproof/impl/storage"
@@ -40,7 +42,10 @@ var (
 //     storage (localcache, as the other internal caches); every change
 //     digests the whole configuration again (flowcontrol.Digest) into the
 //     Controller, and writes each FlowSchema's Dangling condition when it
-//     differs from what the object says.
+//     differs from what the object says, as a server-side apply of the
+//     status by the field manager kube-apiserver's controller uses
+//     (apfFieldManager, forced: the condition and its managedFields
+//     entry are that manager's).
 type apfConfig struct {
 	fc               *flowcontrol.Controller
 	fsStore, plStore storage.Interface
@@ -52,7 +57,14 @@ type apfConfig struct {
 	syncOnce sync.Once
 	log      *slog.Logger
 	now      func() time.Time
+	// statusFields applies the Dangling condition to FlowSchemas' status
+	// (nil: written with plain updates; it could not be built).
+	statusFields *fieldmanager.Manager
 }
+
+// apfFieldManager is the manager kube-apiserver's configuration
+// controller applies FlowSchema status conditions as.
+const apfFieldManager = "api-priority-and-fairness-config-consumer-v1"
 
 // newAPFConfig returns nil when the flowcontrol resources are not served.
 func newAPFConfig(s *Server, fc *flowcontrol.Controller) *apfConfig {
@@ -65,6 +77,15 @@ func newAPFConfig(s *Server, fc *flowcontrol.Controller) *apfConfig {
 		fsKey:   func(name string) string { return s.ObjectKey(flowSchemasGR, "", name) },
 		plKey:   func(name string) string { return s.ObjectKey(priorityLevelsGR, "", name) },
 		changed: make(chan struct{}, 1), synced: make(chan struct{}), log: s.log, now: time.Now}
+	if e, ok := s.stores[flowSchemasGR]; ok {
+		fm, err := fieldmanager.New(fieldmanager.Config{TypeConverter: fieldmanager.TypeConverterFor(e.res),
+			Scheme: s.codecs.Scheme, Kind: flowcontrolv1.SchemeGroupVersion.WithKind("FlowSchema"),
+			Default: e.res.Strategy.Default, Subresource: "status", ResetFields: []string{"spec"}})
+		if err != nil {
+			s.log.Warn("flow control: FlowSchema conditions will be written without server-side apply", "err", err)
+		}
+		a.statusFields = fm
+	}
 	notify := func(_, _ runtime.Object) {
 		select {
 		case a.changed <- struct{}{}:
@@ -193,6 +214,9 @@ func (a *apfConfig) writeDangling(ctx context.Context, fs *flowcontrolv1.FlowSch
 			if !changed || cur.Spec.PriorityLevelConfiguration.Name != fs.Spec.PriorityLevelConfiguration.Name {
 				return input, nil // said already, or changed since: the next sync decides
 			}
+			if a.statusFields != nil {
+				return a.applyDangling(cur, want)
+			}
 			next := cur.DeepCopy()
 			next.Status.Conditions = conds
 			return next, nil
@@ -201,6 +225,21 @@ func (a *apfConfig) writeDangling(ctx context.Context, fs *flowcontrolv1.FlowSch
 		return fmt.Errorf("writing the Dangling condition of FlowSchema %s: %w", fs.Name, err)
 	}
 	return nil
+}
+
+// applyDangling is cur with the Dangling condition want, server-side
+// applied to its status by apfFieldManager with force, as kube-apiserver's
+// configuration controller writes it.
+func (a *apfConfig) applyDangling(cur *flowcontrolv1.FlowSchema, want flowcontrolv1.FlowSchemaCondition) (runtime.Object, error) {
+	patch, err := json.Marshal(map[string]any{
+		"apiVersion": flowcontrolv1.SchemeGroupVersion.String(), "kind": "FlowSchema",
+		"metadata": map[string]any{"name": cur.Name},
+		"status":   map[string]any{"conditions": []flowcontrolv1.FlowSchemaCondition{want}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a.statusFields.Apply(cur, patch, apfFieldManager, true)
 }
 
 // recreateMandatory creates the mandatory objects missing from the cache.

@@ -50,6 +50,22 @@ func TestFlowControlObjectsBootstrapped(t *testing.T) {
 		}
 		return true
 	})
+	// The condition is server-side applied to the status, as
+	// kube-apiserver's controller does, by its field manager.
+	list, err := fc.FlowSchemas().List(ctx(t), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fs := range list.Items {
+		applied := false
+		for _, mf := range fs.ManagedFields {
+			applied = applied || mf.Manager == "api-priority-and-fairness-config-consumer-v1" &&
+				mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "status"
+		}
+		if !applied {
+			t.Errorf("FlowSchema %s: no status apply by api-priority-and-fairness-config-consumer-v1 in %+v", fs.Name, fs.ManagedFields)
+		}
+	}
 
 	table := func(path string) metav1.Table {
 		r := e.do("GET", path, nil, "Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
@@ -196,12 +212,15 @@ func metricLine(t *testing.T, e *env, prefix string) string {
 func TestFlowSchemaChangesWhatAUserGets(t *testing.T) {
 	g := &gate{entered: make(chan struct{}, 16), release: make(chan struct{})}
 	e := newEnv(t, func(c *apiserver.Config) {
-		// 2 seats: tiny's nominal share is 1; it neither lends nor
+		// 16 seats: tiny's nominal share is 1; it neither lends nor
 		// borrows, so its current limit is its nominal one whatever the
 		// borrowing adjustments (on every configuration, from the demand
-		// this test makes) do to the other levels.
-		c.MaxMutatingRequestsInFlight = 1
-		c.MaxRequestsInFlight = 1
+		// this test makes) do to the other levels. (With 2, idle
+		// global-default may be adjusted to a current limit of 0, which
+		// starts nothing from its queues, as kube-apiserver's: alice's
+		// requests there would wait until they time out.)
+		c.MaxMutatingRequestsInFlight = 8
+		c.MaxRequestsInFlight = 8
 		c.AdmissionMutators = []admission.Mutator{g}
 	})
 	fc := e.cs.FlowcontrolV1()

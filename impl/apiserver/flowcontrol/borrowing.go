@@ -46,6 +46,44 @@ func (in *demandIntegrator) add(x, dt float64) {
 	in.highest = max(in.highest, x)
 }
 
+// demandBuckets are the upper bounds of apiserver_flowcontrol_demand_seats'
+// buckets (kube-apiserver's).
+var demandBuckets = [...]float64{0.2, 0.4, 0.6, 0.8, 1, 1.2, 1.4, 1.7, 2, 2.8, 4, 6}
+
+// demandHistogram is a level's seat demand over its current limit as a
+// timing histogram, as kube-apiserver's apiserver_flowcontrol_demand_seats
+// (a timing ratio histogram): every nanosecond observes the ratio then, so
+// each count is in nanoseconds and the sum in ratio-nanoseconds. The
+// denominator is the current limit, or a tenth of the server's seats (at
+// least 1) while that is 0, as kube-apiserver sets it.
+type demandHistogram struct {
+	counts [len(demandBuckets)]uint64 // per bucket, not cumulative
+	count  uint64
+	sum    float64
+}
+
+// observe counts ratio x held for ns nanoseconds.
+func (h *demandHistogram) observe(x float64, ns uint64) {
+	h.count += ns
+	h.sum += x * float64(ns)
+	for i, b := range demandBuckets {
+		if x <= b {
+			h.counts[i] += ns
+			return
+		}
+	}
+}
+
+// demandDenominator is what l's demand is divided by in its demand
+// histogram: its current limit, or a tenth of the server's seats (at
+// least 1) while that is 0.
+func (l *level) demandDenominator() float64 {
+	if l.current > 0 {
+		return float64(l.current)
+	}
+	return max(1, math.Round(float64(l.serverSeats)/10))
+}
+
 // DemandStats are a level's seat demand statistics as of its last
 // adjustment.
 type DemandStats struct {

@@ -3,12 +3,15 @@ package flowcontrol
 import (
 	"context"
 	"math"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
 func TestAllocate(t *testing.T) {
@@ -191,4 +194,87 @@ func TestControllerBorrowsByDemand(t *testing.T) {
 	for _, r := range held {
 		c.Release(r)
 	}
+}
+
+// TestExemptDemandBorrows: the exempt level's requests are never held,
+// but their seats are its demand, which borrowing counts as
+// kube-apiserver's does: after a period of 30 administrator requests
+// executing, the adjustment gives the exempt level (no nominal seats,
+// no borrowing limit) the seats the idle others lend.
+func TestExemptDemandBorrows(t *testing.T) {
+	c, err := New(Config{TotalSeats: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := &request.User{Name: "admin", Groups: []string{"system:masters", "system:authenticated"}}
+	cl := c.Classify(admin, request.Parse(httptest.NewRequest("GET", "/api/v1/pods", nil)))
+	if !cl.Exempt() {
+		t.Fatal("system:masters is not exempt")
+	}
+	var held []*Request
+	for range 30 {
+		r, err := c.Wait(context.Background(), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, r)
+	}
+	time.Sleep(20 * time.Millisecond) // a period with 30 seats in use
+	c.AdjustBorrowing()
+	for _, r := range held {
+		c.Release(r)
+	}
+	c.mu.Lock()
+	limits := c.d.Limits()
+	c.mu.Unlock()
+	for _, l := range limits {
+		if l.Name != flowcontrolv1.PriorityLevelConfigurationNameExempt {
+			continue
+		}
+		if l.Demand.HighWatermark != 30 || l.Current < 30 {
+			t.Errorf("exempt after a period of 30 seats in use: high watermark %g, current limit %d; want 30 and at least as many seats (the others, idle, keep their lower limits)",
+				l.Demand.HighWatermark, l.Current)
+		}
+		return
+	}
+	t.Fatal("no exempt level")
+}
+
+// TestDemandSeatsIsATimingHistogram: apiserver_flowcontrol_demand_seats
+// observes a level's demand over its current limit continuously, as
+// kube-apiserver's timing ratio histogram: each nanosecond counts once,
+// in the bucket of the ratio then, up to the scrape.
+func TestDemandSeatsIsATimingHistogram(t *testing.T) {
+	c, reg := oneSeat(t, time.Minute)
+	now := time.Now().Add(time.Hour)
+	c.now = func() time.Time { return now }
+	r, err := c.Wait(context.Background(), classifyGet(c, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Second) // 2 s of demand 1 over a limit of 1
+	var sum float64
+	buckets := map[float64]uint64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "apiserver_flowcontrol_demand_seats" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() != "only" {
+				continue
+			}
+			sum = m.GetHistogram().GetSampleSum()
+			for _, b := range m.GetHistogram().GetBucket() {
+				buckets[b.GetUpperBound()] = b.GetCumulativeCount()
+			}
+		}
+	}
+	if at1 := buckets[1] - buckets[0.8]; sum != 2e9 || at1 != 2e9 {
+		t.Errorf("after 2 s at a ratio of 1: sum %g, %d ns in the bucket of 1; want 2e9 and 2e9", sum, at1)
+	}
+	c.Release(r)
 }

@@ -134,6 +134,11 @@ func New(cfg Config) (*Controller, error) {
 	if err := c.Reconfigure(dg); err != nil {
 		return nil, err
 	}
+	if cfg.Metrics != nil {
+		if err := cfg.Metrics.Register(demandCollector{c}); err != nil {
+			return nil, fmt.Errorf("registering flow control metrics: %w", err)
+		}
+	}
 	return c, nil
 }
 
@@ -173,7 +178,7 @@ func (c *Controller) Reconfigure(dg Digested) error {
 	limits, fair := c.d.Limits(), c.d.FairFrac()
 	c.mu.Unlock()
 	wake(woken)
-	c.showLimits(limits, fair, false)
+	c.showLimits(limits, fair)
 	return nil
 }
 
@@ -186,13 +191,12 @@ func (c *Controller) AdjustBorrowing() {
 	limits, fair := c.d.Limits(), c.d.FairFrac()
 	c.mu.Unlock()
 	wake(woken)
-	c.showLimits(limits, fair, true)
+	c.showLimits(limits, fair)
 }
 
-// showLimits sets the levels' seat gauges to limits (and, after an
-// adjustment period, observes their demand), dropping the series of
-// levels no longer there.
-func (c *Controller) showLimits(limits []LevelLimits, fair float64, period bool) {
+// showLimits sets the levels' seat gauges to limits, dropping the series
+// of levels no longer there.
+func (c *Controller) showLimits(limits []LevelLimits, fair float64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	gauges := []*prometheus.GaugeVec{c.m.nominal, c.m.lower, c.m.upper, c.m.current, c.m.target,
@@ -203,9 +207,6 @@ func (c *Controller) showLimits(limits []LevelLimits, fair float64, period bool)
 			l.Demand.HighWatermark, l.Demand.Average, l.Demand.StdDev, l.Demand.Smoothed} {
 			gauges[i].WithLabelValues(l.Name).Set(v)
 		}
-		if period && l.Nominal > 0 {
-			c.m.demand.WithLabelValues(l.Name).Observe(l.Demand.Average / float64(l.Nominal))
-		}
 		now[l.Name] = true
 	}
 	for name := range c.shown {
@@ -213,7 +214,6 @@ func (c *Controller) showLimits(limits []LevelLimits, fair float64, period bool)
 			for _, g := range gauges {
 				g.DeleteLabelValues(name)
 			}
-			c.m.demand.DeleteLabelValues(name)
 		}
 	}
 	c.shown = now
@@ -260,13 +260,8 @@ func (c *Controller) Wait(ctx context.Context, cl Classification) (*Request, err
 // wait limit, or ctx ended.
 func (c *Controller) WaitFor(ctx context.Context, cl Classification, work WorkEstimate) (*Request, error) {
 	fm := cl.flow.metrics
-	if cl.flow.exempt {
-		// Never held: no need of the lock.
-		r := &Request{work: work, seats: work.maxSeats(), queue: -1, exempt: true}
-		fm.waitExecuted.Observe(0)
-		c.started(r, fm)
-		return r, nil
-	}
+	// An exempt request is never held, but goes through the Dispatcher
+	// too: its seats are its level's demand, which borrowing counts.
 	c.mu.Lock()
 	r, ok := c.d.newRequestAt(cl.flow.at, cl.hash, work)
 	var err error
@@ -282,7 +277,7 @@ func (c *Controller) WaitFor(ctx context.Context, cl Classification, work WorkEs
 		c.mu.Unlock()
 		return nil, err
 	}
-	outcome, reason := c.d.Arrive(r, c.now())
+	outcome, reason, woken := c.d.Arrive(r, c.now())
 	var retryAfter int64
 	switch outcome {
 	case Rejected:
@@ -291,6 +286,7 @@ func (c *Controller) WaitFor(ctx context.Context, cl Classification, work WorkEs
 		r.wake = make(chan struct{})
 	}
 	c.mu.Unlock()
+	wake(woken)
 	switch outcome {
 	case Executing:
 		fm.waitExecuted.Observe(0)
@@ -371,10 +367,6 @@ func (c *Controller) Release(r *Request) {
 		return
 	}
 	r.metrics.executing.Dec()
-	if r.exempt {
-		r.metrics.executingSeats.Sub(float64(r.seats))
-		return
-	}
 	c.mu.Lock()
 	woken := c.d.Finish(r, c.now())
 	if latency := r.AdditionalLatency(); latency > 0 {

@@ -80,9 +80,10 @@ type Request struct {
 	level *level
 	hash  uint64 // of its flow
 	work  WorkEstimate
-	// seats it holds while executing and lingering: work.maxSeats(),
-	// capped at its level's limit when it is dispatched; want is the same
-	// as counted while it waits.
+	// seats it holds while executing and lingering: its initial seats, or
+	// its final seats if more (those capped at its level's limit when it
+	// is dispatched from a queue); want is work.maxSeats(), what it asks
+	// for while it waits.
 	seats, want int
 	// For fair queuing (see fairqueue.go): its initial seats and estimated
 	// work in seat-seconds, its level's virtual time when it arrived, and
@@ -100,9 +101,6 @@ type Request struct {
 	// reconfiguration that changes the number of queues starts a new one).
 	gen   int
 	state requestState
-	// exempt: the request never waited for a seat (the Controller does not
-	// hand it to the Dispatcher).
-	exempt bool
 	// wake is closed by the Controller when the request is dispatched
 	// from its queue; the Dispatcher never touches it.
 	wake chan struct{}
@@ -139,22 +137,21 @@ type level struct {
 	handSize, queueLengthLimit    int
 	queues                        []queue
 	inUse                         int // seats of executing and lingering requests
+	executing                     int // requests executing (lingering ones not counted)
 	waiting                       int // requests in the queues
 	waitingSeats                  int // the seats they will take
 	enqueues                      int // queue choices made (see chooseQueue)
 	fairState
 	// Seat demand: integrated since the last adjustment, and its
 	// statistics and the target they gave.
-	demand demandIntegrator
-	stats  DemandStats
-	target float64
-	drops  dropHistory
+	demand     demandIntegrator
+	demandHist demandHistogram
+	// serverSeats is the server's total (see demandDenominator).
+	serverSeats int
+	stats       DemandStats
+	target      float64
+	drops       dropHistory
 }
-
-// limit is the most seats the level's requests may hold at once, its
-// current limit (at least one): it caps a request's width, and the
-// level's virtual time runs at most this fast.
-func (l *level) limit() int { return max(l.current, 1) }
 
 // idle: nothing queued or executing.
 func (l *level) idle() bool { return l.inUse == 0 && l.waiting == 0 }
@@ -165,9 +162,9 @@ func (l *level) idle() bool { return l.inUse == 0 && l.waiting == 0 }
 //
 // Seats: each Limited level dispatches while its seats in use stay
 // within its current limit, which AdjustBorrowing re-divides among the
-// levels by their demand (borrowing.go); a level with nothing executing
-// may always start one request, however wide, as kube-apiserver's queue
-// sets do.
+// levels by their demand (borrowing.go); a request wider than the limit
+// starts alone, once none of its level's requests executes (see
+// canDispatch), as kube-apiserver's queue sets do.
 type Dispatcher struct {
 	total   int      // seats of the server
 	levels  []*level // configured ones in configuration order, then quiescing ones
@@ -391,6 +388,7 @@ func (d *Dispatcher) recompute() {
 	}
 	d.nominalSum = 0
 	for _, l := range d.levels {
+		l.serverSeats = d.total
 		l.nominal = 0
 		if sum > 0 {
 			l.nominal = int(math.Ceil(float64(d.total) * float64(l.shares) / float64(sum)))
@@ -408,10 +406,13 @@ func (d *Dispatcher) recompute() {
 }
 
 // reap removes the quiescing levels that are idle, giving their seats to
-// the others.
-func (d *Dispatcher) reap(now time.Time) {
+// the others. Every call that can leave a quiescing level idle ends here,
+// so none is idle between calls, and the dispatch that ends
+// AdjustBorrowing reaps nothing (one adjustment per instant).
+// It reports whether it removed any (the limits were re-divided then).
+func (d *Dispatcher) reap(now time.Time) bool {
 	if d.quiescing == 0 {
-		return
+		return false
 	}
 	kept := d.levels[:0]
 	for _, l := range d.levels {
@@ -427,8 +428,13 @@ func (d *Dispatcher) reap(now time.Time) {
 		d.levels = kept
 		d.sync(now)
 		d.recompute()
+		// As kube-apiserver: reaping an idle removed level triggers a
+		// configuration reload, which re-divides the seats and ends every
+		// level's demand period then (not only the 10 s adjustment does).
 		d.adjust(now)
+		return true
 	}
+	return false
 }
 
 // Limits lists every level's seats, in configuration order.
@@ -471,18 +477,6 @@ func (r *Request) AdditionalLatency() time.Duration {
 	return r.linger
 }
 
-// width is the seats a request of work w takes at l: w.maxSeats() capped
-// at l's limit, as kube-apiserver caps a request's width at its queue
-// set's concurrency limit, so that a wide request can always run once
-// enough of its level's requests are done. Exempt levels are not limited.
-func (l *level) width(w WorkEstimate) int {
-	n := w.maxSeats()
-	if !l.exempt {
-		n = min(n, l.limit())
-	}
-	return n
-}
-
 // admits reports whether a request may be made at l: it is configured
 // (neither quiescing nor gone).
 func (l *level) admits() bool { return !l.quiescing && !l.gone }
@@ -496,58 +490,60 @@ func (d *Dispatcher) newRequestAt(l *level, hash uint64, work WorkEstimate) (*Re
 	return &Request{level: l, hash: hash, work: work, queue: -1}, true
 }
 
-// Arrive admits r at now: it executes at once if its level is exempt, or
-// has no one waiting and its seats free; else it is queued on the one of
-// its flow's queues with the least work waiting (and still executes at
-// once if fair queuing picks it next and it fits), or rejected when the
-// level does not queue, or when that queue is full and the level's seats
-// are all taken (as kube-apiserver: with seats free a full queue still
-// takes it). A request of a level that queues goes through its queue even
-// when it executes at once, so that its work counts for its queue's fair
-// share.
-func (d *Dispatcher) Arrive(r *Request, now time.Time) (Outcome, RejectReason) {
+// Arrive admits r at now, as kube-apiserver's queue sets: at an exempt
+// level it executes at once; at a level that does not queue it executes
+// if it may start (see canDispatch), else it is rejected; at a level that
+// queues it is rejected when the one of its flow's queues with the least
+// work waiting is full and the level's seats are all taken (with seats
+// free a full queue still takes it), else it joins that queue and the
+// level dispatches what may start, fairest first: r executes if it was
+// among them, else it waits. Arrive returns, besides, the other queued
+// requests that dispatch started (held back by a request that left its
+// queue since, see Leave). A request of a level that queues goes through
+// its queue even when it executes at once, so that its work counts for
+// its queue's fair share.
+func (d *Dispatcher) Arrive(r *Request, now time.Time) (Outcome, RejectReason, []*Request) {
 	if r.state != stateNew {
 		panic("flowcontrol: a request arrived twice")
 	}
 	l := r.level
-	if l.exempt {
-		r.state, r.seats = stateExecuting, l.width(r.work)
-		l.inUse += r.seats
-		return Executing, ""
-	}
 	l.sync(now)
+	if l.exempt {
+		// Never held, but its seats are the level's demand, which
+		// borrowing counts as kube-apiserver does (its final seats for
+		// their additional latency too, see Finish).
+		d.start(r, now, false)
+		return Executing, "", nil
+	}
 	l.estimateWork(r)
 	r.arrivalR = l.vt
-	free := l.waiting == 0 && d.canDispatch(l, r.want)
 	if l.reject || len(l.queues) == 0 {
-		if free {
-			d.start(r, now)
-			return Executing, ""
+		if d.canDispatch(l, r.want, false) {
+			d.start(r, now, false)
+			return Executing, "", nil
 		}
 		r.state = stateDone
-		return Rejected, ReasonConcurrencyLimit
+		return Rejected, ReasonConcurrencyLimit, nil
 	}
 	qi := d.chooseQueue(l, r.hash)
-	if free {
+	if l.waiting == 0 && d.canDispatch(l, r.want, true) {
+		// The only request waiting, and it may start: the dispatch
+		// would take it at once.
 		l.passThrough(qi, r)
-		d.start(r, now)
-		return Executing, ""
+		l.robin = qi
+		d.start(r, now, true)
+		return Executing, "", nil
 	}
 	if len(l.queues[qi].waiting) >= l.queueLengthLimit && l.inUse >= l.current {
 		r.state = stateDone
-		return Rejected, ReasonQueueFull
+		return Rejected, ReasonQueueFull, nil
 	}
 	l.enqueue(qi, r)
-	// Requests wait already: the one fair queuing picks next does not fit.
-	// r may be picked before it (its queue was idle) and fit. (As when it
-	// passes through, the place ties are looked from stays: moving it
-	// could make a waiting request that fits the next pick.)
-	if l.queues[qi].waiting[0] == r && l.fairest() == qi && d.canDispatch(l, r.want) {
-		l.unqueue(qi, 0)
-		d.start(r, now)
-		return Executing, ""
+	woken := d.dispatchLevel(l, now, nil, r)
+	if r.state == stateExecuting {
+		return Executing, "", woken
 	}
-	return Queued, ""
+	return Queued, "", woken
 }
 
 // Finish ends the execution of r at now. A request whose work has final
@@ -562,18 +558,17 @@ func (d *Dispatcher) Finish(r *Request, now time.Time) []*Request {
 		return nil
 	}
 	l := r.level
-	if l.exempt {
-		r.state = stateDone
-		l.inUse -= r.seats
-		return nil
-	}
+	l.executing--
 	l.sync(now)
 	l.endInQueue(r, now)
+	// Every level's requests linger, the exempt one's too (kube-apiserver
+	// runs its exempt requests through a queue set as well): their final
+	// seats count for their level's demand.
 	if r.work.lingers() {
 		// It keeps its seats, but its queue's charge was corrected: a
 		// request of another queue may be the next pick now, and fit.
 		r.state = stateLingering
-		return d.dispatch(now)
+		return d.dispatchAt(l, now)
 	}
 	return d.release(r, now)
 }
@@ -595,15 +590,18 @@ func (d *Dispatcher) release(r *Request, now time.Time) []*Request {
 	l := r.level
 	l.inUse -= r.seats
 	l.releaseInQueue(r)
-	return d.dispatch(now)
+	return d.dispatchAt(l, now)
 }
 
 // Leave takes a queued request out of its queue at now (it timed out, or
 // its client went away) and reports whether it was still queued; false
-// means it was dispatched already (and must be finished) or is done. It
-// returns the requests r's leaving lets start: a wide request waiting for
-// seats may have held back narrower ones that fit. (kube-apiserver's
-// queue sets start those at the level's next arrival or finish.)
+// means it was dispatched already (and must be finished) or is done.
+// Leaving dispatches nothing, as kube-apiserver's queue sets: a wide
+// request that held back narrower ones lets them start at its level's
+// next arrival or finish (or the next adjustment). Only when it leaves a
+// removed level idle, the level goes and the seats are re-divided
+// (kube-apiserver reloads its configuration then): Leave returns the
+// requests that lets start.
 func (d *Dispatcher) Leave(r *Request, now time.Time) (bool, []*Request) {
 	if r.state != stateQueued {
 		return false, nil
@@ -612,53 +610,100 @@ func (d *Dispatcher) Leave(r *Request, now time.Time) (bool, []*Request) {
 	l.sync(now)
 	l.unqueue(r.queue, slices.Index(l.queues[r.queue].waiting, r))
 	r.state, r.queue = stateDone, -1
-	return true, d.dispatch(now)
-}
-
-// canDispatch: l is exempt, or seats more seats fit in its current
-// limit, or nothing of l is executing (so that a level whose limit went
-// to zero, or a request wider than it, still makes progress, as
-// kube-apiserver's queue sets do).
-func (d *Dispatcher) canDispatch(l *level, seats int) bool {
-	return l.exempt || l.inUse+seats <= l.current || l.inUse == 0
-}
-
-// start makes r executing at now, out of its queue.
-func (d *Dispatcher) start(r *Request, now time.Time) {
-	l := r.level
-	r.seats = l.width(r.work)
-	r.linger = r.work.AdditionalLatency
-	if limit := l.limit(); r.work.FinalSeats > limit {
-		r.linger = time.Duration(float64(r.linger) * float64(r.work.FinalSeats) / float64(limit))
+	if d.reap(now) {
+		return true, d.dispatchLevels(now, nil)
 	}
+	return true, nil
+}
+
+// canDispatch reports whether a request asking for seats may start at l
+// now, as kube-apiserver's queue sets decide it: an exempt level always
+// lets it; from the queues (fromQueues; the arrival of a request at a
+// level that queues too) nothing starts while the seats in use reach the
+// limit; a request wider than the limit starts once none of l's
+// requests executes (lingering ones not counted) and holds all its
+// seats; any other once its seats fit in the limit.
+func (d *Dispatcher) canDispatch(l *level, seats int, fromQueues bool) bool {
+	switch {
+	case l.exempt:
+		return true
+	case fromQueues && l.inUse >= l.current:
+		return false // a current limit of 0 starts nothing from the queues
+	case seats > l.current:
+		return l.executing == 0
+	}
+	return l.inUse+seats <= l.current
+}
+
+// start makes r executing at now; queued: it came through one of l's
+// queues (at a level that queues).
+func (d *Dispatcher) start(r *Request, now time.Time, queued bool) {
+	l := r.level
+	r.seats, r.linger = max(r.work.InitialSeats, 1), r.work.AdditionalLatency
+	final := r.work.FinalSeats
+	if limit := l.current; queued && final > limit && limit > 0 {
+		// As kube-apiserver's queue sets: final seats beyond the limit
+		// are capped at it and held proportionally longer (a level that
+		// does not queue holds them all; from the queues nothing starts
+		// at a limit of 0).
+		r.linger = time.Duration(float64(r.linger) * float64(final) / float64(limit))
+		final = limit
+	}
+	r.seats = max(r.seats, final)
 	l.inUse += r.seats
+	l.executing++
 	r.started = now
 	l.startInQueue(r)
 	r.state = stateExecuting
 }
 
-// dispatch starts, at now, the queued requests the levels' limits let
-// start: in each level, while the request it would dispatch next (the
-// fairest, see fairqueue.go) has its seats free; a wide one waits for
-// them, and the level's other requests wait behind it, so that it is not
-// starved by narrow ones. (Only levels with requests waiting change, and
-// they are synced to now first.)
+// dispatch reaps the removed levels that are idle, then starts, at now,
+// the queued requests every level's limits let start (dispatchLevel).
 func (d *Dispatcher) dispatch(now time.Time) []*Request {
 	d.reap(now)
-	var out []*Request
+	return d.dispatchLevels(now, nil)
+}
+
+// dispatchAt is dispatch after a change at l alone (an arrival, finish or
+// linger end), as kube-apiserver's queue sets each dispatch their own:
+// only l's requests start, unless a removed level went and the seats
+// were re-divided.
+func (d *Dispatcher) dispatchAt(l *level, now time.Time) []*Request {
+	if d.reap(now) {
+		return d.dispatchLevels(now, nil)
+	}
+	return d.dispatchLevel(l, now, nil, nil)
+}
+
+// dispatchLevels is dispatchLevel of every level.
+func (d *Dispatcher) dispatchLevels(now time.Time, out []*Request) []*Request {
 	for _, l := range d.levels {
-		if l.waiting == 0 {
-			continue
+		out = d.dispatchLevel(l, now, out, nil)
+	}
+	return out
+}
+
+// dispatchLevel starts, at now, the queued requests l's limits let start,
+// appending them to out (but for self, the arriving request, if it
+// starts): while the request it would dispatch next (the fairest, see
+// fairqueue.go) may start (canDispatch); a wide one waits, and the
+// level's other requests wait behind it, so that it is not starved by
+// narrow ones. (Only a level with requests waiting changes; it is
+// synced to now first.)
+func (d *Dispatcher) dispatchLevel(l *level, now time.Time, out []*Request, self *Request) []*Request {
+	if l.waiting == 0 {
+		return out
+	}
+	l.sync(now)
+	for l.waiting > 0 {
+		qi := l.fairest()
+		if !d.canDispatch(l, l.queues[qi].waiting[0].want, true) {
+			break
 		}
-		l.sync(now)
-		for l.waiting > 0 {
-			qi := l.fairest()
-			if !d.canDispatch(l, l.width(l.queues[qi].waiting[0].work)) {
-				break
-			}
-			r := l.unqueue(qi, 0)
-			l.robin = qi
-			d.start(r, now)
+		r := l.unqueue(qi, 0)
+		l.robin = qi
+		d.start(r, now, true)
+		if r != self {
 			out = append(out, r)
 		}
 	}

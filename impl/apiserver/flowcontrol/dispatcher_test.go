@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 )
@@ -74,7 +75,7 @@ func arrive(t *testing.T, d *Dispatcher, level, flow string) (*Request, Outcome,
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, reason := d.Arrive(r, t0)
+	o, reason, _ := d.Arrive(r, t0)
 	return r, o, reason
 }
 
@@ -110,7 +111,7 @@ func TestQueueFullOnlyWithSeatsTaken(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o, reason := d.Arrive(r, t0)
+		o, reason, _ := d.Arrive(r, t0)
 		return r, o, reason
 	}
 	a, _, _ := arriveW("a", 3)
@@ -146,7 +147,7 @@ func TestArrivalOvertakesAWideHead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o, _ := d.Arrive(r, t0)
+		o, _, _ := d.Arrive(r, t0)
 		return o
 	}
 	for range 3 {
@@ -164,26 +165,56 @@ func TestArrivalOvertakesAWideHead(t *testing.T) {
 	}
 }
 
-// TestLeaveLetsTheNextStart: a wide request waiting for seats holds back
-// the narrower one behind it; when it leaves its queue the narrower one
-// starts at once.
-func TestLeaveLetsTheNextStart(t *testing.T) {
-	d := mustDispatcher(t, []*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("w", 1, 0, queuing(1, 1, 50))}, 2)
-	var reqs []*Request
-	for _, seats := range []int{1, 2, 1} {
-		r, err := d.NewRequest("w", flowHash("fs", "a"), WorkEstimate{InitialSeats: seats})
-		if err != nil {
-			t.Fatal(err)
-		}
-		d.Arrive(r, t0)
-		reqs = append(reqs, r)
-	}
-	if s := d.State("w"); s.InUse != 1 || s.Waiting != 2 {
-		t.Fatalf("state %+v, want 1 seat in use and 2 waiting", s)
-	}
-	left, woken := d.Leave(reqs[1], t0)
-	if !left || len(woken) != 1 || woken[0] != reqs[2] {
-		t.Fatalf("the wide request left (%v): started %v, want the one behind it", left, woken)
+// TestLeaveDispatchesNothing: a wide request waiting for seats holds
+// back the narrower one behind it; when it leaves its queue, nothing
+// starts until the level's next arrival or finish, as kube-apiserver's
+// queue sets (the next arrival dispatches the held-back one first).
+func TestLeaveDispatchesNothing(t *testing.T) {
+	for _, next := range []string{"arrival", "finish", "finish at another level"} {
+		t.Run(next, func(t *testing.T) {
+			d := mustDispatcher(t, []*flowcontrolv1.PriorityLevelConfiguration{
+				limitedLevel("w", 1, 0, queuing(1, 1, 50)),
+				limitedLevel("o", 1, 0, queuing(1, 1, 50)),
+			}, 4) // 2 seats each
+			var reqs []*Request
+			for _, seats := range []int{1, 2, 1} {
+				r, err := d.NewRequest("w", flowHash("fs", "a"), WorkEstimate{InitialSeats: seats})
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.Arrive(r, t0)
+				reqs = append(reqs, r)
+			}
+			other, _, _ := arrive(t, d, "o", "a")
+			if s := d.State("w"); s.InUse != 1 || s.Waiting != 2 {
+				t.Fatalf("state %+v, want 1 seat in use and 2 waiting", s)
+			}
+			if left, woken := d.Leave(reqs[1], t0); !left || len(woken) != 0 {
+				t.Fatalf("the wide request left (%v): started %d, want none", left, len(woken))
+			}
+			var woken []*Request
+			switch next {
+			case "arrival":
+				r, err := d.NewRequest("w", flowHash("fs", "a"), WorkEstimate{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var o Outcome
+				if o, _, woken = d.Arrive(r, t0); o != Queued {
+					t.Fatalf("the next arrival: %v, want queued behind the held-back one (2 seats in use)", o)
+				}
+			case "finish":
+				woken = d.Finish(reqs[0], t0)
+			case "finish at another level":
+				if woken = d.Finish(other, t0); len(woken) != 0 {
+					t.Fatalf("a finish at another level started %d of w's requests", len(woken))
+				}
+				woken = d.Finish(reqs[0], t0)
+			}
+			if len(woken) != 1 || woken[0] != reqs[2] {
+				t.Fatalf("the next %s started %d requests, want the held-back one", next, len(woken))
+			}
+		})
 	}
 }
 
@@ -432,5 +463,73 @@ func TestFlowHashIsKubeAPIServers(t *testing.T) {
 		if got := flowHash(tc.schema, tc.distinguisher); got != tc.want {
 			t.Errorf("flowHash(%q, %q) = %#x, want %#x", tc.schema, tc.distinguisher, got, tc.want)
 		}
+	}
+}
+
+// TestLevelThatLentEverything: a level whose current limit went to 0 (it
+// lent every seat) starts nothing from its queues, and its virtual clock
+// stands still, until an adjustment gives it seats for its demand, as
+// kube-apiserver's queue sets dispatch only while the seats in use are
+// under the limit; a level that does not queue admits one request at a
+// time (one wider than a limit of 0 starts when nothing executes).
+func TestLevelThatLentEverything(t *testing.T) {
+	d := mustDispatcher(t, []*flowcontrolv1.PriorityLevelConfiguration{
+		limitedLevel("busy", 1, 0, queuing(8, 2, 50)),
+		limitedLevel("z", 1, 100, queuing(8, 2, 50)),
+		limitedLevel("r", 1, 100, nil),
+	}, 9) // 3 nominal seats each
+	for range 9 {
+		arrive(t, d, "busy", "b")
+	}
+	d.AdjustBorrowing(t0.Add(BorrowingAdjustmentPeriod))
+	if z, r := limitsOf(d, "z"), limitsOf(d, "r"); z.Current != 0 || r.Current != 0 {
+		t.Fatalf("idle lenders' current limits %d and %d, want 0 and 0", z.Current, r.Current)
+	}
+	at := t0.Add(BorrowingAdjustmentPeriod + time.Second)
+	arriveAt := func(level string) Outcome {
+		r, err := d.NewRequest(level, flowHash("fs", "a"), WorkEstimate{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _, _ := d.Arrive(r, at)
+		return o
+	}
+	for _, step := range []struct {
+		level string
+		want  Outcome
+	}{{"z", Queued}, {"z", Queued}, {"r", Executing}, {"r", Rejected}} {
+		if o := arriveAt(step.level); o != step.want {
+			t.Fatalf("%s at a current limit of 0: %v, want %v", step.level, o, step.want)
+		}
+	}
+	vt := d.byName["z"].vt
+	woken := d.AdjustBorrowing(at.Add(BorrowingAdjustmentPeriod))
+	if got := d.byName["z"].vt; got != vt {
+		t.Errorf("z's virtual clock moved from %g to %g at a limit of 0", vt, got)
+	}
+	if z := limitsOf(d, "z"); z.Current < 2 || len(woken) != 2 || woken[0].level.name != "z" {
+		t.Fatalf("after an adjustment z has %d seats and %d of its requests started, want 2 and 2", z.Current, len(woken))
+	}
+}
+
+// An exempt request with final seats holds them for its additional
+// latency after it finishes, as every kube-apiserver queue set does (the
+// exempt level's too), so that its level's demand counts them.
+func TestExemptRequestLingers(t *testing.T) {
+	d := mustDispatcher(t, testLevels(0), 3)
+	r, err := d.NewRequest("x", flowHash("fs", "admin"), WorkEstimate{InitialSeats: 1, FinalSeats: 3, AdditionalLatency: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _, _ := d.Arrive(r, t0); o != Executing {
+		t.Fatalf("exempt request: %v", o)
+	}
+	d.Finish(r, t0.Add(time.Millisecond))
+	if got := r.AdditionalLatency(); got != time.Second {
+		t.Fatalf("a finished exempt request lingers %v, want 1s", got)
+	}
+	d.FinishLinger(r, t0.Add(time.Second+time.Millisecond))
+	if got := r.AdditionalLatency(); got != 0 {
+		t.Fatalf("after its linger: %v, want 0", got)
 	}
 }

@@ -12,7 +12,9 @@
 //     rules, distinguisher methods, shares, lendable percentages and
 //     queuing parameters; fixed UIDs derived from the names (UID). The
 //     API server writes them at start and follows the objects that exist
-//     (see apiserver's apf.go): Digest makes a configuration of them
+//     (see apiserver's apf.go, which server-side applies each
+//     FlowSchema's Dangling condition as kube-apiserver's controller
+//     does): Digest makes a configuration of them
 //     (a FlowSchema whose level is missing is dangling and ignored; a
 //     missing mandatory object is imagined) and Controller.Reconfigure
 //     applies it while requests run: a level keeping its name keeps its
@@ -62,8 +64,11 @@
 //     ceil(total*shares/sum of shares) per level, its nominal limit;
 //     lendable seats round(nominal*lendablePercent/100); borrowable ones
 //     round(nominal*borrowingLimitPercent/100), the server's total when
-//     unset. A level dispatches within its current limit (or one request
-//     when none of its seats is held). Borrowing by demand (borrowing.go):
+//     unset. A level dispatches within its current limit (a request
+//     wider than it alone, see Width); one whose current limit is 0 (it
+//     lent every seat) starts nothing from its queues, and its virtual
+//     clock stands still, until an adjustment gives it seats (a Reject
+//     level admits one request at a time then). Borrowing by demand (borrowing.go):
 //     every 10 s, and at every configuration, the nominal limits' sum is
 //     re-divided into current limits by the levels' seat demand (seats in
 //     use and waiting) over the period: its time-weighted average,
@@ -71,15 +76,23 @@
 //     half-life, each level between max(nominal-lendable, min(nominal,
 //     high watermark)) and nominal+borrowable, in one fair proportion of
 //     the targets (Controller.Run's ticker, Dispatcher.AdjustBorrowing).
+//     The exempt level's demand counts too (its requests go through the
+//     Dispatcher, never held): it borrows what the others lend when its
+//     requests need it, as kube-apiserver's.
 //   - Width: a request comes with a WorkEstimate (initial seats, final
 //     seats, additional latency; the zero value is one seat). It takes
-//     the larger of its initial and final seats, capped at its level's
-//     current limit, when it is dispatched, and holds them while it
-//     executes and, if it has final seats and additional latency, that
-//     long after it finished (final seats beyond the limit proportionally
-//     longer, as kube-apiserver; the Controller's timer ends the linger;
-//     Controller.Run's end gives lingering seats back at once). A wide
-//     request at the head of the line waits until its seats are free,
+//     the larger of its initial and final seats when it is dispatched,
+//     and holds them while it executes and, if it has final seats and
+//     additional latency, that long after it finished (from a queue,
+//     final seats beyond the level's current limit are capped at it and
+//     held proportionally longer, as kube-apiserver; the Controller's
+//     timer ends the linger; Controller.Run's end gives lingering seats
+//     back at once). A request starts when its seats fit in the current
+//     limit; one wider than the limit when none of its level's requests
+//     executes (seats lingering after their requests do not count), and
+//     then it holds all its seats; from the queues nothing starts while
+//     the seats in use reach the limit (kube-apiserver's queue sets). A
+//     wide request at the head of the line waits until it may start,
 //     and its level dispatches nothing else meanwhile, so that narrow
 //     requests cannot starve it.
 //   - Queuing: shuffle sharding deals each flow handSize of the level's
@@ -91,7 +104,11 @@
 //     longer than a quarter of what its deadline left it (15 s of the
 //     60 s request timeout; at most a minute; the wait limit without a
 //     deadline) or whose client goes away leaves its queue with 429
-//     (reason time-out or cancelled). The exempt level (system:masters, health probes)
+//     (reason time-out or cancelled); leaving starts nothing: what it
+//     held back starts at the level's next arrival, finish or adjustment,
+//     as in kube-apiserver's queue sets, which each dispatch only their
+//     own requests (so here an arrival or finish dispatches at its own
+//     level only). The exempt level (system:masters, health probes)
 //     is never queued or limited. Retry-After adapts per level between 1
 //     and 32 s to the recent rejections, as kube-apiserver's.
 //   - Fair order inside a level: fair queuing by virtual time, as
@@ -110,16 +127,14 @@
 //     {execute}, _work_estimated_seats, _watch_count_samples (of
 //     writes), labelled by priority_level and flow_schema;
 //     _nominal_limit_seats, _lower_limit_seats, _upper_limit_seats,
-//     _current_limit_seats, _target_seats, _demand_seats (histogram),
+//     _current_limit_seats, _target_seats, _demand_seats (a timing
+//     histogram of demand over the current limit, counts in nanoseconds,
+//     as kube-apiserver's timing ratio histogram),
 //     _demand_seats_average, _stdev, _high_watermark and _smoothed,
 //     labelled by priority_level; _seat_fair_frac.
 //
 // Simplified, on purpose:
-//   - Borrowing: the exempt level's demand is not measured (its
-//     requests never reach the Dispatcher), so it lends all it may;
-//     _demand_seats observes each level's average demand over nominal
-//     once per adjustment period, not continuously as upstream's timing
-//     histogram. The virtual clocks are float64 seat-seconds, without
+//   - Virtual time: the virtual clocks are float64 seat-seconds, without
 //     upstream's epoch advance (a clock runs at most as fast as its
 //     level's limit: at 600 seats it keeps a thousandth of a seat-second
 //     of resolution for two centuries).
@@ -128,25 +143,10 @@
 //     count, where kube-apiserver keeps each key's last seen size (the
 //     same number once every key has been seen); a watch asks for
 //     initial events only with sendInitialEvents.
-//   - Width: a request's seats are capped at its level's current limit
-//     (at least 1), and it starts once they are free. kube-apiserver caps
-//     only the final seats (holding them longer, as here): a request with
-//     more initial seats than the limit starts once none of the level's
-//     requests executes (lingering seats not counted) and holds them all.
-//     A level whose current limit is 0 starts one request at a time here,
-//     where kube-apiserver's queue set dispatches nothing from its queues
-//     until an adjustment gives it seats (a Reject level admits one at a
-//     time in both).
 //   - A level whose number of queues changes deals its waiting requests
 //     into the new queues at once (keeping their virtual arrival);
 //     kube-apiserver adds queues at once and removes surplus ones as
 //     they go empty.
-//   - A request leaving its queue (time-out, client gone) lets the
-//     requests it held back start at once; kube-apiserver's queue sets
-//     start them at the level's next arrival or finish.
-//   - Status: FlowSchemas get their Dangling condition, written with
-//     plain updates, not server-side apply (no managedFields entry);
-//     PriorityLevelConfigurations get no conditions.
 //
 // The decisions are pure: Dispatcher (levels, seats, queues) has no
 // clock, lock or goroutine, and matching and shuffle sharding are

@@ -73,9 +73,10 @@ func (l *level) sync(now time.Time) {
 	}
 	dt := now.Sub(l.lastNow).Seconds()
 	if l.active > 0 {
-		l.vt += float64(min(l.seatsRequested, l.limit())) / float64(l.active) * dt
+		l.vt += float64(min(l.seatsRequested, l.current)) / float64(l.active) * dt
 	}
 	l.demand.add(l.demandNow(), dt)
+	l.demandHist.observe(l.demandNow()/l.demandDenominator(), uint64(now.Sub(l.lastNow)))
 	l.lastNow = now
 }
 
@@ -90,11 +91,10 @@ func (l *level) settle(q *queue, wasActive bool) {
 }
 
 // estimateWork sets r's seats while waiting, initial seats and estimated
-// work as l's limit caps them.
+// work, as kube-apiserver's queue sets: none capped by l's limit.
 func (l *level) estimateWork(r *Request) {
-	limit := l.limit()
-	r.want = l.width(r.work)
-	r.initial = min(max(r.work.InitialSeats, 1), limit)
+	r.want = r.work.maxSeats()
+	r.initial = max(r.work.InitialSeats, 1)
 	r.estimate = float64(r.initial) * estimatedServiceDuration.Seconds()
 	if r.work.lingers() {
 		// Final seats beyond the limit are held longer instead (see

@@ -47,7 +47,14 @@ type propRun struct {
 	reqs    []*propReq
 	by      map[*Request]*propReq
 	started map[*level][]*propReq // started during the current step, in order
-	lastVT  map[*level]float64
+	// flex: the arriving request started among others its arrival
+	// dispatched, at a place in started the Dispatcher does not say.
+	flex map[*level]*propReq
+	// stale: a request left the level's queues since its last dispatch,
+	// which may have let the next one start (kube-apiserver's queue sets,
+	// like the Dispatcher, start it at the level's next arrival or finish).
+	stale  map[*level]bool
+	lastVT map[*level]float64
 }
 
 // waitLimitProp is how long a queued request waits before the run takes
@@ -64,11 +71,16 @@ const waitLimitProp = 15 * time.Second
 //   - a queued request sits in one of its flow's dealt queues (shuffle
 //     sharding), one with the least waiting work of the hand;
 //   - requests leave a queue in the order they joined it (FIFO);
-//   - each start fits in the level's current limit, unless nothing of the
-//     level held a seat when it started (one request, however wide);
-//     no request holds more than the limit;
-//   - work conservation: a level with requests waiting has seats in use,
-//     and the request fair queuing picks next does not fit in what is free;
+//   - each start is one kube-apiserver's queue sets allow (modelFits): it
+//     fits in the level's current limit, or it is wider than the limit
+//     and none of the level's requests executed; from the queues, only
+//     while the seats in use are under the limit; it holds its initial
+//     seats or its final ones if more, final seats capped at the limit
+//     when it came through a queue (modelSeats);
+//   - work conservation: the request fair queuing picks next at a level
+//     with requests waiting could not start (unless a request left the
+//     level's queues since its last arrival, finish or adjustment:
+//     leaving dispatches nothing);
 //   - the virtual clock never goes back and no queue's next start is
 //     earlier than the arrival of its oldest waiting request;
 //   - rejections: queue-full only when the hand holds a queue at its
@@ -113,7 +125,8 @@ func TestDispatcherModelProperties(t *testing.T) {
 		if err != nil {
 			rt.Fatal(err)
 		}
-		p := &propRun{rt: rt, d: d, now: t0, by: map[*Request]*propReq{}, started: map[*level][]*propReq{}, lastVT: map[*level]float64{}}
+		p := &propRun{rt: rt, d: d, now: t0, by: map[*Request]*propReq{}, started: map[*level][]*propReq{}, lastVT: map[*level]float64{},
+			flex: map[*level]*propReq{}, stale: map[*level]bool{}}
 		p.checkBorrowing(false)
 
 		steps := rapid.IntRange(1, 300).Draw(rt, "steps")
@@ -129,6 +142,7 @@ func TestDispatcherModelProperties(t *testing.T) {
 				}
 			case op == 6:
 				if r := p.pick(propLingering, "linger"); r != nil {
+					delete(p.stale, r.r.level)
 					p.collect(d.FinishLinger(r.r, p.now))
 					p.end(r)
 				}
@@ -138,6 +152,7 @@ func TestDispatcherModelProperties(t *testing.T) {
 				}
 			case op == 8:
 				p.collect(d.AdjustBorrowing(p.now))
+				clear(p.stale)
 				adjusted = true
 			case op == 9:
 				p.now = p.now.Add(time.Duration(rapid.IntRange(0, 20).Draw(rt, "s")) * time.Second)
@@ -153,17 +168,30 @@ func TestDispatcherModelProperties(t *testing.T) {
 			p.checkBorrowing(adjusted)
 		}
 
-		// Drain: finish everything executing and lingering.
+		// Drain: finish everything executing and lingering. A level that
+		// lent all its seats (current limit 0) starts nothing from its
+		// queues until an adjustment gives it some for its demand: one
+		// adjustment when only waiting requests are left.
+		adjustedAtEnd := false
 		for {
 			r := p.first(propLingering)
 			if r == nil {
 				r = p.first(propExecuting)
+			}
+			if r == nil && !adjustedAtEnd && p.first(propQueued) != nil {
+				p.now = p.now.Add(BorrowingAdjustmentPeriod)
+				p.collect(d.AdjustBorrowing(p.now))
+				clear(p.stale)
+				p.check()
+				adjustedAtEnd = true
+				continue
 			}
 			if r == nil {
 				break
 			}
 			p.now = p.now.Add(100 * time.Millisecond)
 			if r.state == propLingering {
+				delete(p.stale, r.r.level)
 				p.collect(d.FinishLinger(r.r, p.now))
 				p.end(r)
 			} else {
@@ -207,21 +235,26 @@ func (p *propRun) arrive() {
 	// What shuffle sharding must choose from, before the arrival.
 	var hand []int
 	leastWork := math.Inf(1)
+	workBefore := map[int]float64{} // of the hand's queues
 	fullInHand := false
 	if len(l.queues) > 0 {
 		hand = deal(hash, len(l.queues), l.handSize, nil)
 		for _, qi := range hand {
+			workBefore[qi] = l.queues[qi].waitingWork
 			leastWork = min(leastWork, l.queues[qi].waitingWork)
 			fullInHand = fullInHand || len(l.queues[qi].waiting) >= l.queueLengthLimit
 		}
 	}
-	inUse, waiting, width := l.inUse, l.waiting, min(work.maxSeats(), max(l.current, 1))
-	fits := inUse+width <= l.current || inUse == 0
+	inUse, waiting, width := l.inUse, l.waiting, work.maxSeats()
+	executing := p.executing(l)
+	fits := modelFits(l, inUse, executing, width, false)
+	fitsQueued := modelFits(l, inUse, executing, width, true)
 
 	pr := &propReq{r: r, level: name, flow: flow, arrived: p.now, seq: len(p.reqs), queue: -1}
 	p.reqs = append(p.reqs, pr)
 	p.by[r] = pr
-	o, reason := d.Arrive(r, p.now)
+	o, reason, woken := d.Arrive(r, p.now)
+	delete(p.stale, l)
 	switch o {
 	case Executing:
 		// (With others waiting it may start if fair queuing picks it
@@ -229,6 +262,9 @@ func (p *propRun) arrive() {
 		pr.state = propExecuting
 		pr.dispatch++
 		p.started[l] = append(p.started[l], pr)
+		if len(woken) > 0 {
+			p.flex[l] = pr
+		}
 	case Queued:
 		if l.exempt || l.reject {
 			rt.Fatalf("level %s queued a request", name)
@@ -236,10 +272,10 @@ func (p *propRun) arrive() {
 		if !slices.Contains(hand, r.queue) {
 			rt.Fatalf("level %s: flow %d queued on queue %d, outside its hand %v", name, flow, r.queue, hand)
 		}
-		if w := l.queues[r.queue].waitingWork - r.estimate; math.Abs(w-leastWork) > 1e-9 {
+		if w := workBefore[r.queue]; math.Abs(w-leastWork) > 1e-9 {
 			rt.Fatalf("level %s: flow %d joined queue %d with %.3f work waiting; its hand %v had one with %.3f", name, flow, r.queue, w, hand, leastWork)
 		}
-		if waiting == 0 && fits {
+		if waiting == 0 && fitsQueued {
 			rt.Fatalf("level %s: a request that fits (%d of %d seats in use, width %d) was queued with nothing waiting", name, inUse, l.current, width)
 		}
 		pr.state, pr.queue = propQueued, r.queue
@@ -261,10 +297,52 @@ func (p *propRun) arrive() {
 		}
 		p.end(pr)
 	}
+	p.collect(woken)
+}
+
+// modelFits: may a request asking for want seats start at l, with inUse
+// seats held and executing requests (lingering ones not counted), as
+// kube-apiserver's queue sets decide it: from the queues only while the
+// seats in use are under the limit; one wider than the limit only when
+// none of the level's requests executes; any other when it fits. (A
+// limit of 0 starts nothing from the queues, and at a level without
+// queues one request at a time.)
+func modelFits(l *level, inUse, executing, want int, fromQueues bool) bool {
+	limit := l.current
+	switch {
+	case fromQueues && inUse >= limit:
+		return false
+	case want > limit:
+		return executing == 0
+	}
+	return inUse+want <= limit
+}
+
+// modelSeats are the seats a request holds once started at l: its initial
+// seats (at least one) or its final ones if more, final seats capped at
+// the limit when it came through a queue.
+func modelSeats(l *level, w WorkEstimate, queued bool) int {
+	final := w.FinalSeats
+	if queued {
+		final = min(final, l.current)
+	}
+	return max(w.InitialSeats, 1, final)
+}
+
+// executing counts the model's requests executing at l.
+func (p *propRun) executing(l *level) int {
+	n := 0
+	for _, r := range p.reqs {
+		if r.state == propExecuting && r.r.level == l {
+			n++
+		}
+	}
+	return n
 }
 
 // finish ends r's execution at p.now.
 func (p *propRun) finish(r *propReq) {
+	delete(p.stale, r.r.level)
 	p.collect(p.d.Finish(r.r, p.now))
 	if r.r.AdditionalLatency() > 0 {
 		r.state = propLingering
@@ -279,6 +357,7 @@ func (p *propRun) leave(r *propReq) {
 	if !left {
 		p.rt.Fatalf("request %d of level %s, queued, could not leave", r.seq, r.level)
 	}
+	p.stale[r.r.level] = true
 	p.end(r)
 	p.collect(woken)
 }
@@ -359,27 +438,40 @@ func (p *propRun) check() {
 		// limit or found nothing of the level holding a seat. The
 		// step's releases all came before its starts.
 		starts := p.started[l]
-		inUse := l.inUse
+		inUse, executing := l.inUse, p.executing(l)
 		for _, r := range starts {
 			inUse -= r.r.seats
+			executing--
 		}
+		queues := len(l.queues) > 0 && !l.reject
 		for _, r := range starts {
-			if r.r.seats < 1 || r.r.seats > max(l.current, 1) {
-				rt.Fatalf("level %s: a request holds %d seats, its limit is %d", l.name, r.r.seats, l.current)
+			if want := modelSeats(l, r.r.work, queues); r.r.seats != want {
+				rt.Fatalf("level %s (limit %d): a request of %+v holds %d seats, want %d", l.name, l.current, r.r.work, r.r.seats, want)
 			}
-			if inUse+r.r.seats > l.current && inUse != 0 {
-				rt.Fatalf("level %s: a request of %d seats started with %d of %d seats in use", l.name, r.r.seats, inUse, l.current)
+		}
+		// The arriving request that started among others its arrival
+		// dispatched may have started at any place among them.
+		orders := [][]*propReq{starts}
+		if f := p.flex[l]; f != nil {
+			others := slices.DeleteFunc(slices.Clone(starts), func(r *propReq) bool { return r == f })
+			orders = nil
+			for i := range len(others) + 1 {
+				orders = append(orders, slices.Insert(slices.Clone(others), i, f))
 			}
-			inUse += r.r.seats
+		}
+		msg := ""
+		for _, order := range orders {
+			if msg = startsFit(l, inUse, executing, order, queues); msg == "" {
+				break
+			}
+		}
+		if msg != "" {
+			rt.Fatalf("level %s: %s", l.name, msg)
 		}
 		// Work conservation: nothing waits that could start.
-		if l.waiting > 0 {
-			if l.inUse == 0 {
-				rt.Fatalf("level %s: %d requests wait with no seat in use", l.name, l.waiting)
-			}
-			head := fairestHead(l)
-			if width := min(head.work.maxSeats(), max(l.current, 1)); l.inUse+width <= l.current {
-				rt.Fatalf("level %s: its next request (%d seats) waits with %d of %d seats in use", l.name, width, l.inUse, l.current)
+		if l.waiting > 0 && !p.stale[l] {
+			if head := fairestHead(l); modelFits(l, l.inUse, p.executing(l), head.work.maxSeats(), true) {
+				rt.Fatalf("level %s: its next request (%d seats) waits with %d of %d seats in use", l.name, head.work.maxSeats(), l.inUse, l.current)
 			}
 		}
 		// The virtual clock.
@@ -394,6 +486,22 @@ func (p *propRun) check() {
 		}
 	}
 	clear(p.started)
+	clear(p.flex)
+}
+
+// startsFit checks that each start of order, one after the other from
+// inUse seats held and executing requests, was one modelFits allows; it
+// says which was not, or "".
+func startsFit(l *level, inUse, executing int, order []*propReq, queues bool) string {
+	for _, r := range order {
+		if !modelFits(l, inUse, executing, r.r.work.maxSeats(), queues) {
+			return fmt.Sprintf("a request of %d seats started with %d of %d seats in use and %d requests executing",
+				r.r.work.maxSeats(), inUse, l.current, executing)
+		}
+		inUse += r.r.seats
+		executing++
+	}
+	return ""
 }
 
 // fairestHead is the request fair queuing dispatches next at l, found
@@ -503,7 +611,7 @@ func TestFairShareProperty(t *testing.T) {
 				rt.Fatal(err)
 			}
 			flowOf[r] = f
-			if o, reason := d.Arrive(r, now); o == Executing {
+			if o, reason, _ := d.Arrive(r, now); o == Executing {
 				start(r)
 			} else if o == Rejected {
 				rt.Fatalf("rejected: %s", reason)

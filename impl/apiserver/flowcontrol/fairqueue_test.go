@@ -38,7 +38,7 @@ func (f *fairRun) arrive(flow string, work WorkEstimate, n int) {
 			f.t.Fatal(err)
 		}
 		f.flowOf[r] = flow
-		switch o, reason := f.d.Arrive(r, f.now); o {
+		switch o, reason, _ := f.d.Arrive(r, f.now); o {
 		case Executing:
 			f.running = append(f.running, r)
 		case Rejected:

@@ -19,13 +19,11 @@ type metrics struct {
 	// and final); watchCount: the interested watches of each write.
 	workSeats, watchCount *prometheus.HistogramVec
 	// Borrowing, by priority level: the limits, the target and demand
-	// statistics of the last adjustment, the demand histogram (one
-	// observation of average demand / nominal limit per level and
-	// adjustment) and the fair fraction.
+	// statistics of the last adjustment and the fair fraction. (The
+	// demand histogram is the Controller's demandCollector.)
 	nominal, lower, upper, current, target *prometheus.GaugeVec
 	demandHigh, demandAvg, demandDev       *prometheus.GaugeVec
 	demandSmoothed                         *prometheus.GaugeVec
-	demand                                 *prometheus.HistogramVec
 	fairFrac                               prometheus.Gauge
 }
 
@@ -85,11 +83,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"The time-weighted standard deviation of a priority level's seat demand in the last adjustment period."),
 		demandSmoothed: levelGauge("apiserver_flowcontrol_demand_seats_smoothed",
 			"A priority level's smoothed seat demand envelope (average plus standard deviation)."),
-		demand: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "apiserver_flowcontrol_demand_seats",
-			Help:    "A priority level's average seat demand over each adjustment period, divided by its nominal limit.",
-			Buckets: []float64{0.2, 0.4, 0.6, 0.8, 1, 1.2, 1.4, 1.7, 2, 2.8, 4, 6},
-		}, []string{"priority_level"}),
 		fairFrac: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "apiserver_flowcontrol_seat_fair_frac",
 			Help: "The proportion of their targets the last borrowing adjustment gave the priority levels.",
@@ -99,7 +92,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		for _, c := range []prometheus.Collector{m.executing, m.seats, m.inQueue, m.rejected, m.dispatched, m.wait,
 			m.workSeats, m.watchCount,
 			m.nominal, m.lower, m.upper, m.current, m.target, m.demandHigh, m.demandAvg, m.demandDev, m.demandSmoothed,
-			m.demand, m.fairFrac} {
+			m.fairFrac} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("registering flow control metrics: %w", err)
 			}
@@ -137,4 +130,41 @@ func (m *metrics) forFlow(level, schema string) *flowMetrics {
 		fm.rejected[r] = m.rejected.WithLabelValues(level, schema, string(r))
 	}
 	return fm
+}
+
+// demandDesc describes apiserver_flowcontrol_demand_seats.
+var demandDesc = prometheus.NewDesc("apiserver_flowcontrol_demand_seats",
+	"Observations, at the end of every nanosecond, of the seats each priority level could use (in use and waiting) over its current limit: counts in nanoseconds.",
+	[]string{"priority_level"}, nil)
+
+// demandCollector serves the levels' demand timing histograms, brought up
+// to the time of the scrape.
+type demandCollector struct{ c *Controller }
+
+func (dc demandCollector) Describe(ch chan<- *prometheus.Desc) { ch <- demandDesc }
+
+func (dc demandCollector) Collect(ch chan<- prometheus.Metric) {
+	c := dc.c
+	c.mu.Lock()
+	c.d.sync(c.now())
+	ms := make([]prometheus.Metric, 0, len(c.d.levels))
+	for _, l := range c.d.levels {
+		ms = append(ms, l.demandHist.metric(l.name))
+	}
+	c.mu.Unlock()
+	for _, m := range ms {
+		ch <- m
+	}
+}
+
+// metric is h as the named level's apiserver_flowcontrol_demand_seats
+// (its buckets cumulative).
+func (h *demandHistogram) metric(level string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(demandBuckets))
+	var c uint64
+	for i, b := range demandBuckets {
+		c += h.counts[i]
+		buckets[b] = c
+	}
+	return prometheus.MustNewConstHistogram(demandDesc, h.count, h.sum, buckets, level)
 }

@@ -62,13 +62,15 @@ func TestDispatcherProperties(t *testing.T) {
 				if err != nil {
 					rt.Fatal(err)
 				}
-				switch o, _ := d.Arrive(r, now); o {
+				o, _, woken := d.Arrive(r, now)
+				switch o {
 				case Executing:
 					started[r.level] = true
 					executing = append(executing, r)
 				case Queued:
 					queued = append(queued, r)
 				}
+				collect(woken)
 			case op == 2 && len(executing) > 0:
 				r := takeOne(&executing, "finish")
 				collect(d.Finish(r, now))
@@ -111,8 +113,8 @@ func TestDispatcherProperties(t *testing.T) {
 
 // checkBooks: every level holds the seats of its executing and lingering
 // requests; a level where a request started is within its current limit
-// unless that request alone holds seats (a level with nothing executing
-// may start one request, however wide); the current
+// unless that request alone executes (one wider than the limit starts
+// once nothing of its level executes, lingering seats aside); the current
 // limits share out the nominal ones, each within its bounds; the queues'
 // counts match the requests in them.
 func checkBooks(rt *rapid.T, d *Dispatcher, executing, lingering, queued []*Request, started map[*level]bool) {
@@ -121,6 +123,8 @@ func checkBooks(rt *rapid.T, d *Dispatcher, executing, lingering, queued []*Requ
 	waiting := map[*level]int{}
 	for _, r := range slices.Concat(executing, lingering) {
 		held[r.level] += r.seats
+	}
+	for _, r := range executing {
 		holders[r.level]++
 	}
 	for _, r := range queued {
@@ -134,7 +138,7 @@ func checkBooks(rt *rapid.T, d *Dispatcher, executing, lingering, queued []*Requ
 		// An adjustment may lower a limit below what is in use; then
 		// nothing starts until the level is back within it.
 		if started[l] && l.inUse > l.current && holders[l] > 1 {
-			rt.Fatalf("level %s: a start made %d requests hold %d seats, over its current limit %d", l.name, holders[l], l.inUse, l.current)
+			rt.Fatalf("level %s: a start made %d executing requests hold %d seats, over its current limit %d", l.name, holders[l], l.inUse, l.current)
 		}
 		if l.current < l.lowerLimit() || l.current > l.upperLimit() {
 			rt.Fatalf("level %s: current limit %d outside [%d, %d]", l.name, l.current, l.lowerLimit(), l.upperLimit())

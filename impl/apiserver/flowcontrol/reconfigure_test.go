@@ -97,6 +97,45 @@ func TestRemovedLevelQuiesces(t *testing.T) {
 	}
 }
 
+// TestRemovedLevelIsReapedAtItsLastFinish: a removed level is gone as
+// soon as its last request is done, exempt ones too (kube-apiserver's
+// filter reaps after every finish that leaves an undesired level idle).
+// Removing it re-divides the seats and ends the demand period then, as
+// kube-apiserver's configuration reload that the reaping triggers does;
+// the next adjustment's period starts there.
+func TestRemovedLevelIsReapedAtItsLastFinish(t *testing.T) {
+	x := priorityLevel("x", flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementExempt,
+		Exempt: &flowcontrolv1.ExemptPriorityLevelConfiguration{NominalConcurrencyShares: ptr(int32(1))}})
+	a := limitedLevel("a", 1, 0, queuing(4, 2, 10))
+	d := mustDispatcher(t, []*flowcontrolv1.PriorityLevelConfiguration{x, a}, 8) // 4 seats each
+	rx, _, _ := arrive(t, d, "x", "x")
+	var ra []*Request
+	for range 4 {
+		r, o, _ := arrive(t, d, "a", "a")
+		if o != Executing {
+			t.Fatalf("a: %v, want executing", o)
+		}
+		ra = append(ra, r)
+	}
+	if _, err := d.Reconfigure([]*flowcontrolv1.PriorityLevelConfiguration{a}, t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range ra[1:] {
+		d.Finish(r, t0.Add(time.Second)) // a's demand: 4 for 1 s, then 1
+	}
+	d.Finish(rx, t0.Add(2*time.Second))
+	if l := d.Limits(); len(l) != 1 || l[0].Name != "a" || l[0].Nominal != 8 {
+		t.Fatalf("levels %+v, want a alone with the 8 seats once x's last request is done", l)
+	}
+	if st := limitsOf(d, "a").Demand; st.HighWatermark != 4 || st.Average != 2.5 {
+		t.Fatalf("a's demand at the reaping: %+v, want the period from the reconfiguration (high watermark 4, average 2.5)", st)
+	}
+	d.AdjustBorrowing(t0.Add(2*time.Second + BorrowingAdjustmentPeriod))
+	if st := limitsOf(d, "a").Demand; st.HighWatermark != 1 || st.Average != 1 {
+		t.Fatalf("a's demand at the next adjustment: %+v, want the period from the reaping (1 seat throughout)", st)
+	}
+}
+
 func TestReconfigureIsAllOrNothing(t *testing.T) {
 	d := mustDispatcher(t, testLevels(0), 3)
 	before := d.Limits()

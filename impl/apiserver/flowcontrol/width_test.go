@@ -38,10 +38,26 @@ func TestRequestWidth(t *testing.T) {
 			{arrive: "c", want: Queued, inUse: 3},
 			{finish: "a", inUse: 3, dispatched: []string{"b", "c"}},
 		}},
-		{"wider than the level: capped at its 4 seats", []widthStep{
-			{arrive: "a", work: wide(10), want: Executing, inUse: 4},
-			{arrive: "b", want: Queued, inUse: 4},
+		{"wider than the level: starts alone and holds all its seats", []widthStep{
+			{arrive: "a", work: wide(10), want: Executing, inUse: 10},
+			{arrive: "b", want: Queued, inUse: 10},
 			{finish: "a", inUse: 1, dispatched: []string{"b"}},
+		}},
+		{"wider than the level: waits until nothing executes", []widthStep{
+			{arrive: "a", want: Executing, inUse: 1},
+			{arrive: "big", work: wide(6), want: Queued, inUse: 1},
+			{finish: "a", inUse: 6, dispatched: []string{"big"}},
+		}},
+		{"wider than the level: lingering seats under the limit do not hold it back", []widthStep{
+			{arrive: "w", work: WorkEstimate{InitialSeats: 1, FinalSeats: 1, AdditionalLatency: time.Second}, want: Executing, inUse: 1},
+			{finish: "w", inUse: 1},
+			{arrive: "big", work: wide(6), want: Executing, inUse: 7},
+		}},
+		{"wider than the level: lingering seats at the limit hold it back", []widthStep{
+			{arrive: "w", work: WorkEstimate{InitialSeats: 1, FinalSeats: 4, AdditionalLatency: time.Second}, want: Executing, inUse: 4},
+			{finish: "w", inUse: 4},
+			{arrive: "big", work: wide(6), want: Queued, inUse: 4},
+			{linger: "w", inUse: 6, dispatched: []string{"big"}},
 		}},
 		{"a wide head waits for its seats, and those behind it wait too", []widthStep{
 			{arrive: "a", want: Executing, inUse: 1},
@@ -77,7 +93,7 @@ func TestRequestWidth(t *testing.T) {
 						t.Fatal(err)
 					}
 					reqs[s.arrive], names[r] = r, s.arrive
-					if o, _ := d.Arrive(r, t0); o != s.want {
+					if o, _, _ := d.Arrive(r, t0); o != s.want {
 						t.Fatalf("step %d: %s arrived %v, want %v", i, s.arrive, o, s.want)
 					}
 				case s.finish != "":
@@ -100,6 +116,41 @@ func TestRequestWidth(t *testing.T) {
 	}
 }
 
+// TestRejectLevelWidth: at a level that does not queue, as at
+// kube-apiserver's queue sets without queues, a request wider than the
+// limit is admitted when none of the level's requests executes (seats
+// lingering count only for requests that fit), and its final seats are
+// held as they are, not capped at the limit.
+func TestRejectLevelWidth(t *testing.T) {
+	d := mustDispatcher(t, []*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("r", 1, 0, nil)}, 4)
+	arriveR := func(work WorkEstimate, want Outcome) *Request {
+		t.Helper()
+		r, err := d.NewRequest("r", flowHash("fs", "a"), work)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, _, _ := d.Arrive(r, t0); o != want {
+			t.Fatalf("%+v arrived %v, want %v", work, o, want)
+		}
+		return r
+	}
+	w := arriveR(WorkEstimate{InitialSeats: 1, FinalSeats: 4, AdditionalLatency: time.Second}, Executing)
+	d.Finish(w, t0) // lingers on the level's 4 seats
+	arriveR(WorkEstimate{}, Rejected)
+	big := arriveR(WorkEstimate{InitialSeats: 6}, Executing)
+	if big.Seats() != 6 || d.State("r").InUse != 10 {
+		t.Errorf("the wide request holds %d seats, the level %d; want 6 and 10", big.Seats(), d.State("r").InUse)
+	}
+	arriveR(WorkEstimate{InitialSeats: 6}, Rejected) // big executes
+	d.Finish(big, t0)
+	d.FinishLinger(w, t0)
+	final := arriveR(WorkEstimate{InitialSeats: 1, FinalSeats: 6, AdditionalLatency: time.Second}, Executing)
+	d.Finish(final, t0)
+	if final.Seats() != 6 || final.AdditionalLatency() != time.Second {
+		t.Errorf("6 final seats over 1 s at a 4-seat Reject level: %d seats for %v, want 6 for 1s", final.Seats(), final.AdditionalLatency())
+	}
+}
+
 // TestFinalSeatsBeyondTheLimitLingerLonger: final seats more than the
 // level's limit are capped at it and held proportionally longer, keeping
 // their seat-seconds, as kube-apiserver's queue sets do.
@@ -113,7 +164,7 @@ func TestFinalSeatsBeyondTheLimitLingerLonger(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if o, _ := d.Arrive(r, t0); o != Executing {
+		if o, _, _ := d.Arrive(r, t0); o != Executing {
 			t.Fatalf("%d final seats: %v", tc.final, o)
 		}
 		d.Finish(r, t0)
@@ -136,7 +187,7 @@ func TestLingeringFinishDispatches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if o, _ := d.Arrive(r, t0); o != want {
+		if o, _, _ := d.Arrive(r, t0); o != want {
 			t.Fatalf("%s %+v: %v, want %v", flow, work, o, want)
 		}
 		return r
