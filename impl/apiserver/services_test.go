@@ -296,15 +296,20 @@ func TestKubernetesEndpointsFollowTheAPIServers(t *testing.T) {
 	}
 	endpoints := func() string {
 		t.Helper()
-		ep := endpointsOnly()
-		if sl := slice(); sl != ep {
-			// The slice follows the Endpoints within the same reconcile.
-			time.Sleep(100 * time.Millisecond)
-			if ep, sl = endpointsOnly(), slice(); ep != sl {
+		// The slice follows the Endpoints within the same reconcile: the
+		// two agree once its second write is done (how soon depends on
+		// the machine's load, so this waits for agreement, not a time).
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			ep, sl := endpointsOnly(), slice()
+			if sl == ep {
+				return ep
+			}
+			if time.Now().After(deadline) {
 				t.Fatalf("kubernetes endpointslice lists %q, the endpoints %q", sl, ep)
 			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		return ep
 	}
 	waitFor := func(want string, within time.Duration) {
 		t.Helper()

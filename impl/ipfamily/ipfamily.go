@@ -1,5 +1,5 @@
-// Package ipfamily names the IP family (core/v1 IPv4 or IPv6) of an
-// address, as the API server's service validation and ClusterIP
+// Package ipfamily parses an address with Kubernetes' syntax and names
+// its IP family (core/v1 IPv4 or IPv6), as the API server's service validation and ClusterIP
 // allocation and the endpoints and EndpointSlice controllers read it: an
 // IPv4-mapped IPv6 address (::ffff:10.0.0.1) is IPv4, as Kubernetes'
 // k8s.io/utils/net reads it. It is its own package so that the registry
@@ -7,10 +7,21 @@
 package ipfamily
 
 import (
+	"fmt"
 	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
 )
+
+// Parse parses an address as Kubernetes' parser (k8s.io/utils/net) does:
+// netip's syntax without the zone it allows ("fe80::1%eth0").
+func Parse(s string) (netip.Addr, error) {
+	a, err := netip.ParseAddr(s)
+	if err == nil && a.Zone() != "" {
+		return netip.Addr{}, fmt.Errorf("IP address %q has a zone", s)
+	}
+	return a, err
+}
 
 // Of is the family of the address ip; "" when ip is no address (empty,
 // "None", a hostname).

@@ -30,3 +30,20 @@ func TestOf(t *testing.T) {
 		t.Error("Other")
 	}
 }
+
+func TestParse(t *testing.T) {
+	for ip, ok := range map[string]bool{
+		"10.0.0.1":        true,
+		"fd00::1":         true,
+		"::ffff:10.0.0.1": true,
+		"fe80::1%eth0":    false, // k8s.io/utils/net takes no zone
+		"":                false,
+		"10.0.0.1/24":     false,
+		"example.com":     false,
+	} {
+		a, err := Parse(ip)
+		if (err == nil) != ok || (ok && a.String() != netip.MustParseAddr(ip).String()) {
+			t.Errorf("Parse(%q) = %v, %v; want ok %v", ip, a, err, ok)
+		}
+	}
+}

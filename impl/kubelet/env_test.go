@@ -151,3 +151,54 @@ func TestDualStackPodIPs(t *testing.T) {
 		t.Errorf("printenv IPS = %q %d %v, want %q", out, code, err, want)
 	}
 }
+
+// A new sandbox may keep the primary address and get another secondary
+// one (here the IPv4 pool holds one address, the IPv6 one hands out the
+// next): the downward API of the containers it starts sees the new
+// sandbox's addresses, element by element, not the pod's last status.
+func TestNewSandboxSecondaryIPReachesTheDownwardAPI(t *testing.T) {
+	const cidrs = "10.244.7.0/30,fd00:10:244:7::/64"
+	h := newHarness(t, nil)
+	rt, err := sim.New(sim.Config{Clock: h.clock, PodCIDR: cidrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.rt = rt
+	h.k = h.newKubelet(func(c *Config) { c.PodCIDR = cidrs })
+	p := h.create(h.pod("resandboxed", func(p *v1.Pod) {
+		p.Spec.Containers[0].Env = []v1.EnvVar{
+			{Name: "IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+			{Name: "IPS", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIPs"}}},
+		}
+	}))
+	first := h.sync(p)
+	if len(first.Status.PodIPs) != 2 {
+		t.Fatalf("pod IPs %v", first.Status.PodIPs)
+	}
+	rs, err := h.k.podRuntimeState(h.ctx, p.UID)
+	if err != nil || rs.LatestSandbox() == nil {
+		t.Fatalf("runtime state %+v, %v", rs, err)
+	}
+	if err := h.rt.StopPodSandbox(h.ctx, rs.LatestSandbox().ID); err != nil {
+		t.Fatal(err)
+	}
+	var got *v1.Pod
+	for range 3 { // the dead sandbox's containers go, a new sandbox and container come
+		got = h.sync(p)
+		if cs := cstatus(got, "app"); cs.State.Running != nil && cs.ContainerID != cstatus(first, "app").ContainerID {
+			break
+		}
+	}
+	if cs := cstatus(got, "app"); cs.State.Running == nil || cs.ContainerID == cstatus(first, "app").ContainerID {
+		t.Fatalf("no new container running: %+v", got.Status.ContainerStatuses)
+	}
+	if got.Status.PodIP != first.Status.PodIP || got.Status.PodIPs[1].IP == first.Status.PodIPs[1].IP {
+		t.Fatalf("pod IPs %v then %v, want the same IPv4 address and another IPv6 one", first.Status.PodIPs, got.Status.PodIPs)
+	}
+	id := strings.TrimPrefix(cstatus(got, "app").ContainerID, "sim://")
+	for name, want := range map[string]string{"IP": got.Status.PodIP + "\n", "IPS": got.Status.PodIPs[0].IP + "," + got.Status.PodIPs[1].IP + "\n"} {
+		if out, _, code, err := h.rt.ExecSync(h.ctx, id, []string{"printenv", name}, time.Second); err != nil || code != 0 || string(out) != want {
+			t.Errorf("printenv %s = %q %d %v, want %q", name, out, code, err, want)
+		}
+	}
+}

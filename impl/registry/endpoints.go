@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
+	"github.com/kubeproof/kubeproof/impl/ipfamily"
 )
 
 // endpoints serves core/v1 Endpoints: plain CRUD with Kubernetes'
@@ -117,7 +118,7 @@ func validateEndpoints(e *corev1.Endpoints) field.ErrorList {
 
 func validateEndpointAddress(a *corev1.EndpointAddress, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if ip, err := netip.ParseAddr(a.IP); err != nil {
+	if ip, err := ipfamily.Parse(a.IP); err != nil {
 		errs = append(errs, field.Invalid(path.Child("ip"), a.IP, "must be a valid IP address"))
 	} else {
 		errs = append(errs, specialEndpointIPErrors(ip, a.IP, path.Child("ip"))...)

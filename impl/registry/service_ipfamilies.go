@@ -2,7 +2,6 @@ package registry
 
 import (
 	"fmt"
-	"net/netip"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -85,7 +84,7 @@ func validateServiceClusterIPsRelatedFields(s *corev1.Service) field.ErrorList {
 			}
 			continue
 		}
-		if _, err := netip.ParseAddr(ip); err != nil {
+		if _, err := ipfamily.Parse(ip); err != nil {
 			badIPs = true
 			errs = append(errs, field.Invalid(ipsPath.Index(i), ip, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
 		}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
+	"github.com/kubeproof/kubeproof/impl/ipfamily"
 )
 
 // services serves core/v1 Services. Defaulting and validation are here;
@@ -410,7 +411,7 @@ func validateService(s *corev1.Service) field.ErrorList {
 	errs = append(errs, validateServiceClusterIPs(s, spec)...)
 	for i, ip := range s.Spec.ExternalIPs {
 		path := spec.Child("externalIPs").Index(i)
-		if addr, err := netip.ParseAddr(ip); err != nil {
+		if addr, err := ipfamily.Parse(ip); err != nil {
 			errs = append(errs, field.Invalid(path, ip, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
 		} else if addr.IsUnspecified() || addr.IsLoopback() || addr.IsLinkLocalUnicast() || addr.IsLinkLocalMulticast() || addr.IsMulticast() {
 			errs = append(errs, field.Invalid(path, ip, "may not be unspecified, loopback, link-local or multicast"))
@@ -573,7 +574,7 @@ func validateServiceStatus(st *corev1.ServiceStatus, path *field.Path) field.Err
 	for i, in := range st.LoadBalancer.Ingress {
 		p := path.Child("loadBalancer", "ingress").Index(i)
 		if in.IP != "" {
-			if _, err := netip.ParseAddr(in.IP); err != nil {
+			if _, err := ipfamily.Parse(in.IP); err != nil {
 				errs = append(errs, field.Invalid(p.Child("ip"), in.IP, "must be a valid IP address"))
 			}
 		}

@@ -126,6 +126,12 @@ func TestServiceValidation(t *testing.T) {
 	check("selector labels", func(s *corev1.Service) { s.Spec.Selector = map[string]string{"a b": "c"} }, invalid+" spec.selector")
 	check("external IPs", func(s *corev1.Service) { s.Spec.ExternalIPs = []string{"127.0.0.1", "x"} },
 		invalid+" spec.externalIPs[0]", invalid+" spec.externalIPs[1]")
+	// kube-apiserver's IP parser takes no zone (netip's does).
+	check("zoned addresses", func(s *corev1.Service) {
+		s.Spec.ClusterIPs = []string{"fd00::10%eth0"}
+		s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol}
+		s.Spec.ExternalIPs = []string{"fd00::1%eth0"}
+	}, invalid+" spec.clusterIPs[0]", invalid+" spec.externalIPs[0]")
 	check("source ranges only for LoadBalancers, as CIDRs", func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8", "x"} },
 		forbidden+" spec.loadBalancerSourceRanges", invalid+" spec.loadBalancerSourceRanges[1]")
 	check("healthCheckNodePort only for Local LoadBalancers", func(s *corev1.Service) { s.Spec.HealthCheckNodePort = 30000 },
@@ -242,10 +248,11 @@ func TestEndpoints(t *testing.T) {
 	assertRow(t, eps, e, "Name,Endpoints,Age", "web", "10.1.0.1:8080,10.1.0.2:8080,10.1.0.3:8080 + 3 more...", "90s")
 
 	bad := e.DeepCopy()
-	bad.Subsets[0].Addresses = append(bad.Subsets[0].Addresses, corev1.EndpointAddress{IP: "127.0.0.1"}, corev1.EndpointAddress{IP: "x"})
+	bad.Subsets[0].Addresses = append(bad.Subsets[0].Addresses, corev1.EndpointAddress{IP: "127.0.0.1"}, corev1.EndpointAddress{IP: "x"},
+		corev1.EndpointAddress{IP: "fd00::1%eth0"})
 	bad.Subsets[0].Ports = append(bad.Subsets[0].Ports, corev1.EndpointPort{Port: 0, Protocol: "TCP"})
 	bad.Subsets = append(bad.Subsets, corev1.EndpointSubset{})
-	wantErrors(t, eps.Strategy.Validate(ctx, bad), invalid+" subsets[0].addresses[3].ip", invalid+" subsets[0].addresses[4].ip",
+	wantErrors(t, eps.Strategy.Validate(ctx, bad), invalid+" subsets[0].addresses[3].ip", invalid+" subsets[0].addresses[4].ip", invalid+" subsets[0].addresses[5].ip",
 		required+" subsets[0].ports[2].name", invalid+" subsets[0].ports[2].port", required+" subsets[1]")
 	empty := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "none", Namespace: "default", CreationTimestamp: metav1.NewTime(testNow.Add(-90e9))}}
 	assertRow(t, eps, empty, "Name,Endpoints,Age", "none", "<none>", "90s")

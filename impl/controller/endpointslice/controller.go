@@ -78,8 +78,6 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 		pods:     pods.Lister(),
 		nodes:    nodes.Lister(),
 		slices:   endpointSlices.Lister(),
-		synced: []cache.InformerSynced{services.Informer().HasSynced, pods.Informer().HasSynced,
-			nodes.Informer().HasSynced, endpointSlices.Informer().HasSynced},
 		queue:    workloop.NewQueue(Name),
 		maxPer:   DefaultMaxEndpointsPerSlice,
 		tracker:  NewTracker(),
@@ -112,7 +110,8 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 			return nil, fmt.Errorf("%s: adding event handler: %w", Name, err)
 		}
 		// Syncs wait until the handlers have seen the first lists (the
-		// topology is computed from every node before a service's hints).
+		// topology is computed from every node before a service's hints);
+		// a registration has synced only once its informer has.
 		c.synced = append(c.synced, reg.HasSynced)
 	}
 	return c, nil

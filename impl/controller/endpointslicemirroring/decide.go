@@ -30,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeproof/kubeproof/impl/controller/endpointslice"
+	"github.com/kubeproof/kubeproof/impl/ipfamily"
 )
 
 // ControllerName is the managed-by label's value on mirrored slices.
@@ -109,11 +110,15 @@ func Reconcile(in Input) Result {
 				res.OverMax++
 				return
 			}
-			ip, err := netip.ParseAddr(a.IP)
+			ip, err := ipfamily.Parse(a.IP)
 			if err != nil {
 				res.InvalidAddresses++
 				return
 			}
+			// As kube-controller-manager: an IPv4-mapped IPv6 address is
+			// IPv4 (as ipfamily.Of reads it), and the address is mirrored
+			// as its family prints it (an IPv6 slice refuses a mapped one).
+			ip = ip.Unmap()
 			at := discoveryv1.AddressTypeIPv4
 			if !ip.Is4() {
 				at = discoveryv1.AddressTypeIPv6
@@ -122,7 +127,7 @@ func Reconcile(in Input) Result {
 			if desired[k] == nil {
 				desired[k], ports[k], types[k] = map[string]discoveryv1.Endpoint{}, sp, at
 			}
-			e := addressEndpoint(a, ready)
+			e := addressEndpoint(a, ip, ready)
 			desired[k][endpointKey(&e)] = e
 			added++
 		}
@@ -254,10 +259,11 @@ func slicePorts(ps []corev1.EndpointPort) []discoveryv1.EndpointPort {
 	return out
 }
 
-// addressEndpoint is an Endpoints address as a slice endpoint.
-func addressEndpoint(a corev1.EndpointAddress, ready bool) discoveryv1.Endpoint {
+// addressEndpoint is an Endpoints address, parsed as ip, as a slice
+// endpoint.
+func addressEndpoint(a corev1.EndpointAddress, ip netip.Addr, ready bool) discoveryv1.Endpoint {
 	e := discoveryv1.Endpoint{
-		Addresses:  []string{a.IP},
+		Addresses:  []string{ip.String()},
 		Conditions: discoveryv1.EndpointConditions{Ready: &ready},
 		TargetRef:  a.TargetRef.DeepCopy(),
 		NodeName:   a.NodeName,

@@ -164,3 +164,31 @@ func TestReconcileLimitsAndRepacks(t *testing.T) {
 		t.Errorf("created slices for Endpoints being deleted: %+v", res.Plan)
 	}
 }
+
+// TestReconcileAddressForms: an address is mirrored into the slice of its
+// family in its canonical form, as kube-controller-manager parses and
+// re-prints it: an IPv4-mapped IPv6 address is IPv4 (an IPv6 slice would
+// refuse it); an address with a zone is no IP to it.
+func TestReconcileAddressForms(t *testing.T) {
+	for _, tc := range []struct {
+		ip      string
+		want    []string
+		invalid int
+	}{
+		{"192.168.0.9", []string{"IPv4 sql:5432: 192.168.0.9/true"}, 0},
+		{"::ffff:192.168.0.9", []string{"IPv4 sql:5432: 192.168.0.9/true"}, 0},
+		{"fd00::1", []string{"IPv6 sql:5432: fd00::1/true"}, 0},
+		{"FD00:0:0::0001", []string{"IPv6 sql:5432: fd00::1/true"}, 0},
+		{"fd00::1%eth0", nil, 1},
+		{"bad", nil, 1},
+	} {
+		ep := endpointsObject(func(e *corev1.Endpoints) {
+			e.Subsets[0].Addresses = []corev1.EndpointAddress{{IP: tc.ip}}
+			e.Subsets[0].NotReadyAddresses = nil
+		})
+		res := Reconcile(Input{Endpoints: ep, ServiceWithoutSelector: true})
+		if got := render(apply(t, nil, res.Plan)); !slices.Equal(got, tc.want) || res.InvalidAddresses != tc.invalid {
+			t.Errorf("%s: slices %q, %d invalid; want %q, %d", tc.ip, got, res.InvalidAddresses, tc.want, tc.invalid)
+		}
+	}
+}

@@ -318,7 +318,7 @@ func (s *ServiceStorage) InitUpdate(ctx context.Context, obj, old runtime.Object
 
 func (s *ServiceStorage) initIPFamilies(svc, old *corev1.Service) error {
 	if errs := registry.InitServiceIPFamilies(svc, old, s.Families()); len(errs) > 0 {
-		return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name, errs)
+		return invalidService(svc, errs)
 	}
 	return nil
 }
@@ -344,7 +344,7 @@ func (t *transaction) allocate(ctx context.Context, svc, old *corev1.Service) er
 	if old != nil {
 		if !t.beforeValidation {
 			if errs := registry.ValidateServiceIPFamiliesUpdate(svc, old); len(errs) > 0 {
-				return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name, errs)
+				return invalidService(svc, errs)
 			}
 		}
 		before = held(old)
@@ -467,9 +467,15 @@ func (s *ServiceStorage) releaseIP(ctx context.Context, ip netip.Addr) error {
 // passes a storage failure on.
 func (t *transaction) invalid(svc *corev1.Service, fe *field.Error, err error) error {
 	if errors.Is(err, ErrAllocated) || errors.Is(err, ErrNotInRange) {
-		return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name, field.ErrorList{fe})
+		return invalidService(svc, field.ErrorList{fe})
 	}
 	return fmt.Errorf("allocating for service %s/%s: %w", svc.Namespace, svc.Name, err)
+}
+
+// invalidService is the 422 kube-apiserver answers for svc with the
+// field errors errs.
+func invalidService(svc *corev1.Service, errs field.ErrorList) error {
+	return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name, errs)
 }
 
 // rangeFull is what kube-apiserver answers when it has no free value left
