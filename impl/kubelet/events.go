@@ -42,6 +42,8 @@ func containerRef(pod *v1.Pod, name string, init bool) *v1.ObjectReference {
 	path := fmt.Sprintf("spec.containers{%s}", name)
 	if init {
 		path = fmt.Sprintf("spec.initContainers{%s}", name)
+	} else if ephemeralSpec(pod, name) != nil {
+		path = fmt.Sprintf("spec.ephemeralContainers{%s}", name)
 	}
 	return &v1.ObjectReference{
 		Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,

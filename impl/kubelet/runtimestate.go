@@ -18,6 +18,16 @@ import (
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/security"
 )
 
+// sandboxIPs are a sandbox's primary IP and its others (a dual-stack
+// sandbox's other family's) as the CRI reports them; none without a
+// network status.
+func sandboxIPs(st *runtimeapi.PodSandboxStatus) (primary string, more []string) {
+	for _, ip := range st.GetNetwork().GetAdditionalIps() {
+		more = append(more, ip.GetIp())
+	}
+	return st.GetNetwork().GetIp(), more
+}
+
 // podRuntimeState asks the runtime for everything of one pod, matched by
 // the io.kubernetes.pod.uid label: through the CRI calls, or directly from
 // a runtime that can say (runtime.PodStateReader, the simulated one).
@@ -46,12 +56,7 @@ func (k *Kubelet) podRuntimeState(ctx context.Context, uid types.UID) (*podstate
 			if err != nil {
 				return nil, fmt.Errorf("status of sandbox %s: %w", s.Id, err)
 			}
-			if st.Network != nil {
-				sb.IP = st.Network.Ip
-				for _, ip := range st.Network.AdditionalIps {
-					sb.AdditionalIPs = append(sb.AdditionalIPs, ip.GetIp())
-				}
-			}
+			sb.IP, sb.AdditionalIPs = sandboxIPs(st)
 		}
 		ps.Sandboxes = append(ps.Sandboxes, sb)
 	}
@@ -65,7 +70,7 @@ func (k *Kubelet) podRuntimeState(ctx context.Context, uid types.UID) (*podstate
 			return nil, fmt.Errorf("status of container %s: %w", c.Id, err)
 		}
 		pc := podstate.Container{
-			ID: c.Id, Name: c.Labels[runtime.LabelContainerName], Init: c.Labels[runtime.LabelContainerType] == "init",
+			ID: c.Id, Name: c.Labels[runtime.LabelContainerName], Init: c.Labels[runtime.LabelContainerType] == "init", Ephemeral: c.Labels[runtime.LabelContainerType] == runtime.ContainerTypeEphemeral,
 			SandboxID: c.PodSandboxId, State: podstate.FromCRI(st.State), ExitCode: st.ExitCode,
 			Reason: st.Reason, Message: st.Message, ImageRef: st.ImageRef,
 			CreatedAt: podstate.CRITime(st.CreatedAt), StartedAt: podstate.CRITime(st.StartedAt), FinishedAt: podstate.CRITime(st.FinishedAt),

@@ -411,20 +411,20 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 	}
 	ip := ""
 	var moreIPs []string // a dual-stack sandbox's other family's
-	if st, err := k.rt.PodSandboxStatus(ctx, sandboxID); err == nil && st.Network != nil {
-		ip = st.Network.Ip
-		for _, more := range st.Network.AdditionalIps {
-			moreIPs = append(moreIPs, more.GetIp())
-		}
+	if st, err := k.rt.PodSandboxStatus(ctx, sandboxID); err == nil {
+		ip, moreIPs = sandboxIPs(st)
 	}
 	if pod.Spec.HostNetwork && k.cfg.NodeIP != "" {
 		ip, moreIPs = k.cfg.NodeIP, nil // a host-network pod's IP is the node's, as upstream
 	}
 	for _, s := range a.ContainersToStart {
 		var spec *v1.Container
-		if s.Init {
+		switch {
+		case s.Ephemeral:
+			spec = (*v1.Container)(&pod.Spec.EphemeralContainers[s.Index].EphemeralContainerCommon)
+		case s.Init:
 			spec = &pod.Spec.InitContainers[s.Index]
-		} else {
+		default:
 			spec = &pod.Spec.Containers[s.Index]
 		}
 		if err := k.startContainer(ctx, rec, pod, sandboxID, sbConfig, spec, s, ip, moreIPs); err != nil {
@@ -476,6 +476,22 @@ func containerSpec(pod *v1.Pod, name string, init bool) *v1.Container {
 	for i := range list {
 		if list[i].Name == name {
 			return &list[i]
+		}
+	}
+	if !init {
+		// An ephemeral container (its runtime instance has Init false):
+		// logs, attach and exec find it by name as the others.
+		return ephemeralSpec(pod, name)
+	}
+	return nil
+}
+
+// ephemeralSpec is the pod's ephemeral container of that name, as a
+// Container, or nil.
+func ephemeralSpec(pod *v1.Pod, name string) *v1.Container {
+	for i := range pod.Spec.EphemeralContainers {
+		if c := &pod.Spec.EphemeralContainers[i].EphemeralContainerCommon; c.Name == name {
+			return (*v1.Container)(c)
 		}
 	}
 	return nil
@@ -543,7 +559,7 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 		}
 	}
 	envPod := pod
-	if ip != "" && (pod.Status.PodIP != ip || len(pod.Status.PodIPs) != 1+len(moreIPs)) {
+	if ip != "" && !hasPodIPs(pod, ip, moreIPs) {
 		// The downward API sees this sandbox's IPs. A shallow copy with
 		// its own IP fields: ContainerEnv only reads the pod (a deep copy
 		// was ~4 KB of garbage per started container).
@@ -555,6 +571,9 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 	failed := func(reason string, err error) error {
 		event(v1.EventTypeWarning, EventFailed, "Error: %v", err)
 		return fail(reason, err)
+	}
+	if s.MissingTarget != "" {
+		return failed(reasonCreateContainerConfigErr, fmt.Errorf("unable to find target container %s", s.MissingTarget))
 	}
 	sec, err := k.containerSecurity(ctx, pod, spec, image)
 	if err != nil {
@@ -571,6 +590,18 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 	cc := containerConfig(pod, spec, s.Init, s.Attempt, env)
 	cc.Mounts = mounts
 	cc.Linux.SecurityContext = sec
+	if s.Ephemeral {
+		cc.Labels[runtime.LabelContainerType] = runtime.ContainerTypeEphemeral
+		if s.TargetID != "" && sec.NamespaceOptions.GetPid() == runtimeapi.NamespaceMode_CONTAINER {
+			// targetContainerName: the ephemeral container joins the
+			// target's PID namespace, as upstream's kubelet asks CRI,
+			// unless the pod shares one already (shareProcessNamespace,
+			// hostPID). security.Container made these options for this
+			// container.
+			sec.NamespaceOptions.Pid = runtimeapi.NamespaceMode_TARGET
+			sec.NamespaceOptions.TargetId = s.TargetID
+		}
+	}
 	id, err := k.rt.CreateContainer(ctx, sandboxID, cc, sbConfig)
 	if err != nil {
 		return failed(reasonCreateContainerErr, err)
@@ -580,7 +611,7 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 		return failed(reasonRunContainerErr, err)
 	}
 	event(v1.EventTypeNormal, EventStarted, "Started container %s", spec.Name)
-	if spec.Lifecycle != nil && spec.Lifecycle.PostStart != nil {
+	if !s.Ephemeral && spec.Lifecycle != nil && spec.Lifecycle.PostStart != nil {
 		t := prober.Target{Pod: pod, Container: spec, ContainerID: id, PodIP: ip}
 		if herr := prober.RunHook(ctx, k.rt, spec.Lifecycle.PostStart, t, k.sleep); herr != nil {
 			msg := fmt.Sprintf("PostStartHook failed: %v", herr)
@@ -593,6 +624,22 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 	}
 	delete(rec.x().waiting, key)
 	return nil
+}
+
+// hasPodIPs: the pod's status already lists the sandbox IPs primary and
+// more, in order. A new sandbox may keep the primary IP and get another
+// secondary one, so every one is compared.
+func hasPodIPs(pod *v1.Pod, primary string, more []string) bool {
+	ips := pod.Status.PodIPs
+	if pod.Status.PodIP != primary || len(ips) != 1+len(more) || ips[0].IP != primary {
+		return false
+	}
+	for i, ip := range more {
+		if ips[1+i].IP != ip {
+			return false
+		}
+	}
+	return true
 }
 
 func pullPolicy(c *v1.Container) v1.PullPolicy {

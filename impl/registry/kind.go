@@ -45,6 +45,9 @@ type kind[T object] struct {
 	prepareForUpdate func(obj, old T)
 	// validate checks everything but metadata on create and update.
 	validate func(T) field.ErrorList
+	// validateCreate adds the checks only a create gets (fields that may
+	// be set on existing objects only).
+	validateCreate func(T) field.ErrorList
 	// validateUpdate checks immutability and transitions on update.
 	validateUpdate func(obj, old T) field.ErrorList
 	// warnings gives the Warning headers of a valid create (old is the
@@ -144,6 +147,9 @@ func (s strategy[T]) Validate(ctx context.Context, obj runtime.Object) field.Err
 	}
 	if s.k.validate != nil {
 		errs = append(errs, s.k.validate(t)...)
+	}
+	if s.k.validateCreate != nil {
+		errs = append(errs, s.k.validateCreate(t)...)
 	}
 	if len(errs) == 0 && s.k.warnings != nil {
 		var zero T

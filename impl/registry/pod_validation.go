@@ -51,14 +51,7 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path, isPod bool) field.Erro
 		errs = append(errs, field.Required(path.Child("containers"), ""))
 	}
 	errs = append(errs, validateContainerList(s.Containers, volumes, names, path.Child("containers"), false)...)
-	for i := range s.EphemeralContainers {
-		c := (*corev1.Container)(&s.EphemeralContainers[i].EphemeralContainerCommon)
-		p := path.Child("ephemeralContainers").Index(i)
-		errs = append(errs, validateContainerName(c.Name, names, p.Child("name"))...)
-		if c.Image == "" {
-			errs = append(errs, field.Required(p.Child("image"), ""))
-		}
-	}
+	errs = append(errs, validateEphemeralContainers(s, volumes, names, path.Child("ephemeralContainers"))...)
 	errs = append(errs, validateHostPortConflicts(s, path)...)
 
 	switch s.RestartPolicy {

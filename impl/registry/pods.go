@@ -21,6 +21,7 @@ func pods(now func() time.Time) *resource.Resource {
 		prepareForCreate: preparePodForCreate,
 		prepareForUpdate: func(p, old *corev1.Pod) { p.Status = old.Status },
 		validate:         validatePod,
+		validateCreate:   validatePodCreate,
 		validateUpdate:   validatePodUpdate,
 		fields:           podFields,
 		table:            &tableSpec[*corev1.Pod]{columns: podColumns, cells: podCells, conditions: podRowConditions},
@@ -36,6 +37,10 @@ func pods(now func() time.Time) *resource.Resource {
 		Status: statusStrategy[*corev1.Pod]{s: s, k: statusKind[*corev1.Pod]{
 			keep:     keepPodForStatusUpdate,
 			validate: validatePodStatusUpdate,
+		}},
+		EphemeralContainers: statusStrategy[*corev1.Pod]{s: s, k: statusKind[*corev1.Pod]{
+			keep:     keepPodForEphemeralContainersUpdate,
+			validate: validatePodEphemeralContainersUpdate,
 		}},
 		GracefulDelete: podGracefulDeleter{},
 	}

@@ -92,6 +92,8 @@ func TestNodeRestriction(t *testing.T) {
 			`unexpected operation "UPDATE", node "a" can only create and delete mirror pods`},
 		{"binding subresource", &Attributes{Operation: Create, Resource: podsGVR, Subresource: "binding", Namespace: "ns", Name: "p"},
 			`unexpected pod subresource "binding", only 'status' and 'eviction' are allowed`},
+		{"ephemeral containers of own pod", &Attributes{Operation: Update, Resource: podsGVR, Subresource: "ephemeralcontainers", Namespace: "ns", Name: "p", Object: boundTo("a"), OldObject: boundTo("a")},
+			`unexpected pod subresource "ephemeralcontainers", only 'status' and 'eviction' are allowed`},
 		{"delete other node's pod", &Attributes{Operation: Delete, Resource: podsGVR, Namespace: "ns", Name: "p", OldObject: boundTo("b")},
 			`node "a" can only delete pods with spec.nodeName set to itself`},
 		{"delete own pod", &Attributes{Operation: Delete, Resource: podsGVR, Namespace: "ns", Name: "p", OldObject: boundTo("a")}, ""},

@@ -235,8 +235,12 @@ func podTemplateOf(obj runtime.Object) *corev1.PodTemplateSpec {
 
 // significantPodUpdate: a pod update is checked again only when it
 // changes the spec or the AppArmor annotations (label, annotation and
-// status changes to running pods are not refused).
+// status changes to running pods are not refused); a write through
+// pods/ephemeralcontainers is always checked.
 func significantPodUpdate(a *Attributes) bool {
+	if a.Subresource == "ephemeralcontainers" {
+		return true
+	}
 	pod, _ := a.Object.(*corev1.Pod)
 	old, ok := a.OldObject.(*corev1.Pod)
 	if !ok || pod == nil {

@@ -243,3 +243,28 @@ func TestPodSecurityNamespaceLabels422AndExistingPods(t *testing.T) {
 		t.Fatalf("relaxed: %v %v", err, warnings.List())
 	}
 }
+
+// TestPodSecurityEphemeralContainers: a write through pods/ephemeralcontainers
+// is checked like a pod, its ephemeral containers included, even when it
+// changes nothing.
+func TestPodSecurityEphemeralContainers(t *testing.T) {
+	p := podSecurity(map[string]string{podSecurityEnforce: "baseline"})
+	old := newPod("p")
+	debug := old.DeepCopy()
+	debug.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "debugger", Image: "busybox", SecurityContext: &corev1.SecurityContext{Privileged: ptr(true)}}}}
+	a := podCreate(debug)
+	a.Operation, a.OldObject, a.Subresource = Update, old, "ephemeralcontainers"
+	wantForbidden(t, p.Validate(context.Background(), a), `privileged (container "debugger" must not set securityContext.privileged=true)`)
+
+	same := debug.DeepCopy()
+	a = podCreate(same)
+	a.Operation, a.OldObject, a.Subresource = Update, debug, "ephemeralcontainers"
+	wantForbidden(t, p.Validate(context.Background(), a), "violates PodSecurity")
+
+	plain := old.DeepCopy()
+	plain.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debugger", Image: "busybox"}}}
+	a = podCreate(plain)
+	a.Operation, a.OldObject, a.Subresource = Update, old, "ephemeralcontainers"
+	wantForbidden(t, p.Validate(context.Background(), a), "")
+}

@@ -119,6 +119,9 @@ func subresources(r *resource.Resource) []subresource {
 	if core && r.Name == "pods" {
 		out = append(out, subresource{"attach", schema.GroupVersionKind{Version: "v1", Kind: "PodAttachOptions"}, []string{"create", "get"}})
 		out = append(out, subresource{"binding", schema.GroupVersionKind{Version: "v1", Kind: "Binding"}, []string{"create"}})
+		if r.EphemeralContainers != nil {
+			out = append(out, subresource{"ephemeralcontainers", gvk, []string{"get", "patch", "update"}})
+		}
 		out = append(out, subresource{"eviction", schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, []string{"create"}})
 		out = append(out, subresource{"exec", schema.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}, []string{"create", "get"}})
 		out = append(out, subresource{"log", gvk, []string{"get"}})

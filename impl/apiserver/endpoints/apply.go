@@ -75,6 +75,10 @@ func (h *Handler) newFieldManager(m mode) (*fieldmanager.Manager, error) {
 	case modeStatus:
 		cfg.Subresource = "status"
 		cfg.ResetFields = []string{"spec"}
+	case modeEphemeralContainers:
+		// Only spec.ephemeralContainers is written through this endpoint.
+		cfg.Subresource = "ephemeralcontainers"
+		cfg.Only = []string{"spec", "ephemeralContainers"}
 	case modeScale:
 		cfg.Subresource = "scale"
 	case modeFinalize:

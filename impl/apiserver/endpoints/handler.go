@@ -143,6 +143,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, info *request.In
 		res.Status = res.Approval
 		ah.res = &res
 		return ah.serveSubresource(w, r, info, modeStatus)
+	case "ephemeralcontainers":
+		if h.res.EphemeralContainers == nil {
+			return notFoundPath()
+		}
+		return h.serveSubresource(w, r, info, modeEphemeralContainers)
 	case "scale":
 		if h.res.Scale == nil {
 			return notFoundPath()

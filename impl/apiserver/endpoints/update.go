@@ -25,10 +25,11 @@ import (
 type mode int
 
 const (
-	modeMain     mode = iota // the resource itself: status is carried over
-	modeStatus               // /status: only status is taken
-	modeScale                // /scale: only spec.replicas is taken
-	modeFinalize             // namespaces/<n>/finalize: only spec.finalizers
+	modeMain                mode = iota // the resource itself: status is carried over
+	modeStatus                          // /status: only status is taken
+	modeScale                           // /scale: only spec.replicas is taken
+	modeFinalize                        // namespaces/<n>/finalize: only spec.finalizers
+	modeEphemeralContainers             // pods/<n>/ephemeralcontainers: only spec.ephemeralContainers
 )
 
 var scaleGVK = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
@@ -365,6 +366,8 @@ func (h *Handler) prepareUpdate(ctx context.Context, info *request.Info, m mode,
 	switch m {
 	case modeStatus:
 		h.res.Status.PrepareForUpdate(ctx, obj, old)
+	case modeEphemeralContainers:
+		h.res.EphemeralContainers.PrepareForUpdate(ctx, obj, old)
 	case modeMain, modeScale:
 		h.res.Strategy.PrepareForUpdate(ctx, obj, old)
 	}
@@ -388,6 +391,8 @@ func (h *Handler) prepareUpdate(ctx context.Context, info *request.Info, m mode,
 	switch m {
 	case modeStatus:
 		errs = append(errs, h.res.Status.ValidateUpdate(ctx, obj, old)...)
+	case modeEphemeralContainers:
+		errs = append(errs, h.res.EphemeralContainers.ValidateUpdate(ctx, obj, old)...)
 	case modeMain, modeScale:
 		errs = append(errs, h.res.Strategy.ValidateUpdate(ctx, obj, old)...)
 	}

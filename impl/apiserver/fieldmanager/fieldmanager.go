@@ -61,6 +61,9 @@ type Config struct {
 	// through the main endpoint, spec through /status): no manager of this
 	// endpoint comes to own them.
 	ResetFields []string
+	// Only, if set, is the path (e.g. spec, ephemeralContainers) of the
+	// one field the endpoint writes: everything else is reset.
+	Only []string
 }
 
 // Manager updates the managed fields of one endpoint's writes.
@@ -94,6 +97,15 @@ func New(cfg Config) (*Manager, error) {
 		}
 		reset = map[fieldpath.APIVersion]fieldpath.Filter{
 			fieldpath.APIVersion(cfg.Kind.GroupVersion().String()): fieldpath.NewExcludeSetFilter(set),
+		}
+	}
+	if len(cfg.Only) > 0 {
+		parts := make([]any, len(cfg.Only))
+		for i, p := range cfg.Only {
+			parts[i] = p
+		}
+		reset = map[fieldpath.APIVersion]fieldpath.Filter{
+			fieldpath.APIVersion(cfg.Kind.GroupVersion().String()): fieldpath.NewIncludeMatcherFilter(fieldpath.MakePrefixMatcherOrDie(parts...)),
 		}
 	}
 	fm, err := managedfields.NewDefaultFieldManager(cfg.TypeConverter, cfg.Scheme, defaulter(cfg.Default), cfg.Scheme,

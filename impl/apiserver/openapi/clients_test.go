@@ -344,12 +344,13 @@ func TestCoreOperations(t *testing.T) {
 	}
 	paths := jsonOf(t, docs.swagger)["paths"].(map[string]any)
 	for path, methods := range map[string]string{
-		"/api/v1/namespaces":                                 "delete-,get,post",
-		"/api/v1/namespaces/{name}":                          "delete,get,patch,put",
-		"/api/v1/namespaces/{name}/status":                   "get,patch,put",
-		"/api/v1/namespaces/{namespace}/pods/{name}/binding": "post",
-		"/api/v1/nodes/{name}/status":                        "get,patch,put",
-		"/apis/rbac.authorization.k8s.io/v1/clusterroles":    "delete,get,post",
+		"/api/v1/namespaces":                                             "delete-,get,post",
+		"/api/v1/namespaces/{name}":                                      "delete,get,patch,put",
+		"/api/v1/namespaces/{name}/status":                               "get,patch,put",
+		"/api/v1/namespaces/{namespace}/pods/{name}/binding":             "post",
+		"/api/v1/namespaces/{namespace}/pods/{name}/ephemeralcontainers": "get,patch,put",
+		"/api/v1/nodes/{name}/status":                                    "get,patch,put",
+		"/apis/rbac.authorization.k8s.io/v1/clusterroles":                "delete,get,post",
 	} {
 		item, ok := paths[path].(map[string]any)
 		if !ok {
@@ -362,6 +363,11 @@ func TestCoreOperations(t *testing.T) {
 				t.Errorf("%s: %s present = %v, want %v", path, name, ok, !absent)
 			}
 		}
+	}
+	// kubectl debug's subresource, named as kube-apiserver names it.
+	ec := paths["/api/v1/namespaces/{namespace}/pods/{name}/ephemeralcontainers"].(map[string]any)["patch"].(map[string]any)
+	if ec["operationId"] != "patchCoreV1NamespacedPodEphemeralcontainers" || !strings.Contains(mustJSON(t, ec["x-kubernetes-group-version-kind"]), `"kind":"Pod"`) {
+		t.Errorf("pods/ephemeralcontainers patch: %s", mustJSON(t, ec))
 	}
 	// Graceful deletion answers with the object; other deletions with a Status.
 	pod := paths["/api/v1/namespaces/{namespace}/pods/{name}"].(map[string]any)["delete"].(map[string]any)

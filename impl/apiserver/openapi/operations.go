@@ -329,6 +329,9 @@ func (r servedResource) pathItems() []pathItem {
 	if r.Status != nil {
 		items = append(items, sub("status", "Status", r.object, gvk))
 	}
+	if r.EphemeralContainers != nil {
+		items = append(items, sub("ephemeralcontainers", "Ephemeralcontainers", r.object, gvk))
+	}
 	if r.Scale != nil {
 		items = append(items, sub("scale", "Scale", typeScale, gvkScale))
 	}

@@ -61,7 +61,7 @@ func issueResources() []*resource.Resource {
 	namespaces.Status = statusMarker{}
 	namespaces.Verbs = []string{"create", "delete", "get", "list", "patch", "update", "watch"}
 	pods := testResource[corev1.Pod, corev1.PodList](core, "pods", "Pod", true)
-	pods.Status, pods.GracefulDelete = statusMarker{}, gracefulMarker{}
+	pods.Status, pods.EphemeralContainers, pods.GracefulDelete = statusMarker{}, statusMarker{}, gracefulMarker{}
 	nodes := testResource[corev1.Node, corev1.NodeList](core, "nodes", "Node", false)
 	nodes.Status = statusMarker{}
 	quotas := testResource[corev1.ResourceQuota, corev1.ResourceQuotaList](core, "resourcequotas", "ResourceQuota", true)

@@ -51,6 +51,10 @@ type Resource struct {
 	// (certificatesigningrequests): updates of the approval conditions,
 	// with the same update machinery as /status.
 	Approval StatusStrategy
+	// EphemeralContainers, if not nil, serves pods' /ephemeralcontainers
+	// subresource: updates that take spec.ephemeralContainers only, with
+	// the same update machinery as /status.
+	EphemeralContainers StatusStrategy
 	// Scale, if not nil, serves the /scale subresource (autoscaling/v1 Scale).
 	Scale ScaleAccessor
 	// GracefulDelete, if not nil, decides the grace period of deletions (pods).

@@ -72,9 +72,13 @@ type Sandbox struct {
 
 // Container is one container as the runtime reports it.
 type Container struct {
-	ID         string // runtime id, without the "<type>://" prefix
-	Name       string
-	Init       bool
+	ID   string // runtime id, without the "<type>://" prefix
+	Name string
+	Init bool
+	// Ephemeral marks an ephemeral container (spec.ephemeralContainers);
+	// Init is false for it. Names are unique across a pod's containers of
+	// every kind, so Latest(name, false) finds it too.
+	Ephemeral  bool
 	SandboxID  string
 	Attempt    uint32 // the restart count it was created with
 	State      ContainerState
@@ -125,6 +129,35 @@ func (p *Pod) Latest(name string, init bool) *Container {
 	}
 	for i := range p.Containers {
 		if c := &p.Containers[i]; c.Name == name && c.Init == init {
+			return c
+		}
+	}
+	return nil
+}
+
+// LatestEphemeral returns the newest ephemeral container with that name
+// in any sandbox, or nil.
+func (p *Pod) LatestEphemeral(name string) *Container {
+	if p == nil {
+		return nil
+	}
+	for i := range p.Containers {
+		if c := &p.Containers[i]; c.Name == name && c.Ephemeral {
+			return c
+		}
+	}
+	return nil
+}
+
+// Named returns the newest container with that name, of any kind, state
+// or sandbox (a pod's container names are unique across init, app and
+// ephemeral containers), nil if none.
+func (p *Pod) Named(name string) *Container {
+	if p == nil {
+		return nil
+	}
+	for i := range p.Containers {
+		if c := &p.Containers[i]; c.Name == name {
 			return c
 		}
 	}

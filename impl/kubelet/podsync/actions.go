@@ -15,6 +15,10 @@
 //     they do not keep a finished pod alive;
 //   - restartPolicy Always / OnFailure / Never decides restarts, with
 //     CrashLoopBackOff (Base doubling to Max) between restarts;
+//   - ephemeral containers (kubectl debug) are started once each, in the
+//     pod's running sandbox, even before initialization is over, as
+//     upstream's kubelet; they are never restarted (whatever the pod's
+//     restartPolicy), never probed, and do not keep a finished pod alive;
 //   - a pod that is being deleted, is past activeDeadlineSeconds, or whose
 //     phase is terminal is killed and nothing in it is started again
 //     (KUBELET-5: a phase never leaves Succeeded/Failed).
@@ -61,9 +65,18 @@ type Kill struct {
 
 // Start is one container to create and start.
 type Start struct {
-	Index   int // index into pod.Spec.InitContainers or pod.Spec.Containers
-	Init    bool
-	Attempt uint32
+	Index int // index into pod.Spec.InitContainers, .Containers or .EphemeralContainers
+	Init  bool
+	// Ephemeral: Index is into pod.Spec.EphemeralContainers.
+	Ephemeral bool
+	// TargetID is the runtime id of the newest container (of any state
+	// and sandbox) an ephemeral container's targetContainerName names: its
+	// PID namespace is the one to join. MissingTarget is that name when no
+	// container of the pod has it: the start fails then
+	// (CreateContainerConfigError), as upstream's kubelet's.
+	TargetID      string
+	MissingTarget string
+	Attempt       uint32
 }
 
 // Terminal is a terminal phase the kubelet decided on its own (deadline,
@@ -207,6 +220,7 @@ func ComputePodActions(in Input) Actions {
 		return a
 	}
 	a.SandboxID = sb.ID
+	a = ephemeralActions(a, pod, rs)
 
 	// 4. Init containers, one at a time. A sidecar (restartPolicy Always)
 	// only has to be started before the next one; it then keeps running,
@@ -267,6 +281,31 @@ func ComputePodActions(in Input) Actions {
 			continue
 		}
 		a = restartWithBackoff(a, in, i, false, ac.Name, c)
+	}
+	return a
+}
+
+// ephemeralActions starts every ephemeral container that has never run in
+// any sandbox of the pod. One that ran is never started again: it stays
+// as it exited (restartPolicy Never, whatever the pod's), and a new
+// sandbox does not bring it back.
+func ephemeralActions(a Actions, pod *v1.Pod, rs *podstate.Pod) Actions {
+	for i := range pod.Spec.EphemeralContainers {
+		ec := &pod.Spec.EphemeralContainers[i]
+		if rs.LatestEphemeral(ec.Name) != nil {
+			continue
+		}
+		s := Start{Index: i, Ephemeral: true}
+		if ec.TargetContainerName != "" {
+			// As upstream's kubelet: the newest container of that name,
+			// whatever its state or sandbox (names are unique in a pod).
+			if t := rs.Named(ec.TargetContainerName); t != nil {
+				s.TargetID = t.ID
+			} else {
+				s.MissingTarget = ec.TargetContainerName
+			}
+		}
+		a.ContainersToStart = append(a.ContainersToStart, s)
 	}
 	return a
 }

@@ -247,3 +247,82 @@ func TestIsSidecar(t *testing.T) {
 		}
 	}
 }
+
+func withEphemeral(names ...string) func(*v1.Pod) {
+	return func(p *v1.Pod) {
+		for _, n := range names {
+			p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, v1.EphemeralContainer{
+				EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: n}, TargetContainerName: "a"})
+		}
+	}
+}
+
+func ephemeralContainer(c podstate.Container) podstate.Container {
+	c.Ephemeral = true
+	return c
+}
+
+// Ephemeral containers: started once in the running sandbox (during
+// initialization too, as upstream's kubelet), joined to the PID namespace
+// of the newest container the target names (none: the start fails),
+// never restarted whatever the restartPolicy,
+// never in a new sandbox, and never started in a pod that is stopping.
+func TestComputePodActionsEphemeral(t *testing.T) {
+	ready := []podstate.Sandbox{sandbox(true)}
+	ephemeralStarts := func(a Actions) []Start {
+		var out []Start
+		for _, s := range a.ContainersToStart {
+			if s.Ephemeral {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	deleted := func(p *v1.Pod) { ts := metav1.NewTime(now); p.DeletionTimestamp = &ts }
+	for _, tc := range []struct {
+		name string
+		pod  *v1.Pod
+		rs   *podstate.Pod
+		want []Start
+	}{
+		{name: "running pod: started, target's PID namespace",
+			pod: pod(v1.RestartPolicyAlways, 0, withEphemeral("dbg")), rs: rs(ready, running("a", false, 0), running("b", false, 0)),
+			want: []Start{{Index: 0, Ephemeral: true, TargetID: "a-0"}}},
+		{name: "target exited: its newest instance is still the target, as upstream",
+			pod: pod(v1.RestartPolicyAlways, 0, withEphemeral("dbg")), rs: rs(ready, exited("a", false, 0, 1, time.Hour), running("b", false, 0)),
+			want: []Start{{Index: 0, Ephemeral: true, TargetID: "a-0"}}},
+		{name: "no container has the target's name: the start is to fail",
+			pod: pod(v1.RestartPolicyAlways, 0, withEphemeral("dbg")), rs: rs(ready, running("b", false, 0)),
+			want: []Start{{Index: 0, Ephemeral: true, MissingTarget: "a"}}},
+		{name: "running: nothing to do",
+			pod: pod(v1.RestartPolicyAlways, 0, withEphemeral("dbg")), rs: rs(ready, ephemeralContainer(running("dbg", false, 0)), running("a", false, 0), running("b", false, 0))},
+		{name: "exited under restartPolicy Always: not restarted",
+			pod: pod(v1.RestartPolicyAlways, 0, withEphemeral("dbg")), rs: rs(ready, ephemeralContainer(exited("dbg", false, 0, 1, time.Hour)), running("a", false, 0), running("b", false, 0))},
+		{name: "second one added: only it starts",
+			pod: pod(v1.RestartPolicyAlways, 0, withEphemeral("dbg", "dbg2")), rs: rs(ready, ephemeralContainer(exited("dbg", false, 0, 0, time.Hour)), running("a", false, 0), running("b", false, 0)),
+			want: []Start{{Index: 1, Ephemeral: true, TargetID: "a-0"}}},
+		{name: "during initialization: started beside the init container (its target not there yet)",
+			pod: pod(v1.RestartPolicyAlways, 1, withEphemeral("dbg")), rs: rs(ready, running("i0", true, 0)),
+			want: []Start{{Index: 0, Ephemeral: true, MissingTarget: "a"}}},
+		{name: "no sandbox yet: not started with the new sandbox",
+			pod: pod(v1.RestartPolicyAlways, 0, withEphemeral("dbg")), rs: rs(nil)},
+		{name: "sandbox died: the new sandbox does not bring back one that ran",
+			pod: pod(v1.RestartPolicyAlways, 0, withEphemeral("dbg")), rs: rs([]podstate.Sandbox{sandbox(false)}, ephemeralContainer(exited("dbg", false, 0, 137, time.Minute)))},
+		{name: "pod being deleted: not started",
+			pod: pod(v1.RestartPolicyAlways, 0, withEphemeral("dbg"), deleted), rs: rs(ready, running("a", false, 0), running("b", false, 0))},
+		{name: "pod done under restartPolicy Never: not started, the pod is killed",
+			pod: pod(v1.RestartPolicyNever, 0, withEphemeral("dbg")), rs: rs(ready, exited("a", false, 0, 0, time.Minute), exited("b", false, 0, 0, time.Minute))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := ComputePodActions(Input{Pod: tc.pod, Runtime: tc.rs, Now: now})
+			if got := ephemeralStarts(a); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("ephemeral starts %+v, want %+v (actions %+v)", got, tc.want, a)
+			}
+			for _, k := range a.ContainersToKill {
+				if k.Name == "dbg" {
+					t.Fatalf("killed the ephemeral container: %+v", a)
+				}
+			}
+		})
+	}
+}

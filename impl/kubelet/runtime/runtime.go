@@ -27,10 +27,14 @@ const (
 	LabelPodNamespace  = "io.kubernetes.pod.namespace"
 	LabelPodUID        = "io.kubernetes.pod.uid"
 	LabelContainerName = "io.kubernetes.container.name"
-	// LabelContainerType is "init" for init containers and absent or
-	// "app" for regular ones (kubeproof's own label; upstream keeps the
+	// LabelContainerType is "init" for init containers,
+	// ContainerTypeEphemeral for ephemeral ones and absent or "app" for
+	// regular ones (kubeproof's own label; upstream keeps the
 	// distinction in its own annotations).
 	LabelContainerType = "io.kubeproof.container.type"
+	// ContainerTypeEphemeral is LabelContainerType's value for an
+	// ephemeral container (spec.ephemeralContainers, kubectl debug).
+	ContainerTypeEphemeral = "ephemeral"
 )
 
 // ErrNotFound is returned (wrapped) when a sandbox or container id is unknown.

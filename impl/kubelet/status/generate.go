@@ -72,6 +72,7 @@ func GenerateAPIPodStatus(in Input) v1.PodStatus {
 	hasInit := len(pod.Spec.InitContainers) > 0
 	s.InitContainerStatuses = containerStatuses(in, pod.Spec.InitContainers, old.InitContainerStatuses, true, hasInit)
 	s.ContainerStatuses = containerStatuses(in, pod.Spec.Containers, old.ContainerStatuses, false, hasInit)
+	s.EphemeralContainerStatuses = ephemeralContainerStatuses(in, old.EphemeralContainerStatuses)
 
 	s.Phase = GetPhase(pod, s.InitContainerStatuses, s.ContainerStatuses, in.PodIsTerminal)
 	if in.Terminal != nil {
@@ -271,6 +272,26 @@ func terminatedState(c *podstate.Container, runtimeType string) *v1.ContainerSta
 		t.FinishedAt = metav1.NewTime(c.FinishedAt)
 	}
 	return t
+}
+
+// ephemeralContainerStatuses are the statuses of the pod's ephemeral
+// containers, built as the others' (waiting with the start's failure
+// reason, running, terminated) but never ready: they take no part in the
+// pod's readiness, and none is restarted.
+func ephemeralContainerStatuses(in Input, olds []v1.ContainerStatus) []v1.ContainerStatus {
+	ecs := in.Pod.Spec.EphemeralContainers
+	if len(ecs) == 0 {
+		return nil
+	}
+	specs := make([]v1.Container, len(ecs))
+	for i := range ecs {
+		specs[i] = v1.Container(ecs[i].EphemeralContainerCommon)
+	}
+	out := containerStatuses(in, specs, olds, false, false)
+	for i := range out {
+		out[i].Ready = false
+	}
+	return out
 }
 
 func containerStatuses(in Input, containers []v1.Container, olds []v1.ContainerStatus, init, hasInit bool) []v1.ContainerStatus {

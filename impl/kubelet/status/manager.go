@@ -60,7 +60,7 @@ func Normalize(s *v1.PodStatus) {
 		trunc(&s.Conditions[i].LastProbeTime)
 		trunc(&s.Conditions[i].LastTransitionTime)
 	}
-	for _, list := range [][]v1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses} {
+	for _, list := range [][]v1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses, s.EphemeralContainerStatuses} {
 		for i := range list {
 			for _, st := range []*v1.ContainerState{&list[i].State, &list[i].LastTerminationState} {
 				if st.Running != nil {
@@ -177,7 +177,7 @@ func normalized(s *v1.PodStatus) bool {
 			return false
 		}
 	}
-	for _, list := range [][]v1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses} {
+	for _, list := range [][]v1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses, s.EphemeralContainerStatuses} {
 		for i := range list {
 			for _, st := range []*v1.ContainerState{&list[i].State, &list[i].LastTerminationState} {
 				if st.Running != nil && !whole(&st.Running.StartedAt) {

@@ -1,0 +1,207 @@
+package apiserver_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/randfill"
+)
+
+// TestEphemeralContainersSubresource drives pods/ephemeralcontainers as
+// `kubectl debug` does (a strategic merge patch adding one ephemeral
+// container) and checks what it may not do.
+func TestEphemeralContainersSubresource(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	pods := e.cs.CoreV1().Pods("default")
+	created, err := pods.Create(c, pod("web"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Discovery lists the subresource (kubectl debug looks for it).
+	res, err := e.cs.Discovery().ServerResourcesForGroupVersion("v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range res.APIResources {
+		if r.Name == "pods/ephemeralcontainers" {
+			found = r.Kind == "Pod" && strings.Join(r.Verbs, ",") == "get,patch,update"
+		}
+	}
+	if !found {
+		t.Fatalf("discovery: no pods/ephemeralcontainers (kind Pod, verbs get,patch,update): %+v", res.APIResources)
+	}
+
+	// kubectl debug web --image=busybox: a strategic merge patch of the
+	// pod, sent to the subresource; anything but ephemeralContainers in it
+	// is ignored.
+	patch := `{"metadata":{"labels":{"app":"changed"}},"spec":{"activeDeadlineSeconds":5,"ephemeralContainers":[{"name":"debugger-abcde","image":"busybox","resources":{},"terminationMessagePolicy":"File","imagePullPolicy":"Always","stdin":true,"tty":true}]}}`
+	got, err := pods.Patch(c, "web", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "ephemeralcontainers")
+	if err != nil {
+		t.Fatalf("kubectl debug's patch: %v", err)
+	}
+	if len(got.Spec.EphemeralContainers) != 1 || got.Spec.EphemeralContainers[0].Name != "debugger-abcde" {
+		t.Fatalf("ephemeral containers %+v", got.Spec.EphemeralContainers)
+	}
+	if ec := got.Spec.EphemeralContainers[0]; ec.TerminationMessagePath != corev1.TerminationMessagePathDefault {
+		t.Errorf("not defaulted: %+v", ec)
+	}
+	if got.Labels["app"] != "web" || got.Spec.ActiveDeadlineSeconds != nil {
+		t.Errorf("the subresource took more than ephemeral containers: labels %v activeDeadlineSeconds %v", got.Labels, got.Spec.ActiveDeadlineSeconds)
+	}
+	if got.Generation != created.Generation+1 || got.ResourceVersion == created.ResourceVersion {
+		t.Errorf("generation %d (was %d), resourceVersion %s (was %s)", got.Generation, created.Generation, got.ResourceVersion, created.ResourceVersion)
+	}
+
+	// GET of the subresource is the pod.
+	r := e.do("GET", "/api/v1/namespaces/default/pods/web/ephemeralcontainers", nil)
+	if r.code != http.StatusOK || !strings.Contains(string(r.body), `"kind":"Pod"`) || !strings.Contains(string(r.body), "debugger-abcde") {
+		t.Fatalf("GET: %d %s", r.code, r.body)
+	}
+
+	// The typed client's update (PUT) appends a second one.
+	cur := got.DeepCopy()
+	cur.Spec.EphemeralContainers = append(cur.Spec.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "second", Image: "busybox", Command: []string{"true"},
+	}, TargetContainerName: "c"})
+	got, err = pods.UpdateEphemeralContainers(c, "web", cur, metav1.UpdateOptions{})
+	if err != nil || len(got.Spec.EphemeralContainers) != 2 {
+		t.Fatalf("PUT: %v %+v", err, got)
+	}
+
+	path := "/api/v1/namespaces/default/pods/web/ephemeralcontainers"
+	smp := "application/strategic-merge-patch+json"
+	// (A strategic merge patch puts new list entries first: index 0.)
+	for _, tc := range []struct {
+		name, body, contentType, msg string
+		code                         int
+		reason                       metav1.StatusReason
+	}{
+		{"remove one", `{"spec":{"ephemeralContainers":[{"name":"second","$patch":"delete"}]}}`, smp,
+			`spec.ephemeralContainers: Forbidden: existing ephemeral containers "second" may not be removed`, 422, metav1.StatusReasonInvalid},
+		{"change one", `{"spec":{"ephemeralContainers":[{"name":"second","image":"alpine"}]}}`, smp,
+			`spec.ephemeralContainers: Forbidden: existing ephemeral containers "second" may not be changed`, 422, metav1.StatusReasonInvalid},
+		{"ports", `{"spec":{"ephemeralContainers":[{"name":"third","image":"busybox","ports":[{"containerPort":80}]}]}}`, smp,
+			`spec.ephemeralContainers[0].ports: Forbidden: cannot be set for an Ephemeral Container`, 422, metav1.StatusReasonInvalid},
+		{"no image", `{"spec":{"ephemeralContainers":[{"name":"third"}]}}`, smp,
+			`spec.ephemeralContainers[0].image: Required value`, 422, metav1.StatusReasonInvalid},
+		{"name of a container", `{"spec":{"ephemeralContainers":[{"name":"c","image":"busybox"}]}}`, smp,
+			`spec.ephemeralContainers[0].name: Duplicate value: "c"`, 422, metav1.StatusReasonInvalid},
+		{"unknown target", `{"spec":{"ephemeralContainers":[{"name":"third","image":"busybox","targetContainerName":"nope"}]}}`, smp,
+			`spec.ephemeralContainers[0].targetContainerName: Not found: "nope"`, 422, metav1.StatusReasonInvalid},
+		{"not JSON", `{"spec":`, smp, "", 400, metav1.StatusReasonBadRequest},
+		{"wrong type", `{"spec":{"ephemeralContainers":"x"}}`, "application/merge-patch+json", "", 400, metav1.StatusReasonBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.do("PATCH", path, []byte(tc.body), "Content-Type", tc.contentType)
+			expectStatus(t, r, tc.code, tc.reason, tc.msg)
+		})
+	}
+	after, err := pods.Get(c, "web", metav1.GetOptions{})
+	if err != nil || after.ResourceVersion != got.ResourceVersion {
+		t.Fatalf("a rejected write changed the pod: %v", err)
+	}
+
+	// The main endpoint may not change them, nor may a create set them.
+	r = e.do("PATCH", "/api/v1/namespaces/default/pods/web", []byte(`{"spec":{"ephemeralContainers":[{"name":"x","image":"busybox"}]}}`), "Content-Type", smp)
+	expectStatus(t, r, 422, metav1.StatusReasonInvalid, "pod updates may not change fields other than")
+	withEC := pod("created-with-one")
+	withEC.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "d", Image: "busybox"}}}
+	if _, err := pods.Create(c, withEC, metav1.CreateOptions{}); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.ephemeralContainers: Forbidden: cannot be set on create") {
+		t.Fatalf("create with ephemeral containers: %v", err)
+	}
+
+	// JSON merge patch and server-side apply reach it too.
+	if _, err := pods.Patch(c, "web", types.MergePatchType, []byte(`{"spec":{"ephemeralContainers":[`+
+		`{"name":"debugger-abcde","image":"busybox","resources":{},"terminationMessagePolicy":"File","imagePullPolicy":"Always","stdin":true,"tty":true},`+
+		`{"name":"second","image":"busybox","command":["true"],"targetContainerName":"c"},{"name":"third","image":"busybox"}]}}`), metav1.PatchOptions{}, "ephemeralcontainers"); err != nil {
+		t.Fatalf("merge patch: %v", err)
+	}
+	applied, err := pods.Patch(c, "web", types.ApplyPatchType, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web"},"spec":{"ephemeralContainers":[{"name":"fourth","image":"busybox"}]}}`),
+		metav1.PatchOptions{FieldManager: "debugger"}, "ephemeralcontainers")
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	if n := len(applied.Spec.EphemeralContainers); n != 4 {
+		t.Errorf("after apply: %d ephemeral containers, want 4", n)
+	}
+	sub := ""
+	for _, m := range applied.ManagedFields {
+		if m.Manager == "debugger" {
+			sub = m.Subresource
+		}
+	}
+	if sub != "ephemeralcontainers" {
+		t.Errorf("managed fields of the apply: subresource %q, want ephemeralcontainers (%+v)", sub, applied.ManagedFields)
+	}
+
+	// A missing pod is a 404.
+	r = e.do("GET", "/api/v1/namespaces/default/pods/nope/ephemeralcontainers", nil)
+	expectStatus(t, r, http.StatusNotFound, metav1.StatusReasonNotFound, `pods "nope" not found`)
+}
+
+// TestEphemeralContainersRandomInput: ephemeral containers filled at random
+// (randfill: every field, nested pointers, odd strings and quantities) sent
+// through the subresource get a 200 or a 4xx Status, never a 5xx or a
+// dropped connection; a rejected write changes nothing.
+func TestEphemeralContainersRandomInput(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	pods := e.cs.CoreV1().Pods("default")
+	if _, err := pods.Create(c, pod("fuzzed"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	path := "/api/v1/namespaces/default/pods/fuzzed/ephemeralcontainers"
+	f := randfill.NewWithSeed(25).NilChance(0.5).NumElements(0, 2).MaxDepth(6)
+	accepted := 0
+	for i := 0; i < 200; i++ {
+		var ec corev1.EphemeralContainer
+		f.Fill(&ec)
+		if i%2 == 0 {
+			// Half keep a plausible name and image, so that more requests
+			// get past the first checks; of those, half set only name,
+			// image, command, args, stdin and tty (mostly accepted).
+			ec.Name, ec.Image = fmt.Sprintf("d%d", i), "busybox"
+			if i%4 == 0 {
+				ec.EphemeralContainerCommon = corev1.EphemeralContainerCommon{Name: ec.Name, Image: ec.Image,
+					Command: ec.Command, Args: ec.Args, Stdin: ec.Stdin, TTY: ec.TTY}
+				ec.TargetContainerName = ""
+			}
+		}
+		body, err := json.Marshal(map[string]any{"spec": map[string]any{"ephemeralContainers": []corev1.EphemeralContainer{ec}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, err := pods.Get(c, "fuzzed", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := e.do("PATCH", path, body, "Content-Type", "application/strategic-merge-patch+json")
+		switch {
+		case r.code == http.StatusOK:
+			accepted++
+		case r.code >= 400 && r.code < 500:
+			r.status(t)
+			after, err := pods.Get(c, "fuzzed", metav1.GetOptions{})
+			if err != nil || after.ResourceVersion != before.ResourceVersion {
+				t.Fatalf("a rejected write (%d) changed the pod: %v", r.code, err)
+			}
+		default:
+			t.Fatalf("request %d: code %d: %s\nbody %s", i, r.code, r.body, body)
+		}
+	}
+	t.Logf("%d of 200 random ephemeral containers accepted", accepted)
+
+	// The subresource exists for pods only.
+	r := e.do("GET", "/api/v1/namespaces/default/configmaps/x/ephemeralcontainers", nil)
+	expectStatus(t, r, http.StatusNotFound, metav1.StatusReasonNotFound, "")
+}
