@@ -58,6 +58,46 @@ var templates = map[string]string{
 	"prioritylevelconfigurations":     `{"metadata":{"name":"NAME"},"spec":{"type":"Limited","limited":{"nominalConcurrencyShares":5,"limitResponse":{"type":"Queue","queuing":{"queues":16,"handSize":4,"queueLengthLimit":10}}}}}`,
 }
 
+// templateVariants are further valid objects of some kinds, for the
+// fields their template leaves out (node ports, IP family policies,
+// headless and ExternalName services, IPv6 and FQDN slices, flow schemas
+// by namespace and non-resource rules, priority levels that reject or
+// lend): a mutation then replaces a field the kind's newer code reads.
+// Variant 0 is the template; variant i > 0 is templateVariants[key][i-1].
+var templateVariants = map[string][]string{
+	"services": {
+		`{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"spec":{"type":"NodePort","selector":{"app":"fuzz"},"ipFamilyPolicy":"PreferDualStack","ipFamilies":["IPv4"],"ports":[{"name":"http","port":80,"protocol":"TCP","targetPort":8080},{"name":"dns","port":53,"protocol":"UDP"}]}}`,
+		`{"metadata":{"name":"NAME"},"spec":{"type":"LoadBalancer","externalTrafficPolicy":"Local","internalTrafficPolicy":"Local","sessionAffinity":"ClientIP","selector":{"app":"fuzz"},"ports":[{"name":"https","port":443,"targetPort":"https","appProtocol":"https"}]}}`,
+		`{"metadata":{"name":"NAME"},"spec":{"clusterIP":"None","clusterIPs":["None"],"ipFamilyPolicy":"SingleStack","publishNotReadyAddresses":true,"selector":{"app":"fuzz"},"ports":[{"port":80}]}}`,
+		`{"metadata":{"name":"NAME"},"spec":{"type":"ExternalName","externalName":"fuzz.example.com","ports":[{"port":80}]}}`,
+	},
+	"endpoints": {
+		`{"metadata":{"name":"NAME"},"subsets":[{"addresses":[{"ip":"fd00::1","hostname":"a","nodeName":"n","targetRef":{"kind":"Pod","name":"p","namespace":"NS"}}],"notReadyAddresses":[{"ip":"fd00::2"}],"ports":[{"name":"http","port":80,"protocol":"TCP","appProtocol":"http"},{"name":"dns","port":53,"protocol":"UDP"}]}]}`,
+	},
+	"endpointslices": {
+		`{"metadata":{"name":"NAME","labels":{"kubernetes.io/service-name":"fuzz","endpointslice.kubernetes.io/managed-by":"fuzz"}},"addressType":"IPv6","endpoints":[{"addresses":["fd00::1"],"conditions":{"ready":false,"serving":true,"terminating":true},"hostname":"a","nodeName":"n","zone":"z","hints":{"forZones":[{"name":"z"}]},"targetRef":{"kind":"Pod","name":"p","namespace":"NS"}}],"ports":[{"name":"dns","port":53,"protocol":"UDP","appProtocol":"dns"}]}`,
+		`{"metadata":{"name":"NAME","labels":{"kubernetes.io/service-name":"fuzz"}},"addressType":"FQDN","endpoints":[{"addresses":["a.fuzz.example.com"]}],"ports":[]}`,
+	},
+	"flowschemas": {
+		`{"metadata":{"name":"NAME"},"spec":{"priorityLevelConfiguration":{"name":"NAME"},"matchingPrecedence":10000,"distinguisherMethod":{"type":"ByNamespace"},"rules":[{"subjects":[{"kind":"ServiceAccount","serviceAccount":{"namespace":"NS","name":"*"}},{"kind":"Group","group":{"name":"system:authenticated"}}],"resourceRules":[{"verbs":["*"],"apiGroups":["*"],"resources":["*"],"clusterScope":true,"namespaces":["NS"]}]}]}}`,
+		`{"metadata":{"name":"NAME"},"spec":{"priorityLevelConfiguration":{"name":"global-default"},"matchingPrecedence":2,"rules":[{"subjects":[{"kind":"Group","group":{"name":"system:unauthenticated"}}],"nonResourceRules":[{"verbs":["get"],"nonResourceURLs":["/healthz","/livez/*"]}]}]}}`,
+	},
+	"prioritylevelconfigurations": {
+		`{"metadata":{"name":"NAME"},"spec":{"type":"Limited","limited":{"nominalConcurrencyShares":0,"lendablePercent":100,"borrowingLimitPercent":200,"limitResponse":{"type":"Reject"}}}}`,
+		`{"metadata":{"name":"NAME"},"spec":{"type":"Limited","limited":{"nominalConcurrencyShares":1000,"lendablePercent":0,"borrowingLimitPercent":0,"limitResponse":{"type":"Queue","queuing":{"queues":1,"handSize":1,"queueLengthLimit":1}}}}}`,
+	},
+}
+
+// templateVariant returns variant v (mod their number) of r's templates,
+// as templateJSON does its template.
+func templateVariant(r *resource.Resource, ns, name string, v int) []byte {
+	vs := templateVariants[templateKey(r)]
+	if v %= len(vs) + 1; v == 0 {
+		return templateJSON(r, ns, name)
+	}
+	return fillTemplate(r, vs[v-1], ns, name)
+}
+
 // TestTemplatesCoverEveryServedResource keeps the templates in step with
 // the registry: a served kind without one would panic the HTTP target.
 func TestTemplatesCoverEveryServedResource(t *testing.T) {
@@ -84,6 +124,11 @@ func templateJSON(r *resource.Resource, ns, name string) []byte {
 	if !ok {
 		panic("no template for " + templateKey(r))
 	}
+	return fillTemplate(r, t, ns, name)
+}
+
+// fillTemplate adds apiVersion, kind, name and namespace to t.
+func fillTemplate(r *resource.Resource, t, ns, name string) []byte {
 	head := fmt.Sprintf(`{"apiVersion":%q,"kind":%q,`, r.GroupVersion.String(), r.Kind)
 	body := head + t[1:]
 	body = strings.ReplaceAll(body, "NAME", name)
@@ -108,13 +153,20 @@ func decodeTemplate(t testing.TB, r *resource.Resource, ns, name string) runtime
 
 // The templates are what the other targets start from: each must be valid.
 func TestTemplatesAreValid(t *testing.T) {
-	rs, _ := served()
+	rs, c := served()
 	for _, r := range rs {
-		obj := decodeTemplate(t, r, "fuzz", "t1")
-		r.Strategy.Default(obj)
-		r.Strategy.PrepareForCreate(context.Background(), obj)
-		if errs := r.Strategy.Validate(context.Background(), obj); len(errs) > 0 {
-			t.Errorf("%s template is invalid: %v", r.Name, errs.ToAggregate())
+		for v := range len(templateVariants[templateKey(r)]) + 1 {
+			gvk := r.GroupVersionKind()
+			obj, _, err := c.Factory.UniversalDeserializer().Decode(templateVariant(r, "fuzz", "t1", v), &gvk, r.New())
+			if err != nil {
+				t.Errorf("decoding %s template %d: %v", r.Name, v, err)
+				continue
+			}
+			r.Strategy.Default(obj)
+			r.Strategy.PrepareForCreate(context.Background(), obj)
+			if errs := r.Strategy.Validate(context.Background(), obj); len(errs) > 0 {
+				t.Errorf("%s template %d is invalid: %v", r.Name, v, errs.ToAggregate())
+			}
 		}
 	}
 }

@@ -51,7 +51,9 @@ func FuzzPatch(f *testing.F) {
 		ns := "default"
 		name := fmt.Sprintf("patch-%d", patchSeq.Add(1))
 		base := s.collectionPath(r, ns)
-		if code, body := s.do(ctx, http.MethodPost, base, codec.JSON, templateJSON(r, ns, name)); code != http.StatusCreated {
+		// kind's high values pick a template variant (seeds keep variant 0).
+		tmpl := templateVariant(r, ns, name, int(kind)/len(rs))
+		if code, body := s.do(ctx, http.MethodPost, base, codec.JSON, tmpl); code != http.StatusCreated {
 			t.Fatalf("creating %s/%s: %d %s", r.Name, name, code, body)
 		}
 		defer s.do(ctx, http.MethodDelete, base+"/"+name+"?gracePeriodSeconds=0", "", nil)
@@ -64,7 +66,7 @@ func FuzzPatch(f *testing.F) {
 		case target%3 == 2 && r.Scale != nil:
 			sub = "scale"
 		}
-		doc := templateJSON(r, ns, name)
+		doc := tmpl
 		if sub != "" {
 			path += "/" + sub
 			_, cur := s.do(ctx, http.MethodGet, path, "", nil)

@@ -1,6 +1,7 @@
 package fuzz
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -252,6 +254,61 @@ type storedObject struct {
 	res *resource.Resource
 }
 
+// allocationsGivenBack reports whether everything written since rev is
+// an allocator bitmap (ClusterIPs, NodePorts) that now holds what it held
+// at rev: allocations taken and given back within one request.
+func (s *liveServer) allocationsGivenBack(ctx context.Context, rev int64) (bool, error) {
+	resp, err := s.etcd.Client().Get(ctx, keyPrefix+"/", clientv3.WithPrefix(), clientv3.WithMinModRev(rev+1))
+	if err != nil {
+		return false, err
+	}
+	for _, kv := range resp.Kvs {
+		key := string(kv.Key)
+		if !isAllocatorKey(key) {
+			return false, nil
+		}
+		then, err := s.etcd.Client().Get(ctx, key, clientv3.WithRev(rev))
+		if err != nil {
+			return false, err
+		}
+		var before []byte
+		if len(then.Kvs) == 1 {
+			if before, err = allocationBits(then.Kvs[0].Value); err != nil {
+				return false, fmt.Errorf("decoding %s at revision %d: %w", key, rev, err)
+			}
+		}
+		now, err := allocationBits(kv.Value)
+		if err != nil {
+			return false, fmt.Errorf("decoding %s: %w", key, err)
+		}
+		if !bytes.Equal(bytes.TrimRight(before, "\x00"), bytes.TrimRight(now, "\x00")) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// isAllocatorKey: key holds one of the allocators' bitmaps (ClusterIPs,
+// NodePorts) a service write updates, not a served object.
+func isAllocatorKey(key string) bool {
+	return strings.HasPrefix(key, keyPrefix+ipallocator.ServiceIPsKey+"/") ||
+		strings.HasPrefix(key, keyPrefix+ipallocator.ServiceNodePortsKey+"/")
+}
+
+// allocationBits is the bitmap of a stored RangeAllocation.
+func allocationBits(value []byte) ([]byte, error) {
+	_, c := served()
+	obj, _, err := c.Factory.UniversalDeserializer().Decode(value, nil, &corev1.RangeAllocation{})
+	if err != nil {
+		return nil, err
+	}
+	ra, ok := obj.(*corev1.RangeAllocation)
+	if !ok {
+		return nil, fmt.Errorf("a %T, not a RangeAllocation", obj)
+	}
+	return ra.Data, nil
+}
+
 // writtenSince decodes every object under keyPrefix modified after rev.
 func (s *liveServer) writtenSince(ctx context.Context, rev int64) ([]storedObject, error) {
 	resp, err := s.etcd.Client().Get(ctx, keyPrefix+"/", clientv3.WithPrefix(), clientv3.WithMinModRev(rev+1))
@@ -261,10 +318,7 @@ func (s *liveServer) writtenSince(ctx context.Context, rev int64) ([]storedObjec
 	_, c := served()
 	var out []storedObject
 	for _, kv := range resp.Kvs {
-		if strings.HasPrefix(string(kv.Key), keyPrefix+ipallocator.ServiceIPsKey+"/") ||
-			strings.HasPrefix(string(kv.Key), keyPrefix+ipallocator.ServiceNodePortsKey+"/") {
-			// The allocators' bitmaps a service write updates, not
-			// served objects.
+		if isAllocatorKey(string(kv.Key)) {
 			continue
 		}
 		obj, gvk, err := c.Factory.UniversalDeserializer().Decode(kv.Value, nil, nil)
