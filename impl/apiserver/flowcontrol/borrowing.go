@@ -205,6 +205,7 @@ func (d *Dispatcher) adjust(now time.Time) {
 	if len(d.levels) == 0 {
 		return
 	}
+	d.adjustments++ // the demand statistics change, the limits may
 	items := make([]allocItem, len(d.levels))
 	for i, l := range d.levels {
 		l.demand.endPeriod(now, l.demandNow(), &l.stats)

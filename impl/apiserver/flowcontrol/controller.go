@@ -39,13 +39,16 @@ type Config struct {
 // whole by Reconfigure, read without a lock by Classify), the waiting,
 // and the metrics.
 type Controller struct {
-	mu        sync.Mutex
-	d         *Dispatcher
-	cfg       atomic.Pointer[config]
-	m         *metrics
-	shown     map[string]bool // levels with a nominal_limit_seats series
-	waitLimit time.Duration
-	now       func() time.Time
+	mu    sync.Mutex
+	d     *Dispatcher
+	cfg   atomic.Pointer[config]
+	m     *metrics
+	shown map[string]bool // levels with a nominal_limit_seats series
+	// shownAdjustment is the Dispatcher's adjustment the seat gauges show
+	// (see showLimitsLocked).
+	shownAdjustment uint64
+	waitLimit       time.Duration
+	now             func() time.Time
 	// lingering are the requests holding their final seats after they
 	// finished, each with the timer that gives them back; stopped: Run's
 	// context ended, lingering seats are given back at once.
@@ -175,10 +178,9 @@ func (c *Controller) Reconfigure(dg Digested) error {
 		f.at = c.d.byName[f.level.Name]
 	}
 	c.cfg.Store(cfg)
-	limits, fair := c.d.Limits(), c.d.FairFrac()
+	c.showLimitsLocked()
 	c.mu.Unlock()
 	wake(woken)
-	c.showLimits(limits, fair)
 	return nil
 }
 
@@ -188,17 +190,27 @@ func (c *Controller) Reconfigure(dg Digested) error {
 func (c *Controller) AdjustBorrowing() {
 	c.mu.Lock()
 	woken := c.d.AdjustBorrowing(c.now())
-	limits, fair := c.d.Limits(), c.d.FairFrac()
+	c.showLimitsLocked()
 	c.mu.Unlock()
 	wake(woken)
-	c.showLimits(limits, fair)
 }
 
-// showLimits sets the levels' seat gauges to limits, dropping the series
-// of levels no longer there.
-func (c *Controller) showLimits(limits []LevelLimits, fair float64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// refreshLimitsLocked updates the seat gauges if the Dispatcher's limits
+// changed since they were set: a removed level reaped at its last
+// request's end re-divides the seats (as kube-apiserver's configuration
+// reload then, which sets its gauges at once). c.mu is held.
+func (c *Controller) refreshLimitsLocked() {
+	if c.d.adjustments != c.shownAdjustment {
+		c.showLimitsLocked()
+	}
+}
+
+// showLimitsLocked sets the levels' seat gauges to the Dispatcher's
+// limits, dropping the series of levels no longer there. c.mu is held
+// (so that the gauges follow the adjustments in order).
+func (c *Controller) showLimitsLocked() {
+	limits, fair := c.d.Limits(), c.d.FairFrac()
+	c.shownAdjustment = c.d.adjustments
 	gauges := []*prometheus.GaugeVec{c.m.nominal, c.m.lower, c.m.upper, c.m.current, c.m.target,
 		c.m.demandHigh, c.m.demandAvg, c.m.demandDev, c.m.demandSmoothed}
 	now := map[string]bool{}
@@ -324,6 +336,7 @@ func (c *Controller) WaitFor(ctx context.Context, cl Classification, work WorkEs
 		woken = c.d.Finish(r, c.now())
 		woken = append(woken, c.d.FinishLinger(r, c.now())...)
 	}
+	c.refreshLimitsLocked()
 	retryAfter = c.recordDrop(r)
 	c.mu.Unlock()
 	wake(woken)
@@ -377,6 +390,7 @@ func (c *Controller) Release(r *Request) {
 		}
 	}
 	lingers := r.AdditionalLatency() > 0
+	c.refreshLimitsLocked()
 	c.mu.Unlock()
 	if !lingers {
 		r.metrics.executingSeats.Sub(float64(r.seats))
@@ -394,6 +408,7 @@ func (c *Controller) endLinger(r *Request) {
 	}
 	delete(c.lingering, r)
 	woken := c.d.FinishLinger(r, c.now())
+	c.refreshLimitsLocked()
 	c.mu.Unlock()
 	r.metrics.executingSeats.Sub(float64(r.seats))
 	wake(woken)

@@ -174,6 +174,9 @@ type Dispatcher struct {
 	// AdjustBorrowing shares out; fairFrac the proportion it used.
 	nominalSum int
 	fairFrac   float64
+	// adjustments counts the re-divisions of the current limits (adjust),
+	// for the Controller to see when its seat gauges are stale.
+	adjustments uint64
 	// quiescing counts the levels waiting to be removed once idle.
 	quiescing int
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
@@ -274,4 +275,49 @@ func TestControllerFollowsConfiguration(t *testing.T) {
 		t.Errorf("stale classification ran at %s, want catch-all", r.level.name)
 	}
 	c.Release(r)
+}
+
+// TestReapShowsTheNewLimitsAtOnce: when a removed level's last request
+// is done, the level goes and the seats are re-divided (kube-apiserver
+// reloads its configuration then, which sets the seat gauges); the
+// gauges show the new limits at once, not at the next 10 s adjustment.
+func TestReapShowsTheNewLimitsAtOnce(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	none := Digest(nil, nil) // exempt (no shares) and catch-all (5 shares)
+	c, err := New(Config{TotalSeats: 12, WaitLimit: time.Minute, Metrics: reg,
+		FlowSchemas: none.FlowSchemas, PriorityLevels: none.PriorityLevels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := flowSchema("alice", "tiny", 500, flowcontrolv1.FlowDistinguisherMethodByUserType,
+		withSubjects(everythingRules(), users("alice")...))
+	if err := c.Reconfigure(Digest([]*flowcontrolv1.FlowSchema{own},
+		[]*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("tiny", 1, 0, queuing(1, 1, 1))})); err != nil {
+		t.Fatal(err)
+	}
+	get := request.Parse(httptest.NewRequest("GET", "/api/v1/pods", nil))
+	held, err := c.Wait(context.Background(), c.Classify(named("alice", "system:authenticated"), get))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Reconfigure(none); err != nil {
+		t.Fatal(err)
+	}
+	nominal := func(level string) (float64, bool) {
+		return metricValue(reg, "apiserver_flowcontrol_nominal_limit_seats", map[string]string{"priority_level": level})
+	}
+	// tiny quiesces with its share: catch-all has ceil(12*5/6) = 10.
+	if v, ok := nominal("catch-all"); !ok || v != 10 {
+		t.Fatalf("catch-all's nominal limit while tiny drains: %v (found %v), want 10", v, ok)
+	}
+	c.Release(held) // tiny is idle: reaped, catch-all has the 12 seats
+	if v, ok := nominal("catch-all"); !ok || v != 12 {
+		t.Errorf("catch-all's nominal limit once tiny is gone: %v (found %v), want 12", v, ok)
+	}
+	if v, ok := metricValue(reg, "apiserver_flowcontrol_current_limit_seats", map[string]string{"priority_level": "catch-all"}); !ok || v != 12 {
+		t.Errorf("catch-all's current limit once tiny is gone: %v (found %v), want 12", v, ok)
+	}
+	if v, ok := nominal("tiny"); ok {
+		t.Errorf("tiny's nominal limit still shown (%v) once it is gone", v)
+	}
 }
