@@ -27,6 +27,7 @@
 package fieldmanager
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -62,9 +63,15 @@ type Config struct {
 	// endpoint comes to own them.
 	ResetFields []string
 	// Only, if set, is the path (e.g. spec, ephemeralContainers) of the
-	// one field the endpoint writes: everything else is reset.
+	// one field the endpoint writes: everything else is reset. It may not
+	// be set with ResetFields (New refuses it: Only already resets them).
 	Only []string
 }
+
+// ErrResetFieldsWithOnly: a Config sets both ResetFields and Only. The
+// filter of Only resets every field but its own, so ResetFields would be
+// silently ignored; New refuses such a Config instead.
+var ErrResetFieldsWithOnly = errors.New("ResetFields and Only are both set (Only already resets every other field)")
 
 // Manager updates the managed fields of one endpoint's writes.
 type Manager struct {
@@ -89,6 +96,9 @@ type prunedFieldManager struct {
 
 // New builds the manager of cfg.
 func New(cfg Config) (*Manager, error) {
+	if len(cfg.ResetFields) > 0 && len(cfg.Only) > 0 {
+		return nil, fmt.Errorf("field manager for %s: %w", cfg.Kind, ErrResetFieldsWithOnly)
+	}
 	var reset map[fieldpath.APIVersion]fieldpath.Filter
 	if len(cfg.ResetFields) > 0 {
 		set := fieldpath.NewSet()

@@ -1,6 +1,7 @@
 package fieldmanager
 
 import (
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -301,6 +302,34 @@ func TestUpdateRecordsManagers(t *testing.T) {
 	}
 	if e := entries(t, applied); !strings.Contains(e["before-first-apply/Update"], "f:x") || !strings.Contains(e["applier/Apply"], "f:z") {
 		t.Fatalf("first apply of an untracked object: %v", e)
+	}
+}
+
+// TestNewRefusesResetFieldsWithOnly: Only's filter would replace
+// ResetFields' silently, so a Config with both is an error naming the
+// kind; either alone builds.
+func TestNewRefusesResetFieldsWithOnly(t *testing.T) {
+	c, err := codec.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	podKind := corev1.SchemeGroupVersion.WithKind("Pod")
+	res := served(t, podKind)
+	cfg := Config{TypeConverter: TypeConverterFor(res), Scheme: c.Scheme, Kind: podKind, Default: res.Strategy.Default,
+		Subresource: "ephemeralcontainers", ResetFields: []string{"status"}, Only: []string{"spec", "ephemeralContainers"}}
+	m, err := New(cfg)
+	if !errors.Is(err, ErrResetFieldsWithOnly) || m != nil {
+		t.Fatalf("New with ResetFields and Only: %v, %v; want ErrResetFieldsWithOnly", m, err)
+	}
+	if !strings.Contains(err.Error(), "/v1, Kind=Pod") {
+		t.Errorf("error %q does not name the kind", err)
+	}
+	for _, one := range []func(*Config){func(c *Config) { c.ResetFields = nil }, func(c *Config) { c.Only = nil }} {
+		cfg := cfg
+		one(&cfg)
+		if _, err := New(cfg); err != nil {
+			t.Errorf("New(ResetFields %v, Only %v): %v", cfg.ResetFields, cfg.Only, err)
+		}
 	}
 }
 
