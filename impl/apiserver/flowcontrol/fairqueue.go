@@ -75,8 +75,9 @@ func (l *level) sync(now time.Time) {
 	if l.active > 0 {
 		l.vt += float64(min(l.seatsRequested, l.current)) / float64(l.active) * dt
 	}
-	l.demand.add(l.demandNow(), dt)
-	l.demandHist.observe(l.demandNow()/l.demandDenominator(), uint64(now.Sub(l.lastNow)))
+	demand := l.demandNow()
+	l.demand.add(demand, dt)
+	l.demandHist.observe(demand/l.demandDenominator(), uint64(now.Sub(l.lastNow)))
 	l.lastNow = now
 }
 
