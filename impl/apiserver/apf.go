@@ -57,8 +57,7 @@ type apfConfig struct {
 	syncOnce sync.Once
 	log      *slog.Logger
 	now      func() time.Time
-	// statusFields applies the Dangling condition to FlowSchemas' status
-	// (nil: written with plain updates; it could not be built).
+	// statusFields applies the Dangling condition to FlowSchemas' status.
 	statusFields *fieldmanager.Manager
 }
 
@@ -66,38 +65,37 @@ type apfConfig struct {
 // controller applies FlowSchema status conditions as.
 const apfFieldManager = "api-priority-and-fairness-config-consumer-v1"
 
-// newAPFConfig returns nil when the flowcontrol resources are not served.
-func newAPFConfig(s *Server, fc *flowcontrol.Controller) *apfConfig {
-	fsStore, ok1 := s.Store(flowSchemasGR)
+// newAPFConfig returns nil when the flowcontrol resources are not served,
+// and an error when the field manager of FlowSchemas' status cannot be
+// built.
+func newAPFConfig(s *Server, fc *flowcontrol.Controller) (*apfConfig, error) {
+	fsEntry, ok1 := s.stores[flowSchemasGR]
 	plStore, ok2 := s.Store(priorityLevelsGR)
 	if fc == nil || !ok1 || !ok2 {
-		return nil
+		return nil, nil
 	}
-	a := &apfConfig{fc: fc, fsStore: fsStore, plStore: plStore,
+	fm, err := fieldmanager.New(fieldmanager.Config{TypeConverter: fieldmanager.TypeConverterFor(fsEntry.res),
+		Scheme: s.codecs.Scheme, Kind: flowcontrolv1.SchemeGroupVersion.WithKind("FlowSchema"),
+		Default: fsEntry.res.Strategy.Default, Subresource: "status", ResetFields: []string{"spec"}})
+	if err != nil {
+		return nil, fmt.Errorf("building the field manager of FlowSchema conditions: %w", err)
+	}
+	a := &apfConfig{fc: fc, fsStore: fsEntry.store, plStore: plStore, statusFields: fm,
 		fsKey:   func(name string) string { return s.ObjectKey(flowSchemasGR, "", name) },
 		plKey:   func(name string) string { return s.ObjectKey(priorityLevelsGR, "", name) },
 		changed: make(chan struct{}, 1), synced: make(chan struct{}), log: s.log, now: time.Now}
-	if e, ok := s.stores[flowSchemasGR]; ok {
-		fm, err := fieldmanager.New(fieldmanager.Config{TypeConverter: fieldmanager.TypeConverterFor(e.res),
-			Scheme: s.codecs.Scheme, Kind: flowcontrolv1.SchemeGroupVersion.WithKind("FlowSchema"),
-			Default: e.res.Strategy.Default, Subresource: "status", ResetFields: []string{"spec"}})
-		if err != nil {
-			s.log.Warn("flow control: FlowSchema conditions will be written without server-side apply", "err", err)
-		}
-		a.statusFields = fm
-	}
 	notify := func(_, _ runtime.Object) {
 		select {
 		case a.changed <- struct{}{}:
 		default:
 		}
 	}
-	a.fsCache = localcache.New(localcache.Config{Store: fsStore, Key: s.ListKey(flowSchemasGR, ""),
+	a.fsCache = localcache.New(localcache.Config{Store: a.fsStore, Key: s.ListKey(flowSchemasGR, ""),
 		NewList: func() runtime.Object { return &flowcontrolv1.FlowSchemaList{} }, KeepWhileReloading: true, OnChange: notify})
 	a.plCache = localcache.New(localcache.Config{Store: plStore, Key: s.ListKey(priorityLevelsGR, ""),
 		NewList:            func() runtime.Object { return &flowcontrolv1.PriorityLevelConfigurationList{} },
 		KeepWhileReloading: true, OnChange: notify})
-	return a
+	return a, nil
 }
 
 // run follows the objects until ctx ends.
@@ -210,16 +208,11 @@ func (a *apfConfig) writeDangling(ctx context.Context, fs *flowcontrolv1.FlowSch
 	err := a.fsStore.GuaranteedUpdate(ctx, a.fsKey(fs.Name), &flowcontrolv1.FlowSchema{}, false,
 		&storage.Preconditions{UID: &fs.UID}, func(input runtime.Object) (runtime.Object, error) {
 			cur := input.(*flowcontrolv1.FlowSchema)
-			conds, changed := setDangling(cur.Status.Conditions, want)
-			if !changed || cur.Spec.PriorityLevelConfiguration.Name != fs.Spec.PriorityLevelConfiguration.Name {
+			if _, changed := setDangling(cur.Status.Conditions, want); !changed ||
+				cur.Spec.PriorityLevelConfiguration.Name != fs.Spec.PriorityLevelConfiguration.Name {
 				return input, nil // said already, or changed since: the next sync decides
 			}
-			if a.statusFields != nil {
-				return a.applyDangling(cur, want)
-			}
-			next := cur.DeepCopy()
-			next.Status.Conditions = conds
-			return next, nil
+			return a.applyDangling(cur, want)
 		})
 	if err != nil && !storage.IsNotFound(err) && storage.CodeOf(err) != storage.ErrCodeInvalidObj {
 		return fmt.Errorf("writing the Dangling condition of FlowSchema %s: %w", fs.Name, err)
