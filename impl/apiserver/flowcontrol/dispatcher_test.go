@@ -533,3 +533,19 @@ func TestExemptRequestLingers(t *testing.T) {
 		t.Fatalf("after its linger: %v, want 0", got)
 	}
 }
+
+// TestUpperLimitWithoutBorrowingLimit: a level without
+// borrowingLimitPercent may borrow up to the server's total, so its upper
+// limit (apiserver_flowcontrol_upper_limit_seats) is nominal + total, as
+// kube-apiserver computes it (borrowingCL = serverConcurrencyLimit; the
+// values are those a default kube-apiserver of 600 seats reports, in
+// kubernetes/kubernetes#129086). Not nominal + the others' lendable seats:
+// that is the unmerged proposal kubernetes/kubernetes#129087.
+func TestUpperLimitWithoutBorrowingLimit(t *testing.T) {
+	d := mustDispatcher(t, DefaultPriorityLevels(), 600)
+	for name, want := range map[string]int{"exempt": 600, "catch-all": 613, "global-default": 649} {
+		if l := limitsOf(d, name); l.Upper != want || l.Upper != l.Nominal+600 {
+			t.Errorf("%s: nominal %d, upper %d; want upper %d (nominal + 600)", name, l.Nominal, l.Upper, want)
+		}
+	}
+}
