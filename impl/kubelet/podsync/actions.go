@@ -22,6 +22,9 @@
 //   - a pod that is being deleted, is past activeDeadlineSeconds, or whose
 //     phase is terminal is killed and nothing in it is started again
 //     (KUBELET-5: a phase never leaves Succeeded/Failed).
+//
+// DecideImagePull decides, apart, whether a container's image is pulled now
+// or backs off after failed pulls (ImagePullBackOff, per pod and image).
 package podsync
 
 import (

@@ -11,7 +11,8 @@ type BackoffEntry struct {
 	LastUpdate time.Time
 }
 
-// BackoffConfig is the CrashLoopBackOff schedule.
+// BackoffConfig is a back-off schedule: CrashLoopBackOff's, or image
+// pulls' (DecideImagePull).
 type BackoffConfig struct {
 	Base, Max time.Duration
 }

@@ -1,0 +1,95 @@
+package podsync
+
+import (
+	"fmt"
+	"time"
+)
+
+// Image pull back-off, as upstream's image manager: after a failed pull of
+// an image for a pod, that pod does not pull that image again until the
+// back-off has passed (Base after the first failure, twice as long after
+// each further failure while the entry is live, at most Max; an entry not
+// updated for 2×Max has expired and starts over, as flowcontrol.Backoff).
+// A container that needs the image meanwhile waits with ImagePullBackOff,
+// whose message carries the last pull's error.
+//
+// The back-off is kept per pod and image (upstream's "<pod UID>_<image>"
+// key): containers of one pod with the same image share it, other pods do
+// not. A successful pull leaves the entry as it is (upstream only collects
+// expired entries then); a later failure within 2×Max of the last one
+// doubles the back-off again.
+
+// Waiting reasons of image pulls, as upstream's (images.ErrImagePull,
+// images.ErrImagePullBackOff).
+const (
+	ReasonErrImagePull     = "ErrImagePull"
+	ReasonImagePullBackOff = "ImagePullBackOff"
+)
+
+// DefaultImagePullBackoff is upstream's image pull back-off
+// (imageBackOffPeriod 10 s doubling to MaxImageBackOff 5 min), a schedule
+// of its own, apart from CrashLoopBackOff's.
+var DefaultImagePullBackoff = BackoffConfig{Base: 10 * time.Second, Max: 5 * time.Minute}
+
+// ImagePullEntry is the pull back-off of one image for one pod.
+type ImagePullEntry struct {
+	BackoffEntry
+	// LastError is "<reason>: <message>" of the last failed pull (upstream's
+	// prevPullErrMsg), cleared when the next pull starts.
+	LastError string
+}
+
+// ImagePullDecision is DecideImagePull's answer.
+type ImagePullDecision struct {
+	// Pull: pull the image now (the back-off has passed or there is none).
+	Pull bool
+	// Otherwise the container waits with ImagePullBackOff and Message
+	// until Until, when the image may be pulled again.
+	Message string
+	Until   time.Time
+}
+
+// BackOffPullingImageMessage is the message of the BackOff event recorded
+// while image's pull backs off (upstream's, without the last error).
+func BackOffPullingImageMessage(image string) string {
+	return fmt.Sprintf("Back-off pulling image %q", image)
+}
+
+// DecideImagePull decides whether image may be pulled at now for the pod
+// whose back-off entry for it is e (the zero entry: never failed), and if
+// not, the ImagePullBackOff waiting message: upstream's `Back-off pulling
+// image "<image>"`, followed by ": " and the last pull's error when known.
+// It is only asked when the pull policy wants a pull (Always, or
+// IfNotPresent without the image): ErrImageNeverPull comes first.
+func DecideImagePull(c BackoffConfig, e ImagePullEntry, image string, now time.Time) ImagePullDecision {
+	wait, until := c.InBackoff(e.BackoffEntry, e.LastUpdate, now)
+	if !wait {
+		return ImagePullDecision{Pull: true}
+	}
+	msg := BackOffPullingImageMessage(image)
+	if e.LastError != "" {
+		msg += ": " + e.LastError
+	}
+	return ImagePullDecision{Message: msg, Until: until}
+}
+
+// ImagePullStarted is e once a pull starts: the last error is forgotten
+// (the next back-off reports this pull's).
+func ImagePullStarted(e ImagePullEntry) ImagePullEntry {
+	e.LastError = ""
+	return e
+}
+
+// ImagePullFailed is e after a pull that failed at now with message (the
+// error the container's ErrImagePull waiting shows): the back-off is
+// renewed (Base, or doubled up to Max) and the error kept for the
+// ImagePullBackOff message.
+func ImagePullFailed(c BackoffConfig, e ImagePullEntry, message string, now time.Time) ImagePullEntry {
+	return ImagePullEntry{BackoffEntry: c.Next(e.BackoffEntry, now), LastError: ReasonErrImagePull + ": " + message}
+}
+
+// ImagePullExpired reports whether e has expired at now (no failure for
+// 2×Max): it decides as no entry would, and may be dropped.
+func ImagePullExpired(c BackoffConfig, e ImagePullEntry, now time.Time) bool {
+	return c.expired(e.BackoffEntry, now)
+}

@@ -1,0 +1,96 @@
+package podsync
+
+import (
+	"testing"
+	"time"
+)
+
+func TestDecideImagePull(t *testing.T) {
+	c := DefaultImagePullBackoff
+	const image = "registry.example/app:1"
+	const backOff = `Back-off pulling image "registry.example/app:1"`
+	failedAt := now.Add(-3 * time.Second)
+	entry := func(d time.Duration, at time.Time, last string) ImagePullEntry {
+		return ImagePullEntry{BackoffEntry: BackoffEntry{Backoff: d, LastUpdate: at}, LastError: last}
+	}
+	for _, tc := range []struct {
+		name string
+		e    ImagePullEntry
+		now  time.Time
+		want ImagePullDecision
+	}{
+		{"never failed", ImagePullEntry{}, now, ImagePullDecision{Pull: true}},
+		{"within the back-off, with the last error", entry(10*time.Second, failedAt, "ErrImagePull: not found"), now,
+			ImagePullDecision{Message: backOff + ": ErrImagePull: not found", Until: failedAt.Add(10 * time.Second)}},
+		{"within the back-off, no error known", entry(10*time.Second, failedAt, ""), now,
+			ImagePullDecision{Message: backOff, Until: failedAt.Add(10 * time.Second)}},
+		{"the back-off just ended", entry(10*time.Second, failedAt, "ErrImagePull: x"), failedAt.Add(10 * time.Second), ImagePullDecision{Pull: true}},
+		{"a longer back-off", entry(40*time.Second, failedAt, "ErrImagePull: x"), now.Add(30 * time.Second),
+			ImagePullDecision{Message: backOff + ": ErrImagePull: x", Until: failedAt.Add(40 * time.Second)}},
+		{"expired", entry(5*time.Minute, failedAt, "ErrImagePull: x"), failedAt.Add(10*time.Minute + time.Second), ImagePullDecision{Pull: true}},
+	} {
+		if got := DecideImagePull(c, tc.e, image, tc.now); got != tc.want {
+			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The schedule: 10 s after the first failure, doubling to 5 min; a success
+// leaves the entry (upstream collects only expired ones), so a failure soon
+// after doubles on; 2×Max without a failure starts over.
+func TestImagePullBackoffSchedule(t *testing.T) {
+	c := DefaultImagePullBackoff
+	var e ImagePullEntry
+	at := now
+	var got []time.Duration
+	for range 7 {
+		if d := DecideImagePull(c, e, "img", at); !d.Pull {
+			t.Fatalf("at %v: backing off (%+v)", at, d)
+		}
+		e = ImagePullStarted(e)
+		e = ImagePullFailed(c, e, "boom", at)
+		if e.LastError != "ErrImagePull: boom" {
+			t.Fatalf("last error %q", e.LastError)
+		}
+		got = append(got, e.Backoff)
+		d := DecideImagePull(c, e, "img", at.Add(e.Backoff-time.Millisecond))
+		if d.Pull || d.Until != at.Add(e.Backoff) || d.Message != `Back-off pulling image "img": ErrImagePull: boom` {
+			t.Fatalf("just before the back-off ends: %+v", d)
+		}
+		at = at.Add(e.Backoff)
+	}
+	want := []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, 160 * time.Second, 5 * time.Minute, 5 * time.Minute}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("back-offs %v, want %v", got, want)
+		}
+	}
+
+	// A pull that starts forgets the last error.
+	if s := ImagePullStarted(e); s.LastError != "" || s.BackoffEntry != e.BackoffEntry {
+		t.Fatalf("started: %+v", s)
+	}
+	// Within 2×Max of the last failure the entry lives on.
+	if ImagePullExpired(c, e, at.Add(10*time.Minute-5*time.Minute)) {
+		t.Fatal("expired too soon")
+	}
+	later := e.LastUpdate.Add(10*time.Minute + time.Second)
+	if !ImagePullExpired(c, e, later) {
+		t.Fatal("not expired after 2×Max")
+	}
+	if e = ImagePullFailed(c, e, "again", later); e.Backoff != 10*time.Second {
+		t.Fatalf("after expiry the back-off starts over: %v", e.Backoff)
+	}
+
+	// A configured schedule (tests shorten it) is followed as given.
+	short := BackoffConfig{Base: time.Second, Max: 3 * time.Second}
+	var s ImagePullEntry
+	var ds []time.Duration
+	for i := range 4 {
+		s = ImagePullFailed(short, s, "x", now.Add(time.Duration(i)*time.Second))
+		ds = append(ds, s.Backoff)
+	}
+	if ds[0] != time.Second || ds[1] != 2*time.Second || ds[2] != 3*time.Second || ds[3] != 3*time.Second {
+		t.Fatalf("short schedule %v", ds)
+	}
+}
