@@ -40,6 +40,7 @@ func newKubeletCommand() *cobra.Command {
 		syncFrequency, statusUpdate, relist time.Duration
 		statusReport, leaseDuration, renew  time.Duration
 		backoffBase, backoffMax             time.Duration
+		pullBackoffBase, pullBackoffMax     time.Duration
 		workers                             int
 		qps                                 float32
 		burst                               int
@@ -78,7 +79,8 @@ func newKubeletCommand() *cobra.Command {
 				SyncFrequency: syncFrequency, NodeStatusUpdateFrequency: statusUpdate, NodeStatusReportFrequency: statusReport,
 				LeaseDuration: leaseDuration, NodeLeaseRenewInterval: renew, RelistPeriod: relist,
 				Backoff: podsync.BackoffConfig{Base: backoffBase, Max: backoffMax}, Workers: workers, Logger: logger,
-				Labels: map[string]string{}, Port: port, RootDir: rootDir, PodLogsDir: podLogsDir,
+				ImagePullBackoff: podsync.BackoffConfig{Base: pullBackoffBase, Max: pullBackoffMax},
+				Labels:           map[string]string{}, Port: port, RootDir: rootDir, PodLogsDir: podLogsDir,
 				ContainerGC: &containerGC,
 			}
 			for flag, pair := range map[string]struct {
@@ -222,6 +224,8 @@ func newKubeletCommand() *cobra.Command {
 	fs.DurationVar(&relist, "relist-period", kubelet.DefaultRelistPeriod, "How often the runtime is listed for container state changes.")
 	fs.DurationVar(&backoffBase, "crashloop-backoff-base", podsync.DefaultBackoff.Base, "First CrashLoopBackOff delay (doubles per restart).")
 	fs.DurationVar(&backoffMax, "crashloop-backoff-max", podsync.DefaultBackoff.Max, "Largest CrashLoopBackOff delay.")
+	fs.DurationVar(&pullBackoffBase, "image-pull-backoff-base", podsync.DefaultImagePullBackoff.Base, "First ImagePullBackOff delay after a failed image pull (doubles per failed pull of the image for the pod).")
+	fs.DurationVar(&pullBackoffMax, "image-pull-backoff-max", podsync.DefaultImagePullBackoff.Max, "Largest ImagePullBackOff delay.")
 	fs.IntVar(&workers, "pod-workers", kubelet.DefaultWorkers, "Goroutines syncing pods.")
 	fs.Float32Var(&qps, "kube-api-qps", 50, "Client QPS to the API server.")
 	fs.IntVar(&burst, "kube-api-burst", 100, "Client burst to the API server.")

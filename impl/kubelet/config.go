@@ -73,6 +73,10 @@ type Config struct {
 	RelistPeriod time.Duration
 	// Backoff is the CrashLoopBackOff schedule (10 s doubling to 5 min).
 	Backoff podsync.BackoffConfig
+	// ImagePullBackoff is the image pull back-off's schedule, per pod and
+	// image (10 s doubling to 5 min, upstream's imageBackOffPeriod and
+	// MaxImageBackOff; podsync.DecideImagePull).
+	ImagePullBackoff podsync.BackoffConfig
 	// Workers is the number of goroutines syncing pods (4).
 	Workers int
 	// RootDir holds pod directories and their volumes
@@ -171,6 +175,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Backoff.Max <= 0 {
 		c.Backoff.Max = podsync.DefaultBackoff.Max
+	}
+	if c.ImagePullBackoff.Base <= 0 {
+		c.ImagePullBackoff.Base = podsync.DefaultImagePullBackoff.Base
+	}
+	if c.ImagePullBackoff.Max <= 0 {
+		c.ImagePullBackoff.Max = podsync.DefaultImagePullBackoff.Max
 	}
 	if c.Workers <= 0 {
 		c.Workers = DefaultWorkers

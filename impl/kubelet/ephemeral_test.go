@@ -133,6 +133,12 @@ func TestEphemeralContainerImagePullFails(t *testing.T) {
 	if got.Status.Phase != v1.PodRunning || cond(got, v1.PodReady).Status != v1.ConditionTrue {
 		t.Fatalf("pod: %+v", got.Status)
 	}
+	// Until the pull's back-off ends it waits with ImagePullBackOff.
+	es = ecstatus(h.sync(p), "debugger")
+	if es == nil || es.State.Waiting == nil || es.State.Waiting.Reason != "ImagePullBackOff" ||
+		!strings.HasPrefix(es.State.Waiting.Message, `Back-off pulling image "private.example/tools:1": ErrImagePull: `) {
+		t.Fatalf("debugger in the back-off: %+v", es)
+	}
 }
 
 // Over CRI (the fake CRI server in front of the simulated runtime) an

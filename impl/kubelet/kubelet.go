@@ -3,8 +3,9 @@
 // pods bound to its node (plus a periodic full resync) and converges each
 // one with the container runtime: admission, sandbox, init containers and
 // sidecars (restartable init containers), app
-// containers, hooks, probes, restarts with CrashLoopBackOff, graceful
-// termination and the final delete. Decisions are pure (podsync,
+// containers, image pulls with upstream's ImagePullBackOff, hooks, probes,
+// restarts with CrashLoopBackOff, graceful termination and the final
+// delete. Decisions are pure (podsync,
 // status.GenerateAPIPodStatus, Admit, NodeStatus); this package does the
 // I/O around them.
 //
@@ -400,8 +401,9 @@ type podExtra struct {
 	rejection  *podsync.Terminal // admission's verdict, if rejected
 	backoff    map[string]podsync.BackoffEntry
 	waiting    map[string]podstate.Waiting
-	probes     map[string]prober.State // "<container id>/<kind>"
-	moreTokens []tokenRefresh          // projected tokens after the first
+	imagePulls map[string]podsync.ImagePullEntry // pull back-off by image
+	probes     map[string]prober.State           // "<container id>/<kind>"
+	moreTokens []tokenRefresh                    // projected tokens after the first
 }
 
 // noExtra is the empty podExtra x returns for a record without one; never
@@ -427,7 +429,7 @@ func (rec *podRecord) more() *podExtra {
 // tidy drops the extra part once all of it is empty again (a container
 // that waited has started).
 func (rec *podRecord) tidy() {
-	if x := rec.extra; x != nil && x.rejection == nil && len(x.backoff) == 0 && len(x.waiting) == 0 && len(x.probes) == 0 && len(x.moreTokens) == 0 {
+	if x := rec.extra; x != nil && x.rejection == nil && len(x.backoff) == 0 && len(x.waiting) == 0 && len(x.imagePulls) == 0 && len(x.probes) == 0 && len(x.moreTokens) == 0 {
 		rec.extra = nil
 	}
 }

@@ -29,7 +29,7 @@ const minimumGracePeriod = 2
 
 // Waiting reasons the kubelet sets on errors, as upstream.
 const (
-	reasonErrImagePull       = "ErrImagePull"
+	reasonErrImagePull       = podsync.ReasonErrImagePull
 	reasonErrImageNeverPull  = "ErrImageNeverPull"
 	reasonCreateContainerErr = "CreateContainerError"
 	reasonRunContainerErr    = "RunContainerError"
@@ -66,6 +66,11 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	}
 	now := k.clock.Now()
 	shareLastStatus(rec, pod)
+	for image, e := range rec.x().imagePulls {
+		if podsync.ImagePullExpired(k.cfg.ImagePullBackoff, e, now) {
+			delete(rec.x().imagePulls, image) // decides as no entry would
+		}
+	}
 
 	// Admission, once per pod (not for pods already finished or going away).
 	if k.admit(rec, pod) && rec.x().rejection != nil {
@@ -149,10 +154,17 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 		requeue = time.Second
 	}
 	for _, w := range rec.x().waiting {
-		if w.Reason != podsync.ReasonCrashLoopBackOff && (requeue == 0 || requeue > k.cfg.Backoff.Base) {
-			// Retry failed creations (missing ConfigMap, image pull) on
-			// the back-off base period.
-			requeue = k.cfg.Backoff.Base
+		if w.Reason == podsync.ReasonCrashLoopBackOff {
+			continue // its back-off's end is in actions.RequeueAt
+		}
+		// An image pull is retried once its back-off ends, other failed
+		// creations (a missing ConfigMap) on the back-off base period.
+		retry := k.cfg.Backoff.Base
+		if !w.Until.IsZero() {
+			retry = max(w.Until.Sub(now), time.Millisecond)
+		}
+		if requeue == 0 || requeue > retry {
+			requeue = retry
 		}
 	}
 	return requeue, execErr
@@ -506,14 +518,17 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 	event := func(eventType, reason, format string, args ...any) {
 		k.containerEvent(pod, spec.Name, s.Init, eventType, reason, format, args...)
 	}
-	fail := func(reason string, err error) error {
+	// failUntil holds the container back with reason and err's message
+	// until until (zero: unknown); fail, until unknown.
+	failUntil := func(reason string, err error, until time.Time) error {
 		x := rec.more()
 		if x.waiting == nil {
 			x.waiting = map[string]podstate.Waiting{}
 		}
-		x.waiting[key] = podstate.Waiting{Reason: reason, Message: err.Error()}
+		x.waiting[key] = podstate.Waiting{Reason: reason, Message: err.Error(), Until: until}
 		return err
 	}
+	fail := func(reason string, err error) error { return failUntil(reason, err, time.Time{}) }
 	image := &runtimeapi.ImageSpec{Image: spec.Image}
 	present, err := k.rt.ImageStatus(ctx, image)
 	if err != nil {
@@ -526,12 +541,31 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 			event(v1.EventTypeWarning, EventFailed, "Failed to pull image %q: %v", spec.Image, err)
 			return fail(reasonErrImagePull, err)
 		}
+		// After a failed pull of this image for this pod, no pull until
+		// its back-off has passed: the container waits with
+		// ImagePullBackOff, as upstream's image manager decides.
+		backoff := k.cfg.ImagePullBackoff
+		entry, failedBefore := rec.x().imagePulls[spec.Image]
+		if d := podsync.DecideImagePull(backoff, entry, spec.Image, k.clock.Now()); !d.Pull {
+			event(v1.EventTypeNormal, EventBackOff, "%s", podsync.BackOffPullingImageMessage(spec.Image))
+			event(v1.EventTypeWarning, EventFailed, "Error: %s", podsync.ReasonImagePullBackOff)
+			return failUntil(podsync.ReasonImagePullBackOff, errors.New(d.Message), d.Until)
+		}
 		event(v1.EventTypeNormal, EventPulling, "Pulling image %q", spec.Image)
 		start := k.clock.Now()
 		if _, err := k.pullImage(ctx, image, keyring); err != nil {
 			event(v1.EventTypeWarning, EventFailed, "Failed to pull image %q: %v", spec.Image, err)
 			event(v1.EventTypeWarning, EventFailed, "Error: %s", reasonErrImagePull)
-			return fail(reasonErrImagePull, err)
+			entry = podsync.ImagePullFailed(backoff, entry, err.Error(), k.clock.Now())
+			x := rec.more()
+			if x.imagePulls == nil {
+				x.imagePulls = map[string]podsync.ImagePullEntry{}
+			}
+			x.imagePulls[spec.Image] = entry
+			return failUntil(reasonErrImagePull, err, entry.LastUpdate.Add(entry.Backoff))
+		}
+		if failedBefore {
+			rec.x().imagePulls[spec.Image] = podsync.ImagePullStarted(entry)
 		}
 		took := k.clock.Since(start)
 		event(v1.EventTypeNormal, EventPulled, "Successfully pulled image %q in %v (%v including waiting)", spec.Image, took, took)

@@ -237,4 +237,8 @@ type ContainerProbes struct {
 // CreateContainerError, RunContainerError, ErrImagePull, ...).
 type Waiting struct {
 	Reason, Message string
+	// Until, when known, is when the container may be tried again (an
+	// image pull's back-off: ErrImagePull, ImagePullBackOff); the kubelet
+	// syncs the pod then. Not part of the reported status.
+	Until time.Time
 }

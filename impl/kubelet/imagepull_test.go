@@ -1,0 +1,289 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/cri"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/cri/fakecri"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
+)
+
+// flakyPulls is a runtime whose image pulls fail while failures lasts
+// (each failed pull uses one up), then go through; it counts the pulls.
+type flakyPulls struct {
+	runtime.Runtime
+	mu       sync.Mutex
+	failures int
+	pulls    int
+}
+
+func (f *flakyPulls) PullImageWithAuth(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig) (string, error) {
+	f.mu.Lock()
+	f.pulls++
+	n, fail := f.pulls, f.failures > 0
+	if fail {
+		f.failures--
+	}
+	f.mu.Unlock()
+	if fail {
+		return "", fmt.Errorf("pull image %s: registry unavailable (attempt %d)", image.GetImage(), n)
+	}
+	return f.Runtime.PullImageWithAuth(ctx, image, auth)
+}
+
+func (f *flakyPulls) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pulls
+}
+
+func (f *flakyPulls) failNext(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failures = n
+}
+
+// newFlakyPullHarness is a harness whose kubelet talks CRI (the fake CRI
+// server over gRPC) to the simulation behind flakyPulls, records events,
+// and backs image pulls off 2 s doubling to 5 s.
+func newFlakyPullHarness(t *testing.T) (*harness, *flakyPulls, *record.FakeRecorder) {
+	h := newHarness(t, nil)
+	dir := t.TempDir()
+	lis, err := net.Listen("unix", filepath.Join(dir, "cri.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flaky := &flakyPulls{Runtime: h.rt}
+	g := grpc.NewServer()
+	fakecri.New(flaky).Register(g)
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	client, err := cri.Dial(context.Background(), "unix://"+filepath.Join(dir, "cri.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	h.krt = client
+	rec := record.NewFakeRecorder(1000)
+	h.k = h.newKubelet(func(c *Config) {
+		c.PodLogsDir = filepath.Join(dir, "pods")
+		c.Recorder = rec
+		c.ImagePullBackoff.Base, c.ImagePullBackoff.Max = 2*time.Second, 5*time.Second
+	})
+	return h, flaky, rec
+}
+
+// syncHint is sync returning also when the kubelet asks to sync the pod
+// again of its own accord.
+func (h *harness) syncHint(p *v1.Pod) (*v1.Pod, time.Duration) {
+	h.t.Helper()
+	h.k.HandlePod(h.get(p))
+	hint, err := h.k.syncPod(h.ctx, p.UID)
+	if err != nil {
+		h.t.Fatalf("sync %s: %v", p.Name, err)
+	}
+	return h.get(p), hint
+}
+
+// TestImagePullBackOff: a failed pull leaves the container waiting with
+// ErrImagePull; until the back-off (2 s, then 4 s, at most 5 s here) has
+// passed the pod's syncs do not pull again but wait with ImagePullBackOff,
+// upstream's message (with the last pull's error) and a BackOff event, and
+// ask to be synced when it ends; the pull that succeeds starts the
+// container.
+func TestImagePullBackOff(t *testing.T) {
+	h, flaky, rec := newFlakyPullHarness(t)
+	const image = "registry.example/app:1"
+	flaky.failNext(3)
+	p := h.create(h.pod("flaky", func(p *v1.Pod) { p.Spec.Containers[0].Image = image }))
+
+	waiting := func(got *v1.Pod) *v1.ContainerStateWaiting {
+		t.Helper()
+		cs := cstatus(got, "app")
+		if cs.State.Waiting == nil || got.Status.Phase != v1.PodPending {
+			t.Fatalf("container not waiting: phase %s, %+v", got.Status.Phase, cs.State)
+		}
+		return cs.State.Waiting
+	}
+	// pullFails syncs the pod after its back-off: a pull that fails,
+	// ErrImagePull with the pull's error, back-off of backoff.
+	pullFails := func(attempt int, backoff time.Duration) string {
+		t.Helper()
+		got, hint := h.syncHint(p)
+		w := waiting(got)
+		if w.Reason != "ErrImagePull" || !strings.Contains(w.Message, fmt.Sprintf("registry unavailable (attempt %d)", attempt)) {
+			t.Fatalf("pull %d: waiting %+v", attempt, w)
+		}
+		if n := flaky.count(); n != attempt {
+			t.Fatalf("%d pulls, want %d", n, attempt)
+		}
+		if hint != backoff {
+			t.Fatalf("pull %d: sync again in %v, want at the end of the %v back-off", attempt, hint, backoff)
+		}
+		wantEvents(t, drain(rec),
+			`Normal Pulling Pulling image "`+image+`"`,
+			`Warning Failed Failed to pull image "`+image+`": `+w.Message,
+			"Warning Failed Error: ErrImagePull")
+		return w.Message
+	}
+	// backsOff syncs the pod within the back-off: no pull, ImagePullBackOff.
+	backsOff := func(lastErr string, left time.Duration) {
+		t.Helper()
+		before := flaky.count()
+		got, hint := h.syncHint(p)
+		w := waiting(got)
+		if want := `Back-off pulling image "` + image + `": ErrImagePull: ` + lastErr; w.Reason != "ImagePullBackOff" || w.Message != want {
+			t.Fatalf("in the back-off: waiting %+v, want ImagePullBackOff %q", w, want)
+		}
+		if n := flaky.count(); n != before {
+			t.Fatalf("pulled in the back-off (%d pulls, %d before)", n, before)
+		}
+		if hint != left {
+			t.Fatalf("in the back-off: sync again in %v, want %v (its end)", hint, left)
+		}
+		wantEvents(t, drain(rec),
+			`Normal BackOff Back-off pulling image "`+image+`"`,
+			"Warning Failed Error: ImagePullBackOff")
+	}
+
+	msg := pullFails(1, 2*time.Second)
+	backsOff(msg, 2*time.Second)
+	h.step(1500 * time.Millisecond)
+	backsOff(msg, 500*time.Millisecond)
+	h.step(500 * time.Millisecond)
+	msg = pullFails(2, 4*time.Second)
+	h.step(4*time.Second - time.Millisecond)
+	backsOff(msg, time.Millisecond)
+	h.step(time.Millisecond)
+	msg = pullFails(3, 5*time.Second) // at most Max
+	h.step(time.Second)
+	backsOff(msg, 4*time.Second)
+
+	// Another pod pulling the same image has a back-off of its own.
+	other := h.create(h.pod("other", func(p *v1.Pod) { p.Spec.Containers[0].Image = image }))
+	if cs := cstatus(h.sync(other), "app"); cs.State.Running == nil || flaky.count() != 4 {
+		t.Fatalf("other pod: %+v after %d pulls", cs.State, flaky.count())
+	}
+	drain(rec)
+	// The image is present now: this pod's IfNotPresent container starts
+	// without a pull, back-off or not.
+	got, _ := h.syncHint(p)
+	if cs := cstatus(got, "app"); cs.State.Running == nil || got.Status.Phase != v1.PodRunning || flaky.count() != 4 {
+		t.Fatalf("after the image arrived: phase %s %+v, %d pulls", got.Status.Phase, cs.State, flaky.count())
+	}
+	wantEvents(t, drain(rec), `Normal Pulled Container image "`+image+`" already present on machine`, "Normal Started Started container app")
+}
+
+// TestImagePullBackOffAlways: a container with imagePullPolicy Always is
+// held back by the back-off as any other, and pulls at every start once
+// its pulls go through again.
+func TestImagePullBackOffAlways(t *testing.T) {
+	h, flaky, rec := newFlakyPullHarness(t)
+	const image = "registry.example/app:latest" // Always, by default
+	flaky.failNext(1)
+	p := h.create(h.pod("always", func(p *v1.Pod) {
+		p.Spec.Containers[0].Image = image
+		p.Annotations[sim.AnnotationCrashAfter] = "30s"
+	}))
+	got, hint := h.syncHint(p)
+	if w := cstatus(got, "app").State.Waiting; w == nil || w.Reason != "ErrImagePull" || hint != 2*time.Second {
+		t.Fatalf("first pull: %+v, sync again in %v", w, hint)
+	}
+	got, _ = h.syncHint(p)
+	if w := cstatus(got, "app").State.Waiting; w == nil || w.Reason != "ImagePullBackOff" || flaky.count() != 1 {
+		t.Fatalf("in the back-off: %+v after %d pulls", w, flaky.count())
+	}
+	h.step(2 * time.Second)
+	got, _ = h.syncHint(p)
+	if cs := cstatus(got, "app"); cs.State.Running == nil || flaky.count() != 2 {
+		t.Fatalf("after the back-off: %+v after %d pulls", cs.State, flaky.count())
+	}
+	drain(rec)
+	// It crashes and is restarted at once (its first restart): pulled again,
+	// with no back-off left over from the failure before.
+	h.step(30 * time.Second)
+	got, _ = h.syncHint(p)
+	if cs := cstatus(got, "app"); cs.State.Running == nil || cs.RestartCount != 1 || flaky.count() != 3 {
+		t.Fatalf("after the restart: %+v after %d pulls", cs, flaky.count())
+	}
+	wantEvents(t, drain(rec), `Normal Pulling Pulling image "`+image+`"`, `Normal Pulled Successfully pulled image "`+image+`" in 0s (0s including waiting)`)
+}
+
+// TestImagePullBackOffRetriedAtItsEnd: under Run, a pod whose image pull
+// backs off is synced again when the back-off ends, not only at the next
+// full resync (an hour here, as are the relist and the back-off base other
+// waiting containers are retried on).
+func TestImagePullBackOffRetriedAtItsEnd(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	client := fake.NewClientset()
+	rt, err := sim.New(sim.Config{Clock: clk, PodCIDR: "10.244.1.0/24"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flaky := &flakyPulls{Runtime: rt}
+	flaky.failNext(1)
+	k, err := New(context.Background(), client, Config{
+		NodeName: "n1", Clock: clk, SyncFrequency: time.Hour, RelistPeriod: time.Hour,
+		Backoff:          podsync.BackoffConfig{Base: time.Hour, Max: time.Hour},
+		ImagePullBackoff: podsync.BackoffConfig{Base: 2 * time.Second, Max: 5 * time.Second},
+	}, flaky)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- k.Run(ctx) }()
+	defer func() {
+		k.Stop()
+		if err := <-runErr; err != nil {
+			t.Error(err)
+		}
+	}()
+
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "uid-p"},
+		Spec: v1.PodSpec{NodeName: "n1", RestartPolicy: v1.RestartPolicyAlways, Containers: []v1.Container{{Name: "c", Image: "registry.example/app:1"}}}}
+	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	state := func() (v1.PodPhase, *v1.ContainerStateWaiting) {
+		p, err := client.CoreV1().Pods("default").Get(ctx, "p", metav1.GetOptions{})
+		if err != nil || len(p.Status.ContainerStatuses) == 0 {
+			return "", nil
+		}
+		return p.Status.Phase, p.Status.ContainerStatuses[0].State.Waiting
+	}
+	eventually(t, "ImagePullBackOff after the failed pull", func() bool {
+		_, w := state()
+		return w != nil && w.Reason == "ImagePullBackOff"
+	})
+	if n := flaky.count(); n != 1 {
+		t.Fatalf("%d pulls before the back-off ended", n)
+	}
+	// Time passes (in small steps, whenever the worker's timer is set).
+	eventually(t, "the pod running after the back-off", func() bool {
+		clk.Step(100 * time.Millisecond)
+		phase, _ := state()
+		return phase == v1.PodRunning
+	})
+	if n := flaky.count(); n != 2 {
+		t.Fatalf("%d pulls, want 2", n)
+	}
+}
