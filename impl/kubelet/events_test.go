@@ -60,7 +60,7 @@ func TestEvents(t *testing.T) {
 	t.Run("never pull", func(t *testing.T) {
 		h, rec := eventHarness(t)
 		h.sync(h.create(h.pod("np", func(p *v1.Pod) { p.Spec.Containers[0].ImagePullPolicy = v1.PullNever })))
-		wantEvents(t, drain(rec), `Warning ErrImageNeverPull Container image "nginx:1.27" is not present with pull policy of Never`)
+		wantEvents(t, drain(rec), `Warning ErrImageNeverPull Container image "nginx:1.27" is not present with pull policy of Never`, "Warning Failed Error: ErrImageNeverPull")
 	})
 	t.Run("crash loop", func(t *testing.T) {
 		h, rec := eventHarness(t)

@@ -576,6 +576,7 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 		if present == "" {
 			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", spec.Image)
 			event(v1.EventTypeWarning, EventErrImageNeverPull, "%s", msg)
+			event(v1.EventTypeWarning, EventFailed, "Error: %s", reasonErrImageNeverPull) // as upstream's for any image error
 			return fail(reasonErrImageNeverPull, errors.New(msg))
 		}
 		event(v1.EventTypeNormal, EventPulled, "Container image %q already present on machine", spec.Image)
