@@ -96,10 +96,9 @@ type Request struct {
 	// its additional latency, longer when its final seats were more than
 	// its level's limit (set when it is dispatched).
 	linger time.Duration
-	queue  int // index in level.queues while queued or executing; -1 for none
-	// gen is the level's queue generation the queue index belongs to (a
-	// reconfiguration that changes the number of queues starts a new one).
-	gen   int
+	// queue is the one it waits in or came through (nil: none); it may
+	// have been dropped from its level since (see dropSurplusQueue).
+	queue *queue
 	state requestState
 	// wake is closed by the Controller when the request is dispatched
 	// from its queue; the Dispatcher never touches it.
@@ -127,7 +126,6 @@ type level struct {
 	quiescing bool
 	// gone: removed from the Dispatcher (it was idle).
 	gone bool
-	gen  int // queue generation (see Request.gen)
 	// nominal is the level's nominal concurrency limit in seats; it may
 	// lend lendable of them to other levels and borrow borrowable more
 	// (see borrowing.go); current is what it may use now.
@@ -135,12 +133,16 @@ type level struct {
 	current                       int
 	fresh                         bool // current not set yet
 	handSize, queueLengthLimit    int
-	queues                        []queue
-	inUse                         int // seats of executing and lingering requests
-	executing                     int // requests executing (lingering ones not counted)
-	waiting                       int // requests in the queues
-	waitingSeats                  int // the seats they will take
-	enqueues                      int // queue choices made (see chooseQueue)
+	// queues: numQueues are configured (0: the level does not queue);
+	// there are more while surplus ones wait to go empty (see
+	// dropSurplusQueue).
+	queues       []*queue
+	numQueues    int
+	inUse        int // seats of executing and lingering requests
+	executing    int // requests executing (lingering ones not counted)
+	waiting      int // requests in the queues
+	waitingSeats int // the seats they will take
+	enqueues     int // queue choices made (see chooseQueue)
 	fairState
 	// Seat demand: integrated since the last adjustment, and its
 	// statistics and the target they gave.
@@ -288,9 +290,10 @@ func shares(p *flowcontrolv1.PriorityLevelConfiguration) int32 {
 // Reconfigure makes plcs the Dispatcher's levels and returns the queued
 // requests the new seats let start. A level that keeps its name keeps its
 // executing and queued requests: they count against, and are dispatched
-// under, its new limits (when its number of queues changes, the waiting
-// requests are dealt again into the new queues; a level that now rejects
-// still dispatches what it had queued). A level no longer configured
+// under, its new limits (given more queues, it adds them; given fewer,
+// it deals new requests into the first ones and drops the others as they
+// go empty; a level that now rejects still dispatches what it had
+// queued). A level no longer configured
 // admits nothing new but goes on dispatching and counting its requests,
 // with the shares it had, until it is idle; then it is removed. Either
 // every level is applied or, on error, none.
@@ -359,24 +362,17 @@ func (d *Dispatcher) sync(now time.Time) {
 func (d *Dispatcher) apply(l *level, ls levelSpec) {
 	l.exempt, l.reject, l.quiescing = ls.exempt, ls.reject, false
 	l.shares, l.lendablePercent, l.borrowingLimitPercent = ls.shares, ls.lendablePercent, ls.borrowingLimitPercent
+	// As kube-apiserver's queue sets: more queues are added at once, the
+	// requests staying in theirs; surplus ones go as they go empty
+	// (dropSurplusQueue); without queuing, what is queued drains from
+	// the queues it is in.
+	l.numQueues = ls.queues
 	if ls.queues == 0 {
-		return // no queuing: what is queued drains from the queues it is in
-	}
-	l.handSize, l.queueLengthLimit = ls.handSize, ls.qlLimit
-	if ls.queues == len(l.queues) {
 		return
 	}
-	var waiting []*Request
-	for _, q := range l.queues {
-		waiting = append(waiting, q.waiting...)
-	}
-	l.queues = make([]queue, ls.queues)
-	l.gen++
-	// The requests executing from the old queues are in none of the new
-	// ones; the waiting ones are dealt again, keeping their arrival.
-	l.waiting, l.waitingSeats, l.robin, l.active, l.seatsRequested = 0, 0, 0, 0, 0
-	for _, r := range waiting {
-		l.enqueue(d.chooseQueue(l, r.hash), r)
+	l.handSize, l.queueLengthLimit = ls.handSize, ls.qlLimit
+	for len(l.queues) < ls.queues {
+		l.queues = append(l.queues, &queue{})
 	}
 }
 
@@ -461,7 +457,7 @@ func (d *Dispatcher) NewRequest(levelName string, hash uint64, work WorkEstimate
 	if !ok {
 		return nil, fmt.Errorf("flowcontrol: no priority level %q", levelName)
 	}
-	return &Request{level: l, hash: hash, work: work, queue: -1}, nil
+	return &Request{level: l, hash: hash, work: work}, nil
 }
 
 // Seats are the seats r holds while it executes and lingers (0 before it
@@ -490,7 +486,7 @@ func (d *Dispatcher) newRequestAt(l *level, hash uint64, work WorkEstimate) (*Re
 	if l == nil || !l.admits() {
 		return nil, false
 	}
-	return &Request{level: l, hash: hash, work: work, queue: -1}, true
+	return &Request{level: l, hash: hash, work: work}, true
 }
 
 // Arrive admits r at now, as kube-apiserver's queue sets: at an exempt
@@ -520,7 +516,7 @@ func (d *Dispatcher) Arrive(r *Request, now time.Time) (Outcome, RejectReason, [
 	}
 	l.estimateWork(r)
 	r.arrivalR = l.vt
-	if l.reject || len(l.queues) == 0 {
+	if l.reject || l.numQueues == 0 {
 		if d.canDispatch(l, r.want, false) {
 			d.start(r, now, false)
 			return Executing, "", nil
@@ -593,6 +589,7 @@ func (d *Dispatcher) release(r *Request, now time.Time) []*Request {
 	l := r.level
 	l.inUse -= r.seats
 	l.releaseInQueue(r)
+	l.dropSurplusQueue(r.queue)
 	return d.dispatchAt(l, now)
 }
 
@@ -611,8 +608,8 @@ func (d *Dispatcher) Leave(r *Request, now time.Time) (bool, []*Request) {
 	}
 	l := r.level
 	l.sync(now)
-	l.unqueue(r.queue, slices.Index(l.queues[r.queue].waiting, r))
-	r.state, r.queue = stateDone, -1
+	l.unqueue(r.queue, slices.Index(r.queue.waiting, r))
+	r.state = stateDone
 	if d.reap(now) {
 		return true, d.dispatchLevels(now, nil)
 	}
@@ -703,7 +700,7 @@ func (d *Dispatcher) dispatchLevel(l *level, now time.Time, out []*Request, self
 		if !d.canDispatch(l, l.queues[qi].waiting[0].want, true) {
 			break
 		}
-		r := l.unqueue(qi, 0)
+		r := l.unqueue(l.queues[qi], 0)
 		l.robin = qi
 		d.start(r, now, true)
 		if r != self {

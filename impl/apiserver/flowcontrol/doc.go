@@ -18,7 +18,11 @@
 //     (a FlowSchema whose level is missing is dangling and ignored; a
 //     missing mandatory object is imagined) and Controller.Reconfigure
 //     applies it while requests run: a level keeping its name keeps its
-//     queued and executing requests under its new limits; a removed level
+//     queued and executing requests under its new limits (given more
+//     queues it adds them, its requests staying in theirs; given fewer it
+//     deals new requests into the first ones and drops a surplus queue
+//     when a request of it gives its seats back and leaves it empty, as
+//     kube-apiserver's queue sets); a removed level
 //     admits nothing new, dispatches what it queued and goes once idle;
 //     a request classified just before its level went goes to catch-all.
 //   - Work estimation (workestimate.go), as kube-apiserver's: a list
@@ -143,10 +147,6 @@
 //     count, where kube-apiserver keeps each key's last seen size (the
 //     same number once every key has been seen); a watch asks for
 //     initial events only with sendInitialEvents.
-//   - A level whose number of queues changes deals its waiting requests
-//     into the new queues at once (keeping their virtual arrival);
-//     kube-apiserver adds queues at once and removes surplus ones as
-//     they go empty.
 //
 // The decisions are pure: Dispatcher (levels, seats, queues) has no
 // clock, lock or goroutine, and matching and shuffle sharding are

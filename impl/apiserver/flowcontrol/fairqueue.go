@@ -1,6 +1,9 @@
 package flowcontrol
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Fair queuing inside a priority level, by virtual time, as kube-apiserver's
 // queue sets do it (KEP 1040's "fair queuing for server requests"):
@@ -35,6 +38,10 @@ const estimatedServiceDuration = 3 * time.Millisecond
 
 // queue is one of a level's fair queues.
 type queue struct {
+	// dropped: no longer one of its level's queues (see
+	// dropSurplusQueue); requests lingering from it still give their
+	// seats back to it.
+	dropped   bool
 	waiting   []*Request // oldest first
 	executing int        // requests dispatched from it, still executing
 	// seatsInUse: seats of its requests executing or lingering;
@@ -104,10 +111,9 @@ func (l *level) estimateWork(r *Request) {
 	}
 }
 
-// enqueue puts r at the end of queue qi (r.arrivalR is set: Arrive sets
-// it, a request dealt again keeps it).
+// enqueue puts r at the end of queue qi (r.arrivalR is set).
 func (l *level) enqueue(qi int, r *Request) {
-	q := &l.queues[qi]
+	q := l.queues[qi]
 	was := q.active()
 	if !was {
 		q.nextR = l.vt
@@ -118,7 +124,7 @@ func (l *level) enqueue(qi int, r *Request) {
 	l.seatsRequested += r.want
 	l.waitingSeats += r.want
 	l.waiting++
-	r.queue, r.gen, r.state = qi, l.gen, stateQueued
+	r.queue, r.state = q, stateQueued
 	l.settle(q, was)
 	l.bound(q)
 }
@@ -126,15 +132,15 @@ func (l *level) enqueue(qi int, r *Request) {
 // passThrough makes queue qi r's, for a request that is dispatched as
 // it arrives: as if it joined the (empty) line and left it at once.
 func (l *level) passThrough(qi int, r *Request) {
-	if q := &l.queues[qi]; !q.active() {
+	q := l.queues[qi]
+	if !q.active() {
 		q.nextR = l.vt
 	}
-	r.queue, r.gen = qi, l.gen
+	r.queue = q
 }
 
-// unqueue takes the i-th waiting request out of queue qi.
-func (l *level) unqueue(qi, i int) *Request {
-	q := &l.queues[qi]
+// unqueue takes the i-th waiting request out of q.
+func (l *level) unqueue(q *queue, i int) *Request {
 	was := q.active()
 	r := q.waiting[i]
 	copy(q.waiting[i:], q.waiting[i+1:])
@@ -167,10 +173,10 @@ func (l *level) bound(q *queue) {
 // startInQueue counts r, just dispatched holding r.seats, as executing in
 // its queue, whose next start moves on by r's estimated work.
 func (l *level) startInQueue(r *Request) {
-	if r.queue < 0 || r.gen != l.gen {
+	q := r.queue
+	if q == nil {
 		return
 	}
-	q := &l.queues[r.queue]
 	was := q.active()
 	q.executing++
 	q.seatsInUse += r.seats
@@ -182,10 +188,10 @@ func (l *level) startInQueue(r *Request) {
 // endInQueue counts r as no longer executing in its queue, correcting the
 // queue's next start by what r's execution really took.
 func (l *level) endInQueue(r *Request, now time.Time) {
-	if r.queue < 0 || r.gen != l.gen {
+	q := r.queue
+	if q == nil {
 		return
 	}
-	q := &l.queues[r.queue]
 	was := q.active()
 	q.executing--
 	took := now.Sub(r.started)
@@ -196,11 +202,32 @@ func (l *level) endInQueue(r *Request, now time.Time) {
 
 // releaseInQueue gives back r's seats in its queue.
 func (l *level) releaseInQueue(r *Request) {
-	if r.queue < 0 || r.gen != l.gen {
+	q := r.queue
+	if q == nil {
 		return
 	}
-	l.queues[r.queue].seatsInUse -= r.seats
-	l.seatsRequested -= r.seats
+	q.seatsInUse -= r.seats
+	if !q.dropped {
+		l.seatsRequested -= r.seats
+	}
+}
+
+// dropSurplusQueue drops q, whose request just gave its seats back, if
+// l has more queues than configured and q has no request waiting or
+// executing, as kube-apiserver's queue sets shrink: the queues after it
+// move up one place (the robin follows), and seats still lingering from
+// it no longer count for l's virtual clock.
+func (l *level) dropSurplusQueue(q *queue) {
+	if q == nil || q.dropped || len(l.queues) <= l.numQueues || q.active() {
+		return
+	}
+	i := slices.Index(l.queues, q)
+	l.queues = slices.Delete(l.queues, i, i+1)
+	q.dropped = true
+	l.seatsRequested -= q.seatsInUse
+	if l.robin >= i {
+		l.robin--
+	}
 }
 
 // fairest is the queue whose oldest request l dispatches next: the
@@ -211,7 +238,7 @@ func (l *level) fairest() int {
 	best, bestFinish := -1, 0.0
 	for i := 1; i <= n; i++ {
 		qi := (l.robin + i) % n
-		q := &l.queues[qi]
+		q := l.queues[qi]
 		if len(q.waiting) == 0 {
 			continue
 		}
@@ -230,7 +257,7 @@ func (l *level) fairest() int {
 // in the hand that moves on with every choice (so that ties do not always
 // go to the same queue), as kube-apiserver does.
 func (d *Dispatcher) chooseQueue(l *level, hash uint64) int {
-	d.scratch = deal(hash, len(l.queues), l.handSize, d.scratch[:0])
+	d.scratch = deal(hash, l.numQueues, l.handSize, d.scratch[:0])
 	hand := len(d.scratch)
 	offset := l.enqueues % hand
 	l.enqueues++

@@ -237,8 +237,8 @@ func (p *propRun) arrive() {
 	leastWork := math.Inf(1)
 	workBefore := map[int]float64{} // of the hand's queues
 	fullInHand := false
-	if len(l.queues) > 0 {
-		hand = deal(hash, len(l.queues), l.handSize, nil)
+	if l.numQueues > 0 {
+		hand = deal(hash, l.numQueues, l.handSize, nil)
 		for _, qi := range hand {
 			workBefore[qi] = l.queues[qi].waitingWork
 			leastWork = min(leastWork, l.queues[qi].waitingWork)
@@ -269,16 +269,17 @@ func (p *propRun) arrive() {
 		if l.exempt || l.reject {
 			rt.Fatalf("level %s queued a request", name)
 		}
-		if !slices.Contains(hand, r.queue) {
-			rt.Fatalf("level %s: flow %d queued on queue %d, outside its hand %v", name, flow, r.queue, hand)
+		qi := queueIndex(l, r)
+		if !slices.Contains(hand, qi) {
+			rt.Fatalf("level %s: flow %d queued on queue %d, outside its hand %v", name, flow, qi, hand)
 		}
-		if w := workBefore[r.queue]; math.Abs(w-leastWork) > 1e-9 {
-			rt.Fatalf("level %s: flow %d joined queue %d with %.3f work waiting; its hand %v had one with %.3f", name, flow, r.queue, w, hand, leastWork)
+		if w := workBefore[qi]; math.Abs(w-leastWork) > 1e-9 {
+			rt.Fatalf("level %s: flow %d joined queue %d with %.3f work waiting; its hand %v had one with %.3f", name, flow, qi, w, hand, leastWork)
 		}
 		if waiting == 0 && fitsQueued {
 			rt.Fatalf("level %s: a request that fits (%d of %d seats in use, width %d) was queued with nothing waiting", name, inUse, l.current, width)
 		}
-		pr.state, pr.queue = propQueued, r.queue
+		pr.state, pr.queue = propQueued, qi
 	case Rejected:
 		switch {
 		case l.exempt:
@@ -443,7 +444,7 @@ func (p *propRun) check() {
 			inUse -= r.r.seats
 			executing--
 		}
-		queues := len(l.queues) > 0 && !l.reject
+		queues := l.numQueues > 0 && !l.reject
 		for _, r := range starts {
 			if want := modelSeats(l, r.r.work, queues); r.r.seats != want {
 				rt.Fatalf("level %s (limit %d): a request of %+v holds %d seats, want %d", l.name, l.current, r.r.work, r.r.seats, want)
@@ -480,7 +481,7 @@ func (p *propRun) check() {
 		}
 		p.lastVT[l] = l.vt
 		for qi := range l.queues {
-			if q := &l.queues[qi]; len(q.waiting) > 0 && q.nextR < q.waiting[0].arrivalR-1e-9 {
+			if q := l.queues[qi]; len(q.waiting) > 0 && q.nextR < q.waiting[0].arrivalR-1e-9 {
 				rt.Fatalf("level %s queue %d: next start %g before its oldest request's arrival %g", l.name, qi, q.nextR, q.waiting[0].arrivalR)
 			}
 		}
@@ -513,7 +514,7 @@ func fairestHead(l *level) *Request {
 	var best *Request
 	bestFinish := math.Inf(1)
 	for i := range len(l.queues) {
-		q := &l.queues[(l.robin+1+i)%len(l.queues)]
+		q := l.queues[(l.robin+1+i)%len(l.queues)]
 		if len(q.waiting) == 0 {
 			continue
 		}

@@ -12,15 +12,19 @@ import (
 
 // TestDispatcherProperties drives two levels that lend half their seats
 // with random arrivals (flows, widths, final seats), finishes, linger
-// ends, departures, borrowing adjustments and clock steps, and checks
+// ends, departures, borrowing adjustments, changes of a level's number of
+// queues and clock steps, and checks
 // after every step that no seat is over-allocated and the books add up;
 // at the end, finishing everything dispatches every request still queued.
 func TestDispatcherProperties(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		d, err := NewDispatcher([]*flowcontrolv1.PriorityLevelConfiguration{
-			limitedLevel("a", 1, 50, queuing(8, 2, 4)),
-			limitedLevel("b", 1, 50, queuing(4, 1, 2)),
-		}, 6)
+		levels := func(queues int32) []*flowcontrolv1.PriorityLevelConfiguration {
+			return []*flowcontrolv1.PriorityLevelConfiguration{
+				limitedLevel("a", 1, 50, queuing(queues, min(queues, 2), 4)),
+				limitedLevel("b", 1, 50, queuing(4, 1, 2)),
+			}
+		}
+		d, err := NewDispatcher(levels(8), 6)
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -49,7 +53,7 @@ func TestDispatcherProperties(t *testing.T) {
 		steps := rapid.IntRange(1, 200).Draw(rt, "steps")
 		for range steps {
 			now = now.Add(time.Duration(rapid.IntRange(0, 2000).Draw(rt, "ms")) * time.Millisecond)
-			switch op := rapid.IntRange(0, 5).Draw(rt, "op"); {
+			switch op := rapid.IntRange(0, 6).Draw(rt, "op"); {
 			case op <= 1:
 				work := WorkEstimate{InitialSeats: rapid.IntRange(0, 4).Draw(rt, "initial")}
 				if rapid.Bool().Draw(rt, "final") {
@@ -87,6 +91,12 @@ func TestDispatcherProperties(t *testing.T) {
 				collect(woken)
 			case op == 5:
 				collect(d.AdjustBorrowing(now))
+			case op == 6:
+				woken, err := d.Reconfigure(levels(int32(rapid.IntRange(1, 8).Draw(rt, "queues"))), now)
+				if err != nil {
+					rt.Fatal(err)
+				}
+				collect(woken)
 			}
 			checkBooks(rt, d, executing, lingering, queued, started)
 			clear(started)
@@ -116,7 +126,9 @@ func TestDispatcherProperties(t *testing.T) {
 // unless that request alone executes (one wider than the limit starts
 // once nothing of its level executes, lingering seats aside); the current
 // limits share out the nominal ones, each within its bounds; the queues'
-// counts match the requests in them.
+// counts match the requests in them, and a level has at least the queues
+// configured, none dropped, and those its requests wait in or execute
+// from.
 func checkBooks(rt *rapid.T, d *Dispatcher, executing, lingering, queued []*Request, started map[*level]bool) {
 	held := map[*level]int{}
 	holders := map[*level]int{}
@@ -126,9 +138,15 @@ func checkBooks(rt *rapid.T, d *Dispatcher, executing, lingering, queued []*Requ
 	}
 	for _, r := range executing {
 		holders[r.level]++
+		if r.queue != nil && !slices.Contains(r.level.queues, r.queue) {
+			rt.Fatalf("level %s: a request executes from a queue it no longer has", r.level.name)
+		}
 	}
 	for _, r := range queued {
 		waiting[r.level]++
+		if !slices.Contains(r.level.queues, r.queue) {
+			rt.Fatalf("level %s: a request waits in a queue it no longer has", r.level.name)
+		}
 	}
 	currentSum := 0
 	for _, l := range d.levels {
@@ -147,9 +165,15 @@ func checkBooks(rt *rapid.T, d *Dispatcher, executing, lingering, queued []*Requ
 		if l.waiting != waiting[l] {
 			rt.Fatalf("level %s: %d waiting, %d queued", l.name, l.waiting, waiting[l])
 		}
+		if len(l.queues) < l.numQueues {
+			rt.Fatalf("level %s: %d queues, %d configured", l.name, len(l.queues), l.numQueues)
+		}
 		active, requested, inQueues, waitingSeats := 0, 0, 0, 0
 		for i := range l.queues {
-			q := &l.queues[i]
+			q := l.queues[i]
+			if q.dropped {
+				rt.Fatalf("level %s: queue %d is dropped", l.name, i)
+			}
 			if q.active() {
 				active++
 			}

@@ -3,7 +3,9 @@ package flowcontrol
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,8 +16,8 @@ import (
 )
 
 // TestReconfigureKeepsRequests: a level that stays keeps its executing
-// and queued requests under its new limits; its waiting requests are dealt
-// again when its number of queues changes; more seats dispatch at once.
+// and queued requests under its new limits, when its number of queues
+// changes too (see TestQueuesChangeLazily); more seats dispatch at once.
 func TestReconfigureKeepsRequests(t *testing.T) {
 	d := mustDispatcher(t, []*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("q", 1, 0, queuing(4, 2, 10))}, 1)
 	held, _, _ := arrive(t, d, "q", "a")
@@ -33,10 +35,8 @@ func TestReconfigureKeepsRequests(t *testing.T) {
 		t.Fatalf("reconfigure: %v woken %d", err, len(woken))
 	}
 	if s := d.State("q"); s.InUse != 1 || s.Waiting != 3 {
-		t.Fatalf("after requeue: %+v", s)
+		t.Fatalf("after adding queues: %+v", s)
 	}
-	// The executing request's queue belonged to the old queues: finishing
-	// it must not touch the new ones.
 	if got := d.Finish(held, t0); len(got) != 1 {
 		t.Fatalf("finish dispatched %d, want 1", len(got))
 	}
@@ -319,5 +319,84 @@ func TestReapShowsTheNewLimitsAtOnce(t *testing.T) {
 	}
 	if v, ok := nominal("tiny"); ok {
 		t.Errorf("tiny's nominal limit still shown (%v) once it is gone", v)
+	}
+}
+
+// queueIndex is the index in l.queues of the queue r is in (or came
+// through).
+func queueIndex(l *level, r *Request) int { return slices.Index(l.queues, r.queue) }
+
+// TestQueuesChangeLazily: as kube-apiserver's queue sets, a level given
+// more queues adds them at once and its waiting requests stay where they
+// are; given fewer, it deals new requests into the first ones only and
+// drops a surplus queue when a request of it gives its seats back and
+// leaves it empty, until it has as many as configured.
+func TestQueuesChangeLazily(t *testing.T) {
+	d := mustDispatcher(t, []*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("q", 1, 0, queuing(4, 1, 10))}, 1)
+	l := d.byName["q"]
+	held, _, _ := arrive(t, d, "q", "held")
+	at := map[*Request]int{}
+	moved := false // the deal of one of the flows differs between 4 and 8 queues
+	for i := range 8 {
+		r, o, _ := arrive(t, d, "q", fmt.Sprint("f", i))
+		if o != Queued {
+			t.Fatalf("flow f%d: %v, want queued", i, o)
+		}
+		at[r] = queueIndex(l, r)
+		moved = moved || deal(r.hash, 8, 1, nil)[0] != at[r]
+	}
+	if !moved {
+		t.Fatal("no flow is dealt another queue of 8 than of 4: the test proves nothing")
+	}
+	if _, err := d.Reconfigure([]*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("q", 1, 0, queuing(8, 1, 10))}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.queues) != 8 {
+		t.Fatalf("%d queues after going to 8, want 8", len(l.queues))
+	}
+	for r, i := range at {
+		if got := queueIndex(l, r); got != i {
+			t.Errorf("a waiting request moved from queue %d to %d when queues were added", i, got)
+		}
+	}
+	// Down to 2: nothing is dropped yet, new requests go to queues 0 or 1.
+	if _, err := d.Reconfigure([]*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("q", 1, 0, queuing(2, 1, 10))}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.queues) != 8 {
+		t.Fatalf("%d queues right after going to 2, want the 8 still (dropped as they go empty)", len(l.queues))
+	}
+	for i := range 8 {
+		r, o, _ := arrive(t, d, "q", fmt.Sprint("g", i))
+		if i := queueIndex(l, r); o != Queued || i > 1 {
+			t.Fatalf("flow g%d: %v in queue %d, want queued in queue 0 or 1", i, o, i)
+		}
+	}
+	// Finishing what runs, one at a time, drains the level; more traffic
+	// then takes the queues down to 2.
+	now := t0
+	running := []*Request{held}
+	for len(running) > 0 {
+		r := running[0]
+		running = running[1:]
+		now = now.Add(time.Millisecond)
+		running = append(running, d.Finish(r, now)...)
+	}
+	if s := d.State("q"); s.InUse != 0 || s.Waiting != 0 || l.active != 0 || l.seatsRequested != 0 {
+		t.Fatalf("after the drain: %+v, %d active queues, %d seats requested", s, l.active, l.seatsRequested)
+	}
+	if n := len(l.queues); n >= 8 || n < 2 {
+		t.Fatalf("%d queues after the drain, want fewer than 8 and at least 2", n)
+	}
+	for i := 0; len(l.queues) > 2; i++ {
+		if i == 1000 {
+			t.Fatalf("%d queues after 1000 more requests, want 2", len(l.queues))
+		}
+		r, o, _ := arrive(t, d, "q", fmt.Sprint("h", i))
+		if o != Executing {
+			t.Fatalf("h%d: %v on an idle level", i, o)
+		}
+		now = now.Add(time.Millisecond)
+		d.Finish(r, now)
 	}
 }
