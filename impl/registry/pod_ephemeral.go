@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -57,10 +58,10 @@ func validateEphemeralContainers(s *corev1.PodSpec, volumes map[string]corev1.Vo
 		ec := &s.EphemeralContainers[i]
 		p := path.Index(i)
 		errs = append(errs, validateContainerName(ec.Name, names, p.Child("name"))...)
-		errs = append(errs, forbiddenEphemeralFields(&ec.EphemeralContainerCommon, p)...)
-		// The common container checks, without the fields forbidden above
-		// (which would be reported twice).
-		c := allowedEphemeralFields(&ec.EphemeralContainerCommon)
+		// The common container checks, without the forbidden fields
+		// (reported once, as forbidden).
+		c, forbidden := splitEphemeralFields(&ec.EphemeralContainerCommon, p)
+		errs = append(errs, forbidden...)
 		errs = append(errs, validateContainer(&c, volumes, p, false)...)
 		if ec.TargetContainerName != "" && !targets.Has(ec.TargetContainerName) {
 			errs = append(errs, field.NotFound(p.Child("targetContainerName"), ec.TargetContainerName))
@@ -79,34 +80,54 @@ func validateEphemeralContainers(s *corev1.PodSpec, volumes map[string]corev1.Vo
 	return errs
 }
 
-// forbiddenEphemeralFields reports every set field outside
-// ephemeralContainerFields, by its JSON name.
-func forbiddenEphemeralFields(c *corev1.EphemeralContainerCommon, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	v := reflect.ValueOf(c).Elem()
-	t := v.Type()
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if ephemeralContainerFields.Has(f.Name) || v.Field(i).IsZero() {
-			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		errs = append(errs, field.Forbidden(path.Child(name), notForEphemeral))
-	}
-	return errs
+// ephemeralField is one field of EphemeralContainerCommon: its index, and
+// for an allowed field the index of the same field in Container, else its
+// JSON name (what a Forbidden error names).
+type ephemeralField struct {
+	src, dst int // dst is -1 for a forbidden field
+	name     string
 }
 
-// allowedEphemeralFields is c as a Container with only the allowed fields.
-func allowedEphemeralFields(c *corev1.EphemeralContainerCommon) corev1.Container {
+// ephemeralFieldTable is every field of EphemeralContainerCommon, in order,
+// looked up once.
+var ephemeralFieldTable = sync.OnceValue(func() []ephemeralField {
+	src := reflect.TypeFor[corev1.EphemeralContainerCommon]()
+	dst := reflect.TypeFor[corev1.Container]()
+	table := make([]ephemeralField, src.NumField())
+	for i := range table {
+		f := src.Field(i)
+		table[i] = ephemeralField{src: i, dst: -1}
+		if ephemeralContainerFields.Has(f.Name) {
+			d, ok := dst.FieldByName(f.Name)
+			if !ok || d.Type != f.Type {
+				panic(fmt.Sprintf("ephemeral container field %s is not a Container field of the same type", f.Name))
+			}
+			table[i].dst = d.Index[0]
+			continue
+		}
+		table[i].name, _, _ = strings.Cut(f.Tag.Get("json"), ",")
+	}
+	return table
+})
+
+// splitEphemeralFields is, in one walk over c's fields, c as a Container
+// with only the fields in ephemeralContainerFields, and every set field
+// outside them as Forbidden by its JSON name.
+func splitEphemeralFields(c *corev1.EphemeralContainerCommon, path *field.Path) (corev1.Container, field.ErrorList) {
 	var out corev1.Container
+	var errs field.ErrorList
 	src := reflect.ValueOf(c).Elem()
 	dst := reflect.ValueOf(&out).Elem()
-	for i := 0; i < src.NumField(); i++ {
-		if name := src.Type().Field(i).Name; ephemeralContainerFields.Has(name) {
-			dst.FieldByName(name).Set(src.Field(i))
+	for _, f := range ephemeralFieldTable() {
+		v := src.Field(f.src)
+		switch {
+		case f.dst >= 0:
+			dst.Field(f.dst).Set(v)
+		case !v.IsZero():
+			errs = append(errs, field.Forbidden(path.Child(f.name), notForEphemeral))
 		}
 	}
-	return out
+	return out, errs
 }
 
 // keepPodForEphemeralContainersUpdate: a write through

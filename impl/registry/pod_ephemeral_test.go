@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -213,5 +214,35 @@ func TestEphemeralContainersNotForStaticPods(t *testing.T) {
 	errs := ephemeralUpdate(t, p, old)
 	if len(errs) != 1 || errs[0].Type != field.ErrorTypeForbidden || errs[0].Detail != "static pods do not support ephemeral containers" {
 		t.Errorf("errors %v", errs)
+	}
+}
+
+// BenchmarkValidateEphemeralContainers: the checks of a pod's ephemeral
+// containers (three: kubectl debug's, one with the other allowed fields,
+// one with forbidden fields), as each pods/ephemeralcontainers write runs
+// them.
+func BenchmarkValidateEphemeralContainers(b *testing.B) {
+	withFields := debugContainer("tools")
+	withFields.Command, withFields.Args = []string{"sh", "-c"}, []string{"sleep 1"}
+	withFields.Env = []corev1.EnvVar{{Name: "A", Value: "b"}}
+	withFields.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	withFields.TargetContainerName = "app"
+	forbiddenFields := debugContainer("ports")
+	forbiddenFields.Ports = []corev1.ContainerPort{{ContainerPort: 80}}
+	forbiddenFields.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	spec := &corev1.PodSpec{EphemeralContainers: []corev1.EphemeralContainer{debugContainer("debugger"), withFields, forbiddenFields}}
+	for i := range spec.EphemeralContainers {
+		// As defaulting leaves them.
+		ec := &spec.EphemeralContainers[i]
+		ec.ImagePullPolicy, ec.TerminationMessagePolicy = corev1.PullIfNotPresent, corev1.TerminationMessageReadFile
+	}
+	volumes := map[string]corev1.VolumeSource{"data": {EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+	path := field.NewPath("spec", "ephemeralContainers")
+	b.ReportAllocs()
+	for b.Loop() {
+		names := sets.New("app", "init")
+		if errs := validateEphemeralContainers(spec, volumes, names, path); len(errs) != 2 {
+			b.Fatalf("%d errors, want the two forbidden fields: %v", len(errs), errs)
+		}
 	}
 }
