@@ -61,7 +61,7 @@ func TestBadInput(t *testing.T) {
 		{"apply patch without fieldManager", "PATCH", cms + "/a", []byte(`{}`), []string{"Content-Type", "application/apply-patch+yaml"}, 422, metav1.StatusReasonInvalid, "fieldManager: Required value"},
 		{"bad json patch", "PATCH", cms + "/a", []byte(`{"op":"add"}`), []string{"Content-Type", "application/json-patch+json"}, 400, metav1.StatusReasonBadRequest, ""},
 		{"bad merge patch", "PATCH", cms + "/a", []byte(`{"data":`), []string{"Content-Type", "application/merge-patch+json"}, 400, metav1.StatusReasonBadRequest, ""},
-		{"patch changes kind", "PATCH", cms + "/a", []byte(`{"kind":"Secret"}`), []string{"Content-Type", "application/merge-patch+json"}, 400, metav1.StatusReasonBadRequest, ""},
+		{"patch changes kind", "PATCH", cms + "/a", []byte(`{"kind":"Secret"}`), []string{"Content-Type", "application/merge-patch+json"}, 422, metav1.StatusReasonInvalid, "patch: Invalid value"},
 		{"json patch copy bomb", "PATCH", cms + "/a", copyBomb(), []string{"Content-Type", "application/json-patch+json"}, 422, metav1.StatusReasonInvalid, ""},
 		{"too many json patch ops", "PATCH", cms + "/a", manyOps(10001), []string{"Content-Type", "application/json-patch+json"}, 413, metav1.StatusReasonRequestEntityTooLarge, "maximum operations"},
 		{"bad delete body", "DELETE", cms + "/a", []byte(`{"propagationPolicy":`), nil, 400, metav1.StatusReasonBadRequest, ""},

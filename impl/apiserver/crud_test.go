@@ -226,9 +226,10 @@ func TestFieldValidation(t *testing.T) {
 	if err := json.Unmarshal(r.body, &cm); err != nil || cm.Name != "fv3" || cm.Kind != "ConfigMap" || cm.APIVersion != "v1" {
 		t.Fatalf("created body: %v %s", err, r.body)
 	}
-	// patches are checked too.
+	// patches are checked too: as kube-apiserver, an unknown field in a
+	// patched object is a 422 on the field "patch".
 	r = e.do("PATCH", "/api/v1/namespaces/default/configmaps/fv3?fieldValidation=Strict", []byte(`{"spec":{"x":1}}`), "Content-Type", "application/merge-patch+json")
-	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `strict decoding error: unknown field "spec"`)
+	expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, `strict decoding error: unknown field "spec"`)
 }
 
 func TestYAMLBody(t *testing.T) {

@@ -2,6 +2,7 @@ package endpoints
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -13,8 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/mergepatch"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 	"github.com/kubeproof/kubeproof/impl/apiserver/fieldmanager"
@@ -64,7 +67,11 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 		return h.apply(w, r, info, m, wo, target, body, params)
 	}
 	var ops jsonpatch.Patch
-	if pt == types.JSONPatchType {
+	// smp is the strategic merge patch, decoded for its first use (merging
+	// consumes it; a retry decodes the body again).
+	var smp map[string]any
+	switch pt {
+	case types.JSONPatchType:
 		if ops, err = jsonpatch.DecodePatch(body); err != nil {
 			return apierrors.NewBadRequest(err.Error())
 		}
@@ -73,61 +80,47 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 				"The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(ops)))
 		}
 		limitJSONPatchCopies()
-	} else {
+	case types.MergePatchType:
 		var probe map[string]any
 		if err := json.Unmarshal(body, &probe); err != nil {
 			return apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+		}
+	case types.StrategicMergePatchType:
+		if err := utiljson.Unmarshal(body, &smp); err != nil {
+			return apierrors.NewBadRequest(err.Error())
 		}
 	}
 
 	var warnings []string
 	var transform transformFunc = func(old runtime.Object) (runtime.Object, error) {
-		var cur runtime.Object
-		want := h.gvk
+		cur, want := old, h.gvk
+		var into runtime.Object
 		if m == modeScale {
 			s, err := h.res.Scale.Scale(old)
 			if err != nil {
 				return nil, err
 			}
-			cur, want = s, scaleGVK
+			cur, want, into = s, scaleGVK, &autoscalingv1.Scale{}
 		} else {
-			cur = old.DeepCopyObject()
+			into = h.res.New()
 		}
-		cur.GetObjectKind().SetGroupVersionKind(want)
-		orig, err := json.Marshal(cur)
-		if err != nil {
-			return nil, fmt.Errorf("encoding current object: %w", err)
+		var obj runtime.Object
+		var err error
+		if pt == types.StrategicMergePatchType {
+			patch := smp
+			smp = nil
+			if patch == nil {
+				if err := utiljson.Unmarshal(body, &patch); err != nil {
+					return nil, apierrors.NewBadRequest(err.Error())
+				}
+			}
+			obj, warnings, err = strategicMerge(cur, want, patch, into, wo.fieldValidation)
+		} else {
+			obj, warnings, err = h.jsonPatch(r, cur, want, pt, ops, body, into, wo.fieldValidation)
 		}
-		var patched []byte
-		switch pt {
-		case types.JSONPatchType:
-			if patched, err = ops.Apply(orig); err != nil {
-				return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
-			}
-		case types.MergePatchType:
-			if patched, err = jsonpatch.MergePatch(orig, body); err != nil {
-				return nil, apierrors.NewBadRequest(err.Error())
-			}
-		case types.StrategicMergePatchType:
-			var schemaObj runtime.Object = h.res.New()
-			if m == modeScale {
-				schemaObj = &autoscalingv1.Scale{}
-			}
-			if patched, err = strategicpatch.StrategicMergePatch(orig, body, schemaObj); err != nil {
-				return nil, strategicPatchError(err)
-			}
-		}
-		var into runtime.Object = h.res.New()
-		if m == modeScale {
-			into = &autoscalingv1.Scale{}
-		}
-		jr := r.Clone(r.Context())
-		jr.Header.Set("Content-Type", codec.JSON)
-		obj, warns, err := h.decode(jr, patched, want, into, wo.fieldValidation)
 		if err != nil {
 			return nil, err
 		}
-		warnings = warns
 		if m == modeScale {
 			return h.applyScale(old, obj.(*autoscalingv1.Scale))
 		}
@@ -150,6 +143,95 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 	return nil
 }
 
+// jsonPatch applies a JSON or merge patch to cur (which it does not
+// change) and decodes the result into into, as a kind want. A result that
+// does not decode is kube-apiserver's 422 naming the patched object
+// (invalidPatch); under fieldValidation=Warn unknown fields are warnings.
+func (h *Handler) jsonPatch(r *http.Request, cur runtime.Object, want schema.GroupVersionKind, pt types.PatchType,
+	ops jsonpatch.Patch, body []byte, into runtime.Object, fv string) (runtime.Object, []string, error) {
+	if cur.GetObjectKind().GroupVersionKind() != want {
+		// The stored object may be shared (watch cache).
+		cur = cur.DeepCopyObject()
+		cur.GetObjectKind().SetGroupVersionKind(want)
+	}
+	orig, err := json.Marshal(cur)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encoding current object: %w", err)
+	}
+	var patched []byte
+	switch pt {
+	case types.JSONPatchType:
+		if patched, err = ops.Apply(orig); err != nil {
+			return nil, nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+		}
+	case types.MergePatchType:
+		if patched, err = jsonpatch.MergePatch(orig, body); err != nil {
+			return nil, nil, apierrors.NewBadRequest(err.Error())
+		}
+	default:
+		return nil, nil, fmt.Errorf("applying a %s patch as JSON: not a JSON or merge patch", pt)
+	}
+	jr := r.Clone(r.Context())
+	jr.Header.Set("Content-Type", codec.JSON)
+	obj, warnings, err := h.decode(jr, patched, want, into, fv)
+	if err != nil {
+		// Every error of decode is a 400 of the body it was given; here
+		// that body is the patched object.
+		var status apierrors.APIStatus
+		if errors.As(err, &status) && status.Status().Code == http.StatusBadRequest {
+			return nil, nil, invalidPatch(string(patched), status.Status().Message)
+		}
+		return nil, nil, err
+	}
+	return obj, warnings, nil
+}
+
+// strategicMerge applies a strategic merge patch to cur (which it does not
+// change) and decodes the merged map into into as a kind want, as
+// kube-apiserver does: from the map, not from JSON, so that the
+// converter's rules and errors apply (a whole number written as 5.0 fits
+// an integer field; a string in one is "unrecognized type: int64"). A
+// result that does not decode is a 422 naming the patch (invalidPatch);
+// under fieldValidation=Warn unknown fields are warnings. The patch is
+// consumed.
+func strategicMerge(cur runtime.Object, want schema.GroupVersionKind, patch map[string]any, into runtime.Object, fv string) (runtime.Object, []string, error) {
+	orig, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cur)
+	if err != nil {
+		return nil, nil, fmt.Errorf("converting current object for a strategic merge patch: %w", err)
+	}
+	orig["apiVersion"], orig["kind"] = want.GroupVersion().String(), want.Kind
+	// into is an empty object of the kind: the schema of the merge.
+	merged, err := strategicpatch.StrategicMergeMapPatch(orig, patch, into)
+	if err != nil {
+		return nil, nil, strategicPatchError(err)
+	}
+	var warnings []string
+	unknown := fv == metav1.FieldValidationWarn || fv == metav1.FieldValidationStrict
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(merged, into, unknown); err != nil {
+		strict, ok := runtime.AsStrictDecodingError(err)
+		if !ok || fv == metav1.FieldValidationStrict {
+			return nil, nil, invalidPatch(fmt.Sprintf("%+v", patch), err.Error())
+		}
+		for _, e := range strict.Errors() {
+			warnings = append(warnings, e.Error())
+		}
+	}
+	// kube-apiserver converts the result by its Go type: a kind or
+	// apiVersion the patch wrote is ignored.
+	into.GetObjectKind().SetGroupVersionKind(want)
+	return into, warnings, nil
+}
+
+// invalidPatch is kube-apiserver's answer to a patch whose result is not
+// an object of the kind (a value of the wrong type; under
+// fieldValidation=Strict, an unknown field): 422 Invalid without kind or
+// name, one cause on the field "patch" whose value is the patched object
+// (JSON and merge patches) or the patch (strategic merge patches) and
+// whose detail is the decoder's error.
+func invalidPatch(value, detail string) error {
+	return apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), value, detail)})
+}
+
 func joinTypes() string {
 	s := ""
 	for i, t := range patchTypes {
@@ -169,7 +251,10 @@ func unsupportedMedia(msg string) error {
 }
 
 // strategicPatchError classifies strategic merge patch errors as
-// kube-apiserver does: malformed patches are 400, impossible ones 422.
+// kube-apiserver does: malformed patches are 400, impossible ones 422. The
+// library's other errors (e.g. a list mixing numbers with the objects it
+// holds) kube-apiserver hands up unclassified, a 500; they are the
+// client's mistake, and a 400 here.
 func strategicPatchError(err error) error {
 	switch err {
 	case mergepatch.ErrBadJSONDoc, mergepatch.ErrBadPatchFormatForPrimitiveList, mergepatch.ErrBadPatchFormatForRetainKeys,
