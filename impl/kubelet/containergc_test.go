@@ -75,7 +75,7 @@ func TestContainerGCCollectsACrashLoop(t *testing.T) {
 	orphan, err := h.rt.RunPodSandbox(h.ctx, &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{Name: "gone", Namespace: "default", Uid: "uid-gone"},
 		Labels:   map[string]string{runtime.LabelPodUID: "uid-gone"},
-	})
+	}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

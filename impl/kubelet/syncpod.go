@@ -406,7 +406,7 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 		if a.SandboxAttempt > 0 {
 			k.podEvent(pod, v1.EventTypeNormal, EventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
 		}
-		id, err := k.rt.RunPodSandbox(ctx, sbConfig)
+		id, err := k.rt.RunPodSandbox(ctx, sbConfig, "")
 		if err != nil {
 			k.podEvent(pod, v1.EventTypeWarning, EventFailedCreateSandbx, "Failed to create pod sandbox: %v", err)
 			return fmt.Errorf("creating sandbox for pod %s/%s: %w", pod.Namespace, pod.Name, err)

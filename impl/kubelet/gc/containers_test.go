@@ -150,7 +150,7 @@ func TestMaybeCollectContainers(t *testing.T) {
 	n.clock.Step(time.Second)
 	third := n.run("app", "app", 2, false)
 	// A gone pod's stopped sandbox and its log directory.
-	gone, err := n.rt.RunPodSandbox(ctx, &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "q", Namespace: "default", Uid: "gone"}})
+	gone, err := n.rt.RunPodSandbox(ctx, &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "q", Namespace: "default", Uid: "gone"}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

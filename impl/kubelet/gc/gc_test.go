@@ -167,7 +167,7 @@ func newSimNode(t *testing.T) *simNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := rt.RunPodSandbox(t.Context(), &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "p", Namespace: "default", Uid: "u1"}})
+	sb, err := rt.RunPodSandbox(t.Context(), &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "p", Namespace: "default", Uid: "u1"}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func startSimContainer(t *testing.T, rt *sim.Runtime, ann map[string]string) str
 		Labels:      map[string]string{runtime.LabelPodUID: "uid-p"},
 		Annotations: ann,
 	}
-	sb, err := rt.RunPodSandbox(ctx, sbCfg)
+	sb, err := rt.RunPodSandbox(ctx, sbCfg, "")
 	if err != nil {
 		t.Fatal(err)
 	}

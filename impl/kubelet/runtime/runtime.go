@@ -49,7 +49,10 @@ type Runtime interface {
 	// Version is the runtime version reported in node status.
 	Version(ctx context.Context) (string, error)
 
-	RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig) (string, error)
+	// RunPodSandbox creates and starts a sandbox. runtimeHandler is CRI
+	// RunPodSandboxRequest.RuntimeHandler: the handler of the pod's
+	// RuntimeClass, "" for the runtime's default.
+	RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error)
 	StopPodSandbox(ctx context.Context, podSandboxID string) error
 	RemovePodSandbox(ctx context.Context, podSandboxID string) error
 	PodSandboxStatus(ctx context.Context, podSandboxID string) (*runtimeapi.PodSandboxStatus, error)

@@ -112,11 +112,14 @@ func wrap(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-// RunPodSandbox implements runtime.Runtime.
-func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig) (string, error) {
-	resp, err := r.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: config})
+// RunPodSandbox implements runtime.Runtime. Its error is the runtime's
+// gRPC status as is, as upstream's remote runtime client returns it: the
+// kubelet's FailedCreatePodSandBox event then reads "Failed to create pod
+// sandbox: rpc error: code = ... desc = ..." as upstream's does.
+func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error) {
+	resp, err := r.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: config, RuntimeHandler: runtimeHandler})
 	if err != nil {
-		return "", wrap("run pod sandbox", err)
+		return "", err
 	}
 	return resp.PodSandboxId, nil
 }

@@ -44,7 +44,7 @@ func runPod(t *testing.T, c *cri.Runtime, uid string, ann map[string]string) (sa
 	ctx := t.Context()
 	labels := map[string]string{runtime.LabelPodUID: uid}
 	sc := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "p-" + uid, Namespace: "default", Uid: uid}, Labels: labels, Annotations: ann}
-	sb, err := c.RunPodSandbox(ctx, sc)
+	sb, err := c.RunPodSandbox(ctx, sc, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func TestPodIndexMatchesTheRecords(t *testing.T) {
 		for range rapid.IntRange(1, 40).Draw(t, "steps") {
 			switch rapid.IntRange(0, 5).Draw(t, "op") {
 			case 0:
-				id, err := r.RunPodSandbox(ctx, sandboxConfig(rapid.SampledFrom(pods).Draw(t, "sandboxPod"), nil))
+				id, err := r.RunPodSandbox(ctx, sandboxConfig(rapid.SampledFrom(pods).Draw(t, "sandboxPod"), nil), "")
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -17,7 +17,7 @@ func TestDualStackSandboxes(t *testing.T) {
 	var ids []string
 	seen := map[string]bool{}
 	for i := range 5 {
-		id, err := r.RunPodSandbox(ctx, sandboxConfig(string(rune('a'+i)), nil))
+		id, err := r.RunPodSandbox(ctx, sandboxConfig(string(rune('a'+i)), nil), "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,7 +41,7 @@ func TestDualStackSandboxes(t *testing.T) {
 		ids = append(ids, id)
 	}
 	// The IPv4 pool is full: no sandbox, and no IPv6 address leaked.
-	if _, err := r.RunPodSandbox(ctx, sandboxConfig("z", nil)); err == nil || !strings.Contains(err.Error(), "no IP addresses available") {
+	if _, err := r.RunPodSandbox(ctx, sandboxConfig("z", nil), ""); err == nil || !strings.Contains(err.Error(), "no IP addresses available") {
 		t.Fatalf("IPv4 pool exhausted: %v", err)
 	}
 	if err := r.StopPodSandbox(ctx, ids[0]); err != nil {
@@ -49,10 +49,10 @@ func TestDualStackSandboxes(t *testing.T) {
 	}
 	// One IPv6 address was never handed out and one is released: two
 	// sandboxes would fit in IPv6, one in IPv4.
-	if _, err := r.RunPodSandbox(ctx, sandboxConfig("y", nil)); err != nil {
+	if _, err := r.RunPodSandbox(ctx, sandboxConfig("y", nil), ""); err != nil {
 		t.Fatalf("after a stop: %v", err)
 	}
-	if _, err := r.RunPodSandbox(ctx, sandboxConfig("x", nil)); err == nil {
+	if _, err := r.RunPodSandbox(ctx, sandboxConfig("x", nil), ""); err == nil {
 		t.Fatal("an IPv4 address was handed out twice")
 	}
 }

@@ -55,7 +55,7 @@ func runtimeBytesPerPod(t *testing.T) float64 {
 	if _, err := warm.PullImage(ctx, img); err != nil {
 		t.Fatal(err)
 	}
-	if sb, err := warm.RunPodSandbox(ctx, configs[0].sandbox); err != nil {
+	if sb, err := warm.RunPodSandbox(ctx, configs[0].sandbox, ""); err != nil {
 		t.Fatal(err)
 	} else if _, err := warm.CreateContainer(ctx, sb, configs[0].container, configs[0].sandbox); err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func runtimeBytesPerPod(t *testing.T) float64 {
 	goruntime.ReadMemStats(&before)
 	for i, pc := range configs {
 		r := runtimes[i/podsPerNode]
-		sb, err := r.RunPodSandbox(ctx, pc.sandbox)
+		sb, err := r.RunPodSandbox(ctx, pc.sandbox, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,6 +20,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -44,6 +45,11 @@ type Config struct {
 	// DefaultAnnotations apply to every pod unless the pod's own
 	// annotations set the same key (fault injection by flag).
 	DefaultAnnotations map[string]string
+	// RuntimeHandlers, when not nil, are the runtime handlers (CRI
+	// RunPodSandboxRequest.RuntimeHandler, a RuntimeClass's handler) the
+	// runtime has besides its default (""): a sandbox asking for another
+	// is refused with containerd's error. Nil accepts any handler.
+	RuntimeHandlers []string
 }
 
 // Runtime is the simulated runtime. Create it with New.
@@ -57,7 +63,11 @@ type Runtime struct {
 	pools []*ipPool // one per family, the primary first
 	// ip6 holds the sandboxes' IPv6 addresses when a pool is IPv6 (a
 	// sandbox keeps its IPv4 address itself), by seq, while ready.
-	ip6        map[uint64][16]byte
+	ip6 map[uint64][16]byte
+	// handlers are the sandboxes' runtime handlers, by seq, for those
+	// created with one (a RuntimeClass's): most have none, and a sandbox
+	// record is kept small.
+	handlers   map[uint64]string
 	sandboxes  map[uint64]*sandbox                 // by seq
 	containers map[uint64]*container               // by seq
 	byPod      podObjects                          // both, by pod UID (bypod.go)
@@ -323,10 +333,15 @@ func (f idFilter) matches(seq uint64) bool {
 	return !f.set || (f.ok && f.seq == seq)
 }
 
-// RunPodSandbox implements runtime.Runtime.
-func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig) (string, error) {
+// RunPodSandbox implements runtime.Runtime. The sandbox keeps its runtime
+// handler (PodSandboxStatus and ListPodSandbox report it, as CRI's); one
+// not among Config.RuntimeHandlers, when those are set, is refused.
+func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error) {
 	if config == nil || config.Metadata == nil {
 		return "", fmt.Errorf("run pod sandbox: config and metadata are required")
+	}
+	if err := r.checkHandler(runtimeHandler); err != nil {
+		return "", err
 	}
 	if err := r.sleep(ctx, r.cfg.SandboxLatency); err != nil {
 		return "", fmt.Errorf("run pod sandbox: %w", err)
@@ -358,10 +373,26 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	}
 	s.meta, s.attempt = compactMeta(config.Metadata, &s.labels)
 	s.linux, s.cgroupFromUID = shared.sandboxLinux(config.Linux, s.labels.podUID)
+	if runtimeHandler != "" {
+		if r.handlers == nil {
+			r.handlers = map[uint64]string{}
+		}
+		r.handlers[s.seq] = runtimeHandler
+	}
 	r.sandboxes[s.seq] = s
 	r.byPod.add(s.labels.podUID, podObject{s: s})
 	r.states.changed()
 	return r.ids.id(s.seq), nil
+}
+
+// checkHandler refuses a runtime handler the runtime does not have, with
+// containerd's error (its CRI plugin's, for a handler its configuration
+// has no runtime for); the default handler "" is always there.
+func (r *Runtime) checkHandler(handler string) error {
+	if handler == "" || r.cfg.RuntimeHandlers == nil || slices.Contains(r.cfg.RuntimeHandlers, handler) {
+		return nil
+	}
+	return fmt.Errorf("failed to get sandbox runtime: no runtime for %q is configured", handler)
 }
 
 func (r *Runtime) withDefaults(ann map[string]string) map[string]string {
@@ -429,6 +460,7 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, id string) error {
 		r.releaseIPs(s)
 	}
 	delete(r.sandboxes, s.seq)
+	delete(r.handlers, s.seq)
 	r.byPod.remove(s.labels.podUID, podObject{s: s})
 	return nil
 }
@@ -443,7 +475,7 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, id string) (*runtimeapi.
 	}
 	st := &runtimeapi.PodSandboxStatus{
 		Id: r.ids.id(s.seq), Metadata: s.metadata(), State: s.state, CreatedAt: s.createdAt,
-		Labels: s.labels.toMap(), Annotations: s.annotations,
+		Labels: s.labels.toMap(), Annotations: s.annotations, RuntimeHandler: r.handlers[s.seq],
 	}
 	if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
 		ips, n := r.sandboxIPs(s)
@@ -481,7 +513,7 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSand
 	for _, s := range list {
 		out = append(out, &runtimeapi.PodSandbox{
 			Id: r.ids.id(s.seq), Metadata: s.metadata(), State: s.state, CreatedAt: s.createdAt,
-			Labels: s.labels.toMap(), Annotations: s.annotations,
+			Labels: s.labels.toMap(), Annotations: s.annotations, RuntimeHandler: r.handlers[s.seq],
 		})
 	}
 	return out, nil

@@ -51,7 +51,7 @@ func TestIPsAreUniqueAndReleased(t *testing.T) {
 	seen := map[string]string{}
 	var ids []string
 	for i := 0; i < 5; i++ {
-		id, err := r.RunPodSandbox(ctx, sandboxConfig(string(rune('a'+i)), nil))
+		id, err := r.RunPodSandbox(ctx, sandboxConfig(string(rune('a'+i)), nil), "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +62,7 @@ func TestIPsAreUniqueAndReleased(t *testing.T) {
 		seen[a] = id
 		ids = append(ids, id)
 	}
-	if _, err := r.RunPodSandbox(ctx, sandboxConfig("z", nil)); err == nil || !strings.Contains(err.Error(), "no IP addresses available") {
+	if _, err := r.RunPodSandbox(ctx, sandboxConfig("z", nil), ""); err == nil || !strings.Contains(err.Error(), "no IP addresses available") {
 		t.Fatalf("exhausted pool: err = %v", err)
 	}
 	// Stopping releases the IP (CNI DEL); a new sandbox can take it.
@@ -70,7 +70,7 @@ func TestIPsAreUniqueAndReleased(t *testing.T) {
 	if err := r.StopPodSandbox(ctx, ids[2]); err != nil {
 		t.Fatal(err)
 	}
-	id, err := r.RunPodSandbox(ctx, sandboxConfig("y", nil))
+	id, err := r.RunPodSandbox(ctx, sandboxConfig("y", nil), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,14 +81,14 @@ func TestIPsAreUniqueAndReleased(t *testing.T) {
 	if err := r.RemovePodSandbox(ctx, ids[2]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.RunPodSandbox(ctx, sandboxConfig("x", nil)); err == nil {
+	if _, err := r.RunPodSandbox(ctx, sandboxConfig("x", nil), ""); err == nil {
 		t.Fatal("an address was handed out twice")
 	}
 	// Removing a ready sandbox releases its IP.
 	if err := r.RemovePodSandbox(ctx, ids[0]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.RunPodSandbox(ctx, sandboxConfig("w", nil)); err != nil {
+	if _, err := r.RunPodSandbox(ctx, sandboxConfig("w", nil), ""); err != nil {
 		t.Fatalf("removal did not release: %v", err)
 	}
 }
@@ -105,7 +105,7 @@ func startContainer(t *testing.T, r *Runtime, ann map[string]string, name string
 func createContainer(t *testing.T, r *Runtime, ann map[string]string, name string, stdin, stdinOnce bool) string {
 	t.Helper()
 	ctx := context.Background()
-	sb, err := r.RunPodSandbox(ctx, sandboxConfig("pod-"+name, ann))
+	sb, err := r.RunPodSandbox(ctx, sandboxConfig("pod-"+name, ann), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestProbeOverride(t *testing.T) {
 func TestBadAnnotationIsAnError(t *testing.T) {
 	r, _ := newSim(t, "10.244.0.0/24")
 	ctx := context.Background()
-	sb, _ := r.RunPodSandbox(ctx, sandboxConfig("p", map[string]string{AnnotationExitAfter: "soon"}))
+	sb, _ := r.RunPodSandbox(ctx, sandboxConfig("p", map[string]string{AnnotationExitAfter: "soon"}), "")
 	img := &runtimeapi.ImageSpec{Image: "i"}
 	r.PullImage(ctx, img)
 	if _, err := r.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: "c"}, Image: img}, nil); err == nil {
@@ -316,7 +316,7 @@ func TestSandboxMetadataAndLinuxRoundTrip(t *testing.T) {
 		{Metadata: &runtimeapi.PodSandboxMetadata{Name: "bare", Namespace: "ns", Uid: "u3"}}, // no labels, no Linux config
 	}
 	for _, cfg := range configs {
-		id, err := r.RunPodSandbox(ctx, cfg)
+		id, err := r.RunPodSandbox(ctx, cfg, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -353,7 +353,7 @@ func TestContainersOfAWorkloadShareTheirSpec(t *testing.T) {
 	}
 	create := func(pod string, env string, stdinOnce bool) *container {
 		t.Helper()
-		sb, err := r.RunPodSandbox(ctx, sandboxConfig(pod, nil))
+		sb, err := r.RunPodSandbox(ctx, sandboxConfig(pod, nil), "")
 		if err != nil {
 			t.Fatal(err)
 		}

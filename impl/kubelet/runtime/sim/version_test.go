@@ -60,7 +60,7 @@ func TestContainerStatesVersionCoversEveryChange(t *testing.T) {
 				case 3:
 					ann[AnnotationExitCode] = "3"
 				}
-				id, err := r.RunPodSandbox(ctx, sandboxConfig(fmt.Sprintf("pod-%d", i), ann))
+				id, err := r.RunPodSandbox(ctx, sandboxConfig(fmt.Sprintf("pod-%d", i), ann), "")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -114,7 +114,7 @@ func TestContainerStatesVersionScheduledExit(t *testing.T) {
 	if _, err := r.PullImage(ctx, &runtimeapi.ImageSpec{Image: "img"}); err != nil {
 		t.Fatal(err)
 	}
-	sb, err := r.RunPodSandbox(ctx, sandboxConfig("p", map[string]string{AnnotationCrashAfter: "2s"}))
+	sb, err := r.RunPodSandbox(ctx, sandboxConfig("p", map[string]string{AnnotationCrashAfter: "2s"}), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,9 +82,11 @@ func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runt
 	}}, Info: s.verboseInfo(req.GetVerbose())}, nil
 }
 
-// RunPodSandbox implements CRI.
+// RunPodSandbox implements CRI, passing the request's runtime handler on
+// (the simulation records it and, when it has a set of handlers, refuses
+// others as containerd does).
 func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
-	id, err := s.rt.RunPodSandbox(ctx, req.Config)
+	id, err := s.rt.RunPodSandbox(ctx, req.Config, req.RuntimeHandler)
 	if err != nil {
 		return nil, grpcErr(err)
 	}
