@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,10 +20,13 @@ import (
 
 // The object manager: how the kubelet reads the ConfigMaps and Secrets its
 // pods use (volumes, env, envFrom, image pull secrets) — upstream's Watch
-// change-detection strategy. Every object a registered pod references is
+// change-detection strategy — and the RuntimeClasses they name
+// (spec.runtimeClassName, whose handler the sandbox runs with:
+// runtimeclass.go). Every object a registered pod references is
 // watched on its own (a list/watch with the field selector
 // metadata.name=<name> in its namespace, which the Node authorizer allows
-// for objects of the node's pods; one goroutine each, objectwatch.go),
+// for objects of the node's pods, and for any RuntimeClass; one goroutine
+// each, objectwatch.go),
 // reference-counted by the pods that use
 // it; reads come from that watch's store, so a periodic volume refresh
 // costs no request. A watch starts at the first read of its object while
@@ -30,14 +34,18 @@ import (
 // unregistered or the kubelet stops. Kubelets of one process sharing a
 // clientset share one watch per object (sharedObjectWatch), which stops
 // with its last user. Until a watch has synced, a read falls back to a
-// GET; an object the synced store lacks is NotFound.
+// GET; an object the synced store lacks is NotFound. A pod without a
+// runtimeClassName references no RuntimeClass: no RuntimeClass watch runs
+// on a node until one of its pods names one (upstream's kubelet keeps an
+// informer of every RuntimeClass instead).
 
 const (
-	resourceConfigMaps = "configmaps"
-	resourceSecrets    = "secrets"
+	resourceConfigMaps     = "configmaps"
+	resourceSecrets        = "secrets"
+	resourceRuntimeClasses = "runtimeclasses" // node.k8s.io, cluster-scoped: namespace ""
 )
 
-// objectRef names one ConfigMap or Secret.
+// objectRef names one ConfigMap, Secret or RuntimeClass.
 type objectRef struct {
 	resource, namespace, name string
 }
@@ -49,7 +57,8 @@ type objectWatch struct {
 	release func() <-chan struct{} // drops this kubelet's use of shared
 }
 
-// objectManager serves the ConfigMaps and Secrets of registered pods.
+// objectManager serves the ConfigMaps, Secrets and RuntimeClasses of
+// registered pods.
 type objectManager struct {
 	client kubernetes.Interface
 
@@ -227,6 +236,15 @@ func (m *objectManager) secret(ctx context.Context, ns, name string) (*v1.Secret
 	return obj.(*v1.Secret), nil
 }
 
+// runtimeClass returns the named RuntimeClass.
+func (m *objectManager) runtimeClass(ctx context.Context, name string) (*nodev1.RuntimeClass, error) {
+	obj, err := m.get(ctx, objectRef{resourceRuntimeClasses, "", name})
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*nodev1.RuntimeClass), nil
+}
+
 // get reads r from its watch's store, starting the watch if needed; it
 // GETs r when no registered pod references it, the kubelet is not
 // running, or the watch has not synced yet. Objects from the store are
@@ -273,28 +291,38 @@ func acquireObjectWatch(client kubernetes.Interface, r objectRef) (*sharedObject
 
 // fetch GETs r from the API.
 func (m *objectManager) fetch(ctx context.Context, r objectRef) (runtime.Object, error) {
-	if r.resource == resourceConfigMaps {
+	switch r.resource {
+	case resourceConfigMaps:
 		return m.client.CoreV1().ConfigMaps(r.namespace).Get(ctx, r.name, metav1.GetOptions{})
+	case resourceRuntimeClasses:
+		return m.client.NodeV1().RuntimeClasses().Get(ctx, r.name, metav1.GetOptions{})
 	}
 	return m.client.CoreV1().Secrets(r.namespace).Get(ctx, r.name, metav1.GetOptions{})
 }
 
 // podObjectRefs lists, without duplicates, the ConfigMaps and Secrets the
-// pod references: image pull secrets, env and envFrom of every container,
-// and configMap, secret and projected volumes.
+// pod references — image pull secrets, env and envFrom of every container,
+// and configMap, secret and projected volumes — and its RuntimeClass.
 func podObjectRefs(pod *v1.Pod) []objectRef {
 	var refs []objectRef
 	add := func(resource, name string) {
 		if name == "" {
 			return
 		}
-		r := objectRef{resource, pod.Namespace, name}
+		ns := pod.Namespace
+		if resource == resourceRuntimeClasses {
+			ns = "" // cluster-scoped
+		}
+		r := objectRef{resource, ns, name}
 		for _, have := range refs { // a pod references a handful at most
 			if have == r {
 				return
 			}
 		}
 		refs = append(refs, r)
+	}
+	if pod.Spec.RuntimeClassName != nil {
+		add(resourceRuntimeClasses, *pod.Spec.RuntimeClassName)
 	}
 	for _, s := range pod.Spec.ImagePullSecrets {
 		add(resourceSecrets, s.Name)
@@ -350,8 +378,8 @@ func podObjectRefs(pod *v1.Pod) []objectRef {
 	return refs
 }
 
-// ObjectWatches is the number of watches of ConfigMaps and Secrets running
-// and how many of them have synced.
+// ObjectWatches is the number of watches of ConfigMaps, Secrets and
+// RuntimeClasses running and how many of them have synced.
 func (k *Kubelet) ObjectWatches() (running, synced int) {
 	m := k.objects
 	m.mu.Lock()

@@ -22,8 +22,9 @@ import (
 	restwatch "k8s.io/client-go/rest/watch"
 )
 
-// The watch of one ConfigMap or Secret, run by one goroutine: list the
-// object by name (field selector metadata.name=<name> in its namespace),
+// The watch of one ConfigMap, Secret or RuntimeClass, run by one
+// goroutine: list the object by name (field selector metadata.name=<name>
+// in its namespace, if it has one),
 // then watch it from the list's resourceVersion with bookmarks, keeping
 // the latest version of the object or that there is none. A watch that
 // ends or breaks resumes from the last resourceVersion it saw; one the
@@ -315,14 +316,18 @@ type objectEvents interface {
 // clientSource is r through a clientset.
 type clientSource struct {
 	client kubernetes.Interface
-	rest   *rest.RESTClient // the core group's; nil for clientsets without one (fakes)
+	rest   *rest.RESTClient // r's group's; nil for clientsets without one (fakes)
 	r      objectRef
 	sel    string
 }
 
 func newObjectSource(client kubernetes.Interface, r objectRef) *clientSource {
 	s := &clientSource{client: client, r: r, sel: fields.OneTermEqualSelector("metadata.name", r.name).String()}
-	if rc, ok := client.CoreV1().RESTClient().(*rest.RESTClient); ok && rc != nil && protobufStream != nil {
+	group := client.CoreV1().RESTClient()
+	if r.resource == resourceRuntimeClasses {
+		group = client.NodeV1().RESTClient()
+	}
+	if rc, ok := group.(*rest.RESTClient); ok && rc != nil && protobufStream != nil {
 		s.rest = rc
 	}
 	return s
@@ -332,8 +337,11 @@ func (s *clientSource) name() string     { return s.r.name }
 func (s *clientSource) selector() string { return s.sel }
 
 func (s *clientSource) list(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	if s.r.resource == resourceConfigMaps {
+	switch s.r.resource {
+	case resourceConfigMaps:
 		return s.client.CoreV1().ConfigMaps(s.r.namespace).List(ctx, o)
+	case resourceRuntimeClasses:
+		return s.client.NodeV1().RuntimeClasses().List(ctx, o)
 	}
 	return s.client.CoreV1().Secrets(s.r.namespace).List(ctx, o)
 }
@@ -342,9 +350,12 @@ func (s *clientSource) watch(ctx context.Context, o metav1.ListOptions) (objectE
 	if s.rest == nil {
 		var w watch.Interface
 		var err error
-		if s.r.resource == resourceConfigMaps {
+		switch s.r.resource {
+		case resourceConfigMaps:
 			w, err = s.client.CoreV1().ConfigMaps(s.r.namespace).Watch(ctx, o)
-		} else {
+		case resourceRuntimeClasses:
+			w, err = s.client.NodeV1().RuntimeClasses().Watch(ctx, o)
+		default:
 			w, err = s.client.CoreV1().Secrets(s.r.namespace).Watch(ctx, o)
 		}
 		if err != nil {

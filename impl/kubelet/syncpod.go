@@ -406,7 +406,13 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 		if a.SandboxAttempt > 0 {
 			k.podEvent(pod, v1.EventTypeNormal, EventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
 		}
-		id, err := k.rt.RunPodSandbox(ctx, sbConfig, "")
+		// The RuntimeClass's handler (runtimeclass.go); a class missing or
+		// unreadable fails the sandbox as a runtime's refusal does.
+		handler, err := k.runtimeHandler(ctx, pod)
+		var id string
+		if err == nil {
+			id, err = k.rt.RunPodSandbox(ctx, sbConfig, handler)
+		}
 		if err != nil {
 			k.podEvent(pod, v1.EventTypeWarning, EventFailedCreateSandbx, "Failed to create pod sandbox: %v", err)
 			return fmt.Errorf("creating sandbox for pod %s/%s: %w", pod.Namespace, pod.Name, err)
