@@ -400,3 +400,41 @@ func TestQueuesChangeLazily(t *testing.T) {
 		d.Finish(r, now)
 	}
 }
+
+// TestDroppedQueueKeepsTheRobin: dropping a surplus queue moves the
+// queues after it up one place and the robin index with them (as
+// kube-apiserver's removeQueueIfEmptyLocked decrements robinIndex when it
+// is at or after the removed queue's index), so that among queues whose
+// oldest requests would finish at the same virtual time the one after the
+// queue last dispatched from still goes first.
+func TestDroppedQueueKeepsTheRobin(t *testing.T) {
+	for _, tc := range []struct {
+		name                      string
+		queues, configured, robin int // robin: the queue last dispatched from
+		drop, wantRobin, wantNext int // indexes before the drop, but wantRobin
+	}{
+		{"a queue after the robin's", 4, 2, 2, 3, 2, 0},
+		{"a queue before the robin's", 4, 2, 2, 0, 1, 3},
+		{"the robin's queue", 3, 1, 1, 1, 0, 2},
+		{"the robin's queue, the first", 3, 1, 0, 0, -1, 1},
+	} {
+		qs := make([]*queue, tc.queues)
+		for i := range qs {
+			qs[i] = &queue{}
+		}
+		l := &level{queues: slices.Clone(qs), numQueues: tc.configured, fairState: fairState{robin: tc.robin}}
+		l.dropSurplusQueue(qs[tc.drop])
+		if len(l.queues) != tc.queues-1 || l.robin != tc.wantRobin {
+			t.Errorf("%s: %d queues, robin %d; want %d, %d", tc.name, len(l.queues), l.robin, tc.queues-1, tc.wantRobin)
+			continue
+		}
+		// One request waiting in each queue, all finishing at the same
+		// virtual time: the one after the robin's goes first.
+		for _, q := range l.queues {
+			q.waiting = []*Request{{estimate: 1}}
+		}
+		if got := l.queues[l.fairest()]; got != qs[tc.wantNext] {
+			t.Errorf("%s: queue %d of before dispatched next, want %d", tc.name, slices.Index(qs, got), tc.wantNext)
+		}
+	}
+}
