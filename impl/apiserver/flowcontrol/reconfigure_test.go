@@ -368,8 +368,8 @@ func TestQueuesChangeLazily(t *testing.T) {
 	}
 	for i := range 8 {
 		r, o, _ := arrive(t, d, "q", fmt.Sprint("g", i))
-		if i := queueIndex(l, r); o != Queued || i > 1 {
-			t.Fatalf("flow g%d: %v in queue %d, want queued in queue 0 or 1", i, o, i)
+		if qi := queueIndex(l, r); o != Queued || qi > 1 {
+			t.Fatalf("flow g%d: %v in queue %d, want queued in queue 0 or 1", i, o, qi)
 		}
 	}
 	// Finishing what runs, one at a time, drains the level; more traffic
