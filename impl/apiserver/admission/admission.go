@@ -5,7 +5,8 @@
 // The plugins, one file each, are kube-apiserver's of the same names:
 // NamespaceLifecycle, LimitRanger, ServiceAccount, NodeRestriction,
 // AlwaysPullImages, PodSecurity, Priority, DefaultTolerationSeconds,
-// MutatingAdmissionWebhook, ValidatingAdmissionWebhook and ResourceQuota.
+// RuntimeClass, MutatingAdmissionWebhook, ValidatingAdmissionWebhook and
+// ResourceQuota.
 // Each is a small type whose decision is a pure function of the request and
 // the objects it reads; storage access sits behind a small function or
 // interface field, so tests give them fixed objects.
@@ -25,11 +26,12 @@
 // names (kube-apiserver's default set: everything here but NodeRestriction
 // and AlwaysPullImages). starters are the plugins' watch-fed caches (one per
 // resource they read: namespaces, service accounts, limit ranges, quotas,
-// priority classes, webhook configurations); run each with the server's
-// lifetime context (they return when it ends). Until a cache has synced,
-// reads go to the store; a miss that matters (a service account, a
-// namespace) is confirmed with a quorum read. NewPlugins' NamespaceLifecycle
-// can replace the server's built-in one (Config.DisableNamespaceLifecycle).
+// priority classes, runtime classes, webhook configurations); run each
+// with the server's lifetime context (they return when it ends). Until a
+// cache has synced, reads go to the store; a miss that matters (a service
+// account, a namespace, a RuntimeClass) is confirmed with a quorum read.
+// NewPlugins' NamespaceLifecycle can replace the server's built-in one
+// (Config.DisableNamespaceLifecycle).
 //
 // Warnings (PodSecurity's warn level, webhook response warnings) are
 // collected per request: the endpoint serving it gives the request context

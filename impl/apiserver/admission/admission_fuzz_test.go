@@ -500,7 +500,7 @@ func buildChain(t *testing.T, st *memStores) *Chain {
 
 func newFuzzStores() *memStores {
 	return newMemStores(nsResource, podResource, nodeResource, saResource, limitRangeResource, quotaResource,
-		priorityClassResource, mutatingConfigResource, validatingConfigResource)
+		priorityClassResource, runtimeClassResource, mutatingConfigResource, validatingConfigResource)
 }
 
 // checkStatus fails unless err is nil or a 4xx Status.

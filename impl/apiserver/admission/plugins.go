@@ -36,6 +36,7 @@ var plugins = []registered{
 	{"PodSecurity", true, newPodSecurity},
 	{"Priority", true, newPriority},
 	{"DefaultTolerationSeconds", true, newDefaultTolerationSeconds},
+	{"RuntimeClass", true, newRuntimeClassPlugin},
 	{"MutatingAdmissionWebhook", true, newMutatingWebhook},
 	{"ValidatingAdmissionWebhook", true, newValidatingWebhook},
 	{"ResourceQuota", true, newResourceQuota},

@@ -16,7 +16,7 @@ func TestEnabledPlugins(t *testing.T) {
 		wantHas, wantNot []string
 		wantErr          string
 	}{
-		{"defaults", nil, nil, []string{"NamespaceLifecycle", "ServiceAccount", "LimitRanger", "Priority", "DefaultTolerationSeconds", "ResourceQuota"},
+		{"defaults", nil, nil, []string{"NamespaceLifecycle", "ServiceAccount", "LimitRanger", "Priority", "DefaultTolerationSeconds", "RuntimeClass", "ResourceQuota"},
 			[]string{"NodeRestriction", "AlwaysPullImages"}, ""},
 		{"enable NodeRestriction", []string{"NodeRestriction"}, nil, []string{"NodeRestriction", "ServiceAccount"}, nil, ""},
 		{"disable ServiceAccount", nil, []string{"ServiceAccount"}, []string{"LimitRanger"}, []string{"ServiceAccount"}, ""},

@@ -85,6 +85,7 @@ var (
 	limitRangeResource    = corev1.Resource("limitranges")
 	quotaResource         = corev1.Resource("resourcequotas")
 	priorityClassResource = schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}
+	runtimeClassResource  = schema.GroupResource{Group: "node.k8s.io", Resource: "runtimeclasses"}
 )
 
 // podOf returns the pod of a write to the pods resource itself (not a
