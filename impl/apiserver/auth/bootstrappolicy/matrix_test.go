@@ -321,6 +321,17 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{who: "kubelet-a", verb: "create", resource: "events", ns: "team", allow: true},
 		{who: "kubelet-a", verb: "get", path: "/api", allow: true},
 		{who: "kubelet-a", verb: "create", group: apps, resource: "deployments", ns: "team", allow: false},
+		// RuntimeClasses: system:node's rules (the Node authorizer does not
+		// narrow them), read-only; no default role but the node's grants them.
+		{who: "kubelet-a", verb: "get", group: "node.k8s.io", resource: "runtimeclasses", name: "gvisor", allow: true},
+		{who: "kubelet-a", verb: "list", group: "node.k8s.io", resource: "runtimeclasses", allow: true},
+		{who: "kubelet-a", verb: "watch", group: "node.k8s.io", resource: "runtimeclasses", allow: true},
+		{who: "kubelet-a", verb: "create", group: "node.k8s.io", resource: "runtimeclasses", allow: false},
+		{who: "kubelet-a", verb: "delete", group: "node.k8s.io", resource: "runtimeclasses", name: "gvisor", allow: false},
+		{who: "ed", verb: "get", group: "node.k8s.io", resource: "runtimeclasses", name: "gvisor", allow: false},
+		{who: "vi", verb: "list", group: "node.k8s.io", resource: "runtimeclasses", allow: false},
+		{who: "scheduler", verb: "list", group: "node.k8s.io", resource: "runtimeclasses", allow: false},
+		{who: "admin", verb: "create", group: "node.k8s.io", resource: "runtimeclasses", allow: true},
 		{who: "kubelet-b", verb: "get", resource: "pods", ns: "team", name: "pod-b", allow: true},
 		{who: "kubelet-b", verb: "get", resource: "secrets", ns: "team", name: "secret-b", allow: true},
 		{who: "kubelet-b", verb: "get", resource: "secrets", ns: "team", name: "secret-a", allow: false},
