@@ -283,6 +283,12 @@ func TestPatchWrongTypes(t *testing.T) {
 		// hands the library's error up unclassified; ours is a 400.)
 		{"smp: not an object", sub, smp, `["x"]`, `json: cannot unmarshal array into Go value of type map[string]interface {}`, "", 400},
 		{"merge: not an object", sub, merge, `["x"]`, `error decoding patch: json: cannot unmarshal array`, "", 400},
+		// Under Ignore kube-apiserver does not decode a merge patch
+		// before merging it: a list replaces the whole pod, which then
+		// does not decode.
+		{"merge: not an object, Ignore", sub + "?fieldValidation=Ignore", merge, `["x"]`,
+			`couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type struct { APIVersion string "json:\"apiVersion,omitempty\""; Kind string "json:\"kind,omitempty\"" }`, `"[\"x\"]"`, 422},
+		{"merge: a string, Ignore", sub + "?fieldValidation=Ignore", merge, `"x"`, `Invalid JSON Patch`, "", 400},
 		{"smp: number among the list's objects", sub, smp, `{"spec":{"ephemeralContainers":[1]}}`, `list element types are not identical`, "", 400},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -81,9 +81,15 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 		}
 		limitJSONPatchCopies()
 	case types.MergePatchType:
-		var probe map[string]any
-		if err := json.Unmarshal(body, &probe); err != nil {
-			return apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+		// As kube-apiserver: a merge patch is decoded first unless
+		// fieldValidation is Ignore; then the merge takes anything that
+		// is JSON (a list or a number replaces the whole object, which
+		// then does not decode: a 422).
+		if wo.fieldValidation != metav1.FieldValidationIgnore {
+			var probe map[string]any
+			if err := json.Unmarshal(body, &probe); err != nil {
+				return apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+			}
 		}
 	case types.StrategicMergePatchType:
 		if err := utiljson.Unmarshal(body, &smp); err != nil {
