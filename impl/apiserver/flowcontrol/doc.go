@@ -147,6 +147,10 @@
 //     count, where kube-apiserver keeps each key's last seen size (the
 //     same number once every key has been seen); a watch asks for
 //     initial events only with sendInitialEvents.
+//   - A surplus queue is dropped once: a request lingering from it that
+//     gives its seats back later does not make kube-apiserver's second
+//     removal by a stale index, which takes out another queue or panics
+//     (see dropSurplusQueue).
 //
 // The decisions are pure: Dispatcher (levels, seats, queues) has no
 // clock, lock or goroutine, and matching and shuffle sharding are

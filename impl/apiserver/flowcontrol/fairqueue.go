@@ -217,6 +217,13 @@ func (l *level) releaseInQueue(r *Request) {
 // executing, as kube-apiserver's queue sets shrink: the queues after it
 // move up one place (the robin follows), and seats still lingering from
 // it no longer count for l's virtual clock.
+//
+// A queue is dropped once: a request lingering from it that gives its
+// seats back later drops nothing. kube-apiserver's removeQueueIfEmptyLocked
+// then, while the level still has surplus queues, removes by the dropped
+// queue's stale index whichever queue is there now (waiting requests and
+// all), or panics past the end (the open kubernetes/kubernetes#140885
+// keeps such a queue until its lingering seats are back instead).
 func (l *level) dropSurplusQueue(q *queue) {
 	if q == nil || q.dropped || len(l.queues) <= l.numQueues || q.active() {
 		return
