@@ -79,7 +79,7 @@ func TestEphemeralContainerLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := rs.LatestEphemeral("debugger"); c == nil || c.Init {
+	if c := rs.Named("debugger"); c == nil || c.Init || !c.Ephemeral {
 		t.Fatalf("runtime state: %+v", rs.Containers)
 	}
 	c, err := h.k.latestContainer(h.ctx, p.Namespace, p.Name, "debugger")

@@ -135,23 +135,10 @@ func (p *Pod) Latest(name string, init bool) *Container {
 	return nil
 }
 
-// LatestEphemeral returns the newest ephemeral container with that name
-// in any sandbox, or nil.
-func (p *Pod) LatestEphemeral(name string) *Container {
-	if p == nil {
-		return nil
-	}
-	for i := range p.Containers {
-		if c := &p.Containers[i]; c.Name == name && c.Ephemeral {
-			return c
-		}
-	}
-	return nil
-}
-
 // Named returns the newest container with that name, of any kind, state
 // or sandbox (a pod's container names are unique across init, app and
-// ephemeral containers), nil if none.
+// ephemeral containers), nil if none: upstream's lookup of a container by
+// name, which also finds an ephemeral container's runs.
 func (p *Pod) Named(name string) *Container {
 	if p == nil {
 		return nil

@@ -295,7 +295,7 @@ func ComputePodActions(in Input) Actions {
 func ephemeralActions(a Actions, pod *v1.Pod, rs *podstate.Pod) Actions {
 	for i := range pod.Spec.EphemeralContainers {
 		ec := &pod.Spec.EphemeralContainers[i]
-		if rs.LatestEphemeral(ec.Name) != nil {
+		if rs.Named(ec.Name) != nil {
 			continue
 		}
 		s := Start{Index: i, Ephemeral: true}

@@ -277,19 +277,20 @@ func terminatedState(c *podstate.Container, runtimeType string) *v1.ContainerSta
 // ephemeralContainerStatuses are the statuses of the pod's ephemeral
 // containers, built as the others' (waiting with the start's failure
 // reason, running, terminated) but never ready: they take no part in the
-// pod's readiness, and none is restarted.
+// pod's readiness, and none is restarted. Each spec is read in place as
+// the Container it has the fields of (no copy per status sync).
 func ephemeralContainerStatuses(in Input, olds []v1.ContainerStatus) []v1.ContainerStatus {
 	ecs := in.Pod.Spec.EphemeralContainers
 	if len(ecs) == 0 {
 		return nil
 	}
-	specs := make([]v1.Container, len(ecs))
+	frozen := podsync.IsTerminalPhase(in.Pod.Status.Phase)
+	out := make([]v1.ContainerStatus, 0, len(ecs))
 	for i := range ecs {
-		specs[i] = v1.Container(ecs[i].EphemeralContainerCommon)
-	}
-	out := containerStatuses(in, specs, olds, false, false)
-	for i := range out {
-		out[i].Ready = false
+		spec := (*v1.Container)(&ecs[i].EphemeralContainerCommon)
+		cs := containerStatus(in, spec, olds, false, ReasonContainerCreating, frozen)
+		cs.Ready = false
+		out = append(out, cs)
 	}
 	return out
 }
@@ -305,76 +306,80 @@ func containerStatuses(in Input, containers []v1.Container, olds []v1.ContainerS
 	frozen := podsync.IsTerminalPhase(in.Pod.Status.Phase)
 	out := make([]v1.ContainerStatus, 0, len(containers))
 	for i := range containers {
-		spec := &containers[i]
-		old := find(olds, spec.Name)
-		if frozen && old != nil && old.State.Terminated != nil {
-			out = append(out, *old.DeepCopy())
-			continue
-		}
-		cs := v1.ContainerStatus{Name: spec.Name, Image: spec.Image, Started: ptr(false)}
-		c := in.Runtime.Latest(spec.Name, init)
-		if c == nil {
-			switch {
-			case old != nil && old.State.Terminated != nil:
-				cs = *old.DeepCopy()
-			case old != nil && old.State.Running != nil && in.PodIsTerminal:
-				cs = *old.DeepCopy()
-				cs.State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
-					ExitCode: 137, Reason: ReasonContainerStatusUnknown, Message: messageContainerStatusUnknownAt,
-				}}
-				cs.Ready, cs.Started = false, ptr(false)
-			default:
-				cs.State.Waiting = &v1.ContainerStateWaiting{Reason: defaultReason}
-				if w, ok := in.Waiting[podsync.BackoffKey(spec.Name, init)]; ok {
-					// e.g. CreateContainerConfigError, ErrImagePull
-					cs.State.Waiting = &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
-				}
-				if old != nil {
-					cs.LastTerminationState = *old.LastTerminationState.DeepCopy()
-					cs.RestartCount = old.RestartCount
-				}
-			}
-			out = append(out, cs)
-			continue
-		}
-		cs.ContainerID = in.RuntimeType + "://" + c.ID
-		cs.ImageID = c.ImageRef
-		cs.RestartCount = int32(c.Attempt)
-		if prev := in.Runtime.Previous(c); prev != nil && prev.State == podstate.ContainerExited {
-			cs.LastTerminationState.Terminated = terminatedState(prev, in.RuntimeType)
-		} else if old != nil && old.ContainerID == cs.ContainerID {
-			cs.LastTerminationState = *old.LastTerminationState.DeepCopy()
-		}
-		switch c.State {
-		case podstate.ContainerRunning:
-			cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(c.StartedAt)}
-			probes := in.Probes[c.ID]
-			started := spec.StartupProbe == nil || probes.Startup == podstate.ProbeSuccess
-			cs.Started = ptr(started)
-			if !init || podsync.IsSidecar(spec) {
-				cs.Ready = started && (spec.ReadinessProbe == nil || probes.Readiness == podstate.ProbeSuccess)
-			}
-		case podstate.ContainerExited:
-			term := terminatedState(c, in.RuntimeType)
-			if w, ok := in.Waiting[podsync.BackoffKey(spec.Name, init)]; ok && !in.PodIsTerminal {
-				cs.State.Waiting = &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
-				cs.LastTerminationState = v1.ContainerState{Terminated: term}
-			} else {
-				cs.State.Terminated = term
-			}
-			cs.Ready = init && !podsync.IsSidecar(spec) && c.ExitCode == 0 && cs.State.Terminated != nil
-		default:
-			reason := ReasonContainerCreating
-			if w, ok := in.Waiting[podsync.BackoffKey(spec.Name, init)]; ok {
-				reason = w.Reason
-				cs.State.Waiting = &v1.ContainerStateWaiting{Reason: reason, Message: w.Message}
-			} else {
-				cs.State.Waiting = &v1.ContainerStateWaiting{Reason: reason}
-			}
-		}
-		out = append(out, cs)
+		out = append(out, containerStatus(in, &containers[i], olds, init, defaultReason, frozen))
 	}
 	return out
+}
+
+// containerStatus is the status of the container spec (an init container
+// if init): defaultReason is its waiting reason before it has run, frozen
+// that the pod is terminal (a terminated status is then kept as it was).
+func containerStatus(in Input, spec *v1.Container, olds []v1.ContainerStatus, init bool, defaultReason string, frozen bool) v1.ContainerStatus {
+	old := find(olds, spec.Name)
+	if frozen && old != nil && old.State.Terminated != nil {
+		return *old.DeepCopy()
+	}
+	cs := v1.ContainerStatus{Name: spec.Name, Image: spec.Image, Started: ptr(false)}
+	c := in.Runtime.Latest(spec.Name, init)
+	if c == nil {
+		switch {
+		case old != nil && old.State.Terminated != nil:
+			cs = *old.DeepCopy()
+		case old != nil && old.State.Running != nil && in.PodIsTerminal:
+			cs = *old.DeepCopy()
+			cs.State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+				ExitCode: 137, Reason: ReasonContainerStatusUnknown, Message: messageContainerStatusUnknownAt,
+			}}
+			cs.Ready, cs.Started = false, ptr(false)
+		default:
+			cs.State.Waiting = &v1.ContainerStateWaiting{Reason: defaultReason}
+			if w, ok := in.Waiting[podsync.BackoffKey(spec.Name, init)]; ok {
+				// e.g. CreateContainerConfigError, ErrImagePull
+				cs.State.Waiting = &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
+			}
+			if old != nil {
+				cs.LastTerminationState = *old.LastTerminationState.DeepCopy()
+				cs.RestartCount = old.RestartCount
+			}
+		}
+		return cs
+	}
+	cs.ContainerID = in.RuntimeType + "://" + c.ID
+	cs.ImageID = c.ImageRef
+	cs.RestartCount = int32(c.Attempt)
+	if prev := in.Runtime.Previous(c); prev != nil && prev.State == podstate.ContainerExited {
+		cs.LastTerminationState.Terminated = terminatedState(prev, in.RuntimeType)
+	} else if old != nil && old.ContainerID == cs.ContainerID {
+		cs.LastTerminationState = *old.LastTerminationState.DeepCopy()
+	}
+	switch c.State {
+	case podstate.ContainerRunning:
+		cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(c.StartedAt)}
+		probes := in.Probes[c.ID]
+		started := spec.StartupProbe == nil || probes.Startup == podstate.ProbeSuccess
+		cs.Started = ptr(started)
+		if !init || podsync.IsSidecar(spec) {
+			cs.Ready = started && (spec.ReadinessProbe == nil || probes.Readiness == podstate.ProbeSuccess)
+		}
+	case podstate.ContainerExited:
+		term := terminatedState(c, in.RuntimeType)
+		if w, ok := in.Waiting[podsync.BackoffKey(spec.Name, init)]; ok && !in.PodIsTerminal {
+			cs.State.Waiting = &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
+			cs.LastTerminationState = v1.ContainerState{Terminated: term}
+		} else {
+			cs.State.Terminated = term
+		}
+		cs.Ready = init && !podsync.IsSidecar(spec) && c.ExitCode == 0 && cs.State.Terminated != nil
+	default:
+		reason := ReasonContainerCreating
+		if w, ok := in.Waiting[podsync.BackoffKey(spec.Name, init)]; ok {
+			reason = w.Reason
+			cs.State.Waiting = &v1.ContainerStateWaiting{Reason: reason, Message: w.Message}
+		} else {
+			cs.State.Waiting = &v1.ContainerStateWaiting{Reason: reason}
+		}
+	}
+	return cs
 }
 
 func ptr[T any](v T) *T { return &v }
