@@ -58,6 +58,10 @@ type kind[T object] struct {
 	fields func(T) fields.Set
 	// table renders rows; nil uses the default NAME / CREATED AT table.
 	table *tableSpec[T]
+	// requireResourceVersionOnUpdate makes an update without
+	// metadata.resourceVersion a 422 (upstream's AllowUnconditionalUpdate
+	// false); most kinds take the stored one.
+	requireResourceVersionOnUpdate bool
 }
 
 // strategy is a kind made into a resource.Strategy.
@@ -199,6 +203,10 @@ func (s strategy[T]) GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error
 	}
 	return labels.Set(t.GetLabels()), f, nil
 }
+
+// AllowUnconditionalUpdate implements the API server's
+// endpoints.UnconditionalUpdater.
+func (s strategy[T]) AllowUnconditionalUpdate() bool { return !s.k.requireResourceVersionOnUpdate }
 
 // ObjectMetaFieldsOnly reports whether GetAttrs gives ObjectMetaFields
 // alone: the kind has no selectable fields of its own.

@@ -90,6 +90,14 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path, isPod bool) field.Erro
 	if s.PreemptionPolicy != nil {
 		errs = append(errs, validatePreemptionPolicy(*s.PreemptionPolicy, path.Child("preemptionPolicy"))...)
 	}
+	if s.RuntimeClassName != nil {
+		errs = append(errs, dnsSubdomain(*s.RuntimeClassName, path.Child("runtimeClassName"))...)
+	}
+	if s.Overhead != nil {
+		// Checked as container limits, as upstream; whether a pod may carry
+		// an overhead at all is the RuntimeClass admission plugin's call.
+		errs = append(errs, validateResources(&corev1.ResourceRequirements{Limits: s.Overhead}, path.Child("overhead"))...)
+	}
 	if s.TerminationGracePeriodSeconds != nil {
 		errs = append(errs, apivalidation.ValidateNonnegativeField(*s.TerminationGracePeriodSeconds, path.Child("terminationGracePeriodSeconds"))...)
 	}

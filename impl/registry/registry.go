@@ -53,6 +53,8 @@ func resources(now func() time.Time) []*resource.Resource {
 		podDisruptionBudgets(now),
 		// scheduling.k8s.io/v1
 		priorityClasses(now),
+		// node.k8s.io/v1
+		runtimeClasses(now),
 		// events.k8s.io/v1
 		eventsV1(now),
 		// flowcontrol.apiserver.k8s.io/v1

@@ -61,6 +61,7 @@ func TestAllListsEveryResourceOnce(t *testing.T) {
 		"rbac.authorization.k8s.io/v1/clusterrolebindings":            {"ClusterRoleBinding", false, nil, false, false, false},
 		"policy/v1/poddisruptionbudgets":                              {"PodDisruptionBudget", true, []string{"pdb"}, false, true, false},
 		"scheduling.k8s.io/v1/priorityclasses":                        {"PriorityClass", false, []string{"pc"}, false, false, false},
+		"node.k8s.io/v1/runtimeclasses":                               {"RuntimeClass", false, nil, false, false, false},
 		"events.k8s.io/v1/events":                                     {"Event", true, []string{"ev"}, false, false, false},
 		"flowcontrol.apiserver.k8s.io/v1/flowschemas":                 {"FlowSchema", false, nil, false, true, false},
 		"flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations": {"PriorityLevelConfiguration", false, nil, false, true, false},
