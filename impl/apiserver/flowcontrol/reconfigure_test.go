@@ -438,3 +438,42 @@ func TestDroppedQueueKeepsTheRobin(t *testing.T) {
 		}
 	}
 }
+
+// TestSurplusQueueDroppedAtASeatRelease: as kube-apiserver's queue sets
+// (removeQueueIfEmptyLocked, called only where a request gives its seats
+// back), a surplus queue is not dropped when a waiting request leaves it
+// empty; it is the queue of the request that gives its seats back that
+// goes, the first one here.
+func TestSurplusQueueDroppedAtASeatRelease(t *testing.T) {
+	d := mustDispatcher(t, []*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("q", 1, 0, queuing(2, 1, 10))}, 1)
+	l := d.byName["q"]
+	// flowTo is a flow dealt queue qi of 2.
+	flowTo := func(qi int) string {
+		for i := range 100 {
+			if flow := fmt.Sprint("f", i); deal(flowHash("fs", flow), 2, 1, nil)[0] == qi {
+				return flow
+			}
+		}
+		t.Fatalf("no flow dealt queue %d of 2", qi)
+		return ""
+	}
+	held, o, _ := arrive(t, d, "q", flowTo(0))
+	if o != Executing || queueIndex(l, held) != 0 {
+		t.Fatalf("held: %v in queue %d, want executing from queue 0", o, queueIndex(l, held))
+	}
+	waiting, o, _ := arrive(t, d, "q", flowTo(1))
+	if o != Queued || queueIndex(l, waiting) != 1 {
+		t.Fatalf("waiting: %v in queue %d, want queued in queue 1", o, queueIndex(l, waiting))
+	}
+	heldQ, waitingQ := held.queue, waiting.queue
+	if _, err := d.Reconfigure([]*flowcontrolv1.PriorityLevelConfiguration{limitedLevel("q", 1, 0, queuing(1, 1, 10))}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := d.Leave(waiting, t0); !left || len(l.queues) != 2 {
+		t.Fatalf("after the waiting request left: left %v, %d queues, want 2 (nothing gave seats back)", left, len(l.queues))
+	}
+	d.Finish(held, t0.Add(time.Millisecond))
+	if len(l.queues) != 1 || l.queues[0] != waitingQ || !heldQ.dropped {
+		t.Fatalf("after the executing request finished: %d queues (its own dropped: %v), want only the other one", len(l.queues), heldQ.dropped)
+	}
+}
