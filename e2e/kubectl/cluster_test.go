@@ -120,6 +120,7 @@ func TestAPIResources(t *testing.T) {
 		"clusterroles rbac.authorization.k8s.io/v1 false ClusterRole",
 		"clusterrolebindings rbac.authorization.k8s.io/v1 false ClusterRoleBinding",
 		"priorityclasses pc scheduling.k8s.io/v1 false PriorityClass",
+		"runtimeclasses node.k8s.io/v1 false RuntimeClass",
 		"events ev events.k8s.io/v1 true Event",
 		"flowschemas flowcontrol.apiserver.k8s.io/v1 false FlowSchema",
 		"prioritylevelconfigurations flowcontrol.apiserver.k8s.io/v1 false PriorityLevelConfiguration",

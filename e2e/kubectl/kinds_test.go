@@ -156,6 +156,14 @@ var kinds = []kind{
 		field:       "/description", values: [4]string{`"smp"`, `"merge"`, `"json"`, `"edited"`},
 	},
 	{
+		resource: "runtimeclasses", nameOutput: "runtimeclass.node.k8s.io", kind: "RuntimeClass", apiVersion: "node.k8s.io/v1",
+		manifest:    "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: NAME\n  labels:\n    tier: a\nhandler: runsc\noverhead:\n  podFixed:\n    cpu: 250m\n",
+		headers:     []string{"NAME", "HANDLER", "AGE"},
+		wideHeaders: []string{"NAME", "HANDLER", "AGE"},
+		// handler is immutable.
+		field: "/metadata/labels/tier", values: [4]string{`"smp"`, `"merge"`, `"json"`, `"edited"`},
+	},
+	{
 		resource: "prioritylevelconfigurations", nameOutput: "prioritylevelconfiguration.flowcontrol.apiserver.k8s.io", kind: "PriorityLevelConfiguration", apiVersion: "flowcontrol.apiserver.k8s.io/v1",
 		manifest:    "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: PriorityLevelConfiguration\nmetadata:\n  name: NAME\n  labels:\n    tier: a\nspec:\n  type: Limited\n  limited:\n    nominalConcurrencyShares: 1\n    limitResponse:\n      type: Reject\n",
 		headers:     []string{"NAME", "TYPE", "NOMINALCONCURRENCYSHARES", "QUEUES", "HANDSIZE", "QUEUELENGTHLIMIT", "AGE"},
