@@ -326,3 +326,43 @@ func TestPatchWrongTypes(t *testing.T) {
 		t.Fatalf("smp of 30.0: %v %+v", err, got)
 	}
 }
+
+// TestPatchDuplicateFields: as kube-apiserver, a merge or strategic merge
+// patch is decoded strictly under fieldValidation=Strict and Warn (the
+// default), so a field written twice in the patch itself — which the
+// merged object no longer shows — is a strict decoding error: under
+// Strict a 422 on "patch" listing it before the merged object's own
+// (an unknown field), under Warn a warning, under Ignore nothing.
+func TestPatchDuplicateFields(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	if _, err := e.cs.CoreV1().Pods("default").Create(c, pod("web"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const path = "/api/v1/namespaces/default/pods/web"
+	dup := `{"metadata":{"labels":{"a":"1"}},"metadata":{"labels":{"b":"2"}}}`
+	dupUnknown := `{"metadata":{"labels":{"a":"1"},"labels":{"b":"2"}},"spec":{"bogus":1}}`
+	for _, pt := range []string{"application/merge-patch+json", "application/strategic-merge-patch+json"} {
+		t.Run(pt, func(t *testing.T) {
+			r := e.do("PATCH", path+"?fieldValidation=Strict", []byte(dup), "Content-Type", pt)
+			st := expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, ` "" is invalid: patch: Invalid value: "`)
+			if !strings.HasSuffix(st.Message, `": strict decoding error: duplicate field "metadata"`) {
+				t.Errorf("Strict, duplicate: %q", st.Message)
+			}
+			r = e.do("PATCH", path+"?fieldValidation=Strict", []byte(dupUnknown), "Content-Type", pt)
+			st = expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, ` "" is invalid: patch: Invalid value: "`)
+			if !strings.HasSuffix(st.Message, `": strict decoding error: duplicate field "metadata.labels", unknown field "spec.bogus"`) {
+				t.Errorf("Strict, duplicate and unknown: %q", st.Message)
+			}
+			r = e.do("PATCH", path, []byte(dupUnknown), "Content-Type", pt)
+			if w := r.header.Values("Warning"); r.code != http.StatusOK || len(w) != 2 ||
+				!strings.Contains(w[0], `duplicate field \"metadata.labels\"`) || !strings.Contains(w[1], `unknown field \"spec.bogus\"`) {
+				t.Errorf("Warn: %d, warnings %q", r.code, w)
+			}
+			r = e.do("PATCH", path+"?fieldValidation=Ignore", []byte(dup), "Content-Type", pt)
+			if w := r.header.Values("Warning"); r.code != http.StatusOK || len(w) != 0 {
+				t.Errorf("Ignore: %d, warnings %q", r.code, w)
+			}
+		})
+	}
+}

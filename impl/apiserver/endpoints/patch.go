@@ -14,10 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/mergepatch"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 	"github.com/kubeproof/kubeproof/impl/apiserver/fieldmanager"
@@ -70,6 +70,9 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 	// smp is the strategic merge patch, decoded for its first use (merging
 	// consumes it; a retry decodes the body again).
 	var smp map[string]any
+	// patchStrict are the strict decoding errors of a merge or strategic
+	// merge patch itself (a field written twice), under Strict and Warn.
+	var patchStrict []error
 	switch pt {
 	case types.JSONPatchType:
 		if ops, err = jsonpatch.DecodePatch(body); err != nil {
@@ -87,13 +90,13 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 		// then does not decode: a 422).
 		if wo.fieldValidation != metav1.FieldValidationIgnore {
 			var probe map[string]any
-			if err := json.Unmarshal(body, &probe); err != nil {
+			if patchStrict, err = kjson.UnmarshalStrict(body, &probe); err != nil {
 				return apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
 			}
 		}
 	case types.StrategicMergePatchType:
-		if err := utiljson.Unmarshal(body, &smp); err != nil {
-			return apierrors.NewBadRequest(err.Error())
+		if smp, patchStrict, err = decodeStrategicPatch(body, wo.fieldValidation); err != nil {
+			return err
 		}
 	}
 
@@ -116,13 +119,13 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 			patch := smp
 			smp = nil
 			if patch == nil {
-				if err := utiljson.Unmarshal(body, &patch); err != nil {
-					return nil, apierrors.NewBadRequest(err.Error())
+				if patch, _, err = decodeStrategicPatch(body, wo.fieldValidation); err != nil {
+					return nil, err
 				}
 			}
-			obj, warnings, err = strategicMerge(cur, want, patch, into, wo.fieldValidation)
+			obj, warnings, err = strategicMerge(cur, want, patch, patchStrict, into, wo.fieldValidation)
 		} else {
-			obj, warnings, err = h.jsonPatch(r, cur, want, pt, ops, body, into, wo.fieldValidation)
+			obj, warnings, err = h.jsonPatch(r, cur, want, pt, ops, body, patchStrict, into, wo.fieldValidation)
 		}
 		if err != nil {
 			return nil, err
@@ -152,9 +155,10 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 // jsonPatch applies a JSON or merge patch to cur (which it does not
 // change) and decodes the result into into, as a kind want. A result that
 // does not decode is kube-apiserver's 422 naming the patched object
-// (invalidPatch); under fieldValidation=Warn unknown fields are warnings.
+// (invalidPatch); the patch's own strict errors (patchStrict) and the
+// result's unknown fields are strictDecoding's.
 func (h *Handler) jsonPatch(r *http.Request, cur runtime.Object, want schema.GroupVersionKind, pt types.PatchType,
-	ops jsonpatch.Patch, body []byte, into runtime.Object, fv string) (runtime.Object, []string, error) {
+	ops jsonpatch.Patch, body []byte, patchStrict []error, into runtime.Object, fv string) (runtime.Object, []string, error) {
 	if cur.GetObjectKind().GroupVersionKind() != want {
 		// The stored object may be shared (watch cache).
 		cur = cur.DeepCopyObject()
@@ -179,7 +183,13 @@ func (h *Handler) jsonPatch(r *http.Request, cur runtime.Object, want schema.Gro
 	}
 	jr := r.Clone(r.Context())
 	jr.Header.Set("Content-Type", codec.JSON)
-	obj, warnings, err := h.decode(jr, patched, want, into, fv)
+	// Under Strict too the result's unknown fields come back as warnings,
+	// to be reported with the patch's own (strictDecoding).
+	dfv := fv
+	if dfv == metav1.FieldValidationStrict {
+		dfv = metav1.FieldValidationWarn
+	}
+	obj, unknown, err := h.decode(jr, patched, want, into, dfv)
 	if err != nil {
 		// Every error of decode is a 400 of the body it was given; here
 		// that body is the patched object.
@@ -189,7 +199,52 @@ func (h *Handler) jsonPatch(r *http.Request, cur runtime.Object, want schema.Gro
 		}
 		return nil, nil, err
 	}
+	warnings, err := strictDecoding(fv, string(patched), patchStrict, unknown)
+	if err != nil {
+		return nil, nil, err
+	}
 	return obj, warnings, nil
+}
+
+// decodeStrategicPatch decodes a strategic merge patch as kube-apiserver
+// does: numbers as int64 where whole, else float64, and under Strict and
+// Warn strictly (a field written twice is a strict error, returned
+// apart); a body that is not a JSON object is a 400.
+func decodeStrategicPatch(body []byte, fv string) (map[string]any, []error, error) {
+	var patch map[string]any
+	var strict []error
+	var err error
+	if fv == metav1.FieldValidationIgnore {
+		err = kjson.UnmarshalCaseSensitivePreserveInts(body, &patch)
+	} else {
+		strict, err = kjson.UnmarshalStrict(body, &patch)
+	}
+	if err != nil {
+		return nil, nil, apierrors.NewBadRequest(err.Error())
+	}
+	return patch, strict, nil
+}
+
+// strictDecoding is kube-apiserver's handling of a patch's strict
+// decoding errors, those of the patch itself (patchStrict) before those
+// of its result (unknown): under Strict one 422 naming value
+// (invalidPatch), under Warn warnings.
+func strictDecoding(fv, value string, patchStrict []error, unknown []string) ([]string, error) {
+	if len(patchStrict) == 0 && (len(unknown) == 0 || fv != metav1.FieldValidationStrict) {
+		return unknown, nil
+	}
+	if fv == metav1.FieldValidationStrict {
+		errs := patchStrict
+		for _, u := range unknown {
+			errs = append(errs, errors.New(u))
+		}
+		return nil, invalidPatch(value, runtime.NewStrictDecodingError(errs).Error())
+	}
+	warnings := make([]string, 0, len(patchStrict)+len(unknown))
+	for _, e := range patchStrict {
+		warnings = append(warnings, e.Error())
+	}
+	return append(warnings, unknown...), nil
 }
 
 // strategicMerge applies a strategic merge patch to cur (which it does not
@@ -198,9 +253,9 @@ func (h *Handler) jsonPatch(r *http.Request, cur runtime.Object, want schema.Gro
 // converter's rules and errors apply (a whole number written as 5.0 fits
 // an integer field; a string in one is "unrecognized type: int64"). A
 // result that does not decode is a 422 naming the patch (invalidPatch);
-// under fieldValidation=Warn unknown fields are warnings. The patch is
-// consumed.
-func strategicMerge(cur runtime.Object, want schema.GroupVersionKind, patch map[string]any, into runtime.Object, fv string) (runtime.Object, []string, error) {
+// the patch's own strict errors (patchStrict) and the result's unknown
+// fields are strictDecoding's. The patch is consumed.
+func strategicMerge(cur runtime.Object, want schema.GroupVersionKind, patch map[string]any, patchStrict []error, into runtime.Object, fv string) (runtime.Object, []string, error) {
 	orig, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cur)
 	if err != nil {
 		return nil, nil, fmt.Errorf("converting current object for a strategic merge patch: %w", err)
@@ -211,15 +266,21 @@ func strategicMerge(cur runtime.Object, want schema.GroupVersionKind, patch map[
 	if err != nil {
 		return nil, nil, strategicPatchError(err)
 	}
-	var warnings []string
-	unknown := fv == metav1.FieldValidationWarn || fv == metav1.FieldValidationStrict
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(merged, into, unknown); err != nil {
+	var unknown []string
+	returnUnknown := fv == metav1.FieldValidationWarn || fv == metav1.FieldValidationStrict
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(merged, into, returnUnknown); err != nil {
 		strict, ok := runtime.AsStrictDecodingError(err)
-		if !ok || fv == metav1.FieldValidationStrict {
+		if !ok {
 			return nil, nil, invalidPatch(fmt.Sprintf("%+v", patch), err.Error())
 		}
 		for _, e := range strict.Errors() {
-			warnings = append(warnings, e.Error())
+			unknown = append(unknown, e.Error())
+		}
+	}
+	var warnings []string
+	if len(patchStrict) > 0 || len(unknown) > 0 { // the patch formatted only then
+		if warnings, err = strictDecoding(fv, fmt.Sprintf("%+v", patch), patchStrict, unknown); err != nil {
+			return nil, nil, err
 		}
 	}
 	// kube-apiserver converts the result by its Go type: a kind or
