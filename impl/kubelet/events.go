@@ -19,6 +19,7 @@ const (
 	EventPulled             = "Pulled"
 	EventFailed             = "Failed"
 	EventErrImageNeverPull  = "ErrImageNeverPull"
+	EventInspectFailed      = "InspectFailed"
 	EventCreated            = "Created"
 	EventStarted            = "Started"
 	EventKilling            = "Killing"

@@ -50,7 +50,7 @@ func TestEvents(t *testing.T) {
 		h.sync(h.create(h.pod("web", nil)))
 		wantEvents(t, drain(rec),
 			`Normal Pulling Pulling image "nginx:1.27"`,
-			`Normal Pulled Successfully pulled image "nginx:1.27" in 0s (0s including waiting)`,
+			`Normal Pulled Successfully pulled image "nginx:1.27" in 0s (0s including waiting). Image size: 10485760 bytes.`,
 			"Normal Created Created container: app",
 			"Normal Started Started container app")
 		// The image is present for the next pod.

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -32,6 +33,22 @@ type flakyPulls struct {
 	mu       sync.Mutex
 	failures int
 	pulls    int
+	// errMsg, when set, is the failed pulls' error instead of "registry
+	// unavailable (attempt n)".
+	errMsg string
+	// inspectErr, when set, fails ImageStatus of images not present.
+	inspectErr error
+}
+
+func (f *flakyPulls) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec) (string, error) {
+	f.mu.Lock()
+	inspectErr := f.inspectErr
+	f.mu.Unlock()
+	ref, err := f.Runtime.ImageStatus(ctx, image)
+	if err == nil && ref == "" && inspectErr != nil {
+		return "", inspectErr
+	}
+	return ref, err
 }
 
 func (f *flakyPulls) PullImageWithAuth(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig) (string, error) {
@@ -43,6 +60,9 @@ func (f *flakyPulls) PullImageWithAuth(ctx context.Context, image *runtimeapi.Im
 	}
 	f.mu.Unlock()
 	if fail {
+		if f.errMsg != "" {
+			return "", errors.New(f.errMsg)
+		}
 		return "", fmt.Errorf("pull image %s: registry unavailable (attempt %d)", image.GetImage(), n)
 	}
 	return f.Runtime.PullImageWithAuth(ctx, image, auth)
@@ -223,7 +243,7 @@ func TestImagePullBackOffAlways(t *testing.T) {
 	if cs := cstatus(got, "app"); cs.State.Running == nil || cs.RestartCount != 1 || flaky.count() != 3 {
 		t.Fatalf("after the restart: %+v after %d pulls", cs, flaky.count())
 	}
-	wantEvents(t, drain(rec), `Normal Pulling Pulling image "`+image+`"`, `Normal Pulled Successfully pulled image "`+image+`" in 0s (0s including waiting)`)
+	wantEvents(t, drain(rec), `Normal Pulling Pulling image "`+image+`"`, `Normal Pulled Successfully pulled image "`+image+`" in 0s (0s including waiting). Image size: 10485760 bytes.`)
 }
 
 // TestImagePullBackOffRetriedAtItsEnd: under Run, a pod whose image pull
@@ -285,5 +305,87 @@ func TestImagePullBackOffRetriedAtItsEnd(t *testing.T) {
 	})
 	if n := flaky.count(); n != 2 {
 		t.Fatalf("%d pulls, want 2", n)
+	}
+}
+
+// TestImageInspectError: when asking the runtime for the image's status
+// fails, the container waits with ImageInspectError, after upstream's
+// InspectFailed event (whose quoted reference is upstream's, empty) and
+// "Error: ImageInspectError"; nothing is pulled. A container whose
+// policy is Always does not ask before pulling, and starts.
+func TestImageInspectError(t *testing.T) {
+	h, flaky, rec := newFlakyPullHarness(t)
+	flaky.inspectErr = errors.New("image store unavailable")
+	p := h.create(h.pod("inspect", nil)) // nginx:1.27, IfNotPresent
+	got := h.sync(p)
+	w := cstatus(got, "app").State.Waiting
+	const msg = `Failed to inspect image "": rpc error: code = Unknown desc = image store unavailable`
+	if w == nil || w.Reason != "ImageInspectError" || w.Message != msg || flaky.count() != 0 {
+		t.Fatalf("waiting %+v after %d pulls", w, flaky.count())
+	}
+	wantEvents(t, drain(rec), "Warning InspectFailed "+msg, "Warning Failed Error: ImageInspectError")
+
+	always := h.create(h.pod("always", func(p *v1.Pod) { p.Spec.Containers[0].Image = "nginx:latest" }))
+	if cs := cstatus(h.sync(always), "app"); cs.State.Running == nil || flaky.count() != 1 {
+		t.Fatalf("Always: %+v after %d pulls", cs.State, flaky.count())
+	}
+}
+
+// TestInvalidImageName: an image reference the kubelet cannot parse is
+// not pulled; the container waits with InvalidImageName and upstream's
+// message, after an InspectFailed event and "Error: InvalidImageName".
+func TestInvalidImageName(t *testing.T) {
+	h, rec := eventHarness(t)
+	const image = "Nginx:1"
+	got := h.sync(h.create(h.pod("bad", func(p *v1.Pod) { p.Spec.Containers[0].Image = image })))
+	w := cstatus(got, "app").State.Waiting
+	const msg = `Failed to apply default image tag "Nginx:1": couldn't parse image name "Nginx:1": invalid reference format: repository name (library/Nginx) must be lowercase`
+	if w == nil || w.Reason != "InvalidImageName" || w.Message != msg {
+		t.Fatalf("waiting %+v", w)
+	}
+	if auths := h.rt.PullAuths(image); len(auths) != 0 {
+		t.Fatalf("%d pulls of an invalid image", len(auths))
+	}
+	wantEvents(t, drain(rec), "Warning InspectFailed "+msg, "Warning Failed Error: InvalidImageName")
+}
+
+// TestPulledEventImageSize: the Pulled event carries the image's size as
+// the runtime reports it, over the simulation and over CRI's ImageStatus.
+func TestPulledEventImageSize(t *testing.T) {
+	h, _, rec := newFlakyPullHarness(t)
+	const image = "registry.example/big:2"
+	h.rt.SetImageSize(image, 123456789)
+	h.sync(h.create(h.pod("big", func(p *v1.Pod) { p.Spec.Containers[0].Image = image })))
+	wantEvents(t, drain(rec), `Normal Pulling Pulling image "`+image+`"`,
+		`Normal Pulled Successfully pulled image "`+image+`" in 0s (0s including waiting). Image size: 123456789 bytes.`)
+
+	h2, rec2 := eventHarness(t)
+	h2.sync(h2.create(h2.pod("default-size", nil)))
+	wantEvents(t, drain(rec2), `Normal Pulled Successfully pulled image "nginx:1.27" in 0s (0s including waiting). Image size: 10485760 bytes.`)
+}
+
+// TestRegistryUnavailable: a runtime's RegistryUnavailable pull error
+// (a gRPC Unknown status, as CRI-O returns it) is classified as upstream's
+// image manager does: the container waits with RegistryUnavailable and
+// upstream's sentence, the back-off keeps that reason for its message.
+func TestRegistryUnavailable(t *testing.T) {
+	h, flaky, rec := newFlakyPullHarness(t)
+	const image = "registry.example/app:1"
+	flaky.errMsg = "RegistryUnavailable: dial tcp 10.0.0.1:443: connect: connection refused"
+	flaky.failNext(1)
+	p := h.create(h.pod("unavailable", func(p *v1.Pod) { p.Spec.Containers[0].Image = image }))
+	got, hint := h.syncHint(p)
+	w := cstatus(got, "app").State.Waiting
+	const msg = "image pull failed for " + image + " because the registry is unavailable: dial tcp 10.0.0.1:443: connect: connection refused"
+	if w == nil || w.Reason != "RegistryUnavailable" || w.Message != msg || hint != 2*time.Second {
+		t.Fatalf("waiting %+v, sync again in %v", w, hint)
+	}
+	wantEvents(t, drain(rec),
+		`Warning Failed Failed to pull image "`+image+`": `+flaky.errMsg,
+		"Warning Failed Error: RegistryUnavailable")
+	got, _ = h.syncHint(p)
+	if w := cstatus(got, "app").State.Waiting; w == nil || w.Reason != "ImagePullBackOff" ||
+		w.Message != `Back-off pulling image "`+image+`": RegistryUnavailable: `+msg {
+		t.Fatalf("in the back-off: %+v", w)
 	}
 }

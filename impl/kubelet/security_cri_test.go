@@ -195,7 +195,7 @@ func TestImagePullSecretsOverCRI(t *testing.T) {
 	}
 	wantEvents(t, drain(rec),
 		"Warning FailedToRetrieveImagePullSecret Unable to retrieve some image pull secrets (missing); attempting to pull the image may not succeed.",
-		`Normal Pulled Successfully pulled image "`+image+`" in 0s (0s including waiting)`)
+		`Normal Pulled Successfully pulled image "`+image+`" in 0s (0s including waiting). Image size: 10485760 bytes.`)
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -536,10 +536,32 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 	}
 	fail := func(reason string, err error) error { return failUntil(reason, err, time.Time{}) }
 	image := &runtimeapi.ImageSpec{Image: spec.Image}
-	present, err := k.rt.ImageStatus(ctx, image)
-	if err != nil {
-		event(v1.EventTypeWarning, EventFailed, "Failed to inspect image %q: %v", spec.Image, err)
-		return fail(reasonErrImagePull, err)
+	// imageFailed: the image step failed with reason and msg; as
+	// upstream's startContainer, a "Failed" "Error: <reason>" event
+	// follows the image manager's own.
+	imageFailed := func(reason, msg string, until time.Time) error {
+		event(v1.EventTypeWarning, EventFailed, "Error: %s", reason)
+		return failUntil(reason, errors.New(msg), until)
+	}
+	// A reference the kubelet cannot parse is not handed to the runtime:
+	// InvalidImageName, as upstream's image manager.
+	if msg := podsync.InvalidImageName(spec.Image); msg != "" {
+		event(v1.EventTypeWarning, EventInspectFailed, "%s", msg)
+		return imageFailed(podsync.ReasonInvalidImageName, msg, time.Time{})
+	}
+	// The image's status is asked only when the pull policy depends on
+	// it (not for Always), as upstream's imagePullPrecheck; a failure is
+	// InspectFailed and ImageInspectError.
+	policy := pullPolicy(spec)
+	var present string
+	if policy != v1.PullAlways {
+		ref, err := k.rt.ImageStatus(ctx, image)
+		if err != nil {
+			msg := podsync.InspectImageFailedMessage(err)
+			event(v1.EventTypeWarning, EventInspectFailed, "%s", msg)
+			return imageFailed(podsync.ReasonImageInspectError, msg, time.Time{})
+		}
+		present = ref
 	}
 	pull := func() error {
 		keyring, err := k.pullKeyring(ctx, pod)
@@ -554,36 +576,45 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 		entry, failedBefore := rec.x().imagePulls[spec.Image]
 		if d := podsync.DecideImagePull(backoff, entry, spec.Image, k.clock.Now()); !d.Pull {
 			event(v1.EventTypeNormal, EventBackOff, "%s", podsync.BackOffPullingImageMessage(spec.Image))
-			event(v1.EventTypeWarning, EventFailed, "Error: %s", podsync.ReasonImagePullBackOff)
-			return failUntil(podsync.ReasonImagePullBackOff, errors.New(d.Message), d.Until)
+			return imageFailed(podsync.ReasonImagePullBackOff, d.Message, d.Until)
 		}
 		event(v1.EventTypeNormal, EventPulling, "Pulling image %q", spec.Image)
 		start := k.clock.Now()
 		if _, err := k.pullImage(ctx, image, keyring); err != nil {
 			event(v1.EventTypeWarning, EventFailed, "Failed to pull image %q: %v", spec.Image, err)
-			event(v1.EventTypeWarning, EventFailed, "Error: %s", reasonErrImagePull)
-			entry = podsync.ImagePullFailed(backoff, entry, err.Error(), k.clock.Now())
+			// ErrImagePull, or CRI's RegistryUnavailable or
+			// SignatureValidationFailed, as upstream classifies.
+			reason, msg := podsync.PullFailure(spec.Image, err.Error())
+			entry = podsync.ImagePullFailed(backoff, entry, reason, msg, k.clock.Now())
 			x := rec.more()
 			if x.imagePulls == nil {
 				x.imagePulls = map[string]podsync.ImagePullEntry{}
 			}
 			x.imagePulls[spec.Image] = entry
-			return failUntil(reasonErrImagePull, err, entry.LastUpdate.Add(entry.Backoff))
+			return imageFailed(reason, msg, entry.LastUpdate.Add(entry.Backoff))
 		}
 		if failedBefore {
 			rec.x().imagePulls[spec.Image] = podsync.ImagePullStarted(entry)
 		}
+		// The pulled image's size, best effort (0 when the runtime cannot
+		// tell), as upstream's puller asks ImageStatus after the pull.
+		size, err := k.rt.ImageSize(ctx, image)
+		if err != nil {
+			k.log.Info("unable to get the pulled image's size", "image", spec.Image, "err", err)
+			size = 0
+		}
+		// Pulls are made by the pod's worker itself, not queued: the
+		// time including waiting is the pull's.
 		took := k.clock.Since(start)
-		event(v1.EventTypeNormal, EventPulled, "Successfully pulled image %q in %v (%v including waiting)", spec.Image, took, took)
+		event(v1.EventTypeNormal, EventPulled, "%s", podsync.PulledImageMessage(spec.Image, took, took, size))
 		return nil
 	}
-	switch pullPolicy(spec) {
+	switch policy {
 	case v1.PullNever:
 		if present == "" {
 			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", spec.Image)
 			event(v1.EventTypeWarning, EventErrImageNeverPull, "%s", msg)
-			event(v1.EventTypeWarning, EventFailed, "Error: %s", reasonErrImageNeverPull) // as upstream's for any image error
-			return fail(reasonErrImageNeverPull, errors.New(msg))
+			return imageFailed(reasonErrImageNeverPull, msg, time.Time{})
 		}
 		event(v1.EventTypeNormal, EventPulled, "Container image %q already present on machine", spec.Image)
 	case v1.PullAlways:

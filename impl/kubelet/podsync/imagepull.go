@@ -2,7 +2,10 @@ package podsync
 
 import (
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/distribution/reference"
 )
 
 // Image pull back-off, as upstream's image manager: after a failed pull of
@@ -20,11 +23,64 @@ import (
 // doubles the back-off again.
 
 // Waiting reasons of image pulls, as upstream's (images.ErrImagePull,
-// images.ErrImagePullBackOff).
+// images.ErrImagePullBackOff, images.ErrImageInspect,
+// images.ErrInvalidImageName, and CRI's errors.ErrRegistryUnavailable and
+// errors.ErrSignatureValidationFailed).
 const (
-	ReasonErrImagePull     = "ErrImagePull"
-	ReasonImagePullBackOff = "ImagePullBackOff"
+	ReasonErrImagePull              = "ErrImagePull"
+	ReasonImagePullBackOff          = "ImagePullBackOff"
+	ReasonImageInspectError         = "ImageInspectError"
+	ReasonInvalidImageName          = "InvalidImageName"
+	ReasonRegistryUnavailable       = "RegistryUnavailable"
+	ReasonSignatureValidationFailed = "SignatureValidationFailed"
 )
+
+// InvalidImageName is the message of the InspectFailed event and of the
+// InvalidImageName waiting when image is not a valid image reference, ""
+// when it is one. As upstream's image manager (applyDefaultImageTag), the
+// reference is parsed as a normalized name (docker.io/library/ implied);
+// the API server checks no more than that an image is given.
+func InvalidImageName(image string) string {
+	if _, err := reference.ParseNormalizedNamed(image); err != nil {
+		return fmt.Sprintf("Failed to apply default image tag %q: couldn't parse image name %q: %v", image, image, err)
+	}
+	return ""
+}
+
+// InspectImageFailedMessage is the message of the InspectFailed event and
+// of the ImageInspectError waiting when asking the runtime for the
+// image's status failed with err. Upstream's image manager quotes the
+// image reference the failed lookup returned, which is always empty, not
+// the image: `Failed to inspect image "": <err>`; so do we.
+func InspectImageFailedMessage(err error) string {
+	return fmt.Sprintf("Failed to inspect image %q: %v", "", err)
+}
+
+// PulledImageMessage is the message of the Pulled event after a pull of
+// image that took pull (the CRI pull and the size lookup) and total
+// (including waiting for the pull to start), both truncated to the
+// millisecond, of an image of size bytes (CRI ImageStatus's size; 0 when
+// unknown), as upstream's image manager writes it.
+func PulledImageMessage(image string, pull, total time.Duration, size uint64) string {
+	return fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting). Image size: %d bytes.",
+		image, pull.Truncate(time.Millisecond), total.Truncate(time.Millisecond), size)
+}
+
+// PullFailure classifies a failed pull of image with error message msg
+// as upstream's image manager (evalCRIPullErr) does: a message beginning
+// with "RegistryUnavailable" or "SignatureValidationFailed" (CRI's errors,
+// which runtimes such as CRI-O return and the CRI client passes on
+// without the gRPC code) gives that reason and upstream's sentence with
+// the rest of the message; any other is ErrImagePull with msg as is.
+func PullFailure(image, msg string) (reason, message string) {
+	if rest, ok := strings.CutPrefix(msg, ReasonRegistryUnavailable); ok {
+		return ReasonRegistryUnavailable, fmt.Sprintf("image pull failed for %s because the registry is unavailable%s", image, rest)
+	}
+	if rest, ok := strings.CutPrefix(msg, ReasonSignatureValidationFailed); ok {
+		return ReasonSignatureValidationFailed, fmt.Sprintf("image pull failed for %s because the signature validation failed%s", image, rest)
+	}
+	return ReasonErrImagePull, msg
+}
 
 // DefaultImagePullBackoff is upstream's image pull back-off
 // (imageBackOffPeriod 10 s doubling to MaxImageBackOff 5 min), a schedule
@@ -80,12 +136,12 @@ func ImagePullStarted(e ImagePullEntry) ImagePullEntry {
 	return e
 }
 
-// ImagePullFailed is e after a pull that failed at now with message (the
-// error the container's ErrImagePull waiting shows): the back-off is
-// renewed (Base, or doubled up to Max) and the error kept for the
-// ImagePullBackOff message.
-func ImagePullFailed(c BackoffConfig, e ImagePullEntry, message string, now time.Time) ImagePullEntry {
-	return ImagePullEntry{BackoffEntry: c.Next(e.BackoffEntry, now), LastError: ReasonErrImagePull + ": " + message}
+// ImagePullFailed is e after a pull that failed at now with reason and
+// message (PullFailure's: what the container's waiting shows): the
+// back-off is renewed (Base, or doubled up to Max) and "<reason>:
+// <message>" kept for the ImagePullBackOff message.
+func ImagePullFailed(c BackoffConfig, e ImagePullEntry, reason, message string, now time.Time) ImagePullEntry {
+	return ImagePullEntry{BackoffEntry: c.Next(e.BackoffEntry, now), LastError: reason + ": " + message}
 }
 
 // ImagePullExpired reports whether e has expired at now (no failure for

@@ -1,6 +1,7 @@
 package podsync
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -48,7 +49,7 @@ func TestImagePullBackoffSchedule(t *testing.T) {
 			t.Fatalf("at %v: backing off (%+v)", at, d)
 		}
 		e = ImagePullStarted(e)
-		e = ImagePullFailed(c, e, "boom", at)
+		e = ImagePullFailed(c, e, ReasonErrImagePull, "boom", at)
 		if e.LastError != "ErrImagePull: boom" {
 			t.Fatalf("last error %q", e.LastError)
 		}
@@ -78,7 +79,7 @@ func TestImagePullBackoffSchedule(t *testing.T) {
 	if !ImagePullExpired(c, e, later) {
 		t.Fatal("not expired after 2×Max")
 	}
-	if e = ImagePullFailed(c, e, "again", later); e.Backoff != 10*time.Second {
+	if e = ImagePullFailed(c, e, ReasonErrImagePull, "again", later); e.Backoff != 10*time.Second {
 		t.Fatalf("after expiry the back-off starts over: %v", e.Backoff)
 	}
 
@@ -87,10 +88,66 @@ func TestImagePullBackoffSchedule(t *testing.T) {
 	var s ImagePullEntry
 	var ds []time.Duration
 	for i := range 4 {
-		s = ImagePullFailed(short, s, "x", now.Add(time.Duration(i)*time.Second))
+		s = ImagePullFailed(short, s, ReasonErrImagePull, "x", now.Add(time.Duration(i)*time.Second))
 		ds = append(ds, s.Backoff)
 	}
 	if ds[0] != time.Second || ds[1] != 2*time.Second || ds[2] != 3*time.Second || ds[3] != 3*time.Second {
 		t.Fatalf("short schedule %v", ds)
+	}
+}
+
+// TestPulledImageMessage: upstream's Pulled text, durations truncated
+// (not rounded) to the millisecond, with the image's size.
+func TestPulledImageMessage(t *testing.T) {
+	got := PulledImageMessage("nginx:1.27", 1234567899*time.Nanosecond, 2*time.Second+999999*time.Nanosecond, 10485760)
+	want := `Successfully pulled image "nginx:1.27" in 1.234s (2s including waiting). Image size: 10485760 bytes.`
+	if got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+	if got := PulledImageMessage("a", 0, 0, 0); got != `Successfully pulled image "a" in 0s (0s including waiting). Image size: 0 bytes.` {
+		t.Fatalf("got %q", got)
+	}
+}
+
+// TestPullFailure: CRI's RegistryUnavailable and SignatureValidationFailed
+// (by message prefix, as upstream's evalCRIPullErr) get reasons and
+// sentences of their own; any other error is ErrImagePull as is.
+func TestPullFailure(t *testing.T) {
+	for _, tc := range []struct{ msg, reason, message string }{
+		{"RegistryUnavailable: dial tcp: connection refused", ReasonRegistryUnavailable,
+			"image pull failed for reg.example/a:1 because the registry is unavailable: dial tcp: connection refused"},
+		{"RegistryUnavailable", ReasonRegistryUnavailable, "image pull failed for reg.example/a:1 because the registry is unavailable"},
+		{"SignatureValidationFailed: no signature", ReasonSignatureValidationFailed,
+			"image pull failed for reg.example/a:1 because the signature validation failed: no signature"},
+		{"failed to pull: RegistryUnavailable", ReasonErrImagePull, "failed to pull: RegistryUnavailable"},
+		{"rpc error: code = Unknown desc = boom", ReasonErrImagePull, "rpc error: code = Unknown desc = boom"},
+	} {
+		reason, message := PullFailure("reg.example/a:1", tc.msg)
+		if reason != tc.reason || message != tc.message {
+			t.Errorf("%q: got %s %q, want %s %q", tc.msg, reason, message, tc.reason, tc.message)
+		}
+	}
+	if got := ImagePullFailed(DefaultImagePullBackoff, ImagePullEntry{}, ReasonRegistryUnavailable, "m", time.Now()).LastError; got != "RegistryUnavailable: m" {
+		t.Errorf("last error %q", got)
+	}
+}
+
+// TestInvalidImageName: names the image manager cannot parse, with
+// upstream's message; valid ones (short, tagged, digested, with a
+// registry and port) are not.
+func TestInvalidImageName(t *testing.T) {
+	for _, ok := range []string{"nginx", "nginx:1.27", "registry.example:5000/team/app:v1",
+		"busybox@sha256:" + strings.Repeat("a", 64), "docker.io/library/nginx:latest"} {
+		if msg := InvalidImageName(ok); msg != "" {
+			t.Errorf("%q: %s", ok, msg)
+		}
+	}
+	for image, want := range map[string]string{
+		"Nginx:1":   `Failed to apply default image tag "Nginx:1": couldn't parse image name "Nginx:1": invalid reference format: repository name (library/Nginx) must be lowercase`,
+		"nginx:a b": `Failed to apply default image tag "nginx:a b": couldn't parse image name "nginx:a b": invalid reference format`,
+	} {
+		if got := InvalidImageName(image); got != want {
+			t.Errorf("%q:\ngot  %q\nwant %q", image, got, want)
+		}
 	}
 }

@@ -69,6 +69,9 @@ type Runtime interface {
 	ImageUser(ctx context.Context, image *runtimeapi.ImageSpec) (uid *int64, username string, err error)
 	// ImageStatus returns the image reference, or "" if the image is absent.
 	ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec) (string, error)
+	// ImageSize returns a present image's size in bytes, as CRI's
+	// ImageStatus reports it; 0 if the image is absent.
+	ImageSize(ctx context.Context, image *runtimeapi.ImageSpec) (uint64, error)
 
 	CreateContainer(ctx context.Context, podSandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
 	StartContainer(ctx context.Context, containerID string) error

@@ -159,25 +159,43 @@ func (r *Runtime) PullImage(ctx context.Context, image *runtimeapi.ImageSpec) (s
 	return r.PullImageWithAuth(ctx, image, nil)
 }
 
-// PullImageWithAuth implements runtime.Runtime.
+// PullImageWithAuth implements runtime.Runtime. As upstream's remote
+// image service, an error of gRPC code Unknown is returned as its message
+// alone (the kubelet's "Failed to pull image" event shows the runtime's
+// words, and CRI's RegistryUnavailable and SignatureValidationFailed are
+// recognised by their prefix); other errors are the gRPC status as is.
 func (r *Runtime) PullImageWithAuth(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig) (string, error) {
 	resp, err := r.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: image, Auth: auth})
 	if err != nil {
-		return "", wrap("pull image "+image.GetImage(), err)
+		if s, ok := status.FromError(err); ok && s.Code() == codes.Unknown {
+			return "", errors.New(s.Message())
+		}
+		return "", err
 	}
 	return resp.ImageRef, nil
 }
 
-// ImageStatus implements runtime.Runtime.
+// ImageStatus implements runtime.Runtime. Its error is the runtime's
+// gRPC status as is, as upstream's remote image service returns it (the
+// kubelet's InspectFailed event shows it).
 func (r *Runtime) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec) (string, error) {
 	resp, err := r.is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: image})
 	if err != nil {
-		return "", wrap("image status "+image.GetImage(), err)
+		return "", err
 	}
 	if resp.Image == nil {
 		return "", nil
 	}
 	return resp.Image.Id, nil
+}
+
+// ImageSize implements runtime.Runtime from ImageStatus's size.
+func (r *Runtime) ImageSize(ctx context.Context, image *runtimeapi.ImageSpec) (uint64, error) {
+	resp, err := r.is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: image})
+	if err != nil {
+		return 0, wrap("image status "+image.GetImage(), err)
+	}
+	return resp.GetImage().GetSize(), nil
 }
 
 // ImageUser implements runtime.Runtime from ImageStatus's uid and

@@ -38,6 +38,17 @@ func (r *Runtime) ImageUser(_ context.Context, image *runtimeapi.ImageSpec) (*in
 	return nil, user, nil
 }
 
+// ImageSize implements runtime.Runtime: a present image's size
+// (SetImageSize's, or DefaultImageSize), 0 for an absent one.
+func (r *Runtime) ImageSize(_ context.Context, image *runtimeapi.ImageSpec) (uint64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.images[image.GetImage()]; !ok {
+		return 0, nil
+	}
+	return r.imageSize(image.GetImage()), nil
+}
+
 // RequireCredentials makes pulls of images from registry (a host[:port],
 // the first component of the image name) fail as unauthorized unless they
 // carry this username and password.

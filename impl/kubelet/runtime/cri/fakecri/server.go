@@ -255,5 +255,8 @@ func (s *Server) ImageStatus(ctx context.Context, req *runtimeapi.ImageStatusReq
 		img.Uid = &runtimeapi.Int64Value{Value: *uid}
 	}
 	img.Username = username
+	if img.Size, err = s.rt.ImageSize(ctx, req.Image); err != nil {
+		return nil, grpcErr(err)
+	}
 	return &runtimeapi.ImageStatusResponse{Image: img}, nil
 }
