@@ -2,12 +2,12 @@ package kubelet
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/credentials"
@@ -49,7 +49,9 @@ func (k *Kubelet) pullKeyring(ctx context.Context, pod *v1.Pod) (*credentials.Ke
 
 // pullImage pulls image with each credential the keyring has for it, most
 // specific first, until one pull succeeds (without credentials if it has
-// none). All failures are returned joined.
+// none, returning that pull's error as is). The failures with credentials
+// are returned as upstream's kubelet aggregates them: one error as it is,
+// several distinct messages as "[m1, m2]".
 func (k *Kubelet) pullImage(ctx context.Context, image *runtimeapi.ImageSpec, keyring *credentials.Keyring) (string, error) {
 	creds := keyring.Lookup(image.Image)
 	if len(creds) == 0 {
@@ -63,7 +65,7 @@ func (k *Kubelet) pullImage(ctx context.Context, image *runtimeapi.ImageSpec, ke
 		}
 		errs = append(errs, err)
 	}
-	return "", errors.Join(errs...)
+	return "", utilerrors.NewAggregate(errs)
 }
 
 // containerSecurity checks runAsNonRoot against the image's user and

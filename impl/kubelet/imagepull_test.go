@@ -389,3 +389,31 @@ func TestRegistryUnavailable(t *testing.T) {
 		t.Fatalf("in the back-off: %+v", w)
 	}
 }
+
+// TestPullErrorsAggregated: pulls with several credentials that all fail
+// the same way give upstream's aggregate, the message once (not once per
+// line and credential).
+func TestPullErrorsAggregated(t *testing.T) {
+	h, rec := eventHarness(t)
+	const image = "registry.example.com/team/app:1.0"
+	h.rt.RequireCredentials("registry.example.com", "robot", "right")
+	for _, s := range []*v1.Secret{
+		pullSecret("team", "registry.example.com/team", "robot", "stale"),
+		pullSecret("site", "https://registry.example.com", "robot", "old"),
+	} {
+		if _, err := h.client.CoreV1().Secrets("default").Create(h.ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := h.create(h.pod("refused", func(p *v1.Pod) {
+		p.Spec.Containers[0].Image = image
+		p.Spec.ImagePullSecrets = []v1.LocalObjectReference{{Name: "site"}, {Name: "team"}}
+	}))
+	w := cstatus(h.sync(p), "app").State.Waiting
+	const refused = "pull image " + image + ": failed to authorize: 401 Unauthorized"
+	if w == nil || w.Reason != "ErrImagePull" || w.Message != refused || len(h.rt.PullAuths(image)) != 2 {
+		t.Fatalf("waiting %+v after %d pulls", w, len(h.rt.PullAuths(image)))
+	}
+	wantEvents(t, drain(rec), `Warning Failed Failed to pull image "`+image+`": `+refused, "Warning Failed Error: ErrImagePull")
+
+}
