@@ -172,47 +172,62 @@ func (r *Runtime) PullImageWithAuth(ctx context.Context, image *runtimeapi.Image
 		}
 		return "", err
 	}
+	if resp.ImageRef == "" {
+		// As upstream's remote image service: a pull must name its image.
+		return "", fmt.Errorf("imageRef of image %q is not set", image.GetImage())
+	}
 	return resp.ImageRef, nil
 }
 
-// ImageStatus implements runtime.Runtime. Its error is the runtime's
-// gRPC status as is, as upstream's remote image service returns it (the
-// kubelet's InspectFailed event shows it).
-func (r *Runtime) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec) (string, error) {
+// imageStatus is CRI ImageStatus's image (nil if absent), checked as
+// upstream's remote image service checks it: a present image without an
+// id or a size is an error. The error is the runtime's gRPC status as is.
+func (r *Runtime) imageStatus(ctx context.Context, image *runtimeapi.ImageSpec) (*runtimeapi.Image, error) {
 	resp, err := r.is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: image})
+	if err != nil {
+		return nil, err
+	}
+	if img := resp.GetImage(); img != nil && (img.Id == "" || img.Size == 0) {
+		return nil, fmt.Errorf("Id or size of image %q is not set", image.GetImage())
+	}
+	return resp.GetImage(), nil
+}
+
+// ImageStatus implements runtime.Runtime. Its error is imageStatus's as
+// is, as upstream's remote image service returns it (the kubelet's
+// InspectFailed event shows it).
+func (r *Runtime) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec) (string, error) {
+	img, err := r.imageStatus(ctx, image)
 	if err != nil {
 		return "", err
 	}
-	if resp.Image == nil {
-		return "", nil
-	}
-	return resp.Image.Id, nil
+	return img.GetId(), nil
 }
 
 // ImageSize implements runtime.Runtime from ImageStatus's size.
 func (r *Runtime) ImageSize(ctx context.Context, image *runtimeapi.ImageSpec) (uint64, error) {
-	resp, err := r.is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: image})
+	img, err := r.imageStatus(ctx, image)
 	if err != nil {
 		return 0, wrap("image status "+image.GetImage(), err)
 	}
-	return resp.GetImage().GetSize(), nil
+	return img.GetSize(), nil
 }
 
 // ImageUser implements runtime.Runtime from ImageStatus's uid and
 // username.
 func (r *Runtime) ImageUser(ctx context.Context, image *runtimeapi.ImageSpec) (*int64, string, error) {
-	resp, err := r.is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: image})
+	img, err := r.imageStatus(ctx, image)
 	if err != nil {
 		return nil, "", wrap("image status "+image.GetImage(), err)
 	}
-	if resp.Image == nil {
+	if img == nil {
 		return nil, "", fmt.Errorf("image status %s: %w: image not present", image.GetImage(), runtime.ErrNotFound)
 	}
-	if resp.Image.Uid != nil {
-		uid := resp.Image.Uid.Value
+	if img.Uid != nil {
+		uid := img.Uid.Value
 		return &uid, "", nil
 	}
-	return nil, resp.Image.Username, nil
+	return nil, img.Username, nil
 }
 
 // CreateContainer implements runtime.Runtime.
