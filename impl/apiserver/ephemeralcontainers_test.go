@@ -277,8 +277,8 @@ func TestPatchWrongTypes(t *testing.T) {
 			`strict decoding error: unknown field "spec.bogus"`, `map[spec:map[bogus:1]]`, 422},
 		{"json patch: unknown field, Strict", sub + "?fieldValidation=Strict", jsonPT, `[{"op":"add","path":"/spec/bogus","value":1}]`,
 			`strict decoding error: unknown field "spec.bogus"`, `\"bogus\":1`, 422},
-		// Not a patch of the wrong type but a malformed one: 400, before
-		// the pod is read. (A strategic merge patch mixing element types
+		// Not a patch of the wrong type but a malformed one: 400 (once
+		// the pod is read: TestMalformedPatchOfMissingObject). (A strategic merge patch mixing element types
 		// with a list's existing ones is a 500 in kube-apiserver, which
 		// hands the library's error up unclassified; ours is a 400.)
 		{"smp: not an object", sub, smp, `["x"]`, `json: cannot unmarshal array into Go value of type map[string]interface {}`, "", 400},
@@ -364,5 +364,26 @@ func TestPatchDuplicateFields(t *testing.T) {
 				t.Errorf("Ignore: %d, warnings %q", r.code, w)
 			}
 		})
+	}
+}
+
+// TestMalformedPatchOfMissingObject: kube-apiserver decodes a patch only
+// once it has read the object it patches, so a malformed JSON, merge or
+// strategic merge patch (or one of too many operations) of an object that
+// does not exist is a 404, as a well-formed one.
+func TestMalformedPatchOfMissingObject(t *testing.T) {
+	e := newEnv(t, nil)
+	const missing = "/api/v1/namespaces/default/pods/nope"
+	for _, tc := range []struct{ contentType, body string }{
+		{"application/strategic-merge-patch+json", `{"spec":`},
+		{"application/strategic-merge-patch+json", `["x"]`},
+		{"application/merge-patch+json", `{"spec":`},
+		{"application/json-patch+json", `{"op":"add"}`},
+		{"application/json-patch+json", string(manyOps(10001))},
+	} {
+		r := e.do("PATCH", missing, []byte(tc.body), "Content-Type", tc.contentType)
+		if r.code != http.StatusNotFound {
+			t.Errorf("%s %.20s: %d %s, want 404", tc.contentType, tc.body, r.code, r.body)
+		}
 	}
 }

@@ -66,38 +66,51 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 	if pt == types.ApplyYAMLPatchType {
 		return h.apply(w, r, info, m, wo, target, body, params)
 	}
-	var ops jsonpatch.Patch
-	// smp is the strategic merge patch, decoded for its first use (merging
-	// consumes it; a retry decodes the body again).
-	var smp map[string]any
-	// patchStrict are the strict decoding errors of a merge or strategic
-	// merge patch itself (a field written twice), under Strict and Warn.
-	var patchStrict []error
-	switch pt {
-	case types.JSONPatchType:
-		if ops, err = jsonpatch.DecodePatch(body); err != nil {
-			return apierrors.NewBadRequest(err.Error())
-		}
-		if len(ops) > maxJSONPatchOperations {
-			return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
-				"The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(ops)))
-		}
-		limitJSONPatchCopies()
-	case types.MergePatchType:
-		// As kube-apiserver: a merge patch is decoded first unless
-		// fieldValidation is Ignore; then the merge takes anything that
-		// is JSON (a list or a number replaces the whole object, which
-		// then does not decode: a 422).
-		if wo.fieldValidation != metav1.FieldValidationIgnore {
+	// The patch is decoded, as kube-apiserver decodes it, once the object
+	// is read (a malformed patch of an object that does not exist is a
+	// 404): JSON patch operations and a merge patch's check once, a
+	// strategic merge patch on every try (merging consumes it).
+	var (
+		ops     jsonpatch.Patch
+		checked bool
+		// patchStrict are the strict decoding errors of a merge or
+		// strategic merge patch itself (a field written twice), under
+		// Strict and Warn.
+		patchStrict []error
+	)
+	decodePatch := func() (smp map[string]any, err error) {
+		switch pt {
+		case types.JSONPatchType:
+			if checked {
+				return nil, nil
+			}
+			if ops, err = jsonpatch.DecodePatch(body); err != nil {
+				return nil, apierrors.NewBadRequest(err.Error())
+			}
+			if len(ops) > maxJSONPatchOperations {
+				return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
+					"The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(ops)))
+			}
+			limitJSONPatchCopies()
+		case types.MergePatchType:
+			// A merge patch is checked first unless fieldValidation is
+			// Ignore; then the merge takes anything that is JSON (a list
+			// or a number replaces the whole object, which then does not
+			// decode: a 422).
+			if checked || wo.fieldValidation == metav1.FieldValidationIgnore {
+				return nil, nil
+			}
 			var probe map[string]any
 			if patchStrict, err = kjson.UnmarshalStrict(body, &probe); err != nil {
-				return apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+			}
+		case types.StrategicMergePatchType:
+			if smp, patchStrict, err = decodeStrategicPatch(body, wo.fieldValidation); err != nil {
+				return nil, err
 			}
 		}
-	case types.StrategicMergePatchType:
-		if smp, patchStrict, err = decodeStrategicPatch(body, wo.fieldValidation); err != nil {
-			return err
-		}
+		checked = true
+		return smp, nil
 	}
 
 	var warnings []string
@@ -113,17 +126,13 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 		} else {
 			into = h.res.New()
 		}
+		smp, err := decodePatch()
+		if err != nil {
+			return nil, err
+		}
 		var obj runtime.Object
-		var err error
 		if pt == types.StrategicMergePatchType {
-			patch := smp
-			smp = nil
-			if patch == nil {
-				if patch, _, err = decodeStrategicPatch(body, wo.fieldValidation); err != nil {
-					return nil, err
-				}
-			}
-			obj, warnings, err = strategicMerge(cur, want, patch, patchStrict, into, wo.fieldValidation)
+			obj, warnings, err = strategicMerge(cur, want, smp, patchStrict, into, wo.fieldValidation)
 		} else {
 			obj, warnings, err = h.jsonPatch(r, cur, want, pt, ops, body, patchStrict, into, wo.fieldValidation)
 		}
@@ -171,7 +180,7 @@ func (h *Handler) jsonPatch(r *http.Request, cur runtime.Object, want schema.Gro
 	var patched []byte
 	switch pt {
 	case types.JSONPatchType:
-		if patched, err = ops.Apply(orig); err != nil {
+		if patched, err = applyJSONPatch(ops, orig); err != nil {
 			return nil, nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
 		}
 	case types.MergePatchType:
