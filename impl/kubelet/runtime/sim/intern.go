@@ -33,6 +33,7 @@ type sharedParts struct {
 	security map[string]*runtimeapi.LinuxContainerSecurityContext
 	sandbox  map[string]*runtimeapi.LinuxSandboxSecurityContext
 	linux    map[string]*runtimeapi.LinuxPodSandboxConfig
+	res      map[string]*runtimeapi.LinuxContainerResources
 	meta     map[string]*runtimeapi.ContainerMetadata
 	specs    map[containerSpecKey]*containerSpec
 	strs     map[string]string
@@ -48,6 +49,7 @@ func newSharedParts() *sharedParts {
 		security: map[string]*runtimeapi.LinuxContainerSecurityContext{},
 		sandbox:  map[string]*runtimeapi.LinuxSandboxSecurityContext{},
 		linux:    map[string]*runtimeapi.LinuxPodSandboxConfig{},
+		res:      map[string]*runtimeapi.LinuxContainerResources{},
 		meta:     map[string]*runtimeapi.ContainerMetadata{},
 		specs:    map[containerSpecKey]*containerSpec{},
 		strs:     map[string]string{},
@@ -174,14 +176,16 @@ func (s *sharedParts) containerMeta(m *runtimeapi.ContainerMetadata) *runtimeapi
 // cgroup parent is left out because it is the kubelet's
 // "/kubepods/pod<podUID>" (sandbox.linuxConfig puts it back). What is kept
 // is then shared by the sandboxes whose configs are otherwise equal (their
-// security contexts and sysctls); else it is the sandbox's own cgroup
-// parent with the shared security context and sysctls equal to its own.
+// security contexts, sysctls, resources and overhead); else it is the
+// sandbox's own cgroup parent with the shared security context, sysctls,
+// resources and overhead equal to its own (the kubelet makes resources and
+// overhead anew for every sandbox; a workload's are equal).
 func (s *sharedParts) sandboxLinux(l *runtimeapi.LinuxPodSandboxConfig, podUID string) (*runtimeapi.LinuxPodSandboxConfig, bool) {
 	if l == nil {
 		return nil, false
 	}
 	out := &runtimeapi.LinuxPodSandboxConfig{
-		CgroupParent: l.CgroupParent, Overhead: l.Overhead, Resources: l.Resources,
+		CgroupParent: l.CgroupParent, Overhead: s.resources(l.Overhead), Resources: s.resources(l.Resources),
 		SecurityContext: l.SecurityContext,
 	}
 	if len(l.Sysctls) > 0 { // most pods set none: keep no empty map
@@ -195,6 +199,15 @@ func (s *sharedParts) sandboxLinux(l *runtimeapi.LinuxPodSandboxConfig, podUID s
 	}
 	out.CgroupParent = "" // put back by sandbox.linuxConfig, shared or not
 	return shareEncoded(s, s.linux, out, out), true
+}
+
+// resources returns the shared resources equal to r (a sandbox's
+// resources or overhead).
+func (s *sharedParts) resources(r *runtimeapi.LinuxContainerResources) *runtimeapi.LinuxContainerResources {
+	if r == nil {
+		return nil
+	}
+	return shareEncoded(s, s.res, r, r)
 }
 
 // containerSpec is what a container is created with that equals the other

@@ -73,6 +73,32 @@ func TestSandboxLinuxKeepsItsOwnCgroupAndSharesSecurity(t *testing.T) {
 	}
 }
 
+// A sandbox's resources and overhead (the kubelet makes them anew for
+// every pod) are kept once per value, also where the rest of the Linux
+// config is the sandbox's own.
+func TestSandboxLinuxSharesResources(t *testing.T) {
+	s := newSharedParts()
+	mk := func(cg string, shares int64) *runtimeapi.LinuxPodSandboxConfig {
+		return &runtimeapi.LinuxPodSandboxConfig{CgroupParent: cg,
+			Resources: &runtimeapi.LinuxContainerResources{CpuShares: shares, CpuPeriod: 100000},
+			Overhead:  &runtimeapi.LinuxContainerResources{}}
+	}
+	a, _ := s.sandboxLinux(mk("/custom/a", 102), "a")
+	b, _ := s.sandboxLinux(mk("/custom/b", 102), "b")
+	c, _ := s.sandboxLinux(mk("/custom/c", 204), "c")
+	if a.Resources != b.Resources || a.Overhead != b.Overhead || a.Resources.CpuShares != 102 {
+		t.Errorf("equal resources not shared: %v %v", a, b)
+	}
+	if c.Resources == a.Resources || c.Resources.CpuShares != 204 || c.Overhead != a.Overhead {
+		t.Errorf("resources: %v %v", c, a)
+	}
+	d, fromD := s.sandboxLinux(mk("/kubepods/podd", 102), "d")
+	e, fromE := s.sandboxLinux(mk("/kubepods/pode", 102), "e")
+	if !fromD || !fromE || d != e || d.Resources != a.Resources {
+		t.Errorf("kubelet cgroup parents: %v %v", d, e)
+	}
+}
+
 func TestContainerMetaShared(t *testing.T) {
 	s := newSharedParts()
 	a := s.containerMeta(&runtimeapi.ContainerMetadata{Name: "app"})
