@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
+	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/security"
 )
@@ -132,6 +133,7 @@ func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string) *runtimeapi.P
 		Linux:        &runtimeapi.LinuxPodSandboxConfig{CgroupParent: "/kubepods/pod" + string(pod.UID)},
 	}
 	cfg.Linux.SecurityContext, cfg.Linux.Sysctls = security.Sandbox(pod)
+	cfg.Linux.Resources, cfg.Linux.Overhead = sandboxResources(pod)
 	if pod.Spec.DNSConfig != nil {
 		cfg.DnsConfig = &runtimeapi.DNSConfig{Servers: pod.Spec.DNSConfig.Nameservers, Searches: pod.Spec.DNSConfig.Searches}
 	}
@@ -194,6 +196,96 @@ const (
 	sharesPerCPU   = 1024
 	milliCPUPerCPU = 1000
 )
+
+// maxCPUShares is the kernel's largest cpu.shares (cgroup v1 units), as
+// upstream's kubelet caps them.
+const maxCPUShares = 262144
+
+// sandboxResources are what RunPodSandbox is told of a pod's resources, as
+// upstream's kubelet (applySandboxResources): the pod's aggregated requests
+// and limits without its overhead, and its overhead on its own, taken as
+// requests equal to limits (an empty value for a pod without one). Both
+// are cgroup values (cgroupResources). The two share one allocation.
+func sandboxResources(pod *v1.Pod) (resources, overhead *runtimeapi.LinuxContainerResources) {
+	pair := new([2]runtimeapi.LinuxContainerResources)
+	resources, overhead = &pair[0], &pair[1]
+	cpuReq, hasCPUReq := podAmount(pod, v1.ResourceCPU, false)
+	cpuLim, _ := podAmount(pod, v1.ResourceCPU, true)
+	memLim, _ := podAmount(pod, v1.ResourceMemory, true)
+	if !hasCPUReq {
+		cpuReq = cpuLim // no CPU request anywhere: shares follow the limit
+	}
+	cgroupResources(resources, cpuReq, cpuLim, memLim)
+	if pod.Spec.Overhead != nil {
+		cpu, mem := pod.Spec.Overhead[v1.ResourceCPU], pod.Spec.Overhead[v1.ResourceMemory]
+		cgroupResources(overhead, cpu.MilliValue(), cpu.MilliValue(), mem.Value())
+	}
+	return resources, overhead
+}
+
+// cgroupResources sets r to the cgroup values of a CPU request and limit
+// (millicores) and a memory limit (bytes), as upstream's kubelet with the
+// CFS quota enforced (its default): shares from the request (2 for none,
+// at most maxCPUShares), a quota from the limit (none for none, at least
+// 1 ms) over a 100 ms period, which is set either way.
+func cgroupResources(r *runtimeapi.LinuxContainerResources, cpuReqMilli, cpuLimMilli, memLimBytes int64) {
+	r.CpuShares = minCPUShares
+	if cpuReqMilli != 0 {
+		r.CpuShares = min(max(cpuReqMilli*sharesPerCPU/milliCPUPerCPU, minCPUShares), maxCPUShares)
+	}
+	r.CpuPeriod = cpuPeriod
+	if cpuLimMilli != 0 {
+		r.CpuQuota = max(cpuLimMilli*cpuPeriod/milliCPUPerCPU, minCPUQuota)
+	}
+	r.MemoryLimitInBytes = memLimBytes
+}
+
+// podAmount is a pod's request (or limit) of one resource without its
+// overhead, added up as upstream's PodRequests and PodLimits do: app
+// containers and sidecars summed, raised to the peak while a regular init
+// container runs (it plus the sidecars before it); a pod-level value
+// (spec.resources, PodLevelResources being on by default) replaces the
+// sum. CPU is in millicores, anything else in units; named is whether
+// any container or the pod names the resource.
+func podAmount(pod *v1.Pod, name v1.ResourceName, limits bool) (amount int64, named bool) {
+	of := func(r *v1.ResourceRequirements) (int64, bool) {
+		l := r.Requests
+		if limits {
+			l = r.Limits
+		}
+		q, ok := l[name]
+		if !ok {
+			return 0, false
+		}
+		if name == v1.ResourceCPU {
+			return q.MilliValue(), true
+		}
+		return q.Value(), true
+	}
+	if pod.Spec.Resources != nil {
+		if v, ok := of(pod.Spec.Resources); ok {
+			return v, true
+		}
+	}
+	var sum, sidecars, initPeak int64
+	for i := range pod.Spec.Containers {
+		v, ok := of(&pod.Spec.Containers[i].Resources)
+		sum += v
+		named = named || ok
+	}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		v, ok := of(&c.Resources)
+		named = named || ok
+		if podsync.IsSidecar(c) {
+			sidecars += v
+			initPeak = max(initPeak, sidecars)
+		} else {
+			initPeak = max(initPeak, sidecars+v)
+		}
+	}
+	return max(sum+sidecars, initPeak), named
+}
 
 // linuxResources are the cgroup limits of a container: CPU shares from its
 // CPU request, a CFS quota from its CPU limit, and its memory limit.
