@@ -387,3 +387,44 @@ func TestMalformedPatchOfMissingObject(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONPatchStrict: as kube-apiserver, under fieldValidation=Strict and
+// Warn (the default) a JSON patch's operations are decoded strictly: a
+// field an operation does not have (or has twice) is "json patch unknown
+// field ..." — under Strict a 422 on "patch", under Warn a warning, under
+// Ignore nothing — and operations that are not objects of strings are a
+// 400 "error decoding patch: ..." naming upstream's operation type.
+func TestJSONPatchStrict(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	if _, err := e.cs.CoreV1().Pods("default").Create(c, pod("web"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const (
+		path  = "/api/v1/namespaces/default/pods/web"
+		ct    = "application/json-patch+json"
+		extra = `[{"op":"add","path":"/metadata/labels/x","value":"y","extra":1}]`
+	)
+	r := e.do("PATCH", path+"?fieldValidation=Strict", []byte(extra), "Content-Type", ct)
+	st := expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, ` "" is invalid: patch: Invalid value: "`)
+	if !strings.HasSuffix(st.Message, `": strict decoding error: json patch unknown field "[0].extra"`) {
+		t.Errorf("Strict: %q", st.Message)
+	}
+	r = e.do("PATCH", path, []byte(extra), "Content-Type", ct)
+	if w := r.header.Values("Warning"); r.code != http.StatusOK || len(w) != 1 || !strings.Contains(w[0], `json patch unknown field \"[0].extra\"`) {
+		t.Errorf("Warn: %d, warnings %q", r.code, w)
+	}
+	r = e.do("PATCH", path+"?fieldValidation=Ignore", []byte(extra), "Content-Type", ct)
+	if w := r.header.Values("Warning"); r.code != http.StatusOK || len(w) != 0 {
+		t.Errorf("Ignore: %d, warnings %q", r.code, w)
+	}
+	for body, msg := range map[string]string{
+		`{"op":"add"}`:           `error decoding patch: json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp`,
+		`[{"op":1,"path":"/x"}]`: `error decoding patch: json: cannot unmarshal number into Go struct field jsonPatchOp.op of type string`,
+	} {
+		r = e.do("PATCH", path, []byte(body), "Content-Type", ct)
+		if st := expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, ""); st.Message != msg {
+			t.Errorf("%s: %q, want %q", body, st.Message, msg)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -73,9 +74,9 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 	var (
 		ops     jsonpatch.Patch
 		checked bool
-		// patchStrict are the strict decoding errors of a merge or
-		// strategic merge patch itself (a field written twice), under
-		// Strict and Warn.
+		// patchStrict are the strict decoding errors of the patch
+		// itself (a field written twice; a field a JSON patch operation
+		// does not have), under Strict and Warn.
 		patchStrict []error
 	)
 	decodePatch := func() (smp map[string]any, err error) {
@@ -83,6 +84,11 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 		case types.JSONPatchType:
 			if checked {
 				return nil, nil
+			}
+			if wo.fieldValidation != metav1.FieldValidationIgnore {
+				if patchStrict, err = decodeJSONPatchStrict(body); err != nil {
+					return nil, err
+				}
 			}
 			if ops, err = jsonpatch.DecodePatch(body); err != nil {
 				return nil, apierrors.NewBadRequest(err.Error())
@@ -213,6 +219,34 @@ func (h *Handler) jsonPatch(r *http.Request, cur runtime.Object, want schema.Gro
 		return nil, nil, err
 	}
 	return obj, warnings, nil
+}
+
+// jsonPatchOp is a JSON patch operation as kube-apiserver decodes it to
+// check its fields (the patch library reads operations as maps).
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	From  string `json:"from"`
+	Value any    `json:"value"`
+}
+
+// decodeJSONPatchStrict decodes a JSON patch's operations strictly, as
+// kube-apiserver does under fieldValidation Strict and Warn: a field an
+// operation does not have, or has twice, is a strict error ("json patch
+// unknown field ..."); operations that do not decode are a 400 "error
+// decoding patch: ...", whose Go type is named as upstream's
+// (handlers.jsonPatchOp).
+func decodeJSONPatchStrict(body []byte) ([]error, error) {
+	var ops []jsonPatchOp
+	strict, err := kjson.UnmarshalStrict(body, &ops)
+	if err != nil {
+		msg := strings.ReplaceAll(err.Error(), "endpoints.jsonPatchOp", "handlers.jsonPatchOp")
+		return nil, apierrors.NewBadRequest("error decoding patch: " + msg)
+	}
+	for i, e := range strict {
+		strict[i] = fmt.Errorf("json patch %w", e)
+	}
+	return strict, nil
 }
 
 // decodeStrategicPatch decodes a strategic merge patch as kube-apiserver
