@@ -67,6 +67,49 @@ func TestLimitRangerConstraints(t *testing.T) {
 	}
 }
 
+// TestLimitRangerPodTotals: a Pod item is checked against the pod's
+// requests and limits as kube-apiserver's LimitRanger adds them up:
+// sidecars (restartable init containers) run beside the app containers and
+// the init containers after them, pod-level resources replace the
+// containers' sums, and the overhead is not counted.
+func TestLimitRangerPodTotals(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	sidecar := func(c corev1.Container) corev1.Container { c.RestartPolicy = &always; return c }
+	withInit := func(p *corev1.Pod, cs ...corev1.Container) *corev1.Pod { p.Spec.InitContainers = cs; return p }
+	podMax := corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("cpu", "1")}
+	podMin := corev1.LimitRangeItem{Type: corev1.LimitTypePod, Min: rl("cpu", "1")}
+	tests := []struct {
+		name string
+		item corev1.LimitRangeItem
+		pod  *corev1.Pod
+		want string
+	}{
+		{"overhead not counted", podMax, func() *corev1.Pod {
+			p := newPod("p", container("a", nil, rl("cpu", "500m")), container("b", nil, rl("cpu", "500m")))
+			p.Spec.Overhead = rl("cpu", "250m")
+			return p
+		}(), ""},
+		{"a sidecar's limit adds to the app containers'", podMax,
+			withInit(newPod("p", container("a", nil, rl("cpu", "600m"))), sidecar(container("s", nil, rl("cpu", "500m")))),
+			"maximum cpu usage per Pod is 1, but limit is 1100m"},
+		{"a sidecar's request adds to the app containers'", podMin,
+			withInit(newPod("p", container("a", rl("cpu", "600m"), nil)), sidecar(container("s", rl("cpu", "500m"), nil))), ""},
+		{"an init container runs beside the sidecars before it", podMax,
+			withInit(newPod("p", container("a", nil, rl("cpu", "100m"))), sidecar(container("s", nil, rl("cpu", "300m"))), container("i", nil, rl("cpu", "900m"))),
+			"maximum cpu usage per Pod is 1, but limit is 1200m"},
+		{"pod-level resources replace the sums", podMax, func() *corev1.Pod {
+			p := newPod("p", container("a", nil, rl("cpu", "500m")))
+			p.Spec.Resources = &corev1.ResourceRequirements{Limits: rl("cpu", "2")}
+			return p
+		}(), "maximum cpu usage per Pod is 1, but limit is 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantForbidden(t, limitRanger(tt.item).Validate(context.Background(), podCreate(tt.pod)), tt.want)
+		})
+	}
+}
+
 func TestLimitRangerReportsEveryViolation(t *testing.T) {
 	p := limitRanger(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Max: rl("memory", "400M"), MaxLimitRequestRatio: rl("memory", "3")})
 	err := p.Validate(context.Background(), podCreate(newPod("my-lr-pod1", container("a", rl("memory", "100M"), rl("memory", "500M")))))
