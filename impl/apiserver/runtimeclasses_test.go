@@ -3,6 +3,8 @@ package apiserver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -145,8 +147,8 @@ func TestRuntimeClassesThroughClientGo(t *testing.T) {
 		t.Fatalf("pod with a conflicting selector: %v", err)
 	}
 	// Admission runs before validation: an invalid class name is not
-	// found, as upstream. An empty one is left to validation (422; upstream
-	// answers 500 from its failed lookup of "").
+	// found, as upstream, and an empty one is upstream's 500 from its
+	// failed lookup of "" (validation's 422 is never reached).
 	_, err = pods.Create(c, pod("bad", "Bad_Name"), metav1.CreateOptions{})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `pod rejected: RuntimeClass "Bad_Name" not found`) {
 		t.Fatalf("pod with an invalid class name: %v", err)
@@ -154,7 +156,8 @@ func TestRuntimeClassesThroughClientGo(t *testing.T) {
 	empty := pod("empty", "")
 	empty.Spec.RuntimeClassName = new(string)
 	_, err = pods.Create(c, empty, metav1.CreateOptions{})
-	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.runtimeClassName: Invalid value") {
+	if se := (*apierrors.StatusError)(nil); !errors.As(err, &se) || se.ErrStatus.Code != http.StatusInternalServerError ||
+		se.ErrStatus.Reason != metav1.StatusReasonUnknown || se.ErrStatus.Message != "resource name may not be empty" {
 		t.Fatalf("pod with an empty class name: %v", err)
 	}
 

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -55,10 +57,14 @@ func (r *RuntimeClass) class(ctx context.Context, a *Attributes) (*corev1.Pod, *
 		return nil, nil, nil
 	}
 	name := pod.Spec.RuntimeClassName
-	// An empty name is left to validation (spec.runtimeClassName: Invalid
-	// value, 422); upstream's live lookup of "" fails with a 500.
-	if name == nil || *name == "" {
+	if name == nil {
 		return pod, nil, nil
+	}
+	// Upstream's live lookup of "" fails in client-go before any request;
+	// kube-apiserver answers that plain error with a 500 of no reason, and
+	// validation's 422 (spec.runtimeClassName) is never reached.
+	if *name == "" {
+		return nil, nil, emptyRuntimeClassName()
 	}
 	rc, err := r.Get(ctx, *name, false)
 	if apierrors.IsNotFound(err) {
@@ -68,9 +74,20 @@ func (r *RuntimeClass) class(ctx context.Context, a *Attributes) (*corev1.Pod, *
 		return nil, nil, forbidden(a, fmt.Errorf("pod rejected: RuntimeClass %q not found", *name))
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading RuntimeClass %q of the pod: %w", *name, err)
+		// As is, as upstream returns its lookup's error.
+		return nil, nil, err
 	}
 	return pod, rc, nil
+}
+
+// emptyRuntimeClassName is kube-apiserver's answer to a pod naming the
+// RuntimeClass "": client-go's "resource name may not be empty", turned
+// into a Status as any error that is not one (code 500, reason unknown).
+func emptyRuntimeClassName() *apierrors.StatusError {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
+		Reason: metav1.StatusReasonUnknown, Message: "resource name may not be empty",
+	}}
 }
 
 // Admit implements Mutator.

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"errors"
+	"net/http"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -292,22 +293,38 @@ func TestRuntimeClassPlugin(t *testing.T) {
 		if err := admit(podCreate(pod)); err != nil || pod.Spec.Overhead != nil || pod.Spec.NodeSelector != nil || pod.Spec.Tolerations != nil {
 			t.Fatalf("a pod without class: %v %+v", err, pod.Spec)
 		}
-		// An empty name is validation's to refuse (422), not a lookup.
-		pod.Spec.RuntimeClassName = ptr("")
-		if err := admit(podCreate(pod)); err != nil {
-			t.Fatal(err)
-		}
 		if len(g.reads) != 0 {
 			t.Fatalf("reads %v for requests the plugin leaves alone", g.reads)
 		}
 	})
 	t.Run("a failed read is no refusal", func(t *testing.T) {
-		failing := &RuntimeClass{Get: (&classGetter{err: errors.New("etcd down")}).get}
+		// Returned as is, as upstream's plugin returns its lookup's error.
+		down := apierrors.NewServiceUnavailable("etcd down")
+		failing := &RuntimeClass{Get: (&classGetter{err: down}).get}
 		pod := newPod("p")
 		pod.Spec.RuntimeClassName = ptr("gvisor")
-		err := failing.Admit(ctx, podCreate(pod))
-		if err == nil || apierrors.IsForbidden(err) || err.Error() != `reading RuntimeClass "gvisor" of the pod: etcd down` {
-			t.Fatalf("err %v", err)
+		if err := failing.Admit(ctx, podCreate(pod)); err != down {
+			t.Fatalf("err %v, want the lookup's %v", err, down)
+		}
+	})
+	t.Run("an empty name is a 500 in both phases", func(t *testing.T) {
+		// Upstream's live lookup of "" fails in client-go ("resource name
+		// may not be empty") before any request, and kube-apiserver
+		// answers that plain error with a 500 of no reason; validation's
+		// 422 is never reached.
+		g.reads = nil
+		pod := newPod("p")
+		pod.Spec.RuntimeClassName = ptr("")
+		for _, phase := range []func(context.Context, *Attributes) error{p.Admit, p.Validate} {
+			err := phase(ctx, podCreate(pod))
+			var se *apierrors.StatusError
+			if !errors.As(err, &se) || se.ErrStatus.Code != http.StatusInternalServerError ||
+				se.ErrStatus.Reason != metav1.StatusReasonUnknown || se.ErrStatus.Message != "resource name may not be empty" {
+				t.Fatalf("err %#v", err)
+			}
+		}
+		if len(g.reads) != 0 {
+			t.Fatalf("reads (fresh) %v: nothing is read for an empty name", g.reads)
 		}
 	})
 }
