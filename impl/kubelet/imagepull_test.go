@@ -417,3 +417,58 @@ func TestPullErrorsAggregated(t *testing.T) {
 	wantEvents(t, drain(rec), `Warning Failed Failed to pull image "`+image+`": `+refused, "Warning Failed Error: ErrImagePull")
 
 }
+
+// TestImageDefaultTagAndStatusImage: as upstream's kubelet, the runtime is
+// asked for "nginx:latest" when the pod says "nginx" (a tagged or digested
+// reference is kept), the container is created from the image reference
+// the pull or ImageStatus returned (the pod's image as the user's), and
+// the container status shows the image and imageID as the runtime reports
+// them (containerd's repo tag and repo digest), while events quote the
+// image as the pod names it.
+func TestImageDefaultTagAndStatusImage(t *testing.T) {
+	h, rec := eventHarness(t)
+	got := h.sync(h.create(h.pod("untagged", func(p *v1.Pod) { p.Spec.Containers[0].Image = "nginx" })))
+	ref, err := h.rt.ImageStatus(h.ctx, &runtimeapi.ImageSpec{Image: "nginx:latest"})
+	if err != nil || ref == "" {
+		t.Fatalf("nginx:latest not pulled: %q, %v", ref, err)
+	}
+	if n := len(h.rt.PullAuths("nginx:latest")); n != 1 || len(h.rt.PullAuths("nginx")) != 0 {
+		t.Fatalf("%d pulls of nginx:latest, %d of nginx", n, len(h.rt.PullAuths("nginx")))
+	}
+	cs := cstatus(got, "app")
+	if cs.State.Running == nil || cs.Image != "docker.io/library/nginx:latest" || cs.ImageID != "docker.io/library/nginx@"+ref {
+		t.Fatalf("status %+v, want image docker.io/library/nginx:latest and imageID docker.io/library/nginx@%s", cs, ref)
+	}
+	containers, err := h.rt.ListContainers(h.ctx, nil)
+	if err != nil || len(containers) != 1 || containers[0].GetImage().GetImage() != ref || containers[0].ImageRef != ref {
+		t.Fatalf("containers %v, %v; want one created from %s", containers, err, ref)
+	}
+	wantEvents(t, drain(rec), `Normal Pulling Pulling image "nginx"`,
+		`Normal Pulled Successfully pulled image "nginx" in 0s (0s including waiting). Image size: 10485760 bytes.`)
+
+	// Present under its defaulted name: not pulled again, and the Pulled
+	// event names the image as the pod does (upstream's requestedImage).
+	got = h.sync(h.create(h.pod("present", func(p *v1.Pod) {
+		p.Spec.Containers[0].Image, p.Spec.Containers[0].ImagePullPolicy = "nginx", v1.PullIfNotPresent
+	})))
+	if n := len(h.rt.PullAuths("nginx:latest")); n != 1 {
+		t.Fatalf("%d pulls of a present image", n)
+	}
+	if cs := cstatus(got, "app"); cs.State.Running == nil || cs.Image != "docker.io/library/nginx:latest" {
+		t.Fatalf("status %+v", cs)
+	}
+	wantEvents(t, drain(rec), `Normal Pulled Container image "nginx" already present on machine`)
+
+	// A digest-only reference is pulled as it is; containerd reports no
+	// repo tag for it, so the status shows what the container was created
+	// from (the image's id) and the repo digest.
+	digested := "registry.example/app@sha256:" + strings.Repeat("ab", 32)
+	got = h.sync(h.create(h.pod("digested", func(p *v1.Pod) { p.Spec.Containers[0].Image = digested })))
+	dref, err := h.rt.ImageStatus(h.ctx, &runtimeapi.ImageSpec{Image: digested})
+	if err != nil || dref == "" {
+		t.Fatalf("%s not pulled: %q, %v", digested, dref, err)
+	}
+	if cs := cstatus(got, "app"); cs.State.Running == nil || cs.Image != dref || cs.ImageID != digested {
+		t.Fatalf("status %+v, want image %s and imageID %s", cs, dref, digested)
+	}
+}

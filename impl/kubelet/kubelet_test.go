@@ -32,7 +32,9 @@ func TestPodStartsRunningAndReady(t *testing.T) {
 	if cs.State.Running == nil || !cs.Ready || cs.Started == nil || !*cs.Started || cs.RestartCount != 0 {
 		t.Errorf("container status = %+v", cs)
 	}
-	if !strings.HasPrefix(cs.ContainerID, "sim://") || cs.ImageID == "" || cs.Image != "nginx:1.27" {
+	// The image and its id as the runtime reports them (the simulation,
+	// as containerd: the repo tag and repo digest).
+	if !strings.HasPrefix(cs.ContainerID, "sim://") || !strings.HasPrefix(cs.ImageID, "docker.io/library/nginx@sha256:") || cs.Image != "docker.io/library/nginx:1.27" {
 		t.Errorf("container ids: %q %q %q", cs.ContainerID, cs.ImageID, cs.Image)
 	}
 	if !strings.HasPrefix(got.Status.PodIP, "10.244.7.") || len(got.Status.PodIPs) != 1 {

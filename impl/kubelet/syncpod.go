@@ -535,7 +535,6 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 		return err
 	}
 	fail := func(reason string, err error) error { return failUntil(reason, err, time.Time{}) }
-	image := &runtimeapi.ImageSpec{Image: spec.Image}
 	// imageFailed: the image step failed with reason and msg; as
 	// upstream's startContainer, a "Failed" "Error: <reason>" event
 	// follows the image manager's own.
@@ -544,15 +543,22 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 		return failUntil(reason, errors.New(msg), until)
 	}
 	// A reference the kubelet cannot parse is not handed to the runtime:
-	// InvalidImageName, as upstream's image manager.
-	if msg := podsync.InvalidImageName(spec.Image); msg != "" {
+	// InvalidImageName, as upstream's image manager. The runtime is asked
+	// for the reference with the default tag ("nginx" is "nginx:latest");
+	// events and messages quote the image as the pod names it, as
+	// upstream's.
+	ref, msg := podsync.DefaultImageTag(spec.Image)
+	if msg != "" {
 		event(v1.EventTypeWarning, EventInspectFailed, "%s", msg)
 		return imageFailed(podsync.ReasonInvalidImageName, msg, time.Time{})
 	}
+	image := &runtimeapi.ImageSpec{Image: ref}
 	// The image's status is asked only when the pull policy depends on
 	// it (not for Always), as upstream's imagePullPrecheck; a failure is
 	// InspectFailed and ImageInspectError.
 	policy := pullPolicy(spec)
+	// present: the image's reference (its id) when it is present; the
+	// container is created from it or from the one the pull returns.
 	var present string
 	if policy != v1.PullAlways {
 		ref, err := k.rt.ImageStatus(ctx, image)
@@ -580,7 +586,8 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 		}
 		event(v1.EventTypeNormal, EventPulling, "Pulling image %q", spec.Image)
 		start := k.clock.Now()
-		if _, err := k.pullImage(ctx, image, keyring); err != nil {
+		pulled, err := k.pullImage(ctx, image, keyring)
+		if err != nil {
 			event(v1.EventTypeWarning, EventFailed, "Failed to pull image %q: %v", spec.Image, err)
 			// ErrImagePull, or CRI's RegistryUnavailable or
 			// SignatureValidationFailed, as upstream classifies.
@@ -596,6 +603,7 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 		if failedBefore {
 			rec.x().imagePulls[spec.Image] = podsync.ImagePullStarted(entry)
 		}
+		present = pulled
 		// The pulled image's size, best effort (0 when the runtime cannot
 		// tell), as upstream's puller asks ImageStatus after the pull.
 		size, err := k.rt.ImageSize(ctx, image)
@@ -647,6 +655,9 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 	if s.MissingTarget != "" {
 		return failed(reasonCreateContainerConfigErr, fmt.Errorf("unable to find target container %s", s.MissingTarget))
 	}
+	// The container is created from the image's reference, as upstream's
+	// kubelet (the pod's image as the user's), and its user read from it.
+	image.Image, image.UserSpecifiedImage = present, spec.Image
 	sec, err := k.containerSecurity(ctx, pod, spec, image)
 	if err != nil {
 		return failed(reasonCreateContainerConfigErr, err)
@@ -660,6 +671,7 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 		return failed(reasonCreateContainerConfigErr, err)
 	}
 	cc := containerConfig(pod, spec, s.Init, s.Attempt, env)
+	cc.Image = image
 	cc.Mounts = mounts
 	cc.Linux.SecurityContext = sec
 	if s.Ephemeral {

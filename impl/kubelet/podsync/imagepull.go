@@ -41,10 +41,34 @@ const (
 // reference is parsed as a normalized name (docker.io/library/ implied);
 // the API server checks no more than that an image is given.
 func InvalidImageName(image string) string {
-	if _, err := reference.ParseNormalizedNamed(image); err != nil {
-		return fmt.Sprintf("Failed to apply default image tag %q: couldn't parse image name %q: %v", image, image, err)
+	_, msg := DefaultImageTag(image)
+	return msg
+}
+
+// DefaultImageTag is the image reference the kubelet asks the runtime
+// for, as upstream's image manager (applyDefaultImageTag): image with
+// ":latest" appended when it names neither a tag nor a digest ("nginx" is
+// "nginx:latest", "nginx@sha256:…" and "nginx:1.27" stay as they are),
+// not otherwise normalized (no docker.io/library/ added), so that the
+// runtime normalizes as it does. msg is InvalidImageName's message when
+// image does not parse (then ref is ""). Events and waiting messages keep
+// quoting the image as the pod names it, as upstream's.
+func DefaultImageTag(image string) (ref, msg string) {
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return "", fmt.Sprintf("Failed to apply default image tag %q: couldn't parse image name %q: %v", image, image, err)
 	}
-	return ""
+	if _, ok := named.(reference.Digested); ok {
+		return image, ""
+	}
+	tag := "latest"
+	if t, ok := named.(reference.Tagged); ok {
+		tag = t.Tag()
+	}
+	if !strings.HasSuffix(image, ":"+tag) {
+		return image + ":" + tag, ""
+	}
+	return image, ""
 }
 
 // InspectImageFailedMessage is the message of the InspectFailed event and

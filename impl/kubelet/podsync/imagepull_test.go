@@ -151,3 +151,28 @@ func TestInvalidImageName(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultImageTag: as upstream's applyDefaultImageTag, ":latest" is
+// appended only when the reference names neither a tag nor a digest, and
+// the name is not otherwise normalized.
+func TestDefaultImageTag(t *testing.T) {
+	for _, tc := range []struct{ image, want string }{
+		{"nginx", "nginx:latest"},
+		{"nginx:latest", "nginx:latest"},
+		{"nginx:1.27", "nginx:1.27"},
+		{"library/nginx", "library/nginx:latest"},
+		{"docker.io/library/nginx", "docker.io/library/nginx:latest"},
+		{"localhost:5000/app", "localhost:5000/app:latest"},
+		{"localhost:5000/app:v1", "localhost:5000/app:v1"},
+		{"registry.example/app@sha256:" + strings.Repeat("ab", 32), "registry.example/app@sha256:" + strings.Repeat("ab", 32)},
+		{"registry.example/app:v1@sha256:" + strings.Repeat("ab", 32), "registry.example/app:v1@sha256:" + strings.Repeat("ab", 32)},
+	} {
+		got, msg := DefaultImageTag(tc.image)
+		if got != tc.want || msg != "" {
+			t.Errorf("DefaultImageTag(%q) = %q, %q; want %q", tc.image, got, msg, tc.want)
+		}
+	}
+	if got, msg := DefaultImageTag("Nginx"); got != "" || msg != InvalidImageName("Nginx") || msg == "" {
+		t.Errorf("DefaultImageTag(Nginx) = %q, %q; want InvalidImageName's message", got, msg)
+	}
+}

@@ -345,6 +345,14 @@ func containerStatus(in Input, spec *v1.Container, olds []v1.ContainerStatus, in
 		return cs
 	}
 	cs.ContainerID = in.RuntimeType + "://" + c.ID
+	// The image as the runtime reports it (containerd: the image's repo
+	// tag, "docker.io/library/nginx:latest") and its image ref as imageID
+	// (containerd: the repo digest), as upstream's kubelet
+	// (convertContainerStatus); the spec's image only before the
+	// container exists.
+	if c.Image != "" {
+		cs.Image = c.Image
+	}
 	cs.ImageID = c.ImageRef
 	cs.RestartCount = int32(c.Attempt)
 	if prev := in.Runtime.Previous(c); prev != nil && prev.State == podstate.ContainerExited {

@@ -113,6 +113,21 @@ func TestGenerateAPIPodStatus(t *testing.T) {
 			}
 		}
 	})
+	t.Run("image and imageID as the runtime reports them", func(t *testing.T) {
+		// As upstream's convertContainerStatus: containerd's repo tag and
+		// repo digest, not the spec's image; the spec's before the
+		// container exists.
+		reported := run
+		reported.Image, reported.ImageRef = "docker.io/library/img:latest", "docker.io/library/img@sha256:x"
+		s := GenerateAPIPodStatus(Input{Pod: basePod(), Runtime: runtimeWith(reported), RuntimeType: "sim", Now: now})
+		if c := s.ContainerStatuses[0]; c.Image != reported.Image || c.ImageID != reported.ImageRef {
+			t.Fatalf("image %q imageID %q, want %q %q", c.Image, c.ImageID, reported.Image, reported.ImageRef)
+		}
+		s = GenerateAPIPodStatus(Input{Pod: basePod(), Runtime: runtimeWith(), RuntimeType: "sim", Now: now})
+		if c := s.ContainerStatuses[0]; c.Image != "img" || c.ImageID != "" {
+			t.Fatalf("before the container: image %q imageID %q, want the spec's img", c.Image, c.ImageID)
+		}
+	})
 	t.Run("host network: the node's IPs", func(t *testing.T) {
 		p := basePod()
 		p.Spec.HostNetwork = true

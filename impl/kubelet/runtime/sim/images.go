@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/distribution/reference"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
@@ -25,10 +26,11 @@ func (r *Runtime) SetImageUser(image, user string) {
 func (r *Runtime) ImageUser(_ context.Context, image *runtimeapi.ImageSpec) (*int64, string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.images[image.GetImage()]; !ok {
+	name, ok := r.imageName(image.GetImage())
+	if !ok {
 		return nil, "", fmt.Errorf("image status %s: %w: image not present", image.GetImage(), runtime.ErrNotFound)
 	}
-	user, _, _ := strings.Cut(r.imageUsers[image.GetImage()], ":")
+	user, _, _ := strings.Cut(r.imageUsers[name], ":")
 	if user == "" {
 		return nil, "", nil
 	}
@@ -43,10 +45,11 @@ func (r *Runtime) ImageUser(_ context.Context, image *runtimeapi.ImageSpec) (*in
 func (r *Runtime) ImageSize(_ context.Context, image *runtimeapi.ImageSpec) (uint64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.images[image.GetImage()]; !ok {
+	name, ok := r.imageName(image.GetImage())
+	if !ok {
 		return 0, nil
 	}
-	return r.imageSize(image.GetImage()), nil
+	return r.imageSize(name), nil
 }
 
 // RequireCredentials makes pulls of images from registry (a host[:port],
@@ -103,4 +106,62 @@ func (r *Runtime) SandboxLinux(id string) (*runtimeapi.LinuxPodSandboxConfig, er
 		return nil, fmt.Errorf("sandbox %s: %w", id, runtime.ErrNotFound)
 	}
 	return s.linuxConfig(), nil
+}
+
+// imageNames is what container statuses report of an image, as
+// containerd's: its repo tag (the pulled name normalized,
+// "docker.io/library/nginx:latest"; "" for an image pulled by digest
+// alone) and its repo digest ("docker.io/library/nginx@sha256:…"), the
+// pod status's image and imageID. Made once per pulled image, so that
+// statuses of its containers share the strings.
+type imageNames struct {
+	name   string // the name it was pulled as (the key of Runtime.images)
+	tag    string
+	digest string
+}
+
+// newImageNames are the names of the image pulled as name with ref. The
+// simulated registry's manifest digest is the image's ref. A name that
+// does not parse as a reference is its own tag.
+func newImageNames(name, ref string) imageNames {
+	n := imageNames{name: name, tag: name, digest: ref}
+	named, err := reference.ParseNormalizedNamed(name)
+	if err != nil {
+		return n
+	}
+	if d, ok := named.(reference.Digested); ok {
+		// Pulled by digest: containerd records the repo digest alone
+		// (a tag given with the digest is dropped).
+		n.tag, n.digest = "", named.Name()+"@"+d.Digest().String()
+		return n
+	}
+	n.tag, n.digest = reference.TagNameOnly(named).String(), named.Name()+"@"+ref
+	return n
+}
+
+// imageName is the name of the present image s names, by a name it was
+// pulled as or by its ref. r.mu is held.
+func (r *Runtime) imageName(s string) (string, bool) {
+	if _, ok := r.images[s]; ok {
+		return s, true
+	}
+	if n, ok := r.imageIDs[s]; ok {
+		return n.name, true
+	}
+	return "", false
+}
+
+// statusImage is the image and image ref c's status reports, as
+// containerd's ContainerStatus: the image's repo tag, or what the
+// container was created with when the image has none or is gone, and its
+// repo digest, or its ref when the image is gone. r.mu is held.
+func (r *Runtime) statusImage(c *container) (image, ref string) {
+	image, ref = c.image, c.imageRef
+	if n, ok := r.imageIDs[c.imageRef]; ok {
+		if n.tag != "" {
+			image = n.tag
+		}
+		ref = n.digest
+	}
+	return image, ref
 }

@@ -65,11 +65,12 @@ func (r *Runtime) PodState(ctx context.Context, podUID string) (*podstate.Pod, e
 		end := c.get()
 		name, _ := c.labels.get(runtime.LabelContainerName)
 		typ, _ := c.labels.get(runtime.LabelContainerType)
+		img, ref := r.statusImage(c)
 		ps.Containers[i] = podstate.Container{
 			ID: r.ids.id(c.seq), Name: name, Init: typ == "init", Ephemeral: typ == runtime.ContainerTypeEphemeral, SandboxID: r.ids.id(c.sandboxSeq), Attempt: c.meta.GetAttempt(),
 			State: podstate.FromCRI(c.state), CreatedAt: podstate.CRITime(c.createdAt), StartedAt: podstate.CRITime(c.startedAt),
 			FinishedAt: podstate.CRITime(end.finishedAt), ExitCode: end.exitCode, Reason: end.reason, Message: end.message,
-			Image: c.image, ImageRef: c.imageRef,
+			Image: img, ImageRef: ref,
 		}
 	}
 	return ps, nil

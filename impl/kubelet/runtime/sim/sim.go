@@ -72,6 +72,7 @@ type Runtime struct {
 	containers map[uint64]*container               // by seq
 	byPod      podObjects                          // both, by pod UID (bypod.go)
 	images     map[string]string                   // image name -> ref
+	imageIDs   map[string]imageNames               // ref -> its name and what statuses report (images.go)
 	imageUsers map[string]string                   // image name -> the image config's user
 	registries map[string]*runtimeapi.AuthConfig   // registry host -> credentials pulls need
 	pullAuths  map[string][]*runtimeapi.AuthConfig // image name -> credentials presented
@@ -260,6 +261,7 @@ func New(cfg Config) (*Runtime, error) {
 		containers: map[uint64]*container{},
 		byPod:      podObjects{},
 		images:     map[string]string{},
+		imageIDs:   map[string]imageNames{},
 		imageUsers: map[string]string{},
 		registries: map[string]*runtimeapi.AuthConfig{},
 		pullAuths:  map[string][]*runtimeapi.AuthConfig{},
@@ -548,19 +550,31 @@ func (r *Runtime) PullImageWithAuth(ctx context.Context, image *runtimeapi.Image
 	if err := r.authorizePull(image.Image, auth); err != nil {
 		return "", err
 	}
+	// An image pulled before keeps its ref and names: pulling again
+	// allocates nothing (the kubelet pulls on every start under Always).
+	if ref, ok := r.images[image.Image]; ok {
+		return ref, nil
+	}
 	ref := imageRef(image.Image)
 	r.images[image.Image] = ref
+	r.imageIDs[ref] = newImageNames(image.Image, ref)
 	return ref, nil
 }
 
-// ImageStatus implements runtime.Runtime.
+// ImageStatus implements runtime.Runtime: the ref of the image image
+// names, by the name it was pulled as or by its ref (as containerd
+// resolves an image id); "" if absent.
 func (r *Runtime) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec) (string, error) {
 	if image == nil {
 		return "", nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.images[image.Image], nil
+	name, ok := r.imageName(image.Image)
+	if !ok {
+		return "", nil
+	}
+	return r.images[name], nil
 }
 
 // CreateContainer implements runtime.Runtime.
@@ -580,10 +594,13 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 	if s.state != runtimeapi.PodSandboxState_SANDBOX_READY {
 		return "", fmt.Errorf("create container %s: pod sandbox %s is not ready", config.Metadata.Name, sandboxID)
 	}
-	ref, ok := r.images[config.Image.Image]
+	// The kubelet creates containers from the ref its pull or
+	// ImageStatus returned; a name the image was pulled as also does.
+	name, ok := r.imageName(config.Image.Image)
 	if !ok {
 		return "", fmt.Errorf("create container %s: image %q not present", config.Metadata.Name, config.Image.Image)
 	}
+	ref := r.images[name]
 	f, err := parseFaults(s.annotations, config.Metadata.Name)
 	if err != nil {
 		return "", fmt.Errorf("create container %s: %w", config.Metadata.Name, err)
@@ -818,10 +835,11 @@ func (r *Runtime) ContainerStatus(ctx context.Context, id string) (*runtimeapi.C
 	}
 	c.refresh(r.clock.Now())
 	end := c.get()
+	img, ref := r.statusImage(c)
 	return &runtimeapi.ContainerStatus{
 		Id: r.ids.id(c.seq), Metadata: c.meta, State: c.state, CreatedAt: c.createdAt, StartedAt: c.startedAt,
-		FinishedAt: end.finishedAt, ExitCode: end.exitCode, Image: &runtimeapi.ImageSpec{Image: c.image},
-		ImageRef: c.imageRef, Reason: end.reason, Message: end.message, Labels: c.labels.toMap(), Annotations: c.annotations,
+		FinishedAt: end.finishedAt, ExitCode: end.exitCode, Image: &runtimeapi.ImageSpec{Image: img},
+		ImageRef: ref, Reason: end.reason, Message: end.message, Labels: c.labels.toMap(), Annotations: c.annotations,
 	}, nil
 }
 

@@ -108,6 +108,7 @@ func (r *Runtime) RemoveImage(_ context.Context, image *runtimeapi.ImageSpec) er
 	for name, ref := range r.images {
 		if name == image.Image || ref == image.Image {
 			delete(r.images, name)
+			delete(r.imageIDs, ref)
 		}
 	}
 	return nil
