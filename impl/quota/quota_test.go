@@ -76,3 +76,85 @@ func TestPodCountsAndCovers(t *testing.T) {
 		t.Errorf("CountedResource(count/deployments.apps) = %v %v", gr, ok)
 	}
 }
+
+// TestPodComputeUsageAsUpstream: a pod's requests and limits are added up
+// as kube-apiserver's pod quota evaluator does (component-helpers'
+// PodRequests and PodLimits with the status resources considered): sidecars
+// (restartable init containers) run beside the app containers and under
+// every later init container; pod-level cpu and memory (spec.resources)
+// replace the containers' sums; the overhead goes onto the requests and
+// onto non-zero limits only; a container status reporting more than its
+// spec counts the larger.
+func TestPodComputeUsageAsUpstream(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	sidecar := func(c corev1.Container) corev1.Container { c.RestartPolicy = &always; return c }
+	named := func(name string, c corev1.Container) corev1.Container { c.Name = name; return c }
+	zeroCPULimit := container("100m", "")
+	zeroCPULimit.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0")}
+	for _, tc := range []struct {
+		name string
+		pod  corev1.Pod
+		want map[corev1.ResourceName]string
+	}{{
+		name: "a sidecar beside the app containers and under the init container after it",
+		pod: corev1.Pod{Spec: corev1.PodSpec{
+			Containers:     []corev1.Container{container("100m", "64Mi")},
+			InitContainers: []corev1.Container{sidecar(container("200m", "32Mi")), container("500m", "")},
+		}},
+		// app 100m + sidecar 200m = 300m; the init container runs with the
+		// sidecar: 700m. Memory: 64Mi + 32Mi.
+		want: map[corev1.ResourceName]string{
+			"pods": "1", "cpu": "700m", "requests.cpu": "700m", "limits.cpu": "700m",
+			"memory": "96Mi", "requests.memory": "96Mi", "limits.memory": "96Mi",
+		},
+	}, {
+		name: "pod-level cpu and memory in place of the sums",
+		pod: corev1.Pod{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{container("100m", "64Mi"), container("100m", "")},
+			Resources: &corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("2Gi")},
+			},
+		}},
+		want: map[corev1.ResourceName]string{
+			"pods": "1", "cpu": "1", "requests.cpu": "1", "limits.cpu": "2",
+			"memory": "1Gi", "requests.memory": "1Gi", "limits.memory": "2Gi",
+		},
+	}, {
+		name: "the overhead onto the requests and a non-zero limit, not onto a zero one",
+		pod: corev1.Pod{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{zeroCPULimit},
+			Overhead:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("1Mi")},
+		}},
+		want: map[corev1.ResourceName]string{
+			"pods": "1", "cpu": "110m", "requests.cpu": "110m", "limits.cpu": "0",
+			"memory": "1Mi", "requests.memory": "1Mi",
+		},
+	}, {
+		name: "a container status reporting more than the spec",
+		pod: corev1.Pod{
+			Spec: corev1.PodSpec{Containers: []corev1.Container{named("app", container("100m", ""))}},
+			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+				Name:               "app",
+				AllocatedResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("300m")},
+				Resources: &corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("300m")},
+					Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("400m")},
+				},
+			}}},
+		},
+		want: map[corev1.ResourceName]string{"pods": "1", "cpu": "300m", "requests.cpu": "300m", "limits.cpu": "400m"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := PodComputeUsage(&tc.pod)
+			if len(got) != len(tc.want) {
+				t.Errorf("usage %v, want %v", got, tc.want)
+			}
+			for n, v := range tc.want {
+				if q, ok := got[n]; !ok || q.Cmp(resource.MustParse(v)) != 0 {
+					t.Errorf("%s = %v, want %s", n, got[n], v)
+				}
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // ObjectUsage is what one object of resource gr uses: one of
@@ -48,21 +49,21 @@ func PodCounts(pod *corev1.Pod, now time.Time) bool {
 // PodComputeUsage: one "pods"; requests.<name> for every resource the pod
 // requests, and cpu, memory and ephemeral-storage bare as requests;
 // limits.cpu, limits.memory and limits.ephemeral-storage. The pod's
-// requests (limits) are the sum over its containers, raised to any larger
-// init container's (PodTotal), plus the pod overhead.
+// requests and limits are added up as kube-apiserver's pod quota evaluator
+// does, by component-helpers' PodRequests and PodLimits: app containers
+// and sidecars (restartable init containers) summed, raised to the peak
+// while a regular init container runs (it plus the sidecars before it);
+// pod-level values (spec.resources, PodLevelResources being on by default)
+// in place of the sums; the overhead added to the requests and to the
+// non-zero limits; and, in-place resize being on by default upstream, a
+// container's status resources or allocated resources where larger than
+// its spec (this API does not serve pods/resize, so they differ only as a
+// node reports them).
 func PodComputeUsage(pod *corev1.Pod) corev1.ResourceList {
 	out := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)}
-	requests := PodTotal(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests })
-	limits := PodTotal(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits })
-	for n, v := range pod.Spec.Overhead {
-		r := requests[n]
-		r.Add(v)
-		requests[n] = r
-		if l, ok := limits[n]; ok {
-			l.Add(v)
-			limits[n] = l
-		}
-	}
+	opts := resourcehelper.PodResourcesOptions{UseStatusResources: true}
+	requests := resourcehelper.PodRequests(pod, opts)
+	limits := resourcehelper.PodLimits(pod, opts)
 	for n, v := range requests {
 		if isBareCompute(n) {
 			out[n] = v.DeepCopy()
@@ -79,26 +80,4 @@ func PodComputeUsage(pod *corev1.Pod) corev1.ResourceList {
 
 func isBareCompute(n corev1.ResourceName) bool {
 	return n == corev1.ResourceCPU || n == corev1.ResourceMemory || n == corev1.ResourceEphemeralStorage
-}
-
-// PodTotal is what a pod needs of each resource of(c): the sum over its
-// app containers, raised to the largest single init container's (init
-// containers run one at a time, before the others).
-func PodTotal(pod *corev1.Pod, of func(*corev1.Container) corev1.ResourceList) corev1.ResourceList {
-	sum := corev1.ResourceList{}
-	for i := range pod.Spec.Containers {
-		for n, v := range of(&pod.Spec.Containers[i]) {
-			s := sum[n]
-			s.Add(v)
-			sum[n] = s
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		for n, v := range of(&pod.Spec.InitContainers[i]) {
-			if s, ok := sum[n]; !ok || v.Cmp(s) > 0 {
-				sum[n] = v.DeepCopy()
-			}
-		}
-	}
-	return sum
 }
