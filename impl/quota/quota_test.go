@@ -158,3 +158,26 @@ func TestPodComputeUsageAsUpstream(t *testing.T) {
 		})
 	}
 }
+
+// TestPodComputeUsageNames: as upstream's podComputeUsageHelper, a
+// hugepages request counts bare and as requests.hugepages-<size>; an
+// extended resource only as requests.<name>; hugepages and extended
+// limits are not counted.
+func TestPodComputeUsageNames(t *testing.T) {
+	c := corev1.Container{Name: "c", Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{"hugepages-2Mi": resource.MustParse("4Mi"), "example.com/gpu": resource.MustParse("1")},
+		Limits:   corev1.ResourceList{"hugepages-2Mi": resource.MustParse("4Mi"), "example.com/gpu": resource.MustParse("1")},
+	}}
+	got := PodComputeUsage(&corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{c}}})
+	want := map[corev1.ResourceName]string{
+		"pods": "1", "hugepages-2Mi": "4Mi", "requests.hugepages-2Mi": "4Mi", "requests.example.com/gpu": "1",
+	}
+	if len(got) != len(want) {
+		t.Errorf("usage %v, want %v", got, want)
+	}
+	for n, v := range want {
+		if q, ok := got[n]; !ok || q.Cmp(resource.MustParse(v)) != 0 {
+			t.Errorf("%s = %v, want %s", n, got[n], v)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,11 +47,13 @@ func PodCounts(pod *corev1.Pod, now time.Time) bool {
 	return true
 }
 
-// PodComputeUsage: one "pods"; requests.<name> for every resource the pod
-// requests, and cpu, memory and ephemeral-storage bare as requests;
-// limits.cpu, limits.memory and limits.ephemeral-storage. The pod's
-// requests and limits are added up as kube-apiserver's pod quota evaluator
-// does, by component-helpers' PodRequests and PodLimits: app containers
+// PodComputeUsage: one "pods"; the requests of cpu, memory,
+// ephemeral-storage and hugepages-<size> bare and as requests.<name>, of
+// extended resources (example.com/gpu) only as requests.<name>;
+// limits.cpu, limits.memory and limits.ephemeral-storage, as upstream's
+// podComputeUsageHelper. The pod's requests and limits are added up as
+// kube-apiserver's pod quota evaluator does, by component-helpers'
+// PodRequests and PodLimits: app containers
 // and sidecars (restartable init containers) summed, raised to the peak
 // while a regular init container runs (it plus the sidecars before it);
 // pod-level values (spec.resources, PodLevelResources being on by default)
@@ -65,10 +68,13 @@ func PodComputeUsage(pod *corev1.Pod) corev1.ResourceList {
 	requests := resourcehelper.PodRequests(pod, opts)
 	limits := resourcehelper.PodLimits(pod, opts)
 	for n, v := range requests {
-		if isBareCompute(n) {
+		switch {
+		case isBareCompute(n) || strings.HasPrefix(string(n), corev1.ResourceHugePagesPrefix):
 			out[n] = v.DeepCopy()
+			out["requests."+n] = v.DeepCopy()
+		case isExtended(n):
+			out["requests."+n] = v.DeepCopy()
 		}
-		out["requests."+n] = v.DeepCopy()
 	}
 	for n, v := range limits {
 		if isBareCompute(n) {
@@ -80,4 +86,13 @@ func PodComputeUsage(pod *corev1.Pod) corev1.ResourceList {
 
 func isBareCompute(n corev1.ResourceName) bool {
 	return n == corev1.ResourceCPU || n == corev1.ResourceMemory || n == corev1.ResourceEphemeralStorage
+}
+
+// isExtended tells an extended resource name: one outside the
+// kubernetes.io domain (a native name has no domain or that one), and not
+// itself a requests.<name>.
+func isExtended(n corev1.ResourceName) bool {
+	s := string(n)
+	native := !strings.Contains(s, "/") || strings.Contains(s, "kubernetes.io/")
+	return !native && !strings.HasPrefix(s, corev1.DefaultResourceRequestsPrefix)
 }
