@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // limitRangerAnnotation records on a pod which defaults LimitRanger set.
@@ -186,48 +187,18 @@ func checkLimitRange(pod *corev1.Pod, lr *corev1.LimitRange) []error {
 // podTotals are the pod's requests (or limits) as kube-apiserver's
 // LimitRanger adds them up for a Pod item: app containers and sidecars
 // (restartable init containers) summed, raised to the peak while a regular
-// init container runs (it plus the sidecars before it); a pod-level cpu
-// or memory value (spec.resources, PodLevelResources being on by default)
-// replaces the sum. The overhead is not counted, as upstream's.
+// init container runs (it plus the sidecars before it), by the same
+// component-helpers PodRequests/PodLimits the quota counts with
+// (impl/quota); a pod-level cpu or memory value (spec.resources,
+// PodLevelResources being on by default) replaces the sum, upstream's
+// LimitRanger taking no other pod-level resource. Only the spec counts:
+// neither the overhead nor status resources, as upstream's.
 func podTotals(pod *corev1.Pod, limits bool) corev1.ResourceList {
-	of := func(c *corev1.Container) corev1.ResourceList {
-		if limits {
-			return c.Resources.Limits
-		}
-		return c.Resources.Requests
+	opts := resourcehelper.PodResourcesOptions{ExcludeOverhead: true, SkipPodLevelResources: true}
+	total := resourcehelper.PodRequests(pod, opts)
+	if limits {
+		total = resourcehelper.PodLimits(pod, opts)
 	}
-	add := func(to, l corev1.ResourceList) {
-		for n, q := range l {
-			v := to[n]
-			v.Add(q)
-			to[n] = v
-		}
-	}
-	raise := func(to, l corev1.ResourceList) {
-		for n, q := range l {
-			if v, ok := to[n]; !ok || q.Cmp(v) > 0 {
-				to[n] = q.DeepCopy()
-			}
-		}
-	}
-	total, sidecars, initPeak := corev1.ResourceList{}, corev1.ResourceList{}, corev1.ResourceList{}
-	for i := range pod.Spec.Containers {
-		add(total, of(&pod.Spec.Containers[i]))
-	}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			add(total, of(c))
-			add(sidecars, of(c))
-			raise(initPeak, sidecars)
-			continue
-		}
-		running := corev1.ResourceList{}
-		add(running, of(c))
-		add(running, sidecars)
-		raise(initPeak, running)
-	}
-	raise(total, initPeak)
 	if pod.Spec.Resources != nil {
 		podLevel := pod.Spec.Resources.Requests
 		if limits {
