@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -57,14 +55,12 @@ func (r *RuntimeClass) class(ctx context.Context, a *Attributes) (*corev1.Pod, *
 		return nil, nil, nil
 	}
 	name := pod.Spec.RuntimeClassName
-	if name == nil {
+	// An empty name is left to validation (spec.runtimeClassName: Invalid
+	// value, 422). kube-apiserver looks "" up, client-go refuses it before
+	// any request ("resource name may not be empty") and the answer is a
+	// 500; bad input is never a 5xx here, so this deviation is deliberate.
+	if name == nil || *name == "" {
 		return pod, nil, nil
-	}
-	// Upstream's live lookup of "" fails in client-go before any request;
-	// kube-apiserver answers that plain error with a 500 of no reason, and
-	// validation's 422 (spec.runtimeClassName) is never reached.
-	if *name == "" {
-		return nil, nil, emptyRuntimeClassName()
 	}
 	rc, err := r.Get(ctx, *name, false)
 	if apierrors.IsNotFound(err) {
@@ -78,16 +74,6 @@ func (r *RuntimeClass) class(ctx context.Context, a *Attributes) (*corev1.Pod, *
 		return nil, nil, err
 	}
 	return pod, rc, nil
-}
-
-// emptyRuntimeClassName is kube-apiserver's answer to a pod naming the
-// RuntimeClass "": client-go's "resource name may not be empty", turned
-// into a Status as any error that is not one (code 500, reason unknown).
-func emptyRuntimeClassName() *apierrors.StatusError {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
-		Reason: metav1.StatusReasonUnknown, Message: "resource name may not be empty",
-	}}
 }
 
 // Admit implements Mutator.
