@@ -347,8 +347,11 @@ func (h *Handler) prepareUpdate(ctx context.Context, info *request.Info, m mode,
 			return nil, apierrors.NewConflict(h.gr, name, errors.New(optimisticLockErrorMsg))
 		}
 	} else if m == modeMain && !h.allowUnconditionalUpdate() {
-		return nil, apierrors.NewInvalid(h.gvk.GroupKind(), name, field.ErrorList{
-			field.Invalid(field.NewPath("metadata", "resourceVersion"), nm.GetResourceVersion(), "must be specified for an update")})
+		// As kube-apiserver's generic store: the resource stands where the
+		// kind would, and the missing version is the number 0.
+		qualified := schema.GroupKind{Group: h.gr.Group, Kind: h.gr.Resource}
+		return nil, apierrors.NewInvalid(qualified, name, field.ErrorList{
+			field.Invalid(field.NewPath("metadata", "resourceVersion"), uint64(0), "must be specified for an update")})
 	} else {
 		nm.SetResourceVersion(om.GetResourceVersion())
 	}
