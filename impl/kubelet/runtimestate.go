@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
@@ -179,7 +180,7 @@ func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, en
 		},
 		Annotations: map[string]string{"io.kubernetes.container.restartCount": strconv.FormatUint(uint64(attempt), 10)},
 		LogPath:     fmt.Sprintf("%s/%d.log", c.Name, attempt),
-		Linux:       &runtimeapi.LinuxContainerConfig{Resources: linuxResources(c)},
+		Linux:       &runtimeapi.LinuxContainerConfig{Resources: linuxResources(pod, c)},
 	}
 	for _, e := range env {
 		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
@@ -212,23 +213,25 @@ func sandboxResources(pod *v1.Pod) (resources, overhead *runtimeapi.LinuxContain
 	cpuReq, hasCPUReq := podAmount(pod, v1.ResourceCPU, false)
 	cpuLim, _ := podAmount(pod, v1.ResourceCPU, true)
 	memLim, _ := podAmount(pod, v1.ResourceMemory, true)
-	if !hasCPUReq {
-		cpuReq = cpuLim // no CPU request anywhere: shares follow the limit
-	}
-	cgroupResources(resources, cpuReq, cpuLim, memLim)
+	cgroupResources(resources, cpuReq, hasCPUReq, cpuLim, memLim)
 	if pod.Spec.Overhead != nil {
 		cpu, mem := pod.Spec.Overhead[v1.ResourceCPU], pod.Spec.Overhead[v1.ResourceMemory]
-		cgroupResources(overhead, cpu.MilliValue(), cpu.MilliValue(), mem.Value())
+		cgroupResources(overhead, cpu.MilliValue(), true, cpu.MilliValue(), mem.Value())
 	}
 	return resources, overhead
 }
 
 // cgroupResources sets r to the cgroup values of a CPU request and limit
-// (millicores) and a memory limit (bytes), as upstream's kubelet with the
-// CFS quota enforced (its default): shares from the request (2 for none,
-// at most maxCPUShares), a quota from the limit (none for none, at least
-// 1 ms) over a 100 ms period, which is set either way.
-func cgroupResources(r *runtimeapi.LinuxContainerResources, cpuReqMilli, cpuLimMilli, memLimBytes int64) {
+// (millicores) and a memory limit (bytes), as upstream's kubelet
+// (calculateLinuxResources) with the CFS quota enforced (its default):
+// shares from the request, or from the limit when there is no request
+// (hasCPUReq false), 2 for zero and at most maxCPUShares; a quota from the
+// limit (none for none, at least 1 ms) over a 100 ms period, which is set
+// either way. Containers and sandboxes alike.
+func cgroupResources(r *runtimeapi.LinuxContainerResources, cpuReqMilli int64, hasCPUReq bool, cpuLimMilli, memLimBytes int64) {
+	if !hasCPUReq {
+		cpuReqMilli = cpuLimMilli
+	}
 	r.CpuShares = minCPUShares
 	if cpuReqMilli != 0 {
 		r.CpuShares = min(max(cpuReqMilli*sharesPerCPU/milliCPUPerCPU, minCPUShares), maxCPUShares)
@@ -287,21 +290,24 @@ func podAmount(pod *v1.Pod, name v1.ResourceName, limits bool) (amount int64, na
 	return max(sum+sidecars, initPeak), named
 }
 
-// linuxResources are the cgroup limits of a container: CPU shares from its
-// CPU request, a CFS quota from its CPU limit, and its memory limit.
-func linuxResources(c *v1.Container) *runtimeapi.LinuxContainerResources {
-	r := &runtimeapi.LinuxContainerResources{CpuShares: minCPUShares}
-	if req, ok := c.Resources.Requests[v1.ResourceCPU]; ok {
-		r.CpuShares = max(req.MilliValue()*sharesPerCPU/milliCPUPerCPU, minCPUShares)
-	} else if lim, ok := c.Resources.Limits[v1.ResourceCPU]; ok {
-		r.CpuShares = max(lim.MilliValue()*sharesPerCPU/milliCPUPerCPU, minCPUShares)
+// linuxResources are the cgroup values of container c of pod, as
+// upstream's generateLinuxContainerResources: its CPU request (if any),
+// CPU limit and memory limit through cgroupResources, the pod's CPU or
+// memory limit standing in for a limit the container lacks (or sets to
+// zero) when the pod has pod-level resources (PodLevelResources being on
+// by default).
+func linuxResources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources {
+	cpuReq, hasCPUReq := c.Resources.Requests[v1.ResourceCPU]
+	cpuLim, memLim := c.Resources.Limits[v1.ResourceCPU], c.Resources.Limits[v1.ResourceMemory]
+	if resourcehelper.IsPodLevelResourcesSet(pod) {
+		if cpuLim.IsZero() {
+			cpuLim = pod.Spec.Resources.Limits[v1.ResourceCPU]
+		}
+		if memLim.IsZero() {
+			memLim = pod.Spec.Resources.Limits[v1.ResourceMemory]
+		}
 	}
-	if lim, ok := c.Resources.Limits[v1.ResourceCPU]; ok && !lim.IsZero() {
-		r.CpuPeriod = cpuPeriod
-		r.CpuQuota = max(lim.MilliValue()*cpuPeriod/milliCPUPerCPU, minCPUQuota)
-	}
-	if lim, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
-		r.MemoryLimitInBytes = lim.Value()
-	}
+	r := &runtimeapi.LinuxContainerResources{}
+	cgroupResources(r, cpuReq.MilliValue(), hasCPUReq, cpuLim.MilliValue(), memLim.Value())
 	return r
 }
