@@ -388,13 +388,17 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 }
 
 // checkHandler refuses a runtime handler the runtime does not have, with
-// containerd's error (its CRI plugin's, for a handler its configuration
-// has no runtime for); the default handler "" is always there.
+// containerd 2's error (its CRI plugin's, for a handler its configuration
+// has no runtime for, naming the sandbox ID it had picked); the default
+// handler "" is always there.
 func (r *Runtime) checkHandler(handler string) error {
 	if handler == "" || r.cfg.RuntimeHandlers == nil || slices.Contains(r.cfg.RuntimeHandlers, handler) {
 		return nil
 	}
-	return fmt.Errorf("failed to get sandbox runtime: no runtime for %q is configured", handler)
+	r.mu.Lock()
+	id := r.ids.id(r.newSeq())
+	r.mu.Unlock()
+	return fmt.Errorf("unable to get OCI runtime for sandbox %q: no runtime for %q is configured", id, handler)
 }
 
 func (r *Runtime) withDefaults(ann map[string]string) map[string]string {
