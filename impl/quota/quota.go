@@ -40,8 +40,8 @@ func CountedResource(n corev1.ResourceName) (schema.GroupResource, bool) {
 // Covers tells whether q counts obj of resource gr. A quota without scopes
 // counts every object; a quota with spec.scopes or a scopeSelector counts
 // only the pods in every one of its scopes (Terminating, NotTerminating,
-// BestEffort, NotBestEffort, PriorityClass), as Kubernetes' quota
-// evaluator does.
+// BestEffort, NotBestEffort, PriorityClass, CrossNamespacePodAffinity), as
+// Kubernetes' quota evaluator does.
 func Covers(q *corev1.ResourceQuota, gr schema.GroupResource, obj runtime.Object) bool {
 	if len(q.Spec.Scopes) == 0 && q.Spec.ScopeSelector == nil {
 		return true
@@ -82,15 +82,18 @@ func podInScope(pod *corev1.Pod, scope corev1.ResourceQuotaScope, op corev1.Scop
 		return false
 	}
 	var in bool
+	terminating := pod.Spec.ActiveDeadlineSeconds != nil && *pod.Spec.ActiveDeadlineSeconds >= 0
 	switch scope {
 	case corev1.ResourceQuotaScopeTerminating:
-		in = pod.Spec.ActiveDeadlineSeconds != nil && *pod.Spec.ActiveDeadlineSeconds >= 0
+		in = terminating
 	case corev1.ResourceQuotaScopeNotTerminating:
-		in = pod.Spec.ActiveDeadlineSeconds == nil
+		in = !terminating
 	case corev1.ResourceQuotaScopeBestEffort:
 		in = IsBestEffort(pod)
 	case corev1.ResourceQuotaScopeNotBestEffort:
 		in = !IsBestEffort(pod)
+	case corev1.ResourceQuotaScopeCrossNamespacePodAffinity:
+		in = usesCrossNamespaceAffinity(pod)
 	default:
 		return false
 	}
@@ -100,26 +103,62 @@ func podInScope(pod *corev1.Pod, scope corev1.ResourceQuotaScope, op corev1.Scop
 	return in
 }
 
-// IsBestEffort: no container (init, app or ephemeral) requests or limits
-// cpu or memory.
+// IsBestEffort tells upstream's BestEffort QoS class (ComputePodQOS): no
+// positive cpu or memory request or limit — in the pod-level resources
+// when the pod has them (they decide alone), else in any init or app
+// container (ephemeral ones cannot have resources).
 func IsBestEffort(pod *corev1.Pod) bool {
-	var lists []corev1.ResourceList
-	for _, c := range pod.Spec.InitContainers {
-		lists = append(lists, c.Resources.Requests, c.Resources.Limits)
+	none := func(r *corev1.ResourceRequirements) bool {
+		for _, l := range []corev1.ResourceList{r.Requests, r.Limits} {
+			for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+				if q, ok := l[n]; ok && q.Sign() > 0 {
+					return false
+				}
+			}
+		}
+		return true
 	}
-	for _, c := range pod.Spec.Containers {
-		lists = append(lists, c.Resources.Requests, c.Resources.Limits)
+	if pod.Spec.Resources != nil {
+		return none(pod.Spec.Resources)
 	}
-	for _, c := range pod.Spec.EphemeralContainers {
-		lists = append(lists, c.Resources.Requests, c.Resources.Limits)
-	}
-	for _, l := range lists {
-		if _, ok := l[corev1.ResourceCPU]; ok {
+	for i := range pod.Spec.InitContainers {
+		if !none(&pod.Spec.InitContainers[i].Resources) {
 			return false
 		}
-		if _, ok := l[corev1.ResourceMemory]; ok {
+	}
+	for i := range pod.Spec.Containers {
+		if !none(&pod.Spec.Containers[i].Resources) {
 			return false
 		}
 	}
 	return true
+}
+
+// usesCrossNamespaceAffinity tells whether a pod affinity or anti-affinity
+// term of the pod (required or preferred) names namespaces or has a
+// namespace selector, as upstream's CrossNamespacePodAffinity scope.
+func usesCrossNamespaceAffinity(pod *corev1.Pod) bool {
+	a := pod.Spec.Affinity
+	if a == nil {
+		return false
+	}
+	var terms []corev1.PodAffinityTerm
+	var weighted []corev1.WeightedPodAffinityTerm
+	if a.PodAffinity != nil {
+		terms = append(terms, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		weighted = append(weighted, a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution...)
+	}
+	if a.PodAntiAffinity != nil {
+		terms = append(terms, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		weighted = append(weighted, a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution...)
+	}
+	for _, w := range weighted {
+		terms = append(terms, w.PodAffinityTerm)
+	}
+	for _, t := range terms {
+		if len(t.Namespaces) != 0 || t.NamespaceSelector != nil {
+			return true
+		}
+	}
+	return false
 }

@@ -181,3 +181,40 @@ func TestPodComputeUsageNames(t *testing.T) {
 		}
 	}
 }
+
+// TestPodScopesAsUpstream: BestEffort is upstream's QoS class — only
+// positive cpu or memory counts, and pod-level resources, when set, decide
+// alone; CrossNamespacePodAffinity covers the pods with a pod (anti-)
+// affinity term naming other namespaces or a namespace selector.
+func TestPodScopesAsUpstream(t *testing.T) {
+	scoped := func(s corev1.ResourceQuotaScope) *corev1.ResourceQuota {
+		return &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Scopes: []corev1.ResourceQuotaScope{s}}}
+	}
+	bestEffort, crossNS := scoped(corev1.ResourceQuotaScopeBestEffort), scoped(corev1.ResourceQuotaScopeCrossNamespacePodAffinity)
+	zero := container("0", "0")
+	podLevel := &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
+	term := corev1.PodAffinityTerm{TopologyKey: "zone", Namespaces: []string{"other"}}
+	sameNS := corev1.PodAffinityTerm{TopologyKey: "zone"}
+	for _, tc := range []struct {
+		name  string
+		quota *corev1.ResourceQuota
+		spec  corev1.PodSpec
+		want  bool
+	}{
+		{"zero cpu and memory are best effort", bestEffort, corev1.PodSpec{Containers: []corev1.Container{zero}}, true},
+		{"pod-level cpu is not best effort", bestEffort, corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}, Resources: podLevel}, false},
+		{"pod-level resources decide alone", bestEffort, corev1.PodSpec{Containers: []corev1.Container{container("1", "")}, Resources: &corev1.ResourceRequirements{}}, true},
+		{"no affinity", crossNS, corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}, false},
+		{"affinity in its own namespace", crossNS, corev1.PodSpec{Affinity: &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{sameNS}}}}, false},
+		{"affinity naming another namespace", crossNS, corev1.PodSpec{Affinity: &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term}}}}, true},
+		{"preferred anti-affinity with a namespace selector", crossNS, corev1.PodSpec{Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 1, PodAffinityTerm: corev1.PodAffinityTerm{
+				TopologyKey: "zone", NamespaceSelector: &metav1.LabelSelector{}}}}}}}, true},
+	} {
+		if got := Covers(tc.quota, podResource, &corev1.Pod{Spec: tc.spec}); got != tc.want {
+			t.Errorf("%s: Covers = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
