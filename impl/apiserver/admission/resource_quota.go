@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	quotaeval "github.com/kubeproof/kubeproof/impl/quota"
 )
@@ -263,10 +264,12 @@ func usageOf(gr schema.GroupResource, obj runtime.Object) corev1.ResourceList {
 }
 
 // quotaConstraints: a quota on a pod's cpu or memory requires every
-// container to say how much it requests (or limits).
+// container to say how much it requests (or limits) — unless the pod has
+// pod-level resources, as upstream's pod evaluator (PodLevelResources being
+// on by default).
 func quotaConstraints(q *corev1.ResourceQuota, obj runtime.Object) error {
 	pod, ok := obj.(*corev1.Pod)
-	if !ok {
+	if !ok || resourcehelper.IsPodLevelResourcesSet(pod) {
 		return nil
 	}
 	type need struct {

@@ -68,6 +68,8 @@ func quota(name string, hard, used corev1.ResourceList) *corev1.ResourceQuota {
 
 func TestResourceQuotaDecisions(t *testing.T) {
 	small := newPod("p", container("a", rl("cpu", "100m", "memory", "64Mi"), rl("cpu", "200m", "memory", "64Mi")))
+	podLevel := newPod("p")
+	podLevel.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("memory", "64Mi"), Limits: rl("cpu", "500m")}
 	tests := []struct {
 		name     string
 		quota    *corev1.ResourceQuota
@@ -85,6 +87,10 @@ func TestResourceQuotaDecisions(t *testing.T) {
 			"exceeded quota: q, requested: limits.cpu=200m,requests.cpu=100m, used: limits.cpu=900m,requests.cpu=950m, limited: limits.cpu=1,requests.cpu=1", nil},
 		{"must specify", quota("q", rl("requests.memory", "1Gi", "limits.cpu", "1"), rl("requests.memory", "0", "limits.cpu", "0")), nil, newPod("p"),
 			"failed quota: q: must specify limits.cpu for: c; requests.memory for: c", nil},
+		// As upstream's pod evaluator: with pod-level resources no
+		// container need say, and the pod-level values are charged.
+		{"pod-level resources: nothing to specify", quota("q", rl("requests.memory", "1Gi", "limits.cpu", "1"), rl("requests.memory", "0", "limits.cpu", "0")), nil, podLevel,
+			"", rl("requests.memory", "64Mi", "limits.cpu", "500m")},
 		{"unrelated quota", quota("q", rl("count/configmaps", "0"), rl("count/configmaps", "0")), nil, small, "", rl("count/configmaps", "0")},
 		{"raised quota keeps charges above the recount", func() *corev1.ResourceQuota {
 			q := quota("q", rl("pods", "3"), rl("pods", "2"))
