@@ -95,14 +95,26 @@ func podFields(p *corev1.Pod) fields.Set {
 
 // podQOSClass computes the pod's quality of service class: BestEffort
 // without any requests or limits, Guaranteed when every container limits
-// cpu and memory with requests equal to limits, Burstable otherwise.
+// cpu and memory with requests equal to limits, Burstable otherwise. As
+// upstream's ComputePodQOS (PodLevelResources on), pod-level resources,
+// when set, decide alone, judged as one container's.
 func podQOSClass(s *corev1.PodSpec) corev1.PodQOSClass {
+	var all []corev1.ResourceRequirements
+	if s.Resources != nil {
+		all = []corev1.ResourceRequirements{*s.Resources}
+	} else {
+		for _, c := range s.InitContainers {
+			all = append(all, c.Resources)
+		}
+		for _, c := range s.Containers {
+			all = append(all, c.Resources)
+		}
+	}
 	requests := corev1.ResourceList{}
 	limits := corev1.ResourceList{}
 	guaranteed := true
-	containers := append(append([]corev1.Container{}, s.InitContainers...), s.Containers...)
-	for _, c := range containers {
-		for name, q := range c.Resources.Requests {
+	for _, r := range all {
+		for name, q := range r.Requests {
 			if !isQOSResource(name) || q.Sign() == 0 {
 				continue
 			}
@@ -114,7 +126,7 @@ func podQOSClass(s *corev1.PodSpec) corev1.PodQOSClass {
 			}
 		}
 		limited := map[corev1.ResourceName]bool{}
-		for name, q := range c.Resources.Limits {
+		for name, q := range r.Limits {
 			if !isQOSResource(name) || q.Sign() == 0 {
 				continue
 			}

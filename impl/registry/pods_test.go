@@ -255,6 +255,41 @@ func TestPodQOSClass(t *testing.T) {
 	}
 }
 
+// TestPodQOSClassPodLevelResources: as upstream's ComputePodQOS, pod-level
+// resources, when set, decide the class alone; the containers' resources
+// are not looked at.
+func TestPodQOSClassPodLevelResources(t *testing.T) {
+	rl := func(kv ...string) corev1.ResourceList {
+		l := corev1.ResourceList{}
+		for i := 0; i < len(kv); i += 2 {
+			l[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+		}
+		return l
+	}
+	guaranteed := corev1.ResourceRequirements{Requests: rl("cpu", "1", "memory", "1Gi"), Limits: rl("cpu", "1", "memory", "1Gi")}
+	burstable := corev1.ResourceRequirements{Requests: rl("cpu", "100m")}
+	cases := []struct {
+		name      string
+		pod       corev1.ResourceRequirements
+		container corev1.ResourceRequirements
+		want      corev1.PodQOSClass
+	}{
+		{"pod-level equal cpu+memory, containers none", guaranteed, corev1.ResourceRequirements{}, corev1.PodQOSGuaranteed},
+		{"pod-level equal cpu+memory, containers burstable", guaranteed, burstable, corev1.PodQOSGuaranteed},
+		{"pod-level requests only, containers guaranteed", corev1.ResourceRequirements{Requests: rl("memory", "1Gi")}, guaranteed, corev1.PodQOSBurstable},
+		{"pod-level cpu limits only", corev1.ResourceRequirements{Requests: rl("cpu", "1"), Limits: rl("cpu", "1")}, corev1.ResourceRequirements{}, corev1.PodQOSBurstable},
+		{"pod-level requests below limits", corev1.ResourceRequirements{Requests: rl("cpu", "500m", "memory", "1Gi"), Limits: rl("cpu", "1", "memory", "1Gi")}, guaranteed, corev1.PodQOSBurstable},
+		{"pod-level empty, containers burstable", corev1.ResourceRequirements{}, burstable, corev1.PodQOSBestEffort},
+		{"pod-level hugepages only, containers guaranteed", corev1.ResourceRequirements{Limits: rl("hugepages-2Mi", "2Mi")}, guaranteed, corev1.PodQOSBestEffort},
+	}
+	for _, tc := range cases {
+		s := corev1.PodSpec{Resources: &tc.pod, Containers: []corev1.Container{{Name: "c", Resources: tc.container}}}
+		if got := podQOSClass(&s); got != tc.want {
+			t.Errorf("%s: QoS %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestPodUpdateImmutability(t *testing.T) {
 	r := find(t, coreV1, "pods")
 	ctx := context.Background()
