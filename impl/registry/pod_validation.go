@@ -52,6 +52,7 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path, isPod bool) field.Erro
 	}
 	errs = append(errs, validateContainerList(s.Containers, volumes, names, path.Child("containers"), false)...)
 	errs = append(errs, validateEphemeralContainers(s, volumes, names, path.Child("ephemeralContainers"))...)
+	errs = append(errs, validatePodLevelResources(s, path.Child("resources"))...)
 	errs = append(errs, validateHostPortConflicts(s, path)...)
 
 	switch s.RestartPolicy {

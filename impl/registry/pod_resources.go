@@ -1,0 +1,164 @@
+package registry
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	resourcehelper "k8s.io/component-helpers/resource"
+)
+
+// validatePodLevelResources checks a pod spec's pod-level resources
+// (spec.resources, PodLevelResources, on by default), as kube-apiserver's
+// validatePodResources: not on Windows pods, no claims, only cpu, memory
+// and hugepages-* with valid quantities and requests within limits, and
+// consistent with the containers: the pod-level request of a resource
+// covers the containers' aggregate request (sidecars and init containers
+// counted as the scheduler counts them), a pod-level hugepages limit
+// covers the containers' aggregate limit, and no app container's limit
+// exceeds the pod-level one.
+func validatePodLevelResources(s *corev1.PodSpec, path *field.Path) field.ErrorList {
+	if s.Resources == nil {
+		return nil
+	}
+	if s.OS != nil && s.OS.Name == corev1.Windows {
+		return field.ErrorList{field.Forbidden(path, "may not be set for a windows pod")}
+	}
+	var errs field.ErrorList
+	if s.Resources.Claims != nil {
+		errs = append(errs, field.Forbidden(path.Child("claims"), "claims cannot be set for Resources at pod-level"))
+	}
+	errs = append(errs, validatePodResourceRequirements(s.Resources, path)...)
+	return append(errs, validatePodResourceConsistency(s, path)...)
+}
+
+// validatePodResourceRequirements is upstream's validateResourceRequirements
+// with the pod-level resource names: names and non-negative quantities,
+// each request within its limit, hugepages in whole pages and only beside
+// cpu or memory.
+func validatePodResourceRequirements(r *corev1.ResourceRequirements, path *field.Path) field.ErrorList {
+	limPath, reqPath := path.Child("limits"), path.Child("requests")
+	errs := validateResourceList(r.Limits, limPath, validatePodResourceName)
+	errs = append(errs, validateResourceList(r.Requests, reqPath, validatePodResourceName)...)
+	cpuOrMemory, hugePages := false, false
+	for _, list := range []struct {
+		l    corev1.ResourceList
+		path *field.Path
+	}{{r.Limits, limPath}, {r.Requests, reqPath}} {
+		for name, q := range list.l {
+			if isHugePageResource(name) {
+				hugePages = true
+				if !hugePageValueDivisible(name, q) {
+					errs = append(errs, field.Invalid(list.path.Key(string(name)), q.String(),
+						fmt.Sprintf("%s is not positive integer multiple of %s", q.String(), name)))
+				}
+			}
+			if isQOSResource(name) {
+				cpuOrMemory = true
+			}
+		}
+	}
+	for name, req := range r.Requests {
+		// cpu and memory may be overcommitted; hugepages may not.
+		limit, ok := r.Limits[name]
+		switch {
+		case ok && isHugePageResource(name) && req.Cmp(limit) != 0:
+			errs = append(errs, field.Invalid(reqPath, req.String(), fmt.Sprintf("must be equal to %s limit of %s", name, limit.String())))
+		case ok && req.Cmp(limit) > 0:
+			errs = append(errs, field.Invalid(reqPath, req.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", name, limit.String())))
+		case !ok && isHugePageResource(name):
+			errs = append(errs, field.Required(limPath, "Limit must be set for non overcommitable resources"))
+		}
+	}
+	if hugePages && !cpuOrMemory {
+		errs = append(errs, field.Forbidden(path, "HugePages require cpu or memory"))
+	}
+	return errs
+}
+
+// validatePodResourceName: a qualified, standard resource name that
+// pod-level resources support (cpu, memory, hugepages-*).
+func validatePodResourceName(name corev1.ResourceName, path *field.Path) field.ErrorList {
+	if errs := validateResourceName(name, path); len(errs) > 0 {
+		return errs
+	}
+	n := string(name)
+	if !strings.Contains(n, "/") && !standardQuotaResources[name] &&
+		!strings.HasPrefix(n, corev1.ResourceHugePagesPrefix) && !strings.HasPrefix(n, corev1.ResourceRequestsHugePagesPrefix) {
+		return field.ErrorList{field.Invalid(path, name, "must be a standard resource type or fully qualified")}
+	}
+	if !resourcehelper.IsSupportedPodLevelResource(name) {
+		return field.ErrorList{field.NotSupported(path, name, sets.List(resourcehelper.SupportedPodLevelResources()))}
+	}
+	return nil
+}
+
+// validatePodResourceConsistency: the pod-level values bound the
+// containers' (upstream's validatePodResourceConsistency).
+func validatePodResourceConsistency(s *corev1.PodSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	pod := &corev1.Pod{Spec: *s}
+	reqPath := path.Child("requests")
+	aggregate := resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{})
+	for _, name := range sortedResourceNames(aggregate) {
+		podReq, ok := s.Resources.Requests[name]
+		if !ok {
+			continue
+		}
+		if ctrReqs := aggregate[name]; ctrReqs.Cmp(podReq) > 0 {
+			errs = append(errs, field.Invalid(reqPath.Key(string(name)), podReq.String(),
+				fmt.Sprintf("must be greater than or equal to aggregate container requests of %s", ctrReqs.String())))
+		}
+	}
+	limPath := path.Child("limits")
+	aggregateLimits := resourcehelper.AggregateContainerLimits(pod, resourcehelper.PodResourcesOptions{})
+	for _, name := range sortedResourceNames(aggregateLimits) {
+		podLimit, ok := s.Resources.Limits[name]
+		if !ok || !isHugePageResource(name) {
+			continue
+		}
+		if ctrLimits := aggregateLimits[name]; ctrLimits.Cmp(podLimit) > 0 {
+			errs = append(errs, field.Invalid(limPath.Key(string(name)), podLimit.String(),
+				fmt.Sprintf("must be greater than or equal to aggregate container limits of %s", ctrLimits.String())))
+		}
+	}
+	for i, c := range s.Containers {
+		for _, name := range sortedResourceNames(c.Resources.Limits) {
+			podLimit, ok := s.Resources.Limits[name]
+			if !ok {
+				continue
+			}
+			if ctrLimit := c.Resources.Limits[name]; ctrLimit.Cmp(podLimit) > 0 {
+				// Upstream's path: the container under spec.resources.
+				errs = append(errs, field.Invalid(path.Child("containers").Index(i).Key(string(name)).Child("limits"), ctrLimit.String(),
+					fmt.Sprintf("must be less than or equal to pod limits of %s", podLimit.String())))
+			}
+		}
+	}
+	return errs
+}
+
+func isHugePageResource(name corev1.ResourceName) bool {
+	return strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
+}
+
+// hugePageValueDivisible: q is a whole number of the pages name counts
+// (hugepages-2Mi: multiples of 2Mi).
+func hugePageValueDivisible(name corev1.ResourceName, q resource.Quantity) bool {
+	size, err := resource.ParseQuantity(strings.TrimPrefix(string(name), corev1.ResourceHugePagesPrefix))
+	if err != nil || size.Sign() <= 0 || size.MilliValue()%1000 != 0 {
+		return false
+	}
+	return q.Value()%size.Value() == 0
+}
+
+func sortedResourceNames(l corev1.ResourceList) []corev1.ResourceName {
+	names := make([]corev1.ResourceName, 0, len(l))
+	for name := range l {
+		names = append(names, name)
+	}
+	return sets.List(sets.New(names...))
+}

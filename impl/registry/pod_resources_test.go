@@ -1,0 +1,165 @@
+package registry
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// rlist builds a ResourceList from name, quantity pairs.
+func rlist(kv ...string) corev1.ResourceList {
+	l := corev1.ResourceList{}
+	for i := 0; i < len(kv); i += 2 {
+		l[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return l
+}
+
+// TestPodLevelResourcesValidation: spec.resources is validated as
+// kube-apiserver's validatePodResources with PodLevelResources on: field
+// paths, error types and messages as upstream's.
+func TestPodLevelResourcesValidation(t *testing.T) {
+	r := find(t, coreV1, "pods")
+	type wantErr struct{ key, msg string }
+	cases := []struct {
+		name   string
+		mutate func(*corev1.Pod)
+		want   []wantErr
+	}{
+		{"valid requests and limits", func(p *corev1.Pod) {
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rlist("cpu", "1", "memory", "1Gi"), Limits: rlist("cpu", "2", "memory", "1Gi")}
+		}, nil},
+		{"valid hugepages beside memory", func(p *corev1.Pod) {
+			p.Spec.Resources = &corev1.ResourceRequirements{Limits: rlist("memory", "1Gi", "hugepages-2Mi", "4Mi"), Requests: rlist("hugepages-2Mi", "4Mi")}
+		}, nil},
+		{"ephemeral-storage is not a pod-level resource", func(p *corev1.Pod) {
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rlist("ephemeral-storage", "1Gi")}
+		}, []wantErr{{notSupported + " spec.resources.requests[ephemeral-storage]", `supported values: "cpu", "hugepages-", "memory"`}}},
+		{"extended resource is not a pod-level resource", func(p *corev1.Pod) {
+			p.Spec.Resources = &corev1.ResourceRequirements{Limits: rlist("example.com/gpu", "1")}
+		}, []wantErr{{notSupported + " spec.resources.limits[example.com/gpu]", `supported values: "cpu", "hugepages-", "memory"`}}},
+		{"unknown unqualified name", func(p *corev1.Pod) {
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rlist("gpu", "1")}
+		}, []wantErr{{invalid + " spec.resources.requests[gpu]", "must be a standard resource type or fully qualified"}}},
+		{"negative quantity", func(p *corev1.Pod) {
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rlist("memory", "-1")}
+		}, []wantErr{{invalid + " spec.resources.requests[memory]", "must be greater than or equal to 0"}}},
+		{"request above limit", func(p *corev1.Pod) {
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rlist("cpu", "2"), Limits: rlist("cpu", "1")}
+		}, []wantErr{{invalid + " spec.resources.requests", "must be less than or equal to cpu limit of 1"}}},
+		{"hugepages request unequal to limit", func(p *corev1.Pod) {
+			p.Spec.Resources = &corev1.ResourceRequirements{Limits: rlist("memory", "1Gi", "hugepages-2Mi", "4Mi"), Requests: rlist("hugepages-2Mi", "2Mi")}
+		}, []wantErr{{invalid + " spec.resources.requests", "must be equal to hugepages-2Mi limit of 4Mi"}}},
+		{"hugepages request without limit", func(p *corev1.Pod) {
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rlist("memory", "1Gi", "hugepages-2Mi", "2Mi")}
+		}, []wantErr{{required + " spec.resources.limits", "Limit must be set for non overcommitable resources"}}},
+		{"hugepages not whole pages", func(p *corev1.Pod) {
+			p.Spec.Resources = &corev1.ResourceRequirements{Limits: rlist("memory", "1Gi", "hugepages-2Mi", "3Mi")}
+		}, []wantErr{{invalid + " spec.resources.limits[hugepages-2Mi]", "3Mi is not positive integer multiple of hugepages-2Mi"}}},
+		{"hugepages alone", func(p *corev1.Pod) {
+			p.Spec.Resources = &corev1.ResourceRequirements{Limits: rlist("hugepages-2Mi", "2Mi")}
+		}, []wantErr{{forbidden + " spec.resources", "HugePages require cpu or memory"}}},
+		{"claims", func(p *corev1.Pod) {
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rlist("cpu", "1"), Claims: []corev1.ResourceClaim{}}
+		}, []wantErr{{forbidden + " spec.resources.claims", "claims cannot be set for Resources at pod-level"}}},
+		{"windows pod", func(p *corev1.Pod) {
+			p.Spec.OS = &corev1.PodOS{Name: corev1.Windows}
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rlist("cpu", "1")}
+		}, []wantErr{{forbidden + " spec.resources", "may not be set for a windows pod"}}},
+		{"linux pod", func(p *corev1.Pod) {
+			p.Spec.OS = &corev1.PodOS{Name: corev1.Linux}
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rlist("cpu", "1")}
+		}, nil},
+		{"aggregate container requests above pod requests", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests = rlist("cpu", "600m")
+			second := p.Spec.Containers[0]
+			second.Name = "second"
+			p.Spec.Containers = append(p.Spec.Containers, second)
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rlist("cpu", "1")}
+		}, []wantErr{{invalid + " spec.resources.requests[cpu]", "must be greater than or equal to aggregate container requests of 1200m"}}},
+		{"sidecar requests count toward the aggregate", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests = rlist("memory", "1Gi")
+			p.Spec.InitContainers = []corev1.Container{{Name: "sidecar", Image: "busybox", ImagePullPolicy: corev1.PullIfNotPresent,
+				TerminationMessagePolicy: corev1.TerminationMessageReadFile, RestartPolicy: ptr(corev1.ContainerRestartPolicyAlways),
+				Resources: corev1.ResourceRequirements{Requests: rlist("memory", "1Gi")}}}
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rlist("memory", "1536Mi")}
+		}, []wantErr{{invalid + " spec.resources.requests[memory]", "must be greater than or equal to aggregate container requests of 2Gi"}}},
+		{"resource the pod level does not set is not compared", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests = rlist("cpu", "2")
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rlist("memory", "1Gi")}
+		}, nil},
+		{"container limit above pod limit", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Limits = rlist("memory", "2Gi")
+			p.Spec.Containers[0].Resources.Requests = rlist("memory", "512Mi")
+			p.Spec.Resources = &corev1.ResourceRequirements{Limits: rlist("memory", "1Gi")}
+		}, []wantErr{{invalid + " spec.resources.containers[0][memory].limits", "must be less than or equal to pod limits of 1Gi"}}},
+		{"aggregate hugepages limits above pod limit", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Limits = rlist("memory", "1Gi", "hugepages-2Mi", "4Mi")
+			second := p.Spec.Containers[0]
+			second.Name = "second"
+			p.Spec.Containers = append(p.Spec.Containers, second)
+			p.Spec.Resources = &corev1.ResourceRequirements{Limits: rlist("memory", "4Gi", "hugepages-2Mi", "6Mi")}
+		}, []wantErr{{invalid + " spec.resources.limits[hugepages-2Mi]", "must be greater than or equal to aggregate container limits of 8Mi"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPod("web")
+			tc.mutate(p)
+			defaultPod(p)
+			errs := r.Strategy.Validate(context.Background(), p)
+			keys := make([]string, len(tc.want))
+			for i, w := range tc.want {
+				keys[i] = w.key
+			}
+			wantErrors(t, errs, keys...)
+			for _, w := range tc.want {
+				found := false
+				for _, e := range errs {
+					if string(e.Type)+" "+e.Field == w.key && strings.Contains(e.Error(), w.msg) {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("no %s error saying %q in %v", w.key, w.msg, errs.ToAggregate())
+				}
+			}
+		})
+	}
+}
+
+// TestPodTemplateLevelResourcesValidation: a workload's pod template is
+// held to the same pod-level rules (upstream's ValidatePodSpec).
+func TestPodTemplateLevelResourcesValidation(t *testing.T) {
+	tmpl := corev1.PodTemplateSpec{Spec: newPod("x").Spec}
+	defaultPodSpec(&tmpl.Spec)
+	tmpl.Spec.Resources = &corev1.ResourceRequirements{Requests: rlist("cpu", "2"), Limits: rlist("cpu", "1")}
+	errs := validatePodTemplateSpec(&tmpl, nil)
+	wantErrors(t, errs, invalid+" spec.resources.requests")
+}
+
+// TestPodLevelResourcesImmutable: spec.resources cannot change by update
+// (only pods/resize, not served, may change it), as upstream.
+func TestPodLevelResourcesImmutable(t *testing.T) {
+	r := find(t, coreV1, "pods")
+	ctx := context.Background()
+	old := newPod("p")
+	old.Spec.Resources = &corev1.ResourceRequirements{Requests: rlist("cpu", "1")}
+	old = defaultedPod(t, old)
+	for name, mutate := range map[string]func(*corev1.Pod){
+		"change": func(p *corev1.Pod) { p.Spec.Resources.Requests = rlist("cpu", "2") },
+		"remove": func(p *corev1.Pod) { p.Spec.Resources = nil },
+		"add":    func(p *corev1.Pod) { p.Spec.Resources.Limits = rlist("cpu", "1") },
+	} {
+		p := old.DeepCopy()
+		mutate(p)
+		r.Strategy.PrepareForUpdate(ctx, p, old)
+		errs := r.Strategy.ValidateUpdate(ctx, p, old)
+		wantErrors(t, errs, forbidden+" spec")
+		if len(errs) > 0 && !strings.Contains(errs[0].Detail, "pod updates may not change fields other than") {
+			t.Errorf("%s: %v", name, errs.ToAggregate())
+		}
+	}
+}
