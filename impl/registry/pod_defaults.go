@@ -23,6 +23,7 @@ func defaultPod(p *corev1.Pod) {
 			defaultRequestsFromLimits(&cs[i].Resources)
 		}
 	}
+	defaultPodLevelResources(p)
 	for i := range p.Spec.Containers {
 		defaultResizePolicy(&p.Spec.Containers[i])
 	}

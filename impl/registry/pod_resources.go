@@ -162,3 +162,67 @@ func sortedResourceNames(l corev1.ResourceList) []corev1.ResourceName {
 	}
 	return sets.List(sets.New(names...))
 }
+
+// defaultPodLevelResources is what upstream's SetDefaults_Pod does to
+// pod-level resources (PodLevelResources on), after the containers'
+// requests are defaulted from their limits; pods only, not templates.
+func defaultPodLevelResources(p *corev1.Pod) {
+	defaultHugePagePodLimits(p)
+	defaultPodRequests(p)
+}
+
+// defaultHugePagePodLimits: when pod-level resources are set, a hugepages
+// size the containers limit and the pod level neither limits nor requests
+// gets the containers' aggregate limit as its pod-level limit.
+func defaultHugePagePodLimits(p *corev1.Pod) {
+	r := p.Spec.Resources
+	if r == nil || (len(r.Limits) == 0 && len(r.Requests) == 0) {
+		return
+	}
+	limits := r.Limits
+	if limits == nil {
+		limits = corev1.ResourceList{}
+	}
+	for name, q := range resourcehelper.AggregateContainerLimits(p, resourcehelper.PodResourcesOptions{}) {
+		if !isHugePageResource(name) {
+			continue
+		}
+		if _, ok := r.Requests[name]; ok {
+			continue
+		}
+		if _, ok := limits[name]; !ok {
+			limits[name] = q.DeepCopy()
+		}
+	}
+	if len(limits) > 0 {
+		r.Limits = limits
+	}
+}
+
+// defaultPodRequests: when pod-level limits are set, a missing pod-level
+// cpu or memory request becomes the containers' aggregate request, and
+// any pod-level resource still without a request gets its pod-level limit.
+func defaultPodRequests(p *corev1.Pod) {
+	r := p.Spec.Resources
+	if r == nil || len(r.Limits) == 0 {
+		return
+	}
+	requests := r.Requests
+	if requests == nil {
+		requests = corev1.ResourceList{}
+	}
+	for name, q := range resourcehelper.AggregateContainerRequests(p, resourcehelper.PodResourcesOptions{}) {
+		// Only overcommittable resources: cpu and memory, not hugepages.
+		if _, ok := requests[name]; !ok && isQOSResource(name) {
+			requests[name] = q.DeepCopy()
+		}
+	}
+	for name, q := range r.Limits {
+		if _, ok := requests[name]; !ok && resourcehelper.IsSupportedPodLevelResource(name) {
+			requests[name] = q.DeepCopy()
+		}
+	}
+	if len(requests) > 0 {
+		r.Requests = requests
+	}
+}

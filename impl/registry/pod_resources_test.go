@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -58,7 +59,9 @@ func TestPodLevelResourcesValidation(t *testing.T) {
 		}, []wantErr{{required + " spec.resources.limits", "Limit must be set for non overcommitable resources"}}},
 		{"hugepages not whole pages", func(p *corev1.Pod) {
 			p.Spec.Resources = &corev1.ResourceRequirements{Limits: rlist("memory", "1Gi", "hugepages-2Mi", "3Mi")}
-		}, []wantErr{{invalid + " spec.resources.limits[hugepages-2Mi]", "3Mi is not positive integer multiple of hugepages-2Mi"}}},
+		}, []wantErr{ // the request defaults to the limit
+			{invalid + " spec.resources.limits[hugepages-2Mi]", "3Mi is not positive integer multiple of hugepages-2Mi"},
+			{invalid + " spec.resources.requests[hugepages-2Mi]", "3Mi is not positive integer multiple of hugepages-2Mi"}}},
 		{"hugepages alone", func(p *corev1.Pod) {
 			p.Spec.Resources = &corev1.ResourceRequirements{Limits: rlist("hugepages-2Mi", "2Mi")}
 		}, []wantErr{{forbidden + " spec.resources", "HugePages require cpu or memory"}}},
@@ -102,7 +105,9 @@ func TestPodLevelResourcesValidation(t *testing.T) {
 			second.Name = "second"
 			p.Spec.Containers = append(p.Spec.Containers, second)
 			p.Spec.Resources = &corev1.ResourceRequirements{Limits: rlist("memory", "4Gi", "hugepages-2Mi", "6Mi")}
-		}, []wantErr{{invalid + " spec.resources.limits[hugepages-2Mi]", "must be greater than or equal to aggregate container limits of 8Mi"}}},
+		}, []wantErr{ // requests default to limits, the pod's and the containers'
+			{invalid + " spec.resources.limits[hugepages-2Mi]", "must be greater than or equal to aggregate container limits of 8Mi"},
+			{invalid + " spec.resources.requests[hugepages-2Mi]", "must be greater than or equal to aggregate container requests of 8Mi"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -161,5 +166,69 @@ func TestPodLevelResourcesImmutable(t *testing.T) {
 		if len(errs) > 0 && !strings.Contains(errs[0].Detail, "pod updates may not change fields other than") {
 			t.Errorf("%s: %v", name, errs.ToAggregate())
 		}
+	}
+}
+
+// TestPodLevelResourcesDefaults: as upstream's SetDefaults_Pod with
+// PodLevelResources on, a pod's pod-level hugepages limits default to the
+// containers' aggregate limits (defaultHugePagePodLimits), and when
+// pod-level limits are set, missing pod-level requests default to the
+// containers' aggregate requests (cpu, memory) or else to the pod-level
+// limit (defaultPodRequests). Pod templates are not defaulted so.
+func TestPodLevelResourcesDefaults(t *testing.T) {
+	cases := []struct {
+		name      string
+		pod       *corev1.ResourceRequirements
+		container corev1.ResourceRequirements
+		want      *corev1.ResourceRequirements
+		qos       corev1.PodQOSClass
+	}{
+		{"requests from limits",
+			&corev1.ResourceRequirements{Limits: rlist("cpu", "1", "memory", "1Gi")}, corev1.ResourceRequirements{},
+			&corev1.ResourceRequirements{Limits: rlist("cpu", "1", "memory", "1Gi"), Requests: rlist("cpu", "1", "memory", "1Gi")},
+			corev1.PodQOSGuaranteed},
+		{"requests from the containers' requests",
+			&corev1.ResourceRequirements{Limits: rlist("cpu", "2", "memory", "1Gi")}, corev1.ResourceRequirements{Requests: rlist("cpu", "500m")},
+			&corev1.ResourceRequirements{Limits: rlist("cpu", "2", "memory", "1Gi"), Requests: rlist("cpu", "500m", "memory", "1Gi")},
+			corev1.PodQOSBurstable},
+		{"explicit requests stay",
+			&corev1.ResourceRequirements{Limits: rlist("cpu", "2"), Requests: rlist("cpu", "1")}, corev1.ResourceRequirements{},
+			&corev1.ResourceRequirements{Limits: rlist("cpu", "2"), Requests: rlist("cpu", "1")},
+			corev1.PodQOSBurstable},
+		{"no limits, nothing defaulted",
+			&corev1.ResourceRequirements{Requests: rlist("cpu", "1")}, corev1.ResourceRequirements{Requests: rlist("cpu", "1")},
+			&corev1.ResourceRequirements{Requests: rlist("cpu", "1")},
+			corev1.PodQOSBurstable},
+		{"hugepages limits from the containers', then requests from limits",
+			&corev1.ResourceRequirements{Limits: rlist("memory", "1Gi")}, corev1.ResourceRequirements{Limits: rlist("hugepages-2Mi", "4Mi")},
+			&corev1.ResourceRequirements{Limits: rlist("memory", "1Gi", "hugepages-2Mi", "4Mi"), Requests: rlist("memory", "1Gi", "hugepages-2Mi", "4Mi")},
+			corev1.PodQOSBurstable},
+		{"hugepages limits default beside pod-level requests alone",
+			&corev1.ResourceRequirements{Requests: rlist("memory", "1Gi")}, corev1.ResourceRequirements{Limits: rlist("hugepages-2Mi", "4Mi")},
+			&corev1.ResourceRequirements{Limits: rlist("hugepages-2Mi", "4Mi"), Requests: rlist("memory", "1Gi", "hugepages-2Mi", "4Mi")},
+			corev1.PodQOSBurstable},
+		{"empty pod-level resources stay empty",
+			&corev1.ResourceRequirements{}, corev1.ResourceRequirements{Requests: rlist("cpu", "1")},
+			&corev1.ResourceRequirements{},
+			corev1.PodQOSBestEffort},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPod("web")
+			p.Spec.Containers[0].Resources = tc.container
+			p.Spec.Resources = tc.pod.DeepCopy()
+			tmpl := corev1.PodTemplateSpec{Spec: *p.Spec.DeepCopy()}
+			p = defaultedPod(t, p)
+			if !apiequality.Semantic.DeepEqual(p.Spec.Resources, tc.want) {
+				t.Errorf("spec.resources %+v, want %+v", p.Spec.Resources, tc.want)
+			}
+			if p.Status.QOSClass != tc.qos {
+				t.Errorf("QoS %s, want %s", p.Status.QOSClass, tc.qos)
+			}
+			defaultPodSpec(&tmpl.Spec)
+			if !apiequality.Semantic.DeepEqual(tmpl.Spec.Resources, tc.pod) {
+				t.Errorf("template spec.resources %+v, want %+v unchanged", tmpl.Spec.Resources, tc.pod)
+			}
+		})
 	}
 }
