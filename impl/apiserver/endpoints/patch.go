@@ -305,6 +305,7 @@ func strategicMerge(cur runtime.Object, want schema.GroupVersionKind, patch map[
 	}
 	orig["apiVersion"], orig["kind"] = want.GroupVersion().String(), want.Kind
 	// into is an empty object of the kind: the schema of the merge.
+	dropUnhashableRetainKeys(patch)
 	merged, err := strategicpatch.StrategicMergeMapPatch(orig, patch, into)
 	if err != nil {
 		return nil, nil, strategicPatchError(err)
