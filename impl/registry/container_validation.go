@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -314,26 +315,57 @@ func validateVolumeMounts(mounts []corev1.VolumeMount, volumes map[string]corev1
 	return errs
 }
 
-// validateResources checks resource names, non-negative quantities and
-// that no request exceeds its limit.
+// validateResources checks a container's resources (and an overhead, as
+// limits) as upstream's validateResourceRequirements.
 func validateResources(r *corev1.ResourceRequirements, path *field.Path) field.ErrorList {
-	errs := validateResourceList(r.Limits, path.Child("limits"), validateContainerResourceName)
-	errs = append(errs, validateResourceList(r.Requests, path.Child("requests"), validateContainerResourceName)...)
-	for name, req := range r.Requests {
-		limit, ok := r.Limits[name]
-		if ok && req.Cmp(limit) > 0 {
-			errs = append(errs, field.Invalid(path.Child("requests").Key(string(name)), req.String(),
-				fmt.Sprintf("must be less than or equal to %s limit of %s", name, limit.String())))
+	return validateResourceRequirements(r, validateContainerResourceName, path)
+}
+
+// validateResourceRequirements is upstream's validateResourceRequirements
+// with the given resource name check: names, non-negative quantities
+// (whole units for extended resources), each request within its limit
+// and equal to it for resources that cannot be overcommitted (extended
+// resources, hugepages), which also need a limit, and hugepages in whole
+// pages and only beside cpu or memory.
+func validateResourceRequirements(r *corev1.ResourceRequirements, nameFn func(corev1.ResourceName, *field.Path) field.ErrorList, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	limPath, reqPath := path.Child("limits"), path.Child("requests")
+	cpuOrMemory, hugePages := false, false
+	check := func(name corev1.ResourceName, q resource.Quantity, p *field.Path) {
+		errs = append(errs, nameFn(name, p)...)
+		errs = append(errs, validateNonNegativeQuantity(q, p)...)
+		if isExtendedResource(name) && q.MilliValue()%1000 != 0 {
+			errs = append(errs, field.Invalid(p, q, "must be an integer"))
 		}
-		if isExtendedResource(name) {
-			// Extended resources cannot be overcommitted.
-			if !ok {
-				errs = append(errs, field.Forbidden(path.Child("limits"), "Limit must be set for non overcommitable resources"))
-			} else if req.Cmp(limit) != 0 {
-				errs = append(errs, field.Invalid(path.Child("requests").Key(string(name)), req.String(),
-					fmt.Sprintf("must be equal to %s limit of %s", name, limit.String())))
+		if isHugePageResource(name) {
+			hugePages = true
+			if !hugePageValueDivisible(name, q) {
+				errs = append(errs, field.Invalid(p, q.String(), fmt.Sprintf("%s is not positive integer multiple of %s", q.String(), name)))
 			}
 		}
+		if isQOSResource(name) {
+			cpuOrMemory = true
+		}
+	}
+	for _, name := range sortedResourceNames(r.Limits) {
+		check(name, r.Limits[name], limPath.Key(string(name)))
+	}
+	for _, name := range sortedResourceNames(r.Requests) {
+		req := r.Requests[name]
+		check(name, req, reqPath.Key(string(name)))
+		limit, ok := r.Limits[name]
+		overcommit := !isExtendedResource(name) && !isHugePageResource(name)
+		switch {
+		case ok && !overcommit && req.Cmp(limit) != 0:
+			errs = append(errs, field.Invalid(reqPath, req.String(), fmt.Sprintf("must be equal to %s limit of %s", name, limit.String())))
+		case ok && req.Cmp(limit) > 0:
+			errs = append(errs, field.Invalid(reqPath, req.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", name, limit.String())))
+		case !ok && !overcommit:
+			errs = append(errs, field.Required(limPath, "Limit must be set for non overcommitable resources"))
+		}
+	}
+	if hugePages && !cpuOrMemory {
+		errs = append(errs, field.Forbidden(path, "HugePages require cpu or memory"))
 	}
 	return errs
 }

@@ -36,47 +36,9 @@ func validatePodLevelResources(s *corev1.PodSpec, path *field.Path) field.ErrorL
 }
 
 // validatePodResourceRequirements is upstream's validateResourceRequirements
-// with the pod-level resource names: names and non-negative quantities,
-// each request within its limit, hugepages in whole pages and only beside
-// cpu or memory.
+// with the pod-level resource names.
 func validatePodResourceRequirements(r *corev1.ResourceRequirements, path *field.Path) field.ErrorList {
-	limPath, reqPath := path.Child("limits"), path.Child("requests")
-	errs := validateResourceList(r.Limits, limPath, validatePodResourceName)
-	errs = append(errs, validateResourceList(r.Requests, reqPath, validatePodResourceName)...)
-	cpuOrMemory, hugePages := false, false
-	for _, list := range []struct {
-		l    corev1.ResourceList
-		path *field.Path
-	}{{r.Limits, limPath}, {r.Requests, reqPath}} {
-		for name, q := range list.l {
-			if isHugePageResource(name) {
-				hugePages = true
-				if !hugePageValueDivisible(name, q) {
-					errs = append(errs, field.Invalid(list.path.Key(string(name)), q.String(),
-						fmt.Sprintf("%s is not positive integer multiple of %s", q.String(), name)))
-				}
-			}
-			if isQOSResource(name) {
-				cpuOrMemory = true
-			}
-		}
-	}
-	for name, req := range r.Requests {
-		// cpu and memory may be overcommitted; hugepages may not.
-		limit, ok := r.Limits[name]
-		switch {
-		case ok && isHugePageResource(name) && req.Cmp(limit) != 0:
-			errs = append(errs, field.Invalid(reqPath, req.String(), fmt.Sprintf("must be equal to %s limit of %s", name, limit.String())))
-		case ok && req.Cmp(limit) > 0:
-			errs = append(errs, field.Invalid(reqPath, req.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", name, limit.String())))
-		case !ok && isHugePageResource(name):
-			errs = append(errs, field.Required(limPath, "Limit must be set for non overcommitable resources"))
-		}
-	}
-	if hugePages && !cpuOrMemory {
-		errs = append(errs, field.Forbidden(path, "HugePages require cpu or memory"))
-	}
-	return errs
+	return validateResourceRequirements(r, validatePodResourceName, path)
 }
 
 // validatePodResourceName: a qualified, standard resource name that

@@ -135,6 +135,63 @@ func TestPodLevelResourcesValidation(t *testing.T) {
 	}
 }
 
+// TestContainerResourcesValidationAsUpstream: a container's resources
+// are checked as upstream's validateResourceRequirements: a request above
+// its limit is reported on the requests path, extended resources and
+// hugepages are not overcommitted, hugepages come in whole pages beside
+// cpu or memory, extended resources in whole units.
+func TestContainerResourcesValidationAsUpstream(t *testing.T) {
+	r := find(t, coreV1, "pods")
+	type wantErr struct{ key, msg string }
+	cases := []struct {
+		name string
+		res  corev1.ResourceRequirements
+		want []wantErr
+	}{
+		{"request above limit", corev1.ResourceRequirements{Requests: rlist("cpu", "2"), Limits: rlist("cpu", "1")},
+			[]wantErr{{invalid + " spec.containers[0].resources.requests", "must be less than or equal to cpu limit of 1"}}},
+		{"extended request unequal to limit", corev1.ResourceRequirements{Requests: rlist("example.com/gpu", "1"), Limits: rlist("example.com/gpu", "2")},
+			[]wantErr{{invalid + " spec.containers[0].resources.requests", "must be equal to example.com/gpu limit of 2"}}},
+		{"extended request without limit", corev1.ResourceRequirements{Requests: rlist("example.com/gpu", "1")},
+			[]wantErr{{required + " spec.containers[0].resources.limits", "Limit must be set for non overcommitable resources"}}},
+		{"extended resource in fractions", corev1.ResourceRequirements{Requests: rlist("example.com/gpu", "500m"), Limits: rlist("example.com/gpu", "500m")},
+			[]wantErr{{invalid + " spec.containers[0].resources.limits[example.com/gpu]", "must be an integer"},
+				{invalid + " spec.containers[0].resources.requests[example.com/gpu]", "must be an integer"}}},
+		{"hugepages request unequal to limit", corev1.ResourceRequirements{Requests: rlist("memory", "1Gi", "hugepages-2Mi", "2Mi"), Limits: rlist("hugepages-2Mi", "4Mi")},
+			[]wantErr{{invalid + " spec.containers[0].resources.requests", "must be equal to hugepages-2Mi limit of 4Mi"}}},
+		{"hugepages not whole pages", corev1.ResourceRequirements{Limits: rlist("memory", "1Gi", "hugepages-2Mi", "3Mi")},
+			[]wantErr{{invalid + " spec.containers[0].resources.limits[hugepages-2Mi]", "3Mi is not positive integer multiple of hugepages-2Mi"},
+				{invalid + " spec.containers[0].resources.requests[hugepages-2Mi]", "3Mi is not positive integer multiple of hugepages-2Mi"}}},
+		{"hugepages alone", corev1.ResourceRequirements{Limits: rlist("hugepages-2Mi", "2Mi")},
+			[]wantErr{{forbidden + " spec.containers[0].resources", "HugePages require cpu or memory"}}},
+		{"valid hugepages and extended", corev1.ResourceRequirements{Limits: rlist("memory", "1Gi", "hugepages-2Mi", "4Mi", "example.com/gpu", "1")}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPod("web")
+			p.Spec.Containers[0].Resources = tc.res
+			defaultPod(p)
+			errs := r.Strategy.Validate(context.Background(), p)
+			keys := make([]string, len(tc.want))
+			for i, w := range tc.want {
+				keys[i] = w.key
+			}
+			wantErrors(t, errs, keys...)
+			for _, w := range tc.want {
+				found := false
+				for _, e := range errs {
+					if string(e.Type)+" "+e.Field == w.key && strings.Contains(e.Error(), w.msg) {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("no %s error saying %q in %v", w.key, w.msg, errs.ToAggregate())
+				}
+			}
+		})
+	}
+}
+
 // TestPodTemplateLevelResourcesValidation: a workload's pod template is
 // held to the same pod-level rules (upstream's ValidatePodSpec).
 func TestPodTemplateLevelResourcesValidation(t *testing.T) {
@@ -200,11 +257,11 @@ func TestPodLevelResourcesDefaults(t *testing.T) {
 			&corev1.ResourceRequirements{Requests: rlist("cpu", "1")},
 			corev1.PodQOSBurstable},
 		{"hugepages limits from the containers', then requests from limits",
-			&corev1.ResourceRequirements{Limits: rlist("memory", "1Gi")}, corev1.ResourceRequirements{Limits: rlist("hugepages-2Mi", "4Mi")},
-			&corev1.ResourceRequirements{Limits: rlist("memory", "1Gi", "hugepages-2Mi", "4Mi"), Requests: rlist("memory", "1Gi", "hugepages-2Mi", "4Mi")},
+			&corev1.ResourceRequirements{Limits: rlist("memory", "1Gi")}, corev1.ResourceRequirements{Limits: rlist("memory", "512Mi", "hugepages-2Mi", "4Mi")},
+			&corev1.ResourceRequirements{Limits: rlist("memory", "1Gi", "hugepages-2Mi", "4Mi"), Requests: rlist("memory", "512Mi", "hugepages-2Mi", "4Mi")},
 			corev1.PodQOSBurstable},
 		{"hugepages limits default beside pod-level requests alone",
-			&corev1.ResourceRequirements{Requests: rlist("memory", "1Gi")}, corev1.ResourceRequirements{Limits: rlist("hugepages-2Mi", "4Mi")},
+			&corev1.ResourceRequirements{Requests: rlist("memory", "1Gi")}, corev1.ResourceRequirements{Limits: rlist("memory", "512Mi", "hugepages-2Mi", "4Mi")},
 			&corev1.ResourceRequirements{Limits: rlist("hugepages-2Mi", "4Mi"), Requests: rlist("memory", "1Gi", "hugepages-2Mi", "4Mi")},
 			corev1.PodQOSBurstable},
 		{"empty pod-level resources stay empty",

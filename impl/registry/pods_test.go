@@ -159,7 +159,7 @@ func TestPodValidation(t *testing.T) {
 				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
 			}
-		}, []string{invalid + " spec.containers[0].resources.requests[cpu]"}},
+		}, []string{invalid + " spec.containers[0].resources.requests"}},
 		{"negative quantity", func(p *corev1.Pod) {
 			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("-1")}
 		}, []string{invalid + " spec.containers[0].resources.requests[memory]"}},
