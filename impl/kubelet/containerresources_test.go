@@ -65,8 +65,10 @@ func TestContainerLinuxResources(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := &v1.Pod{Spec: v1.PodSpec{Resources: tc.podLvl, Containers: []v1.Container{tc.c}}}
 			pod.Name, pod.Namespace, pod.UID = "p", "default", "uid-p"
-			cfg := containerConfig(pod, &pod.Spec.Containers[0], false, 0, nil)
-			if got := cfg.GetLinux().GetResources(); !proto.Equal(got, tc.want) {
+			cfg := containerConfig(pod, &pod.Spec.Containers[0], false, 0, nil, 32<<30)
+			got := cfg.GetLinux().GetResources()
+			got.OomScoreAdj = 0 // TestContainerOOMScoreAdj's
+			if !proto.Equal(got, tc.want) {
 				t.Errorf("resources\n got %v\nwant %v", got, tc.want)
 			}
 		})

@@ -156,8 +156,9 @@ func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string) *runtimeapi.P
 	return cfg
 }
 
-// containerConfig is the CRI container config of one container.
-func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, env []EnvVar) *runtimeapi.ContainerConfig {
+// containerConfig is the CRI container config of one container on a node
+// of nodeMemory bytes of memory capacity.
+func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, env []EnvVar, nodeMemory int64) *runtimeapi.ContainerConfig {
 	typ := "app"
 	if init {
 		typ = "init"
@@ -180,7 +181,7 @@ func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, en
 		},
 		Annotations: map[string]string{"io.kubernetes.container.restartCount": strconv.FormatUint(uint64(attempt), 10)},
 		LogPath:     fmt.Sprintf("%s/%d.log", c.Name, attempt),
-		Linux:       &runtimeapi.LinuxContainerConfig{Resources: linuxResources(pod, c)},
+		Linux:       &runtimeapi.LinuxContainerConfig{Resources: linuxResources(pod, c, nodeMemory)},
 	}
 	for _, e := range env {
 		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
@@ -290,13 +291,15 @@ func podAmount(pod *v1.Pod, name v1.ResourceName, limits bool) (amount int64, na
 	return max(sum+sidecars, initPeak), named
 }
 
-// linuxResources are the cgroup values of container c of pod, as
-// upstream's generateLinuxContainerResources: its CPU request (if any),
-// CPU limit and memory limit through cgroupResources, the pod's CPU or
-// memory limit standing in for a limit the container lacks (or sets to
-// zero) when the pod has pod-level resources (PodLevelResources being on
-// by default).
-func linuxResources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources {
+// linuxResources are the cgroup values of container c of pod on a node of
+// nodeMemory bytes of memory capacity, as upstream's
+// generateLinuxContainerResources: its CPU request (if any), CPU limit and
+// memory limit through cgroupResources, the pod's CPU or memory limit
+// standing in for a limit the container lacks (or sets to zero) when the
+// pod has pod-level resources (PodLevelResources being on by default); its
+// oom_score_adj (containerOOMScoreAdj) and its hugepage limits
+// (hugepageLimits).
+func linuxResources(pod *v1.Pod, c *v1.Container, nodeMemory int64) *runtimeapi.LinuxContainerResources {
 	cpuReq, hasCPUReq := c.Resources.Requests[v1.ResourceCPU]
 	cpuLim, memLim := c.Resources.Limits[v1.ResourceCPU], c.Resources.Limits[v1.ResourceMemory]
 	if resourcehelper.IsPodLevelResourcesSet(pod) {
@@ -307,7 +310,10 @@ func linuxResources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerReso
 			memLim = pod.Spec.Resources.Limits[v1.ResourceMemory]
 		}
 	}
-	r := &runtimeapi.LinuxContainerResources{}
+	r := &runtimeapi.LinuxContainerResources{
+		OomScoreAdj:    containerOOMScoreAdj(pod, c, nodeMemory),
+		HugepageLimits: hugepageLimits(c.Resources.Limits),
+	}
 	cgroupResources(r, cpuReq.MilliValue(), hasCPUReq, cpuLim.MilliValue(), memLim.Value())
 	return r
 }

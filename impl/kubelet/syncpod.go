@@ -670,7 +670,7 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 	if err != nil {
 		return failed(reasonCreateContainerConfigErr, err)
 	}
-	cc := containerConfig(pod, spec, s.Init, s.Attempt, env)
+	cc := containerConfig(pod, spec, s.Init, s.Attempt, env, k.cfg.Memory.Value())
 	cc.Image = image
 	cc.Mounts = mounts
 	cc.Linux.SecurityContext = sec

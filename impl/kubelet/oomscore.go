@@ -1,0 +1,221 @@
+package kubelet
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
+	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
+)
+
+// oom_score_adj values of upstream's kubelet (pkg/kubelet/qos): a
+// Guaranteed (or node-critical) container's, a BestEffort container's.
+const (
+	guaranteedOOMScoreAdj = -997
+	besteffortOOMScoreAdj = 1000
+)
+
+// systemNodeCritical is the priority class of pods the node needs
+// (scheduling.SystemNodeCritical).
+const systemNodeCritical = "system-node-critical"
+
+// containerOOMScoreAdj is the oom_score_adj of container c of pod on a
+// node of memoryCapacity bytes, as upstream's GetContainerOOMScoreAdjust
+// with its feature gates at their defaults (PodLevelResources on, the
+// tie-break and DRA node-allocatable gates off): a system-node-critical
+// pod's (critical, i.e. static, mirror or of priority at least
+// system-cluster-critical's, and of class system-node-critical) and a
+// Guaranteed pod's containers -997, a BestEffort pod's 1000; a Burstable
+// pod's 1000 less the container's memory request in thousandths of the
+// capacity, kept within 3 (above any Guaranteed process's score) and 999
+// (below BestEffort). With a pod-level memory request, what it holds
+// beyond the containers' aggregate request is shared equally among all
+// containers (init ones too) and added to each one's request. A sidecar
+// (restartable init container) scores no higher than the app container
+// of the smallest request.
+func containerOOMScoreAdj(pod *v1.Pod, c *v1.Container, memoryCapacity int64) int64 {
+	if isNodeCriticalPod(pod) {
+		return guaranteedOOMScoreAdj
+	}
+	switch podQOS(pod) {
+	case v1.PodQOSGuaranteed:
+		return guaranteedOOMScoreAdj
+	case v1.PodQOSBestEffort:
+		return besteffortOOMScoreAdj
+	}
+	var share int64
+	if resourcehelper.IsPodLevelRequestsSet(pod) {
+		share = podMemoryShare(pod)
+	}
+	adj := 1000 - 1000*(c.Resources.Requests.Memory().Value()+share)/memoryCapacity
+	if isSidecarOf(pod, c) && len(pod.Spec.Containers) > 0 {
+		least := pod.Spec.Containers[0].Resources.Requests.Memory().Value()
+		for i := range pod.Spec.Containers[1:] {
+			least = min(least, pod.Spec.Containers[i+1].Resources.Requests.Memory().Value())
+		}
+		adj = min(adj, 1000-1000*(least+share)/memoryCapacity)
+	}
+	if adj < 1000+guaranteedOOMScoreAdj {
+		return 1000 + guaranteedOOMScoreAdj
+	}
+	if adj == besteffortOOMScoreAdj {
+		return besteffortOOMScoreAdj - 1
+	}
+	return adj
+}
+
+// podMemoryShare is each container's share of the pod-level memory
+// request the containers' aggregate request (sidecars and init peaks
+// counted as the scheduler does) leaves over: the rest divided by the
+// number of containers, init ones included (upstream's
+// remainingPodMemReqPerContainer). 0 without a pod-level memory request.
+func podMemoryShare(pod *v1.Pod) int64 {
+	podReq := pod.Spec.Resources.Requests.Memory()
+	if podReq.IsZero() {
+		return 0
+	}
+	aggregate := resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{})
+	return (podReq.Value() - aggregate.Memory().Value()) / int64(len(pod.Spec.Containers)+len(pod.Spec.InitContainers))
+}
+
+// isSidecarOf: c is one of pod's restartable init containers (upstream
+// tells them by name among the init containers).
+func isSidecarOf(pod *v1.Pod, c *v1.Container) bool {
+	if !podsync.IsSidecar(c) {
+		return false
+	}
+	return slices.ContainsFunc(pod.Spec.InitContainers, func(ic v1.Container) bool { return ic.Name == c.Name })
+}
+
+// isNodeCriticalPod is upstream's IsNodeCriticalPod: a critical pod
+// (eviction.IsCritical: static, mirror, or of priority at least
+// system-cluster-critical's) of priority class system-node-critical.
+func isNodeCriticalPod(pod *v1.Pod) bool {
+	return pod.Spec.PriorityClassName == systemNodeCritical && eviction.IsCritical(pod)
+}
+
+// podQOS is the pod's QoS class as upstream's GetPodQOS: status.qosClass
+// (the registry sets it on create) when set, else computed as upstream's
+// ComputePodQOS: from the pod-level resources alone when spec.resources
+// is set (PodLevelResources on by default), else from every container's
+// (init ones too) — Guaranteed when each has requests equal to limits for
+// both cpu and memory, BestEffort when none names either (or names
+// nothing), Burstable otherwise.
+func podQOS(pod *v1.Pod) v1.PodQOSClass {
+	if pod.Status.QOSClass != "" {
+		return pod.Status.QOSClass
+	}
+	if pod.Spec.Resources != nil {
+		return resourceQOS(pod.Spec.Resources)
+	}
+	var qos v1.PodQOSClass
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			switch q := resourceQOS(&list[i].Resources); {
+			case q == v1.PodQOSBurstable:
+				return q
+			case qos == "":
+				qos = q
+			case qos != q:
+				return v1.PodQOSBurstable
+			}
+		}
+	}
+	if qos == "" {
+		return v1.PodQOSBestEffort
+	}
+	return qos
+}
+
+// resourceQOS is the QoS class of one set of requirements (upstream's
+// resourceQOS): BestEffort without requests and limits; for cpu and
+// memory each, a request unequal to the limit makes it Burstable, both
+// zero BestEffort, both set Guaranteed, and the two must agree or it is
+// Burstable.
+func resourceQOS(r *v1.ResourceRequirements) v1.PodQOSClass {
+	if len(r.Requests) == 0 && len(r.Limits) == 0 {
+		return v1.PodQOSBestEffort
+	}
+	var qos v1.PodQOSClass
+	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+		req, lim := r.Requests[name], r.Limits[name]
+		if !req.Equal(lim) {
+			return v1.PodQOSBurstable
+		}
+		q := v1.PodQOSGuaranteed
+		if req.IsZero() {
+			q = v1.PodQOSBestEffort
+		}
+		if qos != "" && q != qos {
+			return v1.PodQOSBurstable
+		}
+		qos = q
+	}
+	return qos
+}
+
+// hugepageLimits are the CRI hugepage limits of a container's limits, as
+// upstream's GetHugepageLimitsFromResources names them: one per
+// hugepages-<size> limit, the page size in runc's units ("2MB", "1GB"),
+// the limit in bytes; a size that does not parse or is not whole in its
+// largest unit is left out, as upstream does. Ordered by page size.
+// Upstream also gives every other page size the host supports an entry
+// of 0; the node's supported sizes are not modelled (its capacity names
+// no hugepages), so only the limited sizes get one. Nil when none.
+func hugepageLimits(limits v1.ResourceList) []*runtimeapi.HugepageLimit {
+	type limit struct {
+		size int64
+		hl   *runtimeapi.HugepageLimit
+	}
+	var out []limit
+	for name, q := range limits {
+		sizeName, ok := strings.CutPrefix(string(name), v1.ResourceHugePagesPrefix)
+		if !ok {
+			continue
+		}
+		size, err := resource.ParseQuantity(sizeName)
+		if err != nil {
+			continue
+		}
+		unit, err := hugePageUnitSize(size.Value())
+		if err != nil {
+			continue
+		}
+		out = append(out, limit{size.Value(), &runtimeapi.HugepageLimit{PageSize: unit, Limit: uint64(q.Value())}})
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	slices.SortFunc(out, func(a, b limit) int { return cmp.Compare(a.size, b.size) })
+	hls := make([]*runtimeapi.HugepageLimit, len(out))
+	for i, l := range out {
+		hls[i] = l.hl
+	}
+	return hls
+}
+
+// hugePageUnits are runc's hugepage size units.
+var hugePageUnits = []string{"B", "KB", "MB", "GB", "TB", "PB"}
+
+// hugePageUnitSize is a page size of size bytes in the largest of runc's
+// units it is a whole number of 1024ths above (1048576 = "1MB"), as
+// upstream's HugePageUnitSizeFromByteSize; an error for a size whose
+// count in that unit is still above 1024.
+func hugePageUnitSize(size int64) (string, error) {
+	i := 0
+	for size%1024 == 0 && i < len(hugePageUnits)-1 {
+		size /= 1024
+		i++
+	}
+	if size > 1024 && i < len(hugePageUnits)-1 {
+		return "", fmt.Errorf("hugepage size %d%s is not a whole number of its largest unit", size, hugePageUnits[i])
+	}
+	return fmt.Sprintf("%d%s", size, hugePageUnits[i]), nil
+}
