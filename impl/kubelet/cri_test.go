@@ -20,6 +20,17 @@ import (
 // socket) to a fake CRI server backed by the simulation.
 func newCRIHarness(t *testing.T) (*harness, *cri.Runtime) {
 	h := newHarness(t, nil)
+	client, dir := dialFakeCRI(t, h.rt)
+	h.krt = client
+	h.k = h.newKubelet(func(c *Config) { c.PodLogsDir = filepath.Join(dir, "pods") })
+	return h, client
+}
+
+// dialFakeCRI serves backend through a fake CRI gRPC server on a unix
+// socket in a fresh directory, and returns the kubelet's CRI client of it
+// and that directory (tests put the pod logs there). Both end with t.
+func dialFakeCRI(t *testing.T, backend runtime.Runtime) (*cri.Runtime, string) {
+	t.Helper()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "cri.sock")
 	lis, err := net.Listen("unix", sock)
@@ -27,7 +38,7 @@ func newCRIHarness(t *testing.T) (*harness, *cri.Runtime) {
 		t.Fatal(err)
 	}
 	g := grpc.NewServer()
-	fakecri.New(h.rt).Register(g)
+	fakecri.New(backend).Register(g)
 	go g.Serve(lis)
 	t.Cleanup(g.Stop)
 	client, err := cri.Dial(context.Background(), "unix://"+sock)
@@ -35,9 +46,7 @@ func newCRIHarness(t *testing.T) (*harness, *cri.Runtime) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close() })
-	h.krt = client
-	h.k = h.newKubelet(func(c *Config) { c.PodLogsDir = filepath.Join(dir, "pods") })
-	return h, client
+	return client, dir
 }
 
 func TestKubeletOverCRI(t *testing.T) {

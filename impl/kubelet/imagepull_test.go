@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -21,8 +19,6 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
-	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/cri"
-	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/cri/fakecri"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
 
@@ -85,21 +81,8 @@ func (f *flakyPulls) failNext(n int) {
 // and backs image pulls off 2 s doubling to 5 s.
 func newFlakyPullHarness(t *testing.T) (*harness, *flakyPulls, *record.FakeRecorder) {
 	h := newHarness(t, nil)
-	dir := t.TempDir()
-	lis, err := net.Listen("unix", filepath.Join(dir, "cri.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	flaky := &flakyPulls{Runtime: h.rt}
-	g := grpc.NewServer()
-	fakecri.New(flaky).Register(g)
-	go g.Serve(lis)
-	t.Cleanup(g.Stop)
-	client, err := cri.Dial(context.Background(), "unix://"+filepath.Join(dir, "cri.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
+	client, dir := dialFakeCRI(t, flaky)
 	h.krt = client
 	rec := record.NewFakeRecorder(1000)
 	h.k = h.newKubelet(func(c *Config) {

@@ -3,13 +3,11 @@ package kubelet
 import (
 	"context"
 	"errors"
-	"net"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"testing"
 
-	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,8 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
-	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/cri"
-	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/cri/fakecri"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
 
@@ -91,20 +87,7 @@ func newRuntimeClassHarness(t *testing.T) (*harness, *record.FakeRecorder) {
 		t.Fatal(err)
 	}
 	h.rt = rt
-	dir := t.TempDir()
-	lis, err := net.Listen("unix", filepath.Join(dir, "cri.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer()
-	fakecri.New(h.rt).Register(g)
-	go g.Serve(lis)
-	t.Cleanup(g.Stop)
-	client, err := cri.Dial(context.Background(), "unix://"+filepath.Join(dir, "cri.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
+	client, dir := dialFakeCRI(t, h.rt)
 	h.krt = client
 	rec := record.NewFakeRecorder(1000)
 	h.k = h.newKubelet(func(c *Config) { c.PodLogsDir = filepath.Join(dir, "pods"); c.Recorder = rec })

@@ -1,39 +1,20 @@
 package kubelet
 
 import (
-	"context"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/cri"
-	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/cri/fakecri"
 )
 
 // newRecordingCRIHarness is newCRIHarness whose kubelet records events.
 func newRecordingCRIHarness(t *testing.T) (*harness, *record.FakeRecorder) {
 	h := newHarness(t, nil)
-	dir := t.TempDir()
-	lis, err := net.Listen("unix", filepath.Join(dir, "cri.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer()
-	fakecri.New(h.rt).Register(g)
-	go g.Serve(lis)
-	t.Cleanup(g.Stop)
-	client, err := cri.Dial(context.Background(), "unix://"+filepath.Join(dir, "cri.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
+	client, dir := dialFakeCRI(t, h.rt)
 	h.krt = client
 	rec := record.NewFakeRecorder(1000)
 	h.k = h.newKubelet(func(c *Config) { c.PodLogsDir = filepath.Join(dir, "pods"); c.Recorder = rec })
