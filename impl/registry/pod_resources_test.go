@@ -264,10 +264,10 @@ func TestPodLevelResourcesDefaults(t *testing.T) {
 			&corev1.ResourceRequirements{Requests: rlist("memory", "1Gi")}, corev1.ResourceRequirements{Limits: rlist("memory", "512Mi", "hugepages-2Mi", "4Mi")},
 			&corev1.ResourceRequirements{Limits: rlist("hugepages-2Mi", "4Mi"), Requests: rlist("memory", "1Gi", "hugepages-2Mi", "4Mi")},
 			corev1.PodQOSBurstable},
-		{"empty pod-level resources stay empty",
+		{"empty pod-level resources stay empty, the containers decide the QoS class",
 			&corev1.ResourceRequirements{}, corev1.ResourceRequirements{Requests: rlist("cpu", "1")},
 			&corev1.ResourceRequirements{},
-			corev1.PodQOSBestEffort},
+			corev1.PodQOSBurstable},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
 )
@@ -93,70 +94,59 @@ func podFields(p *corev1.Pod) fields.Set {
 	}
 }
 
-// podQOSClass computes the pod's quality of service class: BestEffort
-// without any requests or limits, Guaranteed when every container limits
-// cpu and memory with requests equal to limits, Burstable otherwise. As
-// upstream's ComputePodQOS (PodLevelResources on), pod-level resources,
-// when set, decide alone, judged as one container's.
+// podQOSClass computes the pod's quality of service class as upstream's
+// ComputePodQOS (1.37, PodLevelResources and its QoS fix on): when
+// pod-level resources name a pod-level resource (cpu, memory, hugepages-*;
+// an empty spec.resources does not count), they alone decide; otherwise
+// each init and app container is classed on its own and the pod is
+// BestEffort or Guaranteed only when every container is, Burstable as soon
+// as one container is Burstable or two differ.
 func podQOSClass(s *corev1.PodSpec) corev1.PodQOSClass {
-	var all []corev1.ResourceRequirements
-	if s.Resources != nil {
-		all = []corev1.ResourceRequirements{*s.Resources}
-	} else {
-		for _, c := range s.InitContainers {
-			all = append(all, c.Resources)
-		}
-		for _, c := range s.Containers {
-			all = append(all, c.Resources)
+	if resourcehelper.IsPodLevelResourcesSet(&corev1.Pod{Spec: *s}) {
+		return requirementsQOS(s.Resources)
+	}
+	var class corev1.PodQOSClass
+	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
+		for i := range cs {
+			switch c := requirementsQOS(&cs[i].Resources); {
+			case c == corev1.PodQOSBurstable:
+				return c
+			case class == "":
+				class = c
+			case class != c:
+				return corev1.PodQOSBurstable
+			}
 		}
 	}
-	requests := corev1.ResourceList{}
-	limits := corev1.ResourceList{}
-	guaranteed := true
-	for _, r := range all {
-		for name, q := range r.Requests {
-			if !isQOSResource(name) || q.Sign() == 0 {
-				continue
-			}
-			if cur, ok := requests[name]; ok {
-				cur.Add(q)
-				requests[name] = cur
-			} else {
-				requests[name] = q.DeepCopy()
-			}
-		}
-		limited := map[corev1.ResourceName]bool{}
-		for name, q := range r.Limits {
-			if !isQOSResource(name) || q.Sign() == 0 {
-				continue
-			}
-			limited[name] = true
-			if cur, ok := limits[name]; ok {
-				cur.Add(q)
-				limits[name] = cur
-			} else {
-				limits[name] = q.DeepCopy()
-			}
-		}
-		if !limited[corev1.ResourceCPU] || !limited[corev1.ResourceMemory] {
-			guaranteed = false
-		}
-	}
-	if len(requests) == 0 && len(limits) == 0 {
+	if class == "" {
 		return corev1.PodQOSBestEffort
 	}
-	if guaranteed {
-		for name, req := range requests {
-			if lim, ok := limits[name]; !ok || lim.Cmp(req) != 0 {
-				guaranteed = false
-				break
-			}
+	return class
+}
+
+// requirementsQOS classes one set of requirements: BestEffort when cpu
+// and memory are neither requested nor limited, Guaranteed when both are
+// requested at their (non-zero) limits, Burstable otherwise.
+func requirementsQOS(r *corev1.ResourceRequirements) corev1.PodQOSClass {
+	if len(r.Requests) == 0 && len(r.Limits) == 0 {
+		return corev1.PodQOSBestEffort
+	}
+	var class corev1.PodQOSClass
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		req, limit := r.Requests[name], r.Limits[name]
+		c := corev1.PodQOSGuaranteed
+		switch {
+		case !req.Equal(limit):
+			return corev1.PodQOSBurstable
+		case req.IsZero():
+			c = corev1.PodQOSBestEffort
 		}
+		if class != "" && class != c {
+			return corev1.PodQOSBurstable
+		}
+		class = c
 	}
-	if guaranteed && len(requests) == len(limits) {
-		return corev1.PodQOSGuaranteed
-	}
-	return corev1.PodQOSBurstable
+	return class
 }
 
 func isQOSResource(name corev1.ResourceName) bool {

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -256,8 +257,10 @@ func TestPodQOSClass(t *testing.T) {
 }
 
 // TestPodQOSClassPodLevelResources: as upstream's ComputePodQOS, pod-level
-// resources, when set, decide the class alone; the containers' resources
-// are not looked at.
+// resources, when they name a pod-level resource, decide the class alone;
+// the containers' resources are not looked at. An empty spec.resources
+// (or one naming no pod-level resource) is not "set": the containers
+// decide, as 1.37's ComputePodQOS (PodLevelResourcesFixKubeletQOSClass).
 func TestPodQOSClassPodLevelResources(t *testing.T) {
 	rl := func(kv ...string) corev1.ResourceList {
 		l := corev1.ResourceList{}
@@ -279,11 +282,54 @@ func TestPodQOSClassPodLevelResources(t *testing.T) {
 		{"pod-level requests only, containers guaranteed", corev1.ResourceRequirements{Requests: rl("memory", "1Gi")}, guaranteed, corev1.PodQOSBurstable},
 		{"pod-level cpu limits only", corev1.ResourceRequirements{Requests: rl("cpu", "1"), Limits: rl("cpu", "1")}, corev1.ResourceRequirements{}, corev1.PodQOSBurstable},
 		{"pod-level requests below limits", corev1.ResourceRequirements{Requests: rl("cpu", "500m", "memory", "1Gi"), Limits: rl("cpu", "1", "memory", "1Gi")}, guaranteed, corev1.PodQOSBurstable},
-		{"pod-level empty, containers burstable", corev1.ResourceRequirements{}, burstable, corev1.PodQOSBestEffort},
+		{"pod-level empty, containers burstable", corev1.ResourceRequirements{}, burstable, corev1.PodQOSBurstable},
+		{"pod-level empty, containers guaranteed", corev1.ResourceRequirements{}, guaranteed, corev1.PodQOSGuaranteed},
+		{"pod-level empty maps, containers guaranteed", corev1.ResourceRequirements{Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}}, guaranteed, corev1.PodQOSGuaranteed},
+		{"pod-level names no pod-level resource, containers guaranteed", corev1.ResourceRequirements{Requests: rl("ephemeral-storage", "1Gi")}, guaranteed, corev1.PodQOSGuaranteed},
 		{"pod-level hugepages only, containers guaranteed", corev1.ResourceRequirements{Limits: rl("hugepages-2Mi", "2Mi")}, guaranteed, corev1.PodQOSBestEffort},
 	}
 	for _, tc := range cases {
 		s := corev1.PodSpec{Resources: &tc.pod, Containers: []corev1.Container{{Name: "c", Resources: tc.container}}}
+		if got := podQOSClass(&s); got != tc.want {
+			t.Errorf("%s: QoS %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestPodQOSClassPerContainer: without pod-level resources, 1.37's
+// ComputePodQOS classes each init and app container on its own (cpu and
+// memory only, zero quantities count as unset) and the pod takes their
+// common class, Burstable when they differ.
+func TestPodQOSClassPerContainer(t *testing.T) {
+	g := corev1.ResourceRequirements{Requests: rlist("cpu", "1", "memory", "1Gi"), Limits: rlist("cpu", "1", "memory", "1Gi")}
+	g2 := corev1.ResourceRequirements{Requests: rlist("cpu", "250m", "memory", "64Mi"), Limits: rlist("cpu", "250m", "memory", "64Mi")}
+	none := corev1.ResourceRequirements{}
+	cases := []struct {
+		name string
+		init []corev1.ResourceRequirements
+		app  []corev1.ResourceRequirements
+		want corev1.PodQOSClass
+	}{
+		{"no containers", nil, nil, corev1.PodQOSBestEffort},
+		{"all guaranteed, different sizes", []corev1.ResourceRequirements{g2}, []corev1.ResourceRequirements{g, g2}, corev1.PodQOSGuaranteed},
+		{"guaranteed init, best-effort app", []corev1.ResourceRequirements{g}, []corev1.ResourceRequirements{none}, corev1.PodQOSBurstable},
+		{"best-effort init, guaranteed app", []corev1.ResourceRequirements{none}, []corev1.ResourceRequirements{g}, corev1.PodQOSBurstable},
+		{"only non-QoS resources", nil, []corev1.ResourceRequirements{{Requests: rlist("ephemeral-storage", "1Gi"), Limits: rlist("example.com/gpu", "1")}}, corev1.PodQOSBestEffort},
+		{"non-QoS resources beside guaranteed", nil, []corev1.ResourceRequirements{g, {Requests: rlist("ephemeral-storage", "1Gi")}}, corev1.PodQOSBurstable},
+		{"zero cpu and memory are unset", nil, []corev1.ResourceRequirements{{Requests: rlist("cpu", "0", "memory", "0"), Limits: rlist("cpu", "0", "memory", "0")}}, corev1.PodQOSBestEffort},
+		{"guaranteed plus extended resource", nil, []corev1.ResourceRequirements{{Requests: rlist("cpu", "1", "memory", "1Gi", "example.com/gpu", "1"), Limits: rlist("cpu", "1", "memory", "1Gi", "example.com/gpu", "1")}}, corev1.PodQOSGuaranteed},
+		{"same value in other units", nil, []corev1.ResourceRequirements{{Requests: rlist("cpu", "1000m", "memory", "1024Mi"), Limits: rlist("cpu", "1", "memory", "1Gi")}}, corev1.PodQOSGuaranteed},
+		{"zero request below a limit", nil, []corev1.ResourceRequirements{{Requests: rlist("cpu", "0", "memory", "1Gi"), Limits: rlist("cpu", "1", "memory", "1Gi")}}, corev1.PodQOSBurstable},
+		{"memory equal, cpu unset", nil, []corev1.ResourceRequirements{{Requests: rlist("memory", "1Gi"), Limits: rlist("memory", "1Gi")}}, corev1.PodQOSBurstable},
+	}
+	for _, tc := range cases {
+		var s corev1.PodSpec
+		for i, r := range tc.init {
+			s.InitContainers = append(s.InitContainers, corev1.Container{Name: fmt.Sprintf("i%d", i), Resources: r})
+		}
+		for i, r := range tc.app {
+			s.Containers = append(s.Containers, corev1.Container{Name: fmt.Sprintf("c%d", i), Resources: r})
+		}
 		if got := podQOSClass(&s); got != tc.want {
 			t.Errorf("%s: QoS %s, want %s", tc.name, got, tc.want)
 		}
