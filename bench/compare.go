@@ -144,11 +144,15 @@ func num(v float64) string {
 
 // MachineWarnings says why results from baseline's machine and current's
 // may not be comparable: different cores or CPU model, or either run
-// started on a machine busier than its cores (1-minute load average).
+// started on a machine busier than its cores (1-minute load average), or
+// their kernels' transparent huge page modes differ (memory results).
 func MachineWarnings(baseline, current Machine) []string {
 	var out []string
 	if baseline.Cores != current.Cores || baseline.CPUModel != current.CPUModel {
 		out = append(out, fmt.Sprintf("different machines: baseline %d cores %s, this run %d cores %s", baseline.Cores, baseline.CPUModel, current.Cores, current.CPUModel))
+	}
+	if b, c := baseline.TransparentHugePages, current.TransparentHugePages; b != "" && c != "" && b != c {
+		out = append(out, fmt.Sprintf("transparent huge pages: baseline %s, this run %s: resident and anonymous memory are not comparable", b, c))
 	}
 	for _, m := range []struct {
 		which string

@@ -116,4 +116,32 @@ func TestMachineWarnings(t *testing.T) {
 	if w := MachineWarnings(Machine{Cores: 2, CPUModel: "AMD EPYC"}, quiet); len(w) != 0 {
 		t.Errorf("baseline without load average: %q", w)
 	}
+	always, madvise := quiet, quiet
+	always.TransparentHugePages, madvise.TransparentHugePages = "always", "madvise"
+	if w := MachineWarnings(always, madvise); len(w) != 1 || !strings.Contains(w[0], "transparent huge pages: baseline always, this run madvise") {
+		t.Errorf("THP always vs madvise: %q", w)
+	}
+	if w := MachineWarnings(quiet, madvise); len(w) != 0 {
+		t.Errorf("baseline without THP mode: %q", w)
+	}
+}
+
+func TestMachineFiles(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"always [madvise] never\n", "madvise"},
+		{"[always] madvise never", "always"},
+		{"always madvise never", ""},
+		{"always [madvise", ""},
+	} {
+		if got := selectedMode(c.in); got != c.want {
+			t.Errorf("selectedMode(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	meminfo := "MemTotal:        8130076 kB\nMemFree:  1 kB\n"
+	if got := memTotalMiB(meminfo); got != 7939 {
+		t.Errorf("memTotalMiB = %d, want 7939", got)
+	}
+	if got := memTotalMiB("MemFree: 1 kB\n"); got != 0 {
+		t.Errorf("memTotalMiB without MemTotal = %d", got)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 )
 
@@ -19,6 +20,15 @@ type Machine struct {
 	// started: numbers from a busy (shared) machine are not comparable
 	// with a quiet one's.
 	LoadAverage string `json:"loadAverage,omitempty"`
+	// Kernel is the Linux release (/proc/sys/kernel/osrelease).
+	Kernel string `json:"kernel,omitempty"`
+	// MemTotalMiB is /proc/meminfo's MemTotal.
+	MemTotalMiB int `json:"memTotalMiB,omitempty"`
+	// TransparentHugePages is the kernel's THP mode (always, madvise or
+	// never): with "always" anonymous memory is backed by 2 MiB pages
+	// where it can be, so the resident and anonymous memory the memory
+	// benchmarks report are not comparable across modes.
+	TransparentHugePages string `json:"transparentHugePages,omitempty"`
 }
 
 // ThisMachine reads the machine description (CPU model from /proc/cpuinfo,
@@ -40,8 +50,47 @@ func ThisMachine() Machine {
 			m.LoadAverage = strings.Join(f[:3], " ")
 		}
 	}
+	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(data))
+	}
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		m.MemTotalMiB = memTotalMiB(string(data))
+	}
+	if data, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err == nil {
+		m.TransparentHugePages = selectedMode(string(data))
+	}
 	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		m.Commit = strings.TrimSpace(string(out))
 	}
 	return m
+}
+
+// memTotalMiB is the MemTotal line of /proc/meminfo's content, in MiB; 0
+// when there is none.
+func memTotalMiB(meminfo string) int {
+	for _, line := range strings.Split(meminfo, "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 2 && f[1] == "kB" {
+				if kb, err := strconv.Atoi(f[0]); err == nil {
+					return kb / 1024
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// selectedMode is the bracketed choice of a sysfs mode file such as
+// "always [madvise] never"; "" when none is bracketed.
+func selectedMode(content string) string {
+	_, rest, ok := strings.Cut(content, "[")
+	if !ok {
+		return ""
+	}
+	mode, _, ok := strings.Cut(rest, "]")
+	if !ok {
+		return ""
+	}
+	return mode
 }

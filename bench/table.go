@@ -44,5 +44,14 @@ func writeMachine(w io.Writer, m Machine) {
 	if m.LoadAverage != "" {
 		fmt.Fprintf(w, ", load average %s at the start", m.LoadAverage)
 	}
+	if m.Kernel != "" {
+		fmt.Fprintf(w, ", Linux %s", m.Kernel)
+	}
+	if m.MemTotalMiB > 0 {
+		fmt.Fprintf(w, ", %d MiB", m.MemTotalMiB)
+	}
+	if m.TransparentHugePages != "" {
+		fmt.Fprintf(w, ", transparent huge pages %s", m.TransparentHugePages)
+	}
 	fmt.Fprint(w, "\n\n")
 }
