@@ -264,6 +264,20 @@ func (k *Kubelet) admit(rec *podRecord, pod *v1.Pod) bool {
 	return true
 }
 
+// terminationRequested reports whether the pod's termination has been
+// requested by now, as upstream's pod workers' IsPodTerminationRequested:
+// the latest pod from the source is being deleted or finished, it is gone
+// from the API, or the eviction manager chose it.
+func (k *Kubelet) terminationRequested(uid types.UID) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	rec := k.pods[uid]
+	if rec == nil || rec.pod == nil || rec.eviction != nil || rec.evicted {
+		return true
+	}
+	return rec.pod.DeletionTimestamp != nil || podsync.IsTerminalPhase(rec.pod.Status.Phase)
+}
+
 // finishRejected writes a rejected pod's Failed status (until it sticks)
 // and deletes the pod finally if it is being deleted.
 func (k *Kubelet) finishRejected(ctx context.Context, rec *podRecord, pod *v1.Pod) error {
@@ -414,6 +428,16 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 			id, err = k.rt.RunPodSandbox(ctx, sbConfig, handler)
 		}
 		if err != nil {
+			// A pod whose termination was requested while its sandbox was
+			// being made (deleted, gone from the API, evicted) often
+			// fails it (CNI and the runtime tear down under it): as
+			// upstream's SyncPod, that is no error, only logged; the sync
+			// the request queued kills the pod. Asked afresh: pod is the
+			// sync's view from its start.
+			if k.terminationRequested(pod.UID) {
+				k.log.Debug("Pod was deleted and sandbox failed to be created", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "err", err)
+				return nil
+			}
 			k.podEvent(pod, v1.EventTypeWarning, EventFailedCreateSandbx, "Failed to create pod sandbox: %v", err)
 			return fmt.Errorf("creating sandbox for pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
