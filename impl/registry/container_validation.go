@@ -29,18 +29,18 @@ func validateContainerName(name string, names sets.Set[string], p *field.Path) f
 	return errs
 }
 
-func validateContainerList(cs []corev1.Container, volumes map[string]corev1.VolumeSource, names sets.Set[string], path *field.Path, init bool) field.ErrorList {
+func validateContainerList(cs []corev1.Container, volumes map[string]corev1.VolumeSource, names sets.Set[string], path *field.Path, init bool, opts podValidationOptions) field.ErrorList {
 	var errs field.ErrorList
 	for i := range cs {
 		c := &cs[i]
 		p := path.Index(i)
 		errs = append(errs, validateContainerName(c.Name, names, p.Child("name"))...)
-		errs = append(errs, validateContainer(c, volumes, p, init)...)
+		errs = append(errs, validateContainer(c, volumes, p, init, opts)...)
 	}
 	return errs
 }
 
-func validateContainer(c *corev1.Container, volumes map[string]corev1.VolumeSource, p *field.Path, init bool) field.ErrorList {
+func validateContainer(c *corev1.Container, volumes map[string]corev1.VolumeSource, p *field.Path, init bool, opts podValidationOptions) field.ErrorList {
 	var errs field.ErrorList
 	if c.Image == "" {
 		errs = append(errs, field.Required(p.Child("image"), ""))
@@ -83,7 +83,7 @@ func validateContainer(c *corev1.Container, volumes map[string]corev1.VolumeSour
 		}
 	}
 	errs = append(errs, validateVolumeMounts(c.VolumeMounts, volumes, p.Child("volumeMounts"))...)
-	errs = append(errs, validateResources(&c.Resources, p.Child("resources"))...)
+	errs = append(errs, validateContainerResources(&c.Resources, p.Child("resources"), opts)...)
 	errs = append(errs, validateProbe(c.ReadinessProbe, p.Child("readinessProbe"))...)
 	errs = append(errs, validateProbe(c.StartupProbe, p.Child("startupProbe"))...)
 	errs = append(errs, validateProbe(c.LivenessProbe, p.Child("livenessProbe"))...)
@@ -315,10 +315,17 @@ func validateVolumeMounts(mounts []corev1.VolumeMount, volumes map[string]corev1
 	return errs
 }
 
-// validateResources checks a container's resources (and an overhead, as
-// limits) as upstream's validateResourceRequirements.
+// validateResources checks resources given as a container's (a
+// RuntimeClass's overhead, as limits) as upstream's
+// validateResourceRequirements, with nothing relaxed.
 func validateResources(r *corev1.ResourceRequirements, path *field.Path) field.ErrorList {
-	return validateResourceRequirements(r, validateContainerResourceName, path)
+	return validateContainerResources(r, path, podValidationOptions{})
+}
+
+// validateContainerResources checks a container's resources (and a pod's
+// overhead, as limits) under a pod spec's validation options.
+func validateContainerResources(r *corev1.ResourceRequirements, path *field.Path, opts podValidationOptions) field.ErrorList {
+	return validateResourceRequirements(r, validateContainerResourceName, path, opts)
 }
 
 // validateResourceRequirements is upstream's validateResourceRequirements
@@ -326,8 +333,9 @@ func validateResources(r *corev1.ResourceRequirements, path *field.Path) field.E
 // (whole units for extended resources), each request within its limit
 // and equal to it for resources that cannot be overcommitted (extended
 // resources, hugepages), which also need a limit, and hugepages in whole
-// pages and only beside cpu or memory.
-func validateResourceRequirements(r *corev1.ResourceRequirements, nameFn func(corev1.ResourceName, *field.Path) field.ErrorList, path *field.Path) field.ErrorList {
+// pages (unless opts allow what the old object had) and only beside cpu
+// or memory.
+func validateResourceRequirements(r *corev1.ResourceRequirements, nameFn func(corev1.ResourceName, *field.Path) field.ErrorList, path *field.Path, opts podValidationOptions) field.ErrorList {
 	var errs field.ErrorList
 	limPath, reqPath := path.Child("limits"), path.Child("requests")
 	cpuOrMemory, hugePages := false, false
@@ -339,7 +347,7 @@ func validateResourceRequirements(r *corev1.ResourceRequirements, nameFn func(co
 		}
 		if isHugePageResource(name) {
 			hugePages = true
-			if !hugePageValueDivisible(name, q) {
+			if !opts.allowIndivisibleHugePagesValues && !hugePageValueDivisible(name, q) {
 				errs = append(errs, field.Invalid(p, q.String(), fmt.Sprintf("%s is not positive integer multiple of %s", q.String(), name)))
 			}
 		}

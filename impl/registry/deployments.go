@@ -31,9 +31,12 @@ func deployments(now func() time.Time) *resource.Resource {
 		},
 		prepareForCreate: func(d *appsv1.Deployment) { d.Status = appsv1.DeploymentStatus{} },
 		prepareForUpdate: func(d, old *appsv1.Deployment) { d.Status = old.Status },
-		validate:         validateDeployment,
+		// The template's checks are relaxed on update by what the stored
+		// template already had (upstream's GetValidationOptionsFromPodTemplate).
+		validateCreate: func(d *appsv1.Deployment) field.ErrorList { return validateDeployment(d, podValidationOptions{}) },
 		validateUpdate: func(d, old *appsv1.Deployment) field.ErrorList {
-			return apivalidation.ValidateImmutableField(d.Spec.Selector, old.Spec.Selector, field.NewPath("spec", "selector"))
+			errs := validateDeployment(d, podValidationOptionsFor(&old.Spec.Template.Spec))
+			return append(errs, apivalidation.ValidateImmutableField(d.Spec.Selector, old.Spec.Selector, field.NewPath("spec", "selector"))...)
 		},
 		table: &tableSpec[*appsv1.Deployment]{columns: deploymentColumns, cells: deploymentCells},
 	}
@@ -90,14 +93,14 @@ func defaultDeployment(d *appsv1.Deployment) {
 
 func ptrInt32(v int32) *int32 { return &v }
 
-func validateDeployment(d *appsv1.Deployment) field.ErrorList {
+func validateDeployment(d *appsv1.Deployment, opts podValidationOptions) field.ErrorList {
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
 	if d.Spec.Replicas != nil {
 		errs = append(errs, apivalidation.ValidateNonnegativeField(int64(*d.Spec.Replicas), spec.Child("replicas"))...)
 	}
 	errs = append(errs, validateWorkloadSelector(d.Spec.Selector, &d.Spec.Template, spec)...)
-	errs = append(errs, validateReplicatedTemplate(&d.Spec.Template, spec.Child("template"))...)
+	errs = append(errs, validateReplicatedTemplate(&d.Spec.Template, spec.Child("template"), opts)...)
 	errs = append(errs, validateDeploymentStrategy(&d.Spec.Strategy, spec.Child("strategy"))...)
 	errs = append(errs, apivalidation.ValidateNonnegativeField(int64(d.Spec.MinReadySeconds), spec.Child("minReadySeconds"))...)
 	if d.Spec.RevisionHistoryLimit != nil {

@@ -47,7 +47,7 @@ func validatePodCreate(p *corev1.Pod) field.ErrorList {
 // allowed fields set, a name unique among all the pod's containers (names
 // holds the init and app containers' names) and a targetContainerName, if
 // any, naming an init or app container.
-func validateEphemeralContainers(s *corev1.PodSpec, volumes map[string]corev1.VolumeSource, names sets.Set[string], path *field.Path) field.ErrorList {
+func validateEphemeralContainers(s *corev1.PodSpec, volumes map[string]corev1.VolumeSource, names sets.Set[string], path *field.Path, opts podValidationOptions) field.ErrorList {
 	if len(s.EphemeralContainers) == 0 {
 		return nil
 	}
@@ -62,7 +62,7 @@ func validateEphemeralContainers(s *corev1.PodSpec, volumes map[string]corev1.Vo
 		// (reported once, as forbidden).
 		c, forbidden := splitEphemeralFields(&ec.EphemeralContainerCommon, p)
 		errs = append(errs, forbidden...)
-		errs = append(errs, validateContainer(&c, volumes, p, false)...)
+		errs = append(errs, validateContainer(&c, volumes, p, false, opts)...)
 		if ec.TargetContainerName != "" && !targets.Has(ec.TargetContainerName) {
 			errs = append(errs, field.NotFound(p.Child("targetContainerName"), ec.TargetContainerName))
 		}
@@ -148,7 +148,8 @@ func keepPodForEphemeralContainersUpdate(p, old *corev1.Pod) {
 }
 
 // validatePodEphemeralContainersUpdate checks a pods/ephemeralcontainers
-// write: the pod (with its new ephemeral containers) is valid, existing
+// write: the pod (with its new ephemeral containers) is valid (relaxed as
+// for any update by what the stored pod already had), existing
 // ephemeral containers are neither removed nor changed (matched by name,
 // since a patch need not keep their order), and the pod is not a static
 // pod's mirror (the kubelet runs those from files).
@@ -156,7 +157,7 @@ func validatePodEphemeralContainersUpdate(p, old *corev1.Pod) field.ErrorList {
 	if _, ok := old.Annotations[corev1.MirrorPodAnnotationKey]; ok {
 		return field.ErrorList{field.Forbidden(field.NewPath(""), "static pods do not support ephemeral containers")}
 	}
-	errs := validatePod(p)
+	errs := validatePod(p, podValidationOptionsFor(&old.Spec))
 	path := field.NewPath("spec", "ephemeralContainers")
 	byName := make(map[string]*corev1.EphemeralContainer, len(p.Spec.EphemeralContainers))
 	for i := range p.Spec.EphemeralContainers {

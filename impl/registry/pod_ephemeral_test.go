@@ -241,7 +241,7 @@ func BenchmarkValidateEphemeralContainers(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		names := sets.New("app", "init")
-		if errs := validateEphemeralContainers(spec, volumes, names, path); len(errs) != 2 {
+		if errs := validateEphemeralContainers(spec, volumes, names, path, podValidationOptions{}); len(errs) != 2 {
 			b.Fatalf("%d errors, want the two forbidden fields: %v", len(errs), errs)
 		}
 	}

@@ -20,7 +20,7 @@ import (
 // counted as the scheduler counts them), a pod-level hugepages limit
 // covers the containers' aggregate limit, and no app container's limit
 // exceeds the pod-level one.
-func validatePodLevelResources(s *corev1.PodSpec, path *field.Path) field.ErrorList {
+func validatePodLevelResources(s *corev1.PodSpec, path *field.Path, opts podValidationOptions) field.ErrorList {
 	if s.Resources == nil {
 		return nil
 	}
@@ -31,14 +31,14 @@ func validatePodLevelResources(s *corev1.PodSpec, path *field.Path) field.ErrorL
 	if s.Resources.Claims != nil {
 		errs = append(errs, field.Forbidden(path.Child("claims"), "claims cannot be set for Resources at pod-level"))
 	}
-	errs = append(errs, validatePodResourceRequirements(s.Resources, path)...)
+	errs = append(errs, validatePodResourceRequirements(s.Resources, path, opts)...)
 	return append(errs, validatePodResourceConsistency(s, path)...)
 }
 
 // validatePodResourceRequirements is upstream's validateResourceRequirements
 // with the pod-level resource names.
-func validatePodResourceRequirements(r *corev1.ResourceRequirements, path *field.Path) field.ErrorList {
-	return validateResourceRequirements(r, validatePodResourceName, path)
+func validatePodResourceRequirements(r *corev1.ResourceRequirements, path *field.Path, opts podValidationOptions) field.ErrorList {
+	return validateResourceRequirements(r, validatePodResourceName, path, opts)
 }
 
 // validatePodResourceName: a qualified, standard resource name that

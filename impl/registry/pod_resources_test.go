@@ -198,7 +198,7 @@ func TestPodTemplateLevelResourcesValidation(t *testing.T) {
 	tmpl := corev1.PodTemplateSpec{Spec: newPod("x").Spec}
 	defaultPodSpec(&tmpl.Spec)
 	tmpl.Spec.Resources = &corev1.ResourceRequirements{Requests: rlist("cpu", "2"), Limits: rlist("cpu", "1")}
-	errs := validatePodTemplateSpec(&tmpl, nil)
+	errs := validatePodTemplateSpec(&tmpl, nil, podValidationOptions{})
 	wantErrors(t, errs, invalid+" spec.resources.requests")
 }
 

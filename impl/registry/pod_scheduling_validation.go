@@ -2,6 +2,7 @@ package registry
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -15,7 +16,7 @@ var (
 
 // validateAffinity checks node affinity requirements and pod
 // (anti-)affinity terms.
-func validateAffinity(a *corev1.Affinity, path *field.Path) field.ErrorList {
+func validateAffinity(a *corev1.Affinity, path *field.Path, opts podValidationOptions) field.ErrorList {
 	if a == nil {
 		return nil
 	}
@@ -47,12 +48,12 @@ func validateAffinity(a *corev1.Affinity, path *field.Path) field.ErrorList {
 	} {
 		p := path.Child(pa.name)
 		for i, term := range pa.required {
-			errs = append(errs, validatePodAffinityTerm(term, p.Child("requiredDuringSchedulingIgnoredDuringExecution").Index(i))...)
+			errs = append(errs, validatePodAffinityTerm(term, p.Child("requiredDuringSchedulingIgnoredDuringExecution").Index(i), opts)...)
 		}
 		for i, w := range pa.preferred {
 			wp := p.Child("preferredDuringSchedulingIgnoredDuringExecution").Index(i)
 			errs = append(errs, validateWeight(w.Weight, wp.Child("weight"))...)
-			errs = append(errs, validatePodAffinityTerm(w.PodAffinityTerm, wp.Child("podAffinityTerm"))...)
+			errs = append(errs, validatePodAffinityTerm(w.PodAffinityTerm, wp.Child("podAffinityTerm"), opts)...)
 		}
 	}
 	return errs
@@ -136,14 +137,8 @@ func validateNodeSelectorRequirement(req corev1.NodeSelectorRequirement, p *fiel
 	return errs
 }
 
-func validatePodAffinityTerm(term corev1.PodAffinityTerm, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if term.LabelSelector != nil {
-		errs = append(errs, validateLabelSelector(term.LabelSelector, p.Child("labelSelector"))...)
-	}
-	if term.NamespaceSelector != nil {
-		errs = append(errs, validateLabelSelector(term.NamespaceSelector, p.Child("namespaceSelector"))...)
-	}
+func validatePodAffinityTerm(term corev1.PodAffinityTerm, p *field.Path, opts podValidationOptions) field.ErrorList {
+	errs := validatePodAffinityTermSelectors(term, p, opts.allowInvalidLabelValueInSelector)
 	for i, ns := range term.Namespaces {
 		errs = append(errs, dnsLabel(ns, p.Child("namespaces").Index(i))...)
 	}
@@ -155,9 +150,19 @@ func validatePodAffinityTerm(term corev1.PodAffinityTerm, p *field.Path) field.E
 	return errs
 }
 
+// validatePodAffinityTermSelectors checks a pod (anti-)affinity term's
+// label and namespace selectors (upstream's ValidatePodAffinityTermSelector);
+// allowInvalidValues skips the label value check of their expressions.
+func validatePodAffinityTermSelectors(term corev1.PodAffinityTerm, p *field.Path, allowInvalidValues bool) field.ErrorList {
+	opts := metav1validation.LabelSelectorValidationOptions{AllowInvalidLabelValueInSelector: allowInvalidValues}
+	errs := metav1validation.ValidateLabelSelector(term.LabelSelector, opts, p.Child("labelSelector"))
+	return append(errs, metav1validation.ValidateLabelSelector(term.NamespaceSelector, opts, p.Child("namespaceSelector"))...)
+}
+
 // validateTopologySpreadConstraints checks maxSkew, topologyKey,
-// whenUnsatisfiable and that key/action pairs are unique.
-func validateTopologySpreadConstraints(cs []corev1.TopologySpreadConstraint, path *field.Path) field.ErrorList {
+// whenUnsatisfiable, the label selector (unless opts allow what the old
+// object had) and that key/action pairs are unique.
+func validateTopologySpreadConstraints(cs []corev1.TopologySpreadConstraint, path *field.Path, opts podValidationOptions) field.ErrorList {
 	var errs field.ErrorList
 	type pair struct {
 		key    string
@@ -186,7 +191,7 @@ func validateTopologySpreadConstraints(cs []corev1.TopologySpreadConstraint, pat
 				errs = append(errs, field.Invalid(p.Child("minDomains"), *c.MinDomains, "can only use minDomains if whenUnsatisfiable=DoNotSchedule"))
 			}
 		}
-		if c.LabelSelector != nil {
+		if c.LabelSelector != nil && !opts.allowInvalidTopologySpreadConstraintLabelSelector {
 			errs = append(errs, validateLabelSelector(c.LabelSelector, p.Child("labelSelector"))...)
 		}
 		k := pair{c.TopologyKey, c.WhenUnsatisfiable}

@@ -22,16 +22,19 @@ var (
 	tolerationOperators        = []string{string(corev1.TolerationOpEqual), string(corev1.TolerationOpExists)}
 )
 
-// validatePod validates everything of a pod but its metadata.
-func validatePod(p *corev1.Pod) field.ErrorList {
-	return validatePodSpec(&p.Spec, field.NewPath("spec"), true)
+// validatePod validates everything of a pod but its metadata, relaxed by
+// opts (zero on create; podValidationOptionsFor the stored pod on update).
+func validatePod(p *corev1.Pod, opts podValidationOptions) field.ErrorList {
+	return validatePodSpec(&p.Spec, field.NewPath("spec"), true, opts)
 }
 
-// validatePodTemplateSpec validates a workload's pod template.
-func validatePodTemplateSpec(t *corev1.PodTemplateSpec, path *field.Path) field.ErrorList {
+// validatePodTemplateSpec validates a workload's pod template, relaxed by
+// opts (zero on create; podValidationOptionsFor the stored template's spec
+// on update).
+func validatePodTemplateSpec(t *corev1.PodTemplateSpec, path *field.Path, opts podValidationOptions) field.ErrorList {
 	errs := metav1validation.ValidateLabels(t.Labels, path.Child("metadata", "labels"))
 	errs = append(errs, apivalidation.ValidateAnnotations(t.Annotations, path.Child("metadata", "annotations"))...)
-	errs = append(errs, validatePodSpec(&t.Spec, path.Child("spec"), false)...)
+	errs = append(errs, validatePodSpec(&t.Spec, path.Child("spec"), false, opts)...)
 	if len(t.Spec.EphemeralContainers) > 0 {
 		errs = append(errs, field.Forbidden(path.Child("spec", "ephemeralContainers"), "ephemeral containers not allowed in pod template"))
 	}
@@ -39,20 +42,20 @@ func validatePodTemplateSpec(t *corev1.PodTemplateSpec, path *field.Path) field.
 }
 
 // validatePodSpec checks a pod spec. isPod adds the checks only pods (not
-// templates) get.
-func validatePodSpec(s *corev1.PodSpec, path *field.Path, isPod bool) field.ErrorList {
+// templates) get; opts relax the checks an update's old object failed.
+func validatePodSpec(s *corev1.PodSpec, path *field.Path, isPod bool, opts podValidationOptions) field.ErrorList {
 	var errs field.ErrorList
-	volumes, vErrs := validateVolumes(s.Volumes, path.Child("volumes"))
+	volumes, vErrs := validateVolumes(s.Volumes, path.Child("volumes"), opts)
 	errs = append(errs, vErrs...)
 
 	names := sets.New[string]()
-	errs = append(errs, validateContainerList(s.InitContainers, volumes, names, path.Child("initContainers"), true)...)
+	errs = append(errs, validateContainerList(s.InitContainers, volumes, names, path.Child("initContainers"), true, opts)...)
 	if len(s.Containers) == 0 {
 		errs = append(errs, field.Required(path.Child("containers"), ""))
 	}
-	errs = append(errs, validateContainerList(s.Containers, volumes, names, path.Child("containers"), false)...)
-	errs = append(errs, validateEphemeralContainers(s, volumes, names, path.Child("ephemeralContainers"))...)
-	errs = append(errs, validatePodLevelResources(s, path.Child("resources"))...)
+	errs = append(errs, validateContainerList(s.Containers, volumes, names, path.Child("containers"), false, opts)...)
+	errs = append(errs, validateEphemeralContainers(s, volumes, names, path.Child("ephemeralContainers"), opts)...)
+	errs = append(errs, validatePodLevelResources(s, path.Child("resources"), opts)...)
 	errs = append(errs, validateHostPortConflicts(s, path)...)
 
 	switch s.RestartPolicy {
@@ -97,7 +100,7 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path, isPod bool) field.Erro
 	if s.Overhead != nil {
 		// Checked as container limits, as upstream; whether a pod may carry
 		// an overhead at all is the RuntimeClass admission plugin's call.
-		errs = append(errs, validateResources(&corev1.ResourceRequirements{Limits: s.Overhead}, path.Child("overhead"))...)
+		errs = append(errs, validateContainerResources(&corev1.ResourceRequirements{Limits: s.Overhead}, path.Child("overhead"), opts)...)
 	}
 	if s.TerminationGracePeriodSeconds != nil {
 		errs = append(errs, apivalidation.ValidateNonnegativeField(*s.TerminationGracePeriodSeconds, path.Child("terminationGracePeriodSeconds"))...)
@@ -108,8 +111,8 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path, isPod bool) field.Erro
 		}
 	}
 	errs = append(errs, validateTolerations(s.Tolerations, path.Child("tolerations"))...)
-	errs = append(errs, validateAffinity(s.Affinity, path.Child("affinity"))...)
-	errs = append(errs, validateTopologySpreadConstraints(s.TopologySpreadConstraints, path.Child("topologySpreadConstraints"))...)
+	errs = append(errs, validateAffinity(s.Affinity, path.Child("affinity"), opts)...)
+	errs = append(errs, validateTopologySpreadConstraints(s.TopologySpreadConstraints, path.Child("topologySpreadConstraints"), opts)...)
 	gates := sets.New[string]()
 	for i, g := range s.SchedulingGates {
 		p := path.Child("schedulingGates").Index(i).Child("name")

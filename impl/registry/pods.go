@@ -21,11 +21,16 @@ func pods(now func() time.Time) *resource.Resource {
 		spec:             func(p *corev1.Pod) any { return p.Spec },
 		prepareForCreate: preparePodForCreate,
 		prepareForUpdate: func(p, old *corev1.Pod) { p.Status = old.Status },
-		validate:         validatePod,
-		validateCreate:   validatePodCreate,
-		validateUpdate:   validatePodUpdate,
-		fields:           podFields,
-		table:            &tableSpec[*corev1.Pod]{columns: podColumns, cells: podCells, conditions: podRowConditions},
+		// The spec is validated in validateCreate and validateUpdate: an
+		// update's checks are relaxed by what the stored pod already had.
+		validateCreate: func(p *corev1.Pod) field.ErrorList {
+			return append(validatePod(p, podValidationOptions{}), validatePodCreate(p)...)
+		},
+		validateUpdate: func(p, old *corev1.Pod) field.ErrorList {
+			return append(validatePod(p, podValidationOptionsFor(&old.Spec)), validatePodUpdate(p, old)...)
+		},
+		fields: podFields,
+		table:  &tableSpec[*corev1.Pod]{columns: podColumns, cells: podCells, conditions: podRowConditions},
 	}
 	s := newStrategy(k, now)
 	return &resource.Resource{

@@ -28,9 +28,12 @@ func replicaSets(now func() time.Time) *resource.Resource {
 		spec:             func(rs *appsv1.ReplicaSet) any { return rs.Spec },
 		prepareForCreate: func(rs *appsv1.ReplicaSet) { rs.Status = appsv1.ReplicaSetStatus{} },
 		prepareForUpdate: func(rs, old *appsv1.ReplicaSet) { rs.Status = old.Status },
-		validate:         validateReplicaSet,
+		// The template's checks are relaxed on update by what the stored
+		// template already had (upstream's GetValidationOptionsFromPodTemplate).
+		validateCreate: func(rs *appsv1.ReplicaSet) field.ErrorList { return validateReplicaSet(rs, podValidationOptions{}) },
 		validateUpdate: func(rs, old *appsv1.ReplicaSet) field.ErrorList {
-			return apivalidation.ValidateImmutableField(rs.Spec.Selector, old.Spec.Selector, field.NewPath("spec", "selector"))
+			errs := validateReplicaSet(rs, podValidationOptionsFor(&old.Spec.Template.Spec))
+			return append(errs, apivalidation.ValidateImmutableField(rs.Spec.Selector, old.Spec.Selector, field.NewPath("spec", "selector"))...)
 		},
 		fields: func(rs *appsv1.ReplicaSet) fields.Set {
 			return fields.Set{"status.replicas": strconv.Itoa(int(rs.Status.Replicas))}
@@ -53,7 +56,7 @@ func replicaSets(now func() time.Time) *resource.Resource {
 	}
 }
 
-func validateReplicaSet(rs *appsv1.ReplicaSet) field.ErrorList {
+func validateReplicaSet(rs *appsv1.ReplicaSet, opts podValidationOptions) field.ErrorList {
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
 	if rs.Spec.Replicas != nil {
@@ -61,7 +64,7 @@ func validateReplicaSet(rs *appsv1.ReplicaSet) field.ErrorList {
 	}
 	errs = append(errs, apivalidation.ValidateNonnegativeField(int64(rs.Spec.MinReadySeconds), spec.Child("minReadySeconds"))...)
 	errs = append(errs, validateWorkloadSelector(rs.Spec.Selector, &rs.Spec.Template, spec)...)
-	errs = append(errs, validateReplicatedTemplate(&rs.Spec.Template, spec.Child("template"))...)
+	errs = append(errs, validateReplicatedTemplate(&rs.Spec.Template, spec.Child("template"), opts)...)
 	return errs
 }
 

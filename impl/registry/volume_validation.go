@@ -12,7 +12,7 @@ const fileModeErrorMsg = "must be a number between 0 and 0777 (octal), both incl
 
 // validateVolumes checks names (unique DNS-1123 labels) and that each
 // volume has exactly one source; it returns the volumes by name.
-func validateVolumes(volumes []corev1.Volume, path *field.Path) (map[string]corev1.VolumeSource, field.ErrorList) {
+func validateVolumes(volumes []corev1.Volume, path *field.Path, opts podValidationOptions) (map[string]corev1.VolumeSource, field.ErrorList) {
 	var errs field.ErrorList
 	byName := map[string]corev1.VolumeSource{}
 	for i, v := range volumes {
@@ -61,7 +61,7 @@ func validateVolumes(volumes []corev1.Volume, path *field.Path) (map[string]core
 			}
 		case src.Projected != nil:
 			checkMode(src.Projected.DefaultMode, p.Child("projected", "defaultMode"))
-			errs = append(errs, validateProjectedSources(src.Projected.Sources, p.Child("projected", "sources"))...)
+			errs = append(errs, validateProjectedSources(src.Projected.Sources, p.Child("projected", "sources"), opts)...)
 		case src.DownwardAPI != nil:
 			checkMode(src.DownwardAPI.DefaultMode, p.Child("downwardAPI", "defaultMode"))
 			errs = append(errs, validateDownwardAPIFiles(src.DownwardAPI.Items, p.Child("downwardAPI", "items"))...)
@@ -133,7 +133,7 @@ func validateDownwardAPIFiles(items []corev1.DownwardAPIVolumeFile, p *field.Pat
 	return errs
 }
 
-func validateProjectedSources(sources []corev1.VolumeProjection, p *field.Path) field.ErrorList {
+func validateProjectedSources(sources []corev1.VolumeProjection, p *field.Path, opts podValidationOptions) field.ErrorList {
 	var errs field.ErrorList
 	for i, src := range sources {
 		sp := p.Index(i)
@@ -149,7 +149,9 @@ func validateProjectedSources(sources []corev1.VolumeProjection, p *field.Path) 
 			if src.ServiceAccountToken.Path == "" {
 				errs = append(errs, field.Required(tp.Child("path"), ""))
 			}
-			errs = append(errs, validateLocalDescendingPath(src.ServiceAccountToken.Path, tp.Child("path"))...)
+			if !opts.allowNonLocalProjectedTokenPath {
+				errs = append(errs, validateLocalDescendingPath(src.ServiceAccountToken.Path, tp.Child("path"))...)
+			}
 			if exp := src.ServiceAccountToken.ExpirationSeconds; exp != nil && *exp < 10*60 {
 				errs = append(errs, field.Invalid(tp.Child("expirationSeconds"), *exp, "may not specify a duration less than 10 minutes"))
 			}

@@ -35,8 +35,9 @@ func validateWorkloadSelector(sel *metav1.LabelSelector, template *corev1.PodTem
 
 // validateReplicatedTemplate validates the pod template of a Deployment or
 // ReplicaSet: a valid template that restarts always and has no deadline.
-func validateReplicatedTemplate(t *corev1.PodTemplateSpec, path *field.Path) field.ErrorList {
-	errs := validatePodTemplateSpec(t, path)
+// opts relax what an update's stored template already had.
+func validateReplicatedTemplate(t *corev1.PodTemplateSpec, path *field.Path, opts podValidationOptions) field.ErrorList {
+	errs := validatePodTemplateSpec(t, path, opts)
 	if t.Spec.RestartPolicy != corev1.RestartPolicyAlways && t.Spec.RestartPolicy != "" {
 		errs = append(errs, field.NotSupported(path.Child("spec", "restartPolicy"), t.Spec.RestartPolicy, []string{string(corev1.RestartPolicyAlways)}))
 	}

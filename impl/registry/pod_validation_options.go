@@ -1,0 +1,121 @@
+package registry
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+)
+
+// podValidationOptions relaxes pod spec checks for values an update's old
+// object already had, as upstream's PodValidationOptions derived from the
+// old pod or template (GetValidationOptionsFromPodSpecAndMeta): an object
+// stored before a check was tightened stays updatable, while no new object
+// and no object that passed the check may gain such a value. The zero
+// value relaxes nothing (creates). Only the options of checks made here
+// exist.
+type podValidationOptions struct {
+	// allowIndivisibleHugePagesValues: hugepages-<size> quantities need
+	// not be whole pages (containers, overhead, pod-level resources).
+	allowIndivisibleHugePagesValues bool
+	// allowInvalidLabelValueInSelector: the label and namespace selectors
+	// of pod (anti-)affinity terms may have invalid expression values.
+	allowInvalidLabelValueInSelector bool
+	// allowInvalidTopologySpreadConstraintLabelSelector: topology spread
+	// constraints' label selectors are not checked.
+	allowInvalidTopologySpreadConstraintLabelSelector bool
+	// allowNonLocalProjectedTokenPath: projected service account token
+	// paths need not stay inside the volume.
+	allowNonLocalProjectedTokenPath bool
+}
+
+// podValidationOptionsFor gives the options of an update whose stored
+// object has the pod spec old: each check old fails is relaxed.
+func podValidationOptionsFor(old *corev1.PodSpec) podValidationOptions {
+	if old == nil {
+		return podValidationOptions{}
+	}
+	return podValidationOptions{
+		allowIndivisibleHugePagesValues:                   usesIndivisibleHugePagesValues(old),
+		allowInvalidLabelValueInSelector:                  hasInvalidLabelValueInAffinitySelector(old),
+		allowInvalidTopologySpreadConstraintLabelSelector: hasInvalidTopologySpreadConstraintLabelSelector(old),
+		allowNonLocalProjectedTokenPath:                   hasNonLocalProjectedTokenPath(old),
+	}
+}
+
+// usesIndivisibleHugePagesValues: a container (init, app or ephemeral) or
+// the overhead has a hugepages quantity that is not a whole number of
+// pages (upstream looks at these, not at pod-level resources).
+func usesIndivisibleHugePagesValues(s *corev1.PodSpec) bool {
+	indivisible := func(l corev1.ResourceList) bool {
+		for name, q := range l {
+			if isHugePageResource(name) && !hugePageValueDivisible(name, q) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
+		for i := range cs {
+			if indivisible(cs[i].Resources.Limits) || indivisible(cs[i].Resources.Requests) {
+				return true
+			}
+		}
+	}
+	for i := range s.EphemeralContainers {
+		r := &s.EphemeralContainers[i].Resources
+		if indivisible(r.Limits) || indivisible(r.Requests) {
+			return true
+		}
+	}
+	return indivisible(s.Overhead)
+}
+
+// hasInvalidLabelValueInAffinitySelector: a pod (anti-)affinity term's
+// selectors fail the strict check.
+func hasInvalidLabelValueInAffinitySelector(s *corev1.PodSpec) bool {
+	a := s.Affinity
+	if a == nil {
+		return false
+	}
+	var terms []corev1.PodAffinityTerm
+	terms = append(terms, podAffinityRequired(a.PodAffinity)...)
+	terms = append(terms, podAntiAffinityRequired(a.PodAntiAffinity)...)
+	for _, w := range podAffinityPreferred(a.PodAffinity) {
+		terms = append(terms, w.PodAffinityTerm)
+	}
+	for _, w := range podAntiAffinityPreferred(a.PodAntiAffinity) {
+		terms = append(terms, w.PodAffinityTerm)
+	}
+	for _, t := range terms {
+		if len(validatePodAffinityTermSelectors(t, nil, false)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// hasInvalidTopologySpreadConstraintLabelSelector: a topology spread
+// constraint's label selector fails the check.
+func hasInvalidTopologySpreadConstraintLabelSelector(s *corev1.PodSpec) bool {
+	for _, c := range s.TopologySpreadConstraints {
+		if len(metav1validation.ValidateLabelSelector(c.LabelSelector, metav1validation.LabelSelectorValidationOptions{}, nil)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// hasNonLocalProjectedTokenPath: a projected service account token's path
+// fails the local path check.
+func hasNonLocalProjectedTokenPath(s *corev1.PodSpec) bool {
+	for _, v := range s.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			if t := src.ServiceAccountToken; t != nil && len(validateLocalDescendingPath(t.Path, nil)) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
