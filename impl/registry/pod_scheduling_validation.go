@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -14,7 +15,9 @@ var (
 	unsatisfiableActions = []string{string(corev1.DoNotSchedule), string(corev1.ScheduleAnyway)}
 )
 
-// validateAffinity checks node affinity requirements and pod
+// validateAffinity checks node affinity requirements (the values of
+// required terms' expressions as label values, unless opts allow what the
+// old object had; preferred terms' values never, as upstream) and pod
 // (anti-)affinity terms.
 func validateAffinity(a *corev1.Affinity, path *field.Path, opts podValidationOptions) field.ErrorList {
 	if a == nil {
@@ -29,13 +32,13 @@ func validateAffinity(a *corev1.Affinity, path *field.Path, opts podValidationOp
 				errs = append(errs, field.Required(rp, "must have at least one node selector term"))
 			}
 			for i, term := range req.NodeSelectorTerms {
-				errs = append(errs, validateNodeSelectorTerm(term, rp.Index(i))...)
+				errs = append(errs, validateNodeSelectorTerm(term, rp.Index(i), !opts.allowInvalidLabelValueInRequiredNodeAffinity)...)
 			}
 		}
 		for i, pref := range na.PreferredDuringSchedulingIgnoredDuringExecution {
 			pp := p.Child("preferredDuringSchedulingIgnoredDuringExecution").Index(i)
 			errs = append(errs, validateWeight(pref.Weight, pp.Child("weight"))...)
-			errs = append(errs, validateNodeSelectorTerm(pref.Preference, pp.Child("preference"))...)
+			errs = append(errs, validateNodeSelectorTerm(pref.Preference, pp.Child("preference"), false)...)
 		}
 	}
 	for _, pa := range []struct {
@@ -94,10 +97,16 @@ func validateWeight(w int32, p *field.Path) field.ErrorList {
 	return nil
 }
 
-func validateNodeSelectorTerm(term corev1.NodeSelectorTerm, p *field.Path) field.ErrorList {
+// validateNodeSelectorTerm checks a node selector term; checkValues holds
+// its expressions' values to label value syntax.
+func validateNodeSelectorTerm(term corev1.NodeSelectorTerm, p *field.Path, checkValues bool) field.ErrorList {
 	var errs field.ErrorList
 	for i, req := range term.MatchExpressions {
-		errs = append(errs, validateNodeSelectorRequirement(req, p.Child("matchExpressions").Index(i), true)...)
+		rp := p.Child("matchExpressions").Index(i)
+		errs = append(errs, validateNodeSelectorRequirement(req, rp, true)...)
+		if checkValues {
+			errs = append(errs, validateLabelValues(req.Values, rp.Child("values"))...)
+		}
 	}
 	for i, req := range term.MatchFields {
 		rp := p.Child("matchFields").Index(i)
@@ -108,6 +117,17 @@ func validateNodeSelectorTerm(term corev1.NodeSelectorTerm, p *field.Path) field
 			errs = append(errs, field.NotSupported(rp.Child("operator"), req.Operator, []string{string(corev1.NodeSelectorOpIn), string(corev1.NodeSelectorOpNotIn)}))
 		} else if len(req.Values) != 1 {
 			errs = append(errs, field.Required(rp.Child("values"), "must be only one value when `operator` is 'In' or 'NotIn' for node field selector"))
+		}
+	}
+	return errs
+}
+
+// validateLabelValues checks each of values as a label value.
+func validateLabelValues(values []string, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, v := range values {
+		for _, msg := range validation.IsValidLabelValue(v) {
+			errs = append(errs, field.Invalid(p.Index(i), v, msg))
 		}
 	}
 	return errs

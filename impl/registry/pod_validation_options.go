@@ -25,6 +25,9 @@ type podValidationOptions struct {
 	// allowNonLocalProjectedTokenPath: projected service account token
 	// paths need not stay inside the volume.
 	allowNonLocalProjectedTokenPath bool
+	// allowInvalidLabelValueInRequiredNodeAffinity: required node affinity
+	// terms' expression values need not be label values.
+	allowInvalidLabelValueInRequiredNodeAffinity bool
 }
 
 // podValidationOptionsFor gives the options of an update whose stored
@@ -38,6 +41,7 @@ func podValidationOptionsFor(old *corev1.PodSpec) podValidationOptions {
 		allowInvalidLabelValueInSelector:                  hasInvalidLabelValueInAffinitySelector(old),
 		allowInvalidTopologySpreadConstraintLabelSelector: hasInvalidTopologySpreadConstraintLabelSelector(old),
 		allowNonLocalProjectedTokenPath:                   hasNonLocalProjectedTokenPath(old),
+		allowInvalidLabelValueInRequiredNodeAffinity:      hasInvalidLabelValueInRequiredNodeAffinity(old),
 	}
 }
 
@@ -88,6 +92,22 @@ func hasInvalidLabelValueInAffinitySelector(s *corev1.PodSpec) bool {
 	for _, t := range terms {
 		if len(validatePodAffinityTermSelectors(t, nil, false)) > 0 {
 			return true
+		}
+	}
+	return false
+}
+
+// hasInvalidLabelValueInRequiredNodeAffinity: a required node affinity
+// term's expression has a value that is not a label value.
+func hasInvalidLabelValueInRequiredNodeAffinity(s *corev1.PodSpec) bool {
+	if s.Affinity == nil || s.Affinity.NodeAffinity == nil || s.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return false
+	}
+	for _, term := range s.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, req := range term.MatchExpressions {
+			if len(validateLabelValues(req.Values, nil)) > 0 {
+				return true
+			}
 		}
 	}
 	return false
