@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
@@ -34,7 +37,9 @@ import (
 // evictions by random identities (users, groups, service accounts, nodes)
 // through every admission plugin NewPlugins builds, on in-memory stores
 // holding a random cluster (namespace with Pod Security labels, service
-// accounts, a LimitRange, a ResourceQuota, PriorityClasses, nodes), in the
+// accounts, a LimitRange, a ResourceQuota, PriorityClasses, nodes, and
+// the RuntimeClasses pods name, each created or not on first use, with or
+// without overhead and scheduling), in the
 // API server's order: defaulting, the mutating plugins, PrepareFor*, the
 // pod strategy's validation, the validating plugins. Pods are either
 // structure-aware (built from the fuzzer's bytes, mostly valid, with
@@ -49,7 +54,15 @@ import (
 //     output accepts it and changes nothing;
 //   - NodeRestriction: a node identity never gets a pod bound to another
 //     node (or to none) admitted — create, update, status update, delete or
-//     eviction.
+//     eviction;
+//   - RuntimeClass, exactly as kube-apiserver's plugin: a pod create naming
+//     a missing class, with an overhead other than its class's, or with a
+//     node selector conflicting with its class's is refused (403, upstream's
+//     message) unless another plugin refuses it first; an admitted one ends
+//     with the class's overhead (none without a class that defines one),
+//     its node selector merged with the class's, and tolerations that
+//     tolerate every taint the pod's or the class's did, for as long
+//     (runtimeClassCase).
 func FuzzAdmission(f *testing.F) {
 	for _, seed := range admissionSeeds {
 		f.Add(seed)
@@ -346,7 +359,7 @@ func fuzzContainer(in *fuzzBytes, name string, fill func(any)) corev1.Container 
 
 // fuzzPod is a pod built from the fuzzer's bytes: mostly valid, with the
 // fields the plugins look at chosen among interesting values.
-func fuzzPod(in *fuzzBytes, fill func(any)) *corev1.Pod {
+func fuzzPod(in *fuzzBytes, fill func(any), classes *fuzzRuntimeClasses) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: fuzzNamespace, Labels: map[string]string{"app": "web"}}}
 	if in.chance(6) {
 		p.Name, p.GenerateName = "", "p-"
@@ -424,18 +437,106 @@ func fuzzPod(in *fuzzBytes, fill func(any)) *corev1.Pod {
 		p.Spec.SecurityContext = sc
 	}
 	if in.chance(8) {
-		p.Spec.RuntimeClassName = func() *string { s := pickOf(in, "runc", "gvisor"); return &s }()
+		// Every decision about the class and the fields it sets is taken
+		// here, so pods naming none read the same bytes as before classes
+		// were created.
+		name, rc := classes.pick(in)
+		p.Spec.RuntimeClassName = &name
+		if in.chance(3) {
+			p.Spec.NodeSelector = pickOf(in, map[string]string{"sandbox": "gvisor"}, map[string]string{"disk": "ssd"},
+				map[string]string{"disk": "hdd", "zone": "a"}, map[string]string{})
+		}
+		if in.chance(4) {
+			// An overhead set by the client: the class's own (admitted)
+			// or another (refused).
+			if rc != nil && rc.Overhead != nil && in.chance(2) {
+				p.Spec.Overhead = rc.Overhead.PodFixed.DeepCopy()
+			} else {
+				p.Spec.Overhead = fuzzResourceList(in)
+			}
+		}
 	}
 	return p
 }
 
-// randfillPod is a pod filled whole by randfill.
-func randfillPod(fill func(any)) *corev1.Pod {
+// randfillPod is a pod filled whole by randfill; a RuntimeClass name it
+// got is now and then replaced by one the cluster may hold.
+func randfillPod(in *fuzzBytes, fill func(any), classes *fuzzRuntimeClasses) *corev1.Pod {
 	p := &corev1.Pod{}
 	fill(p)
 	p.Namespace = fuzzNamespace
 	p.ResourceVersion = ""
+	if p.Spec.RuntimeClassName != nil && in.chance(2) {
+		name, _ := classes.pick(in)
+		p.Spec.RuntimeClassName = &name
+	}
 	return p
+}
+
+// fuzzRuntimeClassNames are the RuntimeClasses fuzzed pods name. The last
+// never exists; whether each other one exists, and what it holds, is
+// decided from the fuzzer's bytes the first time a pod names it.
+var fuzzRuntimeClassNames = []string{"runc", "gvisor", "kata", "missing"}
+
+// fuzzRuntimeClasses creates the RuntimeClasses pods name, on first use.
+type fuzzRuntimeClasses struct {
+	t       *testing.T
+	st      *memStores
+	decided map[string]*nodev1.RuntimeClass
+}
+
+// pick chooses a class name and returns it with the class (nil when the
+// cluster does not hold it).
+func (c *fuzzRuntimeClasses) pick(in *fuzzBytes) (string, *nodev1.RuntimeClass) {
+	name := pickOf(in, fuzzRuntimeClassNames...)
+	if rc, ok := c.decided[name]; ok {
+		return name, rc
+	}
+	var rc *nodev1.RuntimeClass
+	if name != "missing" && !in.chance(5) {
+		rc = fuzzRuntimeClass(in, name)
+		// Stored as the API would: only a class its validation accepts.
+		if errs := runtimeClassesResource.Strategy.Validate(context.Background(), rc); len(errs) > 0 {
+			c.t.Fatalf("harness built an invalid RuntimeClass: %v", errs.ToAggregate())
+		}
+		if err := c.st.add(runtimeClassResource, rc); err != nil {
+			c.t.Fatalf("storing RuntimeClass %s: %v", name, err)
+		}
+	}
+	if c.decided == nil {
+		c.decided = map[string]*nodev1.RuntimeClass{}
+	}
+	c.decided[name] = rc
+	return name, rc
+}
+
+// fuzzRuntimeClass is a valid class: the handler of its name, sometimes
+// an overhead (possibly empty), sometimes scheduling (a node selector that
+// may conflict with a pod's, tolerations that may overlap the pod's and
+// DefaultTolerationSeconds').
+func fuzzRuntimeClass(in *fuzzBytes, name string) *nodev1.RuntimeClass {
+	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Handler: name}
+	if in.chance(2) {
+		rc.Overhead = &nodev1.Overhead{PodFixed: fuzzResourceList(in)}
+	}
+	if in.chance(2) {
+		s := &nodev1.Scheduling{NodeSelector: pickOf(in, nil, map[string]string{"sandbox": name},
+			map[string]string{"disk": "ssd", "sandbox": name})}
+		sixty := int64(60)
+		for _, tol := range []corev1.Toleration{
+			{Key: "sandbox", Operator: corev1.TolerationOpEqual, Value: name, Effect: corev1.TaintEffectNoSchedule},
+			{Key: "sandbox", Operator: corev1.TolerationOpExists},
+			{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &sixty},
+			{Key: "gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+			{Operator: corev1.TolerationOpExists},
+		} {
+			if in.chance(3) {
+				s.Tolerations = append(s.Tolerations, tol)
+			}
+		}
+		rc.Scheduling = s
+	}
+	return rc
 }
 
 // admissionCase is one request and what the test needs to judge it.
@@ -448,14 +549,16 @@ type admissionCase struct {
 	old *corev1.Pod
 }
 
-var podsResource = func() *apiresource.Resource {
+var podsResource, runtimeClassesResource = servedResource("pods"), servedResource("runtimeclasses")
+
+func servedResource(name string) *apiresource.Resource {
 	for _, r := range registry.All() {
-		if r.Name == "pods" {
+		if r.Name == name {
 			return r
 		}
 	}
-	panic("registry serves no pods")
-}()
+	panic("registry serves no " + name)
+}
 
 // validAsCreate reports whether p (a copy) passes the server's create path
 // without admission.
@@ -534,12 +637,13 @@ func checkAdmission(t *testing.T, data []byte) {
 		in.data = in.data[min(len(in.data), 32):]
 	}
 	chain := buildChain(t, st)
+	classes := &fuzzRuntimeClasses{t: t, st: st}
 	var pod *corev1.Pod
 	if op == 5 {
-		pod = randfillPod(fill)
+		pod = randfillPod(in, fill, classes)
 		op = in.intn(2) // create or update
 	} else {
-		pod = fuzzPod(in, fill)
+		pod = fuzzPod(in, fill, classes)
 	}
 	c := admissionCase{}
 	podGVR := corev1.SchemeGroupVersion.WithResource("pods")
@@ -549,7 +653,7 @@ func checkAdmission(t *testing.T, data []byte) {
 		c.valid = len(validAsCreate(ctx, pod)) == 0
 		c.attrs = &Attributes{Operation: Create, Resource: podGVR, Kind: podGVK, Namespace: pod.Namespace, Name: pod.Name, Object: pod, User: user}
 	default: // 1 update, 2 status update, 3 delete, 4 eviction: of a stored pod
-		old := fuzzPod(in, fill)
+		old := fuzzPod(in, fill, classes)
 		old.Name, old.GenerateName = "p", ""
 		// The stored pod went through the create path with every plugin
 		// (as in a cluster that always ran them), or, if that refused it,
@@ -666,8 +770,18 @@ func runAdmission(ctx context.Context, t *testing.T, chain *Chain, st *memStores
 	if pod != nil {
 		podsResource.Strategy.Default(pod)
 	}
+	// The RuntimeClass plugin's expected outcome, from the pod as sent.
+	var rc *runtimeClassCase
+	if pod != nil && a.Operation == Create && subresourceMain {
+		rc = newRuntimeClassCase(ctx, t, st, pod, c.valid)
+	}
 	err := chain.Admit(ctx, a)
 	checkStatus(t, "mutating admission", err)
+	if rc != nil {
+		if v := rc.admitViolation(err, pod); v != nil {
+			t.Fatal(v)
+		}
+	}
 	if err != nil {
 		return
 	}
@@ -715,12 +829,232 @@ func runAdmission(ctx context.Context, t *testing.T, chain *Chain, st *memStores
 	}
 	err = chain.Validate(ctx, a)
 	checkStatus(t, "validating admission", err)
+	if rc != nil {
+		if v := rc.validateViolation(err, pod); v != nil {
+			t.Fatal(v)
+		}
+	}
 	if err != nil {
 		return
 	}
 	if err := nodeViolation(a, old); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// runtimeClassCase is what kube-apiserver's RuntimeClass plugin does with
+// one pod create, worked out by the test from the pod as sent (after
+// defaulting; no plugin before RuntimeClass touches the overhead or the
+// node selector) and the class it names.
+type runtimeClassCase struct {
+	before *corev1.Pod
+	// name is the class the pod names ("" for none); class is it, nil
+	// when the cluster does not hold it.
+	name  string
+	class *nodev1.RuntimeClass
+	// refusals are the messages one of which the mutating phase must
+	// refuse the pod with (after `pods "<name>" is forbidden: `); none
+	// when it must admit it. A node selector conflicting with the class's
+	// on several keys may be reported for any of them (upstream walks a
+	// map).
+	refusals []string
+	// checkTolerations: the pod was valid as sent, so its tolerations and
+	// the class's mean what the API documents.
+	checkTolerations bool
+}
+
+const (
+	rcOverheadMismatch = "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead"
+	rcOverheadNoClass  = "pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead"
+)
+
+func newRuntimeClassCase(ctx context.Context, t *testing.T, st *memStores, pod *corev1.Pod, valid bool) *runtimeClassCase {
+	c := &runtimeClassCase{before: pod.DeepCopy(), checkTolerations: valid}
+	if pod.Spec.RuntimeClassName == nil || *pod.Spec.RuntimeClassName == "" {
+		// No class ("" is validation's 422, before the validating phase).
+		return c
+	}
+	c.name = *pod.Spec.RuntimeClassName
+	rc := &nodev1.RuntimeClass{}
+	err := st.stores[runtimeClassResource].Get(ctx, st.ObjectKey(runtimeClassResource, "", c.name), storage.GetOptions{}, rc)
+	switch {
+	case storage.IsNotFound(err):
+		c.refusals = []string{fmt.Sprintf("pod rejected: RuntimeClass %q not found", c.name)}
+		return c
+	case err != nil:
+		t.Fatalf("reading RuntimeClass %q: %v", c.name, err)
+	}
+	c.class = rc
+	if rc.Overhead != nil && pod.Spec.Overhead != nil && !apiequality.Semantic.DeepEqual(rc.Overhead.PodFixed, pod.Spec.Overhead) {
+		c.refusals = []string{rcOverheadMismatch}
+		return c
+	}
+	if rc.Scheduling != nil && pod.Spec.NodeSelector != nil {
+		for k, v := range rc.Scheduling.NodeSelector {
+			if pv, ok := pod.Spec.NodeSelector[k]; ok && pv != v {
+				c.refusals = append(c.refusals, fmt.Sprintf("conflict: runtimeClass.scheduling.nodeSelector[%s] = %s; pod.spec.nodeSelector[%s] = %s", k, v, k, pv))
+			}
+		}
+	}
+	return c
+}
+
+// isRuntimeClassRefusal reports whether msg is one of the RuntimeClass
+// plugin's refusals (other plugins may refuse the pod first).
+func isRuntimeClassRefusal(msg string) bool {
+	return strings.Contains(msg, "pod rejected: RuntimeClass ") || strings.Contains(msg, "conflict: runtimeClass.") ||
+		strings.Contains(msg, rcOverheadMismatch) || strings.Contains(msg, rcOverheadNoClass)
+}
+
+// refusalViolation checks a refusal by the RuntimeClass plugin: a 403
+// Forbidden with one of the messages in want.
+func refusalViolation(phase string, err error, want []string) error {
+	var s apierrors.APIStatus
+	if !errors.As(err, &s) || !isRuntimeClassRefusal(s.Status().Message) {
+		return nil // another plugin's refusal (checkStatus judged it)
+	}
+	st := s.Status()
+	for _, w := range want {
+		if st.Code == 403 && st.Reason == metav1.StatusReasonForbidden && strings.HasPrefix(st.Message, `pods "`) &&
+			strings.HasSuffix(st.Message, `" is forbidden: `+w) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: RuntimeClass refusal %d %s %q, want a 403 Forbidden with one of %q", phase, st.Code, st.Reason, st.Message, want)
+}
+
+// admitViolation checks the mutating phase's outcome (err) and the pod it
+// left (after).
+func (c *runtimeClassCase) admitViolation(err error, after *corev1.Pod) error {
+	if err != nil {
+		return refusalViolation("mutating admission", err, c.refusals)
+	}
+	if len(c.refusals) > 0 {
+		return fmt.Errorf("mutating admission admitted a pod naming RuntimeClass %q, want the refusal %q", c.name, c.refusals)
+	}
+	want := c.before.Spec.Overhead
+	if c.class != nil && c.class.Overhead != nil {
+		want = c.class.Overhead.PodFixed
+	}
+	if !apiequality.Semantic.DeepEqual(after.Spec.Overhead, want) {
+		return fmt.Errorf("RuntimeClass %q: overhead %v after mutating admission, want %v", c.name, after.Spec.Overhead, want)
+	}
+	if c.class == nil || c.class.Scheduling == nil {
+		if !apiequality.Semantic.DeepEqual(after.Spec.NodeSelector, c.before.Spec.NodeSelector) {
+			return fmt.Errorf("RuntimeClass %q without scheduling: node selector %v became %v", c.name, c.before.Spec.NodeSelector, after.Spec.NodeSelector)
+		}
+		return nil
+	}
+	s := c.class.Scheduling
+	selector := map[string]string{}
+	for k, v := range c.before.Spec.NodeSelector {
+		selector[k] = v
+	}
+	for k, v := range s.NodeSelector {
+		selector[k] = v
+	}
+	if !apiequality.Semantic.DeepEqual(after.Spec.NodeSelector, selector) {
+		return fmt.Errorf("RuntimeClass %q: node selector %v after mutating admission, want the pod's %v with the class's %v",
+			c.name, after.Spec.NodeSelector, c.before.Spec.NodeSelector, s.NodeSelector)
+	}
+	if !c.checkTolerations {
+		return nil
+	}
+	return tolerationsViolation(c.before.Spec.Tolerations, s.Tolerations, after.Spec.Tolerations)
+}
+
+// validateViolation checks the validating phase's outcome: a pod admitted
+// carries the class's overhead, or none when the class defines none.
+func (c *runtimeClassCase) validateViolation(err error, after *corev1.Pod) error {
+	var want []string
+	withOverhead := c.class != nil && c.class.Overhead != nil
+	switch {
+	case withOverhead && !apiequality.Semantic.DeepEqual(c.class.Overhead.PodFixed, after.Spec.Overhead):
+		want = []string{rcOverheadMismatch}
+	case !withOverhead && after.Spec.Overhead != nil:
+		want = []string{rcOverheadNoClass}
+	}
+	if err != nil {
+		return refusalViolation("validating admission", err, want)
+	}
+	if len(want) > 0 {
+		return fmt.Errorf("validating admission admitted a pod with overhead %v naming RuntimeClass %q (%+v), want the refusal %q",
+			after.Spec.Overhead, c.name, c.class, want)
+	}
+	return nil
+}
+
+// tolerationsViolation checks the merge of a pod's tolerations with its
+// RuntimeClass's: every taint one of them tolerates (for as long, for
+// NoExecute) is still tolerated, and every toleration the pod ends with
+// is the pod's, the class's or one DefaultTolerationSeconds adds.
+func tolerationsViolation(pod, class, after []corev1.Toleration) error {
+	for _, got := range after {
+		if !slices.ContainsFunc(append(slices.Clip(pod), class...), func(t corev1.Toleration) bool { return apiequality.Semantic.DeepEqual(t, got) }) &&
+			!isDefaultToleration(got) {
+			return fmt.Errorf("toleration %+v after mutating admission is neither the pod's %+v nor the RuntimeClass's %+v", got, pod, class)
+		}
+	}
+	keys := []string{"other"}
+	values := []string{"", "other"}
+	for _, t := range slices.Concat(pod, class, after) {
+		keys = append(keys, t.Key)
+		values = append(values, t.Value)
+	}
+	for _, want := range slices.Concat(pod, class) {
+		for _, key := range keys {
+			for _, value := range values {
+				for _, effect := range []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute} {
+					taint := corev1.Taint{Key: key, Value: value, Effect: effect}
+					if key == "" || !tolerates(want, taint) {
+						continue
+					}
+					if !slices.ContainsFunc(after, func(t corev1.Toleration) bool {
+						return tolerates(t, taint) && (effect != corev1.TaintEffectNoExecute || toleratesFor(t) >= toleratesFor(want))
+					}) {
+						return fmt.Errorf("taint %+v tolerated by %+v (pod %+v, RuntimeClass %+v) is not tolerated as long after mutating admission: %+v",
+							taint, want, pod, class, after)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// tolerates is the API's documented matching of a toleration and a taint
+// (written out as the test's oracle): an empty effect matches every
+// effect, an empty key every key; Exists matches any value, Equal (or no
+// operator) the toleration's value.
+func tolerates(t corev1.Toleration, taint corev1.Taint) bool {
+	if t.Effect != "" && t.Effect != taint.Effect {
+		return false
+	}
+	if t.Key != "" && t.Key != taint.Key {
+		return false
+	}
+	switch t.Operator {
+	case corev1.TolerationOpExists:
+		return true
+	case corev1.TolerationOpEqual, "":
+		return t.Value == taint.Value
+	}
+	return false
+}
+
+// toleratesFor is how long t tolerates a NoExecute taint it matches.
+func toleratesFor(t corev1.Toleration) int64 {
+	if t.TolerationSeconds == nil {
+		return math.MaxInt64
+	}
+	return *t.TolerationSeconds
+}
+
+// isDefaultToleration: one of DefaultTolerationSeconds' tolerations, at
+// the default 300 s buildChain's plugins use.
+func isDefaultToleration(t corev1.Toleration) bool {
+	return (t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable) && t.Operator == corev1.TolerationOpExists &&
+		t.Effect == corev1.TaintEffectNoExecute && t.Value == "" && t.TolerationSeconds != nil && *t.TolerationSeconds == 300
 }
 
 // nodeViolation is NodeRestriction's promise on an admitted request: a
@@ -784,5 +1118,101 @@ func TestFuzzAdmissionNodeOracle(t *testing.T) {
 	}
 	if err := buildChain(t, st).Admit(ctx, newRequest()); !apierrors.IsForbidden(err) {
 		t.Fatalf("node %s creating a pod bound to %s: want 403, got %v", fuzzNodeA, fuzzNodeB, err)
+	}
+}
+
+// TestFuzzAdmissionRuntimeClassOracle checks the RuntimeClass expectations
+// can fail: without the RuntimeClass plugin a pod naming a missing class is
+// admitted, a class's overhead, node selector and tolerations are not set,
+// and a pod with an overhead but no class passes validation — each
+// reported; with every plugin the same pods meet them. The tolerations
+// check reports a merge that loses or shortens a toleration.
+func TestFuzzAdmissionRuntimeClassOracle(t *testing.T) {
+	ctx := context.Background()
+	st := newFuzzStores()
+	if err := st.add(nsResource, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fuzzNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.add(saResource, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: fuzzNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	gvisor := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "gvisor"}, Handler: "gvisor",
+		Overhead: &nodev1.Overhead{PodFixed: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")}},
+		Scheduling: &nodev1.Scheduling{NodeSelector: map[string]string{"sandbox": "gvisor"},
+			Tolerations: []corev1.Toleration{{Key: "sandbox", Operator: corev1.TolerationOpExists}}}}
+	if err := st.add(runtimeClassResource, gvisor); err != nil {
+		t.Fatal(err)
+	}
+	var without []string
+	for _, n := range AllPlugins() {
+		if n != "RuntimeClass" {
+			without = append(without, n)
+		}
+	}
+	muts, vals, _, err := NewPlugins(without, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chains := map[string]*Chain{"without RuntimeClass": {Mutators: muts, Validators: vals}, "every plugin": buildChain(t, st)}
+	newPod := func(class string, overhead corev1.ResourceList) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: fuzzNamespace},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}, Overhead: overhead}}
+		if class != "" {
+			p.Spec.RuntimeClassName = &class
+		}
+		podsResource.Strategy.Default(p)
+		return p
+	}
+	// run admits pod through chain and returns the first broken
+	// expectation, if any.
+	run := func(chain *Chain, pod *corev1.Pod) error {
+		a := &Attributes{Operation: Create, Resource: corev1.SchemeGroupVersion.WithResource("pods"),
+			Kind: corev1.SchemeGroupVersion.WithKind("Pod"), Namespace: fuzzNamespace, Name: "p", Object: pod,
+			User: &request.User{Name: "alice", Groups: []string{"system:authenticated"}}}
+		rc := newRuntimeClassCase(ctx, t, st, pod, true)
+		err := chain.Admit(ctx, a)
+		if v := rc.admitViolation(err, pod); v != nil || err != nil {
+			return v
+		}
+		return rc.validateViolation(chain.Validate(ctx, a), pod)
+	}
+	cpu := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	for _, tc := range []struct {
+		what string
+		pod  func() *corev1.Pod
+	}{
+		{"a missing class", func() *corev1.Pod { return newPod("missing", nil) }},
+		{"a class with overhead and scheduling", func() *corev1.Pod { return newPod("gvisor", nil) }},
+		{"an overhead without a class", func() *corev1.Pod { return newPod("", cpu) }},
+		{"an overhead other than the class's", func() *corev1.Pod { return newPod("gvisor", cpu) }},
+	} {
+		if err := run(chains["without RuntimeClass"], tc.pod()); err == nil {
+			t.Errorf("%s without the RuntimeClass plugin: no expectation broken", tc.what)
+		}
+		if err := run(chains["every plugin"], tc.pod()); err != nil {
+			t.Errorf("%s with every plugin: %v", tc.what, err)
+		}
+	}
+
+	sixty, long := int64(60), int64(600)
+	gpu := corev1.Toleration{Key: "gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+	sandbox := corev1.Toleration{Key: "sandbox", Operator: corev1.TolerationOpExists}
+	notReady := func(s *int64) corev1.Toleration {
+		return corev1.Toleration{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: s}
+	}
+	for _, tc := range []struct {
+		what              string
+		pod, class, after []corev1.Toleration
+		ok                bool
+	}{
+		{"both kept", []corev1.Toleration{gpu}, []corev1.Toleration{sandbox}, []corev1.Toleration{gpu, sandbox}, true},
+		{"the longer of two kept", []corev1.Toleration{notReady(&long)}, []corev1.Toleration{notReady(&sixty)}, []corev1.Toleration{notReady(&long)}, true},
+		{"the pod's lost", []corev1.Toleration{gpu}, []corev1.Toleration{sandbox}, []corev1.Toleration{sandbox}, false},
+		{"one from nowhere", nil, []corev1.Toleration{sandbox}, []corev1.Toleration{sandbox, gpu}, false},
+		{"the shorter of two kept", []corev1.Toleration{notReady(&long)}, []corev1.Toleration{notReady(&sixty)}, []corev1.Toleration{notReady(&sixty)}, false},
+	} {
+		if err := tolerationsViolation(tc.pod, tc.class, tc.after); (err == nil) != tc.ok {
+			t.Errorf("%s: violation %v, want one: %v", tc.what, err, !tc.ok)
+		}
 	}
 }
