@@ -2,18 +2,24 @@ package kubelet
 
 import (
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
+	"github.com/kubeproof/kubeproof/impl/scheduler/framework"
 )
 
-// podRequests is the pod's effective request of a resource: the larger of
-// the sum over app containers and sidecars, and the peak while init
-// containers run (each regular one plus the sidecars started before it),
-// plus overhead (as the scheduler and the kubelet compute it).
+// podRequests is the pod's effective request of a resource, as upstream's
+// PodRequests (which the scheduler and the kubelet's admission share):
+// the larger of the sum over app containers and sidecars, and the peak
+// while init containers run (each regular one plus the sidecars started
+// before it); a pod-level request (spec.resources, PodLevelResources
+// being on by default) of cpu, memory or a hugepages size in its place;
+// plus overhead. CPU in millicores, anything else in units.
 func podRequests(pod *v1.Pod, name v1.ResourceName) int64 {
 	value := func(q resource.Quantity) int64 {
 		if name == v1.ResourceCPU {
@@ -28,66 +34,133 @@ func podRequests(pod *v1.Pod, name v1.ResourceName) int64 {
 		return 0
 	}
 	var sum int64
-	for i := range pod.Spec.Containers {
-		sum += req(&pod.Spec.Containers[i])
-	}
-	// Sidecars run alongside every init container after them and every
-	// app container; regular init containers alongside the sidecars
-	// before them.
-	var sidecars, initPeak int64
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		if podsync.IsSidecar(c) {
-			sidecars += req(c)
-			initPeak = max(initPeak, sidecars)
-		} else {
-			initPeak = max(initPeak, sidecars+req(c))
+	if q, ok := podLevelRequest(pod, name); ok {
+		sum = value(q)
+	} else {
+		for i := range pod.Spec.Containers {
+			sum += req(&pod.Spec.Containers[i])
 		}
+		// Sidecars run alongside every init container after them and every
+		// app container; regular init containers alongside the sidecars
+		// before them.
+		var sidecars, initPeak int64
+		for i := range pod.Spec.InitContainers {
+			c := &pod.Spec.InitContainers[i]
+			if podsync.IsSidecar(c) {
+				sidecars += req(c)
+				initPeak = max(initPeak, sidecars)
+			} else {
+				initPeak = max(initPeak, sidecars+req(c))
+			}
+		}
+		sum = max(sum+sidecars, initPeak)
 	}
-	sum = max(sum+sidecars, initPeak)
 	if q, ok := pod.Spec.Overhead[name]; ok {
 		sum += value(q)
 	}
 	return sum
 }
 
-// Admit decides whether pod fits the node's allocatable given the pods
-// already admitted (and not terminal). On rejection it returns the reason
-// and message the pod fails with, as upstream: reason "OutOf<resource>",
-// message "Node didn't have enough resource: <resource>, requested: N,
-// used: N, capacity: N" (cpu in millicores, memory in bytes).
-func Admit(allocatable v1.ResourceList, pod *v1.Pod, admitted []*v1.Pod) (ok bool, reason, message string) {
-	type check struct {
-		name      v1.ResourceName
-		requested int64
-		used      int64
-		capacity  int64
+// podLevelRequest is the pod-level request of name when it replaces the
+// containers' aggregate: a resource pod-level resources support (cpu,
+// memory, hugepages-*; upstream's IsSupportedPodLevelResource) that
+// spec.resources.requests names.
+func podLevelRequest(pod *v1.Pod, name v1.ResourceName) (resource.Quantity, bool) {
+	if pod.Spec.Resources == nil || !resourcehelper.IsSupportedPodLevelResource(name) {
+		return resource.Quantity{}, false
 	}
+	q, ok := pod.Spec.Resources.Requests[name]
+	return q, ok
+}
+
+// Admit decides whether pod fits the node's allocatable given the pods
+// already admitted (and not terminal), as upstream's kubelet admission
+// through the scheduler's resource fit: the pod count first, then cpu,
+// memory and ephemeral-storage, then every scalar resource the pod
+// requests (hugepages-<size>, extended resources, by name; upstream's
+// order among them is its map's). A zero request always fits; an
+// extended resource the node does not have is not checked (upstream's
+// removeMissingExtendedResources: it may be a cluster-level resource),
+// while hugepages the node does not have are checked against none. On
+// rejection it returns the reason and message the pod fails with, as
+// upstream: reason "OutOf<resource>" (OutOfcpu, OutOfhugepages-2Mi),
+// message "Pod was rejected: Node didn't have enough resource:
+// <resource>, requested: N, used: N, capacity: N" (cpu in millicores,
+// anything else in units).
+func Admit(allocatable v1.ResourceList, pod *v1.Pod, admitted []*v1.Pod) (ok bool, reason, message string) {
 	pods := allocatable[v1.ResourcePods]
-	checks := []check{{name: v1.ResourcePods, requested: 1, used: int64(len(admitted)), capacity: pods.Value()}}
+	if used := int64(len(admitted)); 1+used > pods.Value() {
+		return rejectOutOf(v1.ResourcePods, 1, used, pods.Value())
+	}
 	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage} {
-		req := podRequests(pod, name)
-		if req == 0 {
-			continue
-		}
-		var used int64
-		for _, p := range admitted {
-			used += podRequests(p, name)
-		}
 		q := allocatable[name]
 		capacity := q.Value()
 		if name == v1.ResourceCPU {
 			capacity = q.MilliValue()
 		}
-		checks = append(checks, check{name: name, requested: req, used: used, capacity: capacity})
+		if ok, reason, message = admitResource(name, capacity, pod, admitted); !ok {
+			return ok, reason, message
+		}
 	}
-	for _, c := range checks {
-		if c.requested+c.used > c.capacity {
-			return false, fmt.Sprintf("OutOf%s", c.name),
-				fmt.Sprintf("Pod was rejected: Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", c.name, c.requested, c.used, c.capacity)
+	for _, name := range scalarRequests(pod) {
+		q, has := allocatable[name]
+		if !has && framework.IsExtendedResourceName(name) {
+			continue
+		}
+		if ok, reason, message = admitResource(name, q.Value(), pod, admitted); !ok {
+			return ok, reason, message
 		}
 	}
 	return true, "", ""
+}
+
+// admitResource checks one resource of capacity (allocatable) for pod
+// beside the admitted pods' requests of it.
+func admitResource(name v1.ResourceName, capacity int64, pod *v1.Pod, admitted []*v1.Pod) (bool, string, string) {
+	req := podRequests(pod, name)
+	if req <= 0 {
+		return true, "", ""
+	}
+	var used int64
+	for _, p := range admitted {
+		used += podRequests(p, name)
+	}
+	if req+used > capacity {
+		return rejectOutOf(name, req, used, capacity)
+	}
+	return true, "", ""
+}
+
+// rejectOutOf is upstream's refusal for a resource the node lacks.
+func rejectOutOf(name v1.ResourceName, requested, used, capacity int64) (bool, string, string) {
+	return false, "OutOf" + string(name),
+		fmt.Sprintf("Pod was rejected: Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", name, requested, used, capacity)
+}
+
+// scalarRequests are the scalar resources (hugepages-*, extended and
+// attachable-volume resources) the pod's containers, init containers,
+// pod-level requests or overhead name, sorted; nil for the common pod
+// that names none (nothing allocated then).
+func scalarRequests(pod *v1.Pod) []v1.ResourceName {
+	var names []v1.ResourceName
+	add := func(rl v1.ResourceList) {
+		for name := range rl {
+			if framework.IsScalarResourceName(name) && !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			add(list[i].Resources.Requests)
+		}
+	}
+	if pod.Spec.Resources != nil {
+		add(pod.Spec.Resources.Requests)
+	}
+	add(pod.Spec.Overhead)
+	slices.Sort(names)
+	return names
 }
 
 // ReasonEvicted is the reason of a pod refused because of node pressure.

@@ -55,3 +55,68 @@ func TestAdmit(t *testing.T) {
 		}
 	}
 }
+
+// TestPodRequestsPodLevel: a pod-level request (spec.resources) of cpu,
+// memory or a hugepages size stands in for the containers' aggregate, as
+// upstream's PodRequests with PodLevelResources on; the overhead is added
+// to it; a resource the pod level does not name keeps the aggregate.
+func TestPodRequestsPodLevel(t *testing.T) {
+	p := &v1.Pod{Spec: v1.PodSpec{
+		Resources: &v1.ResourceRequirements{Requests: resList("cpu", "2", "hugepages-2Mi", "8Mi")},
+		Containers: []v1.Container{
+			withResources(resList("cpu", "500m", "memory", "1Gi", "hugepages-2Mi", "2Mi"), nil),
+			withResources(resList("cpu", "700m"), nil),
+		},
+		Overhead: resList("cpu", "100m"),
+	}}
+	for name, want := range map[v1.ResourceName]int64{v1.ResourceCPU: 2100, v1.ResourceMemory: 1 << 30, "hugepages-2Mi": 8 << 20} {
+		if got := podRequests(p, name); got != want {
+			t.Errorf("%s = %d, want %d", name, got, want)
+		}
+	}
+}
+
+// TestAdmitScalarResources: hugepages and extended resources are admitted
+// as cpu and memory are, by upstream's noderesources fit (reason
+// OutOf<resource>); a hugepages size the node lacks has capacity 0, an
+// extended resource the node lacks is not checked; pod-level hugepages
+// requests count; scalars are checked after cpu, memory and
+// ephemeral-storage, by name.
+func TestAdmitScalarResources(t *testing.T) {
+	alloc := resList("cpu", "4", "memory", "8Gi", "pods", "10", "hugepages-2Mi", "8Mi", "example.com/gpu", "2")
+	pod := func(req v1.ResourceList) *v1.Pod {
+		return &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{withResources(req, req)}}}
+	}
+	podLevel := &v1.Pod{Spec: v1.PodSpec{
+		Resources:  &v1.ResourceRequirements{Requests: resList("hugepages-2Mi", "6Mi"), Limits: resList("hugepages-2Mi", "6Mi")},
+		Containers: []v1.Container{{Name: "c"}},
+	}}
+	for _, tc := range []struct {
+		name     string
+		pod      *v1.Pod
+		admitted []*v1.Pod
+		reason   string
+		message  string
+	}{
+		{"hugepages fit", pod(resList("hugepages-2Mi", "4Mi")), []*v1.Pod{pod(resList("hugepages-2Mi", "4Mi"))}, "", ""},
+		{"hugepages", pod(resList("hugepages-2Mi", "6Mi")), []*v1.Pod{pod(resList("hugepages-2Mi", "4Mi"))}, "OutOfhugepages-2Mi",
+			"Pod was rejected: Node didn't have enough resource: hugepages-2Mi, requested: 6291456, used: 4194304, capacity: 8388608"},
+		{"a size the node lacks", pod(resList("hugepages-1Gi", "1Gi")), nil, "OutOfhugepages-1Gi",
+			"Pod was rejected: Node didn't have enough resource: hugepages-1Gi, requested: 1073741824, used: 0, capacity: 0"},
+		{"pod-level hugepages", podLevel, []*v1.Pod{pod(resList("hugepages-2Mi", "4Mi"))}, "OutOfhugepages-2Mi",
+			"Pod was rejected: Node didn't have enough resource: hugepages-2Mi, requested: 6291456, used: 4194304, capacity: 8388608"},
+		{"extended resource", pod(resList("example.com/gpu", "2")), []*v1.Pod{pod(resList("example.com/gpu", "1"))}, "OutOfexample.com/gpu",
+			"Pod was rejected: Node didn't have enough resource: example.com/gpu, requested: 2, used: 1, capacity: 2"},
+		{"an extended resource the node lacks is not checked", pod(resList("example.com/fpga", "1")), nil, "", ""},
+		{"scalars by name", pod(resList("hugepages-2Mi", "10Mi", "example.com/gpu", "3")), nil, "OutOfexample.com/gpu",
+			"Pod was rejected: Node didn't have enough resource: example.com/gpu, requested: 3, used: 0, capacity: 2"},
+		{"memory before scalars", pod(resList("memory", "9Gi", "hugepages-2Mi", "10Mi")), nil, "OutOfmemory",
+			"Pod was rejected: Node didn't have enough resource: memory, requested: 9663676416, used: 0, capacity: 8589934592"},
+		{"a zero request fits", pod(resList("hugepages-1Gi", "0")), nil, "", ""},
+	} {
+		ok, reason, message := Admit(alloc, tc.pod, tc.admitted)
+		if ok != (tc.reason == "") || reason != tc.reason || message != tc.message {
+			t.Errorf("%s: %v %q %q", tc.name, ok, reason, message)
+		}
+	}
+}
