@@ -34,7 +34,7 @@ func newKubeletCommand() *cobra.Command {
 		kubeconfig, nodeName, runtimeName   string
 		bootstrapKubeconfig                 string
 		criEndpoint, nodeIP, podCIDR        string
-		cpu, memory, ephemeral              string
+		cpu, memory, ephemeral, hugepages   string
 		maxPods                             int64
 		nodeLabels                          []string
 		syncFrequency, statusUpdate, relist time.Duration
@@ -93,6 +93,9 @@ func newKubeletCommand() *cobra.Command {
 				}
 				*pair.q = q
 			}
+			if cfg.HugePages, err = kubelet.ParseHugePages(hugepages); err != nil {
+				return fmt.Errorf("--hugepages: %w", err)
+			}
 			if err := parseKeyValues("--node-labels", nodeLabels, cfg.Labels); err != nil {
 				return err
 			}
@@ -131,6 +134,12 @@ func newKubeletCommand() *cobra.Command {
 				if !cmd.Flags().Changed("memory") {
 					if mem, err := machineMemory(); err == nil {
 						cfg.Memory = *resource.NewQuantity(mem, resource.BinarySI)
+					}
+				}
+				if !cmd.Flags().Changed("hugepages") {
+					// As upstream's kubelet (cadvisor's machine info).
+					if cfg.HugePages, err = kubelet.ReadHugePages(os.DirFS(kubelet.SysHugePagesDir)); err != nil {
+						return err
 					}
 				}
 				c, err := cri.Dial(cmd.Context(), criEndpoint)
@@ -214,6 +223,7 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringVar(&cpu, "cpu", "4", "Node CPU capacity (and allocatable).")
 	fs.StringVar(&memory, "memory", "32Gi", "Node memory capacity (and allocatable).")
 	fs.StringVar(&ephemeral, "ephemeral-storage", "100Gi", "Node ephemeral-storage capacity (and allocatable).")
+	fs.StringVar(&hugepages, "hugepages", "", "Node huge pages, page size=pre-allocated pages,... (e.g. 2Mi=512,1Gi=0): capacity and allocatable hugepages-<size> of pages × size (pods are admitted against it), allocatable memory that much less. Default: none, or with --runtime cri what /sys/kernel/mm/hugepages lists.")
 	fs.Int64Var(&maxPods, "max-pods", kubelet.DefaultMaxPods, "Maximum number of pods on the node.")
 	fs.StringSliceVar(&nodeLabels, "node-labels", nil, "Extra node labels, key=value,...")
 	fs.DurationVar(&syncFrequency, "sync-frequency", kubelet.DefaultSyncFrequency, "Period of the full resync of every pod.")

@@ -30,10 +30,18 @@ type Config struct {
 	// different families, comma-separated, make a dual-stack node
 	// (node.spec.podCIDRs both, podCIDR the first).
 	PodCIDR string
-	// Capacity of the node; allocatable equals capacity (no reservations).
+	// Capacity of the node; allocatable is capacity less what the hard
+	// eviction thresholds keep back (no kube/system reservations).
 	CPU, Memory, EphemeralStorage resource.Quantity
 	MaxPods                       int64
-	Labels                        map[string]string
+	// HugePages are the node's huge page sizes with their pre-allocated
+	// pages (nil: none, a simulated node's default). Each is capacity and
+	// allocatable hugepages-<size> of pages × size, and allocatable memory
+	// is that much less, as upstream's kubelet; a `kubeproof kubelet
+	// --runtime cri` reads them from /sys/kernel/mm/hugepages
+	// (ReadHugePages). Page sizes are positive whole KiB, each once.
+	HugePages []HugePages
+	Labels    map[string]string
 	// Pressure is the node's simulated resource pressure at start (see
 	// Kubelet.SetPressure).
 	Pressure Pressure
@@ -153,6 +161,11 @@ func (c *Config) setDefaults() error {
 	if c.MaxPods == 0 {
 		c.MaxPods = DefaultMaxPods
 	}
+	hps, err := checkHugePages(c.HugePages)
+	if err != nil {
+		return fmt.Errorf("kubelet config: %w", err)
+	}
+	c.HugePages = hps
 	if c.ContainerGC != nil {
 		if err := c.ContainerGC.Validate(); err != nil {
 			return err
@@ -203,7 +216,6 @@ func (c *Config) setDefaults() error {
 	return nil
 }
 
-// capacity is the node's capacity (and allocatable) as a ResourceList.
 // defaultEviction is the eviction configuration of no flags, parsed once.
 var defaultEviction = sync.OnceValues(func() (eviction.Config, error) { return eviction.ParseConfig(eviction.Flags{}) })
 
@@ -216,29 +228,45 @@ func (c *Config) evictionConfig() (eviction.Config, error) {
 }
 
 // allocatable is capacity less what the hard eviction thresholds keep
-// back (upstream's node allocatable, with no kube/system reservations).
+// back (upstream's node allocatable, with no kube/system reservations),
+// and memory less every huge page size's capacity, as upstream's
+// MachineInfo setter (pre-allocated huge pages are not memory pods can
+// use as such); never below zero.
 func (c *Config) allocatable() v1.ResourceList {
 	out := c.capacity()
 	ecfg, err := c.evictionConfig()
-	if err != nil {
-		return out
-	}
-	for name, r := range ecfg.HardEvictionReservation(out) {
-		q := out[name]
-		q.Sub(r)
-		if q.Sign() < 0 {
-			q = *resource.NewQuantity(0, q.Format)
+	if err == nil {
+		for name, r := range ecfg.HardEvictionReservation(out) {
+			q := out[name]
+			q.Sub(r)
+			out[name] = q
 		}
-		out[name] = q
+	}
+	for _, h := range c.HugePages {
+		q := out[v1.ResourceMemory]
+		q.Sub(out[h.ResourceName()])
+		out[v1.ResourceMemory] = q
+	}
+	for name, q := range out {
+		if q.Sign() < 0 {
+			out[name] = *resource.NewQuantity(0, q.Format)
+		}
 	}
 	return out
 }
 
+// capacity is the node's capacity as a ResourceList: cpu, memory,
+// ephemeral-storage, pods and, as upstream's CapacityFromMachineInfo,
+// hugepages-<size> of pages × size bytes for each huge page size.
 func (c *Config) capacity() v1.ResourceList {
-	return v1.ResourceList{
+	out := v1.ResourceList{
 		v1.ResourceCPU:              c.CPU,
 		v1.ResourceMemory:           c.Memory,
 		v1.ResourceEphemeralStorage: c.EphemeralStorage,
 		v1.ResourcePods:             *resource.NewQuantity(c.MaxPods, resource.DecimalSI),
 	}
+	for _, h := range c.HugePages {
+		out[h.ResourceName()] = *resource.NewQuantity(h.Pages*h.PageSize, resource.BinarySI)
+	}
+	return out
 }
