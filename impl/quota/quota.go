@@ -1,8 +1,10 @@
 // Package quota is what a ResourceQuota counts, shared by the ResourceQuota
-// admission plugin (which charges usage as objects are created) and the
+// admission plugin (which charges usage as objects are written) and the
 // resource quota controller (which recounts it): which objects a quota
-// covers (its scopes) and which resource an object-count name counts. One
-// piece of code, so the two can never disagree about coverage.
+// covers (its scopes), what an object uses (ObjectUsage: counts, a pod's
+// compute resources, a service's load balancer and node ports) and which
+// resource a quota name counts. One piece of code, so the two can never
+// disagree about coverage.
 package quota
 
 import (
@@ -14,7 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-var podResource = corev1.Resource("pods")
+var (
+	podResource     = corev1.Resource("pods")
+	serviceResource = corev1.Resource("services")
+)
 
 // LegacyCounts are the core resources a quota also counts under their bare
 // name ("configmaps" as well as "count/configmaps").
@@ -23,10 +28,14 @@ var LegacyCounts = map[string]bool{
 	"resourcequotas": true, "persistentvolumeclaims": true,
 }
 
-// CountedResource names the resource an object-count quota name counts:
-// count/<resource>[.<group>], or one of LegacyCounts.
+// CountedResource names the resource whose objects a quota name other than
+// a pod's counts: count/<resource>[.<group>], one of LegacyCounts, or
+// services.loadbalancers and services.nodeports (services: ServiceUsage).
 func CountedResource(n corev1.ResourceName) (schema.GroupResource, bool) {
 	s := string(n)
+	if n == corev1.ResourceServicesLoadBalancers || n == corev1.ResourceServicesNodePorts {
+		return serviceResource, true
+	}
 	if rest, ok := strings.CutPrefix(s, "count/"); ok {
 		res, group, _ := strings.Cut(rest, ".")
 		return schema.GroupResource{Group: group, Resource: res}, true

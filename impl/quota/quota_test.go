@@ -218,3 +218,38 @@ func TestPodScopesAsUpstream(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceUsageAsUpstream: as upstream's service quota evaluator, a
+// LoadBalancer uses one services.loadbalancers and a node port per port
+// (only the ports naming one when allocateLoadBalancerNodePorts is
+// false), a NodePort service a node port per port, and a ClusterIP
+// service neither; both names count services.
+func TestServiceUsageAsUpstream(t *testing.T) {
+	ports := []corev1.ServicePort{{Port: 80}, {Port: 443, NodePort: 30443}}
+	no := false
+	for _, tc := range []struct {
+		name          string
+		spec          corev1.ServiceSpec
+		lbs, nodePort int64
+	}{
+		{"ClusterIP", corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: ports}, 0, 0},
+		{"NodePort", corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: ports}, 0, 2},
+		{"LoadBalancer", corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: ports}, 1, 2},
+		{"LoadBalancer without node ports", corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: ports, AllocateLoadBalancerNodePorts: &no}, 1, 1},
+		{"ExternalName", corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.com"}, 0, 0},
+	} {
+		got := ObjectUsage(corev1.Resource("services"), &corev1.Service{Spec: tc.spec}, time.Now())
+		lb, np := got[corev1.ResourceServicesLoadBalancers], got[corev1.ResourceServicesNodePorts]
+		if lb.Value() != tc.lbs || np.Value() != tc.nodePort {
+			t.Errorf("%s: services.loadbalancers %s, services.nodeports %s; want %d, %d", tc.name, lb.String(), np.String(), tc.lbs, tc.nodePort)
+		}
+		if c := got["services"]; c.Value() != 1 {
+			t.Errorf("%s: services %s, want 1", tc.name, c.String())
+		}
+	}
+	for _, n := range []corev1.ResourceName{corev1.ResourceServicesLoadBalancers, corev1.ResourceServicesNodePorts} {
+		if gr, ok := CountedResource(n); !ok || gr != corev1.Resource("services") {
+			t.Errorf("CountedResource(%s) = %v %v, want services", n, gr, ok)
+		}
+	}
+}

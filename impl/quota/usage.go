@@ -13,7 +13,8 @@ import (
 
 // ObjectUsage is what one object of resource gr uses: one of
 // count/<resource>[.<group>], one of the legacy count name of core
-// resources, and a pod's compute resources while it counts (PodCounts).
+// resources, a pod's compute resources while it counts (PodCounts), and a
+// service's load balancer and node ports (ServiceUsage).
 func ObjectUsage(gr schema.GroupResource, obj runtime.Object, now time.Time) corev1.ResourceList {
 	countName := "count/" + gr.Resource
 	if gr.Group != "" {
@@ -28,7 +29,41 @@ func ObjectUsage(gr schema.GroupResource, obj runtime.Object, now time.Time) cor
 			out[n] = v
 		}
 	}
+	if svc, ok := obj.(*corev1.Service); ok && gr == serviceResource {
+		for n, v := range ServiceUsage(svc) {
+			out[n] = v
+		}
+	}
 	return out
+}
+
+// ServiceUsage is what a service uses besides its counts, as upstream's
+// service quota evaluator: services.loadbalancers 1 for type LoadBalancer,
+// else 0; services.nodeports the number of its ports for type NodePort or
+// LoadBalancer — of a LoadBalancer with allocateLoadBalancerNodePorts
+// false, only the ports that name a nodePort — else 0. (A zero is usage
+// too: the controller writes it; admission does not check it.)
+func ServiceUsage(svc *corev1.Service) corev1.ResourceList {
+	lbs, nodePorts := 0, 0
+	switch svc.Spec.Type {
+	case corev1.ServiceTypeNodePort:
+		nodePorts = len(svc.Spec.Ports)
+	case corev1.ServiceTypeLoadBalancer:
+		lbs = 1
+		if a := svc.Spec.AllocateLoadBalancerNodePorts; a != nil && !*a {
+			for _, p := range svc.Spec.Ports {
+				if p.NodePort != 0 {
+					nodePorts++
+				}
+			}
+		} else {
+			nodePorts = len(svc.Spec.Ports)
+		}
+	}
+	return corev1.ResourceList{
+		corev1.ResourceServicesLoadBalancers: *resource.NewQuantity(int64(lbs), resource.DecimalSI),
+		corev1.ResourceServicesNodePorts:     *resource.NewQuantity(int64(nodePorts), resource.DecimalSI),
+	}
 }
 
 // PodCounts tells whether a pod still uses "pods" and compute quota: not

@@ -34,16 +34,21 @@ type QuotaStore interface {
 }
 
 // ResourceQuota keeps every namespace within its ResourceQuotas. Before a
-// create is admitted, the usage it adds (object counts, and a pod's
-// requests and limits) is added to status.used of every quota that covers
-// it, with a compare-and-swap on the quota object, retried on conflict: a
-// create that would take any quota over status.hard is refused, so
-// concurrent creates can never exceed a quota. status.hard follows
-// spec.hard; a quota whose status was never computed is first recounted.
+// write that upstream's quota evaluators evaluate (quotaHandles) is
+// admitted, the usage it adds is added to status.used of every quota that
+// covers the new object — object counts, a pod's requests and limits, a
+// service's load balancer and node ports; on an update, only what the new
+// object uses beyond the stored one, for quotas that also covered the
+// stored one (quotaCharges) — with a compare-and-swap on the quota
+// object, retried on conflict: a write that would take any quota over
+// status.hard is refused, so concurrent writes can never exceed a quota.
+// status.hard follows spec.hard; a quota whose status was never computed
+// is first recounted.
 //
-// Usage is given back when objects are deleted or pods finish by the
-// resource quota controller (impl/controller/resourcequota), which
-// recounts status.used as Kubernetes' does.
+// Usage is given back when objects are deleted, pods finish or an update
+// lowers usage by the resource quota controller
+// (impl/controller/resourcequota), which recounts status.used as
+// Kubernetes' does.
 type ResourceQuota struct {
 	Store QuotaStore
 }
@@ -60,9 +65,30 @@ func newResourceQuota(d *deps) (any, error) {
 	return &ResourceQuota{Store: &storeQuotas{quotas: q, cache: c, stores: d.stores}}, nil
 }
 
+var serviceResource = corev1.Resource("services")
+
+// quotaHandles tells which writes upstream's quota admission evaluates,
+// by the Handles of the evaluator for the resource: pods on create and on
+// an update of their resize subresource (in-place resize; this API does
+// not serve it yet); services on create and update, any subresource (a
+// type change changes their usage); events never (ignored by quota);
+// every other resource, counted by object, on create.
+func quotaHandles(gr schema.GroupResource, op Operation, subresource string) bool {
+	switch gr {
+	case podResource:
+		return (op == Create && subresource == "") || (op == Update && subresource == "resize")
+	case serviceResource:
+		return op == Create || op == Update
+	case corev1.Resource("events"), schema.GroupResource{Group: "events.k8s.io", Resource: "events"}:
+		return false
+	}
+	return op == Create
+}
+
 // Validate implements Validator.
 func (p *ResourceQuota) Validate(ctx context.Context, a *Attributes) error {
-	if a.Operation != Create || a.Namespace == "" || a.Subresource != "" || a.Object == nil {
+	gr := a.Resource.GroupResource()
+	if a.Namespace == "" || a.Object == nil || !quotaHandles(gr, a.Operation, a.Subresource) {
 		return nil
 	}
 	// Every create counts (count/<resource>), so the quotas are read
@@ -74,39 +100,94 @@ func (p *ResourceQuota) Validate(ctx context.Context, a *Attributes) error {
 	if len(quotas) == 0 {
 		return nil
 	}
-	delta := usageOf(a.Resource.GroupResource(), a.Object)
-	if len(delta) == 0 {
-		return nil
-	}
 	sort.Slice(quotas, func(i, j int) bool { return quotas[i].Name < quotas[j].Name })
-	var charged []string
-	for i := range quotas {
-		q := &quotas[i]
-		if !quotaeval.Covers(q, a.Resource.GroupResource(), a.Object) {
-			continue
-		}
-		if err := quotaConstraints(q, a.Object); err != nil {
-			p.refund(ctx, a.Namespace, charged, delta)
-			return forbidden(a, err)
-		}
-		if !touches(q.Spec.Hard, delta) {
-			continue
-		}
-		if err := p.charge(ctx, a, q.Name, delta); err != nil {
-			p.refund(ctx, a.Namespace, charged, delta)
+	charges, err := quotaCharges(quotas, gr, a.Operation, a.Object, a.OldObject, time.Now())
+	if err != nil {
+		return forbidden(a, err)
+	}
+	// As upstream, a status write is charged but never refused.
+	enforce := a.Subresource != "status"
+	var charged []quotaCharge
+	for _, c := range charges {
+		if err := p.charge(ctx, a, c.quota, c.delta, enforce); err != nil {
+			p.refund(ctx, a.Namespace, charged)
 			return err
 		}
-		charged = append(charged, q.Name)
+		charged = append(charged, c)
 	}
 	return nil
+}
+
+// quotaCharge is what one write adds to one quota's usage.
+type quotaCharge struct {
+	quota string
+	delta corev1.ResourceList
+}
+
+// quotaCharges is the pure decision of what a write of obj (old: the
+// stored object of an update) adds to each of quotas, as upstream's
+// CheckRequest: every quota that covers obj must accept obj's constraints
+// (quotaConstraints) and is charged obj's usage of what it limits; on an update, a quota that also covered old is
+// charged only the growth, each resource's new usage less its old (never
+// below zero), and a quota that did not is charged all of it. Resources a
+// write does not add to (zero) are left out, as are quotas with nothing
+// left to charge.
+func quotaCharges(quotas []corev1.ResourceQuota, gr schema.GroupResource, op Operation, obj, old runtime.Object, now time.Time) ([]quotaCharge, error) {
+	usage := quotaeval.ObjectUsage(gr, obj, now)
+	var prev corev1.ResourceList
+	if op == Update {
+		if old == nil {
+			return nil, errors.New("unable to get previous usage since prior version of object was not found")
+		}
+		prev = quotaeval.ObjectUsage(gr, old, now)
+	}
+	var out []quotaCharge
+	for i := range quotas {
+		q := &quotas[i]
+		if !quotaeval.Covers(q, gr, obj) {
+			continue
+		}
+		if err := quotaConstraints(q, obj); err != nil {
+			return nil, err
+		}
+		delta := usage
+		if prev != nil && quotaeval.Covers(q, gr, old) {
+			delta = growth(usage, prev)
+		}
+		charge := corev1.ResourceList{}
+		for n, v := range delta {
+			if _, limited := q.Spec.Hard[n]; limited && v.Sign() != 0 {
+				charge[n] = v.DeepCopy()
+			}
+		}
+		if len(charge) > 0 {
+			out = append(out, quotaCharge{quota: q.Name, delta: charge})
+		}
+	}
+	return out, nil
+}
+
+// growth is usage less prev, resource by resource, never below zero.
+func growth(usage, prev corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for n, v := range usage {
+		d := v.DeepCopy()
+		if p, ok := prev[n]; ok {
+			d.Sub(p)
+		}
+		if d.Sign() > 0 {
+			out[n] = d
+		}
+	}
+	return out
 }
 
 // errQuotaGone ends a charge against a quota deleted meanwhile.
 var errQuotaGone = errors.New("quota deleted")
 
-// charge adds delta to one quota's status.used, or refuses the write. A
-// quota whose status was never computed is recounted first.
-func (p *ResourceQuota) charge(ctx context.Context, a *Attributes, name string, delta corev1.ResourceList) error {
+// charge adds delta to one quota's status.used, or (enforce) refuses the
+// write. A quota whose status was never computed is recounted first.
+func (p *ResourceQuota) charge(ctx context.Context, a *Attributes, name string, delta corev1.ResourceList, enforce bool) error {
 	var recount corev1.ResourceList
 	recounted := false
 	for {
@@ -119,7 +200,7 @@ func (p *ResourceQuota) charge(ctx context.Context, a *Attributes, name string, 
 			if !recounted && needsRecount(q) {
 				return nil, errNeedsRecount
 			}
-			next, err := chargeQuota(q, delta, recount)
+			next, err := chargeQuota(q, delta, recount, enforce)
 			if err != nil {
 				refusal = err
 				return nil, err
@@ -167,12 +248,13 @@ var (
 	errDryRunCharged = errors.New("dry run: quota checked, not charged")
 )
 
-// refund takes delta back from quotas charged before a later one refused.
-func (p *ResourceQuota) refund(ctx context.Context, namespace string, names []string, delta corev1.ResourceList) {
-	for _, name := range names {
-		_ = p.Store.Update(ctx, namespace, name, func(q *corev1.ResourceQuota) (*corev1.ResourceQuota, error) {
+// refund takes their charges back from quotas charged before a later one
+// refused.
+func (p *ResourceQuota) refund(ctx context.Context, namespace string, charged []quotaCharge) {
+	for _, c := range charged {
+		_ = p.Store.Update(ctx, namespace, c.quota, func(q *corev1.ResourceQuota) (*corev1.ResourceQuota, error) {
 			next := q.DeepCopy()
-			for n, d := range delta {
+			for n, d := range c.delta {
 				if u, ok := next.Status.Used[n]; ok {
 					u.Sub(d)
 					if u.Sign() < 0 {
@@ -201,10 +283,10 @@ func needsRecount(q *corev1.ResourceQuota) bool {
 }
 
 // chargeQuota is the pure decision: q with delta added to status.used, or
-// the "exceeded quota" refusal. recount, when not nil, is the counted
-// usage: it fills resources q has no usage for yet and raises usage that
-// is below it, but never lowers what was charged.
-func chargeQuota(q *corev1.ResourceQuota, delta, recount corev1.ResourceList) (*corev1.ResourceQuota, error) {
+// (enforce) the "exceeded quota" refusal. recount, when not nil, is the
+// counted usage: it fills resources q has no usage for yet and raises
+// usage that is below it, but never lowers what was charged.
+func chargeQuota(q *corev1.ResourceQuota, delta, recount corev1.ResourceList, enforce bool) (*corev1.ResourceQuota, error) {
 	next := q.DeepCopy()
 	next.Status.Hard = q.Spec.Hard.DeepCopy()
 	used := corev1.ResourceList{}
@@ -233,7 +315,7 @@ func chargeQuota(q *corev1.ResourceQuota, delta, recount corev1.ResourceList) (*
 		u, d := used[n], delta[n]
 		after := u.DeepCopy()
 		after.Add(d)
-		if after.Cmp(hard) > 0 {
+		if enforce && after.Cmp(hard) > 0 {
 			requested = append(requested, fmt.Sprintf("%s=%s", n, d.String()))
 			usedNow = append(usedNow, fmt.Sprintf("%s=%s", n, u.String()))
 			limited = append(limited, fmt.Sprintf("%s=%s", n, hard.String()))
@@ -248,16 +330,7 @@ func chargeQuota(q *corev1.ResourceQuota, delta, recount corev1.ResourceList) (*
 	return next, nil
 }
 
-func touches(hard, delta corev1.ResourceList) bool {
-	for n := range delta {
-		if _, ok := hard[n]; ok {
-			return true
-		}
-	}
-	return false
-}
-
-// usageOf is what creating obj of resource gr adds, counted as the quota
+// usageOf is what obj of resource gr uses, counted as the quota
 // controller counts it (impl/quota).
 func usageOf(gr schema.GroupResource, obj runtime.Object) corev1.ResourceList {
 	return quotaeval.ObjectUsage(gr, obj, time.Now())

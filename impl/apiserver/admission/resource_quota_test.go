@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	quotaeval "github.com/kubeproof/kubeproof/impl/quota"
 )
@@ -192,4 +194,113 @@ func (f failingQuotas) Update(context.Context, string, string, func(*corev1.Reso
 }
 func (f failingQuotas) Usage(context.Context, string, *corev1.ResourceQuota) (corev1.ResourceList, error) {
 	return nil, f.err
+}
+
+// TestQuotaHandlesAsUpstream: the writes upstream's quota evaluators
+// handle — pods on create and pods/resize update; services on create and
+// update of any subresource; events never; other resources on create.
+func TestQuotaHandlesAsUpstream(t *testing.T) {
+	svc, ev := corev1.Resource("services"), corev1.Resource("events")
+	for _, tc := range []struct {
+		gr   schema.GroupResource
+		op   Operation
+		sub  string
+		want bool
+	}{
+		{podResource, Create, "", true},
+		{podResource, Update, "", false},
+		{podResource, Update, "status", false},
+		{podResource, Update, "resize", true},
+		{podResource, Update, "ephemeralcontainers", false},
+		{podResource, Create, "binding", false},
+		{svc, Create, "", true},
+		{svc, Update, "", true},
+		{svc, Update, "status", true},
+		{svc, Delete, "", false},
+		{ev, Create, "", false},
+		{schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, Create, "", false},
+		{corev1.Resource("configmaps"), Create, "", true},
+		{corev1.Resource("configmaps"), Update, "", false},
+	} {
+		if got := quotaHandles(tc.gr, tc.op, tc.sub); got != tc.want {
+			t.Errorf("%s %s/%s: handles %v, want %v", tc.op, tc.gr, tc.sub, got, tc.want)
+		}
+	}
+}
+
+// TestQuotaChargesOnUpdate: as upstream's CheckRequest on an update, a
+// quota that covered the stored object too is charged the growth only
+// (never a negative), one the object enters (a resized pod that leaves
+// BestEffort, an update that sets activeDeadlineSeconds) all of its
+// usage, and one it leaves nothing; a status write is charged without
+// being refused.
+func TestQuotaChargesOnUpdate(t *testing.T) {
+	small := newPod("p", container("a", rl("cpu", "100m", "memory", "64Mi"), rl("cpu", "100m", "memory", "64Mi")))
+	small.ResourceVersion = "5"
+	bigger := small.DeepCopy()
+	bigger.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: rl("cpu", "300m", "memory", "32Mi"), Limits: rl("cpu", "300m", "memory", "32Mi")}
+	bestEffort := newPod("p")
+	bestEffort.ResourceVersion = "5"
+	terminating := bigger.DeepCopy()
+	terminating.Spec.ActiveDeadlineSeconds = ptr(int64(30))
+	scoped := func(name string, s corev1.ResourceQuotaScope) corev1.ResourceQuota {
+		q := quota(name, rl("pods", "10", "requests.cpu", "1", "requests.memory", "1Gi"), nil)
+		q.Spec.Scopes = []corev1.ResourceQuotaScope{s}
+		return *q
+	}
+	quotas := []corev1.ResourceQuota{
+		*quota("all", rl("pods", "10", "requests.cpu", "1", "requests.memory", "1Gi"), nil),
+		scoped("besteffort", corev1.ResourceQuotaScopeBestEffort),
+		scoped("notbesteffort", corev1.ResourceQuotaScopeNotBestEffort),
+		scoped("terminating", corev1.ResourceQuotaScopeTerminating),
+	}
+	for _, tc := range []struct {
+		name     string
+		obj, old *corev1.Pod
+		want     map[string]corev1.ResourceList
+	}{
+		{"resized up: the growth, memory going down is no charge", bigger, small,
+			map[string]corev1.ResourceList{"all": rl("requests.cpu", "200m"), "notbesteffort": rl("requests.cpu", "200m")}},
+		{"cpu down, memory up: the memory growth", small, bigger,
+			map[string]corev1.ResourceList{"all": rl("requests.memory", "32Mi"), "notbesteffort": rl("requests.memory", "32Mi")}},
+		{"unchanged: nothing", small, small, map[string]corev1.ResourceList{}},
+		{"leaves BestEffort: all of it to the quota it enters", bigger, bestEffort,
+			map[string]corev1.ResourceList{"all": rl("requests.cpu", "300m", "requests.memory", "32Mi"),
+				"notbesteffort": rl("pods", "1", "requests.cpu", "300m", "requests.memory", "32Mi")}},
+		{"enters Terminating", terminating, bigger,
+			map[string]corev1.ResourceList{"terminating": rl("pods", "1", "requests.cpu", "300m", "requests.memory", "32Mi")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			charges, err := quotaCharges(quotas, podResource, Update, tc.obj, tc.old, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]corev1.ResourceList{}
+			for _, c := range charges {
+				got[c.quota] = c.delta
+			}
+			if !apiequality.Semantic.DeepEqual(got, tc.want) {
+				t.Fatalf("charges %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if _, err := quotaCharges(quotas, podResource, Update, small, nil, time.Now()); err == nil || err.Error() != "unable to get previous usage since prior version of object was not found" {
+		t.Fatalf("update without the stored object: %v", err)
+	}
+
+	// A status write is charged, never refused; the same growth on the
+	// main resource is refused.
+	full := quota("q", rl("services.loadbalancers", "1"), rl("services.loadbalancers", "1"))
+	clusterIP := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", ResourceVersion: "3"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP}}
+	lb := clusterIP.DeepCopy()
+	lb.Spec.Type = corev1.ServiceTypeLoadBalancer
+	for sub, want := range map[string]string{"": "exceeded quota: q, requested: services.loadbalancers=1, used: services.loadbalancers=1, limited: services.loadbalancers=1", "status": ""} {
+		store := &memQuotas{quotas: map[string]*corev1.ResourceQuota{"q": full.DeepCopy()}}
+		a := &Attributes{Operation: Update, Resource: corev1.SchemeGroupVersion.WithResource("services"), Subresource: sub,
+			Namespace: "ns", Name: "s", Object: lb.DeepCopy(), OldObject: clusterIP.DeepCopy()}
+		wantForbidden(t, (&ResourceQuota{Store: store}).Validate(context.Background(), a), want)
+		if u := store.quotas["q"].Status.Used["services.loadbalancers"]; want == "" && u.Value() != 2 {
+			t.Errorf("status write: used %s, want 2", u.String())
+		}
+	}
 }

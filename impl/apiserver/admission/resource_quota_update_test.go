@@ -1,0 +1,160 @@
+package admission_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// TestQuotaOnServiceWritesThroughTheAPIServer: as upstream's service
+// quota evaluator, a service counts services.loadbalancers (type
+// LoadBalancer) and services.nodeports (its ports, when NodePort or
+// LoadBalancer), on create and on update: an update is charged what it
+// adds over the stored service (a type change to LoadBalancer or
+// NodePort), and usage that does not grow (zero) is never checked.
+func TestQuotaOnServiceWritesThroughTheAPIServer(t *testing.T) {
+	cs, _ := startServer(t)
+	ctx := context.Background()
+	core := cs.CoreV1()
+	const ns = "svcq"
+	created(core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})).must(t, "namespace")
+	q := created(core.ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "svc"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceServices: resource.MustParse("0")}}}, metav1.CreateOptions{})).must(t, "quota")
+	svc := func(name string, typ corev1.ServiceType) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.ServiceSpec{
+			Type: typ, Selector: map[string]string{"app": name},
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}},
+		}}
+	}
+	eventually(t, "quota seen by admission", func() error {
+		if _, err := core.Services(ns).Create(ctx, svc("probe", corev1.ServiceTypeClusterIP), dryRun); !apierrors.IsForbidden(err) {
+			return fmt.Errorf("not refused yet: %v", err)
+		}
+		return nil
+	})
+	q.Spec.Hard = corev1.ResourceList{
+		corev1.ResourceServices:              resource.MustParse("5"),
+		corev1.ResourceServicesLoadBalancers: resource.MustParse("1"),
+		corev1.ResourceServicesNodePorts:     resource.MustParse("2"),
+	}
+	if _, err := core.ResourceQuotas(ns).Update(ctx, q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	created(core.Services(ns).Create(ctx, svc("a", corev1.ServiceTypeClusterIP), metav1.CreateOptions{})).must(t, "ClusterIP service a")
+	created(core.Services(ns).Create(ctx, svc("lb1", corev1.ServiceTypeLoadBalancer), metav1.CreateOptions{})).must(t, "LoadBalancer service lb1")
+	_, err := core.Services(ns).Create(ctx, svc("lb2", corev1.ServiceTypeLoadBalancer), metav1.CreateOptions{})
+	wantStatus(t, err, 403, `services "lb2" is forbidden: exceeded quota: svc, requested: services.loadbalancers=1, used: services.loadbalancers=1, limited: services.loadbalancers=1`)
+
+	// ClusterIP to NodePort: one more node port (2 of 2).
+	update := func(name string, typ corev1.ServiceType) error {
+		cur, err := core.Services(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Spec.Type = typ
+		_, err = core.Services(ns).Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	}
+	if err := update("a", corev1.ServiceTypeNodePort); err != nil {
+		t.Fatalf("ClusterIP to NodePort within quota: %v", err)
+	}
+	_, err = core.Services(ns).Create(ctx, svc("np", corev1.ServiceTypeNodePort), metav1.CreateOptions{})
+	wantStatus(t, err, 403, `services "np" is forbidden: exceeded quota: svc, requested: services.nodeports=1, used: services.nodeports=2, limited: services.nodeports=2`)
+	// NodePort to LoadBalancer keeps its node port: only the load
+	// balancer is requested, and refused.
+	wantStatus(t, update("a", corev1.ServiceTypeLoadBalancer), 403,
+		`services "a" is forbidden: exceeded quota: svc, requested: services.loadbalancers=1, used: services.loadbalancers=1, limited: services.loadbalancers=1`)
+
+	got, err := core.ResourceQuotas(ns).Get(ctx, "svc", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range map[corev1.ResourceName]int64{corev1.ResourceServices: 2, corev1.ResourceServicesLoadBalancers: 1, corev1.ResourceServicesNodePorts: 2} {
+		if u := got.Status.Used[n]; u.Value() != want {
+			t.Errorf("status.used[%s] = %s, want %d", n, u.String(), want)
+		}
+	}
+
+	// A quota lowered below its usage refuses only what adds to it: a
+	// ClusterIP service uses no load balancer and no node port.
+	got.Spec.Hard[corev1.ResourceServicesLoadBalancers] = resource.MustParse("0")
+	if _, err := core.ResourceQuotas(ns).Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	created(core.Services(ns).Create(ctx, svc("c", corev1.ServiceTypeClusterIP), metav1.CreateOptions{})).must(t, "ClusterIP service c under a lowered load balancer quota")
+}
+
+// TestQuotaIgnoresPodUpdatesThroughTheAPIServer: upstream's pod quota
+// evaluator handles pod creates and pods/resize updates only, so a plain
+// update that moves a pod into a quota's scope (activeDeadlineSeconds set:
+// Terminating) is not charged or refused; the quota controller recounts.
+func TestQuotaIgnoresPodUpdatesThroughTheAPIServer(t *testing.T) {
+	cs, _ := startServer(t)
+	ctx := context.Background()
+	core := cs.CoreV1()
+	const ns = "podq"
+	created(core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})).must(t, "namespace")
+	created(core.ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})).must(t, "service account")
+	created(core.ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "terminating"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")},
+			Scopes: []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeTerminating}}}, metav1.CreateOptions{})).must(t, "quota")
+	pod := func(name string, deadline *int64) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{
+			ActiveDeadlineSeconds: deadline, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	}
+	deadline := int64(30)
+	eventually(t, "quota seen by admission", func() error {
+		if _, err := core.Pods(ns).Create(ctx, pod("probe", &deadline), dryRun); !apierrors.IsForbidden(err) {
+			return fmt.Errorf("not refused yet: %v", err)
+		}
+		return nil
+	})
+	p := created(core.Pods(ns).Create(ctx, pod("p", nil), metav1.CreateOptions{})).must(t, "pod outside the Terminating scope")
+	p.Spec.ActiveDeadlineSeconds = &deadline
+	if _, err := core.Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("an update setting activeDeadlineSeconds was refused (upstream does not evaluate pod updates): %v", err)
+	}
+	got, err := core.ResourceQuotas(ns).Get(ctx, "terminating", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := got.Status.Used[corev1.ResourcePods]; u.Value() != 0 {
+		t.Fatalf("status.used.pods = %s after a pod update, want 0", u.String())
+	}
+}
+
+// TestQuotaIgnoresEventsThroughTheAPIServer: events are ignored by
+// upstream's quota (DefaultIgnoredResources): a count/events quota never
+// refuses or charges an event.
+func TestQuotaIgnoresEventsThroughTheAPIServer(t *testing.T) {
+	cs, _ := startServer(t)
+	ctx := context.Background()
+	core := cs.CoreV1()
+	const ns = "eventq"
+	created(core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})).must(t, "namespace")
+	created(core.ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "objects"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/events": resource.MustParse("0"), "count/configmaps": resource.MustParse("0")}}}, metav1.CreateOptions{})).must(t, "quota")
+	eventually(t, "quota seen by admission", func() error {
+		if _, err := core.ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}, dryRun); !apierrors.IsForbidden(err) {
+			return fmt.Errorf("not refused yet: %v", err)
+		}
+		return nil
+	})
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e"}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "p"},
+		Reason: "Test", Message: "m", Type: corev1.EventTypeNormal, Source: corev1.EventSource{Component: "test"}}
+	created(core.Events(ns).Create(ctx, ev, metav1.CreateOptions{})).must(t, "event under a count/events quota of 0")
+	got, err := core.ResourceQuotas(ns).Get(ctx, "objects", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, ok := got.Status.Used["count/events"]; ok && u.Value() != 0 {
+		t.Fatalf("status.used[count/events] = %s, want 0", u.String())
+	}
+}
