@@ -161,20 +161,26 @@ func resourceQOS(r *v1.ResourceRequirements) v1.PodQOSClass {
 	return qos
 }
 
-// hugepageLimits are the CRI hugepage limits of a container's limits, as
-// upstream's GetHugepageLimitsFromResources names them: one per
-// hugepages-<size> limit, the page size in runc's units ("2MB", "1GB"),
-// the limit in bytes; a size that does not parse or is not whole in its
-// largest unit is left out, as upstream does. Ordered by page size.
-// Upstream also gives every other page size the host supports an entry
-// of 0; the node's supported sizes are not modelled (its capacity names
-// no hugepages), so only the limited sizes get one. Nil when none.
-func hugepageLimits(limits v1.ResourceList) []*runtimeapi.HugepageLimit {
-	type limit struct {
-		size int64
-		hl   *runtimeapi.HugepageLimit
+// hugepageLimits are the CRI hugepage limits of a container's limits on a
+// node of the huge page sizes node, as upstream's
+// GetHugepageLimitsFromResources: one per node page size, in the node's
+// order (by page size; upstream's is sysfs's listing order), named in
+// runc's units ("2MB", "1GB"), the container's hugepages-<size> limit in
+// bytes or 0 when it sets none, so that it gets no pages of a size it did
+// not ask for. A limit of a size the node does not have, or whose size
+// does not parse or is not whole in its largest unit, is left out, as
+// upstream does. Nil for a node without huge pages.
+func hugepageLimits(node []HugePages, limits v1.ResourceList) []*runtimeapi.HugepageLimit {
+	if len(node) == 0 {
+		return nil
 	}
-	var out []limit
+	hls := make([]*runtimeapi.HugepageLimit, 0, len(node))
+	for _, h := range node {
+		// Config.HugePages sizes all have a unit (checkHugePages).
+		if unit, err := hugePageUnitSize(h.PageSize); err == nil {
+			hls = append(hls, &runtimeapi.HugepageLimit{PageSize: unit})
+		}
+	}
 	for name, q := range limits {
 		sizeName, ok := strings.CutPrefix(string(name), v1.ResourceHugePagesPrefix)
 		if !ok {
@@ -188,17 +194,35 @@ func hugepageLimits(limits v1.ResourceList) []*runtimeapi.HugepageLimit {
 		if err != nil {
 			continue
 		}
-		out = append(out, limit{size.Value(), &runtimeapi.HugepageLimit{PageSize: unit, Limit: uint64(q.Value())}})
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	slices.SortFunc(out, func(a, b limit) int { return cmp.Compare(a.size, b.size) })
-	hls := make([]*runtimeapi.HugepageLimit, len(out))
-	for i, l := range out {
-		hls[i] = l.hl
+		for _, hl := range hls {
+			if hl.PageSize == unit {
+				hl.Limit = uint64(q.Value())
+			}
+		}
 	}
 	return hls
+}
+
+// limitedHugePages are the page sizes a container's limits name (that
+// parse), by size: the sizes containerConfig takes the node to have.
+func limitedHugePages(limits v1.ResourceList) []HugePages {
+	var out []HugePages
+	for name := range limits {
+		sizeName, ok := strings.CutPrefix(string(name), v1.ResourceHugePagesPrefix)
+		if !ok {
+			continue
+		}
+		size, err := resource.ParseQuantity(sizeName)
+		if err != nil {
+			continue
+		}
+		if _, err := hugePageUnitSize(size.Value()); err != nil {
+			continue
+		}
+		out = append(out, HugePages{PageSize: size.Value()})
+	}
+	slices.SortFunc(out, func(a, b HugePages) int { return cmp.Compare(a.PageSize, b.PageSize) })
+	return out
 }
 
 // hugePageUnits are runc's hugepage size units.

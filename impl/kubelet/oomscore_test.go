@@ -198,41 +198,72 @@ func TestPodQOS(t *testing.T) {
 }
 
 // TestHugepageLimits: a container's hugepage limits go to the CRI as
-// upstream's GetHugepageLimitsFromResources names them (page sizes in
-// runc's units, 2Mi as "2MB", 1Gi as "1GB"), ordered by page size. The
-// node's supported sizes are not modelled, so only the sizes the
-// container limits get an entry (upstream gives every size the host
-// supports one, 0 when not limited).
+// upstream's GetHugepageLimitsFromResources makes them: one per page size
+// the node has, in the node's order, named in runc's units (2Mi as "2MB",
+// 1Gi as "1GB"), the container's limit or 0; limits of sizes the node
+// lacks, of sizes that do not parse or are not whole in their largest
+// unit are left out; none on a node without huge pages.
 func TestHugepageLimits(t *testing.T) {
+	node := []HugePages{{PageSize: 64 << 10}, {PageSize: 2 << 20, Pages: 512}, {PageSize: 1 << 30, Pages: 2}}
+	zero := func(sizes ...string) []*runtimeapi.HugepageLimit {
+		var out []*runtimeapi.HugepageLimit
+		for _, s := range sizes {
+			out = append(out, &runtimeapi.HugepageLimit{PageSize: s})
+		}
+		return out
+	}
 	for _, tc := range []struct {
 		name string
+		node []HugePages
 		lim  v1.ResourceList
 		want []*runtimeapi.HugepageLimit
 	}{
-		{"none", resList("cpu", "1", "memory", "1Gi"), nil},
-		{"two sizes, by size", resList("hugepages-1Gi", "2Gi", "hugepages-2Mi", "6Mi", "memory", "1Gi"), []*runtimeapi.HugepageLimit{
-			{PageSize: "2MB", Limit: 6 << 20}, {PageSize: "1GB", Limit: 2 << 30}}},
-		{"64Ki pages", resList("hugepages-64Ki", "128Ki"), []*runtimeapi.HugepageLimit{{PageSize: "64KB", Limit: 128 << 10}}},
-		{"an unparsable size is skipped", resList("hugepages-x", "1Mi", "hugepages-2Mi", "2Mi"), []*runtimeapi.HugepageLimit{{PageSize: "2MB", Limit: 2 << 20}}},
-		{"a size not whole in its largest unit is skipped", resList("hugepages-1025Ki", "1025Ki"), nil},
+		{"no hugepages limited: every node size 0", node, resList("cpu", "1", "memory", "1Gi"), zero("64KB", "2MB", "1GB")},
+		{"two sizes limited", node, resList("hugepages-1Gi", "2Gi", "hugepages-2Mi", "6Mi", "memory", "1Gi"), []*runtimeapi.HugepageLimit{
+			{PageSize: "64KB"}, {PageSize: "2MB", Limit: 6 << 20}, {PageSize: "1GB", Limit: 2 << 30}}},
+		{"64Ki pages", node, resList("hugepages-64Ki", "128Ki"), []*runtimeapi.HugepageLimit{
+			{PageSize: "64KB", Limit: 128 << 10}, {PageSize: "2MB"}, {PageSize: "1GB"}}},
+		{"a size the node lacks is left out", node[1:], resList("hugepages-64Ki", "128Ki"), zero("2MB", "1GB")},
+		{"an unparsable size is skipped", node[1:], resList("hugepages-x", "1Mi", "hugepages-2Mi", "2Mi"), []*runtimeapi.HugepageLimit{
+			{PageSize: "2MB", Limit: 2 << 20}, {PageSize: "1GB"}}},
+		{"a size not whole in its largest unit is skipped", node[1:], resList("hugepages-1025Ki", "1025Ki"), zero("2MB", "1GB")},
+		{"a node without huge pages", nil, resList("hugepages-2Mi", "2Mi"), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := hugepageLimits(tc.lim)
-			if len(got) != len(tc.want) {
-				t.Fatalf("hugepageLimits = %v, want %v", got, tc.want)
-			}
-			for i := range got {
-				if !proto.Equal(got[i], tc.want[i]) {
-					t.Errorf("hugepageLimits[%d] = %v, want %v", i, got[i], tc.want[i])
+			check := func(what string, got []*runtimeapi.HugepageLimit) {
+				t.Helper()
+				if len(got) != len(tc.want) {
+					t.Fatalf("%s = %v, want %v", what, got, tc.want)
+				}
+				for i := range got {
+					if !proto.Equal(got[i], tc.want[i]) {
+						t.Errorf("%s[%d] = %v, want %v", what, i, got[i], tc.want[i])
+					}
 				}
 			}
+			check("hugepageLimits", hugepageLimits(tc.node, tc.lim))
 			c := withResources(nil, tc.lim)
 			pod := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{c}}}
-			cfgGot := containerConfig(pod, &pod.Spec.Containers[0], false, 0, nil, 32<<30).GetLinux().GetResources().GetHugepageLimits()
-			if len(cfgGot) != len(tc.want) {
-				t.Errorf("CRI hugepage limits = %v, want %v", cfgGot, tc.want)
-			}
+			check("CRI hugepage limits", containerConfigOn(pod, &pod.Spec.Containers[0], false, 0, nil, 32<<30, tc.node).GetLinux().GetResources().GetHugepageLimits())
 		})
+	}
+}
+
+// TestContainerConfigHugepageLimits: containerConfig, which the kubelet's
+// container start still calls, takes the node to have the sizes the
+// container limits: each limited size gets its limit, by size, and no
+// other size is named.
+func TestContainerConfigHugepageLimits(t *testing.T) {
+	c := withResources(nil, resList("hugepages-1Gi", "2Gi", "hugepages-2Mi", "6Mi", "hugepages-x", "1Mi", "memory", "1Gi"))
+	pod := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{c}}}
+	got := containerConfig(pod, &pod.Spec.Containers[0], false, 0, nil, 32<<30).GetLinux().GetResources().GetHugepageLimits()
+	want := []*runtimeapi.HugepageLimit{{PageSize: "2MB", Limit: 6 << 20}, {PageSize: "1GB", Limit: 2 << 30}}
+	if len(got) != len(want) || !proto.Equal(got[0], want[0]) || !proto.Equal(got[1], want[1]) {
+		t.Errorf("hugepage limits = %v, want %v", got, want)
+	}
+	plain := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}}
+	if got := containerConfig(plain, &plain.Spec.Containers[0], false, 0, nil, 32<<30).GetLinux().GetResources().GetHugepageLimits(); got != nil {
+		t.Errorf("no hugepage limits: %v, want none", got)
 	}
 }
 

@@ -156,9 +156,19 @@ func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string) *runtimeapi.P
 	return cfg
 }
 
-// containerConfig is the CRI container config of one container on a node
-// of nodeMemory bytes of memory capacity.
+// containerConfig is containerConfigOn for a node whose huge page sizes
+// are the ones c limits (limitedHugePages), so c gets its limits and no
+// 0 for the node's other sizes: what the kubelet's container start
+// (syncpod.go) still calls, until it passes the node's sizes
+// (Config.HugePages) to containerConfigOn.
 func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, env []EnvVar, nodeMemory int64) *runtimeapi.ContainerConfig {
+	return containerConfigOn(pod, c, init, attempt, env, nodeMemory, limitedHugePages(c.Resources.Limits))
+}
+
+// containerConfigOn is the CRI container config of one container on a
+// node of nodeMemory bytes of memory capacity and the huge page sizes
+// hugePages.
+func containerConfigOn(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, env []EnvVar, nodeMemory int64, hugePages []HugePages) *runtimeapi.ContainerConfig {
 	typ := "app"
 	if init {
 		typ = "init"
@@ -181,7 +191,7 @@ func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, en
 		},
 		Annotations: map[string]string{"io.kubernetes.container.restartCount": strconv.FormatUint(uint64(attempt), 10)},
 		LogPath:     fmt.Sprintf("%s/%d.log", c.Name, attempt),
-		Linux:       &runtimeapi.LinuxContainerConfig{Resources: linuxResources(pod, c, nodeMemory)},
+		Linux:       &runtimeapi.LinuxContainerConfig{Resources: linuxResources(pod, c, nodeMemory, hugePages)},
 	}
 	for _, e := range env {
 		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
@@ -292,14 +302,15 @@ func podAmount(pod *v1.Pod, name v1.ResourceName, limits bool) (amount int64, na
 }
 
 // linuxResources are the cgroup values of container c of pod on a node of
-// nodeMemory bytes of memory capacity, as upstream's
+// nodeMemory bytes of memory capacity and the huge page sizes hugePages,
+// as upstream's
 // generateLinuxContainerResources: its CPU request (if any), CPU limit and
 // memory limit through cgroupResources, the pod's CPU or memory limit
 // standing in for a limit the container lacks (or sets to zero) when the
 // pod has pod-level resources (PodLevelResources being on by default); its
-// oom_score_adj (containerOOMScoreAdj) and its hugepage limits
-// (hugepageLimits).
-func linuxResources(pod *v1.Pod, c *v1.Container, nodeMemory int64) *runtimeapi.LinuxContainerResources {
+// oom_score_adj (containerOOMScoreAdj) and its hugepage limits, one per
+// node page size (hugepageLimits).
+func linuxResources(pod *v1.Pod, c *v1.Container, nodeMemory int64, hugePages []HugePages) *runtimeapi.LinuxContainerResources {
 	cpuReq, hasCPUReq := c.Resources.Requests[v1.ResourceCPU]
 	cpuLim, memLim := c.Resources.Limits[v1.ResourceCPU], c.Resources.Limits[v1.ResourceMemory]
 	if resourcehelper.IsPodLevelResourcesSet(pod) {
@@ -312,7 +323,7 @@ func linuxResources(pod *v1.Pod, c *v1.Container, nodeMemory int64) *runtimeapi.
 	}
 	r := &runtimeapi.LinuxContainerResources{
 		OomScoreAdj:    containerOOMScoreAdj(pod, c, nodeMemory),
-		HugepageLimits: hugepageLimits(c.Resources.Limits),
+		HugepageLimits: hugepageLimits(hugePages, c.Resources.Limits),
 	}
 	cgroupResources(r, cpuReq.MilliValue(), hasCPUReq, cpuLim.MilliValue(), memLim.Value())
 	return r
