@@ -60,6 +60,9 @@ func (h *harness) pullSized(image string, size uint64) {
 	}
 }
 
+// imageNames are the present images' repo tags as the tests name them
+// (the runtime reports them normalized, as containerd's: "big:1" is
+// docker.io/library/big:1).
 func (h *harness) imageNames() []string {
 	h.t.Helper()
 	list, err := h.rt.ListImages(h.ctx, nil)
@@ -68,7 +71,7 @@ func (h *harness) imageNames() []string {
 	}
 	var out []string
 	for _, img := range list {
-		out = append(out, img.RepoTags[0])
+		out = append(out, strings.TrimPrefix(img.RepoTags[0], "docker.io/library/"))
 	}
 	return out
 }

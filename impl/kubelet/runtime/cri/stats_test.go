@@ -111,7 +111,7 @@ func TestStatsOverCRI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(images) != 1 || images[0].RepoTags[0] != "nginx" || images[0].Size != 60<<20 || images[0].Id == "" {
+	if len(images) != 1 || images[0].RepoTags[0] != "docker.io/library/nginx:latest" || images[0].Size != 60<<20 || images[0].Id == "" {
 		t.Fatalf("images: %v", images)
 	}
 	// Removed by id; removing it again is no error.

@@ -14,10 +14,12 @@ import (
 
 // SetImageUser sets the user an image's config names ("1000", "1000:1000",
 // "nginx"); images run as root (no user) unless set.
+// The image is named by any spelling of its reference ("nginx" is
+// docker.io/library/nginx:latest).
 func (r *Runtime) SetImageUser(image, user string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.imageUsers[image] = user
+	r.imageUsers[normalizedImage(image)] = user
 }
 
 // ImageUser implements runtime.Runtime as containerd's ImageStatus does:
@@ -26,18 +28,25 @@ func (r *Runtime) SetImageUser(image, user string) {
 func (r *Runtime) ImageUser(_ context.Context, image *runtimeapi.ImageSpec) (*int64, string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	name, ok := r.imageName(image.GetImage())
+	id, ok := r.resolveImage(image.GetImage())
 	if !ok {
 		return nil, "", fmt.Errorf("image status %s: %w: image not present", image.GetImage(), runtime.ErrNotFound)
 	}
+	uid, user := r.imageUser(r.imageIDs[id].name)
+	return uid, user, nil
+}
+
+// imageUser is the user of the image named name (normalized): a uid, a
+// user name, or neither. r.mu is held.
+func (r *Runtime) imageUser(name string) (*int64, string) {
 	user, _, _ := strings.Cut(r.imageUsers[name], ":")
 	if user == "" {
-		return nil, "", nil
+		return nil, ""
 	}
 	if uid, err := strconv.ParseInt(user, 10, 64); err == nil {
-		return &uid, "", nil
+		return &uid, ""
 	}
-	return nil, user, nil
+	return nil, user
 }
 
 // ImageSize implements runtime.Runtime: a present image's size
@@ -45,11 +54,11 @@ func (r *Runtime) ImageUser(_ context.Context, image *runtimeapi.ImageSpec) (*in
 func (r *Runtime) ImageSize(_ context.Context, image *runtimeapi.ImageSpec) (uint64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	name, ok := r.imageName(image.GetImage())
+	id, ok := r.resolveImage(image.GetImage())
 	if !ok {
 		return 0, nil
 	}
-	return r.imageSize(name), nil
+	return r.imageSize(r.imageIDs[id].name), nil
 }
 
 // RequireCredentials makes pulls of images from registry (a host[:port],
@@ -115,14 +124,15 @@ func (r *Runtime) SandboxLinux(id string) (*runtimeapi.LinuxPodSandboxConfig, er
 // pod status's image and imageID. Made once per pulled image, so that
 // statuses of its containers share the strings.
 type imageNames struct {
-	name   string // the name it was pulled as (the key of Runtime.images)
+	name   string // the name it was pulled as, normalized (normalizedImage)
 	tag    string
 	digest string
 }
 
-// newImageNames are the names of the image pulled as name with ref. The
-// simulated registry's manifest digest is the image's ref. A name that
-// does not parse as a reference is its own tag.
+// newImageNames are the names of the image pulled as name (normalized)
+// with id ref. The simulated registry's manifest digest is the image's
+// id. A name that does not parse as a reference is its own tag, and its
+// id its digest.
 func newImageNames(name, ref string) imageNames {
 	n := imageNames{name: name, tag: name, digest: ref}
 	named, err := reference.ParseNormalizedNamed(name)
@@ -139,16 +149,39 @@ func newImageNames(name, ref string) imageNames {
 	return n
 }
 
-// imageName is the name of the present image s names, by a name it was
-// pulled as or by its ref. r.mu is held.
-func (r *Runtime) imageName(s string) (string, bool) {
-	if _, ok := r.images[s]; ok {
+// normalizedImage is the reference containerd's CRI stores and looks an
+// image name up as (ParseDockerRef): "nginx" is
+// "docker.io/library/nginx:latest", a name with a digest loses its tag. A
+// name that is no reference stays as it is.
+func normalizedImage(s string) string {
+	named, err := reference.ParseDockerRef(s)
+	if err != nil {
+		return s
+	}
+	return named.String()
+}
+
+// addImage records the image pulled as n.name under its id and its
+// references: the name it was pulled as (its repo tag, or its repo digest
+// if pulled by digest) and its repo digest. r.mu is held.
+func (r *Runtime) addImage(id string, n imageNames) {
+	r.images[n.name] = id
+	if n.digest != id {
+		r.images[n.digest] = id
+	}
+	r.imageIDs[id] = n
+}
+
+// resolveImage is the id of the present image s names, as containerd's
+// CRI resolves an image (LocalResolve): s is an image id, or a reference
+// normalized as at pull time (normalizedImage) that names one of its repo
+// tags or repo digests. r.mu is held.
+func (r *Runtime) resolveImage(s string) (string, bool) {
+	if _, ok := r.imageIDs[s]; ok {
 		return s, true
 	}
-	if n, ok := r.imageIDs[s]; ok {
-		return n.name, true
-	}
-	return "", false
+	id, ok := r.images[normalizedImage(s)]
+	return id, ok
 }
 
 // statusImage is the image and image ref c's status reports, as

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -103,4 +104,83 @@ func TestContainerImageAsContainerd(t *testing.T) {
 	digested := "registry.example/app@sha256:" + strings.Repeat("cd", 32)
 	id, ref = create("digested", digested)
 	check("digested", id, ref, digested)
+}
+
+// TestImageReferencesAsContainerd: as containerd's CRI image store, an
+// image is known by its normalized references (ParseDockerRef: "nginx" is
+// docker.io/library/nginx:latest, one image under every spelling of it),
+// its repo digest and its id; ListImages reports the normalized repo tag
+// and repo digest; sizes and users set under any spelling apply; removing
+// it under one name removes it.
+func TestImageReferencesAsContainerd(t *testing.T) {
+	r, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r.SetImageSize("nginx", 42)
+	r.SetImageUser("docker.io/library/nginx:latest", "1000")
+	ref, err := r.PullImage(ctx, &runtimeapi.ImageSpec{Image: "nginx:latest"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spelling := range []string{"nginx:latest", "docker.io/library/nginx", "nginx"} {
+		again, err := r.PullImage(ctx, &runtimeapi.ImageSpec{Image: spelling})
+		if err != nil || again != ref {
+			t.Fatalf("pull %s: %q, %v; want the image %s", spelling, again, err, ref)
+		}
+	}
+	digest := "docker.io/library/nginx@" + ref
+	for _, s := range []string{"nginx", "nginx:latest", "docker.io/library/nginx:latest", "library/nginx", ref, digest} {
+		spec := &runtimeapi.ImageSpec{Image: s}
+		if got, err := r.ImageStatus(ctx, spec); err != nil || got != ref {
+			t.Errorf("ImageStatus(%s) = %q, %v; want %s", s, got, err, ref)
+		}
+		if size, err := r.ImageSize(ctx, spec); err != nil || size != 42 {
+			t.Errorf("ImageSize(%s) = %d, %v; want 42", s, size, err)
+		}
+		if uid, name, err := r.ImageUser(ctx, spec); err != nil || uid == nil || *uid != 1000 || name != "" {
+			t.Errorf("ImageUser(%s) = %v %q %v; want uid 1000", s, uid, name, err)
+		}
+	}
+	for _, s := range []string{"nginx:1.27", "docker.io/nginx/nginx", "quay.io/nginx"} {
+		if got, err := r.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: s}); err != nil || got != "" {
+			t.Errorf("ImageStatus(%s) = %q, %v; want absent", s, got, err)
+		}
+	}
+	digested := "registry.example/app:1@sha256:" + strings.Repeat("cd", 32)
+	dref, err := r.PullImage(ctx, &runtimeapi.ImageSpec{Image: digested})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: "registry.example/app@sha256:" + strings.Repeat("cd", 32)}); err != nil || got != dref {
+		t.Errorf("ImageStatus of the digest without the tag: %q, %v; want %s", got, err, dref)
+	}
+	list, err := r.ListImages(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type image struct{ id, tags, digests string }
+	var got []image
+	for _, img := range list {
+		got = append(got, image{img.Id, strings.Join(img.RepoTags, ","), strings.Join(img.RepoDigests, ",")})
+	}
+	want := []image{
+		{ref, "docker.io/library/nginx:latest", digest},
+		{dref, "", "registry.example/app@sha256:" + strings.Repeat("cd", 32)},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("ListImages %+v, want %+v", got, want)
+	}
+	if list, err := r.ListImages(ctx, &runtimeapi.ImageFilter{Image: &runtimeapi.ImageSpec{Image: "nginx"}}); err != nil || len(list) != 1 || list[0].Id != ref {
+		t.Errorf("ListImages filtered by nginx: %v, %v", list, err)
+	}
+	if err := r.RemoveImage(ctx, &runtimeapi.ImageSpec{Image: "nginx"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"nginx:latest", ref, digest} {
+		if got, err := r.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: s}); err != nil || got != "" {
+			t.Errorf("after removing nginx, ImageStatus(%s) = %q, %v; want absent", s, got, err)
+		}
+	}
 }

@@ -71,9 +71,9 @@ type Runtime struct {
 	sandboxes  map[uint64]*sandbox                 // by seq
 	containers map[uint64]*container               // by seq
 	byPod      podObjects                          // both, by pod UID (bypod.go)
-	images     map[string]string                   // image name -> ref
-	imageIDs   map[string]imageNames               // ref -> its name and what statuses report (images.go)
-	imageUsers map[string]string                   // image name -> the image config's user
+	images     map[string]string                   // normalized reference (repo tag, repo digest) -> image id (images.go)
+	imageIDs   map[string]imageNames               // image id -> its names and what statuses report (images.go)
+	imageUsers map[string]string                   // normalized image name -> the image config's user
 	registries map[string]*runtimeapi.AuthConfig   // registry host -> credentials pulls need
 	pullAuths  map[string][]*runtimeapi.AuthConfig // image name -> credentials presented
 	execLog    []Exec
@@ -554,31 +554,29 @@ func (r *Runtime) PullImageWithAuth(ctx context.Context, image *runtimeapi.Image
 	if err := r.authorizePull(image.Image, auth); err != nil {
 		return "", err
 	}
-	// An image pulled before keeps its ref and names: pulling again
-	// allocates nothing (the kubelet pulls on every start under Always).
-	if ref, ok := r.images[image.Image]; ok {
+	// An image pulled before, under any spelling of its reference, keeps
+	// its id and names: pulling again allocates nothing (the kubelet
+	// pulls on every start under Always).
+	name := normalizedImage(image.Image)
+	if ref, ok := r.images[name]; ok {
 		return ref, nil
 	}
-	ref := imageRef(image.Image)
-	r.images[image.Image] = ref
-	r.imageIDs[ref] = newImageNames(image.Image, ref)
+	ref := imageRef(name)
+	r.addImage(ref, newImageNames(name, ref))
 	return ref, nil
 }
 
-// ImageStatus implements runtime.Runtime: the ref of the image image
-// names, by the name it was pulled as or by its ref (as containerd
-// resolves an image id); "" if absent.
+// ImageStatus implements runtime.Runtime: the id of the image image
+// names, by its id or a reference of it, as containerd resolves one
+// (resolveImage); "" if absent.
 func (r *Runtime) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec) (string, error) {
 	if image == nil {
 		return "", nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	name, ok := r.imageName(image.Image)
-	if !ok {
-		return "", nil
-	}
-	return r.images[name], nil
+	id, _ := r.resolveImage(image.Image)
+	return id, nil
 }
 
 // CreateContainer implements runtime.Runtime.
@@ -598,13 +596,12 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 	if s.state != runtimeapi.PodSandboxState_SANDBOX_READY {
 		return "", fmt.Errorf("create container %s: pod sandbox %s is not ready", config.Metadata.Name, sandboxID)
 	}
-	// The kubelet creates containers from the ref its pull or
-	// ImageStatus returned; a name the image was pulled as also does.
-	name, ok := r.imageName(config.Image.Image)
+	// The kubelet creates containers from the id its pull or
+	// ImageStatus returned; a reference of the image also does.
+	ref, ok := r.resolveImage(config.Image.Image)
 	if !ok {
 		return "", fmt.Errorf("create container %s: image %q not present", config.Metadata.Name, config.Image.Image)
 	}
-	ref := r.images[name]
 	f, err := parseFaults(s.annotations, config.Metadata.Name)
 	if err != nil {
 		return "", fmt.Errorf("create container %s: %w", config.Metadata.Name, err)

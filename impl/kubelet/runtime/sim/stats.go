@@ -39,7 +39,7 @@ const DefaultImageSize = 10 << 20
 
 // diskState is the simulated image filesystem. Guarded by Runtime.mu.
 type diskState struct {
-	imageSizes map[string]uint64 // image name -> size
+	imageSizes map[string]uint64 // normalized image name -> size
 	mountpoint string
 }
 
@@ -49,14 +49,14 @@ var (
 )
 
 // SetImageSize sets the size ListImages and ImageFsInfo report for an
-// image (present or pulled later).
+// image (present or pulled later), named by any spelling of its reference.
 func (r *Runtime) SetImageSize(image string, bytes uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.disk.imageSizes == nil {
 		r.disk.imageSizes = map[string]uint64{}
 	}
-	r.disk.imageSizes[image] = bytes
+	r.disk.imageSizes[normalizedImage(image)] = bytes
 }
 
 // SetImageFsMountpoint sets the mountpoint ImageFsInfo reports (a real
@@ -75,29 +75,48 @@ func (r *Runtime) imageSize(name string) uint64 {
 	return DefaultImageSize
 }
 
-// ListImages implements runtime.ImageManager: present images, oldest
-// name first.
+// ListImages implements runtime.ImageManager: present images, by the
+// name they were pulled as, with containerd's repo tags and repo digests
+// (normalized references) and image user; the filter's image, when set,
+// selects the image it resolves to.
 func (r *Runtime) ListImages(_ context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	names := make([]string, 0, len(r.images))
-	for name := range r.images {
-		if want := filter.GetImage().GetImage(); want != "" && want != name && want != r.images[name] {
-			continue
+	ids := make([]string, 0, len(r.imageIDs))
+	if want := filter.GetImage().GetImage(); want != "" {
+		if id, ok := r.resolveImage(want); ok {
+			ids = append(ids, id)
 		}
-		names = append(names, name)
+	} else {
+		for id := range r.imageIDs {
+			ids = append(ids, id)
+		}
 	}
-	sort.Strings(names)
-	out := make([]*runtimeapi.Image, 0, len(names))
-	for _, name := range names {
-		out = append(out, &runtimeapi.Image{Id: r.images[name], RepoTags: []string{name}, Size: r.imageSize(name)})
+	sort.Slice(ids, func(i, j int) bool { return r.imageIDs[ids[i]].name < r.imageIDs[ids[j]].name })
+	out := make([]*runtimeapi.Image, 0, len(ids))
+	for _, id := range ids {
+		n := r.imageIDs[id]
+		img := &runtimeapi.Image{Id: id, Size: r.imageSize(n.name)}
+		if n.tag != "" {
+			img.RepoTags = []string{n.tag}
+		}
+		if n.digest != id {
+			img.RepoDigests = []string{n.digest}
+		}
+		if uid, user := r.imageUser(n.name); uid != nil {
+			img.Uid = &runtimeapi.Int64Value{Value: *uid}
+		} else {
+			img.Username = user
+		}
+		out = append(out, img)
 	}
 	return out, nil
 }
 
-// RemoveImage implements runtime.ImageManager: image is a name or an
-// image id (ref). As containerd, an image some container was created from
-// can be removed (the container keeps running); an absent one is no
+// RemoveImage implements runtime.ImageManager: image is an id or a
+// reference of the image, and the image goes with every reference of it,
+// as containerd's. As containerd, an image some container was created
+// from can be removed (the container keeps running); an absent one is no
 // error.
 func (r *Runtime) RemoveImage(_ context.Context, image *runtimeapi.ImageSpec) error {
 	if image.GetImage() == "" {
@@ -105,12 +124,16 @@ func (r *Runtime) RemoveImage(_ context.Context, image *runtimeapi.ImageSpec) er
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for name, ref := range r.images {
-		if name == image.Image || ref == image.Image {
-			delete(r.images, name)
-			delete(r.imageIDs, ref)
+	id, ok := r.resolveImage(image.Image)
+	if !ok {
+		return nil
+	}
+	for ref, of := range r.images {
+		if of == id {
+			delete(r.images, ref)
 		}
 	}
+	delete(r.imageIDs, id)
 	return nil
 }
 
@@ -121,8 +144,8 @@ func (r *Runtime) ImageFsInfo(context.Context) ([]*runtimeapi.FilesystemUsage, [
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var used, inodes uint64
-	for name := range r.images {
-		used += r.imageSize(name)
+	for _, n := range r.imageIDs {
+		used += r.imageSize(n.name)
 		inodes++
 	}
 	for _, c := range r.containers {
