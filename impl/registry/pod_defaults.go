@@ -15,7 +15,8 @@ const (
 
 // defaultPod applies what upstream's SetDefaults_Pod does on top of the pod
 // spec defaults: requests from limits and service links, which apply to
-// pods only, never to pod templates.
+// pods only, never to pod templates. The pod-level resources are defaulted
+// later, in preparePodForCreate and on update (defaultPodLevelResources).
 func defaultPod(p *corev1.Pod) {
 	defaultPodSpec(&p.Spec)
 	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
@@ -23,7 +24,6 @@ func defaultPod(p *corev1.Pod) {
 			defaultRequestsFromLimits(&cs[i].Resources)
 		}
 	}
-	defaultPodLevelResources(p)
 	for i := range p.Spec.Containers {
 		defaultResizePolicy(&p.Spec.Containers[i])
 	}

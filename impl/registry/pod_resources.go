@@ -125,9 +125,12 @@ func sortedResourceNames(l corev1.ResourceList) []corev1.ResourceName {
 	return sets.List(sets.New(names...))
 }
 
-// defaultPodLevelResources is what upstream's SetDefaults_Pod does to
-// pod-level resources (PodLevelResources on), after the containers'
-// requests are defaulted from their limits; pods only, not templates.
+// defaultPodLevelResources is what kube-apiserver 1.37 does to a pod's
+// pod-level resources (PodLevelResources and PodLevelResourcesFixDefaulting
+// on): when the pod is prepared for storage, after mutating admission and
+// the containers' requests defaulted from their limits; pods only, not
+// templates. (1.36 and earlier did it in SetDefaults_Pod, before admission,
+// and defaulted requests only beside pod-level limits.)
 func defaultPodLevelResources(p *corev1.Pod) {
 	defaultHugePagePodLimits(p)
 	defaultPodRequests(p)
@@ -161,12 +164,13 @@ func defaultHugePagePodLimits(p *corev1.Pod) {
 	}
 }
 
-// defaultPodRequests: when pod-level limits are set, a missing pod-level
-// cpu or memory request becomes the containers' aggregate request, and
-// any pod-level resource still without a request gets its pod-level limit.
+// defaultPodRequests: when pod-level requests or limits are set, a missing
+// pod-level cpu or memory request becomes the containers' aggregate
+// request, and any pod-level resource still without a request gets its
+// pod-level limit.
 func defaultPodRequests(p *corev1.Pod) {
 	r := p.Spec.Resources
-	if r == nil || len(r.Limits) == 0 {
+	if r == nil || (len(r.Limits) == 0 && len(r.Requests) == 0) {
 		return
 	}
 	requests := r.Requests

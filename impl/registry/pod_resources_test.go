@@ -113,7 +113,9 @@ func TestPodLevelResourcesValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPod("web")
 			tc.mutate(p)
-			defaultPod(p)
+			// As a create: defaults, then (after admission) the pod-level ones.
+			r.Strategy.Default(p)
+			r.Strategy.PrepareForCreate(context.Background(), p)
 			errs := r.Strategy.Validate(context.Background(), p)
 			keys := make([]string, len(tc.want))
 			for i, w := range tc.want {
@@ -202,6 +204,47 @@ func TestPodTemplateLevelResourcesValidation(t *testing.T) {
 	wantErrors(t, errs, invalid+" spec.resources.requests")
 }
 
+// TestPodLevelResourcesDefaultedAfterAdmission: as kube-apiserver 1.37
+// (PodLevelResourcesFixDefaulting), the pod-level defaults are applied when
+// the pod is prepared for storage, after mutating admission, so what an
+// admission plugin (LimitRanger, a webhook) set on the containers counts in
+// the aggregates; an update whose body lacks the defaulted pod-level values
+// gets them again and is not a change of spec.resources.
+func TestPodLevelResourcesDefaultedAfterAdmission(t *testing.T) {
+	r := find(t, coreV1, "pods")
+	ctx := context.Background()
+	p := newPod("web")
+	p.Spec.Resources = &corev1.ResourceRequirements{Limits: rlist("cpu", "2", "memory", "1Gi")}
+	r.Strategy.Default(p)
+	// A mutating admission plugin gives the container its requests.
+	p.Spec.Containers[0].Resources.Requests = rlist("cpu", "500m", "memory", "256Mi")
+	r.Strategy.PrepareForCreate(ctx, p)
+	want := &corev1.ResourceRequirements{Limits: rlist("cpu", "2", "memory", "1Gi"), Requests: rlist("cpu", "500m", "memory", "256Mi")}
+	if !apiequality.Semantic.DeepEqual(p.Spec.Resources, want) {
+		t.Fatalf("spec.resources %+v, want %+v (from the containers' requests as admission left them)", p.Spec.Resources, want)
+	}
+	wantErrors(t, r.Strategy.Validate(ctx, p))
+
+	// A stored pod sent back with a new image and without its defaulted
+	// pod-level requests.
+	p = newPod("web")
+	p.Spec.Resources = &corev1.ResourceRequirements{Limits: rlist("cpu", "2", "memory", "1Gi")}
+	p.Spec.Containers[0].Resources.Requests = rlist("cpu", "500m", "memory", "256Mi")
+	p = defaultedPod(t, p)
+	if !apiequality.Semantic.DeepEqual(p.Spec.Resources, want) {
+		t.Fatalf("created spec.resources %+v, want %+v", p.Spec.Resources, want)
+	}
+	put := p.DeepCopy()
+	put.Spec.Resources.Requests = nil
+	put.Spec.Containers[0].Image = "nginx:1.28"
+	r.Strategy.Default(put)
+	r.Strategy.PrepareForUpdate(ctx, put, p)
+	wantErrors(t, r.Strategy.ValidateUpdate(ctx, put, p))
+	if !apiequality.Semantic.DeepEqual(put.Spec.Resources, want) {
+		t.Errorf("updated spec.resources %+v, want %+v", put.Spec.Resources, want)
+	}
+}
+
 // TestPodLevelResourcesImmutable: spec.resources cannot change by update
 // (only pods/resize, not served, may change it), as upstream.
 func TestPodLevelResourcesImmutable(t *testing.T) {
@@ -226,12 +269,12 @@ func TestPodLevelResourcesImmutable(t *testing.T) {
 	}
 }
 
-// TestPodLevelResourcesDefaults: as upstream's SetDefaults_Pod with
+// TestPodLevelResourcesDefaults: as kube-apiserver 1.37 with
 // PodLevelResources on, a pod's pod-level hugepages limits default to the
 // containers' aggregate limits (defaultHugePagePodLimits), and when
-// pod-level limits are set, missing pod-level requests default to the
-// containers' aggregate requests (cpu, memory) or else to the pod-level
-// limit (defaultPodRequests). Pod templates are not defaulted so.
+// pod-level requests or limits are set, missing pod-level requests default
+// to the containers' aggregate requests (cpu, memory) or else to the
+// pod-level limit (defaultPodRequests). Pod templates are not defaulted so.
 func TestPodLevelResourcesDefaults(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -252,9 +295,13 @@ func TestPodLevelResourcesDefaults(t *testing.T) {
 			&corev1.ResourceRequirements{Limits: rlist("cpu", "2"), Requests: rlist("cpu", "1")}, corev1.ResourceRequirements{},
 			&corev1.ResourceRequirements{Limits: rlist("cpu", "2"), Requests: rlist("cpu", "1")},
 			corev1.PodQOSBurstable},
-		{"no limits, nothing defaulted",
+		{"no limits, explicit requests stay",
 			&corev1.ResourceRequirements{Requests: rlist("cpu", "1")}, corev1.ResourceRequirements{Requests: rlist("cpu", "1")},
 			&corev1.ResourceRequirements{Requests: rlist("cpu", "1")},
+			corev1.PodQOSBurstable},
+		{"no limits, a request the pod level lacks comes from the containers'",
+			&corev1.ResourceRequirements{Requests: rlist("cpu", "1")}, corev1.ResourceRequirements{Requests: rlist("memory", "64Mi")},
+			&corev1.ResourceRequirements{Requests: rlist("cpu", "1", "memory", "64Mi")},
 			corev1.PodQOSBurstable},
 		{"hugepages limits from the containers', then requests from limits",
 			&corev1.ResourceRequirements{Limits: rlist("memory", "1Gi")}, corev1.ResourceRequirements{Limits: rlist("memory", "512Mi", "hugepages-2Mi", "4Mi")},

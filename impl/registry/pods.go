@@ -20,7 +20,13 @@ func pods(now func() time.Time) *resource.Resource {
 		defaults:         defaultPod,
 		spec:             func(p *corev1.Pod) any { return p.Spec },
 		prepareForCreate: preparePodForCreate,
-		prepareForUpdate: func(p, old *corev1.Pod) { p.Status = old.Status },
+		prepareForUpdate: func(p, old *corev1.Pod) {
+			p.Status = old.Status
+			// As on create: an update body without the defaulted pod-level
+			// values gets them again (the containers' resources are those
+			// of the stored pod), so it does not change spec.resources.
+			defaultPodLevelResources(p)
+		},
 		// The spec is validated in validateCreate and validateUpdate: an
 		// update's checks are relaxed by what the stored pod already had.
 		validateCreate: func(p *corev1.Pod) field.ErrorList {
@@ -52,10 +58,13 @@ func pods(now func() time.Time) *resource.Resource {
 	}
 }
 
-// preparePodForCreate: a new pod is Pending with its QoS class computed
-// (and PodScheduled=False when scheduling gates hold it); nothing else of
-// the status comes from the client.
+// preparePodForCreate: a new pod's pod-level resources are defaulted
+// (after mutating admission, as 1.37's PodLevelResourcesFixDefaulting, so
+// the containers' resources admission set count), and it is Pending with
+// its QoS class computed (and PodScheduled=False when scheduling gates hold
+// it); nothing else of the status comes from the client.
 func preparePodForCreate(p *corev1.Pod) {
+	defaultPodLevelResources(p)
 	p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: podQOSClass(&p.Spec)}
 	if len(p.Spec.SchedulingGates) > 0 {
 		p.Status.Conditions = []corev1.PodCondition{{
