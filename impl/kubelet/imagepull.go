@@ -2,10 +2,10 @@ package kubelet
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"strings"
 
+	grpcstatus "google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -69,12 +69,15 @@ func (k *Kubelet) pullImage(ctx context.Context, image *runtimeapi.ImageSpec, ke
 }
 
 // containerSecurity checks runAsNonRoot against the image's user and
-// returns the container's CRI security context. An image that names no
-// user runs as root, as the kubelet assumes.
-func (k *Kubelet) containerSecurity(ctx context.Context, pod *v1.Pod, c *v1.Container, image *runtimeapi.ImageSpec) (*runtimeapi.LinuxContainerSecurityContext, error) {
-	uid, username, err := k.rt.ImageUser(ctx, image)
+// returns the container's CRI security context. As upstream's
+// getImageUser, the user is read from CRI ImageStatus of the image as the
+// pod names it, and an image that names no user (or that ImageStatus no
+// longer finds) runs as root. A failed lookup is the runtime's error as
+// upstream's startContainer words it (runtimeMessage).
+func (k *Kubelet) containerSecurity(ctx context.Context, pod *v1.Pod, c *v1.Container) (*runtimeapi.LinuxContainerSecurityContext, error) {
+	uid, username, err := k.rt.ImageUser(ctx, &runtimeapi.ImageSpec{Image: c.Image})
 	if err != nil {
-		return nil, fmt.Errorf("failed to get image user of %q: %w", image.Image, err)
+		return nil, runtimeMessage(err)
 	}
 	if uid == nil && username == "" {
 		uid = new(int64)
@@ -84,4 +87,25 @@ func (k *Kubelet) containerSecurity(ctx context.Context, pod *v1.Pod, c *v1.Cont
 	}
 	return security.Container(pod, c, security.ImageUser{UID: uid, Username: username},
 		security.Options{SeccompProfileRoot: filepath.Join(k.cfg.RootDir, "seccomp")}), nil
+}
+
+// runtimeMessageError is a runtime's error worded as upstream's kubelet
+// words it in events and waiting messages: a gRPC status's message alone
+// (grpcstatus.FromError(err).Message()).
+type runtimeMessageError struct {
+	err error
+	msg string
+}
+
+func (e *runtimeMessageError) Error() string { return e.msg }
+func (e *runtimeMessageError) Unwrap() error { return e.err }
+
+// runtimeMessage is err worded as upstream's kubelet words a runtime's
+// error: a gRPC status error as its message (still wrapping it), any other
+// error as it is.
+func runtimeMessage(err error) error {
+	if s, ok := grpcstatus.FromError(err); ok && s.Message() != err.Error() {
+		return &runtimeMessageError{err: err, msg: s.Message()}
+	}
+	return err
 }

@@ -680,9 +680,10 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 		return failed(reasonCreateContainerConfigErr, fmt.Errorf("unable to find target container %s", s.MissingTarget))
 	}
 	// The container is created from the image's reference, as upstream's
-	// kubelet (the pod's image as the user's), and its user read from it.
+	// kubelet (the pod's image as the user's); its user is read by the
+	// pod's image name, as upstream's getImageUser (containerSecurity).
 	image.Image, image.UserSpecifiedImage = present, spec.Image
-	sec, err := k.containerSecurity(ctx, pod, spec, image)
+	sec, err := k.containerSecurity(ctx, pod, spec)
 	if err != nil {
 		return failed(reasonCreateContainerConfigErr, err)
 	}

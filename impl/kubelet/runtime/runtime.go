@@ -63,9 +63,9 @@ type Runtime interface {
 	// PullImageWithAuth is PullImage with registry credentials (CRI
 	// AuthConfig from the pod's image pull secrets; nil for none).
 	PullImageWithAuth(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig) (string, error)
-	// ImageUser returns the user a present image runs as, as CRI's
-	// ImageStatus reports it: a numeric uid, or a user name that is not a
-	// number; both empty when the image sets no user.
+	// ImageUser returns the user an image runs as, as CRI's ImageStatus
+	// reports it: a numeric uid, or a user name that is not a number;
+	// both empty when the image sets no user or is absent.
 	ImageUser(ctx context.Context, image *runtimeapi.ImageSpec) (uid *int64, username string, err error)
 	// ImageStatus returns the image reference, or "" if the image is absent.
 	ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec) (string, error)

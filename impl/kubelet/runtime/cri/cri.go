@@ -204,30 +204,31 @@ func (r *Runtime) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec) 
 	return img.GetId(), nil
 }
 
-// ImageSize implements runtime.Runtime from ImageStatus's size.
+// ImageSize implements runtime.Runtime from ImageStatus's size (0 for an
+// absent image). Its error is imageStatus's as is, as upstream's
+// GetImageSize returns it.
 func (r *Runtime) ImageSize(ctx context.Context, image *runtimeapi.ImageSpec) (uint64, error) {
 	img, err := r.imageStatus(ctx, image)
 	if err != nil {
-		return 0, wrap("image status "+image.GetImage(), err)
+		return 0, err
 	}
 	return img.GetSize(), nil
 }
 
 // ImageUser implements runtime.Runtime from ImageStatus's uid and
-// username.
+// username, as upstream's getImageUser: an absent image has neither (the
+// kubelet then assumes root), and the error is imageStatus's as is (the
+// kubelet's CreateContainerConfigError shows its gRPC message).
 func (r *Runtime) ImageUser(ctx context.Context, image *runtimeapi.ImageSpec) (*int64, string, error) {
 	img, err := r.imageStatus(ctx, image)
 	if err != nil {
-		return nil, "", wrap("image status "+image.GetImage(), err)
+		return nil, "", err
 	}
-	if img == nil {
-		return nil, "", fmt.Errorf("image status %s: %w: image not present", image.GetImage(), runtime.ErrNotFound)
-	}
-	if img.Uid != nil {
+	if img.GetUid() != nil {
 		uid := img.Uid.Value
 		return &uid, "", nil
 	}
-	return nil, img.Username, nil
+	return nil, img.GetUsername(), nil
 }
 
 // CreateContainer implements runtime.Runtime.

@@ -71,6 +71,18 @@ func TestImagesOverCRI(t *testing.T) {
 	if _, err := c.ImageStatus(ctx, spec("broken")); err == nil || err.Error() != "rpc error: code = Unknown desc = image store unavailable" {
 		t.Errorf("image status failing: %v", err)
 	}
+	// ImageSize and ImageUser return ImageStatus's error as is too, as
+	// upstream's GetImageSize and getImageUser; an absent image has no
+	// user and no error (the kubelet assumes root).
+	if _, err := c.ImageSize(ctx, spec("broken")); err == nil || err.Error() != "rpc error: code = Unknown desc = image store unavailable" {
+		t.Errorf("image size, status failing: %v", err)
+	}
+	if _, _, err := c.ImageUser(ctx, spec("broken")); err == nil || err.Error() != "rpc error: code = Unknown desc = image store unavailable" {
+		t.Errorf("image user, status failing: %v", err)
+	}
+	if uid, name, err := c.ImageUser(ctx, spec("absent:1")); err != nil || uid != nil || name != "" {
+		t.Errorf("absent image's user %v %q, %v", uid, name, err)
+	}
 
 	rt.SetImageSize("nginx:1", 12345)
 	if _, err := c.PullImage(ctx, spec("nginx:1")); err != nil {

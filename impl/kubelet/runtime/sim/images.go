@@ -24,13 +24,14 @@ func (r *Runtime) SetImageUser(image, user string) {
 
 // ImageUser implements runtime.Runtime as containerd's ImageStatus does:
 // the user part of the image's "user[:group]", as a uid if numeric and as
-// a user name otherwise; both empty if the image sets no user.
+// a user name otherwise; both empty if the image sets no user or is
+// absent (ImageStatus then has no image, and no error).
 func (r *Runtime) ImageUser(_ context.Context, image *runtimeapi.ImageSpec) (*int64, string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	id, ok := r.resolveImage(image.GetImage())
 	if !ok {
-		return nil, "", fmt.Errorf("image status %s: %w: image not present", image.GetImage(), runtime.ErrNotFound)
+		return nil, "", nil
 	}
 	uid, user := r.imageUser(r.imageIDs[id].name)
 	return uid, user, nil

@@ -147,6 +147,11 @@ func TestImageReferencesAsContainerd(t *testing.T) {
 		if got, err := r.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: s}); err != nil || got != "" {
 			t.Errorf("ImageStatus(%s) = %q, %v; want absent", s, got, err)
 		}
+		// An absent image has no user, and no error (CRI ImageStatus
+		// answers without an image).
+		if uid, name, err := r.ImageUser(ctx, &runtimeapi.ImageSpec{Image: s}); err != nil || uid != nil || name != "" {
+			t.Errorf("ImageUser(%s) = %v %q %v; want neither", s, uid, name, err)
+		}
 	}
 	digested := "registry.example/app:1@sha256:" + strings.Repeat("cd", 32)
 	dref, err := r.PullImage(ctx, &runtimeapi.ImageSpec{Image: digested})
