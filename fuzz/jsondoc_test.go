@@ -185,7 +185,7 @@ func patchBody(in *input, contentType string, doc []byte) []byte {
 		patch = ops
 	default:
 		p := ps[in.intn(len(ps))]
-		var value any = fuzzValue(in)
+		value := fuzzValue(in)
 		if strings.HasPrefix(contentType, "application/strategic-merge-patch+json") && in.intn(3) == 0 {
 			value = map[string]any{pick(in, []string{"$patch", "$retainKeys", "$setElementOrder/containers", "$deleteFromPrimitiveList/finalizers"}): fuzzValue(in)}
 		}

@@ -135,7 +135,7 @@ func (s *Server) localSubjectAccessReview(r *http.Request, info *request.Info, i
 		rev.Namespace = info.Namespace
 	}
 	if rev.Namespace != info.Namespace {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the namespace of the provided object does not match the namespace sent on the request"))
+		return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
 	if rev.Spec.ResourceAttributes.Namespace != info.Namespace {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.resourceAttributes.namespace must match namespace: %v", info.Namespace))

@@ -180,6 +180,9 @@ func TestAgainstTheAPIServer(t *testing.T) {
 			}
 			st := d.Status
 			n, err := podsOf(name)
+			if err != nil {
+				return false, err
+			}
 			return st.ObservedGeneration == d.Generation && st.UpdatedReplicas == replicas && st.Replicas == replicas &&
 				st.AvailableReplicas == replicas && int32(n) == replicas, fmt.Errorf("status %+v, %d pods", st, n)
 		}

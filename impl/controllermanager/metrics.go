@@ -16,10 +16,7 @@ type workqueueMetrics struct {
 	unfinished, longestRunning *prometheus.GaugeVec
 }
 
-var (
-	queueMetricsOnce sync.Once
-	queueMetrics     *workqueueMetrics
-)
+var queueMetricsOnce sync.Once
 
 // registerWorkqueueMetrics installs the provider once per process (client-go
 // allows only one) and registers its collectors with reg.
@@ -39,7 +36,6 @@ func registerWorkqueueMetrics(reg prometheus.Registerer) {
 			_ = reg.Register(c)
 		}
 		workqueue.SetProvider(m)
-		queueMetrics = m
 	})
 }
 

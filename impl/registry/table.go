@@ -60,14 +60,6 @@ func age(ts metav1.Time, now time.Time) string {
 	return duration.HumanDuration(now.Sub(ts.Time))
 }
 
-// agePtr is age for optional timestamps.
-func agePtr(ts *metav1.Time, now time.Time) string {
-	if ts == nil {
-		return "<unknown>"
-	}
-	return age(*ts, now)
-}
-
 // defaultTable is the table of kinds without a printer of their own:
 // NAME and CREATED AT, as the API server's default table convertor shows.
 func defaultTable[T object]() *tableSpec[T] {

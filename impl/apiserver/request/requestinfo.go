@@ -132,7 +132,6 @@ func parseInto(info *Info, r *http.Request, segBuf []string) {
 	case "list", "watch", "deletecollection":
 		info.FieldSelector, info.LabelSelector = q.Get("fieldSelector"), q.Get("labelSelector")
 	}
-	return
 }
 
 // IsLongRunning reports whether the request is a watch or a streaming
