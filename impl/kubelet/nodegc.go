@@ -20,8 +20,8 @@ import (
 // configuration's policy (`kubeproof kubelet` sets it from
 // --image-gc-high-threshold/--image-gc-low-threshold, 85/80 by default as
 // upstream; a zero policy, as `kubeproof up`'s simulated nodes have, or a
-// high threshold of 100 turns
-// it off). All run from the eviction interval, under evictMu.
+// high threshold of 100 turns it off). All run from the eviction interval,
+// under evictMu.
 
 // nodeGC returns the collector, made (and its first image detection run,
 // which counts images already present as old) at the first eviction
