@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
@@ -47,6 +48,7 @@ func newKubeletCommand() *cobra.Command {
 		simAnnotations, simPressure         []string
 		simSandbox, simPull, simCreate      time.Duration
 		simStart, simStop                   time.Duration
+		simHandlers                         []string
 		port                                int32
 		address, tlsCert, tlsKey, clientCA  string
 		authorizationMode                   string
@@ -158,7 +160,8 @@ func newKubeletCommand() *cobra.Command {
 				return fmt.Errorf("--runtime %q: want sim or cri", runtimeName)
 			}
 			simCfg := sim.Config{PodCIDR: podCIDR, SandboxLatency: simSandbox, PullLatency: simPull, CreateLatency: simCreate,
-				StartLatency: simStart, StopLatency: simStop, DefaultAnnotations: map[string]string{}}
+				StartLatency: simStart, StopLatency: simStop, DefaultAnnotations: map[string]string{},
+				RuntimeHandlers: simRuntimeHandlers(cmd.Flags(), simHandlers)}
 			if simCfg.PodCIDR == "" {
 				simCfg.PodCIDR = "10.244.0.0/24"
 			}
@@ -254,6 +257,7 @@ func newKubeletCommand() *cobra.Command {
 	fs.BoolVar(&anonymousAuth, "anonymous-auth", true, "With --authorization-mode Webhook, requests without credentials are system:anonymous (and still authorized); false: 401.")
 	fs.StringVar(&clientCA, "client-ca-file", "", "CA bundle the kubelet API verifies client certificates against; when set, a certificate it signed is required (otherwise the API is open).")
 	fs.DurationVar(&simStop, "sim-stop-latency", 0, "Simulated StopContainer latency.")
+	addSimRuntimeHandlersFlag(fs, &simHandlers)
 	fs.StringVar(&evictionFlags.Hard, "eviction-hard", eviction.DefaultEvictionHard, "Hard eviction thresholds, signal<quantity or signal<percentage,... (signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available); giving it replaces the whole default, 0 disables a signal.")
 	fs.StringVar(&evictionFlags.Soft, "eviction-soft", "", "Soft eviction thresholds, signal<quantity or percentage,...; each needs a grace period in --eviction-soft-grace-period.")
 	fs.StringVar(&evictionFlags.SoftGracePeriod, "eviction-soft-grace-period", "", "How long each soft threshold must hold before pods are evicted, signal=duration,... (e.g. memory.available=1m30s).")
@@ -309,4 +313,24 @@ func machineMemory() (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("MemTotal not found in /proc/meminfo")
+}
+
+// addSimRuntimeHandlersFlag adds --sim-runtime-handlers (of `kubeproof
+// kubelet` and `kubeproof up`): sim.Config.RuntimeHandlers, read with
+// simRuntimeHandlers.
+func addSimRuntimeHandlersFlag(fs *pflag.FlagSet, handlers *[]string) {
+	fs.StringSliceVar(handlers, "sim-runtime-handlers", nil, "Runtime handlers (RuntimeClass handlers, CRI RunPodSandbox's runtimeHandler) the simulated runtime has besides its default, comma-separated; a sandbox asking for another is refused with containerd's error (\"no runtime for ... is configured\"). Empty: the default handler alone. Unset: any handler is accepted.")
+}
+
+// simRuntimeHandlers is sim.Config.RuntimeHandlers from
+// --sim-runtime-handlers: nil (any handler) unless the flag was given, a
+// non-nil list (possibly empty) if it was.
+func simRuntimeHandlers(fs *pflag.FlagSet, handlers []string) []string {
+	if !fs.Changed("sim-runtime-handlers") {
+		return nil
+	}
+	if handlers == nil {
+		return []string{}
+	}
+	return handlers
 }

@@ -33,6 +33,7 @@ func newUpCommand() *cobra.Command {
 		nodeMemory  string
 		nodeMaxPods int64
 		dualStack   bool
+		simHandlers []string
 		noScheduler bool
 		noCM        bool
 		evictAfter  time.Duration
@@ -96,6 +97,7 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 				NodeMemory:                 nodeMemory,
 				NodeMaxPods:                nodeMaxPods,
 				DualStackNodes:             dualStack,
+				SimRuntimeHandlers:         simRuntimeHandlers(cmd.Flags(), simHandlers),
 				Auth:                       authOpts,
 				Services:                   services,
 				Logger:                     logger,
@@ -142,6 +144,7 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 	fs.StringVar(&nodeMemory, "node-memory", def.NodeMemory, "Memory capacity of each simulated node.")
 	fs.Int64Var(&nodeMaxPods, "node-max-pods", def.NodeMaxPods, "Pod capacity of each simulated node.")
 	fs.BoolVar(&dualStack, "dual-stack-nodes", false, "Give each simulated node an IPv6 pod CIDR (fd00:10:244:<n>::/64) besides its IPv4 one, so pods get an address of each family; pair with a dual-stack --service-cluster-ip-range (e.g. 10.96.0.0/12,fd00:10:96::/108).")
+	addSimRuntimeHandlersFlag(fs, &simHandlers)
 	fs.BoolVar(&noCM, "no-controller-manager", false, "Do not run the controller manager (no Deployments/ReplicaSets progress, no garbage collection; ServiceAccount admission off unless the admission plugin flags are given).")
 	fs.DurationVar(&evictAfter, "pod-eviction-timeout", def.PodEvictionTimeout, "How long pods stay on a NotReady or unreachable node before eviction (their default tolerationSeconds).")
 	fs.DurationVar(&monitorGP, "node-monitor-grace-period", def.NodeMonitorGracePeriod, "How long a node may go without renewing its Lease before it is marked unreachable.")

@@ -96,6 +96,11 @@ type Config struct {
 	// (SimulatedNodeIPv6CIDR) after its IPv4 one: node.spec.podCIDRs has
 	// both and every pod gets an address of each family.
 	DualStackNodes bool
+	// SimRuntimeHandlers are the runtime handlers (RuntimeClass
+	// handlers) each simulated node's runtime has besides its default
+	// (sim.Config.RuntimeHandlers): a sandbox asking for another is
+	// refused with containerd's error. Nil accepts any handler.
+	SimRuntimeHandlers []string
 	// NodeTokens makes the API server accept simulated nodes' in-memory
 	// tokens (IssueNodeToken) even with Nodes 0: for a benchmark's control
 	// that holds the simulated nodes' connections from another process.

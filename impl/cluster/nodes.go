@@ -341,7 +341,7 @@ func (c *Cluster) startKubelets(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return err
 		}
-		rt, err := sim.New(sim.Config{PodCIDR: cidr})
+		rt, err := sim.New(sim.Config{PodCIDR: cidr, RuntimeHandlers: cfg.SimRuntimeHandlers})
 		if err != nil {
 			return fmt.Errorf("building runtime of %s: %w", name, err)
 		}
