@@ -246,7 +246,19 @@ func (s *Server) ImageStatus(ctx context.Context, req *runtimeapi.ImageStatusReq
 	if ref == "" {
 		return &runtimeapi.ImageStatusResponse{}, nil
 	}
+	// The image's names as the runtime lists them (the simulation's are
+	// containerd's: normalized repo tag and repo digest); a runtime that
+	// lists no images is taken to know the image by the name asked.
 	img := &runtimeapi.Image{Id: ref, RepoTags: []string{req.Image.GetImage()}}
+	if m, ok := s.rt.(runtime.ImageManager); ok {
+		list, err := m.ListImages(ctx, &runtimeapi.ImageFilter{Image: &runtimeapi.ImageSpec{Image: ref}})
+		if err != nil {
+			return nil, grpcErr(err)
+		}
+		if len(list) == 1 && list[0].Id == ref {
+			img.RepoTags, img.RepoDigests = list[0].RepoTags, list[0].RepoDigests
+		}
+	}
 	uid, username, err := s.rt.ImageUser(ctx, req.Image)
 	if err != nil {
 		return nil, grpcErr(err)
