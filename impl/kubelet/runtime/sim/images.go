@@ -181,8 +181,28 @@ func (r *Runtime) resolveImage(s string) (string, bool) {
 	if _, ok := r.imageIDs[s]; ok {
 		return s, true
 	}
-	id, ok := r.images[normalizedImage(s)]
+	id, ok := r.images[r.normalized(s)]
 	return id, ok
+}
+
+// maxSpellings bounds the image names whose normalized form a runtime
+// remembers.
+const maxSpellings = 64
+
+// normalized is normalizedImage(s), remembered for the names asked lately:
+// a node's pods name few images, and every container start asks for its
+// image by the pod's name for it, which parsing anew costs ~2 µs and 11
+// allocations. r.mu is held.
+func (r *Runtime) normalized(s string) string {
+	if n, ok := r.spellings[s]; ok {
+		return n
+	}
+	n := normalizedImage(s)
+	if r.spellings == nil || len(r.spellings) >= maxSpellings {
+		r.spellings = make(map[string]string)
+	}
+	r.spellings[s] = n
+	return n
 }
 
 // statusImage is the image and image ref c's status reports, as

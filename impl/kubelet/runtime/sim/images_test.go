@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -187,5 +188,34 @@ func TestImageReferencesAsContainerd(t *testing.T) {
 		if got, err := r.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: s}); err != nil || got != "" {
 			t.Errorf("after removing nginx, ImageStatus(%s) = %q, %v; want absent", s, got, err)
 		}
+	}
+}
+
+// TestImageSpellingsBounded: the normalized forms of image names asked
+// are remembered for at most maxSpellings names, and resolving stays
+// right across the forgetting.
+func TestImageSpellingsBounded(t *testing.T) {
+	r, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ref, err := r.PullImage(ctx, &runtimeapi.ImageSpec{Image: "nginx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 * maxSpellings {
+		if got, err := r.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: fmt.Sprintf("app:%d", i)}); err != nil || got != "" {
+			t.Fatalf("app:%d: %q, %v", i, got, err)
+		}
+		if got, err := r.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: "nginx:latest"}); err != nil || got != ref {
+			t.Fatalf("nginx:latest after %d other names: %q, %v", i, got, err)
+		}
+	}
+	r.mu.Lock()
+	n := len(r.spellings)
+	r.mu.Unlock()
+	if n > maxSpellings {
+		t.Errorf("%d names remembered, at most %d", n, maxSpellings)
 	}
 }

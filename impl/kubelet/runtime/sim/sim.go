@@ -74,6 +74,7 @@ type Runtime struct {
 	images     map[string]string                   // normalized reference (repo tag, repo digest) -> image id (images.go)
 	imageIDs   map[string]imageNames               // image id -> its names and what statuses report (images.go)
 	imageUsers map[string]string                   // normalized image name -> the image config's user
+	spellings  map[string]string                   // image names asked lately -> normalized (normalized, images.go)
 	registries map[string]*runtimeapi.AuthConfig   // registry host -> credentials pulls need
 	pullAuths  map[string][]*runtimeapi.AuthConfig // image name -> credentials presented
 	execLog    []Exec
@@ -557,7 +558,7 @@ func (r *Runtime) PullImageWithAuth(ctx context.Context, image *runtimeapi.Image
 	// An image pulled before, under any spelling of its reference, keeps
 	// its id and names: pulling again allocates nothing (the kubelet
 	// pulls on every start under Always).
-	name := normalizedImage(image.Image)
+	name := r.normalized(image.Image)
 	if ref, ok := r.images[name]; ok {
 		return ref, nil
 	}
