@@ -129,11 +129,59 @@ func sortedResourceNames(l corev1.ResourceList) []corev1.ResourceName {
 // pod-level resources (PodLevelResources and PodLevelResourcesFixDefaulting
 // on): when the pod is prepared for storage, after mutating admission and
 // the containers' requests defaulted from their limits; pods only, not
-// templates. (1.36 and earlier did it in SetDefaults_Pod, before admission,
-// and defaulted requests only beside pod-level limits.)
+// templates. The order is upstream's: hugepages limits, then requests (a
+// defaulted hugepages limit gets its request), then the other limits (the
+// larger of the now complete pod-level request and the containers' limits).
+// (1.36 and earlier did it in SetDefaults_Pod, before admission, defaulted
+// requests only beside pod-level limits and limits not at all.)
 func defaultPodLevelResources(p *corev1.Pod) {
 	defaultHugePagePodLimits(p)
 	defaultPodRequests(p)
+	defaultPodLimits(p)
+}
+
+// defaultPodLimits: when pod-level resources are set, a pod-level resource
+// without a pod-level limit that every container limits (app, init and
+// sidecar containers alike; ephemeral ones have no resources) gets the
+// containers' aggregate limit, counted as the scheduler counts requests
+// (KEP-753), or its pod-level request where that is larger, so the request
+// stays within the limit (KEP-2837 rows 10 and 12, issue 136120; 1.37's
+// PodLevelResourcesFixDefaulting).
+func defaultPodLimits(p *corev1.Pod) {
+	r := p.Spec.Resources
+	if r == nil || (len(r.Limits) == 0 && len(r.Requests) == 0) {
+		return
+	}
+	limits := r.Limits
+	if limits == nil {
+		limits = corev1.ResourceList{}
+	}
+	for name, q := range resourcehelper.AggregateContainerLimits(p, resourcehelper.PodResourcesOptions{}) {
+		if _, ok := limits[name]; ok || !resourcehelper.IsSupportedPodLevelResource(name) || !allContainersLimit(&p.Spec, name) {
+			continue
+		}
+		limit := q.DeepCopy()
+		if req, ok := r.Requests[name]; ok && req.Cmp(limit) > 0 {
+			limit = req.DeepCopy()
+		}
+		limits[name] = limit
+	}
+	if len(limits) > 0 {
+		r.Limits = limits
+	}
+}
+
+// allContainersLimit: every init and app container of s sets a limit for
+// name.
+func allContainersLimit(s *corev1.PodSpec, name corev1.ResourceName) bool {
+	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
+		for i := range cs {
+			if _, ok := cs[i].Resources.Limits[name]; !ok {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // defaultHugePagePodLimits: when pod-level resources are set, a hugepages
