@@ -22,10 +22,7 @@ func pods(now func() time.Time) *resource.Resource {
 		prepareForCreate: preparePodForCreate,
 		prepareForUpdate: func(p, old *corev1.Pod) {
 			p.Status = old.Status
-			// As on create: an update body without the defaulted pod-level
-			// values gets them again (the containers' resources are those
-			// of the stored pod), so it does not change spec.resources.
-			defaultPodLevelResources(p)
+			preparePodLevelResourcesForUpdate(p, old)
 		},
 		// The spec is validated in validateCreate and validateUpdate: an
 		// update's checks are relaxed by what the stored pod already had.
@@ -74,6 +71,41 @@ func preparePodForCreate(p *corev1.Pod) {
 			Message: "Scheduling is blocked due to non-empty scheduling gates",
 		}}
 	}
+}
+
+// preparePodLevelResourcesForUpdate: an update body's pod-level resources
+// keep what the stored pod has (PR 140514: existing pod-level fields are
+// preserved on update): a request or limit the body leaves out is the
+// stored one, so a body without the defaulted values is no change, and no
+// value is derived anew for a pod stored under earlier defaulting (which
+// would change the immutable spec.resources and refuse even a label
+// update). Pod-level resources the stored pod lacks are defaulted as on
+// create (validation then refuses adding them).
+func preparePodLevelResourcesForUpdate(p, old *corev1.Pod) {
+	r, o := p.Spec.Resources, old.Spec.Resources
+	if r == nil {
+		return
+	}
+	if o == nil || (len(o.Requests) == 0 && len(o.Limits) == 0) {
+		defaultPodLevelResources(p)
+		return
+	}
+	r.Requests = withStored(r.Requests, o.Requests)
+	r.Limits = withStored(r.Limits, o.Limits)
+}
+
+// withStored is l with every entry of stored that l lacks.
+func withStored(l, stored corev1.ResourceList) corev1.ResourceList {
+	for n, q := range stored {
+		if _, ok := l[n]; ok {
+			continue
+		}
+		if l == nil {
+			l = corev1.ResourceList{}
+		}
+		l[n] = q.DeepCopy()
+	}
+	return l
 }
 
 // keepPodForStatusUpdate: /status writes change the status only; owner
