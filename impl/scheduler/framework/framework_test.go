@@ -3,12 +3,14 @@ package framework
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 func TestStatus(t *testing.T) {
@@ -127,5 +129,138 @@ func TestNodeInfoAddRemoveClone(t *testing.T) {
 	}
 	if err := ni.RemovePod(p); err == nil {
 		t.Error("removing an absent pod succeeded")
+	}
+}
+
+// TestPodRequestsPodLevel: pod-level requests (spec.resources) of cpu,
+// memory and each hugepages size stand in for the containers' aggregate,
+// as upstream's PodRequests; the overhead is added to them. The non-zero
+// form (what a NodeInfo adds up for scoring) fills in 100m and 200Mi only
+// for a resource that neither the pod level nor any container names, as
+// upstream's calculateResource, and the pod-level values win there too.
+func TestPodRequestsPodLevel(t *testing.T) {
+	hp := func(q string) v1.ResourceList { return v1.ResourceList{"hugepages-2Mi": resource.MustParse(q)} }
+	first := req("500m", "1Gi")
+	first.Requests["hugepages-2Mi"] = resource.MustParse("2Mi")
+	pod := &v1.Pod{Spec: v1.PodSpec{
+		Resources:  &v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), "hugepages-2Mi": resource.MustParse("8Mi")}},
+		Containers: []v1.Container{{Resources: first}, {Resources: req("700m", "")}},
+		Overhead:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")},
+	}}
+	r, nz := PodRequests(pod)
+	if r.MilliCPU != 2100 || r.Memory != 1<<30 || r.ScalarResources["hugepages-2Mi"] != 8<<20 {
+		t.Errorf("requests cpu=%dm mem=%d hugepages-2Mi=%d, want 2100m, 1Gi, 8Mi", r.MilliCPU, r.Memory, r.ScalarResources["hugepages-2Mi"])
+	}
+	// Memory is named (by the first container), so the second adds no 200Mi.
+	if nz.MilliCPU != 2100 || nz.Memory != 1<<30 {
+		t.Errorf("non-zero cpu=%dm mem=%d, want 2100m, 1Gi", nz.MilliCPU, nz.Memory)
+	}
+
+	only := &v1.Pod{Spec: v1.PodSpec{
+		Resources:  &v1.ResourceRequirements{Requests: hp("4Mi")},
+		Containers: []v1.Container{{}, {Resources: v1.ResourceRequirements{Requests: hp("2Mi")}}},
+	}}
+	r, nz = PodRequests(only)
+	if r.ScalarResources["hugepages-2Mi"] != 4<<20 || r.MilliCPU != 0 || r.Memory != 0 {
+		t.Errorf("pod-level hugepages only: requests %+v, want hugepages-2Mi 4Mi alone", r)
+	}
+	if nz.MilliCPU != 2*DefaultMilliCPURequest || nz.Memory != 2*DefaultMemoryRequest {
+		t.Errorf("pod-level hugepages only: non-zero cpu=%dm mem=%d, want the defaults of both containers", nz.MilliCPU, nz.Memory)
+	}
+}
+
+// TestPodRequestsOracle: PodRequests agrees with upstream's computation
+// done by component-helpers itself — the requests as
+// resourcehelper.PodRequests, the non-zero cpu and memory as
+// kube-scheduler's calculateResource (PodRequests again with the defaults
+// as NonMissingContainerRequests: both without pod-level requests, with
+// them only for cpu or memory its result lacks) — over random pods of
+// containers, sidecars and init containers naming random subsets of cpu,
+// memory, ephemeral-storage, hugepages and an extended resource (zeros
+// included), with and without pod-level requests and overhead.
+func TestPodRequestsOracle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 1))
+	names := []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage, "hugepages-2Mi", "example.com/gpu"}
+	list := func() v1.ResourceList {
+		rl := v1.ResourceList{}
+		for _, n := range names {
+			if rng.IntN(3) == 0 {
+				continue
+			}
+			v := int64(rng.IntN(4)) // zeros too
+			if n == v1.ResourceCPU {
+				rl[n] = *resource.NewMilliQuantity(v*250, resource.DecimalSI)
+			} else {
+				rl[n] = *resource.NewQuantity(v<<20, resource.BinarySI)
+			}
+		}
+		return rl
+	}
+	always := v1.ContainerRestartPolicyAlways
+	for i := range 3000 {
+		pod := &v1.Pod{}
+		for range rng.IntN(3) + 1 {
+			pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Resources: v1.ResourceRequirements{Requests: list()}})
+		}
+		for range rng.IntN(3) {
+			c := v1.Container{Resources: v1.ResourceRequirements{Requests: list()}}
+			if rng.IntN(2) == 0 {
+				c.RestartPolicy = &always
+			}
+			pod.Spec.InitContainers = append(pod.Spec.InitContainers, c)
+		}
+		if rng.IntN(2) == 0 {
+			pod.Spec.Resources = &v1.ResourceRequirements{Requests: list()}
+		}
+		if rng.IntN(3) == 0 {
+			pod.Spec.Overhead = list()
+		}
+
+		want := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+		defaults := NonZeroDefaults
+		if resourcehelper.IsPodLevelRequestsSet(pod) {
+			defaults = v1.ResourceList{}
+			for n, q := range NonZeroDefaults {
+				if _, ok := want[n]; !ok {
+					defaults[n] = q
+				}
+			}
+		}
+		wantNZ := want
+		if len(defaults) > 0 {
+			wantNZ = resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{NonMissingContainerRequests: defaults})
+		}
+
+		r, nz := PodRequests(pod)
+		got := v1.ResourceList{}
+		if r.MilliCPU != 0 {
+			got[v1.ResourceCPU] = *resource.NewMilliQuantity(r.MilliCPU, resource.DecimalSI)
+		}
+		for n, v := range map[v1.ResourceName]int64{v1.ResourceMemory: r.Memory, v1.ResourceEphemeralStorage: r.EphemeralStorage} {
+			if v != 0 {
+				got[n] = *resource.NewQuantity(v, resource.BinarySI)
+			}
+		}
+		for n, v := range r.ScalarResources {
+			if v != 0 {
+				got[n] = *resource.NewQuantity(v, resource.BinarySI)
+			}
+		}
+		for n, q := range want {
+			if q.IsZero() {
+				delete(want, n)
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("pod %d %+v: requests %v, upstream %v", i, pod.Spec, got, want)
+		}
+		for n, q := range want {
+			if g := got[n]; g.Cmp(q) != 0 {
+				t.Fatalf("pod %d %+v: requests %v, upstream %v", i, pod.Spec, got, want)
+			}
+		}
+		if nz.MilliCPU != wantNZ.Cpu().MilliValue() || nz.Memory != wantNZ.Memory().Value() {
+			t.Fatalf("pod %d %+v: non-zero cpu=%dm mem=%d, upstream %v", i, pod.Spec, nz.MilliCPU, nz.Memory, wantNZ)
+		}
 	}
 }

@@ -2,6 +2,8 @@ package framework
 
 import (
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // Requests a pod makes when its containers name none, used only for scoring
@@ -141,12 +143,29 @@ func IsExtendedResourceName(name v1.ResourceName) bool {
 	return len(s) < 9 || s[:9] != "requests."
 }
 
-// PodRequests computes what the pod asks the node for: the larger of the sum
-// of its containers (plus restartable init containers, i.e. sidecars) and
-// its largest init container (plus the sidecars started before it), plus
-// the pod overhead. Pod-level resources (spec.resources) win for cpu and
-// memory when set. The second result substitutes the scoring defaults
-// (100m cpu, 200Mi memory) for containers that request none.
+// PodRequests computes what the pod asks the node for, as kube-scheduler
+// does (NodeResourcesFit's PreFilter and the requests a NodeInfo adds up
+// for its pods) by component-helpers' PodRequests, which the kubelet's
+// admission and the quota share: the larger of the sum of the app
+// containers and sidecars (restartable init containers) and the peak while
+// a regular init container runs (it plus the sidecars started before it);
+// pod-level requests (spec.resources, PodLevelResources being on by
+// default) of every supported pod-level resource — cpu, memory and each
+// hugepages-<size> — in place of that aggregate; plus the overhead.
+//
+// The second result is upstream's non-zero form (calculateResource), of
+// which only MilliCPU and Memory are set: a container that names no cpu
+// request counts 100m and one that names no memory 200Mi (so that
+// best-effort pods still spread), except that with pod-level requests set
+// the defaults apply only to a resource that neither the pod level, nor
+// any container, nor the overhead names.
+//
+// This is component-helpers' arithmetic on Resource values rather than a
+// call to it, which costs twenty times as much (about 11 µs and 18
+// allocations a pod against 0.5 µs and none); TestPodRequestsOracle
+// checks the two agree. Container status resources (in-place resize) are
+// not read: the scheduler's informers keep no container statuses
+// (transform.go).
 func PodRequests(pod *v1.Pod) (reqs Resource, nonZero Resource) {
 	var sum, sumNZ Resource
 	for i := range pod.Spec.Containers {
@@ -174,12 +193,27 @@ func PodRequests(pod *v1.Pod) (reqs Resource, nonZero Resource) {
 	sumNZ.AddResource(&sidecarsNZ)
 	sum.SetMaxResource(&initMax)
 	sumNZ.SetMaxResource(&initMaxNZ)
-	if pr := pod.Spec.Resources; pr != nil {
-		if q, ok := pr.Requests[v1.ResourceCPU]; ok {
-			sum.MilliCPU, sumNZ.MilliCPU = q.MilliValue(), q.MilliValue()
+	if resourcehelper.IsPodLevelRequestsSet(pod) {
+		for name, q := range pod.Spec.Resources.Requests {
+			switch {
+			case name == v1.ResourceCPU:
+				sum.MilliCPU = q.MilliValue()
+			case name == v1.ResourceMemory:
+				sum.Memory = q.Value()
+			case resourcehelper.IsSupportedPodLevelResource(name):
+				if sum.ScalarResources == nil {
+					sum.ScalarResources = map[v1.ResourceName]int64{}
+				}
+				sum.ScalarResources[name] = q.Value()
+			}
 		}
-		if q, ok := pr.Requests[v1.ResourceMemory]; ok {
-			sum.Memory, sumNZ.Memory = q.Value(), q.Value()
+		// The defaults fill in only what nothing names; what something
+		// names counts as requested.
+		if podNames(pod, v1.ResourceCPU) {
+			sumNZ.MilliCPU = sum.MilliCPU
+		}
+		if podNames(pod, v1.ResourceMemory) {
+			sumNZ.Memory = sum.Memory
 		}
 	}
 	if pod.Spec.Overhead != nil {
@@ -190,6 +224,36 @@ func PodRequests(pod *v1.Pod) (reqs Resource, nonZero Resource) {
 	}
 	sum.AllowedPodNumber, sumNZ.AllowedPodNumber = 0, 0
 	return sum, sumNZ
+}
+
+// podNames reports whether the pod's requests name the resource anywhere:
+// a container's or init container's requests, the pod-level requests or
+// the overhead (even as zero) — whether upstream's PodRequests result has
+// the key.
+func podNames(pod *v1.Pod, name v1.ResourceName) bool {
+	for _, list := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range list {
+			if _, ok := list[i].Resources.Requests[name]; ok {
+				return true
+			}
+		}
+	}
+	if r := pod.Spec.Resources; r != nil {
+		if _, ok := r.Requests[name]; ok {
+			return true
+		}
+	}
+	_, ok := pod.Spec.Overhead[name]
+	return ok
+}
+
+// NonZeroDefaults are the requests a container that names no cpu or no
+// memory is taken to make for scoring (upstream's DefaultMilliCPURequest
+// and DefaultMemoryRequest), as component-helpers'
+// NonMissingContainerRequests. Shared; never changed.
+var NonZeroDefaults = v1.ResourceList{
+	v1.ResourceCPU:    *resource.NewMilliQuantity(DefaultMilliCPURequest, resource.DecimalSI),
+	v1.ResourceMemory: *resource.NewQuantity(DefaultMemoryRequest, resource.BinarySI),
 }
 
 func addNonZero(r *Resource, rl v1.ResourceList) {

@@ -21,7 +21,8 @@ type BalancedAllocationArgs struct {
 
 // BalancedAllocation scores nodes by how evenly the pod would leave the
 // utilisation of its resources: 100 × (1 − standard deviation of the
-// requested/allocatable fractions).
+// requested/allocatable fractions), the pods' requests taken as they are
+// (no non-zero defaults for cpu and memory, as upstream's useRequested).
 type BalancedAllocation struct {
 	resources []ResourceSpec
 }
@@ -53,7 +54,7 @@ func (s *balancedState) Clone() fw.StateData { return s }
 // PreScore implements fw.PreScorePlugin; best-effort pods (no requests)
 // skip the plugin.
 func (b *BalancedAllocation) PreScore(_ context.Context, state *fw.CycleState, pod *v1.Pod, _ []*fw.NodeInfo) *fw.Status {
-	req, nz := fw.PodRequests(pod)
+	req, _ := fw.PodRequests(pod)
 	bestEffort := true
 	for _, r := range b.resources {
 		switch r.Name {
@@ -70,7 +71,7 @@ func (b *BalancedAllocation) PreScore(_ context.Context, state *fw.CycleState, p
 	if bestEffort {
 		return fw.NewStatus(fw.Skip)
 	}
-	state.Write(balancedKey, &balancedState{ps: preFilterState{Resource: req, nonZero: nz}})
+	state.Write(balancedKey, &balancedState{ps: preFilterState{Resource: req}})
 	return nil
 }
 
@@ -84,7 +85,7 @@ func (b *BalancedAllocation) Score(_ context.Context, state *fw.CycleState, _ *v
 	var buf [8]float64
 	fractions := buf[:0]
 	for _, r := range b.resources {
-		requested, allocatable := requestedAndAllocatable(r.Name, &s.ps, nodeInfo)
+		requested, allocatable := requestedAndAllocatable(r.Name, &s.ps, nodeInfo, true)
 		if allocatable == 0 {
 			continue
 		}

@@ -1,6 +1,7 @@
 // Package noderesources holds the NodeResourcesFit plugin (Filter: the pod's
-// requests fit the node's free allocatable cpu, memory, ephemeral storage,
-// pod count and extended resources; Score: LeastAllocated, MostAllocated or
+// requests — fw.PodRequests, pod-level requests included — fit the node's
+// free allocatable cpu, memory, ephemeral storage, pod count, hugepages and
+// extended resources; Score: LeastAllocated, MostAllocated or
 // RequestedToCapacityRatio) and NodeResourcesBalancedAllocation (Score:
 // prefer nodes whose cpu and memory utilisation stay balanced). Fit's
 // Filter enforces SCHED-2 (NodeCapacity) together with the cache's assumed
@@ -13,6 +14,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/kubeproof/kubeproof/impl/faults"
 	fw "github.com/kubeproof/kubeproof/impl/scheduler/framework"
@@ -135,11 +137,29 @@ type preFilterState struct {
 
 func (s *preFilterState) Clone() fw.StateData { return s }
 
-// PreFilter implements fw.PreFilterPlugin: computes the pod's requests once.
+// PreFilter implements fw.PreFilterPlugin: computes the pod's requests once
+// (fw.PodRequests: pod-level requests of cpu, memory and hugepages count),
+// and the cpu and memory it is scored with (scoringNonZero).
 func (*Fit) PreFilter(_ context.Context, state *fw.CycleState, pod *v1.Pod) *fw.Status {
 	r, nz := fw.PodRequests(pod)
+	if resourcehelper.IsPodLevelRequestsSet(pod) {
+		nz = scoringNonZero(pod)
+	}
 	state.Write(preFilterKey, &preFilterState{Resource: r, nonZero: nz})
 	return nil
+}
+
+// scoringNonZero is the cpu and memory the pod being scheduled is scored
+// with by the strategies that score non-zero requests, as upstream's
+// resourceAllocationScorer (calculatePodResourceRequest): every container
+// naming no cpu or no memory counts the defaults (100m, 200Mi), pod-level
+// requests still win. It differs from fw.PodRequests' non-zero form, which
+// is what a NodeInfo adds up for its pods, only for a pod with pod-level
+// requests, where that form fills in a default only for a resource neither
+// the pod level nor any container names.
+func scoringNonZero(pod *v1.Pod) fw.Resource {
+	rl := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{NonMissingContainerRequests: fw.NonZeroDefaults})
+	return fw.Resource{MilliCPU: rl.Cpu().MilliValue(), Memory: rl.Memory().Value()}
 }
 
 // PreFilterExtensions implements fw.PreFilterPlugin.
@@ -210,11 +230,16 @@ func (f *Fit) fits(req *fw.Resource, n *fw.NodeInfo) []InsufficientResource {
 	check(v1.ResourceMemory, req.Memory, used.Memory, alloc.Memory)
 	check(v1.ResourceEphemeralStorage, req.EphemeralStorage, used.EphemeralStorage, alloc.EphemeralStorage)
 	for name, want := range req.ScalarResources {
-		if f.ignored[string(name)] {
-			continue
-		}
-		if i := indexByte(string(name), '/'); i >= 0 && f.ignoredGroups[string(name)[:i]] {
-			continue
+		// Only extended resources may be ignored (upstream's
+		// fitsRequest): hugepages and attachable volumes are always
+		// checked.
+		if fw.IsExtendedResourceName(name) {
+			if f.ignored[string(name)] {
+				continue
+			}
+			if i := indexByte(string(name), '/'); i >= 0 && f.ignoredGroups[string(name)[:i]] {
+				continue
+			}
 		}
 		check(name, want, used.ScalarResources[name], alloc.ScalarResources[name])
 	}
@@ -238,7 +263,7 @@ func (f *Fit) Score(_ context.Context, state *fw.CycleState, _ *v1.Pod, nodeInfo
 	}
 	var total, weights int64
 	for _, r := range f.resources {
-		requested, allocatable := requestedAndAllocatable(r.Name, s, nodeInfo)
+		requested, allocatable := requestedAndAllocatable(r.Name, s, nodeInfo, false)
 		if allocatable == 0 {
 			continue
 		}
@@ -261,8 +286,17 @@ func (f *Fit) Score(_ context.Context, state *fw.CycleState, _ *v1.Pod, nodeInfo
 }
 
 // requestedAndAllocatable returns what the node would have requested after
-// placing the pod (non-zero defaults for cpu and memory) and its allocatable.
-func requestedAndAllocatable(name v1.ResourceName, s *preFilterState, n *fw.NodeInfo) (int64, int64) {
+// placing the pod and its allocatable: cpu and memory with the non-zero
+// defaults unless useRequested (upstream's resourceAllocationScorer:
+// BalancedAllocation scores the requests as they are, the Fit strategies
+// the non-zero ones).
+func requestedAndAllocatable(name v1.ResourceName, s *preFilterState, n *fw.NodeInfo, useRequested bool) (int64, int64) {
+	switch {
+	case name == v1.ResourceCPU && useRequested:
+		return n.Requested.MilliCPU + s.MilliCPU, n.Allocatable.MilliCPU
+	case name == v1.ResourceMemory && useRequested:
+		return n.Requested.Memory + s.Memory, n.Allocatable.Memory
+	}
 	switch name {
 	case v1.ResourceCPU:
 		return n.NonZeroRequested.MilliCPU + s.nonZero.MilliCPU, n.Allocatable.MilliCPU
