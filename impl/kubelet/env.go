@@ -3,12 +3,16 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"math/big"
+	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // reasonCreateContainerConfigErr is the waiting reason when a container's
@@ -158,7 +162,7 @@ func valueFrom(pod *v1.Pod, c *v1.Container, vf *v1.EnvVarSource, src EnvSource,
 		v, err := podField(pod, vf.FieldRef.FieldPath)
 		return v, err == nil, err
 	case vf.ResourceFieldRef != nil:
-		v, err := resourceField(c, vf.ResourceFieldRef, allocatable)
+		v, err := envResourceField(pod, c, vf.ResourceFieldRef, allocatable)
 		return v, err == nil, err
 	}
 	return "", false, nil
@@ -210,36 +214,145 @@ func bracketKey(path, prefix string) (string, bool) {
 	return path[len(prefix)+2 : len(path)-2], true
 }
 
-// resourceField is the downward API's resourceFieldRef: a request or limit
-// divided by the divisor and rounded up; an unset limit is the node's
-// allocatable.
-func resourceField(c *v1.Container, ref *v1.ResourceFieldSelector, allocatable v1.ResourceList) (string, error) {
-	kind, name, ok := strings.Cut(ref.Resource, ".")
-	if !ok || (kind != "limits" && kind != "requests") {
-		return "", fmt.Errorf("unsupported resourceFieldRef %q", ref.Resource)
+// envResourceField is an env var's resourceFieldRef, as upstream's
+// kubelet (makeEnvironmentVariables): of the container itself, or of the
+// app or init container the ref names (an app container first; "container
+// <name> not found" when none), an unset or zero cpu, memory or
+// ephemeral-storage limit taken from downwardAPILimitDefaults — except for
+// a named init container, whose limits upstream leaves as they are.
+func envResourceField(pod *v1.Pod, c *v1.Container, ref *v1.ResourceFieldSelector, allocatable v1.ResourceList) (string, error) {
+	defaults := downwardAPILimitDefaults(pod, allocatable)
+	if ref.ContainerName != "" {
+		var app bool
+		if c, app = podContainer(pod, ref.ContainerName); c == nil {
+			return "", fmt.Errorf("container %s not found", ref.ContainerName)
+		}
+		if !app {
+			defaults = nil
+		}
 	}
-	rn := v1.ResourceName(name)
+	return resourceField(c, ref, defaults)
+}
+
+// downwardAPILimitDefaults are the limits an env var's resourceFieldRef
+// reads where the container sets none, as upstream's
+// defaultPodLimitsForDownwardAPI: the node's allocatable, with a non-zero
+// pod-level cpu or memory limit (PodLevelResources, on by default) in
+// place of the allocatable of that resource when the node reports it.
+// Hugepages have no default (see resourceField); a downwardAPI volume
+// uses the allocatable alone.
+func downwardAPILimitDefaults(pod *v1.Pod, allocatable v1.ResourceList) v1.ResourceList {
+	if !resourcehelper.IsPodLevelLimitsSet(pod) {
+		return allocatable
+	}
+	var out v1.ResourceList
+	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+		q, ok := pod.Spec.Resources.Limits[name]
+		if _, has := allocatable[name]; !ok || q.IsZero() || !has {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(allocatable)
+		}
+		out[name] = q
+	}
+	if out == nil {
+		return allocatable
+	}
+	return out
+}
+
+// podContainer is the pod's app container of that name, else its init
+// container of that name (app reports which), as upstream's
+// findContainerInPod; nil when neither.
+func podContainer(pod *v1.Pod, name string) (c *v1.Container, app bool) {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i], true
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i], false
+		}
+	}
+	return nil, false
+}
+
+// resourceField is the downward API's resourceFieldRef of container c, as
+// upstream's ExtractContainerResourceValue: limits. or requests. of cpu,
+// memory, ephemeral-storage or a hugepages-<size>, divided by the divisor
+// (1 when unset) and rounded up (resourceValue); a request or limit the
+// container does not set is 0, except that an unset or zero cpu, memory
+// or ephemeral-storage limit is taken from defaults when it has one
+// (upstream's MergeContainerResourceLimits: hugepages, never overcommitted,
+// get none). Anything else is upstream's "unsupported container resource"
+// error.
+func resourceField(c *v1.Container, ref *v1.ResourceFieldSelector, defaults v1.ResourceList) (string, error) {
+	unsupported := fmt.Errorf("unsupported container resource : %v", ref.Resource)
+	kind, rest, _ := strings.Cut(ref.Resource, ".")
+	name := v1.ResourceName(rest)
+	switch {
+	case kind != "limits" && kind != "requests":
+		return "", unsupported
+	case name == v1.ResourceCPU, name == v1.ResourceMemory, name == v1.ResourceEphemeralStorage, strings.HasPrefix(rest, v1.ResourceHugePagesPrefix):
+	default:
+		return "", unsupported
+	}
 	list := c.Resources.Requests
 	if kind == "limits" {
 		list = c.Resources.Limits
 	}
-	q, ok := list[rn]
-	if !ok && kind == "limits" {
-		q, ok = allocatable[rn]
-	}
-	if !ok {
-		q = resource.Quantity{}
+	q := list[name]
+	if kind == "limits" && q.IsZero() && !strings.HasPrefix(rest, v1.ResourceHugePagesPrefix) {
+		if d, ok := defaults[name]; ok {
+			q = d
+		}
 	}
 	divisor := ref.Divisor
 	if divisor.IsZero() {
-		divisor = resource.MustParse("1")
+		divisor = *resource.NewQuantity(1, resource.DecimalSI)
 	}
-	if rn == v1.ResourceCPU {
-		v := math.Ceil(float64(q.MilliValue()) / float64(divisor.MilliValue()))
-		return fmt.Sprintf("%d", int64(v)), nil
+	return resourceValue(q, divisor), nil
+}
+
+// resourceValue is q divided by divisor, rounded up, in decimal, as
+// upstream's downward API computes it: exactly (not through float64, which
+// loses a byte count past 2^53), "0" for a q or divisor that is not
+// positive, at most math.MaxInt64, and without building numbers of
+// millions of digits for quantities like 1e1000000.
+func resourceValue(q, divisor resource.Quantity) string {
+	if q.Sign() <= 0 || divisor.Sign() <= 0 {
+		return "0"
 	}
-	v := math.Ceil(float64(q.Value()) / float64(divisor.Value()))
-	return fmt.Sprintf("%d", int64(v)), nil
+	qd, dd := q.AsDec(), divisor.AsDec()
+	n, d := new(big.Int).Set(qd.UnscaledBig()), new(big.Int).Set(dd.UnscaledBig())
+	qScale, dScale := int64(qd.Scale()), int64(dd.Scale())
+	// A value u×10^-s with u of b bits lies in [10^((b-1)·log10 2 - s),
+	// 10^(b·log10 2 - s)); bound the ratio's power of ten before scaling.
+	const log10of2 = 0.30102999566398120
+	lo := func(u *big.Int, s int64) float64 { return float64(u.BitLen()-1)*log10of2 - float64(s) }
+	hi := func(u *big.Int, s int64) float64 { return float64(u.BitLen())*log10of2 - float64(s) }
+	switch {
+	case lo(n, qScale)-hi(d, dScale) > 19.5: // above 10^19 > MaxInt64
+		return strconv.FormatInt(math.MaxInt64, 10)
+	case hi(n, qScale)-lo(d, dScale) < -1: // below 1/10, so 1 rounded up
+		return "1"
+	}
+	// q/divisor = (n/d)·10^(dScale-qScale).
+	if e := dScale - qScale; e > 0 {
+		n.Mul(n, new(big.Int).Exp(big.NewInt(10), big.NewInt(e), nil))
+	} else if e < 0 {
+		d.Mul(d, new(big.Int).Exp(big.NewInt(10), big.NewInt(-e), nil))
+	}
+	quo, rem := new(big.Int).QuoRem(n, d, new(big.Int))
+	if rem.Sign() > 0 {
+		quo.Add(quo, big.NewInt(1))
+	}
+	if !quo.IsInt64() {
+		return strconv.FormatInt(math.MaxInt64, 10)
+	}
+	return quo.String()
 }
 
 // expand replaces $(NAME) with NAME's value when defined (in vals, else

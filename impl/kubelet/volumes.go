@@ -180,9 +180,11 @@ func (k *Kubelet) downwardAPIFiles(pod *v1.Pod, items []v1.DownwardAPIVolumeFile
 		case item.FieldRef != nil:
 			val, err = podField(pod, item.FieldRef.FieldPath)
 		case item.ResourceFieldRef != nil:
-			c := containerSpec(pod, item.ResourceFieldRef.ContainerName, false)
-			if c == nil {
-				err = fmt.Errorf("container %q not found", item.ResourceFieldRef.ContainerName)
+			// As upstream's downwardAPI volume plugin: the app or init
+			// container named, its unset limits the node's allocatable
+			// (pod-level limits are not read here, only for env vars).
+			if c, _ := podContainer(pod, item.ResourceFieldRef.ContainerName); c == nil {
+				err = fmt.Errorf("container %s not found", item.ResourceFieldRef.ContainerName)
 			} else {
 				val, err = resourceField(c, item.ResourceFieldRef, k.allocatable)
 			}
