@@ -1,18 +1,30 @@
 // Package resourcequota is kubeproof's resource quota controller: it keeps
 // every ResourceQuota's status true to the objects that exist. The
-// ResourceQuota admission plugin only ever adds to status.used when it
-// admits a create; this controller recomputes status.used from informer
-// caches (Usage, a pure function of the observed objects) when a quota is
-// created or its spec changes, periodically (--resource-quota-sync-period),
-// and when a tracked object is deleted or a pod stops counting (terminal
-// phase, deletion grace period over) — the "replenishment" that gives
-// usage back, so a namespace at its quota can create again. (spec/ has
-// no quota property yet; this package enforces none by ID.)
+// ResourceQuota admission plugin (impl/apiserver/admission) never gives
+// usage back: to status.used it adds what each write it evaluates adds (a
+// create's usage; an update's growth over the stored object, such as a
+// pod resize or a service's type change, or all the object's usage for a
+// quota the update brings it into), after recounting a quota whose status
+// was never computed. This controller recomputes status.used from
+// informer caches (Usage, a pure function of the observed objects) when a
+// quota is created or its spec changes, periodically
+// (--resource-quota-sync-period), and at once on a "replenishment", as
+// upstream's quota monitors: an observed object is deleted, or updated in
+// a way upstream's update filter passes (ReplenishOnUpdate: a pod whose
+// container statuses report resized resources, that enters or leaves the
+// Terminating scope, or that stops counting — terminal phase, or deletion
+// grace period over when the update arrives; a service whose type moves
+// between NodePort, LoadBalancer and the rest). A replenishment recounts
+// the namespace's quotas whose status.hard names a resource of that kind
+// (Replenishes). Other changes, such as a pod whose grace period ends with
+// no update after it, or a NodePort service's ports, wait for the
+// periodic recount, as upstream. (spec/ has no quota property yet; this
+// package enforces none by ID.)
 //
 // As upstream's controller, it writes status with UpdateStatus on the
 // quota it read (compare-and-swap on resourceVersion, retried on
 // conflict) and, like upstream, a recount from a cache that lags behind a
-// create admitted a moment ago can briefly lower used below the charges;
+// write admitted a moment ago can briefly lower used below the charges;
 // the next sync corrects it.
 package resourcequota
 
@@ -20,7 +32,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -44,8 +55,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeproof/kubeproof/impl/controller/workloop"
-
-	quotaeval "github.com/kubeproof/kubeproof/impl/quota"
 )
 
 // Name is the controller's name (its queue's metrics name).
@@ -254,34 +263,19 @@ func needsRecalculation(q *corev1.ResourceQuota) bool {
 	return false
 }
 
-// replenishHandler enqueues the quotas that count gr in an object's
-// namespace when the object is deleted, and for pods when a pod stops
-// counting or its requests change; a pod being deleted is looked at again
-// when its grace period ends.
+// replenishHandler enqueues the quotas of an object's namespace that
+// count gr (Replenishes) when the object is deleted or an update of it is
+// a replenishment (ReplenishOnUpdate), as upstream's quota monitors.
 func (c *Controller) replenishHandler(gr schema.GroupResource) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(oldObj, newObj any) {
-			if gr != podResource {
+			old, ok1 := oldObj.(runtime.Object)
+			cur, ok2 := newObj.(runtime.Object)
+			if !ok1 || !ok2 || !ReplenishOnUpdate(gr, old, cur, c.clock.Now()) {
 				return
 			}
-			old, ok1 := oldObj.(*corev1.Pod)
-			pod, ok2 := newObj.(*corev1.Pod)
-			if !ok1 || !ok2 {
-				return
-			}
-			keys := c.trackingKeys(pod.Namespace, gr)
-			if len(keys) == 0 {
-				// No quota to replenish: skip computing usages (every
-				// pod update of every namespace comes through here).
-				return
-			}
-			now := c.clock.Now()
-			if quotaeval.PodCounts(old, now) != quotaeval.PodCounts(pod, now) || !apiequality.Semantic.DeepEqual(quotaeval.PodComputeUsage(old), quotaeval.PodComputeUsage(pod)) {
-				c.enqueueKeys(keys, 0)
-			}
-			if old.DeletionTimestamp == nil && pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil {
-				end := pod.DeletionTimestamp.Add(time.Duration(*pod.DeletionGracePeriodSeconds)*time.Second + time.Second)
-				c.enqueueKeys(keys, end.Sub(now))
+			if m, err := metaOf(cur); err == nil {
+				c.enqueueKeys(c.replenishedKeys(m.GetNamespace(), gr))
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -292,7 +286,7 @@ func (c *Controller) replenishHandler(gr schema.GroupResource) cache.ResourceEve
 			if err != nil {
 				return
 			}
-			c.enqueueKeys(c.trackingKeys(m.GetNamespace(), gr), 0)
+			c.enqueueKeys(c.replenishedKeys(m.GetNamespace(), gr))
 		},
 	}
 }
@@ -305,16 +299,16 @@ func metaOf(obj any) (metav1.Object, error) {
 	return m, nil
 }
 
-// trackingKeys returns the keys of the quotas in namespace that count
-// objects of gr.
-func (c *Controller) trackingKeys(namespace string, gr schema.GroupResource) []string {
+// replenishedKeys returns the keys of the quotas in namespace that a
+// replenishment for gr recounts.
+func (c *Controller) replenishedKeys(namespace string, gr schema.GroupResource) []string {
 	quotas, err := c.quotas.ResourceQuotas(namespace).List(labels.Everything())
 	if err != nil {
 		return nil
 	}
 	var keys []string
 	for _, q := range quotas {
-		if !slices.Contains(Tracked(q), gr) {
+		if !Replenishes(q, gr) {
 			continue
 		}
 		if key, err := cache.MetaNamespaceKeyFunc(q); err == nil {
@@ -324,14 +318,10 @@ func (c *Controller) trackingKeys(namespace string, gr schema.GroupResource) []s
 	return keys
 }
 
-// enqueueKeys enqueues the quotas of keys after delay.
-func (c *Controller) enqueueKeys(keys []string, delay time.Duration) {
+// enqueueKeys enqueues the quotas of keys.
+func (c *Controller) enqueueKeys(keys []string) {
 	for _, key := range keys {
-		if delay > 0 {
-			c.queue.AddAfter(key, delay)
-		} else {
-			c.queue.Add(key)
-		}
+		c.queue.Add(key)
 	}
 }
 
@@ -390,7 +380,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 }
 
 // readQuota reads the quota from the API server, not the cache: its
-// status moves with every admitted create, and comparing a recount with a
+// status moves with every admitted write, and comparing a recount with a
 // cached status that missed a charge would skip the write that gives
 // usage back. It lists by name, since the controller's role (as
 // upstream's system:controller:resourcequota-controller) may list and
