@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -259,9 +260,7 @@ func validateEnv(env []corev1.EnvVar, path *field.Path) field.ErrorList {
 			}
 			if from.ResourceFieldRef != nil {
 				n++
-				if from.ResourceFieldRef.Resource == "" {
-					errs = append(errs, field.Required(p.Child("valueFrom", "resourceFieldRef", "resource"), ""))
-				}
+				errs = append(errs, validateResourceFieldSelector(from.ResourceFieldRef, p.Child("valueFrom", "resourceFieldRef"), false)...)
 			}
 			if from.ConfigMapKeyRef != nil {
 				n++
@@ -290,6 +289,72 @@ func validateEnv(env []corev1.EnvVar, path *field.Path) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// downwardAPIResources are the resources a downward API resourceFieldRef
+// may name, besides limits.hugepages-<size> and requests.hugepages-<size>
+// (upstream's validContainerResourceFieldPathExpressions and its hugepages
+// prefixes, DownwardAPIHugePages being GA), sorted as upstream lists them.
+var downwardAPIResources = []string{"limits.cpu", "limits.ephemeral-storage", "limits.memory", "requests.cpu", "requests.ephemeral-storage", "requests.memory"}
+
+// validateResourceFieldSelector checks a downward API resourceFieldRef as
+// upstream's validateContainerResourceFieldSelector: a downwardAPI volume
+// file must name its container; the resource is required and one of
+// downwardAPIResources or a hugepages request or limit (any name after
+// the prefix); the divisor is checked (validateResourceDivisor).
+func validateResourceFieldSelector(fs *corev1.ResourceFieldSelector, p *field.Path, volume bool) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case volume && fs.ContainerName == "":
+		errs = append(errs, field.Required(p.Child("containerName"), ""))
+	case fs.Resource == "":
+		errs = append(errs, field.Required(p.Child("resource"), ""))
+	case !slices.Contains(downwardAPIResources, fs.Resource) && !isHugePagesFieldRef(fs.Resource):
+		errs = append(errs, field.NotSupported(p.Child("resource"), fs.Resource, downwardAPIResources))
+	}
+	return append(errs, validateResourceDivisor(fs.Resource, fs.Divisor, p)...)
+}
+
+// isHugePagesFieldRef: requests.hugepages-... or limits.hugepages-...
+func isHugePagesFieldRef(res string) bool {
+	return strings.HasPrefix(res, "requests."+corev1.ResourceHugePagesPrefix) || strings.HasPrefix(res, "limits."+corev1.ResourceHugePagesPrefix)
+}
+
+// downwardAPIByteDivisors are the divisors of memory, ephemeral-storage
+// and hugepages values (upstream's validContainerResourceDivisorFor*), as
+// Quantity.String spells them.
+var downwardAPIByteDivisors = sets.New("1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei")
+
+// validateResourceDivisor checks a set divisor as upstream's
+// validateContainerResourceDivisor: 1m or 1 for cpu, a unit power of ten
+// or two for memory, ephemeral-storage and hugepages; any divisor for a
+// resource it does not know (that one is refused as not supported).
+func validateResourceDivisor(res string, divisor resource.Quantity, p *field.Path) field.ErrorList {
+	if divisor.IsZero() {
+		return nil
+	}
+	d := divisor.String()
+	var what string
+	switch {
+	case res == "limits.cpu" || res == "requests.cpu":
+		if d != "1m" && d != "1" {
+			return field.ErrorList{field.Invalid(p.Child("divisor"), res, "only divisor's values 1m and 1 are supported with the cpu resource")}
+		}
+		return nil
+	case res == "limits.memory" || res == "requests.memory":
+		what = "memory"
+	case res == "limits.ephemeral-storage" || res == "requests.ephemeral-storage":
+		what = "local ephemeral storage"
+	case isHugePagesFieldRef(res):
+		what = "hugepages"
+	default:
+		return nil
+	}
+	if downwardAPIByteDivisors.Has(d) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(p.Child("divisor"), res,
+		fmt.Sprintf("only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the %s resource", what))}
 }
 
 func validateVolumeMounts(mounts []corev1.VolumeMount, volumes map[string]corev1.VolumeSource, path *field.Path) field.ErrorList {

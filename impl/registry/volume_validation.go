@@ -128,6 +128,8 @@ func validateDownwardAPIFiles(items []corev1.DownwardAPIVolumeFile, p *field.Pat
 			errs = append(errs, field.Invalid(ip, "", "fieldRef and resourceFieldRef can not be specified simultaneously"))
 		case item.FieldRef == nil && item.ResourceFieldRef == nil:
 			errs = append(errs, field.Required(ip, "must specify one of: `fieldRef` or `resourceFieldRef`"))
+		case item.ResourceFieldRef != nil:
+			errs = append(errs, validateResourceFieldSelector(item.ResourceFieldRef, ip.Child("resourceFieldRef"), true)...)
 		}
 	}
 	return errs

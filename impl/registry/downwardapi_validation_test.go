@@ -1,0 +1,77 @@
+package registry
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// TestDownwardAPIResourceFieldRefValidation: a resourceFieldRef, of an env
+// var or a downwardAPI volume file, is checked as upstream's
+// validateContainerResourceFieldSelector: cpu, memory and
+// ephemeral-storage limits and requests, and limits.hugepages-<size> and
+// requests.hugepages-<size>; other resources are not supported; a volume
+// file names its container; divisors are 1m or 1 for cpu and unit powers
+// of ten or two for memory, ephemeral-storage and hugepages.
+func TestDownwardAPIResourceFieldRefValidation(t *testing.T) {
+	r := find(t, coreV1, "pods")
+	env := func(res, divisor string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			ref := &corev1.ResourceFieldSelector{Resource: res}
+			if divisor != "" {
+				ref.Divisor = resource.MustParse(divisor)
+			}
+			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "V", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: ref}}}
+		}
+	}
+	volume := func(container, res, divisor string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			ref := &corev1.ResourceFieldSelector{ContainerName: container, Resource: res}
+			if divisor != "" {
+				ref.Divisor = resource.MustParse(divisor)
+			}
+			p.Spec.Volumes = []corev1.Volume{{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+				Items: []corev1.DownwardAPIVolumeFile{{Path: "v", ResourceFieldRef: ref}}}}}}
+		}
+	}
+	const envRef = "spec.containers[0].env[0].valueFrom.resourceFieldRef"
+	const volRef = "spec.volumes[0].downwardAPI.items[0].resourceFieldRef"
+	for _, tc := range []struct {
+		name   string
+		mutate func(*corev1.Pod)
+		want   []string
+	}{
+		{"hugepages limit", env("limits.hugepages-2Mi", ""), nil},
+		{"hugepages request with divisor", env("requests.hugepages-1Gi", "1Mi"), nil},
+		{"hugepages with a cpu divisor", env("limits.hugepages-2Mi", "1m"), []string{invalid + " " + envRef + ".divisor"}},
+		{"memory divisor", env("limits.memory", "1Gi"), nil},
+		{"memory divisor not a unit", env("requests.memory", "2Mi"), []string{invalid + " " + envRef + ".divisor"}},
+		{"cpu divisor", env("requests.cpu", "1m"), nil},
+		{"cpu divisor in Ki", env("requests.cpu", "1Ki"), []string{invalid + " " + envRef + ".divisor"}},
+		{"ephemeral-storage", env("limits.ephemeral-storage", "1G"), nil},
+		{"extended resource", env("requests.example.com/gpu", ""), []string{notSupported + " " + envRef + ".resource"}},
+		{"bare name", env("cpu", ""), []string{notSupported + " " + envRef + ".resource"}},
+		{"no resource", env("", ""), []string{required + " " + envRef + ".resource"}},
+		{"volume hugepages", volume("app", "limits.hugepages-2Mi", "1Ki"), nil},
+		{"volume without container", volume("", "limits.hugepages-2Mi", ""), []string{required + " " + volRef + ".containerName"}},
+		{"volume unsupported", volume("app", "limits.pods", ""), []string{notSupported + " " + volRef + ".resource"}},
+		{"volume hugepages divisor", volume("app", "requests.hugepages-2Mi", "3"), []string{invalid + " " + volRef + ".divisor"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPod("p")
+			tc.mutate(p)
+			defaultPod(p)
+			wantErrors(t, r.Strategy.Validate(context.Background(), p), tc.want...)
+		})
+	}
+
+	p := newPod("p")
+	env("limits.hugepages-2Mi", "1m")(p)
+	defaultPod(p)
+	errs := r.Strategy.Validate(context.Background(), p)
+	if len(errs) != 1 || errs[0].Error() != envRef+`.divisor: Invalid value: "limits.hugepages-2Mi": only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the hugepages resource` {
+		t.Errorf("hugepages divisor: %v", errs)
+	}
+}
