@@ -125,14 +125,15 @@ func hasInvalidTopologySpreadConstraintLabelSelector(s *corev1.PodSpec) bool {
 }
 
 // hasNonLocalProjectedTokenPath: a projected service account token's path
-// fails the local path check.
+// fails the local non-reserved path check (upstream's, as the create check
+// in validateProjectedSources).
 func hasNonLocalProjectedTokenPath(s *corev1.PodSpec) bool {
 	for _, v := range s.Volumes {
 		if v.Projected == nil {
 			continue
 		}
 		for _, src := range v.Projected.Sources {
-			if t := src.ServiceAccountToken; t != nil && len(validateLocalDescendingPath(t.Path, nil)) > 0 {
+			if t := src.ServiceAccountToken; t != nil && len(validateLocalNonReservedPath(t.Path, nil)) > 0 {
 				return true
 			}
 		}

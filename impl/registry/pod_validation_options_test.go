@@ -52,7 +52,15 @@ var storedBeforeTightening = []struct {
 		s.Volumes = []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "../token"}}},
 		}}}}
-	}, []string{invalid + " spec.volumes[0].projected.sources[0].serviceAccountToken.path"}},
+	}, []string{invalid + " spec.volumes[0].projected.path"}},
+	// Upstream checks token paths as ValidateLocalNonReservedPath (not
+	// starting with "..", where the kubelet keeps its ..data), reported on
+	// the projected volume's path, as upstream's validateProjectionSources.
+	{"projected token path reserved", func(s *corev1.PodSpec) {
+		s.Volumes = []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "..token"}}},
+		}}}}
+	}, []string{invalid + " spec.volumes[0].projected.path"}},
 }
 
 // TestPodUpdateKeepsWhatTheStoredPodHad: a pod stored with a value a later

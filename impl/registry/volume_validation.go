@@ -61,7 +61,7 @@ func validateVolumes(volumes []corev1.Volume, path *field.Path, opts podValidati
 			}
 		case src.Projected != nil:
 			checkMode(src.Projected.DefaultMode, p.Child("projected", "defaultMode"))
-			errs = append(errs, validateProjectedSources(src.Projected.Sources, p.Child("projected", "sources"), opts)...)
+			errs = append(errs, validateProjectedSources(src.Projected.Sources, p.Child("projected"), opts)...)
 		case src.DownwardAPI != nil:
 			checkMode(src.DownwardAPI.DefaultMode, p.Child("downwardAPI", "defaultMode"))
 			errs = append(errs, validateDownwardAPIFiles(src.DownwardAPI.Items, p.Child("downwardAPI", "items"))...)
@@ -135,8 +135,15 @@ func validateDownwardAPIFiles(items []corev1.DownwardAPIVolumeFile, p *field.Pat
 	return errs
 }
 
-func validateProjectedSources(sources []corev1.VolumeProjection, p *field.Path, opts podValidationOptions) field.ErrorList {
+// validateProjectedSources checks a projected volume's sources (projected:
+// the volume's projected path). A service account token's path is checked
+// as upstream's validateProjectionSources: required, and (unless opts
+// allow what the old object had) a local non-reserved path, both reported
+// on the projected volume's path (upstream's fldPath.Child("path"), not
+// the source's).
+func validateProjectedSources(sources []corev1.VolumeProjection, projected *field.Path, opts podValidationOptions) field.ErrorList {
 	var errs field.ErrorList
+	p := projected.Child("sources")
 	for i, src := range sources {
 		sp := p.Index(i)
 		switch {
@@ -148,14 +155,13 @@ func validateProjectedSources(sources []corev1.VolumeProjection, p *field.Path, 
 			errs = append(errs, validateDownwardAPIFiles(src.DownwardAPI.Items, sp.Child("downwardAPI", "items"))...)
 		case src.ServiceAccountToken != nil:
 			tp := sp.Child("serviceAccountToken")
-			if src.ServiceAccountToken.Path == "" {
-				errs = append(errs, field.Required(tp.Child("path"), ""))
-			}
-			if !opts.allowNonLocalProjectedTokenPath {
-				errs = append(errs, validateLocalDescendingPath(src.ServiceAccountToken.Path, tp.Child("path"))...)
-			}
 			if exp := src.ServiceAccountToken.ExpirationSeconds; exp != nil && *exp < 10*60 {
 				errs = append(errs, field.Invalid(tp.Child("expirationSeconds"), *exp, "may not specify a duration less than 10 minutes"))
+			}
+			if src.ServiceAccountToken.Path == "" {
+				errs = append(errs, field.Required(projected.Child("path"), ""))
+			} else if !opts.allowNonLocalProjectedTokenPath {
+				errs = append(errs, validateLocalNonReservedPath(src.ServiceAccountToken.Path, projected.Child("path"))...)
 			}
 		}
 	}
@@ -163,10 +169,11 @@ func validateProjectedSources(sources []corev1.VolumeProjection, p *field.Path, 
 }
 
 // validateLocalNonReservedPath is validateLocalDescendingPath plus: the
-// path may not start with ".." (the kubelet keeps its own "..data" there).
+// path may not start with ".." (the kubelet keeps its own "..data" there);
+// ".." itself gets both errors, as upstream's ValidateLocalNonReservedPath.
 func validateLocalNonReservedPath(target string, p *field.Path) field.ErrorList {
 	errs := validateLocalDescendingPath(target, p)
-	if strings.HasPrefix(target, "..") && !strings.HasPrefix(target, "../") && target != ".." {
+	if strings.HasPrefix(target, "..") && !strings.HasPrefix(target, "../") {
 		errs = append(errs, field.Invalid(p, target, "must not start with '..'"))
 	}
 	return errs

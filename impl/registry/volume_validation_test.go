@@ -26,6 +26,9 @@ func TestPodVolumeAndDNSValidation(t *testing.T) {
 				corev1.KeyToPath{Path: "..data"})}
 		}, []string{invalid + " spec.volumes[0].configMap.items[0].path", invalid + " spec.volumes[0].configMap.items[1].path",
 			required + " spec.volumes[0].configMap.items[2].key", invalid + " spec.volumes[0].configMap.items[2].path"}},
+		{"item path \"..\": both upstream errors (contains and starts with \"..\")", func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{cmVolume(corev1.KeyToPath{Key: "a", Path: ".."})}
+		}, []string{invalid + " spec.volumes[0].configMap.items[0].path", invalid + " spec.volumes[0].configMap.items[0].path"}},
 		{"two sources", func(p *corev1.Pod) {
 			v := cmVolume()
 			v.EmptyDir = &corev1.EmptyDirVolumeSource{}
