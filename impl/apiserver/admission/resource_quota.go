@@ -113,7 +113,10 @@ func (p *ResourceQuota) Validate(ctx context.Context, a *Attributes) error {
 			p.refund(ctx, a.Namespace, charged)
 			return err
 		}
-		charged = append(charged, c)
+		// A dry run is checked, never written: nothing to give back.
+		if !a.DryRun {
+			charged = append(charged, c)
+		}
 	}
 	return nil
 }

@@ -132,8 +132,17 @@ func TestResourceQuotaDryRunAndRefund(t *testing.T) {
 		t.Fatalf("dry run charged the quota: %v", u.String())
 	}
 
-	// quota a is charged, then b refuses: a gets its charge back.
+	// A dry run that b refuses gives nothing back to a, which it never
+	// charged: a keeps its usage.
+	store.quotas["a"] = quota("a", rl("pods", "5"), rl("pods", "2"))
 	store.quotas["b"] = quota("b", rl("pods", "1"), rl("pods", "1"))
+	wantForbidden(t, p.Validate(context.Background(), a), "exceeded quota: b")
+	if u := store.quotas["a"].Status.Used["pods"]; u.Value() != 2 {
+		t.Fatalf("a refused dry run took a charge back it never made: used %v, want 2", u.String())
+	}
+	store.quotas["a"] = quota("a", rl("pods", "5"), rl("pods", "0"))
+
+	// quota a is charged, then b refuses: a gets its charge back.
 	wantForbidden(t, p.Validate(context.Background(), podCreate(newPod("p"))), "exceeded quota: b")
 	if u := store.quotas["a"].Status.Used["pods"]; u.Value() != 0 {
 		t.Fatalf("refused create left a charge on quota a: %v", u.String())
