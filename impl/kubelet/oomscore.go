@@ -1,7 +1,6 @@
 package kubelet
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -201,28 +200,6 @@ func hugepageLimits(node []HugePages, limits v1.ResourceList) []*runtimeapi.Huge
 		}
 	}
 	return hls
-}
-
-// limitedHugePages are the page sizes a container's limits name (that
-// parse), by size: the sizes containerConfig takes the node to have.
-func limitedHugePages(limits v1.ResourceList) []HugePages {
-	var out []HugePages
-	for name := range limits {
-		sizeName, ok := strings.CutPrefix(string(name), v1.ResourceHugePagesPrefix)
-		if !ok {
-			continue
-		}
-		size, err := resource.ParseQuantity(sizeName)
-		if err != nil {
-			continue
-		}
-		if _, err := hugePageUnitSize(size.Value()); err != nil {
-			continue
-		}
-		out = append(out, HugePages{PageSize: size.Value()})
-	}
-	slices.SortFunc(out, func(a, b HugePages) int { return cmp.Compare(a.PageSize, b.PageSize) })
-	return out
 }
 
 // hugePageUnits are runc's hugepage size units.

@@ -158,7 +158,7 @@ func TestContainerOOMScoreAdj(t *testing.T) {
 				t.Errorf("containerOOMScoreAdj = %d, want %d", got, tc.want)
 			}
 			// The container's CRI config carries it.
-			if got := containerConfig(pod, c, false, 0, nil, capacity).GetLinux().GetResources().GetOomScoreAdj(); got != tc.want {
+			if got := containerConfig(pod, c, false, 0, nil, nil, capacity, nil).GetLinux().GetResources().GetOomScoreAdj(); got != tc.want {
 				t.Errorf("CRI oom_score_adj = %d, want %d", got, tc.want)
 			}
 		})
@@ -244,26 +244,8 @@ func TestHugepageLimits(t *testing.T) {
 			check("hugepageLimits", hugepageLimits(tc.node, tc.lim))
 			c := withResources(nil, tc.lim)
 			pod := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{c}}}
-			check("CRI hugepage limits", containerConfigOn(pod, &pod.Spec.Containers[0], false, 0, nil, 32<<30, tc.node).GetLinux().GetResources().GetHugepageLimits())
+			check("CRI hugepage limits", containerConfig(pod, &pod.Spec.Containers[0], false, 0, nil, nil, 32<<30, tc.node).GetLinux().GetResources().GetHugepageLimits())
 		})
-	}
-}
-
-// TestContainerConfigHugepageLimits: containerConfig, which the kubelet's
-// container start still calls, takes the node to have the sizes the
-// container limits: each limited size gets its limit, by size, and no
-// other size is named.
-func TestContainerConfigHugepageLimits(t *testing.T) {
-	c := withResources(nil, resList("hugepages-1Gi", "2Gi", "hugepages-2Mi", "6Mi", "hugepages-x", "1Mi", "memory", "1Gi"))
-	pod := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{c}}}
-	got := containerConfig(pod, &pod.Spec.Containers[0], false, 0, nil, 32<<30).GetLinux().GetResources().GetHugepageLimits()
-	want := []*runtimeapi.HugepageLimit{{PageSize: "2MB", Limit: 6 << 20}, {PageSize: "1GB", Limit: 2 << 30}}
-	if len(got) != len(want) || !proto.Equal(got[0], want[0]) || !proto.Equal(got[1], want[1]) {
-		t.Errorf("hugepage limits = %v, want %v", got, want)
-	}
-	plain := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}}
-	if got := containerConfig(plain, &plain.Spec.Containers[0], false, 0, nil, 32<<30).GetLinux().GetResources().GetHugepageLimits(); got != nil {
-		t.Errorf("no hugepage limits: %v, want none", got)
 	}
 }
 
@@ -289,7 +271,10 @@ func TestOOMScoreAdjReachesRuntime(t *testing.T) {
 	h := newHarness(t, nil)
 	rec := &createRecorder{Runtime: h.rt, res: map[string]*runtimeapi.LinuxContainerResources{}}
 	h.krt = rec
-	h.k = h.newKubelet(func(c *Config) { c.Memory = resourceMust("4Gi") })
+	h.k = h.newKubelet(func(c *Config) {
+		c.Memory = resourceMust("4Gi")
+		c.HugePages = []HugePages{{PageSize: 2 << 20, Pages: 8}, {PageSize: 1 << 30}}
+	})
 	p := h.create(h.pod("burstable", func(p *v1.Pod) {
 		p.Status.QOSClass = v1.PodQOSBurstable
 		p.Spec.Containers[0].Resources = v1.ResourceRequirements{
@@ -306,7 +291,9 @@ func TestOOMScoreAdjReachesRuntime(t *testing.T) {
 	if got.GetOomScoreAdj() != 750 { // 1000 - 1000 * 1Gi / 4Gi
 		t.Errorf("oom_score_adj = %d, want 750", got.GetOomScoreAdj())
 	}
-	if hl := got.GetHugepageLimits(); len(hl) != 1 || hl[0].PageSize != "2MB" || hl[0].Limit != 4<<20 {
-		t.Errorf("hugepage limits = %v, want 2MB: %d", hl, 4<<20)
+	// Every page size of the node, 0 unless limited (upstream's
+	// GetHugepageLimitsFromResources).
+	if hl := got.GetHugepageLimits(); len(hl) != 2 || hl[0].PageSize != "2MB" || hl[0].Limit != 4<<20 || hl[1].PageSize != "1GB" || hl[1].Limit != 0 {
+		t.Errorf("hugepage limits = %v, want 2MB: %d, 1GB: 0", hl, 4<<20)
 	}
 }

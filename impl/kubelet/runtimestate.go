@@ -156,26 +156,18 @@ func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string) *runtimeapi.P
 	return cfg
 }
 
-// containerConfig is containerConfigOn for a node whose huge page sizes
-// are the ones c limits (limitedHugePages), so c gets its limits and no
-// 0 for the node's other sizes: what the kubelet's container start
-// (syncpod.go) still calls, until it passes the node's sizes
-// (Config.HugePages) to containerConfigOn.
-func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, env []EnvVar, nodeMemory int64) *runtimeapi.ContainerConfig {
-	return containerConfigOn(pod, c, init, attempt, env, nodeMemory, limitedHugePages(c.Resources.Limits))
-}
-
-// containerConfigOn is the CRI container config of one container on a
-// node of nodeMemory bytes of memory capacity and the huge page sizes
-// hugePages.
-func containerConfigOn(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, env []EnvVar, nodeMemory int64, hugePages []HugePages) *runtimeapi.ContainerConfig {
+// containerConfig is the CRI container config of one container, created
+// from image, on a node of nodeMemory bytes of memory capacity and the
+// huge page sizes hugePages (Config.HugePages: every size gets a limit, 0
+// unless c limits it, as upstream's GetHugepageLimitsFromResources).
+func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, image *runtimeapi.ImageSpec, env []EnvVar, nodeMemory int64, hugePages []HugePages) *runtimeapi.ContainerConfig {
 	typ := "app"
 	if init {
 		typ = "init"
 	}
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata:   &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: attempt},
-		Image:      &runtimeapi.ImageSpec{Image: c.Image},
+		Image:      image,
 		Command:    c.Command,
 		Args:       c.Args,
 		WorkingDir: c.WorkingDir,

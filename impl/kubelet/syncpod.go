@@ -695,8 +695,7 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 	if err != nil {
 		return failed(reasonCreateContainerConfigErr, err)
 	}
-	cc := containerConfig(pod, spec, s.Init, s.Attempt, env, k.cfg.Memory.Value())
-	cc.Image = image
+	cc := containerConfig(pod, spec, s.Init, s.Attempt, image, env, k.cfg.Memory.Value(), k.cfg.HugePages)
 	cc.Mounts = mounts
 	cc.Linux.SecurityContext = sec
 	if s.Ephemeral {
@@ -711,13 +710,15 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 			sec.NamespaceOptions.TargetId = s.TargetID
 		}
 	}
+	// A runtime's error is worded as upstream's startContainer words it:
+	// the gRPC status's message alone.
 	id, err := k.rt.CreateContainer(ctx, sandboxID, cc, sbConfig)
 	if err != nil {
-		return failed(reasonCreateContainerErr, err)
+		return failed(reasonCreateContainerErr, runtimeMessage(err))
 	}
 	event(v1.EventTypeNormal, EventCreated, "Created container: %s", spec.Name)
 	if err := k.rt.StartContainer(ctx, id); err != nil {
-		return failed(reasonRunContainerErr, err)
+		return failed(reasonRunContainerErr, runtimeMessage(err))
 	}
 	event(v1.EventTypeNormal, EventStarted, "Started container %s", spec.Name)
 	if !s.Ephemeral && spec.Lifecycle != nil && spec.Lifecycle.PostStart != nil {
