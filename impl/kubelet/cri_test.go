@@ -10,10 +10,12 @@ import (
 
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/cri"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/cri/fakecri"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
 
 // newCRIHarness is a harness whose kubelet talks CRI over gRPC (a unix
@@ -131,5 +133,33 @@ func TestCRIWaitNetworkReady(t *testing.T) {
 	}
 	if _, err := client.ContainerStatus(context.Background(), "nope"); err == nil || !strings.Contains(err.Error(), runtime.ErrNotFound.Error()) {
 		t.Fatalf("NotFound not mapped: %v", err)
+	}
+}
+
+// TestRuntimeErrorsWordedAsUpstream: a container that CRI fails to start
+// is reported as upstream's startContainer reports it — the Failed event
+// "Error: <message>" with the gRPC status's message alone (containerd's
+// "failed to create containerd task: ..."), not the CRI client's "start
+// container <id>: rpc error: code = ... desc = ..." around it.
+func TestRuntimeErrorsWordedAsUpstream(t *testing.T) {
+	rec := record.NewFakeRecorder(1000)
+	h := newHarness(t, nil)
+	client, dir := dialFakeCRI(t, h.rt)
+	h.krt = client
+	h.k = h.newKubelet(func(c *Config) { c.PodLogsDir = filepath.Join(dir, "pods"); c.Recorder = rec })
+	const msg = `exec: "nope": executable file not found in $PATH`
+	p := h.create(h.pod("fails", func(p *v1.Pod) {
+		p.Annotations = map[string]string{sim.AnnotationStartFailure: msg}
+	}))
+	h.sync(p)
+	var failed []string
+	for _, e := range drain(rec) {
+		if strings.HasPrefix(e, "Warning Failed ") {
+			failed = append(failed, e)
+		}
+	}
+	want := "Warning Failed Error: failed to create containerd task: " + msg
+	if len(failed) == 0 || failed[0] != want {
+		t.Fatalf("Failed events %q, want %q first", failed, want)
 	}
 }

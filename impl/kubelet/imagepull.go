@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 
@@ -101,11 +102,16 @@ func (e *runtimeMessageError) Error() string { return e.msg }
 func (e *runtimeMessageError) Unwrap() error { return e.err }
 
 // runtimeMessage is err worded as upstream's kubelet words a runtime's
-// error: a gRPC status error as its message (still wrapping it), any other
-// error as it is.
+// error: a gRPC status error, also one our CRI client wrapped with what it
+// was doing, as the status's message alone (still wrapping err); any other
+// error as it is. (grpcstatus.FromError would word a wrapped status as
+// the whole wrapped text.)
 func runtimeMessage(err error) error {
-	if s, ok := grpcstatus.FromError(err); ok && s.Message() != err.Error() {
-		return &runtimeMessageError{err: err, msg: s.Message()}
+	var gs interface{ GRPCStatus() *grpcstatus.Status }
+	if errors.As(err, &gs) {
+		if s := gs.GRPCStatus(); s != nil && s.Message() != err.Error() {
+			return &runtimeMessageError{err: err, msg: s.Message()}
+		}
 	}
 	return err
 }

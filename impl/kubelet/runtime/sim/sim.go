@@ -643,7 +643,9 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	if c.faults.startFailure != "" {
 		c.startedAt = 0
 		c.exit(now, 128, "StartError", c.faults.startFailure)
-		return fmt.Errorf("start container %s: failed to create containerd task: %s", id, c.faults.startFailure)
+		// containerd's CRI words a task that fails to start so, with
+		// nothing about the container before it.
+		return fmt.Errorf("failed to create containerd task: %s", c.faults.startFailure)
 	}
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
 	c.startedAt = now.UnixNano()
