@@ -173,6 +173,39 @@ func TestReplenishesAgainstTheAPIServer(t *testing.T) {
 		t.Fatalf("creating a pod after another finished: %v", err)
 	}
 
+	// A pod that gets an active deadline enters the Terminating scope:
+	// the controller recounts the Terminating quota at once (upstream's
+	// update filter), whether or not admission charged the update (here
+	// it does not: it evaluates pod updates of pods/resize only).
+	term := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "terminating"}, Spec: corev1.ResourceQuotaSpec{
+		Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("5")}, Scopes: []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeTerminating}}}
+	if _, err := quotas.Create(ctx, term, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cached := factory.Core().V1().ResourceQuotas().Lister().ResourceQuotas(ns)
+	waitFor(t, "the Terminating quota's status in the controller's cache", func() (bool, error) {
+		q, err := cached.Get("terminating")
+		if err != nil {
+			return false, err
+		}
+		return used(q, corev1.ResourcePods) == "0", fmt.Errorf("cached pods used %s", used(q, corev1.ResourcePods))
+	})
+	d, err := pods.Get(ctx, "d", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.ActiveDeadlineSeconds = new(int64(3600))
+	if _, err := pods.Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the Terminating quota to count the pod with a deadline", func() (bool, error) {
+		q, err := quotas.Get(ctx, "terminating", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return used(q, corev1.ResourcePods) == "1", fmt.Errorf("pods used %s", used(q, corev1.ResourcePods))
+	})
+
 	// Object counts are given back too.
 	cms := cs.CoreV1().ConfigMaps(ns)
 	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "one"}}, metav1.CreateOptions{}); err != nil {
