@@ -1,10 +1,12 @@
 package kubelet
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 func TestPodRequests(t *testing.T) {
@@ -117,6 +119,62 @@ func TestAdmitScalarResources(t *testing.T) {
 		ok, reason, message := Admit(alloc, tc.pod, tc.admitted)
 		if ok != (tc.reason == "") || reason != tc.reason || message != tc.message {
 			t.Errorf("%s: %v %q %q", tc.name, ok, reason, message)
+		}
+	}
+}
+
+// TestPodRequestsOracle: podRequests agrees with upstream's PodRequests
+// (k8s.io/component-helpers, what kube-scheduler and the kubelet's
+// admission call) on random pods: app, regular and sidecar init
+// containers, pod-level requests, overhead, zero quantities, hugepages
+// and extended resources.
+func TestPodRequestsOracle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 27))
+	names := []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage, "hugepages-2Mi", "example.com/gpu"}
+	list := func() v1.ResourceList {
+		rl := v1.ResourceList{}
+		for _, n := range names {
+			if rng.IntN(3) == 0 {
+				continue
+			}
+			v := int64(rng.IntN(4))
+			if n == v1.ResourceCPU {
+				rl[n] = *resource.NewMilliQuantity(v*250, resource.DecimalSI)
+			} else {
+				rl[n] = *resource.NewQuantity(v<<20, resource.BinarySI)
+			}
+		}
+		return rl
+	}
+	always := v1.ContainerRestartPolicyAlways
+	for i := range 3000 {
+		pod := &v1.Pod{}
+		for range rng.IntN(3) + 1 {
+			pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Resources: v1.ResourceRequirements{Requests: list()}})
+		}
+		for range rng.IntN(4) {
+			c := v1.Container{Resources: v1.ResourceRequirements{Requests: list()}}
+			if rng.IntN(2) == 0 {
+				c.RestartPolicy = &always
+			}
+			pod.Spec.InitContainers = append(pod.Spec.InitContainers, c)
+		}
+		if rng.IntN(2) == 0 {
+			pod.Spec.Resources = &v1.ResourceRequirements{Requests: list()}
+		}
+		if rng.IntN(3) == 0 {
+			pod.Spec.Overhead = list()
+		}
+		want := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+		for _, n := range names {
+			q := want[n]
+			w := q.Value()
+			if n == v1.ResourceCPU {
+				w = q.MilliValue()
+			}
+			if got := podRequests(pod, n); got != w {
+				t.Fatalf("pod %d: podRequests(%s) = %d, upstream's PodRequests %d\n%+v", i, n, got, w, pod.Spec)
+			}
 		}
 	}
 }
