@@ -91,12 +91,11 @@ func podInScope(pod *corev1.Pod, scope corev1.ResourceQuotaScope, op corev1.Scop
 		return false
 	}
 	var in bool
-	terminating := pod.Spec.ActiveDeadlineSeconds != nil && *pod.Spec.ActiveDeadlineSeconds >= 0
 	switch scope {
 	case corev1.ResourceQuotaScopeTerminating:
-		in = terminating
+		in = IsTerminating(pod)
 	case corev1.ResourceQuotaScopeNotTerminating:
-		in = !terminating
+		in = !IsTerminating(pod)
 	case corev1.ResourceQuotaScopeBestEffort:
 		in = IsBestEffort(pod)
 	case corev1.ResourceQuotaScopeNotBestEffort:
@@ -170,4 +169,11 @@ func usesCrossNamespaceAffinity(pod *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// IsTerminating reports whether pod is in the Terminating quota scope:
+// it has an activeDeadlineSeconds of 0 or more, as upstream's
+// IsTerminating (pkg/quota/v1/evaluator/core/pods.go).
+func IsTerminating(pod *corev1.Pod) bool {
+	return pod.Spec.ActiveDeadlineSeconds != nil && *pod.Spec.ActiveDeadlineSeconds >= 0
 }

@@ -68,15 +68,31 @@ func newResourceQuota(d *deps) (any, error) {
 var serviceResource = corev1.Resource("services")
 
 // quotaHandles tells which writes upstream's quota admission evaluates,
-// by the Handles of the evaluator for the resource: pods on create and on
-// an update of their resize subresource (in-place resize; this API does
-// not serve it yet); services on create and update, any subresource (a
-// type change changes their usage); events never (ignored by quota);
-// every other resource, counted by object, on create.
-func quotaHandles(gr schema.GroupResource, op Operation, subresource string) bool {
+// by the Handles of the evaluator for the resource: pods on create, on an
+// update that moves the pod into or out of the Terminating scope
+// (activeDeadlineSeconds set or removed; obj and old are the new and
+// stored pod) and on an update of their resize subresource (in-place
+// resize; this API does not serve it yet); services on create and
+// update, any subresource (a type change changes their usage); events
+// never (ignored by quota); every other resource, counted by object, on
+// create.
+func quotaHandles(gr schema.GroupResource, op Operation, subresource string, obj, old runtime.Object) bool {
 	switch gr {
 	case podResource:
-		return (op == Create && subresource == "") || (op == Update && subresource == "resize")
+		switch subresource {
+		case "":
+			if op == Update {
+				pod, ok1 := obj.(*corev1.Pod)
+				oldPod, ok2 := old.(*corev1.Pod)
+				if ok1 && ok2 && quotaeval.IsTerminating(pod) != quotaeval.IsTerminating(oldPod) {
+					return true
+				}
+			}
+			return op == Create
+		case "resize":
+			return op == Update
+		}
+		return false
 	case serviceResource:
 		return op == Create || op == Update
 	case corev1.Resource("events"), schema.GroupResource{Group: "events.k8s.io", Resource: "events"}:
@@ -88,7 +104,7 @@ func quotaHandles(gr schema.GroupResource, op Operation, subresource string) boo
 // Validate implements Validator.
 func (p *ResourceQuota) Validate(ctx context.Context, a *Attributes) error {
 	gr := a.Resource.GroupResource()
-	if a.Namespace == "" || a.Object == nil || !quotaHandles(gr, a.Operation, a.Subresource) {
+	if a.Namespace == "" || a.Object == nil || !quotaHandles(gr, a.Operation, a.Subresource, a.Object, a.OldObject) {
 		return nil
 	}
 	// Every create counts (count/<resource>), so the quotas are read

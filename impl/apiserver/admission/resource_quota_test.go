@@ -12,6 +12,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	quotaeval "github.com/kubeproof/kubeproof/impl/quota"
@@ -206,32 +207,42 @@ func (f failingQuotas) Usage(context.Context, string, *corev1.ResourceQuota) (co
 }
 
 // TestQuotaHandlesAsUpstream: the writes upstream's quota evaluators
-// handle — pods on create and pods/resize update; services on create and
-// update of any subresource; events never; other resources on create.
+// handle — pods on create, on an update into or out of the Terminating
+// scope and on a pods/resize update; services on create and update of any
+// subresource; events never; other resources on create.
 func TestQuotaHandlesAsUpstream(t *testing.T) {
 	svc, ev := corev1.Resource("services"), corev1.Resource("events")
+	deadline, negative := int64(30), int64(-1)
+	plain := &corev1.Pod{}
+	terminating := &corev1.Pod{Spec: corev1.PodSpec{ActiveDeadlineSeconds: &deadline}}
+	longer := &corev1.Pod{Spec: corev1.PodSpec{ActiveDeadlineSeconds: &negative}}
 	for _, tc := range []struct {
-		gr   schema.GroupResource
-		op   Operation
-		sub  string
-		want bool
+		gr       schema.GroupResource
+		op       Operation
+		sub      string
+		obj, old runtime.Object
+		want     bool
 	}{
-		{podResource, Create, "", true},
-		{podResource, Update, "", false},
-		{podResource, Update, "status", false},
-		{podResource, Update, "resize", true},
-		{podResource, Update, "ephemeralcontainers", false},
-		{podResource, Create, "binding", false},
-		{svc, Create, "", true},
-		{svc, Update, "", true},
-		{svc, Update, "status", true},
-		{svc, Delete, "", false},
-		{ev, Create, "", false},
-		{schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, Create, "", false},
-		{corev1.Resource("configmaps"), Create, "", true},
-		{corev1.Resource("configmaps"), Update, "", false},
+		{podResource, Create, "", plain, nil, true},
+		{podResource, Update, "", plain, plain, false},
+		{podResource, Update, "", terminating, plain, true},
+		{podResource, Update, "", plain, terminating, true},
+		{podResource, Update, "", terminating, terminating, false},
+		{podResource, Update, "", longer, plain, false},
+		{podResource, Update, "status", terminating, plain, false},
+		{podResource, Update, "resize", nil, nil, true},
+		{podResource, Update, "ephemeralcontainers", nil, nil, false},
+		{podResource, Create, "binding", nil, nil, false},
+		{svc, Create, "", nil, nil, true},
+		{svc, Update, "", nil, nil, true},
+		{svc, Update, "status", nil, nil, true},
+		{svc, Delete, "", nil, nil, false},
+		{ev, Create, "", nil, nil, false},
+		{schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, Create, "", nil, nil, false},
+		{corev1.Resource("configmaps"), Create, "", nil, nil, true},
+		{corev1.Resource("configmaps"), Update, "", nil, nil, false},
 	} {
-		if got := quotaHandles(tc.gr, tc.op, tc.sub); got != tc.want {
+		if got := quotaHandles(tc.gr, tc.op, tc.sub, tc.obj, tc.old); got != tc.want {
 			t.Errorf("%s %s/%s: handles %v, want %v", tc.op, tc.gr, tc.sub, got, tc.want)
 		}
 	}

@@ -91,11 +91,13 @@ func TestQuotaOnServiceWritesThroughTheAPIServer(t *testing.T) {
 	created(core.Services(ns).Create(ctx, svc("c", corev1.ServiceTypeClusterIP), metav1.CreateOptions{})).must(t, "ClusterIP service c under a lowered load balancer quota")
 }
 
-// TestQuotaIgnoresPodUpdatesThroughTheAPIServer: upstream's pod quota
-// evaluator handles pod creates and pods/resize updates only, so a plain
-// update that moves a pod into a quota's scope (activeDeadlineSeconds set:
-// Terminating) is not charged or refused; the quota controller recounts.
-func TestQuotaIgnoresPodUpdatesThroughTheAPIServer(t *testing.T) {
+// TestQuotaOnPodScopeChangeThroughTheAPIServer: upstream's pod quota
+// evaluator handles pod creates, pods/resize updates and a plain update
+// that moves a pod into or out of the Terminating scope
+// (activeDeadlineSeconds set or removed; since 1.33): such an update into
+// a full Terminating quota is refused with the quota's 403, and a plain
+// update within the scope is not evaluated.
+func TestQuotaOnPodScopeChangeThroughTheAPIServer(t *testing.T) {
 	cs, _ := startServer(t)
 	ctx := context.Background()
 	core := cs.CoreV1()
@@ -117,16 +119,20 @@ func TestQuotaIgnoresPodUpdatesThroughTheAPIServer(t *testing.T) {
 		return nil
 	})
 	p := created(core.Pods(ns).Create(ctx, pod("p", nil), metav1.CreateOptions{})).must(t, "pod outside the Terminating scope")
+	p.Labels = map[string]string{"app": "p"}
+	p = created(core.Pods(ns).Update(ctx, p, metav1.UpdateOptions{})).must(t, "a label update, scope unchanged")
 	p.Spec.ActiveDeadlineSeconds = &deadline
-	if _, err := core.Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("an update setting activeDeadlineSeconds was refused (upstream does not evaluate pod updates): %v", err)
+	_, err := core.Pods(ns).Update(ctx, p, metav1.UpdateOptions{})
+	const want = `pods "p" is forbidden: exceeded quota: terminating, requested: pods=1, used: pods=0, limited: pods=0`
+	if !apierrors.IsForbidden(err) || err.Error() != want {
+		t.Fatalf("an update setting activeDeadlineSeconds into a full Terminating quota: %v, want 403 %q", err, want)
 	}
 	got, err := core.ResourceQuotas(ns).Get(ctx, "terminating", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if u := got.Status.Used[corev1.ResourcePods]; u.Value() != 0 {
-		t.Fatalf("status.used.pods = %s after a pod update, want 0", u.String())
+		t.Fatalf("status.used.pods = %s after a refused pod update, want 0", u.String())
 	}
 }
 
