@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/kubeproof/kubeproof/impl/internal/randpod"
 )
 
 func TestPodRequests(t *testing.T) {
@@ -130,43 +132,10 @@ func TestAdmitScalarResources(t *testing.T) {
 // and extended resources.
 func TestPodRequestsOracle(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 27))
-	names := []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage, "hugepages-2Mi", "example.com/gpu"}
-	list := func() v1.ResourceList {
-		rl := v1.ResourceList{}
-		for _, n := range names {
-			if rng.IntN(3) == 0 {
-				continue
-			}
-			v := int64(rng.IntN(4))
-			if n == v1.ResourceCPU {
-				rl[n] = *resource.NewMilliQuantity(v*250, resource.DecimalSI)
-			} else {
-				rl[n] = *resource.NewQuantity(v<<20, resource.BinarySI)
-			}
-		}
-		return rl
-	}
-	always := v1.ContainerRestartPolicyAlways
 	for i := range 3000 {
-		pod := &v1.Pod{}
-		for range rng.IntN(3) + 1 {
-			pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Resources: v1.ResourceRequirements{Requests: list()}})
-		}
-		for range rng.IntN(4) {
-			c := v1.Container{Resources: v1.ResourceRequirements{Requests: list()}}
-			if rng.IntN(2) == 0 {
-				c.RestartPolicy = &always
-			}
-			pod.Spec.InitContainers = append(pod.Spec.InitContainers, c)
-		}
-		if rng.IntN(2) == 0 {
-			pod.Spec.Resources = &v1.ResourceRequirements{Requests: list()}
-		}
-		if rng.IntN(3) == 0 {
-			pod.Spec.Overhead = list()
-		}
+		pod := randpod.Requests(rng, 3)
 		want := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-		for _, n := range names {
+		for _, n := range randpod.Names {
 			q := want[n]
 			w := q.Value()
 			if n == v1.ResourceCPU {

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/kubeproof/kubeproof/impl/internal/randpod"
 )
 
 func TestStatus(t *testing.T) {
@@ -180,41 +182,8 @@ func TestPodRequestsPodLevel(t *testing.T) {
 // included), with and without pod-level requests and overhead.
 func TestPodRequestsOracle(t *testing.T) {
 	rng := rand.New(rand.NewPCG(27, 1))
-	names := []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage, "hugepages-2Mi", "example.com/gpu"}
-	list := func() v1.ResourceList {
-		rl := v1.ResourceList{}
-		for _, n := range names {
-			if rng.IntN(3) == 0 {
-				continue
-			}
-			v := int64(rng.IntN(4)) // zeros too
-			if n == v1.ResourceCPU {
-				rl[n] = *resource.NewMilliQuantity(v*250, resource.DecimalSI)
-			} else {
-				rl[n] = *resource.NewQuantity(v<<20, resource.BinarySI)
-			}
-		}
-		return rl
-	}
-	always := v1.ContainerRestartPolicyAlways
 	for i := range 3000 {
-		pod := &v1.Pod{}
-		for range rng.IntN(3) + 1 {
-			pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Resources: v1.ResourceRequirements{Requests: list()}})
-		}
-		for range rng.IntN(3) {
-			c := v1.Container{Resources: v1.ResourceRequirements{Requests: list()}}
-			if rng.IntN(2) == 0 {
-				c.RestartPolicy = &always
-			}
-			pod.Spec.InitContainers = append(pod.Spec.InitContainers, c)
-		}
-		if rng.IntN(2) == 0 {
-			pod.Spec.Resources = &v1.ResourceRequirements{Requests: list()}
-		}
-		if rng.IntN(3) == 0 {
-			pod.Spec.Overhead = list()
-		}
+		pod := randpod.Requests(rng, 2)
 
 		want := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 		defaults := NonZeroDefaults
