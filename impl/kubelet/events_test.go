@@ -55,7 +55,11 @@ func TestEvents(t *testing.T) {
 			"Normal Started Started container app")
 		// The image is present for the next pod.
 		h.sync(h.create(h.pod("web2", nil)))
-		wantEvents(t, drain(rec), `Normal Pulled Container image "nginx:1.27" already present on machine`, "Normal Started Started container app")
+		wantEvents(t, drain(rec), `Normal Pulled Container image "nginx:1.27" already present on machine and can be accessed by the pod`, "Normal Started Started container app")
+		// So it is for a Never container: upstream 1.37's words with
+		// KubeletEnsureSecretPulledImages (beta, on by default since 1.35).
+		h.sync(h.create(h.pod("web3", func(p *v1.Pod) { p.Spec.Containers[0].ImagePullPolicy = v1.PullNever })))
+		wantEvents(t, drain(rec), `Normal Pulled Container image "nginx:1.27" already present on machine and can be accessed by the pod`, "Normal Started Started container app")
 	})
 	t.Run("never pull", func(t *testing.T) {
 		h, rec := eventHarness(t)

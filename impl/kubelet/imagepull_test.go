@@ -191,7 +191,7 @@ func TestImagePullBackOff(t *testing.T) {
 	if cs := cstatus(got, "app"); cs.State.Running == nil || got.Status.Phase != v1.PodRunning || flaky.count() != 4 {
 		t.Fatalf("after the image arrived: phase %s %+v, %d pulls", got.Status.Phase, cs.State, flaky.count())
 	}
-	wantEvents(t, drain(rec), `Normal Pulled Container image "`+image+`" already present on machine`, "Normal Started Started container app")
+	wantEvents(t, drain(rec), `Normal Pulled Container image "`+image+`" already present on machine and can be accessed by the pod`, "Normal Started Started container app")
 }
 
 // TestImagePullBackOffAlways: a container with imagePullPolicy Always is
@@ -440,7 +440,7 @@ func TestImageDefaultTagAndStatusImage(t *testing.T) {
 	if cs := cstatus(got, "app"); cs.State.Running == nil || cs.Image != "docker.io/library/nginx:latest" {
 		t.Fatalf("status %+v", cs)
 	}
-	wantEvents(t, drain(rec), `Normal Pulled Container image "nginx" already present on machine`)
+	wantEvents(t, drain(rec), `Normal Pulled Container image "nginx" already present on machine and can be accessed by the pod`)
 
 	// A digest-only reference is pulled as it is; containerd reports no
 	// repo tag for it, so the status shows what the container was created

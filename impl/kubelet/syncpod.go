@@ -648,7 +648,7 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 			event(v1.EventTypeWarning, EventErrImageNeverPull, "%s", msg)
 			return imageFailed(reasonErrImageNeverPull, msg, time.Time{})
 		}
-		event(v1.EventTypeNormal, EventPulled, "Container image %q already present on machine", spec.Image)
+		event(v1.EventTypeNormal, EventPulled, "%s", podsync.PresentImageMessage(spec.Image))
 	case v1.PullAlways:
 		if err := pull(); err != nil {
 			return err
@@ -659,7 +659,7 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 				return err
 			}
 		} else {
-			event(v1.EventTypeNormal, EventPulled, "Container image %q already present on machine", spec.Image)
+			event(v1.EventTypeNormal, EventPulled, "%s", podsync.PresentImageMessage(spec.Image))
 		}
 	}
 	envPod := pod

@@ -80,6 +80,15 @@ func InspectImageFailedMessage(err error) string {
 	return fmt.Sprintf("Failed to inspect image %q: %v", "", err)
 }
 
+// PresentImageMessage is the message of the Pulled event when image is
+// present and the pod may use it without a pull, as upstream 1.37's image
+// manager words it with KubeletEnsureSecretPulledImages (beta, on by
+// default since 1.35; the older "already present on machine" is its
+// wording with the gate off).
+func PresentImageMessage(image string) string {
+	return fmt.Sprintf("Container image %q already present on machine and can be accessed by the pod", image)
+}
+
 // PulledImageMessage is the message of the Pulled event after a pull of
 // image that took pull (the CRI pull and the size lookup) and total
 // (including waiting for the pull to start), both truncated to the
