@@ -1,19 +1,25 @@
 package registry
 
 import (
+	"fmt"
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 var (
-	nodeSelectorOperators = []string{string(corev1.NodeSelectorOpIn), string(corev1.NodeSelectorOpNotIn),
-		string(corev1.NodeSelectorOpExists), string(corev1.NodeSelectorOpDoesNotExist),
-		string(corev1.NodeSelectorOpGt), string(corev1.NodeSelectorOpLt)}
 	unsatisfiableActions = []string{string(corev1.DoNotSchedule), string(corev1.ScheduleAnyway)}
+	// nodeInclusionPolicies as upstream lists them (sorted).
+	nodeInclusionPolicies = []string{string(corev1.NodeInclusionPolicyHonor), string(corev1.NodeInclusionPolicyIgnore)}
 )
+
+// invalidOperatorMsg is upstream's detail for an unknown selector operator
+// (node selector requirements, as metav1 label selectors).
+const invalidOperatorMsg = "not a valid selector operator"
 
 // validateAffinity checks node affinity requirements (the values of
 // required terms' expressions as label values, unless opts allow what the
@@ -109,14 +115,30 @@ func validateNodeSelectorTerm(term corev1.NodeSelectorTerm, p *field.Path, check
 		}
 	}
 	for i, req := range term.MatchFields {
-		rp := p.Child("matchFields").Index(i)
-		if req.Key != "metadata.name" {
-			errs = append(errs, field.NotSupported(rp.Child("key"), req.Key, []string{"metadata.name"}))
+		errs = append(errs, validateNodeFieldSelectorRequirement(req, p.Child("matchFields").Index(i))...)
+	}
+	return errs
+}
+
+// validateNodeFieldSelectorRequirement checks a matchFields requirement as
+// upstream's ValidateNodeFieldSelectorRequirement: In or NotIn with exactly
+// one value (any other operator is Invalid), the key metadata.name (Invalid
+// otherwise) and its values node names (DNS-1123 subdomains).
+func validateNodeFieldSelectorRequirement(req corev1.NodeSelectorRequirement, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch req.Operator {
+	case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
+		if len(req.Values) != 1 {
+			errs = append(errs, field.Required(p.Child("values"), "must be only one value when `operator` is 'In' or 'NotIn' for node field selector"))
 		}
-		if req.Operator != corev1.NodeSelectorOpIn && req.Operator != corev1.NodeSelectorOpNotIn {
-			errs = append(errs, field.NotSupported(rp.Child("operator"), req.Operator, []string{string(corev1.NodeSelectorOpIn), string(corev1.NodeSelectorOpNotIn)}))
-		} else if len(req.Values) != 1 {
-			errs = append(errs, field.Required(rp.Child("values"), "must be only one value when `operator` is 'In' or 'NotIn' for node field selector"))
+	default:
+		errs = append(errs, field.Invalid(p.Child("operator"), req.Operator, invalidOperatorMsg))
+	}
+	if req.Key != metav1.ObjectNameField {
+		errs = append(errs, field.Invalid(p.Child("key"), req.Key, "not a valid field selector key"))
+	} else {
+		for i, v := range req.Values {
+			errs = append(errs, dnsSubdomain(v, p.Child("values").Index(i))...)
 		}
 	}
 	return errs
@@ -149,7 +171,7 @@ func validateNodeSelectorRequirement(req corev1.NodeSelectorRequirement, p *fiel
 			errs = append(errs, field.Required(p.Child("values"), "must be specified single value when `operator` is 'Lt' or 'Gt'"))
 		}
 	default:
-		errs = append(errs, field.NotSupported(p.Child("operator"), req.Operator, nodeSelectorOperators))
+		errs = append(errs, field.Invalid(p.Child("operator"), req.Operator, invalidOperatorMsg))
 	}
 	if keyIsLabel {
 		errs = append(errs, validateLabelKey(req.Key, p.Child("key"))...)
@@ -159,15 +181,16 @@ func validateNodeSelectorRequirement(req corev1.NodeSelectorRequirement, p *fiel
 
 func validatePodAffinityTerm(term corev1.PodAffinityTerm, p *field.Path, opts podValidationOptions) field.ErrorList {
 	errs := validatePodAffinityTermSelectors(term, p, opts.allowInvalidLabelValueInSelector)
-	for i, ns := range term.Namespaces {
-		errs = append(errs, dnsLabel(ns, p.Child("namespaces").Index(i))...)
+	// Upstream reports a bad namespace name on ".namespace", without an
+	// index, and an empty topologyKey both as required and as an invalid
+	// label key (validatePodAffinityTerm).
+	for _, ns := range term.Namespaces {
+		errs = append(errs, dnsLabel(ns, p.Child("namespace"))...)
 	}
 	if term.TopologyKey == "" {
 		errs = append(errs, field.Required(p.Child("topologyKey"), "can not be empty"))
-	} else {
-		errs = append(errs, validateLabelKey(term.TopologyKey, p.Child("topologyKey"))...)
 	}
-	return errs
+	return append(errs, validateLabelKey(term.TopologyKey, p.Child("topologyKey"))...)
 }
 
 // validatePodAffinityTermSelectors checks a pod (anti-)affinity term's
@@ -179,16 +202,15 @@ func validatePodAffinityTermSelectors(term corev1.PodAffinityTerm, p *field.Path
 	return append(errs, metav1validation.ValidateLabelSelector(term.NamespaceSelector, opts, p.Child("namespaceSelector"))...)
 }
 
-// validateTopologySpreadConstraints checks maxSkew, topologyKey,
-// whenUnsatisfiable, the label selector (unless opts allow what the old
-// object had) and that key/action pairs are unique.
+// validateTopologySpreadConstraints checks each constraint as upstream's
+// validateTopologySpreadConstraints: maxSkew positive, topologyKey set (it
+// is not checked as a label key), whenUnsatisfiable known, a
+// {topologyKey, whenUnsatisfiable} pair repeated later reported on the
+// first constraint of the pair, minDomains positive and only with
+// DoNotSchedule, node affinity and taints policies Honor or Ignore, and the
+// label selector (unless opts allow what the old object had).
 func validateTopologySpreadConstraints(cs []corev1.TopologySpreadConstraint, path *field.Path, opts podValidationOptions) field.ErrorList {
 	var errs field.ErrorList
-	type pair struct {
-		key    string
-		action corev1.UnsatisfiableConstraintAction
-	}
-	seen := sets.New[pair]()
 	for i, c := range cs {
 		p := path.Index(i)
 		if c.MaxSkew <= 0 {
@@ -196,29 +218,38 @@ func validateTopologySpreadConstraints(cs []corev1.TopologySpreadConstraint, pat
 		}
 		if c.TopologyKey == "" {
 			errs = append(errs, field.Required(p.Child("topologyKey"), "can not be empty"))
-		} else {
-			errs = append(errs, validateLabelKey(c.TopologyKey, p.Child("topologyKey"))...)
 		}
 		switch c.WhenUnsatisfiable {
 		case corev1.DoNotSchedule, corev1.ScheduleAnyway:
 		default:
 			errs = append(errs, field.NotSupported(p.Child("whenUnsatisfiable"), c.WhenUnsatisfiable, unsatisfiableActions))
 		}
+		for _, later := range cs[i+1:] {
+			if later.TopologyKey == c.TopologyKey && later.WhenUnsatisfiable == c.WhenUnsatisfiable {
+				errs = append(errs, field.Duplicate(p.Child("{topologyKey, whenUnsatisfiable}"), fmt.Sprintf("{%v, %v}", c.TopologyKey, c.WhenUnsatisfiable)))
+				break
+			}
+		}
 		if c.MinDomains != nil {
 			if *c.MinDomains <= 0 {
-				errs = append(errs, field.Invalid(p.Child("minDomains"), *c.MinDomains, "must be greater than 0"))
-			} else if c.WhenUnsatisfiable != corev1.DoNotSchedule {
-				errs = append(errs, field.Invalid(p.Child("minDomains"), *c.MinDomains, "can only use minDomains if whenUnsatisfiable=DoNotSchedule"))
+				errs = append(errs, field.Invalid(p.Child("minDomains"), *c.MinDomains, "must be greater than zero"))
+			}
+			if c.WhenUnsatisfiable != corev1.DoNotSchedule {
+				errs = append(errs, field.Invalid(p.Child("minDomains"), *c.MinDomains,
+					fmt.Sprintf("can only use minDomains if whenUnsatisfiable=%s, not %s", corev1.DoNotSchedule, c.WhenUnsatisfiable)))
+			}
+		}
+		for _, pol := range []struct {
+			name   string
+			policy *corev1.NodeInclusionPolicy
+		}{{"nodeAffinityPolicy", c.NodeAffinityPolicy}, {"nodeTaintsPolicy", c.NodeTaintsPolicy}} {
+			if pol.policy != nil && !slices.Contains(nodeInclusionPolicies, string(*pol.policy)) {
+				errs = append(errs, field.NotSupported(p.Child(pol.name), *pol.policy, nodeInclusionPolicies))
 			}
 		}
 		if c.LabelSelector != nil && !opts.allowInvalidTopologySpreadConstraintLabelSelector {
 			errs = append(errs, validateLabelSelector(c.LabelSelector, p.Child("labelSelector"))...)
 		}
-		k := pair{c.TopologyKey, c.WhenUnsatisfiable}
-		if seen.Has(k) {
-			errs = append(errs, field.Duplicate(p, "{"+c.TopologyKey+", "+string(c.WhenUnsatisfiable)+"}"))
-		}
-		seen.Insert(k)
 	}
 	return errs
 }

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 func TestPodSchedulingConstraintValidation(t *testing.T) {
@@ -31,7 +32,7 @@ func TestPodSchedulingConstraintValidation(t *testing.T) {
 			}}
 		}, []string{
 			required + " spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].values",
-			notSupported + " spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[1].operator",
+			invalid + " spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[1].operator",
 			invalid + " spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight",
 		}},
 		{"required node affinity values are label values, preferred ones are not checked", func(p *corev1.Pod) {
@@ -45,13 +46,15 @@ func TestPodSchedulingConstraintValidation(t *testing.T) {
 			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
 					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}}}
-		}, []string{required + " spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey"}},
+		}, []string{required + " spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey",
+			invalid + " spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey",
+			invalid + " spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey"}},
 		{"topology spread", func(p *corev1.Pod) {
 			c := corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule}
 			bad := corev1.TopologySpreadConstraint{MaxSkew: 0, WhenUnsatisfiable: "Whatever"}
 			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{c, c, bad}
 		}, []string{
-			duplicate + " spec.topologySpreadConstraints[1]",
+			duplicate + " spec.topologySpreadConstraints[0].{topologyKey, whenUnsatisfiable}",
 			invalid + " spec.topologySpreadConstraints[2].maxSkew",
 			required + " spec.topologySpreadConstraints[2].topologyKey",
 			notSupported + " spec.topologySpreadConstraints[2].whenUnsatisfiable",
@@ -63,6 +66,111 @@ func TestPodSchedulingConstraintValidation(t *testing.T) {
 			defaultPod(p)
 			tc.mutate(p)
 			wantErrors(t, r.Strategy.Validate(context.Background(), p), tc.want...)
+		})
+	}
+}
+
+// wantError checks that errs hold one error rendered exactly as want
+// ("<field>: <type>: <detail>", as the API's Status causes read).
+func wantError(t *testing.T, errs field.ErrorList, want string) {
+	t.Helper()
+	for _, e := range errs {
+		if e.Error() == want {
+			return
+		}
+	}
+	t.Errorf("no error %q in %v", want, errs.ToAggregate())
+}
+
+// TestSchedulingConstraintValidationAsUpstream: node selector
+// requirements, pod (anti-)affinity terms and topology spread constraints
+// give upstream's errors (pkg/apis/core/validation ValidateNodeSelectorRequirement,
+// ValidateNodeFieldSelectorRequirement, validatePodAffinityTerm,
+// validateTopologySpreadConstraints): an unknown operator is Invalid "not a
+// valid selector operator", a matchFields key other than metadata.name is
+// Invalid and its values are node names, pod affinity namespaces are
+// reported on ".namespace", an empty topologyKey is also an invalid label
+// key, and a spread constraint's topologyKey is not a label key, its
+// duplicate reported on the first of the pair, minDomains checked both
+// ways and node inclusion policies Honor or Ignore.
+func TestSchedulingConstraintValidationAsUpstream(t *testing.T) {
+	r := find(t, coreV1, "pods")
+	const req = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+	const pref = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].preference"
+	const anti = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"
+	const tsc = "spec.topologySpreadConstraints"
+	honor, bogus := corev1.NodeInclusionPolicyHonor, corev1.NodeInclusionPolicy("Sometimes")
+	cases := []struct {
+		name    string
+		mutate  func(*corev1.Pod)
+		want    []string
+		details []string
+	}{
+		{"unknown operators", func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: "Near", Values: []string{"a"}}},
+					MatchFields:      []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpExists}},
+				}}},
+				PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Weight: 1, Preference: corev1.NodeSelectorTerm{
+					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: "Near"}}}}},
+			}}
+		}, []string{
+			invalid + " " + req + ".matchExpressions[0].operator",
+			invalid + " " + req + ".matchFields[0].operator",
+			invalid + " " + pref + ".matchExpressions[0].operator",
+		}, []string{
+			req + `.matchExpressions[0].operator: Invalid value: "Near": not a valid selector operator`,
+			req + `.matchFields[0].operator: Invalid value: "Exists": not a valid selector operator`,
+		}},
+		{"match fields: key and node-name values", func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+					MatchFields: []corev1.NodeSelectorRequirement{
+						{Key: "metadata.uid", Operator: corev1.NodeSelectorOpIn, Values: []string{"n1"}},
+						{Key: "metadata.name", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"Not_A_Node"}},
+					},
+				}}}}}
+		}, []string{invalid + " " + req + ".matchFields[0].key", invalid + " " + req + ".matchFields[1].values[0]"},
+			[]string{req + `.matchFields[0].key: Invalid value: "metadata.uid": not a valid field selector key`}},
+		{"pod affinity namespace and empty topology key", func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+					Namespaces:    []string{"ok", "Not_OK"}}}}}
+		}, []string{
+			invalid + " " + anti + ".namespace",
+			required + " " + anti + ".topologyKey",
+			invalid + " " + anti + ".topologyKey",
+			invalid + " " + anti + ".topologyKey",
+		}, nil},
+		{"spread: topology key not a label key, duplicate on the first, minDomains, policies", func(p *corev1.Pod) {
+			c := corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "not a label key!", WhenUnsatisfiable: corev1.DoNotSchedule, NodeAffinityPolicy: &honor}
+			d := corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.ScheduleAnyway,
+				MinDomains: ptr(int32(0)), NodeTaintsPolicy: &bogus}
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{c, c, d}
+		}, []string{
+			duplicate + " " + tsc + "[0].{topologyKey, whenUnsatisfiable}",
+			invalid + " " + tsc + "[2].minDomains",
+			invalid + " " + tsc + "[2].minDomains",
+			notSupported + " " + tsc + "[2].nodeTaintsPolicy",
+		}, []string{
+			tsc + `[0].{topologyKey, whenUnsatisfiable}: Duplicate value: "{not a label key!, DoNotSchedule}"`,
+			tsc + `[2].minDomains: Invalid value: 0: must be greater than zero`,
+			tsc + `[2].minDomains: Invalid value: 0: can only use minDomains if whenUnsatisfiable=DoNotSchedule, not ScheduleAnyway`,
+			tsc + `[2].nodeTaintsPolicy: Unsupported value: "Sometimes": supported values: "Honor", "Ignore"`,
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPod("p")
+			defaultPod(p)
+			tc.mutate(p)
+			errs := r.Strategy.Validate(context.Background(), p)
+			wantErrors(t, errs, tc.want...)
+			for _, d := range tc.details {
+				wantError(t, errs, d)
+			}
 		})
 	}
 }
