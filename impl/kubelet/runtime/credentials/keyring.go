@@ -4,11 +4,16 @@
 // pulled the way the kubelet's docker keyring does: by registry host (with
 // "*" globs per DNS label), port and path prefix, the longest key first;
 // credentials for Docker Hub ("index.docker.io") apply to images without a
-// registry host. The matches become CRI AuthConfigs for PullImage.
+// registry host. The matches become CRI AuthConfigs for PullImage, each
+// tracked with the secret it came from and a hash of its contents
+// (upstream's TrackedAuthConfig), for the kubelet's records of which
+// credentials pulled an image (impl/kubelet/pullrecords).
 package credentials
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -44,7 +49,33 @@ type DockerConfig map[string]Entry
 // Keyring holds credentials by registry key. The zero value is empty.
 type Keyring struct {
 	index []string // keys, sorted so that longer (more specific) keys come first
-	creds map[string][]*runtimeapi.AuthConfig
+	creds map[string][]Tracked
+}
+
+// Source is the secret a credential was read from.
+type Source struct {
+	UID, Namespace, Name string
+}
+
+// Tracked is a credential with where it came from, as upstream's
+// TrackedAuthConfig: Source is nil for credentials not read from a secret
+// (Add's), Hash a hash of the credential's contents (HashAuth).
+type Tracked struct {
+	Auth   *runtimeapi.AuthConfig
+	Source *Source
+	Hash   string
+}
+
+// HashAuth is a hash of a credential's contents (hex SHA-256 of its
+// fields), so that records of the credentials that pulled an image keep no
+// secret and notice when a secret's contents change. Upstream hashes its
+// own serialization; the hash is the kubelet's own business.
+func HashAuth(a *runtimeapi.AuthConfig) string {
+	h := sha256.New()
+	for _, f := range []string{a.Username, a.Password, a.Auth, a.ServerAddress, a.IdentityToken, a.RegistryToken} {
+		fmt.Fprintf(h, "%d:%s;", len(f), f)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // FromSecrets builds a keyring from the pod's image pull secrets, in order.
@@ -78,7 +109,8 @@ func FromSecrets(secrets []*v1.Secret) (*Keyring, error) {
 		default:
 			continue
 		}
-		if err := kr.Add(cfg); err != nil {
+		src := &Source{UID: string(s.UID), Namespace: s.Namespace, Name: s.Name}
+		if err := kr.add(cfg, src); err != nil {
 			return nil, fmt.Errorf("secret %s/%s: %w", s.Namespace, s.Name, err)
 		}
 	}
@@ -88,9 +120,12 @@ func FromSecrets(secrets []*v1.Secret) (*Keyring, error) {
 // Add adds a docker config's credentials. A location's scheme is dropped,
 // and so is a leading /v1/ or /v2/ of its path ("https://index.docker.io/v1/"
 // is key "index.docker.io"); the key is host[:port][/path].
-func (kr *Keyring) Add(cfg DockerConfig) error {
+func (kr *Keyring) Add(cfg DockerConfig) error { return kr.add(cfg, nil) }
+
+// add adds cfg's credentials as read from src (nil: not from a secret).
+func (kr *Keyring) add(cfg DockerConfig, src *Source) error {
 	if kr.creds == nil {
-		kr.creds = map[string][]*runtimeapi.AuthConfig{}
+		kr.creds = map[string][]Tracked{}
 	}
 	locs := make([]string, 0, len(cfg))
 	for loc := range cfg {
@@ -126,10 +161,11 @@ func (kr *Keyring) Add(cfg DockerConfig) error {
 		if _, ok := kr.creds[key]; !ok {
 			kr.index = append(kr.index, key)
 		}
-		kr.creds[key] = append(kr.creds[key], &runtimeapi.AuthConfig{
+		a := &runtimeapi.AuthConfig{
 			Username: user, Password: pass, ServerAddress: loc,
 			IdentityToken: e.IdentityToken, RegistryToken: e.RegistryToken,
-		})
+		}
+		kr.creds[key] = append(kr.creds[key], Tracked{Auth: a, Source: src, Hash: HashAuth(a)})
 	}
 	// Reverse lexical order puts a longer key before any key it extends
 	// ("reg.io/team/app" before "reg.io/team" before "reg.io").
@@ -164,6 +200,19 @@ func Repository(image string) (string, error) {
 // Lookup returns the credentials for an image, most specific key first;
 // nil if none match. image may carry a tag or digest.
 func (kr *Keyring) Lookup(image string) []*runtimeapi.AuthConfig {
+	tracked := kr.LookupTracked(image)
+	if len(tracked) == 0 {
+		return nil
+	}
+	out := make([]*runtimeapi.AuthConfig, len(tracked))
+	for i, t := range tracked {
+		out[i] = t.Auth
+	}
+	return out
+}
+
+// LookupTracked is Lookup with each credential's source and hash.
+func (kr *Keyring) LookupTracked(image string) []Tracked {
 	if kr == nil || len(kr.index) == 0 {
 		return nil
 	}
@@ -171,7 +220,7 @@ func (kr *Keyring) Lookup(image string) []*runtimeapi.AuthConfig {
 	if err != nil {
 		repo = image
 	}
-	var out []*runtimeapi.AuthConfig
+	var out []Tracked
 	for _, key := range kr.index {
 		if Matches(key, repo) {
 			out = append(out, kr.creds[key]...)

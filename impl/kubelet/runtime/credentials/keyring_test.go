@@ -110,3 +110,40 @@ func TestMatches(t *testing.T) {
 		}
 	}
 }
+
+// TestLookupTracked: each credential names the secret it came from and a
+// hash of its contents: equal contents hash alike whatever the secret,
+// changed contents do not.
+func TestLookupTracked(t *testing.T) {
+	a := dockerConfigJSON("a", `{"auths": {"reg.example": {"auth": "`+auth("u", "p1")+`"}}}`)
+	a.UID = "uid-a"
+	b := dockerConfigJSON("b", `{"auths": {"reg.example": {"username": "u", "password": "p1"}}}`)
+	b.UID = "uid-b"
+	c := dockerConfigJSON("c", `{"auths": {"reg.example": {"username": "u", "password": "p2"}}}`)
+	kr, err := FromSecrets([]*v1.Secret{a, b, c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := kr.LookupTracked("reg.example/app:1")
+	if len(got) != 3 {
+		t.Fatalf("%d credentials, want 3", len(got))
+	}
+	for i, want := range []Source{{"uid-a", "ns", "a"}, {"uid-b", "ns", "b"}, {"", "ns", "c"}} {
+		if got[i].Source == nil || *got[i].Source != want {
+			t.Errorf("credential %d from %+v, want %+v", i, got[i].Source, want)
+		}
+		if got[i].Hash != HashAuth(got[i].Auth) || len(got[i].Hash) != 64 {
+			t.Errorf("credential %d hash %q", i, got[i].Hash)
+		}
+	}
+	if got[0].Hash != got[1].Hash || got[1].Hash == got[2].Hash {
+		t.Errorf("hashes %q %q %q: want the first two equal, the third different", got[0].Hash, got[1].Hash, got[2].Hash)
+	}
+	var added Keyring
+	if err := added.Add(DockerConfig{"reg.example": {Username: "u", Password: "p1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if tr := added.LookupTracked("reg.example/app"); len(tr) != 1 || tr[0].Source != nil || tr[0].Hash != got[0].Hash {
+		t.Errorf("Add's credential %+v: want no source and the same hash", tr)
+	}
+}
