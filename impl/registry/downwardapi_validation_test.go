@@ -37,7 +37,7 @@ func TestDownwardAPIResourceFieldRefValidation(t *testing.T) {
 		}
 	}
 	const envRef = "spec.containers[0].env[0].valueFrom.resourceFieldRef"
-	const volRef = "spec.volumes[0].downwardAPI.items[0].resourceFieldRef"
+	const volRef = "spec.volumes[0].downwardAPI.resourceFieldRef" // upstream leaves the item index out
 	for _, tc := range []struct {
 		name   string
 		mutate func(*corev1.Pod)

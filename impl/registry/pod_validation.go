@@ -45,7 +45,7 @@ func validatePodTemplateSpec(t *corev1.PodTemplateSpec, path *field.Path, opts p
 // templates) get; opts relax the checks an update's old object failed.
 func validatePodSpec(s *corev1.PodSpec, path *field.Path, isPod bool, opts podValidationOptions) field.ErrorList {
 	var errs field.ErrorList
-	volumes, vErrs := validateVolumes(s.Volumes, path.Child("volumes"), opts)
+	volumes, vErrs := validateVolumes(s.Volumes, path.Child("volumes"), isPod, opts)
 	errs = append(errs, vErrs...)
 
 	names := sets.New[string]()

@@ -2,91 +2,171 @@ package registry
 
 import (
 	"path"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 const fileModeErrorMsg = "must be a number between 0 and 0777 (octal), both inclusive"
 
-// validateVolumes checks names (unique DNS-1123 labels) and that each
-// volume has exactly one source; it returns the volumes by name.
-func validateVolumes(volumes []corev1.Volume, path *field.Path, opts podValidationOptions) (map[string]corev1.VolumeSource, field.ErrorList) {
+// validateVolumes checks each volume as upstream's ValidateVolumes: a name
+// (a DNS-1123 label, unique among the valid volumes before it) and its
+// source (validateVolumeSource). It returns the valid volumes by name: a
+// volume with errors is not there, so mounting it is also NotFound, as
+// upstream. isPod adds the checks only pods get (an image volume's
+// reference).
+func validateVolumes(volumes []corev1.Volume, path *field.Path, isPod bool, opts podValidationOptions) (map[string]corev1.VolumeSource, field.ErrorList) {
 	var errs field.ErrorList
 	byName := map[string]corev1.VolumeSource{}
 	for i, v := range volumes {
 		p := path.Index(i)
+		el := validateVolumeSource(&v.VolumeSource, p, isPod, opts)
 		if v.Name == "" {
-			errs = append(errs, field.Required(p.Child("name"), ""))
+			el = append(el, field.Required(p.Child("name"), ""))
 		} else {
-			errs = append(errs, dnsLabel(v.Name, p.Child("name"))...)
+			el = append(el, dnsLabel(v.Name, p.Child("name"))...)
 		}
-		if _, dup := byName[v.Name]; dup && v.Name != "" {
-			errs = append(errs, field.Duplicate(p.Child("name"), v.Name))
+		if _, dup := byName[v.Name]; dup {
+			el = append(el, field.Duplicate(p.Child("name"), v.Name))
 		}
-		byName[v.Name] = v.VolumeSource
-		switch n := countVolumeSources(&v.VolumeSource); {
-		case n == 0:
-			errs = append(errs, field.Required(p, "must specify a volume type"))
-		case n > 1:
-			errs = append(errs, field.Forbidden(p, "may not specify more than 1 volume type"))
+		if len(el) == 0 {
+			byName[v.Name] = v.VolumeSource
 		}
-		src := v.VolumeSource
-		checkMode := func(mode *int32, mp *field.Path) {
-			if mode != nil && (*mode < 0 || *mode > 0777) {
-				errs = append(errs, field.Invalid(mp, *mode, fileModeErrorMsg))
-			}
-		}
-		switch {
-		case src.ConfigMap != nil:
-			if src.ConfigMap.Name == "" {
-				errs = append(errs, field.Required(p.Child("configMap", "name"), ""))
-			}
-			checkMode(src.ConfigMap.DefaultMode, p.Child("configMap", "defaultMode"))
-			errs = append(errs, validateKeyToPaths(src.ConfigMap.Items, p.Child("configMap", "items"))...)
-		case src.Secret != nil:
-			if src.Secret.SecretName == "" {
-				errs = append(errs, field.Required(p.Child("secret", "secretName"), ""))
-			}
-			checkMode(src.Secret.DefaultMode, p.Child("secret", "defaultMode"))
-			errs = append(errs, validateKeyToPaths(src.Secret.Items, p.Child("secret", "items"))...)
-		case src.HostPath != nil:
-			if src.HostPath.Path == "" {
-				errs = append(errs, field.Required(p.Child("hostPath", "path"), ""))
-			}
-		case src.PersistentVolumeClaim != nil:
-			if src.PersistentVolumeClaim.ClaimName == "" {
-				errs = append(errs, field.Required(p.Child("persistentVolumeClaim", "claimName"), ""))
-			}
-		case src.Projected != nil:
-			checkMode(src.Projected.DefaultMode, p.Child("projected", "defaultMode"))
-			errs = append(errs, validateProjectedSources(src.Projected.Sources, p.Child("projected"), opts)...)
-		case src.DownwardAPI != nil:
-			checkMode(src.DownwardAPI.DefaultMode, p.Child("downwardAPI", "defaultMode"))
-			errs = append(errs, validateDownwardAPIFiles(src.DownwardAPI.Items, p.Child("downwardAPI", "items"))...)
-		}
+		errs = append(errs, el...)
 	}
 	return byName, errs
 }
 
-// countVolumeSources counts the non-nil sources of a volume.
-func countVolumeSources(s *corev1.VolumeSource) int {
-	n := 0
-	for _, set := range []bool{
-		s.HostPath != nil, s.EmptyDir != nil, s.GCEPersistentDisk != nil, s.AWSElasticBlockStore != nil,
-		s.GitRepo != nil, s.Secret != nil, s.NFS != nil, s.ISCSI != nil, s.Glusterfs != nil,
-		s.PersistentVolumeClaim != nil, s.RBD != nil, s.FlexVolume != nil, s.Cinder != nil,
-		s.CephFS != nil, s.Flocker != nil, s.DownwardAPI != nil, s.FC != nil, s.AzureFile != nil,
-		s.ConfigMap != nil, s.VsphereVolume != nil, s.Quobyte != nil, s.AzureDisk != nil,
-		s.PhotonPersistentDisk != nil, s.Projected != nil, s.PortworxVolume != nil, s.ScaleIO != nil,
-		s.StorageOS != nil, s.CSI != nil, s.Ephemeral != nil, s.Image != nil,
-	} {
-		if set {
-			n++
+// volumeSourceKind is one kind of volume source: its field name and
+// whether src sets it.
+type volumeSourceKind struct {
+	name string
+	set  func(src *corev1.VolumeSource) bool
+}
+
+// volumeSourceKinds in the order upstream's validateVolumeSource checks
+// them: the first set is validated, each later one is Forbidden on its own
+// path (downwardAPI's path is misspelt "downwarAPI" there, and so here).
+var volumeSourceKinds = []volumeSourceKind{
+	{"emptyDir", func(s *corev1.VolumeSource) bool { return s.EmptyDir != nil }},
+	{"hostPath", func(s *corev1.VolumeSource) bool { return s.HostPath != nil }},
+	{"gitRepo", func(s *corev1.VolumeSource) bool { return s.GitRepo != nil }},
+	{"gcePersistentDisk", func(s *corev1.VolumeSource) bool { return s.GCEPersistentDisk != nil }},
+	{"awsElasticBlockStore", func(s *corev1.VolumeSource) bool { return s.AWSElasticBlockStore != nil }},
+	{"secret", func(s *corev1.VolumeSource) bool { return s.Secret != nil }},
+	{"nfs", func(s *corev1.VolumeSource) bool { return s.NFS != nil }},
+	{"iscsi", func(s *corev1.VolumeSource) bool { return s.ISCSI != nil }},
+	{"glusterfs", func(s *corev1.VolumeSource) bool { return s.Glusterfs != nil }},
+	{"flocker", func(s *corev1.VolumeSource) bool { return s.Flocker != nil }},
+	{"persistentVolumeClaim", func(s *corev1.VolumeSource) bool { return s.PersistentVolumeClaim != nil }},
+	{"rbd", func(s *corev1.VolumeSource) bool { return s.RBD != nil }},
+	{"cinder", func(s *corev1.VolumeSource) bool { return s.Cinder != nil }},
+	{"cephFS", func(s *corev1.VolumeSource) bool { return s.CephFS != nil }},
+	{"quobyte", func(s *corev1.VolumeSource) bool { return s.Quobyte != nil }},
+	{"downwarAPI", func(s *corev1.VolumeSource) bool { return s.DownwardAPI != nil }},
+	{"fc", func(s *corev1.VolumeSource) bool { return s.FC != nil }},
+	{"flexVolume", func(s *corev1.VolumeSource) bool { return s.FlexVolume != nil }},
+	{"configMap", func(s *corev1.VolumeSource) bool { return s.ConfigMap != nil }},
+	{"azureFile", func(s *corev1.VolumeSource) bool { return s.AzureFile != nil }},
+	{"vsphereVolume", func(s *corev1.VolumeSource) bool { return s.VsphereVolume != nil }},
+	{"photonPersistentDisk", func(s *corev1.VolumeSource) bool { return s.PhotonPersistentDisk != nil }},
+	{"portworxVolume", func(s *corev1.VolumeSource) bool { return s.PortworxVolume != nil }},
+	{"azureDisk", func(s *corev1.VolumeSource) bool { return s.AzureDisk != nil }},
+	{"storageos", func(s *corev1.VolumeSource) bool { return s.StorageOS != nil }},
+	{"projected", func(s *corev1.VolumeSource) bool { return s.Projected != nil }},
+	{"scaleIO", func(s *corev1.VolumeSource) bool { return s.ScaleIO != nil }},
+	{"csi", func(s *corev1.VolumeSource) bool { return s.CSI != nil }},
+	{"ephemeral", func(s *corev1.VolumeSource) bool { return s.Ephemeral != nil }},
+	{"image", func(s *corev1.VolumeSource) bool { return s.Image != nil }},
+}
+
+// validateVolumeSource checks that a volume has one source and that
+// source's fields, as upstream's validateVolumeSource; the plugins whose
+// own fields are not checked here are listed in README.md.
+func validateVolumeSource(src *corev1.VolumeSource, p *field.Path, isPod bool, opts podValidationOptions) field.ErrorList {
+	var errs field.ErrorList
+	first := ""
+	for _, k := range volumeSourceKinds {
+		if !k.set(src) {
+			continue
+		}
+		if first != "" {
+			errs = append(errs, field.Forbidden(p.Child(k.name), "may not specify more than 1 volume type"))
+			continue
+		}
+		first = k.name
+	}
+	switch first {
+	case "":
+		errs = append(errs, field.Required(p, "must specify a volume type"))
+	case "emptyDir":
+		if l := src.EmptyDir.SizeLimit; l != nil && l.Sign() < 0 {
+			errs = append(errs, field.Forbidden(p.Child("emptyDir", "sizeLimit"), "SizeLimit field must be a valid resource quantity"))
+		}
+	case "hostPath":
+		errs = append(errs, validateHostPathVolumeSource(src.HostPath, p.Child("hostPath"))...)
+	case "gitRepo":
+		if src.GitRepo.Repository == "" {
+			errs = append(errs, field.Required(p.Child("gitRepo", "repository"), ""))
+		}
+		errs = append(errs, validateLocalDescendingPath(src.GitRepo.Directory, p.Child("gitRepo", "directory"))...)
+	case "secret":
+		sp := p.Child("secret")
+		if src.Secret.SecretName == "" {
+			errs = append(errs, field.Required(sp.Child("secretName"), ""))
+		}
+		errs = append(errs, validateFileMode(src.Secret.DefaultMode, sp.Child("defaultMode"))...)
+		errs = append(errs, validateKeyToPaths(src.Secret.Items, sp.Child("items"))...)
+	case "persistentVolumeClaim":
+		if src.PersistentVolumeClaim.ClaimName == "" {
+			errs = append(errs, field.Required(p.Child("persistentVolumeClaim", "claimName"), ""))
+		}
+	case "downwarAPI":
+		dp := p.Child("downwardAPI")
+		errs = append(errs, validateFileMode(src.DownwardAPI.DefaultMode, dp.Child("defaultMode"))...)
+		errs = append(errs, validateDownwardAPIFiles(src.DownwardAPI.Items, dp)...)
+	case "configMap":
+		cp := p.Child("configMap")
+		if src.ConfigMap.Name == "" {
+			errs = append(errs, field.Required(cp.Child("name"), ""))
+		}
+		errs = append(errs, validateFileMode(src.ConfigMap.DefaultMode, cp.Child("defaultMode"))...)
+		errs = append(errs, validateKeyToPaths(src.ConfigMap.Items, cp.Child("items"))...)
+	case "projected":
+		pp := p.Child("projected")
+		errs = append(errs, validateFileMode(src.Projected.DefaultMode, pp.Child("defaultMode"))...)
+		errs = append(errs, validateProjectedSources(src.Projected.Sources, pp, opts)...)
+	case "image":
+		// Upstream's validateImageVolumeSource requires the reference of
+		// pods only (a template's may be filled in later).
+		if isPod && src.Image.Reference == "" {
+			errs = append(errs, field.Required(p.Child("image", "reference"), ""))
 		}
 	}
-	return n
+	return errs
+}
+
+// hostPathTypes are upstream's supportedHostPathTypes, sorted as it lists
+// them (HostPathUnset is "").
+var hostPathTypes = []string{string(corev1.HostPathUnset), string(corev1.HostPathBlockDev), string(corev1.HostPathCharDev),
+	string(corev1.HostPathDirectory), string(corev1.HostPathDirectoryOrCreate), string(corev1.HostPathFile),
+	string(corev1.HostPathFileOrCreate), string(corev1.HostPathSocket)}
+
+// validateHostPathVolumeSource: a path (nothing else is checked without
+// one) without ".." elements, and a known type.
+func validateHostPathVolumeSource(h *corev1.HostPathVolumeSource, p *field.Path) field.ErrorList {
+	if h.Path == "" {
+		return field.ErrorList{field.Required(p.Child("path"), "")}
+	}
+	errs := validatePathNoBacksteps(h.Path, p.Child("path"))
+	if h.Type != nil && !slices.Contains(hostPathTypes, string(*h.Type)) {
+		errs = append(errs, field.NotSupported(p.Child("type"), *h.Type, hostPathTypes))
+	}
+	return errs
 }
 
 func validateFileMode(mode *int32, p *field.Path) field.ErrorList {
@@ -114,55 +194,173 @@ func validateKeyToPaths(items []corev1.KeyToPath, p *field.Path) field.ErrorList
 	return errs
 }
 
+// validateDownwardAPIFiles checks the files of a downwardAPI volume or
+// projection as upstream's validateDownwardAPIVolumeFile, which reports
+// every file's errors on p, the downwardAPI path itself (no items[i]).
 func validateDownwardAPIFiles(items []corev1.DownwardAPIVolumeFile, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for i, item := range items {
-		ip := p.Index(i)
+	for _, item := range items {
 		if item.Path == "" {
-			errs = append(errs, field.Required(ip.Child("path"), ""))
+			errs = append(errs, field.Required(p.Child("path"), ""))
 		}
-		errs = append(errs, validateLocalNonReservedPath(item.Path, ip.Child("path"))...)
-		errs = append(errs, validateFileMode(item.Mode, ip.Child("mode"))...)
+		errs = append(errs, validateLocalNonReservedPath(item.Path, p.Child("path"))...)
 		switch {
-		case item.FieldRef != nil && item.ResourceFieldRef != nil:
-			errs = append(errs, field.Invalid(ip, "", "fieldRef and resourceFieldRef can not be specified simultaneously"))
-		case item.FieldRef == nil && item.ResourceFieldRef == nil:
-			errs = append(errs, field.Required(ip, "must specify one of: `fieldRef` or `resourceFieldRef`"))
+		case item.FieldRef != nil:
+			errs = append(errs, validateVolumeFieldRef(item.FieldRef, p.Child("fieldRef"))...)
+			if item.ResourceFieldRef != nil {
+				errs = append(errs, field.Invalid(p, "resource", "fieldRef and resourceFieldRef can not be specified simultaneously"))
+			}
 		case item.ResourceFieldRef != nil:
-			errs = append(errs, validateResourceFieldSelector(item.ResourceFieldRef, ip.Child("resourceFieldRef"), true)...)
+			errs = append(errs, validateResourceFieldSelector(item.ResourceFieldRef, p.Child("resourceFieldRef"), true)...)
+		default:
+			errs = append(errs, field.Required(p, "one of fieldRef and resourceFieldRef is required"))
 		}
+		errs = append(errs, validateFileMode(item.Mode, p.Child("mode"))...)
 	}
 	return errs
 }
 
+// downwardAPIVolumeFields are the fields a downward API volume file may
+// name (upstream's validVolumeDownwardAPIFieldPathExpressions, sorted).
+var downwardAPIVolumeFields = []string{"metadata.annotations", "metadata.labels", "metadata.name", "metadata.namespace", "metadata.uid"}
+
+// downwardAPIConvertibleFields are the v1 field labels upstream's
+// ConvertDownwardAPIFieldLabel accepts (spec.host, the old name of
+// spec.nodeName, too); others fail conversion and are Invalid rather than
+// NotSupported.
+var downwardAPIConvertibleFields = []string{"metadata.annotations", "metadata.labels", "metadata.name", "metadata.namespace",
+	"metadata.uid", "spec.nodeName", "spec.restartPolicy", "spec.serviceAccountName", "spec.schedulerName", "status.phase",
+	"status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs"}
+
+// validateVolumeFieldRef checks a downward API volume file's fieldRef as
+// upstream's validateObjectFieldSelector with the volume's fields: an
+// apiVersion (v1) and a fieldPath, which converts, and is one of the
+// volume's fields or a label or annotation subscript with a qualified key.
+func validateVolumeFieldRef(fs *corev1.ObjectFieldSelector, p *field.Path) field.ErrorList {
+	if fs.APIVersion == "" {
+		return field.ErrorList{field.Required(p.Child("apiVersion"), "")}
+	}
+	if fs.FieldPath == "" {
+		return field.ErrorList{field.Required(p.Child("fieldPath"), "")}
+	}
+	fp := fs.FieldPath
+	if fs.APIVersion != "v1" {
+		return field.ErrorList{field.Invalid(p.Child("fieldPath"), fp, "error converting fieldPath: unsupported pod version: "+fs.APIVersion)}
+	}
+	if base, sub, ok := splitSubscriptedPath(fp); ok {
+		var errs field.ErrorList
+		switch base {
+		case "metadata.annotations":
+			sub = strings.ToLower(sub)
+		case "metadata.labels":
+		default:
+			return field.ErrorList{field.Invalid(p.Child("fieldPath"), fp, "error converting fieldPath: field label does not support subscript: "+fp)}
+		}
+		for _, msg := range validation.IsQualifiedName(sub) {
+			errs = append(errs, field.Invalid(p, sub, msg))
+		}
+		return errs
+	}
+	if fp == "spec.host" {
+		fp = "spec.nodeName"
+	} else if !slices.Contains(downwardAPIConvertibleFields, fp) {
+		return field.ErrorList{field.Invalid(p.Child("fieldPath"), fp, "error converting fieldPath: field label not supported: "+fp)}
+	}
+	if !slices.Contains(downwardAPIVolumeFields, fp) {
+		return field.ErrorList{field.NotSupported(p.Child("fieldPath"), fp, downwardAPIVolumeFields)}
+	}
+	return nil
+}
+
+// splitSubscriptedPath splits "metadata.labels['key']" into the path and
+// the key, as upstream's fieldpath.SplitMaybeSubscriptedPath.
+func splitSubscriptedPath(fp string) (string, string, bool) {
+	if !strings.HasSuffix(fp, "']") {
+		return fp, "", false
+	}
+	base, sub, ok := strings.Cut(strings.TrimSuffix(fp, "']"), "['")
+	if !ok || base == "" {
+		return fp, "", false
+	}
+	return base, sub, true
+}
+
 // validateProjectedSources checks a projected volume's sources (projected:
-// the volume's projected path). A service account token's path is checked
-// as upstream's validateProjectionSources: required, and (unless opts
-// allow what the old object had) a local non-reserved path, both reported
-// on the projected volume's path (upstream's fldPath.Child("path"), not
-// the source's).
+// the volume's projected path) as upstream's validateProjectionSources:
+// each kind a source sets is checked (a secret or configMap names its
+// object), a source setting more than one kind is Forbidden, and a file
+// path used twice across the sources is Invalid on the projected path. A
+// service account token expires in 10 minutes to 2^32 seconds; its path is
+// required and (unless opts allow what the old object had) a local
+// non-reserved path, both reported on the projected volume's path
+// (upstream's fldPath.Child("path"), not the source's).
 func validateProjectedSources(sources []corev1.VolumeProjection, projected *field.Path, opts podValidationOptions) field.ErrorList {
 	var errs field.ErrorList
-	p := projected.Child("sources")
+	paths := sets.New[string]()
+	claim := func(path string, value any) {
+		if path == "" {
+			return
+		}
+		if paths.Has(path) {
+			errs = append(errs, field.Invalid(projected, value, "conflicting duplicate paths"))
+		}
+		paths.Insert(path)
+	}
 	for i, src := range sources {
-		sp := p.Index(i)
-		switch {
-		case src.ConfigMap != nil:
-			errs = append(errs, validateKeyToPaths(src.ConfigMap.Items, sp.Child("configMap", "items"))...)
-		case src.Secret != nil:
+		sp := projected.Child("sources").Index(i)
+		kinds := 0
+		if src.Secret != nil {
+			kinds++
+			if src.Secret.Name == "" {
+				errs = append(errs, field.Required(sp.Child("secret", "name"), ""))
+			}
 			errs = append(errs, validateKeyToPaths(src.Secret.Items, sp.Child("secret", "items"))...)
-		case src.DownwardAPI != nil:
-			errs = append(errs, validateDownwardAPIFiles(src.DownwardAPI.Items, sp.Child("downwardAPI", "items"))...)
-		case src.ServiceAccountToken != nil:
+			for _, item := range src.Secret.Items {
+				claim(item.Path, src.Secret.Name)
+			}
+		}
+		if src.ConfigMap != nil {
+			kinds++
+			if src.ConfigMap.Name == "" {
+				errs = append(errs, field.Required(sp.Child("configMap", "name"), ""))
+			}
+			errs = append(errs, validateKeyToPaths(src.ConfigMap.Items, sp.Child("configMap", "items"))...)
+			for _, item := range src.ConfigMap.Items {
+				claim(item.Path, src.ConfigMap.Name)
+			}
+		}
+		if src.DownwardAPI != nil {
+			kinds++
+			errs = append(errs, validateDownwardAPIFiles(src.DownwardAPI.Items, sp.Child("downwardAPI"))...)
+			for _, item := range src.DownwardAPI.Items {
+				claim(item.Path, item.Path)
+			}
+		}
+		if src.ServiceAccountToken != nil {
+			kinds++
 			tp := sp.Child("serviceAccountToken")
-			if exp := src.ServiceAccountToken.ExpirationSeconds; exp != nil && *exp < 10*60 {
-				errs = append(errs, field.Invalid(tp.Child("expirationSeconds"), *exp, "may not specify a duration less than 10 minutes"))
+			if exp := src.ServiceAccountToken.ExpirationSeconds; exp != nil {
+				if *exp < 10*60 {
+					errs = append(errs, field.Invalid(tp.Child("expirationSeconds"), *exp, "may not specify a duration less than 10 minutes"))
+				}
+				if *exp > 1<<32 {
+					errs = append(errs, field.Invalid(tp.Child("expirationSeconds"), *exp, "may not specify a duration larger than 2^32 seconds"))
+				}
 			}
 			if src.ServiceAccountToken.Path == "" {
 				errs = append(errs, field.Required(projected.Child("path"), ""))
 			} else if !opts.allowNonLocalProjectedTokenPath {
 				errs = append(errs, validateLocalNonReservedPath(src.ServiceAccountToken.Path, projected.Child("path"))...)
 			}
+		}
+		if src.ClusterTrustBundle != nil {
+			kinds++
+		}
+		if src.PodCertificate != nil {
+			kinds++
+		}
+		if kinds > 1 {
+			errs = append(errs, field.Forbidden(sp, "may not specify more than 1 volume type per source"))
 		}
 	}
 	return errs
@@ -186,11 +384,13 @@ func validateLocalDescendingPath(target string, p *field.Path) field.ErrorList {
 	if path.IsAbs(target) {
 		errs = append(errs, field.Invalid(p, target, "must be a relative path"))
 	}
-	for _, part := range strings.Split(target, "/") {
-		if part == ".." {
-			errs = append(errs, field.Invalid(p, target, "must not contain '..'"))
-			break
-		}
+	return append(errs, validatePathNoBacksteps(target, p)...)
+}
+
+// validatePathNoBacksteps: no ".." element (one error however many).
+func validatePathNoBacksteps(target string, p *field.Path) field.ErrorList {
+	if slices.Contains(strings.Split(target, "/"), "..") {
+		return field.ErrorList{field.Invalid(p, target, "must not contain '..'")}
 	}
-	return errs
+	return nil
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestPodVolumeAndDNSValidation(t *testing.T) {
@@ -29,11 +32,11 @@ func TestPodVolumeAndDNSValidation(t *testing.T) {
 		{"item path \"..\": both upstream errors (contains and starts with \"..\")", func(p *corev1.Pod) {
 			p.Spec.Volumes = []corev1.Volume{cmVolume(corev1.KeyToPath{Key: "a", Path: ".."})}
 		}, []string{invalid + " spec.volumes[0].configMap.items[0].path", invalid + " spec.volumes[0].configMap.items[0].path"}},
-		{"two sources", func(p *corev1.Pod) {
+		{"two sources: the later one (in upstream's order) is refused", func(p *corev1.Pod) {
 			v := cmVolume()
 			v.EmptyDir = &corev1.EmptyDirVolumeSource{}
 			p.Spec.Volumes = []corev1.Volume{v}
-		}, []string{forbidden + " spec.volumes[0]"}},
+		}, []string{forbidden + " spec.volumes[0].configMap"}},
 		{"subPath escaping", func(p *corev1.Pod) {
 			p.Spec.Volumes = []corev1.Volume{cmVolume()}
 			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg", SubPath: "a/../../b"}}
@@ -42,10 +45,18 @@ func TestPodVolumeAndDNSValidation(t *testing.T) {
 			p.Spec.Volumes = []corev1.Volume{{Name: "tok", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr(int64(60))}}}}}}}
 		}, []string{invalid + " spec.volumes[0].projected.sources[0].serviceAccountToken.expirationSeconds"}},
+		{"token longer than 2^32 seconds", func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "tok", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr(int64(1<<32 + 1))}}}}}}}
+		}, []string{invalid + " spec.volumes[0].projected.sources[0].serviceAccountToken.expirationSeconds"}},
+		{"token of 2^32 seconds", func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "tok", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr(int64(1 << 32))}}}}}}}
+		}, nil},
 		{"downward API item without source", func(p *corev1.Pod) {
 			p.Spec.Volumes = []corev1.Volume{{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
 				Items: []corev1.DownwardAPIVolumeFile{{Path: "labels"}}}}}}
-		}, []string{required + " spec.volumes[0].downwardAPI.items[0]"}},
+		}, []string{required + " spec.volumes[0].downwardAPI"}},
 		{"dns config", func(p *corev1.Pod) {
 			p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"1.1.1.1", "8.8.8.8", "9.9.9.9", "bogus"},
 				Options: []corev1.PodDNSConfigOption{{Value: ptr("2")}}}
@@ -62,4 +73,108 @@ func TestPodVolumeAndDNSValidation(t *testing.T) {
 			wantErrors(t, r.Strategy.Validate(context.Background(), p), tc.want...)
 		})
 	}
+}
+
+// TestVolumeSourceValidationAsUpstream: volume sources are checked as
+// upstream's validateVolumeSource and friends (pkg/apis/core/validation):
+// each source after the first, in upstream's order, is Forbidden on its own
+// path and not checked further; a volume with errors is not mountable; an
+// emptyDir sizeLimit is not negative; a hostPath has no ".." and a known
+// type; a gitRepo names its repository and a local directory; projected
+// sources name their object, do not share paths and have one kind each;
+// downward API files are reported on the downwardAPI path (not the item's)
+// and their fieldRef is one of the volume's fields; an image volume of a
+// pod names its reference; a token's expiration is at most 2^32 seconds.
+func TestVolumeSourceValidationAsUpstream(t *testing.T) {
+	r := find(t, coreV1, "pods")
+	vol := func(name string, src corev1.VolumeSource) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: src}
+	}
+	weird := corev1.HostPathType("Weird")
+	neg := resource.MustParse("-1")
+	cases := []struct {
+		name    string
+		mutate  func(*corev1.Pod)
+		want    []string
+		details []string
+	}{
+		{"secret then downwardAPI: upstream's misspelt path, the later source unchecked", func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{vol("v", corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s"},
+				DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{{Path: "/abs"}}}})}
+		}, []string{forbidden + " spec.volumes[0].downwarAPI"},
+			[]string{"spec.volumes[0].downwarAPI: Forbidden: may not specify more than 1 volume type"}},
+		{"an invalid volume is not mountable, nor a duplicate", func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{vol("cfg", corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}),
+				vol("cfg", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}),
+				vol("bad", corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}})}
+			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "cfg", MountPath: "/a"}, {Name: "bad", MountPath: "/b"}}
+		}, []string{required + " spec.volumes[0].configMap.name", required + " spec.volumes[2].configMap.name",
+			notFound + " spec.containers[0].volumeMounts[1].name"}, nil},
+		{"negative emptyDir size limit", func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{vol("v", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &neg}})}
+		}, []string{forbidden + " spec.volumes[0].emptyDir.sizeLimit"},
+			[]string{"spec.volumes[0].emptyDir.sizeLimit: Forbidden: SizeLimit field must be a valid resource quantity"}},
+		{"hostPath backsteps and type", func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{vol("v", corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/../etc", Type: &weird}})}
+		}, []string{invalid + " spec.volumes[0].hostPath.path", notSupported + " spec.volumes[0].hostPath.type"},
+			[]string{`spec.volumes[0].hostPath.type: Unsupported value: "Weird": supported values: "", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File", "FileOrCreate", "Socket"`}},
+		{"gitRepo", func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{vol("v", corev1.VolumeSource{GitRepo: &corev1.GitRepoVolumeSource{Directory: "../up"}})}
+		}, []string{required + " spec.volumes[0].gitRepo.repository", invalid + " spec.volumes[0].gitRepo.directory"}, nil},
+		{"projected sources: names, duplicate paths, one kind each", func(p *corev1.Pod) {
+			item := []corev1.KeyToPath{{Key: "k", Path: "same"}}
+			p.Spec.Volumes = []corev1.Volume{vol("v", corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{Secret: &corev1.SecretProjection{Items: item}},
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "b"}, Items: item}},
+				{ConfigMap: &corev1.ConfigMapProjection{}, DownwardAPI: &corev1.DownwardAPIProjection{}},
+			}}})}
+		}, []string{required + " spec.volumes[0].projected.sources[0].secret.name", invalid + " spec.volumes[0].projected",
+			required + " spec.volumes[0].projected.sources[2].configMap.name", forbidden + " spec.volumes[0].projected.sources[2]"},
+			[]string{`spec.volumes[0].projected: Invalid value: "b": conflicting duplicate paths`,
+				"spec.volumes[0].projected.sources[2]: Forbidden: may not specify more than 1 volume type per source"}},
+		{"downward API files: both sources, fieldRef fields", func(p *corev1.Pod) {
+			ref := func(path string) *corev1.ObjectFieldSelector { return &corev1.ObjectFieldSelector{FieldPath: path} }
+			p.Spec.Volumes = []corev1.Volume{vol("v", corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+				{Path: "a", FieldRef: ref("metadata.labels"), ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"}},
+				{Path: "b", FieldRef: ref("spec.nodeName")},
+				{Path: "c", FieldRef: ref("spec.bogus")},
+				{Path: "d", FieldRef: ref("metadata.annotations['Not Valid']")},
+				{Path: "e", FieldRef: ref("metadata.annotations['example.com/Key']")},
+			}}})}
+		}, []string{invalid + " spec.volumes[0].downwardAPI", notSupported + " spec.volumes[0].downwardAPI.fieldRef.fieldPath",
+			invalid + " spec.volumes[0].downwardAPI.fieldRef.fieldPath", invalid + " spec.volumes[0].downwardAPI.fieldRef"},
+			[]string{`spec.volumes[0].downwardAPI: Invalid value: "resource": fieldRef and resourceFieldRef can not be specified simultaneously`,
+				`spec.volumes[0].downwardAPI.fieldRef.fieldPath: Unsupported value: "spec.nodeName": supported values: "metadata.annotations", "metadata.labels", "metadata.name", "metadata.namespace", "metadata.uid"`,
+				`spec.volumes[0].downwardAPI.fieldRef.fieldPath: Invalid value: "spec.bogus": error converting fieldPath: field label not supported: spec.bogus`}},
+		{"image volume without reference", func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{vol("v", corev1.VolumeSource{Image: &corev1.ImageVolumeSource{PullPolicy: corev1.PullIfNotPresent}})}
+		}, []string{required + " spec.volumes[0].image.reference"}, nil},
+		{"token longer than 2^32 seconds", func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{vol("v", corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr(int64(1<<32 + 1))}}}}})}
+		}, []string{invalid + " spec.volumes[0].projected.sources[0].serviceAccountToken.expirationSeconds"},
+			[]string{"spec.volumes[0].projected.sources[0].serviceAccountToken.expirationSeconds: Invalid value: 4294967297: may not specify a duration larger than 2^32 seconds"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPod("p")
+			tc.mutate(p)
+			defaultPod(p)
+			errs := r.Strategy.Validate(context.Background(), p)
+			wantErrors(t, errs, tc.want...)
+			for _, d := range tc.details {
+				wantError(t, errs, d)
+			}
+		})
+	}
+
+	// A workload's template may leave an image volume's reference empty
+	// (upstream checks it for pods only).
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "default"}, Spec: appsv1.DeploymentSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "d"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "d"}}, Spec: newPod("p").Spec}}}
+	d.Spec.Template.Spec.Volumes = []corev1.Volume{vol("v", corev1.VolumeSource{Image: &corev1.ImageVolumeSource{PullPolicy: corev1.PullIfNotPresent}})}
+	dr := find(t, appsV1, "deployments")
+	dr.Strategy.Default(d)
+	wantErrors(t, dr.Strategy.Validate(context.Background(), d))
 }
