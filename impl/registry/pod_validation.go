@@ -47,6 +47,9 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path, isPod bool, opts podVa
 	var errs field.ErrorList
 	volumes, vErrs := validateVolumes(s.Volumes, path.Child("volumes"), isPod, opts)
 	errs = append(errs, vErrs...)
+	if isPod {
+		errs = append(errs, validateTokensHaveServiceAccount(s, path.Child("volumes"))...)
+	}
 
 	names := sets.New[string]()
 	errs = append(errs, validateContainerList(s.InitContainers, volumes, names, path.Child("initContainers"), true, opts)...)

@@ -49,6 +49,7 @@ var storedBeforeTightening = []struct {
 		}}
 	}, []string{forbidden + " spec.topologySpreadConstraints[0].labelSelector.matchExpressions[0].values"}},
 	{"projected token path leaves the volume", func(s *corev1.PodSpec) {
+		s.ServiceAccountName = "default"
 		s.Volumes = []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "../token"}}},
 		}}}}
@@ -57,6 +58,7 @@ var storedBeforeTightening = []struct {
 	// starting with "..", where the kubelet keeps its ..data), reported on
 	// the projected volume's path, as upstream's validateProjectionSources.
 	{"projected token path reserved", func(s *corev1.PodSpec) {
+		s.ServiceAccountName = "default"
 		s.Volumes = []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "..token"}}},
 		}}}}

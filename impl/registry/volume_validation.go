@@ -41,6 +41,29 @@ func validateVolumes(volumes []corev1.Volume, path *field.Path, isPod bool, opts
 	return byName, errs
 }
 
+// validateTokensHaveServiceAccount: a pod (not a template) that names no
+// service account may not project its token, as upstream's
+// validatePodMetadataAndSpec (the ServiceAccount admission plugin names
+// "default" before validation when the pod names none).
+func validateTokensHaveServiceAccount(s *corev1.PodSpec, path *field.Path) field.ErrorList {
+	if s.ServiceAccountName != "" {
+		return nil
+	}
+	var errs field.ErrorList
+	for vi, v := range s.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for si, src := range v.Projected.Sources {
+			if src.ServiceAccountToken != nil {
+				errs = append(errs, field.Forbidden(path.Index(vi).Child("projected", "sources").Index(si).Child("serviceAccountToken"),
+					"must not be specified when serviceAccountName is not set"))
+			}
+		}
+	}
+	return errs
+}
+
 // volumeSourceKind is one kind of volume source: its field name and
 // whether src sets it.
 type volumeSourceKind struct {

@@ -42,14 +42,17 @@ func TestPodVolumeAndDNSValidation(t *testing.T) {
 			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg", SubPath: "a/../../b"}}
 		}, []string{invalid + " spec.containers[0].volumeMounts[0].subPath"}},
 		{"short token", func(p *corev1.Pod) {
+			p.Spec.ServiceAccountName = "default"
 			p.Spec.Volumes = []corev1.Volume{{Name: "tok", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr(int64(60))}}}}}}}
 		}, []string{invalid + " spec.volumes[0].projected.sources[0].serviceAccountToken.expirationSeconds"}},
 		{"token longer than 2^32 seconds", func(p *corev1.Pod) {
+			p.Spec.ServiceAccountName = "default"
 			p.Spec.Volumes = []corev1.Volume{{Name: "tok", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr(int64(1<<32 + 1))}}}}}}}
 		}, []string{invalid + " spec.volumes[0].projected.sources[0].serviceAccountToken.expirationSeconds"}},
 		{"token of 2^32 seconds", func(p *corev1.Pod) {
+			p.Spec.ServiceAccountName = "default"
 			p.Spec.Volumes = []corev1.Volume{{Name: "tok", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr(int64(1 << 32))}}}}}}}
 		}, nil},
@@ -150,6 +153,7 @@ func TestVolumeSourceValidationAsUpstream(t *testing.T) {
 			p.Spec.Volumes = []corev1.Volume{vol("v", corev1.VolumeSource{Image: &corev1.ImageVolumeSource{PullPolicy: corev1.PullIfNotPresent}})}
 		}, []string{required + " spec.volumes[0].image.reference"}, nil},
 		{"token longer than 2^32 seconds", func(p *corev1.Pod) {
+			p.Spec.ServiceAccountName = "default"
 			p.Spec.Volumes = []corev1.Volume{vol("v", corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
 				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr(int64(1<<32 + 1))}}}}})}
 		}, []string{invalid + " spec.volumes[0].projected.sources[0].serviceAccountToken.expirationSeconds"},
@@ -168,12 +172,28 @@ func TestVolumeSourceValidationAsUpstream(t *testing.T) {
 		})
 	}
 
+	// A pod's projected service account token needs its service account
+	// (upstream's validatePodMetadataAndSpec; the ServiceAccount admission
+	// plugin names "default" when the pod names none); a template's does not.
+	p := newPod("p")
+	p.Spec.Volumes = []corev1.Volume{vol("tok", corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+		{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "c"}}},
+		{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}})}
+	defaultPod(p)
+	errs := r.Strategy.Validate(context.Background(), p)
+	wantErrors(t, errs, forbidden+" spec.volumes[0].projected.sources[1].serviceAccountToken")
+	wantError(t, errs, "spec.volumes[0].projected.sources[1].serviceAccountToken: Forbidden: must not be specified when serviceAccountName is not set")
+	p.Spec.ServiceAccountName = "default"
+	wantErrors(t, r.Strategy.Validate(context.Background(), p))
+
 	// A workload's template may leave an image volume's reference empty
 	// (upstream checks it for pods only).
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "default"}, Spec: appsv1.DeploymentSpec{
 		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "d"}},
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "d"}}, Spec: newPod("p").Spec}}}
-	d.Spec.Template.Spec.Volumes = []corev1.Volume{vol("v", corev1.VolumeSource{Image: &corev1.ImageVolumeSource{PullPolicy: corev1.PullIfNotPresent}})}
+	d.Spec.Template.Spec.Volumes = []corev1.Volume{vol("v", corev1.VolumeSource{Image: &corev1.ImageVolumeSource{PullPolicy: corev1.PullIfNotPresent}}),
+		vol("tok", corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}})}
 	dr := find(t, appsV1, "deployments")
 	dr.Strategy.Default(d)
 	wantErrors(t, dr.Strategy.Validate(context.Background(), d))
