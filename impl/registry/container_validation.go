@@ -83,7 +83,7 @@ func validateContainer(c *corev1.Container, volumes map[string]corev1.VolumeSour
 			errs = append(errs, field.Invalid(fp, "", "must specify one of: `configMapRef` or `secretRef`"))
 		}
 	}
-	errs = append(errs, validateVolumeMounts(c.VolumeMounts, volumes, p.Child("volumeMounts"))...)
+	errs = append(errs, validateVolumeMounts(c, volumes, p.Child("volumeMounts"))...)
 	errs = append(errs, validateContainerResources(&c.Resources, p.Child("resources"), opts)...)
 	errs = append(errs, validateProbe(c.ReadinessProbe, p.Child("readinessProbe"))...)
 	errs = append(errs, validateProbe(c.StartupProbe, p.Child("startupProbe"))...)
@@ -357,25 +357,99 @@ func validateResourceDivisor(res string, divisor resource.Quantity, p *field.Pat
 		fmt.Sprintf("only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the %s resource", what))}
 }
 
-func validateVolumeMounts(mounts []corev1.VolumeMount, volumes map[string]corev1.VolumeSource, path *field.Path) field.ErrorList {
+// validateVolumeMounts checks a container's mounts as upstream's
+// ValidateVolumeMounts: each names a valid volume (an empty name is also
+// not found) and a unique mount path; an image volume takes no subPath nor
+// subPathExpr; subPath and subPathExpr stay inside the volume and exclude
+// each other; mount propagation and recursive read-only as
+// validateMountPropagation and validateMountRecursiveReadOnly. Upstream
+// reports the subPath, subPathExpr, mountPropagation and recursiveReadOnly
+// checks on the volumeMounts path without the mount's index, and so do we.
+func validateVolumeMounts(c *corev1.Container, volumes map[string]corev1.VolumeSource, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	paths := sets.New[string]()
-	for i, m := range mounts {
+	for i, m := range c.VolumeMounts {
 		p := path.Index(i)
 		if m.Name == "" {
 			errs = append(errs, field.Required(p.Child("name"), ""))
-		} else if _, ok := volumes[m.Name]; !ok {
+		}
+		v, ok := volumes[m.Name]
+		if !ok {
 			errs = append(errs, field.NotFound(p.Child("name"), m.Name))
 		}
 		if m.MountPath == "" {
 			errs = append(errs, field.Required(p.Child("mountPath"), ""))
-		} else if paths.Has(m.MountPath) {
+		}
+		if paths.Has(m.MountPath) {
 			errs = append(errs, field.Invalid(p.Child("mountPath"), m.MountPath, "must be unique"))
 		}
 		paths.Insert(m.MountPath)
-		if m.SubPath != "" {
-			errs = append(errs, validateLocalDescendingPath(m.SubPath, p.Child("subPath"))...)
+		if ok && v.Image != nil {
+			if m.SubPath != "" {
+				errs = append(errs, field.Invalid(p.Child("subPath"), m.SubPath, "not allowed in image volume sources"))
+			}
+			if m.SubPathExpr != "" {
+				errs = append(errs, field.Invalid(p.Child("subPathExpr"), m.SubPathExpr, "not allowed in image volume sources"))
+			}
 		}
+		if m.SubPath != "" {
+			errs = append(errs, validateLocalDescendingPath(m.SubPath, path.Child("subPath"))...)
+		}
+		if m.SubPathExpr != "" {
+			if m.SubPath != "" {
+				errs = append(errs, field.Invalid(p.Child("subPathExpr"), m.SubPathExpr, "subPathExpr and subPath are mutually exclusive"))
+			}
+			errs = append(errs, validateLocalDescendingPath(m.SubPathExpr, path.Child("subPathExpr"))...)
+		}
+		errs = append(errs, validateMountPropagation(m.MountPropagation, c, path.Child("mountPropagation"))...)
+		errs = append(errs, validateMountRecursiveReadOnly(m, path.Child("recursiveReadOnly"))...)
+	}
+	return errs
+}
+
+// mountPropagations and recursiveReadOnlyModes as upstream lists them.
+var (
+	mountPropagations = []string{string(corev1.MountPropagationBidirectional), string(corev1.MountPropagationHostToContainer),
+		string(corev1.MountPropagationNone)}
+	recursiveReadOnlyModes = []string{string(corev1.RecursiveReadOnlyDisabled), string(corev1.RecursiveReadOnlyEnabled),
+		string(corev1.RecursiveReadOnlyIfPossible)}
+)
+
+// validateMountPropagation: a known mode; Bidirectional for privileged
+// containers only.
+func validateMountPropagation(mp *corev1.MountPropagationMode, c *corev1.Container, p *field.Path) field.ErrorList {
+	if mp == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if !slices.Contains(mountPropagations, string(*mp)) {
+		errs = append(errs, field.NotSupported(p, *mp, mountPropagations))
+	}
+	privileged := c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged
+	if *mp == corev1.MountPropagationBidirectional && !privileged {
+		errs = append(errs, field.Forbidden(p, "Bidirectional mount propagation is available only to privileged containers"))
+	}
+	return errs
+}
+
+// validateMountRecursiveReadOnly: Enabled and IfPossible need a read-only
+// mount without propagation (None or unset).
+func validateMountRecursiveReadOnly(m corev1.VolumeMount, p *field.Path) field.ErrorList {
+	if m.RecursiveReadOnly == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	switch *m.RecursiveReadOnly {
+	case corev1.RecursiveReadOnlyDisabled:
+	case corev1.RecursiveReadOnlyEnabled, corev1.RecursiveReadOnlyIfPossible:
+		if !m.ReadOnly {
+			errs = append(errs, field.Forbidden(p, "may only be specified when readOnly is true"))
+		}
+		if m.MountPropagation != nil && *m.MountPropagation != corev1.MountPropagationNone {
+			errs = append(errs, field.Forbidden(p, "may only be specified when mountPropagation is None or not specified"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(p, *m.RecursiveReadOnly, recursiveReadOnlyModes))
 	}
 	return errs
 }

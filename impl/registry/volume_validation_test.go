@@ -40,7 +40,7 @@ func TestPodVolumeAndDNSValidation(t *testing.T) {
 		{"subPath escaping", func(p *corev1.Pod) {
 			p.Spec.Volumes = []corev1.Volume{cmVolume()}
 			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg", SubPath: "a/../../b"}}
-		}, []string{invalid + " spec.containers[0].volumeMounts[0].subPath"}},
+		}, []string{invalid + " spec.containers[0].volumeMounts.subPath"}}, // upstream leaves the index out
 		{"short token", func(p *corev1.Pod) {
 			p.Spec.ServiceAccountName = "default"
 			p.Spec.Volumes = []corev1.Volume{{Name: "tok", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
@@ -197,4 +197,64 @@ func TestVolumeSourceValidationAsUpstream(t *testing.T) {
 	dr := find(t, appsV1, "deployments")
 	dr.Strategy.Default(d)
 	wantErrors(t, dr.Strategy.Validate(context.Background(), d))
+}
+
+// TestVolumeMountValidationAsUpstream: volume mounts are checked as
+// upstream's ValidateVolumeMounts: a mount without a name is also not
+// found; subPath and subPathExpr errors are reported on the volumeMounts
+// path without the mount's index (as are mountPropagation and
+// recursiveReadOnly); an image volume takes no subPath nor subPathExpr;
+// subPath and subPathExpr exclude each other; mount propagation is known
+// and Bidirectional only for privileged containers; recursive read-only
+// mounts are read-only and not propagated.
+func TestVolumeMountValidationAsUpstream(t *testing.T) {
+	r := find(t, coreV1, "pods")
+	const mounts = "spec.containers[0].volumeMounts"
+	bidi, weird := corev1.MountPropagationBidirectional, corev1.MountPropagationMode("Weird")
+	enabled, bogus := corev1.RecursiveReadOnlyEnabled, corev1.RecursiveReadOnlyMode("Bogus")
+	cases := []struct {
+		name    string
+		mounts  []corev1.VolumeMount
+		want    []string
+		details []string
+	}{
+		{"no name", []corev1.VolumeMount{{MountPath: "/a"}}, []string{required + " " + mounts + "[0].name", notFound + " " + mounts + "[0].name"}, nil},
+		{"image volume sub paths", []corev1.VolumeMount{{Name: "img", MountPath: "/a", SubPath: "x"}, {Name: "img", MountPath: "/b", SubPathExpr: "$(X)"}},
+			[]string{invalid + " " + mounts + "[0].subPath", invalid + " " + mounts + "[1].subPathExpr"},
+			[]string{mounts + `[0].subPath: Invalid value: "x": not allowed in image volume sources`}},
+		{"subPathExpr", []corev1.VolumeMount{{Name: "data", MountPath: "/a", SubPath: "x", SubPathExpr: "/abs"}},
+			[]string{invalid + " " + mounts + "[0].subPathExpr", invalid + " " + mounts + ".subPathExpr"},
+			[]string{mounts + `[0].subPathExpr: Invalid value: "/abs": subPathExpr and subPath are mutually exclusive`}},
+		{"mount propagation", []corev1.VolumeMount{{Name: "data", MountPath: "/a", MountPropagation: &weird}, {Name: "data", MountPath: "/b", MountPropagation: &bidi}},
+			[]string{notSupported + " " + mounts + ".mountPropagation", forbidden + " " + mounts + ".mountPropagation"},
+			[]string{mounts + ".mountPropagation: Forbidden: Bidirectional mount propagation is available only to privileged containers"}},
+		{"recursive read-only", []corev1.VolumeMount{{Name: "data", MountPath: "/a", RecursiveReadOnly: &enabled, MountPropagation: &bidi},
+			{Name: "data", MountPath: "/b", ReadOnly: true, RecursiveReadOnly: &bogus}},
+			[]string{forbidden + " " + mounts + ".mountPropagation", forbidden + " " + mounts + ".recursiveReadOnly",
+				forbidden + " " + mounts + ".recursiveReadOnly", notSupported + " " + mounts + ".recursiveReadOnly"},
+			[]string{mounts + ".recursiveReadOnly: Forbidden: may only be specified when readOnly is true",
+				mounts + ".recursiveReadOnly: Forbidden: may only be specified when mountPropagation is None or not specified"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPod("p")
+			p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "img", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "busybox:1.37", PullPolicy: corev1.PullIfNotPresent}}}}
+			p.Spec.Containers[0].VolumeMounts = tc.mounts
+			defaultPod(p)
+			errs := r.Strategy.Validate(context.Background(), p)
+			wantErrors(t, errs, tc.want...)
+			for _, d := range tc.details {
+				wantError(t, errs, d)
+			}
+		})
+	}
+
+	// A privileged container may propagate both ways.
+	p := newPod("p")
+	p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/a", MountPropagation: &bidi}}
+	p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr(true)}
+	defaultPod(p)
+	wantErrors(t, r.Strategy.Validate(context.Background(), p))
 }
