@@ -25,7 +25,8 @@ var (
 // validatePod validates everything of a pod but its metadata, relaxed by
 // opts (zero on create; podValidationOptionsFor the stored pod on update).
 func validatePod(p *corev1.Pod, opts podValidationOptions) field.ErrorList {
-	return validatePodSpec(&p.Spec, field.NewPath("spec"), true, opts)
+	errs := validatePodSpec(&p.Spec, field.NewPath("spec"), true, opts)
+	return append(errs, validateEphemeralClaimNames(p, field.NewPath("spec", "volumes"))...)
 }
 
 // validatePodTemplateSpec validates a workload's pod template, relaxed by

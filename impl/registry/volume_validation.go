@@ -1,11 +1,15 @@
 package registry
 
 import (
+	"fmt"
 	"path"
+	"reflect"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -112,16 +116,11 @@ var volumeSourceKinds = []volumeSourceKind{
 // own fields are not checked here are listed in README.md.
 func validateVolumeSource(src *corev1.VolumeSource, p *field.Path, isPod bool, opts podValidationOptions) field.ErrorList {
 	var errs field.ErrorList
-	first := ""
+	first := firstSourceKind(src)
 	for _, k := range volumeSourceKinds {
-		if !k.set(src) {
-			continue
-		}
-		if first != "" {
+		if k.name != first && k.set(src) {
 			errs = append(errs, field.Forbidden(p.Child(k.name), "may not specify more than 1 volume type"))
-			continue
 		}
-		first = k.name
 	}
 	switch first {
 	case "":
@@ -163,6 +162,8 @@ func validateVolumeSource(src *corev1.VolumeSource, p *field.Path, isPod bool, o
 		pp := p.Child("projected")
 		errs = append(errs, validateFileMode(src.Projected.DefaultMode, pp.Child("defaultMode"))...)
 		errs = append(errs, validateProjectedSources(src.Projected.Sources, pp, opts)...)
+	case "ephemeral":
+		errs = append(errs, validateEphemeralVolumeSource(src.Ephemeral, p.Child("ephemeral"))...)
 	case "image":
 		// Upstream's validateImageVolumeSource requires the reference of
 		// pods only (a template's may be filled in later).
@@ -171,6 +172,126 @@ func validateVolumeSource(src *corev1.VolumeSource, p *field.Path, isPod bool, o
 		}
 	}
 	return errs
+}
+
+// validateEphemeralVolumeSource checks a generic ephemeral volume as
+// upstream's validateEphemeralVolumeSource: a claim template whose
+// metadata has labels and annotations only and whose spec is a claim's.
+func validateEphemeralVolumeSource(e *corev1.EphemeralVolumeSource, p *field.Path) field.ErrorList {
+	tp := p.Child("volumeClaimTemplate")
+	if e.VolumeClaimTemplate == nil {
+		return field.ErrorList{field.Required(tp, "")}
+	}
+	t := e.VolumeClaimTemplate
+	mp := tp.Child("metadata")
+	errs := apivalidation.ValidateAnnotations(t.Annotations, mp.Child("annotations"))
+	errs = append(errs, metav1validation.ValidateLabels(t.Labels, mp.Child("labels"))...)
+	// Upstream's ValidateTemplateObjectMeta: every other set field of the
+	// metadata "cannot be set".
+	mv, mt := reflect.ValueOf(t.ObjectMeta), reflect.TypeOf(t.ObjectMeta)
+	for i := range mt.NumField() {
+		f := mt.Field(i)
+		if f.Name == "Labels" || f.Name == "Annotations" || !f.IsExported() || mv.Field(i).IsZero() {
+			continue
+		}
+		errs = append(errs, field.Forbidden(mp.Child(strings.ToLower(f.Name[:1])+f.Name[1:]), "cannot be set"))
+	}
+	return append(errs, validateClaimSpec(&t.Spec, tp.Child("spec"))...)
+}
+
+// Access and volume modes as upstream lists them (sorted).
+var (
+	claimAccessModes = []string{string(corev1.ReadOnlyMany), string(corev1.ReadWriteMany), string(corev1.ReadWriteOnce),
+		string(corev1.ReadWriteOncePod)}
+	claimVolumeModes = []string{string(corev1.PersistentVolumeBlock), string(corev1.PersistentVolumeFilesystem)}
+)
+
+// validateClaimSpec checks a claim template's spec as upstream's
+// ValidatePersistentVolumeClaimSpec: access modes (at least one, known,
+// ReadWriteOncePod alone), the selector, a positive storage request, the
+// storage and volume attributes class names and the volume mode. The data
+// source checks are not done here (README.md).
+func validateClaimSpec(s *corev1.PersistentVolumeClaimSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(s.AccessModes) == 0 {
+		errs = append(errs, field.Required(p.Child("accessModes"), "at least 1 access mode is required"))
+	}
+	if s.Selector != nil {
+		errs = append(errs, validateLabelSelector(s.Selector, p.Child("selector"))...)
+	}
+	rwop, other := false, false
+	for _, m := range s.AccessModes {
+		if !slices.Contains(claimAccessModes, string(m)) {
+			errs = append(errs, field.NotSupported(p.Child("accessModes"), m, claimAccessModes))
+		} else if m == corev1.ReadWriteOncePod {
+			rwop = true
+		} else {
+			other = true
+		}
+	}
+	if rwop && other {
+		errs = append(errs, field.Forbidden(p.Child("accessModes"), "may not use ReadWriteOncePod with other access modes"))
+	}
+	sp := p.Child("resources").Key(string(corev1.ResourceStorage))
+	if q, ok := s.Resources.Requests[corev1.ResourceStorage]; !ok {
+		errs = append(errs, field.Required(sp, ""))
+	} else if q.Sign() <= 0 {
+		errs = append(errs, field.Invalid(sp, q.String(), "must be greater than zero"))
+	}
+	if s.StorageClassName != nil && *s.StorageClassName != "" {
+		errs = append(errs, dnsSubdomain(*s.StorageClassName, p.Child("storageClassName"))...)
+	}
+	if s.VolumeMode != nil && !slices.Contains(claimVolumeModes, string(*s.VolumeMode)) {
+		errs = append(errs, field.NotSupported(p.Child("volumeMode"), *s.VolumeMode, claimVolumeModes))
+	}
+	if s.VolumeAttributesClassName != nil && *s.VolumeAttributesClassName != "" {
+		errs = append(errs, dnsSubdomain(*s.VolumeAttributesClassName, p.Child("volumeAttributesClassName"))...)
+	}
+	return errs
+}
+
+// validateEphemeralClaimNames: the claim a pod's ephemeral volume creates,
+// "<pod>-<volume>", has a valid object name (reported on the volume's
+// name), and no persistentVolumeClaim volume of the pod names such a
+// claim, as upstream's ValidateVolumes and validateVolumeSource given the
+// pod's metadata (pods only; a pod without a name is refused elsewhere).
+func validateEphemeralClaimNames(pod *corev1.Pod, path *field.Path) field.ErrorList {
+	if pod.Name == "" {
+		return nil
+	}
+	var errs field.ErrorList
+	created := sets.New[string]()
+	for i, v := range pod.Spec.Volumes {
+		if v.Ephemeral == nil {
+			continue
+		}
+		claim := pod.Name + "-" + v.Name
+		created.Insert(claim)
+		if v.Name == "" || firstSourceKind(&v.VolumeSource) != "ephemeral" {
+			continue // upstream checks the name when the ephemeral source is the one validated
+		}
+		for _, msg := range validation.IsDNS1123Subdomain(claim) {
+			errs = append(errs, field.Invalid(path.Index(i).Child("name"), v.Name, fmt.Sprintf("PVC name %q: %v", claim, msg)))
+		}
+	}
+	for i, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil && created.Has(v.PersistentVolumeClaim.ClaimName) {
+			errs = append(errs, field.Invalid(path.Index(i).Child("persistentVolumeClaim", "claimName"), v.PersistentVolumeClaim.ClaimName,
+				"must not reference a PVC that gets created for an ephemeral volume"))
+		}
+	}
+	return errs
+}
+
+// firstSourceKind is the name of the source validateVolumeSource checks
+// (the first set in upstream's order), "" if none is set.
+func firstSourceKind(src *corev1.VolumeSource) string {
+	for _, k := range volumeSourceKinds {
+		if k.set(src) {
+			return k.name
+		}
+	}
+	return ""
 }
 
 // hostPathTypes are upstream's supportedHostPathTypes, sorted as it lists

@@ -2,12 +2,14 @@ package registry
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 func TestPodVolumeAndDNSValidation(t *testing.T) {
@@ -257,4 +259,85 @@ func TestVolumeMountValidationAsUpstream(t *testing.T) {
 	p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr(true)}
 	defaultPod(p)
 	wantErrors(t, r.Strategy.Validate(context.Background(), p))
+}
+
+// TestEphemeralVolumeValidationAsUpstream: a generic ephemeral volume is
+// checked as upstream's validateEphemeralVolumeSource: a claim template is
+// required, its metadata has labels and annotations only, its spec is a
+// claim's (access modes, a positive storage request, class and mode); and,
+// for a pod, the claim's name "<pod>-<volume>" is a valid object name and
+// no persistentVolumeClaim volume names a claim an ephemeral volume creates.
+func TestEphemeralVolumeValidationAsUpstream(t *testing.T) {
+	r := find(t, coreV1, "pods")
+	storage := func(q string) corev1.VolumeResourceRequirements {
+		return corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(q)}}
+	}
+	good := func() *corev1.PersistentVolumeClaimTemplate {
+		return &corev1.PersistentVolumeClaimTemplate{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "p"}},
+			Spec:       corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Resources: storage("1Gi")}}
+	}
+	eph := func(name string, tmpl *corev1.PersistentVolumeClaimTemplate) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: tmpl}}}
+	}
+	const tp = "spec.volumes[0].ephemeral.volumeClaimTemplate"
+	block, bogusMode := corev1.PersistentVolumeBlock, corev1.PersistentVolumeMode("Raw")
+	cases := []struct {
+		name    string
+		pod     string
+		volumes func() []corev1.Volume
+		want    []string
+		details []string
+	}{
+		{"valid", "p", func() []corev1.Volume { return []corev1.Volume{eph("scratch", good())} }, nil, nil},
+		{"no template", "p", func() []corev1.Volume { return []corev1.Volume{eph("scratch", nil)} },
+			[]string{required + " " + tp}, nil},
+		{"template metadata and spec", "p", func() []corev1.Volume {
+			t := good()
+			t.Name = "named"
+			t.Labels["bad key!"] = "x"
+			t.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod, corev1.ReadOnlyMany, "ReadSometimes"}
+			t.Spec.Resources = storage("0")
+			t.Spec.StorageClassName = ptr("Not_A_Class")
+			t.Spec.VolumeMode = &bogusMode
+			return []corev1.Volume{eph("scratch", t)}
+		}, []string{forbidden + " " + tp + ".metadata.name", invalid + " " + tp + ".metadata.labels",
+			notSupported + " " + tp + ".spec.accessModes", forbidden + " " + tp + ".spec.accessModes",
+			invalid + " " + tp + ".spec.resources[storage]", invalid + " " + tp + ".spec.storageClassName",
+			notSupported + " " + tp + ".spec.volumeMode"},
+			[]string{tp + ".metadata.name: Forbidden: cannot be set",
+				tp + ".spec.accessModes: Forbidden: may not use ReadWriteOncePod with other access modes",
+				tp + `.spec.resources[storage]: Invalid value: "0": must be greater than zero`}},
+		{"no access mode, no storage request", "p", func() []corev1.Volume {
+			t := good()
+			t.Spec = corev1.PersistentVolumeClaimSpec{VolumeMode: &block}
+			return []corev1.Volume{eph("scratch", t)}
+		}, []string{required + " " + tp + ".spec.accessModes", required + " " + tp + ".spec.resources[storage]"},
+			[]string{tp + ".spec.accessModes: Required value: at least 1 access mode is required"}},
+		{"claim name too long", "p" + strings.Repeat("o", 250), func() []corev1.Volume { return []corev1.Volume{eph("scratch", good())} },
+			[]string{invalid + " spec.volumes[0].name"}, nil}, // upstream reports it on the volume name
+		{"a claim volume naming the ephemeral claim", "p", func() []corev1.Volume {
+			return []corev1.Volume{eph("scratch", good()),
+				{Name: "again", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "p-scratch"}}}}
+		}, []string{invalid + " spec.volumes[1].persistentVolumeClaim.claimName"},
+			[]string{`spec.volumes[1].persistentVolumeClaim.claimName: Invalid value: "p-scratch": must not reference a PVC that gets created for an ephemeral volume`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPod(tc.pod)
+			p.Spec.Volumes = tc.volumes()
+			defaultPod(p)
+			errs := r.Strategy.Validate(context.Background(), p)
+			var spec field.ErrorList
+			for _, e := range errs {
+				if !strings.HasPrefix(e.Field, "metadata.") {
+					spec = append(spec, e)
+				}
+			}
+			wantErrors(t, spec, tc.want...)
+			for _, d := range tc.details {
+				wantError(t, errs, d)
+			}
+		})
+	}
 }
