@@ -48,25 +48,26 @@ func (k *Kubelet) pullKeyring(ctx context.Context, pod *v1.Pod) (*credentials.Ke
 	return credentials.FromSecrets(secrets)
 }
 
-// pullImage pulls image with each credential the keyring has for it, most
-// specific first, until one pull succeeds (without credentials if it has
-// none, returning that pull's error as is). The failures with credentials
-// are returned as upstream's kubelet aggregates them: one error as it is,
-// several distinct messages as "[m1, m2]".
-func (k *Kubelet) pullImage(ctx context.Context, image *runtimeapi.ImageSpec, keyring *credentials.Keyring) (string, error) {
-	creds := keyring.Lookup(image.Image)
+// pullImage pulls image with each of creds (the keyring's for it, most
+// specific first) until one pull succeeds (without credentials if there
+// are none, returning that pull's error as is), returning the image
+// reference and the credential that pulled it (nil: none). The failures
+// with credentials are returned as upstream's kubelet aggregates them: one
+// error as it is, several distinct messages as "[m1, m2]".
+func (k *Kubelet) pullImage(ctx context.Context, image *runtimeapi.ImageSpec, creds []credentials.Tracked) (string, *credentials.Tracked, error) {
 	if len(creds) == 0 {
-		return k.rt.PullImageWithAuth(ctx, image, nil)
+		ref, err := k.rt.PullImageWithAuth(ctx, image, nil)
+		return ref, nil, err
 	}
 	var errs []error
-	for _, auth := range creds {
-		ref, err := k.rt.PullImageWithAuth(ctx, image, auth)
+	for i := range creds {
+		ref, err := k.rt.PullImageWithAuth(ctx, image, creds[i].Auth)
 		if err == nil {
-			return ref, nil
+			return ref, &creds[i], nil
 		}
 		errs = append(errs, err)
 	}
-	return "", utilerrors.NewAggregate(errs)
+	return "", nil, utilerrors.NewAggregate(errs)
 }
 
 // containerSecurity checks runAsNonRoot against the image's user and

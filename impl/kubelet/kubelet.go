@@ -60,6 +60,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 	"github.com/kubeproof/kubeproof/impl/kubelet/prober"
+	"github.com/kubeproof/kubeproof/impl/kubelet/pullrecords"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 	"github.com/kubeproof/kubeproof/impl/kubelet/status"
 )
@@ -78,6 +79,8 @@ type Kubelet struct {
 	allocatable v1.ResourceList
 	// objects serves the ConfigMaps and Secrets pods use (objectcache.go).
 	objects *objectManager
+	// pulls records which credentials pulled which image (pullcredentials.go).
+	pulls *pullrecords.Store
 
 	queue  workqueue.TypedDelayingInterface[types.UID]
 	paused atomic.Bool
@@ -156,6 +159,7 @@ type podRecord struct {
 // New returns a kubelet for cfg.NodeName, talking to the API through client
 // (which may be shared with other kubelets) and to rt.
 func New(ctx context.Context, client kubernetes.Interface, cfg Config, rt runtime.Runtime) (*Kubelet, error) {
+	rootGiven := cfg.RootDir != ""
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
@@ -173,6 +177,9 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config, rt runtim
 		k.events.Store(&cfg.Recorder)
 	}
 	var err error
+	if k.pulls, err = openPullRecords(&k.cfg, rootGiven, k); err != nil {
+		return nil, fmt.Errorf("kubelet %s: %w", cfg.NodeName, err)
+	}
 	if k.evictions, k.simEviction, err = newEvictionManager(&k.cfg, rt); err != nil {
 		return nil, fmt.Errorf("kubelet %s: %w", cfg.NodeName, err)
 	}

@@ -19,7 +19,9 @@ import (
 	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 	"github.com/kubeproof/kubeproof/impl/kubelet/prober"
+	"github.com/kubeproof/kubeproof/impl/kubelet/pullrecords"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/credentials"
 	"github.com/kubeproof/kubeproof/impl/kubelet/status"
 )
 
@@ -593,8 +595,43 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 		}
 		present = ref
 	}
+	// The pod's keyring, read once, when first needed.
+	var keyring *credentials.Keyring
+	var keyringErr error
+	keyringRead := false
+	podKeyring := func() (*credentials.Keyring, error) {
+		if !keyringRead {
+			keyringRead = true
+			keyring, keyringErr = k.pullKeyring(ctx, pod)
+		}
+		return keyring, keyringErr
+	}
+	// A present image is used only if the pod may access it (upstream's
+	// KubeletEnsureSecretPulledImages); otherwise it is as if absent: an
+	// IfNotPresent container pulls it with the pod's credentials, a Never
+	// one fails with ErrImageNeverPull (pullcredentials.go).
+	if present != "" {
+		secrets := noPodSecrets
+		if len(pod.Spec.ImagePullSecrets) > 0 {
+			secrets = func() ([]pullrecords.Secret, error) {
+				kr, err := podKeyring()
+				if err != nil {
+					return nil, err
+				}
+				return podPullSecrets(kr, image.Image), nil
+			}
+		}
+		mustPull, err := k.pulls.MustPull(pullrecords.DefaultPolicy, nil, spec.Image, present, secrets)
+		if err != nil {
+			event(v1.EventTypeWarning, EventFailed, "Failed to pull image %q: %v", spec.Image, err)
+			return fail(reasonErrImagePull, err)
+		}
+		if mustPull {
+			present = ""
+		}
+	}
 	pull := func() error {
-		keyring, err := k.pullKeyring(ctx, pod)
+		keyring, err := podKeyring()
 		if err != nil {
 			event(v1.EventTypeWarning, EventFailed, "Failed to pull image %q: %v", spec.Image, err)
 			return fail(reasonErrImagePull, err)
@@ -609,9 +646,15 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 			return imageFailed(podsync.ReasonImagePullBackOff, d.Message, d.Until)
 		}
 		event(v1.EventTypeNormal, EventPulling, "Pulling image %q", spec.Image)
+		creds := keyring.LookupTracked(image.Image)
+		if err := k.pulls.PullStarted(spec.Image, len(creds) > 0); err != nil {
+			msg := fmt.Sprintf("Failed to record image pull intent for container image %q: %v", spec.Image, err)
+			return imageFailed(reasonErrImagePull, msg, time.Time{})
+		}
 		start := k.clock.Now()
-		pulled, err := k.pullImage(ctx, image, keyring)
+		pulled, used, err := k.pullImage(ctx, image, creds)
 		if err != nil {
+			k.pulls.PullFailed(spec.Image)
 			event(v1.EventTypeWarning, EventFailed, "Failed to pull image %q: %v", spec.Image, err)
 			// ErrImagePull, or CRI's RegistryUnavailable or
 			// SignatureValidationFailed, as upstream classifies.
@@ -624,6 +667,7 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 			x.imagePulls[spec.Image] = entry
 			return imageFailed(reason, msg, entry.LastUpdate.Add(entry.Backoff))
 		}
+		k.pulls.Pulled(spec.Image, pulled, pulledWith(used))
 		if failedBefore {
 			rec.x().imagePulls[spec.Image] = podsync.ImagePullStarted(entry)
 		}
