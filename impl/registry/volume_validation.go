@@ -29,6 +29,7 @@ func validateVolumes(volumes []corev1.Volume, path *field.Path, isPod bool, opts
 	for i, v := range volumes {
 		p := path.Index(i)
 		el := validateVolumeSource(&v.VolumeSource, p, isPod, opts)
+		el = append(el, validateISCSIVolumeName(v.Name, &v.VolumeSource, p)...)
 		if v.Name == "" {
 			el = append(el, field.Required(p.Child("name"), ""))
 		} else {
@@ -112,8 +113,8 @@ var volumeSourceKinds = []volumeSourceKind{
 }
 
 // validateVolumeSource checks that a volume has one source and that
-// source's fields, as upstream's validateVolumeSource; the plugins whose
-// own fields are not checked here are listed in README.md.
+// source's fields, as upstream's validateVolumeSource (the in-tree
+// plugins' own fields in volume_plugin_validation.go).
 func validateVolumeSource(src *corev1.VolumeSource, p *field.Path, isPod bool, opts podValidationOptions) field.ErrorList {
 	var errs field.ErrorList
 	first := firstSourceKind(src)
@@ -170,6 +171,8 @@ func validateVolumeSource(src *corev1.VolumeSource, p *field.Path, isPod bool, o
 		if isPod && src.Image.Reference == "" {
 			errs = append(errs, field.Required(p.Child("image", "reference"), ""))
 		}
+	default:
+		errs = append(errs, validatePluginVolumeSource(first, src, p)...)
 	}
 	return errs
 }

@@ -341,3 +341,88 @@ func TestEphemeralVolumeValidationAsUpstream(t *testing.T) {
 		})
 	}
 }
+
+// TestVolumePluginValidationAsUpstream: the in-tree plugins' own fields are
+// checked as upstream's validate<Plugin>VolumeSource, on upstream's paths
+// (a gcePersistentDisk's on "persistentDisk", a cephFS's on "cephfs", a
+// csi secret name's on "csi.name").
+func TestVolumePluginValidationAsUpstream(t *testing.T) {
+	r := find(t, coreV1, "pods")
+	const v = "spec.volumes[0]."
+	lun := int32(256)
+	cases := []struct {
+		name    string
+		src     corev1.VolumeSource
+		want    []string
+		details []string
+	}{
+		{"nfs", corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{Path: "rel"}},
+			[]string{required + " " + v + "nfs.server", invalid + " " + v + "nfs.path"},
+			[]string{v + `nfs.path: Invalid value: "rel": must be an absolute path`}},
+		{"nfs without path", corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{Server: "s"}},
+			[]string{required + " " + v + "nfs.path", invalid + " " + v + "nfs.path"}, nil},
+		{"csi", corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "Not_A_Driver", NodePublishSecretRef: &corev1.LocalObjectReference{Name: "Bad_Secret"}}},
+			[]string{invalid + " " + v + "csi.driver", invalid + " " + v + "csi.name"}, nil},
+		{"csi without driver", corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{NodePublishSecretRef: &corev1.LocalObjectReference{}}},
+			[]string{required + " " + v + "csi.driver", invalid + " " + v + "csi.driver", required + " " + v + "csi.nodePublishSecretRef.name"}, nil},
+		{"gcePersistentDisk", corev1.VolumeSource{GCEPersistentDisk: &corev1.GCEPersistentDiskVolumeSource{Partition: 300}},
+			[]string{required + " " + v + "persistentDisk.pdName", invalid + " " + v + "persistentDisk.partition"},
+			[]string{v + "persistentDisk.partition: Invalid value: 300: must be between 1 and 255, inclusive"}},
+		{"awsElasticBlockStore", corev1.VolumeSource{AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{Partition: -1}},
+			[]string{required + " " + v + "awsElasticBlockStore.volumeID", invalid + " " + v + "awsElasticBlockStore.partition"}, nil},
+		{"glusterfs", corev1.VolumeSource{Glusterfs: &corev1.GlusterfsVolumeSource{}},
+			[]string{required + " " + v + "glusterfs.endpoints", required + " " + v + "glusterfs.path"}, nil},
+		{"flocker", corev1.VolumeSource{Flocker: &corev1.FlockerVolumeSource{DatasetName: "a/b", DatasetUUID: "u"}},
+			[]string{invalid + " " + v + "flocker", invalid + " " + v + "flocker.datasetName"}, nil},
+		{"flocker empty", corev1.VolumeSource{Flocker: &corev1.FlockerVolumeSource{}},
+			[]string{required + " " + v + "flocker"}, nil},
+		{"rbd", corev1.VolumeSource{RBD: &corev1.RBDVolumeSource{}},
+			[]string{required + " " + v + "rbd.monitors", required + " " + v + "rbd.image"}, nil},
+		{"cinder", corev1.VolumeSource{Cinder: &corev1.CinderVolumeSource{SecretRef: &corev1.LocalObjectReference{}}},
+			[]string{required + " " + v + "cinder.volumeID", required + " " + v + "cinder.secretRef.name"}, nil},
+		{"cephFS", corev1.VolumeSource{CephFS: &corev1.CephFSVolumeSource{}},
+			[]string{required + " " + v + "cephfs.monitors"}, nil},
+		{"fc", corev1.VolumeSource{FC: &corev1.FCVolumeSource{TargetWWNs: []string{"w"}, WWIDs: []string{"i"}, Lun: &lun}},
+			[]string{invalid + " " + v + "fc.targetWWNs", invalid + " " + v + "fc.lun"}, nil},
+		{"fc without target", corev1.VolumeSource{FC: &corev1.FCVolumeSource{}},
+			[]string{required + " " + v + "fc.targetWWNs"}, nil},
+		{"fc without lun", corev1.VolumeSource{FC: &corev1.FCVolumeSource{TargetWWNs: []string{"w"}}},
+			[]string{required + " " + v + "fc.lun"}, nil},
+		{"flexVolume", corev1.VolumeSource{FlexVolume: &corev1.FlexVolumeSource{Options: map[string]string{"example.k8s.io/x": "1", "mine/y": "2"}}},
+			[]string{required + " " + v + "flexVolume.driver", invalid + " " + v + "flexVolume.options[example.k8s.io/x]"},
+			[]string{v + `flexVolume.options[example.k8s.io/x]: Invalid value: "example.k8s.io/x": kubernetes.io and k8s.io namespaces are reserved`}},
+		{"azureFile", corev1.VolumeSource{AzureFile: &corev1.AzureFileVolumeSource{}},
+			[]string{required + " " + v + "azureFile.secretName", required + " " + v + "azureFile.shareName"}, nil},
+		{"vsphereVolume", corev1.VolumeSource{VsphereVolume: &corev1.VsphereVirtualDiskVolumeSource{}},
+			[]string{required + " " + v + "vsphereVolume.volumePath"}, nil},
+		{"photonPersistentDisk", corev1.VolumeSource{PhotonPersistentDisk: &corev1.PhotonPersistentDiskVolumeSource{}},
+			[]string{required + " " + v + "photonPersistentDisk.pdID"}, nil},
+		{"portworxVolume", corev1.VolumeSource{PortworxVolume: &corev1.PortworxVolumeSource{}},
+			[]string{required + " " + v + "portworxVolume.volumeID"}, nil},
+		{"storageos", corev1.VolumeSource{StorageOS: &corev1.StorageOSVolumeSource{VolumeName: "Bad_Name", VolumeNamespace: "Bad_NS", SecretRef: &corev1.LocalObjectReference{}}},
+			[]string{invalid + " " + v + "storageos.volumeName", invalid + " " + v + "storageos.volumeNamespace", required + " " + v + "storageos.secretRef.name"}, nil},
+		{"scaleIO", corev1.VolumeSource{ScaleIO: &corev1.ScaleIOVolumeSource{}},
+			[]string{required + " " + v + "scaleIO.gateway", required + " " + v + "scaleIO.system", required + " " + v + "scaleIO.volumeName"}, nil},
+		{"quobyte", corev1.VolumeSource{Quobyte: &corev1.QuobyteVolumeSource{Registry: "host-without-port"}},
+			[]string{invalid + " " + v + "quobyte.registry", required + " " + v + "quobyte.volume"}, nil},
+		{"azureDisk", corev1.VolumeSource{AzureDisk: &corev1.AzureDiskVolumeSource{DiskName: "d", DataDiskURI: "http://x", Kind: ptr(corev1.AzureDataDiskKind("Dedicated"))}},
+			[]string{notSupported + " " + v + "azureDisk.diskURI"}, nil},
+		{"iscsi", corev1.VolumeSource{ISCSI: &corev1.ISCSIVolumeSource{IQN: "bogus", Lun: 300, DiscoveryCHAPAuth: true}},
+			[]string{required + " " + v + "iscsi.targetPortal", invalid + " " + v + "iscsi.iqn", invalid + " " + v + "iscsi.lun", required + " " + v + "iscsi.secretRef"},
+			[]string{v + `iscsi.iqn: Invalid value: "bogus": must be valid format starting with iqn, eui, or naa`}},
+		{"iscsi initiator", corev1.VolumeSource{ISCSI: &corev1.ISCSIVolumeSource{TargetPortal: strings.Repeat("t", 70), IQN: "iqn.2001-04.com.example:storage", InitiatorName: ptr("eui.bad")}},
+			[]string{invalid + " " + v + "iscsi.initiatorname", invalid + " " + v + "name"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPod("p")
+			p.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: tc.src}}
+			defaultPod(p)
+			errs := r.Strategy.Validate(context.Background(), p)
+			wantErrors(t, errs, tc.want...)
+			for _, d := range tc.details {
+				wantError(t, errs, d)
+			}
+		})
+	}
+}
