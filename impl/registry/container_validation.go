@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -84,6 +85,7 @@ func validateContainer(c *corev1.Container, volumes map[string]corev1.VolumeSour
 		}
 	}
 	errs = append(errs, validateVolumeMounts(c, volumes, p.Child("volumeMounts"))...)
+	errs = append(errs, validateVolumeDevices(c, volumes, p.Child("volumeDevices"))...)
 	errs = append(errs, validateContainerResources(&c.Resources, p.Child("resources"), opts)...)
 	errs = append(errs, validateProbe(c.ReadinessProbe, p.Child("readinessProbe"))...)
 	errs = append(errs, validateProbe(c.StartupProbe, p.Child("startupProbe"))...)
@@ -367,6 +369,11 @@ func validateResourceDivisor(res string, divisor resource.Quantity, p *field.Pat
 // checks on the volumeMounts path without the mount's index, and so do we.
 func validateVolumeMounts(c *corev1.Container, volumes map[string]corev1.VolumeSource, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	// Upstream compares with each device name's last path (GetVolumeDeviceMap).
+	devices := map[string]string{}
+	for _, d := range c.VolumeDevices {
+		devices[d.Name] = d.DevicePath
+	}
 	paths := sets.New[string]()
 	for i, m := range c.VolumeMounts {
 		p := path.Index(i)
@@ -384,6 +391,12 @@ func validateVolumeMounts(c *corev1.Container, volumes map[string]corev1.VolumeS
 			errs = append(errs, field.Invalid(p.Child("mountPath"), m.MountPath, "must be unique"))
 		}
 		paths.Insert(m.MountPath)
+		if _, dev := devices[m.Name]; dev {
+			errs = append(errs, field.Invalid(p.Child("name"), m.Name, "must not already exist in volumeDevices"))
+		}
+		if slices.Contains(slices.Collect(maps.Values(devices)), m.MountPath) {
+			errs = append(errs, field.Invalid(p.Child("mountPath"), m.MountPath, "must not already exist as a path in volumeDevices"))
+		}
 		if ok && v.Image != nil {
 			if m.SubPath != "" {
 				errs = append(errs, field.Invalid(p.Child("subPath"), m.SubPath, "not allowed in image volume sources"))
@@ -403,6 +416,58 @@ func validateVolumeMounts(c *corev1.Container, volumes map[string]corev1.VolumeS
 		}
 		errs = append(errs, validateMountPropagation(m.MountPropagation, c, path.Child("mountPropagation"))...)
 		errs = append(errs, validateMountRecursiveReadOnly(m, path.Child("recursiveReadOnly"))...)
+	}
+	return errs
+}
+
+// validateVolumeDevices checks a container's block devices as upstream's
+// ValidateVolumeDevices: each names a valid claim-backed volume
+// (persistentVolumeClaim or ephemeral) not named twice, at a unique
+// device path without ".." elements, and neither the name nor the path is
+// also one of the container's mounts'.
+func validateVolumeDevices(c *corev1.Container, volumes map[string]corev1.VolumeSource, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	names, devPaths := sets.New[string](), sets.New[string]()
+	// Upstream compares with each mount name's last path (GetVolumeMountMap).
+	mounts := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.Name] = m.MountPath
+	}
+	for i, d := range c.VolumeDevices {
+		p := path.Index(i)
+		v, matched := volumes[d.Name]
+		if d.Name == "" {
+			errs = append(errs, field.Required(p.Child("name"), ""))
+		}
+		if names.Has(d.Name) {
+			errs = append(errs, field.Invalid(p.Child("name"), d.Name, "must be unique"))
+		}
+		if matched && v.PersistentVolumeClaim == nil && v.Ephemeral == nil {
+			errs = append(errs, field.Invalid(p.Child("name"), d.Name, "can only use volume source type of PersistentVolumeClaim or Ephemeral for block mode"))
+		}
+		if !matched {
+			errs = append(errs, field.NotFound(p.Child("name"), d.Name))
+		}
+		if d.DevicePath == "" {
+			errs = append(errs, field.Required(p.Child("devicePath"), ""))
+		}
+		if devPaths.Has(d.DevicePath) {
+			errs = append(errs, field.Invalid(p.Child("devicePath"), d.DevicePath, "must be unique"))
+		}
+		if d.DevicePath != "" && len(validatePathNoBacksteps(d.DevicePath, p)) > 0 {
+			errs = append(errs, field.Invalid(p.Child("devicePath"), d.DevicePath, "can not contain backsteps ('..')"))
+		} else {
+			devPaths.Insert(d.DevicePath)
+		}
+		if _, mounted := mounts[d.Name]; mounted {
+			errs = append(errs, field.Invalid(p.Child("name"), d.Name, "must not already exist in volumeMounts"))
+		}
+		if slices.Contains(slices.Collect(maps.Values(mounts)), d.DevicePath) {
+			errs = append(errs, field.Invalid(p.Child("devicePath"), d.DevicePath, "must not already exist as a path in volumeMounts"))
+		}
+		if d.Name != "" {
+			names.Insert(d.Name)
+		}
 	}
 	return errs
 }

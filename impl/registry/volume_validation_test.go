@@ -426,3 +426,48 @@ func TestVolumePluginValidationAsUpstream(t *testing.T) {
 		})
 	}
 }
+
+// TestVolumeDeviceValidationAsUpstream: a container's volumeDevices are
+// checked as upstream's ValidateVolumeDevices: each names a claim-backed
+// volume (persistentVolumeClaim or ephemeral), once, at a unique device
+// path without backsteps, and neither its name nor its path is also a
+// mount's.
+func TestVolumeDeviceValidationAsUpstream(t *testing.T) {
+	r := find(t, coreV1, "pods")
+	const devs = "spec.containers[0].volumeDevices"
+	const mounts = "spec.containers[0].volumeMounts"
+	p := newPod("p")
+	p.Spec.Volumes = []corev1.Volume{
+		{Name: "claim", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}},
+		{Name: "claim2", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c2"}}},
+		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	p.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{
+		{Name: "claim", DevicePath: "/dev/a"},
+		{Name: "claim", DevicePath: "/dev/a"},
+		{Name: "scratch", DevicePath: "/dev/../b"},
+		{Name: "missing", DevicePath: "/data"},
+		{},
+	}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "claim2", MountPath: "/data"}, {Name: "claim", MountPath: "/m"}}
+	defaultPod(p)
+	errs := r.Strategy.Validate(context.Background(), p)
+	wantErrors(t, errs,
+		invalid+" "+devs+"[0].name", // also a mount
+		invalid+" "+devs+"[1].name", invalid+" "+devs+"[1].name", invalid+" "+devs+"[1].devicePath",
+		invalid+" "+devs+"[2].name", invalid+" "+devs+"[2].devicePath",
+		notFound+" "+devs+"[3].name", invalid+" "+devs+"[3].devicePath",
+		required+" "+devs+"[4].name", notFound+" "+devs+"[4].name", required+" "+devs+"[4].devicePath",
+		invalid+" "+mounts+"[0].mountPath", invalid+" "+mounts+"[1].name",
+	)
+	for _, d := range []string{
+		devs + `[1].name: Invalid value: "claim": must be unique`,
+		devs + `[2].name: Invalid value: "scratch": can only use volume source type of PersistentVolumeClaim or Ephemeral for block mode`,
+		devs + `[2].devicePath: Invalid value: "/dev/../b": can not contain backsteps ('..')`,
+		devs + `[3].devicePath: Invalid value: "/data": must not already exist as a path in volumeMounts`,
+		mounts + `[1].name: Invalid value: "claim": must not already exist in volumeDevices`,
+		mounts + `[0].mountPath: Invalid value: "/data": must not already exist as a path in volumeDevices`,
+	} {
+		wantError(t, errs, d)
+	}
+}
