@@ -144,6 +144,18 @@ func TestSchedulingConstraintValidationAsUpstream(t *testing.T) {
 			invalid + " " + anti + ".topologyKey",
 			invalid + " " + anti + ".topologyKey",
 		}, nil},
+		{"label selector operators (metav1's ValidateLabelSelector, as upstream)", func(p *corev1.Pod) {
+			sel := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near", Values: []string{"web"}}}}
+			p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: "zone"}}}}
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone",
+				WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+		}, []string{
+			invalid + " spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchExpressions[0].operator",
+			invalid + " " + tsc + "[0].labelSelector.matchExpressions[0].operator",
+		}, []string{
+			tsc + `[0].labelSelector.matchExpressions[0].operator: Invalid value: "Near": not a valid selector operator`,
+		}},
 		{"spread: topology key not a label key, duplicate on the first, minDomains, policies", func(p *corev1.Pod) {
 			c := corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "not a label key!", WhenUnsatisfiable: corev1.DoNotSchedule, NodeAffinityPolicy: &honor}
 			d := corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.ScheduleAnyway,
