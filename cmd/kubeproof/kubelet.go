@@ -57,6 +57,7 @@ func newKubeletCommand() *cobra.Command {
 		evictionFlags                       eviction.Flags
 		simAvailable                        string
 		containerGC                         = gc.DefaultContainerPolicy
+		singleProcessOOMKill                bool
 	)
 	cmd := &cobra.Command{
 		Use:   "kubelet --kubeconfig FILE --node-name NAME [--runtime sim|cri]",
@@ -84,6 +85,9 @@ func newKubeletCommand() *cobra.Command {
 				ImagePullBackoff: podsync.BackoffConfig{Base: pullBackoffBase, Max: pullBackoffMax},
 				Labels:           map[string]string{}, Port: port, RootDir: rootDir, PodLogsDir: podLogsDir,
 				ContainerGC: &containerGC,
+			}
+			if cmd.Flags().Changed("single-process-oom-kill") {
+				cfg.SingleProcessOOMKill = &singleProcessOOMKill
 			}
 			for flag, pair := range map[string]struct {
 				s string
@@ -152,6 +156,9 @@ func newKubeletCommand() *cobra.Command {
 				if err := c.WaitNetworkReady(cmd.Context(), time.Second); err != nil {
 					return err
 				}
+				// The node's cgroup mode decides singleProcessOOMKill's
+				// default, as upstream's kubelet.
+				cfg.CgroupDir = kubelet.SysFsCgroup
 				// Pods' usage comes from the runtime's CRI container stats:
 				// the kubelet gives its host provider the runtime's stats.
 				rt = c
@@ -279,6 +286,7 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringVar(&simAvailable, "sim-available", "", "What the simulated node reports available, signal=quantity,... (e.g. memory.available=50Mi); the eviction manager acts on it.")
 	fs.StringVar(&rootDir, "root-dir", "/var/lib/kubelet", "Directory for pod directories and their volumes.")
 	fs.StringVar(&podLogsDir, "pod-logs-dir", "/var/log/pods", "Directory the container runtime writes pod logs to.")
+	fs.BoolVar(&singleProcessOOMKill, "single-process-oom-kill", false, "KubeletConfiguration's singleProcessOOMKill (upstream has no flag): true leaves the OOM killer killing the one process it picks; false has the runtime kill the whole container (memory.oom.group=1), cgroup v2 only, an error on cgroup v1. Unset: false on cgroup v2, true on cgroup v1 (with --runtime cri, the mode of /sys/fs/cgroup; a simulated node is cgroup v1).")
 	return cmd
 }
 

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,3 +113,37 @@ func TestKubeletWebhookAuthorization(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestKubeletSingleProcessOOMKillFlag: `kubeproof kubelet
+// --single-process-oom-kill=false` reaches the kubelet's config, which
+// refuses it on a cgroup v1 node (a simulated node is one) with upstream's
+// validation message, before contacting the API server.
+func TestKubeletSingleProcessOOMKillFlag(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	const kc = `apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: "https://127.0.0.1:1"}
+users:
+- name: u
+  user: {token: t}
+contexts:
+- name: c
+  context: {cluster: c, user: u}
+current-context: c
+`
+	if err := os.WriteFile(kubeconfig, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	root := newRootCommand()
+	root.SetArgs([]string{"kubelet", "--kubeconfig", kubeconfig, "--node-name", "x", "--port", "0", "--single-process-oom-kill=false"})
+	root.SetOut(new(discard))
+	root.SetErr(new(discard))
+	err := root.ExecuteContext(ctx)
+	if err == nil || !strings.Contains(err.Error(), "singleProcessOOMKill must not be explicitly set to false when using cgroup v1") {
+		t.Fatalf("kubelet --single-process-oom-kill=false on a simulated node: %v; want upstream's cgroup v1 error", err)
+	}
+}

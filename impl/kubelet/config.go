@@ -59,6 +59,23 @@ type Config struct {
 	// --maximum-dead-containers-per-container, --maximum-dead-containers);
 	// nil: upstream's default, gc.DefaultContainerPolicy.
 	ContainerGC *gc.ContainerPolicy
+	// SingleProcessOOMKill is KubeletConfiguration's singleProcessOOMKill
+	// (upstream has no flag for it): true leaves the OOM killer killing
+	// the one process it picks; false has the runtime kill the whole
+	// container (memory.oom.group=1 in every container's and sandbox's CRI
+	// Unified resources), cgroup v2 only. nil: false on cgroup v2, true on
+	// cgroup v1; false on cgroup v1 is upstream's configuration error
+	// (oomGroupKill).
+	SingleProcessOOMKill *bool
+	// CgroupDir is the cgroup filesystem the node's containers run in,
+	// whose mode the kubelet detects once at start (CgroupUnified: cgroup
+	// v2 when it holds cgroup.controllers); SysFsCgroup for a `kubeproof
+	// kubelet --runtime cri`. Empty: a node of cgroup v1, whatever the
+	// host's (simulated nodes' default).
+	CgroupDir string
+	// oomGroupKill is what setDefaults decided from SingleProcessOOMKill
+	// and CgroupDir (oomGroupKill).
+	oomGroupKill bool
 
 	// SyncFrequency is the period of the full resync of every pod (20 s).
 	SyncFrequency time.Duration
@@ -170,6 +187,15 @@ func (c *Config) setDefaults() error {
 		if err := c.ContainerGC.Validate(); err != nil {
 			return err
 		}
+	}
+	unified := false
+	if c.CgroupDir != "" {
+		if unified, err = CgroupUnified(c.CgroupDir); err != nil {
+			return fmt.Errorf("kubelet config: %w", err)
+		}
+	}
+	if c.oomGroupKill, err = oomGroupKill(unified, c.SingleProcessOOMKill); err != nil {
+		return fmt.Errorf("kubelet config: %w", err)
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {

@@ -119,8 +119,9 @@ func podLabels(pod *v1.Pod) map[string]string {
 	return l
 }
 
-// sandboxConfig is the CRI sandbox config of a pod.
-func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string) *runtimeapi.PodSandboxConfig {
+// sandboxConfig is the CRI sandbox config of a pod, on a node that kills
+// whole containers on OOM or not (oomGroup, Config.oomGroupKill).
+func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string, oomGroup bool) *runtimeapi.PodSandboxConfig {
 	hostname := pod.Spec.Hostname
 	if hostname == "" {
 		hostname = pod.Name
@@ -134,7 +135,7 @@ func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string) *runtimeapi.P
 		Linux:        &runtimeapi.LinuxPodSandboxConfig{CgroupParent: "/kubepods/pod" + string(pod.UID)},
 	}
 	cfg.Linux.SecurityContext, cfg.Linux.Sysctls = security.Sandbox(pod)
-	cfg.Linux.Resources, cfg.Linux.Overhead = sandboxResources(pod)
+	cfg.Linux.Resources, cfg.Linux.Overhead = sandboxResources(pod, oomGroup)
 	if pod.Spec.DNSConfig != nil {
 		cfg.DnsConfig = &runtimeapi.DNSConfig{Servers: pod.Spec.DNSConfig.Nameservers, Searches: pod.Spec.DNSConfig.Searches}
 	}
@@ -159,8 +160,9 @@ func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string) *runtimeapi.P
 // containerConfig is the CRI container config of one container, created
 // from image, on a node of nodeMemory bytes of memory capacity and the
 // huge page sizes hugePages (Config.HugePages: every size gets a limit, 0
-// unless c limits it, as upstream's GetHugepageLimitsFromResources).
-func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, image *runtimeapi.ImageSpec, env []EnvVar, nodeMemory int64, hugePages []HugePages) *runtimeapi.ContainerConfig {
+// unless c limits it, as upstream's GetHugepageLimitsFromResources) that
+// kills whole containers on OOM or not (oomGroup, Config.oomGroupKill).
+func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, image *runtimeapi.ImageSpec, env []EnvVar, nodeMemory int64, hugePages []HugePages, oomGroup bool) *runtimeapi.ContainerConfig {
 	typ := "app"
 	if init {
 		typ = "init"
@@ -183,7 +185,7 @@ func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, im
 		},
 		Annotations: map[string]string{"io.kubernetes.container.restartCount": strconv.FormatUint(uint64(attempt), 10)},
 		LogPath:     fmt.Sprintf("%s/%d.log", c.Name, attempt),
-		Linux:       &runtimeapi.LinuxContainerConfig{Resources: linuxResources(pod, c, nodeMemory, hugePages)},
+		Linux:       &runtimeapi.LinuxContainerConfig{Resources: linuxResources(pod, c, nodeMemory, hugePages, oomGroup)},
 	}
 	for _, e := range env {
 		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
@@ -209,17 +211,19 @@ const maxCPUShares = 262144
 // upstream's kubelet (applySandboxResources): the pod's aggregated requests
 // and limits without its overhead, and its overhead on its own, taken as
 // requests equal to limits (an empty value for a pod without one). Both
-// are cgroup values (cgroupResources). The two share one allocation.
-func sandboxResources(pod *v1.Pod) (resources, overhead *runtimeapi.LinuxContainerResources) {
+// are cgroup values (cgroupResources; with oomGroup, memory.oom.group on
+// in both, the overhead's only for a pod with one, as upstream's). The two
+// share one allocation.
+func sandboxResources(pod *v1.Pod, oomGroup bool) (resources, overhead *runtimeapi.LinuxContainerResources) {
 	pair := new([2]runtimeapi.LinuxContainerResources)
 	resources, overhead = &pair[0], &pair[1]
 	cpuReq, hasCPUReq := podAmount(pod, v1.ResourceCPU, false)
 	cpuLim, _ := podAmount(pod, v1.ResourceCPU, true)
 	memLim, _ := podAmount(pod, v1.ResourceMemory, true)
-	cgroupResources(resources, cpuReq, hasCPUReq, cpuLim, memLim)
+	cgroupResources(resources, cpuReq, hasCPUReq, cpuLim, memLim, oomGroup)
 	if pod.Spec.Overhead != nil {
 		cpu, mem := pod.Spec.Overhead[v1.ResourceCPU], pod.Spec.Overhead[v1.ResourceMemory]
-		cgroupResources(overhead, cpu.MilliValue(), true, cpu.MilliValue(), mem.Value())
+		cgroupResources(overhead, cpu.MilliValue(), true, cpu.MilliValue(), mem.Value(), oomGroup)
 	}
 	return resources, overhead
 }
@@ -230,8 +234,11 @@ func sandboxResources(pod *v1.Pod) (resources, overhead *runtimeapi.LinuxContain
 // shares from the request, or from the limit when there is no request
 // (hasCPUReq false), 2 for zero and at most maxCPUShares; a quota from the
 // limit (none for none, at least 1 ms) over a 100 ms period, which is set
-// either way. Containers and sandboxes alike.
-func cgroupResources(r *runtimeapi.LinuxContainerResources, cpuReqMilli int64, hasCPUReq bool, cpuLimMilli, memLimBytes int64) {
+// either way; on a node that kills whole containers on OOM (oomGroup,
+// Config.oomGroupKill: cgroup v2 without singleProcessOOMKill), the
+// Unified memory.oom.group=1 (oomGroupUnified), as upstream's. Containers
+// and sandboxes alike.
+func cgroupResources(r *runtimeapi.LinuxContainerResources, cpuReqMilli int64, hasCPUReq bool, cpuLimMilli, memLimBytes int64, oomGroup bool) {
 	if !hasCPUReq {
 		cpuReqMilli = cpuLimMilli
 	}
@@ -244,6 +251,9 @@ func cgroupResources(r *runtimeapi.LinuxContainerResources, cpuReqMilli int64, h
 		r.CpuQuota = max(cpuLimMilli*cpuPeriod/milliCPUPerCPU, minCPUQuota)
 	}
 	r.MemoryLimitInBytes = memLimBytes
+	if oomGroup {
+		r.Unified = oomGroupUnified()
+	}
 }
 
 // podAmount is a pod's request (or limit) of one resource without its
@@ -301,8 +311,9 @@ func podAmount(pod *v1.Pod, name v1.ResourceName, limits bool) (amount int64, na
 // standing in for a limit the container lacks (or sets to zero) when the
 // pod has pod-level resources (PodLevelResources being on by default); its
 // oom_score_adj (containerOOMScoreAdj) and its hugepage limits, one per
-// node page size (hugepageLimits).
-func linuxResources(pod *v1.Pod, c *v1.Container, nodeMemory int64, hugePages []HugePages) *runtimeapi.LinuxContainerResources {
+// node page size (hugepageLimits); with oomGroup, memory.oom.group on
+// (cgroupResources).
+func linuxResources(pod *v1.Pod, c *v1.Container, nodeMemory int64, hugePages []HugePages, oomGroup bool) *runtimeapi.LinuxContainerResources {
 	cpuReq, hasCPUReq := c.Resources.Requests[v1.ResourceCPU]
 	cpuLim, memLim := c.Resources.Limits[v1.ResourceCPU], c.Resources.Limits[v1.ResourceMemory]
 	if resourcehelper.IsPodLevelResourcesSet(pod) {
@@ -317,6 +328,6 @@ func linuxResources(pod *v1.Pod, c *v1.Container, nodeMemory int64, hugePages []
 		OomScoreAdj:    containerOOMScoreAdj(pod, c, nodeMemory),
 		HugepageLimits: hugepageLimits(hugePages, c.Resources.Limits),
 	}
-	cgroupResources(r, cpuReq.MilliValue(), hasCPUReq, cpuLim.MilliValue(), memLim.Value())
+	cgroupResources(r, cpuReq.MilliValue(), hasCPUReq, cpuLim.MilliValue(), memLim.Value(), oomGroup)
 	return r
 }

@@ -417,7 +417,7 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 		return nil // nothing to create: no sandbox config to build
 	}
 	sandboxID := a.SandboxID
-	sbConfig := sandboxConfig(pod, a.SandboxAttempt, k.cfg.PodLogsDir)
+	sbConfig := sandboxConfig(pod, a.SandboxAttempt, k.cfg.PodLogsDir, k.cfg.oomGroupKill)
 	if a.CreateSandbox {
 		if a.SandboxAttempt > 0 {
 			k.podEvent(pod, v1.EventTypeNormal, EventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
@@ -739,7 +739,7 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 	if err != nil {
 		return failed(reasonCreateContainerConfigErr, err)
 	}
-	cc := containerConfig(pod, spec, s.Init, s.Attempt, image, env, k.cfg.Memory.Value(), k.cfg.HugePages)
+	cc := containerConfig(pod, spec, s.Init, s.Attempt, image, env, k.cfg.Memory.Value(), k.cfg.HugePages, k.cfg.oomGroupKill)
 	cc.Mounts = mounts
 	cc.Linux.SecurityContext = sec
 	if s.Ephemeral {
