@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -187,10 +188,59 @@ func validatePodAffinityTerm(term corev1.PodAffinityTerm, p *field.Path, opts po
 	for _, ns := range term.Namespaces {
 		errs = append(errs, dnsLabel(ns, p.Child("namespace"))...)
 	}
+	errs = append(errs, validateMatchLabelKeysAndMismatchLabelKeys(p, term.MatchLabelKeys, term.MismatchLabelKeys, term.LabelSelector)...)
 	if term.TopologyKey == "" {
 		errs = append(errs, field.Required(p.Child("topologyKey"), "can not be empty"))
 	}
 	return append(errs, validateLabelKey(term.TopologyKey, p.Child("topologyKey"))...)
+}
+
+// validateMatchLabelKeysAndMismatchLabelKeys checks a pod affinity term's
+// matchLabelKeys and mismatchLabelKeys as upstream's function of that
+// name: label keys, only beside a label selector; a matchLabelKeys key the
+// selector already has and repeats in its expressions is Invalid (on the
+// term's path indexed by the key's position, as upstream); no key in both
+// lists. (Upstream merges the keys into the selector on create; here the
+// scheduler applies them, see impl/scheduler/framework.)
+func validateMatchLabelKeysAndMismatchLabelKeys(p *field.Path, match, mismatch []string, sel *metav1.LabelSelector) field.ErrorList {
+	var errs field.ErrorList
+	for _, l := range []struct {
+		name string
+		keys []string
+	}{{"matchLabelKeys", match}, {"mismatchLabelKeys", mismatch}} {
+		if len(l.keys) == 0 {
+			continue
+		}
+		if sel == nil {
+			errs = append(errs, field.Forbidden(p.Child(l.name), "must not be specified when labelSelector is not set"))
+			continue
+		}
+		for i, k := range l.keys {
+			errs = append(errs, validateLabelKey(k, p.Child(l.name).Index(i))...)
+		}
+	}
+	if sel != nil {
+		index := map[string]int{}
+		for i, k := range match {
+			index[k] = i
+		}
+		seen := sets.New[string]()
+		for k := range sel.MatchLabels {
+			seen.Insert(k)
+		}
+		for _, e := range sel.MatchExpressions {
+			if i, ok := index[e.Key]; ok && seen.Has(e.Key) {
+				errs = append(errs, field.Invalid(p.Index(i), e.Key, "exists in both matchLabelKeys and labelSelector"))
+			}
+			seen.Insert(e.Key)
+		}
+	}
+	for i, k := range match {
+		if slices.Contains(mismatch, k) {
+			errs = append(errs, field.Invalid(p.Child("matchLabelKeys").Index(i), k, "exists in both matchLabelKeys and mismatchLabelKeys"))
+		}
+	}
+	return errs
 }
 
 // validatePodAffinityTermSelectors checks a pod (anti-)affinity term's

@@ -156,6 +156,25 @@ func TestSchedulingConstraintValidationAsUpstream(t *testing.T) {
 		}, []string{
 			tsc + `[0].labelSelector.matchExpressions[0].operator: Invalid value: "Near": not a valid selector operator`,
 		}},
+		{"pod affinity matchLabelKeys and mismatchLabelKeys", func(p *corev1.Pod) {
+			sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"},
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"web"}}}}
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+					{LabelSelector: sel, TopologyKey: "zone", MatchLabelKeys: []string{"app", "bad key!"}, MismatchLabelKeys: []string{"bad key!"}},
+					{TopologyKey: "zone", MatchLabelKeys: []string{"app"}},
+				}}}
+		}, []string{
+			invalid + " " + anti + "[0]", // upstream's path for a key in both matchLabelKeys and the selector
+			invalid + " " + anti + ".matchLabelKeys[1]",
+			invalid + " " + anti + ".mismatchLabelKeys[0]",
+			invalid + " " + anti + ".matchLabelKeys[1]",
+			forbidden + " spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[1].matchLabelKeys",
+		}, []string{
+			anti + `[0]: Invalid value: "app": exists in both matchLabelKeys and labelSelector`,
+			anti + `.matchLabelKeys[1]: Invalid value: "bad key!": exists in both matchLabelKeys and mismatchLabelKeys`,
+			"spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[1].matchLabelKeys: Forbidden: must not be specified when labelSelector is not set",
+		}},
 		{"spread: topology key not a label key, duplicate on the first, minDomains, policies", func(p *corev1.Pod) {
 			c := corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "not a label key!", WhenUnsatisfiable: corev1.DoNotSchedule, NodeAffinityPolicy: &honor}
 			d := corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.ScheduleAnyway,
