@@ -38,6 +38,7 @@ type Store struct {
 	records  map[string]*Record // by image reference
 	inFlight map[string]int     // image -> pulls under way
 	leftover map[string]bool    // images whose intent a previous kubelet left
+	written  map[string]bool    // images whose intent file this store wrote and has not removed
 }
 
 // Open returns the store kept in dir (created if missing; "" keeps
@@ -50,7 +51,7 @@ func Open(dir string, now func() time.Time, log *slog.Logger) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Store{dir: dir, now: now, log: log, repos: map[string]string{}, records: map[string]*Record{}, inFlight: map[string]int{}, leftover: map[string]bool{}}
+	s := &Store{dir: dir, now: now, log: log, repos: map[string]string{}, records: map[string]*Record{}, inFlight: map[string]int{}, leftover: map[string]bool{}, written: map[string]bool{}}
 	if dir == "" {
 		return s, nil
 	}
@@ -150,6 +151,7 @@ func (s *Store) PullStarted(image string, withCredentials bool) error {
 		if err := writeFile(filepath.Join(s.dir, pullingDir), fileName(image), data); err != nil {
 			return fmt.Errorf("recording the pull intent of %s: %w", image, err)
 		}
+		s.written[image] = true
 	}
 	s.inFlight[image]++
 	return nil
@@ -181,16 +183,16 @@ func (s *Store) pullEnded(image string) {
 		return
 	}
 	delete(s.inFlight, image)
-	if s.dir == "" {
-		delete(s.leftover, image)
-		return
+	if !s.written[image] && !s.leftover[image] {
+		return // no intent file (the common pull, without credentials)
 	}
 	// The last pull of image ended: no intent file is left for it (one
-	// written by this pull or left by a previous kubelet).
+	// written by a pull or left by a previous kubelet).
 	if err := os.Remove(filepath.Join(s.dir, pullingDir, fileName(image))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		s.log.Error("unable to remove an image pull intent", "image", image, "err", err)
 		return
 	}
+	delete(s.written, image)
 	delete(s.leftover, image)
 }
 

@@ -120,4 +120,17 @@ func TestStoreCommonPathAllocatesNothing(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("image pulled without credentials: %v allocations", allocs)
 	}
+	// Pulled again without credentials (imagePullPolicy Always): nothing
+	// to write, no intent file to remove.
+	d := open(t, t.TempDir())
+	d.Pulled("nginx:1.27", "sha256:22", Credentials{})
+	allocs = testing.AllocsPerRun(100, func() {
+		if err := d.PullStarted("nginx:1.27", false); err != nil {
+			t.Fatal(err)
+		}
+		d.Pulled("nginx:1.27", "sha256:22", Credentials{})
+	})
+	if allocs != 0 {
+		t.Errorf("a pull without credentials of a recorded image: %v allocations", allocs)
+	}
 }
