@@ -212,8 +212,9 @@ var (
 // validateClaimSpec checks a claim template's spec as upstream's
 // ValidatePersistentVolumeClaimSpec: access modes (at least one, known,
 // ReadWriteOncePod alone), the selector, a positive storage request, the
-// storage and volume attributes class names and the volume mode. The data
-// source checks are not done here (README.md).
+// storage and volume attributes class names, the volume mode and the data
+// source and its reference (which agree unless the reference names a
+// namespace, and then there is no data source).
 func validateClaimSpec(s *corev1.PersistentVolumeClaimSpec, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if len(s.AccessModes) == 0 {
@@ -247,8 +248,52 @@ func validateClaimSpec(s *corev1.PersistentVolumeClaimSpec, p *field.Path) field
 	if s.VolumeMode != nil && !slices.Contains(claimVolumeModes, string(*s.VolumeMode)) {
 		errs = append(errs, field.NotSupported(p.Child("volumeMode"), *s.VolumeMode, claimVolumeModes))
 	}
+	if ds := s.DataSource; ds != nil {
+		errs = append(errs, validateClaimDataSource(ds.APIGroup, ds.Kind, ds.Name, p.Child("dataSource"))...)
+	}
+	if ref := s.DataSourceRef; ref != nil {
+		rp := p.Child("dataSourceRef")
+		errs = append(errs, validateClaimDataSource(ref.APIGroup, ref.Kind, ref.Name, rp)...)
+		if ref.Namespace != nil && *ref.Namespace != "" {
+			errs = append(errs, dnsLabel(*ref.Namespace, rp.Child("namespace"))...)
+		}
+	}
+	if ref := s.DataSourceRef; ref != nil && ref.Namespace != nil && *ref.Namespace != "" {
+		if s.DataSource != nil {
+			errs = append(errs, field.Invalid(p, p.Child("dataSource"), "may not be specified when dataSourceRef.namespace is specified"))
+		}
+	} else if ds := s.DataSource; ds != nil && ref != nil {
+		if !reflect.DeepEqual(ds.APIGroup, ref.APIGroup) || ds.Kind != ref.Kind || ds.Name != ref.Name {
+			errs = append(errs, field.Invalid(p, p.Child("dataSource"), "must match dataSourceRef"))
+		}
+	}
 	if s.VolumeAttributesClassName != nil && *s.VolumeAttributesClassName != "" {
 		errs = append(errs, dnsSubdomain(*s.VolumeAttributesClassName, p.Child("volumeAttributesClassName"))...)
+	}
+	return errs
+}
+
+// validateClaimDataSource checks a claim's dataSource or dataSourceRef as
+// upstream's validateDataSource/validateDataSourceRef: a name and a kind; in
+// the core group only a PersistentVolumeClaim; another group a DNS-1123
+// subdomain.
+func validateClaimDataSource(apiGroup *string, kind, name string, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if name == "" {
+		errs = append(errs, field.Required(p.Child("name"), ""))
+	}
+	if kind == "" {
+		errs = append(errs, field.Required(p.Child("kind"), ""))
+	}
+	group := ""
+	if apiGroup != nil {
+		group = *apiGroup
+	}
+	if group == "" && kind != "PersistentVolumeClaim" {
+		errs = append(errs, field.Invalid(p, kind, "must be 'PersistentVolumeClaim' when referencing the default apiGroup"))
+	}
+	if group != "" {
+		errs = append(errs, dnsSubdomain(group, p.Child("apiGroup"))...)
 	}
 	return errs
 }

@@ -308,6 +308,20 @@ func TestEphemeralVolumeValidationAsUpstream(t *testing.T) {
 			[]string{tp + ".metadata.name: Forbidden: cannot be set",
 				tp + ".spec.accessModes: Forbidden: may not use ReadWriteOncePod with other access modes",
 				tp + `.spec.resources[storage]: Invalid value: "0": must be greater than zero`}},
+		{"data sources", "p", func() []corev1.Volume {
+			t := good()
+			t.Spec.DataSource = &corev1.TypedLocalObjectReference{Kind: "Snapshot", Name: "s"}
+			t.Spec.DataSourceRef = &corev1.TypedObjectReference{APIGroup: ptr("Bad_Group"), Namespace: ptr("other")}
+			return []corev1.Volume{eph("scratch", t)}
+		}, []string{invalid + " " + tp + ".spec.dataSource", required + " " + tp + ".spec.dataSourceRef.name",
+			required + " " + tp + ".spec.dataSourceRef.kind", invalid + " " + tp + ".spec.dataSourceRef.apiGroup", invalid + " " + tp + ".spec"},
+			[]string{tp + `.spec.dataSource: Invalid value: "Snapshot": must be 'PersistentVolumeClaim' when referencing the default apiGroup`}},
+		{"data source and ref differ", "p", func() []corev1.Volume {
+			t := good()
+			t.Spec.DataSource = &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "a"}
+			t.Spec.DataSourceRef = &corev1.TypedObjectReference{Kind: "PersistentVolumeClaim", Name: "b"}
+			return []corev1.Volume{eph("scratch", t)}
+		}, []string{invalid + " " + tp + ".spec"}, nil},
 		{"no access mode, no storage request", "p", func() []corev1.Volume {
 			t := good()
 			t.Spec = corev1.PersistentVolumeClaimSpec{VolumeMode: &block}
