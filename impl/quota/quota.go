@@ -2,8 +2,9 @@
 // admission plugin (which charges usage as objects are written) and the
 // resource quota controller (which recounts it): which objects a quota
 // covers (its scopes), what an object uses (ObjectUsage: counts, a pod's
-// compute resources, a service's load balancer and node ports) and which
-// resource a quota name counts. One piece of code, so the two can never
+// compute resources, a service's load balancer and node ports), which
+// resource a quota name counts and which names a resource's evaluator
+// matches (MatchesResource). One piece of code, so the two can never
 // disagree about coverage.
 package quota
 

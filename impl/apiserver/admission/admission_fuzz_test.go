@@ -282,8 +282,14 @@ func fuzzCluster(in *fuzzBytes, st *memStores) error {
 		if in.chance(2) {
 			hard[corev1.ResourceLimitsMemory] = fuzzQuantity(in, true)
 		}
+		// Its status as the quota controller writes it, nothing used yet
+		// (admission judges status alone).
+		used := corev1.ResourceList{}
+		for n := range hard {
+			used[n] = resource.MustParse("0")
+		}
 		q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "quota", Namespace: fuzzNamespace},
-			Spec: corev1.ResourceQuotaSpec{Hard: hard}}
+			Spec: corev1.ResourceQuotaSpec{Hard: hard}, Status: corev1.ResourceQuotaStatus{Hard: hard.DeepCopy(), Used: used}}
 		if err := st.add(quotaResource, q); err != nil {
 			return err
 		}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -27,23 +26,26 @@ type QuotaStore interface {
 	// with a compare-and-swap on its resourceVersion, calling tryUpdate
 	// again on the newer object when another write came first.
 	Update(ctx context.Context, namespace, name string, tryUpdate func(*corev1.ResourceQuota) (*corev1.ResourceQuota, error)) error
-	// Usage recounts the namespace's current usage of the named resources
-	// by the objects a quota with the given scopes covers (for a quota
-	// whose status no one has computed yet).
-	Usage(ctx context.Context, namespace string, q *corev1.ResourceQuota) (corev1.ResourceList, error)
 }
 
-// ResourceQuota keeps every namespace within its ResourceQuotas. Before a
-// write that upstream's quota evaluators evaluate (quotaHandles) is
-// admitted, the usage it adds is added to status.used of every quota that
-// covers the new object — object counts, a pod's requests and limits, a
-// service's load balancer and node ports; on an update, only what the new
-// object uses beyond the stored one, for quotas that also covered the
-// stored one (quotaCharges) — with a compare-and-swap on the quota
-// object, retried on conflict: a write that would take any quota over
-// status.hard is refused, so concurrent writes can never exceed a quota.
-// status.hard follows spec.hard; a quota whose status was never computed
-// is first recounted.
+// ResourceQuota keeps every namespace within its ResourceQuotas, judged
+// as upstream's CheckRequest by what the resource quota controller last
+// wrote: status.hard and status.used, never spec.hard. Before a write
+// that upstream's quota evaluators evaluate (quotaHandles) is admitted,
+// the usage it adds is added to status.used of every quota that covers
+// the new object and whose status.hard names a resource of its kind —
+// object counts, a pod's requests and limits, a service's load balancer
+// and node ports; on an update, only what the new object uses beyond the
+// stored one, for quotas that also covered the stored one (quotaCharges)
+// — with a compare-and-swap on the quota object, retried on conflict: a
+// write that would take any quota over status.hard is refused, so
+// concurrent writes can never exceed a quota. As upstream, a quota whose
+// status the controller has not written yet limits nothing (status.hard
+// empty: the write is admitted and not charged; the controller's recount
+// counts it), and one whose status.hard names a resource of the write's
+// kind without a status.used entry for it refuses the write with 403
+// "status unknown for quota: <name>, resources: <names>" until the
+// controller catches up; clients retry.
 //
 // Usage is given back when objects are deleted, pods finish or an update
 // lowers usage by the resource quota controller
@@ -62,7 +64,7 @@ func newResourceQuota(d *deps) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ResourceQuota{Store: &storeQuotas{quotas: q, cache: c, stores: d.stores}}, nil
+	return &ResourceQuota{Store: &storeQuotas{quotas: q, cache: c}}, nil
 }
 
 var serviceResource = corev1.Resource("services")
@@ -117,7 +119,11 @@ func (p *ResourceQuota) Validate(ctx context.Context, a *Attributes) error {
 		return nil
 	}
 	sort.Slice(quotas, func(i, j int) bool { return quotas[i].Name < quotas[j].Name })
-	charges, err := quotaCharges(quotas, gr, a.Operation, a.Object, a.OldObject, time.Now())
+	w, err := newQuotaWrite(gr, a.Operation, a.Object, a.OldObject, time.Now())
+	if err != nil {
+		return forbidden(a, err)
+	}
+	charges, err := w.charges(quotas)
 	if err != nil {
 		return forbidden(a, err)
 	}
@@ -125,13 +131,14 @@ func (p *ResourceQuota) Validate(ctx context.Context, a *Attributes) error {
 	enforce := a.Subresource != "status"
 	var charged []quotaCharge
 	for _, c := range charges {
-		if err := p.charge(ctx, a, c.quota, c.delta, enforce); err != nil {
+		delta, err := p.charge(ctx, a, w, c.quota, enforce)
+		if err != nil {
 			p.refund(ctx, a.Namespace, charged)
 			return err
 		}
 		// A dry run is checked, never written: nothing to give back.
-		if !a.DryRun {
-			charged = append(charged, c)
+		if len(delta) > 0 {
+			charged = append(charged, quotaCharge{quota: c.quota, delta: delta})
 		}
 	}
 	return nil
@@ -143,47 +150,94 @@ type quotaCharge struct {
 	delta corev1.ResourceList
 }
 
-// quotaCharges is the pure decision of what a write of obj (old: the
-// stored object of an update) adds to each of quotas, as upstream's
-// CheckRequest: every quota that covers obj must accept obj's constraints
-// (quotaConstraints) and is charged obj's usage of what it limits; on an update, a quota that also covered old is
-// charged only the growth, each resource's new usage less its old (never
-// below zero), and a quota that did not is charged all of it. Resources a
-// write does not add to (zero) are left out, as are quotas with nothing
-// left to charge.
-func quotaCharges(quotas []corev1.ResourceQuota, gr schema.GroupResource, op Operation, obj, old runtime.Object, now time.Time) ([]quotaCharge, error) {
-	usage := quotaeval.ObjectUsage(gr, obj, now)
-	var prev corev1.ResourceList
+// quotaWrite is one write as the quota evaluators see it: the object, and
+// on an update the stored one, with their usage.
+type quotaWrite struct {
+	gr          schema.GroupResource
+	obj, old    runtime.Object
+	usage, prev corev1.ResourceList
+}
+
+func newQuotaWrite(gr schema.GroupResource, op Operation, obj, old runtime.Object, now time.Time) (*quotaWrite, error) {
+	w := &quotaWrite{gr: gr, obj: obj, usage: quotaeval.ObjectUsage(gr, obj, now)}
 	if op == Update {
 		if old == nil {
 			return nil, errors.New("unable to get previous usage since prior version of object was not found")
 		}
-		prev = quotaeval.ObjectUsage(gr, old, now)
+		w.old, w.prev = old, quotaeval.ObjectUsage(gr, old, now)
 	}
+	return w, nil
+}
+
+// quotaCharges is the pure decision of what a write of obj (old: the
+// stored object of an update) adds to each of quotas, as upstream's
+// CheckRequest (chargeFor for each quota, in order; the first refusal
+// wins). Quotas with nothing to charge are left out.
+func quotaCharges(quotas []corev1.ResourceQuota, gr schema.GroupResource, op Operation, obj, old runtime.Object, now time.Time) ([]quotaCharge, error) {
+	w, err := newQuotaWrite(gr, op, obj, old, now)
+	if err != nil {
+		return nil, err
+	}
+	return w.charges(quotas)
+}
+
+// charges is quotaCharges of the write.
+func (w *quotaWrite) charges(quotas []corev1.ResourceQuota) ([]quotaCharge, error) {
 	var out []quotaCharge
 	for i := range quotas {
-		q := &quotas[i]
-		if !quotaeval.Covers(q, gr, obj) {
-			continue
-		}
-		if err := quotaConstraints(q, obj); err != nil {
+		charge, err := w.chargeFor(&quotas[i])
+		if err != nil {
 			return nil, err
 		}
-		delta := usage
-		if prev != nil && quotaeval.Covers(q, gr, old) {
-			delta = growth(usage, prev)
-		}
-		charge := corev1.ResourceList{}
-		for n, v := range delta {
-			if _, limited := q.Spec.Hard[n]; limited && v.Sign() != 0 {
-				charge[n] = v.DeepCopy()
-			}
-		}
 		if len(charge) > 0 {
-			out = append(out, quotaCharge{quota: q.Name, delta: charge})
+			out = append(out, quotaCharge{quota: quotas[i].Name, delta: charge})
 		}
 	}
 	return out, nil
+}
+
+// chargeFor is what the write adds to q, as upstream's CheckRequest
+// judges one quota by its status: q restricts the names of its
+// status.hard that the write's resource matches (quota.MatchingResources);
+// it applies when it restricts any and covers obj (its scopes, Covers).
+// Then obj must meet q's constraints (quotaConstraints), and every
+// restricted name must have a status.used entry, else the write is
+// refused: "status unknown for quota: <name>, resources: <restricted>".
+// The charge is obj's usage of the status.hard names — on an update, for
+// a quota that also covered old, the growth only (each resource's new
+// usage less its old, never below zero) — without zeros.
+func (w *quotaWrite) chargeFor(q *corev1.ResourceQuota) (corev1.ResourceList, error) {
+	restricted := quotaeval.MatchingResources(w.gr, q.Status.Hard)
+	if len(restricted) == 0 || !quotaeval.Covers(q, w.gr, w.obj) {
+		return nil, nil
+	}
+	if err := quotaConstraints(q, restricted, w.obj); err != nil {
+		return nil, err
+	}
+	var unknown bool
+	for _, n := range restricted {
+		if _, ok := q.Status.Used[n]; !ok {
+			unknown = true
+		}
+	}
+	if unknown {
+		names := make([]string, len(restricted))
+		for i, n := range restricted {
+			names[i] = string(n)
+		}
+		return nil, fmt.Errorf("status unknown for quota: %s, resources: %s", q.Name, strings.Join(names, ","))
+	}
+	delta := w.usage
+	if w.prev != nil && quotaeval.Covers(q, w.gr, w.old) {
+		delta = growth(w.usage, w.prev)
+	}
+	charge := corev1.ResourceList{}
+	for n, v := range delta {
+		if _, limited := q.Status.Hard[n]; limited && v.Sign() != 0 {
+			charge[n] = v.DeepCopy()
+		}
+	}
+	return charge, nil
 }
 
 // growth is usage less prev, resource by resource, never below zero.
@@ -204,67 +258,50 @@ func growth(usage, prev corev1.ResourceList) corev1.ResourceList {
 // errQuotaGone ends a charge against a quota deleted meanwhile.
 var errQuotaGone = errors.New("quota deleted")
 
-// charge adds delta to one quota's status.used, or (enforce) refuses the
-// write. A quota whose status was never computed is recounted first.
-func (p *ResourceQuota) charge(ctx context.Context, a *Attributes, name string, delta corev1.ResourceList, enforce bool) error {
-	var recount corev1.ResourceList
-	recounted := false
-	for {
-		var refusal error
-		err := p.Store.Update(ctx, a.Namespace, name, func(q *corev1.ResourceQuota) (*corev1.ResourceQuota, error) {
-			refusal = nil
-			if q.DeletionTimestamp != nil {
-				return nil, errQuotaGone
-			}
-			if !recounted && needsRecount(q) {
-				return nil, errNeedsRecount
-			}
-			next, err := chargeQuota(q, delta, recount, enforce)
-			if err != nil {
-				refusal = err
-				return nil, err
-			}
-			if a.DryRun {
-				return nil, errDryRunCharged
-			}
-			return next, nil
-		})
-		switch {
-		case err == nil, errors.Is(err, errDryRunCharged), errors.Is(err, errQuotaGone):
-			return nil
-		case refusal != nil:
-			return forbidden(a, refusal)
-		case errors.Is(err, errNeedsRecount) && !recounted:
-			if recount, err = p.recount(ctx, a.Namespace, name); err != nil {
-				return err
-			}
-			recounted = true
-			continue
+// charge adds what the write adds to one quota's status.used, or
+// (enforce) refuses the write. The charge is decided again on the current
+// quota (chargeFor), as upstream's retry judges a quota that changed
+// since it was listed anew; it returns what was charged.
+func (p *ResourceQuota) charge(ctx context.Context, a *Attributes, w *quotaWrite, name string, enforce bool) (corev1.ResourceList, error) {
+	var refusal error
+	var charged corev1.ResourceList
+	err := p.Store.Update(ctx, a.Namespace, name, func(q *corev1.ResourceQuota) (*corev1.ResourceQuota, error) {
+		refusal, charged = nil, nil
+		if q.DeletionTimestamp != nil {
+			return nil, errQuotaGone
 		}
-		return fmt.Errorf("charging quota %s: %w", name, err)
-	}
-}
-
-func (p *ResourceQuota) recount(ctx context.Context, namespace, name string) (corev1.ResourceList, error) {
-	quotas, err := p.Store.List(ctx, namespace)
-	if err != nil {
-		return nil, fmt.Errorf("recounting quota %s: %w", name, err)
-	}
-	for i := range quotas {
-		if quotas[i].Name == name {
-			used, err := p.Store.Usage(ctx, namespace, &quotas[i])
-			if err != nil {
-				return nil, fmt.Errorf("recounting quota %s: %w", name, err)
-			}
-			return used, nil
+		delta, err := w.chargeFor(q)
+		if err == nil && len(delta) == 0 {
+			return nil, errNothingToCharge
 		}
+		var next *corev1.ResourceQuota
+		if err == nil {
+			next, err = chargeQuota(q, delta, enforce)
+		}
+		if err != nil {
+			refusal = err
+			return nil, err
+		}
+		if a.DryRun {
+			return nil, errDryRunCharged
+		}
+		charged = delta
+		return next, nil
+	})
+	switch {
+	case err == nil:
+		return charged, nil
+	case errors.Is(err, errDryRunCharged), errors.Is(err, errQuotaGone), errors.Is(err, errNothingToCharge):
+		return nil, nil
+	case refusal != nil:
+		return nil, forbidden(a, refusal)
 	}
-	return corev1.ResourceList{}, nil
+	return nil, fmt.Errorf("charging quota %s: %w", name, err)
 }
 
 var (
-	errNeedsRecount  = errors.New("quota status not computed")
-	errDryRunCharged = errors.New("dry run: quota checked, not charged")
+	errDryRunCharged   = errors.New("dry run: quota checked, not charged")
+	errNothingToCharge = errors.New("quota no longer charged")
 )
 
 // refund takes their charges back from quotas charged before a later one
@@ -287,51 +324,23 @@ func (p *ResourceQuota) refund(ctx context.Context, namespace string, charged []
 	}
 }
 
-// needsRecount: status.hard does not follow spec.hard, or a hard resource
-// has no usage yet.
-func needsRecount(q *corev1.ResourceQuota) bool {
-	if !apiequality.Semantic.DeepEqual(q.Status.Hard, q.Spec.Hard) {
-		return true
-	}
-	for n := range q.Spec.Hard {
-		if _, ok := q.Status.Used[n]; !ok {
-			return true
-		}
-	}
-	return false
-}
-
-// chargeQuota is the pure decision: q with delta added to status.used, or
-// (enforce) the "exceeded quota" refusal. recount, when not nil, is the
-// counted usage: it fills resources q has no usage for yet and raises
-// usage that is below it, but never lowers what was charged.
-func chargeQuota(q *corev1.ResourceQuota, delta, recount corev1.ResourceList, enforce bool) (*corev1.ResourceQuota, error) {
+// chargeQuota is the pure decision: q with delta (names of its
+// status.hard, each with a status.used entry: chargeFor) added to
+// status.used, or (enforce) the "exceeded quota" refusal when any would
+// then be above status.hard. status.hard is left as the controller wrote
+// it.
+func chargeQuota(q *corev1.ResourceQuota, delta corev1.ResourceList, enforce bool) (*corev1.ResourceQuota, error) {
 	next := q.DeepCopy()
-	next.Status.Hard = q.Spec.Hard.DeepCopy()
-	used := corev1.ResourceList{}
-	for n := range next.Status.Hard {
-		u, ok := q.Status.Used[n]
-		r, counted := recount[n]
-		switch {
-		case ok && counted && r.Cmp(u) > 0:
-			// Never below what was charged: charges of creates not yet
-			// stored are not in a recount.
-			used[n] = r.DeepCopy()
-		case ok:
-			used[n] = u.DeepCopy()
-		case counted:
-			used[n] = r.DeepCopy()
-		default:
-			used[n] = resource.MustParse("0")
-		}
+	if next.Status.Used == nil {
+		next.Status.Used = corev1.ResourceList{}
 	}
 	var requested, usedNow, limited []string
 	for _, n := range sortedNames(delta) {
-		hard, ok := next.Status.Hard[n]
+		hard, ok := q.Status.Hard[n]
 		if !ok {
 			continue
 		}
-		u, d := used[n], delta[n]
+		u, d := q.Status.Used[n], delta[n]
 		after := u.DeepCopy()
 		after.Add(d)
 		if enforce && after.Cmp(hard) > 0 {
@@ -339,13 +348,12 @@ func chargeQuota(q *corev1.ResourceQuota, delta, recount corev1.ResourceList, en
 			usedNow = append(usedNow, fmt.Sprintf("%s=%s", n, u.String()))
 			limited = append(limited, fmt.Sprintf("%s=%s", n, hard.String()))
 		}
-		used[n] = after
+		next.Status.Used[n] = after
 	}
 	if len(requested) > 0 {
 		return nil, fmt.Errorf("exceeded quota: %s, requested: %s, used: %s, limited: %s", q.Name,
 			strings.Join(requested, ","), strings.Join(usedNow, ","), strings.Join(limited, ","))
 	}
-	next.Status.Used = used
 	return next, nil
 }
 
@@ -355,11 +363,11 @@ func usageOf(gr schema.GroupResource, obj runtime.Object) corev1.ResourceList {
 	return quotaeval.ObjectUsage(gr, obj, time.Now())
 }
 
-// quotaConstraints: a quota on a pod's cpu or memory requires every
-// container to say how much it requests (or limits) — unless the pod has
-// pod-level resources, as upstream's pod evaluator (PodLevelResources being
-// on by default).
-func quotaConstraints(q *corev1.ResourceQuota, obj runtime.Object) error {
+// quotaConstraints: a quota restricting a pod's cpu or memory (restricted:
+// names of its status.hard) requires every container to say how much it
+// requests (or limits) — unless the pod has pod-level resources, as
+// upstream's pod evaluator (PodLevelResources being on by default).
+func quotaConstraints(q *corev1.ResourceQuota, restricted []corev1.ResourceName, obj runtime.Object) error {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok || resourcehelper.IsPodLevelResourcesSet(pod) {
 		return nil
@@ -375,7 +383,7 @@ func quotaConstraints(q *corev1.ResourceQuota, obj runtime.Object) error {
 	}
 	missing := map[corev1.ResourceName][]string{}
 	check := func(c *corev1.Container) {
-		for n := range q.Spec.Hard {
+		for _, n := range restricted {
 			r, ok := required[n]
 			if !ok {
 				continue
@@ -399,7 +407,7 @@ func quotaConstraints(q *corev1.ResourceQuota, obj runtime.Object) error {
 		return nil
 	}
 	var parts []string
-	for _, n := range sortedNames(q.Spec.Hard) {
+	for _, n := range restricted {
 		if cs, ok := missing[n]; ok {
 			parts = append(parts, fmt.Sprintf("%s for: %s", n, strings.Join(cs, ",")))
 		}

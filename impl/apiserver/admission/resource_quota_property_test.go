@@ -26,15 +26,20 @@ func TestResourceQuotaProperty(t *testing.T) {
 				hard[corev1.ResourcePods] = *resource.NewQuantity(int64(rapid.IntRange(0, 5).Draw(t, name+"-pods-hard")), resource.DecimalSI)
 			}
 			hard[corev1.ResourceRequestsCPU] = *resource.NewMilliQuantity(int64(rapid.IntRange(0, 2000).Draw(t, name+"-cpu-hard")), resource.DecimalSI)
-			store.quotas[name] = quota(name, hard, nil)
+			// Its status as the quota controller writes it: nothing
+			// used yet (admission judges and charges status alone).
+			used := corev1.ResourceList{}
+			for n := range hard {
+				used[n] = resource.MustParse("0")
+			}
+			store.quotas[name] = quota(name, hard, used)
 		}
 		p := &ResourceQuota{Store: store}
 		admittedPods, admittedCPU := int64(0), int64(0)
 		for i := range rapid.IntRange(0, 12).Draw(t, "creates") {
 			milli := int64(rapid.IntRange(1, 700).Draw(t, fmt.Sprintf("cpu%d", i)))
 			pod := newPod(fmt.Sprintf("p%d", i), container("c", corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(milli, resource.DecimalSI)}, nil))
-			// usage renders a quota's usage, a missing entry counting 0
-			// (a refused create may leave a first-computed status behind).
+			// usage renders a quota's usage.
 			usage := func(q *corev1.ResourceQuota) string {
 				out := ""
 				for _, r := range sortedNames(q.Spec.Hard) {
@@ -62,9 +67,6 @@ func TestResourceQuotaProperty(t *testing.T) {
 				t.Fatalf("create %d: %v", i, err)
 			}
 			for n, q := range store.quotas {
-				if len(q.Status.Used) == 0 {
-					continue // never charged: nothing admitted yet touched it
-				}
 				for r, used := range q.Status.Used {
 					if hard := q.Status.Hard[r]; used.Cmp(hard) > 0 {
 						t.Fatalf("quota %s: used %s %s above hard %s", n, r, used.String(), hard.String())

@@ -22,7 +22,6 @@ import (
 type memQuotas struct {
 	mu      sync.Mutex
 	quotas  map[string]*corev1.ResourceQuota
-	usage   corev1.ResourceList
 	updates int
 }
 
@@ -57,10 +56,6 @@ func (m *memQuotas) Update(_ context.Context, _, name string, try func(*corev1.R
 	}
 }
 
-func (m *memQuotas) Usage(context.Context, string, *corev1.ResourceQuota) (corev1.ResourceList, error) {
-	return m.usage.DeepCopy(), nil
-}
-
 func quota(name string, hard, used corev1.ResourceList) *corev1.ResourceQuota {
 	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", ResourceVersion: "1"}, Spec: corev1.ResourceQuotaSpec{Hard: hard}}
 	if used != nil {
@@ -76,43 +71,56 @@ func TestResourceQuotaDecisions(t *testing.T) {
 	tests := []struct {
 		name     string
 		quota    *corev1.ResourceQuota
-		recount  corev1.ResourceList
 		pod      *corev1.Pod
 		want     string
 		wantUsed corev1.ResourceList
 	}{
-		{"pods counted", quota("q", rl("pods", "2"), rl("pods", "1")), nil, small, "", rl("pods", "2")},
-		{"pods exceeded", quota("q", rl("pods", "1"), rl("pods", "1")), nil, small,
+		{"pods counted", quota("q", rl("pods", "2"), rl("pods", "1")), small, "", rl("pods", "2")},
+		{"pods exceeded", quota("q", rl("pods", "1"), rl("pods", "1")), small,
 			`pods "p" is forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1`, rl("pods", "1")},
-		{"compute charged", quota("q", rl("requests.cpu", "1", "limits.memory", "1Gi", "count/pods", "5"), rl("requests.cpu", "500m", "limits.memory", "0", "count/pods", "0")), nil, small,
+		{"compute charged", quota("q", rl("requests.cpu", "1", "limits.memory", "1Gi", "count/pods", "5"), rl("requests.cpu", "500m", "limits.memory", "0", "count/pods", "0")), small,
 			"", rl("requests.cpu", "600m", "limits.memory", "64Mi", "count/pods", "1")},
-		{"cpu exceeded", quota("q", rl("requests.cpu", "1", "limits.cpu", "1"), rl("requests.cpu", "950m", "limits.cpu", "900m")), nil, small,
+		{"cpu exceeded", quota("q", rl("requests.cpu", "1", "limits.cpu", "1"), rl("requests.cpu", "950m", "limits.cpu", "900m")), small,
 			"exceeded quota: q, requested: limits.cpu=200m,requests.cpu=100m, used: limits.cpu=900m,requests.cpu=950m, limited: limits.cpu=1,requests.cpu=1", nil},
-		{"must specify", quota("q", rl("requests.memory", "1Gi", "limits.cpu", "1"), rl("requests.memory", "0", "limits.cpu", "0")), nil, newPod("p"),
+		{"must specify", quota("q", rl("requests.memory", "1Gi", "limits.cpu", "1"), rl("requests.memory", "0", "limits.cpu", "0")), newPod("p"),
 			"failed quota: q: must specify limits.cpu for: c; requests.memory for: c", nil},
 		// As upstream's pod evaluator: with pod-level resources no
 		// container need say, and the pod-level values are charged.
-		{"pod-level resources: nothing to specify", quota("q", rl("requests.memory", "1Gi", "limits.cpu", "1"), rl("requests.memory", "0", "limits.cpu", "0")), nil, podLevel,
+		{"pod-level resources: nothing to specify", quota("q", rl("requests.memory", "1Gi", "limits.cpu", "1"), rl("requests.memory", "0", "limits.cpu", "0")), podLevel,
 			"", rl("requests.memory", "64Mi", "limits.cpu", "500m")},
-		{"unrelated quota", quota("q", rl("count/configmaps", "0"), rl("count/configmaps", "0")), nil, small, "", rl("count/configmaps", "0")},
-		{"raised quota keeps charges above the recount", func() *corev1.ResourceQuota {
-			q := quota("q", rl("pods", "3"), rl("pods", "2"))
-			q.Status.Hard = rl("pods", "2")
+		{"unrelated quota", quota("q", rl("count/configmaps", "0"), rl("count/configmaps", "0")), small, "", rl("count/configmaps", "0")},
+		// As upstream's CheckRequest, a quota is judged by its status,
+		// what the quota controller last wrote.
+		{"no status yet: limits nothing, charged nothing", quota("q", rl("pods", "0"), nil), small, "", nil},
+		{"status.hard judged, not spec.hard", func() *corev1.ResourceQuota {
+			q := quota("q", rl("pods", "5"), rl("pods", "1"))
+			q.Status.Hard = rl("pods", "1")
 			return q
-		}(), rl("pods", "1"), small, "", rl("pods", "3")},
-		{"never computed: recounted first", quota("q", rl("pods", "3"), nil), rl("pods", "2"), small, "", rl("pods", "3")},
-		{"never computed: recount full", quota("q", rl("pods", "2"), nil), rl("pods", "2"), small, "exceeded quota: q, requested: pods=1, used: pods=2, limited: pods=2", nil},
+		}(), small, `pods "p" is forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1`, rl("pods", "1")},
+		{"spec.hard changed, status.hard not yet: constraints and charge by status.hard", func() *corev1.ResourceQuota {
+			q := quota("q", rl("pods", "1"), rl("pods", "0"))
+			q.Spec.Hard = rl("pods", "1", "requests.memory", "1Gi")
+			return q
+		}(), newPod("p"), "", rl("pods", "1")},
+		{"status unknown: a restricted resource without usage", func() *corev1.ResourceQuota {
+			q := quota("q", rl("pods", "5", "requests.cpu", "2", "count/configmaps", "3"), rl("pods", "1"))
+			return q
+		}(), small, `pods "p" is forbidden: status unknown for quota: q, resources: pods,requests.cpu`, rl("pods", "1")},
+		{"status unknown only for the write's kind", quota("q", rl("pods", "5", "count/configmaps", "3"), rl("pods", "1")), small, "", rl("pods", "2")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			store := &memQuotas{quotas: map[string]*corev1.ResourceQuota{"q": tt.quota}, usage: tt.recount}
+			store := &memQuotas{quotas: map[string]*corev1.ResourceQuota{"q": tt.quota}}
 			err := (&ResourceQuota{Store: store}).Validate(context.Background(), podCreate(tt.pod.DeepCopy()))
 			wantForbidden(t, err, tt.want)
-			if tt.wantUsed != nil && !apiequality.Semantic.DeepEqual(store.quotas["q"].Status.Used, tt.wantUsed) {
+			if !apiequality.Semantic.DeepEqual(store.quotas["q"].Status.Used, tt.wantUsed) && (tt.wantUsed != nil || tt.want == "") {
 				t.Fatalf("used %v, want %v", store.quotas["q"].Status.Used, tt.wantUsed)
 			}
-			if tt.want != "" && store.updates != 0 && tt.recount == nil {
+			if tt.want != "" && store.updates != 0 {
 				t.Fatalf("a refused create was charged")
+			}
+			if h := store.quotas["q"].Status.Hard; !apiequality.Semantic.DeepEqual(h, tt.quota.Status.Hard) {
+				t.Fatalf("status.hard %v changed by admission (was %v): only the controller writes it", h, tt.quota.Status.Hard)
 			}
 		})
 	}
@@ -202,9 +210,6 @@ func (f failingQuotas) List(context.Context, string) ([]corev1.ResourceQuota, er
 func (f failingQuotas) Update(context.Context, string, string, func(*corev1.ResourceQuota) (*corev1.ResourceQuota, error)) error {
 	return f.err
 }
-func (f failingQuotas) Usage(context.Context, string, *corev1.ResourceQuota) (corev1.ResourceList, error) {
-	return nil, f.err
-}
 
 // TestQuotaHandlesAsUpstream: the writes upstream's quota evaluators
 // handle — pods on create, on an update into or out of the Terminating
@@ -263,13 +268,14 @@ func TestQuotaChargesOnUpdate(t *testing.T) {
 	bestEffort.ResourceVersion = "5"
 	terminating := bigger.DeepCopy()
 	terminating.Spec.ActiveDeadlineSeconds = ptr(int64(30))
+	unused := func() corev1.ResourceList { return rl("pods", "0", "requests.cpu", "0", "requests.memory", "0") }
 	scoped := func(name string, s corev1.ResourceQuotaScope) corev1.ResourceQuota {
-		q := quota(name, rl("pods", "10", "requests.cpu", "1", "requests.memory", "1Gi"), nil)
+		q := quota(name, rl("pods", "10", "requests.cpu", "1", "requests.memory", "1Gi"), unused())
 		q.Spec.Scopes = []corev1.ResourceQuotaScope{s}
 		return *q
 	}
 	quotas := []corev1.ResourceQuota{
-		*quota("all", rl("pods", "10", "requests.cpu", "1", "requests.memory", "1Gi"), nil),
+		*quota("all", rl("pods", "10", "requests.cpu", "1", "requests.memory", "1Gi"), unused()),
 		scoped("besteffort", corev1.ResourceQuotaScopeBestEffort),
 		scoped("notbesteffort", corev1.ResourceQuotaScopeNotBestEffort),
 		scoped("terminating", corev1.ResourceQuotaScopeTerminating),

@@ -3,6 +3,7 @@ package admission_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,7 +11,132 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/util/retry"
 )
+
+// writeQuotaStatus writes a quota's status as the resource quota
+// controller does (there is none here): status.hard from spec.hard,
+// status.used as given and zero for the other names. Admission judges a
+// quota by its status alone, as upstream.
+func writeQuotaStatus(t *testing.T, core typedcorev1.CoreV1Interface, ns, name string, used corev1.ResourceList) {
+	t.Helper()
+	ctx := context.Background()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		q, err := core.ResourceQuotas(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard.DeepCopy(), Used: corev1.ResourceList{}}
+		for n := range q.Spec.Hard {
+			u, ok := used[n]
+			if !ok {
+				u = resource.MustParse("0")
+			}
+			q.Status.Used[n] = u
+		}
+		_, err = core.ResourceQuotas(ns).UpdateStatus(ctx, q, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("writing the status of quota %s: %v", name, err)
+	}
+}
+
+// quotaRefused: err is a quota's 403 "exceeded quota" (a probe that the
+// quota cache has seen a status; another plugin's 403, such as a service
+// account not yet cached, says nothing of it).
+func quotaRefused(err error) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota")
+}
+
+// TestQuotaJudgedByStatusThroughTheAPIServer: as upstream's CheckRequest,
+// admission judges a quota by the status the quota controller wrote, not
+// its spec: a quota with no status yet limits and charges nothing; one
+// whose status.hard names a resource of the write's kind without a
+// status.used entry refuses it, "status unknown for quota"; a spec.hard
+// the controller has not copied to status.hard yet is not enforced.
+func TestQuotaJudgedByStatusThroughTheAPIServer(t *testing.T) {
+	cs, _ := startServer(t)
+	ctx := context.Background()
+	core := cs.CoreV1()
+	const ns = "statusq"
+	created(core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})).must(t, "namespace")
+	created(core.ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})).must(t, "service account")
+	pod := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	}
+	// A configmap quota, once seen by admission, shows the quota cache
+	// is up to date.
+	created(core.ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0"), "count/configmaps": resource.MustParse("0")}}},
+		metav1.CreateOptions{})).must(t, "quota")
+	created(core.ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "probe"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/secrets": resource.MustParse("0")}}}, metav1.CreateOptions{})).must(t, "probe quota")
+	writeQuotaStatus(t, core, ns, "probe", nil)
+	eventually(t, "probe quota seen by admission", func() error {
+		if _, err := core.Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}}, dryRun); !quotaRefused(err) {
+			return fmt.Errorf("not refused yet: %v", err)
+		}
+		return nil
+	})
+	created(core.Pods(ns).Create(ctx, pod("first"), metav1.CreateOptions{})).must(t, "a pod under a quota of 0 pods with no status yet")
+	got, err := core.ResourceQuotas(ns).Get(ctx, "q", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.Used) != 0 || len(got.Status.Hard) != 0 {
+		t.Fatalf("admission wrote the status of a quota the controller has not: %+v", got.Status)
+	}
+
+	// The controller has counted configmaps but not pods yet. (Probes
+	// are dry runs: a create the quota cache admits before it sees the
+	// status would be stored.)
+	got.Status = corev1.ResourceQuotaStatus{Hard: got.Spec.Hard.DeepCopy(), Used: corev1.ResourceList{"count/configmaps": resource.MustParse("0")}}
+	if _, err := core.ResourceQuotas(ns).UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const unknown = `pods "second" is forbidden: status unknown for quota: q, resources: pods`
+	eventually(t, "status unknown", func() error {
+		if _, err := core.Pods(ns).Create(ctx, pod("second"), dryRun); !apierrors.IsForbidden(err) || err.Error() != unknown {
+			return fmt.Errorf("got %v, want 403 %q", err, unknown)
+		}
+		return nil
+	})
+
+	// Counted: the first pod fills the quota; a spec.hard raised but not
+	// yet in status.hard is not enforced.
+	writeQuotaStatus(t, core, ns, "q", corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")})
+	got, err = core.ResourceQuotas(ns).Get(ctx, "q", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Spec.Hard[corev1.ResourcePods] = resource.MustParse("5")
+	if _, err := core.ResourceQuotas(ns).Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const exceeded = `pods "second" is forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=0`
+	eventually(t, "judged by status.hard", func() error {
+		if _, err := core.Pods(ns).Create(ctx, pod("second"), dryRun); !apierrors.IsForbidden(err) || err.Error() != exceeded {
+			return fmt.Errorf("got %v, want 403 %q", err, exceeded)
+		}
+		return nil
+	})
+	// The controller copies spec.hard: admitted and charged.
+	writeQuotaStatus(t, core, ns, "q", corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")})
+	eventually(t, "admitted once status.hard is raised", func() error {
+		_, err := core.Pods(ns).Create(ctx, pod("second"), dryRun)
+		return err
+	})
+	created(core.Pods(ns).Create(ctx, pod("second"), metav1.CreateOptions{})).must(t, "a pod within status.hard")
+	got, err = core.ResourceQuotas(ns).Get(ctx, "q", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := got.Status.Used[corev1.ResourcePods]; u.Value() != 2 {
+		t.Fatalf("status.used.pods = %s, want 2", u.String())
+	}
+}
 
 // TestQuotaOnServiceWritesThroughTheAPIServer: as upstream's service
 // quota evaluator, a service counts services.loadbalancers (type
@@ -24,8 +150,9 @@ func TestQuotaOnServiceWritesThroughTheAPIServer(t *testing.T) {
 	core := cs.CoreV1()
 	const ns = "svcq"
 	created(core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})).must(t, "namespace")
-	q := created(core.ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "svc"},
+	created(core.ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "svc"},
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceServices: resource.MustParse("0")}}}, metav1.CreateOptions{})).must(t, "quota")
+	writeQuotaStatus(t, core, ns, "svc", nil)
 	svc := func(name string, typ corev1.ServiceType) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.ServiceSpec{
 			Type: typ, Selector: map[string]string{"app": name},
@@ -33,11 +160,15 @@ func TestQuotaOnServiceWritesThroughTheAPIServer(t *testing.T) {
 		}}
 	}
 	eventually(t, "quota seen by admission", func() error {
-		if _, err := core.Services(ns).Create(ctx, svc("probe", corev1.ServiceTypeClusterIP), dryRun); !apierrors.IsForbidden(err) {
+		if _, err := core.Services(ns).Create(ctx, svc("probe", corev1.ServiceTypeClusterIP), dryRun); !quotaRefused(err) {
 			return fmt.Errorf("not refused yet: %v", err)
 		}
 		return nil
 	})
+	q, err := core.ResourceQuotas(ns).Get(ctx, "svc", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	q.Spec.Hard = corev1.ResourceList{
 		corev1.ResourceServices:              resource.MustParse("5"),
 		corev1.ResourceServicesLoadBalancers: resource.MustParse("1"),
@@ -46,10 +177,11 @@ func TestQuotaOnServiceWritesThroughTheAPIServer(t *testing.T) {
 	if _, err := core.ResourceQuotas(ns).Update(ctx, q, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	writeQuotaStatus(t, core, ns, "svc", nil)
 
 	created(core.Services(ns).Create(ctx, svc("a", corev1.ServiceTypeClusterIP), metav1.CreateOptions{})).must(t, "ClusterIP service a")
 	created(core.Services(ns).Create(ctx, svc("lb1", corev1.ServiceTypeLoadBalancer), metav1.CreateOptions{})).must(t, "LoadBalancer service lb1")
-	_, err := core.Services(ns).Create(ctx, svc("lb2", corev1.ServiceTypeLoadBalancer), metav1.CreateOptions{})
+	_, err = core.Services(ns).Create(ctx, svc("lb2", corev1.ServiceTypeLoadBalancer), metav1.CreateOptions{})
 	wantStatus(t, err, 403, `services "lb2" is forbidden: exceeded quota: svc, requested: services.loadbalancers=1, used: services.loadbalancers=1, limited: services.loadbalancers=1`)
 
 	// ClusterIP to NodePort: one more node port (2 of 2).
@@ -88,6 +220,7 @@ func TestQuotaOnServiceWritesThroughTheAPIServer(t *testing.T) {
 	if _, err := core.ResourceQuotas(ns).Update(ctx, got, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	writeQuotaStatus(t, core, ns, "svc", got.Status.Used)
 	created(core.Services(ns).Create(ctx, svc("c", corev1.ServiceTypeClusterIP), metav1.CreateOptions{})).must(t, "ClusterIP service c under a lowered load balancer quota")
 }
 
@@ -107,13 +240,14 @@ func TestQuotaOnPodScopeChangeThroughTheAPIServer(t *testing.T) {
 	created(core.ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "terminating"},
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")},
 			Scopes: []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeTerminating}}}, metav1.CreateOptions{})).must(t, "quota")
+	writeQuotaStatus(t, core, ns, "terminating", nil)
 	pod := func(name string, deadline *int64) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{
 			ActiveDeadlineSeconds: deadline, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
 	}
 	deadline := int64(30)
 	eventually(t, "quota seen by admission", func() error {
-		if _, err := core.Pods(ns).Create(ctx, pod("probe", &deadline), dryRun); !apierrors.IsForbidden(err) {
+		if _, err := core.Pods(ns).Create(ctx, pod("probe", &deadline), dryRun); !quotaRefused(err) {
 			return fmt.Errorf("not refused yet: %v", err)
 		}
 		return nil
@@ -147,8 +281,9 @@ func TestQuotaIgnoresEventsThroughTheAPIServer(t *testing.T) {
 	created(core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})).must(t, "namespace")
 	created(core.ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "objects"},
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/events": resource.MustParse("0"), "count/configmaps": resource.MustParse("0")}}}, metav1.CreateOptions{})).must(t, "quota")
+	writeQuotaStatus(t, core, ns, "objects", nil)
 	eventually(t, "quota seen by admission", func() error {
-		if _, err := core.ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}, dryRun); !apierrors.IsForbidden(err) {
+		if _, err := core.ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}, dryRun); !quotaRefused(err) {
 			return fmt.Errorf("not refused yet: %v", err)
 		}
 		return nil

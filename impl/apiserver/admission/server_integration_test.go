@@ -273,20 +273,26 @@ func TestPluginsThroughTheAPIServer(t *testing.T) {
 	wantStatus(t, err, 403, `pods "priv" is forbidden: violates PodSecurity "baseline:latest": privileged (container "c" must not set securityContext.privileged=true)`)
 
 	// ResourceQuota: a quota of one pod, already used by the pod there
-	// (recounted), then raised to two.
-	q := created(core.ResourceQuotas("team").Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q"},
+	// (the status a quota controller writes), then raised to two.
+	created(core.ResourceQuotas("team").Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q"},
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}, metav1.CreateOptions{})).must(t, "quota")
+	writeQuotaStatus(t, core, "team", "q", corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")})
 	eventually(t, "quota seen by admission", func() error {
 		_, err := core.Pods("team").Create(ctx, pod("probe"), dryRun)
-		if !apierrors.IsForbidden(err) {
+		if !quotaRefused(err) {
 			return fmt.Errorf("dry run not refused yet: %v", err)
 		}
 		return nil
 	})
+	q, err := core.ResourceQuotas("team").Get(ctx, "q", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	q.Spec.Hard[corev1.ResourcePods] = resource.MustParse("2")
 	if _, err := core.ResourceQuotas("team").Update(ctx, q, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	writeQuotaStatus(t, core, "team", "q", corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")})
 	created(core.Pods("team").Create(ctx, pod("second"), metav1.CreateOptions{})).must(t, "second pod")
 	_, err = core.Pods("team").Create(ctx, pod("third"), metav1.CreateOptions{})
 	wantStatus(t, err, 403, `pods "third" is forbidden: exceeded quota: q, requested: pods=1, used: pods=2, limited: pods=2`)
@@ -403,21 +409,27 @@ func TestQuotaUnderConcurrentCreatesThroughTheAPIServer(t *testing.T) {
 	core := cs.CoreV1()
 	created(core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "race"}}, metav1.CreateOptions{})).must(t, "namespace")
 	created(core.ServiceAccounts("race").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})).must(t, "service account")
-	q := created(core.ResourceQuotas("race").Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "pods"},
+	created(core.ResourceQuotas("race").Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "pods"},
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}}, metav1.CreateOptions{})).must(t, "quota")
+	writeQuotaStatus(t, core, "race", "pods", nil)
 	pod := func(name string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
 	}
 	eventually(t, "quota seen by admission", func() error {
-		if _, err := core.Pods("race").Create(ctx, pod("probe"), dryRun); !apierrors.IsForbidden(err) {
+		if _, err := core.Pods("race").Create(ctx, pod("probe"), dryRun); !quotaRefused(err) {
 			return fmt.Errorf("not refused yet: %v", err)
 		}
 		return nil
 	})
+	q, err := core.ResourceQuotas("race").Get(ctx, "pods", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	q.Spec.Hard[corev1.ResourcePods] = resource.MustParse("10")
 	if _, err := core.ResourceQuotas("race").Update(ctx, q, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	writeQuotaStatus(t, core, "race", "pods", nil)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	admitted, refused := 0, 0

@@ -1,7 +1,6 @@
 package resourcequota
 
 import (
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,10 +17,7 @@ import (
 // says so (kube-controller-manager's default update filter); anything
 // else waits for the periodic full recount.
 
-var (
-	serviceResource = corev1.Resource("services")
-	pvcResource     = corev1.Resource("persistentvolumeclaims")
-)
+var serviceResource = corev1.Resource("services")
 
 // ReplenishOnUpdate tells whether an update of an object of gr from
 // oldObj to newObj is a replenishment, as upstream's DefaultUpdateFilter
@@ -105,67 +101,12 @@ func quotaServiceType(svc *corev1.Service) corev1.ServiceType {
 // Replenishes tells whether a replenishment for an object of gr
 // recounts q: some name of q's status.hard (what the controller last
 // wrote, as upstream; a quota not yet synced is recounted by its own
-// add event) is one gr's quota evaluator matches (MatchesResource).
+// add event) is one gr's quota evaluator matches (quota.MatchesResource).
 func Replenishes(q *corev1.ResourceQuota, gr schema.GroupResource) bool {
 	for n := range q.Status.Hard {
-		if MatchesResource(gr, n) {
+		if quotaeval.MatchesResource(gr, n) {
 			return true
 		}
 	}
 	return false
-}
-
-// MatchesResource tells whether quota name n is one upstream's evaluator
-// of gr matches: for pods, pods, count/pods, cpu, memory,
-// ephemeral-storage and their requests. and limits. names,
-// hugepages-<size> and requests.hugepages-<size>, and requests.<name> of
-// an extended resource (or of a DRA device class,
-// requests.deviceclass.resource.kubernetes.io/<class>); for persistent
-// volume claims, also requests.storage and the per storage class names;
-// for every other resource the names quota.CountedResource gives it
-// (count/<resource>[.<group>], the legacy bare names, and for services
-// services.loadbalancers and services.nodeports).
-func MatchesResource(gr schema.GroupResource, n corev1.ResourceName) bool {
-	switch gr {
-	case podResource:
-		return podQuotaName(n)
-	case pvcResource:
-		s := string(n)
-		if n == corev1.ResourceRequestsStorage ||
-			strings.HasSuffix(s, storageClassSuffix+string(corev1.ResourceRequestsStorage)) ||
-			strings.HasSuffix(s, storageClassSuffix+string(corev1.ResourcePersistentVolumeClaims)) {
-			return true
-		}
-	}
-	counted, ok := quotaeval.CountedResource(n)
-	return ok && counted == gr
-}
-
-// storageClassSuffix ends the storage class part of a claim's per class
-// quota name (<class>.storageclass.storage.k8s.io/requests.storage).
-const storageClassSuffix = ".storageclass.storage.k8s.io/"
-
-// podNames are the fixed names upstream's pod evaluator matches.
-var podNames = map[corev1.ResourceName]bool{
-	"count/pods": true, corev1.ResourcePods: true,
-	corev1.ResourceCPU: true, corev1.ResourceMemory: true, corev1.ResourceEphemeralStorage: true,
-	corev1.ResourceRequestsCPU: true, corev1.ResourceRequestsMemory: true, corev1.ResourceRequestsEphemeralStorage: true,
-	corev1.ResourceLimitsCPU: true, corev1.ResourceLimitsMemory: true, corev1.ResourceLimitsEphemeralStorage: true,
-}
-
-// deviceClassRequests prefixes the implicit extended resource names of
-// DRA device classes in a quota.
-const deviceClassRequests = corev1.DefaultResourceRequestsPrefix + "deviceclass.resource.kubernetes.io/"
-
-func podQuotaName(n corev1.ResourceName) bool {
-	s := string(n)
-	if podNames[n] || strings.HasPrefix(s, corev1.ResourceHugePagesPrefix) || strings.HasPrefix(s, corev1.ResourceRequestsHugePagesPrefix) {
-		return true
-	}
-	if !strings.HasPrefix(s, corev1.DefaultResourceRequestsPrefix) {
-		return false
-	}
-	// An extended resource: not native (no domain, or kubernetes.io's).
-	native := !strings.Contains(s, "/") || strings.Contains(s, "kubernetes.io/")
-	return !native || strings.HasPrefix(s, deviceClassRequests)
 }
