@@ -4,10 +4,14 @@
 // usage back: to status.used it adds what each write it evaluates adds (a
 // create's usage; an update's growth over the stored object, such as a
 // pod resize or a service's type change, or all the object's usage for a
-// quota the update brings it into), after recounting a quota whose status
-// was never computed. This controller recomputes status.used from
+// quota the update brings it into), judging each quota by the status
+// this controller wrote (a quota with no status yet limits nothing; one
+// lacking usage of a restricted name refuses, "status unknown for
+// quota"). This controller recomputes status.used from
 // informer caches (Usage, a pure function of the observed objects) when a
-// quota is created or its spec changes, periodically
+// quota is created or its spec.hard changes (RecountOnUpdate; as
+// upstream, no other update of a quota — its status, scopes or metadata —
+// is recounted before the periodic sync), periodically
 // (--resource-quota-sync-period), and at once on a "replenishment", as
 // upstream's quota monitors: an observed object is deleted, or updated in
 // a way upstream's update filter passes (ReplenishOnUpdate: a pod whose
@@ -20,6 +24,12 @@
 // no update after it, or a NodePort service's ports, wait for the
 // periodic recount, as upstream. (spec/ has no quota property yet; this
 // package enforces none by ID.)
+//
+// A quota whose status does not show its spec.hard yet, or lacks usage of
+// a name the controller counts (MissingUsage), is recounted by workers of
+// its own queue, as upstream's missingUsageQueue, so that it is not kept
+// waiting behind periodic recounts: admission judges quotas by their
+// status alone.
 //
 // As upstream's controller, it writes status with UpdateStatus on the
 // quota it read (compare-and-swap on resourceVersion, retried on
@@ -55,6 +65,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeproof/kubeproof/impl/controller/workloop"
+	quotaeval "github.com/kubeproof/kubeproof/impl/quota"
 )
 
 // Name is the controller's name (its queue's metrics name).
@@ -83,6 +94,7 @@ type Controller struct {
 	monitors     map[schema.GroupResource]cache.GenericLister
 	synced       []cache.InformerSynced
 	queue        workqueue.TypedRateLimitingInterface[string]
+	missingUsage workqueue.TypedRateLimitingInterface[string]
 	syncPeriod   time.Duration
 	clock        clock.Clock
 	registration []registered
@@ -137,11 +149,12 @@ func QuotableResources(dc discovery.DiscoveryInterface) ([]schema.GroupVersionRe
 // plugin charged it). Call factory.Start after New, then Run.
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, resources []schema.GroupVersionResource, cfg Config) (*Controller, error) {
 	c := &Controller{
-		client:     client,
-		monitors:   map[schema.GroupResource]cache.GenericLister{},
-		queue:      workloop.NewQueue(Name),
-		syncPeriod: cfg.SyncPeriod,
-		clock:      cfg.Clock,
+		client:       client,
+		monitors:     map[schema.GroupResource]cache.GenericLister{},
+		queue:        workloop.NewQueue(Name),
+		missingUsage: workloop.NewQueue(Name + "_priority"),
+		syncPeriod:   cfg.SyncPeriod,
+		clock:        cfg.Clock,
 	}
 	if c.syncPeriod <= 0 {
 		c.syncPeriod = DefaultSyncPeriod
@@ -154,6 +167,8 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	if err := c.register(quotaInformer.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.addQuota,
 		UpdateFunc: c.updateQuota,
+		// The sync finds it gone and does nothing, as upstream.
+		DeleteFunc: c.enqueueDeleted,
 	}); err != nil {
 		return nil, err
 	}
@@ -200,14 +215,19 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		}
 	}()
 	if err := workloop.WaitForSync(ctx, "resource quota controller", c.queue, c.synced...); err != nil {
+		c.missingUsage.ShutDown()
 		return err
 	}
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		// The full recalculation: every quota, every sync period.
 		wait.JitterUntilWithContext(ctx, func(context.Context) { c.enqueueAll() }, c.syncPeriod, 0, false)
+	}()
+	go func() {
+		defer wg.Done()
+		workloop.Run(ctx, Name, c.missingUsage, workers, c.sync)
 	}()
 	workloop.Run(ctx, Name, c.queue, workers, c.sync)
 	wg.Wait()
@@ -230,33 +250,81 @@ func (c *Controller) enqueue(q *corev1.ResourceQuota) {
 	}
 }
 
+// addQuota enqueues a quota, on the missing usage queue when its status
+// lacks what it should show (MissingUsage), as upstream's addQuota.
 func (c *Controller) addQuota(obj any) {
-	if q, ok := obj.(*corev1.ResourceQuota); ok {
-		c.enqueue(q)
+	q, ok := obj.(*corev1.ResourceQuota)
+	if !ok {
+		return
 	}
+	key, err := cache.MetaNamespaceKeyFunc(q)
+	if err != nil {
+		return
+	}
+	if MissingUsage(q, c.counts) {
+		c.missingUsage.Add(key)
+		return
+	}
+	c.queue.Add(key)
 }
 
-// updateQuota recomputes a quota whose spec changed or whose status does
-// not follow its spec.
+// counts tells whether the controller counts quota name n: it observes a
+// resource whose quota evaluator matches n (quota.MatchesResource), as
+// upstream asks its evaluators' MatchingResources.
+func (c *Controller) counts(n corev1.ResourceName) bool {
+	for gr := range c.monitors {
+		if quotaeval.MatchesResource(gr, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// updateQuota recounts a quota whose spec.hard changed (RecountOnUpdate).
 func (c *Controller) updateQuota(oldObj, newObj any) {
 	old, ok1 := oldObj.(*corev1.ResourceQuota)
 	q, ok2 := newObj.(*corev1.ResourceQuota)
-	if !ok1 || !ok2 {
-		return
-	}
-	if !apiequality.Semantic.DeepEqual(old.Spec, q.Spec) || needsRecalculation(q) {
-		c.enqueue(q)
+	if ok1 && ok2 && RecountOnUpdate(old, q) {
+		c.addQuota(q)
 	}
 }
 
-// needsRecalculation: status.hard differs from spec.hard, or a hard
-// resource has no usage.
-func needsRecalculation(q *corev1.ResourceQuota) bool {
+// enqueueDeleted enqueues a deleted quota (or its tombstone).
+func (c *Controller) enqueueDeleted(obj any) {
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		c.queue.Add(key)
+	}
+}
+
+// RecountOnUpdate tells whether an update of a quota from old to q is
+// recounted at once, as upstream's quota informer update handler: only
+// when spec.hard changed (the same names, each of the same quantity, is
+// no change). A status update — the controller's own, admission's charges
+// or anyone's — a scope or metadata change is not: the periodic sync
+// recounts it.
+func RecountOnUpdate(old, q *corev1.ResourceQuota) bool {
+	if len(old.Spec.Hard) != len(q.Spec.Hard) {
+		return true
+	}
+	for n, v := range q.Spec.Hard {
+		o, ok := old.Spec.Hard[n]
+		if !ok || o.Cmp(v) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// MissingUsage tells whether a quota's status lacks what it should show,
+// as upstream's addQuota decides to prioritise it: status.hard is not
+// spec.hard (semantically), or a name of status.hard the controller
+// counts (counts) has no status.used entry.
+func MissingUsage(q *corev1.ResourceQuota, counts func(corev1.ResourceName) bool) bool {
 	if !apiequality.Semantic.DeepEqual(q.Spec.Hard, q.Status.Hard) {
 		return true
 	}
-	for n := range q.Spec.Hard {
-		if _, ok := q.Status.Used[n]; !ok {
+	for n := range q.Status.Hard {
+		if _, ok := q.Status.Used[n]; !ok && counts(n) {
 			return true
 		}
 	}
