@@ -545,8 +545,38 @@ func validateProjectedSources(sources []corev1.VolumeProjection, projected *fiel
 				errs = append(errs, validateLocalNonReservedPath(src.ServiceAccountToken.Path, projected.Child("path"))...)
 			}
 		}
-		if src.ClusterTrustBundle != nil {
+		if b := src.ClusterTrustBundle; b != nil {
 			kinds++
+			// Upstream also checks the name as a ClusterTrustBundle name and
+			// the signer name as a signer's; not done here (README.md).
+			bp := sp.Child("clusterTrustBundle")
+			switch {
+			case b.Name != nil && b.SignerName != nil:
+				errs = append(errs, field.Invalid(bp, b, "only one of name and signerName may be used"))
+			case b.Name != nil:
+				if *b.Name == "" {
+					errs = append(errs, field.Required(bp.Child("name"), "must be a valid object name"))
+				}
+				if b.LabelSelector != nil {
+					errs = append(errs, field.Invalid(bp.Child("labelSelector"), b.LabelSelector, "labelSelector must be unset if name is specified"))
+				}
+			case b.SignerName != nil:
+				if *b.SignerName == "" {
+					errs = append(errs, field.Required(bp.Child("signerName"), "must be a valid signer name"))
+				}
+				errs = append(errs, validateLabelSelector(b.LabelSelector, bp.Child("labelSelector"))...)
+			default:
+				errs = append(errs, field.Required(bp, "either name or signerName must be specified"))
+			}
+			if b.Path == "" {
+				errs = append(errs, field.Required(bp.Child("path"), ""))
+			}
+			errs = append(errs, validateLocalNonReservedPath(b.Path, bp.Child("path"))...)
+			// Upstream claims a bundle's path even when empty.
+			if paths.Has(b.Path) {
+				errs = append(errs, field.Invalid(projected, b.Path, "conflicting duplicate paths"))
+			}
+			paths.Insert(b.Path)
 		}
 		if src.PodCertificate != nil {
 			kinds++

@@ -137,6 +137,26 @@ func TestVolumeSourceValidationAsUpstream(t *testing.T) {
 			required + " spec.volumes[0].projected.sources[2].configMap.name", forbidden + " spec.volumes[0].projected.sources[2]"},
 			[]string{`spec.volumes[0].projected: Invalid value: "b": conflicting duplicate paths`,
 				"spec.volumes[0].projected.sources[2]: Forbidden: may not specify more than 1 volume type per source"}},
+		{"projected cluster trust bundles (names and signer names are not checked here)", func(p *corev1.Pod) {
+			bad := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "k", Operator: "Near"}}}
+			p.Spec.Volumes = []corev1.Volume{vol("v", corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Path: "ca.pem"}},
+				{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Name: ptr("a"), SignerName: ptr("example.com/s"), Path: "..ca"}},
+				{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Name: ptr("a"), LabelSelector: &metav1.LabelSelector{}, Path: "ca.pem"}},
+				{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{SignerName: ptr("example.com/s"), LabelSelector: bad}},
+			}}})}
+		}, []string{
+			required + " spec.volumes[0].projected.sources[0].clusterTrustBundle",
+			invalid + " spec.volumes[0].projected.sources[1].clusterTrustBundle",
+			invalid + " spec.volumes[0].projected.sources[1].clusterTrustBundle.path",
+			invalid + " spec.volumes[0].projected.sources[2].clusterTrustBundle.labelSelector",
+			invalid + " spec.volumes[0].projected",
+			invalid + " spec.volumes[0].projected.sources[3].clusterTrustBundle.labelSelector.matchExpressions[0].operator",
+			required + " spec.volumes[0].projected.sources[3].clusterTrustBundle.path",
+		}, []string{
+			"spec.volumes[0].projected.sources[0].clusterTrustBundle: Required value: either name or signerName must be specified",
+			`spec.volumes[0].projected: Invalid value: "ca.pem": conflicting duplicate paths`,
+		}},
 		{"downward API files: both sources, fieldRef fields", func(p *corev1.Pod) {
 			ref := func(path string) *corev1.ObjectFieldSelector { return &corev1.ObjectFieldSelector{FieldPath: path} }
 			p.Spec.Volumes = []corev1.Volume{vol("v", corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
