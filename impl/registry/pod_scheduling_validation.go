@@ -200,8 +200,13 @@ func validatePodAffinityTerm(term corev1.PodAffinityTerm, p *field.Path, opts po
 // name: label keys, only beside a label selector; a matchLabelKeys key the
 // selector already has and repeats in its expressions is Invalid (on the
 // term's path indexed by the key's position, as upstream); no key in both
-// lists. (Upstream merges the keys into the selector on create; here the
-// scheduler applies them, see impl/scheduler/framework.)
+// lists. It runs after a pod's create merged its labels into the selector
+// (mergeLabelKeysIntoSelectors), so a key the written selector also
+// constrains is there twice; a template is not merged. Topology spread
+// constraints are checked with it too (upstream 1.34+ with
+// MatchLabelKeysInPodTopologySpreadSelectorMerge, on by default; its
+// legacy check refused any key of the selector, which the merge would
+// always trip).
 func validateMatchLabelKeysAndMismatchLabelKeys(p *field.Path, match, mismatch []string, sel *metav1.LabelSelector) field.ErrorList {
 	var errs field.ErrorList
 	for _, l := range []struct {
@@ -252,13 +257,73 @@ func validatePodAffinityTermSelectors(term corev1.PodAffinityTerm, p *field.Path
 	return append(errs, metav1validation.ValidateLabelSelector(term.NamespaceSelector, opts, p.Child("namespaceSelector"))...)
 }
 
+// mergeLabelKeysIntoSelectors adds to each topology spread constraint's
+// and pod (anti-)affinity term's label selector a requirement "key In
+// (value)" for each matchLabelKeys key the pod has a label for, and for an
+// affinity term "key NotIn (value)" for each such mismatchLabelKeys key, as
+// upstream's PrepareForCreate (mutatePodAffinity, and
+// mutateTopologySpreadConstraints with MatchLabelKeysInPodTopologySpread
+// and MatchLabelKeysInPodTopologySpreadSelectorMerge, both on by default).
+// Only on create: a later label change is not reflected (as upstream). A
+// constraint or term without a selector matches nothing and is left alone.
+func mergeLabelKeysIntoSelectors(p *corev1.Pod) {
+	for i := range p.Spec.TopologySpreadConstraints {
+		c := &p.Spec.TopologySpreadConstraints[i]
+		mergeLabelKeys(c.LabelSelector, c.MatchLabelKeys, nil, p.Labels)
+	}
+	a := p.Spec.Affinity
+	if a == nil {
+		return
+	}
+	var terms []*corev1.PodAffinityTerm
+	if pa := a.PodAffinity; pa != nil {
+		for i := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
+			terms = append(terms, &pa.RequiredDuringSchedulingIgnoredDuringExecution[i])
+		}
+		for i := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
+			terms = append(terms, &pa.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm)
+		}
+	}
+	if pa := a.PodAntiAffinity; pa != nil {
+		for i := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
+			terms = append(terms, &pa.RequiredDuringSchedulingIgnoredDuringExecution[i])
+		}
+		for i := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
+			terms = append(terms, &pa.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm)
+		}
+	}
+	for _, t := range terms {
+		mergeLabelKeys(t.LabelSelector, t.MatchLabelKeys, t.MismatchLabelKeys, p.Labels)
+	}
+}
+
+// mergeLabelKeys appends to sel (when set) the In requirements of match
+// and the NotIn requirements of mismatch for the keys labels has.
+func mergeLabelKeys(sel *metav1.LabelSelector, match, mismatch []string, labels map[string]string) {
+	if sel == nil {
+		return
+	}
+	for _, l := range []struct {
+		keys []string
+		op   metav1.LabelSelectorOperator
+	}{{match, metav1.LabelSelectorOpIn}, {mismatch, metav1.LabelSelectorOpNotIn}} {
+		for _, k := range l.keys {
+			if v, ok := labels[k]; ok {
+				sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{Key: k, Operator: l.op, Values: []string{v}})
+			}
+		}
+	}
+}
+
 // validateTopologySpreadConstraints checks each constraint as upstream's
 // validateTopologySpreadConstraints: maxSkew positive, topologyKey set (it
 // is not checked as a label key), whenUnsatisfiable known, a
 // {topologyKey, whenUnsatisfiable} pair repeated later reported on the
 // first constraint of the pair, minDomains positive and only with
-// DoNotSchedule, node affinity and taints policies Honor or Ignore, and the
-// label selector (unless opts allow what the old object had).
+// DoNotSchedule, node affinity and taints policies Honor or Ignore,
+// matchLabelKeys (validateMatchLabelKeysAndMismatchLabelKeys on the
+// constraint's path) and the label selector (each unless opts allow what
+// the old object had).
 func validateTopologySpreadConstraints(cs []corev1.TopologySpreadConstraint, path *field.Path, opts podValidationOptions) field.ErrorList {
 	var errs field.ErrorList
 	for i, c := range cs {
@@ -296,6 +361,9 @@ func validateTopologySpreadConstraints(cs []corev1.TopologySpreadConstraint, pat
 			if pol.policy != nil && !slices.Contains(nodeInclusionPolicies, string(*pol.policy)) {
 				errs = append(errs, field.NotSupported(p.Child(pol.name), *pol.policy, nodeInclusionPolicies))
 			}
+		}
+		if !opts.oldPodViolatesMatchLabelKeysValidation {
+			errs = append(errs, validateMatchLabelKeysAndMismatchLabelKeys(p, c.MatchLabelKeys, nil, c.LabelSelector)...)
 		}
 		if c.LabelSelector != nil && !opts.allowInvalidTopologySpreadConstraintLabelSelector {
 			errs = append(errs, validateLabelSelector(c.LabelSelector, p.Child("labelSelector"))...)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -204,4 +205,132 @@ func TestSchedulingConstraintValidationAsUpstream(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPodCreateMergesLabelKeysIntoSelectors: on create the values of the
+// pod's own labels named by matchLabelKeys are added to the selector as In
+// requirements (topology spread constraints and pod (anti-)affinity terms),
+// and those named by mismatchLabelKeys as NotIn (affinity terms), as
+// upstream's PrepareForCreate (mutatePodAffinity; mutateTopologySpreadConstraints
+// with MatchLabelKeysInPodTopologySpreadSelectorMerge, on by default); a key
+// the pod has no label for adds nothing, a term without a selector is left
+// alone; a workload's template is not merged.
+func TestPodCreateMergesLabelKeysIntoSelectors(t *testing.T) {
+	r := find(t, coreV1, "pods")
+	ctx := context.Background()
+	sel := func() *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	}
+	in := func(k, v string) metav1.LabelSelectorRequirement {
+		return metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpIn, Values: []string{v}}
+	}
+	notIn := func(k, v string) metav1.LabelSelectorRequirement {
+		return metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpNotIn, Values: []string{v}}
+	}
+	term := func() corev1.PodAffinityTerm {
+		return corev1.PodAffinityTerm{TopologyKey: "zone", LabelSelector: sel(),
+			MatchLabelKeys: []string{"pod-template-hash", "absent"}, MismatchLabelKeys: []string{"tenant"}}
+	}
+	spec := func(s *corev1.PodSpec) {
+		s.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{
+			{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel(),
+				MatchLabelKeys: []string{"pod-template-hash", "absent"}},
+			{MaxSkew: 1, TopologyKey: "host", WhenUnsatisfiable: corev1.DoNotSchedule},
+		}
+		s.Affinity = &corev1.Affinity{
+			PodAffinity: &corev1.PodAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution:  []corev1.PodAffinityTerm{term()},
+				PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 1, PodAffinityTerm: term()}},
+			},
+			PodAntiAffinity: &corev1.PodAntiAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution:  []corev1.PodAffinityTerm{term()},
+				PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 1, PodAffinityTerm: term()}},
+			},
+		}
+	}
+	p := newPod("web")
+	p.Labels = map[string]string{"app": "web", "pod-template-hash": "abc", "tenant": "t1"}
+	spec(&p.Spec)
+	r.Strategy.Default(p)
+	r.Strategy.PrepareForCreate(ctx, p)
+	if errs := r.Strategy.Validate(ctx, p); len(errs) > 0 {
+		t.Fatalf("pod invalid: %v", errs.ToAggregate())
+	}
+	wantSel := func(what string, got *metav1.LabelSelector, reqs ...metav1.LabelSelectorRequirement) {
+		t.Helper()
+		want := sel()
+		want.MatchExpressions = reqs
+		if !apiequality.Semantic.DeepEqual(got, want) {
+			t.Errorf("%s selector = %+v, want %+v", what, got, want)
+		}
+	}
+	tscs := p.Spec.TopologySpreadConstraints
+	wantSel("spread", tscs[0].LabelSelector, in("pod-template-hash", "abc"))
+	if tscs[1].LabelSelector != nil {
+		t.Errorf("spread without selector got %+v", tscs[1].LabelSelector)
+	}
+	a := p.Spec.Affinity
+	for what, got := range map[string]*metav1.LabelSelector{
+		"affinity required":       a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].LabelSelector,
+		"affinity preferred":      a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm.LabelSelector,
+		"anti-affinity required":  a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].LabelSelector,
+		"anti-affinity preferred": a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm.LabelSelector,
+	} {
+		wantSel(what, got, in("pod-template-hash", "abc"), notIn("tenant", "t1"))
+	}
+
+	// An update merges nothing (upstream: creation only).
+	upd := p.DeepCopy()
+	upd.ResourceVersion = "1"
+	upd.Labels["pod-template-hash"] = "def"
+	r.Strategy.PrepareForUpdate(ctx, upd, p)
+	wantSel("spread after update", upd.Spec.TopologySpreadConstraints[0].LabelSelector, in("pod-template-hash", "abc"))
+
+	// A Deployment's template keeps its selectors as written.
+	dr := find(t, appsV1, "deployments")
+	d := newDeployment()
+	d.Spec.Template.Labels["pod-template-hash"] = "abc"
+	spec(&d.Spec.Template.Spec)
+	dr.Strategy.Default(d)
+	dr.Strategy.PrepareForCreate(ctx, d)
+	wantSel("template spread", d.Spec.Template.Spec.TopologySpreadConstraints[0].LabelSelector)
+	wantSel("template affinity", d.Spec.Template.Spec.Affinity.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].LabelSelector)
+}
+
+// TestTopologySpreadMatchLabelKeysValidated: a spread constraint's
+// matchLabelKeys are validated as upstream's (1.34+, selector merge on)
+// validateMatchLabelKeysAndMismatchLabelKeys on the constraint: label keys,
+// Forbidden without a label selector, and a key the selector already
+// constrains is Invalid "exists in both matchLabelKeys and labelSelector"
+// once the create merged the pod's label for it (reported on the
+// constraint's path indexed by the key's position, as upstream).
+func TestTopologySpreadMatchLabelKeysValidated(t *testing.T) {
+	r := find(t, coreV1, "pods")
+	ctx := context.Background()
+	const tsc = "spec.topologySpreadConstraints"
+	p := newPod("web")
+	p.Labels = map[string]string{"app": "web"}
+	p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{
+		{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule,
+			LabelSelector:  &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			MatchLabelKeys: []string{"bad key!", "app"}},
+		{MaxSkew: 1, TopologyKey: "host", WhenUnsatisfiable: corev1.DoNotSchedule, MatchLabelKeys: []string{"app"}},
+	}
+	// The pod affinity equivalent: the merged key is the selector's second.
+	p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "zone",
+			LabelSelector:  &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			MatchLabelKeys: []string{"app"}}},
+	}}
+	r.Strategy.Default(p)
+	r.Strategy.PrepareForCreate(ctx, p)
+	errs := r.Strategy.Validate(ctx, p)
+	wantErrors(t, errs,
+		invalid+" "+tsc+"[0].matchLabelKeys[0]",
+		invalid+" "+tsc+"[0][1]",
+		forbidden+" "+tsc+"[1].matchLabelKeys",
+		invalid+" spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0][0]",
+	)
+	wantError(t, errs, tsc+`[0][1]: Invalid value: "app": exists in both matchLabelKeys and labelSelector`)
+	wantError(t, errs, tsc+`[1].matchLabelKeys: Forbidden: must not be specified when labelSelector is not set`)
 }

@@ -28,6 +28,9 @@ type podValidationOptions struct {
 	// allowInvalidLabelValueInRequiredNodeAffinity: required node affinity
 	// terms' expression values need not be label values.
 	allowInvalidLabelValueInRequiredNodeAffinity bool
+	// oldPodViolatesMatchLabelKeysValidation: topology spread constraints'
+	// matchLabelKeys are not checked.
+	oldPodViolatesMatchLabelKeysValidation bool
 }
 
 // podValidationOptionsFor gives the options of an update whose stored
@@ -42,6 +45,7 @@ func podValidationOptionsFor(old *corev1.PodSpec) podValidationOptions {
 		allowInvalidTopologySpreadConstraintLabelSelector: hasInvalidTopologySpreadConstraintLabelSelector(old),
 		allowNonLocalProjectedTokenPath:                   hasNonLocalProjectedTokenPath(old),
 		allowInvalidLabelValueInRequiredNodeAffinity:      hasInvalidLabelValueInRequiredNodeAffinity(old),
+		oldPodViolatesMatchLabelKeysValidation:            hasInvalidTopologySpreadConstraintMatchLabelKeys(old),
 	}
 }
 
@@ -118,6 +122,18 @@ func hasInvalidLabelValueInRequiredNodeAffinity(s *corev1.PodSpec) bool {
 func hasInvalidTopologySpreadConstraintLabelSelector(s *corev1.PodSpec) bool {
 	for _, c := range s.TopologySpreadConstraints {
 		if len(metav1validation.ValidateLabelSelector(c.LabelSelector, metav1validation.LabelSelectorValidationOptions{}, nil)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// hasInvalidTopologySpreadConstraintMatchLabelKeys: a topology spread
+// constraint's matchLabelKeys fail the check (upstream's
+// hasInvalidTopologySpreadConstrainMatchLabelKeys).
+func hasInvalidTopologySpreadConstraintMatchLabelKeys(s *corev1.PodSpec) bool {
+	for _, c := range s.TopologySpreadConstraints {
+		if len(validateMatchLabelKeysAndMismatchLabelKeys(nil, c.MatchLabelKeys, nil, c.LabelSelector)) > 0 {
 			return true
 		}
 	}

@@ -48,6 +48,13 @@ var storedBeforeTightening = []struct {
 				{Key: "app", Operator: metav1.LabelSelectorOpExists, Values: []string{"web"}}}},
 		}}
 	}, []string{forbidden + " spec.topologySpreadConstraints[0].labelSelector.matchExpressions[0].values"}},
+	{"topology spread matchLabelKeys invalid", func(s *corev1.PodSpec) {
+		s.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+			MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule,
+			LabelSelector:  &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			MatchLabelKeys: []string{"bad key!"},
+		}}
+	}, []string{invalid + " spec.topologySpreadConstraints[0].matchLabelKeys[0]"}},
 	{"projected token path leaves the volume", func(s *corev1.PodSpec) {
 		s.ServiceAccountName = "default"
 		s.Volumes = []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{

@@ -59,9 +59,12 @@ func pods(now func() time.Time) *resource.Resource {
 // (after mutating admission, as 1.37's PodLevelResourcesFixDefaulting, so
 // the containers' resources admission set count), and it is Pending with
 // its QoS class computed (and PodScheduled=False when scheduling gates hold
-// it); nothing else of the status comes from the client.
+// it); nothing else of the status comes from the client. The pod's labels
+// named by matchLabelKeys/mismatchLabelKeys are merged into its topology
+// spread and pod affinity selectors (mergeLabelKeysIntoSelectors).
 func preparePodForCreate(p *corev1.Pod) {
 	defaultPodLevelResources(p)
+	mergeLabelKeysIntoSelectors(p)
 	p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: podQOSClass(&p.Spec)}
 	if len(p.Spec.SchedulingGates) > 0 {
 		p.Status.Conditions = []corev1.PodCondition{{
