@@ -42,6 +42,19 @@ func validateContainerList(cs []corev1.Container, volumes map[string]corev1.Volu
 	return errs
 }
 
+// validatePullPolicy checks a container's or image volume's pull policy
+// as upstream's validatePullPolicy: required, one of the known policies.
+func validatePullPolicy(pp corev1.PullPolicy, p *field.Path) field.ErrorList {
+	switch pp {
+	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+		return nil
+	case "":
+		return field.ErrorList{field.Required(p, "")}
+	default:
+		return field.ErrorList{field.NotSupported(p, pp, pullPolicies)}
+	}
+}
+
 func validateContainer(c *corev1.Container, volumes map[string]corev1.VolumeSource, p *field.Path, init bool, opts podValidationOptions) field.ErrorList {
 	var errs field.ErrorList
 	if c.Image == "" {
@@ -49,13 +62,7 @@ func validateContainer(c *corev1.Container, volumes map[string]corev1.VolumeSour
 	} else if len(c.Image) != len(strings.TrimSpace(c.Image)) {
 		errs = append(errs, field.Invalid(p.Child("image"), c.Image, "must not have leading or trailing whitespace"))
 	}
-	switch c.ImagePullPolicy {
-	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
-	case "":
-		errs = append(errs, field.Required(p.Child("imagePullPolicy"), ""))
-	default:
-		errs = append(errs, field.NotSupported(p.Child("imagePullPolicy"), c.ImagePullPolicy, pullPolicies))
-	}
+	errs = append(errs, validatePullPolicy(c.ImagePullPolicy, p.Child("imagePullPolicy"))...)
 	switch c.TerminationMessagePolicy {
 	case corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError:
 	case "":

@@ -143,11 +143,7 @@ func defaultPodSpec(s *corev1.PodSpec) {
 // container's ports, probes, lifecycle handlers, env and resources.
 func defaultContainer(c *corev1.Container) {
 	if c.ImagePullPolicy == "" {
-		if imageTag(c.Image) == "latest" {
-			c.ImagePullPolicy = corev1.PullAlways
-		} else {
-			c.ImagePullPolicy = corev1.PullIfNotPresent
-		}
+		c.ImagePullPolicy = defaultPullPolicy(c.Image)
 	}
 	if c.TerminationMessagePath == "" {
 		c.TerminationMessagePath = corev1.TerminationMessagePathDefault
@@ -177,6 +173,16 @@ func defaultContainer(c *corev1.Container) {
 	}
 	roundResourceList(c.Resources.Limits)
 	roundResourceList(c.Resources.Requests)
+}
+
+// defaultPullPolicy is the pull policy of an image reference that names
+// none (containers' and image volumes'): Always when it is tagged latest
+// (or has neither tag nor digest), IfNotPresent otherwise.
+func defaultPullPolicy(image string) corev1.PullPolicy {
+	if imageTag(image) == "latest" {
+		return corev1.PullAlways
+	}
+	return corev1.PullIfNotPresent
 }
 
 // imageTag returns the tag of an image reference: "latest" when the
@@ -231,7 +237,8 @@ func defaultHTTPGet(h *corev1.HTTPGetAction) {
 }
 
 // defaultVolume: a volume without a source is an emptyDir; projected and
-// file-backed sources get mode 0644.
+// file-backed sources get mode 0644; an image volume's pull policy is
+// defaulted from its reference as a container's (SetDefaults_Volume).
 func defaultVolume(v *corev1.Volume) {
 	src := &v.VolumeSource
 	if *src == (corev1.VolumeSource{}) {
@@ -266,6 +273,10 @@ func defaultVolume(v *corev1.Volume) {
 					defaultFieldRef(ps.DownwardAPI.Items[j].FieldRef)
 				}
 			}
+		}
+	case src.Image != nil:
+		if src.Image.PullPolicy == "" {
+			src.Image.PullPolicy = defaultPullPolicy(src.Image.Reference)
 		}
 	case src.HostPath != nil:
 		if src.HostPath.Type == nil {

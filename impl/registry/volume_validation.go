@@ -167,10 +167,12 @@ func validateVolumeSource(src *corev1.VolumeSource, p *field.Path, isPod bool, o
 		errs = append(errs, validateEphemeralVolumeSource(src.Ephemeral, p.Child("ephemeral"))...)
 	case "image":
 		// Upstream's validateImageVolumeSource requires the reference of
-		// pods only (a template's may be filled in later).
+		// pods only (a template's may be filled in later); the pull
+		// policy (defaulted from the reference) of both.
 		if isPod && src.Image.Reference == "" {
 			errs = append(errs, field.Required(p.Child("image", "reference"), ""))
 		}
+		errs = append(errs, validatePullPolicy(src.Image.PullPolicy, p.Child("image", "pullPolicy"))...)
 	default:
 		errs = append(errs, validatePluginVolumeSource(first, src, p)...)
 	}

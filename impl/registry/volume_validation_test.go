@@ -505,3 +505,59 @@ func TestVolumeDeviceValidationAsUpstream(t *testing.T) {
 		wantError(t, errs, d)
 	}
 }
+
+// TestImageVolumePullPolicyDefaultedAndValidated: an image volume's
+// pullPolicy defaults as a container's imagePullPolicy (Always for a
+// reference tagged latest or with neither tag nor digest, else
+// IfNotPresent), for pods and templates, as upstream's SetDefaults_Volume;
+// it is then validated as upstream's validateImageVolumeSource
+// (validatePullPolicy: Required when empty, one of the known policies).
+func TestImageVolumePullPolicyDefaultedAndValidated(t *testing.T) {
+	r := find(t, coreV1, "pods")
+	ctx := context.Background()
+	img := func(ref string, pp corev1.PullPolicy) corev1.Volume {
+		return corev1.Volume{Name: "v", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: ref, PullPolicy: pp}}}
+	}
+	for _, tc := range []struct {
+		ref  string
+		set  corev1.PullPolicy
+		want corev1.PullPolicy
+	}{
+		{"busybox", "", corev1.PullAlways},
+		{"busybox:latest", "", corev1.PullAlways},
+		{"registry.example:5000/tools/busybox", "", corev1.PullAlways},
+		{"busybox:1.36", "", corev1.PullIfNotPresent},
+		{"busybox@sha256:" + strings.Repeat("a", 64), "", corev1.PullIfNotPresent},
+		{"busybox:latest", corev1.PullNever, corev1.PullNever},
+	} {
+		p := newPod("p")
+		p.Spec.Volumes = []corev1.Volume{img(tc.ref, tc.set)}
+		r.Strategy.Default(p)
+		if got := p.Spec.Volumes[0].Image.PullPolicy; got != tc.want {
+			t.Errorf("pod image volume %q (pullPolicy %q): defaulted to %q, want %q", tc.ref, tc.set, got, tc.want)
+		}
+		wantErrors(t, r.Strategy.Validate(ctx, p))
+	}
+
+	d := newDeployment()
+	d.Spec.Template.Spec.Volumes = []corev1.Volume{img("busybox:1.36", "")}
+	dr := find(t, appsV1, "deployments")
+	dr.Strategy.Default(d)
+	if got := d.Spec.Template.Spec.Volumes[0].Image.PullPolicy; got != corev1.PullIfNotPresent {
+		t.Errorf("template image volume defaulted to %q, want IfNotPresent", got)
+	}
+
+	p := newPod("p")
+	p.Spec.Volumes = []corev1.Volume{img("busybox", "Sometimes")}
+	r.Strategy.Default(p)
+	errs := r.Strategy.Validate(ctx, p)
+	wantErrors(t, errs, notSupported+" spec.volumes[0].image.pullPolicy")
+	wantError(t, errs, `spec.volumes[0].image.pullPolicy: Unsupported value: "Sometimes": supported values: "Always", "IfNotPresent", "Never"`)
+
+	// Not defaulted (as a body validated without defaults would be), empty
+	// is Required.
+	p = newPod("p")
+	r.Strategy.Default(p)
+	p.Spec.Volumes = []corev1.Volume{img("busybox", "")}
+	wantErrors(t, r.Strategy.Validate(ctx, p), required+" spec.volumes[0].image.pullPolicy")
+}
