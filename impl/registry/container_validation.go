@@ -248,6 +248,12 @@ func validateHostPortConflicts(s *corev1.PodSpec, path *field.Path) field.ErrorL
 	return errs
 }
 
+// envDownwardAPIFields are the fields an env var's fieldRef may name
+// besides label and annotation subscripts (upstream's
+// validEnvDownwardAPIFieldPathExpressions, sorted).
+var envDownwardAPIFields = []string{"metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName",
+	"spec.serviceAccountName", "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs"}
+
 func validateEnv(env []corev1.EnvVar, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, e := range env {
@@ -263,9 +269,7 @@ func validateEnv(env []corev1.EnvVar, path *field.Path) field.ErrorList {
 			n := 0
 			if from.FieldRef != nil {
 				n++
-				if from.FieldRef.FieldPath == "" {
-					errs = append(errs, field.Required(p.Child("valueFrom", "fieldRef", "fieldPath"), ""))
-				}
+				errs = append(errs, validateObjectFieldSelector(from.FieldRef, envDownwardAPIFields, p.Child("valueFrom", "fieldRef"))...)
 			}
 			if from.ResourceFieldRef != nil {
 				n++

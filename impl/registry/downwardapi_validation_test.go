@@ -75,3 +75,55 @@ func TestDownwardAPIResourceFieldRefValidation(t *testing.T) {
 		t.Errorf("hugepages divisor: %v", errs)
 	}
 }
+
+// TestEnvFieldRefValidation: an env var's fieldRef is checked as upstream's
+// validateObjectFieldSelector with the env var fields
+// (validEnvDownwardAPIFieldPathExpressions): an apiVersion and a fieldPath
+// are required, the path must convert from v1 (spec.host is
+// spec.nodeName; a subscript only on labels and annotations), a label or
+// annotation subscript must be a qualified name (annotations lower-cased
+// first), and other paths are one of metadata.name, metadata.namespace,
+// metadata.uid, spec.nodeName, spec.serviceAccountName, status.hostIP,
+// status.hostIPs, status.podIP and status.podIPs.
+func TestEnvFieldRefValidation(t *testing.T) {
+	r := find(t, coreV1, "pods")
+	const ref = "spec.containers[0].env[0].valueFrom.fieldRef"
+	const supported = `supported values: "metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName", "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs"`
+	for _, tc := range []struct {
+		apiVersion, path string
+		want             []string
+		detail           string
+	}{
+		{"v1", "metadata.name", nil, ""},
+		{"v1", "spec.serviceAccountName", nil, ""},
+		{"v1", "status.hostIPs", nil, ""},
+		{"v1", "status.podIPs", nil, ""},
+		{"v1", "spec.host", nil, ""},
+		{"v1", "metadata.labels['app']", nil, ""},
+		{"v1", "metadata.annotations['Example.com/Key']", nil, ""},
+		{"", "metadata.name", []string{required + " " + ref + ".apiVersion"}, ""},
+		{"v1", "", []string{required + " " + ref + ".fieldPath"}, ""},
+		{"v2", "metadata.name", []string{invalid + " " + ref + ".fieldPath"},
+			ref + `.fieldPath: Invalid value: "metadata.name": error converting fieldPath: unsupported pod version: v2`},
+		{"v1", "metadata.labels", []string{notSupported + " " + ref + ".fieldPath"},
+			ref + `.fieldPath: Unsupported value: "metadata.labels": ` + supported},
+		{"v1", "status.phase", []string{notSupported + " " + ref + ".fieldPath"}, ""},
+		{"v1", "spec.bogus", []string{invalid + " " + ref + ".fieldPath"},
+			ref + `.fieldPath: Invalid value: "spec.bogus": error converting fieldPath: field label not supported: spec.bogus`},
+		{"v1", "metadata.name['x']", []string{invalid + " " + ref + ".fieldPath"},
+			ref + `.fieldPath: Invalid value: "metadata.name['x']": error converting fieldPath: field label does not support subscript: metadata.name['x']`},
+		{"v1", "metadata.labels['Not Valid']", []string{invalid + " " + ref}, ""},
+	} {
+		p := newPod("p")
+		defaultPod(p)
+		p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "V", ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{APIVersion: tc.apiVersion, FieldPath: tc.path}}}}
+		errs := r.Strategy.Validate(context.Background(), p)
+		t.Run(tc.apiVersion+"/"+tc.path, func(t *testing.T) {
+			wantErrors(t, errs, tc.want...)
+			if tc.detail != "" {
+				wantError(t, errs, tc.detail)
+			}
+		})
+	}
+}

@@ -427,10 +427,16 @@ var downwardAPIConvertibleFields = []string{"metadata.annotations", "metadata.la
 	"status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs"}
 
 // validateVolumeFieldRef checks a downward API volume file's fieldRef as
-// upstream's validateObjectFieldSelector with the volume's fields: an
-// apiVersion (v1) and a fieldPath, which converts, and is one of the
-// volume's fields or a label or annotation subscript with a qualified key.
+// upstream's validateObjectFieldSelector with the volume's fields.
 func validateVolumeFieldRef(fs *corev1.ObjectFieldSelector, p *field.Path) field.ErrorList {
+	return validateObjectFieldSelector(fs, downwardAPIVolumeFields, p)
+}
+
+// validateObjectFieldSelector checks a downward API fieldRef (of a volume
+// file or an env var) as upstream's function of that name: an apiVersion
+// (v1) and a fieldPath, which converts, and is one of fields (sorted) or a
+// label or annotation subscript with a qualified key.
+func validateObjectFieldSelector(fs *corev1.ObjectFieldSelector, fields []string, p *field.Path) field.ErrorList {
 	if fs.APIVersion == "" {
 		return field.ErrorList{field.Required(p.Child("apiVersion"), "")}
 	}
@@ -460,8 +466,8 @@ func validateVolumeFieldRef(fs *corev1.ObjectFieldSelector, p *field.Path) field
 	} else if !slices.Contains(downwardAPIConvertibleFields, fp) {
 		return field.ErrorList{field.Invalid(p.Child("fieldPath"), fp, "error converting fieldPath: field label not supported: "+fp)}
 	}
-	if !slices.Contains(downwardAPIVolumeFields, fp) {
-		return field.ErrorList{field.NotSupported(p.Child("fieldPath"), fp, downwardAPIVolumeFields)}
+	if !slices.Contains(fields, fp) {
+		return field.ErrorList{field.NotSupported(p.Child("fieldPath"), fp, fields)}
 	}
 	return nil
 }
