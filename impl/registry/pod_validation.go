@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -25,8 +26,7 @@ var (
 // validatePod validates everything of a pod but its metadata, relaxed by
 // opts (zero on create; podValidationOptionsFor the stored pod on update).
 func validatePod(p *corev1.Pod, opts podValidationOptions) field.ErrorList {
-	errs := validatePodSpec(&p.Spec, field.NewPath("spec"), true, opts)
-	return append(errs, validateEphemeralClaimNames(p, field.NewPath("spec", "volumes"))...)
+	return validatePodSpec(&p.Spec, field.NewPath("spec"), &p.ObjectMeta, opts)
 }
 
 // validatePodTemplateSpec validates a workload's pod template, relaxed by
@@ -35,18 +35,20 @@ func validatePod(p *corev1.Pod, opts podValidationOptions) field.ErrorList {
 func validatePodTemplateSpec(t *corev1.PodTemplateSpec, path *field.Path, opts podValidationOptions) field.ErrorList {
 	errs := metav1validation.ValidateLabels(t.Labels, path.Child("metadata", "labels"))
 	errs = append(errs, apivalidation.ValidateAnnotations(t.Annotations, path.Child("metadata", "annotations"))...)
-	errs = append(errs, validatePodSpec(&t.Spec, path.Child("spec"), false, opts)...)
+	errs = append(errs, validatePodSpec(&t.Spec, path.Child("spec"), nil, opts)...)
 	if len(t.Spec.EphemeralContainers) > 0 {
 		errs = append(errs, field.Forbidden(path.Child("spec", "ephemeralContainers"), "ephemeral containers not allowed in pod template"))
 	}
 	return errs
 }
 
-// validatePodSpec checks a pod spec. isPod adds the checks only pods (not
-// templates) get; opts relax the checks an update's old object failed.
-func validatePodSpec(s *corev1.PodSpec, path *field.Path, isPod bool, opts podValidationOptions) field.ErrorList {
+// validatePodSpec checks a pod spec. pod, the pod's metadata (nil for a
+// template), adds the checks only pods get; opts relax the checks an
+// update's old object failed.
+func validatePodSpec(s *corev1.PodSpec, path *field.Path, pod *metav1.ObjectMeta, opts podValidationOptions) field.ErrorList {
 	var errs field.ErrorList
-	volumes, vErrs := validateVolumes(s.Volumes, path.Child("volumes"), isPod, opts)
+	isPod := pod != nil
+	volumes, vErrs := validateVolumes(s.Volumes, path.Child("volumes"), pod, opts)
 	errs = append(errs, vErrs...)
 	if isPod {
 		errs = append(errs, validateTokensHaveServiceAccount(s, path.Child("volumes"))...)

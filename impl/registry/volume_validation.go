@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -21,14 +22,17 @@ const fileModeErrorMsg = "must be a number between 0 and 0777 (octal), both incl
 // (a DNS-1123 label, unique among the valid volumes before it) and its
 // source (validateVolumeSource). It returns the valid volumes by name: a
 // volume with errors is not there, so mounting it is also NotFound, as
-// upstream. isPod adds the checks only pods get (an image volume's
-// reference).
-func validateVolumes(volumes []corev1.Volume, path *field.Path, isPod bool, opts podValidationOptions) (map[string]corev1.VolumeSource, field.ErrorList) {
+// upstream. pod, the pod's metadata (nil for a template), adds the checks
+// only pods get (an image volume's reference; an ephemeral volume's claim
+// name, see ephemeralClaims).
+func validateVolumes(volumes []corev1.Volume, path *field.Path, pod *metav1.ObjectMeta, opts podValidationOptions) (map[string]corev1.VolumeSource, field.ErrorList) {
 	var errs field.ErrorList
 	byName := map[string]corev1.VolumeSource{}
+	claims := ephemeralClaims(volumes, pod)
 	for i, v := range volumes {
 		p := path.Index(i)
-		el := validateVolumeSource(&v.VolumeSource, p, isPod, opts)
+		el := validateVolumeSource(&v.VolumeSource, p, pod != nil, opts)
+		el = append(el, validateEphemeralClaimName(&v, pod, p)...)
 		el = append(el, validateISCSIVolumeName(v.Name, &v.VolumeSource, p)...)
 		if v.Name == "" {
 			el = append(el, field.Required(p.Child("name"), ""))
@@ -42,6 +46,11 @@ func validateVolumes(volumes []corev1.Volume, path *field.Path, isPod bool, opts
 			byName[v.Name] = v.VolumeSource
 		}
 		errs = append(errs, el...)
+		// Not one of the volume's own errors: it stays mountable.
+		if v.PersistentVolumeClaim != nil && claims.Has(v.PersistentVolumeClaim.ClaimName) {
+			errs = append(errs, field.Invalid(p.Child("persistentVolumeClaim", "claimName"), v.PersistentVolumeClaim.ClaimName,
+				"must not reference a PVC that gets created for an ephemeral volume"))
+		}
 	}
 	return byName, errs
 }
@@ -300,35 +309,36 @@ func validateClaimDataSource(apiGroup *string, kind, name string, p *field.Path)
 	return errs
 }
 
-// validateEphemeralClaimNames: the claim a pod's ephemeral volume creates,
+// ephemeralClaims are the claims "<pod>-<volume>" a pod's ephemeral
+// volumes create, none when the pod's name is not known (a template, or a
+// pod without a name, which is refused elsewhere), as upstream's
+// ValidateVolumes.
+func ephemeralClaims(volumes []corev1.Volume, pod *metav1.ObjectMeta) sets.Set[string] {
+	claims := sets.New[string]()
+	if pod == nil || pod.Name == "" {
+		return claims
+	}
+	for _, v := range volumes {
+		if v.Ephemeral != nil {
+			claims.Insert(pod.Name + "-" + v.Name)
+		}
+	}
+	return claims
+}
+
+// validateEphemeralClaimName: the claim a pod's ephemeral volume creates,
 // "<pod>-<volume>", has a valid object name (reported on the volume's
-// name), and no persistentVolumeClaim volume of the pod names such a
-// claim, as upstream's ValidateVolumes and validateVolumeSource given the
-// pod's metadata (pods only; a pod without a name is refused elsewhere).
-func validateEphemeralClaimNames(pod *corev1.Pod, path *field.Path) field.ErrorList {
-	if pod.Name == "" {
+// name), as upstream's validateVolumeSource given the pod's metadata: an
+// error of the volume, so its mounts are NotFound. Checked when the
+// ephemeral source is the one validated and the pod's name is known.
+func validateEphemeralClaimName(v *corev1.Volume, pod *metav1.ObjectMeta, p *field.Path) field.ErrorList {
+	if pod == nil || pod.Name == "" || v.Name == "" || firstSourceKind(&v.VolumeSource) != "ephemeral" {
 		return nil
 	}
+	claim := pod.Name + "-" + v.Name
 	var errs field.ErrorList
-	created := sets.New[string]()
-	for i, v := range pod.Spec.Volumes {
-		if v.Ephemeral == nil {
-			continue
-		}
-		claim := pod.Name + "-" + v.Name
-		created.Insert(claim)
-		if v.Name == "" || firstSourceKind(&v.VolumeSource) != "ephemeral" {
-			continue // upstream checks the name when the ephemeral source is the one validated
-		}
-		for _, msg := range validation.IsDNS1123Subdomain(claim) {
-			errs = append(errs, field.Invalid(path.Index(i).Child("name"), v.Name, fmt.Sprintf("PVC name %q: %v", claim, msg)))
-		}
-	}
-	for i, v := range pod.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil && created.Has(v.PersistentVolumeClaim.ClaimName) {
-			errs = append(errs, field.Invalid(path.Index(i).Child("persistentVolumeClaim", "claimName"), v.PersistentVolumeClaim.ClaimName,
-				"must not reference a PVC that gets created for an ephemeral volume"))
-		}
+	for _, msg := range validation.IsDNS1123Subdomain(claim) {
+		errs = append(errs, field.Invalid(p.Child("name"), v.Name, fmt.Sprintf("PVC name %q: %v", claim, msg)))
 	}
 	return errs
 }

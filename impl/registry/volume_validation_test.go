@@ -561,3 +561,48 @@ func TestImageVolumePullPolicyDefaultedAndValidated(t *testing.T) {
 	p.Spec.Volumes = []corev1.Volume{img("busybox", "")}
 	wantErrors(t, r.Strategy.Validate(ctx, p), required+" spec.volumes[0].image.pullPolicy")
 }
+
+// TestEphemeralVolumeWithInvalidClaimNameIsNotMountable: an ephemeral
+// volume whose claim name "<pod>-<volume>" is invalid is a volume with
+// errors, so mounting it is also NotFound, as upstream's ValidateVolumes
+// (the claim name is checked in validateVolumeSource given the pod's
+// metadata); a claim volume naming an ephemeral volume's claim is reported
+// but stays mountable (upstream reports it outside the volume's errors).
+func TestEphemeralVolumeWithInvalidClaimNameIsNotMountable(t *testing.T) {
+	r := find(t, coreV1, "pods")
+	tmpl := &corev1.PersistentVolumeClaimTemplate{Spec: corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	eph := corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: tmpl}}}
+	spec := func(errs field.ErrorList) field.ErrorList {
+		var out field.ErrorList
+		for _, e := range errs {
+			if !strings.HasPrefix(e.Field, "metadata.") {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+
+	p := newPod("p" + strings.Repeat("o", 250))
+	p.Spec.Volumes = []corev1.Volume{eph}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+	defaultPod(p)
+	wantErrors(t, spec(r.Strategy.Validate(context.Background(), p)),
+		invalid+" spec.volumes[0].name", notFound+" spec.containers[0].volumeMounts[0].name")
+
+	p = newPod("p")
+	p.Spec.Volumes = []corev1.Volume{eph, {Name: "again", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "p-scratch"}}}}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}, {Name: "again", MountPath: "/again"}}
+	defaultPod(p)
+	wantErrors(t, r.Strategy.Validate(context.Background(), p), invalid+" spec.volumes[1].persistentVolumeClaim.claimName")
+
+	// A template has no pod name: its ephemeral volumes are mountable.
+	d := newDeployment()
+	d.Spec.Template.Spec.Volumes = []corev1.Volume{eph}
+	d.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+	dr := find(t, appsV1, "deployments")
+	dr.Strategy.Default(d)
+	wantErrors(t, dr.Strategy.Validate(context.Background(), d))
+}
