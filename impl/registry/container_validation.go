@@ -275,31 +275,45 @@ func validateEnv(env []corev1.EnvVar, path *field.Path) field.ErrorList {
 				n++
 				errs = append(errs, validateResourceFieldSelector(from.ResourceFieldRef, p.Child("valueFrom", "resourceFieldRef"), false)...)
 			}
-			if from.ConfigMapKeyRef != nil {
+			if ref := from.ConfigMapKeyRef; ref != nil {
 				n++
-				if from.ConfigMapKeyRef.Key == "" {
-					errs = append(errs, field.Required(p.Child("valueFrom", "configMapKeyRef", "key"), ""))
-				}
+				errs = append(errs, validateKeySelector(ref.Name, ref.Key, p.Child("valueFrom", "configMapKeyRef"))...)
 			}
-			if from.SecretKeyRef != nil {
+			if ref := from.SecretKeyRef; ref != nil {
 				n++
-				if from.SecretKeyRef.Key == "" {
-					errs = append(errs, field.Required(p.Child("valueFrom", "secretKeyRef", "key"), ""))
-				}
+				errs = append(errs, validateKeySelector(ref.Name, ref.Key, p.Child("valueFrom", "secretKeyRef"))...)
 			}
 			if from.FileKeyRef != nil {
 				n++
 			}
+			// One error, in upstream's order of precedence.
 			switch {
 			case n == 0:
 				errs = append(errs, field.Invalid(p.Child("valueFrom"), "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"))
+			case e.Value != "":
+				errs = append(errs, field.Invalid(p.Child("valueFrom"), "", "may not be specified when `value` is not empty"))
 			case n > 1:
 				errs = append(errs, field.Invalid(p.Child("valueFrom"), "", "may not have more than one field specified at a time"))
 			}
-			if e.Value != "" {
-				errs = append(errs, field.Invalid(p.Child("valueFrom"), "", "may not be specified when `value` is not empty"))
-			}
 		}
+	}
+	return errs
+}
+
+// validateKeySelector checks an env var's configMapKeyRef or secretKeyRef
+// as upstream's validateConfigMapKeySelector/validateSecretKeySelector:
+// the name is an object name (DNS-1123 subdomain; empty is Invalid too),
+// the key required and a config map key.
+func validateKeySelector(name, key string, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Subdomain(name) {
+		errs = append(errs, field.Invalid(p.Child("name"), name, msg))
+	}
+	if key == "" {
+		return append(errs, field.Required(p.Child("key"), ""))
+	}
+	for _, msg := range validation.IsConfigMapKey(key) {
+		errs = append(errs, field.Invalid(p.Child("key"), key, msg))
 	}
 	return errs
 }

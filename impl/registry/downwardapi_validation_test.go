@@ -127,3 +127,43 @@ func TestEnvFieldRefValidation(t *testing.T) {
 		})
 	}
 }
+
+// TestEnvValueFromAsUpstream: an env var's valueFrom is checked as
+// upstream's validateEnvVarValueFrom: configMapKeyRef and secretKeyRef name
+// a valid object (an empty name is Invalid too) and a required key that is
+// a valid config map key; with no source only "must specify one of" is
+// reported, with a value only "may not be specified when `value` is not
+// empty" (not also "more than one field").
+func TestEnvValueFromAsUpstream(t *testing.T) {
+	r := find(t, coreV1, "pods")
+	const vf = "spec.containers[0].env[0].valueFrom"
+	cm := func(name, key string) *corev1.ConfigMapKeySelector {
+		return &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}
+	}
+	sec := func(name, key string) *corev1.SecretKeySelector {
+		return &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}
+	}
+	for _, tc := range []struct {
+		name  string
+		value string
+		from  corev1.EnvVarSource
+		want  []string
+	}{
+		{"valid", "", corev1.EnvVarSource{ConfigMapKeyRef: cm("cfg", "k.1")}, nil},
+		{"bad names and keys", "", corev1.EnvVarSource{ConfigMapKeyRef: cm("", "a/b")}, []string{
+			invalid + " " + vf + ".configMapKeyRef.name", invalid + " " + vf + ".configMapKeyRef.key"}},
+		{"secret without key", "", corev1.EnvVarSource{SecretKeyRef: sec("Not_A_Name", "")}, []string{
+			invalid + " " + vf + ".secretKeyRef.name", required + " " + vf + ".secretKeyRef.key"}},
+		{"no source, with a value", "x", corev1.EnvVarSource{}, []string{invalid + " " + vf}},
+		{"two sources, with a value", "x", corev1.EnvVarSource{ConfigMapKeyRef: cm("a", "k"), SecretKeyRef: sec("b", "k")}, []string{invalid + " " + vf}},
+		{"two sources", "", corev1.EnvVarSource{ConfigMapKeyRef: cm("a", "k"), SecretKeyRef: sec("b", "k")}, []string{invalid + " " + vf}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPod("p")
+			defaultPod(p)
+			from := tc.from
+			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "V", Value: tc.value, ValueFrom: &from}}
+			wantErrors(t, r.Strategy.Validate(context.Background(), p), tc.want...)
+		})
+	}
+}
