@@ -157,7 +157,8 @@ func newKubeletCommand() *cobra.Command {
 					return err
 				}
 				// The node's cgroup mode decides singleProcessOOMKill's
-				// default, as upstream's kubelet.
+				// default, and its swap controller containers' swap
+				// limits, as upstream's kubelet.
 				cfg.CgroupDir = kubelet.SysFsCgroup
 				// Pods' usage comes from the runtime's CRI container stats:
 				// the kubelet gives its host provider the runtime's stats.

@@ -69,13 +69,18 @@ type Config struct {
 	SingleProcessOOMKill *bool
 	// CgroupDir is the cgroup filesystem the node's containers run in,
 	// whose mode the kubelet detects once at start (CgroupUnified: cgroup
-	// v2 when it holds cgroup.controllers); SysFsCgroup for a `kubeproof
-	// kubelet --runtime cri`. Empty: a node of cgroup v1, whatever the
+	// v2 when it holds cgroup.controllers), and its swap controller
+	// (detectSwapControl); SysFsCgroup for a `kubeproof kubelet --runtime
+	// cri`. Empty: a node of cgroup v1 without swap control, whatever the
 	// host's (simulated nodes' default).
 	CgroupDir string
 	// oomGroupKill is what setDefaults decided from SingleProcessOOMKill
 	// and CgroupDir (oomGroupKill).
 	oomGroupKill bool
+	// swapControl is how CgroupDir's cgroups limit swap, which setDefaults
+	// detected (detectSwapControl; swapUncontrolled without CgroupDir):
+	// every container is kept from swapping with it (noSwap).
+	swapControl swapControl
 
 	// SyncFrequency is the period of the full resync of every pod (20 s).
 	SyncFrequency time.Duration
@@ -197,6 +202,10 @@ func (c *Config) setDefaults() error {
 	if c.oomGroupKill, err = oomGroupKill(unified, c.SingleProcessOOMKill); err != nil {
 		return fmt.Errorf("kubelet config: %w", err)
 	}
+	var swapErr error
+	if c.CgroupDir != "" {
+		c.swapControl, swapErr = detectSwapControl(c.CgroupDir, unified, procSelfCgroup)
+	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -238,6 +247,10 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if swapErr != nil {
+		// Upstream's kubelet logs this at verbosity 5 and goes on.
+		c.Logger.Debug("Failed to detect the availability of the swap controller, assuming not available", "err", swapErr)
 	}
 	return nil
 }

@@ -161,8 +161,9 @@ func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string, oomGroup bool
 // from image, on a node of nodeMemory bytes of memory capacity and the
 // huge page sizes hugePages (Config.HugePages: every size gets a limit, 0
 // unless c limits it, as upstream's GetHugepageLimitsFromResources) that
-// kills whole containers on OOM or not (oomGroup, Config.oomGroupKill).
-func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, image *runtimeapi.ImageSpec, env []EnvVar, nodeMemory int64, hugePages []HugePages, oomGroup bool) *runtimeapi.ContainerConfig {
+// kills whole containers on OOM or not (oomGroup, Config.oomGroupKill) and
+// limits swap with swap (Config.swapControl).
+func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, image *runtimeapi.ImageSpec, env []EnvVar, nodeMemory int64, hugePages []HugePages, oomGroup bool, swap swapControl) *runtimeapi.ContainerConfig {
 	typ := "app"
 	if init {
 		typ = "init"
@@ -185,7 +186,7 @@ func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, im
 		},
 		Annotations: map[string]string{"io.kubernetes.container.restartCount": strconv.FormatUint(uint64(attempt), 10)},
 		LogPath:     fmt.Sprintf("%s/%d.log", c.Name, attempt),
-		Linux:       &runtimeapi.LinuxContainerConfig{Resources: linuxResources(pod, c, nodeMemory, hugePages, oomGroup)},
+		Linux:       &runtimeapi.LinuxContainerConfig{Resources: linuxResources(pod, c, nodeMemory, hugePages, oomGroup, swap)},
 	}
 	for _, e := range env {
 		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
@@ -312,8 +313,9 @@ func podAmount(pod *v1.Pod, name v1.ResourceName, limits bool) (amount int64, na
 // pod has pod-level resources (PodLevelResources being on by default); its
 // oom_score_adj (containerOOMScoreAdj) and its hugepage limits, one per
 // node page size (hugepageLimits); with oomGroup, memory.oom.group on
-// (cgroupResources).
-func linuxResources(pod *v1.Pod, c *v1.Container, nodeMemory int64, hugePages []HugePages, oomGroup bool) *runtimeapi.LinuxContainerResources {
+// (cgroupResources); no swap beyond the memory limit where swap limits
+// it (noSwap: memsw on cgroup v1, memory.swap.max on v2).
+func linuxResources(pod *v1.Pod, c *v1.Container, nodeMemory int64, hugePages []HugePages, oomGroup bool, swap swapControl) *runtimeapi.LinuxContainerResources {
 	cpuReq, hasCPUReq := c.Resources.Requests[v1.ResourceCPU]
 	cpuLim, memLim := c.Resources.Limits[v1.ResourceCPU], c.Resources.Limits[v1.ResourceMemory]
 	if resourcehelper.IsPodLevelResourcesSet(pod) {
@@ -329,5 +331,6 @@ func linuxResources(pod *v1.Pod, c *v1.Container, nodeMemory int64, hugePages []
 		HugepageLimits: hugepageLimits(hugePages, c.Resources.Limits),
 	}
 	cgroupResources(r, cpuReq.MilliValue(), hasCPUReq, cpuLim.MilliValue(), memLim.Value(), oomGroup)
+	noSwap(r, swap)
 	return r
 }

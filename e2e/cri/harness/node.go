@@ -200,6 +200,9 @@ func (n *Node) StartKubelet(ctx context.Context) error {
 		RootDir: filepath.Join(n.Dir, "kubelet"), PodLogsDir: filepath.Join(n.Dir, "pod-logs"),
 		Backoff: Backoff, NodeStatusUpdateFrequency: 2 * time.Second, Logger: logger,
 		Eviction: &evictionCfg,
+		// The host's cgroups, as `kubeproof kubelet --runtime cri`'s: the
+		// cgroup mode and swap controller decide containers' CRI resources.
+		CgroupDir: kubelet.SysFsCgroup,
 	}, n.CRI)
 	if err != nil {
 		ln.Close()
