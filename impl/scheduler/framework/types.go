@@ -10,7 +10,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 )
@@ -187,30 +186,14 @@ func parseWeightedTerms(pod *v1.Pod, terms []v1.WeightedPodAffinityTerm, errs *[
 }
 
 // newAffinityTerm parses a term: namespaces default to the pod's own when
-// neither namespaces nor namespaceSelector is given; matchLabelKeys and
-// mismatchLabelKeys add In / NotIn requirements on the pod's own labels.
+// neither namespaces nor namespaceSelector is given. matchLabelKeys and
+// mismatchLabelKeys are not read: the API server merged them into the
+// labelSelector when the pod was created (MatchLabelKeysInPodAffinity), as
+// upstream's scheduler relies on.
 func newAffinityTerm(pod *v1.Pod, term *v1.PodAffinityTerm) (AffinityTerm, error) {
 	sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
 	if err != nil {
 		return AffinityTerm{}, fmt.Errorf("parsing pod affinity labelSelector: %w", err)
-	}
-	if term.LabelSelector != nil {
-		for _, k := range term.MatchLabelKeys {
-			if v, ok := pod.Labels[k]; ok {
-				r, err := labels.NewRequirement(k, selection.In, []string{v})
-				if err == nil {
-					sel = sel.Add(*r)
-				}
-			}
-		}
-		for _, k := range term.MismatchLabelKeys {
-			if v, ok := pod.Labels[k]; ok {
-				r, err := labels.NewRequirement(k, selection.NotIn, []string{v})
-				if err == nil {
-					sel = sel.Add(*r)
-				}
-			}
-		}
 	}
 	t := AffinityTerm{Selector: sel, TopologyKey: term.TopologyKey, Namespaces: sets.New(term.Namespaces...)}
 	if term.NamespaceSelector != nil {

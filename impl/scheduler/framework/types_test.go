@@ -106,3 +106,21 @@ func TestRemovePodInfoUndoesItsAdd(t *testing.T) {
 		t.Error("removing another PodInfo of b's pod succeeded: removal is by the PodInfo added")
 	}
 }
+
+// TestAffinityTermsLeaveLabelKeysToTheAPIServer: a term's matchLabelKeys
+// and mismatchLabelKeys are merged into its labelSelector by the API
+// server when the pod is created (MatchLabelKeysInPodAffinity); the
+// scheduler, as upstream's, parses the selector alone.
+func TestAffinityTermsLeaveLabelKeysToTheAPIServer(t *testing.T) {
+	anti := &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+		LabelSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		MatchLabelKeys:    []string{"hash"},
+		MismatchLabelKeys: []string{"tenant"},
+		TopologyKey:       "kubernetes.io/hostname"}}}}
+	p := podRequesting("a", "100m", nil, anti)
+	p.Labels = map[string]string{"app": "web", "hash": "h1", "tenant": "t1"}
+	terms := NewPodInfo(p).RequiredAntiAffinityTerms
+	if len(terms) != 1 || terms[0].Selector.String() != "app=web" {
+		t.Fatalf("terms %+v, want one with selector app=web", terms)
+	}
+}

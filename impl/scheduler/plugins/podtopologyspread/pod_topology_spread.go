@@ -33,7 +33,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -195,15 +194,10 @@ func buildConstraints(pod *v1.Pod, from []v1.TopologySpreadConstraint, action v1
 		if err != nil {
 			return nil, fmt.Errorf("parsing topologySpreadConstraint labelSelector: %w", err)
 		}
-		if c.LabelSelector != nil {
-			for _, k := range c.MatchLabelKeys {
-				if v, ok := pod.Labels[k]; ok {
-					if r, err := labels.NewRequirement(k, selection.In, []string{v}); err == nil {
-						sel = sel.Add(*r)
-					}
-				}
-			}
-		}
+		// matchLabelKeys are not read: the API server merged them into
+		// the labelSelector when the pod was created (1.34+'s
+		// MatchLabelKeysInPodTopologySpreadSelectorMerge, on by default),
+		// and upstream's scheduler then leaves them alone.
 		cc := constraint{maxSkew: c.MaxSkew, topologyKey: c.TopologyKey, selector: sel, minDomains: 1, honorNodeAffinity: true}
 		if c.MinDomains != nil {
 			cc.minDomains = *c.MinDomains

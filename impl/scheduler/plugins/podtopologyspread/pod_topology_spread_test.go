@@ -62,6 +62,22 @@ func TestFilter(t *testing.T) {
 			},
 		},
 		{
+			// The API server merges matchLabelKeys into the selector when
+			// the pod is created (MatchLabelKeysInPodTopologySpreadSelectorMerge);
+			// the scheduler, as upstream's since 1.34, reads the selector
+			// alone: here it was not merged, so the other web pods count.
+			name: "matchLabelKeys are not merged by the scheduler",
+			pod: func() *v1.Pod {
+				p := tu.Pod("new").Label("app", "web").Label("hash", "new").Spread(1, "zone", v1.DoNotSchedule, "app", "web").Obj()
+				p.Spec.TopologySpreadConstraints[0].MatchLabelKeys = []string{"hash"}
+				return p
+			}(),
+			want: map[string]string{
+				"a1": podtopologyspread.ErrReasonConstraintsNotMatch, "a2": podtopologyspread.ErrReasonConstraintsNotMatch,
+				"b1": "", "b2": "", "nozone": podtopologyspread.ErrReasonNodeLabelNotMatch,
+			},
+		},
+		{
 			name: "pod not matching its own selector does not add to skew",
 			pod:  tu.Pod("new").Label("app", "other").Spread(2, "zone", v1.DoNotSchedule, "app", "web").Obj(),
 			want: map[string]string{"a1": "", "a2": "", "b1": "", "b2": "", "nozone": podtopologyspread.ErrReasonNodeLabelNotMatch},
