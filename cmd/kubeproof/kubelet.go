@@ -21,6 +21,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
 	"github.com/kubeproof/kubeproof/impl/kubelet/gc"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
+	"github.com/kubeproof/kubeproof/impl/kubelet/pullrecords"
 	kruntime "github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/cri"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
@@ -58,6 +59,8 @@ func newKubeletCommand() *cobra.Command {
 		simAvailable                        string
 		containerGC                         = gc.DefaultContainerPolicy
 		singleProcessOOMKill                bool
+		pullVerificationPolicy              string
+		preloadedAllowlist                  []string
 	)
 	cmd := &cobra.Command{
 		Use:   "kubelet --kubeconfig FILE --node-name NAME [--runtime sim|cri]",
@@ -84,7 +87,9 @@ func newKubeletCommand() *cobra.Command {
 				Backoff: podsync.BackoffConfig{Base: backoffBase, Max: backoffMax}, Workers: workers, Logger: logger,
 				ImagePullBackoff: podsync.BackoffConfig{Base: pullBackoffBase, Max: pullBackoffMax},
 				Labels:           map[string]string{}, Port: port, RootDir: rootDir, PodLogsDir: podLogsDir,
-				ContainerGC: &containerGC,
+				ContainerGC:                            &containerGC,
+				ImagePullCredentialsVerificationPolicy: pullrecords.Policy(pullVerificationPolicy),
+				PreloadedImagesVerificationAllowlist:   preloadedAllowlist,
 			}
 			if cmd.Flags().Changed("single-process-oom-kill") {
 				cfg.SingleProcessOOMKill = &singleProcessOOMKill
@@ -288,6 +293,8 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringVar(&rootDir, "root-dir", "/var/lib/kubelet", "Directory for pod directories and their volumes.")
 	fs.StringVar(&podLogsDir, "pod-logs-dir", "/var/log/pods", "Directory the container runtime writes pod logs to.")
 	fs.BoolVar(&singleProcessOOMKill, "single-process-oom-kill", false, "KubeletConfiguration's singleProcessOOMKill (upstream has no flag): true leaves the OOM killer killing the one process it picks; false has the runtime kill the whole container (memory.oom.group=1), cgroup v2 only, an error on cgroup v1. Unset: false on cgroup v2, true on cgroup v1 (with --runtime cri, the mode of /sys/fs/cgroup; a simulated node is cgroup v1).")
+	fs.StringVar(&pullVerificationPolicy, "image-pull-credentials-verification-policy", string(pullrecords.DefaultPolicy), "KubeletConfiguration's imagePullCredentialsVerificationPolicy (upstream has no flag): which images already present a pod must prove it may use (with a pull of its own, or the pull secret or credentials that pulled them) before using them: NeverVerify (none), NeverVerifyPreloadedImages (those the kubelet pulled), NeverVerifyAllowlistedImages (all but those of --preloaded-images-verification-allowlist) or AlwaysVerify (all).")
+	fs.StringSliceVar(&preloadedAllowlist, "preloaded-images-verification-allowlist", nil, "KubeletConfiguration's preloadedImagesVerificationAllowlist (upstream has no flag): the images NeverVerifyAllowlistedImages lets any pod use, each a repository without tag or digest as it normalizes (docker.io/library/nginx) or a prefix ending in /* (registry.example.com/team/*); only with that policy.")
 	return cmd
 }
 

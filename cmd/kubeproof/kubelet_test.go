@@ -147,3 +147,50 @@ current-context: c
 		t.Fatalf("kubelet --single-process-oom-kill=false on a simulated node: %v; want upstream's cgroup v1 error", err)
 	}
 }
+
+// TestKubeletImagePullVerificationFlags: `kubeproof kubelet
+// --image-pull-credentials-verification-policy` and
+// `--preloaded-images-verification-allowlist` reach the kubelet's config,
+// which refuses what upstream's validation refuses, with its messages,
+// before contacting the API server.
+func TestKubeletImagePullVerificationFlags(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	const kc = `apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: "https://127.0.0.1:1"}
+users:
+- name: u
+  user: {token: t}
+contexts:
+- name: c
+  context: {cluster: c, user: u}
+current-context: c
+`
+	if err := os.WriteFile(kubeconfig, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{args: []string{"--image-pull-credentials-verification-policy", "Sometimes"},
+			want: `invalid configuration: option "Sometimes" specified for imagePullCredentialsVerificationPolicy. Valid options are "NeverVerify", "NeverVerifyPreloadedImages", "NeverVerifyAllowlistedImages" or "AlwaysVerify"`},
+		{args: []string{"--preloaded-images-verification-allowlist", "registry.example.com/app"},
+			want: "invalid configuration: can't set `preloadedImagesVerificationAllowlist` if `imagePullCredentialsVertificationPolicy` is not \"NeverVerifyAllowlistedImages\""},
+		{args: []string{"--image-pull-credentials-verification-policy", "NeverVerifyAllowlistedImages", "--preloaded-images-verification-allowlist", "registry.example.com/team/*,nginx"},
+			want: "invalid configuration: invalid image pattern in `preloadedImagesVerificationAllowlist`: neither tag nor digest is accepted in an image reference: nginx"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		root := newRootCommand()
+		root.SetArgs(append([]string{"kubelet", "--kubeconfig", kubeconfig, "--node-name", "x", "--port", "0"}, tc.args...))
+		root.SetOut(new(discard))
+		root.SetErr(new(discard))
+		err := root.ExecuteContext(ctx)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("kubelet %q: %v; want %q", tc.args, err, tc.want)
+		}
+	}
+}

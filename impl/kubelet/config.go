@@ -15,6 +15,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
 	"github.com/kubeproof/kubeproof/impl/kubelet/gc"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
+	"github.com/kubeproof/kubeproof/impl/kubelet/pullrecords"
 )
 
 // Config configures one kubelet. Zero fields take upstream's defaults.
@@ -74,6 +75,18 @@ type Config struct {
 	// cri`. Empty: a node of cgroup v1 without swap control, whatever the
 	// host's (simulated nodes' default).
 	CgroupDir string
+	// ImagePullCredentialsVerificationPolicy is KubeletConfiguration's
+	// imagePullCredentialsVerificationPolicy (upstream has no flag): which
+	// present images a pod must prove it may use before using them without
+	// a pull (pullcredentials.go); "" is upstream's default,
+	// NeverVerifyPreloadedImages. PreloadedImagesVerificationAllowlist is
+	// its preloadedImagesVerificationAllowlist: the repositories
+	// NeverVerifyAllowlistedImages exempts ("registry.example.com/app", or
+	// "registry.example.com/team/*" for all under a path), allowed only with
+	// that policy. New refuses what upstream's validation does, with its
+	// messages (pullrecords.Validate).
+	ImagePullCredentialsVerificationPolicy pullrecords.Policy
+	PreloadedImagesVerificationAllowlist   []string
 	// oomGroupKill is what setDefaults decided from SingleProcessOOMKill
 	// and CgroupDir (oomGroupKill).
 	oomGroupKill bool
@@ -200,6 +213,12 @@ func (c *Config) setDefaults() error {
 		}
 	}
 	if c.oomGroupKill, err = oomGroupKill(unified, c.SingleProcessOOMKill); err != nil {
+		return fmt.Errorf("kubelet config: %w", err)
+	}
+	if c.ImagePullCredentialsVerificationPolicy == "" {
+		c.ImagePullCredentialsVerificationPolicy = pullrecords.DefaultPolicy
+	}
+	if err := pullrecords.Validate(c.ImagePullCredentialsVerificationPolicy, c.PreloadedImagesVerificationAllowlist); err != nil {
 		return fmt.Errorf("kubelet config: %w", err)
 	}
 	var swapErr error

@@ -11,9 +11,10 @@ import (
 // Image pull credential verification, as upstream's kubelet with
 // KubeletEnsureSecretPulledImages (beta, on by default since 1.35; we have
 // no gate to turn it off): an image present on the node is used by a pod
-// without a pull only if the verification policy (upstream's default,
-// NeverVerifyPreloadedImages: we have no configuration for another) exempts
-// it or the pod can prove its access: the image was pulled with none of a
+// without a pull only if the verification policy
+// (Config.ImagePullCredentialsVerificationPolicy, upstream's default
+// NeverVerifyPreloadedImages, and its allowlist) exempts it or the pod can
+// prove its access: the image was pulled with none of a
 // pod's credentials, or with credentials of one of the pod's pull secrets
 // (the same secret, or one of the same contents). Otherwise an
 // IfNotPresent container pulls it again with its own credentials, and a

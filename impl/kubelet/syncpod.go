@@ -621,7 +621,7 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 				return podPullSecrets(kr, image.Image), nil
 			}
 		}
-		mustPull, err := k.pulls.MustPull(pullrecords.DefaultPolicy, nil, spec.Image, present, secrets)
+		mustPull, err := k.pulls.MustPull(k.cfg.ImagePullCredentialsVerificationPolicy, k.cfg.PreloadedImagesVerificationAllowlist, spec.Image, present, secrets)
 		if err != nil {
 			event(v1.EventTypeWarning, EventFailed, "Failed to pull image %q: %v", spec.Image, err)
 			return fail(reasonErrImagePull, err)

@@ -19,6 +19,8 @@
 package pullrecords
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -125,6 +127,80 @@ func RequireVerification(policy Policy, allowlist []string, repo string, pulledB
 	default: // AlwaysVerify, and any policy we do not know
 		return true
 	}
+}
+
+// Validate checks a kubelet's imagePullCredentialsVerificationPolicy
+// (already defaulted: "" is not valid) and preloadedImagesVerificationAllowlist
+// as upstream's kubelet configuration validation does with
+// KubeletEnsureSecretPulledImages on, with its messages (its typo
+// "Vertification" too): a known policy; an allowlist only with
+// NeverVerifyAllowlistedImages, its patterns checked otherwise
+// (allowlistPattern). Several errors are reported as upstream's aggregate
+// ("[a, b]").
+func Validate(policy Policy, allowlist []string) error {
+	var errs []error
+	switch policy {
+	case NeverVerify, NeverVerifyPreloadedImages, NeverVerifyAllowlistedImages, AlwaysVerify:
+	default:
+		errs = append(errs, fmt.Errorf("invalid configuration: option %q specified for imagePullCredentialsVerificationPolicy. Valid options are %q, %q, %q or %q",
+			policy, NeverVerify, NeverVerifyPreloadedImages, NeverVerifyAllowlistedImages, AlwaysVerify))
+	}
+	if len(allowlist) > 0 && policy != NeverVerifyAllowlistedImages {
+		errs = append(errs, errors.New("invalid configuration: can't set `preloadedImagesVerificationAllowlist` if `imagePullCredentialsVertificationPolicy` is not \"NeverVerifyAllowlistedImages\""))
+	} else {
+		for _, p := range allowlist {
+			if err := allowlistPattern(p); err != nil {
+				errs = append(errs, fmt.Errorf("invalid configuration: invalid image pattern in `preloadedImagesVerificationAllowlist`: %w", err))
+				break // upstream reports the first bad pattern
+			}
+		}
+	}
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	msgs := make([]string, len(errs))
+	for i, err := range errs {
+		msgs[i] = err.Error()
+	}
+	return fmt.Errorf("[%s]", strings.Join(msgs, ", "))
+}
+
+// allowlistPattern checks one allowlist pattern as upstream's
+// getAllowlistImagePattern: no surrounding spaces; either a repository
+// without tag or digest, written as it normalizes
+// ("docker.io/library/nginx", not "nginx"), or a prefix ending in "/*"
+// with something before it and no other "*".
+func allowlistPattern(pattern string) error {
+	if pattern != strings.TrimSpace(pattern) {
+		return fmt.Errorf("leading/trailing spaces are not allowed: %s", pattern)
+	}
+	trimmed, wildcard := pattern, false
+	if strings.HasSuffix(pattern, "/*") {
+		trimmed, wildcard = strings.TrimSuffix(pattern, "*"), true
+	}
+	if trimmed == "" {
+		return fmt.Errorf("the supplied pattern is too short: %s", pattern)
+	}
+	if strings.ContainsRune(trimmed, '*') {
+		return fmt.Errorf("not a valid wildcard pattern, only patterns ending with '/*' are allowed: %s", pattern)
+	}
+	if wildcard {
+		if len(trimmed) == 1 {
+			return errors.New("at least registry hostname is required")
+		}
+		return nil
+	}
+	named, err := reference.ParseNormalizedNamed(trimmed)
+	if err != nil {
+		return fmt.Errorf("failed to parse as an image name: %w", err)
+	}
+	if trimmed != named.Name() {
+		return fmt.Errorf("neither tag nor digest is accepted in an image reference: %s", pattern)
+	}
+	return nil
 }
 
 // Verdict is MustPull's answer.
