@@ -46,6 +46,8 @@ func (k *Kubelet) nodeGC(ctx context.Context, now time.Time) *gc.Collector {
 		logsDir = ""
 	}
 	c.SetContainerGC(policy, k.podGCState, logsDir)
+	// The records of the images a collection removed go with them.
+	c.SetPostGCHook(k.prunePullRecords)
 	if err := c.Detect(ctx, now); err != nil {
 		k.log.Info("image garbage collector: first detection", "err", err)
 	}

@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"context"
 	"path/filepath"
 	"time"
 
@@ -61,4 +62,12 @@ func pulledWith(used *credentials.Tracked) pullrecords.Credentials {
 	}
 	return pullrecords.Credentials{KubernetesSecrets: []pullrecords.Secret{{
 		UID: used.Source.UID, Namespace: used.Source.Namespace, Name: used.Source.Name, CredentialHash: used.Hash}}}
+}
+
+// prunePullRecords is the image garbage collector's post GC hook, as
+// upstream's: the pull records of images gone are forgotten, so that an
+// image pulled again is recorded afresh (and one put there by other means
+// is preloaded again).
+func (k *Kubelet) prunePullRecords(_ context.Context, remaining []string, began time.Time) {
+	k.pulls.PruneUnknownRecords(remaining, began)
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -61,6 +62,7 @@ type Collector struct {
 	started      time.Time // of the first detection (AgedOut)
 	lastRun      time.Time // of the periodic collection
 	failedBefore bool      // the last periodic collection failed
+	postGC       PostGCHook
 
 	// Container collection (SetContainerGC); cmu serializes collections.
 	cmu             sync.Mutex
@@ -90,6 +92,38 @@ func (c *Collector) SetContainerGC(policy ContainerPolicy, podState func(uid str
 	c.cmu.Lock()
 	defer c.cmu.Unlock()
 	c.containerPolicy, c.podState, c.podLogsDir = policy, podState, podLogsDir
+}
+
+// PostGCHook is told, after a collection that removed images to free
+// space (GarbageCollect over the high threshold, DeleteUnusedImages) with
+// no removal failing, the ids of the images still present and when the
+// collection began, as upstream's PostImageGCHook: the kubelet's image
+// pull records forget the images gone (pullrecords.Store.PruneUnknownRecords).
+// Upstream hands the images freeSpace left among its candidates, which
+// leaves out the images in use and pinned ones (so their records go too);
+// we hand every image still present, so that no present image's record is
+// forgotten.
+type PostGCHook func(ctx context.Context, remaining []string, began time.Time)
+
+// SetPostGCHook sets the hook run after each collection that freed space.
+func (c *Collector) SetPostGCHook(h PostGCHook) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.postGC = h
+}
+
+// runPostGC runs the hook with the images present now and began. c.mu is
+// held.
+func (c *Collector) runPostGC(ctx context.Context, began time.Time) {
+	if c.postGC == nil {
+		return
+	}
+	remaining := make([]string, 0, len(c.records))
+	for id := range c.records {
+		remaining = append(remaining, id)
+	}
+	slices.Sort(remaining)
+	c.postGC(ctx, remaining, began)
 }
 
 // Policy returns the collector's policy.
@@ -200,6 +234,7 @@ func (c *Collector) GarbageCollect(ctx context.Context, capacity, available int6
 	if err != nil {
 		return err
 	}
+	c.runPostGC(ctx, now)
 	if freed < amount {
 		err := fmt.Errorf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only found %d bytes eligible to free.", amount, freed) //nolint:staticcheck // upstream's message
 		c.event(v1.EventTypeWarning, ReasonFreeDiskSpaceFailed, err.Error())
@@ -282,7 +317,11 @@ func (c *Collector) MaybeCollect(ctx context.Context, fs FsStats, now time.Time)
 func (c *Collector) DeleteUnusedImages(ctx context.Context, now time.Time) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.freeSpace(ctx, math.MaxInt64, now)
+	freed, err := c.freeSpace(ctx, math.MaxInt64, now)
+	if err == nil {
+		c.runPostGC(ctx, now)
+	}
+	return freed, err
 }
 
 // DeleteDeadContainers is the container collection the eviction manager

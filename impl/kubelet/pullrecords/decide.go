@@ -15,7 +15,8 @@
 // pull are used by any pod), whether a pod must pull a present image again
 // to prove it may access it. The decision is a pure function; Store keeps
 // the records in memory and, given a directory, in files that survive a
-// restart.
+// restart, and forgets those of the images the image garbage collector
+// removed (PruneUnknownRecords, its post GC hook).
 package pullrecords
 
 import (
@@ -363,4 +364,20 @@ func sortSecrets(s []Secret) {
 		}
 		return strings.Compare(a.UID, b.UID)
 	})
+}
+
+// Unknown is which of records (by image reference) to forget after an
+// image garbage collection that began at until and left the images of
+// keep: those of images not kept, last updated before until (a record
+// written since may be of an image pulled during the collection), as
+// upstream's PruneUnknownRecords. Sorted.
+func Unknown(records map[string]*Record, keep []string, until time.Time) []string {
+	var out []string
+	for ref, r := range records {
+		if r.LastUpdatedTime.Before(until) && !slices.Contains(keep, ref) {
+			out = append(out, ref)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

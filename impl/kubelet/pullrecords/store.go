@@ -226,6 +226,26 @@ func (s *Store) RecordPulled(image, imageRef string, creds Credentials) {
 	}
 }
 
+// PruneUnknownRecords forgets the records of images an image garbage
+// collection that began at until removed: every record Unknown picks
+// among those not in keep (the images still present), in memory and on
+// disk, as upstream's PullManager.PruneUnknownRecords (its image GC's post
+// GC hook). A file that cannot be removed is logged; the record is
+// forgotten in memory all the same (upstream keeps none in memory).
+func (s *Store) PruneUnknownRecords(keep []string, until time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ref := range Unknown(s.records, keep, until) {
+		delete(s.records, ref)
+		if s.dir == "" {
+			continue
+		}
+		if err := os.Remove(filepath.Join(s.dir, pulledDir, fileName(ref))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.log.Error("failed to remove an image pulled record", "imageRef", ref, "err", err)
+		}
+	}
+}
+
 // Record returns imageRef's record (nil: none); it must not be modified.
 func (s *Store) Record(imageRef string) *Record {
 	s.mu.Lock()
