@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	kubectlqos "k8s.io/kubectl/pkg/util/qos"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
@@ -101,63 +102,10 @@ func isNodeCriticalPod(pod *v1.Pod) bool {
 }
 
 // podQOS is the pod's QoS class as upstream's GetPodQOS: status.qosClass
-// (the registry sets it on create) when set, else computed as upstream's
-// ComputePodQOS: from the pod-level resources alone when spec.resources
-// is set (PodLevelResources on by default), else from every container's
-// (init ones too) — Guaranteed when each has requests equal to limits for
-// both cpu and memory, BestEffort when none names either (or names
-// nothing), Burstable otherwise.
+// (the registry sets it on create) when set, else upstream's ComputePodQOS
+// as k8s.io/kubectl v0.37.2 ships it — the function the registry uses.
 func podQOS(pod *v1.Pod) v1.PodQOSClass {
-	if pod.Status.QOSClass != "" {
-		return pod.Status.QOSClass
-	}
-	if pod.Spec.Resources != nil {
-		return resourceQOS(pod.Spec.Resources)
-	}
-	var qos v1.PodQOSClass
-	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range list {
-			switch q := resourceQOS(&list[i].Resources); {
-			case q == v1.PodQOSBurstable:
-				return q
-			case qos == "":
-				qos = q
-			case qos != q:
-				return v1.PodQOSBurstable
-			}
-		}
-	}
-	if qos == "" {
-		return v1.PodQOSBestEffort
-	}
-	return qos
-}
-
-// resourceQOS is the QoS class of one set of requirements (upstream's
-// resourceQOS): BestEffort without requests and limits; for cpu and
-// memory each, a request unequal to the limit makes it Burstable, both
-// zero BestEffort, both set Guaranteed, and the two must agree or it is
-// Burstable.
-func resourceQOS(r *v1.ResourceRequirements) v1.PodQOSClass {
-	if len(r.Requests) == 0 && len(r.Limits) == 0 {
-		return v1.PodQOSBestEffort
-	}
-	var qos v1.PodQOSClass
-	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-		req, lim := r.Requests[name], r.Limits[name]
-		if !req.Equal(lim) {
-			return v1.PodQOSBurstable
-		}
-		q := v1.PodQOSGuaranteed
-		if req.IsZero() {
-			q = v1.PodQOSBestEffort
-		}
-		if qos != "" && q != qos {
-			return v1.PodQOSBurstable
-		}
-		qos = q
-	}
-	return qos
+	return kubectlqos.GetPodQOS(pod)
 }
 
 // hugepageLimits are the CRI hugepage limits of a container's limits on a

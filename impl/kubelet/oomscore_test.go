@@ -166,7 +166,7 @@ func TestContainerOOMScoreAdj(t *testing.T) {
 }
 
 // TestPodQOS: computed as upstream's ComputePodQOS when status.qosClass
-// is empty: pod-level resources alone when set; else each container's
+// is empty: pod-level resources alone when they name one; else each container's
 // cpu and memory, Guaranteed only when every container's requests equal
 // its limits, BestEffort only when none names either.
 func TestPodQOS(t *testing.T) {
@@ -185,9 +185,9 @@ func TestPodQOS(t *testing.T) {
 		{"pod-level decides", v1.PodSpec{
 			Resources:  &v1.ResourceRequirements{Requests: resList("memory", "1Gi")},
 			Containers: []v1.Container{withResources(resList("cpu", "1", "memory", "1Gi"), resList("cpu", "1", "memory", "1Gi"))}}, v1.PodQOSBurstable},
-		{"empty pod-level: BestEffort", v1.PodSpec{
+		{"empty pod-level: the containers decide (1.37's PodLevelResourcesFixKubeletQOSClass)", v1.PodSpec{
 			Resources:  &v1.ResourceRequirements{},
-			Containers: []v1.Container{withResources(resList("cpu", "1"), nil)}}, v1.PodQOSBestEffort},
+			Containers: []v1.Container{withResources(resList("cpu", "1"), nil)}}, v1.PodQOSBurstable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := podQOS(&v1.Pod{Spec: tc.spec}); got != tc.want {

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	resourcehelper "k8s.io/component-helpers/resource"
+	kubectlqos "k8s.io/kubectl/pkg/util/qos"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
 )
@@ -65,7 +65,7 @@ func pods(now func() time.Time) *resource.Resource {
 func preparePodForCreate(p *corev1.Pod) {
 	defaultPodLevelResources(p)
 	mergeLabelKeysIntoSelectors(p)
-	p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: podQOSClass(&p.Spec)}
+	p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: podQOSClass(p)}
 	if len(p.Spec.SchedulingGates) > 0 {
 		p.Status.Conditions = []corev1.PodCondition{{
 			Type:    corev1.PodScheduled,
@@ -143,59 +143,16 @@ func podFields(p *corev1.Pod) fields.Set {
 	}
 }
 
-// podQOSClass computes the pod's quality of service class as upstream's
-// ComputePodQOS (1.37, PodLevelResources and its QoS fix on): when
-// pod-level resources name a pod-level resource (cpu, memory, hugepages-*;
-// an empty spec.resources does not count), they alone decide; otherwise
-// each init and app container is classed on its own and the pod is
-// BestEffort or Guaranteed only when every container is, Burstable as soon
-// as one container is Burstable or two differ.
-func podQOSClass(s *corev1.PodSpec) corev1.PodQOSClass {
-	if resourcehelper.IsPodLevelResourcesSet(&corev1.Pod{Spec: *s}) {
-		return requirementsQOS(s.Resources)
-	}
-	var class corev1.PodQOSClass
-	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
-		for i := range cs {
-			switch c := requirementsQOS(&cs[i].Resources); {
-			case c == corev1.PodQOSBurstable:
-				return c
-			case class == "":
-				class = c
-			case class != c:
-				return corev1.PodQOSBurstable
-			}
-		}
-	}
-	if class == "" {
-		return corev1.PodQOSBestEffort
-	}
-	return class
-}
-
-// requirementsQOS classes one set of requirements: BestEffort when cpu
-// and memory are neither requested nor limited, Guaranteed when both are
-// requested at their (non-zero) limits, Burstable otherwise.
-func requirementsQOS(r *corev1.ResourceRequirements) corev1.PodQOSClass {
-	if len(r.Requests) == 0 && len(r.Limits) == 0 {
-		return corev1.PodQOSBestEffort
-	}
-	var class corev1.PodQOSClass
-	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		req, limit := r.Requests[name], r.Limits[name]
-		c := corev1.PodQOSGuaranteed
-		switch {
-		case !req.Equal(limit):
-			return corev1.PodQOSBurstable
-		case req.IsZero():
-			c = corev1.PodQOSBestEffort
-		}
-		if class != "" && class != c {
-			return corev1.PodQOSBurstable
-		}
-		class = c
-	}
-	return class
+// podQOSClass computes the pod's quality of service class with
+// upstream's own ComputePodQOS as k8s.io/kubectl v0.37.2 ships it (the
+// copy kube-apiserver's is kept in step with; PodLevelResources and its
+// QoS fix on): when pod-level resources name a pod-level resource (cpu,
+// memory, hugepages-*; an empty spec.resources does not count), they alone
+// decide; otherwise each init and app container is classed on its own and
+// the pod is BestEffort or Guaranteed only when every container is,
+// Burstable as soon as one container is Burstable or two differ.
+func podQOSClass(p *corev1.Pod) corev1.PodQOSClass {
+	return kubectlqos.ComputePodQOS(p)
 }
 
 func isQOSResource(name corev1.ResourceName) bool {

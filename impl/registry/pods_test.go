@@ -250,7 +250,7 @@ func TestPodQOSClass(t *testing.T) {
 	}
 	for _, tc := range cases {
 		s := corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: tc.res}}}
-		if got := podQOSClass(&s); got != tc.want {
+		if got := podQOSClass(&corev1.Pod{Spec: s}); got != tc.want {
 			t.Errorf("%s: QoS %s, want %s", tc.name, got, tc.want)
 		}
 	}
@@ -290,7 +290,7 @@ func TestPodQOSClassPodLevelResources(t *testing.T) {
 	}
 	for _, tc := range cases {
 		s := corev1.PodSpec{Resources: &tc.pod, Containers: []corev1.Container{{Name: "c", Resources: tc.container}}}
-		if got := podQOSClass(&s); got != tc.want {
+		if got := podQOSClass(&corev1.Pod{Spec: s}); got != tc.want {
 			t.Errorf("%s: QoS %s, want %s", tc.name, got, tc.want)
 		}
 	}
@@ -330,7 +330,7 @@ func TestPodQOSClassPerContainer(t *testing.T) {
 		for i, r := range tc.app {
 			s.Containers = append(s.Containers, corev1.Container{Name: fmt.Sprintf("c%d", i), Resources: r})
 		}
-		if got := podQOSClass(&s); got != tc.want {
+		if got := podQOSClass(&corev1.Pod{Spec: s}); got != tc.want {
 			t.Errorf("%s: QoS %s, want %s", tc.name, got, tc.want)
 		}
 	}
