@@ -222,7 +222,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	manageErr := c.manage(ctx, rs, key, plan)
-	status := CalculateStatus(rs, owned, manageErr, plan.Create > 0, obs.Now)
+	status := CalculateStatus(rs, owned, plan.Terminating, manageErr, plan.Create > 0, obs.Now)
 	if !equality.Semantic.DeepEqual(status, rs.Status) {
 		updated := rs.DeepCopy()
 		updated.Status = status

@@ -40,6 +40,9 @@ type Plan struct {
 	Release []*corev1.Pod
 	// Owned are the active pods this ReplicaSet controls once Adopt succeeds.
 	Owned []*corev1.Pod
+	// Terminating are the pods it controls that are being deleted and not yet
+	// finished (status.terminatingReplicas).
+	Terminating []*corev1.Pod
 	// Create is how many pods to create from the template (in slow-start batches).
 	Create int
 	// Delete are the pods to delete, best candidates first.
@@ -70,6 +73,7 @@ func Decide(obs Observed) (Plan, error) {
 	}
 	var plan Plan
 	plan.Adopt, plan.Release, plan.Owned = Claim(rs, selector, obs.Pods)
+	plan.Terminating = TerminatingPods(rs, selector, obs.Pods)
 
 	// RS-1: act on the count only when the cache reflects our own
 	// earlier writes; and a ReplicaSet being deleted makes no new pods.
@@ -126,6 +130,24 @@ func Claim(rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.Pod) 
 		}
 	}
 	return adopt, release, owned
+}
+
+// TerminatingPods returns the pods rs controls that match its selector, are
+// being deleted and have not yet Succeeded or Failed, as upstream counts
+// status.terminatingReplicas (FilterTerminatingPods, then FilterClaimedPods:
+// orphans are never counted).
+func TerminatingPods(rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, pod := range pods {
+		if pod.Namespace != rs.Namespace || pod.DeletionTimestamp == nil ||
+			pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if ref := metav1.GetControllerOf(pod); ref != nil && ref.UID == rs.UID && selector.Matches(labels.Set(pod.Labels)) {
+			out = append(out, pod)
+		}
+	}
+	return out
 }
 
 // PodsToDelete picks n of the owned pods to delete, ranked as upstream

@@ -266,19 +266,54 @@ func TestCalculateStatus(t *testing.T) {
 		newPod("c"),
 	}
 	owned[1].Labels = map[string]string{"app": "web", "tier": "web"}
-	st := CalculateStatus(rs, owned, nil, false, now)
+	st := CalculateStatus(rs, owned, nil, nil, false, now)
 	if st.Replicas != 3 || st.FullyLabeledReplicas != 1 || st.ReadyReplicas != 2 || st.AvailableReplicas != 1 || st.ObservedGeneration != 2 {
 		t.Fatalf("status = %+v", st)
 	}
 	if d := RequeueAfterForAvailability(rs, owned, now); d != 20*time.Second {
 		t.Fatalf("requeue after %v, want 20s", d)
 	}
-	rs.Status = CalculateStatus(rs, owned, errors.New("forbidden: exceeded quota"), true, now)
+	rs.Status = CalculateStatus(rs, owned, nil, errors.New("forbidden: exceeded quota"), true, now)
 	if len(rs.Status.Conditions) != 1 || rs.Status.Conditions[0].Reason != ReasonFailedCreate ||
 		rs.Status.Conditions[0].Type != appsv1.ReplicaSetReplicaFailure {
 		t.Fatalf("conditions = %+v", rs.Status.Conditions)
 	}
-	if st := CalculateStatus(rs, owned, nil, false, now); len(st.Conditions) != 0 {
+	if st := CalculateStatus(rs, owned, nil, nil, false, now); len(st.Conditions) != 0 {
 		t.Fatalf("condition must clear after a successful sync: %+v", st.Conditions)
+	}
+}
+
+// TestTerminatingReplicas: status.terminatingReplicas counts the pods the
+// ReplicaSet controls, matching its selector, that are being deleted and not
+// yet Succeeded or Failed (upstream DeploymentReplicaSetTerminatingReplicas,
+// beta and on by default since 1.35), also while expectations are pending.
+func TestTerminatingReplicas(t *testing.T) {
+	rs := newRS("web", 2)
+	other := newRS("other", 1)
+	pods := []*corev1.Pod{
+		newPod("a", ownedBy(rs)),
+		newPod("b", ownedBy(rs), deleting()),
+		newPod("c", ownedBy(rs), deleting()),
+		newPod("failed", ownedBy(rs), deleting(), phase(corev1.PodFailed)),
+		newPod("done", ownedBy(rs), deleting(), phase(corev1.PodSucceeded)),
+		newPod("orphan", deleting()),
+		newPod("theirs", ownedBy(other), deleting()),
+		newPod("relabelled", ownedBy(rs), deleting(), labelled("app", "debug")),
+	}
+	for _, satisfied := range []bool{true, false} {
+		plan, err := Decide(Observed{RS: rs, Pods: pods, ExpectationsSatisfied: satisfied, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(names(plan.Terminating)); got != "[b c]" {
+			t.Fatalf("satisfied=%v: terminating = %s, want [b c]", satisfied, got)
+		}
+		st := CalculateStatus(rs, plan.Owned, plan.Terminating, nil, false, now)
+		if st.TerminatingReplicas == nil || *st.TerminatingReplicas != 2 || st.Replicas != 1 {
+			t.Fatalf("status replicas=%d terminatingReplicas=%v, want 1 and 2", st.Replicas, st.TerminatingReplicas)
+		}
+	}
+	if st := CalculateStatus(rs, nil, nil, nil, false, now); st.TerminatingReplicas == nil || *st.TerminatingReplicas != 0 {
+		t.Fatalf("no terminating pods: terminatingReplicas = %v, want 0 (set, not omitted)", st.TerminatingReplicas)
 	}
 }

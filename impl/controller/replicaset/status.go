@@ -18,11 +18,12 @@ const (
 )
 
 // CalculateStatus derives the ReplicaSet's status from the active pods it
-// owns : replicas, fully labeled, ready and available counts,
-// observedGeneration, and the ReplicaFailure condition, set while creating
+// owns: replicas, fully labeled, ready and available counts,
+// observedGeneration, terminatingReplicas (the terminating pods it controls;
+// upstream's DeploymentReplicaSetTerminatingReplicas, on by default), and the ReplicaFailure condition, set while creating
 // or deleting pods fails (manageErr with the direction of the failed change)
 // and removed once a sync succeeds.
-func CalculateStatus(rs *appsv1.ReplicaSet, owned []*corev1.Pod, manageErr error, wantedMore bool, now time.Time) appsv1.ReplicaSetStatus {
+func CalculateStatus(rs *appsv1.ReplicaSet, owned, terminating []*corev1.Pod, manageErr error, wantedMore bool, now time.Time) appsv1.ReplicaSetStatus {
 	st := *rs.Status.DeepCopy()
 	templateLabels := labels.Set(rs.Spec.Template.Labels).AsSelectorPreValidated()
 	var fully, ready, available int32
@@ -41,6 +42,8 @@ func CalculateStatus(rs *appsv1.ReplicaSet, owned []*corev1.Pod, manageErr error
 	st.FullyLabeledReplicas = fully
 	st.ReadyReplicas = ready
 	st.AvailableReplicas = available
+	n := int32(len(terminating))
+	st.TerminatingReplicas = &n
 	st.ObservedGeneration = rs.Generation
 
 	idx := -1
