@@ -355,7 +355,7 @@ func (c *Controller) manage(ctx context.Context, rs *appsv1.ReplicaSet, key stri
 			podKeys[i], _ = cache.MetaNamespaceKeyFunc(p)
 		}
 		c.expectations.ExpectDeletions(key, podKeys)
-		var errs []error
+		var first error
 		for i, p := range plan.Delete {
 			err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
 			if err != nil {
@@ -364,20 +364,28 @@ func (c *Controller) manage(ctx context.Context, rs *appsv1.ReplicaSet, key stri
 					continue
 				}
 				c.recorder.Eventf(rs, corev1.EventTypeWarning, EventFailedDelete, "Error deleting: %v", err)
-				errs = append(errs, err)
+				if first == nil {
+					first = err
+				}
 				continue
 			}
 			c.recorder.Eventf(rs, corev1.EventTypeNormal, EventSuccessfulDelete, "Deleted pod: %s", p.Name)
 		}
-		return errors.Join(errs...)
+		// Like upstream, the first failure alone is reported (the others are
+		// in events); it becomes the ReplicaFailure condition's message.
+		if first != nil {
+			return fmt.Errorf("unable to delete pods: %w", first)
+		}
+		return nil
 	}
 	return nil
 }
 
-// CreateInBatches calls create n times in slow-start batches of 1, 2, 4, ...
-// : a batch runs only if every earlier call succeeded, so a
-// quota or admission error costs one request, not n. It returns how many
-// calls succeeded and the errors of the failing batch.
+// CreateInBatches calls create n times in slow-start batches of 1, 2, 4, ...:
+// a batch runs only if every earlier call succeeded, so a quota or admission
+// error costs one request, not n. It returns how many calls succeeded and,
+// as upstream's slowStartBatch, the first error of the failing batch (the
+// ReplicaFailure condition's message; each failure has its own event).
 func CreateInBatches(n int, create func() error) (int, error) {
 	succeeded := 0
 	for batch := 1; succeeded < n; batch *= 2 {
@@ -386,16 +394,18 @@ func CreateInBatches(n int, create func() error) (int, error) {
 		for i := 0; i < size; i++ {
 			go func() { errs <- create() }()
 		}
-		var failed []error
+		var first error
 		for i := 0; i < size; i++ {
 			if err := <-errs; err != nil {
-				failed = append(failed, err)
+				if first == nil {
+					first = err
+				}
 			} else {
 				succeeded++
 			}
 		}
-		if len(failed) > 0 {
-			return succeeded, errors.Join(failed...)
+		if first != nil {
+			return succeeded, first
 		}
 	}
 	return succeeded, nil
