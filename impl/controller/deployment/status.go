@@ -48,7 +48,7 @@ func removeCondition(st *appsv1.DeploymentStatus, t appsv1.DeploymentConditionTy
 }
 
 // calculateStatus derives the Deployment's status from its ReplicaSets
-// and sets the Available condition: True once at least
+// (counts, terminatingReplicas) and sets the Available condition: True once at least
 // replicas-maxUnavailable pods are available.
 func (p *planner) calculateStatus(all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) appsv1.DeploymentStatus {
 	d := p.d
@@ -62,6 +62,7 @@ func (p *planner) calculateStatus(all []*appsv1.ReplicaSet, newRS *appsv1.Replic
 		AvailableReplicas:   available,
 		UnavailableReplicas: unavailable,
 		CollisionCount:      d.Status.CollisionCount,
+		TerminatingReplicas: terminatingReplicas(all),
 	}
 	st.Conditions = append(st.Conditions, d.Status.Conditions...)
 	if available >= *d.Spec.Replicas-MaxUnavailable(d) {
@@ -70,6 +71,25 @@ func (p *planner) calculateStatus(all []*appsv1.ReplicaSet, newRS *appsv1.Replic
 		setCondition(&st, newCondition(appsv1.DeploymentAvailable, corev1.ConditionFalse, ReasonMinimumReplicasUnavailable, "Deployment does not have minimum availability.", p.now))
 	}
 	return st
+}
+
+// terminatingReplicas sums the ReplicaSets' status.terminatingReplicas, as
+// upstream with DeploymentReplicaSetTerminatingReplicas (on by default): a
+// ReplicaSet its controller has not synced yet (observedGeneration 0, no
+// count) adds nothing; one synced without a count makes the total unknown.
+func terminatingReplicas(all []*appsv1.ReplicaSet) *int32 {
+	var n int32
+	for _, rs := range all {
+		switch {
+		case rs == nil:
+		case rs.Status.TerminatingReplicas == nil && rs.Status.ObservedGeneration == 0:
+		case rs.Status.TerminatingReplicas == nil:
+			return nil
+		default:
+			n += *rs.Status.TerminatingReplicas
+		}
+	}
+	return &n
 }
 
 func (p *planner) syncDeploymentStatus(all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) {
