@@ -359,14 +359,13 @@ func (p *planner) scaleAndRecord(rs *appsv1.ReplicaSet, to int32) bool {
 	if replicas(rs) == to {
 		return false
 	}
-	op := "down"
-	if replicas(rs) < to {
-		op = "up"
-	}
-	return p.scaleReplicaSet(rs, to, op)
+	return p.scaleReplicaSet(rs, to)
 }
 
-func (p *planner) scaleReplicaSet(rs *appsv1.ReplicaSet, to int32, op string) bool {
+// scaleReplicaSet resizes rs and refreshes its replica annotations; its
+// event says "up" or "down" by rs's own change, as upstream's (proportional
+// scaling may shrink a ReplicaSet while the Deployment grows).
+func (p *planner) scaleReplicaSet(rs *appsv1.ReplicaSet, to int32) bool {
 	d := p.d
 	from := replicas(rs)
 	sizeChanges := from != to
@@ -379,6 +378,10 @@ func (p *planner) scaleReplicaSet(rs *appsv1.ReplicaSet, to int32, op string) bo
 	setReplicasAnnotations(rs, *d.Spec.Replicas, *d.Spec.Replicas+MaxSurge(d))
 	var ev *Event
 	if sizeChanges {
+		op := "down"
+		if from < to {
+			op = "up"
+		}
 		ev = &Event{corev1.EventTypeNormal, EventScalingReplicaSet, fmt.Sprintf("Scaled %s replica set %s from %d to %d", op, rs.Name, from, to)}
 	}
 	p.update(rs, ev)
@@ -434,14 +437,11 @@ func (p *planner) scale(newRS *appsv1.ReplicaSet, oldRSs []*appsv1.ReplicaSet) {
 		allowed = *d.Spec.Replicas + MaxSurge(d)
 	}
 	toAdd := allowed - sumSpec(all)
-	op := ""
 	switch {
 	case toAdd > 0:
 		sort.SliceStable(all, func(i, j int) bool { return largerNewerFirst(all[i], all[j]) })
-		op = "up"
 	case toAdd < 0:
 		sort.SliceStable(all, func(i, j int) bool { return largerOlderFirst(all[i], all[j]) })
-		op = "down"
 	}
 	added := int32(0)
 	size := map[string]int32{}
@@ -459,7 +459,7 @@ func (p *planner) scale(newRS *appsv1.ReplicaSet, oldRSs []*appsv1.ReplicaSet) {
 			// Leftovers from rounding go to the largest ReplicaSet.
 			size[rs.Name] = max(size[rs.Name]+toAdd-added, 0)
 		}
-		p.scaleReplicaSet(rs, size[rs.Name], op)
+		p.scaleReplicaSet(rs, size[rs.Name])
 	}
 }
 
