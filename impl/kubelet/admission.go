@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
+	kubectlqos "k8s.io/kubectl/pkg/util/qos"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 	"github.com/kubeproof/kubeproof/impl/scheduler/framework"
@@ -191,20 +192,10 @@ func AdmitUnderPressure(p Pressure, pod *v1.Pod) (ok bool, reason, message strin
 	return false, ReasonEvicted, fmt.Sprintf("Pod was rejected: The node had condition: %v. ", conds)
 }
 
-// isBestEffort: no container (init or app) requests or limits cpu or memory.
+// isBestEffort: the pod's QoS class (upstream's GetPodQOS: status.qosClass,
+// else ComputePodQOS, pod-level resources included) is BestEffort.
 func isBestEffort(pod *v1.Pod) bool {
-	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for _, c := range list {
-			for _, rl := range []v1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
-				for name, q := range rl {
-					if (name == v1.ResourceCPU || name == v1.ResourceMemory) && !q.IsZero() {
-						return false
-					}
-				}
-			}
-		}
-	}
-	return true
+	return kubectlqos.GetPodQOS(pod) == v1.PodQOSBestEffort
 }
 
 // systemCriticalPriority is scheduling.SystemCriticalPriority (2e9).

@@ -44,6 +44,10 @@ func TestAdmitUnderPressure(t *testing.T) {
 		Requests: v1.ResourceList{v1.ResourceMemory: resourceMust("64Mi")}}}}}}
 	tolerating := bestEffort.DeepCopy()
 	tolerating.Spec.Tolerations = []v1.Toleration{{Key: v1.TaintNodeMemoryPressure, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule}}
+	// Pod-level requests alone make the pod Burstable (upstream's
+	// GetPodQOS).
+	podLevel := bestEffort.DeepCopy()
+	podLevel.Spec.Resources = &v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceMemory: resourceMust("64Mi")}}
 	critical := bestEffort.DeepCopy()
 	critical.Spec.Priority = ptr.To(int32(2000001000))
 	for _, tc := range []struct {
@@ -56,6 +60,7 @@ func TestAdmitUnderPressure(t *testing.T) {
 		{"no pressure", Pressure{}, bestEffort, true, ""},
 		{"memory, best effort", Pressure{Memory: true}, bestEffort, false, "Pod was rejected: The node had condition: [MemoryPressure]. "},
 		{"memory, burstable", Pressure{Memory: true}, burstable, true, ""},
+		{"memory, burstable by pod-level requests", Pressure{Memory: true}, podLevel, true, ""},
 		{"memory, tolerates the taint", Pressure{Memory: true}, tolerating, true, ""},
 		{"disk refuses all", Pressure{Disk: true}, burstable, false, "Pod was rejected: The node had condition: [DiskPressure]. "},
 		{"memory and pid", Pressure{Memory: true, PID: true}, burstable, false, "Pod was rejected: The node had condition: [MemoryPressure PIDPressure]. "},

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	kubectlqos "k8s.io/kubectl/pkg/util/qos"
 )
 
 var (
@@ -112,35 +113,11 @@ func podInScope(pod *corev1.Pod, scope corev1.ResourceQuotaScope, op corev1.Scop
 	return in
 }
 
-// IsBestEffort tells upstream's BestEffort QoS class (ComputePodQOS): no
-// positive cpu or memory request or limit — in the pod-level resources
-// when the pod has them (they decide alone), else in any init or app
-// container (ephemeral ones cannot have resources).
+// IsBestEffort tells upstream's BestEffort quota scope: the pod's QoS
+// class (GetPodQOS: status.qosClass, else ComputePodQOS as
+// k8s.io/kubectl v0.37.2 ships it) is BestEffort.
 func IsBestEffort(pod *corev1.Pod) bool {
-	none := func(r *corev1.ResourceRequirements) bool {
-		for _, l := range []corev1.ResourceList{r.Requests, r.Limits} {
-			for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-				if q, ok := l[n]; ok && q.Sign() > 0 {
-					return false
-				}
-			}
-		}
-		return true
-	}
-	if pod.Spec.Resources != nil {
-		return none(pod.Spec.Resources)
-	}
-	for i := range pod.Spec.InitContainers {
-		if !none(&pod.Spec.InitContainers[i].Resources) {
-			return false
-		}
-	}
-	for i := range pod.Spec.Containers {
-		if !none(&pod.Spec.Containers[i].Resources) {
-			return false
-		}
-	}
-	return true
+	return kubectlqos.GetPodQOS(pod) == corev1.PodQOSBestEffort
 }
 
 // usesCrossNamespaceAffinity tells whether a pod affinity or anti-affinity

@@ -203,7 +203,8 @@ func TestPodScopesAsUpstream(t *testing.T) {
 	}{
 		{"zero cpu and memory are best effort", bestEffort, corev1.PodSpec{Containers: []corev1.Container{zero}}, true},
 		{"pod-level cpu is not best effort", bestEffort, corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}, Resources: podLevel}, false},
-		{"pod-level resources decide alone", bestEffort, corev1.PodSpec{Containers: []corev1.Container{container("1", "")}, Resources: &corev1.ResourceRequirements{}}, true},
+		{"empty pod-level resources: the containers decide (1.37's QoS fix)", bestEffort, corev1.PodSpec{Containers: []corev1.Container{container("1", "")}, Resources: &corev1.ResourceRequirements{}}, false},
+		{"pod-level hugepages alone decide: BestEffort", bestEffort, corev1.PodSpec{Containers: []corev1.Container{container("1", "")}, Resources: &corev1.ResourceRequirements{Limits: corev1.ResourceList{"hugepages-2Mi": resource.MustParse("2Mi")}}}, true},
 		{"no affinity", crossNS, corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}, false},
 		{"affinity in its own namespace", crossNS, corev1.PodSpec{Affinity: &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
 			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{sameNS}}}}, false},
