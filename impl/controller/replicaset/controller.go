@@ -444,8 +444,10 @@ func (c *Controller) createPod(ctx context.Context, rs *appsv1.ReplicaSet) error
 	pod, err := c.client.CoreV1().Pods(rs.Namespace).Create(ctx, PodFromTemplate(rs), metav1.CreateOptions{})
 	if err != nil {
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-			// The namespace is going away; not worth an event.
-			return err
+			// The namespace is going away and every create would fail: as
+			// upstream, no event, no ReplicaFailure, and the creation stays
+			// expected (no retry until the expectations expire).
+			return nil
 		}
 		c.recorder.Eventf(rs, corev1.EventTypeWarning, EventFailedCreate, "Error creating: %v", err)
 		return err
