@@ -274,14 +274,16 @@ func (c *Controller) createFailed(ctx context.Context, d *appsv1.Deployment, rs 
 		return createErr
 	}
 	msg := fmt.Sprintf("Failed to create new replica set %q: %v", rs.Name, createErr)
-	c.recorder.Event(d, corev1.EventTypeWarning, ReasonReplicaSetCreateError, msg)
-	if pd := d.Spec.ProgressDeadlineSeconds; pd != nil {
+	// As upstream: the condition only with a progress deadline (not
+	// MaxInt32), written before the event.
+	if hasProgressDeadline(d) {
 		next := d.DeepCopy()
 		setCondition(&next.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, ReasonReplicaSetCreateError, msg, c.clock.Now()))
 		if _, err := dClient.UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
-			return errors.Join(createErr, err)
+			createErr = errors.Join(createErr, err)
 		}
 	}
+	c.recorder.Event(d, corev1.EventTypeWarning, ReasonReplicaSetCreateError, msg)
 	return createErr
 }
 

@@ -248,8 +248,12 @@ func (p *planner) update(rs *appsv1.ReplicaSet, ev *Event) {
 	p.plan.Actions = append(p.plan.Actions, Action{Kind: UpdateReplicaSet, ReplicaSet: rs.DeepCopy(), Event: ev})
 }
 
-func (p *planner) hasProgressDeadline() bool {
-	pd := p.d.Spec.ProgressDeadlineSeconds
+func (p *planner) hasProgressDeadline() bool { return hasProgressDeadline(p.d) }
+
+// hasProgressDeadline reports whether d has a progress deadline: set and not
+// MaxInt32 (upstream HasProgressDeadline).
+func hasProgressDeadline(d *appsv1.Deployment) bool {
+	pd := d.Spec.ProgressDeadlineSeconds
 	return pd != nil && *pd != math.MaxInt32
 }
 
