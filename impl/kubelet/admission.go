@@ -2,76 +2,27 @@ package kubelet
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	kubectlqos "k8s.io/kubectl/pkg/util/qos"
 
-	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 	"github.com/kubeproof/kubeproof/impl/scheduler/framework"
 )
 
-// podRequests is the pod's effective request of a resource, as upstream's
-// PodRequests (which the scheduler and the kubelet's admission share):
-// the larger of the sum over app containers and sidecars, and the peak
-// while init containers run (each regular one plus the sidecars started
-// before it); a pod-level request (spec.resources, PodLevelResources
-// being on by default) of cpu, memory or a hugepages size in its place;
-// plus overhead. CPU in millicores, anything else in units.
-func podRequests(pod *v1.Pod, name v1.ResourceName) int64 {
-	value := func(q resource.Quantity) int64 {
-		if name == v1.ResourceCPU {
-			return q.MilliValue()
-		}
-		return q.Value()
+// requestOf is r's amount of the resource name (cpu in millicores).
+func requestOf(r *framework.Resource, name v1.ResourceName) int64 {
+	switch name {
+	case v1.ResourceCPU:
+		return r.MilliCPU
+	case v1.ResourceMemory:
+		return r.Memory
+	case v1.ResourceEphemeralStorage:
+		return r.EphemeralStorage
 	}
-	req := func(c *v1.Container) int64 {
-		if q, ok := c.Resources.Requests[name]; ok {
-			return value(q)
-		}
-		return 0
-	}
-	var sum int64
-	if q, ok := podLevelRequest(pod, name); ok {
-		sum = value(q)
-	} else {
-		for i := range pod.Spec.Containers {
-			sum += req(&pod.Spec.Containers[i])
-		}
-		// Sidecars run alongside every init container after them and every
-		// app container; regular init containers alongside the sidecars
-		// before them.
-		var sidecars, initPeak int64
-		for i := range pod.Spec.InitContainers {
-			c := &pod.Spec.InitContainers[i]
-			if podsync.IsSidecar(c) {
-				sidecars += req(c)
-				initPeak = max(initPeak, sidecars)
-			} else {
-				initPeak = max(initPeak, sidecars+req(c))
-			}
-		}
-		sum = max(sum+sidecars, initPeak)
-	}
-	if q, ok := pod.Spec.Overhead[name]; ok {
-		sum += value(q)
-	}
-	return sum
-}
-
-// podLevelRequest is the pod-level request of name when it replaces the
-// containers' aggregate: a resource pod-level resources support (cpu,
-// memory, hugepages-*; upstream's IsSupportedPodLevelResource) that
-// spec.resources.requests names.
-func podLevelRequest(pod *v1.Pod, name v1.ResourceName) (resource.Quantity, bool) {
-	if pod.Spec.Resources == nil || !resourcehelper.IsSupportedPodLevelResource(name) {
-		return resource.Quantity{}, false
-	}
-	q, ok := pod.Spec.Resources.Requests[name]
-	return q, ok
+	return r.ScalarResources[name]
 }
 
 // Admit decides whether pod fits the node's allocatable given the pods
@@ -93,41 +44,61 @@ func Admit(allocatable v1.ResourceList, pod *v1.Pod, admitted []*v1.Pod) (ok boo
 	if used := int64(len(admitted)); 1+used > pods.Value() {
 		return rejectOutOf(v1.ResourcePods, 1, used, pods.Value())
 	}
+	req, _ := framework.PodRequests(pod)
+	if !requestsAny(&req) {
+		return true, "", ""
+	}
+	// What the admitted pods request, summed once for every resource.
+	var used framework.Resource
+	for _, p := range admitted {
+		r, _ := framework.PodRequests(p)
+		used.AddResource(&r)
+	}
 	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage} {
 		q := allocatable[name]
 		capacity := q.Value()
 		if name == v1.ResourceCPU {
 			capacity = q.MilliValue()
 		}
-		if ok, reason, message = admitResource(name, capacity, pod, admitted); !ok {
+		if ok, reason, message = admitResource(name, capacity, &req, &used); !ok {
 			return ok, reason, message
 		}
 	}
-	for _, name := range scalarRequests(pod) {
+	for _, name := range scalarNames(&req) {
 		q, has := allocatable[name]
 		if !has && framework.IsExtendedResourceName(name) {
 			continue
 		}
-		if ok, reason, message = admitResource(name, q.Value(), pod, admitted); !ok {
+		if ok, reason, message = admitResource(name, q.Value(), &req, &used); !ok {
 			return ok, reason, message
 		}
 	}
 	return true, "", ""
 }
 
-// admitResource checks one resource of capacity (allocatable) for pod
-// beside the admitted pods' requests of it.
-func admitResource(name v1.ResourceName, capacity int64, pod *v1.Pod, admitted []*v1.Pod) (bool, string, string) {
-	req := podRequests(pod, name)
-	if req <= 0 {
+// requestsAny: r names a positive amount of some resource (a pod that
+// requests nothing always fits, and the admitted pods need not be summed).
+func requestsAny(r *framework.Resource) bool {
+	if r.MilliCPU > 0 || r.Memory > 0 || r.EphemeralStorage > 0 {
+		return true
+	}
+	for _, v := range r.ScalarResources {
+		if v > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// admitResource checks one resource of capacity (allocatable) for the
+// pod's requests req beside the admitted pods' used.
+func admitResource(name v1.ResourceName, capacity int64, req, used *framework.Resource) (bool, string, string) {
+	r, u := requestOf(req, name), requestOf(used, name)
+	if r <= 0 {
 		return true, "", ""
 	}
-	var used int64
-	for _, p := range admitted {
-		used += podRequests(p, name)
-	}
-	if req+used > capacity {
-		return rejectOutOf(name, req, used, capacity)
+	if r+u > capacity {
+		return rejectOutOf(name, r, u, capacity)
 	}
 	return true, "", ""
 }
@@ -138,30 +109,14 @@ func rejectOutOf(name v1.ResourceName, requested, used, capacity int64) (bool, s
 		fmt.Sprintf("Pod was rejected: Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", name, requested, used, capacity)
 }
 
-// scalarRequests are the scalar resources (hugepages-*, extended and
-// attachable-volume resources) the pod's containers, init containers,
-// pod-level requests or overhead name, sorted; nil for the common pod
+// scalarNames are the scalar resources (hugepages-*, extended and
+// attachable-volume resources) r names, sorted; nil for the common pod
 // that names none (nothing allocated then).
-func scalarRequests(pod *v1.Pod) []v1.ResourceName {
-	var names []v1.ResourceName
-	add := func(rl v1.ResourceList) {
-		for name := range rl {
-			if framework.IsScalarResourceName(name) && !slices.Contains(names, name) {
-				names = append(names, name)
-			}
-		}
+func scalarNames(r *framework.Resource) []v1.ResourceName {
+	if len(r.ScalarResources) == 0 {
+		return nil
 	}
-	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range list {
-			add(list[i].Resources.Requests)
-		}
-	}
-	if pod.Spec.Resources != nil {
-		add(pod.Spec.Resources.Requests)
-	}
-	add(pod.Spec.Overhead)
-	slices.Sort(names)
-	return names
+	return slices.Sorted(maps.Keys(r.ScalarResources))
 }
 
 // ReasonEvicted is the reason of a pod refused because of node pressure.

@@ -9,7 +9,19 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/kubeproof/kubeproof/impl/internal/randpod"
+	"github.com/kubeproof/kubeproof/impl/scheduler/framework"
 )
+
+// podRequests is the pod's effective request of one resource as Admit
+// reads it: the scheduler's framework.PodRequests (upstream's kubelet
+// admission and scheduler share PodRequests: the larger of the sum over
+// app containers and sidecars and the peak while init containers run;
+// pod-level requests of cpu, memory or a hugepages size in its place; plus
+// overhead). CPU in millicores, anything else in units.
+func podRequests(pod *v1.Pod, name v1.ResourceName) int64 {
+	r, _ := framework.PodRequests(pod)
+	return requestOf(&r, name)
+}
 
 func TestPodRequests(t *testing.T) {
 	p := &v1.Pod{Spec: v1.PodSpec{
