@@ -135,39 +135,35 @@ func sortedResourceNames(l corev1.ResourceList) []corev1.ResourceName {
 // (1.36 and earlier did it in SetDefaults_Pod, before admission, defaulted
 // requests only beside pod-level limits and limits not at all.)
 func defaultPodLevelResources(p *corev1.Pod) {
-	defaultHugePagePodLimits(p)
-	defaultPodRequests(p)
-	defaultPodLimits(p)
-}
-
-// defaultPodLimits: when pod-level resources are set, a pod-level resource
-// without a pod-level limit that every container limits (app, init and
-// sidecar containers alike; ephemeral ones have no resources) gets the
-// containers' aggregate limit, counted as the scheduler counts requests
-// (KEP-753), or its pod-level request where that is larger, so the request
-// stays within the limit (KEP-2837 rows 10 and 12, issue 136120; 1.37's
-// PodLevelResourcesFixDefaulting).
-func defaultPodLimits(p *corev1.Pod) {
 	r := p.Spec.Resources
 	if r == nil || (len(r.Limits) == 0 && len(r.Requests) == 0) {
 		return
 	}
-	limits := r.Limits
-	if limits == nil {
-		limits = corev1.ResourceList{}
-	}
-	for name, q := range resourcehelper.AggregateContainerLimits(p, resourcehelper.PodResourcesOptions{}) {
-		if _, ok := limits[name]; ok || !resourcehelper.IsSupportedPodLevelResource(name) || !allContainersLimit(&p.Spec, name) {
+	// The containers' limits are not changed by what follows: aggregated
+	// once for both limit defaults.
+	containerLimits := resourcehelper.AggregateContainerLimits(p, resourcehelper.PodResourcesOptions{})
+	defaultHugePagePodLimits(r, containerLimits)
+	defaultPodRequests(p, r)
+	defaultPodLimits(&p.Spec, r, containerLimits)
+}
+
+// defaultPodLimits: a pod-level resource without a pod-level limit that
+// every container limits (app, init and sidecar containers alike;
+// ephemeral ones have no resources) gets the containers' aggregate limit,
+// counted as the scheduler counts requests (KEP-753), or its pod-level
+// request where that is larger, so the request stays within the limit
+// (KEP-2837 rows 10 and 12, issue 136120; 1.37's
+// PodLevelResourcesFixDefaulting).
+func defaultPodLimits(s *corev1.PodSpec, r *corev1.ResourceRequirements, containerLimits corev1.ResourceList) {
+	for name, q := range containerLimits {
+		if _, ok := r.Limits[name]; ok || !resourcehelper.IsSupportedPodLevelResource(name) || !allContainersLimit(s, name) {
 			continue
 		}
 		limit := q.DeepCopy()
 		if req, ok := r.Requests[name]; ok && req.Cmp(limit) > 0 {
 			limit = req.DeepCopy()
 		}
-		limits[name] = limit
-	}
-	if len(limits) > 0 {
-		r.Limits = limits
+		setResource(&r.Limits, name, limit)
 	}
 }
 
@@ -184,59 +180,44 @@ func allContainersLimit(s *corev1.PodSpec, name corev1.ResourceName) bool {
 	return true
 }
 
-// defaultHugePagePodLimits: when pod-level resources are set, a hugepages
-// size the containers limit and the pod level neither limits nor requests
-// gets the containers' aggregate limit as its pod-level limit.
-func defaultHugePagePodLimits(p *corev1.Pod) {
-	r := p.Spec.Resources
-	if r == nil || (len(r.Limits) == 0 && len(r.Requests) == 0) {
-		return
-	}
-	limits := r.Limits
-	if limits == nil {
-		limits = corev1.ResourceList{}
-	}
-	for name, q := range resourcehelper.AggregateContainerLimits(p, resourcehelper.PodResourcesOptions{}) {
+// defaultHugePagePodLimits: a hugepages size the containers limit and the
+// pod level neither limits nor requests gets the containers' aggregate
+// limit as its pod-level limit.
+func defaultHugePagePodLimits(r *corev1.ResourceRequirements, containerLimits corev1.ResourceList) {
+	for name, q := range containerLimits {
 		if !isHugePageResource(name) {
 			continue
 		}
 		if _, ok := r.Requests[name]; ok {
 			continue
 		}
-		if _, ok := limits[name]; !ok {
-			limits[name] = q.DeepCopy()
+		if _, ok := r.Limits[name]; !ok {
+			setResource(&r.Limits, name, q.DeepCopy())
 		}
-	}
-	if len(limits) > 0 {
-		r.Limits = limits
 	}
 }
 
-// defaultPodRequests: when pod-level requests or limits are set, a missing
-// pod-level cpu or memory request becomes the containers' aggregate
-// request, and any pod-level resource still without a request gets its
-// pod-level limit.
-func defaultPodRequests(p *corev1.Pod) {
-	r := p.Spec.Resources
-	if r == nil || (len(r.Limits) == 0 && len(r.Requests) == 0) {
-		return
-	}
-	requests := r.Requests
-	if requests == nil {
-		requests = corev1.ResourceList{}
-	}
+// defaultPodRequests: a missing pod-level cpu or memory request becomes
+// the containers' aggregate request, and any pod-level resource still
+// without a request gets its pod-level limit.
+func defaultPodRequests(p *corev1.Pod, r *corev1.ResourceRequirements) {
 	for name, q := range resourcehelper.AggregateContainerRequests(p, resourcehelper.PodResourcesOptions{}) {
 		// Only overcommittable resources: cpu and memory, not hugepages.
-		if _, ok := requests[name]; !ok && isQOSResource(name) {
-			requests[name] = q.DeepCopy()
+		if _, ok := r.Requests[name]; !ok && isQOSResource(name) {
+			setResource(&r.Requests, name, q.DeepCopy())
 		}
 	}
 	for name, q := range r.Limits {
-		if _, ok := requests[name]; !ok && resourcehelper.IsSupportedPodLevelResource(name) {
-			requests[name] = q.DeepCopy()
+		if _, ok := r.Requests[name]; !ok && resourcehelper.IsSupportedPodLevelResource(name) {
+			setResource(&r.Requests, name, q.DeepCopy())
 		}
 	}
-	if len(requests) > 0 {
-		r.Requests = requests
+}
+
+// setResource sets (*l)[name] to q, making the list when it has none.
+func setResource(l *corev1.ResourceList, name corev1.ResourceName, q resource.Quantity) {
+	if *l == nil {
+		*l = corev1.ResourceList{}
 	}
+	(*l)[name] = q
 }
