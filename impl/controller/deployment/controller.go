@@ -166,8 +166,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	var pods []*corev1.Pod
 	if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
-		if pods, err = c.podLister.Pods(ns).List(labels.Everything()); err != nil {
-			return err
+		// The pods the Deployment's selector matches, as upstream's
+		// getPodMapForDeployment lists them (Decide checks again); a
+		// selector that does not parse is Decide's error to report.
+		if sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector); err == nil {
+			if pods, err = c.podLister.Pods(ns).List(sel); err != nil {
+				return fmt.Errorf("listing pods of deployment %s: %w", key, err)
+			}
 		}
 	}
 	plan, err := Decide(Observed{Deployment: d, ReplicaSets: rss, Pods: pods, Now: c.clock.Now()})

@@ -21,8 +21,9 @@ type Observed struct {
 	Deployment *appsv1.Deployment
 	// ReplicaSets are all ReplicaSets in the Deployment's namespace.
 	ReplicaSets []*appsv1.ReplicaSet
-	// Pods are the pods in the namespace; only Recreate looks at them (it
-	// waits until no old pod is running).
+	// Pods are the pods the Deployment's selector matches (others are
+	// ignored); only Recreate looks at them (it waits until no old pod is
+	// running).
 	Pods []*corev1.Pod
 	Now  time.Time
 }
@@ -82,10 +83,11 @@ const (
 )
 
 type planner struct {
-	now  time.Time
-	d    *appsv1.Deployment // working copy; its status and annotations evolve
-	pods []*corev1.Pod
-	plan Plan
+	now      time.Time
+	d        *appsv1.Deployment // working copy; its status and annotations evolve
+	selector labels.Selector    // the Deployment's
+	pods     []*corev1.Pod
+	plan     Plan
 }
 
 // Decide is the Deployment controller's decision for one sync: from the
@@ -111,6 +113,7 @@ func Decide(obs Observed) (Plan, error) {
 	if err != nil {
 		return Plan{}, fmt.Errorf("parsing selector of deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
+	p.selector = selector
 	var rsList []*appsv1.ReplicaSet
 	p.plan.Adopt, p.plan.Release, rsList = ClaimReplicaSets(d, selector, obs.ReplicaSets)
 
@@ -659,6 +662,10 @@ func (p *planner) rolloutRecreate(rsList []*appsv1.ReplicaSet) {
 	p.syncRolloutStatus(all, newRS)
 }
 
+// oldPodsRunning reports whether an old ReplicaSet still reports pods or a
+// pod of one is not terminal (Unknown counts as running), as upstream's
+// oldPodsRunning over getPodMapForDeployment: only the pods the
+// Deployment's selector matches, by their controller reference.
 func (p *planner) oldPodsRunning(newRS *appsv1.ReplicaSet, oldRSs []*appsv1.ReplicaSet) bool {
 	if sumStatus(oldRSs, func(s appsv1.ReplicaSetStatus) int32 { return s.Replicas }) > 0 {
 		return true
@@ -668,6 +675,9 @@ func (p *planner) oldPodsRunning(newRS *appsv1.ReplicaSet, oldRSs []*appsv1.Repl
 		old[rs.UID] = true
 	}
 	for _, pod := range p.pods {
+		if pod.Namespace != p.d.Namespace || !p.selector.Matches(labels.Set(pod.Labels)) {
+			continue
+		}
 		ref := metav1.GetControllerOf(pod)
 		if ref == nil || !old[ref.UID] || (newRS != nil && ref.UID == newRS.UID) {
 			continue
