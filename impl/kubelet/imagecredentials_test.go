@@ -13,9 +13,14 @@ import (
 // imageCredentialsHarness: a registry that wants robot/right, and pull
 // secrets "a" and "same" with those credentials (distinct secrets of the
 // same contents) and "wrong" with others.
-func imageCredentialsHarness(t *testing.T, root string) (*harness, *record.FakeRecorder) {
+func imageCredentialsHarness(t *testing.T, root string, more ...func(*Config)) (*harness, *record.FakeRecorder) {
 	rec := record.NewFakeRecorder(1000)
-	h := newHarness(t, func(c *Config) { c.RootDir, c.Recorder = root, rec })
+	h := newHarness(t, func(c *Config) {
+		c.RootDir, c.Recorder = root, rec
+		for _, f := range more {
+			f(c)
+		}
+	})
 	h.rt.RequireCredentials("registry.example.com", "robot", "right")
 	for _, s := range []*v1.Secret{
 		pullSecret("a", "registry.example.com", "robot", "right"),

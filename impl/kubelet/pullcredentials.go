@@ -65,9 +65,11 @@ func pulledWith(used *credentials.Tracked) pullrecords.Credentials {
 }
 
 // prunePullRecords is the image garbage collector's post GC hook, as
-// upstream's: the pull records of images gone are forgotten, so that an
-// image pulled again is recorded afresh (and one put there by other means
-// is preloaded again).
+// upstream's PullManager.PruneUnknownRecords: the pull records of the
+// images not among those the collection left (remaining: the candidates
+// freeSpace did not remove, so not the images in use; gc.PostGCHook) are
+// forgotten, so that an image pulled again is recorded afresh (and one
+// put there by other means, or in use, counts as preloaded again).
 func (k *Kubelet) prunePullRecords(_ context.Context, remaining []string, began time.Time) {
 	k.pulls.PruneUnknownRecords(remaining, began)
 }

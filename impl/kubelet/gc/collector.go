@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
@@ -96,13 +95,19 @@ func (c *Collector) SetContainerGC(policy ContainerPolicy, podState func(uid str
 
 // PostGCHook is told, after a collection that removed images to free
 // space (GarbageCollect over the high threshold, DeleteUnusedImages) with
-// no removal failing, the ids of the images still present and when the
-// collection began, as upstream's PostImageGCHook: the kubelet's image
-// pull records forget the images gone (pullrecords.Store.PruneUnknownRecords).
-// Upstream hands the images freeSpace left among its candidates, which
-// leaves out the images in use and pinned ones (so their records go too);
-// we hand every image still present, so that no present image's record is
-// forgotten.
+// no removal failing, the images freeSpace left and when the collection
+// began, as upstream 1.37's post image GC hooks (realImageGCManager's
+// GarbageCollect and DeleteUnusedImages call runPostGCHooks with the
+// images freeSpace returns): the kubelet's image pull records forget every
+// image not told (pullrecords.Store.PruneUnknownRecords, upstream's
+// PullManager.PruneUnknownRecords). freeSpace goes over the images of
+// imagesInEvictionOrder (not in use, not pinned) and returns those it
+// skipped (too young, used at or after the collection began) until it
+// has freed enough; so, as upstream, the images in use, pinned ones and
+// the candidates after the one that freed enough are not told although
+// present, and their records go too (those last updated before the
+// collection began: PruneUnknownRecords keeps newer ones). Pull intents
+// (images being pulled) are not touched.
 type PostGCHook func(ctx context.Context, remaining []string, began time.Time)
 
 // SetPostGCHook sets the hook run after each collection that freed space.
@@ -112,18 +117,13 @@ func (c *Collector) SetPostGCHook(h PostGCHook) {
 	c.postGC = h
 }
 
-// runPostGC runs the hook with the images present now and began. c.mu is
-// held.
-func (c *Collector) runPostGC(ctx context.Context, began time.Time) {
+// runPostGC runs the hook with the images freeSpace left and began, as
+// upstream's runPostGCHooks. c.mu is held.
+func (c *Collector) runPostGC(ctx context.Context, left []string, began time.Time) {
 	if c.postGC == nil {
 		return
 	}
-	remaining := make([]string, 0, len(c.records))
-	for id := range c.records {
-		remaining = append(remaining, id)
-	}
-	slices.Sort(remaining)
-	c.postGC(ctx, remaining, began)
+	c.postGC(ctx, left, began)
 }
 
 // Policy returns the collector's policy.
@@ -183,32 +183,41 @@ func (c *Collector) Detect(ctx context.Context, now time.Time) error {
 	return err
 }
 
-// freeSpace removes candidate images in order until at least bytes are
-// freed; it returns the bytes freed (always) and the removal errors.
-// c.mu is held.
-func (c *Collector) freeSpace(ctx context.Context, bytes int64, now time.Time) (int64, error) {
+// freeSpace goes over the images in eviction order (EvictionOrder),
+// removing the Removable ones until at least bytes are freed, as
+// upstream's freeSpace: it returns the images it went over and did not
+// remove (not Removable, or whose removal failed) before it had freed
+// enough, the bytes freed (always) and the removal errors (the images
+// left are then nil, as upstream's). c.mu is held.
+func (c *Collector) freeSpace(ctx context.Context, bytes int64, now time.Time) ([]string, int64, error) {
 	used, err := c.detect(ctx, now)
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
+	var left []string
 	var freed int64
 	var errs []error
-	for _, r := range Candidates(c.records, used, now, c.policy.MinAge) {
-		if freed >= bytes {
-			break
+	for _, r := range EvictionOrder(c.records, used) {
+		if !Removable(r, now, c.policy.MinAge) {
+			left = append(left, r.ID)
+			continue
 		}
 		c.log.Info("removing unused image", "image", r.ID, "size", r.Size)
 		if err := c.rt.RemoveImage(ctx, &runtimeapi.ImageSpec{Image: r.ID}); err != nil {
 			errs = append(errs, err)
+			left = append(left, r.ID)
 			continue
 		}
 		delete(c.records, r.ID)
 		freed += r.Size
+		if freed >= bytes {
+			break
+		}
 	}
 	if len(errs) > 0 {
-		return freed, fmt.Errorf("wanted to free %d bytes, but freed %d bytes space with errors in image deletion: %w", bytes, freed, errors.Join(errs...))
+		return nil, freed, fmt.Errorf("wanted to free %d bytes, but freed %d bytes space with errors in image deletion: %w", bytes, freed, errors.Join(errs...))
 	}
-	return freed, nil
+	return left, freed, nil
 }
 
 // GarbageCollect is one image garbage collection: if the image
@@ -230,11 +239,11 @@ func (c *Collector) GarbageCollect(ctx context.Context, capacity, available int6
 	}
 	c.log.Info("image filesystem over the high threshold, freeing images down to the low threshold",
 		"usage", usage, "highThreshold", c.policy.HighThresholdPercent, "lowThreshold", c.policy.LowThresholdPercent, "amountToFree", amount)
-	freed, err := c.freeSpace(ctx, amount, now)
+	left, freed, err := c.freeSpace(ctx, amount, now)
 	if err != nil {
 		return err
 	}
-	c.runPostGC(ctx, now)
+	c.runPostGC(ctx, left, now)
 	if freed < amount {
 		err := fmt.Errorf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only found %d bytes eligible to free.", amount, freed) //nolint:staticcheck // upstream's message
 		c.event(v1.EventTypeWarning, ReasonFreeDiskSpaceFailed, err.Error())
@@ -273,8 +282,8 @@ type FsStats func(ctx context.Context) (capacity, available int64, err error)
 // MaybeCollect runs the periodic image garbage collection if the policy
 // enables it and Period has passed since the last run (the first call
 // runs it): images unused for longer than the policy's MaxAge go, then
-// the disk usage is read and GarbageCollect frees down to the low
-// threshold if needed. A failure twice in a row is recorded as an
+// (if they all went) the disk usage is read and GarbageCollect frees down
+// to the low threshold if needed. A failure twice in a row is recorded as an
 // ImageGCFailed event, as upstream (the first may be stats not being
 // ready yet).
 func (c *Collector) MaybeCollect(ctx context.Context, fs FsStats, now time.Time) {
@@ -290,12 +299,15 @@ func (c *Collector) MaybeCollect(ctx context.Context, fs FsStats, now time.Time)
 	if !due {
 		return
 	}
+	// As upstream's GarbageCollect, a failure removing images older than
+	// the maximum age (freeOldImages) ends the collection there.
 	err := c.removeAgedOut(ctx, now)
-	capacity, available, fsErr := fs(ctx)
-	if fsErr == nil {
-		fsErr = c.GarbageCollect(ctx, capacity, available, now)
+	if err == nil {
+		var capacity, available int64
+		if capacity, available, err = fs(ctx); err == nil {
+			err = c.GarbageCollect(ctx, capacity, available, now)
+		}
 	}
-	err = errors.Join(err, fsErr)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err == nil {
@@ -317,9 +329,9 @@ func (c *Collector) MaybeCollect(ctx context.Context, fs FsStats, now time.Time)
 func (c *Collector) DeleteUnusedImages(ctx context.Context, now time.Time) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	freed, err := c.freeSpace(ctx, math.MaxInt64, now)
+	left, freed, err := c.freeSpace(ctx, math.MaxInt64, now)
 	if err == nil {
-		c.runPostGC(ctx, now)
+		c.runPostGC(ctx, left, now)
 	}
 	return freed, err
 }

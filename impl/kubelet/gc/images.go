@@ -186,13 +186,14 @@ func AmountToFree(p Policy, capacity, available int64) (bytes int64, usagePercen
 	return capacity*int64(100-p.LowThresholdPercent)/100 - available, usagePercent
 }
 
-// Candidates are the images that may be removed at now, in the order to
-// remove them: not in use, not pinned, known for at least minAge; least
-// recently used first, then first detected first. Pure.
-func Candidates(records map[string]ImageRecord, inUse map[string]bool, now time.Time, minAge time.Duration) []ImageRecord {
+// EvictionOrder are the images an image collection goes over, in the
+// order it goes: not in use, not pinned; least recently used first, then
+// first detected first (then by id), as upstream's imagesInEvictionOrder.
+// Which of them may go now is Removable's. Pure.
+func EvictionOrder(records map[string]ImageRecord, inUse map[string]bool) []ImageRecord {
 	var out []ImageRecord
 	for _, r := range records {
-		if inUse[r.ID] || r.Pinned || !r.LastUsed.Before(now) || now.Sub(r.FirstDetected) < minAge {
+		if inUse[r.ID] || r.Pinned {
 			continue
 		}
 		out = append(out, r)
@@ -207,6 +208,26 @@ func Candidates(records map[string]ImageRecord, inUse map[string]bool, now time.
 		}
 		return a.ID < b.ID
 	})
+	return out
+}
+
+// Removable reports whether an image of EvictionOrder may be removed at
+// now: not used at or after now, known for at least minAge (it may just
+// have been pulled for a container about to be created), as upstream's
+// freeSpace, which skips the others and reports them left. Pure.
+func Removable(r ImageRecord, now time.Time, minAge time.Duration) bool {
+	return r.LastUsed.Before(now) && now.Sub(r.FirstDetected) >= minAge
+}
+
+// Candidates are the images that may be removed at now, in the order to
+// remove them: EvictionOrder's that are Removable. Pure.
+func Candidates(records map[string]ImageRecord, inUse map[string]bool, now time.Time, minAge time.Duration) []ImageRecord {
+	var out []ImageRecord
+	for _, r := range EvictionOrder(records, inUse) {
+		if Removable(r, now, minAge) {
+			out = append(out, r)
+		}
+	}
 	return out
 }
 

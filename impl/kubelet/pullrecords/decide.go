@@ -15,8 +15,10 @@
 // pull are used by any pod), whether a pod must pull a present image again
 // to prove it may access it. The decision is a pure function; Store keeps
 // the records in memory and, given a directory, in files that survive a
-// restart, and forgets those of the images the image garbage collector
-// removed (PruneUnknownRecords, its post GC hook).
+// restart, and after an image garbage collection forgets those of the
+// images it did not leave among its candidates, as upstream (the images
+// it removed, and also those in use: PruneUnknownRecords, its post GC
+// hook).
 package pullrecords
 
 import (

@@ -226,12 +226,12 @@ func (s *Store) RecordPulled(image, imageRef string, creds Credentials) {
 	}
 }
 
-// PruneUnknownRecords forgets the records of images an image garbage
-// collection that began at until removed: every record Unknown picks
-// among those not in keep (the images still present), in memory and on
-// disk, as upstream's PullManager.PruneUnknownRecords (its image GC's post
-// GC hook). A file that cannot be removed is logged; the record is
-// forgotten in memory all the same (upstream keeps none in memory).
+// PruneUnknownRecords forgets, after an image garbage collection that
+// began at until, every record Unknown picks among those not in keep (the
+// images the collection's freeSpace left: see gc.PostGCHook), in memory
+// and on disk, as upstream's PullManager.PruneUnknownRecords (its image
+// GC's post GC hook); pull intents stay. A file that cannot be removed is
+// logged; the record is forgotten in memory all the same.
 func (s *Store) PruneUnknownRecords(keep []string, until time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
