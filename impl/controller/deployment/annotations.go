@@ -31,23 +31,45 @@ var notCopiedToReplicaSet = map[string]bool{
 	rollbackToAnnotation:        true,
 }
 
-// Revision returns a ReplicaSet's revision number (0 when absent or invalid).
-func Revision(rs *appsv1.ReplicaSet) int64 {
-	v, err := strconv.ParseInt(rs.Annotations[RevisionAnnotation], 10, 64)
-	if err != nil {
-		return 0
+// Revision returns a ReplicaSet's revision number: 0 without the revision
+// annotation, an error when it is not a number (upstream's Revision; callers
+// skip such ReplicaSets).
+func Revision(rs *appsv1.ReplicaSet) (int64, error) {
+	v, ok := rs.Annotations[RevisionAnnotation]
+	if !ok {
+		return 0, nil
 	}
-	return v
+	return strconv.ParseInt(v, 10, 64)
 }
 
+// maxRevision is the highest revision among rss, skipping the ones whose
+// revision does not parse (upstream MaxRevision).
 func maxRevision(rss []*appsv1.ReplicaSet) int64 {
 	var max int64
 	for _, rs := range rss {
-		if v := Revision(rs); v > max {
+		if v, err := Revision(rs); err == nil && v > max {
 			max = v
 		}
 	}
 	return max
+}
+
+// lastRevision is the second highest revision among rss (the one before
+// the current), skipping the ones whose revision does not parse (upstream
+// LastRevision).
+func lastRevision(rss []*appsv1.ReplicaSet) int64 {
+	var max, second int64
+	for _, rs := range rss {
+		v, err := Revision(rs)
+		switch {
+		case err != nil:
+		case v >= max:
+			max, second = v, max
+		case v > second:
+			second = v
+		}
+	}
+	return second
 }
 
 // setNewReplicaSetAnnotations copies the Deployment's user annotations to its

@@ -16,9 +16,10 @@
 //
 // Upstream behaviour without a spec number: one ReplicaSet per template hash
 // (ComputeHash), revision and revision-history annotations (so `kubectl
-// rollout undo` re-adopts an old ReplicaSet under a new revision),
-// proportional scaling, revisionHistoryLimit, Progressing/Available
-// conditions and status counts.
+// rollout undo` re-adopts an old ReplicaSet under a new revision), the
+// deprecated.deployment.rollback.to annotation (rollback.go), proportional
+// scaling, revisionHistoryLimit, Progressing/Available conditions and status
+// counts.
 package deployment
 
 import (
@@ -233,7 +234,21 @@ func (c *Controller) execute(ctx context.Context, d *appsv1.Deployment, plan Pla
 		}
 	}
 	current := d
-	if plan.Revision != "" {
+	switch {
+	case plan.Rollback != nil:
+		rb := plan.Rollback
+		if rb.Warning != nil {
+			c.recorder.Event(d, rb.Warning.Type, rb.Warning.Reason, rb.Warning.Message)
+		}
+		updated, err := c.client.AppsV1().Deployments(d.Namespace).Update(ctx, rb.Deployment, metav1.UpdateOptions{})
+		if err != nil {
+			return fmt.Errorf("writing back deployment %s/%s after its rollback annotation: %w", d.Namespace, d.Name, err)
+		}
+		if rb.Done != nil {
+			c.recorder.Event(d, rb.Done.Type, rb.Done.Reason, rb.Done.Message)
+		}
+		current = updated
+	case plan.Revision != "":
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{RevisionAnnotation: plan.Revision}}})
 		updated, err := c.client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		if err != nil {

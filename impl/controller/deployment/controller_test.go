@@ -53,7 +53,7 @@ func TestLoopCreatesReplicaSetAndPods(t *testing.T) {
 		return err == nil
 	})
 	if *rs.Spec.Replicas != 3 || rs.Spec.Template.Labels[appsv1.DefaultDeploymentUniqueLabelKey] != hash ||
-		rs.Spec.Selector.MatchLabels[appsv1.DefaultDeploymentUniqueLabelKey] != hash || Revision(rs) != 1 {
+		rs.Spec.Selector.MatchLabels[appsv1.DefaultDeploymentUniqueLabelKey] != hash || rs.Annotations[RevisionAnnotation] != "1" {
 		t.Fatalf("replicaset %+v", rs)
 	}
 	if ref := metav1.GetControllerOf(rs); ref == nil || ref.UID != d.UID {

@@ -52,11 +52,13 @@ type Action struct {
 }
 
 // Plan is the writes one Deployment sync intends, as data. The executor
-// performs them in order: adopt, release, Actions, revision, status.
+// performs them in order: adopt, release, Actions, rollback or revision,
+// status.
 type Plan struct {
 	Adopt, Release []*appsv1.ReplicaSet
 	Actions        []Action
-	// Revision is the new value of the Deployment's revision annotation, or "".
+	// Revision is the new value of the Deployment's revision annotation, or
+	// "" (also when Rollback's write carries it).
 	Revision string
 	// Status is the Deployment's new status, or nil when unchanged.
 	Status *appsv1.DeploymentStatus
@@ -64,6 +66,19 @@ type Plan struct {
 	Events []Event
 	// RequeueAfter asks for a resync to check the progress deadline.
 	RequeueAfter time.Duration
+	// Rollback is the handling of a deprecated.deployment.rollback.to
+	// annotation (rollback.go), or nil.
+	Rollback *Rollback
+}
+
+// Rollback is the outcome of a rollback annotation: the Deployment to write
+// back with an Update, the annotation removed and, when the rollback was
+// performed, the template and annotations of the target revision's
+// ReplicaSet in place. Warning is recorded before that write (once the
+// ReplicaSet writes succeeded), Done once it succeeded.
+type Rollback struct {
+	Deployment    *appsv1.Deployment
+	Warning, Done *Event
 }
 
 // Condition reasons and event reasons, as upstream.
@@ -79,6 +94,9 @@ const (
 	ReasonMinimumReplicasAvailable   = "MinimumReplicasAvailable"
 	ReasonMinimumReplicasUnavailable = "MinimumReplicasUnavailable"
 	EventScalingReplicaSet           = "ScalingReplicaSet"
+	ReasonRollbackDone               = "DeploymentRollback"
+	ReasonRollbackRevisionNotFound   = "DeploymentRollbackRevisionNotFound"
+	ReasonRollbackTemplateUnchanged  = "DeploymentRollbackTemplateUnchanged"
 	EventSelectorRequired            = "SelectorRequired"
 )
 
@@ -123,8 +141,15 @@ func Decide(obs Observed) (Plan, error) {
 		p.syncDeploymentStatus(append(oldRSs, newRS), newRS)
 	default:
 		p.checkPausedConditions()
+		revision, rollingBack := rollbackTo(d)
 		switch {
-		case d.Spec.Paused || p.isScalingEvent(rsList):
+		case d.Spec.Paused:
+			p.sync(rsList)
+		case rollingBack:
+			// Before any scaling or rollout, as upstream: the next sync
+			// sees the rolled-back template (or the annotation gone).
+			p.rollback(rsList, revision)
+		case p.isScalingEvent(rsList):
 			p.sync(rsList)
 		case d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType:
 			p.rolloutRecreate(rsList)
@@ -141,7 +166,8 @@ func (p *planner) finish(orig *appsv1.Deployment) {
 		st := p.d.Status
 		p.plan.Status = &st
 	}
-	if r := p.d.Annotations[RevisionAnnotation]; r != orig.Annotations[RevisionAnnotation] {
+	// A rollback's Update carries the revision annotation itself.
+	if r := p.d.Annotations[RevisionAnnotation]; r != orig.Annotations[RevisionAnnotation] && p.plan.Rollback == nil {
 		p.plan.Revision = r
 	}
 }
@@ -707,7 +733,9 @@ func (p *planner) cleanup(oldRSs []*appsv1.ReplicaSet) {
 		return
 	}
 	sort.SliceStable(alive, func(i, j int) bool {
-		if ri, rj := Revision(alive[i]), Revision(alive[j]); ri != rj {
+		ri, _ := Revision(alive[i])
+		rj, _ := Revision(alive[j])
+		if ri != rj {
 			return ri < rj
 		}
 		return olderFirst(alive[i], alive[j])

@@ -89,6 +89,13 @@ func (w *world) syncDeployment() Plan {
 			w.events = append(w.events, a.Event.Message)
 		}
 	}
+	if rb := plan.Rollback; rb != nil {
+		// An Update: annotations count as spec, so the generation moves;
+		// status is the subresource's.
+		next := rb.Deployment.DeepCopy()
+		next.Generation, next.Status = w.d.Generation+1, w.d.Status
+		w.d = next
+	}
 	if plan.Revision != "" {
 		if w.d.Annotations == nil {
 			w.d.Annotations = map[string]string{}
@@ -244,7 +251,7 @@ func TestRolloutUndoReusesOldReplicaSet(t *testing.T) {
 	}
 	for _, rs := range w.rss {
 		if rs.Spec.Template.Spec.Containers[0].Image == "nginx:1" {
-			if Revision(rs) != 3 || rs.Annotations[RevisionHistoryAnnotation] != "1" {
+			if rs.Annotations[RevisionAnnotation] != "3" || rs.Annotations[RevisionHistoryAnnotation] != "1" {
 				t.Fatalf("undone replicaset annotations %v", rs.Annotations)
 			}
 			if replicas(rs) != 4 {
@@ -274,7 +281,11 @@ func TestRevisionHistoryLimitCleansUp(t *testing.T) {
 	}
 	var revs []int64
 	for _, rs := range w.rss {
-		revs = append(revs, Revision(rs))
+		v, err := Revision(rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		revs = append(revs, v)
 	}
 	sort.Slice(revs, func(i, j int) bool { return revs[i] < revs[j] })
 	if fmt.Sprint(revs) != "[4 5]" {
