@@ -283,19 +283,87 @@ func validateEnv(env []corev1.EnvVar, path *field.Path) field.ErrorList {
 				n++
 				errs = append(errs, validateKeySelector(ref.Name, ref.Key, p.Child("valueFrom", "secretKeyRef"))...)
 			}
-			if from.FileKeyRef != nil {
+			if ref := from.FileKeyRef; ref != nil {
 				n++
+				errs = append(errs, validateFileKeySelector(ref, p.Child("valueFrom", "fileKeyRef"))...)
 			}
-			// One error, in upstream's order of precedence.
+			// One error, in upstream's order of precedence; the list names
+			// fileKeyRef as upstream's does with AllowEnvFilesValidation,
+			// which EnvFiles (on by default since 1.35) always sets.
 			switch {
 			case n == 0:
-				errs = append(errs, field.Invalid(p.Child("valueFrom"), "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"))
+				errs = append(errs, field.Invalid(p.Child("valueFrom"), "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef`, `secretKeyRef` or `fileKeyRef`"))
 			case e.Value != "":
 				errs = append(errs, field.Invalid(p.Child("valueFrom"), "", "may not be specified when `value` is not empty"))
 			case n > 1:
 				errs = append(errs, field.Invalid(p.Child("valueFrom"), "", "may not have more than one field specified at a time"))
 			}
 		}
+	}
+	return errs
+}
+
+// validateFileKeySelector checks an env var's fileKeyRef (EnvFiles) as
+// upstream's validateFileKeySelector: the key is required and an env var
+// name (relaxed: printable ASCII but '='), the volume name required and a
+// DNS-1123 label, the path required and without ".." elements (it may be
+// absolute: upstream checks no more). The volume it names is checked with
+// the pod's volumes (validateFileKeyRefVolumes).
+func validateFileKeySelector(s *corev1.FileKeySelector, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if s.Key == "" {
+		errs = append(errs, field.Required(p.Child("key"), ""))
+	} else {
+		for _, msg := range validation.IsRelaxedEnvVarName(s.Key) {
+			errs = append(errs, field.Invalid(p.Child("key"), s.Key, msg))
+		}
+	}
+	if s.VolumeName == "" {
+		errs = append(errs, field.Required(p.Child("volumeName"), ""))
+	} else {
+		errs = append(errs, dnsLabel(s.VolumeName, p.Child("volumeName"))...)
+	}
+	if s.Path == "" {
+		errs = append(errs, field.Required(p.Child("path"), ""))
+	} else {
+		errs = append(errs, validatePathNoBacksteps(s.Path, p.Child("path"))...)
+	}
+	return errs
+}
+
+// validateFileKeyRefVolumes: the volume each env var's fileKeyRef names (in
+// init, app and ephemeral containers, in that order) is one of the pod's
+// volumes (any of them, valid or not; the last of a duplicated name) and
+// an emptyDir, as upstream's validateFileKeyRefVolumes.
+func validateFileKeyRefVolumes(s *corev1.PodSpec, path *field.Path) field.ErrorList {
+	sources := map[string]*corev1.VolumeSource{}
+	for i := range s.Volumes {
+		sources[s.Volumes[i].Name] = &s.Volumes[i].VolumeSource
+	}
+	var errs field.ErrorList
+	check := func(env []corev1.EnvVar, p *field.Path) {
+		for j, e := range env {
+			if e.ValueFrom == nil || e.ValueFrom.FileKeyRef == nil {
+				continue
+			}
+			name := e.ValueFrom.FileKeyRef.VolumeName
+			np := p.Child("env").Index(j).Child("valueFrom", "fileKeyRef", "volumeName")
+			switch src, ok := sources[name]; {
+			case !ok:
+				errs = append(errs, field.NotFound(np, name))
+			case src.EmptyDir == nil:
+				errs = append(errs, field.Invalid(np, name, "referenced volume must be of type emptyDir"))
+			}
+		}
+	}
+	for i := range s.InitContainers {
+		check(s.InitContainers[i].Env, path.Child("initContainers").Index(i))
+	}
+	for i := range s.Containers {
+		check(s.Containers[i].Env, path.Child("containers").Index(i))
+	}
+	for i := range s.EphemeralContainers {
+		check(s.EphemeralContainers[i].Env, path.Child("ephemeralContainers").Index(i))
 	}
 	return errs
 }

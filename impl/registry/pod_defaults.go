@@ -167,8 +167,17 @@ func defaultContainer(c *corev1.Container) {
 		}
 	}
 	for i := range c.Env {
-		if from := c.Env[i].ValueFrom; from != nil && from.FieldRef != nil && from.FieldRef.APIVersion == "" {
+		from := c.Env[i].ValueFrom
+		if from == nil {
+			continue
+		}
+		if from.FieldRef != nil && from.FieldRef.APIVersion == "" {
 			from.FieldRef.APIVersion = "v1"
+		}
+		// FileKeySelector.Optional's +default=false.
+		if from.FileKeyRef != nil && from.FileKeyRef.Optional == nil {
+			optional := false
+			from.FileKeyRef.Optional = &optional
 		}
 	}
 	roundResourceList(c.Resources.Limits)

@@ -147,6 +147,7 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path, pod *metav1.ObjectMeta
 			errs = append(errs, dnsSubdomain(h, hp.Child("hostnames").Index(j))...)
 		}
 	}
+	errs = append(errs, validateFileKeyRefVolumes(s, path)...)
 	if s.HostNetwork && isPod {
 		for i, c := range s.Containers {
 			for j, port := range c.Ports {
