@@ -77,7 +77,10 @@ func lastRevision(rss []*appsv1.ReplicaSet) int64 {
 // recording the revision it had before in revision-history (that is how a
 // `kubectl rollout undo` target keeps its history). For a
 // ReplicaSet about to be created it also sets the replica annotations.
-// It reports whether anything changed.
+// It reports whether anything changed. As upstream's
+// SetNewReplicaSetAnnotations: an absent or empty revision counts as 0; one
+// that does not parse leaves the ReplicaSet as it is and reports no change
+// (whatever the copy did), so nothing of it is written.
 func setNewReplicaSetAnnotations(d *appsv1.Deployment, rs *appsv1.ReplicaSet, newRevision int64, exists bool) bool {
 	changed := false
 	if rs.Annotations == nil {
@@ -94,22 +97,24 @@ func setNewReplicaSetAnnotations(d *appsv1.Deployment, rs *appsv1.ReplicaSet, ne
 	}
 	oldRevision, had := rs.Annotations[RevisionAnnotation]
 	oldRevisionInt := int64(0)
-	if had {
+	if oldRevision != "" {
 		v, err := strconv.ParseInt(oldRevision, 10, 64)
 		if err != nil {
-			return changed
+			return false
 		}
 		oldRevisionInt = v
 	}
 	if oldRevisionInt < newRevision {
 		rs.Annotations[RevisionAnnotation] = strconv.FormatInt(newRevision, 10)
 		changed = true
-		if had && oldRevision != "" {
+		if had {
+			// Raising a ReplicaSet that had a revision: a rollback to it.
+			// Its former revisions are kept, oldest dropped first.
 			history := rs.Annotations[RevisionHistoryAnnotation]
-			if history == "" {
+			old := strings.Split(history, ",")
+			if old[0] == "" {
 				rs.Annotations[RevisionHistoryAnnotation] = oldRevision
 			} else {
-				old := strings.Split(history, ",")
 				total := len(history) + len(oldRevision) + 1
 				start := 0
 				for total > maxRevisionHistoryChars && start < len(old) {

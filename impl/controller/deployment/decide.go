@@ -732,13 +732,15 @@ func (p *planner) cleanup(oldRSs []*appsv1.ReplicaSet) {
 	if diff <= 0 {
 		return
 	}
+	// By revision; by age when they are equal or either does not parse
+	// (upstream ReplicaSetsByRevision).
 	sort.SliceStable(alive, func(i, j int) bool {
-		ri, _ := Revision(alive[i])
-		rj, _ := Revision(alive[j])
-		if ri != rj {
-			return ri < rj
+		ri, erri := Revision(alive[i])
+		rj, errj := Revision(alive[j])
+		if erri != nil || errj != nil || ri == rj {
+			return olderFirst(alive[i], alive[j])
 		}
-		return olderFirst(alive[i], alive[j])
+		return ri < rj
 	})
 	for _, rs := range alive[:diff] {
 		if rs.Status.Replicas != 0 || replicas(rs) != 0 || rs.Generation > rs.Status.ObservedGeneration {
