@@ -97,7 +97,7 @@ const (
 	ReasonRollbackDone               = "DeploymentRollback"
 	ReasonRollbackRevisionNotFound   = "DeploymentRollbackRevisionNotFound"
 	ReasonRollbackTemplateUnchanged  = "DeploymentRollbackTemplateUnchanged"
-	EventSelectorRequired            = "SelectorRequired"
+	EventSelectingAll                = "SelectingAll"
 )
 
 type planner struct {
@@ -120,7 +120,7 @@ func Decide(obs Observed) (Plan, error) {
 	}
 	sel := d.Spec.Selector
 	if sel == nil || (len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0) {
-		p.plan.Events = append(p.plan.Events, Event{corev1.EventTypeWarning, EventSelectorRequired, "This deployment is selecting all pods. A non-empty selector is required."})
+		p.plan.Events = append(p.plan.Events, Event{corev1.EventTypeWarning, EventSelectingAll, "This deployment is selecting all pods. A non-empty selector is required."})
 		if d.Status.ObservedGeneration < d.Generation {
 			d.Status.ObservedGeneration = d.Generation
 		}
