@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"reflect"
 	"slices"
@@ -503,7 +504,8 @@ func splitSubscriptedPath(fp string) (string, string, bool) {
 // service account token expires in 10 minutes to 2^32 seconds; its path is
 // required and (unless opts allow what the old object had) a local
 // non-reserved path, both reported on the projected volume's path
-// (upstream's fldPath.Child("path"), not the source's).
+// (upstream's fldPath.Child("path"), not the source's). A podCertificate
+// source is checked by validatePodCertificateProjection.
 func validateProjectedSources(sources []corev1.VolumeProjection, projected *field.Path, opts podValidationOptions) field.ErrorList {
 	var errs field.ErrorList
 	paths := sets.New[string]()
@@ -596,12 +598,137 @@ func validateProjectedSources(sources []corev1.VolumeProjection, projected *fiel
 			}
 			paths.Insert(b.Path)
 		}
-		if src.PodCertificate != nil {
+		if pc := src.PodCertificate; pc != nil {
 			kinds++
+			errs = append(errs, validatePodCertificateProjection(pc, sp.Child("podCertificate"), claim)...)
 		}
 		if kinds > 1 {
 			errs = append(errs, field.Forbidden(sp, "may not specify more than 1 volume type per source"))
 		}
+	}
+	return errs
+}
+
+// Key types and lifetimes of a podCertificate projection (upstream's, and
+// certificates.MaxMaxExpirationSeconds and KubernetesMaxMaxExpirationSeconds:
+// 91 days, 24 hours for kubernetes.io signers).
+var podCertificateKeyTypes = []string{"RSA3072", "RSA4096", "ECDSAP256", "ECDSAP384", "ECDSAP521", "ED25519"}
+
+const (
+	podCertificateMinExpirationSeconds           = 3600
+	podCertificateMaxExpirationSeconds           = 91 * 24 * 60 * 60
+	podCertificateKubernetesMaxExpirationSeconds = 24 * 60 * 60
+)
+
+// validatePodCertificateProjection checks a projected volume's
+// podCertificate source (PodCertificateRequest, GA in 1.37) at p as
+// upstream's validateProjectionSources: the signer name's syntax
+// (validateSignerNameSyntax), the user annotations (domain-prefixed keys,
+// the annotations' size), a known key type, a maxExpirationSeconds, if
+// given, from an hour to 91 days (24 hours for kubernetes.io signers), and
+// at least one of the credential bundle, key and certificate chain paths,
+// each a local non-reserved path not used by another source (claim
+// reports that, on the projected volume's path).
+func validatePodCertificateProjection(pc *corev1.PodCertificateProjection, p *field.Path, claim func(path string, value any)) field.ErrorList {
+	errs := validateSignerNameSyntax(p.Child("signerName"), pc.SignerName)
+	if pc.UserAnnotations != nil {
+		errs = append(errs, validateUserAnnotations(pc.UserAnnotations, p.Child("userAnnotations"))...)
+	}
+	if !slices.Contains(podCertificateKeyTypes, pc.KeyType) {
+		errs = append(errs, field.NotSupported(p.Child("keyType"), pc.KeyType, podCertificateKeyTypes))
+	}
+	if exp := pc.MaxExpirationSeconds; exp != nil {
+		if *exp < podCertificateMinExpirationSeconds {
+			errs = append(errs, field.Invalid(p.Child("maxExpirationSeconds"), *exp, fmt.Sprintf("if provided, maxExpirationSeconds must be >= %d", podCertificateMinExpirationSeconds)))
+		}
+		most := podCertificateMaxExpirationSeconds
+		if isKubernetesSignerName(pc.SignerName) {
+			most = podCertificateKubernetesMaxExpirationSeconds
+		}
+		if *exp > int32(most) {
+			errs = append(errs, field.Invalid(p.Child("maxExpirationSeconds"), *exp, fmt.Sprintf("if provided, maxExpirationSeconds must be <= %d", most)))
+		}
+	}
+	paths := 0
+	for _, f := range []struct{ name, path string }{
+		{"credentialBundlePath", pc.CredentialBundlePath}, {"keyPath", pc.KeyPath}, {"certificateChainPath", pc.CertificateChainPath},
+	} {
+		if f.path == "" {
+			continue
+		}
+		paths++
+		errs = append(errs, validateLocalNonReservedPath(f.path, p.Child(f.name))...)
+		claim(f.path, f.path)
+	}
+	if paths == 0 {
+		errs = append(errs, field.Required(p, "specify at least one of credentialBundlePath, keyPath, and certificateChainPath"))
+	}
+	return errs
+}
+
+// validateUserAnnotations checks a podCertificate projection's
+// userAnnotations as upstream's ValidateUserAnnotations: each key
+// (lower-cased) a domain-prefixed label key, and the annotations within
+// the object annotations' total size.
+func validateUserAnnotations(annotations map[string]string, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, k := range slices.Sorted(maps.Keys(annotations)) {
+		errs = append(errs, validation.IsDomainPrefixedKey(p, strings.ToLower(k))...)
+	}
+	if apivalidation.ValidateAnnotationsSize(annotations) != nil {
+		errs = append(errs, field.TooLong(p, "", apivalidation.TotalAnnotationSizeLimitB))
+	}
+	return errs
+}
+
+// isKubernetesSignerName: a signer name reserved by the Kubernetes project
+// (its domain kubernetes.io or a subdomain of it), as upstream's.
+func isKubernetesSignerName(name string) bool {
+	host, _, _ := strings.Cut(name, "/")
+	return host == "kubernetes.io" || strings.HasSuffix(host, ".kubernetes.io")
+}
+
+// validateSignerNameSyntax checks a signer name as upstream's
+// ValidateSignerName: required; one "/" between a domain and a path (else
+// nothing more is checked); the domain at most 253 characters of DNS-1123
+// labels (the first bad one reported) with at least one dot; the path of
+// DNS-1123 subdomains separated by dots (the first bad one reported); the
+// whole name at most 571 characters.
+func validateSignerNameSyntax(p *field.Path, name string) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(p, "")}
+	}
+	segments := strings.Split(name, "/")
+	if len(segments) != 2 {
+		return field.ErrorList{field.Invalid(p, name, "must be a fully qualified domain and path of the form 'example.com/signer-name'")}
+	}
+	var errs field.ErrorList
+	domain, rest := segments[0], segments[1]
+	if len(domain) > validation.DNS1123SubdomainMaxLength {
+		errs = append(errs, field.TooLong(p, "", validation.DNS1123SubdomainMaxLength))
+	}
+	labels := strings.Split(domain, ".")
+	for _, l := range labels {
+		if msgs := validation.IsDNS1123Label(l); len(msgs) > 0 {
+			for _, msg := range msgs {
+				errs = append(errs, field.Invalid(p, domain, fmt.Sprintf("validating label %q: %s", l, msg)))
+			}
+			break
+		}
+	}
+	if len(labels) < 2 {
+		errs = append(errs, field.Invalid(p, domain, "should be a domain with at least two segments separated by dots"))
+	}
+	for _, l := range strings.Split(rest, ".") {
+		if msgs := validation.IsDNS1123Subdomain(l); len(msgs) > 0 {
+			for _, msg := range msgs {
+				errs = append(errs, field.Invalid(p, rest, fmt.Sprintf("validating label %q: %s", l, msg)))
+			}
+			break
+		}
+	}
+	if most := 2*validation.DNS1123SubdomainMaxLength + validation.DNS1123LabelMaxLength + 2; len(name) > most {
+		errs = append(errs, field.TooLong(p, "", most))
 	}
 	return errs
 }
