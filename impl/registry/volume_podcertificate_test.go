@@ -95,3 +95,52 @@ func TestPodCertificateProjectionValidationAsUpstream(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterTrustBundleProjectionNamesAsUpstream: a projected
+// clusterTrustBundle's name is a ClusterTrustBundle name (a signer's
+// bundle "<signer with / as :>:<subdomain>", any other a DNS-1123
+// subdomain) and its signerName a signer name, as upstream's
+// validateProjectionSources.
+func TestClusterTrustBundleProjectionNamesAsUpstream(t *testing.T) {
+	r := find(t, coreV1, "pods")
+	const src = "spec.volumes[0].projected.sources[0].clusterTrustBundle"
+	cases := []struct {
+		name    string
+		ctb     corev1.ClusterTrustBundleProjection
+		want    []string
+		details []string
+	}{
+		{"a plain name", corev1.ClusterTrustBundleProjection{Name: ptr("ca-bundle")}, nil, nil},
+		{"a signer's bundle", corev1.ClusterTrustBundleProjection{Name: ptr("example.com:signer:v1")}, nil, nil},
+		{"a name that is no subdomain", corev1.ClusterTrustBundleProjection{Name: ptr("CA_Bundle")},
+			[]string{invalid + " " + src + ".name"}, nil},
+		{"a signer's bundle with a bad last part", corev1.ClusterTrustBundleProjection{Name: ptr("example.com:signer:V1")},
+			[]string{invalid + " " + src + ".name"}, nil},
+		{"a slash before the last colon", corev1.ClusterTrustBundleProjection{Name: ptr("example.com/signer:v1")},
+			[]string{invalid + " " + src + ".name"},
+			[]string{src + `.name: Invalid value: "example.com/signer:v1": not a valid clustertrustbundlename: ClusterTrustBundle for signerName example.com/signer must be named with prefix example.com:signer:`}},
+		{"an empty name", corev1.ClusterTrustBundleProjection{Name: ptr("")},
+			[]string{required + " " + src + ".name", invalid + " " + src + ".name"}, nil},
+		{"a signer name", corev1.ClusterTrustBundleProjection{SignerName: ptr("example.com/signer")}, nil, nil},
+		{"a signer name without a path", corev1.ClusterTrustBundleProjection{SignerName: ptr("example.com")},
+			[]string{invalid + " " + src + ".signerName"},
+			[]string{src + `.signerName: Invalid value: "example.com": must be a fully qualified domain and path of the form 'example.com/signer-name'`}},
+		{"an empty signer name", corev1.ClusterTrustBundleProjection{SignerName: ptr("")},
+			[]string{required + " " + src + ".signerName", required + " " + src + ".signerName"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctb := tc.ctb
+			ctb.Path = "ca.pem"
+			p := newPod("p")
+			p.Spec.Volumes = []corev1.Volume{{Name: "ca", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				Sources: []corev1.VolumeProjection{{ClusterTrustBundle: &ctb}}}}}}
+			defaultPod(p)
+			errs := r.Strategy.Validate(context.Background(), p)
+			wantErrors(t, errs, tc.want...)
+			for _, d := range tc.details {
+				wantError(t, errs, d)
+			}
+		})
+	}
+}

@@ -567,8 +567,6 @@ func validateProjectedSources(sources []corev1.VolumeProjection, projected *fiel
 		}
 		if b := src.ClusterTrustBundle; b != nil {
 			kinds++
-			// Upstream also checks the name as a ClusterTrustBundle name and
-			// the signer name as a signer's; not done here (README.md).
 			bp := sp.Child("clusterTrustBundle")
 			switch {
 			case b.Name != nil && b.SignerName != nil:
@@ -577,6 +575,7 @@ func validateProjectedSources(sources []corev1.VolumeProjection, projected *fiel
 				if *b.Name == "" {
 					errs = append(errs, field.Required(bp.Child("name"), "must be a valid object name"))
 				}
+				errs = append(errs, validateClusterTrustBundleName(*b.Name, bp.Child("name"))...)
 				if b.LabelSelector != nil {
 					errs = append(errs, field.Invalid(bp.Child("labelSelector"), b.LabelSelector, "labelSelector must be unset if name is specified"))
 				}
@@ -584,6 +583,7 @@ func validateProjectedSources(sources []corev1.VolumeProjection, projected *fiel
 				if *b.SignerName == "" {
 					errs = append(errs, field.Required(bp.Child("signerName"), "must be a valid signer name"))
 				}
+				errs = append(errs, validateSignerNameSyntax(bp.Child("signerName"), *b.SignerName)...)
 				errs = append(errs, validateLabelSelector(b.LabelSelector, bp.Child("labelSelector"))...)
 			default:
 				errs = append(errs, field.Required(bp, "either name or signerName must be specified"))
@@ -605,6 +605,31 @@ func validateProjectedSources(sources []corev1.VolumeProjection, projected *fiel
 		if kinds > 1 {
 			errs = append(errs, field.Forbidden(sp, "may not specify more than 1 volume type per source"))
 		}
+	}
+	return errs
+}
+
+// validateClusterTrustBundleName checks the name a clusterTrustBundle
+// projection names as upstream's validateProjectionSources does with
+// ValidateClusterTrustBundleName: a name with a ":" is a signer's bundle,
+// "<signer name with / as :>:<DNS-1123 subdomain>" (the signer taken from
+// the part before the last ":"), any other a DNS-1123 subdomain.
+func validateClusterTrustBundleName(name string, p *field.Path) field.ErrorList {
+	var msgs []string
+	if i := strings.LastIndex(name, ":"); i >= 0 {
+		signer := strings.ReplaceAll(name[:i], ":", "/")
+		prefix := strings.ReplaceAll(signer, "/", ":") + ":"
+		if strings.HasPrefix(name, prefix) {
+			msgs = validation.IsDNS1123Subdomain(strings.TrimPrefix(name, prefix))
+		} else {
+			msgs = []string{fmt.Sprintf("ClusterTrustBundle for signerName %s must be named with prefix %s", signer, prefix)}
+		}
+	} else {
+		msgs = validation.IsDNS1123Subdomain(name)
+	}
+	var errs field.ErrorList
+	for _, msg := range msgs {
+		errs = append(errs, field.Invalid(p, name, "not a valid clustertrustbundlename: "+msg))
 	}
 	return errs
 }

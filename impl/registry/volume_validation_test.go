@@ -137,7 +137,7 @@ func TestVolumeSourceValidationAsUpstream(t *testing.T) {
 			required + " spec.volumes[0].projected.sources[2].configMap.name", forbidden + " spec.volumes[0].projected.sources[2]"},
 			[]string{`spec.volumes[0].projected: Invalid value: "b": conflicting duplicate paths`,
 				"spec.volumes[0].projected.sources[2]: Forbidden: may not specify more than 1 volume type per source"}},
-		{"projected cluster trust bundles (names and signer names are not checked here)", func(p *corev1.Pod) {
+		{"projected cluster trust bundles", func(p *corev1.Pod) {
 			bad := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "k", Operator: "Near"}}}
 			p.Spec.Volumes = []corev1.Volume{vol("v", corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
 				{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Path: "ca.pem"}},
