@@ -81,7 +81,11 @@ import (
 //   - the kubelets' root directory (pod directories and volume contents)
 //     on tmpfs, as upstream's kubelet keeps secret and projected volumes
 //     in memory, removed when the cluster stops (simulated pods do not
-//     outlive the process).
+//     outlive the process). Each kubelet keeps its image pull records in
+//     its own memory (kubelet.Config.PullRecordsInMemory), not in that
+//     shared directory: a real kubelet's are its own, under its own root
+//     directory, and a simulated node's images do not outlive the process
+//     either.
 //
 // A standalone `kubeproof kubelet` keeps its own field-selected pod watch.
 
@@ -348,7 +352,7 @@ func (c *Cluster) startKubelets(ctx context.Context, cfg Config) error {
 		k, err := kubelet.New(ctx, cs, kubelet.Config{
 			NodeName: name, PodCIDR: cidr, Port: c.kubeletAPI.Port, CPU: cpu, Memory: mem, MaxPods: cfg.NodeMaxPods,
 			ExternalPodSource: true, ServiceReadClient: n.reader,
-			RootDir: filepath.Join(n.rootDir, "root"), PodLogsDir: filepath.Join(n.rootDir, "pod-logs"),
+			RootDir: filepath.Join(n.rootDir, "root"), PodLogsDir: filepath.Join(n.rootDir, "pod-logs"), PullRecordsInMemory: true,
 			Logger: cfg.Logger.With("node", name), PodTrace: cfg.PodTrace,
 		}, rt)
 		if err != nil {

@@ -129,6 +129,12 @@ type Config struct {
 	// PodLogsDir is where the runtime writes container logs
 	// (/var/log/pods/<namespace>_<name>_<uid>/<container>/<n>.log).
 	PodLogsDir string
+	// PullRecordsInMemory keeps the image pull records in memory only,
+	// not under <RootDir>/image_manager (openPullRecords): for simulated
+	// nodes whose images live in the process's memory and share one
+	// RootDir (`kubeproof up`'s), so that each node has records of its
+	// own, as each real kubelet has in its own root directory.
+	PullRecordsInMemory bool
 	// ExternalPodSource: the kubelet starts no pod watch of its own; a
 	// shared source (PodDispatcher) calls HandlePod, HandlePodDeleted and
 	// MarkSourceSynced instead.

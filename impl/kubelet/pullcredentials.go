@@ -25,10 +25,11 @@ import (
 // openPullRecords opens the kubelet's image pull records: in
 // <RootDir>/image_manager as upstream's when the configuration named a
 // root directory (rootGiven), in memory otherwise (tests, which would
-// share the default /var/lib/kubelet).
+// share the default /var/lib/kubelet) or when it says so
+// (Config.PullRecordsInMemory: simulated nodes sharing a root directory).
 func openPullRecords(cfg *Config, rootGiven bool, k *Kubelet) (*pullrecords.Store, error) {
 	dir := ""
-	if rootGiven {
+	if rootGiven && !cfg.PullRecordsInMemory {
 		dir = filepath.Join(cfg.RootDir, "image_manager")
 	}
 	var now func() time.Time
