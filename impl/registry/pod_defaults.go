@@ -245,9 +245,16 @@ func defaultHTTPGet(h *corev1.HTTPGetAction) {
 	}
 }
 
-// defaultVolume: a volume without a source is an emptyDir; projected and
-// file-backed sources get mode 0644; an image volume's pull policy is
-// defaulted from its reference as a container's (SetDefaults_Volume).
+// defaultVolume: a volume without a source is an emptyDir; then each
+// source it sets gets its defaults, as upstream's generated defaulter
+// (SetDefaults_Volume, the SetDefaults_* of the sources and their +default
+// markers): projected and file-backed sources mode 0644, a projected token
+// an hour, an image volume's pull policy from its reference as a
+// container's, a hostPath type "", an iSCSI interface "default", RBD pool
+// "rbd", user "admin" and keyring "/etc/ceph/keyring", an azureDisk caching
+// mode ReadWrite, kind Shared, fsType ext4 and readOnly false, a ScaleIO
+// storage mode ThinProvisioned and fsType xfs, and an ephemeral volume's
+// claim template volume mode Filesystem.
 func defaultVolume(v *corev1.Volume) {
 	src := &v.VolumeSource
 	if *src == (corev1.VolumeSource{}) {
@@ -259,20 +266,37 @@ func defaultVolume(v *corev1.Volume) {
 			*m = &d
 		}
 	}
-	switch {
-	case src.Secret != nil:
+	if h := src.HostPath; h != nil && h.Type == nil {
+		unset := corev1.HostPathUnset
+		h.Type = &unset
+	}
+	if src.Secret != nil {
 		mode(&src.Secret.DefaultMode)
-	case src.ConfigMap != nil:
-		mode(&src.ConfigMap.DefaultMode)
-	case src.DownwardAPI != nil:
-		mode(&src.DownwardAPI.DefaultMode)
-		for i := range src.DownwardAPI.Items {
-			defaultFieldRef(src.DownwardAPI.Items[i].FieldRef)
+	}
+	if i := src.ISCSI; i != nil && i.ISCSIInterface == "" {
+		i.ISCSIInterface = "default"
+	}
+	if r := src.RBD; r != nil {
+		defaultString(&r.RBDPool, "rbd")
+		defaultString(&r.RadosUser, "admin")
+		defaultString(&r.Keyring, "/etc/ceph/keyring")
+	}
+	if d := src.DownwardAPI; d != nil {
+		mode(&d.DefaultMode)
+		for i := range d.Items {
+			defaultFieldRef(d.Items[i].FieldRef)
 		}
-	case src.Projected != nil:
-		mode(&src.Projected.DefaultMode)
-		for i := range src.Projected.Sources {
-			ps := &src.Projected.Sources[i]
+	}
+	if src.ConfigMap != nil {
+		mode(&src.ConfigMap.DefaultMode)
+	}
+	if a := src.AzureDisk; a != nil {
+		defaultAzureDisk(a)
+	}
+	if pr := src.Projected; pr != nil {
+		mode(&pr.DefaultMode)
+		for i := range pr.Sources {
+			ps := &pr.Sources[i]
 			if ps.ServiceAccountToken != nil && ps.ServiceAccountToken.ExpirationSeconds == nil {
 				exp := defaultTokenExpirationSeconds
 				ps.ServiceAccountToken.ExpirationSeconds = &exp
@@ -283,15 +307,46 @@ func defaultVolume(v *corev1.Volume) {
 				}
 			}
 		}
-	case src.Image != nil:
-		if src.Image.PullPolicy == "" {
-			src.Image.PullPolicy = defaultPullPolicy(src.Image.Reference)
+	}
+	if sio := src.ScaleIO; sio != nil {
+		defaultString(&sio.StorageMode, "ThinProvisioned")
+		defaultString(&sio.FSType, "xfs")
+	}
+	if e := src.Ephemeral; e != nil && e.VolumeClaimTemplate != nil {
+		if spec := &e.VolumeClaimTemplate.Spec; spec.VolumeMode == nil {
+			fs := corev1.PersistentVolumeFilesystem
+			spec.VolumeMode = &fs
 		}
-	case src.HostPath != nil:
-		if src.HostPath.Type == nil {
-			unset := corev1.HostPathUnset
-			src.HostPath.Type = &unset
-		}
+	}
+	if img := src.Image; img != nil && img.PullPolicy == "" {
+		img.PullPolicy = defaultPullPolicy(img.Reference)
+	}
+}
+
+// defaultAzureDisk is SetDefaults_AzureDiskVolumeSource.
+func defaultAzureDisk(a *corev1.AzureDiskVolumeSource) {
+	if a.CachingMode == nil {
+		m := corev1.AzureDataDiskCachingReadWrite
+		a.CachingMode = &m
+	}
+	if a.Kind == nil {
+		k := corev1.AzureSharedBlobDisk
+		a.Kind = &k
+	}
+	if a.FSType == nil {
+		fs := "ext4"
+		a.FSType = &fs
+	}
+	if a.ReadOnly == nil {
+		ro := false
+		a.ReadOnly = &ro
+	}
+}
+
+// defaultString sets an empty *s to d.
+func defaultString(s *string, d string) {
+	if *s == "" {
+		*s = d
 	}
 }
 
