@@ -71,8 +71,19 @@ func defaultResizePolicy(c *corev1.Container) {
 }
 
 // defaultPodStatus keeps the singular and plural IP fields consistent, as
-// the v1 conversion does.
+// the v1 conversion does, and rounds the status's resource lists up to
+// milli precision as upstream's defaulter does every ResourceList of a pod
+// (the pod's and each container status's allocated resources and
+// resources).
 func defaultPodStatus(s *corev1.PodStatus) {
+	roundResourceList(s.AllocatedResources)
+	roundRequirements(s.Resources)
+	for _, statuses := range [][]corev1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses, s.EphemeralContainerStatuses} {
+		for i := range statuses {
+			roundResourceList(statuses[i].AllocatedResources)
+			roundRequirements(statuses[i].Resources)
+		}
+	}
 	if s.PodIP != "" && len(s.PodIPs) == 0 {
 		s.PodIPs = []corev1.PodIP{{IP: s.PodIP}}
 	}
@@ -130,13 +141,8 @@ func defaultPodSpec(s *corev1.PodSpec) {
 	for i := range s.Volumes {
 		defaultVolume(&s.Volumes[i])
 	}
-	if s.Overhead != nil {
-		roundResourceList(s.Overhead)
-	}
-	if s.Resources != nil {
-		roundResourceList(s.Resources.Limits)
-		roundResourceList(s.Resources.Requests)
-	}
+	roundResourceList(s.Overhead)
+	roundRequirements(s.Resources)
 }
 
 // defaultContainer is SetDefaults_Container and the defaults of the
@@ -313,10 +319,13 @@ func defaultVolume(v *corev1.Volume) {
 		defaultString(&sio.FSType, "xfs")
 	}
 	if e := src.Ephemeral; e != nil && e.VolumeClaimTemplate != nil {
-		if spec := &e.VolumeClaimTemplate.Spec; spec.VolumeMode == nil {
+		spec := &e.VolumeClaimTemplate.Spec
+		if spec.VolumeMode == nil {
 			fs := corev1.PersistentVolumeFilesystem
 			spec.VolumeMode = &fs
 		}
+		roundResourceList(spec.Resources.Limits)
+		roundResourceList(spec.Resources.Requests)
 	}
 	if img := src.Image; img != nil && img.PullPolicy == "" {
 		img.PullPolicy = defaultPullPolicy(img.Reference)
@@ -372,8 +381,19 @@ func defaultRequestsFromLimits(r *corev1.ResourceRequirements) {
 	}
 }
 
+// roundRequirements rounds r's limits and requests (roundResourceList).
+func roundRequirements(r *corev1.ResourceRequirements) {
+	if r != nil {
+		roundResourceList(r.Limits)
+		roundResourceList(r.Requests)
+	}
+}
+
 // roundResourceList rounds quantities up to milli precision, as
-// SetDefaults_ResourceList does.
+// SetDefaults_ResourceList does: a sub-milli value ("0.5m" cpu) is stored,
+// and validated, as the next milli ("1m"); upstream rounds rather than
+// refuses (its TODO #18538), at decoding, so before admission and
+// validation, on create and update alike.
 func roundResourceList(l corev1.ResourceList) {
 	for name, q := range l {
 		q.RoundUp(-3)
