@@ -100,8 +100,9 @@ func (b *syncBuffer) String() string {
 // TestUpSimRuntimeHandlers: `kubeproof up --sim-runtime-handlers runsc`
 // gives its simulated nodes that handler set: a pod whose RuntimeClass
 // names runsc runs; one whose class names a handler the node lacks gets no
-// sandbox and FailedCreatePodSandBox with containerd's words, as on a
-// containerd node without that runtime, and stays ContainerCreating.
+// sandbox and FailedCreatePodSandBox with containerd's words and the gRPC
+// status they reach the kubelet with over CRI, as on a containerd node
+// without that runtime, and stays ContainerCreating.
 func TestUpSimRuntimeHandlers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs kubeproof up")
@@ -156,7 +157,7 @@ func TestUpSimRuntimeHandlers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	refused := regexp.MustCompile(`^Failed to create pod sandbox: unable to get OCI runtime for sandbox "[0-9a-f]{64}": no runtime for "kata-qemu" is configured$`)
+	refused := regexp.MustCompile(`^Failed to create pod sandbox: rpc error: code = Unknown desc = unable to get OCI runtime for sandbox "[0-9a-f]{64}": no runtime for "kata-qemu" is configured$`)
 	waitFor(t, time.Minute, "the gvisor pod running and the kata pod refused", func() bool {
 		p, err := cs.CoreV1().Pods("default").Get(ctx, "gvisor", metav1.GetOptions{})
 		if err != nil || p.Status.Phase != v1.PodRunning {

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testingclock "k8s.io/utils/clock/testing"
 )
@@ -63,8 +65,9 @@ func TestRuntimeHandlerRecorded(t *testing.T) {
 }
 
 // TestRuntimeHandlersConfigured: with Config.RuntimeHandlers, a sandbox
-// asking for another handler is refused with containerd's error and
-// nothing is created; the default and the configured handlers run.
+// asking for another handler is refused with containerd's error as the
+// kubelet receives it over CRI (gRPC status Unknown, containerd's message)
+// and nothing is created; the default and the configured handlers run.
 func TestRuntimeHandlersConfigured(t *testing.T) {
 	r, err := New(Config{Clock: testingclock.NewFakeClock(t0), PodCIDR: "10.0.0.0/29", RuntimeHandlers: []string{"runc", "runsc"}})
 	if err != nil {
@@ -73,9 +76,9 @@ func TestRuntimeHandlersConfigured(t *testing.T) {
 	ctx := context.Background()
 	// containerd 2's CRI plugin names the sandbox ID it had picked.
 	_, err = r.RunPodSandbox(ctx, sandboxConfig("kata", nil), "kata-qemu")
-	want := regexp.MustCompile(`^unable to get OCI runtime for sandbox "[0-9a-f]{64}": no runtime for "kata-qemu" is configured$`)
-	if err == nil || !want.MatchString(err.Error()) {
-		t.Fatalf("unknown handler: err = %v, want %s", err, want)
+	want := regexp.MustCompile(`^rpc error: code = Unknown desc = unable to get OCI runtime for sandbox "[0-9a-f]{64}": no runtime for "kata-qemu" is configured$`)
+	if err == nil || !want.MatchString(err.Error()) || status.Code(err) != codes.Unknown {
+		t.Fatalf("unknown handler: err = %v (code %s), want %s", err, status.Code(err), want)
 	}
 	if sb, _ := r.Counts(); sb != 0 {
 		t.Fatalf("%d sandboxes after a refused handler", sb)

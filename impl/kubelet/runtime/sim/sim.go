@@ -25,6 +25,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
@@ -389,9 +391,14 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 }
 
 // checkHandler refuses a runtime handler the runtime does not have, with
-// containerd 2's error (its CRI plugin's, for a handler its configuration
-// has no runtime for, naming the sandbox ID it had picked); the default
-// handler "" is always there.
+// containerd's error as the kubelet receives it over CRI: its CRI plugin's
+// message for a handler its configuration has no runtime for (1.7 and 2.x
+// RunPodSandbox: "unable to get OCI runtime for sandbox <id>" wrapping
+// getSandboxRuntime's "no runtime for <handler> is configured", naming the
+// sandbox ID it had picked), a plain error that its gRPC server sends as
+// status Unknown, so that the kubelet's FailedCreatePodSandBox event reads
+// "Failed to create pod sandbox: rpc error: code = Unknown desc = ..." on
+// a simulated node too. The default handler "" is always there.
 func (r *Runtime) checkHandler(handler string) error {
 	if handler == "" || r.cfg.RuntimeHandlers == nil || slices.Contains(r.cfg.RuntimeHandlers, handler) {
 		return nil
@@ -399,7 +406,7 @@ func (r *Runtime) checkHandler(handler string) error {
 	r.mu.Lock()
 	id := r.ids.id(r.newSeq())
 	r.mu.Unlock()
-	return fmt.Errorf("unable to get OCI runtime for sandbox %q: no runtime for %q is configured", id, handler)
+	return status.Errorf(codes.Unknown, "unable to get OCI runtime for sandbox %q: no runtime for %q is configured", id, handler)
 }
 
 func (r *Runtime) withDefaults(ann map[string]string) map[string]string {

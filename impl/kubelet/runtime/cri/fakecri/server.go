@@ -54,9 +54,15 @@ func (s *Server) Register(g *grpc.Server) {
 	runtimeapi.RegisterImageServiceServer(g, s)
 }
 
+// grpcErr is err as a gRPC status, as containerd's CRI plugin sends its
+// errors (errgrpc.ToGRPC): a status error (the simulation's containerd
+// errors) as it is, a not-found error as NotFound, any other as Unknown.
 func grpcErr(err error) error {
 	if err == nil {
 		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
 	}
 	if errors.Is(err, runtime.ErrNotFound) {
 		return status.Error(codes.NotFound, err.Error())
