@@ -218,7 +218,8 @@ func imageTag(image string) string {
 	return "latest"
 }
 
-// defaultProbe is SetDefaults_Probe plus its handler's defaults.
+// defaultProbe is SetDefaults_Probe plus its handler's defaults (an HTTP
+// GET's path and scheme, a gRPC check's service "").
 func defaultProbe(p *corev1.Probe) {
 	if p == nil {
 		return
@@ -236,6 +237,11 @@ func defaultProbe(p *corev1.Probe) {
 		p.FailureThreshold = 3
 	}
 	defaultHTTPGet(p.HTTPGet)
+	// GRPCAction.Service's +default="".
+	if p.GRPC != nil && p.GRPC.Service == nil {
+		service := ""
+		p.GRPC.Service = &service
+	}
 }
 
 // defaultHTTPGet is SetDefaults_HTTPGetAction.
