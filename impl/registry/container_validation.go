@@ -454,9 +454,9 @@ func validateResourceDivisor(res string, divisor resource.Quantity, p *field.Pat
 
 // validateVolumeMounts checks a container's mounts as upstream's
 // ValidateVolumeMounts: each names a valid volume (an empty name is also
-// not found) and a unique mount path; an image volume takes no subPath nor
-// subPathExpr; subPath and subPathExpr stay inside the volume and exclude
-// each other; mount propagation and recursive read-only as
+// not found) and a unique mount path; subPath and subPathExpr (an image
+// volume's too, since 1.33's image volume beta) stay inside the volume and
+// exclude each other; mount propagation and recursive read-only as
 // validateMountPropagation and validateMountRecursiveReadOnly. Upstream
 // reports the subPath, subPathExpr, mountPropagation and recursiveReadOnly
 // checks on the volumeMounts path without the mount's index, and so do we.
@@ -473,8 +473,7 @@ func validateVolumeMounts(c *corev1.Container, volumes map[string]corev1.VolumeS
 		if m.Name == "" {
 			errs = append(errs, field.Required(p.Child("name"), ""))
 		}
-		v, ok := volumes[m.Name]
-		if !ok {
+		if _, ok := volumes[m.Name]; !ok {
 			errs = append(errs, field.NotFound(p.Child("name"), m.Name))
 		}
 		if m.MountPath == "" {
@@ -489,14 +488,6 @@ func validateVolumeMounts(c *corev1.Container, volumes map[string]corev1.VolumeS
 		}
 		if slices.Contains(slices.Collect(maps.Values(devices)), m.MountPath) {
 			errs = append(errs, field.Invalid(p.Child("mountPath"), m.MountPath, "must not already exist as a path in volumeDevices"))
-		}
-		if ok && v.Image != nil {
-			if m.SubPath != "" {
-				errs = append(errs, field.Invalid(p.Child("subPath"), m.SubPath, "not allowed in image volume sources"))
-			}
-			if m.SubPathExpr != "" {
-				errs = append(errs, field.Invalid(p.Child("subPathExpr"), m.SubPathExpr, "not allowed in image volume sources"))
-			}
 		}
 		if m.SubPath != "" {
 			errs = append(errs, validateLocalDescendingPath(m.SubPath, path.Child("subPath"))...)

@@ -225,8 +225,9 @@ func TestVolumeSourceValidationAsUpstream(t *testing.T) {
 // upstream's ValidateVolumeMounts: a mount without a name is also not
 // found; subPath and subPathExpr errors are reported on the volumeMounts
 // path without the mount's index (as are mountPropagation and
-// recursiveReadOnly); an image volume takes no subPath nor subPathExpr;
-// subPath and subPathExpr exclude each other; mount propagation is known
+// recursiveReadOnly); an image volume takes subPath and subPathExpr
+// (since 1.33) under the same rules; subPath and subPathExpr exclude each
+// other; mount propagation is known
 // and Bidirectional only for privileged containers; recursive read-only
 // mounts are read-only and not propagated.
 func TestVolumeMountValidationAsUpstream(t *testing.T) {
@@ -242,8 +243,9 @@ func TestVolumeMountValidationAsUpstream(t *testing.T) {
 	}{
 		{"no name", []corev1.VolumeMount{{MountPath: "/a"}}, []string{required + " " + mounts + "[0].name", notFound + " " + mounts + "[0].name"}, nil},
 		{"image volume sub paths", []corev1.VolumeMount{{Name: "img", MountPath: "/a", SubPath: "x"}, {Name: "img", MountPath: "/b", SubPathExpr: "$(X)"}},
-			[]string{invalid + " " + mounts + "[0].subPath", invalid + " " + mounts + "[1].subPathExpr"},
-			[]string{mounts + `[0].subPath: Invalid value: "x": not allowed in image volume sources`}},
+			nil, nil},
+		{"image volume sub paths stay inside", []corev1.VolumeMount{{Name: "img", MountPath: "/a", SubPath: "../x"}},
+			[]string{invalid + " " + mounts + ".subPath"}, []string{mounts + `.subPath: Invalid value: "../x": must not contain '..'`}},
 		{"subPathExpr", []corev1.VolumeMount{{Name: "data", MountPath: "/a", SubPath: "x", SubPathExpr: "/abs"}},
 			[]string{invalid + " " + mounts + "[0].subPathExpr", invalid + " " + mounts + ".subPathExpr"},
 			[]string{mounts + `[0].subPathExpr: Invalid value: "/abs": subPathExpr and subPath are mutually exclusive`}},
