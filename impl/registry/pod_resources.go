@@ -29,7 +29,7 @@ func validatePodLevelResources(s *corev1.PodSpec, path *field.Path, opts podVali
 	}
 	var errs field.ErrorList
 	if s.Resources.Claims != nil {
-		errs = append(errs, field.Forbidden(path.Child("claims"), "claims cannot be set for Resources at pod-level"))
+		errs = append(errs, field.Forbidden(path.Child("claims"), "claims may not be set for Resources at pod-level"))
 	}
 	errs = append(errs, validatePodResourceRequirements(s.Resources, path, opts)...)
 	return append(errs, validatePodResourceConsistency(s, path)...)

@@ -67,7 +67,7 @@ func TestPodLevelResourcesValidation(t *testing.T) {
 		}, []wantErr{{forbidden + " spec.resources", "HugePages require cpu or memory"}}},
 		{"claims", func(p *corev1.Pod) {
 			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rlist("cpu", "1"), Claims: []corev1.ResourceClaim{}}
-		}, []wantErr{{forbidden + " spec.resources.claims", "claims cannot be set for Resources at pod-level"}}},
+		}, []wantErr{{forbidden + " spec.resources.claims", "claims may not be set for Resources at pod-level"}}},
 		{"windows pod", func(p *corev1.Pod) {
 			p.Spec.OS = &corev1.PodOS{Name: corev1.Windows}
 			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rlist("cpu", "1")}
