@@ -2,11 +2,15 @@ package sim
 
 import (
 	"context"
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/distribution/reference"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
@@ -29,9 +33,9 @@ func (r *Runtime) SetImageUser(image, user string) {
 func (r *Runtime) ImageUser(_ context.Context, image *runtimeapi.ImageSpec) (*int64, string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	id, ok := r.resolveImage(image.GetImage())
-	if !ok {
-		return nil, "", nil
+	id, err := r.resolveImage(image.GetImage())
+	if err != nil || id == "" {
+		return nil, "", resolveErrorOrNil(image.GetImage(), err)
 	}
 	uid, user := r.imageUser(r.imageIDs[id].name)
 	return uid, user, nil
@@ -55,9 +59,9 @@ func (r *Runtime) imageUser(name string) (*int64, string) {
 func (r *Runtime) ImageSize(_ context.Context, image *runtimeapi.ImageSpec) (uint64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	id, ok := r.resolveImage(image.GetImage())
-	if !ok {
-		return 0, nil
+	id, err := r.resolveImage(image.GetImage())
+	if err != nil || id == "" {
+		return 0, resolveErrorOrNil(image.GetImage(), err)
 	}
 	return r.imageSize(r.imageIDs[id].name), nil
 }
@@ -176,13 +180,72 @@ func (r *Runtime) addImage(id string, n imageNames) {
 // resolveImage is the id of the present image s names, as containerd's
 // CRI resolves an image (LocalResolve): s is an image id, or a reference
 // normalized as at pull time (normalizedImage) that names one of its repo
-// tags or repo digests. r.mu is held.
-func (r *Runtime) resolveImage(s string) (string, bool) {
+// tags or repo digests, or else a truncated id (shortImageID). "" without
+// error: no image; an error: s is a prefix of several ids (resolveError
+// words it as containerd's CRI calls do). r.mu is held.
+func (r *Runtime) resolveImage(s string) (string, error) {
 	if _, ok := r.imageIDs[s]; ok {
-		return s, true
+		return s, nil
 	}
-	id, ok := r.images[r.normalized(s)]
-	return id, ok
+	if id, ok := r.images[r.normalized(s)]; ok {
+		return id, nil
+	}
+	return r.shortImageID(s)
+}
+
+// errAmbiguousID is containerd's image store's error for a truncated id
+// that more than one image's id starts with (go-digest digestset's
+// ErrDigestAmbiguous).
+var errAmbiguousID = errors.New("ambiguous digest string")
+
+// shortImageID is the image whose id s truncates, as containerd's CRI
+// image store's Get (go-digest digestset Lookup): s is the start of the
+// id's hex digits, alone ("3f1a2b") or after "sha256:" (a full one is an
+// id, which resolveImage looked up already); errAmbiguousID if several
+// ids start so, "" if none. An empty s names no image (containerd's
+// lookup would take it as the prefix of every id; the kubelet never asks
+// for ""). r.mu is held.
+func (r *Runtime) shortImageID(s string) (string, error) {
+	hexPart, prefixed := strings.CutPrefix(s, "sha256:")
+	if hexPart == "" || prefixed && len(hexPart) == sha256.Size*2 || !isLowerHex(hexPart) {
+		return "", nil
+	}
+	found := ""
+	for id := range r.imageIDs {
+		if strings.HasPrefix(strings.TrimPrefix(id, "sha256:"), hexPart) {
+			if found != "" {
+				return "", errAmbiguousID
+			}
+			found = id
+		}
+	}
+	return found, nil
+}
+
+// isLowerHex reports whether s is all lower-case hex digits (the digits
+// of an id).
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// resolveErrorOrNil is resolveError(image, err), nil without err.
+func resolveErrorOrNil(image string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return resolveError(image, err)
+}
+
+// resolveError is a failure to resolve image, as containerd's CRI
+// ImageStatus and RemoveImage return it (wrapping the image store's
+// error) and its gRPC server sends it: status Unknown.
+func resolveError(image string, err error) error {
+	return status.Errorf(codes.Unknown, "can not resolve %q locally: %v", image, err)
 }
 
 // maxSpellings bounds the image names whose normalized form a runtime

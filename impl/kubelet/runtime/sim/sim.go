@@ -575,15 +575,19 @@ func (r *Runtime) PullImageWithAuth(ctx context.Context, image *runtimeapi.Image
 }
 
 // ImageStatus implements runtime.Runtime: the id of the image image
-// names, by its id or a reference of it, as containerd resolves one
-// (resolveImage); "" if absent.
+// names, by its id, a reference of it or a prefix of its id, as
+// containerd resolves one (resolveImage); "" if absent, an error if the
+// prefix is of several ids.
 func (r *Runtime) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec) (string, error) {
 	if image == nil {
 		return "", nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	id, _ := r.resolveImage(image.Image)
+	id, err := r.resolveImage(image.Image)
+	if err != nil {
+		return "", resolveError(image.Image, err)
+	}
 	return id, nil
 }
 
@@ -606,8 +610,12 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 	}
 	// The kubelet creates containers from the id its pull or
 	// ImageStatus returned; a reference of the image also does.
-	ref, ok := r.resolveImage(config.Image.Image)
-	if !ok {
+	ref, err := r.resolveImage(config.Image.Image)
+	if err != nil {
+		// containerd's CreateContainer: "failed to resolve image".
+		return "", status.Errorf(codes.Unknown, "create container %s: failed to resolve image %q: %v", config.Metadata.Name, config.Image.Image, err)
+	}
+	if ref == "" {
 		return "", fmt.Errorf("create container %s: image %q not present", config.Metadata.Name, config.Image.Image)
 	}
 	f, err := parseFaults(s.annotations, config.Metadata.Name)

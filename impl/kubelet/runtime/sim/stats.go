@@ -84,7 +84,7 @@ func (r *Runtime) ListImages(_ context.Context, filter *runtimeapi.ImageFilter) 
 	defer r.mu.Unlock()
 	ids := make([]string, 0, len(r.imageIDs))
 	if want := filter.GetImage().GetImage(); want != "" {
-		if id, ok := r.resolveImage(want); ok {
+		if id, _ := r.resolveImage(want); id != "" {
 			ids = append(ids, id)
 		}
 	} else {
@@ -124,8 +124,11 @@ func (r *Runtime) RemoveImage(_ context.Context, image *runtimeapi.ImageSpec) er
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	id, ok := r.resolveImage(image.Image)
-	if !ok {
+	id, err := r.resolveImage(image.Image)
+	if err != nil {
+		return resolveError(image.Image, err)
+	}
+	if id == "" {
 		return nil
 	}
 	for ref, of := range r.images {
