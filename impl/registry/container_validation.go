@@ -57,10 +57,9 @@ func validatePullPolicy(pp corev1.PullPolicy, p *field.Path) field.ErrorList {
 
 func validateContainer(c *corev1.Container, volumes map[string]corev1.VolumeSource, p *field.Path, init bool, opts podValidationOptions) field.ErrorList {
 	var errs field.ErrorList
+	// Whitespace around a pod's images: validateImageWhitespace.
 	if c.Image == "" {
 		errs = append(errs, field.Required(p.Child("image"), ""))
-	} else if len(c.Image) != len(strings.TrimSpace(c.Image)) {
-		errs = append(errs, field.Invalid(p.Child("image"), c.Image, "must not have leading or trailing whitespace"))
 	}
 	errs = append(errs, validatePullPolicy(c.ImagePullPolicy, p.Child("imagePullPolicy"))...)
 	switch c.TerminationMessagePolicy {

@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -148,15 +149,53 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path, pod *metav1.ObjectMeta
 		}
 	}
 	errs = append(errs, validateFileKeyRefVolumes(s, path)...)
-	if s.HostNetwork && isPod {
-		for i, c := range s.Containers {
-			for j, port := range c.Ports {
-				if port.HostPort != port.ContainerPort {
-					errs = append(errs, field.Invalid(path.Child("containers").Index(i).Child("ports").Index(j).Child("containerPort"),
-						port.ContainerPort, "must match `hostPort` when `hostNetwork` is true"))
-				}
+	errs = append(errs, validateHostNetworkPorts(s, path, isPod)...)
+	errs = append(errs, validateImageWhitespace(s, path, isPod)...)
+	return errs
+}
+
+// validateHostNetworkPorts: in the host's network namespace an app
+// container's hostPort is its containerPort, as upstream's
+// validatePodHostNetworkDeps: a pod's (defaulting made an unset hostPort
+// the containerPort); a template's may leave it unset (0), since the pod
+// will be defaulted, but any other value must match.
+func validateHostNetworkPorts(s *corev1.PodSpec, path *field.Path, isPod bool) field.ErrorList {
+	if !s.HostNetwork {
+		return nil
+	}
+	var errs field.ErrorList
+	for i, c := range s.Containers {
+		for j, port := range c.Ports {
+			if hp, cp := port.HostPort, port.ContainerPort; (isPod || hp != 0) && hp != cp {
+				errs = append(errs, field.Invalid(path.Child("containers").Index(i).Child("ports").Index(j).Child("hostPort"),
+					hp, "must match `containerPort` when `hostNetwork` is true"))
 			}
 		}
+	}
+	return errs
+}
+
+// validateImageWhitespace: a pod's container images (init and app, and
+// ephemeral ones, which only pods have) have no leading or trailing
+// whitespace, as upstream's validateContainerOnlyForPod; a template's are
+// not checked (kept for compatibility: " " is a placeholder some set).
+func validateImageWhitespace(s *corev1.PodSpec, path *field.Path, isPod bool) field.ErrorList {
+	var errs field.ErrorList
+	check := func(image string, p *field.Path) {
+		if len(image) != len(strings.TrimSpace(image)) {
+			errs = append(errs, field.Invalid(p.Child("image"), image, "must not have leading or trailing whitespace"))
+		}
+	}
+	if isPod {
+		for i := range s.Containers {
+			check(s.Containers[i].Image, path.Child("containers").Index(i))
+		}
+		for i := range s.InitContainers {
+			check(s.InitContainers[i].Image, path.Child("initContainers").Index(i))
+		}
+	}
+	for i := range s.EphemeralContainers {
+		check(s.EphemeralContainers[i].Image, path.Child("ephemeralContainers").Index(i))
 	}
 	return errs
 }
