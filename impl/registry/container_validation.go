@@ -31,13 +31,68 @@ func validateContainerName(name string, names sets.Set[string], p *field.Path) f
 	return errs
 }
 
-func validateContainerList(cs []corev1.Container, volumes map[string]corev1.VolumeSource, names sets.Set[string], path *field.Path, init bool, opts podValidationOptions) field.ErrorList {
+// validateContainerList checks init (init) or app containers; gracePeriod
+// is the pod's terminationGracePeriodSeconds, which bounds a sleep hook.
+func validateContainerList(cs []corev1.Container, volumes map[string]corev1.VolumeSource, names sets.Set[string], path *field.Path, init bool, gracePeriod *int64, opts podValidationOptions) field.ErrorList {
 	var errs field.ErrorList
 	for i := range cs {
 		c := &cs[i]
 		p := path.Index(i)
 		errs = append(errs, validateContainerName(c.Name, names, p.Child("name"))...)
 		errs = append(errs, validateContainer(c, volumes, p, init, opts)...)
+		errs = append(errs, validateProbesAndLifecycle(c, p, init, gracePeriod)...)
+	}
+	return errs
+}
+
+// validateProbesAndLifecycle checks an app or init container's probes and
+// lifecycle hooks as upstream's validateContainers/validateInitContainers:
+// an init container that is no sidecar (restartPolicy Always) may have
+// neither (Forbidden, nothing more checked); otherwise each probe's and
+// hook's handler (validateHandler), a liveness or startup probe's
+// successThreshold 1 and no readiness probe's terminationGracePeriodSeconds.
+func validateProbesAndLifecycle(c *corev1.Container, p *field.Path, init bool, gracePeriod *int64) field.ErrorList {
+	var errs field.ErrorList
+	if init && (c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways) {
+		const notSidecar = "may not be set for init containers without restartPolicy=Always"
+		if c.Lifecycle != nil {
+			errs = append(errs, field.Forbidden(p.Child("lifecycle"), notSidecar))
+		}
+		for _, probe := range []struct {
+			set  bool
+			name string
+		}{{c.LivenessProbe != nil, "livenessProbe"}, {c.ReadinessProbe != nil, "readinessProbe"}, {c.StartupProbe != nil, "startupProbe"}} {
+			if probe.set {
+				errs = append(errs, field.Forbidden(p.Child(probe.name), notSidecar))
+			}
+		}
+		return errs
+	}
+	if lc := c.Lifecycle; lc != nil {
+		if lc.PostStart != nil {
+			errs = append(errs, validateHandler(lifecycleActions(lc.PostStart, gracePeriod), p.Child("lifecycle", "postStart"))...)
+		}
+		if lc.PreStop != nil {
+			errs = append(errs, validateHandler(lifecycleActions(lc.PreStop, gracePeriod), p.Child("lifecycle", "preStop"))...)
+		}
+	}
+	if pr := c.LivenessProbe; pr != nil {
+		errs = append(errs, validateProbe(pr, p.Child("livenessProbe"))...)
+		if pr.SuccessThreshold != 1 {
+			errs = append(errs, field.Invalid(p.Child("livenessProbe", "successThreshold"), pr.SuccessThreshold, "must be 1"))
+		}
+	}
+	if pr := c.ReadinessProbe; pr != nil {
+		errs = append(errs, validateProbe(pr, p.Child("readinessProbe"))...)
+		if pr.TerminationGracePeriodSeconds != nil {
+			errs = append(errs, field.Invalid(p.Child("readinessProbe", "terminationGracePeriodSeconds"), pr.TerminationGracePeriodSeconds, "must not be set for readinessProbes"))
+		}
+	}
+	if pr := c.StartupProbe; pr != nil {
+		errs = append(errs, validateProbe(pr, p.Child("startupProbe"))...)
+		if pr.SuccessThreshold != 1 {
+			errs = append(errs, field.Invalid(p.Child("startupProbe", "successThreshold"), pr.SuccessThreshold, "must be 1"))
+		}
 	}
 	return errs
 }
@@ -93,15 +148,8 @@ func validateContainer(c *corev1.Container, volumes map[string]corev1.VolumeSour
 	errs = append(errs, validateVolumeMounts(c, volumes, p.Child("volumeMounts"))...)
 	errs = append(errs, validateVolumeDevices(c, volumes, p.Child("volumeDevices"))...)
 	errs = append(errs, validateContainerResources(&c.Resources, p.Child("resources"), opts)...)
-	errs = append(errs, validateProbe(c.ReadinessProbe, p.Child("readinessProbe"))...)
-	errs = append(errs, validateProbe(c.StartupProbe, p.Child("startupProbe"))...)
-	errs = append(errs, validateProbe(c.LivenessProbe, p.Child("livenessProbe"))...)
-	if c.LivenessProbe != nil && c.LivenessProbe.SuccessThreshold != 1 {
-		errs = append(errs, field.Invalid(p.Child("livenessProbe", "successThreshold"), c.LivenessProbe.SuccessThreshold, "must be 1"))
-	}
-	if c.StartupProbe != nil && c.StartupProbe.SuccessThreshold != 1 {
-		errs = append(errs, field.Invalid(p.Child("startupProbe", "successThreshold"), c.StartupProbe.SuccessThreshold, "must be 1"))
-	}
+	// Probes and lifecycle hooks: validateProbesAndLifecycle (ephemeral
+	// containers may have neither).
 	if c.RestartPolicy != nil {
 		if !init {
 			errs = append(errs, field.Forbidden(p.Child("restartPolicy"), "may not be set for non-init containers"))
@@ -109,64 +157,100 @@ func validateContainer(c *corev1.Container, volumes map[string]corev1.VolumeSour
 			errs = append(errs, field.NotSupported(p.Child("restartPolicy"), *c.RestartPolicy, []string{string(corev1.ContainerRestartPolicyAlways)}))
 		}
 	}
-	sidecar := init && c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-	if init && !sidecar {
-		for _, probe := range []struct {
-			set  bool
-			name string
-		}{{c.LivenessProbe != nil, "livenessProbe"}, {c.ReadinessProbe != nil, "readinessProbe"}, {c.StartupProbe != nil, "startupProbe"}} {
-			if probe.set {
-				errs = append(errs, field.Forbidden(p.Child(probe.name), "may not be set for init containers without restartPolicy=Always"))
-			}
-		}
-		if c.Lifecycle != nil {
-			errs = append(errs, field.Forbidden(p.Child("lifecycle"), "may not be set for init containers without restartPolicy=Always"))
-		}
-	}
 	if sc := c.SecurityContext; sc != nil {
 		errs = append(errs, validateContainerSecurityContext(sc, p.Child("securityContext"))...)
-	}
-	if lc := c.Lifecycle; lc != nil {
-		errs = append(errs, validateLifecycleHandler(lc.PostStart, p.Child("lifecycle", "postStart"))...)
-		errs = append(errs, validateLifecycleHandler(lc.PreStop, p.Child("lifecycle", "preStop"))...)
 	}
 	return errs
 }
 
-// validateLifecycleHandler: a hook has exactly one handler.
-func validateLifecycleHandler(h *corev1.LifecycleHandler, path *field.Path) field.ErrorList {
-	if h == nil {
-		return nil
-	}
+// handlerAction is one of the actions a probe or hook may take: its field
+// name, whether it is set and its own checks (at the action's path).
+type handlerAction struct {
+	name  string
+	set   bool
+	check func(p *field.Path) field.ErrorList
+}
+
+// validateHandler checks a probe's or hook's handler as upstream's
+// validateHandler: one action is required; the first set (in the order
+// given, upstream's) is checked, each further one is Forbidden on its own
+// path.
+func validateHandler(actions []handlerAction, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	n := 0
-	if h.Exec != nil {
-		n++
-		if len(h.Exec.Command) == 0 {
-			errs = append(errs, field.Required(path.Child("exec", "command"), ""))
+	for _, a := range actions {
+		switch {
+		case !a.set:
+		case n > 0:
+			errs = append(errs, field.Forbidden(path.Child(a.name), "may not specify more than 1 handler type"))
+		default:
+			n++
+			errs = append(errs, a.check(path.Child(a.name))...)
 		}
 	}
-	if h.HTTPGet != nil {
-		n++
-		errs = append(errs, validatePortNumOrName(h.HTTPGet.Port, path.Child("httpGet", "port"))...)
-	}
-	if h.TCPSocket != nil {
-		n++
-		errs = append(errs, validatePortNumOrName(h.TCPSocket.Port, path.Child("tcpSocket", "port"))...)
-	}
-	if h.Sleep != nil {
-		n++
-		if h.Sleep.Seconds < 0 {
-			errs = append(errs, field.Invalid(path.Child("sleep", "seconds"), h.Sleep.Seconds, isNegativeErrorMsg))
-		}
-	}
-	switch {
-	case n == 0:
+	if n == 0 {
 		errs = append(errs, field.Required(path, "must specify a handler type"))
-	case n > 1:
-		errs = append(errs, field.Forbidden(path, "may not specify more than 1 handler type"))
 	}
 	return errs
+}
+
+// probeActions are a probe's actions: exec, httpGet, tcpSocket, grpc.
+func probeActions(h *corev1.ProbeHandler) []handlerAction {
+	return []handlerAction{
+		{"exec", h.Exec != nil, func(p *field.Path) field.ErrorList { return validateExecAction(h.Exec, p) }},
+		{"httpGet", h.HTTPGet != nil, func(p *field.Path) field.ErrorList { return validateHTTPGetAction(h.HTTPGet, p) }},
+		{"tcpSocket", h.TCPSocket != nil, func(p *field.Path) field.ErrorList { return validatePortNumOrName(h.TCPSocket.Port, p.Child("port")) }},
+		{"grpc", h.GRPC != nil, func(p *field.Path) field.ErrorList {
+			return validatePortNumOrName(intstr.FromInt32(h.GRPC.Port), p.Child("port"))
+		}},
+	}
+}
+
+// lifecycleActions are a hook's actions: exec, httpGet, tcpSocket, sleep
+// (which gracePeriod, the pod's terminationGracePeriodSeconds, bounds).
+func lifecycleActions(h *corev1.LifecycleHandler, gracePeriod *int64) []handlerAction {
+	return []handlerAction{
+		{"exec", h.Exec != nil, func(p *field.Path) field.ErrorList { return validateExecAction(h.Exec, p) }},
+		{"httpGet", h.HTTPGet != nil, func(p *field.Path) field.ErrorList { return validateHTTPGetAction(h.HTTPGet, p) }},
+		{"tcpSocket", h.TCPSocket != nil, func(p *field.Path) field.ErrorList { return validatePortNumOrName(h.TCPSocket.Port, p.Child("port")) }},
+		{"sleep", h.Sleep != nil, func(p *field.Path) field.ErrorList { return validateSleepAction(h.Sleep, gracePeriod, p) }},
+	}
+}
+
+func validateExecAction(e *corev1.ExecAction, p *field.Path) field.ErrorList {
+	if len(e.Command) == 0 {
+		return field.ErrorList{field.Required(p.Child("command"), "")}
+	}
+	return nil
+}
+
+// validateHTTPGetAction: a path (defaulted "/"), a port, a known scheme
+// and HTTP header names.
+func validateHTTPGetAction(h *corev1.HTTPGetAction, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if h.Path == "" {
+		errs = append(errs, field.Required(p.Child("path"), ""))
+	}
+	errs = append(errs, validatePortNumOrName(h.Port, p.Child("port"))...)
+	if h.Scheme != corev1.URISchemeHTTP && h.Scheme != corev1.URISchemeHTTPS {
+		errs = append(errs, field.NotSupported(p.Child("scheme"), h.Scheme, []string{string(corev1.URISchemeHTTP), string(corev1.URISchemeHTTPS)}))
+	}
+	for _, hdr := range h.HTTPHeaders {
+		for _, msg := range validation.IsHTTPHeaderName(hdr.Name) {
+			errs = append(errs, field.Invalid(p.Child("httpHeaders"), hdr.Name, msg))
+		}
+	}
+	return errs
+}
+
+// validateSleepAction: a sleep hook lasts from 0 (PodLifecycleSleepActionAllowZero,
+// on since 1.33) to the pod's termination grace period, as upstream's with
+// AllowPodLifecycleSleepActionZeroValue; reported on the sleep's path.
+func validateSleepAction(s *corev1.SleepAction, gracePeriod *int64, p *field.Path) field.ErrorList {
+	if gracePeriod != nil && (s.Seconds < 0 || s.Seconds > *gracePeriod) {
+		return field.ErrorList{field.Invalid(p, s.Seconds, fmt.Sprintf("must be non-negative and less than terminationGracePeriodSeconds (%d)", *gracePeriod))}
+	}
+	return nil
 }
 
 func validateIDs(user, group *int64, p *field.Path) field.ErrorList {
@@ -665,38 +749,11 @@ func validateResourceRequirements(r *corev1.ResourceRequirements, nameFn func(co
 	return errs
 }
 
+// validateProbe checks a probe's handler (validateHandler), its counts and
+// periods (non-negative) and its terminationGracePeriodSeconds (positive),
+// as upstream's validateProbe.
 func validateProbe(p *corev1.Probe, path *field.Path) field.ErrorList {
-	if p == nil {
-		return nil
-	}
-	var errs field.ErrorList
-	n := 0
-	if p.Exec != nil {
-		n++
-	}
-	if p.HTTPGet != nil {
-		n++
-		errs = append(errs, validatePortNumOrName(p.HTTPGet.Port, path.Child("httpGet", "port"))...)
-		if s := p.HTTPGet.Scheme; s != corev1.URISchemeHTTP && s != corev1.URISchemeHTTPS {
-			errs = append(errs, field.NotSupported(path.Child("httpGet", "scheme"), s, []string{string(corev1.URISchemeHTTP), string(corev1.URISchemeHTTPS)}))
-		}
-	}
-	if p.TCPSocket != nil {
-		n++
-		errs = append(errs, validatePortNumOrName(p.TCPSocket.Port, path.Child("tcpSocket", "port"))...)
-	}
-	if p.GRPC != nil {
-		n++
-		for _, msg := range validation.IsValidPortNum(int(p.GRPC.Port)) {
-			errs = append(errs, field.Invalid(path.Child("grpc", "port"), p.GRPC.Port, msg))
-		}
-	}
-	switch {
-	case n == 0:
-		errs = append(errs, field.Required(path, "must specify a handler type"))
-	case n > 1:
-		errs = append(errs, field.Forbidden(path, "may not specify more than 1 handler type"))
-	}
+	errs := validateHandler(probeActions(&p.ProbeHandler), path)
 	for _, f := range []struct {
 		v    int32
 		name string

@@ -56,11 +56,11 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path, pod *metav1.ObjectMeta
 	}
 
 	names := sets.New[string]()
-	errs = append(errs, validateContainerList(s.InitContainers, volumes, names, path.Child("initContainers"), true, opts)...)
+	errs = append(errs, validateContainerList(s.InitContainers, volumes, names, path.Child("initContainers"), true, s.TerminationGracePeriodSeconds, opts)...)
 	if len(s.Containers) == 0 {
 		errs = append(errs, field.Required(path.Child("containers"), ""))
 	}
-	errs = append(errs, validateContainerList(s.Containers, volumes, names, path.Child("containers"), false, opts)...)
+	errs = append(errs, validateContainerList(s.Containers, volumes, names, path.Child("containers"), false, s.TerminationGracePeriodSeconds, opts)...)
 	errs = append(errs, validateEphemeralContainers(s, volumes, names, path.Child("ephemeralContainers"), opts)...)
 	errs = append(errs, validatePodLevelResources(s, path.Child("resources"), opts)...)
 	errs = append(errs, validateHostPortConflicts(s, path)...)
