@@ -6,9 +6,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
 )
 
 // SysFsCgroup is where Linux mounts the cgroup filesystem; a `kubeproof
@@ -62,8 +66,8 @@ func oomGroupUnified() map[string]string {
 }
 
 // swapControl is how a node's cgroups limit the swap of a container, which
-// the kubelet detects once at start (detectSwapControl) and uses to keep
-// every container from swapping (noSwap).
+// the kubelet detects once at start (detectSwapControl) and uses to limit
+// every container's swap (containerSwap).
 type swapControl uint8
 
 const (
@@ -138,15 +142,134 @@ func unifiedCgroupPath(listing string) (string, error) {
 	return path, nil
 }
 
+// SwapBehavior is KubeletConfiguration's memorySwap.swapBehavior: how
+// much swap the kubelet lets its containers use (Config.MemorySwapBehavior).
+type SwapBehavior string
+
+const (
+	// NoSwap: no container swaps (noSwap); "" means the same, as upstream.
+	NoSwap SwapBehavior = "NoSwap"
+	// LimitedSwap: the containers of Burstable pods may swap in proportion
+	// to their memory requests (containerSwapBehavior, limitedSwapBytes);
+	// cgroup v2 only.
+	LimitedSwap SwapBehavior = "LimitedSwap"
+)
+
+// checkSwapBehavior refuses what upstream's kubelet refuses of
+// memorySwap.swapBehavior, with its messages (the NodeSwap gate being GA
+// and locked on): a value other than "", NoSwap and LimitedSwap (its
+// configuration validation), and LimitedSwap on a node of cgroup v1 (not
+// unified), which its kubelet refuses at start.
+func checkSwapBehavior(b SwapBehavior, unified bool) error {
+	switch b {
+	case "", NoSwap:
+	case LimitedSwap:
+		if !unified {
+			return errors.New("swap feature is enabled and LimitedSwap but it is only supported with cgroupv2")
+		}
+	default:
+		return fmt.Errorf("invalid configuration: memorySwap.swapBehavior %q must be one of: \"\", %q or %q", string(b), LimitedSwap, NoSwap)
+	}
+	return nil
+}
+
+// checkFailSwapOn refuses a node with swap on (swapOn) when failSwapOn is
+// set, as upstream's kubelet refuses to start there, with its message.
+func checkFailSwapOn(failSwapOn, swapOn bool) error {
+	if failSwapOn && swapOn {
+		return errors.New("running with swap on is not supported, please disable swap or set --fail-swap-on flag to false")
+	}
+	return nil
+}
+
+// nodeSwap is what the kubelet knows at start of how its node's
+// containers may swap (Config.swap): the node's swap control
+// (detectSwapControl), whether memorySwap.swapBehavior is LimitedSwap
+// (checkSwapBehavior having refused it on cgroup v1) and the node's swap
+// capacity in bytes (Config.SwapCapacity). The zero value is a node
+// without swap control: swap is left alone.
+type nodeSwap struct {
+	control  swapControl
+	limited  bool
+	capacity int64
+}
+
+// containerSwapBehavior is the swap behaviour of container c of pod on a
+// node of swap ns, as upstream's GetContainerSwapBehavior: LimitedSwap
+// only when the node is configured so and its cgroup v2 cgroups limit
+// swap, for a container of a Burstable pod (its QoS class as upstream's
+// GetPodQOS, pod-level resources included) that is not critical (static,
+// mirror, or of priority system-cluster-critical or higher:
+// eviction.IsCritical, upstream's IsCriticalPod) and whose own memory
+// request and limit are not both unset (or zero) and differ (a container
+// requesting memory equal to its limit is a Guaranteed container inside
+// the pod); NoSwap for every other container.
+func containerSwapBehavior(pod *v1.Pod, c *v1.Container, ns nodeSwap) SwapBehavior {
+	if !ns.limited || ns.control != swapMax {
+		return NoSwap
+	}
+	if eviction.IsCritical(pod) || podQOS(pod) != v1.PodQOSBurstable {
+		return NoSwap
+	}
+	req, lim := c.Resources.Requests[v1.ResourceMemory], c.Resources.Limits[v1.ResourceMemory]
+	if req.IsZero() && lim.IsZero() || req.Cmp(lim) == 0 {
+		return NoSwap
+	}
+	return LimitedSwap
+}
+
+// limitedSwapBytes is the swap a LimitedSwap container may use, as
+// upstream's calcSwapForBurstablePods (KEP-2400): its memory request's
+// share of the node's memory capacity, of the node's swap capacity,
+// computed in float64 and truncated toward zero as upstream's. A node of
+// no memory, or a request larger than the node's memory, is an error
+// (upstream's kubelet then disallows swap).
+func limitedSwapBytes(request, nodeMemory, swapCapacity int64) (int64, error) {
+	if nodeMemory <= 0 {
+		return 0, errors.New("total node memory is 0")
+	}
+	if request > nodeMemory {
+		return 0, fmt.Errorf("container request %d is larger than total node memory %d", request, nodeMemory)
+	}
+	return int64(float64(request) / float64(nodeMemory) * float64(swapCapacity)), nil
+}
+
+// containerSwap sets the swap limits of container c of pod, whose other
+// cgroup values r holds (cgroupResources), on a node of nodeMemory bytes
+// of memory and swap ns, as upstream's configureContainerSwapResources:
+// nothing without a swap controller; a LimitedSwap container
+// (containerSwapBehavior) gets Unified memory.swap.max of its share
+// (limitedSwapBytes; NoSwap when that cannot be computed, as upstream's,
+// which logs why); every other container NoSwap (noSwap).
+func containerSwap(r *runtimeapi.LinuxContainerResources, pod *v1.Pod, c *v1.Container, nodeMemory int64, ns nodeSwap) {
+	if ns.control == swapUncontrolled {
+		return
+	}
+	if containerSwapBehavior(pod, c, ns) == LimitedSwap {
+		req := c.Resources.Requests[v1.ResourceMemory]
+		if limit, err := limitedSwapBytes(req.Value(), nodeMemory, ns.capacity); err == nil {
+			swapMaxUnified(r, limit)
+			return
+		}
+	}
+	noSwap(r, ns.control)
+}
+
+// swapMaxUnified sets cgroup v2's memory.swap.max of r to limit bytes.
+func swapMaxUnified(r *runtimeapi.LinuxContainerResources, limit int64) {
+	if r.Unified == nil {
+		r.Unified = make(map[string]string, 1)
+	}
+	r.Unified["memory.swap.max"] = strconv.FormatInt(limit, 10)
+}
+
 // noSwap keeps a container from swapping beyond its memory limit, as
 // upstream's kubelet does for every container (init, app and ephemeral;
-// not sandboxes) under its default memorySwap.swapBehavior, NoSwap
-// (configureContainerSwapResources, ConfigureNoSwap; the NodeSwap gate is
-// GA and LimitedSwap, which is not modelled, is refused on cgroup v1 and
-// falls back to NoSwap for critical, BestEffort, Guaranteed and
-// memory-unlimited containers anyway). r holds the container's other
-// cgroup values (cgroupResources): on cgroup v1 with memsw, memory plus
-// swap limited to the memory limit (no limit stays none: 0 is unset); on
+// not sandboxes) under its default memorySwap.swapBehavior, NoSwap, and
+// under LimitedSwap for the containers containerSwapBehavior does not
+// let swap (ConfigureNoSwap). r holds the container's other cgroup
+// values (cgroupResources): on cgroup v1 with memsw, memory plus swap
+// limited to the memory limit (no limit stays none: 0 is unset); on
 // cgroup v2, Unified memory.swap.max=0 whatever the memory limit and
 // singleProcessOOMKill. No swap controller: r is left alone.
 func noSwap(r *runtimeapi.LinuxContainerResources, sc swapControl) {
@@ -154,9 +277,6 @@ func noSwap(r *runtimeapi.LinuxContainerResources, sc swapControl) {
 	case swapMemsw:
 		r.MemorySwapLimitInBytes = r.MemoryLimitInBytes
 	case swapMax:
-		if r.Unified == nil {
-			r.Unified = make(map[string]string, 1)
-		}
-		r.Unified["memory.swap.max"] = "0"
+		swapMaxUnified(r, 0)
 	}
 }

@@ -173,9 +173,9 @@ func TestOOMGroupUnified(t *testing.T) {
 				t.Errorf("oomGroup %v: %s Unified = %v, want none", oomGroup, what, got.GetUnified())
 			}
 		}
-		c1 := containerConfig(pod, &pod.Spec.Containers[0], false, 0, nil, nil, 32<<30, nil, oomGroup, swapUncontrolled).GetLinux().GetResources()
+		c1 := containerConfig(pod, &pod.Spec.Containers[0], false, 0, nil, nil, 32<<30, nil, oomGroup, nodeSwap{}).GetLinux().GetResources()
 		check("container", c1, oomGroup)
-		c2 := containerConfig(pod, &pod.Spec.Containers[0], true, 1, nil, nil, 32<<30, nil, oomGroup, swapUncontrolled).GetLinux().GetResources()
+		c2 := containerConfig(pod, &pod.Spec.Containers[0], true, 1, nil, nil, 32<<30, nil, oomGroup, nodeSwap{}).GetLinux().GetResources()
 		check("init container", c2, oomGroup)
 		sb := sandboxConfig(pod, 0, t.TempDir(), oomGroup).GetLinux()
 		check("sandbox resources", sb.GetResources(), oomGroup)

@@ -75,6 +75,28 @@ type Config struct {
 	// cri`. Empty: a node of cgroup v1 without swap control, whatever the
 	// host's (simulated nodes' default).
 	CgroupDir string
+	// MemorySwapBehavior is KubeletConfiguration's memorySwap.swapBehavior
+	// (upstream has no flag): "" or NoSwap (upstream's default) keeps
+	// every container from swapping where the node's cgroups limit swap;
+	// LimitedSwap lets the containers of Burstable pods swap their memory
+	// request's share of SwapCapacity (containerSwapBehavior,
+	// limitedSwapBytes), cgroup v2 only: New refuses it on cgroup v1 (a
+	// simulated node without CgroupDir is one), and any other value, with
+	// upstream's messages (checkSwapBehavior).
+	MemorySwapBehavior SwapBehavior
+	// SwapCapacity is the node's swap space, upstream's machine info
+	// SwapCapacity: a `kubeproof kubelet --runtime cri` reads SwapTotal of
+	// /proc/meminfo unless --swap-capacity says otherwise; a simulated
+	// node has none unless told. LimitedSwap divides it among containers;
+	// when not zero it is published as node.status.nodeInfo.swap.capacity,
+	// as upstream's kubelet does (NodeSwap being GA). Not negative.
+	SwapCapacity resource.Quantity
+	// FailSwapOn is KubeletConfiguration's failSwapOn (--fail-swap-on):
+	// nil or true, upstream's default, makes New refuse a node with swap
+	// (SwapCapacity not zero; on a CRI node SwapTotal is not zero exactly
+	// when /proc/swaps, where upstream's kubelet looks, lists a swap area)
+	// with upstream's message (checkFailSwapOn).
+	FailSwapOn *bool
 	// ImagePullCredentialsVerificationPolicy is KubeletConfiguration's
 	// imagePullCredentialsVerificationPolicy (upstream has no flag): which
 	// present images a pod must prove it may use before using them without
@@ -90,10 +112,12 @@ type Config struct {
 	// oomGroupKill is what setDefaults decided from SingleProcessOOMKill
 	// and CgroupDir (oomGroupKill).
 	oomGroupKill bool
-	// swapControl is how CgroupDir's cgroups limit swap, which setDefaults
-	// detected (detectSwapControl; swapUncontrolled without CgroupDir):
-	// every container is kept from swapping with it (noSwap).
-	swapControl swapControl
+	// swap is how the node's containers may swap, which setDefaults
+	// decided from CgroupDir's swap control (detectSwapControl;
+	// swapUncontrolled without CgroupDir), MemorySwapBehavior and
+	// SwapCapacity: every container's swap is limited with it
+	// (containerSwap).
+	swap nodeSwap
 
 	// SyncFrequency is the period of the full resync of every pod (20 s).
 	SyncFrequency time.Duration
@@ -227,9 +251,19 @@ func (c *Config) setDefaults() error {
 	if err := pullrecords.Validate(c.ImagePullCredentialsVerificationPolicy, c.PreloadedImagesVerificationAllowlist); err != nil {
 		return fmt.Errorf("kubelet config: %w", err)
 	}
+	if err := checkSwapBehavior(c.MemorySwapBehavior, unified); err != nil {
+		return fmt.Errorf("kubelet config: %w", err)
+	}
+	if c.SwapCapacity.Sign() < 0 {
+		return fmt.Errorf("kubelet config: swap capacity %s must not be negative", c.SwapCapacity.String())
+	}
+	if err := checkFailSwapOn(c.FailSwapOn == nil || *c.FailSwapOn, c.SwapCapacity.Sign() > 0); err != nil {
+		return fmt.Errorf("kubelet config: %w", err)
+	}
+	c.swap = nodeSwap{limited: c.MemorySwapBehavior == LimitedSwap, capacity: c.SwapCapacity.Value()}
 	var swapErr error
 	if c.CgroupDir != "" {
-		c.swapControl, swapErr = detectSwapControl(c.CgroupDir, unified, procSelfCgroup)
+		c.swap.control, swapErr = detectSwapControl(c.CgroupDir, unified, procSelfCgroup)
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {

@@ -88,6 +88,12 @@ func NodeStatus(cfg *Config, old *v1.NodeStatus, p Pressure, runtimeVersion stri
 			}
 		}
 	}
+	var swap *v1.NodeSwapStatus
+	if c := cfg.SwapCapacity.Value(); c > 0 {
+		// As upstream's MachineInfo setter: the machine's swap capacity,
+		// none when it has no swap.
+		swap = &v1.NodeSwapStatus{Capacity: ptr.To(c)}
+	}
 	return v1.NodeStatus{
 		Capacity:    cfg.capacity(),
 		Allocatable: cfg.allocatable(),
@@ -102,7 +108,7 @@ func NodeStatus(cfg *Config, old *v1.NodeStatus, p Pressure, runtimeVersion stri
 			MachineID: cfg.NodeName, SystemUUID: cfg.NodeName, BootID: cfg.NodeName,
 			KernelVersion: "kubeproof", OSImage: "kubeproof simulated node",
 			ContainerRuntimeVersion: runtimeVersion, KubeletVersion: cfg.KubeletVersion,
-			OperatingSystem: goruntime.GOOS, Architecture: goruntime.GOARCH,
+			OperatingSystem: goruntime.GOOS, Architecture: goruntime.GOARCH, Swap: swap,
 		},
 	}
 }

@@ -71,7 +71,7 @@ func TestRelistStatesMatchListContainers(t *testing.T) {
 		if _, err := rt.PullImage(ctx, &runtimeapi.ImageSpec{Image: "img"}); err != nil {
 			t.Fatal(err)
 		}
-		id, err := rt.CreateContainer(ctx, sb, containerConfig(pod, &v1.Container{Name: "app", Image: "img"}, false, 0, &runtimeapi.ImageSpec{Image: "img"}, nil, 32<<30, nil, false, swapUncontrolled), nil)
+		id, err := rt.CreateContainer(ctx, sb, containerConfig(pod, &v1.Container{Name: "app", Image: "img"}, false, 0, &runtimeapi.ImageSpec{Image: "img"}, nil, 32<<30, nil, false, nodeSwap{}), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +83,7 @@ func TestRelistStatesMatchListContainers(t *testing.T) {
 	if err != nil || len(sbs) != 1 {
 		t.Fatalf("sandboxes of u1: %v %v", sbs, err)
 	}
-	side, err := rt.CreateContainer(ctx, sbs[0].Id, containerConfig(u1, &v1.Container{Name: "side", Image: "img"}, false, 0, &runtimeapi.ImageSpec{Image: "img"}, nil, 32<<30, nil, false, swapUncontrolled), nil)
+	side, err := rt.CreateContainer(ctx, sbs[0].Id, containerConfig(u1, &v1.Container{Name: "side", Image: "img"}, false, 0, &runtimeapi.ImageSpec{Image: "img"}, nil, 32<<30, nil, false, nodeSwap{}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

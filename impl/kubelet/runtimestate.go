@@ -162,8 +162,8 @@ func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string, oomGroup bool
 // huge page sizes hugePages (Config.HugePages: every size gets a limit, 0
 // unless c limits it, as upstream's GetHugepageLimitsFromResources) that
 // kills whole containers on OOM or not (oomGroup, Config.oomGroupKill) and
-// limits swap with swap (Config.swapControl).
-func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, image *runtimeapi.ImageSpec, env []EnvVar, nodeMemory int64, hugePages []HugePages, oomGroup bool, swap swapControl) *runtimeapi.ContainerConfig {
+// limits swap as swap says (Config.swap).
+func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, image *runtimeapi.ImageSpec, env []EnvVar, nodeMemory int64, hugePages []HugePages, oomGroup bool, swap nodeSwap) *runtimeapi.ContainerConfig {
 	typ := "app"
 	if init {
 		typ = "init"
@@ -313,9 +313,10 @@ func podAmount(pod *v1.Pod, name v1.ResourceName, limits bool) (amount int64, na
 // pod has pod-level resources (PodLevelResources being on by default); its
 // oom_score_adj (containerOOMScoreAdj) and its hugepage limits, one per
 // node page size (hugepageLimits); with oomGroup, memory.oom.group on
-// (cgroupResources); no swap beyond the memory limit where swap limits
-// it (noSwap: memsw on cgroup v1, memory.swap.max on v2).
-func linuxResources(pod *v1.Pod, c *v1.Container, nodeMemory int64, hugePages []HugePages, oomGroup bool, swap swapControl) *runtimeapi.LinuxContainerResources {
+// (cgroupResources); where the node's cgroups limit swap, its swap limit
+// (containerSwap: memory.swap.max of its LimitedSwap share on cgroup v2,
+// otherwise no swap beyond the memory limit, noSwap).
+func linuxResources(pod *v1.Pod, c *v1.Container, nodeMemory int64, hugePages []HugePages, oomGroup bool, swap nodeSwap) *runtimeapi.LinuxContainerResources {
 	cpuReq, hasCPUReq := c.Resources.Requests[v1.ResourceCPU]
 	cpuLim, memLim := c.Resources.Limits[v1.ResourceCPU], c.Resources.Limits[v1.ResourceMemory]
 	if resourcehelper.IsPodLevelResourcesSet(pod) {
@@ -331,6 +332,6 @@ func linuxResources(pod *v1.Pod, c *v1.Container, nodeMemory int64, hugePages []
 		HugepageLimits: hugepageLimits(hugePages, c.Resources.Limits),
 	}
 	cgroupResources(r, cpuReq.MilliValue(), hasCPUReq, cpuLim.MilliValue(), memLim.Value(), oomGroup)
-	noSwap(r, swap)
+	containerSwap(r, pod, c, nodeMemory, swap)
 	return r
 }

@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -153,8 +154,8 @@ func TestConfigSwapControl(t *testing.T) {
 			if err := cfg.setDefaults(); err != nil {
 				t.Fatal(err)
 			}
-			if cfg.swapControl != tc.want {
-				t.Errorf("swapControl = %v, want %v", cfg.swapControl, tc.want)
+			if cfg.swap.control != tc.want {
+				t.Errorf("swap control = %v, want %v", cfg.swap.control, tc.want)
 			}
 		})
 	}
@@ -199,7 +200,7 @@ func TestNoSwapContainerResources(t *testing.T) {
 		{name: "v2, oom group", pod: pod, c: &limited, oomGroup: true, swap: swapMax, want: want{unified: map[string]string{"memory.oom.group": "1", "memory.swap.max": "0"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := containerConfig(tc.pod, tc.c, tc.init, 0, nil, nil, 32<<30, nil, tc.oomGroup, tc.swap).GetLinux().GetResources()
+			r := containerConfig(tc.pod, tc.c, tc.init, 0, nil, nil, 32<<30, nil, tc.oomGroup, nodeSwap{control: tc.swap}).GetLinux().GetResources()
 			if r.GetMemorySwapLimitInBytes() != tc.want.memsw {
 				t.Errorf("MemorySwapLimitInBytes = %d, want %d", r.GetMemorySwapLimitInBytes(), tc.want.memsw)
 			}
@@ -255,5 +256,283 @@ func TestNoSwapReachesRuntime(t *testing.T) {
 				t.Errorf("sandbox resources %v, want no swap limit", r)
 			}
 		})
+	}
+}
+
+// TestCheckSwapBehavior: memorySwap.swapBehavior is "", NoSwap or
+// LimitedSwap, LimitedSwap only on cgroup v2, with upstream's messages.
+func TestCheckSwapBehavior(t *testing.T) {
+	for _, tc := range []struct {
+		b       SwapBehavior
+		unified bool
+		wantErr string
+	}{
+		{b: ""}, {b: "", unified: true},
+		{b: NoSwap}, {b: NoSwap, unified: true},
+		{b: LimitedSwap, unified: true},
+		{b: LimitedSwap, wantErr: "swap feature is enabled and LimitedSwap but it is only supported with cgroupv2"},
+		{b: "UnlimitedSwap", unified: true, wantErr: `invalid configuration: memorySwap.swapBehavior "UnlimitedSwap" must be one of: "", "LimitedSwap" or "NoSwap"`},
+		{b: "noswap", wantErr: `memorySwap.swapBehavior "noswap" must be one of`},
+	} {
+		err := checkSwapBehavior(tc.b, tc.unified)
+		if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("checkSwapBehavior(%q, unified %v) = %v, want %q", tc.b, tc.unified, err, tc.wantErr)
+		}
+	}
+}
+
+// swapPod is a pod of the given containers' resources, its QoS class
+// computed (status.qosClass left empty, as upstream's GetPodQOS allows).
+func swapPod(mutate func(*v1.Pod), rs ...v1.ResourceRequirements) *v1.Pod {
+	p := &v1.Pod{}
+	p.Name, p.Namespace, p.UID = "p", "default", "uid-p"
+	for i, r := range rs {
+		p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: fmt.Sprintf("c%d", i), Resources: r})
+	}
+	if mutate != nil {
+		mutate(p)
+	}
+	return p
+}
+
+// TestContainerSwapBehavior: as upstream's GetContainerSwapBehavior,
+// LimitedSwap only for a node so configured with cgroup v2 swap control,
+// and there only for the containers of Burstable, non-critical pods that
+// ask for memory with a request unlike their limit.
+func TestContainerSwapBehavior(t *testing.T) {
+	limitedV2 := nodeSwap{control: swapMax, limited: true, capacity: 5 << 30}
+	req := v1.ResourceRequirements{Requests: resList("memory", "1Gi")}
+	reqLim := v1.ResourceRequirements{Requests: resList("memory", "1Gi"), Limits: resList("memory", "2Gi")}
+	equal := v1.ResourceRequirements{Requests: resList("memory", "2Gi"), Limits: resList("memory", "2Gi")}
+	cpuOnly := v1.ResourceRequirements{Requests: resList("cpu", "100m")}
+	guaranteed := v1.ResourceRequirements{Requests: resList("cpu", "1", "memory", "1Gi"), Limits: resList("cpu", "1", "memory", "1Gi")}
+	prio := func(v int32) func(*v1.Pod) { return func(p *v1.Pod) { p.Spec.Priority = &v } }
+	annotate := func(k, v string) func(*v1.Pod) {
+		return func(p *v1.Pod) { p.Annotations = map[string]string{k: v} }
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *v1.Pod
+		c    int // index of the container
+		ns   nodeSwap
+		want SwapBehavior
+	}{
+		{name: "Burstable, request only", pod: swapPod(nil, req), ns: limitedV2, want: LimitedSwap},
+		{name: "Burstable, request below limit", pod: swapPod(nil, reqLim), ns: limitedV2, want: LimitedSwap},
+		{name: "Burstable, a container requesting its limit", pod: swapPod(nil, req, equal), c: 1, ns: limitedV2, want: NoSwap},
+		{name: "Burstable, its other container", pod: swapPod(nil, req, equal), ns: limitedV2, want: LimitedSwap},
+		{name: "Burstable, a container without memory", pod: swapPod(nil, req, cpuOnly), c: 1, ns: limitedV2, want: NoSwap},
+		{name: "Burstable, a container of nothing", pod: swapPod(nil, req, v1.ResourceRequirements{}), c: 1, ns: limitedV2, want: NoSwap},
+		{name: "Burstable by status.qosClass", pod: swapPod(func(p *v1.Pod) { p.Status.QOSClass = v1.PodQOSBurstable }, reqLim), ns: limitedV2, want: LimitedSwap},
+		{name: "status.qosClass says Guaranteed", pod: swapPod(func(p *v1.Pod) { p.Status.QOSClass = v1.PodQOSGuaranteed }, reqLim), ns: limitedV2, want: NoSwap},
+		{name: "Guaranteed", pod: swapPod(nil, guaranteed), ns: limitedV2, want: NoSwap},
+		{name: "BestEffort", pod: swapPod(nil, v1.ResourceRequirements{}), ns: limitedV2, want: NoSwap},
+		{name: "system-cluster-critical priority", pod: swapPod(prio(2000000000), req), ns: limitedV2, want: NoSwap},
+		{name: "system-node-critical priority", pod: swapPod(prio(2000001000), req), ns: limitedV2, want: NoSwap},
+		{name: "high but not critical priority", pod: swapPod(prio(1000000000), req), ns: limitedV2, want: LimitedSwap},
+		{name: "mirror pod", pod: swapPod(annotate(v1.MirrorPodAnnotationKey, "x"), req), ns: limitedV2, want: NoSwap},
+		{name: "static pod", pod: swapPod(annotate("kubernetes.io/config.source", "file"), req), ns: limitedV2, want: NoSwap},
+		{name: "NoSwap node", pod: swapPod(nil, req), ns: nodeSwap{control: swapMax, capacity: 5 << 30}, want: NoSwap},
+		{name: "cgroup v1 memsw", pod: swapPod(nil, req), ns: nodeSwap{control: swapMemsw, limited: true, capacity: 5 << 30}, want: NoSwap},
+		{name: "no swap control", pod: swapPod(nil, req), ns: nodeSwap{limited: true, capacity: 5 << 30}, want: NoSwap},
+		{name: "no swap space", pod: swapPod(nil, req), ns: nodeSwap{control: swapMax, limited: true}, want: LimitedSwap},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := containerSwapBehavior(tc.pod, &tc.pod.Spec.Containers[tc.c], tc.ns); got != tc.want {
+				t.Errorf("containerSwapBehavior = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestLimitedSwapBytes: upstream's calcSwapForBurstablePods, its float
+// rounding included, and its two refusals.
+func TestLimitedSwapBytes(t *testing.T) {
+	const gi = int64(1) << 30
+	for _, tc := range []struct {
+		req, mem, swap, want int64
+		wantErr              string
+	}{
+		{req: gi, mem: 80 * gi, swap: 4 * gi, want: 53687091}, // upstream's own example
+		{req: gi, mem: 40 * gi, swap: 5 * gi, want: 134217728},
+		{req: 2 * gi, mem: 40 * gi, swap: 5 * gi, want: 268435456},
+		{req: 29, mem: 100, swap: 100, want: 28}, // 0.29*100 in float64 is 28.999…, truncated (exact arithmetic gives 29)
+		{req: gi, mem: 8 * gi, swap: 0, want: 0},
+		{req: 0, mem: 8 * gi, swap: 4 * gi, want: 0},
+		{req: 8 * gi, mem: 8 * gi, swap: 4 * gi, want: 4 * gi},
+		{req: 8*gi + 1, mem: 8 * gi, swap: 4 * gi, wantErr: "container request 8589934593 is larger than total node memory 8589934592"},
+		{req: gi, mem: 0, swap: 4 * gi, wantErr: "total node memory is 0"},
+	} {
+		got, err := limitedSwapBytes(tc.req, tc.mem, tc.swap)
+		if tc.wantErr != "" {
+			if err == nil || err.Error() != tc.wantErr {
+				t.Errorf("limitedSwapBytes(%d, %d, %d) error %v, want %q", tc.req, tc.mem, tc.swap, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("limitedSwapBytes(%d, %d, %d) = %d, %v; want %d", tc.req, tc.mem, tc.swap, got, err, tc.want)
+		}
+	}
+}
+
+// TestLimitedSwapContainerResources: under LimitedSwap on cgroup v2, a
+// swapping container's memory.swap.max is its share, every other
+// container's 0 (NoSwap), as is one whose share cannot be computed; on a
+// node without swap control nothing is set.
+func TestLimitedSwapContainerResources(t *testing.T) {
+	const nodeMem, swap = int64(40) << 30, int64(5) << 30
+	limited := nodeSwap{control: swapMax, limited: true, capacity: swap}
+	pod := swapPod(nil,
+		v1.ResourceRequirements{Requests: resList("memory", "1Gi")},
+		v1.ResourceRequirements{Requests: resList("memory", "2Gi"), Limits: resList("memory", "2Gi")},
+		v1.ResourceRequirements{},
+		v1.ResourceRequirements{Requests: resList("memory", "41Gi")},
+	)
+	critical := pod.DeepCopy()
+	critical.Spec.Priority = new(int32(2000000000))
+	for _, tc := range []struct {
+		name     string
+		pod      *v1.Pod
+		c        int
+		init     bool
+		oomGroup bool
+		ns       nodeSwap
+		want     map[string]string
+	}{
+		{name: "swapping container", pod: pod, ns: limited, want: map[string]string{"memory.swap.max": "134217728"}},
+		{name: "as an init container", pod: pod, init: true, ns: limited, want: map[string]string{"memory.swap.max": "134217728"}},
+		{name: "beside memory.oom.group", pod: pod, oomGroup: true, ns: limited, want: map[string]string{"memory.oom.group": "1", "memory.swap.max": "134217728"}},
+		{name: "request equal to limit", pod: pod, c: 1, ns: limited, want: map[string]string{"memory.swap.max": "0"}},
+		{name: "no memory", pod: pod, c: 2, ns: limited, want: map[string]string{"memory.swap.max": "0"}},
+		{name: "request beyond the node's memory", pod: pod, c: 3, ns: limited, want: map[string]string{"memory.swap.max": "0"}},
+		{name: "critical pod", pod: critical, ns: limited, want: map[string]string{"memory.swap.max": "0"}},
+		{name: "NoSwap", pod: pod, ns: nodeSwap{control: swapMax, capacity: swap}, want: map[string]string{"memory.swap.max": "0"}},
+		{name: "no swap space", pod: pod, ns: nodeSwap{control: swapMax, limited: true}, want: map[string]string{"memory.swap.max": "0"}},
+		{name: "no swap control", pod: pod, ns: nodeSwap{limited: true, capacity: swap}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := containerConfig(tc.pod, &tc.pod.Spec.Containers[tc.c], tc.init, 0, nil, nil, nodeMem, nil, tc.oomGroup, tc.ns).GetLinux().GetResources()
+			if !maps.Equal(r.GetUnified(), tc.want) || (tc.want == nil) != (r.GetUnified() == nil) {
+				t.Errorf("Unified = %v, want %v", r.GetUnified(), tc.want)
+			}
+			if r.GetMemorySwapLimitInBytes() != 0 {
+				t.Errorf("MemorySwapLimitInBytes = %d on cgroup v2", r.GetMemorySwapLimitInBytes())
+			}
+		})
+	}
+}
+
+// TestConfigMemorySwap: New takes memorySwap.swapBehavior and failSwapOn
+// as upstream's kubelet does: LimitedSwap only on cgroup v2 (a simulated
+// node is cgroup v1), nothing but "", NoSwap and LimitedSwap; a node with
+// swap only with failSwapOn false (it defaults to true); no negative swap
+// capacity.
+func TestConfigMemorySwap(t *testing.T) {
+	v2 := cgroupV2SwapDir(t)
+	off, on := new(false), new(true)
+	const swapOn = "kubelet config: running with swap on is not supported, please disable swap or set --fail-swap-on flag to false"
+	for _, tc := range []struct {
+		name       string
+		dir        string
+		behavior   SwapBehavior
+		capacity   string
+		failSwapOn *bool
+		want       nodeSwap
+		wantErr    string
+	}{
+		{name: "default", dir: v2, want: nodeSwap{control: swapMax}},
+		{name: "LimitedSwap on cgroup v2", dir: v2, behavior: LimitedSwap, capacity: "4Gi", failSwapOn: off, want: nodeSwap{control: swapMax, limited: true, capacity: 4 << 30}},
+		{name: "LimitedSwap without swap", dir: v2, behavior: LimitedSwap, want: nodeSwap{control: swapMax, limited: true}},
+		{name: "NoSwap with swap space", dir: v2, behavior: NoSwap, capacity: "4Gi", failSwapOn: off, want: nodeSwap{control: swapMax, capacity: 4 << 30}},
+		{name: "swap with failSwapOn's default", dir: v2, behavior: LimitedSwap, capacity: "4Gi", wantErr: swapOn},
+		{name: "swap with failSwapOn", capacity: "1Ki", failSwapOn: on, wantErr: swapOn},
+		{name: "no swap with failSwapOn", failSwapOn: on},
+		{name: "LimitedSwap on cgroup v1", dir: cgroupV1SwapDir(t), behavior: LimitedSwap, wantErr: "kubelet config: swap feature is enabled and LimitedSwap but it is only supported with cgroupv2"},
+		{name: "LimitedSwap on a simulated node", behavior: LimitedSwap, capacity: "4Gi", failSwapOn: off, wantErr: "only supported with cgroupv2"},
+		{name: "unknown behavior", dir: v2, behavior: "UnlimitedSwap", wantErr: `memorySwap.swapBehavior "UnlimitedSwap" must be one of`},
+		{name: "negative capacity", capacity: "-1Gi", wantErr: "kubelet config: swap capacity -1Gi must not be negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{NodeName: "n", CgroupDir: tc.dir, MemorySwapBehavior: tc.behavior, FailSwapOn: tc.failSwapOn}
+			if tc.capacity != "" {
+				cfg.SwapCapacity = resourceMust(tc.capacity)
+			}
+			err := cfg.setDefaults()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("setDefaults error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.swap != tc.want {
+				t.Errorf("swap = %+v, want %+v", cfg.swap, tc.want)
+			}
+		})
+	}
+}
+
+// TestLimitedSwapReachesRuntime: a LimitedSwap kubelet (failSwapOn
+// false) of a cgroup v2 node with swap control creates a Burstable pod's containers with their
+// share of the node's swap (request 1Gi of 32Gi of memory, of 8Gi of
+// swap: 256Mi), and a container requesting its limit with none.
+func TestLimitedSwapReachesRuntime(t *testing.T) {
+	h := newHarness(t, nil)
+	rec := &createRecorder{Runtime: h.rt, res: map[string]*runtimeapi.LinuxContainerResources{}}
+	h.krt = rec
+	dir := cgroupV2SwapDir(t)
+	h.k = h.newKubelet(func(c *Config) {
+		c.CgroupDir, c.MemorySwapBehavior, c.SwapCapacity, c.FailSwapOn = dir, LimitedSwap, resourceMust("8Gi"), new(false)
+	})
+	p := h.create(h.pod("limited", func(p *v1.Pod) {
+		p.Status.QOSClass = v1.PodQOSBurstable
+		p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: resList("memory", "1Gi"), Limits: resList("memory", "2Gi")}
+		p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: "fixed", Image: "nginx:1.27",
+			Resources: v1.ResourceRequirements{Requests: resList("memory", "64Mi"), Limits: resList("memory", "64Mi")}})
+	}))
+	got := h.sync(p)
+	for _, name := range []string{"app", "fixed"} {
+		if cs := cstatus(got, name); cs.State.Running == nil {
+			t.Fatalf("container %s not running: %+v", name, cs.State)
+		}
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for name, want := range map[string]string{"app": "268435456", "fixed": "0"} {
+		if v := rec.res[name].GetUnified()["memory.swap.max"]; v != want {
+			t.Errorf("container %s memory.swap.max = %q, want %q", name, v, want)
+		}
+	}
+}
+
+// TestNodeStatusSwap: as upstream's kubelet, the node's swap capacity is
+// published in status.nodeInfo.swap.capacity, and nothing for a node
+// without swap.
+func TestNodeStatusSwap(t *testing.T) {
+	for _, tc := range []struct {
+		capacity string
+		want     *int64
+	}{
+		{capacity: "", want: nil},
+		{capacity: "0", want: nil},
+		{capacity: "2Gi", want: new(int64(2 << 30))},
+	} {
+		cfg := Config{NodeName: "n", FailSwapOn: new(false)}
+		if tc.capacity != "" {
+			cfg.SwapCapacity = resourceMust(tc.capacity)
+		}
+		if err := cfg.setDefaults(); err != nil {
+			t.Fatal(err)
+		}
+		got := NodeStatus(&cfg, nil, Pressure{}, "sim://1", nil, t0).NodeInfo.Swap
+		switch {
+		case tc.want == nil && got != nil:
+			t.Errorf("swap capacity %q: nodeInfo.swap = %+v, want none", tc.capacity, got)
+		case tc.want != nil && (got == nil || got.Capacity == nil || *got.Capacity != *tc.want):
+			t.Errorf("swap capacity %q: nodeInfo.swap = %+v, want capacity %d", tc.capacity, got, *tc.want)
+		}
 	}
 }

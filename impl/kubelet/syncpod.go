@@ -739,7 +739,7 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 	if err != nil {
 		return failed(reasonCreateContainerConfigErr, err)
 	}
-	cc := containerConfig(pod, spec, s.Init, s.Attempt, image, env, k.cfg.Memory.Value(), k.cfg.HugePages, k.cfg.oomGroupKill, k.cfg.swapControl)
+	cc := containerConfig(pod, spec, s.Init, s.Attempt, image, env, k.cfg.Memory.Value(), k.cfg.HugePages, k.cfg.oomGroupKill, k.cfg.swap)
 	cc.Mounts = mounts
 	cc.Linux.SecurityContext = sec
 	if s.Ephemeral {
