@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	goruntime "runtime"
 	"strconv"
@@ -61,6 +62,8 @@ func newKubeletCommand() *cobra.Command {
 		singleProcessOOMKill                bool
 		pullVerificationPolicy              string
 		preloadedAllowlist                  []string
+		swapBehavior, swapCapacity          string
+		failSwapOn                          bool
 	)
 	cmd := &cobra.Command{
 		Use:   "kubelet --kubeconfig FILE --node-name NAME [--runtime sim|cri]",
@@ -90,14 +93,16 @@ func newKubeletCommand() *cobra.Command {
 				ContainerGC:                            &containerGC,
 				ImagePullCredentialsVerificationPolicy: pullrecords.Policy(pullVerificationPolicy),
 				PreloadedImagesVerificationAllowlist:   preloadedAllowlist,
+				MemorySwapBehavior:                     kubelet.SwapBehavior(swapBehavior),
 			}
+			cfg.FailSwapOn = &failSwapOn
 			if cmd.Flags().Changed("single-process-oom-kill") {
 				cfg.SingleProcessOOMKill = &singleProcessOOMKill
 			}
 			for flag, pair := range map[string]struct {
 				s string
 				q *resource.Quantity
-			}{"--cpu": {cpu, &cfg.CPU}, "--memory": {memory, &cfg.Memory}, "--ephemeral-storage": {ephemeral, &cfg.EphemeralStorage}} {
+			}{"--cpu": {cpu, &cfg.CPU}, "--memory": {memory, &cfg.Memory}, "--ephemeral-storage": {ephemeral, &cfg.EphemeralStorage}, "--swap-capacity": {swapCapacity, &cfg.SwapCapacity}} {
 				q, err := resource.ParseQuantity(pair.s)
 				if err != nil {
 					return fmt.Errorf("%s: %w", flag, err)
@@ -146,6 +151,14 @@ func newKubeletCommand() *cobra.Command {
 					if mem, err := machineMemory(); err == nil {
 						cfg.Memory = *resource.NewQuantity(mem, resource.BinarySI)
 					}
+				}
+				if !cmd.Flags().Changed("swap-capacity") {
+					// As upstream's kubelet (cadvisor's machine info).
+					swap, err := machineSwap()
+					if err != nil {
+						return err
+					}
+					cfg.SwapCapacity = *resource.NewQuantity(swap, resource.BinarySI)
 				}
 				if !cmd.Flags().Changed("hugepages") {
 					// As upstream's kubelet (cadvisor's machine info).
@@ -239,6 +252,7 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringVar(&cpu, "cpu", "4", "Node CPU capacity (and allocatable).")
 	fs.StringVar(&memory, "memory", "32Gi", "Node memory capacity (and allocatable).")
 	fs.StringVar(&ephemeral, "ephemeral-storage", "100Gi", "Node ephemeral-storage capacity (and allocatable).")
+	fs.StringVar(&swapCapacity, "swap-capacity", "0", "Node swap capacity (upstream's machine info SwapCapacity), published as the node's status.nodeInfo.swap.capacity when not 0; --memory-swap-behavior LimitedSwap shares it among Burstable pods' containers. Default: none, or with --runtime cri SwapTotal of /proc/meminfo.")
 	fs.StringVar(&hugepages, "hugepages", "", "Node huge pages, page size=pre-allocated pages,... (e.g. 2Mi=512,1Gi=0): capacity and allocatable hugepages-<size> of pages × size (pods are admitted against it), allocatable memory that much less. Default: none, or with --runtime cri what /sys/kernel/mm/hugepages lists.")
 	fs.Int64Var(&maxPods, "max-pods", kubelet.DefaultMaxPods, "Maximum number of pods on the node.")
 	fs.StringSliceVar(&nodeLabels, "node-labels", nil, "Extra node labels, key=value,...")
@@ -294,6 +308,8 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringVar(&podLogsDir, "pod-logs-dir", "/var/log/pods", "Directory the container runtime writes pod logs to.")
 	fs.BoolVar(&singleProcessOOMKill, "single-process-oom-kill", false, "KubeletConfiguration's singleProcessOOMKill (upstream has no flag): true leaves the OOM killer killing the one process it picks; false has the runtime kill the whole container (memory.oom.group=1), cgroup v2 only, an error on cgroup v1. Unset: false on cgroup v2, true on cgroup v1 (with --runtime cri, the mode of /sys/fs/cgroup; a simulated node is cgroup v1).")
 	fs.StringVar(&pullVerificationPolicy, "image-pull-credentials-verification-policy", string(pullrecords.DefaultPolicy), "KubeletConfiguration's imagePullCredentialsVerificationPolicy (upstream has no flag): which images already present a pod must prove it may use (with a pull of its own, or the pull secret or credentials that pulled them) before using them: NeverVerify (none), NeverVerifyPreloadedImages (those the kubelet pulled), NeverVerifyAllowlistedImages (all but those of --preloaded-images-verification-allowlist) or AlwaysVerify (all).")
+	fs.BoolVar(&failSwapOn, "fail-swap-on", true, "Makes the kubelet fail to start if the node has swap (--swap-capacity, or with --runtime cri SwapTotal of /proc/meminfo, not 0), as upstream's.")
+	fs.StringVar(&swapBehavior, "memory-swap-behavior", "", "KubeletConfiguration's memorySwap.swapBehavior (upstream has no flag): NoSwap (or empty, the default) keeps every container from swapping where the node's cgroups limit swap; LimitedSwap lets each container of a Burstable, non-critical pod whose memory request is set and differs from its limit swap request / node memory × node swap capacity (--swap-capacity), the rest none. LimitedSwap needs cgroup v2 and is an error on cgroup v1 (a simulated node is cgroup v1; with --runtime cri, the mode of /sys/fs/cgroup).")
 	fs.StringSliceVar(&preloadedAllowlist, "preloaded-images-verification-allowlist", nil, "KubeletConfiguration's preloadedImagesVerificationAllowlist (upstream has no flag): the images NeverVerifyAllowlistedImages lets any pod use, each a repository without tag or digest as it normalizes (docker.io/library/nginx) or a prefix ending in /* (registry.example.com/team/*); only with that policy.")
 	return cmd
 }
@@ -310,17 +326,38 @@ func parseKeyValues(flag string, items []string, out map[string]string) error {
 	return nil
 }
 
+// procMeminfo is where Linux reports the machine's memory and swap.
+const procMeminfo = "/proc/meminfo"
+
 // machineMemory is MemTotal from /proc/meminfo, in bytes.
-func machineMemory() (int64, error) {
-	f, err := os.Open("/proc/meminfo")
+func machineMemory() (int64, error) { return readMeminfo(procMeminfo, "MemTotal") }
+
+// machineSwap is SwapTotal from /proc/meminfo, in bytes: the swap capacity
+// upstream's kubelet takes from cadvisor's machine info, which reads it
+// there.
+func machineSwap() (int64, error) { return readMeminfo(procMeminfo, "SwapTotal") }
+
+// readMeminfo is one field of the meminfo file at path, in bytes.
+func readMeminfo(path, field string) (int64, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("reading %s of %s: %w", field, path, err)
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	v, err := meminfoBytes(f, field)
+	if err != nil {
+		return 0, fmt.Errorf("reading %s of %s: %w", field, path, err)
+	}
+	return v, nil
+}
+
+// meminfoBytes is field of a /proc/meminfo listing ("SwapTotal:  1024 kB"
+// lines, values in KiB), in bytes.
+func meminfoBytes(r io.Reader, field string) (int64, error) {
+	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+		if len(fields) >= 2 && fields[0] == field+":" {
 			kb, err := strconv.ParseInt(fields[1], 10, 64)
 			if err != nil {
 				return 0, err
@@ -328,7 +365,10 @@ func machineMemory() (int64, error) {
 			return kb * 1024, nil
 		}
 	}
-	return 0, fmt.Errorf("MemTotal not found in /proc/meminfo")
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("%s not found", field)
 }
 
 // addSimRuntimeHandlersFlag adds --sim-runtime-handlers (of `kubeproof

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/kubeproof/kubeproof/impl/cluster"
 )
 
@@ -192,5 +195,135 @@ current-context: c
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("kubelet %q: %v; want %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestKubeletMemorySwapFlags: `kubeproof kubelet --memory-swap-behavior`
+// and `--swap-capacity` reach the kubelet's config, which refuses what
+// upstream's kubelet refuses, with its messages, before contacting the
+// API server: LimitedSwap on a cgroup v1 node (a simulated node is one),
+// an unknown behaviour, a node with swap without --fail-swap-on=false;
+// and a negative or malformed capacity.
+func TestKubeletMemorySwapFlags(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	const kc = `apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: "https://127.0.0.1:1"}
+users:
+- name: u
+  user: {token: t}
+contexts:
+- name: c
+  context: {cluster: c, user: u}
+current-context: c
+`
+	if err := os.WriteFile(kubeconfig, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{args: []string{"--memory-swap-behavior", "LimitedSwap", "--swap-capacity", "4Gi", "--fail-swap-on=false"},
+			want: "swap feature is enabled and LimitedSwap but it is only supported with cgroupv2"},
+		{args: []string{"--swap-capacity", "4Gi"},
+			want: "running with swap on is not supported, please disable swap or set --fail-swap-on flag to false"},
+		{args: []string{"--memory-swap-behavior", "UnlimitedSwap"},
+			want: `invalid configuration: memorySwap.swapBehavior "UnlimitedSwap" must be one of: "", "LimitedSwap" or "NoSwap"`},
+		{args: []string{"--swap-capacity", "-1Gi"}, want: "swap capacity -1Gi must not be negative"},
+		{args: []string{"--swap-capacity", "lots"}, want: "--swap-capacity: quantities must match"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		root := newRootCommand()
+		root.SetArgs(append([]string{"kubelet", "--kubeconfig", kubeconfig, "--node-name", "x", "--port", "0"}, tc.args...))
+		root.SetOut(new(discard))
+		root.SetErr(new(discard))
+		err := root.ExecuteContext(ctx)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("kubelet %q: %v; want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestKubeletSwapCapacityPublished: a simulated node of `kubeproof
+// kubelet --swap-capacity 2Gi --fail-swap-on=false` publishes it as its
+// status.nodeInfo.swap.capacity, as upstream's kubelet its machine's swap.
+func TestKubeletSwapCapacityPublished(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	c, err := cluster.Start(ctx, cluster.Config{DataDir: dir, BindAddress: "127.0.0.1:0", WatchCache: true, UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	kctx, kcancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		root := newRootCommand()
+		root.SetArgs([]string{"kubelet", "--kubeconfig", c.AdminKubeconfig, "--node-name", "swappy", "--port", "0", "--swap-capacity", "2Gi", "--fail-swap-on=false",
+			"--root-dir", filepath.Join(dir, "swappy"), "--pod-logs-dir", filepath.Join(dir, "swappy", "logs")})
+		root.SetOut(new(discard))
+		root.SetErr(new(discard))
+		done <- root.ExecuteContext(kctx)
+	}()
+	client, err := kubernetes.NewForConfig(c.AdminConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		node, err := client.CoreV1().Nodes().Get(ctx, "swappy", metav1.GetOptions{})
+		if err == nil {
+			if s := node.Status.NodeInfo.Swap; s == nil || s.Capacity == nil || *s.Capacity != 2<<30 {
+				t.Errorf("nodeInfo.swap = %+v, want capacity %d", s, 2<<30)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node swappy not registered: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	kcancel()
+	if err := <-done; err != nil {
+		t.Errorf("kubelet: %v", err)
+	}
+}
+
+// TestMeminfoBytes: fields of /proc/meminfo are KiB, returned in bytes;
+// a missing field or a malformed value is an error.
+func TestMeminfoBytes(t *testing.T) {
+	const meminfo = "MemTotal:       16318504 kB\nMemFree:         1234567 kB\nSwapCached:            0 kB\nSwapTotal:       4194300 kB\nSwapFree:        4194300 kB\nBogus:   x kB\n"
+	for _, tc := range []struct {
+		field   string
+		want    int64
+		wantErr string
+	}{
+		{field: "MemTotal", want: 16318504 * 1024},
+		{field: "SwapTotal", want: 4194300 * 1024},
+		{field: "Swap", wantErr: "Swap not found"},
+		{field: "Bogus", wantErr: "invalid syntax"},
+	} {
+		got, err := meminfoBytes(strings.NewReader(meminfo), tc.field)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("meminfoBytes(%s) error %v, want %q", tc.field, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("meminfoBytes(%s) = %d, %v; want %d", tc.field, got, err, tc.want)
+		}
+	}
+	if _, err := readMeminfo(filepath.Join(t.TempDir(), "missing"), "SwapTotal"); err == nil || !strings.Contains(err.Error(), "reading SwapTotal of") {
+		t.Errorf("readMeminfo of a missing file: %v", err)
 	}
 }
