@@ -126,25 +126,7 @@ func validateContainer(c *corev1.Container, volumes map[string]corev1.VolumeSour
 	}
 	errs = append(errs, validatePorts(c.Ports, p.Child("ports"))...)
 	errs = append(errs, validateEnv(c.Env, p.Child("env"))...)
-	for i, from := range c.EnvFrom {
-		fp := p.Child("envFrom").Index(i)
-		n := 0
-		if from.ConfigMapRef != nil {
-			n++
-			if from.ConfigMapRef.Name == "" {
-				errs = append(errs, field.Required(fp.Child("configMapRef", "name"), ""))
-			}
-		}
-		if from.SecretRef != nil {
-			n++
-			if from.SecretRef.Name == "" {
-				errs = append(errs, field.Required(fp.Child("secretRef", "name"), ""))
-			}
-		}
-		if n != 1 {
-			errs = append(errs, field.Invalid(fp, "", "must specify one of: `configMapRef` or `secretRef`"))
-		}
-	}
+	errs = append(errs, validateEnvFrom(c.EnvFrom, p.Child("envFrom"))...)
 	errs = append(errs, validateVolumeMounts(c, volumes, p.Child("volumeMounts"))...)
 	errs = append(errs, validateVolumeDevices(c, volumes, p.Child("volumeDevices"))...)
 	errs = append(errs, validateContainerResources(&c.Resources, p.Child("resources"), opts)...)
@@ -381,6 +363,48 @@ func validateEnv(env []corev1.EnvVar, path *field.Path) field.ErrorList {
 			case n > 1:
 				errs = append(errs, field.Invalid(p.Child("valueFrom"), "", "may not have more than one field specified at a time"))
 			}
+		}
+	}
+	return errs
+}
+
+// validateEnvFrom checks a container's envFrom as upstream's
+// ValidateEnvFrom: a prefix, if any, is an env var name (relaxed); a
+// configMapRef's or secretRef's name is required and an object name (a
+// trailing "-" allowed, as upstream's prefix form); exactly one of them is
+// set, else an error on the envFrom list's path (not the entry's).
+func validateEnvFrom(froms []corev1.EnvFromSource, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	ref := func(name string, p *field.Path) {
+		if name == "" {
+			errs = append(errs, field.Required(p.Child("name"), ""))
+			return
+		}
+		for _, msg := range apivalidation.NameIsDNSSubdomain(name, true) {
+			errs = append(errs, field.Invalid(p.Child("name"), name, msg))
+		}
+	}
+	for i, from := range froms {
+		fp := path.Index(i)
+		if from.Prefix != "" {
+			for _, msg := range validation.IsRelaxedEnvVarName(from.Prefix) {
+				errs = append(errs, field.Invalid(fp.Child("prefix"), from.Prefix, msg))
+			}
+		}
+		n := 0
+		if from.ConfigMapRef != nil {
+			n++
+			ref(from.ConfigMapRef.Name, fp.Child("configMapRef"))
+		}
+		if from.SecretRef != nil {
+			n++
+			ref(from.SecretRef.Name, fp.Child("secretRef"))
+		}
+		switch {
+		case n == 0:
+			errs = append(errs, field.Invalid(path, "", "must specify one of: `configMapRef` or `secretRef`"))
+		case n > 1:
+			errs = append(errs, field.Invalid(path, "", "may not have more than one field specified at a time"))
 		}
 	}
 	return errs
