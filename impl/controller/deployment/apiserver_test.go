@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -35,16 +36,11 @@ func eventually(t *testing.T, what string, cond func() (bool, error)) {
 	}
 }
 
-// TestRollbackAnnotationAgainstTheAPIServer: a user sets
-// deprecated.deployment.rollback.to through the API server; the controller
-// writes the previous revision's template and change-cause back with the
-// annotation gone, records a DeploymentRollback Event, and the next syncs
-// reuse the old ReplicaSet under revision 3 (no ReplicaSet controller runs:
-// revisions move as soon as the templates do).
-func TestRollbackAnnotationAgainstTheAPIServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
+// startController starts a cluster and the Deployment controller alone
+// (no ReplicaSet controller: no pods), with its events stored through the
+// API as kube-controller-manager's are.
+func startController(t *testing.T) (context.Context, kubernetes.Interface) {
+	t.Helper()
 	_, cs := clustertest.Start(t, clustertest.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	factory := informers.NewSharedInformerFactory(cs, 0)
@@ -56,22 +52,72 @@ func TestRollbackAnnotationAgainstTheAPIServer(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = dc.Run(ctx, 1) }()
-	defer func() { cancel(); wg.Wait(); factory.Shutdown(); b.Shutdown() }()
+	t.Cleanup(func() { cancel(); wg.Wait(); factory.Shutdown(); b.Shutdown() })
+	return ctx, cs
+}
 
-	deps := cs.AppsV1().Deployments("default")
+func newWeb(image string) *appsv1.Deployment {
 	replicas := int32(2)
-	d := &appsv1.Deployment{
+	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Annotations: map[string]string{"kubernetes.io/change-cause": "create"}},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: &replicas,
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1"}}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: image}}},
 			},
 		},
 	}
-	if _, err := deps.Create(ctx, d, metav1.CreateOptions{}); err != nil {
+}
+
+// TestRevisionKeepsTheGeneration: the controller writes the Deployment's
+// revision annotation with its status, through the status subresource, as
+// upstream (getNewReplicaSet's UpdateStatus), so only the user's changes
+// move metadata.generation: a new Deployment stays at generation 1, an image
+// change takes it to 2, and each is observed.
+func TestRevisionKeepsTheGeneration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	ctx, cs := startController(t)
+	deps := cs.AppsV1().Deployments("default")
+	if _, err := deps.Create(ctx, newWeb("nginx:1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	observed := func(revision string) func() (bool, error) {
+		return func() (bool, error) {
+			got, err := deps.Get(ctx, "web", metav1.GetOptions{})
+			return err == nil && got.Annotations[deployment.RevisionAnnotation] == revision && got.Status.ObservedGeneration == got.Generation, err
+		}
+	}
+	eventually(t, "revision 1 observed", observed("1"))
+	if got, _ := deps.Get(ctx, "web", metav1.GetOptions{}); got.Generation != 1 {
+		t.Fatalf("generation %d after the controller set revision 1, want 1", got.Generation)
+	}
+	patch := `{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"nginx:2"}]}}}}`
+	if _, err := deps.Patch(ctx, "web", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "revision 2 observed", observed("2"))
+	if got, _ := deps.Get(ctx, "web", metav1.GetOptions{}); got.Generation != 2 {
+		t.Fatalf("generation %d after one image change, want 2", got.Generation)
+	}
+}
+
+// TestRollbackAnnotationAgainstTheAPIServer: a user sets
+// deprecated.deployment.rollback.to through the API server; the controller
+// writes the previous revision's template and change-cause back with the
+// annotation gone, records a DeploymentRollback Event, and the next syncs
+// reuse the old ReplicaSet under revision 3 (no ReplicaSet controller runs:
+// revisions move as soon as the templates do).
+func TestRollbackAnnotationAgainstTheAPIServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	ctx, cs := startController(t)
+	deps := cs.AppsV1().Deployments("default")
+	if _, err := deps.Create(ctx, newWeb("nginx:1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	revision := func(want string) func() (bool, error) {

@@ -234,9 +234,7 @@ func (c *Controller) execute(ctx context.Context, d *appsv1.Deployment, plan Pla
 		}
 	}
 	current := d
-	switch {
-	case plan.Rollback != nil:
-		rb := plan.Rollback
+	if rb := plan.Rollback; rb != nil {
 		if rb.Warning != nil {
 			c.recorder.Event(d, rb.Warning.Type, rb.Warning.Reason, rb.Warning.Message)
 		}
@@ -248,23 +246,25 @@ func (c *Controller) execute(ctx context.Context, d *appsv1.Deployment, plan Pla
 			c.recorder.Event(d, rb.Done.Type, rb.Done.Reason, rb.Done.Message)
 		}
 		current = updated
-	case plan.Revision != "":
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{RevisionAnnotation: plan.Revision}}})
-		updated, err := c.client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-		if err != nil {
-			return fmt.Errorf("setting revision of deployment %s/%s: %w", d.Namespace, d.Name, err)
-		}
-		if updated.Generation != d.Generation {
-			// The spec moved on; resync from what is observed then.
-			return nil
-		}
-		current = updated
 	}
-	if plan.Status != nil {
+	if plan.Revision != "" || plan.Status != nil {
+		// The revision annotation goes with the status, through the status
+		// subresource, as upstream: it does not move metadata.generation
+		// (annotations count as spec on the main resource). The
+		// resourceVersion is the one observed, so a status is never written
+		// for a spec this sync has not seen.
 		next := current.DeepCopy()
-		next.Status = *plan.Status
+		if plan.Revision != "" {
+			if next.Annotations == nil {
+				next.Annotations = map[string]string{}
+			}
+			next.Annotations[RevisionAnnotation] = plan.Revision
+		}
+		if plan.Status != nil {
+			next.Status = *plan.Status
+		}
 		if _, err := c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("updating status of deployment %s/%s: %w", d.Namespace, d.Name, err)
+			return fmt.Errorf("updating revision and status of deployment %s/%s: %w", d.Namespace, d.Name, err)
 		}
 	}
 	return nil

@@ -10,14 +10,46 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
 	"github.com/kubeproof/kubeproof/impl/controller/internal/fakeapi"
 	"github.com/kubeproof/kubeproof/impl/controller/replicaset"
 )
+
+// newClientset is fakeapi's clientset with the Deployment status
+// subresource closer to the registry's (which keeps only spec and labels):
+// a status update writes the annotations too, where the controller keeps
+// the revision, as upstream's.
+func newClientset(objs ...k8sruntime.Object) *fake.Clientset {
+	c := fakeapi.NewClientset(objs...)
+	c.PrependReactor("update", "deployments", func(action k8stesting.Action) (bool, k8sruntime.Object, error) {
+		update, ok := action.(k8stesting.UpdateAction)
+		if !ok || action.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		incoming, ok := update.GetObject().(*appsv1.Deployment)
+		if !ok {
+			return false, nil, nil
+		}
+		obj, err := c.Tracker().Get(action.GetResource(), action.GetNamespace(), incoming.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		out := obj.(*appsv1.Deployment).DeepCopy()
+		out.Annotations, out.Status = incoming.Annotations, incoming.Status
+		if err := c.Tracker().Update(action.GetResource(), out, action.GetNamespace()); err != nil {
+			return true, nil, err
+		}
+		return true, out, nil
+	})
+	return c
+}
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -33,7 +65,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestLoopCreatesReplicaSetAndPods(t *testing.T) {
 	before := runtime.NumGoroutine()
 	d := newDeployment(3, "nginx", intstr.FromString("25%"), intstr.FromString("25%"))
-	client := fakeapi.NewClientset(d)
+	client := newClientset(d)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	recorder := record.NewFakeRecorder(100)
 	dc := New(client, factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), recorder, clock.RealClock{})

@@ -16,8 +16,6 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
-
-	"github.com/kubeproof/kubeproof/impl/controller/internal/fakeapi"
 )
 
 // TestCreateErrorWithoutProgressDeadline: a failed new-ReplicaSet create
@@ -33,7 +31,7 @@ func TestCreateErrorWithoutProgressDeadline(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			d := newDeployment(3, "nginx", intstr.FromString("25%"), intstr.FromString("25%"))
 			d.Spec.ProgressDeadlineSeconds = ptr(tt.deadline)
-			client := fakeapi.NewClientset(d)
+			client := newClientset(d)
 			client.PrependReactor("create", "replicasets", func(k8stesting.Action) (bool, runtime.Object, error) {
 				return true, nil, errors.New("admission webhook denied")
 			})

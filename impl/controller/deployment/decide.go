@@ -52,8 +52,8 @@ type Action struct {
 }
 
 // Plan is the writes one Deployment sync intends, as data. The executor
-// performs them in order: adopt, release, Actions, rollback or revision,
-// status.
+// performs them in order: adopt, release, Actions, rollback, then revision
+// and status in one status update.
 type Plan struct {
 	Adopt, Release []*appsv1.ReplicaSet
 	Actions        []Action

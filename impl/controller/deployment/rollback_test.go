@@ -16,8 +16,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
-
-	"github.com/kubeproof/kubeproof/impl/controller/internal/fakeapi"
 )
 
 const changeCause = "kubernetes.io/change-cause"
@@ -174,7 +172,7 @@ func TestRollbackThroughTheAPI(t *testing.T) {
 	for _, rs := range w.list() {
 		objs = append(objs, rs.DeepCopy())
 	}
-	client := fakeapi.NewClientset(objs...)
+	client := newClientset(objs...)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	recorder := record.NewFakeRecorder(100)
 	dc := New(client, factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), recorder, clock.RealClock{})
