@@ -149,9 +149,31 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path, pod *metav1.ObjectMeta
 		}
 	}
 	errs = append(errs, validateFileKeyRefVolumes(s, path)...)
+	errs = append(errs, validateHostnameOverride(s, path.Child("hostnameOverride"))...)
 	errs = append(errs, validateHostNetworkPorts(s, path, isPod)...)
 	errs = append(errs, validateImageWhitespace(s, path, isPod)...)
 	return errs
+}
+
+// validateHostnameOverride checks spec.hostnameOverride (HostnameOverride,
+// on by default since 1.35) as upstream's validatePodHostName: not beside
+// setHostnameAsFQDN true nor in the host's network, at most 64 characters,
+// a DNS-1123 subdomain.
+func validateHostnameOverride(s *corev1.PodSpec, p *field.Path) field.ErrorList {
+	if s.HostnameOverride == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if s.SetHostnameAsFQDN != nil && *s.SetHostnameAsFQDN {
+		errs = append(errs, field.Forbidden(p, "may not be specified when setHostnameAsFQDN is true"))
+	}
+	if s.HostNetwork {
+		errs = append(errs, field.Forbidden(p, "may not be specified when hostNetwork is true"))
+	}
+	if len(*s.HostnameOverride) > 64 {
+		errs = append(errs, field.TooLong(p, "", 64))
+	}
+	return append(errs, dnsSubdomain(*s.HostnameOverride, p)...)
 }
 
 // validateHostNetworkPorts: in the host's network namespace an app
