@@ -256,13 +256,16 @@ func validatePorts(ports []corev1.ContainerPort, path *field.Path) field.ErrorLi
 	for i, port := range ports {
 		p := path.Index(i)
 		if port.Name != "" {
-			for _, msg := range validation.IsValidPortName(port.Name) {
-				errs = append(errs, field.Invalid(p.Child("name"), port.Name, msg))
-			}
-			if names.Has(port.Name) {
+			// An invalid name is not also checked for duplicates.
+			if msgs := validation.IsValidPortName(port.Name); len(msgs) > 0 {
+				for _, msg := range msgs {
+					errs = append(errs, field.Invalid(p.Child("name"), port.Name, msg))
+				}
+			} else if names.Has(port.Name) {
 				errs = append(errs, field.Duplicate(p.Child("name"), port.Name))
+			} else {
+				names.Insert(port.Name)
 			}
-			names.Insert(port.Name)
 		}
 		if port.ContainerPort == 0 {
 			errs = append(errs, field.Required(p.Child("containerPort"), ""))
@@ -287,29 +290,32 @@ func validatePorts(ports []corev1.ContainerPort, path *field.Path) field.ErrorLi
 	return errs
 }
 
-// validateHostPortConflicts rejects two containers asking for the same
-// host port and protocol.
+// validateHostPortConflicts rejects two ports asking for the same host
+// port, protocol and host IP, as upstream's checkHostPortConflicts: across
+// the app containers, and within each init container (init containers run
+// one at a time); reported as Duplicate "<protocol>/<hostIP>/<port>".
 func validateHostPortConflicts(s *corev1.PodSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	type key struct {
-		ip       string
-		port     int32
-		protocol corev1.Protocol
-	}
-	seen := map[key]bool{}
-	for i, c := range s.Containers {
-		for j, port := range c.Ports {
-			if port.HostPort == 0 {
-				continue
+	check := func(cs []corev1.Container, path *field.Path, seen sets.Set[string]) {
+		for i, c := range cs {
+			for j, port := range c.Ports {
+				if port.HostPort == 0 {
+					continue
+				}
+				key := fmt.Sprintf("%s/%s/%d", port.Protocol, port.HostIP, port.HostPort)
+				if seen.Has(key) {
+					errs = append(errs, field.Duplicate(path.Index(i).Child("ports").Index(j).Child("hostPort"), key))
+				}
+				seen.Insert(key)
 			}
-			k := key{port.HostIP, port.HostPort, port.Protocol}
-			if seen[k] {
-				errs = append(errs, field.Duplicate(path.Child("containers").Index(i).Child("ports").Index(j).Child("hostPort"),
-					fmt.Sprintf("%s/%d", port.Protocol, port.HostPort)))
-			}
-			seen[k] = true
 		}
 	}
+	// Upstream checks each init container as a list of one, so the error
+	// names it initContainers[0] whichever it is; so do we.
+	for i := range s.InitContainers {
+		check(s.InitContainers[i:i+1], path.Child("initContainers"), sets.New[string]())
+	}
+	check(s.Containers, path.Child("containers"), sets.New[string]())
 	return errs
 }
 
