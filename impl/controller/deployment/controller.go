@@ -133,20 +133,66 @@ func (c *Controller) replicaSetChanged(obj any) {
 	}
 }
 
+// podDeleted syncs a Recreate Deployment once none of its pods is left (it
+// waits for the old ones to go), as upstream's deletePod: the Deployment
+// controlling the pod's ReplicaSet, and as its pods those its selector
+// matches controlled by one of its ReplicaSets (from the caches, where
+// upstream lists the ReplicaSets from the API server). Rolling updates
+// hear of their pods through their ReplicaSets' status.
 func (c *Controller) podDeleted(obj any) {
 	pod, ok := unwrap[*corev1.Pod](obj)
 	if !ok {
 		return
 	}
+	d := c.deploymentOf(pod)
+	if d == nil || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		return
+	}
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		return
+	}
+	rss, err := c.rsLister.ReplicaSets(d.Namespace).List(sel)
+	if err != nil {
+		return
+	}
+	owned := map[types.UID]bool{}
+	for _, rs := range rss {
+		if metav1.IsControlledBy(rs, d) {
+			owned[rs.UID] = true
+		}
+	}
+	pods, err := c.podLister.Pods(d.Namespace).List(sel)
+	if err != nil {
+		return
+	}
+	for _, p := range pods {
+		if ref := metav1.GetControllerOf(p); ref != nil && owned[ref.UID] {
+			return
+		}
+	}
+	c.enqueue(d)
+}
+
+// deploymentOf is the Deployment controlling the ReplicaSet controlling
+// pod, or nil.
+func (c *Controller) deploymentOf(pod *corev1.Pod) *appsv1.Deployment {
 	ref := metav1.GetControllerOf(pod)
 	if ref == nil || ref.Kind != "ReplicaSet" {
-		return
+		return nil
 	}
 	rs, err := c.rsLister.ReplicaSets(pod.Namespace).Get(ref.Name)
 	if err != nil || rs.UID != ref.UID {
-		return
+		return nil
 	}
-	c.replicaSetChanged(rs)
+	if ref = metav1.GetControllerOf(rs); ref == nil || ref.Kind != "Deployment" {
+		return nil
+	}
+	d, err := c.dLister.Deployments(rs.Namespace).Get(ref.Name)
+	if err != nil || d.UID != ref.UID {
+		return nil
+	}
+	return d
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
