@@ -297,8 +297,8 @@ func (c *Controller) execute(ctx context.Context, d *appsv1.Deployment, plan Pla
 		// The revision annotation goes with the status, through the status
 		// subresource, as upstream: it does not move metadata.generation
 		// (annotations count as spec on the main resource). The
-		// resourceVersion is the one observed, so a status is never written
-		// for a spec this sync has not seen.
+		// resourceVersion is the one observed (or the rollback's write), so
+		// a status is never written for a spec this sync has not seen.
 		next := current.DeepCopy()
 		if plan.Revision != "" {
 			if next.Annotations == nil {
