@@ -433,11 +433,13 @@ func (p *planner) isScalingEvent(rsList []*appsv1.ReplicaSet) bool {
 }
 
 // sync handles scaling events and paused Deployments: resize, clean up (if
-// paused) and report status, without rolling anything out.
+// paused and no rollback is pending) and report status, without rolling
+// anything out.
 func (p *planner) sync(rsList []*appsv1.ReplicaSet) {
 	newRS, oldRSs := p.newAndOldSyncRevision(rsList, false)
 	p.scale(newRS, oldRSs)
-	if p.d.Spec.Paused {
+	// Not while a rollback waits for the resume: its revision must stay.
+	if _, rollingBack := rollbackTo(p.d); p.d.Spec.Paused && !rollingBack {
 		p.cleanup(oldRSs)
 	}
 	p.syncDeploymentStatus(append(oldRSs, newRS), newRS)

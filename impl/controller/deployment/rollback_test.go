@@ -200,3 +200,36 @@ func TestRollbackThroughTheAPI(t *testing.T) {
 		}
 	}
 }
+
+// TestPausedWithRollbackKeepsHistory: a paused Deployment cleans up old
+// ReplicaSets beyond revisionHistoryLimit only while no rollback is pending
+// (a rollback annotation that parses), as upstream's sync: the revision to
+// roll back to must not be deleted before the Deployment is resumed.
+func TestPausedWithRollbackKeepsHistory(t *testing.T) {
+	for _, tt := range []struct {
+		to          string
+		wantDeleted bool
+	}{{"", true}, {"1", false}, {"0", false}, {"one", true}} {
+		t.Run("rollback.to="+tt.to, func(t *testing.T) {
+			w := rolledOutTwice(t)
+			w.d.Spec.Paused = true
+			w.d.Spec.RevisionHistoryLimit = ptr(int32(0))
+			if tt.to != "" {
+				w.d.Annotations[rollbackToAnnotation] = tt.to
+			}
+			plan, err := Decide(Observed{Deployment: w.d, ReplicaSets: w.list(), Now: w.now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			deleted := false
+			for _, a := range plan.Actions {
+				if a.Kind == DeleteReplicaSet {
+					deleted = true
+				}
+			}
+			if deleted != tt.wantDeleted || plan.Rollback != nil {
+				t.Fatalf("old replicaset deleted: %v, want %v (rollback %+v)", deleted, tt.wantDeleted, plan.Rollback)
+			}
+		})
+	}
+}
