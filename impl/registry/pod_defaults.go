@@ -19,6 +19,12 @@ const (
 // later, in preparePodForCreate and on update (defaultPodLevelResources).
 func defaultPod(p *corev1.Pod) {
 	defaultPodSpec(&p.Spec)
+	// A pod's negative grace period is 1 (upstream's Pod conversion since
+	// 1.27, PR 115606; defaulting in 1.37); a template keeps its own.
+	if t := p.Spec.TerminationGracePeriodSeconds; t != nil && *t < 0 {
+		one := int64(1)
+		p.Spec.TerminationGracePeriodSeconds = &one
+	}
 	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
 		for i := range cs {
 			defaultRequestsFromLimits(&cs[i].Resources)

@@ -79,9 +79,6 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path, pod *metav1.ObjectMeta
 	default:
 		errs = append(errs, field.NotSupported(path.Child("dnsPolicy"), s.DNSPolicy, dnsPolicies))
 	}
-	if s.DNSPolicy == corev1.DNSNone && (s.DNSConfig == nil || len(s.DNSConfig.Nameservers) == 0) {
-		errs = append(errs, field.Required(path.Child("dnsConfig", "nameservers"), "must provide at least one DNS nameserver when `dnsPolicy` is None"))
-	}
 	errs = append(errs, metav1validation.ValidateLabels(s.NodeSelector, path.Child("nodeSelector"))...)
 	if s.NodeName != "" {
 		errs = append(errs, dnsSubdomain(s.NodeName, path.Child("nodeName"))...)
@@ -109,8 +106,10 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path, pod *metav1.ObjectMeta
 		// an overhead at all is the RuntimeClass admission plugin's call.
 		errs = append(errs, validateContainerResources(&corev1.ResourceRequirements{Limits: s.Overhead}, path.Child("overhead"), opts)...)
 	}
-	if s.TerminationGracePeriodSeconds != nil {
-		errs = append(errs, apivalidation.ValidateNonnegativeField(*s.TerminationGracePeriodSeconds, path.Child("terminationGracePeriodSeconds"))...)
+	// No range check, as upstream: a pod's negative period became 1 at
+	// defaulting (defaultPod); a template's stays (upstream only warns).
+	if s.TerminationGracePeriodSeconds == nil {
+		errs = append(errs, field.Required(path.Child("terminationGracePeriodSeconds"), ""))
 	}
 	if s.ActiveDeadlineSeconds != nil {
 		if v := *s.ActiveDeadlineSeconds; v < 1 || v > math.MaxInt32 {
@@ -122,7 +121,7 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path, pod *metav1.ObjectMeta
 	errs = append(errs, validateTopologySpreadConstraints(s.TopologySpreadConstraints, path.Child("topologySpreadConstraints"), opts)...)
 	gates := sets.New[string]()
 	for i, g := range s.SchedulingGates {
-		p := path.Child("schedulingGates").Index(i).Child("name")
+		p := path.Child("schedulingGates").Index(i)
 		errs = append(errs, validateLabelKey(g.Name, p)...)
 		if gates.Has(g.Name) {
 			errs = append(errs, field.Duplicate(p, g.Name))
@@ -132,18 +131,15 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path, pod *metav1.ObjectMeta
 	for i, g := range s.ReadinessGates {
 		errs = append(errs, validateLabelKey(string(g.ConditionType), path.Child("readinessGates").Index(i).Child("conditionType"))...)
 	}
-	for i, r := range s.ImagePullSecrets {
-		if r.Name == "" {
-			errs = append(errs, field.Required(path.Child("imagePullSecrets").Index(i).Child("name"), ""))
-		}
-	}
+	// Only the name may be set, and upstream does not require it
+	// (validateImagePullSecrets); LocalObjectReference has no other field.
 	if sc := s.SecurityContext; sc != nil {
 		errs = append(errs, validateIDs(sc.RunAsUser, sc.RunAsGroup, path.Child("securityContext"))...)
 	}
-	errs = append(errs, validateDNSConfig(s.DNSConfig, path.Child("dnsConfig"))...)
+	errs = append(errs, validateDNSConfig(s.DNSConfig, s.DNSPolicy, path.Child("dnsConfig"))...)
 	for i, ha := range s.HostAliases {
 		hp := path.Child("hostAliases").Index(i)
-		errs = append(errs, validationIsValidIP(hp.Child("ip"), ha.IP)...)
+		errs = append(errs, validateLegacyIP(ha.IP, hp.Child("ip"))...)
 		for j, h := range ha.Hostnames {
 			errs = append(errs, dnsSubdomain(h, hp.Child("hostnames").Index(j))...)
 		}
@@ -274,13 +270,28 @@ func validateTolerations(ts []corev1.Toleration, path *field.Path) field.ErrorLi
 	return errs
 }
 
-// Limits of a pod's DNS configuration.
+// Limits of a pod's DNS configuration (from libc's resolver).
 const (
-	maxDNSNameservers = 3
-	maxDNSSearchPaths = 32
+	maxDNSNameservers     = 3
+	maxDNSSearchPaths     = 32
+	maxDNSSearchListChars = 2048
 )
 
-func validateDNSConfig(c *corev1.PodDNSConfig, path *field.Path) field.ErrorList {
+// validateDNSConfig checks spec.dnsConfig as upstream's validatePodDNSConfig:
+// dnsPolicy None needs a dnsConfig with a nameserver (nothing else is
+// checked without one); nameservers are legacy IPs, at most 3; at most 32
+// searches of at most 2048 characters joined by spaces, each (but ".") a
+// DNS subdomain that may hold underscores once a trailing dot is dropped
+// (RelaxedDNSSearchValidation, GA since 1.34); options need a name.
+func validateDNSConfig(c *corev1.PodDNSConfig, policy corev1.DNSPolicy, path *field.Path) field.ErrorList {
+	if policy == corev1.DNSNone {
+		if c == nil {
+			return field.ErrorList{field.Required(path, "must provide `dnsConfig` when `dnsPolicy` is None")}
+		}
+		if len(c.Nameservers) == 0 {
+			return field.ErrorList{field.Required(path.Child("nameservers"), "must provide at least one DNS nameserver when `dnsPolicy` is None")}
+		}
+	}
 	if c == nil {
 		return nil
 	}
@@ -289,15 +300,35 @@ func validateDNSConfig(c *corev1.PodDNSConfig, path *field.Path) field.ErrorList
 		errs = append(errs, field.Invalid(path.Child("nameservers"), c.Nameservers, fmt.Sprintf("must not have more than %d nameservers", maxDNSNameservers)))
 	}
 	for i, ns := range c.Nameservers {
-		errs = append(errs, validationIsValidIP(path.Child("nameservers").Index(i), ns)...)
+		errs = append(errs, validateLegacyIP(ns, path.Child("nameservers").Index(i))...)
 	}
 	if len(c.Searches) > maxDNSSearchPaths {
 		errs = append(errs, field.Invalid(path.Child("searches"), c.Searches, fmt.Sprintf("must not have more than %d search paths", maxDNSSearchPaths)))
 	}
+	if len(strings.Join(c.Searches, " ")) > maxDNSSearchListChars {
+		errs = append(errs, field.Invalid(path.Child("searches"), c.Searches, fmt.Sprintf("must not have more than %d characters (including spaces) in the search list", maxDNSSearchListChars)))
+	}
+	for i, search := range c.Searches {
+		if search == "." {
+			continue
+		}
+		search = strings.TrimSuffix(search, ".")
+		for _, msg := range validation.IsDNS1123SubdomainWithUnderscore(search) {
+			errs = append(errs, field.Invalid(path.Child("searches").Index(i), search, msg))
+		}
+	}
 	for i, o := range c.Options {
 		if o.Name == "" {
-			errs = append(errs, field.Required(path.Child("options").Index(i), "Option.Name must not be empty"))
+			errs = append(errs, field.Required(path.Child("options").Index(i), "must not be empty"))
 		}
 	}
 	return errs
+}
+
+// validateLegacyIP checks an IP of a field that predates strict IP
+// validation (dnsConfig nameservers, hostAliases) as upstream's
+// IsValidIPForLegacyField with StrictIPCIDRValidation off (its default):
+// leading zeros, IPv4-mapped IPv6 and non-canonical forms are accepted.
+func validateLegacyIP(ip string, path *field.Path) field.ErrorList {
+	return validation.IsValidIPForLegacyField(path, ip, false, nil)
 }
