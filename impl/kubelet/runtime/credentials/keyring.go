@@ -4,7 +4,8 @@
 // pulled the way the kubelet's docker keyring does: by registry host (with
 // "*" globs per DNS label), port and path prefix, the longest key first;
 // credentials for Docker Hub ("index.docker.io") apply to images without a
-// registry host. The matches become CRI AuthConfigs for PullImage, each
+// registry host. The node's credentials (WithNode: the image credential
+// provider plugins') follow the pod's, as upstream's. The matches become CRI AuthConfigs for PullImage, each
 // tracked with the secret it came from and a hash of its contents
 // (upstream's TrackedAuthConfig), for the kubelet's records of which
 // credentials pulled an image (impl/kubelet/pullrecords).
@@ -50,6 +51,26 @@ type DockerConfig map[string]Entry
 type Keyring struct {
 	index []string // keys, sorted so that longer (more specific) keys come first
 	creds map[string][]Tracked
+	node  NodeCredentials // looked up after the keyring's own; nil: none
+}
+
+// NodeCredentials is where credentials that are not a pod's come from:
+// upstream's node keyring, the image credential provider plugins
+// (impl/kubelet/credentialprovider). LookupTracked is given the image's
+// repository ("registry.example.com/team/app", "docker.io/library/nginx").
+type NodeCredentials interface {
+	LookupTracked(repo string) []Tracked
+}
+
+// WithNode makes kr's lookups return node's credentials after its own, as
+// upstream's MakeDockerKeyring unions a pod's pull secrets with the node's
+// keyring (secrets first); kr nil is an empty keyring. It returns kr.
+func (kr *Keyring) WithNode(node NodeCredentials) *Keyring {
+	if kr == nil {
+		kr = &Keyring{}
+	}
+	kr.node = node
+	return kr
 }
 
 // Source is the secret a credential was read from.
@@ -211,9 +232,10 @@ func (kr *Keyring) Lookup(image string) []*runtimeapi.AuthConfig {
 	return out
 }
 
-// LookupTracked is Lookup with each credential's source and hash.
+// LookupTracked is Lookup with each credential's source and hash: the
+// keyring's own, then its node credentials' (WithNode).
 func (kr *Keyring) LookupTracked(image string) []Tracked {
-	if kr == nil || len(kr.index) == 0 {
+	if kr == nil || (len(kr.index) == 0 && kr.node == nil) {
 		return nil
 	}
 	repo, err := Repository(image)
@@ -228,6 +250,9 @@ func (kr *Keyring) LookupTracked(image string) []Tracked {
 	}
 	if len(out) == 0 && isDefaultRegistry(repo) {
 		out = append(out, kr.creds[defaultRegistryHost]...)
+	}
+	if kr.node != nil {
+		out = append(out, kr.node.LookupTracked(repo)...)
 	}
 	return out
 }

@@ -2,11 +2,13 @@ package credentials
 
 import (
 	"encoding/base64"
+	"reflect"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 func dockerConfigJSON(name, json string) *v1.Secret {
@@ -145,5 +147,41 @@ func TestLookupTracked(t *testing.T) {
 	}
 	if tr := added.LookupTracked("reg.example/app"); len(tr) != 1 || tr[0].Source != nil || tr[0].Hash != got[0].Hash {
 		t.Errorf("Add's credential %+v: want no source and the same hash", tr)
+	}
+}
+
+// nodeCreds is a fixed NodeCredentials recording the repositories asked.
+type nodeCreds struct {
+	creds []Tracked
+	asked []string
+}
+
+func (n *nodeCreds) LookupTracked(repo string) []Tracked {
+	n.asked = append(n.asked, repo)
+	return n.creds
+}
+
+// TestWithNodeAfterSecrets: as upstream's MakeDockerKeyring, the node's
+// credentials (credential provider plugins') follow the pod's secrets',
+// also for a pod without secrets, and are asked for the image's
+// repository (no tag, Docker Hub's host made explicit).
+func TestWithNodeAfterSecrets(t *testing.T) {
+	s := dockerConfigJSON("a", `{"auths": {"reg.example": {"username": "pod", "password": "p"}}}`)
+	kr, err := FromSecrets([]*v1.Secret{s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &nodeCreds{creds: []Tracked{{Auth: &runtimeapi.AuthConfig{Username: "node"}}}}
+	got := kr.WithNode(node).LookupTracked("reg.example/app:1")
+	if len(got) != 2 || got[0].Auth.Username != "pod" || got[0].Source == nil || got[1].Auth.Username != "node" || got[1].Source != nil {
+		t.Fatalf("credentials %+v: want the secret's, then the node's", got)
+	}
+	var none *Keyring
+	got = none.WithNode(node).LookupTracked("nginx")
+	if len(got) != 1 || got[0].Auth.Username != "node" {
+		t.Fatalf("without secrets: %+v, want the node's", got)
+	}
+	if want := []string{"reg.example/app", "docker.io/library/nginx"}; !reflect.DeepEqual(node.asked, want) {
+		t.Errorf("node asked for %q, want %q", node.asked, want)
 	}
 }
