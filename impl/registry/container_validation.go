@@ -819,45 +819,96 @@ func validatePortNumOrName(port intstr.IntOrString, p *field.Path) field.ErrorLi
 	return errs
 }
 
-// validateContainerSecurityContext checks IDs, the privilege-escalation
-// combination and seccomp/AppArmor profiles.
+// validateContainerSecurityContext checks a container's security context
+// as upstream's ValidateSecurityContext: IDs, procMount (whether Unmasked
+// needs a user namespace is the pod's call: validateProcMountUserNamespace),
+// seccomp and AppArmor profiles, and allowPrivilegeEscalation false beside
+// privileged or the CAP_SYS_ADMIN capability (upstream matches that
+// spelling only).
 func validateContainerSecurityContext(sc *corev1.SecurityContext, p *field.Path) field.ErrorList {
 	errs := validateIDs(sc.RunAsUser, sc.RunAsGroup, p)
+	if pm := sc.ProcMount; pm != nil {
+		switch *pm {
+		case corev1.DefaultProcMount, corev1.UnmaskedProcMount:
+		default:
+			errs = append(errs, field.NotSupported(p.Child("procMount"), *pm, []string{string(corev1.DefaultProcMount), string(corev1.UnmaskedProcMount)}))
+		}
+	}
+	errs = append(errs, validateSeccompProfile(sc.SeccompProfile, p.Child("seccompProfile"))...)
 	if sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
 		if sc.Privileged != nil && *sc.Privileged {
 			errs = append(errs, field.Invalid(p, sc, "cannot set `allowPrivilegeEscalation` to false and `privileged` to true"))
 		}
 		if sc.Capabilities != nil {
 			for _, c := range sc.Capabilities.Add {
-				if c == "SYS_ADMIN" || c == "CAP_SYS_ADMIN" {
+				if c == "CAP_SYS_ADMIN" {
 					errs = append(errs, field.Invalid(p, sc, "cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN"))
 				}
 			}
 		}
 	}
-	if sp := sc.SeccompProfile; sp != nil {
-		errs = append(errs, validateProfile(string(sp.Type), sp.LocalhostProfile, p.Child("seccompProfile"),
-			[]string{string(corev1.SeccompProfileTypeLocalhost), string(corev1.SeccompProfileTypeRuntimeDefault), string(corev1.SeccompProfileTypeUnconfined)})...)
+	return append(errs, validateAppArmorProfile(sc.AppArmorProfile, p.Child("appArmorProfile"))...)
+}
+
+// validateSeccompProfile checks a pod's or container's seccompProfile as
+// upstream's validateSeccompProfileField.
+func validateSeccompProfile(sp *corev1.SeccompProfile, p *field.Path) field.ErrorList {
+	if sp == nil {
+		return nil
 	}
-	if ap := sc.AppArmorProfile; ap != nil {
-		errs = append(errs, validateProfile(string(ap.Type), ap.LocalhostProfile, p.Child("appArmorProfile"),
-			[]string{string(corev1.AppArmorProfileTypeLocalhost), string(corev1.AppArmorProfileTypeRuntimeDefault), string(corev1.AppArmorProfileTypeUnconfined)})...)
+	var errs field.ErrorList
+	switch sp.Type {
+	case corev1.SeccompProfileTypeLocalhost, corev1.SeccompProfileTypeRuntimeDefault, corev1.SeccompProfileTypeUnconfined:
+	case "":
+		errs = append(errs, field.Required(p.Child("type"), "type is required when seccompProfile is set"))
+	default:
+		errs = append(errs, field.NotSupported(p.Child("type"), sp.Type, []string{string(corev1.SeccompProfileTypeLocalhost), string(corev1.SeccompProfileTypeRuntimeDefault), string(corev1.SeccompProfileTypeUnconfined)}))
+	}
+	switch {
+	case sp.Type == corev1.SeccompProfileTypeLocalhost && sp.LocalhostProfile == nil:
+		errs = append(errs, field.Required(p.Child("localhostProfile"), "must be set when seccomp type is Localhost"))
+	case sp.Type == corev1.SeccompProfileTypeLocalhost:
+		errs = append(errs, validateLocalDescendingPath(*sp.LocalhostProfile, p.Child("localhostProfile"))...)
+	case sp.LocalhostProfile != nil:
+		errs = append(errs, field.Invalid(p.Child("localhostProfile"), sp, "can only be set when seccomp type is Localhost"))
 	}
 	return errs
 }
 
-// validateProfile: a known profile type; Localhost needs a profile name,
-// the others none.
-func validateProfile(typ string, localhost *string, p *field.Path, types []string) field.ErrorList {
-	switch {
-	case typ == "":
-		return field.ErrorList{field.Required(p.Child("type"), "")}
-	case !containsString(types, typ):
-		return field.ErrorList{field.NotSupported(p.Child("type"), typ, types)}
-	case typ == "Localhost" && (localhost == nil || *localhost == ""):
-		return field.ErrorList{field.Required(p.Child("localhostProfile"), "must be set when type is Localhost")}
-	case typ != "Localhost" && localhost != nil:
-		return field.ErrorList{field.Invalid(p.Child("localhostProfile"), *localhost, "can only be set when type is Localhost")}
+// maxAppArmorLocalhostProfileLength is PATH_MAX - 1.
+const maxAppArmorLocalhostProfileLength = 4095
+
+// validateAppArmorProfile checks a pod's or container's appArmorProfile as
+// upstream's ValidateAppArmorProfileField.
+func validateAppArmorProfile(ap *corev1.AppArmorProfile, p *field.Path) field.ErrorList {
+	if ap == nil {
+		return nil
+	}
+	lp := p.Child("localhostProfile")
+	switch ap.Type {
+	case corev1.AppArmorProfileTypeLocalhost:
+		if ap.LocalhostProfile == nil {
+			return field.ErrorList{field.Required(lp, "must be set when AppArmor type is Localhost")}
+		}
+		var errs field.ErrorList
+		profile := *ap.LocalhostProfile
+		if trimmed := strings.TrimSpace(profile); trimmed != profile {
+			errs = append(errs, field.Invalid(lp, profile, "must not be padded with whitespace"))
+		} else if trimmed == "" {
+			errs = append(errs, field.Required(lp, "must be set when AppArmor type is Localhost"))
+		}
+		if len(profile) > maxAppArmorLocalhostProfileLength {
+			errs = append(errs, field.TooLong(lp, "", maxAppArmorLocalhostProfileLength))
+		}
+		return errs
+	case corev1.AppArmorProfileTypeRuntimeDefault, corev1.AppArmorProfileTypeUnconfined:
+		if ap.LocalhostProfile != nil {
+			return field.ErrorList{field.Invalid(lp, ap.LocalhostProfile, "can only be set when AppArmor type is Localhost")}
+		}
+	case "":
+		return field.ErrorList{field.Required(p.Child("type"), "type is required when appArmorProfile is set")}
+	default:
+		return field.ErrorList{field.NotSupported(p.Child("type"), ap.Type, []string{string(corev1.AppArmorProfileTypeLocalhost), string(corev1.AppArmorProfileTypeRuntimeDefault), string(corev1.AppArmorProfileTypeUnconfined)})}
 	}
 	return nil
 }

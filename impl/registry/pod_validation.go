@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/component-helpers/node/util/sysctl"
 )
 
 // Valid values of enumerated pod fields.
@@ -133,9 +135,8 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path, pod *metav1.ObjectMeta
 	}
 	// Only the name may be set, and upstream does not require it
 	// (validateImagePullSecrets); LocalObjectReference has no other field.
-	if sc := s.SecurityContext; sc != nil {
-		errs = append(errs, validateIDs(sc.RunAsUser, sc.RunAsGroup, path.Child("securityContext"))...)
-	}
+	errs = append(errs, validatePodSecurityContext(s, path.Child("securityContext"), opts)...)
+	errs = append(errs, validateProcMountUserNamespace(s, path)...)
 	errs = append(errs, validateDNSConfig(s.DNSConfig, s.DNSPolicy, path.Child("dnsConfig"))...)
 	for i, ha := range s.HostAliases {
 		hp := path.Child("hostAliases").Index(i)
@@ -331,4 +332,135 @@ func validateDNSConfig(c *corev1.PodDNSConfig, policy corev1.DNSPolicy, path *fi
 // leading zeros, IPv4-mapped IPv6 and non-canonical forms are accepted.
 func validateLegacyIP(ip string, path *field.Path) field.ErrorList {
 	return validation.IsValidIPForLegacyField(path, ip, false, nil)
+}
+
+// validatePodSecurityContext checks spec.securityContext as upstream's
+// validatePodSpecSecurityContext. Upstream validates its internal type,
+// which holds shareProcessNamespace and the host namespaces too, so their
+// errors name spec.securityContext.shareProcessNamespace as upstream's do.
+// Windows options are not checked here.
+func validatePodSecurityContext(s *corev1.PodSpec, p *field.Path, opts podValidationOptions) field.ErrorList {
+	sc := s.SecurityContext
+	if sc == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if sc.FSGroup != nil {
+		for _, msg := range validation.IsValidGroupID(*sc.FSGroup) {
+			errs = append(errs, field.Invalid(p.Child("fsGroup"), *sc.FSGroup, msg))
+		}
+	}
+	errs = append(errs, validateIDs(sc.RunAsUser, sc.RunAsGroup, p)...)
+	for i, gid := range sc.SupplementalGroups {
+		for _, msg := range validation.IsValidGroupID(gid) {
+			errs = append(errs, field.Invalid(p.Child("supplementalGroups").Index(i), gid, msg))
+		}
+	}
+	if s.ShareProcessNamespace != nil && *s.ShareProcessNamespace && s.HostPID {
+		errs = append(errs, field.Invalid(p.Child("shareProcessNamespace"), true, "ShareProcessNamespace and HostPID cannot both be enabled"))
+	}
+	errs = append(errs, validateSysctls(s, p.Child("sysctls"), opts)...)
+	if fp := sc.FSGroupChangePolicy; fp != nil {
+		switch *fp {
+		case corev1.FSGroupChangeAlways, corev1.FSGroupChangeOnRootMismatch:
+		default:
+			errs = append(errs, field.NotSupported(p.Child("fsGroupChangePolicy"), *fp, []string{string(corev1.FSGroupChangeAlways), string(corev1.FSGroupChangeOnRootMismatch)}))
+		}
+	}
+	errs = append(errs, validateSeccompProfile(sc.SeccompProfile, p.Child("seccompProfile"))...)
+	errs = append(errs, validateAppArmorProfile(sc.AppArmorProfile, p.Child("appArmorProfile"))...)
+	if gp := sc.SupplementalGroupsPolicy; gp != nil {
+		switch *gp {
+		case corev1.SupplementalGroupsPolicyMerge, corev1.SupplementalGroupsPolicyStrict:
+		default:
+			errs = append(errs, field.NotSupported(p.Child("supplementalGroupsPolicy"), *gp, []string{string(corev1.SupplementalGroupsPolicyMerge), string(corev1.SupplementalGroupsPolicyStrict)}))
+		}
+	}
+	if cp := sc.SELinuxChangePolicy; cp != nil {
+		// SELinuxChangePolicy is on (beta since 1.33) but SELinuxMount is
+		// not: only Recursive, unless the stored object had a policy.
+		valid := []string{string(corev1.SELinuxChangePolicyRecursive)}
+		if opts.allowAnySELinuxChangePolicy {
+			valid = []string{string(corev1.SELinuxChangePolicyMountOption), string(corev1.SELinuxChangePolicyRecursive)}
+		}
+		if !containsString(valid, string(*cp)) {
+			errs = append(errs, field.NotSupported(p.Child("seLinuxChangePolicy"), *cp, valid))
+		}
+	}
+	return errs
+}
+
+// Sysctl names, as upstream's IsValidSysctlName: dot- or slash-separated
+// segments, at most 253 characters.
+const (
+	sysctlSegmentFmt      = "[a-z0-9]([-_a-z0-9]*[a-z0-9])?"
+	sysctlContainSlashFmt = "(" + sysctlSegmentFmt + "[\\./])*" + sysctlSegmentFmt
+	sysctlMaxLength       = 253
+)
+
+var sysctlContainSlashRegexp = regexp.MustCompile("^" + sysctlContainSlashFmt + "$")
+
+// validateSysctls checks spec.securityContext.sysctls as upstream's
+// validateSysctls: a name is required, valid and not repeated, and a
+// network (IPC) sysctl is refused in the host's network (IPC) namespace
+// unless the stored object already had such a sysctl.
+func validateSysctls(s *corev1.PodSpec, p *field.Path, opts podValidationOptions) field.ErrorList {
+	var errs field.ErrorList
+	names := sets.New[string]()
+	for i, sc := range s.SecurityContext.Sysctls {
+		np := p.Index(i).Child("name")
+		switch {
+		case sc.Name == "":
+			errs = append(errs, field.Required(np, ""))
+		case len(sc.Name) > sysctlMaxLength || !sysctlContainSlashRegexp.MatchString(sc.Name):
+			errs = append(errs, field.Invalid(np, sc.Name, fmt.Sprintf("must have at most %d characters and match regex %s", sysctlMaxLength, sysctlContainSlashRegexp)))
+		case names.Has(sc.Name):
+			errs = append(errs, field.Duplicate(np, sc.Name))
+		}
+		if !opts.allowNamespacedSysctlsForHostNetAndHostIPC {
+			if err := validateHostSysctl(sc.Name, s, np); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		names.Insert(sc.Name)
+	}
+	return errs
+}
+
+// validateHostSysctl is upstream's ValidateHostSysctl: a sysctl of the
+// network or IPC namespace may not be set for a pod sharing the host's.
+func validateHostSysctl(name string, s *corev1.PodSpec, p *field.Path) *field.Error {
+	ns, _, _ := sysctl.GetNamespace(name)
+	switch {
+	case s.HostNetwork && ns == sysctl.NetNamespace:
+		return field.Invalid(p, name, "may not be specified when 'hostNetwork' is true")
+	case s.HostIPC && ns == sysctl.IPCNamespace:
+		return field.Invalid(p, name, "may not be specified when 'hostIPC' is true")
+	}
+	return nil
+}
+
+// validateProcMountUserNamespace: an Unmasked /proc needs the pod in its
+// own user namespace (hostUsers false), as upstream's ValidateSecurityContext
+// for every container, init and ephemeral ones included.
+func validateProcMountUserNamespace(s *corev1.PodSpec, path *field.Path) field.ErrorList {
+	if s.HostUsers != nil && !*s.HostUsers {
+		return nil
+	}
+	var errs field.ErrorList
+	check := func(sc *corev1.SecurityContext, p *field.Path) {
+		if sc != nil && sc.ProcMount != nil && *sc.ProcMount == corev1.UnmaskedProcMount {
+			errs = append(errs, field.Invalid(p.Child("securityContext", "procMount"), sc.ProcMount, "`hostUsers` must be false to use `Unmasked`"))
+		}
+	}
+	for i := range s.InitContainers {
+		check(s.InitContainers[i].SecurityContext, path.Child("initContainers").Index(i))
+	}
+	for i := range s.Containers {
+		check(s.Containers[i].SecurityContext, path.Child("containers").Index(i))
+	}
+	for i := range s.EphemeralContainers {
+		check(s.EphemeralContainers[i].SecurityContext, path.Child("ephemeralContainers").Index(i))
+	}
+	return errs
 }

@@ -31,6 +31,13 @@ type podValidationOptions struct {
 	// oldPodViolatesMatchLabelKeysValidation: topology spread constraints'
 	// matchLabelKeys are not checked.
 	oldPodViolatesMatchLabelKeysValidation bool
+	// allowNamespacedSysctlsForHostNetAndHostIPC: network and IPC
+	// sysctls may be set beside hostNetwork and hostIPC.
+	allowNamespacedSysctlsForHostNetAndHostIPC bool
+	// allowAnySELinuxChangePolicy: securityContext.seLinuxChangePolicy may
+	// be MountOption, not only Recursive (upstream: SELinuxMount, off by
+	// default, or the stored object had a policy).
+	allowAnySELinuxChangePolicy bool
 }
 
 // podValidationOptionsFor gives the options of an update whose stored
@@ -46,7 +53,23 @@ func podValidationOptionsFor(old *corev1.PodSpec) podValidationOptions {
 		allowNonLocalProjectedTokenPath:                   hasNonLocalProjectedTokenPath(old),
 		allowInvalidLabelValueInRequiredNodeAffinity:      hasInvalidLabelValueInRequiredNodeAffinity(old),
 		oldPodViolatesMatchLabelKeysValidation:            hasInvalidTopologySpreadConstraintMatchLabelKeys(old),
+		allowNamespacedSysctlsForHostNetAndHostIPC:        hasHostNamespacedSysctl(old),
+		allowAnySELinuxChangePolicy:                       old.SecurityContext != nil && old.SecurityContext.SELinuxChangePolicy != nil,
 	}
+}
+
+// hasHostNamespacedSysctl: a network or IPC sysctl beside hostNetwork or
+// hostIPC (validateHostSysctl fails).
+func hasHostNamespacedSysctl(s *corev1.PodSpec) bool {
+	if s.SecurityContext == nil {
+		return false
+	}
+	for _, sc := range s.SecurityContext.Sysctls {
+		if validateHostSysctl(sc.Name, s, nil) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // usesIndivisibleHugePagesValues: a container (init, app or ephemeral) or
