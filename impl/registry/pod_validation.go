@@ -137,6 +137,7 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path, pod *metav1.ObjectMeta
 	// (validateImagePullSecrets); LocalObjectReference has no other field.
 	errs = append(errs, validatePodSecurityContext(s, path.Child("securityContext"), opts)...)
 	errs = append(errs, validateProcMountUserNamespace(s, path)...)
+	errs = append(errs, validatePodOS(s, path)...)
 	errs = append(errs, validateDNSConfig(s.DNSConfig, s.DNSPolicy, path.Child("dnsConfig"))...)
 	for i, ha := range s.HostAliases {
 		hp := path.Child("hostAliases").Index(i)
@@ -462,5 +463,98 @@ func validateProcMountUserNamespace(s *corev1.PodSpec, path *field.Path) field.E
 	for i := range s.EphemeralContainers {
 		check(s.EphemeralContainers[i].SecurityContext, path.Child("ephemeralContainers").Index(i))
 	}
+	return errs
+}
+
+// validatePodOS checks spec.os as upstream's validateOS and, for a valid
+// name, what the OS rules out (validateLinux, validateWindows): Windows
+// options on Linux; on Windows the Linux-only settings of the pod's and
+// each container's security context and the host namespaces.
+func validatePodOS(s *corev1.PodSpec, path *field.Path) field.ErrorList {
+	if s.OS == nil {
+		return nil
+	}
+	switch s.OS.Name {
+	case "":
+		return field.ErrorList{field.Required(path.Child("os", "name"), "")}
+	case corev1.Linux:
+		return validateLinuxPod(s, path)
+	case corev1.Windows:
+		return validateWindowsPod(s, path)
+	}
+	return field.ErrorList{field.NotSupported(path.Child("os"), s.OS.Name, []string{string(corev1.Linux), string(corev1.Windows)})}
+}
+
+// visitContainerSecurityContexts calls f with each container's security
+// context (init, app, then ephemeral containers) and the container's path.
+func visitContainerSecurityContexts(s *corev1.PodSpec, path *field.Path, f func(sc *corev1.SecurityContext, p *field.Path)) {
+	for i := range s.InitContainers {
+		f(s.InitContainers[i].SecurityContext, path.Child("initContainers").Index(i))
+	}
+	for i := range s.Containers {
+		f(s.Containers[i].SecurityContext, path.Child("containers").Index(i))
+	}
+	for i := range s.EphemeralContainers {
+		f(s.EphemeralContainers[i].SecurityContext, path.Child("ephemeralContainers").Index(i))
+	}
+}
+
+func validateLinuxPod(s *corev1.PodSpec, path *field.Path) field.ErrorList {
+	const msg = "windows options cannot be set for a linux pod"
+	var errs field.ErrorList
+	if s.SecurityContext != nil && s.SecurityContext.WindowsOptions != nil {
+		errs = append(errs, field.Forbidden(path.Child("securityContext", "windowsOptions"), msg))
+	}
+	visitContainerSecurityContexts(s, path, func(sc *corev1.SecurityContext, p *field.Path) {
+		if sc != nil && sc.WindowsOptions != nil {
+			errs = append(errs, field.Forbidden(p.Child("securityContext", "windowsOptions"), msg))
+		}
+	})
+	return errs
+}
+
+func validateWindowsPod(s *corev1.PodSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	forbid := func(set bool, p *field.Path) {
+		if set {
+			errs = append(errs, field.Forbidden(p, "cannot be set for a windows pod"))
+		}
+	}
+	if sc := s.SecurityContext; sc != nil {
+		scp := path.Child("securityContext")
+		forbid(sc.AppArmorProfile != nil, scp.Child("appArmorProfile"))
+		forbid(sc.SELinuxOptions != nil, scp.Child("seLinuxOptions"))
+		forbid(sc.SeccompProfile != nil, scp.Child("seccompProfile"))
+		forbid(sc.FSGroup != nil, scp.Child("fsGroup"))
+		forbid(sc.FSGroupChangePolicy != nil, scp.Child("fsGroupChangePolicy"))
+		forbid(len(sc.Sysctls) > 0, scp.Child("sysctls"))
+		forbid(sc.RunAsUser != nil, scp.Child("runAsUser"))
+		forbid(sc.RunAsGroup != nil, scp.Child("runAsGroup"))
+		forbid(sc.SupplementalGroups != nil, scp.Child("supplementalGroups"))
+		forbid(sc.SupplementalGroupsPolicy != nil, scp.Child("supplementalGroupsPolicy"))
+		forbid(sc.SELinuxChangePolicy != nil, scp.Child("seLinuxChangePolicy"))
+	}
+	// Upstream keeps these in its internal security context but names
+	// them on the spec.
+	forbid(s.HostUsers != nil, path.Child("hostUsers"))
+	forbid(s.HostPID, path.Child("hostPID"))
+	forbid(s.HostIPC, path.Child("hostIPC"))
+	forbid(s.ShareProcessNamespace != nil, path.Child("shareProcessNamespace"))
+	visitContainerSecurityContexts(s, path, func(sc *corev1.SecurityContext, p *field.Path) {
+		if sc == nil {
+			return
+		}
+		scp := p.Child("securityContext")
+		forbid(sc.AppArmorProfile != nil, scp.Child("appArmorProfile"))
+		forbid(sc.SELinuxOptions != nil, scp.Child("seLinuxOptions"))
+		forbid(sc.SeccompProfile != nil, scp.Child("seccompProfile"))
+		forbid(sc.Capabilities != nil, scp.Child("capabilities"))
+		forbid(sc.ReadOnlyRootFilesystem != nil, scp.Child("readOnlyRootFilesystem"))
+		forbid(sc.Privileged != nil, scp.Child("privileged"))
+		forbid(sc.AllowPrivilegeEscalation != nil, scp.Child("allowPrivilegeEscalation"))
+		forbid(sc.ProcMount != nil, scp.Child("procMount"))
+		forbid(sc.RunAsUser != nil, scp.Child("runAsUser"))
+		forbid(sc.RunAsGroup != nil, scp.Child("runAsGroup"))
+	})
 	return errs
 }
