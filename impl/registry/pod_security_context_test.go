@@ -132,3 +132,25 @@ func TestSecurityContextUpdateOptionsAsUpstream(t *testing.T) {
 		t.Fatalf("update adding them: got %v, want both refused", errs)
 	}
 }
+
+// TestHostUsersValidationAsUpstream: a pod with hostUsers false may not
+// use the host's network, PID or IPC namespace nor volumeDevices, as
+// upstream's validateHostUsers (with its "HostPID"/"HostIPC" paths); an
+// update keeps what the stored pod had.
+func TestHostUsersValidationAsUpstream(t *testing.T) {
+	p := newPod("p")
+	defaultPod(p)
+	p.Spec.HostUsers = ptr(false)
+	if errs := validatePod(p, podValidationOptions{}); len(errs) != 0 {
+		t.Fatalf("user namespace alone: %v", errs)
+	}
+	p.Spec.HostNetwork, p.Spec.HostPID, p.Spec.HostIPC = true, true, true
+	p.Spec.Volumes = []corev1.Volume{{Name: "blk", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}}}
+	p.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "blk", DevicePath: "/dev/xvda"}}
+	defaultPod(p)
+	errs := validatePod(p, podValidationOptions{})
+	wantErrors(t, errs, forbidden+" spec.hostNetwork", forbidden+" spec.HostPID", forbidden+" spec.HostIPC", forbidden+" spec.containers[0].volumeDevices")
+	wantError(t, errs, "spec.HostPID: Forbidden: when `hostUsers` is false")
+	errs = validatePod(p, podValidationOptionsFor(&p.Spec))
+	wantErrors(t, errs, forbidden+" spec.HostPID", forbidden+" spec.HostIPC")
+}

@@ -138,6 +138,7 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path, pod *metav1.ObjectMeta
 	errs = append(errs, validatePodSecurityContext(s, path.Child("securityContext"), opts)...)
 	errs = append(errs, validateProcMountUserNamespace(s, path)...)
 	errs = append(errs, validatePodOS(s, path)...)
+	errs = append(errs, validateHostUsers(s, path, opts)...)
 	errs = append(errs, validateDNSConfig(s.DNSConfig, s.DNSPolicy, path.Child("dnsConfig"))...)
 	for i, ha := range s.HostAliases {
 		hp := path.Child("hostAliases").Index(i)
@@ -556,5 +557,45 @@ func validateWindowsPod(s *corev1.PodSpec, path *field.Path) field.ErrorList {
 		forbid(sc.RunAsUser != nil, scp.Child("runAsUser"))
 		forbid(sc.RunAsGroup != nil, scp.Child("runAsGroup"))
 	})
+	return errs
+}
+
+// validateHostUsers: a pod in its own user namespace (hostUsers false) may
+// not share the host's PID or IPC namespace nor (UserNamespacesHostNetworkSupport
+// being alpha, off) its network, nor have volumeDevices, as upstream's
+// validateHostUsers, which names the first two "HostPID" and "HostIPC".
+// The stored object's own such settings stay allowed on update.
+func validateHostUsers(s *corev1.PodSpec, path *field.Path, opts podValidationOptions) field.ErrorList {
+	if s.HostUsers == nil || *s.HostUsers {
+		return nil
+	}
+	const msg = "when `hostUsers` is false"
+	var errs field.ErrorList
+	if s.HostNetwork && !opts.allowUserNamespacesHostNetwork {
+		errs = append(errs, field.Forbidden(path.Child("hostNetwork"), msg))
+	}
+	if s.HostPID {
+		errs = append(errs, field.Forbidden(path.Child("HostPID"), msg))
+	}
+	if s.HostIPC {
+		errs = append(errs, field.Forbidden(path.Child("HostIPC"), msg))
+	}
+	if !opts.allowUserNamespacesWithVolumeDevices {
+		for _, list := range []struct {
+			name string
+			cs   []corev1.Container
+		}{{"initContainers", s.InitContainers}, {"containers", s.Containers}} {
+			for i := range list.cs {
+				if len(list.cs[i].VolumeDevices) > 0 {
+					errs = append(errs, field.Forbidden(path.Child(list.name).Index(i).Child("volumeDevices"), msg))
+				}
+			}
+		}
+		for i := range s.EphemeralContainers {
+			if len(s.EphemeralContainers[i].VolumeDevices) > 0 {
+				errs = append(errs, field.Forbidden(path.Child("ephemeralContainers").Index(i).Child("volumeDevices"), msg))
+			}
+		}
+	}
 	return errs
 }

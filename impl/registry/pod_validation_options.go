@@ -38,6 +38,13 @@ type podValidationOptions struct {
 	// be MountOption, not only Recursive (upstream: SELinuxMount, off by
 	// default, or the stored object had a policy).
 	allowAnySELinuxChangePolicy bool
+	// allowUserNamespacesHostNetwork: a pod with hostUsers false may be
+	// in the host's network (upstream: UserNamespacesHostNetworkSupport,
+	// alpha and off, or the stored object was).
+	allowUserNamespacesHostNetwork bool
+	// allowUserNamespacesWithVolumeDevices: a pod with hostUsers false may
+	// have volumeDevices (which do not work there).
+	allowUserNamespacesWithVolumeDevices bool
 }
 
 // podValidationOptionsFor gives the options of an update whose stored
@@ -55,7 +62,31 @@ func podValidationOptionsFor(old *corev1.PodSpec) podValidationOptions {
 		oldPodViolatesMatchLabelKeysValidation:            hasInvalidTopologySpreadConstraintMatchLabelKeys(old),
 		allowNamespacedSysctlsForHostNetAndHostIPC:        hasHostNamespacedSysctl(old),
 		allowAnySELinuxChangePolicy:                       old.SecurityContext != nil && old.SecurityContext.SELinuxChangePolicy != nil,
+		allowUserNamespacesHostNetwork:                    inUserNamespace(old) && old.HostNetwork,
+		allowUserNamespacesWithVolumeDevices:              inUserNamespace(old) && hasVolumeDevices(old),
 	}
+}
+
+// inUserNamespace: hostUsers is false.
+func inUserNamespace(s *corev1.PodSpec) bool {
+	return s.HostUsers != nil && !*s.HostUsers
+}
+
+// hasVolumeDevices: a container of any kind has volumeDevices.
+func hasVolumeDevices(s *corev1.PodSpec) bool {
+	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
+		for i := range cs {
+			if len(cs[i].VolumeDevices) > 0 {
+				return true
+			}
+		}
+	}
+	for i := range s.EphemeralContainers {
+		if len(s.EphemeralContainers[i].VolumeDevices) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // hasHostNamespacedSysctl: a network or IPC sysctl beside hostNetwork or
