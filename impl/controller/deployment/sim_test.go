@@ -490,3 +490,50 @@ func TestClaimReplicaSets(t *testing.T) {
 		t.Fatalf("adopt %s release %s owned %s", n(adopt), n(release), n(owned))
 	}
 }
+
+// TestProportionalScaleDownLeavesLeftoverAsUpstream pins the one case where
+// a sync observes the current generation with the ReplicaSets above
+// replicas + maxSurge: upstream's scale gives every active ReplicaSet its
+// rounded share of the change and the rounding's leftover to the first one
+// (largest, older first when scaling down), clamped at 0. Four ReplicaSets
+// of one replica each, scaled from 3 to 1 with maxSurge 1: each share of
+// 1×2/4 rounds to 1 (no change), the leftover −2 takes the first to 0, and
+// 3 replicas remain against a bound of 2 — the rollout's scale-downs take
+// the rest (TestRolloutProperties allows exactly this: DEP-1 in
+// spec/README.md).
+func TestProportionalScaleDownLeavesLeftoverAsUpstream(t *testing.T) {
+	d := newDeployment(1, "v3", intstr.FromInt32(1), intstr.FromInt32(0))
+	d.Status.Replicas = 4
+	var rss []*appsv1.ReplicaSet
+	for i := range 4 {
+		name := fmt.Sprint("web-", i)
+		rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name),
+			CreationTimestamp: metav1.NewTime(t0.Add(time.Duration(i) * time.Minute)), Labels: map[string]string{"app": "web"},
+			OwnerReferences: []metav1.OwnerReference{ControllerRef(d)},
+			Annotations:     map[string]string{DesiredReplicasAnnotation: "3", MaxReplicasAnnotation: "4", RevisionAnnotation: fmt.Sprint(i + 1)}},
+			Spec: appsv1.ReplicaSetSpec{Replicas: ptr(int32(1)), Template: *d.Spec.Template.DeepCopy()}}
+		rs.Spec.Template.Spec.Containers[0].Image = fmt.Sprint("v", i)
+		rs.Status.Replicas = 1
+		rss = append(rss, rs)
+	}
+	plan, err := Decide(Observed{Deployment: d, ReplicaSets: rss, Now: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int32{}
+	for _, rs := range rss {
+		got[rs.Name] = replicas(rs)
+	}
+	for _, a := range plan.Actions {
+		if a.Kind == UpdateReplicaSet {
+			got[a.ReplicaSet.Name] = replicas(a.ReplicaSet)
+		}
+	}
+	want := map[string]int32{"web-0": 0, "web-1": 1, "web-2": 1, "web-3": 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("replicas after the scale %v, want %v (upstream's leftover on the oldest, clamped at 0)", got, want)
+	}
+	if plan.Status == nil || plan.Status.ObservedGeneration != d.Generation {
+		t.Fatalf("status %+v: the scaling sync observes the generation, as upstream's", plan.Status)
+	}
+}
