@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet"
+	"github.com/kubeproof/kubeproof/impl/kubelet/credentialprovider"
 	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
 	"github.com/kubeproof/kubeproof/impl/kubelet/gc"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
@@ -64,6 +65,8 @@ func newKubeletCommand() *cobra.Command {
 		preloadedAllowlist                  []string
 		swapBehavior, swapCapacity          string
 		failSwapOn                          bool
+		credentialProviderConfig            string
+		credentialProviderBinDir            string
 	)
 	cmd := &cobra.Command{
 		Use:   "kubelet --kubeconfig FILE --node-name NAME [--runtime sim|cri]",
@@ -96,6 +99,16 @@ func newKubeletCommand() *cobra.Command {
 				MemorySwapBehavior:                     kubelet.SwapBehavior(swapBehavior),
 			}
 			cfg.FailSwapOn = &failSwapOn
+			// As upstream's kubelet: plugins are registered when either
+			// flag is given, and a configuration or plugin it refuses
+			// stops the kubelet.
+			if credentialProviderConfig != "" || credentialProviderBinDir != "" {
+				providers, err := credentialprovider.Register(credentialProviderConfig, credentialProviderBinDir, nil, logger)
+				if err != nil {
+					return fmt.Errorf("registering image credential provider plugins: %w", err)
+				}
+				cfg.ImageCredentialProviders = providers
+			}
 			if cmd.Flags().Changed("single-process-oom-kill") {
 				cfg.SingleProcessOOMKill = &singleProcessOOMKill
 			}
@@ -310,6 +323,8 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringVar(&pullVerificationPolicy, "image-pull-credentials-verification-policy", string(pullrecords.DefaultPolicy), "KubeletConfiguration's imagePullCredentialsVerificationPolicy (upstream has no flag): which images already present a pod must prove it may use (with a pull of its own, or the pull secret or credentials that pulled them) before using them: NeverVerify (none), NeverVerifyPreloadedImages (those the kubelet pulled), NeverVerifyAllowlistedImages (all but those of --preloaded-images-verification-allowlist) or AlwaysVerify (all).")
 	fs.BoolVar(&failSwapOn, "fail-swap-on", true, "Makes the kubelet fail to start if the node has swap (--swap-capacity, or with --runtime cri SwapTotal of /proc/meminfo, not 0), as upstream's.")
 	fs.StringVar(&swapBehavior, "memory-swap-behavior", "", "KubeletConfiguration's memorySwap.swapBehavior (upstream has no flag): NoSwap (or empty, the default) keeps every container from swapping where the node's cgroups limit swap; LimitedSwap lets each container of a Burstable, non-critical pod whose memory request is set and differs from its limit swap request / node memory × node swap capacity (--swap-capacity), the rest none. LimitedSwap needs cgroup v2 and is an error on cgroup v1 (a simulated node is cgroup v1; with --runtime cri, the mode of /sys/fs/cgroup).")
+	fs.StringVar(&credentialProviderConfig, "image-credential-provider-config", "", "The path to the credential provider plugin config file or directory (a CredentialProviderConfig, kubelet.config.k8s.io/v1): exec plugins asked for the registry credentials of the images they match, tried after a pod's imagePullSecrets.")
+	fs.StringVar(&credentialProviderBinDir, "image-credential-provider-bin-dir", "", "The path to the directory where credential provider plugin binaries are located.")
 	fs.StringSliceVar(&preloadedAllowlist, "preloaded-images-verification-allowlist", nil, "KubeletConfiguration's preloadedImagesVerificationAllowlist (upstream has no flag): the images NeverVerifyAllowlistedImages lets any pod use, each a repository without tag or digest as it normalizes (docker.io/library/nginx) or a prefix ending in /* (registry.example.com/team/*); only with that policy.")
 	return cmd
 }

@@ -327,3 +327,69 @@ func TestMeminfoBytes(t *testing.T) {
 		t.Errorf("readMeminfo of a missing file: %v", err)
 	}
 }
+
+// TestKubeletImageCredentialProviderFlags: `kubeproof kubelet
+// --image-credential-provider-config` and
+// `--image-credential-provider-bin-dir` register the plugins as upstream's
+// kubelet does, refusing with its messages, before contacting the API
+// server, a missing directory, an invalid configuration and a plugin
+// that is not there.
+func TestKubeletImageCredentialProviderFlags(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	const kc = `apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: "https://127.0.0.1:1"}
+users:
+- name: u
+  user: {token: t}
+contexts:
+- name: c
+  context: {cluster: c, user: u}
+current-context: c
+`
+	const provider = `apiVersion: kubelet.config.k8s.io/v1
+kind: CredentialProviderConfig
+providers:
+- name: example-creds
+  matchImages: ["*.example.com"]
+  defaultCacheDuration: %s
+  apiVersion: credentialprovider.kubelet.k8s.io/v1
+`
+	bin := filepath.Join(dir, "bin")
+	good, bad := filepath.Join(dir, "good.yaml"), filepath.Join(dir, "bad.yaml")
+	for path, data := range map[string]string{kubeconfig: kc, good: fmt.Sprintf(provider, "1m"), bad: fmt.Sprintf(provider, "-1m")} {
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{args: []string{"--image-credential-provider-config", good},
+			want: "registering image credential provider plugins: plugin binary directory  did not exist"},
+		{args: []string{"--image-credential-provider-bin-dir", bin},
+			want: "registering image credential provider plugins: credential provider config path is empty"},
+		{args: []string{"--image-credential-provider-config", bad, "--image-credential-provider-bin-dir", bin},
+			want: `registering image credential provider plugins: failed to validate credential provider config: providers.defaultCacheDuration: Invalid value: "-1m0s": defaultCacheDuration must be greater than or equal to 0`},
+		{args: []string{"--image-credential-provider-config", good, "--image-credential-provider-bin-dir", bin},
+			want: "registering image credential provider plugins: plugin binary executable " + filepath.Join(bin, "example-creds") + " did not exist"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		root := newRootCommand()
+		root.SetArgs(append([]string{"kubelet", "--kubeconfig", kubeconfig, "--node-name", "x", "--port", "0"}, tc.args...))
+		root.SetOut(new(discard))
+		root.SetErr(new(discard))
+		err := root.ExecuteContext(ctx)
+		cancel()
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("kubelet %q: %v; want %q", tc.args, err, tc.want)
+		}
+	}
+}

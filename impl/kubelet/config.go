@@ -16,6 +16,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/kubelet/gc"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 	"github.com/kubeproof/kubeproof/impl/kubelet/pullrecords"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/credentials"
 )
 
 // Config configures one kubelet. Zero fields take upstream's defaults.
@@ -109,6 +110,13 @@ type Config struct {
 	// messages (pullrecords.Validate).
 	ImagePullCredentialsVerificationPolicy pullrecords.Policy
 	PreloadedImagesVerificationAllowlist   []string
+	// ImageCredentialProviders are the node's image credential provider
+	// plugins (credentialprovider.Register of upstream's
+	// --image-credential-provider-config and
+	// --image-credential-provider-bin-dir): their credentials for an image
+	// are tried after those of the pod's pull secrets, and an image pulled
+	// with them is one any pod of the node may use. Nil: none.
+	ImageCredentialProviders credentials.NodeCredentials
 	// oomGroupKill is what setDefaults decided from SingleProcessOOMKill
 	// and CgroupDir (oomGroupKill).
 	oomGroupKill bool

@@ -20,12 +20,18 @@ import (
 const EventFailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
 
 // pullKeyring reads the pod's imagePullSecrets through the API and builds
-// the keyring the image pull uses. Secrets that cannot be read are skipped
+// the keyring the image pull uses: their credentials, then the node's
+// credential provider plugins' (Config.ImageCredentialProviders), as
+// upstream's MakeDockerKeyring. Secrets that cannot be read are skipped
 // with a warning event (the pull may still succeed without them); a
 // malformed docker config is an error.
 func (k *Kubelet) pullKeyring(ctx context.Context, pod *v1.Pod) (*credentials.Keyring, error) {
+	node := k.cfg.ImageCredentialProviders
 	if len(pod.Spec.ImagePullSecrets) == 0 {
-		return nil, nil
+		if node == nil {
+			return nil, nil
+		}
+		return (*credentials.Keyring)(nil).WithNode(node), nil
 	}
 	var secrets []*v1.Secret
 	var failed []string
@@ -45,7 +51,11 @@ func (k *Kubelet) pullKeyring(ctx context.Context, pod *v1.Pod) (*credentials.Ke
 		k.podEvent(pod, v1.EventTypeWarning, EventFailedToRetrieveImagePullSecret,
 			"Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(failed, ", "))
 	}
-	return credentials.FromSecrets(secrets)
+	kr, err := credentials.FromSecrets(secrets)
+	if err != nil {
+		return nil, err
+	}
+	return kr.WithNode(node), nil
 }
 
 // pullImage pulls image with each of creds (the keyring's for it, most
