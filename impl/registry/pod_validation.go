@@ -139,6 +139,7 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path, pod *metav1.ObjectMeta
 	errs = append(errs, validateProcMountUserNamespace(s, path)...)
 	errs = append(errs, validatePodOS(s, path)...)
 	errs = append(errs, validateHostUsers(s, path, opts)...)
+	errs = append(errs, validateResizePolicies(s, path, opts)...)
 	errs = append(errs, validateDNSConfig(s.DNSConfig, s.DNSPolicy, path.Child("dnsConfig"))...)
 	for i, ha := range s.HostAliases {
 		hp := path.Child("hostAliases").Index(i)
@@ -596,6 +597,62 @@ func validateHostUsers(s *corev1.PodSpec, path *field.Path, opts podValidationOp
 				errs = append(errs, field.Forbidden(path.Child("ephemeralContainers").Index(i).Child("volumeDevices"), msg))
 			}
 		}
+	}
+	return errs
+}
+
+// validateResizePolicies checks the init and app containers' resizePolicy
+// as upstream's validateResizePolicy (errors other than Duplicate name the
+// list, as upstream's do): cpu or memory, once each; NotRequired or
+// RestartContainer, only NotRequired in a pod that never restarts. A
+// non-sidecar init container may not ask for RestartContainer (unless the
+// stored object already did). Sidecars may have a resize policy
+// (InPlacePodVerticalScaling is GA). Ephemeral containers may have none
+// (validateEphemeralContainers).
+func validateResizePolicies(s *corev1.PodSpec, path *field.Path, opts podValidationOptions) field.ErrorList {
+	var errs field.ErrorList
+	check := func(c *corev1.Container, p *field.Path) {
+		lp := p.Child("resizePolicy")
+		seen := sets.New[corev1.ResourceName]()
+		for i, rp := range c.ResizePolicy {
+			if seen.Has(rp.ResourceName) {
+				errs = append(errs, field.Duplicate(lp.Index(i), rp.ResourceName))
+			}
+			seen.Insert(rp.ResourceName)
+			switch rp.ResourceName {
+			case corev1.ResourceCPU, corev1.ResourceMemory:
+			case "":
+				errs = append(errs, field.Required(lp, ""))
+			default:
+				errs = append(errs, field.NotSupported(lp, rp.ResourceName, []string{string(corev1.ResourceCPU), string(corev1.ResourceMemory)}))
+			}
+			switch rp.RestartPolicy {
+			case corev1.NotRequired, corev1.RestartContainer:
+			case "":
+				errs = append(errs, field.Required(lp, ""))
+			default:
+				errs = append(errs, field.NotSupported(lp, rp.RestartPolicy, []string{string(corev1.NotRequired), string(corev1.RestartContainer)}))
+			}
+			if s.RestartPolicy == corev1.RestartPolicyNever && rp.RestartPolicy != corev1.NotRequired {
+				errs = append(errs, field.Invalid(lp, rp.RestartPolicy, "must be 'NotRequired' when pod `restartPolicy` is 'Never'"))
+			}
+		}
+	}
+	for i := range s.InitContainers {
+		c := &s.InitContainers[i]
+		p := path.Child("initContainers").Index(i)
+		check(c, p)
+		if isSidecar(c) || opts.allowRestartContainerResizeForNonSidecarInit {
+			continue
+		}
+		for j, rp := range c.ResizePolicy {
+			if rp.RestartPolicy == corev1.RestartContainer {
+				errs = append(errs, field.Invalid(p.Child("resizePolicy").Index(j).Child("restartPolicy"), rp.RestartPolicy, "must not be set to 'RestartContainer' for non-sidecar initContainers"))
+			}
+		}
+	}
+	for i := range s.Containers {
+		check(&s.Containers[i], path.Child("containers").Index(i))
 	}
 	return errs
 }

@@ -45,6 +45,11 @@ type podValidationOptions struct {
 	// allowUserNamespacesWithVolumeDevices: a pod with hostUsers false may
 	// have volumeDevices (which do not work there).
 	allowUserNamespacesWithVolumeDevices bool
+	// allowRestartContainerResizeForNonSidecarInit: an init container that
+	// is no sidecar may have a RestartContainer resize policy (upstream's
+	// AllowExistingRestartContainerForNonSidecarInitContainer; taken here
+	// from the stored object having one).
+	allowRestartContainerResizeForNonSidecarInit bool
 }
 
 // podValidationOptionsFor gives the options of an update whose stored
@@ -64,7 +69,24 @@ func podValidationOptionsFor(old *corev1.PodSpec) podValidationOptions {
 		allowAnySELinuxChangePolicy:                       old.SecurityContext != nil && old.SecurityContext.SELinuxChangePolicy != nil,
 		allowUserNamespacesHostNetwork:                    inUserNamespace(old) && old.HostNetwork,
 		allowUserNamespacesWithVolumeDevices:              inUserNamespace(old) && hasVolumeDevices(old),
+		allowRestartContainerResizeForNonSidecarInit:      hasRestartContainerResizeForNonSidecarInit(old),
 	}
+}
+
+// hasRestartContainerResizeForNonSidecarInit: an init container that is no
+// sidecar has a RestartContainer resize policy.
+func hasRestartContainerResizeForNonSidecarInit(s *corev1.PodSpec) bool {
+	for i := range s.InitContainers {
+		if isSidecar(&s.InitContainers[i]) {
+			continue
+		}
+		for _, rp := range s.InitContainers[i].ResizePolicy {
+			if rp.RestartPolicy == corev1.RestartContainer {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // inUserNamespace: hostUsers is false.
