@@ -165,11 +165,12 @@ func (ps *Providers) LookupTracked(image string) []credentials.Tracked {
 	kr := &credentials.Keyring{}
 	for _, p := range ps.list {
 		cfg := p.Provide(image)
-		if len(cfg) == 0 {
-			continue
-		}
-		if err := kr.Add(cfg); err != nil {
-			p.log.Error("unusable credential provider response", "provider", p.name, "image", image, "err", err)
+		// One pattern at a time: one that does not parse is skipped with
+		// a log, as upstream's keyring skips an invalid entry.
+		for pattern, e := range cfg {
+			if err := kr.Add(credentials.DockerConfig{pattern: e}); err != nil {
+				p.log.Error("ignoring a credential provider's pattern", "provider", p.name, "image", image, "err", err)
+			}
 		}
 	}
 	return kr.LookupTracked(image)

@@ -163,6 +163,14 @@ func TestProvidersLookupTracked(t *testing.T) {
 	if len(got) != 2 || got[0].Auth.Username != "narrow" || got[1].Auth.Username != "broad" || got[0].Source != nil || got[1].Source != nil {
 		t.Fatalf("%+v: want narrow then broad, without source", got)
 	}
+	// A pattern that does not parse is skipped, not the whole answer, as
+	// upstream's keyring skips an invalid entry.
+	odd := NewProvider(kubeletconfigv1.CredentialProvider{Name: "odd", MatchImages: []string{"*.example.com"}, DefaultCacheDuration: duration(0)},
+		&fakePlugin{resp: credentialproviderv1.CredentialProviderResponse{CacheKeyType: "Image", Auth: map[string]credentialproviderv1.AuthConfig{
+			"%zz": {Username: "bad"}, "reg.example.com": {Username: "good"}, "reg.example.com/%zz": {Username: "bad too"}}}}, nil, nil)
+	if got := NewProviders(odd).LookupTracked("reg.example.com/team/app"); len(got) != 1 || got[0].Auth.Username != "good" {
+		t.Errorf("answer with unusable patterns: %+v, want the good one", got)
+	}
 	var none *Providers
 	if got := none.LookupTracked("reg.example.com/x"); got != nil {
 		t.Errorf("nil providers: %+v", got)
