@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubeproof/kubeproof/impl/cluster"
+	"github.com/kubeproof/kubeproof/impl/kubelet"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
 
@@ -32,6 +33,7 @@ func newUpCommand() *cobra.Command {
 		nodeCPU     string
 		nodeMemory  string
 		nodeMaxPods int64
+		hugepages   string
 		dualStack   bool
 		simHandlers []string
 		noScheduler bool
@@ -60,6 +62,10 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 			dir, err := filepath.Abs(dataDir)
 			if err != nil {
 				return fmt.Errorf("resolving --data-dir: %w", err)
+			}
+			nodeHugePages, err := kubelet.ParseHugePages(hugepages)
+			if err != nil {
+				return fmt.Errorf("--hugepages: %w", err)
 			}
 			if noCM && !cmd.Flags().Changed("enable-admission-plugins") && !cmd.Flags().Changed("disable-admission-plugins") {
 				// Without the in-process controller manager nothing may create
@@ -96,6 +102,7 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 				NodeCPU:                    nodeCPU,
 				NodeMemory:                 nodeMemory,
 				NodeMaxPods:                nodeMaxPods,
+				NodeHugePages:              nodeHugePages,
 				DualStackNodes:             dualStack,
 				SimRuntimeHandlers:         simRuntimeHandlers(cmd.Flags(), simHandlers),
 				Auth:                       authOpts,
@@ -143,6 +150,7 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 	fs.StringVar(&nodeCPU, "node-cpu", def.NodeCPU, "CPU capacity of each simulated node.")
 	fs.StringVar(&nodeMemory, "node-memory", def.NodeMemory, "Memory capacity of each simulated node.")
 	fs.Int64Var(&nodeMaxPods, "node-max-pods", def.NodeMaxPods, "Pod capacity of each simulated node.")
+	fs.StringVar(&hugepages, "hugepages", "", "Huge pages of each simulated node, page size=pre-allocated pages,... (e.g. 2Mi=512,1Gi=0), as kubeproof kubelet --hugepages: capacity and allocatable hugepages-<size> of pages × size (pods are admitted against it), allocatable memory that much less. Default: none.")
 	fs.BoolVar(&dualStack, "dual-stack-nodes", false, "Give each simulated node an IPv6 pod CIDR (fd00:10:244:<n>::/64) besides its IPv4 one, so pods get an address of each family; pair with a dual-stack --service-cluster-ip-range (e.g. 10.96.0.0/12,fd00:10:96::/108).")
 	addSimRuntimeHandlersFlag(fs, &simHandlers)
 	fs.BoolVar(&noCM, "no-controller-manager", false, "Do not run the controller manager (no Deployments/ReplicaSets progress, no garbage collection; ServiceAccount admission off unless the admission plugin flags are given).")

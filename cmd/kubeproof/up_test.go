@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -109,43 +111,7 @@ func TestUpSimRuntimeHandlers(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	out := new(syncBuffer)
-	root := newRootCommand()
-	root.SetArgs([]string{"up", "--data-dir", dir, "--port", "0", "--nodes", "1", "--no-scheduler", "--no-controller-manager",
-		"--sim-runtime-handlers", "runsc"})
-	root.SetOut(out)
-	root.SetErr(out)
-	upCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(upCtx) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("kubeproof up: %v", err)
-		}
-	}()
-	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(out.String(), "kubeproof is up.") {
-		select {
-		case err := <-done:
-			done <- err
-			t.Fatalf("kubeproof up ended: %v\n%s", err, out)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kubeproof up did not come up:\n%s", out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "admin.kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := runUp(t, ctx, "--nodes", "1", "--no-scheduler", "--no-controller-manager", "--sim-runtime-handlers", "runsc")
 	for name, handler := range map[string]string{"gvisor": "runsc", "kata": "kata-qemu"} {
 		if _, err := cs.NodeV1().RuntimeClasses().Create(ctx, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Handler: handler},
 			metav1.CreateOptions{}); err != nil {
@@ -179,5 +145,97 @@ func TestUpSimRuntimeHandlers(t *testing.T) {
 	if p.Status.Phase != v1.PodPending || len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Waiting == nil ||
 		p.Status.ContainerStatuses[0].State.Waiting.Reason != "ContainerCreating" {
 		t.Errorf("kata pod status %+v, want Pending in ContainerCreating", p.Status)
+	}
+}
+
+// runUp runs `kubeproof up` with args (on a fresh data directory and a
+// free port) until the test ends, and returns its admin client once it is
+// up.
+func runUp(t *testing.T, ctx context.Context, args ...string) kubernetes.Interface {
+	t.Helper()
+	dir := t.TempDir()
+	out := new(syncBuffer)
+	root := newRootCommand()
+	root.SetArgs(append([]string{"up", "--data-dir", dir, "--port", "0"}, args...))
+	root.SetOut(out)
+	root.SetErr(out)
+	upCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(upCtx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("kubeproof up: %v", err)
+		}
+	})
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(out.String(), "kubeproof is up.") {
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("kubeproof up ended: %v\n%s", err, out)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kubeproof up did not come up:\n%s", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "admin.kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// TestUpHugePages: `kubeproof up --hugepages` takes `kubeproof kubelet
+// --hugepages`'s size=pages list and gives every simulated node those huge
+// pages: capacity and allocatable hugepages-<size> of pages × size, and
+// allocatable memory that much less than its capacity; a list the kubelet
+// flag refuses is refused.
+func TestUpHugePages(t *testing.T) {
+	root := newRootCommand()
+	root.SetArgs([]string{"up", "--data-dir", t.TempDir(), "--port", "0", "--hugepages", "2Mi=x"})
+	root.SetOut(io.Discard)
+	root.SetErr(io.Discard)
+	refusedCtx, refusedCancel := context.WithTimeout(t.Context(), 30*time.Second) // ends an up that started
+	defer refusedCancel()
+	if err := root.ExecuteContext(refusedCtx); err == nil || !strings.Contains(err.Error(), `--hugepages: huge pages "2Mi=x": pages:`) {
+		t.Fatalf("up --hugepages 2Mi=x: %v, want the kubelet flag's error", err)
+	}
+	if testing.Short() {
+		t.Skip("runs kubeproof up")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs := runUp(t, ctx, "--nodes", "2", "--no-scheduler", "--no-controller-manager", "--node-memory", "4Gi", "--hugepages", "2Mi=512,1Gi=1")
+	want := map[v1.ResourceName]resource.Quantity{"hugepages-2Mi": resource.MustParse("1Gi"), "hugepages-1Gi": resource.MustParse("1Gi")}
+	for _, name := range []string{"node-1", "node-2"} {
+		var node *v1.Node
+		waitFor(t, time.Minute, name+" registered", func() bool {
+			n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			node = n
+			return err == nil
+		})
+		for res, q := range want {
+			if got := node.Status.Capacity[res]; got.Cmp(q) != 0 {
+				t.Errorf("%s capacity %s = %s, want %s", name, res, got.String(), q.String())
+			}
+			if got := node.Status.Allocatable[res]; got.Cmp(q) != 0 {
+				t.Errorf("%s allocatable %s = %s, want %s", name, res, got.String(), q.String())
+			}
+		}
+		memCap, memAlloc := node.Status.Capacity[v1.ResourceMemory], node.Status.Allocatable[v1.ResourceMemory]
+		if memCap.Cmp(resource.MustParse("4Gi")) != 0 {
+			t.Errorf("%s memory capacity %s, want 4Gi", name, memCap.String())
+		}
+		// Less the huge pages (2Gi) and the hard eviction threshold.
+		if limit := resource.MustParse("2Gi"); memAlloc.Cmp(limit) >= 0 {
+			t.Errorf("%s allocatable memory %s, want less than 4Gi - 2Gi of huge pages", name, memAlloc.String())
+		}
 	}
 }

@@ -92,6 +92,10 @@ type Config struct {
 	NodeCPU     string
 	NodeMemory  string
 	NodeMaxPods int64
+	// NodeHugePages are each simulated node's huge page sizes with their
+	// pre-allocated pages (kubelet.Config.HugePages; `kubeproof up
+	// --hugepages`, as `kubeproof kubelet --hugepages`): nil, none.
+	NodeHugePages []kubelet.HugePages
 	// DualStackNodes gives each simulated node an IPv6 pod CIDR
 	// (SimulatedNodeIPv6CIDR) after its IPv4 one: node.spec.podCIDRs has
 	// both and every pod gets an address of each family.

@@ -350,7 +350,7 @@ func (c *Cluster) startKubelets(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("building runtime of %s: %w", name, err)
 		}
 		k, err := kubelet.New(ctx, cs, kubelet.Config{
-			NodeName: name, PodCIDR: cidr, Port: c.kubeletAPI.Port, CPU: cpu, Memory: mem, MaxPods: cfg.NodeMaxPods,
+			NodeName: name, PodCIDR: cidr, Port: c.kubeletAPI.Port, CPU: cpu, Memory: mem, MaxPods: cfg.NodeMaxPods, HugePages: cfg.NodeHugePages,
 			ExternalPodSource: true, ServiceReadClient: n.reader,
 			RootDir: filepath.Join(n.rootDir, "root"), PodLogsDir: filepath.Join(n.rootDir, "pod-logs"), PullRecordsInMemory: true,
 			Logger: cfg.Logger.With("node", name), PodTrace: cfg.PodTrace,
