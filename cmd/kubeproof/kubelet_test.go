@@ -377,7 +377,7 @@ providers:
 		{args: []string{"--image-credential-provider-bin-dir", bin},
 			want: "registering image credential provider plugins: credential provider config path is empty"},
 		{args: []string{"--image-credential-provider-config", bad, "--image-credential-provider-bin-dir", bin},
-			want: `registering image credential provider plugins: failed to validate credential provider config: providers.defaultCacheDuration: Invalid value: "-1m0s": defaultCacheDuration must be greater than or equal to 0`},
+			want: `registering image credential provider plugins: failed to validate credential provider config: providers.defaultCacheDuration: Invalid value: "-1m0s": must be greater than or equal to 0`},
 		{args: []string{"--image-credential-provider-config", good, "--image-credential-provider-bin-dir", bin},
 			want: "registering image credential provider plugins: plugin binary executable " + filepath.Join(bin, "example-creds") + " did not exist"},
 	} {

@@ -137,9 +137,9 @@ func decodeConfig(data []byte) (*kubeletconfigv1.CredentialProviderConfig, error
 	return nil, fmt.Errorf("unable to convert %T to *CredentialProviderConfig", obj)
 }
 
-// ValidateConfig is upstream's validateCredentialProviderConfig with its
-// KubeletServiceAccountTokenForCredentialProviders gate on (GA): the same
-// checks, paths and messages.
+// ValidateConfig is upstream's validateCredentialProviderConfig (1.37's
+// wording) with its KubeletServiceAccountTokenForCredentialProviders gate
+// on, as by default: the same checks, paths and messages.
 func ValidateConfig(cfg *kubeletconfigv1.CredentialProviderConfig) field.ErrorList {
 	var errs field.ErrorList
 	providers := field.NewPath("providers")
@@ -183,7 +183,7 @@ func ValidateConfig(cfg *kubeletconfigv1.CredentialProviderConfig) field.ErrorLi
 			errs = append(errs, field.Required(providers.Child("defaultCacheDuration"), ""))
 		}
 		if p.DefaultCacheDuration != nil && p.DefaultCacheDuration.Duration < 0 {
-			errs = append(errs, field.Invalid(providers.Child("defaultCacheDuration"), p.DefaultCacheDuration, "defaultCacheDuration must be greater than or equal to 0"))
+			errs = append(errs, field.Invalid(providers.Child("defaultCacheDuration"), p.DefaultCacheDuration, "must be greater than or equal to 0"))
 		}
 		if p.TokenAttributes != nil {
 			errs = append(errs, validateTokenAttributes(providers.Child("tokenAttributes"), p)...)

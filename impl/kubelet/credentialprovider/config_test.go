@@ -111,7 +111,7 @@ func TestValidateConfigAsUpstream(t *testing.T) {
 		{"no matchImages", func(p *kubeletconfigv1.CredentialProvider) { p.MatchImages = nil }, []string{`providers.matchImages: Required value: at least 1 item in matchImages is required`}},
 		{"bad matchImage", func(p *kubeletconfigv1.CredentialProvider) { p.MatchImages = []string{"%invalid"} }, []string{`providers.matchImages: Invalid value: "%invalid": match image is invalid: parse "https://%invalid": invalid URL escape "%in"`}},
 		{"no defaultCacheDuration", func(p *kubeletconfigv1.CredentialProvider) { p.DefaultCacheDuration = nil }, []string{`providers.defaultCacheDuration: Required value`}},
-		{"negative defaultCacheDuration", func(p *kubeletconfigv1.CredentialProvider) { p.DefaultCacheDuration.Duration = -time.Second }, []string{`providers.defaultCacheDuration: Invalid value: "-1s": defaultCacheDuration must be greater than or equal to 0`}},
+		{"negative defaultCacheDuration", func(p *kubeletconfigv1.CredentialProvider) { p.DefaultCacheDuration.Duration = -time.Second }, []string{`providers.defaultCacheDuration: Invalid value: "-1s": must be greater than or equal to 0`}},
 		{"tokenAttributes empty", func(p *kubeletconfigv1.CredentialProvider) {
 			p.TokenAttributes = &kubeletconfigv1.ServiceAccountTokenAttributes{}
 		}, []string{

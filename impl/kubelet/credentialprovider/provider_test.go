@@ -281,7 +281,7 @@ func TestRegister(t *testing.T) {
 		t.Errorf("missing plugin: %v", err)
 	}
 	bad := writeFile(t, filepath.Join(dir, "bad.yaml"), strings.Replace(goodConfig, "defaultCacheDuration: 12h", "defaultCacheDuration: -1s", 1))
-	if _, err := Register(bad, bin, nil, nil); err == nil || err.Error() != `failed to validate credential provider config: providers.defaultCacheDuration: Invalid value: "-1s": defaultCacheDuration must be greater than or equal to 0` {
+	if _, err := Register(bad, bin, nil, nil); err == nil || err.Error() != `failed to validate credential provider config: providers.defaultCacheDuration: Invalid value: "-1s": must be greater than or equal to 0` {
 		t.Errorf("invalid config: %v", err)
 	}
 	installPlugin(t, bin, "test-plugin")
