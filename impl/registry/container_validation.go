@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -847,7 +848,96 @@ func validateContainerSecurityContext(sc *corev1.SecurityContext, p *field.Path)
 			}
 		}
 	}
+	errs = append(errs, validateWindowsOptions(sc.WindowsOptions, p.Child("windowsOptions"))...)
 	return append(errs, validateAppArmorProfile(sc.AppArmorProfile, p.Child("appArmorProfile"))...)
+}
+
+// Limits of windowsOptions, as upstream's.
+const (
+	maxGMSACredentialSpecLengthInKiB = 64
+	maxGMSACredentialSpecLength      = maxGMSACredentialSpecLengthInKiB * 1024
+	maxRunAsUserNameDomainLength     = 256
+	maxRunAsUserNameUserLength       = 104
+)
+
+var (
+	// controlCharsRegexp: no control characters in runAsUserName.
+	controlCharsRegexp = regexp.MustCompile(`[[:cntrl:]]+`)
+	// netBiosDomainRegexp: a NetBios domain, 1 to 15 characters, not
+	// starting with a dot, none of \ / : * ? " < > |.
+	netBiosDomainRegexp = regexp.MustCompile(`^[^\\/:\*\?"<>|\.][^\\/:\*\?"<>|]{0,14}$`)
+	// windowsDNSDomainRegexp: a DNS domain of letters, digits and dashes.
+	windowsDNSDomainRegexp = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$`)
+	// invalidUserNameCharsRegexp, invalidUserNameDotsSpacesRegexp: what a
+	// Windows user name may not hold or be.
+	invalidUserNameCharsRegexp      = regexp.MustCompile(`["/\\:;|=,\+\*\?<>@\[\]]`)
+	invalidUserNameDotsSpacesRegexp = regexp.MustCompile(`^[\. ]+$`)
+)
+
+// validateWindowsOptions checks a pod's or container's windowsOptions as
+// upstream's validateWindowsSecurityContextOptions: the GMSA credential
+// spec name is a DNS subdomain, the spec itself non-empty and at most
+// 64 KiB, runAsUserName a [DOMAIN\]USER Windows user name.
+func validateWindowsOptions(w *corev1.WindowsSecurityContextOptions, p *field.Path) field.ErrorList {
+	if w == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if w.GMSACredentialSpecName != nil {
+		for _, msg := range validation.IsDNS1123Subdomain(*w.GMSACredentialSpecName) {
+			errs = append(errs, field.Invalid(p.Child("gmsaCredentialSpecName"), w.GMSACredentialSpecName, msg))
+		}
+	}
+	if w.GMSACredentialSpec != nil {
+		if l := len(*w.GMSACredentialSpec); l == 0 {
+			errs = append(errs, field.Invalid(p.Child("gmsaCredentialSpec"), w.GMSACredentialSpec, "gmsaCredentialSpec cannot be an empty string"))
+		} else if l > maxGMSACredentialSpecLength {
+			errs = append(errs, field.Invalid(p.Child("gmsaCredentialSpec"), w.GMSACredentialSpec, fmt.Sprintf("gmsaCredentialSpec size must be under %d KiB", maxGMSACredentialSpecLengthInKiB)))
+		}
+	}
+	if w.RunAsUserName != nil {
+		errs = append(errs, validateRunAsUserName(w.RunAsUserName, p.Child("runAsUserName"))...)
+	}
+	return errs
+}
+
+func validateRunAsUserName(name *string, p *field.Path) field.ErrorList {
+	invalid := func(msg string) field.ErrorList {
+		return field.ErrorList{field.Invalid(p, name, msg)}
+	}
+	switch {
+	case *name == "":
+		return invalid("runAsUserName cannot be an empty string")
+	case controlCharsRegexp.MatchString(*name):
+		return invalid("runAsUserName cannot contain control characters")
+	}
+	parts := strings.Split(*name, "\\")
+	if len(parts) > 2 {
+		return invalid("runAsUserName cannot contain more than one backslash")
+	}
+	user, domain, hasDomain := parts[0], "", len(parts) == 2
+	if hasDomain {
+		domain, user = parts[0], parts[1]
+	}
+	var errs field.ErrorList
+	if len(domain) >= maxRunAsUserNameDomainLength {
+		errs = append(errs, invalid(fmt.Sprintf("runAsUserName's Domain length must be under %d characters", maxRunAsUserNameDomainLength))...)
+	}
+	if hasDomain && !netBiosDomainRegexp.MatchString(domain) && !windowsDNSDomainRegexp.MatchString(domain) {
+		errs = append(errs, invalid("runAsUserName's Domain doesn't match the NetBios nor the DNS format")...)
+	}
+	if l := len(user); l == 0 {
+		errs = append(errs, invalid("runAsUserName's User cannot be empty")...)
+	} else if l > maxRunAsUserNameUserLength {
+		errs = append(errs, invalid(fmt.Sprintf("runAsUserName's User length must not be longer than %d characters", maxRunAsUserNameUserLength))...)
+	}
+	if invalidUserNameDotsSpacesRegexp.MatchString(user) {
+		errs = append(errs, invalid(`runAsUserName's User cannot contain only periods or spaces`)...)
+	}
+	if invalidUserNameCharsRegexp.MatchString(user) {
+		errs = append(errs, invalid(`runAsUserName's User cannot contain the following characters: "/\:;|=,+*?<>@[]`)...)
+	}
+	return errs
 }
 
 // validateSeccompProfile checks a pod's or container's seccompProfile as

@@ -62,3 +62,45 @@ func TestPodOSValidationAsUpstream(t *testing.T) {
 		})
 	}
 }
+
+// TestWindowsOptionsValidationAsUpstream: windowsOptions of the pod and of
+// containers are checked as upstream's validateWindowsSecurityContextOptions.
+func TestWindowsOptionsValidationAsUpstream(t *testing.T) {
+	r := find(t, coreV1, "pods")
+	const wo = "spec.securityContext.windowsOptions"
+	cases := []struct {
+		name    string
+		opts    corev1.WindowsSecurityContextOptions
+		want    []string
+		details []string
+	}{
+		{"valid", corev1.WindowsSecurityContextOptions{GMSACredentialSpecName: ptr("webapp-gmsa"), GMSACredentialSpec: ptr("{}"), RunAsUserName: ptr(`NT AUTHORITY\NETWORK SERVICE`)}, nil, nil},
+		{"DNS domain", corev1.WindowsSecurityContextOptions{RunAsUserName: ptr(`corp.example.com\svc-web`)}, nil, nil},
+		{"credential spec name", corev1.WindowsSecurityContextOptions{GMSACredentialSpecName: ptr("Web_App")}, []string{invalid + " " + wo + ".gmsaCredentialSpecName"}, nil},
+		{"empty credential spec", corev1.WindowsSecurityContextOptions{GMSACredentialSpec: ptr("")}, []string{invalid + " " + wo + ".gmsaCredentialSpec"},
+			[]string{wo + `.gmsaCredentialSpec: Invalid value: "": gmsaCredentialSpec cannot be an empty string`}},
+		{"two backslashes", corev1.WindowsSecurityContextOptions{RunAsUserName: ptr(`a\b\c`)}, []string{invalid + " " + wo + ".runAsUserName"},
+			[]string{wo + `.runAsUserName: Invalid value: "a\\b\\c": runAsUserName cannot contain more than one backslash`}},
+		{"bad user", corev1.WindowsSecurityContextOptions{RunAsUserName: ptr(`.corp\a@b`)}, []string{invalid + " " + wo + ".runAsUserName", invalid + " " + wo + ".runAsUserName"},
+			[]string{wo + `.runAsUserName: Invalid value: ".corp\\a@b": runAsUserName's Domain doesn't match the NetBios nor the DNS format`,
+				wo + `.runAsUserName: Invalid value: ".corp\\a@b": runAsUserName's User cannot contain the following characters: "/\:;|=,+*?<>@[]`}},
+		{"only dots", corev1.WindowsSecurityContextOptions{RunAsUserName: ptr(`...`)}, []string{invalid + " " + wo + ".runAsUserName"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPod("p")
+			defaultPod(p)
+			p.Spec.OS = &corev1.PodOS{Name: corev1.Windows}
+			p.Spec.SecurityContext.WindowsOptions = &tc.opts
+			errs := r.Strategy.Validate(context.Background(), p)
+			wantErrors(t, errs, tc.want...)
+			for _, d := range tc.details {
+				wantError(t, errs, d)
+			}
+		})
+	}
+	p := newPod("p")
+	defaultPod(p)
+	p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{RunAsUserName: ptr("")}}
+	wantErrors(t, r.Strategy.Validate(context.Background(), p), invalid+" spec.containers[0].securityContext.windowsOptions.runAsUserName")
+}

@@ -341,7 +341,6 @@ func validateLegacyIP(ip string, path *field.Path) field.ErrorList {
 // validatePodSpecSecurityContext. Upstream validates its internal type,
 // which holds shareProcessNamespace and the host namespaces too, so their
 // errors name spec.securityContext.shareProcessNamespace as upstream's do.
-// Windows options are not checked here.
 func validatePodSecurityContext(s *corev1.PodSpec, p *field.Path, opts podValidationOptions) field.ErrorList {
 	sc := s.SecurityContext
 	if sc == nil {
@@ -371,6 +370,7 @@ func validatePodSecurityContext(s *corev1.PodSpec, p *field.Path, opts podValida
 		}
 	}
 	errs = append(errs, validateSeccompProfile(sc.SeccompProfile, p.Child("seccompProfile"))...)
+	errs = append(errs, validateWindowsOptions(sc.WindowsOptions, p.Child("windowsOptions"))...)
 	errs = append(errs, validateAppArmorProfile(sc.AppArmorProfile, p.Child("appArmorProfile"))...)
 	if gp := sc.SupplementalGroupsPolicy; gp != nil {
 		switch *gp {
