@@ -61,9 +61,10 @@ type Provider struct {
 // call is a plugin execution under way, which concurrent asks for the same
 // image wait for (upstream's singleflight).
 type call struct {
-	done chan struct{}
-	resp *credentialproviderv1.CredentialProviderResponse
-	err  error
+	done    chan struct{}
+	resp    *credentialproviderv1.CredentialProviderResponse
+	err     error
+	waiters int // asks waiting for this run (under Provider.mu)
 }
 
 // NewProvider is a provider of cfg's name, matchImages and
@@ -109,7 +110,9 @@ func (p *Provider) Provide(image string) credentials.DockerConfig {
 		return cfg
 	}
 	c, running := p.inflight[image]
-	if !running {
+	if running {
+		c.waiters++
+	} else {
 		c = &call{done: make(chan struct{})}
 		if p.inflight == nil {
 			p.inflight = map[string]*call{}

@@ -151,6 +151,67 @@ func TestProviderCachesPerKeyType(t *testing.T) {
 	}
 }
 
+// blockingPlugin answers once released, counting its runs.
+type blockingPlugin struct {
+	release chan struct{}
+	mu      sync.Mutex
+	runs    int
+}
+
+func (b *blockingPlugin) Exec(context.Context, string) (*credentialproviderv1.CredentialProviderResponse, error) {
+	b.mu.Lock()
+	b.runs++
+	b.mu.Unlock()
+	<-b.release
+	return &credentialproviderv1.CredentialProviderResponse{CacheKeyType: "Image", CacheDuration: duration(0),
+		Auth: map[string]credentialproviderv1.AuthConfig{"reg.example.com": {Username: "u"}}}, nil
+}
+
+// TestProviderOneRunPerImage: an ask for an image whose plugin run is
+// under way waits for that run's answer instead of running the plugin
+// again (upstream's singleflight), even when the answer is not cached.
+func TestProviderOneRunPerImage(t *testing.T) {
+	b := &blockingPlugin{release: make(chan struct{})}
+	p := NewProvider(kubeletconfigv1.CredentialProvider{Name: "p", MatchImages: []string{"reg.example.com"}, DefaultCacheDuration: duration(0)}, b, nil, nil)
+	results := make(chan string, 2)
+	ask := func() { results <- p.Provide("reg.example.com/app")["reg.example.com"].Username }
+	go ask()
+	waitFor(t, "the first run", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.runs == 1 })
+	go ask()
+	waitFor(t, "the second ask to wait", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		c := p.inflight["reg.example.com/app"]
+		return c != nil && c.waiters == 1
+	})
+	close(b.release)
+	for range 2 {
+		if u := <-results; u != "u" {
+			t.Errorf("answer %q", u)
+		}
+	}
+	if b.runs != 1 {
+		t.Errorf("%d runs, want 1", b.runs)
+	}
+	// Not cached: a later ask runs the plugin again.
+	p.Provide("reg.example.com/app")
+	if b.runs != 2 {
+		t.Errorf("%d runs after a later ask, want 2", b.runs)
+	}
+}
+
+// waitFor polls cond with a generous deadline.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestProvidersLookupTracked: every provider's answer in one keyring,
 // most specific pattern first, none with a source (the node's).
 func TestProvidersLookupTracked(t *testing.T) {
