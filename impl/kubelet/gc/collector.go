@@ -245,11 +245,33 @@ func (c *Collector) GarbageCollect(ctx context.Context, capacity, available int6
 	}
 	c.runPostGC(ctx, left, now)
 	if freed < amount {
-		err := fmt.Errorf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only found %d bytes eligible to free.", amount, freed) //nolint:staticcheck // upstream's message
+		// Upstream's text since 1.35 (kubernetes PR 132578): the disk is
+		// mostly full of something other than unused images.
+		err := fmt.Errorf("Insufficient free disk space on the node's image filesystem (%d%% of %s used). "+ //nolint:staticcheck // upstream's message
+			"Failed to free sufficient space by deleting unused images (freed %d bytes). "+
+			"Investigate disk usage, as it could be used by active images, logs, volumes, or other data.", usage, formatSize(capacity), freed)
 		c.event(v1.EventTypeWarning, ReasonFreeDiskSpaceFailed, err.Error())
 		return err
 	}
 	return nil
+}
+
+// formatSize is a byte count as FreeDiskSpaceFailed events print the image
+// filesystem's capacity: in the largest binary unit it reaches, with one
+// decimal ("26.4 GiB"; bytes below 1 KiB as such). Upstream's helper is
+// not in the sources we could read; this follows the texts its kubelets
+// publish.
+func formatSize(bytes int64) string {
+	const units = "KMGTPE"
+	if bytes < 1024 {
+		return fmt.Sprintf("%d B", bytes)
+	}
+	v, i := float64(bytes)/1024, 0
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, units[i])
 }
 
 // removeAgedOut removes the images unused for more than the policy's

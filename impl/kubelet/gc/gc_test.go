@@ -246,7 +246,7 @@ func TestGarbageCollectFreesToLowThreshold(t *testing.T) {
 	// (80%) needs 100 Mi freed: the two old unused images (60 Mi) are all
 	// there is, so the collection fails with upstream's message.
 	err := c.GarbageCollect(ctx, 1000*mi, 100*mi, n.clock.Now())
-	if err == nil || !strings.Contains(err.Error(), "Attempted to free 104857600 bytes, but only found 62914560 bytes eligible to free") {
+	if want := "Insufficient free disk space on the node's image filesystem (90% of 1000.0 MiB used). Failed to free sufficient space by deleting unused images (freed 62914560 bytes). Investigate disk usage, as it could be used by active images, logs, volumes, or other data."; err == nil || err.Error() != want {
 		t.Fatalf("GarbageCollect: %v", err)
 	}
 	if got := n.images(); !slices.Equal(got, []string{"used", "young"}) {
@@ -449,5 +449,24 @@ func TestSandboxImageIsKept(t *testing.T) {
 	}
 	if got := n.images(); !slices.Equal(got, []string{"pause:3.6"}) {
 		t.Errorf("images left %v, want the sandbox image", got)
+	}
+}
+
+func TestFormatSize(t *testing.T) {
+	for _, tt := range []struct {
+		bytes int64
+		want  string
+	}{
+		{0, "0 B"},
+		{1023, "1023 B"},
+		{1024, "1.0 KiB"},
+		{1000 * mi, "1000.0 MiB"},
+		{10 << 30, "10.0 GiB"},
+		{26_400_000_000, "24.6 GiB"},
+		{3 << 40, "3.0 TiB"},
+	} {
+		if got := formatSize(tt.bytes); got != tt.want {
+			t.Errorf("formatSize(%d) = %q, want %q", tt.bytes, got, tt.want)
+		}
 	}
 }
