@@ -21,7 +21,6 @@ var updatablePodSpecFields = []string{
 	"`spec.activeDeadlineSeconds`",
 	"`spec.tolerations` (only additions to existing tolerations)",
 	"`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
-	"`spec.schedulingGates` (only removals)",
 }
 
 // validatePodUpdate enforces that most of a pod's spec is immutable: only
@@ -30,8 +29,15 @@ var updatablePodSpecFields = []string{
 // grace period may change. In particular spec.nodeName cannot be written by
 // an update: pods are bound only through pods/binding (SCHED-1).
 func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
-	var errs field.ErrorList
 	spec := field.NewPath("spec")
+	errs, stop := validateContainerUpdates(p.Spec.Containers, old.Spec.Containers, spec.Child("containers"))
+	if stop {
+		return errs
+	}
+	initErrs, stop := validateContainerUpdates(p.Spec.InitContainers, old.Spec.InitContainers, spec.Child("initContainers"))
+	if errs = append(errs, initErrs...); stop {
+		return errs
+	}
 
 	if ads := p.Spec.ActiveDeadlineSeconds; ads != nil {
 		if *ads < 0 || *ads > math.MaxInt32 {
@@ -49,15 +55,11 @@ func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
 	// Take what may change from old; anything left that differs is an
 	// illegal change.
 	munged := *p.Spec.DeepCopy()
-	if len(munged.Containers) == len(old.Spec.Containers) {
-		for i := range munged.Containers {
-			munged.Containers[i].Image = old.Spec.Containers[i].Image
-		}
+	for i := range munged.Containers {
+		munged.Containers[i].Image = old.Spec.Containers[i].Image
 	}
-	if len(munged.InitContainers) == len(old.Spec.InitContainers) {
-		for i := range munged.InitContainers {
-			munged.InitContainers[i].Image = old.Spec.InitContainers[i].Image
-		}
+	for i := range munged.InitContainers {
+		munged.InitContainers[i].Image = old.Spec.InitContainers[i].Image
 	}
 	munged.ActiveDeadlineSeconds = old.Spec.ActiveDeadlineSeconds
 	munged.Tolerations = old.Spec.Tolerations
@@ -98,16 +100,37 @@ func validateOnlyAddedTolerations(tolerations, old []corev1.Toleration, path *fi
 	return append(errs, validateTolerations(tolerations, path)...)
 }
 
+// validateOnlyRemovedSchedulingGates: a gate the stored pod lacks is
+// Forbidden on its name, as upstream's validateOnlyDeletedSchedulingGates.
 func validateOnlyRemovedSchedulingGates(gates, old []corev1.PodSchedulingGate, path *field.Path) field.ErrorList {
 	previous := sets.New[string]()
 	for _, g := range old {
 		previous.Insert(g.Name)
 	}
 	var errs field.ErrorList
-	for _, g := range gates {
+	for i, g := range gates {
 		if !previous.Has(g.Name) {
-			errs = append(errs, field.Forbidden(path, fmt.Sprintf("only deletion is allowed, but found new scheduling gate '%s'", g.Name)))
+			errs = append(errs, field.Forbidden(path.Index(i).Child("name"), fmt.Sprintf("only deletion is allowed, but found new scheduling gate '%s'", g.Name)))
 		}
 	}
 	return errs
+}
+
+// validateContainerUpdates is upstream's ValidateContainerUpdates: an
+// update may not add or remove containers (stop: nothing else is checked);
+// each image is required and without surrounding whitespace.
+func validateContainerUpdates(cs, old []corev1.Container, path *field.Path) (field.ErrorList, bool) {
+	if len(cs) != len(old) {
+		return field.ErrorList{field.Forbidden(path, "pod updates may not add or remove containers")}, true
+	}
+	var errs field.ErrorList
+	for i, c := range cs {
+		if c.Image == "" {
+			errs = append(errs, field.Required(path.Index(i).Child("image"), ""))
+		}
+		if strings.TrimSpace(c.Image) != c.Image {
+			errs = append(errs, field.Invalid(path.Index(i).Child("image"), c.Image, "must not have leading or trailing whitespace"))
+		}
+	}
+	return errs, false
 }

@@ -355,12 +355,16 @@ func TestPodUpdateImmutability(t *testing.T) {
 			c := p.Spec.Containers[0]
 			c.Name = "second"
 			p.Spec.Containers = append(p.Spec.Containers, c)
-		}, []string{forbidden + " spec"}},
+		}, []string{forbidden + " spec.containers"}},
+		{"remove init container", func(p *corev1.Pod) { p.Spec.InitContainers = nil }, []string{forbidden + " spec.initContainers"}},
+		// Twice, as upstream: validateContainersOnlyForPod and ValidateContainerUpdates.
+		{"image with whitespace", func(p *corev1.Pod) { p.Spec.Containers[0].Image = " nginx:1.28" },
+			[]string{invalid + " spec.containers[0].image", invalid + " spec.containers[0].image"}},
 		{"change node name", func(p *corev1.Pod) { p.Spec.NodeName = "node-1" }, []string{forbidden + " spec"}},
 		{"remove toleration", func(p *corev1.Pod) { p.Spec.Tolerations = nil }, []string{forbidden + " spec.tolerations"}},
 		{"add scheduling gate", func(p *corev1.Pod) {
 			p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: "new"})
-		}, []string{forbidden + " spec.schedulingGates"}},
+		}, []string{forbidden + " spec.schedulingGates[1].name"}},
 		{"remove scheduling gate", func(p *corev1.Pod) { p.Spec.SchedulingGates = nil }, nil},
 		{"change grace period", func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr(int64(3)) }, []string{forbidden + " spec"}},
 	}
@@ -369,6 +373,7 @@ func TestPodUpdateImmutability(t *testing.T) {
 			old := newPod("p")
 			old.Spec.Tolerations = []corev1.Toleration{{Key: "t", Operator: corev1.TolerationOpEqual, Value: "v", Effect: corev1.TaintEffectNoSchedule}}
 			old.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "gate"}}
+			old.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox"}}
 			old = defaultedPod(t, old)
 			p := old.DeepCopy()
 			tc.mutate(p)
@@ -383,7 +388,11 @@ func TestPodUpdateMessageNamesUpdatableFields(t *testing.T) {
 	p := old.DeepCopy()
 	p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 	errs := validatePodUpdate(p, old)
-	if len(errs) != 1 || !strings.HasPrefix(errs[0].Detail, "pod updates may not change fields other than `spec.containers[*].image`") {
+	// The newest upstream list (validation.go updatablePodSpecFields) has
+	// no scheduling gates entry.
+	const fields = "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`," +
+		"`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)\n"
+	if len(errs) != 1 || !strings.HasPrefix(errs[0].Detail, fields) {
 		t.Fatalf("errors %v", errs)
 	}
 }
