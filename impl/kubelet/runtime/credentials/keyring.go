@@ -182,8 +182,12 @@ func (kr *Keyring) add(cfg DockerConfig, src *Source) error {
 		if _, ok := kr.creds[key]; !ok {
 			kr.index = append(kr.index, key)
 		}
+		// No ServerAddress, as upstream's keyring: containerd drops
+		// credentials whose ServerAddress is not a URL of the pulled host,
+		// which a location without scheme or a glob is not; the keyring
+		// has already matched the host.
 		a := &runtimeapi.AuthConfig{
-			Username: user, Password: pass, ServerAddress: loc,
+			Username: user, Password: pass,
 			IdentityToken: e.IdentityToken, RegistryToken: e.RegistryToken,
 		}
 		kr.creds[key] = append(kr.creds[key], Tracked{Auth: a, Source: src, Hash: HashAuth(a)})
