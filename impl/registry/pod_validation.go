@@ -2,8 +2,11 @@ package registry
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -490,14 +493,21 @@ func validatePodOS(s *corev1.PodSpec, path *field.Path) field.ErrorList {
 // visitContainerSecurityContexts calls f with each container's security
 // context (init, app, then ephemeral containers) and the container's path.
 func visitContainerSecurityContexts(s *corev1.PodSpec, path *field.Path, f func(sc *corev1.SecurityContext, p *field.Path)) {
+	visitContainers(s, path, func(_ string, sc *corev1.SecurityContext, p *field.Path) { f(sc, p) })
+}
+
+// visitContainers calls f with each container's name, security context
+// and path (init, app, then ephemeral containers, as upstream's
+// VisitContainersWithPath).
+func visitContainers(s *corev1.PodSpec, path *field.Path, f func(name string, sc *corev1.SecurityContext, p *field.Path)) {
 	for i := range s.InitContainers {
-		f(s.InitContainers[i].SecurityContext, path.Child("initContainers").Index(i))
+		f(s.InitContainers[i].Name, s.InitContainers[i].SecurityContext, path.Child("initContainers").Index(i))
 	}
 	for i := range s.Containers {
-		f(s.Containers[i].SecurityContext, path.Child("containers").Index(i))
+		f(s.Containers[i].Name, s.Containers[i].SecurityContext, path.Child("containers").Index(i))
 	}
 	for i := range s.EphemeralContainers {
-		f(s.EphemeralContainers[i].SecurityContext, path.Child("ephemeralContainers").Index(i))
+		f(s.EphemeralContainers[i].Name, s.EphemeralContainers[i].SecurityContext, path.Child("ephemeralContainers").Index(i))
 	}
 }
 
@@ -655,4 +665,197 @@ func validateResizePolicies(s *corev1.PodSpec, path *field.Path, opts podValidat
 		check(&s.Containers[i], path.Child("containers").Index(i))
 	}
 	return errs
+}
+
+// validatePodAnnotations checks a pod's annotations as upstream's
+// ValidatePodSpecificAnnotations (the tolerations annotation excepted): a
+// mirror pod names its node; pod-deletion-cost is a canonical int32 (unless
+// the stored pod's was not); the seccomp and AppArmor annotations hold
+// valid profiles, the latter for a container the pod has.
+func validatePodAnnotations(p *corev1.Pod, allowInvalidDeletionCost bool) field.ErrorList {
+	path := field.NewPath("metadata", "annotations")
+	a := p.Annotations
+	var errs field.ErrorList
+	if v, mirror := a[corev1.MirrorPodAnnotationKey]; mirror && p.Spec.NodeName == "" {
+		errs = append(errs, field.Invalid(path.Key(corev1.MirrorPodAnnotationKey), v, "must set spec.nodeName if mirror pod annotation is set"))
+	}
+	if !allowInvalidDeletionCost && !validDeletionCost(a) {
+		errs = append(errs, field.Invalid(path.Key(corev1.PodDeletionCost), a[corev1.PodDeletionCost], "must be a 32bit integer"))
+	}
+	for _, k := range slices.Sorted(maps.Keys(a)) {
+		v := a[k]
+		if k == corev1.SeccompPodAnnotationKey || strings.HasPrefix(k, corev1.SeccompContainerAnnotationKeyPrefix) {
+			errs = append(errs, validateSeccompAnnotation(v, path.Child(k))...)
+		}
+		if name, ok := strings.CutPrefix(k, corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix); ok {
+			if !podHasContainer(&p.Spec, name) {
+				errs = append(errs, field.Invalid(path.Key(k), name, "container not found"))
+			}
+			if v != "" && v != corev1.DeprecatedAppArmorBetaProfileRuntimeDefault && v != corev1.DeprecatedAppArmorBetaProfileNameUnconfined &&
+				!strings.HasPrefix(v, corev1.DeprecatedAppArmorBetaProfileNamePrefix) {
+				errs = append(errs, field.Invalid(path.Key(k), v, fmt.Sprintf("invalid AppArmor profile name: %q", v)))
+			}
+		}
+	}
+	return errs
+}
+
+// validDeletionCost: no pod-deletion-cost, or one upstream's
+// GetDeletionCostFromPodAnnotations reads (no "+", no leading zero, int32).
+func validDeletionCost(a map[string]string) bool {
+	v, ok := a[corev1.PodDeletionCost]
+	if !ok {
+		return true
+	}
+	if v == "" || !(v[0] == '-' || v == "0" || (v[0] >= '1' && v[0] <= '9')) {
+		return false
+	}
+	_, err := strconv.ParseInt(v, 10, 32)
+	return err == nil
+}
+
+// validateSeccompAnnotation is upstream's ValidateSeccompProfile of an
+// annotation value.
+func validateSeccompAnnotation(v string, p *field.Path) field.ErrorList {
+	switch {
+	case v == corev1.SeccompProfileRuntimeDefault, v == corev1.DeprecatedSeccompProfileDockerDefault, v == corev1.SeccompProfileNameUnconfined:
+		return nil
+	case strings.HasPrefix(v, corev1.SeccompLocalhostProfileNamePrefix):
+		return validateLocalDescendingPath(strings.TrimPrefix(v, corev1.SeccompLocalhostProfileNamePrefix), p)
+	}
+	return field.ErrorList{field.Invalid(p, v, "must be a valid seccomp profile")}
+}
+
+func podHasContainer(s *corev1.PodSpec, name string) bool {
+	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
+		for i := range cs {
+			if cs[i].Name == name {
+				return true
+			}
+		}
+	}
+	for i := range s.EphemeralContainers {
+		if s.EphemeralContainers[i].Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// validatePodAnnotationUpdates: AppArmor and mirror pod annotations may be
+// neither added, removed nor changed by an update (upstream's
+// ValidatePodSpecificAnnotationUpdates).
+func validatePodAnnotationUpdates(p, old *corev1.Pod) field.ErrorList {
+	path := field.NewPath("metadata", "annotations")
+	guarded := func(k string) bool {
+		return k == corev1.MirrorPodAnnotationKey || strings.HasPrefix(k, corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix)
+	}
+	var errs field.ErrorList
+	for _, k := range slices.Sorted(maps.Keys(old.Annotations)) {
+		if v, ok := p.Annotations[k]; (ok && v == old.Annotations[k]) || !guarded(k) {
+			continue
+		}
+		if k == corev1.MirrorPodAnnotationKey {
+			errs = append(errs, field.Forbidden(path.Key(k), "may not remove or update mirror pod annotation"))
+		} else {
+			errs = append(errs, field.Forbidden(path.Key(k), "may not remove or update AppArmor annotations"))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.Annotations)) {
+		if _, ok := old.Annotations[k]; ok || !guarded(k) {
+			continue
+		}
+		if k == corev1.MirrorPodAnnotationKey {
+			errs = append(errs, field.Forbidden(path.Key(k), "may not add mirror pod annotation"))
+		} else {
+			errs = append(errs, field.Forbidden(path.Key(k), "may not add AppArmor annotations"))
+		}
+	}
+	return errs
+}
+
+// validatePodCreateAsUpstream holds the create-only checks of upstream's
+// ValidatePodCreate: a pod still gated may not name a node, and seccomp
+// and AppArmor annotations beside the fields must say the same.
+func validatePodCreateAsUpstream(p *corev1.Pod) field.ErrorList {
+	spec := field.NewPath("spec")
+	var errs field.ErrorList
+	if p.Spec.NodeName != "" && len(p.Spec.SchedulingGates) != 0 {
+		errs = append(errs, field.Forbidden(spec.Child("nodeName"), "cannot be set until all schedulingGates have been cleared"))
+	}
+	a := p.Annotations
+	var podSeccomp *corev1.SeccompProfile
+	var podAppArmor *corev1.AppArmorProfile
+	if sc := p.Spec.SecurityContext; sc != nil {
+		podSeccomp, podAppArmor = sc.SeccompProfile, sc.AppArmorProfile
+	}
+	if v, ok := a[corev1.SeccompPodAnnotationKey]; ok && podSeccomp != nil {
+		errs = append(errs, seccompAnnotationMatches(v, podSeccomp, spec.Child("securityContext", "seccompProfile"))...)
+	}
+	windows := p.Spec.OS != nil && p.Spec.OS.Name == corev1.Windows
+	visitContainers(&p.Spec, spec, func(name string, sc *corev1.SecurityContext, cp *field.Path) {
+		if sc != nil && sc.SeccompProfile != nil {
+			if v, ok := a[corev1.SeccompContainerAnnotationKeyPrefix+name]; ok {
+				errs = append(errs, seccompAnnotationMatches(v, sc.SeccompProfile, cp.Child("securityContext", "seccompProfile"))...)
+			}
+		}
+		if windows {
+			return
+		}
+		profile := podAppArmor
+		if sc != nil && sc.AppArmorProfile != nil {
+			profile = sc.AppArmorProfile
+		}
+		if v, ok := a[corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix+name]; ok && profile != nil {
+			errs = append(errs, appArmorAnnotationMatches(v, profile, cp.Child("securityContext", "appArmorProfile"))...)
+		}
+	})
+	return errs
+}
+
+// seccompAnnotationMatches is upstream's validateSeccompAnnotationsAndFieldsMatch.
+func seccompAnnotationMatches(v string, sp *corev1.SeccompProfile, p *field.Path) field.ErrorList {
+	typeMismatch := field.ErrorList{field.Forbidden(p.Child("type"), "seccomp type in annotation and field must match")}
+	switch sp.Type {
+	case corev1.SeccompProfileTypeUnconfined:
+		if v != corev1.SeccompProfileNameUnconfined {
+			return typeMismatch
+		}
+	case corev1.SeccompProfileTypeRuntimeDefault:
+		if v != corev1.SeccompProfileRuntimeDefault && v != corev1.DeprecatedSeccompProfileDockerDefault {
+			return typeMismatch
+		}
+	case corev1.SeccompProfileTypeLocalhost:
+		if !strings.HasPrefix(v, corev1.SeccompLocalhostProfileNamePrefix) {
+			return typeMismatch
+		}
+		if sp.LocalhostProfile == nil || strings.TrimPrefix(v, corev1.SeccompLocalhostProfileNamePrefix) != *sp.LocalhostProfile {
+			return field.ErrorList{field.Forbidden(p.Child("localhostProfile"), "seccomp profile in annotation and field must match")}
+		}
+	}
+	return nil
+}
+
+// appArmorAnnotationMatches is the check of upstream's
+// validateAppArmorAnnotationsAndFieldsMatchOnCreate for one container.
+func appArmorAnnotationMatches(v string, ap *corev1.AppArmorProfile, p *field.Path) field.ErrorList {
+	typeMismatch := field.ErrorList{field.Forbidden(p.Child("type"), "apparmor type in annotation and field must match")}
+	switch ap.Type {
+	case corev1.AppArmorProfileTypeUnconfined:
+		if v != corev1.DeprecatedAppArmorBetaProfileNameUnconfined {
+			return typeMismatch
+		}
+	case corev1.AppArmorProfileTypeRuntimeDefault:
+		if v != corev1.DeprecatedAppArmorBetaProfileRuntimeDefault {
+			return typeMismatch
+		}
+	case corev1.AppArmorProfileTypeLocalhost:
+		if !strings.HasPrefix(v, corev1.DeprecatedAppArmorBetaProfileNamePrefix) {
+			return typeMismatch
+		}
+		if ap.LocalhostProfile == nil || strings.TrimPrefix(v, corev1.DeprecatedAppArmorBetaProfileNamePrefix) != *ap.LocalhostProfile {
+			return field.ErrorList{field.Forbidden(p.Child("localhostProfile"), "apparmor profile in annotation and field must match")}
+		}
+	}
+	return nil
 }

@@ -27,10 +27,14 @@ func pods(now func() time.Time) *resource.Resource {
 		// The spec is validated in validateCreate and validateUpdate: an
 		// update's checks are relaxed by what the stored pod already had.
 		validateCreate: func(p *corev1.Pod) field.ErrorList {
-			return append(validatePod(p, podValidationOptions{}), validatePodCreate(p)...)
+			errs := append(validatePod(p, podValidationOptions{}), validatePodAnnotations(p, false)...)
+			errs = append(errs, validatePodCreateAsUpstream(p)...)
+			return append(errs, validatePodCreate(p)...)
 		},
 		validateUpdate: func(p, old *corev1.Pod) field.ErrorList {
-			return append(validatePod(p, podValidationOptionsFor(&old.Spec)), validatePodUpdate(p, old)...)
+			errs := append(validatePod(p, podValidationOptionsFor(&old.Spec)), validatePodAnnotations(p, !validDeletionCost(old.Annotations))...)
+			errs = append(errs, validatePodAnnotationUpdates(p, old)...)
+			return append(errs, validatePodUpdate(p, old)...)
 		},
 		fields: podFields,
 		table:  &tableSpec[*corev1.Pod]{columns: podColumns, cells: podCells, conditions: podRowConditions},
