@@ -232,3 +232,49 @@ func hasNonLocalProjectedTokenPath(s *corev1.PodSpec) bool {
 	}
 	return false
 }
+
+// dropDisabledStopSignals removes lifecycle.stopSignal from every
+// container (and a lifecycle left empty), as upstream's
+// dropContainerStopSignals while ContainerStopSignals is off (alpha since
+// 1.33, off in the newest upstream gate list we have), unless old (the
+// stored pod's spec on update, nil on create) already uses one.
+func dropDisabledStopSignals(s, old *corev1.PodSpec) {
+	if old != nil && usesStopSignal(old) {
+		return
+	}
+	wipe := func(l **corev1.Lifecycle) {
+		if *l == nil || (*l).StopSignal == nil {
+			return
+		}
+		(*l).StopSignal = nil
+		if **l == (corev1.Lifecycle{}) {
+			*l = nil
+		}
+	}
+	for i := range s.InitContainers {
+		wipe(&s.InitContainers[i].Lifecycle)
+	}
+	for i := range s.Containers {
+		wipe(&s.Containers[i].Lifecycle)
+	}
+	for i := range s.EphemeralContainers {
+		wipe(&s.EphemeralContainers[i].Lifecycle)
+	}
+}
+
+// usesStopSignal: a container of any kind sets lifecycle.stopSignal.
+func usesStopSignal(s *corev1.PodSpec) bool {
+	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
+		for i := range cs {
+			if cs[i].Lifecycle != nil && cs[i].Lifecycle.StopSignal != nil {
+				return true
+			}
+		}
+	}
+	for i := range s.EphemeralContainers {
+		if l := s.EphemeralContainers[i].Lifecycle; l != nil && l.StopSignal != nil {
+			return true
+		}
+	}
+	return false
+}

@@ -23,6 +23,7 @@ func pods(now func() time.Time) *resource.Resource {
 		prepareForUpdate: func(p, old *corev1.Pod) {
 			p.Status = old.Status
 			preparePodLevelResourcesForUpdate(p, old)
+			dropDisabledStopSignals(&p.Spec, &old.Spec)
 		},
 		// The spec is validated in validateCreate and validateUpdate: an
 		// update's checks are relaxed by what the stored pod already had.
@@ -59,7 +60,8 @@ func pods(now func() time.Time) *resource.Resource {
 	}
 }
 
-// preparePodForCreate: a new pod's pod-level resources are defaulted
+// preparePodForCreate: a stopSignal is dropped (dropDisabledStopSignals);
+// a new pod's pod-level resources are defaulted
 // (after mutating admission, as 1.37's PodLevelResourcesFixDefaulting, so
 // the containers' resources admission set count), and it is Pending with
 // its QoS class computed (and PodScheduled=False when scheduling gates hold
@@ -67,6 +69,7 @@ func pods(now func() time.Time) *resource.Resource {
 // named by matchLabelKeys/mismatchLabelKeys are merged into its topology
 // spread and pod affinity selectors (mergeLabelKeysIntoSelectors).
 func preparePodForCreate(p *corev1.Pod) {
+	dropDisabledStopSignals(&p.Spec, nil)
 	defaultPodLevelResources(p)
 	mergeLabelKeysIntoSelectors(p)
 	p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: podQOSClass(p)}

@@ -1,0 +1,44 @@
+package registry
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestStopSignalDroppedAsUpstream: while ContainerStopSignals is off a
+// container's lifecycle.stopSignal is dropped on create (an emptied
+// lifecycle with it) and on an update of a pod that had none, and kept on
+// an update of a pod that had one.
+func TestStopSignalDroppedAsUpstream(t *testing.T) {
+	r := find(t, coreV1, "pods")
+	ctx := context.Background()
+	p := newPod("p")
+	p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{StopSignal: ptr(corev1.SIGUSR1)}
+	p.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox", Lifecycle: &corev1.Lifecycle{
+		StopSignal: ptr(corev1.SIGTERM), PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}}}
+	r.Strategy.Default(p)
+	r.Strategy.PrepareForCreate(ctx, p)
+	if l := p.Spec.Containers[0].Lifecycle; l != nil {
+		t.Fatalf("create kept %+v, want the emptied lifecycle dropped", l)
+	}
+	if l := p.Spec.InitContainers[0].Lifecycle; l == nil || l.StopSignal != nil || l.PreStop == nil {
+		t.Fatalf("create left init lifecycle %+v, want preStop only", l)
+	}
+
+	old := p.DeepCopy()
+	upd := old.DeepCopy()
+	upd.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{StopSignal: ptr(corev1.SIGUSR1)}
+	r.Strategy.PrepareForUpdate(ctx, upd, old)
+	if upd.Spec.Containers[0].Lifecycle != nil {
+		t.Fatalf("update of a pod without stop signals kept %+v", upd.Spec.Containers[0].Lifecycle)
+	}
+
+	old.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{StopSignal: ptr(corev1.SIGUSR1)}
+	upd = old.DeepCopy()
+	r.Strategy.PrepareForUpdate(ctx, upd, old)
+	if l := upd.Spec.Containers[0].Lifecycle; l == nil || l.StopSignal == nil {
+		t.Fatalf("update of a pod that had a stop signal dropped it: %+v", l)
+	}
+}
