@@ -43,7 +43,11 @@ import (
 // API server's order: defaulting, the mutating plugins, PrepareFor*, the
 // pod strategy's validation, the validating plugins. Pods are either
 // structure-aware (built from the fuzzer's bytes, mostly valid, with
-// randfill-filled security contexts and resources now and then) or filled
+// randfill-filled security contexts and resources now and then, and
+// spec.os, hostUsers, host namespaces, dnsConfig, security context
+// fields, fileKeyRef env and projected podCertificate and
+// clusterTrustBundle sources chosen among valid and invalid values:
+// fuzzPodSecurityFields) or filled
 // whole by randfill with apimachinery's fuzzer functions. Properties:
 //   - no plugin panics, and every refusal is a 4xx Status;
 //   - a request that was valid before admission is still valid after the
@@ -462,7 +466,201 @@ func fuzzPod(in *fuzzBytes, fill func(any), classes *fuzzRuntimeClasses) *corev1
 			}
 		}
 	}
+	if in.chance(3) {
+		// Decided after everything else, so the bytes of the decisions
+		// above mean what they did before these fields were fuzzed.
+		fuzzPodSecurityFields(in, p)
+	}
 	return p
+}
+
+// fuzzPodSecurityFields sets the fields validation checks as upstream's
+// validateOS, validateHostUsers, validatePodDNSConfig, the security
+// context checks, fileKeyRef env and projected podCertificate and
+// clusterTrustBundle sources, to valid and invalid values; PodSecurity,
+// NodeRestriction and ServiceAccount read several of them.
+func fuzzPodSecurityFields(in *fuzzBytes, p *corev1.Pod) {
+	bp := func(v bool) *bool { return &v }
+	s := &p.Spec
+	if in.chance(2) {
+		s.OS = &corev1.PodOS{Name: pickOf[corev1.OSName](in, corev1.Linux, corev1.Windows, corev1.Linux, "", "plan9")}
+	}
+	if in.chance(2) {
+		s.HostUsers = bp(in.chance(2))
+	}
+	if in.chance(4) {
+		s.HostPID = true
+	}
+	if in.chance(4) {
+		s.HostIPC = true
+	}
+	if in.chance(6) {
+		s.ShareProcessNamespace = bp(in.chance(2))
+	}
+	if in.chance(3) {
+		s.DNSPolicy = pickOf(in, corev1.DNSNone, corev1.DNSClusterFirst, corev1.DNSDefault, corev1.DNSClusterFirstWithHostNet, "")
+		if in.chance(2) {
+			ndots := pickOf(in, "2", "")
+			s.DNSConfig = &corev1.PodDNSConfig{
+				Nameservers: pickOf(in, []string{"10.0.0.10"}, []string{"010.0.0.1", "::ffff:1.2.3.4"}, nil, []string{"1.1.1.1", "8.8.8.8", "9.9.9.9", "1.0.0.1"}, []string{"not-an-ip"}),
+				Searches:    pickOf(in, []string{"ns.svc.cluster.local"}, []string{"."}, []string{"_srv.example.com."}, nil, []string{"bad..domain"}),
+				Options:     pickOf(in, []corev1.PodDNSConfigOption{{Name: "ndots", Value: &ndots}}, []corev1.PodDNSConfigOption{{Name: ""}}, nil),
+			}
+		}
+	}
+	if in.chance(2) {
+		sc := s.SecurityContext
+		if sc == nil {
+			sc = &corev1.PodSecurityContext{}
+			s.SecurityContext = sc
+		}
+		if in.chance(2) {
+			sc.Sysctls = []corev1.Sysctl{{Name: pickOf(in, "kernel.shm_rmid_forced", "net.core.somaxconn", "kernel.msgmax", "net/ipv4/ip_local_port_range", "", "Bad_Name"), Value: "1"}}
+		}
+		if in.chance(3) {
+			v := pickOf(in, corev1.FSGroupChangeOnRootMismatch, corev1.FSGroupChangeAlways, "Sometimes")
+			sc.FSGroupChangePolicy = &v
+		}
+		if in.chance(3) {
+			v := pickOf(in, corev1.SupplementalGroupsPolicyMerge, corev1.SupplementalGroupsPolicyStrict, "Loose")
+			sc.SupplementalGroupsPolicy = &v
+		}
+		if in.chance(3) {
+			v := pickOf(in, corev1.SELinuxChangePolicyRecursive, corev1.SELinuxChangePolicyMountOption, "")
+			sc.SELinuxChangePolicy = &v
+		}
+		if in.chance(3) {
+			sc.AppArmorProfile = fuzzAppArmor(in)
+		}
+		if in.chance(4) {
+			sc.WindowsOptions = fuzzWindowsOptions(in)
+		}
+		if in.chance(3) {
+			sc.SeccompProfile = fuzzSeccomp(in)
+		}
+	}
+	for i := range s.Containers {
+		if !in.chance(2) {
+			continue
+		}
+		c := &s.Containers[i]
+		if c.SecurityContext == nil {
+			c.SecurityContext = &corev1.SecurityContext{}
+		}
+		sc := c.SecurityContext
+		if in.chance(2) {
+			v := pickOf(in, corev1.DefaultProcMount, corev1.UnmaskedProcMount, "Masked")
+			sc.ProcMount = &v
+		}
+		if in.chance(3) {
+			sc.AppArmorProfile = fuzzAppArmor(in)
+		}
+		if in.chance(3) {
+			sc.SeccompProfile = fuzzSeccomp(in)
+		}
+		if in.chance(4) {
+			sc.WindowsOptions = fuzzWindowsOptions(in)
+		}
+		if in.chance(4) {
+			sc.Capabilities = &corev1.Capabilities{Add: []corev1.Capability{pickOf[corev1.Capability](in, "CAP_SYS_ADMIN", "SYS_ADMIN", "NET_RAW")}}
+			sc.AllowPrivilegeEscalation = bp(in.chance(2))
+		}
+		if in.chance(3) {
+			// An env var read from a file in an emptyDir volume (or a
+			// volume the pod lacks).
+			c.Env = append(c.Env, corev1.EnvVar{Name: pickOf(in, "FROM_FILE", "1BAD", ""), ValueFrom: &corev1.EnvVarSource{FileKeyRef: &corev1.FileKeySelector{
+				VolumeName: pickOf(in, "files", "files", "nope"), Path: pickOf(in, "env.txt", "../up", "/abs", ""),
+				Key: pickOf(in, "KEY", "1bad", ""), Optional: pickOf(in, (*bool)(nil), bp(true), bp(false))}}})
+			if !slices.ContainsFunc(s.Volumes, func(v corev1.Volume) bool { return v.Name == "files" }) {
+				s.Volumes = append(s.Volumes, corev1.Volume{Name: "files", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+			}
+		}
+		if in.chance(6) {
+			// A block device: refused beside hostUsers false.
+			c.VolumeDevices = append(c.VolumeDevices, corev1.VolumeDevice{Name: "block", DevicePath: "/dev/xvdb"})
+			s.Volumes = append(s.Volumes, corev1.Volume{Name: "block", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "claim"}}})
+		}
+	}
+	if in.chance(2) {
+		// A projected volume of certificate sources, mounted or not.
+		var sources []corev1.VolumeProjection
+		for range 1 + in.intn(2) {
+			if in.chance(2) {
+				exp := pickOf(in, int32(0), 3600, 86400, 86401, 7862400, 7862401)
+				src := &corev1.PodCertificateProjection{
+					SignerName:           pickOf(in, "example.com/signer", "kubernetes.io/kube-apiserver-client-pod", "bad", "", "a.b/c.d/e"),
+					KeyType:              pickOf(in, "ED25519", "ECDSAP256", "RSA3072", "DSA", ""),
+					CredentialBundlePath: pickOf(in, "cred.pem", "", "../cred.pem", "/cred.pem"),
+					KeyPath:              pickOf(in, "", "key.pem", "cred.pem"),
+					CertificateChainPath: pickOf(in, "", "chain.pem"),
+				}
+				if exp != 0 {
+					src.MaxExpirationSeconds = &exp
+				}
+				if in.chance(3) {
+					src.UserAnnotations = pickOf(in, map[string]string{"example.com/team": "a"}, map[string]string{"NoDomain": "b"})
+				}
+				sources = append(sources, corev1.VolumeProjection{PodCertificate: src})
+			} else {
+				name, signer := pickOf(in, "bundle", "example.com:signer:bundle", "example.com:other:bundle", "", "Bad"), pickOf(in, "example.com/signer", "", "bad")
+				src := &corev1.ClusterTrustBundleProjection{Path: pickOf(in, "ca.pem", "", "../ca.pem", "cred.pem")}
+				switch in.intn(4) {
+				case 0:
+					src.Name = &name
+				case 1:
+					src.SignerName = &signer
+					if in.chance(2) {
+						src.LabelSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": pickOf(in, "web", "-bad")}}
+					}
+				case 2:
+					src.Name, src.SignerName = &name, &signer
+				}
+				if in.chance(3) {
+					src.Optional = bp(in.chance(2))
+				}
+				sources = append(sources, corev1.VolumeProjection{ClusterTrustBundle: src})
+			}
+		}
+		s.Volumes = append(s.Volumes, corev1.Volume{Name: "certs", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources}}})
+		if in.chance(2) && len(s.Containers) > 0 {
+			s.Containers[0].VolumeMounts = append(s.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "certs", MountPath: "/var/run/certs", ReadOnly: true})
+		}
+	}
+}
+
+func fuzzAppArmor(in *fuzzBytes) *corev1.AppArmorProfile {
+	ap := &corev1.AppArmorProfile{Type: pickOf(in, corev1.AppArmorProfileTypeRuntimeDefault, corev1.AppArmorProfileTypeUnconfined, corev1.AppArmorProfileTypeLocalhost, "")}
+	if in.chance(2) {
+		prof := pickOf(in, "k8s-profile", "", " padded ", strings.Repeat("a", 4096))
+		ap.LocalhostProfile = &prof
+	}
+	return ap
+}
+
+func fuzzSeccomp(in *fuzzBytes) *corev1.SeccompProfile {
+	sp := &corev1.SeccompProfile{Type: pickOf(in, corev1.SeccompProfileTypeRuntimeDefault, corev1.SeccompProfileTypeUnconfined, corev1.SeccompProfileTypeLocalhost, "")}
+	if in.chance(2) {
+		prof := pickOf(in, "profiles/audit.json", "", "../escape.json", "/abs.json")
+		sp.LocalhostProfile = &prof
+	}
+	return sp
+}
+
+func fuzzWindowsOptions(in *fuzzBytes) *corev1.WindowsSecurityContextOptions {
+	w := &corev1.WindowsSecurityContextOptions{}
+	if in.chance(2) {
+		u := pickOf(in, "ContainerUser", `NT AUTHORITY\NETWORK SERVICE`, "bad/user", "", `.dom\u`)
+		w.RunAsUserName = &u
+	}
+	if in.chance(2) {
+		w.HostProcess = pickOf(in, (*bool)(nil), func() *bool { v := true; return &v }(), func() *bool { v := false; return &v }())
+	}
+	if in.chance(3) {
+		n := pickOf(in, "gmsa", "Bad_Name")
+		w.GMSACredentialSpecName = &n
+	}
+	return w
 }
 
 // randfillPod is a pod filled whole by randfill; a RuntimeClass name it
