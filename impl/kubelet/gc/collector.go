@@ -183,17 +183,14 @@ func (c *Collector) Detect(ctx context.Context, now time.Time) error {
 	return err
 }
 
-// freeSpace goes over the images in eviction order (EvictionOrder),
-// removing the Removable ones until at least bytes are freed, as
+// freeSpace goes over the images in eviction order (EvictionOrder of
+// the records and used, the images in use, as the caller's detect found
+// them), removing the Removable ones until at least bytes are freed, as
 // upstream's freeSpace: it returns the images it went over and did not
 // remove (not Removable, or whose removal failed) before it had freed
 // enough, the bytes freed (always) and the removal errors (the images
 // left are then nil, as upstream's). c.mu is held.
-func (c *Collector) freeSpace(ctx context.Context, bytes int64, now time.Time) ([]string, int64, error) {
-	used, err := c.detect(ctx, now)
-	if err != nil {
-		return nil, 0, err
-	}
+func (c *Collector) freeSpace(ctx context.Context, bytes int64, used map[string]bool, now time.Time) ([]string, int64, error) {
 	var left []string
 	var freed int64
 	var errs []error
@@ -220,26 +217,48 @@ func (c *Collector) freeSpace(ctx context.Context, bytes int64, now time.Time) (
 	return left, freed, nil
 }
 
-// GarbageCollect is one image garbage collection: if the image
-// filesystem (capacity and available bytes) is used at or above the high
-// threshold, unused images are removed until it would be below the low
-// one. Not freeing enough is an error, recorded as a FreeDiskSpaceFailed
-// event.
+// GarbageCollect is one image garbage collection with the image
+// filesystem's capacity and available bytes given (collect).
 func (c *Collector) GarbageCollect(ctx context.Context, capacity, available int64, now time.Time) error {
+	return c.collect(ctx, func(context.Context) (int64, int64, error) { return capacity, available, nil }, now)
+}
+
+// collect is one image garbage collection as upstream's GarbageCollect:
+// the images are listed once (detect; a failure ends the collection
+// there), those unused for longer than the policy's MaxAge go
+// (removeAgedOut; a failure ends it too), then the image filesystem is
+// measured with fs (c.mu not held: fs may take locks of its own) and, if
+// used at or above the high threshold, unused images are removed, among
+// those that one listing found, until it would be below the low one. Not
+// freeing enough is an error, recorded as a FreeDiskSpaceFailed event.
+func (c *Collector) collect(ctx context.Context, fs FsStats, now time.Time) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	used, err := c.detect(ctx, now)
+	if err == nil {
+		err = c.removeAgedOut(ctx, used, now)
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	capacity, available, err := fs(ctx)
+	if err != nil {
+		return err
+	}
 	if capacity <= 0 {
 		err := fmt.Errorf("invalid capacity %d on image filesystem", capacity)
 		c.event(v1.EventTypeWarning, ReasonInvalidDiskCapacity, err.Error())
 		return err
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	amount, usage := AmountToFree(c.policy, capacity, available)
 	if amount <= 0 {
 		return nil
 	}
 	c.log.Info("image filesystem over the high threshold, freeing images down to the low threshold",
 		"usage", usage, "highThreshold", c.policy.HighThresholdPercent, "lowThreshold", c.policy.LowThresholdPercent, "amountToFree", amount)
-	left, freed, err := c.freeSpace(ctx, amount, now)
+	left, freed, err := c.freeSpace(ctx, amount, used, now)
 	if err != nil {
 		return err
 	}
@@ -275,16 +294,12 @@ func formatSize(bytes int64) string {
 }
 
 // removeAgedOut removes the images unused for more than the policy's
-// MaxAge (AgedOut); nothing without one. It returns the removal errors.
-func (c *Collector) removeAgedOut(ctx context.Context, now time.Time) error {
+// MaxAge (AgedOut of the records and used, as the caller's detect found
+// them), as upstream's freeOldImages; nothing without one. It returns
+// the removal errors. c.mu is held.
+func (c *Collector) removeAgedOut(ctx context.Context, used map[string]bool, now time.Time) error {
 	if c.policy.MaxAge <= 0 {
 		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	used, err := c.detect(ctx, now)
-	if err != nil {
-		return err
 	}
 	var errs []error
 	for _, r := range AgedOut(c.records, used, now, c.started, c.policy.MaxAge) {
@@ -303,11 +318,11 @@ type FsStats func(ctx context.Context) (capacity, available int64, err error)
 
 // MaybeCollect runs the periodic image garbage collection if the policy
 // enables it and Period has passed since the last run (the first call
-// runs it): images unused for longer than the policy's MaxAge go, then
-// (if they all went) the disk usage is read and GarbageCollect frees down
-// to the low threshold if needed. A failure twice in a row is recorded as an
-// ImageGCFailed event, as upstream (the first may be stats not being
-// ready yet).
+// runs it): collect, which lists the images once, removes those unused
+// for longer than the policy's MaxAge and, if they all went, reads the
+// disk usage and frees down to the low threshold if needed. A failure
+// twice in a row is recorded as an ImageGCFailed event, as upstream (the
+// first may be stats not being ready yet).
 func (c *Collector) MaybeCollect(ctx context.Context, fs FsStats, now time.Time) {
 	if !c.policy.Enabled() {
 		return
@@ -321,15 +336,7 @@ func (c *Collector) MaybeCollect(ctx context.Context, fs FsStats, now time.Time)
 	if !due {
 		return
 	}
-	// As upstream's GarbageCollect, a failure removing images older than
-	// the maximum age (freeOldImages) ends the collection there.
-	err := c.removeAgedOut(ctx, now)
-	if err == nil {
-		var capacity, available int64
-		if capacity, available, err = fs(ctx); err == nil {
-			err = c.GarbageCollect(ctx, capacity, available, now)
-		}
-	}
+	err := c.collect(ctx, fs, now)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err == nil {
@@ -351,7 +358,11 @@ func (c *Collector) MaybeCollect(ctx context.Context, fs FsStats, now time.Time)
 func (c *Collector) DeleteUnusedImages(ctx context.Context, now time.Time) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	left, freed, err := c.freeSpace(ctx, math.MaxInt64, now)
+	used, err := c.detect(ctx, now)
+	if err != nil {
+		return 0, err
+	}
+	left, freed, err := c.freeSpace(ctx, math.MaxInt64, used, now)
 	if err == nil {
 		c.runPostGC(ctx, left, now)
 	}

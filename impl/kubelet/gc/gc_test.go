@@ -297,10 +297,12 @@ func TestGarbageCollectBelowHighThreshold(t *testing.T) {
 // flaky fails ListImages while fail is set.
 type flaky struct {
 	Runtime
-	fail bool
+	fail  bool
+	lists int // ListImages calls
 }
 
 func (f *flaky) ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
+	f.lists++
 	if f.fail {
 		return nil, errors.New("runtime unavailable")
 	}
@@ -308,7 +310,9 @@ func (f *flaky) ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) 
 }
 
 // The periodic collection runs once per Period and only when enabled; a
-// second failure in a row is an ImageGCFailed event.
+// second failure in a row is an ImageGCFailed event. As upstream's, a
+// collection whose image listing fails ends there, before the disk usage
+// is read.
 func TestMaybeCollect(t *testing.T) {
 	n := newSimNode(t)
 	n.pull("a", 30*mi)
@@ -318,19 +322,19 @@ func TestMaybeCollect(t *testing.T) {
 	fs := func(context.Context) (int64, int64, error) { calls++; return 1000 * mi, 10 * mi, nil }
 	NewCollector(rt, Policy{}, recorder(&events), nil).MaybeCollect(t.Context(), fs, n.clock.Now())
 	NewCollector(rt, Policy{HighThresholdPercent: 100}, recorder(&events), nil).MaybeCollect(t.Context(), fs, n.clock.Now())
-	if calls != 0 {
+	if rt.lists != 0 {
 		t.Fatalf("a disabled policy collected")
 	}
 	c := NewCollector(rt, DefaultPolicy, recorder(&events), nil)
 	now := n.clock.Now()
 	c.MaybeCollect(t.Context(), fs, now)
 	c.MaybeCollect(t.Context(), fs, now.Add(Period-time.Second))
-	if calls != 1 || len(events) != 0 {
-		t.Fatalf("first period: %d collections, events %+v", calls, events)
+	if rt.lists != 1 || calls != 0 || len(events) != 0 {
+		t.Fatalf("first period: %d collections, disk read %d times, events %+v", rt.lists, calls, events)
 	}
 	c.MaybeCollect(t.Context(), fs, now.Add(Period))
-	if calls != 2 || len(events) != 1 || events[0].reason != ReasonImageGCFailed || !strings.Contains(events[0].message, "runtime unavailable") {
-		t.Fatalf("second failure: %d collections, events %+v", calls, events)
+	if rt.lists != 2 || calls != 0 || len(events) != 1 || events[0].reason != ReasonImageGCFailed || !strings.Contains(events[0].message, "runtime unavailable") {
+		t.Fatalf("second failure: %d collections, disk read %d times, events %+v", rt.lists, calls, events)
 	}
 	rt.fail = false
 	c.MaybeCollect(t.Context(), fs, now.Add(2*Period))
