@@ -5,9 +5,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubectlqos "k8s.io/kubectl/pkg/util/qos"
 
@@ -218,10 +220,20 @@ func validatePodStatusUpdate(p, old *corev1.Pod) field.ErrorList {
 	if p.Status.NominatedNodeName != "" {
 		errs = append(errs, dnsSubdomain(p.Status.NominatedNodeName, status.Child("nominatedNodeName"))...)
 	}
+	if g := p.Status.ObservedGeneration; g < 0 {
+		errs = append(errs, field.Invalid(status.Child("observedGeneration"), g, "must be a non-negative integer"))
+	}
+	// Set at creation (QoS is computed once); a status write may only
+	// leave it out (keepPodForStatusUpdate backfills it).
+	errs = append(errs, apivalidation.ValidateImmutableField(p.Status.QOSClass, old.Status.QOSClass, status.Child("qosClass"))...)
 	for i, c := range p.Status.Conditions {
 		cp := status.Child("conditions").Index(i)
+		if c.ObservedGeneration < 0 {
+			errs = append(errs, field.Invalid(cp.Child("observedGeneration"), c.ObservedGeneration, "must be a non-negative integer"))
+		}
+		// Upstream's validatePodConditions names the type "Type".
 		if !isKnownPodCondition(c.Type) {
-			errs = append(errs, validateLabelKey(string(c.Type), cp.Child("type"))...)
+			errs = append(errs, validateLabelKey(string(c.Type), cp.Child("Type"))...)
 		}
 		switch c.Status {
 		case corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown:
@@ -232,7 +244,18 @@ func validatePodStatusUpdate(p, old *corev1.Pod) field.ErrorList {
 	}
 	errs = append(errs, validatePodIPs(p, status)...)
 	errs = append(errs, validateNoRestartAfterTermination(p.Status.ContainerStatuses, old.Status.ContainerStatuses,
-		status.Child("containerStatuses"), old.Spec.RestartPolicy)...)
+		status.Child("containerStatuses"), old.Spec.RestartPolicy, nil)...)
+	sidecars := sets.New[string]()
+	for i := range old.Spec.InitContainers {
+		if isSidecar(&old.Spec.InitContainers[i]) {
+			sidecars.Insert(old.Spec.InitContainers[i].Name)
+		}
+	}
+	errs = append(errs, validateNoRestartAfterTermination(p.Status.InitContainerStatuses, old.Status.InitContainerStatuses,
+		status.Child("initContainerStatuses"), old.Spec.RestartPolicy, sidecars)...)
+	// An ephemeral container never restarts.
+	errs = append(errs, validateNoRestartAfterTermination(p.Status.EphemeralContainerStatuses, old.Status.EphemeralContainerStatuses,
+		status.Child("ephemeralContainerStatuses"), corev1.RestartPolicyNever, nil)...)
 	return errs
 }
 
@@ -267,14 +290,15 @@ func validatePodIPs(p *corev1.Pod, status *field.Path) field.ErrorList {
 
 // validateNoRestartAfterTermination: unless the pod restarts always, a
 // terminated container stays terminated (with OnFailure, one that failed
-// may restart).
-func validateNoRestartAfterTermination(statuses, old []corev1.ContainerStatus, path *field.Path, policy corev1.RestartPolicy) field.ErrorList {
+// may restart; the restartable ones, sidecars, may always), as upstream's
+// Validate(Init|Ephemeral)ContainerStateTransition.
+func validateNoRestartAfterTermination(statuses, old []corev1.ContainerStatus, path *field.Path, policy corev1.RestartPolicy, restartable sets.Set[string]) field.ErrorList {
 	var errs field.ErrorList
 	if policy == corev1.RestartPolicyAlways {
 		return nil
 	}
 	for i, o := range old {
-		if o.State.Terminated == nil || (o.State.Terminated.ExitCode != 0 && policy == corev1.RestartPolicyOnFailure) {
+		if o.State.Terminated == nil || (o.State.Terminated.ExitCode != 0 && policy == corev1.RestartPolicyOnFailure) || restartable.Has(o.Name) {
 			continue
 		}
 		for _, s := range statuses {

@@ -471,7 +471,11 @@ func TestPodStatusValidation(t *testing.T) {
 	ctx := context.Background()
 	old := defaultedPod(t, newPod("p"))
 	old.Spec.RestartPolicy = corev1.RestartPolicyNever
+	old.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox"}, {Name: "sidecar", Image: "busybox", RestartPolicy: ptr(corev1.ContainerRestartPolicyAlways)}}
 	old.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}}}
+	terminated := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
+	old.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "init", State: terminated}, {Name: "sidecar", State: terminated}}
+	old.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{{Name: "debug", State: terminated}}
 	cases := []struct {
 		name   string
 		mutate func(*corev1.Pod)
@@ -483,7 +487,21 @@ func TestPodStatusValidation(t *testing.T) {
 		}, []string{notSupported + " status.conditions[0].status"}},
 		{"bad custom condition type", func(p *corev1.Pod) {
 			p.Status.Conditions = []corev1.PodCondition{{Type: "not valid!", Status: corev1.ConditionTrue}}
-		}, []string{invalid + " status.conditions[0].type"}},
+		}, []string{invalid + " status.conditions[0].Type"}}, // upstream's validatePodConditions path
+		{"negative observed generations", func(p *corev1.Pod) {
+			p.Status.ObservedGeneration = -1
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, ObservedGeneration: -2}}
+		}, []string{invalid + " status.observedGeneration", invalid + " status.conditions[0].observedGeneration"}},
+		{"changed QoS class", func(p *corev1.Pod) { p.Status.QOSClass = corev1.PodQOSGuaranteed }, []string{invalid + " status.qosClass"}},
+		{"init container restart after termination", func(p *corev1.Pod) {
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "init", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+		}, []string{forbidden + " status.initContainerStatuses[0].state"}},
+		{"sidecar restart after termination", func(p *corev1.Pod) {
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "sidecar", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+		}, nil},
+		{"ephemeral container restart after termination", func(p *corev1.Pod) {
+			p.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{{Name: "debug", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+		}, []string{forbidden + " status.ephemeralContainerStatuses[0].state"}},
 		{"bad pod IP", func(p *corev1.Pod) { p.Status.PodIPs = []corev1.PodIP{{IP: "10.0.0.300"}} }, []string{invalid + " status.podIPs[0].ip"}},
 		{"restart after termination with Never", func(p *corev1.Pod) {
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
@@ -746,6 +764,6 @@ func TestContainerMayNotLeaveTerminated(t *testing.T) {
 		{corev1.RestartPolicyNever, running, nil},
 	}
 	for _, tc := range cases {
-		wantErrors(t, validateNoRestartAfterTermination(running, tc.old, path, tc.policy), tc.want...)
+		wantErrors(t, validateNoRestartAfterTermination(running, tc.old, path, tc.policy, nil), tc.want...)
 	}
 }
