@@ -77,20 +77,15 @@ func (r *Runtime) imageSize(name string) uint64 {
 
 // ListImages implements runtime.ImageManager: present images, by the
 // name they were pulled as, with containerd's repo tags and repo digests
-// (normalized references) and image user; the filter's image, when set,
-// selects the image it resolves to.
-func (r *Runtime) ListImages(_ context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
+// (normalized references) and image user. The filter is ignored, as
+// containerd's CRI ListImages ignores it (1.7 and 2.x: every image in its
+// store, whatever the request's ImageFilter).
+func (r *Runtime) ListImages(_ context.Context, _ *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ids := make([]string, 0, len(r.imageIDs))
-	if want := filter.GetImage().GetImage(); want != "" {
-		if id, _ := r.resolveImage(want); id != "" {
-			ids = append(ids, id)
-		}
-	} else {
-		for id := range r.imageIDs {
-			ids = append(ids, id)
-		}
+	for id := range r.imageIDs {
+		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return r.imageIDs[ids[i]].name < r.imageIDs[ids[j]].name })
 	out := make([]*runtimeapi.Image, 0, len(ids))

@@ -257,12 +257,17 @@ func (s *Server) ImageStatus(ctx context.Context, req *runtimeapi.ImageStatusReq
 	// lists no images is taken to know the image by the name asked.
 	img := &runtimeapi.Image{Id: ref, RepoTags: []string{req.Image.GetImage()}}
 	if m, ok := s.rt.(runtime.ImageManager); ok {
-		list, err := m.ListImages(ctx, &runtimeapi.ImageFilter{Image: &runtimeapi.ImageSpec{Image: ref}})
+		// The whole list: the simulation, as containerd, ignores a
+		// ListImages filter.
+		list, err := m.ListImages(ctx, nil)
 		if err != nil {
 			return nil, grpcErr(err)
 		}
-		if len(list) == 1 && list[0].Id == ref {
-			img.RepoTags, img.RepoDigests = list[0].RepoTags, list[0].RepoDigests
+		for _, listed := range list {
+			if listed.Id == ref {
+				img.RepoTags, img.RepoDigests = listed.RepoTags, listed.RepoDigests
+				break
+			}
 		}
 	}
 	uid, username, err := s.rt.ImageUser(ctx, req.Image)
