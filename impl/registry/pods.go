@@ -207,18 +207,16 @@ func (podGracefulDeleter) GracePeriod(obj runtime.Object, options *metav1.Delete
 	return period, period > 0
 }
 
-// validatePodStatusUpdate checks a status written through /status.
+// validatePodStatusUpdate checks a status written through /status as
+// upstream's ValidatePodStatusUpdate: neither status.phase nor a
+// condition's status is checked against the known values (upstream takes
+// any string for both), and a nominatedNodeName is checked only when the
+// write changes it (a stored invalid one may stay).
 func validatePodStatusUpdate(p, old *corev1.Pod) field.ErrorList {
 	var errs field.ErrorList
 	status := field.NewPath("status")
-	switch p.Status.Phase {
-	case corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed, corev1.PodUnknown, "":
-	default:
-		errs = append(errs, field.NotSupported(status.Child("phase"), p.Status.Phase, []string{
-			string(corev1.PodPending), string(corev1.PodRunning), string(corev1.PodSucceeded), string(corev1.PodFailed), string(corev1.PodUnknown)}))
-	}
-	if p.Status.NominatedNodeName != "" {
-		errs = append(errs, dnsSubdomain(p.Status.NominatedNodeName, status.Child("nominatedNodeName"))...)
+	if n := p.Status.NominatedNodeName; n != "" && n != old.Status.NominatedNodeName {
+		errs = append(errs, dnsSubdomain(n, status.Child("nominatedNodeName"))...)
 	}
 	if g := p.Status.ObservedGeneration; g < 0 {
 		errs = append(errs, field.Invalid(status.Child("observedGeneration"), g, "must be a non-negative integer"))
@@ -234,12 +232,6 @@ func validatePodStatusUpdate(p, old *corev1.Pod) field.ErrorList {
 		// Upstream's validatePodConditions names the type "Type".
 		if !isKnownPodCondition(c.Type) {
 			errs = append(errs, validateLabelKey(string(c.Type), cp.Child("Type"))...)
-		}
-		switch c.Status {
-		case corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown:
-		default:
-			errs = append(errs, field.NotSupported(cp.Child("status"), c.Status, []string{
-				string(corev1.ConditionTrue), string(corev1.ConditionFalse), string(corev1.ConditionUnknown)}))
 		}
 	}
 	errs = append(errs, validatePodIPs(p, status)...)

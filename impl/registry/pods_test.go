@@ -481,10 +481,13 @@ func TestPodStatusValidation(t *testing.T) {
 		mutate func(*corev1.Pod)
 		want   []string
 	}{
-		{"bad phase", func(p *corev1.Pod) { p.Status.Phase = "Sleeping" }, []string{notSupported + " status.phase"}},
-		{"bad condition status", func(p *corev1.Pod) {
+		// Upstream's ValidatePodStatusUpdate checks neither the phase nor
+		// a condition's status against the known values.
+		{"unknown phase", func(p *corev1.Pod) { p.Status.Phase = "Sleeping" }, nil},
+		{"unknown condition status", func(p *corev1.Pod) {
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: "Maybe"}}
-		}, []string{notSupported + " status.conditions[0].status"}},
+		}, nil},
+		{"invalid new nominated node", func(p *corev1.Pod) { p.Status.NominatedNodeName = "Node_1" }, []string{invalid + " status.nominatedNodeName"}},
 		{"bad custom condition type", func(p *corev1.Pod) {
 			p.Status.Conditions = []corev1.PodCondition{{Type: "not valid!", Status: corev1.ConditionTrue}}
 		}, []string{invalid + " status.conditions[0].Type"}}, // upstream's validatePodConditions path
@@ -515,6 +518,14 @@ func TestPodStatusValidation(t *testing.T) {
 			wantErrors(t, r.Status.ValidateUpdate(ctx, p, old), tc.want...)
 		})
 	}
+	// A stored invalid nominatedNodeName may stay: upstream checks it only
+	// when the write changes it.
+	stored := old.DeepCopy()
+	stored.Status.NominatedNodeName = "Node_1"
+	p := stored.DeepCopy()
+	p.Status.Message = "still nominated"
+	r.Status.PrepareForUpdate(ctx, p, stored)
+	wantErrors(t, r.Status.ValidateUpdate(ctx, p, stored))
 }
 
 func TestPodGracePeriod(t *testing.T) {
