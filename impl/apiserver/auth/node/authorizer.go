@@ -12,8 +12,8 @@
 //     checks them), delete, update/patch pods/status of and create
 //     evictions for pods bound to it;
 //   - get/list/watch a secret or config map, get a persistent volume
-//     claim, create a token for a service account, only when a pod bound
-//     to it references the object;
+//     claim, get a service account or create a token for it, only when a
+//     pod bound to it references the object;
 //   - get, create, update, patch, delete its own Lease in kube-node-lease;
 //   - everything else the system:node rules allow (events, services,
 //     tokenreviews, ...: bootstrappolicy.NodeRules).
@@ -182,7 +182,7 @@ func (a *Authorizer) decide(ctx context.Context, node string, info *request.Info
 			// The graph does not follow claims to volumes.
 			return noOpinion("no relationship found between node '%s' and this object", node)
 		case "/serviceaccounts":
-			return a.createToken(node, info)
+			return a.serviceAccount(ctx, node, info)
 		case "coordination.k8s.io/leases":
 			return a.lease(node, info)
 		case "/nodes":
@@ -230,8 +230,11 @@ func (a *Authorizer) readNamespacedObject(ctx context.Context, node string, info
 		return noOpinion("can only read namespaced object of this type")
 	}
 	kind := kindSecret
-	if info.Resource == "configmaps" {
+	switch info.Resource {
+	case "configmaps":
 		kind = kindConfigMap
+	case "serviceaccounts":
+		kind = kindServiceAccount
 	}
 	if info.Name == "" && (info.Verb == "list" || info.Verb == "watch") {
 		// A list or watch of one object by its name (the kubelet's watch
@@ -244,6 +247,19 @@ func (a *Authorizer) readNamespacedObject(ctx context.Context, node string, info
 		}
 	}
 	return a.related(node, kind, info)
+}
+
+// serviceAccount is upstream's authorizeServiceAccount: a get of a
+// service account (no subresource) is read as a namespaced object related
+// to the node, for the credential provider plugins' service account token
+// mode (KubeletServiceAccountTokenForCredentialProviders, on by default;
+// PodCertificateRequest, off, allows it too); anything else must be a
+// token request.
+func (a *Authorizer) serviceAccount(ctx context.Context, node string, info *request.Info) decision {
+	if info.Verb == "get" && info.Subresource == "" {
+		return a.readNamespacedObject(ctx, node, info)
+	}
+	return a.createToken(node, info)
 }
 
 func (a *Authorizer) createToken(node string, info *request.Info) decision {

@@ -188,7 +188,14 @@ func TestNodeAuthorizer(t *testing.T) {
 
 		{"token for own pod's SA", A, info("create", "", "serviceaccounts", "token", "ns", "sa-a"), "", auth.DecisionAllow, ""},
 		{"token for default SA of pod-b", A, info("create", "", "serviceaccounts", "token", "ns", "default"), "", auth.DecisionNoOpinion, "no relationship found between node 'a' and this object"},
-		{"read SA", A, info("get", "", "serviceaccounts", "", "ns", "sa-a"), "", auth.DecisionNoOpinion, "can only create tokens for individual service accounts"},
+		{"get own pod's SA", A, info("get", "", "serviceaccounts", "", "ns", "sa-a"), "", auth.DecisionAllow, ""},
+		{"get other node's pod's SA", A, info("get", "", "serviceaccounts", "", "ns", "default"), "", auth.DecisionNoOpinion, "no relationship found between node 'a' and this object"},
+		{"get SA of no pod", A, info("get", "", "serviceaccounts", "", "ns", "nobody"), "", auth.DecisionNoOpinion, "no relationship found between node 'a' and this object"},
+		{"get SA without name", A, info("get", "", "serviceaccounts", "", "ns", ""), "", auth.DecisionNoOpinion, "No Object name found"},
+		{"list SAs", A, info("list", "", "serviceaccounts", "", "ns", ""), "", auth.DecisionNoOpinion, "can only create tokens for individual service accounts"},
+		{"watch own pod's SA by name", A, info("watch", "", "serviceaccounts", "", "ns", ""), "metadata.name=sa-a", auth.DecisionNoOpinion, "can only create tokens for individual service accounts"},
+		{"update own pod's SA", A, info("update", "", "serviceaccounts", "", "ns", "sa-a"), "", auth.DecisionNoOpinion, "can only create tokens for individual service accounts"},
+		{"get SA token subresource", A, info("get", "", "serviceaccounts", "token", "ns", "sa-a"), "", auth.DecisionNoOpinion, "can only create tokens for individual service accounts"},
 		{"other SA subresource", A, info("create", "", "serviceaccounts", "other", "ns", "sa-a"), "", auth.DecisionNoOpinion, "can only create token subresource of serviceaccount"},
 
 		{"events from static rules", A, info("create", "", "events", "", "ns", ""), "", auth.DecisionAllow, ""},
