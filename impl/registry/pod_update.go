@@ -26,7 +26,8 @@ var updatablePodSpecFields = []string{
 // validatePodUpdate enforces that most of a pod's spec is immutable: only
 // images, activeDeadlineSeconds (set or lowered), tolerations (added),
 // scheduling gates (removed) and, for a pod being deleted, the termination
-// grace period may change. In particular spec.nodeName cannot be written by
+// grace period may change; while the stored pod is gated, nodeSelector
+// entries may be added and the node affinity narrowed too. In particular spec.nodeName cannot be written by
 // an update: pods are bound only through pods/binding (SCHED-1).
 func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
 	spec := field.NewPath("spec")
@@ -68,12 +69,104 @@ func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
 		(old.DeletionTimestamp != nil || (*oldTGPS < 0 && *tgps == 1)) {
 		munged.TerminationGracePeriodSeconds = oldTGPS
 	}
+	if len(old.Spec.SchedulingGates) > 0 {
+		errs = append(errs, mungeGatedSchedulingDirectives(&munged, &old.Spec, spec)...)
+	}
 	if !apiequality.Semantic.DeepEqual(munged, old.Spec) {
 		diff := cmp.Diff(old.Spec, munged)
 		errs = append(errs, field.Forbidden(spec, fmt.Sprintf("pod updates may not change fields other than %s\n%v",
 			strings.Join(updatablePodSpecFields, ","), diff)))
 	}
 	return errs
+}
+
+// mungeGatedSchedulingDirectives is upstream ValidatePodUpdate's branch
+// for a pod whose stored spec still has scheduling gates (KEP-3838,
+// mutable scheduling directives): nodeSelector entries may be added
+// (validateNodeSelectorMutation) and the node affinity changed within
+// validateNodeAffinityMutation's rules; either is then taken from old in
+// munged, so that only the checks here judge it. The pod (anti-)affinity
+// stays immutable: a change of it beside the node affinity remains in
+// munged.
+func mungeGatedSchedulingDirectives(munged, old *corev1.PodSpec, spec *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if !apiequality.Semantic.DeepEqual(munged.NodeSelector, old.NodeSelector) {
+		errs = append(errs, validateNodeSelectorMutation(munged.NodeSelector, old.NodeSelector, spec.Child("nodeSelector"))...)
+		munged.NodeSelector = old.NodeSelector
+	}
+	var oldNA, newNA *corev1.NodeAffinity
+	if old.Affinity != nil {
+		oldNA = old.Affinity.NodeAffinity
+	}
+	if munged.Affinity != nil {
+		newNA = munged.Affinity.NodeAffinity
+	}
+	if apiequality.Semantic.DeepEqual(oldNA, newNA) {
+		return errs
+	}
+	errs = append(errs, validateNodeAffinityMutation(newNA, oldNA, spec.Child("affinity", "nodeAffinity"))...)
+	switch {
+	case munged.Affinity == nil && oldNA == nil:
+	case munged.Affinity == nil:
+		munged.Affinity = &corev1.Affinity{NodeAffinity: oldNA}
+	case old.Affinity == nil && munged.Affinity.PodAffinity == nil && munged.Affinity.PodAntiAffinity == nil:
+		// Only a node affinity was added: the affinity is as it was.
+		munged.Affinity = nil
+	default:
+		a := *munged.Affinity
+		a.NodeAffinity = oldNA
+		munged.Affinity = &a
+	}
+	return errs
+}
+
+// validateNodeSelectorMutation: a gated pod's nodeSelector keeps every
+// entry it had, with its value.
+func validateNodeSelectorMutation(selector, old map[string]string, path *field.Path) field.ErrorList {
+	for k, v := range old {
+		if got, ok := selector[k]; !ok || got != v {
+			return field.ErrorList{field.Invalid(path, selector, "only additions to spec.nodeSelector are allowed (no mutations or deletions)")}
+		}
+	}
+	return nil
+}
+
+// validateNodeAffinityMutation: when the stored pod requires node
+// selector terms, a gated pod keeps as many terms, each with its
+// requirements as a prefix of the new term's matchExpressions and
+// matchFields (an empty term stays empty). Without stored required terms
+// anything may be set; the preferred terms are not checked.
+func validateNodeAffinityMutation(na, old *corev1.NodeAffinity, path *field.Path) field.ErrorList {
+	if old == nil || old.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	termsPath := path.Child("requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
+	oldTerms := old.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	var terms []corev1.NodeSelectorTerm
+	if na != nil && na.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		terms = na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	}
+	if len(oldTerms) > 0 && len(oldTerms) != len(terms) {
+		return field.ErrorList{field.Invalid(termsPath, terms, "no additions/deletions to non-empty NodeSelectorTerms list are allowed")}
+	}
+	var errs field.ErrorList
+	for i := range oldTerms {
+		if !nodeSelectorTermOnlyAdds(terms[i], oldTerms[i]) {
+			errs = append(errs, field.Invalid(termsPath.Index(i), terms[i], "only additions are allowed (no mutations or deletions)"))
+		}
+	}
+	return errs
+}
+
+// nodeSelectorTermOnlyAdds: term is old with requirements appended.
+func nodeSelectorTermOnlyAdds(term, old corev1.NodeSelectorTerm) bool {
+	if len(old.MatchExpressions) == 0 && len(old.MatchFields) == 0 {
+		return len(term.MatchExpressions) == 0 && len(term.MatchFields) == 0
+	}
+	prefix := func(reqs, old []corev1.NodeSelectorRequirement) bool {
+		return len(old) == 0 || (len(reqs) >= len(old) && apiequality.Semantic.DeepEqual(reqs[:len(old)], old))
+	}
+	return prefix(term.MatchExpressions, old.MatchExpressions) && prefix(term.MatchFields, old.MatchFields)
 }
 
 // validateOnlyAddedTolerations: existing tolerations stay; only their
