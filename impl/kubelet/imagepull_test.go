@@ -393,7 +393,8 @@ func TestPullErrorsAggregated(t *testing.T) {
 		p.Spec.ImagePullSecrets = []v1.LocalObjectReference{{Name: "site"}, {Name: "team"}}
 	}))
 	w := cstatus(h.sync(p), "app").State.Waiting
-	const refused = "pull image " + image + ": failed to authorize: 401 Unauthorized"
+	// containerd's words for the registry's 401 to the manifest request.
+	const refused = `failed to pull and unpack image "` + image + `": failed to resolve reference "` + image + `": unexpected status from HEAD request to https://registry.example.com/v2/team/app/manifests/1.0: 401 Unauthorized`
 	if w == nil || w.Reason != "ErrImagePull" || w.Message != refused || len(h.rt.PullAuths(image)) != 2 {
 		t.Fatalf("waiting %+v after %d pulls", w, len(h.rt.PullAuths(image)))
 	}

@@ -151,7 +151,7 @@ func TestImagePullSecretsOverCRI(t *testing.T) {
 	// Without pull secrets the registry refuses the pull.
 	p := h.create(h.pod("anonymous", func(p *v1.Pod) { p.Spec.Containers[0].Image = image }))
 	cs := cstatus(h.sync(p), "app")
-	if cs.State.Waiting == nil || cs.State.Waiting.Reason != "ErrImagePull" || !strings.Contains(cs.State.Waiting.Message, "401 Unauthorized") {
+	if cs.State.Waiting == nil || cs.State.Waiting.Reason != "ErrImagePull" || !strings.Contains(cs.State.Waiting.Message, "authorization failed: no basic auth credentials") {
 		t.Fatalf("pull without credentials: %+v", cs.State)
 	}
 	if auths := h.rt.PullAuths(image); len(auths) != 1 || auths[0] != nil {

@@ -49,6 +49,11 @@ const (
 	// grpc probes receive: SERVING (default), NOT_SERVING,
 	// SERVICE_UNKNOWN or UNKNOWN.
 	AnnotationGRPCStatus = "sim.kubeproof.io/grpc-status"
+	// AnnotationNetworkFailure (a pod's, never suffixed): setting up the
+	// pod sandbox's network fails with this cause (default "simulated
+	// network failure"), as a CNI plugin's ADD failing on a containerd
+	// node (networkSetupFailed); no sandbox is created.
+	AnnotationNetworkFailure = "sim.kubeproof.io/network-failure"
 )
 
 // faults is the parsed fault set of one container.

@@ -83,20 +83,97 @@ func (r *Runtime) PullAuths(image string) []*runtimeapi.AuthConfig {
 	return append([]*runtimeapi.AuthConfig(nil), r.pullAuths[image]...)
 }
 
-// authorizePull checks auth against the image's registry. r.mu is held.
-func (r *Runtime) authorizePull(image string, auth *runtimeapi.AuthConfig) error {
-	host, _, found := strings.Cut(image, "/")
-	if !found {
-		return nil
+// SetImageMissing makes the image (any spelling of its reference) one
+// its registry does not have: a pull of it fails as containerd's does for
+// a reference the registry answers 404 for (pullNotFound), after the
+// registry's credentials check.
+func (r *Runtime) SetImageMissing(image string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.missing[normalizedImage(image)] = true
+}
+
+// authorizePull checks auth against the image's registry (RequireCredentials),
+// then that the registry has the image (SetImageMissing); image is the
+// name as asked, ref its normalized reference. The failures are
+// containerd's CRI PullImage errors as the kubelet's CRI client returns
+// them (pullNotFound, pullUnauthorized). r.mu is held.
+func (r *Runtime) authorizePull(image, ref string, auth *runtimeapi.AuthConfig) error {
+	if host, _, found := strings.Cut(image, "/"); found {
+		if want, ok := r.registries[host]; ok {
+			if err := pullUnauthorized(ref, auth, want); err != nil {
+				return err
+			}
+		}
 	}
-	want, ok := r.registries[host]
-	if !ok {
-		return nil
-	}
-	if auth == nil || auth.Username != want.Username || auth.Password != want.Password {
-		return fmt.Errorf("pull image %s: failed to authorize: 401 Unauthorized", image)
+	if r.missing[ref] {
+		return pullNotFound(ref)
 	}
 	return nil
+}
+
+// pullFailure is containerd's CRI PullImage message for the reference ref
+// (normalized, as its CRI pulls it) that its resolver could not resolve
+// for cause: "failed to pull and unpack image <ref>: failed to resolve
+// reference <ref>: <cause>", the CRI plugin's words around the client
+// pull's (containerd 1.7 and 2.0; 2.1 and later pulling through the
+// transfer service word the inner part "failed to resolve image").
+func pullFailure(ref, cause string) string {
+	return fmt.Sprintf("failed to pull and unpack image %q: failed to resolve reference %q: %s", ref, ref, cause)
+}
+
+// pullNotFound is containerd's error for a reference its registry does not
+// have: the resolver's "<ref>: not found" wraps errdefs.ErrNotFound, so
+// its gRPC server sends status NotFound, which the kubelet's CRI client
+// returns as it is (the ErrImagePull message and the "Failed to pull
+// image" event read "rpc error: code = NotFound desc = ...", as upstream
+// 1.37's remote image service passes every code but Unknown on).
+func pullNotFound(ref string) error {
+	return status.Error(codes.NotFound, pullFailure(ref, ref+": not found"))
+}
+
+// pullUnauthorized is containerd's error for a pull of ref from a registry
+// that wants want's basic-auth credentials, auth being what the pull
+// presented (nil: none), or nil when auth is want: without a username or
+// password its authorizer gives up at the registry's challenge ("pull
+// access denied, repository does not exist or may require authorization:
+// authorization failed: no basic auth credentials"); with others the
+// registry keeps answering 401 to the manifest's HEAD request until the
+// resolver stops retrying ("unexpected status from HEAD request to <url>:
+// 401 Unauthorized"). containerd's gRPC server sends either as status
+// Unknown, whose message alone upstream's remote image service returns
+// (it strips the code from Unknown pull errors): the plain message is
+// what the kubelet sees.
+func pullUnauthorized(ref string, auth, want *runtimeapi.AuthConfig) error {
+	if auth.GetUsername() == want.Username && auth.GetPassword() == want.Password {
+		return nil
+	}
+	if auth.GetUsername() == "" || auth.GetPassword() == "" {
+		return errors.New(pullFailure(ref, "pull access denied, repository does not exist or may require authorization: authorization failed: no basic auth credentials"))
+	}
+	return errors.New(pullFailure(ref, fmt.Sprintf("unexpected status from HEAD request to %s: 401 Unauthorized", manifestURL(ref))))
+}
+
+// manifestURL is the registry URL containerd's resolver asks for ref's
+// manifest: https://<host>/v2/<repository>/manifests/<tag or digest>,
+// Docker Hub's host being registry-1.docker.io (the simulation's
+// registries all speak HTTPS).
+func manifestURL(ref string) string {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return ref
+	}
+	host := reference.Domain(named)
+	if host == "docker.io" {
+		host = "registry-1.docker.io"
+	}
+	object := "latest"
+	if d, ok := named.(reference.Digested); ok {
+		object = d.Digest().String()
+	} else if t, ok := named.(reference.Tagged); ok {
+		object = t.Tag()
+	}
+	return fmt.Sprintf("https://%s/v2/%s/manifests/%s", host, reference.Path(named), object)
 }
 
 // ContainerSecurity returns the Linux security context a container was

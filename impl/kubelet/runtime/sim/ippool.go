@@ -89,7 +89,34 @@ func (p *ipPool) allocate() (netip.Addr, error) {
 			return addrAt(p.first, off), nil
 		}
 	}
-	return netip.Addr{}, fmt.Errorf("no IP addresses available in range set %s", p.prefix)
+	return netip.Addr{}, fmt.Errorf("no IP addresses available in range set: %s", p.rangeSet())
+}
+
+// rangeSet is the pool's range as host-local IPAM prints a range set it
+// has no address left in: "<start>-<end>", its default range of the
+// subnet, from the address after the network's to the last one before
+// the broadcast address (IPv4) or the last one (IPv6).
+func (p *ipPool) rangeSet() string {
+	end := lastAddr(p.prefix)
+	if end.Is4() {
+		end = end.Prev()
+	}
+	return p.prefix.Addr().Next().String() + "-" + end.String()
+}
+
+// lastAddr is the last address of prefix (masked).
+func lastAddr(prefix netip.Prefix) netip.Addr {
+	b := prefix.Addr().AsSlice()
+	for i := range b {
+		if bits := prefix.Bits() - i*8; bits < 8 {
+			if bits < 0 {
+				bits = 0
+			}
+			b[i] |= byte(0xff >> bits)
+		}
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
 }
 
 // held reports whether the address at offset off is handed out.

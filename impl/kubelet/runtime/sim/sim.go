@@ -78,6 +78,7 @@ type Runtime struct {
 	imageUsers map[string]string                   // normalized image name -> the image config's user
 	spellings  map[string]string                   // image names asked lately -> normalized (normalized, images.go)
 	registries map[string]*runtimeapi.AuthConfig   // registry host -> credentials pulls need
+	missing    map[string]bool                     // normalized references registries lack (SetImageMissing)
 	pullAuths  map[string][]*runtimeapi.AuthConfig // image name -> credentials presented
 	execLog    []Exec
 	disk       diskState    // image sizes and container disk use (stats.go)
@@ -267,6 +268,7 @@ func New(cfg Config) (*Runtime, error) {
 		imageIDs:   map[string]imageNames{},
 		imageUsers: map[string]string{},
 		registries: map[string]*runtimeapi.AuthConfig{},
+		missing:    map[string]bool{},
 		pullAuths:  map[string][]*runtimeapi.AuthConfig{},
 		states:     stateVersion{version: 1},
 	}, nil
@@ -353,15 +355,22 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if cause, ok := r.annotation(config.Annotations, AnnotationNetworkFailure); ok {
+		if cause == "" {
+			cause = "simulated network failure"
+		}
+		return "", r.networkSetupFailed(cause)
+	}
 	var ipBuf [2]netip.Addr
 	ips := ipBuf[:0]
-	for _, p := range r.pools {
+	for i, p := range r.pools {
 		ip, err := p.allocate()
 		if err != nil {
 			for i, got := range ips {
 				r.pools[i].release(got)
 			}
-			return "", fmt.Errorf("run pod sandbox %s/%s: failed to set up network: %w", config.Metadata.Namespace, config.Metadata.Name, err)
+			// host-local IPAM's words, range i of its range sets.
+			return "", r.networkSetupFailed(fmt.Sprintf("failed to allocate for range %d: %v", i, err))
 		}
 		ips = append(ips, ip)
 	}
@@ -407,6 +416,35 @@ func (r *Runtime) checkHandler(handler string) error {
 	id := r.ids.id(r.newSeq())
 	r.mu.Unlock()
 	return status.Errorf(codes.Unknown, "unable to get OCI runtime for sandbox %q: no runtime for %q is configured", id, handler)
+}
+
+// networkName is the CNI network the simulated sandboxes' bridge plugin
+// belongs to, as containerd's example configuration names it.
+const networkName = "containerd-net"
+
+// networkSetupFailed is containerd's error for a sandbox whose network
+// set-up failed with cause as the CNI bridge plugin's ADD failure, as the
+// kubelet receives it over CRI: containerd's RunPodSandbox words it
+// "failed to setup network for sandbox <id>" (naming the sandbox ID it had
+// picked) around libcni's "plugin type=<type> name=<network> failed
+// (add): <cause>", a plain error that its gRPC server sends as status
+// Unknown and upstream's remote runtime client returns as it is: the
+// FailedCreatePodSandBox event reads "Failed to create pod sandbox: rpc
+// error: code = Unknown desc = failed to setup network for sandbox ...".
+// r.mu is held.
+func (r *Runtime) networkSetupFailed(cause string) error {
+	id := r.ids.id(r.newSeq())
+	return status.Errorf(codes.Unknown, "failed to setup network for sandbox %q: plugin type=%q name=%q failed (add): %s", id, "bridge", networkName, cause)
+}
+
+// annotation is the pod annotation key, from ann or else from the
+// runtime's default annotations.
+func (r *Runtime) annotation(ann map[string]string, key string) (string, bool) {
+	if v, ok := ann[key]; ok {
+		return v, true
+	}
+	v, ok := r.cfg.DefaultAnnotations[key]
+	return v, ok
 }
 
 func (r *Runtime) withDefaults(ann map[string]string) map[string]string {
@@ -545,7 +583,9 @@ func (r *Runtime) PullImage(ctx context.Context, image *runtimeapi.ImageSpec) (s
 
 // PullImageWithAuth implements runtime.Runtime. Pulls from a registry
 // registered with RequireCredentials fail unless auth carries its
-// credentials.
+// credentials, and pulls of an image made missing with SetImageMissing
+// fail, with containerd's errors as the kubelet's CRI client returns them
+// (authorizePull).
 func (r *Runtime) PullImageWithAuth(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig) (string, error) {
 	if image == nil || image.Image == "" {
 		return "", fmt.Errorf("pull image: no image given")
@@ -559,13 +599,13 @@ func (r *Runtime) PullImageWithAuth(ctx context.Context, image *runtimeapi.Image
 	// per container start, so a list of every pull grew with every pod
 	// the node ever ran.
 	r.pullAuths[image.Image] = appendLatest(r.pullAuths[image.Image], auth, maxPullAuths)
-	if err := r.authorizePull(image.Image, auth); err != nil {
-		return "", err
-	}
 	// An image pulled before, under any spelling of its reference, keeps
 	// its id and names: pulling again allocates nothing (the kubelet
 	// pulls on every start under Always).
 	name := r.normalized(image.Image)
+	if err := r.authorizePull(image.Image, name, auth); err != nil {
+		return "", err
+	}
 	if ref, ok := r.images[name]; ok {
 		return ref, nil
 	}
