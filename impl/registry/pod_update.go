@@ -25,8 +25,8 @@ var updatablePodSpecFields = []string{
 
 // validatePodUpdate enforces that most of a pod's spec is immutable: only
 // images, activeDeadlineSeconds (set or lowered), tolerations (added),
-// scheduling gates (removed) and, for a pod being deleted, the termination
-// grace period may change; while the stored pod is gated, nodeSelector
+// scheduling gates (removed) and a stored negative termination grace
+// period (to 1) may change; while the stored pod is gated, nodeSelector
 // entries may be added and the node affinity narrowed too. In particular spec.nodeName cannot be written by
 // an update: pods are bound only through pods/binding (SCHED-1).
 func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
@@ -65,8 +65,11 @@ func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
 	munged.ActiveDeadlineSeconds = old.Spec.ActiveDeadlineSeconds
 	munged.Tolerations = old.Spec.Tolerations
 	munged.SchedulingGates = old.Spec.SchedulingGates
+	// Only from a stored negative period to 1, as upstream; a pod being
+	// deleted may not change it either (a graceful delete shortens the
+	// period through its options, podGracefulDeleter).
 	if tgps, oldTGPS := p.Spec.TerminationGracePeriodSeconds, old.Spec.TerminationGracePeriodSeconds; tgps != nil && oldTGPS != nil &&
-		(old.DeletionTimestamp != nil || (*oldTGPS < 0 && *tgps == 1)) {
+		*oldTGPS < 0 && *tgps == 1 {
 		munged.TerminationGracePeriodSeconds = oldTGPS
 	}
 	if len(old.Spec.SchedulingGates) > 0 {
