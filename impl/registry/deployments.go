@@ -29,8 +29,14 @@ func deployments(now func() time.Time) *resource.Resource {
 				Annotations map[string]string
 			}{d.Spec, d.Annotations}
 		},
-		prepareForCreate: func(d *appsv1.Deployment) { d.Status = appsv1.DeploymentStatus{} },
-		prepareForUpdate: func(d, old *appsv1.Deployment) { d.Status = old.Status },
+		prepareForCreate: func(d *appsv1.Deployment) {
+			d.Status = appsv1.DeploymentStatus{}
+			dropDisabledTemplateFields(&d.Spec.Template, nil)
+		},
+		prepareForUpdate: func(d, old *appsv1.Deployment) {
+			d.Status = old.Status
+			dropDisabledTemplateFields(&d.Spec.Template, &old.Spec.Template)
+		},
 		// The template's checks are relaxed on update by what the stored
 		// template already had (upstream's GetValidationOptionsFromPodTemplate).
 		validateCreate: func(d *appsv1.Deployment) field.ErrorList { return validateDeployment(d, podValidationOptions{}) },

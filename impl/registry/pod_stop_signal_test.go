@@ -4,7 +4,9 @@ import (
 	"context"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // TestStopSignalDroppedAsUpstream: while ContainerStopSignals is off a
@@ -40,5 +42,51 @@ func TestStopSignalDroppedAsUpstream(t *testing.T) {
 	r.Strategy.PrepareForUpdate(ctx, upd, old)
 	if l := upd.Spec.Containers[0].Lifecycle; l == nil || l.StopSignal == nil {
 		t.Fatalf("update of a pod that had a stop signal dropped it: %+v", l)
+	}
+}
+
+// TestTemplateStopSignalDroppedAsUpstream: a Deployment's or ReplicaSet's
+// pod template loses its stopSignal as a pod does, as upstream's workload
+// strategies call DropDisabledTemplateFields on create and update: on
+// create and on an update of a template that had none, kept on an update
+// of a template that had one.
+func TestTemplateStopSignalDroppedAsUpstream(t *testing.T) {
+	ctx := context.Background()
+	for _, k := range []struct {
+		resource string
+		obj      func() runtime.Object
+		template func(runtime.Object) *corev1.PodTemplateSpec
+	}{
+		{"deployments", func() runtime.Object { return newDeployment() },
+			func(o runtime.Object) *corev1.PodTemplateSpec { return &o.(*appsv1.Deployment).Spec.Template }},
+		{"replicasets", func() runtime.Object { return newReplicaSet() },
+			func(o runtime.Object) *corev1.PodTemplateSpec { return &o.(*appsv1.ReplicaSet).Spec.Template }},
+	} {
+		t.Run(k.resource, func(t *testing.T) {
+			r := find(t, appsV1, k.resource)
+			obj := k.obj()
+			tmpl := k.template(obj)
+			tmpl.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{StopSignal: ptr(corev1.SIGUSR1)}
+			r.Strategy.Default(obj)
+			r.Strategy.PrepareForCreate(ctx, obj)
+			if l := tmpl.Spec.Containers[0].Lifecycle; l != nil {
+				t.Fatalf("create kept %+v, want the emptied lifecycle dropped", l)
+			}
+
+			old := obj.DeepCopyObject()
+			upd := old.DeepCopyObject()
+			k.template(upd).Spec.Containers[0].Lifecycle = &corev1.Lifecycle{StopSignal: ptr(corev1.SIGUSR1)}
+			r.Strategy.PrepareForUpdate(ctx, upd, old)
+			if l := k.template(upd).Spec.Containers[0].Lifecycle; l != nil {
+				t.Fatalf("update of a template without stop signals kept %+v", l)
+			}
+
+			k.template(old).Spec.Containers[0].Lifecycle = &corev1.Lifecycle{StopSignal: ptr(corev1.SIGUSR1)}
+			upd = old.DeepCopyObject()
+			r.Strategy.PrepareForUpdate(ctx, upd, old)
+			if l := k.template(upd).Spec.Containers[0].Lifecycle; l == nil || l.StopSignal == nil {
+				t.Fatalf("update of a template that had a stop signal dropped it: %+v", l)
+			}
+		})
 	}
 }

@@ -25,9 +25,15 @@ func replicaSets(now func() time.Time) *resource.Resource {
 			}
 			defaultPodTemplateSpec(&rs.Spec.Template)
 		},
-		spec:             func(rs *appsv1.ReplicaSet) any { return rs.Spec },
-		prepareForCreate: func(rs *appsv1.ReplicaSet) { rs.Status = appsv1.ReplicaSetStatus{} },
-		prepareForUpdate: func(rs, old *appsv1.ReplicaSet) { rs.Status = old.Status },
+		spec: func(rs *appsv1.ReplicaSet) any { return rs.Spec },
+		prepareForCreate: func(rs *appsv1.ReplicaSet) {
+			rs.Status = appsv1.ReplicaSetStatus{}
+			dropDisabledTemplateFields(&rs.Spec.Template, nil)
+		},
+		prepareForUpdate: func(rs, old *appsv1.ReplicaSet) {
+			rs.Status = old.Status
+			dropDisabledTemplateFields(&rs.Spec.Template, &old.Spec.Template)
+		},
 		// The template's checks are relaxed on update by what the stored
 		// template already had (upstream's GetValidationOptionsFromPodTemplate).
 		validateCreate: func(rs *appsv1.ReplicaSet) field.ErrorList { return validateReplicaSet(rs, podValidationOptions{}) },

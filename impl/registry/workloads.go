@@ -33,6 +33,20 @@ func validateWorkloadSelector(sel *metav1.LabelSelector, template *corev1.PodTem
 	return errs
 }
 
+// dropDisabledTemplateFields drops from a workload's pod template what is
+// dropped from pods while its feature is off, unless old (the stored
+// template on update, nil on create) already uses it, as upstream's
+// DropDisabledTemplateFields, which every workload strategy calls on
+// create and update: today the containers' lifecycle.stopSignal
+// (dropDisabledStopSignals).
+func dropDisabledTemplateFields(t, old *corev1.PodTemplateSpec) {
+	var oldSpec *corev1.PodSpec
+	if old != nil {
+		oldSpec = &old.Spec
+	}
+	dropDisabledStopSignals(&t.Spec, oldSpec)
+}
+
 // validateReplicatedTemplate validates the pod template of a Deployment or
 // ReplicaSet: a valid template that restarts always and has no deadline.
 // opts relax what an update's stored template already had.
