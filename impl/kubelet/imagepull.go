@@ -21,17 +21,20 @@ const EventFailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
 
 // pullKeyring reads the pod's imagePullSecrets through the API and builds
 // the keyring the image pull uses: their credentials, then the node's
-// credential provider plugins' (Config.ImageCredentialProviders), as
-// upstream's MakeDockerKeyring. Secrets that cannot be read are skipped
-// with a warning event (the pull may still succeed without them); a
-// malformed docker config is an error.
+// credential provider plugins' (Config.ImageCredentialProviders) for this
+// pod (its service account's, for plugins in token mode), as upstream's
+// MakeDockerKeyring with its per-pod credential provider keyring. Secrets
+// that cannot be read are skipped with a warning event (the pull may
+// still succeed without them); a malformed docker config is an error.
 func (k *Kubelet) pullKeyring(ctx context.Context, pod *v1.Pod) (*credentials.Keyring, error) {
 	node := k.cfg.ImageCredentialProviders
+	forPod := credentials.Pod{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID),
+		ServiceAccountName: pod.Spec.ServiceAccountName, API: serviceAccountAPI{ctx: ctx, client: k.client}}
 	if len(pod.Spec.ImagePullSecrets) == 0 {
 		if node == nil {
 			return nil, nil
 		}
-		return (*credentials.Keyring)(nil).WithNode(node), nil
+		return (*credentials.Keyring)(nil).WithNode(node, forPod), nil
 	}
 	var secrets []*v1.Secret
 	var failed []string
@@ -55,7 +58,7 @@ func (k *Kubelet) pullKeyring(ctx context.Context, pod *v1.Pod) (*credentials.Ke
 	if err != nil {
 		return nil, err
 	}
-	return kr.WithNode(node), nil
+	return kr.WithNode(node, forPod), nil
 }
 
 // pullImage pulls image with each of creds (the keyring's for it, most

@@ -5,6 +5,11 @@ import (
 	"path/filepath"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/kubeproof/kubeproof/impl/kubelet/pullrecords"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/credentials"
 )
@@ -17,7 +22,8 @@ import (
 // NeverVerifyPreloadedImages, and its allowlist) exempts it or the pod can
 // prove its access: the image was pulled with none of a
 // pod's credentials, or with credentials of one of the pod's pull secrets
-// (the same secret, or one of the same contents). Otherwise an
+// (the same secret, or one of the same contents), or with a credential
+// provider plugin's for the pod's service account (token mode). Otherwise an
 // IfNotPresent container pulls it again with its own credentials, and a
 // Never container fails as if the image were not there (ErrImageNeverPull),
 // so that a pod learns nothing of images it may not use.
@@ -39,30 +45,60 @@ func openPullRecords(cfg *Config, rootGiven bool, k *Kubelet) (*pullrecords.Stor
 	return pullrecords.Open(dir, now, k.log)
 }
 
-// noPodSecrets is the pull secrets of a pod that has none (a function
-// value that costs no allocation per container start).
-func noPodSecrets() ([]pullrecords.Secret, error) { return nil, nil }
+// noPodCredentials is the pull credentials of a pod that has none (a
+// function value that costs no allocation per container start).
+func noPodCredentials() (pullrecords.PodCredentials, error) { return pullrecords.PodCredentials{}, nil }
 
-// podPullSecrets is what MustPull compares with the records: the pod's
-// credentials for image that came from its pull secrets.
-func podPullSecrets(keyring *credentials.Keyring, image string) []pullrecords.Secret {
-	var out []pullrecords.Secret
+// podPullCredentials is what MustPull compares with the records, as
+// upstream's getPodCredentials: the pod's credentials for image that came
+// from its pull secrets, and the service account of the first that a
+// credential provider plugin gave for the pod's service account.
+func podPullCredentials(keyring *credentials.Keyring, image string) pullrecords.PodCredentials {
+	var out pullrecords.PodCredentials
 	for _, t := range keyring.LookupTracked(image) {
-		if t.Source != nil {
-			out = append(out, pullrecords.Secret{UID: t.Source.UID, Namespace: t.Source.Namespace, Name: t.Source.Name, CredentialHash: t.Hash})
+		switch {
+		case t.Source != nil:
+			out.Secrets = append(out.Secrets, pullrecords.Secret{UID: t.Source.UID, Namespace: t.Source.Namespace, Name: t.Source.Name, CredentialHash: t.Hash})
+		case t.ServiceAccount != nil && out.ServiceAccount == nil:
+			out.ServiceAccount = &pullrecords.ServiceAccount{UID: t.ServiceAccount.UID, Namespace: t.ServiceAccount.Namespace, Name: t.ServiceAccount.Name}
 		}
 	}
 	return out
 }
 
-// pulledWith is the record of a pull made with used (nil, or not from a
-// secret: any pod of the node may use the image).
+// pulledWith is the record of a pull made with used, as upstream's
+// trackedToImagePullCreds: nil, or the node's own credentials: any pod of
+// the node may use the image; a secret's: that secret; a service
+// account's (a plugin in token mode): that service account.
 func pulledWith(used *credentials.Tracked) pullrecords.Credentials {
-	if used == nil || used.Source == nil {
+	switch {
+	case used == nil || (used.Source == nil && used.ServiceAccount == nil):
 		return pullrecords.Credentials{NodePodsAccessible: true}
+	case used.Source != nil:
+		return pullrecords.Credentials{KubernetesSecrets: []pullrecords.Secret{{
+			UID: used.Source.UID, Namespace: used.Source.Namespace, Name: used.Source.Name, CredentialHash: used.Hash}}}
+	default:
+		return pullrecords.Credentials{KubernetesServiceAccounts: []pullrecords.ServiceAccount{{
+			UID: used.ServiceAccount.UID, Namespace: used.ServiceAccount.Namespace, Name: used.ServiceAccount.Name}}}
 	}
-	return pullrecords.Credentials{KubernetesSecrets: []pullrecords.Secret{{
-		UID: used.Source.UID, Namespace: used.Source.Namespace, Name: used.Source.Name, CredentialHash: used.Hash}}}
+}
+
+// serviceAccountAPI is the kubelet's client as credential provider
+// plugins in token mode need it (credentials.ServiceAccountAPI), for the
+// requests of one pod sync (ctx): a get of the pod's service account, as
+// upstream's kubelet (the Node authorizer allows it for the service
+// accounts of the node's pods), and a TokenRequest.
+type serviceAccountAPI struct {
+	ctx    context.Context
+	client kubernetes.Interface
+}
+
+func (a serviceAccountAPI) ServiceAccount(namespace, name string) (*v1.ServiceAccount, error) {
+	return a.client.CoreV1().ServiceAccounts(namespace).Get(a.ctx, name, metav1.GetOptions{})
+}
+
+func (a serviceAccountAPI) CreateToken(namespace, name string, tr *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+	return a.client.CoreV1().ServiceAccounts(namespace).CreateToken(a.ctx, name, tr, metav1.CreateOptions{})
 }
 
 // prunePullRecords is the image garbage collector's post GC hook, as

@@ -611,17 +611,17 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 	// IfNotPresent container pulls it with the pod's credentials, a Never
 	// one fails with ErrImageNeverPull (pullcredentials.go).
 	if present != "" {
-		secrets := noPodSecrets
-		if len(pod.Spec.ImagePullSecrets) > 0 {
-			secrets = func() ([]pullrecords.Secret, error) {
+		podCreds := noPodCredentials
+		if len(pod.Spec.ImagePullSecrets) > 0 || k.cfg.ImageCredentialProviders != nil {
+			podCreds = func() (pullrecords.PodCredentials, error) {
 				kr, err := podKeyring()
 				if err != nil {
-					return nil, err
+					return pullrecords.PodCredentials{}, err
 				}
-				return podPullSecrets(kr, image.Image), nil
+				return podPullCredentials(kr, image.Image), nil
 			}
 		}
-		mustPull, err := k.pulls.MustPull(k.cfg.ImagePullCredentialsVerificationPolicy, k.cfg.PreloadedImagesVerificationAllowlist, spec.Image, present, secrets)
+		mustPull, err := k.pulls.MustPull(k.cfg.ImagePullCredentialsVerificationPolicy, k.cfg.PreloadedImagesVerificationAllowlist, spec.Image, present, podCreds)
 		if err != nil {
 			event(v1.EventTypeWarning, EventFailed, "Failed to pull image %q: %v", spec.Image, err)
 			return fail(reasonErrImagePull, err)

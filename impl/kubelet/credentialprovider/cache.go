@@ -96,8 +96,9 @@ type cache struct {
 const purgeInterval = 15 * time.Minute
 
 // lookup returns image's cached credentials, trying cacheCandidates in
-// order.
-func (c *cache) lookup(image string, now time.Time) (credentials.DockerConfig, bool) {
+// order, each with saKey (ServiceAccountCacheKey; "" outside token mode)
+// as CacheKey combines them.
+func (c *cache) lookup(image, saKey string, now time.Time) (credentials.DockerConfig, bool, error) {
 	if now.After(c.lastPurge.Add(purgeInterval)) {
 		for k, e := range c.entries {
 			if e.expired(now) {
@@ -106,7 +107,11 @@ func (c *cache) lookup(image string, now time.Time) (credentials.DockerConfig, b
 		}
 		c.lastPurge = now
 	}
-	for _, k := range cacheCandidates(image) {
+	for _, base := range cacheCandidates(image) {
+		k, err := CacheKey(base, saKey)
+		if err != nil {
+			return nil, false, err
+		}
 		e, ok := c.entries[k]
 		if !ok {
 			continue
@@ -115,9 +120,9 @@ func (c *cache) lookup(image string, now time.Time) (credentials.DockerConfig, b
 			delete(c.entries, k)
 			continue
 		}
-		return e.config, true
+		return e.config, true, nil
 	}
-	return nil, false
+	return nil, false, nil
 }
 
 func (c *cache) add(key string, cfg credentials.DockerConfig, expiresAt time.Time) {

@@ -46,10 +46,12 @@ type ExecPlugin struct {
 	Timeout time.Duration
 }
 
-// Exec runs the plugin for image, with upstream's errors: the run's
-// (with its stderr), a response of another apiVersion, and one that does
-// not decode (without its text, which may hold credentials).
-func (e *ExecPlugin) Exec(ctx context.Context, image string) (*credentialproviderv1.CredentialProviderResponse, error) {
+// Exec runs the plugin for image (with a service account token and
+// annotations in token mode, in the request's serviceAccountToken and
+// serviceAccountAnnotations), with upstream's errors: the run's (with its
+// stderr), a response of another apiVersion, and one that does not decode
+// (without its text, which may hold credentials).
+func (e *ExecPlugin) Exec(ctx context.Context, image, serviceAccountToken string, serviceAccountAnnotations map[string]string) (*credentialproviderv1.CredentialProviderResponse, error) {
 	gv, err := schema.ParseGroupVersion(e.APIVersion)
 	if err != nil {
 		return nil, fmt.Errorf("invalid apiVersion: %q", e.APIVersion)
@@ -58,7 +60,8 @@ func (e *ExecPlugin) Exec(ctx context.Context, image string) (*credentialprovide
 	if !ok {
 		return nil, fmt.Errorf("unsupported media type %q", runtime.ContentTypeJSON)
 	}
-	req, err := runtime.Encode(pluginCodecs.EncoderForVersion(info.Serializer, gv), &credentialproviderapi.CredentialProviderRequest{Image: image})
+	req, err := runtime.Encode(pluginCodecs.EncoderForVersion(info.Serializer, gv), &credentialproviderapi.CredentialProviderRequest{
+		Image: image, ServiceAccountToken: serviceAccountToken, ServiceAccountAnnotations: serviceAccountAnnotations})
 	if err != nil {
 		return nil, fmt.Errorf("failed to encode auth request: %w", err)
 	}

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeletconfigv1 "k8s.io/kubelet/config/v1"
 	credentialproviderv1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/credentials"
 )
 
 func duration(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
@@ -71,18 +73,23 @@ func TestImageAllowed(t *testing.T) {
 	}
 }
 
-// fakePlugin answers with its response and counts its calls by image.
+// fakePlugin answers with its response and counts its calls by image,
+// keeping the tokens and annotations it was given.
 type fakePlugin struct {
-	mu    sync.Mutex
-	resp  credentialproviderv1.CredentialProviderResponse
-	err   error
-	calls []string
+	mu          sync.Mutex
+	resp        credentialproviderv1.CredentialProviderResponse
+	err         error
+	calls       []string
+	tokens      []string
+	annotations []map[string]string
 }
 
-func (f *fakePlugin) Exec(_ context.Context, image string) (*credentialproviderv1.CredentialProviderResponse, error) {
+func (f *fakePlugin) Exec(_ context.Context, image, token string, annotations map[string]string) (*credentialproviderv1.CredentialProviderResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, image)
+	f.tokens = append(f.tokens, token)
+	f.annotations = append(f.annotations, annotations)
 	r := f.resp
 	return &r, f.err
 }
@@ -158,7 +165,7 @@ type blockingPlugin struct {
 	runs    int
 }
 
-func (b *blockingPlugin) Exec(context.Context, string) (*credentialproviderv1.CredentialProviderResponse, error) {
+func (b *blockingPlugin) Exec(context.Context, string, string, map[string]string) (*credentialproviderv1.CredentialProviderResponse, error) {
 	b.mu.Lock()
 	b.runs++
 	b.mu.Unlock()
@@ -220,7 +227,7 @@ func TestProvidersLookupTracked(t *testing.T) {
 			&fakePlugin{resp: credentialproviderv1.CredentialProviderResponse{CacheKeyType: "Image", Auth: map[string]credentialproviderv1.AuthConfig{pattern: {Username: user}}}}, nil, nil)
 	}
 	ps := NewProviders(mk("a", "*.example.com", "broad"), mk("b", "reg.example.com/team", "narrow"), mk("c", "other.io", "none"))
-	got := ps.LookupTracked("reg.example.com/team/app")
+	got := ps.LookupTracked(credentials.Pod{}, "reg.example.com/team/app")
 	if len(got) != 2 || got[0].Auth.Username != "narrow" || got[1].Auth.Username != "broad" || got[0].Source != nil || got[1].Source != nil {
 		t.Fatalf("%+v: want narrow then broad, without source", got)
 	}
@@ -229,11 +236,11 @@ func TestProvidersLookupTracked(t *testing.T) {
 	odd := NewProvider(kubeletconfigv1.CredentialProvider{Name: "odd", MatchImages: []string{"*.example.com"}, DefaultCacheDuration: duration(0)},
 		&fakePlugin{resp: credentialproviderv1.CredentialProviderResponse{CacheKeyType: "Image", Auth: map[string]credentialproviderv1.AuthConfig{
 			"%zz": {Username: "bad"}, "reg.example.com": {Username: "good"}, "reg.example.com/%zz": {Username: "bad too"}}}}, nil, nil)
-	if got := NewProviders(odd).LookupTracked("reg.example.com/team/app"); len(got) != 1 || got[0].Auth.Username != "good" {
+	if got := NewProviders(odd).LookupTracked(credentials.Pod{}, "reg.example.com/team/app"); len(got) != 1 || got[0].Auth.Username != "good" {
 		t.Errorf("answer with unusable patterns: %+v, want the good one", got)
 	}
 	var none *Providers
-	if got := none.LookupTracked("reg.example.com/x"); got != nil {
+	if got := none.LookupTracked(credentials.Pod{}, "reg.example.com/x"); got != nil {
 		t.Errorf("nil providers: %+v", got)
 	}
 }
@@ -272,7 +279,7 @@ func TestExecPlugin(t *testing.T) {
 	env := []kubeletconfigv1.ExecEnvVar{{Name: "CALLS", Value: calls}, {Name: "RESPONSE", Value: response}, {Name: "PLUGIN_ENV", Value: "set"}}
 	e := &ExecPlugin{Name: "test-plugin", Path: path, APIVersion: "credentialprovider.kubelet.k8s.io/v1", Args: []string{"get", "--flag"}, Env: env}
 	writeFile(t, response, `{"apiVersion":"credentialprovider.kubelet.k8s.io/v1","kind":"CredentialProviderResponse","cacheKeyType":"Registry","cacheDuration":"5m","auth":{"reg.example.com":{"username":"robot","password":"s3cret"}}}`)
-	resp, err := e.Exec(context.Background(), "reg.example.com/team/app")
+	resp, err := e.Exec(context.Background(), "reg.example.com/team/app", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +298,7 @@ func TestExecPlugin(t *testing.T) {
 	beta := *e
 	beta.APIVersion = "credentialprovider.kubelet.k8s.io/v1beta1"
 	writeFile(t, response, `{"apiVersion":"credentialprovider.kubelet.k8s.io/v1beta1","kind":"CredentialProviderResponse","cacheKeyType":"Image","auth":{"reg.example.com":{"username":"b","password":"p"}}}`)
-	if resp, err := beta.Exec(context.Background(), "reg.example.com/app"); err != nil || resp.Auth["reg.example.com"].Username != "b" {
+	if resp, err := beta.Exec(context.Background(), "reg.example.com/app", "", nil); err != nil || resp.Auth["reg.example.com"].Username != "b" {
 		t.Fatalf("v1beta1: %+v, %v", resp, err)
 	}
 	if got, _ := os.ReadFile(calls); !strings.Contains(string(got), `"apiVersion":"credentialprovider.kubelet.k8s.io/v1beta1"`) {
@@ -317,7 +324,7 @@ func TestExecPlugin(t *testing.T) {
 		writeFile(t, response, tc.response)
 		c := *e
 		c.Args, c.Timeout = tc.args, tc.timeout
-		_, err := c.Exec(context.Background(), "reg.example.com/app")
+		_, err := c.Exec(context.Background(), "reg.example.com/app", "", nil)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || (strings.HasSuffix(tc.want, "\n") && err.Error() != tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
@@ -328,8 +335,8 @@ func TestExecPlugin(t *testing.T) {
 }
 
 // TestRegister: upstream's checks of the binary directory, the
-// configuration and each provider's executable; tokenAttributes
-// (service-account token mode) is refused, not being done here.
+// configuration and each provider's executable; tokenAttributes puts a
+// provider in service account token mode.
 func TestRegister(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
@@ -355,7 +362,8 @@ func TestRegister(t *testing.T) {
 	}
 	sa := writeFile(t, filepath.Join(dir, "sa.yaml"), strings.Replace(goodConfig, "name: ecr", "name: test-plugin", 1)+
 		"  tokenAttributes:\n    serviceAccountTokenAudience: aud\n    requireServiceAccount: true\n    cacheType: Token\n")
-	if _, err := Register(sa, bin, nil, nil); err == nil || !strings.Contains(err.Error(), "tokenAttributes (service account token mode) is not supported") {
-		t.Errorf("tokenAttributes: %v", err)
+	ps, err = Register(sa, bin, nil, nil)
+	if err != nil || ps.list[0].token == nil || ps.list[0].token.audience != "aud" || !ps.list[0].token.requireServiceAccount || ps.list[0].token.cacheType != "Token" {
+		t.Errorf("tokenAttributes: %+v, %v", ps, err)
 	}
 }

@@ -10,7 +10,8 @@
 // that pulled it: NodePodsAccessible when a pull needed none of a pod's
 // secrets (any pod of the node may use it), otherwise the secrets (UID,
 // namespace, name and a hash of the credential's contents) whose
-// credentials pulled it. MustPull decides, with the node's verification
+// credentials pulled it, or the service accounts (UID, namespace, name)
+// whose tokens a credential provider plugin exchanged for them. MustPull decides, with the node's verification
 // policy (default NeverVerifyPreloadedImages: images the kubelet did not
 // pull are used by any pod), whether a pod must pull a present image again
 // to prove it may access it. The decision is a pure function; Store keeps
@@ -61,12 +62,38 @@ type Secret struct {
 	CredentialHash string `json:"credentialHash"`
 }
 
+// ServiceAccount is a pod's service account whose token a credential
+// provider plugin exchanged for the credentials that pulled an image
+// (KubeletServiceAccountTokenForCredentialProviders), as upstream's
+// ImagePullServiceAccount.
+type ServiceAccount struct {
+	UID       string `json:"uid"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
 // Credentials are what pulled an image for one repository, as upstream's
-// ImagePullCredentials (without service accounts: we have no credential
-// provider plugins).
+// ImagePullCredentials.
 type Credentials struct {
-	KubernetesSecrets  []Secret `json:"kubernetesSecrets,omitempty"`
-	NodePodsAccessible bool     `json:"nodePodsAccessible,omitempty"`
+	KubernetesSecrets         []Secret         `json:"kubernetesSecrets,omitempty"`
+	KubernetesServiceAccounts []ServiceAccount `json:"kubernetesServiceAccounts,omitempty"`
+	NodePodsAccessible        bool             `json:"nodePodsAccessible,omitempty"`
+}
+
+// empty: no credentials named (a pull the kubelet cannot attribute).
+func (c Credentials) empty() bool {
+	return !c.NodePodsAccessible && len(c.KubernetesSecrets) == 0 && len(c.KubernetesServiceAccounts) == 0
+}
+
+// PodCredentials are what a pod proves its access to an image with: its
+// credentials for the image that came from its pull secrets, and the
+// service account of the first that came from a credential provider
+// plugin in service account token mode (nil: none), as upstream's
+// getPodCredentials (one service account per pod: the audience is not
+// compared).
+type PodCredentials struct {
+	Secrets        []Secret
+	ServiceAccount *ServiceAccount
 }
 
 // Record is what the kubelet knows of the pulls of one image, as upstream's
@@ -222,9 +249,9 @@ type Verdict struct {
 // (Repository's; "" when the image does not parse), present on the node,
 // or must pull it again, as upstream's PullManager.MustAttemptImagePull: rec
 // is the image's record (nil: none), pulling that a pull of image by the
-// kubelet is under way or was interrupted, podSecrets the pod's pull
-// secrets whose credentials match the image (asked only when the record holds
-// secrets to compare with; its error is returned, with a pull).
+// kubelet is under way or was interrupted, podCreds the pod's credentials
+// for the image (asked only when the record holds secrets or service
+// accounts to compare with; its error is returned, with a pull).
 //
 //   - Images the policy exempts are used (for the default policy: images
 //     the kubelet neither pulled nor is pulling).
@@ -232,8 +259,9 @@ type Verdict struct {
 //   - A repository pulled without a pod's credentials is used by any pod.
 //   - Otherwise the pod may use it if one of its secrets has the credential
 //     hash of one that pulled it, or is the same secret (UID, namespace,
-//     name) whatever its contents now.
-func MustPull(policy Policy, allowlist []string, repo string, rec *Record, pulling bool, podSecrets func() ([]Secret, error)) (Verdict, error) {
+//     name) whatever its contents now, or if its service account (UID,
+//     namespace and name, all three) is one whose token pulled it.
+func MustPull(policy Policy, allowlist []string, repo string, rec *Record, pulling bool, podCreds func() (PodCredentials, error)) (Verdict, error) {
 	if !RequireVerification(policy, allowlist, repo, rec != nil || pulling) {
 		return Verdict{}, nil
 	}
@@ -247,16 +275,16 @@ func MustPull(policy Policy, allowlist []string, repo string, rec *Record, pulli
 	if cached.NodePodsAccessible {
 		return Verdict{}, nil
 	}
-	if len(cached.KubernetesSecrets) == 0 {
+	if len(cached.KubernetesSecrets) == 0 && len(cached.KubernetesServiceAccounts) == 0 {
 		return Verdict{Pull: true}, nil
 	}
-	secrets, err := podSecrets()
+	pod, err := podCreds()
 	if err != nil {
 		return Verdict{Pull: true}, err
 	}
 	learn := len(cached.KubernetesSecrets) < writeWhileMatchingLimit
-	for i := range secrets {
-		s := &secrets[i]
+	for i := range pod.Secrets {
+		s := &pod.Secrets[i]
 		for _, c := range cached.KubernetesSecrets {
 			hashes := c.CredentialHash != "" && s.CredentialHash == c.CredentialHash
 			coords := s.UID == c.UID && s.Namespace == c.Namespace && s.Name == c.Name
@@ -279,19 +307,24 @@ func MustPull(policy Policy, allowlist []string, repo string, rec *Record, pulli
 			}
 		}
 	}
+	if pod.ServiceAccount != nil && slices.Contains(cached.KubernetesServiceAccounts, *pod.ServiceAccount) {
+		return Verdict{}, nil
+	}
 	return Verdict{Pull: true}, nil
 }
 
 // Merge is rec (nil: none yet) for image ref after a pull of repo with
 // creds at now, and whether it changed; rec itself is never modified (a
 // changed record is a copy), as upstream's pulledRecordMergeNewCreds:
-// NodePodsAccessible replaces any secrets and is kept once set; secrets
-// are added (or their hash updated) by coordinates, kept sorted by
-// namespace, name and UID. A new record with empty creds maps nothing: the
-// kubelet pulled the image with credentials it cannot name, so every pod
-// is verified.
+// NodePodsAccessible replaces any secrets and service accounts and is
+// kept once set; secrets are added (or their hash updated) by
+// coordinates, kept sorted by namespace, name and UID; failing secrets,
+// service accounts are added (UID, namespace and name), kept sorted the
+// same way. A new record with empty creds maps nothing: the kubelet
+// pulled the image with credentials it cannot name, so every pod is
+// verified.
 func Merge(rec *Record, ref, repo string, creds Credentials, now time.Time) (*Record, bool) {
-	empty := !creds.NodePodsAccessible && len(creds.KubernetesSecrets) == 0
+	empty := creds.empty()
 	if rec == nil {
 		out := &Record{Kind: recordKind, APIVersion: recordAPIVersion, LastUpdatedTime: now, ImageRef: ref,
 			CredentialMapping: map[string]Credentials{}}
@@ -312,12 +345,18 @@ func Merge(rec *Record, ref, repo string, creds Credentials, now time.Time) (*Re
 		return rec, false
 	case creds.NodePodsAccessible:
 		next = Credentials{NodePodsAccessible: true}
-	default:
+	case len(creds.KubernetesSecrets) > 0:
 		merged, changed := mergeSecrets(cur.KubernetesSecrets, creds.KubernetesSecrets)
 		if !changed {
 			return rec, false
 		}
-		next = Credentials{KubernetesSecrets: merged}
+		next = Credentials{KubernetesSecrets: merged, KubernetesServiceAccounts: cur.KubernetesServiceAccounts}
+	default:
+		merged, changed := mergeServiceAccounts(cur.KubernetesServiceAccounts, creds.KubernetesServiceAccounts)
+		if !changed {
+			return rec, false
+		}
+		next = Credentials{KubernetesSecrets: cur.KubernetesSecrets, KubernetesServiceAccounts: merged}
 	}
 	out := &Record{Kind: recordKind, APIVersion: recordAPIVersion, LastUpdatedTime: now, ImageRef: rec.ImageRef,
 		CredentialMapping: make(map[string]Credentials, len(rec.CredentialMapping)+1)}
@@ -325,6 +364,33 @@ func Merge(rec *Record, ref, repo string, creds Credentials, now time.Time) (*Re
 		out.CredentialMapping[k] = v
 	}
 	out.CredentialMapping[repo] = next
+	return out, true
+}
+
+// mergeServiceAccounts adds add to orig (a service account is its UID,
+// namespace and name), sorted by namespace, name and UID; orig itself is
+// not modified.
+func mergeServiceAccounts(orig, add []ServiceAccount) ([]ServiceAccount, bool) {
+	out := append([]ServiceAccount(nil), orig...)
+	changed := false
+	for _, sa := range add {
+		if !slices.Contains(out, sa) {
+			out = append(out, sa)
+			changed = true
+		}
+	}
+	if !changed {
+		return orig, false
+	}
+	slices.SortFunc(out, func(a, b ServiceAccount) int {
+		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.UID, b.UID)
+	})
 	return out, true
 }
 

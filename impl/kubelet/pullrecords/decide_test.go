@@ -9,8 +9,12 @@ import (
 
 var t0 = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 
-func secretsFn(s ...Secret) func() ([]Secret, error) {
-	return func() ([]Secret, error) { return s, nil }
+func secretsFn(s ...Secret) func() (PodCredentials, error) {
+	return func() (PodCredentials, error) { return PodCredentials{Secrets: s}, nil }
+}
+
+func saFn(sa ServiceAccount, s ...Secret) func() (PodCredentials, error) {
+	return func() (PodCredentials, error) { return PodCredentials{Secrets: s, ServiceAccount: &sa}, nil }
 }
 
 func record(repo string, c Credentials) *Record {
@@ -24,7 +28,9 @@ func TestMustPull(t *testing.T) {
 	a := Secret{UID: "ua", Namespace: "ns", Name: "a", CredentialHash: "ha"}
 	b := Secret{UID: "ub", Namespace: "ns", Name: "b", CredentialHash: "hb"}
 	withA := record(repo, Credentials{KubernetesSecrets: []Secret{a}})
-	askedNot := func() ([]Secret, error) { t.Fatal("pod secrets asked"); return nil, nil }
+	sa := ServiceAccount{UID: "usa", Namespace: "ns", Name: "puller"}
+	withSA := record(repo, Credentials{KubernetesServiceAccounts: []ServiceAccount{sa}})
+	askedNot := func() (PodCredentials, error) { t.Fatal("pod secrets asked"); return PodCredentials{}, nil }
 	cases := []struct {
 		name      string
 		policy    Policy
@@ -32,7 +38,7 @@ func TestMustPull(t *testing.T) {
 		image     string
 		rec       *Record
 		pulling   bool
-		secrets   func() ([]Secret, error)
+		secrets   func() (PodCredentials, error)
 		want      Verdict
 		wantErr   bool
 	}{
@@ -56,7 +62,17 @@ func TestMustPull(t *testing.T) {
 		{name: "a secret recreated under the same name", policy: NeverVerifyPreloadedImages, rec: withA,
 			secrets: secretsFn(Secret{UID: "ua2", Namespace: "ns", Name: "a", CredentialHash: "new"}), want: Verdict{Pull: true}},
 		{name: "pod secrets unreadable", policy: NeverVerifyPreloadedImages, rec: withA,
-			secrets: func() ([]Secret, error) { return nil, errors.New("boom") }, want: Verdict{Pull: true}, wantErr: true},
+			secrets: func() (PodCredentials, error) { return PodCredentials{}, errors.New("boom") }, want: Verdict{Pull: true}, wantErr: true},
+		{name: "the service account that pulled it", policy: NeverVerifyPreloadedImages, rec: withSA, secrets: saFn(sa)},
+		{name: "the service account, and a secret of another pull", policy: NeverVerifyPreloadedImages, rec: withSA, secrets: saFn(sa, b)},
+		{name: "no service account", policy: NeverVerifyPreloadedImages, rec: withSA, secrets: secretsFn(a), want: Verdict{Pull: true}},
+		{name: "another service account", policy: AlwaysVerify, rec: withSA, secrets: saFn(ServiceAccount{UID: "usb", Namespace: "ns", Name: "builder"}), want: Verdict{Pull: true}},
+		{name: "a service account recreated under the same name", policy: NeverVerifyPreloadedImages, rec: withSA,
+			secrets: saFn(ServiceAccount{UID: "usa2", Namespace: "ns", Name: "puller"}), want: Verdict{Pull: true}},
+		{name: "same name and UID, other namespace", policy: NeverVerifyPreloadedImages, rec: withSA,
+			secrets: saFn(ServiceAccount{UID: "usa", Namespace: "other", Name: "puller"}), want: Verdict{Pull: true}},
+		{name: "a secret when both pulled it", policy: NeverVerifyPreloadedImages,
+			rec: record(repo, Credentials{KubernetesSecrets: []Secret{a}, KubernetesServiceAccounts: []ServiceAccount{sa}}), secrets: secretsFn(a)},
 		{name: "allowlisted repository", policy: NeverVerifyAllowlistedImages, allowlist: []string{repo}, rec: withA, secrets: askedNot},
 		{name: "allowlisted prefix", policy: NeverVerifyAllowlistedImages, allowlist: []string{"reg.example/*"}, rec: withA, secrets: askedNot},
 		{name: "not allowlisted, preloaded", policy: NeverVerifyAllowlistedImages, allowlist: []string{"reg.example/team/ap"}, secrets: askedNot, want: Verdict{Pull: true}},
@@ -133,5 +149,44 @@ func TestMerge(t *testing.T) {
 	}
 	if r8, changed := Merge(nil, "sha256:bb", repo, Credentials{}, t0); !changed || len(r8.CredentialMapping) != 0 {
 		t.Fatalf("a record without credentials: %+v", r8)
+	}
+}
+
+// TestMergeServiceAccounts: as upstream's pulledRecordMergeNewCreds, a
+// pull with a service account's credentials adds the service account
+// (UID, namespace, name) beside the secrets, sorted by namespace, name
+// and UID; a known one changes nothing; node access replaces them all.
+func TestMergeServiceAccounts(t *testing.T) {
+	const repo = "reg.example/app"
+	a := Secret{UID: "ua", Namespace: "ns", Name: "a", CredentialHash: "ha"}
+	x := ServiceAccount{UID: "ux", Namespace: "ns", Name: "x"}
+	w := ServiceAccount{UID: "uw", Namespace: "ns", Name: "w"}
+	r1, changed := Merge(nil, "sha256:aa", repo, Credentials{KubernetesServiceAccounts: []ServiceAccount{x}}, t0)
+	if !changed || !reflect.DeepEqual(r1.CredentialMapping[repo], Credentials{KubernetesServiceAccounts: []ServiceAccount{x}}) {
+		t.Fatalf("new record %+v", r1.CredentialMapping)
+	}
+	r2, changed := Merge(r1, "sha256:aa", repo, Credentials{KubernetesSecrets: []Secret{a}}, t0)
+	if !changed || !reflect.DeepEqual(r2.CredentialMapping[repo], Credentials{KubernetesSecrets: []Secret{a}, KubernetesServiceAccounts: []ServiceAccount{x}}) {
+		t.Fatalf("a secret beside a service account: %+v", r2.CredentialMapping)
+	}
+	r3, changed := Merge(r2, "sha256:aa", repo, Credentials{KubernetesServiceAccounts: []ServiceAccount{w}}, t0)
+	want := Credentials{KubernetesSecrets: []Secret{a}, KubernetesServiceAccounts: []ServiceAccount{w, x}}
+	if !changed || !reflect.DeepEqual(r3.CredentialMapping[repo], want) {
+		t.Fatalf("another service account: %+v, want %+v", r3.CredentialMapping[repo], want)
+	}
+	if !reflect.DeepEqual(r2.CredentialMapping[repo].KubernetesServiceAccounts, []ServiceAccount{x}) {
+		t.Fatalf("Merge modified its input: %+v", r2.CredentialMapping)
+	}
+	if r4, changed := Merge(r3, "sha256:aa", repo, Credentials{KubernetesServiceAccounts: []ServiceAccount{x}}, t0); changed || r4 != r3 {
+		t.Fatalf("merging a known service account changed the record")
+	}
+	// Recreated under the same name: another service account.
+	x2 := ServiceAccount{UID: "ux2", Namespace: "ns", Name: "x"}
+	if r5, changed := Merge(r3, "sha256:aa", repo, Credentials{KubernetesServiceAccounts: []ServiceAccount{x2}}, t0); !changed || len(r5.CredentialMapping[repo].KubernetesServiceAccounts) != 3 {
+		t.Fatalf("a recreated service account: %+v", r5.CredentialMapping[repo])
+	}
+	r6, changed := Merge(r3, "sha256:aa", repo, Credentials{NodePodsAccessible: true}, t0)
+	if !changed || !reflect.DeepEqual(r6.CredentialMapping[repo], Credentials{NodePodsAccessible: true}) {
+		t.Fatalf("node access: %+v", r6.CredentialMapping[repo])
 	}
 }

@@ -107,7 +107,7 @@ func fileName(key string) string {
 // MustPull is MustPull with image's record and pulls under way; a Learned
 // secret is recorded. imageRef is the present image's reference ("": not
 // present, a pull).
-func (s *Store) MustPull(policy Policy, allowlist []string, image, imageRef string, podSecrets func() ([]Secret, error)) (bool, error) {
+func (s *Store) MustPull(policy Policy, allowlist []string, image, imageRef string, podCreds func() (PodCredentials, error)) (bool, error) {
 	if imageRef == "" {
 		return true, nil
 	}
@@ -119,7 +119,7 @@ func (s *Store) MustPull(policy Policy, allowlist []string, image, imageRef stri
 		repo = s.repository(image)
 	}
 	s.mu.Unlock()
-	v, err := MustPull(policy, allowlist, repo, rec, pulling, podSecrets)
+	v, err := MustPull(policy, allowlist, repo, rec, pulling, podCreds)
 	if v.Learned != nil {
 		s.RecordPulled(image, imageRef, Credentials{KubernetesSecrets: []Secret{*v.Learned}})
 	}
@@ -165,9 +165,10 @@ func (s *Store) PullFailed(image string) {
 }
 
 // Pulled ends a pull of image that gave imageRef with creds (empty: a pull
-// with none of a pod's credentials, NodePodsAccessible) and records it.
+// with none of a pod's credentials, NodePodsAccessible; a pull with a
+// pod's secret or service account is recorded as such) and records it.
 func (s *Store) Pulled(image, imageRef string, creds Credentials) {
-	if !creds.NodePodsAccessible && len(creds.KubernetesSecrets) == 0 {
+	if creds.empty() {
 		creds.NodePodsAccessible = true
 	}
 	s.RecordPulled(image, imageRef, creds)

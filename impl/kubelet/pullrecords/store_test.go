@@ -3,6 +3,7 @@ package pullrecords
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -103,7 +104,7 @@ func TestStoreLearnsMatchedSecret(t *testing.T) {
 func TestStoreCommonPathAllocatesNothing(t *testing.T) {
 	s := open(t, "")
 	s.Pulled("nginx:1.27", "sha256:22", Credentials{})
-	noSecrets := func() ([]Secret, error) { return nil, nil }
+	noSecrets := func() (PodCredentials, error) { return PodCredentials{}, nil }
 	allocs := testing.AllocsPerRun(100, func() {
 		if pull, _ := s.MustPull(DefaultPolicy, nil, "busybox:1.36", "sha256:44", noSecrets); pull {
 			t.Fatal("preloaded: pull")
@@ -132,5 +133,40 @@ func TestStoreCommonPathAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("a pull without credentials of a recorded image: %v allocations", allocs)
+	}
+}
+
+// TestStoreServiceAccountPull: a pull with a service account's
+// credentials is recorded as that service account (not as one any pod
+// may use), in upstream's kubernetesServiceAccounts field, and read back
+// after a restart: the same service account uses the image, another one
+// pulls it again.
+func TestStoreServiceAccountPull(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "image_manager")
+	sa := ServiceAccount{UID: "usa", Namespace: "ns", Name: "puller"}
+	s := open(t, dir)
+	if err := s.PullStarted("reg.example/app:1", true); err != nil {
+		t.Fatal(err)
+	}
+	s.Pulled("reg.example/app:1", "sha256:11", Credentials{KubernetesServiceAccounts: []ServiceAccount{sa}})
+	data, err := os.ReadFile(filepath.Join(dir, "pulled", fileName("sha256:11")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"credentialMapping":{"reg.example/app":{"kubernetesServiceAccounts":[{"uid":"usa","namespace":"ns","name":"puller"}]}}`; !strings.Contains(string(data), want) {
+		t.Fatalf("record %s, want it to hold %s", data, want)
+	}
+	s2 := open(t, dir)
+	must := func(c PodCredentials) bool {
+		t.Helper()
+		pull, err := s2.MustPull(DefaultPolicy, nil, "reg.example/app:2", "sha256:11", func() (PodCredentials, error) { return c, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pull
+	}
+	other := ServiceAccount{UID: "uo", Namespace: "ns", Name: "other"}
+	if must(PodCredentials{ServiceAccount: &sa}) || !must(PodCredentials{ServiceAccount: &other}) || !must(PodCredentials{}) {
+		t.Fatal("the service account that pulled it must not pull; another one, or none, must")
 	}
 }

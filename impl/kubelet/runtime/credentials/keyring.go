@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/distribution/reference"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -52,24 +53,49 @@ type Keyring struct {
 	index []string // keys, sorted so that longer (more specific) keys come first
 	creds map[string][]Tracked
 	node  NodeCredentials // looked up after the keyring's own; nil: none
+	pod   Pod             // the pod node is asked for
 }
 
-// NodeCredentials is where credentials that are not a pod's come from:
-// upstream's node keyring, the image credential provider plugins
-// (impl/kubelet/credentialprovider). LookupTracked is given the image's
-// repository ("registry.example.com/team/app", "docker.io/library/nginx").
+// NodeCredentials is where credentials that are not read from a pod's
+// secrets come from: upstream's node keyring, the image credential
+// provider plugins (impl/kubelet/credentialprovider). LookupTracked is
+// given the pod pulling (plugins in service account token mode ask for
+// its service account's token) and the image's repository
+// ("registry.example.com/team/app", "docker.io/library/nginx").
 type NodeCredentials interface {
-	LookupTracked(repo string) []Tracked
+	LookupTracked(pod Pod, repo string) []Tracked
 }
 
-// WithNode makes kr's lookups return node's credentials after its own, as
-// upstream's MakeDockerKeyring unions a pod's pull secrets with the node's
-// keyring (secrets first); kr nil is an empty keyring. It returns kr.
-func (kr *Keyring) WithNode(node NodeCredentials) *Keyring {
+// Pod is the pod whose image is pulled, as upstream's per-pod credential
+// provider keyring knows it: its coordinates and its service account
+// (spec.serviceAccountName, "" for none), and API, the kubelet's access
+// to that service account and its tokens (nil: none).
+type Pod struct {
+	Namespace, Name, UID string
+	ServiceAccountName   string
+	API                  ServiceAccountAPI
+}
+
+// ServiceAccountAPI is what credential provider plugins in service
+// account token mode need of the API server, through the kubelet's
+// client: a service account (a get, which the Node authorizer allows for
+// the service accounts of the node's pods) and a token for it
+// (TokenRequest), as upstream's GetServiceAccountFunc and
+// getServiceAccountTokenFunc.
+type ServiceAccountAPI interface {
+	ServiceAccount(namespace, name string) (*v1.ServiceAccount, error)
+	CreateToken(namespace, name string, tr *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error)
+}
+
+// WithNode makes kr's lookups return node's credentials for pod after its
+// own, as upstream's MakeDockerKeyring unions a pod's pull secrets with
+// the node's keyring (secrets first); kr nil is an empty keyring. It
+// returns kr.
+func (kr *Keyring) WithNode(node NodeCredentials, pod Pod) *Keyring {
 	if kr == nil {
 		kr = &Keyring{}
 	}
-	kr.node = node
+	kr.node, kr.pod = node, pod
 	return kr
 }
 
@@ -78,13 +104,23 @@ type Source struct {
 	UID, Namespace, Name string
 }
 
+// ServiceAccount is the service account whose token a credential
+// provider plugin exchanged for a credential (upstream's
+// ServiceAccountCoordinates).
+type ServiceAccount struct {
+	UID, Namespace, Name string
+}
+
 // Tracked is a credential with where it came from, as upstream's
-// TrackedAuthConfig: Source is nil for credentials not read from a secret
-// (Add's), Hash a hash of the credential's contents (HashAuth).
+// TrackedAuthConfig: Source is the secret it was read from, ServiceAccount
+// the service account whose token a plugin answered it for (AddFor), both
+// nil for the node's own credentials (Add's); Hash a hash of the
+// credential's contents (HashAuth).
 type Tracked struct {
-	Auth   *runtimeapi.AuthConfig
-	Source *Source
-	Hash   string
+	Auth           *runtimeapi.AuthConfig
+	Source         *Source
+	ServiceAccount *ServiceAccount
+	Hash           string
 }
 
 // HashAuth is a hash of a credential's contents (hex SHA-256 of its
@@ -131,7 +167,7 @@ func FromSecrets(secrets []*v1.Secret) (*Keyring, error) {
 			continue
 		}
 		src := &Source{UID: string(s.UID), Namespace: s.Namespace, Name: s.Name}
-		if err := kr.add(cfg, src); err != nil {
+		if err := kr.add(cfg, src, nil); err != nil {
 			return nil, fmt.Errorf("secret %s/%s: %w", s.Namespace, s.Name, err)
 		}
 	}
@@ -141,10 +177,15 @@ func FromSecrets(secrets []*v1.Secret) (*Keyring, error) {
 // Add adds a docker config's credentials. A location's scheme is dropped,
 // and so is a leading /v1/ or /v2/ of its path ("https://index.docker.io/v1/"
 // is key "index.docker.io"); the key is host[:port][/path].
-func (kr *Keyring) Add(cfg DockerConfig) error { return kr.add(cfg, nil) }
+func (kr *Keyring) Add(cfg DockerConfig) error { return kr.add(cfg, nil, nil) }
 
-// add adds cfg's credentials as read from src (nil: not from a secret).
-func (kr *Keyring) add(cfg DockerConfig, src *Source) error {
+// AddFor is Add of credentials a plugin answered for sa's token (nil: the
+// node's, as Add).
+func (kr *Keyring) AddFor(cfg DockerConfig, sa *ServiceAccount) error { return kr.add(cfg, nil, sa) }
+
+// add adds cfg's credentials as read from src (nil: not from a secret),
+// or answered for sa's token.
+func (kr *Keyring) add(cfg DockerConfig, src *Source, sa *ServiceAccount) error {
 	if kr.creds == nil {
 		kr.creds = map[string][]Tracked{}
 	}
@@ -190,7 +231,7 @@ func (kr *Keyring) add(cfg DockerConfig, src *Source) error {
 			Username: user, Password: pass,
 			IdentityToken: e.IdentityToken, RegistryToken: e.RegistryToken,
 		}
-		kr.creds[key] = append(kr.creds[key], Tracked{Auth: a, Source: src, Hash: HashAuth(a)})
+		kr.creds[key] = append(kr.creds[key], Tracked{Auth: a, Source: src, ServiceAccount: sa, Hash: HashAuth(a)})
 	}
 	// Reverse lexical order puts a longer key before any key it extends
 	// ("reg.io/team/app" before "reg.io/team" before "reg.io").
@@ -256,7 +297,7 @@ func (kr *Keyring) LookupTracked(image string) []Tracked {
 		out = append(out, kr.creds[defaultRegistryHost]...)
 	}
 	if kr.node != nil {
-		out = append(out, kr.node.LookupTracked(repo)...)
+		out = append(out, kr.node.LookupTracked(kr.pod, repo)...)
 	}
 	return out
 }

@@ -157,21 +157,24 @@ func TestLookupTracked(t *testing.T) {
 	}
 }
 
-// nodeCreds is a fixed NodeCredentials recording the repositories asked.
+// nodeCreds is a fixed NodeCredentials recording the pods and
+// repositories asked.
 type nodeCreds struct {
 	creds []Tracked
 	asked []string
+	pods  []Pod
 }
 
-func (n *nodeCreds) LookupTracked(repo string) []Tracked {
+func (n *nodeCreds) LookupTracked(pod Pod, repo string) []Tracked {
 	n.asked = append(n.asked, repo)
+	n.pods = append(n.pods, pod)
 	return n.creds
 }
 
 // TestWithNodeAfterSecrets: as upstream's MakeDockerKeyring, the node's
 // credentials (credential provider plugins') follow the pod's secrets',
 // also for a pod without secrets, and are asked for the image's
-// repository (no tag, Docker Hub's host made explicit).
+// repository (no tag, Docker Hub's host made explicit) and the pod.
 func TestWithNodeAfterSecrets(t *testing.T) {
 	s := dockerConfigJSON("a", `{"auths": {"reg.example": {"username": "pod", "password": "p"}}}`)
 	kr, err := FromSecrets([]*v1.Secret{s})
@@ -179,16 +182,37 @@ func TestWithNodeAfterSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	node := &nodeCreds{creds: []Tracked{{Auth: &runtimeapi.AuthConfig{Username: "node"}}}}
-	got := kr.WithNode(node).LookupTracked("reg.example/app:1")
+	pod := Pod{Namespace: "ns", Name: "web", UID: "uid-1", ServiceAccountName: "puller"}
+	got := kr.WithNode(node, pod).LookupTracked("reg.example/app:1")
 	if len(got) != 2 || got[0].Auth.Username != "pod" || got[0].Source == nil || got[1].Auth.Username != "node" || got[1].Source != nil {
 		t.Fatalf("credentials %+v: want the secret's, then the node's", got)
 	}
 	var none *Keyring
-	got = none.WithNode(node).LookupTracked("nginx")
+	got = none.WithNode(node, Pod{}).LookupTracked("nginx")
 	if len(got) != 1 || got[0].Auth.Username != "node" {
 		t.Fatalf("without secrets: %+v, want the node's", got)
 	}
 	if want := []string{"reg.example/app", "docker.io/library/nginx"}; !reflect.DeepEqual(node.asked, want) {
 		t.Errorf("node asked for %q, want %q", node.asked, want)
+	}
+	if want := []Pod{pod, {}}; !reflect.DeepEqual(node.pods, want) {
+		t.Errorf("node asked for pods %+v, want %+v", node.pods, want)
+	}
+}
+
+// TestAddFor: credentials a plugin answered for a service account's token
+// name the service account, not a secret; Add's name neither.
+func TestAddFor(t *testing.T) {
+	kr := &Keyring{}
+	sa := &ServiceAccount{UID: "u", Namespace: "ns", Name: "puller"}
+	if err := kr.AddFor(DockerConfig{"reg.example": {Username: "sa", Password: "p"}}, sa); err != nil {
+		t.Fatal(err)
+	}
+	if err := kr.Add(DockerConfig{"reg.example": {Username: "node", Password: "p"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := kr.LookupTracked("reg.example/app")
+	if len(got) != 2 || got[0].ServiceAccount != sa || got[0].Source != nil || got[1].ServiceAccount != nil || got[1].Source != nil || got[0].Hash == "" {
+		t.Fatalf("tracked %+v", got)
 	}
 }
