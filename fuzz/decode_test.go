@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/randfill/bytesource"
@@ -56,7 +55,7 @@ func decodeOne(t *testing.T, kind, format uint8, structured bool, data []byte) {
 		body := data
 		if structured {
 			obj := r.New()
-			fuzzer.FuzzerFor(metafuzzer.Funcs, bytesource.New(data), c.Factory).NilChance(0.3).NumElements(0, 2).Fill(obj)
+			fuzzer.FuzzerFor(fillFuncs, bytesource.New(data), c.Factory).NilChance(0.3).NumElements(0, 2).Fill(obj)
 			b, err := encodeAs(c, mt, obj)
 			if err != nil {
 				// randfill with the meta fuzzer functions should always

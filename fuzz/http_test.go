@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
-	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/randfill/bytesource"
 	"sigs.k8s.io/yaml"
@@ -215,7 +214,7 @@ func (s *liveServer) buildBody(in *input, d *discoveredResource, sub, ns, name, 
 	case 5:
 		if sub == "" && method != "DELETE" && d.res != nil {
 			obj := d.res.New()
-			fuzzer.FuzzerFor(metafuzzer.Funcs, bytesource.New(in.bytes(256)), c.Factory).NilChance(0.3).NumElements(0, 2).Fill(obj)
+			fuzzer.FuzzerFor(fillFuncs, bytesource.New(in.bytes(256)), c.Factory).NilChance(0.3).NumElements(0, 2).Fill(obj)
 			if b, err := encodeAs(c, codec.JSON, obj); err == nil {
 				doc = b
 			}

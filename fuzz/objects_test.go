@@ -63,9 +63,30 @@ var templates = map[string]string{
 // fields their template leaves out (node ports, IP family policies,
 // headless and ExternalName services, IPv6 and FQDN slices, flow schemas
 // by namespace and non-resource rules, priority levels that reject or
-// lend): a mutation then replaces a field the kind's newer code reads.
+// lend, pods and pod templates with spec.os, hostUsers, dnsConfig,
+// security contexts, fileKeyRef and certificate projections): a mutation then replaces a field the kind's newer code reads.
 // Variant 0 is the template; variant i > 0 is templateVariants[key][i-1].
 var templateVariants = map[string][]string{
+	// A Linux pod in a user namespace with every field of session 28's
+	// validation set (dnsConfig, pod and container security contexts,
+	// fileKeyRef env, projected podCertificate and clusterTrustBundle
+	// sources), and a Windows pod with windowsOptions.
+	"pods": {
+		`{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"spec":{"os":{"name":"linux"},"hostUsers":false,"dnsPolicy":"None","dnsConfig":{"nameservers":["10.0.0.10"],"searches":["NS.svc.cluster.local"],"options":[{"name":"ndots","value":"2"}]},` +
+			`"securityContext":{"runAsNonRoot":true,"runAsUser":1000,"fsGroup":2000,"fsGroupChangePolicy":"OnRootMismatch","supplementalGroups":[3000],"supplementalGroupsPolicy":"Strict","seccompProfile":{"type":"RuntimeDefault"},"appArmorProfile":{"type":"RuntimeDefault"},"sysctls":[{"name":"kernel.shm_rmid_forced","value":"1"}],"seLinuxChangePolicy":"Recursive"},` +
+			`"containers":[{"name":"c","image":"nginx","env":[{"name":"FROM_FILE","valueFrom":{"fileKeyRef":{"volumeName":"files","path":"env.txt","key":"KEY","optional":true}}}],` +
+			`"securityContext":{"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]},"procMount":"Unmasked","seccompProfile":{"type":"Localhost","localhostProfile":"profiles/audit.json"},"appArmorProfile":{"type":"Localhost","localhostProfile":"k8s-profile"}},` +
+			`"volumeMounts":[{"name":"certs","mountPath":"/var/run/certs","readOnly":true}]}],` +
+			`"volumes":[{"name":"files","emptyDir":{}},{"name":"certs","projected":{"sources":[{"podCertificate":{"signerName":"example.com/signer","keyType":"ED25519","credentialBundlePath":"cred.pem","maxExpirationSeconds":86400,"userAnnotations":{"example.com/team":"fuzz"}}},` +
+			`{"clusterTrustBundle":{"signerName":"example.com/signer","labelSelector":{"matchLabels":{"app":"fuzz"}},"path":"ca.pem","optional":true}},{"clusterTrustBundle":{"name":"example.com:signer:bundle","path":"bundle.pem"}}]}}]}}`,
+		`{"metadata":{"name":"NAME"},"spec":{"os":{"name":"windows"},"securityContext":{"windowsOptions":{"runAsUserName":"ContainerUser"}},"containers":[{"name":"c","image":"mcr.microsoft.com/windows/nanoserver:ltsc2022","securityContext":{"windowsOptions":{"gmsaCredentialSpecName":"gmsa","gmsaCredentialSpec":"{}","runAsUserName":"NT AUTHORITY\\NETWORK SERVICE"}}}]}}`,
+	},
+	"deployments": {
+		`{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"spec":{"replicas":1,"selector":{"matchLabels":{"app":"fuzz"}},"template":{"metadata":{"labels":{"app":"fuzz"}},"spec":{"os":{"name":"linux"},"hostUsers":false,"dnsPolicy":"None","dnsConfig":{"nameservers":["10.0.0.10"],"options":[{"name":"ndots","value":"2"}]},` +
+			`"securityContext":{"sysctls":[{"name":"kernel.shm_rmid_forced","value":"1"}],"seccompProfile":{"type":"RuntimeDefault"}},` +
+			`"containers":[{"name":"c","image":"nginx","env":[{"name":"FROM_FILE","valueFrom":{"fileKeyRef":{"volumeName":"files","path":"env.txt","key":"KEY"}}}],"securityContext":{"procMount":"Unmasked"}}],` +
+			`"volumes":[{"name":"files","emptyDir":{}},{"name":"certs","projected":{"sources":[{"podCertificate":{"signerName":"example.com/signer","keyType":"ECDSAP256","keyPath":"key.pem","certificateChainPath":"chain.pem"}},{"clusterTrustBundle":{"name":"bundle","path":"ca.pem"}}]}}]}}}}`,
+	},
 	"services": {
 		`{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"spec":{"type":"NodePort","selector":{"app":"fuzz"},"ipFamilyPolicy":"PreferDualStack","ipFamilies":["IPv4"],"ports":[{"name":"http","port":80,"protocol":"TCP","targetPort":8080},{"name":"dns","port":53,"protocol":"UDP"}]}}`,
 		`{"metadata":{"name":"NAME"},"spec":{"type":"LoadBalancer","externalTrafficPolicy":"Local","internalTrafficPolicy":"Local","sessionAffinity":"ClientIP","selector":{"app":"fuzz"},"ports":[{"name":"https","port":443,"targetPort":"https","appProtocol":"https"}]}}`,
