@@ -101,13 +101,15 @@ func (r *Runtime) WaitNetworkReady(ctx context.Context, poll time.Duration) erro
 	}
 }
 
-// wrap maps gRPC NotFound to runtime.ErrNotFound.
+// wrap maps gRPC NotFound to runtime.ErrNotFound, keeping the status in
+// the chain (the kubelet shows a runtime's error as upstream's does, by
+// the status's message alone).
 func wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
 	if status.Code(err) == codes.NotFound {
-		return fmt.Errorf("%s: %w: %v", op, runtime.ErrNotFound, err)
+		return fmt.Errorf("%s: %w: %w", op, runtime.ErrNotFound, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }

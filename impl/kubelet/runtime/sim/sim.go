@@ -649,14 +649,18 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 		return "", fmt.Errorf("create container %s: pod sandbox %s is not ready", config.Metadata.Name, sandboxID)
 	}
 	// The kubelet creates containers from the id its pull or
-	// ImageStatus returned; a reference of the image also does.
+	// ImageStatus returned; a reference of the image also does. An image
+	// that does not resolve is containerd's CreateContainer error ("failed
+	// to resolve image <image>" around its image store's), as the kubelet
+	// receives it over CRI: gRPC NotFound for an absent one (errdefs
+	// ErrNotFound), Unknown for an ambiguous id prefix; the kubelet shows
+	// the message alone.
 	ref, err := r.resolveImage(config.Image.Image)
 	if err != nil {
-		// containerd's CreateContainer: "failed to resolve image".
-		return "", status.Errorf(codes.Unknown, "create container %s: failed to resolve image %q: %v", config.Metadata.Name, config.Image.Image, err)
+		return "", status.Errorf(codes.Unknown, "failed to resolve image %q: %v", config.Image.Image, err)
 	}
 	if ref == "" {
-		return "", fmt.Errorf("create container %s: image %q not present", config.Metadata.Name, config.Image.Image)
+		return "", status.Errorf(codes.NotFound, "failed to resolve image %q: not found", config.Image.Image)
 	}
 	f, err := parseFaults(s.annotations, config.Metadata.Name)
 	if err != nil {
