@@ -121,15 +121,42 @@ func withStored(l, stored corev1.ResourceList) corev1.ResourceList {
 }
 
 // keepPodForStatusUpdate: /status writes change the status only; owner
-// references stay (old kubelets corrupted them) and the QoS class, set at
-// creation, is backfilled when a client dropped it.
+// references stay (old kubelets corrupted them), the QoS class, set at
+// creation, is backfilled when a client dropped it, and so are observed
+// generations (keepObservedGenerations).
 func keepPodForStatusUpdate(p, old *corev1.Pod) {
 	p.Spec = old.Spec
 	p.OwnerReferences = old.OwnerReferences
 	if p.Status.QOSClass == "" {
 		p.Status.QOSClass = old.Status.QOSClass
 	}
+	keepObservedGenerations(&p.Status, &old.Status)
 	defaultPodStatus(&p.Status)
+}
+
+// keepObservedGenerations: an observedGeneration a status write leaves at
+// 0 is the stored one, as upstream's preserveOldObservedGeneration: the
+// status's own, and each condition's from the stored conditions of its
+// type, taken in order (the n-th condition of a type gets the n-th stored
+// one's, since conditions of a type may repeat).
+func keepObservedGenerations(s, old *corev1.PodStatus) {
+	if s.ObservedGeneration == 0 {
+		s.ObservedGeneration = old.ObservedGeneration
+	}
+	stored := map[corev1.PodConditionType][]int64{}
+	for _, c := range old.Conditions {
+		stored[c.Type] = append(stored[c.Type], c.ObservedGeneration)
+	}
+	for i := range s.Conditions {
+		c := &s.Conditions[i]
+		var g int64
+		if gs := stored[c.Type]; len(gs) > 0 {
+			g, stored[c.Type] = gs[0], gs[1:]
+		}
+		if c.ObservedGeneration == 0 {
+			c.ObservedGeneration = g
+		}
+	}
 }
 
 // podFields are the selectable fields of pods.
