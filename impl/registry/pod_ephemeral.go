@@ -140,6 +140,9 @@ func keepPodForEphemeralContainersUpdate(p, old *corev1.Pod) {
 	ecs := p.Spec.EphemeralContainers
 	p.Spec = *old.Spec.DeepCopy()
 	p.Spec.EphemeralContainers = ecs
+	// As upstream's DropDisabledPodFields here: a new ephemeral
+	// container's stopSignal goes unless the pod already uses one.
+	dropDisabledStopSignals(&p.Spec, &old.Spec)
 	p.Status = old.Status
 	metav1.ResetObjectMetaForStatus(p, old)
 	if !apiequality.Semantic.DeepEqual(ecs, old.Spec.EphemeralContainers) {

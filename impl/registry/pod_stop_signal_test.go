@@ -90,3 +90,26 @@ func TestTemplateStopSignalDroppedAsUpstream(t *testing.T) {
 		})
 	}
 }
+
+// TestEphemeralContainerStopSignalDroppedAsUpstream: a pods/ephemeralcontainers
+// write drops a new ephemeral container's stopSignal as upstream's
+// ephemeral containers strategy does (DropDisabledPodFields), so a
+// lifecycle holding only a stop signal is not refused as a lifecycle an
+// ephemeral container may not set; a pod that already uses stop signals
+// keeps it, and then the lifecycle is Forbidden.
+func TestEphemeralContainerStopSignalDroppedAsUpstream(t *testing.T) {
+	old := defaultedPod(t, newPod("p"))
+	p := old.DeepCopy()
+	ec := debugContainer("debug")
+	ec.Lifecycle = &corev1.Lifecycle{StopSignal: ptr(corev1.SIGUSR1)}
+	p.Spec.EphemeralContainers = []corev1.EphemeralContainer{ec}
+	wantErrors(t, ephemeralUpdate(t, p, old))
+	if l := p.Spec.EphemeralContainers[0].Lifecycle; l != nil {
+		t.Fatalf("ephemeral container kept %+v", l)
+	}
+
+	old.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{StopSignal: ptr(corev1.SIGTERM)} // stored before the drop
+	p = old.DeepCopy()
+	p.Spec.EphemeralContainers = []corev1.EphemeralContainer{ec}
+	wantErrors(t, ephemeralUpdate(t, p, old), forbidden+" spec.ephemeralContainers[0].lifecycle")
+}
