@@ -238,12 +238,18 @@ func (podGracefulDeleter) GracePeriod(obj runtime.Object, options *metav1.Delete
 // upstream's ValidatePodStatusUpdate: neither status.phase nor a
 // condition's status is checked against the known values (upstream takes
 // any string for both), and a nominatedNodeName is checked only when the
-// write changes it (a stored invalid one may stay).
+// write changes it (a stored invalid one may stay; a bound pod may not get
+// a new one).
 func validatePodStatusUpdate(p, old *corev1.Pod) field.ErrorList {
 	var errs field.ErrorList
 	status := field.NewPath("status")
 	if n := p.Status.NominatedNodeName; n != "" && n != old.Status.NominatedNodeName {
 		errs = append(errs, dnsSubdomain(n, status.Child("nominatedNodeName"))...)
+		// ClearingNominatedNodeNameAfterBinding (beta, on since 1.35): a
+		// bound pod may keep or clear its nomination, not get a new one.
+		if old.Spec.NodeName != "" {
+			errs = append(errs, field.Forbidden(status.Child("nominatedNodeName"), "may not be set on pods that are already bound to a node"))
+		}
 	}
 	if g := p.Status.ObservedGeneration; g < 0 {
 		errs = append(errs, field.Invalid(status.Child("observedGeneration"), g, "must be a non-negative integer"))

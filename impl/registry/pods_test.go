@@ -518,6 +518,24 @@ func TestPodStatusValidation(t *testing.T) {
 			wantErrors(t, r.Status.ValidateUpdate(ctx, p, old), tc.want...)
 		})
 	}
+	// A bound pod may keep its nominatedNodeName or clear it, never get a
+	// new one (ClearingNominatedNodeNameAfterBinding, on since 1.35).
+	bound := old.DeepCopy()
+	bound.Spec.NodeName = "node-1"
+	bound.Status.NominatedNodeName = "node-2"
+	for _, tc := range []struct {
+		nominated string
+		want      []string
+	}{{"node-2", nil}, {"", nil}, {"node-3", []string{forbidden + " status.nominatedNodeName"}}} {
+		p := bound.DeepCopy()
+		p.Status.NominatedNodeName = tc.nominated
+		r.Status.PrepareForUpdate(ctx, p, bound)
+		errs := r.Status.ValidateUpdate(ctx, p, bound)
+		wantErrors(t, errs, tc.want...)
+		if tc.want != nil {
+			wantError(t, errs, "status.nominatedNodeName: Forbidden: may not be set on pods that are already bound to a node")
+		}
+	}
 	// A stored invalid nominatedNodeName may stay: upstream checks it only
 	// when the write changes it.
 	stored := old.DeepCopy()
