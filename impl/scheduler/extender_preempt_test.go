@@ -146,7 +146,7 @@ func TestExtenderPreemptVerb(t *testing.T) {
 
 			if tt.wantNominated != "" {
 				waitFor(t, "high nominated to "+tt.wantNominated, func() bool {
-					return getPod(t, c, "default", "high").Status.NominatedNodeName == tt.wantNominated
+					return c.nominatedTo("default", "high") == tt.wantNominated
 				})
 				waitFor(t, "victims deleted", func() bool {
 					pods, _ := c.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})

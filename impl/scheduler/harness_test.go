@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"sync"
@@ -25,19 +26,39 @@ import (
 var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 
 // fakeCluster is a fake clientset whose pods/binding behaves like the API
-// server's: it sets spec.nodeName and PodScheduled=True, and refuses to
-// re-bind (409). failBind, when set, may reject a binding. Its watches
+// server's: it sets spec.nodeName and PodScheduled=True, clears
+// status.nominatedNodeName, and refuses to re-bind (409). failBind, when
+// set, may reject a binding. nominated records the last nominatedNodeName
+// each pod's status patches set (a binding clears the stored one). Its watches
 // deliver copies (fakeclient.CopyingWatches): the scheduler's informer
 // transform trims and interns the objects it receives in place.
 type fakeCluster struct {
 	*fake.Clientset
-	mu       sync.Mutex
-	failBind func(b *v1.Binding) error
-	binds    map[string]int
+	mu        sync.Mutex
+	failBind  func(b *v1.Binding) error
+	binds     map[string]int
+	nominated map[string]string
 }
 
 func newFakeCluster(objs ...kruntime.Object) *fakeCluster {
-	c := &fakeCluster{Clientset: fakeclient.CopyingWatches(fake.NewClientset(objs...)), binds: map[string]int{}}
+	c := &fakeCluster{Clientset: fakeclient.CopyingWatches(fake.NewClientset(objs...)), binds: map[string]int{}, nominated: map[string]string{}}
+	c.PrependReactor("patch", "pods", func(action clienttesting.Action) (bool, kruntime.Object, error) {
+		pa := action.(clienttesting.PatchAction)
+		if pa.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		var patch struct {
+			Status struct {
+				NominatedNodeName *string `json:"nominatedNodeName"`
+			} `json:"status"`
+		}
+		if json.Unmarshal(pa.GetPatch(), &patch) == nil && patch.Status.NominatedNodeName != nil {
+			c.mu.Lock()
+			c.nominated[pa.GetNamespace()+"/"+pa.GetName()] = *patch.Status.NominatedNodeName
+			c.mu.Unlock()
+		}
+		return false, nil, nil
+	})
 	c.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, kruntime.Object, error) {
 		ca := action.(clienttesting.CreateAction)
 		if ca.GetSubresource() != "binding" {
@@ -61,6 +82,7 @@ func newFakeCluster(objs ...kruntime.Object) *fakeCluster {
 			return true, nil, apierrors.NewConflict(podsGVR.GroupResource(), b.Name, fmt.Errorf("pod %s is already assigned to node %q", b.Name, pod.Spec.NodeName))
 		}
 		pod.Spec.NodeName = b.Target.Name
+		pod.Status.NominatedNodeName = ""
 		pod.Status.Conditions = append(pod.Status.Conditions, v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue})
 		if err := c.Tracker().Update(podsGVR, pod, b.Namespace); err != nil {
 			return true, nil, err
@@ -77,6 +99,13 @@ func (c *fakeCluster) setFailBind(f func(b *v1.Binding) error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.failBind = f
+}
+
+// nominatedTo is the last node a status patch nominated the pod to.
+func (c *fakeCluster) nominatedTo(ns, name string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nominated[ns+"/"+name]
 }
 
 func (c *fakeCluster) bindCount(ns, name string) int {

@@ -53,7 +53,7 @@ func TestPreemptionAvoidsEvictionsAPodDisruptionBudgetForbids(t *testing.T) {
 			if !served {
 				want, evicted = "node-a", "db"
 			}
-			waitFor(t, "high nominated to "+want, func() bool { return getPod(t, c, "default", "high").Status.NominatedNodeName == want })
+			waitFor(t, "high nominated to "+want, func() bool { return c.nominatedTo("default", "high") == want })
 			if _, err := c.CoreV1().Pods("default").Get(context.Background(), evicted, metav1.GetOptions{}); err == nil {
 				t.Errorf("%s was not evicted", evicted)
 			}

@@ -192,7 +192,7 @@ func TestPreemptionEvictsLowerPriorityPods(t *testing.T) {
 	createPod(t, c, hp)
 
 	waitFor(t, "high nominated to node-a", func() bool {
-		return getPod(t, c, "default", "high").Status.NominatedNodeName == "node-a"
+		return c.nominatedTo("default", "high") == "node-a"
 	})
 	pods, _ := c.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
 	lowLeft, midLeft := 0, 0

@@ -24,9 +24,10 @@ import (
 var bindingGR = schema.GroupResource{Resource: "pods/binding"}
 
 // bind serves POST pods/<name>/binding: it sets spec.nodeName of an
-// unbound pod with a compare-and-swap (STORE-3) and marks it
-// PodScheduled=True. A pod that is already bound, or being deleted, is a
-// 409 Conflict: a pod is bound at most once (SCHED-1).
+// unbound pod with a compare-and-swap (STORE-3), clears its
+// status.nominatedNodeName and marks it PodScheduled=True. A pod that is
+// already bound, or being deleted, is a 409 Conflict: a pod is bound at
+// most once (SCHED-1).
 func (h *Handler) bind(w http.ResponseWriter, r *http.Request, info *request.Info) error {
 	wo, target, body, err := h.readWrite(w, r, "CreateOptions")
 	if err != nil {
@@ -100,6 +101,9 @@ func (h *Handler) bind(w http.ResponseWriter, r *http.Request, info *request.Inf
 		*pod = *cur
 		pod.Status.Conditions = slices.Clone(cur.Status.Conditions)
 		pod.Spec.NodeName = b.Target.Name
+		// ClearingNominatedNodeNameAfterBinding (beta, on since 1.35): the
+		// nomination goes in the same write, whichever node it named.
+		pod.Status.NominatedNodeName = ""
 		if len(b.Annotations) > 0 {
 			pod.Annotations = maps.Clone(cur.Annotations)
 		}

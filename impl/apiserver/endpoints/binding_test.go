@@ -79,3 +79,35 @@ func BenchmarkBinding(b *testing.B) {
 		}
 	}
 }
+
+// A binding clears status.nominatedNodeName in the same write as
+// spec.nodeName, whether the nomination named the bound node or another
+// one, as upstream's binding with ClearingNominatedNodeNameAfterBinding
+// (beta, on by default since 1.35).
+func TestBindingClearsNomination(t *testing.T) {
+	for _, nominated := range []string{"node-1", "node-2"} {
+		t.Run(nominated, func(t *testing.T) {
+			h, mem := servedHandler(t, "pods")
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-1"},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}},
+				Status:     corev1.PodStatus{Phase: corev1.PodPending, NominatedNodeName: nominated},
+			}
+			h.res.Strategy.Default(pod)
+			mem.mu.Lock()
+			mem.put("/pods/ns/p", pod)
+			mem.mu.Unlock()
+			body := `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"p"},"target":{"kind":"Node","name":"node-1"}}`
+			if r := do(h, "POST", "/api/v1/namespaces/ns/pods/p/binding", "application/json", body); r.code != 201 {
+				t.Fatalf("binding: %d %s", r.code, r.body)
+			}
+			got := &corev1.Pod{}
+			if err := mem.Get(context.Background(), "/pods/ns/p", storage.GetOptions{}, got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Spec.NodeName != "node-1" || got.Status.NominatedNodeName != "" {
+				t.Fatalf("bound pod: nodeName %q, nominatedNodeName %q, want node-1 and none", got.Spec.NodeName, got.Status.NominatedNodeName)
+			}
+		})
+	}
+}
