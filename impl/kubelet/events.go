@@ -31,6 +31,7 @@ const (
 	EventFailedCreateSandbx = "FailedCreatePodSandBox"
 	EventSandboxChanged     = "SandboxChanged"
 	EventDeadlineExceeded   = "DeadlineExceeded"
+	EventFailedKillPod      = "FailedKillPod"
 )
 
 // EventComponent is the source component of the kubelet's events.
@@ -78,6 +79,12 @@ func (k *Kubelet) podEvent(pod *v1.Pod, eventType, reason, format string, args .
 		return
 	}
 	k.recorder().Eventf(podRef(pod), eventType, reason, format, args...)
+}
+
+// failedKillPod records upstream's FailedKillPod warning for a pod whose
+// containers or sandboxes failed to stop (killPod's error).
+func (k *Kubelet) failedKillPod(pod *v1.Pod, err error) {
+	k.podEvent(pod, v1.EventTypeWarning, EventFailedKillPod, "error killing pod: %v", err)
 }
 
 // discardRecorder drops events (a kubelet driven without Run, in tests):

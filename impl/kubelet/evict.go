@@ -200,6 +200,7 @@ func (k *Kubelet) evictPod(ctx context.Context, uid types.UID) error {
 		return err
 	}
 	if err := k.killPod(ctx, pod, rs, ev.GracePeriodSeconds); err != nil {
+		k.failedKillPod(pod, err)
 		return fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	// The DisruptionTarget goes with the phase into rec.terminal: every

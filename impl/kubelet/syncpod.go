@@ -8,10 +8,12 @@ import (
 	"sync"
 	"time"
 
+	grpcstatus "google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
@@ -367,7 +369,11 @@ func (k *Kubelet) cleanupPod(ctx context.Context, uid types.UID, rec *podRecord,
 		grace = podsync.GracePeriod(rec.lastPod)
 	}
 	if err := k.killPod(ctx, rec.lastPod, rs, grace); err != nil {
-		return err
+		// Upstream's SyncTerminatingRuntimePod records it on the pod the
+		// runtime knows; we know the pod when we saw it (not for one
+		// adopted from the runtime at start).
+		k.failedKillPod(rec.lastPod, err)
+		return fmt.Errorf("killing pod %s: %w", uid, err)
 	}
 	for _, s := range rs.Sandboxes {
 		if err := k.rt.RemovePodSandbox(ctx, s.ID); err != nil {
@@ -394,7 +400,13 @@ func (k *Kubelet) cleanupPod(ctx context.Context, uid types.UID, rec *podRecord,
 func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *podstate.Pod, a podsync.Actions) error {
 	if a.KillPod {
 		if err := k.killPod(ctx, pod, rs, a.GracePeriod); err != nil {
-			return err
+			// A pod being terminated (not one whose sandbox is re-made)
+			// reports the failure as upstream's SyncTerminatingPod does;
+			// the sync fails and is retried on the pod workers' back-off.
+			if !a.CreateSandbox {
+				k.failedKillPod(pod, err)
+			}
+			return fmt.Errorf("killing pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 	}
 	if err := k.killContainers(ctx, pod, rs, a.ContainersToKill); err != nil {
@@ -842,6 +854,10 @@ func (k *Kubelet) killContainer(ctx context.Context, pod *v1.Pod, spec *v1.Conta
 // the pod. App containers (and running regular init containers) stop in
 // parallel first; sidecars stop after them, one at a time in reverse order
 // of the spec, with what is left of the grace period, as Kubernetes does.
+// As upstream's KillPod (killPodWithSyncResult), a container that fails
+// to stop does not keep the others or the sandboxes from being stopped;
+// the failures are upstream's sync results, aggregated (killFailure): the
+// error a FailedKillPod event reports.
 func (k *Kubelet) killPod(ctx context.Context, pod *v1.Pod, rs *podstate.Pod, grace int64) error {
 	start := k.clock.Now()
 	var first []podstate.Container
@@ -864,8 +880,11 @@ func (k *Kubelet) killPod(ctx context.Context, pod *v1.Pod, rs *podstate.Pod, gr
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
+	var failed []error
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, killFailure(actionKillContainer, first[i].Name, errKillContainer, err))
+		}
 	}
 	if len(sidecars) > 0 {
 		for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
@@ -877,18 +896,68 @@ func (k *Kubelet) killPod(ctx context.Context, pod *v1.Pod, rs *podstate.Pod, gr
 			k.containerEvent(pod, c.Name, true, v1.EventTypeNormal, EventKilling, "Stopping container %s", c.Name)
 			left := grace - int64(k.clock.Since(start)/time.Second)
 			if err := k.killContainer(ctx, pod, spec, c.ID, podIP(rs), left); err != nil {
-				return err
+				failed = append(failed, killFailure(actionKillContainer, c.Name, errKillContainer, err))
 			}
 		}
 	}
+	// One result for the pod's sandboxes, as upstream's: the last failure
+	// is the one reported.
+	var sandboxErr error
 	for _, s := range rs.Sandboxes {
 		if s.Ready {
-			if err := k.rt.StopPodSandbox(ctx, s.ID); err != nil {
-				return fmt.Errorf("stopping sandbox %s: %w", s.ID, err)
+			if err := k.rt.StopPodSandbox(ctx, s.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+				sandboxErr = fmt.Errorf("stopping sandbox %s: %w", s.ID, err)
 			}
 		}
 	}
-	return nil
+	if sandboxErr != nil {
+		failed = append(failed, killFailure(actionKillPodSandbox, string(rs.UID), errKillPodSandbox, sandboxErr))
+	}
+	return utilerrors.NewAggregate(failed)
+}
+
+// Upstream's sync actions and errors (kubecontainer SyncAction,
+// ErrKillContainer, ErrKillPodSandbox) in the results a pod kill reports.
+const (
+	actionKillContainer  = "KillContainer"
+	actionKillPodSandbox = "KillPodSandbox"
+)
+
+var (
+	errKillContainer  = errors.New("KillContainerError")
+	errKillPodSandbox = errors.New("KillPodSandboxError")
+)
+
+// killFailure is a failed kill of target (a container's name, or the pod
+// UID for its sandboxes) as upstream's PodSyncResult words it: `failed to
+// "<action>" for "<target>" with <kind>: "<error>"`, the error being the
+// runtime's as upstream's remote runtime client returns it (a gRPC status
+// error's text, also when our CRI client wrapped it; criErrorText). It
+// wraps both kind and err.
+func killFailure(action, target string, kind, err error) error {
+	return &killFailureError{msg: fmt.Sprintf("failed to %q for %q with %v: %q", action, target, kind, criErrorText(err)), errs: []error{kind, err}}
+}
+
+type killFailureError struct {
+	msg  string
+	errs []error
+}
+
+func (e *killFailureError) Error() string   { return e.msg }
+func (e *killFailureError) Unwrap() []error { return e.errs }
+
+// criErrorText is err's text as upstream's kubelet has a CRI call's error:
+// a gRPC status (also one further down the chain, as our CRI client wraps
+// it with what it was doing) as the status's error, "rpc error: code =
+// <code> desc = <message>"; any other error as it is.
+func criErrorText(err error) string {
+	var gs interface{ GRPCStatus() *grpcstatus.Status }
+	if errors.As(err, &gs) {
+		if s := gs.GRPCStatus(); s != nil {
+			return s.Err().Error()
+		}
+	}
+	return err.Error()
 }
 
 // hasProbes reports whether any container of pod that runProbes probes

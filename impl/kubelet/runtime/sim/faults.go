@@ -29,6 +29,14 @@ const (
 	// StopContainer then takes min(slow-stop, timeout) and the container
 	// exits 137 if the timeout ran out first.
 	AnnotationSlowStop = "sim.kubeproof.io/slow-stop"
+	// AnnotationStopFailure: stopping the running container fails with
+	// this cause (default "simulated stop failure") and it keeps running,
+	// as containerd's StopContainer when signalling the task fails
+	// ("failed to stop container <id>: <cause>", gRPC Unknown); stopping
+	// its sandbox fails too, as containerd's StopPodSandbox killing it
+	// ("failed to stop container <id>: failed to kill container <id>:
+	// <cause>"). The kubelet's FailedKillPod path.
+	AnnotationStopFailure = "sim.kubeproof.io/stop-failure"
 	// AnnotationLiveness, AnnotationReadiness, AnnotationStartup override
 	// the outcome of every probe of that kind: "pass", "fail", or
 	// "fail-after=<duration>" (passes until the container has run that
@@ -63,6 +71,7 @@ type faults struct {
 	exitCode     int32
 	startFailure string
 	slowStop     time.Duration
+	stopFailure  string
 	probes       map[string]string // kind -> "pass" | "fail" | "fail-after=..."
 	logs         []string
 	files        []string
@@ -77,7 +86,7 @@ var noFaults = faults{httpStatus: 200, grpcStatus: "SERVING"}
 // shared returns a pointer to f to keep with a container: noFaults when f
 // has none.
 func (f faults) shared() *faults {
-	if !f.exits && f.exitAfter == 0 && f.exitCode == 0 && f.startFailure == "" && f.slowStop == 0 && len(f.probes) == 0 &&
+	if !f.exits && f.exitAfter == 0 && f.exitCode == 0 && f.startFailure == "" && f.slowStop == 0 && f.stopFailure == "" && len(f.probes) == 0 &&
 		f.logs == nil && f.files == nil && f.httpStatus == noFaults.httpStatus && f.grpcStatus == noFaults.grpcStatus {
 		return &noFaults
 	}
@@ -130,6 +139,12 @@ func parseFaults(ann map[string]string, container string) (faults, error) {
 			return f, fmt.Errorf("annotation %s: %w", AnnotationSlowStop, err)
 		}
 		f.slowStop = d
+	}
+	if v, ok := lookup(ann, AnnotationStopFailure, container); ok {
+		if v == "" {
+			v = "simulated stop failure"
+		}
+		f.stopFailure = v
 	}
 	for kind, key := range map[string]string{"liveness": AnnotationLiveness, "readiness": AnnotationReadiness, "startup": AnnotationStartup} {
 		if v, ok := lookup(ann, key, container); ok {

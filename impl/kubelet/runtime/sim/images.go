@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 
@@ -106,10 +107,53 @@ func (r *Runtime) authorizePull(image, ref string, auth *runtimeapi.AuthConfig) 
 			}
 		}
 	}
-	if r.missing[ref] {
+	if r.missing[ref] || matchesAny(r.missingPat, image, ref) {
 		return pullNotFound(ref)
 	}
 	return nil
+}
+
+// missingImages reads Config.MissingImages: the normalized references of
+// the plain ones, and the patterns (those with a glob metacharacter),
+// checked with path.Match.
+func missingImages(images []string) (map[string]bool, []string, error) {
+	missing := map[string]bool{}
+	var patterns []string
+	for _, m := range images {
+		m = strings.TrimSpace(m)
+		switch {
+		case m == "":
+		case strings.ContainsAny(m, "*?["):
+			if _, err := path.Match(m, ""); err != nil {
+				return nil, nil, fmt.Errorf("missing image pattern %q: %w", m, err)
+			}
+			patterns = append(patterns, m)
+		default:
+			missing[normalizedImage(m)] = true
+		}
+	}
+	return missing, patterns, nil
+}
+
+// matchesAny reports whether one of patterns matches the image reference
+// as asked, its normalized form ref or its familiar form (Docker Hub's
+// registry and library/ left out: nginx:1.27, nosuch/app:latest).
+func matchesAny(patterns []string, image, ref string) bool {
+	if len(patterns) == 0 {
+		return false
+	}
+	familiar := ref
+	if named, err := reference.ParseNormalizedNamed(ref); err == nil {
+		familiar = reference.FamiliarString(named)
+	}
+	for _, p := range patterns {
+		for _, s := range [...]string{image, ref, familiar} {
+			if ok, _ := path.Match(p, s); ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // pullFailure is containerd's CRI PullImage message for the reference ref

@@ -52,6 +52,14 @@ type Config struct {
 	// runtime has besides its default (""): a sandbox asking for another
 	// is refused with containerd's error. Nil accepts any handler.
 	RuntimeHandlers []string
+	// MissingImages are images the registries lack, as SetImageMissing
+	// makes them: each an image reference (any spelling: "nginx:nope" is
+	// docker.io/library/nginx:nope) or a glob pattern (path.Match: "*"
+	// within one path segment, "?", "[...]") a pulled reference matches
+	// as asked, normalized or in its familiar form ("nosuch/*" matches
+	// nosuch/app, docker.io/nosuch/app:1.0; "*" every Docker Hub library
+	// image).
+	MissingImages []string
 }
 
 // Runtime is the simulated runtime. Create it with New.
@@ -79,6 +87,7 @@ type Runtime struct {
 	spellings  map[string]string                   // image names asked lately -> normalized (normalized, images.go)
 	registries map[string]*runtimeapi.AuthConfig   // registry host -> credentials pulls need
 	missing    map[string]bool                     // normalized references registries lack (SetImageMissing)
+	missingPat []string                            // patterns of references registries lack (Config.MissingImages)
 	pullAuths  map[string][]*runtimeapi.AuthConfig // image name -> credentials presented
 	execLog    []Exec
 	disk       diskState    // image sizes and container disk use (stats.go)
@@ -258,8 +267,12 @@ func New(cfg Config) (*Runtime, error) {
 	if len(pools) == 2 || !pools[0].prefix.Addr().Is4() {
 		ip6 = map[uint64][16]byte{}
 	}
+	missing, missingPat, err := missingImages(cfg.MissingImages)
+	if err != nil {
+		return nil, err
+	}
 	return &Runtime{
-		cfg: cfg, clock: cfg.Clock, pools: pools, ip6: ip6,
+		cfg: cfg, clock: cfg.Clock, pools: pools, ip6: ip6, missingPat: missingPat,
 		ids:        newIDKey(),
 		sandboxes:  map[uint64]*sandbox{},
 		containers: map[uint64]*container{},
@@ -268,7 +281,7 @@ func New(cfg Config) (*Runtime, error) {
 		imageIDs:   map[string]imageNames{},
 		imageUsers: map[string]string{},
 		registries: map[string]*runtimeapi.AuthConfig{},
-		missing:    map[string]bool{},
+		missing:    missing,
 		pullAuths:  map[string][]*runtimeapi.AuthConfig{},
 		states:     stateVersion{version: 1},
 	}, nil
@@ -463,7 +476,10 @@ func (r *Runtime) withDefaults(ann map[string]string) map[string]string {
 
 // StopPodSandbox implements runtime.Runtime: it stops every container of
 // the sandbox (killing them at once), tears down its network (releasing
-// the IP, as CNI DEL does) and marks the sandbox not ready.
+// the IP, as CNI DEL does) and marks the sandbox not ready. A running
+// container with a stop-failure fault fails the call first, as
+// containerd's StopPodSandbox ("failed to stop container <id>: <its
+// stopContainer error>", gRPC Unknown), the sandbox left as it was.
 func (r *Runtime) StopPodSandbox(ctx context.Context, id string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -474,12 +490,21 @@ func (r *Runtime) StopPodSandbox(ctx context.Context, id string) error {
 	}
 	r.states.changed()
 	now := r.clock.Now()
+	var stuck *container // the first (oldest) that will not stop
 	for _, c := range r.containers {
 		if c.sandboxSeq == s.seq {
 			c.refresh(now)
-			if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
-				c.exit(now, 137, "Error", "")
+			if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING && c.faults.stopFailure != "" && (stuck == nil || c.seq < stuck.seq) {
+				stuck = c
 			}
+		}
+	}
+	if stuck != nil {
+		return status.Errorf(codes.Unknown, "failed to stop container %q: %s", r.ids.id(stuck.seq), status.Convert(r.stopFailed(stuck, false)).Message())
+	}
+	for _, c := range r.containers {
+		if c.sandboxSeq == s.seq && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			c.exit(now, 137, "Error", "")
 		}
 	}
 	if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
@@ -641,12 +666,14 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// An unknown sandbox is containerd's CreateContainer error around its
+	// sandbox store's (errdefs.ErrNotFound: gRPC NotFound). A sandbox that
+	// is not ready takes the container, as containerd 2.x's CreateContainer
+	// does (its sandbox controller reports a stopped sandbox without
+	// error); starting it fails (StartContainer).
 	s, ok := r.sandboxByID(sandboxID)
 	if !ok {
-		return "", fmt.Errorf("create container %s: pod sandbox %s: %w", config.Metadata.Name, sandboxID, runtime.ErrNotFound)
-	}
-	if s.state != runtimeapi.PodSandboxState_SANDBOX_READY {
-		return "", fmt.Errorf("create container %s: pod sandbox %s is not ready", config.Metadata.Name, sandboxID)
+		return "", status.Errorf(codes.NotFound, "failed to find sandbox id %q: not found", sandboxID)
 	}
 	// The kubelet creates containers from the id its pull or
 	// ImageStatus returned; a reference of the image also does. An image
@@ -699,6 +726,17 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	}
 	r.states.changed()
 	now := r.clock.Now()
+	// containerd's StartContainer refuses a container whose sandbox is
+	// not ready with its own words (1.7 and 2.x: "sandbox container <id>
+	// is not running", gRPC Unknown) and, as for any start that fails
+	// once begun, leaves it Exited with code 128, reason StartError and
+	// the error as its message.
+	if s := r.sandboxes[c.sandboxSeq]; s == nil || s.state != runtimeapi.PodSandboxState_SANDBOX_READY {
+		msg := fmt.Sprintf("sandbox container %q is not running", r.ids.id(c.sandboxSeq))
+		c.startedAt = 0
+		c.exit(now, 128, "StartError", msg)
+		return status.Error(codes.Unknown, msg)
+	}
 	if c.faults.startFailure != "" {
 		c.startedAt = 0
 		c.exit(now, 128, "StartError", c.faults.startFailure)
@@ -760,7 +798,9 @@ func (c *container) exit(at time.Time, code int32, reason, message string) {
 
 // StopContainer implements runtime.Runtime. A container exits at once on
 // SIGTERM (code 0) unless it has a slow-stop fault, in which case it takes
-// min(slow-stop, timeout) and exits 137 if the timeout ran out first.
+// min(slow-stop, timeout) and exits 137 if the timeout ran out first. A
+// running container with a stop-failure fault keeps running and the call
+// fails with containerd's error (stopFailed).
 func (r *Runtime) StopContainer(ctx context.Context, id string, timeout int64) error {
 	r.mu.Lock()
 	c, ok := r.containerByID(id)
@@ -770,6 +810,10 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, timeout int64) e
 	}
 	r.states.changed()
 	c.refresh(r.clock.Now())
+	if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING && c.faults.stopFailure != "" {
+		r.mu.Unlock()
+		return r.stopFailed(c, timeout > 0)
+	}
 	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		if c.state == runtimeapi.ContainerState_CONTAINER_CREATED {
 			c.exit(r.clock.Now(), 0, "", "")
@@ -806,6 +850,21 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, timeout int64) e
 		}
 	}
 	return nil
+}
+
+// stopFailed is containerd's error for a running container whose task
+// would not take the stop signal, the stop-failure fault's cause: its
+// stopContainer words a failed signal "failed to stop container <id>"
+// with a timeout (SIGTERM first), "failed to kill container <id>"
+// without one (SIGKILL at once, as its StopPodSandbox stops a sandbox's
+// containers), a plain error that its gRPC server sends as status
+// Unknown.
+func (r *Runtime) stopFailed(c *container, graceful bool) error {
+	id := r.ids.id(c.seq)
+	if graceful {
+		return status.Errorf(codes.Unknown, "failed to stop container %q: %s", id, c.faults.stopFailure)
+	}
+	return status.Errorf(codes.Unknown, "failed to kill container %q: %s", id, c.faults.stopFailure)
 }
 
 // RemoveContainer implements runtime.Runtime.
