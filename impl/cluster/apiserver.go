@@ -332,6 +332,7 @@ func buildChain(o AuthOptions) (*chain, error) {
 		mut, val, starters, err := admission.NewPluginsWithOptions(admissionPlugins, stores, admission.Options{
 			NotReadyTolerationSeconds:    o.DefaultNotReadyTolerationSeconds,
 			UnreachableTolerationSeconds: o.DefaultUnreachableTolerationSeconds,
+			Authorizer:                   union,
 		})
 		if err != nil {
 			return p, err

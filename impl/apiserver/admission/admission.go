@@ -19,7 +19,7 @@
 //	// build them on the API server's stores (*apiserver.Server is a StoreGetter):
 //	mutators, validators, starters, err := admission.NewPlugins(names, stores)
 //	// or with flags/configuration (toleration seconds, PodSecurity defaults
-//	// and exemptions):
+//	// and exemptions, the API server's authorizer for NodeRestriction):
 //	mutators, validators, starters, err := admission.NewPluginsWithOptions(names, stores, admission.Options{...})
 //
 // AllPlugins and DefaultPlugins list the known and the default-enabled

@@ -15,6 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
 // NodeRestriction limits what a kubelet (user system:node:<name> in group
@@ -25,11 +28,17 @@ import (
 // kube-node-lease, the status of pods bound to it (labels unchanged),
 // deleting and evicting pods bound to it, creating only mirror pods bound
 // to it and owned by its Node that reference no service account, secret,
-// configmap or volume claim, and service account tokens bound to its pods.
+// configmap or volume claim, and service account tokens bound to its pods
+// for at most one audience, one such a pod's projected token volumes use
+// or Authorizer grants (ServiceAccountNodeAudienceRestriction).
 // The Node authorizer decides reads; this plugin checks the objects.
 type NodeRestriction struct {
 	GetNode func(ctx context.Context, name string) (*corev1.Node, error)
 	GetPod  func(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+	// Authorizer is the API server's: it decides whether a node may
+	// request tokens for an audience its pod does not use (nil grants
+	// none).
+	Authorizer auth.Authorizer
 }
 
 func newNodeRestriction(d *deps) (any, error) {
@@ -42,6 +51,7 @@ func newNodeRestriction(d *deps) (any, error) {
 		return nil, err
 	}
 	return &NodeRestriction{
+		Authorizer: d.opts.Authorizer,
 		GetNode: func(ctx context.Context, name string) (*corev1.Node, error) {
 			n := &corev1.Node{}
 			return n, nodes.get(ctx, "", name, false, n)
@@ -385,5 +395,82 @@ func (p *NodeRestriction) nodeMayRequestToken(ctx context.Context, node string, 
 	if pod.Spec.NodeName != node {
 		return errors.New("node requested token bound to a pod scheduled on a different node")
 	}
-	return nil
+	return p.nodeMayRequestAudience(ctx, node, a, tr, pod)
+}
+
+// tokenAudienceVerb is the virtual verb RBAC grants a node to request
+// tokens for an audience (the resource) of a service account (the name).
+const tokenAudienceVerb = "request-serviceaccounts-token-audience"
+
+// nodeMayRequestAudience is ServiceAccountNodeAudienceRestriction (beta,
+// on by default since 1.33, as in 1.37): a node asks for at most one
+// audience (none: "", the API server's), one the bound pod uses, or one
+// the authorizer lets it request for this service account. It runs, like
+// the rest of the plugin, before the API server defaults a TokenRequest's
+// audiences, so a kube-api-access volume's request is for "".
+func (p *NodeRestriction) nodeMayRequestAudience(ctx context.Context, node string, a *Attributes, tr *authenticationv1.TokenRequest, pod *corev1.Pod) error {
+	var audience string
+	switch len(tr.Spec.Audiences) {
+	case 0:
+	case 1:
+		audience = tr.Spec.Audiences[0]
+	default:
+		return errors.New("node may only request 0 or 1 audiences")
+	}
+	used, err := podUsesAudience(pod, audience)
+	if err != nil {
+		// A 403 whose message holds the NotFound's (upstream
+		// admission.NewForbidden wraps any error but a 403).
+		return forbidden(a, fmt.Errorf("error validating audience %q: %w", audience, err))
+	}
+	if used {
+		return nil
+	}
+	if p.Authorizer != nil {
+		info := &request.Info{IsResourceRequest: true, Verb: tokenAudienceVerb, APIVersion: "v1",
+			Namespace: a.Namespace, Resource: audience, Name: a.Name}
+		if d, _, _ := p.Authorizer.Authorize(ctx, auth.Attributes{User: a.User, Info: info}); d == auth.DecisionAllow {
+			return nil
+		}
+	}
+	return fmt.Errorf("audience %q not found in pod spec volume, %s is not authorized to request tokens for this audience", audience, a.User.Name)
+}
+
+// podUsesAudience reports whether a projected serviceAccountToken volume
+// of pod is for audience. Upstream also counts the token requests of the
+// CSI drivers of its inline CSI volumes and of the persistent volumes of
+// its claims; kubeproof serves no CSIDrivers, PersistentVolumeClaims or
+// PersistentVolumes, so such a volume is the lookup upstream makes failing
+// with NotFound, an error only when no volume uses the audience.
+func podUsesAudience(pod *corev1.Pod, audience string) (bool, error) {
+	var errs []error
+	for _, v := range pod.Spec.Volumes {
+		if v.Projected != nil {
+			for _, s := range v.Projected.Sources {
+				if s.ServiceAccountToken != nil && s.ServiceAccountToken.Audience == audience {
+					return true, nil
+				}
+			}
+		}
+		switch {
+		case v.CSI != nil:
+			errs = append(errs, apierrors.NewNotFound(schema.GroupResource{Group: "storage.k8s.io", Resource: "csidriver"}, v.CSI.Driver))
+		case v.Ephemeral != nil:
+			errs = append(errs, apierrors.NewNotFound(corev1.Resource("persistentvolumeclaim"), pod.Name+"-"+v.Name))
+		case v.PersistentVolumeClaim != nil:
+			errs = append(errs, apierrors.NewNotFound(corev1.Resource("persistentvolumeclaim"), v.PersistentVolumeClaim.ClaimName))
+		}
+	}
+	switch len(errs) {
+	case 0:
+		return false, nil
+	case 1:
+		return false, errs[0]
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	// utilerrors.Aggregate's message.
+	return false, errors.New("[" + strings.Join(msgs, ", ") + "]")
 }

@@ -54,6 +54,9 @@ func TestNodeRestriction(t *testing.T) {
 			p := newPod(name)
 			p.UID = "uid-p"
 			p.Spec.NodeName = strings.TrimPrefix(name, "running-on-")
+			// A kube-api-access volume: the API server's audience.
+			p.Spec.Volumes = []corev1.Volume{{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}}}
 			return p, nil
 		},
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 )
 
 // Starter is a plugin with background work (Start returns when ctx ends).
@@ -108,6 +110,10 @@ type Options struct {
 	PodSecurityDefaultEnforce, PodSecurityDefaultWarn string
 	// PodSecurityExempt* are PodSecurityConfiguration's exemptions.
 	PodSecurityExemptUsers, PodSecurityExemptNamespaces, PodSecurityExemptRuntimeClasses []string
+	// Authorizer is the API server's authorizer (kube-apiserver's
+	// WantsAuthorizer): NodeRestriction asks it whether a node may request
+	// tokens for an audience its pod does not use.
+	Authorizer auth.Authorizer
 }
 
 // NewPlugins builds the named plugins (in the registry's order, whatever
