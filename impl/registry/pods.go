@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
@@ -10,8 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubectlqos "k8s.io/kubectl/pkg/util/qos"
+	netutils "k8s.io/utils/net"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
 )
@@ -53,6 +56,7 @@ func pods(now func() time.Time) *resource.Resource {
 		Status: statusStrategy[*corev1.Pod]{s: s, k: statusKind[*corev1.Pod]{
 			keep:     keepPodForStatusUpdate,
 			validate: validatePodStatusUpdate,
+			warnings: podStatusIPWarnings,
 		}},
 		EphemeralContainers: statusStrategy[*corev1.Pod]{s: s, k: statusKind[*corev1.Pod]{
 			keep:     keepPodForEphemeralContainersUpdate,
@@ -267,7 +271,7 @@ func validatePodStatusUpdate(p, old *corev1.Pod) field.ErrorList {
 			errs = append(errs, validateLabelKey(string(c.Type), cp.Child("Type"))...)
 		}
 	}
-	errs = append(errs, validatePodIPs(p, status)...)
+	errs = append(errs, validatePodIPs(p, old, status)...)
 	errs = append(errs, validateNoRestartAfterTermination(p.Status.ContainerStatuses, old.Status.ContainerStatuses,
 		status.Child("containerStatuses"), old.Spec.RestartPolicy, nil)...)
 	sidecars := sets.New[string]()
@@ -293,24 +297,82 @@ func isKnownPodCondition(t corev1.PodConditionType) bool {
 	return false
 }
 
-func validatePodIPs(p *corev1.Pod, status *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	seen := map[string]bool{}
+// validatePodIPs checks status.podIPs and status.hostIPs as upstream's
+// validatePodIPs and validateHostIPs (since 1.33; 1.37's copy was not at
+// hand, the newest one read is 1.34-era): each IP is a legacy IP field,
+// checked with
+// StrictIPCIDRValidation on (beta since 1.36; leading zeros and
+// IPv4-mapped IPv6 refused, non-canonical IPv6 accepted and warned of by
+// podStatusIPWarnings), except that an IP the stored pod already had in
+// the same list may stay, wherever it moves; more than one IP must be a
+// dual-stack pair, which also refuses a repeated IP; hostIPs[0] must be
+// hostIP.
+func validatePodIPs(p, old *corev1.Pod, status *field.Path) field.ErrorList {
+	podIPs := make([]string, len(p.Status.PodIPs))
 	for i, ip := range p.Status.PodIPs {
-		ipPath := status.Child("podIPs").Index(i).Child("ip")
-		errs = append(errs, validationIsValidIP(ipPath, ip.IP)...)
-		if seen[ip.IP] {
-			errs = append(errs, field.Duplicate(ipPath, ip.IP))
-		}
-		seen[ip.IP] = true
+		podIPs[i] = ip.IP
 	}
-	if len(p.Status.PodIPs) > 2 {
-		errs = append(errs, field.TooMany(status.Child("podIPs"), len(p.Status.PodIPs), 2))
+	oldPodIPs := make([]string, len(old.Status.PodIPs))
+	for i, ip := range old.Status.PodIPs {
+		oldPodIPs[i] = ip.IP
 	}
+	errs := validateStatusIPList(status.Child("podIPs"), p.Status.PodIPs, podIPs, oldPodIPs)
+	if len(p.Status.HostIPs) == 0 {
+		return errs
+	}
+	hostIPsPath := status.Child("hostIPs")
+	if first := p.Status.HostIPs[0].IP; p.Status.HostIP != first {
+		errs = append(errs, field.Invalid(hostIPsPath.Index(0).Child("ip"), first, "must be equal to `hostIP`"))
+	}
+	hostIPs := make([]string, len(p.Status.HostIPs))
 	for i, ip := range p.Status.HostIPs {
-		errs = append(errs, validationIsValidIP(status.Child("hostIPs").Index(i).Child("ip"), ip.IP)...)
+		hostIPs[i] = ip.IP
+	}
+	oldHostIPs := make([]string, len(old.Status.HostIPs))
+	for i, ip := range old.Status.HostIPs {
+		oldHostIPs[i] = ip.IP
+	}
+	return append(errs, validateStatusIPList(hostIPsPath, p.Status.HostIPs, hostIPs, oldHostIPs)...)
+}
+
+// validateStatusIPList checks one list of status IPs (list is the field's
+// value, as the family error shows it): each IP at path[i], then the
+// dual-stack rule for more than one.
+func validateStatusIPList(path *field.Path, list any, ips, oldIPs []string) field.ErrorList {
+	var errs field.ErrorList
+	for i, ip := range ips {
+		errs = append(errs, validation.IsValidIPForLegacyField(path.Index(i), ip, true, oldIPs)...)
+	}
+	if len(ips) > 1 {
+		dualStack, err := netutils.IsDualStackIPStrings(ips)
+		if err != nil {
+			errs = append(errs, field.InternalError(path, fmt.Errorf("failed to check for dual stack with error:%v", err)))
+		}
+		if !dualStack || len(ips) > 2 {
+			errs = append(errs, field.Invalid(path, list, "may specify no more than one IP for each IP family"))
+		}
 	}
 	return errs
+}
+
+// podStatusIPWarnings are the Warning headers of a valid /status write, as
+// upstream's podStatusStrategy.WarningsOnUpdate: one for each pod or host
+// IP in a non-standard form (kept from the stored pod, or non-canonical
+// IPv6). An IP that does not parse at all (kept from the stored pod) has
+// none, as upstream's GetWarningsForIP returns none for it.
+func podStatusIPWarnings(p, _ *corev1.Pod) []string {
+	var warnings []string
+	for i, ip := range p.Status.PodIPs {
+		if netutils.ParseIPSloppy(ip.IP) != nil {
+			warnings = append(warnings, validation.GetWarningsForIP(field.NewPath("status", "podIPs").Index(i).Child("ip"), ip.IP)...)
+		}
+	}
+	for i, ip := range p.Status.HostIPs {
+		if netutils.ParseIPSloppy(ip.IP) != nil {
+			warnings = append(warnings, validation.GetWarningsForIP(field.NewPath("status", "hostIPs").Index(i).Child("ip"), ip.IP)...)
+		}
+	}
+	return warnings
 }
 
 // validateNoRestartAfterTermination: unless the pod restarts always, a

@@ -505,7 +505,7 @@ func TestPodStatusValidation(t *testing.T) {
 		{"ephemeral container restart after termination", func(p *corev1.Pod) {
 			p.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{{Name: "debug", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
 		}, []string{forbidden + " status.ephemeralContainerStatuses[0].state"}},
-		{"bad pod IP", func(p *corev1.Pod) { p.Status.PodIPs = []corev1.PodIP{{IP: "10.0.0.300"}} }, []string{invalid + " status.podIPs[0].ip"}},
+		{"bad pod IP", func(p *corev1.Pod) { p.Status.PodIPs = []corev1.PodIP{{IP: "10.0.0.300"}} }, []string{invalid + " status.podIPs[0]"}}, // upstream's path
 		{"restart after termination with Never", func(p *corev1.Pod) {
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
 		}, []string{forbidden + " status.containerStatuses[0].state"}},

@@ -16,6 +16,9 @@ type statusKind[T object] struct {
 	keep func(obj, old T)
 	// validate checks the new status.
 	validate func(obj, old T) field.ErrorList
+	// warnings gives the Warning headers of a valid status write, as
+	// upstream's status strategies' WarningsOnUpdate.
+	warnings func(obj, old T) []string
 }
 
 // statusStrategy is a statusKind made into a resource.StatusStrategy.
@@ -34,9 +37,14 @@ func (s statusStrategy[T]) PrepareForUpdate(_ context.Context, obj, old runtime.
 
 // ValidateUpdate checks the new status (metadata update rules are the API
 // server's, as for the main endpoint).
-func (s statusStrategy[T]) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	if s.k.validate == nil {
-		return nil
+func (s statusStrategy[T]) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	t, o := s.s.typed(obj), s.s.typed(old)
+	var errs field.ErrorList
+	if s.k.validate != nil {
+		errs = s.k.validate(t, o)
 	}
-	return s.k.validate(s.s.typed(obj), s.s.typed(old))
+	if len(errs) == 0 && s.k.warnings != nil {
+		addWarnings(ctx, s.k.warnings(t, o))
+	}
+	return errs
 }
