@@ -275,6 +275,9 @@ type Server struct {
 	bearer auth.BearerToken
 	// authorizer is the one the filter chain asks (reviews use it).
 	authorizer auth.Authorizer
+	// admission is the admission chain the resource handlers run
+	// (serviceaccounts/token runs it too).
+	admission *admission.Chain
 	// virtual are the review endpoints by group/version/resource.
 	virtual map[schema.GroupVersionResource]virtualResource
 	// services allocates ClusterIPs and NodePorts (nil: services not served).
@@ -358,6 +361,7 @@ func New(cfg Config) (*Server, error) {
 		stores:   map[schema.GroupResource]storeEntry{}}
 
 	chain := &admission.Chain{Mutators: cfg.AdmissionMutators}
+	s.admission = chain
 	opts := &endpoints.Options{
 		Codecs: codecs, Admission: chain, MaxBodyBytes: cfg.MaxRequestBodyBytes,
 		MinRequestTimeout: cfg.MinRequestTimeout, WatchStarted: m.WatchStarted,

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 	"github.com/kubeproof/kubeproof/impl/apiserver/endpoints"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
@@ -26,7 +27,10 @@ import (
 // token for spec.audiences (default: the API audiences), valid
 // spec.expirationSeconds (default one hour, at least ten minutes, capped
 // at --service-account-max-token-expiration), optionally bound to a pod,
-// secret or node that must exist (and have the given uid).
+// secret or node that must exist (and have the given uid). metadata.uid,
+// when set, must be the service account's. Admission runs as on a create
+// of subresource token of serviceaccounts (NodeRestriction checks a
+// kubelet's requests).
 
 const (
 	defaultTokenExpirationSeconds = 3600
@@ -56,7 +60,24 @@ func (s *Server) serveTokenRequest(w http.ResponseWriter, r *http.Request, gv sc
 		endpoints.WriteError(w, r, s.codecs, err, tokenRequestGR, info.Name)
 		return true
 	}
-	out, err := s.createToken(r.Context(), storeLookup{s}, info.Namespace, info.Name, req)
+	// Admission as kube-apiserver's create handler runs it for TokenREST:
+	// the mutating plugins (NodeRestriction among them) on the request as
+	// sent, before its audiences are defaulted; the validating ones on a
+	// copy once it is defaulted and valid (createToken).
+	ctx := r.Context()
+	attrs := admission.Attributes{Operation: admission.Create, Resource: serviceAccountsGVR,
+		Kind: authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), Subresource: "token",
+		Namespace: info.Namespace, Name: info.Name, Object: req, User: request.UserFrom(ctx)}
+	if err := s.admission.Admit(ctx, &attrs); err != nil {
+		endpoints.WriteError(w, r, s.codecs, err, serviceAccountsGVR.GroupResource(), info.Name)
+		return true
+	}
+	validate := func(req *authenticationv1.TokenRequest) error {
+		a := attrs
+		a.Object = req.DeepCopy()
+		return s.admission.Validate(ctx, &a)
+	}
+	out, err := s.createToken(ctx, storeLookup{s}, info.Namespace, info.Name, req, validate)
 	if err != nil {
 		endpoints.WriteError(w, r, s.codecs, err, serviceAccountsGVR.GroupResource(), info.Name)
 		return true
@@ -75,7 +96,13 @@ type tokenObjects interface {
 	GetCachedNodeRef(ctx context.Context, name string) (*corev1.Node, error)
 }
 
-func (s *Server) createToken(ctx context.Context, look tokenObjects, namespace, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+// createToken issues the token req asks for, in the order of
+// kube-apiserver's TokenREST.Create: the service account is read, a
+// metadata.uid must be its uid, the audiences are defaulted, the request
+// validated and then given to validate (the validating admission
+// plugins; nil: none) before the bound object is checked.
+func (s *Server) createToken(ctx context.Context, look tokenObjects, namespace, name string, req *authenticationv1.TokenRequest,
+	validate func(*authenticationv1.TokenRequest) error) (*authenticationv1.TokenRequest, error) {
 	if req.Name != "" && req.Name != name {
 		return nil, apierrors.NewBadRequest("the name of the TokenRequest does not match the name of the service account in the URL")
 	}
@@ -83,16 +110,6 @@ func (s *Server) createToken(ctx context.Context, look tokenObjects, namespace, 
 		return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
 	spec := &req.Spec
-	if spec.ExpirationSeconds == nil {
-		def := int64(defaultTokenExpirationSeconds)
-		spec.ExpirationSeconds = &def
-	}
-	if len(spec.Audiences) == 0 {
-		spec.Audiences = s.apiAudiences()
-	}
-	if errs := validateTokenRequest(spec); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(schema.GroupKind{Group: authenticationv1.GroupName, Kind: "TokenRequest"}, name, errs)
-	}
 	// The service account and a bound pod are both quorum reads, as
 	// kube-apiserver's (each waits for etcd to confirm it is current: under
 	// write load a round of its raft loop, an fsync). They are read at
@@ -104,6 +121,28 @@ func (s *Server) createToken(ctx context.Context, look tokenObjects, namespace, 
 	sa, err := look.GetServiceAccount(ctx, namespace, name)
 	if err != nil {
 		return nil, err
+	}
+	// TokenRequestServiceAccountUIDValidation (beta, on since 1.34): a
+	// request for another service account of the same name (deleted and
+	// created again) is a conflict.
+	if req.UID != "" && req.UID != sa.UID {
+		return nil, apierrors.NewConflict(schema.GroupResource{Group: authenticationv1.GroupName, Resource: "TokenRequest"}, name,
+			fmt.Errorf("the UID in the token request (%s) does not match the UID of the service account (%s)", req.UID, sa.UID))
+	}
+	if spec.ExpirationSeconds == nil {
+		def := int64(defaultTokenExpirationSeconds)
+		spec.ExpirationSeconds = &def
+	}
+	if len(spec.Audiences) == 0 {
+		spec.Audiences = s.apiAudiences()
+	}
+	if errs := validateTokenRequest(spec); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: authenticationv1.GroupName, Kind: "TokenRequest"}, name, errs)
+	}
+	if validate != nil {
+		if err := validate(req); err != nil {
+			return nil, err
+		}
 	}
 	issue := auth.BoundTokenRequest{ServiceAccount: sa, Audiences: spec.Audiences}
 	if ref := spec.BoundObjectRef; ref != nil {
@@ -154,7 +193,7 @@ func (s *Server) createToken(ctx context.Context, look tokenObjects, namespace, 
 		return nil, apierrors.NewInternalError(err)
 	}
 	out := &authenticationv1.TokenRequest{
-		ObjectMeta: metav1.ObjectMeta{Name: sa.Name, Namespace: sa.Namespace, CreationTimestamp: metav1.Now()},
+		ObjectMeta: metav1.ObjectMeta{Name: sa.Name, Namespace: sa.Namespace, UID: sa.UID, CreationTimestamp: metav1.Now()},
 		Spec:       *spec,
 		Status:     authenticationv1.TokenRequestStatus{Token: token, ExpirationTimestamp: metav1.NewTime(expiry)},
 	}

@@ -84,7 +84,7 @@ func TestTokenRequestReadsServiceAccountAndPodAtOnce(t *testing.T) {
 		pod:      &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "pod-uid"}, Spec: corev1.PodSpec{ServiceAccountName: "default", NodeName: "node-1"}},
 		podStart: make(chan struct{}),
 	}
-	out, err := s.createToken(context.Background(), objects, "ns", "default", req())
+	out, err := s.createToken(context.Background(), objects, "ns", "default", req(), nil)
 	if err != nil {
 		t.Fatalf("token request: %v", err)
 	}
@@ -97,7 +97,7 @@ func TestTokenRequestReadsServiceAccountAndPodAtOnce(t *testing.T) {
 		pod:      objects.pod,
 		podStart: make(chan struct{}),
 	}
-	if _, err := s.createToken(context.Background(), missing, "ns", "default", req()); !apierrors.IsNotFound(err) {
+	if _, err := s.createToken(context.Background(), missing, "ns", "default", req(), nil); !apierrors.IsNotFound(err) {
 		t.Fatalf("token request for a missing service account: %v, want NotFound", err)
 	}
 }

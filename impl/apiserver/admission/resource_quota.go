@@ -77,7 +77,7 @@ var serviceResource = corev1.Resource("services")
 // resize; this API does not serve it yet); services on create and
 // update, any subresource (a type change changes their usage); events
 // never (ignored by quota); every other resource, counted by object, on
-// create.
+// create, not of a subresource (serviceaccounts/token).
 func quotaHandles(gr schema.GroupResource, op Operation, subresource string, obj, old runtime.Object) bool {
 	switch gr {
 	case podResource:
@@ -100,7 +100,9 @@ func quotaHandles(gr schema.GroupResource, op Operation, subresource string, obj
 	case corev1.Resource("events"), schema.GroupResource{Group: "events.k8s.io", Resource: "events"}:
 		return false
 	}
-	return op == Create
+	// Upstream's quota admission ignores other subresources: a
+	// serviceaccounts/token create (a TokenRequest) creates nothing.
+	return op == Create && subresource == ""
 }
 
 // Validate implements Validator.

@@ -214,7 +214,8 @@ func (f failingQuotas) Update(context.Context, string, string, func(*corev1.Reso
 // TestQuotaHandlesAsUpstream: the writes upstream's quota evaluators
 // handle — pods on create, on an update into or out of the Terminating
 // scope and on a pods/resize update; services on create and update of any
-// subresource; events never; other resources on create.
+// subresource; events never; other resources on create, not of a
+// subresource.
 func TestQuotaHandlesAsUpstream(t *testing.T) {
 	svc, ev := corev1.Resource("services"), corev1.Resource("events")
 	deadline, negative := int64(30), int64(-1)
@@ -246,6 +247,9 @@ func TestQuotaHandlesAsUpstream(t *testing.T) {
 		{schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, Create, "", nil, nil, false},
 		{corev1.Resource("configmaps"), Create, "", nil, nil, true},
 		{corev1.Resource("configmaps"), Update, "", nil, nil, false},
+		// A TokenRequest (serviceaccounts/token) creates no service account.
+		{corev1.Resource("serviceaccounts"), Create, "token", nil, nil, false},
+		{corev1.Resource("serviceaccounts"), Create, "", nil, nil, true},
 	} {
 		if got := quotaHandles(tc.gr, tc.op, tc.sub, tc.obj, tc.old); got != tc.want {
 			t.Errorf("%s %s/%s: handles %v, want %v", tc.op, tc.gr, tc.sub, got, tc.want)
