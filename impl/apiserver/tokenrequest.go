@@ -103,8 +103,10 @@ type tokenObjects interface {
 // plugins; nil: none) before the bound object is checked.
 func (s *Server) createToken(ctx context.Context, look tokenObjects, namespace, name string, req *authenticationv1.TokenRequest,
 	validate func(*authenticationv1.TokenRequest) error) (*authenticationv1.TokenRequest, error) {
+	tokenRequestGK := schema.GroupKind{Group: authenticationv1.GroupName, Kind: "TokenRequest"}
 	if req.Name != "" && req.Name != name {
-		return nil, apierrors.NewBadRequest("the name of the TokenRequest does not match the name of the service account in the URL")
+		return nil, apierrors.NewInvalid(tokenRequestGK, name, field.ErrorList{
+			field.Invalid(field.NewPath("metadata", "name"), req.Name, "must match the service account name if specified")})
 	}
 	if req.Namespace != "" && req.Namespace != namespace {
 		return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
@@ -137,7 +139,8 @@ func (s *Server) createToken(ctx context.Context, look tokenObjects, namespace, 
 		spec.Audiences = s.apiAudiences()
 	}
 	if errs := validateTokenRequest(spec); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(schema.GroupKind{Group: authenticationv1.GroupName, Kind: "TokenRequest"}, name, errs)
+		// Upstream names no object here.
+		return nil, apierrors.NewInvalid(tokenRequestGK, "", errs)
 	}
 	if validate != nil {
 		if err := validate(req); err != nil {

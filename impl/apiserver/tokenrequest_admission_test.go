@@ -138,3 +138,36 @@ func TestTokenRequestAdmission(t *testing.T) {
 		})
 	}
 }
+
+// TestTokenRequestInvalidAsUpstream: TokenREST.Create's 422s: a body
+// naming another service account is invalid at metadata.name (checked
+// before the service account is read), and a request failing validation
+// is invalid under no name, as upstream's NewInvalid(gvk.GroupKind(), "",
+// errs).
+func TestTokenRequestInvalidAsUpstream(t *testing.T) {
+	e := newAuthEnv(t)
+	c := ctx(t)
+	sas := e.cs.CoreV1().ServiceAccounts("default")
+	if _, err := sas.Create(c, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "builder"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, sa string
+		tr       *authenticationv1.TokenRequest
+		want     string
+	}{
+		{"another name", "builder", &authenticationv1.TokenRequest{ObjectMeta: metav1.ObjectMeta{Name: "other"}},
+			`TokenRequest.authentication.k8s.io "builder" is invalid: metadata.name: Invalid value: "other": must match the service account name if specified`},
+		{"another name, no such service account", "nobody", &authenticationv1.TokenRequest{ObjectMeta: metav1.ObjectMeta{Name: "other"}},
+			`TokenRequest.authentication.k8s.io "nobody" is invalid: metadata.name: Invalid value: "other": must match the service account name if specified`},
+		{"short expiry", "builder", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(60))}},
+			`TokenRequest.authentication.k8s.io "" is invalid: spec.expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := sas.CreateToken(c, tc.sa, tc.tr, metav1.CreateOptions{})
+			if !apierrors.IsInvalid(err) || err.Error() != tc.want {
+				t.Fatalf("token request: %v, want 422 %q", err, tc.want)
+			}
+		})
+	}
+}
