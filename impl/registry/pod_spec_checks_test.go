@@ -30,10 +30,13 @@ func TestPodSpecChecksAsUpstream(t *testing.T) {
 		{"option without name", func(s *corev1.PodSpec) {
 			s.DNSConfig = &corev1.PodDNSConfig{Options: []corev1.PodDNSConfigOption{{Value: ptr("2")}}}
 		}, []string{required + " " + dc + ".options[0]"}, []string{dc + ".options[0]: Required value: must not be empty"}},
-		{"legacy nameserver and host alias forms", func(s *corev1.PodSpec) {
+		{"legacy nameserver and host alias forms (StrictIPCIDRValidation on since 1.36)", func(s *corev1.PodSpec) {
 			s.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"010.000.000.001", "FE80:0:0:0:0:0:0:0ABC", "::ffff:1.2.3.4"}}
 			s.HostAliases = []corev1.HostAlias{{IP: "192.168.001.010", Hostnames: []string{"db"}}}
-		}, nil, nil},
+		}, []string{invalid + " " + dc + ".nameservers[0]", invalid + " " + dc + ".nameservers[2]", invalid + " spec.hostAliases[0].ip"},
+			[]string{dc + `.nameservers[0]: Invalid value: "010.000.000.001": must not have leading 0s`,
+				dc + `.nameservers[2]: Invalid value: "::ffff:1.2.3.4": must not be an IPv4-mapped IPv6 address`,
+				`spec.hostAliases[0].ip: Invalid value: "192.168.001.010": must not have leading 0s`}},
 		{"searches relaxed", func(s *corev1.PodSpec) {
 			s.DNSConfig = &corev1.PodDNSConfig{Searches: []string{".", "_srv.example.com.", "svc.cluster.local"}}
 		}, nil, nil},

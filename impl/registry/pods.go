@@ -42,8 +42,9 @@ func pods(now func() time.Time) *resource.Resource {
 			errs = append(errs, validatePodAnnotationUpdates(p, old)...)
 			return append(errs, validatePodUpdate(p, old)...)
 		},
-		fields: podFields,
-		table:  &tableSpec[*corev1.Pod]{columns: podColumns, cells: podCells, conditions: podRowConditions},
+		warnings: podSpecIPWarnings,
+		fields:   podFields,
+		table:    &tableSpec[*corev1.Pod]{columns: podColumns, cells: podCells, conditions: podRowConditions},
 	}
 	s := newStrategy(k, now)
 	return &resource.Resource{
