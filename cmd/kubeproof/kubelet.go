@@ -52,6 +52,7 @@ func newKubeletCommand() *cobra.Command {
 		simSandbox, simPull, simCreate      time.Duration
 		simStart, simStop                   time.Duration
 		simHandlers                         []string
+		simMissing                          []string
 		port                                int32
 		address, tlsCert, tlsKey, clientCA  string
 		authorizationMode                   string
@@ -200,7 +201,7 @@ func newKubeletCommand() *cobra.Command {
 			}
 			simCfg := sim.Config{PodCIDR: podCIDR, SandboxLatency: simSandbox, PullLatency: simPull, CreateLatency: simCreate,
 				StartLatency: simStart, StopLatency: simStop, DefaultAnnotations: map[string]string{},
-				RuntimeHandlers: simRuntimeHandlers(cmd.Flags(), simHandlers)}
+				RuntimeHandlers: simRuntimeHandlers(cmd.Flags(), simHandlers), MissingImages: simMissing}
 			if simCfg.PodCIDR == "" {
 				simCfg.PodCIDR = "10.244.0.0/24"
 			}
@@ -298,6 +299,7 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringVar(&clientCA, "client-ca-file", "", "CA bundle the kubelet API verifies client certificates against; when set, a certificate it signed is required (otherwise the API is open).")
 	fs.DurationVar(&simStop, "sim-stop-latency", 0, "Simulated StopContainer latency.")
 	addSimRuntimeHandlersFlag(fs, &simHandlers)
+	addSimMissingImagesFlag(fs, &simMissing)
 	fs.StringVar(&evictionFlags.Hard, "eviction-hard", eviction.DefaultEvictionHard, "Hard eviction thresholds, signal<quantity or signal<percentage,... (signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available); giving it replaces the whole default, 0 disables a signal.")
 	fs.StringVar(&evictionFlags.Soft, "eviction-soft", "", "Soft eviction thresholds, signal<quantity or percentage,...; each needs a grace period in --eviction-soft-grace-period.")
 	fs.StringVar(&evictionFlags.SoftGracePeriod, "eviction-soft-grace-period", "", "How long each soft threshold must hold before pods are evicted, signal=duration,... (e.g. memory.available=1m30s).")
@@ -391,6 +393,12 @@ func meminfoBytes(r io.Reader, field string) (int64, error) {
 // simRuntimeHandlers.
 func addSimRuntimeHandlersFlag(fs *pflag.FlagSet, handlers *[]string) {
 	fs.StringSliceVar(handlers, "sim-runtime-handlers", nil, "Runtime handlers (RuntimeClass handlers, CRI RunPodSandbox's runtimeHandler) the simulated runtime has besides its default, comma-separated; a sandbox asking for another is refused with containerd's error (\"no runtime for ... is configured\"). Empty: the default handler alone. Unset: any handler is accepted.")
+}
+
+// addSimMissingImagesFlag adds --sim-missing-images (of `kubeproof
+// kubelet` and `kubeproof up`): sim.Config.MissingImages.
+func addSimMissingImagesFlag(fs *pflag.FlagSet, images *[]string) {
+	fs.StringSliceVar(images, "sim-missing-images", nil, "Images the simulated runtime's registries do not have, comma-separated: image references (any spelling: nginx:nope is docker.io/library/nginx:nope) or glob patterns (* within one path segment, ?, [...]) matched against the reference as the pod names it, in full or in its short form (nosuch/* matches nosuch/app and docker.io/nosuch/app:1.0). Pulls of them fail as containerd's for an image the registry answers 404 for (rpc error: code = NotFound desc = failed to pull and unpack image ...: not found), so pods using them end in ErrImagePull and ImagePullBackOff.")
 }
 
 // simRuntimeHandlers is sim.Config.RuntimeHandlers from

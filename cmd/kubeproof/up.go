@@ -36,6 +36,7 @@ func newUpCommand() *cobra.Command {
 		hugepages   string
 		dualStack   bool
 		simHandlers []string
+		simMissing  []string
 		noScheduler bool
 		noCM        bool
 		evictAfter  time.Duration
@@ -105,6 +106,7 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 				NodeHugePages:              nodeHugePages,
 				DualStackNodes:             dualStack,
 				SimRuntimeHandlers:         simRuntimeHandlers(cmd.Flags(), simHandlers),
+				SimMissingImages:           simMissing,
 				Auth:                       authOpts,
 				Services:                   services,
 				Logger:                     logger,
@@ -153,6 +155,7 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 	fs.StringVar(&hugepages, "hugepages", "", "Huge pages of each simulated node, page size=pre-allocated pages,... (e.g. 2Mi=512,1Gi=0), as kubeproof kubelet --hugepages: capacity and allocatable hugepages-<size> of pages × size (pods are admitted against it), allocatable memory that much less. Default: none.")
 	fs.BoolVar(&dualStack, "dual-stack-nodes", false, "Give each simulated node an IPv6 pod CIDR (fd00:10:244:<n>::/64) besides its IPv4 one, so pods get an address of each family; pair with a dual-stack --service-cluster-ip-range (e.g. 10.96.0.0/12,fd00:10:96::/108).")
 	addSimRuntimeHandlersFlag(fs, &simHandlers)
+	addSimMissingImagesFlag(fs, &simMissing)
 	fs.BoolVar(&noCM, "no-controller-manager", false, "Do not run the controller manager (no Deployments/ReplicaSets progress, no garbage collection; ServiceAccount admission off unless the admission plugin flags are given).")
 	fs.DurationVar(&evictAfter, "pod-eviction-timeout", def.PodEvictionTimeout, "How long pods stay on a NotReady or unreachable node before eviction (their default tolerationSeconds).")
 	fs.DurationVar(&monitorGP, "node-monitor-grace-period", def.NodeMonitorGracePeriod, "How long a node may go without renewing its Lease before it is marked unreachable.")

@@ -105,6 +105,11 @@ type Config struct {
 	// (sim.Config.RuntimeHandlers): a sandbox asking for another is
 	// refused with containerd's error. Nil accepts any handler.
 	SimRuntimeHandlers []string
+	// SimMissingImages are the images each simulated node's registries
+	// lack (sim.Config.MissingImages: references or glob patterns): their
+	// pulls fail as containerd's for an image the registry answers 404
+	// for, so pods using them end in ErrImagePull/ImagePullBackOff.
+	SimMissingImages []string
 	// NodeTokens makes the API server accept simulated nodes' in-memory
 	// tokens (IssueNodeToken) even with Nodes 0: for a benchmark's control
 	// that holds the simulated nodes' connections from another process.

@@ -345,7 +345,7 @@ func (c *Cluster) startKubelets(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return err
 		}
-		rt, err := sim.New(sim.Config{PodCIDR: cidr, RuntimeHandlers: cfg.SimRuntimeHandlers})
+		rt, err := sim.New(sim.Config{PodCIDR: cidr, RuntimeHandlers: cfg.SimRuntimeHandlers, MissingImages: cfg.SimMissingImages})
 		if err != nil {
 			return fmt.Errorf("building runtime of %s: %w", name, err)
 		}
