@@ -5,7 +5,9 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	netutils "k8s.io/utils/net"
 
 	"github.com/kubeproof/kubeproof/impl/ipfamily"
 )
@@ -45,8 +47,13 @@ var supportedServiceIPFamilies = []string{string(corev1.IPv4Protocol), string(co
 // starts with clusterIP, holds at most one address per family (or only
 // "None"), families are known and not repeated, and each address is of
 // the family at its index. An unset policy or families is fine: they are
-// filled before allocation (InitServiceIPFamilies).
-func validateServiceClusterIPsRelatedFields(s *corev1.Service) field.ErrorList {
+// filled before allocation (InitServiceIPFamilies). Each address is a
+// legacy IP field as upstream 1.37's ValidateServiceClusterIPsRelatedFields
+// with StrictIPCIDRValidation on (KEP-4858, beta and on since 1.36): no
+// leading zeros, no IPv4-mapped IPv6, a non-canonical IPv6 address accepted
+// (with a warning, serviceWarnings); on update (old not nil) an address the
+// stored service already had in clusterIPs may stay.
+func validateServiceClusterIPsRelatedFields(s, old *corev1.Service) field.ErrorList {
 	if s.Spec.Type == corev1.ServiceTypeExternalName {
 		return nil
 	}
@@ -75,6 +82,10 @@ func validateServiceClusterIPsRelatedFields(s *corev1.Service) field.ErrorList {
 	if p := s.Spec.IPFamilyPolicy; p != nil && !slices.Contains(supportedIPFamilyPolicies, string(*p)) {
 		errs = append(errs, field.NotSupported(policyPath, *p, supportedIPFamilyPolicies))
 	}
+	var oldClusterIPs []string
+	if old != nil {
+		oldClusterIPs = old.Spec.ClusterIPs
+	}
 	badIPs := false
 	for i, ip := range s.Spec.ClusterIPs {
 		if i == 0 && ip == corev1.ClusterIPNone {
@@ -84,9 +95,9 @@ func validateServiceClusterIPsRelatedFields(s *corev1.Service) field.ErrorList {
 			}
 			continue
 		}
-		if _, err := ipfamily.Parse(ip); err != nil {
+		if ipErrs := validation.IsValidIPForLegacyField(ipsPath.Index(i), ip, true, oldClusterIPs); len(ipErrs) > 0 {
 			badIPs = true
-			errs = append(errs, field.Invalid(ipsPath.Index(i), ip, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
+			errs = append(errs, ipErrs...)
 		}
 	}
 	if len(s.Spec.ClusterIPs) > 2 {
@@ -96,7 +107,7 @@ func validateServiceClusterIPsRelatedFields(s *corev1.Service) field.ErrorList {
 		// Family checks of bad addresses would only add noise.
 		return errs
 	}
-	if len(s.Spec.ClusterIPs) == 2 && ipfamily.Of(s.Spec.ClusterIPs[0]) == ipfamily.Of(s.Spec.ClusterIPs[1]) {
+	if len(s.Spec.ClusterIPs) == 2 && legacyIPFamily(s.Spec.ClusterIPs[0]) == legacyIPFamily(s.Spec.ClusterIPs[1]) {
 		errs = append(errs, field.Invalid(ipsPath, s.Spec.ClusterIPs, "may specify no more than one IP for each IP family"))
 	}
 	if !isHeadless(s) {
@@ -104,7 +115,7 @@ func validateServiceClusterIPsRelatedFields(s *corev1.Service) field.ErrorList {
 			if i >= len(s.Spec.IPFamilies) {
 				break
 			}
-			if f := ipfamily.Of(ip); f != s.Spec.IPFamilies[i] && (s.Spec.IPFamilies[i] == corev1.IPv4Protocol || s.Spec.IPFamilies[i] == corev1.IPv6Protocol) {
+			if f := legacyIPFamily(ip); f != s.Spec.IPFamilies[i] && (s.Spec.IPFamilies[i] == corev1.IPv4Protocol || s.Spec.IPFamilies[i] == corev1.IPv6Protocol) {
 				errs = append(errs, field.Invalid(ipsPath.Index(i), ip,
 					fmt.Sprintf("expected an %s value as indicated by `ipFamilies[%d]`", s.Spec.IPFamilies[i], i)))
 			}
@@ -158,7 +169,7 @@ func InitServiceIPFamilies(svc, old *corev1.Service, cluster []corev1.IPFamily) 
 		}
 		svc.Spec.IPFamilyPolicy = &p
 	}
-	if errs := validateServiceClusterIPsRelatedFields(svc); len(errs) > 0 {
+	if errs := validateServiceClusterIPsRelatedFields(svc, old); len(errs) > 0 {
 		return errs
 	}
 	var errs field.ErrorList
@@ -197,7 +208,7 @@ func InitServiceIPFamilies(svc, old *corev1.Service, cluster []corev1.IPFamily) 
 		if i < len(svc.Spec.IPFamilies) {
 			continue
 		}
-		f := ipfamily.Of(ip)
+		f := legacyIPFamily(ip)
 		if !slices.Contains(cluster, f) {
 			errs = append(errs, field.Invalid(spec.Child("clusterIPs").Index(i), svc.Spec.ClusterIPs, fmt.Sprintf("%s is not configured on this cluster", f)))
 			continue
@@ -369,5 +380,21 @@ func normalizeClusterIPs(s, old *corev1.Service) {
 		if s.Spec.ClusterIP != "" && same {
 			s.Spec.ClusterIPs = []string{s.Spec.ClusterIP}
 		}
+	}
+}
+
+// legacyIPFamily is the family of a clusterIPs entry that passed legacy IP
+// validation, read as upstream's netutils.IsIPv6String does: a value an
+// update kept from the stored service may be one that net/netip refuses
+// (leading zeros), and it is still of its family.
+func legacyIPFamily(ip string) corev1.IPFamily {
+	a := netutils.ParseIPSloppy(ip)
+	switch {
+	case a == nil:
+		return ""
+	case a.To4() != nil:
+		return corev1.IPv4Protocol
+	default:
+		return corev1.IPv6Protocol
 	}
 }

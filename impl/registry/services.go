@@ -18,9 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	netutils "k8s.io/utils/net"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
-	"github.com/kubeproof/kubeproof/impl/ipfamily"
 )
 
 // services serves core/v1 Services. Defaulting and validation are here;
@@ -49,8 +49,11 @@ func services(now func() time.Time) *resource.Resource {
 			normalizeClusterIPs(s, old)
 			dropTypeDependentFields(s, old)
 		},
-		validate:       validateService,
-		validateUpdate: validateServiceUpdate,
+		validateCreate: func(s *corev1.Service) field.ErrorList { return validateService(s, nil) },
+		validateUpdate: func(s, old *corev1.Service) field.ErrorList {
+			return append(validateService(s, old), validateServiceUpdate(s, old)...)
+		},
+		warnings: serviceWarnings,
 		fields: func(s *corev1.Service) fields.Set {
 			return fields.Set{"spec.clusterIP": s.Spec.ClusterIP, "spec.type": string(s.Spec.Type)}
 		},
@@ -90,9 +93,10 @@ func services(now func() time.Time) *resource.Resource {
 		Strategy: st,
 		Status: statusStrategy[*corev1.Service]{s: st, k: statusKind[*corev1.Service]{
 			keep: func(s, old *corev1.Service) { s.Spec = old.Spec },
-			validate: func(s, _ *corev1.Service) field.ErrorList {
-				return validateServiceStatus(&s.Status, field.NewPath("status"))
+			validate: func(s, old *corev1.Service) field.ErrorList {
+				return validateServiceStatus(&s.Status, &old.Status, field.NewPath("status"))
 			},
+			warnings: serviceStatusWarnings,
 		}},
 	}
 }
@@ -324,7 +328,16 @@ var (
 	supportedTrafficPolicies = []string{"Cluster", "Local"}
 )
 
-func validateService(s *corev1.Service) field.ErrorList {
+// validateService checks a service on create (old nil) and update. The IP
+// and CIDR fields are legacy fields as upstream 1.37's ValidateService with
+// StrictIPCIDRValidation on (KEP-4858, beta and on since 1.36): no leading
+// zeros, no IPv4-mapped IPv6, loadBalancerSourceRanges (and the
+// service.beta.kubernetes.io/load-balancer-source-ranges annotation when
+// the field is empty) with no bits set beyond the prefix length; on update
+// a value the stored service already had in that field may stay (the
+// annotation: when it is unchanged). spec.loadBalancerIP is not validated,
+// as upstream; it only gets warnings (serviceWarnings).
+func validateService(s, old *corev1.Service) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
 	headless := s.Spec.ClusterIP == corev1.ClusterIPNone
@@ -408,12 +421,16 @@ func validateService(s *corev1.Service) field.ErrorList {
 			fmt.Sprintf("must not be set when session affinity is %s", s.Spec.SessionAffinity)))
 	}
 
-	errs = append(errs, validateServiceClusterIPs(s, spec)...)
+	errs = append(errs, validateServiceClusterIPs(s, old, spec)...)
+	var oldExternalIPs []string
+	if old != nil {
+		oldExternalIPs = old.Spec.ExternalIPs
+	}
 	for i, ip := range s.Spec.ExternalIPs {
 		path := spec.Child("externalIPs").Index(i)
-		if addr, err := ipfamily.Parse(ip); err != nil {
-			errs = append(errs, field.Invalid(path, ip, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
-		} else if addr.IsUnspecified() || addr.IsLoopback() || addr.IsLinkLocalUnicast() || addr.IsLinkLocalMulticast() || addr.IsMulticast() {
+		if ipErrs := validation.IsValidIPForLegacyField(path, ip, true, oldExternalIPs); len(ipErrs) > 0 {
+			errs = append(errs, ipErrs...)
+		} else if addr := netutils.ParseIPSloppy(ip); addr.IsUnspecified() || addr.IsLoopback() || addr.IsLinkLocalUnicast() || addr.IsLinkLocalMulticast() || addr.IsMulticast() {
 			errs = append(errs, field.Invalid(path, ip, "may not be unspecified, loopback, link-local or multicast"))
 		}
 	}
@@ -447,15 +464,7 @@ func validateService(s *corev1.Service) field.ErrorList {
 	if s.Spec.AllocateLoadBalancerNodePorts != nil && s.Spec.Type != corev1.ServiceTypeLoadBalancer {
 		errs = append(errs, field.Forbidden(spec.Child("allocateLoadBalancerNodePorts"), "may only be used when `type` is 'LoadBalancer'"))
 	}
-	if len(s.Spec.LoadBalancerSourceRanges) > 0 && s.Spec.Type != corev1.ServiceTypeLoadBalancer {
-		errs = append(errs, field.Forbidden(spec.Child("loadBalancerSourceRanges"), "may only be used when `type` is 'LoadBalancer'"))
-	}
-	for i, r := range s.Spec.LoadBalancerSourceRanges {
-		if _, err := netip.ParsePrefix(strings.TrimSpace(r)); err != nil {
-			errs = append(errs, field.Invalid(spec.Child("loadBalancerSourceRanges").Index(i), r,
-				"must be a list of IP ranges. For example, 10.240.0.0/24,10.250.0.0/24 "))
-		}
-	}
+	errs = append(errs, validateLoadBalancerSourceRanges(s, old)...)
 	if s.Spec.LoadBalancerClass != nil {
 		if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
 			errs = append(errs, field.Forbidden(spec.Child("loadBalancerClass"), "may only be used when service type is 'LoadBalancer'"))
@@ -529,7 +538,7 @@ func validatePortFields(name string, port int32, protocol corev1.Protocol, appPr
 // ipFamilyPolicy as far as they do not depend on the cluster (those rules
 // are InitServiceIPFamilies'). Whether an address is in a service range
 // and free is the allocator's to say.
-func validateServiceClusterIPs(s *corev1.Service, spec *field.Path) field.ErrorList {
+func validateServiceClusterIPs(s, old *corev1.Service, spec *field.Path) field.ErrorList {
 	ips := spec.Child("clusterIPs")
 	if s.Spec.Type == corev1.ServiceTypeExternalName {
 		var errs field.ErrorList
@@ -538,7 +547,7 @@ func validateServiceClusterIPs(s *corev1.Service, spec *field.Path) field.ErrorL
 		}
 		return errs
 	}
-	errs := validateServiceClusterIPsRelatedFields(s)
+	errs := validateServiceClusterIPsRelatedFields(s, old)
 	if isHeadless(s) && hasNodePortType(s) {
 		errs = append(errs, field.Invalid(ips.Index(0), corev1.ClusterIPNone, fmt.Sprintf("may not be set to 'None' for %s services", s.Spec.Type)))
 	}
@@ -569,14 +578,22 @@ func equalStringPtr(a, b *string) bool {
 	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }
 
-func validateServiceStatus(st *corev1.ServiceStatus, path *field.Path) field.ErrorList {
+// validateServiceStatus checks a status write. An ingress ip is a legacy
+// IP field as upstream 1.37's ValidateLoadBalancerStatus with
+// StrictIPCIDRValidation on: an ip any of the stored status's ingress
+// entries had may stay.
+func validateServiceStatus(st, old *corev1.ServiceStatus, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	var oldIPs []string
+	for _, in := range old.LoadBalancer.Ingress {
+		if in.IP != "" {
+			oldIPs = append(oldIPs, in.IP)
+		}
+	}
 	for i, in := range st.LoadBalancer.Ingress {
 		p := path.Child("loadBalancer", "ingress").Index(i)
 		if in.IP != "" {
-			if _, err := ipfamily.Parse(in.IP); err != nil {
-				errs = append(errs, field.Invalid(p.Child("ip"), in.IP, "must be a valid IP address"))
-			}
+			errs = append(errs, validation.IsValidIPForLegacyField(p.Child("ip"), in.IP, true, oldIPs)...)
 		}
 		if in.Hostname != "" {
 			for _, msg := range validation.IsDNS1123Subdomain(in.Hostname) {
@@ -593,3 +610,110 @@ func validateServiceStatus(st *corev1.ServiceStatus, path *field.Path) field.Err
 
 // maxClientIPServiceAffinitySeconds is the longest ClientIP affinity (a day).
 const maxClientIPServiceAffinitySeconds = 86400
+
+// validateLoadBalancerSourceRanges checks spec.loadBalancerSourceRanges
+// as upstream 1.37's ValidateService, at upstream's path
+// (spec.LoadBalancerSourceRanges, capitalized): each value, space-padding
+// trimmed, a legacy CIDR field with StrictIPCIDRValidation on, the stored
+// service's values (trimmed) exempt. With the field empty, the legacy
+// service.beta.kubernetes.io/load-balancer-source-ranges annotation is
+// checked the same way when it changed (a comma-separated list).
+func validateLoadBalancerSourceRanges(s, old *corev1.Service) field.ErrorList {
+	var errs field.ErrorList
+	if len(s.Spec.LoadBalancerSourceRanges) > 0 {
+		path := field.NewPath("spec", "LoadBalancerSourceRanges")
+		if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
+			errs = append(errs, field.Forbidden(path, "may only be used when `type` is 'LoadBalancer'"))
+		}
+		var oldCIDRs []string
+		if old != nil {
+			for _, r := range old.Spec.LoadBalancerSourceRanges {
+				oldCIDRs = append(oldCIDRs, strings.TrimSpace(r))
+			}
+		}
+		for i, r := range s.Spec.LoadBalancerSourceRanges {
+			errs = append(errs, validation.IsValidCIDRForLegacyField(path.Index(i), strings.TrimSpace(r), true, oldCIDRs)...)
+		}
+		return errs
+	}
+	val, ok := s.Annotations[corev1.AnnotationLoadBalancerSourceRangesKey]
+	if !ok {
+		return nil
+	}
+	path := field.NewPath("metadata", "annotations").Key(corev1.AnnotationLoadBalancerSourceRangesKey)
+	if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		errs = append(errs, field.Forbidden(path, "may only be used when `type` is 'LoadBalancer'"))
+	}
+	if old != nil {
+		if oldVal, had := old.Annotations[corev1.AnnotationLoadBalancerSourceRangesKey]; had && oldVal == val {
+			return errs
+		}
+	}
+	if val = strings.TrimSpace(val); val != "" {
+		for _, r := range strings.Split(val, ",") {
+			errs = append(errs, validation.IsValidCIDRForLegacyField(path, strings.TrimSpace(r), true, nil)...)
+		}
+	}
+	return errs
+}
+
+// serviceWarnings are the Warning headers of a valid service create or
+// update, as upstream's GetWarningsForService: non-standard clusterIPs,
+// externalIPs, loadBalancerIP and loadBalancerSourceRanges values (KEP-4858)
+// and fields a service of its type ignores.
+func serviceWarnings(s, _ *corev1.Service) []string {
+	var warnings []string
+	spec := field.NewPath("spec")
+	if _, ok := s.Annotations[corev1.DeprecatedAnnotationTopologyAwareHints]; ok {
+		warnings = append(warnings, fmt.Sprintf("annotation %s is deprecated, please use %s instead", corev1.DeprecatedAnnotationTopologyAwareHints, corev1.AnnotationTopologyMode))
+	}
+	if s.Spec.ClusterIP != "" && s.Spec.ClusterIP != corev1.ClusterIPNone {
+		for i, ip := range s.Spec.ClusterIPs {
+			warnings = append(warnings, validation.GetWarningsForIP(spec.Child("clusterIPs").Index(i), ip)...)
+		}
+	}
+	if s.Spec.Type == corev1.ServiceTypeClusterIP && s.Spec.ClusterIP == corev1.ClusterIPNone {
+		if s.Spec.LoadBalancerIP != "" {
+			warnings = append(warnings, "spec.loadBalancerIP is ignored for headless services")
+		}
+		if len(s.Spec.ExternalIPs) > 0 {
+			warnings = append(warnings, "spec.externalIPs is ignored for headless services")
+		}
+		if s.Spec.SessionAffinity != corev1.ServiceAffinityNone {
+			warnings = append(warnings, "spec.SessionAffinity is ignored for headless services")
+		}
+	}
+	for i, ip := range s.Spec.ExternalIPs {
+		warnings = append(warnings, validation.GetWarningsForIP(spec.Child("externalIPs").Index(i), ip)...)
+	}
+	if s.Spec.LoadBalancerIP != "" && netutils.ParseIPSloppy(s.Spec.LoadBalancerIP) != nil {
+		warnings = append(warnings, validation.GetWarningsForIP(spec.Child("loadBalancerIP"), s.Spec.LoadBalancerIP)...)
+	}
+	for i, r := range s.Spec.LoadBalancerSourceRanges {
+		warnings = append(warnings, validation.GetWarningsForCIDR(spec.Child("loadBalancerSourceRanges").Index(i), r)...)
+	}
+	if s.Spec.Type == corev1.ServiceTypeExternalName && len(s.Spec.ExternalIPs) > 0 {
+		warnings = append(warnings, fmt.Sprintf("spec.externalIPs is ignored when spec.type is %q", corev1.ServiceTypeExternalName))
+	}
+	if s.Spec.Type != corev1.ServiceTypeExternalName && s.Spec.ExternalName != "" {
+		warnings = append(warnings, fmt.Sprintf("spec.externalName is ignored when spec.type is not %q", corev1.ServiceTypeExternalName))
+	}
+	if td := s.Spec.TrafficDistribution; td != nil && *td == corev1.ServiceTrafficDistributionPreferClose {
+		warnings = append(warnings, fmt.Sprintf("spec.trafficDistribution: %q is deprecated; use %q", corev1.ServiceTrafficDistributionPreferClose, corev1.ServiceTrafficDistributionPreferSameZone))
+	}
+	return warnings
+}
+
+// serviceStatusWarnings are the Warning headers of a valid services/status
+// write, as upstream's serviceStatusStrategy.WarningsOnUpdate: a
+// non-standard ingress ip, named at status.loadBalancer.ingress[i] (not
+// .ip, as upstream).
+func serviceStatusWarnings(s, _ *corev1.Service) []string {
+	var warnings []string
+	for i, in := range s.Status.LoadBalancer.Ingress {
+		if in.IP != "" {
+			warnings = append(warnings, validation.GetWarningsForIP(field.NewPath("status", "loadBalancer", "ingress").Index(i), in.IP)...)
+		}
+	}
+	return warnings
+}

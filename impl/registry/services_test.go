@@ -133,7 +133,7 @@ func TestServiceValidation(t *testing.T) {
 		s.Spec.ExternalIPs = []string{"fd00::1%eth0"}
 	}, invalid+" spec.clusterIPs[0]", invalid+" spec.externalIPs[0]")
 	check("source ranges only for LoadBalancers, as CIDRs", func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8", "x"} },
-		forbidden+" spec.loadBalancerSourceRanges", invalid+" spec.loadBalancerSourceRanges[1]")
+		forbidden+" spec.LoadBalancerSourceRanges", invalid+" spec.LoadBalancerSourceRanges[1]")
 	check("healthCheckNodePort only for Local LoadBalancers", func(s *corev1.Service) { s.Spec.HealthCheckNodePort = 30000 },
 		invalid+" spec.healthCheckNodePort")
 }
