@@ -5,8 +5,8 @@
 // The plugins, one file each, are kube-apiserver's of the same names:
 // NamespaceLifecycle, LimitRanger, ServiceAccount, NodeRestriction,
 // AlwaysPullImages, PodSecurity, Priority, DefaultTolerationSeconds,
-// RuntimeClass, MutatingAdmissionWebhook, ValidatingAdmissionWebhook and
-// ResourceQuota.
+// RuntimeClass, PodTopologyLabels, MutatingAdmissionWebhook,
+// ValidatingAdmissionWebhook and ResourceQuota.
 // Each is a small type whose decision is a pure function of the request and
 // the objects it reads; storage access sits behind a small function or
 // interface field, so tests give them fixed objects.
@@ -26,7 +26,7 @@
 // names (kube-apiserver's default set: everything here but NodeRestriction
 // and AlwaysPullImages). starters are the plugins' watch-fed caches (one per
 // resource they read: namespaces, service accounts, limit ranges, quotas,
-// priority classes, runtime classes, webhook configurations); run each
+// priority classes, runtime classes, nodes, webhook configurations); run each
 // with the server's lifetime context (they return when it ends). Until a
 // cache has synced, reads go to the store; a miss that matters (a service
 // account, a namespace, a RuntimeClass) is confirmed with a quorum read.

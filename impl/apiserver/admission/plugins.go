@@ -39,6 +39,7 @@ var plugins = []registered{
 	{"Priority", true, newPriority},
 	{"DefaultTolerationSeconds", true, newDefaultTolerationSeconds},
 	{"RuntimeClass", true, newRuntimeClassPlugin},
+	{"PodTopologyLabels", true, newPodTopologyLabels},
 	{"MutatingAdmissionWebhook", true, newMutatingWebhook},
 	{"ValidatingAdmissionWebhook", true, newValidatingWebhook},
 	{"ResourceQuota", true, newResourceQuota},

@@ -25,7 +25,9 @@ var bindingGR = schema.GroupResource{Resource: "pods/binding"}
 
 // bind serves POST pods/<name>/binding: it sets spec.nodeName of an
 // unbound pod with a compare-and-swap (STORE-3), clears its
-// status.nominatedNodeName and marks it PodScheduled=True. A pod that is
+// status.nominatedNodeName, adds the Binding's annotations and labels
+// (after admission: PodTopologyLabels adds the node's zone and region) and
+// marks it PodScheduled=True. A pod that is
 // already bound, or being deleted, is a 409 Conflict: a pod is bound at
 // most once (SCHED-1).
 func (h *Handler) bind(w http.ResponseWriter, r *http.Request, info *request.Info) error {
@@ -112,6 +114,17 @@ func (h *Handler) bind(w http.ResponseWriter, r *http.Request, info *request.Inf
 				pod.Annotations = map[string]string{}
 			}
 			pod.Annotations[k] = v
+		}
+		// PodTopologyLabelsAdmission (beta, on since 1.35): every label of
+		// the Binding (the PodTopologyLabels admission plugin puts the
+		// node's zone and region there) overwrites the pod's, in the same
+		// write.
+		if len(b.Labels) > 0 {
+			pod.Labels = maps.Clone(cur.Labels)
+			if pod.Labels == nil {
+				pod.Labels = make(map[string]string, len(b.Labels))
+			}
+			maps.Copy(pod.Labels, b.Labels)
 		}
 		setPodScheduled(pod, metav1.NewTime(h.now().Truncate(time.Second)))
 		return pod, nil

@@ -111,3 +111,45 @@ func TestBindingClearsNomination(t *testing.T) {
 		})
 	}
 }
+
+// A binding writes every label of the Binding onto the pod, overwriting
+// values already there, in the same write as spec.nodeName, as upstream's
+// binding with PodTopologyLabelsAdmission (beta, on by default since
+// 1.35): that is how the PodTopologyLabels admission plugin's zone and
+// region reach the pod. A Binding without labels leaves the pod's alone.
+func TestBindingCopiesLabels(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		bindingLabels string
+		want          map[string]string
+	}{
+		{"with labels", `,"labels":{"topology.kubernetes.io/zone":"zone-a","app":"new"}`,
+			map[string]string{"app": "new", "tier": "web", "topology.kubernetes.io/zone": "zone-a"}},
+		{"without labels", ``, map[string]string{"app": "old", "tier": "web"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h, mem := servedHandler(t, "pods")
+			h.store = inputKeepingStore{memStore: mem, t: t}
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-1", Labels: map[string]string{"app": "old", "tier": "web"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}},
+				Status:     corev1.PodStatus{Phase: corev1.PodPending},
+			}
+			h.res.Strategy.Default(pod)
+			mem.mu.Lock()
+			mem.put("/pods/ns/p", pod)
+			mem.mu.Unlock()
+			body := `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"p"` + tt.bindingLabels + `},"target":{"kind":"Node","name":"node-1"}}`
+			if r := do(h, "POST", "/api/v1/namespaces/ns/pods/p/binding", "application/json", body); r.code != 201 {
+				t.Fatalf("binding: %d %s", r.code, r.body)
+			}
+			got := &corev1.Pod{}
+			if err := mem.Get(context.Background(), "/pods/ns/p", storage.GetOptions{}, got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Spec.NodeName != "node-1" || !reflect.DeepEqual(got.Labels, tt.want) {
+				t.Fatalf("bound pod: node %q labels %v, want node-1 and %v", got.Spec.NodeName, got.Labels, tt.want)
+			}
+		})
+	}
+}
