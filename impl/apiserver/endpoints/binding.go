@@ -27,9 +27,8 @@ var bindingGR = schema.GroupResource{Resource: "pods/binding"}
 // unbound pod with a compare-and-swap (STORE-3), clears its
 // status.nominatedNodeName, adds the Binding's annotations and labels
 // (after admission: PodTopologyLabels adds the node's zone and region) and
-// marks it PodScheduled=True. A pod that is
-// already bound, or being deleted, is a 409 Conflict: a pod is bound at
-// most once (SCHED-1).
+// marks it PodScheduled=True. A pod that is already bound, or being
+// deleted, is a 409 Conflict: a pod is bound at most once (SCHED-1).
 func (h *Handler) bind(w http.ResponseWriter, r *http.Request, info *request.Info) error {
 	wo, target, body, err := h.readWrite(w, r, "CreateOptions")
 	if err != nil {
