@@ -7,14 +7,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	netutils "k8s.io/utils/net"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
-	"github.com/kubeproof/kubeproof/impl/ipfamily"
 )
 
 // endpoints serves core/v1 Endpoints: plain CRUD with Kubernetes'
@@ -32,7 +33,9 @@ func endpoints(now func() time.Time) *resource.Resource {
 				}
 			}
 		},
-		validate: validateEndpoints,
+		validateCreate: func(e *corev1.Endpoints) field.ErrorList { return validateEndpoints(e, nil) },
+		validateUpdate: validateEndpoints,
+		warnings:       endpointsWarnings,
 		table: &tableSpec[*corev1.Endpoints]{
 			columns: []metav1.TableColumnDefinition{
 				nameColumn(),
@@ -95,7 +98,23 @@ func endpointsCell(subsets []corev1.EndpointSubset, max int) string {
 	return out
 }
 
-func validateEndpoints(e *corev1.Endpoints) field.ErrorList {
+// validateEndpoints checks an Endpoints on create (old nil) and update as
+// upstream 1.37's validateEndpoints: each address ip is a legacy IP field
+// with StrictIPCIDRValidation on (KEP-4858, beta and on since 1.36: no
+// leading zeros, no IPv4-mapped IPv6, a non-canonical IPv6 address
+// accepted with a warning). Unlike other kinds, an update may keep bad
+// addresses only by leaving subsets entirely unchanged (KEP-4858: no
+// per-address old-value exemption for Endpoints): the subset errors are
+// dropped then, as upstream, which only compares after finding errors.
+func validateEndpoints(e, old *corev1.Endpoints) field.ErrorList {
+	errs := validateEndpointSubsets(e)
+	if len(errs) > 0 && old != nil && apiequality.Semantic.DeepEqual(e.Subsets, old.Subsets) {
+		return nil
+	}
+	return errs
+}
+
+func validateEndpointSubsets(e *corev1.Endpoints) field.ErrorList {
 	var errs field.ErrorList
 	for i, ss := range e.Subsets {
 		path := field.NewPath("subsets").Index(i)
@@ -118,9 +137,9 @@ func validateEndpoints(e *corev1.Endpoints) field.ErrorList {
 
 func validateEndpointAddress(a *corev1.EndpointAddress, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if ip, err := ipfamily.Parse(a.IP); err != nil {
-		errs = append(errs, field.Invalid(path.Child("ip"), a.IP, "must be a valid IP address"))
-	} else {
+	if ipErrs := validation.IsValidIPForLegacyField(path.Child("ip"), a.IP, true, nil); len(ipErrs) > 0 {
+		errs = append(errs, ipErrs...)
+	} else if ip, ok := sloppyAddr(a.IP); ok {
 		errs = append(errs, specialEndpointIPErrors(ip, a.IP, path.Child("ip"))...)
 	}
 	if a.Hostname != "" {
@@ -137,12 +156,14 @@ func validateEndpointAddress(a *corev1.EndpointAddress, path *field.Path) field.
 }
 
 // specialEndpointIPErrors refuses the addresses no endpoint may have
-// (Endpoints and EndpointSlices alike): unspecified, loopback, link-local
-// and link-local multicast.
+// (Endpoints and EndpointSlices alike) nor a service's externalIPs, as
+// upstream's ValidateNonSpecialIP: unspecified (named as given),
+// loopback, link-local and link-local multicast (other multicast is
+// allowed).
 func specialEndpointIPErrors(ip netip.Addr, value string, path *field.Path) field.ErrorList {
 	switch {
 	case ip.IsUnspecified():
-		return field.ErrorList{field.Invalid(path, value, "may not be unspecified (0.0.0.0)")}
+		return field.ErrorList{field.Invalid(path, value, fmt.Sprintf("may not be unspecified (%v)", value))}
 	case ip.IsLoopback():
 		return field.ErrorList{field.Invalid(path, value, "may not be in the loopback range (127.0.0.0/8, ::1/128)")}
 	case ip.IsLinkLocalUnicast():
@@ -151,4 +172,37 @@ func specialEndpointIPErrors(ip netip.Addr, value string, path *field.Path) fiel
 		return field.ErrorList{field.Invalid(path, value, "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)")}
 	}
 	return nil
+}
+
+// sloppyAddr is a legacy IP field's value as upstream's
+// netutils.ParseIPSloppy reads it (so also an address an update kept that
+// net/netip refuses), IPv4 as IPv4.
+func sloppyAddr(value string) (netip.Addr, bool) {
+	a, ok := netip.AddrFromSlice(netutils.ParseIPSloppy(value))
+	return a.Unmap(), ok
+}
+
+// endpointsControllerManagedBy is the endpoints.kubernetes.io/managed-by
+// value of the endpoints controller's Endpoints, which get no IP warnings
+// (the controller writes canonical addresses), as upstream.
+const endpointsControllerManagedBy = "endpoint-controller"
+
+// endpointsWarnings are the Warning headers of a valid Endpoints create or
+// update, as upstream's endpointsWarnings: each non-standard address ip
+// (KEP-4858), unless the endpoints controller wrote the object.
+func endpointsWarnings(e, _ *corev1.Endpoints) []string {
+	if e.Labels["endpoints.kubernetes.io/managed-by"] == endpointsControllerManagedBy {
+		return nil
+	}
+	var warnings []string
+	for i, ss := range e.Subsets {
+		path := field.NewPath("subsets").Index(i)
+		for j, a := range ss.Addresses {
+			warnings = append(warnings, validation.GetWarningsForIP(path.Child("addresses").Index(j).Child("ip"), a.IP)...)
+		}
+		for j, a := range ss.NotReadyAddresses {
+			warnings = append(warnings, validation.GetWarningsForIP(path.Child("notReadyAddresses").Index(j).Child("ip"), a.IP)...)
+		}
+	}
+	return warnings
 }

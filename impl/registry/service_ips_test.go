@@ -43,6 +43,8 @@ func TestServiceIPsAsUpstream(t *testing.T) {
 			[]string{`spec.externalIPs[0]: Invalid value: "::ffff:192.0.2.1": must not be an IPv4-mapped IPv6 address`}, nil},
 		{"non-canonical IPv6 externalIP", func(s *corev1.Service) { s.Spec.ExternalIPs = []string{"2001:DB8::1"} },
 			nil, []string{`spec.externalIPs[0]: IPv6 address "2001:DB8::1" should be in RFC 5952 canonical format ("2001:db8::1")`}},
+		{"externalIP in a special range, as an endpoint's", func(s *corev1.Service) { s.Spec.ExternalIPs = []string{"239.1.1.1", "224.0.0.5"} },
+			[]string{`spec.externalIPs[1]: Invalid value: "224.0.0.5": may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)`}, nil},
 		{"loadBalancerIP is not validated, only warned of", func(s *corev1.Service) { lb(s); s.Spec.LoadBalancerIP = "2001:db8:0:0::5" },
 			nil, []string{`spec.loadBalancerIP: IPv6 address "2001:db8:0:0::5" should be in RFC 5952 canonical format ("2001:db8::5")`}},
 		{"source range with host bits", func(s *corev1.Service) { lb(s); s.Spec.LoadBalancerSourceRanges = []string{"192.168.1.5/24"} },

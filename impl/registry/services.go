@@ -430,8 +430,9 @@ func validateService(s, old *corev1.Service) field.ErrorList {
 		path := spec.Child("externalIPs").Index(i)
 		if ipErrs := validation.IsValidIPForLegacyField(path, ip, true, oldExternalIPs); len(ipErrs) > 0 {
 			errs = append(errs, ipErrs...)
-		} else if addr := netutils.ParseIPSloppy(ip); addr.IsUnspecified() || addr.IsLoopback() || addr.IsLinkLocalUnicast() || addr.IsLinkLocalMulticast() || addr.IsMulticast() {
-			errs = append(errs, field.Invalid(path, ip, "may not be unspecified, loopback, link-local or multicast"))
+		} else if addr, ok := sloppyAddr(ip); ok {
+			// As upstream, the checks of an endpoint address.
+			errs = append(errs, specialEndpointIPErrors(addr, ip, path)...)
 		}
 	}
 
