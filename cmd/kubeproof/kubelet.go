@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	goruntime "runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -151,8 +152,10 @@ func newKubeletCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("--sim-available: %w", err)
 			}
-			if len(available) > 0 && runtimeName != "sim" {
-				return errors.New("--sim-available: only with --runtime sim")
+			if runtimeName == "cri" {
+				if err := refuseSimFlags(cmd.Flags()); err != nil {
+					return err
+				}
 			}
 			var rt kruntime.Runtime
 			switch runtimeName {
@@ -399,6 +402,23 @@ func addSimRuntimeHandlersFlag(fs *pflag.FlagSet, handlers *[]string) {
 // kubelet` and `kubeproof up`): sim.Config.MissingImages.
 func addSimMissingImagesFlag(fs *pflag.FlagSet, images *[]string) {
 	fs.StringSliceVar(images, "sim-missing-images", nil, "Images the simulated runtime's registries do not have, comma-separated: image references (any spelling: nginx:nope is docker.io/library/nginx:nope) or glob patterns (* within one path segment, ?, [...]) matched against the reference as the pod names it, in full or in its short form (nosuch/* matches nosuch/app and docker.io/nosuch/app:1.0). Pulls of them fail as containerd's for an image the registry answers 404 for (rpc error: code = NotFound desc = failed to pull and unpack image ...: not found), so pods using them end in ErrImagePull and ImagePullBackOff.")
+}
+
+// refuseSimFlags refuses the flags of the simulated runtime (--sim-*)
+// given to a kubelet that does not run it (--runtime cri): they would
+// be silently ignored. The first one given, in name order, is named.
+func refuseSimFlags(fs *pflag.FlagSet) error {
+	var given []string
+	fs.Visit(func(f *pflag.Flag) {
+		if strings.HasPrefix(f.Name, "sim-") {
+			given = append(given, f.Name)
+		}
+	})
+	if len(given) == 0 {
+		return nil
+	}
+	slices.Sort(given)
+	return fmt.Errorf("--%s: a flag of the simulated runtime, only with --runtime sim", given[0])
 }
 
 // simRuntimeHandlers is sim.Config.RuntimeHandlers from

@@ -393,3 +393,48 @@ providers:
 		}
 	}
 }
+
+// TestKubeletSimFlagsRefusedWithCRI: a flag of the simulated runtime
+// (--sim-missing-images, --sim-runtime-handlers, any --sim-*) given with
+// --runtime cri stops the kubelet at start with an error naming it,
+// before the CRI endpoint is dialled; it was silently ignored.
+func TestKubeletSimFlagsRefusedWithCRI(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	const kc = `apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: "https://127.0.0.1:1"}
+users:
+- name: u
+  user: {token: t}
+contexts:
+- name: c
+  context: {cluster: c, user: u}
+current-context: c
+`
+	if err := os.WriteFile(kubeconfig, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	endpoint := "unix://" + filepath.Join(t.TempDir(), "no-such.sock")
+	for _, tc := range []struct{ flag, value string }{
+		{"sim-missing-images", "nosuch/*"},
+		{"sim-runtime-handlers", "runc"},
+		{"sim-runtime-handlers", ""},
+		{"sim-annotation", "sim.kubeproof.io/readiness=fail"},
+		{"sim-available", "memory.available=50Mi"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		root := newRootCommand()
+		root.SetArgs([]string{"kubelet", "--kubeconfig", kubeconfig, "--node-name", "x", "--port", "0",
+			"--runtime", "cri", "--cri-endpoint", endpoint, "--" + tc.flag + "=" + tc.value})
+		root.SetOut(new(discard))
+		root.SetErr(new(discard))
+		err := root.ExecuteContext(ctx)
+		cancel()
+		want := "--" + tc.flag + ": a flag of the simulated runtime, only with --runtime sim"
+		if err == nil || err.Error() != want {
+			t.Errorf("kubelet --runtime cri --%s=%s: %v; want %q", tc.flag, tc.value, err, want)
+		}
+	}
+}
