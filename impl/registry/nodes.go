@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	netutils "k8s.io/utils/net"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
 )
@@ -29,8 +31,11 @@ func nodes(now func() time.Time) *resource.Resource {
 		// Nodes may set status on create (the kubelet registers itself
 		// with its status); later status changes go through /status.
 		prepareForUpdate: func(n, old *corev1.Node) { n.Status = old.Status },
-		validate:         validateNode,
-		validateUpdate:   validateNodeUpdate,
+		validateCreate:   func(n *corev1.Node) field.ErrorList { return validateNode(n, nil) },
+		validateUpdate: func(n, old *corev1.Node) field.ErrorList {
+			return append(validateNode(n, old), validateNodeUpdate(n, old)...)
+		},
+		warnings: nodeWarnings,
 		fields: func(n *corev1.Node) fields.Set {
 			return fields.Set{"spec.unschedulable": strconv.FormatBool(n.Spec.Unschedulable)}
 		},
@@ -69,18 +74,44 @@ func defaultNode(n *corev1.Node) {
 
 var taintEffects = []string{string(corev1.TaintEffectNoSchedule), string(corev1.TaintEffectPreferNoSchedule), string(corev1.TaintEffectNoExecute)}
 
-func validateNode(n *corev1.Node) field.ErrorList {
+// validateNode checks a node on create (old nil) and update. spec.podCIDRs
+// are legacy CIDR fields as upstream 1.37's ValidateNode with
+// StrictIPCIDRValidation on (KEP-4858, beta and on since 1.36): no leading
+// zeros, no IPv4-mapped IPv6, no bits set beyond the prefix length, a
+// non-canonical IPv6 CIDR accepted with a warning (was refused: must be in
+// canonical form); on update a CIDR the stored node already had may stay.
+// More than one must be a dual-stack pair without repeats.
+func validateNode(n, old *corev1.Node) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
 	if len(n.Spec.PodCIDRs) > 0 {
+		cidrsPath := spec.Child("podCIDRs")
 		if n.Spec.PodCIDR != n.Spec.PodCIDRs[0] {
 			errs = append(errs, field.Invalid(spec.Child("podCIDR"), n.Spec.PodCIDR, "must match first element of podCIDRs"))
 		}
-		if len(n.Spec.PodCIDRs) > 2 {
-			errs = append(errs, field.Invalid(spec.Child("podCIDRs"), n.Spec.PodCIDRs, "may specify no more than one CIDR for each IP family"))
+		var oldCIDRs []string
+		if old != nil {
+			oldCIDRs = old.Spec.PodCIDRs
 		}
+		bad := false
 		for i, cidr := range n.Spec.PodCIDRs {
-			errs = append(errs, validation.IsValidCIDR(spec.Child("podCIDRs").Index(i), cidr)...)
+			cidrErrs := validation.IsValidCIDRForLegacyField(cidrsPath.Index(i), cidr, true, oldCIDRs)
+			bad = bad || len(cidrErrs) > 0
+			errs = append(errs, cidrErrs...)
+		}
+		if len(n.Spec.PodCIDRs) > 1 {
+			if dualStack, err := netutils.IsDualStackCIDRStrings(n.Spec.PodCIDRs); err != nil && !bad {
+				errs = append(errs, field.InternalError(cidrsPath, fmt.Errorf("invalid PodCIDRs. failed to check with dual stack with error:%v", err)))
+			} else if (err == nil && !dualStack) || len(n.Spec.PodCIDRs) > 2 {
+				errs = append(errs, field.Invalid(cidrsPath, n.Spec.PodCIDRs, "may specify no more than one CIDR for each IP family"))
+			}
+			seen := map[string]bool{}
+			for i, cidr := range n.Spec.PodCIDRs {
+				if seen[cidr] {
+					errs = append(errs, field.Duplicate(cidrsPath.Index(i), cidr))
+				}
+				seen[cidr] = true
+			}
 		}
 	}
 	type taintKey struct {
@@ -222,4 +253,22 @@ func orNone(s string) string {
 		return "<none>"
 	}
 	return s
+}
+
+// nodeWarnings are the Warning headers of a valid node create or update,
+// as upstream's node strategy: the unused externalID, and non-standard
+// spec.podCIDRs values (KEP-4858's API warnings). (Upstream's configSource
+// warning is not given: configSource is not dropped here as upstream
+// drops it.)
+func nodeWarnings(n, _ *corev1.Node) []string {
+	var warnings []string
+	if n.Spec.DoNotUseExternalID != "" {
+		warnings = append(warnings, "spec.externalID: this field is deprecated, and is unused by Kubernetes")
+	}
+	for i, cidr := range n.Spec.PodCIDRs {
+		if _, _, err := netutils.ParseCIDRSloppy(cidr); err == nil {
+			warnings = append(warnings, validation.GetWarningsForCIDR(field.NewPath("spec", "podCIDRs").Index(i), cidr)...)
+		}
+	}
+	return warnings
 }
