@@ -850,8 +850,8 @@ func (k *Kubelet) killContainer(ctx context.Context, pod *v1.Pod, spec *v1.Conta
 	return nil
 }
 
-// killPod stops every running container and then every ready sandbox of
-// the pod. App containers (and running regular init containers) stop in
+// killPod stops every running container and then every sandbox of the
+// pod. App containers (and running regular init containers) stop in
 // parallel first; sidecars stop after them, one at a time in reverse order
 // of the spec, with what is left of the grace period, as Kubernetes does.
 // As upstream's KillPod (killPodWithSyncResult), a container that fails
@@ -900,14 +900,14 @@ func (k *Kubelet) killPod(ctx context.Context, pod *v1.Pod, rs *podstate.Pod, gr
 			}
 		}
 	}
-	// One result for the pod's sandboxes, as upstream's: the last failure
-	// is the one reported.
+	// Every sandbox of the pod is stopped, a stopped one too (the runtime
+	// takes that as done), as upstream's killPodWithSyncResult stops every
+	// sandbox of the running pod. One result for them all, as upstream's:
+	// the last failure is the one reported.
 	var sandboxErr error
 	for _, s := range rs.Sandboxes {
-		if s.Ready {
-			if err := k.rt.StopPodSandbox(ctx, s.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
-				sandboxErr = fmt.Errorf("stopping sandbox %s: %w", s.ID, err)
-			}
+		if err := k.rt.StopPodSandbox(ctx, s.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			sandboxErr = fmt.Errorf("stopping sandbox %s: %w", s.ID, err)
 		}
 	}
 	if sandboxErr != nil {

@@ -476,7 +476,8 @@ func (r *Runtime) withDefaults(ann map[string]string) map[string]string {
 
 // StopPodSandbox implements runtime.Runtime: it stops every container of
 // the sandbox (killing them at once), tears down its network (releasing
-// the IP, as CNI DEL does) and marks the sandbox not ready. A running
+// the IP, as CNI DEL does) and marks the sandbox not ready; stopping a
+// stopped or absent sandbox is done at once, as containerd's. A running
 // container with a stop-failure fault fails the call first, as
 // containerd's StopPodSandbox ("failed to stop container <id>: <its
 // stopContainer error>", gRPC Unknown), the sandbox left as it was.
@@ -486,6 +487,13 @@ func (r *Runtime) StopPodSandbox(ctx context.Context, id string) error {
 	s, ok := r.sandboxByID(id)
 	if !ok {
 		// CRI: stopping an absent sandbox is not an error.
+		return nil
+	}
+	if s.state != runtimeapi.PodSandboxState_SANDBOX_READY {
+		// Stopped already: done, as containerd's StopPodSandbox of a
+		// stopped sandbox (nothing runs in it: a container created in a
+		// stopped sandbox never starts). Nothing changes, so the state
+		// version stays and a relist has nothing new to read.
 		return nil
 	}
 	r.states.changed()
