@@ -158,42 +158,85 @@ func (k *Kubelet) requestEviction(ev *eviction.Eviction) {
 	}
 }
 
-// takeEviction returns the eviction requested for uid, once.
-func (k *Kubelet) takeEviction(uid types.UID) (*podRecord, *v1.Pod, *eviction.Eviction) {
+// takeEviction returns the eviction requested for uid and not carried
+// out yet (its kill has not succeeded), and whether this is the first
+// time it is taken. It stays requested until doneEviction.
+func (k *Kubelet) takeEviction(uid types.UID) (rec *podRecord, pod *v1.Pod, ev *eviction.Eviction, first bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	rec := k.pods[uid]
+	rec = k.pods[uid]
 	if rec == nil || rec.eviction == nil {
-		return nil, nil, nil
+		return nil, nil, nil, false
 	}
-	ev := rec.eviction
-	rec.eviction = nil
+	first = !rec.evicted
 	rec.evicted = true
-	return rec, rec.pod, ev
+	return rec, rec.pod, rec.eviction, first
 }
 
-// evictPod runs in the pod's worker: it stops the pod's containers within
-// the eviction's grace period and reports the pod Failed with reason
-// Evicted, upstream's message and, for a node-pressure eviction, a
+// doneEviction records that rec's eviction needs no more work: its kill
+// succeeded, or the pod went away or is being deleted (the deletion kills
+// it).
+func (k *Kubelet) doneEviction(rec *podRecord) {
+	k.mu.Lock()
+	rec.eviction = nil
+	k.mu.Unlock()
+}
+
+// evictPod runs in the pod's worker, first in every sync of the pod while
+// its eviction is not carried out: it records the pod's eviction status,
+// then stops the pod's containers and sandboxes within the eviction's
+// grace period, then reports the pod Failed with reason Evicted,
+// upstream's message and, for a node-pressure eviction, a
 // DisruptionTarget condition (reason TerminationByKubelet). syncPod then
 // keeps it terminal, the condition with it.
+//
+// As upstream's SyncTerminatingPod, the eviction's status (its
+// podStatusFn: phase Failed, reason Evicted, message, DisruptionTarget)
+// is set before the kill, in rec.terminal, the kubelet's record of the
+// status it reports (upstream's status manager): a kill that fails leaves
+// the eviction recorded. The kill's failure is reported (FailedKillPod)
+// and fails the sync, which is retried on the pod workers' back-off with
+// the eviction's grace period, nothing else of the pod synced meanwhile
+// (no container of it restarted). The API sees the terminal phase only
+// once nothing of the pod runs, as upstream's status manager holds a
+// terminal phase and its DisruptionTarget back while the pod could have
+// running containers.
 func (k *Kubelet) evictPod(ctx context.Context, uid types.UID) error {
-	rec, pod, ev := k.takeEviction(uid)
-	if ev == nil || pod == nil || podsync.IsTerminalPhase(pod.Status.Phase) || pod.DeletionTimestamp != nil {
+	rec, pod, ev, first := k.takeEviction(uid)
+	if ev == nil {
 		return nil
 	}
-	// A local storage eviction's event has no annotations (upstream's
-	// has none either).
-	var ann map[string]string
-	if ev.Limit == "" {
-		ann = map[string]string{
-			"offending_containers":       strings.Join(ev.OffendingContainers, ","),
-			"offending_containers_usage": strings.Join(ev.OffendingContainersUsage, ","),
-			"starved_resource":           string(evictionResource(ev)),
-		}
+	if pod == nil || podsync.IsTerminalPhase(pod.Status.Phase) || pod.DeletionTimestamp != nil {
+		k.doneEviction(rec)
+		return nil
 	}
-	if r := k.recorder(); r != nil {
-		r.AnnotatedEventf(pod, ann, v1.EventTypeWarning, eviction.ReasonEvicted, "%s", ev.Message)
+	if first {
+		// A local storage eviction's event has no annotations (upstream's
+		// has none either).
+		var ann map[string]string
+		if ev.Limit == "" {
+			ann = map[string]string{
+				"offending_containers":       strings.Join(ev.OffendingContainers, ","),
+				"offending_containers_usage": strings.Join(ev.OffendingContainersUsage, ","),
+				"starved_resource":           string(evictionResource(ev)),
+			}
+		}
+		if r := k.recorder(); r != nil {
+			r.AnnotatedEventf(pod, ann, v1.EventTypeWarning, eviction.ReasonEvicted, "%s", ev.Message)
+		}
+		// The DisruptionTarget goes with the phase into rec.terminal:
+		// every status the kubelet generates for the pod from now on
+		// reports it, so neither a sync from an older view of the pod nor
+		// a retry after a failed kill or write writes Failed/Evicted
+		// without it.
+		//
+		// A local storage eviction reports no DisruptionTarget: upstream's
+		// kubelet adds it only for node-pressure evictions.
+		rec.terminal = &podsync.Terminal{Phase: v1.PodFailed, Reason: eviction.ReasonEvicted, Message: ev.Message}
+		if ev.Limit == "" {
+			rec.terminal.Condition = &v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: reasonTerminationByKubelet,
+				Message: ev.Message, LastTransitionTime: metav1.NewTime(k.clock.Now())}
+		}
 	}
 	rs, err := k.podRuntimeState(ctx, uid)
 	if err != nil {
@@ -203,18 +246,12 @@ func (k *Kubelet) evictPod(ctx context.Context, uid types.UID) error {
 		k.failedKillPod(pod, err)
 		return fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	// The DisruptionTarget goes with the phase into rec.terminal: every
-	// status the kubelet generates for the pod from now on reports it, so
-	// neither a sync from an older view of the pod nor a retry after this
-	// write failed writes Failed/Evicted without it.
-	//
-	// A local storage eviction reports no DisruptionTarget: upstream's
-	// kubelet adds it only for node-pressure evictions.
+	k.doneEviction(rec)
 	now := k.clock.Now()
-	rec.terminal = &podsync.Terminal{Phase: v1.PodFailed, Reason: eviction.ReasonEvicted, Message: ev.Message}
-	if ev.Limit == "" {
-		rec.terminal.Condition = &v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: reasonTerminationByKubelet,
-			Message: ev.Message, LastTransitionTime: metav1.NewTime(now)}
+	if c := rec.terminal.Condition; c != nil {
+		// As upstream's status manager, which sends the DisruptionTarget
+		// only with the terminal phase and dates it then.
+		c.LastTransitionTime = metav1.NewTime(now)
 	}
 	if rs, err = k.podRuntimeState(ctx, uid); err != nil {
 		return err

@@ -603,10 +603,7 @@ func (k *Kubelet) processNext(ctx context.Context) bool {
 		k.queue.AddAfter(uid, wait)
 		return true
 	}
-	if err := k.evictPod(ctx, uid); err != nil && ctx.Err() == nil {
-		k.log.Info("evict pod", "uid", uid, "err", err)
-	}
-	requeue, err := k.syncPod(ctx, uid)
+	requeue, err := k.syncPod(ctx, uid) // evictPod first, if the pod is being evicted
 	if err != nil && ctx.Err() != nil {
 		return true
 	}

@@ -43,6 +43,12 @@ const (
 // syncPod converges one pod with the runtime and reports its status. It
 // returns when the pod should next be synced even if nothing happens.
 func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, error) {
+	// A pod the eviction manager chose is killed first (evict.go); until
+	// that kill succeeds nothing else of it is synced, as upstream's pod
+	// worker runs only SyncTerminatingPod for a terminating pod.
+	if err := k.evictPod(ctx, uid); err != nil {
+		return 0, err
+	}
 	k.mu.Lock()
 	rec := k.pods[uid]
 	var pod *v1.Pod
