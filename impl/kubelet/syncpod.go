@@ -91,8 +91,17 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	}
 
 	probeResults, nextProbe := k.runProbes(ctx, rec, pod, rs, now)
+	view := k.podView(rec, pod)
+	if rec.terminal != nil && !podsync.IsTerminalPhase(view.Status.Phase) {
+		// A pod the kubelet decided terminal (evicted, past its deadline)
+		// is killed and nothing of it starts again, whatever phase it
+		// reports (held back until nothing of it runs; a failed write).
+		v := *view
+		v.Status.Phase = rec.terminal.Phase
+		view = &v
+	}
 	actions := podsync.ComputePodActions(podsync.Input{
-		Pod: k.podView(rec, pod), Runtime: rs, Probes: probeResults, Backoff: rec.x().backoff, Now: now, Config: k.cfg.Backoff,
+		Pod: view, Runtime: rs, Probes: probeResults, Backoff: rec.x().backoff, Now: now, Config: k.cfg.Backoff,
 	})
 	if actions.Waiting != nil || rec.extra != nil {
 		rec.more().waiting = actions.Waiting
@@ -125,8 +134,17 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	terminating := pod.DeletionTimestamp != nil || podsync.IsTerminalPhase(pod.Status.Phase) || rec.terminal != nil ||
 		(actions.KillPod && !actions.CreateSandbox)
 	podIsTerminal := terminating && rs.Stopped()
+	// The terminal phase the kubelet decided (deadline, eviction) is
+	// reported once nothing of the pod runs: as upstream's status manager
+	// (mergePodStatus) holds a terminal phase and its DisruptionTarget back
+	// while the pod could have running containers, a kill that failed
+	// leaves the pod's phase as it was.
+	terminal := rec.terminal
+	if !podIsTerminal {
+		terminal = nil
+	}
 	st := status.GenerateAPIPodStatus(status.Input{
-		Pod: k.podView(rec, pod), Runtime: rs, Probes: probeResults, Waiting: rec.x().waiting, Terminal: rec.terminal,
+		Pod: k.podView(rec, pod), Runtime: rs, Probes: probeResults, Waiting: rec.x().waiting, Terminal: terminal,
 		PodIsTerminal: podIsTerminal, HostIPs: []string{k.cfg.NodeIP}, RuntimeType: k.rt.Type(), Now: now,
 	})
 	if err := k.writeStatus(ctx, rec, pod, st); err != nil {
