@@ -44,6 +44,12 @@ func deployments(now func() time.Time) *resource.Resource {
 			errs := validateDeployment(d, podValidationOptionsFor(&old.Spec.Template.Spec))
 			return append(errs, apivalidation.ValidateImmutableField(d.Spec.Selector, old.Spec.Selector, field.NewPath("spec", "selector"))...)
 		},
+		warnings: func(d, old *appsv1.Deployment) []string {
+			if old == nil {
+				return workloadWarnings(&d.ObjectMeta, nil, &d.Spec.Template)
+			}
+			return workloadWarnings(&d.ObjectMeta, &old.ObjectMeta, &d.Spec.Template)
+		},
 		table: &tableSpec[*appsv1.Deployment]{columns: deploymentColumns, cells: deploymentCells},
 	}
 	s := newStrategy(k, now)

@@ -42,7 +42,7 @@ func pods(now func() time.Time) *resource.Resource {
 			errs = append(errs, validatePodAnnotationUpdates(p, old)...)
 			return append(errs, validatePodUpdate(p, old)...)
 		},
-		warnings: podSpecIPWarnings,
+		warnings: podCreateWarnings,
 		fields:   podFields,
 		table:    &tableSpec[*corev1.Pod]{columns: podColumns, cells: podCells, conditions: podRowConditions},
 	}

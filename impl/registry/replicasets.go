@@ -41,6 +41,12 @@ func replicaSets(now func() time.Time) *resource.Resource {
 			errs := validateReplicaSet(rs, podValidationOptionsFor(&old.Spec.Template.Spec))
 			return append(errs, apivalidation.ValidateImmutableField(rs.Spec.Selector, old.Spec.Selector, field.NewPath("spec", "selector"))...)
 		},
+		warnings: func(rs, old *appsv1.ReplicaSet) []string {
+			if old == nil {
+				return workloadWarnings(&rs.ObjectMeta, nil, &rs.Spec.Template)
+			}
+			return workloadWarnings(&rs.ObjectMeta, &old.ObjectMeta, &rs.Spec.Template)
+		},
 		fields: func(rs *appsv1.ReplicaSet) fields.Set {
 			return fields.Set{"status.replicas": strconv.Itoa(int(rs.Status.Replicas))}
 		},
