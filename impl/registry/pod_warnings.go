@@ -138,10 +138,17 @@ func podSpecAndMetaWarnings(path *field.Path, spec *corev1.PodSpec, meta *metav1
 			{v.StorageOS != nil, "storageOS", "deprecated in v1.22, non-functional in v1.25+"},
 			{v.Quobyte != nil, "quobyte", "deprecated in v1.22, non-functional in v1.25+"},
 			{v.Glusterfs != nil, "glusterfs", "deprecated in v1.25, non-functional in v1.26+"},
+			{v.Ephemeral != nil && v.Ephemeral.VolumeClaimTemplate != nil, "ephemeral", ""},
 			{v.CephFS != nil, "cephfs", "deprecated in v1.28, non-functional in v1.31+"},
 			{v.RBD != nil, "rbd", "deprecated in v1.28, non-functional in v1.31+"},
 		} {
-			if d.set {
+			switch {
+			case !d.set:
+			case d.name == "ephemeral":
+				// The claim template's own warnings, in upstream's place
+				// among the volume plugins.
+				warnings = append(warnings, claimSpecWarnings(p.Child("ephemeral", "volumeClaimTemplate", "spec"), v.Ephemeral.VolumeClaimTemplate.Spec)...)
+			default:
 				warnings = append(warnings, fmt.Sprintf("%s: %s", p.Child(d.name), d.msg))
 			}
 		}
@@ -223,6 +230,21 @@ func podSpecAndMetaWarnings(path *field.Path, spec *corev1.PodSpec, meta *metav1
 	}
 	for i, ha := range spec.HostAliases {
 		warnings = append(warnings, validation.GetWarningsForIP(specPath.Child("hostAliases").Index(i).Child("ip"), ha.IP)...)
+	}
+	return warnings
+}
+
+// claimSpecWarnings are upstream's GetWarningsForPersistentVolumeClaimSpec:
+// a storage request or limit that is not a whole number of bytes.
+func claimSpecWarnings(path *field.Path, s corev1.PersistentVolumeClaimSpec) []string {
+	var warnings []string
+	for _, l := range []struct {
+		list corev1.ResourceList
+		name string
+	}{{s.Resources.Requests, "requests"}, {s.Resources.Limits, "limits"}} {
+		if q := l.list[corev1.ResourceStorage]; q.MilliValue()%1000 != 0 {
+			warnings = append(warnings, fmt.Sprintf("%s: fractional byte value %q is invalid, must be an integer", path.Child("resources", l.name).Key(string(corev1.ResourceStorage)), q.String()))
+		}
 	}
 	return warnings
 }

@@ -84,6 +84,11 @@ func TestPodSpecAndMetaWarningsAsUpstream(t *testing.T) {
 				{Name: "f", VolumeSource: corev1.VolumeSource{StorageOS: &corev1.StorageOSVolumeSource{}}},
 				{Name: "g", VolumeSource: corev1.VolumeSource{Quobyte: &corev1.QuobyteVolumeSource{}}},
 				{Name: "h", VolumeSource: corev1.VolumeSource{Glusterfs: &corev1.GlusterfsVolumeSource{}}},
+				{Name: "h2", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
+					Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{
+						Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1.5")},
+						Limits:   corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2Gi")},
+					}}}}}},
 				{Name: "i", VolumeSource: corev1.VolumeSource{CephFS: &corev1.CephFSVolumeSource{}}},
 				{Name: "j", VolumeSource: corev1.VolumeSource{RBD: &corev1.RBDVolumeSource{}}},
 			}
@@ -95,8 +100,9 @@ func TestPodSpecAndMetaWarningsAsUpstream(t *testing.T) {
 			`spec.volumes[5].storageOS: deprecated in v1.22, non-functional in v1.25+`,
 			`spec.volumes[6].quobyte: deprecated in v1.22, non-functional in v1.25+`,
 			`spec.volumes[7].glusterfs: deprecated in v1.25, non-functional in v1.26+`,
-			`spec.volumes[8].cephfs: deprecated in v1.28, non-functional in v1.31+`,
-			`spec.volumes[9].rbd: deprecated in v1.28, non-functional in v1.31+`,
+			`spec.volumes[8].ephemeral.volumeClaimTemplate.spec.resources.requests[storage]: fractional byte value "1500m" is invalid, must be an integer`,
+			`spec.volumes[9].cephfs: deprecated in v1.28, non-functional in v1.31+`,
+			`spec.volumes[10].rbd: deprecated in v1.28, non-functional in v1.31+`,
 		}},
 		{"overlapping volume paths", func(s *corev1.PodSpec, m *metav1.ObjectMeta) {
 			s.Volumes = []corev1.Volume{
