@@ -13,7 +13,11 @@
 //     gates) are never written away by a status built from an older view
 //     of the pod (Merge, applied by Manager.Write to every attempt), and a
 //     DisruptionTarget the kubelet decides with a terminal phase is
-//     reported with every status of that phase (Input.Terminal).
+//     reported with every status of that phase (Input.Terminal);
+//   - status.observedGeneration and the observedGeneration of every
+//     condition the kubelet owns are the generation of the pod the status
+//     was generated from (KEP-5067 PodObservedGenerationTracking, GA in
+//     1.35); other components' conditions keep theirs.
 package status
 
 import (
@@ -67,7 +71,11 @@ type Input struct {
 func GenerateAPIPodStatus(in Input) v1.PodStatus {
 	pod, old := in.Pod, in.Pod.Status
 	now := metav1.NewTime(in.Now)
-	s := v1.PodStatus{QOSClass: old.QOSClass, NominatedNodeName: old.NominatedNodeName}
+	// status.observedGeneration: the generation of the pod this status was
+	// generated from, on every status (upstream's
+	// CalculatePodStatusObservedGeneration with PodObservedGenerationTracking
+	// GA and locked on since 1.35).
+	s := v1.PodStatus{QOSClass: old.QOSClass, NominatedNodeName: old.NominatedNodeName, ObservedGeneration: pod.Generation}
 
 	hasInit := len(pod.Spec.InitContainers) > 0
 	s.InitContainerStatuses = containerStatuses(in, pod.Spec.InitContainers, old.InitContainerStatuses, true, hasInit)
@@ -407,6 +415,10 @@ func conditions(in Input, s *v1.PodStatus, now metav1.Time) []v1.PodCondition {
 	others := otherConditions(pod.Status.Conditions, decided)
 	out := make([]v1.PodCondition, 0, 5+len(others))
 	add := func(c v1.PodCondition) {
+		// Each condition the kubelet owns observed the pod's generation,
+		// on every status, whether or not its status changed (upstream's
+		// CalculatePodConditionObservedGeneration, the gate locked on).
+		c.ObservedGeneration = pod.Generation
 		if old := findCondition(pod.Status.Conditions, c.Type); old != nil && old.Status == c.Status {
 			c.LastTransitionTime = old.LastTransitionTime
 		} else {

@@ -248,9 +248,12 @@ func withStatus(cur *v1.Pod, st v1.PodStatus) *v1.Pod {
 }
 
 // Rejected is the status of a pod the kubelet refused to admit: the old
-// status with phase Failed and the rejection's reason and message.
+// status with phase Failed, the rejection's reason and message, and the
+// pod's generation as status.observedGeneration (as upstream's status
+// manager SetPodStatus sets it on every status it is given).
 func Rejected(pod *v1.Pod, reason, message string) v1.PodStatus {
 	s := *pod.Status.DeepCopy()
 	s.Phase, s.Reason, s.Message = v1.PodFailed, reason, message
+	s.ObservedGeneration = pod.Generation
 	return s
 }
