@@ -83,30 +83,31 @@ const (
 // nil for a pod and the template's path for a template.
 func podSpecAndMetaWarnings(path *field.Path, spec *corev1.PodSpec, meta *metav1.ObjectMeta) []string {
 	var warnings []string
-	specPath := path.Child("spec")
+	// Paths are built only for a warning: most pods warn of nothing.
+	specPath := func() *field.Path { return path.Child("spec") }
 
 	// Deprecated node labels in the node selector, node affinity and
 	// topology spread constraints.
 	for _, k := range sortedKeys(spec.NodeSelector) {
 		if msg, ok := deprecatedNodeLabels[k]; ok {
-			warnings = append(warnings, fmt.Sprintf("%s: %s", specPath.Child("nodeSelector").Key(k), msg))
+			warnings = append(warnings, fmt.Sprintf("%s: %s", specPath().Child("nodeSelector").Key(k), msg))
 		}
 	}
 	if spec.Affinity != nil && spec.Affinity.NodeAffinity != nil {
 		n := spec.Affinity.NodeAffinity
 		if n.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-			terms := specPath.Child("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
+			terms := specPath().Child("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
 			for i, term := range n.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
 				warnings = append(warnings, nodeSelectorTermWarnings(term, terms.Index(i))...)
 			}
 		}
-		preferred := specPath.Child("affinity", "nodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution")
+		preferred := specPath().Child("affinity", "nodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution")
 		for i, term := range n.PreferredDuringSchedulingIgnoredDuringExecution {
 			warnings = append(warnings, nodeSelectorTermWarnings(term.Preference, preferred.Index(i).Child("preference"))...)
 		}
 	}
 	for i, c := range spec.TopologySpreadConstraints {
-		p := specPath.Child("topologySpreadConstraints").Index(i)
+		p := specPath().Child("topologySpreadConstraints").Index(i)
 		if msg, ok := deprecatedNodeLabels[c.TopologyKey]; ok {
 			warnings = append(warnings, fmt.Sprintf("%s: %s is %s", p.Child("topologyKey"), c.TopologyKey, msg))
 		}
@@ -116,16 +117,16 @@ func podSpecAndMetaWarnings(path *field.Path, spec *corev1.PodSpec, meta *metav1
 	}
 
 	// Deprecated annotations.
-	annotations := path.Child("metadata", "annotations")
+	annotations := func() *field.Path { return path.Child("metadata", "annotations") }
 	for _, d := range deprecatedPodAnnotations {
 		if _, ok := meta.Annotations[d.key]; ok {
-			warnings = append(warnings, fmt.Sprintf("%s: %s", annotations.Key(d.key), d.message))
+			warnings = append(warnings, fmt.Sprintf("%s: %s", annotations().Key(d.key), d.message))
 		}
 	}
 
 	// Deprecated and removed volume plugins.
 	for i, v := range spec.Volumes {
-		p := specPath.Child("volumes").Index(i)
+		p := specPath().Child("volumes").Index(i)
 		for _, d := range []struct {
 			set  bool
 			name string
@@ -157,67 +158,72 @@ func podSpecAndMetaWarnings(path *field.Path, spec *corev1.PodSpec, meta *metav1
 
 	// Duplicate hostAliases IPs and imagePullSecrets, and empty
 	// imagePullSecrets names.
-	seen := sets.New[string]()
-	for i, a := range spec.HostAliases {
-		if seen.Has(a.IP) {
-			warnings = append(warnings, fmt.Sprintf("%s: duplicate ip %q", specPath.Child("hostAliases").Index(i).Child("ip"), a.IP))
+	if len(spec.HostAliases) > 1 {
+		seen := sets.New[string]()
+		for i, a := range spec.HostAliases {
+			if seen.Has(a.IP) {
+				warnings = append(warnings, fmt.Sprintf("%s: duplicate ip %q", specPath().Child("hostAliases").Index(i).Child("ip"), a.IP))
+			}
+			seen.Insert(a.IP)
 		}
-		seen.Insert(a.IP)
 	}
-	seen = sets.New[string]()
-	for i, s := range spec.ImagePullSecrets {
-		if seen.Has(s.Name) {
-			warnings = append(warnings, fmt.Sprintf("%s: duplicate name %q", specPath.Child("imagePullSecrets").Index(i).Child("name"), s.Name))
+	if len(spec.ImagePullSecrets) > 1 {
+		seen := sets.New[string]()
+		for i, s := range spec.ImagePullSecrets {
+			if seen.Has(s.Name) {
+				warnings = append(warnings, fmt.Sprintf("%s: duplicate name %q", specPath().Child("imagePullSecrets").Index(i).Child("name"), s.Name))
+			}
+			seen.Insert(s.Name)
 		}
-		seen.Insert(s.Name)
 	}
 	for i, s := range spec.ImagePullSecrets {
 		if s.Name == "" {
-			warnings = append(warnings, fmt.Sprintf("%s: invalid empty name %q", specPath.Child("imagePullSecrets").Index(i).Child("name"), s.Name))
+			warnings = append(warnings, fmt.Sprintf("%s: invalid empty name %q", specPath().Child("imagePullSecrets").Index(i).Child("name"), s.Name))
 		}
 	}
 
 	// Fractional byte quantities in the overhead.
-	warnings = append(warnings, fractionalByteWarnings(spec.Overhead, specPath.Child("overhead"))...)
+	if len(spec.Overhead) > 0 {
+		warnings = append(warnings, fractionalByteWarnings(spec.Overhead, specPath().Child("overhead"))...)
+	}
 
 	// Seccomp annotations without the field.
 	if spec.SecurityContext == nil || spec.SecurityContext.SeccompProfile == nil {
 		if _, ok := meta.Annotations[seccompPodAnnotation]; ok {
-			warnings = append(warnings, fmt.Sprintf(`%s: non-functional in v1.27+; use the "seccompProfile" field instead`, annotations.Key(seccompPodAnnotation)))
+			warnings = append(warnings, fmt.Sprintf(`%s: non-functional in v1.27+; use the "seccompProfile" field instead`, annotations().Key(seccompPodAnnotation)))
 		}
 	}
 	podAppArmor := spec.SecurityContext != nil && spec.SecurityContext.AppArmorProfile != nil
-	containers := podContainersWithPaths(spec, specPath)
-	for _, cp := range containers {
-		c, p := cp.c, cp.path
-		if c.SecurityContext == nil || c.SecurityContext.SeccompProfile == nil {
+	visitContainersWithPath(spec, path, func(cp containerWithPath) {
+		c := cp.c
+		if len(meta.Annotations) > 0 && (c.SecurityContext == nil || c.SecurityContext.SeccompProfile == nil) {
 			if _, ok := meta.Annotations[seccompContainerAnnotationPrefix+c.Name]; ok {
-				warnings = append(warnings, fmt.Sprintf(`%s: non-functional in v1.27+; use the "seccompProfile" field instead`, annotations.Key(seccompContainerAnnotationPrefix+c.Name)))
+				warnings = append(warnings, fmt.Sprintf(`%s: non-functional in v1.27+; use the "seccompProfile" field instead`, annotations().Key(seccompContainerAnnotationPrefix+c.Name)))
 			}
 		}
 		// Upstream warns of a pod's AppArmor annotations elsewhere (its
 		// AppArmor version skew handling), so only templates here.
-		if path != nil && !podAppArmor && (c.SecurityContext == nil || c.SecurityContext.AppArmorProfile == nil) {
+		if path != nil && len(meta.Annotations) > 0 && !podAppArmor && (c.SecurityContext == nil || c.SecurityContext.AppArmorProfile == nil) {
 			if _, ok := meta.Annotations[appArmorContainerAnnotationPrefix+c.Name]; ok {
-				warnings = append(warnings, fmt.Sprintf(`%s: deprecated since v1.30; use the "appArmorProfile" field instead`, annotations.Key(appArmorContainerAnnotationPrefix+c.Name)))
+				warnings = append(warnings, fmt.Sprintf(`%s: deprecated since v1.30; use the "appArmorProfile" field instead`, annotations().Key(appArmorContainerAnnotationPrefix+c.Name)))
 			}
 		}
-		warnings = append(warnings, containerResourceWarnings(c.Resources, p.Child("resources"))...)
-		warnings = append(warnings, hiddenEnvWarnings(c.Env, p.Child("env"))...)
-	}
-	warnings = append(warnings, containerPortWarnings(containers)...)
+		warnings = append(warnings, containerResourceWarnings(cp)...)
+		warnings = append(warnings, hiddenEnvWarnings(cp)...)
+	})
+	warnings = append(warnings, containerPortWarnings(spec, path)...)
 
 	if spec.TerminationGracePeriodSeconds != nil && *spec.TerminationGracePeriodSeconds < 0 {
-		warnings = append(warnings, fmt.Sprintf("%s: must be >= 0; negative values are invalid and will be treated as 1", specPath.Child("terminationGracePeriodSeconds")))
+		warnings = append(warnings, fmt.Sprintf("%s: must be >= 0; negative values are invalid and will be treated as 1", specPath().Child("terminationGracePeriodSeconds")))
 	}
 
 	if a := spec.Affinity; a != nil {
 		if pa := a.PodAffinity; pa != nil {
-			p := specPath.Child("affinity", "podAffinity")
+			p := specPath().Child("affinity", "podAffinity")
 			warnings = append(warnings, podAffinityTermWarnings(pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution, p)...)
 		}
 		if pa := a.PodAntiAffinity; pa != nil {
-			p := specPath.Child("affinity", "podAntiAffinity")
+			p := specPath().Child("affinity", "podAntiAffinity")
 			warnings = append(warnings, podAffinityTermWarnings(pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution, p)...)
 		}
 	}
@@ -225,11 +231,11 @@ func podSpecAndMetaWarnings(path *field.Path, spec *corev1.PodSpec, meta *metav1
 	// Non-standard IPs (KEP-4858).
 	if spec.DNSConfig != nil {
 		for i, ns := range spec.DNSConfig.Nameservers {
-			warnings = append(warnings, validation.GetWarningsForIP(specPath.Child("dnsConfig", "nameservers").Index(i), ns)...)
+			warnings = append(warnings, validation.GetWarningsForIP(specPath().Child("dnsConfig", "nameservers").Index(i), ns)...)
 		}
 	}
 	for i, ha := range spec.HostAliases {
-		warnings = append(warnings, validation.GetWarningsForIP(specPath.Child("hostAliases").Index(i).Child("ip"), ha.IP)...)
+		warnings = append(warnings, validation.GetWarningsForIP(specPath().Child("hostAliases").Index(i).Child("ip"), ha.IP)...)
 	}
 	return warnings
 }
@@ -299,15 +305,16 @@ func fractionalByteWarnings(l corev1.ResourceList, path *field.Path) []string {
 
 // containerResourceWarnings checks limits and requests in upstream's order
 // (memory limit, memory request, ephemeral-storage limit, request).
-func containerResourceWarnings(r corev1.ResourceRequirements, path *field.Path) []string {
+func containerResourceWarnings(cp containerWithPath) []string {
 	var warnings []string
+	r := cp.c.Resources
 	for _, name := range []corev1.ResourceName{corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
 		for _, l := range []struct {
 			list corev1.ResourceList
 			name string
 		}{{r.Limits, "limits"}, {r.Requests, "requests"}} {
 			if q, ok := l.list[name]; ok && q.MilliValue()%1000 != 0 {
-				warnings = append(warnings, fmt.Sprintf("%s: fractional byte value %q is invalid, must be an integer", path.Child(l.name).Key(string(name)), q.String()))
+				warnings = append(warnings, fmt.Sprintf("%s: fractional byte value %q is invalid, must be an integer", cp.path().Child("resources", l.name).Key(string(name)), q.String()))
 			}
 		}
 	}
@@ -317,7 +324,11 @@ func containerResourceWarnings(r corev1.ResourceRequirements, path *field.Path) 
 // hiddenEnvWarnings: a repeated env var name replaces the earlier one
 // (which server-side apply may then drop), unless the new value refers to
 // it as $(NAME) (and is not just that, and has no valueFrom).
-func hiddenEnvWarnings(env []corev1.EnvVar, path *field.Path) []string {
+func hiddenEnvWarnings(cp containerWithPath) []string {
+	env := cp.c.Env
+	if len(env) < 2 {
+		return nil
+	}
 	var warnings []string
 	seen := sets.New[string]()
 	for i, e := range env {
@@ -327,64 +338,80 @@ func hiddenEnvWarnings(env []corev1.EnvVar, path *field.Path) []string {
 		}
 		ref := "$(" + e.Name + ")"
 		if e.ValueFrom != nil || e.Value == ref || !strings.Contains(e.Value, ref) {
-			warnings = append(warnings, fmt.Sprintf("%s: hides previous definition of %q, which may be dropped when using apply", path.Index(i), e.Name))
+			warnings = append(warnings, fmt.Sprintf("%s: hides previous definition of %q, which may be dropped when using apply", cp.path().Child("env").Index(i), e.Name))
 		}
 	}
 	return warnings
 }
 
+// containerWithPath is a container and where it is; its path is built
+// only for a warning.
 type containerWithPath struct {
-	c    *corev1.Container
-	path *field.Path
+	c     *corev1.Container
+	root  *field.Path // nil for a pod, the template's path for a template
+	list  string
+	index int
 }
 
-// podContainersWithPaths lists init, app and ephemeral containers with
-// their paths, as upstream's VisitContainersWithPath.
-func podContainersWithPaths(s *corev1.PodSpec, specPath *field.Path) []containerWithPath {
-	var out []containerWithPath
+func (cp containerWithPath) path() *field.Path {
+	return cp.root.Child("spec", cp.list).Index(cp.index)
+}
+
+// visitContainersWithPath calls f for init, app and ephemeral containers,
+// as upstream's VisitContainersWithPath.
+func visitContainersWithPath(s *corev1.PodSpec, root *field.Path, f func(containerWithPath)) {
 	for i := range s.InitContainers {
-		out = append(out, containerWithPath{&s.InitContainers[i], specPath.Child("initContainers").Index(i)})
+		f(containerWithPath{&s.InitContainers[i], root, "initContainers", i})
 	}
 	for i := range s.Containers {
-		out = append(out, containerWithPath{&s.Containers[i], specPath.Child("containers").Index(i)})
+		f(containerWithPath{&s.Containers[i], root, "containers", i})
 	}
 	for i := range s.EphemeralContainers {
-		out = append(out, containerWithPath{(*corev1.Container)(&s.EphemeralContainers[i].EphemeralContainerCommon), specPath.Child("ephemeralContainers").Index(i)})
+		f(containerWithPath{(*corev1.Container)(&s.EphemeralContainers[i].EphemeralContainerCommon), root, "ephemeralContainers", i})
 	}
-	return out
 }
 
 // containerPortWarnings: a hostIP without a hostPort, and container ports
 // (across all containers) of the same number and protocol that are
 // duplicates, overlap (one without a hostPort) or are ambiguous (the same
 // hostPort, one with a hostIP and one without).
-func containerPortWarnings(containers []containerWithPath) []string {
+func containerPortWarnings(spec *corev1.PodSpec, root *field.Path) []string {
 	type portAt struct {
-		path *field.Path
-		port corev1.ContainerPort
+		cp    containerWithPath
+		index int
+		port  *corev1.ContainerPort
+	}
+	pathOf := func(p portAt) *field.Path { return p.cp.path().Child("ports").Index(p.index) }
+	type portKey struct {
+		port     int32
+		protocol corev1.Protocol
 	}
 	var warnings []string
-	all := map[string][]portAt{}
-	for _, cp := range containers {
-		for i, port := range cp.c.Ports {
-			p := cp.path.Child("ports").Index(i)
+	var all map[portKey][]portAt
+	visitContainersWithPath(spec, root, func(cp containerWithPath) {
+		for i := range cp.c.Ports {
+			port := &cp.c.Ports[i]
+			this := portAt{cp, i, port}
 			if port.HostIP != "" && port.HostPort == 0 {
-				warnings = append(warnings, fmt.Sprintf("%s: hostIP set without hostPort: %+v", p, port))
+				warnings = append(warnings, fmt.Sprintf("%s: hostIP set without hostPort: %+v", pathOf(this), *port))
 			}
-			k := fmt.Sprintf("%d/%s", port.ContainerPort, port.Protocol)
+			if all == nil {
+				all = map[portKey][]portAt{}
+			}
+			k := portKey{port.ContainerPort, port.Protocol}
 			for _, other := range all[k] {
 				switch a, b := port.HostIP == "", other.port.HostIP == ""; {
 				case port.HostIP == other.port.HostIP && port.HostPort == other.port.HostPort:
-					warnings = append(warnings, fmt.Sprintf("%s: duplicate port definition with %s", p, other.path))
+					warnings = append(warnings, fmt.Sprintf("%s: duplicate port definition with %s", pathOf(this), pathOf(other)))
 				case port.HostPort == 0 || other.port.HostPort == 0:
-					warnings = append(warnings, fmt.Sprintf("%s: overlapping port definition with %s", p, other.path))
+					warnings = append(warnings, fmt.Sprintf("%s: overlapping port definition with %s", pathOf(this), pathOf(other)))
 				case port.HostPort == other.port.HostPort && a != b:
-					warnings = append(warnings, fmt.Sprintf("%s: dangerously ambiguous port definition with %s", p, other.path))
+					warnings = append(warnings, fmt.Sprintf("%s: dangerously ambiguous port definition with %s", pathOf(this), pathOf(other)))
 				}
 			}
-			all[k] = append(all[k], portAt{p, port})
+			all[k] = append(all[k], this)
 		}
-	}
+	})
 	return warnings
 }
 
