@@ -337,29 +337,11 @@ func validateDNSConfig(c *corev1.PodDNSConfig, policy corev1.DNSPolicy, path *fi
 // validatePodDNSConfig and ValidateHostAliases: IsValidIPForLegacyField with
 // StrictIPCIDRValidation on (KEP-4858, beta and on by default since 1.36),
 // so leading zeros and IPv4-mapped IPv6 are refused while a non-canonical
-// IPv6 address is accepted (with a warning, podSpecIPWarnings). Upstream
+// IPv6 address is accepted (with a warning, podSpecAndMetaWarnings). Upstream
 // passes no old IPs for these fields: they are immutable in a pod, and
 // its ratcheting for immutable fields was not implemented.
 func validateLegacyIP(ip string, path *field.Path) field.ErrorList {
 	return validation.IsValidIPForLegacyField(path, ip, true, nil)
-}
-
-// podSpecIPWarnings are the Warning headers of a valid pod create or
-// update for spec.dnsConfig.nameservers and spec.hostAliases[].ip, as
-// upstream's GetWarningsForPod (KEP-4858's API warnings): a non-standard
-// IP (only a non-canonical IPv6 address passes validation) is named with
-// its canonical form.
-func podSpecIPWarnings(p, _ *corev1.Pod) []string {
-	var warnings []string
-	if p.Spec.DNSConfig != nil {
-		for i, ns := range p.Spec.DNSConfig.Nameservers {
-			warnings = append(warnings, validation.GetWarningsForIP(field.NewPath("spec", "dnsConfig", "nameservers").Index(i), ns)...)
-		}
-	}
-	for i, ha := range p.Spec.HostAliases {
-		warnings = append(warnings, validation.GetWarningsForIP(field.NewPath("spec", "hostAliases").Index(i).Child("ip"), ha.IP)...)
-	}
-	return warnings
 }
 
 // validatePodSecurityContext checks spec.securityContext as upstream's

@@ -25,12 +25,12 @@ import (
 
 // podCreateWarnings are the Warning headers of a valid pod create, as
 // upstream's podStrategy.WarningsOnCreate: the name as a DNS label, then
-// GetWarningsForPod. An update gets only the IP warnings
-// (podSpecIPWarnings), as before; upstream's podStrategy.WarningsOnUpdate
-// returns none at all.
+// GetWarningsForPod. An update gets none, as upstream's
+// podStrategy.WarningsOnUpdate (pods are updated often, mostly by
+// controllers, and their spec is mostly immutable).
 func podCreateWarnings(p, old *corev1.Pod) []string {
 	if old != nil {
-		return podSpecIPWarnings(p, old)
+		return nil
 	}
 	var warnings []string
 	if msgs := validation.IsDNS1123Label(p.Name); len(msgs) != 0 {
