@@ -234,8 +234,10 @@ func (k *Kubelet) evictPod(ctx context.Context, uid types.UID) error {
 		// kubelet adds it only for node-pressure evictions.
 		rec.terminal = &podsync.Terminal{Phase: v1.PodFailed, Reason: eviction.ReasonEvicted, Message: ev.Message}
 		if ev.Limit == "" {
+			// observedGeneration: the evicted pod's generation, as
+			// upstream's eviction manager sets it.
 			rec.terminal.Condition = &v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: reasonTerminationByKubelet,
-				Message: ev.Message, LastTransitionTime: metav1.NewTime(k.clock.Now())}
+				Message: ev.Message, LastTransitionTime: metav1.NewTime(k.clock.Now()), ObservedGeneration: pod.Generation}
 		}
 	}
 	rs, err := k.podRuntimeState(ctx, uid)
