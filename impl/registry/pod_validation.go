@@ -458,20 +458,11 @@ func validateProcMountUserNamespace(s *corev1.PodSpec, path *field.Path) field.E
 		return nil
 	}
 	var errs field.ErrorList
-	check := func(sc *corev1.SecurityContext, p *field.Path) {
+	visitContainerSecurityContexts(s, path, func(sc *corev1.SecurityContext, p *field.Path) {
 		if sc != nil && sc.ProcMount != nil && *sc.ProcMount == corev1.UnmaskedProcMount {
 			errs = append(errs, field.Invalid(p.Child("securityContext", "procMount"), sc.ProcMount, "`hostUsers` must be false to use `Unmasked`"))
 		}
-	}
-	for i := range s.InitContainers {
-		check(s.InitContainers[i].SecurityContext, path.Child("initContainers").Index(i))
-	}
-	for i := range s.Containers {
-		check(s.Containers[i].SecurityContext, path.Child("containers").Index(i))
-	}
-	for i := range s.EphemeralContainers {
-		check(s.EphemeralContainers[i].SecurityContext, path.Child("ephemeralContainers").Index(i))
-	}
+	})
 	return errs
 }
 
