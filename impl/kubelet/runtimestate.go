@@ -83,6 +83,7 @@ func (k *Kubelet) podRuntimeState(ctx context.Context, uid types.UID) (*podstate
 		if st.Image != nil {
 			pc.Image = st.Image.Image
 		}
+		pc.Resources = st.GetResources().GetLinux()
 		ps.Containers = append(ps.Containers, pc)
 	}
 	sortNewestFirst(ps)

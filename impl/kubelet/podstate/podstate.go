@@ -90,6 +90,11 @@ type Container struct {
 	Message    string
 	Image      string
 	ImageRef   string
+	// Resources are the cgroup values the runtime reports the container
+	// has (CRI ContainerStatus.Resources.Linux; nil when it reports none):
+	// what an in-place resize compares with the allocated resources. The
+	// runtime's own, never to be changed.
+	Resources *runtimeapi.LinuxContainerResources
 }
 
 // Pod is the runtime's view of one pod.

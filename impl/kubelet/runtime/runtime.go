@@ -81,6 +81,15 @@ type Runtime interface {
 	RemoveContainer(ctx context.Context, containerID string) error
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
 	ContainerStatus(ctx context.Context, containerID string) (*runtimeapi.ContainerStatus, error)
+	// UpdateContainerResources changes the cgroup values of a created or
+	// running container in place (CRI UpdateContainerResources, an
+	// in-place pod resize); ContainerStatus reports them afterwards.
+	UpdateContainerResources(ctx context.Context, containerID string, resources *runtimeapi.LinuxContainerResources) error
+	// UpdatePodSandboxResources tells the runtime a sandbox's new
+	// resources and overhead after a resize (CRI
+	// UpdatePodSandboxResources; a runtime without it answers gRPC
+	// Unimplemented, which the kubelet ignores, as upstream's).
+	UpdatePodSandboxResources(ctx context.Context, podSandboxID string, overhead, resources *runtimeapi.LinuxContainerResources) error
 
 	// ExecSync runs cmd in the container and returns its output and exit code.
 	ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (stdout, stderr []byte, exitCode int32, err error)

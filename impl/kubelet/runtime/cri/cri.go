@@ -278,6 +278,18 @@ func (r *Runtime) ContainerStatus(ctx context.Context, id string) (*runtimeapi.C
 	return resp.Status, nil
 }
 
+// UpdateContainerResources implements runtime.Runtime.
+func (r *Runtime) UpdateContainerResources(ctx context.Context, id string, resources *runtimeapi.LinuxContainerResources) error {
+	_, err := r.rs.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{ContainerId: id, Linux: resources})
+	return wrap("update container resources "+id, err)
+}
+
+// UpdatePodSandboxResources implements runtime.Runtime.
+func (r *Runtime) UpdatePodSandboxResources(ctx context.Context, id string, overhead, resources *runtimeapi.LinuxContainerResources) error {
+	_, err := r.rs.UpdatePodSandboxResources(ctx, &runtimeapi.UpdatePodSandboxResourcesRequest{PodSandboxId: id, Overhead: overhead, Resources: resources})
+	return wrap("update pod sandbox resources "+id, err)
+}
+
 // ExecSync implements runtime.Runtime.
 func (r *Runtime) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) ([]byte, []byte, int32, error) {
 	secs := int64(timeout / time.Second)

@@ -232,7 +232,8 @@ func (r *Runtime) ContainerSecurity(id string) (*runtimeapi.LinuxContainerSecuri
 	return c.security, nil
 }
 
-// SandboxLinux returns the Linux config a sandbox was created with.
+// SandboxLinux returns the Linux config a sandbox was created with (its
+// resources and overhead those of its last UpdatePodSandboxResources).
 func (r *Runtime) SandboxLinux(id string) (*runtimeapi.LinuxPodSandboxConfig, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

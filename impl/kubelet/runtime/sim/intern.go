@@ -202,7 +202,7 @@ func (s *sharedParts) sandboxLinux(l *runtimeapi.LinuxPodSandboxConfig, podUID s
 }
 
 // resources returns the shared resources equal to r (a sandbox's
-// resources or overhead).
+// resources or overhead, a container's cgroup values).
 func (s *sharedParts) resources(r *runtimeapi.LinuxContainerResources) *runtimeapi.LinuxContainerResources {
 	if r == nil {
 		return nil
@@ -225,6 +225,10 @@ type containerSpec struct {
 	// stdinOnce: the main process (simulated as `cat`, see stream.go)
 	// ends when the stdin of the first attach closes (CRI stdin_once).
 	stdinOnce bool
+	// resources are the cgroup values it was created with (shared:
+	// sharedParts.resources); an in-place resize's are the container's
+	// own (containerMore.resources).
+	resources *runtimeapi.LinuxContainerResources
 }
 
 // containerSpecKey identifies a containerSpec by its parts, which the
@@ -243,6 +247,7 @@ type containerSpecKey struct {
 	envLen      int
 	security    *runtimeapi.LinuxContainerSecurityContext
 	stdinOnce   bool
+	resources   *runtimeapi.LinuxContainerResources
 }
 
 // containerSpec returns the shared spec equal to v, whose parts are the
@@ -251,6 +256,7 @@ func (s *sharedParts) containerSpec(v containerSpec) *containerSpec {
 	k := containerSpecKey{
 		meta: v.meta, image: v.image, imageRef: v.imageRef, annotations: reflect.ValueOf(v.annotations).UnsafePointer(),
 		faults: v.faults, env: unsafe.SliceData(v.env), envLen: len(v.env), security: v.security, stdinOnce: v.stdinOnce,
+		resources: v.resources,
 	}
 	s.mu.Lock()
 	kept, ok := s.specs[k]

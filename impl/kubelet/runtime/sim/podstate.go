@@ -70,7 +70,7 @@ func (r *Runtime) PodState(ctx context.Context, podUID string) (*podstate.Pod, e
 			ID: r.ids.id(c.seq), Name: name, Init: typ == "init", Ephemeral: typ == runtime.ContainerTypeEphemeral, SandboxID: r.ids.id(c.sandboxSeq), Attempt: c.meta.GetAttempt(),
 			State: podstate.FromCRI(c.state), CreatedAt: podstate.CRITime(c.createdAt), StartedAt: podstate.CRITime(c.startedAt),
 			FinishedAt: podstate.CRITime(end.finishedAt), ExitCode: end.exitCode, Reason: end.reason, Message: end.message,
-			Image: img, ImageRef: ref,
+			Image: img, ImageRef: ref, Resources: c.currentResources(),
 		}
 	}
 	return ps, nil

@@ -172,7 +172,8 @@ func compactMeta(m *runtimeapi.PodSandboxMetadata, l *labelSet) (*runtimeapi.Pod
 	return m, 0
 }
 
-// linuxConfig is the Linux config the sandbox was created with.
+// linuxConfig is the Linux config the sandbox was created with, with the
+// resources and overhead of its last UpdatePodSandboxResources.
 func (s *sandbox) linuxConfig() *runtimeapi.LinuxPodSandboxConfig {
 	if !s.cgroupFromUID {
 		return s.linux
@@ -211,6 +212,9 @@ type containerMore struct {
 	reason, message string
 	files           map[string]string // written by its processes (exec.go)
 	logs            []runtime.LogLine // its output, when more than one line (output)
+	// resources are the cgroup values an in-place resize gave it
+	// (UpdateContainerResources); nil: those it was created with.
+	resources *runtimeapi.LinuxContainerResources
 }
 
 // noMore is the zero containerMore, read when a container has none.
@@ -230,6 +234,16 @@ func (c *container) set() *containerMore {
 		c.more = &containerMore{}
 	}
 	return c.more
+}
+
+// currentResources are the cgroup values the container has: the last
+// UpdateContainerResources gave it, or those it was created with (nil for
+// none).
+func (c *container) currentResources() *runtimeapi.LinuxContainerResources {
+	if r := c.get().resources; r != nil {
+		return r
+	}
+	return c.resources
 }
 
 // shell is the tiny shell of one command run in the container (exec.go);
@@ -708,7 +722,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 			meta: shared.containerMeta(config.Metadata), image: config.Image.Image, imageRef: ref,
 			annotations: shared.stringMap(config.Annotations), faults: f.shared(),
 			env: shared.env(config.Envs), security: shared.securityContext(config.GetLinux().GetSecurityContext()),
-			stdinOnce: config.StdinOnce,
+			stdinOnce: config.StdinOnce, resources: shared.resources(config.GetLinux().GetResources()),
 		}),
 	}
 	c.mounts = mountsOf(config.Mounts, c.labels.podUID)
@@ -970,7 +984,54 @@ func (r *Runtime) ContainerStatus(ctx context.Context, id string) (*runtimeapi.C
 		Id: r.ids.id(c.seq), Metadata: c.meta, State: c.state, CreatedAt: c.createdAt, StartedAt: c.startedAt,
 		FinishedAt: end.finishedAt, ExitCode: end.exitCode, Image: &runtimeapi.ImageSpec{Image: img},
 		ImageRef: ref, Reason: end.reason, Message: end.message, Labels: c.labels.toMap(), Annotations: c.annotations,
+		Resources: containerResources(c.currentResources()),
 	}, nil
+}
+
+// containerResources is CRI ContainerStatus.Resources of a container
+// whose cgroup values are r (nil for none).
+func containerResources(r *runtimeapi.LinuxContainerResources) *runtimeapi.ContainerResources {
+	if r == nil {
+		return nil
+	}
+	return &runtimeapi.ContainerResources{Linux: r}
+}
+
+// UpdateContainerResources implements runtime.Runtime: a created or
+// running container has the new cgroup values from now on (ContainerStatus
+// and PodState report them); an exited one is refused, as is an unknown
+// one (runtime.ErrNotFound).
+func (r *Runtime) UpdateContainerResources(ctx context.Context, id string, resources *runtimeapi.LinuxContainerResources) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.containerByID(id)
+	if !ok {
+		return fmt.Errorf("update container resources %s: %w", id, runtime.ErrNotFound)
+	}
+	c.refresh(r.clock.Now())
+	if c.state != runtimeapi.ContainerState_CONTAINER_CREATED && c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return status.Errorf(codes.FailedPrecondition, "update container resources %s: container is %s, not running or created", id, c.state)
+	}
+	c.set().resources = shared.resources(resources)
+	return nil
+}
+
+// UpdatePodSandboxResources implements runtime.Runtime: the sandbox's
+// Linux config holds the new resources and overhead from now on.
+func (r *Runtime) UpdatePodSandboxResources(ctx context.Context, id string, overhead, resources *runtimeapi.LinuxContainerResources) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.sandboxByID(id)
+	if !ok {
+		return fmt.Errorf("update pod sandbox resources %s: %w", id, runtime.ErrNotFound)
+	}
+	var l runtimeapi.LinuxPodSandboxConfig
+	if s.linux != nil { // shared: a new config, not a change of it
+		l.CgroupParent, l.SecurityContext, l.Sysctls = s.linux.CgroupParent, s.linux.SecurityContext, s.linux.Sysctls
+	}
+	l.Overhead, l.Resources = shared.resources(overhead), shared.resources(resources)
+	s.linux = &l
+	return nil
 }
 
 // ContainerLogs implements runtime.Runtime.

@@ -225,6 +225,16 @@ func (s *Server) ContainerStatus(ctx context.Context, req *runtimeapi.ContainerS
 	return &runtimeapi.ContainerStatusResponse{Status: st}, nil
 }
 
+// UpdateContainerResources implements CRI.
+func (s *Server) UpdateContainerResources(ctx context.Context, req *runtimeapi.UpdateContainerResourcesRequest) (*runtimeapi.UpdateContainerResourcesResponse, error) {
+	return &runtimeapi.UpdateContainerResourcesResponse{}, grpcErr(s.rt.UpdateContainerResources(ctx, req.ContainerId, req.Linux))
+}
+
+// UpdatePodSandboxResources implements CRI.
+func (s *Server) UpdatePodSandboxResources(ctx context.Context, req *runtimeapi.UpdatePodSandboxResourcesRequest) (*runtimeapi.UpdatePodSandboxResourcesResponse, error) {
+	return &runtimeapi.UpdatePodSandboxResourcesResponse{}, grpcErr(s.rt.UpdatePodSandboxResources(ctx, req.PodSandboxId, req.Overhead, req.Resources))
+}
+
 // ExecSync implements CRI.
 func (s *Server) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
 	out, errOut, code, err := s.rt.ExecSync(ctx, req.ContainerId, req.Cmd, time.Duration(req.Timeout)*time.Second)
