@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/credentialprovider"
 	"github.com/kubeproof/kubeproof/impl/kubelet/pullrecords"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/credentials"
 )
 
 // tokenCredentialPlugin is a credential provider executable in service
@@ -162,5 +163,114 @@ providers:
 	// not asked; a Never pod may not use the image, as if it were absent.
 	if cs := cstatus(h.sync(pod("fourth", "plain", v1.PullNever)), "app"); cs.State.Waiting == nil || cs.State.Waiting.Reason != "ErrImageNeverPull" || len(asked()) != 2 {
 		t.Fatalf("Never pod of service account plain: %+v after %d plugin runs", cs.State, len(asked()))
+	}
+}
+
+// TestImageCredentialProviderTokenDroppedWithPod: the service account
+// token a credential provider plugin was given for a pod is dropped once
+// the pod is removed from the kubelet, as upstream's kubelet drops a
+// pod's tokens from its token manager (DeleteServiceAccountToken): while
+// the pod is there its token is reused, after it the same pod's ask
+// requests a new one; another pod's token stays.
+func TestImageCredentialProviderTokenDroppedWithPod(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "sa-creds"), []byte(tokenCredentialPlugin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(config, []byte(`apiVersion: kubelet.config.k8s.io/v1
+kind: CredentialProviderConfig
+providers:
+- name: sa-creds
+  matchImages: ["*.example.com"]
+  defaultCacheDuration: 10m
+  apiVersion: credentialprovider.kubelet.k8s.io/v1
+  tokenAttributes:
+    serviceAccountTokenAudience: registry.example.com
+    requireServiceAccount: true
+    cacheType: ServiceAccount
+  env:
+  - {name: CALLS, value: `+filepath.Join(dir, "calls")+`}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	providers, err := credentialprovider.Register(config, bin, func() time.Time { return now }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := imageCredentialsHarness(t, t.TempDir(), func(c *Config) { c.ImageCredentialProviders = providers })
+	requests := map[string]int{} // by bound pod
+	h.client.PrependReactor("create", "serviceaccounts", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		ca := a.(clienttesting.CreateAction)
+		if ca.GetSubresource() != "token" {
+			return false, nil, nil
+		}
+		tr := ca.GetObject().(*authenticationv1.TokenRequest).DeepCopy()
+		requests[tr.Spec.BoundObjectRef.Name]++
+		secs := int64(3600)
+		tr.Spec.ExpirationSeconds = &secs
+		tr.Status = authenticationv1.TokenRequestStatus{Token: "sa-token-" + tr.Spec.BoundObjectRef.Name, ExpirationTimestamp: metav1.NewTime(now.Add(time.Hour))}
+		return true, tr, nil
+	})
+	if _, err := h.client.CoreV1().ServiceAccounts("default").Create(h.ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "puller", UID: "uid-puller"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const image = "registry.example.com/team/app:1.0"
+	pods := map[string]*v1.Pod{}
+	for _, name := range []string{"gone", "stays"} {
+		pods[name] = h.create(h.pod(name, func(p *v1.Pod) {
+			p.Spec.Containers[0].Image, p.Spec.ServiceAccountName = image, "puller"
+		}))
+		if cs := cstatus(h.sync(pods[name]), "app"); cs.State.Running == nil {
+			t.Fatalf("%s: %+v", name, cs.State)
+		}
+	}
+	ask := func(name string) {
+		t.Helper()
+		p := pods[name]
+		forPod := credentials.Pod{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), ServiceAccountName: "puller",
+			API: serviceAccountAPI{ctx: h.ctx, client: h.client}}
+		if got := providers.LookupTracked(forPod, "registry.example.com/team/app"); len(got) != 1 {
+			t.Fatalf("%s: credentials %+v", name, got)
+		}
+	}
+	ask("gone")
+	ask("stays")
+	if requests["gone"] != 1 || requests["stays"] != 1 {
+		t.Fatalf("token requests %v while the pods are there, want one each", requests)
+	}
+
+	if err := h.client.CoreV1().Pods("default").Delete(h.ctx, "gone", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.sync(pods["gone"])
+	h.k.mu.Lock()
+	_, kept := h.k.pods[pods["gone"].UID]
+	h.k.mu.Unlock()
+	if kept {
+		t.Fatal("the deleted pod is still the kubelet's")
+	}
+	ask("stays")
+	ask("gone")
+	if requests["gone"] != 2 || requests["stays"] != 1 {
+		t.Fatalf("token requests %v after gone was removed, want 2 for gone (its token dropped) and 1 for stays", requests)
+	}
+}
+
+// TestForgetPodCredentialsAllocs: a pod's removal costs no allocation
+// for its credentials, with credential providers or without.
+func TestForgetPodCredentialsAllocs(t *testing.T) {
+	h := newHarness(t, nil)
+	if n := testing.AllocsPerRun(100, func() { h.k.forgetPodCredentials("uid-x") }); n != 0 {
+		t.Errorf("without providers: %v allocations", n)
+	}
+	h2 := newHarness(t, func(c *Config) { c.ImageCredentialProviders = credentialprovider.NewProviders() })
+	if n := testing.AllocsPerRun(100, func() { h2.k.forgetPodCredentials("uid-x") }); n != 0 {
+		t.Errorf("with providers: %v allocations", n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/pullrecords"
@@ -99,6 +100,24 @@ func (a serviceAccountAPI) ServiceAccount(namespace, name string) (*v1.ServiceAc
 
 func (a serviceAccountAPI) CreateToken(namespace, name string, tr *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
 	return a.client.CoreV1().ServiceAccounts(namespace).CreateToken(a.ctx, name, tr, metav1.CreateOptions{})
+}
+
+// podCredentialsForgetter is node credentials holding something per pod
+// (credentialprovider.Providers: the service account tokens requested
+// bound to a pod for plugins in token mode).
+type podCredentialsForgetter interface {
+	ForgetPod(uid types.UID)
+}
+
+// forgetPodCredentials drops what the node's credentials hold for the pod
+// uid once it is removed from the kubelet, as upstream's kubelet drops the
+// pod's service account tokens (DeleteServiceAccountToken, called when its
+// projected volumes are torn down; here with the pod's directory,
+// removePodDir). No allocation.
+func (k *Kubelet) forgetPodCredentials(uid types.UID) {
+	if f, ok := k.cfg.ImageCredentialProviders.(podCredentialsForgetter); ok {
+		f.ForgetPod(uid)
+	}
 }
 
 // prunePullRecords is the image garbage collector's post GC hook, as

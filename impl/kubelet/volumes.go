@@ -465,11 +465,13 @@ func (k *Kubelet) mounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, err
 	return out, nil
 }
 
-// removePodDir deletes the pod's directory (volumes) once it is gone.
+// removePodDir deletes the pod's directory (volumes) once it is gone,
+// then what the node's credentials hold for it (forgetPodCredentials).
 func (k *Kubelet) removePodDir(uid types.UID) error {
 	if err := os.RemoveAll(k.podDir(uid)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("removing pod directory of %s: %w", uid, err)
 	}
+	k.forgetPodCredentials(uid)
 	return nil
 }
 

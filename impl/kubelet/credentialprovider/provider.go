@@ -279,6 +279,25 @@ func (ps *Providers) LookupTracked(pod credentials.Pod, image string) []credenti
 	return kr.LookupTracked(image)
 }
 
+// ForgetPod drops what the providers hold for the pod uid once it is
+// removed from the kubelet: the service account tokens requested bound to
+// it for plugins in token mode, as upstream's kubelet drops a pod's tokens
+// from its token manager (DeleteServiceAccountToken). Answers cached by
+// cacheKeyType stay until they expire, as upstream's (with cacheType
+// Token they are keyed by a pod's token, and unused once it is gone).
+func (ps *Providers) ForgetPod(uid types.UID) {
+	if ps == nil {
+		return
+	}
+	var last *tokenCache
+	for _, p := range ps.list {
+		if p.token != nil && p.token.tokens != last {
+			last = p.token.tokens
+			last.forgetPod(uid)
+		}
+	}
+}
+
 // Register reads and validates the configuration at configPath (a file or
 // a directory) and makes a provider of each entry, executing binDir's
 // executable of its name, as upstream's RegisterCredentialProviderPlugins;

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -174,42 +175,67 @@ func singleFlightKey(image, tokenHash string, annotations map[string]string) (st
 	return (&keyBuilder{}).str(image).str(tokenHash).annotations(annotations).build()
 }
 
-// Token refresh, as upstream's kubelet token manager (without its jitter
-// of up to 10 s): a cached token is used until 80% of its lifetime has
-// passed, or 24 hours since it was issued.
-const tokenMaxTTL = 24 * time.Hour
+// Token refresh, as upstream's kubelet token manager: a cached token is
+// used until 80% of its lifetime has passed, or 24 hours since it was
+// issued, each less a jitter of 0 to 9 whole seconds drawn anew at every
+// check (TokenJitter), so that tokens issued together are not all
+// refreshed together. (Upstream's refresh of a token whose issue time is
+// after the node's clock, proposed in 2024 and 2025, was not merged.)
+const (
+	tokenMaxTTL    = 24 * time.Hour
+	tokenMaxJitter = 10 * time.Second
+)
+
+// TokenJitter is upstream's token refresh jitter for a draw r in [0, 1):
+// r × 10 s, truncated to whole seconds.
+func TokenJitter(r float64) time.Duration {
+	return time.Duration(r*tokenMaxJitter.Seconds()) * time.Second
+}
 
 // RequiresRefresh reports whether the token tr answered must be requested
-// again at now, as upstream's token manager's requiresRefresh; one whose
+// again at now with the jitter drawn for this check (TokenJitter), as
+// upstream's token manager's requiresRefresh; one whose
 // expirationSeconds the answer does not give is kept.
-func RequiresRefresh(tr *authenticationv1.TokenRequest, now time.Time) bool {
+func RequiresRefresh(tr *authenticationv1.TokenRequest, now time.Time, jitter time.Duration) bool {
 	if tr.Spec.ExpirationSeconds == nil {
 		return false
 	}
 	ttl := time.Duration(*tr.Spec.ExpirationSeconds) * time.Second
 	exp := tr.Status.ExpirationTimestamp.Time
 	iat := exp.Add(-ttl)
-	if now.After(iat.Add(tokenMaxTTL)) {
+	if now.After(iat.Add(tokenMaxTTL - jitter)) {
 		return true
 	}
-	return now.After(exp.Add(-time.Duration(*tr.Spec.ExpirationSeconds*20/100) * time.Second))
+	return now.After(exp.Add(-time.Duration(*tr.Spec.ExpirationSeconds*20/100)*time.Second - jitter))
 }
 
-// tokenCache is the kubelet's service account tokens for the plugins, by
-// upstream's token manager key (service account, audiences, expiration,
-// bound object), reused until RequiresRefresh; a failed refresh of a
-// token not yet expired keeps it. Expired tokens are dropped at each ask.
+// tokenCache is the kubelet's service account tokens for the plugins, as
+// upstream's token manager: by its key (service account and its UID,
+// audiences, expiration, bound object), reused until RequiresRefresh; a
+// failed refresh of a token not yet expired keeps it. Expired tokens are
+// dropped at each ask, a pod's when it is removed from the kubelet
+// (forgetPod).
 type tokenCache struct {
-	now func() time.Time
-	mu  sync.Mutex
-	m   map[string]*authenticationv1.TokenRequest
+	now  func() time.Time
+	rand func() float64 // draws the jitter of each refresh check (TokenJitter)
+	mu   sync.Mutex
+	m    map[string]cachedToken
+}
+
+// cachedToken is a token the API answered and the pod it was requested
+// bound to.
+type cachedToken struct {
+	tr  *authenticationv1.TokenRequest
+	pod types.UID
 }
 
 func newTokenCache(now func() time.Time) *tokenCache {
-	return &tokenCache{now: now, m: map[string]*authenticationv1.TokenRequest{}}
+	return &tokenCache{now: now, rand: rand.Float64, m: map[string]cachedToken{}}
 }
 
-// tokenCacheKey is upstream's token manager keyFunc.
+// tokenCacheKey is upstream's token manager keyFunc, which since 1.34
+// also holds the service account's UID (the request's metadata.uid), so
+// that a service account recreated under its name gets tokens of its own.
 func tokenCacheKey(namespace, name string, tr *authenticationv1.TokenRequest) string {
 	var exp int64
 	if tr.Spec.ExpirationSeconds != nil {
@@ -219,7 +245,7 @@ func tokenCacheKey(namespace, name string, tr *authenticationv1.TokenRequest) st
 	if tr.Spec.BoundObjectRef != nil {
 		ref = *tr.Spec.BoundObjectRef
 	}
-	return fmt.Sprintf("%q/%q/%#v/%#v/%#v", name, namespace, tr.Spec.Audiences, exp, ref)
+	return fmt.Sprintf("%q/%q/%#v/%#v/%#v/%q", name, namespace, tr.Spec.Audiences, exp, ref, tr.UID)
 }
 
 // token is a token of namespace/name for tr, from the cache or api.
@@ -228,27 +254,44 @@ func (c *tokenCache) token(api credentials.ServiceAccountAPI, namespace, name st
 	now := c.now()
 	c.mu.Lock()
 	for k, t := range c.m {
-		if now.After(t.Status.ExpirationTimestamp.Time) {
+		if now.After(t.tr.Status.ExpirationTimestamp.Time) {
 			delete(c.m, k)
 		}
 	}
 	cached, ok := c.m[key]
+	jitter := TokenJitter(c.rand())
 	c.mu.Unlock()
-	if ok && !RequiresRefresh(cached, now) {
-		return cached.Status.Token, nil
+	if ok && !RequiresRefresh(cached.tr, now, jitter) {
+		return cached.tr.Status.Token, nil
 	}
 	got, err := api.CreateToken(namespace, name, tr)
 	if err != nil {
 		if !ok {
 			return "", fmt.Errorf("failed to fetch token: %w", err)
 		}
-		return cached.Status.Token, nil // not expired (dropped above otherwise)
+		return cached.tr.Status.Token, nil // not expired (dropped above otherwise)
 	}
 	if got.Status.Token == "" {
 		return "", fmt.Errorf("failed to fetch token: the API server returned an empty token for service account %s/%s", namespace, name)
 	}
+	var pod types.UID
+	if tr.Spec.BoundObjectRef != nil {
+		pod = tr.Spec.BoundObjectRef.UID
+	}
 	c.mu.Lock()
-	c.m[key] = got
+	c.m[key] = cachedToken{tr: got, pod: pod}
 	c.mu.Unlock()
 	return got.Status.Token, nil
+}
+
+// forgetPod drops the tokens bound to the pod uid, as upstream's
+// DeleteServiceAccountToken when the kubelet tears the pod's volumes down.
+func (c *tokenCache) forgetPod(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, t := range c.m {
+		if t.pod == uid {
+			delete(c.m, k)
+		}
+	}
 }

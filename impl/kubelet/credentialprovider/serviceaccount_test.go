@@ -72,7 +72,7 @@ func TestServiceAccountCacheKey(t *testing.T) {
 }
 
 // TestRequiresRefresh: upstream's token manager: refreshed past 80% of
-// its lifetime or 24 hours after it was issued.
+// its lifetime or 24 hours after it was issued, each less the jitter.
 func TestRequiresRefresh(t *testing.T) {
 	issued := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
 	tr := func(secs int64) *authenticationv1.TokenRequest {
@@ -80,22 +80,131 @@ func TestRequiresRefresh(t *testing.T) {
 			Status: authenticationv1.TokenRequestStatus{ExpirationTimestamp: metav1.NewTime(issued.Add(time.Duration(secs) * time.Second))}}
 	}
 	for _, tc := range []struct {
-		name string
-		tr   *authenticationv1.TokenRequest
-		at   time.Duration
-		want bool
+		name   string
+		tr     *authenticationv1.TokenRequest
+		at     time.Duration
+		jitter time.Duration
+		want   bool
 	}{
-		{"fresh", tr(3600), time.Minute, false},
-		{"at 80%", tr(3600), 48 * time.Minute, false},
-		{"past 80%", tr(3600), 48*time.Minute + time.Second, true},
-		{"long token, before 24h", tr(7 * 24 * 3600), 23 * time.Hour, false},
-		{"long token, past 24h", tr(7 * 24 * 3600), 24*time.Hour + time.Second, true},
-		{"no expirationSeconds", &authenticationv1.TokenRequest{}, 100 * time.Hour, false},
+		{"fresh", tr(3600), time.Minute, 0, false},
+		{"at 80%", tr(3600), 48 * time.Minute, 0, false},
+		{"past 80%", tr(3600), 48*time.Minute + time.Second, 0, true},
+		{"before 80% less the jitter", tr(3600), 48*time.Minute - 9*time.Second, 9 * time.Second, false},
+		{"past 80% less the jitter", tr(3600), 48*time.Minute - 8*time.Second, 9 * time.Second, true},
+		{"long token, before 24h", tr(7 * 24 * 3600), 23 * time.Hour, 0, false},
+		{"long token, past 24h", tr(7 * 24 * 3600), 24*time.Hour + time.Second, 0, true},
+		{"long token, at 24h less the jitter", tr(7 * 24 * 3600), 24*time.Hour - 5*time.Second, 5 * time.Second, false},
+		{"long token, past 24h less the jitter", tr(7 * 24 * 3600), 24*time.Hour - 4*time.Second, 5 * time.Second, true},
+		{"no expirationSeconds", &authenticationv1.TokenRequest{}, 100 * time.Hour, 9 * time.Second, false},
 	} {
-		if got := RequiresRefresh(tc.tr, issued.Add(tc.at)); got != tc.want {
+		if got := RequiresRefresh(tc.tr, issued.Add(tc.at), tc.jitter); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// TestTokenJitter: upstream's jitter, a draw in [0, 1) of 10 s truncated
+// to whole seconds: 0 to 9 s.
+func TestTokenJitter(t *testing.T) {
+	for r, want := range map[float64]time.Duration{0: 0, 0.0999: 0, 0.1: time.Second, 0.55: 5 * time.Second, 0.9999: 9 * time.Second} {
+		if got := TokenJitter(r); got != want {
+			t.Errorf("TokenJitter(%v) = %v, want %v", r, got, want)
+		}
+	}
+}
+
+// tokenRequestFor is the request a plugin's token is asked with for the
+// pod uid of service account uid saUID.
+func tokenRequestFor(pod, saUID string) *authenticationv1.TokenRequest {
+	return TokenRequest("aud", "pod-"+pod, types.UID(pod), types.UID(saUID))
+}
+
+// TestTokenCacheJitter: a cached token is refreshed by upstream's rule
+// with the jitter drawn from the cache's random source at each check: a
+// token of an hour is kept until 48 minutes less the jitter.
+func TestTokenCacheJitter(t *testing.T) {
+	now := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	issued := now
+	api := &fakeAPI{now: func() time.Time { return issued }}
+	c := newTokenCache(func() time.Time { return now })
+	draw := 0.0
+	c.rand = func() float64 { return draw }
+	if _, err := c.token(api, "ns", "sa", tokenRequestFor("u1", "sa-uid")); err != nil {
+		t.Fatal(err)
+	}
+	now = issued.Add(48*time.Minute - 8*time.Second)
+	if tok, err := c.token(api, "ns", "sa", tokenRequestFor("u1", "sa-uid")); err != nil || tok != "token-1" || len(api.requests) != 1 {
+		t.Fatalf("before 80%% with no jitter: %q, %v, %d requests; want the cached token-1", tok, err, len(api.requests))
+	}
+	draw = 0.95 // 9 s
+	if tok, err := c.token(api, "ns", "sa", tokenRequestFor("u1", "sa-uid")); err != nil || tok != "token-2" || len(api.requests) != 2 {
+		t.Fatalf("past 80%% less a jitter of 9 s: %q, %v, %d requests; want a new token-2", tok, err, len(api.requests))
+	}
+}
+
+// TestTokenCacheServiceAccountUID: the cache key includes the service
+// account's UID, as upstream's token manager since 1.34: a service
+// account deleted and created again under its name gets a token of its
+// own, not the old one's.
+func TestTokenCacheServiceAccountUID(t *testing.T) {
+	now := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	api := &fakeAPI{now: func() time.Time { return now }}
+	c := newTokenCache(func() time.Time { return now })
+	for i, uid := range []string{"sa-uid-1", "sa-uid-1", "sa-uid-2", "sa-uid-2"} {
+		if _, err := c.token(api, "ns", "sa", tokenRequestFor("u1", uid)); err != nil {
+			t.Fatal(err)
+		}
+		if want := 1 + i/2; len(api.requests) != want {
+			t.Fatalf("ask %d (service account %s): %d token requests, want %d", i, uid, len(api.requests), want)
+		}
+	}
+}
+
+// TestProvidersForgetPod: ForgetPod drops the tokens bound to a pod from
+// the node's token cache (shared by the providers), as upstream's
+// DeleteServiceAccountToken: the pod's next ask requests a new token,
+// another pod's token stays.
+func TestProvidersForgetPod(t *testing.T) {
+	now := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	yes := true
+	api := &fakeAPI{now: clock, sas: map[string]*v1.ServiceAccount{
+		"ns/puller": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "puller", UID: "sa-uid-1"}},
+	}}
+	answer := credentialproviderv1.CredentialProviderResponse{CacheKeyType: "Registry", Auth: map[string]credentialproviderv1.AuthConfig{"reg.example.com": {Username: "u", Password: "p"}}}
+	tokens := newTokenCache(clock)
+	var list []*Provider
+	for _, name := range []string{"a", "b"} {
+		p := NewProvider(kubeletconfigv1.CredentialProvider{Name: name, MatchImages: []string{"reg.example.com"}, DefaultCacheDuration: duration(time.Hour),
+			TokenAttributes: &kubeletconfigv1.ServiceAccountTokenAttributes{ServiceAccountTokenAudience: "aud-" + name, RequireServiceAccount: &yes,
+				CacheType: kubeletconfigv1.ServiceAccountServiceAccountTokenCacheType}}, &fakePlugin{resp: answer}, clock, nil)
+		p.token.tokens = tokens // as Register shares them
+		list = append(list, p)
+	}
+	ps := NewProviders(list...)
+	pod := func(name string) credentials.Pod {
+		return credentials.Pod{Namespace: "ns", Name: name, UID: "uid-" + name, ServiceAccountName: "puller", API: api}
+	}
+	ask := func(name string, wantRequests int) {
+		t.Helper()
+		if got := ps.LookupTracked(pod(name), "reg.example.com/app"); len(got) == 0 {
+			t.Fatalf("%s: no credentials", name)
+		}
+		if len(api.requests) != wantRequests {
+			t.Fatalf("after %s's ask: %d token requests, want %d", name, len(api.requests), wantRequests)
+		}
+	}
+	ask("one", 2) // a token per provider (audience)
+	ask("two", 4)
+	ask("one", 4) // cached
+	ps.ForgetPod("uid-one")
+	if len(tokens.m) != 2 {
+		t.Fatalf("%d tokens left, want two's 2", len(tokens.m))
+	}
+	ask("two", 4)
+	ask("one", 6) // requested again
+	var none *Providers
+	none.ForgetPod("uid-one") // no providers: nothing to do
 }
 
 // fakeAPI serves service accounts and issues tokens ("token-N"), keeping
