@@ -13,6 +13,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -34,7 +35,9 @@ import (
 // The Node authorizer decides reads; this plugin checks the objects.
 type NodeRestriction struct {
 	GetNode func(ctx context.Context, name string) (*corev1.Node, error)
-	GetPod  func(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+	// GetPod may return an object shared with other readers (the watch
+	// cache's): the plugin only reads it.
+	GetPod func(ctx context.Context, namespace, name string) (*corev1.Pod, error)
 	// Authorizer is the API server's: it decides whether a node may
 	// request tokens for an audience its pod does not use (nil grants
 	// none).
@@ -56,9 +59,22 @@ func newNodeRestriction(d *deps) (any, error) {
 			n := &corev1.Node{}
 			return n, nodes.get(ctx, "", name, false, n)
 		},
+		// The pod is the watch cache's own (read, never changed), as
+		// upstream's plugin reads its pod lister's: a TokenRequest per
+		// pod would otherwise copy the whole pod (~5 KB) to look at its
+		// uid, node and volumes.
 		GetPod: func(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
-			p := &corev1.Pod{}
-			return p, pods.get(ctx, namespace, name, false, p)
+			var pod *corev1.Pod
+			var other runtime.Object
+			err := pods.view(ctx, namespace, name, func() runtime.Object { return &corev1.Pod{} }, func(o runtime.Object) {
+				if pod, _ = o.(*corev1.Pod); pod == nil {
+					other = o
+				}
+			})
+			if err == nil && pod == nil {
+				err = fmt.Errorf("reading pod %s/%s: the store returned %T", namespace, name, other)
+			}
+			return pod, err
 		},
 	}, nil
 }
