@@ -63,6 +63,10 @@ func pods(now func() time.Time) *resource.Resource {
 			keep:     keepPodForEphemeralContainersUpdate,
 			validate: validatePodEphemeralContainersUpdate,
 		}},
+		Resize: statusStrategy[*corev1.Pod]{s: s, k: statusKind[*corev1.Pod]{
+			keep:     keepPodForResizeUpdate,
+			validate: validatePodResize,
+		}},
 		GracefulDelete: podGracefulDeleter{},
 	}
 }

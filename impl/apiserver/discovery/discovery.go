@@ -126,6 +126,9 @@ func subresources(r *resource.Resource) []subresource {
 		out = append(out, subresource{"exec", schema.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}, []string{"create", "get"}})
 		out = append(out, subresource{"log", gvk, []string{"get"}})
 		out = append(out, subresource{"portforward", schema.GroupVersionKind{Version: "v1", Kind: "PodPortForwardOptions"}, []string{"create", "get"}})
+		if r.Resize != nil {
+			out = append(out, subresource{"resize", gvk, []string{"get", "patch", "update"}})
+		}
 	}
 	if core && r.Name == "nodes" {
 		out = append(out, subresource{"proxy", schema.GroupVersionKind{Version: "v1", Kind: "NodeProxyOptions"}, []string{"create", "delete", "get", "patch", "update"}})

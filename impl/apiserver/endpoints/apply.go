@@ -79,6 +79,14 @@ func (h *Handler) newFieldManager(m mode) (*fieldmanager.Manager, error) {
 		// Only spec.ephemeralContainers is written through this endpoint.
 		cfg.Subresource = "ephemeralcontainers"
 		cfg.Only = []string{"spec", "ephemeralContainers"}
+	case modeResize:
+		// Only the containers' resources and resize policies, as upstream
+		// podResizeStrategy's reset fields filter.
+		cfg.Subresource = "resize"
+		cfg.OnlyAny = [][]string{
+			{"spec", "containers", "*", "resources"}, {"spec", "containers", "*", "resizePolicy"},
+			{"spec", "initContainers", "*", "resources"}, {"spec", "initContainers", "*", "resizePolicy"},
+		}
 	case modeScale:
 		cfg.Subresource = "scale"
 	case modeFinalize:

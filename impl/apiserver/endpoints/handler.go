@@ -148,6 +148,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, info *request.In
 			return notFoundPath()
 		}
 		return h.serveSubresource(w, r, info, modeEphemeralContainers)
+	case "resize":
+		if h.res.Resize == nil {
+			return notFoundPath()
+		}
+		return h.serveSubresource(w, r, info, modeResize)
 	case "scale":
 		if h.res.Scale == nil {
 			return notFoundPath()

@@ -30,6 +30,7 @@ const (
 	modeScale                           // /scale: only spec.replicas is taken
 	modeFinalize                        // namespaces/<n>/finalize: only spec.finalizers
 	modeEphemeralContainers             // pods/<n>/ephemeralcontainers: only spec.ephemeralContainers
+	modeResize                          // pods/<n>/resize: only the containers' resources and resize policies
 )
 
 var scaleGVK = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
@@ -371,6 +372,8 @@ func (h *Handler) prepareUpdate(ctx context.Context, info *request.Info, m mode,
 		h.res.Status.PrepareForUpdate(ctx, obj, old)
 	case modeEphemeralContainers:
 		h.res.EphemeralContainers.PrepareForUpdate(ctx, obj, old)
+	case modeResize:
+		h.res.Resize.PrepareForUpdate(ctx, obj, old)
 	case modeMain, modeScale:
 		h.res.Strategy.PrepareForUpdate(ctx, obj, old)
 	}
@@ -396,6 +399,8 @@ func (h *Handler) prepareUpdate(ctx context.Context, info *request.Info, m mode,
 		errs = append(errs, h.res.Status.ValidateUpdate(ctx, obj, old)...)
 	case modeEphemeralContainers:
 		errs = append(errs, h.res.EphemeralContainers.ValidateUpdate(ctx, obj, old)...)
+	case modeResize:
+		errs = append(errs, h.res.Resize.ValidateUpdate(ctx, obj, old)...)
 	case modeMain, modeScale:
 		errs = append(errs, h.res.Strategy.ValidateUpdate(ctx, obj, old)...)
 	}

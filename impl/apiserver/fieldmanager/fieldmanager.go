@@ -66,6 +66,10 @@ type Config struct {
 	// one field the endpoint writes: everything else is reset. It may not
 	// be set with ResetFields (New refuses it: Only already resets them).
 	Only []string
+	// OnlyAny, if set instead of Only, are the paths of the fields the
+	// endpoint writes, an element "*" matching any list item (pods/resize:
+	// spec, containers, *, resources); everything else is reset.
+	OnlyAny [][]string
 }
 
 // ErrResetFieldsWithOnly: a Config sets both ResetFields and Only. The
@@ -96,7 +100,7 @@ type prunedFieldManager struct {
 
 // New builds the manager of cfg.
 func New(cfg Config) (*Manager, error) {
-	if len(cfg.ResetFields) > 0 && len(cfg.Only) > 0 {
+	if len(cfg.ResetFields) > 0 && (len(cfg.Only) > 0 || len(cfg.OnlyAny) > 0) {
 		return nil, fmt.Errorf("field manager for %s: %w", cfg.Kind, ErrResetFieldsWithOnly)
 	}
 	var reset map[fieldpath.APIVersion]fieldpath.Filter
@@ -116,6 +120,22 @@ func New(cfg Config) (*Manager, error) {
 		}
 		reset = map[fieldpath.APIVersion]fieldpath.Filter{
 			fieldpath.APIVersion(cfg.Kind.GroupVersion().String()): fieldpath.NewIncludeMatcherFilter(fieldpath.MakePrefixMatcherOrDie(parts...)),
+		}
+	}
+	if len(cfg.OnlyAny) > 0 {
+		matchers := make([]*fieldpath.SetMatcher, len(cfg.OnlyAny))
+		for i, path := range cfg.OnlyAny {
+			parts := make([]any, len(path))
+			for j, p := range path {
+				parts[j] = p
+				if p == "*" {
+					parts[j] = fieldpath.MatchAnyPathElement()
+				}
+			}
+			matchers[i] = fieldpath.MakePrefixMatcherOrDie(parts...)
+		}
+		reset = map[fieldpath.APIVersion]fieldpath.Filter{
+			fieldpath.APIVersion(cfg.Kind.GroupVersion().String()): fieldpath.NewIncludeMatcherFilter(matchers...),
 		}
 	}
 	fm, err := managedfields.NewDefaultFieldManager(cfg.TypeConverter, cfg.Scheme, defaulter(cfg.Default), cfg.Scheme,

@@ -43,7 +43,7 @@ type observers struct {
 // Subresources are the subresource names that may appear as a label value.
 var Subresources = map[string]bool{
 	"status": true, "scale": true, "binding": true, "finalize": true, "log": true, "exec": true,
-	"attach": true, "portforward": true, "ephemeralcontainers": true, "proxy": true, "eviction": true, "token": true,
+	"attach": true, "portforward": true, "ephemeralcontainers": true, "proxy": true, "eviction": true, "token": true, "resize": true,
 }
 
 // New registers the metrics on reg. served lists the resource names

@@ -332,6 +332,9 @@ func (r servedResource) pathItems() []pathItem {
 	if r.EphemeralContainers != nil {
 		items = append(items, sub("ephemeralcontainers", "Ephemeralcontainers", r.object, gvk))
 	}
+	if r.Resize != nil {
+		items = append(items, sub("resize", "Resize", r.object, gvk))
+	}
 	if r.Scale != nil {
 		items = append(items, sub("scale", "Scale", typeScale, gvkScale))
 	}

@@ -55,6 +55,10 @@ type Resource struct {
 	// subresource: updates that take spec.ephemeralContainers only, with
 	// the same update machinery as /status.
 	EphemeralContainers StatusStrategy
+	// Resize, if not nil, serves pods' /resize subresource (in-place
+	// resize): updates that take the containers' resources and resize
+	// policies only, with the same update machinery as /status.
+	Resize StatusStrategy
 	// Scale, if not nil, serves the /scale subresource (autoscaling/v1 Scale).
 	Scale ScaleAccessor
 	// GracefulDelete, if not nil, decides the grace period of deletions (pods).
