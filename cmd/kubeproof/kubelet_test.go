@@ -438,3 +438,22 @@ current-context: c
 		}
 	}
 }
+
+// TestKubeletSeccompDefaultFlag: `kubeproof kubelet` has upstream's
+// --seccomp-default, a boolean defaulting to false (containers without a
+// seccompProfile run Unconfined); impl/kubelet's TestSeccompDefault checks
+// what Config.SeccompDefault, which it sets, does to containers.
+func TestKubeletSeccompDefaultFlag(t *testing.T) {
+	root := newRootCommand()
+	cmd, _, err := root.Find([]string{"kubelet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := cmd.Flags().Lookup("seccomp-default")
+	if f == nil || f.Value.Type() != "bool" || f.DefValue != "false" {
+		t.Fatalf("kubelet --seccomp-default: %+v, want a boolean flag defaulting to false", f)
+	}
+	if err := cmd.Flags().Parse([]string{"--seccomp-default"}); err != nil || f.Value.String() != "true" {
+		t.Fatalf("--seccomp-default parsed %v: %v", f.Value, err)
+	}
+}

@@ -158,6 +158,12 @@ type Config struct {
 	// (<RootDir>/pods/<uid>/volumes/<plugin>/<name>); default
 	// /var/lib/kubelet. Only pods with volumes touch it.
 	RootDir string
+	// SeccompDefault is KubeletConfiguration's seccompDefault
+	// (--seccomp-default): a container whose pod and container set no
+	// seccompProfile runs under the runtime's default profile
+	// (RuntimeDefault) instead of Unconfined, as upstream's
+	// getSeccompProfile. Default false.
+	SeccompDefault bool
 	// PodLogsDir is where the runtime writes container logs
 	// (/var/log/pods/<namespace>_<name>_<uid>/<container>/<n>.log).
 	PodLogsDir string

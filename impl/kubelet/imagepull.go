@@ -101,7 +101,7 @@ func (k *Kubelet) containerSecurity(ctx context.Context, pod *v1.Pod, c *v1.Cont
 		return nil, err
 	}
 	return security.Container(pod, c, security.ImageUser{UID: uid, Username: username},
-		security.Options{SeccompProfileRoot: filepath.Join(k.cfg.RootDir, "seccomp")}), nil
+		security.Options{SeccompProfileRoot: filepath.Join(k.cfg.RootDir, "seccomp"), SeccompDefault: k.cfg.SeccompDefault}), nil
 }
 
 // runtimeMessageError is a runtime's error worded as upstream's kubelet
