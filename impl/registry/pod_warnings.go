@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -419,48 +418,59 @@ func containerPortWarnings(spec *corev1.PodSpec, root *field.Path) []string {
 // or projected volume, two items written to the same path, or one to a
 // path inside another's, overwrite each other or fail to mount; a
 // projected source that is empty is named too.
+//
+// Every pod has a projected volume (kube-api-access: a token, a configMap
+// item, a downwardAPI item), so this runs on each create: the paths are
+// gathered in reused slices and a warning's text is made only when there
+// is one (upstream builds the messages and sets eagerly).
 func overlappingVolumePathWarnings(volumes []corev1.Volume) []string {
 	var warnings []string
-	for _, v := range volumes {
+	var pathsBuf, seenBuf, orderedBuf, allBuf [8]string
+	paths, seen, ordered := pathsBuf[:0], seenBuf[:0], orderedBuf[:0]
+	for i := range volumes {
+		v := &volumes[i]
 		if v.ConfigMap != nil && v.ConfigMap.Items != nil {
-			warnings = append(warnings, volumePathOverlaps(keyToPaths(v.ConfigMap.Items), fmt.Sprintf("volume %q (ConfigMap %q): overlapping paths", v.Name, v.ConfigMap.Name))...)
+			paths = appendKeyToPaths(paths[:0], v.ConfigMap.Items)
+			warnings, seen = volumePathOverlaps(warnings, paths, overlapMessage{v.Name, "ConfigMap", v.ConfigMap.Name, true}, seen)
 		}
 		if v.Secret != nil && v.Secret.Items != nil {
-			warnings = append(warnings, volumePathOverlaps(keyToPaths(v.Secret.Items), fmt.Sprintf("volume %q (Secret %q): overlapping paths", v.Name, v.Secret.SecretName))...)
+			paths = appendKeyToPaths(paths[:0], v.Secret.Items)
+			warnings, seen = volumePathOverlaps(warnings, paths, overlapMessage{v.Name, "Secret", v.Secret.SecretName, true}, seen)
 		}
 		if v.DownwardAPI != nil && v.DownwardAPI.Items != nil {
-			warnings = append(warnings, volumePathOverlaps(downwardAPIPaths(v.DownwardAPI.Items), fmt.Sprintf("volume %q (DownwardAPI): overlapping paths", v.Name))...)
+			paths = appendDownwardAPIPaths(paths[:0], v.DownwardAPI.Items)
+			warnings, seen = volumePathOverlaps(warnings, paths, overlapMessage{v.Name, "DownwardAPI", "", false}, seen)
 		}
 		if v.Projected == nil {
 			continue
 		}
-		var paths []string
-		var message string
-		all := sets.New[string]()
+		paths = paths[:0]
+		var message overlapMessage
+		all := allBuf[:0] // sorted, each path once
 		for _, s := range v.Projected.Sources {
 			switch {
 			case s == (corev1.VolumeProjection{}):
 				warnings = append(warnings, fmt.Sprintf("volume %q (Projected) has no sources provided", v.Name))
 				continue
 			case s.ConfigMap != nil && s.ConfigMap.Items != nil:
-				paths = keyToPaths(s.ConfigMap.Items)
-				message = fmt.Sprintf("volume %q (Projected ConfigMap %q): overlapping paths", v.Name, s.ConfigMap.Name)
+				paths = appendKeyToPaths(paths[:0], s.ConfigMap.Items)
+				message = overlapMessage{v.Name, "Projected ConfigMap", s.ConfigMap.Name, true}
 			case s.Secret != nil && s.Secret.Items != nil:
-				paths = keyToPaths(s.Secret.Items)
-				message = fmt.Sprintf("volume %q (Projected Secret %q): overlapping paths", v.Name, s.Secret.Name)
+				paths = appendKeyToPaths(paths[:0], s.Secret.Items)
+				message = overlapMessage{v.Name, "Projected Secret", s.Secret.Name, true}
 			case s.DownwardAPI != nil && s.DownwardAPI.Items != nil:
-				paths = downwardAPIPaths(s.DownwardAPI.Items)
-				message = fmt.Sprintf("volume %q (Projected DownwardAPI): overlapping paths", v.Name)
+				paths = appendDownwardAPIPaths(paths[:0], s.DownwardAPI.Items)
+				message = overlapMessage{v.Name, "Projected DownwardAPI", "", false}
 			case s.ServiceAccountToken != nil:
-				paths = []string{s.ServiceAccountToken.Path}
-				message = fmt.Sprintf("volume %q (Projected ServiceAccountToken): overlapping paths", v.Name)
+				paths = append(paths[:0], s.ServiceAccountToken.Path)
+				message = overlapMessage{v.Name, "Projected ServiceAccountToken", "", false}
 			case s.ClusterTrustBundle != nil:
-				paths = []string{s.ClusterTrustBundle.Path}
+				paths = append(paths[:0], s.ClusterTrustBundle.Path)
 				name := s.ClusterTrustBundle.SignerName
 				if s.ClusterTrustBundle.Name != nil {
 					name = s.ClusterTrustBundle.Name
 				}
-				message = fmt.Sprintf("volume %q (Projected ClusterTrustBundle %q): overlapping paths", v.Name, derefString(name))
+				message = overlapMessage{v.Name, "Projected ClusterTrustBundle", derefString(name), true}
 			}
 			// As upstream, a source with nothing to add (say a
 			// podCertificate, or a configMap without items) checks
@@ -468,15 +478,39 @@ func overlappingVolumePathWarnings(volumes []corev1.Volume) []string {
 			if len(paths) == 0 {
 				continue
 			}
-			warnings = append(warnings, volumePathOverlaps(paths, message)...)
-			unique := sets.New(paths...).UnsortedList()
-			ordered := append(unique, all.UnsortedList()...)
-			sort.Strings(ordered)
-			warnings = append(warnings, volumePathOverlaps(ordered, message)...)
-			all.Insert(unique...)
+			warnings, seen = volumePathOverlaps(warnings, paths, message, seen)
+			// This source's paths (each once) with every earlier
+			// source's, sorted: a path two sources write is a
+			// collision with itself.
+			ordered = append(ordered[:0], all...)
+			for j, p := range paths {
+				if !slices.Contains(paths[:j], p) {
+					ordered = append(ordered, p)
+				}
+			}
+			slices.Sort(ordered)
+			warnings, seen = volumePathOverlaps(warnings, ordered, message, seen)
+			for _, p := range paths {
+				all = insertSorted(all, p)
+			}
 		}
 	}
 	return warnings
+}
+
+// overlapMessage is the start of a path overlap warning, rendered only
+// when there is one: `volume "v" (kind "name"): overlapping paths`, the
+// name left out where upstream's message has none.
+type overlapMessage struct {
+	volume, kind, name string
+	named              bool
+}
+
+func (m overlapMessage) String() string {
+	if m.named {
+		return fmt.Sprintf("volume %q (%s %q): overlapping paths", m.volume, m.kind, m.name)
+	}
+	return fmt.Sprintf("volume %q (%s): overlapping paths", m.volume, m.kind)
 }
 
 func derefString(s *string) string {
@@ -486,45 +520,53 @@ func derefString(s *string) string {
 	return *s
 }
 
-func keyToPaths(items []corev1.KeyToPath) []string {
-	out := make([]string, 0, len(items))
+func appendKeyToPaths(dst []string, items []corev1.KeyToPath) []string {
 	for _, it := range items {
-		out = append(out, it.Path)
+		dst = append(dst, it.Path)
 	}
-	return out
+	return dst
 }
 
-func downwardAPIPaths(items []corev1.DownwardAPIVolumeFile) []string {
-	out := make([]string, 0, len(items))
+func appendDownwardAPIPaths(dst []string, items []corev1.DownwardAPIVolumeFile) []string {
 	for _, it := range items {
-		out = append(out, it.Path)
+		dst = append(dst, it.Path)
 	}
-	return out
+	return dst
 }
 
-// volumePathOverlaps names each path (trailing separators dropped) equal
-// to, or a prefix relation with, one before it.
-func volumePathOverlaps(paths []string, message string) []string {
-	var warnings []string
+// insertSorted adds p to the sorted set s (a sorted slice, each element
+// once).
+func insertSorted(s []string, p string) []string {
+	i, found := slices.BinarySearch(s, p)
+	if found {
+		return s
+	}
+	return slices.Insert(s, i, p)
+}
+
+// volumePathOverlaps appends a warning for each path (trailing separators
+// dropped) equal to, or in a prefix relation with, one before it. seen is
+// scratch space, returned for reuse.
+func volumePathOverlaps(warnings, paths []string, message overlapMessage, seen []string) ([]string, []string) {
 	sep := string(os.PathSeparator)
-	seen := sets.New[string]()
+	seen = seen[:0] // sorted, each path once: upstream's set, listed in order
 	for _, p := range paths {
 		p = strings.TrimRight(p, sep)
 		if c := volumePathCollision(seen, p); c != "" {
 			warnings = append(warnings, fmt.Sprintf("%s: %q with %q", message, p, c))
 		}
-		seen.Insert(p)
+		seen = insertSorted(seen, p)
 	}
-	return warnings
+	return warnings, seen
 }
 
 // volumePathCollision is upstream's checkForOverlap, which ranges over a
 // set: with several candidates the one named (and whether an empty path
 // ends the search first) follows map order there; here the first in
-// sorted order.
-func volumePathCollision(seen sets.Set[string], p string) string {
+// sorted order (seen is sorted).
+func volumePathCollision(seen []string, p string) string {
 	sep := string(os.PathSeparator)
-	for _, item := range sets.List(seen) {
+	for _, item := range seen {
 		switch {
 		case item == "" || p == "":
 			return ""
