@@ -95,8 +95,9 @@ func PodCounts(pod *corev1.Pod, now time.Time) bool {
 // in place of the sums; the overhead added to the requests and to the
 // non-zero limits; and, in-place resize being on by default upstream, a
 // container's status resources or allocated resources where larger than
-// its spec (this API does not serve pods/resize, so they differ only as a
-// node reports them).
+// its spec (a pod resized down through pods/resize is counted at its
+// larger allocated or actual resources until its node has applied the
+// resize).
 func PodComputeUsage(pod *corev1.Pod) corev1.ResourceList {
 	out := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)}
 	opts := resourcehelper.PodResourcesOptions{UseStatusResources: true}

@@ -19,10 +19,11 @@ const limitRangerAnnotation = "kubernetes.io/limit-ranger"
 // LimitRangeLister lists a namespace's LimitRanges.
 type LimitRangeLister func(ctx context.Context, namespace string) ([]corev1.LimitRange, error)
 
-// LimitRanger applies the namespace's LimitRanges to new pods: containers
-// without a limit or request for a resource get the Container item's
-// default / defaultRequest (recorded in the kubernetes.io/limit-ranger
-// annotation), then every Container and Pod item's min, max and
+// LimitRanger applies the namespace's LimitRanges to new pods and to
+// pods/resize updates: containers without a limit or request for a
+// resource get the Container item's default / defaultRequest (recorded in
+// the kubernetes.io/limit-ranger annotation, which a resize does not
+// keep), then every Container and Pod item's min, max and
 // maxLimitRequestRatio are enforced (403 listing every violation).
 type LimitRanger struct {
 	List LimitRangeLister
@@ -39,12 +40,18 @@ func newLimitRanger(d *deps) (any, error) {
 	}}, nil
 }
 
-// applies: pod creates only (containers cannot change afterwards).
+// applies: pod creates, and updates through pods/resize (in-place
+// resize), as upstream's LimitRanger; other pod updates cannot change the
+// containers' resources, and other subresources are not its business.
 func (p *LimitRanger) applies(a *Attributes) *corev1.Pod {
-	if a.Operation != Create {
-		return nil
+	switch {
+	case a.Operation == Create:
+		return podOf(a)
+	case a.Operation == Update && a.Subresource == "resize" && a.Resource.GroupResource() == podResource:
+		pod, _ := a.Object.(*corev1.Pod)
+		return pod
 	}
-	return podOf(a)
+	return nil
 }
 
 // Admit implements Mutator.

@@ -115,3 +115,30 @@ func TestLimitRangerReportsEveryViolation(t *testing.T) {
 	err := p.Validate(context.Background(), podCreate(newPod("my-lr-pod1", container("a", rl("memory", "100M"), rl("memory", "500M")))))
 	wantForbidden(t, err, `pods "my-lr-pod1" is forbidden: [maximum memory usage per Container is 400M, but limit is 500M, memory max limit to request ratio per Container is 3, but provided ratio is 5.000000]`)
 }
+
+// TestLimitRangerOnResize: a pods/resize update is defaulted and checked
+// as a create is, as upstream LimitRanger handles the resize subresource
+// (containers' resources change there); other pod updates and
+// subresources are not.
+func TestLimitRangerOnResize(t *testing.T) {
+	p := limitRanger(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Max: rl("cpu", "1")})
+	old := newPod("p", container("a", rl("cpu", "200m"), rl("cpu", "500m")))
+	resized := old.DeepCopy()
+	resized.Spec.Containers[0].Resources.Limits = rl("cpu", "2")
+	update := func(sub string) *Attributes {
+		a := podCreate(resized)
+		a.Operation, a.Subresource, a.OldObject = Update, sub, old
+		return a
+	}
+	wantForbidden(t, p.Validate(context.Background(), update("resize")), "maximum cpu usage per Container is 1, but limit is 2")
+	wantForbidden(t, p.Validate(context.Background(), update("")), "")
+	wantForbidden(t, p.Validate(context.Background(), update("status")), "")
+
+	defaults := limitRanger(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, DefaultRequest: rl("memory", "64Mi")})
+	if err := defaults.Admit(context.Background(), update("resize")); err != nil {
+		t.Fatal(err)
+	}
+	if q := resized.Spec.Containers[0].Resources.Requests["memory"]; q.String() != "64Mi" {
+		t.Errorf("resize not defaulted: requests %v", resized.Spec.Containers[0].Resources.Requests)
+	}
+}

@@ -74,7 +74,7 @@ var serviceResource = corev1.Resource("services")
 // update that moves the pod into or out of the Terminating scope
 // (activeDeadlineSeconds set or removed; obj and old are the new and
 // stored pod) and on an update of their resize subresource (in-place
-// resize; this API does not serve it yet); services on create and
+// resize, charged by its growth); services on create and
 // update, any subresource (a type change changes their usage); events
 // never (ignored by quota); every other resource, counted by object, on
 // create, not of a subresource (serviceaccounts/token).
