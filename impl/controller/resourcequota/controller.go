@@ -33,22 +33,43 @@
 //
 // As upstream's controller, it writes status with UpdateStatus on the
 // quota it read (compare-and-swap on resourceVersion, retried on
-// conflict) and, like upstream, a recount from a cache that lags behind a
-// write admitted a moment ago can briefly lower used below the charges;
-// the next sync corrects it.
+// conflict). Unlike upstream's, it reads the quota from the API server,
+// not its cache (readQuota), and then makes sure that the counts it
+// writes are no older than that quota: admission charges status.used
+// before the objects it admitted reach the controller's informers, so a
+// recount from an informer that has not yet seen them would write a lower
+// used and let more writes in than the quota allows (issue 8: seen as a
+// CI flake, a third pod admitted against pods=2). Each counting informer
+// remembers the newest resourceVersion its event handler got (its cache
+// holds every change up to it; resourceVersions are etcd revisions here,
+// global and ordered). When a recount would lower a name's usage and the
+// informer counting it is older than the quota (Lagging, a pure
+// decision), that resource's objects in the namespace are listed from the
+// API server instead, a quorum read at a revision no older than the
+// quota's, and counted from that list. Raising usage, or lowering it from
+// an informer that has caught up with the quota, needs no list. (Waiting
+// for the informer instead would starve a quiet resource: the quota's
+// resourceVersion moves on with every charge of other resources, and a
+// quiet informer hears of newer revisions only from bookmarks, about once
+// a minute.) What remains, as upstream, is the moment between a charge and
+// the write it admitted: an object not yet stored is in no list, and a
+// recount then gives its charge back until the next recount counts it.
 package resourcequota
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -59,6 +80,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
@@ -91,13 +113,43 @@ type Config struct {
 type Controller struct {
 	client       kubernetes.Interface
 	quotas       corelisters.ResourceQuotaLister
-	monitors     map[schema.GroupResource]cache.GenericLister
+	monitors     map[schema.GroupResource]*monitor
 	synced       []cache.InformerSynced
 	queue        workqueue.TypedRateLimitingInterface[string]
 	missingUsage workqueue.TypedRateLimitingInterface[string]
 	syncPeriod   time.Duration
 	clock        clock.Clock
 	registration []registered
+}
+
+// monitor is the controller's view of one counted resource.
+type monitor struct {
+	gvr    schema.GroupVersionResource
+	lister cache.GenericLister
+	// seen is the newest resourceVersion of an object the controller's
+	// event handler got for the resource (0: none yet, or not a number).
+	// The informer updates its cache before it calls the handler, in
+	// order, so the cache holds every change up to seen.
+	seen atomic.Uint64
+}
+
+// saw records obj's resourceVersion in seen (without allocating: it runs
+// for every event of every counted object, pods included).
+func (m *monitor) saw(obj any) {
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	rv, err := strconv.ParseUint(o.GetResourceVersion(), 10, 64)
+	if err != nil {
+		return
+	}
+	for {
+		cur := m.seen.Load()
+		if rv <= cur || m.seen.CompareAndSwap(cur, rv) {
+			return
+		}
+	}
 }
 
 type registered struct {
@@ -150,7 +202,7 @@ func QuotableResources(dc discovery.DiscoveryInterface) ([]schema.GroupVersionRe
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, resources []schema.GroupVersionResource, cfg Config) (*Controller, error) {
 	c := &Controller{
 		client:       client,
-		monitors:     map[schema.GroupResource]cache.GenericLister{},
+		monitors:     map[schema.GroupResource]*monitor{},
 		queue:        workloop.NewQueue(Name),
 		missingUsage: workloop.NewQueue(Name + "_priority"),
 		syncPeriod:   cfg.SyncPeriod,
@@ -182,10 +234,11 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 			slog.Debug("resource quota: no typed informer, not recounted", "resource", gvr.String())
 			continue
 		}
-		if err := c.register(inf.Informer(), c.replenishHandler(gr)); err != nil {
+		m := &monitor{gvr: gvr, lister: inf.Lister()}
+		if err := c.register(inf.Informer(), c.replenishHandler(gr, m)); err != nil {
 			return nil, err
 		}
-		c.monitors[gr] = inf.Lister()
+		c.monitors[gr] = m
 	}
 	return c, nil
 }
@@ -333,10 +386,13 @@ func MissingUsage(q *corev1.ResourceQuota, counts func(corev1.ResourceName) bool
 
 // replenishHandler enqueues the quotas of an object's namespace that
 // count gr (Replenishes) when the object is deleted or an update of it is
-// a replenishment (ReplenishOnUpdate), as upstream's quota monitors.
-func (c *Controller) replenishHandler(gr schema.GroupResource) cache.ResourceEventHandler {
+// a replenishment (ReplenishOnUpdate), as upstream's quota monitors, and
+// records every event's resourceVersion in m.
+func (c *Controller) replenishHandler(gr schema.GroupResource, m *monitor) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { m.saw(obj) },
 		UpdateFunc: func(oldObj, newObj any) {
+			m.saw(newObj)
 			old, ok1 := oldObj.(runtime.Object)
 			cur, ok2 := newObj.(runtime.Object)
 			if !ok1 || !ok2 || !ReplenishOnUpdate(gr, old, cur, c.clock.Now()) {
@@ -350,11 +406,12 @@ func (c *Controller) replenishHandler(gr schema.GroupResource) cache.ResourceEve
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
 			}
-			m, err := metaOf(obj)
+			m.saw(obj)
+			o, err := metaOf(obj)
 			if err != nil {
 				return
 			}
-			c.enqueueKeys(c.replenishedKeys(m.GetNamespace(), gr))
+			c.enqueueKeys(c.replenishedKeys(o.GetNamespace(), gr))
 		},
 	}
 }
@@ -394,21 +451,57 @@ func (c *Controller) enqueueKeys(keys []string) {
 }
 
 // observe collects namespace's objects of the resources q counts that the
-// controller watches.
+// controller watches, from its caches, with the revision each cache holds
+// at least (read before the cache).
 func (c *Controller) observe(namespace string, q *corev1.ResourceQuota) (Observed, error) {
-	obs := Observed{Objects: map[schema.GroupResource][]runtime.Object{}, Now: c.clock.Now()}
+	obs := Observed{Objects: map[schema.GroupResource][]runtime.Object{}, Revisions: map[schema.GroupResource]uint64{}, Now: c.clock.Now()}
 	for _, gr := range Tracked(q) {
-		lister, ok := c.monitors[gr]
+		m, ok := c.monitors[gr]
 		if !ok {
 			continue
 		}
-		objs, err := lister.ByNamespace(namespace).List(labels.Everything())
+		obs.Revisions[gr] = m.seen.Load()
+		objs, err := m.lister.ByNamespace(namespace).List(labels.Everything())
 		if err != nil {
 			return Observed{}, fmt.Errorf("listing %s in %s: %w", gr, namespace, err)
 		}
 		obs.Objects[gr] = objs
 	}
 	return obs, nil
+}
+
+// listFresh lists namespace's objects of gr from the API server: a quorum
+// read (no resourceVersion), so at a revision no older than the quota's,
+// quotaRV, read before it (checked). The controller's role may list
+// everything.
+func (c *Controller) listFresh(ctx context.Context, namespace string, gr schema.GroupResource, quotaRV string) ([]runtime.Object, error) {
+	m := c.monitors[gr]
+	rc := c.client.CoreV1().RESTClient()
+	if r, ok := rc.(*rest.RESTClient); rc == nil || ok && r == nil {
+		return nil, fmt.Errorf("listing %s in %s from the API server: the client has no REST client", gr, namespace)
+	}
+	prefix := []string{"/apis", m.gvr.Group, m.gvr.Version}
+	if m.gvr.Group == "" {
+		prefix = []string{"/api", m.gvr.Version}
+	}
+	obj, err := rc.Get().AbsPath(prefix...).Namespace(namespace).Resource(m.gvr.Resource).Do(ctx).Get()
+	if err != nil {
+		return nil, fmt.Errorf("listing %s in %s from the API server: %w", gr, namespace, err)
+	}
+	l, err := meta.ListAccessor(obj)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s in %s from the API server: %w", gr, namespace, err)
+	}
+	listRV, err1 := strconv.ParseUint(l.GetResourceVersion(), 10, 64)
+	minRV, err2 := strconv.ParseUint(quotaRV, 10, 64)
+	if err1 != nil || err2 != nil || listRV < minRV {
+		return nil, fmt.Errorf("listing %s in %s from the API server: the list's resourceVersion %q is not at least the quota's %q", gr, namespace, l.GetResourceVersion(), quotaRV)
+	}
+	items, err := meta.ExtractList(obj)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s in %s from the API server: %w", gr, namespace, err)
+	}
+	return items, nil
 }
 
 // sync recomputes one quota's status and writes it if it changed.
@@ -428,6 +521,15 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		obs, err := c.observe(namespace, q)
 		if err != nil {
 			return err
+		}
+		// Lower usage only from counts no older than the quota (see the
+		// package comment).
+		for _, gr := range Lagging(q, obs) {
+			objs, err := c.listFresh(ctx, namespace, gr, q.ResourceVersion)
+			if err != nil {
+				return err
+			}
+			obs.Objects[gr] = objs
 		}
 		next := NextStatus(q, obs)
 		if apiequality.Semantic.DeepEqual(q.Status, next) {

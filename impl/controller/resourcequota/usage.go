@@ -1,6 +1,8 @@
 package resourcequota
 
 import (
+	"slices"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,10 +14,44 @@ import (
 )
 
 // Observed is what the controller sees of one namespace: its objects by
-// resource, and the time (for pods whose deletion grace period is over).
+// resource, the revision each resource's objects were observed at, and
+// the time (for pods whose deletion grace period is over).
 type Observed struct {
 	Objects map[schema.GroupResource][]runtime.Object
-	Now     time.Time
+	// Revisions holds, for a resource of Objects, a revision its objects
+	// are no older than: every change up to it is in them (0 or absent:
+	// unknown).
+	Revisions map[schema.GroupResource]uint64
+	Now       time.Time
+}
+
+// Lagging lists, in the order of q's names, the resources whose observed
+// objects must not lower q's usage: Usage would put one of their names
+// below q's status.used, and they were observed at a revision
+// (observed.Revisions) older than q's resourceVersion, so status.used may
+// hold admission's charges for objects that the observation has not seen
+// yet. Usage that does not go down, or goes down from objects observed at
+// q's revision or later, lags nothing. A quota whose resourceVersion is
+// not a number (not from this API server: client-go's fake clientset)
+// orders nothing and lags nothing.
+func Lagging(q *corev1.ResourceQuota, observed Observed) []schema.GroupResource {
+	rv, err := strconv.ParseUint(q.ResourceVersion, 10, 64)
+	if err != nil {
+		return nil
+	}
+	used := Usage(q, observed)
+	var out []schema.GroupResource
+	for _, n := range sortedNames(used) {
+		gr := trackedResource(n)
+		if observed.Revisions[gr] >= rv || slices.Contains(out, gr) {
+			continue
+		}
+		cur, ok := q.Status.Used[n]
+		if u := used[n]; ok && u.Cmp(cur) < 0 {
+			out = append(out, gr)
+		}
+	}
+	return out
 }
 
 var podResource = corev1.Resource("pods")
