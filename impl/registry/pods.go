@@ -368,14 +368,10 @@ func validateStatusIPList(path *field.Path, list any, ips, oldIPs []string) fiel
 func podStatusIPWarnings(p, _ *corev1.Pod) []string {
 	var warnings []string
 	for i, ip := range p.Status.PodIPs {
-		if netutils.ParseIPSloppy(ip.IP) != nil {
-			warnings = append(warnings, validation.GetWarningsForIP(field.NewPath("status", "podIPs").Index(i).Child("ip"), ip.IP)...)
-		}
+		warnings = append(warnings, ipWarnings(func() *field.Path { return field.NewPath("status", "podIPs").Index(i).Child("ip") }, ip.IP)...)
 	}
 	for i, ip := range p.Status.HostIPs {
-		if netutils.ParseIPSloppy(ip.IP) != nil {
-			warnings = append(warnings, validation.GetWarningsForIP(field.NewPath("status", "hostIPs").Index(i).Child("ip"), ip.IP)...)
-		}
+		warnings = append(warnings, ipWarnings(func() *field.Path { return field.NewPath("status", "hostIPs").Index(i).Child("ip") }, ip.IP)...)
 	}
 	return warnings
 }
