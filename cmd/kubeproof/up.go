@@ -37,6 +37,11 @@ func newUpCommand() *cobra.Command {
 		dualStack   bool
 		simHandlers []string
 		simMissing  []string
+		swapCap     string
+		swapMode    string
+		failSwapOn  bool
+		credConfig  string
+		credBinDir  string
 		noScheduler bool
 		noCM        bool
 		evictAfter  time.Duration
@@ -87,29 +92,34 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 				logger.Info("garbage collector", "setting", gc)
 			}
 			c, err := cluster.Start(cmd.Context(), cluster.Config{
-				DataDir:                    dir,
-				BindAddress:                net.JoinHostPort(bindAddress, strconv.Itoa(port)),
-				EtcdServers:                etcdServers,
-				WatchCache:                 watchCache,
-				CompactionInterval:         compaction,
-				EventTTL:                   eventTTLFlag(eventTTL),
-				EtcdCountMetricPollPeriod:  countPollFlag(countPoll),
-				ControllerManager:          !noCM,
-				PodEvictionTimeout:         evictAfter,
-				NodeMonitorGracePeriod:     monitorGP,
-				EndpointUpdatesBatchPeriod: epBatch,
-				Scheduler:                  !noScheduler,
-				Nodes:                      nodes,
-				NodeCPU:                    nodeCPU,
-				NodeMemory:                 nodeMemory,
-				NodeMaxPods:                nodeMaxPods,
-				NodeHugePages:              nodeHugePages,
-				DualStackNodes:             dualStack,
-				SimRuntimeHandlers:         simRuntimeHandlers(cmd.Flags(), simHandlers),
-				SimMissingImages:           simMissing,
-				Auth:                       authOpts,
-				Services:                   services,
-				Logger:                     logger,
+				DataDir:                       dir,
+				BindAddress:                   net.JoinHostPort(bindAddress, strconv.Itoa(port)),
+				EtcdServers:                   etcdServers,
+				WatchCache:                    watchCache,
+				CompactionInterval:            compaction,
+				EventTTL:                      eventTTLFlag(eventTTL),
+				EtcdCountMetricPollPeriod:     countPollFlag(countPoll),
+				ControllerManager:             !noCM,
+				PodEvictionTimeout:            evictAfter,
+				NodeMonitorGracePeriod:        monitorGP,
+				EndpointUpdatesBatchPeriod:    epBatch,
+				Scheduler:                     !noScheduler,
+				Nodes:                         nodes,
+				NodeCPU:                       nodeCPU,
+				NodeMemory:                    nodeMemory,
+				NodeMaxPods:                   nodeMaxPods,
+				NodeHugePages:                 nodeHugePages,
+				DualStackNodes:                dualStack,
+				SimRuntimeHandlers:            simRuntimeHandlers(cmd.Flags(), simHandlers),
+				SimMissingImages:              simMissing,
+				NodeSwapCapacity:              swapCap,
+				NodeMemorySwapBehavior:        kubelet.SwapBehavior(swapMode),
+				NodeFailSwapOn:                &failSwapOn,
+				ImageCredentialProviderConfig: credConfig,
+				ImageCredentialProviderBinDir: credBinDir,
+				Auth:                          authOpts,
+				Services:                      services,
+				Logger:                        logger,
 			})
 			if err != nil {
 				return err
@@ -154,6 +164,11 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 	fs.Int64Var(&nodeMaxPods, "node-max-pods", def.NodeMaxPods, "Pod capacity of each simulated node.")
 	fs.StringVar(&hugepages, "hugepages", "", "Huge pages of each simulated node, page size=pre-allocated pages,... (e.g. 2Mi=512,1Gi=0), as kubeproof kubelet --hugepages: capacity and allocatable hugepages-<size> of pages × size (pods are admitted against it), allocatable memory that much less. Default: none.")
 	fs.BoolVar(&dualStack, "dual-stack-nodes", false, "Give each simulated node an IPv6 pod CIDR (fd00:10:244:<n>::/64) besides its IPv4 one, so pods get an address of each family; pair with a dual-stack --service-cluster-ip-range (e.g. 10.96.0.0/12,fd00:10:96::/108).")
+	fs.StringVar(&swapCap, "swap-capacity", "0", "Swap capacity of each simulated node, as kubeproof kubelet --swap-capacity: published as the node's status.nodeInfo.swap.capacity when not 0 (needs --fail-swap-on=false).")
+	fs.BoolVar(&failSwapOn, "fail-swap-on", true, "Makes each simulated node's kubelet, and so up, fail to start if the node has swap (--swap-capacity not 0), as kubeproof kubelet --fail-swap-on and upstream's.")
+	fs.StringVar(&swapMode, "memory-swap-behavior", "", "KubeletConfiguration's memorySwap.swapBehavior of each simulated node, as kubeproof kubelet --memory-swap-behavior: NoSwap (or empty, the default); LimitedSwap needs cgroup v2 and is refused, simulated nodes being cgroup v1.")
+	fs.StringVar(&credConfig, "image-credential-provider-config", "", "The credential provider plugin config file or directory (a CredentialProviderConfig, kubelet.config.k8s.io/v1) of each simulated node, as kubeproof kubelet's: exec plugins asked for the registry credentials of the images they match before a pull, tried after a pod's imagePullSecrets.")
+	fs.StringVar(&credBinDir, "image-credential-provider-bin-dir", "", "The directory where the credential provider plugin binaries of --image-credential-provider-config are.")
 	addSimRuntimeHandlersFlag(fs, &simHandlers)
 	addSimMissingImagesFlag(fs, &simMissing)
 	fs.BoolVar(&noCM, "no-controller-manager", false, "Do not run the controller manager (no Deployments/ReplicaSets progress, no garbage collection; ServiceAccount admission off unless the admission plugin flags are given).")

@@ -33,6 +33,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 	"github.com/kubeproof/kubeproof/impl/kubelet"
+	"github.com/kubeproof/kubeproof/impl/kubelet/credentialprovider"
 	"github.com/kubeproof/kubeproof/impl/pki"
 	"github.com/kubeproof/kubeproof/impl/storage/embedded"
 	"github.com/kubeproof/kubeproof/impl/storage/storagebackend"
@@ -110,6 +111,27 @@ type Config struct {
 	// pulls fail as containerd's for an image the registry answers 404
 	// for, so pods using them end in ErrImagePull/ImagePullBackOff.
 	SimMissingImages []string
+	// NodeSwapCapacity, NodeMemorySwapBehavior and NodeFailSwapOn are
+	// each simulated node's swap (kubelet.Config.SwapCapacity, a quantity,
+	// "" none; MemorySwapBehavior; FailSwapOn): `kubeproof up
+	// --swap-capacity`, `--memory-swap-behavior` and `--fail-swap-on`, as
+	// `kubeproof kubelet`'s. A node with swap is refused unless
+	// NodeFailSwapOn is false, and LimitedSwap on the simulated nodes'
+	// cgroup v1, as upstream's kubelet refuses them.
+	NodeSwapCapacity       string
+	NodeMemorySwapBehavior kubelet.SwapBehavior
+	NodeFailSwapOn         *bool
+	// ImageCredentialProviderConfig and ImageCredentialProviderBinDir are
+	// the simulated nodes' image credential provider plugins (`kubeproof
+	// up --image-credential-provider-config` and
+	// `--image-credential-provider-bin-dir`, as `kubeproof kubelet`'s):
+	// each node registers them (credentialprovider.Register; its own
+	// answers and tokens cached, as each kubelet's) and asks them for the
+	// credentials of the images they match before pulling. Either set:
+	// Start refuses a configuration the kubelet would before starting
+	// anything.
+	ImageCredentialProviderConfig string
+	ImageCredentialProviderBinDir string
 	// NodeTokens makes the API server accept simulated nodes' in-memory
 	// tokens (IssueNodeToken) even with Nodes 0: for a benchmark's control
 	// that holds the simulated nodes' connections from another process.
@@ -198,6 +220,11 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	if cfg.Nodes > maxSimulatedNodes {
 		return nil, fmt.Errorf("at most %d simulated nodes are supported, %d asked", maxSimulatedNodes, cfg.Nodes)
+	}
+	if cfg.Nodes > 0 && cfg.imageCredentialProviders() {
+		if _, err := credentialprovider.Register(cfg.ImageCredentialProviderConfig, cfg.ImageCredentialProviderBinDir, nil, cfg.Logger); err != nil {
+			return nil, fmt.Errorf("registering image credential provider plugins: %w", err)
+		}
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data dir: %w", err)

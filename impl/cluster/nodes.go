@@ -25,6 +25,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 	"github.com/kubeproof/kubeproof/impl/kubelet"
+	"github.com/kubeproof/kubeproof/impl/kubelet/credentialprovider"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
 
@@ -324,6 +325,13 @@ func (c *Cluster) sharedPods() cache.SharedIndexInformer {
 	return c.simNodes.pods
 }
 
+// imageCredentialProviders reports whether the simulated nodes have
+// credential provider plugins (either flag given, as `kubeproof kubelet`
+// registers them).
+func (cfg Config) imageCredentialProviders() bool {
+	return cfg.ImageCredentialProviderConfig != "" || cfg.ImageCredentialProviderBinDir != ""
+}
+
 // startKubelets runs cfg.Nodes simulated kubelets named node-1 … node-N,
 // each with its own node identity and pod CIDR, on the shared pod source.
 func (c *Cluster) startKubelets(ctx context.Context, cfg Config) error {
@@ -334,6 +342,12 @@ func (c *Cluster) startKubelets(ctx context.Context, cfg Config) error {
 	mem, err := resource.ParseQuantity(cfg.NodeMemory)
 	if err != nil {
 		return fmt.Errorf("node memory: %w", err)
+	}
+	var swap resource.Quantity
+	if cfg.NodeSwapCapacity != "" {
+		if swap, err = resource.ParseQuantity(cfg.NodeSwapCapacity); err != nil {
+			return fmt.Errorf("node swap capacity: %w", err)
+		}
 	}
 	n := c.simNodes
 	for i := 0; i < cfg.Nodes; i++ {
@@ -349,12 +363,22 @@ func (c *Cluster) startKubelets(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return fmt.Errorf("building runtime of %s: %w", name, err)
 		}
-		k, err := kubelet.New(ctx, cs, kubelet.Config{
+		log := cfg.Logger.With("node", name)
+		kcfg := kubelet.Config{
 			NodeName: name, PodCIDR: cidr, Port: c.kubeletAPI.Port, CPU: cpu, Memory: mem, MaxPods: cfg.NodeMaxPods, HugePages: cfg.NodeHugePages,
+			SwapCapacity: swap, MemorySwapBehavior: cfg.NodeMemorySwapBehavior, FailSwapOn: cfg.NodeFailSwapOn,
 			ExternalPodSource: true, ServiceReadClient: n.reader,
 			RootDir: filepath.Join(n.rootDir, "root"), PodLogsDir: filepath.Join(n.rootDir, "pod-logs"), PullRecordsInMemory: true,
-			Logger: cfg.Logger.With("node", name), PodTrace: cfg.PodTrace,
-		}, rt)
+			Logger: log, PodTrace: cfg.PodTrace,
+		}
+		if cfg.imageCredentialProviders() {
+			providers, err := credentialprovider.Register(cfg.ImageCredentialProviderConfig, cfg.ImageCredentialProviderBinDir, nil, log)
+			if err != nil {
+				return fmt.Errorf("registering image credential provider plugins of %s: %w", name, err)
+			}
+			kcfg.ImageCredentialProviders = providers
+		}
+		k, err := kubelet.New(ctx, cs, kcfg, rt)
 		if err != nil {
 			return fmt.Errorf("building kubelet %s: %w", name, err)
 		}
