@@ -450,20 +450,16 @@ func validateFileKeySelector(s *corev1.FileKeySelector, p *field.Path) field.Err
 // volumes (any of them, valid or not; the last of a duplicated name) and
 // an emptyDir, as upstream's validateFileKeyRefVolumes.
 func validateFileKeyRefVolumes(s *corev1.PodSpec, path *field.Path) field.ErrorList {
-	sources := map[string]*corev1.VolumeSource{}
-	for i := range s.Volumes {
-		sources[s.Volumes[i].Name] = &s.Volumes[i].VolumeSource
-	}
 	var errs field.ErrorList
-	check := func(env []corev1.EnvVar, p *field.Path) {
+	check := func(env []corev1.EnvVar, p containerPath) {
 		for j, e := range env {
 			if e.ValueFrom == nil || e.ValueFrom.FileKeyRef == nil {
 				continue
 			}
 			name := e.ValueFrom.FileKeyRef.VolumeName
 			np := p.Child("env").Index(j).Child("valueFrom", "fileKeyRef", "volumeName")
-			switch src, ok := sources[name]; {
-			case !ok:
+			switch src := volumeSourceNamed(s.Volumes, name); {
+			case src == nil:
 				errs = append(errs, field.NotFound(np, name))
 			case src.EmptyDir == nil:
 				errs = append(errs, field.Invalid(np, name, "referenced volume must be of type emptyDir"))
@@ -471,15 +467,26 @@ func validateFileKeyRefVolumes(s *corev1.PodSpec, path *field.Path) field.ErrorL
 		}
 	}
 	for i := range s.InitContainers {
-		check(s.InitContainers[i].Env, path.Child("initContainers").Index(i))
+		check(s.InitContainers[i].Env, containerPath{path, "initContainers", i})
 	}
 	for i := range s.Containers {
-		check(s.Containers[i].Env, path.Child("containers").Index(i))
+		check(s.Containers[i].Env, containerPath{path, "containers", i})
 	}
 	for i := range s.EphemeralContainers {
-		check(s.EphemeralContainers[i].Env, path.Child("ephemeralContainers").Index(i))
+		check(s.EphemeralContainers[i].Env, containerPath{path, "ephemeralContainers", i})
 	}
 	return errs
+}
+
+// volumeSourceNamed is the source of the volume of that name (the last
+// of that name, as a map of them would hold), nil if none.
+func volumeSourceNamed(volumes []corev1.Volume, name string) *corev1.VolumeSource {
+	for i := len(volumes) - 1; i >= 0; i-- {
+		if volumes[i].Name == name {
+			return &volumes[i].VolumeSource
+		}
+	}
+	return nil
 }
 
 // validateKeySelector checks an env var's configMapKeyRef or secretKeyRef

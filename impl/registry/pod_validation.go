@@ -206,21 +206,21 @@ func validateHostNetworkPorts(s *corev1.PodSpec, path *field.Path, isPod bool) f
 // not checked (kept for compatibility: " " is a placeholder some set).
 func validateImageWhitespace(s *corev1.PodSpec, path *field.Path, isPod bool) field.ErrorList {
 	var errs field.ErrorList
-	check := func(image string, p *field.Path) {
+	check := func(image string, p containerPath) {
 		if len(image) != len(strings.TrimSpace(image)) {
 			errs = append(errs, field.Invalid(p.Child("image"), image, "must not have leading or trailing whitespace"))
 		}
 	}
 	if isPod {
 		for i := range s.Containers {
-			check(s.Containers[i].Image, path.Child("containers").Index(i))
+			check(s.Containers[i].Image, containerPath{path, "containers", i})
 		}
 		for i := range s.InitContainers {
-			check(s.InitContainers[i].Image, path.Child("initContainers").Index(i))
+			check(s.InitContainers[i].Image, containerPath{path, "initContainers", i})
 		}
 	}
 	for i := range s.EphemeralContainers {
-		check(s.EphemeralContainers[i].Image, path.Child("ephemeralContainers").Index(i))
+		check(s.EphemeralContainers[i].Image, containerPath{path, "ephemeralContainers", i})
 	}
 	return errs
 }
@@ -368,7 +368,9 @@ func validatePodSecurityContext(s *corev1.PodSpec, p *field.Path, opts podValida
 	if s.ShareProcessNamespace != nil && *s.ShareProcessNamespace && s.HostPID {
 		errs = append(errs, field.Invalid(p.Child("shareProcessNamespace"), true, "ShareProcessNamespace and HostPID cannot both be enabled"))
 	}
-	errs = append(errs, validateSysctls(s, p.Child("sysctls"), opts)...)
+	if len(sc.Sysctls) > 0 {
+		errs = append(errs, validateSysctls(s, p.Child("sysctls"), opts)...)
+	}
 	if fp := sc.FSGroupChangePolicy; fp != nil {
 		switch *fp {
 		case corev1.FSGroupChangeAlways, corev1.FSGroupChangeOnRootMismatch:
@@ -376,9 +378,17 @@ func validatePodSecurityContext(s *corev1.PodSpec, p *field.Path, opts podValida
 			errs = append(errs, field.NotSupported(p.Child("fsGroupChangePolicy"), *fp, []string{string(corev1.FSGroupChangeAlways), string(corev1.FSGroupChangeOnRootMismatch)}))
 		}
 	}
-	errs = append(errs, validateSeccompProfile(sc.SeccompProfile, p.Child("seccompProfile"))...)
-	errs = append(errs, validateWindowsOptions(sc.WindowsOptions, p.Child("windowsOptions"))...)
-	errs = append(errs, validateAppArmorProfile(sc.AppArmorProfile, p.Child("appArmorProfile"))...)
+	// Each of these checks nothing when its field is unset (the paths
+	// are made only when there is something to check).
+	if sc.SeccompProfile != nil {
+		errs = append(errs, validateSeccompProfile(sc.SeccompProfile, p.Child("seccompProfile"))...)
+	}
+	if sc.WindowsOptions != nil {
+		errs = append(errs, validateWindowsOptions(sc.WindowsOptions, p.Child("windowsOptions"))...)
+	}
+	if sc.AppArmorProfile != nil {
+		errs = append(errs, validateAppArmorProfile(sc.AppArmorProfile, p.Child("appArmorProfile"))...)
+	}
 	if gp := sc.SupplementalGroupsPolicy; gp != nil {
 		switch *gp {
 		case corev1.SupplementalGroupsPolicyMerge, corev1.SupplementalGroupsPolicyStrict:
@@ -458,7 +468,7 @@ func validateProcMountUserNamespace(s *corev1.PodSpec, path *field.Path) field.E
 		return nil
 	}
 	var errs field.ErrorList
-	visitContainerSecurityContexts(s, path, func(sc *corev1.SecurityContext, p *field.Path) {
+	visitContainerSecurityContexts(s, path, func(sc *corev1.SecurityContext, p containerPath) {
 		if sc != nil && sc.ProcMount != nil && *sc.ProcMount == corev1.UnmaskedProcMount {
 			errs = append(errs, field.Invalid(p.Child("securityContext", "procMount"), sc.ProcMount, "`hostUsers` must be false to use `Unmasked`"))
 		}
@@ -487,23 +497,41 @@ func validatePodOS(s *corev1.PodSpec, path *field.Path) field.ErrorList {
 
 // visitContainerSecurityContexts calls f with each container's security
 // context (init, app, then ephemeral containers) and the container's path.
-func visitContainerSecurityContexts(s *corev1.PodSpec, path *field.Path, f func(sc *corev1.SecurityContext, p *field.Path)) {
-	visitContainers(s, path, func(_ string, sc *corev1.SecurityContext, p *field.Path) { f(sc, p) })
+func visitContainerSecurityContexts(s *corev1.PodSpec, path *field.Path, f func(sc *corev1.SecurityContext, p containerPath)) {
+	visitContainers(s, path, func(_ string, sc *corev1.SecurityContext, p containerPath) { f(sc, p) })
 }
 
 // visitContainers calls f with each container's name, security context
 // and path (init, app, then ephemeral containers, as upstream's
 // VisitContainersWithPath).
-func visitContainers(s *corev1.PodSpec, path *field.Path, f func(name string, sc *corev1.SecurityContext, p *field.Path)) {
+func visitContainers(s *corev1.PodSpec, path *field.Path, f func(name string, sc *corev1.SecurityContext, p containerPath)) {
 	for i := range s.InitContainers {
-		f(s.InitContainers[i].Name, s.InitContainers[i].SecurityContext, path.Child("initContainers").Index(i))
+		f(s.InitContainers[i].Name, s.InitContainers[i].SecurityContext, containerPath{path, "initContainers", i})
 	}
 	for i := range s.Containers {
-		f(s.Containers[i].Name, s.Containers[i].SecurityContext, path.Child("containers").Index(i))
+		f(s.Containers[i].Name, s.Containers[i].SecurityContext, containerPath{path, "containers", i})
 	}
 	for i := range s.EphemeralContainers {
-		f(s.EphemeralContainers[i].Name, s.EphemeralContainers[i].SecurityContext, path.Child("ephemeralContainers").Index(i))
+		f(s.EphemeralContainers[i].Name, s.EphemeralContainers[i].SecurityContext, containerPath{path, "ephemeralContainers", i})
 	}
+}
+
+// containerPath is a container's path (spec.containers[2]) made only when
+// an error names it: the pod checks visit every container several times
+// on each create and almost never report anything, and building the path
+// up front cost two allocations per container per visit.
+type containerPath struct {
+	spec  *field.Path
+	list  string // initContainers, containers or ephemeralContainers
+	index int
+}
+
+// Path is the container's path.
+func (c containerPath) Path() *field.Path { return c.spec.Child(c.list).Index(c.index) }
+
+// Child is the path of a field of the container.
+func (c containerPath) Child(name string, moreNames ...string) *field.Path {
+	return c.Path().Child(name, moreNames...)
 }
 
 func validateLinuxPod(s *corev1.PodSpec, path *field.Path) field.ErrorList {
@@ -512,7 +540,7 @@ func validateLinuxPod(s *corev1.PodSpec, path *field.Path) field.ErrorList {
 	if s.SecurityContext != nil && s.SecurityContext.WindowsOptions != nil {
 		errs = append(errs, field.Forbidden(path.Child("securityContext", "windowsOptions"), msg))
 	}
-	visitContainerSecurityContexts(s, path, func(sc *corev1.SecurityContext, p *field.Path) {
+	visitContainerSecurityContexts(s, path, func(sc *corev1.SecurityContext, p containerPath) {
 		if sc != nil && sc.WindowsOptions != nil {
 			errs = append(errs, field.Forbidden(p.Child("securityContext", "windowsOptions"), msg))
 		}
@@ -547,7 +575,7 @@ func validateWindowsPod(s *corev1.PodSpec, path *field.Path) field.ErrorList {
 	forbid(s.HostPID, path.Child("hostPID"))
 	forbid(s.HostIPC, path.Child("hostIPC"))
 	forbid(s.ShareProcessNamespace != nil, path.Child("shareProcessNamespace"))
-	visitContainerSecurityContexts(s, path, func(sc *corev1.SecurityContext, p *field.Path) {
+	visitContainerSecurityContexts(s, path, func(sc *corev1.SecurityContext, p containerPath) {
 		if sc == nil {
 			return
 		}
@@ -616,7 +644,10 @@ func validateHostUsers(s *corev1.PodSpec, path *field.Path, opts podValidationOp
 // (validateEphemeralContainers).
 func validateResizePolicies(s *corev1.PodSpec, path *field.Path, opts podValidationOptions) field.ErrorList {
 	var errs field.ErrorList
-	check := func(c *corev1.Container, p *field.Path) {
+	check := func(c *corev1.Container, p containerPath) {
+		if len(c.ResizePolicy) == 0 {
+			return
+		}
 		lp := p.Child("resizePolicy")
 		seen := sets.New[corev1.ResourceName]()
 		for i, rp := range c.ResizePolicy {
@@ -645,7 +676,7 @@ func validateResizePolicies(s *corev1.PodSpec, path *field.Path, opts podValidat
 	}
 	for i := range s.InitContainers {
 		c := &s.InitContainers[i]
-		p := path.Child("initContainers").Index(i)
+		p := containerPath{path, "initContainers", i}
 		check(c, p)
 		if isSidecar(c) || opts.allowRestartContainerResizeForNonSidecarInit {
 			continue
@@ -657,7 +688,7 @@ func validateResizePolicies(s *corev1.PodSpec, path *field.Path, opts podValidat
 		}
 	}
 	for i := range s.Containers {
-		check(&s.Containers[i], path.Child("containers").Index(i))
+		check(&s.Containers[i], containerPath{path, "containers", i})
 	}
 	return errs
 }
@@ -668,31 +699,49 @@ func validateResizePolicies(s *corev1.PodSpec, path *field.Path, opts podValidat
 // the stored pod's was not); the seccomp and AppArmor annotations hold
 // valid profiles, the latter for a container the pod has.
 func validatePodAnnotations(p *corev1.Pod, allowInvalidDeletionCost bool) field.ErrorList {
-	path := field.NewPath("metadata", "annotations")
 	a := p.Annotations
+	if len(a) == 0 {
+		return nil
+	}
+	path := func() *field.Path { return field.NewPath("metadata", "annotations") }
 	var errs field.ErrorList
 	if v, mirror := a[corev1.MirrorPodAnnotationKey]; mirror && p.Spec.NodeName == "" {
-		errs = append(errs, field.Invalid(path.Key(corev1.MirrorPodAnnotationKey), v, "must set spec.nodeName if mirror pod annotation is set"))
+		errs = append(errs, field.Invalid(path().Key(corev1.MirrorPodAnnotationKey), v, "must set spec.nodeName if mirror pod annotation is set"))
 	}
 	if !allowInvalidDeletionCost && !validDeletionCost(a) {
-		errs = append(errs, field.Invalid(path.Key(corev1.PodDeletionCost), a[corev1.PodDeletionCost], "must be a 32bit integer"))
+		errs = append(errs, field.Invalid(path().Key(corev1.PodDeletionCost), a[corev1.PodDeletionCost], "must be a 32bit integer"))
+	}
+	if !hasProfileAnnotation(a) {
+		return errs
 	}
 	for _, k := range slices.Sorted(maps.Keys(a)) {
 		v := a[k]
 		if k == corev1.SeccompPodAnnotationKey || strings.HasPrefix(k, corev1.SeccompContainerAnnotationKeyPrefix) {
-			errs = append(errs, validateSeccompAnnotation(v, path.Child(k))...)
+			errs = append(errs, validateSeccompAnnotation(v, path().Child(k))...)
 		}
 		if name, ok := strings.CutPrefix(k, corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix); ok {
 			if !podHasContainer(&p.Spec, name) {
-				errs = append(errs, field.Invalid(path.Key(k), name, "container not found"))
+				errs = append(errs, field.Invalid(path().Key(k), name, "container not found"))
 			}
 			if v != "" && v != corev1.DeprecatedAppArmorBetaProfileRuntimeDefault && v != corev1.DeprecatedAppArmorBetaProfileNameUnconfined &&
 				!strings.HasPrefix(v, corev1.DeprecatedAppArmorBetaProfileNamePrefix) {
-				errs = append(errs, field.Invalid(path.Key(k), v, fmt.Sprintf("invalid AppArmor profile name: %q", v)))
+				errs = append(errs, field.Invalid(path().Key(k), v, fmt.Sprintf("invalid AppArmor profile name: %q", v)))
 			}
 		}
 	}
 	return errs
+}
+
+// hasProfileAnnotation: a has a seccomp or AppArmor annotation (which
+// validatePodAnnotations checks in key order; most pods have none).
+func hasProfileAnnotation(a map[string]string) bool {
+	for k := range a {
+		if k == corev1.SeccompPodAnnotationKey || strings.HasPrefix(k, corev1.SeccompContainerAnnotationKeyPrefix) ||
+			strings.HasPrefix(k, corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // validDeletionCost: no pod-deletion-cost, or one upstream's
@@ -788,7 +837,7 @@ func validatePodCreateAsUpstream(p *corev1.Pod) field.ErrorList {
 		errs = append(errs, seccompAnnotationMatches(v, podSeccomp, spec.Child("securityContext", "seccompProfile"))...)
 	}
 	windows := p.Spec.OS != nil && p.Spec.OS.Name == corev1.Windows
-	visitContainers(&p.Spec, spec, func(name string, sc *corev1.SecurityContext, cp *field.Path) {
+	visitContainers(&p.Spec, spec, func(name string, sc *corev1.SecurityContext, cp containerPath) {
 		if sc != nil && sc.SeccompProfile != nil {
 			if v, ok := a[corev1.SeccompContainerAnnotationKeyPrefix+name]; ok {
 				errs = append(errs, seccompAnnotationMatches(v, sc.SeccompProfile, cp.Child("securityContext", "seccompProfile"))...)
