@@ -92,22 +92,22 @@ func TestDownwardAPIVolumeResourceFieldRef(t *testing.T) {
 	item := func(path, container, res string) v1.DownwardAPIVolumeFile {
 		return v1.DownwardAPIVolumeFile{Path: path, ResourceFieldRef: &v1.ResourceFieldSelector{ContainerName: container, Resource: res}}
 	}
-	files := map[string][]byte{}
+	files := map[string]volumeFile{}
 	err := k.downwardAPIFiles(pod, []v1.DownwardAPIVolumeFile{
 		item("hp", "app", "limits.hugepages-2Mi"),
 		item("hp-unset", "app", "requests.hugepages-1Gi"),
 		item("cpu", "app", "limits.cpu"),
 		item("init-hp", "init", "requests.hugepages-2Mi"),
-	}, files)
+	}, 0o644, files)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for path, want := range map[string]string{"hp": "4194304", "hp-unset": "0", "cpu": "4", "init-hp": "2097152"} {
-		if got := string(files[path]); got != want {
+		if got := string(files[path].data); got != want {
 			t.Errorf("%s = %q, want %q", path, got, want)
 		}
 	}
-	err = k.downwardAPIFiles(pod, []v1.DownwardAPIVolumeFile{item("x", "debug", "limits.cpu")}, map[string][]byte{})
+	err = k.downwardAPIFiles(pod, []v1.DownwardAPIVolumeFile{item("x", "debug", "limits.cpu")}, 0o644, map[string]volumeFile{})
 	if err == nil || err.Error() != "container debug not found" {
 		t.Errorf("ephemeral container: %v, want container debug not found", err)
 	}

@@ -59,7 +59,7 @@ func volumePlugin(v *v1.Volume) string {
 // joins one error per failing volume (volumeErrors splits it).
 func (k *Kubelet) setUpVolumes(ctx context.Context, rec *podRecord, pod *v1.Pod) error {
 	src := clientEnvSource{ctx: ctx, k: k}
-	files := make(map[string][]byte, 4) // one volume's at a time
+	files := make(map[string]volumeFile, 4) // one volume's at a time
 	var errs []error
 	for i := range pod.Spec.Volumes {
 		if err := k.setUpVolume(ctx, src, rec, pod, &pod.Spec.Volumes[i], files); err != nil {
@@ -69,8 +69,11 @@ func (k *Kubelet) setUpVolumes(ctx context.Context, rec *podRecord, pod *v1.Pod)
 	return errors.Join(errs...)
 }
 
-// setUpVolume writes one volume's files (files is scratch space).
-func (k *Kubelet) setUpVolume(ctx context.Context, src clientEnvSource, rec *podRecord, pod *v1.Pod, v *v1.Volume, files map[string][]byte) error {
+// setUpVolume writes one volume's files (files is scratch space) and,
+// when the pod has an fsGroup, gives a new emptyDir or a written
+// configMap, secret, downwardAPI or projected volume that group
+// (volumeownership.go).
+func (k *Kubelet) setUpVolume(ctx context.Context, src clientEnvSource, rec *podRecord, pod *v1.Pod, v *v1.Volume, files map[string]volumeFile) error {
 	plugin := volumePlugin(v)
 	if plugin == "" {
 		if v.HostPath == nil {
@@ -79,32 +82,79 @@ func (k *Kubelet) setUpVolume(ctx context.Context, src clientEnvSource, rec *pod
 		return nil
 	}
 	dir := k.volumeDir(pod.UID, plugin, v.Name)
+	created := false
 	if !isDir(dir) {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return fmt.Errorf("MountVolume.SetUp failed for volume %q: %w", v.Name, err)
 		}
+		created = true
 	}
 	clear(files)
 	var err error
 	switch {
 	case v.ConfigMap != nil:
-		err = k.configMapFiles(src, pod, v.ConfigMap.Name, v.ConfigMap.Items, v.ConfigMap.Optional, files)
+		err = k.configMapFiles(src, pod, v.ConfigMap.Name, v.ConfigMap.Items, v.ConfigMap.Optional, fileMode(v.ConfigMap.DefaultMode), files)
 	case v.Secret != nil:
-		err = k.secretFiles(src, pod, v.Secret.SecretName, v.Secret.Items, v.Secret.Optional, files)
+		err = k.secretFiles(src, pod, v.Secret.SecretName, v.Secret.Items, v.Secret.Optional, fileMode(v.Secret.DefaultMode), files)
 	case v.DownwardAPI != nil:
-		err = k.downwardAPIFiles(pod, v.DownwardAPI.Items, files)
+		err = k.downwardAPIFiles(pod, v.DownwardAPI.Items, fileMode(v.DownwardAPI.DefaultMode), files)
 	case v.Projected != nil:
 		err = k.projectedFiles(ctx, src, rec, pod, dir, v.Name, v.Projected, files)
 	}
 	if err != nil {
 		return fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
 	}
-	for rel, content := range files {
-		if err := writeVolumeFile(dir, rel, content); err != nil {
+	wrote := created
+	for rel, f := range files {
+		w, err := writeVolumeFile(dir, rel, f)
+		if err != nil {
+			return fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
+		}
+		wrote = wrote || w
+	}
+	if fsGroup := podFSGroup(pod); fsGroup != nil && wrote {
+		// An emptyDir when created, the others whenever written (created
+		// counts: upstream's atomic writer writes an empty payload too).
+		if err := k.setVolumeOwnership(dir, *fsGroup, v.EmptyDir == nil); err != nil {
+			if v.EmptyDir != nil {
+				k.log.Error("emptyDir volume ownership", "volume", v.Name, "pod", pod.Namespace+"/"+pod.Name, "err", err)
+				return nil
+			}
 			return fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
 		}
 	}
 	return nil
+}
+
+// volumeFile is one file of a configMap, secret, downwardAPI or projected
+// volume: its content (only read: see stringBytes), its mode (the item's
+// mode, else the volume's defaultMode, as upstream's payloads) and the
+// user that owns it (owner; 0 leaves it the kubelet's): upstream's
+// FileProjection.
+type volumeFile struct {
+	data  []byte
+	mode  uint32
+	owner int64
+}
+
+// defaultFileMode is a volume's defaultMode when the pod has none (the API
+// server defaults it to this).
+const defaultFileMode = 0o644
+
+// fileMode is a defaultMode or an item's mode, def when unset.
+func fileMode(m *int32) uint32 {
+	if m == nil {
+		return defaultFileMode
+	}
+	return uint32(*m) & 0o777
+}
+
+// itemMode is an item's own mode, else the volume's.
+func itemMode(m *int32, def uint32) uint32 {
+	if m == nil {
+		return def
+	}
+	return uint32(*m) & 0o777
 }
 
 // volumeErrors are the per-volume errors setUpVolumes joined.
@@ -120,7 +170,7 @@ func volumeErrors(err error) []error {
 // on disk), so a string's bytes are not copied (stringBytes).
 
 // configMapFiles adds the files of a configMap volume or projection.
-func (k *Kubelet) configMapFiles(src clientEnvSource, pod *v1.Pod, name string, items []v1.KeyToPath, optional *bool, files map[string][]byte) error {
+func (k *Kubelet) configMapFiles(src clientEnvSource, pod *v1.Pod, name string, items []v1.KeyToPath, optional *bool, mode uint32, files map[string]volumeFile) error {
 	cm, err := src.ConfigMap(pod.Namespace, name)
 	if err != nil {
 		if apierrors.IsNotFound(err) && ptrTrue(optional) {
@@ -130,10 +180,10 @@ func (k *Kubelet) configMapFiles(src clientEnvSource, pod *v1.Pod, name string, 
 	}
 	if len(items) == 0 {
 		for key, val := range cm.Data {
-			files[key] = stringBytes(val)
+			files[key] = volumeFile{data: stringBytes(val), mode: mode}
 		}
 		for key, val := range cm.BinaryData {
-			files[key] = val
+			files[key] = volumeFile{data: val, mode: mode}
 		}
 		return nil
 	}
@@ -151,13 +201,13 @@ func (k *Kubelet) configMapFiles(src clientEnvSource, pod *v1.Pod, name string, 
 			}
 			return fmt.Errorf("configmap %q: %w", name, missingKey(it.Key))
 		}
-		files[it.Path] = val
+		files[it.Path] = volumeFile{data: val, mode: itemMode(it.Mode, mode)}
 	}
 	return nil
 }
 
 // secretFiles adds the files of a secret volume or projection.
-func (k *Kubelet) secretFiles(src clientEnvSource, pod *v1.Pod, name string, items []v1.KeyToPath, optional *bool, files map[string][]byte) error {
+func (k *Kubelet) secretFiles(src clientEnvSource, pod *v1.Pod, name string, items []v1.KeyToPath, optional *bool, mode uint32, files map[string]volumeFile) error {
 	sec, err := src.Secret(pod.Namespace, name)
 	if err != nil {
 		if apierrors.IsNotFound(err) && ptrTrue(optional) {
@@ -165,14 +215,14 @@ func (k *Kubelet) secretFiles(src clientEnvSource, pod *v1.Pod, name string, ite
 		}
 		return notFoundMessage(err, "secret", name)
 	}
-	if err := project(sec.Data, items, ptrTrue(optional), files); err != nil {
+	if err := project(sec.Data, items, ptrTrue(optional), mode, files); err != nil {
 		return fmt.Errorf("secret %q: %w", name, err)
 	}
 	return nil
 }
 
 // downwardAPIFiles adds the files of a downwardAPI volume or projection.
-func (k *Kubelet) downwardAPIFiles(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, files map[string][]byte) error {
+func (k *Kubelet) downwardAPIFiles(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, mode uint32, files map[string]volumeFile) error {
 	for _, item := range items {
 		var val string
 		var err error
@@ -192,7 +242,7 @@ func (k *Kubelet) downwardAPIFiles(pod *v1.Pod, items []v1.DownwardAPIVolumeFile
 		if err != nil {
 			return err
 		}
-		files[item.Path] = stringBytes(val)
+		files[item.Path] = volumeFile{data: stringBytes(val), mode: itemMode(item.Mode, mode)}
 	}
 	return nil
 }
@@ -212,19 +262,20 @@ const defaultTokenExpiration = int64(3600)
 // the pod, for the pod's service account. Every source is tried; the
 // error names each failing one, as upstream's aggregate ("[a, b]" for
 // more than one).
-func (k *Kubelet) projectedFiles(ctx context.Context, src clientEnvSource, rec *podRecord, pod *v1.Pod, dir, volume string, pv *v1.ProjectedVolumeSource, files map[string][]byte) error {
+func (k *Kubelet) projectedFiles(ctx context.Context, src clientEnvSource, rec *podRecord, pod *v1.Pod, dir, volume string, pv *v1.ProjectedVolumeSource, files map[string]volumeFile) error {
+	mode := fileMode(pv.DefaultMode)
 	var errs []error
 	for i, s := range pv.Sources {
 		var err error
 		switch {
 		case s.ConfigMap != nil:
-			err = k.configMapFiles(src, pod, s.ConfigMap.Name, s.ConfigMap.Items, s.ConfigMap.Optional, files)
+			err = k.configMapFiles(src, pod, s.ConfigMap.Name, s.ConfigMap.Items, s.ConfigMap.Optional, mode, files)
 		case s.Secret != nil:
-			err = k.secretFiles(src, pod, s.Secret.Name, s.Secret.Items, s.Secret.Optional, files)
+			err = k.secretFiles(src, pod, s.Secret.Name, s.Secret.Items, s.Secret.Optional, mode, files)
 		case s.DownwardAPI != nil:
-			err = k.downwardAPIFiles(pod, s.DownwardAPI.Items, files)
+			err = k.downwardAPIFiles(pod, s.DownwardAPI.Items, mode, files)
 		case s.ServiceAccountToken != nil:
-			err = k.serviceAccountTokenFile(ctx, rec, pod, dir, tokenKey{volume, i}, s.ServiceAccountToken, files)
+			err = k.serviceAccountTokenFile(ctx, rec, pod, dir, tokenKey{volume, i}, s.ServiceAccountToken, mode, files)
 		default:
 			err = fmt.Errorf("projected source %d: only configMap, secret, downwardAPI and serviceAccountToken sources are supported", i)
 		}
@@ -241,7 +292,12 @@ func (k *Kubelet) projectedFiles(ctx context.Context, src clientEnvSource, rec *
 // in memory: until it is due, the file written to the volume (dir) stays
 // as it is (no file is added), and the token is fetched anew if that
 // file is gone or empty.
-func (k *Kubelet) serviceAccountTokenFile(ctx context.Context, rec *podRecord, pod *v1.Pod, dir string, key tokenKey, p *v1.ServiceAccountTokenProjection, files map[string][]byte) error {
+//
+// As upstream's projected plugin, the token file is owned by the user all
+// the pod's containers run as (podFSUser) and its mode is 0600 when that
+// user or the pod's fsGroup is set (fsGroup ownership then adds group
+// read: 0640), the volume's defaultMode otherwise.
+func (k *Kubelet) serviceAccountTokenFile(ctx context.Context, rec *podRecord, pod *v1.Pod, dir string, key tokenKey, p *v1.ServiceAccountTokenProjection, mode uint32, files map[string]volumeFile) error {
 	now := k.clock.Now()
 	if refreshAt, ok := rec.tokenRefresh(key); ok && now.Before(refreshAt) {
 		// Not due: the token written last time stays (nothing to write).
@@ -276,7 +332,14 @@ func (k *Kubelet) serviceAccountTokenFile(ctx context.Context, rec *podRecord, p
 		ttl = tr.Status.ExpirationTimestamp.Sub(now)
 	}
 	rec.setTokenRefresh(key, now.Add(ttl*8/10))
-	files[p.Path] = stringBytes(tr.Status.Token)
+	f := volumeFile{data: stringBytes(tr.Status.Token), mode: mode}
+	if fsUser := podFSUser(pod); fsUser != nil || podFSGroup(pod) != nil {
+		f.mode = 0o600
+		if fsUser != nil {
+			f.owner = *fsUser
+		}
+	}
+	files[p.Path] = f
 	return nil
 }
 
@@ -326,10 +389,10 @@ func (rec *podRecord) setTokenRefresh(key tokenKey, at time.Time) {
 
 // project adds the keys of a Secret volume to files: all keys, or the
 // listed items at their paths.
-func project(data map[string][]byte, items []v1.KeyToPath, optional bool, files map[string][]byte) error {
+func project(data map[string][]byte, items []v1.KeyToPath, optional bool, mode uint32, files map[string]volumeFile) error {
 	if len(items) == 0 {
 		for key, val := range data {
-			files[key] = val
+			files[key] = volumeFile{data: val, mode: mode}
 		}
 		return nil
 	}
@@ -341,7 +404,7 @@ func project(data map[string][]byte, items []v1.KeyToPath, optional bool, files 
 			}
 			return missingKey(it.Key)
 		}
-		files[it.Path] = val
+		files[it.Path] = volumeFile{data: val, mode: itemMode(it.Mode, mode)}
 	}
 	return nil
 }
@@ -362,21 +425,37 @@ func volumeFilePath(dir, rel string) (string, error) {
 }
 
 // writeVolumeFile writes one file of a volume unless it already holds
-// content, as upstream's atomic writer skips an unchanged payload: the
+// its content, as upstream's atomic writer skips an unchanged payload: the
 // periodic refresh of every pod's volumes (refreshVolumes) then mostly
-// reads.
-func writeVolumeFile(dir, rel string, content []byte) error {
+// reads. It reports whether it wrote. A new file gets f's mode whatever
+// the umask (chmod only when the umask narrows it) and f's owner; a
+// rewritten one keeps its mode and owner (a pod's modes and owners do not
+// change).
+func writeVolumeFile(dir, rel string, f volumeFile) (bool, error) {
 	path, err := volumeFilePath(dir, rel)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if fileHolds(path, content) {
-		return nil
+	if fileHolds(path, f.data) {
+		return false, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return err
+		return false, err
 	}
-	return os.WriteFile(path, content, 0o644)
+	if err := os.WriteFile(path, f.data, os.FileMode(f.mode)); err != nil {
+		return false, err
+	}
+	if f.mode&^processUmask() != f.mode {
+		if err := os.Chmod(path, os.FileMode(f.mode)); err != nil {
+			return false, err
+		}
+	}
+	if f.owner != 0 {
+		if err := os.Chown(path, int(f.owner), -1); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // fileHolds reports whether the file at path holds exactly content. Every

@@ -92,7 +92,7 @@ func TestVolumesAreMaterializedAndMounted(t *testing.T) {
 // refresh rewrites nothing unchanged); changed content is written.
 func TestWriteVolumeFileSkipsUnchangedContent(t *testing.T) {
 	dir := t.TempDir()
-	if err := writeVolumeFile(dir, "sub/key", []byte("a")); err != nil {
+	if _, err := writeVolumeFile(dir, "sub/key", volumeFile{data: []byte("a"), mode: 0o644}); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "sub", "key")
@@ -100,13 +100,13 @@ func TestWriteVolumeFileSkipsUnchangedContent(t *testing.T) {
 	if err := os.Chtimes(path, past, past); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeVolumeFile(dir, "sub/key", []byte("a")); err != nil {
+	if _, err := writeVolumeFile(dir, "sub/key", volumeFile{data: []byte("a"), mode: 0o644}); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := os.Stat(path); err != nil || !st.ModTime().Equal(past) {
 		t.Errorf("unchanged content rewritten: %v %v", st.ModTime(), err)
 	}
-	if err := writeVolumeFile(dir, "sub/key", []byte("b")); err != nil {
+	if _, err := writeVolumeFile(dir, "sub/key", volumeFile{data: []byte("b"), mode: 0o644}); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(path); err != nil || string(b) != "b" {
