@@ -169,6 +169,38 @@ func (s *Scheduler) updateAssignedPod(oldObj, newObj any) {
 	if !reflect.DeepEqual(oldPod.Labels, newPod.Labels) {
 		s.queue.MoveAllToActiveOrBackoffQueue(fw.ClusterEvent{Resource: fw.AssignedPod, ActionType: fw.UpdatePodLabel, Label: "AssignedPodUpdate"})
 	}
+	if scaledDown(oldPod, newPod) {
+		s.queue.MoveAllToActiveOrBackoffQueue(fw.ClusterEvent{Resource: fw.AssignedPod, ActionType: fw.UpdatePodScaleDown, Label: "AssignedPodUpdate"})
+	}
+}
+
+// scaledDown: the pod asks less of some resource than before (an in-place
+// resize its node applied), as upstream's PodSchedulingPropertiesChange
+// reports UpdatePodScaleDown. Pods whose containers (interned by the
+// informer transform) and resize state did not change are skipped without
+// computing their requests.
+func scaledDown(oldPod, newPod *v1.Pod) bool {
+	if !fw.Resizing(oldPod) && !fw.Resizing(newPod) && sameContainers(oldPod.Spec.Containers, newPod.Spec.Containers) &&
+		sameContainers(oldPod.Spec.InitContainers, newPod.Spec.InitContainers) {
+		return false
+	}
+	o, _ := fw.AccountedPodRequests(oldPod)
+	n, _ := fw.AccountedPodRequests(newPod)
+	if n.MilliCPU < o.MilliCPU || n.Memory < o.Memory || n.EphemeralStorage < o.EphemeralStorage {
+		return true
+	}
+	for name, q := range o.ScalarResources {
+		if n.ScalarResources[name] < q {
+			return true
+		}
+	}
+	return false
+}
+
+// sameContainers: a and b are one slice (the transform interns equal
+// container lists) or both empty.
+func sameContainers(a, b []v1.Container) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 func (s *Scheduler) deleteAssignedPod(obj any) {

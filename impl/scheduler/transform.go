@@ -10,6 +10,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fw "github.com/kubeproof/kubeproof/impl/scheduler/framework"
 )
 
 // The scheduler's informers keep every pod and node of the cluster in
@@ -29,7 +31,11 @@ import (
 //     ports, resources and restartPolicy;
 //   - of a pod's status: phase, nominatedNodeName, startTime and — for a
 //     pod not yet assigned — its PodScheduled condition (the scheduler
-//     writes it only when it changes);
+//     writes it only when it changes); of a pod being resized in place
+//     (fw.Resizing: its node reports other requests than its spec's),
+//     the containers' names, allocated resources and actual requests and
+//     its PodResizePending condition's type, status and reason, which its
+//     requests are computed from;
 //   - of a node: labels, spec.unschedulable and spec.taints,
 //     status.allocatable, the conditions' types and statuses (requeueing on
 //     condition changes) and the images' names and sizes (ImageLocality);
@@ -295,12 +301,40 @@ func trimPod(p *v1.Pod) {
 			}
 		}
 	}
-	p.Status = v1.PodStatus{
-		Phase:             p.Status.Phase,
-		Conditions:        conds,
-		NominatedNodeName: p.Status.NominatedNodeName,
-		StartTime:         p.Status.StartTime,
+	var statuses, initStatuses []v1.ContainerStatus
+	if fw.Resizing(p) {
+		statuses, initStatuses = resizeStatuses(p.Status.ContainerStatuses), resizeStatuses(p.Status.InitContainerStatuses)
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodResizePending {
+				conds = append(conds, v1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason})
+			}
+		}
 	}
+	p.Status = v1.PodStatus{
+		Phase:                 p.Status.Phase,
+		Conditions:            conds,
+		NominatedNodeName:     p.Status.NominatedNodeName,
+		StartTime:             p.Status.StartTime,
+		ContainerStatuses:     statuses,
+		InitContainerStatuses: initStatuses,
+	}
+}
+
+// resizeStatuses keeps of a resizing pod's container statuses what its
+// requests are computed from (fw.PodRequests): the name, the allocated
+// resources and the actual requests.
+func resizeStatuses(ss []v1.ContainerStatus) []v1.ContainerStatus {
+	if len(ss) == 0 {
+		return nil
+	}
+	out := make([]v1.ContainerStatus, len(ss))
+	for i := range ss {
+		out[i] = v1.ContainerStatus{Name: ss[i].Name, AllocatedResources: ss[i].AllocatedResources}
+		if r := ss[i].Resources; r != nil {
+			out[i].Resources = &v1.ResourceRequirements{Requests: r.Requests}
+		}
+	}
+	return out
 }
 
 // conflictingVolumes keeps the inline volumes VolumeRestrictions checks.

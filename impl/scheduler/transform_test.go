@@ -160,3 +160,44 @@ func TestTransformSharesEqualValues(t *testing.T) {
 		t.Error("a value not in a full table comes back as it is")
 	}
 }
+
+// TestTransformKeepsResizeStatus: a pod being resized in place keeps, of
+// its status, what its accounting reads (the containers' allocated and
+// actual requests, the PodResizePending condition); a pod whose node
+// reports its spec's requests keeps none of it.
+func TestTransformKeepsResizeStatus(t *testing.T) {
+	cpu := func(q string) v1.ResourceList { return v1.ResourceList{v1.ResourceCPU: resource.MustParse(q)} }
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"},
+		Spec: v1.PodSpec{NodeName: "n1", Containers: []v1.Container{{Name: "c", Image: "nginx",
+			Resources: v1.ResourceRequirements{Requests: cpu("100m"), Limits: cpu("1")}}}},
+		Status: v1.PodStatus{
+			Phase: v1.PodRunning,
+			Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue},
+				{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue}},
+			ContainerStatuses: []v1.ContainerStatus{{Name: "c", Image: "nginx", ImageID: "sha", Ready: true,
+				State:              v1.ContainerState{Running: &v1.ContainerStateRunning{}},
+				AllocatedResources: cpu("100m"),
+				Resources:          &v1.ResourceRequirements{Requests: cpu("100m"), Limits: cpu("1")}}},
+		},
+	}
+	out, _ := NewTransformer().Transform(pod.DeepCopy())
+	if s := out.(*v1.Pod).Status; s.ContainerStatuses != nil || s.Conditions != nil {
+		t.Errorf("not resizing: status kept %+v", s)
+	}
+
+	resizedDown := pod.DeepCopy()
+	resizedDown.Spec.Containers[0].Resources.Requests = cpu("50m")
+	resizedDown.Status.Conditions = append(resizedDown.Status.Conditions,
+		v1.PodCondition{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: v1.PodReasonDeferred, Message: "no room"})
+	out, _ = NewTransformer().Transform(resizedDown.DeepCopy())
+	got := out.(*v1.Pod).Status
+	wantStatuses := []v1.ContainerStatus{{Name: "c", AllocatedResources: cpu("100m"), Resources: &v1.ResourceRequirements{Requests: cpu("100m")}}}
+	if !reflect.DeepEqual(got.ContainerStatuses, wantStatuses) {
+		t.Errorf("resizing: container statuses %+v, want %+v", got.ContainerStatuses, wantStatuses)
+	}
+	wantConds := []v1.PodCondition{{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: v1.PodReasonDeferred}}
+	if !reflect.DeepEqual(got.Conditions, wantConds) {
+		t.Errorf("resizing: conditions %+v, want %+v", got.Conditions, wantConds)
+	}
+}

@@ -32,7 +32,7 @@ type PodInfo struct {
 	*PodAffinityInfo
 }
 
-// PodRequestsInfo is PodRequests(Pod). A PodInfo's is never changed, only
+// PodRequestsInfo is AccountedPodRequests(Pod). A PodInfo's is never changed, only
 // replaced (Update), as it may be shared.
 type PodRequestsInfo struct {
 	Requests        Resource
@@ -54,7 +54,7 @@ const maxSharedRequests = 4096
 // podRequestsInfo returns the PodRequestsInfo of pod, shared with equal
 // ones when it has no extended resources.
 func podRequestsInfo(pod *v1.Pod) *PodRequestsInfo {
-	r, nz := PodRequests(pod)
+	r, nz := AccountedPodRequests(pod)
 	if len(r.ScalarResources) > 0 || len(nz.ScalarResources) > 0 || r.AllowedPodNumber != 0 || nz.AllowedPodNumber != 0 {
 		return &PodRequestsInfo{Requests: r, NonZeroRequests: nz}
 	}
