@@ -22,7 +22,7 @@ import (
 // Containers added, removed, reordered or renamed are left as sent, so
 // that validation refuses them. The pod-level resources are taken too
 // (InPlacePodLevelResourcesVerticalScaling, beta and on since 1.36), and
-// refused by validatePodResize. A change bumps metadata.generation, as any
+// refused by validatePodResize (not done: 1.37 resizes them). A change bumps metadata.generation, as any
 // pod spec change does.
 func keepPodForResizeUpdate(p, old *corev1.Pod) {
 	if containers, ok := resizedContainers(p.Spec.Containers, old.Spec.Containers); ok {
@@ -72,8 +72,11 @@ const (
 	resizeNodeWithoutSupport = "Pod running on node without support for resize"
 )
 
-// validatePodResize checks a pods/resize write as upstream 1.37's
-// ValidatePodResize: the pod (with its new resources) is valid, relaxed as
+// validatePodResize checks a pods/resize write as upstream's
+// ValidatePodResize (the newest copy the search index holds predates
+// 1.36's pod-level resize; 1.34's memory limit decreases and 1.35's
+// refusal of added non-cpu/memory resources are applied from their
+// pull requests): the pod (with its new resources) is valid, relaxed as
 // for any update by what the stored pod already had; pods with pod-level
 // resources, static pods' mirrors and Windows pods are refused outright;
 // the QoS class may not change; requests and limits may not be removed;

@@ -215,6 +215,10 @@ func TestAuthorizationMatrix(t *testing.T) {
 		// before ephemeral containers would not see them.
 		{who: "ed", verb: "patch", resource: "pods/ephemeralcontainers", ns: "team", name: "pod-a", allow: false},
 		{who: "ed", verb: "get", resource: "pods/ephemeralcontainers", ns: "team", name: "pod-a", allow: false},
+		// Nor pods/resize (in-place resize): upstream's edit role (1.37)
+		// does not list it either.
+		{who: "ed", verb: "patch", resource: "pods/resize", ns: "team", name: "pod-a", allow: false},
+		{who: "admin", verb: "patch", resource: "pods/resize", ns: "team", name: "pod-a", allow: true},
 		{who: "ed", verb: "create", resource: "resourcequotas", ns: "team", allow: false},
 		{who: "ed", verb: "create", group: "rbac.authorization.k8s.io", resource: "rolebindings", ns: "team", allow: false},
 		{who: "ed", verb: "create", resource: "pods", ns: "default", allow: false},
