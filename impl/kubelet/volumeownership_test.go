@@ -108,9 +108,11 @@ func TestFSGroupVolumeOwnership(t *testing.T) {
 		path      string
 		uid, perm uint32
 	}{
-		{vol("kubernetes.io~empty-dir", "scratch"), 0, 0o2770},
-		{vol("kubernetes.io~configmap", "cfg"), 0, 0o2750},
-		{vol("kubernetes.io~configmap", "cfg", "html"), 0, 0o2750},
+		{vol("kubernetes.io~empty-dir", "scratch"), 0, 0o2777},
+		{vol("kubernetes.io~configmap", "cfg"), 0, 0o2777},
+		{vol("kubernetes.io~configmap", "cfg", "html"), 0, 0o2755},
+		{vol("kubernetes.io~secret", "sec"), 0, 0o3777},
+		{vol("kubernetes.io~projected", "api"), 0, 0o3777},
 		{vol("kubernetes.io~configmap", "cfg", "html", "index.html"), 0, 0o644},
 		{vol("kubernetes.io~configmap", "cfg", "key"), 0, 0o440},
 		{vol("kubernetes.io~secret", "sec", "password"), 0, 0o640},
@@ -151,9 +153,10 @@ func TestFSGroupVolumeOwnership(t *testing.T) {
 }
 
 // TestVolumeFileModesWithoutFSGroup: without fsGroup nothing changes
-// group, files get their item's mode or the volume's defaultMode, and the
+// group, files get their item's mode or the volume's defaultMode, the
 // token is owned by the containers' user, mode 0600 (upstream's projected
-// plugin narrows it when that user is known).
+// plugin narrows it when that user is known), and volume directories have
+// upstream's modes, so that containers of any user can use them.
 func TestVolumeFileModesWithoutFSGroup(t *testing.T) {
 	needRoot(t)
 	h := newVolumeHarness(t)
@@ -169,7 +172,16 @@ func TestVolumeFileModesWithoutFSGroup(t *testing.T) {
 		{filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~secret", "sec"), "password"), 0, 0o600},
 		{filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg"), "html", "index.html"), 0, 0o644},
 		{filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~projected", "api"), "token"), 1000, 0o600},
-		{h.k.volumeDir(p.UID, "kubernetes.io~empty-dir", "scratch"), 0, 0o750},
+		// Volume directories as upstream's: an emptyDir (and the emptyDir
+		// a configMap or downwardAPI volume is set up in) 0777, a secret's
+		// or projected volume's (a tmpfs there) 1777, directories of items
+		// 0755.
+		{h.k.volumeDir(p.UID, "kubernetes.io~empty-dir", "scratch"), 0, 0o777},
+		{h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg"), 0, 0o777},
+		{filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg"), "html"), 0, 0o755},
+		{h.k.volumeDir(p.UID, "kubernetes.io~downward-api", "info"), 0, 0o777},
+		{h.k.volumeDir(p.UID, "kubernetes.io~secret", "sec"), 0, 0o1777},
+		{h.k.volumeDir(p.UID, "kubernetes.io~projected", "api"), 0, 0o1777},
 	} {
 		if uid, gid, perm := statOf(t, tc.path); uid != tc.uid || gid != 0 || perm != tc.perm {
 			t.Errorf("%s: uid %d gid %d mode %#o, want uid %d gid 0 mode %#o", tc.path, uid, gid, perm, tc.uid, tc.perm)

@@ -84,7 +84,7 @@ func (k *Kubelet) setUpVolume(ctx context.Context, src clientEnvSource, rec *pod
 	dir := k.volumeDir(pod.UID, plugin, v.Name)
 	created := false
 	if !isDir(dir) {
-		if err := os.MkdirAll(dir, 0o750); err != nil {
+		if err := makeVolumeDir(dir, volumeDirMode(v)); err != nil {
 			return fmt.Errorf("MountVolume.SetUp failed for volume %q: %w", v.Name, err)
 		}
 		created = true
@@ -124,6 +124,30 @@ func (k *Kubelet) setUpVolume(ctx context.Context, src clientEnvSource, rec *pod
 		}
 	}
 	return nil
+}
+
+// volumeDirMode is the mode of a volume's directory, as upstream's: an
+// emptyDir's 0777 (its setupDir's defaultPerm), as the emptyDir a
+// configMap or downwardAPI volume is set up in; a secret's or projected
+// volume's 1777, the root of the tmpfs they are set up in upstream (as an
+// emptyDir of medium Memory), so that containers of any user can use them.
+func volumeDirMode(v *v1.Volume) os.FileMode {
+	if v.Secret != nil || v.Projected != nil || (v.EmptyDir != nil && v.EmptyDir.Medium == v1.StorageMediumMemory) {
+		return 0o777 | os.ModeSticky
+	}
+	return 0o777
+}
+
+// makeVolumeDir creates a volume's directory (its parents 0750, as
+// upstream's pod directories) with mode, whatever the umask.
+func makeVolumeDir(dir string, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, mode); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	return os.Chmod(dir, mode)
 }
 
 // volumeFile is one file of a configMap, secret, downwardAPI or projected
@@ -439,7 +463,8 @@ func writeVolumeFile(dir, rel string, f volumeFile) (bool, error) {
 	if fileHolds(path, f.data) {
 		return false, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+	// Directories of items are 0755, as upstream's atomic writer's.
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return false, err
 	}
 	if err := os.WriteFile(path, f.data, os.FileMode(f.mode)); err != nil {
