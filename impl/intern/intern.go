@@ -367,7 +367,9 @@ func (t *Table) Tolerations(ts []v1.Toleration) []v1.Toleration {
 // settings, resources, resize policy, ports and security context; of the
 // status its phase, QoS class, host IPs, start time, the conditions'
 // types, statuses and reasons and the container statuses' names, images,
-// image IDs, started flags and running states (start times); a pod IP
+// image IDs, started flags, running states (start times) and allocated
+// and actual resources (the kubelet reports both for every running
+// container, most often the spec's own values); a pod IP
 // listed in podIPs is the same string as podIP, and a volume mount's name
 // the same string as its volume's (each pod's generated
 // kube-api-access-<suffix> name is its own, decoded twice).
@@ -444,6 +446,10 @@ func (t *Table) Pod(p *v1.Pod) {
 			c.Name, c.Image, c.ImageID = t.String(c.Name), t.String(c.Image), t.String(c.ImageID)
 			c.Started = t.Bool(c.Started)
 			c.State.Running = t.Running(c.State.Running)
+			c.AllocatedResources = t.Resources(c.AllocatedResources)
+			if r := c.Resources; r != nil {
+				r.Requests, r.Limits = t.Resources(r.Requests), t.Resources(r.Limits)
+			}
 		}
 	}
 }

@@ -241,3 +241,33 @@ func TestSharePriorTakesTheEarlierVersionsStrings(t *testing.T) {
 	}
 	SharePrior(p, nil) // no earlier version: nothing to do
 }
+
+// A running container's allocated and actual resources in the status
+// (the kubelet reports both, most often equal to the spec's) share the
+// lists equal to them, the spec's among them, and keep their content.
+func TestContainerStatusResourcesShared(t *testing.T) {
+	tab := New()
+	withStatus := func(name string) *v1.Pod {
+		p := pod(name)
+		req := v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}
+		p.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "app", AllocatedResources: req.DeepCopy(),
+			Resources: &v1.ResourceRequirements{Requests: req.DeepCopy(), Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")}}}}
+		return p
+	}
+	a, b := withStatus("a"), withStatus("b")
+	want := b.DeepCopy()
+	tab.Pod(a)
+	tab.Pod(b)
+	if !reflect.DeepEqual(b, want) {
+		t.Fatalf("interning changed the pod:\n%+v\nwant\n%+v", b, want)
+	}
+	ptr := func(l v1.ResourceList) unsafe.Pointer { return reflect.ValueOf(l).UnsafePointer() }
+	sa, sb := a.Status.ContainerStatuses[0], b.Status.ContainerStatuses[0]
+	spec := ptr(b.Spec.Containers[0].Resources.Requests)
+	if ptr(sb.AllocatedResources) != spec || ptr(sb.Resources.Requests) != spec || ptr(sa.AllocatedResources) != spec {
+		t.Error("allocated and actual requests equal to the spec's not shared with it")
+	}
+	if ptr(sa.Resources.Limits) != ptr(sb.Resources.Limits) {
+		t.Error("equal actual limits not shared")
+	}
+}

@@ -96,6 +96,7 @@ type Kubelet struct {
 
 	mu             sync.Mutex
 	pods           map[types.UID]*podRecord
+	resizes        map[types.UID]*podResize // pods resized in place (resize.go); nil until the first
 	sourceSynced   bool
 	node           *v1.Node
 	lease          *coordinationv1.Lease
@@ -469,6 +470,9 @@ func (k *Kubelet) HandlePod(pod *v1.Pod) {
 	if !ok {
 		rec = newRecord()
 		k.pods[pod.UID] = rec
+	}
+	if ok {
+		k.noteResizeLocked(rec, rec.pod, pod)
 	}
 	rec.pod, rec.lastPod = pod, pod
 	k.mu.Unlock()

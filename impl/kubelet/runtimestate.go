@@ -241,21 +241,29 @@ func sandboxResources(pod *v1.Pod, oomGroup bool) (resources, overhead *runtimea
 // Unified memory.oom.group=1 (oomGroupUnified), as upstream's. Containers
 // and sandboxes alike.
 func cgroupResources(r *runtimeapi.LinuxContainerResources, cpuReqMilli int64, hasCPUReq bool, cpuLimMilli, memLimBytes int64, oomGroup bool) {
-	if !hasCPUReq {
-		cpuReqMilli = cpuLimMilli
-	}
-	r.CpuShares = minCPUShares
-	if cpuReqMilli != 0 {
-		r.CpuShares = min(max(cpuReqMilli*sharesPerCPU/milliCPUPerCPU, minCPUShares), maxCPUShares)
-	}
+	r.CpuShares, r.CpuQuota, r.MemoryLimitInBytes = cgroupValues(cpuReqMilli, hasCPUReq, cpuLimMilli, memLimBytes)
 	r.CpuPeriod = cpuPeriod
-	if cpuLimMilli != 0 {
-		r.CpuQuota = max(cpuLimMilli*cpuPeriod/milliCPUPerCPU, minCPUQuota)
-	}
-	r.MemoryLimitInBytes = memLimBytes
 	if oomGroup {
 		r.Unified = oomGroupUnified()
 	}
+}
+
+// cgroupValues are the CPU shares, CFS quota (0: none) and memory limit
+// (bytes, 0: none) cgroupResources sets for those amounts, without
+// building the CRI message (an in-place resize compares them with the
+// runtime's on every sync of a running pod).
+func cgroupValues(cpuReqMilli int64, hasCPUReq bool, cpuLimMilli, memLimBytes int64) (shares, quota, memory int64) {
+	if !hasCPUReq {
+		cpuReqMilli = cpuLimMilli
+	}
+	shares = minCPUShares
+	if cpuReqMilli != 0 {
+		shares = min(max(cpuReqMilli*sharesPerCPU/milliCPUPerCPU, minCPUShares), maxCPUShares)
+	}
+	if cpuLimMilli != 0 {
+		quota = max(cpuLimMilli*cpuPeriod/milliCPUPerCPU, minCPUQuota)
+	}
+	return shares, quota, memLimBytes
 }
 
 // podAmount is a pod's request (or limit) of one resource without its
@@ -318,6 +326,21 @@ func podAmount(pod *v1.Pod, name v1.ResourceName, limits bool) (amount int64, na
 // (containerSwap: memory.swap.max of its LimitedSwap share on cgroup v2,
 // otherwise no swap beyond the memory limit, noSwap).
 func linuxResources(pod *v1.Pod, c *v1.Container, nodeMemory int64, hugePages []HugePages, oomGroup bool, swap nodeSwap) *runtimeapi.LinuxContainerResources {
+	r := &runtimeapi.LinuxContainerResources{
+		OomScoreAdj:    containerOOMScoreAdj(pod, c, nodeMemory),
+		HugepageLimits: hugepageLimits(hugePages, c.Resources.Limits),
+	}
+	cpuReq, hasCPUReq, cpuLim, memLim := containerAmounts(pod, c)
+	cgroupResources(r, cpuReq, hasCPUReq, cpuLim, memLim, oomGroup)
+	containerSwap(r, pod, c, nodeMemory, swap)
+	return r
+}
+
+// containerAmounts are the CPU request (millicores; hasCPUReq: named),
+// CPU limit (millicores) and memory limit (bytes) linuxResources gives
+// container c of pod cgroup values for: the pod's limits standing in for
+// those the container lacks when the pod has pod-level resources.
+func containerAmounts(pod *v1.Pod, c *v1.Container) (cpuReqMilli int64, hasCPUReq bool, cpuLimMilli, memLimBytes int64) {
 	cpuReq, hasCPUReq := c.Resources.Requests[v1.ResourceCPU]
 	cpuLim, memLim := c.Resources.Limits[v1.ResourceCPU], c.Resources.Limits[v1.ResourceMemory]
 	if resourcehelper.IsPodLevelResourcesSet(pod) {
@@ -328,11 +351,5 @@ func linuxResources(pod *v1.Pod, c *v1.Container, nodeMemory int64, hugePages []
 			memLim = pod.Spec.Resources.Limits[v1.ResourceMemory]
 		}
 	}
-	r := &runtimeapi.LinuxContainerResources{
-		OomScoreAdj:    containerOOMScoreAdj(pod, c, nodeMemory),
-		HugepageLimits: hugepageLimits(hugePages, c.Resources.Limits),
-	}
-	cgroupResources(r, cpuReq.MilliValue(), hasCPUReq, cpuLim.MilliValue(), memLim.Value(), oomGroup)
-	containerSwap(r, pod, c, nodeMemory, swap)
-	return r
+	return cpuReq.MilliValue(), hasCPUReq, cpuLim.MilliValue(), memLim.Value()
 }

@@ -100,9 +100,13 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 		v.Status.Phase = rec.terminal.Phase
 		view = &v
 	}
+	// The pod as allocated: its resources as admitted until a resize of
+	// them is (resize.go); the pod itself for a pod never resized.
+	view, resize := k.allocateResize(rec, view, now)
 	actions := podsync.ComputePodActions(podsync.Input{
 		Pod: view, Runtime: rs, Probes: probeResults, Backoff: rec.x().backoff, Now: now, Config: k.cfg.Backoff,
 	})
+	resize, plan := k.planPodResize(view, rs, resize, &actions)
 	if actions.Waiting != nil || rec.extra != nil {
 		rec.more().waiting = actions.Waiting
 	}
@@ -117,7 +121,11 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	if actions.Terminal != nil {
 		rec.terminal = actions.Terminal
 	}
-	execErr := k.execute(ctx, rec, pod, rs, actions)
+	execPod := pod
+	if resize != nil {
+		execPod = withAllocation(pod, resize.allocated)
+	}
+	execErr, resizeErr := k.execute(ctx, rec, execPod, rs, actions, resize, &plan)
 	if execErr == nil && !actions.KillPod {
 		execErr = k.refreshVolumes(ctx, rec, pod, actions, now)
 	}
@@ -143,9 +151,17 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	if !podIsTerminal {
 		terminal = nil
 	}
+	statusPod := k.podView(rec, pod)
+	if resize != nil {
+		statusPod = withAllocation(statusPod, resize.allocated)
+		if !terminating {
+			k.resizeProgress(statusPod, rs, resize, resizeErr, now)
+		}
+	}
 	st := status.GenerateAPIPodStatus(status.Input{
-		Pod: k.podView(rec, pod), Runtime: rs, Probes: probeResults, Waiting: rec.x().waiting, Terminal: terminal,
+		Pod: statusPod, Runtime: rs, Probes: probeResults, Waiting: rec.x().waiting, Terminal: terminal,
 		PodIsTerminal: podIsTerminal, HostIPs: []string{k.cfg.NodeIP}, RuntimeType: k.rt.Type(), Now: now,
+		Resize: resize.conditions(),
 	})
 	if err := k.writeStatus(ctx, rec, pod, st); err != nil {
 		// The sync's own failure stays in the error: a volume set-up that
@@ -180,6 +196,14 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	}
 	if terminating && !podIsTerminal {
 		requeue = time.Second
+	}
+	if len(plan.steps) > 0 && resizeErr == nil && (requeue == 0 || requeue > time.Millisecond) {
+		// The resize is applied: the next sync sees the runtime report it
+		// and completes it (upstream's kubelet watches for the new values).
+		requeue = time.Millisecond
+	}
+	if resizeErr != nil {
+		execErr = errors.Join(execErr, resizeErr)
 	}
 	for _, w := range rec.x().waiting {
 		if w.Reason == podsync.ReasonCrashLoopBackOff {
@@ -239,7 +263,8 @@ func (k *Kubelet) podView(rec *podRecord, pod *v1.Pod) *v1.Pod {
 // components and taken from the API pod).
 func kubeletOwnsCondition(t v1.PodConditionType) bool {
 	switch t {
-	case status.PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodScheduled:
+	case status.PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodScheduled,
+		v1.PodResizePending, v1.PodResizeInProgress:
 		return true
 	}
 	return false
@@ -272,13 +297,7 @@ func (k *Kubelet) admit(rec *podRecord, pod *v1.Pod) bool {
 		rec.admitted = true
 		return false
 	}
-	var others []*v1.Pod
-	for _, r := range k.pods {
-		if r == rec || !r.admitted || r.rejected || r.pod == nil || r.terminal != nil || podsync.IsTerminalPhase(r.pod.Status.Phase) {
-			continue
-		}
-		others = append(others, r.pod)
-	}
+	others := k.admittedOthersLocked(rec)
 	ok, reason, message := AdmitUnderPressure(k.pressure, pod)
 	if ok {
 		ok, reason, message = Admit(k.allocatable, pod, others)
@@ -413,15 +432,24 @@ func (k *Kubelet) cleanupPod(ctx context.Context, uid types.UID, rec *podRecord,
 		return err
 	}
 	k.mu.Lock()
+	var retry []types.UID
 	if r := k.pods[uid]; r == rec && r.pod == nil {
 		delete(k.pods, uid)
+		delete(k.resizes, uid)
+		// Its resources are free: pending resizes are tried again.
+		retry = k.retryPendingResizesLocked()
 	}
 	k.mu.Unlock()
+	for _, u := range retry {
+		k.enqueue(u, 0)
+	}
 	return nil
 }
 
-// execute carries out the actions.
-func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *podstate.Pod, a podsync.Actions) error {
+// execute carries out the actions, and the in-place resize plan after
+// the kills and before the starts, as upstream's SyncPod; resizeErr is
+// the resize's failure.
+func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *podstate.Pod, a podsync.Actions, resize *podResize, plan *resizePlan) (err, resizeErr error) {
 	if a.KillPod {
 		if err := k.killPod(ctx, pod, rs, a.GracePeriod); err != nil {
 			// A pod being terminated (not one whose sandbox is re-made)
@@ -430,12 +458,21 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 			if !a.CreateSandbox {
 				k.failedKillPod(pod, err)
 			}
-			return fmt.Errorf("killing pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			return fmt.Errorf("killing pod %s/%s: %w", pod.Namespace, pod.Name, err), nil
 		}
 	}
 	if err := k.killContainers(ctx, pod, rs, a.ContainersToKill); err != nil {
-		return err
+		return err, nil
 	}
+	if len(plan.steps) > 0 {
+		resizeErr = k.actuateResize(ctx, pod, rs, resize, plan)
+	}
+	return k.startPod(ctx, rec, pod, rs, a), resizeErr
+}
+
+// startPod sets up the pod's volumes and creates its sandbox and
+// containers as the actions say (execute's, once the kills are done).
+func (k *Kubelet) startPod(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *podstate.Pod, a podsync.Actions) error {
 
 	if (a.CreateSandbox || len(a.ContainersToStart) > 0) && len(pod.Spec.Volumes) > 0 {
 		if err := k.setUpVolumes(ctx, rec, pod); err != nil {

@@ -65,6 +65,11 @@ type Input struct {
 	HostIPs       []string
 	RuntimeType   string
 	Now           time.Time
+	// Resize are the in-place resize conditions to report
+	// (PodResizePending, PodResizeInProgress; the kubelet owns them), as
+	// the kubelet decided them: their times and observedGeneration are
+	// theirs. After the kubelet's other conditions; none when nil.
+	Resize []v1.PodCondition
 }
 
 // GenerateAPIPodStatus computes the pod status to report.
@@ -371,6 +376,14 @@ func containerStatus(in Input, spec *v1.Container, olds []v1.ContainerStatus, in
 	switch c.State {
 	case podstate.ContainerRunning:
 		cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(c.StartedAt)}
+		// What is allocated to it (Pod holds the allocated resources) and
+		// what it has, as upstream's kubelet reports them for every
+		// running container (InPlacePodVerticalScaling, GA; the API
+		// server refuses to resize a pod whose running containers do not
+		// report resources). Both are the spec's own lists, only read,
+		// unless a resize is under way: nothing is copied.
+		cs.AllocatedResources = spec.Resources.Requests
+		cs.Resources = ContainerStatusResources(&spec.Resources, c.Resources)
 		probes := in.Probes[c.ID]
 		started := spec.StartupProbe == nil || probes.Startup == podstate.ProbeSuccess
 		cs.Started = ptr(started)
@@ -413,7 +426,7 @@ func conditions(in Input, s *v1.PodStatus, now metav1.Time) []v1.PodCondition {
 		decided = t.Condition
 	}
 	others := otherConditions(pod.Status.Conditions, decided)
-	out := make([]v1.PodCondition, 0, 5+len(others))
+	out := make([]v1.PodCondition, 0, 5+len(in.Resize)+len(others))
 	add := func(c v1.PodCondition) {
 		// Each condition the kubelet owns observed the pod's generation,
 		// on every status, whether or not its status changed (upstream's
@@ -500,6 +513,7 @@ func conditions(in Input, s *v1.PodStatus, now metav1.Time) []v1.PodCondition {
 	add(v1.PodCondition{Type: podReady.Type, Status: podReady.Status, Reason: podReady.Reason, Message: podReady.Message})
 	add(containersReady)
 	add(v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue})
+	out = append(out, in.Resize...)
 
 	return append(out, others...)
 }
@@ -507,7 +521,8 @@ func conditions(in Input, s *v1.PodStatus, now metav1.Time) []v1.PodCondition {
 // ownedCondition reports whether the kubelet sets conditions of type t.
 func ownedCondition(t v1.PodConditionType) bool {
 	switch t {
-	case PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodScheduled:
+	case PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodScheduled,
+		v1.PodResizePending, v1.PodResizeInProgress:
 		return true
 	}
 	return false

@@ -1,0 +1,468 @@
+package kubelet
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
+	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
+	"github.com/kubeproof/kubeproof/impl/scheduler/framework"
+)
+
+// In-place pod resize (InPlacePodVerticalScaling, GA since Kubernetes
+// 1.35), as upstream's kubelet: a change of a running pod's container
+// resources (the API server's pods/resize) is a request the kubelet
+// admits against the node before allocating it (upstream's allocation
+// manager, admitResize), then actuates on the running containers through
+// CRI UpdateContainerResources and the sandbox's UpdatePodSandboxResources
+// in upstream's order (doPodResizeAction, planResize), or by restarting a
+// container whose resizePolicy says RestartContainer. The pod reports
+// PodResizePending (Infeasible, Deferred) until its resize is allocated,
+// then PodResizeInProgress until the runtime reports the allocated values,
+// with upstream's events.
+//
+// What is kept: the decisions here are pure; the kubelet keeps a pod's
+// allocation (podResize) only once its resources changed, so a pod never
+// resized costs nothing (its allocation is its spec), and its sync only
+// compares integers (resizeNeeded).
+
+// Events of an in-place resize, as upstream's.
+const (
+	EventResizeStarted    = "ResizeStarted"
+	EventResizeCompleted  = "ResizeCompleted"
+	EventResizeDeferred   = "ResizeDeferred"
+	EventResizeInfeasible = "ResizeInfeasible"
+	EventResizeError      = "ResizeError"
+)
+
+// podResize is what the kubelet keeps of a pod whose resources changed
+// since it was admitted (Kubelet.resizes, guarded by Kubelet.mu).
+type podResize struct {
+	// allocated are the resources allocated to each resizable container
+	// (app containers and sidecars), by name: what the pod runs with, and
+	// what other pods are admitted beside, until a resize to the spec's
+	// is admitted.
+	allocated map[string]v1.ResourceRequirements
+	// pending is the PodResizePending condition (Infeasible, Deferred),
+	// inProgress the PodResizeInProgress one; nil when not reported.
+	pending, inProgress *v1.PodCondition
+	// sandbox is what the pod's sandbox was last given as its resources
+	// (nil: not known, before the kubelet resized it).
+	sandbox *runtimeapi.LinuxContainerResources
+}
+
+// conditions are the resize conditions to report, nil for none.
+func (r *podResize) conditions() []v1.PodCondition {
+	if r == nil || (r.pending == nil && r.inProgress == nil) {
+		return nil
+	}
+	var out []v1.PodCondition
+	for _, c := range []*v1.PodCondition{r.pending, r.inProgress} {
+		if c != nil {
+			out = append(out, *c)
+		}
+	}
+	return out
+}
+
+// resizable reports whether a container's resources may be resized in
+// place: app containers and sidecars (upstream's IsResizableContainer;
+// other init containers only with its alpha
+// InPlacePodVerticalScalingInitContainers gate).
+func resizable(c *v1.Container, init bool) bool { return !init || podsync.IsSidecar(c) }
+
+// resizableContainers calls fn for every resizable container of pod, the
+// sidecars first (upstream's order: init containers, then the others).
+func resizableContainers(pod *v1.Pod, fn func(c *v1.Container, index int, init bool)) {
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; resizable(c, true) {
+			fn(c, i, true)
+		}
+	}
+	for i := range pod.Spec.Containers {
+		fn(&pod.Spec.Containers[i], i, false)
+	}
+}
+
+// sameResourceList reports whether a and b name the same amounts.
+func sameResourceList(a, b v1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, qa := range a {
+		qb, ok := b[name]
+		if !ok || qa.Cmp(qb) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func sameRequirements(a, b *v1.ResourceRequirements) bool {
+	return sameResourceList(a.Requests, b.Requests) && sameResourceList(a.Limits, b.Limits)
+}
+
+// resourcesChanged reports whether a resizable container's resources
+// differ between two versions of a pod (its containers are the same:
+// the API server allows no other change of them).
+func resourcesChanged(old, pod *v1.Pod) bool {
+	changed := false
+	resizableContainers(pod, func(c *v1.Container, i int, init bool) {
+		list := old.Spec.Containers
+		if init {
+			list = old.Spec.InitContainers
+		}
+		if i >= len(list) || list[i].Name != c.Name || !sameRequirements(&list[i].Resources, &c.Resources) {
+			changed = true
+		}
+	})
+	return changed
+}
+
+// allocationOf is the allocation of pod's resizable containers as its
+// spec has them (copies).
+func allocationOf(pod *v1.Pod) map[string]v1.ResourceRequirements {
+	a := map[string]v1.ResourceRequirements{}
+	resizableContainers(pod, func(c *v1.Container, _ int, _ bool) { a[c.Name] = *c.Resources.DeepCopy() })
+	return a
+}
+
+// allocated reports whether every resizable container of pod has the
+// resources alloc allocated it.
+func allocated(pod *v1.Pod, alloc map[string]v1.ResourceRequirements) bool {
+	same := true
+	resizableContainers(pod, func(c *v1.Container, _ int, _ bool) {
+		if a, ok := alloc[c.Name]; ok && !sameRequirements(&a, &c.Resources) {
+			same = false
+		}
+	})
+	return same
+}
+
+// withAllocation is pod as allocated (upstream's UpdatePodFromAllocation):
+// pod itself when alloc is what its spec says, else a copy whose
+// resizable containers have their allocated resources (its container
+// lists are its own; the rest is shared with pod, read only).
+func withAllocation(pod *v1.Pod, alloc map[string]v1.ResourceRequirements) *v1.Pod {
+	if alloc == nil || allocated(pod, alloc) {
+		return pod
+	}
+	p := new(v1.Pod)
+	*p = *pod
+	p.Spec.Containers = append([]v1.Container(nil), pod.Spec.Containers...)
+	p.Spec.InitContainers = append([]v1.Container(nil), pod.Spec.InitContainers...)
+	resizableContainers(p, func(c *v1.Container, _ int, _ bool) {
+		if a, ok := alloc[c.Name]; ok {
+			c.Resources = a
+		}
+	})
+	return p
+}
+
+// Messages of a resize the node refuses, as upstream's.
+const (
+	messageResizeSwap        = "In-place resize of containers with swap is not supported."
+	messageNotEnoughCapacity = "Node didn't have enough capacity: "
+)
+
+// admitResize decides whether the node can allocate a resize of pod to
+// the resources its spec asks for (upstream's handlePodResourcesResize
+// through its resize and predicate admit handlers): Infeasible when the
+// node could never fit it — a container whose memory request changes on
+// a node that lets it or its allocated self swap (swap), or the pod's
+// CPU or memory requests above the node's allocatable, memory named
+// first ("Node didn't have enough capacity: memory, requested: N,
+// capacity: N", CPU in millicores) — Deferred when it does not fit now
+// beside the other admitted pods (others, as allocated), with admission's
+// message ("Node didn't have enough resource: cpu, requested: N, used: N,
+// capacity: N"). allocatedPod is pod as allocated now.
+func admitResize(allocatable v1.ResourceList, pod, allocatedPod *v1.Pod, others []*v1.Pod, nodeMemory int64, swap nodeSwap) (ok bool, reason, message string) {
+	swapChange := false
+	resizableContainers(pod, func(c *v1.Container, i int, init bool) {
+		list := allocatedPod.Spec.Containers
+		if init {
+			list = allocatedPod.Spec.InitContainers
+		}
+		a := &list[i]
+		was, now := a.Resources.Requests[v1.ResourceMemory], c.Resources.Requests[v1.ResourceMemory]
+		if was.Cmp(now) == 0 || resizePolicy(a, v1.ResourceMemory) == v1.RestartContainer {
+			return
+		}
+		if containerSwapBehavior(pod, c, swap) != NoSwap || containerSwapBehavior(allocatedPod, a, swap) != NoSwap {
+			swapChange = true
+		}
+	})
+	if swapChange {
+		return false, v1.PodReasonInfeasible, messageResizeSwap
+	}
+	req, _ := framework.PodRequests(pod)
+	cpu, mem := allocatable[v1.ResourceCPU], allocatable[v1.ResourceMemory]
+	switch {
+	case req.Memory > mem.Value():
+		return false, v1.PodReasonInfeasible, fmt.Sprintf("%smemory, requested: %d, capacity: %d", messageNotEnoughCapacity, req.Memory, mem.Value())
+	case req.MilliCPU > cpu.MilliValue():
+		return false, v1.PodReasonInfeasible, fmt.Sprintf("%scpu, requested: %d, capacity: %d", messageNotEnoughCapacity, req.MilliCPU, cpu.MilliValue())
+	}
+	if ok, _, message := Admit(allocatable, pod, others); !ok {
+		return false, v1.PodReasonDeferred, strings.TrimPrefix(message, "Pod was rejected: ")
+	}
+	return true, "", ""
+}
+
+// resizePolicy is a container's restart policy for resizing resource
+// name: NotRequired unless its resizePolicy says otherwise.
+func resizePolicy(c *v1.Container, name v1.ResourceName) v1.ResourceResizeRestartPolicy {
+	for _, p := range c.ResizePolicy {
+		if p.ResourceName == name {
+			return p.RestartPolicy
+		}
+	}
+	return v1.NotRequired
+}
+
+// cgroupParams are the node's parts of a container's cgroup values
+// (linuxResources): Config.Memory, HugePages, oomGroupKill and swap.
+type cgroupParams struct {
+	nodeMemory int64
+	hugePages  []HugePages
+	oomGroup   bool
+	swap       nodeSwap
+}
+
+// runningResizable is the running instance, in the pod's ready sandbox,
+// of a resizable container that reports its cgroup values, or nil.
+func runningResizable(rs *podstate.Pod, sb *podstate.Sandbox, c *v1.Container, init bool) *podstate.Container {
+	rc := rs.LatestIn(sb.ID, c.Name, init)
+	if rc == nil || rc.State != podstate.ContainerRunning || rc.Resources == nil {
+		return nil
+	}
+	return rc
+}
+
+// quota is a CFS quota as a number to compare: none (0, or -1 as a
+// runtime may report it) is 0.
+func quota(q int64) int64 { return max(q, 0) }
+
+// resizeNeeded reports whether a running resizable container of pod (as
+// allocated) has cgroup values other than its allocation's, as the
+// runtime reports them (upstream's isPodResizeInProgress): a resize to
+// actuate, or one not yet applied. Only integers are compared: it runs on
+// every sync of a running pod and allocates nothing.
+func resizeNeeded(pod *v1.Pod, rs *podstate.Pod) bool {
+	sb := rs.LatestSandbox()
+	if sb == nil || !sb.Ready {
+		return false
+	}
+	needed := false
+	resizableContainers(pod, func(c *v1.Container, _ int, init bool) {
+		rc := runningResizable(rs, sb, c, init)
+		if rc == nil || needed {
+			return
+		}
+		shares, q, mem := cgroupValues(containerAmounts(pod, c))
+		r := rc.Resources
+		needed = r.CpuShares != shares || quota(r.CpuQuota) != q || r.MemoryLimitInBytes != mem
+	})
+	return needed
+}
+
+// resizeStep is one CRI call of a resize: a container's
+// UpdateContainerResources, or (container "") the sandbox's
+// UpdatePodSandboxResources.
+type resizeStep struct {
+	containerID, name   string
+	resources, overhead *runtimeapi.LinuxContainerResources
+}
+
+// resizePlan is how to bring a running pod's cgroups to its allocation.
+type resizePlan struct {
+	// kills and starts restart the containers whose resizePolicy asks
+	// for it ("Container <name> resize requires restart").
+	kills  []podsync.Kill
+	starts []podsync.Start
+	// steps are the CRI calls, in order.
+	steps []resizeStep
+	// sandbox is what the sandbox's resources are once every step is done.
+	sandbox *runtimeapi.LinuxContainerResources
+}
+
+func (p *resizePlan) empty() bool { return len(p.kills) == 0 && len(p.steps) == 0 }
+
+// containerUpdate is one container's part of a resize of one resource.
+type containerUpdate struct {
+	step resizeStep
+	up   bool // an increase (applied after the decreases)
+}
+
+// planResize is how to bring pod's running resizable containers (pod as
+// allocated) to their allocated cgroup values from what the runtime
+// reports (rs), as upstream's computePodResizeAction and
+// doPodResizeAction: a container whose changed resource's resizePolicy is
+// RestartContainer is restarted (whatever the pod's restartPolicy); the
+// others are updated in place, memory first, then CPU, each resource's
+// decreases before its increases, the sandbox's limits raised before the
+// containers' and lowered after them; a memory update keeps the
+// container's CPU values as they are until the CPU's. sandboxWas is what
+// the sandbox was last given (nil: unknown — it is then told its new
+// resources once, after the containers). Containers in skip (by id) are
+// left alone (the sync kills them anyway).
+func planResize(pod *v1.Pod, rs *podstate.Pod, sandboxWas *runtimeapi.LinuxContainerResources, p cgroupParams, skip func(id string) bool) resizePlan {
+	var plan resizePlan
+	sb := rs.LatestSandbox()
+	if sb == nil || !sb.Ready {
+		return plan
+	}
+	var mem, cpu []containerUpdate
+	resizableContainers(pod, func(c *v1.Container, index int, init bool) {
+		rc := runningResizable(rs, sb, c, init)
+		if rc == nil || skip(rc.ID) {
+			return
+		}
+		want := linuxResources(pod, c, p.nodeMemory, p.hugePages, p.oomGroup, p.swap)
+		cur := rc.Resources
+		memDiff := cmp.Compare(want.MemoryLimitInBytes, cur.MemoryLimitInBytes)
+		cpuDiff := cmp.Compare(want.CpuQuota, quota(cur.CpuQuota))
+		if cpuDiff == 0 {
+			cpuDiff = cmp.Compare(want.CpuShares, cur.CpuShares)
+		}
+		if memDiff == 0 && cpuDiff == 0 {
+			return
+		}
+		if (memDiff != 0 && resizePolicy(c, v1.ResourceMemory) == v1.RestartContainer) ||
+			(cpuDiff != 0 && resizePolicy(c, v1.ResourceCPU) == v1.RestartContainer) {
+			plan.kills = append(plan.kills, podsync.Kill{ContainerID: rc.ID, Name: c.Name, Init: init,
+				Message: fmt.Sprintf("Container %s resize requires restart", c.Name), GracePeriod: podsync.GracePeriod(pod)})
+			plan.starts = append(plan.starts, podsync.Start{Index: index, Init: init, Attempt: rc.Attempt + 1})
+			return
+		}
+		if memDiff != 0 {
+			r := proto.Clone(want).(*runtimeapi.LinuxContainerResources)
+			r.CpuShares, r.CpuQuota, r.CpuPeriod = cur.CpuShares, cur.CpuQuota, cur.CpuPeriod
+			mem = append(mem, containerUpdate{step: resizeStep{containerID: rc.ID, name: c.Name, resources: r}, up: memDiff > 0})
+		}
+		if cpuDiff != 0 {
+			cpu = append(cpu, containerUpdate{step: resizeStep{containerID: rc.ID, name: c.Name, resources: want}, up: cpuDiff > 0})
+		}
+	})
+	if len(mem) == 0 && len(cpu) == 0 && len(plan.kills) == 0 {
+		return plan
+	}
+	newSandbox, overhead := sandboxResources(pod, p.oomGroup)
+	if sandboxWas == nil {
+		plan.steps = append(append(ordered(mem), ordered(cpu)...), resizeStep{resources: newSandbox, overhead: overhead})
+		plan.sandbox = newSandbox
+		return plan
+	}
+	// What the sandbox has as the steps go; a limit the pod no longer
+	// names stays as it was (upstream: "This does not support removing
+	// limits").
+	now := proto.Clone(sandboxWas).(*runtimeapi.LinuxContainerResources)
+	final := proto.Clone(newSandbox).(*runtimeapi.LinuxContainerResources)
+	if final.MemoryLimitInBytes == 0 {
+		final.MemoryLimitInBytes = now.MemoryLimitInBytes
+	}
+	if final.CpuQuota == 0 {
+		final.CpuQuota = now.CpuQuota
+	}
+	sandboxStep := func(set func(r *runtimeapi.LinuxContainerResources)) {
+		r := proto.Clone(now).(*runtimeapi.LinuxContainerResources)
+		set(r)
+		if proto.Equal(r, now) {
+			return
+		}
+		plan.steps = append(plan.steps, resizeStep{resources: r, overhead: overhead})
+		now = r
+	}
+	// Memory: the sandbox's limit raised before the containers, lowered
+	// after them (memory requests are not in cgroups).
+	if len(mem) > 0 || len(plan.kills) > 0 {
+		up := final.MemoryLimitInBytes > now.MemoryLimitInBytes
+		if up {
+			sandboxStep(func(r *runtimeapi.LinuxContainerResources) { r.MemoryLimitInBytes = final.MemoryLimitInBytes })
+		}
+		plan.steps = append(plan.steps, ordered(mem)...)
+		if !up {
+			sandboxStep(func(r *runtimeapi.LinuxContainerResources) { r.MemoryLimitInBytes = final.MemoryLimitInBytes })
+		}
+	}
+	// CPU: limits before requests on the way up, requests before limits
+	// on the way down (requests <= limits throughout).
+	if len(cpu) > 0 || len(plan.kills) > 0 {
+		sandboxStep(func(r *runtimeapi.LinuxContainerResources) {
+			if final.CpuQuota > now.CpuQuota {
+				r.CpuQuota, r.CpuPeriod = final.CpuQuota, final.CpuPeriod
+			}
+			if final.CpuShares > now.CpuShares {
+				r.CpuShares = final.CpuShares
+			}
+		})
+		plan.steps = append(plan.steps, ordered(cpu)...)
+		sandboxStep(func(r *runtimeapi.LinuxContainerResources) {
+			r.CpuShares, r.CpuQuota, r.CpuPeriod = final.CpuShares, final.CpuQuota, final.CpuPeriod
+		})
+	}
+	plan.sandbox = now
+	return plan
+}
+
+// ordered are the updates' steps, the decreases first, each kind in the
+// containers' order (upstream's).
+func ordered(us []containerUpdate) []resizeStep {
+	var out []resizeStep
+	for _, up := range []bool{false, true} {
+		for _, u := range us {
+			if u.up == up {
+				out = append(out, u.step)
+			}
+		}
+	}
+	return out
+}
+
+// resizeSummary is what upstream's resize events say of a pod's
+// resources: each init and app container's, the generation and, for a
+// pending or failed resize, why.
+type resizeSummary struct {
+	InitContainers []containerAllocation `json:"initContainers,omitempty"`
+	Containers     []containerAllocation `json:"containers,omitempty"`
+	Generation     int64                 `json:"generation"`
+	Error          string                `json:"error,omitempty"`
+}
+
+type containerAllocation struct {
+	Name      string                  `json:"name"`
+	Resources v1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// resizeEventMessage is upstream's resize event message: prefix, then
+// the JSON summary of pod's containers' resources (pod as allocated for
+// ResizeStarted, ResizeCompleted and ResizeError; as desired for a
+// pending resize), generation and errMsg.
+func resizeEventMessage(prefix string, pod *v1.Pod, generation int64, errMsg string) string {
+	s := resizeSummary{Generation: generation, Error: errMsg}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		s.InitContainers = append(s.InitContainers, containerAllocation{Name: c.Name, Resources: c.Resources})
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		s.Containers = append(s.Containers, containerAllocation{Name: c.Name, Resources: c.Resources})
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return prefix
+	}
+	return prefix + ": " + string(b)
+}
+
+// resizeCondition is a resize condition of type t set now for generation.
+func resizeCondition(t v1.PodConditionType, reason, message string, generation int64, now metav1.Time) *v1.PodCondition {
+	return &v1.PodCondition{Type: t, Status: v1.ConditionTrue, Reason: reason, Message: message, ObservedGeneration: generation, LastTransitionTime: now}
+}

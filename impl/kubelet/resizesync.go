@@ -1,0 +1,233 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
+	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
+)
+
+// The effects of an in-place resize (resize.go decides): noting a pod
+// whose resources changed, allocating, actuating, and the resize
+// conditions and events.
+
+// noteResizeLocked is HandlePod's (k.mu held): a pod admitted with
+// resources other than those pod now asks for starts being kept as
+// resized, allocated what old (the version the kubelet had) said. Pods
+// of the same generation are not compared (a status write does not
+// change the spec; a resize bumps the generation), unless the API server
+// keeps none.
+func (k *Kubelet) noteResizeLocked(rec *podRecord, old, pod *v1.Pod) {
+	if !rec.admitted || rec.rejected || old == nil || old == pod || (old.Generation == pod.Generation && pod.Generation != 0) {
+		return
+	}
+	if _, ok := k.resizes[pod.UID]; ok || !resourcesChanged(old, pod) {
+		return
+	}
+	if k.resizes == nil {
+		k.resizes = map[types.UID]*podResize{}
+	}
+	k.resizes[pod.UID] = &podResize{allocated: allocationOf(old)}
+}
+
+// admittedOthersLocked are the pods admitted beside rec's that still
+// hold resources (not rejected, not terminal), each as allocated (k.mu
+// held).
+func (k *Kubelet) admittedOthersLocked(rec *podRecord) []*v1.Pod {
+	var others []*v1.Pod
+	for uid, r := range k.pods {
+		if r == rec || !r.admitted || r.rejected || r.pod == nil || r.terminal != nil || podsync.IsTerminalPhase(r.pod.Status.Phase) {
+			continue
+		}
+		p := r.pod
+		if x := k.resizes[uid]; x != nil {
+			p = withAllocation(p, x.allocated)
+		}
+		others = append(others, p)
+	}
+	return others
+}
+
+// allocateResize is the pod as allocated for this sync, and its resize
+// state (nil for a pod never resized: the pod itself is its allocation).
+// A resize the pod's spec asks for is admitted now or reported pending
+// (PodResizePending Infeasible or Deferred, with upstream's warning event
+// when its reason or message changes); an admitted one is allocated,
+// reported in progress, with upstream's ResizeStarted event.
+func (k *Kubelet) allocateResize(rec *podRecord, pod *v1.Pod, now time.Time) (*v1.Pod, *podResize) {
+	k.mu.Lock()
+	r := k.resizes[pod.UID]
+	if r == nil {
+		k.mu.Unlock()
+		return pod, nil
+	}
+	var eventType, reason, message string
+	t := metav1.NewTime(now)
+	switch {
+	case pod.DeletionTimestamp != nil || podsync.IsTerminalPhase(pod.Status.Phase):
+		// A pod going away is not resized any more.
+	case allocated(pod, r.allocated):
+		r.pending = nil
+	default:
+		ok, why, msg := admitResize(k.allocatable, pod, withAllocation(pod, r.allocated), k.admittedOthersLocked(rec), k.cfg.Memory.Value(), k.cfg.swap)
+		switch {
+		case ok:
+			r.allocated, r.pending = allocationOf(pod), nil
+			r.inProgress = resizeCondition(v1.PodResizeInProgress, "", "", pod.Generation, t)
+			eventType, reason, message = v1.EventTypeNormal, EventResizeStarted, resizeEventMessage("Pod resize started", pod, pod.Generation, "")
+		case r.pending == nil || r.pending.Reason != why || r.pending.Message != msg:
+			r.pending = resizeCondition(v1.PodResizePending, why, msg, pod.Generation, t)
+			reason = EventResizeDeferred
+			if why == v1.PodReasonInfeasible {
+				reason = EventResizeInfeasible
+			}
+			eventType, message = v1.EventTypeWarning, resizeEventMessage("Pod resize "+why, pod, pod.Generation, msg)
+		case r.pending.ObservedGeneration != pod.Generation:
+			c := *r.pending
+			c.ObservedGeneration = pod.Generation
+			r.pending = &c
+		}
+	}
+	alloc := withAllocation(pod, r.allocated)
+	k.mu.Unlock()
+	if reason != "" {
+		k.podEvent(pod, eventType, reason, "%s", message)
+	}
+	return alloc, r
+}
+
+// ensureResize is the resize state of a pod whose running containers
+// have cgroup values other than its allocation's while the kubelet kept
+// none (a kubelet restarted during a resize: the spec is the
+// allocation), made now.
+func (k *Kubelet) ensureResize(pod *v1.Pod) *podResize {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if r := k.resizes[pod.UID]; r != nil {
+		return r
+	}
+	if k.resizes == nil {
+		k.resizes = map[types.UID]*podResize{}
+	}
+	r := &podResize{allocated: allocationOf(pod)}
+	k.resizes[pod.UID] = r
+	return r
+}
+
+// planPodResize is the resize this sync actuates for pod (as allocated;
+// rs the runtime's view, a the sync's decisions): none unless a running
+// container's cgroup values are not its allocation's. Its restarts join
+// a's kills and starts.
+func (k *Kubelet) planPodResize(pod *v1.Pod, rs *podstate.Pod, r *podResize, a *podsync.Actions) (*podResize, resizePlan) {
+	if a.KillPod || a.CreateSandbox || !resizeNeeded(pod, rs) {
+		return r, resizePlan{}
+	}
+	if r == nil {
+		r = k.ensureResize(pod)
+	}
+	killed := func(id string) bool {
+		for _, kill := range a.ContainersToKill {
+			if kill.ContainerID == id {
+				return true
+			}
+		}
+		return false
+	}
+	plan := planResize(pod, rs, r.sandbox, cgroupParams{nodeMemory: k.cfg.Memory.Value(), hugePages: k.cfg.HugePages, oomGroup: k.cfg.oomGroupKill, swap: k.cfg.swap}, killed)
+	a.ContainersToKill = append(a.ContainersToKill, plan.kills...)
+	a.ContainersToStart = append(a.ContainersToStart, plan.starts...)
+	return r, plan
+}
+
+// actuateResize makes the plan's CRI calls in order, stopping at the
+// first that fails (the next sync plans again from what the runtime then
+// reports), as upstream's doPodResizeAction; a runtime without
+// UpdatePodSandboxResources (gRPC Unimplemented) is skipped, as
+// upstream's.
+func (k *Kubelet) actuateResize(ctx context.Context, pod *v1.Pod, rs *podstate.Pod, r *podResize, plan *resizePlan) error {
+	if len(plan.steps) == 0 {
+		return nil
+	}
+	sb := rs.LatestSandbox()
+	for _, s := range plan.steps {
+		if s.containerID == "" {
+			err := k.rt.UpdatePodSandboxResources(ctx, sb.ID, s.overhead, s.resources)
+			if grpcstatus.Code(err) == codes.Unimplemented {
+				k.log.Debug("runtime has no UpdatePodSandboxResources", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("updating the resources of the sandbox of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			}
+			continue
+		}
+		if err := k.rt.UpdateContainerResources(ctx, s.containerID, s.resources); err != nil {
+			return fmt.Errorf("updating the resources of container %s of pod %s/%s: %w", s.name, pod.Namespace, pod.Name, err)
+		}
+	}
+	r.sandbox = plan.sandbox
+	return nil
+}
+
+// resizeProgress updates the pod's PodResizeInProgress after the sync's
+// actions (rs the runtime's view after them, failed the actuation's
+// error): an Error while actuating fails (with upstream's ResizeError
+// event when the error is new; the condition keeps the generation it
+// had), in progress while a running container's cgroup values are not
+// its allocation's, and removed with upstream's ResizeCompleted event
+// once they are.
+func (k *Kubelet) resizeProgress(pod *v1.Pod, rs *podstate.Pod, r *podResize, failed error, now time.Time) {
+	if r == nil {
+		return
+	}
+	t := metav1.NewTime(now)
+	gen := pod.Generation
+	if r.inProgress != nil {
+		gen = r.inProgress.ObservedGeneration
+	}
+	switch {
+	case failed != nil:
+		msg := failed.Error()
+		if r.inProgress != nil && r.inProgress.Reason == v1.PodReasonError && r.inProgress.Message == msg {
+			return
+		}
+		c := resizeCondition(v1.PodResizeInProgress, v1.PodReasonError, msg, gen, t)
+		if r.inProgress != nil {
+			c.LastTransitionTime = r.inProgress.LastTransitionTime
+		}
+		r.inProgress = c
+		k.podEvent(pod, v1.EventTypeWarning, EventResizeError, "%s", resizeEventMessage("Pod resize error", pod, gen, msg))
+	case resizeNeeded(pod, rs):
+		switch {
+		case r.inProgress == nil:
+			r.inProgress = resizeCondition(v1.PodResizeInProgress, "", "", gen, t)
+		case r.inProgress.Reason == v1.PodReasonError:
+			c := resizeCondition(v1.PodResizeInProgress, "", "", gen, r.inProgress.LastTransitionTime)
+			r.inProgress = c
+		}
+	case r.inProgress != nil:
+		r.inProgress = nil
+		k.podEvent(pod, v1.EventTypeNormal, EventResizeCompleted, "%s", resizeEventMessage("Pod resize completed", pod, gen, ""))
+	}
+}
+
+// retryPendingResizesLocked asks for a sync of every pod whose resize is
+// pending (k.mu held), once resources may have been freed (a pod gone),
+// as upstream's allocation manager retries them.
+func (k *Kubelet) retryPendingResizesLocked() []types.UID {
+	var uids []types.UID
+	for uid, r := range k.resizes {
+		if r.pending != nil {
+			uids = append(uids, uid)
+		}
+	}
+	return uids
+}
