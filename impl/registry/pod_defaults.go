@@ -30,9 +30,9 @@ func defaultPod(p *corev1.Pod) {
 			defaultRequestsFromLimits(&cs[i].Resources)
 		}
 	}
-	for i := range p.Spec.Containers {
-		defaultResizePolicy(&p.Spec.Containers[i])
-	}
+	// No resizePolicy is defaulted: upstream stopped in 1.33 (PR 128920;
+	// an unset policy means NotRequired to the kubelet), so a resize may
+	// add a request without the policy list changing with it.
 	if p.Spec.PriorityClassName == "" {
 		// What the Priority admission plugin gives a pod that names no
 		// priority class when no class is the global default.
@@ -54,26 +54,6 @@ func defaultPod(p *corev1.Pod) {
 		defaultHostNetworkPorts(p.Spec.Containers)
 	}
 	defaultPodStatus(&p.Status)
-}
-
-// defaultResizePolicy: app containers that request cpu or memory may be
-// resized in place without a restart unless they say otherwise.
-func defaultResizePolicy(c *corev1.Container) {
-	if c.Resources.Requests == nil {
-		return
-	}
-	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		if _, ok := c.Resources.Requests[name]; !ok {
-			continue
-		}
-		specified := false
-		for _, p := range c.ResizePolicy {
-			specified = specified || p.ResourceName == name
-		}
-		if !specified {
-			c.ResizePolicy = append(c.ResizePolicy, corev1.ContainerResizePolicy{ResourceName: name, RestartPolicy: corev1.NotRequired})
-		}
-	}
 }
 
 // defaultPodStatus keeps the singular and plural IP fields consistent, as

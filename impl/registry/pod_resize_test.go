@@ -228,3 +228,27 @@ func TestPodStatusAcceptsResizeStatus(t *testing.T) {
 		t.Fatalf("resize status refused: %v", errs)
 	}
 }
+
+// TestPodResizeAddsARequest: a Burstable container with only a memory
+// request may be given a cpu request too (the pod stays Burstable). It
+// was refused while pods had a defaulted resizePolicy, which such a
+// resize changed (upstream dropped that defaulting in 1.33, PR 128920).
+func TestPodResizeAddsARequest(t *testing.T) {
+	old := defaultedPod(t, newPod("p", corev1.Container{Name: "app", Image: "nginx", Resources: corev1.ResourceRequirements{
+		Requests: rl("memory", "64Mi")}}))
+	old.Generation = 1
+	old.Spec.NodeName = "node-1"
+	old.Status.Phase = corev1.PodRunning
+	old.Status.ContainerStatuses = []corev1.ContainerStatus{{
+		Name: "app", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+		Resources: old.Spec.Containers[0].Resources.DeepCopy(),
+	}}
+	p := old.DeepCopy()
+	p.Spec.Containers[0].Resources.Requests = rl("memory", "64Mi", "cpu", "200m")
+	if errs := resizeUpdate(t, p, old); len(errs) != 0 {
+		t.Fatalf("resize adding a cpu request: %v", errs)
+	}
+	if p.Spec.Containers[0].ResizePolicy != nil {
+		t.Errorf("resize policy %v, want none (not defaulted)", p.Spec.Containers[0].ResizePolicy)
+	}
+}

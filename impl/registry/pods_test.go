@@ -87,11 +87,9 @@ func TestPodDefaults(t *testing.T) {
 	if !apiequality.Semantic.DeepEqual(app.Resources.Requests, app.Resources.Limits) {
 		t.Errorf("requests not defaulted from limits: %v", app.Resources.Requests)
 	}
-	if want := []corev1.ContainerResizePolicy{{ResourceName: "cpu", RestartPolicy: corev1.NotRequired}, {ResourceName: "memory", RestartPolicy: corev1.NotRequired}}; !apiequality.Semantic.DeepEqual(app.ResizePolicy, want) {
-		t.Errorf("resize policy %v", app.ResizePolicy)
-	}
-	if s.Containers[1].ResizePolicy != nil {
-		t.Errorf("container without requests got a resize policy")
+	// Upstream defaults no resizePolicy since 1.33 (PR 128920).
+	if app.ResizePolicy != nil || s.Containers[1].ResizePolicy != nil {
+		t.Errorf("resize policy defaulted: %v, %v", app.ResizePolicy, s.Containers[1].ResizePolicy)
 	}
 	if app.Env[0].ValueFrom.FieldRef.APIVersion != "v1" {
 		t.Errorf("fieldRef apiVersion %q", app.Env[0].ValueFrom.FieldRef.APIVersion)

@@ -250,7 +250,7 @@ func TestPluginsThroughTheAPIServer(t *testing.T) {
 		t.Fatalf("limit range default not applied: %+v", p.Spec.Containers[0].Resources)
 	}
 	// A read-modify-write of that pod is accepted: the defaults that apply
-	// once LimitRanger added resources (resizePolicy) are on the stored
+	// once LimitRanger added limits (requests from limits) are on the stored
 	// object as read, as kube-apiserver's storage decoding defaults it.
 	p.Labels = map[string]string{"updated": "yes"}
 	p = created(core.Pods("team").Update(ctx, p, metav1.UpdateOptions{})).must(t, "pod label update")

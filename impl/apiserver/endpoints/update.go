@@ -321,7 +321,7 @@ func (h *Handler) prepareUpdate(ctx context.Context, info *request.Info, m mode,
 	if m != modeFinalize {
 		// kube-apiserver defaults objects as it decodes them from storage,
 		// so a default that applies only after admission changed the
-		// object (a pod's resizePolicy once LimitRanger added resources)
+		// object (a pod's requests copied from the limits LimitRanger added)
 		// is on the old object too and does not read as a change. The
 		// stored object may be shared (watch cache): default a copy.
 		old = old.DeepCopyObject()
