@@ -182,6 +182,8 @@ func (s *liveServer) buildRequest(in *input) fuzzRequest {
 
 // buildBody makes a request body: a valid object of the kind, one with a
 // field replaced by fuzzed JSON, a randfill object, a patch, or raw bytes.
+// For pods/resize the object and patches mostly edit the containers'
+// resources and resizePolicy (resizedDoc, resizePatchBody).
 func (s *liveServer) buildBody(in *input, d *discoveredResource, sub, ns, name, contentType, method string) []byte {
 	_, c := served()
 	var doc []byte
@@ -202,6 +204,9 @@ func (s *liveServer) buildBody(in *input, d *discoveredResource, sub, ns, name, 
 				v = in.intn(n + 1)
 			}
 			doc = templateVariant(d.res, ns, name, v)
+			if sub == "resize" && method != "PATCH" && in.intn(4) > 0 {
+				doc = resizedDoc(in, doc)
+			}
 		}
 	}
 	if method == "DELETE" {
@@ -220,6 +225,9 @@ func (s *liveServer) buildBody(in *input, d *discoveredResource, sub, ns, name, 
 			}
 		}
 	case 6:
+		if method == "PATCH" && sub == "resize" {
+			return resizePatchBody(in, contentType, doc)
+		}
 		if method == "PATCH" {
 			return patchBody(in, contentType, doc)
 		}

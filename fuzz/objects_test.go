@@ -80,6 +80,16 @@ var templateVariants = map[string][]string{
 			`"volumes":[{"name":"files","emptyDir":{}},{"name":"certs","projected":{"sources":[{"podCertificate":{"signerName":"example.com/signer","keyType":"ED25519","credentialBundlePath":"cred.pem","maxExpirationSeconds":86400,"userAnnotations":{"example.com/team":"fuzz"}}},` +
 			`{"clusterTrustBundle":{"signerName":"example.com/signer","labelSelector":{"matchLabels":{"app":"fuzz"}},"path":"ca.pem","optional":true}},{"clusterTrustBundle":{"name":"example.com:signer:bundle","path":"bundle.pem"}}]}}]}}`,
 		`{"metadata":{"name":"NAME"},"spec":{"os":{"name":"windows"},"securityContext":{"windowsOptions":{"runAsUserName":"ContainerUser"}},"containers":[{"name":"c","image":"mcr.microsoft.com/windows/nanoserver:ltsc2022","securityContext":{"windowsOptions":{"gmsaCredentialSpecName":"gmsa","gmsaCredentialSpec":"{}","runAsUserName":"NT AUTHORITY\\NETWORK SERVICE"}}}]}}`,
+		// For pods/resize: a Guaranteed pod with resize policies, a
+		// sidecar and a plain init container; a Burstable pod with a
+		// resource a resize may not change and a BestEffort container;
+		// a pod with pod-level resources (which resize refuses).
+		`{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"spec":{"initContainers":[{"name":"init","image":"busybox","resources":{"requests":{"cpu":"100m","memory":"64Mi"},"limits":{"cpu":"100m","memory":"64Mi"}}},` +
+			`{"name":"sidecar","image":"envoy","restartPolicy":"Always","resizePolicy":[{"resourceName":"cpu","restartPolicy":"NotRequired"},{"resourceName":"memory","restartPolicy":"RestartContainer"}],"resources":{"requests":{"cpu":"100m","memory":"64Mi"},"limits":{"cpu":"100m","memory":"64Mi"}}}],` +
+			`"containers":[{"name":"c","image":"nginx","resizePolicy":[{"resourceName":"cpu","restartPolicy":"NotRequired"},{"resourceName":"memory","restartPolicy":"NotRequired"}],"resources":{"requests":{"cpu":"200m","memory":"128Mi"},"limits":{"cpu":"200m","memory":"128Mi"}}},` +
+			`{"name":"d","image":"redis","resources":{"requests":{"cpu":"1","memory":"1Gi"},"limits":{"cpu":"1","memory":"1Gi"}}}]}}`,
+		`{"metadata":{"name":"NAME"},"spec":{"containers":[{"name":"c","image":"nginx","resources":{"requests":{"cpu":"100m","memory":"64Mi","ephemeral-storage":"1Gi"},"limits":{"memory":"256Mi","ephemeral-storage":"2Gi"}}},{"name":"e","image":"busybox"}]}}`,
+		`{"metadata":{"name":"NAME"},"spec":{"resources":{"requests":{"cpu":"500m","memory":"256Mi"},"limits":{"cpu":"1","memory":"512Mi"}},"containers":[{"name":"c","image":"nginx","resources":{"requests":{"cpu":"100m"}}}]}}`,
 	},
 	"deployments": {
 		`{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"spec":{"replicas":1,"selector":{"matchLabels":{"app":"fuzz"}},"template":{"metadata":{"labels":{"app":"fuzz"}},"spec":{"os":{"name":"linux"},"hostUsers":false,"dnsPolicy":"None","dnsConfig":{"nameservers":["10.0.0.10"],"options":[{"name":"ndots","value":"2"}]},` +

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
@@ -23,12 +24,18 @@ var patchSeq atomic.Int64
 
 // FuzzPatch creates a valid object of a served kind, sends it a JSON
 // patch, merge patch or strategic merge patch (of the object, its status
-// or its scale) built from the fuzzer's bytes, and deletes it again.
+// or its scale, or a pod's resize) built from the fuzzer's bytes, and
+// deletes it again. A resize patch goes to a pod left pending or made
+// running (with its containers' resources reported or not) and edits its
+// containers' resources and resizePolicy (resizePatchBody).
 // Properties (on top of FuzzHTTP's: no 5xx outside allowed5xx, storage
 // changes only on 2xx, nothing stored fails validation):
-//   - a 2xx answer is the object as stored: it validates, and reading it
-//     back gives the same object (unless dryRun, when storage is
-//     untouched).
+//   - a 2xx answer of the object or its resize is the object as stored:
+//     it validates, and reading it back gives the same object (unless
+//     dryRun, when storage is untouched);
+//   - a 2xx resize changed nothing but the containers' resources and
+//     resizePolicy (and the generation, by one when the spec changed),
+//     nor the QoS class (checkResized).
 func FuzzPatch(f *testing.F) {
 	s := server(f)
 	rs, _ := served()
@@ -36,6 +43,12 @@ func FuzzPatch(f *testing.F) {
 		for pt := range patchTypes {
 			f.Add(uint8(i), uint8(pt), uint8(0), false, []byte{1, 2, 3, 4, 5, 6, 7, 8})
 			f.Add(uint8(i), uint8(pt), uint8(1), false, []byte{9, 0, 1, 2, 3})
+			if rs[i].Resize != nil {
+				// Resizes of every pod variant, pending or running.
+				for v := range len(templateVariants[templateKey(rs[i])]) + 1 {
+					f.Add(uint8(i+v*len(rs)), uint8(pt), uint8(6), false, []byte{byte(v % 3), 1, 1, 0, 0, 0, 2, 0, 1})
+				}
+			}
 		}
 	}
 	f.Add(uint8(0), uint8(1), uint8(0), false, []byte(`{"metadata":{"labels":{"a":null}}}`))
@@ -65,6 +78,20 @@ func FuzzPatch(f *testing.F) {
 			sub = "status"
 		case target%3 == 2 && r.Scale != nil:
 			sub = "scale"
+		case target%3 == 0 && target/3%4 >= 2 && r.Resize != nil:
+			// pods/resize: a sixth of the pod inputs (the kept seeds'
+			// targets, 0 and 99, stay on the main resource).
+			sub = "resize"
+		}
+		in := &input{data: data}
+		if sub == "resize" {
+			// The containers running, on a node that reports their
+			// resources or on one that does not (resize refused).
+			if st := in.intn(3); st > 0 {
+				if code, body := s.do(ctx, http.MethodPatch, path+"/status", "application/merge-patch+json", runningStatus(tmpl, st == 1)); code != http.StatusOK {
+					t.Fatalf("making %s/%s running: %d %s", r.Name, name, code, body)
+				}
+			}
 		}
 		doc := tmpl
 		if sub != "" {
@@ -73,11 +100,13 @@ func FuzzPatch(f *testing.F) {
 			doc = cur
 		}
 		ct := patchTypes[int(patchType)%len(patchTypes)]
-		in := &input{data: data}
 		var body []byte
-		if in.intn(6) == 0 {
+		switch {
+		case in.intn(6) == 0:
 			body = in.rest()
-		} else {
+		case sub == "resize":
+			body = resizePatchBody(in, ct, doc)
+		default:
 			body = patchBody(in, ct, doc)
 		}
 		req := fuzzRequest{method: http.MethodPatch, path: path, query: url.Values{}, contentType: ct, body: body}
@@ -85,7 +114,7 @@ func FuzzPatch(f *testing.F) {
 			req.query.Set("dryRun", "All")
 		}
 		code, answer := s.check(t, req)
-		if code < 200 || code > 299 || sub != "" {
+		if code < 200 || code > 299 || (sub != "" && sub != "resize") {
 			return
 		}
 		patched, err := decodeBody(mustCodecs(), r, codec.JSON, answer, false)
@@ -94,6 +123,15 @@ func FuzzPatch(f *testing.F) {
 		}
 		if errs := r.Strategy.Validate(ctx, patched); len(errs) > 0 {
 			t.Fatalf("patched object fails validation: %v\nrequest:\n%s", errs.ToAggregate(), req)
+		}
+		if sub == "resize" {
+			before, err := decodeBody(mustCodecs(), r, codec.JSON, doc, false)
+			if err != nil {
+				t.Fatalf("decoding the pod before the resize: %v", err)
+			}
+			if msg := checkResized(before.(*corev1.Pod), patched.(*corev1.Pod)); msg != "" {
+				t.Fatalf("%s:\nbefore %s\nafter %s\nrequest:\n%s", msg, doc, answer, req)
+			}
 		}
 		if dryRun {
 			return
