@@ -89,6 +89,12 @@ var admissionSeeds = [][]byte{
 	{0, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3},
 	{5, 1, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 9, 8, 7, 6},
 	[]byte("\x05\x07randfill pod bytes: 0123456789abcdefghijklmnopqrstuvwxyz"),
+	// pods/resize updates (first byte 7: op 1, resize), by an
+	// administrator and by nodes, with quotas and limit ranges.
+	{7, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9},
+	{7, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3},
+	{19, 1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5},
+	{7, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2},
 }
 
 // fuzzBytes hands out the fuzzer's bytes as small decisions; when they run
@@ -776,6 +782,15 @@ func validAsCreate(ctx context.Context, p *corev1.Pod) field.ErrorList {
 	return podsResource.Strategy.Validate(ctx, c)
 }
 
+// validAsResize reports whether p (a copy) passes the server's pods/resize
+// update path without admission.
+func validAsResize(ctx context.Context, p, old *corev1.Pod) field.ErrorList {
+	c := p.DeepCopy()
+	podsResource.Strategy.Default(c)
+	podsResource.Resize.PrepareForUpdate(ctx, c, old)
+	return podsResource.Resize.ValidateUpdate(ctx, c, old)
+}
+
 func validAsUpdate(ctx context.Context, p, old *corev1.Pod, status bool) field.ErrorList {
 	c := p.DeepCopy()
 	podsResource.Strategy.Default(c)
@@ -828,6 +843,9 @@ func checkStatus(t *testing.T, what string, err error) {
 func checkAdmission(t *testing.T, data []byte) {
 	ctx := context.Background()
 	in := &fuzzBytes{data: data}
+	// An update (op 1) is of pods/resize when the first byte / 6 is odd
+	// (the seeds' and most kept inputs' meaning is unchanged).
+	resize := len(data) > 0 && data[0]%6 == 1 && data[0]/6%2 == 1
 	op := in.intn(6)
 	user := fuzzIdentity(in)
 	st := newFuzzStores()
@@ -866,6 +884,11 @@ func checkAdmission(t *testing.T, data []byte) {
 		// policy of an update that brings a new image, and pod updates
 		// may not change it), so validity is not promised.
 		oldAdmitted := admitCreate(ctx, chain, old)
+		if resize {
+			// Its containers running, their resources reported by the
+			// node or not (a node without resize support), or pending.
+			runningStatus(in, old)
+		}
 		old.UID = "uid-p"
 		old.CreationTimestamp = metav1.NewTime(time.Unix(1e9, 0))
 		if err := st.add(podResource, old); err != nil {
@@ -875,8 +898,18 @@ func checkAdmission(t *testing.T, data []byte) {
 			t.Fatalf("reading the old pod: %v", err)
 		}
 		c.old = old
-		switch op {
-		case 1, 2:
+		switch {
+		case op == 1 && resize:
+			next := old.DeepCopy()
+			if in.chance(4) {
+				next = pod
+				next.Name, next.GenerateName, next.ResourceVersion = "p", "", old.ResourceVersion
+			}
+			resizePod(in, next, fill)
+			c.valid = oldAdmitted && len(validAsResize(ctx, next, old)) == 0
+			c.attrs = &Attributes{Operation: Update, Resource: podGVR, Kind: podGVK, Subresource: "resize", Namespace: fuzzNamespace,
+				Name: "p", Object: next, OldObject: old.DeepCopy(), User: user}
+		case op == 1, op == 2:
 			next := old.DeepCopy()
 			if in.chance(3) {
 				next = pod
@@ -890,11 +923,11 @@ func checkAdmission(t *testing.T, data []byte) {
 			c.valid = oldAdmitted && len(validAsUpdate(ctx, next, old, op == 2)) == 0
 			c.attrs = &Attributes{Operation: Update, Resource: podGVR, Kind: podGVK, Subresource: sub, Namespace: fuzzNamespace,
 				Name: "p", Object: next, OldObject: old.DeepCopy(), User: user}
-		case 3:
+		case op == 3:
 			c.valid = true
 			c.attrs = &Attributes{Operation: Delete, Resource: podGVR, Kind: podGVK, Namespace: fuzzNamespace, Name: "p",
 				OldObject: old.DeepCopy(), User: user}
-		case 4:
+		case op == 4:
 			c.valid = true
 			ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: fuzzNamespace}}
 			c.attrs = &Attributes{Operation: Create, Resource: podGVR, Kind: policyv1.SchemeGroupVersion.WithKind("Eviction"),
@@ -949,6 +982,104 @@ func mutatePod(in *fuzzBytes, p *corev1.Pod, fill func(any)) {
 	}
 }
 
+// runningStatus now and then makes p's containers running (as its node's
+// kubelet reports them), with their resources reported (a node that
+// supports resize) or without (one that does not: upstream refuses the
+// resize); else p stays pending.
+func runningStatus(in *fuzzBytes, p *corev1.Pod) {
+	switch st := in.intn(3); st {
+	case 1, 2:
+		reported := st == 1
+		p.Status.Phase = corev1.PodRunning
+		p.Status.ContainerStatuses = nil
+		for _, c := range p.Spec.Containers {
+			s := corev1.ContainerStatus{Name: c.Name, Image: c.Image, Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+			if reported {
+				s.Resources = c.Resources.DeepCopy()
+				s.AllocatedResources = c.Resources.Requests.DeepCopy()
+			}
+			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, s)
+		}
+	}
+}
+
+// resizePod changes what a pods/resize update takes (the containers'
+// requests and limits, their resize policies) and now and then what it
+// does not (the image, the containers' other resources).
+func resizePod(in *fuzzBytes, p *corev1.Pod, fill func(any)) {
+	for range 1 + in.intn(3) {
+		cs := p.Spec.Containers
+		if len(p.Spec.InitContainers) > 0 && in.chance(4) {
+			cs = p.Spec.InitContainers
+		}
+		if len(cs) == 0 {
+			return
+		}
+		c := &cs[in.intn(len(cs))]
+		r := &c.Resources
+		set := func(l *corev1.ResourceList, n corev1.ResourceName, q resource.Quantity) {
+			if *l == nil {
+				*l = corev1.ResourceList{}
+			}
+			(*l)[n] = q
+		}
+		switch in.intn(10) {
+		case 0:
+			*r = fuzzResources(in)
+		case 1:
+			set(&r.Requests, corev1.ResourceCPU, fuzzQuantity(in, false))
+		case 2:
+			set(&r.Requests, corev1.ResourceMemory, fuzzQuantity(in, true))
+		case 3:
+			set(&r.Limits, pickOf(in, corev1.ResourceCPU, corev1.ResourceMemory), fuzzQuantity(in, in.chance(2)))
+		case 4:
+			delete(r.Requests, pickOf(in, corev1.ResourceCPU, corev1.ResourceMemory))
+			delete(r.Limits, pickOf(in, corev1.ResourceCPU, corev1.ResourceMemory))
+		case 5:
+			r.Limits = r.Requests.DeepCopy()
+		case 6:
+			c.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: pickOf(in, corev1.ResourceCPU, corev1.ResourceMemory, "ephemeral-storage"),
+				RestartPolicy: pickOf(in, corev1.NotRequired, corev1.RestartContainer, "Never")}}
+		case 7:
+			set(&r.Requests, corev1.ResourceEphemeralStorage, resource.MustParse("1Gi"))
+		case 8:
+			c.Image = pickOf(in, "nginx:2", "busybox")
+		default:
+			fill(r)
+		}
+	}
+}
+
+// fuzzQuota is the namespace's quota as stored, or nil.
+func fuzzQuota(ctx context.Context, t *testing.T, st *memStores) *corev1.ResourceQuota {
+	q := &corev1.ResourceQuota{}
+	if err := st.stores[quotaResource].Get(ctx, st.ObjectKey(quotaResource, fuzzNamespace, "quota"), storage.GetOptions{IgnoreNotFound: true}, q); err != nil {
+		t.Fatalf("reading the quota: %v", err)
+	}
+	if q.Name == "" {
+		return nil
+	}
+	return q
+}
+
+// quotaViolation is ResourceQuota's promise: no request raises a
+// resource's used above its hard limit (a charge that would is refused;
+// usage already above it may stay, as upstream allows writes that do not
+// raise it). It returns the broken promise, or nil.
+func quotaViolation(before, after *corev1.ResourceQuota) error {
+	if before == nil || after == nil {
+		return nil
+	}
+	for n, hard := range after.Status.Hard {
+		used := after.Status.Used[n]
+		prev := before.Status.Used[n]
+		if used.Cmp(hard) > 0 && used.Cmp(prev) > 0 {
+			return fmt.Errorf("quota used %s went from %s to %s, above its hard %s", n, prev.String(), used.String(), hard.String())
+		}
+	}
+	return nil
+}
+
 // allowedInvalid: a valid request that admission made invalid in the
 // way kube-apiserver's plugins also do. LimitRanger fills in a default
 // request or limit without looking at the pod's other value, so a default
@@ -979,6 +1110,12 @@ func runAdmission(ctx context.Context, t *testing.T, chain *Chain, st *memStores
 	if pod != nil && a.Operation == Create && subresourceMain {
 		rc = newRuntimeClassCase(ctx, t, st, pod, c.valid)
 	}
+	quotaBefore := fuzzQuota(ctx, t, st)
+	defer func() {
+		if v := quotaViolation(quotaBefore, fuzzQuota(ctx, t, st)); v != nil && !t.Failed() {
+			t.Fatalf("%s %s: %v", a.Operation, a.Subresource, v)
+		}
+	}()
 	err := chain.Admit(ctx, a)
 	checkStatus(t, "mutating admission", err)
 	if rc != nil {
@@ -1020,6 +1157,9 @@ func runAdmission(ctx context.Context, t *testing.T, chain *Chain, st *memStores
 		case subresourceMain:
 			podsResource.Strategy.PrepareForUpdate(ctx, pod, old)
 			errs = podsResource.Strategy.ValidateUpdate(ctx, pod, old)
+		case a.Subresource == "resize":
+			podsResource.Resize.PrepareForUpdate(ctx, pod, old)
+			errs = podsResource.Resize.ValidateUpdate(ctx, pod, old)
 		default:
 			podsResource.Status.PrepareForUpdate(ctx, pod, old)
 			errs = podsResource.Status.ValidateUpdate(ctx, pod, old)
@@ -1274,8 +1414,8 @@ func nodeViolation(a *Attributes, old *corev1.Pod) error {
 	switch {
 	case a.Operation == Create && a.Subresource == "":
 		bound = a.Object.(*corev1.Pod).Spec.NodeName
-	case a.Operation == Update && a.Subresource == "":
-		return fmt.Errorf("node %q updated the spec of a pod bound to %q", node, old.Spec.NodeName)
+	case a.Operation == Update && (a.Subresource == "" || a.Subresource == "resize"):
+		return fmt.Errorf("node %q updated the spec of a pod bound to %q (%s)", node, old.Spec.NodeName, a.Subresource)
 	default:
 		bound = old.Spec.NodeName
 	}
@@ -1418,5 +1558,25 @@ func TestFuzzAdmissionRuntimeClassOracle(t *testing.T) {
 		if err := tolerationsViolation(tc.pod, tc.class, tc.after); (err == nil) != tc.ok {
 			t.Errorf("%s: violation %v, want one: %v", tc.what, err, !tc.ok)
 		}
+	}
+}
+
+// TestFuzzAdmissionQuotaOracle checks the quota property can fail: used
+// raised above hard is reported, used already above it and not raised
+// is not.
+func TestFuzzAdmissionQuotaOracle(t *testing.T) {
+	q := func(used string) *corev1.ResourceQuota {
+		return &corev1.ResourceQuota{Status: corev1.ResourceQuotaStatus{
+			Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("1")},
+			Used: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse(used)}}}
+	}
+	if quotaViolation(q("500m"), q("1500m")) == nil {
+		t.Error("used raised above hard not reported")
+	}
+	if v := quotaViolation(q("2"), q("2")); v != nil {
+		t.Errorf("used above hard but not raised reported: %v", v)
+	}
+	if v := quotaViolation(q("0"), q("1")); v != nil {
+		t.Errorf("used raised to hard reported: %v", v)
 	}
 }
