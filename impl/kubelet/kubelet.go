@@ -97,6 +97,7 @@ type Kubelet struct {
 	mu             sync.Mutex
 	pods           map[types.UID]*podRecord
 	resizes        map[types.UID]*podResize // pods resized in place (resize.go); nil until the first
+	allocFile      string                   // where resizes' allocations are kept ("": memory only; resizestate.go)
 	sourceSynced   bool
 	node           *v1.Node
 	lease          *coordinationv1.Lease
@@ -179,6 +180,10 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config, rt runtim
 	}
 	var err error
 	if k.pulls, err = openPullRecords(&k.cfg, rootGiven, k); err != nil {
+		return nil, fmt.Errorf("kubelet %s: %w", cfg.NodeName, err)
+	}
+	k.allocFile = allocationsPath(&k.cfg, rootGiven)
+	if k.resizes, err = loadAllocations(k.allocFile); err != nil {
 		return nil, fmt.Errorf("kubelet %s: %w", cfg.NodeName, err)
 	}
 	if k.evictions, k.simEviction, err = newEvictionManager(&k.cfg, rt); err != nil {
@@ -548,6 +553,11 @@ func (k *Kubelet) podUIDs() ([]types.UID, workqueue.TypedDelayingInterface[types
 // backing off from a failed sync waits for its retry (as upstream's
 // periodic sync takes only the pods whose time has come).
 func (k *Kubelet) resyncAll() {
+	k.mu.Lock()
+	if k.sourceSynced && len(k.resizes) > 0 {
+		k.removeOrphanedAllocationsLocked()
+	}
+	k.mu.Unlock()
 	uids, q := k.podUIDs()
 	if q == nil {
 		return

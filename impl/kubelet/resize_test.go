@@ -2,6 +2,8 @@ package kubelet
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -378,5 +380,60 @@ func TestAdmitResize(t *testing.T) {
 				t.Errorf("got %v %q %q, want %q %q", ok, reason, message, tc.reason, tc.message)
 			}
 		})
+	}
+}
+
+// TestResizeAllocationSurvivesRestart: a kubelet whose state is on disk
+// keeps its resized pods' allocations there (upstream's
+// allocated_pods_state): a kubelet restarted while a resize is deferred
+// still runs the pod with, and admits it with, what it had allocated, and
+// reports the resize pending instead of applying it unadmitted. The
+// allocations of pods gone meanwhile are forgotten at the first resync.
+func TestResizeAllocationSurvivesRestart(t *testing.T) {
+	root := t.TempDir()
+	onDisk := func(c *Config) { c.RootDir = root; c.CPU = resource.MustParse("1") }
+	h := newHarness(t, onDisk)
+	a := h.create(h.pod("a", func(p *v1.Pod) { p.Spec.Containers[0].Resources = resources("400m", "", "", "") }))
+	b := h.create(h.pod("b", func(p *v1.Pod) { p.Spec.Containers[0].Resources = resources("400m", "", "", "") }))
+	h.sync(a)
+	h.sync(b)
+	h.resize(a, "app", resources("700m", "", "", ""))
+	if c := condOf(h.sync(a), v1.PodResizePending); c == nil || c.Reason != v1.PodReasonDeferred {
+		t.Fatalf("PodResizePending %+v", c)
+	}
+
+	if b, err := os.ReadFile(filepath.Join(root, allocatedPodsStateFile)); err != nil || !strings.Contains(string(b), `"400m"`) {
+		t.Fatalf("allocations file: %s (%v)", b, err)
+	}
+	h.k = h.newKubelet(onDisk) // restarted: the pods come from the source again
+	for _, p := range []*v1.Pod{b, a} {
+		if got := h.sync(p); got.Status.Phase != v1.PodRunning {
+			t.Fatalf("%s after the restart: %s %s", p.Name, got.Status.Phase, got.Status.Message)
+		}
+	}
+	got := h.get(a)
+	if c := condOf(got, v1.PodResizePending); c == nil || c.Reason != v1.PodReasonDeferred {
+		t.Errorf("after the restart: PodResizePending %+v", c)
+	}
+	if r := h.runtimeResources(a, "app"); r.CpuShares != 409 {
+		t.Errorf("after the restart the runtime reports %v: the deferred resize was applied", r)
+	}
+	if cs := cstatus(got, "app"); !apiequality.Semantic.DeepEqual(cs.AllocatedResources, resources("400m", "", "", "").Requests) {
+		t.Errorf("allocatedResources after the restart %v", cs.AllocatedResources)
+	}
+
+	// a goes while no kubelet runs: the next one forgets its allocation
+	// at its first resync.
+	if err := h.client.CoreV1().Pods("default").Delete(h.ctx, a.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	k := h.newKubelet(onDisk)
+	k.HandlePod(h.get(b))
+	k.resyncAll()
+	k.mu.Lock()
+	_, kept := k.resizes[a.UID]
+	k.mu.Unlock()
+	if kept {
+		t.Errorf("the allocation of a pod the source did not deliver is kept")
 	}
 }

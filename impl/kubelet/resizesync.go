@@ -36,6 +36,7 @@ func (k *Kubelet) noteResizeLocked(rec *podRecord, old, pod *v1.Pod) {
 		k.resizes = map[types.UID]*podResize{}
 	}
 	k.resizes[pod.UID] = &podResize{allocated: allocationOf(old)}
+	k.saveAllocationsLocked()
 }
 
 // admittedOthersLocked are the pods admitted beside rec's that still
@@ -81,6 +82,7 @@ func (k *Kubelet) allocateResize(rec *podRecord, pod *v1.Pod, now time.Time) (*v
 		switch {
 		case ok:
 			r.allocated, r.pending = allocationOf(pod), nil
+			k.saveAllocationsLocked()
 			r.inProgress = resizeCondition(v1.PodResizeInProgress, "", "", pod.Generation, t)
 			eventType, reason, message = v1.EventTypeNormal, EventResizeStarted, resizeEventMessage("Pod resize started", pod, pod.Generation, "")
 		case r.pending == nil || r.pending.Reason != why || r.pending.Message != msg:
@@ -119,6 +121,7 @@ func (k *Kubelet) ensureResize(pod *v1.Pod) *podResize {
 	}
 	r := &podResize{allocated: allocationOf(pod)}
 	k.resizes[pod.UID] = r
+	k.saveAllocationsLocked()
 	return r
 }
 

@@ -298,6 +298,11 @@ func (k *Kubelet) admit(rec *podRecord, pod *v1.Pod) bool {
 		return false
 	}
 	others := k.admittedOthersLocked(rec)
+	if r := k.resizes[pod.UID]; r != nil {
+		// Admitted (again, by a restarted kubelet) with what was
+		// allocated to it, as upstream's AddPod.
+		pod = withAllocation(pod, r.allocated)
+	}
 	ok, reason, message := AdmitUnderPressure(k.pressure, pod)
 	if ok {
 		ok, reason, message = Admit(k.allocatable, pod, others)
@@ -435,7 +440,10 @@ func (k *Kubelet) cleanupPod(ctx context.Context, uid types.UID, rec *podRecord,
 	var retry []types.UID
 	if r := k.pods[uid]; r == rec && r.pod == nil {
 		delete(k.pods, uid)
-		delete(k.resizes, uid)
+		if _, ok := k.resizes[uid]; ok {
+			delete(k.resizes, uid)
+			k.saveAllocationsLocked()
+		}
 		// Its resources are free: pending resizes are tried again.
 		retry = k.retryPendingResizesLocked()
 	}
