@@ -437,3 +437,37 @@ func TestResizeAllocationSurvivesRestart(t *testing.T) {
 		t.Errorf("the allocation of a pod the source did not deliver is kept")
 	}
 }
+
+// TestResizeSidecar: a sidecar (restartable init container) is resized
+// in place like an app container; its status reports the new resources.
+func TestResizeSidecar(t *testing.T) {
+	h, _ := resizeHarness(t, nil)
+	always := v1.ContainerRestartPolicyAlways
+	p := h.create(h.pod("web", func(p *v1.Pod) {
+		p.Spec.InitContainers = []v1.Container{{Name: "proxy", Image: "envoy:1", RestartPolicy: &always, Resources: resources("100m", "", "", "")}}
+	}))
+	h.sync(p)
+	if got := h.sync(p); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s", got.Status.Phase)
+	}
+	cur := h.get(p)
+	cur.Spec.InitContainers[0].Resources = resources("250m", "", "", "")
+	cur.Generation++
+	updated, err := h.client.CoreV1().Pods(cur.Namespace).Update(h.ctx, cur, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.k.HandlePod(updated)
+	h.sync(p)
+	got := h.sync(p)
+	if r := h.runtimeResources(p, "proxy"); r.CpuShares != 256 {
+		t.Errorf("sidecar's cgroup values after the resize: %v", r)
+	}
+	cs := cstatus(got, "proxy")
+	if cs.RestartCount != 0 || cs.Resources == nil || !apiequality.Semantic.DeepEqual(cs.Resources.Requests, resources("250m", "", "", "").Requests) {
+		t.Errorf("sidecar status after the resize: %+v", cs)
+	}
+	if c := condOf(got, v1.PodResizeInProgress); c != nil {
+		t.Errorf("resize in progress: %+v", c)
+	}
+}
