@@ -12,10 +12,12 @@
 package intern
 
 import (
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +51,8 @@ type Table struct {
 	preemption  map[string]*v1.PreemptionPolicy
 	times       map[int64]*metav1.Time
 	running     map[int64]*v1.ContainerStateRunning
+	// requirements by their (shared) lists' maps (Requirements).
+	requirements map[[2]unsafe.Pointer]*v1.ResourceRequirements
 	// scratch is where byEncoding encodes (guarded by mu).
 	scratch []byte
 }
@@ -63,6 +67,7 @@ func New() *Table {
 		resize: map[string][]v1.ContainerResizePolicy{}, ports: map[string][]v1.ContainerPort{}, hostIPs: map[string][]v1.HostIP{},
 		int64s: map[int64]*int64{}, int32s: map[int32]*int32{}, bools: map[bool]*bool{}, preemption: map[string]*v1.PreemptionPolicy{},
 		times: map[int64]*metav1.Time{}, running: map[int64]*v1.ContainerStateRunning{},
+		requirements: map[[2]unsafe.Pointer]*v1.ResourceRequirements{},
 	}
 }
 
@@ -333,6 +338,33 @@ func (t *Table) Resources(rl v1.ResourceList) v1.ResourceList {
 	return LookupBytes(&t.mu, t.resources, maxValues, b, rl)
 }
 
+// Requirements returns the shared requirements equal to r (a running
+// container's status resources: the kubelet reports them for every one),
+// with its lists shared first; r itself when it names claims. Equal
+// shared lists are one map, so the lists' maps identify the requirements
+// while the table of lists has room (its maps then are the table's, kept
+// alive by it: no address is reused); once that is full, r's lists may be
+// its own and r stays unshared.
+func (t *Table) Requirements(r *v1.ResourceRequirements) *v1.ResourceRequirements {
+	if r == nil || len(r.Claims) > 0 {
+		return r
+	}
+	r.Requests, r.Limits = t.Resources(r.Requests), t.Resources(r.Limits)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.resources) >= maxValues {
+		return r
+	}
+	k := [2]unsafe.Pointer{reflect.ValueOf(r.Requests).UnsafePointer(), reflect.ValueOf(r.Limits).UnsafePointer()}
+	if shared, ok := t.requirements[k]; ok {
+		return shared
+	}
+	if len(t.requirements) < maxValues {
+		t.requirements[k] = r
+	}
+	return r
+}
+
 // Tolerations returns the shared slice equal to ts.
 func (t *Table) Tolerations(ts []v1.Toleration) []v1.Toleration {
 	if len(ts) == 0 {
@@ -447,9 +479,7 @@ func (t *Table) Pod(p *v1.Pod) {
 			c.Started = t.Bool(c.Started)
 			c.State.Running = t.Running(c.State.Running)
 			c.AllocatedResources = t.Resources(c.AllocatedResources)
-			if r := c.Resources; r != nil {
-				r.Requests, r.Limits = t.Resources(r.Requests), t.Resources(r.Limits)
-			}
+			c.Resources = t.Requirements(c.Resources)
 		}
 	}
 }

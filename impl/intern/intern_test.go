@@ -267,7 +267,14 @@ func TestContainerStatusResourcesShared(t *testing.T) {
 	if ptr(sb.AllocatedResources) != spec || ptr(sb.Resources.Requests) != spec || ptr(sa.AllocatedResources) != spec {
 		t.Error("allocated and actual requests equal to the spec's not shared with it")
 	}
-	if ptr(sa.Resources.Limits) != ptr(sb.Resources.Limits) {
-		t.Error("equal actual limits not shared")
+	if ptr(sa.Resources.Limits) != ptr(sb.Resources.Limits) || sa.Resources != sb.Resources {
+		t.Error("equal actual resources not shared")
+	}
+	c := withStatus("c")
+	c.Status.ContainerStatuses[0].Resources.Limits[v1.ResourceMemory] = resource.MustParse("2Gi")
+	want = c.DeepCopy()
+	tab.Pod(c)
+	if !reflect.DeepEqual(c, want) || c.Status.ContainerStatuses[0].Resources == sa.Resources {
+		t.Errorf("other actual resources shared or changed: %+v", c.Status.ContainerStatuses[0].Resources)
 	}
 }
