@@ -4,10 +4,10 @@
 // one with the container runtime: admission, sandbox, init containers and
 // sidecars (restartable init containers), app
 // containers, image pulls with upstream's ImagePullBackOff, hooks, probes,
-// restarts with CrashLoopBackOff, graceful termination and the final
-// delete. Decisions are pure (podsync,
-// status.GenerateAPIPodStatus, Admit, NodeStatus); this package does the
-// I/O around them.
+// restarts with CrashLoopBackOff, in-place resizes of running pods
+// (resize.go), graceful termination and the final delete. Decisions are
+// pure (podsync, status.GenerateAPIPodStatus, Admit, NodeStatus,
+// admitResize, planResize); this package does the I/O around them.
 //
 // Cheapness: a kubelet shares its clientset, runs one informer, one
 // housekeeping goroutine (relist, periodic resync, lease, node status) and

@@ -17,7 +17,11 @@
 //   - status.observedGeneration and the observedGeneration of every
 //     condition the kubelet owns are the generation of the pod the status
 //     was generated from (KEP-5067 PodObservedGenerationTracking, GA in
-//     1.35); other components' conditions keep theirs.
+//     1.35); other components' conditions keep theirs, and the in-place
+//     resize conditions (PodResizePending, PodResizeInProgress) the
+//     generation the kubelet decided them for;
+//   - every running container reports its allocated and actual resources
+//     (ContainerStatusResources), the spec's own lists when they agree.
 package status
 
 import (
