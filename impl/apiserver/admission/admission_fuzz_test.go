@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -89,6 +90,11 @@ var admissionSeeds = [][]byte{
 	{0, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3},
 	{5, 1, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 9, 8, 7, 6},
 	[]byte("\x05\x07randfill pod bytes: 0123456789abcdefghijklmnopqrstuvwxyz"),
+	// TokenRequests bound to the stored pod (first byte 10: op 4, token),
+	// by an administrator, node-a and node-b.
+	{10, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0},
+	{10, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2},
+	{10, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 	// pods/resize updates (first byte 7: op 1, resize), by an
 	// administrator and by nodes, with quotas and limit ranges.
 	{7, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9},
@@ -846,6 +852,9 @@ func checkAdmission(t *testing.T, data []byte) {
 	// An update (op 1) is of pods/resize when the first byte / 6 is odd
 	// (the seeds' and most kept inputs' meaning is unchanged).
 	resize := len(data) > 0 && data[0]%6 == 1 && data[0]/6%2 == 1
+	// Likewise an eviction (op 4) is a TokenRequest for a service account
+	// bound to the stored pod (serviceaccounts/token, as kubelets make).
+	token := len(data) > 0 && data[0]%6 == 4 && data[0]/6%2 == 1
 	op := in.intn(6)
 	user := fuzzIdentity(in)
 	st := newFuzzStores()
@@ -884,6 +893,11 @@ func checkAdmission(t *testing.T, data []byte) {
 		// policy of an update that brings a new image, and pod updates
 		// may not change it), so validity is not promised.
 		oldAdmitted := admitCreate(ctx, chain, old)
+		if token && in.chance(2) {
+			// A projected token for an audience, which a node may ask for.
+			old.Spec.Volumes = append(old.Spec.Volumes, corev1.Volume{Name: "vault-token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: "vault", Path: "token"}}}}}})
+		}
 		if resize {
 			// Its containers running, their resources reported by the
 			// node or not (a node without resize support), or pending.
@@ -927,6 +941,36 @@ func checkAdmission(t *testing.T, data []byte) {
 			c.valid = true
 			c.attrs = &Attributes{Operation: Delete, Resource: podGVR, Kind: podGVK, Namespace: fuzzNamespace, Name: "p",
 				OldObject: old.DeepCopy(), User: user}
+		case op == 4 && token:
+			c.valid = true
+			tr := &authenticationv1.TokenRequest{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: fuzzNamespace}}
+			tr.Name = pickOf(in, "default", "builder", old.Spec.ServiceAccountName)
+			for range in.intn(3) {
+				tr.Spec.Audiences = append(tr.Spec.Audiences, pickOf(in, "", "vault", "https://kubernetes.default.svc", in.string(6)))
+			}
+			if !in.chance(8) {
+				ref := &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "p", UID: old.UID}
+				switch in.intn(8) {
+				case 1:
+					ref.UID = "uid-other"
+				case 2:
+					ref.UID = ""
+				case 3:
+					ref.Kind = "Secret"
+				case 4:
+					ref.APIVersion = ""
+				case 5:
+					ref.Name = pickOf(in, "", "missing")
+				}
+				tr.Spec.BoundObjectRef = ref
+			}
+			if in.chance(2) {
+				secs := int64(pickOf(in, 600, 3607, 1<<32, 0))
+				tr.Spec.ExpirationSeconds = &secs
+			}
+			c.attrs = &Attributes{Operation: Create, Resource: corev1.SchemeGroupVersion.WithResource("serviceaccounts"),
+				Kind: authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), Subresource: "token", Namespace: fuzzNamespace,
+				Name: tr.Name, Object: tr, User: user}
 		case op == 4:
 			c.valid = true
 			ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: fuzzNamespace}}
@@ -1403,7 +1447,9 @@ func isDefaultToleration(t corev1.Toleration) bool {
 
 // nodeViolation is NodeRestriction's promise on an admitted request: a
 // node identity only gets pods bound to itself created, status-updated,
-// deleted or evicted, and never updates a pod's spec. It returns the
+// deleted or evicted, and tokens bound to them (for no audience or one
+// the pod's projected tokens use), and never updates a pod's spec
+// (main resource or resize). It returns the
 // broken promise, or nil.
 func nodeViolation(a *Attributes, old *corev1.Pod) error {
 	node, isNode := nodeOfIdentity(a.User)
@@ -1416,6 +1462,30 @@ func nodeViolation(a *Attributes, old *corev1.Pod) error {
 		bound = a.Object.(*corev1.Pod).Spec.NodeName
 	case a.Operation == Update && (a.Subresource == "" || a.Subresource == "resize"):
 		return fmt.Errorf("node %q updated the spec of a pod bound to %q (%s)", node, old.Spec.NodeName, a.Subresource)
+	case a.Subresource == "token":
+		// A token bound to the stored pod itself, for one audience of
+		// its projected tokens' (none is "", the API server's, which
+		// kube-api-access volumes use; buildChain has no authorizer to
+		// grant others).
+		tr := a.Object.(*authenticationv1.TokenRequest)
+		if ref := tr.Spec.BoundObjectRef; ref == nil || ref.Kind != "Pod" || ref.APIVersion != "v1" || ref.Name != old.Name || ref.UID != old.UID {
+			return fmt.Errorf("node %q got a token bound to %+v, not to pod %s (uid %s)", node, ref, old.Name, old.UID)
+		}
+		if len(tr.Spec.Audiences) > 1 {
+			return fmt.Errorf("node %q got a token for audiences %q", node, tr.Spec.Audiences)
+		}
+		audience := ""
+		if len(tr.Spec.Audiences) == 1 {
+			audience = tr.Spec.Audiences[0]
+		}
+		if !slices.ContainsFunc(old.Spec.Volumes, func(v corev1.Volume) bool {
+			return v.Projected != nil && slices.ContainsFunc(v.Projected.Sources, func(s corev1.VolumeProjection) bool {
+				return s.ServiceAccountToken != nil && s.ServiceAccountToken.Audience == audience
+			})
+		}) {
+			return fmt.Errorf("node %q got a token for audience %q its pod does not use", node, audience)
+		}
+		bound = old.Spec.NodeName
 	default:
 		bound = old.Spec.NodeName
 	}
@@ -1578,5 +1648,55 @@ func TestFuzzAdmissionQuotaOracle(t *testing.T) {
 	}
 	if v := quotaViolation(q("0"), q("1")); v != nil {
 		t.Errorf("used raised to hard reported: %v", v)
+	}
+}
+
+// TestFuzzAdmissionTokenOracle checks the TokenRequest side of the
+// NodeRestriction property can fail: nodeViolation reports a node's token
+// bound to another uid, for two audiences or for an audience its pod does
+// not use, and accepts one bound to its own pod for none (the audience
+// "" of its kube-api-access volume); the chain
+// refuses each reported one with a 403 and admits the accepted one.
+func TestFuzzAdmissionTokenOracle(t *testing.T) {
+	ctx := context.Background()
+	st := newFuzzStores()
+	if err := st.add(nsResource, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fuzzNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.add(nodeResource, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fuzzNodeA, UID: fuzzNodeUIDs[fuzzNodeA]}}); err != nil {
+		t.Fatal(err)
+	}
+	old := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: fuzzNamespace, UID: "uid-p"},
+		Spec: corev1.PodSpec{NodeName: fuzzNodeA, Containers: []corev1.Container{{Name: "c", Image: "nginx"}},
+			Volumes: []corev1.Volume{{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}}}}}
+	if err := st.add(podResource, old); err != nil {
+		t.Fatal(err)
+	}
+	chain := buildChain(t, st)
+	user := &request.User{Name: "system:node:" + fuzzNodeA, Groups: []string{"system:nodes"}}
+	request := func(uid types.UID, audiences ...string) *Attributes {
+		tr := &authenticationv1.TokenRequest{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: fuzzNamespace},
+			Spec: authenticationv1.TokenRequestSpec{Audiences: audiences,
+				BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "p", UID: uid}}}
+		return &Attributes{Operation: Create, Resource: corev1.SchemeGroupVersion.WithResource("serviceaccounts"),
+			Kind: authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), Subresource: "token", Namespace: fuzzNamespace,
+			Name: "default", Object: tr, User: user}
+	}
+	if a := request("uid-p"); nodeViolation(a, old) != nil || chain.Admit(ctx, a) != nil || chain.Validate(ctx, a) != nil {
+		t.Errorf("a token bound to the node's own pod: violation %v, admit %v, validate %v",
+			nodeViolation(a, old), chain.Admit(ctx, a), chain.Validate(ctx, a))
+	}
+	for name, a := range map[string]*Attributes{
+		"other uid":       request("uid-other"),
+		"two audiences":   request("uid-p", "a", "b"),
+		"unused audience": request("uid-p", "vault"),
+	} {
+		if nodeViolation(a, old) == nil {
+			t.Errorf("%s: not reported", name)
+		}
+		if err := chain.Admit(ctx, a); !apierrors.IsForbidden(err) {
+			t.Errorf("%s: want 403, got %v", name, err)
+		}
 	}
 }
