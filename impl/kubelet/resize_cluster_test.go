@@ -2,12 +2,14 @@ package kubelet_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -21,7 +23,8 @@ import (
 // update is applied in place by the simulated node's kubelet (the
 // container's status resources and allocatedResources follow, no restart,
 // no resize condition left), and a resize beyond the node's allocatable is
-// reported PodResizePending Infeasible with the generation of the resize.
+// refused by the API server (PodResizeValidator) and changes nothing. The
+// kubelet's Infeasible answer is TestResizeInfeasibleAndDeferred's.
 func TestResizeThroughTheAPI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
@@ -105,19 +108,19 @@ func TestResizeThroughTheAPI(t *testing.T) {
 		t.Errorf("the container was restarted: %+v", cs)
 	}
 
+	// Beyond the node's allocatable: refused at the API by the
+	// PodResizeValidator admission plugin (on by default since upstream
+	// PR 136043), not left to the kubelet to mark Infeasible.
 	p.Spec.Containers[0].Resources = res("1000")
-	resized, err = pods.UpdateResize(ctx, created.Name, p, metav1.UpdateOptions{})
-	if err != nil {
-		t.Fatalf("UpdateResize: %v", err)
+	_, err = pods.UpdateResize(ctx, created.Name, p, metav1.UpdateOptions{})
+	var se *apierrors.StatusError
+	if !errors.As(err, &se) || se.ErrStatus.Code != 403 || !strings.Contains(err.Error(), "node didn't have enough allocatable resources: cpu, requested: 1000000, allocatable: ") {
+		t.Fatalf("resize beyond allocatable: %v, want 403 NodeCapacity", err)
 	}
-	p = waitFor("an infeasible resize pending", func(p *corev1.Pod) bool {
-		c := hasCondition(p, corev1.PodResizePending)
-		return c != nil && c.ObservedGeneration == resized.Generation
-	})
-	if c := hasCondition(p, corev1.PodResizePending); c.Reason != corev1.PodReasonInfeasible || !strings.HasPrefix(c.Message, "Node didn't have enough capacity: cpu, requested: 1000000, capacity: ") {
-		t.Errorf("PodResizePending %+v", c)
+	if p, err = pods.Get(ctx, created.Name, metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
 	}
-	if cs := p.Status.ContainerStatuses[0]; cpuOf(cs.AllocatedResources) != "300m" || cpuOf(cs.Resources.Requests) != "300m" {
-		t.Errorf("while infeasible: allocatedResources %v, resources %+v", cs.AllocatedResources, cs.Resources)
+	if p.Generation != resized.Generation || cpuOf(p.Spec.Containers[0].Resources.Requests) != "300m" {
+		t.Errorf("a refused resize changed the pod: generation %d (want %d), requests %v", p.Generation, resized.Generation, p.Spec.Containers[0].Resources.Requests)
 	}
 }

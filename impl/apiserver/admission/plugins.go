@@ -40,6 +40,7 @@ var plugins = []registered{
 	{"DefaultTolerationSeconds", true, newDefaultTolerationSeconds},
 	{"RuntimeClass", true, newRuntimeClassPlugin},
 	{"PodTopologyLabels", true, newPodTopologyLabels},
+	{"PodResizeValidator", true, newPodResizeValidator},
 	{"MutatingAdmissionWebhook", true, newMutatingWebhook},
 	{"ValidatingAdmissionWebhook", true, newValidatingWebhook},
 	{"ResourceQuota", true, newResourceQuota},

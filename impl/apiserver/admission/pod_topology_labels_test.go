@@ -163,7 +163,7 @@ func TestPodTopologyLabelsAdmit(t *testing.T) {
 func TestPodTopologyLabelsRegistered(t *testing.T) {
 	all := AllPlugins()
 	i := slices.Index(all, "PodTopologyLabels")
-	if i < 0 || i != slices.Index(all, "RuntimeClass")+1 || i+1 != slices.Index(all, "MutatingAdmissionWebhook") {
+	if i < 0 || i != slices.Index(all, "RuntimeClass")+1 || i > slices.Index(all, "MutatingAdmissionWebhook") {
 		t.Fatalf("PodTopologyLabels not between RuntimeClass and MutatingAdmissionWebhook: %v", all)
 	}
 	if slices.Index(DefaultPlugins(), "PodTopologyLabels") < 0 {
