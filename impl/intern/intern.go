@@ -128,8 +128,8 @@ func (t *Table) SecurityContext(sc *v1.SecurityContext) *v1.SecurityContext {
 	return byEncoding(&t.mu, t.security, &t.scratch, sc)
 }
 
-// ResizePolicy returns the shared slice equal to ps (defaulted on every
-// container).
+// ResizePolicy returns the shared slice equal to ps (pods that set one
+// mostly set the same few).
 func (t *Table) ResizePolicy(ps []v1.ContainerResizePolicy) []v1.ContainerResizePolicy {
 	if len(ps) == 0 {
 		return ps
