@@ -90,6 +90,9 @@ var templateVariants = map[string][]string{
 			`{"name":"d","image":"redis","resources":{"requests":{"cpu":"1","memory":"1Gi"},"limits":{"cpu":"1","memory":"1Gi"}}}]}}`,
 		`{"metadata":{"name":"NAME"},"spec":{"containers":[{"name":"c","image":"nginx","resources":{"requests":{"cpu":"100m","memory":"64Mi","ephemeral-storage":"1Gi"},"limits":{"memory":"256Mi","ephemeral-storage":"2Gi"}}},{"name":"e","image":"busybox"}]}}`,
 		`{"metadata":{"name":"NAME"},"spec":{"resources":{"requests":{"cpu":"500m","memory":"256Mi"},"limits":{"cpu":"1","memory":"512Mi"}},"containers":[{"name":"c","image":"nginx","resources":{"requests":{"cpu":"100m"}}}]}}`,
+		// Running as the service account "seed" (which FuzzHTTP may
+		// create): a TokenRequest of that account may be bound to it.
+		`{"metadata":{"name":"NAME"},"spec":{"serviceAccountName":"seed","containers":[{"name":"c","image":"nginx"}]}}`,
 	},
 	"deployments": {
 		`{"metadata":{"name":"NAME","labels":{"app":"fuzz"}},"spec":{"replicas":1,"selector":{"matchLabels":{"app":"fuzz"}},"template":{"metadata":{"labels":{"app":"fuzz"}},"spec":{"os":{"name":"linux"},"hostUsers":false,"dnsPolicy":"None","dnsConfig":{"nameservers":["10.0.0.10"],"options":[{"name":"ndots","value":"2"}]},` +

@@ -3,6 +3,9 @@ package fuzz
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -109,6 +112,11 @@ func startServer() (*liveServer, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting etcd: %w", err)
 	}
+	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("generating the service account signing key: %w", err)
+	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	// No watch cache and no compaction: every read is a quorum read of
 	// etcd and the revision moves only when a request writes.
@@ -124,6 +132,8 @@ func startServer() (*liveServer, error) {
 		Logger:         quiet,
 		// One request at a time reaches the server; never shed load.
 		MaxRequestsInFlight: -1, MaxMutatingRequestsInFlight: -1,
+		// A signing key serves the TokenRequest API (serviceaccounts/token).
+		ServiceAccounts: &apiserver.ServiceAccountConfig{Issuers: []string{"https://kubernetes.default.svc.cluster.local"}, SigningKey: saKey},
 	})
 	if err != nil {
 		s.close()
