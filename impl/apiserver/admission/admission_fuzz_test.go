@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -95,6 +96,11 @@ var admissionSeeds = [][]byte{
 	{10, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0},
 	{10, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2},
 	{10, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+	// Tokens node-a and node-b get for their own pods, and one refused
+	// for an audience ("") the pod's volumes do not use.
+	append([]byte{10, 3}, bytes.Repeat([]byte{7}, 200)...),
+	append([]byte{10, 4}, bytes.Repeat([]byte{48}, 200)...),
+	append([]byte{10, 3}, bytes.Repeat([]byte{1, 7}, 100)...),
 	// pods/resize updates (first byte 7: op 1, resize), by an
 	// administrator and by nodes, with quotas and limit ranges.
 	{7, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9},
@@ -897,6 +903,11 @@ func checkAdmission(t *testing.T, data []byte) {
 			// A projected token for an audience, which a node may ask for.
 			old.Spec.Volumes = append(old.Spec.Volumes, corev1.Volume{Name: "vault-token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: "vault", Path: "token"}}}}}})
+		}
+		if node, ok := nodeOfIdentity(user); ok && token && in.chance(2) {
+			// Bound (by the scheduler, after its create) to the node
+			// asking: otherwise a node's token is seldom for its own pod.
+			old.Spec.NodeName = node
 		}
 		if resize {
 			// Its containers running, their resources reported by the
