@@ -20,8 +20,9 @@
 //     1.35); other components' conditions keep theirs, and the in-place
 //     resize conditions (PodResizePending, PodResizeInProgress) the
 //     generation the kubelet decided them for;
-//   - every running container reports its allocated and actual resources
-//     (ContainerStatusResources), the spec's own lists when they agree.
+//   - every container the runtime has reports its allocated resources,
+//     and a running one its actual resources (ContainerStatusResources),
+//     the spec's own lists when they agree.
 package status
 
 import (
@@ -377,16 +378,18 @@ func containerStatus(in Input, spec *v1.Container, olds []v1.ContainerStatus, in
 	} else if old != nil && old.ContainerID == cs.ContainerID {
 		cs.LastTerminationState = *old.LastTerminationState.DeepCopy()
 	}
+	// What is allocated to it (Pod holds the allocated resources) and
+	// what it has, as upstream's kubelet reports them for every container
+	// the runtime has (InPlacePodVerticalScaling, GA; the API server
+	// refuses to resize a pod whose running containers do not report
+	// resources): a container not running has its allocated resources.
+	// Both are the spec's own lists, only read, unless a resize of a
+	// running container is under way: nothing is copied.
+	cs.AllocatedResources = spec.Resources.Requests
+	cs.Resources = &spec.Resources
 	switch c.State {
 	case podstate.ContainerRunning:
 		cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(c.StartedAt)}
-		// What is allocated to it (Pod holds the allocated resources) and
-		// what it has, as upstream's kubelet reports them for every
-		// running container (InPlacePodVerticalScaling, GA; the API
-		// server refuses to resize a pod whose running containers do not
-		// report resources). Both are the spec's own lists, only read,
-		// unless a resize is under way: nothing is copied.
-		cs.AllocatedResources = spec.Resources.Requests
 		cs.Resources = ContainerStatusResources(&spec.Resources, c.Resources)
 		probes := in.Probes[c.ID]
 		started := spec.StartupProbe == nil || probes.Startup == podstate.ProbeSuccess

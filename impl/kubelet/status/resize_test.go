@@ -112,3 +112,38 @@ func TestResizeStatus(t *testing.T) {
 		t.Errorf("waiting container reports allocatedResources %v, resources %+v", b.AllocatedResources, b.Resources)
 	}
 }
+
+// TestExitedContainerStatusResources: a container the runtime has but
+// that is not running (a completed init container, an exited or created
+// one) reports its allocated requests and, as its resources, its
+// allocated ones (not the runtime's), as upstream's
+// convertToAPIContainerStatuses does for every container it has a
+// runtime status of; one the runtime never had reports neither.
+func TestExitedContainerStatusResources(t *testing.T) {
+	alloc := v1.ResourceRequirements{Requests: rl("cpu", "500m", "memory", "64Mi"), Limits: rl("cpu", "1", "memory", "128Mi")}
+	pod := &v1.Pod{Spec: v1.PodSpec{
+		InitContainers: []v1.Container{{Name: "init", Resources: alloc}},
+		Containers:     []v1.Container{{Name: "a", Resources: alloc}, {Name: "b", Resources: alloc}, {Name: "c", Resources: alloc}},
+	}}
+	reported := &runtimeapi.LinuxContainerResources{CpuShares: 102, CpuPeriod: 100000, CpuQuota: 20000, MemoryLimitInBytes: 32 << 20}
+	rs := &podstate.Pod{
+		Sandboxes: []podstate.Sandbox{{ID: "s", Ready: true, IP: "10.0.0.1"}},
+		Containers: []podstate.Container{
+			{ID: "i1", Name: "init", Init: true, SandboxID: "s", State: podstate.ContainerExited, Resources: reported},
+			{ID: "c1", Name: "a", SandboxID: "s", State: podstate.ContainerExited, ExitCode: 1, Resources: reported},
+			{ID: "c2", Name: "b", SandboxID: "s", State: podstate.ContainerCreated},
+		},
+	}
+	st := GenerateAPIPodStatus(Input{Pod: pod, Runtime: rs, RuntimeType: "sim", Now: now})
+	for _, cs := range append(append([]v1.ContainerStatus(nil), st.InitContainerStatuses...), st.ContainerStatuses...) {
+		if cs.Name == "c" {
+			if cs.AllocatedResources != nil || cs.Resources != nil {
+				t.Errorf("container %s never created reports allocatedResources %v, resources %+v", cs.Name, cs.AllocatedResources, cs.Resources)
+			}
+			continue
+		}
+		if !apiequality.Semantic.DeepEqual(cs.AllocatedResources, alloc.Requests) || cs.Resources == nil || !apiequality.Semantic.DeepEqual(*cs.Resources, alloc) {
+			t.Errorf("container %s (%+v): allocatedResources %v, resources %+v, want %v and %+v", cs.Name, cs.State, cs.AllocatedResources, cs.Resources, alloc.Requests, alloc)
+		}
+	}
+}
