@@ -1,11 +1,13 @@
 package cri
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // runToCompletion creates a Never-restarting pod running script and waits
@@ -22,7 +24,8 @@ func runToCompletion(t *testing.T, ns string, p *v1.Pod) (*v1.Pod, string) {
 
 // TestSecurityContextOnRealContainers: a pod's and its container's
 // securityContext reach runc through CRI: runAsUser/runAsGroup/fsGroup
-// set the process's ids, readOnlyRootFilesystem makes / read-only,
+// set the process's ids, fsGroup owns the pod's volumes,
+// readOnlyRootFilesystem makes / read-only,
 // dropping ALL capabilities takes CAP_CHOWN from root, and
 // allowPrivilegeEscalation=false sets no_new_privs.
 func TestSecurityContextOnRealContainers(t *testing.T) {
@@ -33,6 +36,29 @@ func TestSecurityContextOnRealContainers(t *testing.T) {
 		done, logs := runToCompletion(t, ns, p)
 		if done.Status.Phase != v1.PodSucceeded || logs != "1000\n3000\n3000 2000\n" {
 			t.Fatalf("phase %s, id -u/-g/-G printed %q (want 1000, 3000, \"3000 2000\")", done.Status.Phase, logs)
+		}
+	})
+	t.Run("fsGroup volume ownership", func(t *testing.T) {
+		// As upstream's kubelet: the pod's volumes get group fsGroup, with
+		// setgid directories, group read/write added for the emptyDir and
+		// group read for the secret's files, so user 1000 (group 2000 a
+		// supplemental one) writes the one and reads the other (mode 0600
+		// root:root otherwise), and its files are of group 2000.
+		if _, err := env.Client.CoreV1().Secrets(ns).Create(context.Background(), &v1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "owned"}, Data: map[string][]byte{"k": []byte("v")},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p := podSpec("fsgroup", "stat -c '%g %a' /data; touch /data/f && stat -c '%g' /data/f; cat /sec/k; echo; stat -c '%g %a' /sec/k")
+		p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsUser: ptr(int64(1000)), FSGroup: ptr(int64(2000))}
+		p.Spec.Volumes = []v1.Volume{
+			{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+			{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "owned", DefaultMode: ptr(int32(0o600))}}},
+		}
+		p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}, {Name: "sec", MountPath: "/sec"}}
+		done, logs := runToCompletion(t, ns, p)
+		if want := "2000 2777\n2000\nv\n2000 640\n"; done.Status.Phase != v1.PodSucceeded || logs != want {
+			t.Fatalf("phase %s, printed %q, want %q", done.Status.Phase, logs, want)
 		}
 	})
 	t.Run("readOnlyRootFilesystem", func(t *testing.T) {
