@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
 
 // resizeHarness is an event harness of a one-CPU node.
@@ -469,5 +471,34 @@ func TestResizeSidecar(t *testing.T) {
 	}
 	if c := condOf(got, v1.PodResizeInProgress); c != nil {
 		t.Errorf("resize in progress: %+v", c)
+	}
+}
+
+// TestResizeConditionsClearedWhenTerminal: a terminal pod reports no
+// resize condition, as upstream's determinePodResizeStatus clears both
+// once the pod is terminal: a pod whose resize was Infeasible and that
+// then ran to completion is Succeeded without PodResizePending.
+func TestResizeConditionsClearedWhenTerminal(t *testing.T) {
+	h, _ := resizeHarness(t, nil)
+	p := h.create(h.pod("job", func(p *v1.Pod) {
+		p.Spec.RestartPolicy = v1.RestartPolicyNever
+		p.Spec.Containers[0].Resources = resources("400m", "", "", "")
+		p.Annotations[sim.AnnotationExitCode] = "0"
+		p.Annotations[sim.AnnotationExitAfter] = "5s"
+	}))
+	h.sync(p)
+	h.resize(p, "app", resources("2", "", "", ""))
+	if got := h.sync(p); condOf(got, v1.PodResizePending) == nil {
+		t.Fatalf("an infeasible resize is not pending: %+v", got.Status.Conditions)
+	}
+	h.step(5 * time.Second)
+	got := h.sync(p)
+	if got.Status.Phase != v1.PodSucceeded {
+		t.Fatalf("phase %s", got.Status.Phase)
+	}
+	for _, c := range got.Status.Conditions {
+		if c.Type == v1.PodResizePending || c.Type == v1.PodResizeInProgress {
+			t.Errorf("terminal pod reports %+v", c)
+		}
 	}
 }

@@ -222,6 +222,15 @@ func (k *Kubelet) resizeProgress(pod *v1.Pod, rs *podstate.Pod, r *podResize, fa
 	}
 }
 
+// clearResizeConditions forgets the resize conditions of a pod that is
+// terminal: it reports none, as upstream's determinePodResizeStatus
+// clears both then.
+func (k *Kubelet) clearResizeConditions(r *podResize) {
+	k.mu.Lock()
+	r.pending, r.inProgress = nil, nil
+	k.mu.Unlock()
+}
+
 // retryPendingResizesLocked asks for a sync of every pod whose resize is
 // pending (k.mu held), once resources may have been freed (a pod gone),
 // as upstream's allocation manager retries them.

@@ -154,7 +154,10 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	statusPod := k.podView(rec, pod)
 	if resize != nil {
 		statusPod = withAllocation(statusPod, resize.allocated)
-		if !terminating {
+		switch {
+		case podIsTerminal:
+			k.clearResizeConditions(resize)
+		case !terminating:
 			k.resizeProgress(statusPod, rs, resize, resizeErr, now)
 		}
 	}
