@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -500,5 +503,35 @@ func TestResizeConditionsClearedWhenTerminal(t *testing.T) {
 		if c.Type == v1.PodResizePending || c.Type == v1.PodResizeInProgress {
 			t.Errorf("terminal pod reports %+v", c)
 		}
+	}
+}
+
+// noSandboxUpdates is a runtime without UpdatePodSandboxResources: it
+// answers gRPC Unimplemented (wrapped, as the CRI client returns it).
+type noSandboxUpdates struct{ runtime.Runtime }
+
+func (noSandboxUpdates) UpdatePodSandboxResources(context.Context, string, *runtimeapi.LinuxContainerResources, *runtimeapi.LinuxContainerResources) error {
+	return fmt.Errorf("update pod sandbox resources s: %w", grpcstatus.Error(codes.Unimplemented, "unknown method UpdatePodSandboxResources"))
+}
+
+// TestResizeSandboxUpdateUnimplemented: a runtime that does not implement
+// UpdatePodSandboxResources still has its containers resized, without an
+// error, as upstream's kubelet takes that call as best effort.
+func TestResizeSandboxUpdateUnimplemented(t *testing.T) {
+	h, events := resizeHarness(t, nil)
+	h.krt = noSandboxUpdates{h.rt}
+	h.k = h.newKubelet(func(c *Config) { c.Recorder = events; c.CPU = resource.MustParse("1") })
+	p := h.create(h.pod("web", func(p *v1.Pod) { p.Spec.Containers[0].Resources = resources("100m", "", "", "") }))
+	h.sync(p)
+	h.resize(p, "app", resources("200m", "", "", ""))
+	if _, err := h.k.syncPod(h.ctx, p.UID); err != nil {
+		t.Fatalf("resize sync: %v", err)
+	}
+	got := h.sync(p)
+	if c := condOf(got, v1.PodResizeInProgress); c != nil {
+		t.Errorf("PodResizeInProgress %+v once the containers are resized", c)
+	}
+	if r := h.runtimeResources(p, "app"); r.CpuShares != 204 {
+		t.Errorf("runtime reports %v, want 200m (204 shares)", r)
 	}
 }
