@@ -9,7 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -39,7 +41,10 @@ import (
 //     the pod says; OnRootMismatch only spares volumes whose plugins pass
 //     the pod's policy (CSI and block-backed volumes, which kubeproof does
 //     not have);
-//   - hostPath volumes are never changed.
+//   - hostPath volumes are never changed;
+//   - a walk still going after 30 s logs upstream's warning and records a
+//     VolumePermissionChangeInProgress Warning event on the pod, then
+//     another with the count of files done every 60 s until it ends.
 //
 // A pod without fsGroup costs nothing here: setUpVolume asks podFSGroup,
 // a nil check, before anything else.
@@ -50,6 +55,19 @@ const (
 	ownershipROMask   = 0o440 // group read: configMap, secret, downwardAPI, projected
 	ownershipExecMask = 0o110 // directories: search
 )
+
+// Upstream's reports of a slow ownership change: the first after
+// ownershipFirstReport, then one every ownershipProgressPeriod.
+const (
+	EventVolumePermissionChangeInProgress = "VolumePermissionChangeInProgress"
+
+	ownershipFirstReport    = 30 * time.Second
+	ownershipProgressPeriod = 60 * time.Second
+)
+
+// ownershipFileHook, when set (by tests), is called before each file of an
+// ownership walk is changed.
+var ownershipFileHook func()
 
 // podFSGroup is the pod's fsGroup, nil when unset.
 func podFSGroup(pod *v1.Pod) *int64 {
@@ -113,25 +131,75 @@ func ownedMode(mode uint32, dir, readOnly bool) uint32 {
 	return mode&0o7777 | mask
 }
 
-// setVolumeOwnership gives every file under dir (dir included) the group
-// fsGroup and its owned mode (ownedMode). As upstream's walkDeep, a
-// directory's entries are visited before it, unsorted. A chown or chmod
-// that fails is logged and skipped; an error reading a directory stops the
-// walk and is returned. Files already as wanted are not touched.
-func (k *Kubelet) setVolumeOwnership(dir string, fsGroup int64, readOnly bool) error {
+// setVolumeOwnership gives every file under dir (dir included), a volume
+// of pod, the group fsGroup and its owned mode (ownedMode). As upstream's
+// walkDeep, a directory's entries are visited before it, unsorted. A chown
+// or chmod that fails is logged and skipped; an error reading a directory
+// stops the walk and is returned. Files already as wanted are not touched.
+// A slow walk is reported (monitor).
+func (k *Kubelet) setVolumeOwnership(pod *v1.Pod, dir string, fsGroup int64, readOnly bool) error {
+	w := &ownershipWalk{k: k, gid: uint32(fsGroup), readOnly: readOnly}
+	done := make(chan struct{})
+	timer := k.clock.NewTimer(ownershipFirstReport)
+	defer close(done)
+	defer timer.Stop()
+	go func() {
+		select {
+		case <-done:
+		case <-timer.C():
+			w.monitor(pod, dir, done)
+		}
+	}()
 	var st syscall.Stat_t
 	if err := syscall.Lstat(dir, &st); err != nil {
 		return fmt.Errorf("setting the ownership of %s to fsGroup %d: %w", dir, fsGroup, &os.PathError{Op: "lstat", Path: dir, Err: err})
 	}
-	if err := k.ownTree(dir, &st, uint32(fsGroup), readOnly); err != nil {
+	if err := w.own(dir, &st); err != nil {
 		return fmt.Errorf("setting the ownership of %s to fsGroup %d: %w", dir, fsGroup, err)
 	}
 	return nil
 }
 
-// ownTree owns path (whose lstat is st) and, for a directory, what is in
-// it, entries first.
-func (k *Kubelet) ownTree(path string, st *syscall.Stat_t, gid uint32, readOnly bool) error {
+// ownershipWalk is one volume's ownership change.
+type ownershipWalk struct {
+	k        *Kubelet
+	gid      uint32
+	readOnly bool
+	files    atomic.Int64 // changed so far, for the progress reports
+}
+
+// monitor reports a walk still going after ownershipFirstReport as
+// upstream's VolumeOwnership does: a warning in the log, a Warning event
+// on the pod naming the volume's directory from the pod's UID on, then an
+// event with the count of files done every ownershipProgressPeriod until
+// done is closed.
+func (w *ownershipWalk) monitor(pod *v1.Pod, dir string, done <-chan struct{}) {
+	k := w.k
+	k.log.Warn(fmt.Sprintf("Setting volume ownership for %s and fsGroup set. If the volume has a lot of files then setting volume ownership could be slow, see https://github.com/kubernetes/kubernetes/issues/69699", dir))
+	name := dir
+	if i := strings.Index(dir, string(pod.UID)); i >= 0 {
+		name = dir[i:]
+	}
+	k.podEvent(pod, v1.EventTypeWarning, EventVolumePermissionChangeInProgress,
+		"Setting volume ownership for %s is taking longer than expected, consider using OnRootMismatch - https://kubernetes.io/docs/tasks/configure-pod-container/security-context/#configure-volume-permission-and-ownership-change-policy-for-pods", name)
+	t := k.clock.NewTicker(ownershipProgressPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C():
+			msg := fmt.Sprintf("Setting volume ownership for %s, processed %d files.", name, w.files.Load())
+			k.log.Warn(msg)
+			k.podEvent(pod, v1.EventTypeWarning, EventVolumePermissionChangeInProgress, "%s", msg)
+		}
+	}
+}
+
+// own owns path (whose lstat is st) and, for a directory, what is in it,
+// entries first.
+func (w *ownershipWalk) own(path string, st *syscall.Stat_t) error {
+	k, gid, readOnly := w.k, w.gid, w.readOnly
 	isDir := st.Mode&syscall.S_IFMT == syscall.S_IFDIR
 	if isDir {
 		f, err := os.Open(path)
@@ -152,11 +220,15 @@ func (k *Kubelet) ownTree(path string, st *syscall.Stat_t, gid uint32, readOnly 
 				}
 				return &os.PathError{Op: "lstat", Path: child, Err: err}
 			}
-			if err := k.ownTree(child, &cst, gid, readOnly); err != nil {
+			if err := w.own(child, &cst); err != nil {
 				return err
 			}
 		}
 	}
+	if ownershipFileHook != nil {
+		ownershipFileHook()
+	}
+	w.files.Add(1)
 	if st.Gid != gid {
 		if err := os.Lchown(path, -1, int(gid)); err != nil {
 			k.log.Error("volume ownership: lchown failed", "path", path, "gid", gid, "err", err)

@@ -5,12 +5,14 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 )
 
@@ -222,5 +224,67 @@ func TestPodFSUser(t *testing.T) {
 				t.Fatalf("podFSUser = %v, want %v", ptr.Deref(got, -1), ptr.Deref(tc.want, -1))
 			}
 		})
+	}
+}
+
+// TestSlowVolumeOwnershipIsReported: an ownership walk still going after
+// 30 s records upstream's VolumePermissionChangeInProgress warning on the
+// pod, then one with the files done every 60 s.
+func TestSlowVolumeOwnershipIsReported(t *testing.T) {
+	needRoot(t)
+	root := t.TempDir()
+	events := record.NewFakeRecorder(100)
+	h := newHarness(t, func(c *Config) { c.RootDir, c.Recorder = root, events })
+	p := h.pod("slow", func(p *v1.Pod) {
+		p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: ptr.To(int64(2000))}
+		p.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	})
+	const first = "Warning VolumePermissionChangeInProgress Setting volume ownership for uid-slow/volumes/kubernetes.io~empty-dir/scratch is taking longer than expected, consider using OnRootMismatch - https://kubernetes.io/docs/tasks/configure-pod-container/security-context/#configure-volume-permission-and-ownership-change-policy-for-pods"
+	const progress = "Warning VolumePermissionChangeInProgress Setting volume ownership for uid-slow/volumes/kubernetes.io~empty-dir/scratch, processed 0 files."
+	await := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			select {
+			case got := <-events.Events:
+				if got != want {
+					t.Fatalf("event %q, want %q", got, want)
+				}
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		t.Fatalf("no event %q", want)
+	}
+	calls := 0
+	ownershipFileHook = func() {
+		calls++
+		if calls > 1 {
+			return
+		}
+		// The walk is slow: the first report comes at 30 s, progress
+		// every 60 s.
+		for !h.clock.HasWaiters() {
+			time.Sleep(time.Millisecond)
+		}
+		h.step(ownershipFirstReport)
+		await(first)
+		for !h.clock.HasWaiters() { // the monitor's ticker
+			time.Sleep(time.Millisecond)
+		}
+		h.step(ownershipProgressPeriod)
+		await(progress)
+	}
+	defer func() { ownershipFileHook = nil }()
+	if err := h.k.setUpVolumes(h.ctx, &podRecord{}, p); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Fatalf("%d files walked, want the emptyDir alone", calls)
+	}
+	select {
+	case got := <-events.Events:
+		t.Fatalf("event after the walk ended: %q", got)
+	default:
 	}
 }

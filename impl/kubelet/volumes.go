@@ -115,7 +115,7 @@ func (k *Kubelet) setUpVolume(ctx context.Context, src clientEnvSource, rec *pod
 	if fsGroup := podFSGroup(pod); fsGroup != nil && wrote {
 		// An emptyDir when created, the others whenever written (created
 		// counts: upstream's atomic writer writes an empty payload too).
-		if err := k.setVolumeOwnership(dir, *fsGroup, v.EmptyDir == nil); err != nil {
+		if err := k.setVolumeOwnership(pod, dir, *fsGroup, v.EmptyDir == nil); err != nil {
 			if v.EmptyDir != nil {
 				k.log.Error("emptyDir volume ownership", "volume", v.Name, "pod", pod.Namespace+"/"+pod.Name, "err", err)
 				return nil
