@@ -65,6 +65,14 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, gv schema.GroupV
 		endpoints.WriteStatusError(w, r, h.codecs, apierrors.NewMethodNotSupported(evictGR, info.Verb))
 		return true
 	}
+	// The answer's media type is negotiated before anything is done, as
+	// kube-apiserver's create handler does: an Accept the server cannot
+	// answer is a 406 that evicts nothing.
+	target, err := h.codecs.Negotiate(r, nil, false)
+	if err != nil {
+		endpoints.WriteError(w, r, h.codecs, err, evictGR, info.Name)
+		return true
+	}
 	ev := &policyv1.Eviction{}
 	if err := h.read(w, r, ev); err != nil {
 		endpoints.WriteError(w, r, h.codecs, err, evictGR, info.Name)
@@ -75,7 +83,7 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, gv schema.GroupV
 		endpoints.WriteError(w, r, h.codecs, err, podsGR, info.Name)
 		return true
 	}
-	h.write(w, r, http.StatusCreated, status)
+	h.write(w, r, target, http.StatusCreated, status)
 	return true
 }
 
@@ -114,11 +122,9 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, into *policyv1.Ev
 	return nil
 }
 
-func (h *Handler) write(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object) {
-	target, err := h.codecs.Negotiate(r, nil, false)
-	if err == nil {
-		err = h.codecs.SetKind(obj, metav1.SchemeGroupVersion)
-	}
+// write answers obj in target, the media type Serve negotiated.
+func (h *Handler) write(w http.ResponseWriter, r *http.Request, target codec.Target, code int, obj runtime.Object) {
+	err := h.codecs.SetKind(obj, metav1.SchemeGroupVersion)
 	var data []byte
 	if err == nil {
 		data, err = runtime.Encode(target.Info.Serializer, obj)
