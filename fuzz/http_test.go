@@ -111,7 +111,8 @@ func FuzzHTTP(f *testing.F) {
 	}
 	// In order (seeds run in one process): the service account "seed",
 	// the pod "seed" running as it, a TokenRequest of the account bound
-	// to the pod (201), and a PUT of the pod's resize (200). The bytes
+	// to the pod (201), and a PUT of the pod's resize (a 422 here: the
+	// body is another pod variant's; 200 on a pod of that variant). The bytes
 	// after the first were found by search for these requests.
 	for _, seed := range []struct {
 		res  string
