@@ -248,6 +248,7 @@ func (k *Kubelet) evictPod(ctx context.Context, uid types.UID) error {
 		k.failedKillPod(pod, err)
 		return fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
+	rec.more().killed = true // terminated: not killed again (podsync.KillNeeded)
 	k.doneEviction(rec)
 	now := k.clock.Now()
 	if c := rec.terminal.Condition; c != nil {

@@ -417,6 +417,9 @@ type podExtra struct {
 	imagePulls map[string]podsync.ImagePullEntry // pull back-off by image
 	probes     map[string]prober.State           // "<container id>/<kind>"
 	moreTokens []tokenRefresh                    // projected tokens after the first
+	// killed: the pod is terminated, a kill that ended it having
+	// succeeded (podsync.Input.Killed); kept until the pod is forgotten.
+	killed bool
 }
 
 // noExtra is the empty podExtra x returns for a record without one; never
@@ -442,7 +445,7 @@ func (rec *podRecord) more() *podExtra {
 // tidy drops the extra part once all of it is empty again (a container
 // that waited has started).
 func (rec *podRecord) tidy() {
-	if x := rec.extra; x != nil && x.rejection == nil && len(x.backoff) == 0 && len(x.waiting) == 0 && len(x.imagePulls) == 0 && len(x.probes) == 0 && len(x.moreTokens) == 0 {
+	if x := rec.extra; x != nil && x.rejection == nil && len(x.backoff) == 0 && len(x.waiting) == 0 && len(x.imagePulls) == 0 && len(x.probes) == 0 && len(x.moreTokens) == 0 && !x.killed {
 		rec.extra = nil
 	}
 }

@@ -105,6 +105,7 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	view, resize := k.allocateResize(rec, view, now)
 	actions := podsync.ComputePodActions(podsync.Input{
 		Pod: view, Runtime: rs, Probes: probeResults, Backoff: rec.x().backoff, Now: now, Config: k.cfg.Backoff,
+		Killed: rec.x().killed,
 	})
 	resize, plan := k.planPodResize(view, rs, resize, &actions)
 	if actions.Waiting != nil || rec.extra != nil {
@@ -126,6 +127,11 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 		execPod = withAllocation(pod, resize.allocated)
 	}
 	execErr, resizeErr := k.execute(ctx, rec, execPod, rs, actions, resize, &plan)
+	if actions.KillPod && !actions.CreateSandbox && execErr == nil {
+		// The kill that ends the pod succeeded: it is terminated, not
+		// killed again on every resync (podsync.KillNeeded).
+		rec.more().killed = true
+	}
 	if execErr == nil && !actions.KillPod {
 		execErr = k.refreshVolumes(ctx, rec, pod, actions, now)
 	}
@@ -140,7 +146,7 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 		}
 	}
 	terminating := pod.DeletionTimestamp != nil || podsync.IsTerminalPhase(pod.Status.Phase) || rec.terminal != nil ||
-		(actions.KillPod && !actions.CreateSandbox)
+		rec.x().killed || (actions.KillPod && !actions.CreateSandbox)
 	podIsTerminal := terminating && rs.Stopped()
 	// The terminal phase the kubelet decided (deadline, eviction) is
 	// reported once nothing of the pod runs: as upstream's status manager
@@ -419,12 +425,16 @@ func (k *Kubelet) cleanupPod(ctx context.Context, uid types.UID, rec *podRecord,
 	if rec.lastPod != nil {
 		grace = podsync.GracePeriod(rec.lastPod)
 	}
-	if err := k.killPod(ctx, rec.lastPod, rs, grace); err != nil {
-		// Upstream's SyncTerminatingRuntimePod records it on the pod the
-		// runtime knows; we know the pod when we saw it (not for one
-		// adopted from the runtime at start).
-		k.failedKillPod(rec.lastPod, err)
-		return fmt.Errorf("killing pod %s: %w", uid, err)
+	// A pod already terminated is not killed again (podsync.KillNeeded):
+	// upstream's housekeeping kills only runtime pods still running.
+	if podsync.KillNeeded(rs, rec.x().killed) {
+		if err := k.killPod(ctx, rec.lastPod, rs, grace); err != nil {
+			// Upstream's SyncTerminatingRuntimePod records it on the pod
+			// the runtime knows; we know the pod when we saw it (not for
+			// one adopted from the runtime at start).
+			k.failedKillPod(rec.lastPod, err)
+			return fmt.Errorf("killing pod %s: %w", uid, err)
+		}
 	}
 	for _, s := range rs.Sandboxes {
 		if err := k.rt.RemovePodSandbox(ctx, s.ID); err != nil {

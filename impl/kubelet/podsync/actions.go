@@ -21,7 +21,11 @@
 //     restartPolicy), never probed, and do not keep a finished pod alive;
 //   - a pod that is being deleted, is past activeDeadlineSeconds, or whose
 //     phase is terminal is killed and nothing in it is started again
-//     (KUBELET-5: a phase never leaves Succeeded/Failed).
+//     (KUBELET-5: a phase never leaves Succeeded/Failed);
+//   - a pod once killed to end it (Input.Killed) is terminated: nothing of
+//     it starts again, and it is killed again only while something of it
+//     runs (KillNeeded), as upstream's pod worker runs SyncTerminatingPod
+//     until its kill succeeds and then no sync of the pod at all.
 //
 // DecideImagePull decides, apart, whether a container's image is pulled now
 // or backs off after failed pulls (ImagePullBackOff, per pod and image).
@@ -54,6 +58,9 @@ type Input struct {
 	Backoff map[string]BackoffEntry
 	Now     time.Time
 	Config  BackoffConfig
+	// Killed: the kubelet has terminated the pod, a kill of it that
+	// ended it (not one replacing its sandbox) having succeeded.
+	Killed bool
 }
 
 // Kill is one container to stop.
@@ -182,6 +189,13 @@ func ComputePodActions(in Input) Actions {
 	}
 	var a Actions // its maps are made when first written (most syncs write none)
 
+	// 0. A terminated pod: nothing to do unless something of it runs.
+	if in.Killed {
+		if KillNeeded(rs, true) {
+			return killPod(a, GracePeriod(pod))
+		}
+		return a
+	}
 	// 1. Pods that must stop: deleted, terminal, or past their deadline.
 	if pod.DeletionTimestamp != nil || IsTerminalPhase(pod.Status.Phase) {
 		return killPod(a, GracePeriod(pod))
@@ -401,6 +415,17 @@ func probeGrace(pod *v1.Pod, c *v1.Container) int64 {
 		}
 	}
 	return GracePeriod(pod)
+}
+
+// KillNeeded reports whether a pod that must stop is to be killed: always
+// until a kill of it succeeded (killed), then only while a container of it
+// runs or a sandbox of it is ready. The first kill stops every
+// container and sandbox, a sandbox the runtime reports not ready too
+// (its network may still be set up); after it, as upstream's pod worker
+// once SyncTerminatingPod succeeded, a terminated pod is not killed on
+// every resync, nor when it goes.
+func KillNeeded(rs *podstate.Pod, killed bool) bool {
+	return !killed || !rs.Stopped()
 }
 
 func killPod(a Actions, grace int64) Actions {

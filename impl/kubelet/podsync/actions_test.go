@@ -326,3 +326,59 @@ func TestComputePodActionsEphemeral(t *testing.T) {
 		})
 	}
 }
+
+// TestKilledPodIsTerminated: a pod whose kill ended it (Input.Killed) is
+// terminated, as upstream's pod worker once SyncTerminatingPod succeeded:
+// with nothing of it running its actions are empty (no second kill, no
+// StopPodSandbox on every resync), whatever it is (finished by its
+// restart policy, Succeeded, deleted, past its deadline) and even if its
+// phase as seen is not terminal (a status write that failed), so it is
+// never started again; a container or sandbox of it found running is
+// killed again.
+func TestKilledPodIsTerminated(t *testing.T) {
+	stopped := []podstate.Sandbox{sandbox(false)}
+	succeeded := func(p *v1.Pod) { p.Status.Phase = v1.PodSucceeded }
+	deleted := func(p *v1.Pod) {
+		ts := metav1.NewTime(now)
+		p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &ts, ptr(int64(7))
+	}
+	deadline := func(p *v1.Pod) {
+		st := metav1.NewTime(now.Add(-time.Hour))
+		p.Status.StartTime, p.Spec.ActiveDeadlineSeconds = &st, ptr(int64(60))
+	}
+	done := rs(stopped, exited("a", false, 0, 0, time.Minute), exited("b", false, 0, 0, time.Minute))
+	for _, tc := range []struct {
+		name string
+		pod  *v1.Pod
+		rs   *podstate.Pod
+		kill bool
+	}{
+		{"finished by its restart policy", pod(v1.RestartPolicyNever, 0), done, false},
+		{"Succeeded", pod(v1.RestartPolicyNever, 0, succeeded), done, false},
+		{"deleted", pod(v1.RestartPolicyAlways, 0, deleted), done, false},
+		{"past its deadline", pod(v1.RestartPolicyAlways, 0, deadline), done, false},
+		// Not terminal as seen, its sandbox down: not re-made.
+		{"Always pod seen running", pod(v1.RestartPolicyAlways, 0), done, false},
+		{"no sandbox left", pod(v1.RestartPolicyAlways, 0), rs(nil), false},
+		{"a container still running", pod(v1.RestartPolicyNever, 0, succeeded), rs(stopped, running("a", false, 0), exited("b", false, 0, 0, time.Minute)), true},
+		{"a sandbox still ready", pod(v1.RestartPolicyNever, 0, deleted), rs([]podstate.Sandbox{sandbox(true)}, exited("a", false, 0, 0, time.Minute)), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := ComputePodActions(Input{Pod: tc.pod, Runtime: tc.rs, Now: now, Killed: true})
+			if tc.kill {
+				if !a.KillPod || a.CreateSandbox || len(a.ContainersToStart) > 0 || a.GracePeriod != GracePeriod(tc.pod) {
+					t.Errorf("%+v, want the pod killed again and nothing else", a)
+				}
+				return
+			}
+			if !reflect.DeepEqual(a, Actions{}) {
+				t.Errorf("%+v, want no actions", a)
+			}
+			// Not yet killed, the same pod is killed (or, seen running,
+			// restarted): Killed is what empties the actions.
+			if before := ComputePodActions(Input{Pod: tc.pod, Runtime: tc.rs, Now: now}); reflect.DeepEqual(before, Actions{}) {
+				t.Errorf("no actions for the pod not yet killed either")
+			}
+		})
+	}
+}
