@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/kubeproof/kubeproof/impl/kubelet/credentialprovider"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 )
 
@@ -311,8 +313,9 @@ func (k *Kubelet) projectedFiles(ctx context.Context, src clientEnvSource, rec *
 }
 
 // serviceAccountTokenFile adds the token file of a projection, reusing
-// the pod's current token until 80% of its lifetime has passed (upstream's
-// token manager refreshes at 80% of the TTL). The token itself is not kept
+// the pod's current token until it is due as upstream's token manager
+// decides (80% of its lifetime or 24 hours after it was issued, less a
+// jitter of 0–9 s drawn at each check: tokenRefreshAt). The token itself is not kept
 // in memory: until it is due, the file written to the volume (dir) stays
 // as it is (no file is added), and the token is fetched anew if that
 // file is gone or empty.
@@ -323,7 +326,7 @@ func (k *Kubelet) projectedFiles(ctx context.Context, src clientEnvSource, rec *
 // read: 0640), the volume's defaultMode otherwise.
 func (k *Kubelet) serviceAccountTokenFile(ctx context.Context, rec *podRecord, pod *v1.Pod, dir string, key tokenKey, p *v1.ServiceAccountTokenProjection, mode uint32, files map[string]volumeFile) error {
 	now := k.clock.Now()
-	if refreshAt, ok := rec.tokenRefresh(key); ok && now.Before(refreshAt) {
+	if refreshAt, ok := rec.tokenRefresh(key); ok && !now.After(refreshAt.Add(-credentialprovider.TokenJitter(tokenJitterRand()))) {
 		// Not due: the token written last time stays (nothing to write).
 		if path, err := volumeFilePath(dir, p.Path); err == nil && isNonEmptyFile(path) {
 			return nil
@@ -351,11 +354,7 @@ func (k *Kubelet) serviceAccountTokenFile(ctx context.Context, rec *podRecord, p
 	if tr.Status.Token == "" {
 		return fmt.Errorf("failed to fetch token: the API server returned an empty token for service account %s/%s", pod.Namespace, sa)
 	}
-	ttl := time.Duration(exp) * time.Second
-	if !tr.Status.ExpirationTimestamp.IsZero() {
-		ttl = tr.Status.ExpirationTimestamp.Sub(now)
-	}
-	rec.setTokenRefresh(key, now.Add(ttl*8/10))
+	rec.setTokenRefresh(key, tokenRefreshAt(tr, now, exp))
 	f := volumeFile{data: stringBytes(tr.Status.Token), mode: mode}
 	if fsUser := podFSUser(pod); fsUser != nil || podFSGroup(pod) != nil {
 		f.mode = 0o600
@@ -365,6 +364,27 @@ func (k *Kubelet) serviceAccountTokenFile(ctx context.Context, rec *podRecord, p
 	}
 	files[p.Path] = f
 	return nil
+}
+
+// tokenJitterRand draws the jitter of each projected token's refresh
+// check (credentialprovider.TokenJitter); tests replace it.
+var tokenJitterRand = rand.Float64
+
+// tokenRefreshAt is when a projected token the API server answered tr is
+// due, before a check's jitter, as upstream's token manager decides
+// (credentialprovider.RefreshAt: 80% of its lifetime or 24 hours after it
+// was issued, whichever is first). An answer without the expiration time
+// or seconds (a real API server gives both) counts as issued now for the
+// requested seconds.
+func tokenRefreshAt(tr *authenticationv1.TokenRequest, now time.Time, requested int64) time.Time {
+	if tr.Spec.ExpirationSeconds == nil || tr.Status.ExpirationTimestamp.IsZero() {
+		tr = &authenticationv1.TokenRequest{
+			Spec:   authenticationv1.TokenRequestSpec{ExpirationSeconds: &requested},
+			Status: authenticationv1.TokenRequestStatus{ExpirationTimestamp: metav1.NewTime(now.Add(time.Duration(requested) * time.Second))},
+		}
+	}
+	at, _ := credentialprovider.RefreshAt(tr)
+	return at
 }
 
 // tokenKey names a projected token: its volume (the pod's own string) and

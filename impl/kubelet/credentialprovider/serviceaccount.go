@@ -197,16 +197,27 @@ func TokenJitter(r float64) time.Duration {
 // upstream's token manager's requiresRefresh; one whose
 // expirationSeconds the answer does not give is kept.
 func RequiresRefresh(tr *authenticationv1.TokenRequest, now time.Time, jitter time.Duration) bool {
+	at, ok := RefreshAt(tr)
+	return ok && now.After(at.Add(-jitter))
+}
+
+// RefreshAt is when the token tr answered is due for renewal before a
+// check's jitter: the earlier of 24 hours after it was issued and 80% of
+// its lifetime (RequiresRefresh(tr, now, j) is now.After(RefreshAt(tr) −
+// j)). ok is false when the answer gives no expirationSeconds (such a
+// token is kept, as upstream's).
+func RefreshAt(tr *authenticationv1.TokenRequest) (at time.Time, ok bool) {
 	if tr.Spec.ExpirationSeconds == nil {
-		return false
+		return time.Time{}, false
 	}
 	ttl := time.Duration(*tr.Spec.ExpirationSeconds) * time.Second
 	exp := tr.Status.ExpirationTimestamp.Time
 	iat := exp.Add(-ttl)
-	if now.After(iat.Add(tokenMaxTTL - jitter)) {
-		return true
+	at = exp.Add(-time.Duration(*tr.Spec.ExpirationSeconds*20/100) * time.Second)
+	if capped := iat.Add(tokenMaxTTL); capped.Before(at) {
+		at = capped
 	}
-	return now.After(exp.Add(-time.Duration(*tr.Spec.ExpirationSeconds*20/100)*time.Second - jitter))
+	return at, true
 }
 
 // tokenCache is the kubelet's service account tokens for the plugins, as
