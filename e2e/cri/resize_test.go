@@ -263,3 +263,49 @@ func TestResizeInfeasible(t *testing.T) {
 		t.Fatalf("cgroup of %s after a refused resize (%s): %+v; want %+v", p.Name, strings.TrimSpace(procCgroup), v, want)
 	}
 }
+
+// TestResizeDeferred: a resize that fits the node's allocatable but not
+// beside the other pods is PodResizePending Deferred, the container's
+// cgroup unchanged; once the other pod is deleted the kubelet retries
+// and applies it in place (upstream's deferred resize test).
+func TestResizeDeferred(t *testing.T) {
+	ns := newNamespace(t)
+	n, err := env.Client.CoreV1().Nodes().Get(ctxFor(t, 10*time.Second), node.Name, getOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc := n.Status.Allocatable[v1.ResourceCPU]
+	p := resizePod("deferred", "100m", "32Mi", "200m", "64Mi")
+	createPod(t, ns, p)
+	started := waitPod(t, ns, p.Name, 60*time.Second, "Running", isRunning)
+	id := containerStatus(started, "main").ContainerID
+	hog := podSpec("hog", "exec sleep 3600")
+	hog.Spec.TerminationGracePeriodSeconds = ptr(int64(1))
+	hogCPU := fmt.Sprintf("%dm", alloc.MilliValue()-500)
+	hog.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse(hogCPU)}
+	createPod(t, ns, hog)
+	waitPod(t, ns, hog.Name, 60*time.Second, "Running", isRunning)
+
+	mustKubectl(t, "patch", "pod", p.Name, "-n", ns, "--subresource", "resize", "--patch", resizePatch("600m", "32Mi", "800m", "64Mi"))
+	deferred := waitPod(t, ns, p.Name, 30*time.Second, "PodResizePending Deferred", func(p *v1.Pod) bool {
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodResizePending && c.Reason == v1.PodReasonDeferred && strings.Contains(c.Message, "Node didn't have enough resource: cpu") {
+				return true
+			}
+		}
+		return false
+	})
+	if cs := containerStatus(deferred, "main"); cs.AllocatedResources.Cpu().Cmp(resource.MustParse("100m")) != 0 {
+		t.Fatalf("deferred resize: allocatedResources cpu %s; want 100m", cs.AllocatedResources.Cpu())
+	}
+	if v, procCgroup := containerCgroup(t, ns, p.Name); v != wantCgroup("100m", "200m", "64Mi") {
+		t.Fatalf("cgroup of %s while its resize is deferred (%s): %+v; want %+v", p.Name, strings.TrimSpace(procCgroup), v, wantCgroup("100m", "200m", "64Mi"))
+	}
+
+	mustKubectl(t, "delete", "pod", hog.Name, "-n", ns, "--wait=false")
+	got := waitPod(t, ns, p.Name, 60*time.Second, "resized once the other pod went", resized("600m", "32Mi", "800m", "64Mi"))
+	if cs := containerStatus(got, "main"); cs.RestartCount != 0 || cs.ContainerID != id {
+		t.Fatalf("deferred resize: container %s restarted %d times; want %s not restarted", cs.ContainerID, cs.RestartCount, id)
+	}
+	waitCgroup(t, ns, p.Name, wantCgroup("600m", "800m", "64Mi"))
+}
