@@ -56,6 +56,10 @@ type podResize struct {
 	// sandbox is what the pod's sandbox was last given as its resources
 	// (nil: not known, before the kubelet resized it).
 	sandbox *runtimeapi.LinuxContainerResources
+	// rechecked: the last sync applied resize steps and asked for an
+	// immediate sync to see the runtime report them; a further sync that
+	// still finds steps to apply waits for the usual resync instead.
+	rechecked bool
 }
 
 // conditions are the resize conditions to report, nil for none.

@@ -206,10 +206,21 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	if terminating && !podIsTerminal {
 		requeue = time.Second
 	}
-	if len(plan.steps) > 0 && resizeErr == nil && (requeue == 0 || requeue > time.Millisecond) {
+	if resize != nil {
 		// The resize is applied: the next sync sees the runtime report it
 		// and completes it (upstream's kubelet watches for the new values).
-		requeue = time.Millisecond
+		// Once: a runtime that accepted the update but still reports the
+		// old values is tried again at the usual resync, as upstream's,
+		// not in a loop.
+		switch {
+		case len(plan.steps) == 0:
+			resize.rechecked = false
+		case resizeErr == nil && !resize.rechecked:
+			resize.rechecked = true
+			if requeue == 0 || requeue > time.Millisecond {
+				requeue = time.Millisecond
+			}
+		}
 	}
 	if resizeErr != nil {
 		execErr = errors.Join(execErr, resizeErr)
