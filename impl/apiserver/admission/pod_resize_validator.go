@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
 
@@ -43,17 +42,11 @@ const (
 )
 
 func newPodResizeValidator(d *deps) (any, error) {
-	c, err := d.cache(nodeResource, func() runtime.Object { return &corev1.NodeList{} })
+	get, err := cachedNodeGetter(d)
 	if err != nil {
 		return nil, err
 	}
-	return &PodResizeValidator{GetNode: func(ctx context.Context, name string) (*corev1.Node, error) {
-		o, err := c.lookup(ctx, "", name, false, func() runtime.Object { return &corev1.Node{} })
-		if err != nil {
-			return nil, err
-		}
-		return o.(*corev1.Node), nil
-	}}, nil
+	return &PodResizeValidator{GetNode: get}, nil
 }
 
 // Validate implements Validator.

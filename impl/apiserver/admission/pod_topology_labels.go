@@ -43,17 +43,27 @@ type PodTopologyLabels struct {
 var topologyLabelKeys = []string{corev1.LabelTopologyZone, corev1.LabelTopologyRegion}
 
 func newPodTopologyLabels(d *deps) (any, error) {
+	get, err := cachedNodeGetter(d)
+	if err != nil {
+		return nil, err
+	}
+	return &PodTopologyLabels{GetNode: get}, nil
+}
+
+// cachedNodeGetter reads nodes from the plugins' shared node cache (a
+// shared object: callers only read it).
+func cachedNodeGetter(d *deps) (NodeGetter, error) {
 	c, err := d.cache(nodeResource, func() runtime.Object { return &corev1.NodeList{} })
 	if err != nil {
 		return nil, err
 	}
-	return &PodTopologyLabels{GetNode: func(ctx context.Context, name string) (*corev1.Node, error) {
+	return func(ctx context.Context, name string) (*corev1.Node, error) {
 		o, err := c.lookup(ctx, "", name, false, func() runtime.Object { return &corev1.Node{} })
 		if err != nil {
 			return nil, err
 		}
 		return o.(*corev1.Node), nil
-	}}, nil
+	}, nil
 }
 
 // Admit implements Mutator.
