@@ -101,6 +101,12 @@ var admissionSeeds = [][]byte{
 	append([]byte{10, 3}, bytes.Repeat([]byte{7}, 200)...),
 	append([]byte{10, 4}, bytes.Repeat([]byte{48}, 200)...),
 	append([]byte{10, 3}, bytes.Repeat([]byte{1, 7}, 100)...),
+	// Resizes of a pod whose containers run, long enough for runningStatus
+	// to be decided (their resources reported, or not).
+	append([]byte{7, 1}, bytes.Repeat([]byte{1}, 200)...),
+	append([]byte{7, 1}, bytes.Repeat([]byte{2}, 200)...),
+	append([]byte{7, 1}, bytes.Repeat([]byte{4}, 200)...),
+	append([]byte{7, 1}, bytes.Repeat([]byte{5}, 200)...),
 	// pods/resize updates (first byte 7: op 1, resize), by an
 	// administrator and by nodes, with quotas and limit ranges.
 	{7, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9},
