@@ -95,22 +95,8 @@ func resizableContainers(pod *v1.Pod, fn func(c *v1.Container, index int, init b
 	}
 }
 
-// sameResourceList reports whether a and b name the same amounts.
-func sameResourceList(a, b v1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for name, qa := range a {
-		qb, ok := b[name]
-		if !ok || qa.Cmp(qb) != 0 {
-			return false
-		}
-	}
-	return true
-}
-
 func sameRequirements(a, b *v1.ResourceRequirements) bool {
-	return sameResourceList(a.Requests, b.Requests) && sameResourceList(a.Limits, b.Limits)
+	return framework.SameQuantities(a.Requests, b.Requests) && framework.SameQuantities(a.Limits, b.Limits)
 }
 
 // resourcesChanged reports whether a resizable container's resources

@@ -270,8 +270,8 @@ func statusRequestsDiffer(cs []v1.Container, statuses []v1.ContainerStatus) bool
 			if cs[j].Name != s.Name {
 				continue
 			}
-			if s.AllocatedResources != nil && !sameQuantities(s.AllocatedResources, cs[j].Resources.Requests) ||
-				s.Resources != nil && s.Resources.Requests != nil && !sameQuantities(s.Resources.Requests, cs[j].Resources.Requests) {
+			if s.AllocatedResources != nil && !SameQuantities(s.AllocatedResources, cs[j].Resources.Requests) ||
+				s.Resources != nil && s.Resources.Requests != nil && !SameQuantities(s.Resources.Requests, cs[j].Resources.Requests) {
 				return true
 			}
 			break
@@ -280,8 +280,10 @@ func statusRequestsDiffer(cs []v1.Container, statuses []v1.ContainerStatus) bool
 	return false
 }
 
-// sameQuantities: a and b have the same names with equal quantities.
-func sameQuantities(a, b v1.ResourceList) bool {
+// SameQuantities reports whether a and b have the same resource names
+// with equal quantities (Quantity.Cmp: "1" and "1000m" are equal),
+// without allocating.
+func SameQuantities(a, b v1.ResourceList) bool {
 	if len(a) != len(b) {
 		return false
 	}
