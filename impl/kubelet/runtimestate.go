@@ -133,7 +133,7 @@ func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string, oomGroup bool
 		LogDirectory: filepath.Join(podLogsDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID)),
 		Labels:       podLabels(pod),
 		Annotations:  pod.Annotations,
-		Linux:        &runtimeapi.LinuxPodSandboxConfig{CgroupParent: "/kubepods/pod" + string(pod.UID)},
+		Linux:        &runtimeapi.LinuxPodSandboxConfig{CgroupParent: podCgroupName(pod)},
 	}
 	cfg.Linux.SecurityContext, cfg.Linux.Sysctls = security.Sandbox(pod)
 	cfg.Linux.Resources, cfg.Linux.Overhead = sandboxResources(pod, oomGroup)

@@ -172,17 +172,19 @@ func (s *sharedParts) containerMeta(m *runtimeapi.ContainerMetadata) *runtimeapi
 	return intern.LookupBytes(&s.mu, s.meta, maxShared, key, m)
 }
 
-// sandboxLinux returns a sandbox's Linux config to keep, and whether its
-// cgroup parent is left out because it is the kubelet's
-// "/kubepods/pod<podUID>" (sandbox.linuxConfig puts it back). What is kept
+// sandboxLinux returns a sandbox's Linux config to keep, and which of the
+// kubelet's cgroup parents its own is (podCgroupParents: for its pod's QoS
+// class, "/kubepods/pod<podUID>", "/kubepods/burstable/pod<podUID>" or
+// "/kubepods/besteffort/pod<podUID>"), left out (sandbox.linuxConfig puts
+// it back), or 0 when it is another and kept. What is kept
 // is then shared by the sandboxes whose configs are otherwise equal (their
 // security contexts, sysctls, resources and overhead); else it is the
 // sandbox's own cgroup parent with the shared security context, sysctls,
 // resources and overhead equal to its own (the kubelet makes resources and
 // overhead anew for every sandbox; a workload's are equal).
-func (s *sharedParts) sandboxLinux(l *runtimeapi.LinuxPodSandboxConfig, podUID string) (*runtimeapi.LinuxPodSandboxConfig, bool) {
+func (s *sharedParts) sandboxLinux(l *runtimeapi.LinuxPodSandboxConfig, podUID string) (*runtimeapi.LinuxPodSandboxConfig, uint8) {
 	if l == nil {
-		return nil, false
+		return nil, 0
 	}
 	out := &runtimeapi.LinuxPodSandboxConfig{
 		CgroupParent: l.CgroupParent, Overhead: s.resources(l.Overhead), Resources: s.resources(l.Resources),
@@ -194,11 +196,26 @@ func (s *sharedParts) sandboxLinux(l *runtimeapi.LinuxPodSandboxConfig, podUID s
 	if l.SecurityContext != nil {
 		out.SecurityContext = shareEncoded(s, s.sandbox, l.SecurityContext, l.SecurityContext)
 	}
-	if podUID == "" || l.CgroupParent != podCgroupParent+podUID || len(l.ProtoReflect().GetUnknown()) != 0 {
-		return out, false
+	kind := podCgroupParentKind(l.CgroupParent, podUID)
+	if kind == 0 || len(l.ProtoReflect().GetUnknown()) != 0 {
+		return out, 0
 	}
 	out.CgroupParent = "" // put back by sandbox.linuxConfig, shared or not
-	return shareEncoded(s, s.linux, out, out), true
+	return shareEncoded(s, s.linux, out, out), kind
+}
+
+// podCgroupParentKind is which of podCgroupParents parent is, followed by
+// podUID (0: none; allocates nothing).
+func podCgroupParentKind(parent, podUID string) uint8 {
+	if podUID == "" {
+		return 0
+	}
+	for i := 1; i < len(podCgroupParents); i++ {
+		if rest, ok := strings.CutPrefix(parent, podCgroupParents[i]); ok && rest == podUID {
+			return uint8(i)
+		}
+	}
+	return 0
 }
 
 // resources returns the shared resources equal to r (a sandbox's

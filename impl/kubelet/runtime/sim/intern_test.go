@@ -46,7 +46,7 @@ func TestSandboxLinuxKeepsItsOwnCgroupAndSharesSecurity(t *testing.T) {
 	// Cgroup parents other than the kubelet's /kubepods/pod<UID> are kept.
 	a, fromA := s.sandboxLinux(mk("/custom/a"), "a")
 	b, fromB := s.sandboxLinux(mk("/custom/b"), "b")
-	if a.CgroupParent != "/custom/a" || b.CgroupParent != "/custom/b" || fromA || fromB {
+	if a.CgroupParent != "/custom/a" || b.CgroupParent != "/custom/b" || fromA != 0 || fromB != 0 {
 		t.Errorf("cgroup parents: %q %q", a.CgroupParent, b.CgroupParent)
 	}
 	if a.SecurityContext != b.SecurityContext || a.Sysctls["net.ipv4.ip_forward"] != "1" {
@@ -59,14 +59,35 @@ func TestSandboxLinuxKeepsItsOwnCgroupAndSharesSecurity(t *testing.T) {
 	other := mk("/kubepods/pode")
 	other.SecurityContext = &runtimeapi.LinuxSandboxSecurityContext{Privileged: true}
 	e, fromE := s.sandboxLinux(other, "e")
-	if !fromC || !fromD || !fromE || c != d || c.CgroupParent != "" || c.Sysctls["net.ipv4.ip_forward"] != "1" {
+	if fromC == 0 || fromD == 0 || fromE == 0 || c != d || c.CgroupParent != "" || c.Sysctls["net.ipv4.ip_forward"] != "1" {
 		t.Errorf("kubelet cgroup parents: %v %v (%v %v)", c, d, fromC, fromD)
 	}
 	if e == c || !e.SecurityContext.Privileged {
 		t.Errorf("different security contexts shared: %v %v", e, c)
 	}
-	if f, from := s.sandboxLinux(mk("/kubepods/podf"), "g"); from || f.CgroupParent != "/kubepods/podf" {
+	if f, from := s.sandboxLinux(mk("/kubepods/podf"), "g"); from != 0 || f.CgroupParent != "/kubepods/podf" {
 		t.Errorf("another pod's cgroup parent taken for the kubelet's: %v", f)
+	}
+	// The QoS classes' parents, as the kubelet names them
+	// (/kubepods/burstable/pod<UID>, /kubepods/besteffort/pod<UID>), are
+	// left out too and shared with the Guaranteed pods' configs; each is
+	// put back as it was.
+	g, fromG := s.sandboxLinux(mk("/kubepods/burstable/podg"), "g")
+	h, fromH := s.sandboxLinux(mk("/kubepods/besteffort/podh"), "h")
+	if fromG == 0 || fromH == 0 || fromG == fromH || fromG == fromC || g != c || h != c {
+		t.Errorf("QoS cgroup parents not left out and shared: %v (%d) %v (%d)", g, fromG, h, fromH)
+	}
+	for _, tc := range []struct {
+		kind uint8
+		uid  string
+		want string
+	}{{fromC, "c", "/kubepods/podc"}, {fromG, "g", "/kubepods/burstable/podg"}, {fromH, "h", "/kubepods/besteffort/podh"}} {
+		if got := cgroupParent(tc.kind, tc.uid); got != tc.want {
+			t.Errorf("cgroup parent of kind %d, pod %s: %q; want %q", tc.kind, tc.uid, got, tc.want)
+		}
+	}
+	if i, from := s.sandboxLinux(mk("/kubepods/burstable/podi"), "g"); from != 0 || i.CgroupParent != "/kubepods/burstable/podi" {
+		t.Errorf("another pod's Burstable cgroup parent taken for the kubelet's: %v", i)
 	}
 	if l, _ := s.sandboxLinux(nil, "a"); l != nil {
 		t.Error("nil config")
@@ -94,7 +115,7 @@ func TestSandboxLinuxSharesResources(t *testing.T) {
 	}
 	d, fromD := s.sandboxLinux(mk("/kubepods/podd", 102), "d")
 	e, fromE := s.sandboxLinux(mk("/kubepods/pode", 102), "e")
-	if !fromD || !fromE || d != e || d.Resources != a.Resources {
+	if fromD == 0 || fromE == 0 || d != e || d.Resources != a.Resources {
 		t.Errorf("kubelet cgroup parents: %v %v", d, e)
 	}
 }

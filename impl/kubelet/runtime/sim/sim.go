@@ -119,15 +119,17 @@ type sandbox struct {
 	// annotations are the pod's, as the kubelet passes them.
 	annotations map[string]string
 	// linux is the Linux config without its cgroup parent when that is
-	// the kubelet's "/kubepods/pod<UID>" (cgroupFromUID), shared by the
+	// one the kubelet gives its pod's QoS class, "/kubepods/pod<UID>",
+	// "/kubepods/burstable/pod<UID>" or "/kubepods/besteffort/pod<UID>"
+	// (cgroupKind, its index in podCgroupParents), shared by the
 	// sandboxes of pods with equal security contexts and sysctls (see
 	// linuxConfig).
 	linux *runtimeapi.LinuxPodSandboxConfig
 	// ip4 is its IPv4 address (the runtime's ip6 its IPv6 one, if any):
-	// four bytes where a netip.Addr takes 24, which with cgroupFromUID
-	// fit in one word.
-	ip4           [4]byte
-	cgroupFromUID bool
+	// four bytes where a netip.Addr takes 24, which with cgroupKind fit
+	// in one word.
+	ip4        [4]byte
+	cgroupKind uint8
 }
 
 // sandboxIPs are s's addresses, the primary family's first, n of them
@@ -175,19 +177,24 @@ func compactMeta(m *runtimeapi.PodSandboxMetadata, l *labelSet) (*runtimeapi.Pod
 // linuxConfig is the Linux config the sandbox was created with, with the
 // resources and overhead of its last UpdatePodSandboxResources.
 func (s *sandbox) linuxConfig() *runtimeapi.LinuxPodSandboxConfig {
-	if !s.cgroupFromUID {
+	if s.cgroupKind == 0 {
 		return s.linux
 	}
 	out := &runtimeapi.LinuxPodSandboxConfig{
-		CgroupParent: podCgroupParent + s.labels.podUID, SecurityContext: s.linux.SecurityContext,
+		CgroupParent: cgroupParent(s.cgroupKind, s.labels.podUID), SecurityContext: s.linux.SecurityContext,
 		Sysctls: s.linux.Sysctls, Overhead: s.linux.Overhead, Resources: s.linux.Resources,
 	}
 	return out
 }
 
-// podCgroupParent is the prefix of the cgroup parent the kubelet gives a
-// pod's sandbox, followed by the pod's UID.
-const podCgroupParent = "/kubepods/pod"
+// podCgroupParents are the prefixes of the cgroup parents the kubelet
+// gives a pod's sandbox, by the pod's QoS class (Guaranteed, Burstable,
+// BestEffort), followed by the pod's UID; the first, "", is none.
+var podCgroupParents = [...]string{"", "/kubepods/pod", "/kubepods/burstable/pod", "/kubepods/besteffort/pod"}
+
+// cgroupParent is the cgroup parent of kind (an index of
+// podCgroupParents, not 0) of the pod podUID.
+func cgroupParent(kind uint8, podUID string) string { return podCgroupParents[kind] + podUID }
 
 type container struct {
 	seq        uint64 // creation order; the ID's number (ids.go)
@@ -413,7 +420,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		}
 	}
 	s.meta, s.attempt = compactMeta(config.Metadata, &s.labels)
-	s.linux, s.cgroupFromUID = shared.sandboxLinux(config.Linux, s.labels.podUID)
+	s.linux, s.cgroupKind = shared.sandboxLinux(config.Linux, s.labels.podUID)
 	if runtimeHandler != "" {
 		if r.handlers == nil {
 			r.handlers = map[uint64]string{}
