@@ -103,6 +103,12 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	// The pod as allocated: its resources as admitted until a resize of
 	// them is (resize.go); the pod itself for a pod never resized.
 	view, resize := k.allocateResize(rec, view, now)
+	if rec.lastStatus == nil && !rec.x().killed && podsync.FoundTerminated(pod, rs) {
+		// First synced by this kubelet (none of its statuses written yet:
+		// the kubelet restarted), the pod had been terminated: it is not
+		// killed again, as upstream's pod workers.
+		rec.more().killed = true
+	}
 	actions := podsync.ComputePodActions(podsync.Input{
 		Pod: view, Runtime: rs, Probes: probeResults, Backoff: rec.x().backoff, Now: now, Config: k.cfg.Backoff,
 		Killed: rec.x().killed,
@@ -437,8 +443,13 @@ func (k *Kubelet) cleanupPod(ctx context.Context, uid types.UID, rec *podRecord,
 		grace = podsync.GracePeriod(rec.lastPod)
 	}
 	// A pod already terminated is not killed again (podsync.KillNeeded):
-	// upstream's housekeeping kills only runtime pods still running.
-	if podsync.KillNeeded(rs, rec.x().killed) {
+	// upstream's housekeeping kills only runtime pods still running. Nor
+	// is one this kubelet never had from the source (rec.lastPod nil: a
+	// restarted kubelet found it in the runtime, gone from the API), unless
+	// something of it runs: upstream's housekeeping kills only the runtime
+	// pods with a running container or a ready sandbox that no pod worker
+	// knows.
+	if podsync.KillNeeded(rs, rec.x().killed || rec.lastPod == nil) {
 		if err := k.killPod(ctx, rec.lastPod, rs, grace); err != nil {
 			// Upstream's SyncTerminatingRuntimePod records it on the pod
 			// the runtime knows; we know the pod when we saw it (not for

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
 
@@ -137,5 +139,154 @@ func TestFinishedPodNotKilledAgain(t *testing.T) {
 				t.Fatalf("after the removal: runtime state %+v, %v, want nothing", rs, err)
 			}
 		})
+	}
+}
+
+// TestRestartedKubeletDoesNotKillFinishedPod: a kubelet restarted on a
+// runtime that holds a finished pod (its sandbox not ready, its containers
+// exited) does not kill it once more, as upstream's pod workers: a pod
+// first seen in a terminal phase whose runtime status has no running
+// container and no ready sandbox is terminated at once (UpdatePod,
+// isPodStatusCacheTerminal; SyncTerminatedPod runs, SyncTerminatingPod
+// not), and housekeeping kills only the runtime pods with a running
+// container or a ready sandbox, so one gone from the API meanwhile is
+// removed, not stopped. A deleted pod still reporting Running is
+// terminated by the new kubelet (one kill, as upstream's
+// SyncTerminatingPod, whose KillPod stops every sandbox of the pod).
+func TestRestartedKubeletDoesNotKillFinishedPod(t *testing.T) {
+	exited := func(code string) func(*v1.Pod) {
+		return func(p *v1.Pod) {
+			p.Spec.RestartPolicy = v1.RestartPolicyNever
+			p.Annotations[sim.AnnotationExitAfter] = "1m"
+			p.Annotations[sim.AnnotationExitCode] = code
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*v1.Pod)
+		finish func(t *testing.T, h *harness, p *v1.Pod)
+		// gone: the pod is removed from the API while no kubelet runs.
+		gone bool
+	}{
+		{name: "succeeded", mutate: exited("0"), finish: func(t *testing.T, h *harness, p *v1.Pod) {
+			h.step(2 * time.Minute)
+			h.sync(p)
+		}},
+		{name: "failed", mutate: exited("1"), finish: func(t *testing.T, h *harness, p *v1.Pod) {
+			h.step(2 * time.Minute)
+			h.sync(p)
+		}},
+		{name: "evicted", finish: func(t *testing.T, h *harness, p *v1.Pod) {
+			if err := evictNow(h, p); err != nil {
+				t.Fatal(err)
+			}
+			h.sync(p)
+		}},
+		{name: "succeeded, then gone from the API", mutate: exited("0"), gone: true, finish: func(t *testing.T, h *harness, p *v1.Pod) {
+			h.step(2 * time.Minute)
+			h.sync(p)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			rec := &stopCounter{Runtime: h.rt}
+			h.krt = rec
+			h.k = h.newKubelet(nil)
+			p := h.sync(h.create(h.pod("done", tc.mutate)))
+			tc.finish(t, h, p)
+			if sb, _ := rec.take(); sb != 1 {
+				t.Fatalf("the pod's kill stopped %d sandboxes, want its one", sb)
+			}
+			before := h.get(p)
+			if !podsync.IsTerminalPhase(before.Status.Phase) {
+				t.Fatalf("setup: phase %s, want a terminal one", before.Status.Phase)
+			}
+			if tc.gone {
+				if err := h.client.Tracker().Delete(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, p.Namespace, p.Name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// A new kubelet on the same runtime.
+			k2 := h.newKubelet(nil)
+			if err := k2.adoptRuntimeState(h.ctx); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				h.step(time.Minute)
+				h.syncWith(k2, p)
+				if sb, c := rec.take(); sb != 0 || c != 0 {
+					t.Fatalf("sync %d of the restarted kubelet stopped %d sandboxes and %d containers of the finished pod, want none", i+1, sb, c)
+				}
+				if tc.gone {
+					break
+				}
+			}
+			rs, err := k2.podRuntimeState(h.ctx, p.UID)
+			switch {
+			case err != nil:
+				t.Fatal(err)
+			case tc.gone && len(rs.Sandboxes)+len(rs.Containers) != 0:
+				t.Fatalf("the pod gone from the API left %+v in the runtime", rs)
+			case !tc.gone && (len(rs.Sandboxes) != 1 || !rs.Stopped()):
+				t.Fatalf("runtime state %+v: want its one sandbox, stopped", rs)
+			}
+			if tc.gone {
+				return
+			}
+			after := h.get(p)
+			if after.Status.Phase != before.Status.Phase || after.Status.Reason != before.Status.Reason || k2.StatusWrites() != 0 {
+				t.Fatalf("after the restart: %s %q (%d status writes), want %s %q unchanged", after.Status.Phase, after.Status.Reason, k2.StatusWrites(), before.Status.Phase, before.Status.Reason)
+			}
+		})
+	}
+}
+
+// TestRestartedKubeletKillsDeletedPodOnce: a deleted pod the kubelet has
+// killed, whose final delete did not remove it and whose phase is not
+// terminal in the API (the status write of its end lost), is killed once
+// by a restarted kubelet, as upstream's pod worker sees a pod being
+// deleted and runs SyncTerminatingPod (KillPod: StopPodSandbox on every
+// sandbox, a stopped one too), and then not again.
+func TestRestartedKubeletKillsDeletedPodOnce(t *testing.T) {
+	h := newHarness(t, nil)
+	rec := &stopCounter{Runtime: h.rt}
+	h.krt = rec
+	h.k = h.newKubelet(nil)
+	p := h.sync(h.create(h.pod("deleted", nil)))
+	h.client.PrependReactor("delete", "pods", func(a clienttesting.Action) (bool, k8sruntime.Object, error) {
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, p.Name, nil)
+	})
+	h.client.PrependReactor("update", "pods", func(a clienttesting.Action) (bool, k8sruntime.Object, error) {
+		if a.GetSubresource() == "status" {
+			return true, nil, apierrors.NewInternalError(errors.New("injected status write failure"))
+		}
+		return false, nil, nil
+	})
+	deletePod(t, h, p, 30)
+	h.k.HandlePod(h.get(p))
+	if _, err := h.k.syncPod(h.ctx, p.UID); err == nil {
+		t.Fatal("the refused status write was not reported")
+	}
+	if sb, _ := rec.take(); sb != 1 {
+		t.Fatalf("the pod's kill stopped %d sandboxes, want its one", sb)
+	}
+	if got := h.get(p); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("setup: phase %s, want Running (its end not written)", got.Status.Phase)
+	}
+	k2 := h.newKubelet(nil)
+	if err := k2.adoptRuntimeState(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		h.step(time.Minute)
+		k2.HandlePod(h.get(p))
+		k2.syncPod(h.ctx, p.UID) //nolint:errcheck // its status writes are refused
+		want := 0
+		if i == 0 {
+			want = 1
+		}
+		if sb, c := rec.take(); sb != want || c != 0 {
+			t.Fatalf("sync %d of the restarted kubelet stopped %d sandboxes and %d containers, want %d and none", i+1, sb, c, want)
+		}
 	}
 }

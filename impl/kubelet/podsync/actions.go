@@ -25,7 +25,9 @@
 //   - a pod once killed to end it (Input.Killed) is terminated: nothing of
 //     it starts again, and it is killed again only while something of it
 //     runs (KillNeeded), as upstream's pod worker runs SyncTerminatingPod
-//     until its kill succeeds and then no sync of the pod at all.
+//     until its kill succeeds and then no sync of the pod at all; a pod a
+//     restarted kubelet first finds Succeeded or Failed with nothing of it
+//     running was killed before (FoundTerminated).
 //
 // DecideImagePull decides, apart, whether a container's image is pulled now
 // or backs off after failed pulls (ImagePullBackOff, per pod and image).
@@ -426,6 +428,22 @@ func probeGrace(pod *v1.Pod, c *v1.Container) int64 {
 // every resync, nor when it goes.
 func KillNeeded(rs *podstate.Pod, killed bool) bool {
 	return !killed || !rs.Stopped()
+}
+
+// FoundTerminated reports whether a pod the kubelet is about to sync for
+// the first time (a restarted kubelet finding the pod in the runtime) was
+// terminated before: its phase from the API is Succeeded or Failed and
+// nothing of it runs (no container running, no sandbox ready), so the
+// kill that ended it succeeded. Such a pod is terminated at once, as
+// upstream's pod workers decide for a pod first seen in a terminal phase
+// whose runtime status is terminal (UpdatePod, isPodStatusCacheTerminal):
+// SyncTerminatedPod runs for it, SyncTerminatingPod (its kill) does not.
+// Only for the first sync: a pod that was running under this kubelet and
+// turned terminal is killed once, a stopped sandbox too, as upstream's.
+// Created and unknown containers count as running here, as for KillNeeded
+// (upstream's check counts only running ones).
+func FoundTerminated(pod *v1.Pod, rs *podstate.Pod) bool {
+	return IsTerminalPhase(pod.Status.Phase) && rs.Stopped()
 }
 
 func killPod(a Actions, grace int64) Actions {

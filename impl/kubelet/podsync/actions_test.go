@@ -382,3 +382,38 @@ func TestKilledPodIsTerminated(t *testing.T) {
 		})
 	}
 }
+
+// TestFoundTerminated: a pod first synced in a terminal phase with nothing
+// of it running was terminated before (upstream's UpdatePod with
+// isPodStatusCacheTerminal); running containers, a ready sandbox or a
+// phase that is not terminal leave it to be killed.
+func TestFoundTerminated(t *testing.T) {
+	stopped, ready := []podstate.Sandbox{sandbox(false)}, []podstate.Sandbox{sandbox(true)}
+	phase := func(ph v1.PodPhase) func(*v1.Pod) { return func(p *v1.Pod) { p.Status.Phase = ph } }
+	deleted := func(p *v1.Pod) {
+		ts := metav1.NewTime(now)
+		p.DeletionTimestamp = &ts
+	}
+	created := running("b", false, 0)
+	created.State = podstate.ContainerCreated
+	done := rs(stopped, exited("a", false, 0, 0, time.Minute), exited("b", false, 0, 1, time.Minute))
+	for _, tc := range []struct {
+		name string
+		pod  *v1.Pod
+		rs   *podstate.Pod
+		want bool
+	}{
+		{"Succeeded, stopped", pod(v1.RestartPolicyNever, 0, phase(v1.PodSucceeded)), done, true},
+		{"Failed, stopped", pod(v1.RestartPolicyNever, 0, phase(v1.PodFailed)), done, true},
+		{"Failed, nothing in the runtime", pod(v1.RestartPolicyAlways, 0, phase(v1.PodFailed)), rs(nil), true},
+		{"Running, stopped", pod(v1.RestartPolicyNever, 0, phase(v1.PodRunning)), done, false},
+		{"deleted Running, stopped", pod(v1.RestartPolicyAlways, 0, phase(v1.PodRunning), deleted), done, false},
+		{"Succeeded, a sandbox ready", pod(v1.RestartPolicyNever, 0, phase(v1.PodSucceeded)), rs(ready, exited("a", false, 0, 0, time.Minute)), false},
+		{"Failed, a container running", pod(v1.RestartPolicyNever, 0, phase(v1.PodFailed)), rs(stopped, running("a", false, 0)), false},
+		{"Failed, a container created", pod(v1.RestartPolicyNever, 0, phase(v1.PodFailed)), rs(stopped, created), false},
+	} {
+		if got := FoundTerminated(tc.pod, tc.rs); got != tc.want {
+			t.Errorf("%s: FoundTerminated = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
