@@ -73,7 +73,8 @@ type Input struct {
 	// Resize are the in-place resize conditions to report
 	// (PodResizePending, PodResizeInProgress; the kubelet owns them), as
 	// the kubelet decided them: their times and observedGeneration are
-	// theirs. After the kubelet's other conditions; none when nil.
+	// theirs. Before the kubelet's other conditions, as upstream's
+	// generateAPIPodStatus appends them; none when nil.
 	Resize []v1.PodCondition
 }
 
@@ -424,7 +425,7 @@ func ptr[T any](v T) *T { return &v }
 func conditions(in Input, s *v1.PodStatus, now metav1.Time) []v1.PodCondition {
 	pod := in.Pod
 	// Keep conditions the kubelet does not own (readiness gates,
-	// DisruptionTarget, ...), after its own five.
+	// DisruptionTarget, ...), after its own (resize conditions and five).
 	var decided *v1.PodCondition
 	if t := in.Terminal; t != nil && t.Condition != nil && s.Phase == t.Phase && s.Reason == t.Reason {
 		// The condition the kubelet decided with the terminal phase (an
@@ -446,6 +447,10 @@ func conditions(in Input, s *v1.PodStatus, now metav1.Time) []v1.PodCondition {
 		}
 		out = append(out, c)
 	}
+
+	// The resize conditions as decided, first: upstream's
+	// generateAPIPodStatus appends them before the five below.
+	out = append(out, in.Resize...)
 
 	// PodReadyToStartContainers: a ready sandbox with networking exists.
 	ready := v1.ConditionFalse
@@ -520,7 +525,6 @@ func conditions(in Input, s *v1.PodStatus, now metav1.Time) []v1.PodCondition {
 	add(v1.PodCondition{Type: podReady.Type, Status: podReady.Status, Reason: podReady.Reason, Message: podReady.Message})
 	add(containersReady)
 	add(v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue})
-	out = append(out, in.Resize...)
 
 	return append(out, others...)
 }

@@ -75,7 +75,10 @@ func TestContainerStatusResources(t *testing.T) {
 }
 
 // TestResizeStatus: the resize conditions the kubelet decided are reported
-// after its own five, with their own times and observedGeneration; a
+// before its own five, as upstream's generateAPIPodStatus appends them
+// (after the conditions it does not own from the API pod, before
+// PodReadyToStartContainers, and mergePodStatus keeps the kubelet's in
+// that order), with their own times and observedGeneration; a
 // stale resize condition in the old status is not kept (the kubelet owns
 // them); a running container reports its allocated requests and its
 // resources, a waiting one neither.
@@ -96,11 +99,11 @@ func TestResizeStatus(t *testing.T) {
 	for _, c := range st.Conditions {
 		types = append(types, c.Type)
 	}
-	want := []v1.PodConditionType{PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodScheduled, v1.PodResizeInProgress}
+	want := []v1.PodConditionType{v1.PodResizeInProgress, PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodScheduled}
 	if !apiequality.Semantic.DeepEqual(types, want) {
 		t.Fatalf("conditions %v, want %v", types, want)
 	}
-	if got := st.Conditions[5]; !apiequality.Semantic.DeepEqual(got, inProgress) {
+	if got := st.Conditions[0]; !apiequality.Semantic.DeepEqual(got, inProgress) {
 		t.Errorf("resize condition %+v, want it as decided %+v", got, inProgress)
 	}
 	a := st.ContainerStatuses[0]
