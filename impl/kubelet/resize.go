@@ -3,12 +3,14 @@ package kubelet
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
@@ -281,6 +283,18 @@ type resizePlan struct {
 	steps []resizeStep
 	// sandbox is what the sandbox's resources are once every step is done.
 	sandbox *runtimeapi.LinuxContainerResources
+	// memoryDecreases are the memory limits the steps lower, the pod's
+	// (its sandbox's) first: checked against the current usage before any
+	// step is made (checkMemoryDecreases).
+	memoryDecreases []memoryDecrease
+}
+
+// memoryDecrease is a memory limit a resize lowers in place: a running
+// container's (its id and name), or the pod's (containerID and name "":
+// its sandbox's limit).
+type memoryDecrease struct {
+	containerID, name string
+	limit             int64
 }
 
 func (p *resizePlan) empty() bool { return len(p.kills) == 0 && len(p.steps) == 0 }
@@ -310,6 +324,7 @@ func planResize(pod *v1.Pod, rs *podstate.Pod, sandboxWas *runtimeapi.LinuxConta
 		return plan
 	}
 	var mem, cpu []containerUpdate
+	var containerDecreases []memoryDecrease
 	resizableContainers(pod, func(c *v1.Container, index int, init bool) {
 		rc := runningResizable(rs, sb, c, init)
 		if rc == nil || skip(rc.ID) {
@@ -336,6 +351,9 @@ func planResize(pod *v1.Pod, rs *podstate.Pod, sandboxWas *runtimeapi.LinuxConta
 			r := proto.Clone(want).(*runtimeapi.LinuxContainerResources)
 			r.CpuShares, r.CpuQuota, r.CpuPeriod = cur.CpuShares, cur.CpuQuota, cur.CpuPeriod
 			mem = append(mem, containerUpdate{step: resizeStep{containerID: rc.ID, name: c.Name, resources: r}, up: memDiff > 0})
+			if memDiff < 0 && want.MemoryLimitInBytes > 0 {
+				containerDecreases = append(containerDecreases, memoryDecrease{containerID: rc.ID, name: c.Name, limit: want.MemoryLimitInBytes})
+			}
 		}
 		if cpuDiff != 0 {
 			cpu = append(cpu, containerUpdate{step: resizeStep{containerID: rc.ID, name: c.Name, resources: want}, up: cpuDiff > 0})
@@ -348,6 +366,7 @@ func planResize(pod *v1.Pod, rs *podstate.Pod, sandboxWas *runtimeapi.LinuxConta
 	if sandboxWas == nil {
 		plan.steps = append(append(ordered(mem), ordered(cpu)...), resizeStep{resources: newSandbox, overhead: overhead})
 		plan.sandbox = newSandbox
+		plan.memoryDecreases = containerDecreases
 		return plan
 	}
 	// What the sandbox has as the steps go; a limit the pod no longer
@@ -374,6 +393,9 @@ func planResize(pod *v1.Pod, rs *podstate.Pod, sandboxWas *runtimeapi.LinuxConta
 	// after them (memory requests are not in cgroups).
 	if len(mem) > 0 || len(plan.kills) > 0 {
 		up := final.MemoryLimitInBytes > now.MemoryLimitInBytes
+		if !up && final.MemoryLimitInBytes > 0 && final.MemoryLimitInBytes < now.MemoryLimitInBytes {
+			plan.memoryDecreases = append(plan.memoryDecreases, memoryDecrease{limit: final.MemoryLimitInBytes})
+		}
 		if up {
 			sandboxStep(func(r *runtimeapi.LinuxContainerResources) { r.MemoryLimitInBytes = final.MemoryLimitInBytes })
 		}
@@ -399,7 +421,41 @@ func planResize(pod *v1.Pod, rs *podstate.Pod, sandboxWas *runtimeapi.LinuxConta
 		})
 	}
 	plan.sandbox = now
+	plan.memoryDecreases = append(plan.memoryDecreases, containerDecreases...)
 	return plan
+}
+
+// checkMemoryDecreases is upstream's best-effort check before a resize
+// lowers memory limits in place (validateMemoryResizeAction, Kubernetes
+// 1.34+): a lowered limit must stay above the current memory usage (the
+// runtime's usage_bytes) of the pod (its sandbox's limit; podUsage, nil
+// if not reported) or container (containerUsage by container id),
+// since the kernel cannot take back memory in use (cgroup v2 would
+// OOM-kill). Every decrease at or below its usage, or whose usage was not
+// reported, is an error; the kubelet then makes none of the resize's CRI
+// calls and reports the errors as PodResizeInProgress Error, retrying
+// the resize at each sync. Nil when every decrease is safe.
+func checkMemoryDecreases(ds []memoryDecrease, containerUsage map[string]uint64, podUsage *uint64) error {
+	var errs []error
+	for _, d := range ds {
+		if d.containerID == "" {
+			switch {
+			case podUsage == nil:
+				errs = append(errs, errors.New("missing pod memory usage"))
+			case *podUsage >= uint64(d.limit):
+				errs = append(errs, fmt.Errorf("attempting to set pod memory limit (%d) below current usage (%d)", d.limit, *podUsage))
+			}
+			continue
+		}
+		usage, ok := containerUsage[d.containerID]
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("missing container %q memory usage", d.name))
+		case usage >= uint64(d.limit):
+			errs = append(errs, fmt.Errorf("attempting to set container %q memory limit (%d) below current usage (%d)", d.name, d.limit, usage))
+		}
+	}
+	return utilerrors.NewAggregate(errs)
 }
 
 // ordered are the updates' steps, the decreases first, each kind in the

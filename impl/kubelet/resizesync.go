@@ -10,9 +10,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 )
 
 // The effects of an in-place resize (resize.go decides): noting a pod
@@ -160,6 +162,11 @@ func (k *Kubelet) actuateResize(ctx context.Context, pod *v1.Pod, rs *podstate.P
 		return nil
 	}
 	sb := rs.LatestSandbox()
+	if len(plan.memoryDecreases) > 0 {
+		if err := k.checkMemoryUsage(ctx, sb.ID, plan.memoryDecreases); err != nil {
+			return err
+		}
+	}
 	for _, s := range plan.steps {
 		if s.containerID == "" {
 			err := k.rt.UpdatePodSandboxResources(ctx, sb.ID, s.overhead, s.resources)
@@ -178,6 +185,45 @@ func (k *Kubelet) actuateResize(ctx context.Context, pod *v1.Pod, rs *podstate.P
 	}
 	r.sandbox = plan.sandbox
 	return nil
+}
+
+// checkMemoryUsage reads the current memory usage of the pod sandbox sb
+// and its containers from the runtime (CRI ListPodSandboxStats and
+// ListContainerStats, as upstream's CRI stats provider; only when a
+// resize lowers a memory limit) and checks the decreases against it
+// (checkMemoryDecreases). A runtime that reports no stats leaves every
+// usage missing: the decreases are refused.
+func (k *Kubelet) checkMemoryUsage(ctx context.Context, sandboxID string, ds []memoryDecrease) error {
+	var podUsage *uint64
+	containerUsage := map[string]uint64{}
+	if sp, ok := k.rt.(runtime.StatsProvider); ok {
+		pod := false
+		for _, d := range ds {
+			pod = pod || d.containerID == ""
+		}
+		if pod {
+			stats, err := sp.ListPodSandboxStats(ctx, &runtimeapi.PodSandboxStatsFilter{Id: sandboxID})
+			if err != nil {
+				return fmt.Errorf("reading the memory usage of pod sandbox %s: %w", sandboxID, err)
+			}
+			for _, st := range stats {
+				if u := st.GetLinux().GetMemory().GetUsageBytes(); u != nil && st.GetAttributes().GetId() == sandboxID {
+					v := u.GetValue()
+					podUsage = &v
+				}
+			}
+		}
+		stats, err := sp.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{PodSandboxId: sandboxID})
+		if err != nil {
+			return fmt.Errorf("reading the memory usage of the containers of pod sandbox %s: %w", sandboxID, err)
+		}
+		for _, st := range stats {
+			if u := st.GetMemory().GetUsageBytes(); u != nil {
+				containerUsage[st.GetAttributes().GetId()] = u.GetValue()
+			}
+		}
+	}
+	return checkMemoryDecreases(ds, containerUsage, podUsage)
 }
 
 // resizeProgress updates the pod's PodResizeInProgress after the sync's
