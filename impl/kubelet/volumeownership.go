@@ -30,8 +30,12 @@ import (
 //   - an emptyDir is walked once, when it is created (upstream: before
 //     its ready file exists); an atomic-writer volume every time its
 //     payload is written (upstream's setPerms callback of the atomic
-//     writer, over the whole volume), so files a changed ConfigMap or a
-//     renewed token added are of the group too;
+//     writer, atomicwriter.go, over the whole volume: its links, the
+//     current data directory and the new one, before ..data is switched to
+//     it), so files a changed ConfigMap or a renewed token added are of
+//     the group before a container can see them; the lstat-based walk
+//     does not follow the links, it reaches the files in the data
+//     directories;
 //   - a failed chown or chmod of one file is logged and the walk goes on
 //     (upstream's changeFilePermission); only a directory that cannot be
 //     read stops it. An emptyDir's walk error is only logged (upstream

@@ -112,15 +112,18 @@ func TestFSGroupVolumeOwnership(t *testing.T) {
 	}{
 		{vol("kubernetes.io~empty-dir", "scratch"), 0, 0o2777},
 		{vol("kubernetes.io~configmap", "cfg"), 0, 0o2777},
-		{vol("kubernetes.io~configmap", "cfg", "html"), 0, 0o2755},
+		// The data directory of the atomic writer and what is in it (the
+		// user-visible paths are symlinks into ..data).
+		{vol("kubernetes.io~configmap", "cfg", "..data") + "/.", 0, 0o2755},
+		{vol("kubernetes.io~configmap", "cfg", "..data", "html"), 0, 0o2755},
 		{vol("kubernetes.io~secret", "sec"), 0, 0o3777},
 		{vol("kubernetes.io~projected", "api"), 0, 0o3777},
-		{vol("kubernetes.io~configmap", "cfg", "html", "index.html"), 0, 0o644},
-		{vol("kubernetes.io~configmap", "cfg", "key"), 0, 0o440},
-		{vol("kubernetes.io~secret", "sec", "password"), 0, 0o640},
-		{vol("kubernetes.io~downward-api", "info", "name"), 0, 0o644},
-		{vol("kubernetes.io~projected", "api", "token"), 1000, 0o640},
-		{vol("kubernetes.io~projected", "api", "namespace"), 0, 0o644},
+		{vol("kubernetes.io~configmap", "cfg", "..data", "html", "index.html"), 0, 0o644},
+		{vol("kubernetes.io~configmap", "cfg", "..data", "key"), 0, 0o440},
+		{vol("kubernetes.io~secret", "sec", "..data", "password"), 0, 0o640},
+		{vol("kubernetes.io~downward-api", "info", "..data", "name"), 0, 0o644},
+		{vol("kubernetes.io~projected", "api", "..data", "token"), 1000, 0o640},
+		{vol("kubernetes.io~projected", "api", "..data", "namespace"), 0, 0o644},
 	} {
 		if uid, gid, perm := statOf(t, tc.path); uid != tc.uid || gid != 2000 || perm != tc.perm {
 			t.Errorf("%s: uid %d gid %d mode %#o, want uid %d gid 2000 mode %#o", tc.path, uid, gid, perm, tc.uid, tc.perm)
@@ -149,6 +152,19 @@ func TestFSGroupVolumeOwnership(t *testing.T) {
 	if b, err := os.ReadFile(vol("kubernetes.io~configmap", "cfg", "html", "index.html")); err != nil || string(b) != "<h1>changed</h1>" {
 		t.Fatalf("configMap not refreshed: %q %v", b, err)
 	}
+	// The new data directory was given the group before it was published.
+	for _, tc := range []struct {
+		path string
+		perm uint32
+	}{
+		{vol("kubernetes.io~configmap", "cfg", "..data") + "/.", 0o2755},
+		{vol("kubernetes.io~configmap", "cfg", "..data", "html", "index.html"), 0o644},
+		{vol("kubernetes.io~configmap", "cfg", "..data", "key"), 0o440},
+	} {
+		if _, gid, perm := statOf(t, tc.path); gid != 2000 || perm != tc.perm {
+			t.Errorf("after the update %s: gid %d mode %#o, want gid 2000 mode %#o", tc.path, gid, perm, tc.perm)
+		}
+	}
 	if _, gid, perm := statOf(t, stray); gid != 2000 || perm != 0o640 {
 		t.Errorf("file added before a write of the volume: gid %d mode %#o, want gid 2000 mode 0640", gid, perm)
 	}
@@ -170,17 +186,18 @@ func TestVolumeFileModesWithoutFSGroup(t *testing.T) {
 		path      string
 		uid, perm uint32
 	}{
-		{filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg"), "key"), 0, 0o400},
-		{filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~secret", "sec"), "password"), 0, 0o600},
-		{filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg"), "html", "index.html"), 0, 0o644},
-		{filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~projected", "api"), "token"), 1000, 0o600},
+		{filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg"), "..data", "key"), 0, 0o400},
+		{filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~secret", "sec"), "..data", "password"), 0, 0o600},
+		{filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg"), "..data", "html", "index.html"), 0, 0o644},
+		{filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~projected", "api"), "..data", "token"), 1000, 0o600},
 		// Volume directories as upstream's: an emptyDir (and the emptyDir
 		// a configMap or downwardAPI volume is set up in) 0777, a secret's
-		// or projected volume's (a tmpfs there) 1777, directories of items
-		// 0755.
+		// or projected volume's (a tmpfs there) 1777, the atomic writer's
+		// data directory and directories of items 0755.
 		{h.k.volumeDir(p.UID, "kubernetes.io~empty-dir", "scratch"), 0, 0o777},
 		{h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg"), 0, 0o777},
-		{filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg"), "html"), 0, 0o755},
+		{filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg"), "..data") + "/.", 0, 0o755},
+		{filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg"), "..data", "html"), 0, 0o755},
 		{h.k.volumeDir(p.UID, "kubernetes.io~downward-api", "info"), 0, 0o777},
 		{h.k.volumeDir(p.UID, "kubernetes.io~secret", "sec"), 0, 0o1777},
 		{h.k.volumeDir(p.UID, "kubernetes.io~projected", "api"), 0, 0o1777},

@@ -55,8 +55,10 @@ func volumePlugin(v *v1.Volume) string {
 // setUpVolumes materializes the pod's emptyDir, configMap, secret,
 // downwardAPI and projected volumes in its pod directory (hostPath volumes
 // need nothing).
-// It is idempotent; configMap, secret and downwardAPI contents are
-// rewritten on every call so updates reach running pods. Every volume is
+// It is idempotent; configMap, secret, downwardAPI and projected volumes
+// are written through the atomic writer (atomicwriter.go) on every call,
+// which writes only a changed payload, so updates reach running pods and
+// a reader never sees half of one. Every volume is
 // tried, as upstream's volume manager mounts each on its own; the error
 // joins one error per failing volume (volumeErrors splits it).
 func (k *Kubelet) setUpVolumes(ctx context.Context, rec *podRecord, pod *v1.Pod) error {
@@ -72,9 +74,9 @@ func (k *Kubelet) setUpVolumes(ctx context.Context, rec *podRecord, pod *v1.Pod)
 }
 
 // setUpVolume writes one volume's files (files is scratch space) and,
-// when the pod has an fsGroup, gives a new emptyDir or a written
-// configMap, secret, downwardAPI or projected volume that group
-// (volumeownership.go).
+// when the pod has an fsGroup, gives a new emptyDir, or a configMap,
+// secret, downwardAPI or projected volume whose payload is written, that
+// group (volumeownership.go).
 func (k *Kubelet) setUpVolume(ctx context.Context, src clientEnvSource, rec *podRecord, pod *v1.Pod, v *v1.Volume, files map[string]volumeFile) error {
 	plugin := volumePlugin(v)
 	if plugin == "" {
@@ -91,6 +93,16 @@ func (k *Kubelet) setUpVolume(ctx context.Context, src clientEnvSource, rec *pod
 		}
 		created = true
 	}
+	fsGroup := podFSGroup(pod)
+	if v.EmptyDir != nil {
+		// An emptyDir is given the group when created.
+		if fsGroup != nil && created {
+			if err := k.setVolumeOwnership(pod, dir, *fsGroup, false); err != nil {
+				k.log.Error("emptyDir volume ownership", "volume", v.Name, "pod", pod.Namespace+"/"+pod.Name, "err", err)
+			}
+		}
+		return nil
+	}
 	clear(files)
 	var err error
 	switch {
@@ -106,24 +118,16 @@ func (k *Kubelet) setUpVolume(ctx context.Context, src clientEnvSource, rec *pod
 	if err != nil {
 		return fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
 	}
-	wrote := created
-	for rel, f := range files {
-		w, err := writeVolumeFile(dir, rel, f)
-		if err != nil {
-			return fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
-		}
-		wrote = wrote || w
+	// The others through the atomic writer (atomicwriter.go); with an
+	// fsGroup, the whole volume is given the group each time a payload is
+	// written, before it is published (upstream's setPerms). A first
+	// write always happens, an empty payload too.
+	var setPerms func() error
+	if fsGroup != nil {
+		setPerms = func() error { return k.setVolumeOwnership(pod, dir, *fsGroup, true) }
 	}
-	if fsGroup := podFSGroup(pod); fsGroup != nil && wrote {
-		// An emptyDir when created, the others whenever written (created
-		// counts: upstream's atomic writer writes an empty payload too).
-		if err := k.setVolumeOwnership(pod, dir, *fsGroup, v.EmptyDir == nil); err != nil {
-			if v.EmptyDir != nil {
-				k.log.Error("emptyDir volume ownership", "volume", v.Name, "pod", pod.Namespace+"/"+pod.Name, "err", err)
-				return nil
-			}
-			return fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
-		}
+	if _, err := atomicWrite(dir, files, setPerms); err != nil {
+		return fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
 	}
 	return nil
 }
@@ -156,11 +160,13 @@ func makeVolumeDir(dir string, mode os.FileMode) error {
 // volume: its content (only read: see stringBytes), its mode (the item's
 // mode, else the volume's defaultMode, as upstream's payloads) and the
 // user that owns it (owner; 0 leaves it the kubelet's): upstream's
-// FileProjection.
+// FileProjection. A keep file has no data: its content is the one the
+// volume holds (a projected token not yet due, see atomicWrite).
 type volumeFile struct {
 	data  []byte
 	mode  uint32
 	owner int64
+	keep  bool
 }
 
 // defaultFileMode is a volume's defaultMode when the pod has none (the API
@@ -316,19 +322,28 @@ func (k *Kubelet) projectedFiles(ctx context.Context, src clientEnvSource, rec *
 // the pod's current token until it is due as upstream's token manager
 // decides (80% of its lifetime or 24 hours after it was issued, less a
 // jitter of 0–9 s drawn at each check: tokenRefreshAt). The token itself is not kept
-// in memory: until it is due, the file written to the volume (dir) stays
-// as it is (no file is added), and the token is fetched anew if that
-// file is gone or empty.
+// in memory: until it is due, the file the volume (dir) holds is kept as
+// it is (a keep file: copied when another file of the volume changes),
+// and the token is fetched anew if that file is gone or empty.
 //
 // As upstream's projected plugin, the token file is owned by the user all
 // the pod's containers run as (podFSUser) and its mode is 0600 when that
 // user or the pod's fsGroup is set (fsGroup ownership then adds group
 // read: 0640), the volume's defaultMode otherwise.
 func (k *Kubelet) serviceAccountTokenFile(ctx context.Context, rec *podRecord, pod *v1.Pod, dir string, key tokenKey, p *v1.ServiceAccountTokenProjection, mode uint32, files map[string]volumeFile) error {
+	f := volumeFile{mode: mode}
+	if fsUser := podFSUser(pod); fsUser != nil || podFSGroup(pod) != nil {
+		f.mode = 0o600
+		if fsUser != nil {
+			f.owner = *fsUser
+		}
+	}
 	now := k.clock.Now()
 	if refreshAt, ok := rec.tokenRefresh(key); ok && !now.After(refreshAt.Add(-credentialprovider.TokenJitter(tokenJitterRand()))) {
-		// Not due: the token written last time stays (nothing to write).
+		// Not due: the token written last time stays.
 		if path, err := volumeFilePath(dir, p.Path); err == nil && isNonEmptyFile(path) {
+			f.keep = true
+			files[p.Path] = f
 			return nil
 		}
 	}
@@ -355,13 +370,7 @@ func (k *Kubelet) serviceAccountTokenFile(ctx context.Context, rec *podRecord, p
 		return fmt.Errorf("failed to fetch token: the API server returned an empty token for service account %s/%s", pod.Namespace, sa)
 	}
 	rec.setTokenRefresh(key, tokenRefreshAt(tr, now, exp))
-	f := volumeFile{data: stringBytes(tr.Status.Token), mode: mode}
-	if fsUser := podFSUser(pod); fsUser != nil || podFSGroup(pod) != nil {
-		f.mode = 0o600
-		if fsUser != nil {
-			f.owner = *fsUser
-		}
-	}
+	f.data = stringBytes(tr.Status.Token)
 	files[p.Path] = f
 	return nil
 }
@@ -468,41 +477,6 @@ func volumeFilePath(dir, rel string) (string, error) {
 	return filepath.Join(dir, clean), nil
 }
 
-// writeVolumeFile writes one file of a volume unless it already holds
-// its content, as upstream's atomic writer skips an unchanged payload: the
-// periodic refresh of every pod's volumes (refreshVolumes) then mostly
-// reads. It reports whether it wrote. A new file gets f's mode whatever
-// the umask (chmod only when the umask narrows it) and f's owner; a
-// rewritten one keeps its mode and owner (a pod's modes and owners do not
-// change).
-func writeVolumeFile(dir, rel string, f volumeFile) (bool, error) {
-	path, err := volumeFilePath(dir, rel)
-	if err != nil {
-		return false, err
-	}
-	if fileHolds(path, f.data) {
-		return false, nil
-	}
-	// Directories of items are 0755, as upstream's atomic writer's.
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return false, err
-	}
-	if err := os.WriteFile(path, f.data, os.FileMode(f.mode)); err != nil {
-		return false, err
-	}
-	if f.mode&^processUmask() != f.mode {
-		if err := os.Chmod(path, os.FileMode(f.mode)); err != nil {
-			return false, err
-		}
-	}
-	if f.owner != 0 {
-		if err := os.Chown(path, int(f.owner), -1); err != nil {
-			return false, err
-		}
-	}
-	return true, nil
-}
-
 // fileHolds reports whether the file at path holds exactly content. Every
 // pod's volume files are compared once per sync period, so it reads with
 // plain system calls (no os.File: no poller registration, no finalizer)
@@ -514,6 +488,12 @@ func fileHolds(path string, content []byte) bool {
 		return false
 	}
 	defer syscall.Close(fd)
+	return fdHolds(fd, content)
+}
+
+// fdHolds reports whether the open file fd holds exactly content (read
+// from its current offset), as fileHolds.
+func fdHolds(fd int, content []byte) bool {
 	bp := compareBufs.Get().(*[]byte)
 	defer compareBufs.Put(bp)
 	if cap(*bp) < len(content)+1 {

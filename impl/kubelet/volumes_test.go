@@ -88,32 +88,6 @@ func TestVolumesAreMaterializedAndMounted(t *testing.T) {
 	}
 }
 
-// A volume file already holding the content is left alone (the periodic
-// refresh rewrites nothing unchanged); changed content is written.
-func TestWriteVolumeFileSkipsUnchangedContent(t *testing.T) {
-	dir := t.TempDir()
-	if _, err := writeVolumeFile(dir, "sub/key", volumeFile{data: []byte("a"), mode: 0o644}); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "sub", "key")
-	past := time.Now().Add(-time.Hour).Truncate(time.Second)
-	if err := os.Chtimes(path, past, past); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := writeVolumeFile(dir, "sub/key", volumeFile{data: []byte("a"), mode: 0o644}); err != nil {
-		t.Fatal(err)
-	}
-	if st, err := os.Stat(path); err != nil || !st.ModTime().Equal(past) {
-		t.Errorf("unchanged content rewritten: %v %v", st.ModTime(), err)
-	}
-	if _, err := writeVolumeFile(dir, "sub/key", volumeFile{data: []byte("b"), mode: 0o644}); err != nil {
-		t.Fatal(err)
-	}
-	if b, err := os.ReadFile(path); err != nil || string(b) != "b" {
-		t.Errorf("changed content: %q %v", b, err)
-	}
-}
-
 func TestFileHolds(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, content string) string {
