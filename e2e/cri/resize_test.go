@@ -151,15 +151,20 @@ func waitCgroup(t *testing.T, ns, name string, want cgroupValues) {
 // --subresource resize with the default (NotRequired) resize policy: the
 // container keeps running (same container ID, restartCount 0), its
 // status reports the new resources and allocatedResources with no resize
-// condition left, and its cgroup has the new cpu.shares, CFS quota and
-// memory limit each time.
+// condition left, and its cgroup and its pod's cgroup (written by the
+// kubelet: containerd 1.6 has no UpdatePodSandboxResources) have the new
+// cpu.shares, CFS quota and memory limit each time.
 func TestResizeInPlace(t *testing.T) {
 	ns := newNamespace(t)
 	p := resizePod("inplace", "100m", "32Mi", "200m", "64Mi")
-	createPod(t, ns, p)
+	created := createPod(t, ns, p)
 	started := waitPod(t, ns, p.Name, 60*time.Second, "Running", isRunning)
 	id := containerStatus(started, "main").ContainerID
 	waitCgroup(t, ns, p.Name, wantCgroup("100m", "200m", "64Mi"))
+	// The pod's cgroup (the kubelet's, its one container's parent) has the
+	// same values, every container limiting CPU and memory.
+	podCgroupPath := "/kubepods/burstable/pod" + string(created.UID)
+	waitPodCgroup(t, ns, p.Name, podCgroupPath, wantCgroup("100m", "200m", "64Mi"))
 
 	for _, step := range [][4]string{
 		{"200m", "48Mi", "400m", "128Mi"}, // up
@@ -172,6 +177,9 @@ func TestResizeInPlace(t *testing.T) {
 			t.Fatalf("resize to %v: container %s restarted %d times; want %s not restarted", step, cs.ContainerID, cs.RestartCount, id)
 		}
 		waitCgroup(t, ns, p.Name, wantCgroup(step[0], step[2], step[3]))
+		// containerd 1.6 has no UpdatePodSandboxResources: the kubelet
+		// writes the pod cgroup itself (as upstream's).
+		waitPodCgroup(t, ns, p.Name, podCgroupPath, wantCgroup(step[0], step[2], step[3]))
 	}
 	// containerd 1.6 has no UpdatePodSandboxResources (gRPC
 	// Unimplemented), which the kubelet skips as upstream's: each resize
@@ -181,14 +189,6 @@ func TestResizeInPlace(t *testing.T) {
 	}
 	if errs := podEvents(t, ns, "ResizeError"); len(errs) != 0 {
 		t.Fatalf("ResizeError events: %q", errs)
-	}
-	// The pod's own cgroup (the container's parent): what it holds is
-	// logged, not checked — the kubelet writes no pod cgroup itself.
-	if _, procCgroup := containerCgroup(t, ns, p.Name); procCgroup != "" {
-		if mem, ok := cgroupPaths(procCgroup)["memory"]; ok {
-			b, _ := os.ReadFile(filepath.Join("/sys/fs/cgroup/memory", filepath.Dir(mem), "memory.limit_in_bytes"))
-			t.Logf("pod cgroup %s: memory.limit_in_bytes %s", filepath.Dir(mem), strings.TrimSpace(string(b)))
-		}
 	}
 }
 

@@ -77,6 +77,9 @@ type Kubelet struct {
 	// allocatable is cfg.allocatable(), made once (admission and every
 	// started container's environment read it; nothing writes it).
 	allocatable v1.ResourceList
+	// cgroups makes the node's pod cgroups (podcgroups.go); nil on a
+	// simulated node.
+	cgroups podCgroups
 	// objects serves the ConfigMaps and Secrets pods use (objectcache.go).
 	objects *objectManager
 	// pulls records which credentials pulled which image (pullcredentials.go).
@@ -184,6 +187,9 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config, rt runtim
 	}
 	k.allocFile = allocationsPath(&k.cfg, rootGiven)
 	if k.resizes, err = loadAllocations(k.allocFile); err != nil {
+		return nil, fmt.Errorf("kubelet %s: %w", cfg.NodeName, err)
+	}
+	if k.cgroups, err = newPodCgroups(&k.cfg); err != nil {
 		return nil, fmt.Errorf("kubelet %s: %w", cfg.NodeName, err)
 	}
 	if k.evictions, k.simEviction, err = newEvictionManager(&k.cfg, rt); err != nil {

@@ -1,6 +1,14 @@
 package kubelet
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -11,6 +19,15 @@ import (
 // /kubepods itself for Guaranteed pods, /kubepods/burstable and
 // /kubepods/besteffort for the others — and its sandbox is created with
 // that cgroup as its parent (CRI CgroupParent).
+//
+// On a node whose cgroups the kubelet manages (a CRI node: Config.CgroupDir
+// set) it makes them itself, as upstream's pod container manager: a pod's
+// cgroup, with upstream's values (podCgroupConfig), before its first
+// sandbox (ensurePodCgroup); its values changed by an in-place resize
+// (resizePodCgroup); removed once the pod is cleaned up (removePodCgroup).
+// The decisions are pure (podCgroupName, podCgroupConfig); the I/O is a
+// podCgroups, which a simulated node has none of (Kubelet.cgroups nil:
+// nothing is computed or written for its pods, no state kept per pod).
 
 // podCgroupName is pod's cgroup as upstream's cgroupfs driver names it
 // (GetPodContainerName): "/kubepods/pod<UID>" for a Guaranteed pod,
@@ -25,4 +42,487 @@ func podCgroupName(pod *v1.Pod) string {
 		return "/kubepods/besteffort/pod" + string(pod.UID)
 	}
 	return "/kubepods/pod" + string(pod.UID)
+}
+
+// cgroupConfig is what the kubelet writes to one of its cgroups, the
+// values of upstream's ResourceConfig kubeproof sets (cgroup v1 units;
+// cgroupfs converts them for v2): 0 leaves a value as it is, -1 is
+// unlimited.
+type cgroupConfig struct {
+	cpuShares int64
+	cpuQuota  int64 // µs per cpuPeriod
+	cpuPeriod int64 // µs
+	memory    int64 // bytes
+}
+
+// podCgroupConfig is pod's cgroup's configuration (pod as allocated), as
+// upstream's ResourceConfigForPod with CFS quotas enforced and a 100 ms
+// period (its defaults; kubeproof has no --cpu-cfs-quota or
+// --cpu-cfs-quota-period): the pod's requests and limits as upstream's
+// PodRequests and PodLimits add them up (podAmount: app containers and
+// sidecars summed, raised to the peak of the init containers, replaced
+// by pod-level values; with the overhead, added to every request and to
+// the limits that are set); a Guaranteed pod gets shares from its CPU
+// request, a CFS quota of its CPU limit and its memory limit; a Burstable
+// one shares, a quota only when every container (init containers too)
+// limits CPU or the pod does, a memory limit only when every container
+// limits memory or the pod does; a BestEffort one 2 shares and nothing
+// else. (Upstream also sets hugetlb limits of the pod's huge page
+// requests, and a pids limit with --pod-max-pids; kubeproof has neither.)
+func podCgroupConfig(pod *v1.Pod) cgroupConfig {
+	qos := podQOS(pod)
+	if qos == v1.PodQOSBestEffort {
+		return cgroupConfig{cpuShares: minCPUShares}
+	}
+	cpuReq, _ := podAmount(pod, v1.ResourceCPU, false)
+	cpuLim, _ := podAmount(pod, v1.ResourceCPU, true)
+	memLim, _ := podAmount(pod, v1.ResourceMemory, true)
+	if o := pod.Spec.Overhead; o != nil {
+		cpu, mem := o[v1.ResourceCPU], o[v1.ResourceMemory]
+		cpuReq += cpu.MilliValue()
+		if cpuLim != 0 {
+			cpuLim += cpu.MilliValue()
+		}
+		if memLim != 0 {
+			memLim += mem.Value()
+		}
+	}
+	c := cgroupConfig{cpuShares: milliCPUToShares(cpuReq)}
+	cpuDeclared, memDeclared := qos == v1.PodQOSGuaranteed, qos == v1.PodQOSGuaranteed
+	if !cpuDeclared {
+		cpuDeclared, memDeclared = limitsDeclared(pod)
+	}
+	if cpuDeclared {
+		c.cpuQuota, c.cpuPeriod = milliCPUToQuota(cpuLim), cpuPeriod
+	}
+	if memDeclared {
+		c.memory = memLim
+	}
+	return c
+}
+
+// limitsDeclared reports whether every app and init container of pod
+// limits CPU (and memory) to more than zero, or the pod does with
+// pod-level resources, as upstream's ResourceConfigForPod decides whether
+// a Burstable pod's cgroup gets a CFS quota (and a memory limit).
+func limitsDeclared(pod *v1.Pod) (cpu, memory bool) {
+	cpu, memory = true, true
+	check := func(cs []v1.Container) {
+		for i := range cs {
+			l := cs[i].Resources.Limits
+			if q, ok := l[v1.ResourceCPU]; !ok || q.IsZero() {
+				cpu = false
+			}
+			if q, ok := l[v1.ResourceMemory]; !ok || q.IsZero() {
+				memory = false
+			}
+		}
+	}
+	check(pod.Spec.Containers)
+	check(pod.Spec.InitContainers)
+	if r := pod.Spec.Resources; r != nil {
+		if q, ok := r.Limits[v1.ResourceCPU]; ok && !q.IsZero() {
+			cpu = true
+		}
+		if q, ok := r.Limits[v1.ResourceMemory]; ok && !q.IsZero() {
+			memory = true
+		}
+	}
+	return cpu, memory
+}
+
+// milliCPUToShares is upstream's MilliCPUToShares: 2 for none, else
+// 1024 per CPU, between 2 and maxCPUShares.
+func milliCPUToShares(milli int64) int64 {
+	if milli == 0 {
+		return minCPUShares
+	}
+	return min(max(milli*sharesPerCPU/milliCPUPerCPU, minCPUShares), maxCPUShares)
+}
+
+// milliCPUToQuota is upstream's MilliCPUToQuota over a cpuPeriod period:
+// 0 for none, else at least 1 ms.
+func milliCPUToQuota(milli int64) int64 {
+	if milli == 0 {
+		return 0
+	}
+	return max(milli*cpuPeriod/milliCPUPerCPU, minCPUQuota)
+}
+
+// podCgroups is the I/O of a node's cgroups (cgroupfs on a CRI node; nil
+// on a simulated one). Names are cgroupfs paths ("/kubepods/pod<UID>").
+type podCgroups interface {
+	// exists reports whether cgroup name exists.
+	exists(name string) bool
+	// create makes cgroup name (and its parents) and writes c to it.
+	create(name string, c cgroupConfig) error
+	// set writes c's values (those not 0) to cgroup name.
+	set(name string, c cgroupConfig) error
+	// read is cgroup name's CPU shares, CFS quota (-1: none) and period,
+	// and memory limit (-1: none).
+	read(name string) (cgroupConfig, error)
+	// destroy removes cgroup name (none is no error).
+	destroy(name string) error
+}
+
+// cgroupfs is podCgroups on the cgroup filesystem mounted at root, cgroup
+// v2 (unified) or v1 (one hierarchy per controller, as runc's cgroupfs
+// manager, which upstream's kubelet uses, writes them).
+type cgroupfs struct {
+	root    string
+	unified bool
+}
+
+// newPodCgroups is the podCgroups of a node of cfg: the cgroup filesystem
+// at cfg.CgroupDir, none without one (a simulated node).
+func newPodCgroups(cfg *Config) (podCgroups, error) {
+	if cfg.CgroupDir == "" {
+		return nil, nil
+	}
+	unified, err := CgroupUnified(cfg.CgroupDir)
+	if err != nil {
+		return nil, err
+	}
+	return cgroupfs{root: cfg.CgroupDir, unified: unified}, nil
+}
+
+// v1Controllers are the cgroup v1 hierarchies the kubelet writes to.
+var v1Controllers = [...]string{"cpu", "memory"}
+
+// dir is cgroup name's directory in controller's v1 hierarchy, or on v2
+// the unified one.
+func (m cgroupfs) dir(controller, name string) string {
+	if m.unified {
+		return filepath.Join(m.root, name)
+	}
+	return filepath.Join(m.root, controller, name)
+}
+
+func (m cgroupfs) exists(name string) bool {
+	_, err := os.Stat(m.dir("cpu", name))
+	return err == nil
+}
+
+func (m cgroupfs) create(name string, c cgroupConfig) error {
+	if m.unified {
+		if err := os.MkdirAll(m.dir("", name), 0o755); err != nil {
+			return fmt.Errorf("creating cgroup %s: %w", name, err)
+		}
+		// Each ancestor hands the cpu and memory controllers down to its
+		// children (runc's fs2 manager does this for its cgroups).
+		for dir := m.root; ; {
+			if err := enableControllers(dir); err != nil {
+				return fmt.Errorf("creating cgroup %s: %w", name, err)
+			}
+			rest, _ := filepath.Rel(dir, m.dir("", name))
+			first, _, more := strings.Cut(rest, string(filepath.Separator))
+			if !more {
+				break
+			}
+			dir = filepath.Join(dir, first)
+		}
+	} else {
+		for _, ctl := range v1Controllers {
+			if err := os.MkdirAll(m.dir(ctl, name), 0o755); err != nil {
+				return fmt.Errorf("creating cgroup %s: %w", name, err)
+			}
+		}
+	}
+	return m.set(name, c)
+}
+
+// enableControllers enables the cpu and memory controllers of cgroup v2
+// cgroup dir for its children, those of them dir has (its
+// cgroup.controllers; none when it lists none).
+func enableControllers(dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var enable []string
+	for _, ctl := range strings.Fields(string(b)) {
+		if ctl == "cpu" || ctl == "memory" {
+			enable = append(enable, "+"+ctl)
+		}
+	}
+	if len(enable) == 0 {
+		return nil
+	}
+	return os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte(strings.Join(enable, " ")), 0o644)
+}
+
+// cpuWeight is cgroup v2's cpu.weight of cgroup v1 CPU shares, as
+// upstream's getCPUWeight ([2, 262144] to [1, 10000]).
+func cpuWeight(shares int64) int64 {
+	if shares >= maxCPUShares {
+		return 10000
+	}
+	return 1 + (shares-minCPUShares)*9999/(maxCPUShares-minCPUShares)
+}
+
+// cpuShares is cgroup v1 CPU shares of a cgroup v2 cpu.weight, the
+// inverse of cpuWeight (as upstream's CpuWeightToCpuShares).
+func cpuShares(weight int64) int64 {
+	return minCPUShares + (weight-1)*(maxCPUShares-minCPUShares)/9999
+}
+
+func (m cgroupfs) set(name string, c cgroupConfig) error {
+	write := func(ctl, file, value string) error {
+		if err := os.WriteFile(filepath.Join(m.dir(ctl, name), file), []byte(value), 0o644); err != nil {
+			return fmt.Errorf("setting %s of cgroup %s: %w", file, name, err)
+		}
+		return nil
+	}
+	limit := func(v int64, unlimited string) string {
+		if v < 0 {
+			return unlimited
+		}
+		return strconv.FormatInt(v, 10)
+	}
+	if m.unified {
+		if c.cpuShares != 0 {
+			if err := write("", "cpu.weight", strconv.FormatInt(cpuWeight(c.cpuShares), 10)); err != nil {
+				return err
+			}
+		}
+		if c.cpuQuota != 0 && c.cpuPeriod != 0 {
+			if err := write("", "cpu.max", limit(c.cpuQuota, "max")+" "+strconv.FormatInt(c.cpuPeriod, 10)); err != nil {
+				return err
+			}
+		}
+		if c.memory != 0 {
+			return write("", "memory.max", limit(c.memory, "max"))
+		}
+		return nil
+	}
+	if c.cpuShares != 0 {
+		if err := write("cpu", "cpu.shares", strconv.FormatInt(c.cpuShares, 10)); err != nil {
+			return err
+		}
+	}
+	if c.cpuPeriod != 0 {
+		if err := write("cpu", "cpu.cfs_period_us", strconv.FormatInt(c.cpuPeriod, 10)); err != nil {
+			return err
+		}
+	}
+	if c.cpuQuota != 0 {
+		if err := write("cpu", "cpu.cfs_quota_us", limit(c.cpuQuota, "-1")); err != nil {
+			return err
+		}
+	}
+	if c.memory != 0 {
+		return write("memory", "memory.limit_in_bytes", limit(c.memory, "-1"))
+	}
+	return nil
+}
+
+// unlimitedV1 is where cgroup v1's memory.limit_in_bytes starts meaning
+// no limit (the kernel reports its page-rounded maximum).
+const unlimitedV1 = 1 << 62
+
+func (m cgroupfs) read(name string) (cgroupConfig, error) {
+	var c cgroupConfig
+	get := func(ctl, file string) (string, error) {
+		b, err := os.ReadFile(filepath.Join(m.dir(ctl, name), file))
+		if err != nil {
+			return "", fmt.Errorf("reading %s of cgroup %s: %w", file, name, err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	num := func(ctl, file, unlimited string) (int64, error) {
+		s, err := get(ctl, file)
+		if err != nil || s == unlimited {
+			return -1, err
+		}
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("reading %s of cgroup %s: %w", file, name, err)
+		}
+		return v, nil
+	}
+	var err error
+	if m.unified {
+		var w int64
+		if w, err = num("", "cpu.weight", ""); err != nil {
+			return c, err
+		}
+		c.cpuShares = cpuShares(w)
+		s, err := get("", "cpu.max")
+		if err != nil {
+			return c, err
+		}
+		quota, period, _ := strings.Cut(s, " ")
+		c.cpuQuota = -1
+		if quota != "max" {
+			if c.cpuQuota, err = strconv.ParseInt(quota, 10, 64); err != nil {
+				return c, fmt.Errorf("reading cpu.max of cgroup %s: %w", name, err)
+			}
+		}
+		if c.cpuPeriod, err = strconv.ParseInt(period, 10, 64); err != nil {
+			return c, fmt.Errorf("reading cpu.max of cgroup %s: %w", name, err)
+		}
+		c.memory, err = num("", "memory.max", "max")
+		return c, err
+	}
+	if c.cpuShares, err = num("cpu", "cpu.shares", ""); err != nil {
+		return c, err
+	}
+	if c.cpuQuota, err = num("cpu", "cpu.cfs_quota_us", "-1"); err != nil {
+		return c, err
+	}
+	if c.cpuPeriod, err = num("cpu", "cpu.cfs_period_us", ""); err != nil {
+		return c, err
+	}
+	if c.memory, err = num("memory", "memory.limit_in_bytes", ""); err != nil {
+		return c, err
+	}
+	if c.memory >= unlimitedV1 {
+		c.memory = -1
+	}
+	return c, nil
+}
+
+// destroy removes cgroup name from every hierarchy (on cgroup v1 the
+// runtime made it in all of them, not only the kubelet's), as upstream's
+// pod container manager's Destroy once the pod's processes are gone; it
+// fails while a process or a child cgroup is still in it.
+func (m cgroupfs) destroy(name string) error {
+	dirs := []string{m.dir("", name)}
+	if !m.unified {
+		dirs = dirs[:0]
+		entries, err := os.ReadDir(m.root)
+		if err != nil {
+			return fmt.Errorf("removing cgroup %s: %w", name, err)
+		}
+		for _, e := range entries {
+			if e.IsDir() { // not the links to combined hierarchies (cpu -> cpu,cpuacct)
+				dirs = append(dirs, filepath.Join(m.root, e.Name(), name))
+			}
+		}
+	}
+	var errs []error
+	for _, d := range dirs {
+		if err := os.Remove(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("removing cgroup %s: %w", name, err)
+	}
+	return nil
+}
+
+// EventFailedToCreatePodContainer is upstream's event when a pod's cgroup
+// cannot be made.
+const EventFailedToCreatePodContainer = "FailedToCreatePodContainer"
+
+// ensurePodCgroup makes pod's cgroup (pod as allocated) unless it exists,
+// as upstream's syncPod before the pod's sandbox: with
+// podCgroupConfig's values, upstream's event and error when that fails.
+// Nothing on a node whose cgroups the kubelet does not manage.
+func (k *Kubelet) ensurePodCgroup(pod *v1.Pod) error {
+	if k.cgroups == nil {
+		return nil
+	}
+	name := podCgroupName(pod)
+	if k.cgroups.exists(name) {
+		return nil
+	}
+	if err := k.cgroups.create(name, podCgroupConfig(pod)); err != nil {
+		k.podEvent(pod, v1.EventTypeWarning, EventFailedToCreatePodContainer, "unable to ensure pod container exists: %v", err)
+		return fmt.Errorf("failed to ensure that the pod: %v cgroups exist and are correctly applied: %w", pod.UID, err)
+	}
+	return nil
+}
+
+// removePodCgroup removes the cgroup of the pod uid, gone from the API
+// and cleaned up (its containers and sandboxes removed), whichever QoS
+// class's it is. A failure is only logged, as upstream's orphaned pod
+// cgroup clean-up logs it.
+func (k *Kubelet) removePodCgroup(uid string) {
+	if k.cgroups == nil {
+		return
+	}
+	for _, qos := range [...]string{"/kubepods/pod", "/kubepods/burstable/pod", "/kubepods/besteffort/pod"} {
+		if err := k.cgroups.destroy(qos + uid); err != nil {
+			k.log.Info("Failed to delete cgroup paths", "podUID", uid, "err", err)
+		}
+	}
+}
+
+// podCgroupStep is what an in-place resize writes to a pod's cgroup for
+// resource res (cpu or memory) before its containers' updates (up: the
+// values that grow) or after them (the values that shrink), bringing it
+// from cur (as read; -1 none) to want (podCgroupConfig of the pod as
+// allocated), as upstream's doPodResizeAction: a limit the pod does not
+// declare (0 in want) is left alone; CPU shares and quota move each on
+// its own; a limit from none is a decrease. Zero: nothing to write.
+func podCgroupStep(cur, want cgroupConfig, res v1.ResourceName, up bool) cgroupConfig {
+	// grows reports whether w is more than c, none (-1) being the most.
+	grows := func(c, w int64) bool { return c != -1 && w > c }
+	var out cgroupConfig
+	switch res {
+	case v1.ResourceMemory:
+		if want.memory != 0 && want.memory != cur.memory && grows(cur.memory, want.memory) == up {
+			out.memory = want.memory
+		}
+	case v1.ResourceCPU:
+		if want.cpuQuota != 0 && want.cpuQuota != cur.cpuQuota && grows(cur.cpuQuota, want.cpuQuota) == up {
+			out.cpuQuota, out.cpuPeriod = want.cpuQuota, want.cpuPeriod
+		}
+		if want.cpuShares != 0 && want.cpuShares != cur.cpuShares && (want.cpuShares > cur.cpuShares) == up {
+			out.cpuShares = want.cpuShares
+		}
+	}
+	return out
+}
+
+// podCgroupResize changes a pod's cgroup during an in-place resize
+// (actuateResize): its values as read when the resize started and as the
+// pod's allocation wants them.
+type podCgroupResize struct {
+	name      string
+	cur, want cgroupConfig
+}
+
+// startPodCgroupResize is the pod cgroup change of an in-place resize of
+// pod (as allocated); nil on a node whose cgroups the kubelet does not
+// manage, or when the pod has no cgroup of the kubelet's (one made by a
+// kubelet of before the kubelet made them).
+func (k *Kubelet) startPodCgroupResize(pod *v1.Pod) (*podCgroupResize, error) {
+	if k.cgroups == nil {
+		return nil, nil
+	}
+	name := podCgroupName(pod)
+	if !k.cgroups.exists(name) {
+		return nil, nil
+	}
+	cur, err := k.cgroups.read(name)
+	if err != nil {
+		return nil, fmt.Errorf("reading the cgroup of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return &podCgroupResize{name: name, cur: cur, want: podCgroupConfig(pod)}, nil
+}
+
+// step writes the pod cgroup's values of res that grow (up) or shrink.
+func (k *Kubelet) podCgroupResizeStep(r *podCgroupResize, res v1.ResourceName, up bool) error {
+	c := podCgroupStep(r.cur, r.want, res, up)
+	if c == (cgroupConfig{}) {
+		return nil
+	}
+	if err := k.cgroups.set(r.name, c); err != nil {
+		return fmt.Errorf("resizing the pod cgroup: %w", err)
+	}
+	return nil
+}
+
+// boolIndex is 1 for true, 0 for false.
+func boolIndex(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

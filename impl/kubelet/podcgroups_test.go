@@ -1,12 +1,20 @@
 package kubelet
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
 
 // cgroupPod is a pod of uid with one app container of those requests and
@@ -63,5 +71,346 @@ func TestPodCgroupNameByQOSClass(t *testing.T) {
 	p.Status.QOSClass = v1.PodQOSBurstable
 	if got := podCgroupName(p); got != "/kubepods/burstable/podu-s" {
 		t.Errorf("podCgroupName with status.qosClass Burstable: %q", got)
+	}
+}
+
+// A pod cgroup's values are upstream's ResourceConfigForPod's (CFS quota
+// enforced, 100 ms period), worked out by hand from its rules.
+func TestPodCgroupConfigAsUpstream(t *testing.T) {
+	mi := int64(1 << 20)
+	withInit := cgroupPod("i", req("100m", "", "200m", "64Mi"))
+	withInit.Spec.InitContainers = []v1.Container{{Name: "init", Resources: req("100m", "", "100m", "")}}
+	withOverhead := cgroupPod("o", req("100m", "", "200m", "64Mi"))
+	withOverhead.Spec.Overhead = v1.ResourceList{v1.ResourceCPU: resource.MustParse("50m"), v1.ResourceMemory: resource.MustParse("16Mi")}
+	podLevel := cgroupPod("l", req("100m", "", "", ""))
+	podLevel.Spec.Resources = &v1.ResourceRequirements{
+		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m")},
+		Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("256Mi")},
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *v1.Pod
+		want cgroupConfig
+	}{
+		{"Guaranteed: shares of the requests, quota and memory of the limits",
+			cgroupPod("g", req("100m", "64Mi", "100m", "64Mi"), req("250m", "128Mi", "250m", "128Mi")),
+			cgroupConfig{cpuShares: 358, cpuQuota: 35000, cpuPeriod: 100000, memory: 192 * mi}},
+		{"Burstable, every container limited",
+			cgroupPod("b", req("100m", "", "200m", "64Mi")),
+			cgroupConfig{cpuShares: 102, cpuQuota: 20000, cpuPeriod: 100000, memory: 64 * mi}},
+		{"Burstable, a container without a CPU limit: no quota",
+			cgroupPod("c", req("100m", "", "200m", "64Mi"), req("50m", "32Mi", "", "32Mi")),
+			cgroupConfig{cpuShares: 153, memory: 96 * mi}},
+		{"Burstable, an init container without a memory limit: no memory limit",
+			withInit, cgroupConfig{cpuShares: 102, cpuQuota: 20000, cpuPeriod: 100000}},
+		{"Burstable with overhead: added to the requests and the set limits",
+			withOverhead, cgroupConfig{cpuShares: 153, cpuQuota: 25000, cpuPeriod: 100000, memory: 80 * mi}},
+		{"Burstable, requests only",
+			cgroupPod("r", req("500m", "64Mi", "", "")), cgroupConfig{cpuShares: 512}},
+		{"Burstable, pod-level resources stand for the containers'",
+			podLevel, cgroupConfig{cpuShares: 512, cpuQuota: 100000, cpuPeriod: 100000, memory: 256 * mi}},
+		{"Burstable, tiny amounts: at least 2 shares and a 1 ms quota",
+			cgroupPod("t", req("1m", "", "5m", "")), cgroupConfig{cpuShares: 2, cpuQuota: 1000, cpuPeriod: 100000}},
+		{"BestEffort: 2 shares, nothing else",
+			cgroupPod("e", req("", "", "", "")), cgroupConfig{cpuShares: 2}},
+	} {
+		if got := podCgroupConfig(tc.pod); got != tc.want {
+			t.Errorf("%s: %+v; want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// readCgroupFile is a file of a cgroup dir, trimmed ("" if missing).
+func readCgroupFile(t *testing.T, path ...string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(path...))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// cgroupfs on cgroup v1 (a hierarchy per controller) and v2 (one
+// hierarchy, controllers handed down through cgroup.subtree_control):
+// create makes the cgroup and writes upstream's files in each version's
+// units (cpu.weight from shares as upstream's getCPUWeight, cpu.max, "max"
+// for none), read gives back what was written, set writes only the
+// values given, and destroy removes the cgroup from every hierarchy.
+func TestCgroupfsFiles(t *testing.T) {
+	c := cgroupConfig{cpuShares: 102, cpuQuota: 20000, cpuPeriod: 100000, memory: 64 << 20}
+	const name = "/kubepods/burstable/podx"
+
+	v1dir := t.TempDir()
+	for _, h := range []string{"cpu", "memory", "pids", "cpuset"} {
+		if err := os.Mkdir(filepath.Join(v1dir, h), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := cgroupfs{root: v1dir}
+	if m.exists(name) {
+		t.Fatal("exists before create")
+	}
+	if err := m.create(name, c); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{"cpu/" + name + "/cpu.shares": "102", "cpu/" + name + "/cpu.cfs_quota_us": "20000",
+		"cpu/" + name + "/cpu.cfs_period_us": "100000", "memory/" + name + "/memory.limit_in_bytes": "67108864"} {
+		if got := readCgroupFile(t, v1dir, file); got != want {
+			t.Errorf("v1 %s = %q; want %q", file, got, want)
+		}
+	}
+	if got, err := m.read(name); err != nil || got != c {
+		t.Errorf("v1 read: %+v, %v; want %+v", got, err, c)
+	}
+	if err := m.set(name, cgroupConfig{memory: 128 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readCgroupFile(t, v1dir, "memory", name, "memory.limit_in_bytes"); got != "134217728" {
+		t.Errorf("v1 memory after set: %s", got)
+	}
+	if got := readCgroupFile(t, v1dir, "cpu", name, "cpu.shares"); got != "102" {
+		t.Errorf("v1 cpu.shares changed by a memory set: %s", got)
+	}
+	os.WriteFile(filepath.Join(v1dir, "memory", name, "memory.limit_in_bytes"), []byte("9223372036854771712\n"), 0o644)
+	os.WriteFile(filepath.Join(v1dir, "cpu", name, "cpu.cfs_quota_us"), []byte("-1\n"), 0o644)
+	if got, err := m.read(name); err != nil || got.memory != -1 || got.cpuQuota != -1 {
+		t.Errorf("v1 read of no limits: %+v, %v; want memory and quota -1", got, err)
+	}
+	// destroy: out of every hierarchy, the runtime's too (cpuset), once
+	// empty (a real cgroup dir's files are not files).
+	for _, h := range []string{"cpu", "memory"} {
+		entries, _ := os.ReadDir(filepath.Join(v1dir, h, name))
+		for _, e := range entries {
+			os.Remove(filepath.Join(v1dir, h, name, e.Name()))
+		}
+	}
+	os.MkdirAll(filepath.Join(v1dir, "cpuset", name), 0o755)
+	if err := m.destroy(name); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"cpu", "memory", "cpuset"} {
+		if _, err := os.Stat(filepath.Join(v1dir, h, name)); err == nil {
+			t.Errorf("v1 %s/%s left", h, name)
+		}
+	}
+	if err := m.destroy(name); err != nil {
+		t.Errorf("destroy of a gone cgroup: %v", err)
+	}
+
+	v2dir := t.TempDir()
+	for _, d := range []string{"", "kubepods", "kubepods/burstable"} {
+		os.MkdirAll(filepath.Join(v2dir, d), 0o755)
+		os.WriteFile(filepath.Join(v2dir, d, "cgroup.controllers"), []byte("cpuset cpu io memory hugetlb pids\n"), 0o644)
+	}
+	u := cgroupfs{root: v2dir, unified: true}
+	if err := u.create(name, c); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{name + "/cpu.weight": "4", name + "/cpu.max": "20000 100000",
+		name + "/memory.max": "67108864", "cgroup.subtree_control": "+cpu +memory",
+		"kubepods/cgroup.subtree_control": "+cpu +memory", "kubepods/burstable/cgroup.subtree_control": "+cpu +memory"} {
+		if got := readCgroupFile(t, v2dir, file); got != want {
+			t.Errorf("v2 %s = %q; want %q", file, got, want)
+		}
+	}
+	if err := u.set(name, cgroupConfig{cpuShares: 2, cpuQuota: -1, cpuPeriod: 100000, memory: -1}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := u.read(name)
+	if want := (cgroupConfig{cpuShares: 2, cpuQuota: -1, cpuPeriod: 100000, memory: -1}); err != nil || got != want {
+		t.Errorf("v2 read: %+v, %v; want %+v", got, err, want)
+	}
+	if w := readCgroupFile(t, v2dir, name, "cpu.max"); w != "max 100000" {
+		t.Errorf("v2 cpu.max of no quota: %q", w)
+	}
+	for shares, weight := range map[int64]int64{2: 1, 1024: 39, 262144: 10000} {
+		if got := cpuWeight(shares); got != weight {
+			t.Errorf("cpuWeight(%d) = %d; want %d", shares, got, weight)
+		}
+	}
+}
+
+// recordingCgroups is cgroupfs that records the cgroups made and removed
+// and what the runtime held of the pod when each was made.
+type recordingCgroups struct {
+	cgroupfs
+	rt        *sim.Runtime
+	created   []string
+	sandboxes []int // the runtime's sandboxes when each was created
+	destroyed []string
+	onSet     func(name string, c cgroupConfig) // if set, told of each set before it is made
+}
+
+func (r *recordingCgroups) set(name string, c cgroupConfig) error {
+	if r.onSet != nil {
+		r.onSet(name, c)
+	}
+	return r.cgroupfs.set(name, c)
+}
+
+func (r *recordingCgroups) create(name string, c cgroupConfig) error {
+	r.created = append(r.created, name)
+	sbs, _ := r.rt.ListPodSandbox(context.Background(), nil)
+	r.sandboxes = append(r.sandboxes, len(sbs))
+	return r.cgroupfs.create(name, c)
+}
+
+func (r *recordingCgroups) destroy(name string) error {
+	if _, err := os.Stat(r.dir("cpu", name)); err == nil {
+		r.destroyed = append(r.destroyed, name)
+		for _, ctl := range v1Controllers {
+			os.RemoveAll(r.dir(ctl, name))
+		}
+	}
+	return nil
+}
+
+// A kubelet managing its node's cgroups (CgroupDir set) makes a pod's
+// cgroup, named and valued as upstream's, before the pod's sandbox, whose
+// parent it is, and removes it once the pod is gone and cleaned up; a
+// cgroup that cannot be made is upstream's FailedToCreatePodContainer
+// warning and sync error, and no sandbox is made.
+func TestPodCgroupMadeBeforeSandboxAndRemoved(t *testing.T) {
+	dir := t.TempDir()
+	for _, h := range []string{"cpu", "memory"} {
+		os.Mkdir(filepath.Join(dir, h), 0o755)
+	}
+	h, rec := eventHarness(t)
+	k := h.newKubelet(func(c *Config) { c.Recorder = rec; c.CgroupDir = dir })
+	h.k = k
+	if _, ok := k.cgroups.(cgroupfs); !ok {
+		t.Fatalf("a kubelet with CgroupDir manages no cgroups: %T", k.cgroups)
+	}
+	fake := &recordingCgroups{cgroupfs: k.cgroups.(cgroupfs), rt: h.rt}
+	k.cgroups = fake
+	p := h.create(h.pod("burst", func(p *v1.Pod) {
+		p.Status.QOSClass = v1.PodQOSBurstable
+		p.Spec.Containers[0].Resources = req("100m", "", "200m", "64Mi")
+	}))
+	h.sync(p)
+	const name = "/kubepods/burstable/poduid-burst"
+	if !slices.Equal(fake.created, []string{name}) || fake.sandboxes[0] != 0 {
+		t.Fatalf("cgroups made %v with %v sandboxes in the runtime; want %s before the sandbox", fake.created, fake.sandboxes, name)
+	}
+	if got := readCgroupFile(t, dir, "cpu", name, "cpu.cfs_quota_us"); got != "20000" {
+		t.Errorf("pod cgroup's cpu.cfs_quota_us = %q; want 20000", got)
+	}
+	sbs, _ := h.rt.ListPodSandbox(h.ctx, nil)
+	if len(sbs) != 1 {
+		t.Fatalf("sandboxes: %d", len(sbs))
+	}
+	// Synced again while it runs: nothing made again.
+	h.sync(p)
+	if len(fake.created) != 1 {
+		t.Errorf("cgroup made again: %v", fake.created)
+	}
+	if err := h.client.CoreV1().Pods(p.Namespace).Delete(h.ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.sync(p)
+	if !slices.Equal(fake.destroyed, []string{name}) {
+		t.Errorf("cgroups removed %v; want [%s]", fake.destroyed, name)
+	}
+
+	// A cgroup that cannot be made (the memory hierarchy is a file).
+	os.RemoveAll(filepath.Join(dir, "memory"))
+	os.WriteFile(filepath.Join(dir, "memory"), nil, 0o644)
+	drain(rec)
+	q := h.create(h.pod("nocg", func(p *v1.Pod) { p.Status.QOSClass = v1.PodQOSBestEffort }))
+	h.k.HandlePod(h.get(q))
+	_, err := h.k.syncPod(h.ctx, q.UID)
+	if err == nil || !strings.Contains(err.Error(), "failed to ensure that the pod: uid-nocg cgroups exist and are correctly applied: ") {
+		t.Errorf("sync error: %v", err)
+	}
+	evs := drain(rec)
+	if len(evs) == 0 || !strings.HasPrefix(evs[0], "Warning FailedToCreatePodContainer unable to ensure pod container exists: creating cgroup /kubepods/besteffort/poduid-nocg: ") {
+		t.Errorf("events: %q", evs)
+	}
+	if sbs, _ := h.rt.ListPodSandbox(h.ctx, nil); len(sbs) != 0 {
+		t.Errorf("a sandbox made without its cgroup: %d", len(sbs))
+	}
+}
+
+// The pod cgroup's part of an in-place resize, as upstream's
+// doPodResizeAction: for each resource, values that grow are written
+// before the containers', values that shrink after; a limit the pod does
+// not declare is left alone; none (-1) is more than any limit.
+func TestPodCgroupStep(t *testing.T) {
+	mi := int64(1 << 20)
+	for _, tc := range []struct {
+		name     string
+		cur      cgroupConfig
+		want     cgroupConfig
+		res      v1.ResourceName
+		up, down cgroupConfig
+	}{
+		{"memory up", cgroupConfig{memory: 64 * mi}, cgroupConfig{memory: 128 * mi}, v1.ResourceMemory, cgroupConfig{memory: 128 * mi}, cgroupConfig{}},
+		{"memory down", cgroupConfig{memory: 128 * mi}, cgroupConfig{memory: 64 * mi}, v1.ResourceMemory, cgroupConfig{}, cgroupConfig{memory: 64 * mi}},
+		{"memory from none", cgroupConfig{memory: -1}, cgroupConfig{memory: 64 * mi}, v1.ResourceMemory, cgroupConfig{}, cgroupConfig{memory: 64 * mi}},
+		{"memory not declared", cgroupConfig{memory: 64 * mi}, cgroupConfig{}, v1.ResourceMemory, cgroupConfig{}, cgroupConfig{}},
+		{"memory unchanged, CPU asked", cgroupConfig{memory: 64 * mi, cpuShares: 102}, cgroupConfig{memory: 64 * mi, cpuShares: 102}, v1.ResourceCPU, cgroupConfig{}, cgroupConfig{}},
+		{"cpu up", cgroupConfig{cpuShares: 102, cpuQuota: 20000, cpuPeriod: 100000}, cgroupConfig{cpuShares: 204, cpuQuota: 40000, cpuPeriod: 100000},
+			v1.ResourceCPU, cgroupConfig{cpuShares: 204, cpuQuota: 40000, cpuPeriod: 100000}, cgroupConfig{}},
+		{"cpu shares up, quota down", cgroupConfig{cpuShares: 102, cpuQuota: 40000, cpuPeriod: 100000}, cgroupConfig{cpuShares: 204, cpuQuota: 30000, cpuPeriod: 100000},
+			v1.ResourceCPU, cgroupConfig{cpuShares: 204}, cgroupConfig{cpuQuota: 30000, cpuPeriod: 100000}},
+		{"cpu quota from none", cgroupConfig{cpuShares: 102, cpuQuota: -1, cpuPeriod: 100000}, cgroupConfig{cpuShares: 102, cpuQuota: 20000, cpuPeriod: 100000},
+			v1.ResourceCPU, cgroupConfig{}, cgroupConfig{cpuQuota: 20000, cpuPeriod: 100000}},
+		{"cpu quota not declared", cgroupConfig{cpuShares: 102, cpuQuota: 20000, cpuPeriod: 100000}, cgroupConfig{cpuShares: 51},
+			v1.ResourceCPU, cgroupConfig{}, cgroupConfig{cpuShares: 51}},
+	} {
+		if got := podCgroupStep(tc.cur, tc.want, tc.res, true); got != tc.up {
+			t.Errorf("%s: before the containers %+v; want %+v", tc.name, got, tc.up)
+		}
+		if got := podCgroupStep(tc.cur, tc.want, tc.res, false); got != tc.down {
+			t.Errorf("%s: after the containers %+v; want %+v", tc.name, got, tc.down)
+		}
+	}
+}
+
+// An in-place resize changes the pod cgroup of a kubelet managing its
+// node's cgroups in upstream's order: raised limits before the
+// containers' updates (the container still has its old values when the
+// pod cgroup is written), lowered ones after them (the container already
+// has its new values), memory before CPU; the cgroup ends with the pod's
+// new values.
+func TestResizePodCgroupOrder(t *testing.T) {
+	dir := t.TempDir()
+	for _, hier := range []string{"cpu", "memory"} {
+		os.Mkdir(filepath.Join(dir, hier), 0o755)
+	}
+	h, _ := resizeHarness(t, func(c *Config) { c.CgroupDir = dir })
+	fake := &recordingCgroups{cgroupfs: h.k.cgroups.(cgroupfs), rt: h.rt}
+	h.k.cgroups = fake
+	p := h.create(h.pod("web", func(p *v1.Pod) {
+		p.Status.QOSClass = v1.PodQOSBurstable
+		p.Spec.Containers[0].Resources = resources("100m", "200m", "64Mi", "128Mi")
+	}))
+	h.sync(p)
+	const name = "/kubepods/burstable/poduid-web"
+	var log []string
+	fake.onSet = func(n string, c cgroupConfig) {
+		r := h.runtimeResources(p, "app")
+		log = append(log, fmt.Sprintf("%s %+v with the container at memory %d quota %d shares %d", n, c, r.MemoryLimitInBytes, r.CpuQuota, r.CpuShares))
+	}
+	check := func(step string, want ...string) {
+		t.Helper()
+		if !slices.Equal(log, want) {
+			t.Errorf("%s: pod cgroup writes\n%s\nwant\n%s", step, strings.Join(log, "\n"), strings.Join(want, "\n"))
+		}
+		log = nil
+	}
+	h.resize(p, "app", resources("300m", "400m", "64Mi", "256Mi"))
+	h.sync(p)
+	check("up",
+		name+" {cpuShares:0 cpuQuota:0 cpuPeriod:0 memory:268435456} with the container at memory 134217728 quota 20000 shares 102",
+		name+" {cpuShares:307 cpuQuota:40000 cpuPeriod:100000 memory:0} with the container at memory 268435456 quota 20000 shares 102")
+	h.sync(p)
+	h.resize(p, "app", resources("50m", "100m", "32Mi", "64Mi"))
+	h.sync(p)
+	check("down",
+		name+" {cpuShares:0 cpuQuota:0 cpuPeriod:0 memory:67108864} with the container at memory 67108864 quota 40000 shares 307",
+		name+" {cpuShares:51 cpuQuota:10000 cpuPeriod:100000 memory:0} with the container at memory 67108864 quota 10000 shares 51")
+	if got, err := fake.read(name); err != nil || got != (cgroupConfig{cpuShares: 51, cpuQuota: 10000, cpuPeriod: 100000, memory: 64 << 20}) {
+		t.Errorf("pod cgroup after the resizes: %+v, %v", got, err)
 	}
 }

@@ -267,9 +267,11 @@ func resizeNeeded(pod *v1.Pod, rs *podstate.Pod) bool {
 
 // resizeStep is one CRI call of a resize: a container's
 // UpdateContainerResources, or (container "") the sandbox's
-// UpdatePodSandboxResources.
+// UpdatePodSandboxResources; res is the resource it changes (cpu or
+// memory; "" for the sandbox told everything at once).
 type resizeStep struct {
 	containerID, name   string
+	res                 v1.ResourceName
 	resources, overhead *runtimeapi.LinuxContainerResources
 }
 
@@ -350,13 +352,13 @@ func planResize(pod *v1.Pod, rs *podstate.Pod, sandboxWas *runtimeapi.LinuxConta
 		if memDiff != 0 {
 			r := proto.Clone(want).(*runtimeapi.LinuxContainerResources)
 			r.CpuShares, r.CpuQuota, r.CpuPeriod = cur.CpuShares, cur.CpuQuota, cur.CpuPeriod
-			mem = append(mem, containerUpdate{step: resizeStep{containerID: rc.ID, name: c.Name, resources: r}, up: memDiff > 0})
+			mem = append(mem, containerUpdate{step: resizeStep{containerID: rc.ID, name: c.Name, res: v1.ResourceMemory, resources: r}, up: memDiff > 0})
 			if memDiff < 0 && want.MemoryLimitInBytes > 0 {
 				containerDecreases = append(containerDecreases, memoryDecrease{containerID: rc.ID, name: c.Name, limit: want.MemoryLimitInBytes})
 			}
 		}
 		if cpuDiff != 0 {
-			cpu = append(cpu, containerUpdate{step: resizeStep{containerID: rc.ID, name: c.Name, resources: want}, up: cpuDiff > 0})
+			cpu = append(cpu, containerUpdate{step: resizeStep{containerID: rc.ID, name: c.Name, res: v1.ResourceCPU, resources: want}, up: cpuDiff > 0})
 		}
 	})
 	if len(mem) == 0 && len(cpu) == 0 && len(plan.kills) == 0 {
@@ -380,13 +382,13 @@ func planResize(pod *v1.Pod, rs *podstate.Pod, sandboxWas *runtimeapi.LinuxConta
 	if final.CpuQuota == 0 {
 		final.CpuQuota = now.CpuQuota
 	}
-	sandboxStep := func(set func(r *runtimeapi.LinuxContainerResources)) {
+	sandboxStep := func(res v1.ResourceName, set func(r *runtimeapi.LinuxContainerResources)) {
 		r := proto.Clone(now).(*runtimeapi.LinuxContainerResources)
 		set(r)
 		if proto.Equal(r, now) {
 			return
 		}
-		plan.steps = append(plan.steps, resizeStep{resources: r, overhead: overhead})
+		plan.steps = append(plan.steps, resizeStep{res: res, resources: r, overhead: overhead})
 		now = r
 	}
 	// Memory: the sandbox's limit raised before the containers, lowered
@@ -397,17 +399,17 @@ func planResize(pod *v1.Pod, rs *podstate.Pod, sandboxWas *runtimeapi.LinuxConta
 			plan.memoryDecreases = append(plan.memoryDecreases, memoryDecrease{limit: final.MemoryLimitInBytes})
 		}
 		if up {
-			sandboxStep(func(r *runtimeapi.LinuxContainerResources) { r.MemoryLimitInBytes = final.MemoryLimitInBytes })
+			sandboxStep(v1.ResourceMemory, func(r *runtimeapi.LinuxContainerResources) { r.MemoryLimitInBytes = final.MemoryLimitInBytes })
 		}
 		plan.steps = append(plan.steps, ordered(mem)...)
 		if !up {
-			sandboxStep(func(r *runtimeapi.LinuxContainerResources) { r.MemoryLimitInBytes = final.MemoryLimitInBytes })
+			sandboxStep(v1.ResourceMemory, func(r *runtimeapi.LinuxContainerResources) { r.MemoryLimitInBytes = final.MemoryLimitInBytes })
 		}
 	}
 	// CPU: limits before requests on the way up, requests before limits
 	// on the way down (requests <= limits throughout).
 	if len(cpu) > 0 || len(plan.kills) > 0 {
-		sandboxStep(func(r *runtimeapi.LinuxContainerResources) {
+		sandboxStep(v1.ResourceCPU, func(r *runtimeapi.LinuxContainerResources) {
 			if final.CpuQuota > now.CpuQuota {
 				r.CpuQuota, r.CpuPeriod = final.CpuQuota, final.CpuPeriod
 			}
@@ -416,7 +418,7 @@ func planResize(pod *v1.Pod, rs *podstate.Pod, sandboxWas *runtimeapi.LinuxConta
 			}
 		})
 		plan.steps = append(plan.steps, ordered(cpu)...)
-		sandboxStep(func(r *runtimeapi.LinuxContainerResources) {
+		sandboxStep(v1.ResourceCPU, func(r *runtimeapi.LinuxContainerResources) {
 			r.CpuShares, r.CpuQuota, r.CpuPeriod = final.CpuShares, final.CpuQuota, final.CpuPeriod
 		})
 	}

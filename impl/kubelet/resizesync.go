@@ -156,7 +156,11 @@ func (k *Kubelet) planPodResize(pod *v1.Pod, rs *podstate.Pod, r *podResize, a *
 // first that fails (the next sync plans again from what the runtime then
 // reports), as upstream's doPodResizeAction; a runtime without
 // UpdatePodSandboxResources (gRPC Unimplemented) is skipped, as
-// upstream's.
+// upstream's. On a node whose cgroups the kubelet manages it also changes
+// the pod's cgroup (podcgroups.go), in upstream's order: for memory, then
+// CPU, the values that grow before that resource's steps and those that
+// shrink after them (so a runtime without UpdatePodSandboxResources,
+// containerd 1.6, has its pod cgroup follow the resize too).
 func (k *Kubelet) actuateResize(ctx context.Context, pod *v1.Pod, rs *podstate.Pod, r *podResize, plan *resizePlan) error {
 	if len(plan.steps) == 0 {
 		return nil
@@ -167,7 +171,33 @@ func (k *Kubelet) actuateResize(ctx context.Context, pod *v1.Pod, rs *podstate.P
 			return err
 		}
 	}
+	pc, err := k.startPodCgroupResize(pod)
+	if err != nil {
+		return err
+	}
+	// cgroupSteps writes the pod cgroup's growing (up) or shrinking values
+	// of res.
+	cgroupSteps := func(res v1.ResourceName, up bool) error {
+		if pc == nil {
+			return nil
+		}
+		return k.podCgroupResizeStep(pc, res, up)
+	}
+	var cur v1.ResourceName // the resource whose steps are being made
+	var done [2]bool        // memory's and CPU's steps made
 	for _, s := range plan.steps {
+		if pc != nil && s.res != "" && s.res != cur {
+			if cur != "" {
+				if err := cgroupSteps(cur, false); err != nil {
+					return err
+				}
+			}
+			if err := cgroupSteps(s.res, true); err != nil {
+				return err
+			}
+			cur = s.res
+			done[boolIndex(s.res == v1.ResourceCPU)] = true
+		}
 		if s.containerID == "" {
 			err := k.rt.UpdatePodSandboxResources(ctx, sb.ID, s.overhead, s.resources)
 			if grpcstatus.Code(err) == codes.Unimplemented {
@@ -181,6 +211,26 @@ func (k *Kubelet) actuateResize(ctx context.Context, pod *v1.Pod, rs *podstate.P
 		}
 		if err := k.rt.UpdateContainerResources(ctx, s.containerID, s.resources); err != nil {
 			return fmt.Errorf("updating the resources of container %s of pod %s/%s: %w", s.name, pod.Namespace, pod.Name, err)
+		}
+	}
+	if pc != nil {
+		if cur != "" {
+			if err := cgroupSteps(cur, false); err != nil {
+				return err
+			}
+		}
+		// A resource no step changed (its containers restarted for it):
+		// the pod cgroup follows it all the same.
+		for i, res := range [...]v1.ResourceName{v1.ResourceMemory, v1.ResourceCPU} {
+			if done[i] {
+				continue
+			}
+			if err := cgroupSteps(res, true); err != nil {
+				return err
+			}
+			if err := cgroupSteps(res, false); err != nil {
+				return err
+			}
 		}
 	}
 	r.sandbox = plan.sandbox

@@ -471,6 +471,7 @@ func (k *Kubelet) cleanupPod(ctx context.Context, uid types.UID, rec *podRecord,
 	if err := k.removePodDir(uid); err != nil {
 		return err
 	}
+	k.removePodCgroup(string(uid))
 	k.mu.Lock()
 	var retry []types.UID
 	if r := k.pods[uid]; r == rec && r.pod == nil {
@@ -537,6 +538,10 @@ func (k *Kubelet) startPod(ctx context.Context, rec *podRecord, pod *v1.Pod, rs 
 	if a.CreateSandbox {
 		if a.SandboxAttempt > 0 {
 			k.podEvent(pod, v1.EventTypeNormal, EventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
+		}
+		// The pod's cgroup, the sandbox's parent, first (podcgroups.go).
+		if err := k.ensurePodCgroup(pod); err != nil {
+			return err
 		}
 		// The RuntimeClass's handler (runtimeclass.go); a class missing or
 		// unreadable fails the sandbox as a runtime's refusal does.

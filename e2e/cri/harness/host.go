@@ -46,9 +46,9 @@ const (
 	podLogsDir     = "/var/log/pods"
 )
 
-// cgroupParents are the top-level cgroups the kubelet (CgroupParent
-// /kubepods/pod<uid>) and containerd's defaults (k8s.io) create in every
-// hierarchy.
+// cgroupParents are the top-level cgroups the kubelet (its QoS and pod
+// cgroups under /kubepods) and containerd's defaults (k8s.io) create in
+// every hierarchy.
 var cgroupParents = []string{"kubepods", "k8s.io"}
 
 const ipForwardFile = "/proc/sys/net/ipv4/ip_forward"

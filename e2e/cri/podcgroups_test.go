@@ -1,0 +1,133 @@
+package cri
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Pod cgroups on containerd, as upstream's kubelet makes them with its
+// defaults (cgroupfs driver, cgroups per QoS class, root /): each pod in
+// pod<uid> under its QoS class's cgroup, which the kubelet creates with
+// upstream's ResourceConfigForPod values before the sandbox and removes
+// once the pod is gone.
+
+// podCgroupListing is procCgroup (a container's /proc/self/cgroup) with
+// each path its parent's: the pod's cgroup, for cgroupLimits and
+// cgroupShares.
+func podCgroupListing(procCgroup string) string {
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(procCgroup), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) == 3 {
+			parts[2] = filepath.Dir(parts[2])
+		}
+		out = append(out, strings.Join(parts, ":"))
+	}
+	return strings.Join(out, "\n")
+}
+
+// podCgroup is the cgroup of pod ns/name (its container main's parent,
+// the cpu hierarchy's path on cgroup v1) and its values.
+func podCgroup(t *testing.T, ns, name string) (string, cgroupValues) {
+	t.Helper()
+	procCgroup := mustKubectl(t, "exec", "-n", ns, name, "-c", "main", "--", "cat", "/proc/self/cgroup")
+	listing := podCgroupListing(procCgroup)
+	paths := cgroupPaths(listing)
+	path, ok := paths["cpu"]
+	if !ok {
+		path = paths[""]
+	}
+	var v cgroupValues
+	var err error
+	if v.memory, v.quota, v.period, err = cgroupLimits(listing); err != nil {
+		t.Fatal(err)
+	}
+	if v.shares, err = cgroupShares(listing); err != nil {
+		t.Fatal(err)
+	}
+	return path, v
+}
+
+// waitPodCgroup polls pod ns/name's cgroup until it is want (on cgroup
+// v1 no memory limit reads back as the kernel's maximum, wantUnlimited).
+func waitPodCgroup(t *testing.T, ns, name, wantPath string, want cgroupValues) {
+	t.Helper()
+	var path string
+	var got cgroupValues
+	if !waitUntil(30*time.Second, func() bool {
+		path, got = podCgroup(t, ns, name)
+		mem := got.memory == want.memory || (want.memory == wantUnlimited && got.memory >= 1<<62)
+		return path == wantPath && sameShares(got.shares, want.shares) && got.quota == want.quota && mem
+	}) {
+		t.Fatalf("pod cgroup of %s/%s: %s %+v; want %s %+v", ns, name, path, got, wantPath, want)
+	}
+}
+
+// wantUnlimited stands for no memory limit in a wanted cgroupValues.
+const wantUnlimited = -1
+
+// TestPodCgroupsByQOSClass: a Guaranteed pod runs in /kubepods/pod<uid>,
+// a Burstable one in /kubepods/burstable/pod<uid>, a BestEffort one in
+// /kubepods/besteffort/pod<uid>, each cgroup with upstream's values (the
+// pod's CPU request as shares, its CPU limit as a CFS quota and its
+// memory limit where every container sets them, 2 shares and no limits
+// for BestEffort), and each cgroup is gone from every hierarchy once its
+// pod is deleted.
+func TestPodCgroupsByQOSClass(t *testing.T) {
+	ns := newNamespace(t)
+	limited := func(name, reqCPU, limCPU string) *v1.Pod {
+		p := podSpec(name, "exec sleep 3600")
+		p.Spec.TerminationGracePeriodSeconds = ptr(int64(1))
+		p.Spec.Containers[0].Resources = v1.ResourceRequirements{
+			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(reqCPU), v1.ResourceMemory: resource.MustParse("64Mi")},
+			Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse(limCPU), v1.ResourceMemory: resource.MustParse("64Mi")},
+		}
+		return p
+	}
+	besteffort := podSpec("besteffort", "exec sleep 3600")
+	besteffort.Spec.TerminationGracePeriodSeconds = ptr(int64(1))
+	cases := []struct {
+		pod    *v1.Pod
+		parent string
+		want   cgroupValues
+	}{
+		{limited("guaranteed", "100m", "100m"), "/kubepods", cgroupValues{shares: 102, quota: 10000, period: 100000, memory: 64 << 20}},
+		{limited("burstable", "100m", "200m"), "/kubepods/burstable", cgroupValues{shares: 102, quota: 20000, period: 100000, memory: 64 << 20}},
+		{besteffort, "/kubepods/besteffort", cgroupValues{shares: 2, quota: -1, period: 100000, memory: wantUnlimited}},
+	}
+	var dirs []string
+	for _, c := range cases {
+		created := createPod(t, ns, c.pod)
+		waitPod(t, ns, c.pod.Name, 60*time.Second, "Running", isRunning)
+		path := c.parent + "/pod" + string(created.UID)
+		waitPodCgroup(t, ns, c.pod.Name, path, c.want)
+		dirs = append(dirs, path)
+	}
+	for _, c := range cases {
+		if err := env.Client.CoreV1().Pods(ns).Delete(ctxFor(t, 10*time.Second), c.pod.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitNoPods(t, ns, 60*time.Second)
+	var left []string
+	if !waitUntil(30*time.Second, func() bool {
+		left = left[:0]
+		for _, d := range dirs {
+			for _, h := range []string{"cpu", "memory", "pids", "cpuset", ""} {
+				if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", h, d)); err == nil {
+					left = append(left, filepath.Join(h, d))
+				}
+			}
+		}
+		return len(left) == 0
+	}) {
+		t.Fatalf("pod cgroups left after their pods were deleted: %q", left)
+	}
+}
