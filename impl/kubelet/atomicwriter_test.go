@@ -384,3 +384,70 @@ func TestAtomicWriterEmptyPayload(t *testing.T) {
 		t.Fatalf("data directory %v %v, want empty", ents, err)
 	}
 }
+
+// TestSubPathOfAtomicWriterVolume: a subPath mount of a configMap volume
+// is resolved through the volume's symlinks into its data directory, as
+// upstream's kubelet does, and so receives no updates: the container
+// keeps the content it started with, while the whole volume's mount sees
+// the change; a container started after the change gets the new content.
+// A subPath naming a directory of items is passed resolved.
+func TestSubPathOfAtomicWriterVolume(t *testing.T) {
+	h := configMapHarness(t, map[string]string{"a": "1", "index": "<h1>hi</h1>"})
+	p := h.create(h.pod("subpath", func(p *v1.Pod) {
+		p.Spec.Volumes = []v1.Volume{{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
+			LocalObjectReference: v1.LocalObjectReference{Name: "site"},
+			Items:                []v1.KeyToPath{{Key: "a", Path: "a"}, {Key: "index", Path: "html/index.html"}}}}}}
+		p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{
+			{Name: "cfg", MountPath: "/etc/cfg"},
+			{Name: "cfg", MountPath: "/etc/a", SubPath: "a"},
+			{Name: "cfg", MountPath: "/srv/html", SubPath: "html"},
+		}
+	}))
+	if got := h.sync(p); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s: %+v", got.Status.Phase, cstatus(got, "app"))
+	}
+	cat := func(id, path string) string {
+		t.Helper()
+		out, _, code, err := h.rt.ExecSync(h.ctx, id, []string{"cat", path}, time.Second)
+		if err != nil || code != 0 {
+			return "<error>"
+		}
+		return string(out)
+	}
+	id := strings.TrimPrefix(cstatus(h.get(p), "app").ContainerID, "sim://")
+	for path, want := range map[string]string{"/etc/cfg/a": "1", "/etc/a": "1", "/srv/html/index.html": "<h1>hi</h1>"} {
+		if got := cat(id, path); got != want {
+			t.Errorf("cat %s = %q, want %q", path, got, want)
+		}
+	}
+	dir := h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg")
+	ts := dataDirOf(t, dir)
+	mounts, err := h.k.mounts(h.get(p), &p.Spec.Containers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, ts, "html"); mounts[2].HostPath != want {
+		t.Errorf("subPath html mounted from %s, want %s (resolved into the data directory)", mounts[2].HostPath, want)
+	}
+	if fi, err := os.Lstat(mounts[1].HostPath); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("subPath a mounted from %s: %v %v, want a regular file, not a link", mounts[1].HostPath, fi, err)
+	}
+
+	setSite(t, h, map[string]string{"a": "one", "index": "<h1>new</h1>"})
+	h.step(h.k.cfg.SyncFrequency + time.Second)
+	h.sync(p)
+	if got := cat(id, "/etc/cfg/a"); got != "one" {
+		t.Fatalf("the volume's mount after the update: %q", got)
+	}
+	if got := cat(id, "/etc/a"); got != "1" {
+		t.Errorf("the subPath mount after the update: %q, want the content the container started with", got)
+	}
+	// A container started now gets the current content.
+	mounts, err = h.k.mounts(h.get(p), &p.Spec.Containers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readString(t, mounts[1].HostPath); got != "one" {
+		t.Errorf("a new container's subPath a: %q, want the update", got)
+	}
+}

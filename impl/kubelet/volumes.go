@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -544,7 +545,7 @@ var compareBufs = sync.Pool{New: func() any { return new([]byte) }}
 // mounts are the CRI mounts of a container's volumeMounts.
 func (k *Kubelet) mounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, error) {
 	var out []*runtimeapi.Mount
-	for _, vm := range c.VolumeMounts {
+	for i, vm := range c.VolumeMounts {
 		var vol *v1.Volume
 		for i := range pod.Spec.Volumes {
 			if pod.Spec.Volumes[i].Name == vm.Name {
@@ -561,12 +562,80 @@ func (k *Kubelet) mounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, err
 			host = k.volumeDir(pod.UID, volumePlugin(vol), vol.Name)
 		}
 		if vm.SubPath != "" {
-			host = filepath.Join(host, filepath.Clean("/"+vm.SubPath))
+			if writtenVolume(vol) {
+				sub, err := k.atomicSubPath(pod, c, vm, i, host)
+				if err != nil {
+					return nil, err
+				}
+				host = sub
+			} else {
+				host = filepath.Join(host, filepath.Clean("/"+vm.SubPath))
+			}
 		}
 		out = append(out, &runtimeapi.Mount{ContainerPath: vm.MountPath, HostPath: host, Readonly: vm.ReadOnly ||
 			vol.ConfigMap != nil || vol.Secret != nil || vol.DownwardAPI != nil})
 	}
 	return out, nil
+}
+
+// writtenVolume reports whether v is written by the atomic writer.
+func writtenVolume(v *v1.Volume) bool {
+	return v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil
+}
+
+// atomicSubPath is the host path of the subPath mount vm (the index-th
+// volume mount of container c) of a configMap, secret, downwardAPI or
+// projected volume at volPath, as upstream's kubelet makes it: the
+// subPath resolved through the volume's symlinks (key -> ..data/key ->
+// the current data directory), where it must stay inside the volume
+// (upstream: "subpath ... not within volume path ..."), and fixed there,
+// so that, as upstream's bind mount, the container keeps the content it
+// started with when the payload changes (a subPath mount receives no
+// updates) and a container started later gets the current one. Upstream
+// bind-mounts the resolved path at
+// <pod dir>/volume-subpaths/<volume>/<container>/<index>; here a file is
+// hard-linked there (the old data directory's removal then leaves the
+// container's file as it was), and a directory is passed resolved. A
+// subPath the volume does not have is created as a directory with the
+// volume directory's mode, as upstream's kubelet does.
+func (k *Kubelet) atomicSubPath(pod *v1.Pod, c *v1.Container, vm v1.VolumeMount, index int, volPath string) (string, error) {
+	host := filepath.Join(volPath, filepath.Clean("/"+vm.SubPath))
+	if _, err := os.Stat(host); errors.Is(err, os.ErrNotExist) {
+		st, err := os.Stat(volPath)
+		if err == nil {
+			err = os.MkdirAll(host, st.Mode().Perm())
+		}
+		if err != nil {
+			k.log.Error("Failed to create subPath directory for volumeMount of the container", "containerName", c.Name, "volumeMountName", vm.Name, "err", err)
+			return "", fmt.Errorf("failed to create subPath directory for volumeMount %q of container %q", vm.Name, c.Name)
+		}
+	}
+	base, err := filepath.EvalSymlinks(volPath)
+	if err != nil {
+		return "", fmt.Errorf("error resolving symlinks in %s: %w", volPath, err)
+	}
+	resolved, err := filepath.EvalSymlinks(host)
+	if err != nil {
+		return "", fmt.Errorf("error resolving symlinks in %s: %w", host, err)
+	}
+	if rel, err := filepath.Rel(base, resolved); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", fmt.Errorf("subpath %q not within volume path %q", resolved, base)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(resolved, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return resolved, nil
+	}
+	target := filepath.Join(k.podDir(pod.UID), "volume-subpaths", vm.Name, c.Name, strconv.Itoa(index))
+	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
+		return "", fmt.Errorf("error creating directory %s: %w", filepath.Dir(target), err)
+	}
+	if err := os.Remove(target); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("error removing the old subpath %s: %w", target, err)
+	}
+	if err := os.Link(resolved, target); err != nil {
+		return "", fmt.Errorf("error linking subpath %s to %s: %w", resolved, target, err)
+	}
+	return target, nil
 }
 
 // removePodDir deletes the pod's directory (volumes) once it is gone,
