@@ -712,36 +712,49 @@ func (s *Server) tlsConfig() (*tls.Config, error) {
 	return cfg, nil
 }
 
-// route dispatches a request that passed the filters.
+// route dispatches a request that passed the filters. The resource's
+// handler is called from this small frame, not from routeTarget's, which
+// parses the path: a watch stays under it for its whole life (see
+// endpoints.Handler's watch on why its stack's depth matters).
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	if h := s.routeTarget(w, r); h != nil {
+		h.ServeHTTP(w, r)
+	}
+}
+
+// routeTarget serves r itself, returning nil, unless it is for a
+// resource's handler, which it returns.
+//
+//go:noinline
+func (s *Server) routeTarget(w http.ResponseWriter, r *http.Request) *endpoints.Handler {
 	p := r.URL.Path
 	switch {
 	case p == "/version" || p == "/version/":
 		s.serveVersion(w, r)
-		return
+		return nil
 	case p == "/healthz" || p == "/livez" || p == "/readyz" ||
 		strings.HasPrefix(p, "/healthz/") || strings.HasPrefix(p, "/livez/") || strings.HasPrefix(p, "/readyz/"):
 		s.serveHealth(w, r)
-		return
+		return nil
 	case p == "/metrics":
 		promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP(w, r)
-		return
+		return nil
 	case strings.HasPrefix(p, "/openapi/") && s.cfg.OpenAPI != nil:
 		s.cfg.OpenAPI.ServeHTTP(w, r)
-		return
+		return nil
 	}
 	var segBuf [4]string
 	segs := leadingSegments(strings.Trim(p, "/"), &segBuf)
 	if segs[0] != "api" && segs[0] != "apis" {
 		s.notFound(w, r)
-		return
+		return nil
 	}
 	var gv schema.GroupVersion
 	rest := segs[1:]
 	if segs[0] == "apis" {
 		if len(rest) == 0 {
 			s.discoveryOnly(w, r, s.discovery.ServeAPIs)
-			return
+			return nil
 		}
 		gv.Group, rest = rest[0], rest[1:]
 		if len(rest) == 0 {
@@ -750,16 +763,16 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 					s.notFound(w, r)
 				}
 			})
-			return
+			return nil
 		}
 	} else if len(rest) == 0 || rest[0] == "" {
 		s.discoveryOnly(w, r, s.discovery.ServeAPI)
-		return
+		return nil
 	}
 	gv.Version, rest = rest[0], rest[1:]
 	if segs[0] == "api" && gv.Version != "v1" {
 		s.notFound(w, r)
-		return
+		return nil
 	}
 	if len(rest) == 0 || (len(rest) == 1 && rest[0] == "") {
 		s.discoveryOnly(w, r, func(w http.ResponseWriter, r *http.Request) {
@@ -767,28 +780,28 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 				s.notFound(w, r)
 			}
 		})
-		return
+		return nil
 	}
 	info := requestInfo(r)
 	if info == nil || !info.IsResourceRequest {
 		s.notFound(w, r)
-		return
+		return nil
 	}
 	if s.eviction.Serve(w, r, gv, info) {
-		return
+		return nil
 	}
 	if s.serveKubeletSubresource(w, r, gv, info) {
-		return
+		return nil
 	}
 	if s.serveVirtual(w, r, gv, info) {
-		return
+		return nil
 	}
 	h, ok := s.handlers[gv.WithResource(info.Resource)]
 	if !ok {
 		s.notFound(w, r)
-		return
+		return nil
 	}
-	h.ServeHTTP(w, r)
+	return h
 }
 
 // leadingSegments splits path at "/" into at most len(buf) parts, the last

@@ -2,6 +2,7 @@ package endpoints
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -19,34 +20,66 @@ import (
 
 // watch streams events as metav1.WatchEvent: newline-delimited JSON, or
 // protobuf frames each prefixed by its 4-byte big-endian length.
+//
+// The work is split in two so that what stays on the goroutine's stack for
+// the watch's life is small: startWatch (options, the store's watch, the
+// response header) returns before the events flow, and stream, which waits
+// for them, has a frame of a few words. A watch's goroutine sits under the
+// whole filter chain for minutes; the runtime halves an idle goroutine's
+// stack only while it uses under a quarter of it, so every kilobyte parked
+// here decides whether each watch (one per node and object, thousands in
+// kubeproof up) keeps 8 KiB or 16 KiB of stack.
 func (h *Handler) watch(w http.ResponseWriter, r *http.Request, info *request.Info) error {
-	target, err := h.opts.Codecs.Negotiate(r, objectConversions, true)
+	ws, err := h.startWatch(w, r, info)
 	if err != nil {
 		return err
+	}
+	defer ws.stop()
+	ws.stream(w, r)
+	return nil
+}
+
+// watchStream is a started watch: the store's watch, what ends it, and
+// the writer of its frames.
+type watchStream struct {
+	ew      *eventWriter
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wi      watch.Interface
+	done    func() // WatchStarted's, or nil
+	flusher http.Flusher
+}
+
+// startWatch opens the store's watch for r and writes the response header.
+//
+//go:noinline
+func (h *Handler) startWatch(w http.ResponseWriter, r *http.Request, info *request.Info) (*watchStream, error) {
+	target, err := h.opts.Codecs.Negotiate(r, objectConversions, true)
+	if err != nil {
+		return nil, err
 	}
 	topts, err := tableOptions(r)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	opts, sopts, err := h.listOptions(r, info, true)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	key, err := h.listKey(info.Namespace)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	timeout := h.watchTimeout(opts.TimeoutSeconds)
 	ctx, cancel := contextWithTimeout(r.Context(), timeout)
-	defer cancel()
 	wi, err := h.store.Watch(ctx, key, sopts)
 	if err != nil {
-		return err
+		cancel()
+		return nil, err
 	}
-	defer wi.Stop()
+	ws := &watchStream{ew: newEventWriter(h, target, topts), ctx: ctx, cancel: cancel, wi: wi}
 	if h.opts.WatchStarted != nil {
-		done := h.opts.WatchStarted(info)
-		defer done()
+		ws.done = h.opts.WatchStarted(info)
 	}
 
 	ct := target.ContentType
@@ -55,33 +88,55 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, info *request.In
 	}
 	w.Header().Set("Content-Type", ct)
 	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	if flusher != nil {
-		flusher.Flush()
+	ws.flusher, _ = w.(http.Flusher)
+	if ws.flusher != nil {
+		ws.flusher.Flush()
 	}
-	ew := newEventWriter(h, target, topts)
+	return ws, nil
+}
+
+// stop ends the store's watch and releases what startWatch took.
+func (ws *watchStream) stop() {
+	if ws.done != nil {
+		ws.done()
+	}
+	ws.wi.Stop()
+	ws.cancel()
+}
+
+// stream writes the watch's events to w until the watch, the request or
+// the connection ends.
+func (ws *watchStream) stream(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok := <-wi.ResultChan():
-			if !ok {
-				return nil
-			}
-			frame, err := ew.encode(r, ev)
-			if err != nil {
-				// Nothing more can be said on a started stream but an
-				// ERROR event; end the watch so the client re-establishes it.
-				return nil
-			}
-			if _, err := w.Write(frame); err != nil {
-				return nil
-			}
-			if len(wi.ResultChan()) == 0 && flusher != nil {
-				flusher.Flush()
+		case <-ws.ctx.Done():
+			return
+		case ev, ok := <-ws.wi.ResultChan():
+			if !ok || !ws.send(w, r, ev) {
+				return
 			}
 		}
 	}
+}
+
+// send writes ev's frame, flushing when no further event waits; false when
+// the watch must end.
+//
+//go:noinline
+func (ws *watchStream) send(w http.ResponseWriter, r *http.Request, ev watch.Event) bool {
+	frame, err := ws.ew.encode(r, ev)
+	if err != nil {
+		// Nothing more can be said on a started stream but an
+		// ERROR event; end the watch so the client re-establishes it.
+		return false
+	}
+	if _, err := w.Write(frame); err != nil {
+		return false
+	}
+	if len(ws.wi.ResultChan()) == 0 && ws.flusher != nil {
+		ws.flusher.Flush()
+	}
+	return true
 }
 
 // watchTimeout is timeoutSeconds when given, else a random duration in

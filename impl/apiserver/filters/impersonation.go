@@ -40,37 +40,48 @@ const (
 // impersonation headers are removed.
 func WithImpersonation(next http.Handler, c *codec.Codecs, a auth.Authorizer, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		wanted, err := impersonationRequest(r.Header)
-		if err != nil {
-			endpoints.WriteStatusError(w, r, c, apierrors.NewBadRequest(err.Error()))
-			return
-		}
-		if wanted == nil {
+		// The work is impersonate's, so that this frame, under which the
+		// rest of the request (a watch's whole life) runs, stays small.
+		if r = impersonate(w, r, c, a, log); r != nil {
 			next.ServeHTTP(w, r)
-			return
 		}
-		actor := request.UserFrom(r.Context())
-		for _, check := range impersonationChecks(wanted) {
-			attrs := auth.Attributes{User: actor, Info: check}
-			d, reason, err := a.Authorize(r.Context(), attrs)
-			if d == auth.DecisionAllow {
-				continue
-			}
-			if err != nil {
-				log.Debug("impersonation authorization error", "err", err)
-			}
-			endpoints.WriteStatusError(w, r, c, forbidden(attrs, reason))
-			return
-		}
-		for h := range r.Header {
-			if isImpersonationHeader(h) {
-				r.Header.Del(h)
-			}
-		}
-		as := impersonatedUser(wanted)
-		audit.SetImpersonatedUser(r.Context(), as)
-		next.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), as)))
 	})
+}
+
+// impersonate returns the request to go on with, as the impersonated user
+// when it asks for one, or nil when it has answered r (400, 403).
+//
+//go:noinline
+func impersonate(w http.ResponseWriter, r *http.Request, c *codec.Codecs, a auth.Authorizer, log *slog.Logger) *http.Request {
+	wanted, err := impersonationRequest(r.Header)
+	if err != nil {
+		endpoints.WriteStatusError(w, r, c, apierrors.NewBadRequest(err.Error()))
+		return nil
+	}
+	if wanted == nil {
+		return r
+	}
+	actor := request.UserFrom(r.Context())
+	for _, check := range impersonationChecks(wanted) {
+		attrs := auth.Attributes{User: actor, Info: check}
+		d, reason, err := a.Authorize(r.Context(), attrs)
+		if d == auth.DecisionAllow {
+			continue
+		}
+		if err != nil {
+			log.Debug("impersonation authorization error", "err", err)
+		}
+		endpoints.WriteStatusError(w, r, c, forbidden(attrs, reason))
+		return nil
+	}
+	for h := range r.Header {
+		if isImpersonationHeader(h) {
+			r.Header.Del(h)
+		}
+	}
+	as := impersonatedUser(wanted)
+	audit.SetImpersonatedUser(r.Context(), as)
+	return r.WithContext(request.WithUser(r.Context(), as))
 }
 
 // impersonationRequest reads the headers; nil when there are none. Groups,

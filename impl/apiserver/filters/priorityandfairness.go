@@ -36,41 +36,62 @@ var (
 // however the handler ends, a panic included.
 func WithPriorityAndFairness(next http.Handler, c *codec.Codecs, fc *flowcontrol.Controller, est *flowcontrol.Estimator) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := request.InfoFrom(r.Context())
-		if info == nil {
-			next.ServeHTTP(w, r)
+		// The work is admitFlow's, so that this frame, under which the
+		// rest of the request (a watch's whole life) runs, stays small.
+		seat, forget, r := admitFlow(w, r, c, fc, est)
+		if r == nil {
 			return
 		}
-		watch := info.IsResourceRequest && info.Verb == "watch"
-		if info.IsLongRunning() && !watch {
-			next.ServeHTTP(w, r)
-			return
+		if seat != nil {
+			defer fc.Release(seat)
 		}
-		cl := fc.Classify(request.UserFrom(r.Context()), info)
-		h := w.Header()
-		h[flowSchemaUIDHeader], h[priorityLevelUIDHeader] = cl.HeaderValues()
-		var work flowcontrol.WorkEstimate
-		if est != nil {
-			var watchers int
-			work, watchers = est.Estimate(info, r.URL.RawQuery, func() int { return fc.MaxSeats(cl) })
-			fc.ObserveWork(cl, work, watchers)
-		}
-		req, err := fc.WaitFor(r.Context(), cl, work)
-		if err != nil {
-			retryAfter := 1
-			if rej := (*flowcontrol.Rejection)(nil); errors.As(err, &rej) {
-				retryAfter = int(rej.RetryAfter)
-			}
-			endpoints.WriteStatusError(w, r, c, apierrors.NewTooManyRequests("Too many requests, please try again later.", retryAfter))
-			return
-		}
-		defer fc.Release(req)
-		if watch {
-			if est != nil && est.Watches != nil {
-				defer est.Watches.Register(info)()
-			}
-			r = r.WithContext(storage.WithWatchInitialized(r.Context(), func() { fc.Release(req) }))
+		if forget != nil {
+			defer forget()
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// admitFlow classifies r and waits for its seats. It returns the request
+// to go on with, or nil when it has answered r (429); the seats to
+// release when r ends (nil for the long-running requests APF exempts); for
+// a watch, what forgets it in the watch count (or nil), and its request
+// carries the release of its seats once its initial events are sent.
+//
+//go:noinline
+func admitFlow(w http.ResponseWriter, r *http.Request, c *codec.Codecs, fc *flowcontrol.Controller, est *flowcontrol.Estimator) (*flowcontrol.Request, func(), *http.Request) {
+	info := request.InfoFrom(r.Context())
+	if info == nil {
+		return nil, nil, r
+	}
+	watch := info.IsResourceRequest && info.Verb == "watch"
+	if info.IsLongRunning() && !watch {
+		return nil, nil, r
+	}
+	cl := fc.Classify(request.UserFrom(r.Context()), info)
+	h := w.Header()
+	h[flowSchemaUIDHeader], h[priorityLevelUIDHeader] = cl.HeaderValues()
+	var work flowcontrol.WorkEstimate
+	if est != nil {
+		var watchers int
+		work, watchers = est.Estimate(info, r.URL.RawQuery, func() int { return fc.MaxSeats(cl) })
+		fc.ObserveWork(cl, work, watchers)
+	}
+	req, err := fc.WaitFor(r.Context(), cl, work)
+	if err != nil {
+		retryAfter := 1
+		if rej := (*flowcontrol.Rejection)(nil); errors.As(err, &rej) {
+			retryAfter = int(rej.RetryAfter)
+		}
+		endpoints.WriteStatusError(w, r, c, apierrors.NewTooManyRequests("Too many requests, please try again later.", retryAfter))
+		return nil, nil, nil
+	}
+	var forget func()
+	if watch {
+		if est != nil && est.Watches != nil {
+			forget = est.Watches.Register(info)
+		}
+		r = r.WithContext(storage.WithWatchInitialized(r.Context(), func() { fc.Release(req) }))
+	}
+	return req, forget, r
 }
