@@ -43,13 +43,14 @@ func TestSecurityContextOnRealContainers(t *testing.T) {
 		// setgid directories, group read/write added for the emptyDir and
 		// group read for the secret's files, so user 1000 (group 2000 a
 		// supplemental one) writes the one and reads the other (mode 0600
-		// root:root otherwise), and its files are of group 2000.
+		// root:root otherwise), and its files are of group 2000 (the
+		// secret's k is a link into ..data: stat -L).
 		if _, err := env.Client.CoreV1().Secrets(ns).Create(context.Background(), &v1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: "owned"}, Data: map[string][]byte{"k": []byte("v")},
 		}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		p := podSpec("fsgroup", "stat -c '%g %a' /data; touch /data/f && stat -c '%g' /data/f; cat /sec/k; echo; stat -c '%g %a' /sec/k")
+		p := podSpec("fsgroup", "stat -c '%g %a' /data; touch /data/f && stat -c '%g' /data/f; cat /sec/k; echo; stat -L -c '%g %a' /sec/k")
 		p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsUser: ptr(int64(1000)), FSGroup: ptr(int64(2000))}
 		p.Spec.Volumes = []v1.Volume{
 			{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},

@@ -10,7 +10,12 @@ import (
 )
 
 // TestVolumes: an emptyDir is shared by two containers of a pod; configMap
-// and secret volumes show their keys as files with the right content.
+// and secret volumes show their keys as files with the right content,
+// written as upstream's atomic writer (each key a link into ..data, a
+// link to a timestamped directory). A changed ConfigMap reaches the
+// running container's volume mount, but not its subPath mount of one
+// key, which keeps the content the container started with (upstream's
+// subPath semantics).
 func TestVolumes(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := context.Background()
@@ -38,6 +43,7 @@ func TestVolumes(t *testing.T) {
 			{Name: "shared", MountPath: "/from-writer"},
 			{Name: "settings", MountPath: "/etc/settings"},
 			{Name: "creds", MountPath: "/etc/creds", ReadOnly: true},
+			{Name: "settings", MountPath: "/etc/greeting", SubPath: "greeting"},
 		},
 	})
 	createPod(t, ns, p)
@@ -48,6 +54,9 @@ func TestVolumes(t *testing.T) {
 		"cat /etc/settings/mode":                  "fast",
 		"cat /etc/creds/password":                 "s3cr3t",
 		"echo x > /etc/creds/x || echo read-only": "read-only\n",
+		"cat /etc/greeting":                       "hello configmap",
+		"readlink /etc/settings/greeting":         "..data/greeting\n",
+		"readlink /etc/settings/..data | grep -cE '^[.][.][0-9]{4}(_[0-9]{2}){5}[.][0-9]+$'": "1\n",
 	} {
 		var got string
 		if !waitUntil(10*time.Second, func() bool {
@@ -56,5 +65,24 @@ func TestVolumes(t *testing.T) {
 		}) {
 			t.Errorf("%s in the reader container: %q, want %q", cmd, got, want)
 		}
+	}
+	cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(ctx, "settings", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["greeting"] = "hello again"
+	if _, err := env.Client.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The kubelet rewrites the volume at its next sync period (20 s).
+	var got string
+	if !waitUntil(90*time.Second, func() bool {
+		got, _ = kubectl(t, "exec", "-n", ns, p.Name, "-c", "reader", "--", "cat", "/etc/settings/greeting")
+		return got == "hello again"
+	}) {
+		t.Fatalf("the updated ConfigMap in the running container: %q", got)
+	}
+	if got, _ = kubectl(t, "exec", "-n", ns, p.Name, "-c", "reader", "--", "cat", "/etc/greeting"); got != "hello configmap" {
+		t.Errorf("the subPath mount after the update: %q, want the content the container started with", got)
 	}
 }
