@@ -451,3 +451,49 @@ func TestSubPathOfAtomicWriterVolume(t *testing.T) {
 		t.Errorf("a new container's subPath a: %q, want the update", got)
 	}
 }
+
+// TestAtomicWriterKeepsTokenNotDue: a projected volume whose ConfigMap
+// changes while its token is not yet due is written anew with the same
+// token, its owner (the containers' user) and mode (0600) kept, and no new
+// token requested.
+func TestAtomicWriterKeepsTokenNotDue(t *testing.T) {
+	needRoot(t)
+	h := newVolumeHarness(t)
+	p := h.create(h.pod("keep", func(p *v1.Pod) {
+		p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{RunAsUser: ptr.To(int64(1000))}
+		p.Spec.Volumes = []v1.Volume{{Name: "api", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+			{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}},
+			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "site"}, Items: []v1.KeyToPath{{Key: "key", Path: "key"}}}},
+		}}}}}
+	}))
+	if got := h.sync(p); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s: %+v", got.Status.Phase, cstatus(got, "app"))
+	}
+	dir := h.k.volumeDir(p.UID, "kubernetes.io~projected", "api")
+	ts1 := dataDirOf(t, dir)
+	setSite(t, h, map[string]string{"index": "<h1>hi</h1>", "key": "changed"})
+	h.step(h.k.cfg.SyncFrequency + time.Second)
+	h.sync(p)
+	ts2 := dataDirOf(t, dir)
+	if ts2 == ts1 {
+		t.Fatal("the changed ConfigMap was not written")
+	}
+	if got := readString(t, filepath.Join(dir, "key")); got != "changed" {
+		t.Fatalf("key = %q", got)
+	}
+	if got := readString(t, filepath.Join(dir, "token")); got != "token-for-keep" {
+		t.Fatalf("token = %q after the write, want the one not yet due", got)
+	}
+	if uid, _, perm := statOf(t, filepath.Join(dir, ts2, "token")); uid != 1000 || perm != 0o600 {
+		t.Errorf("the kept token: uid %d mode %#o, want uid 1000 mode 0600", uid, perm)
+	}
+	n := 0
+	for _, a := range h.client.Actions() {
+		if a.GetVerb() == "create" && a.GetSubresource() == "token" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d token requests, want 1", n)
+	}
+}
