@@ -497,3 +497,35 @@ func TestAtomicWriterKeepsTokenNotDue(t *testing.T) {
 		t.Errorf("%d token requests, want 1", n)
 	}
 }
+
+// TestAtomicWriterReplacesInPlaceFiles: a volume written in place (by a
+// kubeproof before the atomic writer) is taken over at its next write:
+// its top-level files and directories become links into ..data.
+func TestAtomicWriterReplacesInPlaceFiles(t *testing.T) {
+	h := configMapHarness(t, map[string]string{"a": "new", "index": "<h1>new</h1>"})
+	p := h.pod("inplace", func(p *v1.Pod) {
+		p.Spec.Volumes = []v1.Volume{{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
+			LocalObjectReference: v1.LocalObjectReference{Name: "site"},
+			Items:                []v1.KeyToPath{{Key: "a", Path: "a"}, {Key: "index", Path: "html/index.html"}}}}}}
+	})
+	dir := h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg")
+	if err := os.MkdirAll(filepath.Join(dir, "html"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for rel, content := range map[string]string{"a": "old", "html/index.html": "<h1>old</h1>"} {
+		if err := os.WriteFile(filepath.Join(dir, rel), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.k.setUpVolumes(h.ctx, &podRecord{}, p); err != nil {
+		t.Fatal(err)
+	}
+	ts := dataDirOf(t, dir)
+	want := map[string]string{"..data": ts, ts: "", "a": "..data/a", "html": "..data/html"}
+	if got := volumeEntries(t, dir); !equalMaps(got, want) {
+		t.Fatalf("volume entries %v, want %v", got, want)
+	}
+	if got := readString(t, filepath.Join(dir, "html/index.html")); got != "<h1>new</h1>" {
+		t.Fatalf("html/index.html = %q", got)
+	}
+}
