@@ -78,8 +78,8 @@ const wantUnlimited = -1
 // /kubepods/besteffort/pod<uid>, each cgroup with upstream's values (the
 // pod's CPU request as shares, its CPU limit as a CFS quota and its
 // memory limit where every container sets them, 2 shares and no limits
-// for BestEffort), and each cgroup is gone from every hierarchy once its
-// pod is deleted.
+// for BestEffort), the QoS classes' cgroups have upstream's shares, and
+// each pod cgroup is gone from every hierarchy once its pod is deleted.
 func TestPodCgroupsByQOSClass(t *testing.T) {
 	ns := newNamespace(t)
 	limited := func(name, reqCPU, limCPU string) *v1.Pod {
@@ -110,6 +110,15 @@ func TestPodCgroupsByQOSClass(t *testing.T) {
 		waitPodCgroup(t, ns, c.pod.Name, path, c.want)
 		dirs = append(dirs, path)
 	}
+	// The QoS classes' cgroups: BestEffort 2 shares, Burstable the shares
+	// of its pods' CPU requests, at least this one's 100m (other tests'
+	// Burstable pods may still run on the node).
+	if got := qosShares(t, "/kubepods/besteffort"); !sameShares(got, 2) {
+		t.Errorf("/kubepods/besteffort cpu.shares %d; want 2", got)
+	}
+	if got := qosShares(t, "/kubepods/burstable"); got < 102 && !sameShares(got, 102) {
+		t.Errorf("/kubepods/burstable cpu.shares %d; want at least 102 (a 100m Burstable pod runs)", got)
+	}
 	for _, c := range cases {
 		if err := env.Client.CoreV1().Pods(ns).Delete(ctxFor(t, 10*time.Second), c.pod.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -130,4 +139,18 @@ func TestPodCgroupsByQOSClass(t *testing.T) {
 	}) {
 		t.Fatalf("pod cgroups left after their pods were deleted: %q", left)
 	}
+}
+
+// qosShares reads the CPU shares of a QoS class's cgroup.
+func qosShares(t *testing.T, path string) int64 {
+	t.Helper()
+	listing := "1:cpu:" + path
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		listing = "0::" + path
+	}
+	shares, err := cgroupShares(listing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return shares
 }

@@ -291,6 +291,11 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	if err := k.renewLease(ctx); err != nil {
 		k.log.Warn("lease", "err", err)
 	}
+	// The QoS classes' cgroups (podcgroups.go), as upstream's container
+	// manager at start: a kubelet that cannot make them does not run.
+	if err := k.updateQOSCgroups(); err != nil {
+		return fmt.Errorf("kubelet %s: failed to create top level QOS cgroups: %w", k.cfg.NodeName, err)
+	}
 	if err := k.adoptRuntimeState(ctx); err != nil {
 		return err
 	}
@@ -662,6 +667,7 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 	nextLease := phase(k.cfg.NodeLeaseRenewInterval)
 	nextStatus := phase(k.cfg.NodeStatusUpdateFrequency)
 	nextEviction := phase(k.evictions.Config().MonitoringInterval)
+	nextQOS := now.Add(periodicQOSCgroupUpdateInterval)
 	for {
 		select {
 		case <-ctx.Done():
@@ -692,6 +698,12 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 				k.log.Warn("node status", "err", err)
 			}
 			nextStatus = now.Add(k.cfg.NodeStatusUpdateFrequency)
+		}
+		if k.cgroups != nil && !now.Before(nextQOS) {
+			if err := k.updateQOSCgroups(); err != nil {
+				k.log.Info("Failed to reserve QoS requests", "err", err)
+			}
+			nextQOS = now.Add(periodicQOSCgroupUpdateInterval)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -24,7 +25,9 @@ import (
 // set) it makes them itself, as upstream's pod container manager: a pod's
 // cgroup, with upstream's values (podCgroupConfig), before its first
 // sandbox (ensurePodCgroup); its values changed by an in-place resize
-// (resizePodCgroup); removed once the pod is cleaned up (removePodCgroup).
+// (actuateResize, podCgroupStep); removed once the pod is cleaned up
+// (removePodCgroup); and, as upstream's QoS container manager, the QoS
+// classes' cgroups with their CPU shares (updateQOSCgroups).
 // The decisions are pure (podCgroupName, podCgroupConfig); the I/O is a
 // podCgroups, which a simulated node has none of (Kubelet.cgroups nil:
 // nothing is computed or written for its pods, no state kept per pod).
@@ -419,6 +422,73 @@ func (m cgroupfs) destroy(name string) error {
 // cannot be made.
 const EventFailedToCreatePodContainer = "FailedToCreatePodContainer"
 
+// The QoS classes' cgroups: Guaranteed pods' is /kubepods itself.
+const (
+	kubepodsCgroup   = "/kubepods"
+	burstableCgroup  = "/kubepods/burstable"
+	bestEffortCgroup = "/kubepods/besteffort"
+)
+
+// burstableCPUShares is the Burstable QoS cgroup's CPU shares given the
+// node's active pods (as allocated), as upstream's QoS container manager
+// (setCPUCgroupConfig): the shares of the CPU requests of its Burstable
+// pods summed (each pod's as upstream's PodRequests, with its overhead),
+// 2 for none.
+func burstableCPUShares(pods []*v1.Pod) int64 {
+	var milli int64
+	for _, pod := range pods {
+		if podQOS(pod) != v1.PodQOSBurstable {
+			continue
+		}
+		req, _ := podAmount(pod, v1.ResourceCPU, false)
+		if o, ok := pod.Spec.Overhead[v1.ResourceCPU]; ok {
+			req += o.MilliValue()
+		}
+		milli += req
+	}
+	return milliCPUToShares(milli)
+}
+
+// updateQOSCgroups makes the QoS classes' cgroups, or updates them, with
+// upstream's values (UpdateCgroups): BestEffort 2 CPU shares, Burstable
+// those of its active pods' CPU requests (burstableCPUShares), /kubepods
+// made as their parent (upstream gives it the node's allocatable; here it
+// keeps what it has). At start, before a pod's cgroup is made, after one
+// is removed and every minute, as upstream's. Nothing on a node whose
+// cgroups the kubelet does not manage.
+func (k *Kubelet) updateQOSCgroups() error {
+	if k.cgroups == nil {
+		return nil
+	}
+	pods := k.activePods()
+	k.mu.Lock()
+	for i, p := range pods {
+		if r := k.resizes[p.UID]; r != nil {
+			pods[i] = withAllocation(p, r.allocated)
+		}
+	}
+	k.mu.Unlock()
+	for _, q := range [...]struct {
+		name string
+		c    cgroupConfig
+	}{
+		{kubepodsCgroup, cgroupConfig{}},
+		{burstableCgroup, cgroupConfig{cpuShares: burstableCPUShares(pods)}},
+		{bestEffortCgroup, cgroupConfig{cpuShares: minCPUShares}},
+	} {
+		var err error
+		if k.cgroups.exists(q.name) {
+			err = k.cgroups.set(q.name, q.c)
+		} else {
+			err = k.cgroups.create(q.name, q.c)
+		}
+		if err != nil {
+			return fmt.Errorf("updating the QoS cgroups: %w", err)
+		}
+	}
+	return nil
+}
+
 // ensurePodCgroup makes pod's cgroup (pod as allocated) unless it exists,
 // as upstream's syncPod before the pod's sandbox: with
 // podCgroupConfig's values, upstream's event and error when that fails.
@@ -430,6 +500,9 @@ func (k *Kubelet) ensurePodCgroup(pod *v1.Pod) error {
 	name := podCgroupName(pod)
 	if k.cgroups.exists(name) {
 		return nil
+	}
+	if err := k.updateQOSCgroups(); err != nil {
+		k.log.Debug("Failed to update QoS cgroups while syncing pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 	}
 	if err := k.cgroups.create(name, podCgroupConfig(pod)); err != nil {
 		k.podEvent(pod, v1.EventTypeWarning, EventFailedToCreatePodContainer, "unable to ensure pod container exists: %v", err)
@@ -450,6 +523,9 @@ func (k *Kubelet) removePodCgroup(uid string) {
 		if err := k.cgroups.destroy(qos + uid); err != nil {
 			k.log.Info("Failed to delete cgroup paths", "podUID", uid, "err", err)
 		}
+	}
+	if err := k.updateQOSCgroups(); err != nil {
+		k.log.Info("Failed to update QoS cgroups", "err", err)
 	}
 }
 
@@ -526,3 +602,7 @@ func boolIndex(b bool) int {
 	}
 	return 0
 }
+
+// periodicQOSCgroupUpdateInterval is how often the QoS cgroups are
+// brought up to date besides pods coming and going (upstream's).
+const periodicQOSCgroupUpdateInterval = time.Minute

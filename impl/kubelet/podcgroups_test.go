@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -230,8 +231,8 @@ func TestCgroupfsFiles(t *testing.T) {
 	}
 }
 
-// recordingCgroups is cgroupfs that records the cgroups made and removed
-// and what the runtime held of the pod when each was made.
+// recordingCgroups is cgroupfs that records the pod cgroups made and
+// removed and what the runtime held of the pod when each was made.
 type recordingCgroups struct {
 	cgroupfs
 	rt        *sim.Runtime
@@ -249,6 +250,9 @@ func (r *recordingCgroups) set(name string, c cgroupConfig) error {
 }
 
 func (r *recordingCgroups) create(name string, c cgroupConfig) error {
+	if !strings.Contains(name, "/pod") { // a QoS class's
+		return r.cgroupfs.create(name, c)
+	}
 	r.created = append(r.created, name)
 	sbs, _ := r.rt.ListPodSandbox(context.Background(), nil)
 	r.sandboxes = append(r.sandboxes, len(sbs))
@@ -412,5 +416,71 @@ func TestResizePodCgroupOrder(t *testing.T) {
 		name+" {cpuShares:51 cpuQuota:10000 cpuPeriod:100000 memory:0} with the container at memory 67108864 quota 10000 shares 51")
 	if got, err := fake.read(name); err != nil || got != (cgroupConfig{cpuShares: 51, cpuQuota: 10000, cpuPeriod: 100000, memory: 64 << 20}) {
 		t.Errorf("pod cgroup after the resizes: %+v, %v", got, err)
+	}
+}
+
+// The Burstable QoS cgroup's shares are those of its pods' CPU requests
+// summed, with their overhead, as upstream's QoS container manager; the
+// other classes' pods do not count; none is 2.
+func TestBurstableCPUShares(t *testing.T) {
+	withOverhead := cgroupPod("o", req("250m", "", "", ""))
+	withOverhead.Spec.Overhead = v1.ResourceList{v1.ResourceCPU: resource.MustParse("50m")}
+	pods := []*v1.Pod{
+		cgroupPod("g", req("1", "64Mi", "1", "64Mi")),
+		cgroupPod("b", req("100m", "", "200m", "")),
+		withOverhead,
+		cgroupPod("e", req("", "", "", "")),
+	}
+	if got := burstableCPUShares(pods); got != 409 {
+		t.Errorf("burstable shares: %d; want 409 (400m)", got)
+	}
+	if got := burstableCPUShares(pods[:1]); got != 2 {
+		t.Errorf("burstable shares without Burstable pods: %d; want 2", got)
+	}
+}
+
+// A kubelet managing its node's cgroups makes the QoS classes' cgroups at
+// start (BestEffort 2 shares, Burstable 2 with no pods) and keeps the
+// Burstable one's shares those of its active pods' CPU requests as pods
+// come (before the pod's cgroup is made) and go (after it is removed).
+func TestQOSCgroupShares(t *testing.T) {
+	dir := t.TempDir()
+	for _, hier := range []string{"cpu", "memory"} {
+		os.Mkdir(filepath.Join(dir, hier), 0o755)
+	}
+	h, _ := resizeHarness(t, func(c *Config) { c.CgroupDir = dir })
+	fake := &recordingCgroups{cgroupfs: h.k.cgroups.(cgroupfs), rt: h.rt}
+	h.k.cgroups = fake
+	shares := func(name string) string { return readCgroupFile(t, dir, "cpu", name, "cpu.shares") }
+	// Another kubelet of the node, run until it has made them.
+	run := h.newKubelet(func(c *Config) { c.CgroupDir = dir })
+	ctx, cancel := context.WithCancel(h.ctx)
+	done := make(chan error, 1)
+	go func() { done <- run.Run(ctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for shares(bestEffortCgroup) == "" && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if be, b := shares(bestEffortCgroup), shares(burstableCgroup); be != "2" || b != "2" {
+		t.Fatalf("at start: besteffort cpu.shares %q, burstable %q; want 2 and 2", be, b)
+	}
+	p := h.create(h.pod("b1", func(p *v1.Pod) {
+		p.Status.QOSClass = v1.PodQOSBurstable
+		p.Spec.Containers[0].Resources = req("300m", "", "", "")
+	}))
+	h.sync(p)
+	if got := shares(burstableCgroup); got != "307" {
+		t.Errorf("burstable cpu.shares with a 300m pod: %q; want 307", got)
+	}
+	if err := h.client.CoreV1().Pods(p.Namespace).Delete(h.ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.sync(p)
+	if got := shares(burstableCgroup); got != "2" {
+		t.Errorf("burstable cpu.shares once the pod is gone: %q; want 2", got)
 	}
 }
