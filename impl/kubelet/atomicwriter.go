@@ -154,7 +154,7 @@ func atomicWrite(dir string, files map[string]volumeFile, setPerms func() error)
 		if n > 0 {
 			oldPath = filepath.Join(dir, string(tsBuf[:n]))
 		}
-		if err := publishPayload(dir, files, setPerms); err != nil {
+		if err := publishPayload(zp, dir, files, setPerms); err != nil {
 			return false, err
 		}
 	}
@@ -179,7 +179,7 @@ func atomicWrite(dir string, files map[string]volumeFile, setPerms func() error)
 // publishPayload writes files into a new data directory of dir, calls
 // setPerms, and makes ..data point to it. On failure the new directory is
 // removed and ..data is left as it was.
-func publishPayload(dir string, files map[string]volumeFile, setPerms func() error) error {
+func publishPayload(zp *[]byte, dir string, files map[string]volumeFile, setPerms func() error) error {
 	tsDir, err := os.MkdirTemp(dir, time.Now().UTC().Format("..2006_01_02_15_04_05."))
 	if err != nil {
 		return fmt.Errorf("creating a data directory in %s: %w", dir, err)
@@ -195,7 +195,7 @@ func publishPayload(dir string, files map[string]volumeFile, setPerms func() err
 		return fmt.Errorf("setting the mode of the data directory %s: %w", tsDir, err)
 	}
 	for p, f := range files {
-		if err := writePayloadFile(dir, tsDir, p, f); err != nil {
+		if err := writePayloadFile(zp, dir, tsDir, p, f); err != nil {
 			return err
 		}
 	}
@@ -205,8 +205,11 @@ func publishPayload(dir string, files map[string]volumeFile, setPerms func() err
 		}
 	}
 	tmpPath := filepath.Join(dir, atomicNewDataDir)
-	if err := os.Remove(tmpPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("removing a stale %s: %w", tmpPath, err)
+	var b [1]byte
+	if _, err := readlinkZ(zjoin(zp, tmpPath), b[:]); !errors.Is(err, syscall.ENOENT) {
+		if err := os.Remove(tmpPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing a stale %s: %w", tmpPath, err)
+		}
 	}
 	if err := os.Symlink(filepath.Base(tsDir), tmpPath); err != nil {
 		return fmt.Errorf("creating the data directory link %s: %w", tmpPath, err)
@@ -222,11 +225,12 @@ func publishPayload(dir string, files map[string]volumeFile, setPerms func() err
 // writePayloadFile writes the payload file p into the data directory
 // tsDir of the volume dir: its directories 0755, the file with f's mode
 // whatever the umask (chmod only when the umask narrows it) and, when
-// f.owner is set, that owner (lchown, as upstream's writer). A keep file's
+// f.owner is set, that owner (upstream's writer lchowns the new file; a
+// fchown of it is the same). A keep file's
 // content is the current one, read through its user-visible path.
-func writePayloadFile(dir, tsDir, p string, f volumeFile) error {
-	full := filepath.Join(tsDir, p)
+func writePayloadFile(zp *[]byte, dir, tsDir, p string, f volumeFile) error {
 	if strings.Contains(p, "/") {
+		full := filepath.Join(tsDir, p)
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 			return fmt.Errorf("creating the directory of %s: %w", full, err)
 		}
@@ -239,18 +243,43 @@ func writePayloadFile(dir, tsDir, p string, f volumeFile) error {
 		}
 		data = b
 	}
-	if err := os.WriteFile(full, data, os.FileMode(f.mode)); err != nil {
-		return fmt.Errorf("writing %s: %w", full, err)
+	// With plain system calls on a pooled path (no os.File): every new
+	// pod's volumes are written once.
+	fd, err := openZ(zjoin(zp, tsDir, p), syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, f.mode)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", filepath.Join(tsDir, p), err)
 	}
-	if f.mode&^processUmask() != f.mode {
-		if err := os.Chmod(full, os.FileMode(f.mode)); err != nil {
-			return fmt.Errorf("setting the mode of %s: %w", full, err)
+	err = writeAll(fd, data)
+	if err == nil && f.mode&^processUmask() != f.mode {
+		if err = syscall.Fchmod(fd, f.mode); err != nil {
+			err = fmt.Errorf("setting its mode: %w", err)
 		}
 	}
-	if f.owner != 0 {
-		if err := os.Lchown(full, int(f.owner), -1); err != nil {
-			return fmt.Errorf("setting the owner of %s: %w", full, err)
+	if err == nil && f.owner != 0 {
+		if err = syscall.Fchown(fd, int(f.owner), -1); err != nil {
+			err = fmt.Errorf("setting its owner: %w", err)
 		}
+	}
+	if cerr := syscall.Close(fd); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", filepath.Join(tsDir, p), err)
+	}
+	return nil
+}
+
+// writeAll writes data to fd.
+func writeAll(fd int, data []byte) error {
+	for len(data) > 0 {
+		n, err := syscall.Write(fd, data)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		data = data[n:]
 	}
 	return nil
 }
@@ -259,7 +288,7 @@ func writePayloadFile(dir, tsDir, p string, f volumeFile) error {
 // file of the payload with its content (a keep file: that it is there).
 func payloadHeld(zp *[]byte, dir, ts string, files map[string]volumeFile) bool {
 	for p, f := range files {
-		fd, err := openZ(zjoin(zp, dir, ts, p), syscall.O_RDONLY|syscall.O_CLOEXEC)
+		fd, err := openZ(zjoin(zp, dir, ts, p), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 		if err != nil {
 			return false
 		}
@@ -339,17 +368,19 @@ func payloadHasTopLevel(files map[string]volumeFile, name string) bool {
 func userVisibleLink(zp *[]byte, dir, name string) error {
 	var b [1]byte
 	_, err := readlinkZ(zjoin(zp, dir, name), b[:])
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
+	}
+	visible := filepath.Join(dir, name)
+	switch {
 	case errors.Is(err, syscall.EINVAL): // not a symlink
-		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+		if err := os.RemoveAll(visible); err != nil {
 			return err
 		}
 	case !errors.Is(err, syscall.ENOENT):
-		return &os.PathError{Op: "readlink", Path: filepath.Join(dir, name), Err: err}
+		return &os.PathError{Op: "readlink", Path: visible, Err: err}
 	}
-	return os.Symlink(atomicDataDir+"/"+name, filepath.Join(dir, name))
+	return os.Symlink(atomicDataDir+"/"+name, visible)
 }
 
 // countEntries is how many files and directories are under the
@@ -357,7 +388,7 @@ func userVisibleLink(zp *[]byte, dir, name string) error {
 // with getdents(2) into a pooled buffer: no names are made, only the paths
 // of subdirectories.
 func countEntries(z []byte) (int, error) {
-	fd, err := openZ(z, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC)
+	fd, err := openZ(z, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -452,11 +483,12 @@ func zjoin(zp *[]byte, parts ...string) []byte {
 // atFDCWD is AT_FDCWD: paths relative to the working directory.
 const atFDCWD = -0x64
 
-// openZ is open(2) of the NUL-terminated path z.
-func openZ(z []byte, flags int) (int, error) {
+// openZ is open(2) of the NUL-terminated path z (mode for a file it
+// creates).
+func openZ(z []byte, flags int, mode uint32) (int, error) {
 	cwd := atFDCWD
 	for {
-		fd, _, e := syscall.Syscall6(syscall.SYS_OPENAT, uintptr(cwd), uintptr(unsafe.Pointer(&z[0])), uintptr(flags), 0, 0, 0)
+		fd, _, e := syscall.Syscall6(syscall.SYS_OPENAT, uintptr(cwd), uintptr(unsafe.Pointer(&z[0])), uintptr(flags), uintptr(mode), 0, 0)
 		switch e {
 		case 0:
 			return int(fd), nil
