@@ -44,9 +44,12 @@ import (
 //
 // The periodic refresh of every running pod's volumes goes through here
 // (refreshVolumes), so an unchanged payload is checked with few
-// allocations: a file's content is compared with plain system calls
-// (fileHolds), and the data directory's entries are counted, not listed
-// (countEntries).
+// allocations: paths are built NUL-terminated in a pooled buffer for
+// plain system calls (openZ, readlinkZ; syscall's string paths each
+// allocate a copy), a file's content is compared into a pooled buffer
+// (fdHolds), and the data directory's entries are counted, not listed
+// (countEntries). A new pod's first write uses the same paths for its
+// files.
 
 const (
 	atomicDataDir    = "..data"
