@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -107,6 +108,66 @@ func TestSlowWatcherIsClosedOthersUnaffected(t *testing.T) {
 	}
 	if got := counted.GetCounter().GetValue(); got != 1 {
 		t.Errorf("terminated watchers counted %v, want 1 (the slow one)", got)
+	}
+}
+
+// A watcher of one object by name (a kubelet's of a ConfigMap its pods
+// use) has kube-apiserver's smallest buffer, 10 events, not
+// WatcherBufferSize's: one that does not read is closed after some tens of
+// its object's events, where a watcher of every ConfigMap, not reading
+// either, stays open.
+func TestObjectWatcherHasASmallBuffer(t *testing.T) {
+	defer leakcheck.Check(t)()
+	res := storagetest.ConfigMaps()
+	c, s := newCacher(t, res, nil)
+	defer s.Close()
+	defer c.Stop()
+	ctx := context.Background()
+	byName := storage.Everything()
+	byName.Field = fields.OneTermEqualSelector("metadata.name", "x")
+	one, err := c.Watch(ctx, res.ResourcePrefix+"/ns/", storage.ListOptions{Recursive: true, ResourceVersion: "0", Predicate: byName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Stop()
+	all, err := c.Watch(ctx, res.ResourcePrefix+"/ns/", storage.ListOptions{Recursive: true, ResourceVersion: "0", Predicate: everything(false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer all.Stop()
+	const n = 30 // x created and deleted: 60 events of x, 60 in all
+	for range n {
+		create(t, c, res, cm("x", nil, "v"))
+		if err := c.Delete(ctx, res.ResourcePrefix+"/ns/x", &corev1.ConfigMap{}, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	received := 0
+	timeout := time.After(30 * time.Second)
+	for open := true; open; {
+		select {
+		case _, ok := <-one.ResultChan():
+			if !ok {
+				open = false
+				break
+			}
+			received++
+		case <-timeout:
+			t.Fatal("the watcher of x was not closed")
+		}
+	}
+	if received > 12 {
+		t.Errorf("the watcher of x received %d events before it was closed, want at most 12 (10 buffered, one held, one more)", received)
+	}
+	for i := range 2 * n {
+		select {
+		case _, ok := <-all.ResultChan():
+			if !ok {
+				t.Fatalf("the watcher of every ConfigMap was closed after %d events", i)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the watcher of every ConfigMap got %d events, want %d", i, 2*n)
+		}
 	}
 }
 

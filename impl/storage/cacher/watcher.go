@@ -180,6 +180,15 @@ func (w *cacheWatcher) run(initial []*cachedObject, initialEnd bool, startRV int
 	}
 }
 
+// objectWatcherBufferSize is the buffer of a watcher of one object by
+// name (fieldSelector metadata.name=...: a kubelet's watch of each
+// ConfigMap and Secret its pods use, one per node and object): it is only
+// offered that object's events, so kube-apiserver's smallest watcher
+// buffer, 10 events, is enough where WatcherBufferSize's 256 would hold 2
+// KiB per watch. One that falls behind by more is closed, as any watcher,
+// and its client resumes from the last resourceVersion it saw.
+const objectWatcherBufferSize = 10
+
 // defaultBookmarkFrequency is how often a watcher that allows bookmarks
 // gets one from the cache unless Config says otherwise, as upstream's
 // cacher does (about once a minute).
@@ -284,6 +293,11 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.ListOptions
 	buf := c.watchBuf
 	if c.indexField != "" && !w.indexed {
 		buf = c.watchBufAll
+	}
+	if pred.Field != nil {
+		if _, ok := pred.Field.RequiresExactMatch("metadata.name"); ok {
+			buf = min(buf, objectWatcherBufferSize)
+		}
 	}
 	w.input = make(chan *cacheEvent, buf)
 
