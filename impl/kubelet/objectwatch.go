@@ -2,8 +2,10 @@ package kubelet
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -14,12 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	restwatch "k8s.io/client-go/rest/watch"
 )
 
 // The watch of one ConfigMap, Secret or RuntimeClass, run by one
@@ -56,6 +56,7 @@ type watchedObject struct{ obj runtime.Object }
 // watch on their own.
 type sharedObjectWatch struct {
 	latest atomic.Pointer[watchedObject] // nil until the first list
+	cur    watchCursor                   // where the watch stands; run's goroutine only
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the watch's goroutine has returned
 }
@@ -84,40 +85,66 @@ func startObjectWatch(client kubernetes.Interface, r objectRef) *sharedObjectWat
 }
 
 // run lists and watches until ctx ends.
+//
+// run and watch keep small frames, their work in callees (list, openWatch,
+// apply): the goroutine waits for events under them for minutes at a time,
+// and the runtime halves an idle goroutine's stack only while it uses under
+// a quarter of it, so what stays on the stack while it waits decides
+// whether each watch (one per node and object in kubeproof up) keeps 4 or
+// 8 KiB of stack.
 func (w *sharedObjectWatch) run(ctx context.Context, src objectSource) {
-	var c watchCursor
 	for ctx.Err() == nil {
-		if d := c.backoff(); d > 0 {
-			t := time.NewTimer(d/2 + rand.N(d/2)) // jittered: nodes that lost the API server together come back apart
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-		}
-		if c.mustList() {
-			list, err := src.list(ctx, c.listOptions(src.selector()))
-			if err == nil {
-				var obj runtime.Object
-				var rv string
-				if obj, rv, err = listedObject(src.name(), list); err == nil {
-					w.latest.Store(&watchedObject{obj})
-					if immutable(obj) {
-						return
-					}
-					c = c.listed(rv)
-					continue
-				}
-			}
-			c = c.failed(err)
-			continue
+		if d := w.cur.backoff(); d > 0 && !sleepJittered(ctx, d) {
+			return
 		}
 		var done bool
-		if c, done = w.watch(ctx, src, c); done {
+		if w.cur.mustList() {
+			done = w.list(ctx, src)
+		} else {
+			done = w.watch(ctx, src)
+		}
+		if done {
 			return
 		}
 	}
+}
+
+// sleepJittered waits d/2 plus up to d/2 more (nodes that lost the API
+// server together come back apart); false if ctx ended first.
+//
+//go:noinline
+func sleepJittered(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d/2 + rand.N(d/2))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// list lists the object, keeping what it finds; done when that is
+// immutable.
+//
+//go:noinline
+func (w *sharedObjectWatch) list(ctx context.Context, src objectSource) (done bool) {
+	list, err := src.list(ctx, w.cur.listOptions(src.selector()))
+	if err != nil {
+		w.cur = w.cur.failed(err)
+		return false
+	}
+	obj, rv, err := listedObject(src.name(), list)
+	if err != nil {
+		w.cur = w.cur.failed(err)
+		return false
+	}
+	w.latest.Store(&watchedObject{obj})
+	if immutable(obj) {
+		return true
+	}
+	w.cur = w.cur.listed(rv)
+	return false
 }
 
 // immutable reports whether obj is a ConfigMap or Secret marked
@@ -132,32 +159,60 @@ func immutable(obj runtime.Object) bool {
 	return false
 }
 
-// watch runs one watch from c's resourceVersion until it ends, keeping
-// what its events bring; done when the object it now holds is immutable.
-func (w *sharedObjectWatch) watch(ctx context.Context, src objectSource, c watchCursor) (next watchCursor, done bool) {
-	timeout := int64(minWatchTimeout.Seconds()) + rand.Int64N(int64(minWatchTimeout.Seconds()))
-	events, err := src.watch(ctx, c.watchOptions(src.selector(), timeout))
+// watch runs one watch from the cursor's resourceVersion until it ends,
+// keeping what its events bring; done when the object it now holds is
+// immutable.
+func (w *sharedObjectWatch) watch(ctx context.Context, src objectSource) (done bool) {
+	events, err := w.openWatch(ctx, src)
 	if err != nil {
-		return c.failed(err), false
+		return false
 	}
 	defer events.close()
-	c = c.watchStarted()
 	for {
 		t, obj, err := events.next(ctx)
-		if err != nil {
-			return c.failed(err), false
-		}
-		var keep *watchedObject
-		if c, keep, err = c.event(src.name(), t, obj); err != nil {
-			return c.failed(err), false
-		}
-		if keep != nil {
-			w.latest.Store(keep)
-			if immutable(keep.obj) {
-				return c, true
-			}
+		if done, end := w.apply(src, t, obj, err); end {
+			return done
 		}
 	}
+}
+
+// openWatch starts a watch from the cursor's resourceVersion (a failure
+// is the cursor's).
+//
+//go:noinline
+func (w *sharedObjectWatch) openWatch(ctx context.Context, src objectSource) (objectEvents, error) {
+	timeout := int64(minWatchTimeout.Seconds()) + rand.Int64N(int64(minWatchTimeout.Seconds()))
+	events, err := src.watch(ctx, w.cur.watchOptions(src.selector(), timeout))
+	if err != nil {
+		w.cur = w.cur.failed(err)
+		return nil, err
+	}
+	w.cur = w.cur.watchStarted()
+	return events, nil
+}
+
+// apply takes what the watch's next read returned into the cursor: end
+// when the watch ends, done when the watching does too (the object it now
+// holds is immutable).
+//
+//go:noinline
+func (w *sharedObjectWatch) apply(src objectSource, t watch.EventType, obj runtime.Object, err error) (done, end bool) {
+	if err != nil {
+		w.cur = w.cur.failed(err)
+		return false, true
+	}
+	var keep *watchedObject
+	if w.cur, keep, err = w.cur.event(src.name(), t, obj); err != nil {
+		w.cur = w.cur.failed(err)
+		return false, true
+	}
+	if keep != nil {
+		w.latest.Store(keep)
+		if immutable(keep.obj) {
+			return true, true
+		}
+	}
+	return false, false
 }
 
 // minWatchTimeout: each watch asks the server to end it after 5–10
@@ -370,13 +425,11 @@ func (s *clientSource) watch(ctx context.Context, o metav1.ListOptions) (objectE
 	if err != nil {
 		return nil, err
 	}
-	return streamEvents{restwatch.NewDecoder(
-		streaming.NewDecoder(protobufStream.Framer.NewFrameReader(body), protobufStream.Serializer),
-		scheme.Codecs.UniversalDeserializer())}, nil
+	return &streamEvents{body: body}, nil
 }
 
-// protobufStream is how a protobuf watch stream is framed and decoded
-// (nil if client-go's scheme had none: watches then go through Watch).
+// protobufStream tells whether client-go's scheme can decode protobuf
+// (nil if it has no such serializer: watches then go through Watch).
 var protobufStream = func() *runtime.StreamSerializerInfo {
 	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
 	if !ok {
@@ -385,15 +438,64 @@ var protobufStream = func() *runtime.StreamSerializerInfo {
 	return info.StreamSerializer
 }()
 
-// streamEvents decodes a watch stream in the reading goroutine; the
-// request's context ends the read.
-type streamEvents struct{ d *restwatch.Decoder }
+// maxWatchFrame is the largest watch frame read, as client-go's streaming
+// decoder's limit.
+const maxWatchFrame = 16 << 20
 
-func (s streamEvents) next(context.Context) (watch.EventType, runtime.Object, error) {
-	return s.d.Decode()
+// streamEvents reads a protobuf watch stream in the watch's goroutine:
+// frames of a 4-byte big-endian length and a metav1.WatchEvent, whose
+// object is decoded with client-go's scheme, as client-go's rest/watch
+// Decoder does. It reads the frames itself, not through that Decoder and
+// its streaming decoder and frame reader, whose frames would sit on the
+// goroutine's stack for as long as it waits (see run). The request's
+// context ends the read.
+type streamEvents struct {
+	body io.ReadCloser
+	head [4]byte
+	buf  []byte // the last frame's bytes, reused (decoding copies out)
 }
 
-func (s streamEvents) close() { s.d.Close() }
+func (s *streamEvents) next(context.Context) (watch.EventType, runtime.Object, error) {
+	if _, err := io.ReadFull(s.body, s.head[:]); err != nil {
+		return "", nil, err
+	}
+	return s.decode()
+}
+
+// decode reads the frame whose length s.head holds and decodes its event.
+//
+//go:noinline
+func (s *streamEvents) decode() (watch.EventType, runtime.Object, error) {
+	n := binary.BigEndian.Uint32(s.head[:])
+	if n > maxWatchFrame {
+		return "", nil, fmt.Errorf("watch frame of %d bytes is larger than %d", n, maxWatchFrame)
+	}
+	if uint32(cap(s.buf)) < n {
+		s.buf = make([]byte, n)
+	}
+	b := s.buf[:n]
+	if _, err := io.ReadFull(s.body, b); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return "", nil, err
+	}
+	var ev metav1.WatchEvent
+	if err := ev.Unmarshal(b); err != nil {
+		return "", nil, fmt.Errorf("decoding watch event: %w", err)
+	}
+	obj, err := runtime.Decode(scheme.Codecs.UniversalDeserializer(), ev.Object.Raw)
+	if err != nil {
+		return "", nil, fmt.Errorf("decoding watch event object: %w", err)
+	}
+	switch t := watch.EventType(ev.Type); t {
+	case watch.Added, watch.Modified, watch.Deleted, watch.Error, watch.Bookmark:
+		return t, obj, nil
+	}
+	return "", nil, fmt.Errorf("got invalid watch event type: %v", ev.Type)
+}
+
+func (s *streamEvents) close() { s.body.Close() }
 
 // watcherEvents reads a watch.Interface (fake clientsets).
 type watcherEvents struct{ w watch.Interface }

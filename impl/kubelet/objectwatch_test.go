@@ -425,3 +425,54 @@ func TestImmutable(t *testing.T) {
 		}
 	}
 }
+
+// The stream reader takes frames as client-go's rest/watch Decoder does:
+// each event's type and object, then the stream's end; a frame cut short,
+// one over the size limit and an unknown event type are errors.
+func TestStreamEventsFrames(t *testing.T) {
+	frame := func(typ string, obj runtime.Object) []byte {
+		pb, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+		raw, err := runtime.Encode(scheme.Codecs.EncoderForVersion(pb.Serializer, v1.SchemeGroupVersion), obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: raw}}
+		b, err := ev.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append([]byte{byte(len(b) >> 24), byte(len(b) >> 16), byte(len(b) >> 8), byte(len(b))}, b...)
+	}
+	var stream []byte
+	stream = append(stream, frame("ADDED", cmAt("x", "5", "v1"))...)
+	stream = append(stream, frame("BOOKMARK", cmAt("", "7", ""))...)
+	stream = append(stream, frame("ERROR", &apierrors.NewResourceExpired("too old").ErrStatus)...)
+	s := &streamEvents{body: io.NopCloser(strings.NewReader(string(stream)))}
+	typ, obj, err := s.next(context.Background())
+	if cm, ok := obj.(*v1.ConfigMap); err != nil || typ != watch.Added || !ok || cm.Data["k"] != "v1" || cm.ResourceVersion != "5" {
+		t.Fatalf("first event: %s %#v %v", typ, obj, err)
+	}
+	if typ, obj, err = s.next(context.Background()); err != nil || typ != watch.Bookmark || obj.(*v1.ConfigMap).ResourceVersion != "7" {
+		t.Fatalf("second event: %s %#v %v", typ, obj, err)
+	}
+	if typ, obj, err = s.next(context.Background()); err != nil || typ != watch.Error || obj.(*metav1.Status).Reason != metav1.StatusReasonExpired {
+		t.Fatalf("third event: %s %#v %v", typ, obj, err)
+	}
+	if _, _, err = s.next(context.Background()); err != io.EOF {
+		t.Fatalf("after the last frame: %v, want EOF", err)
+	}
+
+	bad := map[string][]byte{
+		"cut short":     frame("ADDED", cmAt("x", "5", "v1"))[:20],
+		"too large":     {0x7f, 0, 0, 0, 1, 2, 3},
+		"unknown type":  frame("CHANGED", cmAt("x", "5", "v1")),
+		"not an event":  {0, 0, 0, 3, 0xff, 0xff, 0xff},
+		"header only 2": {0, 0},
+	}
+	for name, b := range bad {
+		s := &streamEvents{body: io.NopCloser(strings.NewReader(string(b)))}
+		if typ, obj, err := s.next(context.Background()); err == nil || err == io.EOF {
+			t.Errorf("%s: %s %v %v, want an error", name, typ, obj, err)
+		}
+	}
+}
