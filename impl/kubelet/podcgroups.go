@@ -606,3 +606,14 @@ func boolIndex(b bool) int {
 // periodicQOSCgroupUpdateInterval is how often the QoS cgroups are
 // brought up to date besides pods coming and going (upstream's).
 const periodicQOSCgroupUpdateInterval = time.Minute
+
+// updateQOSCgroupsAfterKill brings the QoS cgroups up to date once a pod
+// is killed, as upstream's killPod (a failure logged).
+func (k *Kubelet) updateQOSCgroupsAfterKill() {
+	if k.cgroups == nil {
+		return
+	}
+	if err := k.updateQOSCgroups(); err != nil {
+		k.log.Debug("Failed to update QoS cgroups while killing pod", "err", err)
+	}
+}

@@ -442,7 +442,8 @@ func TestBurstableCPUShares(t *testing.T) {
 // A kubelet managing its node's cgroups makes the QoS classes' cgroups at
 // start (BestEffort 2 shares, Burstable 2 with no pods) and keeps the
 // Burstable one's shares those of its active pods' CPU requests as pods
-// come (before the pod's cgroup is made) and go (after it is removed).
+// come (before the pod's cgroup is made) and go (once killed, as
+// upstream's killPod, and after its cgroup is removed).
 func TestQOSCgroupShares(t *testing.T) {
 	dir := t.TempDir()
 	for _, hier := range []string{"cpu", "memory"} {
@@ -476,11 +477,21 @@ func TestQOSCgroupShares(t *testing.T) {
 	if got := shares(burstableCgroup); got != "307" {
 		t.Errorf("burstable cpu.shares with a 300m pod: %q; want 307", got)
 	}
-	if err := h.client.CoreV1().Pods(p.Namespace).Delete(h.ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+	// Deleted gracefully: the sync that kills it (upstream's killPod)
+	// gives its shares back, before the pod is cleaned up.
+	deletePod(t, h, p, 30)
+	h.k.HandlePod(h.get(p))
+	if _, err := h.k.syncPod(h.ctx, p.UID); err != nil {
 		t.Fatal(err)
 	}
-	h.sync(p)
 	if got := shares(burstableCgroup); got != "2" {
-		t.Errorf("burstable cpu.shares once the pod is gone: %q; want 2", got)
+		t.Errorf("burstable cpu.shares once the pod is killed: %q; want 2", got)
+	}
+	if !fake.exists("/kubepods/burstable/poduid-b1") {
+		t.Error("pod cgroup removed before the pod was cleaned up")
+	}
+	h.sync(p)
+	if got := shares(burstableCgroup); got != "2" || len(fake.destroyed) != 1 {
+		t.Errorf("burstable cpu.shares once the pod is gone: %q (cgroups removed %v); want 2", got, fake.destroyed)
 	}
 }

@@ -1022,6 +1022,10 @@ func (k *Kubelet) killPod(ctx context.Context, pod *v1.Pod, rs *podstate.Pod, gr
 	if sandboxErr != nil {
 		failed = append(failed, killFailure(actionKillPodSandbox, string(rs.UID), errKillPodSandbox, sandboxErr))
 	}
+	if len(failed) == 0 {
+		// As upstream's killPod: the QoS cgroups follow (podcgroups.go).
+		k.updateQOSCgroupsAfterKill()
+	}
 	return utilerrors.NewAggregate(failed)
 }
 
