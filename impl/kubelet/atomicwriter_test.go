@@ -529,3 +529,36 @@ func TestAtomicWriterReplacesInPlaceFiles(t *testing.T) {
 		t.Fatalf("html/index.html = %q", got)
 	}
 }
+
+// TestSubPathMissingInAtomicWriterVolume: a subPath the volume does not
+// have is created as a directory in the volume, as upstream's kubelet
+// does, and mounted from there; one leaving the volume through ".." is
+// kept inside it.
+func TestSubPathMissingInAtomicWriterVolume(t *testing.T) {
+	h := configMapHarness(t, map[string]string{"a": "1"})
+	p := h.create(h.pod("subpathmissing", func(p *v1.Pod) {
+		p.Spec.Volumes = []v1.Volume{{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
+			LocalObjectReference: v1.LocalObjectReference{Name: "site"}}}}}
+		p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{
+			{Name: "cfg", MountPath: "/etc/absent", SubPath: "absent/dir"},
+			{Name: "cfg", MountPath: "/etc/up", SubPath: "../../a"},
+		}
+	}))
+	if got := h.sync(p); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s: %+v", got.Status.Phase, cstatus(got, "app"))
+	}
+	dir := h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg")
+	mounts, err := h.k.mounts(h.get(p), &p.Spec.Containers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "absent", "dir"); mounts[0].HostPath != want {
+		t.Errorf("missing subPath mounted from %s, want %s", mounts[0].HostPath, want)
+	}
+	if fi, err := os.Stat(mounts[0].HostPath); err != nil || !fi.IsDir() {
+		t.Errorf("missing subPath not created as a directory: %v %v", fi, err)
+	}
+	if got := readString(t, mounts[1].HostPath); got != "1" {
+		t.Errorf("subPath ../../a mounted %s holding %q, want the volume's a", mounts[1].HostPath, got)
+	}
+}
