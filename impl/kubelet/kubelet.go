@@ -100,6 +100,7 @@ type Kubelet struct {
 	mu             sync.Mutex
 	pods           map[types.UID]*podRecord
 	resizes        map[types.UID]*podResize // pods resized in place (resize.go); nil until the first
+	cgroupsLeft    []string                 // pod cgroups whose removal failed, tried again (podcgroups.go)
 	allocFile      string                   // where resizes' allocations are kept ("": memory only; resizestate.go)
 	sourceSynced   bool
 	node           *v1.Node
@@ -703,6 +704,7 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 			if err := k.updateQOSCgroups(); err != nil {
 				k.log.Info("Failed to reserve QoS requests", "err", err)
 			}
+			k.retryPodCgroupRemovals()
 			nextQOS = now.Add(periodicQOSCgroupUpdateInterval)
 		}
 	}

@@ -513,8 +513,9 @@ func (k *Kubelet) ensurePodCgroup(pod *v1.Pod) error {
 
 // removePodCgroup removes the cgroup of the pod uid, gone from the API
 // and cleaned up (its containers and sandboxes removed), whichever QoS
-// class's it is. A failure is only logged, as upstream's orphaned pod
-// cgroup clean-up logs it.
+// class's it is. A failure is logged, as upstream's orphaned pod cgroup
+// clean-up logs it, and the cgroup is tried again every minute
+// (retryPodCgroupRemovals), as upstream's clean-up finds it again.
 func (k *Kubelet) removePodCgroup(uid string) {
 	if k.cgroups == nil {
 		return
@@ -522,10 +523,35 @@ func (k *Kubelet) removePodCgroup(uid string) {
 	for _, qos := range [...]string{"/kubepods/pod", "/kubepods/burstable/pod", "/kubepods/besteffort/pod"} {
 		if err := k.cgroups.destroy(qos + uid); err != nil {
 			k.log.Info("Failed to delete cgroup paths", "podUID", uid, "err", err)
+			k.mu.Lock()
+			k.cgroupsLeft = append(k.cgroupsLeft, qos+uid)
+			k.mu.Unlock()
 		}
 	}
 	if err := k.updateQOSCgroups(); err != nil {
 		k.log.Info("Failed to update QoS cgroups", "err", err)
+	}
+}
+
+// retryPodCgroupRemovals tries again to remove the pod cgroups whose
+// removal failed (housekeeping's, every minute), keeping those that still
+// fail.
+func (k *Kubelet) retryPodCgroupRemovals() {
+	k.mu.Lock()
+	left := k.cgroupsLeft
+	k.cgroupsLeft = nil
+	k.mu.Unlock()
+	var still []string
+	for _, name := range left {
+		if err := k.cgroups.destroy(name); err != nil {
+			k.log.Info("Failed to delete cgroup paths", "cgroup", name, "err", err)
+			still = append(still, name)
+		}
+	}
+	if len(still) > 0 {
+		k.mu.Lock()
+		k.cgroupsLeft = append(k.cgroupsLeft, still...)
+		k.mu.Unlock()
 	}
 }
 

@@ -240,6 +240,7 @@ type recordingCgroups struct {
 	sandboxes []int // the runtime's sandboxes when each was created
 	destroyed []string
 	onSet     func(name string, c cgroupConfig) // if set, told of each set before it is made
+	busy      int                               // removals of existing cgroups to fail first (a process still in it)
 }
 
 func (r *recordingCgroups) set(name string, c cgroupConfig) error {
@@ -261,6 +262,10 @@ func (r *recordingCgroups) create(name string, c cgroupConfig) error {
 
 func (r *recordingCgroups) destroy(name string) error {
 	if _, err := os.Stat(r.dir("cpu", name)); err == nil {
+		if r.busy > 0 {
+			r.busy--
+			return fmt.Errorf("removing cgroup %s: device or resource busy", name)
+		}
 		r.destroyed = append(r.destroyed, name)
 		for _, ctl := range v1Controllers {
 			os.RemoveAll(r.dir(ctl, name))
@@ -493,5 +498,36 @@ func TestQOSCgroupShares(t *testing.T) {
 	h.sync(p)
 	if got := shares(burstableCgroup); got != "2" || len(fake.destroyed) != 1 {
 		t.Errorf("burstable cpu.shares once the pod is gone: %q (cgroups removed %v); want 2", got, fake.destroyed)
+	}
+}
+
+// A pod cgroup whose removal fails (a process still in it) is removed
+// when tried again (housekeeping's, every minute), and then no more.
+func TestPodCgroupRemovalRetried(t *testing.T) {
+	dir := t.TempDir()
+	for _, hier := range []string{"cpu", "memory"} {
+		os.Mkdir(filepath.Join(dir, hier), 0o755)
+	}
+	h, _ := resizeHarness(t, func(c *Config) { c.CgroupDir = dir })
+	fake := &recordingCgroups{cgroupfs: h.k.cgroups.(cgroupfs), rt: h.rt}
+	h.k.cgroups = fake
+	p := h.create(h.pod("left", nil))
+	h.sync(p)
+	const name = "/kubepods/besteffort/poduid-left"
+	if err := h.client.CoreV1().Pods(p.Namespace).Delete(h.ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fake.busy = 1
+	h.sync(p)
+	if !fake.exists(name) || len(fake.destroyed) != 0 {
+		t.Fatalf("pod cgroup removed though busy: %v", fake.destroyed)
+	}
+	h.k.retryPodCgroupRemovals()
+	if fake.exists(name) || !slices.Equal(fake.destroyed, []string{name}) {
+		t.Fatalf("pod cgroup not removed when tried again: %v", fake.destroyed)
+	}
+	h.k.retryPodCgroupRemovals()
+	if len(fake.destroyed) != 1 || len(h.k.cgroupsLeft) != 0 {
+		t.Errorf("removed again: %v, left %v", fake.destroyed, h.k.cgroupsLeft)
 	}
 }
