@@ -152,7 +152,8 @@ type Config struct {
 	// image (10 s doubling to 5 min, upstream's imageBackOffPeriod and
 	// MaxImageBackOff; podsync.DecideImagePull).
 	ImagePullBackoff podsync.BackoffConfig
-	// Workers is the number of goroutines syncing pods (4).
+	// Workers is how many goroutines may sync pods at once (4); they run
+	// only while pods wait to be synced (workers.go).
 	Workers int
 	// RootDir holds pod directories and their volumes
 	// (<RootDir>/pods/<uid>/volumes/<plugin>/<name>); default

@@ -308,12 +308,20 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	defer releaseServices()
 	k.services.Store(&services)
 
-	queue := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[types.UID]{Clock: k.clock})
+	// Up to Workers goroutines sync pods, started as pods are queued
+	// (workers.go).
+	pool := &workerPool{max: k.cfg.Workers, work: func() bool { return k.processNext(ctx) }}
+	queue := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[types.UID]{
+		Clock: k.clock,
+		Queue: kickingQueue{workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[types.UID]{Clock: k.clock}), pool.kick},
+	})
+	pool.queue = queue
 	k.mu.Lock()
 	k.queue = queue
 	k.mu.Unlock()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	defer pool.close()
 	defer queue.ShutDown()
 
 	var informer cache.SharedIndexInformer
@@ -336,14 +344,6 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		defer factory.Shutdown()
 	}
 
-	for i := 0; i < k.cfg.Workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k.processNext(ctx) {
-			}
-		}()
-	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
