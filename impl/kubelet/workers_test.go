@@ -38,17 +38,6 @@ func (p *workerPool) runningNow() int {
 	return p.running
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // Pods added from many goroutines at once, directly and after a delay,
 // are each synced, by at most max workers at a time, and once the queue is
 // empty no worker is left; a later pod starts one again.
@@ -92,18 +81,18 @@ func TestWorkerPoolStartsWorkersForWorkAndEndsThem(t *testing.T) {
 		defer mu.Unlock()
 		return len(synced)
 	}
-	waitFor(t, "every pod synced", func() bool { return count() == adders*each })
-	waitFor(t, "the workers to leave", func() bool { return p.runningNow() == 0 })
+	eventually(t, "every pod synced", func() bool { return count() == adders*each })
+	eventually(t, "the workers to leave", func() bool { return p.runningNow() == 0 })
 	if m := most.Load(); m > 4 {
 		t.Errorf("%d workers ran at once, want at most 4", m)
 	}
 	q.AddAfter("late", time.Millisecond)
-	waitFor(t, "the late pod synced", func() bool { mu.Lock(); defer mu.Unlock(); return synced["late"] == 1 })
-	waitFor(t, "the workers to leave again", func() bool { return p.runningNow() == 0 })
+	eventually(t, "the late pod synced", func() bool { mu.Lock(); defer mu.Unlock(); return synced["late"] == 1 })
+	eventually(t, "the workers to leave again", func() bool { return p.runningNow() == 0 })
 
 	q.ShutDown()
 	p.close()
-	waitFor(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
+	eventually(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
 }
 
 // Closing the pool waits for a worker busy with a pod, and starts none
