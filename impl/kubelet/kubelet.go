@@ -94,6 +94,7 @@ type Kubelet struct {
 	evictions   *eviction.Manager
 	simEviction *eviction.SimProvider
 	evictMu     sync.Mutex // one eviction interval at a time
+	qosMu       sync.Mutex // one QoS cgroup update at a time (podcgroups.go)
 
 	services atomic.Pointer[serviceSource] // set by Run (serviceenv.go)
 

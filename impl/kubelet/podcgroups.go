@@ -454,12 +454,17 @@ func burstableCPUShares(pods []*v1.Pod) int64 {
 // those of its active pods' CPU requests (burstableCPUShares), /kubepods
 // made as their parent (upstream gives it the node's allocatable; here it
 // keeps what it has). At start, before a pod's cgroup is made, after one
-// is removed and every minute, as upstream's. Nothing on a node whose
-// cgroups the kubelet does not manage.
+// is removed and every minute, as upstream's. One at a time, from reading
+// the pods to the last write, as upstream's UpdateCgroups holds its lock:
+// pod workers and housekeeping call it concurrently, and one that read the
+// pods before another's update and wrote after it would leave stale
+// shares. Nothing on a node whose cgroups the kubelet does not manage.
 func (k *Kubelet) updateQOSCgroups() error {
 	if k.cgroups == nil {
 		return nil
 	}
+	k.qosMu.Lock()
+	defer k.qosMu.Unlock()
 	pods := k.activePods()
 	k.mu.Lock()
 	for i, p := range pods {

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -529,5 +532,55 @@ func TestPodCgroupRemovalRetried(t *testing.T) {
 	h.k.retryPodCgroupRemovals()
 	if len(fake.destroyed) != 1 || len(h.k.cgroupsLeft) != 0 {
 		t.Errorf("removed again: %v, left %v", fake.destroyed, h.k.cgroupsLeft)
+	}
+}
+
+// overlapCgroups is a podCgroups that records whether two callers were
+// ever in it at once (each call yields while inside, so that an
+// unserialized caller comes in).
+type overlapCgroups struct {
+	inside  atomic.Int32
+	overlap atomic.Bool
+}
+
+func (o *overlapCgroups) enter() {
+	if o.inside.Add(1) > 1 {
+		o.overlap.Store(true)
+	}
+	runtime.Gosched()
+	o.inside.Add(-1)
+}
+func (o *overlapCgroups) exists(string) bool                { o.enter(); return true }
+func (o *overlapCgroups) create(string, cgroupConfig) error { o.enter(); return nil }
+func (o *overlapCgroups) set(string, cgroupConfig) error    { o.enter(); return nil }
+func (o *overlapCgroups) read(string) (cgroupConfig, error) { o.enter(); return cgroupConfig{}, nil }
+func (o *overlapCgroups) destroy(string) error              { o.enter(); return nil }
+
+// The QoS cgroups are updated by one caller at a time, as upstream's QoS
+// container manager holds its lock from reading the active pods to the
+// last write (UpdateCgroups): pod workers, killPod and housekeeping update
+// them concurrently, and one that read the pods before another's update
+// but wrote after it would leave the Burstable shares stale until the
+// next minute's update.
+func TestQOSCgroupUpdatesSerialized(t *testing.T) {
+	h, _ := resizeHarness(t, func(c *Config) { c.CgroupDir = t.TempDir() })
+	fake := &overlapCgroups{}
+	h.k.cgroups = fake
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				if err := h.k.updateQOSCgroups(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if fake.overlap.Load() {
+		t.Error("two QoS cgroup updates wrote at once")
 	}
 }
