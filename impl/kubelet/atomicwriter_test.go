@@ -562,3 +562,40 @@ func TestSubPathMissingInAtomicWriterVolume(t *testing.T) {
 		t.Errorf("subPath ../../a mounted %s holding %q, want the volume's a", mounts[1].HostPath, got)
 	}
 }
+
+// TestSubPathMissingCreatedWithVolumeMode: a missing subPath is created
+// with the volume directory's mode whatever the kubelet's umask, its
+// sticky bit included (a secret volume's 1777), every directory made, as
+// upstream's SafeMakeDir fchmods each directory it creates.
+func TestSubPathMissingCreatedWithVolumeMode(t *testing.T) {
+	h := newVolumeHarness(t)
+	p := h.create(h.pod("subpathmode", func(p *v1.Pod) {
+		p.Spec.Volumes = []v1.Volume{
+			{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "site"}}}},
+			{Name: "creds", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "creds"}}},
+		}
+		p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{
+			{Name: "cfg", MountPath: "/etc/absent", SubPath: "absent/dir"},
+			{Name: "creds", MountPath: "/etc/creds", SubPath: "absent/dir"},
+		}
+	}))
+	if got := h.sync(p); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s: %+v", got.Status.Phase, cstatus(got, "app"))
+	}
+	for _, tc := range []struct {
+		dir  string
+		perm uint32
+	}{
+		{h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg"), 0o777},
+		{h.k.volumeDir(p.UID, "kubernetes.io~secret", "creds"), 0o1777},
+	} {
+		if _, _, perm := statOf(t, tc.dir); perm != tc.perm {
+			t.Fatalf("%s: mode %#o, want %#o", tc.dir, perm, tc.perm)
+		}
+		for _, rel := range []string{"absent", "absent/dir"} {
+			if _, _, perm := statOf(t, filepath.Join(tc.dir, rel)); perm != tc.perm {
+				t.Errorf("%s: mode %#o, want the volume's %#o", filepath.Join(tc.dir, rel), perm, tc.perm)
+			}
+		}
+	}
+}

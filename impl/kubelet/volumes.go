@@ -603,7 +603,7 @@ func (k *Kubelet) atomicSubPath(pod *v1.Pod, c *v1.Container, vm v1.VolumeMount,
 	if _, err := os.Stat(host); errors.Is(err, os.ErrNotExist) {
 		st, err := os.Stat(volPath)
 		if err == nil {
-			err = os.MkdirAll(host, st.Mode().Perm())
+			err = makeSubPathDir(host, st.Mode())
 		}
 		if err != nil {
 			k.log.Error("Failed to create subPath directory for volumeMount of the container", "containerName", c.Name, "volumeMountName", vm.Name, "err", err)
@@ -636,6 +636,37 @@ func (k *Kubelet) atomicSubPath(pod *v1.Pod, c *v1.Container, vm v1.VolumeMount,
 		return "", fmt.Errorf("error linking subpath %s to %s: %w", resolved, target, err)
 	}
 	return target, nil
+}
+
+// makeSubPathDir creates the directory host of a missing subPath and
+// each missing directory above it with the volume directory's mode,
+// chmod-ed after the mkdir so that the umask does not narrow it and its
+// sticky and setgid bits stay (a secret volume's 1777, a directory an
+// fsGroup made setgid), as upstream's SafeMakeDir fchmods every directory
+// it creates.
+func makeSubPathDir(host string, mode os.FileMode) error {
+	var missing []string
+	for p := host; ; p = filepath.Dir(p) {
+		if _, err := os.Stat(p); err == nil {
+			break
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, p)
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	mode &= os.ModePerm | os.ModeSticky | os.ModeSetgid | os.ModeSetuid
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := os.Mkdir(missing[i], mode.Perm()); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		if err := os.Chmod(missing[i], mode); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // removePodDir deletes the pod's directory (volumes) once it is gone,
