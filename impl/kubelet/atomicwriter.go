@@ -487,8 +487,12 @@ func zjoin(zp *[]byte, parts ...string) []byte {
 const atFDCWD = -0x64
 
 // openZ is open(2) of the NUL-terminated path z (mode for a file it
-// creates).
+// creates). A path with a NUL before its end is EINVAL, as syscall's
+// string paths: the kernel would read it cut at the first NUL.
 func openZ(z []byte, flags int, mode uint32) (int, error) {
+	if indexNUL(z) != len(z)-1 {
+		return -1, syscall.EINVAL
+	}
 	cwd := atFDCWD
 	for {
 		fd, _, e := syscall.Syscall6(syscall.SYS_OPENAT, uintptr(cwd), uintptr(unsafe.Pointer(&z[0])), uintptr(flags), uintptr(mode), 0, 0)
@@ -502,8 +506,12 @@ func openZ(z []byte, flags int, mode uint32) (int, error) {
 	}
 }
 
-// readlinkZ is readlink(2) of the NUL-terminated path z into buf.
+// readlinkZ is readlink(2) of the NUL-terminated path z into buf (EINVAL
+// for a path with a NUL before its end, as openZ).
 func readlinkZ(z, buf []byte) (int, error) {
+	if indexNUL(z) != len(z)-1 {
+		return 0, syscall.EINVAL
+	}
 	cwd := atFDCWD
 	for {
 		n, _, e := syscall.Syscall6(syscall.SYS_READLINKAT, uintptr(cwd), uintptr(unsafe.Pointer(&z[0])), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0, 0)

@@ -599,3 +599,24 @@ func TestSubPathMissingCreatedWithVolumeMode(t *testing.T) {
 		}
 	}
 }
+
+// TestAtomicWriterPathWithNUL: a payload path holding a NUL byte (the API
+// server's validation lets one through) fails the write as upstream's
+// (open: invalid argument) and publishes nothing; the raw system calls
+// of the writer do not write the path cut at the NUL.
+func TestAtomicWriterPathWithNUL(t *testing.T) {
+	root := t.TempDir()
+	h := newHarness(t, func(c *Config) { c.RootDir = root })
+	p := h.pod("nul", func(p *v1.Pod) {
+		p.Spec.Volumes = []v1.Volume{{Name: "info", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{Items: []v1.DownwardAPIVolumeFile{
+			{Path: "a\x00b", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}}}
+	})
+	err := h.k.setUpVolumes(h.ctx, &podRecord{}, p)
+	if err == nil || !strings.Contains(err.Error(), "invalid argument") {
+		t.Fatalf("error %v, want invalid argument", err)
+	}
+	dir := h.k.volumeDir(p.UID, "kubernetes.io~downward-api", "info")
+	if ents := volumeEntries(t, dir); len(ents) != 0 {
+		t.Fatalf("a path with a NUL wrote %v", ents)
+	}
+}
