@@ -329,9 +329,14 @@ func payloadPaths(files map[string]volumeFile) int {
 // removeStaleLinks removes the user-visible links of the top-level paths
 // of the old data directory old that the payload no longer has (upstream
 // removes only top-level paths: deeper ones go with the old directory).
-// Every one is tried; the error names the first that failed.
+// Every one is tried; the error names the first that failed. An old
+// directory that is gone (..data left dangling) has nothing to remove, as
+// upstream's walk of it finds nothing.
 func removeStaleLinks(dir, old string, files map[string]volumeFile) error {
 	f, err := os.Open(old)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("reading the old data directory %s: %w", old, err)
 	}

@@ -620,3 +620,31 @@ func TestAtomicWriterPathWithNUL(t *testing.T) {
 		t.Fatalf("a path with a NUL wrote %v", ents)
 	}
 }
+
+// TestAtomicWriterDataDirectoryGone: a volume whose data directory is
+// gone (..data dangling) is written anew without an error, as upstream's
+// writer (nothing of the old directory to remove).
+func TestAtomicWriterDataDirectoryGone(t *testing.T) {
+	h := configMapHarness(t, map[string]string{"a": "1"})
+	p := h.pod("gone", func(p *v1.Pod) {
+		p.Spec.Volumes = []v1.Volume{{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
+			LocalObjectReference: v1.LocalObjectReference{Name: "site"}}}}}
+	})
+	if err := h.k.setUpVolumes(h.ctx, &podRecord{}, p); err != nil {
+		t.Fatal(err)
+	}
+	dir := h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg")
+	if err := os.RemoveAll(filepath.Join(dir, dataDirOf(t, dir))); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.k.setUpVolumes(h.ctx, &podRecord{}, p); err != nil {
+		t.Fatalf("writing a volume whose data directory is gone: %v", err)
+	}
+	ts := dataDirOf(t, dir)
+	if got := volumeEntries(t, dir); !equalMaps(got, map[string]string{"..data": ts, ts: "", "a": "..data/a"}) {
+		t.Fatalf("entries %v", got)
+	}
+	if got := readString(t, filepath.Join(dir, "a")); got != "1" {
+		t.Fatalf("a = %q", got)
+	}
+}
