@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -461,14 +460,18 @@ func TestQOSCgroupShares(t *testing.T) {
 	fake := &recordingCgroups{cgroupfs: h.k.cgroups.(cgroupfs), rt: h.rt}
 	h.k.cgroups = fake
 	shares := func(name string) string { return readCgroupFile(t, dir, "cpu", name, "cpu.shares") }
-	// Another kubelet of the node, run until it has made them.
+	// Another kubelet of the node, run until it has made them (its last,
+	// BestEffort's, written).
 	run := h.newKubelet(func(c *Config) { c.CgroupDir = dir })
+	made := make(chan struct{})
+	run.cgroups = &madeCgroups{cgroupfs: run.cgroups.(cgroupfs), made: made}
 	ctx, cancel := context.WithCancel(h.ctx)
 	done := make(chan error, 1)
 	go func() { done <- run.Run(ctx) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for shares(bestEffortCgroup) == "" && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case <-made:
+	case err := <-done:
+		t.Fatalf("Run returned before making the QoS cgroups: %v", err)
 	}
 	cancel()
 	if err := <-done; err != nil {
@@ -501,6 +504,60 @@ func TestQOSCgroupShares(t *testing.T) {
 	h.sync(p)
 	if got := shares(burstableCgroup); got != "2" || len(fake.destroyed) != 1 {
 		t.Errorf("burstable cpu.shares once the pod is gone: %q (cgroups removed %v); want 2", got, fake.destroyed)
+	}
+}
+
+// madeCgroups is cgroupfs that closes made once the BestEffort QoS
+// cgroup is written (made or set).
+type madeCgroups struct {
+	cgroupfs
+	made chan struct{}
+	once sync.Once
+}
+
+func (m *madeCgroups) create(name string, c cgroupConfig) error {
+	err := m.cgroupfs.create(name, c)
+	m.written(name)
+	return err
+}
+
+func (m *madeCgroups) set(name string, c cgroupConfig) error {
+	err := m.cgroupfs.set(name, c)
+	m.written(name)
+	return err
+}
+
+func (m *madeCgroups) written(name string) {
+	if name == bestEffortCgroup {
+		m.once.Do(func() { close(m.made) })
+	}
+}
+
+// failingCgroups is a podCgroups that cannot make cgroups; a failed create
+// also stops the kubelet running (cancel), so that a Run going on without
+// them returns.
+type failingCgroups struct{ cancel context.CancelFunc }
+
+func (f failingCgroups) exists(string) bool { return false }
+func (f failingCgroups) create(name string, _ cgroupConfig) error {
+	f.cancel()
+	return fmt.Errorf("creating cgroup %s: mkdir: not a directory", name)
+}
+func (f failingCgroups) set(string, cgroupConfig) error    { return nil }
+func (f failingCgroups) read(string) (cgroupConfig, error) { return cgroupConfig{}, nil }
+func (f failingCgroups) destroy(string) error              { return nil }
+
+// A kubelet that cannot make the QoS classes' cgroups does not run, as
+// upstream's container manager fails the kubelet's start.
+func TestRunFailsWithoutQOSCgroups(t *testing.T) {
+	h, _ := resizeHarness(t, nil)
+	run := h.newKubelet(func(c *Config) { c.CgroupDir = t.TempDir() })
+	ctx, cancel := context.WithCancel(h.ctx)
+	defer cancel()
+	run.cgroups = failingCgroups{cancel: cancel}
+	err := run.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "failed to create top level QOS cgroups: updating the QoS cgroups: creating cgroup /kubepods: ") {
+		t.Fatalf("Run: %v; want the QoS cgroups' failure", err)
 	}
 }
 
