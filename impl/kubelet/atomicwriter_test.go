@@ -532,8 +532,9 @@ func TestAtomicWriterReplacesInPlaceFiles(t *testing.T) {
 
 // TestSubPathMissingInAtomicWriterVolume: a subPath the volume does not
 // have is created as a directory in the volume, as upstream's kubelet
-// does, and mounted from there; one leaving the volume through ".." is
-// kept inside it.
+// does, and mounted from there; one with a ".." element or absolute is
+// refused with upstream's makeMounts errors (the API server refuses them
+// too).
 func TestSubPathMissingInAtomicWriterVolume(t *testing.T) {
 	h := configMapHarness(t, map[string]string{"a": "1"})
 	p := h.create(h.pod("subpathmissing", func(p *v1.Pod) {
@@ -541,7 +542,6 @@ func TestSubPathMissingInAtomicWriterVolume(t *testing.T) {
 			LocalObjectReference: v1.LocalObjectReference{Name: "site"}}}}}
 		p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{
 			{Name: "cfg", MountPath: "/etc/absent", SubPath: "absent/dir"},
-			{Name: "cfg", MountPath: "/etc/up", SubPath: "../../a"},
 		}
 	}))
 	if got := h.sync(p); got.Status.Phase != v1.PodRunning {
@@ -558,8 +558,16 @@ func TestSubPathMissingInAtomicWriterVolume(t *testing.T) {
 	if fi, err := os.Stat(mounts[0].HostPath); err != nil || !fi.IsDir() {
 		t.Errorf("missing subPath not created as a directory: %v %v", fi, err)
 	}
-	if got := readString(t, mounts[1].HostPath); got != "1" {
-		t.Errorf("subPath ../../a mounted %s holding %q, want the volume's a", mounts[1].HostPath, got)
+	for subPath, want := range map[string]string{
+		"../../a": "unable to provision SubPath `../../a`: must not contain '..'",
+		"a/..":    "unable to provision SubPath `a/..`: must not contain '..'",
+		"/a":      "error SubPath `/a` must not be an absolute path",
+	} {
+		c := p.Spec.Containers[0]
+		c.VolumeMounts = []v1.VolumeMount{{Name: "cfg", MountPath: "/etc/up", SubPath: subPath}}
+		if _, err := h.k.mounts(h.get(p), &c); err == nil || err.Error() != want {
+			t.Errorf("subPath %s: error %v, want %s", subPath, err, want)
+		}
 	}
 }
 

@@ -562,6 +562,16 @@ func (k *Kubelet) mounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, err
 			host = k.volumeDir(pod.UID, volumePlugin(vol), vol.Name)
 		}
 		if vm.SubPath != "" {
+			// Upstream's makeMounts refuses these before anything (the
+			// API server's validation too).
+			if filepath.IsAbs(vm.SubPath) {
+				return nil, fmt.Errorf("error SubPath `%s` must not be an absolute path", vm.SubPath)
+			}
+			for item := range strings.SplitSeq(vm.SubPath, "/") {
+				if item == ".." {
+					return nil, fmt.Errorf("unable to provision SubPath `%s`: must not contain '..'", vm.SubPath)
+				}
+			}
 			if writtenVolume(vol) {
 				sub, err := k.atomicSubPath(pod, c, vm, i, host)
 				if err != nil {
