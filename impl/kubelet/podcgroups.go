@@ -23,8 +23,8 @@ import (
 //
 // On a node whose cgroups the kubelet manages (a CRI node: Config.CgroupDir
 // set) it makes them itself, as upstream's pod container manager: a pod's
-// cgroup, with upstream's values (podCgroupConfig), before its first
-// sandbox (ensurePodCgroup); its values changed by an in-place resize
+// cgroup, with upstream's values (podCgroupConfig), before its volumes
+// and first sandbox (ensurePodCgroup); its values changed by an in-place resize
 // (actuateResize, podCgroupStep); removed once the pod is cleaned up
 // (removePodCgroup); and, as upstream's QoS container manager, the QoS
 // classes' cgroups with their CPU shares (updateQOSCgroups).
@@ -495,7 +495,7 @@ func (k *Kubelet) updateQOSCgroups() error {
 }
 
 // ensurePodCgroup makes pod's cgroup (pod as allocated) unless it exists,
-// as upstream's syncPod before the pod's sandbox: with
+// as upstream's syncPod before the pod's volumes and sandbox: with
 // podCgroupConfig's values, upstream's event and error when that fails.
 // Nothing on a node whose cgroups the kubelet does not manage.
 func (k *Kubelet) ensurePodCgroup(pod *v1.Pod) error {

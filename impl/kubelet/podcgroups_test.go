@@ -342,6 +342,39 @@ func TestPodCgroupMadeBeforeSandboxAndRemoved(t *testing.T) {
 	}
 }
 
+// A pod's cgroup is made before its volumes are set up, as upstream's
+// syncPod makes it before it waits for the volumes: a pod whose configMap
+// is missing has its cgroup, and the Burstable shares count it, while it
+// waits (ContainerCreating) for its volume.
+func TestPodCgroupMadeBeforeVolumes(t *testing.T) {
+	dir := t.TempDir()
+	for _, hier := range []string{"cpu", "memory"} {
+		os.Mkdir(filepath.Join(dir, hier), 0o755)
+	}
+	h, _ := resizeHarness(t, func(c *Config) { c.CgroupDir = dir })
+	fake := &recordingCgroups{cgroupfs: h.k.cgroups.(cgroupfs), rt: h.rt}
+	h.k.cgroups = fake
+	p := h.create(h.pod("novol", func(p *v1.Pod) {
+		p.Status.QOSClass = v1.PodQOSBurstable
+		p.Spec.Containers[0].Resources = req("300m", "", "", "")
+		p.Spec.Volumes = []v1.Volume{{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
+			LocalObjectReference: v1.LocalObjectReference{Name: "missing"}}}}}
+	}))
+	if _, err := h.k.syncPod(h.ctx, p.UID); err == nil {
+		t.Fatal("sync of a pod whose configMap is missing succeeded")
+	}
+	if sbs, _ := h.rt.ListPodSandbox(h.ctx, nil); len(sbs) != 0 {
+		t.Fatalf("a sandbox made before the volumes: %d", len(sbs))
+	}
+	const name = "/kubepods/burstable/poduid-novol"
+	if !slices.Equal(fake.created, []string{name}) {
+		t.Errorf("cgroups made while the volume is missing: %v; want [%s]", fake.created, name)
+	}
+	if got := readCgroupFile(t, dir, "cpu", burstableCgroup, "cpu.shares"); got != "307" {
+		t.Errorf("burstable cpu.shares: %q; want 307", got)
+	}
+}
+
 // The pod cgroup's part of an in-place resize, as upstream's
 // doPodResizeAction: for each resource, values that grow are written
 // before the containers', values that shrink after; a limit the pod does

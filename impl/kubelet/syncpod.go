@@ -517,7 +517,13 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 // startPod sets up the pod's volumes and creates its sandbox and
 // containers as the actions say (execute's, once the kills are done).
 func (k *Kubelet) startPod(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *podstate.Pod, a podsync.Actions) error {
-
+	// The pod's cgroup, the sandbox's parent, before its volumes, as
+	// upstream's syncPod makes it before it waits for them (podcgroups.go).
+	if a.CreateSandbox {
+		if err := k.ensurePodCgroup(pod); err != nil {
+			return err
+		}
+	}
 	if (a.CreateSandbox || len(a.ContainersToStart) > 0) && len(pod.Spec.Volumes) > 0 {
 		if err := k.setUpVolumes(ctx, rec, pod); err != nil {
 			for _, e := range volumeErrors(err) { // one FailedMount per failing volume
@@ -538,10 +544,6 @@ func (k *Kubelet) startPod(ctx context.Context, rec *podRecord, pod *v1.Pod, rs 
 	if a.CreateSandbox {
 		if a.SandboxAttempt > 0 {
 			k.podEvent(pod, v1.EventTypeNormal, EventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
-		}
-		// The pod's cgroup, the sandbox's parent, first (podcgroups.go).
-		if err := k.ensurePodCgroup(pod); err != nil {
-			return err
 		}
 		// The RuntimeClass's handler (runtimeclass.go); a class missing or
 		// unreadable fails the sandbox as a runtime's refusal does.
