@@ -375,6 +375,34 @@ func TestPodCgroupMadeBeforeVolumes(t *testing.T) {
 	}
 }
 
+// A pod whose sandbox was never made (its RuntimeClass missing) has its
+// cgroup removed all the same once it is deleted and cleaned up.
+func TestPodCgroupRemovedWithoutSandbox(t *testing.T) {
+	dir := t.TempDir()
+	for _, hier := range []string{"cpu", "memory"} {
+		os.Mkdir(filepath.Join(dir, hier), 0o755)
+	}
+	h, _ := resizeHarness(t, func(c *Config) { c.CgroupDir = dir })
+	fake := &recordingCgroups{cgroupfs: h.k.cgroups.(cgroupfs), rt: h.rt}
+	h.k.cgroups = fake
+	class := "missing"
+	p := h.create(h.pod("nosb", func(p *v1.Pod) { p.Spec.RuntimeClassName = &class }))
+	if _, err := h.k.syncPod(h.ctx, p.UID); err == nil {
+		t.Fatal("sync of a pod whose RuntimeClass is missing succeeded")
+	}
+	const name = "/kubepods/besteffort/poduid-nosb"
+	if sbs, _ := h.rt.ListPodSandbox(h.ctx, nil); len(sbs) != 0 || !fake.exists(name) {
+		t.Fatalf("%d sandboxes, cgroups made %v; want none and %s", len(sbs), fake.created, name)
+	}
+	if err := h.client.CoreV1().Pods(p.Namespace).Delete(h.ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.sync(p)
+	if fake.exists(name) || !slices.Equal(fake.destroyed, []string{name}) {
+		t.Errorf("cgroups removed %v; want [%s]", fake.destroyed, name)
+	}
+}
+
 // The pod cgroup's part of an in-place resize, as upstream's
 // doPodResizeAction: for each resource, values that grow are written
 // before the containers', values that shrink after; a limit the pod does
