@@ -566,7 +566,11 @@ func (k *Kubelet) retryPodCgroupRemovals() {
 // from cur (as read; -1 none) to want (podCgroupConfig of the pod as
 // allocated), as upstream's doPodResizeAction: a limit the pod does not
 // declare (0 in want) is left alone; CPU shares and quota move each on
-// its own; a limit from none is a decrease. Zero: nothing to write.
+// its own; a limit from none is a decrease. (Upstream compares the values
+// as read: cgroup v1's unlimited memory is its largest number, a decrease
+// as here, but an unlimited CFS quota reads -1, so a quota a resize gives
+// a pod that had none is written before its containers' there, after them
+// here; the end state is the same.) Zero: nothing to write.
 func podCgroupStep(cur, want cgroupConfig, res v1.ResourceName, up bool) cgroupConfig {
 	// grows reports whether w is more than c, none (-1) being the most.
 	grows := func(c, w int64) bool { return c != -1 && w > c }
