@@ -201,9 +201,20 @@ func (m cgroupfs) dir(controller, name string) string {
 	return filepath.Join(m.root, controller, name)
 }
 
+// exists: on cgroup v1 in each hierarchy the kubelet writes to, as
+// upstream's Exists wants it in every required one, so that a cgroup
+// whose create failed half-way is made again, not taken for made.
 func (m cgroupfs) exists(name string) bool {
-	_, err := os.Stat(m.dir("cpu", name))
-	return err == nil
+	if m.unified {
+		_, err := os.Stat(m.dir("", name))
+		return err == nil
+	}
+	for _, ctl := range v1Controllers {
+		if _, err := os.Stat(m.dir(ctl, name)); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func (m cgroupfs) create(name string, c cgroupConfig) error {

@@ -340,6 +340,15 @@ func TestPodCgroupMadeBeforeSandboxAndRemoved(t *testing.T) {
 	if sbs, _ := h.rt.ListPodSandbox(h.ctx, nil); len(sbs) != 0 {
 		t.Errorf("a sandbox made without its cgroup: %d", len(sbs))
 	}
+	// Synced again: the cgroup made in the cpu hierarchy only is not
+	// taken for made (upstream's Exists wants it in every hierarchy); it
+	// fails again, and no sandbox is made.
+	if _, err := h.k.syncPod(h.ctx, q.UID); err == nil {
+		t.Error("second sync of a pod whose cgroup is half made succeeded")
+	}
+	if sbs, _ := h.rt.ListPodSandbox(h.ctx, nil); len(sbs) != 0 {
+		t.Errorf("a sandbox made in a half-made cgroup: %d", len(sbs))
+	}
 }
 
 // A pod's cgroup is made before its volumes are set up, as upstream's
