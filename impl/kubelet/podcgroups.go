@@ -157,7 +157,8 @@ func milliCPUToQuota(milli int64) int64 {
 type podCgroups interface {
 	// exists reports whether cgroup name exists.
 	exists(name string) bool
-	// create makes cgroup name (and its parents) and writes c to it.
+	// create makes cgroup name (and its parents) and writes c to it; a
+	// failure to write c, the cgroup made, is a *cgroupValuesError.
 	create(name string, c cgroupConfig) error
 	// set writes c's values (those not 0) to cgroup name.
 	set(name string, c cgroupConfig) error
@@ -242,7 +243,30 @@ func (m cgroupfs) create(name string, c cgroupConfig) error {
 			}
 		}
 	}
-	return m.set(name, c)
+	if err := m.set(name, c); err != nil {
+		return &cgroupValuesError{err: err}
+	}
+	return nil
+}
+
+// cgroupValuesError is create's failure to write a cgroup's values once
+// it made the cgroup: upstream's cgroup manager Create only logs it
+// ("cgroup manager.Set failed") and succeeds, the cgroup left with the
+// values it has.
+type cgroupValuesError struct{ err error }
+
+func (e *cgroupValuesError) Error() string { return e.err.Error() }
+func (e *cgroupValuesError) Unwrap() error { return e.err }
+
+// createCgroup is k.cgroups.create with upstream's Create's outcome: a
+// failure to write the values of the cgroup made is logged, no error.
+func (k *Kubelet) createCgroup(name string, c cgroupConfig) error {
+	err := k.cgroups.create(name, c)
+	if ve := (*cgroupValuesError)(nil); errors.As(err, &ve) {
+		k.log.Info("cgroup manager.Set failed", "cgroup", name, "err", ve.err)
+		return nil
+	}
+	return err
 }
 
 // enableControllers enables the cpu and memory controllers of cgroup v2
@@ -496,7 +520,7 @@ func (k *Kubelet) updateQOSCgroups() error {
 		if k.cgroups.exists(q.name) {
 			err = k.cgroups.set(q.name, q.c)
 		} else {
-			err = k.cgroups.create(q.name, q.c)
+			err = k.createCgroup(q.name, q.c)
 		}
 		if err != nil {
 			return fmt.Errorf("updating the QoS cgroups: %w", err)
@@ -507,7 +531,8 @@ func (k *Kubelet) updateQOSCgroups() error {
 
 // ensurePodCgroup makes pod's cgroup (pod as allocated) unless it exists,
 // as upstream's syncPod before the pod's volumes and sandbox: with
-// podCgroupConfig's values, upstream's event and error when that fails.
+// podCgroupConfig's values, upstream's event and error when the cgroup
+// cannot be made (its values not written is only logged, createCgroup).
 // Nothing on a node whose cgroups the kubelet does not manage.
 func (k *Kubelet) ensurePodCgroup(pod *v1.Pod) error {
 	if k.cgroups == nil {
@@ -520,7 +545,7 @@ func (k *Kubelet) ensurePodCgroup(pod *v1.Pod) error {
 	if err := k.updateQOSCgroups(); err != nil {
 		k.log.Debug("Failed to update QoS cgroups while syncing pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 	}
-	if err := k.cgroups.create(name, podCgroupConfig(pod)); err != nil {
+	if err := k.createCgroup(name, podCgroupConfig(pod)); err != nil {
 		k.podEvent(pod, v1.EventTypeWarning, EventFailedToCreatePodContainer, "unable to ensure pod container exists: %v", err)
 		return fmt.Errorf("failed to ensure that the pod: %v cgroups exist and are correctly applied: %w", pod.UID, err)
 	}

@@ -351,6 +351,33 @@ func TestPodCgroupMadeBeforeSandboxAndRemoved(t *testing.T) {
 	}
 }
 
+// A pod cgroup made whose values cannot be written is no failure: as
+// upstream's cgroup manager Create (Apply, then Set with its error only
+// logged), no FailedToCreatePodContainer event, and the sandbox is made.
+func TestPodCgroupValuesNotWrittenIsNoFailure(t *testing.T) {
+	dir := t.TempDir()
+	for _, hier := range []string{"cpu", "memory"} {
+		os.Mkdir(filepath.Join(dir, hier), 0o755)
+	}
+	h, rec := eventHarness(t)
+	h.k = h.newKubelet(func(c *Config) { c.Recorder = rec; c.CgroupDir = dir })
+	const name = "/kubepods/besteffort/poduid-novalues"
+	// cpu.shares cannot be written: it is a directory.
+	if err := os.MkdirAll(filepath.Join(dir, "cpu", name, "cpu.shares"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := h.create(h.pod("novalues", nil))
+	h.sync(p)
+	for _, e := range drain(rec) {
+		if strings.Contains(e, EventFailedToCreatePodContainer) {
+			t.Errorf("event %q", e)
+		}
+	}
+	if sbs, _ := h.rt.ListPodSandbox(h.ctx, nil); len(sbs) != 1 {
+		t.Errorf("sandboxes: %d; want 1", len(sbs))
+	}
+}
+
 // A pod's cgroup is made before its volumes are set up, as upstream's
 // syncPod makes it before it waits for the volumes: a pod whose configMap
 // is missing has its cgroup, and the Burstable shares count it, while it
