@@ -253,13 +253,15 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 // writes), unless the API already holds a terminal phase.
 //
 // The view is only read. Once the source has delivered the version the
-// last write produced (shareLastStatus), the view of a pod whose own
-// conditions come first is the pod itself: no copy is made on every sync.
+// last write produced (shareLastStatus), the view of a pod whose other
+// components' conditions come first (the order the kubelet writes them in,
+// as upstream's: status.GenerateAPIPodStatus) is the pod itself: no copy
+// is made on every sync.
 func (k *Kubelet) podView(rec *podRecord, pod *v1.Pod) *v1.Pod {
 	if rec.lastStatus == nil || podsync.IsTerminalPhase(pod.Status.Phase) {
 		return pod
 	}
-	if rec.lastStatus == &pod.Status && ownConditionsFirst(pod.Status.Conditions) {
+	if rec.lastStatus == &pod.Status && ownConditionsLast(pod.Status.Conditions) {
 		return pod
 	}
 	// A shallow copy: the decisions only read the pod, and its status is
@@ -267,19 +269,18 @@ func (k *Kubelet) podView(rec *podRecord, pod *v1.Pod) *v1.Pod {
 	p := new(v1.Pod)
 	*p = *pod
 	st := *rec.lastStatus.DeepCopy()
-	var others []v1.PodCondition
+	var cs []v1.PodCondition
 	for _, c := range pod.Status.Conditions {
 		if !kubeletOwnsCondition(c.Type) {
-			others = append(others, c)
+			cs = append(cs, c)
 		}
 	}
-	var mine []v1.PodCondition
 	for _, c := range st.Conditions {
 		if kubeletOwnsCondition(c.Type) {
-			mine = append(mine, c)
+			cs = append(cs, c)
 		}
 	}
-	st.Conditions = append(mine, others...)
+	st.Conditions = cs
 	p.Status = st
 	return p
 }
@@ -296,15 +297,15 @@ func kubeletOwnsCondition(t v1.PodConditionType) bool {
 	return false
 }
 
-// ownConditionsFirst reports whether no kubelet-owned condition follows
-// another component's in cs, the order podView puts them in.
-func ownConditionsFirst(cs []v1.PodCondition) bool {
-	others := false
+// ownConditionsLast reports whether no other component's condition
+// follows a kubelet-owned one in cs, the order podView puts them in.
+func ownConditionsLast(cs []v1.PodCondition) bool {
+	own := false
 	for _, c := range cs {
 		switch {
-		case !kubeletOwnsCondition(c.Type):
-			others = true
-		case others:
+		case kubeletOwnsCondition(c.Type):
+			own = true
+		case own:
 			return false
 		}
 	}

@@ -14,6 +14,11 @@
 //     of the pod (Merge, applied by Manager.Write to every attempt), and a
 //     DisruptionTarget the kubelet decides with a terminal phase is
 //     reported with every status of that phase (Input.Terminal);
+//   - the conditions are in upstream's order (generateAPIPodStatus,
+//     mergePodStatus): other components' first, in the stored pod's
+//     order, then the kubelet's own, the resize conditions leading and a
+//     DisruptionTarget it decided just before PodReadyToStartContainers
+//     when the pod had none;
 //   - status.observedGeneration and the observedGeneration of every
 //     condition the kubelet owns are the generation of the pod the status
 //     was generated from (KEP-5067 PodObservedGenerationTracking, GA in
@@ -27,7 +32,6 @@ package status
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -421,11 +425,14 @@ func containerStatus(in Input, spec *v1.Container, olds []v1.ContainerStatus, in
 
 func ptr[T any](v T) *T { return &v }
 
-// conditions computes the kubelet-owned conditions and keeps the others.
+// conditions computes the kubelet-owned conditions and keeps the others,
+// in upstream's order (generateAPIPodStatus): the others first, in the
+// pod's order, then the resize conditions, then a DisruptionTarget the
+// kubelet decided that the pod does not have (one it has is replaced in
+// place), then PodReadyToStartContainers, Initialized, Ready,
+// ContainersReady and PodScheduled.
 func conditions(in Input, s *v1.PodStatus, now metav1.Time) []v1.PodCondition {
 	pod := in.Pod
-	// Keep conditions the kubelet does not own (readiness gates,
-	// DisruptionTarget, ...), after its own (resize conditions and five).
 	var decided *v1.PodCondition
 	if t := in.Terminal; t != nil && t.Condition != nil && s.Phase == t.Phase && s.Reason == t.Reason {
 		// The condition the kubelet decided with the terminal phase (an
@@ -433,8 +440,17 @@ func conditions(in Input, s *v1.PodStatus, now metav1.Time) []v1.PodCondition {
 		// the status is built from holds (an older pod, a write that failed).
 		decided = t.Condition
 	}
-	others := otherConditions(pod.Status.Conditions, decided)
-	out := make([]v1.PodCondition, 0, 5+len(in.Resize)+len(others))
+	n := 5 + len(in.Resize) + countOtherConditions(pod.Status.Conditions)
+	if decided != nil {
+		n++
+	}
+	out, placed := appendOtherConditions(make([]v1.PodCondition, 0, n), pod.Status.Conditions, decided)
+	// The resize conditions as decided, then the decided DisruptionTarget
+	// if the pod had none, before the five below.
+	out = append(out, in.Resize...)
+	if decided != nil && !placed {
+		out = append(out, *decided)
+	}
 	add := func(c v1.PodCondition) {
 		// Each condition the kubelet owns observed the pod's generation,
 		// on every status, whether or not its status changed (upstream's
@@ -447,10 +463,6 @@ func conditions(in Input, s *v1.PodStatus, now metav1.Time) []v1.PodCondition {
 		}
 		out = append(out, c)
 	}
-
-	// The resize conditions as decided, first: upstream's
-	// generateAPIPodStatus appends them before the five below.
-	out = append(out, in.Resize...)
 
 	// PodReadyToStartContainers: a ready sandbox with networking exists.
 	ready := v1.ConditionFalse
@@ -525,8 +537,7 @@ func conditions(in Input, s *v1.PodStatus, now metav1.Time) []v1.PodCondition {
 	add(v1.PodCondition{Type: podReady.Type, Status: podReady.Status, Reason: podReady.Reason, Message: podReady.Message})
 	add(containersReady)
 	add(v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue})
-
-	return append(out, others...)
+	return out
 }
 
 // ownedCondition reports whether the kubelet sets conditions of type t.
@@ -548,36 +559,32 @@ func anyRegularStarted(statuses []v1.ContainerStatus) bool {
 	return false
 }
 
-// otherConditions are the conditions of cs the kubelet does not own, with
-// decided (if not nil) in place of theirs of its type or added, sorted by
-// type: the order GenerateAPIPodStatus and Merge write them in, after the
-// kubelet's own. Nil if there are none.
-func otherConditions(cs []v1.PodCondition, decided *v1.PodCondition) []v1.PodCondition {
-	var others []v1.PodCondition
-	for _, c := range cs {
-		if !ownedCondition(c.Type) {
-			others = append(others, c)
+// countOtherConditions is how many conditions of cs the kubelet does not own.
+func countOtherConditions(cs []v1.PodCondition) int {
+	n := 0
+	for i := range cs {
+		if !ownedCondition(cs[i].Type) {
+			n++
 		}
 	}
-	if decided != nil {
-		others = replaceOrAppendCondition(others, *decided)
-	}
-	if len(others) > 1 {
-		sort.SliceStable(others, func(i, j int) bool { return others[i].Type < others[j].Type })
-	}
-	return others
+	return n
 }
 
-// replaceOrAppendCondition puts c in place of cs's condition of its type,
-// or after the others if cs has none.
-func replaceOrAppendCondition(cs []v1.PodCondition, c v1.PodCondition) []v1.PodCondition {
+// appendOtherConditions appends to out the conditions of cs the kubelet
+// does not own, in cs's order, with decided (if not nil) in place of the
+// one of its type; placed reports whether there was one.
+func appendOtherConditions(out, cs []v1.PodCondition, decided *v1.PodCondition) (_ []v1.PodCondition, placed bool) {
 	for i := range cs {
-		if cs[i].Type == c.Type {
-			cs[i] = c
-			return cs
+		switch {
+		case ownedCondition(cs[i].Type):
+		case decided != nil && cs[i].Type == decided.Type:
+			out = append(out, *decided)
+			placed = true
+		default:
+			out = append(out, cs[i])
 		}
 	}
-	return append(cs, c)
+	return out, placed
 }
 
 func findCondition(cs []v1.PodCondition, t v1.PodConditionType) *v1.PodCondition {

@@ -20,13 +20,17 @@ import (
 //     terminal phase: the kubelet decided it with that phase (an
 //     eviction). Once the stored pod is terminal its DisruptionTarget
 //     stands, so a later write from an older view cannot drop it;
+//   - the order is upstream's mergePodStatus's: cur's other conditions
+//     first, in cur's order (st's DisruptionTarget in place of cur's),
+//     then st's own in st's order, with st's DisruptionTarget where st
+//     has it when cur had none (GenerateAPIPodStatus's order);
 //   - a terminal phase is final (KUBELET-5): a stored terminal phase, its
 //     reason and message stay (Manager.Write refuses outright a write
 //     that would make the pod non-terminal).
 //
-// Neither cur nor st's slices are changed. When st already carries cur's
-// other conditions (almost always: most pods have none) st is returned as
-// it is, without allocating.
+// Neither cur nor st's slices are changed. When st is already in that
+// order with cur's other conditions (almost always) st is returned as it
+// is, without allocating.
 func Merge(cur *v1.PodStatus, st v1.PodStatus) v1.PodStatus {
 	curTerminal := podsync.IsTerminalPhase(cur.Phase)
 	if curTerminal {
@@ -36,36 +40,44 @@ func Merge(cur *v1.PodStatus, st v1.PodStatus) v1.PodStatus {
 	if dt := findCondition(st.Conditions, v1.DisruptionTarget); dt != nil && !curTerminal && podsync.IsTerminalPhase(st.Phase) {
 		decided = dt
 	}
-	others := otherConditions(cur.Conditions, decided)
-	if sameOtherConditions(st.Conditions, others) {
+	// st's DisruptionTarget is kept where st has it when cur has none.
+	keepDecided := decided != nil && findCondition(cur.Conditions, v1.DisruptionTarget) == nil
+	if merged(cur.Conditions, st.Conditions, decided, keepDecided) {
 		return st
 	}
-	out := make([]v1.PodCondition, 0, len(st.Conditions)+len(others))
+	out, _ := appendOtherConditions(make([]v1.PodCondition, 0, len(cur.Conditions)+len(st.Conditions)), cur.Conditions, decided)
 	for _, c := range st.Conditions {
-		if ownedCondition(c.Type) {
+		if ownedCondition(c.Type) || (keepDecided && c.Type == v1.DisruptionTarget) {
 			out = append(out, c)
 		}
 	}
-	st.Conditions = append(out, others...)
+	st.Conditions = out
 	return st
 }
 
-// sameOtherConditions reports whether the conditions of cs the kubelet does
-// not own are others, in order, and all follow the kubelet's own (the
-// order GenerateAPIPodStatus and Merge write them in).
-func sameOtherConditions(cs, others []v1.PodCondition) bool {
+// merged reports whether st is already what Merge makes of cur and st:
+// cur's other conditions (decided in place of the one of its type) and
+// then only conditions Merge keeps of st (its own, and its
+// DisruptionTarget if keepDecided). It allocates nothing.
+func merged(cur, st []v1.PodCondition, decided *v1.PodCondition, keepDecided bool) bool {
 	n := 0
-	for i := range cs {
-		if ownedCondition(cs[i].Type) {
-			if n > 0 {
-				return false
-			}
+	for i := range cur {
+		c := &cur[i]
+		if ownedCondition(c.Type) {
 			continue
 		}
-		if n >= len(others) || !apiequality.Semantic.DeepEqual(cs[i], others[n]) {
+		if decided != nil && c.Type == decided.Type {
+			c = decided
+		}
+		if n >= len(st) || !apiequality.Semantic.DeepEqual(&st[n], c) {
 			return false
 		}
 		n++
 	}
-	return n == len(others)
+	for _, c := range st[n:] {
+		if !ownedCondition(c.Type) && !(keepDecided && c.Type == v1.DisruptionTarget) {
+			return false
+		}
+	}
+	return true
 }
