@@ -422,7 +422,7 @@ func TestSubPathOfAtomicWriterVolume(t *testing.T) {
 	}
 	dir := h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg")
 	ts := dataDirOf(t, dir)
-	mounts, err := h.k.mounts(h.get(p), &p.Spec.Containers[0])
+	mounts, err := h.k.mounts(h.get(p), &p.Spec.Containers[0], nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +443,7 @@ func TestSubPathOfAtomicWriterVolume(t *testing.T) {
 		t.Errorf("the subPath mount after the update: %q, want the content the container started with", got)
 	}
 	// A container started now gets the current content.
-	mounts, err = h.k.mounts(h.get(p), &p.Spec.Containers[0])
+	mounts, err = h.k.mounts(h.get(p), &p.Spec.Containers[0], nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -548,7 +548,7 @@ func TestSubPathMissingInAtomicWriterVolume(t *testing.T) {
 		t.Fatalf("phase %s: %+v", got.Status.Phase, cstatus(got, "app"))
 	}
 	dir := h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg")
-	mounts, err := h.k.mounts(h.get(p), &p.Spec.Containers[0])
+	mounts, err := h.k.mounts(h.get(p), &p.Spec.Containers[0], nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +565,7 @@ func TestSubPathMissingInAtomicWriterVolume(t *testing.T) {
 	} {
 		c := p.Spec.Containers[0]
 		c.VolumeMounts = []v1.VolumeMount{{Name: "cfg", MountPath: "/etc/up", SubPath: subPath}}
-		if _, err := h.k.mounts(h.get(p), &c); err == nil || err.Error() != want {
+		if _, err := h.k.mounts(h.get(p), &c, nil); err == nil || err.Error() != want {
 			t.Errorf("subPath %s: error %v, want %s", subPath, err, want)
 		}
 	}

@@ -859,7 +859,7 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 	if err != nil {
 		return failed(reasonCreateContainerConfigErr, err)
 	}
-	mounts, err := k.mounts(pod, spec)
+	mounts, err := k.mounts(pod, spec, env)
 	if err != nil {
 		return failed(reasonCreateContainerConfigErr, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -542,8 +543,10 @@ func isNonEmptyFile(path string) bool {
 
 var compareBufs = sync.Pool{New: func() any { return new([]byte) }}
 
-// mounts are the CRI mounts of a container's volumeMounts.
-func (k *Kubelet) mounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, error) {
+// mounts are the CRI mounts of a container's volumeMounts; env is the
+// container's environment (ContainerEnv), which a subPathExpr is expanded
+// with, as upstream's makeMounts is given it.
+func (k *Kubelet) mounts(pod *v1.Pod, c *v1.Container, env []EnvVar) ([]*runtimeapi.Mount, error) {
 	var out []*runtimeapi.Mount
 	for i, vm := range c.VolumeMounts {
 		var vol *v1.Volume
@@ -561,25 +564,35 @@ func (k *Kubelet) mounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, err
 		} else {
 			host = k.volumeDir(pod.UID, volumePlugin(vol), vol.Name)
 		}
-		if vm.SubPath != "" {
-			// Upstream's makeMounts refuses these before anything (the
-			// API server's validation too).
-			if filepath.IsAbs(vm.SubPath) {
-				return nil, fmt.Errorf("error SubPath `%s` must not be an absolute path", vm.SubPath)
+		subPath := vm.SubPath
+		if vm.SubPathExpr != "" {
+			var err error
+			if subPath, err = expandSubPathExpr(vm.SubPathExpr, env); err != nil {
+				return nil, err
 			}
-			for item := range strings.SplitSeq(vm.SubPath, "/") {
+		}
+		if subPath != "" {
+			// Upstream's makeMounts refuses these before anything (the
+			// API server's validation too, but not of an expansion).
+			if filepath.IsAbs(subPath) {
+				return nil, fmt.Errorf("error SubPath `%s` must not be an absolute path", subPath)
+			}
+			for item := range strings.SplitSeq(subPath, "/") {
 				if item == ".." {
-					return nil, fmt.Errorf("unable to provision SubPath `%s`: must not contain '..'", vm.SubPath)
+					return nil, fmt.Errorf("unable to provision SubPath `%s`: must not contain '..'", subPath)
 				}
 			}
+			volPath := host
+			host = filepath.Join(volPath, filepath.Clean("/"+subPath))
+			if err := k.makeMissingSubPath(c, vm.Name, volPath, host); err != nil {
+				return nil, err
+			}
 			if writtenVolume(vol) {
-				sub, err := k.atomicSubPath(pod, c, vm, i, host)
+				sub, err := k.atomicSubPath(pod, c, vm.Name, i, volPath, host)
 				if err != nil {
 					return nil, err
 				}
 				host = sub
-			} else {
-				host = filepath.Join(host, filepath.Clean("/"+vm.SubPath))
 			}
 		}
 		out = append(out, &runtimeapi.Mount{ContainerPath: vm.MountPath, HostPath: host, Readonly: vm.ReadOnly ||
@@ -588,38 +601,93 @@ func (k *Kubelet) mounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, err
 	return out, nil
 }
 
+// expandSubPathExpr is a subPathExpr expanded with the container's
+// environment as upstream's ExpandContainerVolumeMounts: $(NAME) is the
+// value of the last variable NAME of env, $$ a literal $, and anything
+// else stays as written; a reference to a variable env does not have, or
+// has empty, is an error naming each such variable once, sorted.
+func expandSubPathExpr(expr string, env []EnvVar) (string, error) {
+	var b strings.Builder
+	var missing []string
+	for i := 0; i < len(expr); i++ {
+		if expr[i] != '$' || i+1 >= len(expr) {
+			b.WriteByte(expr[i])
+			continue
+		}
+		switch expr[i+1] {
+		case '$':
+			b.WriteByte('$')
+			i++
+		case '(':
+			end := strings.IndexByte(expr[i+2:], ')')
+			if end < 0 {
+				b.WriteByte('$')
+				continue
+			}
+			name := expr[i+2 : i+2+end]
+			value := ""
+			for j := len(env) - 1; j >= 0; j-- {
+				if env[j].Name == name {
+					value = env[j].Value
+					break
+				}
+			}
+			if value == "" && !slices.Contains(missing, name) {
+				missing = append(missing, name)
+			}
+			b.WriteString(value)
+			i += 2 + end
+		default:
+			b.WriteByte('$')
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return "", fmt.Errorf("missing value for %s", strings.Join(missing, ", "))
+	}
+	return b.String(), nil
+}
+
+// makeMissingSubPath creates the subPath host of the volume at volPath
+// when it is missing, as a directory with the volume directory's mode,
+// as upstream's makeMounts does for every volume (SafeMakeDir with the
+// volume's mode) before mounting it.
+func (k *Kubelet) makeMissingSubPath(c *v1.Container, volume, volPath, host string) error {
+	if _, err := os.Stat(host); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	st, err := os.Stat(volPath)
+	if err == nil {
+		err = makeSubPathDir(host, st.Mode())
+	}
+	if err != nil {
+		k.log.Error("Failed to create subPath directory for volumeMount of the container", "containerName", c.Name, "volumeMountName", volume, "err", err)
+		return fmt.Errorf("failed to create subPath directory for volumeMount %q of container %q", volume, c.Name)
+	}
+	return nil
+}
+
 // writtenVolume reports whether v is written by the atomic writer.
 func writtenVolume(v *v1.Volume) bool {
 	return v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil
 }
 
-// atomicSubPath is the host path of the subPath mount vm (the index-th
-// volume mount of container c) of a configMap, secret, downwardAPI or
-// projected volume at volPath, as upstream's kubelet makes it: the
+// atomicSubPath is the host path of a subPath mount (the index-th volume
+// mount of container c, of the volume named volume) of a configMap,
+// secret, downwardAPI or projected volume at volPath, as upstream's
+// kubelet makes it: the
 // subPath resolved through the volume's symlinks (key -> ..data/key ->
 // the current data directory), where it must stay inside the volume
 // (upstream: "subpath ... not within volume path ..."), and fixed there,
 // so that, as upstream's bind mount, the container keeps the content it
 // started with when the payload changes (a subPath mount receives no
-// updates) and a container started later gets the current one. Upstream
-// bind-mounts the resolved path at
+// updates) and a container started later gets the current one. host is
+// the subPath in the volume (made by makeMissingSubPath if missing).
+// Upstream bind-mounts the resolved path at
 // <pod dir>/volume-subpaths/<volume>/<container>/<index>; here a file is
 // hard-linked there (the old data directory's removal then leaves the
-// container's file as it was), and a directory is passed resolved. A
-// subPath the volume does not have is created as a directory with the
-// volume directory's mode, as upstream's kubelet does.
-func (k *Kubelet) atomicSubPath(pod *v1.Pod, c *v1.Container, vm v1.VolumeMount, index int, volPath string) (string, error) {
-	host := filepath.Join(volPath, filepath.Clean("/"+vm.SubPath))
-	if _, err := os.Stat(host); errors.Is(err, os.ErrNotExist) {
-		st, err := os.Stat(volPath)
-		if err == nil {
-			err = makeSubPathDir(host, st.Mode())
-		}
-		if err != nil {
-			k.log.Error("Failed to create subPath directory for volumeMount of the container", "containerName", c.Name, "volumeMountName", vm.Name, "err", err)
-			return "", fmt.Errorf("failed to create subPath directory for volumeMount %q of container %q", vm.Name, c.Name)
-		}
-	}
+// container's file as it was), and a directory is passed resolved.
+func (k *Kubelet) atomicSubPath(pod *v1.Pod, c *v1.Container, volume string, index int, volPath, host string) (string, error) {
 	base, err := filepath.EvalSymlinks(volPath)
 	if err != nil {
 		return "", fmt.Errorf("error resolving symlinks in %s: %w", volPath, err)
@@ -635,7 +703,7 @@ func (k *Kubelet) atomicSubPath(pod *v1.Pod, c *v1.Container, vm v1.VolumeMount,
 	if err := syscall.Stat(resolved, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		return resolved, nil
 	}
-	target := filepath.Join(k.podDir(pod.UID), "volume-subpaths", vm.Name, c.Name, strconv.Itoa(index))
+	target := filepath.Join(k.podDir(pod.UID), "volume-subpaths", volume, c.Name, strconv.Itoa(index))
 	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
 		return "", fmt.Errorf("error creating directory %s: %w", filepath.Dir(target), err)
 	}
