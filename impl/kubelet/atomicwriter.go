@@ -39,8 +39,10 @@ import (
 // Differences, none visible to a container: a failed write removes the
 // new data directory it made (upstream leaves it), a ..data_tmp left by
 // a crash is removed before the next write (upstream fails on it), and a
-// top-level path that is not a symlink (a volume written in place by a
-// kubeproof before session 30) is replaced by the link.
+// top-level regular file, or at a volume's first write a directory (a
+// volume written in place by a kubeproof before session 30), is replaced
+// by the link; upstream, as here any other time, leaves a path that is
+// not a symlink alone (userVisibleLink).
 //
 // The periodic refresh of every running pod's volumes goes through here
 // (refreshVolumes), so an unchanged payload is checked with few
@@ -163,7 +165,7 @@ func atomicWrite(dir string, files map[string]volumeFile, setPerms func() error)
 	}
 	// The user-visible links, made when missing, written or not.
 	for p := range files {
-		if err := userVisibleLink(zp, dir, topLevel(p)); err != nil {
+		if err := userVisibleLink(zp, dir, topLevel(p), n == 0); err != nil {
 			return write, fmt.Errorf("creating the user-visible link of %s in %s: %w", p, dir, err)
 		}
 	}
@@ -371,9 +373,13 @@ func payloadHasTopLevel(files map[string]volumeFile, name string) bool {
 
 // userVisibleLink makes the link name -> ..data/name in dir unless it is
 // there (readlink, as upstream's writer asks). A name that is there but
-// not a symlink (a file or directory of a volume written in place) is
-// replaced.
-func userVisibleLink(zp *[]byte, dir, name string) error {
+// not a symlink is left as upstream leaves it (a directory the kubelet
+// made for a missing subPath, which a container may have mounted), except
+// a regular file, and at the volume's first write (first: there was no
+// ..data) a directory: a volume written in place by an older kubeproof,
+// replaced by the link. Subpath directories are made only after a
+// volume's first write (setUpVolumes runs before any container starts).
+func userVisibleLink(zp *[]byte, dir, name string, first bool) error {
 	var b [1]byte
 	_, err := readlinkZ(zjoin(zp, dir, name), b[:])
 	if err == nil {
@@ -382,6 +388,15 @@ func userVisibleLink(zp *[]byte, dir, name string) error {
 	visible := filepath.Join(dir, name)
 	switch {
 	case errors.Is(err, syscall.EINVAL): // not a symlink
+		if !first {
+			var st syscall.Stat_t
+			if err := syscall.Lstat(visible, &st); err != nil {
+				return err
+			}
+			if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+				return nil
+			}
+		}
 		if err := os.RemoveAll(visible); err != nil {
 			return err
 		}
