@@ -11,6 +11,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 )
 
 // Pod cgroups, as upstream's kubelet (pkg/kubelet/cm) makes them with its
@@ -484,12 +486,50 @@ func burstableCPUShares(pods []*v1.Pod) int64 {
 	return milliCPUToShares(milli)
 }
 
+// qosActive reports whether the pod of r counts in the QoS cgroups'
+// reckoning (k.mu held), as upstream's GetActivePods, the pods its QoS
+// container manager sums: admitted (not rejected) and still in the API,
+// until its phase is terminal. A pod being deleted or evicted counts
+// while it terminates: upstream drops a pod once its pod worker has it
+// terminated (IsPodKnownTerminated, after SyncTerminatingPod's kill) or it
+// is terminal without its termination requested, so the update of the
+// kill that ends it (killPod's) still counts it. Here the phase that
+// follows that kill does, which the kubelet reports (writeStatus puts it
+// in r.pod) once nothing of the pod runs; until that write succeeds the
+// pod still counts (upstream: until the kill succeeds). Unlike the
+// eviction manager's activePods, which leaves out the pods already being
+// deleted or evicted.
+func (r *podRecord) qosActive() bool {
+	return r.pod != nil && r.admitted && !r.rejected && !podsync.IsTerminalPhase(r.pod.Status.Phase)
+}
+
+// qosPods are the pods the QoS cgroups' shares are reckoned from
+// (qosActive), each as allocated.
+func (k *Kubelet) qosPods() []*v1.Pod {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make([]*v1.Pod, 0, len(k.pods))
+	for uid, r := range k.pods {
+		if !r.qosActive() {
+			continue
+		}
+		p := r.pod
+		if x := k.resizes[uid]; x != nil {
+			p = withAllocation(p, x.allocated)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 // updateQOSCgroups makes the QoS classes' cgroups, or updates them, with
 // upstream's values (UpdateCgroups): BestEffort 2 CPU shares, Burstable
-// those of its active pods' CPU requests (burstableCPUShares), /kubepods
-// made as their parent (upstream gives it the node's allocatable; here it
-// keeps what it has). At start, before a pod's cgroup is made, after one
-// is removed and every minute, as upstream's. One at a time, from reading
+// those of its active pods' CPU requests (qosPods, burstableCPUShares),
+// /kubepods made as their parent (upstream gives it the node's
+// allocatable; here it keeps what it has). At start, before a pod's
+// cgroup is made, after a pod is killed and every minute, as upstream's,
+// and after a pod's cgroup is removed (upstream's Destroy does not: its
+// next is the periodic one). One at a time, from reading
 // the pods to the last write, as upstream's UpdateCgroups holds its lock:
 // pod workers and housekeeping call it concurrently, and one that read the
 // pods before another's update and wrote after it would leave stale
@@ -500,14 +540,7 @@ func (k *Kubelet) updateQOSCgroups() error {
 	}
 	k.qosMu.Lock()
 	defer k.qosMu.Unlock()
-	pods := k.activePods()
-	k.mu.Lock()
-	for i, p := range pods {
-		if r := k.resizes[p.UID]; r != nil {
-			pods[i] = withAllocation(p, r.allocated)
-		}
-	}
-	k.mu.Unlock()
+	pods := k.qosPods()
 	for _, q := range [...]struct {
 		name string
 		c    cgroupConfig

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -546,8 +547,12 @@ func TestBurstableCPUShares(t *testing.T) {
 // A kubelet managing its node's cgroups makes the QoS classes' cgroups at
 // start (BestEffort 2 shares, Burstable 2 with no pods) and keeps the
 // Burstable one's shares those of its active pods' CPU requests as pods
-// come (before the pod's cgroup is made) and go (once killed, as
-// upstream's killPod, and after its cgroup is removed).
+// come (before the pod's cgroup is made) and go. A pod being deleted is
+// still active when its kill updates them (upstream's killPod runs within
+// SyncTerminatingPod, before the pod worker has it terminated, and
+// GetActivePods keeps a pod until then); the next update, here the
+// periodic one, leaves it out, as does the one after its cgroup is
+// removed.
 func TestQOSCgroupShares(t *testing.T) {
 	dir := t.TempDir()
 	for _, hier := range []string{"cpu", "memory"} {
@@ -586,10 +591,18 @@ func TestQOSCgroupShares(t *testing.T) {
 		t.Errorf("burstable cpu.shares with a 300m pod: %q; want 307", got)
 	}
 	// Deleted gracefully: the sync that kills it (upstream's killPod)
-	// gives its shares back, before the pod is cleaned up.
+	// updates the shares with the pod still counted, as it is still
+	// terminating; once killed it is terminated and the next update gives
+	// its shares back, before the pod is cleaned up.
 	deletePod(t, h, p, 30)
 	h.k.HandlePod(h.get(p))
 	if _, err := h.k.syncPod(h.ctx, p.UID); err != nil {
+		t.Fatal(err)
+	}
+	if got := shares(burstableCgroup); got != "307" {
+		t.Errorf("burstable cpu.shares as the pod is killed: %q; want 307 (still terminating)", got)
+	}
+	if err := h.k.updateQOSCgroups(); err != nil {
 		t.Fatal(err)
 	}
 	if got := shares(burstableCgroup); got != "2" {
@@ -601,6 +614,71 @@ func TestQOSCgroupShares(t *testing.T) {
 	h.sync(p)
 	if got := shares(burstableCgroup); got != "2" || len(fake.destroyed) != 1 {
 		t.Errorf("burstable cpu.shares once the pod is gone: %q (cgroups removed %v); want 2", got, fake.destroyed)
+	}
+}
+
+// An evicted pod's shares count in the Burstable QoS cgroup's while its
+// eviction kills it, as upstream's killPod within SyncTerminatingPod (the
+// pod Failed in the status manager but its termination requested: still
+// active), and not once it is killed; another pod's are unaffected. A
+// pod whose eviction's kill failed (a container that will not stop)
+// still counts, its termination not done.
+func TestQOSCgroupSharesOfEvictedPod(t *testing.T) {
+	dir := t.TempDir()
+	for _, hier := range []string{"cpu", "memory"} {
+		os.Mkdir(filepath.Join(dir, hier), 0o755)
+	}
+	h, _ := resizeHarness(t, func(c *Config) { c.CgroupDir = dir })
+	var during []string // the Burstable shares written while a kill is under way
+	killing := false
+	fake := &recordingCgroups{cgroupfs: h.k.cgroups.(cgroupfs), rt: h.rt, onSet: func(name string, c cgroupConfig) {
+		if killing && name == burstableCgroup {
+			during = append(during, strconv.FormatInt(c.cpuShares, 10))
+		}
+	}}
+	h.k.cgroups = fake
+	shares := func() string { return readCgroupFile(t, dir, "cpu", burstableCgroup, "cpu.shares") }
+	update := func() {
+		t.Helper()
+		if err := h.k.updateQOSCgroups(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	burstable := func(name, cpu string, mutate func(*v1.Pod)) *v1.Pod {
+		p := h.create(h.pod(name, func(p *v1.Pod) {
+			p.Status.QOSClass = v1.PodQOSBurstable
+			p.Spec.Containers[0].Resources = req(cpu, "", "", "")
+			if mutate != nil {
+				mutate(p)
+			}
+		}))
+		h.sync(p)
+		return p
+	}
+	burstable("keep", "200m", nil)
+	hog := burstable("hog", "300m", nil)
+	stuck := burstable("stuck", "100m", func(p *v1.Pod) { p.Annotations[sim.AnnotationStopFailure] = "ttrpc: closed" })
+	if got := shares(); got != "614" {
+		t.Fatalf("burstable cpu.shares with 200m, 300m and 100m pods: %q; want 614", got)
+	}
+	killing = true
+	if err := evictNow(h, h.get(hog)); err != nil {
+		t.Fatal(err)
+	}
+	killing = false
+	if !slices.Equal(during, []string{"614"}) {
+		t.Errorf("burstable cpu.shares written by the eviction's kill: %v; want [614] (the pod still terminating)", during)
+	}
+	update()
+	if got := shares(); got != "307" {
+		t.Errorf("burstable cpu.shares once the evicted pod is killed: %q; want 307 (300m)", got)
+	}
+	if err := evictNow(h, h.get(stuck)); err == nil {
+		t.Fatal("the eviction of a pod whose container would not stop succeeded")
+	}
+	update()
+	if got := shares(); got != "307" {
+		t.Errorf("burstable cpu.shares while an evicted pod's kill fails: %q; want 307 (still terminating)", got)
 	}
 }
 
