@@ -595,8 +595,9 @@ func (k *Kubelet) mounts(pod *v1.Pod, c *v1.Container, env []EnvVar) ([]*runtime
 				host = sub
 			}
 		}
-		out = append(out, &runtimeapi.Mount{ContainerPath: vm.MountPath, HostPath: host, Readonly: vm.ReadOnly ||
-			vol.ConfigMap != nil || vol.Secret != nil || vol.DownwardAPI != nil})
+		// A volume the kubelet writes is read-only in the container, as
+		// upstream's plugins for the four say (Attributes.ReadOnly).
+		out = append(out, &runtimeapi.Mount{ContainerPath: vm.MountPath, HostPath: host, Readonly: vm.ReadOnly || writtenVolume(vol)})
 	}
 	return out, nil
 }

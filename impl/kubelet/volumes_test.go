@@ -123,3 +123,35 @@ func TestFileHolds(t *testing.T) {
 		t.Error("a 100 kB file compares wrongly")
 	}
 }
+
+// TestAPIDataVolumesMountedReadOnly: configMap, secret, downwardAPI and
+// projected volumes are mounted read-only whatever the volumeMount says,
+// as upstream's makeMounts mounts a volume whose plugin's attributes say
+// ReadOnly (each of the four); emptyDir and hostPath as the mount says.
+func TestAPIDataVolumesMountedReadOnly(t *testing.T) {
+	h := newHarness(t, nil)
+	info := []v1.DownwardAPIVolumeFile{{Path: "name", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}
+	p := h.pod("ro", func(p *v1.Pod) {
+		p.Spec.Volumes = []v1.Volume{
+			{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "site"}}}},
+			{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "creds"}}},
+			{Name: "info", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{Items: info}}},
+			{Name: "proj", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{DownwardAPI: &v1.DownwardAPIProjection{Items: info}}}}}},
+			{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+			{Name: "host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: t.TempDir()}}},
+		}
+		for _, v := range p.Spec.Volumes {
+			p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, v1.VolumeMount{Name: v.Name, MountPath: "/" + v.Name})
+		}
+	})
+	mounts, err := h.k.mounts(p, &p.Spec.Containers[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"/cfg": true, "/sec": true, "/info": true, "/proj": true, "/scratch": false, "/host": false}
+	for _, m := range mounts {
+		if m.Readonly != want[m.ContainerPath] {
+			t.Errorf("%s: read-only %v, want %v", m.ContainerPath, m.Readonly, want[m.ContainerPath])
+		}
+	}
+}
