@@ -67,3 +67,64 @@ func TestSubPathExprExpandedFromEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestSubPathSymlinkOutOfVolumeRefused: a subPath of an emptyDir that a
+// container made a symlink out of the volume is refused as upstream's
+// PrepareSafeSubpath refuses it (the message without host paths:
+// "failed to prepare subPath for volumeMount ... of container ...",
+// CreateContainerConfigError); one whose symlink stays inside the volume
+// is mounted from where it leads.
+func TestSubPathSymlinkOutOfVolumeRefused(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	h := newHarness(t, func(c *Config) { c.RootDir = root })
+	p := h.pod("subpathlink", func(p *v1.Pod) {
+		p.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	})
+	vol := h.k.volumeDir(p.UID, "kubernetes.io~empty-dir", "scratch")
+	if err := os.MkdirAll(filepath.Join(vol, "real"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{"out": outside, "in": "real"} {
+		if err := os.Symlink(target, filepath.Join(vol, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := p.Spec.Containers[0]
+	c.VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/data", SubPath: "in"}}
+	mounts, err := h.k.mounts(p, &c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(vol, "real"); mounts[0].HostPath != want {
+		t.Errorf("subPath in mounted from %s, want %s", mounts[0].HostPath, want)
+	}
+	for subPath, want := range map[string]string{
+		"out":   `failed to prepare subPath for volumeMount "scratch" of container "app"`,
+		"out/x": `failed to create subPath directory for volumeMount "scratch" of container "app"`,
+	} {
+		name := "subpathlink-" + strings.ReplaceAll(subPath, "/", "-")
+		p := h.pod(name, func(p *v1.Pod) {
+			p.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/data", SubPath: subPath}}
+		})
+		// The link a container of the pod made before this one starts.
+		vol := h.k.volumeDir(p.UID, "kubernetes.io~empty-dir", "scratch")
+		if err := os.MkdirAll(vol, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(outside, filepath.Join(vol, "out")); err != nil {
+			t.Fatal(err)
+		}
+		p = h.create(p)
+		got := h.sync(p)
+		cs := cstatus(got, "app")
+		if got.Status.Phase != v1.PodPending || cs.State.Waiting == nil || cs.State.Waiting.Reason != "CreateContainerConfigError" ||
+			cs.State.Waiting.Message != want {
+			t.Errorf("subPath %s: %s %+v, want CreateContainerConfigError %q", subPath, got.Status.Phase, cs.State, want)
+		}
+	}
+	if ents, err := os.ReadDir(outside); err != nil || len(ents) != 0 {
+		t.Errorf("made outside the volume: %v %v", ents, err)
+	}
+}

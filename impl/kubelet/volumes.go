@@ -587,13 +587,13 @@ func (k *Kubelet) mounts(pod *v1.Pod, c *v1.Container, env []EnvVar) ([]*runtime
 			if err := k.makeMissingSubPath(c, vm.Name, volPath, host); err != nil {
 				return nil, err
 			}
-			if writtenVolume(vol) {
-				sub, err := k.atomicSubPath(pod, c, vm.Name, i, volPath, host)
-				if err != nil {
-					return nil, err
-				}
-				host = sub
+			sub, err := k.prepareSubPath(pod, c, vm.Name, i, volPath, host, writtenVolume(vol))
+			if err != nil {
+				// As upstream, the details (host paths) only in the log.
+				k.log.Error("Failed to prepare subPath for volumeMount of the container", "containerName", c.Name, "volumeMountName", vm.Name, "err", err)
+				return nil, fmt.Errorf("failed to prepare subPath for volumeMount %q of container %q", vm.Name, c.Name)
 			}
+			host = sub
 		}
 		// A volume the kubelet writes is read-only in the container, as
 		// upstream's plugins for the four say (Attributes.ReadOnly).
@@ -652,14 +652,15 @@ func expandSubPathExpr(expr string, env []EnvVar) (string, error) {
 // makeMissingSubPath creates the subPath host of the volume at volPath
 // when it is missing, as a directory with the volume directory's mode,
 // as upstream's makeMounts does for every volume (SafeMakeDir with the
-// volume's mode) before mounting it.
+// volume's mode) before mounting it; never outside the volume (a
+// container's symlink in an emptyDir).
 func (k *Kubelet) makeMissingSubPath(c *v1.Container, volume, volPath, host string) error {
 	if _, err := os.Stat(host); !errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	st, err := os.Stat(volPath)
 	if err == nil {
-		err = makeSubPathDir(host, st.Mode())
+		err = makeSubPathDir(host, volPath, st.Mode())
 	}
 	if err != nil {
 		k.log.Error("Failed to create subPath directory for volumeMount of the container", "containerName", c.Name, "volumeMountName", volume, "err", err)
@@ -673,22 +674,25 @@ func writtenVolume(v *v1.Volume) bool {
 	return v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil
 }
 
-// atomicSubPath is the host path of a subPath mount (the index-th volume
-// mount of container c, of the volume named volume) of a configMap,
-// secret, downwardAPI or projected volume at volPath, as upstream's
-// kubelet makes it: the
-// subPath resolved through the volume's symlinks (key -> ..data/key ->
-// the current data directory), where it must stay inside the volume
-// (upstream: "subpath ... not within volume path ..."), and fixed there,
-// so that, as upstream's bind mount, the container keeps the content it
+// prepareSubPath is the host path of a subPath mount (the index-th
+// volume mount of container c, of the volume named volume) of the volume
+// at volPath, as upstream's kubelet makes it (PrepareSafeSubpath): the
+// subPath host resolved through the volume's symlinks, where it must
+// stay inside the volume (upstream: "subpath ... not within volume path
+// ..."; a container may have made a symlink in an emptyDir), and fixed
+// there. For a configMap, secret, downwardAPI or projected volume
+// (written), as upstream's bind mount, the container keeps the content it
 // started with when the payload changes (a subPath mount receives no
 // updates) and a container started later gets the current one. host is
 // the subPath in the volume (made by makeMissingSubPath if missing).
 // Upstream bind-mounts the resolved path at
-// <pod dir>/volume-subpaths/<volume>/<container>/<index>; here a file is
-// hard-linked there (the old data directory's removal then leaves the
-// container's file as it was), and a directory is passed resolved.
-func (k *Kubelet) atomicSubPath(pod *v1.Pod, c *v1.Container, volume string, index int, volPath, host string) (string, error) {
+// <pod dir>/volume-subpaths/<volume>/<container>/<index>, opened without
+// following symlinks; here a written volume's file is hard-linked there
+// (the old data directory's removal then leaves the container's file as
+// it was), and a directory, or any subPath of another volume, is passed
+// resolved (a link a container swaps in after this check is followed by
+// the runtime: upstream's bind mount of the opened path is not).
+func (k *Kubelet) prepareSubPath(pod *v1.Pod, c *v1.Container, volume string, index int, volPath, host string, written bool) (string, error) {
 	base, err := filepath.EvalSymlinks(volPath)
 	if err != nil {
 		return "", fmt.Errorf("error resolving symlinks in %s: %w", volPath, err)
@@ -697,8 +701,11 @@ func (k *Kubelet) atomicSubPath(pod *v1.Pod, c *v1.Container, volume string, ind
 	if err != nil {
 		return "", fmt.Errorf("error resolving symlinks in %s: %w", host, err)
 	}
-	if rel, err := filepath.Rel(base, resolved); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+	if !pathWithin(resolved, base) {
 		return "", fmt.Errorf("subpath %q not within volume path %q", resolved, base)
+	}
+	if !written {
+		return resolved, nil
 	}
 	var st syscall.Stat_t
 	if err := syscall.Stat(resolved, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
@@ -717,16 +724,26 @@ func (k *Kubelet) atomicSubPath(pod *v1.Pod, c *v1.Container, volume string, ind
 	return target, nil
 }
 
+// pathWithin reports whether the clean path p is base or under it.
+func pathWithin(p, base string) bool {
+	rel, err := filepath.Rel(base, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
 // makeSubPathDir creates the directory host of a missing subPath and
 // each missing directory above it with the volume directory's mode,
 // chmod-ed after the mkdir so that the umask does not narrow it and its
 // sticky and setgid bits stay (a secret volume's 1777, a directory an
 // fsGroup made setgid), as upstream's SafeMakeDir fchmods every directory
-// it creates.
-func makeSubPathDir(host string, mode os.FileMode) error {
+// it creates. As SafeMakeDir, the deepest existing path above host, its
+// symlinks resolved, must be in the volume (base): nothing is made
+// outside it.
+func makeSubPathDir(host, base string, mode os.FileMode) error {
 	var missing []string
+	existing := ""
 	for p := host; ; p = filepath.Dir(p) {
-		if _, err := os.Stat(p); err == nil {
+		if _, err := os.Lstat(p); err == nil {
+			existing = p
 			break
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return err
@@ -735,6 +752,17 @@ func makeSubPathDir(host string, mode os.FileMode) error {
 		if filepath.Dir(p) == p {
 			break
 		}
+	}
+	resolvedBase, err := filepath.EvalSymlinks(base)
+	if err != nil {
+		return err
+	}
+	resolved, err := filepath.EvalSymlinks(existing)
+	if err != nil {
+		return err
+	}
+	if !pathWithin(resolved, resolvedBase) {
+		return fmt.Errorf("%s is not within %s", resolved, resolvedBase)
 	}
 	mode &= os.ModePerm | os.ModeSticky | os.ModeSetgid | os.ModeSetuid
 	for i := len(missing) - 1; i >= 0; i-- {
