@@ -163,7 +163,12 @@ func atomicWrite(dir string, files map[string]volumeFile, setPerms func() error)
 			return false, err
 		}
 	}
-	// The user-visible links, made when missing, written or not.
+	// The user-visible links, made when missing, written or not; then
+	// the stale links and the old data directory, in the order of
+	// upstream's Write (read in its 1.30 copy, the newest at hand):
+	// ..data swapped (its steps 8-9), links made (10), stale paths
+	// removed (11), the old directory removed (12); a failure at one
+	// step skips the later ones, as here.
 	for p := range files {
 		if err := userVisibleLink(zp, dir, topLevel(p), n == 0); err != nil {
 			return write, fmt.Errorf("creating the user-visible link of %s in %s: %w", p, dir, err)
