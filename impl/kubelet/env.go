@@ -359,6 +359,20 @@ func resourceValue(q, divisor resource.Quantity) string {
 // in services); $$ is a literal $ and undefined references stay as
 // written.
 func expand(s string, vals, services map[string]string) string {
+	return expandRefs(s, func(name string) (string, bool) {
+		if v, ok := vals[name]; ok {
+			return v, true
+		}
+		v, ok := services[name]
+		return v, ok
+	})
+}
+
+// expandRefs is the $(NAME) expansion upstream applies to env values and
+// subPathExpr (third_party/forked/golang/expansion): $(NAME) is lookup's
+// value of NAME, or stays as written when lookup has none; $$ is a literal
+// $; any other $ stays.
+func expandRefs(s string, lookup func(name string) (string, bool)) string {
 	if !strings.Contains(s, "$") {
 		return s
 	}
@@ -378,10 +392,7 @@ func expand(s string, vals, services map[string]string) string {
 				b.WriteByte(s[i])
 				continue
 			}
-			name := s[i+2 : i+2+end]
-			if v, ok := vals[name]; ok {
-				b.WriteString(v)
-			} else if v, ok := services[name]; ok {
+			if v, ok := lookup(s[i+2 : i+2+end]); ok {
 				b.WriteString(v)
 			} else {
 				b.WriteString(s[i : i+3+end])

@@ -608,45 +608,25 @@ func (k *Kubelet) mounts(pod *v1.Pod, c *v1.Container, env []EnvVar) ([]*runtime
 // else stays as written; a reference to a variable env does not have, or
 // has empty, is an error naming each such variable once, sorted.
 func expandSubPathExpr(expr string, env []EnvVar) (string, error) {
-	var b strings.Builder
 	var missing []string
-	for i := 0; i < len(expr); i++ {
-		if expr[i] != '$' || i+1 >= len(expr) {
-			b.WriteByte(expr[i])
-			continue
+	out := expandRefs(expr, func(name string) (string, bool) {
+		value := ""
+		for j := len(env) - 1; j >= 0; j-- {
+			if env[j].Name == name {
+				value = env[j].Value
+				break
+			}
 		}
-		switch expr[i+1] {
-		case '$':
-			b.WriteByte('$')
-			i++
-		case '(':
-			end := strings.IndexByte(expr[i+2:], ')')
-			if end < 0 {
-				b.WriteByte('$')
-				continue
-			}
-			name := expr[i+2 : i+2+end]
-			value := ""
-			for j := len(env) - 1; j >= 0; j-- {
-				if env[j].Name == name {
-					value = env[j].Value
-					break
-				}
-			}
-			if value == "" && !slices.Contains(missing, name) {
-				missing = append(missing, name)
-			}
-			b.WriteString(value)
-			i += 2 + end
-		default:
-			b.WriteByte('$')
+		if value == "" && !slices.Contains(missing, name) {
+			missing = append(missing, name)
 		}
-	}
+		return value, true
+	})
 	if len(missing) > 0 {
 		slices.Sort(missing)
 		return "", fmt.Errorf("missing value for %s", strings.Join(missing, ", "))
 	}
-	return b.String(), nil
+	return out, nil
 }
 
 // makeMissingSubPath creates the subPath host of the volume at volPath
