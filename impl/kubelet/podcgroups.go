@@ -508,18 +508,7 @@ func (r *podRecord) qosActive() bool {
 func (k *Kubelet) qosPods() []*v1.Pod {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	out := make([]*v1.Pod, 0, len(k.pods))
-	for uid, r := range k.pods {
-		if !r.qosActive() {
-			continue
-		}
-		p := r.pod
-		if x := k.resizes[uid]; x != nil {
-			p = withAllocation(p, x.allocated)
-		}
-		out = append(out, p)
-	}
-	return out
+	return k.appendAllocatedLocked(make([]*v1.Pod, 0, len(k.pods)), (*podRecord).qosActive)
 }
 
 // updateQOSCgroups makes the QoS classes' cgroups, or updates them, with

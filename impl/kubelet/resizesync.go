@@ -45,18 +45,26 @@ func (k *Kubelet) noteResizeLocked(rec *podRecord, old, pod *v1.Pod) {
 // hold resources (not rejected, not terminal), each as allocated (k.mu
 // held).
 func (k *Kubelet) admittedOthersLocked(rec *podRecord) []*v1.Pod {
-	var others []*v1.Pod
+	return k.appendAllocatedLocked(nil, func(r *podRecord) bool {
+		return r != rec && r.admitted && !r.rejected && r.pod != nil && r.terminal == nil && !podsync.IsTerminalPhase(r.pod.Status.Phase)
+	})
+}
+
+// appendAllocatedLocked appends to out the pod of every record keep
+// accepts, as allocated: with its resize's allocation while one is
+// pending (k.mu held).
+func (k *Kubelet) appendAllocatedLocked(out []*v1.Pod, keep func(*podRecord) bool) []*v1.Pod {
 	for uid, r := range k.pods {
-		if r == rec || !r.admitted || r.rejected || r.pod == nil || r.terminal != nil || podsync.IsTerminalPhase(r.pod.Status.Phase) {
+		if !keep(r) {
 			continue
 		}
 		p := r.pod
 		if x := k.resizes[uid]; x != nil {
 			p = withAllocation(p, x.allocated)
 		}
-		others = append(others, p)
+		out = append(out, p)
 	}
-	return others
+	return out
 }
 
 // allocateResize is the pod as allocated for this sync, and its resize
