@@ -99,6 +99,10 @@ type StartupConfig struct {
 	// Progress, if set, is called about once a second.
 	Progress func(Progress)
 	Logger   *slog.Logger
+
+	// gcPercent is the GC percent the full run set (RunStartup), which
+	// the control process takes too (controlRequest.GCPercent).
+	gcPercent int
 }
 
 // StartupResult is one pod-startup measurement.
@@ -260,6 +264,9 @@ func RunStartup(ctx context.Context, cfg StartupConfig) (StartupResult, error) {
 	gc, gcDone := sim.ApplyHostGCPolicy(ctx, sim.HostGCPercent, false, cfg.GCHeapFloorPerNode*uint64(cfg.Nodes))
 	defer func() { cancel(); <-gcDone }()
 	cfg.Logger.Info("garbage collector", "setting", gc)
+	// Read now, before a heap floor could raise it: the control process
+	// measures the API server's share at the same setting.
+	cfg.gcPercent = currentGCPercent()
 	// Each pod's moments through the pipeline, told by the components'
 	// trace hooks; allocated before the first reading, so it costs nothing
 	// per node or per pod.

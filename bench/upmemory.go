@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"sync/atomic"
 	"syscall"
@@ -521,11 +522,28 @@ type controlRequest struct {
 	HeapProfile    string // the full run's StartupConfig.HeapProfile
 	Binary         string // this binary, for the holders' process
 	FullEvents     int    // events the full run's namespace held (eventShare)
-	Node           *corev1.Node
-	Lease          *coordinationv1.Lease
-	Pod            *corev1.Pod
-	Events         []corev1.Event
-	LaterEvents    []corev1.Event
+	// GCPercent is the full run's GC percent (0: leave the process's
+	// own). The control runs at it: the heap a process keeps resident per
+	// byte it holds live grows with the percent (a GC cycle's spans stay in
+	// use while any object in them lives), so the API server's share is only
+	// comparable at the full run's setting.
+	GCPercent   int
+	Node        *corev1.Node
+	Lease       *coordinationv1.Lease
+	Pod         *corev1.Pod
+	Events      []corev1.Event
+	LaterEvents []corev1.Event
+}
+
+// currentGCPercent is the process's GC percent now (GOGC's or
+// debug.SetGCPercent's; negative: collection off).
+func currentGCPercent() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int(int64(s[0].Value.Uint64()))
 }
 
 // controlReply is the control's readings (start, nodes, pods; Mid at
@@ -553,15 +571,20 @@ func measureControl(ctx context.Context, cfg StartupConfig, t *upTemplates, dir 
 	return err
 }
 
+// newControlRequest is the control's request for the full run cfg.
+func newControlRequest(cfg StartupConfig, t *upTemplates, fullEvents int, bin string) controlRequest {
+	return controlRequest{Nodes: cfg.Nodes, Pods: cfg.Pods, UnsafeNoFsync: cfg.UnsafeNoFsync, Settle: cfg.Settle,
+		MemoryReadings: cfg.MemoryReadings, Timeout: cfg.Timeout, HeapProfile: cfg.HeapProfile, Binary: bin, FullEvents: fullEvents,
+		GCPercent: cfg.gcPercent, Node: t.node, Lease: t.lease, Pod: t.pod, Events: t.events, LaterEvents: t.laterEvents}
+}
+
 // runControlProcess runs the control in a fresh process of bin (RunUpControl).
 func runControlProcess(ctx context.Context, bin string, cfg StartupConfig, t *upTemplates, fullEvents int, dir string) (controlReply, error) {
 	var rep controlReply
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return rep, err
 	}
-	req, err := json.Marshal(controlRequest{Nodes: cfg.Nodes, Pods: cfg.Pods, UnsafeNoFsync: cfg.UnsafeNoFsync, Settle: cfg.Settle,
-		MemoryReadings: cfg.MemoryReadings, Timeout: cfg.Timeout, HeapProfile: cfg.HeapProfile, Binary: bin, FullEvents: fullEvents,
-		Node: t.node, Lease: t.lease, Pod: t.pod, Events: t.events, LaterEvents: t.laterEvents})
+	req, err := json.Marshal(newControlRequest(cfg, t, fullEvents, bin))
 	if err != nil {
 		return rep, err
 	}
@@ -611,6 +634,9 @@ func RunUpControl(ctx context.Context, file string, out io.Writer) error {
 	var req controlRequest
 	if err := json.Unmarshal(data, &req); err != nil {
 		return fmt.Errorf("reading %s: %w", file, err)
+	}
+	if req.GCPercent != 0 {
+		debug.SetGCPercent(req.GCPercent)
 	}
 	cfg := StartupConfig{Nodes: req.Nodes, Pods: req.Pods, UnsafeNoFsync: req.UnsafeNoFsync, Settle: req.Settle,
 		MemoryReadings: req.MemoryReadings, Timeout: req.Timeout, HeapProfile: req.HeapProfile, Logger: slog.New(slog.DiscardHandler)}

@@ -37,6 +37,7 @@ func WriteUpMemoryTable(w io.Writer, m UpMemory) {
 	}
 	fmt.Fprintf(w, "| beyond the API server by class, per node / per pod: %s | | | | | |\n", strings.Join(byClass, "; "))
 	writeGCWork(w, m)
+	writeGCSetting(w, m)
 	writeUpMemorySlope(w, m, classes)
 	where := "disk"
 	if m.VolumeTmpfs {
@@ -63,6 +64,28 @@ func writeGCWork(w io.Writer, m UpMemory) {
 		float64(full["gc/heap/objects"])/float64(max(m.Pods, 1)), float64(control["gc/heap/objects"])/float64(max(m.Pods, 1)),
 		mib(float64(full["gc/scan/heap"])), mib(float64(control["gc/scan/heap"])),
 		mib(float64(full["gc/scan/stack"])), mib(float64(control["gc/scan/stack"])))
+}
+
+// writeGCSetting prints the GC percent of the full run and of the
+// control, and how much heap each keeps in partly used spans per byte of
+// heap objects at pods Running: the heap a Go process keeps resident after
+// growing is near the goal its collector allowed (a span stays in use while
+// any object in it lives), so the share beyond the API server is only
+// comparable at one setting (nothing when the readings lack them).
+func writeGCSetting(w io.Writer, m UpMemory) {
+	full, control := m.Full[2].Classes, m.Control[2].Classes
+	fp, fok := full["gc/gogc"]
+	cp, cok := control["gc/gogc"]
+	if !fok || !cok || full["heap/objects"] == 0 || control["heap/objects"] == 0 {
+		return
+	}
+	same := ""
+	if fp != cp {
+		same = " — **not the same setting: the share beyond the API server is not comparable**"
+	}
+	fmt.Fprintf(w, "| GC percent, full run / control: %d / %d%s; partly used spans per byte of heap objects at pods Running: %.2f / %.2f | | | | | |\n",
+		int64(fp), int64(cp), same,
+		float64(full["heap/unused"])/float64(full["heap/objects"]), float64(control["heap/unused"])/float64(control["heap/objects"]))
 }
 
 // classBeyond is beyondPerNodePod of one memory class of the readings (0

@@ -3,6 +3,11 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -121,5 +126,59 @@ func TestLowestHeapRules(t *testing.T) {
 	// A drop of more than 1% restarts the quiet count.
 	if low, reads := run(settleRule{reads: 10, quiet: 2}, []uint64{1000, 999, 900, 899, 898, 100}); low != 898 || reads != 5 {
 		t.Errorf("quiet rule after a drop: lowest %d after %d, want 898 after 5", low, reads)
+	}
+}
+
+// TestGCSettingRow: the table names both processes' GC percent and their
+// partly used spans per byte of heap objects, and says when the control
+// ran at another setting than the full run (its share would not compare).
+func TestGCSettingRow(t *testing.T) {
+	reading := func(gogc, objects, unused uint64) MemoryReading {
+		return MemoryReading{Classes: map[string]uint64{"gc/gogc": gogc, "heap/objects": objects, "heap/unused": unused}}
+	}
+	for _, c := range []struct {
+		name          string
+		full, control MemoryReading
+		want          []string
+		notWant       string
+	}{
+		{"same", reading(50, 400, 180), reading(50, 200, 88), []string{"GC percent, full run / control: 50 / 50;", "0.45 / 0.44"}, "not the same setting"},
+		{"different", reading(50, 400, 180), reading(100, 200, 150), []string{"50 / 100 — **not the same setting", "0.45 / 0.75"}, ""},
+		{"not read", MemoryReading{}, MemoryReading{}, nil, "GC percent"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var b bytes.Buffer
+			writeGCSetting(&b, UpMemory{Full: [3]MemoryReading{2: c.full}, Control: [3]MemoryReading{2: c.control}})
+			for _, w := range c.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("row %q lacks %q", b.String(), w)
+				}
+			}
+			if c.notWant != "" && strings.Contains(b.String(), c.notWant) {
+				t.Errorf("row %q has %q", b.String(), c.notWant)
+			}
+		})
+	}
+}
+
+// TestControlTakesTheFullRunsGCPercent: the control process's request
+// carries the full run's GC percent, and RunUpControl sets it before
+// anything else (here: a request with no templates, refused after that).
+func TestControlTakesTheFullRunsGCPercent(t *testing.T) {
+	old := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(old)
+	file := filepath.Join(t.TempDir(), "request.json")
+	b, err := json.Marshal(newControlRequest(StartupConfig{Nodes: 1, gcPercent: 37}, &upTemplates{}, 0, "bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := RunUpControl(context.Background(), file, io.Discard); err == nil {
+		t.Fatal("a request without templates ran")
+	}
+	if got := currentGCPercent(); got != 37 {
+		t.Errorf("GC percent %d after the control's request, want the full run's 37", got)
 	}
 }
