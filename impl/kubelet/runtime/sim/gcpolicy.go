@@ -12,7 +12,7 @@ import (
 // HostGCPercent is the garbage collection target of a process hosting
 // simulated nodes (`kubeproof up`, the node-memory benchmark's node agent)
 // when neither a flag nor the GOGC or GOMEMLIMIT environment variable sets
-// one: Go's own default.
+// one: half Go's default.
 //
 // Such a process holds one decoded copy of every pod and the kubelets',
 // scheduler's and simulated runtime's records of it for as long as the pod
@@ -20,19 +20,21 @@ import (
 // which die. Go's collector does not move objects: a heap span keeps its
 // pages resident while any object in it lives, so after a burst of pods
 // nearly every span the heap grew to keeps a surviving pod's bytes, and the
-// resident heap stays near the heap goal the collector allowed at the peak
-// (measured at 1,000 nodes / 30,000 pods: 7.9 KiB live per pod and 7.9 KiB
-// more in partly used spans at GOGC=100, 4.4 KiB more at GOGC=25). A lower
-// target (--gogc) trades more frequent collections for that resident
-// memory, and on two cores the trade is poor for latency: every cycle marks
-// the whole live heap, and with everything in one process (startup-1000x30000)
-// GOGC=25 spent 41% of the CPU collecting and took create→Running p99 from
-// 0.76 s to 7.1 s, so it is not the default; GOGC=50 (session 18) still took
-// p99 from ~0.35 s to 3.7 s for 3 KiB less resident memory per pod. A higher one is not either: at
+// resident heap stays near the heap goal the collector allowed at the peak.
+// In startup-1000x30000 (session 31), once every pod ran, the partly used
+// spans held 0.66-0.80 bytes per byte of heap objects at GOGC=100, in the
+// `up` process and in a control process of etcd and the API server alike,
+// 0.65-0.71 at 75 and 0.44-0.47 at 50: at 100 that took the anonymous
+// memory per pod beyond the API server to 8.7-10.0 KiB (issue 5: < 10), at
+// 50 to 8.4, for 6% more CPU (1.00 against 0.94 cores over the run; the
+// collector's share of it 16% against 10%) and create→Running p99 105 ms
+// against 77. Lower is not worth it on two cores: every cycle marks the
+// whole live heap, and GOGC=25 (session 6) spent 41% of the CPU collecting
+// and took p99 from 0.76 s to 7.1 s. A higher one is not either: at
 // 1,000 nodes / 6,000 pods (session 12, bench/baselines/2026-11-22-s12-gc)
 // GOGC=200 halved the collector's marking per pod but raised the peak RSS
 // by half (1.0 -> 1.5 GB); see HostHeapFloorPerNode for the cheaper trade.
-const HostGCPercent = 100
+const HostGCPercent = 50
 
 // ApplyHostGCPercent sets the collector's target for a process hosting
 // simulated nodes and says what is in effect. percent > 0 (or -1, off) set
