@@ -70,6 +70,7 @@ func newKubeletCommand() *cobra.Command {
 		seccompDefault                      bool
 		credentialProviderConfig            string
 		credentialProviderBinDir            string
+		cgroupRoot                          string
 	)
 	cmd := &cobra.Command{
 		Use:   "kubelet --kubeconfig FILE --node-name NAME [--runtime sim|cri]",
@@ -103,6 +104,7 @@ func newKubeletCommand() *cobra.Command {
 			}
 			cfg.FailSwapOn = &failSwapOn
 			cfg.SeccompDefault = seccompDefault
+			cfg.CgroupRoot = cgroupRoot
 			// As upstream's kubelet: plugins are registered when either
 			// flag is given, and a configuration or plugin it refuses
 			// stops the kubelet.
@@ -328,6 +330,7 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringVar(&podLogsDir, "pod-logs-dir", "/var/log/pods", "Directory the container runtime writes pod logs to.")
 	fs.BoolVar(&singleProcessOOMKill, "single-process-oom-kill", false, "KubeletConfiguration's singleProcessOOMKill (upstream has no flag): true leaves the OOM killer killing the one process it picks; false has the runtime kill the whole container (memory.oom.group=1), cgroup v2 only, an error on cgroup v1. Unset: false on cgroup v2, true on cgroup v1 (with --runtime cri, the mode of /sys/fs/cgroup; a simulated node is cgroup v1).")
 	fs.StringVar(&pullVerificationPolicy, "image-pull-credentials-verification-policy", string(pullrecords.DefaultPolicy), "KubeletConfiguration's imagePullCredentialsVerificationPolicy (upstream has no flag): which images already present a pod must prove it may use (with a pull of its own, or the pull secret or credentials that pulled them) before using them: NeverVerify (none), NeverVerifyPreloadedImages (those the kubelet pulled), NeverVerifyAllowlistedImages (all but those of --preloaded-images-verification-allowlist) or AlwaysVerify (all).")
+	fs.StringVar(&cgroupRoot, "cgroup-root", "/", "Root cgroup of the kubelet's cgroups (kubepods, the QoS classes' and the pods'), as upstream's with cgroups per QoS class (a root that does not exist is made). Two kubelets sharing a host's cgroups need roots of their own.")
 	fs.BoolVar(&seccompDefault, "seccomp-default", false, "Enable the use of RuntimeDefault as the default seccomp profile for all workloads (KubeletConfiguration's seccompDefault): a container whose pod and container set no seccompProfile runs under the runtime's default profile instead of Unconfined.")
 	fs.BoolVar(&failSwapOn, "fail-swap-on", true, "Makes the kubelet fail to start if the node has swap (--swap-capacity, or with --runtime cri SwapTotal of /proc/meminfo, not 0), as upstream's.")
 	fs.StringVar(&swapBehavior, "memory-swap-behavior", "", "KubeletConfiguration's memorySwap.swapBehavior (upstream has no flag): NoSwap (or empty, the default) keeps every container from swapping where the node's cgroups limit swap; LimitedSwap lets each container of a Burstable, non-critical pod whose memory request is set and differs from its limit swap request / node memory × node swap capacity (--swap-capacity), the rest none. LimitedSwap needs cgroup v2 and is an error on cgroup v1 (a simulated node is cgroup v1; with --runtime cri, the mode of /sys/fs/cgroup).")

@@ -76,6 +76,14 @@ type Config struct {
 	// cri`. Empty: a node of cgroup v1 without swap control, whatever the
 	// host's (simulated nodes' default).
 	CgroupDir string
+	// CgroupRoot is upstream's --cgroup-root: the cgroup the kubelet's
+	// cgroups (kubepods, the QoS classes' and the pods') are made under;
+	// "" or "/" is the root (upstream's default with cgroups per QoS
+	// class). Two kubelets sharing a host's cgroups need roots of their
+	// own, as each writes its QoS classes' cgroups from its own pods
+	// (podcgroups.go). Unlike upstream, a root that does not exist is
+	// made, not refused.
+	CgroupRoot string
 	// MemorySwapBehavior is KubeletConfiguration's memorySwap.swapBehavior
 	// (upstream has no flag): "" or NoSwap (upstream's default) keeps
 	// every container from swapping where the node's cgroups limit swap;

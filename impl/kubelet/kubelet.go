@@ -80,6 +80,8 @@ type Kubelet struct {
 	// cgroups makes the node's pod cgroups (podcgroups.go); nil on a
 	// simulated node.
 	cgroups podCgroups
+	// qos names the QoS classes' cgroups under Config.CgroupRoot.
+	qos qosCgroups
 	// objects serves the ConfigMaps and Secrets pods use (objectcache.go).
 	objects *objectManager
 	// pulls records which credentials pulled which image (pullcredentials.go).
@@ -179,6 +181,7 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config, rt runtim
 		status:  status.NewManager(client),
 		objects: newObjectManager(client),
 		pods:    map[types.UID]*podRecord{},
+		qos:     qosCgroupsOf(cgroupRoot(cfg.CgroupRoot)),
 	}
 	if cfg.Recorder != nil {
 		k.events.Store(&cfg.Recorder)

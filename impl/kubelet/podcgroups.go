@@ -35,18 +35,56 @@ import (
 // nothing is computed or written for its pods, no state kept per pod).
 
 // podCgroupName is pod's cgroup as upstream's cgroupfs driver names it
-// (GetPodContainerName): "/kubepods/pod<UID>" for a Guaranteed pod,
-// "/kubepods/burstable/pod<UID>" and "/kubepods/besteffort/pod<UID>" for
-// the others, by podQOS (status.qosClass when the API server set it). One
-// string allocated, as the sandbox's parent always was.
+// (GetPodContainerName) under the root cgroup: "/kubepods/pod<UID>" for a
+// Guaranteed pod, "/kubepods/burstable/pod<UID>" and
+// "/kubepods/besteffort/pod<UID>" for the others, by podQOS
+// (status.qosClass when the API server set it). One string allocated, as
+// the sandbox's parent always was.
 func podCgroupName(pod *v1.Pod) string {
+	return podCgroupNameUnder("", pod)
+}
+
+// podCgroupNameUnder is podCgroupName under cgroup root ("" for /, else
+// a cgroupRoot's: "/a/b"): still one string allocated.
+func podCgroupNameUnder(root string, pod *v1.Pod) string {
 	switch podQOS(pod) {
 	case v1.PodQOSBurstable:
-		return "/kubepods/burstable/pod" + string(pod.UID)
+		return root + "/kubepods/burstable/pod" + string(pod.UID)
 	case v1.PodQOSBestEffort:
-		return "/kubepods/besteffort/pod" + string(pod.UID)
+		return root + "/kubepods/besteffort/pod" + string(pod.UID)
 	}
-	return "/kubepods/pod" + string(pod.UID)
+	return root + "/kubepods/pod" + string(pod.UID)
+}
+
+// cgroupRoot is Config.CgroupRoot as podCgroupNameUnder and qosCgroupsOf
+// take it: "" for the root cgroup ("" or "/"), else "/a/b" (empty
+// elements dropped, as upstream's ParseCgroupfsToCgroupName).
+func cgroupRoot(s string) string {
+	var b strings.Builder
+	for _, e := range strings.Split(s, "/") {
+		if e != "" {
+			b.WriteString("/" + e)
+		}
+	}
+	return b.String()
+}
+
+// qosCgroups are the names of the QoS classes' cgroups under a cgroup
+// root, upstream's QOSContainersInfo: Guaranteed pods' is kubepods itself.
+type qosCgroups struct {
+	root                              string // cgroupRoot's form
+	guaranteed, burstable, bestEffort string
+}
+
+// qosCgroupsOf are the QoS classes' cgroups under root (cgroupRoot's form).
+func qosCgroupsOf(root string) qosCgroups {
+	kubepods := root + "/kubepods"
+	return qosCgroups{root: root, guaranteed: kubepods, burstable: kubepods + "/burstable", bestEffort: kubepods + "/besteffort"}
+}
+
+// podCgroupName is pod's cgroup under the kubelet's cgroup root.
+func (k *Kubelet) podCgroupName(pod *v1.Pod) string {
+	return podCgroupNameUnder(k.qos.root, pod)
 }
 
 // cgroupConfig is what the kubelet writes to one of its cgroups, the
@@ -459,7 +497,8 @@ func (m cgroupfs) destroy(name string) error {
 // cannot be made.
 const EventFailedToCreatePodContainer = "FailedToCreatePodContainer"
 
-// The QoS classes' cgroups: Guaranteed pods' is /kubepods itself.
+// The QoS classes' cgroups under the root cgroup (qosCgroupsOf("")):
+// Guaranteed pods' is /kubepods itself.
 const (
 	kubepodsCgroup   = "/kubepods"
 	burstableCgroup  = "/kubepods/burstable"
@@ -534,9 +573,9 @@ func (k *Kubelet) updateQOSCgroups() error {
 		name string
 		c    cgroupConfig
 	}{
-		{kubepodsCgroup, cgroupConfig{}},
-		{burstableCgroup, cgroupConfig{cpuShares: burstableCPUShares(pods)}},
-		{bestEffortCgroup, cgroupConfig{cpuShares: minCPUShares}},
+		{k.qos.guaranteed, cgroupConfig{}},
+		{k.qos.burstable, cgroupConfig{cpuShares: burstableCPUShares(pods)}},
+		{k.qos.bestEffort, cgroupConfig{cpuShares: minCPUShares}},
 	} {
 		var err error
 		if k.cgroups.exists(q.name) {
@@ -560,7 +599,7 @@ func (k *Kubelet) ensurePodCgroup(pod *v1.Pod) error {
 	if k.cgroups == nil {
 		return nil
 	}
-	name := podCgroupName(pod)
+	name := k.podCgroupName(pod)
 	if k.cgroups.exists(name) {
 		return nil
 	}
@@ -583,11 +622,11 @@ func (k *Kubelet) removePodCgroup(uid string) {
 	if k.cgroups == nil {
 		return
 	}
-	for _, qos := range [...]string{"/kubepods/pod", "/kubepods/burstable/pod", "/kubepods/besteffort/pod"} {
-		if err := k.cgroups.destroy(qos + uid); err != nil {
+	for _, qos := range [...]string{k.qos.guaranteed, k.qos.burstable, k.qos.bestEffort} {
+		if err := k.cgroups.destroy(qos + "/pod" + uid); err != nil {
 			k.log.Info("Failed to delete cgroup paths", "podUID", uid, "err", err)
 			k.mu.Lock()
-			k.cgroupsLeft = append(k.cgroupsLeft, qos+uid)
+			k.cgroupsLeft = append(k.cgroupsLeft, qos+"/pod"+uid)
 			k.mu.Unlock()
 		}
 	}
@@ -665,7 +704,7 @@ func (k *Kubelet) startPodCgroupResize(pod *v1.Pod) (*podCgroupResize, error) {
 	if k.cgroups == nil {
 		return nil, nil
 	}
-	name := podCgroupName(pod)
+	name := k.podCgroupName(pod)
 	if !k.cgroups.exists(name) {
 		return nil, nil
 	}

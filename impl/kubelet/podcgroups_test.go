@@ -816,3 +816,51 @@ func TestQOSCgroupUpdatesSerialized(t *testing.T) {
 		t.Error("two QoS cgroup updates wrote at once")
 	}
 }
+
+// With a cgroup root (upstream's --cgroup-root), the kubelet's cgroups
+// are made under it: the QoS classes' under <root>/kubepods, a pod's
+// under its class's there, and its sandbox's parent is that cgroup;
+// "a//b/" is /a/b, "" and "/" the root cgroup.
+func TestPodCgroupUnderCgroupRoot(t *testing.T) {
+	for in, want := range map[string]string{"": "", "/": "", "a//b/": "/a/b", "/kp-node-2": "/kp-node-2"} {
+		if got := cgroupRoot(in); got != want {
+			t.Errorf("cgroupRoot(%q) = %q; want %q", in, got, want)
+		}
+	}
+	dir := t.TempDir()
+	for _, hier := range []string{"cpu", "memory"} {
+		os.Mkdir(filepath.Join(dir, hier), 0o755)
+	}
+	h, _ := resizeHarness(t, func(c *Config) { c.CgroupDir = dir; c.CgroupRoot = "node-b/" })
+	fake := &recordingCgroups{cgroupfs: h.k.cgroups.(cgroupfs), rt: h.rt}
+	h.k.cgroups = fake
+	p := h.create(h.pod("rooted", func(p *v1.Pod) {
+		p.Status.QOSClass = v1.PodQOSBurstable
+		p.Spec.Containers[0].Resources = req("100m", "", "", "")
+	}))
+	h.sync(p)
+	const name = "/node-b/kubepods/burstable/poduid-rooted"
+	if !slices.Equal(fake.created, []string{name}) {
+		t.Fatalf("pod cgroups made %v; want [%s]", fake.created, name)
+	}
+	if got := readCgroupFile(t, dir, "cpu", "/node-b/kubepods/burstable", "cpu.shares"); got != "102" {
+		t.Errorf("/node-b/kubepods/burstable cpu.shares = %q; want 102", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "cpu", "kubepods")); err == nil {
+		t.Error("/kubepods made outside the cgroup root")
+	}
+	sbs, _ := h.rt.ListPodSandbox(h.ctx, nil)
+	if len(sbs) != 1 {
+		t.Fatalf("sandboxes: %d", len(sbs))
+	}
+	if l, err := h.rt.SandboxLinux(sbs[0].Id); err != nil || l.GetCgroupParent() != name {
+		t.Errorf("sandbox cgroup parent %q (%v); want %s", l.GetCgroupParent(), err, name)
+	}
+	if err := h.client.CoreV1().Pods(p.Namespace).Delete(h.ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.sync(p)
+	if !slices.Equal(fake.destroyed, []string{name}) {
+		t.Errorf("cgroups removed %v; want [%s]", fake.destroyed, name)
+	}
+}

@@ -542,6 +542,9 @@ func (k *Kubelet) startPod(ctx context.Context, rec *podRecord, pod *v1.Pod, rs 
 	}
 	sandboxID := a.SandboxID
 	sbConfig := sandboxConfig(pod, a.SandboxAttempt, k.cfg.PodLogsDir, k.cfg.oomGroupKill)
+	if k.qos.root != "" { // the pod's cgroup under Config.CgroupRoot
+		sbConfig.Linux.CgroupParent = k.podCgroupName(pod)
+	}
 	if a.CreateSandbox {
 		if a.SandboxAttempt > 0 {
 			k.podEvent(pod, v1.EventTypeNormal, EventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")

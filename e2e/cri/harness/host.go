@@ -47,9 +47,10 @@ const (
 )
 
 // cgroupParents are the top-level cgroups the kubelet (its QoS and pod
-// cgroups under /kubepods) and containerd's defaults (k8s.io) create in
-// every hierarchy.
-var cgroupParents = []string{"kubepods", "k8s.io"}
+// cgroups under /kubepods, or under /kp-node-<i> for the nodes after the
+// first: their --cgroup-root) and containerd's defaults (k8s.io) create
+// in every hierarchy (glob patterns).
+var cgroupParents = []string{"kubepods", "kp-node-*", "k8s.io"}
 
 const ipForwardFile = "/proc/sys/net/ipv4/ip_forward"
 
@@ -129,8 +130,11 @@ func cgroupDirs() []string {
 	var out []string
 	for _, parent := range cgroupParents {
 		matches, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", parent))
-		if fi, err := os.Stat(filepath.Join("/sys/fs/cgroup", parent)); err == nil && fi.IsDir() {
-			matches = append(matches, filepath.Join("/sys/fs/cgroup", parent))
+		top, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", parent))
+		for _, d := range top {
+			if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+				matches = append(matches, d)
+			}
 		}
 		out = append(out, matches...)
 	}

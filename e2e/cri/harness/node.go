@@ -56,6 +56,10 @@ type Node struct {
 	kubeconfig string // the node identity's kubeconfig (for the binary)
 	binary     string
 	apiPort    int
+	// cgroupRoot is its kubelet's --cgroup-root: "" (/) for the first
+	// node, /kp-node-<i> for the others, so that each kubelet's clean-up
+	// of the pod cgroups it does not know leaves the others' pods alone.
+	cgroupRoot string
 
 	mu      sync.Mutex
 	kubelet *kubelet.Kubelet
@@ -91,6 +95,9 @@ func (e *Env) AddNode(ctx context.Context, opts NodeOptions) (_ *Node, err error
 		Bridge: fmt.Sprintf("%s%d", BridgePrefix, i-1), env: e,
 	}
 	n.Dir = filepath.Join(WorkDir, fmt.Sprintf("node-%d", i))
+	if i > 1 {
+		n.cgroupRoot = "/" + n.Name
+	}
 	n.IPAMDir = filepath.Join(n.Dir, "ipam")
 	e.Nodes = append(e.Nodes, n)
 	if !opts.OwnNetNS {
@@ -202,7 +209,7 @@ func (n *Node) StartKubelet(ctx context.Context) error {
 		Eviction: &evictionCfg,
 		// The host's cgroups, as `kubeproof kubelet --runtime cri`'s: the
 		// cgroup mode and swap controller decide containers' CRI resources.
-		CgroupDir: kubelet.SysFsCgroup,
+		CgroupDir: kubelet.SysFsCgroup, CgroupRoot: n.cgroupRoot,
 	}, n.CRI)
 	if err != nil {
 		ln.Close()
@@ -262,7 +269,8 @@ func (n *Node) startKubeletProcess(lf *os.File) error {
 		// collecting the unused test images between tests would lose them
 		// (they cannot be pulled again offline).
 		"--image-gc-high-threshold", "100",
-		"--root-dir", filepath.Join(n.Dir, "kubelet"), "--pod-logs-dir", filepath.Join(n.Dir, "pod-logs"))
+		"--root-dir", filepath.Join(n.Dir, "kubelet"), "--pod-logs-dir", filepath.Join(n.Dir, "pod-logs"),
+		"--cgroup-root", n.cgroupRoot+"/")
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
