@@ -20,10 +20,10 @@ import (
 // podResizeStrategy (dropNonResizeUpdates); the rest of the spec, the
 // status and the metadata a status write may not change stay as stored.
 // Containers added, removed, reordered or renamed are left as sent, so
-// that validation refuses them. The pod-level resources are taken too
-// (InPlacePodLevelResourcesVerticalScaling, beta and on since 1.36), and
-// refused by validatePodResize (not done: 1.37 resizes them). A change bumps metadata.generation, as any
-// pod spec change does.
+// that validation refuses them. The pod-level resources (spec.resources)
+// are taken too (InPlacePodLevelResourcesVerticalScaling, beta and on
+// since 1.36: their cpu and memory are resized as the containers'). A
+// change bumps metadata.generation, as any pod spec change does.
 func keepPodForResizeUpdate(p, old *corev1.Pod) {
 	if containers, ok := resizedContainers(p.Spec.Containers, old.Spec.Containers); ok {
 		if inits, ok := resizedContainers(p.Spec.InitContainers, old.Spec.InitContainers); ok {
@@ -65,30 +65,31 @@ func resizedContainers(cs, old []corev1.Container) ([]corev1.Container, bool) {
 
 // Messages of pods/resize validation, as upstream ValidatePodResize.
 const (
-	resizeOnlyCPUMemory      = "only cpu and memory resources are mutable"
-	resizeOnlySidecarCPUMem  = "only cpu and memory resources for sidecar containers are mutable"
-	resizeNonSidecarInit     = "resources for non-sidecar init containers are immutable"
-	resizeQOSMayNotChange    = "Pod QOS Class may not change as a result of resizing"
-	resizeNodeWithoutSupport = "Pod running on node without support for resize"
+	resizeOnlyCPUMemory         = "only cpu and memory resources are mutable"
+	resizeOnlyCPUMemoryPodLevel = "only cpu and memory resources are mutable at pod-level"
+	resizeOnlySidecarCPUMem     = "only cpu and memory resources for sidecar containers are mutable"
+	resizeNonSidecarInit        = "resources for non-sidecar init containers are immutable"
+	resizeQOSMayNotChange       = "Pod QOS Class may not change as a result of resizing"
+	resizeNodeWithoutSupport    = "Pod running on node without support for resize"
 )
 
 // validatePodResize checks a pods/resize write as upstream's
 // ValidatePodResize (the newest copy the search index holds predates
-// 1.36's pod-level resize; 1.34's memory limit decreases and 1.35's
-// refusal of added non-cpu/memory resources are applied from their
-// pull requests): the pod (with its new resources) is valid, relaxed as
-// for any update by what the stored pod already had; pods with pod-level
-// resources, static pods' mirrors and Windows pods are refused outright;
-// the QoS class may not change; requests and limits may not be removed;
-// and nothing but the cpu and memory requests and limits of the app
-// containers and the sidecars (restartable init containers) changes.
-// Memory limits may be decreased and added (upstream allows it since
-// 1.34; the kubelet checks the usage before it applies a decrease).
+// 1.36's pod-level resize; 1.34's memory limit decreases, 1.35's
+// refusal of added non-cpu/memory resources and the pod-level resize of
+// PR 132919 are applied from their pull requests): the pod (with its new
+// resources) is valid, relaxed as for any update by what the stored pod
+// already had — so pod-level values still bound the containers'; static
+// pods' mirrors and Windows pods are refused outright; the QoS class may
+// not change; requests and limits may not be removed, neither the
+// containers' nor the pod-level ones (validatePodLevelResize); and
+// nothing but the cpu and memory requests and limits of the app
+// containers, the sidecars (restartable init containers) and the pod
+// level changes. Memory limits may be decreased and added (upstream
+// allows it since 1.34; the kubelet checks the usage before it applies a
+// decrease).
 func validatePodResize(p, old *corev1.Pod) field.ErrorList {
 	errs := validatePod(p, podValidationOptionsFor(&old.Spec))
-	if hasPodLevelResources(&old.Spec) || hasPodLevelResources(&p.Spec) {
-		return field.ErrorList{field.Forbidden(field.NewPath(""), "pods with pod-level resources cannot be resized")}
-	}
 	if _, ok := old.Annotations[corev1.MirrorPodAnnotationKey]; ok {
 		return field.ErrorList{field.Forbidden(field.NewPath(""), "static pods cannot be resized")}
 	}
@@ -105,6 +106,10 @@ func validatePodResize(p, old *corev1.Pod) field.ErrorList {
 	}
 	if !resizeSupportedByNode(old) {
 		errs = append(errs, field.Forbidden(spec, resizeNodeWithoutSupport))
+	}
+	podLevel := hasPodLevelResources(&old.Spec) || hasPodLevelResources(&p.Spec)
+	if podLevel {
+		errs = append(errs, validatePodLevelResize(p.Spec.Resources, old.Spec.Resources, spec)...)
 	}
 	sameContainers := len(p.Spec.Containers) == len(old.Spec.Containers) && len(p.Spec.InitContainers) == len(old.Spec.InitContainers)
 	if sameContainers {
@@ -139,7 +144,7 @@ func validatePodResize(p, old *corev1.Pod) field.ErrorList {
 	if len(errs) > 0 {
 		return errs
 	}
-	if !sameContainers || !sameSpecButContainers(&p.Spec, &old.Spec) {
+	if !sameContainers || !sameSpecButContainers(&p.Spec, &old.Spec, podLevel) {
 		errs = append(errs, field.Forbidden(spec, resizeOnlyCPUMemory))
 	}
 	return errs
@@ -222,10 +227,81 @@ func sameButCPUMemoryList(l, old corev1.ResourceList) bool {
 }
 
 // sameSpecButContainers: s and old differ in their containers' resources
-// at most (which the checks before compared).
-func sameSpecButContainers(s, old *corev1.PodSpec) bool {
+// at most (which the checks before compared), and with podLevel in their
+// pod-level cpu and memory.
+func sameSpecButContainers(s, old *corev1.PodSpec, podLevel bool) bool {
 	a, b := *s, *old
 	a.Containers, b.Containers = nil, nil
 	a.InitContainers, b.InitContainers = nil, nil
+	if podLevel {
+		a.Resources = withoutCPUMemoryChanges(s.Resources, old.Resources)
+	}
 	return apiequality.Semantic.DeepEqual(a, b)
+}
+
+// validatePodLevelResize: the pod-level resources r (old before) may
+// change and be added but not removed (spec.resources, its requests, its
+// limits), and only their cpu and memory change, as upstream's
+// pod-level part of ValidatePodResize (PR 132919).
+func validatePodLevelResize(r, old *corev1.ResourceRequirements, spec *field.Path) field.ErrorList {
+	path := spec.Child("resources")
+	if old != nil && r == nil {
+		return field.ErrorList{field.Forbidden(path, "pod-level resources cannot be removed")}
+	}
+	var errs field.ErrorList
+	if old != nil {
+		if resourcesRemoved(r.Requests, old.Requests) {
+			errs = append(errs, field.Forbidden(path.Child("requests"), "pod-level resource requests cannot be removed"))
+		}
+		if resourcesRemoved(r.Limits, old.Limits) {
+			errs = append(errs, field.Forbidden(path.Child("limits"), "pod-level resource limits cannot be removed"))
+		}
+	}
+	if !apiequality.Semantic.DeepEqual(withoutCPUMemoryChanges(r, old), old) {
+		errs = append(errs, field.Forbidden(spec, resizeOnlyCPUMemoryPodLevel))
+	}
+	return errs
+}
+
+// withoutCPUMemoryChanges is r with old's cpu and memory requests and
+// limits in place of its own (none where old has none); nil when r is
+// nil, or when old is and nothing else is left (upstream's
+// dropCPUMemoryResourcesFromPodLevelResources).
+func withoutCPUMemoryChanges(r, old *corev1.ResourceRequirements) *corev1.ResourceRequirements {
+	if r == nil {
+		return nil
+	}
+	var oldReq, oldLim corev1.ResourceList
+	if old != nil {
+		oldReq, oldLim = old.Requests, old.Limits
+	}
+	out := &corev1.ResourceRequirements{
+		Requests: withCPUMemoryOf(r.Requests, oldReq),
+		Limits:   withCPUMemoryOf(r.Limits, oldLim),
+		Claims:   r.Claims,
+	}
+	if old == nil && len(out.Requests) == 0 && len(out.Limits) == 0 && len(out.Claims) == 0 {
+		return nil
+	}
+	return out
+}
+
+// withCPUMemoryOf is a copy of l with old's cpu and memory entries (and
+// none where old has none); nil when both are.
+func withCPUMemoryOf(l, old corev1.ResourceList) corev1.ResourceList {
+	if l == nil && old == nil {
+		return nil
+	}
+	out := corev1.ResourceList{}
+	for n, q := range l {
+		if !isQOSResource(n) {
+			out[n] = q
+		}
+	}
+	for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if q, ok := old[n]; ok {
+			out[n] = q
+		}
+	}
+	return out
 }

@@ -83,8 +83,9 @@ func TestPodResizeValidationAsUpstream(t *testing.T) {
 		{"sidecar hugepages added", func(p *corev1.Pod) { p.Spec.InitContainers[1].Resources.Limits = rl("hugepages-2Mi", "2Mi") },
 			// upstream also refuses hugepages without cpu or memory
 			[]string{forbidden + " " + spec, required + " spec.initContainers[1].resources"}, ""},
-		{"pod-level resources", func(p *corev1.Pod) { p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("cpu", "1")} },
-			[]string{forbidden + " []"}, "pods with pod-level resources cannot be resized"},
+		// InPlacePodLevelResourcesVerticalScaling (beta, on since 1.36):
+		// pod-level cpu and memory may be added to a pod without them.
+		{"pod-level resources added", func(p *corev1.Pod) { p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("cpu", "1")} }, nil, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -251,4 +252,105 @@ func TestPodResizeAddsARequest(t *testing.T) {
 	if p.Spec.Containers[0].ResizePolicy != nil {
 		t.Errorf("resize policy %v, want none (not defaulted)", p.Spec.Containers[0].ResizePolicy)
 	}
+}
+
+// podLevelResizablePod is resizablePod with pod-level resources (Burstable).
+func podLevelResizablePod(t *testing.T) *corev1.Pod {
+	t.Helper()
+	p := resizablePod(t)
+	p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("cpu", "500m", "memory", "256Mi"), Limits: rl("cpu", "1", "memory", "512Mi")}
+	return p
+}
+
+// TestPodLevelResizeValidationAsUpstream: pods/resize changes a pod's
+// pod-level cpu and memory (InPlacePodLevelResourcesVerticalScaling, beta
+// and on since 1.36) with upstream's ValidatePodResize rules for them:
+// they may change and be added, not removed, nothing else of
+// spec.resources changes, the QoS class stays and the pod-level values
+// still bound the containers'.
+func TestPodLevelResizeValidationAsUpstream(t *testing.T) {
+	podLevel := func(f func(r *corev1.ResourceRequirements)) func(p *corev1.Pod) {
+		return func(p *corev1.Pod) { f(p.Spec.Resources) }
+	}
+	cases := []struct {
+		name    string
+		mutate  func(p *corev1.Pod)
+		want    []string
+		message string // of the first error, when set
+	}{
+		{"cpu request up", podLevel(func(r *corev1.ResourceRequirements) { r.Requests["cpu"] = resource.MustParse("800m") }), nil, ""},
+		{"memory limit down", podLevel(func(r *corev1.ResourceRequirements) { r.Limits["memory"] = resource.MustParse("300Mi") }), nil, ""},
+		{"with a container resize", func(p *corev1.Pod) {
+			p.Spec.Resources.Limits["cpu"] = resource.MustParse("2")
+			p.Spec.Containers[0].Resources.Limits["cpu"] = resource.MustParse("2")
+		}, nil, ""},
+		{"pod-level resources removed", func(p *corev1.Pod) { p.Spec.Resources = nil },
+			[]string{forbidden + " spec.resources"}, "pod-level resources cannot be removed"},
+		{"pod-level request removed", podLevel(func(r *corev1.ResourceRequirements) { delete(r.Requests, "memory") }),
+			[]string{forbidden + " spec.resources.requests"}, "pod-level resource requests cannot be removed"},
+		{"pod-level limit removed", podLevel(func(r *corev1.ResourceRequirements) { r.Limits = nil }),
+			[]string{forbidden + " spec.resources.limits"}, "pod-level resource limits cannot be removed"},
+		{"pod-level hugepages added", podLevel(func(r *corev1.ResourceRequirements) {
+			r.Limits["hugepages-2Mi"] = resource.MustParse("2Mi")
+			r.Requests["hugepages-2Mi"] = resource.MustParse("2Mi")
+		}), []string{forbidden + " spec"}, resizeOnlyCPUMemoryPodLevel},
+		{"below the containers' requests", podLevel(func(r *corev1.ResourceRequirements) { r.Requests["cpu"] = resource.MustParse("100m") }),
+			[]string{invalid + " spec.resources.requests[cpu]"}, "must be greater than or equal to aggregate container requests of 150m"},
+		{"below a container's limit", podLevel(func(r *corev1.ResourceRequirements) {
+			r.Requests["cpu"], r.Limits["cpu"] = resource.MustParse("300m"), resource.MustParse("400m")
+		}),
+			[]string{invalid + " spec.resources.containers[0][cpu].limits"}, "must be less than or equal to pod limits of 400m"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			old := podLevelResizablePod(t)
+			p := old.DeepCopy()
+			tc.mutate(p)
+			errs := resizeUpdate(t, p, old)
+			wantErrors(t, errs, tc.want...)
+			if tc.message != "" && len(errs) > 0 && errs[0].Detail != tc.message {
+				t.Errorf("message %q, want %q", errs[0].Detail, tc.message)
+			}
+			if len(tc.want) == 0 && p.Generation != old.Generation+1 {
+				t.Errorf("generation %d, want %d", p.Generation, old.Generation+1)
+			}
+		})
+	}
+}
+
+// TestPodLevelResizeTakesPodLevelResources: the subresource stores the
+// body's pod-level resources (and nothing else of the spec but the
+// containers' resources).
+func TestPodLevelResizeTakesPodLevelResources(t *testing.T) {
+	old := podLevelResizablePod(t)
+	p := old.DeepCopy()
+	p.Spec.Resources.Requests["cpu"] = resource.MustParse("750m")
+	p.Spec.ActiveDeadlineSeconds = ptr(int64(5))
+	if errs := resizeUpdate(t, p, old); len(errs) != 0 {
+		t.Fatalf("resize: %v", errs)
+	}
+	if q := p.Spec.Resources.Requests["cpu"]; q.String() != "750m" {
+		t.Errorf("pod-level cpu request %s, want 750m", q.String())
+	}
+	if p.Spec.ActiveDeadlineSeconds != nil || p.Generation != old.Generation+1 {
+		t.Errorf("activeDeadlineSeconds %v generation %d", p.Spec.ActiveDeadlineSeconds, p.Generation)
+	}
+}
+
+// TestPodLevelResizeKeepsQOSClass: a Guaranteed pod by its pod-level
+// resources stays Guaranteed.
+func TestPodLevelResizeKeepsQOSClass(t *testing.T) {
+	old := defaultedPod(t, newPod("p", corev1.Container{Name: "app", Image: "nginx"}))
+	old.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("cpu", "1", "memory", "1Gi"), Limits: rl("cpu", "1", "memory", "1Gi")}
+	old.Status.QOSClass = podQOSClass(old)
+	if old.Status.QOSClass != corev1.PodQOSGuaranteed {
+		t.Fatalf("QoS %s", old.Status.QOSClass)
+	}
+	p := old.DeepCopy()
+	p.Spec.Resources.Requests["cpu"] = resource.MustParse("500m")
+	wantErrors(t, resizeUpdate(t, p, old), invalid+" spec")
+	up := old.DeepCopy()
+	up.Spec.Resources.Requests["cpu"] = resource.MustParse("2")
+	up.Spec.Resources.Limits["cpu"] = resource.MustParse("2")
+	wantErrors(t, resizeUpdate(t, up, old))
 }
