@@ -401,8 +401,14 @@ func (k *Kubelet) adoptRuntimeState(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("kubelet %s: listing sandboxes at start: %w", k.cfg.NodeName, err)
 	}
+	dirs := k.podDirUIDs() // subpath.go
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	for _, uid := range dirs {
+		if _, ok := k.pods[uid]; !ok {
+			k.pods[uid] = newRecord()
+		}
+	}
 	for _, s := range sandboxes {
 		uid := types.UID(s.Labels[runtime.LabelPodUID])
 		if uid == "" {

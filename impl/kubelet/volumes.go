@@ -587,7 +587,13 @@ func (k *Kubelet) mounts(pod *v1.Pod, c *v1.Container, env []EnvVar) ([]*runtime
 			if err := k.makeMissingSubPath(c, vm.Name, volPath, host); err != nil {
 				return nil, err
 			}
-			sub, err := k.prepareSubPath(pod, c, vm.Name, i, volPath, host, writtenVolume(vol))
+			var sub string
+			var err error
+			if k.bindsSubPaths() {
+				sub, err = bindSubPath(k.podDir(pod.UID), vm.Name, c.Name, i, host, volPath)
+			} else {
+				sub, err = k.prepareSubPath(pod, c, vm.Name, i, volPath, host, writtenVolume(vol))
+			}
 			if err != nil {
 				// As upstream, the details (host paths) only in the log.
 				k.log.Error("Failed to prepare subPath for volumeMount of the container", "containerName", c.Name, "volumeMountName", vm.Name, "err", err)
@@ -640,7 +646,7 @@ func (k *Kubelet) makeMissingSubPath(c *v1.Container, volume, volPath, host stri
 	}
 	st, err := os.Stat(volPath)
 	if err == nil {
-		err = makeSubPathDir(host, volPath, st.Mode())
+		err = safeMakeDir(host, volPath, st.Mode())
 	}
 	if err != nil {
 		k.log.Error("Failed to create subPath directory for volumeMount of the container", "containerName", c.Name, "volumeMountName", volume, "err", err)
@@ -665,13 +671,13 @@ func writtenVolume(v *v1.Volume) bool {
 // started with when the payload changes (a subPath mount receives no
 // updates) and a container started later gets the current one. host is
 // the subPath in the volume (made by makeMissingSubPath if missing).
-// Upstream bind-mounts the resolved path at
-// <pod dir>/volume-subpaths/<volume>/<container>/<index>, opened without
-// following symlinks; here a written volume's file is hard-linked there
-// (the old data directory's removal then leaves the container's file as
-// it was), and a directory, or any subPath of another volume, is passed
-// resolved (a link a container swaps in after this check is followed by
-// the runtime: upstream's bind mount of the opened path is not).
+// This is the simulated runtime's kubelet's, which mounts nothing: a real
+// runtime's bind-mounts the subPath opened without following symlinks at
+// <pod dir>/volume-subpaths/<volume>/<container>/<index>, as upstream's
+// (bindSubPath, subpath.go). Here a written volume's file is hard-linked
+// there (the old data directory's removal then leaves the container's
+// file as it was), and a directory, or any subPath of another volume, is
+// passed resolved (a link swapped in after this check would be followed).
 func (k *Kubelet) prepareSubPath(pod *v1.Pod, c *v1.Container, volume string, index int, volPath, host string, written bool) (string, error) {
 	base, err := filepath.EvalSymlinks(volPath)
 	if err != nil {
@@ -710,56 +716,18 @@ func pathWithin(p, base string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
-// makeSubPathDir creates the directory host of a missing subPath and
-// each missing directory above it with the volume directory's mode,
-// chmod-ed after the mkdir so that the umask does not narrow it and its
-// sticky and setgid bits stay (a secret volume's 1777, a directory an
-// fsGroup made setgid), as upstream's SafeMakeDir fchmods every directory
-// it creates. As SafeMakeDir, the deepest existing path above host, its
-// symlinks resolved, must be in the volume (base): nothing is made
-// outside it.
-func makeSubPathDir(host, base string, mode os.FileMode) error {
-	var missing []string
-	existing := ""
-	for p := host; ; p = filepath.Dir(p) {
-		if _, err := os.Lstat(p); err == nil {
-			existing = p
-			break
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		missing = append(missing, p)
-		if filepath.Dir(p) == p {
-			break
-		}
-	}
-	resolvedBase, err := filepath.EvalSymlinks(base)
-	if err != nil {
-		return err
-	}
-	resolved, err := filepath.EvalSymlinks(existing)
-	if err != nil {
-		return err
-	}
-	if !pathWithin(resolved, resolvedBase) {
-		return fmt.Errorf("%s is not within %s", resolved, resolvedBase)
-	}
-	mode &= os.ModePerm | os.ModeSticky | os.ModeSetgid | os.ModeSetuid
-	for i := len(missing) - 1; i >= 0; i-- {
-		if err := os.Mkdir(missing[i], mode.Perm()); err != nil && !errors.Is(err, os.ErrExist) {
-			return err
-		}
-		if err := os.Chmod(missing[i], mode); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // removePodDir deletes the pod's directory (volumes) once it is gone,
 // then what the node's credentials hold for it (forgetPodCredentials).
 func (k *Kubelet) removePodDir(uid types.UID) error {
-	if err := os.RemoveAll(k.podDir(uid)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	dir := k.podDir(uid)
+	if k.bindsSubPaths() {
+		// Its subPath bind mounts first (subpath.go): what RemoveAll
+		// found mounted it would empty (a hostPath's directory).
+		if err := cleanPodSubPaths(dir); err != nil {
+			return fmt.Errorf("removing pod directory of %s: %w", uid, err)
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("removing pod directory of %s: %w", uid, err)
 	}
 	k.forgetPodCredentials(uid)
