@@ -1,9 +1,13 @@
 package cri
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -153,4 +157,98 @@ func qosShares(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	return shares
+}
+
+// cgroupHierarchies are the host's cgroup hierarchies a pod cgroup may be
+// in: the cgroup v1 ones (/sys/fs/cgroup/<controller>), or v2's one.
+func cgroupHierarchies(t *testing.T) []string {
+	t.Helper()
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		return []string{"/sys/fs/cgroup"}
+	}
+	entries, err := os.ReadDir("/sys/fs/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, filepath.Join("/sys/fs/cgroup", e.Name()))
+		}
+	}
+	return out
+}
+
+// waitCgroupGone waits until cgroup name is in no hierarchy.
+func waitCgroupGone(t *testing.T, name string, timeout time.Duration) {
+	t.Helper()
+	var left []string
+	if !waitUntil(timeout, func() bool {
+		left = left[:0]
+		for _, h := range cgroupHierarchies(t) {
+			if _, err := os.Stat(filepath.Join(h, name)); err == nil {
+				left = append(left, filepath.Join(h, name))
+			}
+		}
+		return len(left) == 0
+	}) {
+		t.Fatalf("cgroup %s left: %q", name, left)
+	}
+}
+
+// TestOrphanedPodCgroupsRemoved: the kubelet's housekeeping removes the
+// pod cgroups of pods that are not possibly running, as upstream's
+// HandlePodCleanups: a finished pod's while the pod is still in the API,
+// and one of a pod the kubelet never had, whose processes it kills first.
+func TestOrphanedPodCgroupsRemoved(t *testing.T) {
+	ns := newNamespace(t)
+	job := podSpec("job", "exit 0")
+	job.Spec.RestartPolicy = v1.RestartPolicyNever
+	created := createPod(t, ns, job)
+	waitPod(t, ns, job.Name, 60*time.Second, "Succeeded", phaseIs(v1.PodSucceeded))
+	waitCgroupGone(t, "/kubepods/besteffort/pod"+string(created.UID), 30*time.Second)
+	if _, err := env.Client.CoreV1().Pods(ns).Get(ctxFor(t, 10*time.Second), job.Name, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the finished pod left the API: %v", err)
+	}
+
+	// A pod cgroup of no pod the kubelet has, a process in it.
+	const never = "/kubepods/besteffort/pod0c4a11e2-never-had"
+	hs := cgroupHierarchies(t)
+	var made []string
+	for _, h := range hs {
+		if _, err := os.Stat(filepath.Join(h, "kubepods", "besteffort")); err == nil {
+			if err := os.Mkdir(filepath.Join(h, never), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			made = append(made, h)
+		}
+	}
+	if len(made) == 0 {
+		t.Fatal("no hierarchy has /kubepods/besteffort")
+	}
+	t.Cleanup(func() {
+		for _, h := range made {
+			os.Remove(filepath.Join(h, never))
+		}
+	})
+	cmd := exec.Command("sleep", "600")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	if err := os.WriteFile(filepath.Join(made[0], never, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Errorf("the process in the orphaned pod cgroup ended with %v; want killed", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the process in the orphaned pod cgroup was not killed")
+	}
+	waitCgroupGone(t, never, 30*time.Second)
 }

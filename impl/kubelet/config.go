@@ -80,7 +80,8 @@ type Config struct {
 	// cgroups (kubepods, the QoS classes' and the pods') are made under;
 	// "" or "/" is the root (upstream's default with cgroups per QoS
 	// class). Two kubelets sharing a host's cgroups need roots of their
-	// own, as each writes its QoS classes' cgroups from its own pods
+	// own, as each writes its QoS classes' cgroups from its own pods and
+	// removes the pod cgroups under its root that are not its pods'
 	// (podcgroups.go). Unlike upstream, a root that does not exist is
 	// made, not refused.
 	CgroupRoot string

@@ -103,7 +103,6 @@ type Kubelet struct {
 	mu             sync.Mutex
 	pods           map[types.UID]*podRecord
 	resizes        map[types.UID]*podResize // pods resized in place (resize.go); nil until the first
-	cgroupsLeft    []string                 // pod cgroups whose removal failed, tried again (podcgroups.go)
 	allocFile      string                   // where resizes' allocations are kept ("": memory only; resizestate.go)
 	sourceSynced   bool
 	node           *v1.Node
@@ -679,6 +678,7 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 	nextStatus := phase(k.cfg.NodeStatusUpdateFrequency)
 	nextEviction := phase(k.evictions.Config().MonitoringInterval)
 	nextQOS := now.Add(periodicQOSCgroupUpdateInterval)
+	nextCleanup := now.Add(housekeepingPeriod)
 	for {
 		select {
 		case <-ctx.Done():
@@ -714,8 +714,11 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 			if err := k.updateQOSCgroups(); err != nil {
 				k.log.Info("Failed to reserve QoS requests", "err", err)
 			}
-			k.retryPodCgroupRemovals()
 			nextQOS = now.Add(periodicQOSCgroupUpdateInterval)
+		}
+		if k.cgroups != nil && !now.Before(nextCleanup) {
+			k.cleanupOrphanedPodCgroups()
+			nextCleanup = now.Add(housekeepingPeriod)
 		}
 	}
 }

@@ -6,11 +6,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 )
@@ -28,8 +31,12 @@ import (
 // cgroup, with upstream's values (podCgroupConfig), before its volumes
 // and first sandbox (ensurePodCgroup); its values changed by an in-place resize
 // (actuateResize, podCgroupStep); removed once the pod is cleaned up
-// (removePodCgroup); and, as upstream's QoS container manager, the QoS
-// classes' cgroups with their CPU shares (updateQOSCgroups).
+// (removePodCgroup); the pod cgroups of pods not possibly running (never
+// had, terminated, a removal that failed) found and removed every
+// housekeeping period, their processes killed first, as upstream's
+// HandlePodCleanups (cleanupOrphanedPodCgroups); and, as upstream's QoS
+// container manager, the QoS classes' cgroups with their CPU shares
+// (updateQOSCgroups).
 // The decisions are pure (podCgroupName, podCgroupConfig); the I/O is a
 // podCgroups, which a simulated node has none of (Kubelet.cgroups nil:
 // nothing is computed or written for its pods, no state kept per pod).
@@ -205,8 +212,15 @@ type podCgroups interface {
 	// read is cgroup name's CPU shares, CFS quota (-1: none) and period,
 	// and memory limit (-1: none).
 	read(name string) (cgroupConfig, error)
-	// destroy removes cgroup name (none is no error).
+	// destroy removes cgroup name and the cgroups under it (none is no
+	// error).
 	destroy(name string) error
+	// podCgroups are the pod cgroups under the QoS classes' cgroups q, in
+	// any hierarchy, by pod UID.
+	podCgroups(q qosCgroups) (map[types.UID]string, error)
+	// pids are the processes in cgroup name or in a cgroup under it, in
+	// any hierarchy.
+	pids(name string) []int
 }
 
 // cgroupfs is podCgroups on the cgroup filesystem mounted at root, cgroup
@@ -463,34 +477,164 @@ func (m cgroupfs) read(name string) (cgroupConfig, error) {
 	return c, nil
 }
 
-// destroy removes cgroup name from every hierarchy (on cgroup v1 the
-// runtime made it in all of them, not only the kubelet's), as upstream's
-// pod container manager's Destroy once the pod's processes are gone; it
-// fails while a process or a child cgroup is still in it.
-func (m cgroupfs) destroy(name string) error {
-	dirs := []string{m.dir("", name)}
-	if !m.unified {
-		dirs = dirs[:0]
-		entries, err := os.ReadDir(m.root)
-		if err != nil {
-			return fmt.Errorf("removing cgroup %s: %w", name, err)
+// hierarchies are the directories a cgroup may be in: on cgroup v2 the
+// one hierarchy, on v1 every hierarchy mounted (not the links to
+// combined ones, cpu -> cpu,cpuacct), the runtime making its cgroups in
+// all of them, not only the kubelet's.
+func (m cgroupfs) hierarchies() ([]string, error) {
+	if m.unified {
+		return []string{m.root}, nil
+	}
+	entries, err := os.ReadDir(m.root)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, filepath.Join(m.root, e.Name()))
 		}
-		for _, e := range entries {
-			if e.IsDir() { // not the links to combined hierarchies (cpu -> cpu,cpuacct)
-				dirs = append(dirs, filepath.Join(m.root, e.Name(), name))
+	}
+	return out, nil
+}
+
+// destroy removes cgroup name from every hierarchy, the cgroups under it
+// first, as upstream's cgroup manager Destroy (runc's RemovePaths: each
+// path tried up to 5 times, 10 ms apart doubling, so that processes just
+// killed have left); it fails while a process is still in it.
+func (m cgroupfs) destroy(name string) error {
+	hs, err := m.hierarchies()
+	if err != nil {
+		return fmt.Errorf("removing cgroup %s: %w", name, err)
+	}
+	dirs := make([]string, len(hs))
+	for i, h := range hs {
+		dirs[i] = filepath.Join(h, name)
+	}
+	delay := 10 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		var errs []error
+		left := dirs[:0]
+		for _, d := range dirs {
+			if err := removeCgroupDir(d); err != nil {
+				errs = append(errs, err)
+				left = append(left, d)
+			}
+		}
+		dirs = left
+		if len(dirs) == 0 {
+			return nil
+		}
+		if attempt == 5 {
+			return fmt.Errorf("removing cgroup %s: %w", name, errors.Join(errs...))
+		}
+		time.Sleep(delay)
+		delay *= 2
+	}
+}
+
+// removeCgroupDir removes cgroup directory dir, and first the cgroups
+// under it, as runc's RemovePath; none is no error.
+func removeCgroupDir(dir string) error {
+	err := os.Remove(dir)
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	entries, rerr := os.ReadDir(dir)
+	if rerr != nil {
+		if errors.Is(rerr, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			if err := removeCgroupDir(filepath.Join(dir, e.Name())); err != nil {
+				return err
 			}
 		}
 	}
-	var errs []error
-	for _, d := range dirs {
-		if err := os.Remove(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("removing cgroup %s: %w", name, err)
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
 	return nil
+}
+
+// podCgroups: every directory of a QoS class's cgroup, in any hierarchy,
+// whose name holds "pod" once, the UID being what follows it (pod<UID>),
+// as upstream's GetAllPodsFromCgroups, which removes a pod cgroup left in
+// any one hierarchy. A QoS cgroup missing is none; any other failure to
+// read one is an error.
+func (m cgroupfs) podCgroups(q qosCgroups) (map[types.UID]string, error) {
+	hs, err := m.hierarchies()
+	if err != nil {
+		return nil, fmt.Errorf("listing the pod cgroups: %w", err)
+	}
+	found := map[types.UID]string{}
+	for _, h := range hs {
+		for _, qos := range [...]string{q.bestEffort, q.burstable, q.guaranteed} {
+			entries, err := os.ReadDir(filepath.Join(h, qos))
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("failed to read the cgroup directory %s: %w", filepath.Join(h, qos), err)
+			}
+			for _, e := range entries {
+				if !e.IsDir() {
+					continue
+				}
+				if uid, ok := podCgroupUID(e.Name()); ok {
+					found[uid] = qos + "/" + e.Name()
+				}
+			}
+		}
+	}
+	return found, nil
+}
+
+// podCgroupUID is the pod UID of a pod cgroup's directory name, as
+// upstream's GetAllPodsFromCgroups reads it: the name holds "pod" exactly
+// once and the UID is what follows ("pod<UID>"); not a pod's otherwise.
+func podCgroupUID(name string) (types.UID, bool) {
+	_, after, ok := strings.Cut(name, "pod")
+	if !ok || strings.Contains(after, "pod") {
+		return "", false
+	}
+	return types.UID(after), true
+}
+
+// pids: each cgroup.procs of cgroup name and of every cgroup under it,
+// in every hierarchy, as upstream's cgroup manager Pids (a cgroup that
+// cannot be read skipped); each process once.
+func (m cgroupfs) pids(name string) []int {
+	hs, err := m.hierarchies()
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, h := range hs {
+		filepath.WalkDir(filepath.Join(h, name), func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return filepath.SkipDir
+			}
+			if !d.IsDir() {
+				return nil
+			}
+			b, err := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+			if err != nil {
+				return filepath.SkipDir
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					pids = append(pids, pid)
+				}
+			}
+			return nil
+		})
+	}
+	slices.Sort(pids)
+	return slices.Compact(pids)
 }
 
 // EventFailedToCreatePodContainer is upstream's event when a pod's cgroup
@@ -615,19 +759,17 @@ func (k *Kubelet) ensurePodCgroup(pod *v1.Pod) error {
 
 // removePodCgroup removes the cgroup of the pod uid, gone from the API
 // and cleaned up (its containers and sandboxes removed), whichever QoS
-// class's it is. A failure is logged, as upstream's orphaned pod cgroup
-// clean-up logs it, and the cgroup is tried again every minute
-// (retryPodCgroupRemovals), as upstream's clean-up finds it again.
+// class's it is, killing any process left in it first (destroyPodCgroup).
+// Upstream leaves this to the orphaned pod cgroup clean-up of its next
+// housekeeping (cleanupOrphanedPodCgroups here too, which also tries
+// again a removal that failed). A failure is logged.
 func (k *Kubelet) removePodCgroup(uid string) {
 	if k.cgroups == nil {
 		return
 	}
 	for _, qos := range [...]string{k.qos.guaranteed, k.qos.burstable, k.qos.bestEffort} {
-		if err := k.cgroups.destroy(qos + "/pod" + uid); err != nil {
-			k.log.Info("Failed to delete cgroup paths", "podUID", uid, "err", err)
-			k.mu.Lock()
-			k.cgroupsLeft = append(k.cgroupsLeft, qos+"/pod"+uid)
-			k.mu.Unlock()
+		if err := k.destroyPodCgroup(qos + "/pod" + uid); err != nil {
+			k.log.Info("Failed to destroy orphaned pod cgroup", "podUID", uid, "err", err)
 		}
 	}
 	if err := k.updateQOSCgroups(); err != nil {
@@ -635,26 +777,174 @@ func (k *Kubelet) removePodCgroup(uid string) {
 	}
 }
 
-// retryPodCgroupRemovals tries again to remove the pod cgroups whose
-// removal failed (housekeeping's, every minute), keeping those that still
-// fail.
-func (k *Kubelet) retryPodCgroupRemovals() {
+// destroyPodCgroup kills the processes left in pod cgroup name, then
+// removes it, as upstream's pod container manager Destroy, with its
+// errors.
+func (k *Kubelet) destroyPodCgroup(name string) error {
+	if err := k.killCgroupProcesses(name); err != nil {
+		k.log.Info("Failed to kill all the processes attached to cgroup", "cgroupName", name, "err", err)
+		return fmt.Errorf("failed to kill all the processes attached to the %s cgroups : %w", name, err)
+	}
+	if err := k.cgroups.destroy(name); err != nil {
+		k.log.Info("Failed to delete cgroup paths", "cgroupName", name, "err", err)
+		return fmt.Errorf("failed to delete cgroup paths for %s : %w", name, err)
+	}
+	return nil
+}
+
+// killCgroupProcesses sends SIGKILL to every process in cgroup name and
+// the cgroups under it, as upstream's tryKillingCgroupProcesses: up to 5
+// rounds over those a kill failed for, a process already gone being
+// killed; the last round's errors. Not pid 1 or below (a cgroup.procs
+// of another PID namespace's reads 0).
+func (k *Kubelet) killCgroupProcesses(name string) error {
+	pids := k.cgroups.pids(name)
+	var errs []error
+	for round := 0; round < 5 && len(pids) > 0; round++ {
+		errs = errs[:0]
+		left := pids[:0]
+		for _, pid := range pids {
+			if pid <= 1 {
+				continue
+			}
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+				errs = append(errs, fmt.Errorf("killing process %d: %w", pid, err))
+				left = append(left, pid)
+			}
+		}
+		pids = left
+	}
+	return errors.Join(errs...)
+}
+
+// possiblyRunning reports whether the pod of record r (k.mu held) may
+// still have something running, so that its cgroup stays, as upstream's
+// possiblyRunningPods (the pods its pod workers sync or are terminating):
+// not rejected by admission (upstream's pod workers never have those),
+// and either gone from the API and not yet cleaned up (cleanupPod
+// removes its cgroup itself) or not terminated: its phase not terminal,
+// the kubelet reporting one once nothing of the pod runs (as qosActive).
+// A pod not yet admitted counts: its worker admits it or not.
+func (r *podRecord) possiblyRunning() bool {
+	return !r.rejected && (r.pod == nil || !podsync.IsTerminalPhase(r.pod.Status.Phase))
+}
+
+// orphanedPodCgroups are the pod cgroups of found (podCgroups') whose
+// pods are not possibly running: not among pods (the kubelet never had
+// them, or has cleaned them up) or possiblyRunning false, as upstream's
+// cleanupOrphanedPodCgroups picks them.
+func orphanedPodCgroups(found map[types.UID]string, pods map[types.UID]*podRecord) map[types.UID]string {
+	var out map[types.UID]string
+	for uid, name := range found {
+		if r := pods[uid]; r != nil && r.possiblyRunning() {
+			continue
+		}
+		if out == nil {
+			out = map[types.UID]string{}
+		}
+		out[uid] = name
+	}
+	return out
+}
+
+// housekeepingPeriod is how often the orphaned pod cgroups are looked for
+// (upstream's housekeeping period, of its HandlePodCleanups).
+const housekeepingPeriod = 2 * time.Second
+
+// cleanupOrphanedPodCgroups removes the pod cgroups under the kubelet's
+// QoS classes' cgroups of pods that are not possibly running, as
+// upstream's HandlePodCleanups (cleanupOrphanedPodCgroups) every
+// housekeeping period once the pod source has synced: a pod the kubelet
+// never had (say one deleted while no kubelet ran, gone from the
+// runtime), one whose removal failed, and a terminated pod still in the
+// API. The cgroups are listed before the pods are read, as upstream's,
+// so that a pod added meanwhile is not taken for an orphan. A pod whose
+// volumes are still mounted (podVolumesMounted) keeps its cgroup, its CPU
+// shares brought down to the least (upstream's ReduceCPULimits), so that
+// a memory-backed volume's charge does not go to the parent; any other's
+// processes are killed and the cgroup removed (destroyPodCgroup), a
+// failure logged and tried again next time. Nothing on a node whose
+// cgroups the kubelet does not manage.
+func (k *Kubelet) cleanupOrphanedPodCgroups() {
+	if k.cgroups == nil {
+		return
+	}
 	k.mu.Lock()
-	left := k.cgroupsLeft
-	k.cgroupsLeft = nil
+	synced := k.sourceSynced
 	k.mu.Unlock()
-	var still []string
-	for _, name := range left {
-		if err := k.cgroups.destroy(name); err != nil {
-			k.log.Info("Failed to delete cgroup paths", "cgroup", name, "err", err)
-			still = append(still, name)
+	if !synced {
+		return
+	}
+	found, err := k.cgroups.podCgroups(k.qos)
+	if err != nil {
+		k.log.Info("failed to get list of pods that still exist on cgroup mounts", "err", err)
+		return
+	}
+	if len(found) == 0 {
+		return
+	}
+	k.mu.Lock()
+	orphans := orphanedPodCgroups(found, k.pods)
+	k.mu.Unlock()
+	for uid, name := range orphans {
+		if k.podVolumesMounted(uid) {
+			k.log.Debug("Orphaned pod found, but volumes not yet removed.  Reducing cpu to minimum", "podUID", uid)
+			if err := k.cgroups.set(name, cgroupConfig{cpuShares: minCPUShares}); err != nil {
+				k.log.Info("Failed to reduce cpu time for pod pending volume cleanup", "podUID", uid, "err", err)
+			}
+			continue
+		}
+		k.log.Debug("Orphaned pod found, removing pod cgroups", "podUID", uid)
+		if err := k.destroyPodCgroup(name); err != nil {
+			k.log.Info("Failed to destroy orphaned pod cgroup", "podUID", uid, "err", err)
 		}
 	}
-	if len(still) > 0 {
-		k.mu.Lock()
-		k.cgroupsLeft = append(k.cgroupsLeft, still...)
-		k.mu.Unlock()
+}
+
+// podVolumesMounted reports whether a volume directory of the pod uid is
+// a mount point (its device not its parent's), as upstream's
+// podVolumesExist looks at the disk (getMountedVolumePathListFromDisk,
+// IsLikelyNotMountPoint): a failure to look counts as mounted. Upstream
+// also asks its volume manager, which has a pod's volumes until it tears
+// them down once the pod is terminated; kubeproof's volumes are
+// directories, never mounted on the host, so only the disk can tell.
+func (k *Kubelet) podVolumesMounted(uid types.UID) bool {
+	base := filepath.Join(k.podDir(uid), "volumes")
+	plugins, err := os.ReadDir(base)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
 	}
+	if err != nil {
+		k.log.Info("Pod found, but error occurred during checking mounted volumes from disk", "podUID", uid, "err", err)
+		return true
+	}
+	for _, p := range plugins {
+		if !p.IsDir() {
+			continue
+		}
+		dir := filepath.Join(base, p.Name())
+		var parent syscall.Stat_t
+		if err := syscall.Stat(dir, &parent); err != nil {
+			k.log.Info("Pod found, but error occurred during checking mounted volumes from disk", "podUID", uid, "err", err)
+			return true
+		}
+		volumes, err := os.ReadDir(dir)
+		if err != nil {
+			k.log.Info("Pod found, but error occurred during checking mounted volumes from disk", "podUID", uid, "err", err)
+			return true
+		}
+		for _, v := range volumes {
+			var st syscall.Stat_t
+			if err := syscall.Stat(filepath.Join(dir, v.Name()), &st); err != nil {
+				k.log.Info("Pod found, but error occurred during checking mounted volumes from disk", "podUID", uid, "err", err)
+				return true
+			}
+			if st.Dev != parent.Dev {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // podCgroupStep is what an in-place resize writes to a pod's cgroup for

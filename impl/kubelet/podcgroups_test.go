@@ -721,6 +721,10 @@ func (f failingCgroups) create(name string, _ cgroupConfig) error {
 func (f failingCgroups) set(string, cgroupConfig) error    { return nil }
 func (f failingCgroups) read(string) (cgroupConfig, error) { return cgroupConfig{}, nil }
 func (f failingCgroups) destroy(string) error              { return nil }
+func (f failingCgroups) podCgroups(qosCgroups) (map[types.UID]string, error) {
+	return nil, nil
+}
+func (f failingCgroups) pids(string) []int { return nil }
 
 // A kubelet that cannot make the QoS classes' cgroups does not run, as
 // upstream's container manager fails the kubelet's start.
@@ -737,7 +741,7 @@ func TestRunFailsWithoutQOSCgroups(t *testing.T) {
 }
 
 // A pod cgroup whose removal fails (a process still in it) is removed
-// when tried again (housekeeping's, every minute), and then no more.
+// when tried again, by the orphaned pod cgroup clean-up of housekeeping.
 func TestPodCgroupRemovalRetried(t *testing.T) {
 	dir := t.TempDir()
 	for _, hier := range []string{"cpu", "memory"} {
@@ -757,13 +761,13 @@ func TestPodCgroupRemovalRetried(t *testing.T) {
 	if !fake.exists(name) || len(fake.destroyed) != 0 {
 		t.Fatalf("pod cgroup removed though busy: %v", fake.destroyed)
 	}
-	h.k.retryPodCgroupRemovals()
+	h.k.cleanupOrphanedPodCgroups()
 	if fake.exists(name) || !slices.Equal(fake.destroyed, []string{name}) {
 		t.Fatalf("pod cgroup not removed when tried again: %v", fake.destroyed)
 	}
-	h.k.retryPodCgroupRemovals()
-	if len(fake.destroyed) != 1 || len(h.k.cgroupsLeft) != 0 {
-		t.Errorf("removed again: %v, left %v", fake.destroyed, h.k.cgroupsLeft)
+	h.k.cleanupOrphanedPodCgroups()
+	if len(fake.destroyed) != 1 {
+		t.Errorf("removed again: %v", fake.destroyed)
 	}
 }
 
@@ -787,6 +791,11 @@ func (o *overlapCgroups) create(string, cgroupConfig) error { o.enter(); return 
 func (o *overlapCgroups) set(string, cgroupConfig) error    { o.enter(); return nil }
 func (o *overlapCgroups) read(string) (cgroupConfig, error) { o.enter(); return cgroupConfig{}, nil }
 func (o *overlapCgroups) destroy(string) error              { o.enter(); return nil }
+func (o *overlapCgroups) podCgroups(qosCgroups) (map[types.UID]string, error) {
+	o.enter()
+	return nil, nil
+}
+func (o *overlapCgroups) pids(string) []int { o.enter(); return nil }
 
 // The QoS cgroups are updated by one caller at a time, as upstream's QoS
 // container manager holds its lock from reading the active pods to the

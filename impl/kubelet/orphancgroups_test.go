@@ -1,0 +1,273 @@
+package kubelet
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
+)
+
+// plainCgroups is cgroupfs on a plain directory tree standing in for a
+// cgroup filesystem: a cgroup's files are real files there, not the
+// kernel's, so destroy removes them first and then lets cgroupfs's
+// destroy remove the directories (the cgroups under it first).
+type plainCgroups struct {
+	cgroupfs
+	destroyed []string
+}
+
+func (p *plainCgroups) destroy(name string) error {
+	hs, err := p.hierarchies()
+	if err != nil {
+		return err
+	}
+	for _, h := range hs {
+		filepath.WalkDir(filepath.Join(h, name), func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				os.Remove(path)
+			}
+			return nil
+		})
+	}
+	p.destroyed = append(p.destroyed, name)
+	return p.cgroupfs.destroy(name)
+}
+
+// sleeper starts a process that waits to be killed (killed for good at
+// the end of the test).
+func sleeper(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "600")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return cmd
+}
+
+// killedBy reports whether cmd ended by SIGKILL, waiting for its end a
+// generous while (a process killed ends at once).
+func killedBy(cmd *exec.Cmd) bool {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		return false
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
+
+// cgroupLeft lists the hierarchies of dir (a cgroup v1 layout, or v2's
+// with "") in which cgroup name still is.
+func cgroupLeft(dir, name string, hierarchies ...string) []string {
+	var left []string
+	for _, h := range hierarchies {
+		if _, err := os.Stat(filepath.Join(dir, h, name)); err == nil {
+			left = append(left, h)
+		}
+	}
+	return left
+}
+
+// The orphaned pod cgroup clean-up, as upstream's HandlePodCleanups
+// (cleanupOrphanedPodCgroups), on cgroup v1 and v2: the cgroup of a pod
+// the kubelet never had (deleted while no kubelet ran, say), found in any
+// hierarchy, has the processes left in it and in the cgroups under it
+// killed and is removed from every hierarchy; a finished pod's cgroup
+// goes while the pod is still in the API; a running pod's stays; nothing
+// is removed before the pod source has synced.
+func TestOrphanedPodCgroupsRemoved(t *testing.T) {
+	for _, unified := range []bool{false, true} {
+		t.Run(map[bool]string{false: "v1", true: "v2"}[unified], func(t *testing.T) {
+			dir := t.TempDir()
+			hierarchies := []string{"cpu", "memory", "pids"}
+			if unified {
+				hierarchies = []string{""}
+				os.WriteFile(filepath.Join(dir, "cgroup.controllers"), []byte("cpu memory pids\n"), 0o644)
+			} else {
+				for _, hier := range hierarchies {
+					os.Mkdir(filepath.Join(dir, hier), 0o755)
+				}
+			}
+			h, _ := resizeHarness(t, func(c *Config) { c.CgroupDir = dir })
+			fake := &plainCgroups{cgroupfs: h.k.cgroups.(cgroupfs)}
+			h.k.cgroups = fake
+
+			running := h.sync(h.create(h.pod("running", func(p *v1.Pod) {
+				p.Status.QOSClass = v1.PodQOSBurstable
+				p.Spec.Containers[0].Resources = req("100m", "", "", "")
+			})))
+			job := h.sync(h.create(h.pod("job", func(p *v1.Pod) {
+				p.Spec.RestartPolicy = v1.RestartPolicyNever
+				p.Annotations[sim.AnnotationExitCode] = "0"
+				p.Annotations[sim.AnnotationExitAfter] = "5s"
+			})))
+			runningCg, jobCg := "/kubepods/burstable/pod"+string(running.UID), "/kubepods/besteffort/pod"+string(job.UID)
+			// A pod this kubelet never had: its cgroup in every hierarchy
+			// (the runtime's), a container's cgroup under it in the
+			// last, with a process in each.
+			const never = "/kubepods/pod0c4a-never"
+			last := hierarchies[len(hierarchies)-1]
+			ctr := filepath.Join(dir, last, never, "ctr")
+			for _, hier := range hierarchies {
+				os.MkdirAll(filepath.Join(dir, hier, never), 0o755)
+			}
+			os.MkdirAll(ctr, 0o755)
+			inPod, inCtr := sleeper(t), sleeper(t)
+			os.WriteFile(filepath.Join(dir, last, never, "cgroup.procs"), []byte(strconv.Itoa(inPod.Process.Pid)+"\n"), 0o644)
+			os.WriteFile(filepath.Join(ctr, "cgroup.procs"), []byte(strconv.Itoa(inCtr.Process.Pid)+"\n"), 0o644)
+			// Not a pod's (no "pod" in its name, or twice): left alone.
+			os.MkdirAll(filepath.Join(dir, last, "/kubepods/besteffort/other"), 0o755)
+			os.MkdirAll(filepath.Join(dir, last, "/kubepods/besteffort/podpod1"), 0o755)
+
+			// Until the pod source has synced, nothing is an orphan.
+			h.k.mu.Lock()
+			h.k.sourceSynced = false
+			h.k.mu.Unlock()
+			h.k.cleanupOrphanedPodCgroups()
+			if len(fake.destroyed) != 0 {
+				t.Fatalf("removed before the source synced: %v", fake.destroyed)
+			}
+			h.k.MarkSourceSynced()
+
+			// The job runs: only the cgroup of the pod never had goes.
+			h.k.cleanupOrphanedPodCgroups()
+			if !slices.Equal(fake.destroyed, []string{never}) {
+				t.Fatalf("removed %v; want [%s]", fake.destroyed, never)
+			}
+			if !killedBy(inPod) || !killedBy(inCtr) {
+				t.Error("the processes left in the orphaned cgroup were not killed")
+			}
+			if left := cgroupLeft(dir, never, hierarchies...); len(left) != 0 {
+				t.Errorf("orphaned cgroup left in %v", left)
+			}
+			for _, name := range []string{runningCg, jobCg} {
+				if left := cgroupLeft(dir, name, hierarchies[0]); len(left) == 0 {
+					t.Errorf("%s removed", name)
+				}
+			}
+			for _, name := range []string{"/kubepods/besteffort/other", "/kubepods/besteffort/podpod1"} {
+				if left := cgroupLeft(dir, name, last); len(left) == 0 {
+					t.Errorf("%s removed", name)
+				}
+			}
+
+			// The job finishes (Succeeded, still in the API): its cgroup
+			// goes at the next clean-up; the running pod's stays.
+			h.step(5 * time.Second)
+			if got := h.sync(job); got.Status.Phase != v1.PodSucceeded {
+				t.Fatalf("job phase %s", got.Status.Phase)
+			}
+			h.k.cleanupOrphanedPodCgroups()
+			if !slices.Equal(fake.destroyed, []string{never, jobCg}) {
+				t.Fatalf("removed %v; want [%s %s]", fake.destroyed, never, jobCg)
+			}
+			if left := cgroupLeft(dir, jobCg, hierarchies...); len(left) != 0 {
+				t.Errorf("finished pod's cgroup left in %v", left)
+			}
+			if h.get(job) == nil {
+				t.Fatal("the job left the API")
+			}
+			if left := cgroupLeft(dir, runningCg, "cpu", ""); len(left) == 0 {
+				t.Error("running pod's cgroup removed")
+			}
+		})
+	}
+}
+
+// orphanedPodCgroups picks the pods not possibly running: unknown, or
+// rejected, or terminated (phase terminal); a pod gone from the API that
+// is not cleaned up yet, one not admitted yet and a running one are
+// possibly running.
+func TestOrphanedPodCgroupsDecision(t *testing.T) {
+	phase := func(ph v1.PodPhase) *v1.Pod { return &v1.Pod{Status: v1.PodStatus{Phase: ph}} }
+	pods := map[types.UID]*podRecord{
+		"running":  {pod: phase(v1.PodRunning), admitted: true},
+		"pending":  {pod: phase(v1.PodPending)},
+		"gone":     {admitted: true},
+		"done":     {pod: phase(v1.PodSucceeded), admitted: true},
+		"failed":   {pod: phase(v1.PodFailed), admitted: true},
+		"rejected": {pod: phase(v1.PodFailed), rejected: true},
+	}
+	found := map[types.UID]string{}
+	for _, uid := range []types.UID{"running", "pending", "gone", "done", "failed", "rejected", "unknown"} {
+		found[uid] = "/kubepods/pod" + string(uid)
+	}
+	got := orphanedPodCgroups(found, pods)
+	want := map[types.UID]string{"done": "/kubepods/poddone", "failed": "/kubepods/podfailed",
+		"rejected": "/kubepods/podrejected", "unknown": "/kubepods/podunknown"}
+	if len(got) != len(want) {
+		t.Fatalf("orphans %v; want %v", got, want)
+	}
+	for uid, name := range want {
+		if got[uid] != name {
+			t.Errorf("orphans %v; want %v", got, want)
+		}
+	}
+}
+
+// An orphaned pod cgroup whose pod still has a volume mounted (a mount
+// point under its volumes directory) stays, its CPU shares brought down
+// to 2, as upstream keeps it until the volumes are torn down; once
+// unmounted, it goes.
+func TestOrphanedPodCgroupKeptWhileVolumesMounted(t *testing.T) {
+	dir := t.TempDir()
+	for _, hier := range []string{"cpu", "memory"} {
+		os.Mkdir(filepath.Join(dir, hier), 0o755)
+	}
+	h, _ := resizeHarness(t, func(c *Config) { c.CgroupDir = dir })
+	fake := &plainCgroups{cgroupfs: h.k.cgroups.(cgroupfs)}
+	h.k.cgroups = fake
+	const uid, name = "0c4a-mounted", "/kubepods/burstable/pod0c4a-mounted"
+	if err := fake.create(name, cgroupConfig{cpuShares: 512}); err != nil {
+		t.Fatal(err)
+	}
+	vol := h.k.volumeDir(uid, "kubernetes.io~empty-dir", "cache")
+	if err := os.MkdirAll(vol, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", vol, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v", err)
+	}
+	mounted := true
+	t.Cleanup(func() {
+		if mounted {
+			syscall.Unmount(vol, syscall.MNT_DETACH)
+		}
+	})
+	h.k.cleanupOrphanedPodCgroups()
+	if len(fake.destroyed) != 0 {
+		t.Fatalf("removed with a volume mounted: %v", fake.destroyed)
+	}
+	if got := readCgroupFile(t, dir, "cpu", name, "cpu.shares"); got != "2" {
+		t.Errorf("cpu.shares of the orphan with a volume mounted: %q; want 2", got)
+	}
+	if err := syscall.Unmount(vol, 0); err != nil {
+		t.Fatal(err)
+	}
+	mounted = false
+	h.k.cleanupOrphanedPodCgroups()
+	if !slices.Equal(fake.destroyed, []string{name}) {
+		t.Errorf("removed %v once unmounted; want [%s]", fake.destroyed, name)
+	}
+}
