@@ -82,8 +82,9 @@ const wantUnlimited = -1
 // /kubepods/besteffort/pod<uid>, each cgroup with upstream's values (the
 // pod's CPU request as shares, its CPU limit as a CFS quota and its
 // memory limit where every container sets them, 2 shares and no limits
-// for BestEffort), the QoS classes' cgroups have upstream's shares, and
-// each pod cgroup is gone from every hierarchy once its pod is deleted.
+// for BestEffort), the QoS classes' cgroups have upstream's shares,
+// /kubepods the node's allocatable, and each pod cgroup is gone from
+// every hierarchy once its pod is deleted.
 func TestPodCgroupsByQOSClass(t *testing.T) {
 	ns := newNamespace(t)
 	limited := func(name, reqCPU, limCPU string) *v1.Pod {
@@ -122,6 +123,24 @@ func TestPodCgroupsByQOSClass(t *testing.T) {
 	}
 	if got := qosShares(t, "/kubepods/burstable"); got < 102 && !sameShares(got, 102) {
 		t.Errorf("/kubepods/burstable cpu.shares %d; want at least 102 (a 100m Burstable pod runs)", got)
+	}
+	// /kubepods has the node's allocatable, as upstream's kubelet enforces
+	// it (--enforce-node-allocatable=pods): its CPU capacity as shares,
+	// its memory capacity as the limit (no reservations, no huge pages).
+	n, err := env.Client.CoreV1().Nodes().Get(ctxFor(t, 10*time.Second), node.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu, mem := n.Status.Capacity[v1.ResourceCPU], n.Status.Capacity[v1.ResourceMemory]
+	if got, want := qosShares(t, "/kubepods"), cpu.MilliValue()*1024/1000; !sameShares(got, want) {
+		t.Errorf("/kubepods cpu.shares %d; want %d (%s CPUs)", got, want, cpu.String())
+	}
+	listing := "1:cpu:/kubepods\n2:memory:/kubepods"
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		listing = "0::/kubepods"
+	}
+	if got, _, _, err := cgroupLimits(listing); err != nil || got != mem.Value() {
+		t.Errorf("/kubepods memory limit %d (%v); want %d", got, err, mem.Value())
 	}
 	for _, c := range cases {
 		if err := env.Client.CoreV1().Pods(ns).Delete(ctxFor(t, 10*time.Second), c.pod.Name, metav1.DeleteOptions{}); err != nil {

@@ -80,8 +80,13 @@ type Kubelet struct {
 	// cgroups makes the node's pod cgroups (podcgroups.go); nil on a
 	// simulated node.
 	cgroups podCgroups
-	// qos names the QoS classes' cgroups under Config.CgroupRoot.
-	qos qosCgroups
+	// qos names the QoS classes' cgroups under Config.CgroupRoot;
+	// allocatableCgroup is kubepods's values (nodeAllocatableCgroupConfig)
+	// and allocatableEnforced whether they were written (Run's, then
+	// housekeeping's only).
+	qos                 qosCgroups
+	allocatableCgroup   cgroupConfig
+	allocatableEnforced bool
 	// objects serves the ConfigMaps and Secrets pods use (objectcache.go).
 	objects *objectManager
 	// pulls records which credentials pulled which image (pullcredentials.go).
@@ -181,6 +186,9 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config, rt runtim
 		objects: newObjectManager(client),
 		pods:    map[types.UID]*podRecord{},
 		qos:     qosCgroupsOf(cgroupRoot(cfg.CgroupRoot)),
+	}
+	if cfg.CgroupDir != "" {
+		k.allocatableCgroup = nodeAllocatableCgroupConfig(cfg.capacity())
 	}
 	if cfg.Recorder != nil {
 		k.events.Store(&cfg.Recorder)
@@ -300,6 +308,9 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	if err := k.updateQOSCgroups(); err != nil {
 		return fmt.Errorf("kubelet %s: failed to create top level QOS cgroups: %w", k.cfg.NodeName, err)
 	}
+	// Then the node's allocatable on kubepods (podcgroups.go), as
+	// upstream's enforceNodeAllocatableCgroups.
+	k.allocatableEnforced = k.enforceNodeAllocatable()
 	if err := k.adoptRuntimeState(ctx); err != nil {
 		return err
 	}
@@ -713,6 +724,9 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 		if k.cgroups != nil && !now.Before(nextQOS) {
 			if err := k.updateQOSCgroups(); err != nil {
 				k.log.Info("Failed to reserve QoS requests", "err", err)
+			}
+			if !k.allocatableEnforced {
+				k.allocatableEnforced = k.enforceNodeAllocatable()
 			}
 			nextQOS = now.Add(periodicQOSCgroupUpdateInterval)
 		}

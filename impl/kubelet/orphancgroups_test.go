@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
@@ -269,5 +271,69 @@ func TestOrphanedPodCgroupKeptWhileVolumesMounted(t *testing.T) {
 	h.k.cleanupOrphanedPodCgroups()
 	if !slices.Equal(fake.destroyed, []string{name}) {
 		t.Errorf("removed %v once unmounted; want [%s]", fake.destroyed, name)
+	}
+}
+
+// kubepods has the node's allocatable, as upstream's kubelet enforces it
+// with --enforce-node-allocatable=pods: its CPU capacity as shares, its
+// memory less the huge pages' as the memory limit (no eviction threshold
+// taken off), on cgroup v1 and v2, written when made and at start (its
+// NodeAllocatableEnforced event); a write that fails is upstream's
+// FailedNodeAllocatableEnforcement warning and is tried again.
+func TestKubepodsHasNodeAllocatable(t *testing.T) {
+	capacity := func(c *Config) {
+		c.CPU = resource.MustParse("3")
+		c.Memory = resource.MustParse("8Gi")
+		c.HugePages = []HugePages{{PageSize: 2 << 20, Pages: 512}}
+	}
+	want := cgroupConfig{cpuShares: 3072, memory: 7 << 30}
+	if got := nodeAllocatableCgroupConfig((&Config{CPU: resource.MustParse("3"), Memory: resource.MustParse("8Gi"),
+		HugePages: []HugePages{{PageSize: 2 << 20, Pages: 512}}}).capacity()); got != want {
+		t.Errorf("nodeAllocatableCgroupConfig: %+v; want %+v", got, want)
+	}
+	for _, unified := range []bool{false, true} {
+		t.Run(map[bool]string{false: "v1", true: "v2"}[unified], func(t *testing.T) {
+			dir := t.TempDir()
+			if unified {
+				os.WriteFile(filepath.Join(dir, "cgroup.controllers"), []byte("cpu memory\n"), 0o644)
+			} else {
+				os.Mkdir(filepath.Join(dir, "cpu"), 0o755)
+				os.Mkdir(filepath.Join(dir, "memory"), 0o755)
+			}
+			h, rec := resizeHarness(t, func(c *Config) { c.CgroupDir = dir; capacity(c) })
+			if err := h.k.updateQOSCgroups(); err != nil {
+				t.Fatal(err)
+			}
+			shares, memory := filepath.Join("cpu", "kubepods", "cpu.shares"), filepath.Join("memory", "kubepods", "memory.limit_in_bytes")
+			wantShares, wantMemory := "3072", strconv.Itoa(7<<30)
+			if unified {
+				shares, memory = filepath.Join("kubepods", "cpu.weight"), filepath.Join("kubepods", "memory.max")
+				wantShares = strconv.FormatInt(cpuWeight(3072), 10)
+			}
+			if got := readCgroupFile(t, dir, shares); got != wantShares {
+				t.Errorf("kubepods %s = %q; want %s", shares, got, wantShares)
+			}
+			if got := readCgroupFile(t, dir, memory); got != wantMemory {
+				t.Errorf("kubepods %s = %q; want %s", memory, got, wantMemory)
+			}
+			// Changed behind the kubelet: written again at start.
+			os.WriteFile(filepath.Join(dir, memory), []byte("1"), 0o644)
+			if !h.k.enforceNodeAllocatable() || readCgroupFile(t, dir, memory) != wantMemory {
+				t.Errorf("kubepods %s after enforcement: %q; want %s", memory, readCgroupFile(t, dir, memory), wantMemory)
+			}
+			if evs := drain(rec); !slices.Contains(evs, "Normal NodeAllocatableEnforced Updated Node Allocatable limit across pods") {
+				t.Errorf("events %q", evs)
+			}
+			// A write that fails (the file a directory).
+			os.Remove(filepath.Join(dir, memory))
+			os.Mkdir(filepath.Join(dir, memory), 0o755)
+			if h.k.enforceNodeAllocatable() {
+				t.Error("enforcement reported written")
+			}
+			evs := drain(rec)
+			if len(evs) != 1 || !strings.HasPrefix(evs[0], `Warning FailedNodeAllocatableEnforcement Failed to update Node Allocatable Limits "/kubepods": `) {
+				t.Errorf("events %q", evs)
+			}
+		})
 	}
 }

@@ -697,8 +697,8 @@ func (k *Kubelet) qosPods() []*v1.Pod {
 // updateQOSCgroups makes the QoS classes' cgroups, or updates them, with
 // upstream's values (UpdateCgroups): BestEffort 2 CPU shares, Burstable
 // those of its active pods' CPU requests (qosPods, burstableCPUShares),
-// /kubepods made as their parent (upstream gives it the node's
-// allocatable; here it keeps what it has). At start, before a pod's
+// /kubepods made as their parent with the node's allocatable
+// (nodeAllocatableCgroupConfig) and otherwise left as it is. At start, before a pod's
 // cgroup is made, after a pod is killed and every minute, as upstream's,
 // and after a pod's cgroup is removed (upstream's Destroy does not: its
 // next is the periodic one). One at a time, from reading
@@ -717,14 +717,20 @@ func (k *Kubelet) updateQOSCgroups() error {
 		name string
 		c    cgroupConfig
 	}{
+		// kubepods is made with the node's allocatable, as upstream's
+		// createNodeAllocatableCgroups; not changed here once made
+		// (enforceNodeAllocatable does at start).
 		{k.qos.guaranteed, cgroupConfig{}},
 		{k.qos.burstable, cgroupConfig{cpuShares: burstableCPUShares(pods)}},
 		{k.qos.bestEffort, cgroupConfig{cpuShares: minCPUShares}},
 	} {
 		var err error
-		if k.cgroups.exists(q.name) {
+		switch {
+		case k.cgroups.exists(q.name):
 			err = k.cgroups.set(q.name, q.c)
-		} else {
+		case q.name == k.qos.guaranteed:
+			err = k.createCgroup(q.name, k.allocatableCgroup)
+		default:
 			err = k.createCgroup(q.name, q.c)
 		}
 		if err != nil {
@@ -945,6 +951,58 @@ func (k *Kubelet) podVolumesMounted(uid types.UID) bool {
 		}
 	}
 	return false
+}
+
+// Upstream's events of the node allocatable cgroup's enforcement, on the
+// Node.
+const (
+	EventNodeAllocatableEnforced          = "NodeAllocatableEnforced"
+	EventFailedNodeAllocatableEnforcement = "FailedNodeAllocatableEnforcement"
+)
+
+// nodeAllocatableCgroupConfig is the values of kubepods, the cgroup of
+// all pods, on a node of capacity, as upstream's kubelet enforces node
+// allocatable with its default --enforce-node-allocatable=pods
+// (getNodeAllocatableInternalAbsolute, getCgroupConfig): the capacity
+// less the kube and system reservations (kubeproof has none; not less
+// the hard eviction thresholds, unlike the Node's allocatable), its CPU
+// as shares and its memory, less the huge pages' capacity, as the memory
+// limit. (Upstream also limits the pids to the node's pid capacity and
+// huge pages to theirs, and on cgroup v2 resets memory.min and
+// memory.low to 0; kubeproof does not.)
+func nodeAllocatableCgroupConfig(capacity v1.ResourceList) cgroupConfig {
+	cpu, mem := capacity[v1.ResourceCPU], capacity[v1.ResourceMemory]
+	for name, q := range capacity {
+		if strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) {
+			mem.Sub(q)
+		}
+	}
+	c := cgroupConfig{cpuShares: milliCPUToShares(cpu.MilliValue())}
+	if mem.Sign() > 0 {
+		c.memory = mem.Value()
+	}
+	return c
+}
+
+// enforceNodeAllocatable writes the node's allocatable to kubepods
+// (nodeAllocatableCgroupConfig), as upstream's
+// enforceNodeAllocatableCgroups at start: its NodeAllocatableEnforced
+// event once written, its FailedNodeAllocatableEnforcement warning on a
+// failure, which is tried again every minute (housekeeping's) until it
+// succeeds. The node's capacity, and so its allocatable, is fixed at
+// start: nothing else changes kubepods. It reports whether it was
+// written. Nothing on a node whose cgroups the kubelet does not manage.
+func (k *Kubelet) enforceNodeAllocatable() bool {
+	if k.cgroups == nil {
+		return true
+	}
+	if err := k.cgroups.set(k.qos.guaranteed, k.allocatableCgroup); err != nil {
+		k.nodeEvent(v1.EventTypeWarning, EventFailedNodeAllocatableEnforcement,
+			fmt.Sprintf("Failed to update Node Allocatable Limits %q: %v", k.qos.guaranteed, err))
+		return false
+	}
+	k.nodeEvent(v1.EventTypeNormal, EventNodeAllocatableEnforced, "Updated Node Allocatable limit across pods")
+	return true
 }
 
 // podCgroupStep is what an in-place resize writes to a pod's cgroup for
