@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -20,8 +21,9 @@ import (
 // (safeOpen: a symlink swapped in after the checks is refused, not
 // followed) and bind-mounts the opened descriptor (/proc/<pid>/fd/<fd>)
 // at <pod dir>/volume-subpaths/<volume>/<container>/<index>, the path the
-// runtime is given (bindSubPath); the mounts go when the pod's volumes do
-// (cleanPodSubPaths, before its directory is removed; a restarted
+// runtime is given (bindSubPath); the mounts go when the pod's volumes do:
+// once the pod has terminated (cleanTerminatedSubPaths) and, at the
+// latest, before its directory is removed (cleanPodSubPaths; a restarted
 // kubelet adopts the pod directories it finds, so a gone pod's are
 // cleaned up too). A kubelet of the simulated runtime mounts nothing (it
 // runs without root, and its containers read no files): it keeps the
@@ -31,11 +33,14 @@ const (
 	// volumeSubpathsDir is the pod directory's directory of subPath bind
 	// mounts (upstream's containerSubPathDirectoryName).
 	volumeSubpathsDir = "volume-subpaths"
-	// oPath is O_PATH, which package syscall does not define (the same
-	// value on amd64 and arm64).
+	// oPath is O_PATH, which package syscall does not define: this value
+	// on every Linux GOARCH Go supports (golang.org/x/sys/unix's tables
+	// differ only for sparc64, which Go does not support); other GOOSes
+	// do not build package kubelet (its eviction package's Statfs_t use
+	// already), so no build tag is needed.
 	oPath = 0x200000
-	// umountNoFollow is UMOUNT_NOFOLLOW: a symlink at the unmounted path
-	// is not followed.
+	// umountNoFollow is UMOUNT_NOFOLLOW (the same on every architecture):
+	// a symlink at the unmounted path is not followed.
 	umountNoFollow = 0x8
 )
 
@@ -389,6 +394,40 @@ func cleanPodSubPaths(podDir string) error {
 		}
 	}
 	return nil
+}
+
+// cleanTerminatedSubPaths undoes the subPath bind mounts of pod once it
+// has terminated (nothing of it runs or starts again), while it may still
+// be in the API (a finished Job's pod), as upstream's volume manager
+// unmounts a terminated pod's volumes (its desired state drops the pod
+// once ShouldPodRuntimeBeRemoved; UnmountVolume runs CleanSubPaths
+// first) and its status manager deletes a pod from the API only once they
+// are: the caller fails the sync (retried) and sends no final delete on
+// an error. The volumes' content and the pod directory stay until the
+// pod is gone (cleanupPod). Nothing on simulated nodes, nor for a pod
+// without a subPath mount (no system call).
+func (k *Kubelet) cleanTerminatedSubPaths(pod *v1.Pod) error {
+	if !k.bindsSubPaths() || !hasSubPathMount(pod.Spec.InitContainers) && !hasSubPathMount(pod.Spec.Containers) {
+		return nil
+	}
+	if err := cleanPodSubPaths(k.podDir(pod.UID)); err != nil {
+		k.log.Error("Failed to clean the subPath mounts of a terminated pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		return fmt.Errorf("error cleaning subPath mounts of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// hasSubPathMount reports whether one of the containers mounts a subPath
+// (an ephemeral container may not: API validation).
+func hasSubPathMount(cs []v1.Container) bool {
+	for i := range cs {
+		for _, vm := range cs[i].VolumeMounts {
+			if vm.SubPath != "" || vm.SubPathExpr != "" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // podDirUIDs are the UIDs of the pod directories under the root
