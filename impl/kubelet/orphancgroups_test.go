@@ -337,3 +337,58 @@ func TestKubepodsHasNodeAllocatable(t *testing.T) {
 		})
 	}
 }
+
+// A running pod whose cgroup is gone is killed and started again in a
+// cgroup made anew (a new sandbox, its containers again), as upstream's
+// syncPod; one of restartPolicy Never is killed, not started again
+// (terminal) and gets no cgroup; a pod whose cgroup exists is not
+// killed.
+func TestPodWithoutCgroupKilled(t *testing.T) {
+	dir := t.TempDir()
+	for _, hier := range []string{"cpu", "memory"} {
+		os.Mkdir(filepath.Join(dir, hier), 0o755)
+	}
+	h, _ := resizeHarness(t, func(c *Config) { c.CgroupDir = dir })
+	fake := &plainCgroups{cgroupfs: h.k.cgroups.(cgroupfs)}
+	h.k.cgroups = fake
+	sandboxes := func(p *v1.Pod) (all, ready int) {
+		sbs, _ := h.rt.ListPodSandbox(h.ctx, nil)
+		for _, sb := range sbs {
+			if sb.Metadata.Uid == string(p.UID) {
+				all++
+				if sb.State == 0 { // SANDBOX_READY
+					ready++
+				}
+			}
+		}
+		return all, ready
+	}
+	for _, never := range []bool{false, true} {
+		name := map[bool]string{false: "always", true: "never"}[never]
+		p := h.create(h.pod(name, func(p *v1.Pod) {
+			if never {
+				p.Spec.RestartPolicy = v1.RestartPolicyNever
+			}
+		}))
+		p = h.sync(p)
+		h.sync(p) // running, cgroup there: nothing killed
+		cg := "/kubepods/besteffort/pod" + string(p.UID)
+		if all, ready := sandboxes(p); all != 1 || ready != 1 || !fake.exists(cg) {
+			t.Fatalf("%s: %d sandboxes (%d ready), cgroup there %v", name, all, ready, fake.exists(cg))
+		}
+		for _, hier := range []string{"cpu", "memory"} {
+			os.RemoveAll(filepath.Join(dir, hier, cg))
+		}
+		got := h.sync(p)
+		all, ready := sandboxes(p)
+		if never {
+			if ready != 0 || fake.exists(cg) || (got.Status.Phase != v1.PodFailed && got.Status.Phase != v1.PodSucceeded) {
+				t.Errorf("never: %d sandboxes ready, cgroup made %v, phase %s; want none, no cgroup, terminal", ready, fake.exists(cg), got.Status.Phase)
+			}
+			continue
+		}
+		if all != 2 || ready != 1 || !fake.exists(cg) {
+			t.Errorf("always: %d sandboxes (%d ready), cgroup made %v; want a new sandbox in a new cgroup", all, ready, fake.exists(cg))
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 )
 
@@ -1003,6 +1005,40 @@ func (k *Kubelet) enforceNodeAllocatable() bool {
 	}
 	k.nodeEvent(v1.EventTypeNormal, EventNodeAllocatableEnforced, "Updated Node Allocatable limit across pods")
 	return true
+}
+
+// killPodWithoutCgroup kills a running pod whose cgroup is gone, as
+// upstream's syncPod before it makes the cgroup of a pod whose
+// termination is not requested (terminating false): when the cgroup
+// does not exist and one of the pod's app containers runs (not the pod's
+// first sync), the whole pod is killed with its grace period, so that it
+// starts again, sandbox and all, in a cgroup made anew (the sandbox's,
+// ensurePodCgroup); a pod that never restarts (restartPolicy Never) is
+// not started again and gets no cgroup, as upstream's. A kill that fails
+// is logged, as upstream's "KillPod failed", and the cgroup made at once
+// (upstream's EnsureExists in the same sync). It reports whether it
+// killed the pod. Nothing on a node whose cgroups the kubelet does not
+// manage; elsewhere one exists check per sync (a stat per v1 hierarchy
+// the kubelet writes to), as upstream's.
+func (k *Kubelet) killPodWithoutCgroup(ctx context.Context, pod *v1.Pod, rs *podstate.Pod, terminating bool) (bool, error) {
+	if k.cgroups == nil || terminating {
+		return false, nil
+	}
+	running := false
+	for i := range rs.Containers {
+		if c := &rs.Containers[i]; !c.Init && !c.Ephemeral && c.State == podstate.ContainerRunning {
+			running = true
+			break
+		}
+	}
+	if !running || k.cgroups.exists(k.podCgroupName(pod)) {
+		return false, nil
+	}
+	if err := k.killPod(ctx, pod, rs, podsync.GracePeriod(pod)); err != nil {
+		k.log.Info("KillPod failed", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		return false, k.ensurePodCgroup(pod)
+	}
+	return true, nil
 }
 
 // podCgroupStep is what an in-place resize writes to a pod's cgroup for

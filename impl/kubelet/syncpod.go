@@ -109,6 +109,16 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 		// killed again, as upstream's pod workers.
 		rec.more().killed = true
 	}
+	// A running pod whose cgroup is gone is killed, to start again in a
+	// new one, as upstream's syncPod (podcgroups.go).
+	if killed, err := k.killPodWithoutCgroup(ctx, view, rs, pod.DeletionTimestamp != nil ||
+		podsync.IsTerminalPhase(view.Status.Phase) || rec.terminal != nil || rec.x().killed); err != nil {
+		return 0, err
+	} else if killed {
+		if rs, err = k.podRuntimeState(ctx, uid); err != nil {
+			return 0, err
+		}
+	}
 	actions := podsync.ComputePodActions(podsync.Input{
 		Pod: view, Runtime: rs, Probes: probeResults, Backoff: rec.x().backoff, Now: now, Config: k.cfg.Backoff,
 		Killed: rec.x().killed,
