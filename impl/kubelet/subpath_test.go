@@ -305,6 +305,58 @@ func TestSubPathBindMountedForRealRuntime(t *testing.T) {
 	assertFile(t, filepath.Join(hostDir, "sub", "keep"), "host file")
 }
 
+// TestSubPathUnmountedWhenPodTerminates: a real runtime's kubelet undoes
+// a pod's subPath bind mounts once the pod has terminated, while it is
+// still in the API (a finished Job's pod), as upstream's volume manager
+// unmounts a terminated pod's volumes (CleanSubPaths first); the volumes'
+// content and the pod directory stay until the pod leaves the API.
+func TestSubPathUnmountedWhenPodTerminates(t *testing.T) {
+	root := needMounts(t)
+	hostDir := filepath.Join(root, "host")
+	mustMkdir(t, filepath.Join(hostDir, "sub"))
+	mustWrite(t, filepath.Join(hostDir, "sub", "keep"), "host file")
+	h := newHarness(t, nil)
+	h.krt = criTyped{h.rt}
+	h.k = h.newKubelet(func(c *Config) { c.RootDir = filepath.Join(root, "kubelet") })
+	p := h.create(h.pod("job", func(p *v1.Pod) {
+		p.Spec.RestartPolicy = v1.RestartPolicyNever
+		p.Annotations[sim.AnnotationExitCode] = "0"
+		p.Annotations[sim.AnnotationExitAfter] = "5s"
+		p.Spec.Volumes = []v1.Volume{
+			{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+			{Name: "host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: hostDir}}},
+		}
+		p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{
+			{Name: "scratch", MountPath: "/data", SubPath: "logs"},
+			{Name: "host", MountPath: "/host", SubPath: "sub"},
+		}
+	}))
+	if got := h.sync(p); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s, want Running", got.Status.Phase)
+	}
+	podDir := h.k.podDir(p.UID)
+	targets := []string{subPathTarget(podDir, "scratch", "app", 0), subPathTarget(podDir, "host", "app", 1)}
+	for _, tg := range targets {
+		if !isMountPoint(t, tg) {
+			t.Fatalf("%s not mounted", tg)
+		}
+	}
+	mustWrite(t, filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~empty-dir", "scratch"), "logs", "out"), "result")
+
+	h.step(5 * time.Second)
+	if got := h.sync(p); got == nil || got.Status.Phase != v1.PodSucceeded {
+		t.Fatalf("pod %v, want Succeeded and still in the API", got)
+	}
+	if m := mountsUnder(t, podDir); len(m) != 0 {
+		t.Errorf("mounts left under the terminated pod's directory: %v", m)
+	}
+	if _, err := os.Lstat(filepath.Join(podDir, volumeSubpathsDir)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s left: %v", volumeSubpathsDir, err)
+	}
+	assertFile(t, filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~empty-dir", "scratch"), "logs", "out"), "result")
+	assertFile(t, filepath.Join(hostDir, "sub", "keep"), "host file")
+}
+
 // needMounts skips the test unless it runs as root (bind mounts), and
 // returns a temporary directory whose mounts are undone when it ends,
 // before the directory is removed.

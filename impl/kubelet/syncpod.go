@@ -202,6 +202,13 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 		return 0, errors.Join(execErr, err)
 	}
 	rec.statusRefusals = 0
+	if podIsTerminal {
+		// Its subPath bind mounts go now, before the final delete
+		// (subpath.go).
+		if err := k.cleanTerminatedSubPaths(pod); err != nil {
+			return 0, errors.Join(execErr, err)
+		}
+	}
 	if pod.DeletionTimestamp != nil && podIsTerminal {
 		if err := k.finalDelete(ctx, rec, pod); err != nil {
 			return 0, err
