@@ -214,6 +214,10 @@ func subPathTarget(podDir, volume, container string, index int) string {
 	return filepath.Join(podDir, volumeSubpathsDir, volume, container, strconv.Itoa(index))
 }
 
+// subPathOpened, set by tests only, runs in bindSubPath between the
+// subPath's opening and its mount: where a container may swap it.
+var subPathOpened func()
+
 // bindSubPath bind-mounts path, a subPath in the volume at volumePath, at
 // its subPathTarget and returns that target, as upstream's doBindSubPath:
 // both resolved through their symlinks, path must stay in the volume
@@ -274,6 +278,9 @@ func bindSubPath(podDir, volume, container string, index int, path, volumePath s
 		if err := os.WriteFile(target, nil, 0o640); err != nil {
 			return "", fmt.Errorf("error creating file %s: %w", target, err)
 		}
+	}
+	if subPathOpened != nil {
+		subPathOpened()
 	}
 	source := "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/" + strconv.Itoa(fd)
 	if err := syscall.Mount(source, target, "", syscall.MS_BIND, ""); err != nil {

@@ -197,6 +197,34 @@ func TestBindSubPath(t *testing.T) {
 	assertFile(t, filepath.Join(vol, "file"), "two")
 }
 
+// TestBindSubPathMountsWhatWasOpened: what is mounted is the subPath
+// opened in the volume, not its path: a container swapping the directory
+// for a symlink out of the volume between the kubelet's checks and its
+// mount (upstream's reason to mount /proc/<pid>/fd/<fd>) changes nothing.
+func TestBindSubPathMountsWhatWasOpened(t *testing.T) {
+	root := needMounts(t)
+	vol := filepath.Join(root, "vol")
+	outside := filepath.Join(root, "outside")
+	mustMkdir(t, filepath.Join(vol, "sub"))
+	mustMkdir(t, outside)
+	mustWrite(t, filepath.Join(vol, "sub", "hello"), "hi")
+	mustWrite(t, filepath.Join(outside, "hello"), "outside")
+	subPathOpened = func() {
+		if err := os.Rename(filepath.Join(vol, "sub"), filepath.Join(vol, "old")); err != nil {
+			t.Error(err)
+		}
+		if err := os.Symlink(outside, filepath.Join(vol, "sub")); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { subPathOpened = nil })
+	target, err := bindSubPath(filepath.Join(root, "pod"), "scratch", "app", 0, filepath.Join(vol, "sub"), vol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertFile(t, filepath.Join(target, "hello"), "hi")
+}
+
 // criTyped is the simulation under another runtime's name: the kubelet
 // takes it for a real runtime (bindsSubPaths).
 type criTyped struct{ *sim.Runtime }
