@@ -30,10 +30,16 @@ import (
 // then PodResizeInProgress until the runtime reports the allocated values,
 // with upstream's events.
 //
+// The pod-level resources (spec.resources,
+// InPlacePodLevelResourcesVerticalScaling, beta and on since 1.36) are
+// resized alike: allocated with the containers' (podLevelKey), admitted
+// by the pod's requests they replace, applied to the sandbox (its pod
+// cgroup) and to the containers whose limits they stand in for.
+//
 // What is kept: the decisions here are pure; the kubelet keeps a pod's
 // allocation (podResize) only once its resources changed, so a pod never
 // resized costs nothing (its allocation is its spec), and its sync only
-// compares integers (resizeNeeded).
+// compares integers (resizeNeeded, sandboxResizeNeeded).
 
 // Events of an in-place resize, as upstream's.
 const (
@@ -48,15 +54,18 @@ const (
 // since it was admitted (Kubelet.resizes, guarded by Kubelet.mu).
 type podResize struct {
 	// allocated are the resources allocated to each resizable container
-	// (app containers and sidecars), by name: what the pod runs with, and
-	// what other pods are admitted beside, until a resize to the spec's
-	// is admitted.
+	// (app containers and sidecars), by name, and the pod-level ones
+	// (podLevelKey; absent for a pod without): what the pod runs with,
+	// and what other pods are admitted beside, until a resize to the
+	// spec's is admitted.
 	allocated map[string]v1.ResourceRequirements
 	// pending is the PodResizePending condition (Infeasible, Deferred),
 	// inProgress the PodResizeInProgress one; nil when not reported.
 	pending, inProgress *v1.PodCondition
 	// sandbox is what the pod's sandbox was last given as its resources
-	// (nil: not known, before the kubelet resized it).
+	// (nil: not known, before the kubelet resized it; for a pod with
+	// pod-level resources what it was made with, sandboxResources of the
+	// pod as admitted, since a pod-level resize may change nothing else).
 	sandbox *runtimeapi.LinuxContainerResources
 	// rechecked: the last sync applied resize steps and asked for an
 	// immediate sync to see the runtime report them; a further sync that
@@ -101,11 +110,34 @@ func sameRequirements(a, b *v1.ResourceRequirements) bool {
 	return framework.SameQuantities(a.Requests, b.Requests) && framework.SameQuantities(a.Limits, b.Limits)
 }
 
-// resourcesChanged reports whether a resizable container's resources
-// differ between two versions of a pod (its containers are the same:
-// the API server allows no other change of them).
+// podLevelKey is the key of the pod-level resources in an allocation
+// (podResize.allocated): no container's name (names are DNS labels).
+const podLevelKey = ""
+
+// podLevelOf are pod's pod-level resources, empty for none.
+func podLevelOf(pod *v1.Pod) *v1.ResourceRequirements {
+	if pod.Spec.Resources == nil {
+		return &v1.ResourceRequirements{}
+	}
+	return pod.Spec.Resources
+}
+
+// podLevelAllocated reports whether alloc allocates pod its pod-level
+// resources (none where it has none).
+func podLevelAllocated(pod *v1.Pod, alloc map[string]v1.ResourceRequirements) bool {
+	a, ok := alloc[podLevelKey]
+	if !ok && pod.Spec.Resources == nil {
+		return true
+	}
+	return sameRequirements(&a, podLevelOf(pod))
+}
+
+// resourcesChanged reports whether a resizable container's resources or
+// the pod-level ones differ between two versions of a pod (its
+// containers are the same: the API server allows no other change of
+// them).
 func resourcesChanged(old, pod *v1.Pod) bool {
-	changed := false
+	changed := !sameRequirements(podLevelOf(old), podLevelOf(pod))
 	resizableContainers(pod, func(c *v1.Container, i int, init bool) {
 		list := old.Spec.Containers
 		if init {
@@ -118,18 +150,21 @@ func resourcesChanged(old, pod *v1.Pod) bool {
 	return changed
 }
 
-// allocationOf is the allocation of pod's resizable containers as its
-// spec has them (copies).
+// allocationOf is the allocation of pod's resizable containers and
+// pod-level resources as its spec has them (copies).
 func allocationOf(pod *v1.Pod) map[string]v1.ResourceRequirements {
 	a := map[string]v1.ResourceRequirements{}
 	resizableContainers(pod, func(c *v1.Container, _ int, _ bool) { a[c.Name] = *c.Resources.DeepCopy() })
+	if pod.Spec.Resources != nil {
+		a[podLevelKey] = *pod.Spec.Resources.DeepCopy()
+	}
 	return a
 }
 
-// allocated reports whether every resizable container of pod has the
-// resources alloc allocated it.
+// allocated reports whether every resizable container of pod, and the
+// pod level, has the resources alloc allocated it.
 func allocated(pod *v1.Pod, alloc map[string]v1.ResourceRequirements) bool {
-	same := true
+	same := podLevelAllocated(pod, alloc)
 	resizableContainers(pod, func(c *v1.Container, _ int, _ bool) {
 		if a, ok := alloc[c.Name]; ok && !sameRequirements(&a, &c.Resources) {
 			same = false
@@ -140,8 +175,9 @@ func allocated(pod *v1.Pod, alloc map[string]v1.ResourceRequirements) bool {
 
 // withAllocation is pod as allocated (upstream's UpdatePodFromAllocation):
 // pod itself when alloc is what its spec says, else a copy whose
-// resizable containers have their allocated resources (its container
-// lists are its own; the rest is shared with pod, read only).
+// resizable containers and pod level have their allocated resources (its
+// container lists and pod-level resources are its own; the rest is
+// shared with pod, read only).
 func withAllocation(pod *v1.Pod, alloc map[string]v1.ResourceRequirements) *v1.Pod {
 	if alloc == nil || allocated(pod, alloc) {
 		return pod
@@ -155,6 +191,12 @@ func withAllocation(pod *v1.Pod, alloc map[string]v1.ResourceRequirements) *v1.P
 			c.Resources = a
 		}
 	})
+	if !podLevelAllocated(pod, alloc) {
+		p.Spec.Resources = nil
+		if a, ok := alloc[podLevelKey]; ok {
+			p.Spec.Resources = &a
+		}
+	}
 	return p
 }
 
@@ -265,6 +307,28 @@ func resizeNeeded(pod *v1.Pod, rs *podstate.Pod) bool {
 	return needed
 }
 
+// sandboxResizeNeeded reports whether the ready sandbox of a pod with
+// pod-level resources (pod as allocated) was last given cgroup values
+// other than the allocation's (r.sandbox; unknown is not), as upstream's
+// isPodResizeInProgress compares the pod cgroup's: a pod-level resize
+// that changes no container's values (a pod-level request, or limits the
+// containers set for themselves). Integers only, as resizeNeeded.
+func sandboxResizeNeeded(pod *v1.Pod, rs *podstate.Pod, r *podResize) bool {
+	if r == nil || r.sandbox == nil || pod.Spec.Resources == nil {
+		return false
+	}
+	if sb := rs.LatestSandbox(); sb == nil || !sb.Ready {
+		return false
+	}
+	cpuReq, hasCPUReq := podAmount(pod, v1.ResourceCPU, false)
+	cpuLim, _ := podAmount(pod, v1.ResourceCPU, true)
+	memLim, _ := podAmount(pod, v1.ResourceMemory, true)
+	shares, q, mem := cgroupValues(cpuReq, hasCPUReq, cpuLim, memLim)
+	was := r.sandbox
+	// A limit no longer named stays as it was (planResize).
+	return was.CpuShares != shares || (q != 0 && quota(was.CpuQuota) != q) || (mem != 0 && was.MemoryLimitInBytes != mem)
+}
+
 // resizeStep is one CRI call of a resize: a container's
 // UpdateContainerResources, or (container "") the sandbox's
 // UpdatePodSandboxResources; res is the resource it changes (cpu or
@@ -361,10 +425,16 @@ func planResize(pod *v1.Pod, rs *podstate.Pod, sandboxWas *runtimeapi.LinuxConta
 			cpu = append(cpu, containerUpdate{step: resizeStep{containerID: rc.ID, name: c.Name, res: v1.ResourceCPU, resources: want}, up: cpuDiff > 0})
 		}
 	})
-	if len(mem) == 0 && len(cpu) == 0 && len(plan.kills) == 0 {
+	newSandbox, overhead := sandboxResources(pod, p.oomGroup)
+	// The sandbox's own changes (a pod-level resize), by resource; a pod
+	// without pod-level resources has its sandbox's values follow its
+	// containers'.
+	podLevel := sandboxWas != nil && pod.Spec.Resources != nil
+	sandboxMem := podLevel && newSandbox.MemoryLimitInBytes != 0 && newSandbox.MemoryLimitInBytes != sandboxWas.MemoryLimitInBytes
+	sandboxCPU := podLevel && (newSandbox.CpuShares != sandboxWas.CpuShares || (newSandbox.CpuQuota != 0 && newSandbox.CpuQuota != quota(sandboxWas.CpuQuota)))
+	if len(mem) == 0 && len(cpu) == 0 && len(plan.kills) == 0 && !sandboxMem && !sandboxCPU {
 		return plan
 	}
-	newSandbox, overhead := sandboxResources(pod, p.oomGroup)
 	if sandboxWas == nil {
 		plan.steps = append(append(ordered(mem), ordered(cpu)...), resizeStep{resources: newSandbox, overhead: overhead})
 		plan.sandbox = newSandbox
@@ -393,7 +463,7 @@ func planResize(pod *v1.Pod, rs *podstate.Pod, sandboxWas *runtimeapi.LinuxConta
 	}
 	// Memory: the sandbox's limit raised before the containers, lowered
 	// after them (memory requests are not in cgroups).
-	if len(mem) > 0 || len(plan.kills) > 0 {
+	if len(mem) > 0 || len(plan.kills) > 0 || sandboxMem {
 		up := final.MemoryLimitInBytes > now.MemoryLimitInBytes
 		if !up && final.MemoryLimitInBytes > 0 && final.MemoryLimitInBytes < now.MemoryLimitInBytes {
 			plan.memoryDecreases = append(plan.memoryDecreases, memoryDecrease{limit: final.MemoryLimitInBytes})
@@ -408,7 +478,7 @@ func planResize(pod *v1.Pod, rs *podstate.Pod, sandboxWas *runtimeapi.LinuxConta
 	}
 	// CPU: limits before requests on the way up, requests before limits
 	// on the way down (requests <= limits throughout).
-	if len(cpu) > 0 || len(plan.kills) > 0 {
+	if len(cpu) > 0 || len(plan.kills) > 0 || sandboxCPU {
 		sandboxStep(v1.ResourceCPU, func(r *runtimeapi.LinuxContainerResources) {
 			if final.CpuQuota > now.CpuQuota {
 				r.CpuQuota, r.CpuPeriod = final.CpuQuota, final.CpuPeriod

@@ -23,7 +23,9 @@ import (
 
 // noteResizeLocked is HandlePod's (k.mu held): a pod admitted with
 // resources other than those pod now asks for starts being kept as
-// resized, allocated what old (the version the kubelet had) said. Pods
+// resized, allocated what old (the version the kubelet had) said; with
+// pod-level resources, its sandbox known to have old's (what it was made
+// with), which a pod-level resize changes. Pods
 // of the same generation are not compared (a status write does not
 // change the spec; a resize bumps the generation), unless the API server
 // keeps none.
@@ -37,7 +39,11 @@ func (k *Kubelet) noteResizeLocked(rec *podRecord, old, pod *v1.Pod) {
 	if k.resizes == nil {
 		k.resizes = map[types.UID]*podResize{}
 	}
-	k.resizes[pod.UID] = &podResize{allocated: allocationOf(old)}
+	r := &podResize{allocated: allocationOf(old)}
+	if old.Spec.Resources != nil || pod.Spec.Resources != nil {
+		r.sandbox, _ = sandboxResources(old, k.cfg.oomGroupKill)
+	}
+	k.resizes[pod.UID] = r
 	k.saveAllocationsLocked()
 }
 
@@ -137,10 +143,11 @@ func (k *Kubelet) ensureResize(pod *v1.Pod) *podResize {
 
 // planPodResize is the resize this sync actuates for pod (as allocated;
 // rs the runtime's view, a the sync's decisions): none unless a running
-// container's cgroup values are not its allocation's. Its restarts join
-// a's kills and starts.
+// container's cgroup values, or the sandbox's of a pod with pod-level
+// resources, are not its allocation's. Its restarts join a's kills and
+// starts.
 func (k *Kubelet) planPodResize(pod *v1.Pod, rs *podstate.Pod, r *podResize, a *podsync.Actions) (*podResize, resizePlan) {
-	if a.KillPod || a.CreateSandbox || !resizeNeeded(pod, rs) {
+	if a.KillPod || a.CreateSandbox || (!resizeNeeded(pod, rs) && !sandboxResizeNeeded(pod, rs, r)) {
 		return r, resizePlan{}
 	}
 	if r == nil {
@@ -289,8 +296,8 @@ func (k *Kubelet) checkMemoryUsage(ctx context.Context, sandboxID string, ds []m
 // error): an Error while actuating fails (with upstream's ResizeError
 // event when the error is new; the condition keeps the generation it
 // had), in progress while a running container's cgroup values are not
-// its allocation's, and removed with upstream's ResizeCompleted event
-// once they are.
+// its allocation's (or the sandbox's of a pod with pod-level resources),
+// and removed with upstream's ResizeCompleted event once they are.
 func (k *Kubelet) resizeProgress(pod *v1.Pod, rs *podstate.Pod, r *podResize, failed error, now time.Time) {
 	if r == nil {
 		return
@@ -312,7 +319,7 @@ func (k *Kubelet) resizeProgress(pod *v1.Pod, rs *podstate.Pod, r *podResize, fa
 		}
 		r.inProgress = c
 		k.podEvent(pod, v1.EventTypeWarning, EventResizeError, "%s", resizeEventMessage("Pod resize error", pod, gen, msg))
-	case resizeNeeded(pod, rs):
+	case resizeNeeded(pod, rs) || sandboxResizeNeeded(pod, rs, r):
 		switch {
 		case r.inProgress == nil:
 			r.inProgress = resizeCondition(v1.PodResizeInProgress, "", "", gen, t)

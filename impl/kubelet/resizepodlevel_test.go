@@ -1,0 +1,126 @@
+package kubelet
+
+import (
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// resizePodLevel changes the API pod's pod-level resources as the API
+// server's pods/resize does (the generation bumped) and hands it to the
+// kubelet.
+func (h *harness) resizePodLevel(p *v1.Pod, r v1.ResourceRequirements) *v1.Pod {
+	h.t.Helper()
+	cur := h.get(p)
+	cur.Spec.Resources = &r
+	cur.Generation++
+	updated, err := h.client.CoreV1().Pods(cur.Namespace).Update(h.ctx, cur, metav1.UpdateOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.k.HandlePod(updated)
+	return updated
+}
+
+// sandboxResources are the resources the runtime's only sandbox was last
+// given (RunPodSandbox or UpdatePodSandboxResources).
+func (h *harness) sandboxResources() *runtimeapi.LinuxContainerResources {
+	h.t.Helper()
+	sbs, err := h.rt.ListPodSandbox(h.ctx, nil)
+	if err != nil || len(sbs) != 1 {
+		h.t.Fatalf("sandboxes %v %v", sbs, err)
+	}
+	linux, err := h.rt.SandboxLinux(sbs[0].Id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return linux.GetResources()
+}
+
+// TestResizePodLevel: a resize of a running pod's pod-level resources
+// (spec.resources, InPlacePodLevelResourcesVerticalScaling, beta and on
+// since 1.36) is admitted against the node, allocated and applied as a
+// container resize is: the sandbox (its pod cgroup) gets the new
+// pod-level values and a container without limits of its own the new
+// pod-level limits, in place; PodResizeInProgress with ResizeStarted,
+// then ResizeCompleted. A change of the pod-level request alone (no
+// container's cgroup changes) is applied to the sandbox too. One above
+// the node is Infeasible, one that does not fit beside another pod
+// Deferred, and neither is applied.
+func TestResizePodLevel(t *testing.T) {
+	h, events := resizeHarness(t, nil)
+	p := h.create(h.pod("web", func(p *v1.Pod) {
+		p.Spec.Resources = &v1.ResourceRequirements{Requests: resList("cpu", "200m", "memory", "64Mi"), Limits: resList("cpu", "400m", "memory", "128Mi")}
+	}))
+	if got := h.sync(p); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s", got.Status.Phase)
+	}
+	if sb := h.sandboxResources(); !proto.Equal(sb, sandboxRes(204, 40000, 128<<20)) {
+		t.Fatalf("sandbox resources %v at start", sb)
+	}
+	drain(events)
+
+	// Limits up: the sandbox and the container follow.
+	h.resizePodLevel(p, v1.ResourceRequirements{Requests: resList("cpu", "200m", "memory", "64Mi"), Limits: resList("cpu", "600m", "memory", "256Mi")})
+	got := h.sync(p)
+	c := condOf(got, v1.PodResizeInProgress)
+	if c == nil || c.Status != v1.ConditionTrue || c.ObservedGeneration != got.Generation {
+		t.Fatalf("after the allocating sync: PodResizeInProgress %+v (generation %d); conditions %+v; events %q", c, got.Generation, got.Status.Conditions, drain(events))
+	}
+	if ev := drain(events); !hasEvent(ev, "Normal ResizeStarted Pod resize started: ") {
+		t.Errorf("events %q, want ResizeStarted", ev)
+	}
+	if sb := h.sandboxResources(); !proto.Equal(sb, sandboxRes(204, 60000, 256<<20)) {
+		t.Errorf("sandbox resources %v after the resize, want quota 60000 and 256Mi", sb)
+	}
+	if r := h.runtimeResources(p, "app"); r.CpuQuota != 60000 || r.MemoryLimitInBytes != 256<<20 {
+		t.Errorf("container resources %v, want the pod-level limits (quota 60000, 256Mi)", r)
+	}
+	got = h.sync(p)
+	if c := condOf(got, v1.PodResizeInProgress); c != nil {
+		t.Errorf("resize still in progress once applied: %+v", c)
+	}
+	if ev := drain(events); !hasEvent(ev, "Normal ResizeCompleted Pod resize completed: ") {
+		t.Errorf("events %q, want ResizeCompleted", ev)
+	}
+	if cs := cstatus(got, "app"); cs.RestartCount != 0 || cs.State.Running == nil {
+		t.Errorf("the container was restarted: %+v", cs)
+	}
+
+	// The pod-level request alone: only the sandbox's shares change.
+	h.resizePodLevel(p, v1.ResourceRequirements{Requests: resList("cpu", "300m", "memory", "64Mi"), Limits: resList("cpu", "600m", "memory", "256Mi")})
+	h.sync(p)
+	if sb := h.sandboxResources(); !proto.Equal(sb, sandboxRes(307, 60000, 256<<20)) {
+		t.Errorf("sandbox resources %v after a request resize, want 307 shares", sb)
+	}
+	got = h.sync(p)
+	if c := condOf(got, v1.PodResizeInProgress); c != nil {
+		t.Errorf("request resize still in progress once applied: %+v", c)
+	}
+
+	// Above the node: Infeasible, not applied.
+	h.resizePodLevel(p, v1.ResourceRequirements{Requests: resList("cpu", "2", "memory", "64Mi"), Limits: resList("cpu", "2", "memory", "256Mi")})
+	got = h.sync(p)
+	c = condOf(got, v1.PodResizePending)
+	if c == nil || c.Reason != v1.PodReasonInfeasible || c.Message != "Node didn't have enough capacity: cpu, requested: 2000, capacity: 1000" {
+		t.Fatalf("PodResizePending %+v; conditions %+v", c, got.Status.Conditions)
+	}
+	if sb := h.sandboxResources(); !proto.Equal(sb, sandboxRes(307, 60000, 256<<20)) {
+		t.Errorf("an infeasible resize was applied: sandbox %v", sb)
+	}
+
+	// Beside another pod's 400m: Deferred.
+	o := h.create(h.pod("other", func(p *v1.Pod) { p.Spec.Containers[0].Resources = resources("400m", "", "", "") }))
+	if got := h.sync(o); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("other pod: %s %s", got.Status.Phase, got.Status.Message)
+	}
+	h.resizePodLevel(p, v1.ResourceRequirements{Requests: resList("cpu", "700m", "memory", "64Mi"), Limits: resList("cpu", "800m", "memory", "256Mi")})
+	got = h.sync(p)
+	c = condOf(got, v1.PodResizePending)
+	if c == nil || c.Reason != v1.PodReasonDeferred || c.Message != "Node didn't have enough resource: cpu, requested: 700, used: 400, capacity: 1000" {
+		t.Fatalf("PodResizePending %+v; conditions %+v", c, got.Status.Conditions)
+	}
+}
