@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -88,6 +89,11 @@ func TestResizePodLevel(t *testing.T) {
 	}
 	if cs := cstatus(got, "app"); cs.RestartCount != 0 || cs.State.Running == nil {
 		t.Errorf("the container was restarted: %+v", cs)
+	}
+	// The pod-level status: what is allocated.
+	if !apiequality.Semantic.DeepEqual(got.Status.AllocatedResources, resList("cpu", "200m", "memory", "64Mi")) ||
+		got.Status.Resources == nil || !apiequality.Semantic.DeepEqual(got.Status.Resources.Limits, resList("cpu", "600m", "memory", "256Mi")) {
+		t.Errorf("pod status allocatedResources %v resources %+v", got.Status.AllocatedResources, got.Status.Resources)
 	}
 
 	// The pod-level request alone: only the sandbox's shares change.

@@ -96,6 +96,16 @@ func GenerateAPIPodStatus(in Input) v1.PodStatus {
 	s.InitContainerStatuses = containerStatuses(in, pod.Spec.InitContainers, old.InitContainerStatuses, true, hasInit)
 	s.ContainerStatuses = containerStatuses(in, pod.Spec.Containers, old.ContainerStatuses, false, hasInit)
 	s.EphemeralContainerStatuses = ephemeralContainerStatuses(in, old.EphemeralContainerStatuses)
+	// A pod with pod-level resources (Pod as allocated) reports them as
+	// its allocatedResources (the requests) and resources, as upstream's
+	// generateAPIPodStatus with InPlacePodLevelResourcesVerticalScaling
+	// (beta, on since 1.36). Upstream's resources are the pod cgroup's
+	// values as read; here the allocated ones (the kubelet reads no pod
+	// cgroup back), so a resize in progress shows its new values at once.
+	// The spec's own lists, only read: nothing is copied.
+	if r := pod.Spec.Resources; r != nil && len(r.Requests)+len(r.Limits) > 0 {
+		s.AllocatedResources, s.Resources = r.Requests, r
+	}
 
 	s.Phase = GetPhase(pod, s.InitContainerStatuses, s.ContainerStatuses, in.PodIsTerminal)
 	if in.Terminal != nil {
