@@ -1,7 +1,9 @@
 package kubelet
 
 import (
+	"bufio"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -46,15 +48,24 @@ func (p *plainCgroups) destroy(name string) error {
 	return p.cgroupfs.destroy(name)
 }
 
-// sleeper starts a process that waits to be killed (killed for good at
-// the end of the test).
+// sleeper starts a process that waits to be killed. It never outlives
+// the test: killed and reaped at the test's end whatever its outcome
+// (t.Cleanup), and, should the test process die without its clean-ups
+// (a panic, a timeout, a signal), sent SIGTERM by the kernel
+// (Pdeathsig; not SIGKILL, which the tests look for), so that no
+// process of a test is left holding what it inherited (a file lock of
+// flock's).
 func sleeper(t *testing.T) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command("sleep", "600")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill() })
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait() // reaped (an error when killedBy already waited)
+	})
 	return cmd
 }
 
@@ -390,5 +401,64 @@ func TestPodWithoutCgroupKilled(t *testing.T) {
 		if all != 2 || ready != 1 || !fake.exists(cg) {
 			t.Errorf("always: %d sandboxes (%d ready), cgroup made %v; want a new sandbox in a new cgroup", all, ready, fake.exists(cg))
 		}
+	}
+}
+
+// A sleeper is killed and reaped when its test ends, and dies with the
+// test process when that ends without running its clean-ups.
+func TestSleeperNeverOutlivesTest(t *testing.T) {
+	if os.Getenv("KUBEPROOF_SLEEPER_CHILD") != "" {
+		// The test process of the second check: its sleeper's pid out,
+		// then an exit without clean-ups once told to.
+		cmd := sleeper(t)
+		os.Stdout.WriteString(strconv.Itoa(cmd.Process.Pid) + "\n")
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}
+	var cmd *exec.Cmd
+	t.Run("ends", func(t *testing.T) { cmd = sleeper(t) })
+	if cmd.ProcessState == nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Error("sleeper not reaped at the end of its test")
+	}
+
+	child := exec.Command(os.Args[0], "-test.run=^TestSleeperNeverOutlivesTest$")
+	child.Env = append(os.Environ(), "KUBEPROOF_SLEEPER_CHILD=1")
+	stdin, err := child.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { child.Process.Kill(); child.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	pid, perr := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || perr != nil {
+		t.Fatalf("child's sleeper pid: %q %v %v", line, err, perr)
+	}
+	// A pidfd of the sleeper before its parent ends (no pid reuse).
+	fd, _, errno := syscall.Syscall(434 /* pidfd_open */, uintptr(pid), 0, 0)
+	if errno != 0 {
+		t.Fatalf("pidfd_open(%d): %v", pid, errno)
+	}
+	pidfd := int(fd)
+	defer syscall.Close(pidfd)
+	stdin.Close()
+	io.Copy(&out, stdout)
+	child.Wait()
+	// Readable once the sleeper ended; a generous bound, a failure
+	// only: the sleeper is killed then.
+	var readable syscall.FdSet
+	readable.Bits[pidfd/64] |= 1 << (pidfd % 64)
+	if n, err := syscall.Select(pidfd+1, &readable, nil, nil, &syscall.Timeval{Sec: 30}); err != nil || n != 1 {
+		syscall.Syscall6(424 /* pidfd_send_signal */, uintptr(pidfd), uintptr(syscall.SIGKILL), 0, 0, 0, 0)
+		t.Errorf("the sleeper of a test process that ended outlived it (poll %d, %v)", n, err)
 	}
 }
