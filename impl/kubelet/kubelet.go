@@ -731,7 +731,7 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 			nextQOS = now.Add(periodicQOSCgroupUpdateInterval)
 		}
 		if k.cgroups != nil && !now.Before(nextCleanup) {
-			k.cleanupOrphanedPodCgroups()
+			k.cleanupOrphanedPodCgroups(ctx)
 			nextCleanup = now.Add(housekeepingPeriod)
 		}
 	}

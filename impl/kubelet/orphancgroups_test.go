@@ -17,6 +17,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
@@ -157,14 +158,14 @@ func TestOrphanedPodCgroupsRemoved(t *testing.T) {
 			h.k.mu.Lock()
 			h.k.sourceSynced = false
 			h.k.mu.Unlock()
-			h.k.cleanupOrphanedPodCgroups()
+			h.k.cleanupOrphanedPodCgroups(h.ctx)
 			if len(fake.destroyed) != 0 {
 				t.Fatalf("removed before the source synced: %v", fake.destroyed)
 			}
 			h.k.MarkSourceSynced()
 
 			// The job runs: only the cgroup of the pod never had goes.
-			h.k.cleanupOrphanedPodCgroups()
+			h.k.cleanupOrphanedPodCgroups(h.ctx)
 			if !slices.Equal(fake.destroyed, []string{never}) {
 				t.Fatalf("removed %v; want [%s]", fake.destroyed, never)
 			}
@@ -191,7 +192,7 @@ func TestOrphanedPodCgroupsRemoved(t *testing.T) {
 			if got := h.sync(job); got.Status.Phase != v1.PodSucceeded {
 				t.Fatalf("job phase %s", got.Status.Phase)
 			}
-			h.k.cleanupOrphanedPodCgroups()
+			h.k.cleanupOrphanedPodCgroups(h.ctx)
 			if !slices.Equal(fake.destroyed, []string{never, jobCg}) {
 				t.Fatalf("removed %v; want [%s %s]", fake.destroyed, never, jobCg)
 			}
@@ -209,9 +210,10 @@ func TestOrphanedPodCgroupsRemoved(t *testing.T) {
 }
 
 // orphanedPodCgroups picks the pods not possibly running: unknown, or
-// rejected, or terminated (phase terminal); a pod gone from the API that
-// is not cleaned up yet, one not admitted yet and a running one are
-// possibly running.
+// rejected, or terminated (phase terminal; their cgroups still kept while
+// something of them runs, TestOrphanedPodCgroupKeptUntilKilled); a pod
+// gone from the API that is not cleaned up yet, one not admitted yet and
+// a running one are possibly running.
 func TestOrphanedPodCgroupsDecision(t *testing.T) {
 	phase := func(ph v1.PodPhase) *v1.Pod { return &v1.Pod{Status: v1.PodStatus{Phase: ph}} }
 	pods := map[types.UID]*podRecord{
@@ -268,7 +270,7 @@ func TestOrphanedPodCgroupKeptWhileVolumesMounted(t *testing.T) {
 			syscall.Unmount(vol, syscall.MNT_DETACH)
 		}
 	})
-	h.k.cleanupOrphanedPodCgroups()
+	h.k.cleanupOrphanedPodCgroups(h.ctx)
 	if len(fake.destroyed) != 0 {
 		t.Fatalf("removed with a volume mounted: %v", fake.destroyed)
 	}
@@ -279,7 +281,7 @@ func TestOrphanedPodCgroupKeptWhileVolumesMounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	mounted = false
-	h.k.cleanupOrphanedPodCgroups()
+	h.k.cleanupOrphanedPodCgroups(h.ctx)
 	if !slices.Equal(fake.destroyed, []string{name}) {
 		t.Errorf("removed %v once unmounted; want [%s]", fake.destroyed, name)
 	}
@@ -460,5 +462,37 @@ func TestSleeperNeverOutlivesTest(t *testing.T) {
 	if n, err := syscall.Select(pidfd+1, &readable, nil, nil, &syscall.Timeval{Sec: 30}); err != nil || n != 1 {
 		syscall.Syscall6(424 /* pidfd_send_signal */, uintptr(pidfd), uintptr(syscall.SIGKILL), 0, 0, 0, 0)
 		t.Errorf("the sleeper of a test process that ended outlived it (poll %d, %v)", n, err)
+	}
+}
+
+// A pod whose phase turned terminal in the API (written by another, or
+// by the kubelet while a sandbox's kill failed) keeps its cgroup and its
+// processes until the kill that ends it, with its grace period, is done,
+// as upstream's possiblyRunningPods holds a terminating pod's: then it
+// goes at the next clean-up.
+func TestOrphanedPodCgroupKeptUntilKilled(t *testing.T) {
+	dir := t.TempDir()
+	for _, hier := range []string{"cpu", "memory"} {
+		os.Mkdir(filepath.Join(dir, hier), 0o755)
+	}
+	h, _ := resizeHarness(t, func(c *Config) { c.CgroupDir = dir })
+	fake := &plainCgroups{cgroupfs: h.k.cgroups.(cgroupfs)}
+	h.k.cgroups = fake
+	p := h.sync(h.create(h.pod("failing", nil)))
+	cg := "/kubepods/besteffort/pod" + string(p.UID)
+	p.Status.Phase = v1.PodFailed
+	p, err := h.client.CoreV1().Pods(p.Namespace).UpdateStatus(h.ctx, p, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.k.HandlePod(p) // not synced yet: its kill not done
+	h.k.cleanupOrphanedPodCgroups(h.ctx)
+	if len(fake.destroyed) != 0 || !fake.exists(cg) {
+		t.Fatalf("cgroup of a pod not killed yet removed: %v", fake.destroyed)
+	}
+	h.sync(p) // killed
+	h.k.cleanupOrphanedPodCgroups(h.ctx)
+	if !slices.Equal(fake.destroyed, []string{cg}) {
+		t.Errorf("removed %v once killed; want [%s]", fake.destroyed, cg)
 	}
 }

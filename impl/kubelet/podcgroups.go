@@ -830,9 +830,12 @@ func (k *Kubelet) killCgroupProcesses(name string) error {
 // possiblyRunningPods (the pods its pod workers sync or are terminating):
 // not rejected by admission (upstream's pod workers never have those),
 // and either gone from the API and not yet cleaned up (cleanupPod
-// removes its cgroup itself) or not terminated: its phase not terminal,
-// the kubelet reporting one once nothing of the pod runs (as qosActive).
-// A pod not yet admitted counts: its worker admits it or not.
+// removes its cgroup itself) or not terminated: its phase not terminal.
+// A terminal phase is not enough (one written by another, or by the
+// kubelet for a pod whose sandbox's kill failed; a kill with its grace
+// period in flight): cleanupOrphanedPodCgroups keeps the cgroup of such a
+// pod while something of it runs (podStopped). A pod not yet admitted
+// counts: its worker admits it or not.
 func (r *podRecord) possiblyRunning() bool {
 	return !r.rejected && (r.pod == nil || !podsync.IsTerminalPhase(r.pod.Status.Phase))
 }
@@ -871,9 +874,11 @@ const housekeepingPeriod = 2 * time.Second
 // shares brought down to the least (upstream's ReduceCPULimits), so that
 // a memory-backed volume's charge does not go to the parent; any other's
 // processes are killed and the cgroup removed (destroyPodCgroup), a
-// failure logged and tried again next time. Nothing on a node whose
-// cgroups the kubelet does not manage.
-func (k *Kubelet) cleanupOrphanedPodCgroups() {
+// failure logged and tried again next time. A pod in a terminal phase
+// keeps its cgroup while something of it runs (podStopped), as upstream's
+// terminating pods do. Nothing on a node whose cgroups the kubelet does
+// not manage.
+func (k *Kubelet) cleanupOrphanedPodCgroups(ctx context.Context) {
 	if k.cgroups == nil {
 		return
 	}
@@ -893,8 +898,20 @@ func (k *Kubelet) cleanupOrphanedPodCgroups() {
 	}
 	k.mu.Lock()
 	orphans := orphanedPodCgroups(found, k.pods)
+	var finished []types.UID // in the API, terminal phase
+	for uid := range orphans {
+		if r := k.pods[uid]; r != nil && !r.rejected {
+			finished = append(finished, uid)
+		}
+	}
 	k.mu.Unlock()
 	for uid, name := range orphans {
+		if slices.Contains(finished, uid) && !k.podStopped(ctx, uid) {
+			// Upstream's pod worker is still terminating it (its kill
+			// not done): possibly running.
+			k.log.Debug("Terminal pod still running, its cgroup kept", "podUID", uid)
+			continue
+		}
 		if k.podVolumesMounted(uid) {
 			k.log.Debug("Orphaned pod found, but volumes not yet removed.  Reducing cpu to minimum", "podUID", uid)
 			if err := k.cgroups.set(name, cgroupConfig{cpuShares: minCPUShares}); err != nil {
@@ -907,6 +924,19 @@ func (k *Kubelet) cleanupOrphanedPodCgroups() {
 			k.log.Info("Failed to destroy orphaned pod cgroup", "podUID", uid, "err", err)
 		}
 	}
+}
+
+// podStopped reports whether nothing of the pod uid runs (no container
+// running, no sandbox ready), as the kubelet judges a pod's kill done
+// (podsync.FoundTerminated); a runtime that cannot tell is taken for
+// running.
+func (k *Kubelet) podStopped(ctx context.Context, uid types.UID) bool {
+	rs, err := k.podRuntimeState(ctx, uid)
+	if err != nil {
+		k.log.Info("Failed to read the runtime state of an orphaned pod cgroup's pod", "podUID", uid, "err", err)
+		return false
+	}
+	return rs.Stopped()
 }
 
 // podVolumesMounted reports whether a volume directory of the pod uid is

@@ -761,11 +761,11 @@ func TestPodCgroupRemovalRetried(t *testing.T) {
 	if !fake.exists(name) || len(fake.destroyed) != 0 {
 		t.Fatalf("pod cgroup removed though busy: %v", fake.destroyed)
 	}
-	h.k.cleanupOrphanedPodCgroups()
+	h.k.cleanupOrphanedPodCgroups(h.ctx)
 	if fake.exists(name) || !slices.Equal(fake.destroyed, []string{name}) {
 		t.Fatalf("pod cgroup not removed when tried again: %v", fake.destroyed)
 	}
-	h.k.cleanupOrphanedPodCgroups()
+	h.k.cleanupOrphanedPodCgroups(h.ctx)
 	if len(fake.destroyed) != 1 {
 		t.Errorf("removed again: %v", fake.destroyed)
 	}
