@@ -82,8 +82,8 @@ type Config struct {
 	// class). Two kubelets sharing a host's cgroups need roots of their
 	// own, as each writes its QoS classes' cgroups from its own pods and
 	// removes the pod cgroups under its root that are not its pods'
-	// (podcgroups.go). Unlike upstream, a root that does not exist is
-	// made, not refused.
+	// (podcgroups.go). A root that does not exist is refused, as
+	// upstream's (New fails: "invalid configuration: ...").
 	CgroupRoot string
 	// MemorySwapBehavior is KubeletConfiguration's memorySwap.swapBehavior
 	// (upstream has no flag): "" or NoSwap (upstream's default) keeps

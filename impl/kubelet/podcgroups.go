@@ -21,12 +21,13 @@ import (
 )
 
 // Pod cgroups, as upstream's kubelet (pkg/kubelet/cm) makes them with its
-// defaults (--cgroups-per-qos, --cgroup-driver=cgroupfs, --cgroup-root=/;
-// kubeproof has none of these flags, so these are the only names): every
-// pod runs in a cgroup of its own, pod<UID>, under its QoS class's —
-// /kubepods itself for Guaranteed pods, /kubepods/burstable and
-// /kubepods/besteffort for the others — and its sandbox is created with
-// that cgroup as its parent (CRI CgroupParent).
+// defaults (--cgroups-per-qos, --cgroup-driver=cgroupfs; kubeproof has
+// neither flag) and --cgroup-root (Config.CgroupRoot, / by default; one
+// that does not exist refused at start, as upstream's): every pod runs in
+// a cgroup of its own, pod<UID>, under its QoS class's — <root>/kubepods
+// itself for Guaranteed pods, <root>/kubepods/burstable and
+// <root>/kubepods/besteffort for the others — and its sandbox is created
+// with that cgroup as its parent (CRI CgroupParent).
 //
 // On a node whose cgroups the kubelet manages (a CRI node: Config.CgroupDir
 // set) it makes them itself, as upstream's pod container manager: a pod's
@@ -243,7 +244,42 @@ func newPodCgroups(cfg *Config) (podCgroups, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cgroupfs{root: cfg.CgroupDir, unified: unified}, nil
+	m := cgroupfs{root: cfg.CgroupDir, unified: unified}
+	if err := m.validateRoot(cgroupRoot(cfg.CgroupRoot)); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// validateRoot refuses a cgroup root (cgroupRoot's form) that does not
+// exist, as upstream's container manager does at start (NewContainerManager:
+// the cgroup manager's Validate of --cgroup-root, "invalid configuration:
+// ..."): on cgroup v1 it must be in every hierarchy the kubelet writes to
+// (upstream: every allow-listed one mounted), with upstream's message
+// listing the paths missing; on v2 its cgroup.controllers must be
+// readable (upstream also wants its controllers enabled there; the
+// kubelet enables them itself, create). The root cgroup always exists.
+func (m cgroupfs) validateRoot(root string) error {
+	if root == "" {
+		return nil
+	}
+	name := strings.Split(root[1:], "/") // upstream's CgroupName
+	if m.unified {
+		if _, err := os.ReadFile(filepath.Join(m.dir("", root), "cgroup.controllers")); err != nil {
+			return fmt.Errorf("invalid configuration: could not read controllers for cgroup %q: %w", name, err)
+		}
+		return nil
+	}
+	var missing []string
+	for _, ctl := range v1Controllers {
+		if _, err := os.Stat(m.dir(ctl, root)); err != nil {
+			missing = append(missing, m.dir(ctl, root))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("invalid configuration: cgroup %q has some missing paths: %v", name, strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 // v1Controllers are the cgroup v1 hierarchies the kubelet writes to.

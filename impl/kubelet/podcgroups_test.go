@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
@@ -840,6 +841,24 @@ func TestPodCgroupUnderCgroupRoot(t *testing.T) {
 	for _, hier := range []string{"cpu", "memory"} {
 		os.Mkdir(filepath.Join(dir, hier), 0o755)
 	}
+	// A root that does not exist is refused, as upstream's.
+	rt, err := sim.New(sim.Config{PodCIDR: "10.244.7.0/24"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(context.Background(), fake.NewClientset(), Config{NodeName: "n", RootDir: t.TempDir(), CgroupDir: dir, CgroupRoot: "node-b/c"}, rt)
+	if want := fmt.Sprintf(`invalid configuration: cgroup ["node-b" "c"] has some missing paths: %s, %s`,
+		filepath.Join(dir, "cpu", "node-b", "c"), filepath.Join(dir, "memory", "node-b", "c")); err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("New with a cgroup root missing: %v; want ...%s", err, want)
+	}
+	v2 := t.TempDir()
+	os.WriteFile(filepath.Join(v2, "cgroup.controllers"), []byte("cpu memory\n"), 0o644)
+	_, err = New(context.Background(), fake.NewClientset(), Config{NodeName: "n", RootDir: t.TempDir(), CgroupDir: v2, CgroupRoot: "/x"}, rt)
+	if want := `invalid configuration: could not read controllers for cgroup ["x"]: `; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("New with a cgroup v2 root missing: %v; want %s...", err, want)
+	}
+	os.MkdirAll(filepath.Join(dir, "cpu", "node-b"), 0o755)
+	os.MkdirAll(filepath.Join(dir, "memory", "node-b"), 0o755)
 	h, _ := resizeHarness(t, func(c *Config) { c.CgroupDir = dir; c.CgroupRoot = "node-b/" })
 	fake := &recordingCgroups{cgroupfs: h.k.cgroups.(cgroupfs), rt: h.rt}
 	h.k.cgroups = fake

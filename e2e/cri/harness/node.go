@@ -174,6 +174,36 @@ func (n *Node) waitReady(ctx context.Context, timeout time.Duration) error {
 	return nil
 }
 
+// makeCgroupRoot makes the node's --cgroup-root (/kp-node-<i>, none for
+// the first node) in every cgroup hierarchy of the host, as an operator
+// must before starting upstream's kubelet, which refuses a root that does
+// not exist (so does kubeproof's). The host's clean-up removes it
+// (cgroupParents).
+func (n *Node) makeCgroupRoot() error {
+	if n.cgroupRoot == "" {
+		return nil
+	}
+	dirs := []string{filepath.Join("/sys/fs/cgroup", n.cgroupRoot)}
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil { // cgroup v1: each hierarchy
+		dirs = dirs[:0]
+		entries, err := os.ReadDir("/sys/fs/cgroup")
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if e.IsDir() { // not the links to combined hierarchies (cpu -> cpu,cpuacct)
+				dirs = append(dirs, filepath.Join("/sys/fs/cgroup", e.Name(), n.cgroupRoot))
+			}
+		}
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("making the cgroup root of %s: %w", n.Name, err)
+		}
+	}
+	return nil
+}
+
 // StartKubelet starts the node's kubelet in-process with its kubelet API
 // (HTTPS on 127.0.0.1, the port it had before if restarted).
 func (n *Node) StartKubelet(ctx context.Context) error {
@@ -181,6 +211,9 @@ func (n *Node) StartKubelet(ctx context.Context) error {
 	defer n.mu.Unlock()
 	if n.stop != nil {
 		return errors.New("kubelet already running")
+	}
+	if err := n.makeCgroupRoot(); err != nil {
+		return err
 	}
 	lf, err := os.OpenFile(filepath.Join(n.env.LogDir, "kubelet-"+n.Name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
