@@ -344,7 +344,7 @@ func TestKubepodsHasNodeAllocatable(t *testing.T) {
 				t.Error("enforcement reported written")
 			}
 			evs := drain(rec)
-			if len(evs) != 1 || !strings.HasPrefix(evs[0], `Warning FailedNodeAllocatableEnforcement Failed to update Node Allocatable Limits "/kubepods": `) {
+			if len(evs) != 1 || !strings.HasPrefix(evs[0], `Warning FailedNodeAllocatableEnforcement Failed to update Node Allocatable Limits ["kubepods"]: `) {
 				t.Errorf("events %q", evs)
 			}
 		})

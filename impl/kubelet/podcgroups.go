@@ -1066,7 +1066,9 @@ func (k *Kubelet) enforceNodeAllocatable() bool {
 	}
 	if err := k.cgroups.set(k.qos.guaranteed, k.allocatableCgroup); err != nil {
 		k.nodeEvent(v1.EventTypeWarning, EventFailedNodeAllocatableEnforcement,
-			fmt.Sprintf("Failed to update Node Allocatable Limits %q: %v", k.qos.guaranteed, err))
+			// upstream's cgroup root is a CgroupName (a []string):
+			// ["kubepods"].
+			fmt.Sprintf("Failed to update Node Allocatable Limits %q: %v", strings.Split(k.qos.guaranteed[1:], "/"), err))
 		return false
 	}
 	k.nodeEvent(v1.EventTypeNormal, EventNodeAllocatableEnforced, "Updated Node Allocatable limit across pods")
