@@ -250,7 +250,12 @@ func TestOrphanedPodCgroupsRemoved(t *testing.T) {
 			os.Remove(filepath.Join(h, never))
 		}
 	})
+	// Never outliving the test: killed (and reaped by the Wait below) at
+	// its end, and sent SIGTERM by the kernel should the test binary die
+	// without its clean-ups (Pdeathsig; not SIGKILL, which is looked for),
+	// so that it holds nothing it inherited (a flock lock) past the test.
 	cmd := exec.Command("sleep", "600")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
