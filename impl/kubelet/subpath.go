@@ -229,16 +229,9 @@ var subPathOpened func()
 // since changed) is unmounted and mounted anew. A failed mount leaves no
 // target behind.
 func bindSubPath(podDir, volume, container string, index int, path, volumePath string) (string, error) {
-	base, err := filepath.EvalSymlinks(volumePath)
+	resolved, base, err := resolveWithin(path, volumePath)
 	if err != nil {
-		return "", fmt.Errorf("error resolving symlinks in %q: %w", volumePath, err)
-	}
-	resolved, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return "", fmt.Errorf("error resolving symlinks in %q: %w", path, err)
-	}
-	if !pathWithin(resolved, base) {
-		return "", fmt.Errorf("subpath %q not within volume path %q", resolved, base)
+		return "", err
 	}
 	fd, err := safeOpen(resolved, base)
 	if err != nil {

@@ -679,16 +679,9 @@ func writtenVolume(v *v1.Volume) bool {
 // file as it was), and a directory, or any subPath of another volume, is
 // passed resolved (a link swapped in after this check would be followed).
 func (k *Kubelet) prepareSubPath(pod *v1.Pod, c *v1.Container, volume string, index int, volPath, host string, written bool) (string, error) {
-	base, err := filepath.EvalSymlinks(volPath)
+	resolved, _, err := resolveWithin(host, volPath)
 	if err != nil {
-		return "", fmt.Errorf("error resolving symlinks in %s: %w", volPath, err)
-	}
-	resolved, err := filepath.EvalSymlinks(host)
-	if err != nil {
-		return "", fmt.Errorf("error resolving symlinks in %s: %w", host, err)
-	}
-	if !pathWithin(resolved, base) {
-		return "", fmt.Errorf("subpath %q not within volume path %q", resolved, base)
+		return "", err
 	}
 	if !written {
 		return resolved, nil
@@ -708,6 +701,21 @@ func (k *Kubelet) prepareSubPath(pod *v1.Pod, c *v1.Container, volume string, in
 		return "", fmt.Errorf("error linking subpath %s to %s: %w", resolved, target, err)
 	}
 	return target, nil
+}
+
+// resolveWithin resolves the symlinks of a subPath's host path and of its
+// volume's, and refuses a subPath that resolves outside the volume.
+func resolveWithin(path, volumePath string) (resolved, base string, err error) {
+	if base, err = filepath.EvalSymlinks(volumePath); err != nil {
+		return "", "", fmt.Errorf("error resolving symlinks in %q: %w", volumePath, err)
+	}
+	if resolved, err = filepath.EvalSymlinks(path); err != nil {
+		return "", "", fmt.Errorf("error resolving symlinks in %q: %w", path, err)
+	}
+	if !pathWithin(resolved, base) {
+		return "", "", fmt.Errorf("subpath %q not within volume path %q", resolved, base)
+	}
+	return resolved, base, nil
 }
 
 // pathWithin reports whether the clean path p is base or under it.
