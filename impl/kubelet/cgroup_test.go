@@ -177,10 +177,10 @@ func TestOOMGroupUnified(t *testing.T) {
 		check("container", c1, oomGroup)
 		c2 := containerConfig(pod, &pod.Spec.Containers[0], true, 1, nil, nil, 32<<30, nil, oomGroup, nodeSwap{}).GetLinux().GetResources()
 		check("init container", c2, oomGroup)
-		sb := sandboxConfig(pod, 0, t.TempDir(), oomGroup).GetLinux()
+		sb := sandboxConfig(pod, 0, t.TempDir(), oomGroup, rootQOS).GetLinux()
 		check("sandbox resources", sb.GetResources(), oomGroup)
 		check("sandbox overhead (none)", sb.GetOverhead(), false)
-		sbo := sandboxConfig(withOverhead, 0, t.TempDir(), oomGroup).GetLinux()
+		sbo := sandboxConfig(withOverhead, 0, t.TempDir(), oomGroup, rootQOS).GetLinux()
 		check("sandbox resources (with overhead)", sbo.GetResources(), oomGroup)
 		check("sandbox overhead", sbo.GetOverhead(), oomGroup)
 		if oomGroup {

@@ -40,34 +40,11 @@ import (
 // HandlePodCleanups (cleanupOrphanedPodCgroups); and, as upstream's QoS
 // container manager, the QoS classes' cgroups with their CPU shares
 // (updateQOSCgroups).
-// The decisions are pure (podCgroupName, podCgroupConfig); the I/O is a
+// The decisions are pure (qosCgroups.podCgroup, podCgroupConfig); the I/O is a
 // podCgroups, which a simulated node has none of (Kubelet.cgroups nil:
 // nothing is computed or written for its pods, no state kept per pod).
 
-// podCgroupName is pod's cgroup as upstream's cgroupfs driver names it
-// (GetPodContainerName) under the root cgroup: "/kubepods/pod<UID>" for a
-// Guaranteed pod, "/kubepods/burstable/pod<UID>" and
-// "/kubepods/besteffort/pod<UID>" for the others, by podQOS
-// (status.qosClass when the API server set it). One string allocated, as
-// the sandbox's parent always was.
-func podCgroupName(pod *v1.Pod) string {
-	return podCgroupNameUnder("", pod)
-}
-
-// podCgroupNameUnder is podCgroupName under cgroup root ("" for /, else
-// a cgroupRoot's: "/a/b"): still one string allocated.
-func podCgroupNameUnder(root string, pod *v1.Pod) string {
-	switch podQOS(pod) {
-	case v1.PodQOSBurstable:
-		return root + "/kubepods/burstable/pod" + string(pod.UID)
-	case v1.PodQOSBestEffort:
-		return root + "/kubepods/besteffort/pod" + string(pod.UID)
-	}
-	return root + "/kubepods/pod" + string(pod.UID)
-}
-
-// cgroupRoot is Config.CgroupRoot as podCgroupNameUnder and qosCgroupsOf
-// take it: "" for the root cgroup ("" or "/"), else "/a/b" (empty
+// cgroupRoot is Config.CgroupRoot as qosCgroupsOf takes it: "" for the root cgroup ("" or "/"), else "/a/b" (empty
 // elements dropped, as upstream's ParseCgroupfsToCgroupName).
 func cgroupRoot(s string) string {
 	var b strings.Builder
@@ -92,9 +69,25 @@ func qosCgroupsOf(root string) qosCgroups {
 	return qosCgroups{root: root, guaranteed: kubepods, burstable: kubepods + "/burstable", bestEffort: kubepods + "/besteffort"}
 }
 
+// podCgroup is pod's cgroup as upstream's cgroupfs driver names it
+// (GetPodContainerName): pod<UID> under its QoS class's cgroup, by podQOS
+// (status.qosClass when the API server set it) — under the root cgroup
+// "/kubepods/pod<UID>" for a Guaranteed pod, "/kubepods/burstable/pod<UID>"
+// and "/kubepods/besteffort/pod<UID>" for the others. One string
+// allocated, as the sandbox's parent always was.
+func (q qosCgroups) podCgroup(pod *v1.Pod) string {
+	switch podQOS(pod) {
+	case v1.PodQOSBurstable:
+		return q.burstable + "/pod" + string(pod.UID)
+	case v1.PodQOSBestEffort:
+		return q.bestEffort + "/pod" + string(pod.UID)
+	}
+	return q.guaranteed + "/pod" + string(pod.UID)
+}
+
 // podCgroupName is pod's cgroup under the kubelet's cgroup root.
 func (k *Kubelet) podCgroupName(pod *v1.Pod) string {
-	return podCgroupNameUnder(k.qos.root, pod)
+	return k.qos.podCgroup(pod)
 }
 
 // cgroupConfig is what the kubelet writes to one of its cgroups, the
@@ -678,14 +671,6 @@ func (m cgroupfs) pids(name string) []int {
 // EventFailedToCreatePodContainer is upstream's event when a pod's cgroup
 // cannot be made.
 const EventFailedToCreatePodContainer = "FailedToCreatePodContainer"
-
-// The QoS classes' cgroups under the root cgroup (qosCgroupsOf("")):
-// Guaranteed pods' is /kubepods itself.
-const (
-	kubepodsCgroup   = "/kubepods"
-	burstableCgroup  = "/kubepods/burstable"
-	bestEffortCgroup = "/kubepods/besteffort"
-)
 
 // burstableCPUShares is the Burstable QoS cgroup's CPU shares given the
 // node's active pods (as allocated), as upstream's QoS container manager

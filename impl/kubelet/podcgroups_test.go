@@ -22,6 +22,15 @@ import (
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
 
+// The QoS classes' cgroups under the root cgroup, as upstream names them
+// (Guaranteed pods' is /kubepods itself), and qosCgroupsOf's for it.
+const (
+	burstableCgroup  = "/kubepods/burstable"
+	bestEffortCgroup = "/kubepods/besteffort"
+)
+
+var rootQOS = qosCgroupsOf("")
+
 // cgroupPod is a pod of uid with one app container of those requests and
 // limits ("" leaves a value out), its QoS class left for podQOS to compute.
 func cgroupPod(uid string, containers ...v1.ResourceRequirements) *v1.Pod {
@@ -63,10 +72,10 @@ func TestPodCgroupNameByQOSClass(t *testing.T) {
 		{cgroupPod("b", req("100m", "", "200m", "64Mi")), "/kubepods/burstable/podu-b"},
 		{cgroupPod("e", req("", "", "", "")), "/kubepods/besteffort/podu-e"},
 	} {
-		if got := podCgroupName(tc.pod); got != tc.want {
-			t.Errorf("podCgroupName(%s): %q; want %q", tc.pod.UID, got, tc.want)
+		if got := rootQOS.podCgroup(tc.pod); got != tc.want {
+			t.Errorf("podCgroup(%s): %q; want %q", tc.pod.UID, got, tc.want)
 		}
-		if got := sandboxConfig(tc.pod, 0, t.TempDir(), false).GetLinux().GetCgroupParent(); got != tc.want {
+		if got := sandboxConfig(tc.pod, 0, t.TempDir(), false, rootQOS).GetLinux().GetCgroupParent(); got != tc.want {
 			t.Errorf("sandbox cgroup parent of %s: %q; want %q", tc.pod.UID, got, tc.want)
 		}
 	}
@@ -74,7 +83,7 @@ func TestPodCgroupNameByQOSClass(t *testing.T) {
 	// GetPodQOS).
 	p := cgroupPod("s", req("", "", "", ""))
 	p.Status.QOSClass = v1.PodQOSBurstable
-	if got := podCgroupName(p); got != "/kubepods/burstable/podu-s" {
+	if got := rootQOS.podCgroup(p); got != "/kubepods/burstable/podu-s" {
 		t.Errorf("podCgroupName with status.qosClass Burstable: %q", got)
 	}
 }

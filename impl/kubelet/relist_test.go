@@ -64,7 +64,7 @@ func TestRelistStatesMatchListContainers(t *testing.T) {
 	var ids []string
 	for _, uid := range []string{"u1", "u2"} {
 		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-" + uid, Namespace: "ns", UID: types.UID(uid)}}
-		sb, err := rt.RunPodSandbox(ctx, sandboxConfig(pod, 0, t.TempDir(), false), "")
+		sb, err := rt.RunPodSandbox(ctx, sandboxConfig(pod, 0, t.TempDir(), false, rootQOS), "")
 		if err != nil {
 			t.Fatal(err)
 		}

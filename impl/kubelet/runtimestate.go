@@ -121,8 +121,9 @@ func podLabels(pod *v1.Pod) map[string]string {
 }
 
 // sandboxConfig is the CRI sandbox config of a pod, on a node that kills
-// whole containers on OOM or not (oomGroup, Config.oomGroupKill).
-func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string, oomGroup bool) *runtimeapi.PodSandboxConfig {
+// whole containers on OOM or not (oomGroup, Config.oomGroupKill), its
+// parent the pod's cgroup among the QoS classes' cgroups q.
+func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string, oomGroup bool, q qosCgroups) *runtimeapi.PodSandboxConfig {
 	hostname := pod.Spec.Hostname
 	if hostname == "" {
 		hostname = pod.Name
@@ -133,7 +134,7 @@ func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string, oomGroup bool
 		LogDirectory: filepath.Join(podLogsDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID)),
 		Labels:       podLabels(pod),
 		Annotations:  pod.Annotations,
-		Linux:        &runtimeapi.LinuxPodSandboxConfig{CgroupParent: podCgroupName(pod)},
+		Linux:        &runtimeapi.LinuxPodSandboxConfig{CgroupParent: q.podCgroup(pod)},
 	}
 	cfg.Linux.SecurityContext, cfg.Linux.Sysctls = security.Sandbox(pod)
 	cfg.Linux.Resources, cfg.Linux.Overhead = sandboxResources(pod, oomGroup)

@@ -558,10 +558,7 @@ func (k *Kubelet) startPod(ctx context.Context, rec *podRecord, pod *v1.Pod, rs 
 		return nil // nothing to create: no sandbox config to build
 	}
 	sandboxID := a.SandboxID
-	sbConfig := sandboxConfig(pod, a.SandboxAttempt, k.cfg.PodLogsDir, k.cfg.oomGroupKill)
-	if k.qos.root != "" { // the pod's cgroup under Config.CgroupRoot
-		sbConfig.Linux.CgroupParent = k.podCgroupName(pod)
-	}
+	sbConfig := sandboxConfig(pod, a.SandboxAttempt, k.cfg.PodLogsDir, k.cfg.oomGroupKill, k.qos)
 	if a.CreateSandbox {
 		if a.SandboxAttempt > 0 {
 			k.podEvent(pod, v1.EventTypeNormal, EventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
