@@ -71,6 +71,9 @@ func newKubeletCommand() *cobra.Command {
 		credentialProviderConfig            string
 		credentialProviderBinDir            string
 		cgroupRoot                          string
+		cpuCFSQuota                         bool
+		cpuCFSQuotaPeriod                   time.Duration
+		kubeletGates                        kubeletFeatureGates
 	)
 	cmd := &cobra.Command{
 		Use:   "kubelet --kubeconfig FILE --node-name NAME [--runtime sim|cri]",
@@ -105,6 +108,14 @@ func newKubeletCommand() *cobra.Command {
 			cfg.FailSwapOn = &failSwapOn
 			cfg.SeccompDefault = seccompDefault
 			cfg.CgroupRoot = cgroupRoot
+			cfg.CPUCFSQuota, cfg.CPUCFSQuotaPeriod = &cpuCFSQuota, cpuCFSQuotaPeriod
+			cfg.CustomCPUCFSQuotaPeriod = kubeletGates.customCPUCFSQuotaPeriod
+			if cmd.Flags().Changed("cpu-cfs-quota-period") {
+				// 0 is the config's default; given, it is refused as upstream's.
+				if err := kubelet.CheckCFSQuotaPeriod(cpuCFSQuotaPeriod, cfg.CustomCPUCFSQuotaPeriod); err != nil {
+					return err
+				}
+			}
 			// As upstream's kubelet: plugins are registered when either
 			// flag is given, and a configuration or plugin it refuses
 			// stops the kubelet.
@@ -331,6 +342,9 @@ func newKubeletCommand() *cobra.Command {
 	fs.BoolVar(&singleProcessOOMKill, "single-process-oom-kill", false, "KubeletConfiguration's singleProcessOOMKill (upstream has no flag): true leaves the OOM killer killing the one process it picks; false has the runtime kill the whole container (memory.oom.group=1), cgroup v2 only, an error on cgroup v1. Unset: false on cgroup v2, true on cgroup v1 (with --runtime cri, the mode of /sys/fs/cgroup; a simulated node is cgroup v1).")
 	fs.StringVar(&pullVerificationPolicy, "image-pull-credentials-verification-policy", string(pullrecords.DefaultPolicy), "KubeletConfiguration's imagePullCredentialsVerificationPolicy (upstream has no flag): which images already present a pod must prove it may use (with a pull of its own, or the pull secret or credentials that pulled them) before using them: NeverVerify (none), NeverVerifyPreloadedImages (those the kubelet pulled), NeverVerifyAllowlistedImages (all but those of --preloaded-images-verification-allowlist) or AlwaysVerify (all).")
 	fs.StringVar(&cgroupRoot, "cgroup-root", "/", "Root cgroup of the kubelet's cgroups (kubepods, the QoS classes' and the pods'), as upstream's with cgroups per QoS class (a root that does not exist is refused). Two kubelets sharing a host's cgroups need roots of their own: with --runtime cri each removes the pod cgroups under its root that are not its pods'.")
+	fs.BoolVar(&cpuCFSQuota, "cpu-cfs-quota", true, "Enable CPU CFS quota enforcement for containers that specify CPU limits (KubeletConfiguration's cpuCFSQuota): false gives containers no CFS quota and pod cgroups an unlimited one.")
+	fs.DurationVar(&cpuCFSQuotaPeriod, "cpu-cfs-quota-period", 100*time.Millisecond, "Sets CPU CFS quota period value, cpu.cfs_period_us (KubeletConfiguration's cpuCFSQuotaPeriod); another than 100ms needs --feature-gates CustomCPUCFSQuotaPeriod=true and must be between 1ms and 1s.")
+	fs.Var(&kubeletGates, "feature-gates", "Comma-separated gate=true|false pairs of the kubelet's feature gates; known: CustomCPUCFSQuotaPeriod (alpha, default false: --cpu-cfs-quota-period must be 100ms).")
 	fs.BoolVar(&seccompDefault, "seccomp-default", false, "Enable the use of RuntimeDefault as the default seccomp profile for all workloads (KubeletConfiguration's seccompDefault): a container whose pod and container set no seccompProfile runs under the runtime's default profile instead of Unconfined.")
 	fs.BoolVar(&failSwapOn, "fail-swap-on", true, "Makes the kubelet fail to start if the node has swap (--swap-capacity, or with --runtime cri SwapTotal of /proc/meminfo, not 0), as upstream's.")
 	fs.StringVar(&swapBehavior, "memory-swap-behavior", "", "KubeletConfiguration's memorySwap.swapBehavior (upstream has no flag): NoSwap (or empty, the default) keeps every container from swapping where the node's cgroups limit swap; LimitedSwap lets each container of a Burstable, non-critical pod whose memory request is set and differs from its limit swap request / node memory × node swap capacity (--swap-capacity), the rest none. LimitedSwap needs cgroup v2 and is an error on cgroup v1 (a simulated node is cgroup v1; with --runtime cri, the mode of /sys/fs/cgroup).")
@@ -439,3 +453,38 @@ func simRuntimeHandlers(fs *pflag.FlagSet, handlers []string) []string {
 	}
 	return handlers
 }
+
+// kubeletFeatureGates is `kubeproof kubelet`'s --feature-gates: the
+// kubelet's gates kubeproof has, CustomCPUCFSQuotaPeriod (alpha, off by
+// default, as upstream's); another is refused with upstream's message.
+type kubeletFeatureGates struct{ customCPUCFSQuotaPeriod bool }
+
+func (g *kubeletFeatureGates) String() string {
+	return "CustomCPUCFSQuotaPeriod=" + strconv.FormatBool(g.customCPUCFSQuotaPeriod)
+}
+
+func (g *kubeletFeatureGates) Set(s string) error {
+	for pair := range strings.SplitSeq(s, ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(pair, "=")
+		if !ok {
+			return fmt.Errorf("missing bool value for %s", pair)
+		}
+		on, err := strconv.ParseBool(strings.TrimSpace(value))
+		if err != nil {
+			return fmt.Errorf("invalid value of %s=%s, err: %w", name, value, err)
+		}
+		switch strings.TrimSpace(name) {
+		case "CustomCPUCFSQuotaPeriod":
+			g.customCPUCFSQuotaPeriod = on
+		default:
+			return fmt.Errorf("unrecognized feature gate: %s", strings.TrimSpace(name))
+		}
+	}
+	return nil
+}
+
+func (*kubeletFeatureGates) Type() string { return "mapStringBool" }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -279,4 +280,54 @@ func noSwap(r *runtimeapi.LinuxContainerResources, sc swapControl) {
 	case swapMax:
 		swapMaxUnified(r, 0)
 	}
+}
+
+// cpuCFS is how the kubelet enforces CPU limits with the kernel's CFS
+// bandwidth control, as KubeletConfiguration's cpuCFSQuota and
+// cpuCFSQuotaPeriod say (Config.CPUCFSQuota, CPUCFSQuotaPeriod;
+// checkCFSQuota). The zero value is upstream's default: quotas over a
+// 100 ms period.
+type cpuCFS struct {
+	off    bool  // cpuCFSQuota false: no CFS quota limits CPU
+	period int64 // µs; 0: cpuPeriod (100 ms)
+}
+
+// periodUS is the CFS period in µs (cgroup v1's cpu.cfs_period_us).
+func (c cpuCFS) periodUS() int64 {
+	if c.period == 0 {
+		return cpuPeriod
+	}
+	return c.period
+}
+
+// defaultCFSQuotaPeriod is cpuCFSQuotaPeriod's default.
+const defaultCFSQuotaPeriod = cpuPeriod * time.Microsecond
+
+// checkCFSQuota is the cpuCFS of cpuCFSQuota (nil: true) and
+// cpuCFSQuotaPeriod (0: 100 ms) with the CustomCPUCFSQuotaPeriod feature
+// gate on or off (custom), refusing a period as upstream's validation
+// does (CheckCFSQuotaPeriod).
+func checkCFSQuota(quota *bool, period time.Duration, custom bool) (cpuCFS, error) {
+	if period == 0 {
+		period = defaultCFSQuotaPeriod
+	}
+	if err := CheckCFSQuotaPeriod(period, custom); err != nil {
+		return cpuCFS{}, err
+	}
+	return cpuCFS{off: quota != nil && !*quota, period: int64(period / time.Microsecond)}, nil
+}
+
+// CheckCFSQuotaPeriod refuses a cpuCFSQuotaPeriod as upstream's
+// KubeletConfiguration validation does, with its messages: another than
+// 100 ms without the CustomCPUCFSQuotaPeriod feature gate (custom), or
+// with it one not between 1 ms and 1 s. The period is quoted as upstream
+// prints its metav1.Duration ({200ms}).
+func CheckCFSQuotaPeriod(period time.Duration, custom bool) error {
+	if !custom && period != defaultCFSQuotaPeriod {
+		return fmt.Errorf("invalid configuration: cpuCFSQuotaPeriod (--cpu-cfs-quota-period) {%v} requires feature gate CustomCPUCFSQuotaPeriod", period)
+	}
+	if custom && (period < time.Millisecond || period > time.Second) {
+		return fmt.Errorf("invalid configuration: cpuCFSQuotaPeriod (--cpu-cfs-quota-period) {%v} must be between 1ms and 1sec, inclusive", period)
+	}
+	return nil
 }

@@ -173,14 +173,14 @@ func TestOOMGroupUnified(t *testing.T) {
 				t.Errorf("oomGroup %v: %s Unified = %v, want none", oomGroup, what, got.GetUnified())
 			}
 		}
-		c1 := containerConfig(pod, &pod.Spec.Containers[0], false, 0, nil, nil, 32<<30, nil, oomGroup, nodeSwap{}).GetLinux().GetResources()
+		c1 := containerConfig(pod, &pod.Spec.Containers[0], false, 0, nil, nil, cgroupParams{nodeMemory: 32 << 30, oomGroup: oomGroup}).GetLinux().GetResources()
 		check("container", c1, oomGroup)
-		c2 := containerConfig(pod, &pod.Spec.Containers[0], true, 1, nil, nil, 32<<30, nil, oomGroup, nodeSwap{}).GetLinux().GetResources()
+		c2 := containerConfig(pod, &pod.Spec.Containers[0], true, 1, nil, nil, cgroupParams{nodeMemory: 32 << 30, oomGroup: oomGroup}).GetLinux().GetResources()
 		check("init container", c2, oomGroup)
-		sb := sandboxConfig(pod, 0, t.TempDir(), oomGroup, rootQOS).GetLinux()
+		sb := sandboxConfig(pod, 0, t.TempDir(), cgroupParams{oomGroup: oomGroup}, rootQOS).GetLinux()
 		check("sandbox resources", sb.GetResources(), oomGroup)
 		check("sandbox overhead (none)", sb.GetOverhead(), false)
-		sbo := sandboxConfig(withOverhead, 0, t.TempDir(), oomGroup, rootQOS).GetLinux()
+		sbo := sandboxConfig(withOverhead, 0, t.TempDir(), cgroupParams{oomGroup: oomGroup}, rootQOS).GetLinux()
 		check("sandbox resources (with overhead)", sbo.GetResources(), oomGroup)
 		check("sandbox overhead", sbo.GetOverhead(), oomGroup)
 		if oomGroup {

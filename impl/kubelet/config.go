@@ -126,9 +126,28 @@ type Config struct {
 	// are tried after those of the pod's pull secrets, and an image pulled
 	// with them is one any pod of the node may use. Nil: none.
 	ImageCredentialProviders credentials.NodeCredentials
+	// CPUCFSQuota is KubeletConfiguration's cpuCFSQuota (--cpu-cfs-quota):
+	// nil or true, upstream's default, enforces CPU limits with CFS quotas
+	// (cpuCFS); false gives containers and sandboxes neither a quota nor
+	// a period in their CRI resources, and pod cgroups an unlimited quota
+	// (-1), as upstream's.
+	CPUCFSQuota *bool
+	// CPUCFSQuotaPeriod is cpuCFSQuotaPeriod (--cpu-cfs-quota-period), the
+	// CFS period the quotas are over; 0 is upstream's default, 100 ms.
+	// Another needs the CustomCPUCFSQuotaPeriod feature gate and must then
+	// be between 1 ms and 1 s: New refuses it otherwise, with upstream's
+	// messages (CheckCFSQuotaPeriod).
+	CPUCFSQuotaPeriod time.Duration
+	// CustomCPUCFSQuotaPeriod is the kubelet's feature gate of that name
+	// (alpha, off by default, as upstream's): a CPUCFSQuotaPeriod other
+	// than 100 ms is allowed.
+	CustomCPUCFSQuotaPeriod bool
 	// oomGroupKill is what setDefaults decided from SingleProcessOOMKill
 	// and CgroupDir (oomGroupKill).
 	oomGroupKill bool
+	// cfs is what setDefaults decided from CPUCFSQuota and
+	// CPUCFSQuotaPeriod.
+	cfs cpuCFS
 	// swap is how the node's containers may swap, which setDefaults
 	// decided from CgroupDir's swap control (detectSwapControl;
 	// swapUncontrolled without CgroupDir), MemorySwapBehavior and
@@ -275,6 +294,9 @@ func (c *Config) setDefaults() error {
 	if err := pullrecords.Validate(c.ImagePullCredentialsVerificationPolicy, c.PreloadedImagesVerificationAllowlist); err != nil {
 		return fmt.Errorf("kubelet config: %w", err)
 	}
+	if c.cfs, err = checkCFSQuota(c.CPUCFSQuota, c.CPUCFSQuotaPeriod, c.CustomCPUCFSQuotaPeriod); err != nil {
+		return fmt.Errorf("kubelet config: %w", err)
+	}
 	if err := checkSwapBehavior(c.MemorySwapBehavior, unified); err != nil {
 		return fmt.Errorf("kubelet config: %w", err)
 	}
@@ -391,4 +413,10 @@ func (c *Config) capacity() v1.ResourceList {
 		out[h.ResourceName()] = *resource.NewQuantity(h.Pages*h.PageSize, resource.BinarySI)
 	}
 	return out
+}
+
+// cgroupParams are the node's parts of its containers' and sandboxes'
+// cgroup values.
+func (c *Config) cgroupParams() cgroupParams {
+	return cgroupParams{nodeMemory: c.Memory.Value(), hugePages: c.HugePages, oomGroup: c.oomGroupKill, swap: c.swap, cfs: c.cfs}
 }

@@ -65,7 +65,7 @@ func TestContainerLinuxResources(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := &v1.Pod{Spec: v1.PodSpec{Resources: tc.podLvl, Containers: []v1.Container{tc.c}}}
 			pod.Name, pod.Namespace, pod.UID = "p", "default", "uid-p"
-			cfg := containerConfig(pod, &pod.Spec.Containers[0], false, 0, nil, nil, 32<<30, nil, false, nodeSwap{})
+			cfg := containerConfig(pod, &pod.Spec.Containers[0], false, 0, nil, nil, cgroupParams{nodeMemory: 32 << 30})
 			got := cfg.GetLinux().GetResources()
 			got.OomScoreAdj = 0 // TestContainerOOMScoreAdj's
 			if !proto.Equal(got, tc.want) {

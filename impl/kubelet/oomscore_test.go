@@ -158,7 +158,7 @@ func TestContainerOOMScoreAdj(t *testing.T) {
 				t.Errorf("containerOOMScoreAdj = %d, want %d", got, tc.want)
 			}
 			// The container's CRI config carries it.
-			if got := containerConfig(pod, c, false, 0, nil, nil, capacity, nil, false, nodeSwap{}).GetLinux().GetResources().GetOomScoreAdj(); got != tc.want {
+			if got := containerConfig(pod, c, false, 0, nil, nil, cgroupParams{nodeMemory: capacity}).GetLinux().GetResources().GetOomScoreAdj(); got != tc.want {
 				t.Errorf("CRI oom_score_adj = %d, want %d", got, tc.want)
 			}
 		})
@@ -244,7 +244,7 @@ func TestHugepageLimits(t *testing.T) {
 			check("hugepageLimits", hugepageLimits(tc.node, tc.lim))
 			c := withResources(nil, tc.lim)
 			pod := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{c}}}
-			check("CRI hugepage limits", containerConfig(pod, &pod.Spec.Containers[0], false, 0, nil, nil, 32<<30, tc.node, false, nodeSwap{}).GetLinux().GetResources().GetHugepageLimits())
+			check("CRI hugepage limits", containerConfig(pod, &pod.Spec.Containers[0], false, 0, nil, nil, cgroupParams{nodeMemory: 32 << 30, hugePages: tc.node}).GetLinux().GetResources().GetHugepageLimits())
 		})
 	}
 }

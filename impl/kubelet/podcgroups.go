@@ -31,7 +31,7 @@ import (
 //
 // On a node whose cgroups the kubelet manages (a CRI node: Config.CgroupDir
 // set) it makes them itself, as upstream's pod container manager: a pod's
-// cgroup, with upstream's values (podCgroupConfig), before its volumes
+// cgroup, with upstream's values (podCgroupValues), before its volumes
 // and first sandbox (ensurePodCgroup); its values changed by an in-place resize
 // (actuateResize, podCgroupStep); removed once the pod is cleaned up
 // (removePodCgroup); the pod cgroups of pods not possibly running (never
@@ -40,7 +40,7 @@ import (
 // HandlePodCleanups (cleanupOrphanedPodCgroups); and, as upstream's QoS
 // container manager, the QoS classes' cgroups with their CPU shares
 // (updateQOSCgroups).
-// The decisions are pure (qosCgroups.podCgroup, podCgroupConfig); the I/O is a
+// The decisions are pure (qosCgroups.podCgroup, podCgroupValues); the I/O is a
 // podCgroups, which a simulated node has none of (Kubelet.cgroups nil:
 // nothing is computed or written for its pods, no state kept per pod).
 
@@ -101,21 +101,22 @@ type cgroupConfig struct {
 	memory    int64 // bytes
 }
 
-// podCgroupConfig is pod's cgroup's configuration (pod as allocated), as
-// upstream's ResourceConfigForPod with CFS quotas enforced and a 100 ms
-// period (its defaults; kubeproof has no --cpu-cfs-quota or
-// --cpu-cfs-quota-period): the pod's requests and limits as upstream's
+// podCgroupValues is pod's cgroup's configuration (pod as allocated) on a
+// node enforcing CPU limits as cfs says (--cpu-cfs-quota,
+// --cpu-cfs-quota-period), as upstream's ResourceConfigForPod: the pod's
+// requests and limits as upstream's
 // PodRequests and PodLimits add them up (podAmount: app containers and
 // sidecars summed, raised to the peak of the init containers, replaced
 // by pod-level values; with the overhead, added to every request and to
 // the limits that are set); a Guaranteed pod gets shares from its CPU
-// request, a CFS quota of its CPU limit and its memory limit; a Burstable
-// one shares, a quota only when every container (init containers too)
-// limits CPU or the pod does, a memory limit only when every container
-// limits memory or the pod does; a BestEffort one 2 shares and nothing
-// else. (Upstream also sets hugetlb limits of the pod's huge page
-// requests, and a pids limit with --pod-max-pids; kubeproof has neither.)
-func podCgroupConfig(pod *v1.Pod) cgroupConfig {
+// request, a CFS quota of its CPU limit over cfs's period (unlimited, -1,
+// where quotas are not enforced) and its memory limit; a Burstable one
+// shares, a quota only when every container (init containers too) limits
+// CPU or the pod does, a memory limit only when every container limits
+// memory or the pod does; a BestEffort one 2 shares and nothing else.
+// (Upstream also sets hugetlb limits of the pod's huge page requests;
+// kubeproof does not.)
+func podCgroupValues(pod *v1.Pod, cfs cpuCFS) cgroupConfig {
 	qos := podQOS(pod)
 	if qos == v1.PodQOSBestEffort {
 		return cgroupConfig{cpuShares: minCPUShares}
@@ -139,13 +140,21 @@ func podCgroupConfig(pod *v1.Pod) cgroupConfig {
 		cpuDeclared, memDeclared = limitsDeclared(pod)
 	}
 	if cpuDeclared {
-		c.cpuQuota, c.cpuPeriod = milliCPUToQuota(cpuLim), cpuPeriod
+		c.cpuQuota, c.cpuPeriod = milliCPUToQuota(cpuLim, cfs.periodUS()), cfs.periodUS()
+		if cfs.off {
+			c.cpuQuota = -1
+		}
 	}
 	if memDeclared {
 		c.memory = memLim
 	}
 	return c
 }
+
+// podCgroupConfig is podCgroupValues with upstream's default CFS settings
+// (the node's do not change the pod's memory limit, which tmpfsSize
+// reads).
+func podCgroupConfig(pod *v1.Pod) cgroupConfig { return podCgroupValues(pod, cpuCFS{}) }
 
 // limitsDeclared reports whether every app and init container of pod
 // limits CPU (and memory) to more than zero, or the pod does with
@@ -186,13 +195,13 @@ func milliCPUToShares(milli int64) int64 {
 	return min(max(milli*sharesPerCPU/milliCPUPerCPU, minCPUShares), maxCPUShares)
 }
 
-// milliCPUToQuota is upstream's MilliCPUToQuota over a cpuPeriod period:
-// 0 for none, else at least 1 ms.
-func milliCPUToQuota(milli int64) int64 {
+// milliCPUToQuota is upstream's MilliCPUToQuota over a period (µs): 0 for
+// none, else at least 1 ms.
+func milliCPUToQuota(milli, period int64) int64 {
 	if milli == 0 {
 		return 0
 	}
-	return max(milli*cpuPeriod/milliCPUPerCPU, minCPUQuota)
+	return max(milli*period/milliCPUPerCPU, minCPUQuota)
 }
 
 // podCgroups is the I/O of a node's cgroups (cgroupfs on a CRI node; nil
@@ -765,7 +774,7 @@ func (k *Kubelet) updateQOSCgroups() error {
 
 // ensurePodCgroup makes pod's cgroup (pod as allocated) unless it exists,
 // as upstream's syncPod before the pod's volumes and sandbox: with
-// podCgroupConfig's values, upstream's event and error when the cgroup
+// podCgroupValues's values, upstream's event and error when the cgroup
 // cannot be made (its values not written is only logged, createCgroup).
 // Nothing on a node whose cgroups the kubelet does not manage.
 func (k *Kubelet) ensurePodCgroup(pod *v1.Pod) error {
@@ -779,7 +788,7 @@ func (k *Kubelet) ensurePodCgroup(pod *v1.Pod) error {
 	if err := k.updateQOSCgroups(); err != nil {
 		k.log.Debug("Failed to update QoS cgroups while syncing pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 	}
-	if err := k.createCgroup(name, podCgroupConfig(pod)); err != nil {
+	if err := k.createCgroup(name, podCgroupValues(pod, k.cfg.cfs)); err != nil {
 		k.podEvent(pod, v1.EventTypeWarning, EventFailedToCreatePodContainer, "unable to ensure pod container exists: %v", err)
 		return fmt.Errorf("failed to ensure that the pod: %v cgroups exist and are correctly applied: %w", pod.UID, err)
 	}
@@ -1097,7 +1106,7 @@ func (k *Kubelet) killPodWithoutCgroup(ctx context.Context, pod *v1.Pod, rs *pod
 // podCgroupStep is what an in-place resize writes to a pod's cgroup for
 // resource res (cpu or memory) before its containers' updates (up: the
 // values that grow) or after them (the values that shrink), bringing it
-// from cur (as read; -1 none) to want (podCgroupConfig of the pod as
+// from cur (as read; -1 none) to want (podCgroupValues of the pod as
 // allocated), as upstream's doPodResizeAction: a limit the pod does not
 // declare (0 in want) is left alone; CPU shares and quota move each on
 // its own; a limit from none is a decrease. (Upstream compares the values
@@ -1149,7 +1158,7 @@ func (k *Kubelet) startPodCgroupResize(pod *v1.Pod) (*podCgroupResize, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the cgroup of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	return &podCgroupResize{name: name, cur: cur, want: podCgroupConfig(pod)}, nil
+	return &podCgroupResize{name: name, cur: cur, want: podCgroupValues(pod, k.cfg.cfs)}, nil
 }
 
 // step writes the pod cgroup's values of res that grow (up) or shrink.

@@ -75,7 +75,7 @@ func TestPodCgroupNameByQOSClass(t *testing.T) {
 		if got := rootQOS.podCgroup(tc.pod); got != tc.want {
 			t.Errorf("podCgroup(%s): %q; want %q", tc.pod.UID, got, tc.want)
 		}
-		if got := sandboxConfig(tc.pod, 0, t.TempDir(), false, rootQOS).GetLinux().GetCgroupParent(); got != tc.want {
+		if got := sandboxConfig(tc.pod, 0, t.TempDir(), cgroupParams{}, rootQOS).GetLinux().GetCgroupParent(); got != tc.want {
 			t.Errorf("sandbox cgroup parent of %s: %q; want %q", tc.pod.UID, got, tc.want)
 		}
 	}

@@ -64,14 +64,14 @@ func TestRelistStatesMatchListContainers(t *testing.T) {
 	var ids []string
 	for _, uid := range []string{"u1", "u2"} {
 		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-" + uid, Namespace: "ns", UID: types.UID(uid)}}
-		sb, err := rt.RunPodSandbox(ctx, sandboxConfig(pod, 0, t.TempDir(), false, rootQOS), "")
+		sb, err := rt.RunPodSandbox(ctx, sandboxConfig(pod, 0, t.TempDir(), cgroupParams{}, rootQOS), "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := rt.PullImage(ctx, &runtimeapi.ImageSpec{Image: "img"}); err != nil {
 			t.Fatal(err)
 		}
-		id, err := rt.CreateContainer(ctx, sb, containerConfig(pod, &v1.Container{Name: "app", Image: "img"}, false, 0, &runtimeapi.ImageSpec{Image: "img"}, nil, 32<<30, nil, false, nodeSwap{}), nil)
+		id, err := rt.CreateContainer(ctx, sb, containerConfig(pod, &v1.Container{Name: "app", Image: "img"}, false, 0, &runtimeapi.ImageSpec{Image: "img"}, nil, cgroupParams{nodeMemory: 32 << 30}), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +83,7 @@ func TestRelistStatesMatchListContainers(t *testing.T) {
 	if err != nil || len(sbs) != 1 {
 		t.Fatalf("sandboxes of u1: %v %v", sbs, err)
 	}
-	side, err := rt.CreateContainer(ctx, sbs[0].Id, containerConfig(u1, &v1.Container{Name: "side", Image: "img"}, false, 0, &runtimeapi.ImageSpec{Image: "img"}, nil, 32<<30, nil, false, nodeSwap{}), nil)
+	side, err := rt.CreateContainer(ctx, sbs[0].Id, containerConfig(u1, &v1.Container{Name: "side", Image: "img"}, false, 0, &runtimeapi.ImageSpec{Image: "img"}, nil, cgroupParams{nodeMemory: 32 << 30}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -261,13 +261,16 @@ func resizePolicy(c *v1.Container, name v1.ResourceName) v1.ResourceResizeRestar
 	return v1.NotRequired
 }
 
-// cgroupParams are the node's parts of a container's cgroup values
-// (linuxResources): Config.Memory, HugePages, oomGroupKill and swap.
+// cgroupParams are the node's parts of a container's or sandbox's cgroup
+// values (linuxResources, sandboxResources): Config.Memory, HugePages,
+// oomGroupKill, swap and cfs (Config.cgroupParams). The zero value is a
+// node of no memory with upstream's defaults.
 type cgroupParams struct {
 	nodeMemory int64
 	hugePages  []HugePages
 	oomGroup   bool
 	swap       nodeSwap
+	cfs        cpuCFS
 }
 
 // runningResizable is the running instance, in the pod's ready sandbox,
@@ -289,7 +292,7 @@ func quota(q int64) int64 { return max(q, 0) }
 // runtime reports them (upstream's isPodResizeInProgress): a resize to
 // actuate, or one not yet applied. Only integers are compared: it runs on
 // every sync of a running pod and allocates nothing.
-func resizeNeeded(pod *v1.Pod, rs *podstate.Pod) bool {
+func resizeNeeded(pod *v1.Pod, rs *podstate.Pod, cfs cpuCFS) bool {
 	sb := rs.LatestSandbox()
 	if sb == nil || !sb.Ready {
 		return false
@@ -300,7 +303,8 @@ func resizeNeeded(pod *v1.Pod, rs *podstate.Pod) bool {
 		if rc == nil || needed {
 			return
 		}
-		shares, q, mem := cgroupValues(containerAmounts(pod, c))
+		cpuReq, hasCPUReq, cpuLim, memLim := containerAmounts(pod, c)
+		shares, q, mem := cgroupValues(cpuReq, hasCPUReq, cpuLim, memLim, cfs)
 		r := rc.Resources
 		needed = r.CpuShares != shares || quota(r.CpuQuota) != q || r.MemoryLimitInBytes != mem
 	})
@@ -313,7 +317,7 @@ func resizeNeeded(pod *v1.Pod, rs *podstate.Pod) bool {
 // isPodResizeInProgress compares the pod cgroup's: a pod-level resize
 // that changes no container's values (a pod-level request, or limits the
 // containers set for themselves). Integers only, as resizeNeeded.
-func sandboxResizeNeeded(pod *v1.Pod, rs *podstate.Pod, r *podResize) bool {
+func sandboxResizeNeeded(pod *v1.Pod, rs *podstate.Pod, r *podResize, cfs cpuCFS) bool {
 	if r == nil || r.sandbox == nil || pod.Spec.Resources == nil {
 		return false
 	}
@@ -323,7 +327,7 @@ func sandboxResizeNeeded(pod *v1.Pod, rs *podstate.Pod, r *podResize) bool {
 	cpuReq, hasCPUReq := podAmount(pod, v1.ResourceCPU, false)
 	cpuLim, _ := podAmount(pod, v1.ResourceCPU, true)
 	memLim, _ := podAmount(pod, v1.ResourceMemory, true)
-	shares, q, mem := cgroupValues(cpuReq, hasCPUReq, cpuLim, memLim)
+	shares, q, mem := cgroupValues(cpuReq, hasCPUReq, cpuLim, memLim, cfs)
 	was := r.sandbox
 	// A limit no longer named stays as it was (planResize).
 	return was.CpuShares != shares || (q != 0 && quota(was.CpuQuota) != q) || (mem != 0 && was.MemoryLimitInBytes != mem)
@@ -396,7 +400,7 @@ func planResize(pod *v1.Pod, rs *podstate.Pod, sandboxWas *runtimeapi.LinuxConta
 		if rc == nil || skip(rc.ID) {
 			return
 		}
-		want := linuxResources(pod, c, p.nodeMemory, p.hugePages, p.oomGroup, p.swap)
+		want := linuxResources(pod, c, p)
 		cur := rc.Resources
 		memDiff := cmp.Compare(want.MemoryLimitInBytes, cur.MemoryLimitInBytes)
 		cpuDiff := cmp.Compare(want.CpuQuota, quota(cur.CpuQuota))
@@ -425,7 +429,7 @@ func planResize(pod *v1.Pod, rs *podstate.Pod, sandboxWas *runtimeapi.LinuxConta
 			cpu = append(cpu, containerUpdate{step: resizeStep{containerID: rc.ID, name: c.Name, res: v1.ResourceCPU, resources: want}, up: cpuDiff > 0})
 		}
 	})
-	newSandbox, overhead := sandboxResources(pod, p.oomGroup)
+	newSandbox, overhead := sandboxResources(pod, p)
 	// The sandbox's own changes (a pod-level resize), by resource; a pod
 	// without pod-level resources has its sandbox's values follow its
 	// containers'.

@@ -353,8 +353,8 @@ func TestPlanResizeOrder(t *testing.T) {
 		{ID: "c-up", Name: "up", SandboxID: "sb", State: podstate.ContainerRunning, Resources: was(512, 100000, 512<<20)},
 		{ID: "c-down", Name: "down", SandboxID: "sb", State: podstate.ContainerRunning, Resources: was(102, 20000, 64<<20)},
 	}}
-	if resizeNeeded(pod, same) || !resizeNeeded(pod, rs) {
-		t.Errorf("resizeNeeded: %v for the applied values, %v for the old ones", resizeNeeded(pod, same), resizeNeeded(pod, rs))
+	if resizeNeeded(pod, same, cpuCFS{}) || !resizeNeeded(pod, rs, cpuCFS{}) {
+		t.Errorf("resizeNeeded: %v for the applied values, %v for the old ones", resizeNeeded(pod, same, cpuCFS{}), resizeNeeded(pod, rs, cpuCFS{}))
 	}
 	if p := planResize(pod, same, sandboxWas, cgroupParams{nodeMemory: 8 << 30}, func(string) bool { return false }); !p.empty() {
 		t.Errorf("plan for applied values: %+v", p)

@@ -41,7 +41,7 @@ func (k *Kubelet) noteResizeLocked(rec *podRecord, old, pod *v1.Pod) {
 	}
 	r := &podResize{allocated: allocationOf(old)}
 	if old.Spec.Resources != nil || pod.Spec.Resources != nil {
-		r.sandbox, _ = sandboxResources(old, k.cfg.oomGroupKill)
+		r.sandbox, _ = sandboxResources(old, k.cfg.cgroupParams())
 	}
 	k.resizes[pod.UID] = r
 	k.saveAllocationsLocked()
@@ -147,7 +147,7 @@ func (k *Kubelet) ensureResize(pod *v1.Pod) *podResize {
 // resources, are not its allocation's. Its restarts join a's kills and
 // starts.
 func (k *Kubelet) planPodResize(pod *v1.Pod, rs *podstate.Pod, r *podResize, a *podsync.Actions) (*podResize, resizePlan) {
-	if a.KillPod || a.CreateSandbox || (!resizeNeeded(pod, rs) && !sandboxResizeNeeded(pod, rs, r)) {
+	if a.KillPod || a.CreateSandbox || (!resizeNeeded(pod, rs, k.cfg.cfs) && !sandboxResizeNeeded(pod, rs, r, k.cfg.cfs)) {
 		return r, resizePlan{}
 	}
 	if r == nil {
@@ -161,7 +161,7 @@ func (k *Kubelet) planPodResize(pod *v1.Pod, rs *podstate.Pod, r *podResize, a *
 		}
 		return false
 	}
-	plan := planResize(pod, rs, r.sandbox, cgroupParams{nodeMemory: k.cfg.Memory.Value(), hugePages: k.cfg.HugePages, oomGroup: k.cfg.oomGroupKill, swap: k.cfg.swap}, killed)
+	plan := planResize(pod, rs, r.sandbox, k.cfg.cgroupParams(), killed)
 	a.ContainersToKill = append(a.ContainersToKill, plan.kills...)
 	a.ContainersToStart = append(a.ContainersToStart, plan.starts...)
 	return r, plan
@@ -319,7 +319,7 @@ func (k *Kubelet) resizeProgress(pod *v1.Pod, rs *podstate.Pod, r *podResize, fa
 		}
 		r.inProgress = c
 		k.podEvent(pod, v1.EventTypeWarning, EventResizeError, "%s", resizeEventMessage("Pod resize error", pod, gen, msg))
-	case resizeNeeded(pod, rs) || sandboxResizeNeeded(pod, rs, r):
+	case resizeNeeded(pod, rs, k.cfg.cfs) || sandboxResizeNeeded(pod, rs, r, k.cfg.cfs):
 		switch {
 		case r.inProgress == nil:
 			r.inProgress = resizeCondition(v1.PodResizeInProgress, "", "", gen, t)

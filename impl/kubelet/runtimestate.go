@@ -120,10 +120,10 @@ func podLabels(pod *v1.Pod) map[string]string {
 	return l
 }
 
-// sandboxConfig is the CRI sandbox config of a pod, on a node that kills
-// whole containers on OOM or not (oomGroup, Config.oomGroupKill), its
-// parent the pod's cgroup among the QoS classes' cgroups q.
-func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string, oomGroup bool, q qosCgroups) *runtimeapi.PodSandboxConfig {
+// sandboxConfig is the CRI sandbox config of a pod, on a node of cgroup
+// params p (sandboxResources), its parent the pod's cgroup among the QoS
+// classes' cgroups q.
+func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string, p cgroupParams, q qosCgroups) *runtimeapi.PodSandboxConfig {
 	hostname := pod.Spec.Hostname
 	if hostname == "" {
 		hostname = pod.Name
@@ -137,7 +137,7 @@ func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string, oomGroup bool
 		Linux:        &runtimeapi.LinuxPodSandboxConfig{CgroupParent: q.podCgroup(pod)},
 	}
 	cfg.Linux.SecurityContext, cfg.Linux.Sysctls = security.Sandbox(pod)
-	cfg.Linux.Resources, cfg.Linux.Overhead = sandboxResources(pod, oomGroup)
+	cfg.Linux.Resources, cfg.Linux.Overhead = sandboxResources(pod, p)
 	if pod.Spec.DNSConfig != nil {
 		cfg.DnsConfig = &runtimeapi.DNSConfig{Servers: pod.Spec.DNSConfig.Nameservers, Searches: pod.Spec.DNSConfig.Searches}
 	}
@@ -160,12 +160,8 @@ func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string, oomGroup bool
 }
 
 // containerConfig is the CRI container config of one container, created
-// from image, on a node of nodeMemory bytes of memory capacity and the
-// huge page sizes hugePages (Config.HugePages: every size gets a limit, 0
-// unless c limits it, as upstream's GetHugepageLimitsFromResources) that
-// kills whole containers on OOM or not (oomGroup, Config.oomGroupKill) and
-// limits swap as swap says (Config.swap).
-func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, image *runtimeapi.ImageSpec, env []EnvVar, nodeMemory int64, hugePages []HugePages, oomGroup bool, swap nodeSwap) *runtimeapi.ContainerConfig {
+// from image, on a node of cgroup params p (linuxResources).
+func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, image *runtimeapi.ImageSpec, env []EnvVar, p cgroupParams) *runtimeapi.ContainerConfig {
 	typ := "app"
 	if init {
 		typ = "init"
@@ -188,7 +184,7 @@ func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, im
 		},
 		Annotations: map[string]string{"io.kubernetes.container.restartCount": strconv.FormatUint(uint64(attempt), 10)},
 		LogPath:     fmt.Sprintf("%s/%d.log", c.Name, attempt),
-		Linux:       &runtimeapi.LinuxContainerConfig{Resources: linuxResources(pod, c, nodeMemory, hugePages, oomGroup, swap)},
+		Linux:       &runtimeapi.LinuxContainerConfig{Resources: linuxResources(pod, c, p)},
 	}
 	for _, e := range env {
 		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
@@ -199,7 +195,7 @@ func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, im
 // CFS and shares constants of upstream's kuberuntime (cgroup v1 units; the
 // runtime converts them for cgroup v2).
 const (
-	cpuPeriod      = 100000 // 100 ms, in µs
+	cpuPeriod      = 100000 // 100 ms, in µs: the default CFS period (cpuCFS)
 	minCPUQuota    = 1000   // 1 ms
 	minCPUShares   = 2
 	sharesPerCPU   = 1024
@@ -214,36 +210,39 @@ const maxCPUShares = 262144
 // upstream's kubelet (applySandboxResources): the pod's aggregated requests
 // and limits without its overhead, and its overhead on its own, taken as
 // requests equal to limits (an empty value for a pod without one). Both
-// are cgroup values (cgroupResources; with oomGroup, memory.oom.group on
-// in both, the overhead's only for a pod with one, as upstream's). The two
-// share one allocation.
-func sandboxResources(pod *v1.Pod, oomGroup bool) (resources, overhead *runtimeapi.LinuxContainerResources) {
+// are cgroup values (cgroupResources, with p's oomGroup and cfs; with
+// oomGroup, memory.oom.group on in both, the overhead's only for a pod
+// with one, as upstream's). The two share one allocation.
+func sandboxResources(pod *v1.Pod, p cgroupParams) (resources, overhead *runtimeapi.LinuxContainerResources) {
 	pair := new([2]runtimeapi.LinuxContainerResources)
 	resources, overhead = &pair[0], &pair[1]
 	cpuReq, hasCPUReq := podAmount(pod, v1.ResourceCPU, false)
 	cpuLim, _ := podAmount(pod, v1.ResourceCPU, true)
 	memLim, _ := podAmount(pod, v1.ResourceMemory, true)
-	cgroupResources(resources, cpuReq, hasCPUReq, cpuLim, memLim, oomGroup)
+	cgroupResources(resources, cpuReq, hasCPUReq, cpuLim, memLim, p.oomGroup, p.cfs)
 	if pod.Spec.Overhead != nil {
 		cpu, mem := pod.Spec.Overhead[v1.ResourceCPU], pod.Spec.Overhead[v1.ResourceMemory]
-		cgroupResources(overhead, cpu.MilliValue(), true, cpu.MilliValue(), mem.Value(), oomGroup)
+		cgroupResources(overhead, cpu.MilliValue(), true, cpu.MilliValue(), mem.Value(), p.oomGroup, p.cfs)
 	}
 	return resources, overhead
 }
 
 // cgroupResources sets r to the cgroup values of a CPU request and limit
 // (millicores) and a memory limit (bytes), as upstream's kubelet
-// (calculateLinuxResources) with the CFS quota enforced (its default):
-// shares from the request, or from the limit when there is no request
-// (hasCPUReq false), 2 for zero and at most maxCPUShares; a quota from the
-// limit (none for none, at least 1 ms) over a 100 ms period, which is set
-// either way; on a node that kills whole containers on OOM (oomGroup,
+// (calculateLinuxResources): shares from the request, or from the limit
+// when there is no request (hasCPUReq false), 2 for zero and at most
+// maxCPUShares; where CFS quotas are enforced (cfs; upstream's
+// cpuCFSQuota, its default), a quota from the limit (none for none, at
+// least 1 ms) over cfs's period, which is set either way, and otherwise
+// neither quota nor period; on a node that kills whole containers on OOM (oomGroup,
 // Config.oomGroupKill: cgroup v2 without singleProcessOOMKill), the
 // Unified memory.oom.group=1 (oomGroupUnified), as upstream's. Containers
 // and sandboxes alike.
-func cgroupResources(r *runtimeapi.LinuxContainerResources, cpuReqMilli int64, hasCPUReq bool, cpuLimMilli, memLimBytes int64, oomGroup bool) {
-	r.CpuShares, r.CpuQuota, r.MemoryLimitInBytes = cgroupValues(cpuReqMilli, hasCPUReq, cpuLimMilli, memLimBytes)
-	r.CpuPeriod = cpuPeriod
+func cgroupResources(r *runtimeapi.LinuxContainerResources, cpuReqMilli int64, hasCPUReq bool, cpuLimMilli, memLimBytes int64, oomGroup bool, cfs cpuCFS) {
+	r.CpuShares, r.CpuQuota, r.MemoryLimitInBytes = cgroupValues(cpuReqMilli, hasCPUReq, cpuLimMilli, memLimBytes, cfs)
+	if !cfs.off {
+		r.CpuPeriod = cfs.periodUS()
+	}
 	if oomGroup {
 		r.Unified = oomGroupUnified()
 	}
@@ -253,7 +252,7 @@ func cgroupResources(r *runtimeapi.LinuxContainerResources, cpuReqMilli int64, h
 // (bytes, 0: none) cgroupResources sets for those amounts, without
 // building the CRI message (an in-place resize compares them with the
 // runtime's on every sync of a running pod).
-func cgroupValues(cpuReqMilli int64, hasCPUReq bool, cpuLimMilli, memLimBytes int64) (shares, quota, memory int64) {
+func cgroupValues(cpuReqMilli int64, hasCPUReq bool, cpuLimMilli, memLimBytes int64, cfs cpuCFS) (shares, quota, memory int64) {
 	if !hasCPUReq {
 		cpuReqMilli = cpuLimMilli
 	}
@@ -261,8 +260,8 @@ func cgroupValues(cpuReqMilli int64, hasCPUReq bool, cpuLimMilli, memLimBytes in
 	if cpuReqMilli != 0 {
 		shares = min(max(cpuReqMilli*sharesPerCPU/milliCPUPerCPU, minCPUShares), maxCPUShares)
 	}
-	if cpuLimMilli != 0 {
-		quota = max(cpuLimMilli*cpuPeriod/milliCPUPerCPU, minCPUQuota)
+	if !cfs.off {
+		quota = milliCPUToQuota(cpuLimMilli, cfs.periodUS())
 	}
 	return shares, quota, memLimBytes
 }
@@ -325,15 +324,16 @@ func podAmount(pod *v1.Pod, name v1.ResourceName, limits bool) (amount int64, na
 // node page size (hugepageLimits); with oomGroup, memory.oom.group on
 // (cgroupResources); where the node's cgroups limit swap, its swap limit
 // (containerSwap: memory.swap.max of its LimitedSwap share on cgroup v2,
-// otherwise no swap beyond the memory limit, noSwap).
-func linuxResources(pod *v1.Pod, c *v1.Container, nodeMemory int64, hugePages []HugePages, oomGroup bool, swap nodeSwap) *runtimeapi.LinuxContainerResources {
+// otherwise no swap beyond the memory limit, noSwap). The node's are p's
+// (nodeMemory, hugePages, oomGroup, swap and cfs).
+func linuxResources(pod *v1.Pod, c *v1.Container, p cgroupParams) *runtimeapi.LinuxContainerResources {
 	r := &runtimeapi.LinuxContainerResources{
-		OomScoreAdj:    containerOOMScoreAdj(pod, c, nodeMemory),
-		HugepageLimits: hugepageLimits(hugePages, c.Resources.Limits),
+		OomScoreAdj:    containerOOMScoreAdj(pod, c, p.nodeMemory),
+		HugepageLimits: hugepageLimits(p.hugePages, c.Resources.Limits),
 	}
 	cpuReq, hasCPUReq, cpuLim, memLim := containerAmounts(pod, c)
-	cgroupResources(r, cpuReq, hasCPUReq, cpuLim, memLim, oomGroup)
-	containerSwap(r, pod, c, nodeMemory, swap)
+	cgroupResources(r, cpuReq, hasCPUReq, cpuLim, memLim, p.oomGroup, p.cfs)
+	containerSwap(r, pod, c, p.nodeMemory, p.swap)
 	return r
 }
 

@@ -97,7 +97,7 @@ func TestSandboxResources(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := &v1.Pod{Spec: tc.spec}
 			pod.Name, pod.Namespace, pod.UID = "p", "default", "uid-p"
-			cfg := sandboxConfig(pod, 0, t.TempDir(), false, rootQOS)
+			cfg := sandboxConfig(pod, 0, t.TempDir(), cgroupParams{}, rootQOS)
 			if got := cfg.GetLinux().GetResources(); !proto.Equal(got, tc.res) {
 				t.Errorf("resources\n got %v\nwant %v", got, tc.res)
 			}

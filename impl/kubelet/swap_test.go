@@ -200,7 +200,7 @@ func TestNoSwapContainerResources(t *testing.T) {
 		{name: "v2, oom group", pod: pod, c: &limited, oomGroup: true, swap: swapMax, want: want{unified: map[string]string{"memory.oom.group": "1", "memory.swap.max": "0"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := containerConfig(tc.pod, tc.c, tc.init, 0, nil, nil, 32<<30, nil, tc.oomGroup, nodeSwap{control: tc.swap}).GetLinux().GetResources()
+			r := containerConfig(tc.pod, tc.c, tc.init, 0, nil, nil, cgroupParams{nodeMemory: 32 << 30, oomGroup: tc.oomGroup, swap: nodeSwap{control: tc.swap}}).GetLinux().GetResources()
 			if r.GetMemorySwapLimitInBytes() != tc.want.memsw {
 				t.Errorf("MemorySwapLimitInBytes = %d, want %d", r.GetMemorySwapLimitInBytes(), tc.want.memsw)
 			}
@@ -412,7 +412,7 @@ func TestLimitedSwapContainerResources(t *testing.T) {
 		{name: "no swap control", pod: pod, ns: nodeSwap{limited: true, capacity: swap}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := containerConfig(tc.pod, &tc.pod.Spec.Containers[tc.c], tc.init, 0, nil, nil, nodeMem, nil, tc.oomGroup, tc.ns).GetLinux().GetResources()
+			r := containerConfig(tc.pod, &tc.pod.Spec.Containers[tc.c], tc.init, 0, nil, nil, cgroupParams{nodeMemory: nodeMem, oomGroup: tc.oomGroup, swap: tc.ns}).GetLinux().GetResources()
 			if !maps.Equal(r.GetUnified(), tc.want) || (tc.want == nil) != (r.GetUnified() == nil) {
 				t.Errorf("Unified = %v, want %v", r.GetUnified(), tc.want)
 			}

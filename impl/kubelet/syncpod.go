@@ -558,7 +558,7 @@ func (k *Kubelet) startPod(ctx context.Context, rec *podRecord, pod *v1.Pod, rs 
 		return nil // nothing to create: no sandbox config to build
 	}
 	sandboxID := a.SandboxID
-	sbConfig := sandboxConfig(pod, a.SandboxAttempt, k.cfg.PodLogsDir, k.cfg.oomGroupKill, k.qos)
+	sbConfig := sandboxConfig(pod, a.SandboxAttempt, k.cfg.PodLogsDir, k.cfg.cgroupParams(), k.qos)
 	if a.CreateSandbox {
 		if a.SandboxAttempt > 0 {
 			k.podEvent(pod, v1.EventTypeNormal, EventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
@@ -880,7 +880,7 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 	if err != nil {
 		return failed(reasonCreateContainerConfigErr, err)
 	}
-	cc := containerConfig(pod, spec, s.Init, s.Attempt, image, env, k.cfg.Memory.Value(), k.cfg.HugePages, k.cfg.oomGroupKill, k.cfg.swap)
+	cc := containerConfig(pod, spec, s.Init, s.Attempt, image, env, k.cfg.cgroupParams())
 	cc.Mounts = mounts
 	cc.Linux.SecurityContext = sec
 	if s.Ephemeral {

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestKubeletCFSQuotaFlags: `kubeproof kubelet --cpu-cfs-quota-period`
+// and `--feature-gates CustomCPUCFSQuotaPeriod` reach the kubelet's
+// config, which refuses what upstream's validation refuses, with its
+// messages, before contacting the API server: another period than 100ms
+// without the gate (0 too, when given), one outside [1ms, 1s] with it;
+// and a gate the kubelet does not know.
+func TestKubeletCFSQuotaFlags(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	const kc = `apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: "https://127.0.0.1:1"}
+users:
+- name: u
+  user: {token: t}
+contexts:
+- name: c
+  context: {cluster: c, user: u}
+current-context: c
+`
+	if err := os.WriteFile(kubeconfig, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{args: []string{"--cpu-cfs-quota-period", "200ms"},
+			want: "invalid configuration: cpuCFSQuotaPeriod (--cpu-cfs-quota-period) {200ms} requires feature gate CustomCPUCFSQuotaPeriod"},
+		{args: []string{"--cpu-cfs-quota-period", "0"},
+			want: "invalid configuration: cpuCFSQuotaPeriod (--cpu-cfs-quota-period) {0s} requires feature gate CustomCPUCFSQuotaPeriod"},
+		{args: []string{"--feature-gates", "CustomCPUCFSQuotaPeriod=true", "--cpu-cfs-quota-period", "2s"},
+			want: "invalid configuration: cpuCFSQuotaPeriod (--cpu-cfs-quota-period) {2s} must be between 1ms and 1sec, inclusive"},
+		{args: []string{"--feature-gates", "CustomCPUCFSQuotaPeriod=true", "--cpu-cfs-quota-period", "0"},
+			want: "invalid configuration: cpuCFSQuotaPeriod (--cpu-cfs-quota-period) {0s} must be between 1ms and 1sec, inclusive"},
+		{args: []string{"--feature-gates", "NoSuchGate=true"}, want: "unrecognized feature gate: NoSuchGate"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		root := newRootCommand()
+		root.SetArgs(append([]string{"kubelet", "--kubeconfig", kubeconfig, "--node-name", "x", "--port", "0"}, tc.args...))
+		root.SetOut(new(discard))
+		root.SetErr(new(discard))
+		err := root.ExecuteContext(ctx)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("kubelet %q: %v; want %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,161 @@
+package kubelet
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+)
+
+// checkCFSQuota takes cpuCFSQuota and cpuCFSQuotaPeriod as upstream's
+// kubelet: quotas by default over 100 ms, none with cpuCFSQuota false; a
+// period other than 100 ms refused without the CustomCPUCFSQuotaPeriod
+// gate, and with it one outside [1ms, 1s], with upstream's messages.
+func TestCheckCFSQuota(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		quota   *bool
+		period  time.Duration
+		custom  bool
+		want    cpuCFS
+		wantErr string
+	}{
+		{name: "defaults", want: cpuCFS{period: 100000}},
+		{name: "quota on, 100ms", quota: ptr.To(true), period: 100 * time.Millisecond, want: cpuCFS{period: 100000}},
+		{name: "quota off", quota: ptr.To(false), want: cpuCFS{off: true, period: 100000}},
+		{name: "gate off, 200ms", period: 200 * time.Millisecond,
+			wantErr: "invalid configuration: cpuCFSQuotaPeriod (--cpu-cfs-quota-period) {200ms} requires feature gate CustomCPUCFSQuotaPeriod"},
+		{name: "gate off, negative", period: -time.Second,
+			wantErr: "invalid configuration: cpuCFSQuotaPeriod (--cpu-cfs-quota-period) {-1s} requires feature gate CustomCPUCFSQuotaPeriod"},
+		{name: "gate on, 200ms", period: 200 * time.Millisecond, custom: true, want: cpuCFS{period: 200000}},
+		{name: "gate on, 1ms", period: time.Millisecond, custom: true, want: cpuCFS{period: 1000}},
+		{name: "gate on, 1s", period: time.Second, custom: true, want: cpuCFS{period: 1000000}},
+		{name: "gate on, 100ms", custom: true, want: cpuCFS{period: 100000}},
+		{name: "gate on, 2s", period: 2 * time.Second, custom: true,
+			wantErr: "invalid configuration: cpuCFSQuotaPeriod (--cpu-cfs-quota-period) {2s} must be between 1ms and 1sec, inclusive"},
+		{name: "gate on, 999us", period: 999 * time.Microsecond, custom: true,
+			wantErr: "invalid configuration: cpuCFSQuotaPeriod (--cpu-cfs-quota-period) {999µs} must be between 1ms and 1sec, inclusive"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := checkCFSQuota(tc.quota, tc.period, tc.custom)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("err %v; want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("checkCFSQuota = %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+	// New refuses it too, before anything else.
+	_, err := New(t.Context(), nil, Config{NodeName: "n", CPUCFSQuotaPeriod: 50 * time.Millisecond}, nil)
+	if err == nil || !strings.Contains(err.Error(), "{50ms} requires feature gate CustomCPUCFSQuotaPeriod") {
+		t.Errorf("New with a 50ms period and no gate: %v", err)
+	}
+}
+
+// The CFS settings reach every cgroup value as upstream's
+// calculateLinuxResources and ResourceConfigForPod use them: containers'
+// and sandboxes' CRI resources have a quota of their CPU limit over the
+// period (the period set with or without a limit), neither with quotas
+// off; a pod cgroup's quota is over the period, unlimited (-1) with
+// quotas off, its period set either way.
+func TestCFSQuotaCgroupValues(t *testing.T) {
+	guaranteed := cgroupPod("g", req("200m", "64Mi", "200m", "64Mi"))
+	guaranteed.Spec.Overhead = v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("16Mi")}
+	burstable := cgroupPod("b", req("100m", "", "", ""))
+	for _, tc := range []struct {
+		name                              string
+		cfs                               cpuCFS
+		quota, period                     int64 // the container's and sandbox's
+		overheadQuota                     int64
+		podQuota, podPeriod               int64 // the Guaranteed pod cgroup's
+		burstableQuota, burstablePeriod   int64 // the Burstable container's (no CPU limit)
+		burstablePodQuota, burstablePodPd int64
+	}{
+		{name: "default", cfs: cpuCFS{}, quota: 20000, period: 100000, overheadQuota: 10000, podQuota: 30000, podPeriod: 100000, burstablePeriod: 100000},
+		{name: "quota off", cfs: cpuCFS{off: true, period: 100000}, overheadQuota: 0, podQuota: -1, podPeriod: 100000},
+		{name: "50ms period", cfs: cpuCFS{period: 50000}, quota: 10000, period: 50000, overheadQuota: 5000, podQuota: 15000, podPeriod: 50000, burstablePeriod: 50000},
+		{name: "1ms period: the least quota", cfs: cpuCFS{period: 1000}, quota: 1000, period: 1000, overheadQuota: 1000, podQuota: 1000, podPeriod: 1000, burstablePeriod: 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := cgroupParams{nodeMemory: 8 << 30, cfs: tc.cfs}
+			c := containerConfig(guaranteed, &guaranteed.Spec.Containers[0], false, 0, nil, nil, p).GetLinux().GetResources()
+			if c.CpuQuota != tc.quota || c.CpuPeriod != tc.period || c.CpuShares != 204 || c.MemoryLimitInBytes != 64<<20 {
+				t.Errorf("container: %v; want quota %d period %d", c, tc.quota, tc.period)
+			}
+			sb, overhead := sandboxResources(guaranteed, p)
+			if sb.CpuQuota != tc.quota || sb.CpuPeriod != tc.period || overhead.CpuQuota != tc.overheadQuota || overhead.CpuPeriod != tc.period {
+				t.Errorf("sandbox: %v, overhead %v; want quota %d, %d, period %d", sb, overhead, tc.quota, tc.overheadQuota, tc.period)
+			}
+			if got := podCgroupValues(guaranteed, tc.cfs); got.cpuQuota != tc.podQuota || got.cpuPeriod != tc.podPeriod || got.cpuShares != 307 || got.memory != 80<<20 {
+				t.Errorf("Guaranteed pod cgroup: %+v; want quota %d period %d", got, tc.podQuota, tc.podPeriod)
+			}
+			bc := containerConfig(burstable, &burstable.Spec.Containers[0], false, 0, nil, nil, p).GetLinux().GetResources()
+			if bc.CpuQuota != 0 || bc.CpuPeriod != tc.burstablePeriod {
+				t.Errorf("Burstable container without a CPU limit: %v; want no quota, period %d", bc, tc.burstablePeriod)
+			}
+			if got := podCgroupValues(burstable, tc.cfs); got.cpuQuota != 0 || got.cpuPeriod != 0 {
+				t.Errorf("Burstable pod cgroup without CPU limits: %+v; want no quota nor period", got)
+			}
+			// resizeNeeded compares the runtime's values with the same
+			// settings: what a container was given is no resize.
+			if shares, q, mem := cgroupValues(200, true, 200, 64<<20, tc.cfs); shares != c.CpuShares || q != c.CpuQuota || mem != c.MemoryLimitInBytes {
+				t.Errorf("cgroupValues: %d %d %d; want the container's", shares, q, mem)
+			}
+		})
+	}
+}
+
+// A node's --cpu-cfs-quota=false and --cpu-cfs-quota-period reach the
+// running pod: its container's CRI resources and its cgroup (cgroup v1
+// files), and a pod so started is not taken for one to resize.
+func TestCFSQuotaSettingsReachPod(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		mutate                func(*Config)
+		quota, period         int64
+		cgroupQuota, cgroupPd string
+	}{
+		{name: "quota off", mutate: func(c *Config) { c.CPUCFSQuota = ptr.To(false) }, cgroupQuota: "-1", cgroupPd: "100000"},
+		{name: "custom period", mutate: func(c *Config) { c.CustomCPUCFSQuotaPeriod = true; c.CPUCFSQuotaPeriod = 20 * time.Millisecond },
+			quota: 4000, period: 20000, cgroupQuota: "4000", cgroupPd: "20000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, h := range []string{"cpu", "memory"} {
+				os.Mkdir(filepath.Join(dir, h), 0o755)
+			}
+			h, rec := resizeHarness(t, func(c *Config) { c.CgroupDir = dir; tc.mutate(c) })
+			p := h.create(h.pod("g", func(p *v1.Pod) {
+				p.Status.QOSClass = v1.PodQOSGuaranteed
+				p.Spec.Containers[0].Resources = resources("200m", "200m", "64Mi", "64Mi")
+			}))
+			if got := h.sync(p); got.Status.Phase != v1.PodRunning {
+				t.Fatalf("phase %s", got.Status.Phase)
+			}
+			if r := h.runtimeResources(p, "app"); r.CpuQuota != tc.quota || r.CpuPeriod != tc.period || r.CpuShares != 204 {
+				t.Errorf("container resources %v; want quota %d period %d", r, tc.quota, tc.period)
+			}
+			const name = "/kubepods/poduid-g"
+			if q, pd := readCgroupFile(t, dir, "cpu", name, "cpu.cfs_quota_us"), readCgroupFile(t, dir, "cpu", name, "cpu.cfs_period_us"); q != tc.cgroupQuota || pd != tc.cgroupPd {
+				t.Errorf("pod cgroup cpu.cfs_quota_us %q cpu.cfs_period_us %q; want %s %s", q, pd, tc.cgroupQuota, tc.cgroupPd)
+			}
+			drain(rec)
+			h.sync(p)
+			if evs := drain(rec); hasEvent(evs, "Normal ResizeStarted") {
+				t.Errorf("a resize started for a pod as started: %q", evs)
+			}
+			if r := h.runtimeResources(p, "app"); r.CpuQuota != tc.quota || r.CpuPeriod != tc.period {
+				t.Errorf("container resources after another sync %v", r)
+			}
+		})
+	}
+}
