@@ -402,10 +402,10 @@ func cleanPodSubPaths(podDir string) error {
 // unmounts a terminated pod's volumes (its desired state drops the pod
 // once ShouldPodRuntimeBeRemoved; UnmountVolume runs CleanSubPaths
 // first) and its status manager deletes a pod from the API only once they
-// are: the caller fails the sync (retried) and sends no final delete on
-// an error. The volumes' content and the pod directory stay until the
-// pod is gone (cleanupPod). Nothing on simulated nodes, nor for a pod
-// without a subPath mount (no system call).
+// are: the first step of tearDownTerminatedVolumes (memoryvolumes.go),
+// whose caller fails the sync (retried) and sends no final delete on an
+// error. Nothing on simulated nodes, nor for a pod without a subPath
+// mount (no system call).
 func (k *Kubelet) cleanTerminatedSubPaths(pod *v1.Pod) error {
 	if !k.bindsSubPaths() || !hasSubPathMount(pod.Spec.InitContainers) && !hasSubPathMount(pod.Spec.Containers) {
 		return nil

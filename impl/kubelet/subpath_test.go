@@ -336,8 +336,9 @@ func TestSubPathBindMountedForRealRuntime(t *testing.T) {
 // TestSubPathUnmountedWhenPodTerminates: a real runtime's kubelet undoes
 // a pod's subPath bind mounts once the pod has terminated, while it is
 // still in the API (a finished Job's pod), as upstream's volume manager
-// unmounts a terminated pod's volumes (CleanSubPaths first); the volumes'
-// content and the pod directory stay until the pod leaves the API.
+// unmounts a terminated pod's volumes (CleanSubPaths first), then the
+// volumes themselves (an emptyDir removed); the pod directory stays until
+// the pod leaves the API.
 func TestSubPathUnmountedWhenPodTerminates(t *testing.T) {
 	root := needMounts(t)
 	hostDir := filepath.Join(root, "host")
@@ -381,7 +382,11 @@ func TestSubPathUnmountedWhenPodTerminates(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(podDir, volumeSubpathsDir)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%s left: %v", volumeSubpathsDir, err)
 	}
-	assertFile(t, filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~empty-dir", "scratch"), "logs", "out"), "result")
+	// The emptyDir is torn down with it (memoryvolumes.go), the
+	// hostPath's files untouched.
+	if _, err := os.Lstat(h.k.volumeDir(p.UID, "kubernetes.io~empty-dir", "scratch")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("emptyDir of the terminated pod left: %v", err)
+	}
 	assertFile(t, filepath.Join(hostDir, "sub", "keep"), "host file")
 }
 

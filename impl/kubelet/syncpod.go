@@ -203,9 +203,10 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	}
 	rec.statusRefusals = 0
 	if podIsTerminal {
-		// Its subPath bind mounts go now, before the final delete
-		// (subpath.go).
-		if err := k.cleanTerminatedSubPaths(pod); err != nil {
+		// Its volumes are torn down now (subPath bind mounts, tmpfs
+		// unmounted, directories removed), before the final delete
+		// (memoryvolumes.go).
+		if err := k.tearDownTerminatedVolumes(pod); err != nil {
 			return 0, errors.Join(execErr, err)
 		}
 	}

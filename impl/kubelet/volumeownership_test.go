@@ -191,14 +191,14 @@ func TestVolumeFileModesWithoutFSGroup(t *testing.T) {
 		{filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg"), "..data", "html", "index.html"), 0, 0o644},
 		{filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~projected", "api"), "..data", "token"), 1000, 0o600},
 		// Volume directories as upstream's: an emptyDir (and the emptyDir
-		// a configMap or downwardAPI volume is set up in) 0777, a secret's
+		// a configMap volume is set up in) 0777, a secret's, downwardAPI
 		// or projected volume's (a tmpfs there) 1777, the atomic writer's
 		// data directory and directories of items 0755.
 		{h.k.volumeDir(p.UID, "kubernetes.io~empty-dir", "scratch"), 0, 0o777},
 		{h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg"), 0, 0o777},
 		{filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg"), "..data") + "/.", 0, 0o755},
 		{filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg"), "..data", "html"), 0, 0o755},
-		{h.k.volumeDir(p.UID, "kubernetes.io~downward-api", "info"), 0, 0o777},
+		{h.k.volumeDir(p.UID, "kubernetes.io~downward-api", "info"), 0, 0o1777},
 		{h.k.volumeDir(p.UID, "kubernetes.io~secret", "sec"), 0, 0o1777},
 		{h.k.volumeDir(p.UID, "kubernetes.io~projected", "api"), 0, 0o1777},
 	} {

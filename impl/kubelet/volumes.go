@@ -95,6 +95,15 @@ func (k *Kubelet) setUpVolume(ctx context.Context, src clientEnvSource, rec *pod
 		}
 		created = true
 	}
+	if k.mountsTmpfs() && memoryBacked(v) {
+		// A tmpfs at the directory, unless one is there already
+		// (memoryvolumes.go); a new one is set up as a new directory.
+		mounted, err := k.setUpTmpfs(pod, v, dir)
+		if err != nil {
+			return fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
+		}
+		created = created || mounted
+	}
 	fsGroup := podFSGroup(pod)
 	if v.EmptyDir != nil {
 		// An emptyDir is given the group when created.
@@ -136,11 +145,13 @@ func (k *Kubelet) setUpVolume(ctx context.Context, src clientEnvSource, rec *pod
 
 // volumeDirMode is the mode of a volume's directory, as upstream's: an
 // emptyDir's 0777 (its setupDir's defaultPerm), as the emptyDir a
-// configMap or downwardAPI volume is set up in; a secret's or projected
-// volume's 1777, the root of the tmpfs they are set up in upstream (as an
-// emptyDir of medium Memory), so that containers of any user can use them.
+// configMap volume is set up in; a memory-backed volume's (memoryBacked:
+// an emptyDir of medium Memory, a secret, downwardAPI or projected volume)
+// 1777, the mode of the root of the tmpfs mounted there, so that
+// containers of any user can use them: the simulated runtime's nodes,
+// which mount no tmpfs, give their directories that mode.
 func volumeDirMode(v *v1.Volume) os.FileMode {
-	if v.Secret != nil || v.Projected != nil || (v.EmptyDir != nil && v.EmptyDir.Medium == v1.StorageMediumMemory) {
+	if memoryBacked(v) {
 		return 0o777 | os.ModeSticky
 	}
 	return 0o777
@@ -735,6 +746,17 @@ func (k *Kubelet) removePodDir(uid types.UID) error {
 			return fmt.Errorf("removing pod directory of %s: %w", uid, err)
 		}
 	}
+	if k.mountsTmpfs() {
+		// Then its volumes, tmpfs unmounted (memoryvolumes.go), and
+		// nothing removed while a volume directory is still a mount
+		// point, as upstream's cleanupOrphanedPodDirs.
+		if err := tearDownPodDirVolumes(dir); err != nil {
+			return fmt.Errorf("removing pod directory of %s: %w", uid, err)
+		}
+		if k.podVolumesMounted(uid) {
+			return fmt.Errorf("removing pod directory of %s: orphaned pod found, but volumes are not cleaned up", uid)
+		}
+	}
 	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("removing pod directory of %s: %w", uid, err)
 	}
@@ -748,6 +770,12 @@ func (k *Kubelet) removePodDir(uid types.UID) error {
 // (upstream's kubelet remounts these volumes on its periodic pod sync).
 func (k *Kubelet) refreshVolumes(ctx context.Context, rec *podRecord, pod *v1.Pod, a podsync.Actions, now time.Time) error {
 	if len(pod.Spec.Volumes) == 0 || pod.DeletionTimestamp != nil {
+		return nil
+	}
+	if podsync.IsTerminalPhase(pod.Status.Phase) || rec.terminal != nil || rec.x().killed {
+		// Terminated, or being: its volumes are torn down, not set up
+		// again (tearDownTerminatedVolumes), as upstream's volume manager
+		// drops a terminated pod from its desired state.
 		return nil
 	}
 	if a.CreateSandbox || len(a.ContainersToStart) > 0 {

@@ -1,0 +1,275 @@
+package kubelet
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Memory-backed volumes and volume teardown, as upstream 1.37's volume
+// plugins on Linux (pkg/volume/emptydir; the secret, downwardAPI and
+// projected plugins set their volume up in an emptyDir of medium Memory
+// they wrap, the configMap plugin in a disk-backed one):
+//
+//   - an emptyDir of medium Memory, a secret, a downwardAPI and a
+//     projected volume (memoryBacked) is a tmpfs mounted at the volume's
+//     directory on a real runtime's node (mountsTmpfs), sized as
+//     upstream's calculateEmptyDirMemorySize (tmpfsSize: the node's
+//     allocatable memory, or the pod's memory limit, or the emptyDir's
+//     sizeLimit, whichever is least and set) with noswap where the kernel
+//     has it (tmpfsNoswapSupported), as setupTmpfs mounts it: its pages
+//     are charged to the memory cgroup of whoever writes them, so they
+//     count towards the pod's memory (and its eviction), not its local
+//     storage. The simulated runtime's nodes mount nothing (no root, and
+//     their containers read no files): the directories are plain ones,
+//     with the tmpfs root's mode (volumeDirMode);
+//   - once the pod has terminated, its volumes are torn down
+//     (tearDownTerminatedVolumes), as upstream's volume manager unmounts a
+//     terminated pod's volumes: subPath bind mounts undone first, then each
+//     volume's directory unmounted if it is a tmpfs mount point and removed
+//     with its contents (upstream's emptyDir TearDownAt, which the other
+//     four plugins' teardowns call); the pod's sync fails (and is retried)
+//     until that is done, and only then does the pod count as having its
+//     volumes unmounted (no final delete before);
+//   - a pod directory is removed (removePodDir, a pod gone from the API,
+//     also one a restarted kubelet found on disk) only once its volumes
+//     are torn down the same way and none of its volume directories is a
+//     mount point any more, as upstream's cleanupOrphanedPodDirs refuses
+//     while podVolumesExist.
+//
+// Not done: emptyDirs of huge pages media (upstream's hugetlbfs mounts)
+// are plain directories.
+
+// tmpfsMagic is TMPFS_MAGIC, statfs(2)'s f_type of a tmpfs.
+const tmpfsMagic = 0x01021994
+
+// memoryBacked reports whether v is set up on a tmpfs, as upstream's
+// plugins wrap it: an emptyDir of medium Memory, a secret, a downwardAPI
+// or a projected volume (a configMap's wrapped emptyDir is disk-backed).
+func memoryBacked(v *v1.Volume) bool {
+	switch {
+	case v.EmptyDir != nil:
+		return v.EmptyDir.Medium == v1.StorageMediumMemory
+	case v.Secret != nil, v.DownwardAPI != nil, v.Projected != nil:
+		return true
+	}
+	return false
+}
+
+// tmpfsSize is the size in bytes of a memory-backed volume v's tmpfs, as
+// upstream's calculateEmptyDirMemorySize (SizeMemoryBackedVolumes, GA):
+// the node's allocatable memory; the pod's memory limit instead if it has
+// one (its cgroup's, podCgroupConfig: every container limits memory, or
+// the pod does) above 0 and not above that; an emptyDir's sizeLimit
+// instead if above 0 and not above what was reached. The wrapped emptyDir
+// of a secret, downwardAPI or projected volume has no sizeLimit. 0 means
+// no size given (the kernel's default, half the memory), as when the
+// allocatable memory is 0.
+func tmpfsSize(pod *v1.Pod, v *v1.Volume, allocatableMemory int64) int64 {
+	size := allocatableMemory
+	if lim := podCgroupConfig(pod).memory; lim > 0 && lim <= size {
+		size = lim
+	}
+	if v.EmptyDir != nil && v.EmptyDir.SizeLimit != nil {
+		if lim := v.EmptyDir.SizeLimit.Value(); lim > 0 && lim <= size {
+			size = lim
+		}
+	}
+	return size
+}
+
+// tmpfsMountData is the tmpfs mount options of a volume of size bytes, as
+// upstream's generateTmpfsMountOptions: size=<bytes> when above 0, and
+// noswap when the kernel has it.
+func tmpfsMountData(size int64, noswap bool) string {
+	var opts []string
+	if size > 0 {
+		opts = append(opts, "size="+strconv.FormatInt(size, 10))
+	}
+	if noswap {
+		opts = append(opts, "noswap")
+	}
+	return strings.Join(opts, ",")
+}
+
+// tmpfsNoswapSupported reports whether a tmpfs can be mounted with
+// noswap, as upstream's IsTmpfsNoswapOptionSupported, once per process:
+// a kernel of 6.4 or later has it; on an older one a tmpfs is mounted
+// with it in a temporary directory to find out.
+var tmpfsNoswapSupported = sync.OnceValue(func() bool {
+	if release, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil && kernelAtLeast(strings.TrimSpace(string(release)), 6, 4) {
+		return true
+	}
+	dir, err := os.MkdirTemp("", "tmpfs-noswap-test-")
+	if err != nil {
+		return false
+	}
+	defer os.RemoveAll(dir)
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "noswap"); err != nil {
+		return false
+	}
+	syscall.Unmount(dir, 0)
+	return true
+})
+
+// kernelAtLeast reports whether the kernel release (uname -r, say
+// "6.18.44-fc-v669") is major.minor or later; one it cannot read is not.
+func kernelAtLeast(release string, major, minor int) bool {
+	parts := strings.SplitN(release, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	ma, err := strconv.Atoi(parts[0])
+	if err != nil {
+		return false
+	}
+	mi := parts[1]
+	if i := strings.IndexFunc(mi, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
+		mi = mi[:i]
+	}
+	n, err := strconv.Atoi(mi)
+	if err != nil {
+		return false
+	}
+	return ma > major || ma == major && n >= minor
+}
+
+// mountsTmpfs reports whether the kubelet mounts its pods' memory-backed
+// volumes (a real runtime's kubelet, as upstream's) rather than leaving
+// them plain directories (the simulated runtime's).
+func (k *Kubelet) mountsTmpfs() bool { return k.rt.Type() != "sim" }
+
+// setUpTmpfs mounts a tmpfs at dir, the directory of pod's memory-backed
+// volume v, sized by tmpfsSize, unless one is mounted there already, as
+// upstream's setupTmpfs; mounted says whether it did.
+func (k *Kubelet) setUpTmpfs(pod *v1.Pod, v *v1.Volume, dir string) (mounted bool, err error) {
+	onTmpfs, err := tmpfsMountPoint(dir)
+	if err != nil || onTmpfs {
+		return false, err
+	}
+	mem := k.allocatable[v1.ResourceMemory]
+	data := tmpfsMountData(tmpfsSize(pod, v, mem.Value()), tmpfsNoswapSupported())
+	k.log.Debug("Mounting tmpfs for volume", "path", dir, "options", data)
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, data); err != nil {
+		return false, fmt.Errorf("mount failed: mounting tmpfs at %s with options %q: %w", dir, data, err)
+	}
+	return true, nil
+}
+
+// tmpfsMountPoint reports whether dir is the root of a tmpfs mount (a
+// tmpfs whose device is not its parent's), as upstream's GetMountMedium
+// tells a memory medium that is a mount point.
+func tmpfsMountPoint(dir string) (bool, error) {
+	mnt, err := mountPoint(dir)
+	if err != nil || !mnt {
+		return false, err
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return false, fmt.Errorf("statfs(%q): %w", dir, err)
+	}
+	return st.Type == tmpfsMagic, nil
+}
+
+// mountPoint reports whether path is a mount point as upstream's
+// IsLikelyNotMountPoint tells (its device not its parent's; a bind mount
+// of the same filesystem is not seen).
+func mountPoint(path string) (bool, error) {
+	var st, parent syscall.Stat_t
+	if err := syscall.Lstat(path, &st); err != nil {
+		return false, err
+	}
+	if err := syscall.Stat(filepath.Dir(path), &parent); err != nil {
+		return false, err
+	}
+	return st.Dev != parent.Dev, nil
+}
+
+// tearDownVolumeDir tears down a volume's directory as upstream's emptyDir
+// TearDownAt: nothing if it is missing; a tmpfs mount point is unmounted
+// (a symlink at dir not followed), then the directory is removed with its
+// contents.
+func tearDownVolumeDir(dir string) error {
+	onTmpfs, err := tmpfsMountPoint(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("error checking the medium of %s: %w", dir, err)
+	}
+	if onTmpfs {
+		if err := syscall.Unmount(dir, umountNoFollow); err != nil {
+			return fmt.Errorf("unmount failed: %s: %w", dir, err)
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("removing volume directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// tearDownTerminatedVolumes tears down the volumes of pod once it has
+// terminated (nothing of it runs or starts again), while it may still be
+// in the API (a finished Job's pod), as upstream's volume manager
+// unmounts a terminated pod's volumes (its desired state drops the pod
+// once ShouldPodRuntimeBeRemoved) and its status manager deletes a pod
+// only once they are: its subPath bind mounts (cleanTerminatedSubPaths),
+// then its emptyDir, configMap, secret, downwardAPI and projected volumes
+// (tearDownVolumeDir: unmounted when a tmpfs, removed). The caller fails
+// the sync (retried) and sends no final delete on an error; the pod
+// directory stays until the pod is gone (cleanupPod). A volume already
+// torn down costs a stat.
+func (k *Kubelet) tearDownTerminatedVolumes(pod *v1.Pod) error {
+	if err := k.cleanTerminatedSubPaths(pod); err != nil {
+		return err
+	}
+	var errs []error
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		plugin := volumePlugin(v)
+		if plugin == "" {
+			continue
+		}
+		if err := tearDownVolumeDir(k.volumeDir(pod.UID, plugin, v.Name)); err != nil {
+			errs = append(errs, fmt.Errorf("UnmountVolume.TearDown failed for volume %q: %w", v.Name, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		k.log.Error("Failed to tear down the volumes of a terminated pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		return fmt.Errorf("tearing down the volumes of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// tearDownPodDirVolumes tears down (tearDownVolumeDir) every volume
+// directory found under the pod directory podDir of the plugins the
+// kubelet sets up, as upstream's volume manager tears down the volumes it
+// reconstructs from disk for a pod it no longer has.
+func tearDownPodDirVolumes(podDir string) error {
+	var errs []error
+	for _, plugin := range []string{"kubernetes.io~empty-dir", "kubernetes.io~configmap", "kubernetes.io~secret", "kubernetes.io~downward-api", "kubernetes.io~projected"} {
+		dir := filepath.Join(podDir, "volumes", plugin)
+		vols, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reading %s: %w", dir, err))
+			continue
+		}
+		for _, v := range vols {
+			if err := tearDownVolumeDir(filepath.Join(dir, v.Name())); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,418 @@
+package kubelet
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
+)
+
+// TestMemoryBacked: the volumes upstream's plugins set up on a tmpfs (an
+// emptyDir of medium Memory, and the emptyDir of medium Memory the
+// secret, downwardAPI and projected plugins wrap) and those they do not
+// (a disk emptyDir, the configMap plugin's disk emptyDir, hostPath).
+func TestMemoryBacked(t *testing.T) {
+	for _, tc := range []struct {
+		src  v1.VolumeSource
+		want bool
+	}{
+		{v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}, true},
+		{v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "s"}}, true},
+		{v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{}}, true},
+		{v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{}}, true},
+		{v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}, false},
+		{v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumHugePages}}, false},
+		{v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}, false},
+		{v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/"}}, false},
+	} {
+		v := v1.Volume{Name: "v", VolumeSource: tc.src}
+		if got := memoryBacked(&v); got != tc.want {
+			t.Errorf("memoryBacked(%s) = %v, want %v", volumePlugin(&v)+"/"+string(mediumOf(&v)), got, tc.want)
+		}
+	}
+}
+
+func mediumOf(v *v1.Volume) v1.StorageMedium {
+	if v.EmptyDir != nil {
+		return v.EmptyDir.Medium
+	}
+	return ""
+}
+
+// TestTmpfsSize: a memory-backed volume's tmpfs is sized as upstream's
+// calculateEmptyDirMemorySize: the node's allocatable memory, the pod's
+// memory limit (its cgroup's: every container limits memory, init
+// containers by their peak, with the overhead) when above 0 and not
+// above that, an emptyDir's sizeLimit when above 0 and not above what
+// was reached.
+func TestTmpfsSize(t *testing.T) {
+	const gi = 1 << 30
+	limited := func(mem ...string) *v1.Pod {
+		p := &v1.Pod{}
+		for i, m := range mem {
+			c := v1.Container{Name: "c" + string(rune('0'+i))}
+			if m != "" {
+				c.Resources.Limits = v1.ResourceList{v1.ResourceMemory: resource.MustParse(m)}
+			}
+			p.Spec.Containers = append(p.Spec.Containers, c)
+		}
+		return p
+	}
+	memDir := func(limit string) *v1.Volume {
+		v := &v1.Volume{Name: "m", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}}
+		if limit != "" {
+			q := resource.MustParse(limit)
+			v.EmptyDir.SizeLimit = &q
+		}
+		return v
+	}
+	secret := &v1.Volume{Name: "s", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "s"}}}
+	withOverhead := limited("1Gi")
+	withOverhead.Spec.Overhead = v1.ResourceList{v1.ResourceMemory: resource.MustParse("128Mi")}
+	withInit := limited("1Gi")
+	withInit.Spec.InitContainers = []v1.Container{{Name: "init", Resources: v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("3Gi")}}}}
+	podLevel := limited("")
+	podLevel.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("2Gi")}}
+	for _, tc := range []struct {
+		name        string
+		pod         *v1.Pod
+		vol         *v1.Volume
+		allocatable int64
+		want        int64
+	}{
+		{"best effort: allocatable", limited(""), memDir(""), 8 * gi, 8 * gi},
+		{"a container without a limit: allocatable", limited("1Gi", ""), memDir(""), 8 * gi, 8 * gi},
+		{"pod limit", limited("1Gi", "1Gi"), memDir(""), 8 * gi, 2 * gi},
+		{"pod limit equal to allocatable", limited("8Gi"), memDir(""), 8 * gi, 8 * gi},
+		{"pod limit above allocatable", limited("16Gi"), memDir(""), 8 * gi, 8 * gi},
+		{"pod limit with the overhead", withOverhead, memDir(""), 8 * gi, gi + 128<<20},
+		{"init container's peak", withInit, memDir(""), 8 * gi, 3 * gi},
+		{"pod-level limit", podLevel, memDir(""), 8 * gi, 2 * gi},
+		{"sizeLimit below the pod limit", limited("2Gi"), memDir("64Mi"), 8 * gi, 64 << 20},
+		{"sizeLimit above the pod limit", limited("2Gi"), memDir("4Gi"), 8 * gi, 2 * gi},
+		{"sizeLimit equal to the pod limit", limited("2Gi"), memDir("2Gi"), 8 * gi, 2 * gi},
+		{"sizeLimit, no pod limit", limited(""), memDir("64Mi"), 8 * gi, 64 << 20},
+		{"sizeLimit above allocatable", limited(""), memDir("16Gi"), 8 * gi, 8 * gi},
+		{"sizeLimit 0", limited(""), memDir("0"), 8 * gi, 8 * gi},
+		{"secret: the pod limit", limited("512Mi"), secret, 8 * gi, 512 << 20},
+		{"secret: allocatable", limited(""), secret, 8 * gi, 8 * gi},
+		{"no allocatable memory: no size", limited("1Gi"), memDir("64Mi"), 0, 0},
+	} {
+		if got := tmpfsSize(tc.pod, tc.vol, tc.allocatable); got != tc.want {
+			t.Errorf("%s: tmpfsSize = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestTmpfsMountData: size=<bytes> when there is a size, noswap when the
+// kernel has it, as upstream's generateTmpfsMountOptions.
+func TestTmpfsMountData(t *testing.T) {
+	for _, tc := range []struct {
+		size   int64
+		noswap bool
+		want   string
+	}{
+		{1 << 20, true, "size=1048576,noswap"},
+		{1 << 20, false, "size=1048576"},
+		{0, true, "noswap"},
+		{0, false, ""},
+	} {
+		if got := tmpfsMountData(tc.size, tc.noswap); got != tc.want {
+			t.Errorf("tmpfsMountData(%d, %v) = %q, want %q", tc.size, tc.noswap, got, tc.want)
+		}
+	}
+}
+
+// TestKernelAtLeast: tmpfs has noswap from Linux 6.4 (upstream's
+// TmpfsNoswapSupportKernelVersion).
+func TestKernelAtLeast(t *testing.T) {
+	for release, want := range map[string]bool{
+		"6.18.44-fc-v669": true, "6.4.0": true, "6.4": true, "7.0.1": true, "6.4-rc1": true,
+		"6.3.9": false, "5.15.0-91-generic": false, "": false, "x.y": false, "6": false,
+	} {
+		if got := kernelAtLeast(release, 6, 4); got != want {
+			t.Errorf("kernelAtLeast(%q, 6, 4) = %v, want %v", release, got, want)
+		}
+	}
+}
+
+// tmpfsOf reports whether dir is the root of a tmpfs mount, and its size
+// in bytes.
+func tmpfsOf(t *testing.T, dir string) (bool, int64) {
+	t.Helper()
+	if !isMountPoint(t, dir) {
+		return false, 0
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Type == tmpfsMagic, int64(st.Blocks) * st.Bsize
+}
+
+// mountOptions are the super block options /proc/self/mountinfo lists
+// for the mount at dir.
+func mountOptions(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && f[4] == dir {
+			return f[len(f)-1]
+		}
+	}
+	return ""
+}
+
+// memoryVolumesPod is a pod of every volume kind the kubelet sets up, its
+// container limited to 64Mi of memory.
+func memoryVolumesPod(h *harness, name string, mutate func(*v1.Pod)) *v1.Pod {
+	limit := resource.MustParse("1Mi")
+	return h.pod(name, func(p *v1.Pod) {
+		p.Spec.Volumes = []v1.Volume{
+			{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: &limit}}},
+			{Name: "shm", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}},
+			{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+			{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "site"}}}},
+			{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "creds"}}},
+			{Name: "info", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{Items: []v1.DownwardAPIVolumeFile{
+				{Path: "name", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}},
+			{Name: "api", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+				{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}}}}}},
+		}
+		p.Spec.Containers[0].Resources.Limits = v1.ResourceList{v1.ResourceMemory: resource.MustParse("64Mi")}
+		p.Status.QOSClass = v1.PodQOSBurstable
+		if mutate != nil {
+			mutate(p)
+		}
+	})
+}
+
+// TestMemoryVolumesOnTmpfs: a real runtime's kubelet mounts a tmpfs at
+// the directory of each memory-backed volume (an emptyDir of medium
+// Memory, a secret, a downwardAPI and a projected volume), sized as
+// upstream (the emptyDir's sizeLimit, else the pod's memory limit), with
+// noswap where the kernel has it, mode 1777; a disk emptyDir and a
+// configMap stay directories on the kubelet's disk. The files are
+// written into the tmpfs. Once the pod has terminated (a finished Job's,
+// still in the API) every volume is torn down: the tmpfs unmounted, the
+// directories removed with their contents, and not set up again by
+// later syncs; nothing of the pod remains mounted.
+func TestMemoryVolumesOnTmpfs(t *testing.T) {
+	root := needMounts(t)
+	h := newVolumeHarness(t)
+	h.krt = criTyped{h.rt}
+	h.k = h.newKubelet(func(c *Config) { c.RootDir = filepath.Join(root, "kubelet") })
+	p := h.create(memoryVolumesPod(h, "tmpfs", func(p *v1.Pod) {
+		p.Spec.RestartPolicy = v1.RestartPolicyNever
+		p.Annotations[sim.AnnotationExitCode] = "0"
+		p.Annotations[sim.AnnotationExitAfter] = "5m"
+	}))
+	if got := h.sync(p); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s: %+v", got.Status.Phase, cstatus(got, "app"))
+	}
+	dir := func(plugin, name string) string { return h.k.volumeDir(p.UID, plugin, name) }
+	for _, tc := range []struct {
+		dir  string
+		size int64 // 0: not a tmpfs
+	}{
+		{dir("kubernetes.io~empty-dir", "cache"), 1 << 20},
+		{dir("kubernetes.io~empty-dir", "shm"), 64 << 20},
+		{dir("kubernetes.io~secret", "sec"), 64 << 20},
+		{dir("kubernetes.io~downward-api", "info"), 64 << 20},
+		{dir("kubernetes.io~projected", "api"), 64 << 20},
+		{dir("kubernetes.io~empty-dir", "scratch"), 0},
+		{dir("kubernetes.io~configmap", "cfg"), 0},
+	} {
+		onTmpfs, size := tmpfsOf(t, tc.dir)
+		switch {
+		case tc.size == 0 && onTmpfs:
+			t.Errorf("%s: a tmpfs, want a directory of the kubelet's disk", tc.dir)
+		case tc.size == 0:
+		case !onTmpfs:
+			t.Errorf("%s: not a tmpfs mount point", tc.dir)
+		case size != tc.size:
+			t.Errorf("%s: tmpfs of %d bytes, want %d", tc.dir, size, tc.size)
+		default:
+			opts := mountOptions(t, tc.dir)
+			if tmpfsNoswapSupported() != strings.Contains(opts, "noswap") {
+				t.Errorf("%s: options %q, noswap supported %v", tc.dir, opts, tmpfsNoswapSupported())
+			}
+			if _, _, perm := statOf(t, tc.dir); perm != 0o1777 {
+				t.Errorf("%s: mode %#o, want 01777", tc.dir, perm)
+			}
+		}
+	}
+	assertFile(t, filepath.Join(dir("kubernetes.io~secret", "sec"), "password"), "pw")
+	assertFile(t, filepath.Join(dir("kubernetes.io~downward-api", "info"), "name"), "tmpfs")
+	mustWrite(t, filepath.Join(dir("kubernetes.io~empty-dir", "cache"), "data"), "x")
+	mustWrite(t, filepath.Join(dir("kubernetes.io~empty-dir", "scratch"), "data"), "y")
+	// A set-up again (the periodic refresh) mounts nothing more.
+	h.step(2 * time.Minute)
+	h.sync(p)
+	if m := mountsUnder(t, h.k.podDir(p.UID)); len(m) != 5 {
+		t.Errorf("mounts under the pod directory after a refresh: %v, want the 5 tmpfs", m)
+	}
+
+	h.step(3 * time.Minute)
+	if got := h.sync(p); got == nil || got.Status.Phase != v1.PodSucceeded {
+		t.Fatalf("pod %v, want Succeeded and still in the API", got)
+	}
+	check := func(when string) {
+		t.Helper()
+		if m := mountsUnder(t, h.k.podDir(p.UID)); len(m) != 0 {
+			t.Errorf("%s: mounts left under the terminated pod's directory: %v", when, m)
+		}
+		for _, v := range p.Spec.Volumes {
+			d := dir(volumePlugin(&v), v.Name)
+			if _, err := os.Lstat(d); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s: %s left: %v", when, d, err)
+			}
+		}
+	}
+	check("terminated")
+	tokens := tokenRequests(h)
+	h.step(2 * time.Minute) // past a sync period: no refresh of its volumes
+	h.sync(p)
+	check("synced again")
+	if n := tokenRequests(h); n != tokens {
+		t.Errorf("%d token requests for the terminated pod's projected volume, want none", n-tokens)
+	}
+}
+
+// tokenRequests counts the TokenRequests the kubelet has sent.
+func tokenRequests(h *harness) int {
+	n := 0
+	for _, a := range h.client.Actions() {
+		if a.GetVerb() == "create" && a.GetSubresource() == "token" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestTerminatedPodVolumesTornDownOnSimulatedNode: the simulated
+// runtime's kubelet mounts nothing but decides as a real one: a
+// memory-backed volume's directory has the tmpfs root's mode (1777, a
+// downwardAPI volume's too), and once the pod has terminated its volume
+// directories are removed with their contents while it stays in the API.
+func TestTerminatedPodVolumesTornDownOnSimulatedNode(t *testing.T) {
+	h := newVolumeHarness(t)
+	p := h.create(memoryVolumesPod(h, "simtmpfs", func(p *v1.Pod) {
+		p.Spec.RestartPolicy = v1.RestartPolicyNever
+		p.Annotations[sim.AnnotationExitCode] = "1"
+		p.Annotations[sim.AnnotationExitAfter] = "5s"
+	}))
+	if got := h.sync(p); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s: %+v", got.Status.Phase, cstatus(got, "app"))
+	}
+	for _, v := range p.Spec.Volumes {
+		d := h.k.volumeDir(p.UID, volumePlugin(&v), v.Name)
+		want := uint32(0o777)
+		if memoryBacked(&v) {
+			want = 0o1777
+		}
+		if _, _, perm := statOf(t, d); perm != want {
+			t.Errorf("%s: mode %#o, want %#o", d, perm, want)
+		}
+	}
+	mustWrite(t, filepath.Join(h.k.volumeDir(p.UID, "kubernetes.io~empty-dir", "scratch"), "data"), "y")
+	h.step(5 * time.Second)
+	if got := h.sync(p); got == nil || got.Status.Phase != v1.PodFailed {
+		t.Fatalf("pod %v, want Failed and still in the API", got)
+	}
+	h.step(2 * time.Minute)
+	h.sync(p)
+	for _, v := range p.Spec.Volumes {
+		d := h.k.volumeDir(p.UID, volumePlugin(&v), v.Name)
+		if _, err := os.Lstat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left after the pod terminated: %v", d, err)
+		}
+	}
+}
+
+// TestOrphanedPodTmpfsTornDown: a pod deleted while the kubelet was down
+// (nothing of it left in the runtime) has its tmpfs volumes unmounted and
+// its directory removed by the restarted kubelet, as upstream's volume
+// manager tears down the volumes it reconstructs from disk before
+// cleanupOrphanedPodDirs removes the directory; a pod directory holding a
+// mount the kubelet did not make (a volume directory of a plugin it does
+// not know) is left as it is, mount and contents, as upstream refuses to
+// remove an orphaned pod's directory while a volume is mounted there.
+func TestOrphanedPodTmpfsTornDown(t *testing.T) {
+	root := needMounts(t)
+	h := newVolumeHarness(t)
+	h.krt = criTyped{h.rt}
+	rootDir := filepath.Join(root, "kubelet")
+	h.k = h.newKubelet(func(c *Config) { c.RootDir = rootDir })
+	p := h.create(memoryVolumesPod(h, "orphan", nil))
+	q := h.create(h.pod("foreign", func(p *v1.Pod) {
+		p.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	}))
+	for _, pod := range []*v1.Pod{p, q} {
+		if got := h.sync(pod); got.Status.Phase != v1.PodRunning {
+			t.Fatalf("%s: phase %s", pod.Name, got.Status.Phase)
+		}
+	}
+	if m := mountsUnder(t, h.k.podDir(p.UID)); len(m) != 5 {
+		t.Fatalf("mounts under the pod directory: %v, want the 5 tmpfs", m)
+	}
+	foreign := filepath.Join(h.k.podDir(q.UID), "volumes", "example.com~other", "data")
+	mustMkdir(t, foreign)
+	if err := syscall.Mount("tmpfs", foreign, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(foreign, "keep"), "kept")
+
+	sandboxes, err := h.rt.ListPodSandbox(h.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sandboxes {
+		if err := h.rt.StopPodSandbox(h.ctx, s.Id); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.rt.RemovePodSandbox(h.ctx, s.Id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pod := range []*v1.Pod{p, q} {
+		if err := h.client.CoreV1().Pods(pod.Namespace).Delete(h.ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := h.newKubelet(func(c *Config) { c.RootDir = rootDir })
+	if err := k.adoptRuntimeState(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.syncPod(h.ctx, p.UID); err != nil {
+		t.Fatal(err)
+	}
+	if m := mountsUnder(t, k.podDir(p.UID)); len(m) != 0 {
+		t.Errorf("mounts left after the restarted kubelet's clean-up: %v", m)
+	}
+	if _, err := os.Stat(k.podDir(p.UID)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("pod directory left after the restarted kubelet's clean-up: %v", err)
+	}
+
+	if _, err := k.syncPod(h.ctx, q.UID); err == nil || !strings.Contains(err.Error(), "volumes are not cleaned up") {
+		t.Errorf("clean-up of a pod directory with a foreign mount: %v, want it refused", err)
+	}
+	if !isMountPoint(t, foreign) {
+		t.Errorf("%s unmounted", foreign)
+	}
+	assertFile(t, filepath.Join(foreign, "keep"), "kept")
+}
