@@ -974,8 +974,10 @@ func (k *Kubelet) podStopped(ctx context.Context, uid types.UID) bool {
 // podVolumesExist looks at the disk (getMountedVolumePathListFromDisk,
 // IsLikelyNotMountPoint): a failure to look counts as mounted. Upstream
 // also asks its volume manager, which has a pod's volumes until it tears
-// them down once the pod is terminated; kubeproof's volumes are
-// directories, never mounted on the host, so only the disk can tell.
+// them down once the pod is terminated; kubeproof keeps no such record:
+// a real runtime's kubelet mounts its memory-backed volumes as tmpfs and
+// unmounts them only when it tears them down (memoryvolumes.go), so the
+// disk tells.
 func (k *Kubelet) podVolumesMounted(uid types.UID) bool {
 	base := filepath.Join(k.podDir(uid), "volumes")
 	plugins, err := os.ReadDir(base)
