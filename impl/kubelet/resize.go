@@ -313,16 +313,22 @@ func resizeNeeded(pod *v1.Pod, rs *podstate.Pod, cfs cpuCFS) bool {
 
 // sandboxResizeNeeded reports whether the ready sandbox of a pod with
 // pod-level resources (pod as allocated) was last given cgroup values
-// other than the allocation's (r.sandbox; unknown is not), as upstream's
+// other than the allocation's (r.sandbox), as upstream's
 // isPodResizeInProgress compares the pod cgroup's: a pod-level resize
 // that changes no container's values (a pod-level request, or limits the
-// containers set for themselves). Integers only, as resizeNeeded.
+// containers set for themselves). Not known (r.sandbox nil: a kubelet
+// restarted with the pod's allocation saved, which may not have reached
+// the sandbox) is needed: the sandbox and the pod cgroup are given the
+// allocation's values once (planResize). Integers only, as resizeNeeded.
 func sandboxResizeNeeded(pod *v1.Pod, rs *podstate.Pod, r *podResize, cfs cpuCFS) bool {
-	if r == nil || r.sandbox == nil || pod.Spec.Resources == nil {
+	if r == nil || pod.Spec.Resources == nil {
 		return false
 	}
 	if sb := rs.LatestSandbox(); sb == nil || !sb.Ready {
 		return false
+	}
+	if r.sandbox == nil {
+		return true
 	}
 	cpuReq, hasCPUReq := podAmount(pod, v1.ResourceCPU, false)
 	cpuLim, _ := podAmount(pod, v1.ResourceCPU, true)
@@ -432,11 +438,13 @@ func planResize(pod *v1.Pod, rs *podstate.Pod, sandboxWas *runtimeapi.LinuxConta
 	newSandbox, overhead := sandboxResources(pod, p)
 	// The sandbox's own changes (a pod-level resize), by resource; a pod
 	// without pod-level resources has its sandbox's values follow its
-	// containers'.
+	// containers'. A pod-level sandbox whose values are not known
+	// (sandboxWas nil: sandboxResizeNeeded) is given the allocation's.
 	podLevel := sandboxWas != nil && pod.Spec.Resources != nil
 	sandboxMem := podLevel && newSandbox.MemoryLimitInBytes != 0 && newSandbox.MemoryLimitInBytes != sandboxWas.MemoryLimitInBytes
 	sandboxCPU := podLevel && (newSandbox.CpuShares != sandboxWas.CpuShares || (newSandbox.CpuQuota != 0 && newSandbox.CpuQuota != quota(sandboxWas.CpuQuota)))
-	if len(mem) == 0 && len(cpu) == 0 && len(plan.kills) == 0 && !sandboxMem && !sandboxCPU {
+	sandboxUnknown := sandboxWas == nil && pod.Spec.Resources != nil
+	if len(mem) == 0 && len(cpu) == 0 && len(plan.kills) == 0 && !sandboxMem && !sandboxCPU && !sandboxUnknown {
 		return plan
 	}
 	if sandboxWas == nil {

@@ -1,12 +1,17 @@
 package kubelet
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -35,6 +40,21 @@ func (h *harness) sandboxResources() *runtimeapi.LinuxContainerResources {
 		h.t.Fatalf("sandboxes %v %v", sbs, err)
 	}
 	linux, err := h.rt.SandboxLinux(sbs[0].Id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return linux.GetResources()
+}
+
+// sandboxResourcesOf are the resources the runtime's latest sandbox of
+// p was last given.
+func (h *harness) sandboxResourcesOf(p *v1.Pod) *runtimeapi.LinuxContainerResources {
+	h.t.Helper()
+	ps, err := h.rt.PodState(h.ctx, string(p.UID))
+	if err != nil || ps.LatestSandbox() == nil {
+		h.t.Fatalf("sandbox of %s: %v", p.Name, err)
+	}
+	linux, err := h.rt.SandboxLinux(ps.LatestSandbox().ID)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -128,5 +148,104 @@ func TestResizePodLevel(t *testing.T) {
 	c = condOf(got, v1.PodResizePending)
 	if c == nil || c.Reason != v1.PodReasonDeferred || c.Message != "Node didn't have enough resource: cpu, requested: 700, used: 400, capacity: 1000" {
 		t.Fatalf("PodResizePending %+v; conditions %+v", c, got.Status.Conditions)
+	}
+}
+
+// TestResizePodLevelAfterRestart: a pod-level resize that changes no
+// container's values (a pod-level CPU request), allocated by a kubelet
+// restarted from its saved allocations (allocated_pods_state), reaches
+// the sandbox and the pod cgroup: the restarted kubelet does not know
+// what the sandbox was given, so it gives both the allocation's values,
+// as upstream compares the pod cgroup's with the allocation. Here the
+// resize was deferred beside another pod, the kubelet restarted, and the
+// other pod went meanwhile.
+func TestResizePodLevelAfterRestart(t *testing.T) {
+	root, cgroups := t.TempDir(), t.TempDir()
+	for _, hier := range []string{"cpu", "memory"} {
+		if err := os.Mkdir(filepath.Join(cgroups, hier), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	onDisk := func(c *Config) { c.RootDir = root; c.CPU = resource.MustParse("1"); c.CgroupDir = cgroups }
+	h := newHarness(t, onDisk)
+	const podCgroup = "/kubepods/burstable/poduid-web"
+	p := h.create(h.pod("web", func(p *v1.Pod) {
+		p.Status.QOSClass = v1.PodQOSBurstable
+		p.Spec.Resources = &v1.ResourceRequirements{Requests: resList("cpu", "200m", "memory", "64Mi"), Limits: resList("cpu", "800m", "memory", "128Mi")}
+	}))
+	o := h.create(h.pod("other", func(p *v1.Pod) { p.Spec.Containers[0].Resources = resources("400m", "", "", "") }))
+	h.sync(p)
+	h.sync(o)
+	h.resizePodLevel(p, v1.ResourceRequirements{Requests: resList("cpu", "700m", "memory", "64Mi"), Limits: resList("cpu", "800m", "memory", "128Mi")})
+	if c := condOf(h.sync(p), v1.PodResizePending); c == nil || c.Reason != v1.PodReasonDeferred {
+		t.Fatalf("PodResizePending %+v", c)
+	}
+	if sb, pc := h.sandboxResourcesOf(p), readCgroupFile(t, cgroups, "cpu", podCgroup, "cpu.shares"); sb.CpuShares != 204 || pc != "204" {
+		t.Fatalf("a deferred resize was applied: sandbox %v, pod cgroup cpu.shares %q", sb, pc)
+	}
+
+	if err := h.client.CoreV1().Pods("default").Delete(h.ctx, o.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.k = h.newKubelet(onDisk) // restarted: p comes from the source again
+	h.sync(p)
+	if sb := h.sandboxResourcesOf(p); sb.CpuShares != 716 {
+		t.Errorf("after the restart the sandbox has %v, want the allocated 700m (716 shares)", sb)
+	}
+	if pc := readCgroupFile(t, cgroups, "cpu", podCgroup, "cpu.shares"); pc != "716" {
+		t.Errorf("after the restart the pod cgroup has cpu.shares %q, want the allocated 700m (716)", pc)
+	}
+	got := h.sync(p)
+	for _, c := range got.Status.Conditions {
+		if c.Type == v1.PodResizePending || c.Type == v1.PodResizeInProgress {
+			t.Errorf("resize condition once applied: %+v", c)
+		}
+	}
+}
+
+// TestResizePodLevelSandboxRecreatedAfterRestart: a restarted kubelet
+// that makes a pod-level resized pod's sandbox anew (the old one died)
+// makes it with the allocation's values and knows it: no resize is
+// reported in progress, no resize event, no update follows.
+func TestResizePodLevelSandboxRecreatedAfterRestart(t *testing.T) {
+	root := t.TempDir()
+	events := record.NewFakeRecorder(1000)
+	onDisk := func(c *Config) { c.RootDir = root; c.CPU = resource.MustParse("1"); c.Recorder = events }
+	h := newHarness(t, onDisk)
+	p := h.create(h.pod("web", func(p *v1.Pod) {
+		p.Spec.Resources = &v1.ResourceRequirements{Requests: resList("cpu", "200m", "memory", "64Mi"), Limits: resList("cpu", "800m", "memory", "128Mi")}
+	}))
+	h.sync(p)
+	h.resizePodLevel(p, v1.ResourceRequirements{Requests: resList("cpu", "300m", "memory", "64Mi"), Limits: resList("cpu", "800m", "memory", "128Mi")})
+	h.sync(p)
+	h.sync(p)
+	if sb := h.sandboxResourcesOf(p); sb.CpuShares != 307 {
+		t.Fatalf("sandbox %v after the resize, want 307 shares", sb)
+	}
+	ps, err := h.rt.PodState(h.ctx, string(p.UID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.rt.StopPodSandbox(h.ctx, ps.LatestSandbox().ID); err != nil {
+		t.Fatal(err)
+	}
+	drain(events)
+
+	h.k = h.newKubelet(onDisk)
+	got := h.sync(p)
+	if sb := h.sandboxResourcesOf(p); sb.CpuShares != 307 {
+		t.Fatalf("new sandbox %v, want the allocated 307 shares", sb)
+	}
+	if c := condOf(got, v1.PodResizeInProgress); c != nil {
+		t.Errorf("a new sandbox made as allocated reports a resize in progress: %+v", c)
+	}
+	got = h.sync(p)
+	if c := condOf(got, v1.PodResizeInProgress); c != nil {
+		t.Errorf("PodResizeInProgress %+v", c)
+	}
+	for _, e := range drain(events) {
+		if strings.Contains(e, "Resize") {
+			t.Errorf("resize event %q", e)
+		}
 	}
 }

@@ -144,9 +144,13 @@ func (k *Kubelet) ensureResize(pod *v1.Pod) *podResize {
 // planPodResize is the resize this sync actuates for pod (as allocated;
 // rs the runtime's view, a the sync's decisions): none unless a running
 // container's cgroup values, or the sandbox's of a pod with pod-level
-// resources, are not its allocation's. Its restarts join a's kills and
-// starts.
+// resources, are not its allocation's (a sandbox the sync makes anew is
+// made with them). Its restarts join a's kills and starts.
 func (k *Kubelet) planPodResize(pod *v1.Pod, rs *podstate.Pod, r *podResize, a *podsync.Actions) (*podResize, resizePlan) {
+	if a.CreateSandbox && r != nil && pod.Spec.Resources != nil {
+		// The new sandbox is made with the allocation's values.
+		r.sandbox, _ = sandboxResources(pod, k.cfg.cgroupParams())
+	}
 	if a.KillPod || a.CreateSandbox || (!resizeNeeded(pod, rs, k.cfg.cfs) && !sandboxResizeNeeded(pod, rs, r, k.cfg.cfs)) {
 		return r, resizePlan{}
 	}
