@@ -311,6 +311,9 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	// Then the node's allocatable on kubepods (podcgroups.go), as
 	// upstream's enforceNodeAllocatableCgroups.
 	k.allocatableEnforced = k.enforceNodeAllocatable()
+	// With swap, whether memory-backed volumes may be swapped out, as
+	// upstream's container manager tells at start (memoryvolumes.go).
+	k.warnMemoryVolumesOnDisk()
 	if err := k.adoptRuntimeState(ctx); err != nil {
 		return err
 	}

@@ -273,3 +273,20 @@ func tearDownPodDirVolumes(podDir string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// EventPossibleMemoryBackedVolumesOnDisk is upstream's Warning on the
+// Node when memory-backed volumes may be swapped out.
+const EventPossibleMemoryBackedVolumesOnDisk = "PossibleMemoryBackedVolumesOnDisk"
+
+// warnMemoryVolumesOnDisk records upstream's PossibleMemoryBackedVolumesOnDisk
+// warning on the Node at start, as its NewContainerManager does, when the
+// node has swap (the kubelet let run with --fail-swap-on=false) and its
+// tmpfs has no noswap (tmpfsNoswapSupported): a real runtime's node only,
+// the simulated runtime's mounting no tmpfs.
+func (k *Kubelet) warnMemoryVolumesOnDisk() {
+	if !k.mountsTmpfs() || k.cfg.SwapCapacity.Sign() <= 0 || tmpfsNoswapSupported() {
+		return
+	}
+	k.nodeEvent(v1.EventTypeWarning, EventPossibleMemoryBackedVolumesOnDisk,
+		"The tmpfs noswap option is not supported. Memory-backed volumes (e.g. secrets, emptyDirs, etc.) might be swapped to disk and should no longer be considered secure.")
+}

@@ -1,9 +1,11 @@
 package kubelet
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
@@ -415,4 +418,61 @@ func TestOrphanedPodTmpfsTornDown(t *testing.T) {
 		t.Errorf("%s unmounted", foreign)
 	}
 	assertFile(t, filepath.Join(foreign, "keep"), "kept")
+}
+
+// TestPossibleMemoryBackedVolumesOnDisk: a real runtime's kubelet on a
+// node with swap (--fail-swap-on=false) whose tmpfs has no noswap warns
+// on the Node at start with upstream's PossibleMemoryBackedVolumesOnDisk
+// event; not with noswap, nor without swap, nor on a simulated node.
+func TestPossibleMemoryBackedVolumesOnDisk(t *testing.T) {
+	saved := tmpfsNoswapSupported
+	t.Cleanup(func() { tmpfsNoswapSupported = saved })
+	const want = "Warning PossibleMemoryBackedVolumesOnDisk The tmpfs noswap option is not supported. Memory-backed volumes (e.g. secrets, emptyDirs, etc.) might be swapped to disk and should no longer be considered secure."
+	for _, tc := range []struct {
+		name            string
+		real            bool
+		swap            string
+		noswap, warning bool
+	}{
+		{"swap, no noswap", true, "8Gi", false, true},
+		{"swap, noswap", true, "8Gi", true, false},
+		{"no swap", true, "0", false, false},
+		{"simulated node", false, "8Gi", false, false},
+	} {
+		tmpfsNoswapSupported = func() bool { return tc.noswap }
+		rec := record.NewFakeRecorder(100)
+		h := newHarness(t, nil)
+		if tc.real {
+			h.krt = criTyped{h.rt}
+		}
+		h.k = h.newKubelet(func(c *Config) {
+			c.Recorder, c.SwapCapacity, c.FailSwapOn, c.RootDir = rec, resource.MustParse(tc.swap), ptr.To(false), t.TempDir()
+		})
+		h.k.warnMemoryVolumesOnDisk()
+		got := drain(rec)
+		if tc.warning && (len(got) != 1 || got[0] != want) || !tc.warning && len(got) != 0 {
+			t.Errorf("%s: events %q, want the warning: %v", tc.name, got, tc.warning)
+		}
+	}
+
+	// Run warns at start.
+	tmpfsNoswapSupported = func() bool { return false }
+	rec := record.NewFakeRecorder(100)
+	h := newHarness(t, nil)
+	h.krt = criTyped{h.rt}
+	k := h.newKubelet(func(c *Config) {
+		c.Recorder, c.SwapCapacity, c.FailSwapOn, c.RootDir = rec, resource.MustParse("8Gi"), ptr.To(false), t.TempDir()
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	go func() { runErr <- k.Run(ctx) }()
+	var got []string
+	eventually(t, "the PossibleMemoryBackedVolumesOnDisk event", func() bool {
+		got = append(got, drain(rec)...)
+		return slices.Contains(got, want)
+	})
+	cancel()
+	if err := <-runErr; err != nil {
+		t.Errorf("Run: %v", err)
+	}
 }
