@@ -73,6 +73,7 @@ func newKubeletCommand() *cobra.Command {
 		cgroupRoot                          string
 		cpuCFSQuota                         bool
 		cpuCFSQuotaPeriod                   time.Duration
+		podMaxPids                          int64
 		kubeletGates                        kubeletFeatureGates
 	)
 	cmd := &cobra.Command{
@@ -110,6 +111,7 @@ func newKubeletCommand() *cobra.Command {
 			cfg.CgroupRoot = cgroupRoot
 			cfg.CPUCFSQuota, cfg.CPUCFSQuotaPeriod = &cpuCFSQuota, cpuCFSQuotaPeriod
 			cfg.CustomCPUCFSQuotaPeriod = kubeletGates.customCPUCFSQuotaPeriod
+			cfg.PodPidsLimit = podMaxPids
 			if cmd.Flags().Changed("cpu-cfs-quota-period") {
 				// 0 is the config's default; given, it is refused as upstream's.
 				if err := kubelet.CheckCFSQuotaPeriod(cpuCFSQuotaPeriod, cfg.CustomCPUCFSQuotaPeriod); err != nil {
@@ -344,6 +346,7 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringVar(&cgroupRoot, "cgroup-root", "/", "Root cgroup of the kubelet's cgroups (kubepods, the QoS classes' and the pods'), as upstream's with cgroups per QoS class (a root that does not exist is refused). Two kubelets sharing a host's cgroups need roots of their own: with --runtime cri each removes the pod cgroups under its root that are not its pods'.")
 	fs.BoolVar(&cpuCFSQuota, "cpu-cfs-quota", true, "Enable CPU CFS quota enforcement for containers that specify CPU limits (KubeletConfiguration's cpuCFSQuota): false gives containers no CFS quota and pod cgroups an unlimited one.")
 	fs.DurationVar(&cpuCFSQuotaPeriod, "cpu-cfs-quota-period", 100*time.Millisecond, "Sets CPU CFS quota period value, cpu.cfs_period_us (KubeletConfiguration's cpuCFSQuotaPeriod); another than 100ms needs --feature-gates CustomCPUCFSQuotaPeriod=true and must be between 1ms and 1s.")
+	fs.Int64Var(&podMaxPids, "pod-max-pids", -1, "Set the maximum number of processes per pod (KubeletConfiguration's podPidsLimit): with --runtime cri each pod cgroup's pids.max. If -1, the kubelet defaults to the node allocatable pid capacity (kubepods's pids.max: the least of kernel.pid_max and kernel.threads-max).")
 	fs.Var(&kubeletGates, "feature-gates", "Comma-separated gate=true|false pairs of the kubelet's feature gates; known: CustomCPUCFSQuotaPeriod (alpha, default false: --cpu-cfs-quota-period must be 100ms).")
 	fs.BoolVar(&seccompDefault, "seccomp-default", false, "Enable the use of RuntimeDefault as the default seccomp profile for all workloads (KubeletConfiguration's seccompDefault): a container whose pod and container set no seccompProfile runs under the runtime's default profile instead of Unconfined.")
 	fs.BoolVar(&failSwapOn, "fail-swap-on", true, "Makes the kubelet fail to start if the node has swap (--swap-capacity, or with --runtime cri SwapTotal of /proc/meminfo, not 0), as upstream's.")

@@ -14,7 +14,7 @@ import (
 // config, which refuses what upstream's validation refuses, with its
 // messages, before contacting the API server: another period than 100ms
 // without the gate (0 too, when given), one outside [1ms, 1s] with it;
-// and a gate the kubelet does not know.
+// and a gate the kubelet does not know. --pod-max-pids takes a number.
 func TestKubeletCFSQuotaFlags(t *testing.T) {
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	const kc = `apiVersion: v1
@@ -46,6 +46,7 @@ current-context: c
 		{args: []string{"--feature-gates", "CustomCPUCFSQuotaPeriod=true", "--cpu-cfs-quota-period", "0"},
 			want: "invalid configuration: cpuCFSQuotaPeriod (--cpu-cfs-quota-period) {0s} must be between 1ms and 1sec, inclusive"},
 		{args: []string{"--feature-gates", "NoSuchGate=true"}, want: "unrecognized feature gate: NoSuchGate"},
+		{args: []string{"--pod-max-pids", "lots"}, want: `invalid argument "lots" for "--pod-max-pids" flag`},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		root := newRootCommand()

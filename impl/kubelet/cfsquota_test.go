@@ -95,14 +95,14 @@ func TestCFSQuotaCgroupValues(t *testing.T) {
 			if sb.CpuQuota != tc.quota || sb.CpuPeriod != tc.period || overhead.CpuQuota != tc.overheadQuota || overhead.CpuPeriod != tc.period {
 				t.Errorf("sandbox: %v, overhead %v; want quota %d, %d, period %d", sb, overhead, tc.quota, tc.overheadQuota, tc.period)
 			}
-			if got := podCgroupValues(guaranteed, tc.cfs); got.cpuQuota != tc.podQuota || got.cpuPeriod != tc.podPeriod || got.cpuShares != 307 || got.memory != 80<<20 {
+			if got := podCgroupValues(guaranteed, tc.cfs, 0); got.cpuQuota != tc.podQuota || got.cpuPeriod != tc.podPeriod || got.cpuShares != 307 || got.memory != 80<<20 {
 				t.Errorf("Guaranteed pod cgroup: %+v; want quota %d period %d", got, tc.podQuota, tc.podPeriod)
 			}
 			bc := containerConfig(burstable, &burstable.Spec.Containers[0], false, 0, nil, nil, p).GetLinux().GetResources()
 			if bc.CpuQuota != 0 || bc.CpuPeriod != tc.burstablePeriod {
 				t.Errorf("Burstable container without a CPU limit: %v; want no quota, period %d", bc, tc.burstablePeriod)
 			}
-			if got := podCgroupValues(burstable, tc.cfs); got.cpuQuota != 0 || got.cpuPeriod != 0 {
+			if got := podCgroupValues(burstable, tc.cfs, 0); got.cpuQuota != 0 || got.cpuPeriod != 0 {
 				t.Errorf("Burstable pod cgroup without CPU limits: %+v; want no quota nor period", got)
 			}
 			// resizeNeeded compares the runtime's values with the same

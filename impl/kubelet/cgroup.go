@@ -331,3 +331,24 @@ func CheckCFSQuotaPeriod(period time.Duration, custom bool) error {
 	}
 	return nil
 }
+
+// procSysKernel holds the kernel's process limits (ReadPIDCapacity).
+const procSysKernel = "/proc/sys/kernel"
+
+// ReadPIDCapacity is the node's process capacity as upstream's kubelet
+// reads it (pidlimit.Stats): the least of pid_max and threads-max of
+// kernel (/proc/sys/kernel), either when the other cannot be read; 0
+// when neither can.
+func ReadPIDCapacity(kernel fs.FS) int64 {
+	least := int64(-1)
+	for _, name := range [...]string{"pid_max", "threads-max"} {
+		b, err := fs.ReadFile(kernel, name)
+		if err != nil {
+			continue
+		}
+		if v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && (least < 0 || v < least) {
+			least = v
+		}
+	}
+	return max(least, 0)
+}

@@ -3,6 +3,7 @@ package kubelet
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -138,6 +139,19 @@ type Config struct {
 	// be between 1 ms and 1 s: New refuses it otherwise, with upstream's
 	// messages (CheckCFSQuotaPeriod).
 	CPUCFSQuotaPeriod time.Duration
+	// PodPidsLimit is KubeletConfiguration's podPidsLimit (--pod-max-pids):
+	// the most processes each pod's cgroup may hold (pids.max), written
+	// when the kubelet makes it on a node whose cgroups it manages
+	// (podCgroupValues); 0 or less (upstream's default, -1): no limit of
+	// the pod's own, the node's (PIDCapacity, on kubepods) holding.
+	PodPidsLimit int64
+	// PIDCapacity is the node's process capacity, upstream's internal
+	// "pid" capacity: the least of /proc/sys/kernel/pid_max and
+	// threads-max (ReadPIDCapacity). On a node whose cgroups the kubelet
+	// manages it is kubepods's pids.max (nodeAllocatableCgroupConfig;
+	// kubeproof has no --system-reserved or --kube-reserved to take a
+	// pid reservation off), read at start when 0; unused elsewhere.
+	PIDCapacity int64
 	// CustomCPUCFSQuotaPeriod is the kubelet's feature gate of that name
 	// (alpha, off by default, as upstream's): a CPUCFSQuotaPeriod other
 	// than 100 ms is allowed.
@@ -293,6 +307,9 @@ func (c *Config) setDefaults() error {
 	}
 	if err := pullrecords.Validate(c.ImagePullCredentialsVerificationPolicy, c.PreloadedImagesVerificationAllowlist); err != nil {
 		return fmt.Errorf("kubelet config: %w", err)
+	}
+	if c.CgroupDir != "" && c.PIDCapacity == 0 {
+		c.PIDCapacity = ReadPIDCapacity(os.DirFS(procSysKernel))
 	}
 	if c.cfs, err = checkCFSQuota(c.CPUCFSQuota, c.CPUCFSQuotaPeriod, c.CustomCPUCFSQuotaPeriod); err != nil {
 		return fmt.Errorf("kubelet config: %w", err)

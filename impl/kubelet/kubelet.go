@@ -188,7 +188,7 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config, rt runtim
 		qos:     qosCgroupsOf(cgroupRoot(cfg.CgroupRoot)),
 	}
 	if cfg.CgroupDir != "" {
-		k.allocatableCgroup = nodeAllocatableCgroupConfig(cfg.capacity())
+		k.allocatableCgroup = nodeAllocatableCgroupConfig(cfg.capacity(), cfg.PIDCapacity)
 	}
 	if cfg.Recorder != nil {
 		k.events.Store(&cfg.Recorder)

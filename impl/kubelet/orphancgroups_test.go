@@ -301,7 +301,7 @@ func TestKubepodsHasNodeAllocatable(t *testing.T) {
 	}
 	want := cgroupConfig{cpuShares: 3072, memory: 7 << 30}
 	if got := nodeAllocatableCgroupConfig((&Config{CPU: resource.MustParse("3"), Memory: resource.MustParse("8Gi"),
-		HugePages: []HugePages{{PageSize: 2 << 20, Pages: 512}}}).capacity()); got != want {
+		HugePages: []HugePages{{PageSize: 2 << 20, Pages: 512}}}).capacity(), 0); got != want {
 		t.Errorf("nodeAllocatableCgroupConfig: %+v; want %+v", got, want)
 	}
 	for _, unified := range []bool{false, true} {

@@ -99,11 +99,15 @@ type cgroupConfig struct {
 	cpuQuota  int64 // µs per cpuPeriod
 	cpuPeriod int64 // µs
 	memory    int64 // bytes
+	pids      int64 // processes (pids.max), where the pids controller is (cgroupfs.pidsController)
 }
 
 // podCgroupValues is pod's cgroup's configuration (pod as allocated) on a
 // node enforcing CPU limits as cfs says (--cpu-cfs-quota,
-// --cpu-cfs-quota-period), as upstream's ResourceConfigForPod: the pod's
+// --cpu-cfs-quota-period) and limiting a pod's processes to podPids
+// (--pod-max-pids; 0 or less: no limit of its own), as upstream's
+// ResourceConfigForPod and its pod container manager's EnsureExists,
+// which adds the pids limit (pids.max) when above 0: the pod's
 // requests and limits as upstream's
 // PodRequests and PodLimits add them up (podAmount: app containers and
 // sidecars summed, raised to the peak of the init containers, replaced
@@ -113,10 +117,19 @@ type cgroupConfig struct {
 // where quotas are not enforced) and its memory limit; a Burstable one
 // shares, a quota only when every container (init containers too) limits
 // CPU or the pod does, a memory limit only when every container limits
-// memory or the pod does; a BestEffort one 2 shares and nothing else.
-// (Upstream also sets hugetlb limits of the pod's huge page requests;
-// kubeproof does not.)
-func podCgroupValues(pod *v1.Pod, cfs cpuCFS) cgroupConfig {
+// memory or the pod does; a BestEffort one 2 shares and nothing else
+// (but the pids limit, which every pod's gets). (Upstream also sets
+// hugetlb limits of the pod's huge page requests; kubeproof does not.)
+func podCgroupValues(pod *v1.Pod, cfs cpuCFS, podPids int64) cgroupConfig {
+	c := podCPUMemory(pod, cfs)
+	if podPids > 0 {
+		c.pids = podPids
+	}
+	return c
+}
+
+// podCPUMemory is podCgroupValues's CPU and memory values.
+func podCPUMemory(pod *v1.Pod, cfs cpuCFS) cgroupConfig {
 	qos := podQOS(pod)
 	if qos == v1.PodQOSBestEffort {
 		return cgroupConfig{cpuShares: minCPUShares}
@@ -154,7 +167,7 @@ func podCgroupValues(pod *v1.Pod, cfs cpuCFS) cgroupConfig {
 // podCgroupConfig is podCgroupValues with upstream's default CFS settings
 // (the node's do not change the pod's memory limit, which tmpfsSize
 // reads).
-func podCgroupConfig(pod *v1.Pod) cgroupConfig { return podCgroupValues(pod, cpuCFS{}) }
+func podCgroupConfig(pod *v1.Pod) cgroupConfig { return podCPUMemory(pod, cpuCFS{}) }
 
 // limitsDeclared reports whether every app and init container of pod
 // limits CPU (and memory) to more than zero, or the pod does with
@@ -317,18 +330,8 @@ func (m cgroupfs) create(name string, c cgroupConfig) error {
 		if err := os.MkdirAll(m.dir("", name), 0o755); err != nil {
 			return fmt.Errorf("creating cgroup %s: %w", name, err)
 		}
-		// Each ancestor hands the cpu and memory controllers down to its
-		// children (runc's fs2 manager does this for its cgroups).
-		for dir := m.root; ; {
-			if err := enableControllers(dir); err != nil {
-				return fmt.Errorf("creating cgroup %s: %w", name, err)
-			}
-			rest, _ := filepath.Rel(dir, m.dir("", name))
-			first, _, more := strings.Cut(rest, string(filepath.Separator))
-			if !more {
-				break
-			}
-			dir = filepath.Join(dir, first)
+		if err := m.enableAncestors(name); err != nil {
+			return fmt.Errorf("creating cgroup %s: %w", name, err)
 		}
 	} else {
 		for _, ctl := range v1Controllers {
@@ -341,6 +344,36 @@ func (m cgroupfs) create(name string, c cgroupConfig) error {
 		return &cgroupValuesError{err: err}
 	}
 	return nil
+}
+
+// enableAncestors has each ancestor of cgroup v2 cgroup name hand the
+// cpu, memory and pids controllers down to its children (runc's fs2
+// manager does this for its cgroups).
+func (m cgroupfs) enableAncestors(name string) error {
+	for dir := m.root; ; {
+		if err := enableControllers(dir); err != nil {
+			return err
+		}
+		rest, _ := filepath.Rel(dir, m.dir("", name))
+		first, _, more := strings.Cut(rest, string(filepath.Separator))
+		if !more {
+			return nil
+		}
+		dir = filepath.Join(dir, first)
+	}
+}
+
+// pidsController reports whether the node's cgroups have the pids
+// controller: on cgroup v1 its hierarchy mounted, on v2 the root cgroup
+// listing it. Where they do not, no pids limit is written, as upstream's
+// cgroup manager leaves the controllers that are not mounted alone.
+func (m cgroupfs) pidsController() bool {
+	if !m.unified {
+		fi, err := os.Stat(filepath.Join(m.root, "pids"))
+		return err == nil && fi.IsDir()
+	}
+	b, err := os.ReadFile(filepath.Join(m.root, "cgroup.controllers"))
+	return err == nil && slices.Contains(strings.Fields(string(b)), "pids")
 }
 
 // cgroupValuesError is create's failure to write a cgroup's values once
@@ -363,8 +396,8 @@ func (k *Kubelet) createCgroup(name string, c cgroupConfig) error {
 	return err
 }
 
-// enableControllers enables the cpu and memory controllers of cgroup v2
-// cgroup dir for its children, those of them dir has (its
+// enableControllers enables the cpu, memory and pids controllers of
+// cgroup v2 cgroup dir for its children, those of them dir has (its
 // cgroup.controllers; none when it lists none).
 func enableControllers(dir string) error {
 	b, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
@@ -376,7 +409,7 @@ func enableControllers(dir string) error {
 	}
 	var enable []string
 	for _, ctl := range strings.Fields(string(b)) {
-		if ctl == "cpu" || ctl == "memory" {
+		if ctl == "cpu" || ctl == "memory" || ctl == "pids" {
 			enable = append(enable, "+"+ctl)
 		}
 	}
@@ -413,6 +446,21 @@ func (m cgroupfs) set(name string, c cgroupConfig) error {
 			return unlimited
 		}
 		return strconv.FormatInt(v, 10)
+	}
+	if c.pids != 0 && m.pidsController() {
+		// pids.max: on cgroup v1 in the pids hierarchy, where a cgroup
+		// made before the kubelet limited pids may be missing; on v2
+		// the controller handed down to it.
+		if m.unified {
+			if err := m.enableAncestors(name); err != nil {
+				return fmt.Errorf("setting pids.max of cgroup %s: %w", name, err)
+			}
+		} else if err := os.MkdirAll(m.dir("pids", name), 0o755); err != nil {
+			return fmt.Errorf("setting pids.max of cgroup %s: %w", name, err)
+		}
+		if err := write("pids", "pids.max", limit(c.pids, "max")); err != nil {
+			return err
+		}
 	}
 	if m.unified {
 		if c.cpuShares != 0 {
@@ -788,7 +836,7 @@ func (k *Kubelet) ensurePodCgroup(pod *v1.Pod) error {
 	if err := k.updateQOSCgroups(); err != nil {
 		k.log.Debug("Failed to update QoS cgroups while syncing pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 	}
-	if err := k.createCgroup(name, podCgroupValues(pod, k.cfg.cfs)); err != nil {
+	if err := k.createCgroup(name, podCgroupValues(pod, k.cfg.cfs, k.cfg.PodPidsLimit)); err != nil {
 		k.podEvent(pod, v1.EventTypeWarning, EventFailedToCreatePodContainer, "unable to ensure pod container exists: %v", err)
 		return fmt.Errorf("failed to ensure that the pod: %v cgroups exist and are correctly applied: %w", pod.UID, err)
 	}
@@ -1030,18 +1078,19 @@ const (
 // (getNodeAllocatableInternalAbsolute, getCgroupConfig): the capacity
 // less the kube and system reservations (kubeproof has none; not less
 // the hard eviction thresholds, unlike the Node's allocatable), its CPU
-// as shares and its memory, less the huge pages' capacity, as the memory
-// limit. (Upstream also limits the pids to the node's pid capacity and
-// huge pages to theirs, and on cgroup v2 resets memory.min and
-// memory.low to 0; kubeproof does not.)
-func nodeAllocatableCgroupConfig(capacity v1.ResourceList) cgroupConfig {
+// as shares, its memory, less the huge pages' capacity, as the memory
+// limit, and the node's process capacity pids (Config.PIDCapacity, its
+// internal "pid" capacity; 0: unknown, none) as its pids limit.
+// (Upstream also limits huge pages to theirs, and on cgroup v2 resets
+// memory.min and memory.low to 0; kubeproof does not.)
+func nodeAllocatableCgroupConfig(capacity v1.ResourceList, pids int64) cgroupConfig {
 	cpu, mem := capacity[v1.ResourceCPU], capacity[v1.ResourceMemory]
 	for name, q := range capacity {
 		if strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) {
 			mem.Sub(q)
 		}
 	}
-	c := cgroupConfig{cpuShares: milliCPUToShares(cpu.MilliValue())}
+	c := cgroupConfig{cpuShares: milliCPUToShares(cpu.MilliValue()), pids: max(pids, 0)}
 	if mem.Sign() > 0 {
 		c.memory = mem.Value()
 	}
@@ -1160,7 +1209,7 @@ func (k *Kubelet) startPodCgroupResize(pod *v1.Pod) (*podCgroupResize, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the cgroup of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	return &podCgroupResize{name: name, cur: cur, want: podCgroupValues(pod, k.cfg.cfs)}, nil
+	return &podCgroupResize{name: name, cur: cur, want: podCgroupValues(pod, k.cfg.cfs, k.cfg.PodPidsLimit)}, nil
 }
 
 // step writes the pod cgroup's values of res that grow (up) or shrink.

@@ -221,8 +221,8 @@ func TestCgroupfsFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for file, want := range map[string]string{name + "/cpu.weight": "4", name + "/cpu.max": "20000 100000",
-		name + "/memory.max": "67108864", "cgroup.subtree_control": "+cpu +memory",
-		"kubepods/cgroup.subtree_control": "+cpu +memory", "kubepods/burstable/cgroup.subtree_control": "+cpu +memory"} {
+		name + "/memory.max": "67108864", "cgroup.subtree_control": "+cpu +memory +pids",
+		"kubepods/cgroup.subtree_control": "+cpu +memory +pids", "kubepods/burstable/cgroup.subtree_control": "+cpu +memory +pids"} {
 		if got := readCgroupFile(t, v2dir, file); got != want {
 			t.Errorf("v2 %s = %q; want %q", file, got, want)
 		}
@@ -521,14 +521,14 @@ func TestResizePodCgroupOrder(t *testing.T) {
 	h.resize(p, "app", resources("300m", "400m", "64Mi", "256Mi"))
 	h.sync(p)
 	check("up",
-		name+" {cpuShares:0 cpuQuota:0 cpuPeriod:0 memory:268435456} with the container at memory 134217728 quota 20000 shares 102",
-		name+" {cpuShares:307 cpuQuota:40000 cpuPeriod:100000 memory:0} with the container at memory 268435456 quota 20000 shares 102")
+		name+" {cpuShares:0 cpuQuota:0 cpuPeriod:0 memory:268435456 pids:0} with the container at memory 134217728 quota 20000 shares 102",
+		name+" {cpuShares:307 cpuQuota:40000 cpuPeriod:100000 memory:0 pids:0} with the container at memory 268435456 quota 20000 shares 102")
 	h.sync(p)
 	h.resize(p, "app", resources("50m", "100m", "32Mi", "64Mi"))
 	h.sync(p)
 	check("down",
-		name+" {cpuShares:0 cpuQuota:0 cpuPeriod:0 memory:67108864} with the container at memory 67108864 quota 40000 shares 307",
-		name+" {cpuShares:51 cpuQuota:10000 cpuPeriod:100000 memory:0} with the container at memory 67108864 quota 10000 shares 51")
+		name+" {cpuShares:0 cpuQuota:0 cpuPeriod:0 memory:67108864 pids:0} with the container at memory 67108864 quota 40000 shares 307",
+		name+" {cpuShares:51 cpuQuota:10000 cpuPeriod:100000 memory:0 pids:0} with the container at memory 67108864 quota 10000 shares 51")
 	if got, err := fake.read(name); err != nil || got != (cgroupConfig{cpuShares: 51, cpuQuota: 10000, cpuPeriod: 100000, memory: 64 << 20}) {
 		t.Errorf("pod cgroup after the resizes: %+v, %v", got, err)
 	}
