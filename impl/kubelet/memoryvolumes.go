@@ -3,6 +3,7 @@ package kubelet
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -149,11 +150,25 @@ func (k *Kubelet) mountsTmpfs() bool { return k.rt.Type() != "sim" }
 
 // setUpTmpfs mounts a tmpfs at dir, the directory of pod's memory-backed
 // volume v, sized by tmpfsSize, unless one is mounted there already, as
-// upstream's setupTmpfs; mounted says whether it did.
+// upstream's setupTmpfs; mounted says whether it did. An emptyDir whose
+// directory already holds files is not mounted over (its files would be
+// hidden from the containers started next): upstream's volume manager
+// does not set an emptyDir up again once it has, while the periodic
+// refresh here sets up every volume of a running pod (a kubelet before
+// this one made it a plain directory); a secret, downwardAPI or projected
+// volume is, as upstream's remount of it, its files written again.
 func (k *Kubelet) setUpTmpfs(pod *v1.Pod, v *v1.Volume, dir string) (mounted bool, err error) {
 	onTmpfs, err := tmpfsMountPoint(dir)
 	if err != nil || onTmpfs {
 		return false, err
+	}
+	if v.EmptyDir != nil {
+		if empty, err := dirEmpty(dir); err != nil || !empty {
+			if err == nil {
+				k.log.Info("Memory-backed emptyDir holds files and is no tmpfs; not mounted over", "path", dir)
+			}
+			return false, err
+		}
 	}
 	mem := k.allocatable[v1.ResourceMemory]
 	data := tmpfsMountData(tmpfsSize(pod, v, mem.Value()), tmpfsNoswapSupported())
@@ -162,6 +177,20 @@ func (k *Kubelet) setUpTmpfs(pod *v1.Pod, v *v1.Volume, dir string) (mounted boo
 		return false, fmt.Errorf("mount failed: mounting tmpfs at %s with options %q: %w", dir, data, err)
 	}
 	return true, nil
+}
+
+// dirEmpty reports whether the directory dir has no entries.
+func dirEmpty(dir string) (bool, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	if errors.Is(err, io.EOF) {
+		return true, nil
+	}
+	return len(names) == 0, err
 }
 
 // tmpfsMountPoint reports whether dir is the root of a tmpfs mount (a

@@ -476,3 +476,39 @@ func TestPossibleMemoryBackedVolumesOnDisk(t *testing.T) {
 		t.Errorf("Run: %v", err)
 	}
 }
+
+// TestMemoryEmptyDirWithDataNotMountedOver: an emptyDir of medium Memory
+// found as a plain directory holding files (made by a kubelet before its
+// volumes were tmpfs) is not hidden under a new tmpfs by a later set-up
+// of the running pod's volumes (the periodic refresh), as upstream's
+// volume manager does not set up again an emptyDir it has mounted; a
+// secret volume is (its files are written again into the tmpfs), as
+// upstream's remount of a secret volume mounts its tmpfs.
+func TestMemoryEmptyDirWithDataNotMountedOver(t *testing.T) {
+	root := needMounts(t)
+	h := newVolumeHarness(t)
+	h.krt = criTyped{h.rt}
+	h.k = h.newKubelet(func(c *Config) { c.RootDir = filepath.Join(root, "kubelet") })
+	p := h.create(memoryVolumesPod(h, "olddata", nil))
+	if got := h.sync(p); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s", got.Status.Phase)
+	}
+	cache := h.k.volumeDir(p.UID, "kubernetes.io~empty-dir", "cache")
+	sec := h.k.volumeDir(p.UID, "kubernetes.io~secret", "sec")
+	for _, d := range []string{cache, sec} {
+		if err := syscall.Unmount(d, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustWrite(t, filepath.Join(cache, "data"), "kept")
+	h.step(2 * time.Minute)
+	h.sync(p)
+	if onTmpfs, _ := tmpfsOf(t, cache); onTmpfs {
+		t.Errorf("%s: a tmpfs mounted over the emptyDir's files", cache)
+	}
+	assertFile(t, filepath.Join(cache, "data"), "kept")
+	if onTmpfs, _ := tmpfsOf(t, sec); !onTmpfs {
+		t.Errorf("%s: no tmpfs after the refresh", sec)
+	}
+	assertFile(t, filepath.Join(sec, "password"), "pw")
+}
