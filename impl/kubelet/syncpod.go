@@ -163,7 +163,12 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	}
 	terminating := pod.DeletionTimestamp != nil || podsync.IsTerminalPhase(pod.Status.Phase) || rec.terminal != nil ||
 		rec.x().killed || (actions.KillPod && !actions.CreateSandbox)
-	podIsTerminal := terminating && rs.Stopped()
+	// Terminal once the kill that ends it succeeded (now or before) and
+	// nothing of it runs: until then it could have running containers, as
+	// upstream's pod worker says until SyncTerminatingPod succeeded (a
+	// kill that failed is tried again, whatever the runtime reports since),
+	// and a terminal phase is held back (status.Input.PodIsTerminal).
+	podIsTerminal := terminating && rec.x().killed && rs.Stopped()
 	// The terminal phase the kubelet decided (deadline, eviction) is
 	// reported once nothing of the pod runs: as upstream's status manager
 	// (mergePodStatus) holds a terminal phase and its DisruptionTarget back

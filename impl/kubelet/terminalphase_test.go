@@ -1,6 +1,9 @@
 package kubelet
 
 import (
+	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,5 +64,104 @@ func TestEvictedPodNotRestartedAfterFailedStatusWrite(t *testing.T) {
 	}
 	if len(rs.Sandboxes) != 1 || rs.ReadySandboxes() != 0 || len(rs.Running()) != 0 {
 		t.Fatalf("the evicted pod runs again: %d sandboxes (%d ready), %d containers running", len(rs.Sandboxes), rs.ReadySandboxes(), len(rs.Running()))
+	}
+}
+
+// sandboxStopFailure is a runtime whose StopPodSandbox fails while fail is
+// set, the sandbox left ready (a CNI teardown that fails, a pause
+// container that will not die) or, with stopAnyway, stopped all the same
+// (the runtime's state says the sandbox is stopped, its call failed); its
+// containers stop as usual.
+type sandboxStopFailure struct {
+	*sim.Runtime
+	fail       atomic.Bool
+	stopAnyway bool
+}
+
+func (r *sandboxStopFailure) StopPodSandbox(ctx context.Context, id string) error {
+	if !r.fail.Load() {
+		return r.Runtime.StopPodSandbox(ctx, id)
+	}
+	if r.stopAnyway {
+		if err := r.Runtime.StopPodSandbox(ctx, id); err != nil {
+			return err
+		}
+	}
+	return errors.New("failed to destroy network for sandbox: plugin timed out")
+}
+
+// TestNoTerminalPhaseWhileSandboxStopFails: a pod whose termination has
+// not completed (its sandbox would not stop) is not reported Succeeded or
+// Failed, as upstream's status manager holds a terminal phase back while
+// the pod worker says the pod could have running containers
+// (mergePodStatus with CouldHaveRunningContainers, true until
+// SyncTerminatingPod's kill succeeded): the phase, reason and message
+// stay the ones last written, the containers' statuses are reported as
+// they are. Once the sandbox stops the terminal phase is written (a
+// deleted pod finally deleted). Both a restartPolicy Never pod whose
+// container exited and one being deleted; and a kill that failed though
+// the runtime then reports the sandbox stopped: the termination has not
+// succeeded (upstream's SyncTerminatingPod returned the kill's error), so
+// the phase is held back all the same and a deleted pod is not finally
+// deleted, until a kill succeeds.
+func TestNoTerminalPhaseWhileSandboxStopFails(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		deleted    bool
+		stopAnyway bool
+	}{
+		{"completed", false, false},
+		{"deleted", true, false},
+		{"completed, stopped anyway", false, true},
+		{"deleted, stopped anyway", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			rt := &sandboxStopFailure{Runtime: h.rt, stopAnyway: tc.stopAnyway}
+			h.krt = rt
+			h.k = h.newKubelet(nil)
+			p := h.sync(h.create(h.pod("job", func(p *v1.Pod) {
+				p.Spec.RestartPolicy = v1.RestartPolicyNever
+				if !tc.deleted {
+					p.Annotations[sim.AnnotationExitAfter] = "1s"
+				}
+			})))
+			if p.Status.Phase != v1.PodRunning {
+				t.Fatalf("phase %s", p.Status.Phase)
+			}
+			rt.fail.Store(true)
+			if tc.deleted {
+				deletePod(t, h, p, 30)
+			} else {
+				h.step(2 * time.Second)
+			}
+			for try := range 2 {
+				h.k.HandlePod(h.get(p))
+				if _, err := h.k.syncPod(h.ctx, p.UID); err == nil {
+					t.Fatalf("try %d: the sync of a pod whose sandbox would not stop succeeded", try)
+				}
+				got := h.get(p)
+				if got == nil {
+					t.Fatalf("try %d: pod deleted while its kill fails", try)
+				}
+				if got.Status.Phase != v1.PodRunning || got.Status.Reason != "" || got.Status.Message != "" {
+					t.Fatalf("try %d: API status %s %q %q while its kill fails", try, got.Status.Phase, got.Status.Reason, got.Status.Message)
+				}
+				if s := cstatus(got, "app"); s.State.Terminated == nil {
+					t.Fatalf("try %d: the exited container is reported %+v", try, s.State)
+				}
+			}
+			rt.fail.Store(false)
+			got := h.sync(p)
+			if tc.deleted {
+				if got != nil {
+					t.Fatalf("deleted pod not finally deleted once stopped: %s", got.Status.Phase)
+				}
+				return
+			}
+			if got.Status.Phase != v1.PodSucceeded {
+				t.Fatalf("once the sandbox stopped: phase %s", got.Status.Phase)
+			}
+		})
 	}
 }

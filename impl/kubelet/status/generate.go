@@ -8,6 +8,11 @@
 //     in Manager.Write, which refuses such a write;
 //   - a container status never goes from terminated back to running or
 //     waiting once the pod is terminal;
+//   - a pod moves into Succeeded or Failed only once its termination has
+//     completed (Input.PodIsTerminal: the kill that ends it succeeded and
+//     nothing of it runs); until then its phase, reason and message stay
+//     the old ones, as upstream's status manager holds them back while
+//     the pod could have running containers (holdTerminalPhase);
 //   - conditions keep their lastTransitionTime while their status holds;
 //   - conditions the kubelet does not own (DisruptionTarget, readiness
 //     gates) are never written away by a status built from an older view
@@ -66,10 +71,16 @@ type Input struct {
 	Probes  map[string]podstate.ContainerProbes // by container id
 	// Waiting reasons by podsync.BackoffKey(name, init).
 	Waiting map[string]podstate.Waiting
-	// Terminal is a phase the kubelet decided (deadline).
+	// Terminal is a phase the kubelet decided (deadline, eviction): the
+	// conditions are computed for it, but it is reported, with its
+	// condition, only once PodIsTerminal (holdTerminalPhase), as
+	// upstream's status manager holds back the phase and its
+	// DisruptionTarget.
 	Terminal *podsync.Terminal
 	// PodIsTerminal: the pod has been killed for good (deleted, done or
-	// past its deadline) and nothing of it runs any more.
+	// past its deadline), the kill succeeded and nothing of it runs any
+	// more. Until then the pod could have running containers, and a
+	// terminal phase is held back (holdTerminalPhase).
 	PodIsTerminal bool
 	HostIPs       []string
 	RuntimeType   string
@@ -143,8 +154,35 @@ func GenerateAPIPodStatus(in Input) v1.PodStatus {
 		s.StartTime = &now
 	}
 
+	// The conditions are computed for the phase as generated, also one
+	// held back below (upstream's generateAPIPodStatus computes them
+	// before its status manager's merge), but the condition the kubelet
+	// decided with a terminal phase goes only with that phase.
+	hold := holdTerminalPhase(old.Phase, s.Phase, !in.PodIsTerminal)
+	if hold && in.Terminal != nil && in.Terminal.Condition != nil {
+		t := *in.Terminal
+		t.Condition = nil
+		in.Terminal = &t
+	}
 	s.Conditions = conditions(in, &s, now)
+	if hold {
+		s.Phase, s.Reason, s.Message = old.Phase, old.Reason, old.Message
+	}
 	return s
+}
+
+// holdTerminalPhase reports whether a status generated with phase, the
+// pod's old one being old, keeps old (its reason and message too)
+// instead: while the pod could have running containers it does not move
+// into a terminal phase, as upstream's status manager (mergePodStatus,
+// its couldHaveRunningContainers the pod worker's, true until
+// SyncTerminatingPod's kill succeeded), so that the API never shows a
+// finished pod whose containers or sandbox may still hold the node's
+// resources. Everything else of the status is reported as generated (the
+// containers' states; the conditions as computed for the terminal phase,
+// as upstream generates them before the merge).
+func holdTerminalPhase(old, phase v1.PodPhase, couldHaveRunningContainers bool) bool {
+	return couldHaveRunningContainers && podsync.IsTerminalPhase(phase) && !podsync.IsTerminalPhase(old)
 }
 
 // PodIPs is status.podIPs for a sandbox's primary IP and its others (a

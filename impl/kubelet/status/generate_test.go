@@ -185,10 +185,37 @@ func TestGenerateAPIPodStatus(t *testing.T) {
 		}
 	})
 	t.Run("kubelet-decided terminal", func(t *testing.T) {
-		s := GenerateAPIPodStatus(Input{Pod: basePod(), Runtime: runtimeWith(run), Now: now,
+		s := GenerateAPIPodStatus(Input{Pod: basePod(), Runtime: runtimeWith(run), Now: now, PodIsTerminal: true,
 			Terminal: &podsync.Terminal{Phase: v1.PodFailed, Reason: "DeadlineExceeded", Message: "m"}})
 		if s.Phase != v1.PodFailed || s.Reason != "DeadlineExceeded" || find2(s, v1.PodReady).Reason != ReasonPodFailed {
 			t.Fatalf("%+v", s)
+		}
+	})
+	// While the pod could have running containers (not PodIsTerminal) a
+	// terminal phase, decided or by restart policy, is held back: the old
+	// phase, reason and message stay, the conditions are those of the
+	// terminal phase (upstream's generateAPIPodStatus, then its status
+	// manager's mergePodStatus), a decided DisruptionTarget is left out.
+	t.Run("terminal phase held back", func(t *testing.T) {
+		p := basePod()
+		p.Status.Phase, p.Status.Reason, p.Status.Message = v1.PodRunning, "r", "m0"
+		dt := &v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: "TerminationByKubelet"}
+		s := GenerateAPIPodStatus(Input{Pod: p, Runtime: runtimeWith(run), Now: now,
+			Terminal: &podsync.Terminal{Phase: v1.PodFailed, Reason: "Evicted", Message: "m", Condition: dt}})
+		if s.Phase != v1.PodRunning || s.Reason != "r" || s.Message != "m0" || find2(s, v1.PodReady).Reason != ReasonPodFailed ||
+			find2(s, v1.DisruptionTarget).Type != "" {
+			t.Fatalf("decided: %+v", s)
+		}
+		p.Spec.RestartPolicy = v1.RestartPolicyNever
+		exited := podstate.Container{ID: "c1", Name: "a", SandboxID: "s", State: podstate.ContainerExited, ExitCode: 0}
+		s = GenerateAPIPodStatus(Input{Pod: p, Runtime: runtimeWith(exited), Now: now})
+		if s.Phase != v1.PodRunning || s.Reason != "r" || s.ContainerStatuses[0].State.Terminated == nil ||
+			find2(s, v1.ContainersReady).Reason != ReasonPodCompleted {
+			t.Fatalf("by restart policy: %+v", s)
+		}
+		s = GenerateAPIPodStatus(Input{Pod: p, Runtime: runtimeWith(exited), Now: now, PodIsTerminal: true})
+		if s.Phase != v1.PodSucceeded || s.Reason != "" {
+			t.Fatalf("once terminal: %+v", s)
 		}
 	})
 	t.Run("readiness gate", func(t *testing.T) {
