@@ -109,6 +109,7 @@ type Kubelet struct {
 	pods           map[types.UID]*podRecord
 	resizes        map[types.UID]*podResize // pods resized in place (resize.go); nil until the first
 	allocFile      string                   // where resizes' allocations are kept ("": memory only; resizestate.go)
+	started        time.Time                // when New made it: a sandbox older was made by an earlier kubelet (planPodResize)
 	sourceSynced   bool
 	node           *v1.Node
 	lease          *coordinationv1.Lease
@@ -186,6 +187,7 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config, rt runtim
 		objects: newObjectManager(client),
 		pods:    map[types.UID]*podRecord{},
 		qos:     qosCgroupsOf(cgroupRoot(cfg.CgroupRoot)),
+		started: cfg.Clock.Now(),
 	}
 	if cfg.CgroupDir != "" {
 		k.allocatableCgroup = nodeAllocatableCgroupConfig(cfg.capacity(), cfg.PIDCapacity)

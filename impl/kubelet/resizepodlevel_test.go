@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
@@ -247,5 +248,50 @@ func TestResizePodLevelSandboxRecreatedAfterRestart(t *testing.T) {
 		if strings.Contains(e, "Resize") {
 			t.Errorf("resize event %q", e)
 		}
+	}
+}
+
+// TestResizePodLevelWhileNoKubeletRan: the pod-level resources of a pod
+// never resized are resized while no kubelet runs (no allocation saved:
+// the restarted kubelet takes the spec as allocated). Its sandbox, made
+// by the earlier kubelet, is given the spec's values (and its pod cgroup
+// would be), as upstream compares the pod cgroup with the allocation;
+// the sandbox of a pod made by the kubelet itself is not updated again.
+func TestResizePodLevelWhileNoKubeletRan(t *testing.T) {
+	root := t.TempDir()
+	onDisk := func(c *Config) { c.RootDir = root; c.CPU = resource.MustParse("1") }
+	h := newHarness(t, onDisk)
+	p := h.create(h.pod("web", func(p *v1.Pod) {
+		p.Spec.Resources = &v1.ResourceRequirements{Requests: resList("cpu", "200m", "memory", "64Mi"), Limits: resList("cpu", "800m", "memory", "128Mi")}
+	}))
+	h.sync(p)
+	h.sync(p)
+	cur := h.get(p)
+	cur.Spec.Resources = &v1.ResourceRequirements{Requests: resList("cpu", "300m", "memory", "64Mi"), Limits: resList("cpu", "800m", "memory", "128Mi")}
+	cur.Generation++
+	if _, err := h.client.CoreV1().Pods(cur.Namespace).Update(h.ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.step(time.Second)
+	h.k = h.newKubelet(onDisk)
+	got := h.sync(p)
+	if sb := h.sandboxResourcesOf(p); sb.CpuShares != 307 {
+		t.Errorf("after the restart the sandbox has %v, want the spec's 300m (307 shares)", sb)
+	}
+	if c := condOf(h.sync(p), v1.PodResizeInProgress); c != nil || got.Status.Phase != v1.PodRunning {
+		t.Errorf("phase %s, PodResizeInProgress %+v", got.Status.Phase, c)
+	}
+
+	// A pod this kubelet started is not taken for one of unknown values.
+	q := h.create(h.pod("new", func(p *v1.Pod) {
+		p.Spec.Resources = &v1.ResourceRequirements{Requests: resList("cpu", "100m", "memory", "64Mi"), Limits: resList("cpu", "100m", "memory", "64Mi")}
+	}))
+	h.sync(q)
+	h.sync(q)
+	h.k.mu.Lock()
+	_, kept := h.k.resizes[q.UID]
+	h.k.mu.Unlock()
+	if kept {
+		t.Errorf("a pod the kubelet started is kept as resized")
 	}
 }

@@ -125,7 +125,8 @@ func (k *Kubelet) allocateResize(rec *podRecord, pod *v1.Pod, now time.Time) (*v
 // ensureResize is the resize state of a pod whose running containers
 // have cgroup values other than its allocation's while the kubelet kept
 // none (a kubelet restarted during a resize: the spec is the
-// allocation), made now.
+// allocation), or whose sandbox an earlier kubelet made for its
+// pod-level resources (its values not known), made now.
 func (k *Kubelet) ensureResize(pod *v1.Pod) *podResize {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -145,13 +146,26 @@ func (k *Kubelet) ensureResize(pod *v1.Pod) *podResize {
 // rs the runtime's view, a the sync's decisions): none unless a running
 // container's cgroup values, or the sandbox's of a pod with pod-level
 // resources, are not its allocation's (a sandbox the sync makes anew is
-// made with them). Its restarts join a's kills and starts.
+// made with them; one an earlier kubelet made for a pod with pod-level
+// resources is taken as unknown). Its restarts join a's kills and starts.
 func (k *Kubelet) planPodResize(pod *v1.Pod, rs *podstate.Pod, r *podResize, a *podsync.Actions) (*podResize, resizePlan) {
 	if a.CreateSandbox && r != nil && pod.Spec.Resources != nil {
 		// The new sandbox is made with the allocation's values.
 		r.sandbox, _ = sandboxResources(pod, k.cfg.cgroupParams())
 	}
-	if a.KillPod || a.CreateSandbox || (!resizeNeeded(pod, rs, k.cfg.cfs) && !sandboxResizeNeeded(pod, rs, r, k.cfg.cfs)) {
+	if a.KillPod || a.CreateSandbox {
+		return r, resizePlan{}
+	}
+	if r == nil && pod.Spec.Resources != nil {
+		if sb := rs.LatestSandbox(); sb != nil && sb.Ready && sb.CreatedAt.Before(k.started) {
+			// Made by an earlier kubelet, for this pod's pod-level
+			// resources as they were then (a resize while no kubelet
+			// ran): what the sandbox has is not known, so it is given
+			// the allocation's values once (sandboxResizeNeeded).
+			r = k.ensureResize(pod)
+		}
+	}
+	if !resizeNeeded(pod, rs, k.cfg.cfs) && !sandboxResizeNeeded(pod, rs, r, k.cfg.cfs) {
 		return r, resizePlan{}
 	}
 	if r == nil {
