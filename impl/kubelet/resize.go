@@ -37,7 +37,9 @@ import (
 // cgroup) and to the containers whose limits they stand in for.
 //
 // What is kept: the decisions here are pure; the kubelet keeps a pod's
-// allocation (podResize) only once its resources changed, so a pod never
+// allocation (podResize) only once its resources changed (or, for a pod
+// with pod-level resources, once it finds a sandbox an earlier kubelet
+// made, whose values it does not know: planPodResize), so a pod never
 // resized costs nothing (its allocation is its spec), and its sync only
 // compares integers (resizeNeeded, sandboxResizeNeeded).
 
