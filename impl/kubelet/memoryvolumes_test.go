@@ -512,3 +512,45 @@ func TestMemoryEmptyDirWithDataNotMountedOver(t *testing.T) {
 	}
 	assertFile(t, filepath.Join(sec, "password"), "pw")
 }
+
+// TestFinalDeleteWaitsForVolumeTeardown: a deleted pod whose tmpfs cannot
+// be unmounted (busy: a file open in it) is not deleted from the API: its
+// sync fails and its volume stays mounted, as upstream's status manager
+// deletes a pod only once its volumes are unmounted; once the file is
+// closed the next sync unmounts it and sends the final delete.
+func TestFinalDeleteWaitsForVolumeTeardown(t *testing.T) {
+	root := needMounts(t)
+	h := newVolumeHarness(t)
+	h.krt = criTyped{h.rt}
+	h.k = h.newKubelet(func(c *Config) { c.RootDir = filepath.Join(root, "kubelet") })
+	p := h.create(memoryVolumesPod(h, "busy", nil))
+	if got := h.sync(p); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s", got.Status.Phase)
+	}
+	cache := h.k.volumeDir(p.UID, "kubernetes.io~empty-dir", "cache")
+	mustWrite(t, filepath.Join(cache, "open"), "x")
+	f, err := os.Open(filepath.Join(cache, "open"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	deletePod(t, h, p, 0)
+	h.k.HandlePod(h.get(p))
+	if _, err := h.k.syncPod(h.ctx, p.UID); err == nil || !strings.Contains(err.Error(), `UnmountVolume.TearDown failed for volume "cache"`) {
+		t.Errorf("sync with the volume busy: %v, want its teardown's failure", err)
+	}
+	if h.get(p) == nil {
+		t.Fatal("pod deleted from the API with a volume still mounted")
+	}
+	if onTmpfs, _ := tmpfsOf(t, cache); !onTmpfs {
+		t.Errorf("%s: not mounted after a failed unmount", cache)
+	}
+	f.Close()
+	h.step(time.Second)
+	if got := h.sync(p); got != nil {
+		t.Errorf("pod still in the API once its volumes could be torn down: %+v", got.Status)
+	}
+	if m := mountsUnder(t, h.k.podDir(p.UID)); len(m) != 0 {
+		t.Errorf("mounts left: %v", m)
+	}
+}
