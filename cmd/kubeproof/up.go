@@ -40,6 +40,7 @@ func newUpCommand() *cobra.Command {
 		swapCap     string
 		swapMode    string
 		failSwapOn  bool
+		cfsQuota    bool
 		credConfig  string
 		credBinDir  string
 		noScheduler bool
@@ -115,6 +116,7 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 				NodeSwapCapacity:              swapCap,
 				NodeMemorySwapBehavior:        kubelet.SwapBehavior(swapMode),
 				NodeFailSwapOn:                &failSwapOn,
+				NodeCPUCFSQuota:               &cfsQuota,
 				ImageCredentialProviderConfig: credConfig,
 				ImageCredentialProviderBinDir: credBinDir,
 				Auth:                          authOpts,
@@ -167,6 +169,7 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 	fs.StringVar(&swapCap, "swap-capacity", "0", "Swap capacity of each simulated node, as kubeproof kubelet --swap-capacity: published as the node's status.nodeInfo.swap.capacity when not 0 (needs --fail-swap-on=false).")
 	fs.BoolVar(&failSwapOn, "fail-swap-on", true, "Makes each simulated node's kubelet, and so up, fail to start if the node has swap (--swap-capacity not 0), as kubeproof kubelet --fail-swap-on and upstream's.")
 	fs.StringVar(&swapMode, "memory-swap-behavior", "", "KubeletConfiguration's memorySwap.swapBehavior of each simulated node, as kubeproof kubelet --memory-swap-behavior: NoSwap (or empty, the default); LimitedSwap needs cgroup v2 and is refused, simulated nodes being cgroup v1.")
+	fs.BoolVar(&cfsQuota, "cpu-cfs-quota", true, "CPU CFS quota enforcement of each simulated node, as kubeproof kubelet --cpu-cfs-quota: false gives containers and sandboxes no CFS quota (their CPU limits unenforced).")
 	fs.StringVar(&credConfig, "image-credential-provider-config", "", "The credential provider plugin config file or directory (a CredentialProviderConfig, kubelet.config.k8s.io/v1) of each simulated node, as kubeproof kubelet's: exec plugins asked for the registry credentials of the images they match before a pull, tried after a pod's imagePullSecrets.")
 	fs.StringVar(&credBinDir, "image-credential-provider-bin-dir", "", "The directory where the credential provider plugin binaries of --image-credential-provider-config are.")
 	addSimRuntimeHandlersFlag(fs, &simHandlers)

@@ -121,6 +121,11 @@ type Config struct {
 	NodeSwapCapacity       string
 	NodeMemorySwapBehavior kubelet.SwapBehavior
 	NodeFailSwapOn         *bool
+	// NodeCPUCFSQuota is each simulated node's cpuCFSQuota
+	// (kubelet.Config.CPUCFSQuota; `kubeproof up --cpu-cfs-quota`, as
+	// `kubeproof kubelet`'s): false gives its containers and sandboxes no
+	// CFS quota. Nil: true, upstream's default.
+	NodeCPUCFSQuota *bool
 	// ImageCredentialProviderConfig and ImageCredentialProviderBinDir are
 	// the simulated nodes' image credential provider plugins (`kubeproof
 	// up --image-credential-provider-config` and

@@ -366,7 +366,7 @@ func (c *Cluster) startKubelets(ctx context.Context, cfg Config) error {
 		log := cfg.Logger.With("node", name)
 		kcfg := kubelet.Config{
 			NodeName: name, PodCIDR: cidr, Port: c.kubeletAPI.Port, CPU: cpu, Memory: mem, MaxPods: cfg.NodeMaxPods, HugePages: cfg.NodeHugePages,
-			SwapCapacity: swap, MemorySwapBehavior: cfg.NodeMemorySwapBehavior, FailSwapOn: cfg.NodeFailSwapOn,
+			SwapCapacity: swap, MemorySwapBehavior: cfg.NodeMemorySwapBehavior, FailSwapOn: cfg.NodeFailSwapOn, CPUCFSQuota: cfg.NodeCPUCFSQuota,
 			ExternalPodSource: true, ServiceReadClient: n.reader,
 			RootDir: filepath.Join(n.rootDir, "root"), PodLogsDir: filepath.Join(n.rootDir, "pod-logs"), PullRecordsInMemory: true,
 			Logger: log, PodTrace: cfg.PodTrace,
