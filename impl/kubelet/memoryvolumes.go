@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Memory-backed volumes and volume teardown, as upstream 1.37's volume
@@ -46,11 +47,19 @@ import (
 //     mount point any more, as upstream's cleanupOrphanedPodDirs refuses
 //     while podVolumesExist.
 //
-// Not done: emptyDirs of huge pages media (upstream's hugetlbfs mounts)
-// are plain directories.
+// An emptyDir of medium HugePages or HugePages-<size> is a hugetlbfs of
+// the page size the pod requests (hugePageSize, upstream's
+// getPageSizeMountOption: a pod requesting no such pages, or several sizes
+// for HugePages, fails the volume's set-up on every node), mounted on a
+// real runtime's node as upstream's setupHugepages, and torn down as a
+// tmpfs is.
 
-// tmpfsMagic is TMPFS_MAGIC, statfs(2)'s f_type of a tmpfs.
-const tmpfsMagic = 0x01021994
+// tmpfsMagic and hugetlbfsMagic are statfs(2)'s f_type of a tmpfs
+// (TMPFS_MAGIC) and of a hugetlbfs (HUGETLBFS_MAGIC).
+const (
+	tmpfsMagic     = 0x01021994
+	hugetlbfsMagic = 0x958458f6
+)
 
 // memoryBacked reports whether v is set up on a tmpfs, as upstream's
 // plugins wrap it: an emptyDir of medium Memory, a secret, a downwardAPI
@@ -197,15 +206,19 @@ func dirEmpty(dir string) (bool, error) {
 // tmpfs whose device is not its parent's), as upstream's GetMountMedium
 // tells a memory medium that is a mount point.
 func tmpfsMountPoint(dir string) (bool, error) {
-	mnt, err := mountPoint(dir)
-	if err != nil || !mnt {
-		return false, err
+	st, mnt, err := mountStatfs(dir)
+	return mnt && st.Type == tmpfsMagic, err
+}
+
+// mountStatfs is statfs(2) of dir when it is a mount point (mnt).
+func mountStatfs(dir string) (st syscall.Statfs_t, mnt bool, err error) {
+	if mnt, err = mountPoint(dir); err != nil || !mnt {
+		return st, false, err
 	}
-	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
-		return false, fmt.Errorf("statfs(%q): %w", dir, err)
+		return st, false, fmt.Errorf("statfs(%q): %w", dir, err)
 	}
-	return st.Type == tmpfsMagic, nil
+	return st, true, nil
 }
 
 // mountPoint reports whether path is a mount point as upstream's
@@ -223,18 +236,18 @@ func mountPoint(path string) (bool, error) {
 }
 
 // tearDownVolumeDir tears down a volume's directory as upstream's emptyDir
-// TearDownAt: nothing if it is missing; a tmpfs mount point is unmounted
-// (a symlink at dir not followed), then the directory is removed with its
-// contents.
+// TearDownAt: nothing if it is missing; a tmpfs or hugetlbfs mount point
+// is unmounted (a symlink at dir not followed), then the directory is
+// removed with its contents.
 func tearDownVolumeDir(dir string) error {
-	onTmpfs, err := tmpfsMountPoint(dir)
+	st, mnt, err := mountStatfs(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("error checking the medium of %s: %w", dir, err)
 	}
-	if onTmpfs {
+	if mnt && (st.Type == tmpfsMagic || st.Type == hugetlbfsMagic) {
 		if err := syscall.Unmount(dir, umountNoFollow); err != nil {
 			return fmt.Errorf("unmount failed: %s: %w", dir, err)
 		}
@@ -318,4 +331,90 @@ func (k *Kubelet) warnMemoryVolumesOnDisk() {
 	}
 	k.nodeEvent(v1.EventTypeWarning, EventPossibleMemoryBackedVolumesOnDisk,
 		"The tmpfs noswap option is not supported. Memory-backed volumes (e.g. secrets, emptyDirs, etc.) might be swapped to disk and should no longer be considered secure.")
+}
+
+// hugePagesMedium reports whether m is a huge pages medium: HugePages or
+// HugePages-<size>.
+func hugePagesMedium(m v1.StorageMedium) bool {
+	return m == v1.StorageMediumHugePages || strings.HasPrefix(string(m), string(v1.StorageMediumHugePagesPrefix))
+}
+
+// hugePageSize is the page size of pod's emptyDir of huge pages medium,
+// as upstream's getPageSizeMountOption: of the huge page sizes the pod
+// requests (its pod-level requests, PodLevelResources being on, and every
+// app and init container's), HugePages takes the one there is (several
+// are an error), HugePages-<size> that size if requested; none is an
+// error.
+func hugePageSize(medium v1.StorageMedium, pod *v1.Pod) (resource.Quantity, error) {
+	var want resource.Quantity
+	if medium != v1.StorageMediumHugePages {
+		q, err := resource.ParseQuantity(strings.TrimPrefix(string(medium), string(v1.StorageMediumHugePagesPrefix)))
+		if err != nil {
+			return resource.Quantity{}, fmt.Errorf("size not specified in %q: %w", medium, err)
+		}
+		want = q
+	}
+	var found bool
+	var size resource.Quantity
+	check := func(l v1.ResourceList) error {
+		for name := range l {
+			if !strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) {
+				continue
+			}
+			q, err := resource.ParseQuantity(strings.TrimPrefix(string(name), v1.ResourceHugePagesPrefix))
+			if err != nil {
+				return fmt.Errorf("size not specified in %q: %w", name, err)
+			}
+			switch {
+			case medium == v1.StorageMediumHugePages:
+				if found && size.Cmp(q) != 0 {
+					return fmt.Errorf("medium: %s can't be used if container requests multiple huge page sizes", medium)
+				}
+				found, size = true, q
+			case q.Cmp(want) == 0:
+				found, size = true, q
+			}
+		}
+		return nil
+	}
+	if pod.Spec.Resources != nil {
+		if err := check(pod.Spec.Resources.Requests); err != nil {
+			return resource.Quantity{}, err
+		}
+	}
+	for _, cs := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range cs {
+			if err := check(cs[i].Resources.Requests); err != nil {
+				return resource.Quantity{}, err
+			}
+		}
+	}
+	if !found {
+		return resource.Quantity{}, fmt.Errorf("medium %s: hugePages storage requested, but there is no resource request for huge pages", medium)
+	}
+	return size, nil
+}
+
+// setUpHugetlbfs mounts a hugetlbfs of pageSize pages at dir, the
+// directory of pod's emptyDir of huge pages medium, unless one is mounted
+// there already (for HugePages-<size>, of that page size: another is an
+// error), as upstream's setupHugepages; mounted says whether it did.
+func (k *Kubelet) setUpHugetlbfs(pod *v1.Pod, medium v1.StorageMedium, dir string, pageSize resource.Quantity) (mounted bool, err error) {
+	st, mnt, err := mountStatfs(dir)
+	if err != nil {
+		return false, err
+	}
+	if mnt && st.Type == hugetlbfsMagic {
+		if medium == v1.StorageMediumHugePages || st.Bsize == pageSize.Value() {
+			return false, nil
+		}
+		return false, fmt.Errorf("pod %v: mounted dir %s pagesize '%s' and requested medium size '%s' differ",
+			pod.UID, dir, resource.NewQuantity(st.Bsize, resource.BinarySI).String(), pageSize.String())
+	}
+	data := "pagesize=" + pageSize.String()
+	k.log.Debug("Mounting hugepages for volume", "path", dir, "options", data)
+	if err := syscall.Mount("nodev", dir, "hugetlbfs", 0, data); err != nil {
+		return false, fmt.Errorf("mount failed: mounting hugetlbfs at %s with options %q: %w", dir, data, err)
+	}
+	return true, nil
 }

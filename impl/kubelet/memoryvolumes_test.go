@@ -554,3 +554,120 @@ func TestFinalDeleteWaitsForVolumeTeardown(t *testing.T) {
 		t.Errorf("mounts left: %v", m)
 	}
 }
+
+// TestHugePageSize: the page size of an emptyDir of huge pages medium, as
+// upstream's getPageSizeMountOption: HugePages takes the one huge page
+// size the pod's containers (init containers too) or its pod-level
+// resources request, HugePages-<size> that size if requested; errors
+// otherwise with upstream's messages.
+func TestHugePageSize(t *testing.T) {
+	req := func(sizes ...string) v1.ResourceList {
+		l := v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")}
+		for _, s := range sizes {
+			l[v1.ResourceName(v1.ResourceHugePagesPrefix+s)] = resource.MustParse("2Gi")
+		}
+		return l
+	}
+	pod := func(c, init, podLevel v1.ResourceList) *v1.Pod {
+		p := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: c}}}}}
+		if init != nil {
+			p.Spec.InitContainers = []v1.Container{{Name: "i", Resources: v1.ResourceRequirements{Requests: init}}}
+		}
+		if podLevel != nil {
+			p.Spec.Resources = &v1.ResourceRequirements{Requests: podLevel}
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name    string
+		medium  v1.StorageMedium
+		pod     *v1.Pod
+		want    string
+		wantErr string
+	}{
+		{"HugePages, one size", v1.StorageMediumHugePages, pod(req("2Mi"), nil, nil), "2Mi", ""},
+		{"HugePages, the size in an init container", v1.StorageMediumHugePages, pod(req(), req("1Gi"), nil), "1Gi", ""},
+		{"HugePages, pod-level", v1.StorageMediumHugePages, pod(req(), nil, req("2Mi")), "2Mi", ""},
+		{"HugePages, two sizes", v1.StorageMediumHugePages, pod(req("2Mi"), req("1Gi"), nil), "",
+			"medium: HugePages can't be used if container requests multiple huge page sizes"},
+		{"HugePages, none", v1.StorageMediumHugePages, pod(req(), nil, nil), "",
+			"medium HugePages: hugePages storage requested, but there is no resource request for huge pages"},
+		{"HugePages-2Mi", "HugePages-2Mi", pod(req("2Mi", "1Gi"), nil, nil), "2Mi", ""},
+		{"HugePages-1Gi", "HugePages-1Gi", pod(req("2Mi"), req("1Gi"), nil), "1Gi", ""},
+		{"HugePages-1Gi not requested", "HugePages-1Gi", pod(req("2Mi"), nil, nil), "",
+			"medium HugePages-1Gi: hugePages storage requested, but there is no resource request for huge pages"},
+	} {
+		got, err := hugePageSize(tc.medium, tc.pod)
+		switch {
+		case tc.wantErr != "" && (err == nil || err.Error() != tc.wantErr):
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.wantErr)
+		case tc.wantErr == "" && (err != nil || got.String() != tc.want):
+			t.Errorf("%s: %s %v, want %s", tc.name, got.String(), err, tc.want)
+		}
+	}
+}
+
+// TestHugePagesEmptyDirOnHugetlbfs: a real runtime's kubelet mounts a
+// hugetlbfs of the requested page size at an emptyDir of medium
+// HugePages-2Mi (upstream's setupHugepages), unmounts it when the pod has
+// terminated; a pod requesting no such pages fails the volume's set-up
+// with upstream's message, on a simulated node too.
+func TestHugePagesEmptyDirOnHugetlbfs(t *testing.T) {
+	root := needMounts(t)
+	if _, err := os.Stat("/sys/kernel/mm/hugepages/hugepages-2048kB"); err != nil {
+		t.Skip("no 2Mi huge pages on this machine")
+	}
+	hugePod := func(h *harness, name string, request bool) *v1.Pod {
+		return h.pod(name, func(p *v1.Pod) {
+			p.Spec.RestartPolicy = v1.RestartPolicyNever
+			p.Annotations[sim.AnnotationExitCode] = "0"
+			p.Annotations[sim.AnnotationExitAfter] = "5m"
+			p.Spec.Volumes = []v1.Volume{{Name: "huge", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: "HugePages-2Mi"}}}}
+			if request {
+				l := v1.ResourceList{v1.ResourceMemory: resource.MustParse("64Mi"), "hugepages-2Mi": resource.MustParse("4Mi")}
+				p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: l, Limits: l}
+			}
+		})
+	}
+	h := newHarness(t, nil)
+	h.krt = criTyped{h.rt}
+	h.k = h.newKubelet(func(c *Config) {
+		c.RootDir = filepath.Join(root, "kubelet")
+		c.HugePages = []HugePages{{PageSize: 2 << 20, Pages: 8}}
+	})
+	p := h.create(hugePod(h, "huge", true))
+	if got := h.sync(p); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s: %+v", got.Status.Phase, got.Status)
+	}
+	dir := h.k.volumeDir(p.UID, "kubernetes.io~empty-dir", "huge")
+	var st syscall.Statfs_t
+	if !isMountPoint(t, dir) || syscall.Statfs(dir, &st) != nil || st.Type != hugetlbfsMagic || st.Bsize != 2<<20 {
+		t.Errorf("%s: mount point %v, statfs type %#x page size %d; want a hugetlbfs of 2Mi pages", dir, isMountPoint(t, dir), st.Type, st.Bsize)
+	}
+	h.step(2 * time.Minute)
+	h.sync(p) // the refresh: nothing more mounted
+	if m := mountsUnder(t, h.k.podDir(p.UID)); len(m) != 1 {
+		t.Errorf("mounts under the pod directory: %v, want the hugetlbfs", m)
+	}
+	h.step(4 * time.Minute)
+	if got := h.sync(p); got == nil || got.Status.Phase != v1.PodSucceeded {
+		t.Fatalf("pod %v, want Succeeded", got)
+	}
+	if m := mountsUnder(t, h.k.podDir(p.UID)); len(m) != 0 {
+		t.Errorf("mounts left under the terminated pod's directory: %v", m)
+	}
+
+	for _, real := range []bool{true, false} {
+		h := newHarness(t, func(c *Config) { c.RootDir = t.TempDir() })
+		if real {
+			h.krt = criTyped{h.rt}
+			h.k = h.newKubelet(func(c *Config) { c.RootDir = filepath.Join(root, "kubelet2") })
+		}
+		p := h.create(hugePod(h, "nohuge", false))
+		h.k.HandlePod(p)
+		_, err := h.k.syncPod(h.ctx, p.UID)
+		if want := `MountVolume.SetUp failed for volume "huge" : medium HugePages-2Mi: hugePages storage requested, but there is no resource request for huge pages`; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("real runtime %v: sync %v, want %q", real, err, want)
+		}
+	}
+}

@@ -104,6 +104,19 @@ func (k *Kubelet) setUpVolume(ctx context.Context, src clientEnvSource, rec *pod
 		}
 		created = created || mounted
 	}
+	if v.EmptyDir != nil && hugePagesMedium(v.EmptyDir.Medium) {
+		// A hugetlbfs of the requested page size (memoryvolumes.go); the
+		// size is decided on every node.
+		pageSize, err := hugePageSize(v.EmptyDir.Medium, pod)
+		if err == nil && k.mountsTmpfs() {
+			var mounted bool
+			mounted, err = k.setUpHugetlbfs(pod, v.EmptyDir.Medium, dir, pageSize)
+			created = created || mounted
+		}
+		if err != nil {
+			return fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
+		}
+	}
 	fsGroup := podFSGroup(pod)
 	if v.EmptyDir != nil {
 		// An emptyDir is given the group when created.
