@@ -457,6 +457,9 @@ type podExtra struct {
 	// killed: the pod is terminated, a kill that ended it having
 	// succeeded (podsync.Input.Killed); kept until the pod is forgotten.
 	killed bool
+	// cgroupRemoved: the terminated pod's cgroup has been removed
+	// (removeTerminatedPodCgroup), not to be again at every resync.
+	cgroupRemoved bool
 }
 
 // noExtra is the empty podExtra x returns for a record without one; never

@@ -33,7 +33,9 @@ import (
 // set) it makes them itself, as upstream's pod container manager: a pod's
 // cgroup, with upstream's values (podCgroupValues), before its volumes
 // and first sandbox (ensurePodCgroup); its values changed by an in-place resize
-// (actuateResize, podCgroupStep); removed once the pod is cleaned up
+// (actuateResize, podCgroupStep); removed by the pod's sync once it has
+// terminated and its volumes are torn down (removeTerminatedPodCgroup, as
+// upstream's SyncTerminatedPod), and once the pod is cleaned up
 // (removePodCgroup); the pod cgroups of pods not possibly running (never
 // had, terminated, a removal that failed) found and removed every
 // housekeeping period, their processes killed first, as upstream's

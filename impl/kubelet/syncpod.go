@@ -214,6 +214,10 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 		if err := k.tearDownTerminatedVolumes(pod); err != nil {
 			return 0, errors.Join(execErr, err)
 		}
+		// Then its cgroup, before the final delete.
+		if err := k.removeTerminatedPodCgroup(rec, pod); err != nil {
+			return 0, errors.Join(execErr, err)
+		}
 	}
 	if pod.DeletionTimestamp != nil && podIsTerminal {
 		if err := k.finalDelete(ctx, rec, pod); err != nil {
@@ -456,6 +460,28 @@ func (k *Kubelet) finalDelete(ctx context.Context, rec *podRecord, pod *v1.Pod) 
 		return fmt.Errorf("deleting pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	rec.finalDeleteSent = true
+	return nil
+}
+
+// removeTerminatedPodCgroup removes the cgroup of pod, terminated and its
+// volumes torn down, once, as upstream's SyncTerminatedPod destroys it
+// right after the pod's volumes are unmounted (its pod container
+// manager's Destroy: the processes left killed, then the cgroup removed;
+// destroyPodCgroup) and before it marks the pod's final status, which
+// lets the status manager delete the pod: a failure fails the sync,
+// which is retried, and no final delete is sent until the removal
+// succeeds. The orphaned pod cgroup clean-up (cleanupOrphanedPodCgroups)
+// stays the backstop. Nothing on a node whose cgroups the kubelet does
+// not manage (a simulated one).
+func (k *Kubelet) removeTerminatedPodCgroup(rec *podRecord, pod *v1.Pod) error {
+	if k.cgroups == nil || rec.x().cgroupRemoved {
+		return nil
+	}
+	if err := k.destroyPodCgroup(k.podCgroupName(pod)); err != nil {
+		return fmt.Errorf("removing the cgroup of terminated pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	k.log.Debug("Pod termination removed cgroups", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID)
+	rec.more().cgroupRemoved = true
 	return nil
 }
 
