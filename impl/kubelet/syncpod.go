@@ -170,14 +170,11 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	// and a terminal phase is held back (status.Input.PodIsTerminal).
 	podIsTerminal := terminating && rec.x().killed && rs.Stopped()
 	// The terminal phase the kubelet decided (deadline, eviction) is
-	// reported once nothing of the pod runs: as upstream's status manager
+	// reported once the pod is terminal: as upstream's status manager
 	// (mergePodStatus) holds a terminal phase and its DisruptionTarget back
 	// while the pod could have running containers, a kill that failed
-	// leaves the pod's phase as it was.
-	terminal := rec.terminal
-	if !podIsTerminal {
-		terminal = nil
-	}
+	// leaves the pod's phase as it was (status.Input.PodIsTerminal), its
+	// conditions those of the phase decided, as upstream's.
 	statusPod := k.podView(rec, pod)
 	if resize != nil {
 		statusPod = withAllocation(statusPod, resize.allocated)
@@ -189,7 +186,7 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 		}
 	}
 	st := status.GenerateAPIPodStatus(status.Input{
-		Pod: statusPod, Runtime: rs, Probes: probeResults, Waiting: rec.x().waiting, Terminal: terminal,
+		Pod: statusPod, Runtime: rs, Probes: probeResults, Waiting: rec.x().waiting, Terminal: rec.terminal,
 		PodIsTerminal: podIsTerminal, HostIPs: []string{k.cfg.NodeIP}, RuntimeType: k.rt.Type(), Now: now,
 		Resize: resize.conditions(),
 	})

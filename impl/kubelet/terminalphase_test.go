@@ -18,8 +18,10 @@ import (
 // while the container runs: upstream's status manager holds a terminal
 // phase back while the pod could have running containers
 // (mergePodStatus, couldHaveRunningContainers), so the API never shows a
-// finished pod whose containers still hold the node's resources. Once the
-// container is gone the retried kill succeeds and the pod is Failed.
+// finished pod whose containers still hold the node's resources; its
+// Ready and ContainersReady are False (PodFailed) meanwhile, as upstream
+// computes them for the phase decided. Once the container is gone the
+// retried kill succeeds and the pod is Failed.
 func TestNoTerminalPhaseWhileKillFails(t *testing.T) {
 	h := newHarness(t, nil)
 	p := h.sync(h.create(h.pod("late", func(p *v1.Pod) {
@@ -37,6 +39,14 @@ func TestNoTerminalPhaseWhileKillFails(t *testing.T) {
 	}
 	if got := h.get(p); got.Status.Phase != v1.PodRunning || got.Status.Reason != "" {
 		t.Fatalf("API status %s %q while the container runs", got.Status.Phase, got.Status.Reason)
+	}
+	// The conditions are those of the phase decided (upstream's
+	// generateAPIPodStatus computes them with the deadline's Failed, its
+	// status manager then holds only the phase back): not ready.
+	for _, ct := range []v1.PodConditionType{v1.PodReady, v1.ContainersReady} {
+		if c := cond(h.get(p), ct); c.Status != v1.ConditionFalse || c.Reason != "PodFailed" {
+			t.Errorf("%s while the kill fails: %s %q, want False PodFailed", ct, c.Status, c.Reason)
+		}
 	}
 	h.step(time.Hour)
 	if got := h.sync(p); got.Status.Phase != v1.PodFailed || got.Status.Reason != "DeadlineExceeded" {
