@@ -159,3 +159,45 @@ func TestCFSQuotaSettingsReachPod(t *testing.T) {
 		})
 	}
 }
+
+// A kubelet restarted with --cpu-cfs-quota=false finds its running pod's
+// container with the quota an earlier kubelet gave it, and leaves it:
+// not a resize (no update, no ResizeStarted, no PodResizeInProgress), as
+// upstream's, whose computePodResizeAction compares the CPU limit the
+// runtime reports (the quota's) with the allocated one, the same. A
+// resize of its CPU request is still made, the quota left as it is.
+func TestCFSQuotaOffKeepsRunningPods(t *testing.T) {
+	h, rec := resizeHarness(t, nil)
+	p := h.create(h.pod("g", func(p *v1.Pod) {
+		p.Status.QOSClass = v1.PodQOSBurstable
+		p.Spec.Containers[0].Resources = resources("100m", "200m", "64Mi", "64Mi")
+	}))
+	if got := h.sync(p); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s", got.Status.Phase)
+	}
+	h.k = h.newKubelet(func(c *Config) {
+		c.Recorder, c.CPU, c.CPUCFSQuota = rec, resource.MustParse("1"), ptr.To(false)
+	})
+	drain(rec)
+	for range 2 {
+		got := h.sync(p)
+		if c := condOf(got, v1.PodResizeInProgress); c != nil {
+			t.Fatalf("PodResizeInProgress %+v for a pod as it runs", c)
+		}
+	}
+	if evs := drain(rec); hasEvent(evs, "Normal ResizeStarted") {
+		t.Errorf("a resize started: %q", evs)
+	}
+	if r := h.runtimeResources(p, "app"); r.CpuQuota != 20000 || r.CpuShares != 102 {
+		t.Errorf("container resources %v; want its quota and shares kept", r)
+	}
+	h.resize(p, "app", resources("200m", "200m", "64Mi", "64Mi"))
+	h.sync(p)
+	h.sync(p)
+	if r := h.runtimeResources(p, "app"); r.CpuShares != 204 || r.CpuQuota != 20000 {
+		t.Errorf("after a CPU request resize: %v; want 204 shares, the quota kept", r)
+	}
+	if c := condOf(h.get(p), v1.PodResizeInProgress); c != nil {
+		t.Errorf("PodResizeInProgress %+v once the request is applied", c)
+	}
+}

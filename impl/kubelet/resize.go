@@ -308,7 +308,9 @@ func resizeNeeded(pod *v1.Pod, rs *podstate.Pod, cfs cpuCFS) bool {
 		cpuReq, hasCPUReq, cpuLim, memLim := containerAmounts(pod, c)
 		shares, q, mem := cgroupValues(cpuReq, hasCPUReq, cpuLim, memLim, cfs)
 		r := rc.Resources
-		needed = r.CpuShares != shares || quota(r.CpuQuota) != q || r.MemoryLimitInBytes != mem
+		// With quotas not enforced the container's own (one an earlier
+		// kubelet gave it) is no difference (planResize).
+		needed = r.CpuShares != shares || (!cfs.off && quota(r.CpuQuota) != q) || r.MemoryLimitInBytes != mem
 	})
 	return needed
 }
@@ -410,8 +412,17 @@ func planResize(pod *v1.Pod, rs *podstate.Pod, sandboxWas *runtimeapi.LinuxConta
 		}
 		want := linuxResources(pod, c, p)
 		cur := rc.Resources
+		if p.cfs.off {
+			// CFS quotas not enforced (--cpu-cfs-quota=false): the
+			// container keeps whatever quota it has, one an earlier
+			// kubelet gave it included, as upstream's (it compares the
+			// CPU limit that quota stands for with the allocated one,
+			// and its update sets no quota, which the runtime takes as
+			// no change).
+			want.CpuQuota, want.CpuPeriod = cur.CpuQuota, cur.CpuPeriod
+		}
 		memDiff := cmp.Compare(want.MemoryLimitInBytes, cur.MemoryLimitInBytes)
-		cpuDiff := cmp.Compare(want.CpuQuota, quota(cur.CpuQuota))
+		cpuDiff := cmp.Compare(quota(want.CpuQuota), quota(cur.CpuQuota))
 		if cpuDiff == 0 {
 			cpuDiff = cmp.Compare(want.CpuShares, cur.CpuShares)
 		}
@@ -465,6 +476,9 @@ func planResize(pod *v1.Pod, rs *podstate.Pod, sandboxWas *runtimeapi.LinuxConta
 	}
 	if final.CpuQuota == 0 {
 		final.CpuQuota = now.CpuQuota
+	}
+	if final.CpuPeriod == 0 { // quotas not enforced: the sandbox keeps its own
+		final.CpuPeriod = now.CpuPeriod
 	}
 	sandboxStep := func(res v1.ResourceName, set func(r *runtimeapi.LinuxContainerResources)) {
 		r := proto.Clone(now).(*runtimeapi.LinuxContainerResources)
