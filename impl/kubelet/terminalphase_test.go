@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
@@ -173,5 +174,46 @@ func TestNoTerminalPhaseWhileSandboxStopFails(t *testing.T) {
 				t.Fatalf("once the sandbox stopped: phase %s", got.Status.Phase)
 			}
 		})
+	}
+}
+
+// TestDeletedPendingPodFailedBeforeDelete: a pod deleted before it got
+// past its init containers is reported Failed before its final delete,
+// as upstream's TerminatePod (the end of SyncTerminatedPod, which alone
+// lets the status manager delete it) makes every terminated pod's phase
+// terminal: its init container, killed, terminated; its app container,
+// never started in a pod not initialized, still waiting. Before, the
+// last status written was Pending.
+func TestDeletedPendingPodFailedBeforeDelete(t *testing.T) {
+	h := newHarness(t, nil)
+	p := h.sync(h.create(h.pod("init", func(p *v1.Pod) {
+		p.Spec.InitContainers = []v1.Container{{Name: "setup", Image: "busybox"}}
+		p.Annotations[sim.AnnotationExitAfter+".setup"] = "1h"
+	})))
+	if p.Status.Phase != v1.PodPending {
+		t.Fatalf("phase %s", p.Status.Phase)
+	}
+	deletePod(t, h, p, 30)
+	h.client.ClearActions()
+	if got := h.sync(p); got != nil {
+		t.Fatalf("not finally deleted: %s", got.Status.Phase)
+	}
+	var last *v1.Pod
+	for _, a := range h.client.Actions() {
+		if u, ok := a.(clienttesting.UpdateAction); ok && a.GetSubresource() == "status" {
+			last = u.GetObject().(*v1.Pod)
+		}
+	}
+	if last == nil {
+		t.Fatal("no status written before the final delete")
+	}
+	if last.Status.Phase != v1.PodFailed {
+		t.Errorf("last status before the final delete: %s, want Failed", last.Status.Phase)
+	}
+	if s := cstatus(last, "setup"); s.State.Terminated == nil {
+		t.Errorf("setup: %+v", s.State)
+	}
+	if s := cstatus(last, "app"); s.State.Waiting == nil {
+		t.Errorf("app, never started in a pod not initialized: %+v", s.State)
 	}
 }

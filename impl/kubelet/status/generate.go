@@ -168,7 +168,80 @@ func GenerateAPIPodStatus(in Input) v1.PodStatus {
 	if hold {
 		s.Phase, s.Reason, s.Message = old.Phase, old.Reason, old.Message
 	}
+	if in.PodIsTerminal {
+		terminatePodStatus(pod, &s)
+	}
 	return s
+}
+
+// terminatePodStatus makes s, the status of pod once its termination has
+// completed, final as upstream's status manager's TerminatePod does at
+// the end of SyncTerminatedPod, before the pod may be deleted: every
+// container not terminated is reported terminated with
+// ContainerStatusUnknown (exit code 137, "The container could not be
+// located when the pod was terminated") — the app containers once the
+// pod has initialized (podInitialized), the init containers up to the
+// last one that ever started (the first at least) — and a phase not yet
+// terminal becomes Failed (a pod deleted while Pending, say, its image
+// not pulled). After the conditions are computed, as upstream's, which
+// changes only the cached status's states and phase. Ephemeral
+// containers are left as they are, as upstream's.
+func terminatePodStatus(pod *v1.Pod, s *v1.PodStatus) {
+	unknown := func(cs *v1.ContainerStatus) {
+		if cs.State.Terminated == nil {
+			cs.State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+				ExitCode: 137, Reason: ReasonContainerStatusUnknown, Message: messageContainerStatusUnknownAt,
+			}}
+		}
+	}
+	if podInitialized(pod) {
+		for i := range s.ContainerStatuses {
+			unknown(&s.ContainerStatuses[i])
+		}
+	}
+	// Those of the init containers that tried to start: all but the
+	// trailing ones waiting without a previous termination, the first
+	// always.
+	n := 0
+	for i := len(s.InitContainerStatuses) - 1; i >= 0; i-- {
+		if cs := &s.InitContainerStatuses[i]; cs.State.Waiting == nil || cs.LastTerminationState.Terminated != nil {
+			n = i + 1
+			break
+		}
+	}
+	if n == 0 && len(s.InitContainerStatuses) > 0 {
+		n = 1
+	}
+	for i := range n {
+		unknown(&s.InitContainerStatuses[i])
+	}
+	if !podsync.IsTerminalPhase(s.Phase) {
+		s.Phase = v1.PodFailed
+	}
+}
+
+// podInitialized reports whether pod (its status as last reported) shows
+// that it got past its init containers, as upstream's hasPodInitialized:
+// it has none, an app container is or was out of waiting, or its last
+// init container completed with exit code 0.
+func podInitialized(pod *v1.Pod) bool {
+	if len(pod.Spec.InitContainers) == 0 {
+		return true
+	}
+	for i := range pod.Status.ContainerStatuses {
+		if cs := &pod.Status.ContainerStatuses[i]; cs.LastTerminationState.Terminated != nil || cs.State.Waiting == nil {
+			return true
+		}
+	}
+	if l := len(pod.Status.InitContainerStatuses); l > 0 {
+		last := &pod.Status.InitContainerStatuses[l-1]
+		for _, t := range []*v1.ContainerStateTerminated{last.LastTerminationState.Terminated, last.State.Terminated} {
+			if t != nil && t.ExitCode == 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // holdTerminalPhase reports whether a status generated with phase, the
