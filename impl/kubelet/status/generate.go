@@ -12,7 +12,10 @@
 //     completed (Input.PodIsTerminal: the kill that ends it succeeded and
 //     nothing of it runs); until then its phase, reason and message stay
 //     the old ones, as upstream's status manager holds them back while
-//     the pod could have running containers (holdTerminalPhase);
+//     the pod could have running containers (holdTerminalPhase); once
+//     it has, the status is final as upstream's TerminatePod makes it
+//     (terminatePodStatus: a phase still Pending or Running is Failed,
+//     containers that never reported an end ContainerStatusUnknown);
 //   - conditions keep their lastTransitionTime while their status holds;
 //   - conditions the kubelet does not own (DisruptionTarget, readiness
 //     gates) are never written away by a status built from an older view
