@@ -911,9 +911,9 @@ func (k *Kubelet) killCgroupProcesses(name string) error {
 // not rejected by admission (upstream's pod workers never have those),
 // and either gone from the API and not yet cleaned up (cleanupPod
 // removes its cgroup itself) or not terminated: its phase not terminal.
-// A terminal phase is not enough (one written by another, or by the
-// kubelet for a pod whose sandbox's kill failed; a kill with its grace
-// period in flight): cleanupOrphanedPodCgroups keeps the cgroup of such a
+// A terminal phase is not enough (one written by another component
+// while the pod runs, with its kill and grace period still to come; the
+// kubelet writes one only once the kill succeeded): cleanupOrphanedPodCgroups keeps the cgroup of such a
 // pod while something of it runs (podStopped). A pod not yet admitted
 // counts: its worker admits it or not.
 func (r *podRecord) possiblyRunning() bool {
