@@ -226,7 +226,7 @@ func terminatePodStatus(pod *v1.Pod, s *v1.PodStatus) {
 // podInitialized reports whether pod (its status as last reported) shows
 // that it got past its init containers, as upstream's hasPodInitialized:
 // it has none, an app container is or was out of waiting, or its last
-// init container completed with exit code 0.
+// init container completed with exit code 0 (a sidecar: runs, started).
 func podInitialized(pod *v1.Pod) bool {
 	if len(pod.Spec.InitContainers) == 0 {
 		return true
@@ -236,12 +236,17 @@ func podInitialized(pod *v1.Pod) bool {
 			return true
 		}
 	}
-	if l := len(pod.Status.InitContainerStatuses); l > 0 {
-		last := &pod.Status.InitContainerStatuses[l-1]
-		for _, t := range []*v1.ContainerStateTerminated{last.LastTerminationState.Terminated, last.State.Terminated} {
-			if t != nil && t.ExitCode == 0 {
-				return true
-			}
+	l := len(pod.Status.InitContainerStatuses)
+	if l == 0 || l > len(pod.Spec.InitContainers) || pod.Spec.InitContainers[l-1].Name != pod.Status.InitContainerStatuses[l-1].Name {
+		return false // none, or not the spec's (upstream's GetContainerByIndex)
+	}
+	last := &pod.Status.InitContainerStatuses[l-1]
+	if podsync.IsSidecar(&pod.Spec.InitContainers[l-1]) {
+		return last.State.Running != nil && last.Started != nil && *last.Started
+	}
+	for _, t := range []*v1.ContainerStateTerminated{last.LastTerminationState.Terminated, last.State.Terminated} {
+		if t != nil && t.ExitCode == 0 {
+			return true
 		}
 	}
 	return false

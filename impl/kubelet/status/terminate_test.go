@@ -81,6 +81,25 @@ func TestTerminatedPodStatus(t *testing.T) {
 			})
 		}
 	})
+	// The last init container a sidecar that had started: initialized,
+	// the app container that never started is unknown, as upstream's
+	// hasPodInitialized for a restartable init container.
+	t.Run("sidecar last", func(t *testing.T) {
+		p := basePod()
+		always := v1.ContainerRestartPolicyAlways
+		p.Spec.InitContainers = []v1.Container{{Name: "side", Image: "img", RestartPolicy: &always}}
+		side := podstate.Container{ID: "i1", Name: "side", Init: true, SandboxID: "s", State: podstate.ContainerRunning}
+		p.Status = GenerateAPIPodStatus(Input{Pod: p, Runtime: runtimeWith(side), Now: now})
+		if st := p.Status.InitContainerStatuses[0]; st.State.Running == nil || st.Started == nil || !*st.Started {
+			t.Fatalf("sidecar %+v", st)
+		}
+		side.State, side.ExitCode = podstate.ContainerExited, 137
+		rs := &podstate.Pod{UID: "u", Sandboxes: stopped.Sandboxes, Containers: []podstate.Container{side}}
+		s := GenerateAPIPodStatus(Input{Pod: p, Runtime: rs, Now: now, PodIsTerminal: true})
+		if s.Phase != v1.PodFailed || !unknown(s.ContainerStatuses[0]) {
+			t.Fatalf("%s, app %+v", s.Phase, s.ContainerStatuses[0].State)
+		}
+	})
 	t.Run("already terminal", func(t *testing.T) {
 		p := basePod()
 		p.Spec.RestartPolicy = v1.RestartPolicyNever
