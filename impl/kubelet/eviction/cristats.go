@@ -84,7 +84,8 @@ func measure(ctx context.Context, l ContainerStatsLister) (map[string]*measured,
 
 // podStats is one pod's usage: what the runtime measured for its
 // containers (a container it does not report keeps its request), plus
-// its log files and disk-backed emptyDir volumes on the node filesystem.
+// its log files and local ephemeral volumes on the node filesystem (its
+// emptyDirs of other media are measured for their sizeLimit only).
 func (h HostProvider) podStats(p *v1.Pod, m *measured) PodStats {
 	ps := requestStats(p)
 	st := &LocalStorage{Volumes: map[string]int64{}, Rootfs: map[string]int64{}, Logs: map[string]int64{}}
@@ -116,41 +117,53 @@ func (h HostProvider) podStats(p *v1.Pod, m *measured) PodStats {
 			}
 		}
 	}
-	for _, vol := range p.Spec.Volumes {
-		if !diskBackedEmptyDir(&vol) {
+	for i := range p.Spec.Volumes {
+		vol := &p.Spec.Volumes[i]
+		plugin := measuredVolumePlugin(vol)
+		if plugin == "" {
 			continue
 		}
-		b, n := du(filepath.Join(h.RootDir, "pods", string(p.UID), "volumes", "kubernetes.io~empty-dir", vol.Name))
-		ps.Disk, ps.Inodes = ps.Disk+b, ps.Inodes+n
+		// As upstream's emptyDir and configMap plugins measure a volume
+		// (MetricsDu of its directory: a memory emptyDir's tmpfs
+		// included); only local ephemeral volumes add to the disk use.
+		b, n := du(filepath.Join(h.RootDir, "pods", string(p.UID), "volumes", plugin, vol.Name))
 		st.Volumes[vol.Name] = b
+		if localEphemeralVolume(vol) {
+			ps.Disk, ps.Inodes = ps.Disk+b, ps.Inodes+n
+		}
 	}
 	return ps
 }
 
-// duMaxEntries bounds one du walk: every pod's emptyDirs and logs are
-// walked each eviction interval (upstream's kubelet measures volumes in
-// the background once a minute), so a directory of millions of files
-// must not make an interval take seconds. Past the bound the walk stops
-// and what it counted stands: use is under-counted, never over. (A
+// duMaxEntries bounds one du walk: every pod's emptyDirs, configMaps and
+// logs are walked each eviction interval (upstream's kubelet measures
+// volumes in the background once a minute), so a directory of millions of
+// files must not make an interval take seconds. Past the bound the walk
+// stops and what it counted stands: use is under-counted, never over. (A
 // variable for tests.)
 var duMaxEntries int64 = 200_000
 
 // errDuBound stops a walk at duMaxEntries.
 var errDuBound = errors.New("du: entry bound reached")
 
-// du is the bytes (allocated blocks) and inodes under dir, on dir's
-// filesystem only (as du -x: a volume mounted inside is not the pod's
-// local storage), at most duMaxEntries entries; 0 if it does not exist.
+// du is the bytes (allocated blocks) and inodes under dir, as upstream's
+// DiskUsage (pkg/volume/util/fs) measures a volume: on dir's filesystem
+// only (as du -x: a volume mounted inside is not the pod's local
+// storage; a tmpfs mounted at dir itself is measured), a file of several
+// hard links once, at most duMaxEntries entries; 0 if it does not exist.
 func du(dir string) (bytes, inodes int64) {
 	var dev uint64
 	devKnown := false
+	var entries int64
+	var linked map[uint64]struct{} // made for the first hard-linked file
 	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
 		}
-		if inodes >= duMaxEntries {
+		if entries >= duMaxEntries {
 			return errDuBound
 		}
+		entries++
 		info, err := d.Info()
 		if err != nil {
 			return nil
@@ -164,6 +177,15 @@ func du(dir string) (bytes, inodes int64) {
 					return filepath.SkipDir
 				}
 				return nil
+			}
+			if !d.IsDir() && st.Nlink > 1 {
+				if _, seen := linked[st.Ino]; seen {
+					return nil
+				}
+				if linked == nil {
+					linked = map[uint64]struct{}{}
+				}
+				linked[st.Ino] = struct{}{}
 			}
 		}
 		inodes++

@@ -62,8 +62,8 @@ func TestHostProviderMeasuresWithCRIStats(t *testing.T) {
 }
 
 // On the host, a pod's local storage for its limits is each container's
-// CRI writable layer, each container's log directory and each disk-backed
-// emptyDir's directory (du); a memory-backed one is not measured.
+// CRI writable layer, each container's log directory and each emptyDir's
+// directory (du).
 func TestHostProviderMeasuresLocalStorage(t *testing.T) {
 	root, logs := t.TempDir(), t.TempDir()
 	p := storagePod("web", []v1.Volume{emptyDir("cache", "1Mi", ""), emptyDir("shm", "1Mi", v1.StorageMediumMemory)}, [2]string{"app", ""}, [2]string{"side", ""})
@@ -86,12 +86,80 @@ func TestHostProviderMeasuresLocalStorage(t *testing.T) {
 		t.Skipf("no /proc here: %v", err)
 	}
 	s := stats[0].Storage
-	if s == nil || s.Volumes["cache"] < 2*mi || len(s.Volumes) != 1 || s.Logs["app"] < 64<<10 || s.Logs["side"] != 0 || s.Rootfs["side"] != 3*mi {
+	if s == nil || s.Volumes["cache"] < 2*mi || s.Volumes["shm"] < 2*mi || len(s.Volumes) != 2 || s.Logs["app"] < 64<<10 || s.Logs["side"] != 0 || s.Rootfs["side"] != 3*mi {
 		t.Fatalf("storage %+v", s)
 	}
 	evs := LocalStorageEvictions(stats, false)
-	if len(evs) != 1 || evs[0].Limit != LimitEmptyDir {
+	if len(evs) != 1 || evs[0].Limit != LimitEmptyDir || evs[0].Message != `Usage of EmptyDir volume "cache" exceeds the limit "1Mi". ` {
 		t.Fatalf("evictions %+v", evs)
+	}
+}
+
+// On the host, the pod's local ephemeral storage counts the du of its
+// disk-backed emptyDir and configMap directories (upstream's
+// IsLocalEphemeralVolume, each measured as its plugin's MetricsDu of the
+// volume directory); a memory-backed emptyDir is measured (for its
+// sizeLimit) but not counted, and a secret's directory (a tmpfs on CRI
+// nodes, upstream's stats report it but nothing counts it) is neither.
+func TestHostProviderLocalEphemeralVolumes(t *testing.T) {
+	root := t.TempDir()
+	volumes := []v1.Volume{
+		emptyDir("cache", "", ""),
+		{Name: "conf", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}},
+		emptyDir("shm", "", v1.StorageMediumMemory),
+		{Name: "tok", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{}}},
+	}
+	p := storagePod("web", volumes, [2]string{"app", "2Mi"})
+	p.UID = types.UID("uid-web")
+	vols := filepath.Join(root, "pods", "uid-web", "volumes")
+	for path, n := range map[string]int{
+		"kubernetes.io~empty-dir/cache/blob":                        1 * mi,
+		"kubernetes.io~configmap/conf/..2026_11_25_14_00_00.1/data": 2 * mi,
+		"kubernetes.io~empty-dir/shm/blob":                          4 * mi,
+		"kubernetes.io~secret/tok/blob":                             8 * mi,
+	} {
+		path = filepath.Join(vols, path)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, make([]byte, n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, stats, err := HostProvider{RootDir: root}.Observe(t.Context(), []*v1.Pod{p})
+	if err != nil {
+		t.Skipf("no /proc here: %v", err)
+	}
+	s := stats[0].Storage
+	if s.Volumes["cache"] < 1*mi || s.Volumes["conf"] < 2*mi || s.Volumes["shm"] < 4*mi || len(s.Volumes) != 3 {
+		t.Fatalf("volumes measured %v, want cache, conf and shm", s.Volumes)
+	}
+	if want := s.Volumes["cache"] + s.Volumes["conf"]; stats[0].Disk != want {
+		t.Fatalf("disk %d, want %d (cache and conf only)", stats[0].Disk, want)
+	}
+	// 3Mi of emptyDir and configMap over the pod's 2Mi.
+	evs := LocalStorageEvictions(stats, false)
+	if len(evs) != 1 || evs[0].Limit != LimitPodEphemeral {
+		t.Fatalf("evictions %+v, want the pod's ephemeral storage limit", evs)
+	}
+}
+
+// du counts a file with several hard links in the directory once, as
+// upstream's DiskUsage dedupes inodes.
+func TestDuCountsHardLinksOnce(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "data")
+	if err := os.WriteFile(file, make([]byte, 1*mi), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"link1", "link2", "link3"} {
+		if err := os.Link(file, filepath.Join(dir, name)); err != nil {
+			t.Skipf("no hard links here: %v", err)
+		}
+	}
+	b, n := du(dir)
+	if n != 2 || b < 1*mi || b >= 2*mi {
+		t.Fatalf("du = %d bytes, %d inodes; want the file once: 2 inodes, 1Mi to 2Mi", b, n)
 	}
 }
 

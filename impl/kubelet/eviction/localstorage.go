@@ -12,15 +12,16 @@ import (
 // use is over what their spec allows, as upstream's kubelet does with
 // LocalStorageCapacityIsolation (on by default):
 //
-//   - a disk-backed emptyDir volume using more than its sizeLimit
-//     (memory-backed ones are tmpfs, sized and charged to the pod's
-//     memory; they are not checked here);
+//   - an emptyDir volume using more than its sizeLimit, whatever its
+//     medium, as upstream's emptyDirLimitEviction compares every
+//     emptyDir's measured use (a tmpfs sized within the limit never
+//     exceeds it; a memory emptyDir left a plain directory can);
 //   - the pod's local ephemeral storage (its containers' writable layers
-//     and logs and its disk-backed emptyDirs) over the pod's
-//     ephemeral-storage limit: its containers' limits summed as for
-//     scheduling (init containers by their largest), counted as soon as
-//     any container sets one — a container without a limit adds nothing
-//     to the sum but its usage still counts;
+//     and logs and its local ephemeral volumes: localEphemeralVolume)
+//     over the pod's ephemeral-storage limit: its containers' limits
+//     summed as for scheduling (init containers by their largest),
+//     counted as soon as any container sets one — a container without a
+//     limit adds nothing to the sum but its usage still counts;
 //   - an app container whose logs and writable layer (the layer only
 //     when it is not on a dedicated image filesystem) use more than its
 //     own ephemeral-storage limit.
@@ -31,17 +32,43 @@ import (
 // path as node-pressure evictions, and by KUBELET-5 stay Failed. Unlike node-pressure evictions, upstream's records neither a
 // DisruptionTarget condition nor event annotations for them.
 
-// diskBackedEmptyDir reports whether vol is an emptyDir on the node's
-// disk: the default medium (upstream's local ephemeral volumes; memory
-// and huge pages media are not local storage).
-func diskBackedEmptyDir(vol *v1.Volume) bool {
-	return vol.EmptyDir != nil && vol.EmptyDir.Medium == v1.StorageMediumDefault
+// localEphemeralVolume reports whether vol's use counts towards the pod's
+// local ephemeral storage (the pod's ephemeral-storage limit, the disk
+// signals' ranking), as upstream's IsLocalEphemeralVolume (1.37's
+// pkg/volume/util): an emptyDir of the default medium (the node's disk),
+// a configMap (its plugin wraps such an emptyDir) and a gitRepo volume
+// (upstream's plugin reports no use for it; kubeproof's kubelet sets none
+// up). Memory-backed volumes (an emptyDir of medium Memory, and secret,
+// downwardAPI and projected volumes, whose plugins wrap one: tmpfs on CRI
+// nodes), huge pages emptyDirs and hostPath volumes do not count.
+func localEphemeralVolume(vol *v1.Volume) bool {
+	return vol.GitRepo != nil ||
+		(vol.EmptyDir != nil && vol.EmptyDir.Medium == v1.StorageMediumDefault) ||
+		vol.ConfigMap != nil
+}
+
+// measuredVolumePlugin is the plugin directory (under the pod's volumes
+// directory) whose use a provider measures for vol, "" for a volume the
+// local storage limits never look at: every emptyDir (its sizeLimit, any
+// medium) and configMap. Upstream's stats measure secret, downwardAPI and
+// projected volumes too, but no limit counts them; its gitRepo plugin
+// measures nothing.
+func measuredVolumePlugin(vol *v1.Volume) string {
+	switch {
+	case vol.EmptyDir != nil:
+		return "kubernetes.io~empty-dir"
+	case vol.ConfigMap != nil:
+		return "kubernetes.io~configmap"
+	}
+	return ""
 }
 
 // LocalStorage is a pod's measured local storage use in bytes.
 type LocalStorage struct {
-	// Volumes is the use of each disk-backed emptyDir volume, by volume
-	// name (a volume missing here is not measured).
+	// Volumes is the measured use of each emptyDir and configMap volume
+	// (measuredVolumePlugin), by volume name (a volume missing here is
+	// not measured). Which of them count towards the pod's total is the
+	// volume's kind (localEphemeralVolume).
 	Volumes map[string]int64
 	// Rootfs is each container's writable layer, by container name.
 	Rootfs map[string]int64
@@ -49,14 +76,22 @@ type LocalStorage struct {
 	Logs map[string]int64
 }
 
-// total is the pod's local ephemeral storage use: every container's
-// writable layer and logs and the emptyDir volumes.
-func (s *LocalStorage) total() int64 {
+// total is pod's local ephemeral storage use: every container's writable
+// layer and logs and the pod's local ephemeral volumes.
+func (s *LocalStorage) total(pod *v1.Pod) int64 {
 	var sum int64
-	for _, m := range []map[string]int64{s.Volumes, s.Rootfs, s.Logs} {
-		for _, b := range m {
-			sum += b
+	if len(s.Volumes) > 0 {
+		for i := range pod.Spec.Volumes {
+			if vol := &pod.Spec.Volumes[i]; localEphemeralVolume(vol) {
+				sum += s.Volumes[vol.Name]
+			}
 		}
+	}
+	for _, b := range s.Rootfs {
+		sum += b
+	}
+	for _, b := range s.Logs {
+		sum += b
 	}
 	return sum
 }
@@ -103,7 +138,7 @@ func LocalStorageEvictions(pods []PodStats, dedicatedImageFs bool) []Eviction {
 func exceededLimit(pod *v1.Pod, s *LocalStorage, dedicatedImageFs bool) (LimitSignal, string, bool) {
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
-		if !diskBackedEmptyDir(vol) || vol.EmptyDir.SizeLimit == nil || vol.EmptyDir.SizeLimit.Sign() <= 0 {
+		if vol.EmptyDir == nil || vol.EmptyDir.SizeLimit == nil || vol.EmptyDir.SizeLimit.Sign() <= 0 {
 			continue
 		}
 		used, ok := s.Volumes[vol.Name]
@@ -111,7 +146,7 @@ func exceededLimit(pod *v1.Pod, s *LocalStorage, dedicatedImageFs bool) (LimitSi
 			return LimitEmptyDir, fmt.Sprintf("Usage of EmptyDir volume %q exceeds the limit %q. ", vol.Name, vol.EmptyDir.SizeLimit.String()), true
 		}
 	}
-	if limit, ok := podEphemeralLimit(pod); ok && s.total() > limit.Value() {
+	if limit, ok := podEphemeralLimit(pod); ok && s.total(pod) > limit.Value() {
 		return LimitPodEphemeral, fmt.Sprintf("Pod ephemeral local storage usage exceeds the total limit of containers %s. ", limit.String()), true
 	}
 	for i := range pod.Spec.Containers {

@@ -80,10 +80,17 @@ func TestLocalStorageEvictions(t *testing.T) {
 		{"dedicated image filesystem: logs over", storagePod("p", nil, [2]string{"a", "100Mi"}, [2]string{"b", "300Mi"}),
 			&LocalStorage{Logs: map[string]int64{"a": 101 * mi}}, true,
 			LimitContainerEphemeral, `Container a exceeded its local ephemeral storage limit "100Mi". `},
-		{"memory-backed emptyDir is not checked", storagePod("p", []v1.Volume{emptyDir("shm", "1Mi", v1.StorageMediumMemory)}, [2]string{"a", ""}),
-			&LocalStorage{Volumes: map[string]int64{"shm": 1 << 30}}, false, "", ""},
-		{"huge pages emptyDir is not checked", storagePod("p", []v1.Volume{emptyDir("hp", "1Mi", v1.StorageMediumHugePages)}, [2]string{"a", ""}),
-			&LocalStorage{Volumes: map[string]int64{"hp": 1 << 30}}, false, "", ""},
+		// Upstream checks every emptyDir's sizeLimit against its measured
+		// use, whatever the medium (a tmpfs sized within the limit never
+		// exceeds it; a plain directory can).
+		{"memory-backed emptyDir over its limit", storagePod("p", []v1.Volume{emptyDir("shm", "1Mi", v1.StorageMediumMemory)}, [2]string{"a", ""}),
+			&LocalStorage{Volumes: map[string]int64{"shm": 1 << 30}}, false,
+			LimitEmptyDir, `Usage of EmptyDir volume "shm" exceeds the limit "1Mi". `},
+		{"huge pages emptyDir over its limit", storagePod("p", []v1.Volume{emptyDir("hp", "1Mi", v1.StorageMediumHugePages)}, [2]string{"a", ""}),
+			&LocalStorage{Volumes: map[string]int64{"hp": 1 << 30}}, false,
+			LimitEmptyDir, `Usage of EmptyDir volume "hp" exceeds the limit "1Mi". `},
+		{"memory-backed emptyDir within its limit", storagePod("p", []v1.Volume{emptyDir("shm", "1Mi", v1.StorageMediumMemory)}, [2]string{"a", ""}),
+			&LocalStorage{Volumes: map[string]int64{"shm": 1 * mi}}, false, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := LocalStorageEvictions([]PodStats{{Pod: tc.pod, Storage: tc.storage}}, tc.dedicated)
@@ -101,6 +108,47 @@ func TestLocalStorageEvictions(t *testing.T) {
 				t.Fatalf("eviction %s %q grace %d threshold %+v, want %s %q", ev.Limit, ev.Message, ev.GracePeriodSeconds, ev.Threshold, tc.want, tc.message)
 			}
 		})
+	}
+}
+
+// The pod's local ephemeral storage counts the measured use of its
+// local ephemeral volumes only, as upstream's IsLocalEphemeralVolume: a
+// disk-backed emptyDir, a configMap and a gitRepo volume; not a
+// memory-backed or huge pages emptyDir, nor a secret, downwardAPI,
+// projected or hostPath volume, whatever a provider measured for them.
+func TestPodTotalCountsLocalEphemeralVolumes(t *testing.T) {
+	volumes := []v1.Volume{
+		emptyDir("cache", "", ""),
+		{Name: "conf", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "c"}}}},
+		{Name: "repo", VolumeSource: v1.VolumeSource{GitRepo: &v1.GitRepoVolumeSource{Repository: "https://example.com/r.git"}}},
+		emptyDir("shm", "", v1.StorageMediumMemory),
+		emptyDir("hp", "", v1.StorageMediumHugePages),
+		{Name: "tok", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "s"}}},
+		{Name: "dapi", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{}}},
+		{Name: "proj", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{}}},
+		{Name: "host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/tmp"}}},
+	}
+	used := map[string]int64{}
+	for _, v := range volumes {
+		used[v.Name] = 10 * mi
+	}
+	// Counted: cache, conf and repo (30Mi) and the writable layer (5Mi).
+	storage := &LocalStorage{Volumes: used, Rootfs: map[string]int64{"a": 5 * mi}}
+	for _, tc := range []struct {
+		limit string
+		want  LimitSignal
+	}{{"35Mi", ""}, {"36700159", LimitPodEphemeral}} { // 35Mi, and a byte less
+		p := storagePod("p", volumes, [2]string{"a", tc.limit})
+		var got []LimitSignal
+		for _, ev := range LocalStorageEvictions([]PodStats{{Pod: p, Storage: storage}}, true) {
+			got = append(got, ev.Limit)
+		}
+		switch {
+		case tc.want == "" && len(got) != 0:
+			t.Errorf("limit %s: evicted for %v (the total counted volumes that are no local ephemeral storage)", tc.limit, got)
+		case tc.want != "" && (len(got) != 1 || got[0] != tc.want):
+			t.Errorf("limit %s: evictions for %v, want %s", tc.limit, got, tc.want)
+		}
 	}
 }
 
@@ -178,9 +226,15 @@ func TestDecideLocalStorageFirst(t *testing.T) {
 // use for ranking too once any is set.
 func TestSimProviderLocalStorage(t *testing.T) {
 	p := storagePod("p", []v1.Volume{emptyDir("cache", "1Gi", ""), emptyDir("shm", "", v1.StorageMediumMemory)}, [2]string{"a", ""}, [2]string{"b", ""})
+	p.Spec.Volumes = append(p.Spec.Volumes,
+		v1.Volume{Name: "conf", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}},
+		v1.Volume{Name: "tok", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{}}})
 	p.Annotations = map[string]string{
 		AnnotationEmptyDirUsage + ".cache":        "300Mi",
 		AnnotationEmptyDirUsage + ".shm":          "1Gi",
+		AnnotationConfigMapUsage + ".conf":        "50Mi",
+		AnnotationConfigMapUsage + ".tok":         "1Gi",
+		AnnotationEmptyDirUsage + ".conf":         "1Gi",
 		AnnotationEphemeralStorageUsage:           "10Mi",
 		AnnotationEphemeralStorageUsage + ".b":    "20Mi",
 		AnnotationEphemeralStorageUsage + ".none": "1Gi",
@@ -192,14 +246,17 @@ func TestSimProviderLocalStorage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every emptyDir (its sizeLimit is checked whatever the medium) and
+	// the configMap are measured, each from its own kind's annotation;
+	// the memory-backed emptyDir is no local ephemeral storage.
 	s := stats[0].Storage
-	if s.Volumes["cache"] != 300*mi || len(s.Volumes) != 1 || s.Rootfs["a"] != 10*mi || s.Rootfs["b"] != 20*mi || len(s.Rootfs) != 2 {
+	if s.Volumes["cache"] != 300*mi || s.Volumes["shm"] != 1024*mi || s.Volumes["conf"] != 50*mi || len(s.Volumes) != 3 || s.Rootfs["a"] != 10*mi || s.Rootfs["b"] != 20*mi || len(s.Rootfs) != 2 {
 		t.Fatalf("storage %+v", s)
 	}
-	if stats[0].Disk != 330*mi {
-		t.Fatalf("disk %d", stats[0].Disk)
+	if stats[0].Disk != 380*mi {
+		t.Fatalf("disk %d, want 380Mi (cache, conf and the writable layers)", stats[0].Disk)
 	}
-	if stats[1].Storage == nil || stats[1].Storage.total() != 0 || stats[1].Disk != 5*mi {
+	if stats[1].Storage == nil || stats[1].Storage.total(plain) != 0 || stats[1].Disk != 5*mi {
 		t.Fatalf("plain pod: %+v disk %d", stats[1].Storage, stats[1].Disk)
 	}
 }

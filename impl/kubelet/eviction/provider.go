@@ -34,9 +34,16 @@ const (
 	// logs: "eviction.kubeproof.io/ephemeral-storage-usage.<container>", or
 	// without the suffix the pod's first container.
 	AnnotationEphemeralStorageUsage = "eviction.kubeproof.io/ephemeral-storage-usage"
-	// AnnotationEmptyDirUsage is what a disk-backed emptyDir volume holds:
-	// "eviction.kubeproof.io/emptydir-usage.<volume>".
+	// AnnotationEmptyDirUsage is what an emptyDir volume holds:
+	// "eviction.kubeproof.io/emptydir-usage.<volume>". Any medium is
+	// checked against its sizeLimit (a simulated node's memory emptyDir
+	// is a plain directory); only a disk-backed one adds to the pod's
+	// local ephemeral storage (localEphemeralVolume).
 	AnnotationEmptyDirUsage = "eviction.kubeproof.io/emptydir-usage"
+	// AnnotationConfigMapUsage is what a configMap volume holds (local
+	// ephemeral storage, as upstream counts it):
+	// "eviction.kubeproof.io/configmap-usage.<volume>".
+	AnnotationConfigMapUsage = "eviction.kubeproof.io/configmap-usage"
 )
 
 // requestStats is a pod's usage when nothing measures it: each container
@@ -142,7 +149,7 @@ func (p *SimProvider) Observe(_ context.Context, pods []*v1.Pod) (Observations, 
 			}
 		}
 		s.Storage = simStorage(pod)
-		if total := s.Storage.total(); total > 0 {
+		if total := s.Storage.total(pod); total > 0 {
 			s.Disk = total
 		}
 		mem += s.memory()
@@ -165,13 +172,15 @@ func (p *SimProvider) Observe(_ context.Context, pods []*v1.Pod) (Observations, 
 }
 
 // simStorage is a simulated pod's local storage use from its
-// annotations (AnnotationEphemeralStorageUsage, AnnotationEmptyDirUsage);
-// its maps are made only for what a pod reports (most report nothing).
+// annotations (AnnotationEphemeralStorageUsage, AnnotationEmptyDirUsage,
+// AnnotationConfigMapUsage), for the volumes a CRI node measures
+// (measuredVolumePlugin), each from its own kind's annotation; its maps
+// are made only for what a pod reports (most report nothing).
 func simStorage(pod *v1.Pod) *LocalStorage {
 	st := &LocalStorage{}
 	reports := false
 	for key := range pod.Annotations {
-		if strings.HasPrefix(key, AnnotationEphemeralStorageUsage) || strings.HasPrefix(key, AnnotationEmptyDirUsage) {
+		if strings.HasPrefix(key, AnnotationEphemeralStorageUsage) || strings.HasPrefix(key, AnnotationEmptyDirUsage) || strings.HasPrefix(key, AnnotationConfigMapUsage) {
 			reports = true
 			break
 		}
@@ -204,11 +213,18 @@ func simStorage(pod *v1.Pod) *LocalStorage {
 			set(&st.Rootfs, name, b)
 		}
 	}
-	for _, vol := range pod.Spec.Volumes {
-		if !diskBackedEmptyDir(&vol) {
+	for i := range pod.Spec.Volumes {
+		vol := &pod.Spec.Volumes[i]
+		var key string
+		switch {
+		case vol.EmptyDir != nil:
+			key = AnnotationEmptyDirUsage
+		case vol.ConfigMap != nil:
+			key = AnnotationConfigMapUsage
+		default:
 			continue
 		}
-		if b, ok := quantity(AnnotationEmptyDirUsage + "." + vol.Name); ok {
+		if b, ok := quantity(key + "." + vol.Name); ok {
 			set(&st.Volumes, vol.Name, b)
 		}
 	}
@@ -228,8 +244,8 @@ func simStorage(pod *v1.Pod) *LocalStorage {
 // Pods' usage comes from CRI's ListContainerStats when Stats is set and
 // the runtime answers: memory working set and writable layer per
 // container, processes per pod from ListPodSandboxStats, plus the pod's
-// log files under LogsDir and its disk-backed emptyDir volumes under
-// RootDir. Otherwise every container counts as using what it requests,
+// log files under LogsDir and its local ephemeral volumes (disk-backed
+// emptyDirs, configMaps) under RootDir. Otherwise every container counts as using what it requests,
 // so ranking falls back to priority among pods within their requests.
 type HostProvider struct {
 	RootDir string
