@@ -201,3 +201,70 @@ func TestCFSQuotaOffKeepsRunningPods(t *testing.T) {
 		t.Errorf("PodResizeInProgress %+v once the request is applied", c)
 	}
 }
+
+// A kubelet restarted with CFS quotas turned on, or with another period,
+// finds its running pod's container with what an earlier kubelet gave it
+// (no quota; a quota over the old period) and leaves it: not a resize (no
+// update, no ResizeStarted, no PodResizeInProgress), as upstream's, which
+// compares the allocated CPU limit with the actuated one (actuated_pods_state),
+// both millicores, so the node's CFS settings alone change nothing. A
+// container of an old period has a quota standing for its limit over
+// that period: the same limit. A resize then made is applied with the
+// node's settings.
+func TestCFSQuotaSettingsChangedKeepRunningPods(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before, after func(*Config)
+		quota, period int64 // the container's, kept
+		newQuota      int64 // after a resize to a 300m limit
+		newPeriod     int64
+	}{
+		{name: "quota turned on", before: func(c *Config) { c.CPUCFSQuota = ptr.To(false) }, after: func(*Config) {},
+			newQuota: 30000, newPeriod: 100000},
+		{name: "period changed", before: func(*Config) {},
+			after: func(c *Config) { c.CustomCPUCFSQuotaPeriod = true; c.CPUCFSQuotaPeriod = 50 * time.Millisecond },
+			quota: 20000, period: 100000, newQuota: 15000, newPeriod: 50000},
+		{name: "period changed back", before: func(c *Config) { c.CustomCPUCFSQuotaPeriod = true; c.CPUCFSQuotaPeriod = 30 * time.Millisecond },
+			after: func(*Config) {},
+			quota: 6000, period: 30000, newQuota: 30000, newPeriod: 100000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, rec := resizeHarness(t, tc.before)
+			p := h.create(h.pod("g", func(p *v1.Pod) {
+				p.Status.QOSClass = v1.PodQOSBurstable
+				p.Spec.Containers[0].Resources = resources("100m", "200m", "64Mi", "64Mi")
+			}))
+			if got := h.sync(p); got.Status.Phase != v1.PodRunning {
+				t.Fatalf("phase %s", got.Status.Phase)
+			}
+			if r := h.runtimeResources(p, "app"); r.CpuQuota != tc.quota || r.CpuPeriod != tc.period {
+				t.Fatalf("container resources %v; want quota %d period %d", r, tc.quota, tc.period)
+			}
+			h.k = h.newKubelet(func(c *Config) {
+				c.Recorder, c.CPU = rec, resource.MustParse("1")
+				tc.after(c)
+			})
+			drain(rec)
+			for range 2 {
+				if c := condOf(h.sync(p), v1.PodResizeInProgress); c != nil {
+					t.Fatalf("PodResizeInProgress %+v for a pod as it runs", c)
+				}
+			}
+			if evs := drain(rec); hasEvent(evs, "Normal ResizeStarted") || hasEvent(evs, "Normal ResizeCompleted") {
+				t.Errorf("a resize: %q", evs)
+			}
+			if r := h.runtimeResources(p, "app"); r.CpuQuota != tc.quota || r.CpuPeriod != tc.period || r.CpuShares != 102 {
+				t.Errorf("container resources %v; want quota %d period %d kept", r, tc.quota, tc.period)
+			}
+			h.resize(p, "app", resources("100m", "300m", "64Mi", "64Mi"))
+			h.sync(p)
+			h.sync(p)
+			if r := h.runtimeResources(p, "app"); r.CpuQuota != tc.newQuota || r.CpuPeriod != tc.newPeriod {
+				t.Errorf("after a CPU limit resize: %v; want quota %d period %d", r, tc.newQuota, tc.newPeriod)
+			}
+			if c := condOf(h.get(p), v1.PodResizeInProgress); c != nil {
+				t.Errorf("PodResizeInProgress %+v once the limit is applied", c)
+			}
+		})
+	}
+}

@@ -69,10 +69,36 @@ type podResize struct {
 	// pod-level resources what it was made with, sandboxResources of the
 	// pod as admitted, since a pod-level resize may change nothing else).
 	sandbox *runtimeapi.LinuxContainerResources
+	// cpuLimitsBefore are the CPU limits (millicores) of the resizable
+	// containers in the allocation the last admitted resize replaced:
+	// what a container whose cgroup values do not show its CPU limit (no
+	// CFS period: made by a kubelet not enforcing quotas) is taken to run
+	// with until it is updated (cpuLimitDiff); nil before any resize this
+	// kubelet admitted (such a container is then taken as allocated).
+	cpuLimitsBefore map[string]int64
 	// rechecked: the last sync applied resize steps and asked for an
 	// immediate sync to see the runtime report them; a further sync that
 	// still finds steps to apply waits for the usual resync instead.
 	rechecked bool
+}
+
+// limitsBefore is r's cpuLimitsBefore, nil for a pod never resized (r nil).
+func (r *podResize) limitsBefore() map[string]int64 {
+	if r == nil {
+		return nil
+	}
+	return r.cpuLimitsBefore
+}
+
+// cpuLimitsOf are the CPU limits (millicores, 0 for none; a pod-level
+// limit standing in for a container's) of pod's resizable containers.
+func cpuLimitsOf(pod *v1.Pod) map[string]int64 {
+	out := map[string]int64{}
+	resizableContainers(pod, func(c *v1.Container, _ int, _ bool) {
+		_, _, lim, _ := containerAmounts(pod, c)
+		out[c.Name] = lim
+	})
+	return out
 }
 
 // conditions are the resize conditions to report, nil for none.
@@ -289,12 +315,33 @@ func runningResizable(rs *podstate.Pod, sb *podstate.Sandbox, c *v1.Container, i
 // runtime may report it) is 0.
 func quota(q int64) int64 { return max(q, 0) }
 
+// cpuLimitDiff compares a container's allocated CPU limit lim
+// (millicores, 0 for none) with the one its CFS quota stands for (cur,
+// as the runtime reports it), as upstream compares the allocated limit
+// with the actuated one, both in millicores: the quota over the
+// container's own period, so that a kubelet restarted with another
+// --cpu-cfs-quota-period, or with quotas turned on, resizes no running
+// container (upstream's actuated_pods_state records limits, not quotas).
+// A container without a period (made by a kubelet not enforcing quotas)
+// does not show its limit: it is taken as before (its limit before the
+// last admitted resize, ok false for none), else as lim.
+func cpuLimitDiff(lim int64, cur *runtimeapi.LinuxContainerResources, before int64, ok bool) int {
+	if cur.CpuPeriod <= 0 {
+		if !ok {
+			return 0
+		}
+		return cmp.Compare(lim, before)
+	}
+	return cmp.Compare(milliCPUToQuota(lim, cur.CpuPeriod), quota(cur.CpuQuota))
+}
+
 // resizeNeeded reports whether a running resizable container of pod (as
 // allocated) has cgroup values other than its allocation's, as the
 // runtime reports them (upstream's isPodResizeInProgress): a resize to
-// actuate, or one not yet applied. Only integers are compared: it runs on
-// every sync of a running pod and allocates nothing.
-func resizeNeeded(pod *v1.Pod, rs *podstate.Pod, cfs cpuCFS) bool {
+// actuate, or one not yet applied; its CPU limit as cpuLimitDiff compares
+// it (limitsBefore: podResize.cpuLimitsBefore). Only integers are
+// compared: it runs on every sync of a running pod and allocates nothing.
+func resizeNeeded(pod *v1.Pod, rs *podstate.Pod, limitsBefore map[string]int64, cfs cpuCFS) bool {
 	sb := rs.LatestSandbox()
 	if sb == nil || !sb.Ready {
 		return false
@@ -306,11 +353,12 @@ func resizeNeeded(pod *v1.Pod, rs *podstate.Pod, cfs cpuCFS) bool {
 			return
 		}
 		cpuReq, hasCPUReq, cpuLim, memLim := containerAmounts(pod, c)
-		shares, q, mem := cgroupValues(cpuReq, hasCPUReq, cpuLim, memLim, cfs)
+		shares, _, mem := cgroupValues(cpuReq, hasCPUReq, cpuLim, memLim, cfs)
 		r := rc.Resources
 		// With quotas not enforced the container's own (one an earlier
 		// kubelet gave it) is no difference (planResize).
-		needed = r.CpuShares != shares || (!cfs.off && quota(r.CpuQuota) != q) || r.MemoryLimitInBytes != mem
+		before, ok := limitsBefore[c.Name]
+		needed = r.CpuShares != shares || (!cfs.off && cpuLimitDiff(cpuLim, r, before, ok) != 0) || r.MemoryLimitInBytes != mem
 	})
 	return needed
 }
@@ -397,7 +445,7 @@ type containerUpdate struct {
 // the sandbox was last given (nil: unknown — it is then told its new
 // resources once, after the containers). Containers in skip (by id) are
 // left alone (the sync kills them anyway).
-func planResize(pod *v1.Pod, rs *podstate.Pod, sandboxWas *runtimeapi.LinuxContainerResources, p cgroupParams, skip func(id string) bool) resizePlan {
+func planResize(pod *v1.Pod, rs *podstate.Pod, sandboxWas *runtimeapi.LinuxContainerResources, limitsBefore map[string]int64, p cgroupParams, skip func(id string) bool) resizePlan {
 	var plan resizePlan
 	sb := rs.LatestSandbox()
 	if sb == nil || !sb.Ready {
@@ -422,7 +470,13 @@ func planResize(pod *v1.Pod, rs *podstate.Pod, sandboxWas *runtimeapi.LinuxConta
 			want.CpuQuota, want.CpuPeriod = cur.CpuQuota, cur.CpuPeriod
 		}
 		memDiff := cmp.Compare(want.MemoryLimitInBytes, cur.MemoryLimitInBytes)
-		cpuDiff := cmp.Compare(quota(want.CpuQuota), quota(cur.CpuQuota))
+		cpuDiff := 0
+		if !p.cfs.off {
+			// The limit as resizeNeeded compares it (cpuLimitDiff).
+			_, _, cpuLim, _ := containerAmounts(pod, c)
+			before, ok := limitsBefore[c.Name]
+			cpuDiff = cpuLimitDiff(cpuLim, cur, before, ok)
+		}
 		if cpuDiff == 0 {
 			cpuDiff = cmp.Compare(want.CpuShares, cur.CpuShares)
 		}

@@ -317,7 +317,7 @@ func TestPlanResizeOrder(t *testing.T) {
 		},
 	}
 	sandboxWas := was(614, 70000, 256<<20)
-	plan := planResize(pod, rs, sandboxWas, cgroupParams{nodeMemory: 8 << 30}, func(string) bool { return false })
+	plan := planResize(pod, rs, sandboxWas, nil, cgroupParams{nodeMemory: 8 << 30}, func(string) bool { return false })
 	type call struct {
 		target         string
 		shares, q, mem int64
@@ -353,10 +353,10 @@ func TestPlanResizeOrder(t *testing.T) {
 		{ID: "c-up", Name: "up", SandboxID: "sb", State: podstate.ContainerRunning, Resources: was(512, 100000, 512<<20)},
 		{ID: "c-down", Name: "down", SandboxID: "sb", State: podstate.ContainerRunning, Resources: was(102, 20000, 64<<20)},
 	}}
-	if resizeNeeded(pod, same, cpuCFS{}) || !resizeNeeded(pod, rs, cpuCFS{}) {
-		t.Errorf("resizeNeeded: %v for the applied values, %v for the old ones", resizeNeeded(pod, same, cpuCFS{}), resizeNeeded(pod, rs, cpuCFS{}))
+	if resizeNeeded(pod, same, nil, cpuCFS{}) || !resizeNeeded(pod, rs, nil, cpuCFS{}) {
+		t.Errorf("resizeNeeded: %v for the applied values, %v for the old ones", resizeNeeded(pod, same, nil, cpuCFS{}), resizeNeeded(pod, rs, nil, cpuCFS{}))
 	}
-	if p := planResize(pod, same, sandboxWas, cgroupParams{nodeMemory: 8 << 30}, func(string) bool { return false }); !p.empty() {
+	if p := planResize(pod, same, sandboxWas, nil, cgroupParams{nodeMemory: 8 << 30}, func(string) bool { return false }); !p.empty() {
 		t.Errorf("plan for applied values: %+v", p)
 	}
 }

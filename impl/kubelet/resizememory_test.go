@@ -193,7 +193,7 @@ func TestPlanResizeMemoryDecreases(t *testing.T) {
 		},
 	}
 	never := func(string) bool { return false }
-	plan := planResize(pod, rs, was(1024<<20), cgroupParams{nodeMemory: 8 << 30}, never)
+	plan := planResize(pod, rs, was(1024<<20), nil, cgroupParams{nodeMemory: 8 << 30}, never)
 	want := []memoryDecrease{{limit: 608 << 20}, {containerID: "c-down", name: "down", limit: 64 << 20}} // the pod's first
 	if len(plan.memoryDecreases) != len(want) {
 		t.Fatalf("decreases %+v, want %+v", plan.memoryDecreases, want)
@@ -204,7 +204,7 @@ func TestPlanResizeMemoryDecreases(t *testing.T) {
 		}
 	}
 	// The sandbox's limit going up: only the container's decrease.
-	plan = planResize(pod, rs, was(256<<20), cgroupParams{nodeMemory: 8 << 30}, never)
+	plan = planResize(pod, rs, was(256<<20), nil, cgroupParams{nodeMemory: 8 << 30}, never)
 	if len(plan.memoryDecreases) != 1 || plan.memoryDecreases[0].name != "down" {
 		t.Errorf("decreases %+v with the sandbox's limit raised, want down's only", plan.memoryDecreases)
 	}

@@ -94,10 +94,12 @@ func (k *Kubelet) allocateResize(rec *podRecord, pod *v1.Pod, now time.Time) (*v
 	case allocated(pod, r.allocated):
 		r.pending = nil
 	default:
-		ok, why, msg := admitResize(k.allocatable, pod, withAllocation(pod, r.allocated), k.admittedOthersLocked(rec), k.cfg.Memory.Value(), k.cfg.swap)
+		was := withAllocation(pod, r.allocated)
+		ok, why, msg := admitResize(k.allocatable, pod, was, k.admittedOthersLocked(rec), k.cfg.Memory.Value(), k.cfg.swap)
 		switch {
 		case ok:
 			r.allocated, r.pending = allocationOf(pod), nil
+			r.cpuLimitsBefore = cpuLimitsOf(was)
 			k.saveAllocationsLocked()
 			r.inProgress = resizeCondition(v1.PodResizeInProgress, "", "", pod.Generation, t)
 			eventType, reason, message = v1.EventTypeNormal, EventResizeStarted, resizeEventMessage("Pod resize started", pod, pod.Generation, "")
@@ -165,7 +167,7 @@ func (k *Kubelet) planPodResize(pod *v1.Pod, rs *podstate.Pod, r *podResize, a *
 			r = k.ensureResize(pod)
 		}
 	}
-	if !resizeNeeded(pod, rs, k.cfg.cfs) && !sandboxResizeNeeded(pod, rs, r, k.cfg.cfs) {
+	if !resizeNeeded(pod, rs, r.limitsBefore(), k.cfg.cfs) && !sandboxResizeNeeded(pod, rs, r, k.cfg.cfs) {
 		return r, resizePlan{}
 	}
 	if r == nil {
@@ -179,7 +181,7 @@ func (k *Kubelet) planPodResize(pod *v1.Pod, rs *podstate.Pod, r *podResize, a *
 		}
 		return false
 	}
-	plan := planResize(pod, rs, r.sandbox, k.cfg.cgroupParams(), killed)
+	plan := planResize(pod, rs, r.sandbox, r.cpuLimitsBefore, k.cfg.cgroupParams(), killed)
 	a.ContainersToKill = append(a.ContainersToKill, plan.kills...)
 	a.ContainersToStart = append(a.ContainersToStart, plan.starts...)
 	return r, plan
@@ -337,7 +339,7 @@ func (k *Kubelet) resizeProgress(pod *v1.Pod, rs *podstate.Pod, r *podResize, fa
 		}
 		r.inProgress = c
 		k.podEvent(pod, v1.EventTypeWarning, EventResizeError, "%s", resizeEventMessage("Pod resize error", pod, gen, msg))
-	case resizeNeeded(pod, rs, k.cfg.cfs) || sandboxResizeNeeded(pod, rs, r, k.cfg.cfs):
+	case resizeNeeded(pod, rs, r.limitsBefore(), k.cfg.cfs) || sandboxResizeNeeded(pod, rs, r, k.cfg.cfs):
 		switch {
 		case r.inProgress == nil:
 			r.inProgress = resizeCondition(v1.PodResizeInProgress, "", "", gen, t)
