@@ -159,25 +159,26 @@ func (k *Kubelet) mountsTmpfs() bool { return k.rt.Type() != "sim" }
 
 // setUpTmpfs mounts a tmpfs at dir, the directory of pod's memory-backed
 // volume v, sized by tmpfsSize, unless one is mounted there already, as
-// upstream's setupTmpfs; mounted says whether it did. An emptyDir whose
-// directory already holds files is not mounted over (its files would be
-// hidden from the containers started next): upstream's volume manager
-// does not set an emptyDir up again once it has, while the periodic
-// refresh here sets up every volume of a running pod (a kubelet before
-// this one made it a plain directory); a secret, downwardAPI or projected
-// volume is, as upstream's remount of it, its files written again.
+// upstream's setupTmpfs; mounted says whether it did. A directory that
+// already holds files (a kubelet before this one made the volume a plain
+// directory, and the periodic refresh here sets up every volume of a
+// running pod) is not mounted over, whatever the volume: an emptyDir's
+// files would be hidden from the containers started next (upstream's
+// volume manager does not set an emptyDir up again once it has), and the
+// running containers bound that directory (private propagation), so a
+// secret, downwardAPI or projected volume's later payloads (a changed
+// Secret, a renewed token) written into a tmpfs over it would never reach
+// them: they are written into the directory, as before.
 func (k *Kubelet) setUpTmpfs(pod *v1.Pod, v *v1.Volume, dir string) (mounted bool, err error) {
 	onTmpfs, err := tmpfsMountPoint(dir)
 	if err != nil || onTmpfs {
 		return false, err
 	}
-	if v.EmptyDir != nil {
-		if empty, err := dirEmpty(dir); err != nil || !empty {
-			if err == nil {
-				k.log.Info("Memory-backed emptyDir holds files and is no tmpfs; not mounted over", "path", dir)
-			}
-			return false, err
+	if empty, err := dirEmpty(dir); err != nil || !empty {
+		if err == nil {
+			k.log.Info("Memory-backed volume holds files and is no tmpfs; not mounted over", "volume", v.Name, "path", dir)
 		}
+		return false, err
 	}
 	mem := k.allocatable[v1.ResourceMemory]
 	data := tmpfsMountData(tmpfsSize(pod, v, mem.Value()), tmpfsNoswapSupported())

@@ -481,9 +481,12 @@ func TestPossibleMemoryBackedVolumesOnDisk(t *testing.T) {
 // found as a plain directory holding files (made by a kubelet before its
 // volumes were tmpfs) is not hidden under a new tmpfs by a later set-up
 // of the running pod's volumes (the periodic refresh), as upstream's
-// volume manager does not set up again an emptyDir it has mounted; a
-// secret volume is (its files are written again into the tmpfs), as
-// upstream's remount of a secret volume mounts its tmpfs.
+// volume manager does not set up again an emptyDir it has mounted; nor
+// is a secret volume found so: its running containers bound that
+// directory (private propagation, as the runtime's), so a tmpfs mounted
+// over it would take every later update (a changed Secret, a projected
+// token renewed) out of their sight. Its update is written into the
+// directory they see.
 func TestMemoryEmptyDirWithDataNotMountedOver(t *testing.T) {
 	root := needMounts(t)
 	h := newVolumeHarness(t)
@@ -501,16 +504,38 @@ func TestMemoryEmptyDirWithDataNotMountedOver(t *testing.T) {
 		}
 	}
 	mustWrite(t, filepath.Join(cache, "data"), "kept")
+	// The secret as the earlier kubelet wrote it, and a running
+	// container's view of it: a private bind mount of the directory.
+	if _, err := atomicWrite(sec, map[string]volumeFile{"password": {data: []byte("pw"), mode: 0o644}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	view := filepath.Join(root, "container-view")
+	mustMkdir(t, view)
+	if err := syscall.Mount(sec, view, "", syscall.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("", view, "", syscall.MS_PRIVATE, ""); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Unmount(view, syscall.MNT_DETACH)
+	s, err := h.client.CoreV1().Secrets("default").Get(h.ctx, "creds", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Data["password"] = []byte("pw2")
+	if _, err := h.client.CoreV1().Secrets("default").Update(h.ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	h.step(2 * time.Minute)
 	h.sync(p)
 	if onTmpfs, _ := tmpfsOf(t, cache); onTmpfs {
 		t.Errorf("%s: a tmpfs mounted over the emptyDir's files", cache)
 	}
 	assertFile(t, filepath.Join(cache, "data"), "kept")
-	if onTmpfs, _ := tmpfsOf(t, sec); !onTmpfs {
-		t.Errorf("%s: no tmpfs after the refresh", sec)
+	if onTmpfs, _ := tmpfsOf(t, sec); onTmpfs {
+		t.Errorf("%s: a tmpfs mounted over the secret volume its containers see", sec)
 	}
-	assertFile(t, filepath.Join(sec, "password"), "pw")
+	assertFile(t, filepath.Join(view, "password"), "pw2")
 }
 
 // TestFinalDeleteWaitsForVolumeTeardown: a deleted pod whose tmpfs cannot
