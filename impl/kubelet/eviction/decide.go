@@ -26,7 +26,8 @@ type PodStats struct {
 	// Memory is the working set by container name.
 	Memory map[string]int64
 	// Disk is the pod's local storage use (container writable layers, logs,
-	// emptyDir volumes) in bytes, Inodes likewise in inodes.
+	// local ephemeral volumes: localEphemeralVolume) in bytes, Inodes
+	// likewise in inodes.
 	Disk, Inodes int64
 	// PIDs is the number of processes the pod runs.
 	PIDs int64
