@@ -467,24 +467,35 @@ func (g *kubeletFeatureGates) String() string {
 }
 
 func (g *kubeletFeatureGates) Set(s string) error {
+	// As upstream's featureGate.Set: every pair parsed (name and value
+	// trimmed) before any gate is looked up (SetFromMap).
+	type gate struct {
+		name string
+		on   bool
+	}
+	var gates []gate
 	for pair := range strings.SplitSeq(s, ",") {
-		pair = strings.TrimSpace(pair)
 		if pair == "" {
 			continue
 		}
 		name, value, ok := strings.Cut(pair, "=")
+		name = strings.TrimSpace(name)
 		if !ok {
-			return fmt.Errorf("missing bool value for %s", pair)
+			return fmt.Errorf("missing bool value for %s", name)
 		}
-		on, err := strconv.ParseBool(strings.TrimSpace(value))
+		value = strings.TrimSpace(value)
+		on, err := strconv.ParseBool(value)
 		if err != nil {
 			return fmt.Errorf("invalid value of %s=%s, err: %w", name, value, err)
 		}
-		switch strings.TrimSpace(name) {
+		gates = append(gates, gate{name, on})
+	}
+	for _, gt := range gates {
+		switch gt.name {
 		case "CustomCPUCFSQuotaPeriod":
-			g.customCPUCFSQuotaPeriod = on
+			g.customCPUCFSQuotaPeriod = gt.on
 		default:
-			return fmt.Errorf("unrecognized feature gate: %s", strings.TrimSpace(name))
+			return fmt.Errorf("unrecognized feature gate: %s", gt.name)
 		}
 	}
 	return nil

@@ -14,7 +14,8 @@ import (
 // config, which refuses what upstream's validation refuses, with its
 // messages, before contacting the API server: another period than 100ms
 // without the gate (0 too, when given), one outside [1ms, 1s] with it;
-// and a gate the kubelet does not know. --pod-max-pids takes a number.
+// a gate the kubelet does not know, and a gate's value as upstream's
+// feature gate flag parses it. --pod-max-pids takes a number.
 func TestKubeletCFSQuotaFlags(t *testing.T) {
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	const kc = `apiVersion: v1
@@ -46,6 +47,12 @@ current-context: c
 		{args: []string{"--feature-gates", "CustomCPUCFSQuotaPeriod=true", "--cpu-cfs-quota-period", "0"},
 			want: "invalid configuration: cpuCFSQuotaPeriod (--cpu-cfs-quota-period) {0s} must be between 1ms and 1sec, inclusive"},
 		{args: []string{"--feature-gates", "NoSuchGate=true"}, want: "unrecognized feature gate: NoSuchGate"},
+		// As upstream's featureGate.Set: names and values trimmed, every
+		// pair parsed before a gate is looked up.
+		{args: []string{"--feature-gates", "CustomCPUCFSQuotaPeriod = yes"},
+			want: `invalid value of CustomCPUCFSQuotaPeriod=yes, err: strconv.ParseBool: parsing "yes": invalid syntax`},
+		{args: []string{"--feature-gates", "NoSuchGate=true,CustomCPUCFSQuotaPeriod=maybe"}, want: "invalid value of CustomCPUCFSQuotaPeriod=maybe"},
+		{args: []string{"--feature-gates", " CustomCPUCFSQuotaPeriod "}, want: "missing bool value for CustomCPUCFSQuotaPeriod"},
 		{args: []string{"--pod-max-pids", "lots"}, want: `invalid argument "lots" for "--pod-max-pids" flag`},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
