@@ -107,9 +107,10 @@ type Kubelet struct {
 
 	mu             sync.Mutex
 	pods           map[types.UID]*podRecord
-	resizes        map[types.UID]*podResize // pods resized in place (resize.go); nil until the first
-	allocFile      string                   // where resizes' allocations are kept ("": memory only; resizestate.go)
-	started        time.Time                // when New made it: a sandbox older was made by an earlier kubelet (planPodResize)
+	resizes        map[types.UID]*podResize    // pods resized in place (resize.go); nil until the first
+	kills          map[types.UID]*killInFlight // the kills ending pods under way (syncpod.go); nil until the first
+	allocFile      string                      // where resizes' allocations are kept ("": memory only; resizestate.go)
+	started        time.Time                   // when New made it: a sandbox older was made by an earlier kubelet (planPodResize)
 	sourceSynced   bool
 	node           *v1.Node
 	lease          *coordinationv1.Lease
@@ -523,6 +524,9 @@ func (k *Kubelet) HandlePod(pod *v1.Pod) {
 		k.noteResizeLocked(rec, rec.pod, pod)
 	}
 	rec.pod, rec.lastPod = pod, pod
+	if pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil {
+		k.kills[pod.UID].shorten(*pod.DeletionGracePeriodSeconds)
+	}
 	k.mu.Unlock()
 	k.trace(TraceHandedOver, pod)
 	k.objects.updatePod(pod)

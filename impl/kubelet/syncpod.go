@@ -541,15 +541,13 @@ func (k *Kubelet) cleanupPod(ctx context.Context, uid types.UID, rec *podRecord,
 // the kills and before the starts, as upstream's SyncPod; resizeErr is
 // the resize's failure.
 func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *podstate.Pod, a podsync.Actions, resize *podResize, plan *resizePlan) (err, resizeErr error) {
-	if a.KillPod {
+	if a.KillPod && a.CreateSandbox {
 		if err := k.killPod(ctx, pod, rs, a.GracePeriod); err != nil {
-			// A pod being terminated (not one whose sandbox is re-made)
-			// reports the failure as upstream's SyncTerminatingPod does;
-			// the sync fails and is retried on the pod workers' back-off.
-			if !a.CreateSandbox {
-				k.failedKillPod(pod, err)
-			}
 			return fmt.Errorf("killing pod %s/%s: %w", pod.Namespace, pod.Name, err), nil
+		}
+	} else if a.KillPod {
+		if err := k.terminatePod(ctx, pod, rs, a.GracePeriod); err != nil {
+			return err, nil
 		}
 	}
 	if err := k.killContainers(ctx, pod, rs, a.ContainersToKill); err != nil {
@@ -559,6 +557,57 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 		resizeErr = k.actuateResize(ctx, pod, rs, resize, plan)
 	}
 	return k.startPod(ctx, rec, pod, rs, a), resizeErr
+}
+
+// killInFlight is a kill ending a pod (terminatePod) under way: its grace
+// period, and the cancellation of its context.
+type killInFlight struct {
+	grace  int64
+	cancel context.CancelFunc
+}
+
+// shorten cancels the kill if grace is shorter than its own, as
+// upstream's pod worker cancels a SyncTerminatingPod in flight when the
+// pod's grace period shrinks (a deletion's grace period shortened; it
+// only ever shrinks). Nothing for none (k.mu held).
+func (f *killInFlight) shorten(grace int64) {
+	if f != nil && grace < f.grace {
+		f.cancel()
+	}
+}
+
+// terminatePod kills the pod to end it (deleted, finished, past its
+// deadline) with grace, as upstream's SyncTerminatingPod: a failure is
+// reported (FailedKillPod) and fails the sync, retried on the pod
+// workers' back-off. While it runs, a pod update shortening the grace
+// period (HandlePod) cancels it: the sync fails without the event and the
+// update syncs the pod at once, killed again with the shorter grace
+// period, as upstream's pod worker restarts SyncTerminatingPod.
+func (k *Kubelet) terminatePod(ctx context.Context, pod *v1.Pod, rs *podstate.Pod, grace int64) error {
+	kctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	f := &killInFlight{grace: grace, cancel: cancel}
+	k.mu.Lock()
+	if k.kills == nil {
+		k.kills = map[types.UID]*killInFlight{}
+	}
+	k.kills[pod.UID] = f
+	k.mu.Unlock()
+	err := k.killPod(kctx, pod, rs, grace)
+	k.mu.Lock()
+	if k.kills[pod.UID] == f {
+		delete(k.kills, pod.UID)
+	}
+	k.mu.Unlock()
+	if err == nil {
+		return nil
+	}
+	if kctx.Err() != nil && ctx.Err() == nil {
+		k.log.Info("Pod kill cancelled: its grace period was shortened", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "gracePeriod", grace)
+		return fmt.Errorf("killing pod %s/%s: cancelled for a shorter grace period: %w", pod.Namespace, pod.Name, err)
+	}
+	k.failedKillPod(pod, err)
+	return fmt.Errorf("killing pod %s/%s: %w", pod.Namespace, pod.Name, err)
 }
 
 // startPod sets up the pod's volumes and creates its sandbox and
@@ -1064,6 +1113,13 @@ func (k *Kubelet) killPod(ctx context.Context, pod *v1.Pod, rs *podstate.Pod, gr
 	// the last failure is the one reported.
 	var sandboxErr error
 	for _, s := range rs.Sandboxes {
+		if err := ctx.Err(); err != nil {
+			// The kill was cancelled (terminatePod): no sandbox is stopped,
+			// as a CRI call with a cancelled context fails at once (the
+			// simulated runtime would stop it regardless).
+			sandboxErr = fmt.Errorf("stopping sandbox %s: %w", s.ID, err)
+			break
+		}
 		if err := k.rt.StopPodSandbox(ctx, s.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 			sandboxErr = fmt.Errorf("stopping sandbox %s: %w", s.ID, err)
 		}
