@@ -187,7 +187,9 @@ func TestOrphanedPodCgroupsRemoved(t *testing.T) {
 			}
 
 			// The job finishes (Succeeded, still in the API): its cgroup
-			// goes at the next clean-up; the running pod's stays.
+			// goes (removed by its sync, removeTerminatedPodCgroup; the
+			// clean-up is the backstop, TestTerminatedPodCgroupBackstop);
+			// the running pod's stays.
 			h.step(5 * time.Second)
 			if got := h.sync(job); got.Status.Phase != v1.PodSucceeded {
 				t.Fatalf("job phase %s", got.Status.Phase)

@@ -116,3 +116,37 @@ func TestTerminatedPodCgroupRemoved(t *testing.T) {
 		})
 	}
 }
+
+// TestTerminatedPodCgroupBackstop: a terminated pod whose sync failed to
+// remove its cgroup (a process that would not leave) has it removed by
+// the orphaned pod cgroup clean-up, the backstop, while the pod is still
+// in the API, as upstream's HandlePodCleanups does for a pod its workers
+// no longer run.
+func TestTerminatedPodCgroupBackstop(t *testing.T) {
+	dir := t.TempDir()
+	for _, hier := range []string{"cpu", "memory"} {
+		os.Mkdir(filepath.Join(dir, hier), 0o755)
+	}
+	h, _ := resizeHarness(t, func(c *Config) { c.CgroupDir, c.RootDir = dir, t.TempDir() })
+	fake := &volumeCheckingCgroups{plainCgroups: &plainCgroups{cgroupfs: h.k.cgroups.(cgroupfs)}}
+	h.k.cgroups = fake
+	p := h.sync(h.create(h.pod("job", func(p *v1.Pod) {
+		p.Spec.RestartPolicy = v1.RestartPolicyNever
+		p.Annotations[sim.AnnotationExitAfter] = "5s"
+	})))
+	cg := "/kubepods/besteffort/pod" + string(p.UID)
+	fake.volumeDir = filepath.Join(dir, "none")
+	fake.fail = 1
+	h.step(5 * time.Second)
+	h.k.HandlePod(h.get(p))
+	if _, err := h.k.syncPod(h.ctx, p.UID); err == nil {
+		t.Fatal("the sync whose cgroup removal failed succeeded")
+	}
+	if got := h.get(p); got == nil || got.Status.Phase != v1.PodSucceeded || !fake.exists(cg) {
+		t.Fatalf("pod %v, cgroup there %v; want Succeeded, its cgroup left", got, fake.exists(cg))
+	}
+	h.k.cleanupOrphanedPodCgroups(h.ctx)
+	if !slices.Equal(fake.destroyed, []string{cg}) || fake.exists(cg) {
+		t.Fatalf("destroyed %v by the clean-up, want [%s]", fake.destroyed, cg)
+	}
+}
