@@ -32,7 +32,11 @@ import (
 //     count towards the pod's memory (and its eviction), not its local
 //     storage. The simulated runtime's nodes mount nothing (no root, and
 //     their containers read no files): the directories are plain ones,
-//     with the tmpfs root's mode (volumeDirMode);
+//     with the tmpfs root's mode (volumeDirMode). The periodic refresh of
+//     a running pod's volumes mounts nothing over a directory it finds
+//     (setUpPodVolumes), nor does any set-up over one holding files
+//     (setUpTmpfs): a kubelet before this one made them plain
+//     directories, which the pod's running containers bound;
 //   - once the pod has terminated, its volumes are torn down
 //     (tearDownTerminatedVolumes), as upstream's volume manager unmounts a
 //     terminated pod's volumes: subPath bind mounts undone first, then each
@@ -159,16 +163,17 @@ func (k *Kubelet) mountsTmpfs() bool { return k.rt.Type() != "sim" }
 
 // setUpTmpfs mounts a tmpfs at dir, the directory of pod's memory-backed
 // volume v, sized by tmpfsSize, unless one is mounted there already, as
-// upstream's setupTmpfs; mounted says whether it did. A directory that
-// already holds files (a kubelet before this one made the volume a plain
-// directory, and the periodic refresh here sets up every volume of a
-// running pod) is not mounted over, whatever the volume: an emptyDir's
-// files would be hidden from the containers started next (upstream's
-// volume manager does not set an emptyDir up again once it has), and the
-// running containers bound that directory (private propagation), so a
-// secret, downwardAPI or projected volume's later payloads (a changed
-// Secret, a renewed token) written into a tmpfs over it would never reach
-// them: they are written into the directory, as before.
+// upstream's setupTmpfs; mounted says whether it did. A directory found
+// without one that already holds files (a kubelet before this one made
+// the volume a plain directory) is not mounted over, whatever the volume:
+// an emptyDir's files would be hidden from the containers started next
+// (upstream's volume manager does not set an emptyDir up again once it
+// has), and containers of the pod still running bound that directory
+// (private propagation), so a secret, downwardAPI or projected volume's
+// later payloads (a changed Secret, a renewed token) written into a tmpfs
+// over it would never reach them: they are written into the directory,
+// as before. The periodic refresh of a running pod's volumes does not
+// come here for a directory it found (setUpPodVolumes).
 func (k *Kubelet) setUpTmpfs(pod *v1.Pod, v *v1.Volume, dir string) (mounted bool, err error) {
 	onTmpfs, err := tmpfsMountPoint(dir)
 	if err != nil || onTmpfs {

@@ -480,13 +480,13 @@ func TestPossibleMemoryBackedVolumesOnDisk(t *testing.T) {
 // TestMemoryEmptyDirWithDataNotMountedOver: an emptyDir of medium Memory
 // found as a plain directory holding files (made by a kubelet before its
 // volumes were tmpfs) is not hidden under a new tmpfs by a later set-up
-// of the running pod's volumes (the periodic refresh), as upstream's
-// volume manager does not set up again an emptyDir it has mounted; nor
-// is a secret volume found so: its running containers bound that
-// directory (private propagation, as the runtime's), so a tmpfs mounted
-// over it would take every later update (a changed Secret, a projected
-// token renewed) out of their sight. Its update is written into the
-// directory they see.
+// of the running pod's volumes, the periodic refresh's or the one before
+// a container is started again, as upstream's volume manager does not set
+// up again an emptyDir it has mounted; nor is a secret volume found so:
+// the pod's running containers bound that directory (private
+// propagation, as the runtime's), so a tmpfs mounted over it would take
+// every later update (a changed Secret, a projected token renewed) out of
+// their sight. Its update is written into the directory they see.
 func TestMemoryEmptyDirWithDataNotMountedOver(t *testing.T) {
 	root := needMounts(t)
 	h := newVolumeHarness(t)
@@ -526,16 +526,36 @@ func TestMemoryEmptyDirWithDataNotMountedOver(t *testing.T) {
 	if _, err := h.client.CoreV1().Secrets("default").Update(h.ctx, s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	check := func(when string) {
+		t.Helper()
+		if onTmpfs, _ := tmpfsOf(t, cache); onTmpfs {
+			t.Errorf("%s: %s: a tmpfs mounted over the emptyDir's files", when, cache)
+		}
+		assertFile(t, filepath.Join(cache, "data"), "kept")
+		if onTmpfs, _ := tmpfsOf(t, sec); onTmpfs {
+			t.Errorf("%s: %s: a tmpfs mounted over the secret volume its containers see", when, sec)
+		}
+		assertFile(t, filepath.Join(view, "password"), "pw2")
+	}
 	h.step(2 * time.Minute)
 	h.sync(p)
-	if onTmpfs, _ := tmpfsOf(t, cache); onTmpfs {
-		t.Errorf("%s: a tmpfs mounted over the emptyDir's files", cache)
+	check("refreshed")
+
+	// Its container ended: the set-up before it is started again.
+	cs, err := h.rt.ListContainers(h.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	assertFile(t, filepath.Join(cache, "data"), "kept")
-	if onTmpfs, _ := tmpfsOf(t, sec); onTmpfs {
-		t.Errorf("%s: a tmpfs mounted over the secret volume its containers see", sec)
+	for _, c := range cs {
+		if err := h.rt.StopContainer(h.ctx, c.Id, 0); err != nil {
+			t.Fatal(err)
+		}
 	}
-	assertFile(t, filepath.Join(view, "password"), "pw2")
+	h.step(time.Minute)
+	if got := h.sync(p); cstatus(got, "app").RestartCount != 1 || cstatus(got, "app").State.Running == nil {
+		t.Fatalf("container not started again: %+v", cstatus(got, "app"))
+	}
+	check("container started again")
 }
 
 // TestFinalDeleteWaitsForVolumeTeardown: a deleted pod whose tmpfs cannot
@@ -694,5 +714,64 @@ func TestHugePagesEmptyDirOnHugetlbfs(t *testing.T) {
 		if want := `MountVolume.SetUp failed for volume "huge" : medium HugePages-2Mi: hugePages storage requested, but there is no resource request for huge pages`; err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("real runtime %v: sync %v, want %q", real, err, want)
 		}
+	}
+}
+
+// TestRefreshMountsNothingOverRunningPodsVolume: the periodic refresh of
+// a running pod's volumes mounts no tmpfs over a memory-backed volume's
+// directory found without one, even empty (a kubelet before its volumes
+// were tmpfs made it a plain directory): the running containers bound
+// that directory (private propagation), so a tmpfs over it would split
+// the volume between them and the containers started next. A new sandbox
+// (nothing of the pod running) gets the tmpfs.
+func TestRefreshMountsNothingOverRunningPodsVolume(t *testing.T) {
+	root := needMounts(t)
+	h := newVolumeHarness(t)
+	h.krt = criTyped{h.rt}
+	h.k = h.newKubelet(func(c *Config) { c.RootDir = filepath.Join(root, "kubelet") })
+	p := h.create(memoryVolumesPod(h, "split", nil))
+	if got := h.sync(p); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s", got.Status.Phase)
+	}
+	shm := h.k.volumeDir(p.UID, "kubernetes.io~empty-dir", "shm")
+	if err := syscall.Unmount(shm, 0); err != nil {
+		t.Fatal(err)
+	}
+	view := filepath.Join(root, "container-view")
+	mustMkdir(t, view)
+	if err := syscall.Mount(shm, view, "", syscall.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("", view, "", syscall.MS_PRIVATE, ""); err != nil {
+		t.Fatal(err)
+	}
+	h.step(2 * time.Minute)
+	h.sync(p)
+	if onTmpfs, _ := tmpfsOf(t, shm); onTmpfs {
+		t.Errorf("%s: a tmpfs mounted over the directory the running containers share", shm)
+	}
+	mustWrite(t, filepath.Join(view, "sem"), "x")
+	assertFile(t, filepath.Join(shm, "sem"), "x")
+	if err := syscall.Unmount(view, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(shm, "sem")); err != nil {
+		t.Fatal(err)
+	}
+
+	// Its sandbox gone (a reboot): the new one's set-up mounts the tmpfs.
+	sandboxes, err := h.rt.ListPodSandbox(h.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sandboxes {
+		if err := h.rt.StopPodSandbox(h.ctx, s.Id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.step(time.Second)
+	h.sync(p)
+	if onTmpfs, _ := tmpfsOf(t, shm); !onTmpfs {
+		t.Errorf("%s: no tmpfs once the pod's sandbox was made again", shm)
 	}
 }

@@ -64,11 +64,24 @@ func volumePlugin(v *v1.Volume) string {
 // tried, as upstream's volume manager mounts each on its own; the error
 // joins one error per failing volume (volumeErrors splits it).
 func (k *Kubelet) setUpVolumes(ctx context.Context, rec *podRecord, pod *v1.Pod) error {
+	return k.setUpPodVolumes(ctx, rec, pod, true)
+}
+
+// setUpPodVolumes is setUpVolumes; mountOver says whether the directory
+// of a memory-backed or huge pages volume found without its tmpfs or
+// hugetlbfs may get one (memoryvolumes.go): yes when the pod's containers
+// are started (startPod), not on the periodic refresh of a running pod's
+// volumes (refreshVolumes), which mounts only at a directory it had to
+// make. Such a directory was made plain by a kubelet before the volumes
+// were mounts, and the pod's running containers bound it (private
+// propagation): a mount over it would split the volume between them and
+// the containers started next, and hide from them what the refresh writes.
+func (k *Kubelet) setUpPodVolumes(ctx context.Context, rec *podRecord, pod *v1.Pod, mountOver bool) error {
 	src := clientEnvSource{ctx: ctx, k: k}
 	files := make(map[string]volumeFile, 4) // one volume's at a time
 	var errs []error
 	for i := range pod.Spec.Volumes {
-		if err := k.setUpVolume(ctx, src, rec, pod, &pod.Spec.Volumes[i], files); err != nil {
+		if err := k.setUpVolume(ctx, src, rec, pod, &pod.Spec.Volumes[i], files, mountOver); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -78,8 +91,8 @@ func (k *Kubelet) setUpVolumes(ctx context.Context, rec *podRecord, pod *v1.Pod)
 // setUpVolume writes one volume's files (files is scratch space) and,
 // when the pod has an fsGroup, gives a new emptyDir, or a configMap,
 // secret, downwardAPI or projected volume whose payload is written, that
-// group (volumeownership.go).
-func (k *Kubelet) setUpVolume(ctx context.Context, src clientEnvSource, rec *podRecord, pod *v1.Pod, v *v1.Volume, files map[string]volumeFile) error {
+// group (volumeownership.go). mountOver: see setUpPodVolumes.
+func (k *Kubelet) setUpVolume(ctx context.Context, src clientEnvSource, rec *podRecord, pod *v1.Pod, v *v1.Volume, files map[string]volumeFile, mountOver bool) error {
 	plugin := volumePlugin(v)
 	if plugin == "" {
 		if v.HostPath == nil {
@@ -95,7 +108,8 @@ func (k *Kubelet) setUpVolume(ctx context.Context, src clientEnvSource, rec *pod
 		}
 		created = true
 	}
-	if k.mountsTmpfs() && memoryBacked(v) {
+	mount := k.mountsTmpfs() && (created || mountOver)
+	if mount && memoryBacked(v) {
 		// A tmpfs at the directory, unless one is there already
 		// (memoryvolumes.go); a new one is set up as a new directory.
 		mounted, err := k.setUpTmpfs(pod, v, dir)
@@ -108,7 +122,7 @@ func (k *Kubelet) setUpVolume(ctx context.Context, src clientEnvSource, rec *pod
 		// A hugetlbfs of the requested page size (memoryvolumes.go); the
 		// size is decided on every node.
 		pageSize, err := hugePageSize(v.EmptyDir.Medium, pod)
-		if err == nil && k.mountsTmpfs() {
+		if err == nil && mount {
 			var mounted bool
 			mounted, err = k.setUpHugetlbfs(pod, v.EmptyDir.Medium, dir, pageSize)
 			created = created || mounted
@@ -799,5 +813,5 @@ func (k *Kubelet) refreshVolumes(ctx context.Context, rec *podRecord, pod *v1.Po
 		return nil
 	}
 	rec.volumesAt = now.UnixNano()
-	return k.setUpVolumes(ctx, rec, pod)
+	return k.setUpPodVolumes(ctx, rec, pod, false)
 }
