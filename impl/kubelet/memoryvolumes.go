@@ -49,7 +49,10 @@ import (
 //     also one a restarted kubelet found on disk) only once its volumes
 //     are torn down the same way and none of its volume directories is a
 //     mount point any more, as upstream's cleanupOrphanedPodDirs refuses
-//     while podVolumesExist.
+//     while podVolumesExist; what is left of its volumes directory then
+//     goes directories only (removeDirsOnly), as upstream's
+//     removeOrphanedPodVolumeDirs: a file there stays, with the pod
+//     directory.
 //
 // An emptyDir of medium HugePages or HugePages-<size> is a hugetlbfs of
 // the page size the pod requests (hugePageSize, upstream's
@@ -320,6 +323,42 @@ func tearDownPodDirVolumes(podDir string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// removeDirsOnly removes dir and the directories under it, as upstream's
+// RemoveDirsOneFilesystem removes an orphaned pod's volumes directory
+// once its volumes are torn down: anything else there (a file, a
+// symlink: what a volume the kubelet did not tear down holds, a bind
+// mount of the same filesystem included, which no device comparison
+// tells) is an error ("not a directory") and stays, and a mount point is
+// not entered. Nothing if dir is missing.
+func removeDirsOnly(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if !e.IsDir() {
+			return &fs.PathError{Op: "rmdir", Path: p, Err: syscall.ENOTDIR}
+		}
+		if mnt, err := mountPoint(p); err != nil || mnt {
+			if err == nil {
+				err = fmt.Errorf("cannot delete directory %s: it is a mount point", p)
+			}
+			return err
+		}
+		if err := removeDirsOnly(p); err != nil {
+			return err
+		}
+	}
+	if err := syscall.Rmdir(dir); err != nil {
+		return &fs.PathError{Op: "rmdir", Path: dir, Err: err}
+	}
+	return nil
 }
 
 // EventPossibleMemoryBackedVolumesOnDisk is upstream's Warning on the

@@ -775,3 +775,58 @@ func TestRefreshMountsNothingOverRunningPodsVolume(t *testing.T) {
 		t.Errorf("%s: no tmpfs once the pod's sandbox was made again", shm)
 	}
 }
+
+// TestOrphanedPodVolumesDirRemovedDirsOnly: once the kubelet's own
+// volumes of a pod gone from the API are torn down, what is left of its
+// volumes directory is removed directories only, as upstream's
+// cleanupOrphanedPodDirs (removeOrphanedPodVolumeDirs:
+// RemoveDirsOneFilesystem): a file there (another plugin's, here seen
+// through a bind mount of a directory of the same filesystem, which no
+// device comparison tells from a directory) is an error and stays, with
+// the pod directory.
+func TestOrphanedPodVolumesDirRemovedDirsOnly(t *testing.T) {
+	root := needMounts(t)
+	h := newVolumeHarness(t)
+	h.krt = criTyped{h.rt}
+	rootDir := filepath.Join(root, "kubelet")
+	h.k = h.newKubelet(func(c *Config) { c.RootDir = rootDir })
+	p := h.create(memoryVolumesPod(h, "bound", nil))
+	if got := h.sync(p); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s", got.Status.Phase)
+	}
+	data := filepath.Join(root, "host-data")
+	mustMkdir(t, data)
+	mustWrite(t, filepath.Join(data, "keep"), "kept")
+	foreign := filepath.Join(h.k.podDir(p.UID), "volumes", "example.com~other", "data")
+	mustMkdir(t, foreign)
+	if err := syscall.Mount(data, foreign, "", syscall.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+
+	sandboxes, err := h.rt.ListPodSandbox(h.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sandboxes {
+		if err := h.rt.StopPodSandbox(h.ctx, s.Id); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.rt.RemovePodSandbox(h.ctx, s.Id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.client.CoreV1().Pods(p.Namespace).Delete(h.ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	k := h.newKubelet(func(c *Config) { c.RootDir = rootDir })
+	if err := k.adoptRuntimeState(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.syncPod(h.ctx, p.UID); err == nil || !strings.Contains(err.Error(), "error occurred when trying to remove the volumes dir") {
+		t.Errorf("clean-up of a pod directory with a file left in its volumes: %v, want it refused", err)
+	}
+	assertFile(t, filepath.Join(data, "keep"), "kept")
+	if m := mountsUnder(t, k.podDir(p.UID)); len(m) != 1 || m[0] != foreign {
+		t.Errorf("mounts under the pod directory: %v, want only %s (the kubelet's tmpfs torn down)", m, foreign)
+	}
+}

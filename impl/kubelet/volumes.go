@@ -783,6 +783,11 @@ func (k *Kubelet) removePodDir(uid types.UID) error {
 		if k.podVolumesMounted(uid) {
 			return fmt.Errorf("removing pod directory of %s: orphaned pod found, but volumes are not cleaned up", uid)
 		}
+		// What is left of the volumes directory goes directories only
+		// (memoryvolumes.go), as upstream's removeOrphanedPodVolumeDirs.
+		if err := removeDirsOnly(filepath.Join(dir, "volumes")); err != nil {
+			return fmt.Errorf("removing pod directory of %s: orphaned pod found, but error occurred when trying to remove the volumes dir: %w", uid, err)
+		}
 	}
 	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("removing pod directory of %s: %w", uid, err)
