@@ -1,12 +1,14 @@
 package kubelet
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
 
@@ -90,6 +92,71 @@ func TestKillShortenedByShorterGracePeriod(t *testing.T) {
 	}
 	h.step(2 * time.Second)
 	if err := wait(second); err != nil {
+		t.Fatalf("the kill with the shorter grace period: %v", err)
+	}
+	if got := h.get(p); got != nil {
+		t.Fatalf("pod not finally deleted once stopped: %s", got.Status.Phase)
+	}
+}
+
+// podStateHook is the simulated runtime calling hook (once, when set)
+// as a sync reads the pod's runtime state: after the sync took the pod
+// from its record, before it decides and kills.
+type podStateHook struct {
+	*sim.Runtime
+	hook func()
+}
+
+func (r *podStateHook) PodState(ctx context.Context, uid string) (*podstate.Pod, error) {
+	if f := r.hook; f != nil {
+		r.hook = nil
+		f()
+	}
+	return r.Runtime.PodState(ctx, uid)
+}
+
+// TestKillShortenedBeforeItStarts: the shorter grace period arrives
+// (HandlePod) while the sync that kills the pod has read the pod but not
+// yet started its kill, so there is no kill in flight to cancel: the kill
+// uses the shorter grace period all the same, as upstream's pod worker
+// hands SyncTerminatingPod the effective grace period of the latest
+// update (calculateEffectiveGracePeriod). Before, it waited out the first
+// (600 s), the update's sync queued behind it.
+func TestKillShortenedBeforeItStarts(t *testing.T) {
+	h := newHarness(t, nil)
+	rt := &podStateHook{Runtime: h.rt}
+	h.krt = rt
+	h.k = h.newKubelet(nil)
+	p := h.sync(h.create(h.pod("slow", func(p *v1.Pod) {
+		p.Annotations[sim.AnnotationSlowStop] = "1h"
+		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](600)
+	})))
+	if p.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s", p.Status.Phase)
+	}
+	deletePod(t, h, p, 600)
+	h.k.HandlePod(h.get(p))
+	rt.hook = func() {
+		deletePod(t, h, p, 2)
+		h.k.HandlePod(h.get(p))
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.k.syncPod(h.ctx, p.UID)
+		done <- err
+	}()
+	waitFor(t, "the container's stop waiting out its grace period", h.clock.HasWaiters)
+	h.step(2 * time.Second)
+	var err error
+	waitFor(t, "the sync to end 2 s after the shorter grace period (not 600 s)", func() bool {
+		select {
+		case err = <-done:
+			return true
+		default:
+			return false
+		}
+	})
+	if err != nil {
 		t.Fatalf("the kill with the shorter grace period: %v", err)
 	}
 	if got := h.get(p); got != nil {

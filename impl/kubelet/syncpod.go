@@ -591,6 +591,15 @@ func (k *Kubelet) terminatePod(ctx context.Context, pod *v1.Pod, rs *podstate.Po
 	if k.kills == nil {
 		k.kills = map[types.UID]*killInFlight{}
 	}
+	// An update that shortened the grace period after this sync took the
+	// pod found no kill to cancel (HandlePod): the kill uses it, as
+	// upstream's pod worker hands SyncTerminatingPod the latest update's
+	// effective grace period.
+	if rec := k.pods[pod.UID]; rec != nil && rec.pod != nil && rec.pod.DeletionTimestamp != nil &&
+		rec.pod.DeletionGracePeriodSeconds != nil && *rec.pod.DeletionGracePeriodSeconds < grace {
+		grace = *rec.pod.DeletionGracePeriodSeconds
+		f.grace = grace
+	}
 	k.kills[pod.UID] = f
 	k.mu.Unlock()
 	err := k.killPod(kctx, pod, rs, grace)
