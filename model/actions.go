@@ -913,7 +913,8 @@ func (m *Model) kubeletAdmissible(s *State, n, p int) bool {
 	if m.mutant == MutantKubeletRunsPodBoundElsewhere {
 		bound = s.PodNode[p] != 0 && s.PodState[p] == Live // runs every scheduled pod it hears of
 	}
-	phaseOK := s.PodPhase[p] == Pending || s.PodPhase[p] == Running && s.Sandboxes[p] == 0
+	phaseOK := s.PodPhase[p] == Pending || s.PodPhase[p] == Running && s.Sandboxes[p] == 0 ||
+		m.mutant == MutantKubeletRestartsFailedPod && s.PodPhase[p] == Failed
 	return m.kubeletReady(s, n) && bound && phaseOK && !s.KubeletKnows[p] &&
 		(s.Sandboxes[p] == 0 || s.SandboxNode[p] == uint8(n))
 }
@@ -971,7 +972,7 @@ func (m *Model) kubeletUpdatePodStatus(s, t *State, n, p int) bool {
 // here, or p is terminal: stop its containers (gracefully), remove its
 // sandbox and release its IP.
 func (m *Model) kubeletStopPod(s, t *State, n, p int) bool {
-	if m.mutant == MutantKubeletNeverStopsFailedPods && s.PodState[p] == Live && s.PodPhase[p] == Failed {
+	if m.mutant == MutantKubeletNeverStopsDeletedPods && m.KubeletSees(s, p) == KubeletSeen(n, Deleting) {
 		return false
 	}
 	if !m.kubeletReady(s, n) || s.Sandboxes[p] == 0 || s.SandboxNode[p] != uint8(n) ||
@@ -979,13 +980,29 @@ func (m *Model) kubeletStopPod(s, t *State, n, p int) bool {
 		return false
 	}
 	*t = *s
+	m.stopSandbox(t, p)
+	return true
+}
+
+// StopSandbox(p): the kubelet stops p's containers and sandbox, releases its
+// IP and drops the sandbox from its pod manager.
+func (m *Model) stopSandbox(t *State, p int) {
 	t.Sandboxes[p] = 0
 	t.SandboxNode[p] = 0
 	if m.mutant != MutantKubeletLeaksIPOnStop {
 		t.SandboxIP[p] = 0
 	}
 	t.KubeletKnows[p] = false
-	return true
+}
+
+// writeTerminal is WriteTerminal(p): the kubelet's write of p's terminal
+// phase (set in t by the caller), p's sandbox stopped in the same step —
+// its status manager holds the phase back until the termination completed
+// (KUBELET-8; upstream mergePodStatus with the pod worker's
+// CouldHaveRunningContainers).
+func (m *Model) writeTerminal(s, t *State, p int, k Kind) {
+	m.stopSandbox(t, p)
+	m.write(s, t, k)
 }
 
 // KubeletFinalizePod(n, p): the kubelet sees p terminating on n and nothing
@@ -1006,7 +1023,8 @@ func (m *Model) kubeletFinalizePod(s, t *State, n, p int) bool {
 }
 
 // KubeletEvictPod(n, p) (fault): node-pressure eviction of running pod p:
-// its phase becomes Failed.
+// the kubelet kills it and, its sandbox stopped, reports it Failed
+// (WriteTerminal).
 func (m *Model) kubeletEvictPod(s, t *State, n, p int) bool {
 	if !m.kubeletReady(s, n) || int(s.Evictions) >= m.cfg.MaxEvictions || s.PodNode[p] != uint8(n) ||
 		s.PodState[p] != Live || s.PodPhase[p] != Running {
@@ -1016,7 +1034,11 @@ func (m *Model) kubeletEvictPod(s, t *State, n, p int) bool {
 	t.PodPhase[p] = Failed
 	t.PodReady[p] = false
 	t.Evictions++
-	m.write(s, t, KubeletEvictPod)
+	if m.mutant == MutantKubeletFailsPodBeforeStop {
+		m.write(s, t, KubeletEvictPod) // the sandbox runs on; KubeletStopPod stops it later
+		return true
+	}
+	m.writeTerminal(s, t, p, KubeletEvictPod)
 	return true
 }
 
@@ -1268,8 +1290,9 @@ func (m *Model) kubeletProbeFail(s, t *State, n, p int) bool {
 
 // KubeletCompletePod(n, p) (environment): the containers of running pod p
 // exit 0. Under restartPolicy Always the kubelet restarts them and p is not
-// Ready until its probe passes again; under OnFailure or Never p has
-// Succeeded (terminal, not Ready).
+// Ready until its probe passes again; under OnFailure or Never the kubelet
+// stops p's sandbox and, that done, reports p Succeeded (terminal, not
+// Ready; WriteTerminal).
 func (m *Model) kubeletCompletePod(s, t *State, n, p int) bool {
 	if int(s.Completions) >= m.cfg.MaxCompletions || !m.kubeletReady(s, n) || s.SandboxNode[p] != uint8(n) ||
 		s.Sandboxes[p] == 0 || s.PodState[p] != Live || s.PodPhase[p] != Running {
@@ -1283,12 +1306,14 @@ func (m *Model) kubeletCompletePod(s, t *State, n, p int) bool {
 		return false // restarted at once: nothing observable changes
 	}
 	*t = *s
-	if !always {
-		t.PodPhase[p] = Succeeded
-	}
 	t.PodReady[p] = m.mutant == MutantKubeletKeepsReadyOnExit && s.PodReady[p]
 	t.Completions++
-	m.write(s, t, KubeletCompletePod)
+	if always {
+		m.write(s, t, KubeletCompletePod)
+		return true
+	}
+	t.PodPhase[p] = Succeeded
+	m.writeTerminal(s, t, p, KubeletCompletePod)
 	return true
 }
 

@@ -27,7 +27,7 @@ const (
 	MutantDeploymentNeverRemovesOldReplicas  = "DeploymentNeverRemovesOldReplicas"
 	MutantGCNeverDeletesOrphans              = "GCNeverDeletesOrphans"
 	MutantKubeletNeverFinalizesDeletion      = "KubeletNeverFinalizesDeletion"
-	MutantKubeletNeverStopsFailedPods        = "KubeletNeverStopsFailedPods"
+	MutantKubeletNeverStopsDeletedPods       = "KubeletNeverStopsDeletedPods"
 	MutantDeploymentFlapsReplicas            = "DeploymentFlapsReplicas"
 	MutantStatusWriteKeepsRevision           = "StatusWriteKeepsRevision"
 	MutantInformerDeliversNewestFirst        = "InformerDeliversNewestFirst"
@@ -38,6 +38,7 @@ const (
 	MutantKubeletKeepsReadyOnExit            = "KubeletKeepsReadyOnExit"
 	MutantKubeletCompletesAlwaysPods         = "KubeletCompletesAlwaysPods"
 	MutantDeploymentObservesStaleGeneration  = "DeploymentObservesStaleGeneration"
+	MutantKubeletFailsPodBeforeStop          = "KubeletFailsPodBeforeStop"
 )
 
 // MutantInfo describes one mutant: the action it breaks, how, and the
@@ -69,11 +70,11 @@ var Mutants = []MutantInfo{
 	{MutantKubeletForgetsSandboxesOnRestart, KubeletRestart, "KUBELET-2", "a restarted kubelet does not rebuild its state from the runtime and starts a second sandbox"},
 	{MutantKubeletReusesIP, KubeletStartPod, "KUBELET-3", "the IP allocator hands out the first address of the pool every time"},
 	{MutantKubeletLeaksIPOnStop, KubeletStopPod, "KUBELET-4", "removing a sandbox does not release its IP"},
-	{MutantKubeletRestartsFailedPod, KubeletUpdatePodStatus, "KUBELET-5", "the kubelet restarts the containers of a Failed pod and reports it Running"},
+	{MutantKubeletRestartsFailedPod, KubeletUpdatePodStatus, "KUBELET-5", "the kubelet starts a Failed pod again (admitted anew: a new sandbox, its containers) and reports it Running"},
 	{MutantDeploymentNeverRemovesOldReplicas, DeploymentScaleDown, "LIVE-1", "the deployment controller never scales old ReplicaSets down"},
 	{MutantGCNeverDeletesOrphans, GCDeletePod, "LIVE-2", "the garbage collector never deletes pods whose owner is gone"},
 	{MutantKubeletNeverFinalizesDeletion, KubeletFinalizePod, "LIVE-2", "the kubelet stops a terminating pod but never deletes the object"},
-	{MutantKubeletNeverStopsFailedPods, KubeletStopPod, "LIVE-3", "the kubelet never stops the sandbox of a Failed pod"},
+	{MutantKubeletNeverStopsDeletedPods, KubeletStopPod, "LIVE-3", "the kubelet never stops the sandbox of a pod it sees terminating"},
 	{MutantDeploymentFlapsReplicas, DeploymentScaleDown, "LIVE-1", "the controller scales a fully available ReplicaSet down by one, then up again, forever (a fair cycle)"},
 	{MutantStatusWriteKeepsRevision, KubeletUpdatePodStatus, "STORE-1", "a pod status write is stored without taking the next revision"},
 	{MutantInformerDeliversNewestFirst, DeliverWatchEvent, "STORE-1", "an informer applies its newest queued event before older ones: the cache goes back in time"},
@@ -84,6 +85,7 @@ var Mutants = []MutantInfo{
 	{MutantKubeletKeepsReadyOnExit, KubeletCompletePod, "KUBELET-6", "a pod whose containers completed keeps its Ready condition"},
 	{MutantKubeletCompletesAlwaysPods, KubeletCompletePod, "KUBELET-7", "the kubelet lets a restartPolicy Always pod whose containers exited 0 become Succeeded"},
 	{MutantDeploymentObservesStaleGeneration, DeploymentObserve, "DEP-1", "the deployment controller writes observedGeneration without the resourceVersion precondition, claiming a generation its lagging view has not seen (needs DeploymentLag)"},
+	{MutantKubeletFailsPodBeforeStop, KubeletEvictPod, "KUBELET-8", "node-pressure eviction reports the pod Failed while its sandbox still runs (stopped later by KubeletStopPod): the order before the kubelet held a terminal phase back"},
 }
 
 var mutantByName = func() map[string]MutantInfo {

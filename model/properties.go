@@ -50,6 +50,7 @@ var Properties = []Property{
 	{ID: "KUBELET-5", Name: "TerminalPhase", Text: "a pod's phase never leaves Failed or Succeeded", Step: kubeletTerminalPhase},
 	{ID: "KUBELET-6", Name: "ReadyOnlyRunning", Text: "a pod is Ready only while Running", Invariant: kubeletReadyOnlyRunning},
 	{ID: "KUBELET-7", Name: "SucceedOnlyWithoutAlways", Text: "a pod reaches Succeeded only under restartPolicy OnFailure or Never (under Always its completed containers restart)", Step: kubeletSucceedOnlyWithoutAlways},
+	{ID: "KUBELET-8", Name: "TerminalAfterStop", Text: "the kubelet writes a terminal phase only for a pod none of whose sandboxes is live (its termination completed)", Step: kubeletTerminalAfterStop},
 	{ID: "LIVE-1", Name: "DeploymentsConverged", Text: "every deployment eventually has exactly replicas Ready pods of its current template and none of older ones, observed", Goal: liveDeploymentsConverged},
 	{ID: "LIVE-2", Name: "NoOrphans", Text: "every pod (and ReplicaSet) whose owner is gone is eventually deleted, and foreground deletions finish", Goal: liveNoOrphans},
 	{ID: "LIVE-3", Name: "NoLeakedSandboxes", Text: "every sandbox of a deleted, terminal or foreign pod is eventually removed and its IP released", Goal: liveNoLeakedSandboxes},
@@ -367,6 +368,20 @@ func kubeletSucceedOnlyWithoutAlways(m *Model, s, t *State) bool {
 	}
 	for _, p := range m.pods {
 		if t.PodPhase[p] == Succeeded && s.PodPhase[p] != Succeeded {
+			return false
+		}
+	}
+	return true
+}
+
+// kubeletTerminalAfterStop: a step that makes p's phase terminal while the
+// kubelet of p's node runs and is reachable (KubeletReady: the step is that
+// kubelet's; other writers act only on pods of nodes that are gone or not
+// ready, where a dead node's sandbox may linger) leaves p no live sandbox.
+func kubeletTerminalAfterStop(m *Model, s, t *State) bool {
+	for _, p := range m.pods {
+		if n := int(s.PodNode[p]); n != 0 && !Terminal(s.PodPhase[p]) && Terminal(t.PodPhase[p]) &&
+			m.kubeletReady(s, n) && t.Sandboxes[p] > 0 {
 			return false
 		}
 	}

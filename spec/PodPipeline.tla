@@ -283,6 +283,25 @@ Write(newExpect, newAssumed) ==
     /\ Deliver(newExpect, newAssumed)
     /\ UNCHANGED <<runtimeVars, kubeletKnows, viewVars, envVars>>
 
+\* The kubelet stops p: its containers and sandbox stopped, its IP released,
+\* its sandbox out of the pod manager.
+StopSandbox(p) ==
+    /\ sandboxes' = [sandboxes EXCEPT ![p] = 0]
+    /\ sandboxNode' = [sandboxNode EXCEPT ![p] = 0]
+    /\ sandboxIP' = [sandboxIP EXCEPT ![p] = 0]
+    /\ kubeletKnows' = [kubeletKnows EXCEPT ![p] = FALSE]
+
+\* The kubelet's write of p's terminal phase (KUBELET-8): its status manager
+\* holds the phase back until the termination of p completed (every
+\* container and the sandbox stopped), so the stop and the write are one
+\* step here.  (Upstream: mergePodStatus with the pod worker's
+\* CouldHaveRunningContainers.)
+WriteTerminal(p, newExpect, newAssumed) ==
+    /\ revision' = IF TrackRevisions = 1 THEN revision + 1 ELSE revision
+    /\ Deliver(newExpect, newAssumed)
+    /\ StopSandbox(p)
+    /\ UNCHANGED <<viewVars, envVars>>
+
 RemovePod(p) ==
     /\ podState' = [podState EXCEPT ![p] = "Absent"]
     /\ podNode' = [podNode EXCEPT ![p] = 0]
@@ -601,10 +620,7 @@ KubeletUpdatePodStatus(n, p) ==
 KubeletStopPod(n, p) ==
     /\ KubeletReady(n) /\ sandboxes[p] > 0 /\ sandboxNode[p] = n
     /\ ~(KubeletSees(p) = <<"Live", n>> /\ ~Terminal(podPhase[p]))
-    /\ sandboxes' = [sandboxes EXCEPT ![p] = 0]
-    /\ sandboxNode' = [sandboxNode EXCEPT ![p] = 0]
-    /\ sandboxIP' = [sandboxIP EXCEPT ![p] = 0]
-    /\ kubeletKnows' = [kubeletKnows EXCEPT ![p] = FALSE]
+    /\ StopSandbox(p)
     /\ UNCHANGED <<storeVars, rscView, rscExpect, schedView, schedAssumed, viewVars, pending, cacheRev, envVars, budgetVars>>
 
 \* The kubelet sees p terminating on n and nothing of it runs: delete the
@@ -617,7 +633,8 @@ KubeletFinalizePod(n, p) ==
     /\ Write(rscExpect, schedAssumed)
     /\ UNCHANGED budgetVars
 
-\* Fault: node-pressure eviction of running pod p: Failed.
+\* Fault: node-pressure eviction of running pod p: the kubelet kills it and,
+\* its sandbox stopped, reports it Failed (WriteTerminal).
 KubeletEvictPod(n, p) ==
     /\ KubeletReady(n) /\ evictions < MaxEvictions
     /\ podNode[p] = n /\ podState[p] = "Live" /\ podPhase[p] = "Running"
@@ -625,7 +642,7 @@ KubeletEvictPod(n, p) ==
     /\ podReady' = [podReady EXCEPT ![p] = FALSE]
     /\ evictions' = evictions + 1
     /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas, podState, podNode, podOwners, nodeTainted, nodeState>>
-    /\ Write(rscExpect, schedAssumed)
+    /\ WriteTerminal(p, rscExpect, schedAssumed)
     /\ UNCHANGED <<crashes, watchDrops, nodeFailures, scales, deletes, nodeDeletes, probeFailures, completions>>
 
 -----------------------------------------------------------------------------
@@ -804,18 +821,22 @@ KubeletProbeFail(n, p) ==
 \* The containers of running pod p exit 0.  Under restartPolicy Always they
 \* are restarted and p is not Ready until its probe passes again (without a
 \* probe nothing observable changes, so the step is not taken); under
-\* OnFailure or Never p has Succeeded.
+\* OnFailure or Never the kubelet stops p's sandbox and, that done, reports
+\* p Succeeded (WriteTerminal).
 KubeletCompletePod(n, p) ==
     /\ completions < MaxCompletions
     /\ KubeletReady(n) /\ sandboxes[p] > 0 /\ sandboxNode[p] = n
     /\ podState[p] = "Live" /\ podPhase[p] = "Running"
     /\ RestartPolicy = 0 => (ReadinessProbes = 1 /\ podReady[p])
-    /\ podPhase' = IF RestartPolicy = 0 THEN podPhase ELSE [podPhase EXCEPT ![p] = "Succeeded"]
     /\ podReady' = [podReady EXCEPT ![p] = FALSE]
     /\ completions' = completions + 1
     /\ UNCHANGED <<depState, depReplicas, depVersion, depObserved, rsState, rsReplicas,
                    podState, podNode, podOwners, nodeTainted, nodeState>>
-    /\ Write(rscExpect, schedAssumed)
+    /\ IF RestartPolicy = 0
+         THEN /\ UNCHANGED podPhase
+              /\ Write(rscExpect, schedAssumed)
+         ELSE /\ podPhase' = [podPhase EXCEPT ![p] = "Succeeded"]
+              /\ WriteTerminal(p, rscExpect, schedAssumed)
     /\ UNCHANGED <<crashes, watchDrops, nodeFailures, evictions, scales, deletes, nodeDeletes, probeFailures>>
 
 \* p is Ready on a node that stopped reporting (its kubelet is down or the
@@ -1158,6 +1179,19 @@ KUBELET_6 == \A p \in Pods : podReady[p] => podPhase[p] = "Running"
 \* KUBELET-7: a pod reaches Succeeded only under restartPolicy OnFailure or
 \* Never (under Always, completed containers are restarted).
 KUBELET_7 == [][RestartPolicy = 0 => \A p \in Pods : podPhase'[p] = "Succeeded" => podPhase[p] = "Succeeded"]_vars
+
+\* KUBELET-8: the kubelet writes a terminal phase only for a pod none of whose
+\* sandboxes is live: its termination completed first (or in the same step).
+\* A step that makes p's phase terminal while the kubelet of p's node runs
+\* and is reachable is that kubelet's: every kubelet action needs
+\* KubeletReady, and the other components that may set a phase (upstream's
+\* pod garbage collector, Failed before its force delete) act only on pods
+\* of nodes that are gone or not ready, where a dead node's sandbox may
+\* linger; the property says nothing of those.
+KUBELET_8 == [][\A p \in Pods :
+                   (/\ ~Terminal(podPhase[p]) /\ Terminal(podPhase'[p])
+                    /\ podNode[p] # 0 /\ KubeletReady(podNode[p]))
+                   => sandboxes'[p] = 0]_vars
 
 \* LIVE-1: every deployment eventually has exactly replicas Ready pods of its
 \* current template, none of older ones, and has observed its generation.
