@@ -32,11 +32,12 @@ import (
 //     count towards the pod's memory (and its eviction), not its local
 //     storage. The simulated runtime's nodes mount nothing (no root, and
 //     their containers read no files): the directories are plain ones,
-//     with the tmpfs root's mode (volumeDirMode). The periodic refresh of
-//     a running pod's volumes mounts nothing over a directory it finds
-//     (setUpPodVolumes), nor does any set-up over one holding files
-//     (setUpTmpfs): a kubelet before this one made them plain
-//     directories, which the pod's running containers bound;
+//     with the tmpfs root's mode (volumeDirMode). Only the set-up for a
+//     new sandbox mounts over a directory it finds (setUpPodVolumes: not
+//     the periodic refresh of a running pod's volumes, nor the one before
+//     a container is started again; a kubelet before this one made them
+//     plain directories, which the pod's running containers bound), and
+//     not over an emptyDir's holding files (setUpTmpfs);
 //   - once the pod has terminated, its volumes are torn down
 //     (tearDownTerminatedVolumes), as upstream's volume manager unmounts a
 //     terminated pod's volumes: subPath bind mounts undone first, then each
@@ -166,27 +167,26 @@ func (k *Kubelet) mountsTmpfs() bool { return k.rt.Type() != "sim" }
 
 // setUpTmpfs mounts a tmpfs at dir, the directory of pod's memory-backed
 // volume v, sized by tmpfsSize, unless one is mounted there already, as
-// upstream's setupTmpfs; mounted says whether it did. A directory found
-// without one that already holds files (a kubelet before this one made
-// the volume a plain directory) is not mounted over, whatever the volume:
-// an emptyDir's files would be hidden from the containers started next
-// (upstream's volume manager does not set an emptyDir up again once it
-// has), and containers of the pod still running bound that directory
-// (private propagation), so a secret, downwardAPI or projected volume's
-// later payloads (a changed Secret, a renewed token) written into a tmpfs
-// over it would never reach them: they are written into the directory,
-// as before. The periodic refresh of a running pod's volumes does not
-// come here for a directory it found (setUpPodVolumes).
+// upstream's setupTmpfs; mounted says whether it did. It comes here for a
+// directory it found only for a new sandbox (setUpPodVolumes): nothing of
+// the pod runs, a secret, downwardAPI or projected volume is mounted and
+// its files written again, as upstream's remount of it; but an emptyDir
+// whose directory holds files (a kubelet before this one made it a plain
+// directory) is not mounted over, its files would be hidden from the
+// containers started next (upstream's volume manager does not set an
+// emptyDir up again once it has).
 func (k *Kubelet) setUpTmpfs(pod *v1.Pod, v *v1.Volume, dir string) (mounted bool, err error) {
 	onTmpfs, err := tmpfsMountPoint(dir)
 	if err != nil || onTmpfs {
 		return false, err
 	}
-	if empty, err := dirEmpty(dir); err != nil || !empty {
-		if err == nil {
-			k.log.Info("Memory-backed volume holds files and is no tmpfs; not mounted over", "volume", v.Name, "path", dir)
+	if v.EmptyDir != nil {
+		if empty, err := dirEmpty(dir); err != nil || !empty {
+			if err == nil {
+				k.log.Info("Memory-backed emptyDir holds files and is no tmpfs; not mounted over", "volume", v.Name, "path", dir)
+			}
+			return false, err
 		}
-		return false, err
 	}
 	mem := k.allocatable[v1.ResourceMemory]
 	data := tmpfsMountData(tmpfsSize(pod, v, mem.Value()), tmpfsNoswapSupported())

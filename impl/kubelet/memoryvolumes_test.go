@@ -478,15 +478,17 @@ func TestPossibleMemoryBackedVolumesOnDisk(t *testing.T) {
 }
 
 // TestMemoryEmptyDirWithDataNotMountedOver: an emptyDir of medium Memory
-// found as a plain directory holding files (made by a kubelet before its
-// volumes were tmpfs) is not hidden under a new tmpfs by a later set-up
-// of the running pod's volumes, the periodic refresh's or the one before
-// a container is started again, as upstream's volume manager does not set
-// up again an emptyDir it has mounted; nor is a secret volume found so:
-// the pod's running containers bound that directory (private
-// propagation, as the runtime's), so a tmpfs mounted over it would take
-// every later update (a changed Secret, a projected token renewed) out of
-// their sight. Its update is written into the directory they see.
+// and a secret volume found as plain directories holding files (made by a
+// kubelet before its volumes were tmpfs) while the pod runs get no tmpfs
+// over them, neither from the periodic refresh nor from the set-up before
+// a container is started again: the running containers bound those
+// directories (private propagation, as the runtime's), so a tmpfs over
+// them would take every later update (a changed Secret, a projected token
+// renewed) out of their sight; the update is written into the directory
+// they see. For a new sandbox (nothing of the pod running) the secret
+// volume gets its tmpfs, written again, and the emptyDir still none: its
+// files would be hidden, as upstream's volume manager does not set up
+// again an emptyDir it has mounted.
 func TestMemoryEmptyDirWithDataNotMountedOver(t *testing.T) {
 	root := needMounts(t)
 	h := newVolumeHarness(t)
@@ -526,12 +528,16 @@ func TestMemoryEmptyDirWithDataNotMountedOver(t *testing.T) {
 	if _, err := h.client.CoreV1().Secrets("default").Update(h.ctx, s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	check := func(when string) {
+	checkCache := func(when string) {
 		t.Helper()
 		if onTmpfs, _ := tmpfsOf(t, cache); onTmpfs {
 			t.Errorf("%s: %s: a tmpfs mounted over the emptyDir's files", when, cache)
 		}
 		assertFile(t, filepath.Join(cache, "data"), "kept")
+	}
+	check := func(when string) {
+		t.Helper()
+		checkCache(when)
 		if onTmpfs, _ := tmpfsOf(t, sec); onTmpfs {
 			t.Errorf("%s: %s: a tmpfs mounted over the secret volume its containers see", when, sec)
 		}
@@ -556,6 +562,27 @@ func TestMemoryEmptyDirWithDataNotMountedOver(t *testing.T) {
 		t.Fatalf("container not started again: %+v", cstatus(got, "app"))
 	}
 	check("container started again")
+
+	// Its sandbox gone (a reboot): the new one's set-up.
+	if err := syscall.Unmount(view, 0); err != nil {
+		t.Fatal(err)
+	}
+	sandboxes, err := h.rt.ListPodSandbox(h.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range sandboxes {
+		if err := h.rt.StopPodSandbox(h.ctx, sb.Id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.step(time.Second)
+	h.sync(p)
+	checkCache("new sandbox")
+	if onTmpfs, _ := tmpfsOf(t, sec); !onTmpfs {
+		t.Errorf("new sandbox: %s: no tmpfs", sec)
+	}
+	assertFile(t, filepath.Join(sec, "password"), "pw2")
 }
 
 // TestFinalDeleteWaitsForVolumeTeardown: a deleted pod whose tmpfs cannot
@@ -722,8 +749,9 @@ func TestHugePagesEmptyDirOnHugetlbfs(t *testing.T) {
 // directory found without one, even empty (a kubelet before its volumes
 // were tmpfs made it a plain directory): the running containers bound
 // that directory (private propagation), so a tmpfs over it would split
-// the volume between them and the containers started next. A new sandbox
-// (nothing of the pod running) gets the tmpfs.
+// the volume between them and the containers started next; nor does the
+// set-up before a container is started again while others run. A new
+// sandbox (nothing of the pod running) gets the tmpfs.
 func TestRefreshMountsNothingOverRunningPodsVolume(t *testing.T) {
 	root := needMounts(t)
 	h := newVolumeHarness(t)
@@ -752,6 +780,30 @@ func TestRefreshMountsNothingOverRunningPodsVolume(t *testing.T) {
 	}
 	mustWrite(t, filepath.Join(view, "sem"), "x")
 	assertFile(t, filepath.Join(shm, "sem"), "x")
+	if err := os.Remove(filepath.Join(shm, "sem")); err != nil {
+		t.Fatal(err)
+	}
+
+	// A container of it started again while the others run (no new
+	// sandbox): nor before that.
+	cs, err := h.rt.ListContainers(h.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		if err := h.rt.StopContainer(h.ctx, c.Id, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.step(time.Minute)
+	if got := h.sync(p); cstatus(got, "app").RestartCount != 1 || cstatus(got, "app").State.Running == nil {
+		t.Fatalf("container not started again: %+v", cstatus(got, "app"))
+	}
+	if onTmpfs, _ := tmpfsOf(t, shm); onTmpfs {
+		t.Errorf("%s: a tmpfs mounted over the shared directory before a container was started again", shm)
+	}
+	mustWrite(t, filepath.Join(view, "sem"), "y")
+	assertFile(t, filepath.Join(shm, "sem"), "y")
 	if err := syscall.Unmount(view, 0); err != nil {
 		t.Fatal(err)
 	}

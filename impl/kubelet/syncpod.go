@@ -630,7 +630,9 @@ func (k *Kubelet) startPod(ctx context.Context, rec *podRecord, pod *v1.Pod, rs 
 		}
 	}
 	if (a.CreateSandbox || len(a.ContainersToStart) > 0) && len(pod.Spec.Volumes) > 0 {
-		if err := k.setUpVolumes(ctx, rec, pod); err != nil {
+		// A tmpfs or hugetlbfs over a directory found without one only
+		// for a new sandbox, nothing of the pod running (volumes.go).
+		if err := k.setUpPodVolumes(ctx, rec, pod, a.CreateSandbox); err != nil {
 			for _, e := range volumeErrors(err) { // one FailedMount per failing volume
 				k.podEvent(pod, v1.EventTypeWarning, EventFailedMount, "%v", e)
 			}

@@ -69,13 +69,15 @@ func (k *Kubelet) setUpVolumes(ctx context.Context, rec *podRecord, pod *v1.Pod)
 
 // setUpPodVolumes is setUpVolumes; mountOver says whether the directory
 // of a memory-backed or huge pages volume found without its tmpfs or
-// hugetlbfs may get one (memoryvolumes.go): yes when the pod's containers
-// are started (startPod), not on the periodic refresh of a running pod's
-// volumes (refreshVolumes), which mounts only at a directory it had to
-// make. Such a directory was made plain by a kubelet before the volumes
-// were mounts, and the pod's running containers bound it (private
-// propagation): a mount over it would split the volume between them and
-// the containers started next, and hide from them what the refresh writes.
+// hugetlbfs may get one (memoryvolumes.go): only for a new sandbox
+// (startPod's CreateSandbox: nothing of the pod runs, as after a reboot),
+// not before a container is started again while others run, nor on the
+// periodic refresh of a running pod's volumes (refreshVolumes); those
+// mount only at a directory they had to make. Such a directory was made
+// plain by a kubelet before the volumes were mounts, and the pod's
+// running containers bound it (private propagation): a mount over it
+// would split the volume between them and the containers started next,
+// and hide from them what the refresh writes.
 func (k *Kubelet) setUpPodVolumes(ctx context.Context, rec *podRecord, pod *v1.Pod, mountOver bool) error {
 	src := clientEnvSource{ctx: ctx, k: k}
 	files := make(map[string]volumeFile, 4) // one volume's at a time
