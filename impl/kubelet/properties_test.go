@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,17 +23,23 @@ import (
 // TestKubeletProperties drives one kubelet through random pod creations
 // (some bound elsewhere, some crashing, exiting or failing to start, some
 // too big for the node, some with an active deadline),
-// syncs, clock steps, graceful and forced deletions and kubelet restarts,
-// and checks the spec's kubelet invariants after every step:
+// syncs, clock steps, graceful and forced deletions, kubelet restarts and
+// spells of failing sandbox stops (StopPodSandbox failing with the sandbox
+// left ready), and checks the spec's kubelet properties after every step:
 // KUBELET-1 (only pods bound here run), KUBELET-2 (at most one live
-// sandbox per pod), KUBELET-3 (unique IPs among live sandboxes) and
-// KUBELET-5 (a terminal phase is final).
+// sandbox per pod), KUBELET-3 (unique IPs among live sandboxes), KUBELET-5
+// (a terminal phase is final) and KUBELET-8 (a pod first seen with a
+// terminal phase has no live sandbox: the kubelet writes the phase only
+// once the pod's termination completed).
 func TestKubeletProperties(t *testing.T) {
 	if testing.Short() {
 		t.Skip("property test: seconds of random scenarios")
 	}
 	rapid.Check(t, func(rt *rapid.T) {
 		h := newHarness(rt, nil)
+		stops := &sandboxStopFailure{Runtime: h.rt}
+		h.krt = stops
+		h.k = h.newKubelet(nil)
 		ctx := context.Background()
 		var pods []*v1.Pod
 		terminal := map[types.UID]v1.PodPhase{}
@@ -75,7 +82,20 @@ func TestKubeletProperties(t *testing.T) {
 					rt.Skip("no pods")
 				}
 				p := rapid.SampledFrom(pods).Draw(rt, "pod")
-				h.sync(p)
+				if !stops.fail.Load() {
+					h.sync(p)
+					return
+				}
+				// While sandbox stops fail a kill fails (FailedKillPod,
+				// retried at the next sync); nothing else may.
+				if cur := h.get(p); cur != nil {
+					h.k.HandlePod(cur)
+				} else {
+					h.k.HandlePodDeleted(p)
+				}
+				if _, err := h.k.syncPod(ctx, p.UID); err != nil && !strings.Contains(err.Error(), errSandboxStop) {
+					rt.Fatalf("sync %s: %v", p.Name, err)
+				}
 			},
 			"step": func(rt *rapid.T) {
 				h.step(time.Duration(rapid.IntRange(0, 15).Draw(rt, "seconds")) * time.Second)
@@ -101,6 +121,9 @@ func TestKubeletProperties(t *testing.T) {
 				p := rapid.SampledFrom(pods).Draw(rt, "pod")
 				_ = h.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 			},
+			"sandbox stops fail or work again": func(rt *rapid.T) {
+				stops.fail.Store(!stops.fail.Load())
+			},
 			"restart kubelet": func(rt *rapid.T) {
 				h.k = h.newKubelet(nil)
 				if err := h.k.adoptRuntimeState(ctx); err != nil {
@@ -113,6 +136,10 @@ func TestKubeletProperties(t *testing.T) {
 		})
 	})
 }
+
+// errSandboxStop is in the error sandboxStopFailure's StopPodSandbox
+// returns while it fails.
+const errSandboxStop = "failed to destroy network for sandbox"
 
 func checkKubeletInvariants(rt *rapid.T, h *harness, pods []*v1.Pod, terminal map[types.UID]v1.PodPhase) {
 	ctx := context.Background()
@@ -156,6 +183,9 @@ func checkKubeletInvariants(rt *rapid.T, h *harness, pods []*v1.Pod, terminal ma
 			rt.Fatalf("KUBELET-5: pod %s left %s for %q", p.Name, was, cur.Status.Phase)
 		}
 		if podsync.IsTerminalPhase(cur.Status.Phase) {
+			if _, was := terminal[p.UID]; !was && live[p.UID] > 0 {
+				rt.Fatalf("KUBELET-8: pod %s reported %s while its sandbox is live", p.Name, cur.Status.Phase)
+			}
 			terminal[p.UID] = cur.Status.Phase
 		}
 	}
