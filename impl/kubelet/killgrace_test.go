@@ -136,10 +136,9 @@ func TestKillShortenedBeforeItStarts(t *testing.T) {
 	}
 	deletePod(t, h, p, 600)
 	h.k.HandlePod(h.get(p))
-	rt.hook = func() {
-		deletePod(t, h, p, 2)
-		h.k.HandlePod(h.get(p))
-	}
+	deletePod(t, h, p, 2)
+	shorter := h.get(p)
+	rt.hook = func() { h.k.HandlePod(shorter) }
 	done := make(chan error, 1)
 	go func() {
 		_, err := h.k.syncPod(h.ctx, p.UID)
