@@ -26,6 +26,10 @@ type Abstraction struct {
 	versions map[string]map[string]int // deployment name -> image -> version
 	pods     map[string][2]int         // pod uid -> deployment, version
 	rsNames  map[string][2]int         // ReplicaSet name -> deployment, version (every one listed in the run)
+	// phases holds, per pod uid, the last phase (and readiness) the map
+	// gave the pod: non-terminal, or terminal written before the pod was
+	// deleted (see modelPhase).
+	phases map[string]podPhase
 	// Orphaned names the deployments deleted with propagationPolicy Orphan:
 	// the model has no such policy, so their ReplicaSets, pods and sandboxes
 	// (left running without an owner, as the user asked) are not mapped.
@@ -70,7 +74,7 @@ func NewModel(capacity int) (*model.Model, error) {
 // NewAbstraction starts a fresh numbering for one run.
 func NewAbstraction(m *model.Model) *Abstraction {
 	return &Abstraction{Model: m, deps: map[string]int{}, versions: map[string]map[string]int{},
-		pods: map[string][2]int{}, rsNames: map[string][2]int{}, Orphaned: map[string]bool{}}
+		pods: map[string][2]int{}, rsNames: map[string][2]int{}, phases: map[string]podPhase{}, Orphaned: map[string]bool{}}
 }
 
 func (a *Abstraction) deployment(name string) (int, error) {
@@ -230,17 +234,8 @@ func (a *Abstraction) Snapshot(ob *Observation, down map[string]bool) (model.Sna
 				return sn, err
 			}
 		}
-		switch {
-		case p.Status.Phase == v1.PodSucceeded:
-			ps.Phase = model.Succeeded
-		case Terminal(p.Status.Phase):
-			ps.Phase = model.Failed
-		case p.Status.Phase == v1.PodRunning:
-			ps.Phase = model.Running
-			ps.NotReady = !PodReady(p)
-		default:
-			ps.Phase = model.Pending
-		}
+		pp := a.modelPhase(p, live[string(p.UID)] != nil, true)
+		ps.Phase, ps.NotReady = pp.phase, pp.notReady
 		// An owner reference stays on the pod after its ReplicaSet is
 		// gone (background deletion: the garbage collector deletes the
 		// pod later), as the model's podOwners does. A ReplicaSet the
@@ -300,12 +295,85 @@ func (a *Abstraction) orphanedUID(uid string) bool {
 }
 
 // Remember records a pod's deployment and version as the recorder sees it,
-// so that a sandbox outliving the pod object maps to its (Absent) pod.
+// so that a sandbox outliving the pod object maps to its (Absent) pod, and
+// its phase (modelPhase).
 func (a *Abstraction) Remember(p *v1.Pod) {
 	dep := p.Labels[AppLabel]
 	if v, err := a.version(dep, image(&p.Spec)); err == nil {
 		a.pods[string(p.UID)] = [2]int{a.deps[dep], v}
 	}
+	a.modelPhase(p, false, false)
+}
+
+// podPhase is a pod's phase as the model has it, and whether it is Running
+// but not Ready.
+type podPhase struct {
+	phase    uint8
+	notReady bool
+}
+
+// modelPhase is the phase (and readiness) the model gives pod p and
+// remembers it; sandboxLive: the observation has a live sandbox of p;
+// observed: p is from an observation (else from the recorder, which knows
+// nothing of sandboxes: a terminal phase of a deleted pod is then neither
+// mapped nor remembered).
+//
+// A terminal phase written as a pod's last status before its object goes
+// is not a model state, the model folding that write into the removal:
+//   - the kubelet's final status of a deleted pod (upstream TerminatePod
+//     and getPhase of a terminal pod: Failed, or Succeeded when every
+//     container exited 0, whatever the restartPolicy), written once the
+//     pod's kill succeeded and just before its final delete — the model's
+//     KubeletStopPod leaves the phase as it was and KubeletFinalizePod
+//     removes the pod;
+//   - the pod garbage collector's Failed (DisruptionTarget
+//     DeletionByPodGC) just before its force delete — the model's
+//     PodGCDeletePod removes the pod.
+//
+// Such a pod, observed between the write and the removal (a kubelet
+// crashed between them keeps it there until it is back), keeps the phase
+// and readiness it had before: the last non-terminal ones the map gave it
+// (Pending if it was never seen, as a pod the kubelet never reported
+// Running; the stop changes neither in the model). A pod seen
+// terminal before it was deleted keeps its terminal phase, and so does a
+// deleted pod reported terminal while a sandbox of it is live (the kubelet
+// writes a terminal phase only once none is, KUBELET-8: the trace
+// validation is to reject that).
+func (a *Abstraction) modelPhase(p *v1.Pod, sandboxLive, observed bool) podPhase {
+	var pp podPhase
+	switch {
+	case p.Status.Phase == v1.PodSucceeded:
+		pp.phase = model.Succeeded
+	case Terminal(p.Status.Phase):
+		pp.phase = model.Failed
+	case p.Status.Phase == v1.PodRunning:
+		pp.phase, pp.notReady = model.Running, !PodReady(p)
+	default:
+		pp.phase = model.Pending
+	}
+	uid := string(p.UID)
+	prev, seen := a.phases[uid]
+	if model.Terminal(pp.phase) && !(seen && model.Terminal(prev.phase)) {
+		if podGCFailed(p) || p.DeletionTimestamp != nil && !sandboxLive && observed {
+			return prev // Pending when not seen
+		}
+		if p.DeletionTimestamp != nil && !observed {
+			return pp
+		}
+	}
+	a.phases[uid] = pp
+	return pp
+}
+
+// podGCFailed reports whether the pod garbage collector marked p Failed
+// before deleting it (upstream's DisruptionTarget reason DeletionByPodGC).
+func podGCFailed(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.DisruptionTarget && c.Status == v1.ConditionTrue && c.Reason == "DeletionByPodGC" {
+			return true
+		}
+	}
+	return false
 }
 
 func hasTaint(n *v1.Node, key string, effect v1.TaintEffect) bool {

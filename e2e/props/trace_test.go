@@ -138,3 +138,116 @@ func rolledOut() *Observation {
 	}
 	return ob
 }
+
+// A deleted pod's last status before its final delete — the kubelet's
+// final status once its kill succeeded (Failed, or Succeeded when every
+// container exited 0, restartPolicy Always included, as upstream's
+// TerminatePod and getPhase of a terminal pod), or the pod garbage
+// collector's Failed before its force delete — is a write the model folds
+// into the removal: observed in between (a kubelet that crashed between
+// the two writes keeps the pod there), the pod maps to the phase and
+// readiness it had, and the step from the pod running (deleting, its
+// sandbox live) to it is the model's KubeletStopPod. A pod seen terminal
+// before its deletion keeps that phase, and so does one reported terminal
+// while its sandbox is live (KUBELET-8): that step is rejected.
+func TestDeletedPodFinalStatusIsAModelState(t *testing.T) {
+	m, err := NewModel(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	deleting := func(ob *Observation) *Observation {
+		ob.Pods[1].DeletionTimestamp = &now
+		return ob
+	}
+	final := func(phase v1.PodPhase, sandbox bool) *Observation {
+		ob := deleting(testObservation())
+		ob.Pods[1].Status = v1.PodStatus{Phase: phase, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse}}}
+		if !sandbox {
+			ob.Sandboxes = ob.Sandboxes[:1]
+		}
+		return ob
+	}
+	step := func(t *testing.T, a *Abstraction, from, to *Observation, userDeleted ...int) (model.State, string) {
+		t.Helper()
+		s0, ok := ModelState(a, from, nil)
+		if !ok {
+			t.Fatal("outside the model's bounds")
+		}
+		s1, ok := ModelState(a, to, nil)
+		if !ok {
+			t.Fatal("outside the model's bounds")
+		}
+		v := &TraceValidator{Model: m, MaxDepth: 6, MaxStates: 20000, FailDistance: 1000}
+		v.Step(s0)
+		if len(userDeleted) == 2 {
+			v.UserDeletedPod(userDeleted[0], userDeleted[1])
+		}
+		return s1, v.Step(s1)
+	}
+	phaseOf := func(s model.State) (uint8, bool) {
+		o := m.Observable(&s)
+		for _, p := range m.Pods() {
+			if o.PodState[p] == model.Deleting {
+				return o.PodPhase[p], o.PodReady[p]
+			}
+		}
+		t.Fatal("no deleting pod")
+		return 0, false
+	}
+	for _, phase := range []v1.PodPhase{v1.PodFailed, v1.PodSucceeded} {
+		t.Run("kubelet's final status "+string(phase), func(t *testing.T) {
+			s, msg := step(t, NewAbstraction(m), deleting(testObservation()), final(phase, false))
+			if msg != "" {
+				t.Fatalf("not explained: %s", msg)
+			}
+			if ph, ready := phaseOf(s); ph != model.Running || !ready {
+				t.Fatalf("mapped to phase %d ready %v, want Running and Ready as before", ph, ready)
+			}
+		})
+	}
+	t.Run("pod GC's Failed", func(t *testing.T) {
+		a := NewAbstraction(m)
+		if _, ok := ModelState(a, testObservation(), nil); !ok {
+			t.Fatal("outside the model's bounds")
+		}
+		ob := testObservation()
+		ob.Pods[1].Status.Phase = v1.PodFailed
+		ob.Pods[1].Status.Conditions = append(ob.Pods[1].Status.Conditions,
+			v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: "DeletionByPodGC"})
+		sn, err := a.Snapshot(ob, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sn.Pods[1].Phase; got != model.Running {
+			t.Fatalf("mapped to phase %d, want Running", got)
+		}
+	})
+	t.Run("never seen before its final status", func(t *testing.T) {
+		sn, err := NewAbstraction(m).Snapshot(final(v1.PodFailed, false), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sn.Pods[1].Phase; got != model.Pending {
+			t.Fatalf("mapped to phase %d, want Pending", got)
+		}
+	})
+	t.Run("Failed before its deletion", func(t *testing.T) {
+		a := NewAbstraction(m)
+		failed := testObservation()
+		failed.Pods[1].Status = v1.PodStatus{Phase: v1.PodFailed}
+		failed.Sandboxes = failed.Sandboxes[:1]
+		s, msg := step(t, a, failed, final(v1.PodFailed, false), 1, 1)
+		if msg != "" {
+			t.Fatalf("not explained: %s", msg)
+		}
+		if ph, _ := phaseOf(s); ph != model.Failed {
+			t.Fatalf("mapped to phase %d, want Failed", ph)
+		}
+	})
+	t.Run("terminal while its sandbox is live", func(t *testing.T) {
+		if _, msg := step(t, NewAbstraction(m), deleting(testObservation()), final(v1.PodFailed, true)); msg == "" {
+			t.Fatal("a terminal phase written while the sandbox is live was explained")
+		}
+	})
+}
