@@ -31,10 +31,33 @@ type measured struct {
 	pids   int64 // -1: not reported
 }
 
+// containerLister is CRI's ListContainers, which a runtime client
+// offers: with it measure knows which containers run.
+type containerLister interface {
+	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+}
+
 // measure collects CRI container stats (and, when the runtime offers
-// them, pod sandbox stats) by pod UID. ok is false when the runtime did
-// not answer ListContainerStats.
+// them, pod sandbox stats) by pod UID. When the runtime lists its
+// containers, only running ones count, whatever their kind, as
+// upstream's CRI stats provider drops exited containers
+// (removeTerminatedContainers: a finished init container, an earlier
+// instance of a restarted one). ok is false when the runtime did not
+// answer ListContainerStats (or ListContainers).
 func measure(ctx context.Context, l ContainerStatsLister) (map[string]*measured, bool) {
+	var running map[string]struct{} // nil: states unknown, all count
+	if cl, ok := l.(containerLister); ok {
+		list, err := cl.ListContainers(ctx, &runtimeapi.ContainerFilter{})
+		if err != nil {
+			return nil, false
+		}
+		running = make(map[string]struct{}, len(list))
+		for _, c := range list {
+			if c.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				running[c.GetId()] = struct{}{}
+			}
+		}
+	}
 	all, err := l.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
 	if err != nil {
 		return nil, false
@@ -54,16 +77,22 @@ func measure(ctx context.Context, l ContainerStatsLister) (map[string]*measured,
 		if uid == "" || name == "" {
 			continue
 		}
+		if running != nil {
+			if _, ok := running[s.GetAttributes().GetId()]; !ok {
+				continue
+			}
+		}
 		m := pod(uid)
-		// Exited instances report no memory; their writable layers
-		// still take disk (until the container is removed).
+		// Without container states, exited instances count too: they
+		// report no memory, but their writable layers take disk.
 		if ws := s.GetMemory().GetWorkingSetBytes(); ws != nil {
 			m.memory[name] += int64(ws.Value)
 		}
-		if fs := s.GetWritableLayer(); fs != nil {
-			m.disk[name] += int64(fs.GetUsedBytes().GetValue())
-			m.inodes[name] += int64(fs.GetInodesUsed().GetValue())
-		}
+		// Every reported container has an entry (its logs count), 0 if
+		// the runtime reports no writable layer.
+		fs := s.GetWritableLayer()
+		m.disk[name] += int64(fs.GetUsedBytes().GetValue())
+		m.inodes[name] += int64(fs.GetInodesUsed().GetValue())
 	}
 	if sp, ok := l.(runtime.StatsProvider); ok {
 		if sandboxes, err := sp.ListPodSandboxStats(ctx, &runtimeapi.PodSandboxStatsFilter{}); err == nil {
@@ -83,9 +112,14 @@ func measure(ctx context.Context, l ContainerStatsLister) (map[string]*measured,
 }
 
 // podStats is one pod's usage: what the runtime measured for its
-// containers (a container it does not report keeps its request), plus
-// its log files and local ephemeral volumes on the node filesystem (its
-// emptyDirs of other media are measured for their sizeLimit only).
+// containers (an app container it does not report keeps its request),
+// plus its log files and local ephemeral volumes on the node filesystem
+// (its emptyDirs of other media are measured for their sizeLimit only).
+// The local storage (Storage.Rootfs, Storage.Logs) is that of every
+// container measure reports (the running ones), of any kind: app, init,
+// sidecar or ephemeral, as upstream's pod ephemeral storage sums the
+// rootfs and logs of every container its stats hold; without runtime
+// stats, the app containers' logs.
 func (h HostProvider) podStats(p *v1.Pod, m *measured) PodStats {
 	ps := requestStats(p)
 	st := &LocalStorage{Volumes: map[string]int64{}, Rootfs: map[string]int64{}, Logs: map[string]int64{}}
@@ -96,11 +130,14 @@ func (h HostProvider) podStats(p *v1.Pod, m *measured) PodStats {
 			if used, ok := m.memory[c.Name]; ok {
 				ps.Memory[c.Name] = used
 			}
-			if used, ok := m.disk[c.Name]; ok {
-				ps.Disk += used - containerRequest(c, v1.ResourceEphemeralStorage)
-				ps.Inodes += m.inodes[c.Name]
-				st.Rootfs[c.Name] = used
+			if _, ok := m.disk[c.Name]; ok {
+				ps.Disk -= containerRequest(c, v1.ResourceEphemeralStorage)
 			}
+		}
+		for name, used := range m.disk {
+			ps.Disk += used
+			ps.Inodes += m.inodes[name]
+			st.Rootfs[name] = used
 		}
 		if m.pids >= 0 {
 			ps.PIDs = m.pids
@@ -111,9 +148,18 @@ func (h HostProvider) podStats(p *v1.Pod, m *measured) PodStats {
 		dir := filepath.Join(h.LogsDir, fmt.Sprintf("%s_%s_%s", p.Namespace, p.Name, p.UID))
 		b, n := du(dir)
 		ps.Disk, ps.Inodes = ps.Disk+b, ps.Inodes+n
-		for _, c := range p.Spec.Containers {
-			if b, _ := du(filepath.Join(dir, c.Name)); b > 0 {
-				st.Logs[c.Name] = b
+		logs := func(name string) {
+			if b, _ := du(filepath.Join(dir, name)); b > 0 {
+				st.Logs[name] = b
+			}
+		}
+		if m != nil {
+			for name := range m.disk {
+				logs(name)
+			}
+		} else {
+			for i := range p.Spec.Containers {
+				logs(p.Spec.Containers[i].Name)
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 )
@@ -80,7 +81,7 @@ func TestHostProviderMeasuresLocalStorage(t *testing.T) {
 	write(filepath.Join(root, "pods", "uid-web", "volumes", "kubernetes.io~empty-dir", "cache", "blob"), 2*mi)
 	write(filepath.Join(root, "pods", "uid-web", "volumes", "kubernetes.io~empty-dir", "shm", "blob"), 2*mi)
 	write(filepath.Join(logs, "default_web_uid-web", "app", "0.log"), 64<<10)
-	lister := fakeStats{stats: []*runtimeapi.ContainerStats{containerStats("uid-web", "side", 0, 3*mi, 1)}}
+	lister := fakeStats{stats: []*runtimeapi.ContainerStats{containerStats("uid-web", "app", 0, 0, 0), containerStats("uid-web", "side", 0, 3*mi, 1)}}
 	_, stats, err := HostProvider{RootDir: root, LogsDir: logs, Stats: lister}.Observe(t.Context(), []*v1.Pod{p})
 	if err != nil {
 		t.Skipf("no /proc here: %v", err)
@@ -182,5 +183,70 @@ func TestDuIsBounded(t *testing.T) {
 	}
 	if b, n := du(filepath.Join(dir, "missing")); b != 0 || n != 0 {
 		t.Fatalf("missing directory: %d %d", b, n)
+	}
+}
+
+// fakeRuntimeStats is a runtime that lists its containers too (CRI
+// ListContainers), so their states are known.
+type fakeRuntimeStats struct {
+	fakeStats
+	containers []*runtimeapi.Container
+}
+
+func (f fakeRuntimeStats) ListContainers(context.Context, *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	return f.containers, nil
+}
+
+// The pod's local ephemeral storage counts the writable layer and logs of
+// every running container the runtime reports for it, whatever its kind
+// (a sidecar, an init container while it runs, an ephemeral container),
+// and of no exited one (an init container that finished, an earlier
+// instance of a restarted container), as upstream's CRI stats provider
+// (removeTerminatedContainers) sums its containers' rootfs and logs.
+func TestHostProviderCountsRunningContainersOfEveryKind(t *testing.T) {
+	logs := t.TempDir()
+	p := storagePod("web", nil, [2]string{"app", "3Mi"})
+	p.UID = types.UID("uid-web")
+	p.Spec.InitContainers = []v1.Container{{Name: "init"}, {Name: "side", RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways)}}
+	write := func(path string, n int) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, make([]byte, n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(logs, "default_web_uid-web", "side", "0.log"), 1*mi+1)
+	write(filepath.Join(logs, "default_web_uid-web", "init", "0.log"), 8*mi)
+	stat := func(id, name string, disk uint64) *runtimeapi.ContainerStats {
+		s := containerStats("uid-web", name, 0, disk, 1)
+		s.Attributes.Id = id
+		return s
+	}
+	ctr := func(id string, state runtimeapi.ContainerState) *runtimeapi.Container {
+		return &runtimeapi.Container{Id: id, State: state}
+	}
+	lister := fakeRuntimeStats{
+		fakeStats: fakeStats{stats: []*runtimeapi.ContainerStats{
+			stat("init-0", "init", 16*mi), stat("app-0", "app", 16*mi), stat("app-1", "app", 1*mi), stat("side-0", "side", 1*mi),
+		}},
+		containers: []*runtimeapi.Container{
+			ctr("init-0", runtimeapi.ContainerState_CONTAINER_EXITED), ctr("app-0", runtimeapi.ContainerState_CONTAINER_EXITED),
+			ctr("app-1", runtimeapi.ContainerState_CONTAINER_RUNNING), ctr("side-0", runtimeapi.ContainerState_CONTAINER_RUNNING),
+		},
+	}
+	_, stats, err := HostProvider{RootDir: t.TempDir(), LogsDir: logs, Stats: lister}.Observe(t.Context(), []*v1.Pod{p})
+	if err != nil {
+		t.Skipf("no /proc here: %v", err)
+	}
+	s := stats[0].Storage
+	if s.Rootfs["app"] != 1*mi || s.Rootfs["side"] != 1*mi || len(s.Rootfs) != 2 || s.Logs["side"] < 1*mi || s.Logs["init"] != 0 {
+		t.Fatalf("storage %+v, want the running app and sidecar only", s)
+	}
+	// app 1Mi, side 1Mi and its logs over 1Mi: over the pod's 3Mi.
+	evs := LocalStorageEvictions(stats, false)
+	if len(evs) != 1 || evs[0].Limit != LimitPodEphemeral {
+		t.Fatalf("evictions %+v, want the pod's ephemeral storage limit", evs)
 	}
 }
