@@ -145,11 +145,14 @@ func (h HostProvider) podStats(p *v1.Pod, m *measured) PodStats {
 	}
 	if h.LogsDir != "" {
 		// <LogsDir>/<namespace>_<name>_<uid>/<container>/<attempt>.log
+		// Each counted container's log directory, for the limits and the
+		// ranking alike (upstream's podDiskUsage sums its containers'
+		// logs): not those of a container that no longer runs.
 		dir := filepath.Join(h.LogsDir, fmt.Sprintf("%s_%s_%s", p.Namespace, p.Name, p.UID))
-		b, n := du(dir)
-		ps.Disk, ps.Inodes = ps.Disk+b, ps.Inodes+n
 		logs := func(name string) {
-			if b, _ := du(filepath.Join(dir, name)); b > 0 {
+			b, n := du(filepath.Join(dir, name))
+			ps.Disk, ps.Inodes = ps.Disk+b, ps.Inodes+n
+			if b > 0 {
 				st.Logs[name] = b
 			}
 		}

@@ -244,6 +244,11 @@ func TestHostProviderCountsRunningContainersOfEveryKind(t *testing.T) {
 	if s.Rootfs["app"] != 1*mi || s.Rootfs["side"] != 1*mi || len(s.Rootfs) != 2 || s.Logs["side"] < 1*mi || s.Logs["init"] != 0 {
 		t.Fatalf("storage %+v, want the running app and sidecar only", s)
 	}
+	// The disk ranking likewise (upstream's podDiskUsage: its containers'
+	// rootfs and logs): not the finished init container's logs.
+	if want := s.Rootfs["app"] + s.Rootfs["side"] + s.Logs["side"]; stats[0].Disk != want {
+		t.Fatalf("disk %d, want %d (the running containers' layers and logs)", stats[0].Disk, want)
+	}
 	// app 1Mi, side 1Mi and its logs over 1Mi: over the pod's 3Mi.
 	evs := LocalStorageEvictions(stats, false)
 	if len(evs) != 1 || evs[0].Limit != LimitPodEphemeral {
