@@ -28,7 +28,8 @@ type Abstraction struct {
 	rsNames  map[string][2]int         // ReplicaSet name -> deployment, version (every one listed in the run)
 	// phases holds, per pod uid, the last phase (and readiness) the map
 	// gave the pod: non-terminal, or terminal written before the pod was
-	// deleted (see modelPhase).
+	// deleted (see modelPhase); before a snapshot mapped the pod, the one
+	// of the first version the recorder showed (Remember).
 	phases map[string]podPhase
 	// Orphaned names the deployments deleted with propagationPolicy Orphan:
 	// the model has no such policy, so their ReplicaSets, pods and sandboxes
@@ -296,13 +297,18 @@ func (a *Abstraction) orphanedUID(uid string) bool {
 
 // Remember records a pod's deployment and version as the recorder sees it,
 // so that a sandbox outliving the pod object maps to its (Absent) pod, and
-// its phase (modelPhase).
+// its phase (modelPhase) for a pod no snapshot has mapped yet: the
+// recorder's watch may lag the observer's list, so its version of a pod the
+// map already gave a phase may be older than that one (a stale Pending
+// would fold a final status onto a phase the pod left).
 func (a *Abstraction) Remember(p *v1.Pod) {
 	dep := p.Labels[AppLabel]
 	if v, err := a.version(dep, image(&p.Spec)); err == nil {
 		a.pods[string(p.UID)] = [2]int{a.deps[dep], v}
 	}
-	a.modelPhase(p, false, false)
+	if _, seen := a.phases[string(p.UID)]; !seen {
+		a.modelPhase(p, false, false)
+	}
 }
 
 // podPhase is a pod's phase as the model has it, and whether it is Running
