@@ -3,9 +3,11 @@ package admission_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -90,6 +92,15 @@ func TestPodLevelResizeAdmittedThroughTheAPIServer(t *testing.T) {
 	eventually(t, "quota seen by admission", func() error {
 		if err := resize(requests("500m"), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}); !quotaRefused(err) {
 			return fmt.Errorf("dry run not refused yet: %v", err)
+		}
+		return nil
+	})
+	// LimitRanger reads the LimitRange from its own cache: wait for it too
+	// (a dry run of a pod-level limit over the range's max refused).
+	eventually(t, "limit range seen by admission", func() error {
+		err := resize(`{"spec":{"resources":{"limits":{"cpu":"2"}}}}`, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "maximum cpu usage per Pod") {
+			return fmt.Errorf("dry run not refused by the limit range yet: %v", err)
 		}
 		return nil
 	})
