@@ -1,12 +1,8 @@
 package main
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestKubeletCFSQuotaFlags: `kubeproof kubelet --cpu-cfs-quota-period`
@@ -17,23 +13,7 @@ import (
 // a gate the kubelet does not know, and a gate's value as upstream's
 // feature gate flag parses it. --pod-max-pids takes a number.
 func TestKubeletCFSQuotaFlags(t *testing.T) {
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	const kc = `apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {server: "https://127.0.0.1:1"}
-users:
-- name: u
-  user: {token: t}
-contexts:
-- name: c
-  context: {cluster: c, user: u}
-current-context: c
-`
-	if err := os.WriteFile(kubeconfig, []byte(kc), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := unreachableKubeconfig(t)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -55,13 +35,7 @@ current-context: c
 		{args: []string{"--feature-gates", " CustomCPUCFSQuotaPeriod "}, want: "missing bool value for CustomCPUCFSQuotaPeriod"},
 		{args: []string{"--pod-max-pids", "lots"}, want: `invalid argument "lots" for "--pod-max-pids" flag`},
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		root := newRootCommand()
-		root.SetArgs(append([]string{"kubelet", "--kubeconfig", kubeconfig, "--node-name", "x", "--port", "0"}, tc.args...))
-		root.SetOut(new(discard))
-		root.SetErr(new(discard))
-		err := root.ExecuteContext(ctx)
-		cancel()
+		err := runKubelet(kubeconfig, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("kubelet %q: %v; want %q", tc.args, err, tc.want)
 		}

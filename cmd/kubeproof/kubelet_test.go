@@ -117,11 +117,10 @@ type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
-// TestKubeletSingleProcessOOMKillFlag: `kubeproof kubelet
-// --single-process-oom-kill=false` reaches the kubelet's config, which
-// refuses it on a cgroup v1 node (a simulated node is one) with upstream's
-// validation message, before contacting the API server.
-func TestKubeletSingleProcessOOMKillFlag(t *testing.T) {
+// unreachableKubeconfig is the path of a kubeconfig naming an API server
+// nobody serves (127.0.0.1:1): the kubelet flag tests' kubelets refuse
+// their flags before contacting it.
+func unreachableKubeconfig(t *testing.T) string {
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	const kc = `apiVersion: v1
 kind: Config
@@ -139,13 +138,28 @@ current-context: c
 	if err := os.WriteFile(kubeconfig, []byte(kc), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return kubeconfig
+}
+
+// runKubelet runs `kubeproof kubelet` as node x on a free port with
+// kubeconfig and args, for at most a minute, and returns its error.
+func runKubelet(kubeconfig string, args ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	root := newRootCommand()
-	root.SetArgs([]string{"kubelet", "--kubeconfig", kubeconfig, "--node-name", "x", "--port", "0", "--single-process-oom-kill=false"})
+	root.SetArgs(append([]string{"kubelet", "--kubeconfig", kubeconfig, "--node-name", "x", "--port", "0"}, args...))
 	root.SetOut(new(discard))
 	root.SetErr(new(discard))
-	err := root.ExecuteContext(ctx)
+	return root.ExecuteContext(ctx)
+}
+
+// TestKubeletSingleProcessOOMKillFlag: `kubeproof kubelet
+// --single-process-oom-kill=false` reaches the kubelet's config, which
+// refuses it on a cgroup v1 node (a simulated node is one) with upstream's
+// validation message, before contacting the API server.
+func TestKubeletSingleProcessOOMKillFlag(t *testing.T) {
+	kubeconfig := unreachableKubeconfig(t)
+	err := runKubelet(kubeconfig, "--single-process-oom-kill=false")
 	if err == nil || !strings.Contains(err.Error(), "singleProcessOOMKill must not be explicitly set to false when using cgroup v1") {
 		t.Fatalf("kubelet --single-process-oom-kill=false on a simulated node: %v; want upstream's cgroup v1 error", err)
 	}
@@ -157,23 +171,7 @@ current-context: c
 // which refuses what upstream's validation refuses, with its messages,
 // before contacting the API server.
 func TestKubeletImagePullVerificationFlags(t *testing.T) {
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	const kc = `apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {server: "https://127.0.0.1:1"}
-users:
-- name: u
-  user: {token: t}
-contexts:
-- name: c
-  context: {cluster: c, user: u}
-current-context: c
-`
-	if err := os.WriteFile(kubeconfig, []byte(kc), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := unreachableKubeconfig(t)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -185,13 +183,7 @@ current-context: c
 		{args: []string{"--image-pull-credentials-verification-policy", "NeverVerifyAllowlistedImages", "--preloaded-images-verification-allowlist", "registry.example.com/team/*,nginx"},
 			want: "invalid configuration: invalid image pattern in `preloadedImagesVerificationAllowlist`: neither tag nor digest is accepted in an image reference: nginx"},
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		root := newRootCommand()
-		root.SetArgs(append([]string{"kubelet", "--kubeconfig", kubeconfig, "--node-name", "x", "--port", "0"}, tc.args...))
-		root.SetOut(new(discard))
-		root.SetErr(new(discard))
-		err := root.ExecuteContext(ctx)
-		cancel()
+		err := runKubelet(kubeconfig, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("kubelet %q: %v; want %q", tc.args, err, tc.want)
 		}
@@ -205,23 +197,7 @@ current-context: c
 // an unknown behaviour, a node with swap without --fail-swap-on=false;
 // and a negative or malformed capacity.
 func TestKubeletMemorySwapFlags(t *testing.T) {
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	const kc = `apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {server: "https://127.0.0.1:1"}
-users:
-- name: u
-  user: {token: t}
-contexts:
-- name: c
-  context: {cluster: c, user: u}
-current-context: c
-`
-	if err := os.WriteFile(kubeconfig, []byte(kc), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := unreachableKubeconfig(t)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -235,13 +211,7 @@ current-context: c
 		{args: []string{"--swap-capacity", "-1Gi"}, want: "swap capacity -1Gi must not be negative"},
 		{args: []string{"--swap-capacity", "lots"}, want: "--swap-capacity: quantities must match"},
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		root := newRootCommand()
-		root.SetArgs(append([]string{"kubelet", "--kubeconfig", kubeconfig, "--node-name", "x", "--port", "0"}, tc.args...))
-		root.SetOut(new(discard))
-		root.SetErr(new(discard))
-		err := root.ExecuteContext(ctx)
-		cancel()
+		err := runKubelet(kubeconfig, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("kubelet %q: %v; want %q", tc.args, err, tc.want)
 		}
@@ -336,20 +306,7 @@ func TestMeminfoBytes(t *testing.T) {
 // that is not there.
 func TestKubeletImageCredentialProviderFlags(t *testing.T) {
 	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	const kc = `apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {server: "https://127.0.0.1:1"}
-users:
-- name: u
-  user: {token: t}
-contexts:
-- name: c
-  context: {cluster: c, user: u}
-current-context: c
-`
+	kubeconfig := unreachableKubeconfig(t)
 	const provider = `apiVersion: kubelet.config.k8s.io/v1
 kind: CredentialProviderConfig
 providers:
@@ -360,7 +317,7 @@ providers:
 `
 	bin := filepath.Join(dir, "bin")
 	good, bad := filepath.Join(dir, "good.yaml"), filepath.Join(dir, "bad.yaml")
-	for path, data := range map[string]string{kubeconfig: kc, good: fmt.Sprintf(provider, "1m"), bad: fmt.Sprintf(provider, "-1m")} {
+	for path, data := range map[string]string{good: fmt.Sprintf(provider, "1m"), bad: fmt.Sprintf(provider, "-1m")} {
 		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -381,13 +338,7 @@ providers:
 		{args: []string{"--image-credential-provider-config", good, "--image-credential-provider-bin-dir", bin},
 			want: "registering image credential provider plugins: plugin binary executable " + filepath.Join(bin, "example-creds") + " did not exist"},
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		root := newRootCommand()
-		root.SetArgs(append([]string{"kubelet", "--kubeconfig", kubeconfig, "--node-name", "x", "--port", "0"}, tc.args...))
-		root.SetOut(new(discard))
-		root.SetErr(new(discard))
-		err := root.ExecuteContext(ctx)
-		cancel()
+		err := runKubelet(kubeconfig, tc.args...)
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("kubelet %q: %v; want %q", tc.args, err, tc.want)
 		}
@@ -399,23 +350,7 @@ providers:
 // --runtime cri stops the kubelet at start with an error naming it,
 // before the CRI endpoint is dialled; it was silently ignored.
 func TestKubeletSimFlagsRefusedWithCRI(t *testing.T) {
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	const kc = `apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {server: "https://127.0.0.1:1"}
-users:
-- name: u
-  user: {token: t}
-contexts:
-- name: c
-  context: {cluster: c, user: u}
-current-context: c
-`
-	if err := os.WriteFile(kubeconfig, []byte(kc), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := unreachableKubeconfig(t)
 	endpoint := "unix://" + filepath.Join(t.TempDir(), "no-such.sock")
 	for _, tc := range []struct{ flag, value string }{
 		{"sim-missing-images", "nosuch/*"},
@@ -424,14 +359,7 @@ current-context: c
 		{"sim-annotation", "sim.kubeproof.io/readiness=fail"},
 		{"sim-available", "memory.available=50Mi"},
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		root := newRootCommand()
-		root.SetArgs([]string{"kubelet", "--kubeconfig", kubeconfig, "--node-name", "x", "--port", "0",
-			"--runtime", "cri", "--cri-endpoint", endpoint, "--" + tc.flag + "=" + tc.value})
-		root.SetOut(new(discard))
-		root.SetErr(new(discard))
-		err := root.ExecuteContext(ctx)
-		cancel()
+		err := runKubelet(kubeconfig, "--runtime", "cri", "--cri-endpoint", endpoint, "--"+tc.flag+"="+tc.value)
 		want := "--" + tc.flag + ": a flag of the simulated runtime, only with --runtime sim"
 		if err == nil || err.Error() != want {
 			t.Errorf("kubelet --runtime cri --%s=%s: %v; want %q", tc.flag, tc.value, err, want)
