@@ -35,7 +35,7 @@ func BenchmarkSetUpVolumesFirstWrite(b *testing.B) {
 			{DownwardAPI: &v1.DownwardAPIProjection{Items: []v1.DownwardAPIVolumeFile{{Path: "namespace", FieldRef: &v1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
 		}}}}}
 	}))
-	if err := h.k.setUpVolumes(h.ctx, &podRecord{}, pod); err != nil { // starts the ConfigMap's watch
+	if err := h.k.setUpVolumes(h.ctx, &podRecord{}, pod, true); err != nil { // starts the ConfigMap's watch
 		b.Fatal(err)
 	}
 	for i := 0; ; i++ {
@@ -55,7 +55,7 @@ func BenchmarkSetUpVolumesFirstWrite(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		if err := h.k.setUpVolumes(h.ctx, rec, pod); err != nil {
+		if err := h.k.setUpVolumes(h.ctx, rec, pod, true); err != nil {
 			b.Fatal(err)
 		}
 	}

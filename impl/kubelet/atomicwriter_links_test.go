@@ -31,7 +31,7 @@ func TestAtomicWriterLeavesSubPathDirectory(t *testing.T) {
 		t.Fatalf("subPath directory not made: %v %v", fi, err)
 	}
 	setSite(t, h, map[string]string{"a": "1", "absent": "now"})
-	if err := h.k.setUpVolumes(h.ctx, &podRecord{}, h.get(p)); err != nil {
+	if err := h.k.setUpVolumes(h.ctx, &podRecord{}, h.get(p), true); err != nil {
 		t.Fatal(err)
 	}
 	ts := dataDirOf(t, dir)

@@ -226,7 +226,7 @@ func TestAtomicWriterNestedPaths(t *testing.T) {
 	pod := h.get(p)
 	pod.Spec.Volumes[0].ConfigMap.Items = pod.Spec.Volumes[0].ConfigMap.Items[:1]
 	pod.Spec.Volumes[0].ConfigMap.Items = append(pod.Spec.Volumes[0].ConfigMap.Items, v1.KeyToPath{Key: "key", Path: "key", Mode: ptr.To(int32(0o400))})
-	if err := h.k.setUpVolumes(h.ctx, h.k.pods[p.UID], pod); err != nil {
+	if err := h.k.setUpVolumes(h.ctx, h.k.pods[p.UID], pod, true); err != nil {
 		t.Fatal(err)
 	}
 	ts2 := dataDirOf(t, dir)
@@ -252,7 +252,7 @@ func TestAtomicWriterReaderNeverSeesAMix(t *testing.T) {
 			LocalObjectReference: v1.LocalObjectReference{Name: "site"}}}}}
 	})
 	rec := &podRecord{}
-	if err := h.k.setUpVolumes(h.ctx, rec, p); err != nil {
+	if err := h.k.setUpVolumes(h.ctx, rec, p, true); err != nil {
 		t.Fatal(err)
 	}
 	dir := h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg")
@@ -298,7 +298,7 @@ func TestAtomicWriterReaderNeverSeesAMix(t *testing.T) {
 	}()
 	for i := 1; i <= 100; i++ {
 		setSite(t, h, map[string]string{"x": val(i), "y": val(i)})
-		if err := h.k.setUpVolumes(h.ctx, rec, p); err != nil {
+		if err := h.k.setUpVolumes(h.ctx, rec, p, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -332,7 +332,7 @@ func TestAtomicWriterRefusesInvalidPaths(t *testing.T) {
 					{Path: "name", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}},
 					{Path: tc.path, FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}}}
 			})
-			err := h.k.setUpVolumes(h.ctx, &podRecord{}, p)
+			err := h.k.setUpVolumes(h.ctx, &podRecord{}, p, true)
 			if want := `MountVolume.SetUp failed for volume "info" : ` + tc.msg; err == nil || err.Error() != want {
 				t.Fatalf("error %v, want %s", err, want)
 			}
@@ -349,7 +349,7 @@ func TestAtomicWriterRefusesInvalidPaths(t *testing.T) {
 		p.Spec.Volumes = []v1.Volume{{Name: "info", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{Items: []v1.DownwardAPIVolumeFile{
 			{Path: "a//b/./name", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}}}
 	})
-	if err := h.k.setUpVolumes(h.ctx, &podRecord{}, p); err != nil {
+	if err := h.k.setUpVolumes(h.ctx, &podRecord{}, p, true); err != nil {
 		t.Fatal(err)
 	}
 	dir := h.k.volumeDir(p.UID, "kubernetes.io~downward-api", "info")
@@ -372,7 +372,7 @@ func TestAtomicWriterEmptyPayload(t *testing.T) {
 		p.Spec.Volumes = []v1.Volume{{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
 			LocalObjectReference: v1.LocalObjectReference{Name: "absent"}, Optional: ptr.To(true)}}}}
 	})
-	if err := h.k.setUpVolumes(h.ctx, &podRecord{}, p); err != nil {
+	if err := h.k.setUpVolumes(h.ctx, &podRecord{}, p, true); err != nil {
 		t.Fatal(err)
 	}
 	dir := h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg")
@@ -517,7 +517,7 @@ func TestAtomicWriterReplacesInPlaceFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := h.k.setUpVolumes(h.ctx, &podRecord{}, p); err != nil {
+	if err := h.k.setUpVolumes(h.ctx, &podRecord{}, p, true); err != nil {
 		t.Fatal(err)
 	}
 	ts := dataDirOf(t, dir)
@@ -619,7 +619,7 @@ func TestAtomicWriterPathWithNUL(t *testing.T) {
 		p.Spec.Volumes = []v1.Volume{{Name: "info", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{Items: []v1.DownwardAPIVolumeFile{
 			{Path: "a\x00b", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}}}
 	})
-	err := h.k.setUpVolumes(h.ctx, &podRecord{}, p)
+	err := h.k.setUpVolumes(h.ctx, &podRecord{}, p, true)
 	if err == nil || !strings.Contains(err.Error(), "invalid argument") {
 		t.Fatalf("error %v, want invalid argument", err)
 	}
@@ -638,14 +638,14 @@ func TestAtomicWriterDataDirectoryGone(t *testing.T) {
 		p.Spec.Volumes = []v1.Volume{{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
 			LocalObjectReference: v1.LocalObjectReference{Name: "site"}}}}}
 	})
-	if err := h.k.setUpVolumes(h.ctx, &podRecord{}, p); err != nil {
+	if err := h.k.setUpVolumes(h.ctx, &podRecord{}, p, true); err != nil {
 		t.Fatal(err)
 	}
 	dir := h.k.volumeDir(p.UID, "kubernetes.io~configmap", "cfg")
 	if err := os.RemoveAll(filepath.Join(dir, dataDirOf(t, dir))); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.k.setUpVolumes(h.ctx, &podRecord{}, p); err != nil {
+	if err := h.k.setUpVolumes(h.ctx, &podRecord{}, p, true); err != nil {
 		t.Fatalf("writing a volume whose data directory is gone: %v", err)
 	}
 	ts := dataDirOf(t, dir)

@@ -483,6 +483,14 @@ func (rec *podRecord) more() *podExtra {
 	return rec.extra
 }
 
+// ending reports whether pod (the record's pod, or the kubelet's view of
+// it) is being ended or has ended: deleted, in a terminal phase, given one
+// by the kubelet (a deadline, an eviction), or killed to end it. Such a
+// pod is not started again, nor are its volumes set up again.
+func (rec *podRecord) ending(pod *v1.Pod) bool {
+	return pod.DeletionTimestamp != nil || podsync.IsTerminalPhase(pod.Status.Phase) || rec.terminal != nil || rec.x().killed
+}
+
 // tidy drops the extra part once all of it is empty again (a container
 // that waited has started).
 func (rec *podRecord) tidy() {

@@ -33,7 +33,7 @@ import (
 //     storage. The simulated runtime's nodes mount nothing (no root, and
 //     their containers read no files): the directories are plain ones,
 //     with the tmpfs root's mode (volumeDirMode). Only the set-up for a
-//     new sandbox mounts over a directory it finds (setUpPodVolumes: not
+//     new sandbox mounts over a directory it finds (setUpVolumes: not
 //     the periodic refresh of a running pod's volumes, nor the one before
 //     a container is started again; a kubelet before this one made them
 //     plain directories, which the pod's running containers bound), and
@@ -168,7 +168,7 @@ func (k *Kubelet) mountsTmpfs() bool { return k.rt.Type() != "sim" }
 // setUpTmpfs mounts a tmpfs at dir, the directory of pod's memory-backed
 // volume v, sized by tmpfsSize, unless one is mounted there already, as
 // upstream's setupTmpfs; mounted says whether it did. It comes here for a
-// directory it found only for a new sandbox (setUpPodVolumes): nothing of
+// directory it found only for a new sandbox (setUpVolumes): nothing of
 // the pod runs, a secret, downwardAPI or projected volume is mounted and
 // its files written again, as upstream's remount of it; but an emptyDir
 // whose directory holds files (a kubelet before this one made it a plain

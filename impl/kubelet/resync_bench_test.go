@@ -139,12 +139,12 @@ func BenchmarkRefreshVolumesUnchanged(b *testing.B) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := h.k.setUpVolumes(h.ctx, rec, pod); err != nil {
+	if err := h.k.setUpVolumes(h.ctx, rec, pod, true); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := h.k.setUpVolumes(h.ctx, rec, pod); err != nil {
+		if err := h.k.setUpVolumes(h.ctx, rec, pod, true); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -111,8 +111,7 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	}
 	// A running pod whose cgroup is gone is killed, to start again in a
 	// new one, as upstream's syncPod (podcgroups.go).
-	if killed, err := k.killPodWithoutCgroup(ctx, view, rs, pod.DeletionTimestamp != nil ||
-		podsync.IsTerminalPhase(view.Status.Phase) || rec.terminal != nil || rec.x().killed); err != nil {
+	if killed, err := k.killPodWithoutCgroup(ctx, view, rs, rec.ending(view)); err != nil {
 		return 0, err
 	} else if killed {
 		if rs, err = k.podRuntimeState(ctx, uid); err != nil {
@@ -161,8 +160,7 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 			return 0, errors.Join(execErr, err)
 		}
 	}
-	terminating := pod.DeletionTimestamp != nil || podsync.IsTerminalPhase(pod.Status.Phase) || rec.terminal != nil ||
-		rec.x().killed || (actions.KillPod && !actions.CreateSandbox)
+	terminating := rec.ending(pod) || (actions.KillPod && !actions.CreateSandbox)
 	// Terminal once the kill that ends it succeeded (now or before) and
 	// nothing of it runs: until then it could have running containers, as
 	// upstream's pod worker says until SyncTerminatingPod succeeded (a
@@ -632,7 +630,7 @@ func (k *Kubelet) startPod(ctx context.Context, rec *podRecord, pod *v1.Pod, rs 
 	if (a.CreateSandbox || len(a.ContainersToStart) > 0) && len(pod.Spec.Volumes) > 0 {
 		// A tmpfs or hugetlbfs over a directory found without one only
 		// for a new sandbox, nothing of the pod running (volumes.go).
-		if err := k.setUpPodVolumes(ctx, rec, pod, a.CreateSandbox); err != nil {
+		if err := k.setUpVolumes(ctx, rec, pod, a.CreateSandbox); err != nil {
 			for _, e := range volumeErrors(err) { // one FailedMount per failing volume
 				k.podEvent(pod, v1.EventTypeWarning, EventFailedMount, "%v", e)
 			}

@@ -293,7 +293,7 @@ func TestSlowVolumeOwnershipIsReported(t *testing.T) {
 		await(progress)
 	}
 	defer func() { ownershipFileHook = nil }()
-	if err := h.k.setUpVolumes(h.ctx, &podRecord{}, p); err != nil {
+	if err := h.k.setUpVolumes(h.ctx, &podRecord{}, p, true); err != nil {
 		t.Fatal(err)
 	}
 	if calls != 1 {

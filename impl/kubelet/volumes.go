@@ -63,11 +63,8 @@ func volumePlugin(v *v1.Volume) string {
 // a reader never sees half of one. Every volume is
 // tried, as upstream's volume manager mounts each on its own; the error
 // joins one error per failing volume (volumeErrors splits it).
-func (k *Kubelet) setUpVolumes(ctx context.Context, rec *podRecord, pod *v1.Pod) error {
-	return k.setUpPodVolumes(ctx, rec, pod, true)
-}
-
-// setUpPodVolumes is setUpVolumes; mountOver says whether the directory
+//
+// mountOver says whether the directory
 // of a memory-backed or huge pages volume found without its tmpfs or
 // hugetlbfs may get one (memoryvolumes.go): only for a new sandbox
 // (startPod's CreateSandbox: nothing of the pod runs, as after a reboot),
@@ -78,7 +75,7 @@ func (k *Kubelet) setUpVolumes(ctx context.Context, rec *podRecord, pod *v1.Pod)
 // running containers bound it (private propagation): a mount over it
 // would split the volume between them and the containers started next,
 // and hide from them what the refresh writes.
-func (k *Kubelet) setUpPodVolumes(ctx context.Context, rec *podRecord, pod *v1.Pod, mountOver bool) error {
+func (k *Kubelet) setUpVolumes(ctx context.Context, rec *podRecord, pod *v1.Pod, mountOver bool) error {
 	src := clientEnvSource{ctx: ctx, k: k}
 	files := make(map[string]volumeFile, 4) // one volume's at a time
 	var errs []error
@@ -93,7 +90,7 @@ func (k *Kubelet) setUpPodVolumes(ctx context.Context, rec *podRecord, pod *v1.P
 // setUpVolume writes one volume's files (files is scratch space) and,
 // when the pod has an fsGroup, gives a new emptyDir, or a configMap,
 // secret, downwardAPI or projected volume whose payload is written, that
-// group (volumeownership.go). mountOver: see setUpPodVolumes.
+// group (volumeownership.go). mountOver: see setUpVolumes.
 func (k *Kubelet) setUpVolume(ctx context.Context, src clientEnvSource, rec *podRecord, pod *v1.Pod, v *v1.Volume, files map[string]volumeFile, mountOver bool) error {
 	plugin := volumePlugin(v)
 	if plugin == "" {
@@ -803,13 +800,10 @@ func (k *Kubelet) removePodDir(uid types.UID) error {
 // Secrets reach running containers and projected tokens are renewed
 // (upstream's kubelet remounts these volumes on its periodic pod sync).
 func (k *Kubelet) refreshVolumes(ctx context.Context, rec *podRecord, pod *v1.Pod, a podsync.Actions, now time.Time) error {
-	if len(pod.Spec.Volumes) == 0 || pod.DeletionTimestamp != nil {
-		return nil
-	}
-	if podsync.IsTerminalPhase(pod.Status.Phase) || rec.terminal != nil || rec.x().killed {
-		// Terminated, or being: its volumes are torn down, not set up
-		// again (tearDownTerminatedVolumes), as upstream's volume manager
-		// drops a terminated pod from its desired state.
+	if len(pod.Spec.Volumes) == 0 || rec.ending(pod) {
+		// Deleted or terminated, or being: its volumes are torn down, not
+		// set up again (tearDownTerminatedVolumes), as upstream's volume
+		// manager drops a terminated pod from its desired state.
 		return nil
 	}
 	if a.CreateSandbox || len(a.ContainersToStart) > 0 {
@@ -820,5 +814,5 @@ func (k *Kubelet) refreshVolumes(ctx context.Context, rec *podRecord, pod *v1.Po
 		return nil
 	}
 	rec.volumesAt = now.UnixNano()
-	return k.setUpPodVolumes(ctx, rec, pod, false)
+	return k.setUpVolumes(ctx, rec, pod, false)
 }
