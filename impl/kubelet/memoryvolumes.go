@@ -306,7 +306,7 @@ func (k *Kubelet) tearDownTerminatedVolumes(pod *v1.Pod) error {
 // reconstructs from disk for a pod it no longer has.
 func tearDownPodDirVolumes(podDir string) error {
 	var errs []error
-	for _, plugin := range []string{"kubernetes.io~empty-dir", "kubernetes.io~configmap", "kubernetes.io~secret", "kubernetes.io~downward-api", "kubernetes.io~projected"} {
+	for _, plugin := range volumePlugins {
 		dir := filepath.Join(podDir, "volumes", plugin)
 		vols, err := os.ReadDir(dir)
 		if errors.Is(err, fs.ErrNotExist) {

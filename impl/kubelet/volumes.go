@@ -41,18 +41,31 @@ func (k *Kubelet) volumeDir(uid types.UID, plugin, name string) string {
 func volumePlugin(v *v1.Volume) string {
 	switch {
 	case v.EmptyDir != nil:
-		return "kubernetes.io~empty-dir"
+		return pluginEmptyDir
 	case v.ConfigMap != nil:
-		return "kubernetes.io~configmap"
+		return pluginConfigMap
 	case v.Secret != nil:
-		return "kubernetes.io~secret"
+		return pluginSecret
 	case v.DownwardAPI != nil:
-		return "kubernetes.io~downward-api"
+		return pluginDownwardAPI
 	case v.Projected != nil:
-		return "kubernetes.io~projected"
+		return pluginProjected
 	}
 	return ""
 }
+
+// The directories, under a pod's volumes directory, of the volume plugins
+// the kubelet sets up (volumePlugin), upstream's plugin names escaped.
+const (
+	pluginEmptyDir    = "kubernetes.io~empty-dir"
+	pluginConfigMap   = "kubernetes.io~configmap"
+	pluginSecret      = "kubernetes.io~secret"
+	pluginDownwardAPI = "kubernetes.io~downward-api"
+	pluginProjected   = "kubernetes.io~projected"
+)
+
+// volumePlugins are all of them.
+var volumePlugins = [...]string{pluginEmptyDir, pluginConfigMap, pluginSecret, pluginDownwardAPI, pluginProjected}
 
 // setUpVolumes materializes the pod's emptyDir, configMap, secret,
 // downwardAPI and projected volumes in its pod directory (hostPath volumes
