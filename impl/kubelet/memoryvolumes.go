@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -119,24 +120,72 @@ func tmpfsMountData(size int64, noswap bool) string {
 }
 
 // tmpfsNoswapSupported reports whether a tmpfs can be mounted with
-// noswap, as upstream's IsTmpfsNoswapOptionSupported, once per process:
-// a kernel of 6.4 or later has it; on an older one a tmpfs is mounted
-// with it in a temporary directory to find out.
-var tmpfsNoswapSupported = sync.OnceValue(func() bool {
-	if release, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil && kernelAtLeast(strings.TrimSpace(string(release)), 6, 4) {
+// noswap, as upstream's IsTmpfsNoswapOptionSupported, once per process
+// (tmpfsNoswapCheck), its trial mount made in a directory under dir, the
+// first caller's, as upstream's sync.Once keeps its first caller's
+// mountPath: the kubelet's root directory at start (warnMemoryVolumesOnDisk,
+// upstream's container manager's KubeletRootDir) or the emptyDir plugin's
+// directory (noswapTrialDir) at a tmpfs's set-up.
+var tmpfsNoswapSupported = func(log *slog.Logger, dir string) bool {
+	noswapOnce.Do(func() {
+		release, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+		noswapOnce.ok = tmpfsNoswapCheck(log, strings.TrimSpace(string(release)), dir, func(dir string) error { return mountNoswapTrial(log, dir) })
+	})
+	return noswapOnce.ok
+}
+
+var noswapOnce struct {
+	sync.Once
+	ok bool
+}
+
+// tmpfsNoswapCheck reports whether a tmpfs takes noswap on the kernel
+// release (uname -r), as upstream's IsTmpfsNoswapOptionSupported: a
+// kernel of 6.4 or later has it; on an older one a temporary directory
+// tmpfs-noswap-test-* is made under parent (not made: not supported, as
+// upstream's, which tries no other place), mount tries the noswap tmpfs
+// there, and the directory is removed after.
+func tmpfsNoswapCheck(log *slog.Logger, release, parent string, mount func(dir string) error) bool {
+	if kernelAtLeast(release, 6, 4) {
 		return true
 	}
-	dir, err := os.MkdirTemp("", "tmpfs-noswap-test-")
+	dir, err := os.MkdirTemp(parent, "tmpfs-noswap-test-")
 	if err != nil {
+		log.Info("Error creating dir to test if tmpfs noswap is enabled. Assuming not supported", "mount path", parent, "err", err)
 		return false
 	}
-	defer os.RemoveAll(dir)
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "noswap"); err != nil {
+	defer func() {
+		if err := os.RemoveAll(dir); err != nil {
+			log.Error("Error removing test tmpfs dir", "mount path", dir, "err", err)
+		}
+	}()
+	if err := mount(dir); err != nil {
+		log.Info("Error mounting tmpfs with the noswap option. Assuming not supported", "err", err)
 		return false
 	}
-	syscall.Unmount(dir, 0)
 	return true
-})
+}
+
+// mountNoswapTrial mounts a tmpfs with noswap at dir and unmounts it.
+func mountNoswapTrial(log *slog.Logger, dir string) error {
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "noswap"); err != nil {
+		return fmt.Errorf("mounting a noswap tmpfs at %s: %w", dir, err)
+	}
+	if err := syscall.Unmount(dir, 0); err != nil {
+		log.Error("Error unmounting test tmpfs dir", "mount path", dir, "err", err)
+	}
+	return nil
+}
+
+// noswapTrialDir is where setUpTmpfs has tmpfsNoswapSupported make its
+// trial mount: the emptyDir plugin's directory under the kubelet's root,
+// <root>/plugins/kubernetes.io/empty-dir, as upstream's setupTmpfs passes
+// GetPluginDir of the plugin's name; where it is missing, a kernel older
+// than 6.4 counts as without noswap (unless the check ran at start), as
+// upstream's.
+func (k *Kubelet) noswapTrialDir() string {
+	return filepath.Join(k.cfg.RootDir, "plugins", "kubernetes.io", "empty-dir")
+}
 
 // kernelAtLeast reports whether the kernel release (uname -r, say
 // "6.18.44-fc-v669") is major.minor or later; one it cannot read is not.
@@ -189,7 +238,7 @@ func (k *Kubelet) setUpTmpfs(pod *v1.Pod, v *v1.Volume, dir string) (mounted boo
 		}
 	}
 	mem := k.allocatable[v1.ResourceMemory]
-	data := tmpfsMountData(tmpfsSize(pod, v, mem.Value()), tmpfsNoswapSupported())
+	data := tmpfsMountData(tmpfsSize(pod, v, mem.Value()), tmpfsNoswapSupported(k.log, k.noswapTrialDir()))
 	k.log.Debug("Mounting tmpfs for volume", "path", dir, "options", data)
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, data); err != nil {
 		return false, fmt.Errorf("mount failed: mounting tmpfs at %s with options %q: %w", dir, data, err)
@@ -371,7 +420,7 @@ const EventPossibleMemoryBackedVolumesOnDisk = "PossibleMemoryBackedVolumesOnDis
 // tmpfs has no noswap (tmpfsNoswapSupported): a real runtime's node only,
 // the simulated runtime's mounting no tmpfs.
 func (k *Kubelet) warnMemoryVolumesOnDisk() {
-	if !k.mountsTmpfs() || k.cfg.SwapCapacity.Sign() <= 0 || tmpfsNoswapSupported() {
+	if !k.mountsTmpfs() || k.cfg.SwapCapacity.Sign() <= 0 || tmpfsNoswapSupported(k.log, k.cfg.RootDir) {
 		return
 	}
 	k.nodeEvent(v1.EventTypeWarning, EventPossibleMemoryBackedVolumesOnDisk,

@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -149,6 +150,82 @@ func TestKernelAtLeast(t *testing.T) {
 	}
 }
 
+// TestTmpfsNoswapCheck: as upstream's IsTmpfsNoswapOptionSupported, a
+// kernel of 6.4 or later has noswap without a trial; on an older one the
+// trial mount is made in a new tmpfs-noswap-test-* directory under the
+// directory given (the kubelet's root or its emptyDir plugin directory,
+// not os.TempDir), removed after; a failed mount, or a directory that
+// cannot be made there, is no noswap. As root, the real trial mount
+// under a kubelet root directory leaves nothing behind.
+func TestTmpfsNoswapCheck(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	mounted := func(dirs *[]string, err error) func(string) error {
+		return func(dir string) error {
+			if fi, statErr := os.Stat(dir); statErr != nil || !fi.IsDir() {
+				t.Errorf("trial mount at %s: not a directory: %v", dir, statErr)
+			}
+			*dirs = append(*dirs, dir)
+			return err
+		}
+	}
+	for _, tc := range []struct {
+		name, release string
+		missing       bool  // the parent directory does not exist
+		mountErr      error // the trial mount's error
+		want          bool
+		trial         bool // a trial mount is made
+	}{
+		{"6.4 and later: no trial", "6.18.44-fc-v669", false, nil, true, false},
+		{"older, mount succeeds", "5.15.0-91-generic", false, nil, true, true},
+		{"older, mount fails", "5.15.0-91-generic", false, syscall.EINVAL, false, true},
+		{"older, no directory to try in", "5.15.0-91-generic", true, nil, false, false},
+		{"unreadable release", "", false, nil, true, true},
+	} {
+		root := filepath.Join(t.TempDir(), "kubelet")
+		if !tc.missing {
+			if err := os.Mkdir(root, 0o750); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var dirs []string
+		if got := tmpfsNoswapCheck(log, tc.release, root, mounted(&dirs, tc.mountErr)); got != tc.want {
+			t.Errorf("%s: supported %v, want %v", tc.name, got, tc.want)
+		}
+		switch {
+		case !tc.trial && len(dirs) != 0:
+			t.Errorf("%s: trial mounts at %q, want none", tc.name, dirs)
+		case tc.trial && len(dirs) != 1:
+			t.Errorf("%s: trial mounts at %q, want one under %s", tc.name, dirs, root)
+		case tc.trial && (filepath.Dir(dirs[0]) != root || !strings.HasPrefix(filepath.Base(dirs[0]), "tmpfs-noswap-test-")):
+			t.Errorf("%s: trial mount at %s, want %s/tmpfs-noswap-test-*", tc.name, dirs[0], root)
+		}
+		if !tc.missing {
+			if left, err := os.ReadDir(root); err != nil || len(left) != 0 {
+				t.Errorf("%s: left under %s: %v (%v)", tc.name, root, left, err)
+			}
+		}
+	}
+
+	// The real trial mount, as root: a kernel that takes noswap says so
+	// and nothing is left mounted or behind under the root directory.
+	root := needMounts(t)
+	noswapKernel := syscall.Mount("tmpfs", root, "tmpfs", 0, "noswap") == nil
+	if noswapKernel {
+		if err := syscall.Unmount(root, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := tmpfsNoswapCheck(log, "5.15.0", root, func(dir string) error { return mountNoswapTrial(log, dir) }); got != noswapKernel {
+		t.Errorf("real trial: supported %v, want %v (a noswap tmpfs mounts: %v)", got, noswapKernel, noswapKernel)
+	}
+	if m := mountsUnder(t, root); len(m) != 0 {
+		t.Errorf("left mounted: %q", m)
+	}
+	if left, err := os.ReadDir(root); err != nil || len(left) != 0 {
+		t.Errorf("left under %s: %v (%v)", root, left, err)
+	}
+}
+
 // tmpfsOf reports whether dir is the root of a tmpfs mount, and its size
 // in bytes.
 func tmpfsOf(t *testing.T, dir string) (bool, int64) {
@@ -251,8 +328,8 @@ func TestMemoryVolumesOnTmpfs(t *testing.T) {
 			t.Errorf("%s: tmpfs of %d bytes, want %d", tc.dir, size, tc.size)
 		default:
 			opts := mountOptions(t, tc.dir)
-			if tmpfsNoswapSupported() != strings.Contains(opts, "noswap") {
-				t.Errorf("%s: options %q, noswap supported %v", tc.dir, opts, tmpfsNoswapSupported())
+			if noswap := tmpfsNoswapSupported(h.k.log, h.k.noswapTrialDir()); noswap != strings.Contains(opts, "noswap") {
+				t.Errorf("%s: options %q, noswap supported %v", tc.dir, opts, noswap)
 			}
 			if _, _, perm := statOf(t, tc.dir); perm != 0o1777 {
 				t.Errorf("%s: mode %#o, want 01777", tc.dir, perm)
@@ -439,24 +516,34 @@ func TestPossibleMemoryBackedVolumesOnDisk(t *testing.T) {
 		{"no swap", true, "0", false, false},
 		{"simulated node", false, "8Gi", false, false},
 	} {
-		tmpfsNoswapSupported = func() bool { return tc.noswap }
+		var trialDirs []string
+		tmpfsNoswapSupported = func(_ *slog.Logger, dir string) bool {
+			trialDirs = append(trialDirs, dir)
+			return tc.noswap
+		}
 		rec := record.NewFakeRecorder(100)
 		h := newHarness(t, nil)
 		if tc.real {
 			h.krt = criTyped{h.rt}
 		}
+		root := t.TempDir()
 		h.k = h.newKubelet(func(c *Config) {
-			c.Recorder, c.SwapCapacity, c.FailSwapOn, c.RootDir = rec, resource.MustParse(tc.swap), ptr.To(false), t.TempDir()
+			c.Recorder, c.SwapCapacity, c.FailSwapOn, c.RootDir = rec, resource.MustParse(tc.swap), ptr.To(false), root
 		})
 		h.k.warnMemoryVolumesOnDisk()
 		got := drain(rec)
 		if tc.warning && (len(got) != 1 || got[0] != want) || !tc.warning && len(got) != 0 {
 			t.Errorf("%s: events %q, want the warning: %v", tc.name, got, tc.warning)
 		}
+		// The check's trial directory is the kubelet's root, as upstream's
+		// container manager passes KubeletRootDir.
+		if len(trialDirs) > 1 || len(trialDirs) == 1 && trialDirs[0] != root {
+			t.Errorf("%s: noswap checked in %q, want at most once in %s", tc.name, trialDirs, root)
+		}
 	}
 
 	// Run warns at start.
-	tmpfsNoswapSupported = func() bool { return false }
+	tmpfsNoswapSupported = func(*slog.Logger, string) bool { return false }
 	rec := record.NewFakeRecorder(100)
 	h := newHarness(t, nil)
 	h.krt = criTyped{h.rt}
