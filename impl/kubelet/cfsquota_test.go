@@ -268,3 +268,55 @@ func TestCFSQuotaSettingsChangedKeepRunningPods(t *testing.T) {
 		})
 	}
 }
+
+// A memory-only resize of a running container, made by a kubelet
+// restarted with other CFS settings, gives the container its CPU limit's
+// quota over the node's current period, as upstream's
+// updatePodContainerResources, which builds a memory update from the
+// container's current CPU request and limit (millicores) through
+// generateContainerResources, with the kubelet's period. Was: the
+// container's old quota and period kept.
+func TestMemoryResizeUsesCurrentCFSPeriod(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before, after func(*Config)
+		quota, period int64 // after the memory resize: 200m over the new period
+	}{
+		{name: "quota turned on", before: func(c *Config) { c.CPUCFSQuota = ptr.To(false) }, after: func(*Config) {},
+			quota: 20000, period: 100000},
+		{name: "period changed", before: func(*Config) {},
+			after: func(c *Config) { c.CustomCPUCFSQuotaPeriod = true; c.CPUCFSQuotaPeriod = 50 * time.Millisecond },
+			quota: 10000, period: 50000},
+		{name: "period changed back", before: func(c *Config) { c.CustomCPUCFSQuotaPeriod = true; c.CPUCFSQuotaPeriod = 30 * time.Millisecond },
+			after: func(*Config) {}, quota: 20000, period: 100000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, rec := resizeHarness(t, tc.before)
+			p := h.create(h.pod("g", func(p *v1.Pod) {
+				p.Status.QOSClass = v1.PodQOSBurstable
+				p.Spec.Containers[0].Resources = resources("100m", "200m", "64Mi", "64Mi")
+			}))
+			if got := h.sync(p); got.Status.Phase != v1.PodRunning {
+				t.Fatalf("phase %s", got.Status.Phase)
+			}
+			h.k = h.newKubelet(func(c *Config) {
+				c.Recorder, c.CPU = rec, resource.MustParse("1")
+				tc.after(c)
+			})
+			h.sync(p)
+			h.resize(p, "app", resources("100m", "200m", "64Mi", "128Mi"))
+			h.sync(p)
+			h.sync(p)
+			r := h.runtimeResources(p, "app")
+			if r.MemoryLimitInBytes != 128<<20 {
+				t.Fatalf("memory limit %d after the resize; want 128Mi", r.MemoryLimitInBytes)
+			}
+			if r.CpuQuota != tc.quota || r.CpuPeriod != tc.period || r.CpuShares != 102 {
+				t.Errorf("after a memory resize: %v; want quota %d period %d, 102 shares", r, tc.quota, tc.period)
+			}
+			if c := condOf(h.get(p), v1.PodResizeInProgress); c != nil {
+				t.Errorf("PodResizeInProgress %+v once the resize is applied", c)
+			}
+		})
+	}
+}

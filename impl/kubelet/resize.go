@@ -335,6 +335,28 @@ func cpuLimitDiff(lim int64, cur *runtimeapi.LinuxContainerResources, before int
 	return cmp.Compare(milliCPUToQuota(lim, cur.CpuPeriod), quota(cur.CpuQuota))
 }
 
+// runningCPULimit is the CPU limit (millicores, 0 for none) a running
+// container runs with, its cgroup values cur as the runtime reports them,
+// given its allocated limit lim and its limit before the last admitted
+// resize (before, ok: cpuLimitDiff's): lim when its quota stands for it
+// over its own period; a container without a period as cpuLimitDiff takes
+// it; otherwise the quota over its period back in millicores (upstream's
+// quotaToMilliCPU, none for no quota). Upstream's actuated CPU limit,
+// which a memory-only update of the container carries over
+// (updatePodContainerResources), its quota made again over the kubelet's
+// period (generateContainerResources).
+func runningCPULimit(lim int64, cur *runtimeapi.LinuxContainerResources, before int64, ok bool) int64 {
+	switch {
+	case cur.CpuPeriod <= 0 && ok:
+		return before
+	case cur.CpuPeriod <= 0, cpuLimitDiff(lim, cur, before, ok) == 0:
+		return lim
+	case cur.CpuQuota <= 0:
+		return 0
+	}
+	return cur.CpuQuota * milliCPUPerCPU / cur.CpuPeriod
+}
+
 // resizeNeeded reports whether a running resizable container of pod (as
 // allocated) has cgroup values other than its allocation's, as the
 // runtime reports them (upstream's isPodResizeInProgress): a resize to
@@ -441,7 +463,11 @@ type containerUpdate struct {
 // others are updated in place, memory first, then CPU, each resource's
 // decreases before its increases, the sandbox's limits raised before the
 // containers' and lowered after them; a memory update keeps the
-// container's CPU values as they are until the CPU's. sandboxWas is what
+// container's CPU shares and limit as they are until the CPU's, the limit's
+// quota over the node's current period (runningCPULimit), as upstream's
+// updatePodContainerResources, so a memory-only resize made by a kubelet
+// restarted with another --cpu-cfs-quota-period, or with quotas turned
+// on, moves the container to the node's period. sandboxWas is what
 // the sandbox was last given (nil: unknown — it is then told its new
 // resources once, after the containers). Containers in skip (by id) are
 // left alone (the sync kills them anyway).
@@ -492,7 +518,16 @@ func planResize(pod *v1.Pod, rs *podstate.Pod, sandboxWas *runtimeapi.LinuxConta
 		}
 		if memDiff != 0 {
 			r := proto.Clone(want).(*runtimeapi.LinuxContainerResources)
-			r.CpuShares, r.CpuQuota, r.CpuPeriod = cur.CpuShares, cur.CpuQuota, cur.CpuPeriod
+			r.CpuShares = cur.CpuShares
+			if p.cfs.off {
+				r.CpuQuota, r.CpuPeriod = cur.CpuQuota, cur.CpuPeriod
+			} else {
+				// The CPU limit the container runs with, over the
+				// node's period.
+				_, _, cpuLim, _ := containerAmounts(pod, c)
+				before, ok := limitsBefore[c.Name]
+				r.CpuQuota = milliCPUToQuota(runningCPULimit(cpuLim, cur, before, ok), p.cfs.periodUS())
+			}
 			mem = append(mem, containerUpdate{step: resizeStep{containerID: rc.ID, name: c.Name, res: v1.ResourceMemory, resources: r}, up: memDiff > 0})
 			if memDiff < 0 && want.MemoryLimitInBytes > 0 {
 				containerDecreases = append(containerDecreases, memoryDecrease{containerID: rc.ID, name: c.Name, limit: want.MemoryLimitInBytes})
