@@ -472,6 +472,10 @@ func (t *Table) Pod(p *v1.Pod) {
 			st.PodIPs[i].IP = st.PodIP // one copy of the pod's IP
 		}
 	}
+	// The pod-level allocated and actual resources, which the kubelet
+	// reports for every pod (most often its one container's lists).
+	st.AllocatedResources = t.Resources(st.AllocatedResources)
+	st.Resources = t.Requirements(st.Resources)
 	for _, list := range [][]v1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
 		for i := range list {
 			c := &list[i]

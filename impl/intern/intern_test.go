@@ -252,6 +252,8 @@ func TestContainerStatusResourcesShared(t *testing.T) {
 		req := v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}
 		p.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "app", AllocatedResources: req.DeepCopy(),
 			Resources: &v1.ResourceRequirements{Requests: req.DeepCopy(), Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")}}}}
+		p.Status.AllocatedResources = req.DeepCopy()
+		p.Status.Resources = &v1.ResourceRequirements{Requests: req.DeepCopy(), Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")}}
 		return p
 	}
 	a, b := withStatus("a"), withStatus("b")
@@ -269,6 +271,10 @@ func TestContainerStatusResourcesShared(t *testing.T) {
 	}
 	if ptr(sa.Resources.Limits) != ptr(sb.Resources.Limits) || sa.Resources != sb.Resources {
 		t.Error("equal actual resources not shared")
+	}
+	// The pod-level ones (every pod reports them) share the same lists.
+	if ptr(sb.AllocatedResources) != ptr(b.Status.AllocatedResources) || b.Status.Resources != sb.Resources || a.Status.Resources != sb.Resources {
+		t.Error("pod-level allocated and actual resources equal to the container's not shared with them")
 	}
 	c := withStatus("c")
 	c.Status.ContainerStatuses[0].Resources.Limits[v1.ResourceMemory] = resource.MustParse("2Gi")
