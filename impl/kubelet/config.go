@@ -33,8 +33,9 @@ type Config struct {
 	// different families, comma-separated, make a dual-stack node
 	// (node.spec.podCIDRs both, podCIDR the first).
 	PodCIDR string
-	// Capacity of the node; allocatable is capacity less what the hard
-	// eviction thresholds keep back (no kube/system reservations).
+	// Capacity of the node; allocatable is capacity less the system and
+	// kube reservations and what the hard eviction thresholds keep back
+	// (allocatable.go).
 	CPU, Memory, EphemeralStorage resource.Quantity
 	MaxPods                       int64
 	// HugePages are the node's huge page sizes with their pre-allocated
@@ -148,10 +149,36 @@ type Config struct {
 	// PIDCapacity is the node's process capacity, upstream's internal
 	// "pid" capacity: the least of /proc/sys/kernel/pid_max and
 	// threads-max (ReadPIDCapacity). On a node whose cgroups the kubelet
-	// manages it is kubepods's pids.max (nodeAllocatableCgroupConfig;
-	// kubeproof has no --system-reserved or --kube-reserved to take a
-	// pid reservation off), read at start when 0; unused elsewhere.
+	// manages it is kubepods's pids.max less the system and kube
+	// reservations' pid with "pods" enforced (kubepodsResources), read at
+	// start when 0; unused elsewhere.
 	PIDCapacity int64
+	// SystemReserved and KubeReserved are KubeletConfiguration's
+	// systemReserved and kubeReserved (--system-reserved,
+	// --kube-reserved; ParseReserved reads the flags): resources set
+	// aside for the system's daemons and Kubernetes', of cpu, memory,
+	// ephemeral-storage and pid only, none below zero. Both come off the
+	// node's allocatable (with the hard eviction thresholds; pid, which
+	// the Node does not report, only off kubepods's pids.max), and off
+	// kubepods's limits with "pods" enforced; New refuses them, with
+	// upstream's messages, where the reservations and thresholds come to
+	// more than a resource's capacity (allocatable.go). Nil: none.
+	SystemReserved, KubeReserved v1.ResourceList
+	// EnforceNodeAllocatable is enforceNodeAllocatable
+	// (--enforce-node-allocatable): which cgroups the reservations are
+	// enforced on. Nil is upstream's default, "pods" (kubepods gets the
+	// allocatable; without it the capacity); "system-reserved" and
+	// "kube-reserved" (or their "-compressible" forms, CPU shares only)
+	// give SystemReservedCgroup and KubeReservedCgroup
+	// (--system-reserved-cgroup, --kube-reserved-cgroup: cgroupfs names,
+	// "/system.slice", not under CgroupRoot), which must exist, their
+	// reservation as limits at start; "none" (alone) or empty: nothing.
+	// New refuses what upstream's validation does, with its messages
+	// (checkEnforceNodeAllocatable).
+	EnforceNodeAllocatable                   []string
+	SystemReservedCgroup, KubeReservedCgroup string
+	// enforce is what setDefaults read from EnforceNodeAllocatable.
+	enforce nodeAllocatableEnforcement
 	// CustomCPUCFSQuotaPeriod is the kubelet's feature gate of that name
 	// (alpha, off by default, as upstream's): a CPUCFSQuotaPeriod other
 	// than 100 ms is allowed.
@@ -311,6 +338,23 @@ func (c *Config) setDefaults() error {
 	if c.CgroupDir != "" && c.PIDCapacity == 0 {
 		c.PIDCapacity = ReadPIDCapacity(os.DirFS(procSysKernel))
 	}
+	if err := checkReserved(c.SystemReserved); err != nil {
+		return fmt.Errorf("kubelet config: --system-reserved value failed to parse: %w", err)
+	}
+	if err := checkReserved(c.KubeReserved); err != nil {
+		return fmt.Errorf("kubelet config: --kube-reserved value failed to parse: %w", err)
+	}
+	enforce := c.EnforceNodeAllocatable
+	if enforce == nil {
+		enforce = []string{EnforcePods}
+	}
+	if c.enforce, err = checkEnforceNodeAllocatable(enforce, c.SystemReservedCgroup, c.KubeReservedCgroup); err != nil {
+		return fmt.Errorf("kubelet config: %w", err)
+	}
+	capacity := c.capacity()
+	if err := validateNodeAllocatable(capacity, c.allocatableReservation(capacity)); err != nil {
+		return fmt.Errorf("kubelet config: %w", err)
+	}
 	if c.cfs, err = checkCFSQuota(c.CPUCFSQuota, c.CPUCFSQuotaPeriod, c.CustomCPUCFSQuotaPeriod); err != nil {
 		return fmt.Errorf("kubelet config: %w", err)
 	}
@@ -388,32 +432,40 @@ func (c *Config) evictionConfig() (eviction.Config, error) {
 	return defaultEviction()
 }
 
-// allocatable is capacity less what the hard eviction thresholds keep
-// back (upstream's node allocatable, with no kube/system reservations),
-// and memory less every huge page size's capacity, as upstream's
-// MachineInfo setter (pre-allocated huge pages are not memory pods can
-// use as such); never below zero.
+// allocatable is the Node's status.allocatable: capacity less the system
+// and kube reservations and the hard eviction thresholds, memory less the
+// huge pages' capacity too, never below zero (nodeAllocatable).
 func (c *Config) allocatable() v1.ResourceList {
-	out := c.capacity()
-	ecfg, err := c.evictionConfig()
-	if err == nil {
-		for name, r := range ecfg.HardEvictionReservation(out) {
-			q := out[name]
-			q.Sub(r)
-			out[name] = q
-		}
+	capacity := c.capacity()
+	return nodeAllocatable(capacity, c.allocatableReservation(capacity))
+}
+
+// allocatableReservation is what a node of capacity keeps back from its
+// allocatable (allocatableReservation): the reservations and what the
+// hard eviction thresholds keep back.
+func (c *Config) allocatableReservation(capacity v1.ResourceList) v1.ResourceList {
+	var evict v1.ResourceList
+	if ecfg, err := c.evictionConfig(); err == nil {
+		evict = ecfg.HardEvictionReservation(capacity)
 	}
-	for _, h := range c.HugePages {
-		q := out[v1.ResourceMemory]
-		q.Sub(out[h.ResourceName()])
-		out[v1.ResourceMemory] = q
+	return allocatableReservation(capacity, c.SystemReserved, c.KubeReserved, evict)
+}
+
+// kubepodsResources are the resources kubepods is limited to
+// (nodeAllocatableCgroupConfig) and its pids.max (0: none), as upstream's
+// enforceNodeAllocatableCgroups: the internal capacity (the capacity and
+// the process capacity, pid, when known), with "pods" enforced less the
+// system and kube reservations (allocatableAbsolute).
+func (c *Config) kubepodsResources() (v1.ResourceList, int64) {
+	internal := c.capacity()
+	if c.PIDCapacity > 0 {
+		internal[ResourcePID] = *resource.NewQuantity(c.PIDCapacity, resource.DecimalSI)
 	}
-	for name, q := range out {
-		if q.Sign() < 0 {
-			out[name] = *resource.NewQuantity(0, q.Format)
-		}
+	if c.enforce.pods {
+		internal = allocatableAbsolute(internal, c.SystemReserved, c.KubeReserved)
 	}
-	return out
+	pids := internal[ResourcePID]
+	return internal, pids.Value()
 }
 
 // capacity is the node's capacity as a ResourceList: cpu, memory,

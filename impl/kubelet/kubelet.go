@@ -81,7 +81,8 @@ type Kubelet struct {
 	// simulated node.
 	cgroups podCgroups
 	// qos names the QoS classes' cgroups under Config.CgroupRoot;
-	// allocatableCgroup is kubepods's values (nodeAllocatableCgroupConfig)
+	// allocatableCgroup is kubepods's values (nodeAllocatableCgroupConfig
+	// of Config.kubepodsResources)
 	// and allocatableEnforced whether they were written (Run's, then
 	// housekeeping's only).
 	qos                 qosCgroups
@@ -191,7 +192,7 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config, rt runtim
 		started: cfg.Clock.Now(),
 	}
 	if cfg.CgroupDir != "" {
-		k.allocatableCgroup = nodeAllocatableCgroupConfig(cfg.capacity(), cfg.PIDCapacity)
+		k.allocatableCgroup = nodeAllocatableCgroupConfig(cfg.kubepodsResources())
 	}
 	if cfg.Recorder != nil {
 		k.events.Store(&cfg.Recorder)
@@ -314,6 +315,11 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	// Then the node's allocatable on kubepods (podcgroups.go), as
 	// upstream's enforceNodeAllocatableCgroups.
 	k.allocatableEnforced = k.enforceNodeAllocatable()
+	// And the reservations on their cgroups where enforced
+	// (allocatable.go): a kubelet that cannot does not run, as upstream's.
+	if err := k.enforceReservedCgroups(); err != nil {
+		return fmt.Errorf("kubelet %s: %w", k.cfg.NodeName, err)
+	}
 	// With swap, whether memory-backed volumes may be swapped out, as
 	// upstream's container manager tells at start (memoryvolumes.go).
 	k.warnMemoryVolumesOnDisk()

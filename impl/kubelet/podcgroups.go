@@ -277,13 +277,23 @@ func newPodCgroups(cfg *Config) (podCgroups, error) {
 // readable (upstream also wants its controllers enabled there; the
 // kubelet enables them itself, create). The root cgroup always exists.
 func (m cgroupfs) validateRoot(root string) error {
+	if err := m.validate(root); err != nil {
+		return fmt.Errorf("invalid configuration: %w", err)
+	}
+	return nil
+}
+
+// validate is upstream's cgroup manager Validate of cgroup name
+// (cgroupRoot's form), validateRoot's check without its prefix, which
+// the reservations' cgroups get too (enforceExistingCgroup).
+func (m cgroupfs) validate(root string) error {
 	if root == "" {
 		return nil
 	}
 	name := strings.Split(root[1:], "/") // upstream's CgroupName
 	if m.unified {
 		if _, err := os.ReadFile(filepath.Join(m.dir("", root), "cgroup.controllers")); err != nil {
-			return fmt.Errorf("invalid configuration: could not read controllers for cgroup %q: %w", name, err)
+			return fmt.Errorf("could not read controllers for cgroup %q: %w", name, err)
 		}
 		return nil
 	}
@@ -294,7 +304,7 @@ func (m cgroupfs) validateRoot(root string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("invalid configuration: cgroup %q has some missing paths: %v", name, strings.Join(missing, ", "))
+		return fmt.Errorf("cgroup %q has some missing paths: %v", name, strings.Join(missing, ", "))
 	}
 	return nil
 }
@@ -1076,13 +1086,13 @@ const (
 
 // nodeAllocatableCgroupConfig is the values of kubepods, the cgroup of
 // all pods, on a node of capacity, as upstream's kubelet enforces node
-// allocatable with its default --enforce-node-allocatable=pods
-// (getNodeAllocatableInternalAbsolute, getCgroupConfig): the capacity
-// less the kube and system reservations (kubeproof has none; not less
-// the hard eviction thresholds, unlike the Node's allocatable), its CPU
-// as shares, its memory, less the huge pages' capacity, as the memory
-// limit, and the node's process capacity pids (Config.PIDCapacity, its
-// internal "pid" capacity; 0: unknown, none) as its pids limit.
+// allocatable (getCgroupConfig of what Config.kubepodsResources gives:
+// with --enforce-node-allocatable=pods, the default, the capacity less
+// the kube and system reservations, not less the hard eviction
+// thresholds, unlike the Node's allocatable): its CPU as shares, its
+// memory, less the huge pages' capacity, as the memory limit, and pids
+// (the node's process capacity, its internal "pid" capacity, less the
+// reservations' pid; 0: unknown, none) as its pids limit.
 // (Upstream also limits huge pages to theirs, and on cgroup v2 resets
 // memory.min and memory.low to 0; kubeproof does not.)
 func nodeAllocatableCgroupConfig(capacity v1.ResourceList, pids int64) cgroupConfig {
