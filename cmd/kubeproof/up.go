@@ -41,6 +41,7 @@ func newUpCommand() *cobra.Command {
 		swapMode    string
 		failSwapOn  bool
 		cfsQuota    bool
+		seccompDef  bool
 		credConfig  string
 		credBinDir  string
 		noScheduler bool
@@ -117,6 +118,7 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 				NodeMemorySwapBehavior:        kubelet.SwapBehavior(swapMode),
 				NodeFailSwapOn:                &failSwapOn,
 				NodeCPUCFSQuota:               &cfsQuota,
+				NodeSeccompDefault:            seccompDef,
 				ImageCredentialProviderConfig: credConfig,
 				ImageCredentialProviderBinDir: credBinDir,
 				Auth:                          authOpts,
@@ -170,6 +172,7 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 	fs.BoolVar(&failSwapOn, "fail-swap-on", true, "Makes each simulated node's kubelet, and so up, fail to start if the node has swap (--swap-capacity not 0), as kubeproof kubelet --fail-swap-on and upstream's.")
 	fs.StringVar(&swapMode, "memory-swap-behavior", "", "KubeletConfiguration's memorySwap.swapBehavior of each simulated node, as kubeproof kubelet --memory-swap-behavior: NoSwap (or empty, the default); LimitedSwap needs cgroup v2 and is refused, simulated nodes being cgroup v1.")
 	fs.BoolVar(&cfsQuota, "cpu-cfs-quota", true, "CPU CFS quota enforcement of each simulated node, as kubeproof kubelet --cpu-cfs-quota: false gives containers and sandboxes no CFS quota (their CPU limits unenforced).")
+	fs.BoolVar(&seccompDef, "seccomp-default", false, "KubeletConfiguration's seccompDefault of each simulated node, as kubeproof kubelet --seccomp-default: a container whose pod and container set no seccompProfile runs under the runtime's default profile (RuntimeDefault) instead of Unconfined.")
 	fs.StringVar(&credConfig, "image-credential-provider-config", "", "The credential provider plugin config file or directory (a CredentialProviderConfig, kubelet.config.k8s.io/v1) of each simulated node, as kubeproof kubelet's: exec plugins asked for the registry credentials of the images they match before a pull, tried after a pod's imagePullSecrets.")
 	fs.StringVar(&credBinDir, "image-credential-provider-bin-dir", "", "The directory where the credential provider plugin binaries of --image-credential-provider-config are.")
 	addSimRuntimeHandlersFlag(fs, &simHandlers)

@@ -28,8 +28,9 @@ printf '{"apiVersion":"credentialprovider.kubelet.k8s.io/v1","kind":"CredentialP
 // flags --swap-capacity (published as status.nodeInfo.swap.capacity),
 // --fail-swap-on (a node with swap refused unless false, with upstream's
 // message), --memory-swap-behavior (LimitedSwap refused on the
-// simulated nodes' cgroup v1, as upstream) and --cpu-cfs-quota (its effect:
-// impl/cluster TestNodeCPUCFSQuota); a credential provider
+// simulated nodes' cgroup v1, as upstream), --cpu-cfs-quota (its effect:
+// impl/cluster TestNodeCPUCFSQuota) and --seccomp-default (its effect:
+// impl/cluster TestNodeSeccompDefault); a credential provider
 // configuration the kubelet refuses is refused before anything starts.
 func TestUpKubeletFlags(t *testing.T) {
 	for _, name := range []string{"up", "kubelet"} {
@@ -37,7 +38,7 @@ func TestUpKubeletFlags(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, flag := range []string{"image-credential-provider-config", "image-credential-provider-bin-dir", "swap-capacity", "fail-swap-on", "memory-swap-behavior", "cpu-cfs-quota"} {
+		for _, flag := range []string{"image-credential-provider-config", "image-credential-provider-bin-dir", "swap-capacity", "fail-swap-on", "memory-swap-behavior", "cpu-cfs-quota", "seccomp-default"} {
 			if cmd.Flags().Lookup(flag) == nil {
 				t.Errorf("kubeproof %s has no --%s", name, flag)
 			}

@@ -20,14 +20,17 @@ import (
 // own containerd (in its own network namespace), registers its node and
 // runs a pod the scheduler sends there: Ready through its readiness probe,
 // its logs and exec served by that process's kubelet API, its IP released
-// when it is deleted.
+// when it is deleted. Started with --seccomp-default, it runs a container
+// whose pod sets no seccompProfile under containerd's default profile, a
+// seccomp filter (/proc/self/status Seccomp: 2), and one whose pod says
+// Unconfined with none (0).
 func TestKubeletBinary(t *testing.T) {
 	ctx := ctxFor(t, 5*time.Minute)
 	bin, err := env.BuildKubeproof()
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := env.AddNode(ctx, harness.NodeOptions{OwnNetNS: true, KubeletBinary: bin})
+	n, err := env.AddNode(ctx, harness.NodeOptions{OwnNetNS: true, KubeletBinary: bin, SeccompDefault: true})
 	t.Cleanup(func() {
 		if n != nil {
 			if err := env.RemoveNode(context.Background(), n); err != nil {
@@ -56,6 +59,27 @@ func TestKubeletBinary(t *testing.T) {
 	}
 	if out := mustKubectl(t, "exec", "-n", ns, p.Name, "--", "timeout", "3", "wget", "-qO-", "http://127.0.0.1/"); out != images.IndexHTML {
 		t.Fatalf("kubectl exec: %q", out)
+	}
+	for _, tc := range []struct {
+		name    string
+		profile *v1.SeccompProfile
+		want    string
+	}{
+		{"seccomp-default", nil, "Seccomp:\t2\n"},
+		{"seccomp-unconfined", &v1.SeccompProfile{Type: v1.SeccompProfileTypeUnconfined}, "Seccomp:\t0\n"},
+	} {
+		sp := podSpec(tc.name, "grep '^Seccomp:' /proc/self/status")
+		sp.Spec.NodeSelector = map[string]string{v1.LabelHostname: n.Name}
+		if tc.profile != nil {
+			sp.Spec.SecurityContext = &v1.PodSecurityContext{SeccompProfile: tc.profile}
+		}
+		done, logs := runToCompletion(t, ns, sp)
+		if done.Status.Phase != v1.PodSucceeded || logs != tc.want {
+			t.Errorf("pod %s: phase %s, printed %q, want %q", tc.name, done.Status.Phase, logs, tc.want)
+		}
+		if err := env.Client.CoreV1().Pods(ns).Delete(ctx, sp.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := env.Client.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

@@ -126,6 +126,12 @@ type Config struct {
 	// `kubeproof kubelet`'s): false gives its containers and sandboxes no
 	// CFS quota. Nil: true, upstream's default.
 	NodeCPUCFSQuota *bool
+	// NodeSeccompDefault is each simulated node's seccompDefault
+	// (kubelet.Config.SeccompDefault; `kubeproof up --seccomp-default`, as
+	// `kubeproof kubelet`'s): a container whose pod and container set no
+	// seccompProfile is created under RuntimeDefault instead of
+	// Unconfined. Default false, upstream's.
+	NodeSeccompDefault bool
 	// ImageCredentialProviderConfig and ImageCredentialProviderBinDir are
 	// the simulated nodes' image credential provider plugins (`kubeproof
 	// up --image-credential-provider-config` and

@@ -60,6 +60,8 @@ type Node struct {
 	// node, /kp-node-<i> for the others, so that each kubelet's clean-up
 	// of the pod cgroups it does not know leaves the others' pods alone.
 	cgroupRoot string
+	// seccompDefault is its kubelet's seccompDefault (NodeOptions).
+	seccompDefault bool
 
 	mu      sync.Mutex
 	kubelet *kubelet.Kubelet
@@ -77,6 +79,11 @@ type NodeOptions struct {
 	// whose `kubeproof kubelet --runtime cri` runs the node, as a process,
 	// instead of the in-process kubelet.
 	KubeletBinary string
+	// SeccompDefault starts the node's kubelet with seccompDefault
+	// (`kubeproof kubelet --seccomp-default`, Config.SeccompDefault):
+	// containers without a seccompProfile run under containerd's default
+	// profile.
+	SeccompDefault bool
 }
 
 // EvictionHard is the test kubelets' --eviction-hard: the memory threshold
@@ -132,7 +139,7 @@ func (e *Env) AddNode(ctx context.Context, opts NodeOptions) (_ *Node, err error
 	if err != nil {
 		return nil, err
 	}
-	n.binary = opts.KubeletBinary
+	n.binary, n.seccompDefault = opts.KubeletBinary, opts.SeccompDefault
 	n.kubeconfig = filepath.Join(n.Dir, "kubelet.kubeconfig")
 	if err := pki.WriteKubeconfig(n.kubeconfig, pki.Kubeconfig(e.Cluster.URL, e.Cluster.CA.CertPEM, cluster.NodeUserPrefix+n.Name, kp)); err != nil {
 		return nil, err
@@ -243,6 +250,7 @@ func (n *Node) StartKubelet(ctx context.Context) error {
 		// The host's cgroups, as `kubeproof kubelet --runtime cri`'s: the
 		// cgroup mode and swap controller decide containers' CRI resources.
 		CgroupDir: kubelet.SysFsCgroup, CgroupRoot: n.cgroupRoot,
+		SeccompDefault: n.seccompDefault,
 	}, n.CRI)
 	if err != nil {
 		ln.Close()
@@ -304,6 +312,9 @@ func (n *Node) startKubeletProcess(lf *os.File) error {
 		"--image-gc-high-threshold", "100",
 		"--root-dir", filepath.Join(n.Dir, "kubelet"), "--pod-logs-dir", filepath.Join(n.Dir, "pod-logs"),
 		"--cgroup-root", n.cgroupRoot+"/")
+	if n.seccompDefault {
+		cmd.Args = append(cmd.Args, "--seccomp-default")
+	}
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
