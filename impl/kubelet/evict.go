@@ -47,6 +47,10 @@ func newEvictionManager(cfg *Config, rt runtime.Runtime) (*eviction.Manager, *ev
 	switch p := provider.(type) {
 	case *eviction.SimProvider:
 		sim = p
+		// A container's storage counts while the runtime runs it.
+		if r, ok := rt.(eviction.PodStateReader); ok {
+			p.SetPodStates(r)
+		}
 	case eviction.HostProvider:
 		if l, ok := rt.(eviction.ContainerStatsLister); ok && p.Stats == nil {
 			p.Stats = l

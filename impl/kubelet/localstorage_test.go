@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
 
 // withEmptyDir gives the pod an emptyDir "cache" of the given sizeLimit
@@ -106,5 +107,61 @@ func TestLocalStorageLimitEviction(t *testing.T) {
 		if got := h.sync(p); got.Status.Phase != v1.PodRunning {
 			t.Fatalf("%s: %s", p.Name, got.Status.Phase)
 		}
+	}
+}
+
+// A simulated pod's init containers' writable layers and logs count
+// towards its local ephemeral storage while they run, as upstream's pod
+// stats hold the running containers of every kind: a running sidecar
+// whose use (AnnotationEphemeralStorageUsage.<sidecar>) puts the pod over
+// its containers' summed ephemeral-storage limit gets the pod evicted; a
+// regular init container's use stops counting once it has completed.
+func TestLocalStorageInitContainers(t *testing.T) {
+	h := newHarness(t, nil)
+	if err := h.k.registerNode(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	limited := func(p *v1.Pod) {
+		p.Spec.Containers[0].Resources.Limits = v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("1Gi")}
+		p.Annotations[eviction.AnnotationEphemeralStorageUsage+".app"] = "100Mi"
+	}
+	withSidecar := h.sync(h.create(h.pod("sidecar-writer", func(p *v1.Pod) {
+		limited(p)
+		p.Spec.InitContainers = []v1.Container{sidecar("proxy")}
+		p.Annotations[eviction.AnnotationEphemeralStorageUsage+".proxy"] = "2Gi"
+	})))
+	withInit := h.create(h.pod("init-writer", func(p *v1.Pod) {
+		limited(p)
+		p.Spec.InitContainers = []v1.Container{{Name: "setup", Image: "busybox:1"}}
+		p.Annotations[sim.AnnotationExitAfter+".setup"] = "2s"
+		p.Annotations[eviction.AnnotationEphemeralStorageUsage+".setup"] = "2Gi"
+	}))
+	if got := h.sync(withInit); cstatus(got, "setup").State.Running == nil {
+		t.Fatalf("init container not running: %+v", cstatus(got, "setup").State)
+	}
+	// While the regular init container runs, its use counts too.
+	h.k.evictionTick(h.ctx)
+	if ev := h.k.pods[withInit.UID].eviction; ev == nil || ev.Message != "Pod ephemeral local storage usage exceeds the total limit of containers 1Gi. " {
+		t.Fatalf("%s with its init container running: eviction %v", withInit.Name, ev != nil)
+	}
+	if ev := h.k.pods[withSidecar.UID].eviction; ev == nil || ev.Message != "Pod ephemeral local storage usage exceeds the total limit of containers 1Gi. " {
+		t.Fatalf("%s with its sidecar running: eviction %v", withSidecar.Name, ev != nil)
+	}
+
+	// A second pod whose init container completes: not counted after.
+	done := h.create(h.pod("init-done", func(p *v1.Pod) {
+		limited(p)
+		p.Spec.InitContainers = []v1.Container{{Name: "setup", Image: "busybox:1"}}
+		p.Annotations[sim.AnnotationExitAfter+".setup"] = "2s"
+		p.Annotations[eviction.AnnotationEphemeralStorageUsage+".setup"] = "2Gi"
+	}))
+	h.sync(done)
+	h.step(2 * time.Second)
+	if got := h.sync(done); got.Status.Phase != v1.PodRunning || cstatus(got, "setup").State.Terminated == nil {
+		t.Fatalf("%s: %s, setup %+v", done.Name, got.Status.Phase, cstatus(got, "setup").State)
+	}
+	h.k.evictionTick(h.ctx)
+	if ev := h.k.pods[done.UID].eviction; ev != nil {
+		t.Fatalf("%s evicted for its completed init container: %q", done.Name, ev.Message)
 	}
 }

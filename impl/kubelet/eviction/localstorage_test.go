@@ -2,6 +2,7 @@ package eviction
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"testing"
 
@@ -9,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
 )
 
 // storagePod is a pod with the given volumes and containers (name:limit,
@@ -258,5 +261,87 @@ func TestSimProviderLocalStorage(t *testing.T) {
 	}
 	if stats[1].Storage == nil || stats[1].Storage.total(plain) != 0 || stats[1].Disk != 5*mi {
 		t.Fatalf("plain pod: %+v disk %d", stats[1].Storage, stats[1].Disk)
+	}
+}
+
+// podStates is a runtime's view of pods: their containers by name, each
+// in one state (newest instance).
+type podStates map[string]map[string]podstate.ContainerState
+
+func (r podStates) PodState(_ context.Context, uid string) (*podstate.Pod, error) {
+	ps := &podstate.Pod{}
+	for name, state := range r[uid] {
+		ps.Containers = append(ps.Containers, podstate.Container{Name: name, State: state})
+	}
+	return ps, nil
+}
+
+// A simulated pod's containers of every kind report their writable layer
+// and logs (AnnotationEphemeralStorageUsage.<container>), counted while
+// the runtime runs them, as upstream's pod stats list only running
+// containers (removeTerminatedContainers): a running sidecar, a running
+// init container and a running ephemeral container count towards the
+// pod's local ephemeral storage; a completed init container and an
+// exited app container do not. Without a runtime every annotated
+// container counts.
+func TestSimProviderLocalStorageRunningContainers(t *testing.T) {
+	p := storagePod("p", nil, [2]string{"app", "1Gi"}, [2]string{"done", ""})
+	p.UID = "uid-p"
+	p.Spec.InitContainers = []v1.Container{
+		{Name: "proxy", RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways)},
+		{Name: "setup"},
+		{Name: "migrate"},
+	}
+	p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug"}}}
+	p.Annotations = map[string]string{
+		AnnotationEphemeralStorageUsage + ".app":     "100Mi",
+		AnnotationEphemeralStorageUsage + ".done":    "1Gi",
+		AnnotationEphemeralStorageUsage + ".proxy":   "2Gi",
+		AnnotationEphemeralStorageUsage + ".setup":   "4Gi",
+		AnnotationEphemeralStorageUsage + ".migrate": "8Gi",
+		AnnotationEphemeralStorageUsage + ".debug":   "16Mi",
+	}
+	states := podStates{"uid-p": {
+		"app": podstate.ContainerRunning, "done": podstate.ContainerExited, "proxy": podstate.ContainerRunning,
+		"setup": podstate.ContainerExited, "migrate": podstate.ContainerRunning, "debug": podstate.ContainerRunning,
+	}}
+	sim := NewSimProvider(resource.MustParse("4Gi"), resource.MustParse("100Gi"))
+	sim.SetPodStates(states)
+	_, stats, err := sim.Observe(context.Background(), []*v1.Pod{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"app": 100 * mi, "proxy": 2048 * mi, "migrate": 8192 * mi, "debug": 16 * mi}
+	if got := stats[0].Storage.Rootfs; !maps.Equal(got, want) {
+		t.Fatalf("counted %v, want the running containers' %v", got, want)
+	}
+	if stats[0].Disk != (100+2048+8192+16)*mi {
+		t.Fatalf("disk %d", stats[0].Disk)
+	}
+	// Over the pod's 1Gi limit (the app's; the sidecar sets none) by the
+	// running sidecar's and init container's use, not the app's own.
+	ev := LocalStorageEvictions(stats, false)
+	if len(ev) != 1 || ev[0].Limit != LimitPodEphemeral {
+		t.Fatalf("evictions %+v, want the pod's limit", ev)
+	}
+
+	// Once only the app runs, its use alone is within the limit.
+	states["uid-p"] = map[string]podstate.ContainerState{"app": podstate.ContainerRunning, "proxy": podstate.ContainerExited}
+	if _, stats, err = sim.Observe(context.Background(), []*v1.Pod{p}); err != nil {
+		t.Fatal(err)
+	}
+	if got := stats[0].Storage.Rootfs; !maps.Equal(got, map[string]int64{"app": 100 * mi}) {
+		t.Fatalf("counted %v, want the app's alone", got)
+	}
+	if ev := LocalStorageEvictions(stats, false); len(ev) != 0 {
+		t.Fatalf("evictions %+v, want none", ev)
+	}
+
+	// Without a runtime to ask, every annotated container counts.
+	if _, stats, err = NewSimProvider(resource.MustParse("4Gi"), resource.MustParse("100Gi")).Observe(context.Background(), []*v1.Pod{p}); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(stats[0].Storage.Rootfs); got != 6 {
+		t.Fatalf("counted %v, want all six containers", stats[0].Storage.Rootfs)
 	}
 }

@@ -11,6 +11,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
 )
 
 // Provider observes the node and its pods. pods are the pods the kubelet
@@ -31,8 +33,11 @@ const AnnotationMemoryUsage = "eviction.kubeproof.io/memory-usage"
 // ranking.
 const (
 	// AnnotationEphemeralStorageUsage is a container's writable layer and
-	// logs: "eviction.kubeproof.io/ephemeral-storage-usage.<container>", or
-	// without the suffix the pod's first container.
+	// logs: "eviction.kubeproof.io/ephemeral-storage-usage.<container>"
+	// (an app, init, sidecar or ephemeral container), or without the
+	// suffix the pod's first app container. It counts while the container
+	// runs (SetPodStates), as upstream's pod stats hold only running
+	// containers.
 	AnnotationEphemeralStorageUsage = "eviction.kubeproof.io/ephemeral-storage-usage"
 	// AnnotationEmptyDirUsage is what an emptyDir volume holds:
 	// "eviction.kubeproof.io/emptydir-usage.<volume>". Any medium is
@@ -69,6 +74,25 @@ type SimProvider struct {
 
 	mu        sync.Mutex
 	available map[Signal]int64
+	states    PodStateReader
+}
+
+// PodStateReader reads a pod's containers from the simulated runtime
+// (its PodState): which of them run.
+type PodStateReader interface {
+	PodState(ctx context.Context, podUID string) (*podstate.Pod, error)
+}
+
+// SetPodStates makes the provider count a container's
+// AnnotationEphemeralStorageUsage only while the runtime r reports it
+// running, as upstream's CRI stats provider drops the containers that
+// are not (removeTerminatedContainers): an init container once it has
+// completed, an app container that exited. Without one every annotated
+// container counts.
+func (p *SimProvider) SetPodStates(r PodStateReader) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.states = r
 }
 
 // Simulated capacities of what a node's config does not give.
@@ -135,7 +159,10 @@ func ParseAvailable(text string) (map[Signal]resource.Quantity, error) {
 }
 
 // Observe implements Provider.
-func (p *SimProvider) Observe(_ context.Context, pods []*v1.Pod) (Observations, []PodStats, error) {
+func (p *SimProvider) Observe(ctx context.Context, pods []*v1.Pod) (Observations, []PodStats, error) {
+	p.mu.Lock()
+	states := p.states
+	p.mu.Unlock()
 	stats := make([]PodStats, 0, len(pods))
 	var mem, disk, pids int64
 	for _, pod := range pods {
@@ -148,7 +175,11 @@ func (p *SimProvider) Observe(_ context.Context, pods []*v1.Pod) (Observations, 
 				s.Memory[pod.Spec.Containers[0].Name] = q.Value()
 			}
 		}
-		s.Storage = simStorage(pod)
+		st, err := simStorage(ctx, pod, states)
+		if err != nil {
+			return nil, nil, err
+		}
+		s.Storage = st
 		if total := s.Storage.total(pod); total > 0 {
 			s.Disk = total
 		}
@@ -174,19 +205,26 @@ func (p *SimProvider) Observe(_ context.Context, pods []*v1.Pod) (Observations, 
 // simStorage is a simulated pod's local storage use from its
 // annotations (AnnotationEphemeralStorageUsage, AnnotationEmptyDirUsage,
 // AnnotationConfigMapUsage), for the volumes a CRI node measures
-// (measuredVolumePlugin), each from its own kind's annotation; its maps
-// are made only for what a pod reports (most report nothing).
-func simStorage(pod *v1.Pod) *LocalStorage {
+// (measuredVolumePlugin), each from its own kind's annotation, and for
+// the containers of every kind (app, init, sidecar, ephemeral) that run
+// (states, nil: all of them), as upstream's pod stats list the running
+// containers, whose writable layers and logs podLocalEphemeralStorageUsage
+// sums; its maps are made only for what a pod reports (most report
+// nothing, and the runtime is not asked for them).
+func simStorage(ctx context.Context, pod *v1.Pod, states PodStateReader) (*LocalStorage, error) {
 	st := &LocalStorage{}
-	reports := false
+	reports, containers := false, false
 	for key := range pod.Annotations {
-		if strings.HasPrefix(key, AnnotationEphemeralStorageUsage) || strings.HasPrefix(key, AnnotationEmptyDirUsage) || strings.HasPrefix(key, AnnotationConfigMapUsage) {
-			reports = true
+		if strings.HasPrefix(key, AnnotationEphemeralStorageUsage) {
+			reports, containers = true, true
 			break
+		}
+		if strings.HasPrefix(key, AnnotationEmptyDirUsage) || strings.HasPrefix(key, AnnotationConfigMapUsage) {
+			reports = true
 		}
 	}
 	if !reports {
-		return st
+		return st, nil
 	}
 	quantity := func(key string) (int64, bool) {
 		text, ok := pod.Annotations[key]
@@ -205,12 +243,34 @@ func simStorage(pod *v1.Pod) *LocalStorage {
 		}
 		(*m)[name] = b
 	}
-	for i := range pod.Spec.Containers {
-		name := pod.Spec.Containers[i].Name
-		if b, ok := quantity(AnnotationEphemeralStorageUsage + "." + name); ok {
-			set(&st.Rootfs, name, b)
-		} else if b, ok := quantity(AnnotationEphemeralStorageUsage); ok && i == 0 {
-			set(&st.Rootfs, name, b)
+	if containers {
+		var ps *podstate.Pod
+		if states != nil {
+			var err error
+			if ps, err = states.PodState(ctx, string(pod.UID)); err != nil {
+				return nil, fmt.Errorf("reading the containers of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			}
+		}
+		count := func(name string, first bool) {
+			if states != nil {
+				if c := ps.Named(name); c == nil || c.State != podstate.ContainerRunning {
+					return
+				}
+			}
+			if b, ok := quantity(AnnotationEphemeralStorageUsage + "." + name); ok {
+				set(&st.Rootfs, name, b)
+			} else if b, ok := quantity(AnnotationEphemeralStorageUsage); ok && first {
+				set(&st.Rootfs, name, b)
+			}
+		}
+		for i := range pod.Spec.InitContainers {
+			count(pod.Spec.InitContainers[i].Name, false)
+		}
+		for i := range pod.Spec.Containers {
+			count(pod.Spec.Containers[i].Name, i == 0)
+		}
+		for i := range pod.Spec.EphemeralContainers {
+			count(pod.Spec.EphemeralContainers[i].Name, false)
 		}
 	}
 	for i := range pod.Spec.Volumes {
@@ -228,7 +288,7 @@ func simStorage(pod *v1.Pod) *LocalStorage {
 			set(&st.Volumes, vol.Name, b)
 		}
 	}
-	return st
+	return st, nil
 }
 
 // HostProvider observes the machine the kubelet runs on (the cri runtime):
