@@ -75,6 +75,9 @@ func newKubeletCommand() *cobra.Command {
 		cpuCFSQuotaPeriod                   time.Duration
 		podMaxPids                          int64
 		kubeletGates                        kubeletFeatureGates
+		systemReserved, kubeReserved        string
+		enforceNodeAllocatable              []string
+		systemReservedCg, kubeReservedCg    string
 	)
 	cmd := &cobra.Command{
 		Use:   "kubelet --kubeconfig FILE --node-name NAME [--runtime sim|cri]",
@@ -112,6 +115,16 @@ func newKubeletCommand() *cobra.Command {
 			cfg.CPUCFSQuota, cfg.CPUCFSQuotaPeriod = &cpuCFSQuota, cpuCFSQuotaPeriod
 			cfg.CustomCPUCFSQuotaPeriod = kubeletGates.customCPUCFSQuotaPeriod
 			cfg.PodPidsLimit = podMaxPids
+			// As upstream's kubelet reads them (parseResourceList); the
+			// rest is checked by New.
+			if cfg.SystemReserved, err = kubelet.ParseReserved(systemReserved); err != nil {
+				return fmt.Errorf("--system-reserved value failed to parse: %w", err)
+			}
+			if cfg.KubeReserved, err = kubelet.ParseReserved(kubeReserved); err != nil {
+				return fmt.Errorf("--kube-reserved value failed to parse: %w", err)
+			}
+			cfg.EnforceNodeAllocatable = append([]string{}, enforceNodeAllocatable...) // given empty: none
+			cfg.SystemReservedCgroup, cfg.KubeReservedCgroup = systemReservedCg, kubeReservedCg
 			if cmd.Flags().Changed("cpu-cfs-quota-period") {
 				// 0 is the config's default; given, it is refused as upstream's.
 				if err := kubelet.CheckCFSQuotaPeriod(cpuCFSQuotaPeriod, cfg.CustomCPUCFSQuotaPeriod); err != nil {
@@ -283,9 +296,9 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringVar(&criEndpoint, "container-runtime-endpoint", "unix:///run/containerd/containerd.sock", "Same as --cri-endpoint (upstream's flag name).")
 	fs.StringVar(&nodeIP, "node-ip", "", "The node's InternalIP and the pods' hostIP (default 127.0.0.1).")
 	fs.StringVar(&podCIDR, "pod-cidr", "", "Pod CIDR: the simulated runtime's IP pool, also written to node.spec.podCIDR (default pool 10.244.0.0/24); two of different IP families, comma-separated, make a dual-stack node (node.spec.podCIDRs both, every sandbox an address of each).")
-	fs.StringVar(&cpu, "cpu", "4", "Node CPU capacity (and allocatable).")
-	fs.StringVar(&memory, "memory", "32Gi", "Node memory capacity (and allocatable).")
-	fs.StringVar(&ephemeral, "ephemeral-storage", "100Gi", "Node ephemeral-storage capacity (and allocatable).")
+	fs.StringVar(&cpu, "cpu", "4", "Node CPU capacity (and allocatable, less --system-reserved and --kube-reserved).")
+	fs.StringVar(&memory, "memory", "32Gi", "Node memory capacity (and allocatable, less --system-reserved, --kube-reserved and --eviction-hard's memory.available).")
+	fs.StringVar(&ephemeral, "ephemeral-storage", "100Gi", "Node ephemeral-storage capacity (and allocatable, less --system-reserved, --kube-reserved and --eviction-hard's nodefs.available).")
 	fs.StringVar(&swapCapacity, "swap-capacity", "0", "Node swap capacity (upstream's machine info SwapCapacity), published as the node's status.nodeInfo.swap.capacity when not 0; --memory-swap-behavior LimitedSwap shares it among Burstable pods' containers. Default: none, or with --runtime cri SwapTotal of /proc/meminfo.")
 	fs.StringVar(&hugepages, "hugepages", "", "Node huge pages, page size=pre-allocated pages,... (e.g. 2Mi=512,1Gi=0): capacity and allocatable hugepages-<size> of pages × size (pods are admitted against it), allocatable memory that much less. Default: none, or with --runtime cri what /sys/kernel/mm/hugepages lists.")
 	fs.Int64Var(&maxPods, "max-pods", kubelet.DefaultMaxPods, "Maximum number of pods on the node.")
@@ -353,6 +366,11 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringVar(&swapBehavior, "memory-swap-behavior", "", "KubeletConfiguration's memorySwap.swapBehavior (upstream has no flag): NoSwap (or empty, the default) keeps every container from swapping where the node's cgroups limit swap; LimitedSwap lets each container of a Burstable, non-critical pod whose memory request is set and differs from its limit swap request / node memory × node swap capacity (--swap-capacity), the rest none. LimitedSwap needs cgroup v2 and is an error on cgroup v1 (a simulated node is cgroup v1; with --runtime cri, the mode of /sys/fs/cgroup).")
 	fs.StringVar(&credentialProviderConfig, "image-credential-provider-config", "", "The path to the credential provider plugin config file or directory (a CredentialProviderConfig, kubelet.config.k8s.io/v1): exec plugins asked for the registry credentials of the images they match, tried after a pod's imagePullSecrets.")
 	fs.StringVar(&credentialProviderBinDir, "image-credential-provider-bin-dir", "", "The path to the directory where credential provider plugin binaries are located.")
+	fs.StringVar(&systemReserved, "system-reserved", "", "A set of ResourceName=ResourceQuantity (e.g. cpu=200m,memory=500Mi,ephemeral-storage=1Gi,pid=1000) pairs that describe resources reserved for non-kubernetes components: only cpu, memory, ephemeral-storage and pid. They come off the node's allocatable (with the hard eviction thresholds; pid only off kubepods's pids.max) and, with --enforce-node-allocatable pods, off kubepods's limits. [default=none]")
+	fs.StringVar(&kubeReserved, "kube-reserved", "", "A set of ResourceName=ResourceQuantity (e.g. cpu=200m,memory=500Mi,ephemeral-storage=1Gi,pid=1000) pairs that describe resources reserved for kubernetes system components, as --system-reserved. [default=none]")
+	fs.StringSliceVar(&enforceNodeAllocatable, "enforce-node-allocatable", []string{kubelet.EnforcePods}, "A comma separated list of levels of node allocatable enforcement to be enforced by kubelet: 'none', 'pods' (kubepods limited to the allocatable less no eviction threshold), 'system-reserved' and 'kube-reserved' (the cgroups of --system-reserved-cgroup and --kube-reserved-cgroup, which must then be set and exist, limited to their reservations at start), or 'system-reserved-compressible' and 'kube-reserved-compressible' (their CPU only). If 'none' is specified, no additional options should be set. Cgroups are only written with --runtime cri.")
+	fs.StringVar(&systemReservedCg, "system-reserved-cgroup", "", "Absolute name of the top level cgroup that is used to manage non-kubernetes components for which compute resources were reserved via '--system-reserved' flag. Ex. '/system-reserved'. [default='']")
+	fs.StringVar(&kubeReservedCg, "kube-reserved-cgroup", "", "Absolute name of the top level cgroup that is used to manage kubernetes components for which compute resources were reserved via '--kube-reserved' flag. Ex. '/kube-reserved'. [default='']")
 	fs.StringSliceVar(&preloadedAllowlist, "preloaded-images-verification-allowlist", nil, "KubeletConfiguration's preloadedImagesVerificationAllowlist (upstream has no flag): the images NeverVerifyAllowlistedImages lets any pod use, each a repository without tag or digest as it normalizes (docker.io/library/nginx) or a prefix ending in /* (registry.example.com/team/*); only with that policy.")
 	return cmd
 }
