@@ -105,10 +105,15 @@ func ParseHugePages(s string) ([]HugePages, error) {
 // checkHugePages returns hps ordered by page size (a copy), or an error
 // for a page size that is not positive, not a whole number of KiB
 // (sysfs counts in kB), has no name in runc's units
-// (hugePageUnitSize) or is given twice, or a negative page count.
+// (hugePageUnitSize) or is given twice, a negative page count, or more
+// than maxHugePageSizes sizes (the hugetlb limits of a cgroup hold that
+// many: hugetlb.go).
 func checkHugePages(hps []HugePages) ([]HugePages, error) {
 	if len(hps) == 0 {
 		return nil, nil
+	}
+	if len(hps) > maxHugePageSizes {
+		return nil, fmt.Errorf("%d huge page sizes: at most %d are supported", len(hps), maxHugePageSizes)
 	}
 	out := slices.Clone(hps)
 	slices.SortFunc(out, func(a, b HugePages) int { return cmp.Compare(a.PageSize, b.PageSize) })

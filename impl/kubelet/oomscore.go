@@ -3,10 +3,8 @@ package kubelet
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubectlqos "k8s.io/kubectl/pkg/util/qos"
@@ -129,18 +127,11 @@ func hugepageLimits(node []HugePages, limits v1.ResourceList) []*runtimeapi.Huge
 		}
 	}
 	for name, q := range limits {
-		sizeName, ok := strings.CutPrefix(string(name), v1.ResourceHugePagesPrefix)
+		size, ok := hugePageSizeOf(name)
 		if !ok {
 			continue
 		}
-		size, err := resource.ParseQuantity(sizeName)
-		if err != nil {
-			continue
-		}
-		unit, err := hugePageUnitSize(size.Value())
-		if err != nil {
-			continue
-		}
+		unit, _ := hugePageUnitSize(size) // hugePageSizeOf checked it
 		for _, hl := range hls {
 			if hl.PageSize == unit {
 				hl.Limit = uint64(q.Value())

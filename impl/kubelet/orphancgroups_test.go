@@ -302,6 +302,7 @@ func TestKubepodsHasNodeAllocatable(t *testing.T) {
 		c.HugePages = []HugePages{{PageSize: 2 << 20, Pages: 512}}
 	}
 	want := cgroupConfig{cpuShares: 3072, memory: 7 << 30}
+	want.hugetlb.add(2<<20, 1<<30) // the allocatable huge pages (hugetlb.go)
 	if got := nodeAllocatableCgroupConfig((&Config{CPU: resource.MustParse("3"), Memory: resource.MustParse("8Gi"),
 		HugePages: []HugePages{{PageSize: 2 << 20, Pages: 512}}}).capacity(), 0); got != want {
 		t.Errorf("nodeAllocatableCgroupConfig: %+v; want %+v", got, want)

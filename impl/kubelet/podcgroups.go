@@ -102,6 +102,19 @@ type cgroupConfig struct {
 	cpuPeriod int64 // µs
 	memory    int64 // bytes
 	pids      int64 // processes (pids.max), where the pids controller is (cgroupfs.pidsController)
+	// hugetlb: where the hugetlb controller is (hugetlbController), a
+	// limit of each node page size (hugetlb.go; none: left as it is).
+	hugetlb hugetlbLimits
+}
+
+// String is c's values by name, its hugetlb limits only when it has any
+// ("hugetlb:[2MB:0 1GB:0]").
+func (c cgroupConfig) String() string {
+	s := fmt.Sprintf("{cpuShares:%d cpuQuota:%d cpuPeriod:%d memory:%d pids:%d", c.cpuShares, c.cpuQuota, c.cpuPeriod, c.memory, c.pids)
+	if c.hugetlb.n > 0 {
+		s += " hugetlb:" + c.hugetlb.String()
+	}
+	return s + "}"
 }
 
 // podCgroupValues is pod's cgroup's configuration (pod as allocated) on a
@@ -120,8 +133,9 @@ type cgroupConfig struct {
 // shares, a quota only when every container (init containers too) limits
 // CPU or the pod does, a memory limit only when every container limits
 // memory or the pod does; a BestEffort one 2 shares and nothing else
-// (but the pids limit, which every pod's gets). (Upstream also sets
-// hugetlb limits of the pod's huge page requests; kubeproof does not.)
+// (but the pids limit, which every pod's gets). Its hugetlb limits are
+// podHugetlb's, which ensurePodCgroup adds (an in-place resize leaves
+// them: hugetlb.go).
 func podCgroupValues(pod *v1.Pod, cfs cpuCFS, podPids int64) cgroupConfig {
 	c := podCPUMemory(pod, cfs)
 	if podPids > 0 {
@@ -359,7 +373,7 @@ func (m cgroupfs) create(name string, c cgroupConfig) error {
 }
 
 // enableAncestors has each ancestor of cgroup v2 cgroup name hand the
-// cpu, memory and pids controllers down to its children (runc's fs2
+// cpu, memory, pids and hugetlb controllers down to its children (runc's fs2
 // manager does this for its cgroups).
 func (m cgroupfs) enableAncestors(name string) error {
 	for dir := m.root; ; {
@@ -408,7 +422,7 @@ func (k *Kubelet) createCgroup(name string, c cgroupConfig) error {
 	return err
 }
 
-// enableControllers enables the cpu, memory and pids controllers of
+// enableControllers enables the cpu, memory, pids and hugetlb controllers of
 // cgroup v2 cgroup dir for its children, those of them dir has (its
 // cgroup.controllers; none when it lists none).
 func enableControllers(dir string) error {
@@ -421,7 +435,7 @@ func enableControllers(dir string) error {
 	}
 	var enable []string
 	for _, ctl := range strings.Fields(string(b)) {
-		if ctl == "cpu" || ctl == "memory" || ctl == "pids" {
+		if ctl == "cpu" || ctl == "memory" || ctl == "pids" || ctl == "hugetlb" {
 			enable = append(enable, "+"+ctl)
 		}
 	}
@@ -471,6 +485,11 @@ func (m cgroupfs) set(name string, c cgroupConfig) error {
 			return fmt.Errorf("setting pids.max of cgroup %s: %w", name, err)
 		}
 		if err := write("pids", "pids.max", limit(c.pids, "max")); err != nil {
+			return err
+		}
+	}
+	if c.hugetlb.n > 0 && m.hugetlbController() {
+		if err := m.setHugetlb(name, &c.hugetlb); err != nil {
 			return err
 		}
 	}
@@ -790,7 +809,10 @@ func (k *Kubelet) qosPods() []*v1.Pod {
 // upstream's values (UpdateCgroups): BestEffort 2 CPU shares, Burstable
 // those of its active pods' CPU requests (qosPods, burstableCPUShares),
 // /kubepods made as their parent with the node's allocatable
-// (nodeAllocatableCgroupConfig) and otherwise left as it is. At start, before a pod's
+// (nodeAllocatableCgroupConfig), and all three's hugetlb limits
+// unbounded (unboundedHugetlb: upstream's setHugePagesUnbounded, which its
+// UpdateCgroups gives kubepods too, leaving it no longer limited to the
+// allocatable huge pages). At start, before a pod's
 // cgroup is made, after a pod is killed and every minute, as upstream's,
 // and after a pod's cgroup is removed (upstream's Destroy does not: its
 // next is the periodic one). One at a time, from reading
@@ -805,16 +827,18 @@ func (k *Kubelet) updateQOSCgroups() error {
 	k.qosMu.Lock()
 	defer k.qosMu.Unlock()
 	pods := k.qosPods()
+	hugetlb := unboundedHugetlb(k.cfg.HugePages)
 	for _, q := range [...]struct {
 		name string
 		c    cgroupConfig
 	}{
 		// kubepods is made with the node's allocatable, as upstream's
-		// createNodeAllocatableCgroups; not changed here once made
-		// (enforceNodeAllocatable does at start).
-		{k.qos.guaranteed, cgroupConfig{}},
-		{k.qos.burstable, cgroupConfig{cpuShares: burstableCPUShares(pods)}},
-		{k.qos.bestEffort, cgroupConfig{cpuShares: minCPUShares}},
+		// createNodeAllocatableCgroups; once made only its hugetlb
+		// limits are changed here (enforceNodeAllocatable writes the
+		// rest at start).
+		{k.qos.guaranteed, cgroupConfig{hugetlb: hugetlb}},
+		{k.qos.burstable, cgroupConfig{cpuShares: burstableCPUShares(pods), hugetlb: hugetlb}},
+		{k.qos.bestEffort, cgroupConfig{cpuShares: minCPUShares, hugetlb: hugetlb}},
 	} {
 		var err error
 		switch {
@@ -834,8 +858,9 @@ func (k *Kubelet) updateQOSCgroups() error {
 
 // ensurePodCgroup makes pod's cgroup (pod as allocated) unless it exists,
 // as upstream's syncPod before the pod's volumes and sandbox: with
-// podCgroupValues's values, upstream's event and error when the cgroup
-// cannot be made (its values not written is only logged, createCgroup).
+// podCgroupValues's values and podHugetlb's hugetlb limits, upstream's
+// event and error when the cgroup cannot be made (its values not written
+// is only logged, createCgroup).
 // Nothing on a node whose cgroups the kubelet does not manage.
 func (k *Kubelet) ensurePodCgroup(pod *v1.Pod) error {
 	if k.cgroups == nil {
@@ -848,7 +873,9 @@ func (k *Kubelet) ensurePodCgroup(pod *v1.Pod) error {
 	if err := k.updateQOSCgroups(); err != nil {
 		k.log.Debug("Failed to update QoS cgroups while syncing pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 	}
-	if err := k.createCgroup(name, podCgroupValues(pod, k.cfg.cfs, k.cfg.PodPidsLimit)); err != nil {
+	c := podCgroupValues(pod, k.cfg.cfs, k.cfg.PodPidsLimit)
+	c.hugetlb = podHugetlb(pod, k.cfg.HugePages)
+	if err := k.createCgroup(name, c); err != nil {
 		k.podEvent(pod, v1.EventTypeWarning, EventFailedToCreatePodContainer, "unable to ensure pod container exists: %v", err)
 		return fmt.Errorf("failed to ensure that the pod: %v cgroups exist and are correctly applied: %w", pod.UID, err)
 	}
@@ -1092,9 +1119,9 @@ const (
 // thresholds, unlike the Node's allocatable): its CPU as shares, its
 // memory, less the huge pages' capacity, as the memory limit, and pids
 // (the node's process capacity, its internal "pid" capacity, less the
-// reservations' pid; 0: unknown, none) as its pids limit.
-// (Upstream also limits huge pages to theirs, and on cgroup v2 resets
-// memory.min and memory.low to 0; kubeproof does not.)
+// reservations' pid; 0: unknown, none) as its pids limit, and its huge
+// pages as its hugetlb limits (listHugetlb). (Upstream also resets, on
+// cgroup v2, memory.min and memory.low to 0; kubeproof does not.)
 func nodeAllocatableCgroupConfig(capacity v1.ResourceList, pids int64) cgroupConfig {
 	cpu, mem := capacity[v1.ResourceCPU], capacity[v1.ResourceMemory]
 	for name, q := range capacity {
@@ -1102,7 +1129,7 @@ func nodeAllocatableCgroupConfig(capacity v1.ResourceList, pids int64) cgroupCon
 			mem.Sub(q)
 		}
 	}
-	c := cgroupConfig{cpuShares: milliCPUToShares(cpu.MilliValue()), pids: max(pids, 0)}
+	c := cgroupConfig{cpuShares: milliCPUToShares(cpu.MilliValue()), pids: max(pids, 0), hugetlb: listHugetlb(capacity)}
 	if mem.Sign() > 0 {
 		c.memory = mem.Value()
 	}

@@ -221,8 +221,8 @@ func TestCgroupfsFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for file, want := range map[string]string{name + "/cpu.weight": "4", name + "/cpu.max": "20000 100000",
-		name + "/memory.max": "67108864", "cgroup.subtree_control": "+cpu +memory +pids",
-		"kubepods/cgroup.subtree_control": "+cpu +memory +pids", "kubepods/burstable/cgroup.subtree_control": "+cpu +memory +pids"} {
+		name + "/memory.max": "67108864", "cgroup.subtree_control": "+cpu +memory +hugetlb +pids",
+		"kubepods/cgroup.subtree_control": "+cpu +memory +hugetlb +pids", "kubepods/burstable/cgroup.subtree_control": "+cpu +memory +hugetlb +pids"} {
 		if got := readCgroupFile(t, v2dir, file); got != want {
 			t.Errorf("v2 %s = %q; want %q", file, got, want)
 		}
