@@ -28,7 +28,10 @@ import (
 //     upstream 1.37, whose resize writes the pod cgroup's CPU or memory
 //     alone through a conversion that takes the hugetlb limits left out
 //     for none and sets them to 0: the open kubernetes/kubernetes#141991
-//     keeps them, as here; huge pages are not resizable);
+//     keeps them, as here; huge pages are not resizable), and so does
+//     the CPU shares' reduction of an orphaned pod cgroup kept for its
+//     volumes (upstream's ReduceCPULimits, through the same conversion,
+//     sets them to 0 too);
 //   - kubepods the node's allocatable huge pages when it is made and at
 //     start (nodeAllocatableCgroupConfig, listHugetlb: upstream's
 //     getCgroupConfig of the allocatable);
