@@ -150,6 +150,10 @@ func (k *Kubelet) requestEviction(ev *eviction.Eviction) {
 	rec, ok := k.pods[ev.Pod.UID]
 	if ok {
 		rec.eviction = ev
+		// A sync starting the pod is cut short, as upstream's pod worker
+		// cancels it when the eviction's kill makes the pod terminating
+		// (syncInFlight).
+		k.syncs[ev.Pod.UID].terminating(nil)
 	}
 	k.mu.Unlock()
 	if ok {
@@ -248,8 +252,11 @@ func (k *Kubelet) evictPod(ctx context.Context, uid types.UID) error {
 	if err != nil {
 		return err
 	}
-	if err := k.killPod(ctx, pod, rs, ev.GracePeriodSeconds); err != nil {
-		k.failedKillPod(pod, err)
+	// As a deletion's kill (terminatePod): cut short by a deletion asking
+	// for a shorter grace period, as upstream's pod worker cancels the
+	// SyncTerminatingPod in flight whichever asked for the kill, and the
+	// grace period kept for a later kill, never longer.
+	if err := k.terminatePod(ctx, rec, pod, rs, ev.GracePeriodSeconds); err != nil {
 		return fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	rec.more().killed = true // terminated: not killed again (podsync.KillNeeded)

@@ -109,7 +109,7 @@ type Kubelet struct {
 	mu             sync.Mutex
 	pods           map[types.UID]*podRecord
 	resizes        map[types.UID]*podResize    // pods resized in place (resize.go); nil until the first
-	kills          map[types.UID]*killInFlight // the kills ending pods under way (syncpod.go); nil until the first
+	syncs          map[types.UID]*syncInFlight // the syncs an update may cut short under way (syncpod.go); nil until the first
 	allocFile      string                      // where resizes' allocations are kept ("": memory only; resizestate.go)
 	started        time.Time                   // when New made it: a sandbox older was made by an earlier kubelet (planPodResize)
 	sourceSynced   bool
@@ -467,6 +467,12 @@ type podExtra struct {
 	// cgroupRemoved: the terminated pod's cgroup has been removed
 	// (removeTerminatedPodCgroup), not to be again at every resync.
 	cgroupRemoved bool
+	// killGraceSet: a kill ending the pod (terminatePod) was given
+	// killGrace, the shortest grace period asked for so far: a later
+	// kill is given no longer one, as upstream's pod worker lets a
+	// terminating pod's grace period only shrink.
+	killGraceSet bool
+	killGrace    int64
 }
 
 // noExtra is the empty podExtra x returns for a record without one; never
@@ -500,7 +506,7 @@ func (rec *podRecord) ending(pod *v1.Pod) bool {
 // tidy drops the extra part once all of it is empty again (a container
 // that waited has started).
 func (rec *podRecord) tidy() {
-	if x := rec.extra; x != nil && x.rejection == nil && len(x.backoff) == 0 && len(x.waiting) == 0 && len(x.imagePulls) == 0 && len(x.probes) == 0 && len(x.moreTokens) == 0 && !x.killed {
+	if x := rec.extra; x != nil && x.rejection == nil && len(x.backoff) == 0 && len(x.waiting) == 0 && len(x.imagePulls) == 0 && len(x.probes) == 0 && len(x.moreTokens) == 0 && !x.killed && !x.killGraceSet {
 		rec.extra = nil
 	}
 }
@@ -538,8 +544,10 @@ func (k *Kubelet) HandlePod(pod *v1.Pod) {
 		k.noteResizeLocked(rec, rec.pod, pod)
 	}
 	rec.pod, rec.lastPod = pod, pod
-	if pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil {
-		k.kills[pod.UID].shorten(*pod.DeletionGracePeriodSeconds)
+	if pod.DeletionTimestamp != nil || podsync.IsTerminalPhase(pod.Status.Phase) {
+		// Its termination is requested: the sync under way is cut short
+		// (syncInFlight).
+		k.syncs[pod.UID].terminating(pod)
 	}
 	k.mu.Unlock()
 	k.trace(TraceHandedOver, pod)
@@ -553,6 +561,7 @@ func (k *Kubelet) HandlePodDeleted(pod *v1.Pod) {
 	rec, ok := k.pods[pod.UID]
 	if ok {
 		rec.pod = nil
+		k.syncs[pod.UID].terminating(nil)
 	}
 	k.mu.Unlock()
 	k.objects.unregisterPod(pod.UID)

@@ -1,0 +1,171 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
+)
+
+// syncInBackground runs one sync of uid on its own goroutine; the
+// channel gets its error.
+func syncInBackground(h *harness, p *v1.Pod) chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.k.syncPod(h.ctx, p.UID)
+		done <- err
+	}()
+	return done
+}
+
+// syncEnded polls done until the sync ends (generous deadline) and
+// returns its error.
+func syncEnded(t *testing.T, what string, done chan error) error {
+	t.Helper()
+	var err error
+	waitFor(t, what, func() bool {
+		select {
+		case err = <-done:
+			return true
+		default:
+			return false
+		}
+	})
+	return err
+}
+
+// TestEvictionKillShortenedByDeletion: an eviction's kill (a soft
+// threshold's grace period, 300 s, a container that ignores SIGTERM) is
+// cancelled when the pod's deletion then asks for a shorter one (2 s),
+// and the pod killed again with it, as upstream's pod worker: the
+// effective grace period of a terminating pod only shrinks, whichever
+// asked for it (calculateEffectiveGracePeriod: the eviction's override,
+// the pod's deletionGracePeriodSeconds), and UpdatePod cancels the
+// SyncTerminatingPod in flight when it shrinks (wasGracePeriodShortened).
+// The cancelled kill reports no FailedKillPod. Before, the eviction's
+// kill waited out its 300 s. The kill also never lengthens: a deletion
+// asking for more than the eviction leaves the kill running, and once
+// the eviction was dropped for the deletion (its kill cancelled), the
+// deletion's kill keeps the shortest grace period asked for.
+func TestEvictionKillShortenedByDeletion(t *testing.T) {
+	h, rec := eventHarness(t)
+	p := h.sync(h.create(h.pod("hog", func(p *v1.Pod) {
+		p.Annotations[sim.AnnotationSlowStop] = "1h"
+		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](600)
+	})))
+	if p.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s", p.Status.Phase)
+	}
+	drain(rec)
+	h.k.requestEviction(&eviction.Eviction{
+		Pod: p, Message: "The node was low on resource: memory. ", GracePeriodSeconds: 300,
+		Threshold: eviction.Threshold{Signal: eviction.SignalMemoryAvailable},
+	})
+	first := syncInBackground(h, p)
+	waitFor(t, "the eviction's kill waiting out its grace period", h.clock.HasWaiters)
+
+	// A deletion asking for more (600 s) does not cut the kill short.
+	deletePod(t, h, p, 600)
+	h.k.HandlePod(h.get(p))
+	select {
+	case err := <-first:
+		t.Fatalf("the eviction's kill ended on a longer deletion grace period: %v", err)
+	default:
+	}
+	deletePod(t, h, p, 2)
+	h.k.HandlePod(h.get(p))
+	if err := syncEnded(t, "the eviction's kill to be cancelled by the shorter grace period", first); err == nil {
+		t.Fatal("the eviction's kill cut short by a shorter grace period reported success")
+	}
+	for _, e := range drain(rec) {
+		if strings.HasPrefix(e, "Warning FailedKillPod") {
+			t.Errorf("event for the cancelled kill: %s", e)
+		}
+	}
+	second := syncInBackground(h, p)
+	waitFor(t, "the second kill waiting out its grace period", h.clock.HasWaiters)
+	h.step(2 * time.Second)
+	if err := syncEnded(t, "the kill with the shorter grace period (2 s, not 300)", second); err != nil {
+		t.Fatalf("the kill with the shorter grace period: %v", err)
+	}
+	if got := h.get(p); got != nil {
+		t.Fatalf("pod not finally deleted once stopped: %s", got.Status.Phase)
+	}
+}
+
+// TestDeletionKillKeepsEvictionGracePeriod: an eviction's kill (30 s)
+// that failed, the pod then deleted with a longer grace period (600 s),
+// is retried with the eviction's 30 s, not the deletion's: a terminating
+// pod's grace period only shrinks (upstream's podSyncStatus.gracePeriod).
+// Before, the eviction was dropped for the deletion, whose kill waited
+// out 600 s.
+func TestDeletionKillKeepsEvictionGracePeriod(t *testing.T) {
+	h := newHarness(t, nil)
+	rt := &containerStopFailure{Runtime: h.rt}
+	h.krt = rt
+	h.k = h.newKubelet(nil)
+	p := h.sync(h.create(h.pod("hog", func(p *v1.Pod) {
+		p.Annotations[sim.AnnotationSlowStop] = "1h"
+		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](600)
+	})))
+	if p.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s", p.Status.Phase)
+	}
+	h.k.requestEviction(&eviction.Eviction{
+		Pod: p, Message: "The node was low on resource: memory. ", GracePeriodSeconds: 30,
+		Threshold: eviction.Threshold{Signal: eviction.SignalMemoryAvailable},
+	})
+	rt.fail.Store(true)
+	if _, err := h.k.syncPod(h.ctx, p.UID); err == nil {
+		t.Fatal("the eviction's kill of a container that will not stop succeeded")
+	}
+	rt.fail.Store(false)
+	deletePod(t, h, p, 600)
+	h.k.HandlePod(h.get(p))
+	done := syncInBackground(h, p)
+	waitFor(t, "the kill waiting out its grace period", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("the kill ended without waiting for its grace period: %v", err)
+		default:
+		}
+		return h.clock.HasWaiters()
+	})
+	h.step(30 * time.Second)
+	if err := syncEnded(t, "the kill with the eviction's grace period (30 s, not 600)", done); err != nil {
+		t.Fatalf("the kill: %v", err)
+	}
+	if got := h.get(p); got != nil {
+		t.Fatalf("pod not finally deleted once stopped: %s %q", got.Status.Phase, got.Status.Reason)
+	}
+}
+
+// containerStopFailure is a runtime whose StopContainer and
+// StopPodSandbox fail at once while fail is set, the container and its
+// sandbox left running.
+type containerStopFailure struct {
+	*sim.Runtime
+	fail atomic.Bool
+}
+
+func (r *containerStopFailure) StopContainer(ctx context.Context, id string, timeout int64) error {
+	if r.fail.Load() {
+		return errors.New("failed to stop container: ttrpc: closed")
+	}
+	return r.Runtime.StopContainer(ctx, id, timeout)
+}
+
+func (r *containerStopFailure) StopPodSandbox(ctx context.Context, id string) error {
+	if r.fail.Load() {
+		return errors.New("failed to stop container: failed to kill container: ttrpc: closed")
+	}
+	return r.Runtime.StopPodSandbox(ctx, id)
+}
