@@ -129,7 +129,9 @@ func tmpfsMountData(size int64, noswap bool) string {
 var tmpfsNoswapSupported = func(log *slog.Logger, dir string) bool {
 	noswapOnce.Do(func() {
 		release, _ := os.ReadFile("/proc/sys/kernel/osrelease")
-		noswapOnce.ok = tmpfsNoswapCheck(log, strings.TrimSpace(string(release)), dir, func(dir string) error { return mountNoswapTrial(log, dir) })
+		uidMap, err := os.ReadFile("/proc/self/uid_map")
+		userNS := err == nil && inUserNS(string(uidMap))
+		noswapOnce.ok = tmpfsNoswapCheck(log, userNS, strings.TrimSpace(string(release)), dir, func(dir string) error { return mountNoswapTrial(log, dir) })
 	})
 	return noswapOnce.ok
 }
@@ -140,12 +142,18 @@ var noswapOnce struct {
 }
 
 // tmpfsNoswapCheck reports whether a tmpfs takes noswap on the kernel
-// release (uname -r), as upstream's IsTmpfsNoswapOptionSupported: a
-// kernel of 6.4 or later has it; on an older one a temporary directory
+// release (uname -r), as upstream's IsTmpfsNoswapOptionSupported: not in
+// a user namespace (userNS: the kernel refuses noswap to an unprivileged
+// tmpfs mount); a kernel of 6.4 or later has it; on an older one a
+// temporary directory
 // tmpfs-noswap-test-* is made under parent (not made: not supported, as
 // upstream's, which tries no other place), mount tries the noswap tmpfs
 // there, and the directory is removed after.
-func tmpfsNoswapCheck(log *slog.Logger, release, parent string, mount func(dir string) error) bool {
+func tmpfsNoswapCheck(log *slog.Logger, userNS bool, release, parent string, mount func(dir string) error) bool {
+	if userNS {
+		log.Info("Running under a user namespace - tmpfs noswap is not supported")
+		return false
+	}
 	if kernelAtLeast(release, 6, 4) {
 		return true
 	}
@@ -164,6 +172,27 @@ func tmpfsNoswapCheck(log *slog.Logger, release, parent string, mount func(dir s
 		return false
 	}
 	return true
+}
+
+// inUserNS reports whether the process runs in a user namespace other
+// than the initial one, from /proc/self/uid_map's contents, as upstream's
+// RunningInUserNS: the initial namespace maps the whole range, its first
+// line "0 0 4294967295"; an empty file is not told apart (not one).
+func inUserNS(uidMap string) bool {
+	if uidMap == "" {
+		return false
+	}
+	line, _, _ := strings.Cut(uidMap, "\n")
+	f := strings.Fields(line)
+	var n [3]int64
+	for i := 0; i < len(f) && i < 3; i++ {
+		v, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			break
+		}
+		n[i] = v
+	}
+	return n != [3]int64{0, 0, 4294967295}
 }
 
 // mountNoswapTrial mounts a tmpfs with noswap at dir and unmounts it.

@@ -170,16 +170,19 @@ func TestTmpfsNoswapCheck(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, release string
+		userNS        bool  // in a user namespace
 		missing       bool  // the parent directory does not exist
 		mountErr      error // the trial mount's error
 		want          bool
 		trial         bool // a trial mount is made
 	}{
-		{"6.4 and later: no trial", "6.18.44-fc-v669", false, nil, true, false},
-		{"older, mount succeeds", "5.15.0-91-generic", false, nil, true, true},
-		{"older, mount fails", "5.15.0-91-generic", false, syscall.EINVAL, false, true},
-		{"older, no directory to try in", "5.15.0-91-generic", true, nil, false, false},
-		{"unreadable release", "", false, nil, true, true},
+		{"6.4 and later: no trial", "6.18.44-fc-v669", false, false, nil, true, false},
+		{"older, mount succeeds", "5.15.0-91-generic", false, false, nil, true, true},
+		{"older, mount fails", "5.15.0-91-generic", false, false, syscall.EINVAL, false, true},
+		{"older, no directory to try in", "5.15.0-91-generic", false, true, nil, false, false},
+		{"unreadable release", "", false, false, nil, true, true},
+		{"user namespace", "6.18.44-fc-v669", true, false, nil, false, false},
+		{"user namespace, older", "5.15.0-91-generic", true, false, nil, false, false},
 	} {
 		root := filepath.Join(t.TempDir(), "kubelet")
 		if !tc.missing {
@@ -188,7 +191,7 @@ func TestTmpfsNoswapCheck(t *testing.T) {
 			}
 		}
 		var dirs []string
-		if got := tmpfsNoswapCheck(log, tc.release, root, mounted(&dirs, tc.mountErr)); got != tc.want {
+		if got := tmpfsNoswapCheck(log, tc.userNS, tc.release, root, mounted(&dirs, tc.mountErr)); got != tc.want {
 			t.Errorf("%s: supported %v, want %v", tc.name, got, tc.want)
 		}
 		switch {
@@ -215,7 +218,7 @@ func TestTmpfsNoswapCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := tmpfsNoswapCheck(log, "5.15.0", root, func(dir string) error { return mountNoswapTrial(log, dir) }); got != noswapKernel {
+	if got := tmpfsNoswapCheck(log, false, "5.15.0", root, func(dir string) error { return mountNoswapTrial(log, dir) }); got != noswapKernel {
 		t.Errorf("real trial: supported %v, want %v (a noswap tmpfs mounts: %v)", got, noswapKernel, noswapKernel)
 	}
 	if m := mountsUnder(t, root); len(m) != 0 {
@@ -223,6 +226,24 @@ func TestTmpfsNoswapCheck(t *testing.T) {
 	}
 	if left, err := os.ReadDir(root); err != nil || len(left) != 0 {
 		t.Errorf("left under %s: %v (%v)", root, left, err)
+	}
+}
+
+// TestInUserNS: as upstream's RunningInUserNS, the initial user
+// namespace maps the whole uid range from 0; any other first line of
+// /proc/self/uid_map is a user namespace; an empty file is not.
+func TestInUserNS(t *testing.T) {
+	for uidMap, want := range map[string]bool{
+		"         0          0 4294967295\n": false,
+		"0 0 4294967295":                     false,
+		"         0       1000          1\n": true,
+		"0 100000 65536\n1 2 3\n":            true,
+		"\n":                                 true,
+		"":                                   false,
+	} {
+		if got := inUserNS(uidMap); got != want {
+			t.Errorf("inUserNS(%q) = %v, want %v", uidMap, got, want)
+		}
 	}
 }
 
