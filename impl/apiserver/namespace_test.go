@@ -1,13 +1,38 @@
 package apiserver_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver"
+	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
 )
+
+// refuseConfigMaps is a mutating admission plugin that refuses every
+// configmap write.
+type refuseConfigMaps struct{}
+
+func (refuseConfigMaps) Admit(_ context.Context, a *admission.Attributes) error {
+	if a.Resource.Resource == "configmaps" {
+		return errors.New("a mutating plugin ran")
+	}
+	return nil
+}
+
+// The built-in NamespaceLifecycle refuses a create in a missing namespace
+// before any mutating plugin runs, as kube-apiserver's (a mutating plugin,
+// first in the chain) does.
+func TestNamespaceLifecycleBeforeMutators(t *testing.T) {
+	e := newEnv(t, func(c *apiserver.Config) { c.AdmissionMutators = []admission.Mutator{refuseConfigMaps{}} })
+	r := e.do("POST", "/api/v1/namespaces/nope/configmaps", []byte(`{"metadata":{"name":"x"}}`))
+	expectStatus(t, r, http.StatusNotFound, metav1.StatusReasonNotFound, `namespaces "nope" not found`)
+}
 
 func TestNamespaceLifecycle(t *testing.T) {
 	e := newEnv(t, nil)

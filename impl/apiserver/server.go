@@ -431,7 +431,11 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	if s.nsStore != nil && !cfg.DisableNamespaceLifecycle {
-		chain.Validators = append(chain.Validators, &admission.NamespaceLifecycle{Get: s.getNamespace, Immortal: immortalNamespaces})
+		// Creates are refused by its Admit, first of the mutators;
+		// deletes of immortal namespaces by its Validate.
+		nl := &admission.NamespaceLifecycle{Get: s.getNamespace, Immortal: immortalNamespaces}
+		chain.Mutators = append([]admission.Mutator{nl}, chain.Mutators...)
+		chain.Validators = append(chain.Validators, nl)
 	}
 	chain.Validators = append(chain.Validators, cfg.AdmissionValidators...)
 	authorizer := cfg.Authorizer

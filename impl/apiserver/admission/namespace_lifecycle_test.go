@@ -38,24 +38,24 @@ func TestNamespaceLifecycle(t *testing.T) {
 	p, fresh := lifecycle(active, gone)
 	ctx := context.Background()
 
-	if err := p.Validate(ctx, createIn("active")); err != nil {
+	if err := p.Admit(ctx, createIn("active")); err != nil {
 		t.Fatalf("active: %v", err)
 	}
-	err := p.Validate(ctx, createIn("missing"))
+	err := p.Admit(ctx, createIn("missing"))
 	if !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), `namespaces "missing" not found`) {
 		t.Fatalf("missing: %v", err)
 	}
 	if *fresh != 1 {
 		t.Fatalf("a miss must be confirmed with a fresh read; fresh reads: %d", *fresh)
 	}
-	err = p.Validate(ctx, createIn("gone"))
+	err = p.Admit(ctx, createIn("gone"))
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "unable to create new content in namespace gone because it is being terminated") {
 		t.Fatalf("terminating: %v", err)
 	}
 	// updates and deletes in a terminating namespace are allowed.
 	upd := createIn("gone")
 	upd.Operation = Update
-	if err := p.Validate(ctx, upd); err != nil {
+	if err := p.Admit(ctx, upd); err != nil {
 		t.Fatalf("update in terminating namespace: %v", err)
 	}
 	del := &Attributes{Operation: Delete, Resource: corev1.SchemeGroupVersion.WithResource("namespaces"), Name: "default"}
@@ -63,7 +63,7 @@ func TestNamespaceLifecycle(t *testing.T) {
 		t.Fatalf("deleting an immortal namespace: %v", err)
 	}
 	// cluster-scoped objects are not namespaced.
-	if err := p.Validate(ctx, &Attributes{Operation: Create, Resource: corev1.SchemeGroupVersion.WithResource("nodes"), Name: "n"}); err != nil {
+	if err := p.Admit(ctx, &Attributes{Operation: Create, Resource: corev1.SchemeGroupVersion.WithResource("nodes"), Name: "n"}); err != nil {
 		t.Fatalf("cluster-scoped: %v", err)
 	}
 }
@@ -103,5 +103,26 @@ func TestChainOrderAndStop(t *testing.T) {
 	var nilChain *Chain
 	if nilChain.Admit(context.Background(), &Attributes{}) != nil || nilChain.Validate(context.Background(), &Attributes{}) != nil {
 		t.Fatal("nil chain must admit everything")
+	}
+}
+
+// NamespaceLifecycle is a mutating plugin in kube-apiserver, the first of
+// the chain: a pod created in a namespace that does not exist gets the 404
+// for the namespace at once, not ServiceAccount's 403 after it has waited
+// about a second for the namespace's "default" account.
+func TestNamespaceLifecycleRefusesBeforeOtherMutators(t *testing.T) {
+	mut, _, _, err := NewPlugins(DefaultPlugins(), newFuzzStores())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mut) == 0 {
+		t.Fatal("no mutating plugins")
+	}
+	if _, ok := any(mut[0]).(*NamespaceLifecycle); !ok {
+		t.Fatalf("the first mutating plugin is a %T, want NamespaceLifecycle", mut[0])
+	}
+	err = (&Chain{Mutators: mut}).Admit(context.Background(), podCreate(newPod("p")))
+	if !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), `namespaces "ns" not found`) {
+		t.Fatalf("a pod in a missing namespace: %v, want the namespace's NotFound", err)
 	}
 }
