@@ -36,3 +36,22 @@ func TestKubeletReservationFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestUpReservationFlags: `kubeproof up` takes --system-reserved and
+// --kube-reserved for every simulated node (their effect: impl/cluster
+// TestNodeReservations), read as `kubeproof kubelet`'s, a value it
+// refuses refused before anything starts.
+func TestUpReservationFlags(t *testing.T) {
+	for flag, want := range map[string]string{
+		"--system-reserved": `--system-reserved value failed to parse: cannot reserve "hugepages-2Mi" resource`,
+		"--kube-reserved":   `--kube-reserved value failed to parse: cannot reserve "hugepages-2Mi" resource`,
+	} {
+		root := newRootCommand()
+		root.SetArgs([]string{"up", "--data-dir", t.TempDir(), "--port", "0", "--nodes", "1", flag, "hugepages-2Mi=2Mi"})
+		root.SetOut(new(discard))
+		root.SetErr(new(discard))
+		if err := root.Execute(); err == nil || err.Error() != want {
+			t.Errorf("up %s hugepages-2Mi=2Mi: %v; want %s", flag, err, want)
+		}
+	}
+}

@@ -132,6 +132,11 @@ type Config struct {
 	// seccompProfile is created under RuntimeDefault instead of
 	// Unconfined. Default false, upstream's.
 	NodeSeccompDefault bool
+	// NodeSystemReserved and NodeKubeReserved are each simulated node's
+	// systemReserved and kubeReserved (kubelet.Config.SystemReserved and
+	// KubeReserved; `kubeproof up --system-reserved` and `--kube-reserved`,
+	// as `kubeproof kubelet`'s): they come off its allocatable. Nil: none.
+	NodeSystemReserved, NodeKubeReserved corev1.ResourceList
 	// ImageCredentialProviderConfig and ImageCredentialProviderBinDir are
 	// the simulated nodes' image credential provider plugins (`kubeproof
 	// up --image-credential-provider-config` and
