@@ -467,6 +467,10 @@ type podExtra struct {
 	// cgroupRemoved: the terminated pod's cgroup has been removed
 	// (removeTerminatedPodCgroup), not to be again at every resync.
 	cgroupRemoved bool
+	// finalStatus: the terminated pod's final status (status.Input.Final)
+	// was written, once its volumes were torn down and its cgroup
+	// removed; every later status is generated final too.
+	finalStatus bool
 	// killGraceSet: a kill ending the pod (terminatePod) was given
 	// killGrace, the shortest grace period asked for so far: a later
 	// kill is given no longer one, as upstream's pod worker lets a

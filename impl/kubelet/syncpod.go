@@ -186,6 +186,7 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	// upstream's pod worker says until SyncTerminatingPod succeeded (a
 	// kill that failed is tried again, whatever the runtime reports since),
 	// and a terminal phase is held back (status.Input.PodIsTerminal).
+	// KUBELET-8: no terminal phase is written before then.
 	podIsTerminal := terminating && rec.x().killed && rs.Stopped()
 	// The terminal phase the kubelet decided (deadline, eviction) is
 	// reported once the pod is terminal: as upstream's status manager
@@ -203,11 +204,16 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 			k.resizeProgress(statusPod, rs, resize, resizeErr, now)
 		}
 	}
-	st := status.GenerateAPIPodStatus(status.Input{
+	// A terminated pod's status is final (status.Input.Final: upstream's
+	// TerminatePod) only once its volumes are torn down and its cgroup
+	// removed, below; until then the plain terminal status, as upstream's
+	// SyncTerminatingPod writes it once the kill succeeded.
+	in := status.Input{
 		Pod: statusPod, Runtime: rs, Probes: probeResults, Waiting: rec.x().waiting, Terminal: rec.terminal,
-		PodIsTerminal: podIsTerminal, HostIPs: []string{k.cfg.NodeIP}, RuntimeType: k.rt.Type(), Now: now,
+		PodIsTerminal: podIsTerminal, Final: podIsTerminal && rec.x().finalStatus, HostIPs: []string{k.cfg.NodeIP}, RuntimeType: k.rt.Type(), Now: now,
 		Resize: resize.conditions(),
-	})
+	}
+	st := status.GenerateAPIPodStatus(in)
 	if err := k.writeStatus(ctx, rec, pod, st); err != nil {
 		// The sync's own failure stays in the error: a volume set-up that
 		// failed keeps its back-off (syncRetryDelay finds it in the join)
@@ -232,6 +238,17 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 		// Then its cgroup, before the final delete.
 		if err := k.removeTerminatedPodCgroup(rec, pod); err != nil {
 			return 0, errors.Join(execErr, err)
+		}
+		// Then its final status, as upstream's SyncTerminatedPod ends with
+		// TerminatePod after the volumes and the cgroup (a phase still
+		// Pending or Running Failed, containers ContainerStatusUnknown),
+		// which lets the pod be deleted (finalDelete, last).
+		if !rec.x().finalStatus {
+			in.Final = true
+			if err := k.writeStatus(ctx, rec, k.latestPod(rec, pod), status.GenerateAPIPodStatus(in)); err != nil {
+				return 0, errors.Join(execErr, err)
+			}
+			rec.more().finalStatus = true
 		}
 	}
 	if pod.DeletionTimestamp != nil && podIsTerminal {
@@ -444,6 +461,17 @@ func (k *Kubelet) writeStatus(ctx context.Context, rec *podRecord, pod *v1.Pod, 
 	}
 	k.mu.Unlock()
 	return nil
+}
+
+// latestPod is rec's pod as last delivered or written (a status write
+// in this sync replaced it), or pod, the sync's, once it is gone.
+func (k *Kubelet) latestPod(rec *podRecord, pod *v1.Pod) *v1.Pod {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if p := rec.pod; p != nil && p.UID == pod.UID {
+		return p
+	}
+	return pod
 }
 
 // shareLastStatus points rec.lastStatus at pod's status once the pod

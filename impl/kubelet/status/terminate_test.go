@@ -10,7 +10,8 @@ import (
 )
 
 // A terminated pod's status is final as upstream's TerminatePod makes it
-// before the pod may be deleted: a pod deleted while Pending is Failed,
+// before the pod may be deleted (Final: its volumes torn down, its cgroup
+// removed): a pod deleted while Pending is Failed,
 // its containers that never ran terminated with ContainerStatusUnknown
 // (137) once it has initialized; of its init containers those up to the
 // last that started (the first at least); the conditions as generated.
@@ -29,6 +30,13 @@ func TestTerminatedPodStatus(t *testing.T) {
 			t.Fatalf("not terminal yet: %s %+v", s.Phase, s.ContainerStatuses[0].State)
 		}
 		in.PodIsTerminal = true
+		// Terminated, not yet torn down: the plain terminal status, as
+		// upstream's SyncTerminatingPod and SyncTerminatedPod write it
+		// before TerminatePod.
+		if s := GenerateAPIPodStatus(in); s.Phase != v1.PodPending || s.ContainerStatuses[0].State.Waiting == nil {
+			t.Fatalf("terminated, not final: %s %+v", s.Phase, s.ContainerStatuses[0].State)
+		}
+		in.Final = true
 		s := GenerateAPIPodStatus(in)
 		if s.Phase != v1.PodFailed || !unknown(s.ContainerStatuses[0]) {
 			t.Fatalf("terminated: %s %+v", s.Phase, s.ContainerStatuses[0].State)
@@ -66,7 +74,7 @@ func TestTerminatedPodStatus(t *testing.T) {
 				// The status last reported: as the runtime has it.
 				rs := &podstate.Pod{UID: "u", Sandboxes: stopped.Sandboxes, Containers: tc.inits}
 				p.Status = GenerateAPIPodStatus(Input{Pod: p, Runtime: rs, Now: now})
-				s := GenerateAPIPodStatus(Input{Pod: p, Runtime: rs, Now: now, PodIsTerminal: true})
+				s := GenerateAPIPodStatus(Input{Pod: p, Runtime: rs, Now: now, PodIsTerminal: true, Final: true})
 				if s.Phase != v1.PodFailed {
 					t.Errorf("phase %s", s.Phase)
 				}
@@ -95,7 +103,7 @@ func TestTerminatedPodStatus(t *testing.T) {
 		}
 		side.State, side.ExitCode = podstate.ContainerExited, 137
 		rs := &podstate.Pod{UID: "u", Sandboxes: stopped.Sandboxes, Containers: []podstate.Container{side}}
-		s := GenerateAPIPodStatus(Input{Pod: p, Runtime: rs, Now: now, PodIsTerminal: true})
+		s := GenerateAPIPodStatus(Input{Pod: p, Runtime: rs, Now: now, PodIsTerminal: true, Final: true})
 		if s.Phase != v1.PodFailed || !unknown(s.ContainerStatuses[0]) {
 			t.Fatalf("%s, app %+v", s.Phase, s.ContainerStatuses[0].State)
 		}
@@ -105,7 +113,7 @@ func TestTerminatedPodStatus(t *testing.T) {
 		p.Spec.RestartPolicy = v1.RestartPolicyNever
 		exited := podstate.Container{ID: "c1", Name: "a", SandboxID: "s", State: podstate.ContainerExited}
 		rs := &podstate.Pod{UID: "u", Sandboxes: stopped.Sandboxes, Containers: []podstate.Container{exited}}
-		if s := GenerateAPIPodStatus(Input{Pod: p, Runtime: rs, Now: now, PodIsTerminal: true}); s.Phase != v1.PodSucceeded || s.ContainerStatuses[0].State.Terminated.Reason != ReasonCompleted {
+		if s := GenerateAPIPodStatus(Input{Pod: p, Runtime: rs, Now: now, PodIsTerminal: true, Final: true}); s.Phase != v1.PodSucceeded || s.ContainerStatuses[0].State.Terminated.Reason != ReasonCompleted {
 			t.Fatalf("%s %+v", s.Phase, s.ContainerStatuses[0].State)
 		}
 	})
