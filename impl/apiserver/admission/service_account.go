@@ -84,6 +84,9 @@ func (p *ServiceAccount) Admit(ctx context.Context, a *Attributes) error {
 	}
 	if pod.Spec.ServiceAccountName == "" {
 		pod.Spec.ServiceAccountName = DefaultServiceAccountName
+		// The deprecated alias, which pod defaulting (already run) keeps
+		// equal, as kube-apiserver's v1 conversion does on every read.
+		pod.Spec.DeprecatedServiceAccount = DefaultServiceAccountName
 	}
 	sa, err := p.lookup(ctx, a.Namespace, pod.Spec.ServiceAccountName)
 	if err != nil {

@@ -49,6 +49,10 @@ func TestServiceAccountDefaultsAndMounts(t *testing.T) {
 	if pod.Spec.ServiceAccountName != "default" {
 		t.Fatalf("service account %q", pod.Spec.ServiceAccountName)
 	}
+	// kube-apiserver's v1 pods always carry the deprecated alias too.
+	if pod.Spec.DeprecatedServiceAccount != "default" {
+		t.Fatalf("deprecated serviceAccount %q, want the defaulted name", pod.Spec.DeprecatedServiceAccount)
+	}
 	if len(pod.Spec.Volumes) != 1 || pod.Spec.Volumes[0].Name != "kube-api-access-abcde" {
 		t.Fatalf("volumes %+v", pod.Spec.Volumes)
 	}
