@@ -6,7 +6,8 @@
 //     protobuf through the server's decoders, defaulting and validation;
 //     decode → encode → decode is stable.
 //   - FuzzHTTP: method × path × query × headers × body against one
-//     in-process API server on an embedded etcd; no 5xx outside the
+//     in-process API server on an embedded etcd, with `kubeproof
+//     apiserver`'s default admission plugins; no 5xx outside the
 //     documented list, storage changes only on a 2xx answer, and nothing
 //     stored fails validation.
 //   - FuzzPatch: JSON, merge and strategic merge patches of live objects.

@@ -61,7 +61,7 @@ func FuzzPatch(f *testing.F) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		ns := "default"
+		ns := patchNamespace
 		name := fmt.Sprintf("patch-%d", patchSeq.Add(1))
 		base := s.collectionPath(r, ns)
 		// kind's high values pick a template variant (seeds keep variant 0).

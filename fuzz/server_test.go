@@ -25,6 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver"
+	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
 	"github.com/kubeproof/kubeproof/impl/registry"
@@ -47,6 +49,12 @@ const keyPrefix = "/fuzz"
 // and one that does not exist.
 var fuzzNamespaces = []string{"default", "kube-system", "fuzz", "missing"}
 
+// patchNamespace is where FuzzPatch creates its objects: no other target
+// writes there, so no limit range, quota or webhook another target made
+// changes or refuses them (in `go test ./fuzz`, every target shares one
+// server).
+const patchNamespace = "fuzz-patch"
+
 // liveServer is one API server on an embedded etcd per test process,
 // started on first use and shared by every HTTP-level target (a fuzz
 // worker is one process running one target for its whole life).
@@ -55,6 +63,10 @@ type liveServer struct {
 	etcd    *embedded.Etcd
 	srv     *apiserver.Server
 	handler http.Handler
+	// stopPlugins ends the admission plugins' caches; plugins waits for
+	// them to return.
+	stopPlugins context.CancelFunc
+	plugins     sync.WaitGroup
 	// discovered lists every resource and subresource discovery shows.
 	discovered []discoveredResource
 	// byGVK finds the served resource of a stored object.
@@ -125,6 +137,12 @@ func startServer() (*liveServer, error) {
 	for _, r := range rs {
 		s.byGVK[r.GroupVersionKind()] = r
 	}
+	plugins, err := admission.EnabledPlugins(apiserverAdmissionPlugins, nil)
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("resolving the admission plugins: %w", err)
+	}
+	var starters []func(context.Context)
 	s.srv, err = apiserver.New(apiserver.Config{
 		StorageFactory: factory,
 		Resources:      rs,
@@ -134,19 +152,47 @@ func startServer() (*liveServer, error) {
 		MaxRequestsInFlight: -1, MaxMutatingRequestsInFlight: -1,
 		// A signing key serves the TokenRequest API (serviceaccounts/token).
 		ServiceAccounts: &apiserver.ServiceAccountConfig{Issuers: []string{"https://kubernetes.default.svc.cluster.local"}, SigningKey: saKey},
+		// The admission chain of `kubeproof apiserver` (impl/cluster's
+		// buildChain), NamespaceLifecycle included; NodeRestriction asks
+		// the server's authorizer, which allows everything here.
+		DisableNamespaceLifecycle: true,
+		Plugins: func(stores apiserver.StoreGetter) (apiserver.Plugins, error) {
+			mut, val, start, err := admission.NewPluginsWithOptions(plugins, stores, admission.Options{Authorizer: auth.AlwaysAllow{}})
+			starters = start
+			return apiserver.Plugins{Mutators: mut, Validators: val}, err
+		},
 	})
 	if err != nil {
 		s.close()
 		return nil, err
+	}
+	// The plugins' caches, as Server.Run starts them; until one has
+	// synced its plugin reads etcd.
+	pctx, stop := context.WithCancel(context.Background())
+	s.stopPlugins = stop
+	for _, start := range starters {
+		s.plugins.Go(func() { start(pctx) })
 	}
 	if err := s.srv.EnsureSystemNamespaces(ctx); err != nil {
 		s.close()
 		return nil, err
 	}
 	s.handler = s.srv.Handler()
-	if code, body := s.do(ctx, http.MethodPost, "/api/v1/namespaces", "application/json", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"fuzz"}}`)); code != http.StatusCreated {
+	for _, ns := range []string{"fuzz", patchNamespace} {
+		if code, body := s.do(ctx, http.MethodPost, "/api/v1/namespaces", "application/json", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+ns+`"}}`)); code != http.StatusCreated {
+			s.close()
+			return nil, fmt.Errorf("creating namespace %s: %d %s", ns, code, body)
+		}
+	}
+	if err := s.ensureDefaultServiceAccounts(ctx); err != nil {
 		s.close()
-		return nil, fmt.Errorf("creating namespace fuzz: %d %s", code, body)
+		return nil, err
+	}
+	// The account the pod variant running as "seed" names (FuzzHTTP
+	// creates its own in the namespaces it writes to).
+	if code, body := s.do(ctx, http.MethodPost, "/api/v1/namespaces/"+patchNamespace+"/serviceaccounts", "application/json", []byte(`{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"seed"}}`)); code != http.StatusCreated {
+		s.close()
+		return nil, fmt.Errorf("creating service account %s/seed: %d %s", patchNamespace, code, body)
 	}
 	if err := s.discover(ctx, rs); err != nil {
 		s.close()
@@ -165,6 +211,10 @@ func stopServer() {
 }
 
 func (s *liveServer) close() {
+	if s.stopPlugins != nil {
+		s.stopPlugins()
+		s.plugins.Wait()
+	}
 	if s.srv != nil {
 		s.srv.Close()
 	}
@@ -172,6 +222,30 @@ func (s *liveServer) close() {
 		s.etcd.Close()
 	}
 	os.RemoveAll(s.dir)
+}
+
+// apiserverAdmissionPlugins are what `kubeproof apiserver` (and `up`)
+// enable besides kube-apiserver's default admission plugins
+// (cluster.UpAdmissionPlugins, not imported: impl/cluster would bring
+// every controller and the kubelet into this test binary).
+var apiserverAdmissionPlugins = []string{"NodeRestriction"}
+
+// ensureDefaultServiceAccounts creates the service account "default" in
+// every existing namespace of fuzzNamespaces and in patchNamespace that
+// lacks it, as the service account controller does in a cluster: without
+// it the ServiceAccount admission plugin refuses every pod that names no
+// other account.
+func (s *liveServer) ensureDefaultServiceAccounts(ctx context.Context) error {
+	for _, ns := range append([]string{patchNamespace}, fuzzNamespaces...) {
+		path := "/api/v1/namespaces/" + ns + "/serviceaccounts"
+		switch code, body := s.do(ctx, http.MethodPost, path, "application/json", []byte(`{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"default"}}`)); code {
+		case http.StatusCreated, http.StatusConflict:
+		case http.StatusNotFound, http.StatusForbidden: // no such namespace, or it is being deleted
+		default:
+			return fmt.Errorf("creating service account %s/default: %d %s", ns, code, body)
+		}
+	}
+	return nil
 }
 
 // do sends one request to the handler in-process.
