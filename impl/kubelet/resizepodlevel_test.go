@@ -76,6 +76,7 @@ func TestResizePodLevel(t *testing.T) {
 	h, events := resizeHarness(t, nil)
 	p := h.create(h.pod("web", func(p *v1.Pod) {
 		p.Spec.Resources = &v1.ResourceRequirements{Requests: resList("cpu", "200m", "memory", "64Mi"), Limits: resList("cpu", "400m", "memory", "128Mi")}
+		p.Status.QOSClass = v1.PodQOSBurstable // the API server's (the harness's pods are BestEffort)
 	}))
 	if got := h.sync(p); got.Status.Phase != v1.PodRunning {
 		t.Fatalf("phase %s", got.Status.Phase)
@@ -111,9 +112,12 @@ func TestResizePodLevel(t *testing.T) {
 	if cs := cstatus(got, "app"); cs.RestartCount != 0 || cs.State.Running == nil {
 		t.Errorf("the container was restarted: %+v", cs)
 	}
-	// The pod-level status: what is allocated.
+	// The pod-level status: the requests allocated, the resources those
+	// of its pod cgroup (a simulated node's: as the allocation gives them;
+	// 204 shares are 200m).
 	if !apiequality.Semantic.DeepEqual(got.Status.AllocatedResources, resList("cpu", "200m", "memory", "64Mi")) ||
-		got.Status.Resources == nil || !apiequality.Semantic.DeepEqual(got.Status.Resources.Limits, resList("cpu", "600m", "memory", "256Mi")) {
+		got.Status.Resources == nil || !apiequality.Semantic.DeepEqual(got.Status.Resources.Limits, resList("cpu", "600m", "memory", "256Mi")) ||
+		!apiequality.Semantic.DeepEqual(got.Status.Resources.Requests, resList("cpu", "200m", "memory", "64Mi")) {
 		t.Errorf("pod status allocatedResources %v resources %+v", got.Status.AllocatedResources, got.Status.Resources)
 	}
 

@@ -31,6 +31,10 @@ func BenchmarkResyncRunningPod(b *testing.B) { benchResync(b, nil) }
 func BenchmarkResyncRunningPodWithRequests(b *testing.B) {
 	benchResync(b, func(p *v1.Pod) {
 		p.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resourceMust("100m"), v1.ResourceMemory: resourceMust("500Mi")}
+		// The QoS class the API server gives such a pod (the harness's
+		// pods are BestEffort): its pod cgroup's values, which its
+		// status.resources report, follow from it.
+		p.Status.QOSClass = v1.PodQOSBurstable
 	})
 }
 

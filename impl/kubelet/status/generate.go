@@ -13,8 +13,7 @@
 //     nothing of it runs); until then its phase, reason and message stay
 //     the old ones, as upstream's status manager holds them back while
 //     the pod could have running containers (holdTerminalPhase); once
-//     its volumes are torn down and its cgroup removed too (Input.Final),
-//     the status is final as upstream's TerminatePod makes it
+//     it has, the status is final as upstream's TerminatePod makes it
 //     (terminatePodStatus: a phase still Pending or Running is Failed,
 //     containers that never reported an end ContainerStatusUnknown);
 //   - conditions keep their lastTransitionTime while their status holds;
@@ -36,7 +35,11 @@
 //     generation the kubelet decided them for;
 //   - every container the runtime has reports its allocated resources,
 //     and a running one its actual resources (ContainerStatusResources),
-//     the spec's own lists when they agree.
+//     the spec's own lists when they agree; every pod reports its
+//     pod-level allocated resources and resources (PodStatusResources:
+//     once it is Running, its pod cgroup's values as Input.PodCgroup
+//     gives them), the last reported lists or its one container's when
+//     they agree.
 package status
 
 import (
@@ -86,22 +89,19 @@ type Input struct {
 	// more. Until then the pod could have running containers, and a
 	// terminal phase is held back (holdTerminalPhase).
 	PodIsTerminal bool
-	// Final (with PodIsTerminal): the terminated pod's volumes are torn
-	// down and its cgroup removed, its status is final as upstream's
-	// TerminatePod makes it at the end of SyncTerminatedPod
-	// (terminatePodStatus). A PodIsTerminal status without it is the one
-	// upstream's SyncTerminatingPod and SyncTerminatedPod write before
-	// (generateAPIPodStatus with podIsTerminal).
-	Final       bool
-	HostIPs     []string
-	RuntimeType string
-	Now         time.Time
+	HostIPs       []string
+	RuntimeType   string
+	Now           time.Time
 	// Resize are the in-place resize conditions to report
 	// (PodResizePending, PodResizeInProgress; the kubelet owns them), as
 	// the kubelet decided them: their times and observedGeneration are
 	// theirs. Before the kubelet's other conditions, as upstream's
 	// generateAPIPodStatus appends them; none when nil.
 	Resize []v1.PodCondition
+	// PodCgroup is what the kubelet read of the pod's cgroup for its
+	// pod-level status.resources (PodStatusResources); nothing read when
+	// zero.
+	PodCgroup PodCgroup
 }
 
 // GenerateAPIPodStatus computes the pod status to report.
@@ -118,16 +118,11 @@ func GenerateAPIPodStatus(in Input) v1.PodStatus {
 	s.InitContainerStatuses = containerStatuses(in, pod.Spec.InitContainers, old.InitContainerStatuses, true, hasInit)
 	s.ContainerStatuses = containerStatuses(in, pod.Spec.Containers, old.ContainerStatuses, false, hasInit)
 	s.EphemeralContainerStatuses = ephemeralContainerStatuses(in, old.EphemeralContainerStatuses)
-	// A pod with pod-level resources (Pod as allocated) reports them as
-	// its allocatedResources (the requests) and resources, as upstream's
-	// generateAPIPodStatus with InPlacePodLevelResourcesVerticalScaling
-	// (beta, on since 1.36). Upstream's resources are the pod cgroup's
-	// values as read; here the allocated ones (the kubelet reads no pod
-	// cgroup back), so a resize in progress shows its new values at once.
-	// The spec's own lists, only read: nothing is copied.
-	if r := pod.Spec.Resources; r != nil && len(r.Requests)+len(r.Limits) > 0 {
-		s.AllocatedResources, s.Resources = r.Requests, r
-	}
+	// Every pod reports its pod-level allocatedResources and resources
+	// (Pod as allocated; PodStatusResources), as upstream's
+	// convertStatusToAPIStatus with InPlacePodLevelResourcesVerticalScaling
+	// (beta, on since 1.36).
+	s.AllocatedResources, s.Resources = PodStatusResources(pod, in.PodCgroup)
 
 	s.Phase = GetPhase(pod, s.InitContainerStatuses, s.ContainerStatuses, in.PodIsTerminal)
 	if in.Terminal != nil {
@@ -179,7 +174,7 @@ func GenerateAPIPodStatus(in Input) v1.PodStatus {
 	if hold {
 		s.Phase, s.Reason, s.Message = old.Phase, old.Reason, old.Message
 	}
-	if in.PodIsTerminal && in.Final {
+	if in.PodIsTerminal {
 		terminatePodStatus(pod, &s)
 	}
 	return s
