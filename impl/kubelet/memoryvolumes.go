@@ -144,14 +144,19 @@ var noswapOnce struct {
 // tmpfsNoswapCheck reports whether a tmpfs takes noswap on the kernel
 // release (uname -r), as upstream's IsTmpfsNoswapOptionSupported: not in
 // a user namespace (userNS: the kernel refuses noswap to an unprivileged
-// tmpfs mount); a kernel of 6.4 or later has it; on an older one a
-// temporary directory
+// tmpfs mount); not if the release does not read as a kernel version
+// (upstream's GetVersion error: no trial either); a kernel of 6.4 or
+// later has it; on an older one a temporary directory
 // tmpfs-noswap-test-* is made under parent (not made: not supported, as
 // upstream's, which tries no other place), mount tries the noswap tmpfs
 // there, and the directory is removed after.
 func tmpfsNoswapCheck(log *slog.Logger, userNS bool, release, parent string, mount func(dir string) error) bool {
 	if userNS {
 		log.Info("Running under a user namespace - tmpfs noswap is not supported")
+		return false
+	}
+	if _, _, ok := kernelVersion(release); !ok {
+		log.Error("Cannot determine kernel version, unable to determine is tmpfs noswap is supported", "release", release)
 		return false
 	}
 	if kernelAtLeast(release, 6, 4) {
@@ -177,18 +182,27 @@ func tmpfsNoswapCheck(log *slog.Logger, userNS bool, release, parent string, mou
 // inUserNS reports whether the process runs in a user namespace other
 // than the initial one, from /proc/self/uid_map's contents, as upstream's
 // RunningInUserNS: the initial namespace maps the whole range, its first
-// line "0 0 4294967295"; an empty file is not told apart (not one).
+// line "0 0 4294967295"; an empty first line (a new namespace's, not yet
+// mapped) is one; a first line that does not start with three numbers is
+// taken for the initial namespace (upstream's Sscanf error); an empty
+// file is not told apart (not one).
 func inUserNS(uidMap string) bool {
 	if uidMap == "" {
 		return false
 	}
 	line, _, _ := strings.Cut(uidMap, "\n")
+	if line == "" {
+		return true
+	}
 	f := strings.Fields(line)
+	if len(f) < 3 {
+		return false
+	}
 	var n [3]int64
-	for i := 0; i < len(f) && i < 3; i++ {
+	for i := range n {
 		v, err := strconv.ParseInt(f[i], 10, 64)
 		if err != nil {
-			break
+			return false
 		}
 		n[i] = v
 	}
@@ -219,13 +233,21 @@ func (k *Kubelet) noswapTrialDir() string {
 // kernelAtLeast reports whether the kernel release (uname -r, say
 // "6.18.44-fc-v669") is major.minor or later; one it cannot read is not.
 func kernelAtLeast(release string, major, minor int) bool {
+	ma, mi, ok := kernelVersion(release)
+	return ok && (ma > major || ma == major && mi >= minor)
+}
+
+// kernelVersion reads the major and minor version of a kernel release,
+// as upstream's GetVersion reads it (ParseGeneric: at least two numbers
+// separated by a dot, anything after); ok false if it does not.
+func kernelVersion(release string) (major, minor int, ok bool) {
 	parts := strings.SplitN(release, ".", 3)
 	if len(parts) < 2 {
-		return false
+		return 0, 0, false
 	}
 	ma, err := strconv.Atoi(parts[0])
 	if err != nil {
-		return false
+		return 0, 0, false
 	}
 	mi := parts[1]
 	if i := strings.IndexFunc(mi, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
@@ -233,9 +255,9 @@ func kernelAtLeast(release string, major, minor int) bool {
 	}
 	n, err := strconv.Atoi(mi)
 	if err != nil {
-		return false
+		return 0, 0, false
 	}
-	return ma > major || ma == major && n >= minor
+	return ma, n, true
 }
 
 // mountsTmpfs reports whether the kubelet mounts its pods' memory-backed

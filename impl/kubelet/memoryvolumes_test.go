@@ -155,7 +155,8 @@ func TestKernelAtLeast(t *testing.T) {
 // trial mount is made in a new tmpfs-noswap-test-* directory under the
 // directory given (the kubelet's root or its emptyDir plugin directory,
 // not os.TempDir), removed after; a failed mount, or a directory that
-// cannot be made there, is no noswap. As root, the real trial mount
+// cannot be made there, is no noswap; a kernel release that does not
+// parse (upstream's GetVersion error) is no noswap, without a trial. As root, the real trial mount
 // under a kubelet root directory leaves nothing behind.
 func TestTmpfsNoswapCheck(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
@@ -180,7 +181,9 @@ func TestTmpfsNoswapCheck(t *testing.T) {
 		{"older, mount succeeds", "5.15.0-91-generic", false, false, nil, true, true},
 		{"older, mount fails", "5.15.0-91-generic", false, false, syscall.EINVAL, false, true},
 		{"older, no directory to try in", "5.15.0-91-generic", false, true, nil, false, false},
-		{"unreadable release", "", false, false, nil, true, true},
+		// upstream's kernel version error: not supported, no trial
+		{"unreadable release", "", false, false, nil, false, false},
+		{"unparsable release", "6", false, false, nil, false, false},
 		{"user namespace", "6.18.44-fc-v669", true, false, nil, false, false},
 		{"user namespace, older", "5.15.0-91-generic", true, false, nil, false, false},
 	} {
@@ -231,7 +234,8 @@ func TestTmpfsNoswapCheck(t *testing.T) {
 
 // TestInUserNS: as upstream's RunningInUserNS, the initial user
 // namespace maps the whole uid range from 0; any other first line of
-// /proc/self/uid_map is a user namespace; an empty file is not.
+// /proc/self/uid_map is a user namespace, but one that does not read as
+// three numbers is not; an empty file is not.
 func TestInUserNS(t *testing.T) {
 	for uidMap, want := range map[string]bool{
 		"         0          0 4294967295\n": false,
@@ -240,6 +244,12 @@ func TestInUserNS(t *testing.T) {
 		"0 100000 65536\n1 2 3\n":            true,
 		"\n":                                 true,
 		"":                                   false,
+		// a first line that is not three numbers (upstream's Sscanf
+		// error): not a user namespace
+		"0 0\n":     false,
+		"0 0 x\n":   false,
+		"uid map\n": false,
+		"1 2 3 4\n": true,
 	} {
 		if got := inUserNS(uidMap); got != want {
 			t.Errorf("inUserNS(%q) = %v, want %v", uidMap, got, want)
