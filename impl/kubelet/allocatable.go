@@ -284,12 +284,17 @@ func allocatableAbsolute(capacity, system, kube v1.ResourceList) v1.ResourceList
 }
 
 // reservedCgroupConfig is the limits a reservation gives the cgroup it
-// is enforced on, as upstream's getCgroupConfig: its CPU as shares, and
-// unless only the compressible resources are, its memory as the memory
-// limit and its processes as pids.max (hugetlb: none are reservable). No
-// reservation (nil or empty, as upstream's parsed flag is nil) gives
-// none: false.
-func reservedCgroupConfig(rl v1.ResourceList, compressibleOnly bool) (cgroupConfig, bool) {
+// is enforced on, on a node of the huge page sizes node, as upstream's
+// getCgroupConfig: its CPU as shares, and unless only the compressible
+// resources are, its memory as the memory limit, its processes as
+// pids.max and hugetlb limits of 0 of every node page size (upstream's
+// HugePageLimits of the reservation, empty as huge pages are not
+// reservable, which its cgroup manager writes as 0 of every size:
+// hugetlb.go). Only the compressible ones leave hugetlb alone (no
+// HugePageLimit, which upstream 1.37 also takes for 0 of every size, as
+// in a resize: kubernetes/kubernetes#141991). No reservation (nil or
+// empty, as upstream's parsed flag is nil) gives none: false.
+func reservedCgroupConfig(rl v1.ResourceList, compressibleOnly bool, node []HugePages) (cgroupConfig, bool) {
 	if len(rl) == 0 {
 		return cgroupConfig{}, false
 	}
@@ -306,6 +311,7 @@ func reservedCgroupConfig(rl v1.ResourceList, compressibleOnly bool) (cgroupConf
 	if q, ok := rl[ResourcePID]; ok {
 		c.pids = q.Value()
 	}
+	c.hugetlb = eachHugetlb(node, 0)
 	return c, true
 }
 
@@ -363,7 +369,7 @@ func (k *Kubelet) enforceExistingCgroup(cgroup string, rl v1.ResourceList, compr
 	if name != "" {
 		elems = strings.Split(name[1:], "/")
 	}
-	c, ok := reservedCgroupConfig(rl, compressibleOnly)
+	c, ok := reservedCgroupConfig(rl, compressibleOnly, k.cfg.HugePages)
 	if !ok {
 		return fmt.Errorf("%q cgroup is not configured properly", elems)
 	}

@@ -35,6 +35,11 @@ import (
 //   - kubepods the node's allocatable huge pages when it is made and at
 //     start (nodeAllocatableCgroupConfig, listHugetlb: upstream's
 //     getCgroupConfig of the allocatable);
+//   - the system and kube reservations' cgroups, where a whole
+//     reservation is enforced, 0 of every size (reservedCgroupConfig:
+//     upstream's getCgroupConfig gives them the reservation's huge pages,
+//     none); where only its compressible part is, left as they are
+//     (upstream 1.37 sets them to 0 there too, as in a resize);
 //   - the QoS classes' cgroups, kubepods among them, no limit to speak of
 //     (1<<62 bytes of every size, unboundedHugetlb) whenever they are
 //     brought up to date (updateQOSCgroups), as upstream's
@@ -98,9 +103,14 @@ func (h hugetlbLimits) String() string {
 // unboundedHugetlb is the QoS classes' cgroups' hugetlb limits on a node
 // of the huge page sizes node: unboundedHugePages of each.
 func unboundedHugetlb(node []HugePages) hugetlbLimits {
+	return eachHugetlb(node, unboundedHugePages)
+}
+
+// eachHugetlb is hugetlb limits of limit bytes of every page size of node.
+func eachHugetlb(node []HugePages, limit int64) hugetlbLimits {
 	var h hugetlbLimits
 	for _, p := range node {
-		h.add(p.PageSize, unboundedHugePages)
+		h.add(p.PageSize, limit)
 	}
 	return h
 }

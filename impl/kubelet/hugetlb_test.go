@@ -227,3 +227,56 @@ func TestPodCgroupHugetlbLimits(t *testing.T) {
 		t.Errorf("pod hugetlb.2MB.limit_in_bytes after a resize = %q; want 4194304 kept", got)
 	}
 }
+
+// The reservations' cgroups get hugetlb limits of 0 of every node page
+// size where a whole reservation is enforced, as upstream's
+// enforceExistingCgroup: getCgroupConfig gives them the reservation's
+// huge pages (none can be reserved: an empty HugePageLimit), which
+// maybeSetHugetlb writes as 0 of every size. Where only its compressible
+// part is (CPU shares, no HugePageLimit), they are left as they are, as
+// a resize leaves a pod's (hugetlb.go).
+func TestReservedCgroupsHugetlb(t *testing.T) {
+	for _, unified := range []bool{false, true} {
+		t.Run(map[bool]string{false: "v1", true: "v2"}[unified], func(t *testing.T) {
+			dir := t.TempDir()
+			if unified {
+				for _, d := range []string{"", "system.slice", "kube.slice"} {
+					os.MkdirAll(filepath.Join(dir, d), 0o755)
+					os.WriteFile(filepath.Join(dir, d, "cgroup.controllers"), []byte("cpu memory hugetlb pids\n"), 0o644)
+				}
+			} else {
+				for _, h := range []string{"cpu", "memory", "hugetlb"} {
+					for _, d := range []string{"system.slice", "kube.slice"} {
+						os.MkdirAll(filepath.Join(dir, h, d), 0o755)
+					}
+				}
+			}
+			h, _ := resizeHarness(t, func(c *Config) {
+				c.CgroupDir = dir
+				c.Memory = resource.MustParse("8Gi")
+				c.HugePages = []HugePages{{PageSize: 2 << 20, Pages: 512}, {PageSize: 1 << 30, Pages: 1}}
+				c.SystemReserved = rl(t, "cpu=500m,memory=1Gi")
+				c.KubeReserved = rl(t, "cpu=250m,memory=512Mi")
+				c.EnforceNodeAllocatable = []string{"pods", "system-reserved", "kube-reserved-compressible"}
+				c.SystemReservedCgroup, c.KubeReservedCgroup = "/system.slice", "/kube.slice"
+			})
+			if err := h.k.enforceReservedCgroups(); err != nil {
+				t.Fatal(err)
+			}
+			file := func(name, size string) string {
+				if unified {
+					return readCgroupFile(t, dir, name, "hugetlb."+size+".max")
+				}
+				return readCgroupFile(t, dir, "hugetlb", name, "hugetlb."+size+".limit_in_bytes")
+			}
+			for _, size := range []string{"2MB", "1GB"} {
+				if got := file("system.slice", size); got != "0" {
+					t.Errorf("system.slice hugetlb %s limit %q; want 0", size, got)
+				}
+				if got := file("kube.slice", size); got != "" {
+					t.Errorf("kube.slice (compressible only) hugetlb %s limit %q; want none written", size, got)
+				}
+			}
+		})
+	}
+}
