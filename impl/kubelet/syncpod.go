@@ -141,7 +141,27 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	if resize != nil {
 		execPod = withAllocation(pod, resize.allocated)
 	}
-	execErr, resizeErr := k.execute(ctx, rec, execPod, rs, actions, resize, &plan)
+	// A sync starting (or restarting) containers of a pod not being ended
+	// is cut short once its termination is requested (syncInFlight).
+	execCtx := ctx
+	var inFlight *syncInFlight
+	if (!actions.KillPod || actions.CreateSandbox) && (actions.CreateSandbox || len(actions.ContainersToStart) > 0 || len(actions.ContainersToKill) > 0) {
+		if execCtx, inFlight = k.startingSync(ctx, uid, rec); inFlight == nil {
+			return 0, nil // requested since the sync took the pod: its own sync follows
+		}
+	}
+	execErr, resizeErr := k.execute(execCtx, rec, execPod, rs, actions, resize, &plan)
+	if inFlight != nil {
+		cut := execCtx.Err() != nil && ctx.Err() == nil
+		k.syncDone(uid, inFlight)
+		if cut {
+			// Cut short, which is no failure (as upstream's SyncPod
+			// returns none for a sandbox that failed so): the sync the
+			// request queued kills the pod and writes its status.
+			k.log.Debug("Pod sync cut short: its termination was requested", "pod", pod.Namespace+"/"+pod.Name, "podUID", uid, "err", execErr)
+			return 0, nil
+		}
+	}
 	if actions.KillPod && !actions.CreateSandbox && execErr == nil {
 		// The kill that ends the pod succeeded: it is terminated, not
 		// killed again on every resync (podsync.KillNeeded).
@@ -166,6 +186,7 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	// upstream's pod worker says until SyncTerminatingPod succeeded (a
 	// kill that failed is tried again, whatever the runtime reports since),
 	// and a terminal phase is held back (status.Input.PodIsTerminal).
+	// KUBELET-8: no terminal phase is written before then.
 	podIsTerminal := terminating && rec.x().killed && rs.Stopped()
 	// The terminal phase the kubelet decided (deadline, eviction) is
 	// reported once the pod is terminal: as upstream's status manager
@@ -183,11 +204,16 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 			k.resizeProgress(statusPod, rs, resize, resizeErr, now)
 		}
 	}
-	st := status.GenerateAPIPodStatus(status.Input{
+	// A terminated pod's status is final (status.Input.Final: upstream's
+	// TerminatePod) only once its volumes are torn down and its cgroup
+	// removed, below; until then the plain terminal status, as upstream's
+	// SyncTerminatingPod writes it once the kill succeeded.
+	in := status.Input{
 		Pod: statusPod, Runtime: rs, Probes: probeResults, Waiting: rec.x().waiting, Terminal: rec.terminal,
-		PodIsTerminal: podIsTerminal, HostIPs: []string{k.cfg.NodeIP}, RuntimeType: k.rt.Type(), Now: now,
+		PodIsTerminal: podIsTerminal, Final: podIsTerminal && rec.x().finalStatus, HostIPs: []string{k.cfg.NodeIP}, RuntimeType: k.rt.Type(), Now: now,
 		Resize: resize.conditions(), PodCgroup: k.podCgroupStatus(statusPod),
-	})
+	}
+	st := status.GenerateAPIPodStatus(in)
 	if err := k.writeStatus(ctx, rec, pod, st); err != nil {
 		// The sync's own failure stays in the error: a volume set-up that
 		// failed keeps its back-off (syncRetryDelay finds it in the join)
@@ -212,6 +238,17 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 		// Then its cgroup, before the final delete.
 		if err := k.removeTerminatedPodCgroup(rec, pod); err != nil {
 			return 0, errors.Join(execErr, err)
+		}
+		// Then its final status, as upstream's SyncTerminatedPod ends with
+		// TerminatePod after the volumes and the cgroup (a phase still
+		// Pending or Running Failed, containers ContainerStatusUnknown),
+		// which lets the pod be deleted (finalDelete, last).
+		if !rec.x().finalStatus {
+			in.Final = true
+			if err := k.writeStatus(ctx, rec, k.latestPod(rec, pod), status.GenerateAPIPodStatus(in)); err != nil {
+				return 0, errors.Join(execErr, err)
+			}
+			rec.more().finalStatus = true
 		}
 	}
 	if pod.DeletionTimestamp != nil && podIsTerminal {
@@ -426,6 +463,17 @@ func (k *Kubelet) writeStatus(ctx context.Context, rec *podRecord, pod *v1.Pod, 
 	return nil
 }
 
+// latestPod is rec's pod as last delivered or written (a status write
+// in this sync replaced it), or pod, the sync's, once it is gone.
+func (k *Kubelet) latestPod(rec *podRecord, pod *v1.Pod) *v1.Pod {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if p := rec.pod; p != nil && p.UID == pod.UID {
+		return p
+	}
+	return pod
+}
+
 // podCgroupStatus is what status.PodStatusResources takes as the cgroup
 // of pod (as allocated) for its pod-level status.resources: nothing
 // unless the pod's last reported phase is Running, as upstream's kubelet
@@ -450,17 +498,6 @@ func (k *Kubelet) podCgroupStatus(pod *v1.Pod) status.PodCgroup {
 		c = podCgroupValues(pod, k.cfg.cfs, 0)
 	}
 	return status.PodCgroup{Read: true, CPUShares: c.cpuShares, CPUQuota: c.cpuQuota, CPUPeriod: c.cpuPeriod, Memory: c.memory}
-}
-
-// latestPod is rec's pod as last delivered or written (a status write
-// in this sync replaced it), or pod, the sync's, once it is gone.
-func (k *Kubelet) latestPod(rec *podRecord, pod *v1.Pod) *v1.Pod {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if p := rec.pod; p != nil && p.UID == pod.UID {
-		return p
-	}
-	return pod
 }
 
 // shareLastStatus points rec.lastStatus at pod's status once the pod
@@ -581,7 +618,7 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 			return fmt.Errorf("killing pod %s/%s: %w", pod.Namespace, pod.Name, err), nil
 		}
 	} else if a.KillPod {
-		if err := k.terminatePod(ctx, pod, rs, a.GracePeriod); err != nil {
+		if err := k.terminatePod(ctx, rec, pod, rs, a.GracePeriod); err != nil {
 			return err, nil
 		}
 	}
@@ -594,59 +631,114 @@ func (k *Kubelet) execute(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *
 	return k.startPod(ctx, rec, pod, rs, a), resizeErr
 }
 
-// killInFlight is a kill ending a pod (terminatePod) under way: its grace
-// period, and the cancellation of its context.
-type killInFlight struct {
+// syncInFlight is a sync of a pod under way that a pod update cuts
+// short by cancelling its context, as upstream's pod worker cancels the
+// sync under way when an update makes the pod terminating or shortens
+// its grace period (UpdatePod: becameTerminating, wasGracePeriodShortened;
+// the sync then returns and the update's runs at once). Either a kill
+// ending the pod (terminatePod: kill, with its grace period), cancelled
+// when the grace period is shortened, or a sync starting, restarting or
+// killing some of the containers of a pod not being ended (startingSync:
+// an image pull, a postStart hook, a container start or a sandbox's
+// creation under way), cancelled when the pod's termination is requested
+// (deleted, gone from the API, evicted, given a terminal phase), so that
+// its kill starts without waiting for them. Registered only while such
+// a sync runs: nothing for a running pod's resync.
+type syncInFlight struct {
+	kill   bool
 	grace  int64
 	cancel context.CancelFunc
 }
 
-// shorten cancels the kill if grace is shorter than its own, as
-// upstream's pod worker cancels a SyncTerminatingPod in flight when the
-// pod's grace period shrinks (a deletion's grace period shortened; it
-// only ever shrinks). Nothing for none (k.mu held).
-func (f *killInFlight) shorten(grace int64) {
-	if f != nil && grace < f.grace {
+// terminating cancels the sync when the pod's termination, requested by
+// pod's update (nil: gone from the API or evicted), cuts it short: a
+// sync starting the pod always, a kill if pod's deletion grace period is
+// shorter than its own (it only ever shrinks). Nothing for none (k.mu
+// held).
+func (f *syncInFlight) terminating(pod *v1.Pod) {
+	switch {
+	case f == nil:
+	case !f.kill:
+		f.cancel()
+	case pod != nil && pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds < f.grace:
 		f.cancel()
 	}
 }
 
-// terminatePod kills the pod to end it (deleted, finished, past its
-// deadline) with grace, as upstream's SyncTerminatingPod: a failure is
-// reported (FailedKillPod) and fails the sync, retried on the pod
-// workers' back-off. While it runs, a pod update shortening the grace
-// period (HandlePod) cancels it: the sync fails without the event and the
-// update syncs the pod at once, killed again with the shorter grace
-// period, as upstream's pod worker restarts SyncTerminatingPod.
-func (k *Kubelet) terminatePod(ctx context.Context, pod *v1.Pod, rs *podstate.Pod, grace int64) error {
-	kctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	f := &killInFlight{grace: grace, cancel: cancel}
+// startingSync registers the sync of rec's pod about to start, restart
+// or kill some of its containers (execute, for a pod not being ended),
+// to be cut short once the pod's termination is requested
+// (syncInFlight), and returns its context. It returns nil if the
+// termination was requested since the sync took the pod: the request
+// queued a sync of its own, which kills it.
+func (k *Kubelet) startingSync(ctx context.Context, uid types.UID, rec *podRecord) (context.Context, *syncInFlight) {
 	k.mu.Lock()
-	if k.kills == nil {
-		k.kills = map[types.UID]*killInFlight{}
+	defer k.mu.Unlock()
+	if p := rec.pod; p == nil || p.DeletionTimestamp != nil || podsync.IsTerminalPhase(p.Status.Phase) || rec.eviction != nil || rec.evicted {
+		return nil, nil
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	f := &syncInFlight{cancel: cancel}
+	if k.syncs == nil {
+		k.syncs = map[types.UID]*syncInFlight{}
+	}
+	k.syncs[uid] = f
+	return sctx, f
+}
+
+// syncDone deregisters f, uid's sync under way, and releases its
+// context.
+func (k *Kubelet) syncDone(uid types.UID, f *syncInFlight) {
+	k.mu.Lock()
+	if k.syncs[uid] == f {
+		delete(k.syncs, uid)
+	}
+	k.mu.Unlock()
+	f.cancel()
+}
+
+// terminatePod kills the pod to end it (deleted, finished, past its
+// deadline, evicted) with grace, as upstream's SyncTerminatingPod: a
+// failure is reported (FailedKillPod) and fails the sync, retried on the
+// pod workers' back-off. The grace period is upstream's effective one
+// (calculateEffectiveGracePeriod), which only shrinks: the shortest of
+// grace, the latest deletion's and the one an earlier kill ending the
+// pod was given (an eviction's, say, whose kill failed before the pod
+// was deleted with a longer one). While it runs, a pod update shortening
+// the grace period (HandlePod) cancels it: the sync fails without the
+// event and the update syncs the pod at once, killed again with the
+// shorter grace period, as upstream's pod worker restarts
+// SyncTerminatingPod.
+func (k *Kubelet) terminatePod(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *podstate.Pod, grace int64) error {
+	kctx, cancel := context.WithCancel(ctx) // released by syncDone
+	if x := rec.x(); x.killGraceSet && x.killGrace < grace {
+		grace = x.killGrace
+	}
+	f := &syncInFlight{kill: true, grace: grace, cancel: cancel}
+	k.mu.Lock()
+	if k.syncs == nil {
+		k.syncs = map[types.UID]*syncInFlight{}
 	}
 	// An update that shortened the grace period after this sync took the
 	// pod found no kill to cancel (HandlePod): the kill uses it, as
 	// upstream's pod worker hands SyncTerminatingPod the latest update's
 	// effective grace period.
-	if rec := k.pods[pod.UID]; rec != nil && rec.pod != nil && rec.pod.DeletionTimestamp != nil &&
-		rec.pod.DeletionGracePeriodSeconds != nil && *rec.pod.DeletionGracePeriodSeconds < grace {
-		grace = *rec.pod.DeletionGracePeriodSeconds
+	if latest := rec.pod; latest != nil && latest.DeletionTimestamp != nil &&
+		latest.DeletionGracePeriodSeconds != nil && *latest.DeletionGracePeriodSeconds < grace {
+		grace = *latest.DeletionGracePeriodSeconds
 		f.grace = grace
 	}
-	k.kills[pod.UID] = f
+	k.syncs[pod.UID] = f
 	k.mu.Unlock()
+	x := rec.more()
+	x.killGraceSet, x.killGrace = true, grace
 	err := k.killPod(kctx, pod, rs, grace)
-	k.mu.Lock()
-	if k.kills[pod.UID] == f {
-		delete(k.kills, pod.UID)
-	}
-	k.mu.Unlock()
+	cut := kctx.Err() != nil && ctx.Err() == nil
+	k.syncDone(pod.UID, f)
 	if err == nil {
 		return nil
 	}
-	if kctx.Err() != nil && ctx.Err() == nil {
+	if cut {
 		k.log.Info("Pod kill cancelled: its grace period was shortened", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "gracePeriod", grace)
 		return fmt.Errorf("killing pod %s/%s: cancelled for a shorter grace period: %w", pod.Namespace, pod.Name, err)
 	}
@@ -668,6 +760,11 @@ func (k *Kubelet) startPod(ctx context.Context, rec *podRecord, pod *v1.Pod, rs 
 		// A tmpfs or hugetlbfs over a directory found without one only
 		// for a new sandbox, nothing of the pod running (volumes.go).
 		if err := k.setUpVolumes(ctx, rec, pod, a.CreateSandbox); err != nil {
+			if ctx.Err() != nil {
+				// Cut short (syncInFlight): no FailedMount, as upstream's
+				// SyncPod records none for an interrupted wait.
+				return fmt.Errorf("setting up the volumes of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			}
 			for _, e := range volumeErrors(err) { // one FailedMount per failing volume
 				k.podEvent(pod, v1.EventTypeWarning, EventFailedMount, "%v", e)
 			}
@@ -727,6 +824,10 @@ func (k *Kubelet) startPod(ctx context.Context, rec *podRecord, pod *v1.Pod, rs 
 		ip, moreIPs = k.cfg.NodeIP, nil // a host-network pod's IP is the node's, as upstream
 	}
 	for _, s := range a.ContainersToStart {
+		if err := ctx.Err(); err != nil {
+			// Cut short (syncInFlight): no further container started.
+			return fmt.Errorf("starting the containers of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
 		var spec *v1.Container
 		switch {
 		case s.Ephemeral:

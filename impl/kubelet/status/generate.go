@@ -13,7 +13,8 @@
 //     nothing of it runs); until then its phase, reason and message stay
 //     the old ones, as upstream's status manager holds them back while
 //     the pod could have running containers (holdTerminalPhase); once
-//     it has, the status is final as upstream's TerminatePod makes it
+//     its volumes are torn down and its cgroup removed too (Input.Final),
+//     the status is final as upstream's TerminatePod makes it
 //     (terminatePodStatus: a phase still Pending or Running is Failed,
 //     containers that never reported an end ContainerStatusUnknown);
 //   - conditions keep their lastTransitionTime while their status holds;
@@ -89,9 +90,16 @@ type Input struct {
 	// more. Until then the pod could have running containers, and a
 	// terminal phase is held back (holdTerminalPhase).
 	PodIsTerminal bool
-	HostIPs       []string
-	RuntimeType   string
-	Now           time.Time
+	// Final (with PodIsTerminal): the terminated pod's volumes are torn
+	// down and its cgroup removed, its status is final as upstream's
+	// TerminatePod makes it at the end of SyncTerminatedPod
+	// (terminatePodStatus). A PodIsTerminal status without it is the one
+	// upstream's SyncTerminatingPod and SyncTerminatedPod write before
+	// (generateAPIPodStatus with podIsTerminal).
+	Final       bool
+	HostIPs     []string
+	RuntimeType string
+	Now         time.Time
 	// Resize are the in-place resize conditions to report
 	// (PodResizePending, PodResizeInProgress; the kubelet owns them), as
 	// the kubelet decided them: their times and observedGeneration are
@@ -174,7 +182,7 @@ func GenerateAPIPodStatus(in Input) v1.PodStatus {
 	if hold {
 		s.Phase, s.Reason, s.Message = old.Phase, old.Reason, old.Message
 	}
-	if in.PodIsTerminal {
+	if in.PodIsTerminal && in.Final {
 		terminatePodStatus(pod, &s)
 	}
 	return s
