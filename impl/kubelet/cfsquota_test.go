@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -318,5 +319,36 @@ func TestMemoryResizeUsesCurrentCFSPeriod(t *testing.T) {
 				t.Errorf("PodResizeInProgress %+v once the resize is applied", c)
 			}
 		})
+	}
+}
+
+// runningCPULimit is the CPU limit (millicores) a memory-only update
+// carries over, upstream's actuated limit, whatever the kubelet's period
+// now: the allocated one when the container's quota stands for it over
+// its own period; the limit before the last admitted resize, or else the
+// allocated one, for a container without a period; otherwise the quota
+// over its period (none for no quota).
+func TestRunningCPULimit(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		lim           int64
+		quota, period int64
+		before        int64
+		ok            bool
+		want          int64
+	}{
+		{"quota stands for the limit, another period", 200, 6000, 30000, 0, false, 200},
+		{"no period, a limit before the resize", 400, 0, 0, 200, true, 200},
+		{"no period, nothing before", 400, 0, 0, 0, false, 400},
+		{"CPU resize pending: the quota's limit", 400, 6000, 30000, 200, true, 200},
+		{"no quota (-1): none", 400, -1, 100000, 0, true, 0},
+		{"no quota (0): none", 400, 0, 100000, 0, false, 0},
+		{"no limit, none running", 0, -1, 100000, 0, false, 0},
+	} {
+		cur := &runtimeapi.LinuxContainerResources{CpuQuota: tc.quota, CpuPeriod: tc.period}
+		if got := runningCPULimit(tc.lim, cur, tc.before, tc.ok); got != tc.want {
+			t.Errorf("%s: runningCPULimit(%d, quota %d period %d, %d %v) = %d; want %d",
+				tc.name, tc.lim, tc.quota, tc.period, tc.before, tc.ok, got, tc.want)
+		}
 	}
 }
