@@ -291,8 +291,9 @@ func TestOrphanedPodCgroupKeptWhileVolumesMounted(t *testing.T) {
 
 // kubepods has the node's allocatable, as upstream's kubelet enforces it
 // with --enforce-node-allocatable=pods: its CPU capacity as shares, its
-// memory less the huge pages' as the memory limit (no eviction threshold
-// taken off), on cgroup v1 and v2, written when made and at start (its
+// memory capacity as the memory limit, huge pages not taken off (as
+// upstream's, whose capacity is the machine's MemTotal, the huge pages'
+// pool in it: kubernetes#84426), nor an eviction threshold, on cgroup v1 and v2, written when made and at start (its
 // NodeAllocatableEnforced event); a write that fails is upstream's
 // FailedNodeAllocatableEnforcement warning and is tried again.
 func TestKubepodsHasNodeAllocatable(t *testing.T) {
@@ -301,7 +302,7 @@ func TestKubepodsHasNodeAllocatable(t *testing.T) {
 		c.Memory = resource.MustParse("8Gi")
 		c.HugePages = []HugePages{{PageSize: 2 << 20, Pages: 512}}
 	}
-	want := cgroupConfig{cpuShares: 3072, memory: 7 << 30}
+	want := cgroupConfig{cpuShares: 3072, memory: 8 << 30}
 	want.hugetlb.add(2<<20, 1<<30) // the allocatable huge pages (hugetlb.go)
 	if got := nodeAllocatableCgroupConfig((&Config{CPU: resource.MustParse("3"), Memory: resource.MustParse("8Gi"),
 		HugePages: []HugePages{{PageSize: 2 << 20, Pages: 512}}}).capacity(), 0); got != want {
@@ -321,7 +322,7 @@ func TestKubepodsHasNodeAllocatable(t *testing.T) {
 				t.Fatal(err)
 			}
 			shares, memory := filepath.Join("cpu", "kubepods", "cpu.shares"), filepath.Join("memory", "kubepods", "memory.limit_in_bytes")
-			wantShares, wantMemory := "3072", strconv.Itoa(7<<30)
+			wantShares, wantMemory := "3072", strconv.Itoa(8<<30)
 			if unified {
 				shares, memory = filepath.Join("kubepods", "cpu.weight"), filepath.Join("kubepods", "memory.max")
 				wantShares = strconv.FormatInt(cpuWeight(3072), 10)

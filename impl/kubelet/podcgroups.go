@@ -1117,18 +1117,16 @@ const (
 // with --enforce-node-allocatable=pods, the default, the capacity less
 // the kube and system reservations, not less the hard eviction
 // thresholds, unlike the Node's allocatable): its CPU as shares, its
-// memory, less the huge pages' capacity, as the memory limit, and pids
+// memory as the memory limit (not less the huge pages' capacity, unlike
+// the Node's allocatable: upstream's capacity is the machine's MemTotal,
+// the huge pages' pool in it, and its kubepods keeps it,
+// kubernetes#84426), and pids
 // (the node's process capacity, its internal "pid" capacity, less the
 // reservations' pid; 0: unknown, none) as its pids limit, and its huge
 // pages as its hugetlb limits (listHugetlb). (Upstream also resets, on
 // cgroup v2, memory.min and memory.low to 0; kubeproof does not.)
 func nodeAllocatableCgroupConfig(capacity v1.ResourceList, pids int64) cgroupConfig {
 	cpu, mem := capacity[v1.ResourceCPU], capacity[v1.ResourceMemory]
-	for name, q := range capacity {
-		if strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) {
-			mem.Sub(q)
-		}
-	}
 	c := cgroupConfig{cpuShares: milliCPUToShares(cpu.MilliValue()), pids: max(pids, 0), hugetlb: listHugetlb(capacity)}
 	if mem.Sign() > 0 {
 		c.memory = mem.Value()
