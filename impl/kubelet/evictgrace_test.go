@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
@@ -168,4 +169,58 @@ func (r *containerStopFailure) StopPodSandbox(ctx context.Context, id string) er
 		return errors.New("failed to stop container: failed to kill container: ttrpc: closed")
 	}
 	return r.Runtime.StopPodSandbox(ctx, id)
+}
+
+// TestRemovalShortensKill: a pod being killed with its deletion's grace
+// period (600 s, a container that ignores SIGTERM) that is then removed
+// from the API with a shorter one (force-deleted: 0) has its kill cut
+// short and is killed again by the clean-up with the shorter one (at
+// least 2 s), as upstream's update for the removed pod
+// (HandlePodRemoves, deletePod: UpdatePod with the removed pod,
+// calculateEffectiveGracePeriod over its deletionGracePeriodSeconds)
+// cancels the SyncTerminatingPod in flight. Before, the kill waited out
+// its 600 s.
+func TestRemovalShortensKill(t *testing.T) {
+	h := newHarness(t, nil)
+	p := h.sync(h.create(h.pod("slow", func(p *v1.Pod) {
+		p.Annotations[sim.AnnotationSlowStop] = "1h"
+		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](600)
+	})))
+	if p.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s", p.Status.Phase)
+	}
+	deletePod(t, h, p, 600)
+	h.k.HandlePod(h.get(p))
+	first := syncInBackground(h, p)
+	waitFor(t, "the container's stop waiting out its grace period", h.clock.HasWaiters)
+
+	removed := h.get(p)
+	removed.DeletionGracePeriodSeconds = ptr.To[int64](0)
+	if err := h.client.CoreV1().Pods(p.Namespace).Delete(h.ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.k.HandlePodDeleted(removed)
+	if err := syncEnded(t, "the kill to be cut short by the removal", first); err == nil {
+		t.Fatal("the kill cut short reported success")
+	}
+	second := syncInBackground(h, p)
+	waitFor(t, "the clean-up's kill waiting out its grace period", func() bool {
+		select {
+		case err := <-second:
+			t.Fatalf("the clean-up ended without waiting for the grace period: %v", err)
+		default:
+		}
+		return h.clock.HasWaiters()
+	})
+	h.step(minimumGracePeriod * time.Second)
+	if err := syncEnded(t, "the clean-up's kill with the shorter grace period (2 s, not 600)", second); err != nil {
+		t.Fatalf("the clean-up: %v", err)
+	}
+	rs, err := h.k.podRuntimeState(h.ctx, p.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs.Sandboxes) != 0 || len(rs.Containers) != 0 {
+		t.Fatalf("pod not cleaned up: %d sandboxes, %d containers", len(rs.Sandboxes), len(rs.Containers))
+	}
 }

@@ -565,7 +565,15 @@ func (k *Kubelet) HandlePodDeleted(pod *v1.Pod) {
 	rec, ok := k.pods[pod.UID]
 	if ok {
 		rec.pod = nil
-		k.syncs[pod.UID].terminating(nil)
+		// As upstream's update for the removed pod: a sync starting it,
+		// or a kill whose grace period the removed pod's deletion
+		// shortens, is cut short (syncInFlight), and the clean-up's kill
+		// takes the shorter one (cleanupPod).
+		if last := rec.lastPod; last != nil && last.UID == pod.UID && pod.DeletionTimestamp != nil &&
+			pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds < podsync.GracePeriod(last) {
+			rec.lastPod = pod
+		}
+		k.syncs[pod.UID].terminating(pod)
 	}
 	k.mu.Unlock()
 	k.objects.unregisterPod(pod.UID)

@@ -557,23 +557,31 @@ func (k *Kubelet) removeTerminatedPodCgroup(rec *podRecord, pod *v1.Pod) error {
 // cleanupPod kills and removes everything of a pod that is gone from the
 // API, then forgets it.
 func (k *Kubelet) cleanupPod(ctx context.Context, uid types.UID, rec *podRecord, rs *podstate.Pod) error {
+	k.mu.Lock()
+	lastPod := rec.lastPod // HandlePodDeleted may shorten its grace period
+	k.mu.Unlock()
 	grace := int64(minimumGracePeriod)
-	if rec.lastPod != nil {
-		grace = podsync.GracePeriod(rec.lastPod)
+	if lastPod != nil {
+		grace = podsync.GracePeriod(lastPod)
+	}
+	// Never longer than an earlier kill ending the pod was given
+	// (terminatePod).
+	if x := rec.x(); x.killGraceSet && x.killGrace < grace {
+		grace = x.killGrace
 	}
 	// A pod already terminated is not killed again (podsync.KillNeeded):
 	// upstream's housekeeping kills only runtime pods still running. Nor
-	// is one this kubelet never had from the source (rec.lastPod nil: a
+	// is one this kubelet never had from the source (lastPod nil: a
 	// restarted kubelet found it in the runtime, gone from the API), unless
 	// something of it runs: upstream's housekeeping kills only the runtime
 	// pods with a running container or a ready sandbox that no pod worker
 	// knows.
-	if podsync.KillNeeded(rs, rec.x().killed || rec.lastPod == nil) {
-		if err := k.killPod(ctx, rec.lastPod, rs, grace); err != nil {
+	if podsync.KillNeeded(rs, rec.x().killed || lastPod == nil) {
+		if err := k.killPod(ctx, lastPod, rs, grace); err != nil {
 			// Upstream's SyncTerminatingRuntimePod records it on the pod
 			// the runtime knows; we know the pod when we saw it (not for
 			// one adopted from the runtime at start).
-			k.failedKillPod(rec.lastPod, err)
+			k.failedKillPod(lastPod, err)
 			return fmt.Errorf("killing pod %s: %w", uid, err)
 		}
 	}
