@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
 )
@@ -145,5 +147,69 @@ func TestPodStatusResourcesCopiesNothing(t *testing.T) {
 	}
 	if a, r := PodStatusResources(pod, cg); r != pod.Status.Resources || len(a) != 2 {
 		t.Errorf("running pod resynced: resources %+v not the last reported ones", r)
+	}
+}
+
+// TestPodStatusResourcesMultiContainerResync: the resync of a running pod
+// of several containers (init containers, sidecars, overhead) whose
+// pod-level resources have not changed allocates nothing, and
+// samePodRequests agrees with component-helpers' PodRequests.
+func TestPodStatusResourcesMultiContainerResync(t *testing.T) {
+	always := v1.ContainerRestartPolicyAlways
+	specs := map[string]v1.PodSpec{
+		"init and overhead": {
+			InitContainers: []v1.Container{{Name: "init", Resources: v1.ResourceRequirements{Requests: rl("cpu", "500m", "ephemeral-storage", "1Gi")}}},
+			Containers: []v1.Container{
+				{Name: "a", Resources: v1.ResourceRequirements{Requests: rl("cpu", "100m", "memory", "128Mi")}},
+				{Name: "b", Resources: v1.ResourceRequirements{Requests: rl("cpu", "200m", "memory", "64Mi")}},
+			},
+			Overhead: rl("cpu", "50m", "memory", "10Mi"),
+		},
+		"sidecars": {
+			InitContainers: []v1.Container{
+				{Name: "side", RestartPolicy: &always, Resources: v1.ResourceRequirements{Requests: rl("cpu", "300m", "memory", "1Gi")}},
+				{Name: "init", Resources: v1.ResourceRequirements{Requests: rl("cpu", "1", "memory", "100Mi")}},
+			},
+			Containers: []v1.Container{{Name: "a", Resources: v1.ResourceRequirements{Requests: rl("cpu", "100m")}}},
+		},
+		"pod-level": {
+			Containers: []v1.Container{{Name: "a", Resources: v1.ResourceRequirements{Requests: rl("cpu", "100m", "example.com/gpu", "1")}}},
+			Resources:  &v1.ResourceRequirements{Requests: rl("cpu", "2", "memory", "1Gi")},
+		},
+	}
+	for name, spec := range specs {
+		t.Run(name, func(t *testing.T) {
+			pod := &v1.Pod{Spec: spec}
+			want := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+			if !samePodRequests(pod, want) {
+				t.Fatalf("samePodRequests(PodRequests %v) false", want)
+			}
+			for n := range want {
+				other := want.DeepCopy()
+				delete(other, n)
+				if samePodRequests(pod, other) {
+					t.Errorf("samePodRequests true without %s", n)
+				}
+				other = want.DeepCopy()
+				q := other[n]
+				q.Add(resource.MustParse("1"))
+				other[n] = q
+				if samePodRequests(pod, other) {
+					t.Errorf("samePodRequests true with %s %s", n, q.String())
+				}
+			}
+			if extra := want.DeepCopy(); true {
+				extra["hugepages-2Mi"] = resource.MustParse("0")
+				if samePodRequests(pod, extra) {
+					t.Error("samePodRequests true with a resource nothing names")
+				}
+			}
+			pod.Status.Phase = v1.PodRunning
+			cg := PodCgroup{Read: true, CPUShares: 512, CPUQuota: -1, CPUPeriod: 100000, Memory: -1}
+			pod.Status.AllocatedResources, pod.Status.Resources = PodStatusResources(pod, cg)
+			if n := testing.AllocsPerRun(100, func() { PodStatusResources(pod, cg) }); n != 0 {
+				t.Errorf("%v allocations, want 0", n)
+			}
+		})
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 )
 
 // The least CPU request and limit cgroups tell apart, as upstream's
@@ -141,6 +143,8 @@ func PodStatusResources(pod *v1.Pod, cg PodCgroup) (v1.ResourceList, *v1.Resourc
 	var reqs, lims v1.ResourceList
 	if one != nil {
 		reqs, lims = one.Resources.Requests, one.Resources.Limits
+	} else if samePodRequests(pod, old.AllocatedResources) {
+		reqs = old.AllocatedResources
 	} else {
 		reqs = pick(listOf{base: resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})}, old.AllocatedResources)
 	}
@@ -213,6 +217,86 @@ func PodStatusResources(pod *v1.Pod, cg PodCgroup) (v1.ResourceList, *v1.Resourc
 	return allocated, &v1.ResourceRequirements{
 		Requests: pick(wantReqs, oldReqs, oneReqs), Limits: pick(wantLims, oldLims, oneLims), Claims: claims,
 	}
+}
+
+// samePodRequests reports whether l holds what component-helpers'
+// PodRequests gives for pod (its names, their amounts in milli-units),
+// without building that: a resync of a running pod of several
+// containers finds its last reported allocatedResources so.
+func samePodRequests(pod *v1.Pod, l v1.ResourceList) bool {
+	s := &pod.Spec
+	in := func(rl v1.ResourceList) bool {
+		for name := range rl {
+			if _, ok := l[name]; !ok {
+				return false
+			}
+		}
+		return true
+	}
+	for i := range s.Containers {
+		if !in(s.Containers[i].Resources.Requests) {
+			return false
+		}
+	}
+	for i := range s.InitContainers {
+		if !in(s.InitContainers[i].Resources.Requests) {
+			return false
+		}
+	}
+	if !in(s.Overhead) {
+		return false
+	}
+	podLevel := resourcehelper.IsPodLevelRequestsSet(pod)
+	if podLevel {
+		for name := range s.Resources.Requests {
+			if _, ok := l[name]; !ok && resourcehelper.IsSupportedPodLevelResource(name) {
+				return false
+			}
+		}
+	}
+	for name, q := range l {
+		if v, named := podRequest(pod, name, podLevel); !named || v != q.MilliValue() {
+			return false
+		}
+	}
+	return true
+}
+
+// podRequest is PodRequests' amount of one resource (milli-units) and
+// whether anything names it: app containers and sidecars summed, raised
+// to the peak while a regular init container runs (it plus the sidecars
+// before it), a supported pod-level request in its place (podLevel:
+// IsPodLevelRequestsSet), plus the overhead.
+func podRequest(pod *v1.Pod, name v1.ResourceName, podLevel bool) (int64, bool) {
+	s := &pod.Spec
+	var sum, sidecars, peak int64
+	named := false
+	for i := range s.Containers {
+		if q, ok := s.Containers[i].Resources.Requests[name]; ok {
+			sum, named = sum+q.MilliValue(), true
+		}
+	}
+	for i := range s.InitContainers {
+		c := &s.InitContainers[i]
+		q, ok := c.Resources.Requests[name]
+		named = named || ok
+		if podsync.IsSidecar(c) {
+			sidecars += q.MilliValue()
+			peak = max(peak, sidecars)
+		} else {
+			peak = max(peak, sidecars+q.MilliValue())
+		}
+	}
+	amount := max(sum+sidecars, peak)
+	if podLevel && resourcehelper.IsSupportedPodLevelResource(name) {
+		if q, ok := s.Resources.Requests[name]; ok {
+			amount, named = q.MilliValue(), true
+		}
+	}
+	if q, ok := s.Overhead[name]; ok {
+		amount, named = amount+q.MilliValue(), true
+	}
+	return amount, named
 }
 
 // milliCPU is l's CPU in millicores, 0 for none.
