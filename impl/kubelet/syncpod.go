@@ -31,6 +31,13 @@ import (
 // upstream.
 const minimumGracePeriod = 2
 
+// minimumKillGrace is the least grace period a kill ending a pod is
+// given, as upstream's pod worker always hands SyncTerminatingPod's kill
+// one of at least 1 s (calculateEffectiveGracePeriod), a force delete's 0
+// included: a preStop hook then runs within it (killContainer), the
+// container stopped with at least minimumGracePeriod.
+const minimumKillGrace = 1
+
 // Waiting reasons the kubelet sets on errors, as upstream.
 const (
 	reasonErrImagePull       = podsync.ReasonErrImagePull
@@ -569,6 +576,9 @@ func (k *Kubelet) cleanupPod(ctx context.Context, uid types.UID, rec *podRecord,
 	if x := rec.x(); x.killGraceSet && x.killGrace < grace {
 		grace = x.killGrace
 	}
+	if lastPod != nil {
+		grace = max(grace, minimumKillGrace) // a force delete's 0 is 1 s
+	}
 	// A pod already terminated is not killed again (podsync.KillNeeded):
 	// upstream's housekeeping kills only runtime pods still running. Nor
 	// is one this kubelet never had from the source (lastPod nil: a
@@ -668,7 +678,7 @@ func (f *syncInFlight) terminating(pod *v1.Pod) {
 	case f == nil:
 	case !f.kill:
 		f.cancel()
-	case pod != nil && pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds < f.grace:
+	case pod != nil && pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil && max(*pod.DeletionGracePeriodSeconds, minimumKillGrace) < f.grace:
 		f.cancel()
 	}
 }
@@ -712,7 +722,8 @@ func (k *Kubelet) syncDone(uid types.UID, f *syncInFlight) {
 // (calculateEffectiveGracePeriod), which only shrinks: the shortest of
 // grace, the latest deletion's and the one an earlier kill ending the
 // pod was given (an eviction's, say, whose kill failed before the pod
-// was deleted with a longer one). While it runs, a pod update shortening
+// was deleted with a longer one), and at least minimumKillGrace (a force
+// delete's 0 is 1 s). While it runs, a pod update shortening
 // the grace period (HandlePod) cancels it: the sync fails without the
 // event and the update syncs the pod at once, killed again with the
 // shorter grace period, as upstream's pod worker restarts
@@ -735,6 +746,9 @@ func (k *Kubelet) terminatePod(ctx context.Context, rec *podRecord, pod *v1.Pod,
 		latest.DeletionGracePeriodSeconds != nil && *latest.DeletionGracePeriodSeconds < grace {
 		grace = *latest.DeletionGracePeriodSeconds
 		f.grace = grace
+	}
+	if grace < minimumKillGrace {
+		grace, f.grace = minimumKillGrace, minimumKillGrace
 	}
 	k.syncs[pod.UID] = f
 	k.mu.Unlock()
