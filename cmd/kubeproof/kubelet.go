@@ -75,7 +75,7 @@ func newKubeletCommand() *cobra.Command {
 		cpuCFSQuotaPeriod                   time.Duration
 		podMaxPids                          int64
 		kubeletGates                        kubeletFeatureGates
-		systemReserved, kubeReserved        string
+		systemReserved, kubeReserved        = reservedFlag{}, reservedFlag{}
 		enforceNodeAllocatable              []string
 		systemReservedCg, kubeReservedCg    string
 	)
@@ -117,11 +117,11 @@ func newKubeletCommand() *cobra.Command {
 			cfg.PodPidsLimit = podMaxPids
 			// As upstream's kubelet reads them (parseResourceList); the
 			// rest is checked by New.
-			if cfg.SystemReserved, err = kubelet.ParseReserved(systemReserved); err != nil {
-				return fmt.Errorf("--system-reserved value failed to parse: %w", err)
+			if cfg.SystemReserved, err = systemReserved.list("--system-reserved"); err != nil {
+				return err
 			}
-			if cfg.KubeReserved, err = kubelet.ParseReserved(kubeReserved); err != nil {
-				return fmt.Errorf("--kube-reserved value failed to parse: %w", err)
+			if cfg.KubeReserved, err = kubeReserved.list("--kube-reserved"); err != nil {
+				return err
 			}
 			cfg.EnforceNodeAllocatable = append([]string{}, enforceNodeAllocatable...) // given empty: none
 			cfg.SystemReservedCgroup, cfg.KubeReservedCgroup = systemReservedCg, kubeReservedCg
@@ -366,8 +366,8 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringVar(&swapBehavior, "memory-swap-behavior", "", "KubeletConfiguration's memorySwap.swapBehavior (upstream has no flag): NoSwap (or empty, the default) keeps every container from swapping where the node's cgroups limit swap; LimitedSwap lets each container of a Burstable, non-critical pod whose memory request is set and differs from its limit swap request / node memory × node swap capacity (--swap-capacity), the rest none. LimitedSwap needs cgroup v2 and is an error on cgroup v1 (a simulated node is cgroup v1; with --runtime cri, the mode of /sys/fs/cgroup).")
 	fs.StringVar(&credentialProviderConfig, "image-credential-provider-config", "", "The path to the credential provider plugin config file or directory (a CredentialProviderConfig, kubelet.config.k8s.io/v1): exec plugins asked for the registry credentials of the images they match, tried after a pod's imagePullSecrets.")
 	fs.StringVar(&credentialProviderBinDir, "image-credential-provider-bin-dir", "", "The path to the directory where credential provider plugin binaries are located.")
-	fs.StringVar(&systemReserved, "system-reserved", "", "A set of ResourceName=ResourceQuantity (e.g. cpu=200m,memory=500Mi,ephemeral-storage=1Gi,pid=1000) pairs that describe resources reserved for non-kubernetes components: only cpu, memory, ephemeral-storage and pid. They come off the node's allocatable (with the hard eviction thresholds; pid only off kubepods's pids.max) and, with --enforce-node-allocatable pods, off kubepods's limits. [default=none]")
-	fs.StringVar(&kubeReserved, "kube-reserved", "", "A set of ResourceName=ResourceQuantity (e.g. cpu=200m,memory=500Mi,ephemeral-storage=1Gi,pid=1000) pairs that describe resources reserved for kubernetes system components, as --system-reserved. [default=none]")
+	fs.Var(systemReserved, "system-reserved", "A set of ResourceName=ResourceQuantity (e.g. cpu=200m,memory=500Mi,ephemeral-storage=1Gi,pid=1000) pairs that describe resources reserved for non-kubernetes components: only cpu, memory, ephemeral-storage and pid. They come off the node's allocatable (with the hard eviction thresholds; pid only off kubepods's pids.max) and, with --enforce-node-allocatable pods, off kubepods's limits. [default=none]")
+	fs.Var(kubeReserved, "kube-reserved", "A set of ResourceName=ResourceQuantity (e.g. cpu=200m,memory=500Mi,ephemeral-storage=1Gi,pid=1000) pairs that describe resources reserved for kubernetes system components, as --system-reserved. [default=none]")
 	fs.StringSliceVar(&enforceNodeAllocatable, "enforce-node-allocatable", []string{kubelet.EnforcePods}, "A comma separated list of levels of node allocatable enforcement to be enforced by kubelet: 'none', 'pods' (kubepods limited to the allocatable less no eviction threshold), 'system-reserved' and 'kube-reserved' (the cgroups of --system-reserved-cgroup and --kube-reserved-cgroup, which must then be set and exist, limited to their reservations at start), or 'system-reserved-compressible' and 'kube-reserved-compressible' (their CPU only). If 'none' is specified, no additional options should be set. Cgroups are only written with --runtime cri.")
 	fs.StringVar(&systemReservedCg, "system-reserved-cgroup", "", "Absolute name of the top level cgroup that is used to manage non-kubernetes components for which compute resources were reserved via '--system-reserved' flag. Ex. '/system-reserved'. [default='']")
 	fs.StringVar(&kubeReservedCg, "kube-reserved-cgroup", "", "Absolute name of the top level cgroup that is used to manage kubernetes components for which compute resources were reserved via '--kube-reserved' flag. Ex. '/kube-reserved'. [default='']")

@@ -3,6 +3,9 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // TestKubeletReservationFlags: `kubeproof kubelet --system-reserved`,
@@ -18,7 +21,13 @@ func TestKubeletReservationFlags(t *testing.T) {
 	}{
 		{[]string{"--system-reserved", "pods=1"}, `--system-reserved value failed to parse: cannot reserve "pods" resource`},
 		{[]string{"--kube-reserved", "memory=lots"}, `--kube-reserved value failed to parse: failed to parse quantity "lots" for "memory" resource: `},
-		{[]string{"--kube-reserved", "cpu"}, `--kube-reserved value failed to parse: malformed pair, expect string=string`},
+		// pflag's error, upstream's flag type's Set failing.
+		{[]string{"--kube-reserved", "cpu"}, `invalid argument "cpu" for "--kube-reserved" flag: malformed pair, expect string=string`},
+		// Each use adds its pairs: memory=1Gi with the 100Mi of
+		// memory.available is more than --memory 1Gi (the later
+		// --system-reserved does not drop it).
+		{[]string{"--memory", "1Gi", "--system-reserved", "memory=1Gi", "--system-reserved", "cpu=1"},
+			`invalid Node Allocatable configuration. Resource "memory" has a reservation of `},
 		{[]string{"--enforce-node-allocatable", "pods,system-reserved"},
 			`invalid configuration: systemReservedCgroup (--system-reserved-cgroup) must be specified when "system-reserved" or "system-reserved-compressible" included in enforceNodeAllocatable (--enforce-node-allocatable)`},
 		{[]string{"--enforce-node-allocatable", "none,pods"},
@@ -42,16 +51,40 @@ func TestKubeletReservationFlags(t *testing.T) {
 // TestNodeReservations), read as `kubeproof kubelet`'s, a value it
 // refuses refused before anything starts.
 func TestUpReservationFlags(t *testing.T) {
-	for flag, want := range map[string]string{
-		"--system-reserved": `--system-reserved value failed to parse: cannot reserve "hugepages-2Mi" resource`,
-		"--kube-reserved":   `--kube-reserved value failed to parse: cannot reserve "hugepages-2Mi" resource`,
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--system-reserved", "hugepages-2Mi=2Mi", `--system-reserved value failed to parse: cannot reserve "hugepages-2Mi" resource`},
+		{"--kube-reserved", "hugepages-2Mi=2Mi", `--kube-reserved value failed to parse: cannot reserve "hugepages-2Mi" resource`},
+		{"--kube-reserved", "cpu", `invalid argument "cpu" for "--kube-reserved" flag: malformed pair, expect string=string`},
 	} {
 		root := newRootCommand()
-		root.SetArgs([]string{"up", "--data-dir", t.TempDir(), "--port", "0", "--nodes", "1", flag, "hugepages-2Mi=2Mi"})
+		root.SetArgs([]string{"up", "--data-dir", t.TempDir(), "--port", "0", "--nodes", "1", tc.flag, tc.value})
 		root.SetOut(new(discard))
 		root.SetErr(new(discard))
-		if err := root.Execute(); err == nil || err.Error() != want {
-			t.Errorf("up %s hugepages-2Mi=2Mi: %v; want %s", flag, err, want)
+		if err := root.Execute(); err == nil || err.Error() != tc.want {
+			t.Errorf("up %s %s: %v; want %s", tc.flag, tc.value, err, tc.want)
 		}
+	}
+}
+
+// TestReservedFlagAccumulates: --system-reserved and --kube-reserved are
+// of upstream's flag type (MapStringString): every use adds its pairs, a
+// later pair of a resource replaces an earlier one, and the value prints
+// as the sorted pairs.
+func TestReservedFlagAccumulates(t *testing.T) {
+	f := reservedFlag{}
+	fs := pflag.NewFlagSet("kubelet", pflag.ContinueOnError)
+	fs.Var(f, "system-reserved", "")
+	if err := fs.Parse([]string{"--system-reserved", "cpu=1,memory=1Gi", "--system-reserved=cpu=500m", "--system-reserved", "pid=100,"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.String(); got != "cpu=500m,memory=1Gi,pid=100" {
+		t.Errorf("--system-reserved %s; want cpu=500m,memory=1Gi,pid=100", got)
+	}
+	rl, err := f.list("--system-reserved")
+	if cpu, mem := rl[corev1.ResourceCPU], rl[corev1.ResourceMemory]; err != nil || len(rl) != 3 || cpu.MilliValue() != 500 || mem.Value() != 1<<30 {
+		t.Errorf("reservation %v, %v", rl, err)
+	}
+	if rl, err := (reservedFlag{}).list("--kube-reserved"); rl != nil || err != nil {
+		t.Errorf("no --kube-reserved: %v, %v; want none", rl, err)
 	}
 }

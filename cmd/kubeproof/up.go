@@ -42,8 +42,8 @@ func newUpCommand() *cobra.Command {
 		failSwapOn  bool
 		cfsQuota    bool
 		seccompDef  bool
-		sysReserved string
-		kubReserved string
+		sysReserved = reservedFlag{}
+		kubReserved = reservedFlag{}
 		credConfig  string
 		credBinDir  string
 		noScheduler bool
@@ -77,13 +77,13 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 			if err != nil {
 				return fmt.Errorf("--hugepages: %w", err)
 			}
-			systemReserved, err := kubelet.ParseReserved(sysReserved)
+			systemReserved, err := sysReserved.list("--system-reserved")
 			if err != nil {
-				return fmt.Errorf("--system-reserved value failed to parse: %w", err)
+				return err
 			}
-			kubeReserved, err := kubelet.ParseReserved(kubReserved)
+			kubeReserved, err := kubReserved.list("--kube-reserved")
 			if err != nil {
-				return fmt.Errorf("--kube-reserved value failed to parse: %w", err)
+				return err
 			}
 			if noCM && !cmd.Flags().Changed("enable-admission-plugins") && !cmd.Flags().Changed("disable-admission-plugins") {
 				// Without the in-process controller manager nothing may create
@@ -185,8 +185,8 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 	fs.StringVar(&swapMode, "memory-swap-behavior", "", "KubeletConfiguration's memorySwap.swapBehavior of each simulated node, as kubeproof kubelet --memory-swap-behavior: NoSwap (or empty, the default); LimitedSwap needs cgroup v2 and is refused, simulated nodes being cgroup v1.")
 	fs.BoolVar(&cfsQuota, "cpu-cfs-quota", true, "CPU CFS quota enforcement of each simulated node, as kubeproof kubelet --cpu-cfs-quota: false gives containers and sandboxes no CFS quota (their CPU limits unenforced).")
 	fs.BoolVar(&seccompDef, "seccomp-default", false, "KubeletConfiguration's seccompDefault of each simulated node, as kubeproof kubelet --seccomp-default: a container whose pod and container set no seccompProfile runs under the runtime's default profile (RuntimeDefault) instead of Unconfined.")
-	fs.StringVar(&sysReserved, "system-reserved", "", "Resources reserved for non-kubernetes components on each simulated node, as kubeproof kubelet --system-reserved (ResourceName=ResourceQuantity pairs of cpu, memory, ephemeral-storage, pid): they come off its allocatable. [default=none]")
-	fs.StringVar(&kubReserved, "kube-reserved", "", "Resources reserved for kubernetes system components on each simulated node, as kubeproof kubelet --kube-reserved. [default=none]")
+	fs.Var(sysReserved, "system-reserved", "Resources reserved for non-kubernetes components on each simulated node, as kubeproof kubelet --system-reserved (ResourceName=ResourceQuantity pairs of cpu, memory, ephemeral-storage, pid): they come off its allocatable. [default=none]")
+	fs.Var(kubReserved, "kube-reserved", "Resources reserved for kubernetes system components on each simulated node, as kubeproof kubelet --kube-reserved. [default=none]")
 	fs.StringVar(&credConfig, "image-credential-provider-config", "", "The credential provider plugin config file or directory (a CredentialProviderConfig, kubelet.config.k8s.io/v1) of each simulated node, as kubeproof kubelet's: exec plugins asked for the registry credentials of the images they match before a pull, tried after a pod's imagePullSecrets.")
 	fs.StringVar(&credBinDir, "image-credential-provider-bin-dir", "", "The directory where the credential provider plugin binaries of --image-credential-provider-config are.")
 	addSimRuntimeHandlersFlag(fs, &simHandlers)

@@ -63,22 +63,42 @@ type nodeAllocatableEnforcement struct {
 
 // ParseReserved parses a --system-reserved or --kube-reserved value,
 // resource=quantity pairs separated by commas ("cpu=200m,memory=1Gi"), as
-// upstream's kubelet reads the flag (a map of strings) and then
-// parseResourceList: only cpu, memory, ephemeral-storage and pid may be
-// reserved, each a quantity not below zero; "" is no reservation (nil).
-// The pairs are checked in the order of their names.
+// upstream's kubelet reads the flag (a map of strings: SplitReserved) and
+// then parseResourceList (ReservedList); "" is no reservation (nil).
 func ParseReserved(s string) (v1.ResourceList, error) {
 	m := map[string]string{}
+	if err := SplitReserved(m, s); err != nil {
+		return nil, err
+	}
+	return ReservedList(m)
+}
+
+// SplitReserved adds the resource=quantity pairs of s, separated by
+// commas, to m, as upstream's --system-reserved and --kube-reserved flag
+// type (component-base's MapStringString) takes each use of the flag:
+// empty pairs skipped, names and quantities trimmed of spaces, a later
+// pair of a name replacing an earlier one; a pair without "=" (a blank
+// one too) is its error.
+func SplitReserved(m map[string]string, s string) error {
 	for _, pair := range strings.Split(s, ",") {
-		if pair = strings.TrimSpace(pair); pair == "" {
+		if pair == "" {
 			continue
 		}
 		k, v, ok := strings.Cut(pair, "=")
 		if !ok {
-			return nil, errors.New("malformed pair, expect string=string")
+			return errors.New("malformed pair, expect string=string")
 		}
 		m[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	}
+	return nil
+}
+
+// ReservedList is the reservation of the resource=quantity pairs m (a
+// flag's, SplitReserved), as upstream's kubelet's parseResourceList:
+// only cpu, memory, ephemeral-storage and pid may be reserved, each a
+// quantity not below zero, with its messages; none is nil. The pairs are
+// checked in the order of their names (upstream's in a map's).
+func ReservedList(m map[string]string) (v1.ResourceList, error) {
 	if len(m) == 0 {
 		return nil, nil
 	}

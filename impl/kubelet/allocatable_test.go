@@ -148,6 +148,7 @@ func TestParseReserved(t *testing.T) {
 	}
 	for in, want := range map[string]string{
 		"cpu":                     "malformed pair, expect string=string",
+		"cpu=1, ,memory=1Gi":      "malformed pair, expect string=string", // only empty pairs are skipped
 		"cpu=1,hugepages-2Mi=2Mi": `cannot reserve "hugepages-2Mi" resource`,
 		"pods=10":                 `cannot reserve "pods" resource`,
 		"memory=lots":             `failed to parse quantity "lots" for "memory" resource: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
