@@ -372,6 +372,12 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringVar(&systemReservedCg, "system-reserved-cgroup", "", "Absolute name of the top level cgroup that is used to manage non-kubernetes components for which compute resources were reserved via '--system-reserved' flag. Ex. '/system-reserved'. [default='']")
 	fs.StringVar(&kubeReservedCg, "kube-reserved-cgroup", "", "Absolute name of the top level cgroup that is used to manage kubernetes components for which compute resources were reserved via '--kube-reserved' flag. Ex. '/kube-reserved'. [default='']")
 	fs.StringSliceVar(&preloadedAllowlist, "preloaded-images-verification-allowlist", nil, "KubeletConfiguration's preloadedImagesVerificationAllowlist (upstream has no flag): the images NeverVerifyAllowlistedImages lets any pod use, each a repository without tag or digest as it normalizes (docker.io/library/nginx) or a prefix ending in /* (registry.example.com/team/*); only with that policy.")
+	// A flag that does not parse is upstream's kubelet's error (its
+	// command parses its flags itself and wraps their errors so), pflag's
+	// ("unknown flag: --x", "invalid argument ...") after it.
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return fmt.Errorf("failed to parse kubelet flag: %w", err)
+	})
 	return cmd
 }
 

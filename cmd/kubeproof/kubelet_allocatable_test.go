@@ -21,8 +21,10 @@ func TestKubeletReservationFlags(t *testing.T) {
 	}{
 		{[]string{"--system-reserved", "pods=1"}, `--system-reserved value failed to parse: cannot reserve "pods" resource`},
 		{[]string{"--kube-reserved", "memory=lots"}, `--kube-reserved value failed to parse: failed to parse quantity "lots" for "memory" resource: `},
-		// pflag's error, upstream's flag type's Set failing.
-		{[]string{"--kube-reserved", "cpu"}, `invalid argument "cpu" for "--kube-reserved" flag: malformed pair, expect string=string`},
+		// pflag's error, upstream's flag type's Set failing, as
+		// upstream's kubelet command reports a flag's.
+		{[]string{"--kube-reserved", "cpu"}, `failed to parse kubelet flag: invalid argument "cpu" for "--kube-reserved" flag: malformed pair, expect string=string`},
+		{[]string{"--no-such-flag"}, `failed to parse kubelet flag: unknown flag: --no-such-flag`},
 		// Each use adds its pairs: memory=1Gi with the 100Mi of
 		// memory.available is more than --memory 1Gi (the later
 		// --system-reserved does not drop it).
