@@ -117,10 +117,10 @@ func newKubeletCommand() *cobra.Command {
 			cfg.PodPidsLimit = podMaxPids
 			// As upstream's kubelet reads them (parseResourceList); the
 			// rest is checked by New.
-			if cfg.SystemReserved, err = systemReserved.list("--system-reserved"); err != nil {
+			if cfg.KubeReserved, err = kubeReserved.list("--kube-reserved"); err != nil {
 				return err
 			}
-			if cfg.KubeReserved, err = kubeReserved.list("--kube-reserved"); err != nil {
+			if cfg.SystemReserved, err = systemReserved.list("--system-reserved"); err != nil {
 				return err
 			}
 			cfg.EnforceNodeAllocatable = append([]string{}, enforceNodeAllocatable...) // given empty: none

@@ -21,6 +21,8 @@ func TestKubeletReservationFlags(t *testing.T) {
 	}{
 		{[]string{"--system-reserved", "pods=1"}, `--system-reserved value failed to parse: cannot reserve "pods" resource`},
 		{[]string{"--kube-reserved", "memory=lots"}, `--kube-reserved value failed to parse: failed to parse quantity "lots" for "memory" resource: `},
+		// Both wrong: --kube-reserved is read first, as upstream's.
+		{[]string{"--system-reserved", "pods=1", "--kube-reserved", "pods=2"}, `--kube-reserved value failed to parse: cannot reserve "pods" resource`},
 		// pflag's error, upstream's flag type's Set failing, as
 		// upstream's kubelet command reports a flag's.
 		{[]string{"--kube-reserved", "cpu"}, `failed to parse kubelet flag: invalid argument "cpu" for "--kube-reserved" flag: malformed pair, expect string=string`},
@@ -53,17 +55,22 @@ func TestKubeletReservationFlags(t *testing.T) {
 // TestNodeReservations), read as `kubeproof kubelet`'s, a value it
 // refuses refused before anything starts.
 func TestUpReservationFlags(t *testing.T) {
-	for _, tc := range []struct{ flag, value, want string }{
-		{"--system-reserved", "hugepages-2Mi=2Mi", `--system-reserved value failed to parse: cannot reserve "hugepages-2Mi" resource`},
-		{"--kube-reserved", "hugepages-2Mi=2Mi", `--kube-reserved value failed to parse: cannot reserve "hugepages-2Mi" resource`},
-		{"--kube-reserved", "cpu", `invalid argument "cpu" for "--kube-reserved" flag: malformed pair, expect string=string`},
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--system-reserved", "hugepages-2Mi=2Mi"}, `--system-reserved value failed to parse: cannot reserve "hugepages-2Mi" resource`},
+		{[]string{"--kube-reserved", "hugepages-2Mi=2Mi"}, `--kube-reserved value failed to parse: cannot reserve "hugepages-2Mi" resource`},
+		// Both wrong: --kube-reserved is read first, as upstream's.
+		{[]string{"--system-reserved", "pods=1", "--kube-reserved", "cpu=1,hugepages-1Gi=1Gi"}, `--kube-reserved value failed to parse: cannot reserve "hugepages-1Gi" resource`},
+		{[]string{"--kube-reserved", "cpu"}, `invalid argument "cpu" for "--kube-reserved" flag: malformed pair, expect string=string`},
 	} {
 		root := newRootCommand()
-		root.SetArgs([]string{"up", "--data-dir", t.TempDir(), "--port", "0", "--nodes", "1", tc.flag, tc.value})
+		root.SetArgs(append([]string{"up", "--data-dir", t.TempDir(), "--port", "0", "--nodes", "1"}, tc.args...))
 		root.SetOut(new(discard))
 		root.SetErr(new(discard))
 		if err := root.Execute(); err == nil || err.Error() != tc.want {
-			t.Errorf("up %s %s: %v; want %s", tc.flag, tc.value, err, tc.want)
+			t.Errorf("up %q: %v; want %s", tc.args, err, tc.want)
 		}
 	}
 }

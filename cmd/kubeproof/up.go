@@ -77,11 +77,11 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 			if err != nil {
 				return fmt.Errorf("--hugepages: %w", err)
 			}
-			systemReserved, err := sysReserved.list("--system-reserved")
+			kubeReserved, err := kubReserved.list("--kube-reserved")
 			if err != nil {
 				return err
 			}
-			kubeReserved, err := kubReserved.list("--kube-reserved")
+			systemReserved, err := sysReserved.list("--system-reserved")
 			if err != nil {
 				return err
 			}

@@ -170,7 +170,9 @@ func TestParseReserved(t *testing.T) {
 			t.Errorf("setDefaults of %v: %v; want %s", tc.reserved, err, tc.want)
 		}
 	}
-	cfg := Config{NodeName: "n", KubeReserved: v1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}
+	// Both wrong: the kube reservation is read first, as upstream's.
+	cfg := Config{NodeName: "n", SystemReserved: v1.ResourceList{v1.ResourcePods: resource.MustParse("1")},
+		KubeReserved: v1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}
 	if err := cfg.setDefaults(); err == nil || err.Error() != `kubelet config: --kube-reserved value failed to parse: cannot reserve "nvidia.com/gpu" resource` {
 		t.Errorf("setDefaults of a kube reservation of GPUs: %v", err)
 	}

@@ -338,11 +338,11 @@ func (c *Config) setDefaults() error {
 	if c.CgroupDir != "" && c.PIDCapacity == 0 {
 		c.PIDCapacity = ReadPIDCapacity(os.DirFS(procSysKernel))
 	}
-	if err := checkReserved(c.SystemReserved); err != nil {
-		return fmt.Errorf("kubelet config: --system-reserved value failed to parse: %w", err)
-	}
 	if err := checkReserved(c.KubeReserved); err != nil {
 		return fmt.Errorf("kubelet config: --kube-reserved value failed to parse: %w", err)
+	}
+	if err := checkReserved(c.SystemReserved); err != nil {
+		return fmt.Errorf("kubelet config: --system-reserved value failed to parse: %w", err)
 	}
 	enforce := c.EnforceNodeAllocatable
 	if enforce == nil {
