@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
@@ -57,7 +59,11 @@ func syncEnded(t *testing.T, what string, done chan error) error {
 // the eviction was dropped for the deletion (its kill cancelled), the
 // deletion's kill keeps the shortest grace period asked for.
 func TestEvictionKillShortenedByDeletion(t *testing.T) {
-	h, rec := eventHarness(t)
+	rec := record.NewFakeRecorder(1000)
+	h := newHarness(t, nil)
+	rt := &stopContexts{Runtime: h.rt}
+	h.krt = rt
+	h.k = h.newKubelet(func(c *Config) { c.Recorder = rec })
 	p := h.sync(h.create(h.pod("hog", func(p *v1.Pod) {
 		p.Annotations[sim.AnnotationSlowStop] = "1h"
 		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](600)
@@ -74,12 +80,12 @@ func TestEvictionKillShortenedByDeletion(t *testing.T) {
 	waitFor(t, "the eviction's kill waiting out its grace period", h.clock.HasWaiters)
 
 	// A deletion asking for more (600 s) does not cut the kill short.
+	// (HandlePod cancels a kill before it returns: the stop's context
+	// tells at once.)
 	deletePod(t, h, p, 600)
 	h.k.HandlePod(h.get(p))
-	select {
-	case err := <-first:
-		t.Fatalf("the eviction's kill ended on a longer deletion grace period: %v", err)
-	default:
+	if err := rt.last().Err(); err != nil {
+		t.Fatalf("the eviction's kill cancelled by a longer deletion grace period: %v", err)
 	}
 	deletePod(t, h, p, 2)
 	h.k.HandlePod(h.get(p))
@@ -147,6 +153,28 @@ func TestDeletionKillKeepsEvictionGracePeriod(t *testing.T) {
 	if got := h.get(p); got != nil {
 		t.Fatalf("pod not finally deleted once stopped: %s %q", got.Status.Phase, got.Status.Reason)
 	}
+}
+
+// stopContexts is the simulated runtime keeping the context of every
+// StopContainer.
+type stopContexts struct {
+	*sim.Runtime
+	mu   sync.Mutex
+	ctxs []context.Context
+}
+
+func (r *stopContexts) StopContainer(ctx context.Context, id string, timeout int64) error {
+	r.mu.Lock()
+	r.ctxs = append(r.ctxs, ctx)
+	r.mu.Unlock()
+	return r.Runtime.StopContainer(ctx, id, timeout)
+}
+
+// last is the context of the latest StopContainer.
+func (r *stopContexts) last() context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ctxs[len(r.ctxs)-1]
 }
 
 // containerStopFailure is a runtime whose StopContainer and
