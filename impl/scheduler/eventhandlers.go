@@ -177,11 +177,12 @@ func (s *Scheduler) updateAssignedPod(oldObj, newObj any) {
 // scaledDown: the pod asks less of some resource than before (an in-place
 // resize its node applied), as upstream's PodSchedulingPropertiesChange
 // reports UpdatePodScaleDown. Pods whose containers (interned by the
-// informer transform) and resize state did not change are skipped without
-// computing their requests.
+// informer transform), pod-level requests and resize state did not change
+// are skipped without computing their requests.
 func scaledDown(oldPod, newPod *v1.Pod) bool {
 	if !fw.Resizing(oldPod) && !fw.Resizing(newPod) && sameContainers(oldPod.Spec.Containers, newPod.Spec.Containers) &&
-		sameContainers(oldPod.Spec.InitContainers, newPod.Spec.InitContainers) {
+		sameContainers(oldPod.Spec.InitContainers, newPod.Spec.InitContainers) &&
+		fw.SameQuantities(podLevelRequests(oldPod), podLevelRequests(newPod)) {
 		return false
 	}
 	o, _ := fw.AccountedPodRequests(oldPod)
@@ -195,6 +196,14 @@ func scaledDown(oldPod, newPod *v1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// podLevelRequests is the pod's spec.resources.requests (nil for none).
+func podLevelRequests(pod *v1.Pod) v1.ResourceList {
+	if pod.Spec.Resources == nil {
+		return nil
+	}
+	return pod.Spec.Resources.Requests
 }
 
 // sameContainers: a and b are one slice (the transform interns equal

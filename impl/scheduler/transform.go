@@ -32,10 +32,13 @@ import (
 //   - of a pod's status: phase, nominatedNodeName, startTime and — for a
 //     pod not yet assigned — its PodScheduled condition (the scheduler
 //     writes it only when it changes); of a pod being resized in place
-//     (fw.Resizing: its node reports other requests than its spec's),
-//     the containers' names, allocated resources and actual requests and
-//     its PodResizePending condition's type, status and reason, which its
-//     requests are computed from;
+//     (fw.Resizing: its node reports other requests than its spec's, or
+//     pod-level ones above them), the containers' names, allocated
+//     resources and actual requests, the pod-level allocatedResources and
+//     resources' requests and its PodResizePending condition's type,
+//     status and reason, which its requests are computed from (every
+//     other pod's pod-level status, which the kubelet reports for all,
+//     gives its spec's requests and is dropped);
 //   - of a node: labels, spec.unschedulable and spec.taints,
 //     status.allocatable, the conditions' types and statuses (requeueing on
 //     condition changes) and the images' names and sizes (ImageLocality);
@@ -302,8 +305,14 @@ func trimPod(p *v1.Pod) {
 		}
 	}
 	var statuses, initStatuses []v1.ContainerStatus
+	var allocated v1.ResourceList
+	var actual *v1.ResourceRequirements
 	if fw.Resizing(p) {
 		statuses, initStatuses = resizeStatuses(p.Status.ContainerStatuses), resizeStatuses(p.Status.InitContainerStatuses)
+		allocated = p.Status.AllocatedResources
+		if r := p.Status.Resources; r != nil {
+			actual = &v1.ResourceRequirements{Requests: r.Requests}
+		}
 		for _, c := range p.Status.Conditions {
 			if c.Type == v1.PodResizePending {
 				conds = append(conds, v1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason})
@@ -317,6 +326,8 @@ func trimPod(p *v1.Pod) {
 		StartTime:             p.Status.StartTime,
 		ContainerStatuses:     statuses,
 		InitContainerStatuses: initStatuses,
+		AllocatedResources:    allocated,
+		Resources:             actual,
 	}
 }
 

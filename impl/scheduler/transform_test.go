@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fw "github.com/kubeproof/kubeproof/impl/scheduler/framework"
 )
 
 func TestTransformKeepsWhatSchedulingReads(t *testing.T) {
@@ -199,5 +201,71 @@ func TestTransformKeepsResizeStatus(t *testing.T) {
 	wantConds := []v1.PodCondition{{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: v1.PodReasonDeferred}}
 	if !reflect.DeepEqual(got.Conditions, wantConds) {
 		t.Errorf("resizing: conditions %+v, want %+v", got.Conditions, wantConds)
+	}
+}
+
+// TestTransformKeepsPodLevelResizeStatus: the kubelet reports every pod's
+// pod-level status.allocatedResources and status.resources; the transform
+// keeps them (requests only) for a pod whose accounting reads them — one
+// resized down in spec, not yet actuated — so that the trimmed pod is
+// accounted as the whole one, and drops them (no memory) where they give
+// no more than the spec.
+func TestTransformKeepsPodLevelResizeStatus(t *testing.T) {
+	rl := func(cpu, mem string) v1.ResourceList {
+		return v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse(mem)}
+	}
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"},
+		Spec: v1.PodSpec{NodeName: "n1",
+			Resources:  &v1.ResourceRequirements{Requests: rl("1", "1Gi"), Limits: rl("2", "2Gi")},
+			Containers: []v1.Container{{Name: "c", Image: "nginx"}}},
+		Status: v1.PodStatus{
+			Phase:              v1.PodRunning,
+			ContainerStatuses:  []v1.ContainerStatus{{Name: "c", State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}},
+			AllocatedResources: rl("1", "1Gi"),
+			Resources:          &v1.ResourceRequirements{Requests: rl("1", "1Gi"), Limits: rl("2", "2Gi")},
+		},
+	}
+	out, _ := NewTransformer().Transform(pod.DeepCopy())
+	if s := out.(*v1.Pod).Status; s.AllocatedResources != nil || s.Resources != nil || s.ContainerStatuses != nil {
+		t.Errorf("not resizing: status kept %+v", s)
+	}
+
+	resizedDown := pod.DeepCopy()
+	resizedDown.Spec.Resources.Requests = rl("500m", "512Mi")
+	out, _ = NewTransformer().Transform(resizedDown.DeepCopy())
+	got := out.(*v1.Pod).Status
+	if !reflect.DeepEqual(got.AllocatedResources, rl("1", "1Gi")) {
+		t.Errorf("resizing: allocatedResources %v", got.AllocatedResources)
+	}
+	if want := (&v1.ResourceRequirements{Requests: rl("1", "1Gi")}); !reflect.DeepEqual(got.Resources, want) {
+		t.Errorf("resizing: resources %+v, want %+v", got.Resources, want)
+	}
+	whole, _ := fw.AccountedPodRequests(resizedDown)
+	trimmed, _ := fw.AccountedPodRequests(out.(*v1.Pod))
+	if whole.MilliCPU != 1000 || trimmed.MilliCPU != whole.MilliCPU || trimmed.Memory != whole.Memory {
+		t.Errorf("trimmed pod accounted cpu %dm memory %d, the whole one %dm %d", trimmed.MilliCPU, trimmed.Memory, whole.MilliCPU, whole.Memory)
+	}
+}
+
+// TestScaledDownPodLevel: a pod whose pod-level requests were lowered is
+// a scale-down (UpdatePodScaleDown) once it asks less, even where its node
+// reports no pod-level status and its containers are unchanged (upstream
+// counts the spec's pod-level requests then); an unchanged pod is none.
+func TestScaledDownPodLevel(t *testing.T) {
+	rl := func(cpu string) v1.ResourceList { return v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)} }
+	old := &v1.Pod{Spec: v1.PodSpec{NodeName: "n1",
+		Resources:  &v1.ResourceRequirements{Requests: rl("1")},
+		Containers: []v1.Container{{Name: "c"}}}}
+	lowered := old.DeepCopy()
+	lowered.Spec.Resources.Requests = rl("500m")
+	lowered.Spec.Containers = old.Spec.Containers // the transform interns them
+	if !scaledDown(old, lowered) {
+		t.Error("pod-level requests lowered: not a scale-down")
+	}
+	same := old.DeepCopy()
+	same.Spec.Containers = old.Spec.Containers
+	if scaledDown(old, same) {
+		t.Error("unchanged: a scale-down")
 	}
 }

@@ -229,33 +229,99 @@ func PodRequests(pod *v1.Pod) (reqs Resource, nonZero Resource) {
 // AccountedPodRequests is what a pod on a node is accounted at (a
 // NodeInfo's sum, upstream's calculateResource): PodRequests, except for a
 // pod being resized in place (pods/resize, Resizing), which is
-// component-helpers' PodRequests with UseStatusResources — the larger of
-// its spec's, its allocated and its actual aggregates, or with the resize
-// Infeasible the larger of the last two. Pods with pod-level requests are
-// never resized (validatePodResize refuses them) and are PodRequests. The
-// scheduler's informers keep container statuses only for resizing pods
-// (transform.go).
+// component-helpers' PodRequests with UseStatusResources and
+// InPlacePodLevelResourcesVerticalScalingEnabled, as upstream 1.37's
+// scheduler (both gates on): where the kubelet reports the pod-level
+// status.allocatedResources and status.resources.requests, the larger of
+// its spec's aggregate and those two (the container statuses unread), the
+// pod-level requests in place likewise the larger of the spec's and the
+// status's; where it reports neither, the larger of its spec's, its
+// containers' allocated and their actual aggregates; with the resize
+// Infeasible, the spec left out of either.
+//
+// One difference from upstream: the pod-level status lists already hold
+// the overhead (the kubelet reports PodRequests, overhead added), to which
+// upstream 1.37 adds the overhead once more (kubernetes#139627, open; fix
+// in kubernetes#140481, open). kubeproof takes the overhead out of them
+// first, so it is counted once: the result is per resource the larger of
+// PodRequests and the two status lists.
+//
+// The scheduler's informers keep those statuses only for resizing pods
+// (transform.go). No allocation unless the pod is resizing (or PodRequests
+// allocates: extended resources, hugepages).
 func AccountedPodRequests(pod *v1.Pod) (reqs Resource, nonZero Resource) {
-	if Resizing(pod) {
+	reqs, nonZero = PodRequests(pod)
+	if resizing(pod, &reqs) {
 		return resizingPodRequests(pod)
 	}
-	return PodRequests(pod)
+	return reqs, nonZero
 }
 
-// Resizing: the pod's container statuses report allocated or actual
-// requests other than its spec's, or its resize is Infeasible (pods with
-// pod-level requests are not resized): AccountedPodRequests reads the
-// statuses.
-// No allocation.
+// Resizing: AccountedPodRequests of the pod is not PodRequests — its
+// status reports pod-level allocated or actual requests above its spec's
+// (PodRequests, per resource), or (where its node reports no pod-level
+// lists) container statuses with allocated or actual requests other than
+// its spec's, or its resize is Infeasible.
+// No allocation (unless PodRequests allocates).
 func Resizing(pod *v1.Pod) bool {
-	if len(pod.Status.ContainerStatuses)+len(pod.Status.InitContainerStatuses) == 0 || resourcehelper.IsPodLevelRequestsSet(pod) {
+	if !statusResources(pod) {
+		return false
+	}
+	reqs, _ := PodRequests(pod)
+	return resizing(pod, &reqs)
+}
+
+// statusResources: the pod's status reports resources of some kind.
+func statusResources(pod *v1.Pod) bool {
+	return len(pod.Status.ContainerStatuses)+len(pod.Status.InitContainerStatuses) > 0 ||
+		pod.Status.AllocatedResources != nil || pod.Status.Resources != nil
+}
+
+// resizing is Resizing with the pod's PodRequests spec.
+func resizing(pod *v1.Pod, spec *Resource) bool {
+	if !statusResources(pod) {
 		return false
 	}
 	if resourcehelper.IsPodResizeInfeasible(pod) {
 		return true
 	}
+	st := &pod.Status
+	if st.AllocatedResources != nil && st.Resources != nil && st.Resources.Requests != nil {
+		// Upstream reads these two in place of the container statuses.
+		return exceeds(st.AllocatedResources, spec) || exceeds(st.Resources.Requests, spec)
+	}
+	if (st.AllocatedResources != nil || st.Resources != nil) && resourcehelper.IsPodLevelRequestsSet(pod) {
+		// Only one of them: upstream reads it for the pod-level
+		// requests (rare; left to resizingPodRequests).
+		return true
+	}
 	return statusRequestsDiffer(pod.Spec.Containers, pod.Status.ContainerStatuses) ||
 		statusRequestsDiffer(pod.Spec.InitContainers, pod.Status.InitContainerStatuses)
+}
+
+// exceeds: rl names a resource Resource counts above spec's amount of it.
+func exceeds(rl v1.ResourceList, spec *Resource) bool {
+	for name, q := range rl {
+		switch name {
+		case v1.ResourceCPU:
+			if q.MilliValue() > spec.MilliCPU {
+				return true
+			}
+		case v1.ResourceMemory:
+			if q.Value() > spec.Memory {
+				return true
+			}
+		case v1.ResourceEphemeralStorage:
+			if q.Value() > spec.EphemeralStorage {
+				return true
+			}
+		default:
+			if IsScalarResourceName(name) && q.Value() > spec.ScalarResources[name] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // statusRequestsDiffer: a status of one of cs reports allocated or actual
@@ -297,13 +363,60 @@ func SameQuantities(a, b v1.ResourceList) bool {
 }
 
 // resizingPodRequests is AccountedPodRequests of a pod being resized, by
-// component-helpers with UseStatusResources (rare: the cost does not
-// matter).
+// component-helpers with UseStatusResources and
+// InPlacePodLevelResourcesVerticalScalingEnabled, on a copy of the pod
+// whose pod-level status lists have the overhead taken out (so that it is
+// counted once; see AccountedPodRequests). The non-zero form is upstream's:
+// the defaults for every container without pod-level requests, else only
+// for cpu or memory the result lacks (rare: the cost does not matter).
 func resizingPodRequests(pod *v1.Pod) (Resource, Resource) {
-	reqs := NewResource(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{UseStatusResources: true}))
-	nz := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{UseStatusResources: true, NonMissingContainerRequests: NonZeroDefaults})
+	if oh := pod.Spec.Overhead; len(oh) > 0 && (pod.Status.AllocatedResources != nil || pod.Status.Resources != nil) {
+		cp := *pod
+		cp.Status.AllocatedResources = lessOverhead(pod.Status.AllocatedResources, oh)
+		if r := pod.Status.Resources; r != nil {
+			cp.Status.Resources = &v1.ResourceRequirements{Requests: lessOverhead(r.Requests, oh), Limits: r.Limits}
+		}
+		pod = &cp
+	}
+	opts := resourcehelper.PodResourcesOptions{UseStatusResources: true, InPlacePodLevelResourcesVerticalScalingEnabled: true}
+	list := resourcehelper.PodRequests(pod, opts)
+	reqs := NewResource(list)
 	reqs.AllowedPodNumber = 0
+	opts.NonMissingContainerRequests = NonZeroDefaults
+	if resourcehelper.IsPodLevelRequestsSet(pod) {
+		_, cpu := list[v1.ResourceCPU]
+		_, mem := list[v1.ResourceMemory]
+		switch {
+		case cpu && mem:
+			return reqs, Resource{MilliCPU: reqs.MilliCPU, Memory: reqs.Memory}
+		case cpu:
+			opts.NonMissingContainerRequests = v1.ResourceList{v1.ResourceMemory: NonZeroDefaults[v1.ResourceMemory]}
+		case mem:
+			opts.NonMissingContainerRequests = v1.ResourceList{v1.ResourceCPU: NonZeroDefaults[v1.ResourceCPU]}
+		}
+	}
+	nz := resourcehelper.PodRequests(pod, opts)
 	return reqs, Resource{MilliCPU: nz.Cpu().MilliValue(), Memory: nz.Memory().Value()}
+}
+
+// lessOverhead is a copy of rl with the overhead oh taken out of each
+// resource both name (not below zero); nil stays nil.
+func lessOverhead(rl, oh v1.ResourceList) v1.ResourceList {
+	if rl == nil {
+		return nil
+	}
+	out := make(v1.ResourceList, len(rl))
+	for name, q := range rl {
+		if o, ok := oh[name]; ok {
+			q = q.DeepCopy()
+			q.Sub(o)
+			if q.Sign() < 0 {
+				q.Set(0)
+			}
+		}
+		out[name] = q
+	}
+	return out
 }
 
 // podNames reports whether the pod's requests name the resource anywhere:
