@@ -97,7 +97,9 @@ func PodCounts(pod *corev1.Pod, now time.Time) bool {
 // container's status resources or allocated resources where larger than
 // its spec (a pod resized down through pods/resize is counted at its
 // larger allocated or actual resources until its node has applied the
-// resize).
+// resize). The pod-level status.allocatedResources and status.resources
+// are not read: upstream's pod evaluator passes no
+// InPlacePodLevelResourcesVerticalScalingEnabled (the scheduler does).
 func PodComputeUsage(pod *corev1.Pod) corev1.ResourceList {
 	out := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)}
 	opts := resourcehelper.PodResourcesOptions{UseStatusResources: true}
