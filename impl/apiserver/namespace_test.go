@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -98,5 +99,46 @@ func TestNamespaceLifecycle(t *testing.T) {
 	// system namespaces cannot be deleted.
 	if err := nss.Delete(c, "kube-system", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("deleting kube-system: %v", err)
+	}
+}
+
+// refuseDeletes is a mutating admission plugin that refuses every DELETE
+// of a configmap and counts the DELETEs it sees.
+type refuseDeletes struct{ deletes atomic.Int32 }
+
+func (p *refuseDeletes) Admit(_ context.Context, a *admission.Attributes) error {
+	if a.Operation != admission.Delete {
+		return nil
+	}
+	p.deletes.Add(1)
+	if a.Resource.Resource == "configmaps" {
+		return apierrors.NewForbidden(corev1.Resource("configmaps"), a.Name, errors.New("refused by a mutating plugin"))
+	}
+	return nil
+}
+
+// kube-apiserver's DELETE and DELETE of a collection run the mutating
+// admission plugins before the validating ones (the delete handlers'
+// AdmissionToValidateObjectDeleteFunc), and NamespaceLifecycle, first of
+// the mutating plugins, refuses deleting an immortal namespace before
+// any other mutating plugin (a mutating webhook) is called.
+func TestDeleteRunsMutatingAdmission(t *testing.T) {
+	p := &refuseDeletes{}
+	e := newEnv(t, func(c *apiserver.Config) { c.AdmissionMutators = []admission.Mutator{p} })
+	if _, err := e.cs.CoreV1().ConfigMaps("default").Create(ctx(t), configMap("", "kept", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.do("DELETE", "/api/v1/namespaces/default/configmaps/kept", nil)
+	expectStatus(t, r, http.StatusForbidden, metav1.StatusReasonForbidden, `configmaps "kept" is forbidden: refused by a mutating plugin`)
+	r = e.do("DELETE", "/api/v1/namespaces/default/configmaps", nil)
+	expectStatus(t, r, http.StatusForbidden, metav1.StatusReasonForbidden, `configmaps "kept" is forbidden: refused by a mutating plugin`)
+	if _, err := e.cs.CoreV1().ConfigMaps("default").Get(ctx(t), "kept", metav1.GetOptions{}); err != nil {
+		t.Fatalf("a configmap whose deletion was refused: %v", err)
+	}
+	before := p.deletes.Load()
+	r = e.do("DELETE", "/api/v1/namespaces/kube-public", nil)
+	expectStatus(t, r, http.StatusForbidden, metav1.StatusReasonForbidden, `namespaces "kube-public" is forbidden: this namespace may not be deleted`)
+	if n := p.deletes.Load() - before; n != 0 {
+		t.Fatalf("a mutating plugin after NamespaceLifecycle saw the refused namespace delete (%d calls)", n)
 	}
 }

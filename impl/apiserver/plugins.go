@@ -41,8 +41,8 @@ type Plugins struct {
 	// authenticator by default), in order; the first that recognises a
 	// request wins.
 	Authenticators []auth.Authenticator
-	// Mutators run after Config.AdmissionMutators; Validators after the
-	// built-in NamespaceLifecycle and Config.AdmissionValidators.
+	// Mutators run after the built-in NamespaceLifecycle and
+	// Config.AdmissionMutators; Validators after Config.AdmissionValidators.
 	Mutators   []admission.Mutator
 	Validators []admission.Validator
 	// Starters are run by Server.Run, each in its own goroutine, with a

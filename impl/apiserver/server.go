@@ -34,7 +34,7 @@
 //		Authorizer     auth.Authorizer       // replaces Config.Authorizer (use auth.AuthorizerUnion)
 //		Authenticators []auth.Authenticator  // tried after Config.Authenticator
 //		Mutators       []admission.Mutator   // after Config.AdmissionMutators
-//		Validators     []admission.Validator // after NamespaceLifecycle and Config.AdmissionValidators
+//		Validators     []admission.Validator // after Config.AdmissionValidators
 //		Starters       []func(ctx context.Context)       // run by Run until shutdown; Run waits for them
 //		WaitReady      []func(ctx context.Context) error // Run serves only once all returned nil
 //	}
@@ -119,8 +119,8 @@ type Config struct {
 	BootstrapTokenAuth bool
 	// Authorizer decides every request; nil is auth.AlwaysAllow.
 	Authorizer auth.Authorizer
-	// AdmissionMutators and AdmissionValidators run after the built-in
-	// NamespaceLifecycle plugin.
+	// AdmissionMutators run after the built-in NamespaceLifecycle plugin
+	// (a mutating one); AdmissionValidators are the first validators.
 	AdmissionMutators   []admission.Mutator
 	AdmissionValidators []admission.Validator
 	// AuditPolicy and AuditBackend record requests (--audit-policy-file,
@@ -431,11 +431,9 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	if s.nsStore != nil && !cfg.DisableNamespaceLifecycle {
-		// Creates are refused by its Admit, first of the mutators;
-		// deletes of immortal namespaces by its Validate.
+		// A mutating plugin, first of the chain, as kube-apiserver's.
 		nl := &admission.NamespaceLifecycle{Get: s.getNamespace, Immortal: immortalNamespaces}
 		chain.Mutators = append([]admission.Mutator{nl}, chain.Mutators...)
-		chain.Validators = append(chain.Validators, nl)
 	}
 	chain.Validators = append(chain.Validators, cfg.AdmissionValidators...)
 	authorizer := cfg.Authorizer

@@ -16,30 +16,27 @@ type NamespaceGetter func(ctx context.Context, name string, fresh bool) (*corev1
 // NamespaceLifecycle rejects creating objects in a namespace that does not
 // exist (404 NotFound for the namespace) or is being terminated (403
 // Forbidden), and deleting the namespaces the system needs, as
-// kube-apiserver's plugin of the same name does. Creates are refused by
-// Admit, in the mutating phase, where kube-apiserver's plugin (a mutating
-// one, first in the chain) refuses them: before ServiceAccount waits for
-// the "default" account of a namespace that does not exist, or a
-// mutating webhook is called. Deletes are refused by Validate: the delete
-// handler runs the validating plugins only.
+// kube-apiserver's plugin of the same name does. Like that plugin it is a
+// mutating plugin only (it changes nothing), the first of the chain: a
+// create is refused before ServiceAccount waits for the "default" account
+// of a namespace that does not exist or a mutating webhook is called, and
+// so is the delete of an immortal namespace (DELETE runs the mutating
+// plugins too).
 type NamespaceLifecycle struct {
 	Get NamespaceGetter
 	// Immortal namespaces may not be deleted.
 	Immortal map[string]bool
 }
 
-// Validate implements Validator: an immortal namespace may not be deleted.
-func (p *NamespaceLifecycle) Validate(_ context.Context, a *Attributes) error {
-	if a.Operation == Delete && a.Subresource == "" && a.Resource.Group == "" && a.Resource.Resource == "namespaces" && p.Immortal[a.Name] {
+// Admit implements Mutator: an immortal namespace may not be deleted, and
+// nothing may be created in a namespace that is missing or being
+// terminated.
+func (p *NamespaceLifecycle) Admit(ctx context.Context, a *Attributes) error {
+	isNamespace := a.Resource.Group == "" && a.Resource.Resource == "namespaces"
+	if a.Operation == Delete && isNamespace && a.Subresource == "" && p.Immortal[a.Name] {
 		return forbidden(a, fmt.Errorf("this namespace may not be deleted"))
 	}
-	return nil
-}
-
-// Admit implements Mutator (it changes nothing): nothing may be created
-// in a namespace that is missing or being terminated.
-func (p *NamespaceLifecycle) Admit(ctx context.Context, a *Attributes) error {
-	if a.Operation != Create || a.Namespace == "" || a.Resource.Group == "" && a.Resource.Resource == "namespaces" {
+	if a.Operation != Create || a.Namespace == "" || isNamespace {
 		return nil
 	}
 	ns, err := p.Get(ctx, a.Namespace, false)

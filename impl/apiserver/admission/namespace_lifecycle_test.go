@@ -59,7 +59,7 @@ func TestNamespaceLifecycle(t *testing.T) {
 		t.Fatalf("update in terminating namespace: %v", err)
 	}
 	del := &Attributes{Operation: Delete, Resource: corev1.SchemeGroupVersion.WithResource("namespaces"), Name: "default"}
-	if err := p.Validate(ctx, del); !apierrors.IsForbidden(err) {
+	if err := p.Admit(ctx, del); !apierrors.IsForbidden(err) {
 		t.Fatalf("deleting an immortal namespace: %v", err)
 	}
 	// cluster-scoped objects are not namespaced.

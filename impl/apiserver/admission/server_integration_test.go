@@ -399,6 +399,18 @@ func TestNodeRestrictionThroughTheAPIServer(t *testing.T) {
 	_, err := kubelet.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "sneaky"},
 		Spec: corev1.PodSpec{NodeName: "a", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{})
 	wantStatus(t, err, 403, `pods "sneaky" is forbidden: pod does not have "kubernetes.io/config.mirror" annotation, node "a" can only create mirror pods`)
+	// A kubelet deletes the pods bound to its node only: kube-apiserver's
+	// DELETE runs the mutating phase, where NodeRestriction refuses.
+	for _, node := range []string{"a", "b"} {
+		created(admin.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "on-" + node},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{})).must(t, "pod on "+node)
+	}
+	zero := metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
+	wantStatus(t, kubelet.CoreV1().Pods("default").Delete(ctx, "on-b", zero), 403,
+		`pods "on-b" is forbidden: node "a" can only delete pods with spec.nodeName set to itself`)
+	if err := kubelet.CoreV1().Pods("default").Delete(ctx, "on-a", zero); err != nil {
+		t.Fatalf("deleting a pod bound to its own node: %v", err)
+	}
 }
 
 // TestQuotaUnderConcurrentCreatesThroughTheAPIServer: 64 clients race to

@@ -121,7 +121,8 @@ func (h *Handler) deleteResponse(out runtime.Object, deleted bool, code int) (ru
 // does: preconditions; graceful deletion (deletionTimestamp plus
 // deletionGracePeriodSeconds) for kinds with a GracefulDeleter; orphan and
 // foregroundDeletion finalizers recorded from the propagation policy; an
-// object with finalizers only marked. deleted reports whether the object
+// object with finalizers only marked; the admission chain (mutating, then
+// validating plugins) before any of it. deleted reports whether the object
 // is gone.
 func (h *Handler) DeleteObject(ctx context.Context, info *request.Info, key string, opts *metav1.DeleteOptions) (out runtime.Object, deleted bool, err error) {
 	name := info.Name
@@ -134,7 +135,13 @@ func (h *Handler) DeleteObject(ctx context.Context, info *request.Info, key stri
 	if err := pre.Check(key, cur); err != nil {
 		return nil, false, ToStatusError(err, VerbDelete, h.gr, name)
 	}
-	if err := h.opts.Admission.Validate(ctx, h.adm(ctx, admission.Delete, info, info.Namespace, name, nil, cur, dryRun)); err != nil {
+	// As kube-apiserver's delete handlers (AdmissionToValidateObjectDeleteFunc):
+	// the mutating plugins, then the validating ones, on the stored object.
+	attrs := h.adm(ctx, admission.Delete, info, info.Namespace, name, nil, cur, dryRun)
+	if err := h.opts.Admission.Admit(ctx, attrs); err != nil {
+		return nil, false, err
+	}
+	if err := h.opts.Admission.Validate(ctx, attrs); err != nil {
 		return nil, false, err
 	}
 	if h.isNamespace {
