@@ -3,6 +3,9 @@ package admission
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,11 +24,75 @@ type NamespaceGetter func(ctx context.Context, name string, fresh bool) (*corev1
 // create is refused before ServiceAccount waits for the "default" account
 // of a namespace that does not exist or a mutating webhook is called, and
 // so is the delete of an immortal namespace (DELETE runs the mutating
-// plugins too).
+// plugins too). A namespace deleted through this server is read fresh by
+// the creates in it of the next 30 s whose cached copy still says Active
+// (kube-apiserver's forceLiveLookupCache: 100 namespaces at most).
 type NamespaceLifecycle struct {
 	Get NamespaceGetter
 	// Immortal namespaces may not be deleted.
 	Immortal map[string]bool
+
+	now func() time.Time // nil: time.Now
+	// forced holds, until when, the namespaces deleted lately;
+	// liveLookups is its size, read without mu on every create.
+	mu          sync.Mutex
+	forced      map[string]time.Time
+	liveLookups atomic.Int32
+}
+
+const (
+	// forceLiveLookupTTL and forceLiveLookupMax are kube-apiserver's
+	// (the plugin's forceLiveLookupTTL and its LRU's size).
+	forceLiveLookupTTL = 30 * time.Second
+	forceLiveLookupMax = 100
+)
+
+func (p *NamespaceLifecycle) clock() time.Time {
+	if p.now != nil {
+		return p.now()
+	}
+	return time.Now()
+}
+
+// forceLiveLookup remembers for forceLiveLookupTTL that name was deleted,
+// dropping the entry that expires first when forceLiveLookupMax are held.
+func (p *NamespaceLifecycle) forceLiveLookup(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.forced == nil {
+		p.forced = map[string]time.Time{}
+	}
+	if _, ok := p.forced[name]; !ok && len(p.forced) >= forceLiveLookupMax {
+		oldest := ""
+		for n, until := range p.forced {
+			if oldest == "" || until.Before(p.forced[oldest]) {
+				oldest = n
+			}
+		}
+		delete(p.forced, oldest)
+	}
+	p.forced[name] = p.clock().Add(forceLiveLookupTTL)
+	p.liveLookups.Store(int32(len(p.forced)))
+}
+
+// mustLookUpLive reports whether name was deleted at most
+// forceLiveLookupTTL ago, dropping its entry once expired.
+func (p *NamespaceLifecycle) mustLookUpLive(name string) bool {
+	if p.liveLookups.Load() == 0 {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	until, ok := p.forced[name]
+	if !ok {
+		return false
+	}
+	if p.clock().After(until) {
+		delete(p.forced, name)
+		p.liveLookups.Store(int32(len(p.forced)))
+		return false
+	}
+	return true
 }
 
 // Admit implements Mutator: an immortal namespace may not be deleted, and
@@ -36,6 +103,10 @@ func (p *NamespaceLifecycle) Admit(ctx context.Context, a *Attributes) error {
 	if a.Operation == Delete && isNamespace && a.Subresource == "" && p.Immortal[a.Name] {
 		return forbidden(a, fmt.Errorf("this namespace may not be deleted"))
 	}
+	if a.Operation == Delete && isNamespace && a.Subresource == "" {
+		p.forceLiveLookup(a.Name)
+		return nil
+	}
 	if a.Operation != Create || a.Namespace == "" || isNamespace {
 		return nil
 	}
@@ -43,6 +114,9 @@ func (p *NamespaceLifecycle) Admit(ctx context.Context, a *Attributes) error {
 	// (err != nil first: IsNotFound allocates even for nil.)
 	if err != nil && apierrors.IsNotFound(err) {
 		// The cached view may lag a namespace just created: look again.
+		ns, err = p.Get(ctx, a.Namespace, true)
+	} else if err == nil && ns.Status.Phase == corev1.NamespaceActive && p.mustLookUpLive(a.Namespace) {
+		// Or lag its deletion through this server.
 		ns, err = p.Get(ctx, a.Namespace, true)
 	}
 	if err != nil && apierrors.IsNotFound(err) {

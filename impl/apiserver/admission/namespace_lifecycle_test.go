@@ -3,8 +3,10 @@ package admission
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -124,5 +126,71 @@ func TestNamespaceLifecycleRefusesBeforeOtherMutators(t *testing.T) {
 	err = (&Chain{Mutators: mut}).Admit(context.Background(), podCreate(newPod("p")))
 	if !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), `namespaces "ns" not found`) {
 		t.Fatalf("a pod in a missing namespace: %v, want the namespace's NotFound", err)
+	}
+}
+
+// A namespace deleted through this server may still read Active in the
+// watch-fed cache for a moment: as kube-apiserver's plugin (its
+// forceLiveLookupCache), a create in it within 30 s of the delete reads
+// the namespace fresh when the cache says Active, and is refused.
+func TestNamespaceLifecycleLiveLookupAfterDelete(t *testing.T) {
+	cached := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
+	now := metav1.Now()
+	stored := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", DeletionTimestamp: &now}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}}
+	fresh := 0
+	clock := time.Unix(1000, 0)
+	p := &NamespaceLifecycle{
+		Get: func(_ context.Context, _ string, isFresh bool) (*corev1.Namespace, error) {
+			if isFresh {
+				fresh++
+				return stored, nil
+			}
+			return cached, nil
+		},
+		now: func() time.Time { return clock },
+	}
+	ctx := context.Background()
+	if err := p.Admit(ctx, createIn("team")); err != nil || fresh != 0 {
+		t.Fatalf("before any delete: %v, %d fresh reads (want the cache only)", err, fresh)
+	}
+	del := &Attributes{Operation: Delete, Resource: corev1.SchemeGroupVersion.WithResource("namespaces"), Name: "team"}
+	if err := p.Admit(ctx, del); err != nil {
+		t.Fatal(err)
+	}
+	err := p.Admit(ctx, createIn("team"))
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "unable to create new content in namespace team because it is being terminated") || fresh != 1 {
+		t.Fatalf("right after the delete: %v, %d fresh reads; want the stored namespace's refusal", err, fresh)
+	}
+	// Another namespace is read from the cache.
+	if err := p.Admit(ctx, createIn("other")); err != nil || fresh != 1 {
+		t.Fatalf("another namespace: %v, %d fresh reads", err, fresh)
+	}
+	// A cached copy already Terminating needs no fresh read.
+	cached = stored
+	if err := p.Admit(ctx, createIn("team")); !apierrors.IsForbidden(err) || fresh != 1 {
+		t.Fatalf("cache terminating: %v, %d fresh reads", err, fresh)
+	}
+	// Past 30 s the entry is gone, and the map with it.
+	cached = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
+	clock = clock.Add(30*time.Second + time.Millisecond)
+	if err := p.Admit(ctx, createIn("team")); err != nil || fresh != 1 {
+		t.Fatalf("past 30 s after the delete: %v, %d fresh reads (want the cache only)", err, fresh)
+	}
+	if n := p.liveLookups.Load(); n != 0 {
+		t.Fatalf("%d namespaces still forced to live lookups", n)
+	}
+	// At most 100 namespaces are remembered, the oldest dropped first.
+	for i := range 101 {
+		clock = clock.Add(time.Millisecond)
+		del.Name = fmt.Sprintf("ns-%d", i)
+		if err := p.Admit(ctx, del); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := p.liveLookups.Load(); n != forceLiveLookupMax {
+		t.Fatalf("%d namespaces remembered, want %d", n, forceLiveLookupMax)
+	}
+	if _, ok := p.forced["ns-0"]; ok {
+		t.Fatal("the oldest entry was kept")
 	}
 }
