@@ -3,7 +3,6 @@ package admission
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 
@@ -112,7 +111,17 @@ func (p *MutatingWebhook) callOne(ctx context.Context, w webhook, a *Attributes)
 		return false, p.callFailed(w, fmt.Errorf("unsupported patch type %q", pt))
 	}
 	if a.Object == nil {
-		return false, p.callFailed(w, errors.New("a patch was returned for a request without an object"))
+		// A DELETE (or CONNECT) has no object to patch: an empty patch is
+		// no change; any other is kube-apiserver's 500, whatever the
+		// failurePolicy (it is not a failed call).
+		ops, err := jsonpatch.DecodePatch(resp.Patch)
+		if err != nil {
+			return false, p.callFailed(w, fmt.Errorf("decoding the webhook's JSON patch: %w", err))
+		}
+		if len(ops) == 0 {
+			return false, nil
+		}
+		return false, apierrors.NewInternalError(fmt.Errorf("admission webhook %q attempted to modify the object, which is not supported for this operation", w.name))
 	}
 	changed, err := applyJSONPatch(a, rev.Request.Object.Raw, resp.Patch)
 	if err != nil {

@@ -404,3 +404,35 @@ func TestWebhookClientsLeaveNoGoroutines(t *testing.T) {
 		t.Fatalf("%d goroutines left, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
 	}
 }
+
+// A mutating webhook called for a DELETE (kube-apiserver runs the mutating
+// phase on deletes) that answers with a patch has nothing to patch: as
+// kube-apiserver's dispatcher, that is a 500 whatever its failurePolicy
+// (not a failed call), and an empty patch is no change.
+func TestMutatingWebhookPatchOnDelete(t *testing.T) {
+	srv := newHookServer(t, func(path string, _ *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		if path == "/empty" {
+			return patchResponse(`[]`)
+		}
+		return patchResponse(`[{"op":"add","path":"/metadata/labels","value":{"injected":"yes"}}]`)
+	})
+	deletes := []admissionregistrationv1.RuleWithOperations{{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+	}}
+	hook := func(path string) *MutatingWebhook {
+		return &MutatingWebhook{testDispatcher(mutatingWebhooks(srv.mutating(hookSpec{name: "inject.example.com", path: path, rules: deletes, failure: admissionregistrationv1.Ignore})))}
+	}
+	del := &Attributes{Operation: Delete, Resource: corev1.SchemeGroupVersion.WithResource("pods"), Kind: corev1.SchemeGroupVersion.WithKind("Pod"),
+		Namespace: "ns", Name: "p", OldObject: newPod("p")}
+	err := hook("/patch").Admit(context.Background(), del)
+	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), `admission webhook "inject.example.com" attempted to modify the object, which is not supported for this operation`) {
+		t.Fatalf("a patch for a DELETE: %v", err)
+	}
+	if err := hook("/empty").Admit(context.Background(), del); err != nil {
+		t.Fatalf("an empty patch for a DELETE: %v", err)
+	}
+	if n := len(srv.requests()); n != 2 {
+		t.Fatalf("%d calls, want 2", n)
+	}
+}
