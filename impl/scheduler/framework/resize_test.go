@@ -178,3 +178,62 @@ func TestPodRequestsPodLevelStatusNotResizingAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestResizingPodLevelNonZero: the non-zero requests of a pod with
+// pod-level requests that is being resized are upstream's calculateResource
+// ones (getNonMissingContainerRequests): its requests where they name cpu
+// and memory, else with the default only of what they lack given to every
+// container without it.
+func TestResizingPodLevelNonZero(t *testing.T) {
+	rl := func(kv ...string) v1.ResourceList {
+		l := v1.ResourceList{}
+		for i := 0; i < len(kv); i += 2 {
+			l[v1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+		}
+		return l
+	}
+	// Container a asks a and its node reports alloc allocated (a resize
+	// down not yet applied), b asks nothing; no pod-level status lists (a
+	// node that does not report them).
+	pod := func(podLevel, a, alloc v1.ResourceList) *v1.Pod {
+		p := &v1.Pod{}
+		p.Spec.Resources = &v1.ResourceRequirements{Requests: podLevel}
+		p.Spec.Containers = []v1.Container{{Name: "a", Resources: v1.ResourceRequirements{Requests: a}}, {Name: "b"}}
+		p.Status.ContainerStatuses = []v1.ContainerStatus{
+			{Name: "a", State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}, AllocatedResources: alloc},
+			{Name: "b", State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}},
+		}
+		return p
+	}
+	for name, p := range map[string]*v1.Pod{
+		"pod-level cpu, a container's memory":       pod(rl("cpu", "1"), rl("cpu", "100m", "memory", "64Mi"), rl("cpu", "300m", "memory", "64Mi")),
+		"pod-level cpu, no memory":                  pod(rl("cpu", "1"), rl("cpu", "100m"), rl("cpu", "300m")),
+		"pod-level memory, a container's cpu":       pod(rl("memory", "1Gi"), rl("cpu", "100m"), rl("cpu", "300m")),
+		"pod-level hugepages, a container's cpu":    pod(rl("hugepages-2Mi", "4Mi"), rl("cpu", "100m"), rl("cpu", "300m")),
+		"pod-level hugepages, a container's memory": pod(rl("hugepages-2Mi", "4Mi"), rl("memory", "64Mi"), rl("memory", "128Mi")),
+		"pod-level cpu and memory":                  pod(rl("cpu", "1", "memory", "1Gi"), rl("cpu", "100m"), rl("cpu", "300m")),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if !Resizing(p) {
+				t.Fatal("not resizing")
+			}
+			opts := resourcehelper.PodResourcesOptions{UseStatusResources: true, InPlacePodLevelResourcesVerticalScalingEnabled: true}
+			reqs := resourcehelper.PodRequests(p, opts)
+			missing := v1.ResourceList{}
+			for name, q := range NonZeroDefaults {
+				if _, ok := reqs[name]; !ok {
+					missing[name] = q
+				}
+			}
+			want := reqs
+			if len(missing) > 0 {
+				opts.NonMissingContainerRequests = missing
+				want = resourcehelper.PodRequests(p, opts)
+			}
+			_, nz := AccountedPodRequests(p)
+			if nz.MilliCPU != want.Cpu().MilliValue() || nz.Memory != want.Memory().Value() {
+				t.Errorf("non-zero cpu %dm memory %d, want %dm %d", nz.MilliCPU, nz.Memory, want.Cpu().MilliValue(), want.Memory().Value())
+			}
+		})
+	}
+}
