@@ -235,8 +235,10 @@ func PodRequests(pod *v1.Pod) (reqs Resource, nonZero Resource) {
 // status.allocatedResources and status.resources.requests, the larger of
 // its spec's aggregate and those two (the container statuses unread), the
 // pod-level requests in place likewise the larger of the spec's and the
-// status's; where it reports neither, the larger of its spec's, its
-// containers' allocated and their actual aggregates; with the resize
+// status's; where it does not report both, the larger of its spec's, its
+// containers' allocated and their actual aggregates (the pod-level
+// requests in place, the larger of the spec's and the status's where
+// status.resources is reported); with the resize
 // Infeasible, the spec left out of either.
 //
 // One difference from upstream: the pod-level status lists already hold
@@ -259,9 +261,10 @@ func AccountedPodRequests(pod *v1.Pod) (reqs Resource, nonZero Resource) {
 
 // Resizing: AccountedPodRequests of the pod is not PodRequests — its
 // status reports pod-level allocated or actual requests above its spec's
-// (PodRequests, per resource), or (where its node reports no pod-level
-// lists) container statuses with allocated or actual requests other than
-// its spec's, or its resize is Infeasible.
+// (PodRequests, per resource), or (where its node does not report both
+// pod-level lists) container statuses with allocated or actual requests
+// other than its spec's or, for a pod with pod-level requests, either
+// pod-level list at all, or its resize is Infeasible.
 // No allocation (unless PodRequests allocates).
 func Resizing(pod *v1.Pod) bool {
 	if !statusResources(pod) {
