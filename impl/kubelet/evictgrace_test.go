@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,6 +44,56 @@ func syncEnded(t *testing.T, what string, done chan error) error {
 		}
 	})
 	return err
+}
+
+// failedEvictionKill is a running pod whose spec asks for 600 s of grace,
+// evicted with 30 s, whose eviction kill failed (a container that would
+// not stop): the pod is terminating with the eviction's grace period and
+// the runtime stops containers again.
+func failedEvictionKill(t *testing.T) (*harness, *v1.Pod) {
+	t.Helper()
+	h := newHarness(t, nil)
+	rt := &containerStopFailure{Runtime: h.rt}
+	h.krt = rt
+	h.k = h.newKubelet(nil)
+	p := h.sync(h.create(h.pod("hog", func(p *v1.Pod) {
+		p.Annotations[sim.AnnotationSlowStop] = "1h"
+		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](600)
+	})))
+	if p.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s", p.Status.Phase)
+	}
+	h.k.requestEviction(&eviction.Eviction{
+		Pod: p, Message: "The node was low on resource: memory. ", GracePeriodSeconds: 30,
+		Threshold: eviction.Threshold{Signal: eviction.SignalMemoryAvailable},
+	})
+	rt.fail.Store(true)
+	if _, err := h.k.syncPod(h.ctx, p.UID); err == nil {
+		t.Fatal("the eviction's kill of a container that will not stop succeeded")
+	}
+	rt.fail.Store(false)
+	return h, p
+}
+
+// killEndsAfter runs a sync of p in the background that is to kill it
+// (what names it), waits until the kill waits out a grace period on the
+// fake clock, steps the clock by grace and requires the sync to end
+// without error: a kill with a longer grace period would still wait.
+func killEndsAfter(t *testing.T, h *harness, p *v1.Pod, what string, grace time.Duration) {
+	t.Helper()
+	done := syncInBackground(h, p)
+	waitFor(t, what+" waiting out its grace period", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("%s ended without waiting for its grace period: %v", what, err)
+		default:
+		}
+		return h.clock.HasWaiters()
+	})
+	h.step(grace)
+	if err := syncEnded(t, fmt.Sprintf("%s with a grace period of %s", what, grace), done); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
 }
 
 // TestEvictionKillShortenedByDeletion: an eviction's kill (a soft
@@ -115,41 +166,10 @@ func TestEvictionKillShortenedByDeletion(t *testing.T) {
 // Before, the eviction was dropped for the deletion, whose kill waited
 // out 600 s.
 func TestDeletionKillKeepsEvictionGracePeriod(t *testing.T) {
-	h := newHarness(t, nil)
-	rt := &containerStopFailure{Runtime: h.rt}
-	h.krt = rt
-	h.k = h.newKubelet(nil)
-	p := h.sync(h.create(h.pod("hog", func(p *v1.Pod) {
-		p.Annotations[sim.AnnotationSlowStop] = "1h"
-		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](600)
-	})))
-	if p.Status.Phase != v1.PodRunning {
-		t.Fatalf("phase %s", p.Status.Phase)
-	}
-	h.k.requestEviction(&eviction.Eviction{
-		Pod: p, Message: "The node was low on resource: memory. ", GracePeriodSeconds: 30,
-		Threshold: eviction.Threshold{Signal: eviction.SignalMemoryAvailable},
-	})
-	rt.fail.Store(true)
-	if _, err := h.k.syncPod(h.ctx, p.UID); err == nil {
-		t.Fatal("the eviction's kill of a container that will not stop succeeded")
-	}
-	rt.fail.Store(false)
+	h, p := failedEvictionKill(t)
 	deletePod(t, h, p, 600)
 	h.k.HandlePod(h.get(p))
-	done := syncInBackground(h, p)
-	waitFor(t, "the kill waiting out its grace period", func() bool {
-		select {
-		case err := <-done:
-			t.Fatalf("the kill ended without waiting for its grace period: %v", err)
-		default:
-		}
-		return h.clock.HasWaiters()
-	})
-	h.step(30 * time.Second)
-	if err := syncEnded(t, "the kill with the eviction's grace period (30 s, not 600)", done); err != nil {
-		t.Fatalf("the kill: %v", err)
-	}
+	killEndsAfter(t, h, p, "the kill", 30*time.Second)
 	if got := h.get(p); got != nil {
 		t.Fatalf("pod not finally deleted once stopped: %s %q", got.Status.Phase, got.Status.Reason)
 	}

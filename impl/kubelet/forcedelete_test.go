@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
 
@@ -123,42 +122,11 @@ func TestForceDeleteKillNotRestarted(t *testing.T) {
 // grace period only shrinks (upstream's podSyncStatus.gracePeriod,
 // calculateEffectiveGracePeriod).
 func TestRemovalKeepsEvictionGracePeriod(t *testing.T) {
-	h := newHarness(t, nil)
-	rt := &containerStopFailure{Runtime: h.rt}
-	h.krt = rt
-	h.k = h.newKubelet(nil)
-	p := h.sync(h.create(h.pod("hog", func(p *v1.Pod) {
-		p.Annotations[sim.AnnotationSlowStop] = "1h"
-		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](600)
-	})))
-	if p.Status.Phase != v1.PodRunning {
-		t.Fatalf("phase %s", p.Status.Phase)
-	}
-	h.k.requestEviction(&eviction.Eviction{
-		Pod: p, Message: "The node was low on resource: memory. ", GracePeriodSeconds: 30,
-		Threshold: eviction.Threshold{Signal: eviction.SignalMemoryAvailable},
-	})
-	rt.fail.Store(true)
-	if _, err := h.k.syncPod(h.ctx, p.UID); err == nil {
-		t.Fatal("the eviction's kill of a container that will not stop succeeded")
-	}
-	rt.fail.Store(false)
+	h, p := failedEvictionKill(t)
 	gone := h.get(p)
 	if err := h.client.CoreV1().Pods(p.Namespace).Delete(h.ctx, p.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.k.HandlePodDeleted(gone)
-	done := syncInBackground(h, p)
-	waitFor(t, "the clean-up's kill waiting out its grace period", func() bool {
-		select {
-		case err := <-done:
-			t.Fatalf("the clean-up ended without waiting for the grace period: %v", err)
-		default:
-		}
-		return h.clock.HasWaiters()
-	})
-	h.step(30 * time.Second)
-	if err := syncEnded(t, "the clean-up's kill with the eviction's grace period (30 s, not 600)", done); err != nil {
-		t.Fatalf("the clean-up: %v", err)
-	}
+	killEndsAfter(t, h, p, "the clean-up's kill", 30*time.Second)
 }
