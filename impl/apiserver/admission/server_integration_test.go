@@ -18,6 +18,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -405,6 +406,9 @@ func TestNodeRestrictionThroughTheAPIServer(t *testing.T) {
 		created(admin.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "on-" + node},
 			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{})).must(t, "pod on "+node)
 	}
+	// nor evicts others (pods/eviction is admitted as a create).
+	err = kubelet.CoreV1().Pods("default").EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "on-b", Namespace: "default"}})
+	wantStatus(t, err, 403, `pods "on-b" is forbidden: node a can only evict pods with spec.nodeName set to itself`)
 	zero := metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
 	wantStatus(t, kubelet.CoreV1().Pods("default").Delete(ctx, "on-b", zero), 403,
 		`pods "on-b" is forbidden: node "a" can only delete pods with spec.nodeName set to itself`)

@@ -125,6 +125,18 @@ func (h *Handler) deleteResponse(out runtime.Object, deleted bool, code int) (ru
 // validating plugins) before any of it. deleted reports whether the object
 // is gone.
 func (h *Handler) DeleteObject(ctx context.Context, info *request.Info, key string, opts *metav1.DeleteOptions) (out runtime.Object, deleted bool, err error) {
+	return h.deleteObject(ctx, info, key, opts, true)
+}
+
+// DeleteObjectUnadmitted is DeleteObject without the admission chain, as
+// kube-apiserver's eviction REST deletes the pod it evicts
+// (rest.ValidateAllObjectFunc): the eviction's create was admitted
+// (AdmitCreate).
+func (h *Handler) DeleteObjectUnadmitted(ctx context.Context, info *request.Info, key string, opts *metav1.DeleteOptions) (out runtime.Object, deleted bool, err error) {
+	return h.deleteObject(ctx, info, key, opts, false)
+}
+
+func (h *Handler) deleteObject(ctx context.Context, info *request.Info, key string, opts *metav1.DeleteOptions, admit bool) (out runtime.Object, deleted bool, err error) {
 	name := info.Name
 	dryRun := len(opts.DryRun) > 0
 	cur := h.res.New()
@@ -137,12 +149,14 @@ func (h *Handler) DeleteObject(ctx context.Context, info *request.Info, key stri
 	}
 	// As kube-apiserver's delete handlers (AdmissionToValidateObjectDeleteFunc):
 	// the mutating plugins, then the validating ones, on the stored object.
-	attrs := h.adm(ctx, admission.Delete, info, info.Namespace, name, nil, cur, dryRun)
-	if err := h.opts.Admission.Admit(ctx, attrs); err != nil {
-		return nil, false, err
-	}
-	if err := h.opts.Admission.Validate(ctx, attrs); err != nil {
-		return nil, false, err
+	if admit {
+		attrs := h.adm(ctx, admission.Delete, info, info.Namespace, name, nil, cur, dryRun)
+		if err := h.opts.Admission.Admit(ctx, attrs); err != nil {
+			return nil, false, err
+		}
+		if err := h.opts.Admission.Validate(ctx, attrs); err != nil {
+			return nil, false, err
+		}
 	}
 	if h.isNamespace {
 		return h.deleteNamespace(ctx, key, cur, opts, pre, dryRun)

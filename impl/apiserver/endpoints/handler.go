@@ -445,6 +445,26 @@ func (h *Handler) decode(r *http.Request, body []byte, want schema.GroupVersionK
 	return obj, warnings, nil
 }
 
+// AdmitCreate runs the admission chain on the create of obj, of kind
+// gvk, at info's subresource of h's resource, for a subresource served
+// outside this package (pods/eviction), as kube-apiserver's create
+// handler does: the mutating plugins, then check (the subresource's own
+// checks of the request, as its REST's Create makes before it calls the
+// validating admission), then the validating plugins.
+func (h *Handler) AdmitCreate(ctx context.Context, info *request.Info, gvk schema.GroupVersionKind, obj runtime.Object, dryRun bool, check func() error) error {
+	a := h.adm(ctx, admission.Create, info, info.Namespace, info.Name, obj, nil, dryRun)
+	a.Kind = gvk
+	if err := h.opts.Admission.Admit(ctx, a); err != nil {
+		return err
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return h.opts.Admission.Validate(ctx, a)
+}
+
 // adm builds admission attributes for a write.
 func (h *Handler) adm(ctx context.Context, op admission.Operation, info *request.Info, ns, name string, obj, old runtime.Object, dryRun bool) *admission.Attributes {
 	a := new(admission.Attributes)

@@ -73,11 +73,19 @@ type Evictor struct {
 	Retry wait.Backoff
 }
 
+// checkName refuses an Eviction naming another pod than the URL.
+func checkName(name string, ev *policyv1.Eviction) error {
+	if ev.Name != name {
+		return apierrors.NewBadRequest("name in URL does not match name in Eviction object")
+	}
+	return nil
+}
+
 // Evict evicts pod namespace/name as asked by ev, returning the Success
 // status kube-apiserver returns (with 201 Created) or a status error.
 func (e *Evictor) Evict(ctx context.Context, namespace, name string, ev *policyv1.Eviction) (*metav1.Status, error) {
-	if ev.Name != name {
-		return nil, apierrors.NewBadRequest("name in URL does not match name in Eviction object")
+	if err := checkName(name, ev); err != nil {
+		return nil, err
 	}
 	opts := &metav1.DeleteOptions{}
 	if ev.DeleteOptions != nil {

@@ -24,6 +24,8 @@ var (
 	podsGR   = corev1.Resource("pods")
 	budgetGR = policyv1.Resource("poddisruptionbudgets")
 	evictGR  = schema.GroupResource{Resource: "pods/eviction"}
+
+	evictionGVK = policyv1.SchemeGroupVersion.WithKind("Eviction")
 )
 
 // Stores is the part of the API server's StoreGetter the subresource
@@ -37,19 +39,22 @@ type Stores interface {
 // Handler serves pods/eviction inside the API server.
 type Handler struct {
 	codecs  *codec.Codecs
+	pods    *endpoints.Handler
 	evictor *Evictor
 	// maxBody bounds the request body.
 	maxBody int64
 }
 
-// NewHandler builds the subresource over the server's pods handler (whose
-// deletes are DELETE's: admission, graceful deletion) and its budget store.
-// It is nil (serving nothing) when the server serves no pods.
+// NewHandler builds the subresource over the server's pods handler (its
+// admission chain admits the eviction's create, as kube-apiserver's create
+// handler; its deletes are DELETE's without admission, as kube-apiserver's
+// eviction REST deletes: graceful deletion, preconditions) and its budget
+// store. It is nil (serving nothing) when the server serves no pods.
 func NewHandler(codecs *codec.Codecs, stores Stores, pods *endpoints.Handler, maxBody int64) *Handler {
 	if pods == nil {
 		return nil
 	}
-	return &Handler{codecs: codecs, maxBody: maxBody, evictor: &Evictor{
+	return &Handler{codecs: codecs, pods: pods, maxBody: maxBody, evictor: &Evictor{
 		Pods:    serverPods{stores: stores, h: pods},
 		Budgets: serverBudgets{stores: stores},
 	}}
@@ -76,6 +81,14 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, gv schema.GroupV
 	ev := &policyv1.Eviction{}
 	if err := h.read(w, r, ev); err != nil {
 		endpoints.WriteError(w, r, h.codecs, err, evictGR, info.Name)
+		return true
+	}
+	// Admitted as a create of pods/eviction before anything is read or
+	// written, as kube-apiserver's; the name check between the phases is
+	// where its eviction REST makes it.
+	dryRun := ev.DeleteOptions != nil && len(ev.DeleteOptions.DryRun) > 0
+	if err := h.pods.AdmitCreate(r.Context(), info, evictionGVK, ev, dryRun, func() error { return checkName(info.Name, ev) }); err != nil {
+		endpoints.WriteError(w, r, h.codecs, err, podsGR, info.Name)
 		return true
 	}
 	status, err := h.evictor.Evict(r.Context(), info.Namespace, info.Name, ev)
@@ -160,7 +173,7 @@ func (p serverPods) GetPod(ctx context.Context, namespace, name string) (*corev1
 func (p serverPods) DeletePod(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions) error {
 	info := &request.Info{IsResourceRequest: true, Verb: "delete", APIVersion: "v1",
 		Namespace: namespace, Resource: "pods", Name: name, Parts: []string{"pods", name}}
-	_, _, err := p.h.DeleteObject(ctx, info, p.stores.ObjectKey(podsGR, namespace, name), opts)
+	_, _, err := p.h.DeleteObjectUnadmitted(ctx, info, p.stores.ObjectKey(podsGR, namespace, name), opts)
 	return err
 }
 
