@@ -98,3 +98,44 @@ func TestEvictionAdmission(t *testing.T) {
 		t.Fatalf("a pod whose eviction was refused: %v, deletion %v, conditions %+v", err, got.DeletionTimestamp, got.Status.Conditions)
 	}
 }
+
+// The dryRun query parameter of the eviction's create (CreateOptions) is
+// the eviction's, as kube-apiserver's propagateDryRun: ?dryRun=All evicts
+// nothing and the admission chain sees a dry run.
+func TestEvictionDryRunQuery(t *testing.T) {
+	p := &evictionAdmission{}
+	e := newEnv(t, func(c *apiserver.Config) { c.AdmissionMutators = []admission.Mutator{p} })
+	c := ctx(t)
+	pods := e.cs.CoreV1().Pods("default")
+	if _, err := pods.Create(c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "victim"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.seen = nil
+	p.mu.Unlock()
+	r := e.do("POST", "/api/v1/namespaces/default/pods/victim/eviction?dryRun=All",
+		[]byte(`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"victim","namespace":"default"}}`), "Content-Type", "application/json")
+	if r.code != http.StatusCreated {
+		t.Fatalf("dry-run eviction: %d %s", r.code, r.body)
+	}
+	got, err := pods.Get(c, "victim", metav1.GetOptions{})
+	if err != nil || got.DeletionTimestamp != nil || len(got.Status.Conditions) != 0 {
+		t.Fatalf("a pod evicted with ?dryRun=All: %v, deletion %v, conditions %+v", err, got.DeletionTimestamp, got.Status.Conditions)
+	}
+	p.mu.Lock()
+	seen := p.seen
+	p.mu.Unlock()
+	if len(seen) != 1 || !seen[0].DryRun {
+		t.Fatalf("admission saw %+v, want one dry-run eviction", seen)
+	}
+	r = e.do("POST", "/api/v1/namespaces/default/pods/victim/eviction?dryRun=Later",
+		[]byte(`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"victim","namespace":"default"}}`), "Content-Type", "application/json")
+	expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, `CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["Later"]`)
+	r = e.do("POST", "/api/v1/namespaces/default/pods/victim/eviction?dryRun=All&dryRun=All",
+		[]byte(`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"victim","namespace":"default"},"deleteOptions":{"dryRun":["All"]}}`), "Content-Type", "application/json")
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "Non-matching dry-run options in request and content: [All All] and [All]")
+	if _, err := pods.Get(c, "victim", metav1.GetOptions{}); err != nil {
+		t.Fatalf("after the refused evictions: %v", err)
+	}
+}

@@ -374,6 +374,21 @@ func readAll(r io.Reader, contentLength, limit int64, scratch []byte) ([]byte, e
 	}
 }
 
+// CreateDryRun is the dryRun query parameter of a create (CreateOptions),
+// for subresources served outside this package (pods/eviction); a value
+// other than All is a 422 Invalid CreateOptions, as kube-apiserver's
+// create handler answers.
+func CreateDryRun(r *http.Request) ([]string, error) {
+	dry := request.Query(r)["dryRun"]
+	if len(dry) == 0 {
+		return nil, nil
+	}
+	if errs := metav1validation.ValidateDryRun(field.NewPath("dryRun"), dry); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "CreateOptions"}, "", errs)
+	}
+	return dry, nil
+}
+
 // writeOptions are the query parameters of create, update and patch.
 type writeOptions struct {
 	dryRun          bool

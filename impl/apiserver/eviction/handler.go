@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -78,16 +79,26 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, gv schema.GroupV
 		endpoints.WriteError(w, r, h.codecs, err, evictGR, info.Name)
 		return true
 	}
+	// The create's options (?dryRun) are checked before the body is read.
+	dryRun, err := endpoints.CreateDryRun(r)
+	if err != nil {
+		endpoints.WriteError(w, r, h.codecs, err, evictGR, info.Name)
+		return true
+	}
 	ev := &policyv1.Eviction{}
 	if err := h.read(w, r, ev); err != nil {
 		endpoints.WriteError(w, r, h.codecs, err, evictGR, info.Name)
 		return true
 	}
-	// Admitted as a create of pods/eviction before anything is read or
-	// written, as kube-apiserver's; the name check between the phases is
-	// where its eviction REST makes it.
-	dryRun := ev.DeleteOptions != nil && len(ev.DeleteOptions.DryRun) > 0
-	if err := h.pods.AdmitCreate(r.Context(), info, evictionGVK, ev, dryRun, func() error { return checkName(info.Name, ev) }); err != nil {
+	// Admitted as a create of pods/eviction (a dry run as its ?dryRun
+	// says) before anything is read or written, as kube-apiserver's; the
+	// name check between the phases is where its eviction REST makes it,
+	// and then the create's dryRun becomes the delete's.
+	err = h.pods.AdmitCreate(r.Context(), info, evictionGVK, ev, len(dryRun) > 0, func() error { return checkName(info.Name, ev) })
+	if err == nil {
+		err = propagateDryRun(ev, dryRun)
+	}
+	if err != nil {
 		endpoints.WriteError(w, r, h.codecs, err, podsGR, info.Name)
 		return true
 	}
@@ -98,6 +109,24 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, gv schema.GroupV
 	}
 	h.write(w, r, target, http.StatusCreated, status)
 	return true
+}
+
+// propagateDryRun makes the create's dryRun the eviction's delete's, as
+// kube-apiserver's eviction REST does: given where the Eviction's
+// DeleteOptions have none, and one equal to theirs where they have one. A
+// different one is refused with 400 (kube-apiserver: 500, "Non-matching
+// dry-run options in request and content"; bad input is never a 5xx here).
+func propagateDryRun(ev *policyv1.Eviction, dryRun []string) error {
+	switch {
+	case len(dryRun) == 0:
+	case ev.DeleteOptions == nil:
+		ev.DeleteOptions = &metav1.DeleteOptions{DryRun: dryRun}
+	case len(ev.DeleteOptions.DryRun) == 0:
+		ev.DeleteOptions.DryRun = dryRun
+	case !slices.Equal(ev.DeleteOptions.DryRun, dryRun):
+		return apierrors.NewBadRequest(fmt.Sprintf("Non-matching dry-run options in request and content: %v and %v", dryRun, ev.DeleteOptions.DryRun))
+	}
+	return nil
 }
 
 // read decodes a policy/v1 Eviction body (errors are 400/413/415).
