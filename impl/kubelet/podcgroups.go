@@ -243,9 +243,12 @@ type podCgroups interface {
 	create(name string, c cgroupConfig) error
 	// set writes c's values (those not 0) to cgroup name.
 	set(name string, c cgroupConfig) error
-	// read is cgroup name's CPU shares, CFS quota (-1: none) and period,
-	// and memory limit (-1: none).
-	read(name string) (cgroupConfig, error)
+	// read is what cgroup name has of res, as upstream's cgroup manager
+	// GetCgroupConfig reads it: of cpu its shares, CFS quota (-1: none)
+	// and period; of memory its limit as the files give it (cgroup v1's
+	// memory.limit_in_bytes a number even when unlimited, the kernel's
+	// page-rounded maximum; v2's "max" -1). Anything else is an error.
+	read(name string, res v1.ResourceName) (cgroupConfig, error)
 	// destroy removes cgroup name and the cgroups under it (none is no
 	// error).
 	destroy(name string) error
@@ -530,11 +533,7 @@ func (m cgroupfs) set(name string, c cgroupConfig) error {
 	return nil
 }
 
-// unlimitedV1 is where cgroup v1's memory.limit_in_bytes starts meaning
-// no limit (the kernel reports its page-rounded maximum).
-const unlimitedV1 = 1 << 62
-
-func (m cgroupfs) read(name string) (cgroupConfig, error) {
+func (m cgroupfs) read(name string, res v1.ResourceName) (cgroupConfig, error) {
 	var c cgroupConfig
 	get := func(ctl, file string) (string, error) {
 		b, err := os.ReadFile(filepath.Join(m.dir(ctl, name), file))
@@ -555,7 +554,16 @@ func (m cgroupfs) read(name string) (cgroupConfig, error) {
 		return v, nil
 	}
 	var err error
-	if m.unified {
+	switch {
+	case res == v1.ResourceMemory && m.unified:
+		c.memory, err = num("", "memory.max", "max")
+		return c, err
+	case res == v1.ResourceMemory:
+		c.memory, err = num("memory", "memory.limit_in_bytes", "")
+		return c, err
+	case res != v1.ResourceCPU:
+		return c, fmt.Errorf("unsupported resource %s for cgroup %s", res, name)
+	case m.unified:
 		var w int64
 		if w, err = num("", "cpu.weight", ""); err != nil {
 			return c, err
@@ -575,8 +583,7 @@ func (m cgroupfs) read(name string) (cgroupConfig, error) {
 		if c.cpuPeriod, err = strconv.ParseInt(period, 10, 64); err != nil {
 			return c, fmt.Errorf("reading cpu.max of cgroup %s: %w", name, err)
 		}
-		c.memory, err = num("", "memory.max", "max")
-		return c, err
+		return c, nil
 	}
 	if c.cpuShares, err = num("cpu", "cpu.shares", ""); err != nil {
 		return c, err
@@ -584,16 +591,8 @@ func (m cgroupfs) read(name string) (cgroupConfig, error) {
 	if c.cpuQuota, err = num("cpu", "cpu.cfs_quota_us", "-1"); err != nil {
 		return c, err
 	}
-	if c.cpuPeriod, err = num("cpu", "cpu.cfs_period_us", ""); err != nil {
-		return c, err
-	}
-	if c.memory, err = num("memory", "memory.limit_in_bytes", ""); err != nil {
-		return c, err
-	}
-	if c.memory >= unlimitedV1 {
-		c.memory = -1
-	}
-	return c, nil
+	c.cpuPeriod, err = num("cpu", "cpu.cfs_period_us", "")
+	return c, err
 }
 
 // hierarchies are the directories a cgroup may be in: on cgroup v2 the
@@ -1194,14 +1193,15 @@ func (k *Kubelet) killPodWithoutCgroup(ctx context.Context, pod *v1.Pod, rs *pod
 // podCgroupStep is what an in-place resize writes to a pod's cgroup for
 // resource res (cpu or memory) before its containers' updates (up: the
 // values that grow) or after them (the values that shrink), bringing it
-// from cur (as read; -1 none) to want (podCgroupValues of the pod as
-// allocated), as upstream's doPodResizeAction: a limit the pod does not
-// declare (0 in want) is left alone; CPU shares and quota move each on
-// its own; a limit from none is a decrease. (Upstream compares the values
-// as read: cgroup v1's unlimited memory is its largest number, a decrease
-// as here, but an unlimited CFS quota reads -1, so a quota a resize gives
-// a pod that had none is written before its containers' there, after them
-// here; the end state is the same.) Zero: nothing to write.
+// from cur (as read: -1 none, cgroup v1's unlimited memory its largest
+// number) to want (podCgroupValues of the pod as allocated), as
+// upstream's doPodResizeAction: a limit the pod does not declare (0 in
+// want) is left alone; CPU shares and quota move each on its own; a limit
+// from none is a decrease. (Upstream compares the values as read too:
+// memory from none a decrease as here, but an unlimited CFS quota reads
+// -1, so a quota a resize gives a pod that had none is written before its
+// containers' there, after them here; the end state is the same.) Zero:
+// nothing to write.
 func podCgroupStep(cur, want cgroupConfig, res v1.ResourceName, up bool) cgroupConfig {
 	// grows reports whether w is more than c, none (-1) being the most.
 	grows := func(c, w int64) bool { return c != -1 && w > c }
@@ -1242,10 +1242,15 @@ func (k *Kubelet) startPodCgroupResize(pod *v1.Pod) (*podCgroupResize, error) {
 	if !k.cgroups.exists(name) {
 		return nil, nil
 	}
-	cur, err := k.cgroups.read(name)
+	cur, err := k.cgroups.read(name, v1.ResourceCPU)
 	if err != nil {
 		return nil, fmt.Errorf("reading the cgroup of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
+	mem, err := k.cgroups.read(name, v1.ResourceMemory)
+	if err != nil {
+		return nil, fmt.Errorf("reading the cgroup of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	cur.memory = mem.memory
 	return &podCgroupResize{name: name, cur: cur, want: podCgroupValues(pod, k.cfg.cfs, k.cfg.PodPidsLimit)}, nil
 }
 

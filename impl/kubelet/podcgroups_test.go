@@ -144,11 +144,25 @@ func readCgroupFile(t *testing.T, path ...string) string {
 	return strings.TrimSpace(string(b))
 }
 
+// readCgroup is what read gives of cgroup name's CPU and memory, both
+// read.
+func readCgroup(m podCgroups, name string) (cgroupConfig, error) {
+	c, err := m.read(name, v1.ResourceCPU)
+	if err != nil {
+		return c, err
+	}
+	mem, err := m.read(name, v1.ResourceMemory)
+	c.memory = mem.memory
+	return c, err
+}
+
 // cgroupfs on cgroup v1 (a hierarchy per controller) and v2 (one
 // hierarchy, controllers handed down through cgroup.subtree_control):
 // create makes the cgroup and writes upstream's files in each version's
 // units (cpu.weight from shares as upstream's getCPUWeight, cpu.max, "max"
-// for none), read gives back what was written, set writes only the
+// for none), read gives back what was written, of CPU and of memory
+// separately as upstream's GetCgroupConfig (v1's unlimited memory limit
+// the number the kernel shows, v2's "max" -1), set writes only the
 // values given, and destroy removes the cgroup from every hierarchy.
 func TestCgroupfsFiles(t *testing.T) {
 	c := cgroupConfig{cpuShares: 102, cpuQuota: 20000, cpuPeriod: 100000, memory: 64 << 20}
@@ -173,7 +187,7 @@ func TestCgroupfsFiles(t *testing.T) {
 			t.Errorf("v1 %s = %q; want %q", file, got, want)
 		}
 	}
-	if got, err := m.read(name); err != nil || got != c {
+	if got, err := readCgroup(m, name); err != nil || got != c {
 		t.Errorf("v1 read: %+v, %v; want %+v", got, err, c)
 	}
 	if err := m.set(name, cgroupConfig{memory: 128 << 20}); err != nil {
@@ -187,9 +201,21 @@ func TestCgroupfsFiles(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(v1dir, "memory", name, "memory.limit_in_bytes"), []byte("9223372036854771712\n"), 0o644)
 	os.WriteFile(filepath.Join(v1dir, "cpu", name, "cpu.cfs_quota_us"), []byte("-1\n"), 0o644)
-	if got, err := m.read(name); err != nil || got.memory != -1 || got.cpuQuota != -1 {
-		t.Errorf("v1 read of no limits: %+v, %v; want memory and quota -1", got, err)
+	if got, err := readCgroup(m, name); err != nil || got.memory != 9223372036854771712 || got.cpuQuota != -1 {
+		t.Errorf("v1 read of no limits: %+v, %v; want memory 9223372036854771712 (as the kernel shows it) and quota -1", got, err)
 	}
+	// Each resource on its own: memory unreadable, CPU still read.
+	os.Rename(filepath.Join(v1dir, "memory", name, "memory.limit_in_bytes"), filepath.Join(v1dir, "memory", name, "moved"))
+	if got, err := m.read(name, v1.ResourceCPU); err != nil || got != (cgroupConfig{cpuShares: 102, cpuQuota: -1, cpuPeriod: 100000}) {
+		t.Errorf("v1 CPU read with memory unreadable: %+v, %v", got, err)
+	}
+	if _, err := m.read(name, v1.ResourceMemory); err == nil {
+		t.Error("v1 memory read of no memory.limit_in_bytes: no error")
+	}
+	if _, err := m.read(name, v1.ResourcePods); err == nil {
+		t.Error("read of pods: no error")
+	}
+	os.Rename(filepath.Join(v1dir, "memory", name, "moved"), filepath.Join(v1dir, "memory", name, "memory.limit_in_bytes"))
 	// destroy: out of every hierarchy, the runtime's too (cpuset), once
 	// empty (a real cgroup dir's files are not files).
 	for _, h := range []string{"cpu", "memory"} {
@@ -230,7 +256,7 @@ func TestCgroupfsFiles(t *testing.T) {
 	if err := u.set(name, cgroupConfig{cpuShares: 2, cpuQuota: -1, cpuPeriod: 100000, memory: -1}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := u.read(name)
+	got, err := readCgroup(u, name)
 	if want := (cgroupConfig{cpuShares: 2, cpuQuota: -1, cpuPeriod: 100000, memory: -1}); err != nil || got != want {
 		t.Errorf("v2 read: %+v, %v; want %+v", got, err, want)
 	}
@@ -529,7 +555,7 @@ func TestResizePodCgroupOrder(t *testing.T) {
 	check("down",
 		name+" {cpuShares:0 cpuQuota:0 cpuPeriod:0 memory:67108864 pids:0} with the container at memory 67108864 quota 40000 shares 307",
 		name+" {cpuShares:51 cpuQuota:10000 cpuPeriod:100000 memory:0 pids:0} with the container at memory 67108864 quota 10000 shares 51")
-	if got, err := fake.read(name); err != nil || got != (cgroupConfig{cpuShares: 51, cpuQuota: 10000, cpuPeriod: 100000, memory: 64 << 20}) {
+	if got, err := readCgroup(fake, name); err != nil || got != (cgroupConfig{cpuShares: 51, cpuQuota: 10000, cpuPeriod: 100000, memory: 64 << 20}) {
 		t.Errorf("pod cgroup after the resizes: %+v, %v", got, err)
 	}
 }
@@ -730,9 +756,11 @@ func (f failingCgroups) create(name string, _ cgroupConfig) error {
 	f.cancel()
 	return fmt.Errorf("creating cgroup %s: mkdir: not a directory", name)
 }
-func (f failingCgroups) set(string, cgroupConfig) error    { return nil }
-func (f failingCgroups) read(string) (cgroupConfig, error) { return cgroupConfig{}, nil }
-func (f failingCgroups) destroy(string) error              { return nil }
+func (f failingCgroups) set(string, cgroupConfig) error { return nil }
+func (f failingCgroups) read(string, v1.ResourceName) (cgroupConfig, error) {
+	return cgroupConfig{}, nil
+}
+func (f failingCgroups) destroy(string) error { return nil }
 func (f failingCgroups) podCgroups(qosCgroups) (map[types.UID]string, error) {
 	return nil, nil
 }
@@ -801,8 +829,11 @@ func (o *overlapCgroups) enter() {
 func (o *overlapCgroups) exists(string) bool                { o.enter(); return true }
 func (o *overlapCgroups) create(string, cgroupConfig) error { o.enter(); return nil }
 func (o *overlapCgroups) set(string, cgroupConfig) error    { o.enter(); return nil }
-func (o *overlapCgroups) read(string) (cgroupConfig, error) { o.enter(); return cgroupConfig{}, nil }
-func (o *overlapCgroups) destroy(string) error              { o.enter(); return nil }
+func (o *overlapCgroups) read(string, v1.ResourceName) (cgroupConfig, error) {
+	o.enter()
+	return cgroupConfig{}, nil
+}
+func (o *overlapCgroups) destroy(string) error { o.enter(); return nil }
 func (o *overlapCgroups) podCgroups(qosCgroups) (map[types.UID]string, error) {
 	o.enter()
 	return nil, nil

@@ -485,26 +485,36 @@ func (k *Kubelet) latestPod(rec *podRecord, pod *v1.Pod) *v1.Pod {
 // of pod (as allocated) for its pod-level status.resources: nothing
 // unless the pod's last reported phase is Running, as upstream's kubelet
 // reads the pod cgroup (GetPodCgroupConfig) only then; on a node whose
-// cgroups the kubelet manages (a CRI node) the pod cgroup as read now (a
-// read that fails is nothing read, as upstream's, logged); on a
-// simulated node, which has none, the values a pod cgroup is given for
-// pod's allocation (podCgroupValues), so there a resize shows its new
+// cgroups the kubelet manages (a CRI node) the pod cgroup as read now,
+// its memory limit and its CPU values read separately as upstream's
+// convertToAPIPodLevelResourcesStatus does: a read that fails is nothing
+// read of that resource, the other's values still taken, and is logged
+// at error level with upstream's messages (its CPU one says "memory
+// cgroup limits" too), as the kubelet logs what upstream logs as errors;
+// on a simulated node, which has none, the values a pod cgroup is given
+// for pod's allocation (podCgroupValues), so there a resize shows its new
 // values once allocated, where upstream's show them once applied.
 func (k *Kubelet) podCgroupStatus(pod *v1.Pod) status.PodCgroup {
 	if pod.Status.Phase != v1.PodRunning {
 		return status.PodCgroup{}
 	}
-	var c cgroupConfig
-	if k.cgroups != nil {
-		var err error
-		if c, err = k.cgroups.read(k.podCgroupName(pod)); err != nil {
-			k.log.Debug("reading the pod cgroup for the pod's status resources", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-			return status.PodCgroup{}
-		}
-	} else {
-		c = podCgroupValues(pod, k.cfg.cfs, 0)
+	if k.cgroups == nil {
+		c := podCgroupValues(pod, k.cfg.cfs, 0)
+		return status.PodCgroup{CPUShares: c.cpuShares, CPUQuota: c.cpuQuota, CPUPeriod: c.cpuPeriod, Memory: c.memory}
 	}
-	return status.PodCgroup{Read: true, CPUShares: c.cpuShares, CPUQuota: c.cpuQuota, CPUPeriod: c.cpuPeriod, Memory: c.memory}
+	var cg status.PodCgroup
+	name := k.podCgroupName(pod)
+	if c, err := k.cgroups.read(name, v1.ResourceMemory); err != nil {
+		k.log.Error("failed to read memory cgroup config for the pod", "podName", pod.Name, "err", err)
+	} else {
+		cg.Memory = c.memory
+	}
+	if c, err := k.cgroups.read(name, v1.ResourceCPU); err != nil {
+		k.log.Error("failed to read memory cgroup limits for the pod", "podName", pod.Name, "err", err)
+	} else {
+		cg.CPUShares, cg.CPUQuota, cg.CPUPeriod = c.cpuShares, c.cpuQuota, c.cpuPeriod
+	}
+	return cg
 }
 
 // shareLastStatus points rec.lastStatus at pod's status once the pod

@@ -68,14 +68,14 @@ func TestPodStatusResources(t *testing.T) {
 		name:      "running: the pod cgroup's values, the memory request allocated, no other resource",
 		spec:      burstable,
 		status:    v1.PodStatus{Phase: v1.PodRunning},
-		cg:        PodCgroup{Read: true, CPUShares: 102, CPUQuota: -1, CPUPeriod: 100000, Memory: 256 << 20},
+		cg:        PodCgroup{CPUShares: 102, CPUQuota: -1, CPUPeriod: 100000, Memory: 256 << 20},
 		allocated: rl("cpu", "100m", "memory", "128Mi", "ephemeral-storage", "1Gi"),
 		resources: v1.ResourceRequirements{Requests: rl("cpu", "100m", "memory", "128Mi"), Limits: rl("memory", "256Mi")},
 	}, {
 		name:      "running: the cgroup's rounding shows (cgroup v2 weight 4: 80 shares, 79m)",
 		spec:      burstable,
 		status:    v1.PodStatus{Phase: v1.PodRunning},
-		cg:        PodCgroup{Read: true, CPUShares: 80, CPUQuota: 20000, CPUPeriod: 100000, Memory: 256 << 20},
+		cg:        PodCgroup{CPUShares: 80, CPUQuota: 20000, CPUPeriod: 100000, Memory: 256 << 20},
 		allocated: rl("cpu", "100m", "memory", "128Mi", "ephemeral-storage", "1Gi"),
 		resources: v1.ResourceRequirements{Requests: rl("cpu", "79m", "memory", "128Mi"), Limits: rl("cpu", "200m", "memory", "256Mi")},
 	}, {
@@ -96,13 +96,13 @@ func TestPodStatusResources(t *testing.T) {
 		name:      "running best-effort: 2 shares are no request",
 		spec:      single(nil, nil),
 		status:    v1.PodStatus{Phase: v1.PodRunning},
-		cg:        PodCgroup{Read: true, CPUShares: 2, CPUQuota: -1, CPUPeriod: 100000, Memory: -1},
+		cg:        PodCgroup{CPUShares: 2, CPUQuota: -1, CPUPeriod: 100000, Memory: -1},
 		resources: v1.ResourceRequirements{},
 	}, {
 		name:      "succeeded: as allocated again",
 		spec:      burstable,
 		status:    v1.PodStatus{Phase: v1.PodSucceeded, Resources: &v1.ResourceRequirements{Requests: rl("cpu", "79m")}},
-		cg:        PodCgroup{Read: true, CPUShares: 80},
+		cg:        PodCgroup{CPUShares: 80},
 		allocated: rl("cpu", "100m", "memory", "128Mi", "ephemeral-storage", "1Gi"),
 		resources: v1.ResourceRequirements{Requests: rl("cpu", "100m", "memory", "128Mi", "ephemeral-storage", "1Gi"), Limits: rl("memory", "256Mi")},
 	}} {
@@ -141,7 +141,7 @@ func TestPodStatusResourcesCopiesNothing(t *testing.T) {
 	pod.Status.Phase = v1.PodRunning
 	pod.Status.Resources = &v1.ResourceRequirements{Requests: rl("cpu", "100m", "memory", "128Mi"), Limits: rl("memory", "256Mi")}
 	pod.Status.AllocatedResources = rl("cpu", "100m", "memory", "128Mi")
-	cg := PodCgroup{Read: true, CPUShares: 102, CPUQuota: -1, CPUPeriod: 100000, Memory: 256 << 20}
+	cg := PodCgroup{CPUShares: 102, CPUQuota: -1, CPUPeriod: 100000, Memory: 256 << 20}
 	if n := testing.AllocsPerRun(100, func() { PodStatusResources(pod, cg) }); n != 0 {
 		t.Errorf("running pod resynced: %v allocations, want 0", n)
 	}
@@ -205,7 +205,7 @@ func TestPodStatusResourcesMultiContainerResync(t *testing.T) {
 				}
 			}
 			pod.Status.Phase = v1.PodRunning
-			cg := PodCgroup{Read: true, CPUShares: 512, CPUQuota: -1, CPUPeriod: 100000, Memory: -1}
+			cg := PodCgroup{CPUShares: 512, CPUQuota: -1, CPUPeriod: 100000, Memory: -1}
 			pod.Status.AllocatedResources, pod.Status.Resources = PodStatusResources(pod, cg)
 			if n := testing.AllocsPerRun(100, func() { PodStatusResources(pod, cg) }); n != 0 {
 				t.Errorf("%v allocations, want 0", n)

@@ -73,11 +73,14 @@ func ContainerStatusResources(alloc *v1.ResourceRequirements, r *runtimeapi.Linu
 
 // PodCgroup is what the kubelet read of a pod's cgroup for its pod-level
 // status resources (PodStatusResources), in cgroup v1 units as upstream's
-// GetPodCgroupConfig gives them: Read false when nothing was read (a read
-// that failed, or a pod not Running, whose cgroup upstream does not read).
+// GetPodCgroupConfig gives them. Its CPU values and its memory limit are
+// read separately, as upstream's: what was not read (a read that failed,
+// or a pod not Running, whose cgroup upstream does not read) is 0, which
+// is none, as upstream's nil config. A memory limit is reported as read
+// (cgroup v1's unlimited one is the kernel's page-rounded maximum, a
+// limit there as upstream's; v2's "max" is -1, none).
 type PodCgroup struct {
-	Read      bool
-	CPUShares int64 // cpu.shares (cgroup v2's cpu.weight converted)
+	CPUShares int64 // cpu.shares (cgroup v2's cpu.weight converted); below 2: none
 	CPUQuota  int64 // µs per CPUPeriod; -1 or 0: none
 	CPUPeriod int64 // µs; 0: none
 	Memory    int64 // bytes; -1 or 0: none
@@ -86,7 +89,7 @@ type PodCgroup struct {
 // cpuRequest is upstream's CPURequestsFromConfig: the millicores of the
 // shares (rounded up), none (false) below 2 shares.
 func (c PodCgroup) cpuRequest() (int64, bool) {
-	if !c.Read || c.CPUShares < minShares {
+	if c.CPUShares < minShares {
 		return 0, false
 	}
 	return (c.CPUShares*1000 + sharesPerCPU - 1) / sharesPerCPU, true
@@ -95,7 +98,7 @@ func (c PodCgroup) cpuRequest() (int64, bool) {
 // cpuLimit is upstream's CPULimitsFromConfig: the quota over the period
 // in millicores, none without a period or a quota (or one under 1m).
 func (c PodCgroup) cpuLimit() (int64, bool) {
-	if !c.Read || c.CPUPeriod <= 0 || c.CPUQuota <= 0 {
+	if c.CPUPeriod <= 0 || c.CPUQuota <= 0 {
 		return 0, false
 	}
 	m := c.CPUQuota * 1000 / c.CPUPeriod
@@ -198,7 +201,7 @@ func PodStatusResources(pod *v1.Pod, cg PodCgroup) (v1.ResourceList, *v1.Resourc
 		} else {
 			keep(&wantLims, v1.ResourceCPU, oldLims, true)
 		}
-		if cg.Read && cg.Memory > 0 {
+		if cg.Memory > 0 {
 			wantLims.set(v1.ResourceMemory, *resource.NewQuantity(cg.Memory, resource.BinarySI))
 		} else {
 			keep(&wantLims, v1.ResourceMemory, oldLims, true)
