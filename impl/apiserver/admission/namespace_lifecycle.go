@@ -16,10 +16,11 @@ import (
 // fresh asks for a quorum read rather than a possibly cached one.
 type NamespaceGetter func(ctx context.Context, name string, fresh bool) (*corev1.Namespace, error)
 
-// NamespaceLifecycle rejects creating objects in a namespace that does not
-// exist (404 NotFound for the namespace) or is being terminated (403
-// Forbidden), and deleting the namespaces the system needs, as
-// kube-apiserver's plugin of the same name does. Like that plugin it is a
+// NamespaceLifecycle rejects creating or updating objects in a namespace
+// that does not exist (404 NotFound for the namespace), creating them in
+// one being terminated (403 Forbidden; updates there are allowed), and
+// deleting the namespaces the system needs, as kube-apiserver's plugin of
+// the same name does (it handles CREATE, UPDATE and DELETE). Like that plugin it is a
 // mutating plugin only (it changes nothing), the first of the chain: a
 // create is refused before ServiceAccount waits for the "default" account
 // of a namespace that does not exist or a mutating webhook is called, and
@@ -95,9 +96,10 @@ func (p *NamespaceLifecycle) mustLookUpLive(name string) bool {
 	return true
 }
 
-// Admit implements Mutator: an immortal namespace may not be deleted, and
-// nothing may be created in a namespace that is missing or being
-// terminated.
+// Admit implements Mutator: an immortal namespace may not be deleted,
+// nothing may be created or updated in a namespace that is missing, and
+// nothing may be created in one being terminated. Deletes of namespaced
+// objects and writes of namespaces themselves are always allowed.
 func (p *NamespaceLifecycle) Admit(ctx context.Context, a *Attributes) error {
 	isNamespace := a.Resource.Group == "" && a.Resource.Resource == "namespaces"
 	if a.Operation == Delete && isNamespace && a.Subresource == "" && p.Immortal[a.Name] {
@@ -107,7 +109,7 @@ func (p *NamespaceLifecycle) Admit(ctx context.Context, a *Attributes) error {
 		p.forceLiveLookup(a.Name)
 		return nil
 	}
-	if a.Operation != Create || a.Namespace == "" || isNamespace {
+	if (a.Operation != Create && a.Operation != Update) || a.Namespace == "" || isNamespace {
 		return nil
 	}
 	ns, err := p.Get(ctx, a.Namespace, false)
@@ -124,6 +126,9 @@ func (p *NamespaceLifecycle) Admit(ctx context.Context, a *Attributes) error {
 	}
 	if err != nil {
 		return err
+	}
+	if a.Operation != Create {
+		return nil
 	}
 	if ns.Status.Phase == corev1.NamespaceTerminating || ns.DeletionTimestamp != nil {
 		e := forbidden(a, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", a.Namespace))

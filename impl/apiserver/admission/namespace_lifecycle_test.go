@@ -194,3 +194,57 @@ func TestNamespaceLifecycleLiveLookupAfterDelete(t *testing.T) {
 		t.Fatal("the oldest entry was kept")
 	}
 }
+
+// As kube-apiserver's plugin (it handles CREATE, UPDATE and DELETE), an
+// update of an object in a namespace that does not exist is refused with
+// the namespace's 404, after a fresh read confirms the miss; an update or
+// a delete in a terminating namespace, and a delete in a missing one, are
+// allowed.
+func TestNamespaceLifecycleUpdateInMissingNamespace(t *testing.T) {
+	now := metav1.Now()
+	gone := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gone", DeletionTimestamp: &now}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}}
+	p, fresh := lifecycle(gone)
+	ctx := context.Background()
+
+	upd := createIn("missing")
+	upd.Operation = Update
+	err := p.Admit(ctx, upd)
+	if !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), `namespaces "missing" not found`) {
+		t.Fatalf("update in a missing namespace: %v, want the namespace's NotFound", err)
+	}
+	if *fresh != 1 {
+		t.Fatalf("a miss must be confirmed with a fresh read; fresh reads: %d", *fresh)
+	}
+	upd.Subresource = "status"
+	if err := p.Admit(ctx, upd); !apierrors.IsNotFound(err) {
+		t.Fatalf("status update in a missing namespace: %v, want the namespace's NotFound", err)
+	}
+	del := createIn("missing")
+	del.Operation = Delete
+	if err := p.Admit(ctx, del); err != nil {
+		t.Fatalf("delete in a missing namespace: %v", err)
+	}
+	upd = createIn("gone")
+	upd.Operation = Update
+	if err := p.Admit(ctx, upd); err != nil {
+		t.Fatalf("update in a terminating namespace: %v", err)
+	}
+}
+
+// An update (a pod's status write) in a cached Active namespace costs no
+// allocation in the plugin.
+func TestNamespaceLifecycleUpdateAllocs(t *testing.T) {
+	active := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "active"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
+	p, _ := lifecycle(active)
+	upd := createIn("active")
+	upd.Operation = Update
+	upd.Subresource = "status"
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(100, func() {
+		if err := p.Admit(ctx, upd); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations per update, want 0", n)
+	}
+}
