@@ -127,8 +127,9 @@ func TestDeleteRunsMutatingAdmission(t *testing.T) {
 	}
 	r := e.do("DELETE", "/api/v1/namespaces/default/configmaps/kept", nil)
 	expectStatus(t, r, http.StatusForbidden, metav1.StatusReasonForbidden, `configmaps "kept" is forbidden: refused by a mutating plugin`)
+	// A deletecollection's items are admitted with no name.
 	r = e.do("DELETE", "/api/v1/namespaces/default/configmaps", nil)
-	expectStatus(t, r, http.StatusForbidden, metav1.StatusReasonForbidden, `configmaps "kept" is forbidden: refused by a mutating plugin`)
+	expectStatus(t, r, http.StatusForbidden, metav1.StatusReasonForbidden, `configmaps is forbidden: refused by a mutating plugin`)
 	if _, err := e.cs.CoreV1().ConfigMaps("default").Get(ctx(t), "kept", metav1.GetOptions{}); err != nil {
 		t.Fatalf("a configmap whose deletion was refused: %v", err)
 	}

@@ -125,18 +125,34 @@ func (h *Handler) deleteResponse(out runtime.Object, deleted bool, code int) (ru
 // validating plugins) before any of it. deleted reports whether the object
 // is gone.
 func (h *Handler) DeleteObject(ctx context.Context, info *request.Info, key string, opts *metav1.DeleteOptions) (out runtime.Object, deleted bool, err error) {
-	return h.deleteObject(ctx, info, key, opts, true)
+	return h.deleteObject(ctx, info, key, opts, admitObject)
 }
+
+// deleteAdmission says how deleteObject admits a delete.
+type deleteAdmission uint8
+
+const (
+	// admitObject: a DELETE of the object, admitted under its namespace
+	// and name.
+	admitObject deleteAdmission = iota
+	// admitCollectionItem: an item of a deletecollection, admitted with
+	// the request's namespace (info.Namespace) and no name, as
+	// kube-apiserver's DeleteCollection handler gives every item its
+	// static attributes (rest.AdmissionToValidateObjectDeleteFunc).
+	admitCollectionItem
+	// admitNone: not admitted (the eviction's delete).
+	admitNone
+)
 
 // DeleteObjectUnadmitted is DeleteObject without the admission chain, as
 // kube-apiserver's eviction REST deletes the pod it evicts
 // (rest.ValidateAllObjectFunc): the eviction's create was admitted
 // (AdmitCreate).
 func (h *Handler) DeleteObjectUnadmitted(ctx context.Context, info *request.Info, key string, opts *metav1.DeleteOptions) (out runtime.Object, deleted bool, err error) {
-	return h.deleteObject(ctx, info, key, opts, false)
+	return h.deleteObject(ctx, info, key, opts, admitNone)
 }
 
-func (h *Handler) deleteObject(ctx context.Context, info *request.Info, key string, opts *metav1.DeleteOptions, admit bool) (out runtime.Object, deleted bool, err error) {
+func (h *Handler) deleteObject(ctx context.Context, info *request.Info, key string, opts *metav1.DeleteOptions, admit deleteAdmission) (out runtime.Object, deleted bool, err error) {
 	name := info.Name
 	dryRun := len(opts.DryRun) > 0
 	cur := h.res.New()
@@ -149,8 +165,12 @@ func (h *Handler) deleteObject(ctx context.Context, info *request.Info, key stri
 	}
 	// As kube-apiserver's delete handlers (AdmissionToValidateObjectDeleteFunc):
 	// the mutating plugins, then the validating ones, on the stored object.
-	if admit {
-		attrs := h.adm(ctx, admission.Delete, info, info.Namespace, name, nil, cur, dryRun)
+	if admit != admitNone {
+		admName := name
+		if admit == admitCollectionItem {
+			admName = ""
+		}
+		attrs := h.adm(ctx, admission.Delete, info, info.Namespace, admName, nil, cur, dryRun)
 		if err := h.opts.Admission.Admit(ctx, attrs); err != nil {
 			return nil, false, err
 		}
@@ -459,14 +479,16 @@ func (h *Handler) deleteCollection(w http.ResponseWriter, r *http.Request, info 
 	var deleted []runtime.Object
 	for _, item := range items {
 		m := accessor(item)
+		// iinfo keeps the request's namespace: each item is admitted
+		// with it and no name (admitCollectionItem).
 		iinfo := *info
-		iinfo.Name, iinfo.Namespace, iinfo.Verb = m.GetName(), m.GetNamespace(), "delete"
+		iinfo.Name, iinfo.Verb = m.GetName(), "delete"
 		ikey, err := h.objectKey(m.GetNamespace(), m.GetName())
 		if err != nil {
 			return err
 		}
 		o := opts.DeepCopy()
-		out, _, err := h.DeleteObject(r.Context(), &iinfo, ikey, o)
+		out, _, err := h.deleteObject(r.Context(), &iinfo, ikey, o, admitCollectionItem)
 		if apierrors.IsNotFound(err) {
 			continue
 		}
