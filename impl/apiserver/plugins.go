@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
@@ -86,6 +87,20 @@ func (s *Server) ObjectKey(gr schema.GroupResource, namespace, name string) stri
 		return e.prefix + "/" + name
 	}
 	return e.prefix + "/" + namespace + "/" + name
+}
+
+// DefaultObject fills the unset fields of obj, an object of kind gvk, with
+// the defaults of the served resource of that kind, as kube-apiserver's
+// scheme defaulter does; an object of a kind no resource serves (a
+// subresource's Scale or Eviction) is left alone. MutatingAdmissionWebhook
+// calls it on the object a webhook patched (admission.ObjectDefaulter).
+func (s *Server) DefaultObject(gvk schema.GroupVersionKind, obj runtime.Object) {
+	for _, e := range s.stores {
+		if e.res.GroupVersionKind() == gvk && e.res.Strategy != nil {
+			e.res.Strategy.Default(obj)
+			return
+		}
+	}
 }
 
 // ListKey implements StoreGetter.

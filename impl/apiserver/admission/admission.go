@@ -40,7 +40,9 @@
 //
 // Webhooks are called at clientConfig.url only (service references are
 // refused as a failed call); matchPolicy is treated as Exact; CEL
-// matchConditions are refused by validation.
+// matchConditions are refused by validation. A mutating webhook's patched
+// object is defaulted again when the StoreGetter is also an
+// ObjectDefaulter (the API server), as kube-apiserver does.
 package admission
 
 import (

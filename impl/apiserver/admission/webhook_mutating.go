@@ -24,8 +24,23 @@ var mutatingConfigResource = schema.GroupResource{Group: "admissionregistration.
 // status; a failed call (error, timeout, bad response) ends it with 500
 // unless the failurePolicy is Ignore. Webhooks with reinvocationPolicy
 // IfNeeded are called once more when a later webhook changed the object.
+//
+// A patched object is defaulted again, as kube-apiserver's dispatcher runs
+// the scheme's defaulter on it: a container a webhook adds gets its
+// imagePullPolicy and termination message defaults, a changed
+// serviceAccountName is mirrored in serviceAccount. The defaults are the
+// API server's (the StoreGetter given to NewPlugins, when it is an
+// ObjectDefaulter); without one a patched object is not defaulted.
 type MutatingWebhook struct {
 	*webhookDispatcher
+	// defaulter, if not nil, defaults a patched object.
+	defaulter ObjectDefaulter
+}
+
+// ObjectDefaulter fills the unset fields of an object of a kind with the
+// defaults of the resource serving that kind (*apiserver.Server is one).
+type ObjectDefaulter interface {
+	DefaultObject(gvk schema.GroupVersionKind, obj runtime.Object)
 }
 
 func newMutatingWebhook(d *deps) (any, error) {
@@ -37,7 +52,8 @@ func newMutatingWebhook(d *deps) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &MutatingWebhook{w}, nil
+	od, _ := d.stores.(ObjectDefaulter)
+	return &MutatingWebhook{webhookDispatcher: w, defaulter: od}, nil
 }
 
 func mutatingWebhooks(configs []admissionregistrationv1.MutatingWebhookConfiguration) []webhook {
@@ -129,6 +145,11 @@ func (p *MutatingWebhook) callOne(ctx context.Context, w webhook, a *Attributes)
 			return false, err
 		}
 		return false, p.callFailed(w, err)
+	}
+	// As kube-apiserver: any applied patch is followed by defaulting;
+	// changed is decided before it.
+	if p.defaulter != nil {
+		p.defaulter.DefaultObject(a.Kind, a.Object)
 	}
 	return changed, nil
 }

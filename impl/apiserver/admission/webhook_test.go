@@ -172,7 +172,7 @@ func TestMutatingWebhookPatchesOverHTTPS(t *testing.T) {
 		r.Warnings = []string{"image rewritten"}
 		return r
 	})
-	p := &MutatingWebhook{testDispatcher(mutatingWebhooks(srv.mutating(hookSpec{name: "inject.example.com"})))}
+	p := &MutatingWebhook{webhookDispatcher: testDispatcher(mutatingWebhooks(srv.mutating(hookSpec{name: "inject.example.com"})))}
 	pod := newPod("p")
 	a := podCreate(pod)
 	a.User = &request.User{Name: "alice", Groups: []string{"devs"}}
@@ -348,7 +348,7 @@ func TestMutatingWebhookReinvocation(t *testing.T) {
 		}
 		return allow()
 	})
-	p := &MutatingWebhook{testDispatcher(mutatingWebhooks(srv.mutating(
+	p := &MutatingWebhook{webhookDispatcher: testDispatcher(mutatingWebhooks(srv.mutating(
 		hookSpec{name: "first.example.com", path: "/first", reinvoke: true},
 		hookSpec{name: "second.example.com", path: "/second"},
 	)))}
@@ -421,7 +421,7 @@ func TestMutatingWebhookPatchOnDelete(t *testing.T) {
 		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
 	}}
 	hook := func(path string) *MutatingWebhook {
-		return &MutatingWebhook{testDispatcher(mutatingWebhooks(srv.mutating(hookSpec{name: "inject.example.com", path: path, rules: deletes, failure: admissionregistrationv1.Ignore})))}
+		return &MutatingWebhook{webhookDispatcher: testDispatcher(mutatingWebhooks(srv.mutating(hookSpec{name: "inject.example.com", path: path, rules: deletes, failure: admissionregistrationv1.Ignore})))}
 	}
 	del := &Attributes{Operation: Delete, Resource: corev1.SchemeGroupVersion.WithResource("pods"), Kind: corev1.SchemeGroupVersion.WithKind("Pod"),
 		Namespace: "ns", Name: "p", OldObject: newPod("p")}
