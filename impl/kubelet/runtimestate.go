@@ -267,50 +267,26 @@ func cgroupValues(cpuReqMilli int64, hasCPUReq bool, cpuLimMilli, memLimBytes in
 }
 
 // podAmount is a pod's request (or limit) of one resource without its
-// overhead, added up as upstream's PodRequests and PodLimits do: app
-// containers and sidecars summed, raised to the peak while a regular init
-// container runs (it plus the sidecars before it); a pod-level value
-// (spec.resources, PodLevelResources being on by default) replaces the
-// sum. CPU is in millicores, anything else in units; named is whether
-// any container or the pod names the resource.
+// overhead, as upstream's PodRequests and PodLimits give it: a pod-level
+// value (spec.resources, PodLevelResources being on by default), or else
+// its containers' (podsync.ContainersAmount). CPU is in millicores,
+// anything else in units; named is whether any container or the pod
+// names the resource.
 func podAmount(pod *v1.Pod, name v1.ResourceName, limits bool) (amount int64, named bool) {
-	of := func(r *v1.ResourceRequirements) (int64, bool) {
+	milli := name == v1.ResourceCPU
+	if r := pod.Spec.Resources; r != nil {
 		l := r.Requests
 		if limits {
 			l = r.Limits
 		}
-		q, ok := l[name]
-		if !ok {
-			return 0, false
-		}
-		if name == v1.ResourceCPU {
-			return q.MilliValue(), true
-		}
-		return q.Value(), true
-	}
-	if pod.Spec.Resources != nil {
-		if v, ok := of(pod.Spec.Resources); ok {
-			return v, true
+		if q, ok := l[name]; ok {
+			if milli {
+				return q.MilliValue(), true
+			}
+			return q.Value(), true
 		}
 	}
-	var sum, sidecars, initPeak int64
-	for i := range pod.Spec.Containers {
-		v, ok := of(&pod.Spec.Containers[i].Resources)
-		sum += v
-		named = named || ok
-	}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		v, ok := of(&c.Resources)
-		named = named || ok
-		if podsync.IsSidecar(c) {
-			sidecars += v
-			initPeak = max(initPeak, sidecars)
-		} else {
-			initPeak = max(initPeak, sidecars+v)
-		}
-	}
-	return max(sum+sidecars, initPeak), named
+	return podsync.ContainersAmount(pod, name, limits, milli)
 }
 
 // linuxResources are the cgroup values of container c of pod on a node of

@@ -272,25 +272,7 @@ func samePodRequests(pod *v1.Pod, l v1.ResourceList) bool {
 // IsPodLevelRequestsSet), plus the overhead.
 func podRequest(pod *v1.Pod, name v1.ResourceName, podLevel bool) (int64, bool) {
 	s := &pod.Spec
-	var sum, sidecars, peak int64
-	named := false
-	for i := range s.Containers {
-		if q, ok := s.Containers[i].Resources.Requests[name]; ok {
-			sum, named = sum+q.MilliValue(), true
-		}
-	}
-	for i := range s.InitContainers {
-		c := &s.InitContainers[i]
-		q, ok := c.Resources.Requests[name]
-		named = named || ok
-		if podsync.IsSidecar(c) {
-			sidecars += q.MilliValue()
-			peak = max(peak, sidecars)
-		} else {
-			peak = max(peak, sidecars+q.MilliValue())
-		}
-	}
-	amount := max(sum+sidecars, peak)
+	amount, named := podsync.ContainersAmount(pod, name, false, true)
 	if podLevel && resourcehelper.IsSupportedPodLevelResource(name) {
 		if q, ok := s.Resources.Requests[name]; ok {
 			amount, named = q.MilliValue(), true
