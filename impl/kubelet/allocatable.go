@@ -132,16 +132,11 @@ func reservable(name v1.ResourceName) bool {
 // checkReserved refuses a reservation ParseReserved would not give:
 // another resource, or a quantity below zero (upstream's messages).
 func checkReserved(rl v1.ResourceList) error {
-	names := make([]string, 0, len(rl))
-	for name := range rl {
-		names = append(names, string(name))
-	}
-	slices.Sort(names)
-	for _, k := range names {
-		if !reservable(v1.ResourceName(k)) {
+	for _, k := range sortedNames(rl) {
+		if !reservable(k) {
 			return fmt.Errorf("cannot reserve %q resource", k)
 		}
-		if q := rl[v1.ResourceName(k)]; q.Sign() < 0 {
+		if q := rl[k]; q.Sign() < 0 {
 			return fmt.Errorf("resource quantity for %q cannot be negative: %v", k, q.String())
 		}
 	}
