@@ -471,12 +471,21 @@ type podExtra struct {
 	// was written, once its volumes were torn down and its cgroup
 	// removed; every later status is generated final too.
 	finalStatus bool
-	// killGraceSet: a kill ending the pod (terminatePod) was given
-	// killGrace, the shortest grace period asked for so far: a later
-	// kill is given no longer one, as upstream's pod worker lets a
-	// terminating pod's grace period only shrink.
-	killGraceSet bool
-	killGrace    int64
+	// killGrace: the shortest grace period a kill ending the pod
+	// (terminatePod) was given so far, at least minimumKillGrace; 0
+	// before any. A later kill is given no longer one (boundKillGrace),
+	// as upstream's pod worker lets a terminating pod's grace period only
+	// shrink.
+	killGrace int64
+}
+
+// boundKillGrace is grace, no longer than an earlier kill ending the pod
+// was given (killGrace).
+func (x *podExtra) boundKillGrace(grace int64) int64 {
+	if x.killGrace > 0 && x.killGrace < grace {
+		return x.killGrace
+	}
+	return grace
 }
 
 // noExtra is the empty podExtra x returns for a record without one; never
@@ -510,7 +519,7 @@ func (rec *podRecord) ending(pod *v1.Pod) bool {
 // tidy drops the extra part once all of it is empty again (a container
 // that waited has started).
 func (rec *podRecord) tidy() {
-	if x := rec.extra; x != nil && x.rejection == nil && len(x.backoff) == 0 && len(x.waiting) == 0 && len(x.imagePulls) == 0 && len(x.probes) == 0 && len(x.moreTokens) == 0 && !x.killed && !x.killGraceSet {
+	if x := rec.extra; x != nil && x.rejection == nil && len(x.backoff) == 0 && len(x.waiting) == 0 && len(x.imagePulls) == 0 && len(x.probes) == 0 && len(x.moreTokens) == 0 && !x.killed && x.killGrace == 0 {
 		rec.extra = nil
 	}
 }

@@ -583,9 +583,7 @@ func (k *Kubelet) cleanupPod(ctx context.Context, uid types.UID, rec *podRecord,
 	}
 	// Never longer than an earlier kill ending the pod was given
 	// (terminatePod).
-	if x := rec.x(); x.killGraceSet && x.killGrace < grace {
-		grace = x.killGrace
-	}
+	grace = rec.x().boundKillGrace(grace)
 	if lastPod != nil {
 		grace = max(grace, minimumKillGrace) // a force delete's 0 is 1 s
 	}
@@ -740,9 +738,7 @@ func (k *Kubelet) syncDone(uid types.UID, f *syncInFlight) {
 // SyncTerminatingPod.
 func (k *Kubelet) terminatePod(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *podstate.Pod, grace int64) error {
 	kctx, cancel := context.WithCancel(ctx) // released by syncDone
-	if x := rec.x(); x.killGraceSet && x.killGrace < grace {
-		grace = x.killGrace
-	}
+	grace = rec.x().boundKillGrace(grace)
 	f := &syncInFlight{kill: true, grace: grace, cancel: cancel}
 	k.mu.Lock()
 	if k.syncs == nil {
@@ -762,8 +758,7 @@ func (k *Kubelet) terminatePod(ctx context.Context, rec *podRecord, pod *v1.Pod,
 	}
 	k.syncs[pod.UID] = f
 	k.mu.Unlock()
-	x := rec.more()
-	x.killGraceSet, x.killGrace = true, grace
+	rec.more().killGrace = grace
 	err := k.killPod(kctx, pod, rs, grace)
 	cut := kctx.Err() != nil && ctx.Err() == nil
 	k.syncDone(pod.UID, f)
