@@ -1,8 +1,8 @@
 package eviction
 
 import (
-	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -292,9 +292,9 @@ func simStorage(ctx context.Context, pod *v1.Pod, states PodStateReader) (*Local
 }
 
 // HostProvider observes the machine the kubelet runs on (the cri runtime):
-//   - memory.available is /proc/meminfo's MemAvailable (upstream's kubelet
-//     uses the root cgroup's working set; MemAvailable is the kernel's own
-//     estimate of what can be allocated without swapping, and is close);
+//   - memory.available is /proc/meminfo's MemTotal less the root cgroup's
+//     working set, as upstream's summary provider measures it
+//     (cgroupmem.go);
 //   - nodefs.available and nodefs.inodesFree are statfs of RootDir;
 //   - imagefs.available and imagefs.inodesFree are statfs of the image
 //     filesystem CRI's ImageFsInfo names when Stats offers it (and it is
@@ -316,7 +316,13 @@ type HostProvider struct {
 	Stats ContainerStatsLister
 	// ProcDir is /proc unless set (tests).
 	ProcDir string
+	// CgroupDir is the cgroup filesystem, cgroup v1 or v2
+	// (/sys/fs/cgroup unless set).
+	CgroupDir string
 }
+
+// DefaultCgroupDir is where Linux mounts the cgroup filesystem.
+const DefaultCgroupDir = "/sys/fs/cgroup"
 
 // Observe implements Provider.
 func (h HostProvider) Observe(ctx context.Context, pods []*v1.Pod) (Observations, []PodStats, error) {
@@ -324,12 +330,10 @@ func (h HostProvider) Observe(ctx context.Context, pods []*v1.Pod) (Observations
 	if proc == "" {
 		proc = "/proc"
 	}
-	obs := Observations{}
-	total, avail, err := meminfo(proc + "/meminfo")
+	obs, err := h.observeMemory(proc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("observing memory: %w", err)
 	}
-	obs[SignalMemoryAvailable] = Observation{Available: avail, Capacity: total}
 	st, err := statfsNearest(h.RootDir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("observing filesystem of %s: %w", h.RootDir, err)
@@ -367,34 +371,50 @@ func (h HostProvider) Observe(ctx context.Context, pods []*v1.Pod) (Observations
 	return obs, stats, nil
 }
 
-func meminfo(path string) (total, available int64, err error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, 0, err
+// observeMemory reads memory.available (cgroupmem.go).
+func (h HostProvider) observeMemory(proc string) (Observations, error) {
+	dir := h.CgroupDir
+	if dir == "" {
+		dir = DefaultCgroupDir
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	found := 0
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 {
+	b, err := os.ReadFile(proc + "/meminfo")
+	if err != nil {
+		return nil, err
+	}
+	total, err := memTotal(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("%s/meminfo: %w", proc, err)
+	}
+	unified, err := cgroupUnified(dir)
+	if err != nil {
+		return nil, err
+	}
+	root, err := readCgroupMemory(dir, "", unified)
+	if err != nil {
+		return nil, fmt.Errorf("root cgroup: %w", err)
+	}
+	node, err := nodeMemoryObservation(total, root, unified)
+	if err != nil {
+		return nil, err
+	}
+	return Observations{SignalMemoryAvailable: node}, nil
+}
+
+// memTotal is /proc/meminfo's MemTotal in bytes (text: the file), the
+// machine's memory capacity as cadvisor reads it.
+func memTotal(text string) (int64, error) {
+	for _, line := range strings.Split(text, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 || fields[0] != "MemTotal:" {
 			continue
 		}
 		kb, err := strconv.ParseInt(fields[1], 10, 64)
 		if err != nil {
-			continue
+			return 0, fmt.Errorf("MemTotal: %w", err)
 		}
-		switch fields[0] {
-		case "MemTotal:":
-			total, found = kb*1024, found+1
-		case "MemAvailable:":
-			available, found = kb*1024, found+1
-		}
+		return kb * 1024, nil
 	}
-	if found != 2 {
-		return 0, 0, fmt.Errorf("%s: no MemTotal and MemAvailable", path)
-	}
-	return total, available, sc.Err()
+	return 0, errors.New("no MemTotal")
 }
 
 func pids(proc string) (pidMax, running int64, err error) {
