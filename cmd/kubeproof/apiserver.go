@@ -168,6 +168,8 @@ func addAuthFlags(fs *pflag.FlagSet, o *cluster.AuthOptions, modes, enable, disa
 	fs.Var(invertedBool{&o.DisablePriorityAndFairness}, "enable-priority-and-fairness",
 		"Classify requests by FlowSchemas into priority levels and queue them fairly (API Priority and Fairness); false keeps the legacy max-in-flight limits.")
 	fs.Lookup("enable-priority-and-fairness").NoOptDefVal = "true"
+	fs.BoolVar(&o.EnableAggregatorRouting, "enable-aggregator-routing", false,
+		"Call admission webhooks addressed by service at one of the service's ready endpoints (EndpointSlices) rather than at its ClusterIP.")
 	addFeatureGatesFlag(fs, o)
 }
 

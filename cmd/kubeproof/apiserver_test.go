@@ -87,3 +87,27 @@ func TestCountPollFlag(t *testing.T) {
 		}
 	}
 }
+
+// --enable-aggregator-routing: off by default, as kube-apiserver's (webhooks
+// addressed by service go to its ClusterIP); both `kubeproof apiserver` and
+// `kubeproof up` take it (addAuthFlags).
+func TestEnableAggregatorRoutingFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"--enable-aggregator-routing"}, true},
+		{[]string{"--enable-aggregator-routing=false"}, false},
+	} {
+		var o cluster.AuthOptions
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		addAuthFlags(fs, &o, cluster.DefaultAuthorizationModes, nil, nil)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if o.EnableAggregatorRouting != tc.want {
+			t.Errorf("%v: EnableAggregatorRouting %v, want %v", tc.args, o.EnableAggregatorRouting, tc.want)
+		}
+	}
+}

@@ -141,6 +141,10 @@ type AuthOptions struct {
 	// (--feature-gates=SizeBasedListCostEstimate=false) makes API
 	// Priority and Fairness estimate lists by object count, not size.
 	DisableSizeBasedListCostEstimate bool
+	// EnableAggregatorRouting (--enable-aggregator-routing) calls the
+	// admission webhooks addressed by service at one of the service's
+	// ready endpoints instead of its ClusterIP.
+	EnableAggregatorRouting bool
 }
 
 // DefaultAuthorizationModes is --authorization-mode's default in kubeproof
@@ -333,6 +337,7 @@ func buildChain(o AuthOptions) (*chain, error) {
 			NotReadyTolerationSeconds:    o.DefaultNotReadyTolerationSeconds,
 			UnreachableTolerationSeconds: o.DefaultUnreachableTolerationSeconds,
 			Authorizer:                   union,
+			EnableAggregatorRouting:      o.EnableAggregatorRouting,
 		})
 		if err != nil {
 			return p, err

@@ -38,11 +38,12 @@
 // a collector (request.CollectWarnings; request.WithWarnings makes one)
 // and sends Warnings.List() as Warning headers.
 //
-// Webhooks are called at clientConfig.url only (service references are
-// refused as a failed call); matchPolicy is treated as Exact; CEL
-// matchConditions are refused by validation. A mutating webhook's patched
-// object is defaulted again when the StoreGetter is also an
-// ObjectDefaulter (the API server), as kube-apiserver does.
+// Webhooks are called at clientConfig.url, or at a clientConfig.service
+// resolved to its ClusterIP (or, with Options.EnableAggregatorRouting, one
+// of its ready endpoints; webhook_service.go); matchPolicy is treated as
+// Exact; CEL matchConditions are refused by validation. A mutating
+// webhook's patched object is defaulted again when the StoreGetter is
+// also an ObjectDefaulter (the API server), as kube-apiserver does.
 package admission
 
 import (

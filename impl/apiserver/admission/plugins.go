@@ -116,6 +116,10 @@ type Options struct {
 	// WantsAuthorizer): NodeRestriction asks it whether a node may request
 	// tokens for an audience its pod does not use.
 	Authorizer auth.Authorizer
+	// EnableAggregatorRouting is --enable-aggregator-routing: webhooks
+	// addressed by service are called at one of the service's ready
+	// endpoints rather than at its ClusterIP.
+	EnableAggregatorRouting bool
 }
 
 // NewPlugins builds the named plugins (in the registry's order, whatever

@@ -72,7 +72,10 @@ type webhookDispatcher struct {
 	list       func(ctx context.Context) ([]webhook, error)
 	namespaces NamespaceGetter
 	clients    *webhookClients
-	log        *slog.Logger
+	// services resolves webhooks addressed by service (nil: the server
+	// serves no services; such webhooks fail).
+	services *serviceResolver
+	log      *slog.Logger
 }
 
 // Start implements Starter: the webhook clients' idle connections are
@@ -252,7 +255,11 @@ func newDispatcher(d *deps, gr schema.GroupResource, newList func() runtime.Obje
 		}
 		return toWebhooks(objs), nil
 	}
-	return &webhookDispatcher{list: list, namespaces: ns, clients: &webhookClients{}, log: slog.Default()}, nil
+	services, err := newServiceResolver(d)
+	if err != nil {
+		return nil, err
+	}
+	return &webhookDispatcher{list: list, namespaces: ns, clients: &webhookClients{}, services: services, log: slog.Default()}, nil
 }
 
 // sortByName orders configurations by name, as kube-apiserver calls them.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"reflect"
 	"sync"
@@ -102,10 +103,19 @@ func (d *webhookDispatcher) call(ctx context.Context, w webhook, rev *admissionv
 	if w.invalid != nil {
 		return nil, w.invalid
 	}
-	if w.clientConfig.URL == nil {
-		return nil, errors.New("webhooks addressed by service are not supported; use clientConfig.url")
+	var client *http.Client
+	var url string
+	var err error
+	switch cc := &w.clientConfig; {
+	case cc.Service != nil:
+		client, err = d.clients.get(cc.CABundle, cc.Service, d.services)
+		url = serviceURL(cc.Service)
+	case cc.URL != nil:
+		client, err = d.clients.get(cc.CABundle, nil, nil)
+		url = *cc.URL
+	default:
+		err = errors.New("webhook configuration must have either service or URL")
 	}
-	client, err := d.clients.get(w.clientConfig.CABundle)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +125,7 @@ func (d *webhookDispatcher) call(ctx context.Context, w webhook, rev *admissionv
 	}
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, *w.clientConfig.URL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -193,20 +203,34 @@ func addResponseWarnings(ctx context.Context, name string, resp *admissionv1.Adm
 	}
 }
 
-// webhookClients are HTTPS clients by CA bundle, so connections are kept
+// webhookClients are HTTPS clients by CA bundle (and, for a webhook
+// addressed by service, by service and port), so connections are kept
 // between calls.
 type webhookClients struct {
 	mu      sync.Mutex
 	clients map[string]*http.Client
 }
 
-func (c *webhookClients) get(caBundle []byte) (*http.Client, error) {
+// get returns the client of a CA bundle; with svc, one whose connections
+// to the service's host (<name>.<namespace>.svc:<port>) dial the address
+// resolver finds for it when the connection is made.
+func (c *webhookClients) get(caBundle []byte, svc *admissionregistrationv1.ServiceReference, resolver *serviceResolver) (*http.Client, error) {
+	key := string(caBundle)
+	var host, serverName string
+	var port int32
+	if svc != nil {
+		if resolver == nil {
+			return nil, errors.New("webhooks addressed by service need the services resource, which this server does not serve")
+		}
+		host, serverName, port = serviceHost(svc)
+		key += "\x00" + host
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if cl, ok := c.clients[string(caBundle)]; ok {
+	if cl, ok := c.clients[key]; ok {
 		return cl, nil
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName}
 	if len(caBundle) > 0 {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(caBundle) {
@@ -214,12 +238,27 @@ func (c *webhookClients) get(caBundle []byte) (*http.Client, error) {
 		}
 		cfg.RootCAs = pool
 	}
-	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true,
-		MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second}}
+	tr := &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true,
+		MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second}
+	if svc != nil {
+		namespace, name := svc.Namespace, svc.Name
+		var dialer net.Dialer
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if addr == host {
+				resolved, err := resolver.resolve(ctx, namespace, name, port)
+				if err != nil {
+					return nil, err
+				}
+				addr = resolved
+			}
+			return dialer.DialContext(ctx, network, addr)
+		}
+	}
+	cl := &http.Client{Transport: tr}
 	if c.clients == nil {
 		c.clients = map[string]*http.Client{}
 	}
-	c.clients[string(caBundle)] = cl
+	c.clients[key] = cl
 	return cl, nil
 }
 

@@ -19,11 +19,12 @@ var mutatingConfigResource = schema.GroupResource{Group: "admissionregistration.
 // MutatingWebhook calls the MutatingWebhookConfigurations' webhooks that
 // match a request, one after another in configuration-name order, sending
 // an admission.k8s.io/v1 AdmissionReview over HTTPS to clientConfig.url
-// (verified against clientConfig.caBundle). A JSONPatch response is
-// applied to the object; a refusal ends the request with the webhook's
-// status; a failed call (error, timeout, bad response) ends it with 500
-// unless the failurePolicy is Ignore. Webhooks with reinvocationPolicy
-// IfNeeded are called once more when a later webhook changed the object.
+// or clientConfig.service (verified against clientConfig.caBundle). A
+// JSONPatch response is applied to the object; a refusal ends the request
+// with the webhook's status; a failed call (error, timeout, bad response)
+// ends it with 500 unless the failurePolicy is Ignore. Webhooks with
+// reinvocationPolicy IfNeeded are called once more when a later webhook
+// changed the object.
 //
 // A patched object is defaulted again, as kube-apiserver's dispatcher runs
 // the scheme's defaulter on it: a container a webhook adds gets its

@@ -1,0 +1,217 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strconv"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// A webhook addressed by clientConfig.service is called as kube-apiserver
+// calls it: at https://<name>.<namespace>.svc:<port><path> (port 443 when
+// unset), the TLS server name being <name>.<namespace>.svc (checked
+// against clientConfig.caBundle), while each new connection dials the
+// address the service resolves to:
+//
+//   - by default the Service's ClusterIP with the service port numbered
+//     port (NodePort and LoadBalancer services too), or an ExternalName
+//     service's externalName with port itself; a headless service is an
+//     error (kube-aggregator's ClusterIP resolver);
+//   - with --enable-aggregator-routing, the address of one ready endpoint
+//     (picked at random) of the service's EndpointSlices, with the
+//     endpoint port named as the service port (kube-aggregator's endpoint
+//     resolver); an ExternalName service is an error there.
+//
+// A missing service, port or endpoint fails the call (the failurePolicy
+// then decides). The default/kubernetes:443 loopback kube-apiserver
+// resolves to itself is not special here.
+
+// defaultServicePort is a service reference's port when unset.
+const defaultServicePort = 443
+
+// serviceResolver finds the address a webhook's service is reached at.
+type serviceResolver struct {
+	// service reads a Service (a NotFound error when missing).
+	service func(ctx context.Context, namespace, name string) (*corev1.Service, error)
+	// endpointSlices, when set (endpoint routing), lists the service's
+	// EndpointSlices; nil resolves to the ClusterIP.
+	endpointSlices func(ctx context.Context, namespace, service string) ([]*discoveryv1.EndpointSlice, error)
+}
+
+// resolve returns the host:port to dial for the service's port.
+func (r *serviceResolver) resolve(ctx context.Context, namespace, name string, port int32) (string, error) {
+	svc, err := r.service(ctx, namespace, name)
+	if err != nil {
+		return "", err
+	}
+	if r.endpointSlices == nil {
+		return resolveClusterIP(svc, port)
+	}
+	slices, err := r.endpointSlices(ctx, namespace, name)
+	if err != nil {
+		return "", err
+	}
+	addrs, err := endpointAddresses(svc, slices, port)
+	if err != nil {
+		return "", err
+	}
+	return addrs[rand.IntN(len(addrs))], nil
+}
+
+// servicePort is the service's port numbered port.
+func servicePort(svc *corev1.Service, port int32) (*corev1.ServicePort, error) {
+	for i := range svc.Spec.Ports {
+		if svc.Spec.Ports[i].Port == port {
+			return &svc.Spec.Ports[i], nil
+		}
+	}
+	return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("no service port %d found for service %q", port, svc.Name))
+}
+
+// resolveClusterIP is where a call to the service's port goes by its
+// ClusterIP (or ExternalName).
+func resolveClusterIP(svc *corev1.Service, port int32) (string, error) {
+	switch t := svc.Spec.Type; {
+	case (t == corev1.ServiceTypeClusterIP || t == "") && svc.Spec.ClusterIP == corev1.ClusterIPNone:
+		return "", errors.New(`cannot route to service with ClusterIP "None"`)
+	case t == corev1.ServiceTypeClusterIP || t == "" || t == corev1.ServiceTypeNodePort || t == corev1.ServiceTypeLoadBalancer:
+		sp, err := servicePort(svc, port)
+		if err != nil {
+			return "", err
+		}
+		if svc.Spec.ClusterIP == "" {
+			return "", apierrors.NewServiceUnavailable(fmt.Sprintf("service %q has no cluster IP", svc.Name))
+		}
+		return net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(sp.Port))), nil
+	case t == corev1.ServiceTypeExternalName:
+		return net.JoinHostPort(svc.Spec.ExternalName, strconv.Itoa(int(port))), nil
+	default:
+		return "", fmt.Errorf("unsupported service type %q", t)
+	}
+}
+
+// endpointAddresses are the host:port of every ready endpoint of the
+// service's slices serving its port numbered port (matched by the port's
+// name, as the slices name their ports after the service's).
+func endpointAddresses(svc *corev1.Service, slices []*discoveryv1.EndpointSlice, port int32) ([]string, error) {
+	sp, err := servicePort(svc, port)
+	if err != nil {
+		return nil, err
+	}
+	switch svc.Spec.Type {
+	case corev1.ServiceTypeClusterIP, "", corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer:
+	default:
+		return nil, fmt.Errorf("unsupported service type %q", svc.Spec.Type)
+	}
+	var out []string
+	for _, s := range slices {
+		if s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6 {
+			continue
+		}
+		for _, p := range s.Ports {
+			name := ""
+			if p.Name != nil {
+				name = *p.Name
+			}
+			if name != sp.Name || p.Port == nil {
+				continue
+			}
+			for _, ep := range s.Endpoints {
+				if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+					continue
+				}
+				for _, a := range ep.Addresses {
+					out = append(out, net.JoinHostPort(a, strconv.Itoa(int(*p.Port))))
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("no endpoints available for service %q", svc.Name))
+	}
+	return out, nil
+}
+
+// serviceHost is the host:port a service reference is called at, and its
+// TLS server name.
+func serviceHost(s *admissionregistrationv1.ServiceReference) (hostPort, serverName string, port int32) {
+	port = defaultServicePort
+	if s.Port != nil {
+		port = *s.Port
+	}
+	serverName = s.Name + "." + s.Namespace + ".svc"
+	return net.JoinHostPort(serverName, strconv.Itoa(int(port))), serverName, port
+}
+
+// serviceURL is the URL a service reference is called at.
+func serviceURL(s *admissionregistrationv1.ServiceReference) string {
+	host, _, _ := serviceHost(s)
+	u := "https://" + host
+	if s.Path != nil {
+		u += *s.Path
+	}
+	return u
+}
+
+var endpointSliceResource = schema.GroupResource{Group: discoveryv1.GroupName, Resource: "endpointslices"}
+
+// newServiceResolver reads services (and, with endpoint routing,
+// EndpointSlices) from the plugins' shared caches; nil when the server
+// serves no services.
+func newServiceResolver(d *deps) (*serviceResolver, error) {
+	if _, ok := d.stores.Store(serviceResource); !ok {
+		return nil, nil
+	}
+	svcs, err := d.cache(serviceResource, func() runtime.Object { return &corev1.ServiceList{} })
+	if err != nil {
+		return nil, err
+	}
+	r := &serviceResolver{service: func(ctx context.Context, namespace, name string) (*corev1.Service, error) {
+		o, err := svcs.lookup(ctx, namespace, name, false, func() runtime.Object { return &corev1.Service{} })
+		if apierrors.IsNotFound(err) {
+			// As kube-apiserver's service lister says it.
+			return nil, apierrors.NewNotFound(corev1.Resource("service"), name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		svc, ok := o.(*corev1.Service)
+		if !ok {
+			return nil, fmt.Errorf("reading service %s/%s: got %T", namespace, name, o)
+		}
+		return svc, nil
+	}}
+	if !d.opts.EnableAggregatorRouting {
+		return r, nil
+	}
+	if _, ok := d.stores.Store(endpointSliceResource); !ok {
+		return nil, errors.New("--enable-aggregator-routing needs the endpointslices resource, which is not served")
+	}
+	eps, err := d.cache(endpointSliceResource, func() runtime.Object { return &discoveryv1.EndpointSliceList{} })
+	if err != nil {
+		return nil, err
+	}
+	r.endpointSlices = func(ctx context.Context, namespace, service string) ([]*discoveryv1.EndpointSlice, error) {
+		objs, err := eps.list(ctx, namespace)
+		if err != nil {
+			return nil, fmt.Errorf("listing the endpoint slices of service %s/%s: %w", namespace, service, err)
+		}
+		var out []*discoveryv1.EndpointSlice
+		for _, o := range objs {
+			if s, ok := o.(*discoveryv1.EndpointSlice); ok && s.Labels[discoveryv1.LabelServiceName] == service {
+				out = append(out, s)
+			}
+		}
+		return out, nil
+	}
+	return r, nil
+}

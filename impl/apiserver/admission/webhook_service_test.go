@@ -1,0 +1,244 @@
+package admission
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeproof/kubeproof/impl/pki"
+)
+
+func ptrTo[T any](v T) *T { return &v }
+
+// As kube-aggregator's ClusterIP resolver (kube-apiserver's default): the
+// ClusterIP with the service port numbered as asked, for ClusterIP,
+// NodePort and LoadBalancer services; an ExternalName service's host with
+// the asked port; headless services and unknown ports are errors.
+func TestResolveClusterIP(t *testing.T) {
+	svc := func(typ corev1.ServiceType, ip string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "hook", Namespace: "ns"}, Spec: corev1.ServiceSpec{
+			Type: typ, ClusterIP: ip, Ports: []corev1.ServicePort{{Name: "https", Port: 443}, {Name: "alt", Port: 8443}}}}
+	}
+	ext := svc(corev1.ServiceTypeExternalName, "")
+	ext.Spec.ExternalName, ext.Spec.Ports = "hooks.example.com", nil
+	tests := []struct {
+		name    string
+		svc     *corev1.Service
+		port    int32
+		want    string
+		wantErr string
+	}{
+		{"ClusterIP", svc(corev1.ServiceTypeClusterIP, "10.96.0.10"), 443, "10.96.0.10:443", ""},
+		{"another port", svc(corev1.ServiceTypeClusterIP, "10.96.0.10"), 8443, "10.96.0.10:8443", ""},
+		{"NodePort", svc(corev1.ServiceTypeNodePort, "10.96.0.11"), 443, "10.96.0.11:443", ""},
+		{"LoadBalancer", svc(corev1.ServiceTypeLoadBalancer, "fd00::11"), 443, "[fd00::11]:443", ""},
+		{"ExternalName", ext, 9443, "hooks.example.com:9443", ""},
+		{"no such port", svc(corev1.ServiceTypeClusterIP, "10.96.0.10"), 80, "", `no service port 80 found for service "hook"`},
+		{"headless", svc(corev1.ServiceTypeClusterIP, corev1.ClusterIPNone), 443, "", `cannot route to service with ClusterIP "None"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := resolveClusterIP(tt.svc, tt.port)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %q, %v; want error %q", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+	u := serviceURL(&admissionregistrationv1.ServiceReference{Namespace: "ns", Name: "hook", Path: ptrTo("/validate")})
+	if u != "https://hook.ns.svc:443/validate" {
+		t.Fatalf("service URL %q", u)
+	}
+	u = serviceURL(&admissionregistrationv1.ServiceReference{Namespace: "ns", Name: "hook", Port: ptrTo(int32(8443))})
+	if u != "https://hook.ns.svc:8443" {
+		t.Fatalf("service URL %q", u)
+	}
+}
+
+// With --enable-aggregator-routing (kube-aggregator's endpoint resolver):
+// the ready endpoints of the service's slices, on the endpoint port named
+// as the service port; none is 503-like ServiceUnavailable.
+func TestEndpointAddresses(t *testing.T) {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "hook", Namespace: "ns"}, Spec: corev1.ServiceSpec{
+		Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.10", Ports: []corev1.ServicePort{{Name: "https", Port: 443}}}}
+	slice := func(addrType discoveryv1.AddressType, port string, ready *bool, addrs ...string) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{AddressType: addrType,
+			Ports:     []discoveryv1.EndpointPort{{Name: ptrTo(port), Port: ptrTo(int32(9443))}},
+			Endpoints: []discoveryv1.Endpoint{{Addresses: addrs, Conditions: discoveryv1.EndpointConditions{Ready: ready}}}}
+	}
+	got, err := endpointAddresses(svc, []*discoveryv1.EndpointSlice{
+		slice(discoveryv1.AddressTypeIPv4, "https", nil, "10.0.0.1"),
+		slice(discoveryv1.AddressTypeIPv4, "https", ptrTo(true), "10.0.0.2"),
+		slice(discoveryv1.AddressTypeIPv4, "https", ptrTo(false), "10.0.0.3"),
+		slice(discoveryv1.AddressTypeIPv4, "metrics", nil, "10.0.0.4"),
+		slice(discoveryv1.AddressTypeFQDN, "https", nil, "hook.example.com"),
+		slice(discoveryv1.AddressTypeIPv6, "https", nil, "fd00::5"),
+	}, 443)
+	if err != nil || strings.Join(got, ",") != "10.0.0.1:9443,10.0.0.2:9443,[fd00::5]:9443" {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	_, err = endpointAddresses(svc, []*discoveryv1.EndpointSlice{slice(discoveryv1.AddressTypeIPv4, "https", ptrTo(false), "10.0.0.3")}, 443)
+	if !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), `no endpoints available for service "hook"`) {
+		t.Fatalf("no ready endpoint: %v", err)
+	}
+	ext := svc.DeepCopy()
+	ext.Spec.Type = corev1.ServiceTypeExternalName
+	if _, err := endpointAddresses(ext, nil, 443); err == nil || !strings.Contains(err.Error(), `unsupported service type "ExternalName"`) {
+		t.Fatalf("ExternalName with endpoint routing: %v", err)
+	}
+}
+
+// serviceHookServer is an HTTPS webhook whose certificate names only
+// dnsName (as a webhook behind a service names <svc>.<ns>.svc); it denies
+// every request, saying the path it was called at.
+func serviceHookServer(t *testing.T, dnsName string) (srv *httptest.Server, caBundle []byte, port int32, paths func() []string) {
+	ca, err := pki.NewCA("webhook-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := ca.IssueServing("webhook", []string{dnsName}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := kp.TLSCertificate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []string
+	srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rev := &admissionv1.AdmissionReview{}
+		if err := json.NewDecoder(r.Body).Decode(rev); err != nil || rev.Request == nil {
+			http.Error(w, "bad review", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		seen = append(seen, r.URL.Path)
+		mu.Unlock()
+		rev.Response = &admissionv1.AdmissionResponse{UID: rev.Request.UID, Result: &metav1.Status{Message: "called at " + r.URL.Path}}
+		rev.Request = nil
+		_ = json.NewEncoder(w).Encode(rev)
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	_, p, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	n, _ := strconv.Atoi(p)
+	return srv, ca.CertPEM, int32(n), func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), seen...)
+	}
+}
+
+// A webhook addressed by clientConfig.service is called at
+// https://<svc>.<ns>.svc:<port><path>: the TLS server name is
+// <svc>.<ns>.svc, checked against caBundle, and the connection goes to
+// the service's ClusterIP or (endpoint routing) a ready endpoint. A
+// missing service, an unready one or a certificate for another name fail
+// the call.
+func TestWebhookByService(t *testing.T) {
+	_, caBundle, port, paths := serviceHookServer(t, "hook.ns.svc")
+	_, otherCA, otherPort, _ := serviceHookServer(t, "other.ns.svc")
+	services := map[string]*corev1.Service{
+		// A ClusterIP that reaches the test server, on the server's port.
+		"hook": {ObjectMeta: metav1.ObjectMeta{Name: "hook", Namespace: "ns"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP,
+			ClusterIP: "127.0.0.1", Ports: []corev1.ServicePort{{Name: "https", Port: port}}}},
+		"unready": {ObjectMeta: metav1.ObjectMeta{Name: "unready", Namespace: "ns"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP,
+			ClusterIP: "10.96.0.11", Ports: []corev1.ServicePort{{Name: "https", Port: 443}}}},
+		// Its server's certificate names other.ns.svc, not wrong.ns.svc.
+		"wrong": {ObjectMeta: metav1.ObjectMeta{Name: "wrong", Namespace: "ns"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP,
+			ClusterIP: "127.0.0.1", Ports: []corev1.ServicePort{{Name: "https", Port: otherPort}}}},
+	}
+	// With endpoint routing, hook is served on 443 (the default port) at a
+	// ClusterIP nothing listens on: its endpoint is the test server.
+	routedServices := map[string]*corev1.Service{"hook": {ObjectMeta: metav1.ObjectMeta{Name: "hook", Namespace: "ns"}, Spec: corev1.ServiceSpec{
+		Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.10", Ports: []corev1.ServicePort{{Name: "https", Port: 443}}}},
+		"unready": services["unready"]}
+	slices := map[string][]*discoveryv1.EndpointSlice{
+		"hook": {{AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:     []discoveryv1.EndpointPort{{Name: ptrTo("https"), Port: ptrTo(port)}},
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"127.0.0.1"}}}}},
+		"unready": {{AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:     []discoveryv1.EndpointPort{{Name: ptrTo("https"), Port: ptrTo(port)}},
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"127.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptrTo(false)}}}}},
+	}
+	getService := func(services map[string]*corev1.Service) func(_ context.Context, namespace, name string) (*corev1.Service, error) {
+		return func(_ context.Context, namespace, name string) (*corev1.Service, error) {
+			if s, ok := services[name]; ok && namespace == "ns" {
+				return s, nil
+			}
+			return nil, apierrors.NewNotFound(corev1.Resource("service"), name)
+		}
+	}
+	getSlices := func(_ context.Context, _, service string) ([]*discoveryv1.EndpointSlice, error) {
+		return slices[service], nil
+	}
+	clusterIP := &serviceResolver{service: getService(services)}
+	endpoints := &serviceResolver{service: getService(routedServices), endpointSlices: getSlices}
+	tests := []struct {
+		name     string
+		resolver *serviceResolver
+		ref      admissionregistrationv1.ServiceReference
+		ca       []byte
+		wantCode int32
+		wantMsg  string
+	}{
+		{"ClusterIP", clusterIP, admissionregistrationv1.ServiceReference{Namespace: "ns", Name: "hook", Path: ptrTo("/validate"), Port: ptrTo(port)}, caBundle,
+			400, `admission webhook "svc.example.com" denied the request: called at /validate`},
+		{"endpoint routing", endpoints, admissionregistrationv1.ServiceReference{Namespace: "ns", Name: "hook", Path: ptrTo("/routed")}, caBundle,
+			400, `admission webhook "svc.example.com" denied the request: called at /routed`},
+		{"missing service", clusterIP, admissionregistrationv1.ServiceReference{Namespace: "ns", Name: "gone"}, caBundle,
+			500, `service "gone" not found`},
+		{"no ready endpoint", endpoints, admissionregistrationv1.ServiceReference{Namespace: "ns", Name: "unready"}, caBundle,
+			500, `no endpoints available for service "unready"`},
+		{"certificate for another service", clusterIP, admissionregistrationv1.ServiceReference{Namespace: "ns", Name: "wrong", Port: ptrTo(otherPort)}, otherCA,
+			500, "certificate is valid for other.ns.svc, not wrong.ns.svc"},
+		{"unknown CA", clusterIP, admissionregistrationv1.ServiceReference{Namespace: "ns", Name: "hook", Port: ptrTo(port)}, otherCA,
+			500, "certificate signed by unknown authority"},
+		{"no services served", nil, admissionregistrationv1.ServiceReference{Namespace: "ns", Name: "hook", Port: ptrTo(port)}, caBundle,
+			500, "need the services resource"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fail := admissionregistrationv1.Fail
+			none := admissionregistrationv1.SideEffectClassNone
+			ref := tt.ref
+			hooks := validatingWebhooks([]admissionregistrationv1.ValidatingWebhookConfiguration{{ObjectMeta: metav1.ObjectMeta{Name: "v"},
+				Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "svc.example.com", FailurePolicy: &fail, SideEffects: &none, Rules: podRules,
+					ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &ref, CABundle: tt.ca}}}}})
+			d := testDispatcher(hooks)
+			d.services = tt.resolver
+			err := (&ValidatingWebhook{d}).Validate(context.Background(), podCreate(newPod("p")))
+			st, ok := err.(apierrors.APIStatus)
+			if !ok || st.Status().Code != tt.wantCode || !strings.Contains(err.Error(), tt.wantMsg) {
+				t.Fatalf("got %v, want %d containing %q", err, tt.wantCode, tt.wantMsg)
+			}
+		})
+	}
+	if got := strings.Join(paths(), ","); got != "/validate,/routed" {
+		t.Fatalf("paths called %q", got)
+	}
+}
