@@ -107,9 +107,12 @@ type Options struct {
 	// --default-not-ready-toleration-seconds and
 	// --default-unreachable-toleration-seconds (0: 300).
 	NotReadyTolerationSeconds, UnreachableTolerationSeconds int64
-	// PodSecurityDefaultEnforce and PodSecurityDefaultWarn are the levels
-	// of namespaces without pod-security labels ("": privileged).
-	PodSecurityDefaultEnforce, PodSecurityDefaultWarn string
+	// PodSecurityDefault{Enforce,Warn,Audit} are the levels ("":
+	// privileged) and PodSecurityDefault*Version the policy versions ("":
+	// latest; else "latest" or "v1.N") of namespaces without pod-security
+	// labels: PodSecurityConfiguration's defaults.
+	PodSecurityDefaultEnforce, PodSecurityDefaultWarn, PodSecurityDefaultAudit                      string
+	PodSecurityDefaultEnforceVersion, PodSecurityDefaultWarnVersion, PodSecurityDefaultAuditVersion string
 	// PodSecurityExempt* are PodSecurityConfiguration's exemptions.
 	PodSecurityExemptUsers, PodSecurityExemptNamespaces, PodSecurityExemptRuntimeClasses []string
 	// Authorizer is the API server's authorizer (kube-apiserver's
@@ -133,11 +136,14 @@ func NewPlugins(names []string, stores StoreGetter) (mutators []Mutator, validat
 
 // NewPluginsWithOptions is NewPlugins with configuration.
 func NewPluginsWithOptions(names []string, stores StoreGetter, opts Options) (mutators []Mutator, validators []Validator, starters []func(context.Context), err error) {
-	for _, l := range []string{opts.PodSecurityDefaultEnforce, opts.PodSecurityDefaultWarn} {
-		switch l {
-		case "", levelPrivileged, levelBaseline, levelRestricted:
-		default:
+	for _, l := range []string{opts.PodSecurityDefaultEnforce, opts.PodSecurityDefaultWarn, opts.PodSecurityDefaultAudit} {
+		if l != "" && !validLevel(l) {
 			return nil, nil, nil, fmt.Errorf("pod security default level %q: must be one of privileged, baseline, restricted", l)
+		}
+	}
+	for _, v := range []string{opts.PodSecurityDefaultEnforceVersion, opts.PodSecurityDefaultWarnVersion, opts.PodSecurityDefaultAuditVersion} {
+		if _, ok := parsePolicyVersion(v); v != "" && !ok {
+			return nil, nil, nil, fmt.Errorf(`pod security default version %q: must be "latest" or "v1.x"`, v)
 		}
 	}
 	want := map[string]bool{}

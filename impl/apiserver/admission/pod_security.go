@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -31,17 +32,21 @@ const (
 )
 
 // PodSecurity enforces the Pod Security Standards (privileged, baseline,
-// restricted) a namespace chooses with its pod-security.kubernetes.io/enforce
-// and warn labels (each with an optional -version label, "latest" or
-// "v1.N"): a pod that violates the enforce level is refused (403 listing
-// every violation); violations of the warn level, and of either level by
-// a workload's pod template (Deployments, ReplicaSets, StatefulSets,
-// DaemonSets, Jobs, CronJobs, ReplicationControllers, PodTemplates), are
-// returned as warnings. A namespace without labels is privileged. An
-// invalid level or version enforces restricted:latest, as kube-apiserver;
-// creating or relabelling a namespace with invalid labels is refused (422),
-// and a stricter enforce level warns about the pods already there.
-// The audit level's violations, the enforce policy and exemptions are
+// restricted) a namespace chooses with its pod-security.kubernetes.io/enforce,
+// warn and audit labels, each at the policy version its -version label
+// names ("latest", the default, or "v1.N": the controls as they were
+// defined at Kubernetes 1.N; a version newer than the newest definition is
+// latest). A pod that violates the enforce policy is refused (403 listing
+// every violation); violations of the warn policy, by a pod or by a
+// workload's pod template (Deployments, ReplicaSets, StatefulSets,
+// DaemonSets, Jobs, CronJobs, ReplicationControllers, PodTemplates: they
+// are not enforced), are returned as warnings. A namespace without labels
+// has the defaults (privileged:latest unless configured). As
+// kube-apiserver, an invalid enforce level is restricted, an invalid warn
+// or audit level privileged, an invalid version latest; creating or
+// relabelling a namespace with invalid labels is refused (422), and a
+// stricter enforce policy warns about the pods already there.
+// The audit policy's violations, the enforce policy and exemptions are
 // added to the request's audit events as annotations
 // (pod-security.kubernetes.io/audit-violations, enforce-policy, exempt).
 type PodSecurity struct {
@@ -51,9 +56,11 @@ type PodSecurity struct {
 	ListPods func(ctx context.Context, namespace string) ([]corev1.Pod, error)
 	// Exempt users, namespaces and runtime classes are not checked.
 	ExemptUsers, ExemptNamespaces, ExemptRuntimeClasses map[string]bool
-	// DefaultEnforce and DefaultWarn are the levels of namespaces without
-	// the labels ("" is privileged), as PodSecurityConfiguration's defaults.
-	DefaultEnforce, DefaultWarn string
+	// DefaultEnforce, DefaultWarn and DefaultAudit are the levels ("" is
+	// privileged), the Default*Version the versions ("" is latest), of
+	// namespaces without the labels: PodSecurityConfiguration's defaults.
+	DefaultEnforce, DefaultWarn, DefaultAudit                      string
+	DefaultEnforceVersion, DefaultWarnVersion, DefaultAuditVersion string
 }
 
 func newPodSecurity(d *deps) (any, error) {
@@ -82,41 +89,99 @@ func newPodSecurity(d *deps) (any, error) {
 	},
 		ExemptUsers: set(o.PodSecurityExemptUsers), ExemptNamespaces: set(o.PodSecurityExemptNamespaces),
 		ExemptRuntimeClasses: set(o.PodSecurityExemptRuntimeClasses),
-		DefaultEnforce:       o.PodSecurityDefaultEnforce, DefaultWarn: o.PodSecurityDefaultWarn,
+		DefaultEnforce:       o.PodSecurityDefaultEnforce, DefaultWarn: o.PodSecurityDefaultWarn, DefaultAudit: o.PodSecurityDefaultAudit,
+		DefaultEnforceVersion: o.PodSecurityDefaultEnforceVersion, DefaultWarnVersion: o.PodSecurityDefaultWarnVersion,
+		DefaultAuditVersion: o.PodSecurityDefaultAuditVersion,
 	}, nil
 }
 
-// podSecurityPolicy is one mode's level and version.
+// podSecurityPolicy is one mode's level and version ("latest" or "v1.N").
 type podSecurityPolicy struct{ level, version string }
 
 func (p podSecurityPolicy) String() string { return p.level + ":" + p.version }
 
+// minor is the policy version p evaluates at: v1.N's N, but "latest" and
+// versions newer than the newest control definition evaluate at
+// maxPolicyMinor (kube-apiserver's checkRegistry clamps them so).
+func (p podSecurityPolicy) minor() int {
+	n, ok := parsePolicyVersion(p.version)
+	if !ok || n < 0 || n > maxPolicyMinor {
+		return maxPolicyMinor
+	}
+	return n
+}
+
 var podSecurityVersion = regexp.MustCompile(`^v1\.(0|[1-9][0-9]*)$`)
 
-// policyFor reads one mode (enforce, warn, audit) from namespace labels.
-// An unset level is def (privileged when ""), an unset version latest; an
-// invalid level or version is restricted:latest.
-func policyFor(labels map[string]string, mode, def string) podSecurityPolicy {
-	level, hasLevel := labels[mode]
-	version, hasVersion := labels[mode+"-version"]
-	if !hasLevel {
-		level = def
-		if level == "" {
-			level = levelPrivileged
+// parsePolicyVersion parses a version label: "latest" (n -1) or "v1.N".
+func parsePolicyVersion(v string) (n int, ok bool) {
+	if v == "latest" {
+		return -1, true
+	}
+	if !podSecurityVersion.MatchString(v) {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v[len("v1."):])
+	return n, err == nil
+}
+
+// validLevel reports whether level is privileged, baseline or restricted.
+func validLevel(level string) bool {
+	return level == levelPrivileged || level == levelBaseline || level == levelRestricted
+}
+
+// policyFor reads one mode (enforce, warn, audit) from namespace labels, as
+// kube-apiserver's PolicyToEvaluate: an unset level or version is def's;
+// an invalid level is restricted for enforce and privileged for warn and
+// audit (they fail open), an invalid version latest, each independently
+// of the other label.
+func policyFor(labels map[string]string, mode string, def podSecurityPolicy) podSecurityPolicy {
+	p := def
+	if level, ok := labels[mode]; ok {
+		p.level = level
+		if !validLevel(level) {
+			p.level = levelPrivileged
+			if mode == podSecurityEnforce {
+				p.level = levelRestricted
+			}
 		}
 	}
-	if !hasVersion {
-		version = "latest"
+	if version, ok := labels[mode+"-version"]; ok {
+		p.version = version
+		if _, valid := parsePolicyVersion(version); !valid {
+			p.version = "latest"
+		}
 	}
-	switch level {
-	case levelPrivileged, levelBaseline, levelRestricted:
-	default:
-		return podSecurityPolicy{levelRestricted, "latest"}
+	return p
+}
+
+// defaultPolicy is mode's policy for namespaces without its labels: the
+// configured level ("" is privileged) and version ("" is latest).
+func (p *PodSecurity) defaultPolicy(mode string) podSecurityPolicy {
+	d := podSecurityPolicy{levelPrivileged, "latest"}
+	var level, version string
+	switch mode {
+	case podSecurityEnforce:
+		level, version = p.DefaultEnforce, p.DefaultEnforceVersion
+	case podSecurityWarn:
+		level, version = p.DefaultWarn, p.DefaultWarnVersion
+	case podSecurityAudit:
+		level, version = p.DefaultAudit, p.DefaultAuditVersion
 	}
-	if version != "latest" && !podSecurityVersion.MatchString(version) {
-		return podSecurityPolicy{levelRestricted, "latest"}
+	if level != "" {
+		d.level = level
 	}
-	return podSecurityPolicy{level, version}
+	if version != "" {
+		d.version = version
+	}
+	return d
+}
+
+// policies reads a namespace's enforce, warn and audit policies.
+func (p *PodSecurity) policies(labels map[string]string) (enforce, warn, audit podSecurityPolicy) {
+	return policyFor(labels, podSecurityEnforce, p.defaultPolicy(podSecurityEnforce)),
+		policyFor(labels, podSecurityWarn, p.defaultPolicy(podSecurityWarn)),
+		policyFor(labels, podSecurityAudit, p.defaultPolicy(podSecurityAudit))
 }
 
 // Validate implements Validator.
@@ -159,22 +224,21 @@ func (p *PodSecurity) Validate(ctx context.Context, a *Attributes) error {
 	if err != nil {
 		return fmt.Errorf("reading the namespace's pod security labels: %w", err)
 	}
-	enforce, warn := policyFor(ns.Labels, podSecurityEnforce, p.DefaultEnforce), policyFor(ns.Labels, podSecurityWarn, p.DefaultWarn)
-	auditPolicy := policyFor(ns.Labels, podSecurityAudit, "")
+	enforce, warn, auditPolicy := p.policies(ns.Labels)
 	audit.AddAnnotation(ctx, auditEnforcePolicy, enforce.String())
-	if v := evaluatePodSecurity(auditPolicy.level, meta, spec); len(v) > 0 {
+	if v := evaluatePodSecurity(auditPolicy, meta, spec); len(v) > 0 {
 		audit.AddAnnotation(ctx, auditViolations, fmt.Sprintf("would violate PodSecurity %q: %s", auditPolicy.String(), describeViolations(v)))
 	}
-	if v := evaluatePodSecurity(enforce.level, meta, spec); len(v) > 0 {
-		if isPod {
+	// Only a pod is refused; a workload's template is checked against the
+	// warn and audit levels alone, as kube-apiserver's
+	// (ValidatePodController does not enforce).
+	if isPod {
+		if v := evaluatePodSecurity(enforce, meta, spec); len(v) > 0 {
 			return forbidden(a, fmt.Errorf("violates PodSecurity %q: %s", enforce.String(), describeViolations(v)))
 		}
-		request.AddWarning(ctx, fmt.Sprintf("would violate PodSecurity %q: %s", enforce.String(), describeViolations(v)))
 	}
-	if warn != enforce {
-		if v := evaluatePodSecurity(warn.level, meta, spec); len(v) > 0 {
-			request.AddWarning(ctx, fmt.Sprintf("would violate PodSecurity %q: %s", warn.String(), describeViolations(v)))
-		}
+	if v := evaluatePodSecurity(warn, meta, spec); len(v) > 0 {
+		request.AddWarning(ctx, fmt.Sprintf("would violate PodSecurity %q: %s", warn.String(), describeViolations(v)))
 	}
 	return nil
 }

@@ -2,6 +2,8 @@ package admission
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -19,50 +21,147 @@ const (
 // violation is one failed check: a short reason and its detail.
 type violation struct{ reason, detail string }
 
-// securityCheck is one Pod Security Standards control.
+// checkFunc evaluates one control on a pod's metadata and spec.
+type checkFunc func(meta *podMeta, spec *corev1.PodSpec) *violation
+
+// securityCheck is one Pod Security Standards control, as kube-apiserver's
+// pod-security-admission registers it: an ID, the lowest level that
+// enforces it, and its definitions by policy version.
 type securityCheck struct {
-	level string // the lowest level that enforces it
-	check func(meta *podMeta, spec *corev1.PodSpec) *violation
+	id       string
+	level    string // baseline or restricted
+	versions []versionedCheck
+}
+
+// versionedCheck is a control's definition from policy version v1.<since>
+// until the control's next definition.
+type versionedCheck struct {
+	since int
+	check checkFunc
+	// overrides are the baseline controls (by ID) this restricted
+	// definition replaces at the restricted level.
+	overrides []string
 }
 
 // podMeta is what checks read of a pod's metadata.
 type podMeta struct{ annotations map[string]string }
 
-// securityChecks are the baseline and restricted controls, in the order
-// their violations are reported (Kubernetes': baseline then restricted,
-// each by check ID).
+// securityChecks are the baseline and restricted controls in the order
+// their violations are reported (kube-apiserver's: baseline then
+// restricted, each sorted by check ID), with the policy versions at which
+// their definitions change (pod-security-admission's policy/check_*.go).
 var securityChecks = []securityCheck{
-	{levelBaseline, checkAppArmor},
-	{levelBaseline, checkBaselineCapabilities},
-	{levelBaseline, checkHostNamespaces},
-	{levelBaseline, checkHostPathVolumes},
-	{levelBaseline, checkHostPorts},
-	{levelBaseline, checkProbeHost},
-	{levelBaseline, checkPrivileged},
-	{levelBaseline, checkProcMount},
-	{levelBaseline, checkSELinux},
-	{levelBaseline, checkBaselineSeccomp},
-	{levelBaseline, checkSysctls},
-	{levelBaseline, checkHostProcess},
-	{levelRestricted, checkPrivilegeEscalation},
-	{levelRestricted, checkRestrictedCapabilities},
-	{levelRestricted, checkVolumeTypes},
-	{levelRestricted, checkRunAsNonRoot},
-	{levelRestricted, checkRunAsUser},
-	{levelRestricted, checkRestrictedSeccomp},
+	{"appArmorProfile", levelBaseline, []versionedCheck{{since: 0, check: checkAppArmor}}},
+	{"capabilities_baseline", levelBaseline, []versionedCheck{{since: 0, check: checkBaselineCapabilities}}},
+	{"hostNamespaces", levelBaseline, []versionedCheck{{since: 0, check: checkHostNamespaces}}},
+	{"hostPathVolumes", levelBaseline, []versionedCheck{{since: 0, check: checkHostPathVolumes}}},
+	{"hostPorts", levelBaseline, []versionedCheck{{since: 0, check: checkHostPorts}}},
+	// Probe and lifecycle handler hosts are forbidden from v1.34.
+	{"hostProbesAndHostLifecycle", levelBaseline, []versionedCheck{{since: 34, check: checkProbeHost}}},
+	{"privileged", levelBaseline, []versionedCheck{{since: 0, check: checkPrivileged}}},
+	// From v1.35 a pod in its own user namespace may unmask /proc at the
+	// baseline level (restricted still forbids it: procMount_restricted).
+	{"procMount", levelBaseline, []versionedCheck{{since: 0, check: checkProcMount}, {since: 35, check: checkProcMountUserNamespaced}}},
+	// container_engine_t is allowed from v1.31.
+	{"seLinuxOptions", levelBaseline, []versionedCheck{{since: 0, check: checkSELinux(selinuxTypesV1Dot0)}, {since: 31, check: checkSELinux(selinuxTypesV1Dot31)}}},
+	// Up to v1.18 the seccomp annotations are checked, from v1.19 the fields.
+	{"seccompProfile_baseline", levelBaseline, []versionedCheck{{since: 0, check: checkSeccompAnnotations}, {since: 19, check: checkBaselineSeccomp}}},
+	// The safe sysctls grow with the policy version.
+	{"sysctls", levelBaseline, []versionedCheck{
+		{since: 0, check: checkSysctls(sysctlsV1Dot0)}, {since: 27, check: checkSysctls(sysctlsV1Dot27)},
+		{since: 29, check: checkSysctls(sysctlsV1Dot29)}, {since: 32, check: checkSysctls(sysctlsV1Dot32)},
+		{since: 37, check: checkSysctls(sysctlsV1Dot37)}}},
+	{"windowsHostProcess", levelBaseline, []versionedCheck{{since: 0, check: checkHostProcess}}},
+
+	// From v1.25 Windows pods are exempt from allowPrivilegeEscalation,
+	// capabilities and seccomp.
+	{"allowPrivilegeEscalation", levelRestricted, []versionedCheck{
+		{since: 8, check: checkPrivilegeEscalation(false)}, {since: 25, check: checkPrivilegeEscalation(true)}}},
+	{"capabilities_restricted", levelRestricted, []versionedCheck{
+		{since: 22, check: checkRestrictedCapabilities(false), overrides: []string{"capabilities_baseline"}},
+		{since: 25, check: checkRestrictedCapabilities(true), overrides: []string{"capabilities_baseline"}}}},
+	{"procMount_restricted", levelRestricted, []versionedCheck{{since: 35, check: checkProcMount, overrides: []string{"procMount"}}}},
+	{"restrictedVolumes", levelRestricted, []versionedCheck{{since: 0, check: checkVolumeTypes, overrides: []string{"hostPathVolumes"}}}},
+	// From v1.35 pods in their own user namespace (hostUsers: false) may
+	// run as root there.
+	{"runAsNonRoot", levelRestricted, []versionedCheck{{since: 0, check: checkRunAsNonRoot(false)}, {since: 35, check: checkRunAsNonRoot(true)}}},
+	{"runAsUser", levelRestricted, []versionedCheck{{since: 23, check: checkRunAsUser(false)}, {since: 35, check: checkRunAsUser(true)}}},
+	{"seccompProfile_restricted", levelRestricted, []versionedCheck{
+		{since: 19, check: checkRestrictedSeccomp(false), overrides: []string{"seccompProfile_baseline"}},
+		{since: 25, check: checkRestrictedSeccomp(true), overrides: []string{"seccompProfile_baseline"}}}},
 }
 
-// evaluatePodSecurity returns spec's violations of level.
-func evaluatePodSecurity(level string, meta *podMeta, spec *corev1.PodSpec) []violation {
-	if level == levelPrivileged {
+// maxPolicyMinor is the newest policy version any control's definition
+// starts at: "latest", and any newer version, evaluate as v1.<maxPolicyMinor>
+// (kube-apiserver's checkRegistry.maxVersion).
+var maxPolicyMinor = func() int {
+	m := 0
+	for _, c := range securityChecks {
+		m = max(m, c.versions[len(c.versions)-1].since)
+	}
+	return m
+}()
+
+// policyChecks holds, by policy minor version (0..maxPolicyMinor), the
+// definitions the baseline and the restricted level evaluate, in report
+// order.
+var policyChecks = func() (out struct{ baseline, restricted [][]checkFunc }) {
+	for minor := 0; minor <= maxPolicyMinor; minor++ {
+		overridden := map[string]bool{}
+		for _, c := range securityChecks {
+			if v := c.at(minor); v != nil && c.level == levelRestricted {
+				for _, id := range v.overrides {
+					overridden[id] = true
+				}
+			}
+		}
+		var baseline, restricted []checkFunc
+		for _, c := range securityChecks {
+			v := c.at(minor)
+			if v == nil {
+				continue
+			}
+			if c.level == levelBaseline {
+				baseline = append(baseline, v.check)
+				if overridden[c.id] {
+					continue
+				}
+			}
+			restricted = append(restricted, v.check)
+		}
+		out.baseline = append(out.baseline, baseline)
+		out.restricted = append(out.restricted, restricted)
+	}
+	return out
+}()
+
+// at is c's definition at policy version v1.<minor>, or nil before its
+// first one.
+func (c *securityCheck) at(minor int) *versionedCheck {
+	var v *versionedCheck
+	for i := range c.versions {
+		if c.versions[i].since <= minor {
+			v = &c.versions[i]
+		}
+	}
+	return v
+}
+
+// evaluatePodSecurity returns spec's violations of policy (its level at
+// its version).
+func evaluatePodSecurity(policy podSecurityPolicy, meta *podMeta, spec *corev1.PodSpec) []violation {
+	var checks []checkFunc
+	switch policy.level {
+	case levelBaseline:
+		checks = policyChecks.baseline[policy.minor()]
+	case levelRestricted:
+		checks = policyChecks.restricted[policy.minor()]
+	default:
 		return nil
 	}
 	var out []violation
-	for _, c := range securityChecks {
-		if c.level == levelRestricted && level != levelRestricted {
-			continue
-		}
-		if v := c.check(meta, spec); v != nil {
+	for _, check := range checks {
+		if v := check(meta, spec); v != nil {
 			out = append(out, *v)
 		}
 	}
@@ -281,7 +380,12 @@ func checkAppArmor(meta *podMeta, spec *corev1.PodSpec) *violation {
 		strings.Join(setters, " and ") + " must not set AppArmor profile type to " + quoted(values)}
 }
 
-func checkSELinux(_ *podMeta, spec *corev1.PodSpec) *violation {
+// checkSELinux forbids SELinux users, roles and types other than allowed.
+func checkSELinux(allowed map[string]bool) checkFunc {
+	return func(_ *podMeta, spec *corev1.PodSpec) *violation { return seLinuxViolation(allowed, spec) }
+}
+
+func seLinuxViolation(allowed map[string]bool, spec *corev1.PodSpec) *violation {
 	types := map[string]bool{}
 	var user, role bool
 	bad := func(o *corev1.SELinuxOptions) bool {
@@ -289,7 +393,7 @@ func checkSELinux(_ *podMeta, spec *corev1.PodSpec) *violation {
 			return false
 		}
 		b := false
-		if !allowedSELinuxTypes[o.Type] {
+		if !allowed[o.Type] {
 			types[o.Type], b = true, true
 		}
 		if o.User != "" {
@@ -322,55 +426,131 @@ func checkSELinux(_ *podMeta, spec *corev1.PodSpec) *violation {
 }
 
 func checkProcMount(_ *podMeta, spec *corev1.PodSpec) *violation {
+	types := map[string]bool{}
 	names := badContainers(spec, func(c *corev1.Container) bool {
-		return c.SecurityContext != nil && c.SecurityContext.ProcMount != nil && *c.SecurityContext.ProcMount != corev1.DefaultProcMount
+		if c.SecurityContext != nil && c.SecurityContext.ProcMount != nil && *c.SecurityContext.ProcMount != corev1.DefaultProcMount {
+			types[string(*c.SecurityContext.ProcMount)] = true
+			return true
+		}
+		return false
 	})
 	if len(names) == 0 {
 		return nil
 	}
-	return &violation{"procMount", containerNoun(names) + " must not set securityContext.procMount to \"Unmasked\""}
+	return &violation{"procMount", containerNoun(names) + " must not set securityContext.procMount to " + quoted(sortedKeys(types))}
 }
 
+// checkProcMountUserNamespaced is baseline's procMount from v1.35: a pod
+// in its own user namespace may set any.
+func checkProcMountUserNamespaced(meta *podMeta, spec *corev1.PodSpec) *violation {
+	if userNamespaced(spec) {
+		return nil
+	}
+	return checkProcMount(meta, spec)
+}
+
+func validSeccomp(p *corev1.SeccompProfile) bool {
+	return p.Type == corev1.SeccompProfileTypeRuntimeDefault || p.Type == corev1.SeccompProfileTypeLocalhost
+}
+
+// checkBaselineSeccomp is baseline's seccomp control from v1.19: the pod's
+// and the containers' seccompProfile, where set, must be RuntimeDefault or
+// Localhost.
 func checkBaselineSeccomp(_ *podMeta, spec *corev1.PodSpec) *violation {
-	var who []string
-	if sc := spec.SecurityContext; sc != nil && sc.SeccompProfile != nil && sc.SeccompProfile.Type == corev1.SeccompProfileTypeUnconfined {
-		who = append(who, "pod")
+	values := map[string]bool{}
+	podBad := false
+	if sc := spec.SecurityContext; sc != nil && sc.SeccompProfile != nil && !validSeccomp(sc.SeccompProfile) {
+		podBad = true
+		values[string(sc.SeccompProfile.Type)] = true
 	}
 	names := badContainers(spec, func(c *corev1.Container) bool {
-		sc := c.SecurityContext
-		return sc != nil && sc.SeccompProfile != nil && sc.SeccompProfile.Type == corev1.SeccompProfileTypeUnconfined
+		if sc := c.SecurityContext; sc != nil && sc.SeccompProfile != nil && !validSeccomp(sc.SeccompProfile) {
+			values[string(sc.SeccompProfile.Type)] = true
+			return true
+		}
+		return false
 	})
-	if len(names) > 0 {
-		who = append(who, containerNoun(names))
-	}
-	if len(who) == 0 {
+	setters := settersOf(podBad, names)
+	if len(setters) == 0 {
 		return nil
 	}
-	return &violation{"seccompProfile", strings.Join(who, " and ") + " must not set securityContext.seccompProfile.type to \"Unconfined\""}
+	return &violation{"seccompProfile", strings.Join(setters, " and ") + " must not set securityContext.seccompProfile.type to " + quoted(sortedKeys(values))}
 }
 
-// safeSysctls are the namespaced sysctls baseline allows.
-var safeSysctls = map[string]bool{
-	"kernel.shm_rmid_forced": true, "net.ipv4.ip_local_port_range": true, "net.ipv4.ip_unprivileged_port_start": true,
-	"net.ipv4.tcp_syncookies": true, "net.ipv4.ping_group_range": true, "net.ipv4.ip_local_reserved_ports": true,
-	"net.ipv4.tcp_keepalive_time": true, "net.ipv4.tcp_fin_timeout": true, "net.ipv4.tcp_keepalive_intvl": true,
-	"net.ipv4.tcp_keepalive_probes": true, "net.ipv4.tcp_rmem": true, "net.ipv4.tcp_wmem": true,
-}
+// The seccomp annotations policy versions before v1.19 check.
+const (
+	seccompPodAnnotation             = "seccomp.security.alpha.kubernetes.io/pod"
+	seccompContainerAnnotationPrefix = "container.seccomp.security.alpha.kubernetes.io/"
+)
 
-func checkSysctls(_ *podMeta, spec *corev1.PodSpec) *violation {
-	if spec.SecurityContext == nil {
-		return nil
-	}
+// checkSeccompAnnotations is baseline's seccomp control up to v1.18: the
+// pod's and each container's seccomp annotation, where set, must be
+// runtime/default, docker/default or localhost/<profile>.
+func checkSeccompAnnotations(meta *podMeta, spec *corev1.PodSpec) *violation {
 	var bad []string
-	for _, s := range spec.SecurityContext.Sysctls {
-		if !safeSysctls[s.Name] {
-			bad = append(bad, s.Name)
+	valid := func(v string) bool {
+		return v == "runtime/default" || v == "docker/default" || strings.HasPrefix(v, "localhost/")
+	}
+	if v, ok := meta.annotations[seccompPodAnnotation]; ok && !valid(v) {
+		bad = append(bad, fmt.Sprintf("%s=%q", seccompPodAnnotation, v))
+	}
+	for _, c := range containersOf(spec) {
+		k := seccompContainerAnnotationPrefix + c.Name
+		if v, ok := meta.annotations[k]; ok && !valid(v) {
+			bad = append(bad, fmt.Sprintf("%s=%q", k, v))
 		}
 	}
 	if len(bad) == 0 {
 		return nil
 	}
-	return &violation{"forbidden sysctls", strings.Join(bad, ", ")}
+	sort.Strings(bad)
+	bad = slices.Compact(bad)
+	return &violation{"seccompProfile", "forbidden " + pluralize("annotation", "annotations", len(bad)) + " " + strings.Join(bad, ", ")}
+}
+
+// The namespaced sysctls baseline allows, by the policy version that
+// first allows them.
+var (
+	sysctlsV1Dot0 = setOf("kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.ip_unprivileged_port_start",
+		"net.ipv4.tcp_syncookies", "net.ipv4.ping_group_range")
+	sysctlsV1Dot27 = withKeys(sysctlsV1Dot0, "net.ipv4.ip_local_reserved_ports")
+	sysctlsV1Dot29 = withKeys(sysctlsV1Dot27, "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_fin_timeout",
+		"net.ipv4.tcp_keepalive_intvl", "net.ipv4.tcp_keepalive_probes")
+	sysctlsV1Dot32 = withKeys(sysctlsV1Dot29, "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem")
+	sysctlsV1Dot37 = withKeys(sysctlsV1Dot32, "net.ipv4.tcp_slow_start_after_idle", "net.ipv4.tcp_notsent_lowat")
+)
+
+func setOf(keys ...string) map[string]bool { return withKeys(nil, keys...) }
+
+// withKeys is a copy of set with keys added.
+func withKeys(set map[string]bool, keys ...string) map[string]bool {
+	out := maps.Clone(set)
+	if out == nil {
+		out = map[string]bool{}
+	}
+	for _, k := range keys {
+		out[k] = true
+	}
+	return out
+}
+
+// checkSysctls forbids the pod's sysctls that safe does not hold.
+func checkSysctls(safe map[string]bool) checkFunc {
+	return func(_ *podMeta, spec *corev1.PodSpec) *violation {
+		if spec.SecurityContext == nil {
+			return nil
+		}
+		var bad []string
+		for _, s := range spec.SecurityContext.Sysctls {
+			if !safe[s.Name] {
+				bad = append(bad, s.Name)
+			}
+		}
+		if len(bad) == 0 {
+			return nil
+		}
+		return &violation{"forbidden sysctls", strings.Join(bad, ", ")}
+	}
 }
 
 func checkProbeHost(_ *podMeta, spec *corev1.PodSpec) *violation {
@@ -489,10 +669,18 @@ func checkVolumeTypes(_ *podMeta, spec *corev1.PodSpec) *violation {
 		" restricted volume " + pluralize("type", "types", len(types)) + " " + quoted(sortedKeys(types))}
 }
 
-func checkPrivilegeEscalation(_ *podMeta, spec *corev1.PodSpec) *violation {
-	if isWindows(spec) {
-		return nil
+// checkPrivilegeEscalation requires allowPrivilegeEscalation=false of
+// every container (of Linux pods only when windowsExempt).
+func checkPrivilegeEscalation(windowsExempt bool) checkFunc {
+	return func(_ *podMeta, spec *corev1.PodSpec) *violation {
+		if windowsExempt && isWindows(spec) {
+			return nil
+		}
+		return privilegeEscalationViolation(spec)
 	}
+}
+
+func privilegeEscalationViolation(spec *corev1.PodSpec) *violation {
 	names := badContainers(spec, func(c *corev1.Container) bool {
 		return c.SecurityContext == nil || c.SecurityContext.AllowPrivilegeEscalation == nil || *c.SecurityContext.AllowPrivilegeEscalation
 	})
@@ -502,10 +690,18 @@ func checkPrivilegeEscalation(_ *podMeta, spec *corev1.PodSpec) *violation {
 	return &violation{"allowPrivilegeEscalation != false", containerNoun(names) + " must set securityContext.allowPrivilegeEscalation=false"}
 }
 
-func checkRunAsNonRoot(_ *podMeta, spec *corev1.PodSpec) *violation {
-	if userNamespaced(spec) {
-		return nil
+// checkRunAsNonRoot requires runAsNonRoot=true of the pod or every
+// container; relaxed, not of pods in their own user namespace.
+func checkRunAsNonRoot(relaxed bool) checkFunc {
+	return func(_ *podMeta, spec *corev1.PodSpec) *violation {
+		if relaxed && userNamespaced(spec) {
+			return nil
+		}
+		return runAsNonRootViolation(spec)
 	}
+}
+
+func runAsNonRootViolation(spec *corev1.PodSpec) *violation {
 	podFalse, podTrue := false, false
 	if sc := spec.SecurityContext; sc != nil && sc.RunAsNonRoot != nil {
 		podFalse, podTrue = !*sc.RunAsNonRoot, *sc.RunAsNonRoot
@@ -531,10 +727,18 @@ func checkRunAsNonRoot(_ *podMeta, spec *corev1.PodSpec) *violation {
 	return nil
 }
 
-func checkRunAsUser(_ *podMeta, spec *corev1.PodSpec) *violation {
-	if userNamespaced(spec) {
-		return nil
+// checkRunAsUser forbids runAsUser=0; relaxed, not to pods in their own
+// user namespace.
+func checkRunAsUser(relaxed bool) checkFunc {
+	return func(_ *podMeta, spec *corev1.PodSpec) *violation {
+		if relaxed && userNamespaced(spec) {
+			return nil
+		}
+		return runAsUserViolation(spec)
 	}
+}
+
+func runAsUserViolation(spec *corev1.PodSpec) *violation {
 	podBad := spec.SecurityContext != nil && spec.SecurityContext.RunAsUser != nil && *spec.SecurityContext.RunAsUser == 0
 	names := badContainers(spec, func(c *corev1.Container) bool {
 		return c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil && *c.SecurityContext.RunAsUser == 0
@@ -546,13 +750,20 @@ func checkRunAsUser(_ *podMeta, spec *corev1.PodSpec) *violation {
 	return &violation{"runAsUser=0", strings.Join(setters, " and ") + " must not set runAsUser=0"}
 }
 
-func checkRestrictedSeccomp(_ *podMeta, spec *corev1.PodSpec) *violation {
-	if isWindows(spec) {
-		return nil
+// checkRestrictedSeccomp requires a RuntimeDefault or Localhost seccomp
+// profile of the pod or every container (of Linux pods only when
+// windowsExempt).
+func checkRestrictedSeccomp(windowsExempt bool) checkFunc {
+	return func(_ *podMeta, spec *corev1.PodSpec) *violation {
+		if windowsExempt && isWindows(spec) {
+			return nil
+		}
+		return restrictedSeccompViolation(spec)
 	}
-	valid := func(p *corev1.SeccompProfile) bool {
-		return p.Type == corev1.SeccompProfileTypeRuntimeDefault || p.Type == corev1.SeccompProfileTypeLocalhost
-	}
+}
+
+func restrictedSeccompViolation(spec *corev1.PodSpec) *violation {
+	valid := validSeccomp
 	values := map[string]bool{}
 	podBad, podSet := false, false
 	if sc := spec.SecurityContext; sc != nil && sc.SeccompProfile != nil {
@@ -585,10 +796,19 @@ func checkRestrictedSeccomp(_ *podMeta, spec *corev1.PodSpec) *violation {
 	return nil
 }
 
-func checkRestrictedCapabilities(_ *podMeta, spec *corev1.PodSpec) *violation {
-	if isWindows(spec) {
-		return nil
+// checkRestrictedCapabilities requires every container to drop ALL and
+// add nothing but NET_BIND_SERVICE (of Linux pods only when
+// windowsExempt).
+func checkRestrictedCapabilities(windowsExempt bool) checkFunc {
+	return func(_ *podMeta, spec *corev1.PodSpec) *violation {
+		if windowsExempt && isWindows(spec) {
+			return nil
+		}
+		return restrictedCapabilitiesViolation(spec)
 	}
+}
+
+func restrictedCapabilitiesViolation(spec *corev1.PodSpec) *violation {
 	noDropAll := badContainers(spec, func(c *corev1.Container) bool {
 		if c.SecurityContext == nil || c.SecurityContext.Capabilities == nil {
 			return true
@@ -644,11 +864,16 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // userNamespaced pods (hostUsers: false) run as root only inside their own
-// user namespace, so the runAsNonRoot and runAsUser controls do not apply.
+// user namespace: from policy v1.35 the runAsNonRoot and runAsUser
+// controls do not apply to them, nor baseline's procMount.
 func userNamespaced(spec *corev1.PodSpec) bool {
 	return spec.HostUsers != nil && !*spec.HostUsers
 }
 
 const appArmorAnnotationPrefix = "container.apparmor.security.beta.kubernetes.io/"
 
-var allowedSELinuxTypes = map[string]bool{"": true, "container_t": true, "container_init_t": true, "container_kvm_t": true, "container_engine_t": true}
+// The SELinux types baseline allows, by policy version.
+var (
+	selinuxTypesV1Dot0  = setOf("", "container_t", "container_init_t", "container_kvm_t")
+	selinuxTypesV1Dot31 = withKeys(selinuxTypesV1Dot0, "container_engine_t")
+)

@@ -23,16 +23,15 @@ const maxPodsChecked = 3000
 func validateNamespaceLabels(labels map[string]string) field.ErrorList {
 	var errs field.ErrorList
 	path := field.NewPath("metadata", "labels")
-	for _, mode := range []string{podSecurityEnforce, podSecurityWarn, podSecurityAudit} {
-		if level, ok := labels[mode]; ok {
-			switch level {
-			case levelPrivileged, levelBaseline, levelRestricted:
-			default:
-				errs = append(errs, field.Invalid(path.Key(mode), level, "must be one of privileged, baseline, restricted"))
-			}
+	// In kube-apiserver's order: enforce, audit, warn.
+	for _, mode := range []string{podSecurityEnforce, podSecurityAudit, podSecurityWarn} {
+		if level, ok := labels[mode]; ok && !validLevel(level) {
+			errs = append(errs, field.Invalid(path.Key(mode), level, "must be one of privileged, baseline, restricted"))
 		}
-		if version, ok := labels[mode+"-version"]; ok && version != "latest" && !podSecurityVersion.MatchString(version) {
-			errs = append(errs, field.Invalid(path.Key(mode+"-version"), version, `must be "latest" or "v1.x"`))
+		if version, ok := labels[mode+"-version"]; ok {
+			if _, valid := parsePolicyVersion(version); !valid {
+				errs = append(errs, field.Invalid(path.Key(mode+"-version"), version, `must be "latest" or "v1.x"`))
+			}
 		}
 	}
 	return errs
@@ -59,13 +58,18 @@ func (p *PodSecurity) validateNamespace(ctx context.Context, a *Attributes) erro
 			return nil
 		}
 	}
-	if errs := validateNamespaceLabels(ns.Labels); len(errs) > 0 {
+	// Invalid labels are refused on create, and on update unless they
+	// were already invalid in just the same way (kube-apiserver compares
+	// the errors' text).
+	if errs := validateNamespaceLabels(ns.Labels); len(errs) > 0 &&
+		(a.Operation != Update || errorsText(errs) != errorsText(validateNamespaceLabels(oldLabels))) {
 		return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Namespace").GroupKind(), ns.Name, errs)
 	}
 	if a.Operation != Update || p.ExemptNamespaces[ns.Name] || p.ListPods == nil {
 		return nil
 	}
-	enforce, old := policyFor(ns.Labels, podSecurityEnforce, p.DefaultEnforce), policyFor(oldLabels, podSecurityEnforce, p.DefaultEnforce)
+	def := p.defaultPolicy(podSecurityEnforce)
+	enforce, old := policyFor(ns.Labels, podSecurityEnforce, def), policyFor(oldLabels, podSecurityEnforce, def)
 	if enforce == old || enforce.level == levelPrivileged ||
 		(enforce.version == old.version && levelRank[enforce.level] < levelRank[old.level]) {
 		return nil
@@ -75,10 +79,18 @@ func (p *PodSecurity) validateNamespace(ctx context.Context, a *Attributes) erro
 		request.AddWarning(ctx, fmt.Sprintf("failed to list pods while checking new PodSecurity enforce level: %v", err))
 		return nil
 	}
-	for _, w := range existingPodWarnings(ns.Name, enforce, pods) {
+	for _, w := range existingPodWarnings(ns.Name, enforce, pods, p.ExemptRuntimeClasses) {
 		request.AddWarning(ctx, w)
 	}
 	return nil
+}
+
+// errorsText is errs' message ("" for none).
+func errorsText(errs field.ErrorList) string {
+	if len(errs) == 0 {
+		return ""
+	}
+	return errs.ToAggregate().Error()
 }
 
 func podSecurityLabelsChanged(labels, old map[string]string) bool {
@@ -99,8 +111,9 @@ func podSecurityLabelsChanged(labels, old map[string]string) bool {
 
 // existingPodWarnings groups the pods that violate policy by their set of
 // violated controls: the first line names the policy, then one line per
-// group: `pod (and N other pods): reason, reason`.
-func existingPodWarnings(namespace string, policy podSecurityPolicy, pods []corev1.Pod) []string {
+// group: `pod (and N other pods): reason, reason`. Pods of an exempt
+// runtime class are not checked.
+func existingPodWarnings(namespace string, policy podSecurityPolicy, pods []corev1.Pod, exemptRuntimeClasses map[string]bool) []string {
 	type group struct {
 		first string
 		count int
@@ -116,7 +129,10 @@ func existingPodWarnings(namespace string, policy podSecurityPolicy, pods []core
 		if checked++; checked > maxPodsChecked {
 			break
 		}
-		vs := evaluatePodSecurity(policy.level, &podMeta{pod.Annotations}, &pod.Spec)
+		if rc := pod.Spec.RuntimeClassName; rc != nil && exemptRuntimeClasses[*rc] {
+			continue
+		}
+		vs := evaluatePodSecurity(policy, &podMeta{pod.Annotations}, &pod.Spec)
 		if len(vs) == 0 {
 			continue
 		}

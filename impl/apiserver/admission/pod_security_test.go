@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -111,12 +112,12 @@ func TestPodSecurityChecks(t *testing.T) {
 			pod := restrictedPod()
 			tt.mutate(pod)
 			for level, want := range map[string]string{levelBaseline: tt.baseline, levelRestricted: tt.restricted} {
-				got := describeViolations(evaluatePodSecurity(level, &podMeta{pod.Annotations}, &pod.Spec))
+				got := describeViolations(evaluatePodSecurity(podSecurityPolicy{level, "latest"}, &podMeta{pod.Annotations}, &pod.Spec))
 				if (want == "") != (got == "") || !strings.Contains(got, want) {
 					t.Errorf("%s: got %q, want %q", level, got, want)
 				}
 			}
-			if v := evaluatePodSecurity(levelPrivileged, &podMeta{}, &pod.Spec); len(v) != 0 {
+			if v := evaluatePodSecurity(podSecurityPolicy{levelPrivileged, "latest"}, &podMeta{}, &pod.Spec); len(v) != 0 {
 				t.Errorf("privileged refused %v", v)
 			}
 		})
@@ -166,16 +167,29 @@ func TestPodSecurityNamespaceLabels(t *testing.T) {
 	}
 }
 
+// TestPodSecurityWorkloadsWarnOnly: a workload's pod template is checked
+// against the warn (and audit) policy only, never refused and not warned
+// about for the enforce policy alone (kube-apiserver's
+// ValidatePodController evaluates with enforce off).
 func TestPodSecurityWorkloadsWarnOnly(t *testing.T) {
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "ns"}}
 	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "x", SecurityContext: &corev1.SecurityContext{Privileged: ptr(true)}}}
 	a := &Attributes{Operation: Create, Resource: appsv1.SchemeGroupVersion.WithResource("deployments"), Namespace: "ns", Name: "d", Object: d}
-	ctx, warnings := request.WithWarnings(context.Background())
-	if err := podSecurity(map[string]string{podSecurityEnforce: "baseline"}).Validate(ctx, a); err != nil {
-		t.Fatalf("a workload is warned about, not refused: %v", err)
-	}
-	if w := warnings.List(); len(w) != 1 || !strings.HasPrefix(w[0], `would violate PodSecurity "baseline:latest": privileged`) {
-		t.Fatalf("warnings %q", w)
+	for _, tt := range []struct {
+		labels map[string]string
+		want   []string
+	}{
+		{map[string]string{podSecurityEnforce: "baseline"}, nil},
+		{map[string]string{podSecurityEnforce: "baseline", podSecurityWarn: "baseline", podSecurityWarn + "-version": "v1.30"},
+			[]string{`would violate PodSecurity "baseline:v1.30": privileged (container "c" must not set securityContext.privileged=true)`}},
+	} {
+		ctx, warnings := request.WithWarnings(context.Background())
+		if err := podSecurity(tt.labels).Validate(ctx, a); err != nil {
+			t.Fatalf("%v: a workload is not refused: %v", tt.labels, err)
+		}
+		if w := warnings.List(); !slices.Equal(w, tt.want) {
+			t.Fatalf("%v: warnings %q, want %q", tt.labels, w, tt.want)
+		}
 	}
 }
 
