@@ -130,7 +130,9 @@ func (p *NamespaceLifecycle) Admit(ctx context.Context, a *Attributes) error {
 	if a.Operation != Create {
 		return nil
 	}
-	if ns.Status.Phase == corev1.NamespaceTerminating || ns.DeletionTimestamp != nil {
+	// Terminating is the phase, as kube-apiserver's plugin reads it (a
+	// deletionTimestamp alone does not refuse: the delete sets both).
+	if ns.Status.Phase == corev1.NamespaceTerminating {
 		e := forbidden(a, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", a.Namespace))
 		e.ErrStatus.Details.Causes = append(e.ErrStatus.Details.Causes, metav1.StatusCause{
 			Type:    corev1.NamespaceTerminatingCause,

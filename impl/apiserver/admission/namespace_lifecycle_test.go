@@ -70,6 +70,25 @@ func TestNamespaceLifecycle(t *testing.T) {
 	}
 }
 
+// TestNamespaceLifecycleTerminatingByPhase: what refuses creates is the
+// namespace's phase, Terminating, not its deletionTimestamp (kube-apiserver's
+// lifecycle plugin reads Status.Phase only; both are set by the same
+// delete, so a namespace marked deleted but still Active is one whose phase
+// the plugin has yet to see change).
+func TestNamespaceLifecycleTerminatingByPhase(t *testing.T) {
+	now := metav1.Now()
+	marked := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "marked", DeletionTimestamp: &now}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
+	terminating := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "terminating"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}}
+	p, _ := lifecycle(marked, terminating)
+	if err := p.Admit(context.Background(), createIn("marked")); err != nil {
+		t.Fatalf("an Active namespace with a deletionTimestamp: %v", err)
+	}
+	err := p.Admit(context.Background(), createIn("terminating"))
+	if !apierrors.IsForbidden(err) || !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		t.Fatalf("a Terminating namespace: %v", err)
+	}
+}
+
 type recorder struct {
 	calls *[]string
 	name  string
