@@ -243,12 +243,6 @@ type Config struct {
 	// RootDir (`kubeproof up`'s), so that each node has records of its
 	// own, as each real kubelet has in its own root directory.
 	PullRecordsInMemory bool
-	// StateDir, when set, is where the kubelet keeps the allocations of
-	// its resized pods (allocated_pods_state, resizestate.go) in place of
-	// RootDir: for simulated nodes (`kubeproof up`'s), whose shared
-	// RootDir is emptied at every start while their pods, kept by the API
-	// server, outlive the process. One directory per node.
-	StateDir string
 	// ExternalPodSource: the kubelet starts no pod watch of its own; a
 	// shared source (PodDispatcher) calls HandlePod, HandlePodDeleted and
 	// MarkSourceSynced instead.
@@ -430,12 +424,19 @@ func (c *Config) setDefaults() error {
 // defaultEviction is the eviction configuration of no flags, parsed once.
 var defaultEviction = sync.OnceValues(func() (eviction.Config, error) { return eviction.ParseConfig(eviction.Flags{}) })
 
-// evictionConfig is Eviction, or kubelet's defaults when it is nil.
+// evictionConfig is Eviction, or kubelet's defaults when it is nil, with
+// "pods" enforced an allocatableMemory.available threshold for each hard
+// memory.available one (eviction.AllocatableThresholds), as upstream's
+// ParseThresholdConfig given --enforce-node-allocatable.
 func (c *Config) evictionConfig() (eviction.Config, error) {
+	ecfg, err := defaultEviction()
 	if c.Eviction != nil {
-		return *c.Eviction, nil
+		ecfg, err = *c.Eviction, nil
 	}
-	return defaultEviction()
+	if err == nil && c.enforce.pods {
+		ecfg.Thresholds = eviction.AllocatableThresholds(ecfg.Thresholds)
+	}
+	return ecfg, err
 }
 
 // allocatable is the Node's status.allocatable: capacity less the system

@@ -58,6 +58,10 @@ func newEvictionManager(cfg *Config, rt runtime.Runtime) (*eviction.Manager, *ev
 		if p.LogsDir == "" {
 			p.LogsDir = cfg.PodLogsDir
 		}
+		if p.CgroupDir == "" && cfg.CgroupDir != "" {
+			// allocatableMemory.available is kubepods's.
+			p.CgroupDir, p.PodsCgroup = cfg.CgroupDir, qosCgroupsOf(cgroupRoot(cfg.CgroupRoot)).guaranteed
+		}
 		provider = p
 	}
 	return eviction.NewManager(ecfg, provider), sim, nil

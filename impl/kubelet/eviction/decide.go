@@ -179,7 +179,7 @@ func Decide(in Input) Decision {
 	}
 	// Memory first, otherwise the configured order.
 	sort.SliceStable(due, func(i, j int) bool {
-		return due[i].Signal == SignalMemoryAvailable && due[j].Signal != SignalMemoryAvailable
+		return memorySignal(due[i].Signal) && !memorySignal(due[j].Signal)
 	})
 	t := due[0]
 	d.Threshold = &t
@@ -311,7 +311,7 @@ func rank(signal Signal, pods []PodStats) {
 	}
 	keyOf := func(s PodStats) key {
 		switch signal {
-		case SignalMemoryAvailable:
+		case SignalMemoryAvailable, SignalAllocatableMemoryAvailable:
 			u := s.memory()
 			r := podRequest(s.Pod, v1.ResourceMemory)
 			return key{u > r, priority(s.Pod), u - r}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -293,8 +294,10 @@ func simStorage(ctx context.Context, pod *v1.Pod, states PodStateReader) (*Local
 
 // HostProvider observes the machine the kubelet runs on (the cri runtime):
 //   - memory.available is /proc/meminfo's MemTotal less the root cgroup's
-//     working set, as upstream's summary provider measures it
-//     (cgroupmem.go);
+//     working set, and allocatableMemory.available the pods cgroup's
+//     (PodsCgroup) memory limit less its working set (none while it has
+//     no limit or is not there), as upstream's summary provider measures
+//     them (cgroupmem.go);
 //   - nodefs.available and nodefs.inodesFree are statfs of RootDir;
 //   - imagefs.available and imagefs.inodesFree are statfs of the image
 //     filesystem CRI's ImageFsInfo names when Stats offers it (and it is
@@ -319,6 +322,11 @@ type HostProvider struct {
 	// CgroupDir is the cgroup filesystem, cgroup v1 or v2
 	// (/sys/fs/cgroup unless set).
 	CgroupDir string
+	// PodsCgroup is the cgroup the pods run under, upstream's pods system
+	// container (kubepods under --cgroup-root, as a cgroupfs path:
+	// "/kubepods"), whose memory allocatableMemory.available measures;
+	// "": none (the kubelet does not manage the node's cgroups).
+	PodsCgroup string
 }
 
 // DefaultCgroupDir is where Linux mounts the cgroup filesystem.
@@ -371,7 +379,8 @@ func (h HostProvider) Observe(ctx context.Context, pods []*v1.Pod) (Observations
 	return obs, stats, nil
 }
 
-// observeMemory reads memory.available (cgroupmem.go).
+// observeMemory reads memory.available and, with a pods cgroup,
+// allocatableMemory.available (cgroupmem.go).
 func (h HostProvider) observeMemory(proc string) (Observations, error) {
 	dir := h.CgroupDir
 	if dir == "" {
@@ -397,7 +406,23 @@ func (h HostProvider) observeMemory(proc string) (Observations, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Observations{SignalMemoryAvailable: node}, nil
+	obs := Observations{SignalMemoryAvailable: node}
+	if h.PodsCgroup == "" {
+		return obs, nil
+	}
+	pods, err := readCgroupMemory(dir, h.PodsCgroup, unified)
+	if errors.Is(err, fs.ErrNotExist) {
+		return obs, nil // not made yet: no observation, as upstream without its stats
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pods cgroup %s: %w", h.PodsCgroup, err)
+	}
+	if o, ok, err := podsMemoryObservation(pods, unified); err != nil {
+		return nil, err
+	} else if ok {
+		obs[SignalAllocatableMemoryAvailable] = o
+	}
+	return obs, nil
 }
 
 // memTotal is /proc/meminfo's MemTotal in bytes (text: the file), the

@@ -1,6 +1,7 @@
 // Package eviction is the kubelet's eviction manager: it observes the
-// node's resources (memory.available, nodefs.available, nodefs.inodesFree,
-// imagefs.available, imagefs.inodesFree, pid.available) through a Provider, compares them
+// node's resources (memory.available, allocatableMemory.available,
+// nodefs.available, nodefs.inodesFree, imagefs.available,
+// imagefs.inodesFree, pid.available) through a Provider, compares them
 // with the configured hard and soft thresholds, reports MemoryPressure,
 // DiskPressure and PIDPressure (held for the pressure transition period)
 // and picks at most one pod per monitoring interval to evict, ranked as
@@ -37,20 +38,27 @@ type Signal string
 
 // The signals this eviction manager observes.
 const (
-	SignalMemoryAvailable     Signal = "memory.available"
-	SignalNodeFsAvailable     Signal = "nodefs.available"
-	SignalNodeFsInodesFree    Signal = "nodefs.inodesFree"
-	SignalImageFsAvailable    Signal = "imagefs.available"
-	SignalImageFsInodesFree   Signal = "imagefs.inodesFree"
-	SignalPIDAvailable        Signal = "pid.available"
-	resourceInodes                   = v1.ResourceName("inodes")
-	resourcePIDs                     = v1.ResourceName("pids")
-	DefaultPressureTransition        = 5 * time.Minute
-	DefaultMonitoringInterval        = 10 * time.Second
+	SignalMemoryAvailable Signal = "memory.available"
+	// SignalAllocatableMemoryAvailable is the pods cgroup's memory limit
+	// less its working set (a CRI node's HostProvider): what is left of
+	// the node's allocatable memory. Its thresholds are the hard
+	// memory.available ones, copied when "pods" is enforced
+	// (AllocatableThresholds); it raises MemoryPressure and ranks pods as
+	// memory.available does.
+	SignalAllocatableMemoryAvailable Signal = "allocatableMemory.available"
+	SignalNodeFsAvailable            Signal = "nodefs.available"
+	SignalNodeFsInodesFree           Signal = "nodefs.inodesFree"
+	SignalImageFsAvailable           Signal = "imagefs.available"
+	SignalImageFsInodesFree          Signal = "imagefs.inodesFree"
+	SignalPIDAvailable               Signal = "pid.available"
+	resourceInodes                          = v1.ResourceName("inodes")
+	resourcePIDs                            = v1.ResourceName("pids")
+	DefaultPressureTransition               = 5 * time.Minute
+	DefaultMonitoringInterval               = 10 * time.Second
 )
 
 // Signals are the known signals in a fixed order.
-var Signals = []Signal{SignalMemoryAvailable, SignalNodeFsAvailable, SignalNodeFsInodesFree, SignalImageFsAvailable, SignalImageFsInodesFree, SignalPIDAvailable}
+var Signals = []Signal{SignalMemoryAvailable, SignalAllocatableMemoryAvailable, SignalNodeFsAvailable, SignalNodeFsInodesFree, SignalImageFsAvailable, SignalImageFsInodesFree, SignalPIDAvailable}
 
 // DefaultEvictionHard is the kubelet's default --eviction-hard (Linux).
 // As upstream, giving the flag replaces all of it: signals left out have
@@ -61,12 +69,12 @@ const DefaultEvictionHard = "memory.available<100Mi,nodefs.available<10%,imagefs
 // messages); signalCondition the node condition it raises.
 var (
 	signalResource = map[Signal]v1.ResourceName{
-		SignalMemoryAvailable: v1.ResourceMemory, SignalNodeFsAvailable: v1.ResourceEphemeralStorage,
+		SignalMemoryAvailable: v1.ResourceMemory, SignalAllocatableMemoryAvailable: v1.ResourceMemory, SignalNodeFsAvailable: v1.ResourceEphemeralStorage,
 		SignalImageFsAvailable: v1.ResourceEphemeralStorage, SignalNodeFsInodesFree: resourceInodes, SignalImageFsInodesFree: resourceInodes,
 		SignalPIDAvailable: resourcePIDs,
 	}
 	signalCondition = map[Signal]v1.NodeConditionType{
-		SignalMemoryAvailable: v1.NodeMemoryPressure, SignalNodeFsAvailable: v1.NodeDiskPressure,
+		SignalMemoryAvailable: v1.NodeMemoryPressure, SignalAllocatableMemoryAvailable: v1.NodeMemoryPressure, SignalNodeFsAvailable: v1.NodeDiskPressure,
 		SignalImageFsAvailable: v1.NodeDiskPressure, SignalNodeFsInodesFree: v1.NodeDiskPressure, SignalImageFsInodesFree: v1.NodeDiskPressure,
 		SignalPIDAvailable: v1.NodePIDPressure,
 	}
@@ -321,6 +329,28 @@ func parseValue(text string) (Value, error) {
 		return Value{}, fmt.Errorf("invalid quantity %q: %w", text, err)
 	}
 	return Value{Quantity: &q}, nil
+}
+
+// memorySignal reports whether s is a memory signal (memory.available,
+// allocatableMemory.available): acted on before the others, as upstream's
+// byEvictionPriority.
+func memorySignal(s Signal) bool {
+	return s == SignalMemoryAvailable || s == SignalAllocatableMemoryAvailable
+}
+
+// AllocatableThresholds are ts with, for each hard memory.available
+// threshold, an allocatableMemory.available one of the same value and
+// minimum reclaim after them, as upstream's kubelet adds them when
+// --enforce-node-allocatable includes "pods" (ParseThresholdConfig,
+// addAllocatableThresholds). ts is not changed.
+func AllocatableThresholds(ts []Threshold) []Threshold {
+	out := append([]Threshold(nil), ts...)
+	for _, t := range ts {
+		if t.Signal == SignalMemoryAvailable && t.Hard() {
+			out = append(out, Threshold{Signal: SignalAllocatableMemoryAvailable, Value: t.Value, MinReclaim: t.MinReclaim})
+		}
+	}
+	return out
 }
 
 // HardEvictionReservation is what a node keeps back from allocatable for
