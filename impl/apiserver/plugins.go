@@ -1,7 +1,10 @@
 package apiserver
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -92,7 +95,8 @@ func (s *Server) ObjectKey(gr schema.GroupResource, namespace, name string) stri
 // DefaultObject fills the unset fields of obj, an object of kind gvk, with
 // the defaults of the served resource of that kind, as kube-apiserver's
 // scheme defaulter does; an object of a kind no resource serves (a
-// subresource's Scale or Eviction) is left alone. MutatingAdmissionWebhook
+// subresource's Scale or Eviction) is left alone, as kube-apiserver's
+// scheme has no defaults for autoscaling/v1 Scale or policy/v1 Eviction. MutatingAdmissionWebhook
 // calls it on the object a webhook patched (admission.ObjectDefaulter).
 func (s *Server) DefaultObject(gvk schema.GroupVersionKind, obj runtime.Object) {
 	for _, e := range s.stores {
@@ -101,6 +105,73 @@ func (s *Server) DefaultObject(gvk schema.GroupVersionKind, obj runtime.Object) 
 			return
 		}
 	}
+}
+
+// storageOf is the resource whose storage holds r's objects: r's own, or
+// the one it shares (events.k8s.io/v1 events are core/v1 events).
+func storageOf(r *resource.Resource) schema.GroupVersionResource {
+	if r.SharedStorage != nil {
+		return r.SharedStorage.Of
+	}
+	return r.GroupVersionResource()
+}
+
+// EquivalentResources lists the other served resources whose objects are
+// gvr's in another group or version: those sharing its storage, as
+// kube-apiserver's equivalent resource registry keys resources by storage
+// prefix (core/v1 and events.k8s.io/v1 events). Subresources have none.
+// In group, version, resource order; MutatingAdmissionWebhook and
+// ValidatingAdmissionWebhook use it for matchPolicy Equivalent
+// (admission.EquivalentResourceMapper).
+func (s *Server) EquivalentResources(gvr schema.GroupVersionResource, subresource string) []admission.EquivalentResource {
+	r, ok := s.served[gvr]
+	if !ok || subresource != "" {
+		return nil
+	}
+	key := storageOf(r)
+	var out []admission.EquivalentResource
+	for other, o := range s.served {
+		if other != gvr && storageOf(o) == key {
+			out = append(out, admission.EquivalentResource{Resource: other, Kind: o.GroupVersionKind()})
+		}
+	}
+	slices.SortFunc(out, func(a, b admission.EquivalentResource) int {
+		return cmp.Or(cmp.Compare(a.Resource.Group, b.Resource.Group), cmp.Compare(a.Resource.Version, b.Resource.Version),
+			cmp.Compare(a.Resource.Resource, b.Resource.Resource))
+	})
+	return out
+}
+
+// ConvertObject converts obj, an object of the served resource from, to
+// the kind of the equivalent resource to (through their shared storage's
+// kind). The result is a new object.
+func (s *Server) ConvertObject(obj runtime.Object, from, to schema.GroupVersionResource) (runtime.Object, error) {
+	fr, ok := s.served[from]
+	if !ok {
+		return nil, fmt.Errorf("converting to %s: %s is not served", to, from)
+	}
+	tr, ok := s.served[to]
+	if !ok {
+		return nil, fmt.Errorf("converting from %s: %s is not served", from, to)
+	}
+	if storageOf(fr) != storageOf(tr) {
+		return nil, fmt.Errorf("%s and %s are not equivalent resources", from, to)
+	}
+	stored := obj.DeepCopyObject()
+	var err error
+	if fr.SharedStorage != nil {
+		if stored, err = fr.SharedStorage.ToStorage(stored); err != nil {
+			return nil, fmt.Errorf("converting %s to %s: %w", from, to, err)
+		}
+	}
+	out := stored
+	if tr.SharedStorage != nil {
+		if out, err = tr.SharedStorage.FromStorage(stored); err != nil {
+			return nil, fmt.Errorf("converting %s to %s: %w", from, to, err)
+		}
+	}
+	out.GetObjectKind().SetGroupVersionKind(tr.GroupVersionKind())
+	return out, nil
 }
 
 // ListKey implements StoreGetter.

@@ -267,6 +267,9 @@ type Server struct {
 	eviction *eviction.Handler
 	// stores are the resources' own stores by group/resource (StoreGetter).
 	stores map[schema.GroupResource]storeEntry
+	// served are all the served resources, those served from another's
+	// storage included (EquivalentResources).
+	served map[schema.GroupVersionResource]*resource.Resource
 	// plugins are what Config.Plugins returned.
 	plugins Plugins
 	// saTokens issues and checks service account tokens (nil: none).
@@ -369,6 +372,7 @@ func New(cfg Config) (*Server, error) {
 	prefixes := storagePrefixes(cfg.Resources)
 	stores := map[schema.GroupVersionResource]storage.Interface{}
 	byGVR := map[schema.GroupVersionResource]*resource.Resource{}
+	s.served = byGVR
 	for _, r := range cfg.Resources {
 		gvr := r.GroupVersionResource()
 		if _, dup := byGVR[gvr]; dup {

@@ -40,10 +40,13 @@
 //
 // Webhooks are called at clientConfig.url, or at a clientConfig.service
 // resolved to its ClusterIP (or, with Options.EnableAggregatorRouting, one
-// of its ready endpoints; webhook_service.go); matchPolicy is treated as
-// Exact; CEL matchConditions are refused by validation. A mutating
-// webhook's patched object is defaulted again when the StoreGetter is
-// also an ObjectDefaulter (the API server), as kube-apiserver does.
+// of its ready endpoints; webhook_service.go). Under matchPolicy
+// Equivalent a webhook is also called for an equivalent resource its
+// rules name, with the object converted, when the StoreGetter is also an
+// EquivalentResourceMapper (the API server; webhook_equivalent.go); CEL
+// matchConditions are refused by validation. A mutating webhook's patched
+// object is defaulted again when the StoreGetter is also an
+// ObjectDefaulter (the API server), as kube-apiserver does.
 package admission
 
 import (

@@ -23,6 +23,7 @@ type webhook struct {
 	name              string
 	clientConfig      admissionregistrationv1.WebhookClientConfig
 	rules             []admissionregistrationv1.RuleWithOperations
+	matchPolicy       admissionregistrationv1.MatchPolicyType
 	failurePolicy     admissionregistrationv1.FailurePolicyType
 	namespaceSelector labels.Selector
 	objectSelector    labels.Selector
@@ -39,13 +40,16 @@ var admissionConfigResources = map[schema.GroupResource]bool{
 }
 
 func toWebhook(config, name string, cc admissionregistrationv1.WebhookClientConfig, rules []admissionregistrationv1.RuleWithOperations,
-	fp *admissionregistrationv1.FailurePolicyType, nsSel, objSel *metav1.LabelSelector, se *admissionregistrationv1.SideEffectClass, timeout *int32) webhook {
+	fp *admissionregistrationv1.FailurePolicyType, mp *admissionregistrationv1.MatchPolicyType, nsSel, objSel *metav1.LabelSelector, se *admissionregistrationv1.SideEffectClass, timeout *int32) webhook {
 	w := webhook{config: config, name: name, clientConfig: cc, rules: rules,
-		failurePolicy: admissionregistrationv1.Fail, timeout: 10 * time.Second,
+		failurePolicy: admissionregistrationv1.Fail, matchPolicy: admissionregistrationv1.Equivalent, timeout: 10 * time.Second,
 		namespaceSelector: labels.Everything(), objectSelector: labels.Everything(),
 		sideEffects: admissionregistrationv1.SideEffectClassUnknown}
 	if fp != nil {
 		w.failurePolicy = *fp
+	}
+	if mp != nil {
+		w.matchPolicy = *mp
 	}
 	if se != nil {
 		w.sideEffects = *se
@@ -75,7 +79,10 @@ type webhookDispatcher struct {
 	// services resolves webhooks addressed by service (nil: the server
 	// serves no services; such webhooks fail).
 	services *serviceResolver
-	log      *slog.Logger
+	// equivalents, when not nil, lets matchPolicy Equivalent match
+	// equivalent resources (nil: only the request's own).
+	equivalents EquivalentResourceMapper
+	log         *slog.Logger
 }
 
 // Start implements Starter: the webhook clients' idle connections are
@@ -86,9 +93,10 @@ func (d *webhookDispatcher) Start(ctx context.Context) {
 }
 
 // matching returns the webhooks a request goes to, in configuration-name
-// order; a dry-run request that reaches a webhook with side effects is
-// refused.
-func (d *webhookDispatcher) matching(ctx context.Context, a *Attributes) ([]webhook, error) {
+// order, each with the equivalent resource it is called for under
+// matchPolicy Equivalent, if not the request's; a dry-run request that
+// reaches a webhook with side effects is refused.
+func (d *webhookDispatcher) matching(ctx context.Context, a *Attributes) ([]matchedHook, error) {
 	if admissionConfigResources[a.Resource.GroupResource()] {
 		return nil, nil // never lock the configurations themselves out
 	}
@@ -98,9 +106,19 @@ func (d *webhookDispatcher) matching(ctx context.Context, a *Attributes) ([]webh
 	}
 	var nsLabels labels.Set
 	nsLoaded := false
-	var out []webhook
+	var eqs []EquivalentResource
+	eqsLoaded := false
+	equivalents := func() []EquivalentResource {
+		if !eqsLoaded && d.equivalents != nil {
+			eqs = d.equivalents.EquivalentResources(a.Resource, a.Subresource)
+		}
+		eqsLoaded = true
+		return eqs
+	}
+	var out []matchedHook
 	for _, w := range hooks {
-		if !rulesMatch(w.rules, a) {
+		ok, as := matchResource(&w, a, equivalents)
+		if !ok {
 			continue
 		}
 		if w.invalid == nil && !w.namespaceSelector.Empty() {
@@ -118,7 +136,7 @@ func (d *webhookDispatcher) matching(ctx context.Context, a *Attributes) ([]webh
 		if a.DryRun && w.sideEffects != admissionregistrationv1.SideEffectClassNone && w.sideEffects != admissionregistrationv1.SideEffectClassNoneOnDryRun {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("admission webhook %q does not support dry run", w.name))
 		}
-		out = append(out, w)
+		out = append(out, matchedHook{webhook: w, as: as})
 	}
 	return out, nil
 }
@@ -259,7 +277,8 @@ func newDispatcher(d *deps, gr schema.GroupResource, newList func() runtime.Obje
 	if err != nil {
 		return nil, err
 	}
-	return &webhookDispatcher{list: list, namespaces: ns, clients: &webhookClients{}, services: services, log: slog.Default()}, nil
+	eq, _ := d.stores.(EquivalentResourceMapper)
+	return &webhookDispatcher{list: list, namespaces: ns, clients: &webhookClients{}, services: services, equivalents: eq, log: slog.Default()}, nil
 }
 
 // sortByName orders configurations by name, as kube-apiserver calls them.

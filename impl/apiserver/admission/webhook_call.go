@@ -84,6 +84,19 @@ func review(a *Attributes) (*admissionv1.AdmissionReview, error) {
 	}, nil
 }
 
+// reviewFor is the review of a webhook called for va, the request req as
+// an equivalent resource (matchPolicy Equivalent) or req itself:
+// requestResource and requestKind stay the request's.
+func reviewFor(va, req *Attributes) (*admissionv1.AdmissionReview, error) {
+	rev, err := review(va)
+	if err != nil || va == req {
+		return rev, err
+	}
+	rev.Request.RequestKind = &metav1.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}
+	rev.Request.RequestResource = &metav1.GroupVersionResource{Group: req.Resource.Group, Version: req.Resource.Version, Resource: req.Resource.Resource}
+	return rev, nil
+}
+
 // encodeWithKind is obj's JSON with apiVersion and kind set.
 func encodeWithKind(obj runtime.Object, gvk schema.GroupVersionKind) ([]byte, error) {
 	if obj == nil || reflect.ValueOf(obj).IsNil() {

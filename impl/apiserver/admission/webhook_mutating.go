@@ -62,7 +62,7 @@ func mutatingWebhooks(configs []admissionregistrationv1.MutatingWebhookConfigura
 	var out []webhook
 	for _, c := range configs {
 		for _, h := range c.Webhooks {
-			w := toWebhook(c.Name, h.Name, h.ClientConfig, h.Rules, h.FailurePolicy, h.NamespaceSelector, h.ObjectSelector, h.SideEffects, h.TimeoutSeconds)
+			w := toWebhook(c.Name, h.Name, h.ClientConfig, h.Rules, h.FailurePolicy, h.MatchPolicy, h.NamespaceSelector, h.ObjectSelector, h.SideEffects, h.TimeoutSeconds)
 			w.reinvoke = h.ReinvocationPolicy != nil && *h.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy
 			out = append(out, w)
 		}
@@ -103,9 +103,15 @@ func (p *MutatingWebhook) Admit(ctx context.Context, a *Attributes) error {
 }
 
 // callOne calls one webhook and applies its patch; changed reports whether
-// the object changed.
-func (p *MutatingWebhook) callOne(ctx context.Context, w webhook, a *Attributes) (bool, error) {
-	rev, err := review(a)
+// the object changed. A webhook called for an equivalent resource patches
+// the object converted to its kind, which is then converted back.
+func (p *MutatingWebhook) callOne(ctx context.Context, m matchedHook, a *Attributes) (bool, error) {
+	w := m.webhook
+	va, err := p.versioned(a, m.as)
+	if err != nil {
+		return false, err
+	}
+	rev, err := reviewFor(va, a)
 	if err != nil {
 		return false, err
 	}
@@ -127,7 +133,7 @@ func (p *MutatingWebhook) callOne(ctx context.Context, w webhook, a *Attributes)
 		}
 		return false, p.callFailed(w, fmt.Errorf("unsupported patch type %q", pt))
 	}
-	if a.Object == nil {
+	if va.Object == nil {
 		// A DELETE (or CONNECT) has no object to patch: an empty patch is
 		// no change; any other is kube-apiserver's 500, whatever the
 		// failurePolicy (it is not a failed call).
@@ -140,7 +146,7 @@ func (p *MutatingWebhook) callOne(ctx context.Context, w webhook, a *Attributes)
 		}
 		return false, apierrors.NewInternalError(fmt.Errorf("admission webhook %q attempted to modify the object, which is not supported for this operation", w.name))
 	}
-	changed, err := applyJSONPatch(a, rev.Request.Object.Raw, resp.Patch)
+	changed, err := applyJSONPatch(va, rev.Request.Object.Raw, resp.Patch)
 	if err != nil {
 		if apierrors.IsBadRequest(err) {
 			return false, err
@@ -150,7 +156,12 @@ func (p *MutatingWebhook) callOne(ctx context.Context, w webhook, a *Attributes)
 	// As kube-apiserver: any applied patch is followed by defaulting;
 	// changed is decided before it.
 	if p.defaulter != nil {
-		p.defaulter.DefaultObject(a.Kind, a.Object)
+		p.defaulter.DefaultObject(va.Kind, va.Object)
+	}
+	if changed && va != a {
+		if err := p.convertBack(a, va); err != nil {
+			return false, err
+		}
 	}
 	return changed, nil
 }

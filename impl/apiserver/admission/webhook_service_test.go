@@ -20,6 +20,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeproof/kubeproof/impl/pki"
 )
@@ -240,5 +242,51 @@ func TestWebhookByService(t *testing.T) {
 	}
 	if got := strings.Join(paths(), ","); got != "/validate,/routed" {
 		t.Fatalf("paths called %q", got)
+	}
+}
+
+// newServiceResolver reads the server's services and, with
+// EnableAggregatorRouting, the EndpointSlices labelled with the service's
+// name (kubernetes.io/service-name), ignoring other services' slices.
+func TestNewServiceResolverReadsTheStores(t *testing.T) {
+	ctx := context.Background()
+	stores := newMemStores(serviceResource, endpointSliceResource)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "hook", Namespace: "ns"}, Spec: corev1.ServiceSpec{
+		Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.10", Ports: []corev1.ServicePort{{Name: "https", Port: 443}}}}
+	slice := func(name, service, ip string) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{discoveryv1.LabelServiceName: service}},
+			AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: ptrTo("https"), Port: ptrTo(int32(9443))}},
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{ip}}}}
+	}
+	for _, add := range []struct {
+		gr  schema.GroupResource
+		obj runtime.Object
+	}{{serviceResource, svc}, {endpointSliceResource, slice("hook-abc", "hook", "127.0.0.1")}, {endpointSliceResource, slice("other-abc", "other", "10.0.0.9")}} {
+		if err := stores.add(add.gr, add.obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		routing bool
+		want    string
+	}{{false, "10.96.0.10:443"}, {true, "127.0.0.1:9443"}} {
+		r, err := newServiceResolver(&deps{stores: stores, opts: Options{EnableAggregatorRouting: tc.routing}})
+		if err != nil || r == nil {
+			t.Fatalf("routing %v: %v, %v", tc.routing, r, err)
+		}
+		for range 10 { // the pick is random: only hook's slice may come up
+			if got, err := r.resolve(ctx, "ns", "hook", 443); err != nil || got != tc.want {
+				t.Fatalf("routing %v: %q, %v; want %q", tc.routing, got, err, tc.want)
+			}
+		}
+		if _, err := r.resolve(ctx, "ns", "gone", 443); !apierrors.IsNotFound(err) || err.Error() != `service "gone" not found` {
+			t.Fatalf("routing %v, missing service: %v", tc.routing, err)
+		}
+	}
+	if r, err := newServiceResolver(&deps{stores: newMemStores()}); r != nil || err != nil {
+		t.Fatalf("no services served: %v, %v", r, err)
+	}
+	if _, err := newServiceResolver(&deps{stores: newMemStores(serviceResource), opts: Options{EnableAggregatorRouting: true}}); err == nil {
+		t.Fatal("endpoint routing without endpointslices served was accepted")
 	}
 }

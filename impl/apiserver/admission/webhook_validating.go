@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -37,7 +38,7 @@ func validatingWebhooks(configs []admissionregistrationv1.ValidatingWebhookConfi
 	var out []webhook
 	for _, c := range configs {
 		for _, h := range c.Webhooks {
-			out = append(out, toWebhook(c.Name, h.Name, h.ClientConfig, h.Rules, h.FailurePolicy, h.NamespaceSelector, h.ObjectSelector, h.SideEffects, h.TimeoutSeconds))
+			out = append(out, toWebhook(c.Name, h.Name, h.ClientConfig, h.Rules, h.FailurePolicy, h.MatchPolicy, h.NamespaceSelector, h.ObjectSelector, h.SideEffects, h.TimeoutSeconds))
 		}
 	}
 	return out
@@ -49,13 +50,33 @@ func (p *ValidatingWebhook) Validate(ctx context.Context, a *Attributes) error {
 	if err != nil || len(hooks) == 0 {
 		return err
 	}
-	rev, err := review(a)
-	if err != nil {
-		return err
+	// One review per resource the webhooks are called for: the request's,
+	// and any equivalent one a webhook matched instead.
+	reviews := map[schema.GroupVersionResource]*admissionv1.AdmissionReview{}
+	for _, m := range hooks {
+		gvr := a.Resource
+		if m.as != nil {
+			gvr = m.as.Resource
+		}
+		if reviews[gvr] != nil {
+			continue
+		}
+		va, err := p.versioned(a, m.as)
+		if err != nil {
+			return err
+		}
+		if reviews[gvr], err = reviewFor(va, a); err != nil {
+			return err
+		}
 	}
 	errs := make([]error, len(hooks))
 	var wg sync.WaitGroup
-	for i, w := range hooks {
+	for i, m := range hooks {
+		w := m.webhook
+		rev := reviews[a.Resource]
+		if m.as != nil {
+			rev = reviews[m.as.Resource]
+		}
 		wg.Go(func() {
 			resp, err := p.call(ctx, w, rev)
 			if err != nil {
