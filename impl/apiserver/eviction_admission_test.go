@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -137,5 +138,39 @@ func TestEvictionDryRunQuery(t *testing.T) {
 	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "Non-matching dry-run options in request and content: [All All] and [All]")
 	if _, err := pods.Get(c, "victim", metav1.GetOptions{}); err != nil {
 		t.Fatalf("after the refused evictions: %v", err)
+	}
+}
+
+// An eviction's create options are checked as any create's: a
+// fieldValidation other than Strict, Warn or Ignore is a 422 Invalid
+// CreateOptions that evicts nothing, and the directive applies to the
+// Eviction body (Strict: unknown fields are a 400; Warn, the default:
+// warnings), as kube-apiserver's create handler, which serves
+// pods/eviction.
+func TestEvictionFieldValidation(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	pods := e.cs.CoreV1().Pods("default")
+	if _, err := pods.Create(c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "victim"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eviction := []byte(`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"victim","namespace":"default"}}`)
+	unknown := []byte(`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"victim","namespace":"default"},"bogus":1}`)
+
+	r := e.do("POST", "/api/v1/namespaces/default/pods/victim/eviction?fieldValidation=Bogus", eviction)
+	expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, `CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "Bogus"`)
+	r = e.do("POST", "/api/v1/namespaces/default/pods/victim/eviction?fieldValidation=Strict", unknown)
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `unknown field "bogus"`)
+	if got, err := pods.Get(c, "victim", metav1.GetOptions{}); err != nil || got.DeletionTimestamp != nil {
+		t.Fatalf("after the refused evictions: %v", err)
+	}
+	r = e.do("POST", "/api/v1/namespaces/default/pods/victim/eviction?dryRun=All", unknown)
+	if r.code != http.StatusCreated || !strings.Contains(strings.Join(r.header.Values("Warning"), "\n"), `unknown field \"bogus\"`) {
+		t.Fatalf("Warn: %d %q %s", r.code, r.header.Values("Warning"), r.body)
+	}
+	r = e.do("POST", "/api/v1/namespaces/default/pods/victim/eviction?dryRun=All&fieldValidation=Ignore", unknown)
+	if r.code != http.StatusCreated || len(r.header.Values("Warning")) != 0 {
+		t.Fatalf("Ignore: %d %q %s", r.code, r.header.Values("Warning"), r.body)
 	}
 }

@@ -86,7 +86,16 @@ import (
 //     its own memory (kubelet.Config.PullRecordsInMemory), not in that
 //     shared directory: a real kubelet's are its own, under its own root
 //     directory, and a simulated node's images do not outlive the process
-//     either.
+//     either;
+//   - what must outlive the process, because the pods do (they are in
+//     the API server's store, and a restarted node admits them again),
+//     each kubelet keeps under the data directory, in a directory of
+//     its own (nodeStateDir): its resized pods' allocations
+//     (kubelet.Config.StateDir), as a real kubelet's allocation
+//     checkpoint in its root directory, so that a restarted node runs
+//     and admits them by what it had allocated, not by their specs. The
+//     file is written only when a pod of the node is resized or a resized
+//     pod goes: a node whose pods were never resized writes nothing.
 //
 // A standalone `kubeproof kubelet` keeps its own field-selected pod watch.
 
@@ -298,6 +307,14 @@ func kubeletRootDir(dataDir string) (dir string, tmpfs bool, err error) {
 	return "", false, fmt.Errorf("simulated kubelets' root directory: %w", errors.Join(errs...))
 }
 
+// nodeStateDir is simulated node name's directory of the state it keeps
+// across restarts of the process (kubelet.Config.StateDir): under the
+// data directory, unlike the kubelets' root directory (kubeletRootDir),
+// which every start empties. It is made when first written.
+func nodeStateDir(dataDir, name string) string {
+	return filepath.Join(dataDir, "nodes", name)
+}
+
 // shmDir is the machine's tmpfs (a variable for tests).
 var shmDir = "/dev/shm"
 
@@ -370,7 +387,7 @@ func (c *Cluster) startKubelets(ctx context.Context, cfg Config) error {
 			SeccompDefault: cfg.NodeSeccompDefault, SystemReserved: cfg.NodeSystemReserved, KubeReserved: cfg.NodeKubeReserved,
 			ExternalPodSource: true, ServiceReadClient: n.reader,
 			RootDir: filepath.Join(n.rootDir, "root"), PodLogsDir: filepath.Join(n.rootDir, "pod-logs"), PullRecordsInMemory: true,
-			Logger: log, PodTrace: cfg.PodTrace,
+			StateDir: nodeStateDir(cfg.DataDir, name), Logger: log, PodTrace: cfg.PodTrace,
 		}
 		if cfg.imageCredentialProviders() {
 			providers, err := credentialprovider.Register(cfg.ImageCredentialProviderConfig, cfg.ImageCredentialProviderBinDir, nil, log)

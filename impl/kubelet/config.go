@@ -243,6 +243,12 @@ type Config struct {
 	// RootDir (`kubeproof up`'s), so that each node has records of its
 	// own, as each real kubelet has in its own root directory.
 	PullRecordsInMemory bool
+	// StateDir, when set, is where the kubelet keeps the allocations of
+	// its resized pods (allocated_pods_state, resizestate.go) in place of
+	// RootDir: for simulated nodes (`kubeproof up`'s), whose shared
+	// RootDir is emptied at every start while their pods, kept by the API
+	// server, outlive the process. One directory per node.
+	StateDir string
 	// ExternalPodSource: the kubelet starts no pod watch of its own; a
 	// shared source (PodDispatcher) calls HandlePod, HandlePodDeleted and
 	// MarkSourceSynced instead.

@@ -26,11 +26,18 @@ type allocatedPodsState struct {
 }
 
 // allocationsPath is the kubelet's allocations file, "" when it keeps
-// them in memory only: as its image pull records, a kubelet given a root
-// directory of its own keeps them there (a `kubeproof kubelet`), while
-// simulated nodes sharing one (Config.PullRecordsInMemory) do not.
+// them in memory only: in its Config.StateDir when it has one (a
+// simulated node of `kubeproof up`, each its own under the data
+// directory); else, as its image pull records, in a root directory of its
+// own (a `kubeproof kubelet`), while simulated nodes sharing one
+// (Config.PullRecordsInMemory) and tests without one keep them in memory.
+// The file is written only when a pod is resized or a resized pod goes
+// (saveAllocationsLocked): pods never resized cost no write.
 func allocationsPath(cfg *Config, rootGiven bool) string {
-	if !rootGiven || cfg.PullRecordsInMemory {
+	switch {
+	case cfg.StateDir != "":
+		return filepath.Join(cfg.StateDir, allocatedPodsStateFile)
+	case !rootGiven || cfg.PullRecordsInMemory:
 		return ""
 	}
 	return filepath.Join(cfg.RootDir, allocatedPodsStateFile)

@@ -78,7 +78,9 @@ func (k *Kubelet) appendAllocatedLocked(out []*v1.Pod, keep func(*podRecord) boo
 // A resize the pod's spec asks for is admitted now or reported pending
 // (PodResizePending Infeasible or Deferred, with upstream's warning event
 // when its reason or message changes); an admitted one is allocated,
-// reported in progress, with upstream's ResizeStarted event.
+// reported in progress, with upstream's ResizeStarted event. Until the
+// pod source has delivered every pod and each went through admission, a
+// resize is neither admitted nor reported: the pod runs as allocated.
 func (k *Kubelet) allocateResize(rec *podRecord, pod *v1.Pod, now time.Time) (*v1.Pod, *podResize) {
 	k.mu.Lock()
 	r := k.resizes[pod.UID]
@@ -87,12 +89,26 @@ func (k *Kubelet) allocateResize(rec *podRecord, pod *v1.Pod, now time.Time) (*v
 		return pod, nil
 	}
 	var eventType, reason, message string
+	retry := false
 	t := metav1.NewTime(now)
 	switch {
 	case pod.DeletionTimestamp != nil || podsync.IsTerminalPhase(pod.Status.Phase):
 		// A pod going away is not resized any more.
 	case allocated(pod, r.allocated):
 		r.pending = nil
+	case !k.sourceSynced:
+		// Not before the pod source has delivered every pod, as
+		// upstream's allocation manager skips its pending resizes until
+		// its sources are ready: a kubelet just restarted would admit
+		// it beside only the pods handed to it so far, and refuse
+		// those still to come. MarkSourceSynced syncs every pod again.
+	case k.admissionPendingLocked(rec):
+		// Nor before every pod handed to the kubelet went through
+		// admission (a pod is admitted at its first sync), as upstream
+		// admits a batch of new pods before it retries resizes: the
+		// resize would take what those are about to be admitted with.
+		// Tried again shortly.
+		retry = true
 	default:
 		was := withAllocation(pod, r.allocated)
 		ok, why, msg := admitResize(k.allocatable, pod, was, k.admittedOthersLocked(rec), k.cfg.Memory.Value(), k.cfg.swap)
@@ -121,7 +137,26 @@ func (k *Kubelet) allocateResize(rec *podRecord, pod *v1.Pod, now time.Time) (*v
 	if reason != "" {
 		k.podEvent(pod, eventType, reason, "%s", message)
 	}
+	if retry {
+		k.enqueue(pod.UID, resizeAdmissionRetry)
+	}
 	return alloc, r
+}
+
+// resizeAdmissionRetry is how soon a resize waiting for other pods'
+// admission (allocateResize) is tried again.
+const resizeAdmissionRetry = 100 * time.Millisecond
+
+// admissionPendingLocked reports whether a pod other than rec's was handed
+// to the kubelet and not yet admitted or rejected (k.mu held): one neither
+// finished nor going away, which its first sync admits.
+func (k *Kubelet) admissionPendingLocked(rec *podRecord) bool {
+	for _, r := range k.pods {
+		if r != rec && r.pod != nil && !r.admitted && !r.rejected && r.pod.DeletionTimestamp == nil && !podsync.IsTerminalPhase(r.pod.Status.Phase) {
+			return true
+		}
+	}
+	return false
 }
 
 // ensureResize is the resize state of a pod whose running containers

@@ -374,19 +374,30 @@ func readAll(r io.Reader, contentLength, limit int64, scratch []byte) ([]byte, e
 	}
 }
 
-// CreateDryRun is the dryRun query parameter of a create (CreateOptions),
-// for subresources served outside this package (pods/eviction); a value
-// other than All is a 422 Invalid CreateOptions, as kube-apiserver's
-// create handler answers.
-func CreateDryRun(r *http.Request) ([]string, error) {
-	dry := request.Query(r)["dryRun"]
-	if len(dry) == 0 {
-		return nil, nil
+// CreateOptions reads the query parameters of a create (CreateOptions)
+// for subresources served outside this package (pods/eviction) as this
+// package's creates read theirs: a dryRun other than All, or a
+// fieldValidation other than Strict, Warn or Ignore, is a 422 Invalid
+// CreateOptions, as kube-apiserver's create handler answers. dryRun is
+// the parameter's values (nil when absent), fieldValidation Warn when
+// absent.
+func CreateOptions(r *http.Request) (dryRun []string, fieldValidation string, err error) {
+	wo, err := parseWriteOptions(r, "CreateOptions")
+	if err != nil {
+		return nil, "", err
 	}
-	if errs := metav1validation.ValidateDryRun(field.NewPath("dryRun"), dry); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "CreateOptions"}, "", errs)
+	if wo.dryRun {
+		dryRun = request.Query(r)["dryRun"]
 	}
-	return dry, nil
+	return dryRun, wo.fieldValidation, nil
+}
+
+// CollectWarnings is collectWarnings for subresources served outside this
+// package (pods/eviction): the warnings added through the returned
+// request's context (admission plugins', the body's unknown fields under
+// fieldValidation=Warn) go out as Warning headers with the response.
+func CollectWarnings(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request) {
+	return collectWarnings(w, r)
 }
 
 // writeOptions are the query parameters of create, update and patch.

@@ -79,14 +79,18 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, gv schema.GroupV
 		endpoints.WriteError(w, r, h.codecs, err, evictGR, info.Name)
 		return true
 	}
-	// The create's options (?dryRun) are checked before the body is read.
-	dryRun, err := endpoints.CreateDryRun(r)
+	// Warnings (the admission chain's, the body's unknown fields) go out
+	// with the answer, as any create's.
+	w, r = endpoints.CollectWarnings(w, r)
+	// The create's options (?dryRun, ?fieldValidation) are checked before
+	// the body is read.
+	dryRun, fieldValidation, err := endpoints.CreateOptions(r)
 	if err != nil {
 		endpoints.WriteError(w, r, h.codecs, err, evictGR, info.Name)
 		return true
 	}
 	ev := &policyv1.Eviction{}
-	if err := h.read(w, r, ev); err != nil {
+	if err := h.read(w, r, ev, fieldValidation); err != nil {
 		endpoints.WriteError(w, r, h.codecs, err, evictGR, info.Name)
 		return true
 	}
@@ -129,8 +133,10 @@ func propagateDryRun(ev *policyv1.Eviction, dryRun []string) error {
 	return nil
 }
 
-// read decodes a policy/v1 Eviction body (errors are 400/413/415).
-func (h *Handler) read(w http.ResponseWriter, r *http.Request, into *policyv1.Eviction) error {
+// read decodes a policy/v1 Eviction body (errors are 400/413/415) under
+// the fieldValidation directive: unknown or duplicate fields are a 400
+// under Strict, warnings under Warn, ignored under Ignore.
+func (h *Handler) read(w http.ResponseWriter, r *http.Request, into *policyv1.Eviction, fieldValidation string) error {
 	if h.maxBody > 0 && r.ContentLength > h.maxBody {
 		return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", h.maxBody))
 	}
@@ -153,8 +159,18 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, into *policyv1.Ev
 	if err != nil {
 		return err
 	}
+	dec := info.Serializer
+	if fieldValidation != metav1.FieldValidationIgnore && info.StrictSerializer != nil {
+		dec = info.StrictSerializer
+	}
 	want := policyv1.SchemeGroupVersion.WithKind("Eviction")
-	obj, gvk, err := info.Serializer.Decode(data, &want, into)
+	obj, gvk, err := dec.Decode(data, &want, into)
+	if strict, ok := runtime.AsStrictDecodingError(err); ok && obj != nil && fieldValidation != metav1.FieldValidationStrict {
+		for _, e := range strict.Errors() {
+			request.AddWarning(r.Context(), e.Error())
+		}
+		err = nil
+	}
 	if err != nil {
 		return apierrors.NewBadRequest(err.Error())
 	}

@@ -18,6 +18,32 @@ const (
 	sharesPerCPU     = 1024
 )
 
+// maxShares is the kernel's largest cpu.shares, upstream's cm.MaxShares.
+const maxShares = 262144
+
+// milliCPUToShares is upstream's cm.MilliCPUToShares: 2 for none, else
+// 1024 per CPU, between 2 and maxShares.
+func milliCPUToShares(milli int64) int64 {
+	if milli == 0 {
+		return minShares
+	}
+	return min(max(milli*sharesPerCPU/1000, minShares), maxShares)
+}
+
+// sharesAfterV2RoundTrip is what a cgroup given shares reads back on
+// cgroup v2, where they are written as cpu.weight ([2, 262144] to
+// [1, 10000], the kubelet's pod cgroup conversion) and read as that
+// weight's shares again: the coarser weight loses the rest (51 shares,
+// 50m, read back as 28). A read-back equal to it is upstream's
+// CPUSharesEqualAfterV2RoundTrip.
+func sharesAfterV2RoundTrip(shares int64) int64 {
+	weight := int64(10000)
+	if shares < maxShares {
+		weight = 1 + (max(shares, minShares)-minShares)*9999/(maxShares-minShares)
+	}
+	return minShares + (weight-1)*(maxShares-minShares)/9999
+}
+
 // ContainerStatusResources is a running container's
 // status.containerStatuses[].resources, as upstream's kubelet reports it
 // (convertContainerStatusResources): the container's allocated
@@ -123,7 +149,9 @@ func (c PodCgroup) cpuLimit() (int64, bool) {
 //   - resources of a Running pod (convertToAPIPodLevelResourcesStatus)
 //     are the pod-level requirements with what the pod cgroup cg has in
 //     place of the CPU request (its shares; kept as allocated when both
-//     are at or below 2m), the CPU limit (its CFS quota over its period;
+//     are at or below 2m, or when the shares are what cgroup v2 reads
+//     back of the pod-level request's, sharesAfterV2RoundTrip, as
+//     upstream's since kubernetes/kubernetes#137660), the CPU limit (its CFS quota over its period;
 //     kept when both are at or below 10m) and the memory limit; the
 //     memory request is the pod-level one or, without one, PodRequests'.
 //     What cg lacks (not read, no quota, no memory limit) is the last
@@ -183,7 +211,8 @@ func PodStatusResources(pod *v1.Pod, cg PodCgroup) (v1.ResourceList, *v1.Resourc
 			}
 		}
 		if m, ok := cg.cpuRequest(); ok {
-			if m > minShares || milliCPU(podReqs) > minShares {
+			alloc := milliCPU(podReqs)
+			if (m > minShares || alloc > minShares) && cg.CPUShares != sharesAfterV2RoundTrip(milliCPUToShares(alloc)) {
 				wantReqs.set(v1.ResourceCPU, *resource.NewMilliQuantity(m, resource.DecimalSI))
 			}
 		} else {
