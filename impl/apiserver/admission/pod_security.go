@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -46,9 +46,11 @@ const (
 // or audit level privileged, an invalid version latest; creating or
 // relabelling a namespace with invalid labels is refused (422), and a
 // stricter enforce policy warns about the pods already there.
-// The audit policy's violations, the enforce policy and exemptions are
-// added to the request's audit events as annotations
-// (pod-security.kubernetes.io/audit-violations, enforce-policy, exempt).
+// A pod update is evaluated only when it adds containers or changes
+// images (significantPodUpdate). The audit policy's violations, a pod's
+// enforce policy and exemptions are added to the request's audit events
+// as annotations (pod-security.kubernetes.io/audit-violations,
+// enforce-policy, exempt).
 type PodSecurity struct {
 	Namespaces NamespaceGetter
 	// ListPods lists a namespace's pods, to check them when a stricter
@@ -225,7 +227,9 @@ func (p *PodSecurity) Validate(ctx context.Context, a *Attributes) error {
 		return fmt.Errorf("reading the namespace's pod security labels: %w", err)
 	}
 	enforce, warn, auditPolicy := p.policies(ns.Labels)
-	audit.AddAnnotation(ctx, auditEnforcePolicy, enforce.String())
+	if isPod {
+		audit.AddAnnotation(ctx, auditEnforcePolicy, enforce.String())
+	}
 	if v := evaluatePodSecurity(auditPolicy, meta, spec); len(v) > 0 {
 		audit.AddAnnotation(ctx, auditViolations, fmt.Sprintf("would violate PodSecurity %q: %s", auditPolicy.String(), describeViolations(v)))
 	}
@@ -297,24 +301,39 @@ func podTemplateOf(obj runtime.Object) *corev1.PodTemplateSpec {
 	return nil
 }
 
-// significantPodUpdate: a pod update is checked again only when it
-// changes the spec or the AppArmor annotations (label, annotation and
-// status changes to running pods are not refused); a write through
-// pods/ephemeralcontainers is always checked.
+// significantPodUpdate: a pod update, through pods or
+// pods/ephemeralcontainers, is evaluated again only when it adds or
+// removes a container or init container, changes a container's image or
+// seccomp annotation, or adds or changes an ephemeral container's (as
+// kube-apiserver's isSignificantPodUpdate: the rest of a running pod's
+// spec that may change does not weaken it).
 func significantPodUpdate(a *Attributes) bool {
-	if a.Subresource == "ephemeralcontainers" {
-		return true
-	}
 	pod, _ := a.Object.(*corev1.Pod)
 	old, ok := a.OldObject.(*corev1.Pod)
 	if !ok || pod == nil {
 		return true
 	}
-	if !apiequality.Semantic.DeepEqual(pod.Spec, old.Spec) {
+	if len(pod.Spec.Containers) != len(old.Spec.Containers) || len(pod.Spec.InitContainers) != len(old.Spec.InitContainers) {
 		return true
 	}
-	for k, v := range pod.Annotations {
-		if strings.HasPrefix(k, appArmorAnnotationPrefix) && old.Annotations[k] != v {
+	changed := func(c, oc *corev1.Container) bool {
+		key := seccompContainerAnnotationPrefix + c.Name
+		return c.Image != oc.Image || pod.Annotations[key] != old.Annotations[key]
+	}
+	for i := range pod.Spec.Containers {
+		if changed(&pod.Spec.Containers[i], &old.Spec.Containers[i]) {
+			return true
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if changed(&pod.Spec.InitContainers[i], &old.Spec.InitContainers[i]) {
+			return true
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		c := (*corev1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		j := slices.IndexFunc(old.Spec.EphemeralContainers, func(e corev1.EphemeralContainer) bool { return e.Name == c.Name })
+		if j < 0 || changed(c, (*corev1.Container)(&old.Spec.EphemeralContainers[j].EphemeralContainerCommon)) {
 			return true
 		}
 	}

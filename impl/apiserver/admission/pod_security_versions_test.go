@@ -298,3 +298,47 @@ func TestSecurityChecksRegistry(t *testing.T) {
 		t.Errorf("latest is v1.%d", maxPolicyMinor)
 	}
 }
+
+// TestPodSecuritySignificantUpdates: a pod update is evaluated again only
+// when it adds or removes containers, changes an image or a container's
+// seccomp annotation, or adds an ephemeral container (kube-apiserver's
+// isSignificantPodUpdate), through pods or pods/ephemeralcontainers alike;
+// any other change to a pod admitted under a laxer policy is allowed.
+func TestPodSecuritySignificantUpdates(t *testing.T) {
+	p := podSecurity(map[string]string{podSecurityEnforce: "baseline"})
+	old := newPod("p")
+	old.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr(true)}
+	old.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "dbg", Image: "busybox"}}}
+	update := func(sub string, mutate func(p *corev1.Pod)) error {
+		pod := old.DeepCopy()
+		mutate(pod)
+		a := podCreate(pod)
+		a.Operation, a.OldObject, a.Subresource = Update, old, sub
+		return p.Validate(context.Background(), a)
+	}
+	for _, tt := range []struct {
+		name        string
+		sub         string
+		mutate      func(p *corev1.Pod)
+		significant bool
+	}{
+		{"toleration added", "", func(p *corev1.Pod) {
+			p.Spec.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}
+		}, false},
+		{"activeDeadlineSeconds set", "", func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(60)) }, false},
+		{"nothing changed through ephemeralcontainers", "ephemeralcontainers", func(*corev1.Pod) {}, false},
+		{"image changed", "", func(p *corev1.Pod) { p.Spec.Containers[0].Image = "busybox:2" }, true},
+		{"ephemeral image changed", "ephemeralcontainers", func(p *corev1.Pod) { p.Spec.EphemeralContainers[0].Image = "busybox:2" }, true},
+		{"ephemeral container added", "ephemeralcontainers", func(p *corev1.Pod) {
+			p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "dbg2", Image: "busybox"}})
+		}, true},
+		{"container seccomp annotation changed", "", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{seccompContainerAnnotationPrefix + "c": "runtime/default"}
+		}, true},
+	} {
+		err := update(tt.sub, tt.mutate)
+		if got := apierrors.IsForbidden(err); got != tt.significant || (err != nil && !got) {
+			t.Errorf("%s: %v, want evaluated %v", tt.name, err, tt.significant)
+		}
+	}
+}
