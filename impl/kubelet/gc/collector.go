@@ -23,6 +23,7 @@ type Runtime interface {
 	runtime.ImageManager
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
 	RemoveContainer(ctx context.Context, containerID string) error
+	StopContainer(ctx context.Context, containerID string, timeout int64) error
 	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
 	StopPodSandbox(ctx context.Context, podSandboxID string) error
 	RemovePodSandbox(ctx context.Context, podSandboxID string) error
@@ -395,10 +396,11 @@ func (c *Collector) MaybeCollectContainers(ctx context.Context, now time.Time) {
 }
 
 // CollectContainers is one container collection: the dead containers
-// DeadContainers picks, then the sandboxes DeadSandboxes picks among
-// what is left, then the log directories of removable pods. It goes on
-// past errors and returns how many containers it removed and all the
-// errors.
+// DeadContainers picks (one in the unknown state stopped first,
+// StopsFirst, and left when that fails), then the sandboxes
+// DeadSandboxes picks among what is left, then the log directories of
+// removable pods. It goes on past errors and returns how many containers
+// it removed and all the errors.
 func (c *Collector) CollectContainers(ctx context.Context, evictTerminated bool, now time.Time) (int, error) {
 	c.cmu.Lock()
 	defer c.cmu.Unlock()
@@ -414,9 +416,21 @@ func (c *Collector) CollectContainers(ctx context.Context, evictTerminated bool,
 		return 0, fmt.Errorf("listing containers: %w", err)
 	}
 	ids := DeadContainers(ContainerGCInput{Containers: containers, Policy: c.containerPolicy, PodState: podState, EvictTerminated: evictTerminated, Now: now})
+	stopFirst := map[string]bool{}
+	for _, ctr := range containers {
+		if StopsFirst(ctr) {
+			stopFirst[ctr.Id] = true
+		}
+	}
 	var errs []error
 	n := 0
 	for _, id := range ids {
+		if stopFirst[id] {
+			if err := c.rt.StopContainer(ctx, id, UnknownStopTimeout); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+				errs = append(errs, fmt.Errorf("stopping container %s in unknown state before removing it: %w", id, err))
+				continue
+			}
+		}
 		if err := c.rt.RemoveContainer(ctx, id); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 			errs = append(errs, fmt.Errorf("removing dead container %s: %w", id, err))
 			continue

@@ -13,7 +13,8 @@ import (
 
 // Container garbage collection, as upstream's kubelet: every
 // ContainerPeriod, and when the eviction manager reclaims disk, dead
-// containers beyond the policy's limits are removed, then the sandboxes
+// containers (exited, or in the unknown state, stopped first) beyond the
+// policy's limits are removed, then the sandboxes
 // that are neither ready nor hold containers any more, and, for pods
 // gone from the node, their log directories.
 
@@ -110,16 +111,19 @@ func (in ContainerGCInput) removes(uid string) bool {
 // DeadContainers are the ids of the containers to remove, sorted. Only
 // containers of the kubelet's pods (with a pod UID label) created at
 // least MinAge ago are candidates, and of them only those that have
-// exited, or were created and never started while a newer instance of
-// the same container exists (the kubelet moved on from them). Running
-// containers, unknown ones and a container's newest instance while it is
-// only created (a pod worker may be about to start it) are never chosen.
+// exited, those in the unknown state (upstream's evictableContainers
+// takes every container not running; the collector stops an unknown one
+// before removing it: StopsFirst), or were created and never started
+// while a newer instance of the same container exists (the kubelet moved
+// on from them). Running containers and a container's newest instance
+// while it is only created (a pod worker may be about to start it) are
+// never chosen.
 //
 //  1. Of a pod that is removable (or terminated, with EvictTerminated)
 //     every candidate goes.
 //  2. Of each other pod's container (pod UID, container name) the
-//     MaxPerPodContainer newest exited instances stay.
-//  3. If more than MaxContainers exited instances stay in all, each
+//     MaxPerPodContainer newest exited or unknown instances stay.
+//  3. If more than MaxContainers such instances stay in all, each
 //     container keeps MaxContainers / containers of them (at least 1),
 //     and if that is still too many the oldest go.
 //
@@ -127,7 +131,7 @@ func (in ContainerGCInput) removes(uid string) bool {
 func DeadContainers(in ContainerGCInput) []string {
 	type unitKey struct{ uid, name string }
 	newest := map[unitKey]*runtimeapi.Container{}
-	units := map[unitKey][]*runtimeapi.Container{} // exited candidates
+	units := map[unitKey][]*runtimeapi.Container{} // exited and unknown candidates
 	var out []string
 	for _, c := range in.Containers {
 		uid := c.Labels[runtime.LabelPodUID]
@@ -147,7 +151,7 @@ func DeadContainers(in ContainerGCInput) []string {
 		}
 		k := unitKey{uid, c.GetMetadata().GetName()}
 		switch c.State {
-		case runtimeapi.ContainerState_CONTAINER_EXITED:
+		case runtimeapi.ContainerState_CONTAINER_EXITED, runtimeapi.ContainerState_CONTAINER_UNKNOWN:
 			if in.removes(uid) {
 				out = append(out, c.Id)
 			} else {
@@ -189,6 +193,21 @@ func DeadContainers(in ContainerGCInput) []string {
 	sort.Strings(out)
 	return out
 }
+
+// StopsFirst reports whether the collector stops container c before
+// removing it: a container in the unknown state may still run, as
+// upstream's removeOldestN kills one ("Container is in unknown state, try
+// killing it before removal") and does not remove it when that fails.
+func StopsFirst(c *runtimeapi.Container) bool {
+	return c.State == runtimeapi.ContainerState_CONTAINER_UNKNOWN
+}
+
+// UnknownStopTimeout is the grace period, in seconds, the collector
+// stops an unknown container with: upstream's minimum grace period
+// (minimumGracePeriodInSeconds), which its kill of a container it has no
+// pod for falls back to when the container's annotations do not give the
+// pod's (kubeproof's containers carry no such annotations).
+const UnknownStopTimeout = 2
 
 // DeadSandboxes are the ids of the sandboxes to remove, sorted: of the
 // kubelet's pods' sandboxes (with a pod UID) those that are not ready and

@@ -1,6 +1,8 @@
 package gc
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,9 +61,15 @@ func TestDeadContainers(t *testing.T) {
 			at(ctr("e1", "u1", "app", 1, exited), 5),
 			at(ctr("c2", "u1", "app", 2, created), 10), // about to start
 		}, DefaultContainerPolicy, nil, false, now, []string{"c0"}},
-		{"unknown containers are left alone", []*runtimeapi.Container{
+		{"unknown containers are dead instances like exited ones", []*runtimeapi.Container{
 			at(ctr("u0", "u1", "app", 0, unknown), 0), at(ctr("e1", "u1", "app", 1, exited), 5), at(ctr("e2", "u1", "app", 2, exited), 6),
-		}, DefaultContainerPolicy, nil, false, now, []string{"e1"}},
+		}, DefaultContainerPolicy, nil, false, now, []string{"e1", "u0"}},
+		{"an unknown newest instance stays as an exited one would", []*runtimeapi.Container{
+			at(ctr("e0", "u1", "app", 0, exited), 0), at(ctr("u1", "u1", "app", 1, unknown), 5),
+		}, DefaultContainerPolicy, nil, false, now, []string{"e0"}},
+		{"a removable pod loses its unknown containers", []*runtimeapi.Container{
+			at(ctr("u0", "u1", "app", 0, unknown), 0), at(ctr("r1", "u1", "side", 0, running), 5),
+		}, DefaultContainerPolicy, map[string]PodGCState{"u1": PodRemovable}, false, now, []string{"u0"}},
 		{"a removable pod loses every dead container", append(slices.Clone(crashLoop),
 			at(ctr("c9", "u1", "app", 9, created), 40)),
 			DefaultContainerPolicy, map[string]PodGCState{"u1": PodRemovable}, false, now, []string{"a0", "a1", "a2", "c9"}},
@@ -197,5 +205,60 @@ func TestMaybeCollectContainers(t *testing.T) {
 	c.MaybeCollectContainers(ctx, n.clock.Now())
 	if list, _ := n.rt.ListContainers(ctx, nil); len(list) != 1 || list[0].Id != third {
 		t.Errorf("after the period: %v, want only %s", list, third)
+	}
+}
+
+// unknownStates is a runtime reporting the containers named in unknown
+// as in the unknown state (the runtime lost track of them: they may
+// still run), recording the calls the collection makes on them.
+type unknownStates struct {
+	Runtime
+	unknown map[string]bool
+	calls   []string
+}
+
+func (u *unknownStates) ListContainers(ctx context.Context, f *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	list, err := u.Runtime.ListContainers(ctx, f)
+	for _, c := range list {
+		if u.unknown[c.Id] {
+			c.State = unknown
+		}
+	}
+	return list, err
+}
+
+func (u *unknownStates) StopContainer(ctx context.Context, id string, timeout int64) error {
+	u.calls = append(u.calls, fmt.Sprintf("stop %s %d", id, timeout))
+	return u.Runtime.StopContainer(ctx, id, timeout)
+}
+
+func (u *unknownStates) RemoveContainer(ctx context.Context, id string) error {
+	u.calls = append(u.calls, "remove "+id)
+	return u.Runtime.RemoveContainer(ctx, id)
+}
+
+// A container in the unknown state, which may still run, is collected:
+// stopped with upstream's minimum grace period, then removed, as
+// upstream's removeOldestN; the simulated runtime refuses to remove it
+// while it runs.
+func TestCollectStopsUnknownContainers(t *testing.T) {
+	n := newSimNode(t)
+	ctx := t.Context()
+	n.pull("app", mi)
+	lost := n.run("app", "app", 0, false) // still running, its state unknown
+	n.clock.Step(time.Second)
+	newest := n.run("app", "app", 1, true)
+	rt := &unknownStates{Runtime: n.rt, unknown: map[string]bool{lost: true}}
+	c := NewCollector(rt, DefaultPolicy, nil, nil)
+	c.SetContainerGC(DefaultContainerPolicy, states(map[string]PodGCState{"u1": PodActive}), "")
+	removed, err := c.CollectContainers(ctx, false, n.clock.Now())
+	if err != nil || removed != 1 {
+		t.Fatalf("CollectContainers = %d, %v; want 1 removed", removed, err)
+	}
+	if want := []string{fmt.Sprintf("stop %s %d", lost, UnknownStopTimeout), "remove " + lost}; !slices.Equal(rt.calls, want) {
+		t.Errorf("calls %v, want %v", rt.calls, want)
+	}
+	if list, _ := n.rt.ListContainers(ctx, nil); len(list) != 1 || list[0].Id != newest {
+		t.Errorf("containers left %v, want only %s", list, newest)
 	}
 }
