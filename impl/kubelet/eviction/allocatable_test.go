@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 func TestAllocatableThresholds(t *testing.T) {
@@ -114,5 +115,38 @@ func TestHostProviderAllocatableMemory(t *testing.T) {
 				t.Errorf("allocatableMemory.available %+v (%v), want %+v (%v)", got, ok, tc.want, tc.wantOK)
 			}
 		})
+	}
+}
+
+// A simulated node observes allocatableMemory.available only when it is
+// set (`kubeproof node pressure` accepts the signal, as upstream's flags
+// do), so that setting it drives MemoryPressure there too.
+func TestSimProviderAllocatableMemory(t *testing.T) {
+	p := NewSimProvider(resource.MustParse("1Gi"), resource.MustParse("10Gi"))
+	obs, _, err := p.Observe(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := obs[SignalAllocatableMemoryAvailable]; ok {
+		t.Errorf("observed unset: %+v", o)
+	}
+	set, err := ParseAvailable("allocatableMemory.available=50Mi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := set[SignalAllocatableMemoryAvailable]
+	p.SetAvailable(SignalAllocatableMemoryAvailable, &q)
+	obs, _, _ = p.Observe(t.Context(), nil)
+	if got, want := obs[SignalAllocatableMemoryAvailable], (Observation{Available: 50 * mi, Capacity: 1024 * mi}); got != want {
+		t.Errorf("set: %+v, want %+v", got, want)
+	}
+	cfg := mustConfig(t, Flags{})
+	cfg.Thresholds = AllocatableThresholds(cfg.Thresholds)
+	if d := Decide(Input{Config: cfg, Observations: obs, Now: t0}); !slices.Equal(d.Conditions, []v1.NodeConditionType{v1.NodeMemoryPressure}) {
+		t.Errorf("conditions %v", d.Conditions)
+	}
+	p.SetAvailable(SignalAllocatableMemoryAvailable, nil)
+	if obs, _, _ = p.Observe(t.Context(), nil); len(obs) != 6 {
+		t.Errorf("cleared: %v", obs)
 	}
 }

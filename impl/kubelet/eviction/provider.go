@@ -69,7 +69,9 @@ func requestStats(p *v1.Pod) PodStats {
 // kubelet's config, usage from requests (or AnnotationMemoryUsage), and
 // any signal's available amount can be set outright (SetAvailable), which
 // is how tests and `kubeproof node pressure` make a node short of a
-// resource.
+// resource. allocatableMemory.available is observed only so set (a
+// simulated node has no pods cgroup to measure), of capacity the node's
+// memory.
 type SimProvider struct {
 	capacity map[Signal]int64
 
@@ -199,6 +201,9 @@ func (p *SimProvider) Observe(ctx context.Context, pods []*v1.Pod) (Observations
 			avail = v
 		}
 		obs[s] = Observation{Available: avail, Capacity: c}
+	}
+	if v, ok := p.available[SignalAllocatableMemoryAvailable]; ok {
+		obs[SignalAllocatableMemoryAvailable] = Observation{Available: v, Capacity: p.capacity[SignalMemoryAvailable]}
 	}
 	return obs, stats, nil
 }
