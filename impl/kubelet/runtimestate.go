@@ -122,15 +122,13 @@ func podLabels(pod *v1.Pod) map[string]string {
 
 // sandboxConfig is the CRI sandbox config of a pod, on a node of cgroup
 // params p (sandboxResources), its parent the pod's cgroup among the QoS
-// classes' cgroups q.
+// classes' cgroups q. A host-network pod is given no hostname, as
+// upstream's generatePodSandboxConfig: it shares the node's UTS namespace
+// with its network one (the runtime refuses a hostname there).
 func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string, p cgroupParams, q qosCgroups) *runtimeapi.PodSandboxConfig {
-	hostname := pod.Spec.Hostname
-	if hostname == "" {
-		hostname = pod.Name
-	}
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
-		Hostname:     hostname,
+		Hostname:     podHostname(pod),
 		LogDirectory: filepath.Join(podLogsDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID)),
 		Labels:       podLabels(pod),
 		Annotations:  pod.Annotations,
@@ -157,6 +155,18 @@ func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string, p cgroupParam
 		}
 	}
 	return cfg
+}
+
+// podHostname is the hostname a pod's sandbox is given:
+// podHostnameAndDomain's, without the domain (this kubelet does not apply
+// setHostnameAsFQDN); none ("") for a host-network pod, which has the
+// node's.
+func podHostname(pod *v1.Pod) string {
+	if pod.Spec.HostNetwork {
+		return ""
+	}
+	hostname, _ := podHostnameAndDomain(pod)
+	return hostname
 }
 
 // containerConfig is the CRI container config of one container, created

@@ -1132,6 +1132,11 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 	if err != nil {
 		return failed(reasonCreateContainerConfigErr, err)
 	}
+	if hosts, err := k.etcHostsMount(pod, spec, ip, moreIPs); err != nil {
+		return failed(reasonCreateContainerConfigErr, err)
+	} else if hosts != nil {
+		mounts = append(mounts, hosts)
+	}
 	cc := containerConfig(pod, spec, s.Init, s.Attempt, image, env, k.cfg.cgroupParams())
 	cc.Mounts = mounts
 	cc.Linux.SecurityContext = sec
