@@ -8,13 +8,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
 // maxPodsChecked bounds how many existing pods a namespace label change
-// evaluates (kube-apiserver stops after a time and pod budget too).
+// evaluates (kube-apiserver's; it also stops after a second, which this
+// does not).
 const maxPodsChecked = 3000
 
 // validateNamespaceLabels checks the pod-security.kubernetes.io labels of a
@@ -109,29 +112,44 @@ func podSecurityLabelsChanged(labels, old map[string]string) bool {
 	return false
 }
 
-// existingPodWarnings groups the pods that violate policy by their set of
-// violated controls: the first line names the policy, then one line per
-// group: `pod (and N other pods): reason, reason`. Pods of an exempt
-// runtime class are not checked.
+// existingPodWarnings checks a namespace's pods against a new enforce
+// policy as kube-apiserver's EvaluatePodsInNamespace: pods of an exempt
+// runtime class are skipped, one pod per controller comes first (the
+// others of each controller after), at most maxPodsChecked are checked (a
+// first line says so when fewer than all). The pods that violate policy
+// are grouped by their violated controls, each group named by its
+// lexically first pod: `pod (and N other pods): reason, reason`, after a
+// line that names the policy, the groups sorted.
 func existingPodWarnings(namespace string, policy podSecurityPolicy, pods []corev1.Pod, exemptRuntimeClasses map[string]bool) []string {
+	var first, rest []*corev1.Pod
+	controllers := map[types.UID]bool{}
+	for i := range pods {
+		pod := &pods[i]
+		if rc := pod.Spec.RuntimeClassName; rc != nil && exemptRuntimeClasses[*rc] {
+			continue
+		}
+		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+			if controllers[ref.UID] {
+				rest = append(rest, pod)
+				continue
+			}
+			controllers[ref.UID] = true
+		}
+		first = append(first, pod)
+	}
+	prioritized := append(first, rest...)
+	var out []string
+	if len(prioritized) > maxPodsChecked {
+		out = append(out, fmt.Sprintf("new PodSecurity enforce level only checked against the first %d of %d existing pods", maxPodsChecked, len(prioritized)))
+		prioritized = prioritized[:maxPodsChecked]
+	}
 	type group struct {
 		first string
 		count int
 	}
 	groups := map[string]*group{}
 	var order []string
-	checked := 0
-	for i := range pods {
-		pod := &pods[i]
-		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		if checked++; checked > maxPodsChecked {
-			break
-		}
-		if rc := pod.Spec.RuntimeClassName; rc != nil && exemptRuntimeClasses[*rc] {
-			continue
-		}
+	for _, pod := range prioritized {
 		vs := evaluatePodSecurity(policy, &podMeta{pod.Annotations}, &pod.Spec)
 		if len(vs) == 0 {
 			continue
@@ -147,23 +165,25 @@ func existingPodWarnings(namespace string, policy podSecurityPolicy, pods []core
 			groups[key] = g
 			order = append(order, key)
 		}
+		g.first = min(g.first, pod.Name)
 		g.count++
 	}
 	if len(order) == 0 {
-		return nil
+		return out
 	}
-	sort.SliceStable(order, func(i, j int) bool { return groups[order[i]].first < groups[order[j]].first })
-	out := []string{fmt.Sprintf("existing pods in namespace %q violate the new PodSecurity enforce level %q", namespace, policy.String())}
+	out = append(out, fmt.Sprintf("existing pods in namespace %q violate the new PodSecurity enforce level %q", namespace, policy.String()))
+	lines := make([]string, 0, len(order))
 	for _, key := range order {
 		g := groups[key]
 		switch g.count {
 		case 1:
-			out = append(out, fmt.Sprintf("%s: %s", g.first, key))
+			lines = append(lines, fmt.Sprintf("%s: %s", g.first, key))
 		case 2:
-			out = append(out, fmt.Sprintf("%s (and 1 other pod): %s", g.first, key))
+			lines = append(lines, fmt.Sprintf("%s (and 1 other pod): %s", g.first, key))
 		default:
-			out = append(out, fmt.Sprintf("%s (and %d other pods): %s", g.first, g.count-1, key))
+			lines = append(lines, fmt.Sprintf("%s (and %d other pods): %s", g.first, g.count-1, key))
 		}
 	}
-	return out
+	sort.Strings(lines)
+	return append(out, lines...)
 }

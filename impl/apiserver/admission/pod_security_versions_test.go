@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -340,5 +341,35 @@ func TestPodSecuritySignificantUpdates(t *testing.T) {
 		if got := apierrors.IsForbidden(err); got != tt.significant || (err != nil && !got) {
 			t.Errorf("%s: %v, want evaluated %v", tt.name, err, tt.significant)
 		}
+	}
+}
+
+// TestPodSecurityExistingPodsPrioritized: as kube-apiserver's
+// EvaluatePodsInNamespace, a new enforce policy checks at most 3000 pods,
+// one per controller first (the rest of each controller's after), says so
+// when it checked fewer than there are, names each group of violations by
+// its lexically first pod, and checks finished pods too.
+func TestPodSecurityExistingPodsPrioritized(t *testing.T) {
+	var pods []corev1.Pod
+	owner := []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "rs-uid", Controller: ptr(true)}}
+	for i := range maxPodsChecked {
+		pod := newPod(fmt.Sprintf("a-%04d", maxPodsChecked-1-i))
+		pod.OwnerReferences = owner
+		pod.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr(true)}
+		pods = append(pods, *pod)
+	}
+	done := newPod("z-done")
+	done.Spec.HostNetwork = true
+	done.Status.Phase = corev1.PodSucceeded
+	pods = append(pods, *done)
+	got := existingPodWarnings("ns", podSecurityPolicy{levelBaseline, "latest"}, pods, nil)
+	want := []string{
+		`new PodSecurity enforce level only checked against the first 3000 of 3001 existing pods`,
+		`existing pods in namespace "ns" violate the new PodSecurity enforce level "baseline:latest"`,
+		`a-0001 (and 2998 other pods): privileged`,
+		`z-done: host namespaces`,
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("warnings\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
