@@ -114,7 +114,9 @@ func measure(ctx context.Context, l ContainerStatsLister) (map[string]*measured,
 // podStats is one pod's usage: what the runtime measured for its
 // containers (an app container it does not report keeps its request),
 // plus its log files and local ephemeral volumes on the node filesystem
-// (its emptyDirs of other media are measured for their sizeLimit only).
+// (its emptyDirs of other media are measured for their sizeLimit only)
+// and its managed hosts file (Storage.EtcHosts: for its limit, not the
+// disk ranking).
 // The local storage (Storage.Rootfs, Storage.Logs) is that of every
 // container measure reports (the running ones), of any kind: app, init,
 // sidecar or ephemeral, as upstream's pod ephemeral storage sums the
@@ -166,6 +168,11 @@ func (h HostProvider) podStats(p *v1.Pod, m *measured) PodStats {
 			}
 		}
 	}
+	// The kubelet-managed /etc/hosts (<pod dir>/etc-hosts): upstream's
+	// getPodEtcHostsStats measures it (MetricsDu, absent for none) into
+	// the pod's ephemeral storage, which its pod limit is checked against;
+	// its disk ranking (podDiskUsage) leaves it out, as here.
+	st.EtcHosts, _ = du(filepath.Join(h.RootDir, "pods", string(p.UID), etcHostsFile))
 	for i := range p.Spec.Volumes {
 		vol := &p.Spec.Volumes[i]
 		plugin := measuredVolumePlugin(vol)
@@ -183,6 +190,10 @@ func (h HostProvider) podStats(p *v1.Pod, m *measured) PodStats {
 	}
 	return ps
 }
+
+// etcHostsFile is the name of a pod's managed hosts file in its pod
+// directory (the kubelet's etcHostsFile).
+const etcHostsFile = "etc-hosts"
 
 // duMaxEntries bounds one du walk: every pod's emptyDirs, configMaps and
 // logs are walked each eviction interval (upstream's kubelet measures

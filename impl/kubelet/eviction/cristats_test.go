@@ -255,3 +255,48 @@ func TestHostProviderCountsRunningContainersOfEveryKind(t *testing.T) {
 		t.Fatalf("evictions %+v, want the pod's ephemeral storage limit", evs)
 	}
 }
+
+// The pod's managed hosts file (<pod dir>/etc-hosts, the kubelet's) counts
+// towards its local ephemeral storage, measured as upstream's
+// getPodEtcHostsStats does (MetricsDu: its allocated blocks), and so
+// towards its ephemeral-storage limit (podEphemeralStorageLimitEviction
+// reads the pod's ephemeral storage stats, etc-hosts included); the disk
+// ranking (podDiskUsage) leaves it out.
+func TestHostProviderCountsEtcHosts(t *testing.T) {
+	root := t.TempDir()
+	// The writable layer alone is 1 byte under the pod's 1Mi; with the
+	// hosts file it is over.
+	p := storagePod("web", nil, [2]string{"app", "1Mi"})
+	p.UID = types.UID("uid-web")
+	lister := fakeStats{stats: []*runtimeapi.ContainerStats{containerStats("uid-web", "app", 0, mi-1, 1)}}
+	observe := func() PodStats {
+		t.Helper()
+		_, stats, err := HostProvider{RootDir: root, Stats: lister}.Observe(t.Context(), []*v1.Pod{p})
+		if err != nil {
+			t.Skipf("no /proc here: %v", err)
+		}
+		return stats[0]
+	}
+	if ps := observe(); ps.Storage.EtcHosts != 0 || len(LocalStorageEvictions([]PodStats{ps}, false)) != 0 {
+		t.Fatalf("without a hosts file: etc-hosts %d, evictions %+v", ps.Storage.EtcHosts, LocalStorageEvictions([]PodStats{ps}, false))
+	}
+	path := filepath.Join(root, "pods", "uid-web", "etc-hosts")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := du(path)
+	ps := observe()
+	if want <= 0 || ps.Storage.EtcHosts != want {
+		t.Fatalf("etc-hosts measured %d, want its du %d", ps.Storage.EtcHosts, want)
+	}
+	if ps.Disk != mi-1 {
+		t.Errorf("disk for the ranking %d, want the writable layer's %d only", ps.Disk, mi-1)
+	}
+	evs := LocalStorageEvictions([]PodStats{ps}, false)
+	if len(evs) != 1 || evs[0].Limit != LimitPodEphemeral {
+		t.Fatalf("evictions %+v, want the pod's ephemeral storage limit (layer and hosts file over 1Mi)", evs)
+	}
+}

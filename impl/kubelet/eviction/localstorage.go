@@ -17,7 +17,8 @@ import (
 //     emptyDir's measured use (a tmpfs sized within the limit never
 //     exceeds it; a memory emptyDir left a plain directory can);
 //   - the pod's local ephemeral storage (its containers' writable layers
-//     and logs and its local ephemeral volumes: localEphemeralVolume)
+//     and logs, its local ephemeral volumes: localEphemeralVolume, and
+//     the kubelet-managed /etc/hosts file of its pod directory)
 //     over the pod's ephemeral-storage limit: its containers' limits
 //     summed as for scheduling (init containers by their largest),
 //     counted as soon as any container sets one — a container without a
@@ -74,12 +75,20 @@ type LocalStorage struct {
 	Rootfs map[string]int64
 	// Logs is each container's log files, by container name.
 	Logs map[string]int64
+	// EtcHosts is the kubelet-managed hosts file of the pod (its pod
+	// directory's etc-hosts, mounted on its containers' /etc/hosts; 0
+	// when there is none, as on simulated nodes).
+	EtcHosts int64
 }
 
 // total is pod's local ephemeral storage use: every container's writable
-// layer and logs and the pod's local ephemeral volumes.
+// layer and logs, the pod's local ephemeral volumes and its managed hosts
+// file, as upstream's pod stats sum its ephemeral storage (calcEphemeralStorage:
+// the containers' rootfs and logs, the ephemeral volumes and the
+// etc-hosts file), which its podEphemeralStorageLimitEviction compares
+// with the pod's limit.
 func (s *LocalStorage) total(pod *v1.Pod) int64 {
-	var sum int64
+	sum := s.EtcHosts
 	if len(s.Volumes) > 0 {
 		for i := range pod.Spec.Volumes {
 			if vol := &pod.Spec.Volumes[i]; localEphemeralVolume(vol) {
