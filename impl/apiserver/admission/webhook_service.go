@@ -26,10 +26,11 @@ import (
 //     port (NodePort and LoadBalancer services too), or an ExternalName
 //     service's externalName with port itself; a headless service is an
 //     error (kube-aggregator's ClusterIP resolver);
-//   - with --enable-aggregator-routing, the address of one ready endpoint
-//     (picked at random) of the service's EndpointSlices, with the
-//     endpoint port named as the service port (kube-aggregator's endpoint
-//     resolver); an ExternalName service is an error there.
+//   - with --enable-aggregator-routing, the first address of one ready
+//     endpoint (picked at random; those of the service's primary IP family
+//     first) of the service's EndpointSlices, with the endpoint port named
+//     as the service port (kube-aggregator's endpoint resolver); an
+//     ExternalName service is an error there.
 //
 // A missing service, port or endpoint fails the call (the failurePolicy
 // then decides). The default/kubernetes:443 loopback kube-apiserver
@@ -99,46 +100,53 @@ func resolveClusterIP(svc *corev1.Service, port int32) (string, error) {
 	}
 }
 
-// endpointAddresses are the host:port of every ready endpoint of the
-// service's slices serving its port numbered port (matched by the port's
-// name, as the slices name their ports after the service's).
+// endpointAddresses are the host:port of the endpoints the service's
+// port numbered port may be called at, as kube-aggregator's endpoint
+// resolver picks one: each endpoint ready or of unknown readiness, by its
+// first address, on its slice's port named as the service port (a port
+// with no name matches none), whatever the slice's address type; when
+// the service lists IP families, the slices of the first family are tried
+// first, so the others' endpoints count only when those have none.
 func endpointAddresses(svc *corev1.Service, slices []*discoveryv1.EndpointSlice, port int32) ([]string, error) {
-	sp, err := servicePort(svc, port)
-	if err != nil {
-		return nil, err
-	}
 	switch svc.Spec.Type {
 	case corev1.ServiceTypeClusterIP, "", corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer:
 	default:
 		return nil, fmt.Errorf("unsupported service type %q", svc.Spec.Type)
 	}
-	var out []string
+	sp, err := servicePort(svc, port)
+	if err != nil {
+		return nil, err
+	}
+	var primary discoveryv1.AddressType
+	if len(svc.Spec.IPFamilies) > 0 {
+		primary = discoveryv1.AddressType(svc.Spec.IPFamilies[0])
+	}
+	var preferred, others []string
 	for _, s := range slices {
-		if s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6 {
-			continue
-		}
 		for _, p := range s.Ports {
-			name := ""
-			if p.Name != nil {
-				name = *p.Name
-			}
-			if name != sp.Name || p.Port == nil {
+			if p.Name == nil || *p.Name != sp.Name || p.Port == nil {
 				continue
 			}
 			for _, ep := range s.Endpoints {
-				if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+				if (ep.Conditions.Ready != nil && !*ep.Conditions.Ready) || len(ep.Addresses) == 0 {
 					continue
 				}
-				for _, a := range ep.Addresses {
-					out = append(out, net.JoinHostPort(a, strconv.Itoa(int(*p.Port))))
+				a := net.JoinHostPort(ep.Addresses[0], strconv.Itoa(int(*p.Port)))
+				if primary == "" || s.AddressType == primary {
+					preferred = append(preferred, a)
+				} else {
+					others = append(others, a)
 				}
 			}
 		}
 	}
-	if len(out) == 0 {
+	if len(preferred) == 0 {
+		preferred = others
+	}
+	if len(preferred) == 0 {
 		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("no endpoints available for service %q", svc.Name))
 	}
-	return out, nil
+	return preferred, nil
 }
 
 // serviceHost is the host:port a service reference is called at, and its

@@ -78,36 +78,72 @@ func TestResolveClusterIP(t *testing.T) {
 	}
 }
 
-// With --enable-aggregator-routing (kube-aggregator's endpoint resolver):
-// the ready endpoints of the service's slices, on the endpoint port named
-// as the service port; none is 503-like ServiceUnavailable.
+// With --enable-aggregator-routing (kube-aggregator's endpoint resolver,
+// proxy.ResolveEndpoint over EndpointSlices): an endpoint ready or of
+// unknown readiness, its first address only, on the slice port named as
+// the service port (a port with no name matches none), whatever the
+// slice's address type, those of the service's primary IP family first;
+// none is ServiceUnavailable, and an ExternalName service is refused
+// before its ports are looked at.
 func TestEndpointAddresses(t *testing.T) {
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "hook", Namespace: "ns"}, Spec: corev1.ServiceSpec{
-		Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.10", Ports: []corev1.ServicePort{{Name: "https", Port: 443}}}}
-	slice := func(addrType discoveryv1.AddressType, port string, ready *bool, addrs ...string) *discoveryv1.EndpointSlice {
+	svc := func(families ...corev1.IPFamily) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "hook", Namespace: "ns"}, Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.10", IPFamilies: families,
+			Ports: []corev1.ServicePort{{Name: "https", Port: 443}}}}
+	}
+	slice := func(addrType discoveryv1.AddressType, port *string, ready *bool, addrs ...string) *discoveryv1.EndpointSlice {
 		return &discoveryv1.EndpointSlice{AddressType: addrType,
-			Ports:     []discoveryv1.EndpointPort{{Name: ptrTo(port), Port: ptrTo(int32(9443))}},
+			Ports:     []discoveryv1.EndpointPort{{Name: port, Port: ptrTo(int32(9443))}},
 			Endpoints: []discoveryv1.Endpoint{{Addresses: addrs, Conditions: discoveryv1.EndpointConditions{Ready: ready}}}}
 	}
-	got, err := endpointAddresses(svc, []*discoveryv1.EndpointSlice{
-		slice(discoveryv1.AddressTypeIPv4, "https", nil, "10.0.0.1"),
-		slice(discoveryv1.AddressTypeIPv4, "https", ptrTo(true), "10.0.0.2"),
-		slice(discoveryv1.AddressTypeIPv4, "https", ptrTo(false), "10.0.0.3"),
-		slice(discoveryv1.AddressTypeIPv4, "metrics", nil, "10.0.0.4"),
-		slice(discoveryv1.AddressTypeFQDN, "https", nil, "hook.example.com"),
-		slice(discoveryv1.AddressTypeIPv6, "https", nil, "fd00::5"),
-	}, 443)
-	if err != nil || strings.Join(got, ",") != "10.0.0.1:9443,10.0.0.2:9443,[fd00::5]:9443" {
-		t.Fatalf("got %v, %v", got, err)
+	https := ptrTo("https")
+	v4, v6, fqdn := discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6, discoveryv1.AddressTypeFQDN
+	tests := []struct {
+		name    string
+		svc     *corev1.Service
+		slices  []*discoveryv1.EndpointSlice
+		want    string
+		wantErr string
+	}{
+		{"ready or unknown, any address type", svc(), []*discoveryv1.EndpointSlice{
+			slice(v4, https, nil, "10.0.0.1"),
+			slice(v4, https, ptrTo(true), "10.0.0.2"),
+			slice(v4, https, ptrTo(false), "10.0.0.3"),
+			slice(v4, ptrTo("metrics"), nil, "10.0.0.4"),
+			slice(fqdn, https, nil, "hook.example.com"),
+			slice(v6, https, nil, "fd00::5"),
+		}, "10.0.0.1:9443,10.0.0.2:9443,hook.example.com:9443,[fd00::5]:9443", ""},
+		{"first address only", svc(), []*discoveryv1.EndpointSlice{slice(v4, https, nil, "10.0.0.1", "10.0.0.9")}, "10.0.0.1:9443", ""},
+		{"primary family first", svc(corev1.IPv6Protocol, corev1.IPv4Protocol), []*discoveryv1.EndpointSlice{
+			slice(v4, https, nil, "10.0.0.1"), slice(v6, https, nil, "fd00::5"), slice(v6, https, ptrTo(false), "fd00::6"),
+		}, "[fd00::5]:9443", ""},
+		{"other families when the primary has none ready", svc(corev1.IPv6Protocol, corev1.IPv4Protocol), []*discoveryv1.EndpointSlice{
+			slice(v4, https, nil, "10.0.0.1"), slice(v6, https, ptrTo(false), "fd00::6"),
+		}, "10.0.0.1:9443", ""},
+		{"unnamed slice port", &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "hook", Namespace: "ns"}, Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.10", Ports: []corev1.ServicePort{{Port: 443}}}},
+			[]*discoveryv1.EndpointSlice{slice(v4, nil, nil, "10.0.0.1"), slice(v4, ptrTo(""), nil, "10.0.0.2")}, "10.0.0.2:9443", ""},
+		{"none ready", svc(), []*discoveryv1.EndpointSlice{slice(v4, https, ptrTo(false), "10.0.0.3")}, "", `no endpoints available for service "hook"`},
+		{"no slices", svc(), nil, "", `no endpoints available for service "hook"`},
+		{"ExternalName", &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "hook", Namespace: "ns"}, Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeExternalName, ExternalName: "hooks.example.com"}}, nil, "", `unsupported service type "ExternalName"`},
 	}
-	_, err = endpointAddresses(svc, []*discoveryv1.EndpointSlice{slice(discoveryv1.AddressTypeIPv4, "https", ptrTo(false), "10.0.0.3")}, 443)
-	if !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), `no endpoints available for service "hook"`) {
-		t.Fatalf("no ready endpoint: %v", err)
-	}
-	ext := svc.DeepCopy()
-	ext.Spec.Type = corev1.ServiceTypeExternalName
-	if _, err := endpointAddresses(ext, nil, 443); err == nil || !strings.Contains(err.Error(), `unsupported service type "ExternalName"`) {
-		t.Fatalf("ExternalName with endpoint routing: %v", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := endpointAddresses(tt.svc, tt.slices, 443)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %v, %v; want error %q", got, err, tt.wantErr)
+				}
+				if strings.Contains(tt.wantErr, "no endpoints") && !apierrors.IsServiceUnavailable(err) {
+					t.Fatalf("%v: not ServiceUnavailable", err)
+				}
+				return
+			}
+			if err != nil || strings.Join(got, ",") != tt.want {
+				t.Fatalf("got %v, %v; want %s", got, err, tt.want)
+			}
+		})
 	}
 }
 
