@@ -216,9 +216,9 @@ func addResponseWarnings(ctx context.Context, name string, resp *admissionv1.Adm
 	}
 }
 
-// webhookClients are HTTPS clients by CA bundle (and, for a webhook
-// addressed by service, by service and port), so connections are kept
-// between calls.
+// webhookClients are HTTPS clients (HTTP/1.1) by CA bundle (and, for a
+// webhook addressed by service, by service and port), so connections are
+// kept between calls.
 type webhookClients struct {
 	mu      sync.Mutex
 	clients map[string]*http.Client
@@ -243,7 +243,9 @@ func (c *webhookClients) get(caBundle []byte, svc *admissionregistrationv1.Servi
 	if cl, ok := c.clients[key]; ok {
 		return cl, nil
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName}
+	// HTTP/1.1 only, as kube-apiserver's webhook clients: over HTTP/2
+	// concurrent calls would share one connection, so one endpoint.
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName, NextProtos: []string{"http/1.1"}}
 	if len(caBundle) > 0 {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(caBundle) {
@@ -251,8 +253,7 @@ func (c *webhookClients) get(caBundle []byte, svc *admissionregistrationv1.Servi
 		}
 		cfg.RootCAs = pool
 	}
-	tr := &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true,
-		MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second}
+	tr := &http.Transport{TLSClientConfig: cfg, MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second}
 	if svc != nil {
 		namespace, name := svc.Namespace, svc.Name
 		var dialer net.Dialer

@@ -405,6 +405,42 @@ func TestWebhookClientsLeaveNoGoroutines(t *testing.T) {
 	}
 }
 
+// Webhooks are called over HTTP/1.1 even when their server offers HTTP/2,
+// as kube-apiserver's webhook clients (util/webhook ClientManager: http/1.1
+// only, kubernetes#75791), so concurrent calls open connections of their
+// own and a service's calls spread over its endpoints.
+func TestWebhookCallsUseHTTP1(t *testing.T) {
+	var mu sync.Mutex
+	var protos []string
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rev := &admissionv1.AdmissionReview{}
+		if err := json.NewDecoder(r.Body).Decode(rev); err != nil || rev.Request == nil {
+			http.Error(w, "bad review", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		protos = append(protos, r.Proto)
+		mu.Unlock()
+		out := admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+			Response: &admissionv1.AdmissionResponse{UID: rev.Request.UID, Allowed: true}}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	h := &hookServer{Server: srv}
+	d := testDispatcher(validatingWebhooks(h.validating(hookSpec{name: "ok.example.com"})))
+	if err := (&ValidatingWebhook{d}).Validate(context.Background(), podCreate(newPod("p"))); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(protos) != 1 || protos[0] != "HTTP/1.1" {
+		t.Fatalf("webhook called over %v, want HTTP/1.1", protos)
+	}
+}
+
 // A mutating webhook called for a DELETE (kube-apiserver runs the mutating
 // phase on deletes) that answers with a patch has nothing to patch: as
 // kube-apiserver's dispatcher, that is a 500 whatever its failurePolicy
