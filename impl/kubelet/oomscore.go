@@ -111,11 +111,13 @@ func podQOS(pod *v1.Pod) v1.PodQOSClass {
 // GetHugepageLimitsFromResources: one per node page size, in the node's
 // order (by page size; upstream's is sysfs's listing order), named in
 // runc's units ("2MB", "1GB"), the container's hugepages-<size> limit in
-// bytes or 0 when it sets none, so that it gets no pages of a size it did
-// not ask for. A limit of a size the node does not have, or whose size
-// does not parse or is not whole in its largest unit, is left out, as
-// upstream does. Nil for a node without huge pages.
-func hugepageLimits(node []HugePages, limits v1.ResourceList) []*runtimeapi.HugepageLimit {
+// bytes, else its pod's pod-level one (podLimits, podLevelLimits: the
+// pod-level hugepage limits propagated to containers that set none, as
+// upstream's since kubernetes/kubernetes#131089), else 0, so that it gets
+// no pages of a size neither asked for. A limit of a size the node does
+// not have, or whose size does not parse or is not whole in its largest
+// unit, is left out, as upstream does. Nil for a node without huge pages.
+func hugepageLimits(node []HugePages, podLimits, limits v1.ResourceList) []*runtimeapi.HugepageLimit {
 	if len(node) == 0 {
 		return nil
 	}
@@ -126,19 +128,32 @@ func hugepageLimits(node []HugePages, limits v1.ResourceList) []*runtimeapi.Huge
 			hls = append(hls, &runtimeapi.HugepageLimit{PageSize: unit})
 		}
 	}
-	for name, q := range limits {
-		size, ok := hugePageSizeOf(name)
-		if !ok {
-			continue
-		}
-		unit, _ := hugePageUnitSize(size) // hugePageSizeOf checked it
-		for _, hl := range hls {
-			if hl.PageSize == unit {
-				hl.Limit = uint64(q.Value())
+	set := func(l v1.ResourceList) {
+		for name, q := range l {
+			size, ok := hugePageSizeOf(name)
+			if !ok {
+				continue
+			}
+			unit, _ := hugePageUnitSize(size) // hugePageSizeOf checked it
+			for _, hl := range hls {
+				if hl.PageSize == unit {
+					hl.Limit = uint64(q.Value())
+				}
 			}
 		}
 	}
+	set(podLimits) // the container's own, next, take their place
+	set(limits)
 	return hls
+}
+
+// podLevelLimits are pod's pod-level limits (spec.resources.limits), nil
+// without.
+func podLevelLimits(pod *v1.Pod) v1.ResourceList {
+	if pod.Spec.Resources == nil {
+		return nil
+	}
+	return pod.Spec.Resources.Limits
 }
 
 // hugePageUnits are runc's hugepage size units.

@@ -241,7 +241,7 @@ func TestHugepageLimits(t *testing.T) {
 					}
 				}
 			}
-			check("hugepageLimits", hugepageLimits(tc.node, tc.lim))
+			check("hugepageLimits", hugepageLimits(tc.node, nil, tc.lim))
 			c := withResources(nil, tc.lim)
 			pod := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{c}}}
 			check("CRI hugepage limits", containerConfig(pod, &pod.Spec.Containers[0], false, 0, nil, nil, cgroupParams{nodeMemory: 32 << 30, hugePages: tc.node}).GetLinux().GetResources().GetHugepageLimits())

@@ -315,7 +315,7 @@ func podAmount(pod *v1.Pod, name v1.ResourceName, limits bool) (amount int64, na
 func linuxResources(pod *v1.Pod, c *v1.Container, p cgroupParams) *runtimeapi.LinuxContainerResources {
 	r := &runtimeapi.LinuxContainerResources{
 		OomScoreAdj:    containerOOMScoreAdj(pod, c, p.nodeMemory),
-		HugepageLimits: hugepageLimits(p.hugePages, c.Resources.Limits),
+		HugepageLimits: hugepageLimits(p.hugePages, podLevelLimits(pod), c.Resources.Limits),
 	}
 	cpuReq, hasCPUReq, cpuLim, memLim := containerAmounts(pod, c)
 	cgroupResources(r, cpuReq, hasCPUReq, cpuLim, memLim, p.oomGroup, p.cfs)
