@@ -374,7 +374,7 @@ func TestReservedCgroupsEnforced(t *testing.T) {
 			h, rec := resizeHarness(t, mutate)
 			err := h.k.enforceReservedCgroups()
 			want := `Failed to enforce System Reserved Cgroup Limits on "/system.slice": cgroup ["system.slice"] has some missing paths: ` +
-				filepath.Join(dir, "cpu", "system.slice") + ", " + filepath.Join(dir, "memory", "system.slice")
+				filepath.Join(dir, "cpu", "system.slice") + ", " + filepath.Join(dir, "memory", "system.slice") + ", " + filepath.Join(dir, "pids", "system.slice")
 			if unified {
 				want = `Failed to enforce System Reserved Cgroup Limits on "/system.slice": could not read controllers for cgroup ["system.slice"]: open ` +
 					filepath.Join(dir, "system.slice", "cgroup.controllers") + ": no such file or directory"

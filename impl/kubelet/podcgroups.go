@@ -289,9 +289,9 @@ func newPodCgroups(cfg *Config) (podCgroups, error) {
 // exist, as upstream's container manager does at start (NewContainerManager:
 // the cgroup manager's Validate of --cgroup-root, "invalid configuration:
 // ..."): on cgroup v1 it must be in every hierarchy the kubelet writes to
-// (upstream: every allow-listed one mounted), with upstream's message
-// listing the paths missing; on v2 its cgroup.controllers must be
-// readable (upstream also wants its controllers enabled there; the
+// and every allow-listed one mounted (v1Required, as upstream's), with
+// upstream's message listing the paths missing; on v2 its
+// cgroup.controllers must be readable (upstream also wants its controllers enabled there; the
 // kubelet enables them itself, create). The root cgroup always exists.
 func (m cgroupfs) validateRoot(root string) error {
 	if err := m.validate(root); err != nil {
@@ -315,7 +315,7 @@ func (m cgroupfs) validate(root string) error {
 		return nil
 	}
 	var missing []string
-	for _, ctl := range v1Controllers {
+	for _, ctl := range m.v1Required() {
 		if _, err := os.Stat(m.dir(ctl, root)); err != nil {
 			missing = append(missing, m.dir(ctl, root))
 		}
@@ -329,6 +329,25 @@ func (m cgroupfs) validate(root string) error {
 // v1Controllers are the cgroup v1 hierarchies the kubelet writes to.
 var v1Controllers = [...]string{"cpu", "memory"}
 
+// v1Allowlist are the other cgroup v1 hierarchies upstream's cgroup
+// manager wants a cgroup in, where mounted, for it to exist
+// (cgroupV1impl.Validate, which Exists is: its allow-list of cpu,
+// cpuacct, cpuset, memory, systemd and pids, with hugetlb added when that
+// is mounted; devices, freezer and the rest do not count).
+var v1Allowlist = [...]string{"cpuacct", "cpuset", "systemd", "pids", "hugetlb"}
+
+// v1Required are the cgroup v1 hierarchies a cgroup must be in to exist:
+// v1Controllers, and each of v1Allowlist mounted at m.root.
+func (m cgroupfs) v1Required() []string {
+	out := append(make([]string, 0, len(v1Controllers)+len(v1Allowlist)), v1Controllers[:]...)
+	for _, ctl := range v1Allowlist {
+		if fi, err := os.Stat(filepath.Join(m.root, ctl)); err == nil && fi.IsDir() {
+			out = append(out, ctl)
+		}
+	}
+	return out
+}
+
 // dir is cgroup name's directory in controller's v1 hierarchy, or on v2
 // the unified one.
 func (m cgroupfs) dir(controller, name string) string {
@@ -338,9 +357,11 @@ func (m cgroupfs) dir(controller, name string) string {
 	return filepath.Join(m.root, controller, name)
 }
 
-// exists: on cgroup v1 in each hierarchy the kubelet writes to, as
-// upstream's Exists wants it in every required one, so that a cgroup
-// whose create failed half-way is made again, not taken for made.
+// exists: on cgroup v1 in each hierarchy upstream's Exists wants it in
+// (v1Required: the kubelet's, and each allow-listed one mounted, hugetlb
+// among them), so that a cgroup whose create failed half-way, or one
+// missing from a hierarchy, is made again, not taken for made. A
+// hierarchy is looked for only when the cgroup is not in it.
 func (m cgroupfs) exists(name string) bool {
 	if m.unified {
 		_, err := os.Stat(m.dir("", name))
@@ -348,6 +369,14 @@ func (m cgroupfs) exists(name string) bool {
 	}
 	for _, ctl := range v1Controllers {
 		if _, err := os.Stat(m.dir(ctl, name)); err != nil {
+			return false
+		}
+	}
+	for _, ctl := range v1Allowlist {
+		if _, err := os.Stat(m.dir(ctl, name)); err == nil {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(m.root, ctl)); err == nil && fi.IsDir() {
 			return false
 		}
 	}
@@ -363,7 +392,9 @@ func (m cgroupfs) create(name string, c cgroupConfig) error {
 			return fmt.Errorf("creating cgroup %s: %w", name, err)
 		}
 	} else {
-		for _, ctl := range v1Controllers {
+		// In every hierarchy exists wants it in, as runc's cgroupfs
+		// manager makes it in each one mounted.
+		for _, ctl := range m.v1Required() {
 			if err := os.MkdirAll(m.dir(ctl, name), 0o755); err != nil {
 				return fmt.Errorf("creating cgroup %s: %w", name, err)
 			}
