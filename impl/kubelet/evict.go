@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -90,17 +91,35 @@ func feedSimPressure(sim *eviction.SimProvider, p Pressure) {
 	}
 }
 
-// activePods are the pods the kubelet runs: admitted, still in the API,
-// not finished, and not already being evicted.
+// activePods are the pods the eviction manager ranks, as upstream's
+// GetActivePods (eviction.Active): admitted (or rejected) and still in
+// the API, not known terminated, and not a terminal one whose termination
+// is not under way (a rejected pod). A pod being deleted, or being killed
+// for its deadline, stays until its kill succeeds: evicting it cuts that
+// kill short (requestEviction). A pod already chosen for eviction is not
+// ranked again; upstream's may be, its manager waiting for the evicted
+// pod's kill and clean-up (killPodNow, waitForPodsCleanup) before its
+// next interval instead.
 func (k *Kubelet) activePods() []*v1.Pod {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	out := make([]*v1.Pod, 0, len(k.pods))
-	for _, r := range k.pods {
-		if r.pod == nil || !r.admitted || r.rejected || r.eviction != nil || r.evicted || podsync.IsTerminalPhase(r.pod.Status.Phase) || r.pod.DeletionTimestamp != nil {
+	for uid, r := range k.pods {
+		if r.pod == nil || !(r.admitted || r.rejected) || r.eviction != nil || r.evicted {
 			continue
 		}
-		out = append(out, r.pod)
+		// An admitted pod deleted or in a terminal phase is being ended
+		// by its worker until its kill succeeds (k.terminated).
+		_, terminated := k.terminated[uid]
+		terminalPhase := podsync.IsTerminalPhase(r.pod.Status.Phase)
+		t := eviction.Termination{
+			Terminated:           terminated,
+			Terminal:             r.rejected || terminalPhase,
+			TerminationRequested: r.admitted && (terminalPhase || r.pod.DeletionTimestamp != nil),
+		}
+		if eviction.Active(t) {
+			out = append(out, r.pod)
+		}
 	}
 	return out
 }
@@ -155,9 +174,10 @@ func (k *Kubelet) requestEviction(ev *eviction.Eviction) {
 	if ok {
 		rec.eviction = ev
 		// A sync starting the pod is cut short, as upstream's pod worker
-		// cancels it when the eviction's kill makes the pod terminating
-		// (syncInFlight).
-		k.syncs[ev.Pod.UID].terminating(nil)
+		// cancels it when the eviction's kill makes the pod terminating,
+		// and so is a kill under way (its deletion's, its deadline's)
+		// whose grace period the eviction's shortens (syncInFlight).
+		k.syncs[ev.Pod.UID].evicting(ev.GracePeriodSeconds)
 	}
 	k.mu.Unlock()
 	if ok {
@@ -186,8 +206,9 @@ func (k *Kubelet) takeEviction(uid types.UID) (rec *podRecord, pod *v1.Pod, ev *
 }
 
 // doneEviction records that rec's eviction needs no more work: its kill
-// succeeded, or the pod went away or is being deleted (the deletion kills
-// it).
+// succeeded, or the pod went away (the clean-up kills it), or a kill
+// under way when it was requested (a deletion's, a deadline's, not cut
+// short) terminated the pod first.
 func (k *Kubelet) doneEviction(rec *podRecord) {
 	k.mu.Lock()
 	rec.eviction = nil
@@ -213,14 +234,31 @@ func (k *Kubelet) doneEviction(rec *podRecord) {
 // once nothing of the pod runs, as upstream's status manager holds a
 // terminal phase and its DisruptionTarget back while the pod could have
 // running containers.
+//
+// A pod whose termination was already under way (deleted, past its
+// deadline: upstream's eviction manager ranks such pods too) is evicted
+// the same way, the eviction's grace period cutting that kill short
+// (requestEviction) and its status replacing the deadline's, as
+// upstream's pod worker restarts SyncTerminatingPod with the eviction's
+// status function; a pod past its active deadline keeps the deadline's
+// reason and message (evictionTerminal). A pod the kill under way
+// terminated first keeps the status that kill gave it (upstream's pod
+// worker drops a terminated pod's kill options, the eviction's status
+// function with them), and one whose API phase is already terminal keeps
+// that phase; both only get the Evicted event, which upstream's eviction
+// manager records for every pod it picks.
 func (k *Kubelet) evictPod(ctx context.Context, uid types.UID) error {
 	rec, pod, ev, first := k.takeEviction(uid)
 	if ev == nil {
 		return nil
 	}
-	if pod == nil || podsync.IsTerminalPhase(pod.Status.Phase) || pod.DeletionTimestamp != nil {
+	if pod == nil {
 		k.doneEviction(rec)
 		return nil
+	}
+	rs, err := k.podRuntimeState(ctx, uid)
+	if err != nil {
+		return err
 	}
 	if first {
 		// A local storage eviction's event has no annotations (upstream's
@@ -236,25 +274,18 @@ func (k *Kubelet) evictPod(ctx context.Context, uid types.UID) error {
 		if r := k.recorder(); r != nil {
 			r.AnnotatedEventf(pod, ann, v1.EventTypeWarning, eviction.ReasonEvicted, "%s", ev.Message)
 		}
+	}
+	if rec.x().killed || (rec.lastStatus == nil && podsync.FoundTerminated(pod, rs)) {
+		k.doneEviction(rec)
+		return nil
+	}
+	if first && !podsync.IsTerminalPhase(pod.Status.Phase) {
 		// The DisruptionTarget goes with the phase into rec.terminal:
 		// every status the kubelet generates for the pod from now on
 		// reports it, so neither a sync from an older view of the pod nor
 		// a retry after a failed kill or write writes Failed/Evicted
 		// without it.
-		//
-		// A local storage eviction reports no DisruptionTarget: upstream's
-		// kubelet adds it only for node-pressure evictions.
-		rec.terminal = &podsync.Terminal{Phase: v1.PodFailed, Reason: eviction.ReasonEvicted, Message: ev.Message}
-		if ev.Limit == "" {
-			// observedGeneration: the evicted pod's generation, as
-			// upstream's eviction manager sets it.
-			rec.terminal.Condition = &v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: reasonTerminationByKubelet,
-				Message: ev.Message, LastTransitionTime: metav1.NewTime(k.clock.Now()), ObservedGeneration: pod.Generation}
-		}
-	}
-	rs, err := k.podRuntimeState(ctx, uid)
-	if err != nil {
-		return err
+		rec.terminal = evictionTerminal(ev, k.podView(rec, pod), k.clock.Now())
 	}
 	// As a deletion's kill (terminatePod): cut short by a deletion asking
 	// for a shorter grace period, as upstream's pod worker cancels the
@@ -263,13 +294,16 @@ func (k *Kubelet) evictPod(ctx context.Context, uid types.UID) error {
 	if err := k.terminatePod(ctx, rec, pod, rs, ev.GracePeriodSeconds); err != nil {
 		return fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	rec.more().killed = true // terminated: not killed again (podsync.KillNeeded)
+	k.markKilled(uid, rec) // terminated: not killed again (podsync.KillNeeded)
 	k.doneEviction(rec)
 	now := k.clock.Now()
-	if c := rec.terminal.Condition; c != nil {
+	if t := rec.terminal; t != nil && t.Condition != nil && t.Condition.Reason == reasonTerminationByKubelet {
 		// As upstream's status manager, which sends the DisruptionTarget
 		// only with the terminal phase and dates it then.
-		c.LastTransitionTime = metav1.NewTime(now)
+		t.Condition.LastTransitionTime = metav1.NewTime(now)
+		// The deadline may have passed during the kill: the status
+		// generated once the pod is killed takes its reason.
+		deadlineReason(t, k.podView(rec, pod), now)
 	}
 	if rs, err = k.podRuntimeState(ctx, uid); err != nil {
 		return err
@@ -279,6 +313,36 @@ func (k *Kubelet) evictPod(ctx context.Context, uid types.UID) error {
 		HostIPs: []string{k.cfg.NodeIP}, RuntimeType: k.rt.Type(), Now: now,
 	})
 	return k.writeStatus(ctx, rec, pod, st)
+}
+
+// evictionTerminal is the terminal status ev gives pod (as the kubelet
+// reports it): Failed, reason Evicted and the eviction's message and,
+// for a node-pressure eviction, a DisruptionTarget (reason
+// TerminationByKubelet, the pod's generation observed, as upstream's
+// eviction manager sets it); a local storage eviction reports none,
+// upstream's kubelet adding it only for node-pressure evictions. A pod
+// past its active deadline gets the deadline's reason and message
+// (deadlineReason) with the eviction's condition. Pure.
+func evictionTerminal(ev *eviction.Eviction, pod *v1.Pod, now time.Time) *podsync.Terminal {
+	t := &podsync.Terminal{Phase: v1.PodFailed, Reason: eviction.ReasonEvicted, Message: ev.Message}
+	if ev.Limit == "" {
+		t.Condition = &v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: reasonTerminationByKubelet,
+			Message: ev.Message, LastTransitionTime: metav1.NewTime(now), ObservedGeneration: pod.Generation}
+	}
+	deadlineReason(t, pod, now)
+	return t
+}
+
+// deadlineReason gives t, an eviction's terminal status, the active
+// deadline's reason and message once pod is past its deadline: upstream's
+// generateAPIPodStatus lets the active deadline handler (a PodSyncHandler's
+// ShouldEvict) override the reason the eviction's status function set,
+// and keeps that status's DisruptionTarget, so an evicted pod past its
+// deadline ends Failed, DeadlineExceeded, with the eviction's condition.
+func deadlineReason(t *podsync.Terminal, pod *v1.Pod, now time.Time) {
+	if past, _ := podsync.PastActiveDeadline(pod, now); past {
+		t.Reason, t.Message = podsync.ReasonDeadlineExceeded, podsync.MessageDeadlineExceeded
+	}
 }
 
 func evictionResource(ev *eviction.Eviction) v1.ResourceName {

@@ -106,9 +106,9 @@ func killEndsAfter(t *testing.T, h *harness, p *v1.Pod, what string, grace time.
 // SyncTerminatingPod in flight when it shrinks (wasGracePeriodShortened).
 // The cancelled kill reports no FailedKillPod. Before, the eviction's
 // kill waited out its 300 s. The kill also never lengthens: a deletion
-// asking for more than the eviction leaves the kill running, and once
-// the eviction was dropped for the deletion (its kill cancelled), the
-// deletion's kill keeps the shortest grace period asked for.
+// asking for more than the eviction leaves the kill running, and the
+// kill that follows the cancelled one (the eviction's, carried on for the
+// pod being deleted) takes the shortest grace period asked for.
 func TestEvictionKillShortenedByDeletion(t *testing.T) {
 	rec := record.NewFakeRecorder(1000)
 	h := newHarness(t, nil)

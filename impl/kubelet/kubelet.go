@@ -110,6 +110,7 @@ type Kubelet struct {
 	pods           map[types.UID]*podRecord
 	resizes        map[types.UID]*podResize    // pods resized in place (resize.go); nil until the first
 	syncs          map[types.UID]*syncInFlight // the syncs an update may cut short under way (syncpod.go); nil until the first
+	terminated     map[types.UID]struct{}      // pods whose kill ending them succeeded (markKilled), for the eviction manager; nil until the first
 	allocFile      string                      // where resizes' allocations are kept ("": memory only; resizestate.go)
 	started        time.Time                   // when New made it: a sandbox older was made by an earlier kubelet (planPodResize)
 	sourceSynced   bool
@@ -477,6 +478,21 @@ type podExtra struct {
 	// as upstream's pod worker lets a terminating pod's grace period only
 	// shrink.
 	killGrace int64
+}
+
+// markKilled records that the kill ending rec's pod succeeded (or that
+// the pod was found terminated): it is terminated, not killed again
+// (podsync.KillNeeded) nor picked by the eviction manager.
+func (k *Kubelet) markKilled(uid types.UID, rec *podRecord) {
+	rec.more().killed = true
+	k.mu.Lock()
+	if k.pods[uid] == rec {
+		if k.terminated == nil {
+			k.terminated = map[types.UID]struct{}{}
+		}
+		k.terminated[uid] = struct{}{}
+	}
+	k.mu.Unlock()
 }
 
 // boundKillGrace is grace, no longer than an earlier kill ending the pod

@@ -114,7 +114,7 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 		// First synced by this kubelet (none of its statuses written yet:
 		// the kubelet restarted), the pod had been terminated: it is not
 		// killed again, as upstream's pod workers.
-		rec.more().killed = true
+		k.markKilled(uid, rec)
 	}
 	// A running pod whose cgroup is gone is killed, to start again in a
 	// new one, as upstream's syncPod (podcgroups.go).
@@ -172,7 +172,7 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 	if actions.KillPod && !actions.CreateSandbox && execErr == nil {
 		// The kill that ends the pod succeeded: it is terminated, not
 		// killed again on every resync (podsync.KillNeeded).
-		rec.more().killed = true
+		k.markKilled(uid, rec)
 	}
 	if execErr == nil && !actions.KillPod {
 		execErr = k.refreshVolumes(ctx, rec, pod, actions, now)
@@ -621,6 +621,7 @@ func (k *Kubelet) cleanupPod(ctx context.Context, uid types.UID, rec *podRecord,
 	var retry []types.UID
 	if r := k.pods[uid]; r == rec && r.pod == nil {
 		delete(k.pods, uid)
+		delete(k.terminated, uid)
 		if _, ok := k.resizes[uid]; ok {
 			delete(k.resizes, uid)
 			k.saveAllocationsLocked()
@@ -691,6 +692,22 @@ func (f *syncInFlight) terminating(pod *v1.Pod) {
 	}
 }
 
+// evicting cancels the sync when the eviction manager's eviction of the
+// pod, asking for grace, cuts it short: a sync starting the pod always, a
+// kill (its deletion's, its deadline's) if grace, at least
+// minimumKillGrace, is shorter than its own, as upstream's pod worker
+// cancels the SyncTerminatingPod in flight when killPodNow's grace
+// period override shortens the effective one (UpdatePod:
+// calculateEffectiveGracePeriod, wasGracePeriodShortened). Nothing for
+// none (k.mu held).
+func (f *syncInFlight) evicting(grace int64) {
+	switch {
+	case f == nil:
+	case !f.kill, max(grace, minimumKillGrace) < f.grace:
+		f.cancel()
+	}
+}
+
 // startingSync registers the sync of rec's pod about to start, restart
 // or kill some of its containers (execute, for a pod not being ended),
 // to be cut short once the pod's termination is requested
@@ -732,8 +749,9 @@ func (k *Kubelet) syncDone(uid types.UID, f *syncInFlight) {
 // pod was given (an eviction's, say, whose kill failed before the pod
 // was deleted with a longer one), and at least minimumKillGrace (a force
 // delete's 0 is 1 s). While it runs, a pod update shortening
-// the grace period (HandlePod) cancels it: the sync fails without the
-// event and the update syncs the pod at once, killed again with the
+// the grace period (HandlePod), or an eviction asking for a shorter one
+// (requestEviction), cancels it: the sync fails without the event and
+// the update or the eviction syncs the pod at once, killed again with the
 // shorter grace period, as upstream's pod worker restarts
 // SyncTerminatingPod.
 func (k *Kubelet) terminatePod(ctx context.Context, rec *podRecord, pod *v1.Pod, rs *podstate.Pod, grace int64) error {
@@ -755,6 +773,16 @@ func (k *Kubelet) terminatePod(ctx context.Context, rec *podRecord, pod *v1.Pod,
 	}
 	if grace < minimumKillGrace {
 		grace, f.grace = minimumKillGrace, minimumKillGrace
+	}
+	// An eviction asking for a shorter grace period, requested since this
+	// sync took the pod, found no kill to cancel (evicting): this kill
+	// gives way to the eviction's, which its request queued (evictPod),
+	// as upstream's pod worker restarts SyncTerminatingPod with the
+	// eviction's grace period and status.
+	if ev := rec.eviction; ev != nil && max(ev.GracePeriodSeconds, minimumKillGrace) < grace {
+		k.mu.Unlock()
+		cancel()
+		return fmt.Errorf("killing pod %s/%s: cancelled for the shorter grace period of its eviction", pod.Namespace, pod.Name)
 	}
 	k.syncs[pod.UID] = f
 	k.mu.Unlock()
