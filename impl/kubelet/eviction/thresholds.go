@@ -23,6 +23,7 @@ package eviction
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -117,12 +118,22 @@ type Threshold struct {
 // Hard reports whether the threshold is a hard one.
 func (t Threshold) Hard() bool { return t.GracePeriod == 0 }
 
-// key identifies a threshold across monitoring intervals.
+// key identifies a threshold across monitoring intervals: its signal,
+// whether it is hard, and its value, as upstream's hasThreshold tells
+// thresholds apart (signal, grace period, value). A signal has two hard
+// thresholds when --eviction-hard names allocatableMemory.available and
+// a hard memory.available threshold is copied to it
+// (AllocatableThresholds).
 func (t Threshold) key() string {
+	kind := "soft"
 	if t.Hard() {
-		return string(t.Signal) + "/hard"
+		kind = "hard"
 	}
-	return string(t.Signal) + "/soft"
+	value := fmt.Sprintf("%g%%", t.Value.Percentage*100)
+	if t.Value.Quantity != nil {
+		value = strconv.FormatInt(t.Value.Quantity.Value(), 10)
+	}
+	return string(t.Signal) + "/" + kind + "/" + value
 }
 
 // Config is the eviction manager's configuration, from the kubelet's
