@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -301,8 +302,8 @@ func simStorage(ctx context.Context, pod *v1.Pod, states PodStateReader) (*Local
 //   - memory.available is /proc/meminfo's MemTotal less the root cgroup's
 //     working set, and allocatableMemory.available the pods cgroup's
 //     (PodsCgroup) memory limit less its working set (none while it has
-//     no limit or is not there), as upstream's summary provider measures
-//     them (cgroupmem.go);
+//     no limit, is not there or cannot be read), as upstream's summary
+//     provider measures them (cgroupmem.go);
 //   - nodefs.available and nodefs.inodesFree are statfs of RootDir;
 //   - imagefs.available and imagefs.inodesFree are statfs of the image
 //     filesystem CRI's ImageFsInfo names when Stats offers it (and it is
@@ -415,15 +416,20 @@ func (h HostProvider) observeMemory(proc string) (Observations, error) {
 	if h.PodsCgroup == "" {
 		return obs, nil
 	}
+	// A pods cgroup not made yet, or whose files fail, gives no
+	// allocatableMemory.available and leaves the other signals, as
+	// upstream's summary provider skips a system container whose stats
+	// fail (logged) and its eviction manager then has no such signal.
 	pods, err := readCgroupMemory(dir, h.PodsCgroup, unified)
 	if errors.Is(err, fs.ErrNotExist) {
-		return obs, nil // not made yet: no observation, as upstream without its stats
+		return obs, nil
+	}
+	o, ok := Observation{}, false
+	if err == nil {
+		o, ok, err = podsMemoryObservation(pods, unified)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("pods cgroup %s: %w", h.PodsCgroup, err)
-	}
-	if o, ok, err := podsMemoryObservation(pods, unified); err != nil {
-		return nil, err
+		slog.Debug("eviction: no allocatableMemory.available", "cgroup", h.PodsCgroup, "err", err)
 	} else if ok {
 		obs[SignalAllocatableMemoryAvailable] = o
 	}
