@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"reflect"
 	"sync"
 	"time"
@@ -142,6 +143,9 @@ func (d *webhookDispatcher) call(ctx context.Context, w webhook, rev *admissionv
 	if err != nil {
 		return nil, err
 	}
+	if deadline, ok := ctx.Deadline(); ok {
+		setTimeoutParam(req.URL, time.Until(deadline))
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	resp, err := client.Do(req)
@@ -170,6 +174,21 @@ func (d *webhookDispatcher) call(ctx context.Context, w webhook, rev *admissionv
 		return nil, fmt.Errorf("expected response.uid=%q, got %q", rev.Request.UID, out.Response.UID)
 	}
 	return out.Response, nil
+}
+
+// setTimeoutParam tells the webhook the time left to its call, as
+// kube-apiserver's dispatchers do: a timeout query parameter of the time
+// rounded up to whole seconds (none once it has run out).
+func setTimeoutParam(u *neturl.URL, left time.Duration) {
+	if left <= 0 {
+		return
+	}
+	if whole := left.Truncate(time.Second); whole != left {
+		left = whole + time.Second
+	}
+	q := u.Query()
+	q.Set("timeout", left.String())
+	u.RawQuery = q.Encode()
 }
 
 // callFailed applies the webhook's failure policy to a failed call.

@@ -405,13 +405,15 @@ func TestWebhookClientsLeaveNoGoroutines(t *testing.T) {
 	}
 }
 
-// Webhooks are called over HTTP/1.1 even when their server offers HTTP/2,
-// as kube-apiserver's webhook clients (util/webhook ClientManager: http/1.1
-// only, kubernetes#75791), so concurrent calls open connections of their
-// own and a service's calls spread over its endpoints.
-func TestWebhookCallsUseHTTP1(t *testing.T) {
+// Webhooks are called as kube-apiserver's webhook clients call them: over
+// HTTP/1.1 even when their server offers HTTP/2 (util/webhook
+// ClientManager: http/1.1 only, kubernetes#75791), so concurrent calls open
+// connections of their own and a service's calls spread over its
+// endpoints; and with the time left to the call, rounded up to whole
+// seconds, in a timeout query parameter (the dispatchers' r.Timeout).
+func TestWebhookCallRequest(t *testing.T) {
 	var mu sync.Mutex
-	var protos []string
+	var seen []string
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rev := &admissionv1.AdmissionReview{}
 		if err := json.NewDecoder(r.Body).Decode(rev); err != nil || rev.Request == nil {
@@ -419,7 +421,7 @@ func TestWebhookCallsUseHTTP1(t *testing.T) {
 			return
 		}
 		mu.Lock()
-		protos = append(protos, r.Proto)
+		seen = append(seen, r.Proto+" "+r.URL.Path+"?"+r.URL.RawQuery)
 		mu.Unlock()
 		out := admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 			Response: &admissionv1.AdmissionResponse{UID: rev.Request.UID, Allowed: true}}
@@ -430,14 +432,23 @@ func TestWebhookCallsUseHTTP1(t *testing.T) {
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	h := &hookServer{Server: srv}
-	d := testDispatcher(validatingWebhooks(h.validating(hookSpec{name: "ok.example.com"})))
-	if err := (&ValidatingWebhook{d}).Validate(context.Background(), podCreate(newPod("p"))); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(protos) != 1 || protos[0] != "HTTP/1.1" {
-		t.Fatalf("webhook called over %v, want HTTP/1.1", protos)
+	for _, tc := range []struct {
+		spec hookSpec
+		want string
+	}{
+		{hookSpec{name: "default.example.com", path: "/default"}, "HTTP/1.1 /default?timeout=10s"},
+		{hookSpec{name: "short.example.com", path: "/short", timeout: 3}, "HTTP/1.1 /short?timeout=3s"},
+	} {
+		d := testDispatcher(validatingWebhooks(h.validating(tc.spec)))
+		if err := (&ValidatingWebhook{d}).Validate(context.Background(), podCreate(newPod("p"))); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		got := seen[len(seen)-1]
+		mu.Unlock()
+		if got != tc.want {
+			t.Errorf("%s called as %q, want %q", tc.spec.name, got, tc.want)
+		}
 	}
 }
 
