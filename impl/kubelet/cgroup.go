@@ -27,17 +27,10 @@ const SysFsCgroup = "/sys/fs/cgroup"
 // with v2's under unified/) lacks. Upstream's kubelet asks the same of
 // /sys/fs/cgroup (libcontainer's IsCgroup2UnifiedMode, by the mount's
 // filesystem type). No such file, or no dir, is cgroup v1; any other
-// failure to look is an error.
+// failure to look is an error. It is eviction.CgroupUnified, which the
+// eviction manager's HostProvider asks too.
 func CgroupUnified(dir string) (bool, error) {
-	_, err := os.Stat(filepath.Join(dir, "cgroup.controllers"))
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
-	default:
-		return false, fmt.Errorf("detecting the cgroup mode of %s: %w", dir, err)
-	}
+	return eviction.CgroupUnified(dir)
 }
 
 // oomGroupKill is whether the kubelet asks the runtime to kill a

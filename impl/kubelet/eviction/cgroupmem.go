@@ -144,10 +144,15 @@ func podsMemoryObservation(f cgroupMemoryFiles, unified bool) (o Observation, ok
 	return Observation{Available: limit - workingSet(usage, stat, unified), Capacity: limit}, true, nil
 }
 
-// cgroupUnified reports whether the cgroup filesystem at dir is cgroup
-// v2's unified hierarchy (its root holds cgroup.controllers), as the
-// kubelet's CgroupUnified.
-func cgroupUnified(dir string) (bool, error) {
+// CgroupUnified reports whether the cgroup filesystem at dir is cgroup
+// v2's unified hierarchy: its root holds cgroup.controllers, which a
+// cgroup v1 or hybrid mount (a tmpfs of per-controller v1 hierarchies,
+// with v2's under unified/) lacks. Upstream's kubelet asks the same of
+// /sys/fs/cgroup (libcontainer's IsCgroup2UnifiedMode, by the mount's
+// filesystem type). No such file, or no dir, is cgroup v1; any other
+// failure to look is an error. The kubelet's cgroup manager asks it too
+// (kubelet.CgroupUnified).
+func CgroupUnified(dir string) (bool, error) {
 	_, err := os.Stat(filepath.Join(dir, "cgroup.controllers"))
 	switch {
 	case err == nil:

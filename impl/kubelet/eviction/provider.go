@@ -400,7 +400,7 @@ func (h HostProvider) observeMemory(proc string) (Observations, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s/meminfo: %w", proc, err)
 	}
-	unified, err := cgroupUnified(dir)
+	unified, err := CgroupUnified(dir)
 	if err != nil {
 		return nil, err
 	}
