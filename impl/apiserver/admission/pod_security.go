@@ -24,6 +24,7 @@ const (
 	auditEnforcePolicy = "pod-security.kubernetes.io/enforce-policy"
 	auditViolations    = "pod-security.kubernetes.io/audit-violations"
 	auditExempt        = "pod-security.kubernetes.io/exempt"
+	auditError         = "pod-security.kubernetes.io/error"
 
 	podSecurityLabelPrefix = "pod-security.kubernetes.io/"
 	podSecurityEnforce     = podSecurityLabelPrefix + "enforce"
@@ -48,9 +49,10 @@ const (
 // stricter enforce policy warns about the pods already there.
 // A pod update is evaluated only when it adds containers or changes
 // images (significantPodUpdate). The audit policy's violations, a pod's
-// enforce policy and exemptions are added to the request's audit events
-// as annotations (pod-security.kubernetes.io/audit-violations,
-// enforce-policy, exempt).
+// enforce policy (privileged:latest in a namespace privileged in every
+// mode), exemptions and invalid labels are added to the request's audit
+// events as annotations (pod-security.kubernetes.io/audit-violations,
+// enforce-policy, exempt, error).
 type PodSecurity struct {
 	Namespaces NamespaceGetter
 	// ListPods lists a namespace's pods, to check them when a stricter
@@ -201,18 +203,15 @@ func (p *PodSecurity) Validate(ctx context.Context, a *Attributes) error {
 	if spec == nil {
 		return nil
 	}
+	// In kube-apiserver's order (ValidatePod, ValidatePodController,
+	// EvaluatePod): exempt namespace and user, a namespace privileged in
+	// every mode, an insignificant pod update, an exempt runtime class.
 	switch {
 	case p.ExemptNamespaces[a.Namespace]:
 		audit.AddAnnotation(ctx, auditExempt, "namespace")
 		return nil
 	case a.User != nil && p.ExemptUsers[a.User.Name]:
 		audit.AddAnnotation(ctx, auditExempt, "user")
-		return nil
-	case spec.RuntimeClassName != nil && p.ExemptRuntimeClasses[*spec.RuntimeClassName]:
-		audit.AddAnnotation(ctx, auditExempt, "runtimeClass")
-		return nil
-	}
-	if isPod && a.Operation == Update && !significantPodUpdate(a) {
 		return nil
 	}
 	ns, err := p.Namespaces(ctx, a.Namespace, false)
@@ -227,6 +226,26 @@ func (p *PodSecurity) Validate(ctx context.Context, a *Attributes) error {
 		return fmt.Errorf("reading the namespace's pod security labels: %w", err)
 	}
 	enforce, warn, auditPolicy := p.policies(ns.Labels)
+	labelErrs := validateNamespaceLabels(ns.Labels)
+	if len(labelErrs) == 0 && warn.level == levelPrivileged && auditPolicy.level == levelPrivileged &&
+		(!isPod || enforce.level == levelPrivileged) {
+		if isPod {
+			// Whatever the version labels say (upstream's shared
+			// privileged response).
+			audit.AddAnnotation(ctx, auditEnforcePolicy, levelPrivileged+":latest")
+		}
+		return nil
+	}
+	if isPod && a.Operation == Update && !significantPodUpdate(a) {
+		return nil
+	}
+	if rc := spec.RuntimeClassName; rc != nil && p.ExemptRuntimeClasses[*rc] {
+		audit.AddAnnotation(ctx, auditExempt, "runtimeClass")
+		return nil
+	}
+	if len(labelErrs) > 0 {
+		audit.AddAnnotation(ctx, auditError, "Failed to parse policy: "+labelErrs.ToAggregate().Error())
+	}
 	if isPod {
 		audit.AddAnnotation(ctx, auditEnforcePolicy, enforce.String())
 	}

@@ -1,0 +1,58 @@
+package admission
+
+import (
+	"context"
+	"maps"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestPodSecurityAuditAnnotationsInUpstreamOrder: the audit annotations
+// follow kube-apiserver's ValidatePod order: exempt namespace and user,
+// then a namespace whose three policies are privileged (labels all valid)
+// is annotated privileged:latest whatever its version labels, then an
+// update that is not significant is allowed unannotated, then an exempt
+// runtime class; invalid labels add an error annotation.
+func TestPodSecurityAuditAnnotationsInUpstreamOrder(t *testing.T) {
+	kata := newPod("p")
+	kata.Spec.RuntimeClassName = ptr("kata")
+	update := func(pod *corev1.Pod) *Attributes {
+		newer := pod.DeepCopy()
+		newer.Labels = map[string]string{"touched": "yes"}
+		a := podCreate(newer)
+		a.Operation, a.OldObject = Update, pod
+		return a
+	}
+	for _, tt := range []struct {
+		name   string
+		labels map[string]string
+		a      *Attributes
+		want   map[string]string
+	}{
+		{"privileged at a pinned version is privileged:latest", map[string]string{podSecurityEnforce: "privileged", podSecurityEnforce + "-version": "v1.30"},
+			podCreate(newPod("p")), map[string]string{auditEnforcePolicy: "privileged:latest"}},
+		{"an exempt runtime class in a privileged namespace", nil,
+			podCreate(kata.DeepCopy()), map[string]string{auditEnforcePolicy: "privileged:latest"}},
+		{"an insignificant update of an exempt runtime class", map[string]string{podSecurityEnforce: "baseline"},
+			update(kata), map[string]string{}},
+		{"an exempt runtime class created", map[string]string{podSecurityEnforce: "baseline"},
+			podCreate(kata.DeepCopy()), map[string]string{auditExempt: "runtimeClass"}},
+		{"invalid labels", map[string]string{podSecurityWarn: "bogus"},
+			podCreate(newPod("p")), map[string]string{auditEnforcePolicy: "privileged:latest",
+				auditError: `Failed to parse policy: metadata.labels[pod-security.kubernetes.io/warn]: Invalid value: "bogus": must be one of privileged, baseline, restricted`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := podSecurity(tt.labels)
+			p.ExemptRuntimeClasses = map[string]bool{"kata": true}
+			got := auditedAnnotations(t, func(ctx context.Context) {
+				if err := p.Validate(ctx, tt.a); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if !maps.Equal(got, tt.want) {
+				t.Fatalf("annotations %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
