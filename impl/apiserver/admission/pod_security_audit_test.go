@@ -2,10 +2,15 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"maps"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
 // TestPodSecurityAuditAnnotationsInUpstreamOrder: the audit annotations
@@ -54,5 +59,23 @@ func TestPodSecurityAuditAnnotationsInUpstreamOrder(t *testing.T) {
 				t.Fatalf("annotations %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestPodSecurityExistingPodsListError: when the namespace's pods cannot
+// be listed, the relabel is allowed with kube-apiserver's warning, which
+// does not carry the error.
+func TestPodSecurityExistingPodsListError(t *testing.T) {
+	p := podSecurity(nil)
+	p.ListPods = func(context.Context, string) ([]corev1.Pod, error) { return nil, errors.New("etcd: too slow") }
+	ns := func(labels map[string]string) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: labels}}
+	}
+	ctx, warnings := request.WithWarnings(context.Background())
+	err := p.Validate(ctx, &Attributes{Operation: Update, Resource: corev1.SchemeGroupVersion.WithResource("namespaces"), Name: "ns",
+		Object: ns(map[string]string{podSecurityEnforce: "baseline"}), OldObject: ns(nil)})
+	want := []string{"failed to list pods while checking new PodSecurity enforce level"}
+	if err != nil || !slices.Equal(warnings.List(), want) {
+		t.Fatalf("%v, warnings %q, want %q", err, warnings.List(), want)
 	}
 }

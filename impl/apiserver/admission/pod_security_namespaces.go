@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 
@@ -79,7 +80,9 @@ func (p *PodSecurity) validateNamespace(ctx context.Context, a *Attributes) erro
 	}
 	pods, err := p.ListPods(ctx, ns.Name)
 	if err != nil {
-		request.AddWarning(ctx, fmt.Sprintf("failed to list pods while checking new PodSecurity enforce level: %v", err))
+		// kube-apiserver's warning names no error; the log does.
+		slog.DebugContext(ctx, "listing pods to check a new PodSecurity enforce level", "namespace", ns.Name, "err", err)
+		request.AddWarning(ctx, "failed to list pods while checking new PodSecurity enforce level")
 		return nil
 	}
 	for _, w := range existingPodWarnings(ns.Name, enforce, pods, p.ExemptRuntimeClasses) {
