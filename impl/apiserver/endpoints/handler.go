@@ -376,14 +376,17 @@ func readAll(r io.Reader, contentLength, limit int64, scratch []byte) ([]byte, e
 
 // CreateOptions reads the query parameters of a create (CreateOptions)
 // for subresources served outside this package (pods/eviction) as this
-// package's creates read theirs: a dryRun other than All, or a
-// fieldValidation other than Strict, Warn or Ignore, is a 422 Invalid
-// CreateOptions, as kube-apiserver's create handler answers. dryRun is
-// the parameter's values (nil when absent), fieldValidation Warn when
-// absent.
+// package's creates read theirs: a dryRun other than All, a
+// fieldValidation other than Strict, Warn or Ignore, or a fieldManager
+// that is too long or not printable, is a 422 Invalid CreateOptions, as
+// kube-apiserver's create handler answers. dryRun is the parameter's
+// values (nil when absent), fieldValidation Warn when absent.
 func CreateOptions(r *http.Request) (dryRun []string, fieldValidation string, err error) {
 	wo, err := parseWriteOptions(r, "CreateOptions")
 	if err != nil {
+		return nil, "", err
+	}
+	if _, err := parseManagerParams(r, "CreateOptions", ""); err != nil {
 		return nil, "", err
 	}
 	if wo.dryRun {

@@ -82,8 +82,8 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, gv schema.GroupV
 	// Warnings (the admission chain's, the body's unknown fields) go out
 	// with the answer, as any create's.
 	w, r = endpoints.CollectWarnings(w, r)
-	// The create's options (?dryRun, ?fieldValidation) are checked before
-	// the body is read.
+	// The create's options (?dryRun, ?fieldValidation, ?fieldManager)
+	// are checked before the body is read.
 	dryRun, fieldValidation, err := endpoints.CreateOptions(r)
 	if err != nil {
 		endpoints.WriteError(w, r, h.codecs, err, evictGR, info.Name)
