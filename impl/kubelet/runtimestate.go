@@ -196,6 +196,15 @@ func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, im
 		LogPath:     fmt.Sprintf("%s/%d.log", c.Name, attempt),
 		Linux:       &runtimeapi.LinuxContainerConfig{Resources: linuxResources(pod, c, p)},
 	}
+	// The pod's grace periods, by which the container GC stops the
+	// container without its pod (gc.StopTimeout), as upstream's
+	// newContainerAnnotations.
+	if g := pod.DeletionGracePeriodSeconds; g != nil {
+		cfg.Annotations[runtime.AnnotationPodDeletionGracePeriod] = strconv.FormatInt(*g, 10)
+	}
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		cfg.Annotations[runtime.AnnotationPodTerminationGracePeriod] = strconv.FormatInt(*g, 10)
+	}
 	for _, e := range env {
 		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
 	}

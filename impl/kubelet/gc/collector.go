@@ -416,17 +416,17 @@ func (c *Collector) CollectContainers(ctx context.Context, evictTerminated bool,
 		return 0, fmt.Errorf("listing containers: %w", err)
 	}
 	ids := DeadContainers(ContainerGCInput{Containers: containers, Policy: c.containerPolicy, PodState: podState, EvictTerminated: evictTerminated, Now: now})
-	stopFirst := map[string]bool{}
+	stopFirst := map[string]int64{} // id: stop timeout
 	for _, ctr := range containers {
 		if StopsFirst(ctr) {
-			stopFirst[ctr.Id] = true
+			stopFirst[ctr.Id] = StopTimeout(ctr)
 		}
 	}
 	var errs []error
 	n := 0
 	for _, id := range ids {
-		if stopFirst[id] {
-			if err := c.rt.StopContainer(ctx, id, UnknownStopTimeout); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+		if timeout, ok := stopFirst[id]; ok {
+			if err := c.rt.StopContainer(ctx, id, timeout); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 				errs = append(errs, fmt.Errorf("stopping container %s in unknown state before removing it: %w", id, err))
 				continue
 			}

@@ -3,6 +3,7 @@ package gc
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -202,12 +203,30 @@ func StopsFirst(c *runtimeapi.Container) bool {
 	return c.State == runtimeapi.ContainerState_CONTAINER_UNKNOWN
 }
 
-// UnknownStopTimeout is the grace period, in seconds, the collector
-// stops an unknown container with: upstream's minimum grace period
-// (minimumGracePeriodInSeconds), which its kill of a container it has no
-// pod for falls back to when the container's annotations do not give the
-// pod's (kubeproof's containers carry no such annotations).
+// UnknownStopTimeout is upstream's minimum grace period in seconds
+// (minimumGracePeriodInSeconds): the least StopTimeout gives, and what it
+// gives a container whose annotations name no grace period.
 const UnknownStopTimeout = 2
+
+// StopTimeout is the grace period, in seconds, the collector stops
+// container c with (StopsFirst): its pod's deletion grace period, else
+// its termination grace period, from c's annotations (the kubelet writes
+// them at creation), never below UnknownStopTimeout, as upstream's
+// killContainer of a container it has no pod for restores the pod's
+// grace periods from the container's annotations
+// (restoreSpecsFromContainerLabels, setTerminationGracePeriod). An
+// annotation that is not a number is passed over, as upstream's. Unlike
+// upstream, no preStop hook is run first.
+func StopTimeout(c *runtimeapi.Container) int64 {
+	grace := int64(UnknownStopTimeout)
+	for _, key := range []string{runtime.AnnotationPodDeletionGracePeriod, runtime.AnnotationPodTerminationGracePeriod} {
+		if v, err := strconv.ParseInt(c.GetAnnotations()[key], 10, 64); err == nil {
+			grace = v
+			break
+		}
+	}
+	return max(grace, UnknownStopTimeout)
+}
 
 // DeadSandboxes are the ids of the sandboxes to remove, sorted: of the
 // kubelet's pods' sandboxes (with a pod UID) those that are not ready and

@@ -37,6 +37,15 @@ const (
 	ContainerTypeEphemeral = "ephemeral"
 )
 
+// Annotations the kubelet puts on containers (upstream's kuberuntime
+// keys): the pod's deletion and termination grace periods in seconds when
+// set, by which a container is stopped without its pod (the container
+// GC's stop of one in the unknown state, gc.StopTimeout).
+const (
+	AnnotationPodDeletionGracePeriod    = "io.kubernetes.pod.deletionGracePeriod"
+	AnnotationPodTerminationGracePeriod = "io.kubernetes.pod.terminationGracePeriod"
+)
+
 // ErrNotFound is returned (wrapped) when a sandbox or container id is unknown.
 var ErrNotFound = errors.New("not found")
 
