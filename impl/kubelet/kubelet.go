@@ -572,6 +572,9 @@ func (k *Kubelet) HandlePod(pod *v1.Pod) {
 	if ok {
 		k.noteResizeLocked(rec, rec.pod, pod)
 	}
+	if rec.pod == nil {
+		k.backfillResizeLocked(pod)
+	}
 	rec.pod, rec.lastPod = pod, pod
 	if pod.DeletionTimestamp != nil || podsync.IsTerminalPhase(pod.Status.Phase) {
 		// Its termination is requested: the sync under way is cut short

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -57,6 +58,61 @@ func TestPendingResizeWaitsForSourceSynced(t *testing.T) {
 	}
 	if c := condOf(h.sync(a), v1.PodResizePending); c == nil || c.Reason != v1.PodReasonDeferred {
 		t.Errorf("once every pod is admitted: PodResizePending %+v, want Deferred", c)
+	}
+	if r := h.runtimeResources(a, "app"); r.CpuShares != 409 {
+		t.Errorf("once every pod is admitted the runtime reports %v for a: its deferred resize was applied", r)
+	}
+}
+
+// TestPendingResizeWaitsForEveryPodDelivered: restarted as in
+// TestPendingResizeWaitsForSourceSynced, the kubelet is handed a alone
+// (b not yet delivered): a's resize to 700m is not admitted, though
+// nothing else is admitted beside a, because the source has not synced
+// (upstream's allocation manager skips pending resizes until its sources
+// are ready); meanwhile a keeps reporting the PodResizePending Deferred
+// condition its status had, from the same time, as upstream's
+// HandlePodAdditions backfills the resize conditions of the pods it is
+// given. Once b is delivered, the source synced and b admitted, a's
+// resize is Deferred again, the condition unchanged.
+func TestPendingResizeWaitsForEveryPodDelivered(t *testing.T) {
+	root := t.TempDir()
+	onDisk := func(c *Config) { c.RootDir = root; c.CPU = resource.MustParse("1") }
+	h := newHarness(t, onDisk)
+	a := h.create(h.pod("a", func(p *v1.Pod) { p.Spec.Containers[0].Resources = resources("400m", "", "", "") }))
+	b := h.create(h.pod("b", func(p *v1.Pod) { p.Spec.Containers[0].Resources = resources("400m", "", "", "") }))
+	h.sync(a)
+	h.sync(b)
+	h.resize(a, "app", resources("700m", "", "", ""))
+	deferred := condOf(h.sync(a), v1.PodResizePending)
+	if deferred == nil || deferred.Reason != v1.PodReasonDeferred {
+		t.Fatalf("PodResizePending %+v", deferred)
+	}
+	h.step(time.Minute)
+
+	k, err := New(h.ctx, h.client, func() Config {
+		cfg := Config{NodeName: "node-7", NodeIP: "192.168.0.7", Clock: h.clock}
+		onDisk(&cfg)
+		return cfg
+	}(), h.rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.k = k
+	k.HandlePod(h.get(a))
+	got := h.sync(a)
+	if r := h.runtimeResources(a, "app"); r.CpuShares != 409 {
+		t.Errorf("before the source synced (b not delivered) a's resize was applied: the runtime reports %v", r)
+	}
+	if c := condOf(got, v1.PodResizePending); c == nil || *c != *deferred {
+		t.Errorf("while the resize waits for the source: PodResizePending %+v, want the one before the restart %+v", c, deferred)
+	}
+	k.HandlePod(h.get(b))
+	k.MarkSourceSynced()
+	if got := h.sync(b); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("b after the restart: %s %s %s", got.Status.Phase, got.Status.Reason, got.Status.Message)
+	}
+	if c := condOf(h.sync(a), v1.PodResizePending); c == nil || *c != *deferred {
+		t.Errorf("once every pod is admitted: PodResizePending %+v, want %+v", c, deferred)
 	}
 	if r := h.runtimeResources(a, "app"); r.CpuShares != 409 {
 		t.Errorf("once every pod is admitted the runtime reports %v for a: its deferred resize was applied", r)

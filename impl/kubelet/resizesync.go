@@ -47,6 +47,27 @@ func (k *Kubelet) noteResizeLocked(rec *podRecord, old, pod *v1.Pod) {
 	k.saveAllocationsLocked()
 }
 
+// backfillResizeLocked is HandlePod's for a pod first handed to the
+// kubelet (k.mu held): a pod whose allocation the kubelet kept from
+// before it started (resizestate.go) reports again the PodResizePending
+// condition its status carries, as upstream's HandlePodAdditions
+// backfills the resize conditions of the pods it is given from their
+// statuses. So, while its resize waits for the pod source and the other
+// pods' admission (allocateResize), the condition is not dropped, and a
+// retry finding the same reason and message keeps it as it was.
+func (k *Kubelet) backfillResizeLocked(pod *v1.Pod) {
+	r := k.resizes[pod.UID]
+	if r == nil || r.pending != nil {
+		return
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodResizePending {
+			r.pending = &c
+			return
+		}
+	}
+}
+
 // admittedOthersLocked are the pods admitted beside rec's that still
 // hold resources (not rejected, not terminal), each as allocated (k.mu
 // held).
