@@ -81,3 +81,36 @@ func TestCgroupV1ExistsInEveryAllowlistedHierarchy(t *testing.T) {
 		t.Errorf("validateRoot of a root missing from cpuset, hugetlb...: %v", err)
 	}
 }
+
+// TestCgroupV1CreateInEveryMountedHierarchy: on cgroup v1 create makes a
+// cgroup in every hierarchy mounted, those off the allow-list (devices,
+// freezer, blkio) and combined ones (cpu,cpuacct, its links cpu and
+// cpuacct) too, as upstream's cgroupfs Create (libctCgroupConfig sets
+// only Path, so the runc manager's Apply makes it in each of its
+// subsystems mounted), while exists looks only at the allow-list
+// (TestCgroupV1ExistsInEveryAllowlistedHierarchy), and as destroy
+// removes it from every one. Before, it was made in the allow-listed ones
+// only.
+func TestCgroupV1CreateInEveryMountedHierarchy(t *testing.T) {
+	const name = "/kubepods/besteffort/pody"
+	root := t.TempDir()
+	for _, h := range []string{"cpu,cpuacct", "memory", "devices", "freezer", "blkio", "pids", "systemd"} {
+		if err := os.Mkdir(filepath.Join(root, h), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range []string{"cpu", "cpuacct"} {
+		if err := os.Symlink("cpu,cpuacct", filepath.Join(root, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := cgroupfs{root: root}
+	if err := m.create(name, cgroupConfig{cpuShares: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"cpu,cpuacct", "memory", "devices", "freezer", "blkio", "pids", "systemd"} {
+		if _, err := os.Stat(filepath.Join(root, h, name)); err != nil {
+			t.Errorf("create did not make it in the %s hierarchy: %v", h, err)
+		}
+	}
+}

@@ -392,10 +392,24 @@ func (m cgroupfs) create(name string, c cgroupConfig) error {
 			return fmt.Errorf("creating cgroup %s: %w", name, err)
 		}
 	} else {
-		// In every hierarchy exists wants it in, as runc's cgroupfs
-		// manager makes it in each one mounted.
+		// In every hierarchy exists wants it in, then in every other
+		// one mounted, as upstream's cgroupfs Create (the runc manager
+		// given only the cgroup's path makes it in each of its
+		// subsystems mounted, devices and freezer too); destroy removes
+		// it from each.
+		hs, err := m.hierarchies()
+		if err != nil {
+			return fmt.Errorf("creating cgroup %s: %w", name, err)
+		}
+		dirs := make([]string, 0, len(hs)+len(v1Controllers)+len(v1Allowlist))
 		for _, ctl := range m.v1Required() {
-			if err := os.MkdirAll(m.dir(ctl, name), 0o755); err != nil {
+			dirs = append(dirs, m.dir(ctl, name))
+		}
+		for _, h := range hs {
+			dirs = append(dirs, filepath.Join(h, name))
+		}
+		for _, d := range dirs {
+			if err := os.MkdirAll(d, 0o755); err != nil {
 				return fmt.Errorf("creating cgroup %s: %w", name, err)
 			}
 		}
