@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
@@ -41,5 +42,37 @@ func TestEvictionDeadlinePassingDuringKill(t *testing.T) {
 	c := cond(got, v1.DisruptionTarget)
 	if c.Status != v1.ConditionTrue || c.Reason != reasonTerminationByKubelet || !strings.HasPrefix(c.Message, "The node was low on resource: memory.") {
 		t.Fatalf("DisruptionTarget = %+v", c)
+	}
+}
+
+// TestTerminatedForgottenWithPod: the kubelet's set of terminated pods
+// (markKilled, read by the eviction manager) holds a pod only while its
+// record lives: once the pod is gone from the API and cleaned up, its
+// entry goes with its record, so the set does not grow with every pod
+// that ever ran on the node.
+func TestTerminatedForgottenWithPod(t *testing.T) {
+	h := newHarness(t, nil)
+	p := h.sync(h.create(h.pod("short", func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr.To[int64](5) })))
+	h.step(6 * time.Second)
+	if got := h.sync(p); got.Status.Phase != v1.PodFailed {
+		t.Fatalf("phase %s, want Failed past the deadline", got.Status.Phase)
+	}
+	h.k.mu.Lock()
+	_, terminated := h.k.terminated[p.UID]
+	h.k.mu.Unlock()
+	if !terminated {
+		t.Fatal("the pod killed for its deadline is not recorded terminated")
+	}
+	if err := h.client.CoreV1().Pods(p.Namespace).Delete(h.ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	h.sync(p)
+	h.k.mu.Lock()
+	defer h.k.mu.Unlock()
+	if _, ok := h.k.pods[p.UID]; ok {
+		t.Fatal("the deleted pod's record was not cleaned up")
+	}
+	if n := len(h.k.terminated); n != 0 {
+		t.Fatalf("%d terminated entries left after the pod was cleaned up", n)
 	}
 }
