@@ -183,6 +183,21 @@ type Config struct {
 	// (alpha, off by default, as upstream's): a CPUCFSQuotaPeriod other
 	// than 100 ms is allowed.
 	CustomCPUCFSQuotaPeriod bool
+	// AllowedUnsafeSysctls is allowedUnsafeSysctls
+	// (--allowed-unsafe-sysctls): the sysctls and sysctl patterns (a
+	// prefix ending in '*', "net.core.*") pods may set in
+	// spec.securityContext.sysctls besides the safe ones (SafeSysctls of
+	// KernelRelease). New refuses one that is no sysctl pattern or not
+	// known to be namespaced, with upstream's messages
+	// (newSysctlAllowlist). Nil: none, upstream's default.
+	AllowedUnsafeSysctls []string
+	// KernelRelease is the node's kernel release (uname -r), of which
+	// sysctls are safe (SafeSysctls); "" is the host's, read from
+	// /proc/sys/kernel/osrelease at start as upstream's kubelet reads it.
+	KernelRelease string
+	// sysctls is what setDefaults read from AllowedUnsafeSysctls and
+	// KernelRelease: what the sysctl admission allows (sysctl.go).
+	sysctls *sysctlAllowlist
 	// oomGroupKill is what setDefaults decided from SingleProcessOOMKill
 	// and CgroupDir (oomGroupKill).
 	oomGroupKill bool
@@ -419,6 +434,18 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.KernelRelease == "" {
+		c.KernelRelease = hostKernelRelease()
+	}
+	safe, dropped := SafeSysctls(c.KernelRelease)
+	if len(dropped) > 0 {
+		c.Logger.Debug("kernel version is too old, dropping sysctls from the safe sysctl list", "kernelVersion", c.KernelRelease, "sysctls", dropped)
+	}
+	// The safe sysctls may always be named as unsafe ones too: the two
+	// lists are one allowlist, as upstream's NewMainKubelet makes it.
+	if c.sysctls, err = newSysctlAllowlist(append(safe, c.AllowedUnsafeSysctls...)); err != nil {
+		return fmt.Errorf("failed to create kubelet: %w", err)
 	}
 	if swapErr != nil {
 		// Upstream's kubelet logs this at verbosity 5 and goes on.

@@ -396,7 +396,12 @@ func (k *Kubelet) admit(rec *podRecord, pod *v1.Pod) bool {
 		// allocated to it, as upstream's AddPod.
 		pod = withAllocation(pod, r.allocated)
 	}
+	// Upstream's admit handlers in their order: the eviction manager's,
+	// the sysctls', then the resource fit.
 	ok, reason, message := AdmitUnderPressure(k.pressure, pod)
+	if ok {
+		ok, reason, message = k.cfg.sysctls.admit(pod)
+	}
 	if ok {
 		ok, reason, message = Admit(k.allocatable, pod, others)
 	}
