@@ -65,6 +65,7 @@ func newKubeletCommand() *cobra.Command {
 		singleProcessOOMKill                bool
 		pullVerificationPolicy              string
 		preloadedAllowlist                  []string
+		allowedUnsafeSysctls                []string
 		swapBehavior, swapCapacity          string
 		failSwapOn                          bool
 		seccompDefault                      bool
@@ -107,6 +108,7 @@ func newKubeletCommand() *cobra.Command {
 				ContainerGC:                            &containerGC,
 				ImagePullCredentialsVerificationPolicy: pullrecords.Policy(pullVerificationPolicy),
 				PreloadedImagesVerificationAllowlist:   preloadedAllowlist,
+				AllowedUnsafeSysctls:                   allowedUnsafeSysctls,
 				MemorySwapBehavior:                     kubelet.SwapBehavior(swapBehavior),
 			}
 			cfg.FailSwapOn = &failSwapOn
@@ -371,6 +373,7 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringSliceVar(&enforceNodeAllocatable, "enforce-node-allocatable", []string{kubelet.EnforcePods}, "A comma separated list of levels of node allocatable enforcement to be enforced by kubelet: 'none', 'pods' (kubepods limited to the allocatable less no eviction threshold), 'system-reserved' and 'kube-reserved' (the cgroups of --system-reserved-cgroup and --kube-reserved-cgroup, which must then be set and exist, limited to their reservations at start), or 'system-reserved-compressible' and 'kube-reserved-compressible' (their CPU only). If 'none' is specified, no additional options should be set. Cgroups are only written with --runtime cri.")
 	fs.StringVar(&systemReservedCg, "system-reserved-cgroup", "", "Absolute name of the top level cgroup that is used to manage non-kubernetes components for which compute resources were reserved via '--system-reserved' flag. Ex. '/system-reserved'. [default='']")
 	fs.StringVar(&kubeReservedCg, "kube-reserved-cgroup", "", "Absolute name of the top level cgroup that is used to manage kubernetes components for which compute resources were reserved via '--kube-reserved' flag. Ex. '/kube-reserved'. [default='']")
+	fs.StringSliceVar(&allowedUnsafeSysctls, "allowed-unsafe-sysctls", nil, "Unsafe sysctls, or sysctl patterns ending in * (net.core.*), pods may set in spec.securityContext.sysctls besides the safe ones (which depend on the kernel), comma-separated; each must be of a namespace the kernel keeps per pod (net.*, kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*, kernel.domainname, user.*). A pod setting any other is refused at admission (Failed, SysctlForbidden). Use at your own risk.")
 	fs.StringSliceVar(&preloadedAllowlist, "preloaded-images-verification-allowlist", nil, "KubeletConfiguration's preloadedImagesVerificationAllowlist (upstream has no flag): the images NeverVerifyAllowlistedImages lets any pod use, each a repository without tag or digest as it normalizes (docker.io/library/nginx) or a prefix ending in /* (registry.example.com/team/*); only with that policy.")
 	// A flag that does not parse is upstream's kubelet's error (its
 	// command parses its flags itself and wraps their errors so), pflag's
