@@ -19,28 +19,9 @@ import (
 // then a's resize is Deferred again. Before, a's resize was admitted at
 // a's first sync and b was rejected OutOfcpu.
 func TestPendingResizeWaitsForSourceSynced(t *testing.T) {
-	root := t.TempDir()
-	onDisk := func(c *Config) { c.RootDir = root; c.CPU = resource.MustParse("1") }
-	h := newHarness(t, onDisk)
-	a := h.create(h.pod("a", func(p *v1.Pod) { p.Spec.Containers[0].Resources = resources("400m", "", "", "") }))
-	b := h.create(h.pod("b", func(p *v1.Pod) { p.Spec.Containers[0].Resources = resources("400m", "", "", "") }))
-	h.sync(a)
-	h.sync(b)
-	h.resize(a, "app", resources("700m", "", "", ""))
-	if c := condOf(h.sync(a), v1.PodResizePending); c == nil || c.Reason != v1.PodReasonDeferred {
-		t.Fatalf("PodResizePending %+v", c)
-	}
-
-	// Restarted, its source not yet synced: a comes first.
-	k, err := New(h.ctx, h.client, func() Config {
-		cfg := Config{NodeName: "node-7", NodeIP: "192.168.0.7", Clock: h.clock}
-		onDisk(&cfg)
-		return cfg
-	}(), h.rt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.k = k
+	h, a, b, _ := restartedWithDeferredResize(t)
+	k := h.k
+	// Its source not yet synced: a comes first.
 	k.HandlePod(h.get(a))
 	k.HandlePod(h.get(b))
 	h.sync(a)
@@ -75,29 +56,8 @@ func TestPendingResizeWaitsForSourceSynced(t *testing.T) {
 // given. Once b is delivered, the source synced and b admitted, a's
 // resize is Deferred again, the condition unchanged.
 func TestPendingResizeWaitsForEveryPodDelivered(t *testing.T) {
-	root := t.TempDir()
-	onDisk := func(c *Config) { c.RootDir = root; c.CPU = resource.MustParse("1") }
-	h := newHarness(t, onDisk)
-	a := h.create(h.pod("a", func(p *v1.Pod) { p.Spec.Containers[0].Resources = resources("400m", "", "", "") }))
-	b := h.create(h.pod("b", func(p *v1.Pod) { p.Spec.Containers[0].Resources = resources("400m", "", "", "") }))
-	h.sync(a)
-	h.sync(b)
-	h.resize(a, "app", resources("700m", "", "", ""))
-	deferred := condOf(h.sync(a), v1.PodResizePending)
-	if deferred == nil || deferred.Reason != v1.PodReasonDeferred {
-		t.Fatalf("PodResizePending %+v", deferred)
-	}
-	h.step(time.Minute)
-
-	k, err := New(h.ctx, h.client, func() Config {
-		cfg := Config{NodeName: "node-7", NodeIP: "192.168.0.7", Clock: h.clock}
-		onDisk(&cfg)
-		return cfg
-	}(), h.rt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.k = k
+	h, a, b, deferred := restartedWithDeferredResize(t)
+	k := h.k
 	k.HandlePod(h.get(a))
 	got := h.sync(a)
 	if r := h.runtimeResources(a, "app"); r.CpuShares != 409 {
@@ -117,4 +77,32 @@ func TestPendingResizeWaitsForEveryPodDelivered(t *testing.T) {
 	if r := h.runtimeResources(a, "app"); r.CpuShares != 409 {
 		t.Errorf("once every pod is admitted the runtime reports %v for a: its deferred resize was applied", r)
 	}
+}
+
+// restartedWithDeferredResize: on a 1-CPU node whose kubelet keeps its
+// allocations on disk, pods a and b (400m each) run and a's resize to
+// 700m is Deferred (the condition returned); a minute later the kubelet
+// restarts (h.k, handed no pod yet).
+func restartedWithDeferredResize(t *testing.T) (h *harness, a, b *v1.Pod, deferred *v1.PodCondition) {
+	t.Helper()
+	root := t.TempDir()
+	onDisk := func(c *Config) { c.RootDir = root; c.CPU = resource.MustParse("1") }
+	h = newHarness(t, onDisk)
+	a = h.create(h.pod("a", func(p *v1.Pod) { p.Spec.Containers[0].Resources = resources("400m", "", "", "") }))
+	b = h.create(h.pod("b", func(p *v1.Pod) { p.Spec.Containers[0].Resources = resources("400m", "", "", "") }))
+	h.sync(a)
+	h.sync(b)
+	h.resize(a, "app", resources("700m", "", "", ""))
+	if deferred = condOf(h.sync(a), v1.PodResizePending); deferred == nil || deferred.Reason != v1.PodReasonDeferred {
+		t.Fatalf("PodResizePending %+v", deferred)
+	}
+	h.step(time.Minute)
+	cfg := Config{NodeName: "node-7", NodeIP: "192.168.0.7", Clock: h.clock}
+	onDisk(&cfg)
+	k, err := New(h.ctx, h.client, cfg, h.rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.k = k
+	return h, a, b, deferred
 }
