@@ -79,6 +79,8 @@ func newKubeletCommand() *cobra.Command {
 		systemReserved, kubeReserved        = reservedFlag{}, reservedFlag{}
 		enforceNodeAllocatable              []string
 		systemReservedCg, kubeReservedCg    string
+		clusterDNS                          []string
+		clusterDomain, resolvConf           string
 	)
 	cmd := &cobra.Command{
 		Use:   "kubelet --kubeconfig FILE --node-name NAME [--runtime sim|cri]",
@@ -117,6 +119,7 @@ func newKubeletCommand() *cobra.Command {
 			cfg.CPUCFSQuota, cfg.CPUCFSQuotaPeriod = &cpuCFSQuota, cpuCFSQuotaPeriod
 			cfg.CustomCPUCFSQuotaPeriod = kubeletGates.customCPUCFSQuotaPeriod
 			cfg.PodPidsLimit = podMaxPids
+			cfg.ClusterDNS, cfg.ClusterDomain, cfg.ResolverConfig = clusterDNS, clusterDomain, &resolvConf
 			// As upstream's kubelet reads them (parseResourceList); the
 			// rest is checked by New.
 			if cfg.KubeReserved, err = kubeReserved.list("--kube-reserved"); err != nil {
@@ -373,6 +376,9 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringSliceVar(&enforceNodeAllocatable, "enforce-node-allocatable", []string{kubelet.EnforcePods}, "A comma separated list of levels of node allocatable enforcement to be enforced by kubelet: 'none', 'pods' (kubepods limited to the allocatable less no eviction threshold), 'system-reserved' and 'kube-reserved' (the cgroups of --system-reserved-cgroup and --kube-reserved-cgroup, which must then be set and exist, limited to their reservations at start), or 'system-reserved-compressible' and 'kube-reserved-compressible' (their CPU only). If 'none' is specified, no additional options should be set. Cgroups are only written with --runtime cri.")
 	fs.StringVar(&systemReservedCg, "system-reserved-cgroup", "", "Absolute name of the top level cgroup that is used to manage non-kubernetes components for which compute resources were reserved via '--system-reserved' flag. Ex. '/system-reserved'. [default='']")
 	fs.StringVar(&kubeReservedCg, "kube-reserved-cgroup", "", "Absolute name of the top level cgroup that is used to manage kubernetes components for which compute resources were reserved via '--kube-reserved' flag. Ex. '/kube-reserved'. [default='']")
+	fs.StringSliceVar(&clusterDNS, "cluster-dns", nil, "Comma-separated list of DNS server IP addresses: the nameservers of pods with dnsPolicy ClusterFirst (and of ClusterFirstWithHostNet ones); without any such a pod falls back to the Default policy with a MissingClusterDNS warning. With --runtime cri only (simulated nodes' sandboxes get spec.dnsConfig as it is).")
+	fs.StringVar(&clusterDomain, "cluster-domain", "", "Domain for this cluster: ClusterFirst pods search <namespace>.svc.<domain>, svc.<domain> and <domain> before the node's search path, and a pod with a subdomain is named <hostname>.<subdomain>.<namespace>.svc.<domain> in its /etc/hosts.")
+	fs.StringVar(&resolvConf, "resolv-conf", kubelet.DefaultResolverConfig, "Resolver configuration file used as the basis for the container DNS resolution configuration (its nameservers, search path and options: those of Default pods, the search path after the cluster's for ClusterFirst ones); \"\" is none (loopback nameservers and the search path \".\" for Default pods). Read for each sandbox with --runtime cri.")
 	fs.StringSliceVar(&allowedUnsafeSysctls, "allowed-unsafe-sysctls", nil, "Unsafe sysctls, or sysctl patterns ending in * (net.core.*), pods may set in spec.securityContext.sysctls besides the safe ones (which depend on the kernel), comma-separated; each must be of a namespace the kernel keeps per pod (net.*, kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*, kernel.domainname, user.*). A pod setting any other is refused at admission (Failed, SysctlForbidden). Use at your own risk.")
 	fs.StringSliceVar(&preloadedAllowlist, "preloaded-images-verification-allowlist", nil, "KubeletConfiguration's preloadedImagesVerificationAllowlist (upstream has no flag): the images NeverVerifyAllowlistedImages lets any pod use, each a repository without tag or digest as it normalizes (docker.io/library/nginx) or a prefix ending in /* (registry.example.com/team/*); only with that policy.")
 	// A flag that does not parse is upstream's kubelet's error (its

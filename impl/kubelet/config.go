@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+	netutils "k8s.io/utils/net"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
 	"github.com/kubeproof/kubeproof/impl/kubelet/gc"
@@ -243,6 +244,21 @@ type Config struct {
 	// (<RootDir>/pods/<uid>/volumes/<plugin>/<name>); default
 	// /var/lib/kubelet. Only pods with volumes touch it.
 	RootDir string
+	// ClusterDNS are the cluster DNS servers' IPs (--cluster-dns): the
+	// nameservers of ClusterFirst pods; none (upstream's default) makes
+	// such pods fall back to the Default policy with the MissingClusterDNS
+	// warning. One not an IP is skipped with a log line, as upstream's.
+	// ClusterDomain (--cluster-domain, default none) is the search path's
+	// base (<ns>.svc.<domain>, svc.<domain>, <domain>) and that of pod
+	// hostnames with a subdomain. ResolverConfig (--resolv-conf) is the
+	// node's resolver file: nil is upstream's default,
+	// DefaultResolverConfig; "" none (loopback nameservers, the search path
+	// "."). The DNS configuration of CRI nodes' sandboxes only (dns.go).
+	ClusterDNS     []string
+	ClusterDomain  string
+	ResolverConfig *string
+	// clusterDNS are ClusterDNS's valid IPs, in canonical form.
+	clusterDNS []string
 	// SeccompDefault is KubeletConfiguration's seccompDefault
 	// (--seccomp-default): a container whose pod and container set no
 	// seccompProfile runs under the runtime's default profile
@@ -446,6 +462,14 @@ func (c *Config) setDefaults() error {
 	// lists are one allowlist, as upstream's NewMainKubelet makes it.
 	if c.sysctls, err = newSysctlAllowlist(append(safe, c.AllowedUnsafeSysctls...)); err != nil {
 		return fmt.Errorf("failed to create kubelet: %w", err)
+	}
+	c.clusterDNS = nil
+	for _, d := range c.ClusterDNS {
+		if ip := netutils.ParseIPSloppy(d); ip != nil {
+			c.clusterDNS = append(c.clusterDNS, ip.String())
+		} else {
+			c.Logger.Info("Invalid clusterDNS IP", "IP", d)
+		}
 	}
 	if swapErr != nil {
 		// Upstream's kubelet logs this at verbosity 5 and goes on.

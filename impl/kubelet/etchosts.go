@@ -61,11 +61,11 @@ const maxHostnameLen = 63
 // podHostnameAndDomain are the pod's hostname and domain, as upstream's
 // GeneratePodHostNameAndDomain (HostnameOverride GA): spec.hostnameOverride
 // with no domain; else spec.hostname, else the pod's name, with the
-// domain <subdomain>.<namespace>.svc.<cluster domain> for a pod with a
-// subdomain (this kubelet has no cluster domain, as upstream's when none
-// is configured). The hostname is cut to 63 characters with no trailing
-// '-' or '.'. The API server validated them.
-func podHostnameAndDomain(pod *v1.Pod) (hostname, domain string) {
+// domain <subdomain>.<namespace>.svc.<clusterDomain> for a pod with a
+// subdomain (--cluster-domain; with none, as upstream's, the domain ends
+// in "svc."). The hostname is cut to 63 characters with no trailing '-'
+// or '.'. The API server validated them.
+func podHostnameAndDomain(pod *v1.Pod, clusterDomain string) (hostname, domain string) {
 	switch {
 	case pod.Spec.HostnameOverride != nil:
 		hostname = *pod.Spec.HostnameOverride
@@ -78,14 +78,15 @@ func podHostnameAndDomain(pod *v1.Pod) (hostname, domain string) {
 		hostname = strings.TrimRight(hostname[:maxHostnameLen], "-.")
 	}
 	if pod.Spec.Subdomain != "" && pod.Spec.HostnameOverride == nil {
-		domain = fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, "")
+		domain = fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, clusterDomain)
 	}
 	return hostname, domain
 }
 
 // hostsFileContent is the managed hosts file of pod whose IPs are ips (a
-// host-network pod's: nodeHosts, the node's hosts file, instead). Pure.
-func hostsFileContent(pod *v1.Pod, ips []string, nodeHosts []byte) []byte {
+// host-network pod's: nodeHosts, the node's hosts file, instead), on a
+// node of cluster domain clusterDomain. Pure.
+func hostsFileContent(pod *v1.Pod, ips []string, nodeHosts []byte, clusterDomain string) []byte {
 	var b bytes.Buffer
 	if pod.Spec.HostNetwork {
 		b.WriteString(managedHostsHeaderWithHostNetwork)
@@ -98,7 +99,7 @@ func hostsFileContent(pod *v1.Pod, ips []string, nodeHosts []byte) []byte {
 		b.WriteString("fe00::0\tip6-mcastprefix\n")
 		b.WriteString("fe00::1\tip6-allnodes\n")
 		b.WriteString("fe00::2\tip6-allrouters\n")
-		hostname, domain := podHostnameAndDomain(pod)
+		hostname, domain := podHostnameAndDomain(pod, clusterDomain)
 		for _, ip := range ips {
 			if domain != "" {
 				fmt.Fprintf(&b, "%s\t%s.%s\t%s\n", ip, hostname, domain, hostname)
@@ -156,7 +157,7 @@ func (k *Kubelet) etcHostsMount(pod *v1.Pod, c *v1.Container, ip string, moreIPs
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("writing the hosts file of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	if err := os.WriteFile(path, hostsFileContent(pod, ips, nodeHosts), 0o644); err != nil {
+	if err := os.WriteFile(path, hostsFileContent(pod, ips, nodeHosts, k.cfg.ClusterDomain), 0o644); err != nil {
 		return nil, fmt.Errorf("writing the hosts file of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	// WriteFile's mode is the umask's to cut; the file is 0644 whatever it is.

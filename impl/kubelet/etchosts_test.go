@@ -25,6 +25,7 @@ func TestHostsFileContent(t *testing.T) {
 		podName   string
 		ips       []string
 		nodeHosts string
+		domain    string // --cluster-domain
 		want      string
 	}{{
 		name: "pod network: localhost, then the pod's IP naming its name",
@@ -35,6 +36,12 @@ func TestHostsFileContent(t *testing.T) {
 		spec: v1.PodSpec{Hostname: "h", Subdomain: "s", HostAliases: aliases},
 		ips:  []string{"10.244.0.5", "fd00::5"},
 		want: "# Kubernetes-managed hosts file.\n" + local + "10.244.0.5\th.s.ns.svc.\th\nfd00::5\th.s.ns.svc.\th\n" + aliasLines,
+	}, {
+		name:   "a subdomain on a node with --cluster-domain: <subdomain>.<ns>.svc.<cluster domain>",
+		spec:   v1.PodSpec{Hostname: "h", Subdomain: "s"},
+		ips:    []string{"10.244.0.5"},
+		domain: "cluster.local",
+		want:   "# Kubernetes-managed hosts file.\n" + local + "10.244.0.5\th.s.ns.svc.cluster.local\th\n",
 	}, {
 		name: "hostnameOverride: the name whole, no domain",
 		spec: v1.PodSpec{Hostname: "h", Subdomain: "s", HostnameOverride: ptr.To("web-1.example.com")},
@@ -59,7 +66,7 @@ func TestHostsFileContent(t *testing.T) {
 			}
 			p := &v1.Pod{Spec: tc.spec}
 			p.Name, p.Namespace = name, "ns"
-			if got := string(hostsFileContent(p, tc.ips, []byte(tc.nodeHosts))); got != tc.want {
+			if got := string(hostsFileContent(p, tc.ips, []byte(tc.nodeHosts), tc.domain)); got != tc.want {
 				t.Errorf("got\n%q\nwant\n%q", got, tc.want)
 			}
 		})
@@ -138,7 +145,7 @@ func TestEtcHostsMountedOverCRI(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the pod's etc-hosts: %v", err)
 	}
-	if want := string(hostsFileContent(got, []string{got.Status.PodIP}, nil)); string(file) != want || !strings.Contains(want, got.Status.PodIP+"\tweb\n") || !strings.HasSuffix(want, "10.0.0.9\tdb\n") {
+	if want := string(hostsFileContent(got, []string{got.Status.PodIP}, nil, "")); string(file) != want || !strings.Contains(want, got.Status.PodIP+"\tweb\n") || !strings.HasSuffix(want, "10.0.0.9\tdb\n") {
 		t.Errorf("etc-hosts\n%s\nwant\n%s", file, want)
 	}
 	if out := catHosts(got, "app"); out != string(file) {

@@ -136,6 +136,8 @@ func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string, p cgroupParam
 	}
 	cfg.Linux.SecurityContext, cfg.Linux.Sysctls = security.Sandbox(pod)
 	cfg.Linux.Resources, cfg.Linux.Overhead = sandboxResources(pod, p)
+	// spec.dnsConfig as it is: a simulated node's; syncPod gives a CRI
+	// node's sandbox its DNS policy's instead (setPodDNS, dns.go).
 	if pod.Spec.DNSConfig != nil {
 		cfg.DnsConfig = &runtimeapi.DNSConfig{Servers: pod.Spec.DNSConfig.Nameservers, Searches: pod.Spec.DNSConfig.Searches}
 	}
@@ -165,7 +167,7 @@ func podHostname(pod *v1.Pod) string {
 	if pod.Spec.HostNetwork {
 		return ""
 	}
-	hostname, _ := podHostnameAndDomain(pod)
+	hostname, _ := podHostnameAndDomain(pod, "")
 	return hostname
 }
 

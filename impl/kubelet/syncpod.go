@@ -844,10 +844,15 @@ func (k *Kubelet) startPod(ctx context.Context, rec *podRecord, pod *v1.Pod, rs 
 		if a.SandboxAttempt > 0 {
 			k.podEvent(pod, v1.EventTypeNormal, EventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
 		}
-		// The RuntimeClass's handler (runtimeclass.go); a class missing or
-		// unreadable fails the sandbox as a runtime's refusal does.
-		handler, err := k.runtimeHandler(ctx, pod)
-		var id string
+		// The DNS configuration (dns.go; the node's resolver file
+		// unreadable fails the sandbox), then the RuntimeClass's handler
+		// (runtimeclass.go); a class missing or unreadable fails the
+		// sandbox as a runtime's refusal does.
+		err := k.setPodDNS(pod, sbConfig)
+		var handler, id string
+		if err == nil {
+			handler, err = k.runtimeHandler(ctx, pod)
+		}
 		if err == nil {
 			id, err = k.rt.RunPodSandbox(ctx, sbConfig, handler)
 		}
