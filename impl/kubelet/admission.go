@@ -34,11 +34,11 @@ func requestOf(r *framework.Resource, name v1.ResourceName) int64 {
 // extended resource the node does not have is not checked (upstream's
 // removeMissingExtendedResources: it may be a cluster-level resource),
 // while hugepages the node does not have are checked against none. On
-// rejection it returns the reason and message the pod fails with, as
-// upstream: reason "OutOf<resource>" (OutOfcpu, OutOfhugepages-2Mi),
-// message "Pod was rejected: Node didn't have enough resource:
-// <resource>, requested: N, used: N, capacity: N" (cpu in millicores,
-// anything else in units).
+// rejection it returns the reason and message of the event, as upstream's
+// admit handlers: reason "OutOf<resource>" (OutOfcpu, OutOfhugepages-2Mi),
+// message "Node didn't have enough resource: <resource>, requested: N,
+// used: N, capacity: N" (cpu in millicores, anything else in units); the
+// pod's status message is it after rejectedPrefix.
 func Admit(allocatable v1.ResourceList, pod *v1.Pod, admitted []*v1.Pod) (ok bool, reason, message string) {
 	pods := allocatable[v1.ResourcePods]
 	if used := int64(len(admitted)); 1+used > pods.Value() {
@@ -106,7 +106,7 @@ func admitResource(name v1.ResourceName, capacity int64, req, used *framework.Re
 // rejectOutOf is upstream's refusal for a resource the node lacks.
 func rejectOutOf(name v1.ResourceName, requested, used, capacity int64) (bool, string, string) {
 	return false, "OutOf" + string(name),
-		fmt.Sprintf("Pod was rejected: Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", name, requested, used, capacity)
+		fmt.Sprintf("Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", name, requested, used, capacity)
 }
 
 // scalarNames are the scalar resources (hugepages-*, extended and
@@ -126,7 +126,7 @@ const ReasonEvicted = "Evicted"
 // memory pressure alone, pods that are not BestEffort (or that tolerate
 // the memory-pressure taint) are admitted; under any other pressure no pod
 // is, except critical ones (priority at least system-cluster-critical's).
-// The refusal is reason "Evicted", message "Pod was rejected: The node had condition:
+// The refusal is reason "Evicted", message "The node had condition:
 // [<conditions>]. ".
 func AdmitUnderPressure(p Pressure, pod *v1.Pod) (ok bool, reason, message string) {
 	conds := p.Conditions()
@@ -144,7 +144,7 @@ func AdmitUnderPressure(p Pressure, pod *v1.Pod) (ok bool, reason, message strin
 			}
 		}
 	}
-	return false, ReasonEvicted, fmt.Sprintf("Pod was rejected: The node had condition: %v. ", conds)
+	return false, ReasonEvicted, fmt.Sprintf("The node had condition: %v. ", conds)
 }
 
 // isBestEffort: the pod's QoS class (upstream's GetPodQOS: status.qosClass,

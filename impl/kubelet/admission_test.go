@@ -60,9 +60,9 @@ func TestAdmit(t *testing.T) {
 		message  string
 	}{
 		{"fits", req("1", "1Gi"), []*v1.Pod{req("3", "7Gi")}, "", ""},
-		{"cpu", req("1500m", ""), []*v1.Pod{req("3", "")}, "OutOfcpu", "Pod was rejected: Node didn't have enough resource: cpu, requested: 1500, used: 3000, capacity: 4000"},
-		{"memory", req("", "2Gi"), []*v1.Pod{req("", "7Gi")}, "OutOfmemory", "Pod was rejected: Node didn't have enough resource: memory, requested: 2147483648, used: 7516192768, capacity: 8589934592"},
-		{"pods first", req("5", ""), []*v1.Pod{req("", ""), req("", "")}, "OutOfpods", "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 2, capacity: 2"},
+		{"cpu", req("1500m", ""), []*v1.Pod{req("3", "")}, "OutOfcpu", "Node didn't have enough resource: cpu, requested: 1500, used: 3000, capacity: 4000"},
+		{"memory", req("", "2Gi"), []*v1.Pod{req("", "7Gi")}, "OutOfmemory", "Node didn't have enough resource: memory, requested: 2147483648, used: 7516192768, capacity: 8589934592"},
+		{"pods first", req("5", ""), []*v1.Pod{req("", ""), req("", "")}, "OutOfpods", "Node didn't have enough resource: pods, requested: 1, used: 2, capacity: 2"},
 		{"best effort always fits resources", req("", ""), []*v1.Pod{req("4", "8Gi")}, "", ""},
 	} {
 		ok, reason, message := Admit(alloc, tc.pod, tc.admitted)
@@ -116,18 +116,18 @@ func TestAdmitScalarResources(t *testing.T) {
 	}{
 		{"hugepages fit", pod(resList("hugepages-2Mi", "4Mi")), []*v1.Pod{pod(resList("hugepages-2Mi", "4Mi"))}, "", ""},
 		{"hugepages", pod(resList("hugepages-2Mi", "6Mi")), []*v1.Pod{pod(resList("hugepages-2Mi", "4Mi"))}, "OutOfhugepages-2Mi",
-			"Pod was rejected: Node didn't have enough resource: hugepages-2Mi, requested: 6291456, used: 4194304, capacity: 8388608"},
+			"Node didn't have enough resource: hugepages-2Mi, requested: 6291456, used: 4194304, capacity: 8388608"},
 		{"a size the node lacks", pod(resList("hugepages-1Gi", "1Gi")), nil, "OutOfhugepages-1Gi",
-			"Pod was rejected: Node didn't have enough resource: hugepages-1Gi, requested: 1073741824, used: 0, capacity: 0"},
+			"Node didn't have enough resource: hugepages-1Gi, requested: 1073741824, used: 0, capacity: 0"},
 		{"pod-level hugepages", podLevel, []*v1.Pod{pod(resList("hugepages-2Mi", "4Mi"))}, "OutOfhugepages-2Mi",
-			"Pod was rejected: Node didn't have enough resource: hugepages-2Mi, requested: 6291456, used: 4194304, capacity: 8388608"},
+			"Node didn't have enough resource: hugepages-2Mi, requested: 6291456, used: 4194304, capacity: 8388608"},
 		{"extended resource", pod(resList("example.com/gpu", "2")), []*v1.Pod{pod(resList("example.com/gpu", "1"))}, "OutOfexample.com/gpu",
-			"Pod was rejected: Node didn't have enough resource: example.com/gpu, requested: 2, used: 1, capacity: 2"},
+			"Node didn't have enough resource: example.com/gpu, requested: 2, used: 1, capacity: 2"},
 		{"an extended resource the node lacks is not checked", pod(resList("example.com/fpga", "1")), nil, "", ""},
 		{"scalars by name", pod(resList("hugepages-2Mi", "10Mi", "example.com/gpu", "3")), nil, "OutOfexample.com/gpu",
-			"Pod was rejected: Node didn't have enough resource: example.com/gpu, requested: 3, used: 0, capacity: 2"},
+			"Node didn't have enough resource: example.com/gpu, requested: 3, used: 0, capacity: 2"},
 		{"memory before scalars", pod(resList("memory", "9Gi", "hugepages-2Mi", "10Mi")), nil, "OutOfmemory",
-			"Pod was rejected: Node didn't have enough resource: memory, requested: 9663676416, used: 0, capacity: 8589934592"},
+			"Node didn't have enough resource: memory, requested: 9663676416, used: 0, capacity: 8589934592"},
 		{"a zero request fits", pod(resList("hugepages-1Gi", "0")), nil, "", ""},
 	} {
 		ok, reason, message := Admit(alloc, tc.pod, tc.admitted)

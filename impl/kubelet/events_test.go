@@ -99,7 +99,7 @@ func TestEvents(t *testing.T) {
 			p.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resourceMust("64")}
 		})))
 		got := drain(rec)
-		if len(got) != 1 || !strings.HasPrefix(got[0], "Warning OutOfcpu Pod was rejected: Node didn't have enough resource: cpu") {
+		if len(got) != 1 || !strings.HasPrefix(got[0], "Warning OutOfcpu Node didn't have enough resource: cpu") {
 			t.Fatalf("events %q", got)
 		}
 	})

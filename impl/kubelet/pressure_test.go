@@ -58,12 +58,12 @@ func TestAdmitUnderPressure(t *testing.T) {
 		msg  string
 	}{
 		{"no pressure", Pressure{}, bestEffort, true, ""},
-		{"memory, best effort", Pressure{Memory: true}, bestEffort, false, "Pod was rejected: The node had condition: [MemoryPressure]. "},
+		{"memory, best effort", Pressure{Memory: true}, bestEffort, false, "The node had condition: [MemoryPressure]. "},
 		{"memory, burstable", Pressure{Memory: true}, burstable, true, ""},
 		{"memory, burstable by pod-level requests", Pressure{Memory: true}, podLevel, true, ""},
 		{"memory, tolerates the taint", Pressure{Memory: true}, tolerating, true, ""},
-		{"disk refuses all", Pressure{Disk: true}, burstable, false, "Pod was rejected: The node had condition: [DiskPressure]. "},
-		{"memory and pid", Pressure{Memory: true, PID: true}, burstable, false, "Pod was rejected: The node had condition: [MemoryPressure PIDPressure]. "},
+		{"disk refuses all", Pressure{Disk: true}, burstable, false, "The node had condition: [DiskPressure]. "},
+		{"memory and pid", Pressure{Memory: true, PID: true}, burstable, false, "The node had condition: [MemoryPressure PIDPressure]. "},
 		{"critical always", Pressure{Disk: true}, critical, true, ""},
 	} {
 		ok, reason, msg := AdmitUnderPressure(tc.p, tc.pod)

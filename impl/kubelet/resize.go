@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
@@ -273,7 +272,7 @@ func admitResize(allocatable v1.ResourceList, pod, allocatedPod *v1.Pod, others 
 		return false, v1.PodReasonInfeasible, fmt.Sprintf("%scpu, requested: %d, capacity: %d", messageNotEnoughCapacity, req.MilliCPU, cpu.MilliValue())
 	}
 	if ok, _, message := Admit(allocatable, pod, others); !ok {
-		return false, v1.PodReasonDeferred, strings.TrimPrefix(message, "Pod was rejected: ")
+		return false, v1.PodReasonDeferred, message
 	}
 	return true, "", ""
 }

@@ -378,6 +378,10 @@ func ownConditionsLast(cs []v1.PodCondition) bool {
 	return true
 }
 
+// rejectedPrefix begins a rejected pod's status message, before the admit
+// handler's message (which its event says alone), as upstream's rejectPod.
+const rejectedPrefix = "Pod was rejected: "
+
 // admit runs admission once for a pod not yet admitted; a rejection is
 // recorded in rec.rejection. It reports whether it decided now.
 func (k *Kubelet) admit(rec *podRecord, pod *v1.Pod) bool {
@@ -407,6 +411,8 @@ func (k *Kubelet) admit(rec *podRecord, pod *v1.Pod) bool {
 	}
 	if !ok {
 		rec.rejected = true
+		// The event says the admit handler's message; the status, as
+		// upstream's rejectPod writes it, says it after rejectedPrefix.
 		rec.more().rejection = &podsync.Terminal{Phase: v1.PodFailed, Reason: reason, Message: message}
 		return true
 	}
@@ -432,7 +438,7 @@ func (k *Kubelet) terminationRequested(uid types.UID) bool {
 // and deletes the pod finally if it is being deleted.
 func (k *Kubelet) finishRejected(ctx context.Context, rec *podRecord, pod *v1.Pod) error {
 	if !podsync.IsTerminalPhase(pod.Status.Phase) {
-		st := status.Rejected(pod, rec.x().rejection.Reason, rec.x().rejection.Message)
+		st := status.Rejected(pod, rec.x().rejection.Reason, rejectedPrefix+rec.x().rejection.Message)
 		if err := k.writeStatus(ctx, rec, pod, st); err != nil {
 			return err
 		}

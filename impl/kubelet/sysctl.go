@@ -164,7 +164,7 @@ func (a *sysctlAllowlist) admit(pod *v1.Pod) (ok bool, reason, message string) {
 	}
 	for _, s := range sc.Sysctls {
 		if err := a.check(s.Name, pod.Spec.HostNetwork, pod.Spec.HostIPC); err != nil {
-			return false, ReasonSysctlForbidden, "Pod was rejected: forbidden sysctl: " + err.Error()
+			return false, ReasonSysctlForbidden, "forbidden sysctl: " + err.Error()
 		}
 	}
 	return true, "", ""

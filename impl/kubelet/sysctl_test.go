@@ -99,7 +99,7 @@ func TestAdmitSysctls(t *testing.T) {
 		}
 		return p
 	}
-	const forbidden = "Pod was rejected: forbidden sysctl: "
+	const forbidden = "forbidden sysctl: "
 	for _, tc := range []struct {
 		name    string
 		a       *sysctlAllowlist
