@@ -255,15 +255,21 @@ func testInformer(t *testing.T, watchCache bool) {
 	if expired < 0 || relisted < expired {
 		t.Errorf("want a 410 Expired then a relist after the restart; client requests: %v", after)
 	}
-	for name, step := range finalStep {
-		ev := rec.events(name)
-		if len(ev) == 0 || ev[len(ev)-1].step != step || ev[len(ev)-1].typ == "delete" {
-			t.Errorf("%s: last event %v, want the pod at step %s", name, ev, step)
+	// The handler hears of the relist after the store has it: client-go
+	// updates the indexer, then hands the notification to each listener's
+	// goroutines, so the events are waited for, not read at once.
+	eventually(t, 30*time.Second, "the handler receives the relist's events", func() (bool, string) {
+		for name, step := range finalStep {
+			ev := rec.events(name)
+			if len(ev) == 0 || ev[len(ev)-1].step != step || ev[len(ev)-1].typ == "delete" {
+				return false, fmt.Sprintf("%s: last event %v, want the pod at step %s", name, ev, step)
+			}
 		}
-	}
-	if ev := rec.events(deleted); len(ev) == 0 || ev[len(ev)-1].typ != "delete" {
-		t.Errorf("%s: events %v, want a final delete", deleted, ev)
-	}
+		if ev := rec.events(deleted); len(ev) == 0 || ev[len(ev)-1].typ != "delete" {
+			return false, fmt.Sprintf("%s: events %v, want a final delete", deleted, ev)
+		}
+		return true, ""
+	})
 	if ev := rec.events("pod-ghost"); len(ev) > 0 && ev[len(ev)-1].typ != "delete" {
 		t.Errorf("pod-ghost (created and deleted during the break): events %v end live", ev)
 	}
