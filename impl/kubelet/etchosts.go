@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
 )
 
 // The kubelet-managed /etc/hosts, as upstream's kubelet (makeMounts,
@@ -44,14 +46,9 @@ const etcHostsContainerPath = "/etc/hosts"
 // variable for tests).
 var nodeHostsFile = "/etc/hosts"
 
-// etcHostsFile is the name, in a pod's directory, of its managed hosts
-// file (upstream's getEtcHostsPath; the eviction manager's HostProvider
-// measures it under the same name).
-const etcHostsFile = "etc-hosts"
-
 // etcHostsPath is the pod's managed hosts file.
 func (k *Kubelet) etcHostsPath(uid types.UID) string {
-	return filepath.Join(k.podDir(uid), etcHostsFile)
+	return filepath.Join(k.podDir(uid), eviction.EtcHostsFile)
 }
 
 // maxHostnameLen is the longest hostname the kernel takes (64 bytes with

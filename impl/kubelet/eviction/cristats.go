@@ -172,7 +172,7 @@ func (h HostProvider) podStats(p *v1.Pod, m *measured) PodStats {
 	// getPodEtcHostsStats measures it (MetricsDu, absent for none) into
 	// the pod's ephemeral storage, which its pod limit is checked against;
 	// its disk ranking (podDiskUsage) leaves it out, as here.
-	st.EtcHosts, _ = du(filepath.Join(h.RootDir, "pods", string(p.UID), etcHostsFile))
+	st.EtcHosts, _ = du(filepath.Join(h.RootDir, "pods", string(p.UID), EtcHostsFile))
 	for i := range p.Spec.Volumes {
 		vol := &p.Spec.Volumes[i]
 		plugin := measuredVolumePlugin(vol)
@@ -191,9 +191,10 @@ func (h HostProvider) podStats(p *v1.Pod, m *measured) PodStats {
 	return ps
 }
 
-// etcHostsFile is the name of a pod's managed hosts file in its pod
-// directory (the kubelet's etcHostsFile).
-const etcHostsFile = "etc-hosts"
+// EtcHostsFile is the name, in a pod's directory, of the pod's managed
+// hosts file (upstream's getEtcHostsPath): the kubelet writes it under
+// this name and the HostProvider measures it.
+const EtcHostsFile = "etc-hosts"
 
 // duMaxEntries bounds one du walk: every pod's emptyDirs, configMaps and
 // logs are walked each eviction interval (upstream's kubelet measures
