@@ -3,17 +3,13 @@ package admission
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	neturl "net/url"
 	"reflect"
-	"sync"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -157,23 +153,7 @@ func (d *webhookDispatcher) call(ctx context.Context, w webhook, rev *admissionv
 	if err != nil {
 		return nil, fmt.Errorf("failed to read the webhook's response: %w", err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("the server responded with status %d", resp.StatusCode)
-	}
-	out := &admissionv1.AdmissionReview{}
-	if err := json.Unmarshal(data, out); err != nil {
-		return nil, fmt.Errorf("received invalid webhook response: %w", err)
-	}
-	if out.APIVersion != "admission.k8s.io/v1" || out.Kind != "AdmissionReview" {
-		return nil, fmt.Errorf("expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got %s, Kind=%s", out.APIVersion, out.Kind)
-	}
-	if out.Response == nil {
-		return nil, errors.New("webhook response was absent")
-	}
-	if out.Response.UID != rev.Request.UID {
-		return nil, fmt.Errorf("expected response.uid=%q, got %q", rev.Request.UID, out.Response.UID)
-	}
-	return out.Response, nil
+	return readResponse(resp.StatusCode, resp.Header.Get("Content-Type"), data, rev.Request.UID, d.mutating)
 }
 
 // setTimeoutParam tells the webhook the time left to its call, as
@@ -232,73 +212,5 @@ func addResponseWarnings(ctx context.Context, name string, resp *admissionv1.Adm
 	}
 	for k, v := range resp.AuditAnnotations {
 		audit.AddAnnotation(ctx, name+"/"+k, v)
-	}
-}
-
-// webhookClients are HTTPS clients (HTTP/1.1) by CA bundle (and, for a
-// webhook addressed by service, by service and port), so connections are
-// kept between calls.
-type webhookClients struct {
-	mu      sync.Mutex
-	clients map[string]*http.Client
-}
-
-// get returns the client of a CA bundle; with svc, one whose connections
-// to the service's host (<name>.<namespace>.svc:<port>) dial the address
-// resolver finds for it when the connection is made.
-func (c *webhookClients) get(caBundle []byte, svc *admissionregistrationv1.ServiceReference, resolver *serviceResolver) (*http.Client, error) {
-	key := string(caBundle)
-	var host, serverName string
-	var port int32
-	if svc != nil {
-		if resolver == nil {
-			return nil, errors.New("webhooks addressed by service need the services resource, which this server does not serve")
-		}
-		host, serverName, port = serviceHost(svc)
-		key += "\x00" + host
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cl, ok := c.clients[key]; ok {
-		return cl, nil
-	}
-	// HTTP/1.1 only, as kube-apiserver's webhook clients: over HTTP/2
-	// concurrent calls would share one connection, so one endpoint.
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName, NextProtos: []string{"http/1.1"}}
-	if len(caBundle) > 0 {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(caBundle) {
-			return nil, errors.New("clientConfig.caBundle holds no PEM certificate")
-		}
-		cfg.RootCAs = pool
-	}
-	tr := &http.Transport{TLSClientConfig: cfg, MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second}
-	if svc != nil {
-		namespace, name := svc.Namespace, svc.Name
-		var dialer net.Dialer
-		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if addr == host {
-				resolved, err := resolver.resolve(ctx, namespace, name, port)
-				if err != nil {
-					return nil, err
-				}
-				addr = resolved
-			}
-			return dialer.DialContext(ctx, network, addr)
-		}
-	}
-	cl := &http.Client{Transport: tr}
-	if c.clients == nil {
-		c.clients = map[string]*http.Client{}
-	}
-	c.clients[key] = cl
-	return cl, nil
-}
-
-func (c *webhookClients) closeIdle() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, cl := range c.clients {
-		cl.CloseIdleConnections()
 	}
 }

@@ -1,0 +1,113 @@
+package admission
+
+import (
+	"container/list"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+)
+
+// webhookClientCacheSize is how many webhook clients are kept, as
+// kube-apiserver's webhook ClientManager keeps 200 in an LRU cache.
+const webhookClientCacheSize = 200
+
+// webhookClients are HTTPS clients (HTTP/1.1) by CA bundle (and, for a
+// webhook addressed by service, by service and port), so connections are
+// kept between calls. At most webhookClientCacheSize are kept: the one
+// used least recently goes (its idle connections closed) when another
+// would exceed that; it is built again when next needed.
+type webhookClients struct {
+	mu sync.Mutex
+	// clients holds the cached clients by key; lru orders their
+	// elements, the most recently used first.
+	clients map[string]*list.Element
+	lru     list.List
+}
+
+// cachedClient is an element of webhookClients.lru.
+type cachedClient struct {
+	key    string
+	client *http.Client
+}
+
+// get returns the client of a CA bundle; with svc, one whose connections
+// to the service's host (<name>.<namespace>.svc:<port>) dial the address
+// resolver finds for it when the connection is made.
+func (c *webhookClients) get(caBundle []byte, svc *admissionregistrationv1.ServiceReference, resolver *serviceResolver) (*http.Client, error) {
+	key := string(caBundle)
+	var host, serverName string
+	var port int32
+	if svc != nil {
+		if resolver == nil {
+			return nil, errors.New("webhooks addressed by service need the services resource, which this server does not serve")
+		}
+		host, serverName, port = serviceHost(svc)
+		key += "\x00" + host
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.clients[key]; ok {
+		c.lru.MoveToFront(e)
+		return e.Value.(*cachedClient).client, nil
+	}
+	// HTTP/1.1 only, as kube-apiserver's webhook clients: over HTTP/2
+	// concurrent calls would share one connection, so one endpoint.
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName, NextProtos: []string{"http/1.1"}}
+	if len(caBundle) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(caBundle) {
+			return nil, errors.New("clientConfig.caBundle holds no PEM certificate")
+		}
+		cfg.RootCAs = pool
+	}
+	tr := &http.Transport{TLSClientConfig: cfg, MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second}
+	if svc != nil {
+		namespace, name := svc.Namespace, svc.Name
+		var dialer net.Dialer
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if addr == host {
+				resolved, err := resolver.resolve(ctx, namespace, name, port)
+				if err != nil {
+					return nil, err
+				}
+				addr = resolved
+			}
+			return dialer.DialContext(ctx, network, addr)
+		}
+	}
+	cl := &http.Client{Transport: tr}
+	if c.clients == nil {
+		c.clients = map[string]*list.Element{}
+	}
+	c.clients[key] = c.lru.PushFront(&cachedClient{key: key, client: cl})
+	if c.lru.Len() > webhookClientCacheSize {
+		oldest := c.lru.Remove(c.lru.Back()).(*cachedClient)
+		delete(c.clients, oldest.key)
+		// Calls still using it finish; its idle connections close now
+		// rather than at their idle timeout.
+		oldest.client.CloseIdleConnections()
+	}
+	return cl, nil
+}
+
+// len is the number of cached clients.
+func (c *webhookClients) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Len()
+}
+
+func (c *webhookClients) closeIdle() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for e := c.lru.Front(); e != nil; e = e.Next() {
+		e.Value.(*cachedClient).client.CloseIdleConnections()
+	}
+}
