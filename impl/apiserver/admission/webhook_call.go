@@ -153,7 +153,23 @@ func (d *webhookDispatcher) call(ctx context.Context, w webhook, rev *admissionv
 	if err != nil {
 		return nil, fmt.Errorf("failed to read the webhook's response: %w", err)
 	}
-	return readResponse(resp.StatusCode, resp.Header.Get("Content-Type"), data, rev.Request.UID, d.mutating)
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the server responded with status %d", resp.StatusCode)
+	}
+	out := &admissionv1.AdmissionReview{}
+	if err := json.Unmarshal(data, out); err != nil {
+		return nil, fmt.Errorf("received invalid webhook response: %w", err)
+	}
+	if out.APIVersion != "admission.k8s.io/v1" || out.Kind != "AdmissionReview" {
+		return nil, fmt.Errorf("expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got %s, Kind=%s", out.APIVersion, out.Kind)
+	}
+	if out.Response == nil {
+		return nil, errors.New("webhook response was absent")
+	}
+	if out.Response.UID != rev.Request.UID {
+		return nil, fmt.Errorf("expected response.uid=%q, got %q", rev.Request.UID, out.Response.UID)
+	}
+	return out.Response, nil
 }
 
 // setTimeoutParam tells the webhook the time left to its call, as
