@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -65,6 +66,12 @@ type PodSecurity struct {
 	// namespaces without the labels: PodSecurityConfiguration's defaults.
 	DefaultEnforce, DefaultWarn, DefaultAudit                      string
 	DefaultEnforceVersion, DefaultWarnVersion, DefaultAuditVersion string
+	// NamespaceMaxPodsToCheck (0: 3000) and NamespacePodCheckTimeout (0:
+	// a second) bound the check of a namespace's pods against a stricter
+	// enforce label (kube-apiserver's figures; the time is also at most
+	// half of what the request has left).
+	NamespaceMaxPodsToCheck  int
+	NamespacePodCheckTimeout time.Duration
 }
 
 func newPodSecurity(d *deps) (any, error) {
@@ -179,6 +186,11 @@ func (p *PodSecurity) defaultPolicy(mode string) podSecurityPolicy {
 		d.version = version
 	}
 	return d
+}
+
+// defaultPolicies are the enforce, audit and warn defaults.
+func (p *PodSecurity) defaultPolicies() [3]podSecurityPolicy {
+	return [3]podSecurityPolicy{p.defaultPolicy(podSecurityEnforce), p.defaultPolicy(podSecurityAudit), p.defaultPolicy(podSecurityWarn)}
 }
 
 // policies reads a namespace's enforce, warn and audit policies.

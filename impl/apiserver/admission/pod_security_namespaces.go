@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,10 +17,14 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
-// maxPodsChecked bounds how many existing pods a namespace label change
-// evaluates (kube-apiserver's; it also stops after a second, which this
-// does not).
-const maxPodsChecked = 3000
+// maxPodsChecked and defaultPodCheckTimeout bound how many existing pods
+// a namespace label change evaluates and for how long (kube-apiserver's
+// figures; PodSecurity's NamespaceMaxPodsToCheck and
+// NamespacePodCheckTimeout).
+const (
+	maxPodsChecked         = 3000
+	defaultPodCheckTimeout = time.Second
+)
 
 // validateNamespaceLabels checks the pod-security.kubernetes.io labels of a
 // namespace: levels privileged, baseline or restricted; versions "latest"
@@ -45,7 +50,10 @@ var levelRank = map[string]int{levelPrivileged: 0, levelBaseline: 1, levelRestri
 
 // validateNamespace: invalid pod security labels are refused (422); a
 // stricter enforce level is checked against the pods already in the
-// namespace, whose violations come back as warnings (nothing is evicted).
+// namespace, whose violations come back as warnings (nothing is evicted),
+// within a budget of pods and time; an exempt namespace given a policy
+// other than the defaults, on create or with a stricter enforce level, is
+// warned that its labels are ignored.
 func (p *PodSecurity) validateNamespace(ctx context.Context, a *Attributes) error {
 	ns, ok := a.Object.(*corev1.Namespace)
 	if !ok || a.Subresource != "" {
@@ -69,26 +77,77 @@ func (p *PodSecurity) validateNamespace(ctx context.Context, a *Attributes) erro
 		(a.Operation != Update || errorsText(errs) != errorsText(validateNamespaceLabels(oldLabels))) {
 		return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Namespace").GroupKind(), ns.Name, errs)
 	}
-	if a.Operation != Update || p.ExemptNamespaces[ns.Name] || p.ListPods == nil {
+	def := p.defaultPolicies()
+	enforce, warn, auditPolicy := p.policies(ns.Labels)
+	if a.Operation == Create {
+		if p.ExemptNamespaces[ns.Name] {
+			exemptNamespaceWarning(ctx, ns.Name, ns.Labels, [3]podSecurityPolicy{enforce, auditPolicy, warn}, def)
+		}
 		return nil
 	}
-	def := p.defaultPolicy(podSecurityEnforce)
-	enforce, old := policyFor(ns.Labels, podSecurityEnforce, def), policyFor(oldLabels, podSecurityEnforce, def)
+	old := policyFor(oldLabels, podSecurityEnforce, def[0])
 	if enforce == old || enforce.level == levelPrivileged ||
-		(enforce.version == old.version && levelRank[enforce.level] < levelRank[old.level]) {
+		(enforce.version == old.version && levelRank[enforce.level] <= levelRank[old.level]) {
 		return nil
 	}
-	pods, err := p.ListPods(ctx, ns.Name)
+	if p.ExemptNamespaces[ns.Name] {
+		exemptNamespaceWarning(ctx, ns.Name, ns.Labels, [3]podSecurityPolicy{enforce, auditPolicy, warn}, def)
+		return nil
+	}
+	if p.ListPods == nil {
+		return nil
+	}
+	// At most a second (NamespacePodCheckTimeout), and at most half the
+	// time the request has left.
+	timeout := p.NamespacePodCheckTimeout
+	if timeout <= 0 {
+		timeout = defaultPodCheckTimeout
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl)/2)
+	}
+	checkCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	pods, err := p.ListPods(checkCtx, ns.Name)
 	if err != nil {
 		// kube-apiserver's warning names no error; the log does.
 		slog.DebugContext(ctx, "listing pods to check a new PodSecurity enforce level", "namespace", ns.Name, "err", err)
 		request.AddWarning(ctx, "failed to list pods while checking new PodSecurity enforce level")
 		return nil
 	}
-	for _, w := range existingPodWarnings(ns.Name, enforce, pods, p.ExemptRuntimeClasses) {
+	maxPods := p.NamespaceMaxPodsToCheck
+	if maxPods <= 0 {
+		maxPods = maxPodsChecked
+	}
+	for _, w := range existingPodWarnings(ns.Name, enforce, pods, p.ExemptRuntimeClasses, maxPods, func() bool { return checkCtx.Err() != nil }) {
 		request.AddWarning(ctx, w)
 	}
 	return nil
+}
+
+// exemptNamespaceWarning warns, as kube-apiserver, that an exempt
+// namespace's pod security labels are ignored, unless its policy
+// (enforce, audit, warn) is privileged in every mode or equivalent to the
+// defaults (modes equivalent when both privileged or equal); the warning
+// names the non-privileged modes its labels set.
+func exemptNamespaceWarning(ctx context.Context, name string, labels map[string]string, policy, def [3]podSecurityPolicy) {
+	allPrivileged, same := true, true
+	for i := range policy {
+		allPrivileged = allPrivileged && policy[i].level == levelPrivileged
+		same = same && (policy[i] == def[i] || (policy[i].level == levelPrivileged && def[i].level == levelPrivileged))
+	}
+	if allPrivileged || same {
+		return
+	}
+	var modes []string
+	for i, mode := range []string{podSecurityEnforce, podSecurityAudit, podSecurityWarn} {
+		_, hasLevel := labels[mode]
+		_, hasVersion := labels[mode+"-version"]
+		if policy[i].level != levelPrivileged && (hasLevel || hasVersion) {
+			modes = append(modes, strings.TrimPrefix(mode, podSecurityLabelPrefix)+"="+policy[i].String())
+		}
+	}
+	request.AddWarning(ctx, fmt.Sprintf("namespace %q is exempt from Pod Security, and the policy (%s) will be ignored", name, strings.Join(modes, ", ")))
 }
 
 // errorsText is errs' message ("" for none).
@@ -118,12 +177,13 @@ func podSecurityLabelsChanged(labels, old map[string]string) bool {
 // existingPodWarnings checks a namespace's pods against a new enforce
 // policy as kube-apiserver's EvaluatePodsInNamespace: pods of an exempt
 // runtime class are skipped, one pod per controller comes first (the
-// others of each controller after), at most maxPodsChecked are checked (a
-// first line says so when fewer than all). The pods that violate policy
+// others of each controller after), at most maxPods are checked, and
+// none after the one in hand when expired says the time is up (a first
+// line says how many when fewer than all). The pods that violate policy
 // are grouped by their violated controls, each group named by its
 // lexically first pod: `pod (and N other pods): reason, reason`, after a
 // line that names the policy, the groups sorted.
-func existingPodWarnings(namespace string, policy podSecurityPolicy, pods []corev1.Pod, exemptRuntimeClasses map[string]bool) []string {
+func existingPodWarnings(namespace string, policy podSecurityPolicy, pods []corev1.Pod, exemptRuntimeClasses map[string]bool, maxPods int, expired func() bool) []string {
 	var first, rest []*corev1.Pod
 	controllers := map[types.UID]bool{}
 	for i := range pods {
@@ -141,35 +201,40 @@ func existingPodWarnings(namespace string, policy podSecurityPolicy, pods []core
 		first = append(first, pod)
 	}
 	prioritized := append(first, rest...)
+	total := len(prioritized)
+	prioritized = prioritized[:min(total, maxPods)]
 	var out []string
-	if len(prioritized) > maxPodsChecked {
-		out = append(out, fmt.Sprintf("new PodSecurity enforce level only checked against the first %d of %d existing pods", maxPodsChecked, len(prioritized)))
-		prioritized = prioritized[:maxPodsChecked]
-	}
 	type group struct {
 		first string
 		count int
 	}
 	groups := map[string]*group{}
 	var order []string
-	for _, pod := range prioritized {
-		vs := evaluatePodSecurity(policy, &podMeta{pod.Annotations}, &pod.Spec)
-		if len(vs) == 0 {
-			continue
+	checked := len(prioritized)
+	for i, pod := range prioritized {
+		if vs := evaluatePodSecurity(policy, &podMeta{pod.Annotations}, &pod.Spec); len(vs) > 0 {
+			reasons := make([]string, len(vs))
+			for j, v := range vs {
+				reasons[j] = v.reason
+			}
+			key := strings.Join(reasons, ", ")
+			g, ok := groups[key]
+			if !ok {
+				g = &group{first: pod.Name}
+				groups[key] = g
+				order = append(order, key)
+			}
+			g.first = min(g.first, pod.Name)
+			g.count++
 		}
-		reasons := make([]string, len(vs))
-		for j, v := range vs {
-			reasons[j] = v.reason
+		// Out of time: stop after the pod in hand, as kube-apiserver.
+		if expired() {
+			checked = i + 1
+			break
 		}
-		key := strings.Join(reasons, ", ")
-		g, ok := groups[key]
-		if !ok {
-			g = &group{first: pod.Name}
-			groups[key] = g
-			order = append(order, key)
-		}
-		g.first = min(g.first, pod.Name)
-		g.count++
+	}
+	if checked < total {
+		out = append(out, fmt.Sprintf("new PodSecurity enforce level only checked against the first %d of %d existing pods", checked, total))
 	}
 	if len(order) == 0 {
 		return out

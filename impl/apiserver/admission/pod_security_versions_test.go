@@ -362,7 +362,7 @@ func TestPodSecurityExistingPodsPrioritized(t *testing.T) {
 	done.Spec.HostNetwork = true
 	done.Status.Phase = corev1.PodSucceeded
 	pods = append(pods, *done)
-	got := existingPodWarnings("ns", podSecurityPolicy{levelBaseline, "latest"}, pods, nil)
+	got := existingPodWarnings("ns", podSecurityPolicy{levelBaseline, "latest"}, pods, nil, maxPodsChecked, func() bool { return false })
 	want := []string{
 		`new PodSecurity enforce level only checked against the first 3000 of 3001 existing pods`,
 		`existing pods in namespace "ns" violate the new PodSecurity enforce level "baseline:latest"`,
