@@ -153,8 +153,8 @@ func (d *webhookDispatcher) call(ctx context.Context, w webhook, rev *admissionv
 	if err != nil {
 		return nil, fmt.Errorf("failed to read the webhook's response: %w", err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("the server responded with status %d", resp.StatusCode)
+	if err := webhookStatusError(resp.StatusCode, resp.Header.Get("Content-Type"), data); err != nil {
+		return nil, fmt.Errorf("failed to call webhook: %w", err)
 	}
 	out := &admissionv1.AdmissionReview{}
 	if err := json.Unmarshal(data, out); err != nil {
