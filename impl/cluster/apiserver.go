@@ -123,6 +123,10 @@ type AuthOptions struct {
 	// (--enable-admission-plugins, --disable-admission-plugins) adjust
 	// admission's default plugin set.
 	EnableAdmissionPlugins, DisableAdmissionPlugins []string
+	// AdmissionControlConfigFile (--admission-control-config-file): an
+	// AdmissionConfiguration configuring the enabled plugins (kubeproof
+	// reads PodSecurity's; others' are logged as ignored).
+	AdmissionControlConfigFile string
 	// DefaultNotReadyTolerationSeconds and
 	// DefaultUnreachableTolerationSeconds
 	// (--default-not-ready-toleration-seconds,
@@ -294,6 +298,22 @@ func buildChain(o AuthOptions) (*chain, error) {
 	if err != nil {
 		return nil, err
 	}
+	admissionOpts := admission.Options{
+		NotReadyTolerationSeconds:    o.DefaultNotReadyTolerationSeconds,
+		UnreachableTolerationSeconds: o.DefaultUnreachableTolerationSeconds,
+		EnableAggregatorRouting:      o.EnableAggregatorRouting,
+	}
+	admissionConfig, err := admission.ReadAdmissionConfiguration(o.AdmissionControlConfigFile)
+	if err != nil {
+		return nil, fmt.Errorf("failed to initialize admission: failed to read plugin config: %w", err)
+	}
+	ignored, err := admissionConfig.Apply(admissionPlugins, &admissionOpts)
+	if err != nil {
+		return nil, fmt.Errorf("failed to initialize admission: %w", err)
+	}
+	if len(ignored) > 0 {
+		slog.Warn("--admission-control-config-file configures admission plugins kubeproof reads no configuration of; ignored", "plugins", ignored)
+	}
 	if (o.AuditLogPath == "") != (o.AuditPolicyFile == "") {
 		return nil, errors.New("--audit-log-path and --audit-policy-file go together")
 	}
@@ -333,12 +353,9 @@ func buildChain(o AuthOptions) (*chain, error) {
 			}
 		}
 		p.Authorizer = union
-		mut, val, starters, err := admission.NewPluginsWithOptions(admissionPlugins, stores, admission.Options{
-			NotReadyTolerationSeconds:    o.DefaultNotReadyTolerationSeconds,
-			UnreachableTolerationSeconds: o.DefaultUnreachableTolerationSeconds,
-			Authorizer:                   union,
-			EnableAggregatorRouting:      o.EnableAggregatorRouting,
-		})
+		opts := admissionOpts
+		opts.Authorizer = union
+		mut, val, starters, err := admission.NewPluginsWithOptions(admissionPlugins, stores, opts)
 		if err != nil {
 			return p, err
 		}
