@@ -307,15 +307,17 @@ func checkTypeMeta(data []byte, apiVersion, kind, wantKind string, versions []st
 	return nil
 }
 
-// decodeTyped decodes YAML or JSON into v; strict makes unknown and
-// duplicate fields errors, worded as apimachinery's strict decoder.
+// decodeTyped decodes YAML or JSON into v, field names case-sensitive;
+// strict makes unknown and duplicate fields errors, worded as
+// apimachinery's strict decoder.
 func decodeTyped(data []byte, v any, strict bool) error {
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
 		return err
 	}
 	if !strict {
-		return json.Unmarshal(js, v)
+		// Case-sensitive, as apimachinery's decoder.
+		return kjson.UnmarshalCaseSensitivePreserveInts(js, v)
 	}
 	strictErrs, err := kjson.UnmarshalStrict(js, v, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
 	if err != nil {

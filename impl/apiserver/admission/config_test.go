@@ -118,7 +118,10 @@ plugins:
 	if _, err := c.Apply(DefaultPlugins(), &o); err == nil || !strings.Contains(err.Error(), "Couldn't open admission plugin configuration "+filepath.Join(dir, "also-missing.yaml")) {
 		t.Fatalf("enabled PodSecurity's missing file: %v", err)
 	}
-	for _, empty := range []string{"", writeFile(t, dir, "legacy.yaml", "imagePolicy:\n  kubeConfigFile: x\n")} {
+	// Field names are case-sensitive: "Plugins" is an unknown field,
+	// ignored.
+	capital := writeFile(t, dir, "capital.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nPlugins:\n- name: PodSecurity\n  path: missing.yaml\n")
+	for _, empty := range []string{"", writeFile(t, dir, "legacy.yaml", "imagePolicy:\n  kubeConfigFile: x\n"), capital} {
 		c, err := ReadAdmissionConfiguration(empty)
 		if err != nil {
 			t.Fatalf("%q: %v", empty, err)
