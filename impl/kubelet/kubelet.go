@@ -123,6 +123,10 @@ type Kubelet struct {
 	runCtx         context.Context
 	runCancel      context.CancelFunc
 	runDone        chan struct{}
+	// resizesAwaiting: the pods whose resize waits for other pods'
+	// admission (allocateResize), synced again once none is left to
+	// admit (wakeAwaitingResizesLocked); nil while none waits.
+	resizesAwaiting map[types.UID]struct{}
 
 	// nodeReportDelay moves the next unchanged node status post
 	// (NextReportDelay); testReportRand, if set, replaces its random draw.
@@ -581,10 +585,15 @@ func (k *Kubelet) HandlePod(pod *v1.Pod) {
 		// (syncInFlight).
 		k.syncs[pod.UID].terminating(pod)
 	}
+	// A pod going away before its admission is none to wait for.
+	wake := k.wakeAwaitingResizesLocked()
 	k.mu.Unlock()
 	k.trace(TraceHandedOver, pod)
 	k.objects.updatePod(pod)
 	k.enqueue(pod.UID, 0)
+	for _, uid := range wake {
+		k.enqueue(uid, 0)
+	}
 }
 
 // HandlePodDeleted tells the kubelet a pod is gone from the API.
@@ -603,10 +612,14 @@ func (k *Kubelet) HandlePodDeleted(pod *v1.Pod) {
 		}
 		k.syncs[pod.UID].terminating(pod)
 	}
+	wake := k.wakeAwaitingResizesLocked()
 	k.mu.Unlock()
 	k.objects.unregisterPod(pod.UID)
 	if ok {
 		k.enqueue(pod.UID, 0)
+	}
+	for _, uid := range wake {
+		k.enqueue(uid, 0)
 	}
 }
 

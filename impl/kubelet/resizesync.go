@@ -109,8 +109,8 @@ func (k *Kubelet) allocateResize(rec *podRecord, pod *v1.Pod, now time.Time) (*v
 		k.mu.Unlock()
 		return pod, nil
 	}
+	delete(k.resizesAwaiting, pod.UID) // waiting again below if still so
 	var eventType, reason, message string
-	retry := false
 	t := metav1.NewTime(now)
 	switch {
 	case pod.DeletionTimestamp != nil || podsync.IsTerminalPhase(pod.Status.Phase):
@@ -128,8 +128,12 @@ func (k *Kubelet) allocateResize(rec *podRecord, pod *v1.Pod, now time.Time) (*v
 		// admission (a pod is admitted at its first sync), as upstream
 		// admits a batch of new pods before it retries resizes: the
 		// resize would take what those are about to be admitted with.
-		// Tried again shortly.
-		retry = true
+		// Tried again once the last of them is decided
+		// (wakeAwaitingResizesLocked), not polled.
+		if k.resizesAwaiting == nil {
+			k.resizesAwaiting = map[types.UID]struct{}{}
+		}
+		k.resizesAwaiting[pod.UID] = struct{}{}
 	default:
 		was := withAllocation(pod, r.allocated)
 		ok, why, msg := admitResize(k.allocatable, pod, was, k.admittedOthersLocked(rec), k.cfg.Memory.Value(), k.cfg.swap)
@@ -158,15 +162,8 @@ func (k *Kubelet) allocateResize(rec *podRecord, pod *v1.Pod, now time.Time) (*v
 	if reason != "" {
 		k.podEvent(pod, eventType, reason, "%s", message)
 	}
-	if retry {
-		k.enqueue(pod.UID, resizeAdmissionRetry)
-	}
 	return alloc, r
 }
-
-// resizeAdmissionRetry is how soon a resize waiting for other pods'
-// admission (allocateResize) is tried again.
-const resizeAdmissionRetry = 100 * time.Millisecond
 
 // admissionPendingLocked reports whether a pod other than rec's was handed
 // to the kubelet and not yet admitted or rejected (k.mu held): one neither
@@ -178,6 +175,25 @@ func (k *Kubelet) admissionPendingLocked(rec *podRecord) bool {
 		}
 	}
 	return false
+}
+
+// wakeAwaitingResizesLocked is the pods whose resize waits for other
+// pods' admission (allocateResize), to be synced again, once none is
+// left to admit (k.mu held; empty while some is, or none waits). Called
+// wherever a pod stops waiting for admission: admitted or rejected
+// (admit), deleted or finished (HandlePod), gone from the API
+// (HandlePodDeleted). The pods returned stop waiting; the caller enqueues
+// them once k.mu is released.
+func (k *Kubelet) wakeAwaitingResizesLocked() []types.UID {
+	if len(k.resizesAwaiting) == 0 || k.admissionPendingLocked(nil) {
+		return nil
+	}
+	uids := make([]types.UID, 0, len(k.resizesAwaiting))
+	for uid := range k.resizesAwaiting {
+		uids = append(uids, uid)
+	}
+	k.resizesAwaiting = nil
+	return uids
 }
 
 // ensureResize is the resize state of a pod whose running containers

@@ -383,10 +383,25 @@ func ownConditionsLast(cs []v1.PodCondition) bool {
 const rejectedPrefix = "Pod was rejected: "
 
 // admit runs admission once for a pod not yet admitted; a rejection is
-// recorded in rec.rejection. It reports whether it decided now.
+// recorded in rec.rejection. It reports whether it decided now. The last
+// pod admitted (or rejected) wakes the resizes waiting for it.
 func (k *Kubelet) admit(rec *podRecord, pod *v1.Pod) bool {
 	k.mu.Lock()
-	defer k.mu.Unlock()
+	if rec.admitted || rec.rejected {
+		k.mu.Unlock()
+		return false
+	}
+	decided := k.admitLocked(rec, pod)
+	wake := k.wakeAwaitingResizesLocked()
+	k.mu.Unlock()
+	for _, uid := range wake {
+		k.enqueue(uid, 0)
+	}
+	return decided
+}
+
+// admitLocked is admit's decision for a pod not yet admitted (k.mu held).
+func (k *Kubelet) admitLocked(rec *podRecord, pod *v1.Pod) bool {
 	if rec.admitted || rec.rejected {
 		return false
 	}
