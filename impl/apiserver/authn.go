@@ -52,7 +52,8 @@ func (l storeLookup) GetSecret(ctx context.Context, namespace, name string) (*co
 func (s *Server) buildAuthenticator() auth.Authenticator {
 	cfg := s.cfg
 	union := auth.Union{cfg.Authenticator}
-	tokens := append([]auth.TokenAuthenticator(nil), cfg.TokenAuthenticators...)
+	// The loopback token first, as kube-apiserver puts its own.
+	tokens := append([]auth.TokenAuthenticator{s.loopback}, cfg.TokenAuthenticators...)
 	if s.saTokens != nil {
 		tokens = append(tokens, s.saTokens)
 	}

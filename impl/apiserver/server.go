@@ -293,6 +293,8 @@ type Server struct {
 	// endpoints keeps this server in the `kubernetes` Endpoints (nil:
 	// not served, or --endpoint-reconciler-type=none).
 	endpoints *endpointReconciler
+	// loopback is how the server calls itself (loopback.go).
+	loopback *loopback
 }
 
 // New builds a Server: one store per resource, the handler tree and the
@@ -362,6 +364,9 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, codecs: codecs, registry: reg,
 		handlers: map[schema.GroupVersionResource]*endpoints.Handler{},
 		stores:   map[schema.GroupResource]storeEntry{}}
+	if s.loopback, err = newLoopback(); err != nil {
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
 
 	chain := &admission.Chain{Mutators: cfg.AdmissionMutators}
 	s.admission = chain
@@ -593,6 +598,7 @@ func (s *Server) Run(ctx context.Context) error {
 			return fmt.Errorf("apiserver: listening on %s: %w", s.cfg.BindAddress, err)
 		}
 	}
+	s.loopback.listening(ln.Addr())
 	if err := s.EnsureSystemNamespaces(ctx); err != nil {
 		_ = ln.Close()
 		return err
@@ -698,7 +704,8 @@ func waitReady(ctx, base context.Context, wait func(context.Context) error) erro
 }
 
 func (s *Server) tlsConfig() (*tls.Config, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"},
+		GetCertificate: s.loopback.getCertificate}
 	switch {
 	case s.cfg.ServingCert != nil:
 		cfg.Certificates = []tls.Certificate{*s.cfg.ServingCert}

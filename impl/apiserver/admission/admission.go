@@ -40,7 +40,9 @@
 //
 // Webhooks are called at clientConfig.url, or at a clientConfig.service
 // resolved to its ClusterIP (or, with Options.EnableAggregatorRouting, one
-// of its ready endpoints; webhook_service.go). Under matchPolicy
+// of its ready endpoints; webhook_service.go), default/kubernetes:443
+// being the API server itself when the StoreGetter is also a
+// LoopbackGetter (the API server). Under matchPolicy
 // Equivalent a webhook is also called for an equivalent resource its
 // rules name, with the object converted, when the StoreGetter is also an
 // EquivalentResourceMapper (the API server; webhook_equivalent.go); CEL

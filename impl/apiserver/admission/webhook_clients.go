@@ -60,12 +60,21 @@ func (c *webhookClients) get(caBundle []byte, svc *admissionregistrationv1.Servi
 	// HTTP/1.1 only, as kube-apiserver's webhook clients: over HTTP/2
 	// concurrent calls would share one connection, so one endpoint.
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName, NextProtos: []string{"http/1.1"}}
+	var token string
+	if svc != nil && resolver.loopback != nil && isLoopbackService(svc.Namespace, svc.Name, port) {
+		lb, t := resolver.loopback.LoopbackClient()
+		cfg.ServerName, token = lb.ServerName, t
+		if lb.RootCAs != nil {
+			cfg.RootCAs = lb.RootCAs.Clone()
+		}
+	}
 	if len(caBundle) > 0 {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(caBundle) {
+		if cfg.RootCAs == nil {
+			cfg.RootCAs = x509.NewCertPool()
+		}
+		if !cfg.RootCAs.AppendCertsFromPEM(caBundle) {
 			return nil, errors.New("clientConfig.caBundle holds no PEM certificate")
 		}
-		cfg.RootCAs = pool
 	}
 	tr := &http.Transport{TLSClientConfig: cfg, MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second}
 	if svc != nil {
@@ -83,6 +92,9 @@ func (c *webhookClients) get(caBundle []byte, svc *admissionregistrationv1.Servi
 		}
 	}
 	cl := &http.Client{Transport: tr}
+	if token != "" {
+		cl.Transport = bearerTransport{token: token, next: tr}
+	}
 	if c.clients == nil {
 		c.clients = map[string]*list.Element{}
 	}
@@ -96,6 +108,22 @@ func (c *webhookClients) get(caBundle []byte, svc *admissionregistrationv1.Servi
 	}
 	return cl, nil
 }
+
+// bearerTransport sends a bearer token with each request.
+type bearerTransport struct {
+	token string
+	next  *http.Transport
+}
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// CloseIdleConnections lets http.Client.CloseIdleConnections reach the
+// transport.
+func (b bearerTransport) CloseIdleConnections() { b.next.CloseIdleConnections() }
 
 // len is the number of cached clients.
 func (c *webhookClients) len() int {

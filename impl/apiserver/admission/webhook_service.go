@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -33,11 +35,37 @@ import (
 //     ExternalName service is an error there.
 //
 // A missing service, port or endpoint fails the call (the failurePolicy
-// then decides). The default/kubernetes:443 loopback kube-apiserver
-// resolves to itself is not special here.
+// then decides).
+//
+// The service default/kubernetes on port 443 is the API server itself, as
+// kube-apiserver's loopback resolver and webhook client configuration
+// have it, when the server offers a loopback (LoopbackGetter): the call
+// dials the server's own address and is made with its loopback client,
+// which trusts the server's loopback certificate (under that certificate's
+// server name, the webhook's caBundle trusted besides) and carries the
+// server's own bearer token. Another port of that service is resolved as
+// any service.
 
 // defaultServicePort is a service reference's port when unset.
 const defaultServicePort = 443
+
+// LoopbackGetter is what an API server offers for calling itself
+// (kube-apiserver's loopback client configuration). The admission plugins'
+// StoreGetter may implement it.
+type LoopbackGetter interface {
+	// LoopbackClient is the TLS configuration (root CAs and server name)
+	// and bearer token of the server's calls to itself.
+	LoopbackClient() (tlsConfig *tls.Config, bearerToken string)
+	// LoopbackAddress is the host:port the server is called at (an error
+	// until it listens).
+	LoopbackAddress() (string, error)
+}
+
+// isLoopbackService: the service reference kube-apiserver resolves to
+// itself, default/kubernetes on port 443.
+func isLoopbackService(namespace, name string, port int32) bool {
+	return namespace == metav1.NamespaceDefault && name == "kubernetes" && port == 443
+}
 
 // serviceResolver finds the address a webhook's service is reached at.
 type serviceResolver struct {
@@ -46,10 +74,16 @@ type serviceResolver struct {
 	// endpointSlices, when set (endpoint routing), lists the service's
 	// EndpointSlices; nil resolves to the ClusterIP.
 	endpointSlices func(ctx context.Context, namespace, service string) ([]*discoveryv1.EndpointSlice, error)
+	// loopback, when set, is the API server default/kubernetes:443
+	// resolves to.
+	loopback LoopbackGetter
 }
 
 // resolve returns the host:port to dial for the service's port.
 func (r *serviceResolver) resolve(ctx context.Context, namespace, name string, port int32) (string, error) {
+	if r.loopback != nil && isLoopbackService(namespace, name, port) {
+		return r.loopback.LoopbackAddress()
+	}
 	svc, err := r.service(ctx, namespace, name)
 	if err != nil {
 		return "", err
@@ -198,6 +232,7 @@ func newServiceResolver(d *deps) (*serviceResolver, error) {
 		}
 		return svc, nil
 	}}
+	r.loopback, _ = d.stores.(LoopbackGetter)
 	if !d.opts.EnableAggregatorRouting {
 		return r, nil
 	}

@@ -1,0 +1,41 @@
+package apiserver
+
+import (
+	"errors"
+	"net"
+	"testing"
+)
+
+// An unspecified listen host is called at the first loopback interface
+// address of its family, else localhost (kube-apiserver's
+// LoopbackHostPort); any other host as it is.
+func TestLoopbackHostPort(t *testing.T) {
+	ifaces := func() ([]net.Addr, error) {
+		return []net.Addr{
+			&net.IPNet{IP: net.ParseIP("192.168.1.2"), Mask: net.CIDRMask(24, 32)},
+			&net.IPNet{IP: net.ParseIP("::1"), Mask: net.CIDRMask(128, 128)},
+			&net.IPNet{IP: net.ParseIP("127.0.0.1"), Mask: net.CIDRMask(8, 32)},
+		}, nil
+	}
+	v4only := func() ([]net.Addr, error) {
+		return []net.Addr{&net.IPNet{IP: net.ParseIP("127.0.0.1"), Mask: net.CIDRMask(8, 32)}}, nil
+	}
+	failing := func() ([]net.Addr, error) { return nil, errors.New("no interfaces") }
+	tests := []struct {
+		addr   string
+		ifaces func() ([]net.Addr, error)
+		want   string
+	}{
+		{"127.0.0.1:6443", ifaces, "127.0.0.1:6443"},
+		{"10.0.0.5:6443", ifaces, "10.0.0.5:6443"},
+		{"0.0.0.0:6443", ifaces, "127.0.0.1:6443"},
+		{"[::]:6443", ifaces, "[::1]:6443"},
+		{"[::]:6443", v4only, "localhost:6443"},
+		{"0.0.0.0:6443", failing, "localhost:6443"},
+	}
+	for _, tt := range tests {
+		if got := loopbackHostPort(tt.addr, tt.ifaces); got != tt.want {
+			t.Errorf("loopbackHostPort(%s) = %s, want %s", tt.addr, got, tt.want)
+		}
+	}
+}
