@@ -70,8 +70,8 @@ plugins:
 // TestAdmissionControlConfigFilePodSecurity: a cluster started with an
 // AdmissionConfiguration whose PodSecurity defaults enforce baseline
 // refuses a privileged pod in an unlabelled namespace, and admits it in a
-// namespace the configuration exempts (creating which with a restricted
-// label warns that the label is ignored).
+// namespace the configuration exempts (labelling which restricted warns
+// that the label is ignored).
 func TestAdmissionControlConfigFilePodSecurity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
@@ -114,8 +114,12 @@ exemptions:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := wcs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tools",
-		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}, metav1.CreateOptions{}); err != nil {
+	ns, err := wcs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tools"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Labels = map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}
+	if _, err := wcs.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if want := `namespace "tools" is exempt from Pod Security, and the policy (enforce=restricted:latest) will be ignored`; !slices.Contains(warnings.list(), want) {

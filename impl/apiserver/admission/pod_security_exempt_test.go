@@ -13,10 +13,14 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
+// nsAttrs are a namespace write's attributes as kube-apiserver's: the
+// request's namespace is the name on an update (PUT .../namespaces/NAME)
+// and none on a create.
 func nsAttrs(op Operation, name string, labels, oldLabels map[string]string) *Attributes {
-	a := &Attributes{Operation: op, Resource: corev1.SchemeGroupVersion.WithResource("namespaces"), Name: name, Namespace: name,
+	a := &Attributes{Operation: op, Resource: corev1.SchemeGroupVersion.WithResource("namespaces"), Name: name,
 		Object: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}}
 	if op == Update {
+		a.Namespace = name
 		a.OldObject = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: oldLabels}}
 	}
 	return a
@@ -25,9 +29,11 @@ func nsAttrs(op Operation, name string, labels, oldLabels map[string]string) *At
 // TestPodSecurityExemptNamespaceWarning: labelling an exempt namespace
 // with a policy other than the defaults warns that it is ignored, naming
 // the non-privileged modes the labels set (kube-apiserver's
-// exemptNamespaceWarning), on create, and on an update that makes the
-// enforce policy stricter (the only update that would have checked the
-// existing pods); the exempt namespace's pods are not listed.
+// exemptNamespaceWarning), on an update that makes the enforce policy
+// stricter (the only update that would have checked the existing pods);
+// the exempt namespace's pods are not listed. kube-apiserver's create
+// path warns only when the request has a namespace, which a namespace's
+// create does not.
 func TestPodSecurityExemptNamespaceWarning(t *testing.T) {
 	p := podSecurity(nil)
 	p.ExemptNamespaces = map[string]bool{"kube-system": true}
@@ -41,13 +47,12 @@ func TestPodSecurityExemptNamespaceWarning(t *testing.T) {
 		labels, oldLabels map[string]string
 		want              []string
 	}{
-		{"create restricted", Create, "kube-system", map[string]string{podSecurityEnforce: "restricted", podSecurityAudit + "-version": "v1.30", podSecurityWarn: "privileged"}, nil,
+		{"create restricted", Create, "kube-system", map[string]string{podSecurityEnforce: "restricted"}, nil, nil},
+		{"update restricted", Update, "kube-system", map[string]string{podSecurityEnforce: "restricted", podSecurityAudit + "-version": "v1.30", podSecurityWarn: "privileged"}, nil,
 			[]string{`namespace "kube-system" is exempt from Pod Security, and the policy (enforce=restricted:latest) will be ignored`}},
-		{"create all modes", Create, "kube-system", map[string]string{podSecurityEnforce: "baseline", podSecurityAudit: "restricted", podSecurityWarn + "-version": "v1.30"}, nil,
+		{"update all modes", Update, "kube-system", map[string]string{podSecurityEnforce: "baseline", podSecurityAudit: "restricted", podSecurityWarn + "-version": "v1.30"}, nil,
 			[]string{`namespace "kube-system" is exempt from Pod Security, and the policy (enforce=baseline:latest, audit=restricted:latest, warn=baseline:v1.30) will be ignored`}},
-		{"create with the defaults' policy", Create, "kube-system", map[string]string{podSecurityWarn: "baseline"}, nil, nil},
-		{"create fully privileged", Create, "kube-system", map[string]string{podSecurityWarn: "privileged"}, nil, nil},
-		{"create not exempt", Create, "other", map[string]string{podSecurityEnforce: "restricted"}, nil, nil},
+		{"update not exempt", Update, "other", map[string]string{podSecurityEnforce: "restricted"}, nil, nil},
 		{"update stricter enforce", Update, "kube-system", map[string]string{podSecurityEnforce: "baseline"}, nil,
 			[]string{`namespace "kube-system" is exempt from Pod Security, and the policy (enforce=baseline:latest) will be ignored`}},
 		{"update enforce unchanged", Update, "kube-system", map[string]string{podSecurityEnforce: "baseline", podSecurityAudit: "restricted"},
@@ -65,10 +70,31 @@ func TestPodSecurityExemptNamespaceWarning(t *testing.T) {
 			if got := warnings.List(); !slices.Equal(got, tc.want) {
 				t.Fatalf("warnings %q, want %q", got, tc.want)
 			}
-			if listed {
+			if listed && p.ExemptNamespaces[tc.namespace] {
 				t.Fatal("an exempt namespace's pods were listed")
 			}
 		})
+	}
+}
+
+// TestPodSecurityExemptNamespaceDefaultsPolicy: an exempt namespace
+// labelled with just the defaults' policy gets no warning.
+func TestPodSecurityExemptNamespaceDefaultsPolicy(t *testing.T) {
+	p := podSecurity(nil)
+	p.ExemptNamespaces = map[string]bool{"kube-system": true}
+	p.DefaultEnforce = levelBaseline
+	for labels, want := range map[string][]string{
+		levelBaseline:   nil,
+		levelRestricted: {`namespace "kube-system" is exempt from Pod Security, and the policy (enforce=restricted:latest) will be ignored`},
+	} {
+		ctx, warnings := request.WithWarnings(context.Background())
+		if err := p.Validate(ctx, nsAttrs(Update, "kube-system", map[string]string{podSecurityEnforce: labels},
+			map[string]string{podSecurityEnforce: levelPrivileged})); err != nil {
+			t.Fatal(err)
+		}
+		if got := warnings.List(); !slices.Equal(got, want) {
+			t.Fatalf("enforce=%s: warnings %q, want %q", labels, got, want)
+		}
 	}
 }
 
