@@ -91,7 +91,7 @@ func TestSandboxHostname(t *testing.T) {
 	} {
 		p := &v1.Pod{Spec: tc.spec}
 		p.Name = tc.name
-		if got := sandboxConfig(p, 0, t.TempDir(), cgroupParams{}, rootQOS).GetHostname(); got != tc.want {
+		if got, err := sandboxHostname(p, ""); err != nil || got != tc.want {
 			t.Errorf("pod %q %+v: sandbox hostname %q, want %q", tc.name, tc.spec, got, tc.want)
 		}
 	}

@@ -3,6 +3,7 @@ package kubelet
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -122,13 +123,12 @@ func podLabels(pod *v1.Pod) map[string]string {
 
 // sandboxConfig is the CRI sandbox config of a pod, on a node of cgroup
 // params p (sandboxResources), its parent the pod's cgroup among the QoS
-// classes' cgroups q. A host-network pod is given no hostname, as
-// upstream's generatePodSandboxConfig: it shares the node's UTS namespace
-// with its network one (the runtime refuses a hostname there).
+// classes' cgroups q: its pure part. Its DNS configuration and hostname
+// are configureSandbox's, which depend on the node's settings and may
+// fail.
 func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string, p cgroupParams, q qosCgroups) *runtimeapi.PodSandboxConfig {
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
-		Hostname:     podHostname(pod),
 		LogDirectory: filepath.Join(podLogsDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID)),
 		Labels:       podLabels(pod),
 		Annotations:  pod.Annotations,
@@ -159,16 +159,51 @@ func sandboxConfig(pod *v1.Pod, attempt uint32, podLogsDir string, p cgroupParam
 	return cfg
 }
 
-// podHostname is the hostname a pod's sandbox is given:
-// podHostnameAndDomain's, without the domain (this kubelet does not apply
-// setHostnameAsFQDN); none ("") for a host-network pod, which has the
-// node's.
-func podHostname(pod *v1.Pod) string {
-	if pod.Spec.HostNetwork {
-		return ""
+// configureSandbox completes cfg, pod's sandbox config (sandboxConfig),
+// as upstream's generatePodSandboxConfig goes on: the DNS configuration
+// (setPodDNS, which reads the node's resolver file and records its
+// events), then the hostname (sandboxHostname); either failing fails it.
+// Upstream's SyncPod builds the config so once to create the sandbox and
+// once more for the containers it starts (startPod).
+func (k *Kubelet) configureSandbox(pod *v1.Pod, cfg *runtimeapi.PodSandboxConfig) error {
+	if err := k.setPodDNS(pod, cfg); err != nil {
+		return err
 	}
-	hostname, _ := podHostnameAndDomain(pod, "")
-	return hostname
+	hostname, err := sandboxHostname(pod, k.cfg.ClusterDomain)
+	if err != nil {
+		return err
+	}
+	cfg.Hostname = hostname
+	return nil
+}
+
+// maxFQDNLen is the longest FQDN a pod's sandbox may be named by, as
+// upstream's GetNodenameForKernel allows (the kernel's nodename field).
+const maxFQDNLen = 64
+
+// sandboxHostname is the hostname a pod's sandbox is given on a node of
+// cluster domain clusterDomain, as upstream's generatePodSandboxConfig
+// (GeneratePodHostNameAndDomain, then GetNodenameForKernel):
+// podHostnameAndDomain's hostname, or with spec.setHostnameAsFQDN true
+// and a domain (a subdomain) <hostname>.<domain>, which longer than 64
+// characters is an error in upstream's words; none ("") for a
+// host-network pod, which shares the node's UTS namespace with its network
+// one (the runtime refuses a hostname there). The managed /etc/hosts
+// names the pod by its hostname and domain apart whatever this is
+// (etchosts.go). Pure.
+func sandboxHostname(pod *v1.Pod, clusterDomain string) (string, error) {
+	if pod.Spec.HostNetwork {
+		return "", nil
+	}
+	hostname, domain := podHostnameAndDomain(pod, clusterDomain)
+	if domain == "" || pod.Spec.SetHostnameAsFQDN == nil || !*pod.Spec.SetHostnameAsFQDN {
+		return hostname, nil
+	}
+	fqdn := hostname + "." + domain
+	if len(fqdn) > maxFQDNLen {
+		return "", fmt.Errorf("failed to construct FQDN from pod hostname and cluster domain, FQDN %s is too long (%d characters is the max, %d characters requested)", fqdn, maxFQDNLen, len(fqdn))
+	}
+	return fqdn, nil
 }
 
 // containerConfig is the CRI container config of one container, created
@@ -198,14 +233,30 @@ func containerConfig(pod *v1.Pod, c *v1.Container, init bool, attempt uint32, im
 		LogPath:     fmt.Sprintf("%s/%d.log", c.Name, attempt),
 		Linux:       &runtimeapi.LinuxContainerConfig{Resources: linuxResources(pod, c, p)},
 	}
-	// The pod's grace periods, by which the container GC stops the
-	// container without its pod (gc.StopTimeout), as upstream's
+	// The pod's grace periods, by which the container GC kills the
+	// container without its pod (restoreKillSpecs), as upstream's
 	// newContainerAnnotations.
 	if g := pod.DeletionGracePeriodSeconds; g != nil {
 		cfg.Annotations[runtime.AnnotationPodDeletionGracePeriod] = strconv.FormatInt(*g, 10)
 	}
 	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
 		cfg.Annotations[runtime.AnnotationPodTerminationGracePeriod] = strconv.FormatInt(*g, 10)
+	}
+	// What else a kill without the pod goes by (restoreKillSpecs): the
+	// preStop hook, and the ports a named HTTP hook port resolves
+	// against, as JSON; and the termination message path and policy, as
+	// upstream writes them too.
+	cfg.Annotations[runtime.AnnotationContainerTerminationMessagePath] = c.TerminationMessagePath
+	cfg.Annotations[runtime.AnnotationContainerTerminationMessagePolicy] = string(c.TerminationMessagePolicy)
+	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+		if b, err := json.Marshal(c.Lifecycle.PreStop); err == nil {
+			cfg.Annotations[runtime.AnnotationContainerPreStopHandler] = string(b)
+		}
+	}
+	if len(c.Ports) > 0 {
+		if b, err := json.Marshal(c.Ports); err == nil {
+			cfg.Annotations[runtime.AnnotationContainerPorts] = string(b)
+		}
 	}
 	for _, e := range env {
 		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})

@@ -857,7 +857,19 @@ func (k *Kubelet) startPod(ctx context.Context, rec *podRecord, pod *v1.Pod, rs 
 		k.trace(TraceVolumesReady, pod)
 	}
 	if !a.CreateSandbox && len(a.ContainersToStart) == 0 {
-		return nil // nothing to create: no sandbox config to build
+		// Nothing to create, but upstream's SyncPod builds the sandbox
+		// config for the containers all the same on every sync of a pod
+		// it runs (not one being ended): its DNS configuration is read and
+		// decided afresh, its events recorded again (configureSandbox; the
+		// rest of the config is not needed).
+		if rec.ending(pod) || a.KillPod {
+			return nil
+		}
+		var cfg runtimeapi.PodSandboxConfig
+		if err := k.configureSandbox(pod, &cfg); err != nil {
+			return fmt.Errorf("generating the sandbox config of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		return nil
 	}
 	sandboxID := a.SandboxID
 	sbConfig := sandboxConfig(pod, a.SandboxAttempt, k.cfg.PodLogsDir, k.cfg.cgroupParams(), k.qos)
@@ -865,11 +877,12 @@ func (k *Kubelet) startPod(ctx context.Context, rec *podRecord, pod *v1.Pod, rs 
 		if a.SandboxAttempt > 0 {
 			k.podEvent(pod, v1.EventTypeNormal, EventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
 		}
-		// The DNS configuration (dns.go; the node's resolver file
-		// unreadable fails the sandbox), then the RuntimeClass's handler
-		// (runtimeclass.go); a class missing or unreadable fails the
-		// sandbox as a runtime's refusal does.
-		err := k.setPodDNS(pod, sbConfig)
+		// The DNS configuration and the hostname (configureSandbox; the
+		// node's resolver file unreadable or an FQDN too long fails the
+		// sandbox), then the RuntimeClass's handler (runtimeclass.go); a
+		// class missing or unreadable fails the sandbox as a runtime's
+		// refusal does.
+		err := k.configureSandbox(pod, sbConfig)
 		var handler, id string
 		if err == nil {
 			handler, err = k.runtimeHandler(ctx, pod)
@@ -897,6 +910,12 @@ func (k *Kubelet) startPod(ctx context.Context, rec *podRecord, pod *v1.Pod, rs 
 		}
 	} else if sb := rs.LatestSandbox(); sb != nil {
 		sbConfig.Metadata.Attempt = sb.Attempt
+	}
+	// The config for the containers, built again as upstream's SyncPod
+	// does once the sandbox is there (its DNS events recorded again); its
+	// failure starts none, with no event, as upstream's ConfigPodSandbox.
+	if err := k.configureSandbox(pod, sbConfig); err != nil {
+		return fmt.Errorf("generating the sandbox config of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	if len(a.ContainersToStart) == 0 {
 		return nil
