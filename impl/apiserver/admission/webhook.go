@@ -30,6 +30,9 @@ type webhook struct {
 	sideEffects       admissionregistrationv1.SideEffectClass
 	timeout           time.Duration
 	reinvoke          bool
+	// mutating: a MutatingWebhookConfiguration's, which may patch
+	// (readResponse refuses a validating webhook's patch).
+	mutating bool
 	// invalid holds a selector that does not parse: calling it fails.
 	invalid error
 }

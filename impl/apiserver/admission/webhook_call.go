@@ -156,20 +156,7 @@ func (d *webhookDispatcher) call(ctx context.Context, w webhook, rev *admissionv
 	if err := webhookStatusError(resp.StatusCode, resp.Header.Get("Content-Type"), data); err != nil {
 		return nil, fmt.Errorf("failed to call webhook: %w", err)
 	}
-	out := &admissionv1.AdmissionReview{}
-	if err := json.Unmarshal(data, out); err != nil {
-		return nil, fmt.Errorf("received invalid webhook response: %w", err)
-	}
-	if out.APIVersion != "admission.k8s.io/v1" || out.Kind != "AdmissionReview" {
-		return nil, fmt.Errorf("expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got %s, Kind=%s", out.APIVersion, out.Kind)
-	}
-	if out.Response == nil {
-		return nil, errors.New("webhook response was absent")
-	}
-	if out.Response.UID != rev.Request.UID {
-		return nil, fmt.Errorf("expected response.uid=%q, got %q", rev.Request.UID, out.Response.UID)
-	}
-	return out.Response, nil
+	return readResponse(resp.StatusCode, resp.Header.Get("Content-Type"), data, rev.Request.UID, w.mutating)
 }
 
 // setTimeoutParam tells the webhook the time left to its call, as

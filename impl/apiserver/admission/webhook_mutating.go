@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
 var mutatingConfigResource = schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"}
@@ -64,6 +65,7 @@ func mutatingWebhooks(configs []admissionregistrationv1.MutatingWebhookConfigura
 		for _, h := range c.Webhooks {
 			w := toWebhook(c.Name, h.Name, h.ClientConfig, h.Rules, h.FailurePolicy, h.MatchPolicy, h.NamespaceSelector, h.ObjectSelector, h.SideEffects, h.TimeoutSeconds)
 			w.reinvoke = h.ReinvocationPolicy != nil && *h.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy
+			w.mutating = true
 			out = append(out, w)
 		}
 	}
@@ -123,35 +125,31 @@ func (p *MutatingWebhook) callOne(ctx context.Context, m matchedHook, a *Attribu
 	if !resp.Allowed {
 		return false, denied(w.name, resp.Result)
 	}
+	// readResponse has checked that a patch comes with its type. As
+	// kube-apiserver: an empty patch or an empty list of operations is no
+	// change, whatever the type; one that does not decode is a failed
+	// call; a patch of a DELETE (or CONNECT), which has no object, is a
+	// 500 whatever the failurePolicy (it is not a failed call); then a
+	// type other than JSONPatch is a failed call.
 	if len(resp.Patch) == 0 {
 		return false, nil
 	}
-	if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
-		pt := ""
-		if resp.PatchType != nil {
-			pt = string(*resp.PatchType)
-		}
-		return false, p.callFailed(w, fmt.Errorf("unsupported patch type %q", pt))
+	ops, err := jsonpatch.DecodePatch(resp.Patch)
+	if err != nil {
+		return false, p.callFailed(w, fmt.Errorf("received undecodable patch in webhook response: %w", err))
+	}
+	if len(ops) == 0 {
+		return false, nil
 	}
 	if va.Object == nil {
-		// A DELETE (or CONNECT) has no object to patch: an empty patch is
-		// no change; any other is kube-apiserver's 500, whatever the
-		// failurePolicy (it is not a failed call).
-		ops, err := jsonpatch.DecodePatch(resp.Patch)
-		if err != nil {
-			return false, p.callFailed(w, fmt.Errorf("decoding the webhook's JSON patch: %w", err))
-		}
-		if len(ops) == 0 {
-			return false, nil
-		}
 		return false, apierrors.NewInternalError(fmt.Errorf("admission webhook %q attempted to modify the object, which is not supported for this operation", w.name))
 	}
-	changed, err := applyJSONPatch(va, rev.Request.Object.Raw, resp.Patch)
+	if pt := *resp.PatchType; pt != admissionv1.PatchTypeJSONPatch {
+		return false, p.callFailed(w, fmt.Errorf("unsupported patch type %q", pt))
+	}
+	changed, err := applyJSONPatch(va, rev.Request.Object.Raw, ops)
 	if err != nil {
-		if apierrors.IsBadRequest(err) {
-			return false, err
-		}
-		return false, p.callFailed(w, err)
+		return false, err
 	}
 	// As kube-apiserver: any applied patch is followed by defaulting;
 	// changed is decided before it.
@@ -167,26 +165,33 @@ func (p *MutatingWebhook) callOne(ctx context.Context, m matchedHook, a *Attribu
 }
 
 // applyJSONPatch patches the object's JSON and decodes the result back
-// into a.Object in place.
-func applyJSONPatch(a *Attributes, original, patchJSON []byte) (bool, error) {
-	patch, err := jsonpatch.DecodePatch(patchJSON)
-	if err != nil {
-		return false, fmt.Errorf("decoding the webhook's JSON patch: %w", err)
-	}
+// into a.Object in place. As kube-apiserver, a patch that does not apply
+// and a result that does not decode (keys are case-sensitive; a missing
+// apiVersion or kind is the object's) or is of another kind are a 500,
+// whatever the failurePolicy.
+func applyJSONPatch(a *Attributes, original []byte, patch jsonpatch.Patch) (bool, error) {
 	patched, err := patch.Apply(original)
 	if err != nil {
-		return false, apierrors.NewBadRequest(fmt.Sprintf("applying the webhook's JSON patch: %v", err))
+		return false, apierrors.NewInternalError(fmt.Errorf("applying the webhook's JSON patch: %w", err))
 	}
 	if jsonEqual(original, patched) {
 		return false, nil
 	}
 	fresh := reflect.New(reflect.TypeOf(a.Object).Elem()).Interface().(runtime.Object)
-	if err := json.Unmarshal(patched, fresh); err != nil {
-		return false, apierrors.NewBadRequest(fmt.Sprintf("the webhook's patch made an invalid object: %v", err))
+	if err := utiljson.Unmarshal(patched, fresh); err != nil {
+		return false, apierrors.NewInternalError(fmt.Errorf("decoding the object the webhook's patch made: %w", err))
 	}
-	if gvk := fresh.GetObjectKind().GroupVersionKind(); gvk != a.Kind {
-		return false, apierrors.NewBadRequest(fmt.Sprintf("the webhook's patch changed the object's kind to %s", gvk))
+	gvk := fresh.GetObjectKind().GroupVersionKind()
+	if gvk.Kind == "" {
+		gvk.Kind = a.Kind.Kind
 	}
+	if gvk.Version == "" {
+		gvk.Group, gvk.Version = a.Kind.Group, a.Kind.Version
+	}
+	if gvk != a.Kind {
+		return false, apierrors.NewInternalError(fmt.Errorf("the webhook's patch changed the object's kind to %s", gvk))
+	}
+	fresh.GetObjectKind().SetGroupVersionKind(gvk)
 	reflect.ValueOf(a.Object).Elem().Set(reflect.ValueOf(fresh).Elem())
 	return true, nil
 }

@@ -1,0 +1,117 @@
+package admission
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// How kube-apiserver reads a webhook's answer (found by FuzzWebhook):
+// client-go's REST client matches JSON keys case-sensitively and refuses a Content-Type that does not parse;
+// the dispatchers refuse a patch without its type (and the reverse) from
+// a mutating webhook and any patch from a validating one.
+func TestReadWebhookResponse(t *testing.T) {
+	const uid = types.UID("u-1")
+	review := func(resp string) []byte {
+		return []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"u-1",` + resp + `}}`)
+	}
+	for _, c := range []struct {
+		name        string
+		status      int
+		contentType string
+		body        []byte
+		mutating    bool
+		// err is a substring of the error; "" means the answer is read,
+		// allowed as wantAllowed.
+		err         string
+		wantAllowed bool
+	}{
+		{name: "200", status: 200, body: review(`"allowed":true`), wantAllowed: true},
+		{name: "201 is success for client-go", status: 201, body: review(`"allowed":true`), wantAllowed: true},
+		{name: "206 too", status: 206, body: review(`"allowed":false`)},
+		{name: "text/plain is read as JSON", status: 200, contentType: "text/plain", body: review(`"allowed":true`), wantAllowed: true},
+		{name: "a Content-Type that does not parse", status: 200, contentType: ";;;", body: review(`"allowed":true`), err: "Content-Type"},
+		{name: "empty", status: 200, body: nil, err: "0-length response"},
+		{name: "keys are case-sensitive", status: 200, body: review(`"Allowed":true`)},
+		{name: "uid key miscased", status: 200, body: []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"UID":"u-1","allowed":true}}`), err: "expected response.uid"},
+		{name: "no response comes before the uid", status: 200, body: []byte(`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview"}`), err: "webhook response was absent"},
+		{name: "the uid comes before the kind", status: 200, body: []byte(`{"apiVersion":"v1","kind":"AdmissionReview","response":{"uid":"x","allowed":true}}`), err: "expected response.uid"},
+		{name: "wrong apiVersion", status: 200, body: []byte(`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","response":{"uid":"u-1","allowed":true}}`), err: "expected webhook response of admission.k8s.io/v1"},
+		{name: "a patch without its type", status: 200, mutating: true, body: review(`"allowed":true,"patch":"W10="`), err: "response.patch but not response.patchType"},
+		{name: "a type without a patch", status: 200, mutating: true, body: review(`"allowed":true,"patchType":"JSONPatch"`), err: "response.patchType but not response.patch"},
+		{name: "an empty type", status: 200, mutating: true, body: review(`"allowed":true,"patchType":"","patch":"W10="`), err: "invalid response.patchType"},
+		{name: "another type is the dispatcher's to refuse", status: 200, mutating: true, body: review(`"allowed":true,"patchType":"Merge","patch":"W10="`), wantAllowed: true},
+		{name: "a validating webhook's patch", status: 200, body: review(`"allowed":true,"patchType":"JSONPatch","patch":"W10="`), err: "validating webhook may not return response.patch"},
+		{name: "a validating webhook's patch type", status: 200, body: review(`"allowed":true,"patchType":"JSONPatch"`), err: "validating webhook may not return response.patchType"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ct := c.contentType
+			if ct == "" {
+				ct = "application/json"
+			}
+			r, err := readResponse(c.status, ct, c.body, uid, c.mutating)
+			switch {
+			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+				t.Fatalf("error %v, want one saying %q", err, c.err)
+			case c.err == "" && err != nil:
+				t.Fatalf("error %v", err)
+			case c.err == "" && r.Allowed != c.wantAllowed:
+				t.Fatalf("allowed %v, want %v", r.Allowed, c.wantAllowed)
+			}
+		})
+	}
+}
+
+// A mutating webhook's patch as kube-apiserver's dispatcher applies it
+// (found by FuzzWebhook): one that does not apply, or makes an object
+// that does not decode or is of another kind, is a 500 whatever the
+// failurePolicy (the request was 400 here); keys are case-sensitive; an
+// apiVersion or kind the patch removed is the object's; an empty list of
+// operations is no change whatever the patch type; a type other than
+// JSONPatch is a failed call.
+func TestMutatingWebhookPatchResults(t *testing.T) {
+	answers := map[string]*admissionv1.AdmissionResponse{
+		"/noapply":    patchResponse(`[{"op":"remove","path":"/metadata/nothere"}]`),
+		"/undecoded":  patchResponse(`[{"op":"replace","path":"/spec","value":7}]`),
+		"/otherkind":  patchResponse(`[{"op":"replace","path":"/kind","value":"ConfigMap"}]`),
+		"/nokind":     patchResponse(`[{"op":"remove","path":"/kind"},{"op":"remove","path":"/apiVersion"},{"op":"add","path":"/metadata/labels","value":{"a":"b"}}]`),
+		"/casekey":    patchResponse(`[{"op":"add","path":"/Metadata","value":{"labels":{"c":"d"}}}]`),
+		"/emptymerge": {Allowed: true, PatchType: ptr(admissionv1.PatchType("Merge")), Patch: []byte(`[]`)},
+		"/merge":      {Allowed: true, PatchType: ptr(admissionv1.PatchType("Merge")), Patch: []byte(`[{"op":"add","path":"/metadata/labels","value":{"a":"b"}}]`)},
+	}
+	srv := newHookServer(t, func(path string, _ *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		return answers[path]
+	})
+	admit := func(path string, policy admissionregistrationv1.FailurePolicyType) (*Attributes, error) {
+		p := &MutatingWebhook{webhookDispatcher: testDispatcher(mutatingWebhooks(srv.mutating(hookSpec{name: "m.example.com", path: path, failure: policy})))}
+		a := podCreate(newPod("p"))
+		return a, p.Admit(context.Background(), a)
+	}
+	for _, path := range []string{"/noapply", "/undecoded", "/otherkind"} {
+		if _, err := admit(path, admissionregistrationv1.Ignore); !apierrors.IsInternalError(err) {
+			t.Errorf("%s under Ignore: %v, want a 500 InternalError", path, err)
+		}
+	}
+	a, err := admit("/nokind", admissionregistrationv1.Fail)
+	if pod := a.Object.(interface{ GetLabels() map[string]string }); err != nil || pod.GetLabels()["a"] != "b" {
+		t.Errorf("a patch removing apiVersion and kind: %v, labels %v", err, pod.GetLabels())
+	}
+	a, err = admit("/casekey", admissionregistrationv1.Fail)
+	if pod := a.Object.(interface{ GetLabels() map[string]string }); err != nil || pod.GetLabels()["c"] != "" {
+		t.Errorf("a patch adding /Metadata: %v, labels %v (the key is not metadata's)", err, pod.GetLabels())
+	}
+	if _, err := admit("/emptymerge", admissionregistrationv1.Fail); err != nil {
+		t.Errorf("an empty patch of another type: %v", err)
+	}
+	if _, err := admit("/merge", admissionregistrationv1.Fail); !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), `failed calling webhook "m.example.com": unsupported patch type "Merge"`) {
+		t.Errorf("a patch of another type under Fail: %v", err)
+	}
+	if _, err := admit("/merge", admissionregistrationv1.Ignore); err != nil {
+		t.Errorf("a patch of another type under Ignore: %v", err)
+	}
+}
