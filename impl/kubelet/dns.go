@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	utilio "k8s.io/utils/io"
 )
@@ -266,7 +267,8 @@ func parseResolvConf(data []byte) (hostDNS, error) {
 			}
 		}
 	}
-	return h, errors.Join(errs...)
+	// One message for repeated ones, as upstream's aggregate of them says.
+	return h, utilerrors.NewAggregate(errs)
 }
 
 // dnsSettings are the node's DNS settings of the kubelet's config.
@@ -297,16 +299,8 @@ func (k *Kubelet) setPodDNS(pod *v1.Pod, cfg *runtimeapi.PodSandboxConfig) error
 	s := k.cfg.dnsSettings()
 	var host hostDNS
 	if !s.noResolvConf {
-		f, err := os.Open(k.cfg.resolverConfig())
-		if err != nil {
-			return err
-		}
-		data, err := utilio.ReadAtMost(f, maxResolvConfLength)
-		f.Close()
-		if err != nil {
-			return err
-		}
-		if host, err = parseResolvConf(data); err != nil {
+		var err error
+		if host, err = readResolvConf(k.cfg.resolverConfig()); err != nil {
 			return err
 		}
 	}
@@ -320,4 +314,72 @@ func (k *Kubelet) setPodDNS(pod *v1.Pod, cfg *runtimeapi.PodSandboxConfig) error
 	}
 	cfg.DnsConfig = dns
 	return nil
+}
+
+// readResolvConf reads and parses the resolver file at path (at most
+// maxResolvConfLength of it); the error is the file's own (os.Open's,
+// naming the path, or the parse's), as upstream's, whose events quote it.
+func readResolvConf(path string) (hostDNS, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return hostDNS{}, err
+	}
+	defer f.Close()
+	data, err := utilio.ReadAtMost(f, maxResolvConfLength)
+	if err != nil {
+		return hostDNS{}, err
+	}
+	return parseResolvConf(data)
+}
+
+// EventCheckLimitsForResolvConf is the reason of the Node warning about
+// the node's resolver file, upstream's.
+const EventCheckLimitsForResolvConf = "CheckLimitsForResolvConf"
+
+// resolvConfLimitsWarning is what upstream's CheckLimitsForResolvConf
+// warns of the search paths searches of the node's resolver file path,
+// on a node of cluster domain clusterDomain ("" when within the limits):
+// more than 32 paths (29 with a cluster domain, whose own 3 come first in
+// a ClusterFirst pod's), then a path longer than 253 characters, then a
+// line longer than 2048; the first exceeded only. Pure.
+func resolvConfLimitsWarning(path string, searches []string, clusterDomain string) string {
+	limit := maxDNSSearchPaths
+	if clusterDomain != "" {
+		limit -= 3
+	}
+	if len(searches) > limit {
+		return fmt.Sprintf("Resolv.conf file '%s' contains search line consisting of more than %d domains!", path, limit)
+	}
+	for _, s := range searches {
+		if len(s) > maxDNSSearchPathLen {
+			return fmt.Sprintf("Resolv.conf file %q contains a search path which length is more than allowed %d chars!", path, maxDNSSearchPathLen)
+		}
+	}
+	if len(strings.Join(searches, " ")) > maxDNSSearchListChars {
+		return fmt.Sprintf("Resolv.conf file '%s' contains search line which length is more than allowed %d chars!", path, maxDNSSearchListChars)
+	}
+	return ""
+}
+
+// checkLimitsForResolvConf checks the node's resolver file against the
+// pod resolver's limits, as upstream's kubelet does once when its sync
+// loop starts (Run), and records the CheckLimitsForResolvConf warning on
+// the Node: resolvConfLimitsWarning's, or the file's open or parse error.
+// Nothing without a file (--resolv-conf ""), nor on a simulated node,
+// whose pods' DNS configuration reads no file (setPodDNS).
+func (k *Kubelet) checkLimitsForResolvConf() {
+	path := k.cfg.resolverConfig()
+	if path == "" || k.rt.Type() == "sim" {
+		return
+	}
+	var msg string
+	if host, err := readResolvConf(path); err != nil {
+		msg = err.Error()
+	} else {
+		msg = resolvConfLimitsWarning(path, host.searches, k.cfg.ClusterDomain)
+	}
+	if msg != "" {
+		k.log.Debug("Check limits for resolv.conf failed", "eventlog", msg)
+		k.nodeEvent(v1.EventTypeWarning, EventCheckLimitsForResolvConf, msg)
+	}
 }

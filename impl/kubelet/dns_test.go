@@ -164,6 +164,10 @@ options ndots:3 rotate
 	if _, err := parseResolvConf([]byte("nameserver\n")); err == nil || err.Error() != "nameserver list is empty " {
 		t.Errorf("a nameserver line without an address: %v", err)
 	}
+	// Several: one message, as upstream's aggregate says repeated ones.
+	if _, err := parseResolvConf([]byte("nameserver\nnameserver 10.0.0.1\nnameserver\n")); err == nil || err.Error() != "nameserver list is empty " {
+		t.Errorf("two nameserver lines without an address: %q", err)
+	}
 	if got, err := parseResolvConf(nil); err != nil || got.servers == nil || len(got.servers)+len(got.searches)+len(got.options) != 0 {
 		t.Errorf("empty file: %+v, %v", got, err)
 	}

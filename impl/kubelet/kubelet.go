@@ -328,6 +328,9 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	// With swap, whether memory-backed volumes may be swapped out, as
 	// upstream's container manager tells at start (memoryvolumes.go).
 	k.warnMemoryVolumesOnDisk()
+	// The node's resolver file against the pod resolver's limits, once,
+	// as upstream's syncLoop checks it before its first iteration (dns.go).
+	k.checkLimitsForResolvConf()
 	if err := k.adoptRuntimeState(ctx); err != nil {
 		return err
 	}
