@@ -21,7 +21,10 @@ import (
 // calls evictionTick, which observes the node through the provider, runs
 // eviction.Decide, takes the pressure conditions it reports (node status
 // and AdmitUnderPressure read them) and hands the pod it picked to the
-// pod workers, which kill it and write its Failed/Evicted status.
+// pod workers, which kill it and write its Failed/Evicted status. Then,
+// as upstream's, it waits for the pods it evicted (eviction.Wait, advanced
+// every housekeeping tick: each one's kill, then their clean-up) before it
+// observes the node again, at once when the wait is over.
 
 // Upstream's DisruptionTarget reason for pods the kubelet terminates.
 const reasonTerminationByKubelet = "TerminationByKubelet"
@@ -94,43 +97,72 @@ func feedSimPressure(sim *eviction.SimProvider, p Pressure) {
 // activePods are the pods the eviction manager ranks, as upstream's
 // GetActivePods (eviction.Active): admitted (or rejected) and still in
 // the API, not known terminated, and not a terminal one whose termination
-// is not under way (a rejected pod). A pod being deleted, or being killed
-// for its deadline, stays until its kill succeeds: evicting it cuts that
-// kill short (requestEviction). A pod already chosen for eviction is not
-// ranked again; upstream's may be, its manager waiting for the evicted
-// pod's kill and clean-up (killPodNow, waitForPodsCleanup) before its
-// next interval instead.
-func (k *Kubelet) activePods() []*v1.Pod {
+// is not under way (a rejected pod). A pod being deleted, evicted, or
+// killed for its deadline, stays until its kill succeeds: evicting it
+// (again) cuts that kill short (requestEviction). A pod in a terminal
+// phase its worker has not synced yet (a restarted kubelet's) of which
+// nothing runs is terminated, as upstream's pod workers decide the first
+// time they see such a pod (podsync.FoundTerminated), and not ranked.
+func (k *Kubelet) activePods(ctx context.Context) []*v1.Pod {
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	out := make([]*v1.Pod, 0, len(k.pods))
+	var unsynced []*v1.Pod
 	for uid, r := range k.pods {
-		if r.pod == nil || !(r.admitted || r.rejected) || r.eviction != nil || r.evicted {
+		if r.pod == nil || !(r.admitted || r.rejected) {
 			continue
 		}
-		// An admitted pod deleted or in a terminal phase is being ended
-		// by its worker until its kill succeeds (k.terminated).
+		// An admitted pod deleted, evicted or in a terminal phase is
+		// being ended by its worker until its kill succeeds
+		// (k.terminated).
 		_, terminated := k.terminated[uid]
 		terminalPhase := podsync.IsTerminalPhase(r.pod.Status.Phase)
 		t := eviction.Termination{
 			Terminated:           terminated,
 			Terminal:             r.rejected || terminalPhase,
-			TerminationRequested: r.admitted && (terminalPhase || r.pod.DeletionTimestamp != nil),
+			TerminationRequested: r.admitted && (terminalPhase || r.pod.DeletionTimestamp != nil || r.eviction != nil || r.evicted),
 		}
-		if eviction.Active(t) {
+		switch {
+		case !eviction.Active(t):
+		case terminalPhase && !terminated && k.isUnsynced(uid):
+			unsynced = append(unsynced, r.pod)
+		default:
 			out = append(out, r.pod)
+		}
+	}
+	k.mu.Unlock()
+	for _, p := range unsynced {
+		rs, err := k.podRuntimeState(ctx, p.UID)
+		if err != nil {
+			// Not known terminated, as upstream's without the pod's
+			// runtime status.
+			k.log.Warn("eviction manager: pod runtime state", "pod", p.Namespace+"/"+p.Name, "err", err)
+		}
+		if err != nil || !podsync.FoundTerminated(p, rs) {
+			out = append(out, p)
 		}
 	}
 	return out
 }
 
+// isUnsynced: uid was adopted at start and its worker has not synced it
+// yet. Under mu.
+func (k *Kubelet) isUnsynced(uid types.UID) bool {
+	_, ok := k.unsynced[uid]
+	return ok
+}
+
 // evictionTick is one eviction manager interval. It posts node status at
-// once when the pressure conditions changed.
+// once when the pressure conditions changed. After an interval that
+// evicted pods, it only advances the wait for them (waitForVictims) until
+// that is over, and then synchronizes at once.
 func (k *Kubelet) evictionTick(ctx context.Context) {
 	k.evictMu.Lock()
 	defer k.evictMu.Unlock()
+	if !k.waitForVictims() {
+		return
+	}
 	k.collectGarbage(ctx, k.clock.Now()) // nodegc.go: also makes the node-level reclaimer
-	d, changed, err := k.evictions.Synchronize(ctx, k.activePods(), k.clock.Now())
+	d, changed, err := k.evictions.Synchronize(ctx, k.activePods(ctx), k.clock.Now())
 	if err != nil {
 		k.log.Warn("eviction manager", "err", err)
 		return
@@ -159,15 +191,71 @@ func (k *Kubelet) evictionTick(ctx context.Context) {
 			}
 		}
 	}
-	for i := range d.LocalStorage {
-		k.requestEviction(&d.LocalStorage[i])
-	}
+	victims := d.LocalStorage
 	if d.Evict != nil {
-		k.requestEviction(d.Evict)
+		victims = append(victims, *d.Evict)
+	}
+	if len(victims) > 0 {
+		k.evictWait = eviction.NewWait(victims)
+		k.evictWaiting.Store(true)
+		k.waitForVictims()
 	}
 }
 
-// requestEviction hands the pod to its worker.
+// waitForVictims advances the eviction manager's wait for the pods its
+// last interval evicted (eviction.Wait): it hands each to the pod workers
+// once the previous one's kill ended, records ExceededGracePeriod on one
+// whose kill did not end in time, and reports whether the wait is over
+// (or there is none). Under evictMu.
+func (k *Kubelet) waitForVictims() bool {
+	w := k.evictWait
+	if w == nil {
+		return true
+	}
+	for {
+		s := w.Step(k.clock.Now(), k.victimState)
+		switch {
+		case s.Request != nil:
+			k.requestEviction(s.Request)
+		case s.KillTimedOut != nil:
+			p := s.KillTimedOut.Pod
+			k.log.Info("Eviction manager: pod failed to evict", "pod", p.Namespace+"/"+p.Name, "err", "timeout waiting to terminate pod abnormally")
+			k.recorder().Eventf(p, v1.EventTypeWarning, reasonExceededGracePeriod, "Container runtime did not terminate the pod within specified grace period.")
+		case s.Over:
+			if s.CleanupTimedOut {
+				k.log.Info("Eviction manager: timed out waiting for pods to be cleaned up")
+			} else {
+				k.log.Debug("Eviction manager: pods successfully cleaned up")
+			}
+			k.evictWait = nil
+			k.evictWaiting.Store(false)
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// Upstream's event for a pod whose kill outlasted the wait for it.
+const reasonExceededGracePeriod = "ExceededGracePeriod"
+
+// victimState is what the kubelet knows of an evicted pod for the
+// eviction manager's wait: killed once terminated (markKilled), finished
+// once its final status is written (markFinished); a pod the kubelet has
+// forgotten (gone from the API and cleaned up) is both.
+func (k *Kubelet) victimState(uid types.UID) eviction.VictimState {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.pods[uid]; !ok {
+		return eviction.VictimState{Killed: true, Finished: true}
+	}
+	t, terminated := k.terminated[uid]
+	return eviction.VictimState{Killed: terminated, KilledAt: t.at, Finished: terminated && t.finished}
+}
+
+// requestEviction records the Evicted event on the pod, as upstream's
+// eviction manager does for every pod it picks, and hands the pod to its
+// worker.
 func (k *Kubelet) requestEviction(ev *eviction.Eviction) {
 	k.mu.Lock()
 	rec, ok := k.pods[ev.Pod.UID]
@@ -180,19 +268,37 @@ func (k *Kubelet) requestEviction(ev *eviction.Eviction) {
 		k.syncs[ev.Pod.UID].evicting(ev.GracePeriodSeconds)
 	}
 	k.mu.Unlock()
-	if ok {
-		signal := string(ev.Threshold.Signal)
-		if ev.Limit != "" {
-			signal = string(ev.Limit)
-		}
-		k.log.Info("evicting pod", "pod", ev.Pod.Namespace+"/"+ev.Pod.Name, "signal", signal)
-		k.enqueue(ev.Pod.UID, 0)
+	if !ok {
+		return
 	}
+	// A local storage eviction's event has no annotations (upstream's
+	// has none either).
+	var ann map[string]string
+	if ev.Limit == "" {
+		ann = map[string]string{
+			"offending_containers":       strings.Join(ev.OffendingContainers, ","),
+			"offending_containers_usage": strings.Join(ev.OffendingContainersUsage, ","),
+			"starved_resource":           string(evictionResource(ev)),
+		}
+	}
+	k.recorder().AnnotatedEventf(ev.Pod, ann, v1.EventTypeWarning, eviction.ReasonEvicted, "%s", ev.Message)
+	signal := string(ev.Threshold.Signal)
+	if ev.Limit != "" {
+		signal = string(ev.Limit)
+	}
+	k.log.Info("evicting pod", "pod", ev.Pod.Namespace+"/"+ev.Pod.Name, "signal", signal)
+	k.enqueue(ev.Pod.UID, 0)
 }
 
 // takeEviction returns the eviction requested for uid and not carried
 // out yet (its kill has not succeeded), and whether this is the first
-// time it is taken. It stays requested until doneEviction.
+// time the worker takes an eviction of the pod. It stays requested until
+// doneEviction. The first time, the pod is marked evicted (its content
+// removed, podGCState) if the eviction begins its termination: not if it
+// was being deleted, in a terminal phase, given one by the kubelet (its
+// deadline, its completion) or killed already, as upstream's pod workers
+// mark a pod evicted only when the eviction's kill makes it terminating.
+// Called by the pod's worker.
 func (k *Kubelet) takeEviction(uid types.UID) (rec *podRecord, pod *v1.Pod, ev *eviction.Eviction, first bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -200,8 +306,13 @@ func (k *Kubelet) takeEviction(uid types.UID) (rec *podRecord, pod *v1.Pod, ev *
 	if rec == nil || rec.eviction == nil {
 		return nil, nil, nil, false
 	}
-	first = !rec.evicted
-	rec.evicted = true
+	first = !rec.x().evictionTaken
+	if first {
+		rec.more().evictionTaken = true
+		p := rec.pod
+		rec.evicted = p != nil && p.DeletionTimestamp == nil && !podsync.IsTerminalPhase(p.Status.Phase) &&
+			rec.terminal == nil && !rec.x().killed
+	}
 	return rec, rec.pod, rec.eviction, first
 }
 
@@ -245,8 +356,8 @@ func (k *Kubelet) doneEviction(rec *podRecord) {
 // terminated first keeps the status that kill gave it (upstream's pod
 // worker drops a terminated pod's kill options, the eviction's status
 // function with them), and one whose API phase is already terminal keeps
-// that phase; both only get the Evicted event, which upstream's eviction
-// manager records for every pod it picks.
+// that phase. The Evicted event is the eviction manager's, recorded when
+// it picks the pod (requestEviction), as upstream's.
 func (k *Kubelet) evictPod(ctx context.Context, uid types.UID) error {
 	rec, pod, ev, first := k.takeEviction(uid)
 	if ev == nil {
@@ -259,21 +370,6 @@ func (k *Kubelet) evictPod(ctx context.Context, uid types.UID) error {
 	rs, err := k.podRuntimeState(ctx, uid)
 	if err != nil {
 		return err
-	}
-	if first {
-		// A local storage eviction's event has no annotations (upstream's
-		// has none either).
-		var ann map[string]string
-		if ev.Limit == "" {
-			ann = map[string]string{
-				"offending_containers":       strings.Join(ev.OffendingContainers, ","),
-				"offending_containers_usage": strings.Join(ev.OffendingContainersUsage, ","),
-				"starved_resource":           string(evictionResource(ev)),
-			}
-		}
-		if r := k.recorder(); r != nil {
-			r.AnnotatedEventf(pod, ann, v1.EventTypeWarning, eviction.ReasonEvicted, "%s", ev.Message)
-		}
 	}
 	if rec.x().killed || (rec.lastStatus == nil && podsync.FoundTerminated(pod, rs)) {
 		k.doneEviction(rec)

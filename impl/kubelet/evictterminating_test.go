@@ -91,13 +91,15 @@ func evictionCutsKill(t *testing.T, h *harness, rt *stopContexts, rec *record.Fa
 	if err := syncEnded(t, "the kill to be cut short by the eviction", sync); err == nil {
 		t.Fatal("the kill cut short reported success")
 	}
+	// The Evicted event is the eviction manager's, when it picks the pod.
+	evicted := false
 	for _, e := range drain(rec) {
 		if strings.HasPrefix(e, "Warning FailedKillPod") {
 			t.Errorf("event for the cancelled kill: %s", e)
 		}
+		evicted = evicted || strings.HasPrefix(e, "Warning Evicted")
 	}
 	killEndsAfter(t, h, p, "the eviction's kill", minimumGracePeriod*time.Second)
-	evicted := false
 	for _, e := range drain(rec) {
 		evicted = evicted || strings.HasPrefix(e, "Warning Evicted")
 	}

@@ -107,8 +107,8 @@ func TestFailedKillPodOnEviction(t *testing.T) {
 	if err := h.k.SetAvailable(eviction.SignalMemoryAvailable, &q); err != nil {
 		t.Fatal(err)
 	}
-	h.k.evictionTick(h.ctx)
 	drain(rec)
+	h.k.evictionTick(h.ctx) // the Evicted event, when the manager picks the pod
 	if err := h.k.evictPod(h.ctx, hog.UID); err == nil {
 		t.Fatal("the eviction of a pod whose container would not stop succeeded")
 	}

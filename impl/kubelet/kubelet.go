@@ -102,7 +102,15 @@ type Kubelet struct {
 	evictions   *eviction.Manager
 	simEviction *eviction.SimProvider
 	evictMu     sync.Mutex // one eviction interval at a time
-	qosMu       sync.Mutex // one QoS cgroup update at a time (podcgroups.go)
+	// evictWait is the eviction manager waiting for the pods its last
+	// interval evicted (evict.go; guarded by evictMu); evictWaiting says
+	// there is one, for housekeeping to advance it every tick.
+	evictWait    *eviction.Wait
+	evictWaiting atomic.Bool
+	// unsyncedLeft is len(unsynced), for workers to skip markSynced
+	// without taking mu once every adopted pod was synced.
+	unsyncedLeft atomic.Int64
+	qosMu        sync.Mutex // one QoS cgroup update at a time (podcgroups.go)
 
 	services atomic.Pointer[serviceSource] // set by Run (serviceenv.go)
 
@@ -110,7 +118,8 @@ type Kubelet struct {
 	pods           map[types.UID]*podRecord
 	resizes        map[types.UID]*podResize    // pods resized in place (resize.go); nil until the first
 	syncs          map[types.UID]*syncInFlight // the syncs an update may cut short under way (syncpod.go); nil until the first
-	terminated     map[types.UID]struct{}      // pods whose kill ending them succeeded (markKilled), for the eviction manager; nil until the first
+	terminated     map[types.UID]terminatedPod // pods whose kill ending them succeeded (markKilled), for the eviction manager; nil until the first
+	unsynced       map[types.UID]struct{}      // pods adopted at start (admitted) their worker has not synced yet (markSynced), for the eviction manager; nil once none
 	allocFile      string                      // where resizes' allocations are kept ("": memory only; resizestate.go)
 	started        time.Time                   // when New made it: a sandbox older was made by an earlier kubelet (planPodResize)
 	sourceSynced   bool
@@ -165,7 +174,7 @@ type podRecord struct {
 
 	admitted        bool
 	rejected        bool
-	evicted         bool // the eviction manager chose it (once)
+	evicted         bool // the eviction manager's kill began its termination: its content goes (podGCState)
 	finalDeleteSent bool
 	hasToken        bool
 	// mountFailures counts the consecutive syncs that failed to set up
@@ -447,7 +456,17 @@ func (k *Kubelet) adoptRuntimeState(ctx context.Context) error {
 		if _, ok := k.pods[uid]; !ok {
 			k.pods[uid] = newRecord()
 		}
-		k.pods[uid].admitted = true
+		if r := k.pods[uid]; !r.admitted {
+			r.admitted = true
+			// Its worker decides at its first sync whether it was
+			// terminated before (podsync.FoundTerminated); the eviction
+			// manager looks until then (activePods).
+			if k.unsynced == nil {
+				k.unsynced = map[types.UID]struct{}{}
+			}
+			k.unsynced[uid] = struct{}{}
+			k.unsyncedLeft.Add(1)
+		}
 	}
 	return nil
 }
@@ -479,6 +498,9 @@ type podExtra struct {
 	// was written, once its volumes were torn down and its cgroup
 	// removed; every later status is generated final too.
 	finalStatus bool
+	// evictionTaken: the pod's worker took an eviction of it once
+	// (takeEviction).
+	evictionTaken bool
 	// killGrace: the shortest grace period a kill ending the pod
 	// (terminatePod) was given so far, at least minimumKillGrace; 0
 	// before any. A later kill is given no longer one (boundKillGrace),
@@ -487,17 +509,57 @@ type podExtra struct {
 	killGrace int64
 }
 
+// terminatedPod is what the eviction manager knows of a terminated pod:
+// when its kill succeeded, and whether it is finished since (its volumes
+// torn down, its cgroup removed, its final status written: upstream's
+// PodIsFinished), for the wait after an eviction (eviction.Wait).
+type terminatedPod struct {
+	at       time.Time
+	finished bool
+}
+
 // markKilled records that the kill ending rec's pod succeeded (or that
 // the pod was found terminated): it is terminated, not killed again
 // (podsync.KillNeeded) nor picked by the eviction manager.
 func (k *Kubelet) markKilled(uid types.UID, rec *podRecord) {
 	rec.more().killed = true
+	now := k.clock.Now()
 	k.mu.Lock()
 	if k.pods[uid] == rec {
 		if k.terminated == nil {
-			k.terminated = map[types.UID]struct{}{}
+			k.terminated = map[types.UID]terminatedPod{}
 		}
-		k.terminated[uid] = struct{}{}
+		if _, ok := k.terminated[uid]; !ok {
+			k.terminated[uid] = terminatedPod{at: now}
+		}
+	}
+	k.mu.Unlock()
+}
+
+// markFinished records that rec's terminated pod is finished: its final
+// status is written, after its volumes and cgroup went.
+func (k *Kubelet) markFinished(uid types.UID, rec *podRecord) {
+	k.mu.Lock()
+	if t, ok := k.terminated[uid]; ok && k.pods[uid] == rec {
+		t.finished = true
+		k.terminated[uid] = t
+	}
+	k.mu.Unlock()
+}
+
+// markSynced records that uid's worker synced the pod, deciding whether
+// one found terminal was terminated before (podsync.FoundTerminated): it
+// is no longer unsynced.
+func (k *Kubelet) markSynced(uid types.UID) {
+	if k.unsyncedLeft.Load() == 0 {
+		return
+	}
+	k.mu.Lock()
+	if _, ok := k.unsynced[uid]; ok {
+		delete(k.unsynced, uid)
+		if k.unsyncedLeft.Add(-1) == 0 {
+			k.unsynced = nil
+		}
 	}
 	k.mu.Unlock()
 }
@@ -802,7 +864,11 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 			}
 			nextLease = now.Add(k.cfg.NodeLeaseRenewInterval)
 		}
-		if !now.Before(nextEviction) {
+		// While the eviction manager waits for the pods it evicted, every
+		// tick advances the wait (the clean-up is polled every second);
+		// it synchronizes at once when the wait is over, then again a
+		// monitoring interval after, as upstream's.
+		if k.evictWaiting.Load() || !now.Before(nextEviction) {
 			k.evictionTick(ctx)
 			nextEviction = now.Add(k.evictions.Config().MonitoringInterval)
 		}

@@ -83,7 +83,10 @@ func (k *Kubelet) collectGarbage(ctx context.Context, now time.Time) {
 //     removed everything of it, which the GC leaves to it;
 //   - an evicted pod goes once its terminal status is in the API (its
 //     container statuses are kept from then on, whatever the runtime
-//     holds), as upstream removes evicted pods' content;
+//     holds), as upstream removes evicted pods' content; only a pod whose
+//     termination the eviction began (rec.evicted: not one already being
+//     deleted, terminal or past its deadline), as upstream's pod workers'
+//     ShouldPodContentBeRemoved;
 //   - other pods in a terminal phase are terminated (their dead
 //     containers go only when the eviction manager reclaims disk), and
 //     the rest are active.

@@ -116,6 +116,7 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 		// killed again, as upstream's pod workers.
 		k.markKilled(uid, rec)
 	}
+	k.markSynced(uid)
 	// A running pod whose cgroup is gone is killed, to start again in a
 	// new one, as upstream's syncPod (podcgroups.go).
 	if killed, err := k.killPodWithoutCgroup(ctx, view, rs, rec.ending(view)); err != nil {
@@ -256,6 +257,7 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 				return 0, errors.Join(execErr, err)
 			}
 			rec.more().finalStatus = true
+			k.markFinished(uid, rec)
 		}
 	}
 	if pod.DeletionTimestamp != nil && podIsTerminal {
@@ -648,6 +650,12 @@ func (k *Kubelet) cleanupPod(ctx context.Context, uid types.UID, rec *podRecord,
 	if r := k.pods[uid]; r == rec && r.pod == nil {
 		delete(k.pods, uid)
 		delete(k.terminated, uid)
+		if _, ok := k.unsynced[uid]; ok {
+			delete(k.unsynced, uid)
+			if k.unsyncedLeft.Add(-1) == 0 {
+				k.unsynced = nil
+			}
+		}
 		if _, ok := k.resizes[uid]; ok {
 			delete(k.resizes, uid)
 			k.saveAllocationsLocked()
