@@ -13,7 +13,7 @@ import (
 // TestContainerConfigGraceAnnotations: a container carries its pod's
 // deletion and termination grace periods as annotations when they are
 // set, as upstream's newContainerAnnotations, so that the container GC
-// can stop it with them without its pod (gc.StopTimeout).
+// can kill it with them without its pod (restoreKillSpecs).
 func TestContainerConfigGraceAnnotations(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -31,7 +31,9 @@ func TestContainerConfigGraceAnnotations(t *testing.T) {
 			pod.DeletionGracePeriodSeconds = tc.deletion
 			got := containerConfig(pod, &pod.Spec.Containers[0], false, 0, nil, nil, cgroupParams{}).GetAnnotations()
 			got = maps.Clone(got)
-			delete(got, "io.kubernetes.container.restartCount")
+			for _, other := range []string{"io.kubernetes.container.restartCount", runtime.AnnotationContainerTerminationMessagePath, runtime.AnnotationContainerTerminationMessagePolicy} {
+				delete(got, other) // TestContainerConfigKeepsKillSpecs
+			}
 			if !maps.Equal(got, tc.want) {
 				t.Errorf("annotations %v, want %v", got, tc.want)
 			}

@@ -38,13 +38,21 @@ const (
 const EventComponent = "kubelet"
 
 // containerRef is the object a container's events are about: the pod,
-// with the container's field path (spec.containers{name} or
-// spec.initContainers{name}), as upstream's kubelet refers to it.
+// with the container's field path (spec.containers{name},
+// spec.initContainers{name}, spec.ephemeralContainers{name}, or
+// "implicitly required container <name>" for one its spec lacks), as
+// upstream's kubelet refers to it (GenerateContainerRef).
 func containerRef(pod *v1.Pod, name string, init bool) *v1.ObjectReference {
 	path := fmt.Sprintf("spec.containers{%s}", name)
-	if init {
+	switch {
+	case containerSpec(pod, name, init) == nil:
+		// None of that name in the pod's spec (a pod restored from a
+		// container's labels, restoreKillSpecs): upstream's
+		// GenerateContainerRef names it so.
+		path = implicitContainerPrefix + name
+	case init:
 		path = fmt.Sprintf("spec.initContainers{%s}", name)
-	} else if ephemeralSpec(pod, name) != nil {
+	case ephemeralSpec(pod, name) != nil:
 		path = fmt.Sprintf("spec.ephemeralContainers{%s}", name)
 	}
 	return &v1.ObjectReference{
@@ -52,6 +60,11 @@ func containerRef(pod *v1.Pod, name string, init bool) *v1.ObjectReference {
 		ResourceVersion: pod.ResourceVersion, FieldPath: path,
 	}
 }
+
+// implicitContainerPrefix begins the field path of an event about a
+// container its pod's spec does not hold (upstream's
+// ImplicitContainerPrefix).
+const implicitContainerPrefix = "implicitly required container "
 
 // podRef is the object a pod-level event is about.
 func podRef(pod *v1.Pod) *v1.ObjectReference {

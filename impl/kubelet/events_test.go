@@ -114,13 +114,22 @@ func TestEvents(t *testing.T) {
 	})
 }
 
+// TestContainerRefFieldPath: an event about a container names it by its
+// place in the pod's spec, and one the spec lacks (a pod restored from a
+// container's labels to kill it, restoreKillSpecs) as upstream's
+// GenerateContainerRef does: "implicitly required container <name>".
 func TestContainerRefFieldPath(t *testing.T) {
 	p := &v1.Pod{}
 	p.Name, p.Namespace, p.UID = "p", "ns", "u"
+	p.Spec.Containers = []v1.Container{{Name: "app"}}
+	p.Spec.InitContainers = []v1.Container{{Name: "setup"}}
 	if r := containerRef(p, "app", false); r.FieldPath != "spec.containers{app}" || r.Kind != "Pod" || r.Name != "p" || r.UID != "u" {
 		t.Errorf("app ref %+v", r)
 	}
 	if r := containerRef(p, "setup", true); r.FieldPath != "spec.initContainers{setup}" {
 		t.Errorf("init ref %+v", r)
+	}
+	if r := containerRef(&v1.Pod{ObjectMeta: p.ObjectMeta}, "app", false); r.FieldPath != "implicitly required container app" || r.Name != "p" || r.UID != "u" {
+		t.Errorf("ref without the container in the spec %+v", r)
 	}
 }

@@ -46,6 +46,9 @@ func (k *Kubelet) nodeGC(ctx context.Context, now time.Time) *gc.Collector {
 		logsDir = ""
 	}
 	c.SetContainerGC(policy, k.podGCState, logsDir)
+	// A container in the unknown state is killed as upstream's
+	// killContainer without its pod: event, preStop hook, stop.
+	c.SetUnknownKill(k.killUnknownContainer)
 	// The records of the images a collection removed go with them.
 	c.SetPostGCHook(k.prunePullRecords)
 	if err := c.Detect(ctx, now); err != nil {

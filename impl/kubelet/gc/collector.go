@@ -70,6 +70,23 @@ type Collector struct {
 	podState        func(uid string) PodGCState
 	podLogsDir      string
 	lastContainerGC time.Time
+	// killUnknown kills a container in the unknown state before its
+	// removal (SetUnknownKill); nil: stopped with StopTimeout.
+	killUnknown UnknownKill
+}
+
+// UnknownKill kills container c, in the unknown state, before the
+// collector removes it, as upstream's killContainer does without the
+// pod: its Killing event, its preStop hook, its stop (the kubelet's,
+// from what it wrote on the container). An error keeps c.
+type UnknownKill func(ctx context.Context, c *runtimeapi.Container) error
+
+// SetUnknownKill sets how containers in the unknown state are killed
+// before their removal. Call it before the first collection.
+func (c *Collector) SetUnknownKill(kill UnknownKill) {
+	c.cmu.Lock()
+	defer c.cmu.Unlock()
+	c.killUnknown = kill
 }
 
 // NewCollector returns a collector for rt. event and log may be nil.
@@ -396,8 +413,8 @@ func (c *Collector) MaybeCollectContainers(ctx context.Context, now time.Time) {
 }
 
 // CollectContainers is one container collection: the dead containers
-// DeadContainers picks (one in the unknown state stopped first,
-// StopsFirst, and left when that fails), then the sandboxes
+// DeadContainers picks (one in the unknown state killed first,
+// StopsFirst and SetUnknownKill, and left when that fails), then the sandboxes
 // DeadSandboxes picks among what is left, then the log directories of
 // removable pods. It goes on past errors and returns how many containers
 // it removed and all the errors.
@@ -416,17 +433,17 @@ func (c *Collector) CollectContainers(ctx context.Context, evictTerminated bool,
 		return 0, fmt.Errorf("listing containers: %w", err)
 	}
 	ids := DeadContainers(ContainerGCInput{Containers: containers, Policy: c.containerPolicy, PodState: podState, EvictTerminated: evictTerminated, Now: now})
-	stopFirst := map[string]int64{} // id: stop timeout
+	stopFirst := map[string]*runtimeapi.Container{}
 	for _, ctr := range containers {
 		if StopsFirst(ctr) {
-			stopFirst[ctr.Id] = StopTimeout(ctr)
+			stopFirst[ctr.Id] = ctr
 		}
 	}
 	var errs []error
 	n := 0
 	for _, id := range ids {
-		if timeout, ok := stopFirst[id]; ok {
-			if err := c.rt.StopContainer(ctx, id, timeout); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+		if ctr, ok := stopFirst[id]; ok {
+			if err := c.stopUnknown(ctx, ctr); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 				errs = append(errs, fmt.Errorf("stopping container %s in unknown state before removing it: %w", id, err))
 				continue
 			}
@@ -446,6 +463,15 @@ func (c *Collector) CollectContainers(ctx context.Context, evictTerminated bool,
 		}
 	}
 	return n, errors.Join(errs...)
+}
+
+// stopUnknown kills ctr, in the unknown state, before its removal: by
+// killUnknown if set, else stopped with StopTimeout. c.cmu is held.
+func (c *Collector) stopUnknown(ctx context.Context, ctr *runtimeapi.Container) error {
+	if c.killUnknown != nil {
+		return c.killUnknown(ctx, ctr)
+	}
+	return c.rt.StopContainer(ctx, ctr.Id, StopTimeout(ctr))
 }
 
 // collectSandboxes removes the sandboxes DeadSandboxes picks, stopping

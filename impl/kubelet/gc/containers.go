@@ -215,8 +215,9 @@ const UnknownStopTimeout = 2
 // killContainer of a container it has no pod for restores the pod's
 // grace periods from the container's annotations
 // (restoreSpecsFromContainerLabels, setTerminationGracePeriod). An
-// annotation that is not a number is passed over, as upstream's. Unlike
-// upstream, no preStop hook is run first.
+// annotation that is not a number is passed over, as upstream's. This is
+// the stop of a collector without SetUnknownKill (the kubelet sets one
+// that runs the preStop hook first, within the unfloored grace period).
 func StopTimeout(c *runtimeapi.Container) int64 {
 	grace := int64(UnknownStopTimeout)
 	for _, key := range []string{runtime.AnnotationPodDeletionGracePeriod, runtime.AnnotationPodTerminationGracePeriod} {

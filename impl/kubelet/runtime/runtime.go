@@ -38,12 +38,23 @@ const (
 )
 
 // Annotations the kubelet puts on containers (upstream's kuberuntime
-// keys): the pod's deletion and termination grace periods in seconds when
-// set, by which a container is stopped without its pod (the container
-// GC's stop of one in the unknown state, gc.StopTimeout).
+// keys and encodings, newContainerAnnotations): the pod's deletion and
+// termination grace periods in seconds when set, by which, with the
+// preStop handler, a container is killed without its pod (the container
+// GC's kill of one in the unknown state).
 const (
 	AnnotationPodDeletionGracePeriod    = "io.kubernetes.pod.deletionGracePeriod"
 	AnnotationPodTerminationGracePeriod = "io.kubernetes.pod.terminationGracePeriod"
+	// AnnotationContainerPreStopHandler is the container's preStop
+	// handler as JSON (a v1.LifecycleHandler), when it has one; with
+	// AnnotationContainerPorts (its ports as JSON, when it has any) what
+	// the hook of a container stopped without its pod runs by.
+	AnnotationContainerPreStopHandler = "io.kubernetes.container.preStopHandler"
+	AnnotationContainerPorts          = "io.kubernetes.container.ports"
+	// The container's termination message path and policy, always
+	// written, as upstream's.
+	AnnotationContainerTerminationMessagePath   = "io.kubernetes.container.terminationMessagePath"
+	AnnotationContainerTerminationMessagePolicy = "io.kubernetes.container.terminationMessagePolicy"
 )
 
 // ErrNotFound is returned (wrapped) when a sandbox or container id is unknown.
