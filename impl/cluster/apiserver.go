@@ -125,7 +125,8 @@ type AuthOptions struct {
 	EnableAdmissionPlugins, DisableAdmissionPlugins []string
 	// AdmissionControlConfigFile (--admission-control-config-file): an
 	// AdmissionConfiguration configuring the enabled plugins (kubeproof
-	// reads PodSecurity's; others' are logged as ignored).
+	// reads PodSecurity's and ResourceQuota's; others' are logged as
+	// ignored).
 	AdmissionControlConfigFile string
 	// DefaultNotReadyTolerationSeconds and
 	// DefaultUnreachableTolerationSeconds

@@ -139,8 +139,9 @@ func (c *AdmissionConfig) ConfigFor(name string) ([]byte, error) {
 // Apply configures the enabled plugins in opts from c, as kube-apiserver
 // initialises them: a plugin that is not enabled is not configured (its
 // configuration is not even read); PodSecurity reads its
-// PodSecurityConfiguration; the other plugins that have a configuration
-// are returned in ignored (kubeproof reads none of theirs).
+// PodSecurityConfiguration, ResourceQuota its limitedResources; the other
+// plugins that have a configuration are returned in ignored (kubeproof
+// reads none of theirs).
 func (c *AdmissionConfig) Apply(enabled []string, opts *Options) (ignored []string, err error) {
 	for _, p := range plugins {
 		if !slices.Contains(enabled, p.name) {
@@ -165,11 +166,56 @@ func (c *AdmissionConfig) Apply(enabled []string, opts *Options) (ignored []stri
 			opts.PodSecurityDefaultAudit, opts.PodSecurityDefaultAuditVersion = d.Audit, d.AuditVersion
 			opts.PodSecurityExemptUsers, opts.PodSecurityExemptNamespaces = e.Usernames, e.Namespaces
 			opts.PodSecurityExemptRuntimeClasses = e.RuntimeClasses
+		case p.name == "ResourceQuota" && data != nil:
+			limited, err := decodeResourceQuotaConfiguration(data)
+			if err != nil {
+				return nil, fmt.Errorf("couldn't init admission plugin %q: %w", p.name, err)
+			}
+			opts.QuotaLimitedResources = limited
 		case data != nil:
 			ignored = append(ignored, p.name)
 		}
 	}
 	return ignored, nil
+}
+
+// decodeResourceQuotaConfiguration decodes ResourceQuota's configuration
+// (apiserver.config.k8s.io/v1 ResourceQuotaConfiguration, or
+// resourcequota.admission.k8s.io/v1beta1 or v1alpha1 Configuration) and
+// validates it as kube-apiserver (every limited resource names its
+// resource); matchScopes, which kubeproof does not evaluate, is refused
+// rather than ignored.
+func decodeResourceQuotaConfiguration(data []byte) ([]LimitedResource, error) {
+	var c struct {
+		APIVersion       string            `json:"apiVersion"`
+		Kind             string            `json:"kind"`
+		LimitedResources []LimitedResource `json:"limitedResources"`
+	}
+	if err := decodeTyped(data, &c, false); err != nil {
+		return nil, err
+	}
+	want := "Configuration"
+	if c.APIVersion == "apiserver.config.k8s.io/v1" {
+		want = "ResourceQuotaConfiguration"
+	}
+	if err := checkTypeMeta(data, c.APIVersion, c.Kind, want, []string{"apiserver.config.k8s.io/v1",
+		"resourcequota.admission.k8s.io/v1beta1", "resourcequota.admission.k8s.io/v1alpha1"}); err != nil {
+		return nil, err
+	}
+	var errs field.ErrorList
+	path := field.NewPath("limitedResources")
+	for i, l := range c.LimitedResources {
+		if l.Resource == "" {
+			errs = append(errs, field.Required(path.Index(i).Child("resource"), ""))
+		}
+		if len(l.MatchScopes) > 0 {
+			errs = append(errs, field.Forbidden(path.Index(i).Child("matchScopes"), "not supported by kubeproof"))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	return c.LimitedResources, nil
 }
 
 // PodSecurityConfiguration is PodSecurity's configuration

@@ -100,11 +100,11 @@ plugins:
   path: missing.yaml
 - name: PodSecurity
   path: also-missing.yaml
-- name: ResourceQuota
+- name: ValidatingAdmissionWebhook
   configuration:
     apiVersion: apiserver.config.k8s.io/v1
-    kind: ResourceQuotaConfiguration
-    limitedResources: [{resource: pods}]
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: /etc/kubernetes/webhooks.kubeconfig
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ plugins:
 	enabled := slices.DeleteFunc(DefaultPlugins(), func(n string) bool { return n == "PodSecurity" })
 	var o Options
 	ignored, err := c.Apply(enabled, &o)
-	if err != nil || !slices.Equal(ignored, []string{"ResourceQuota"}) {
+	if err != nil || !slices.Equal(ignored, []string{"ValidatingAdmissionWebhook"}) {
 		t.Fatalf("Apply: %v, ignored %v", err, ignored)
 	}
 	if _, err := c.Apply(DefaultPlugins(), &o); err == nil || !strings.Contains(err.Error(), "Couldn't open admission plugin configuration "+filepath.Join(dir, "also-missing.yaml")) {

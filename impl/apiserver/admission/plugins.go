@@ -115,6 +115,8 @@ type Options struct {
 	PodSecurityDefaultEnforceVersion, PodSecurityDefaultWarnVersion, PodSecurityDefaultAuditVersion string
 	// PodSecurityExempt* are PodSecurityConfiguration's exemptions.
 	PodSecurityExemptUsers, PodSecurityExemptNamespaces, PodSecurityExemptRuntimeClasses []string
+	// QuotaLimitedResources are ResourceQuota's limitedResources.
+	QuotaLimitedResources []LimitedResource
 	// Authorizer is the API server's authorizer (kube-apiserver's
 	// WantsAuthorizer): NodeRestriction asks it whether a node may request
 	// tokens for an audience its pod does not use.

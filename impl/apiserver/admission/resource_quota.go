@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -53,6 +55,22 @@ type QuotaStore interface {
 // Kubernetes' does.
 type ResourceQuota struct {
 	Store QuotaStore
+	// LimitedResources (ResourceQuota's configuration, limitedResources)
+	// name resources whose consumption needs a covering quota.
+	LimitedResources []LimitedResource
+}
+
+// LimitedResource is one entry of ResourceQuota's limitedResources: a
+// write of APIGroup/Resource that consumes (usage above zero) a resource
+// name containing one of MatchContains is refused unless some quota
+// restricts that name ("insufficient quota to consume: <names>"), even
+// where the namespace has no quota. kubeproof refuses matchScopes at
+// start-up.
+type LimitedResource struct {
+	APIGroup      string   `json:"apiGroup,omitempty"`
+	Resource      string   `json:"resource"`
+	MatchContains []string `json:"matchContains,omitempty"`
+	MatchScopes   []any    `json:"matchScopes,omitempty"`
 }
 
 func newResourceQuota(d *deps) (any, error) {
@@ -64,7 +82,7 @@ func newResourceQuota(d *deps) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ResourceQuota{Store: &storeQuotas{quotas: q, cache: c}}, nil
+	return &ResourceQuota{Store: &storeQuotas{quotas: q, cache: c}, LimitedResources: d.opts.QuotaLimitedResources}, nil
 }
 
 var serviceResource = corev1.Resource("services")
@@ -117,7 +135,7 @@ func (p *ResourceQuota) Validate(ctx context.Context, a *Attributes) error {
 	if err != nil {
 		return fmt.Errorf("checking resource quotas: %w", err)
 	}
-	if len(quotas) == 0 {
+	if len(quotas) == 0 && len(p.LimitedResources) == 0 {
 		return nil
 	}
 	sort.Slice(quotas, func(i, j int) bool { return quotas[i].Name < quotas[j].Name })
@@ -128,6 +146,9 @@ func (p *ResourceQuota) Validate(ctx context.Context, a *Attributes) error {
 	charges, err := w.charges(quotas)
 	if err != nil {
 		return forbidden(a, err)
+	}
+	if uncovered := w.uncoveredLimited(quotas, p.LimitedResources); len(uncovered) > 0 {
+		return forbidden(a, fmt.Errorf("insufficient quota to consume: %s", strings.Join(uncovered, ",")))
 	}
 	// As upstream, a status write is charged but never refused.
 	enforce := a.Subresource != "status"
@@ -240,6 +261,50 @@ func (w *quotaWrite) chargeFor(q *corev1.ResourceQuota) (corev1.ResourceList, er
 		}
 	}
 	return charge, nil
+}
+
+// uncoveredLimited is upstream's check of limitedResources, after the
+// quotas' own (CheckRequest): when the write adds usage at all (on an
+// update, growth over the stored object), the resource names its object
+// consumes that match a limited resource of its kind (limitedByDefault:
+// usage above zero, the name containing a matchContains string) and that
+// no quota covering the object restricts, sorted.
+func (w *quotaWrite) uncoveredLimited(quotas []corev1.ResourceQuota, limited []LimitedResource) []string {
+	var mine []LimitedResource
+	for _, l := range limited {
+		if (schema.GroupResource{Group: l.APIGroup, Resource: l.Resource}) == w.gr {
+			mine = append(mine, l)
+		}
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	delta := w.usage
+	if w.prev != nil {
+		delta = growth(w.usage, w.prev)
+	}
+	if !slices.ContainsFunc(slices.Collect(maps.Values(delta)), func(q resource.Quantity) bool { return q.Sign() != 0 }) {
+		return nil
+	}
+	covered := map[corev1.ResourceName]bool{}
+	for i := range quotas {
+		restricted := quotaeval.MatchingResources(w.gr, quotas[i].Status.Hard)
+		if len(restricted) == 0 || !quotaeval.Covers(&quotas[i], w.gr, w.obj) {
+			continue
+		}
+		for _, n := range restricted {
+			covered[n] = true
+		}
+	}
+	need := map[string]bool{}
+	for _, l := range mine {
+		for n, v := range w.usage {
+			if v.Sign() == 1 && !covered[n] && slices.ContainsFunc(l.MatchContains, func(m string) bool { return strings.Contains(string(n), m) }) {
+				need[string(n)] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(need))
 }
 
 // growth is usage less prev, resource by resource, never below zero.

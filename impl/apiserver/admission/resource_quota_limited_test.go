@@ -1,0 +1,88 @@
+package admission
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestResourceQuotaLimitedResources: with ResourceQuota's configuration
+// limiting pods' consumption of names containing "cpu", a pod that
+// requests cpu needs a quota covering every such name it consumes
+// ("insufficient quota to consume: ..."), even in a namespace without
+// quotas; a pod that consumes none, and other resources, are not
+// limited.
+func TestResourceQuotaLimitedResources(t *testing.T) {
+	limited := []LimitedResource{{Resource: "pods", MatchContains: []string{"cpu"}}}
+	cpuPod := newPod("p", container("a", rl("cpu", "100m", "memory", "64Mi"), rl("cpu", "200m")))
+	memPod := newPod("p", container("a", rl("memory", "64Mi"), nil))
+	tests := []struct {
+		name   string
+		quotas []*corev1.ResourceQuota
+		pod    *corev1.Pod
+		want   string
+	}{
+		{"no quota", nil, cpuPod, `pods "p" is forbidden: insufficient quota to consume: cpu,limits.cpu,requests.cpu`},
+		{"quota of other names", []*corev1.ResourceQuota{quota("q", rl("pods", "5"), rl("pods", "0"))}, cpuPod,
+			`insufficient quota to consume: cpu,limits.cpu,requests.cpu`},
+		{"one name covered", []*corev1.ResourceQuota{quota("q", rl("requests.cpu", "1"), rl("requests.cpu", "0"))}, cpuPod,
+			`insufficient quota to consume: cpu,limits.cpu`},
+		{"covered by two quotas", []*corev1.ResourceQuota{quota("q", rl("requests.cpu", "1"), rl("requests.cpu", "0")),
+			quota("r", rl("cpu", "1", "limits.cpu", "1"), rl("cpu", "0", "limits.cpu", "0"))}, cpuPod, ""},
+		{"nothing limited consumed", nil, memPod, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &memQuotas{quotas: map[string]*corev1.ResourceQuota{}}
+			for _, q := range tt.quotas {
+				store.quotas[q.Name] = q
+			}
+			err := (&ResourceQuota{Store: store, LimitedResources: limited}).Validate(context.Background(), podCreate(tt.pod.DeepCopy()))
+			wantForbidden(t, err, tt.want)
+		})
+	}
+}
+
+// TestResourceQuotaConfiguration: ResourceQuota's configuration
+// (apiserver.config.k8s.io/v1 ResourceQuotaConfiguration, or
+// resourcequota.admission.k8s.io/v1beta1 Configuration) reaches Options;
+// a limited resource without a resource is refused, as is matchScopes,
+// which kubeproof does not evaluate.
+func TestResourceQuotaConfiguration(t *testing.T) {
+	dir := t.TempDir()
+	file := func(rq string) string {
+		return writeFile(t, dir, "a.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: ResourceQuota\n  configuration:\n"+rq)
+	}
+	for _, rq := range []string{
+		"    apiVersion: apiserver.config.k8s.io/v1\n    kind: ResourceQuotaConfiguration\n    limitedResources:\n    - resource: pods\n      matchContains: [cpu]\n",
+		"    apiVersion: resourcequota.admission.k8s.io/v1beta1\n    kind: Configuration\n    limitedResources:\n    - resource: pods\n      matchContains: [cpu]\n",
+	} {
+		c, err := ReadAdmissionConfiguration(file(rq))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var o Options
+		ignored, err := c.Apply(DefaultPlugins(), &o)
+		if err != nil || len(ignored) != 0 {
+			t.Fatalf("%v %v", err, ignored)
+		}
+		if len(o.QuotaLimitedResources) != 1 || o.QuotaLimitedResources[0].Resource != "pods" || strings.Join(o.QuotaLimitedResources[0].MatchContains, ",") != "cpu" {
+			t.Fatalf("limited %+v", o.QuotaLimitedResources)
+		}
+	}
+	for rq, want := range map[string]string{
+		"    apiVersion: apiserver.config.k8s.io/v1\n    kind: ResourceQuotaConfiguration\n    limitedResources:\n    - matchContains: [cpu]\n":                                                              `couldn't init admission plugin "ResourceQuota": limitedResources[0].resource: Required value`,
+		"    apiVersion: apiserver.config.k8s.io/v1\n    kind: ResourceQuotaConfiguration\n    limitedResources:\n    - resource: pods\n      matchScopes: [{scopeName: PriorityClass, operator: Exists}]\n": `couldn't init admission plugin "ResourceQuota": limitedResources[0].matchScopes: Forbidden: not supported by kubeproof`,
+	} {
+		c, err := ReadAdmissionConfiguration(file(rq))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var o Options
+		if _, err := c.Apply(DefaultPlugins(), &o); err == nil || err.Error() != want {
+			t.Fatalf("error %v, want %q", err, want)
+		}
+	}
+}
