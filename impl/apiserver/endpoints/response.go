@@ -94,7 +94,9 @@ func encodeInto(enc runtime.Encoder, obj runtime.Object, buf *bytes.Buffer) erro
 // client accepts (JSON when it accepts none of ours).
 func WriteStatusError(w http.ResponseWriter, r *http.Request, c *codec.Codecs, se *apierrors.StatusError) {
 	st := se.ErrStatus
-	if st.Code == 0 {
+	if st.Code < 100 || st.Code > 999 {
+		// No HTTP status (0: none given; others: an admission webhook's
+		// denial may say any number), which WriteHeader would panic on.
 		st.Code = http.StatusInternalServerError
 	}
 	st.Status = metav1.StatusFailure
