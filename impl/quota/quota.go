@@ -76,6 +76,17 @@ func Covers(q *corev1.ResourceQuota, gr schema.GroupResource, obj runtime.Object
 	return true
 }
 
+// MatchesScope tells whether obj, of resource gr, is in the scope sel
+// names (upstream's MatchingScopes of one selector: only pods are in
+// scopes).
+func MatchesScope(gr schema.GroupResource, obj runtime.Object, sel corev1.ScopedResourceSelectorRequirement) bool {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || gr != podResource {
+		return false
+	}
+	return podInScope(pod, sel.ScopeName, sel.Operator, sel.Values)
+}
+
 // podInScope evaluates one scope requirement against a pod.
 func podInScope(pod *corev1.Pod, scope corev1.ResourceQuotaScope, op corev1.ScopeSelectorOperator, values []string) bool {
 	if scope == corev1.ResourceQuotaScopePriorityClass {

@@ -183,8 +183,7 @@ func (c *AdmissionConfig) Apply(enabled []string, opts *Options) (ignored []stri
 // (apiserver.config.k8s.io/v1 ResourceQuotaConfiguration, or
 // resourcequota.admission.k8s.io/v1beta1 or v1alpha1 Configuration) and
 // validates it as kube-apiserver (every limited resource names its
-// resource); matchScopes, which kubeproof does not evaluate, is refused
-// rather than ignored.
+// resource).
 func decodeResourceQuotaConfiguration(data []byte) ([]LimitedResource, error) {
 	var c struct {
 		APIVersion       string            `json:"apiVersion"`
@@ -207,9 +206,6 @@ func decodeResourceQuotaConfiguration(data []byte) ([]LimitedResource, error) {
 	for i, l := range c.LimitedResources {
 		if l.Resource == "" {
 			errs = append(errs, field.Required(path.Index(i).Child("resource"), ""))
-		}
-		if len(l.MatchScopes) > 0 {
-			errs = append(errs, field.Forbidden(path.Index(i).Child("matchScopes"), "not supported by kubeproof"))
 		}
 	}
 	if len(errs) > 0 {

@@ -64,13 +64,14 @@ type ResourceQuota struct {
 // write of APIGroup/Resource that consumes (usage above zero) a resource
 // name containing one of MatchContains is refused unless some quota
 // restricts that name ("insufficient quota to consume: <names>"), even
-// where the namespace has no quota. kubeproof refuses matchScopes at
-// start-up.
+// where the namespace has no quota; a pod in one of MatchScopes needs a
+// quota whose scopes name that scope ("insufficient quota to match these
+// scopes: ...").
 type LimitedResource struct {
-	APIGroup      string   `json:"apiGroup,omitempty"`
-	Resource      string   `json:"resource"`
-	MatchContains []string `json:"matchContains,omitempty"`
-	MatchScopes   []any    `json:"matchScopes,omitempty"`
+	APIGroup      string                                     `json:"apiGroup,omitempty"`
+	Resource      string                                     `json:"resource"`
+	MatchContains []string                                   `json:"matchContains,omitempty"`
+	MatchScopes   []corev1.ScopedResourceSelectorRequirement `json:"matchScopes,omitempty"`
 }
 
 func newResourceQuota(d *deps) (any, error) {
@@ -147,8 +148,12 @@ func (p *ResourceQuota) Validate(ctx context.Context, a *Attributes) error {
 	if err != nil {
 		return forbidden(a, err)
 	}
-	if uncovered := w.uncoveredLimited(quotas, p.LimitedResources); len(uncovered) > 0 {
-		return forbidden(a, fmt.Errorf("insufficient quota to consume: %s", strings.Join(uncovered, ",")))
+	// kube-apiserver answers the scopes' refusal with a 500 (a plain
+	// error); a 403 here, as the names'.
+	if names, scopes := w.uncoveredLimited(quotas, p.LimitedResources); len(names) > 0 {
+		return forbidden(a, fmt.Errorf("insufficient quota to consume: %s", strings.Join(names, ",")))
+	} else if len(scopes) > 0 {
+		return forbidden(a, fmt.Errorf("insufficient quota to match these scopes: %v", scopes))
 	}
 	// As upstream, a status write is charged but never refused.
 	enforce := a.Subresource != "status"
@@ -265,31 +270,42 @@ func (w *quotaWrite) chargeFor(q *corev1.ResourceQuota) (corev1.ResourceList, er
 
 // uncoveredLimited is upstream's check of limitedResources, after the
 // quotas' own (CheckRequest): when the write adds usage at all (on an
-// update, growth over the stored object), the resource names its object
-// consumes that match a limited resource of its kind (limitedByDefault:
-// usage above zero, the name containing a matchContains string) and that
-// no quota covering the object restricts, sorted.
-func (w *quotaWrite) uncoveredLimited(quotas []corev1.ResourceQuota, limited []LimitedResource) []string {
-	var mine []LimitedResource
-	for _, l := range limited {
-		if (schema.GroupResource{Group: l.APIGroup, Resource: l.Resource}) == w.gr {
-			mine = append(mine, l)
-		}
-	}
-	if len(mine) == 0 {
-		return nil
+// update, growth over the stored object), names are the resource names
+// its object consumes that match a limited resource of its kind
+// (limitedByDefault: usage above zero, the name containing a
+// matchContains string) and that no quota covering the object restricts,
+// sorted; scopes are the matchScopes of any limited resource (whatever
+// its resource, as upstream) the object is in whose scope no quota's
+// scope selector matching the object names.
+func (w *quotaWrite) uncoveredLimited(quotas []corev1.ResourceQuota, limited []LimitedResource) (names []string, scopes []corev1.ScopedResourceSelectorRequirement) {
+	if len(limited) == 0 {
+		return nil, nil
 	}
 	delta := w.usage
 	if w.prev != nil {
 		delta = growth(w.usage, w.prev)
 	}
 	if !slices.ContainsFunc(slices.Collect(maps.Values(delta)), func(q resource.Quantity) bool { return q.Sign() != 0 }) {
-		return nil
+		return nil, nil
 	}
 	covered := map[corev1.ResourceName]bool{}
+	coveredScopes := map[corev1.ResourceQuotaScope]bool{}
 	for i := range quotas {
-		restricted := quotaeval.MatchingResources(w.gr, quotas[i].Status.Hard)
-		if len(restricted) == 0 || !quotaeval.Covers(&quotas[i], w.gr, w.obj) {
+		q := &quotas[i]
+		selectors := make([]corev1.ScopedResourceSelectorRequirement, 0, len(q.Spec.Scopes))
+		for _, s := range q.Spec.Scopes {
+			selectors = append(selectors, corev1.ScopedResourceSelectorRequirement{ScopeName: s, Operator: corev1.ScopeSelectorOpExists})
+		}
+		if q.Spec.ScopeSelector != nil {
+			selectors = append(selectors, q.Spec.ScopeSelector.MatchExpressions...)
+		}
+		for _, sel := range selectors {
+			if quotaeval.MatchesScope(w.gr, w.obj, sel) {
+				coveredScopes[sel.ScopeName] = true
+			}
+		}
+		restricted := quotaeval.MatchingResources(w.gr, q.Status.Hard)
+		if len(restricted) == 0 || !quotaeval.Covers(q, w.gr, w.obj) {
 			continue
 		}
 		for _, n := range restricted {
@@ -297,14 +313,22 @@ func (w *quotaWrite) uncoveredLimited(quotas []corev1.ResourceQuota, limited []L
 		}
 	}
 	need := map[string]bool{}
-	for _, l := range mine {
+	for _, l := range limited {
+		for _, sel := range l.MatchScopes {
+			if quotaeval.MatchesScope(w.gr, w.obj, sel) && !coveredScopes[sel.ScopeName] {
+				scopes = append(scopes, sel)
+			}
+		}
+		if (schema.GroupResource{Group: l.APIGroup, Resource: l.Resource}) != w.gr {
+			continue
+		}
 		for n, v := range w.usage {
 			if v.Sign() == 1 && !covered[n] && slices.ContainsFunc(l.MatchContains, func(m string) bool { return strings.Contains(string(n), m) }) {
 				need[string(n)] = true
 			}
 		}
 	}
-	return slices.Sorted(maps.Keys(need))
+	return slices.Sorted(maps.Keys(need)), scopes
 }
 
 // growth is usage less prev, resource by resource, never below zero.

@@ -48,16 +48,15 @@ func TestResourceQuotaLimitedResources(t *testing.T) {
 // TestResourceQuotaConfiguration: ResourceQuota's configuration
 // (apiserver.config.k8s.io/v1 ResourceQuotaConfiguration, or
 // resourcequota.admission.k8s.io/v1beta1 Configuration) reaches Options;
-// a limited resource without a resource is refused, as is matchScopes,
-// which kubeproof does not evaluate.
+// a limited resource without a resource is refused.
 func TestResourceQuotaConfiguration(t *testing.T) {
 	dir := t.TempDir()
 	file := func(rq string) string {
 		return writeFile(t, dir, "a.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: ResourceQuota\n  configuration:\n"+rq)
 	}
 	for _, rq := range []string{
-		"    apiVersion: apiserver.config.k8s.io/v1\n    kind: ResourceQuotaConfiguration\n    limitedResources:\n    - resource: pods\n      matchContains: [cpu]\n",
-		"    apiVersion: resourcequota.admission.k8s.io/v1beta1\n    kind: Configuration\n    limitedResources:\n    - resource: pods\n      matchContains: [cpu]\n",
+		"    apiVersion: apiserver.config.k8s.io/v1\n    kind: ResourceQuotaConfiguration\n    limitedResources:\n    - resource: pods\n      matchContains: [cpu]\n      matchScopes: [{scopeName: PriorityClass, operator: In, values: [cluster-services]}]\n",
+		"    apiVersion: resourcequota.admission.k8s.io/v1beta1\n    kind: Configuration\n    limitedResources:\n    - resource: pods\n      matchContains: [cpu]\n      matchScopes: [{scopeName: PriorityClass, operator: In, values: [cluster-services]}]\n",
 	} {
 		c, err := ReadAdmissionConfiguration(file(rq))
 		if err != nil {
@@ -68,13 +67,13 @@ func TestResourceQuotaConfiguration(t *testing.T) {
 		if err != nil || len(ignored) != 0 {
 			t.Fatalf("%v %v", err, ignored)
 		}
-		if len(o.QuotaLimitedResources) != 1 || o.QuotaLimitedResources[0].Resource != "pods" || strings.Join(o.QuotaLimitedResources[0].MatchContains, ",") != "cpu" {
+		if len(o.QuotaLimitedResources) != 1 || o.QuotaLimitedResources[0].Resource != "pods" || strings.Join(o.QuotaLimitedResources[0].MatchContains, ",") != "cpu" ||
+			len(o.QuotaLimitedResources[0].MatchScopes) != 1 || o.QuotaLimitedResources[0].MatchScopes[0].Values[0] != "cluster-services" {
 			t.Fatalf("limited %+v", o.QuotaLimitedResources)
 		}
 	}
 	for rq, want := range map[string]string{
-		"    apiVersion: apiserver.config.k8s.io/v1\n    kind: ResourceQuotaConfiguration\n    limitedResources:\n    - matchContains: [cpu]\n":                                                              `couldn't init admission plugin "ResourceQuota": limitedResources[0].resource: Required value`,
-		"    apiVersion: apiserver.config.k8s.io/v1\n    kind: ResourceQuotaConfiguration\n    limitedResources:\n    - resource: pods\n      matchScopes: [{scopeName: PriorityClass, operator: Exists}]\n": `couldn't init admission plugin "ResourceQuota": limitedResources[0].matchScopes: Forbidden: not supported by kubeproof`,
+		"    apiVersion: apiserver.config.k8s.io/v1\n    kind: ResourceQuotaConfiguration\n    limitedResources:\n    - matchContains: [cpu]\n": `couldn't init admission plugin "ResourceQuota": limitedResources[0].resource: Required value`,
 	} {
 		c, err := ReadAdmissionConfiguration(file(rq))
 		if err != nil {
@@ -84,5 +83,44 @@ func TestResourceQuotaConfiguration(t *testing.T) {
 		if _, err := c.Apply(DefaultPlugins(), &o); err == nil || err.Error() != want {
 			t.Fatalf("error %v, want %q", err, want)
 		}
+	}
+}
+
+// TestResourceQuotaLimitedScopes: a limited resource's matchScopes (the
+// documented use: pods of a PriorityClass only where a quota names that
+// scope) refuses a pod in one of them unless some quota's scope
+// selectors, matching the pod, name the same scope ("insufficient quota to
+// match these scopes: ..."); as upstream, every limited entry's scopes
+// count for a pod, whatever its resource.
+func TestResourceQuotaLimitedScopes(t *testing.T) {
+	critical := corev1.ScopedResourceSelectorRequirement{ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpIn, Values: []string{"cluster-services"}}
+	limited := []LimitedResource{{Resource: "services", MatchScopes: []corev1.ScopedResourceSelectorRequirement{critical}}}
+	pod := func(class string) *corev1.Pod {
+		p := newPod("p", container("a", rl("cpu", "100m"), nil))
+		p.Spec.PriorityClassName = class
+		return p
+	}
+	scoped := quota("q", rl("pods", "10"), rl("pods", "0"))
+	scoped.Spec.ScopeSelector = &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{critical}}
+	tests := []struct {
+		name   string
+		quotas []*corev1.ResourceQuota
+		pod    *corev1.Pod
+		want   string
+	}{
+		{"no quota", nil, pod("cluster-services"), `pods "p" is forbidden: insufficient quota to match these scopes: [{PriorityClass In [cluster-services]}]`},
+		{"unscoped quota", []*corev1.ResourceQuota{quota("q", rl("pods", "10"), rl("pods", "0"))}, pod("cluster-services"), `insufficient quota to match these scopes`},
+		{"quota of that scope", []*corev1.ResourceQuota{scoped}, pod("cluster-services"), ""},
+		{"other class", nil, pod("other"), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &memQuotas{quotas: map[string]*corev1.ResourceQuota{}}
+			for _, q := range tt.quotas {
+				store.quotas[q.Name] = q.DeepCopy()
+			}
+			err := (&ResourceQuota{Store: store, LimitedResources: limited}).Validate(context.Background(), podCreate(tt.pod))
+			wantForbidden(t, err, tt.want)
+		})
 	}
 }
