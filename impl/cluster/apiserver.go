@@ -328,7 +328,9 @@ func buildChain(o AuthOptions) (*chain, error) {
 	}
 	c.plugins = func(stores apiserver.StoreGetter) (apiserver.Plugins, error) {
 		var p apiserver.Plugins
-		var union auth.AuthorizerUnion
+		// system:masters first, whatever the modes, as kube-apiserver's
+		// authorizer configuration.
+		union := auth.AuthorizerUnion{auth.PrivilegedGroups{bootstrappolicy.SystemMastersGroup}}
 		for _, m := range modes {
 			switch m {
 			case "Node":

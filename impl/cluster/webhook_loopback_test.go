@@ -15,7 +15,7 @@ import (
 // In a cluster as `kubeproof up` starts it (Node,RBAC authorization), a
 // webhook addressed to default/kubernetes:443 is the API server itself,
 // called with its own identity (system:apiserver, in system:masters, which
-// RBAC's cluster-admin binding lets do anything): the call reaches the
+// the authorizer asked before Node and RBAC lets do anything): the call reaches the
 // handler of its path, here none, and fails with the server's 404 rather
 // than a 401 or a 403.
 func TestWebhookAtTheKubernetesServiceIsThisAPIServer(t *testing.T) {
