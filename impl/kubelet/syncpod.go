@@ -623,11 +623,17 @@ func (k *Kubelet) cleanupPod(ctx context.Context, uid types.UID, rec *podRecord,
 	// pods with a running container or a ready sandbox that no pod worker
 	// knows.
 	if podsync.KillNeeded(rs, rec.x().killed || lastPod == nil) {
-		if err := k.killPod(ctx, lastPod, rs, grace); err != nil {
+		killAs, killRS := lastPod, rs
+		if lastPod == nil {
+			// Its spec lost (a restarted kubelet found it in the runtime):
+			// killed as the pod the runtime knows, as upstream's
+			// SyncTerminatingRuntimePod (orphankill.go).
+			killAs, killRS = k.runtimeAPIPod(ctx, uid, rs)
+		}
+		if err := k.killPod(ctx, killAs, killRS, grace); err != nil {
 			// Upstream's SyncTerminatingRuntimePod records it on the pod
-			// the runtime knows; we know the pod when we saw it (not for
-			// one adopted from the runtime at start).
-			k.failedKillPod(lastPod, err)
+			// the runtime knows.
+			k.failedKillPod(killAs, err)
 			return fmt.Errorf("killing pod %s: %w", uid, err)
 		}
 	}
