@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -132,9 +133,30 @@ var jsonOnly = func() *http.Request {
 	return r
 }()
 
-// addWarnings adds Warning headers in the format client-go prints.
+// Warning headers are capped as kube-apiserver's warning recorder caps
+// them: while the warnings' text together is at most warningsTotalRunes,
+// each goes out whole; beyond, each is cut to warningRunes.
+const (
+	warningsTotalRunes = 4 << 10
+	warningRunes       = 256
+)
+
+// addWarnings adds Warning headers in the format client-go prints, capped
+// as above; text that is not UTF-8 is dropped, as kube-apiserver does.
 func addWarnings(w http.ResponseWriter, warnings []string) {
+	total := 0
 	for _, msg := range warnings {
+		if utf8.ValidString(msg) {
+			total += utf8.RuneCountInString(msg)
+		}
+	}
+	for _, msg := range warnings {
+		if !utf8.ValidString(msg) {
+			continue
+		}
+		if total > warningsTotalRunes && utf8.RuneCountInString(msg) > warningRunes {
+			msg = string([]rune(msg)[:warningRunes])
+		}
 		w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
 	}
 }
