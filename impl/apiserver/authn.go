@@ -11,7 +11,7 @@ import (
 )
 
 // Authentication as kube-apiserver builds it: a union tried in order —
-// x509 client certificates (or Config.Authenticator), then bearer tokens
+// the server's own loopback token (loopback.go), x509 client certificates (or Config.Authenticator), then bearer tokens
 // (Config.TokenAuthenticators such as --token-auth-file, service account
 // tokens, bootstrap tokens), then the plugins' authenticators. The first
 // that recognises the request decides; invalid credentials are a 401 even
@@ -51,9 +51,10 @@ func (l storeLookup) GetSecret(ctx context.Context, namespace, name string) (*co
 // buildAuthenticator assembles the authentication union.
 func (s *Server) buildAuthenticator() auth.Authenticator {
 	cfg := s.cfg
-	union := auth.Union{cfg.Authenticator}
-	// The loopback token first, as kube-apiserver puts its own.
-	tokens := append([]auth.TokenAuthenticator{s.loopback}, cfg.TokenAuthenticators...)
+	// The loopback token first of all, as kube-apiserver puts its own in
+	// front of its chain; a token it does not know is left to the rest.
+	union := auth.Union{s.loopback, cfg.Authenticator}
+	tokens := append([]auth.TokenAuthenticator(nil), cfg.TokenAuthenticators...)
 	if s.saTokens != nil {
 		tokens = append(tokens, s.saTokens)
 	}
@@ -61,8 +62,9 @@ func (s *Server) buildAuthenticator() auth.Authenticator {
 		tokens = append(tokens, &auth.BootstrapTokens{Secrets: storeLookup{s}})
 	}
 	if len(tokens) > 0 {
-		s.bearer = auth.BearerToken{Tokens: tokens}
-		union = append(union, s.bearer)
+		union = append(union, auth.BearerToken{Tokens: tokens})
 	}
+	// TokenReview knows the loopback token too.
+	s.bearer = auth.BearerToken{Tokens: append([]auth.TokenAuthenticator{s.loopback}, tokens...)}
 	return append(union, s.plugins.Authenticators...)
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -35,7 +36,8 @@ import (
 //     --tls-cert-file need not name the loopback address).
 //   - A random bearer token, known to this process only, authenticating
 //     as system:apiserver in system:authenticated and system:masters,
-//     tried before every other token.
+//     tried before every other credential (another bearer token is left
+//     to the authenticators after it).
 //   - The address Run listens on, an unspecified host (0.0.0.0, ::)
 //     replaced by the first loopback interface address of its family
 //     ("localhost" when there is none), as kube-apiserver's
@@ -60,6 +62,8 @@ type loopback struct {
 	user  *request.User
 	cert  tls.Certificate
 	roots *x509.CertPool
+	// bearer reads the request's bearer token for Authenticate.
+	bearer auth.BearerToken
 	// addr is the host:port to call, once Run listens.
 	addr atomic.Pointer[string]
 }
@@ -97,13 +101,15 @@ func newLoopback() (*loopback, error) {
 	}
 	roots := x509.NewCertPool()
 	roots.AddCert(leaf)
-	return &loopback{
+	l := &loopback{
 		token: base64.RawURLEncoding.EncodeToString(b),
 		user: &request.User{Name: APIServerUser, UID: string(uuid.NewUUID()),
 			Groups: []string{auth.AuthenticatedGroup, bootstrappolicy.SystemMastersGroup}},
 		cert:  tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf},
 		roots: roots,
-	}, nil
+	}
+	l.bearer = auth.BearerToken{Tokens: []auth.TokenAuthenticator{l}}
+	return l, nil
 }
 
 // AuthenticateToken implements auth.TokenAuthenticator. The user is
@@ -113,6 +119,16 @@ func (l *loopback) AuthenticateToken(_ context.Context, token string) (*request.
 		return l.user, true, nil
 	}
 	return nil, false, nil
+}
+
+// Authenticate implements auth.Authenticator: a request carrying the
+// loopback token as its bearer token is the server's own. Another bearer
+// token is no error here but left to the authenticators after this one
+// (kube-apiserver's union goes on past its loopback authenticator's
+// refusal): with none that knows tokens, it is no credential at all.
+func (l *loopback) Authenticate(r *http.Request) (*request.User, bool, error) {
+	u, ok, _ := l.bearer.Authenticate(r)
+	return u, ok, nil
 }
 
 // getCertificate presents the loopback certificate to clients asking for
