@@ -23,16 +23,23 @@ func TestLoopbackTokenLeavesOtherTokensToTheChain(t *testing.T) {
 		t.Fatalf("unknown bearer token, anonymous on, no token authenticator: code %d: %s", r.code, r.body)
 	}
 	_, token := e.srv.LoopbackClient()
-	r = e.doWith(e.client, http.MethodPost, "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+	if u := e.selfSubject(e.client, token).Username; u != apiserver.APIServerUser {
+		t.Fatalf("client certificate and loopback token: user %q, want %q", u, apiserver.APIServerUser)
+	}
+}
+
+// selfSubject is who the server takes a request of client with the bearer
+// token to be (a SelfSubjectReview).
+func (e *env) selfSubject(client *http.Client, token string) authenticationv1.UserInfo {
+	e.t.Helper()
+	r := e.doWith(client, http.MethodPost, "/apis/authentication.k8s.io/v1/selfsubjectreviews",
 		[]byte(`{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`), "Authorization", "Bearer "+token)
 	if r.code != http.StatusCreated {
-		t.Fatalf("code %d: %s", r.code, r.body)
+		e.t.Fatalf("SelfSubjectReview: code %d: %s", r.code, r.body)
 	}
 	var rev authenticationv1.SelfSubjectReview
 	if err := json.Unmarshal(r.body, &rev); err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
-	if u := rev.Status.UserInfo.Username; u != apiserver.APIServerUser {
-		t.Fatalf("client certificate and loopback token: user %q, want %q", u, apiserver.APIServerUser)
-	}
+	return rev.Status.UserInfo
 }
