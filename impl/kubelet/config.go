@@ -250,10 +250,12 @@ type Config struct {
 	// warning. One not an IP is skipped with a log line, as upstream's.
 	// ClusterDomain (--cluster-domain, default none) is the search path's
 	// base (<ns>.svc.<domain>, svc.<domain>, <domain>) and that of pod
-	// hostnames with a subdomain. ResolverConfig (--resolv-conf) is the
+	// hostnames with a subdomain (in /etc/hosts, and the sandbox's with
+	// setHostnameAsFQDN, on every node). ResolverConfig (--resolv-conf) is the
 	// node's resolver file: nil is upstream's default,
 	// DefaultResolverConfig; "" none (loopback nameservers, the search path
-	// "."). The DNS configuration of CRI nodes' sandboxes only (dns.go).
+	// "."). The DNS configuration of CRI nodes' sandboxes only, and their
+	// start-up CheckLimitsForResolvConf (dns.go).
 	ClusterDNS     []string
 	ClusterDomain  string
 	ResolverConfig *string
