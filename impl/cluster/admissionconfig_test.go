@@ -82,7 +82,7 @@ kind: PodSecurityConfiguration
 defaults:
   enforce: baseline
 exemptions:
-  namespaces: [tools]
+  namespaces: [tools, tools2]
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +123,14 @@ exemptions:
 		t.Fatal(err)
 	}
 	if want := `namespace "tools" is exempt from Pod Security, and the policy (enforce=restricted:latest) will be ignored`; !slices.Contains(warnings.list(), want) {
+		t.Fatalf("warnings %q, want %q", warnings.list(), want)
+	}
+	// Created labelled, as kube-apiserver's create warns too.
+	if _, err := wcs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tools2",
+		Labels: map[string]string{"pod-security.kubernetes.io/warn": "restricted"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := `namespace "tools2" is exempt from Pod Security, and the policy (warn=restricted:latest) will be ignored`; !slices.Contains(warnings.list(), want) {
 		t.Fatalf("warnings %q, want %q", warnings.list(), want)
 	}
 	if _, err := cs.CoreV1().Pods("tools").Create(ctx, privileged(), metav1.CreateOptions{}); err != nil {

@@ -13,14 +13,14 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
-// nsAttrs are a namespace write's attributes as kube-apiserver's: the
-// request's namespace is the name on an update (PUT .../namespaces/NAME)
-// and none on a create.
+// nsAttrs are a namespace write's attributes as kubeproof's endpoints
+// give them: no namespace, on create as on update (kube-apiserver's give
+// the namespace's name on both: its create handler sets a namespace's
+// create's namespace to its name, its update's comes from the URL).
 func nsAttrs(op Operation, name string, labels, oldLabels map[string]string) *Attributes {
 	a := &Attributes{Operation: op, Resource: corev1.SchemeGroupVersion.WithResource("namespaces"), Name: name,
 		Object: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}}
 	if op == Update {
-		a.Namespace = name
 		a.OldObject = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: oldLabels}}
 	}
 	return a
@@ -29,11 +29,9 @@ func nsAttrs(op Operation, name string, labels, oldLabels map[string]string) *At
 // TestPodSecurityExemptNamespaceWarning: labelling an exempt namespace
 // with a policy other than the defaults warns that it is ignored, naming
 // the non-privileged modes the labels set (kube-apiserver's
-// exemptNamespaceWarning), on an update that makes the enforce policy
-// stricter (the only update that would have checked the existing pods);
-// the exempt namespace's pods are not listed. kube-apiserver's create
-// path warns only when the request has a namespace, which a namespace's
-// create does not.
+// exemptNamespaceWarning), on create and on an update that makes the
+// enforce policy stricter (the only update that would have checked the
+// existing pods); the exempt namespace's pods are not listed.
 func TestPodSecurityExemptNamespaceWarning(t *testing.T) {
 	p := podSecurity(nil)
 	p.ExemptNamespaces = map[string]bool{"kube-system": true}
@@ -47,7 +45,11 @@ func TestPodSecurityExemptNamespaceWarning(t *testing.T) {
 		labels, oldLabels map[string]string
 		want              []string
 	}{
-		{"create restricted", Create, "kube-system", map[string]string{podSecurityEnforce: "restricted"}, nil, nil},
+		{"create restricted", Create, "kube-system", map[string]string{podSecurityEnforce: "restricted", podSecurityWarn: "privileged"}, nil,
+			[]string{`namespace "kube-system" is exempt from Pod Security, and the policy (enforce=restricted:latest) will be ignored`}},
+		{"create with the defaults' policy", Create, "kube-system", map[string]string{podSecurityWarn: "baseline"}, nil, nil},
+		{"create fully privileged", Create, "kube-system", map[string]string{podSecurityWarn: "privileged"}, nil, nil},
+		{"create not exempt", Create, "other", map[string]string{podSecurityEnforce: "restricted"}, nil, nil},
 		{"update restricted", Update, "kube-system", map[string]string{podSecurityEnforce: "restricted", podSecurityAudit + "-version": "v1.30", podSecurityWarn: "privileged"}, nil,
 			[]string{`namespace "kube-system" is exempt from Pod Security, and the policy (enforce=restricted:latest) will be ignored`}},
 		{"update all modes", Update, "kube-system", map[string]string{podSecurityEnforce: "baseline", podSecurityAudit: "restricted", podSecurityWarn + "-version": "v1.30"}, nil,

@@ -51,9 +51,9 @@ var levelRank = map[string]int{levelPrivileged: 0, levelBaseline: 1, levelRestri
 // validateNamespace: invalid pod security labels are refused (422); a
 // stricter enforce level is checked against the pods already in the
 // namespace, whose violations come back as warnings (nothing is evicted),
-// within a budget of pods and time; an exempt namespace given a stricter
-// enforce level, its policy other than the defaults, is warned that its
-// labels are ignored.
+// within a budget of pods and time; an exempt namespace given a policy
+// other than the defaults, on create or with a stricter enforce level, is
+// warned that its labels are ignored.
 func (p *PodSecurity) validateNamespace(ctx context.Context, a *Attributes) error {
 	ns, ok := a.Object.(*corev1.Namespace)
 	if !ok || a.Subresource != "" {
@@ -80,10 +80,10 @@ func (p *PodSecurity) validateNamespace(ctx context.Context, a *Attributes) erro
 	def := p.defaultPolicies()
 	enforce, warn, auditPolicy := p.policies(ns.Labels)
 	if a.Operation == Create {
-		// kube-apiserver asks whether the request's namespace is exempt:
-		// a namespace's create (POST .../namespaces) has none, so this
-		// warns only when the attributes name one.
-		if a.Namespace != "" && p.ExemptNamespaces[a.Namespace] {
+		// kube-apiserver asks whether the request's namespace is exempt,
+		// and its create handler makes a namespace's create's namespace
+		// its name (kubeproof's attributes have none): the name decides.
+		if p.ExemptNamespaces[ns.Name] {
 			exemptNamespaceWarning(ctx, ns.Name, ns.Labels, [3]podSecurityPolicy{enforce, auditPolicy, warn}, def)
 		}
 		return nil
