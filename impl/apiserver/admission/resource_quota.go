@@ -148,12 +148,15 @@ func (p *ResourceQuota) Validate(ctx context.Context, a *Attributes) error {
 	if err != nil {
 		return forbidden(a, err)
 	}
-	// kube-apiserver answers the scopes' refusal with a 500 (a plain
-	// error); a 403 here, as the names'.
 	if names, scopes := w.uncoveredLimited(quotas, p.LimitedResources); len(names) > 0 {
 		return forbidden(a, fmt.Errorf("insufficient quota to consume: %s", strings.Join(names, ",")))
 	} else if len(scopes) > 0 {
-		return forbidden(a, fmt.Errorf("insufficient quota to match these scopes: %v", scopes))
+		// kube-apiserver answers this with a plain error (a 500 whose
+		// message is just this); a 403 here, its message as upstream's.
+		msg := fmt.Sprintf("insufficient quota to match these scopes: %v", scopes)
+		se := forbidden(a, errors.New(msg))
+		se.ErrStatus.Message = msg
+		return se
 	}
 	// As upstream, a status write is charged but never refused.
 	enforce := a.Subresource != "status"

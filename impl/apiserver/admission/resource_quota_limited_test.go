@@ -90,8 +90,10 @@ func TestResourceQuotaConfiguration(t *testing.T) {
 // documented use: pods of a PriorityClass only where a quota names that
 // scope) refuses a pod in one of them unless some quota's scope
 // selectors, matching the pod, name the same scope ("insufficient quota to
-// match these scopes: ..."); as upstream, every limited entry's scopes
-// count for a pod, whatever its resource.
+// match these scopes: ...", upstream's message as it is, without the
+// forbidden prefix: kube-apiserver answers it as a plain error, a 500; a
+// 403 here); as upstream, every limited entry's scopes count for a pod,
+// whatever its resource.
 func TestResourceQuotaLimitedScopes(t *testing.T) {
 	critical := corev1.ScopedResourceSelectorRequirement{ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpIn, Values: []string{"cluster-services"}}
 	limited := []LimitedResource{{Resource: "services", MatchScopes: []corev1.ScopedResourceSelectorRequirement{critical}}}
@@ -108,8 +110,9 @@ func TestResourceQuotaLimitedScopes(t *testing.T) {
 		pod    *corev1.Pod
 		want   string
 	}{
-		{"no quota", nil, pod("cluster-services"), `pods "p" is forbidden: insufficient quota to match these scopes: [{PriorityClass In [cluster-services]}]`},
-		{"unscoped quota", []*corev1.ResourceQuota{quota("q", rl("pods", "10"), rl("pods", "0"))}, pod("cluster-services"), `insufficient quota to match these scopes`},
+		{"no quota", nil, pod("cluster-services"), `insufficient quota to match these scopes: [{PriorityClass In [cluster-services]}]`},
+		{"unscoped quota", []*corev1.ResourceQuota{quota("q", rl("pods", "10"), rl("pods", "0"))}, pod("cluster-services"),
+			`insufficient quota to match these scopes: [{PriorityClass In [cluster-services]}]`},
 		{"quota of that scope", []*corev1.ResourceQuota{scoped}, pod("cluster-services"), ""},
 		{"other class", nil, pod("other"), ""},
 	}
@@ -121,6 +124,9 @@ func TestResourceQuotaLimitedScopes(t *testing.T) {
 			}
 			err := (&ResourceQuota{Store: store, LimitedResources: limited}).Validate(context.Background(), podCreate(tt.pod))
 			wantForbidden(t, err, tt.want)
+			if err != nil && err.Error() != tt.want {
+				t.Fatalf("message %q, want upstream's %q", err.Error(), tt.want)
+			}
 		})
 	}
 }
