@@ -1,0 +1,130 @@
+package kubelet
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
+	"github.com/kubeproof/kubeproof/impl/kubelet/gc"
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+)
+
+// nextEvent waits (real time, up to 10 s) for an event with the prefix,
+// skipping others.
+func nextEvent(t *testing.T, rec *record.FakeRecorder, prefix string) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case e := <-rec.Events:
+			if strings.HasPrefix(e, prefix) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("timed out waiting for a %q event", prefix)
+		}
+	}
+}
+
+// TestHousekeepingAdvancesEvictionWait: while the eviction manager waits
+// for the pods it evicted, the housekeeping loop advances the wait every
+// tick, whatever the monitoring interval (a day here): the kill's wait
+// times out (ExceededGracePeriod), the clean-up's too, the manager picks
+// the pod again at once, and a second after the pod is finished it picks
+// the next one. Without the housekeeping wiring nothing happens until
+// the monitoring interval.
+func TestHousekeepingAdvancesEvictionWait(t *testing.T) {
+	ecfg, err := eviction.ParseConfig(eviction.Flags{Hard: "memory.available<100Mi", HardSet: true, MonitoringInterval: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := record.NewFakeRecorder(1000)
+	h := newHarness(t, func(c *Config) {
+		c.Eviction = &ecfg
+		c.Memory = resource.MustParse("4Gi")
+		c.Recorder = rec
+	})
+	if err := h.k.registerNode(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	hog := h.sync(h.create(h.pod("hog", withMemory("64Mi", "512Mi"))))
+	modest := h.sync(h.create(h.pod("modest", withMemory("256Mi", "128Mi"))))
+	lowOnMemory(t, h)
+	h.k.evictionTick(h.ctx)
+	if !picked(h.k, hog.UID) {
+		t.Fatal("hog not picked")
+	}
+	drain(rec)
+
+	waiters := h.clock.Waiters()
+	ctx, cancel := context.WithCancel(h.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.k.housekeeping(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+	eventually(t, "housekeeping's ticker", func() bool { return h.clock.Waiters() > waiters })
+
+	h.step(10 * time.Second)
+	nextEvent(t, rec, "Warning ExceededGracePeriod")
+	h.step(30 * time.Second)
+	nextEvent(t, rec, "Warning Evicted") // the hog, picked again
+	if picked(h.k, modest.UID) {
+		t.Fatal("modest picked while the hog was not finished")
+	}
+	if got := h.sync(hog); got.Status.Phase != v1.PodFailed {
+		t.Fatalf("hog: %s", got.Status.Phase)
+	}
+	h.step(time.Second)
+	nextEvent(t, rec, "Warning Evicted")
+	if !picked(h.k, modest.UID) {
+		t.Fatal("modest not picked once the hog was finished")
+	}
+}
+
+// TestContainerGCRunsWhileEvictionWaits: the periodic container garbage
+// collection runs when due though the eviction manager is waiting for a
+// pod it evicted, as upstream's runs on its own loop.
+func TestContainerGCRunsWhileEvictionWaits(t *testing.T) {
+	h, _, _ := memoryPressureHarness(t) // registering ran the first collection
+	hog := h.sync(h.create(h.pod("hog", withMemory("64Mi", "512Mi"))))
+	orphan, err := h.rt.RunPodSandbox(h.ctx, &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "gone", Namespace: "default", Uid: "uid-gone"},
+		Labels:   map[string]string{runtime.LabelPodUID: "uid-gone"},
+	}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.rt.StopPodSandbox(h.ctx, orphan); err != nil {
+		t.Fatal(err)
+	}
+	orphanLeft := func() int {
+		sbs, err := h.rt.ListPodSandbox(h.ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{runtime.LabelPodUID: "uid-gone"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(sbs)
+	}
+	h.step(gc.ContainerPeriod - 5*time.Second)
+	lowOnMemory(t, h)
+	h.k.evictionTick(h.ctx)
+	if !picked(h.k, hog.UID) || orphanLeft() != 1 {
+		t.Fatalf("setup: hog picked %v, orphan sandboxes %d", picked(h.k, hog.UID), orphanLeft())
+	}
+	h.step(5 * time.Second) // the collection is due; the hog's kill is awaited 5 s more
+	h.k.evictionTick(h.ctx)
+	if !h.k.evictWaiting.Load() {
+		t.Fatal("the wait for the hog is over")
+	}
+	if n := orphanLeft(); n != 0 {
+		t.Fatalf("the container collection did not run while the eviction manager waited: %d orphan sandboxes", n)
+	}
+}
