@@ -1,0 +1,60 @@
+package admission
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestAdmissionConfigurationOddFiles: files that are no
+// AdmissionConfiguration, or name plugin configuration that cannot be
+// read, are errors (kube-apiserver's start-up errors), never a panic nor
+// an empty configuration.
+func TestAdmissionConfigurationOddFiles(t *testing.T) {
+	dir := t.TempDir()
+	loop := filepath.Join(dir, "loop")
+	if err := os.Symlink(loop, loop); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	withPlugin := func(name, rest string) string {
+		return "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: " + name + "\n" + rest
+	}
+	tests := []struct{ name, content, path, want string }{
+		{"empty file", "", "", "Object 'Kind' is missing in ''"},
+		{"a list", "- a\n- b\n", "", "cannot unmarshal array"},
+		{"JSON null", "null", "", "Object 'Kind' is missing in 'null'"},
+		{"a string", `"AdmissionConfiguration"`, "", "cannot unmarshal string"},
+		{"not YAML", "kind: [\n", "", "yaml"},
+		{"plugins not a list", "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins: 5\n", "", "cannot unmarshal number"},
+		{"symlink loop", "", loop, "too many levels of symbolic links"},
+		{"directory", "", sub, "is a directory"},
+		{"PodSecurity path a loop", withPlugin("PodSecurity", "  path: loop\n"), "", "Couldn't open admission plugin configuration " + loop},
+		{"PodSecurity path a directory", withPlugin("PodSecurity", "  path: sub\n"), "", "Couldn't open admission plugin configuration " + sub},
+		{"PodSecurity configuration a list", withPlugin("PodSecurity", "  configuration: [1, 2]\n"), "", `couldn't init admission plugin "PodSecurity"`},
+		{"PodSecurity configuration null typed", withPlugin("PodSecurity", "  configuration: {}\n"), "", `couldn't init admission plugin "PodSecurity": Object 'Kind' is missing in '{}'`},
+		{"ResourceQuota empty configuration file", withPlugin("ResourceQuota", "  path: empty.yaml\n"), "", `couldn't init admission plugin "ResourceQuota": Object 'Kind' is missing in ''`},
+		{"ResourceQuota configuration a string", withPlugin("ResourceQuota", "  configuration: x\n"), "", `couldn't init admission plugin "ResourceQuota"`},
+	}
+	writeFile(t, dir, "empty.yaml", "")
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := tc.path
+			if path == "" {
+				path = writeFile(t, dir, "admission.yaml", tc.content)
+			}
+			c, err := ReadAdmissionConfiguration(path)
+			if err == nil {
+				var o Options
+				_, err = c.Apply(DefaultPlugins(), &o)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
