@@ -81,7 +81,13 @@ type Eviction struct {
 	// or a local storage limit, for a soft threshold the pod's own capped
 	// by MaxPodGracePeriodSeconds.
 	GracePeriodSeconds int64
-	Threshold          Threshold
+	// KillTimeout is how long the manager waits for the pod's kill (Wait):
+	// KillTimeout of the grace period upstream's asks the pod workers for,
+	// which for a soft threshold is MaxPodGracePeriodSeconds capped by the
+	// pod's own: with MaxPodGracePeriodSeconds 0 (none asked for: the kill
+	// is given the pod's own) 10 s.
+	KillTimeout time.Duration
+	Threshold   Threshold
 	// Limit is the local storage limit the pod exceeded ("" for a
 	// threshold's eviction; Threshold is then the zero value).
 	Limit LimitSignal
@@ -189,7 +195,8 @@ func Decide(in Input) Decision {
 		if IsCritical(ps.Pod) {
 			continue
 		}
-		ev := &Eviction{Pod: ps.Pod, Threshold: t, GracePeriodSeconds: gracePeriod(t, ps.Pod, in.Config.MaxPodGracePeriodSeconds)}
+		requested := requestedGracePeriod(t, ps.Pod, in.Config.MaxPodGracePeriodSeconds)
+		ev := &Eviction{Pod: ps.Pod, Threshold: t, GracePeriodSeconds: gracePeriod(requested, ps.Pod), KillTimeout: KillTimeout(requested)}
 		ev.Message, ev.OffendingContainers, ev.OffendingContainersUsage = message(t, in.Observations[t.Signal], ps)
 		d.Evict = ev
 		break
@@ -233,18 +240,31 @@ func mergeThresholds(a, b []Threshold) []Threshold {
 	return out
 }
 
-func gracePeriod(t Threshold, pod *v1.Pod, maxGrace int64) int64 {
+// requestedGracePeriod is the grace period upstream's eviction manager
+// asks the pod workers to kill pod with: ImmediateGracePeriodSeconds for
+// a hard threshold, for a soft one maxGrace capped by the pod's own.
+func requestedGracePeriod(t Threshold, pod *v1.Pod, maxGrace int64) int64 {
 	if t.Hard() {
 		return ImmediateGracePeriodSeconds
 	}
-	g := int64(v1.DefaultTerminationGracePeriodSeconds)
 	if pod.Spec.TerminationGracePeriodSeconds != nil {
-		g = *pod.Spec.TerminationGracePeriodSeconds
+		return min(maxGrace, *pod.Spec.TerminationGracePeriodSeconds)
 	}
-	if maxGrace > 0 && g > maxGrace {
-		g = maxGrace
+	return maxGrace
+}
+
+// gracePeriod is the grace period the kill of an eviction asking for
+// requested is given: requested, or the pod's own when it asks for none
+// (0: a soft threshold without MaxPodGracePeriodSeconds), as upstream's
+// pod workers.
+func gracePeriod(requested int64, pod *v1.Pod) int64 {
+	if requested > 0 {
+		return requested
 	}
-	return g
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return v1.DefaultTerminationGracePeriodSeconds
 }
 
 // systemCriticalPriority is scheduling.SystemCriticalPriority.

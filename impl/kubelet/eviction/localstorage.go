@@ -137,7 +137,8 @@ func LocalStorageEvictions(pods []PodStats, dedicatedImageFs bool) []Eviction {
 		if !ok {
 			continue
 		}
-		out = append(out, Eviction{Pod: ps.Pod, Message: msg, GracePeriodSeconds: ImmediateGracePeriodSeconds, Limit: signal})
+		out = append(out, Eviction{Pod: ps.Pod, Message: msg, GracePeriodSeconds: ImmediateGracePeriodSeconds,
+			KillTimeout: KillTimeout(ImmediateGracePeriodSeconds), Limit: signal})
 	}
 	return out
 }

@@ -30,9 +30,9 @@ const (
 )
 
 // KillTimeout is how long the eviction manager waits for the kill of a
-// pod evicted with grace seconds: one and a half times the grace period
-// (whole seconds, rounded down), at least 10 s, as upstream's
-// TerminatePodAbnormallyAndWait. Pure.
+// pod whose eviction asks for grace seconds (Eviction.KillTimeout): one
+// and a half times that (whole seconds, rounded down), at least 10 s, as
+// upstream's killPodNow (TerminatePodAbnormallyAndWait). Pure.
 func KillTimeout(grace int64) time.Duration {
 	t := grace + grace/2
 	if t < minKillTimeout {
@@ -71,7 +71,7 @@ type Wait struct {
 type WaitStep struct {
 	// Request: hand this pod's eviction to the pod workers now.
 	Request *Eviction
-	// KillTimedOut: this pod's kill did not end within KillTimeout
+	// KillTimedOut: this pod's kill did not end within its KillTimeout
 	// (upstream records ExceededGracePeriod on it and moves on).
 	KillTimedOut *Eviction
 	// Over: the wait is over; the manager synchronizes now.
@@ -95,7 +95,7 @@ func (w *Wait) Step(now time.Time, state func(types.UID) VictimState) WaitStep {
 		v := &w.Victims[w.next]
 		if w.requestedAt.IsZero() {
 			w.requestedAt = now
-			w.killDeadline = now.Add(KillTimeout(v.GracePeriodSeconds))
+			w.killDeadline = now.Add(v.KillTimeout)
 			return WaitStep{Request: v}
 		}
 		s := state(v.Pod.UID)

@@ -23,7 +23,7 @@ func TestKillTimeout(t *testing.T) {
 }
 
 func victim(uid string, grace int64) Eviction {
-	return Eviction{Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: uid, UID: types.UID(uid)}}, GracePeriodSeconds: grace}
+	return Eviction{Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: uid, UID: types.UID(uid)}}, GracePeriodSeconds: grace, KillTimeout: KillTimeout(grace)}
 }
 
 // victims is the kubelet's view of the victims, set by the test.
