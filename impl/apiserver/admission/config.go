@@ -12,6 +12,7 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -350,8 +351,8 @@ func checkTypeMeta(data []byte, apiVersion, kind, wantKind string, versions []st
 }
 
 // decodeTyped decodes YAML or JSON into v, field names case-sensitive;
-// strict makes unknown and duplicate fields errors, worded as
-// apimachinery's strict decoder.
+// strict makes unknown and duplicate fields (YAML keys set twice too)
+// errors, worded as apimachinery's strict decoder.
 func decodeTyped(data []byte, v any, strict bool) error {
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
@@ -364,6 +365,14 @@ func decodeTyped(data []byte, v any, strict bool) error {
 	strictErrs, err := kjson.UnmarshalStrict(js, v, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
 	if err != nil {
 		return err
+	}
+	// YAML (not JSON) goes through the strict converter as well, as
+	// apimachinery's strict YAML decoder: the plain one keeps the last of
+	// a key set twice, which the JSON it made no longer shows.
+	if !utilyaml.IsJSONBuffer(data) {
+		if _, err := yaml.YAMLToJSONStrict(data); err != nil {
+			strictErrs = append([]error{err}, strictErrs...)
+		}
 	}
 	if len(strictErrs) > 0 {
 		msgs := make([]string, len(strictErrs))

@@ -58,3 +58,23 @@ func TestAdmissionConfigurationOddFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestPodSecurityConfigurationDuplicateYAMLKey: a PodSecurityConfiguration
+// file (YAML) that sets a field twice is refused, as kube-apiserver's
+// strict decoder, which reads YAML through the strict converter too (the
+// plain one keeps the last value silently); inline configuration is JSON
+// by then, as kube-apiserver's.
+func TestPodSecurityConfigurationDuplicateYAMLKey(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "psa.yaml", "apiVersion: pod-security.admission.config.k8s.io/v1\nkind: PodSecurityConfiguration\ndefaults:\n  enforce: baseline\n  enforce: restricted\n")
+	c, err := ReadAdmissionConfiguration(writeFile(t, dir, "a.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: PodSecurity\n  path: psa.yaml\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o Options
+	_, err = c.Apply(DefaultPlugins(), &o)
+	want := `couldn't init admission plugin "PodSecurity": strict decoding error: yaml: unmarshal errors:` + "\n" + `  line 5: key "enforce" already set in map`
+	if err == nil || err.Error() != want {
+		t.Fatalf("error %v, want %q", err, want)
+	}
+}
