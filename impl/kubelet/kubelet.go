@@ -555,13 +555,19 @@ func (k *Kubelet) markSynced(uid types.UID) {
 		return
 	}
 	k.mu.Lock()
+	k.forgetUnsyncedLocked(uid)
+	k.mu.Unlock()
+}
+
+// forgetUnsyncedLocked drops uid from the adopted pods not synced yet
+// (synced, or cleaned up). Under mu.
+func (k *Kubelet) forgetUnsyncedLocked(uid types.UID) {
 	if _, ok := k.unsynced[uid]; ok {
 		delete(k.unsynced, uid)
 		if k.unsyncedLeft.Add(-1) == 0 {
 			k.unsynced = nil
 		}
 	}
-	k.mu.Unlock()
 }
 
 // boundKillGrace is grace, no longer than an earlier kill ending the pod

@@ -656,12 +656,7 @@ func (k *Kubelet) cleanupPod(ctx context.Context, uid types.UID, rec *podRecord,
 	if r := k.pods[uid]; r == rec && r.pod == nil {
 		delete(k.pods, uid)
 		delete(k.terminated, uid)
-		if _, ok := k.unsynced[uid]; ok {
-			delete(k.unsynced, uid)
-			if k.unsyncedLeft.Add(-1) == 0 {
-				k.unsynced = nil
-			}
-		}
+		k.forgetUnsyncedLocked(uid)
 		if _, ok := k.resizes[uid]; ok {
 			delete(k.resizes, uid)
 			k.saveAllocationsLocked()
