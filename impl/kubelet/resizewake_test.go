@@ -7,8 +7,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 )
 
 // uidRecordingQueue is a kubelet work queue that notes which pods are asked
@@ -61,10 +63,11 @@ func recordUIDQueue(h *harness) *uidRecordingQueue {
 // kubelet syncs a before b went through admission; a's resize waits, and
 // nothing asks for a's sync again (no periodic retry: an idle kubelet
 // does no work for it) until the last pod not yet admitted is decided:
-// admitted (b's first sync), or gone from the API before its admission.
-// Then a is asked for at once, and its resize is Deferred again. Before,
-// the waiting resize was retried every 100 ms, and a was not asked for
-// when b was admitted.
+// admitted or rejected (b's first sync), gone from the API, or handed
+// over being deleted or finished before its admission. Then a is asked
+// for at once, and its resize is Deferred again (b admitted) or applied
+// (b holding nothing). Before, the waiting resize was retried every
+// 100 ms, and a was not asked for when b was admitted.
 func TestPendingResizeWokenByAdmission(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -78,6 +81,32 @@ func TestPendingResizeWokenByAdmission(t *testing.T) {
 		}},
 		{"deleted before admission", func(h *harness, b *v1.Pod) bool {
 			h.k.HandlePodDeleted(b)
+			return false
+		}},
+		// b refused at its first sync (a sysctl the node does not
+		// allow): admit's decision wakes a as an admission does.
+		{"rejected", func(h *harness, b *v1.Pod) bool {
+			cur := h.get(b)
+			cur.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "vm.swappiness", Value: "1"}}}
+			h.k.HandlePod(cur)
+			if _, err := h.k.syncPod(h.ctx, b.UID); err != nil {
+				h.t.Fatal(err)
+			}
+			return false
+		}},
+		// b handed over again being deleted, or finished, before its
+		// first sync: HandlePod wakes a, no admission being left.
+		{"being deleted before admission", func(h *harness, b *v1.Pod) bool {
+			cur := h.get(b)
+			now := metav1.NewTime(h.clock.Now())
+			cur.DeletionTimestamp, cur.DeletionGracePeriodSeconds = &now, ptr.To[int64](30)
+			h.k.HandlePod(cur)
+			return false
+		}},
+		{"finished before admission", func(h *harness, b *v1.Pod) bool {
+			cur := h.get(b)
+			cur.Status.Phase = v1.PodSucceeded
+			h.k.HandlePod(cur)
 			return false
 		}},
 	} {
