@@ -11,6 +11,9 @@
 //     documented list, storage changes only on a 2xx answer, and nothing
 //     stored fails validation.
 //   - FuzzPatch: JSON, merge and strategic merge patches of live objects.
+//   - FuzzWebhook: writes answered by mutating and validating admission
+//     webhooks served in-process with fuzzed answers; the answer and what
+//     is stored are kube-apiserver's for those webhook answers.
 //   - FuzzLabelSelector, FuzzFieldSelector, FuzzContinueToken, FuzzListQuery:
 //     selectors, resourceVersion values and continue tokens, alone and
 //     through GET list.

@@ -11,10 +11,12 @@ import (
 	"math/rand"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -686,6 +688,20 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind stri
 		if err := json.Unmarshal(body, &status); err != nil || status.Kind != "Status" {
 			report("error answer is not a Status")
 		}
+	}
+	// Warnings capped as kube-apiserver's recorder caps them: whole while
+	// 4,096 runes together, else each cut to 256.
+	total, longest := 0, 0
+	for _, h := range header.Values("Warning") {
+		text, err := strconv.Unquote(strings.TrimPrefix(h, "299 - "))
+		if err != nil {
+			report("Warning header %.200q is not `299 - \"text\"`", h)
+		}
+		n := utf8.RuneCountInString(text)
+		total, longest = total+n, max(longest, n)
+	}
+	if total > 4096 && longest > 256 {
+		report("warnings of %d runes together, the longest %d: kube-apiserver cuts each to 256 beyond 4,096", total, longest)
 	}
 	// Which webhooks were called, in which order: the mutating ones in
 	// order (one reinvoked at most once), each only if labelled.
