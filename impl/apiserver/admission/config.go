@@ -43,10 +43,10 @@ type pluginConfig struct {
 	configuration json.RawMessage
 }
 
+// admissionConfigFile is an AdmissionConfiguration's fields but its type
+// (checkTypeMeta reads that).
 type admissionConfigFile struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Plugins    []struct {
+	Plugins []struct {
 		Name          string          `json:"name"`
 		Path          string          `json:"path"`
 		Configuration json.RawMessage `json:"configuration"`
@@ -71,7 +71,7 @@ func ReadAdmissionConfiguration(path string) (*AdmissionConfig, error) {
 	if err := decodeTyped(data, &f, false); err != nil {
 		return nil, fmt.Errorf("decoding admission control configuration %q: %w", path, err)
 	}
-	if err := checkTypeMeta(data, f.APIVersion, f.Kind, "AdmissionConfiguration", admissionConfigVersions); err != nil {
+	if err := checkTypeMeta(data, "AdmissionConfiguration", admissionConfigVersions); err != nil {
 		if !errors.Is(err, errTypeMeta) || !legacyAdmissionFile(data) {
 			return nil, err
 		}
@@ -187,18 +187,16 @@ func (c *AdmissionConfig) Apply(enabled []string, opts *Options) (ignored []stri
 // resource).
 func decodeResourceQuotaConfiguration(data []byte) ([]LimitedResource, error) {
 	var c struct {
-		APIVersion       string            `json:"apiVersion"`
-		Kind             string            `json:"kind"`
 		LimitedResources []LimitedResource `json:"limitedResources"`
 	}
 	if err := decodeTyped(data, &c, false); err != nil {
 		return nil, err
 	}
 	want := "Configuration"
-	if c.APIVersion == "apiserver.config.k8s.io/v1" {
+	if apiVersion, _ := typeMeta(data); apiVersion == "apiserver.config.k8s.io/v1" {
 		want = "ResourceQuotaConfiguration"
 	}
-	if err := checkTypeMeta(data, c.APIVersion, c.Kind, want, []string{"apiserver.config.k8s.io/v1",
+	if err := checkTypeMeta(data, want, []string{"apiserver.config.k8s.io/v1",
 		"resourcequota.admission.k8s.io/v1beta1", "resourcequota.admission.k8s.io/v1alpha1"}); err != nil {
 		return nil, err
 	}
@@ -253,7 +251,7 @@ func decodePodSecurityConfiguration(data []byte) (*PodSecurityConfiguration, err
 		if err := decodeTyped(data, c, true); err != nil {
 			return nil, err
 		}
-		if err := checkTypeMeta(data, c.APIVersion, c.Kind, "PodSecurityConfiguration", podSecurityConfigVersions); err != nil {
+		if err := checkTypeMeta(data, "PodSecurityConfiguration", podSecurityConfigVersions); err != nil {
 			return nil, err
 		}
 	}
@@ -336,9 +334,28 @@ type typeMetaError struct{ msg string }
 func (e *typeMetaError) Error() string        { return e.msg }
 func (e *typeMetaError) Is(target error) bool { return target == errTypeMeta }
 
-// checkTypeMeta checks a configuration's kind and apiVersion as
-// apimachinery's decoder reports them (kind first).
-func checkTypeMeta(data []byte, apiVersion, kind, wantKind string, versions []string) error {
+// typeMeta is a configuration's apiVersion and kind, their keys in any
+// case, as apimachinery's meta factory finds them (encoding/json); ""
+// where data is no YAML or JSON object (the typed decode says why).
+func typeMeta(data []byte) (apiVersion, kind string) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return "", ""
+	}
+	var tm struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if json.Unmarshal(js, &tm) != nil {
+		return "", ""
+	}
+	return tm.APIVersion, tm.Kind
+}
+
+// checkTypeMeta checks a configuration's kind and apiVersion (typeMeta)
+// as apimachinery's decoder reports them (kind first).
+func checkTypeMeta(data []byte, wantKind string, versions []string) error {
+	apiVersion, kind := typeMeta(data)
 	switch {
 	case kind == "":
 		return &typeMetaError{fmt.Sprintf("Object 'Kind' is missing in '%s'", data)}

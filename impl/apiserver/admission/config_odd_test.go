@@ -78,3 +78,41 @@ func TestPodSecurityConfigurationDuplicateYAMLKey(t *testing.T) {
 		t.Fatalf("error %v, want %q", err, want)
 	}
 }
+
+// TestConfigurationTypeMetaAnyCase: kube-apiserver finds a configuration's
+// apiVersion and kind case-insensitively (apimachinery's meta factory reads
+// them with encoding/json) and decodes the rest case-sensitively, so
+// "APIVersion" and "Kind" keys name the type of an AdmissionConfiguration
+// and of ResourceQuota's configuration; PodSecurity's strict decoder still
+// refuses them as unknown fields.
+func TestConfigurationTypeMetaAnyCase(t *testing.T) {
+	dir := t.TempDir()
+	c, err := ReadAdmissionConfiguration(writeFile(t, dir, "a.yaml", `APIVersion: apiserver.config.k8s.io/v1
+Kind: AdmissionConfiguration
+plugins:
+- name: ResourceQuota
+  configuration:
+    APIVERSION: apiserver.config.k8s.io/v1
+    KIND: ResourceQuotaConfiguration
+    limitedResources: [{resource: pods, matchContains: [cpu]}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o Options
+	if _, err := c.Apply(DefaultPlugins(), &o); err != nil || len(o.QuotaLimitedResources) != 1 {
+		t.Fatalf("Apply: %v, limited %+v", err, o.QuotaLimitedResources)
+	}
+	c, err = ReadAdmissionConfiguration(writeFile(t, dir, "b.yaml", `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: PodSecurity
+  configuration: {apiVersion: pod-security.admission.config.k8s.io/v1, Kind: PodSecurityConfiguration}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Apply(DefaultPlugins(), &o); err == nil || !strings.Contains(err.Error(), `strict decoding error: unknown field "Kind"`) {
+		t.Fatalf("PodSecurity with a Kind key: %v", err)
+	}
+}
