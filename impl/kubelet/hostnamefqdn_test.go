@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,16 +18,24 @@ import (
 // GetNodenameForKernel): with setHostnameAsFQDN true and a domain (a
 // subdomain) the FQDN <hostname>.<subdomain>.<ns>.svc.<cluster domain>,
 // at most 64 characters, longer an error in upstream's words; otherwise
-// the short name; none for a host-network pod, whatever its FQDN.
+// the short name; none for a host-network pod, whatever its FQDN. A pod
+// name over 63 characters is cut first (and its trailing "-" or "."
+// dropped), the FQDN made of what is left, as upstream's
+// truncatePodHostnameIfNeeded comes before GetNodenameForKernel.
 func TestSandboxHostnameAsFQDN(t *testing.T) {
 	const domain = ".s.default.svc.cluster.local" // 28 characters
 	h36, h37 := strings.Repeat("h", 36), strings.Repeat("h", 37)
+	a62 := strings.Repeat("a", 62)
 	for _, tc := range []struct {
 		name          string
+		podName       string // "web" if empty
 		spec          v1.PodSpec
 		clusterDomain string
 		want, wantErr string
 	}{
+		{name: "a pod name of 69 characters: cut to 62, then too long", podName: a62 + "-bcdefg", spec: v1.PodSpec{Subdomain: "s", SetHostnameAsFQDN: ptr.To(true)},
+			wantErr: "failed to construct FQDN from pod hostname and cluster domain, FQDN " + a62 + ".s.default.svc. is too long (64 characters is the max, 77 characters requested)"},
+		{name: "a pod name of 69 characters without setHostnameAsFQDN: cut to 62", podName: a62 + "-bcdefg", spec: v1.PodSpec{Subdomain: "s"}, want: a62},
 		{name: "not set: the short name", spec: v1.PodSpec{Hostname: "h", Subdomain: "s"}, clusterDomain: "cluster.local", want: "h"},
 		{name: "false: the short name", spec: v1.PodSpec{Hostname: "h", Subdomain: "s", SetHostnameAsFQDN: ptr.To(false)}, clusterDomain: "cluster.local", want: "h"},
 		{name: "true: the FQDN", spec: v1.PodSpec{Hostname: "h", Subdomain: "s", SetHostnameAsFQDN: ptr.To(true)}, clusterDomain: "cluster.local", want: "h" + domain},
@@ -40,7 +49,7 @@ func TestSandboxHostnameAsFQDN(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &v1.Pod{Spec: tc.spec}
-			p.Name, p.Namespace = "web", "default"
+			p.Name, p.Namespace = cmp.Or(tc.podName, "web"), "default"
 			got, err := sandboxHostname(p, tc.clusterDomain)
 			if tc.wantErr != "" {
 				if err == nil || err.Error() != tc.wantErr {
