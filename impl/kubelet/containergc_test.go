@@ -30,6 +30,23 @@ func (h *harness) instances(uid string) (exited, other int) {
 	return exited, other
 }
 
+// stoppedSandbox makes a stopped sandbox of a pod the kubelet does not
+// know (default/<name>, UID uid-<name>), for the container GC to remove.
+func (h *harness) stoppedSandbox(name string) {
+	h.t.Helper()
+	uid := "uid-" + name
+	sb, err := h.rt.RunPodSandbox(h.ctx, &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "default", Uid: uid},
+		Labels:   map[string]string{runtime.LabelPodUID: uid},
+	}, "")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := h.rt.StopPodSandbox(h.ctx, sb); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 // The periodic container GC, with no disk pressure at all, collects a
 // crash-looping container's dead instances down to the newest one, once
 // per gc.ContainerPeriod; the restart count goes on counting and
@@ -72,16 +89,7 @@ func TestContainerGCCollectsACrashLoop(t *testing.T) {
 	if exited, _ := h.instances(string(looper.UID)); exited < 3 {
 		t.Fatalf("looper has %d exited instances, want at least 3", exited)
 	}
-	orphan, err := h.rt.RunPodSandbox(h.ctx, &runtimeapi.PodSandboxConfig{
-		Metadata: &runtimeapi.PodSandboxMetadata{Name: "gone", Namespace: "default", Uid: "uid-gone"},
-		Labels:   map[string]string{runtime.LabelPodUID: "uid-gone"},
-	}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.rt.StopPodSandbox(h.ctx, orphan); err != nil {
-		t.Fatal(err)
-	}
+	h.stoppedSandbox("gone")
 
 	// Registering the node ran the first eviction interval, and with it
 	// the first collection: the next is due a period later.

@@ -96,16 +96,7 @@ func TestHousekeepingAdvancesEvictionWait(t *testing.T) {
 func TestContainerGCRunsWhileEvictionWaits(t *testing.T) {
 	h, _, _ := memoryPressureHarness(t) // registering ran the first collection
 	hog := h.sync(h.create(h.pod("hog", withMemory("64Mi", "512Mi"))))
-	orphan, err := h.rt.RunPodSandbox(h.ctx, &runtimeapi.PodSandboxConfig{
-		Metadata: &runtimeapi.PodSandboxMetadata{Name: "gone", Namespace: "default", Uid: "uid-gone"},
-		Labels:   map[string]string{runtime.LabelPodUID: "uid-gone"},
-	}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.rt.StopPodSandbox(h.ctx, orphan); err != nil {
-		t.Fatal(err)
-	}
+	h.stoppedSandbox("gone")
 	orphanLeft := func() int {
 		sbs, err := h.rt.ListPodSandbox(h.ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{runtime.LabelPodUID: "uid-gone"}})
 		if err != nil {
