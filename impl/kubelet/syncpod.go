@@ -1309,7 +1309,8 @@ func (k *Kubelet) killContainer(ctx context.Context, pod *v1.Pod, spec *v1.Conta
 		t := prober.Target{Pod: pod, Container: spec, ContainerID: id, PodIP: ip}
 		if err := prober.RunHook(hctx, k.rt, spec.Lifecycle.PreStop, t, k.sleep); err != nil {
 			k.log.Info("preStop hook failed", "container", spec.Name, "err", err)
-			k.containerEvent(pod, spec.Name, isInit(pod, spec), v1.EventTypeWarning, EventFailedPreStop, "PreStopHook failed: %v", err)
+			// Without the error, as upstream's: no secret in the event.
+			k.containerEvent(pod, spec.Name, isInit(pod, spec), v1.EventTypeWarning, EventFailedPreStop, "PreStopHook failed")
 		}
 		cancel()
 		grace -= int64(k.clock.Since(start) / time.Second)
