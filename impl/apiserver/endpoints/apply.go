@@ -204,7 +204,7 @@ func (h *Handler) apply(w http.ResponseWriter, r *http.Request, info *request.In
 			if wo.fieldValidation == metav1.FieldValidationStrict {
 				return apierrors.NewBadRequest(fmt.Sprintf("error strict decoding YAML: %v", err))
 			}
-			warnings = append(warnings, err.Error())
+			warnings = strictWarnings(err.Error())
 		}
 	}
 	force := params.force != nil && *params.force

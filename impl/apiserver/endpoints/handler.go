@@ -454,7 +454,7 @@ func (h *Handler) decode(r *http.Request, body []byte, want schema.GroupVersionK
 				return nil, nil, apierrors.NewBadRequest(err.Error())
 			}
 			for _, e := range strictErr.Errors() {
-				warnings = append(warnings, e.Error())
+				warnings = append(warnings, strictWarnings(e.Error())...)
 			}
 		} else {
 			return nil, nil, apierrors.NewBadRequest(err.Error())

@@ -285,7 +285,7 @@ func strictDecoding(fv, value string, patchStrict []error, unknown []string) ([]
 	}
 	warnings := make([]string, 0, len(patchStrict)+len(unknown))
 	for _, e := range patchStrict {
-		warnings = append(warnings, e.Error())
+		warnings = append(warnings, strictWarnings(e.Error())...)
 	}
 	return append(warnings, unknown...), nil
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
@@ -135,28 +137,85 @@ var jsonOnly = func() *http.Request {
 
 // Warning headers are capped as kube-apiserver's warning recorder caps
 // them: while the warnings' text together is at most warningsTotalRunes,
-// each goes out whole; beyond, each is cut to warningRunes.
+// each goes out whole; once a warning takes the total beyond, every
+// warning is cut to warningRunes, and later ones are only added while the
+// (cut) text written so far is under warningsTotalRunes.
 const (
 	warningsTotalRunes = 4 << 10
 	warningRunes       = 256
 )
 
 // addWarnings adds Warning headers in the format client-go prints, capped
-// as above; text that is not UTF-8 is dropped, as kube-apiserver does.
+// as warningHeaders says.
 func addWarnings(w http.ResponseWriter, warnings []string) {
-	total := 0
-	for _, msg := range warnings {
-		if utf8.ValidString(msg) {
-			total += utf8.RuneCountInString(msg)
-		}
+	for _, h := range warningHeaders(warnings) {
+		w.Header().Add("Warning", h)
 	}
-	for _, msg := range warnings {
-		if !utf8.ValidString(msg) {
+}
+
+// warningHeaders returns the Warning header values for warnings (in
+// order, without repeats), capped as above. A text that is not UTF-8 or
+// has a control character makes no header and counts for nothing, as
+// kube-apiserver's; utilnet.NewWarningHeader quotes the text as it does.
+func warningHeaders(warnings []string) []string {
+	var texts []string
+	written, cutting := 0, false
+	for _, text := range warnings {
+		if cutting && written >= warningsTotalRunes {
+			break
+		}
+		if _, err := utilnet.NewWarningHeader(299, "", text); err != nil {
 			continue
 		}
-		if total > warningsTotalRunes && utf8.RuneCountInString(msg) > warningRunes {
-			msg = string([]rune(msg)[:warningRunes])
+		n := utf8.RuneCountInString(text)
+		if !cutting && written+n > warningsTotalRunes {
+			// Over the cap: from now on every warning, those already
+			// taken included, is cut.
+			cutting, written = true, 0
+			for i, t := range texts {
+				texts[i] = cutWarning(t)
+				written += utf8.RuneCountInString(texts[i])
+			}
 		}
-		w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
+		if cutting {
+			text = cutWarning(text)
+			n = utf8.RuneCountInString(text)
+		}
+		texts = append(texts, text)
+		written += n
 	}
+	headers := make([]string, 0, len(texts))
+	for _, t := range texts {
+		h, _ := utilnet.NewWarningHeader(299, "", t) // checked above
+		headers = append(headers, h)
+	}
+	return headers
+}
+
+// strictWarnings is the warnings one strict decoding error makes under
+// fieldValidation=Warn, as kube-apiserver's: the YAML decoder's list of
+// errors ("yaml: unmarshal errors:", perhaps after "error converting YAML
+// to JSON: ", then a line per error) is a warning per line, trimmed; any
+// other error is one warning.
+func strictWarnings(msg string) []string {
+	rest, ok := strings.CutPrefix(msg, "yaml: unmarshal errors:\n")
+	if !ok {
+		rest, ok = strings.CutPrefix(msg, "error converting YAML to JSON: yaml: unmarshal errors:\n")
+	}
+	if !ok {
+		return []string{msg}
+	}
+	lines := strings.Split(rest, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(l)
+	}
+	return lines
+}
+
+// cutWarning cuts text to its first warningRunes runes.
+func cutWarning(text string) string {
+	if utf8.RuneCountInString(text) <= warningRunes {
+		return text
+	}
+	return string([]rune(text)[:warningRunes])
 }
