@@ -34,3 +34,28 @@ func TestFailedPreStopHookEvent(t *testing.T) {
 		t.Errorf("FailedPreStopHook events %q, want %q", got, want)
 	}
 }
+
+// TestFailedPostStartHookEvents: a postStart hook that fails is reported
+// as upstream's startContainer reports it: Warning FailedPostStartHook
+// "PostStartHook failed", without the hook's error (the container's
+// waiting message keeps it), then the kill of the container records
+// Normal Killing with upstream's kill message "FailedPostStartHook"
+// (killContainer's message). Before, the warning carried the error and
+// no Killing event was recorded.
+func TestFailedPostStartHookEvents(t *testing.T) {
+	h, rec := eventHarness(t)
+	p := h.create(h.pod("badstart", func(p *v1.Pod) {
+		p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PostStart: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"false"}}}}
+	}))
+	got := h.sync(p)
+	if cs := cstatus(got, "app"); cs.State.Waiting == nil || cs.State.Waiting.Reason != "PostStartHookError" || !strings.Contains(cs.State.Waiting.Message, "false") {
+		t.Fatalf("status after failed postStart: %+v", cs)
+	}
+	events := drain(rec)
+	wantEvents(t, events, "Normal Started Started container app", "Warning FailedPostStartHook PostStartHook failed", "Normal Killing FailedPostStartHook")
+	for _, e := range events {
+		if strings.Contains(e, "exited") {
+			t.Errorf("an event carries the hook's error: %q", e)
+		}
+	}
+}

@@ -1254,7 +1254,11 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 		t := prober.Target{Pod: pod, Container: spec, ContainerID: id, PodIP: ip}
 		if herr := prober.RunHook(ctx, k.rt, spec.Lifecycle.PostStart, t, k.sleep); herr != nil {
 			msg := fmt.Sprintf("PostStartHook failed: %v", herr)
-			event(v1.EventTypeWarning, EventFailedPostStart, "%s", msg)
+			// As upstream's startContainer: the event without the error
+			// (no secret in it; the waiting message keeps it), then the
+			// kill's Killing event with its message.
+			event(v1.EventTypeWarning, EventFailedPostStart, "PostStartHook failed")
+			event(v1.EventTypeNormal, EventKilling, "FailedPostStartHook")
 			if err := k.killContainer(ctx, pod, spec, id, ip, podsync.GracePeriod(pod)); err != nil {
 				return err
 			}
