@@ -6,33 +6,52 @@ import (
 	"mime"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	admissionv1beta1 "k8s.io/api/admission/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 )
+
+// reviewDecoder decodes a webhook's answer as kube-apiserver's webhook
+// client does, whatever media type the answer names: its codec recognizes
+// JSON, YAML and protobuf, matches keys case-sensitively, takes a missing
+// apiVersion or kind as admission.k8s.io/v1 AdmissionReview's and fails
+// on any other kind (a v1beta1 review does not convert to v1).
+var reviewDecoder = func() runtime.Decoder {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(admissionv1beta1.AddToScheme(scheme))
+	utilruntime.Must(admissionv1.AddToScheme(scheme))
+	return serializer.NewCodecFactory(scheme).LegacyCodec(admissionv1beta1.SchemeGroupVersion, admissionv1.SchemeGroupVersion)
+}()
 
 // readResponse reads a webhook's HTTP answer to the review of uid as
 // kube-apiserver's webhook client and dispatchers do. Any error is a
 // failed call (the webhook's failurePolicy decides):
-//   - a Content-Type that does not parse, an empty body (the status, one
-//     of 200–206, was checked by webhookStatusError);
-//   - a body that is not an AdmissionReview in JSON, keys matched
-//     case-sensitively (a "Allowed" key is no answer to "allowed");
-//   - no response, another uid, an apiVersion and kind other than
-//     admission.k8s.io/v1 AdmissionReview, in that order;
-//   - from a mutating webhook, a patch without a patchType, a patchType
-//     without a patch or an empty one; from a validating one, either.
+//   - client-go's ("failed to call webhook: ..."): a Content-Type that
+//     does not parse, an empty body (the status, one of 200–206, was
+//     checked by webhookStatusError), a body reviewDecoder does not
+//     decode;
+//   - the dispatcher's ("received invalid webhook response: ..."): no
+//     response, another uid, an apiVersion and kind other than
+//     admission.k8s.io/v1 AdmissionReview, in that order; from a mutating
+//     webhook, a patch without a patchType, a patchType without a patch or
+//     an empty one; from a validating one, either.
 func readResponse(status int, contentType string, body []byte, uid types.UID, mutating bool) (*admissionv1.AdmissionResponse, error) {
-	if contentType != "" {
-		if _, _, err := mime.ParseMediaType(contentType); err != nil {
-			return nil, fmt.Errorf("the webhook's Content-Type %q: %w", contentType, err)
-		}
+	if contentType == "" {
+		// client-go takes an answer without one as of the type it sent.
+		contentType = "application/json"
+	}
+	if _, _, err := mime.ParseMediaType(contentType); err != nil {
+		return nil, fmt.Errorf("failed to call webhook: %w", apierrors.NewInternalError(err))
 	}
 	if len(body) == 0 {
-		return nil, fmt.Errorf("0-length response with status code: %d", status)
+		return nil, fmt.Errorf("failed to call webhook: 0-length response with status code: %d and content type: %s", status, contentType)
 	}
 	out := &admissionv1.AdmissionReview{}
-	if err := utiljson.Unmarshal(body, out); err != nil {
-		return nil, fmt.Errorf("received invalid webhook response: %w", err)
+	if _, _, err := reviewDecoder.Decode(body, nil, out); err != nil {
+		return nil, fmt.Errorf("failed to call webhook: %w", err)
 	}
 	r := out.Response
 	if r == nil {
@@ -41,8 +60,8 @@ func readResponse(status int, contentType string, body []byte, uid types.UID, mu
 	if r.UID != uid {
 		return nil, fmt.Errorf("received invalid webhook response: expected response.uid=%q, got %q", uid, r.UID)
 	}
-	if out.APIVersion != "admission.k8s.io/v1" || out.Kind != "AdmissionReview" {
-		return nil, fmt.Errorf("received invalid webhook response: expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got %s, Kind=%s", out.APIVersion, out.Kind)
+	if want := admissionv1.SchemeGroupVersion.WithKind("AdmissionReview"); out.GroupVersionKind() != want {
+		return nil, fmt.Errorf("received invalid webhook response: expected webhook response of %s, got %s", want, out.GroupVersionKind())
 	}
 	switch {
 	case !mutating && len(r.Patch) > 0:

@@ -12,7 +12,9 @@ import (
 )
 
 // How kube-apiserver reads a webhook's answer (found by FuzzWebhook):
-// client-go's REST client matches JSON keys case-sensitively and refuses a Content-Type that does not parse;
+// client-go's REST client matches JSON keys case-sensitively and refuses a
+// Content-Type that does not parse; a missing apiVersion and kind decode as
+// v1 AdmissionReview's, so the dispatcher's checks see them empty;
 // the dispatchers refuse a patch without its type (and the reverse) from
 // a mutating webhook and any patch from a validating one.
 func TestReadWebhookResponse(t *testing.T) {
@@ -35,13 +37,13 @@ func TestReadWebhookResponse(t *testing.T) {
 		{name: "201 is success for client-go", status: 201, body: review(`"allowed":true`), wantAllowed: true},
 		{name: "206 too", status: 206, body: review(`"allowed":false`)},
 		{name: "text/plain is read as JSON", status: 200, contentType: "text/plain", body: review(`"allowed":true`), wantAllowed: true},
-		{name: "a Content-Type that does not parse", status: 200, contentType: ";;;", body: review(`"allowed":true`), err: "Content-Type"},
+		{name: "a Content-Type that does not parse", status: 200, contentType: ";;;", body: review(`"allowed":true`), err: "mime: no media type"},
 		{name: "empty", status: 200, body: nil, err: "0-length response"},
 		{name: "keys are case-sensitive", status: 200, body: review(`"Allowed":true`)},
 		{name: "uid key miscased", status: 200, body: []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"UID":"u-1","allowed":true}}`), err: "expected response.uid"},
-		{name: "no response comes before the uid", status: 200, body: []byte(`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview"}`), err: "webhook response was absent"},
-		{name: "the uid comes before the kind", status: 200, body: []byte(`{"apiVersion":"v1","kind":"AdmissionReview","response":{"uid":"x","allowed":true}}`), err: "expected response.uid"},
-		{name: "wrong apiVersion", status: 200, body: []byte(`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","response":{"uid":"u-1","allowed":true}}`), err: "expected webhook response of admission.k8s.io/v1"},
+		{name: "no response comes before the kind", status: 200, body: []byte(`{"apiVersion":"admission.k8s.io/v1"}`), err: "webhook response was absent"},
+		{name: "the uid comes before the kind", status: 200, body: []byte(`{"response":{"uid":"x","allowed":true}}`), err: "expected response.uid"},
+		{name: "wrong apiVersion", status: 200, body: []byte(`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","response":{"uid":"u-1","allowed":true}}`), err: "converting (v1beta1.AdmissionReview) to (v1.AdmissionReview): unknown conversion"},
 		{name: "a patch without its type", status: 200, mutating: true, body: review(`"allowed":true,"patch":"W10="`), err: "response.patch but not response.patchType"},
 		{name: "a type without a patch", status: 200, mutating: true, body: review(`"allowed":true,"patchType":"JSONPatch"`), err: "response.patchType but not response.patch"},
 		{name: "an empty type", status: 200, mutating: true, body: review(`"allowed":true,"patchType":"","patch":"W10="`), err: "invalid response.patchType"},
@@ -113,5 +115,38 @@ func TestMutatingWebhookPatchResults(t *testing.T) {
 	}
 	if _, err := admit("/merge", admissionregistrationv1.Ignore); err != nil {
 		t.Errorf("a patch of another type under Ignore: %v", err)
+	}
+}
+
+// kube-apiserver's webhook client decodes the answer with a codec that
+// takes whatever media type the webhook says and recognizes the data (JSON,
+// YAML, protobuf): an answer in YAML is read. An answer that does not
+// decode, or is empty, or whose Content-Type does not parse, is a failed
+// call in client-go's words ("failed to call webhook: ..."); a v1beta1
+// review, answering a v1 request, does not decode (no conversion).
+func TestReadWebhookResponseAsClientGo(t *testing.T) {
+	const uid = types.UID("u-1")
+	yaml := []byte("apiVersion: admission.k8s.io/v1\nkind: AdmissionReview\nresponse:\n  uid: u-1\n  allowed: true\n  warnings: [w]\n")
+	r, err := readResponse(200, "application/yaml", yaml, uid, false)
+	if err != nil || !r.Allowed || len(r.Warnings) != 1 {
+		t.Errorf("a YAML answer: %+v, %v", r, err)
+	}
+	for _, c := range []struct {
+		name, contentType string
+		body              []byte
+		err               string
+	}{
+		{"empty", "", nil, "failed to call webhook: 0-length response with status code: 200 and content type: application/json"},
+		{"empty, text", "text/plain; charset=utf-8", nil, "failed to call webhook: 0-length response with status code: 200 and content type: text/plain; charset=utf-8"},
+		{"a Content-Type that does not parse", ";;;", []byte(`{}`), "failed to call webhook: Internal error occurred: mime: no media type"},
+		{"not JSON", "application/json", []byte(`{"response":`), "failed to call webhook: "},
+		{"a list", "application/json", []byte(`[]`), "failed to call webhook: "},
+		{"v1beta1", "application/json", []byte(`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","response":{"uid":"u-1","allowed":true}}`), "failed to call webhook: "},
+		{"another kind", "application/json", []byte(`{"apiVersion":"v1","kind":"AdmissionReview","response":{"uid":"x","allowed":true}}`), "failed to call webhook: "},
+		{"no kind", "application/json", []byte(`{"response":{"uid":"u-1","allowed":true}}`), "received invalid webhook response: expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got /, Kind="},
+	} {
+		if _, err := readResponse(200, c.contentType, c.body, uid, false); err == nil || !strings.HasPrefix(err.Error(), c.err) {
+			t.Errorf("%s: %v, want an error starting %q", c.name, err, c.err)
+		}
 	}
 }
