@@ -127,7 +127,10 @@ func quotaHandles(gr schema.GroupResource, op Operation, subresource string, obj
 // Validate implements Validator.
 func (p *ResourceQuota) Validate(ctx context.Context, a *Attributes) error {
 	gr := a.Resource.GroupResource()
-	if a.Namespace == "" || a.Object == nil || !quotaHandles(gr, a.Operation, a.Subresource, a.Object, a.OldObject) {
+	// A Namespace's create is admitted in the namespace it names: upstream
+	// leaves it alone as it does every cluster-scoped write.
+	if a.Namespace == "" || a.Object == nil || (a.Operation == Create && gr == nsResource) ||
+		!quotaHandles(gr, a.Operation, a.Subresource, a.Object, a.OldObject) {
 		return nil
 	}
 	// Every create counts (count/<resource>), so the quotas are read
