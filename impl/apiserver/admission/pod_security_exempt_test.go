@@ -13,12 +13,11 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
-// nsAttrs are a namespace write's attributes as kubeproof's endpoints
-// give them: no namespace, on create as on update (kube-apiserver's give
-// the namespace's name on both: its create handler sets a namespace's
-// create's namespace to its name, its update's comes from the URL).
+// nsAttrs are a namespace write's attributes as the endpoints give them,
+// as kube-apiserver's: the namespace is the namespace's name, on create
+// (its create handler sets it) as on update (it comes from the URL).
 func nsAttrs(op Operation, name string, labels, oldLabels map[string]string) *Attributes {
-	a := &Attributes{Operation: op, Resource: corev1.SchemeGroupVersion.WithResource("namespaces"), Name: name,
+	a := &Attributes{Operation: op, Resource: corev1.SchemeGroupVersion.WithResource("namespaces"), Name: name, Namespace: name,
 		Object: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}}
 	if op == Update {
 		a.OldObject = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: oldLabels}}
@@ -76,6 +75,34 @@ func TestPodSecurityExemptNamespaceWarning(t *testing.T) {
 				t.Fatal("an exempt namespace's pods were listed")
 			}
 		})
+	}
+}
+
+// TestPodSecurityExemptNamespaceIsTheRequestNamespace: whether a
+// namespace write is exempt is asked of the request's namespace, as
+// kube-apiserver's ValidateNamespace (exemptNamespace(attrs.GetNamespace())):
+// a generateName create's is empty (the create handler had no name to
+// give it), so even a generated name that is exempt is not warned about.
+func TestPodSecurityExemptNamespaceIsTheRequestNamespace(t *testing.T) {
+	p := podSecurity(nil)
+	p.ExemptNamespaces = map[string]bool{"kube-system": true}
+	labels := map[string]string{podSecurityEnforce: "restricted"}
+	for _, tc := range []struct {
+		namespace string
+		want      []string
+	}{
+		{"kube-system", []string{`namespace "kube-system" is exempt from Pod Security, and the policy (enforce=restricted:latest) will be ignored`}},
+		{"", nil},
+	} {
+		a := nsAttrs(Create, "kube-system", labels, nil)
+		a.Namespace = tc.namespace
+		ctx, warnings := request.WithWarnings(context.Background())
+		if err := p.Validate(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		if got := warnings.List(); !slices.Equal(got, tc.want) {
+			t.Errorf("request namespace %q: warnings %q, want %q", tc.namespace, got, tc.want)
+		}
 	}
 }
 

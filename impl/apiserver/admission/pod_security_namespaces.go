@@ -80,10 +80,9 @@ func (p *PodSecurity) validateNamespace(ctx context.Context, a *Attributes) erro
 	def := p.defaultPolicies()
 	enforce, warn, auditPolicy := p.policies(ns.Labels)
 	if a.Operation == Create {
-		// kube-apiserver asks whether the request's namespace is exempt,
-		// and its create handler makes a namespace's create's namespace
-		// its name (kubeproof's attributes have none): the name decides.
-		if p.ExemptNamespaces[ns.Name] {
+		// Exempt is asked of the request's namespace, as kube-apiserver:
+		// the name the create handler saw, empty for a generateName.
+		if p.ExemptNamespaces[a.Namespace] {
 			exemptNamespaceWarning(ctx, ns.Name, ns.Labels, [3]podSecurityPolicy{enforce, auditPolicy, warn}, def)
 		}
 		return nil
@@ -93,7 +92,7 @@ func (p *PodSecurity) validateNamespace(ctx context.Context, a *Attributes) erro
 		(enforce.version == old.version && levelRank[enforce.level] <= levelRank[old.level]) {
 		return nil
 	}
-	if p.ExemptNamespaces[ns.Name] {
+	if p.ExemptNamespaces[a.Namespace] {
 		exemptNamespaceWarning(ctx, ns.Name, ns.Labels, [3]podSecurityPolicy{enforce, auditPolicy, warn}, def)
 		return nil
 	}

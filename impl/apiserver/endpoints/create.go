@@ -100,7 +100,14 @@ func (h *Handler) createObject(ctx context.Context, info *request.Info, obj runt
 		h.res.Strategy.Default(obj)
 	}
 	ns := m.GetNamespace()
-	attrs := h.adm(ctx, admission.Create, info, ns, m.GetName(), obj, nil, dryRun)
+	// As kube-apiserver's create handler: a Namespace's write is admitted
+	// in the namespace it names (empty while a generateName has not been
+	// turned into a name yet, and still so for the validating plugins).
+	admNS := ns
+	if h.isNamespace {
+		admNS = m.GetName()
+	}
+	attrs := h.adm(ctx, admission.Create, info, admNS, m.GetName(), obj, nil, dryRun)
 	if err := h.opts.Admission.Admit(ctx, attrs); err != nil {
 		return nil, err
 	}
@@ -134,7 +141,7 @@ func (h *Handler) createObject(ctx context.Context, info *request.Info, obj runt
 	}
 	// Validation gets attributes of its own (the name may have been
 	// generated since), in the mutators' allocation: they are done with it.
-	*attrs = h.admAttributes(ctx, admission.Create, info, ns, m.GetName(), obj, nil, dryRun)
+	*attrs = h.admAttributes(ctx, admission.Create, info, admNS, m.GetName(), obj, nil, dryRun)
 	if err := h.opts.Admission.Validate(ctx, attrs); err != nil {
 		return nil, err
 	}

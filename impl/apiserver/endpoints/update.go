@@ -363,6 +363,12 @@ func (h *Handler) prepareUpdate(ctx context.Context, info *request.Info, m mode,
 		h.res.Strategy.Default(obj)
 	}
 	ns := om.GetNamespace()
+	if h.isNamespace {
+		// A Namespace's update (status and finalize too) is admitted in
+		// the namespace it names, as kube-apiserver's request info makes
+		// /namespaces/{name}'s namespace its name.
+		ns = name
+	}
 	if err := h.opts.Admission.Admit(ctx, h.adm(ctx, admission.Update, info, ns, name, obj, old, dryRun)); err != nil {
 		return nil, err
 	}
