@@ -1,0 +1,39 @@
+package audit
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestNamespaceWriteObjectRef: a write to a Namespace is audited under
+// the namespace kube-apiserver's audit gives it, which is not the
+// admission namespace: its objectRef comes from the request info, so a
+// create (POST /api/v1/namespaces) names no namespace (a Namespace object
+// has none to add either), while an update or delete of
+// /api/v1/namespaces/{name}[/status|/finalize] names the namespace itself.
+func TestNamespaceWriteObjectRef(t *testing.T) {
+	const body = `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team"}}`
+	for _, tc := range []struct {
+		method, path string
+		want         ObjectReference
+	}{
+		{http.MethodPost, "/api/v1/namespaces", ObjectReference{Resource: "namespaces", APIVersion: "v1"}},
+		{http.MethodPut, "/api/v1/namespaces/team", ObjectReference{Resource: "namespaces", Namespace: "team", Name: "team", APIVersion: "v1"}},
+		{http.MethodPut, "/api/v1/namespaces/team/status", ObjectReference{Resource: "namespaces", Namespace: "team", Name: "team", APIVersion: "v1", Subresource: "status"}},
+		{http.MethodPut, "/api/v1/namespaces/team/finalize", ObjectReference{Resource: "namespaces", Namespace: "team", Name: "team", APIVersion: "v1", Subresource: "finalize"}},
+		{http.MethodDelete, "/api/v1/namespaces/team", ObjectReference{Resource: "namespaces", Namespace: "team", Name: "team", APIVersion: "v1"}},
+	} {
+		r := httptest.NewRequest(tc.method, tc.path, strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		events, _ := serve(t, policyAt(LevelMetadata), r, created(t))
+		if len(events) == 0 {
+			t.Fatalf("%s %s: no events", tc.method, tc.path)
+		}
+		ev := events[len(events)-1]
+		if ev.ObjectRef == nil || *ev.ObjectRef != tc.want {
+			t.Errorf("%s %s: objectRef %+v, want %+v", tc.method, tc.path, ev.ObjectRef, tc.want)
+		}
+	}
+}
