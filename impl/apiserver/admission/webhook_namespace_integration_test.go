@@ -135,3 +135,91 @@ func TestWebhookNamespaceWriteNamespaceIsItsName(t *testing.T) {
 	gen := created(core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "hnsadm-"}}, metav1.CreateOptions{})).must(t, "generated namespace")
 	expect("generateName create", seenRequest{"CREATE", gen.Name, "", ""})
 }
+
+// As kube-apiserver's namespace matcher: a webhook's namespaceSelector is
+// matched, for an update of namespaces/status or namespaces/finalize,
+// against the labels of the namespace the request is admitted in, the
+// namespace itself as stored (for a Namespace's own create and update,
+// against the object's labels). With no namespace on those requests the
+// selector was not applied and the webhook was called for every namespace.
+func TestWebhookNamespaceSelectorOnNamespaceSubresources(t *testing.T) {
+	cs, _ := startServer(t)
+	ctx := context.Background()
+	core := cs.CoreV1()
+
+	var mu sync.Mutex
+	var seen []seenRequest
+	hook := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rev := &admissionv1.AdmissionReview{}
+		if err := json.NewDecoder(r.Body).Decode(rev); err != nil || rev.Request == nil {
+			http.Error(w, "bad review", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		seen = append(seen, seenRequest{string(rev.Request.Operation), rev.Request.Name, rev.Request.Namespace, rev.Request.SubResource})
+		mu.Unlock()
+		rev.Response = &admissionv1.AdmissionResponse{UID: rev.Request.UID, Allowed: true}
+		rev.Request = nil
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(rev)
+	}))
+	hook.Config.ErrorLog = log.New(io.Discard, "", 0)
+	hook.StartTLS()
+	t.Cleanup(hook.Close)
+	take := func() []seenRequest {
+		mu.Lock()
+		defer mu.Unlock()
+		out := seen
+		seen = nil
+		return out
+	}
+
+	// Both namespaces exist before the webhook does.
+	plain := created(core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hnsadm-plain"}}, metav1.CreateOptions{})).must(t, "namespace")
+	team := created(core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hnsadm-team",
+		Labels: map[string]string{"team": "x"}}}, metav1.CreateOptions{})).must(t, "namespace")
+
+	url := hook.URL + "/status"
+	fail := admissionregistrationv1.Fail
+	none := admissionregistrationv1.SideEffectClassNone
+	created(cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "namespace-status"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name: "status.example.com", FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url,
+				CABundle: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw})},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "x"}},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"},
+					Resources: []string{"namespaces/status", "namespaces/finalize"}},
+			}},
+		}},
+	}, metav1.CreateOptions{})).must(t, "validating webhook configuration")
+
+	eventually(t, "the webhook sees the labelled namespace's status updates", func() error {
+		if _, err := core.Namespaces().UpdateStatus(ctx, team, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		if len(take()) == 0 {
+			return fmt.Errorf("not called yet")
+		}
+		return nil
+	})
+
+	if _, err := core.Namespaces().UpdateStatus(ctx, plain, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := core.Namespaces().Finalize(ctx, plain, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := take(); len(got) != 0 {
+		t.Errorf("the unlabelled namespace's status and finalize: the webhook was called: %+v", got)
+	}
+	if _, err := core.Namespaces().Finalize(ctx, team, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := take(), []seenRequest{{"UPDATE", "hnsadm-team", "hnsadm-team", "finalize"}}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("the labelled namespace's finalize: the webhook saw %+v, want %+v", got, want)
+	}
+}
