@@ -81,6 +81,7 @@ func newKubeletCommand() *cobra.Command {
 		systemReservedCg, kubeReservedCg    string
 		clusterDNS                          []string
 		clusterDomain, resolvConf           string
+		configFile                          string
 	)
 	cmd := &cobra.Command{
 		Use:   "kubelet --kubeconfig FILE --node-name NAME [--runtime sim|cri]",
@@ -91,6 +92,15 @@ func newKubeletCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// The file's values go to the flags not given on the command
+			// line; what the file set counts as given.
+			fromFile := map[string]bool{}
+			if configFile != "" {
+				if fromFile, err = useKubeletConfigFile(cmd.Flags(), configFile, logger); err != nil {
+					return err
+				}
+			}
+			given := func(flag string) bool { return cmd.Flags().Changed(flag) || fromFile[flag] }
 			if authorizationMode != "AlwaysAllow" && authorizationMode != "Webhook" {
 				return fmt.Errorf("--authorization-mode %q: want AlwaysAllow or Webhook", authorizationMode)
 			}
@@ -130,7 +140,7 @@ func newKubeletCommand() *cobra.Command {
 			}
 			cfg.EnforceNodeAllocatable = append([]string{}, enforceNodeAllocatable...) // given empty: none
 			cfg.SystemReservedCgroup, cfg.KubeReservedCgroup = systemReservedCg, kubeReservedCg
-			if cmd.Flags().Changed("cpu-cfs-quota-period") {
+			if given("cpu-cfs-quota-period") {
 				// 0 is the config's default; given, it is refused as upstream's.
 				if err := kubelet.CheckCFSQuotaPeriod(cpuCFSQuotaPeriod, cfg.CustomCPUCFSQuotaPeriod); err != nil {
 					return err
@@ -146,7 +156,7 @@ func newKubeletCommand() *cobra.Command {
 				}
 				cfg.ImageCredentialProviders = providers
 			}
-			if cmd.Flags().Changed("single-process-oom-kill") {
+			if given("single-process-oom-kill") {
 				cfg.SingleProcessOOMKill = &singleProcessOOMKill
 			}
 			for flag, pair := range map[string]struct {
@@ -177,7 +187,7 @@ func newKubeletCommand() *cobra.Command {
 					return fmt.Errorf("--sim-pressure %q: want MemoryPressure, DiskPressure or PIDPressure", p)
 				}
 			}
-			evictionFlags.HardSet = cmd.Flags().Changed("eviction-hard")
+			evictionFlags.HardSet = given("eviction-hard")
 			ecfg, err := eviction.ParseConfig(evictionFlags)
 			if err != nil {
 				return err
@@ -292,6 +302,7 @@ func newKubeletCommand() *cobra.Command {
 	}
 	fs := cmd.Flags()
 	logs.addFlags(fs)
+	fs.StringVar(&configFile, "config", "", "A KubeletConfiguration file (kubelet.config.k8s.io/v1beta1, as kubeadm writes): its fields kubeproof implements set their flags, unless given on the command line (flags on the command line win); fields it leaves out take upstream's v1beta1 defaults (so authorization mode Webhook, anonymous authentication off, token authentication on, sync every 1m); relative paths in it are relative to its directory. Fields kubeproof does not implement are named in a start-up warning when set to anything but upstream's default, and tlsMinVersion, tlsCipherSuites, tlsCurvePreferences and enableDebuggingHandlers so set are refused.")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig file for the API server.")
 	fs.StringVar(&bootstrapKubeconfig, "bootstrap-kubeconfig", "", "Path to a kubeconfig (normally with a bootstrap token) used to obtain a client certificate when --kubeconfig does not exist or its certificate expired; --kubeconfig is then written with it.")
 	fs.StringVar(&nodeName, "node-name", "", "Name of the Node to register.")

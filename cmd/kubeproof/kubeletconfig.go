@@ -1,0 +1,614 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	kcv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
+)
+
+// `kubeproof kubelet --config FILE` reads a KubeletConfiguration
+// (kubelet.config.k8s.io/v1beta1) as upstream's kubelet does: the file is
+// decoded strictly (an unknown or duplicate field falls back to a lenient
+// decode with a warning), its relative paths are made relative to the
+// file's directory, the fields kubeproof implements become the values of
+// their flags unless the flag was given on the command line (a flag given
+// there wins, as upstream's kubeletConfigFlagPrecedence), fields left out
+// take upstream's v1beta1 defaults, and the result is validated with
+// upstream's messages. Fields kubeproof does not implement are named in a
+// start-up warning when the file sets them to anything but upstream's
+// default.
+
+// kubeletConfigField maps one KubeletConfiguration field onto the flag of
+// `kubeproof kubelet` that implements it.
+type kubeletConfigField struct {
+	// path is the field's JSON path (authentication.x509.clientCAFile).
+	path string
+	// flag is the flag it sets; aliases are flags of the same variable.
+	flag    string
+	aliases []string
+	// value is the flag's value the configuration gives: the file's, or
+	// upstream's v1beta1 default where it differs from the flag's default;
+	// false leaves the flag as it is.
+	value func(*kcv1beta1.KubeletConfiguration) (string, bool)
+	// merge: the command line's value is applied over the file's rather
+	// than instead of it (feature gates).
+	merge bool
+}
+
+func duration(d time.Duration) (string, bool) { return d.String(), d != 0 }
+
+// orDefault is s, or def when the file leaves the field out.
+func orDefault(s, def string) (string, bool) {
+	if s == "" {
+		return def, true
+	}
+	return s, true
+}
+
+func boolPtr(b *bool) (string, bool) {
+	if b == nil {
+		return "", false
+	}
+	return strconv.FormatBool(*b), true
+}
+
+func boolPtrOr(b *bool, def bool) (string, bool) {
+	if b == nil {
+		return strconv.FormatBool(def), true
+	}
+	return strconv.FormatBool(*b), true
+}
+
+func int32Ptr(p *int32) (string, bool) {
+	if p == nil {
+		return "", false
+	}
+	return strconv.Itoa(int(*p)), true
+}
+
+func nonZero[T int32 | int64](n T) (string, bool) { return strconv.FormatInt(int64(n), 10), n != 0 }
+
+func list(l []string) (string, bool) { return strings.Join(l, ","), l != nil }
+
+// pairs is m as sep-separated key and value pairs, in key order.
+func pairs(m map[string]string, sep string) (string, bool) {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, k+sep+m[k])
+	}
+	return strings.Join(out, ","), len(m) > 0
+}
+
+// kubeletConfigFields is every KubeletConfiguration field kubeproof
+// implements, with its flag: the one place the file and the command line
+// meet.
+var kubeletConfigFields = []kubeletConfigField{
+	{path: "enableServer", flag: "port", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		// enableServer: false is a kubelet without its API, port 0 here.
+		if c.EnableServer != nil && !*c.EnableServer {
+			return "0", true
+		}
+		return nonZero(c.Port)
+	}},
+	{path: "port", flag: "port", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		if c.EnableServer != nil && !*c.EnableServer {
+			return "0", true
+		}
+		return nonZero(c.Port)
+	}},
+	{path: "address", flag: "address", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return c.Address, c.Address != "" }},
+	{path: "tlsCertFile", flag: "tls-cert-file", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return c.TLSCertFile, c.TLSCertFile != "" }},
+	{path: "tlsPrivateKeyFile", flag: "tls-private-key-file", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return c.TLSPrivateKeyFile, c.TLSPrivateKeyFile != ""
+	}},
+	{path: "authentication.x509.clientCAFile", flag: "client-ca-file", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return c.Authentication.X509.ClientCAFile, c.Authentication.X509.ClientCAFile != ""
+	}},
+	// v1beta1's defaults for these three are not the flags': a file
+	// without them authenticates tokens, refuses anonymous requests and
+	// authorizes every request with a SubjectAccessReview.
+	{path: "authentication.webhook.enabled", flag: "authentication-token-webhook", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return boolPtrOr(c.Authentication.Webhook.Enabled, true)
+	}},
+	{path: "authentication.anonymous.enabled", flag: "anonymous-auth", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return boolPtrOr(c.Authentication.Anonymous.Enabled, false)
+	}},
+	{path: "authorization.mode", flag: "authorization-mode", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return orDefault(string(c.Authorization.Mode), string(kcv1beta1.KubeletAuthorizationModeWebhook))
+	}},
+	{path: "syncFrequency", flag: "sync-frequency", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		// kubeproof's flag defaults to 20s; v1beta1's is 1m.
+		if c.SyncFrequency.Duration == 0 {
+			return time.Minute.String(), true
+		}
+		return c.SyncFrequency.Duration.String(), true
+	}},
+	{path: "nodeStatusUpdateFrequency", flag: "node-status-update-frequency", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return duration(c.NodeStatusUpdateFrequency.Duration)
+	}},
+	{path: "nodeStatusReportFrequency", flag: "node-status-report-frequency", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		// As v1beta1's defaulting: left out, it follows an explicit
+		// nodeStatusUpdateFrequency.
+		if c.NodeStatusReportFrequency.Duration == 0 {
+			return duration(c.NodeStatusUpdateFrequency.Duration)
+		}
+		return duration(c.NodeStatusReportFrequency.Duration)
+	}},
+	{path: "nodeLeaseDurationSeconds", flag: "node-lease-duration", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return duration(time.Duration(c.NodeLeaseDurationSeconds) * time.Second)
+	}},
+	{path: "maxPods", flag: "max-pods", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return nonZero(c.MaxPods) }},
+	{path: "podCIDR", flag: "pod-cidr", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return c.PodCIDR, c.PodCIDR != "" }},
+	{path: "podLogsDir", flag: "pod-logs-dir", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return c.PodLogsDir, c.PodLogsDir != "" }},
+	{path: "kubeAPIQPS", flag: "kube-api-qps", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return int32Ptr(c.KubeAPIQPS) }},
+	{path: "kubeAPIBurst", flag: "kube-api-burst", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return nonZero(c.KubeAPIBurst) }},
+	{path: "clusterDomain", flag: "cluster-domain", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return c.ClusterDomain, c.ClusterDomain != "" }},
+	{path: "clusterDNS", flag: "cluster-dns", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return list(c.ClusterDNS) }},
+	{path: "resolvConf", flag: "resolv-conf", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		if c.ResolverConfig == nil {
+			return "", false
+		}
+		return *c.ResolverConfig, true
+	}},
+	{path: "containerRuntimeEndpoint", flag: "container-runtime-endpoint", aliases: []string{"cri-endpoint"}, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return c.ContainerRuntimeEndpoint, c.ContainerRuntimeEndpoint != ""
+	}},
+	{path: "imageMinimumGCAge", flag: "minimum-image-ttl-duration", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return duration(c.ImageMinimumGCAge.Duration)
+	}},
+	{path: "imageMaximumGCAge", flag: "image-maximum-gc-age", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return duration(c.ImageMaximumGCAge.Duration)
+	}},
+	{path: "imageGCHighThresholdPercent", flag: "image-gc-high-threshold", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return int32Ptr(c.ImageGCHighThresholdPercent)
+	}},
+	{path: "imageGCLowThresholdPercent", flag: "image-gc-low-threshold", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return int32Ptr(c.ImageGCLowThresholdPercent)
+	}},
+	{path: "cgroupRoot", flag: "cgroup-root", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return c.CgroupRoot, c.CgroupRoot != "" }},
+	{path: "singleProcessOOMKill", flag: "single-process-oom-kill", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return boolPtr(c.SingleProcessOOMKill)
+	}},
+	{path: "podPidsLimit", flag: "pod-max-pids", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		if c.PodPidsLimit == nil {
+			return "", false
+		}
+		return strconv.FormatInt(max(*c.PodPidsLimit, -1), 10), true
+	}},
+	{path: "cpuCFSQuota", flag: "cpu-cfs-quota", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return boolPtr(c.CPUCFSQuota) }},
+	{path: "cpuCFSQuotaPeriod", flag: "cpu-cfs-quota-period", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		if c.CPUCFSQuotaPeriod == nil {
+			return "", false
+		}
+		return c.CPUCFSQuotaPeriod.Duration.String(), true
+	}},
+	{path: "evictionHard", flag: "eviction-hard", value: evictionHardValue},
+	{path: "mergeDefaultEvictionSettings", flag: "eviction-hard", value: evictionHardValue},
+	{path: "evictionSoft", flag: "eviction-soft", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return pairs(c.EvictionSoft, "<") }},
+	{path: "evictionSoftGracePeriod", flag: "eviction-soft-grace-period", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return pairs(c.EvictionSoftGracePeriod, "=")
+	}},
+	{path: "evictionMinimumReclaim", flag: "eviction-minimum-reclaim", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return pairs(c.EvictionMinimumReclaim, "=")
+	}},
+	{path: "evictionPressureTransitionPeriod", flag: "eviction-pressure-transition-period", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return duration(c.EvictionPressureTransitionPeriod.Duration)
+	}},
+	{path: "evictionMaxPodGracePeriod", flag: "eviction-max-pod-grace-period", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return nonZero(c.EvictionMaxPodGracePeriod)
+	}},
+	{path: "failSwapOn", flag: "fail-swap-on", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return boolPtr(c.FailSwapOn) }},
+	{path: "memorySwap.swapBehavior", flag: "memory-swap-behavior", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return c.MemorySwap.SwapBehavior, c.MemorySwap.SwapBehavior != ""
+	}},
+	{path: "systemReserved", flag: "system-reserved", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return pairs(c.SystemReserved, "=") }},
+	{path: "kubeReserved", flag: "kube-reserved", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return pairs(c.KubeReserved, "=") }},
+	{path: "systemReservedCgroup", flag: "system-reserved-cgroup", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return c.SystemReservedCgroup, c.SystemReservedCgroup != ""
+	}},
+	{path: "kubeReservedCgroup", flag: "kube-reserved-cgroup", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return c.KubeReservedCgroup, c.KubeReservedCgroup != ""
+	}},
+	{path: "enforceNodeAllocatable", flag: "enforce-node-allocatable", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return list(c.EnforceNodeAllocatable)
+	}},
+	{path: "allowedUnsafeSysctls", flag: "allowed-unsafe-sysctls", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return list(c.AllowedUnsafeSysctls)
+	}},
+	{path: "seccompDefault", flag: "seccomp-default", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return boolPtr(c.SeccompDefault) }},
+	{path: "imagePullCredentialsVerificationPolicy", flag: "image-pull-credentials-verification-policy", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return string(c.ImagePullCredentialsVerificationPolicy), c.ImagePullCredentialsVerificationPolicy != ""
+	}},
+	{path: "preloadedImagesVerificationAllowlist", flag: "preloaded-images-verification-allowlist", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return list(c.PreloadedImagesVerificationAllowlist)
+	}},
+	{path: "featureGates", flag: "feature-gates", merge: true, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		gates := make(map[string]string, len(c.FeatureGates))
+		for k, v := range c.FeatureGates {
+			gates[k] = strconv.FormatBool(v)
+		}
+		return pairs(gates, "=")
+	}},
+}
+
+// evictionHardValue is --eviction-hard from evictionHard: left out or
+// empty, upstream's defaults; with mergeDefaultEvictionSettings the
+// defaults' signals the file leaves out are added to its own.
+func evictionHardValue(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+	if len(c.EvictionHard) == 0 {
+		return "", false
+	}
+	hard := maps.Clone(c.EvictionHard)
+	if c.MergeDefaultEvictionSettings != nil && *c.MergeDefaultEvictionSettings {
+		for stmt := range strings.SplitSeq(eviction.DefaultEvictionHard, ",") {
+			if signal, v, ok := strings.Cut(stmt, "<"); ok {
+				if _, set := hard[signal]; !set {
+					hard[signal] = v
+				}
+			}
+		}
+	}
+	return pairs(hard, "<")
+}
+
+// kubeletConfigScheme knows kubelet.config.k8s.io/v1beta1 alone.
+func kubeletConfigScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := kcv1beta1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("registering kubelet.config.k8s.io/v1beta1: %w", err)
+	}
+	return scheme, nil
+}
+
+// decodeKubeletConfig decodes a KubeletConfiguration as upstream's kubelet
+// does: strictly, or, when only strictness fails (an unknown or duplicate
+// field), leniently with a warning.
+func decodeKubeletConfig(data []byte, logger *slog.Logger) (*kcv1beta1.KubeletConfiguration, error) {
+	scheme, err := kubeletConfigScheme()
+	if err != nil {
+		return nil, err
+	}
+	obj, gvk, err := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer().Decode(data, nil, nil)
+	if err != nil {
+		if !runtime.IsStrictDecodingError(err) {
+			return nil, fmt.Errorf("failed to decode: %w", err)
+		}
+		var lenientErr error
+		obj, gvk, lenientErr = serializer.NewCodecFactory(scheme).UniversalDeserializer().Decode(data, nil, nil)
+		if lenientErr != nil {
+			return nil, fmt.Errorf("failed lenient decoding: %w", err)
+		}
+		logger.Warn("using lenient decoding as strict decoding failed", "err", err)
+	}
+	kc, ok := obj.(*kcv1beta1.KubeletConfiguration)
+	if !ok {
+		return nil, fmt.Errorf("failed to cast object to KubeletConfiguration, unexpected type: %v", gvk)
+	}
+	return kc, nil
+}
+
+// loadKubeletConfigFile reads and decodes the file of --config, its
+// relative paths made relative to its directory, with upstream's errors.
+func loadKubeletConfigFile(path string, logger *slog.Logger) (*kcv1beta1.KubeletConfiguration, error) {
+	kc, err := func() (*kcv1beta1.KubeletConfiguration, error) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("failed to read kubelet config file %q, error: %w", path, err)
+		}
+		if len(data) == 0 {
+			return nil, fmt.Errorf("kubelet config file %q was empty", path)
+		}
+		kc, err := decodeKubeletConfig(data, logger)
+		if err != nil {
+			return nil, err
+		}
+		dir := filepath.Dir(path)
+		for _, p := range []*string{&kc.StaticPodPath, &kc.Authentication.X509.ClientCAFile, &kc.TLSCertFile,
+			&kc.TLSPrivateKeyFile, kc.ResolverConfig, &kc.VolumePluginDir, &kc.PodLogsDir} {
+			if p != nil && *p != "" && !filepath.IsAbs(*p) {
+				*p = filepath.Join(dir, *p)
+			}
+		}
+		return kc, nil
+	}()
+	if err != nil {
+		return nil, fmt.Errorf("failed to load kubelet config file, path: %s, error: failed to load Kubelet config file %s, error %w", path, path, err)
+	}
+	return kc, nil
+}
+
+// applyKubeletConfig sets the flags of fs from kc, except those given on
+// the command line; merged flags get the command line's value over the
+// file's. It returns the flags the file set.
+func applyKubeletConfig(fs *pflag.FlagSet, kc *kcv1beta1.KubeletConfiguration) (map[string]bool, error) {
+	fromFile := map[string]bool{}
+	for _, f := range kubeletConfigFields {
+		v, ok := f.value(kc)
+		if !ok || fromFile[f.flag] {
+			continue
+		}
+		fl := fs.Lookup(f.flag)
+		if fl == nil {
+			return nil, fmt.Errorf("kubelet configuration field %s: no flag --%s", f.path, f.flag)
+		}
+		given := slices.ContainsFunc(append([]string{f.flag}, f.aliases...), fs.Changed)
+		if given && !f.merge {
+			continue
+		}
+		cmdline := fl.Value.String()
+		if sv, isSlice := fl.Value.(pflag.SliceValue); isSlice {
+			// A list's Set appends once the flag was set; the file's
+			// list replaces the default.
+			var items []string
+			if v != "" {
+				items = strings.Split(v, ",")
+			}
+			if err := sv.Replace(items); err != nil {
+				return nil, fmt.Errorf("kubelet configuration field %s: %w", f.path, err)
+			}
+		} else if err := fl.Value.Set(v); err != nil {
+			return nil, fmt.Errorf("kubelet configuration field %s: %w", f.path, err)
+		}
+		if given {
+			if err := fl.Value.Set(cmdline); err != nil {
+				return nil, fmt.Errorf("--%s: %w", f.flag, err)
+			}
+		}
+		fromFile[f.flag] = true
+	}
+	return fromFile, nil
+}
+
+// kubeletConfigDefaults are upstream's v1beta1 defaults of the fields
+// kubeproof does not implement, as their JSON leaves: a file setting one
+// of them to its default changes nothing.
+var kubeletConfigDefaults = map[string]any{
+	"fileCheckFrequency":                         "20s",
+	"httpCheckFrequency":                         "20s",
+	"authentication.webhook.cacheTTL":            "2m0s",
+	"authorization.webhook.cacheAuthorizedTTL":   "5m0s",
+	"authorization.webhook.cacheUnauthorizedTTL": "30s",
+	"registryPullQPS":                            5.0,
+	"registryBurst":                              10.0,
+	"eventRecordQPS":                             50.0,
+	"eventBurst":                                 100.0,
+	"enableDebuggingHandlers":                    true,
+	"healthzPort":                                10248.0,
+	"healthzBindAddress":                         "127.0.0.1",
+	"oomScoreAdj":                                -999.0,
+	"streamingConnectionIdleTimeout":             "4h0m0s",
+	"volumeStatsAggPeriod":                       "1m0s",
+	"cgroupsPerQOS":                              true,
+	"cgroupDriver":                               "cgroupfs",
+	"cpuManagerPolicy":                           "none",
+	"cpuManagerReconcilePeriod":                  "10s",
+	"memoryManagerPolicy":                        "None",
+	"topologyManagerPolicy":                      "none",
+	"topologyManagerScope":                       "container",
+	"runtimeRequestTimeout":                      "2m0s",
+	"hairpinMode":                                "promiscuous-bridge",
+	"nodeStatusMaxImages":                        50.0,
+	"maxOpenFiles":                               1000000.0,
+	"contentType":                                "application/vnd.kubernetes.protobuf",
+	"serializeImagePulls":                        true,
+	"enableControllerAttachDetach":               true,
+	"makeIPTablesUtilChains":                     true,
+	"iptablesMasqueradeBit":                      14.0,
+	"iptablesDropBit":                            15.0,
+	"containerLogMaxSize":                        "10Mi",
+	"containerLogMaxFiles":                       5.0,
+	"containerLogMaxWorkers":                     1.0,
+	"containerLogMonitorInterval":                "10s",
+	"configMapAndSecretChangeDetectionStrategy":  "Watch",
+	"volumePluginDir":                            "/usr/libexec/kubernetes/kubelet-plugins/volume/exec/",
+	"logging.format":                             "text",
+	"logging.flushFrequency":                     "5s",
+	"logging.verbosity":                          0.0,
+	"logging.options.json.infoBufferSize":        "0",
+	"logging.options.text.infoBufferSize":        "0",
+	"enableSystemLogHandler":                     true,
+	"enableProfilingHandler":                     true,
+	"enableDebugFlagsHandler":                    true,
+	"failCgroupV1":                               false,
+	"memoryThrottlingFactor":                     0.9,
+	"registerNode":                               true,
+	"localStorageCapacityIsolation":              true,
+	"crashLoopBackOff.maxContainerRestartPeriod": "5m0s",
+	"shutdownGracePeriod":                        "0s",
+	"shutdownGracePeriodCriticalPods":            "0s",
+	"imageServiceEndpoint":                       "",
+	"memoryReservationPolicy":                    "None",
+}
+
+// kubeletConfigRefused are the fields whose being ignored would leave the
+// kubelet less secure than the file asks: set to anything but upstream's
+// default, the kubelet does not start.
+var kubeletConfigRefused = []string{"tlsMinVersion", "tlsCipherSuites", "tlsCurvePreferences", "enableDebuggingHandlers"}
+
+// ignoredKubeletConfigFields are the fields kc sets, other than to
+// upstream's default, that kubeproof does not implement: path=value, in
+// path order.
+func ignoredKubeletConfigFields(kc *kcv1beta1.KubeletConfiguration) ([]string, error) {
+	data, err := json.Marshal(kc)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the kubelet configuration: %w", err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("encoding the kubelet configuration: %w", err)
+	}
+	delete(doc, "apiVersion")
+	delete(doc, "kind")
+	var out []string
+	var walk func(prefix string, v any)
+	walk = func(path string, v any) {
+		if m, ok := v.(map[string]any); ok && len(m) > 0 {
+			for k, sub := range m {
+				p := k
+				if path != "" {
+					p = path + "." + k
+				}
+				walk(p, sub)
+			}
+			return
+		}
+		// logging.flushFrequency marshals a zero (unset) duration as 0.
+		if kubeletConfigMapped(path) || unsetLeaf(v) || (path == "logging.flushFrequency" && v == 0.0) {
+			return
+		}
+		if def, ok := kubeletConfigDefaults[path]; ok && reflect.DeepEqual(def, v) {
+			return
+		}
+		enc, _ := json.Marshal(v)
+		out = append(out, path+"="+string(enc))
+	}
+	walk("", doc)
+	slices.Sort(out)
+	return out, nil
+}
+
+// kubeletConfigMapped: the field at path (or the map or structure it is
+// in) is one of kubeletConfigFields.
+func kubeletConfigMapped(path string) bool {
+	return slices.ContainsFunc(kubeletConfigFields, func(f kubeletConfigField) bool {
+		return path == f.path || strings.HasPrefix(path, f.path+".")
+	})
+}
+
+// unsetLeaf: a value v1beta1's defaulting replaces (or an empty one).
+func unsetLeaf(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case string:
+		return v == "" || v == "0s"
+	case []any:
+		return len(v) == 0
+	case map[string]any:
+		return len(v) == 0
+	}
+	return false
+}
+
+// checkIgnoredKubeletConfig warns of each field kubeproof ignores, and
+// refuses those of kubeletConfigRefused.
+func checkIgnoredKubeletConfig(kc *kcv1beta1.KubeletConfiguration, logger *slog.Logger) error {
+	ignored, err := ignoredKubeletConfigFields(kc)
+	if err != nil {
+		return err
+	}
+	var refused []string
+	for _, f := range ignored {
+		path, value, _ := strings.Cut(f, "=")
+		if slices.Contains(kubeletConfigRefused, path) {
+			refused = append(refused, f)
+			continue
+		}
+		logger.Warn("kubelet configuration field not implemented by kubeproof, ignored", "field", path, "value", value)
+	}
+	if len(refused) > 0 {
+		return fmt.Errorf("kubelet configuration fields not implemented by kubeproof, which would leave the kubelet less secure than configured: %s", strings.Join(refused, ", "))
+	}
+	return nil
+}
+
+// validateKubeletConfig checks the file's values of kc, after v1beta1's
+// defaults, as upstream's ValidateKubeletConfiguration does, with its
+// messages; a field whose flag was given on the command line is the
+// flag's to check. Several errors are one aggregate, as upstream's.
+func validateKubeletConfig(kc *kcv1beta1.KubeletConfiguration, given func(flag string) bool) error {
+	var errs []error
+	add := func(flags []string, bad bool, format string, args ...any) {
+		if bad && !slices.ContainsFunc(flags, given) {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	deref := func(p *int32, def int32) int32 {
+		if p == nil {
+			return def
+		}
+		return *p
+	}
+	lease := kc.NodeLeaseDurationSeconds
+	if lease == 0 {
+		lease = 40
+	}
+	add([]string{"node-lease-duration"}, lease <= 0, "invalid configuration: nodeLeaseDurationSeconds must be greater than 0")
+	high, low := deref(kc.ImageGCHighThresholdPercent, 85), deref(kc.ImageGCLowThresholdPercent, 80)
+	gcFlags := []string{"image-gc-high-threshold", "image-gc-low-threshold"}
+	add(gcFlags, high < 0 || high > 100, "invalid configuration: imageGCHighThresholdPercent (--image-gc-high-threshold) %v must be between 0 and 100, inclusive", high)
+	add(gcFlags, low < 0 || low > 100, "invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) %v must be between 0 and 100, inclusive", low)
+	add(gcFlags, low >= high, "invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) %v must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) %v", low, high)
+	minAge, maxAge := kc.ImageMinimumGCAge.Duration, kc.ImageMaximumGCAge.Duration
+	if minAge == 0 {
+		minAge = 2 * time.Minute
+	}
+	ageFlags := []string{"minimum-image-ttl-duration", "image-maximum-gc-age"}
+	add(ageFlags, minAge < 0, "invalid configuration: imageMinimumGCAge %v must not be negative", minAge)
+	add(ageFlags, maxAge < 0, "invalid configuration: imageMaximumGCAge %v must not be negative", maxAge)
+	add(ageFlags, maxAge > 0 && maxAge <= minAge, "invalid configuration: imageMaximumGCAge %v must be greater than imageMinimumGCAge %v", maxAge, minAge)
+	add([]string{"kube-api-burst"}, kc.KubeAPIBurst < 0, "invalid configuration: kubeAPIBurst (--kube-api-burst) %v must not be a negative number", kc.KubeAPIBurst)
+	qps := deref(kc.KubeAPIQPS, 50)
+	add([]string{"kube-api-qps"}, qps < 0, "invalid configuration: kubeAPIQPS (--kube-api-qps) %v must not be a negative number", qps)
+	add([]string{"max-pods"}, kc.MaxPods < 0, "invalid configuration: maxPods (--max-pods) %v must not be a negative number", kc.MaxPods)
+	port := kc.Port
+	if port == 0 {
+		port = 10250
+	}
+	add([]string{"port"}, port < 1 || port > 65535, "invalid configuration: port (--port) %v must be between 1 and 65535, inclusive", port)
+	add(nil, kc.RunOnce, "invalid configuration: runOnce (--runOnce) %v, Runonce mode has been deprecated and should not be set", kc.RunOnce)
+	switch kc.MemorySwap.SwapBehavior {
+	case "", "NoSwap", "LimitedSwap":
+	default:
+		add([]string{"memory-swap-behavior"}, true, "invalid configuration: memorySwap.swapBehavior %q must be one of: \"\", %q or %q", kc.MemorySwap.SwapBehavior, "LimitedSwap", "NoSwap")
+	}
+	enforce := []string{"enforce-node-allocatable"}
+	for _, pair := range [][2]string{{"system-reserved", "system-reserved-compressible"}, {"kube-reserved", "kube-reserved-compressible"}} {
+		add(enforce, slices.Contains(kc.EnforceNodeAllocatable, pair[0]) && slices.Contains(kc.EnforceNodeAllocatable, pair[1]),
+			"invalid configuration: both %q and %q cannot be specified together in enforceNodeAllocatable (--enforce-node-allocatable)", pair[0], pair[1])
+	}
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return utilerrors.NewAggregate(errs)
+}
+
+// useKubeletConfigFile is --config: the file loaded, checked, and its
+// values given to the flags the command line did not set. It returns the
+// flags the file set.
+func useKubeletConfigFile(fs *pflag.FlagSet, path string, logger *slog.Logger) (map[string]bool, error) {
+	kc, err := loadKubeletConfigFile(path, logger)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateKubeletConfig(kc, fs.Changed); err != nil {
+		return nil, fmt.Errorf("failed to validate kubelet configuration, error: %w, path: %s", err, path)
+	}
+	if err := checkIgnoredKubeletConfig(kc, logger); err != nil {
+		return nil, fmt.Errorf("kubelet config file %s: %w", path, err)
+	}
+	fromFile, err := applyKubeletConfig(fs, kc)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet config file %s: %w", path, err)
+	}
+	return fromFile, nil
+}

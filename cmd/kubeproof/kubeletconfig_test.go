@@ -1,0 +1,323 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
+
+	"github.com/kubeproof/kubeproof/impl/cluster"
+)
+
+const kcHeader = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+
+// writeKubeletConfig writes a config file in a new directory.
+func writeKubeletConfig(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// applyConfigFile parses args as `kubeproof kubelet`'s and applies the
+// file at path; it returns the flag set, the file's flags and the logs.
+func applyConfigFile(t *testing.T, path string, args ...string) (*kubeletFlags, error) {
+	t.Helper()
+	cmd := newKubeletCommand()
+	if err := cmd.Flags().Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	fromFile, err := useKubeletConfigFile(cmd.Flags(), path, slog.New(slog.NewTextHandler(&logs, nil)))
+	return &kubeletFlags{get: func(name string) string { return cmd.Flags().Lookup(name).Value.String() }, fromFile: fromFile, logs: logs.String()}, err
+}
+
+type kubeletFlags struct {
+	get      func(string) string
+	fromFile map[string]bool
+	logs     string
+}
+
+// TestKubeletConfigFilePrecedence: the fields of a KubeletConfiguration
+// file become its flags' values; a flag given on the command line beats
+// the file (feature gates: the command line's gates over the file's, as
+// upstream's kubeletConfigFlagPrecedence); a field the file leaves out
+// is upstream's v1beta1 default, where that is not the flag's; relative
+// paths are the file's directory's.
+func TestKubeletConfigFilePrecedence(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		args       []string
+		want       map[string]string
+	}{
+		{name: "file beats flag default", body: "maxPods: 50\nsyncFrequency: 30s\nclusterDNS: [10.96.0.10, 10.96.0.11]\nclusterDomain: cluster.local\ncgroupRoot: /kp\n",
+			want: map[string]string{"max-pods": "50", "sync-frequency": "30s", "cluster-dns": "[10.96.0.10,10.96.0.11]", "cluster-domain": "cluster.local", "cgroup-root": "/kp"}},
+		{name: "command line beats file", body: "maxPods: 50\nsyncFrequency: 30s\nclusterDNS: [10.96.0.10]\n",
+			args: []string{"--max-pods", "20", "--cluster-dns", "10.0.0.1"},
+			want: map[string]string{"max-pods": "20", "sync-frequency": "30s", "cluster-dns": "[10.0.0.1]"}},
+		{name: "v1beta1 defaults", body: "",
+			want: map[string]string{"sync-frequency": "1m0s", "authorization-mode": "Webhook", "anonymous-auth": "false", "authentication-token-webhook": "true",
+				"max-pods": "110", "port": "10250", "eviction-hard": eviction.DefaultEvictionHard}},
+		{name: "command line beats v1beta1 default", body: "", args: []string{"--anonymous-auth=true", "--authorization-mode", "AlwaysAllow"},
+			want: map[string]string{"anonymous-auth": "true", "authorization-mode": "AlwaysAllow"}},
+		{name: "maps", body: "evictionHard: {memory.available: 200Mi}\nevictionSoft: {memory.available: 300Mi}\nevictionSoftGracePeriod: {memory.available: 1m}\nsystemReserved: {cpu: 100m, memory: 1Gi}\n",
+			want: map[string]string{"eviction-hard": "memory.available<200Mi", "eviction-soft": "memory.available<300Mi", "eviction-soft-grace-period": "memory.available=1m", "system-reserved": "cpu=100m,memory=1Gi"}},
+		{name: "merged eviction defaults", body: "evictionHard: {memory.available: 200Mi}\nmergeDefaultEvictionSettings: true\n",
+			want: map[string]string{"eviction-hard": "imagefs.available<15%,imagefs.inodesFree<5%,memory.available<200Mi,nodefs.available<10%,nodefs.inodesFree<5%"}},
+		{name: "feature gates merge", body: "featureGates: {CustomCPUCFSQuotaPeriod: true}\n",
+			want: map[string]string{"feature-gates": "CustomCPUCFSQuotaPeriod=true"}},
+		{name: "feature gates command line wins", body: "featureGates: {CustomCPUCFSQuotaPeriod: true}\n", args: []string{"--feature-gates", "CustomCPUCFSQuotaPeriod=false"},
+			want: map[string]string{"feature-gates": "CustomCPUCFSQuotaPeriod=false"}},
+		{name: "alias given", body: "containerRuntimeEndpoint: unix:///run/crio/crio.sock\n", args: []string{"--cri-endpoint", "unix:///x.sock"},
+			want: map[string]string{"container-runtime-endpoint": "unix:///x.sock"}},
+		{name: "enableServer false", body: "enableServer: false\nport: 10999\n", want: map[string]string{"port": "0"}},
+		{name: "no enforcement", body: "enforceNodeAllocatable: []\n", want: map[string]string{"enforce-node-allocatable": "[]"}},
+		{name: "status report follows update", body: "nodeStatusUpdateFrequency: 20s\nnodeLeaseDurationSeconds: 60\n",
+			want: map[string]string{"node-status-update-frequency": "20s", "node-status-report-frequency": "20s", "node-lease-duration": "1m0s"}},
+		{name: "pointers", body: "singleProcessOOMKill: true\nfailSwapOn: false\ncpuCFSQuota: false\nseccompDefault: true\nkubeAPIQPS: 0\npodPidsLimit: -5\n",
+			want: map[string]string{"single-process-oom-kill": "true", "fail-swap-on": "false", "cpu-cfs-quota": "false", "seccomp-default": "true", "kube-api-qps": "0", "pod-max-pids": "-1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeKubeletConfig(t, kcHeader+tc.body)
+			f, err := applyConfigFile(t, path, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for flag, want := range tc.want {
+				if got := f.get(flag); got != want {
+					t.Errorf("--%s = %q, want %q", flag, got, want)
+				}
+			}
+		})
+	}
+
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(path, []byte(kcHeader+"tlsCertFile: pki/kubelet.crt\ntlsPrivateKeyFile: /abs/kubelet.key\nauthentication: {x509: {clientCAFile: ca.crt}}\nresolvConf: resolv.conf\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := applyConfigFile(t, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for flag, want := range map[string]string{"tls-cert-file": filepath.Join(dir, "pki/kubelet.crt"), "tls-private-key-file": "/abs/kubelet.key",
+		"client-ca-file": filepath.Join(dir, "ca.crt"), "resolv-conf": filepath.Join(dir, "resolv.conf")} {
+		if got := f.get(flag); got != want {
+			t.Errorf("--%s = %q, want %q (relative to the file's directory)", flag, got, want)
+		}
+	}
+	// What the file set counts as given (eviction-hard's default replaced,
+	// single-process-oom-kill set); what it left out does not.
+	f, err = applyConfigFile(t, writeKubeletConfig(t, kcHeader+"evictionHard: {memory.available: 1Mi}\nsingleProcessOOMKill: true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.fromFile["eviction-hard"] || !f.fromFile["single-process-oom-kill"] || f.fromFile["cpu-cfs-quota-period"] {
+		t.Errorf("flags set by the file: %v", f.fromFile)
+	}
+}
+
+// TestKubeletConfigFileDecoding: a file that cannot be read or decoded is
+// upstream's error; an unknown or duplicate field is decoded leniently
+// with upstream's warning.
+func TestKubeletConfigFileDecoding(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope.yaml")
+	_, err := applyConfigFile(t, missing)
+	if want := `failed to load kubelet config file, path: ` + missing + `, error: failed to load Kubelet config file ` + missing + `, error failed to read kubelet config file "` + missing + `", error: open ` + missing + `: no such file or directory`; err == nil || err.Error() != want {
+		t.Errorf("missing file: %v\nwant %s", err, want)
+	}
+	for _, tc := range []struct {
+		name, body, want string
+	}{
+		{name: "empty", body: "", want: `was empty`},
+		{name: "wrong type", body: kcHeader + "maxPods: \"110\"\n", want: "failed to decode: "},
+		{name: "no kind", body: "apiVersion: kubelet.config.k8s.io/v1beta1\nmaxPods: 3\n", want: "failed to decode: Object 'Kind' is missing"},
+		{name: "unknown version", body: "apiVersion: kubelet.config.k8s.io/v1\nkind: KubeletConfiguration\n", want: `failed to decode: no kind "KubeletConfiguration" is registered for version "kubelet.config.k8s.io/v1"`},
+		{name: "not YAML", body: kcHeader + "maxPods: [\n", want: "failed to decode: "},
+	} {
+		path := writeKubeletConfig(t, tc.body)
+		_, err := applyConfigFile(t, path)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "failed to load kubelet config file, path: "+path) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		name, body, warning string
+	}{
+		{name: "unknown field", body: kcHeader + "maxPods: 9\nmaxPodz: 3\n", warning: `unknown field \"maxPodz\"`},
+		{name: "duplicate field", body: kcHeader + "maxPods: 8\nmaxPods: 9\n", warning: `key \"maxPods\" already set in map`},
+	} {
+		f, err := applyConfigFile(t, writeKubeletConfig(t, tc.body))
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if !strings.Contains(f.logs, "using lenient decoding as strict decoding failed") || !strings.Contains(f.logs, tc.warning) {
+			t.Errorf("%s: logs %q, want the lenient decoding warning with %s", tc.name, f.logs, tc.warning)
+		}
+		if f.get("max-pods") != "9" {
+			t.Errorf("%s: --max-pods %s, want 9", tc.name, f.get("max-pods"))
+		}
+	}
+}
+
+// TestKubeletConfigFileValidation: the file's values are validated with
+// upstream's messages (several errors as one aggregate); a field whose
+// flag is given on the command line is not the file's.
+func TestKubeletConfigFileValidation(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		args []string
+		want string
+	}{
+		{body: "maxPods: -1\n", want: "failed to validate kubelet configuration, error: invalid configuration: maxPods (--max-pods) -1 must not be a negative number, path: "},
+		{body: "imageGCHighThresholdPercent: 50\nimageGCLowThresholdPercent: 60\nport: 70000\n",
+			want: "failed to validate kubelet configuration, error: [invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) 60 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 50, invalid configuration: port (--port) 70000 must be between 1 and 65535, inclusive], path: "},
+		{body: "memorySwap: {swapBehavior: UnlimitedSwap}\n", want: `invalid configuration: memorySwap.swapBehavior "UnlimitedSwap" must be one of: "", "LimitedSwap" or "NoSwap"`},
+		{body: "imageMaximumGCAge: 1m\n", want: "invalid configuration: imageMaximumGCAge 1m0s must be greater than imageMinimumGCAge 2m0s"},
+		{body: "enforceNodeAllocatable: [pods, kube-reserved, kube-reserved-compressible]\n",
+			want: `invalid configuration: both "kube-reserved" and "kube-reserved-compressible" cannot be specified together in enforceNodeAllocatable (--enforce-node-allocatable)`},
+		{body: "runOnce: true\n", want: "invalid configuration: runOnce (--runOnce) true, Runonce mode has been deprecated and should not be set"},
+		{body: "maxPods: -1\n", args: []string{"--max-pods", "5"}},
+		{body: "tlsMinVersion: VersionTLS13\ncgroupDriver: systemd\n", want: "kubelet configuration fields not implemented by kubeproof, which would leave the kubelet less secure than configured: tlsMinVersion=\"VersionTLS13\""},
+	} {
+		_, err := applyConfigFile(t, writeKubeletConfig(t, kcHeader+tc.body), tc.args...)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%q %q: %v", tc.body, tc.args, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v\nwant %s", tc.body, err, tc.want)
+		}
+	}
+}
+
+// TestIgnoredKubeletConfigFields: what a kubeadm-written file sets that
+// kubeproof does not implement is named in a warning, field by field;
+// fields at upstream's default (or zero, which defaulting replaces) and
+// implemented ones are not.
+func TestIgnoredKubeletConfigFields(t *testing.T) {
+	body := kcHeader + `authentication:
+  anonymous: {enabled: false}
+  webhook: {cacheTTL: 0s, enabled: true}
+  x509: {clientCAFile: /etc/kubernetes/pki/ca.crt}
+authorization:
+  mode: Webhook
+  webhook: {cacheAuthorizedTTL: 0s, cacheUnauthorizedTTL: 0s}
+cgroupDriver: systemd
+clusterDNS: [10.96.0.10]
+clusterDomain: cluster.local
+containerRuntimeEndpint: ""
+cpuManagerReconcilePeriod: 0s
+evictionPressureTransitionPeriod: 0s
+fileCheckFrequency: 0s
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+httpCheckFrequency: 0s
+imageMaximumGCAge: 0s
+imageMinimumGCAge: 0s
+logging: {flushFrequency: 0, options: {json: {infoBufferSize: "0"}, text: {infoBufferSize: "0"}}, verbosity: 0}
+memorySwap: {}
+nodeStatusReportFrequency: 0s
+nodeStatusUpdateFrequency: 0s
+rotateCertificates: true
+runtimeRequestTimeout: 0s
+shutdownGracePeriod: 0s
+shutdownGracePeriodCriticalPods: 0s
+staticPodPath: /etc/kubernetes/manifests
+streamingConnectionIdleTimeout: 0s
+syncFrequency: 0s
+volumeStatsAggPeriod: 0s
+readOnlyPort: 10255
+qosReserved: {memory: 50%}
+`
+	f, err := applyConfigFile(t, writeKubeletConfig(t, body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields []string
+	for line := range strings.SplitSeq(strings.TrimSpace(f.logs), "\n") {
+		if strings.Contains(line, "not implemented by kubeproof") {
+			_, after, _ := strings.Cut(line, "field=")
+			fields = append(fields, strings.Fields(after)[0])
+		}
+	}
+	want := []string{"cgroupDriver", "qosReserved.memory", "readOnlyPort", "rotateCertificates", "staticPodPath"}
+	if !slices.Equal(fields, want) {
+		t.Errorf("warned of %q, want %q; logs:\n%s", fields, want, f.logs)
+	}
+	if !strings.Contains(f.logs, `unknown field \"containerRuntimeEndpint\"`) {
+		t.Errorf("no lenient decoding warning for the misspelt field: %s", f.logs)
+	}
+}
+
+// TestKubeletStartsWithConfigFile: `kubeproof kubelet --config FILE`
+// registers a node as the file configures it (maxPods 7 its pods
+// capacity; the API off with enableServer: false, so no port is bound;
+// an ignored field only warned of); a bad file stops it with upstream's error before it
+// contacts the API server.
+func TestKubeletStartsWithConfigFile(t *testing.T) {
+	if err := runKubelet(unreachableKubeconfig(t), "--config", writeKubeletConfig(t, kcHeader+"maxPods: -3\n")); err == nil ||
+		!strings.Contains(err.Error(), "failed to validate kubelet configuration, error: invalid configuration: maxPods (--max-pods) -3 must not be a negative number") {
+		t.Errorf("kubelet with maxPods -3: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	c, err := cluster.Start(ctx, cluster.Config{DataDir: dir, BindAddress: "127.0.0.1:0", WatchCache: true, UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	config := writeKubeletConfig(t, kcHeader+"enableServer: false\nmaxPods: 7\npodLogsDir: logs\nnodeStatusUpdateFrequency: 1h\ncgroupDriver: systemd\n")
+	kctx, kcancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		root := newRootCommand()
+		root.SetArgs([]string{"kubelet", "--kubeconfig", c.AdminKubeconfig, "--node-name", "filed", "--config", config,
+			"--node-status-update-frequency", "10s", "--root-dir", filepath.Join(dir, "filed")})
+		root.SetOut(new(discard))
+		root.SetErr(new(discard))
+		done <- root.ExecuteContext(kctx)
+	}()
+	client, err := kubernetes.NewForConfig(c.AdminConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		node, err := client.CoreV1().Nodes().Get(ctx, "filed", metav1.GetOptions{})
+		if err == nil {
+			if pods := node.Status.Capacity.Pods(); pods.Value() != 7 {
+				t.Errorf("node pods capacity %s, want 7 (the file's maxPods)", pods)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node filed not registered: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	kcancel()
+	if err := <-done; err != nil {
+		t.Errorf("kubelet: %v", err)
+	}
+}
