@@ -149,7 +149,8 @@ func (d *webhookDispatcher) call(ctx context.Context, w webhook, rev *admissionv
 		return nil, fmt.Errorf("failed to call webhook: %w", err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 3<<20))
+	// The whole answer, however long, as client-go reads it.
+	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("failed to read the webhook's response: %w", err)
 	}

@@ -150,3 +150,16 @@ func TestReadWebhookResponseAsClientGo(t *testing.T) {
 		}
 	}
 }
+
+// client-go reads a webhook's whole answer, however long: a 4 MiB answer
+// (here a warning) is read, not cut at some size and so undecodable.
+func TestWebhookAnswerOverThreeMiB(t *testing.T) {
+	big := strings.Repeat("w", 4<<20)
+	srv := newHookServer(t, func(string, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		return &admissionv1.AdmissionResponse{Allowed: true, Warnings: []string{big}}
+	})
+	p := &ValidatingWebhook{testDispatcher(validatingWebhooks(srv.validating(hookSpec{name: "big.example.com"})))}
+	if err := p.Validate(context.Background(), podCreate(newPod("p"))); err != nil {
+		t.Fatalf("a 4 MiB answer: %.300v", err)
+	}
+}
