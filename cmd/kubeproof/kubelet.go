@@ -99,6 +99,13 @@ func newKubeletCommand() *cobra.Command {
 				if fromFile, err = useKubeletConfigFile(cmd.Flags(), configFile, logger); err != nil {
 					return err
 				}
+				if fromFile["log-format"] {
+					// As upstream's: logging is set up once the
+					// configuration is read.
+					if logger, err = logs.logger(); err != nil {
+						return err
+					}
+				}
 			}
 			given := func(flag string) bool { return cmd.Flags().Changed(flag) || fromFile[flag] }
 			if authorizationMode != "AlwaysAllow" && authorizationMode != "Webhook" {

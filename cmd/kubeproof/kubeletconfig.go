@@ -238,6 +238,9 @@ var kubeletConfigFields = []kubeletConfigField{
 	{path: "preloadedImagesVerificationAllowlist", flag: "preloaded-images-verification-allowlist", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 		return list(c.PreloadedImagesVerificationAllowlist)
 	}},
+	{path: "logging.format", flag: "log-format", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return c.Logging.Format, c.Logging.Format != ""
+	}},
 	{path: "featureGates", flag: "feature-gates", merge: true, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 		gates := make(map[string]string, len(c.FeatureGates))
 		for k, v := range c.FeatureGates {
@@ -247,13 +250,15 @@ var kubeletConfigFields = []kubeletConfigField{
 	}},
 }
 
-// evictionHardValue is --eviction-hard from evictionHard: left out or
-// empty, upstream's defaults; with mergeDefaultEvictionSettings the
+// evictionHardValue is --eviction-hard from evictionHard: left out,
+// upstream's defaults; with mergeDefaultEvictionSettings the
 // defaults' signals the file leaves out are added to its own.
 func evictionHardValue(c *kcv1beta1.KubeletConfiguration) (string, bool) {
-	if len(c.EvictionHard) == 0 {
+	if c.EvictionHard == nil {
 		return "", false
 	}
+	// evictionHard: {} is no hard threshold (upstream defaults only a
+	// missing map), unless the defaults are merged in.
 	hard := maps.Clone(c.EvictionHard)
 	if c.MergeDefaultEvictionSettings != nil && *c.MergeDefaultEvictionSettings {
 		for stmt := range strings.SplitSeq(eviction.DefaultEvictionHard, ",") {
@@ -264,7 +269,8 @@ func evictionHardValue(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 			}
 		}
 	}
-	return pairs(hard, "<")
+	v, _ := pairs(hard, "<")
+	return v, true
 }
 
 // kubeletConfigScheme knows kubelet.config.k8s.io/v1beta1 alone.
@@ -307,6 +313,11 @@ func decodeKubeletConfig(data []byte, logger *slog.Logger) (*kcv1beta1.KubeletCo
 // relative paths made relative to its directory, with upstream's errors.
 func loadKubeletConfigFile(path string, logger *slog.Logger) (*kcv1beta1.KubeletConfiguration, error) {
 	kc, err := func() (*kcv1beta1.KubeletConfiguration, error) {
+		// As upstream's: the file is named by its absolute path.
+		path, err := filepath.Abs(path)
+		if err != nil {
+			return nil, err
+		}
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("failed to read kubelet config file %q, error: %w", path, err)
