@@ -2,13 +2,13 @@ package admission
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"reflect"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -165,17 +165,18 @@ func (p *MutatingWebhook) callOne(ctx context.Context, m matchedHook, a *Attribu
 }
 
 // applyJSONPatch patches the object's JSON and decodes the result back
-// into a.Object in place. As kube-apiserver, a patch that does not apply
-// and a result that does not decode (keys are case-sensitive; a missing
-// apiVersion or kind is the object's) or is of another kind are a 500,
-// whatever the failurePolicy.
+// into a.Object in place; it reports whether the object changed. As
+// kube-apiserver, a patch that does not apply and a result that does not
+// decode (keys are case-sensitive; a missing apiVersion or kind is the
+// object's) or is of another kind are a 500, whatever the failurePolicy;
+// and changed compares the decoded objects semantically (the result's
+// apiVersion and kind as the patch left them), not their JSON: a field
+// the kind does not have, or a quantity written in another form, is no
+// change.
 func applyJSONPatch(a *Attributes, original []byte, patch jsonpatch.Patch) (bool, error) {
 	patched, err := patch.Apply(original)
 	if err != nil {
 		return false, apierrors.NewInternalError(fmt.Errorf("applying the webhook's JSON patch: %w", err))
-	}
-	if jsonEqual(original, patched) {
-		return false, nil
 	}
 	fresh := reflect.New(reflect.TypeOf(a.Object).Elem()).Interface().(runtime.Object)
 	if err := utiljson.Unmarshal(patched, fresh); err != nil {
@@ -191,15 +192,10 @@ func applyJSONPatch(a *Attributes, original []byte, patch jsonpatch.Patch) (bool
 	if gvk != a.Kind {
 		return false, apierrors.NewInternalError(fmt.Errorf("the webhook's patch changed the object's kind to %s", gvk))
 	}
+	before := a.Object.DeepCopyObject()
+	before.GetObjectKind().SetGroupVersionKind(a.Kind)
+	changed := !apiequality.Semantic.DeepEqual(before, fresh)
 	fresh.GetObjectKind().SetGroupVersionKind(gvk)
 	reflect.ValueOf(a.Object).Elem().Set(reflect.ValueOf(fresh).Elem())
-	return true, nil
-}
-
-func jsonEqual(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	return reflect.DeepEqual(x, y)
+	return changed, nil
 }

@@ -3,11 +3,14 @@ package admission
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -161,5 +164,47 @@ func TestWebhookAnswerOverThreeMiB(t *testing.T) {
 	p := &ValidatingWebhook{testDispatcher(validatingWebhooks(srv.validating(hookSpec{name: "big.example.com"})))}
 	if err := p.Validate(context.Background(), podCreate(newPod("p"))); err != nil {
 		t.Fatalf("a 4 MiB answer: %.300v", err)
+	}
+}
+
+// Whether a webhook's patch changed the object is decided as
+// kube-apiserver decides it, on the decoded objects (semantically): a
+// patch that only adds a field the kind does not have (a miscased key)
+// or writes a quantity in another form changes nothing, so a webhook
+// reinvoked IfNeeded is not called again; one that changes a label is.
+func TestMutatingWebhookChangedIsSemantic(t *testing.T) {
+	for _, c := range []struct {
+		name, patch string
+		calls       int
+	}{
+		{"a miscased key", `[{"op":"add","path":"/Metadata","value":{"labels":{"c":"d"}}}]`, 1},
+		{"an unknown field", `[{"op":"add","path":"/spec/frobs","value":3}]`, 1},
+		{"the same quantity", `[{"op":"add","path":"/spec/containers/0/resources","value":{"limits":{"cpu":"1000m"}}}]`, 1},
+		{"a label", `[{"op":"add","path":"/metadata/labels","value":{"c":"d"}}]`, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			first := 0
+			srv := newHookServer(t, func(path string, _ *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+				if path == "/first" {
+					mu.Lock()
+					first++
+					mu.Unlock()
+					return allow()
+				}
+				return patchResponse(c.patch)
+			})
+			p := &MutatingWebhook{webhookDispatcher: testDispatcher(mutatingWebhooks(srv.mutating(
+				hookSpec{name: "first.example.com", path: "/first", reinvoke: true},
+				hookSpec{name: "second.example.com", path: "/second"})))}
+			pod := newPod("p")
+			pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+			if err := p.Admit(context.Background(), podCreate(pod)); err != nil {
+				t.Fatal(err)
+			}
+			if first != c.calls {
+				t.Errorf("the IfNeeded webhook was called %d times, want %d", first, c.calls)
+			}
+		})
 	}
 }
