@@ -81,7 +81,7 @@ func newKubeletCommand() *cobra.Command {
 		systemReservedCg, kubeReservedCg    string
 		clusterDNS                          []string
 		clusterDomain, resolvConf           string
-		configFile                          string
+		configFile, configDir               string
 	)
 	cmd := &cobra.Command{
 		Use:   "kubelet --kubeconfig FILE --node-name NAME [--runtime sim|cri]",
@@ -95,8 +95,8 @@ func newKubeletCommand() *cobra.Command {
 			// The file's values go to the flags not given on the command
 			// line; what the file set counts as given.
 			fromFile := map[string]bool{}
-			if configFile != "" {
-				if fromFile, err = useKubeletConfigFile(cmd.Flags(), configFile, logger); err != nil {
+			if configFile != "" || configDir != "" {
+				if fromFile, err = useKubeletConfigFile(cmd.Flags(), configFile, configDir, logger); err != nil {
 					return err
 				}
 				if fromFile["log-format"] {
@@ -310,6 +310,7 @@ func newKubeletCommand() *cobra.Command {
 	fs := cmd.Flags()
 	logs.addFlags(fs)
 	fs.StringVar(&configFile, "config", "", "A KubeletConfiguration file (kubelet.config.k8s.io/v1beta1, as kubeadm writes): its fields kubeproof implements set their flags, unless given on the command line (flags on the command line win); fields it leaves out take upstream's v1beta1 defaults (so authorization mode Webhook, anonymous authentication off, token authentication on, sync every 1m); relative paths in it are relative to its directory. Fields kubeproof does not implement are named in a start-up warning when set to anything but upstream's default, and tlsMinVersion, tlsCipherSuites, tlsCurvePreferences and enableDebuggingHandlers so set are refused.")
+	fs.StringVar(&configDir, "config-dir", "", "Path to a directory of KubeletConfiguration drop-ins (files named *.conf, subdirectories included, in lexical order, each with apiVersion and kind), each merged over --config (or the flags' configuration) as a JSON merge patch of the fields it sets; flags on the command line still win.")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig file for the API server.")
 	fs.StringVar(&bootstrapKubeconfig, "bootstrap-kubeconfig", "", "Path to a kubeconfig (normally with a bootstrap token) used to obtain a client certificate when --kubeconfig does not exist or its certificate expired; --kubeconfig is then written with it.")
 	fs.StringVar(&nodeName, "node-name", "", "Name of the Node to register.")

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	iofs "io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	kcv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
 )
@@ -603,23 +605,147 @@ func validateKubeletConfig(kc *kcv1beta1.KubeletConfiguration, given func(flag s
 	return utilerrors.NewAggregate(errs)
 }
 
-// useKubeletConfigFile is --config: the file loaded, checked, and its
+// useKubeletConfigFile is --config and --config-dir: the file loaded,
+// the directory's drop-ins merged over it, the result checked, and its
 // values given to the flags the command line did not set. It returns the
-// flags the file set.
-func useKubeletConfigFile(fs *pflag.FlagSet, path string, logger *slog.Logger) (map[string]bool, error) {
-	kc, err := loadKubeletConfigFile(path, logger)
-	if err != nil {
-		return nil, err
+// flags the configuration set.
+func useKubeletConfigFile(fs *pflag.FlagSet, path, dropInDir string, logger *slog.Logger) (map[string]bool, error) {
+	var kc *kcv1beta1.KubeletConfiguration
+	if path != "" {
+		var err error
+		if kc, err = loadKubeletConfigFile(path, logger); err != nil {
+			return nil, err
+		}
+	} else {
+		// As upstream's: without --config the drop-ins go over the
+		// flags' configuration, whose defaults are not all v1beta1's.
+		kc = flagsKubeletConfig(fs)
+	}
+	if dropInDir != "" {
+		merged, err := mergeKubeletConfigDropIns(kc, dropInDir, logger)
+		if err != nil {
+			return nil, fmt.Errorf("failed to merge kubelet configs: %w", err)
+		}
+		kc = merged
+	}
+	name := path
+	if name == "" {
+		name = dropInDir
 	}
 	if err := validateKubeletConfig(kc, fs.Changed); err != nil {
-		return nil, fmt.Errorf("failed to validate kubelet configuration, error: %w, path: %s", err, path)
+		return nil, fmt.Errorf("failed to validate kubelet configuration, error: %w, path: %s", err, name)
 	}
 	if err := checkIgnoredKubeletConfig(kc, logger); err != nil {
-		return nil, fmt.Errorf("kubelet config file %s: %w", path, err)
+		return nil, fmt.Errorf("kubelet configuration %s: %w", name, err)
 	}
 	fromFile, err := applyKubeletConfig(fs, kc)
 	if err != nil {
-		return nil, fmt.Errorf("kubelet config file %s: %w", path, err)
+		return nil, fmt.Errorf("kubelet configuration %s: %w", name, err)
 	}
 	return fromFile, nil
+}
+
+// flagsKubeletConfig is the configuration of the flags whose v1beta1
+// defaults are not the flags' (kubeletConfigFields' defaulted ones): the
+// base of drop-ins without --config.
+func flagsKubeletConfig(fs *pflag.FlagSet) *kcv1beta1.KubeletConfiguration {
+	get := func(name string) string { return fs.Lookup(name).Value.String() }
+	kc := &kcv1beta1.KubeletConfiguration{}
+	anonymous, webhook := get("anonymous-auth") == "true", get("authentication-token-webhook") == "true"
+	kc.Authentication.Anonymous.Enabled, kc.Authentication.Webhook.Enabled = &anonymous, &webhook
+	kc.Authorization.Mode = kcv1beta1.KubeletAuthorizationMode(get("authorization-mode"))
+	if d, err := time.ParseDuration(get("sync-frequency")); err == nil {
+		kc.SyncFrequency.Duration = d
+	}
+	return kc
+}
+
+// mergeKubeletConfigDropIns merges the drop-ins of dir (its files, in
+// subdirectories too, named *.conf, in lexical order) over kc, each a
+// JSON merge patch of the fields it sets, as upstream's --config-dir.
+func mergeKubeletConfigDropIns(kc *kcv1beta1.KubeletConfiguration, dir string, logger *slog.Logger) (*kcv1beta1.KubeletConfiguration, error) {
+	base, err := json.Marshal(kc)
+	if err != nil {
+		return nil, fmt.Errorf("failed to marshal base config: %w", err)
+	}
+	var doc any
+	if err := json.Unmarshal(base, &doc); err != nil {
+		return nil, fmt.Errorf("failed to marshal base config: %w", err)
+	}
+	err = filepath.WalkDir(dir, func(path string, d iofs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || filepath.Ext(d.Name()) != ".conf" {
+			return nil
+		}
+		patch, err := loadKubeletConfigDropIn(path, logger)
+		if err != nil {
+			return fmt.Errorf("failed to load kubelet dropin file, path: %s, error: %w", path, err)
+		}
+		doc = mergePatch(doc, patch)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed to walk through kubelet dropin directory %q: %w", dir, err)
+	}
+	merged, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("failed to unmarshal merged JSON into kubelet configuration: %w", err)
+	}
+	out := &kcv1beta1.KubeletConfiguration{}
+	if err := json.Unmarshal(merged, out); err != nil {
+		return nil, fmt.Errorf("failed to unmarshal merged JSON into kubelet configuration: %w", err)
+	}
+	return out, nil
+}
+
+// loadKubeletConfigDropIn is a drop-in's fields as JSON: the file must be
+// a KubeletConfiguration (decoded as --config's, strictly or leniently);
+// only what it sets is merged.
+func loadKubeletConfigDropIn(path string, logger *slog.Logger) (any, error) {
+	fail := func(err error) (any, error) {
+		return nil, fmt.Errorf("failed to load drop-in kubelet config file %s, error %w", path, err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fail(fmt.Errorf("failed to read kubelet config file %q, error: %w", path, err))
+	}
+	if len(data) == 0 {
+		return fail(fmt.Errorf("kubelet config file %q was empty", path))
+	}
+	if _, err := decodeKubeletConfig(data, logger); err != nil {
+		return fail(err)
+	}
+	raw, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return fail(err)
+	}
+	var patch any
+	if err := json.Unmarshal(raw, &patch); err != nil {
+		return fail(err)
+	}
+	return patch, nil
+}
+
+// mergePatch applies patch to doc as a JSON merge patch (RFC 7386): an
+// object's members merged one by one, null removing one, anything else
+// replacing.
+func mergePatch(doc, patch any) any {
+	p, ok := patch.(map[string]any)
+	if !ok {
+		return patch
+	}
+	d, ok := doc.(map[string]any)
+	if !ok {
+		d = map[string]any{}
+	}
+	for k, v := range p {
+		if v == nil {
+			delete(d, k)
+			continue
+		}
+		d[k] = mergePatch(d[k], v)
+	}
+	return d
 }

@@ -40,7 +40,7 @@ func applyConfigFile(t *testing.T, path string, args ...string) (*kubeletFlags, 
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	fromFile, err := useKubeletConfigFile(cmd.Flags(), path, slog.New(slog.NewTextHandler(&logs, nil)))
+	fromFile, err := useKubeletConfigFile(cmd.Flags(), path, "", slog.New(slog.NewTextHandler(&logs, nil)))
 	return &kubeletFlags{get: func(name string) string { return cmd.Flags().Lookup(name).Value.String() }, fromFile: fromFile, logs: logs.String()}, err
 }
 
@@ -323,5 +323,62 @@ func TestKubeletStartsWithConfigFile(t *testing.T) {
 	kcancel()
 	if err := <-done; err != nil {
 		t.Errorf("kubelet: %v", err)
+	}
+}
+
+// TestKubeletConfigDropIns: --config-dir's *.conf files (lexical order,
+// a subdirectory's after the names before it) are merged over --config,
+// each setting only its own fields; the command line still wins; without
+// --config they go over the flags' configuration (its defaults, not
+// v1beta1's); a drop-in that is not a KubeletConfiguration is upstream's
+// error.
+func TestKubeletConfigDropIns(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("10-a.conf", kcHeader+"maxPods: 60\nclusterDomain: a.local\n")
+	write("20-b.conf", kcHeader+"maxPods: 70\ncgroupRoot: /b\n")
+	write("sub/05-c.conf", kcHeader+"maxPods: 80\n")
+	write("notes.txt", "not a configuration")
+	config := writeKubeletConfig(t, kcHeader+"maxPods: 50\nclusterDomain: base.local\npodCIDR: 10.1.0.0/24\n")
+	run := func(config string, args ...string) (func(string) string, error) {
+		cmd := newKubeletCommand()
+		if err := cmd.Flags().Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		_, err := useKubeletConfigFile(cmd.Flags(), config, dir, slog.New(slog.NewTextHandler(new(bytes.Buffer), nil)))
+		return func(name string) string { return cmd.Flags().Lookup(name).Value.String() }, err
+	}
+	get, err := run(config, "--cgroup-root", "/cmd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for flag, want := range map[string]string{"max-pods": "80", "cluster-domain": "a.local", "pod-cidr": "10.1.0.0/24", "cgroup-root": "/cmd", "authorization-mode": "Webhook"} {
+		if got := get(flag); got != want {
+			t.Errorf("--%s = %q, want %q", flag, got, want)
+		}
+	}
+	get, err = run("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for flag, want := range map[string]string{"max-pods": "80", "authorization-mode": "AlwaysAllow", "anonymous-auth": "true", "sync-frequency": "20s"} {
+		if got := get(flag); got != want {
+			t.Errorf("without --config: --%s = %q, want %q", flag, got, want)
+		}
+	}
+	write("30-bad.conf", "maxPods: 3\n")
+	bad := filepath.Join(dir, "30-bad.conf")
+	_, err = run(config)
+	if want := `failed to merge kubelet configs: failed to walk through kubelet dropin directory "` + dir + `": failed to load kubelet dropin file, path: ` + bad + `, error: failed to load drop-in kubelet config file ` + bad + `, error failed to decode: Object 'Kind' is missing`; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("drop-in without kind: %v\nwant %s", err, want)
 	}
 }
