@@ -665,6 +665,21 @@ func webhookOutcome(c hookCall, kind string) (out *hookOutcome, obj []byte, chan
 	return nil, patched, !apiequality.Semantic.DeepEqual(before, after)
 }
 
+// timedOutOutcome is, for an answer near the timeout (taken or failed, by
+// timing), the outcome of its call failing, as a maybe; nil for other
+// answers, or when the failure lets the request go on.
+func timedOutOutcome(c hookCall, kind string) *hookOutcome {
+	if c.answer.delay != 1 {
+		return nil
+	}
+	c.answer.delay = 2
+	out, _, _ := webhookOutcome(c, kind)
+	if out != nil {
+		out.maybe = true
+	}
+	return out
+}
+
 // checkWebhookOutcome checks an answer against the calls the webhooks
 // answered.
 func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind string, labels map[string]string, calls []hookCall,
@@ -729,14 +744,8 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind stri
 			report("webhook %s called after the mutating chain ended", c.hook.name)
 		}
 		out, obj, _ := webhookOutcome(c, kind)
-		if c.answer.delay == 1 {
-			// Near the timeout: taken or failed, by timing.
-			f := c
-			f.answer.delay = 2
-			if fo, _, _ := webhookOutcome(f, kind); fo != nil {
-				fo.maybe = true
-				want = append(want, *fo)
-			}
+		if fo := timedOutOutcome(c, kind); fo != nil {
+			want = append(want, *fo)
 		}
 		if out != nil {
 			want = append(want, *out)
@@ -756,13 +765,8 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind stri
 			report("validating webhook %s got %s, not the mutating webhooks' result %s", c.hook.name, c.review.Request.Object.Raw, final)
 		}
 		out, _, _ := webhookOutcome(c, kind)
-		if c.answer.delay == 1 {
-			f := c
-			f.answer.delay = 2
-			if fo, _, _ := webhookOutcome(f, kind); fo != nil {
-				fo.maybe = true
-				want = append(want, *fo)
-			}
+		if fo := timedOutOutcome(c, kind); fo != nil {
+			want = append(want, *fo)
 		}
 		if out != nil {
 			want = append(want, *out)
