@@ -934,6 +934,10 @@ func (k *Kubelet) startPod(ctx context.Context, rec *podRecord, pod *v1.Pod, rs 
 	if st, err := k.rt.PodSandboxStatus(ctx, sandboxID); err == nil {
 		ip, moreIPs = sandboxIPs(st)
 	}
+	// A postStart hook without a host goes to the sandbox's own IP, as
+	// upstream's handler runner reads it from the runtime, not the
+	// node's IP a host-network pod's containers are given below.
+	hookIP := ip
 	if pod.Spec.HostNetwork && k.cfg.NodeIP != "" {
 		ip, moreIPs = k.cfg.NodeIP, nil // a host-network pod's IP is the node's, as upstream
 	}
@@ -951,7 +955,7 @@ func (k *Kubelet) startPod(ctx context.Context, rec *podRecord, pod *v1.Pod, rs 
 		default:
 			spec = &pod.Spec.Containers[s.Index]
 		}
-		if err := k.startContainer(ctx, rec, pod, sandboxID, sbConfig, spec, s, ip, moreIPs); err != nil {
+		if err := k.startContainer(ctx, rec, pod, sandboxID, sbConfig, spec, s, ip, moreIPs, hookIP); err != nil {
 			k.log.Info("starting container", "pod", pod.Namespace+"/"+pod.Name, "container", spec.Name, "err", err)
 			if s.Init {
 				break
@@ -1024,8 +1028,10 @@ func ephemeralSpec(pod *v1.Pod, name string) *v1.Container {
 // startContainer pulls the image per policy, creates and starts the
 // container and runs its postStart hook. Failures are recorded as the
 // container's waiting reason. ip is the sandbox's primary IP, moreIPs its
-// others (dual-stack), for the downward API.
-func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Pod, sandboxID string, sbConfig *runtimeapi.PodSandboxConfig, spec *v1.Container, s podsync.Start, ip string, moreIPs []string) error {
+// others (dual-stack), for the downward API; hookIP is the IP the runtime
+// reports for the sandbox (none for a host-network pod's on containerd),
+// where hooks without a host go.
+func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Pod, sandboxID string, sbConfig *runtimeapi.PodSandboxConfig, spec *v1.Container, s podsync.Start, ip string, moreIPs []string, hookIP string) error {
 	key := podsync.BackoffKey(spec.Name, s.Init)
 	event := func(eventType, reason, format string, args ...any) {
 		k.containerEvent(pod, spec.Name, s.Init, eventType, reason, format, args...)
@@ -1251,7 +1257,7 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 	}
 	event(v1.EventTypeNormal, EventStarted, "Started container %s", spec.Name)
 	if !s.Ephemeral && spec.Lifecycle != nil && spec.Lifecycle.PostStart != nil {
-		t := prober.Target{Pod: pod, Container: spec, ContainerID: id, PodIP: ip}
+		t := prober.Target{Pod: pod, Container: spec, ContainerID: id, PodIP: hookIP}
 		if herr := prober.RunHook(ctx, k.rt, spec.Lifecycle.PostStart, t, k.sleep); herr != nil {
 			msg := fmt.Sprintf("PostStartHook failed: %v", herr)
 			// As upstream's startContainer: the event without the error
@@ -1259,7 +1265,7 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 			// kill's Killing event with its message.
 			event(v1.EventTypeWarning, EventFailedPostStart, "PostStartHook failed")
 			event(v1.EventTypeNormal, EventKilling, "FailedPostStartHook")
-			if err := k.killContainer(ctx, pod, spec, id, ip, podsync.GracePeriod(pod)); err != nil {
+			if err := k.killContainer(ctx, pod, spec, id, hookIP, podsync.GracePeriod(pod)); err != nil {
 				return err
 			}
 			return fail(reasonPostStartHookErr, errors.New(msg))

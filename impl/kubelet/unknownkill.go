@@ -88,13 +88,10 @@ func (k *Kubelet) killUnknownContainer(ctx context.Context, c *runtimeapi.Contai
 }
 
 // hookPodIP is the IP of the sandbox a preStop hook of spec reaches the
-// pod at when it names no host (HTTP and TCP hooks): "" for other hooks
-// or when the runtime reports none.
+// pod at when it names no host (an HTTP hook; a tcpSocket one is not run):
+// "" for other hooks or when the runtime reports none.
 func (k *Kubelet) hookPodIP(ctx context.Context, spec *v1.Container, sandboxID string) string {
-	if spec.Lifecycle == nil || spec.Lifecycle.PreStop == nil {
-		return ""
-	}
-	if h := spec.Lifecycle.PreStop; h.HTTPGet == nil && h.TCPSocket == nil {
+	if spec.Lifecycle == nil || spec.Lifecycle.PreStop == nil || spec.Lifecycle.PreStop.HTTPGet == nil {
 		return ""
 	}
 	st, err := k.rt.PodSandboxStatus(ctx, sandboxID)

@@ -1,0 +1,88 @@
+package kubelet
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+)
+
+// sandboxIPRuntime is a CRI runtime (none of the simulation's shortcuts:
+// hooks go over the network) whose sandboxes report ip, or no network
+// status at all when ip is "" (containerd's host-network sandboxes).
+type sandboxIPRuntime struct {
+	runtime.Runtime
+	ip string
+}
+
+func (r sandboxIPRuntime) PodSandboxStatus(ctx context.Context, id string) (*runtimeapi.PodSandboxStatus, error) {
+	st, err := r.Runtime.PodSandboxStatus(ctx, id)
+	if st != nil && st.Network != nil {
+		st.Network = nil
+		if r.ip != "" {
+			st.Network = &runtimeapi.PodSandboxNetworkStatus{Ip: r.ip}
+		}
+	}
+	return st, err
+}
+
+// TestPostStartHookHostIsSandboxIP: an HTTP postStart hook without a
+// host goes to the IP the runtime reports for the pod's sandbox, as
+// upstream's handler runner takes it from the runtime's pod status; with
+// none it fails with upstream's "failed to find networking container",
+// for a host-network pod too (containerd reports no IP for its sandbox,
+// and upstream's hook does not fall back to the node's IP: kubernetes
+// issue 134285). Before, a pod-network pod's hook went to the node's
+// localhost and a host-network pod's to the node IP, and both reached
+// the server listening there.
+func TestPostStartHookHostIsSandboxIP(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	_, portStr, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	port, _ := strconv.Atoi(portStr)
+	for _, tc := range []struct {
+		name        string
+		hostNetwork bool
+		sandboxIP   string
+		wantHits    int32
+	}{
+		{"pod-network-no-ip", false, "", 0},
+		{"host-network-no-ip", true, "", 0},
+		{"pod-network-ip", false, "127.0.0.1", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hits.Store(0)
+			h := newHarness(t, nil)
+			h.krt = sandboxIPRuntime{Runtime: h.rt, ip: tc.sandboxIP}
+			h.k = h.newKubelet(func(c *Config) { c.NodeIP = "127.0.0.1" })
+			p := h.create(h.pod("hooked", func(p *v1.Pod) {
+				p.Spec.HostNetwork = tc.hostNetwork
+				p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PostStart: &v1.LifecycleHandler{HTTPGet: &v1.HTTPGetAction{Path: "/started", Port: intstr.FromInt32(int32(port))}}}
+			}))
+			cs := cstatus(h.sync(p), "app")
+			if n := hits.Load(); n != tc.wantHits {
+				t.Errorf("hook requests %d, want %d", n, tc.wantHits)
+			}
+			if tc.wantHits > 0 {
+				if cs.State.Running == nil {
+					t.Errorf("container after the hook: %+v", cs.State)
+				}
+				return
+			}
+			if w := cs.State.Waiting; w == nil || w.Reason != "PostStartHookError" || !strings.Contains(w.Message, "failed to find networking container: ") {
+				t.Errorf("container after a hook without a pod IP: %+v, want PostStartHookError failed to find networking container", cs.State)
+			}
+		})
+	}
+}
