@@ -195,6 +195,8 @@ func TestKubeletConfigFileValidation(t *testing.T) {
 			want: `invalid configuration: both "kube-reserved" and "kube-reserved-compressible" cannot be specified together in enforceNodeAllocatable (--enforce-node-allocatable)`},
 		{body: "runOnce: true\n", want: "invalid configuration: runOnce (--runOnce) true, Runonce mode has been deprecated and should not be set"},
 		{body: "maxPods: -1\n", args: []string{"--max-pods", "5"}},
+		{body: "enableDebuggingHandlers: false\n", want: "less secure than configured: enableDebuggingHandlers=false"},
+		{body: "enableDebuggingHandlers: true\n"},
 		{body: "tlsMinVersion: VersionTLS13\ncgroupDriver: systemd\n", want: "kubelet configuration fields not implemented by kubeproof, which would leave the kubelet less secure than configured: tlsMinVersion=\"VersionTLS13\""},
 	} {
 		_, err := applyConfigFile(t, writeKubeletConfig(t, kcHeader+tc.body), tc.args...)
