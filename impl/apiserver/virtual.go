@@ -9,9 +9,11 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 	"github.com/kubeproof/kubeproof/impl/apiserver/endpoints"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
@@ -126,6 +128,9 @@ func (s *Server) readObject(w http.ResponseWriter, r *http.Request, want schema.
 	}
 	if gvk == nil || gvk.GroupVersion() != want.GroupVersion() || gvk.Kind != want.Kind || obj != into {
 		return apierrors.NewBadRequest(fmt.Sprintf("the body of the request is not a %s", want))
+	}
+	if m, err := meta.Accessor(obj); err == nil {
+		audit.LogRequestObject(r.Context(), m)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/faults"
 	"github.com/kubeproof/kubeproof/impl/storage"
@@ -38,6 +39,7 @@ func (h *Handler) bind(w http.ResponseWriter, r *http.Request, info *request.Inf
 	if err != nil {
 		return err
 	}
+	audit.LogRequestObject(r.Context(), accessor(obj))
 	b := obj.(*corev1.Binding)
 	if b.Namespace == "" {
 		b.Namespace = info.Namespace

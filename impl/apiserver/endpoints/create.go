@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
@@ -38,6 +39,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, info *request.I
 	if err != nil {
 		return err
 	}
+	audit.LogRequestObject(r.Context(), accessor(obj))
 	if h.res.Namespaced {
 		m := accessor(obj)
 		switch {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 	"github.com/kubeproof/kubeproof/impl/apiserver/fieldmanager"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/storage"
@@ -112,6 +113,7 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request, info *request.I
 		if err != nil {
 			return err
 		}
+		audit.LogRequestObject(r.Context(), accessor(obj))
 		warnings = warns
 		scale := obj.(*autoscalingv1.Scale)
 		transform = func(old runtime.Object) (runtime.Object, error) { return h.applyScale(old, scale) }
@@ -120,6 +122,7 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request, info *request.I
 		if err != nil {
 			return err
 		}
+		audit.LogRequestObject(r.Context(), accessor(obj))
 		warnings = warns
 		ns, ok := obj.(*corev1.Namespace)
 		if !ok {
@@ -145,6 +148,7 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request, info *request.I
 		if err != nil {
 			return err
 		}
+		audit.LogRequestObject(r.Context(), accessor(obj))
 		warnings = warns
 		if name := accessor(obj).GetName(); name != info.Name {
 			return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", name, info.Name))

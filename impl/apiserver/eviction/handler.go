@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 	"github.com/kubeproof/kubeproof/impl/apiserver/endpoints"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
@@ -94,6 +95,7 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, gv schema.GroupV
 		endpoints.WriteError(w, r, h.codecs, err, evictGR, info.Name)
 		return true
 	}
+	audit.LogRequestObject(r.Context(), ev)
 	// Admitted as a create of pods/eviction (a dry run as its ?dryRun
 	// says) before anything is read or written, as kube-apiserver's; the
 	// name check between the phases is where its eviction REST makes it,
