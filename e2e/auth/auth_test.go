@@ -460,8 +460,8 @@ func TestAnonymousAndAudit(t *testing.T) {
 			ObjectRef        *struct{ Resource string }
 			Annotations      map[string]string
 			ResponseStatus   *struct {
-				Code    int
-				Message string
+				Code            int
+				Message, Reason string
 			}
 		}
 		if err := json.Unmarshal([]byte(line), &ev); err != nil {
@@ -471,7 +471,7 @@ func TestAnonymousAndAudit(t *testing.T) {
 			continue
 		}
 		if ev.ObjectRef.Resource == "secrets" && ev.ResponseStatus != nil && ev.ResponseStatus.Code == 401 &&
-			ev.ResponseStatus.Message == "Authentication failed, attempted: token" {
+			ev.ResponseStatus.Message == "Unauthorized" && ev.ResponseStatus.Reason == "Unauthorized" {
 			sawFailed = true
 		}
 		if ev.User.Username == "system:anonymous" && ev.ObjectRef.Resource == "pods" && ev.Annotations["authorization.k8s.io/decision"] == "forbid" {

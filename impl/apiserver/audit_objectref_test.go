@@ -128,6 +128,12 @@ rules:
 
 	id, _ = send(http.MethodDelete, "/api/v1/namespaces/default/configmaps/one", `{"apiVersion":"v1","kind":"DeleteOptions"}`, 200)
 	check("delete", id, cm("default", "one"))
+	// The success Status a ConfigMap delete answers is the responseStatus,
+	// as kube-apiserver's LogResponseObject records it.
+	if st := b.stage(id, audit.StageResponseComplete).ResponseStatus; st == nil || st.Code != 200 || st.Status != "Success" ||
+		st.Details == nil || st.Details.Name != "one" || st.Details.Kind != "configmaps" || string(st.Details.UID) != created.Metadata.UID {
+		t.Errorf("delete responseStatus %+v, want code 200, Success and the deleted object's details", st)
+	}
 
 	// Subresource creates: a Binding's and an Eviction's metadata fill the uid.
 	pod := func(name string) string {

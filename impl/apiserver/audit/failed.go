@@ -13,8 +13,9 @@ import (
 // WithFailedAuthenticationAudit wraps the handler that answers requests
 // authentication rejected (401): when the policy audits the request (as
 // an unknown user), it records one event at stage ResponseStarted with the
-// response code and "Authentication failed, attempted: ..." naming the
-// credentials the request carried, as kube-apiserver does.
+// response code and, as kube-apiserver does, the Status the handler
+// answers (Unauthorized) or, when it answers none, "Authentication failed,
+// attempted: ..." naming the credentials the request carried.
 func WithFailedAuthenticationAudit(failed http.Handler, cfg Config) http.Handler {
 	if cfg.Policy == nil || cfg.Backend == nil {
 		return failed
@@ -35,34 +36,42 @@ func WithFailedAuthenticationAudit(failed http.Handler, cfg Config) http.Handler
 		}
 		rec := &recorder{cfg: cfg, decision: d, ev: newEvent(r, info, nil, d.Level, received)}
 		w.Header().Set(HeaderAuditID, string(rec.ev.AuditID))
-		rw := &responseWriter{ResponseWriter: w, rec: rec, limit: 0}
+		rw := &responseWriter{ResponseWriter: w, rec: rec, limit: statusProbeBytes}
 		failed.ServeHTTP(rw, r)
-		code, _, _ := rw.result()
+		code, body, contentType, _ := rw.result()
 		rec.emit(StageResponseStarted, func(ev *Event) {
-			ev.ResponseStatus = &metav1.Status{Code: int32(code), Message: "Authentication failed, attempted: " + attemptedMethods(r)}
+			// The Status the failed handler answers replaces the message
+			// naming the credentials, as kube-apiserver's LogResponseObject
+			// does when its Unauthorized Status is written.
+			if _, ok := parseStatus(contentType, body); ok {
+				ev.ResponseStatus = responseStatus(code, contentType, body)
+				return
+			}
+			ev.ResponseStatus = &metav1.Status{Code: int32(code), Message: authenticationFailed(r)}
 		})
 	})
 }
 
-// attemptedMethods names the credentials r carried.
-func attemptedMethods(r *http.Request) string {
+// authenticationFailed names the credentials r carried, as
+// kube-apiserver's failed-authentication audit does: basic, bearer,
+// access_token (the query parameter) and x509, in that order.
+func authenticationFailed(r *http.Request) string {
 	var m []string
-	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
-		m = append(m, "certificate")
+	if _, _, ok := r.BasicAuth(); ok {
+		m = append(m, "basic")
 	}
-	if h := r.Header.Get("Authorization"); h != "" {
-		scheme, _, _ := strings.Cut(h, " ")
-		switch strings.ToLower(scheme) {
-		case "bearer":
-			m = append(m, "token")
-		case "basic":
-			m = append(m, "basic")
-		default:
-			m = append(m, strings.ToLower(scheme))
-		}
+	// A bearer scheme followed by anything (the header trimmed).
+	if scheme, _, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " "); ok && strings.EqualFold(scheme, "bearer") {
+		m = append(m, "bearer")
+	}
+	if strings.TrimSpace(r.URL.Query().Get("access_token")) != "" {
+		m = append(m, "access_token")
+	}
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		m = append(m, "x509")
 	}
 	if len(m) == 0 {
-		return "none"
+		return "Authentication failed, no credentials provided"
 	}
-	return strings.Join(m, ", ")
+	return "Authentication failed, attempted: " + strings.Join(m, ", ")
 }

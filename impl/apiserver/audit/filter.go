@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net"
@@ -77,12 +78,12 @@ func WithAudit(next http.Handler, cfg Config) http.Handler {
 			captureAll: !d.Level.Less(LevelRequestResponse), limit: cfg.MaxBodyBytes}
 		defer func() {
 			if p := recover(); p != nil {
-				rec.finish(rw, StagePanic)
+				rec.finishPanic(p)
 				panic(p)
 			}
 		}()
 		next.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), eventKey{}, rec)))
-		rec.finish(rw, StageResponseComplete)
+		rec.finish(rw)
 	})
 }
 
@@ -288,7 +289,13 @@ func (rec *recorder) emit(s Stage, fill func(ev *Event)) {
 	}
 	rec.mu.Unlock()
 	ev.Stage = s
-	ev.StageTimestamp = metav1.NewMicroTime(rec.cfg.Now())
+	// As kube-apiserver: the RequestReceived event is stamped with the
+	// time the request was received.
+	if s == StageRequestReceived {
+		ev.StageTimestamp = ev.RequestReceivedTimestamp
+	} else {
+		ev.StageTimestamp = metav1.NewMicroTime(rec.cfg.Now())
+	}
 	if !ev.Level.Less(LevelRequest) {
 		ev.RequestObject = rec.requestBody
 	}
@@ -298,44 +305,90 @@ func (rec *recorder) emit(s Stage, fill func(ev *Event)) {
 	rec.cfg.Backend.ProcessEvent(&ev)
 }
 
-// finish emits the final event once.
-func (rec *recorder) finish(rw *responseWriter, s Stage) {
+// claimFinish reports whether the caller is the first to finish.
+func (rec *recorder) claimFinish() bool {
 	rec.mu.Lock()
+	defer rec.mu.Unlock()
 	if rec.finished {
-		rec.mu.Unlock()
-		return
+		return false
 	}
 	rec.finished = true
-	rec.mu.Unlock()
-	code, body, contentType := rw.result()
-	if s == StagePanic {
-		code = http.StatusInternalServerError
+	return true
+}
+
+// connectionClosedEarly is kube-apiserver's status for a request whose
+// handler wrote no response.
+func connectionClosedEarly() *metav1.Status {
+	return &metav1.Status{Code: http.StatusOK, Status: metav1.StatusSuccess, Message: "Connection closed early"}
+}
+
+// finish emits the ResponseComplete event once. A long-running request
+// whose handler wrote nothing gets its ResponseStarted first; both then
+// carry the "Connection closed early" success kube-apiserver fakes.
+func (rec *recorder) finish(rw *responseWriter) {
+	if !rec.claimFinish() {
+		return
 	}
-	rec.emit(s, func(ev *Event) {
+	code, body, contentType, wrote := rw.result()
+	if !wrote {
+		if rw.longRunning {
+			rec.emit(StageResponseStarted, func(ev *Event) { ev.ResponseStatus = connectionClosedEarly() })
+		}
+		rec.emit(StageResponseComplete, func(ev *Event) { ev.ResponseStatus = connectionClosedEarly() })
+		return
+	}
+	rec.emit(StageResponseComplete, func(ev *Event) {
 		ev.ResponseStatus = responseStatus(code, contentType, body)
-		if s == StageResponseComplete && !ev.Level.Less(LevelRequestResponse) && !rw.longRunning && body != nil {
+		if !ev.Level.Less(LevelRequestResponse) && !rw.longRunning && body != nil {
 			ev.ResponseObject = toJSON(contentType, body, rec.decision.OmitManagedFields)
 		}
 	})
 }
 
-// responseStatus is the code, with the Status's status, message, reason
-// and details when the response is a failure Status.
+// finishPanic emits the Panic event once, with kube-apiserver's status.
+func (rec *recorder) finishPanic(p any) {
+	if !rec.claimFinish() {
+		return
+	}
+	rec.emit(StagePanic, func(ev *Event) {
+		ev.ResponseStatus = &metav1.Status{Code: http.StatusInternalServerError, Status: metav1.StatusFailure,
+			Reason: metav1.StatusReasonInternalError, Message: fmt.Sprintf("APIServer panic'd: %v", p)}
+	})
+}
+
+// statusProbeBytes bounds the success bodies kept below the
+// RequestResponse level, to find a Status among them: a success Status
+// (a delete's, a binding's) is far smaller.
+const statusProbeBytes = 4 << 10
+
+// responseStatus is the code, with the status, message, reason and
+// details of a Status answer (of any code, as kube-apiserver's
+// LogResponseObject copies every Status it writes).
 func responseStatus(code int, contentType string, body []byte) *metav1.Status {
 	st := &metav1.Status{Code: int32(code)}
-	if code < 300 || body == nil {
+	if code < 300 && len(body) > statusProbeBytes {
 		return st
+	}
+	if parsed, ok := parseStatus(contentType, body); ok {
+		st.Status, st.Message, st.Reason, st.Details = parsed.Status, parsed.Message, parsed.Reason, parsed.Details
+	}
+	return st
+}
+
+// parseStatus decodes body as a Status, when it is one (JSON or YAML).
+func parseStatus(contentType string, body []byte) (*metav1.Status, bool) {
+	if body == nil {
+		return nil, false
 	}
 	js := toJSON(contentType, body, false)
 	if js == nil {
-		return st
+		return nil, false
 	}
 	var parsed metav1.Status
 	if json.Unmarshal(js, &parsed) != nil || parsed.Kind != "Status" {
-		return st
+		return nil, false
 	}
-	st.Status, st.Message, st.Reason, st.Details = parsed.Status, parsed.Message, parsed.Reason, parsed.Details
-	return st
+	return &parsed, true
 }
 
 // responseWriter records the status code and (up to the limit) the body,
@@ -345,8 +398,8 @@ type responseWriter struct {
 	http.ResponseWriter
 	rec         *recorder
 	longRunning bool
-	// captureAll keeps every body (RequestResponse); otherwise only
-	// failure bodies are kept, for their Status.
+	// captureAll keeps every body (RequestResponse); otherwise failure
+	// bodies and small success ones are kept, for their Status.
 	captureAll bool
 	limit      int
 
@@ -378,8 +431,12 @@ func (rw *responseWriter) headerWritten(code int) {
 func (rw *responseWriter) Write(p []byte) (int, error) {
 	rw.headerWritten(http.StatusOK)
 	rw.mu.Lock()
-	if (rw.captureAll || rw.code >= 300) && !rw.longRunning && !rw.overflow {
-		if rw.body.Len()+len(p) > rw.limit {
+	limit := rw.limit
+	if !rw.captureAll && rw.code < 300 {
+		limit = min(limit, statusProbeBytes)
+	}
+	if !rw.longRunning && !rw.overflow {
+		if rw.body.Len()+len(p) > limit {
 			rw.overflow = true
 			rw.body.Reset()
 		} else {
@@ -391,8 +448,9 @@ func (rw *responseWriter) Write(p []byte) (int, error) {
 }
 
 // result returns the status code (200 when nothing was written), the
-// captured body (nil when too large or none) and its content type.
-func (rw *responseWriter) result() (int, []byte, string) {
+// captured body (nil when too large or none), its content type, and
+// whether a response was started at all.
+func (rw *responseWriter) result() (int, []byte, string, bool) {
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
 	code := rw.code
@@ -403,7 +461,7 @@ func (rw *responseWriter) result() (int, []byte, string) {
 	if !rw.overflow && rw.body.Len() > 0 && rw.ResponseWriter.Header().Get("Content-Encoding") == "" {
 		body = append([]byte(nil), rw.body.Bytes()...)
 	}
-	return code, body, rw.ResponseWriter.Header().Get("Content-Type")
+	return code, body, rw.ResponseWriter.Header().Get("Content-Type"), rw.wroteHeader
 }
 
 // Flush implements http.Flusher.

@@ -306,7 +306,7 @@ func TestFailedAuthenticationAudit(t *testing.T) {
 	}
 	ev := b.events[0]
 	if ev.Stage != StageResponseStarted || ev.ResponseStatus.Code != 401 ||
-		ev.ResponseStatus.Message != "Authentication failed, attempted: token" || ev.User.Username != "" ||
+		ev.ResponseStatus.Message != "Authentication failed, attempted: bearer" || ev.User.Username != "" ||
 		ev.ObjectRef.Resource != "secrets" || ev.Verb != "get" {
 		t.Errorf("event %+v status %+v", ev, ev.ResponseStatus)
 	}

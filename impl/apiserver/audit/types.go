@@ -20,8 +20,12 @@
 //
 // WithAudit must run after authentication (it reads request.UserFrom and
 // request.InfoFrom). Later filters may enrich the event through the
-// request context: SetImpersonatedUser (impersonation) and AddAnnotation
-// (e.g. authorization.k8s.io/decision and authorization.k8s.io/reason).
+// request context: SetImpersonatedUser (impersonation), AddAnnotation
+// (e.g. authorization.k8s.io/decision and authorization.k8s.io/reason) and
+// LogRequestObject (the create and update handlers, once the body is
+// decoded: objectRef's namespace, name, uid and resourceVersion the path
+// left empty). responseStatus is the HTTP code with the fields of a Status
+// answer, success ones too, as kube-apiserver's LogResponseObject.
 package audit
 
 import (
