@@ -263,16 +263,25 @@ func evictionHardValue(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 	// missing map), unless the defaults are merged in.
 	hard := maps.Clone(c.EvictionHard)
 	if c.MergeDefaultEvictionSettings != nil && *c.MergeDefaultEvictionSettings {
-		for stmt := range strings.SplitSeq(eviction.DefaultEvictionHard, ",") {
-			if signal, v, ok := strings.Cut(stmt, "<"); ok {
-				if _, set := hard[signal]; !set {
-					hard[signal] = v
-				}
+		for signal, v := range defaultEvictionHard() {
+			if _, set := hard[signal]; !set {
+				hard[signal] = v
 			}
 		}
 	}
 	v, _ := pairs(hard, "<")
 	return v, true
+}
+
+// defaultEvictionHard is upstream's default evictionHard as a map.
+func defaultEvictionHard() map[string]string {
+	hard := map[string]string{}
+	for stmt := range strings.SplitSeq(eviction.DefaultEvictionHard, ",") {
+		if signal, v, ok := strings.Cut(stmt, "<"); ok {
+			hard[signal] = v
+		}
+	}
+	return hard
 }
 
 // kubeletConfigScheme knows kubelet.config.k8s.io/v1beta1 alone.
@@ -616,6 +625,11 @@ func useKubeletConfigFile(fs *pflag.FlagSet, path, dropInDir string, logger *slo
 		if kc, err = loadKubeletConfigFile(path, logger); err != nil {
 			return nil, err
 		}
+		if dropInDir != "" && kc.EvictionHard == nil {
+			// Upstream's loaded file has the default evictionHard
+			// where it leaves it out, and drop-ins are merged into it.
+			kc.EvictionHard = defaultEvictionHard()
+		}
 	} else {
 		// As upstream's: without --config the drop-ins go over the
 		// flags' configuration, whose defaults are not all v1beta1's.
@@ -661,8 +675,12 @@ func flagsKubeletConfig(fs *pflag.FlagSet) *kcv1beta1.KubeletConfiguration {
 }
 
 // mergeKubeletConfigDropIns merges the drop-ins of dir (its files, in
-// subdirectories too, named *.conf, in lexical order) over kc, each a
-// JSON merge patch of the fields it sets, as upstream's --config-dir.
+// subdirectories too, named *.conf, in lexical order) over kc as
+// upstream's --config-dir: the drop-ins are JSON merge patches of one
+// another, so a null takes back what an earlier one set; their result
+// is laid over kc as upstream's merged JSON is decoded into the loaded
+// configuration, where the base's fields (under their Go names) are never
+// removed: objects and maps merged key by key, anything else replaced.
 func mergeKubeletConfigDropIns(kc *kcv1beta1.KubeletConfiguration, dir string, logger *slog.Logger) (*kcv1beta1.KubeletConfiguration, error) {
 	base, err := json.Marshal(kc)
 	if err != nil {
@@ -672,6 +690,7 @@ func mergeKubeletConfigDropIns(kc *kcv1beta1.KubeletConfiguration, dir string, l
 	if err := json.Unmarshal(base, &doc); err != nil {
 		return nil, fmt.Errorf("failed to marshal base config: %w", err)
 	}
+	var dropIns any = map[string]any{}
 	err = filepath.WalkDir(dir, func(path string, d iofs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -683,12 +702,14 @@ func mergeKubeletConfigDropIns(kc *kcv1beta1.KubeletConfiguration, dir string, l
 		if err != nil {
 			return fmt.Errorf("failed to load kubelet dropin file, path: %s, error: %w", path, err)
 		}
-		doc = mergePatch(doc, patch)
+		dropIns = mergePatch(dropIns, patch)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to walk through kubelet dropin directory %q: %w", dir, err)
 	}
+	// dropIns holds no null: mergePatch drops them.
+	doc = mergePatch(doc, dropIns)
 	merged, err := json.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("failed to unmarshal merged JSON into kubelet configuration: %w", err)

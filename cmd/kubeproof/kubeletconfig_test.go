@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -382,5 +383,51 @@ func TestKubeletConfigDropIns(t *testing.T) {
 	_, err = run(config)
 	if want := `failed to merge kubelet configs: failed to walk through kubelet dropin directory "` + dir + `": failed to load kubelet dropin file, path: ` + bad + `, error: failed to load drop-in kubelet config file ` + bad + `, error failed to decode: Object 'Kind' is missing`; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("drop-in without kind: %v\nwant %s", err, want)
+	}
+}
+
+// TestKubeletConfigDropInsOverLoadedFile: drop-ins go over --config as
+// upstream's kubelet merges them, over the loaded configuration: its
+// evictionHard already upstream's defaults when the file leaves it out
+// (loadConfigFile), so a drop-in's signal is merged into them, and a null
+// in a drop-in takes back only what an earlier drop-in set, never the
+// file's value (upstream's merged JSON keeps the file's fields under
+// their Go names, which a drop-in's null does not remove).
+func TestKubeletConfigDropInsOverLoadedFile(t *testing.T) {
+	for _, tc := range []struct {
+		name, config string
+		dropIns      []string
+		want         map[string]string
+	}{
+		{name: "signal merged into the defaults", config: "maxPods: 50\n", dropIns: []string{"evictionHard: {memory.available: 200Mi}\n"},
+			want: map[string]string{"eviction-hard": "imagefs.available<15%,imagefs.inodesFree<5%,memory.available<200Mi,nodefs.available<10%,nodefs.inodesFree<5%"}},
+		{name: "signal merged into the file's", config: "evictionHard: {memory.available: 300Mi}\n", dropIns: []string{"evictionHard: {nodefs.available: 20%}\n"},
+			want: map[string]string{"eviction-hard": "memory.available<300Mi,nodefs.available<20%"}},
+		{name: "null keeps the file's", config: "maxPods: 50\nclusterDomain: base.local\nevictionHard: {memory.available: 300Mi, nodefs.available: 20%}\n",
+			dropIns: []string{"maxPods: null\nclusterDomain: null\nevictionHard: {nodefs.available: null}\n"},
+			want:    map[string]string{"max-pods": "50", "cluster-domain": "base.local", "eviction-hard": "memory.available<300Mi,nodefs.available<20%"}},
+		{name: "null takes back an earlier drop-in", config: "maxPods: 50\n", dropIns: []string{"maxPods: 80\ncgroupRoot: /a\n", "maxPods: null\n"},
+			want: map[string]string{"max-pods": "50", "cgroup-root": "/a"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for i, body := range tc.dropIns {
+				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%02d.conf", i)), []byte(kcHeader+body), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd := newKubeletCommand()
+			if err := cmd.Flags().Parse(nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := useKubeletConfigFile(cmd.Flags(), writeKubeletConfig(t, kcHeader+tc.config), dir, slog.New(slog.NewTextHandler(new(bytes.Buffer), nil))); err != nil {
+				t.Fatal(err)
+			}
+			for flag, want := range tc.want {
+				if got := cmd.Flags().Lookup(flag).Value.String(); got != want {
+					t.Errorf("--%s = %q, want %q", flag, got, want)
+				}
+			}
+		})
 	}
 }
