@@ -164,3 +164,40 @@ rules:
 	// Logged before the review refuses a name, as kube-apiserver does.
 	check("review", id, audit.ObjectReference{Resource: "selfsubjectaccessreviews", Name: "probe", APIGroup: "authorization.k8s.io", APIVersion: "v1"})
 }
+
+// TestAuditRequestObjectOnceDecoded: at the Request level, as
+// kube-apiserver, a create's body is in the ResponseComplete event once
+// the handler decoded it (never in RequestReceived), a create refused
+// before decoding has none, a patch's is the patch sent.
+func TestAuditRequestObjectOnceDecoded(t *testing.T) {
+	b := &auditEvents{evs: map[string][]*audit.Event{}}
+	policy, err := audit.ParsePolicy([]byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Request\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(c *apiserver.Config) { c.AuditPolicy, c.AuditBackend = policy, b })
+	e.waitReady()
+	send := func(id, method, path, ct, body string, code int) {
+		t.Helper()
+		if r := e.do(method, path, []byte(body), "Audit-ID", id, "Content-Type", ct); r.code != code {
+			t.Fatalf("%s %s: code %d, want %d: %s", method, path, r.code, code, r.body)
+		}
+	}
+	const cm = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"req"}}`
+	send("create", http.MethodPost, "/api/v1/namespaces/default/configmaps", "application/json", cm, 201)
+	if ev := b.stage("create", audit.StageRequestReceived); ev == nil || ev.RequestObject != nil {
+		t.Errorf("RequestReceived: %+v, want no requestObject", ev)
+	}
+	if ev := b.stage("create", audit.StageResponseComplete); ev == nil || string(ev.RequestObject) != cm {
+		t.Errorf("ResponseComplete: %+v, want requestObject %s", ev, cm)
+	}
+	send("bad", http.MethodPost, "/api/v1/namespaces/default/configmaps", "application/json", `{"apiVersion":"v9","kind":"ConfigMap"}`, 400)
+	if ev := b.stage("bad", audit.StageResponseComplete); ev == nil || ev.RequestObject != nil {
+		t.Errorf("create refused before decoding: %+v, want no requestObject", ev)
+	}
+	const patch = `{"data":{"k":"v"}}`
+	send("patch", http.MethodPatch, "/api/v1/namespaces/default/configmaps/req", "application/merge-patch+json", patch, 200)
+	if ev := b.stage("patch", audit.StageResponseComplete); ev == nil || string(ev.RequestObject) != patch {
+		t.Errorf("patch: %+v, want requestObject %s", ev, patch)
+	}
+}

@@ -161,7 +161,9 @@ type recorder struct {
 	mu          sync.Mutex
 	ev          *Event
 	requestBody json.RawMessage
-	finished    bool
+	// objectLogged: the handler decoded the body (LogRequestObject).
+	objectLogged bool
+	finished     bool
 }
 
 type eventKey struct{}
@@ -273,6 +275,30 @@ func (rec *recorder) omitted(s Stage) bool {
 	return false
 }
 
+// connectSubresources are served by kube-apiserver's connect handlers,
+// which record no request object.
+var connectSubresources = map[string]bool{"proxy": true, "exec": true, "attach": true, "portforward": true}
+
+// bodyRecorded says whether ev's request body is recorded, as
+// kube-apiserver's handlers record it: a create's or an update's once it
+// has been decoded (LogRequestObject), a patch's and a delete's as sent
+// (kubeproof keeps the JSON body the client sent, not the decoded object
+// encoded again), nothing of connect requests or of other verbs. The
+// RequestReceived event, before any handler, has none. decoded says the
+// handler logged the decoded body.
+func bodyRecorded(ev *Event, decoded bool) bool {
+	if ev.ObjectRef == nil || connectSubresources[ev.ObjectRef.Subresource] {
+		return false
+	}
+	switch ev.Verb {
+	case "create", "update":
+		return decoded
+	case "patch", "delete", "deletecollection":
+		return true
+	}
+	return false
+}
+
 // emit sends a copy of the event at stage s; status, when set, is its
 // responseStatus.
 func (rec *recorder) emit(s Stage, fill func(ev *Event)) {
@@ -281,6 +307,7 @@ func (rec *recorder) emit(s Stage, fill func(ev *Event)) {
 	}
 	rec.mu.Lock()
 	ev := *rec.ev
+	decoded := rec.objectLogged
 	if rec.ev.Annotations != nil {
 		ev.Annotations = make(map[string]string, len(rec.ev.Annotations))
 		for k, v := range rec.ev.Annotations {
@@ -296,7 +323,7 @@ func (rec *recorder) emit(s Stage, fill func(ev *Event)) {
 	} else {
 		ev.StageTimestamp = metav1.NewMicroTime(rec.cfg.Now())
 	}
-	if !ev.Level.Less(LevelRequest) {
+	if !ev.Level.Less(LevelRequest) && s != StageRequestReceived && bodyRecorded(&ev, decoded) {
 		ev.RequestObject = rec.requestBody
 	}
 	if fill != nil {

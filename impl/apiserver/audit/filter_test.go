@@ -114,27 +114,72 @@ func TestMetadataLevel(t *testing.T) {
 	}
 }
 
-func TestRequestAndRequestResponseLevels(t *testing.T) {
-	events, _ := serve(t, policyAt(LevelRequest), createPod(podJSON, "application/json"), created(t))
-	for _, ev := range events {
-		if string(ev.RequestObject) != podJSON || ev.ResponseObject != nil {
-			t.Errorf("Request level %s: requestObject %s responseObject %s", ev.Stage, ev.RequestObject, ev.ResponseObject)
-		}
+// decodedCreate is created(t) after logging the decoded body, as the
+// create and update handlers do.
+func decodedCreate(t *testing.T) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		LogRequestObject(r.Context(), &metav1.ObjectMeta{})
+		created(t)(w, r)
 	}
-	events, _ = serve(t, policyAt(LevelRequestResponse), createPod(podJSON, "application/json"), created(t))
+}
+
+func TestRequestAndRequestResponseLevels(t *testing.T) {
+	events, _ := serve(t, policyAt(LevelRequest), createPod(podJSON, "application/json"), decodedCreate(t))
+	if len(events) != 2 || events[0].RequestObject != nil {
+		t.Errorf("Request level: %v events, RequestReceived requestObject %s: want none (the body is not decoded yet)", len(events), events[0].RequestObject)
+	}
+	if ev := events[len(events)-1]; string(ev.RequestObject) != podJSON || ev.ResponseObject != nil {
+		t.Errorf("Request level %s: requestObject %s responseObject %s", ev.Stage, ev.RequestObject, ev.ResponseObject)
+	}
+	events, _ = serve(t, policyAt(LevelRequestResponse), createPod(podJSON, "application/json"), decodedCreate(t))
 	last := events[len(events)-1]
 	if string(last.RequestObject) != podJSON || string(last.ResponseObject) != podJSON {
 		t.Errorf("RequestResponse: requestObject %s responseObject %s", last.RequestObject, last.ResponseObject)
 	}
 	// A YAML apply body is recorded as JSON; protobuf is not recorded.
 	yamlBody := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: ns\n"
-	events, _ = serve(t, policyAt(LevelRequest), createPod(yamlBody, "application/apply-patch+yaml"), created(t))
-	if got := string(events[0].RequestObject); got != podJSON {
+	apply := func(body, contentType string) *http.Request {
+		r := httptest.NewRequest(http.MethodPatch, "/api/v1/namespaces/ns/pods/web?fieldManager=kubectl", strings.NewReader(body))
+		r.Header.Set("Content-Type", contentType)
+		return r
+	}
+	events, _ = serve(t, policyAt(LevelRequest), apply(yamlBody, "application/apply-patch+yaml"), created(t))
+	if got := string(events[len(events)-1].RequestObject); got != podJSON {
 		t.Errorf("yaml body recorded as %s, want %s", got, podJSON)
 	}
-	events, _ = serve(t, policyAt(LevelRequest), createPod("k8s\x00binary", "application/vnd.kubernetes.protobuf"), created(t))
-	if events[0].RequestObject != nil {
-		t.Errorf("protobuf body recorded as %q", events[0].RequestObject)
+	events, _ = serve(t, policyAt(LevelRequest), apply("k8s\x00binary", "application/vnd.kubernetes.protobuf"), created(t))
+	if events[len(events)-1].RequestObject != nil {
+		t.Errorf("protobuf body recorded as %q", events[len(events)-1].RequestObject)
+	}
+}
+
+// TestRequestObjectOnlyOnceHandled: as kube-apiserver, a create's or an
+// update's body is recorded once the handler has decoded it (not when it
+// is refused before), a patch's and a delete's body as sent, and the body
+// of a connect request (proxy, exec, attach, portforward) never.
+func TestRequestObjectOnlyOnceHandled(t *testing.T) {
+	events, _ := serve(t, policyAt(LevelRequest), createPod(podJSON, "application/json"), created(t))
+	if ev := events[len(events)-1]; ev.RequestObject != nil {
+		t.Errorf("create not decoded: requestObject %s, want none", ev.RequestObject)
+	}
+	for _, tc := range []struct {
+		method, path string
+		want         bool
+	}{
+		{http.MethodPatch, "/api/v1/namespaces/ns/pods/web", true},
+		{http.MethodDelete, "/api/v1/namespaces/ns/pods/web", true},
+		{http.MethodDelete, "/api/v1/namespaces/ns/pods", true},
+		{http.MethodPost, "/api/v1/namespaces/ns/services/web/proxy/x", false},
+		{http.MethodPut, "/api/v1/namespaces/ns/pods/web/proxy", false},
+		{http.MethodPatch, "/api/v1/nodes/n/proxy/x", false},
+		{http.MethodPost, "/api/v1/namespaces/ns/pods/web/exec", false},
+	} {
+		r := httptest.NewRequest(tc.method, tc.path, strings.NewReader(`{"a":1}`))
+		r.Header.Set("Content-Type", "application/json")
+		events, _ := serve(t, policyAt(LevelRequest), r, created(t))
+		if got := events[len(events)-1].RequestObject != nil; got != tc.want {
+			t.Errorf("%s %s: requestObject %s, recorded %v want %v", tc.method, tc.path, events[len(events)-1].RequestObject, got, tc.want)
+		}
 	}
 }
 

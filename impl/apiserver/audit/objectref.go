@@ -12,9 +12,10 @@ import (
 // (before admission, so a generateName create has no name yet): the
 // namespace, name, uid and resourceVersion the request's path left empty
 // are taken from obj. Events of the stages already recorded
-// (RequestReceived) keep the path's. It does nothing when the request is
-// not audited or obj is nil. The policy has matched the request by then:
-// a rule's resourceNames see only the path's name.
+// (RequestReceived) keep the path's. From then on the request body is
+// recorded at the Request level and above. It does nothing when the
+// request is not audited or obj is nil. The policy has matched the request
+// by then: a rule's resourceNames see only the path's name.
 func LogRequestObject(ctx context.Context, obj metav1.Object) {
 	rec := recorderFrom(ctx)
 	if rec == nil || obj == nil {
@@ -40,4 +41,5 @@ func LogRequestObject(ctx context.Context, obj metav1.Object) {
 		ref.ResourceVersion = obj.GetResourceVersion()
 	}
 	rec.ev.ObjectRef = &ref
+	rec.objectLogged = true
 }

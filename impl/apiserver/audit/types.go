@@ -99,7 +99,9 @@ type Event struct {
 	ResponseStatus   *metav1.Status    `json:"responseStatus,omitempty"`
 
 	// RequestObject and ResponseObject are the JSON bodies, recorded at
-	// the Request and RequestResponse levels.
+	// the Request and RequestResponse levels (the request's after
+	// RequestReceived, and for creates and updates once decoded; see
+	// bodyRecorded).
 	RequestObject  json.RawMessage `json:"requestObject,omitempty"`
 	ResponseObject json.RawMessage `json:"responseObject,omitempty"`
 
