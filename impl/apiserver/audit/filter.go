@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	netutils "k8s.io/utils/net"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
@@ -100,7 +102,7 @@ func newEvent(r *http.Request, info *request.Info, user *request.User, level Lev
 		Verb:       info.Verb,
 		User:       userInfo(user),
 		SourceIPs:  sourceIPs(r),
-		UserAgent:  r.UserAgent(),
+		UserAgent:  userAgent(r),
 
 		RequestReceivedTimestamp: metav1.NewMicroTime(received),
 	}
@@ -125,32 +127,45 @@ func userInfo(u *request.User) authnv1.UserInfo {
 	return ui
 }
 
-// sourceIPs lists X-Forwarded-For, then X-Real-Ip, then the connection's
-// peer, without duplicates, as kube-apiserver does.
+// sourceIPs lists, as kube-apiserver does, every address of
+// X-Forwarded-For (repeats too), then X-Real-Ip unless it is among them,
+// then the connection's peer unless it is the last one so far; each in
+// its canonical form (leading zeros accepted, IPv4-mapped addresses as
+// IPv4).
 func sourceIPs(r *http.Request) []string {
-	var ips []string
-	add := func(s string) {
-		s = strings.TrimSpace(s)
-		if net.ParseIP(s) == nil {
-			return
-		}
-		for _, x := range ips {
-			if x == s {
-				return
-			}
-		}
-		ips = append(ips, s)
-	}
+	var ips []net.IP
 	for _, s := range strings.Split(r.Header.Get("X-Forwarded-For"), ",") {
-		add(s)
+		if ip := netutils.ParseIPSloppy(strings.TrimSpace(s)); ip != nil {
+			ips = append(ips, ip)
+		}
 	}
-	add(r.Header.Get("X-Real-Ip"))
+	if ip := netutils.ParseIPSloppy(r.Header.Get("X-Real-Ip")); ip != nil && !slices.ContainsFunc(ips, ip.Equal) {
+		ips = append(ips, ip)
+	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
 	}
-	add(host)
-	return ips
+	if ip := netutils.ParseIPSloppy(host); ip != nil && (len(ips) == 0 || !ips[len(ips)-1].Equal(ip)) {
+		ips = append(ips, ip)
+	}
+	out := make([]string, len(ips))
+	for i, ip := range ips {
+		out[i] = ip.String()
+	}
+	return out
+}
+
+// maxUserAgent is the longest user agent recorded whole; a longer one is
+// cut and marked, as kube-apiserver does.
+const maxUserAgent = 1024
+
+func userAgent(r *http.Request) string {
+	ua := r.UserAgent()
+	if len(ua) > maxUserAgent {
+		return ua[:maxUserAgent] + "...TRUNCATED"
+	}
+	return ua
 }
 
 // recorder builds one request's events.
