@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	kjson "sigs.k8s.io/json"
 )
 
 // maxErrorBodyText is how much of a text error body goes into the
@@ -40,12 +41,23 @@ func webhookStatusError(code int, contentType string, body []byte) error {
 	return apierrors.NewGenericServerResponse(code, http.MethodPost, schema.GroupResource{}, "", message, 0, true)
 }
 
-// failureStatus reads body as a v1 Status whose status is Failure.
+// failureStatus reads body as a v1 Status whose status is Failure. As
+// client-go's JSON serializer reads it, kind and apiVersion are found
+// whatever their letter case, the Status's other fields only under their
+// exact names.
 func failureStatus(body []byte) (metav1.Status, bool) {
-	var st metav1.Status
-	if err := json.Unmarshal(body, &st); err != nil || st.Kind != "Status" || (st.APIVersion != "" && st.APIVersion != "v1") {
+	var tm struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := json.Unmarshal(body, &tm); err != nil || tm.Kind != "Status" || (tm.APIVersion != "" && tm.APIVersion != "v1") {
 		return metav1.Status{}, false
 	}
+	var st metav1.Status
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(body, &st); err != nil {
+		return metav1.Status{}, false
+	}
+	st.TypeMeta = metav1.TypeMeta{Kind: tm.Kind, APIVersion: tm.APIVersion}
 	return st, st.Status == metav1.StatusFailure
 }
 

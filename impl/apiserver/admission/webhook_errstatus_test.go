@@ -18,7 +18,9 @@ import (
 // error kube-apiserver's REST client makes of it: the Status in the body
 // when it is a failure Status (v1, as any API server writes it), else a
 // message by HTTP code, carrying the body when it is text (for 403 and
-// 5xx). Any 2xx answer up to 206 is read as the review.
+// 5xx). The Status's kind and apiVersion are found in any letter case,
+// its other fields only as spelled in the API (client-go's JSON
+// serializer). Any 2xx answer up to 206 is read as the review.
 func TestWebhookErrorResponses(t *testing.T) {
 	const notFound = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","details":{},"code":404}`
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -36,6 +38,10 @@ func TestWebhookErrorResponses(t *testing.T) {
 			reply(403, "text/plain", `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"user \"x\" cannot post","code":403}`)
 		case "/status-success-500":
 			reply(500, "application/json", `{"kind":"Status","apiVersion":"v1","status":"Success"}`)
+		case "/field-case-404":
+			reply(404, "application/json", `{"kind":"Status","Status":"Failure","Message":"x"}`)
+		case "/kind-case-403":
+			reply(403, "application/json", `{"KIND":"Status","ApiVersion":"v1","status":"Failure","message":"kind in any case","code":403}`)
 		case "/kindless-404":
 			reply(404, "application/json", `{"message":"nope"}`)
 		case "/text-500":
@@ -71,6 +77,8 @@ func TestWebhookErrorResponses(t *testing.T) {
 		{"/status-404", `failed calling webhook "w.example.com": failed to call webhook: the server could not find the requested resource`},
 		{"/status-as-text", `failed to call webhook: user "x" cannot post`},
 		{"/status-success-500", `failed to call webhook: an error on the server ("unknown") has prevented the request from succeeding`},
+		{"/field-case-404", `failed to call webhook: the server could not find the requested resource`},
+		{"/kind-case-403", `failed to call webhook: kind in any case`},
 		{"/kindless-404", `failed to call webhook: the server could not find the requested resource`},
 		{"/text-500", `failed to call webhook: an error on the server ("boom") has prevented the request from succeeding`},
 		{"/untyped-500", `failed to call webhook: an error on the server ("boom") has prevented the request from succeeding`},
