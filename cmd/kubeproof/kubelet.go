@@ -512,7 +512,21 @@ func simRuntimeHandlers(fs *pflag.FlagSet, handlers []string) []string {
 // kubeletFeatureGates is `kubeproof kubelet`'s --feature-gates: the
 // kubelet's gates kubeproof has, CustomCPUCFSQuotaPeriod (alpha, off by
 // default, as upstream's); another is refused with upstream's message.
-type kubeletFeatureGates struct{ customCPUCFSQuotaPeriod bool }
+type kubeletFeatureGates struct {
+	customCPUCFSQuotaPeriod bool
+	// named: a Set named CustomCPUCFSQuotaPeriod.
+	named bool
+}
+
+// namedString is the gates a Set named, as pairs: what the command line
+// gave, which a KubeletConfiguration's featureGates go under (upstream's
+// kubeletConfigFlagPrecedence keeps the file's gates the flag leaves out).
+func (g *kubeletFeatureGates) namedString() string {
+	if !g.named {
+		return ""
+	}
+	return g.String()
+}
 
 func (g *kubeletFeatureGates) String() string {
 	return "CustomCPUCFSQuotaPeriod=" + strconv.FormatBool(g.customCPUCFSQuotaPeriod)
@@ -545,7 +559,7 @@ func (g *kubeletFeatureGates) Set(s string) error {
 	for _, gt := range gates {
 		switch gt.name {
 		case "CustomCPUCFSQuotaPeriod":
-			g.customCPUCFSQuotaPeriod = gt.on
+			g.customCPUCFSQuotaPeriod, g.named = gt.on, true
 		default:
 			return fmt.Errorf("unrecognized feature gate: %s", gt.name)
 		}

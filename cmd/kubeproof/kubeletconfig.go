@@ -374,6 +374,10 @@ func applyKubeletConfig(fs *pflag.FlagSet, kc *kcv1beta1.KubeletConfiguration) (
 			continue
 		}
 		cmdline := fl.Value.String()
+		if n, ok := fl.Value.(interface{ namedString() string }); ok {
+			// Only what the command line named goes over the file's.
+			cmdline = n.namedString()
+		}
 		if sv, isSlice := fl.Value.(pflag.SliceValue); isSlice {
 			// A list's Set appends once the flag was set; the file's
 			// list replaces the default.

@@ -85,6 +85,8 @@ func TestKubeletConfigFilePrecedence(t *testing.T) {
 			want: map[string]string{"feature-gates": "CustomCPUCFSQuotaPeriod=true"}},
 		{name: "feature gates command line wins", body: "featureGates: {CustomCPUCFSQuotaPeriod: true}\n", args: []string{"--feature-gates", "CustomCPUCFSQuotaPeriod=false"},
 			want: map[string]string{"feature-gates": "CustomCPUCFSQuotaPeriod=false"}},
+		{name: "feature gates command line names none", body: "featureGates: {CustomCPUCFSQuotaPeriod: true}\n", args: []string{"--feature-gates="},
+			want: map[string]string{"feature-gates": "CustomCPUCFSQuotaPeriod=true"}},
 		{name: "alias given", body: "containerRuntimeEndpoint: unix:///run/crio/crio.sock\n", args: []string{"--cri-endpoint", "unix:///x.sock"},
 			want: map[string]string{"container-runtime-endpoint": "unix:///x.sock"}},
 		{name: "enableServer false", body: "enableServer: false\nport: 10999\n", want: map[string]string{"port": "0"}},
