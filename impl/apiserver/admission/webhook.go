@@ -82,6 +82,9 @@ type webhookDispatcher struct {
 	// services resolves webhooks addressed by service (nil: the server
 	// serves no services; such webhooks fail).
 	services *serviceResolver
+	// loopback, when set, is the server's own client configuration, which
+	// webhooks at the URL host kubernetes.default.svc:443 are called with.
+	loopback LoopbackGetter
 	// equivalents, when not nil, lets matchPolicy Equivalent match
 	// equivalent resources (nil: only the request's own).
 	equivalents EquivalentResourceMapper
@@ -281,7 +284,8 @@ func newDispatcher(d *deps, gr schema.GroupResource, newList func() runtime.Obje
 		return nil, err
 	}
 	eq, _ := d.stores.(EquivalentResourceMapper)
-	return &webhookDispatcher{list: list, namespaces: ns, clients: &webhookClients{}, services: services, equivalents: eq, log: slog.Default()}, nil
+	lb, _ := d.stores.(LoopbackGetter)
+	return &webhookDispatcher{list: list, namespaces: ns, clients: &webhookClients{}, services: services, loopback: lb, equivalents: eq, log: slog.Default()}, nil
 }
 
 // sortByName orders configurations by name, as kube-apiserver calls them.

@@ -121,7 +121,7 @@ func (d *webhookDispatcher) call(ctx context.Context, w webhook, rev *admissionv
 		client, err = d.clients.get(cc.CABundle, cc.Service, d.services)
 		url = serviceURL(cc.Service)
 	case cc.URL != nil:
-		client, err = d.clients.get(cc.CABundle, nil, nil)
+		client, err = d.clients.getURL(cc.CABundle, *cc.URL, d.loopback)
 		url = *cc.URL
 	default:
 		err = errors.New("webhook configuration must have either service or URL")

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"sync"
 	"time"
 
@@ -29,6 +30,9 @@ type webhookClients struct {
 	// elements, the most recently used first.
 	clients map[string]*list.Element
 	lru     list.List
+	// dial, when set, makes the clients' connections (tests); nil is a
+	// net.Dialer.
+	dial dialFunc
 }
 
 // cachedClient is an element of webhookClients.lru.
@@ -41,16 +45,70 @@ type cachedClient struct {
 // to the service's host (<name>.<namespace>.svc:<port>) dial the address
 // resolver finds for it when the connection is made.
 func (c *webhookClients) get(caBundle []byte, svc *admissionregistrationv1.ServiceReference, resolver *serviceResolver) (*http.Client, error) {
-	key := string(caBundle)
-	var host, serverName string
-	var port int32
-	if svc != nil {
-		if resolver == nil {
-			return nil, errors.New("webhooks addressed by service need the services resource, which this server does not serve")
-		}
-		host, serverName, port = serviceHost(svc)
-		key += "\x00" + host
+	if svc == nil {
+		return c.client(caBundle, string(caBundle), "", nil, nil)
 	}
+	if resolver == nil {
+		return nil, errors.New("webhooks addressed by service need the services resource, which this server does not serve")
+	}
+	host, serverName, port := serviceHost(svc)
+	var lb LoopbackGetter
+	if resolver.loopback != nil && isLoopbackService(svc.Namespace, svc.Name, port) {
+		lb = resolver.loopback
+	}
+	namespace, name := svc.Namespace, svc.Name
+	redirect := func(dial dialFunc) dialFunc {
+		return func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if addr == host {
+				resolved, err := resolver.resolve(ctx, namespace, name, port)
+				if err != nil {
+					return nil, err
+				}
+				addr = resolved
+			}
+			return dial(ctx, network, addr)
+		}
+	}
+	return c.client(caBundle, string(caBundle)+"\x00"+host, serverName, lb, redirect)
+}
+
+// loopbackURLHost is the host:port kube-apiserver's webhook
+// authentication resolver answers with the server's loopback client
+// configuration.
+const loopbackURLHost = "kubernetes.default.svc:443"
+
+// getURL returns the client of a webhook given by URL: the one of its CA
+// bundle, except at the host kubernetes.default.svc (port 443 written or
+// not) when loopback is set, where it is the server's loopback client
+// (its TLS settings, the CA bundle trusted besides, and its token) that
+// still connects to the URL's host as DNS resolves it.
+func (c *webhookClients) getURL(caBundle []byte, rawURL string, loopback LoopbackGetter) (*http.Client, error) {
+	if loopback != nil && urlHostPort(rawURL) == loopbackURLHost {
+		return c.client(caBundle, string(caBundle)+"\x00url\x00"+loopbackURLHost, "", loopback, nil)
+	}
+	return c.client(caBundle, string(caBundle), "", nil, nil)
+}
+
+// urlHostPort is the URL's host with port 443 when it has none ("" when
+// it does not parse).
+func urlHostPort(rawURL string) string {
+	u, err := neturl.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	if u.Port() == "" {
+		return net.JoinHostPort(u.Host, "443")
+	}
+	return u.Host
+}
+
+type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// client returns the client cached under key, building it when missing:
+// trusting caBundle (and, with lb, the loopback client's roots, under its
+// server name, sending its token), under serverName when set, its
+// connections made by redirect's wrapping of the base dialer when set.
+func (c *webhookClients) client(caBundle []byte, key, serverName string, lb LoopbackGetter, redirect func(dialFunc) dialFunc) (*http.Client, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.clients[key]; ok {
@@ -61,11 +119,14 @@ func (c *webhookClients) get(caBundle []byte, svc *admissionregistrationv1.Servi
 	// concurrent calls would share one connection, so one endpoint.
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName, NextProtos: []string{"http/1.1"}}
 	var token string
-	if svc != nil && resolver.loopback != nil && isLoopbackService(svc.Namespace, svc.Name, port) {
-		lb, t := resolver.loopback.LoopbackClient()
-		cfg.ServerName, token = lb.ServerName, t
-		if lb.RootCAs != nil {
-			cfg.RootCAs = lb.RootCAs.Clone()
+	if lb != nil {
+		lbCfg, t := lb.LoopbackClient()
+		token = t
+		if lbCfg.ServerName != "" {
+			cfg.ServerName = lbCfg.ServerName
+		}
+		if lbCfg.RootCAs != nil {
+			cfg.RootCAs = lbCfg.RootCAs.Clone()
 		}
 	}
 	if len(caBundle) > 0 {
@@ -76,21 +137,15 @@ func (c *webhookClients) get(caBundle []byte, svc *admissionregistrationv1.Servi
 			return nil, errors.New("clientConfig.caBundle holds no PEM certificate")
 		}
 	}
-	tr := &http.Transport{TLSClientConfig: cfg, MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second}
-	if svc != nil {
-		namespace, name := svc.Namespace, svc.Name
+	dial := c.dial
+	if dial == nil {
 		var dialer net.Dialer
-		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if addr == host {
-				resolved, err := resolver.resolve(ctx, namespace, name, port)
-				if err != nil {
-					return nil, err
-				}
-				addr = resolved
-			}
-			return dialer.DialContext(ctx, network, addr)
-		}
+		dial = dialer.DialContext
 	}
+	if redirect != nil {
+		dial = redirect(dial)
+	}
+	tr := &http.Transport{TLSClientConfig: cfg, MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second, DialContext: dial}
 	cl := &http.Client{Transport: tr}
 	if token != "" {
 		cl.Transport = bearerTransport{token: token, next: tr}

@@ -45,6 +45,13 @@ import (
 // server name, the webhook's caBundle trusted besides) and carries the
 // server's own bearer token. Another port of that service is resolved as
 // any service.
+//
+// A webhook given as clientConfig.url at the host kubernetes.default.svc
+// (port 443, written or not; the host spelled exactly so) is called with
+// that same loopback client (TLS settings, caBundle trusted besides, and
+// token), as kube-apiserver's webhook authentication resolver answers
+// "kubernetes.default.svc:443" with its loopback configuration; unlike
+// the service, the connection goes to that name as DNS resolves it.
 
 // defaultServicePort is a service reference's port when unset.
 const defaultServicePort = 443
