@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	iofs "io/fs"
@@ -629,10 +630,17 @@ func useKubeletConfigFile(fs *pflag.FlagSet, path, dropInDir string, logger *slo
 		if kc, err = loadKubeletConfigFile(path, logger); err != nil {
 			return nil, err
 		}
-		if dropInDir != "" && kc.EvictionHard == nil {
-			// Upstream's loaded file has the default evictionHard
-			// where it leaves it out, and drop-ins are merged into it.
-			kc.EvictionHard = defaultEvictionHard()
+		if dropInDir != "" {
+			// Drop-ins go over upstream's loaded file: its evictionHard
+			// the default where it leaves it out (loadConfigFile), its
+			// nodeStatusReportFrequency already defaulted from its own
+			// nodeStatusUpdateFrequency (or 5m).
+			if kc.EvictionHard == nil {
+				kc.EvictionHard = defaultEvictionHard()
+			}
+			if kc.NodeStatusReportFrequency.Duration == 0 {
+				kc.NodeStatusReportFrequency.Duration = cmp.Or(kc.NodeStatusUpdateFrequency.Duration, 5*time.Minute)
+			}
 		}
 	} else {
 		// As upstream's: without --config the drop-ins go over the
@@ -664,8 +672,9 @@ func useKubeletConfigFile(fs *pflag.FlagSet, path, dropInDir string, logger *slo
 }
 
 // flagsKubeletConfig is the configuration of the flags whose v1beta1
-// defaults are not the flags' (kubeletConfigFields' defaulted ones): the
-// base of drop-ins without --config.
+// defaults are not the flags' (kubeletConfigFields' defaulted ones, and
+// the report frequency, which v1beta1 would take from a drop-in's update
+// frequency): the base of drop-ins without --config.
 func flagsKubeletConfig(fs *pflag.FlagSet) *kcv1beta1.KubeletConfiguration {
 	get := func(name string) string { return fs.Lookup(name).Value.String() }
 	kc := &kcv1beta1.KubeletConfiguration{}
@@ -674,6 +683,9 @@ func flagsKubeletConfig(fs *pflag.FlagSet) *kcv1beta1.KubeletConfiguration {
 	kc.Authorization.Mode = kcv1beta1.KubeletAuthorizationMode(get("authorization-mode"))
 	if d, err := time.ParseDuration(get("sync-frequency")); err == nil {
 		kc.SyncFrequency.Duration = d
+	}
+	if d, err := time.ParseDuration(get("node-status-report-frequency")); err == nil {
+		kc.NodeStatusReportFrequency.Duration = d
 	}
 	return kc
 }

@@ -410,6 +410,14 @@ func TestKubeletConfigDropInsOverLoadedFile(t *testing.T) {
 			want:    map[string]string{"max-pods": "50", "cluster-domain": "base.local", "eviction-hard": "memory.available<300Mi,nodefs.available<20%"}},
 		{name: "null takes back an earlier drop-in", config: "maxPods: 50\n", dropIns: []string{"maxPods: 80\ncgroupRoot: /a\n", "maxPods: null\n"},
 			want: map[string]string{"max-pods": "50", "cgroup-root": "/a"}},
+		// nodeStatusReportFrequency is defaulted with the file, from its
+		// nodeStatusUpdateFrequency, before any drop-in.
+		{name: "report frequency defaulted before", config: "maxPods: 50\n", dropIns: []string{"nodeStatusUpdateFrequency: 20s\n"},
+			want: map[string]string{"node-status-update-frequency": "20s", "node-status-report-frequency": "5m0s"}},
+		{name: "report frequency from the file's update", config: "nodeStatusUpdateFrequency: 30s\n", dropIns: []string{"nodeStatusUpdateFrequency: 20s\n"},
+			want: map[string]string{"node-status-update-frequency": "20s", "node-status-report-frequency": "30s"}},
+		{name: "report frequency of the flags", dropIns: []string{"nodeStatusUpdateFrequency: 20s\n"},
+			want: map[string]string{"node-status-update-frequency": "20s", "node-status-report-frequency": "5m0s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -422,7 +430,11 @@ func TestKubeletConfigDropInsOverLoadedFile(t *testing.T) {
 			if err := cmd.Flags().Parse(nil); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := useKubeletConfigFile(cmd.Flags(), writeKubeletConfig(t, kcHeader+tc.config), dir, slog.New(slog.NewTextHandler(new(bytes.Buffer), nil))); err != nil {
+			config := "" // the flags' configuration
+			if tc.config != "" {
+				config = writeKubeletConfig(t, kcHeader+tc.config)
+			}
+			if _, err := useKubeletConfigFile(cmd.Flags(), config, dir, slog.New(slog.NewTextHandler(new(bytes.Buffer), nil))); err != nil {
 				t.Fatal(err)
 			}
 			for flag, want := range tc.want {
