@@ -91,10 +91,11 @@ func TestContainerGCCollectsACrashLoop(t *testing.T) {
 	}
 	h.stoppedSandbox("gone")
 
-	// Registering the node ran the first eviction interval, and with it
-	// the first collection: the next is due a period later.
+	// The container collection loop's step (collectContainers): the
+	// first runs at once, the next once a period has passed. A period
+	// on, the looper's back-off is over too.
 	h.step(gc.ContainerPeriod)
-	h.k.evictionTick(h.ctx)
+	h.k.collectContainers(h.ctx, h.clock.Now())
 	if exited, other := h.instances(string(looper.UID)); exited != 1 || other != 0 {
 		t.Fatalf("after the collection looper has %d exited and %d other instances, want the newest exited only", exited, other)
 	}
@@ -111,12 +112,12 @@ func TestContainerGCCollectsACrashLoop(t *testing.T) {
 
 	// More crashes; within the period nothing more is collected.
 	crashUntilWaiting(2)
-	h.k.evictionTick(h.ctx)
+	h.k.collectContainers(h.ctx, h.clock.Now())
 	if exited, _ := h.instances(string(looper.UID)); exited < 2 {
 		t.Fatalf("collected again within the period: %d exited", exited)
 	}
 	h.step(gc.ContainerPeriod)
-	h.k.evictionTick(h.ctx)
+	h.k.collectContainers(h.ctx, h.clock.Now())
 	if exited, _ := h.instances(string(looper.UID)); exited != 1 {
 		t.Fatalf("after the next period looper has %d exited instances, want 1", exited)
 	}

@@ -154,14 +154,13 @@ func (k *Kubelet) isUnsynced(uid types.UID) bool {
 // evictionTick is one eviction manager interval. It posts node status at
 // once when the pressure conditions changed. After an interval that
 // evicted pods, it only advances the wait for them (waitForVictims) until
-// that is over, and then synchronizes at once; the garbage collections
-// run when due either way.
+// that is over, and then synchronizes at once. The periodic garbage
+// collections are not its: they run on loops of their own
+// (garbageCollection).
 func (k *Kubelet) evictionTick(ctx context.Context) {
 	k.evictMu.Lock()
 	defer k.evictMu.Unlock()
-	// The periodic container and image collections run when due, also
-	// while the manager waits (upstream's run on loops of their own).
-	k.collectGarbage(ctx, k.clock.Now()) // nodegc.go: also makes the node-level reclaimer
+	k.nodeGC(ctx, k.clock.Now()) // nodegc.go: the node-level reclaimer, made once
 	if !k.waitForVictims() {
 		return
 	}

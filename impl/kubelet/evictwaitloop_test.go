@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -92,11 +93,10 @@ func TestHousekeepingAdvancesEvictionWait(t *testing.T) {
 
 // TestContainerGCRunsWhileEvictionWaits: the periodic container garbage
 // collection runs when due though the eviction manager is waiting for a
-// pod it evicted, as upstream's runs on its own loop.
+// pod it evicted, as upstream's runs on its own loop (garbageCollection).
 func TestContainerGCRunsWhileEvictionWaits(t *testing.T) {
-	h, _, _ := memoryPressureHarness(t) // registering ran the first collection
+	h, _, _ := memoryPressureHarness(t)
 	hog := h.sync(h.create(h.pod("hog", withMemory("64Mi", "512Mi"))))
-	h.stoppedSandbox("gone")
 	orphanLeft := func() int {
 		sbs, err := h.rt.ListPodSandbox(h.ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{runtime.LabelPodUID: "uid-gone"}})
 		if err != nil {
@@ -104,18 +104,27 @@ func TestContainerGCRunsWhileEvictionWaits(t *testing.T) {
 		}
 		return len(sbs)
 	}
-	h.step(gc.ContainerPeriod - 5*time.Second)
 	lowOnMemory(t, h)
 	h.k.evictionTick(h.ctx)
-	if !picked(h.k, hog.UID) || orphanLeft() != 1 {
-		t.Fatalf("setup: hog picked %v, orphan sandboxes %d", picked(h.k, hog.UID), orphanLeft())
+	if !picked(h.k, hog.UID) || !h.k.evictWaiting.Load() {
+		t.Fatalf("setup: hog picked %v, waiting %v", picked(h.k, hog.UID), h.k.evictWaiting.Load())
 	}
-	h.step(5 * time.Second) // the collection is due; the hog's kill is awaited 5 s more
+	waiters := h.clock.Waiters()
+	ctx, cancel := context.WithCancel(h.ctx)
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	h.k.garbageCollection(ctx, &wg) // its first collection at once
+	eventually(t, "the collection loop's timer", func() bool { return h.clock.Waiters() > waiters })
+	h.stoppedSandbox("gone")
+	h.step(gc.ContainerPeriod - time.Second)
+	h.k.evictionTick(h.ctx)
+	if !h.k.evictWaiting.Load() || orphanLeft() != 1 {
+		t.Fatalf("before the period: waiting %v, orphan sandboxes %d", h.k.evictWaiting.Load(), orphanLeft())
+	}
+	h.step(time.Second) // the collection is due; the hog's kill is still awaited
+	eventually(t, "the container collection while the eviction manager waits", func() bool { return orphanLeft() == 0 })
 	h.k.evictionTick(h.ctx)
 	if !h.k.evictWaiting.Load() {
 		t.Fatal("the wait for the hog is over")
-	}
-	if n := orphanLeft(); n != 0 {
-		t.Fatalf("the container collection did not run while the eviction manager waited: %d orphan sandboxes", n)
 	}
 }

@@ -102,6 +102,7 @@ type Kubelet struct {
 	evictions   *eviction.Manager
 	simEviction *eviction.SimProvider
 	evictMu     sync.Mutex // one eviction interval at a time
+	gcMu        sync.Mutex // the collector's making (nodeGC): GC loops and eviction manager
 	// evictWait is the eviction manager waiting for the pods its last
 	// interval evicted (evict.go; guarded by evictMu); evictWaiting says
 	// there is one, for housekeeping to advance it every tick.
@@ -392,6 +393,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		defer wg.Done()
 		k.housekeeping(ctx)
 	}()
+	k.garbageCollection(ctx, &wg) // nodegc.go: container and image GC loops
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

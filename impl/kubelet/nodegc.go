@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -20,13 +21,22 @@ import (
 // configuration's policy (`kubeproof kubelet` sets it from
 // --image-gc-high-threshold/--image-gc-low-threshold, 85/80 by default as
 // upstream; a zero policy, as `kubeproof up`'s simulated nodes have, or a
-// high threshold of 100 turns it off). All run from the eviction interval,
-// under evictMu.
+// high threshold of 100 turns it off). The periodic collections run on
+// loops of their own (garbageCollection, as upstream's
+// StartGarbageCollection), so a collection that kills a container in the
+// unknown state (its preStop hook, its stop: up to twice its pod's grace
+// period) holds up neither the eviction manager nor housekeeping, nor
+// they it; the eviction manager calls the collector itself, under
+// evictMu, only to reclaim disk.
 
 // nodeGC returns the collector, made (and its first image detection run,
 // which counts images already present as old) at the first eviction
-// interval; nil if the runtime cannot list and remove images.
+// interval or collection, whichever comes first; nil if the runtime
+// cannot list and remove images. Under gcMu: the collection loops and
+// the eviction manager call it concurrently.
 func (k *Kubelet) nodeGC(ctx context.Context, now time.Time) *gc.Collector {
+	k.gcMu.Lock()
+	defer k.gcMu.Unlock()
 	if c, ok := k.evictions.NodeReclaimer().(*gc.Collector); ok {
 		return c
 	}
@@ -58,14 +68,56 @@ func (k *Kubelet) nodeGC(ctx context.Context, now time.Time) *gc.Collector {
 	return c
 }
 
-// collectGarbage runs the periodic container GC and image GC when each
-// is due, measuring the image filesystem through the eviction provider.
-func (k *Kubelet) collectGarbage(ctx context.Context, now time.Time) {
+// garbageCollection starts the periodic collections on wg, each on a
+// loop of its own as upstream's StartGarbageCollection: the container
+// collection at once and then every gc.ContainerPeriod, the image
+// collection, when the policy enables it, at once and then every
+// gc.Period; each period counted from the end of the previous run, as
+// wait.Until's. Both end with ctx.
+func (k *Kubelet) garbageCollection(ctx context.Context, wg *sync.WaitGroup) {
+	wg.Go(func() { k.gcLoop(ctx, gc.ContainerPeriod, k.collectContainers) })
+	if k.evictions.Config().ImageGC.Enabled() {
+		wg.Go(func() { k.gcLoop(ctx, gc.Period, k.collectImages) })
+	}
+}
+
+// gcLoop runs collect, then again a period after it ended, until ctx
+// ends; not while the kubelet is paused. It stops if the runtime cannot
+// be collected (nodeGC nil).
+func (k *Kubelet) gcLoop(ctx context.Context, period time.Duration, collect func(context.Context, time.Time) bool) {
+	for {
+		if !k.paused.Load() && !collect(ctx, k.clock.Now()) {
+			return
+		}
+		t := k.clock.NewTimer(period)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// collectContainers runs the periodic container collection when it is
+// due; false if the runtime cannot be collected.
+func (k *Kubelet) collectContainers(ctx context.Context, now time.Time) bool {
 	c := k.nodeGC(ctx, now)
 	if c == nil {
-		return
+		return false
 	}
 	c.MaybeCollectContainers(ctx, now)
+	return true
+}
+
+// collectImages runs the periodic image collection when it is due,
+// measuring the image filesystem through the eviction provider; false if
+// the runtime cannot be collected.
+func (k *Kubelet) collectImages(ctx context.Context, now time.Time) bool {
+	c := k.nodeGC(ctx, now)
+	if c == nil {
+		return false
+	}
 	c.MaybeCollect(ctx, func(ctx context.Context) (int64, int64, error) {
 		obs, _, err := k.evictions.Provider().Observe(ctx, nil)
 		if err != nil {
@@ -77,6 +129,7 @@ func (k *Kubelet) collectGarbage(ctx context.Context, now time.Time) {
 		}
 		return o.Capacity, o.Available, nil
 	}, now)
+	return true
 }
 
 // podGCState is what the container GC may remove of a pod (by UID):

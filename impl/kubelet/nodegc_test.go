@@ -157,7 +157,7 @@ func TestDiskPressureReclaimsDeadContainersThenEvicts(t *testing.T) {
 }
 
 // With --image-gc-high-threshold set, images are collected every
-// gc.Period; failing to free enough is a FreeDiskSpaceFailed event on the
+// gc.Period (the image collection loop's step, collectImages); failing to free enough is a FreeDiskSpaceFailed event on the
 // node, and failing twice in a row an ImageGCFailed one.
 func TestPeriodicImageGC(t *testing.T) {
 	ecfg, err := eviction.ParseConfig(eviction.Flags{Hard: "", HardSet: true, ImageGCHighThresholdPercent: 85, ImageGCLowThresholdPercent: 80, MinimumImageTTLDuration: 2 * time.Minute})
@@ -175,7 +175,7 @@ func TestPeriodicImageGC(t *testing.T) {
 	h.rt.SetImageSize("big:1", 450*mib)
 	drain(rec) // the pod's own events
 	// 960 MiB of 1 GiB used (93%): the unused old image goes.
-	h.k.evictionTick(h.ctx)
+	h.k.collectImages(h.ctx, h.clock.Now())
 	if got := h.imageNames(); !slices.Equal(got, []string{"big:1"}) {
 		t.Fatalf("images after collection: %v", got)
 	}
@@ -185,19 +185,19 @@ func TestPeriodicImageGC(t *testing.T) {
 	// The used image alone now fills 91%: nothing may go.
 	h.rt.SetImageSize("big:1", 930*mib)
 	h.step(gc.Period - time.Second)
-	h.k.evictionTick(h.ctx)
+	h.k.collectImages(h.ctx, h.clock.Now())
 	if ev := drain(rec); len(ev) != 0 {
 		t.Fatalf("collection ran before its period: %v", ev)
 	}
 	h.step(time.Second)
-	h.k.evictionTick(h.ctx)
+	h.k.collectImages(h.ctx, h.clock.Now())
 	ev := drain(rec)
 	if len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning FreeDiskSpaceFailed Insufficient free disk space on the node's image filesystem (") ||
 		!strings.Contains(ev[0], "Failed to free sufficient space by deleting unused images (freed 0 bytes).") {
 		t.Fatalf("events %v", ev)
 	}
 	h.step(gc.Period)
-	h.k.evictionTick(h.ctx)
+	h.k.collectImages(h.ctx, h.clock.Now())
 	ev = drain(rec)
 	if len(ev) != 2 || !strings.HasPrefix(ev[1], "Warning ImageGCFailed Insufficient free disk space") {
 		t.Fatalf("events after the second failure %v", ev)
