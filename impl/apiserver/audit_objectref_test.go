@@ -201,3 +201,21 @@ func TestAuditRequestObjectOnceDecoded(t *testing.T) {
 		t.Errorf("patch: %+v, want requestObject %s", ev, patch)
 	}
 }
+
+// TestAuditIDHeaderOnEveryRequest: as kube-apiserver (WithAuditInit,
+// outside authentication), every answer has an Audit-Id header, with no
+// audit log configured and for a request authentication refuses too; a
+// client's Audit-ID is echoed.
+func TestAuditIDHeaderOnEveryRequest(t *testing.T) {
+	e := newEnv(t, nil)
+	e.waitReady()
+	if r := e.do(http.MethodGet, "/api/v1/namespaces/default/configmaps", nil); r.header.Get("Audit-Id") == "" {
+		t.Errorf("no Audit-Id header: %v", r.header)
+	}
+	if r := e.do(http.MethodGet, "/api", nil, "Audit-ID", "chosen"); r.header.Get("Audit-Id") != "chosen" {
+		t.Errorf("Audit-Id %q, want the client's", r.header.Get("Audit-Id"))
+	}
+	if r := e.doWith(e.anon, http.MethodGet, "/api/v1/namespaces", nil, "Authorization", "Bearer wrong"); r.code != http.StatusUnauthorized || r.header.Get("Audit-Id") == "" {
+		t.Errorf("refused request: code %d, Audit-Id %q", r.code, r.header.Get("Audit-Id"))
+	}
+}

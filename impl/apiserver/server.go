@@ -521,6 +521,9 @@ func New(cfg Config) (*Server, error) {
 	h = filters.WithMetrics(h, m)
 	h = filters.WithRequestInfo(h)
 	h = filters.WithPanicRecovery(h, codecs, s.log)
+	// Outermost as kube-apiserver's WithAuditInit: every answer has an
+	// Audit-Id, and an audited request's received time is taken here.
+	h = audit.WithAuditInit(h, nil)
 	h = filters.WithStackReserve(h)
 	s.handler = h
 	return s, nil

@@ -24,7 +24,7 @@ func WithFailedAuthenticationAudit(failed http.Handler, cfg Config) http.Handler
 		cfg.Now = time.Now
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		received := cfg.Now()
+		id, received := requestIdentity(r, cfg.Now)
 		info := request.InfoFrom(r.Context())
 		if info == nil {
 			info = request.Parse(r)
@@ -34,7 +34,7 @@ func WithFailedAuthenticationAudit(failed http.Handler, cfg Config) http.Handler
 			failed.ServeHTTP(w, r)
 			return
 		}
-		rec := &recorder{cfg: cfg, decision: d, ev: newEvent(r, info, nil, d.Level, received)}
+		rec := &recorder{cfg: cfg, decision: d, ev: newEvent(r, id, info, nil, d.Level, received)}
 		w.Header().Set(HeaderAuditID, string(rec.ev.AuditID))
 		rw := &responseWriter{ResponseWriter: w, rec: rec, limit: statusProbeBytes}
 		failed.ServeHTTP(rw, r)

@@ -19,7 +19,6 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	netutils "k8s.io/utils/net"
 	"sigs.k8s.io/yaml"
 
@@ -58,7 +57,7 @@ func WithAudit(next http.Handler, cfg Config) http.Handler {
 		cfg.Now = time.Now
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		received := cfg.Now()
+		id, received := requestIdentity(r, cfg.Now)
 		info := request.InfoFrom(r.Context())
 		if info == nil {
 			info = request.Parse(r)
@@ -69,7 +68,7 @@ func WithAudit(next http.Handler, cfg Config) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		rec := &recorder{cfg: cfg, decision: d, ev: newEvent(r, info, user, d.Level, received)}
+		rec := &recorder{cfg: cfg, decision: d, ev: newEvent(r, id, info, user, d.Level, received)}
 		w.Header().Set(HeaderAuditID, string(rec.ev.AuditID))
 		if !d.Level.Less(LevelRequest) && r.Body != nil && r.Body != http.NoBody {
 			rec.captureRequest(r)
@@ -89,11 +88,7 @@ func WithAudit(next http.Handler, cfg Config) http.Handler {
 	})
 }
 
-func newEvent(r *http.Request, info *request.Info, user *request.User, level Level, received time.Time) *Event {
-	id := r.Header.Get(HeaderAuditID)
-	if id == "" {
-		id = string(uuid.NewUUID())
-	}
+func newEvent(r *http.Request, id string, info *request.Info, user *request.User, level Level, received time.Time) *Event {
 	ev := &Event{
 		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: EventKind},
 		Level:      level,

@@ -1,0 +1,52 @@
+package audit
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/uuid"
+)
+
+// initInfo is what WithAuditInit gives a request.
+type initInfo struct {
+	id       string
+	received time.Time
+}
+
+type initKey struct{}
+
+// WithAuditInit is kube-apiserver's outermost audit filter (its
+// WithAuditInit and WithRequestReceivedTimestamp): every request, audited
+// or not, gets an audit ID, the client's Audit-ID header or a new UUID,
+// echoed in the response's Audit-Id header (unless a handler before set
+// one), and the time it was received; WithAudit and
+// WithFailedAuthenticationAudit record both. now nil is time.Now.
+func WithAuditInit(next http.Handler, now func() time.Time) http.Handler {
+	if now == nil {
+		now = time.Now
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := initInfo{id: r.Header.Get(HeaderAuditID), received: now()}
+		if info.id == "" {
+			info.id = string(uuid.NewUUID())
+		}
+		if w.Header().Get(HeaderAuditID) == "" {
+			w.Header().Set(HeaderAuditID, info.id)
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), initKey{}, info)))
+	})
+}
+
+// requestIdentity returns the audit ID and received time WithAuditInit
+// gave r, or the client's Audit-ID (else a new one) and now's time.
+func requestIdentity(r *http.Request, now func() time.Time) (string, time.Time) {
+	if info, ok := r.Context().Value(initKey{}).(initInfo); ok {
+		return info.id, info.received
+	}
+	id := r.Header.Get(HeaderAuditID)
+	if id == "" {
+		id = string(uuid.NewUUID())
+	}
+	return id, now()
+}
