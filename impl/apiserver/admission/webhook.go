@@ -110,8 +110,7 @@ func (d *webhookDispatcher) matching(ctx context.Context, a *Attributes) ([]matc
 	if err != nil || len(hooks) == 0 {
 		return nil, err
 	}
-	var nsLabels labels.Set
-	nsLoaded := false
+	var ns namespaceLabelCache
 	var eqs []EquivalentResource
 	eqsLoaded := false
 	equivalents := func() []EquivalentResource {
@@ -127,17 +126,22 @@ func (d *webhookDispatcher) matching(ctx context.Context, a *Attributes) ([]matc
 		if !ok {
 			continue
 		}
+		var nsErr error
 		if w.invalid == nil && !w.namespaceSelector.Empty() {
-			set, err := d.namespaceLabels(ctx, a, &nsLabels, &nsLoaded)
-			if err != nil {
-				return nil, err
-			}
-			if set != nil && !w.namespaceSelector.Matches(set) {
+			set, applies, err := d.namespaceLabels(ctx, a, &ns)
+			if err == nil && applies && !w.namespaceSelector.Matches(set) {
 				continue
 			}
+			nsErr = err
 		}
 		if w.invalid == nil && !w.objectSelector.Empty() && !objectSelectorMatches(w.objectSelector, a) {
 			continue
+		}
+		// A namespace that could not be read fails the request only for a
+		// webhook the request would otherwise go to (kube-apiserver's
+		// ShouldCallHook reports it after the object selector and rules).
+		if nsErr != nil {
+			return nil, nsErr
 		}
 		if a.DryRun && w.sideEffects != admissionregistrationv1.SideEffectClassNone && w.sideEffects != admissionregistrationv1.SideEffectClassNoneOnDryRun {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("admission webhook %q does not support dry run", w.name))
@@ -147,38 +151,66 @@ func (d *webhookDispatcher) matching(ctx context.Context, a *Attributes) ([]matc
 	return out, nil
 }
 
-// namespaceLabels are the labels a namespaceSelector is matched against:
-// the namespace's for a namespaced request, the object's own for a
-// Namespace, none (nil: the selector does not apply) otherwise.
-func (d *webhookDispatcher) namespaceLabels(ctx context.Context, a *Attributes, cache *labels.Set, loaded *bool) (labels.Set, error) {
-	if *loaded {
-		return *cache, nil
+// namespaceLabelCache holds a request's namespace labels once read.
+type namespaceLabelCache struct {
+	loaded, applies bool
+	set             labels.Set
+	err             error
+}
+
+// namespaceLabels are the labels a non-empty namespaceSelector is matched
+// against, as kube-apiserver's namespace matcher reads them (applies is
+// false when the selector does not apply: a cluster-scoped request not to
+// a namespace):
+//
+//   - a create or update of a namespaces resource (of any group, as
+//     upstream compares the resource name only) without subresource: the
+//     object's own labels, the namespace not being stored yet or still
+//     holding its old labels;
+//   - otherwise (a Namespace's delete, status, finalize; a namespaced
+//     object) the labels of the request's namespace, read from the cache
+//     and, when missing there, from storage; missing there too, the
+//     request fails with that NotFound error (404), as upstream keeps it
+//     "for backwards compatibility".
+func (d *webhookDispatcher) namespaceLabels(ctx context.Context, a *Attributes, c *namespaceLabelCache) (labels.Set, bool, error) {
+	if !c.loaded {
+		c.loaded = true
+		c.set, c.applies, c.err = d.readNamespaceLabels(ctx, a)
 	}
-	*loaded = true
-	switch {
-	case a.Resource.GroupResource() == nsResource && a.Subresource == "":
-		for _, obj := range []runtime.Object{a.Object, a.OldObject} {
-			if m, err := meta.Accessor(obj); obj != nil && err == nil {
-				*cache = labels.Set(m.GetLabels())
-				return *cache, nil
-			}
-		}
-		*cache = labels.Set{}
-	case a.Namespace != "":
-		ns, err := d.namespaces(ctx, a.Namespace, false)
-		if apierrors.IsNotFound(err) {
-			ns, err = d.namespaces(ctx, a.Namespace, true)
-		}
-		if apierrors.IsNotFound(err) {
-			*cache = labels.Set{}
-			return *cache, nil
-		}
+	return c.set, c.applies, c.err
+}
+
+func (d *webhookDispatcher) readNamespaceLabels(ctx context.Context, a *Attributes) (labels.Set, bool, error) {
+	isNamespaces := a.Resource.Resource == nsResource.Resource
+	if a.Namespace == "" && !isNamespaces {
+		return nil, false, nil
+	}
+	if isNamespaces && a.Subresource == "" && (a.Operation == Create || a.Operation == Update) {
+		m, err := meta.Accessor(a.Object)
 		if err != nil {
-			return nil, fmt.Errorf("reading namespace %s for webhook selectors: %w", a.Namespace, err)
+			return nil, false, apierrors.NewInternalError(fmt.Errorf("reading the labels of the namespace written for webhook selectors: %v", err))
 		}
-		*cache = labels.Set(ns.Labels)
+		return labels.Set(m.GetLabels()), true, nil
 	}
-	return *cache, nil
+	if a.Namespace == "" {
+		// Upstream's client refuses to read a namespace without a name (a
+		// 500 there); no such namespace exists.
+		return nil, false, apierrors.NewNotFound(nsResource, "")
+	}
+	ns, err := d.namespaces(ctx, a.Namespace, false)
+	if apierrors.IsNotFound(err) {
+		ns, err = d.namespaces(ctx, a.Namespace, true)
+	}
+	if apierrors.IsNotFound(err) {
+		if _, ok := err.(apierrors.APIStatus); ok {
+			return nil, false, err
+		}
+		return nil, false, apierrors.NewNotFound(nsResource, a.Namespace)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("reading namespace %s for webhook selectors: %w", a.Namespace, err)
+	}
+	return labels.Set(ns.Labels), true, nil
 }
 
 func objectSelectorMatches(sel labels.Selector, a *Attributes) bool {
