@@ -9,10 +9,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 )
@@ -84,5 +86,79 @@ func TestPostStartHookHostIsSandboxIP(t *testing.T) {
 				t.Errorf("container after a hook without a pod IP: %+v, want PostStartHookError failed to find networking container", cs.State)
 			}
 		})
+	}
+}
+
+// readyIPRuntime reports ip for every ready sandbox and hides the
+// simulation's network shortcut (hooks go over the network); its images
+// can be collected.
+type readyIPRuntime struct {
+	collectable
+	ip string
+}
+
+type collectable interface {
+	runtime.Runtime
+	runtime.ImageManager
+}
+
+func (r readyIPRuntime) PodSandboxStatus(ctx context.Context, id string) (*runtimeapi.PodSandboxStatus, error) {
+	st, err := r.collectable.PodSandboxStatus(ctx, id)
+	if st != nil && st.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+		st.Network = &runtimeapi.PodSandboxNetworkStatus{Ip: r.ip}
+	}
+	return st, err
+}
+
+// TestUnknownKillHookGoesToPodsNewestSandbox: the container GC's kill of
+// a container in the unknown state runs its HTTP preStop hook against
+// the IP of its pod's newest sandbox while that one is ready, as
+// upstream's handler runner takes it from the runtime's pod status (the
+// newest sandbox's IPs, only when it is ready), not the container's own
+// sandbox. Before, the stopped sandbox the container was made in was
+// asked: no IP, and the hook did not reach the pod.
+func TestUnknownKillHookGoesToPodsNewestSandbox(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	_, portStr, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	port, _ := strconv.Atoi(portStr)
+	h := newHarness(t, nil)
+	p := h.create(h.pod("hooked", func(p *v1.Pod) {
+		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5)
+		p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{HTTPGet: &v1.HTTPGetAction{Path: "/stop", Port: intstr.FromInt32(int32(port))}}}
+	}))
+	if got := h.sync(p); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("hooked: %s", got.Status.Phase)
+	}
+	list, err := h.rt.ListContainers(h.ctx, nil)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("containers %v, %v", list, err)
+	}
+	old := list[0].PodSandboxId
+	// The pod's sandbox is stopped and a newer one made for it.
+	h.step(time.Second)
+	if _, err := h.rt.RunPodSandbox(h.ctx, &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "hooked", Namespace: "default", Uid: string(p.UID), Attempt: 1},
+		Labels:   map[string]string{runtime.LabelPodUID: string(p.UID), runtime.LabelPodName: "hooked", runtime.LabelPodNamespace: "default"},
+	}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.rt.StopPodSandbox(h.ctx, old); err != nil {
+		t.Fatal(err)
+	}
+
+	unknown := &unknownRuntime{Runtime: h.rt, unknown: map[string]bool{list[0].Id: true}}
+	h.krt = readyIPRuntime{collectable: unknown, ip: "127.0.0.1"}
+	h.k = h.newKubelet(nil)
+	collector := h.k.nodeGC(h.ctx, h.clock.Now())
+	if collector == nil {
+		t.Fatal("no collector")
+	}
+	if _, err := collector.CollectContainers(h.ctx, false, h.clock.Now()); err != nil {
+		t.Fatalf("CollectContainers: %v", err)
+	}
+	if n := hits.Load(); n != 1 {
+		t.Errorf("preStop hook requests %d, want 1 (to the newest sandbox's IP)", n)
 	}
 }
