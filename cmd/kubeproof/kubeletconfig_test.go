@@ -445,3 +445,14 @@ func TestKubeletConfigDropInsOverLoadedFile(t *testing.T) {
 		})
 	}
 }
+
+// TestKubeletConfigLogFormatRebuildsLogger: the file's logging.format
+// is taken up once the file is read (the logger is built again from it),
+// so a format kubeproof does not have stops the kubelet before it
+// contacts the API server.
+func TestKubeletConfigLogFormatRebuildsLogger(t *testing.T) {
+	err := runKubelet(unreachableKubeconfig(t), "--config", writeKubeletConfig(t, kcHeader+"logging: {format: yaml}\n"))
+	if err == nil || !strings.Contains(err.Error(), `--log-format: unknown format "yaml"`) {
+		t.Errorf("kubelet with logging.format yaml: %v", err)
+	}
+}
