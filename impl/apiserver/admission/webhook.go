@@ -30,6 +30,9 @@ type webhook struct {
 	sideEffects       admissionregistrationv1.SideEffectClass
 	timeout           time.Duration
 	reinvoke          bool
+	// index is the webhook's place among all the mutating webhooks of
+	// every configuration (its audit annotations' index).
+	index int
 	// mutating: a MutatingWebhookConfiguration's, which may patch
 	// (readResponse refuses a validating webhook's patch).
 	mutating bool

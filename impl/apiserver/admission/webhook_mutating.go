@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 
@@ -13,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 )
 
 var mutatingConfigResource = schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"}
@@ -66,6 +69,7 @@ func mutatingWebhooks(configs []admissionregistrationv1.MutatingWebhookConfigura
 			w := toWebhook(c.Name, h.Name, h.ClientConfig, h.Rules, h.FailurePolicy, h.MatchPolicy, h.NamespaceSelector, h.ObjectSelector, h.SideEffects, h.TimeoutSeconds)
 			w.reinvoke = h.ReinvocationPolicy != nil && *h.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy
 			w.mutating = true
+			w.index = len(out)
 			out = append(out, w)
 		}
 	}
@@ -82,7 +86,7 @@ func (p *MutatingWebhook) Admit(ctx context.Context, a *Attributes) error {
 	calledAt := make([]int, len(hooks))
 	step := 0
 	for i, w := range hooks {
-		changed, err := p.callOne(ctx, w, a)
+		changed, err := p.callOne(ctx, w, a, 0)
 		if err != nil {
 			return err
 		}
@@ -96,7 +100,7 @@ func (p *MutatingWebhook) Admit(ctx context.Context, a *Attributes) error {
 	// change by another webhook.
 	for i, w := range hooks {
 		if w.reinvoke && calledAt[i] < lastChange {
-			if _, err := p.callOne(ctx, w, a); err != nil {
+			if _, err := p.callOne(ctx, w, a, 1); err != nil {
 				return err
 			}
 		}
@@ -106,9 +110,29 @@ func (p *MutatingWebhook) Admit(ctx context.Context, a *Attributes) error {
 
 // callOne calls one webhook and applies its patch; changed reports whether
 // the object changed. A webhook called for an equivalent resource patches
-// the object converted to its kind, which is then converted back.
-func (p *MutatingWebhook) callOne(ctx context.Context, m matchedHook, a *Attributes) (bool, error) {
+// the object converted to its kind, which is then converted back. round
+// is 0, or 1 for a reinvocation.
+//
+// As kube-apiserver's dispatcher, the call is recorded in the audit log:
+// mutation.webhook.admission.k8s.io/round_<round>_index_<index> says
+// whether the webhook changed the object (however the call ended), an
+// applied patch is recorded under patch.webhook.admission.k8s.io/ (Request
+// level and above), and a failed call its failurePolicy Ignore lets pass
+// under failed-open.mutation.webhook.admission.k8s.io/ (the webhook's name).
+func (p *MutatingWebhook) callOne(ctx context.Context, m matchedHook, a *Attributes, round int) (changed bool, err error) {
 	w := m.webhook
+	suffix := fmt.Sprintf("round_%d_index_%d", round, w.index)
+	defer func() {
+		v, _ := json.Marshal(mutationAnnotation{Configuration: w.config, Webhook: w.name, Mutated: changed})
+		audit.AddAnnotation(ctx, mutationAnnotationPrefix+suffix, string(v))
+	}()
+	callFailed := func(err error) error {
+		if err := p.callFailed(w, err); err != nil {
+			return err
+		}
+		audit.AddAnnotation(ctx, "failed-open."+mutationAnnotationPrefix+suffix, w.name)
+		return nil
+	}
 	va, err := p.versioned(a, m.as)
 	if err != nil {
 		return false, err
@@ -119,7 +143,7 @@ func (p *MutatingWebhook) callOne(ctx context.Context, m matchedHook, a *Attribu
 	}
 	resp, err := p.call(ctx, w, rev)
 	if err != nil {
-		return false, p.callFailed(w, err)
+		return false, callFailed(err)
 	}
 	addResponseWarnings(ctx, w.name, resp)
 	if !resp.Allowed {
@@ -136,7 +160,7 @@ func (p *MutatingWebhook) callOne(ctx context.Context, m matchedHook, a *Attribu
 	}
 	ops, err := jsonpatch.DecodePatch(resp.Patch)
 	if err != nil {
-		return false, p.callFailed(w, fmt.Errorf("received undecodable patch in webhook response: %w", err))
+		return false, callFailed(fmt.Errorf("received undecodable patch in webhook response: %w", err))
 	}
 	if len(ops) == 0 {
 		return false, nil
@@ -145,11 +169,14 @@ func (p *MutatingWebhook) callOne(ctx context.Context, m matchedHook, a *Attribu
 		return false, apierrors.NewInternalError(fmt.Errorf("admission webhook %q attempted to modify the object, which is not supported for this operation", w.name))
 	}
 	if pt := *resp.PatchType; pt != admissionv1.PatchTypeJSONPatch {
-		return false, p.callFailed(w, fmt.Errorf("unsupported patch type %q", pt))
+		return false, callFailed(fmt.Errorf("unsupported patch type %q", pt))
 	}
-	changed, err := applyJSONPatch(va, rev.Request.Object.Raw, ops)
+	changed, err = applyJSONPatch(va, rev.Request.Object.Raw, ops)
 	if err != nil {
 		return false, err
+	}
+	if v, err := json.Marshal(patchAnnotation{Configuration: w.config, Webhook: w.name, Patch: ops, PatchType: string(admissionv1.PatchTypeJSONPatch)}); err == nil {
+		audit.AddAnnotationAtLevel(ctx, patchAnnotationPrefix+suffix, string(v), audit.LevelRequest)
 	}
 	// As kube-apiserver: any applied patch is followed by defaulting;
 	// changed is decided before it.
@@ -162,6 +189,26 @@ func (p *MutatingWebhook) callOne(ctx context.Context, m matchedHook, a *Attribu
 		}
 	}
 	return changed, nil
+}
+
+// The audit annotations of a mutating webhook call (kube-apiserver's keys
+// and values).
+const (
+	mutationAnnotationPrefix = "mutation.webhook.admission.k8s.io/"
+	patchAnnotationPrefix    = "patch.webhook.admission.k8s.io/"
+)
+
+type mutationAnnotation struct {
+	Configuration string `json:"configuration"`
+	Webhook       string `json:"webhook"`
+	Mutated       bool   `json:"mutated"`
+}
+
+type patchAnnotation struct {
+	Configuration string          `json:"configuration"`
+	Webhook       string          `json:"webhook"`
+	Patch         jsonpatch.Patch `json:"patch,omitempty"`
+	PatchType     string          `json:"patchType,omitempty"`
 }
 
 // applyJSONPatch patches the object's JSON and decodes the result back

@@ -201,6 +201,18 @@ func AddAnnotation(ctx context.Context, key, value string) {
 	}
 }
 
+// AddAnnotationAtLevel is AddAnnotation for an annotation recorded only
+// when the request is audited at min or above (as kube-apiserver's
+// AddAnnotationWithLevel: a webhook's patch is recorded from the Request
+// level on).
+func AddAnnotationAtLevel(ctx context.Context, key, value string, min Level) {
+	rec := recorderFrom(ctx)
+	if rec == nil || rec.decision.Level.Less(min) {
+		return
+	}
+	AddAnnotation(ctx, key, value)
+}
+
 // SetImpersonatedUser records, for the request ctx belongs to, the user
 // an impersonating request acts as.
 func SetImpersonatedUser(ctx context.Context, u *request.User) {
