@@ -85,3 +85,29 @@ func TestMutatingWebhookAuditAnnotations(t *testing.T) {
 		t.Errorf("Request level: annotations %v, want the Metadata ones and %s = %s", got, patch+"round_0_index_1", wantPatch)
 	}
 }
+
+// TestValidatingWebhookFailedOpenAnnotation: as kube-apiserver's
+// validating dispatcher, a failed call let through by failurePolicy
+// Ignore adds failed-open.validating.webhook.admission.k8s.io/round_0_index_<i>
+// = the webhook's name, i its place among the webhooks the request
+// matched.
+func TestValidatingWebhookFailedOpenAnnotation(t *testing.T) {
+	srv := newHookServer(t, func(string, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse { return allow() })
+	cmRules := []admissionregistrationv1.RuleWithOperations{{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+	}}
+	p := &ValidatingWebhook{testDispatcher(validatingWebhooks(srv.validating(
+		hookSpec{name: "other.example.com", rules: cmRules},
+		hookSpec{name: "fine.example.com"},
+		hookSpec{name: "broken.example.com", path: "/fail", failure: admissionregistrationv1.Ignore},
+	)))}
+	got := annotationsAt(t, audit.LevelMetadata, func(ctx context.Context) {
+		if err := p.Validate(ctx, podCreate(newPod("p"))); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if len(got) != 1 || got["failed-open.validating.webhook.admission.k8s.io/round_0_index_1"] != "broken.example.com" {
+		t.Errorf("annotations %v, want only failed-open.validating.webhook.admission.k8s.io/round_0_index_1 = broken.example.com", got)
+	}
+}

@@ -2,12 +2,15 @@ package admission
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 )
 
 var validatingConfigResource = schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"}
@@ -80,7 +83,11 @@ func (p *ValidatingWebhook) Validate(ctx context.Context, a *Attributes) error {
 		wg.Go(func() {
 			resp, err := p.call(ctx, w, rev)
 			if err != nil {
-				errs[i] = p.callFailed(w, err)
+				// As kube-apiserver: a failure let through is recorded,
+				// indexed among the webhooks the request matched.
+				if errs[i] = p.callFailed(w, err); errs[i] == nil {
+					audit.AddAnnotation(ctx, fmt.Sprintf("failed-open.validating.webhook.admission.k8s.io/round_0_index_%d", i), w.name)
+				}
 				return
 			}
 			addResponseWarnings(ctx, w.name, resp)
