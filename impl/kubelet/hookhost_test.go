@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,6 +17,16 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 )
+
+// hookServer is an HTTP server on the node's loopback that counts the
+// requests it answers, for hooks to reach; port is its port.
+func hookServer(t *testing.T) (hits *atomic.Int32, port int) {
+	t.Helper()
+	hits = new(atomic.Int32)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	t.Cleanup(srv.Close)
+	return hits, srv.Listener.Addr().(*net.TCPAddr).Port
+}
 
 // sandboxIPRuntime is a CRI runtime (none of the simulation's shortcuts:
 // hooks go over the network) whose sandboxes report ip, or no network
@@ -48,11 +57,7 @@ func (r sandboxIPRuntime) PodSandboxStatus(ctx context.Context, id string) (*run
 // localhost and a host-network pod's to the node IP, and both reached
 // the server listening there.
 func TestPostStartHookHostIsSandboxIP(t *testing.T) {
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
-	defer srv.Close()
-	_, portStr, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	port, _ := strconv.Atoi(portStr)
+	hits, port := hookServer(t)
 	for _, tc := range []struct {
 		name        string
 		hostNetwork bool
@@ -118,11 +123,7 @@ func (r readyIPRuntime) PodSandboxStatus(ctx context.Context, id string) (*runti
 // sandbox. Before, the stopped sandbox the container was made in was
 // asked: no IP, and the hook did not reach the pod.
 func TestUnknownKillHookGoesToPodsNewestSandbox(t *testing.T) {
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
-	defer srv.Close()
-	_, portStr, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	port, _ := strconv.Atoi(portStr)
+	hits, port := hookServer(t)
 	h := newHarness(t, nil)
 	p := h.create(h.pod("hooked", func(p *v1.Pod) {
 		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5)

@@ -84,38 +84,23 @@ func (k *Kubelet) killUnknownContainer(ctx context.Context, c *runtimeapi.Contai
 		grace = *pod.Spec.TerminationGracePeriodSeconds
 	}
 	k.containerEvent(pod, spec.Name, false, v1.EventTypeNormal, EventKilling, "%s", unknownKillMessage)
-	return k.killContainer(ctx, pod, spec, c.GetId(), k.hookPodIP(ctx, spec, string(pod.UID)), grace)
+	return k.killContainer(ctx, pod, spec, c.GetId(), k.hookPodIP(ctx, spec, pod.UID), grace)
 }
 
 // hookPodIP is the IP a preStop hook of spec reaches the pod at when it
 // names no host (an HTTP hook; a tcpSocket one is not run): as upstream's
 // handler runner reads the runtime's pod status, the primary IP of the
-// pod's newest sandbox (by creation, then attempt) while that one is
-// ready, whichever sandbox the container was made in; "" for other hooks,
-// when the newest sandbox is not ready or the runtime reports none.
-func (k *Kubelet) hookPodIP(ctx context.Context, spec *v1.Container, uid string) string {
+// pod's newest sandbox while that one is ready (podRuntimeState, podIP),
+// whichever sandbox the container was made in; "" for other hooks, when
+// the newest sandbox is not ready or the runtime reports none.
+func (k *Kubelet) hookPodIP(ctx context.Context, spec *v1.Container, uid types.UID) string {
 	if spec.Lifecycle == nil || spec.Lifecycle.PreStop == nil || spec.Lifecycle.PreStop.HTTPGet == nil || uid == "" {
 		return ""
 	}
-	sandboxes, err := k.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{runtime.LabelPodUID: uid}})
+	ps, err := k.podRuntimeState(ctx, uid)
 	if err != nil {
-		k.log.Debug("listing the sandboxes of a container in unknown state", "pod", uid, "err", err)
+		k.log.Debug("reading the pod of a container in unknown state", "pod", uid, "err", err)
 		return ""
 	}
-	var newest *runtimeapi.PodSandbox
-	for _, sb := range sandboxes {
-		if newest == nil || sb.GetCreatedAt() > newest.GetCreatedAt() ||
-			sb.GetCreatedAt() == newest.GetCreatedAt() && sb.GetMetadata().GetAttempt() > newest.GetMetadata().GetAttempt() {
-			newest = sb
-		}
-	}
-	if newest == nil || newest.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY {
-		return ""
-	}
-	st, err := k.rt.PodSandboxStatus(ctx, newest.GetId())
-	if err != nil {
-		k.log.Debug("reading the sandbox of a container in unknown state", "sandbox", newest.GetId(), "err", err)
-		return ""
-	}
-	return st.GetNetwork().GetIp()
+	return podIP(ps)
 }
