@@ -3,7 +3,9 @@ package kubelet
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -51,4 +53,46 @@ func TestContainerGCHasItsOwnLoop(t *testing.T) {
 		return orphans() == 0
 	})
 	unlock()
+}
+
+// TestGCLoopPausedStopsAndEnds: a collection loop does not collect while
+// the kubelet is paused (a stopped kubelet collects nothing) but keeps its
+// period, collects at the first period after Resume, and returns when its
+// context ends or when the runtime cannot be collected, leaving no timer
+// behind.
+func TestGCLoopPausedStopsAndEnds(t *testing.T) {
+	h := newHarness(t, nil)
+	base := h.clock.Waiters()
+	var runs atomic.Int32
+	collectable := true
+	collect := func(context.Context, time.Time) bool { runs.Add(1); return collectable }
+	armed := func(n int) bool { return h.clock.Waiters() == base+n }
+
+	h.k.Pause()
+	ctx, cancel := context.WithCancel(h.ctx)
+	done := make(chan struct{})
+	go func() { h.k.gcLoop(ctx, gc.ContainerPeriod, collect); close(done) }()
+	eventually(t, "the loop's first timer", func() bool { return armed(1) })
+	for range 3 {
+		h.clock.Step(gc.ContainerPeriod)
+		eventually(t, "the loop's next timer", func() bool { return armed(1) })
+	}
+	if n := runs.Load(); n != 0 {
+		t.Fatalf("collections while paused: %d, want 0", n)
+	}
+	h.k.Resume()
+	h.clock.Step(gc.ContainerPeriod)
+	eventually(t, "a collection after Resume", func() bool { return runs.Load() == 1 && armed(1) })
+	cancel()
+	<-done
+	if !armed(0) {
+		t.Errorf("timers left after the loop ended: %d", h.clock.Waiters()-base)
+	}
+
+	// A runtime that cannot be collected ends the loop at its first run.
+	collectable = false
+	h.k.gcLoop(h.ctx, gc.ContainerPeriod, collect)
+	if n := runs.Load(); n != 2 {
+		t.Errorf("collections: %d, want 2", n)
+	}
 }
