@@ -29,8 +29,9 @@ import (
 type Policy struct {
 	// HighThresholdPercent: when the image filesystem's usage is at or
 	// above this percentage, images are collected until usage is below
-	// LowThresholdPercent. 100 turns periodic collection off; the zero
-	// Policy is off too (collection only when the eviction manager asks).
+	// LowThresholdPercent. 100 turns periodic collection off unless MaxAge
+	// is set (upstream's StartGarbageCollection); the zero Policy is off
+	// too (collection only when the eviction manager asks).
 	HighThresholdPercent, LowThresholdPercent int
 	// MinAge is how long an image must have been known before it may be
 	// removed (it may just have been pulled for a container about to be
@@ -54,9 +55,12 @@ const (
 // DefaultPolicy is the kubelet's default image GC policy.
 var DefaultPolicy = Policy{HighThresholdPercent: DefaultHighThresholdPercent, LowThresholdPercent: DefaultLowThresholdPercent, MinAge: DefaultMinAge}
 
-// Enabled reports whether images are collected periodically.
+// Enabled reports whether images are collected periodically: a high
+// threshold below 100, or one of 100 with a maximum age (the collection
+// then removes images unused for longer, and frees space only from a
+// full disk). Pure.
 func (p Policy) Enabled() bool {
-	return p.HighThresholdPercent > 0 && p.HighThresholdPercent < 100
+	return p.HighThresholdPercent > 0 && (p.HighThresholdPercent < 100 || p.MaxAge > 0)
 }
 
 // Validate checks the policy as the kubelet validates its configuration.
