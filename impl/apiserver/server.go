@@ -523,7 +523,7 @@ func New(cfg Config) (*Server, error) {
 	h = filters.WithPanicRecovery(h, codecs, s.log)
 	// Outermost as kube-apiserver's WithAuditInit: every answer has an
 	// Audit-Id, and an audited request's received time is taken here.
-	h = audit.WithAuditInit(h, nil)
+	h = audit.WithAuditInit(h, auditCfg)
 	h = filters.WithStackReserve(h)
 	s.handler = h
 	return s, nil

@@ -20,20 +20,30 @@ type initKey struct{}
 // WithAuditInit and WithRequestReceivedTimestamp): every request, audited
 // or not, gets an audit ID, the client's Audit-ID header or a new UUID,
 // echoed in the response's Audit-Id header (unless a handler before set
-// one), and the time it was received; WithAudit and
-// WithFailedAuthenticationAudit record both. now nil is time.Now.
-func WithAuditInit(next http.Handler, now func() time.Time) http.Handler {
+// one). When cfg has a policy and a backend it also takes the time the
+// request was received (cfg.Now, nil is time.Now) and gives both to
+// WithAudit and WithFailedAuthenticationAudit through the request context.
+func WithAuditInit(next http.Handler, cfg Config) http.Handler {
+	// Without a policy and a backend nothing reads the ID and time from
+	// the context: the request is handed on as it came.
+	audited := cfg.Policy != nil && cfg.Backend != nil
+	now := cfg.Now
 	if now == nil {
 		now = time.Now
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := initInfo{id: r.Header.Get(HeaderAuditID), received: now()}
-		if info.id == "" {
-			info.id = string(uuid.NewUUID())
+		id := r.Header.Get(HeaderAuditID)
+		if id == "" {
+			id = string(uuid.NewUUID())
 		}
 		if w.Header().Get(HeaderAuditID) == "" {
-			w.Header().Set(HeaderAuditID, info.id)
+			w.Header().Set(HeaderAuditID, id)
 		}
+		if !audited {
+			next.ServeHTTP(w, r)
+			return
+		}
+		info := initInfo{id: id, received: now()}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), initKey{}, info)))
 	})
 }

@@ -13,8 +13,9 @@
 //
 //	policy, err := audit.LoadPolicy(path)        // or audit.ParsePolicy(data)
 //	backend, err := audit.NewFileBackend(path)   // "-" is standard output; Close it on shutdown
-//	h = audit.WithAudit(h, audit.Config{Policy: policy, Backend: backend})
-//	h = audit.WithAuditInit(h, nil)              // outermost: Audit-Id on every answer
+//	cfg := audit.Config{Policy: policy, Backend: backend}
+//	h = audit.WithAudit(h, cfg)
+//	h = audit.WithAuditInit(h, cfg)              // outermost: Audit-Id on every answer
 //
 // WithFailedAuthenticationAudit(unauthorizedHandler, cfg) records the
 // requests authentication rejects (stage ResponseStarted, 401).
