@@ -198,13 +198,12 @@ func (h *Handler) apply(w http.ResponseWriter, r *http.Request, info *request.In
 	if len(body) == 0 {
 		return apierrors.NewBadRequest("the body of the request was empty")
 	}
-	var warnings []string
 	if wo.fieldValidation != metav1.FieldValidationIgnore {
 		if err := fieldmanager.ValidateApplyYAML(body); err != nil {
 			if wo.fieldValidation == metav1.FieldValidationStrict {
 				return apierrors.NewBadRequest(fmt.Sprintf("error strict decoding YAML: %v", err))
 			}
-			warnings = strictWarnings(err.Error())
+			recordWarnings(r, strictWarnings(err.Error()))
 		}
 	}
 	force := params.force != nil && *params.force
@@ -236,7 +235,6 @@ func (h *Handler) apply(w http.ResponseWriter, r *http.Request, info *request.In
 	if err != nil {
 		return err
 	}
-	addWarnings(w, warnings)
 	writeRaw(w, target, writeCode(created), resp)
 	return nil
 }

@@ -39,6 +39,7 @@ func (h *Handler) bind(w http.ResponseWriter, r *http.Request, info *request.Inf
 	if err != nil {
 		return err
 	}
+	recordWarnings(r, warnings)
 	audit.LogRequestObject(r.Context(), accessor(obj))
 	b := obj.(*corev1.Binding)
 	if b.Namespace == "" {
@@ -148,7 +149,6 @@ func (h *Handler) bind(w http.ResponseWriter, r *http.Request, info *request.Inf
 		}
 		return apierrors.NewConflict(bindingGR, info.Name, err)
 	}
-	addWarnings(w, warnings)
 	writeRaw(w, target, http.StatusCreated, &metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusSuccess, Code: http.StatusCreated,

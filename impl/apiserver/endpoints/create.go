@@ -39,6 +39,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, info *request.I
 	if err != nil {
 		return err
 	}
+	recordWarnings(r, warnings)
 	audit.LogRequestObject(r.Context(), accessor(obj))
 	if h.res.Namespaced {
 		m := accessor(obj)
@@ -60,7 +61,6 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, info *request.I
 	if err != nil {
 		return err
 	}
-	addWarnings(w, warnings)
 	if err := h.opts.Codecs.SetKind(out, h.res.GroupVersion); err != nil {
 		return err
 	}

@@ -119,7 +119,6 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 		return smp, nil
 	}
 
-	var warnings []string
 	var transform transformFunc = func(old runtime.Object) (runtime.Object, error) {
 		cur, want := old, h.gvk
 		var into runtime.Object
@@ -137,6 +136,7 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 			return nil, err
 		}
 		var obj runtime.Object
+		var warnings []string
 		if pt == types.StrategicMergePatchType {
 			obj, warnings, err = strategicMerge(cur, want, smp, patchStrict, into, wo.fieldValidation)
 		} else {
@@ -145,6 +145,9 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 		if err != nil {
 			return nil, err
 		}
+		// Every attempt's warnings are recorded; the request's
+		// collector keeps each text once.
+		recordWarnings(r, warnings)
 		if m == modeScale {
 			return h.applyScale(old, obj.(*autoscalingv1.Scale))
 		}
@@ -162,7 +165,6 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 	if err != nil {
 		return err
 	}
-	addWarnings(w, warnings)
 	writeRaw(w, target, http.StatusOK, resp)
 	return nil
 }

@@ -192,6 +192,16 @@ func warningHeaders(warnings []string) []string {
 	return headers
 }
 
+// recordWarnings records decoding's field-validation warnings in r's
+// warnings, as kube-apiserver's handlers record them when the body is
+// decoded: they then go out with admission's, capped and kept once with
+// them, whether the write succeeds or fails.
+func recordWarnings(r *http.Request, warnings []string) {
+	for _, w := range warnings {
+		request.AddWarning(r.Context(), w)
+	}
+}
+
 // strictWarnings is the warnings one strict decoding error makes under
 // fieldValidation=Warn, as kube-apiserver's: the YAML decoder's list of
 // errors ("yaml: unmarshal errors:", perhaps after "error converting YAML

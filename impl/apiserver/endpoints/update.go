@@ -106,7 +106,6 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request, info *request.I
 		return err
 	}
 	var transform transformFunc
-	var warnings []string
 	switch m {
 	case modeScale:
 		obj, warns, err := h.decode(r, body, scaleGVK, &autoscalingv1.Scale{}, wo.fieldValidation)
@@ -114,7 +113,7 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request, info *request.I
 			return err
 		}
 		audit.LogRequestObject(r.Context(), accessor(obj))
-		warnings = warns
+		recordWarnings(r, warns)
 		scale := obj.(*autoscalingv1.Scale)
 		transform = func(old runtime.Object) (runtime.Object, error) { return h.applyScale(old, scale) }
 	case modeFinalize:
@@ -123,7 +122,7 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request, info *request.I
 			return err
 		}
 		audit.LogRequestObject(r.Context(), accessor(obj))
-		warnings = warns
+		recordWarnings(r, warns)
 		ns, ok := obj.(*corev1.Namespace)
 		if !ok {
 			return apierrors.NewBadRequest("not a Namespace")
@@ -149,7 +148,7 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request, info *request.I
 			return err
 		}
 		audit.LogRequestObject(r.Context(), accessor(obj))
-		warnings = warns
+		recordWarnings(r, warns)
 		if name := accessor(obj).GetName(); name != info.Name {
 			return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", name, info.Name))
 		}
@@ -170,7 +169,6 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request, info *request.I
 	if err != nil {
 		return err
 	}
-	addWarnings(w, warnings)
 	writeRaw(w, target, writeCode(created), resp)
 	return nil
 }
