@@ -103,8 +103,14 @@ func (d *webhookDispatcher) Start(ctx context.Context) {
 
 // matching returns the webhooks a request goes to, in configuration-name
 // order, each with the equivalent resource it is called for under
-// matchPolicy Equivalent, if not the request's; a dry-run request that
-// reaches a webhook with side effects is refused.
+// matchPolicy Equivalent, if not the request's. As kube-apiserver's
+// ShouldCallHook, a namespace that cannot be read for a webhook the
+// request would otherwise go to ends the list: that last entry carries
+// the error in shouldCallErr, for the dispatcher to return at that
+// webhook's turn (the mutating one calls the webhooks before it first;
+// the validating one decides for all before calling any). A dry-run
+// request to a webhook with side effects is refused at its call
+// (dryRunRefusal), not here.
 func (d *webhookDispatcher) matching(ctx context.Context, a *Attributes) ([]matchedHook, error) {
 	if admissionConfigResources[a.Resource.GroupResource()] {
 		return nil, nil // never lock the configurations themselves out
@@ -144,14 +150,21 @@ func (d *webhookDispatcher) matching(ctx context.Context, a *Attributes) ([]matc
 		// webhook the request would otherwise go to (kube-apiserver's
 		// ShouldCallHook reports it after the object selector and rules).
 		if nsErr != nil {
-			return nil, nsErr
-		}
-		if a.DryRun && w.sideEffects != admissionregistrationv1.SideEffectClassNone && w.sideEffects != admissionregistrationv1.SideEffectClassNoneOnDryRun {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("admission webhook %q does not support dry run", w.name))
+			return append(out, matchedHook{webhook: w, as: as, shouldCallErr: nsErr}), nil
 		}
 		out = append(out, matchedHook{webhook: w, as: as})
 	}
 	return out, nil
+}
+
+// dryRunRefusal is the 400 a dry-run request gets from a webhook whose
+// side effects are not None or NoneOnDryRun, whatever its failurePolicy
+// (kube-apiserver's dispatchers check it as they call the webhook).
+func dryRunRefusal(w *webhook, a *Attributes) error {
+	if a.DryRun && w.sideEffects != admissionregistrationv1.SideEffectClassNone && w.sideEffects != admissionregistrationv1.SideEffectClassNoneOnDryRun {
+		return apierrors.NewBadRequest(fmt.Sprintf("admission webhook %q does not support dry run", w.name))
+	}
+	return nil
 }
 
 // namespaceLabelCache holds a request's namespace labels once read.

@@ -47,6 +47,9 @@ type matchedHook struct {
 	// as, when not nil, is the equivalent resource the webhook is called
 	// for (its rules name it, not the request's resource).
 	as *EquivalentResource
+	// shouldCallErr, when not nil, fails the request at this webhook's
+	// turn instead of calling it (its namespace could not be read).
+	shouldCallErr error
 }
 
 // matchResource decides whether the webhook is called for the request:

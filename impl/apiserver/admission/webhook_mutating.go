@@ -86,6 +86,9 @@ func (p *MutatingWebhook) Admit(ctx context.Context, a *Attributes) error {
 	calledAt := make([]int, len(hooks))
 	step := 0
 	for i, w := range hooks {
+		if w.shouldCallErr != nil {
+			return w.shouldCallErr
+		}
 		changed, err := p.callOne(ctx, w, a, 0)
 		if err != nil {
 			return err
@@ -119,6 +122,8 @@ func (p *MutatingWebhook) Admit(ctx context.Context, a *Attributes) error {
 // applied patch is recorded under patch.webhook.admission.k8s.io/ (Request
 // level and above), and a failed call its failurePolicy Ignore lets pass
 // under failed-open.mutation.webhook.admission.k8s.io/ (the webhook's name).
+// A dry-run request to a webhook with side effects is refused here, its
+// mutation annotation recorded (mutated false), as upstream's.
 func (p *MutatingWebhook) callOne(ctx context.Context, m matchedHook, a *Attributes, round int) (changed bool, err error) {
 	w := m.webhook
 	suffix := fmt.Sprintf("round_%d_index_%d", round, w.index)
@@ -132,6 +137,9 @@ func (p *MutatingWebhook) callOne(ctx context.Context, m matchedHook, a *Attribu
 		}
 		audit.AddAnnotation(ctx, "failed-open."+mutationAnnotationPrefix+suffix, w.name)
 		return nil
+	}
+	if err := dryRunRefusal(&w, a); err != nil {
+		return false, err
 	}
 	va, err := p.versioned(a, m.as)
 	if err != nil {

@@ -53,6 +53,11 @@ func (p *ValidatingWebhook) Validate(ctx context.Context, a *Attributes) error {
 	if err != nil || len(hooks) == 0 {
 		return err
 	}
+	// As kube-apiserver: whether to call each webhook is decided for all
+	// before any is called.
+	if last := hooks[len(hooks)-1]; last.shouldCallErr != nil {
+		return last.shouldCallErr
+	}
 	// One review per resource the webhooks are called for: the request's,
 	// and any equivalent one a webhook matched instead.
 	reviews := map[schema.GroupVersionResource]*admissionv1.AdmissionReview{}
@@ -81,6 +86,11 @@ func (p *ValidatingWebhook) Validate(ctx context.Context, a *Attributes) error {
 			rev = reviews[m.as.Resource]
 		}
 		wg.Go(func() {
+			// As kube-apiserver, a dry run a webhook with side effects
+			// cannot take is refused in its call, the others still called.
+			if errs[i] = dryRunRefusal(&w, a); errs[i] != nil {
+				return
+			}
 			resp, err := p.call(ctx, w, rev)
 			if err != nil {
 				// As kube-apiserver: a failure let through is recorded,

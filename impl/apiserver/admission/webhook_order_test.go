@@ -1,0 +1,121 @@
+package admission
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
+)
+
+// As kube-apiserver's mutating dispatcher, which decides per webhook in
+// its loop whether to call it: a dry-run request reaching a webhook with
+// side effects Unknown or Some is refused (400, whatever the
+// failurePolicy) when that webhook's turn comes: the webhooks before it
+// are called, the ones after it are not, and its
+// mutation.webhook.admission.k8s.io/round_0_index_<i> is recorded with
+// mutated false. A namespaceSelector whose namespace is missing likewise
+// fails the request (404) at that webhook's turn, the earlier webhooks
+// called, without an annotation for it.
+func TestMutatingWebhookRefusalsInOrder(t *testing.T) {
+	srv := newHookServer(t, func(string, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse { return allow() })
+	const mut = "mutation.webhook.admission.k8s.io/"
+	t.Run("dry run", func(t *testing.T) {
+		p := &MutatingWebhook{webhookDispatcher: testDispatcher(mutatingWebhooks(srv.mutating(
+			hookSpec{name: "first.example.com"},
+			hookSpec{name: "effects.example.com", sideEffects: admissionregistrationv1.SideEffectClassUnknown, failure: admissionregistrationv1.Ignore},
+			hookSpec{name: "after.example.com"},
+		)))}
+		before := len(srv.requests())
+		var err error
+		got := annotationsAt(t, audit.LevelMetadata, func(ctx context.Context) {
+			a := podCreate(newPod("p"))
+			a.DryRun = true
+			err = p.Admit(ctx, a)
+		})
+		if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), `admission webhook "effects.example.com" does not support dry run`) {
+			t.Fatalf("got %v, want 400 does not support dry run", err)
+		}
+		if n := len(srv.requests()) - before; n != 1 {
+			t.Errorf("%d webhook calls, want 1 (the webhook before the refused one)", n)
+		}
+		want := map[string]string{
+			mut + "round_0_index_0": `{"configuration":"m","webhook":"first.example.com","mutated":false}`,
+			mut + "round_0_index_1": `{"configuration":"m","webhook":"effects.example.com","mutated":false}`,
+		}
+		if len(got) != len(want) || got[mut+"round_0_index_0"] != want[mut+"round_0_index_0"] || got[mut+"round_0_index_1"] != want[mut+"round_0_index_1"] {
+			t.Errorf("annotations %v, want %v", got, want)
+		}
+	})
+	t.Run("missing namespace", func(t *testing.T) {
+		p := &MutatingWebhook{webhookDispatcher: testDispatcher(mutatingWebhooks(srv.mutating(
+			hookSpec{name: "first.example.com"},
+			hookSpec{name: "selective.example.com", nsSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
+			hookSpec{name: "after.example.com"},
+		)))}
+		before := len(srv.requests())
+		var err error
+		got := annotationsAt(t, audit.LevelMetadata, func(ctx context.Context) {
+			err = p.Admit(ctx, podCreate(newPod("p")))
+		})
+		if !apierrors.IsNotFound(err) {
+			t.Fatalf("got %v, want 404 NotFound", err)
+		}
+		if n := len(srv.requests()) - before; n != 1 {
+			t.Errorf("%d webhook calls, want 1 (the webhook before the one with the selector)", n)
+		}
+		if len(got) != 1 || got[mut+"round_0_index_0"] == "" {
+			t.Errorf("annotations %v, want only %sround_0_index_0", got, mut)
+		}
+	})
+}
+
+// As kube-apiserver's validating dispatcher, which decides for every
+// webhook whether to call it before calling them all at once, and checks
+// dry run in each call: a dry-run request reaching a webhook with side
+// effects is refused (400) while the other matched webhooks are still
+// called; a missing namespace fails the request before any is called.
+func TestValidatingWebhookRefusalsInOrder(t *testing.T) {
+	srv := newHookServer(t, func(string, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse { return allow() })
+	t.Run("dry run", func(t *testing.T) {
+		p := &ValidatingWebhook{testDispatcher(validatingWebhooks(srv.validating(
+			hookSpec{name: "first.example.com"},
+			hookSpec{name: "effects.example.com", sideEffects: admissionregistrationv1.SideEffectClassSome, failure: admissionregistrationv1.Ignore},
+			hookSpec{name: "after.example.com"},
+		)))}
+		before := len(srv.requests())
+		var err error
+		got := annotationsAt(t, audit.LevelMetadata, func(ctx context.Context) {
+			a := podCreate(newPod("p"))
+			a.DryRun = true
+			err = p.Validate(ctx, a)
+		})
+		if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), `admission webhook "effects.example.com" does not support dry run`) {
+			t.Fatalf("got %v, want 400 does not support dry run", err)
+		}
+		if n := len(srv.requests()) - before; n != 2 {
+			t.Errorf("%d webhook calls, want 2 (the other matched webhooks)", n)
+		}
+		if len(got) != 0 {
+			t.Errorf("annotations %v, want none (the refusal is no failed-open call)", got)
+		}
+	})
+	t.Run("missing namespace", func(t *testing.T) {
+		p := &ValidatingWebhook{testDispatcher(validatingWebhooks(srv.validating(
+			hookSpec{name: "first.example.com"},
+			hookSpec{name: "selective.example.com", nsSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
+		)))}
+		before := len(srv.requests())
+		if err := p.Validate(context.Background(), podCreate(newPod("p"))); !apierrors.IsNotFound(err) {
+			t.Fatalf("got %v, want 404 NotFound", err)
+		}
+		if n := len(srv.requests()) - before; n != 0 {
+			t.Errorf("%d webhook calls, want none", n)
+		}
+	})
+}
