@@ -198,14 +198,6 @@ func (h *Handler) apply(w http.ResponseWriter, r *http.Request, info *request.In
 	if len(body) == 0 {
 		return apierrors.NewBadRequest("the body of the request was empty")
 	}
-	if wo.fieldValidation != metav1.FieldValidationIgnore {
-		if err := fieldmanager.ValidateApplyYAML(body); err != nil {
-			if wo.fieldValidation == metav1.FieldValidationStrict {
-				return apierrors.NewBadRequest(fmt.Sprintf("error strict decoding YAML: %v", err))
-			}
-			recordWarnings(r, strictWarnings(err.Error()))
-		}
-	}
 	force := params.force != nil && *params.force
 	var transform transformFunc
 	if m == modeScale {
@@ -225,6 +217,26 @@ func (h *Handler) apply(w http.ResponseWriter, r *http.Request, info *request.In
 			}
 			fieldmanager.KeepTimesIfUnchanged(old, obj)
 			return obj, nil
+		}
+	}
+	if wo.fieldValidation != metav1.FieldValidationIgnore {
+		if strictErr := fieldmanager.ValidateApplyYAML(body); strictErr != nil {
+			// Duplicate keys are looked at once the apply itself has
+			// worked, as kube-apiserver's applyPatcher does: a body that
+			// is not YAML, or an apply that conflicts, answers with its
+			// own error and no warning.
+			apply := transform
+			transform = func(old runtime.Object) (runtime.Object, error) {
+				obj, err := apply(old)
+				if err != nil {
+					return nil, err
+				}
+				if wo.fieldValidation == metav1.FieldValidationStrict {
+					return nil, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding YAML: %v", strictErr))
+				}
+				recordWarnings(r, strictWarnings(strictErr.Error()))
+				return obj, nil
+			}
 		}
 	}
 	out, created, err := h.updateObject(r.Context(), info, m, transform, wo.dryRun, m == modeMain)
