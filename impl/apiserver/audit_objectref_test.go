@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -168,7 +169,8 @@ rules:
 // TestAuditRequestObjectOnceDecoded: at the Request level, as
 // kube-apiserver, a create's body is in the ResponseComplete event once
 // the handler decoded it (never in RequestReceived), a create refused
-// before decoding has none, a patch's is the patch sent.
+// before decoding has none, a patch's is the patch sent, a delete's or
+// deletecollection's is recorded only once it decoded to DeleteOptions.
 func TestAuditRequestObjectOnceDecoded(t *testing.T) {
 	b := &auditEvents{evs: map[string][]*audit.Event{}}
 	policy, err := audit.ParsePolicy([]byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Request\n"))
@@ -199,6 +201,18 @@ func TestAuditRequestObjectOnceDecoded(t *testing.T) {
 	send("patch", http.MethodPatch, "/api/v1/namespaces/default/configmaps/req", "application/merge-patch+json", patch, 200)
 	if ev := b.stage("patch", audit.StageResponseComplete); ev == nil || string(ev.RequestObject) != patch {
 		t.Errorf("patch: %+v, want requestObject %s", ev, patch)
+	}
+	const opts = `{"apiVersion":"v1","kind":"DeleteOptions","gracePeriodSeconds":0}`
+	send("delete", http.MethodDelete, "/api/v1/namespaces/default/configmaps/req", "application/json", opts, 200)
+	if ev := b.stage("delete", audit.StageResponseComplete); ev == nil || string(ev.RequestObject) != opts {
+		t.Errorf("delete: %+v, want requestObject %s", ev, opts)
+	}
+	for _, path := range []string{"/api/v1/namespaces/default/configmaps/req", "/api/v1/namespaces/default/configmaps"} {
+		id := "undecoded" + strings.ReplaceAll(path, "/", "-")
+		send(id, http.MethodDelete, path, "application/json", `{"apiVersion":"v1","kind":"DeleteOptions","gracePeriodSeconds":"soon"}`, 400)
+		if ev := b.stage(id, audit.StageResponseComplete); ev == nil || ev.RequestObject != nil {
+			t.Errorf("DELETE %s with a body that is no DeleteOptions: %+v, want no requestObject", path, ev)
+		}
 	}
 }
 

@@ -303,19 +303,20 @@ var connectSubresources = map[string]bool{"proxy": true, "exec": true, "attach":
 
 // bodyRecorded says whether ev's request body is recorded, as
 // kube-apiserver's handlers record it: a create's or an update's once it
-// has been decoded (LogRequestObject), a patch's and a delete's as sent
-// (kubeproof keeps the JSON body the client sent, not the decoded object
-// encoded again), nothing of connect requests or of other verbs. The
-// RequestReceived event, before any handler, has none. decoded says the
-// handler logged the decoded body.
+// has been decoded (LogRequestObject), a delete's or deletecollection's
+// once it has been decoded to DeleteOptions (LogRequestBody), a patch's
+// as sent (kubeproof keeps the JSON body the client sent, not the decoded
+// object encoded again), nothing of connect requests or of other verbs.
+// The RequestReceived event, before any handler, has none. decoded says
+// the handler logged the decoded body.
 func bodyRecorded(ev *Event, decoded bool) bool {
 	if ev.ObjectRef == nil || connectSubresources[ev.ObjectRef.Subresource] {
 		return false
 	}
 	switch ev.Verb {
-	case "create", "update":
+	case "create", "update", "delete", "deletecollection":
 		return decoded
-	case "patch", "delete", "deletecollection":
+	case "patch":
 		return true
 	}
 	return false

@@ -155,30 +155,42 @@ func TestRequestAndRequestResponseLevels(t *testing.T) {
 
 // TestRequestObjectOnlyOnceHandled: as kube-apiserver, a create's or an
 // update's body is recorded once the handler has decoded it (not when it
-// is refused before), a patch's and a delete's body as sent, and the body
-// of a connect request (proxy, exec, attach, portforward) never.
+// is refused before), a delete's or deletecollection's once the handler
+// has decoded it to DeleteOptions (LogRequestBody), a patch's as sent, and
+// the body of a connect request (proxy, exec, attach, portforward) never.
 func TestRequestObjectOnlyOnceHandled(t *testing.T) {
 	events, _ := serve(t, policyAt(LevelRequest), createPod(podJSON, "application/json"), created(t))
 	if ev := events[len(events)-1]; ev.RequestObject != nil {
 		t.Errorf("create not decoded: requestObject %s, want none", ev.RequestObject)
 	}
+	decoding := func(w http.ResponseWriter, r *http.Request) {
+		LogRequestBody(r.Context())
+		created(t)(w, r)
+	}
 	for _, tc := range []struct {
 		method, path string
+		decoded      bool
 		want         bool
 	}{
-		{http.MethodPatch, "/api/v1/namespaces/ns/pods/web", true},
-		{http.MethodDelete, "/api/v1/namespaces/ns/pods/web", true},
-		{http.MethodDelete, "/api/v1/namespaces/ns/pods", true},
-		{http.MethodPost, "/api/v1/namespaces/ns/services/web/proxy/x", false},
-		{http.MethodPut, "/api/v1/namespaces/ns/pods/web/proxy", false},
-		{http.MethodPatch, "/api/v1/nodes/n/proxy/x", false},
-		{http.MethodPost, "/api/v1/namespaces/ns/pods/web/exec", false},
+		{http.MethodPatch, "/api/v1/namespaces/ns/pods/web", false, true},
+		{http.MethodDelete, "/api/v1/namespaces/ns/pods/web", false, false},
+		{http.MethodDelete, "/api/v1/namespaces/ns/pods/web", true, true},
+		{http.MethodDelete, "/api/v1/namespaces/ns/pods", false, false},
+		{http.MethodDelete, "/api/v1/namespaces/ns/pods", true, true},
+		{http.MethodPost, "/api/v1/namespaces/ns/services/web/proxy/x", false, false},
+		{http.MethodPut, "/api/v1/namespaces/ns/pods/web/proxy", false, false},
+		{http.MethodPatch, "/api/v1/nodes/n/proxy/x", false, false},
+		{http.MethodPost, "/api/v1/namespaces/ns/pods/web/exec", false, false},
 	} {
 		r := httptest.NewRequest(tc.method, tc.path, strings.NewReader(`{"a":1}`))
 		r.Header.Set("Content-Type", "application/json")
-		events, _ := serve(t, policyAt(LevelRequest), r, created(t))
+		h := created(t)
+		if tc.decoded {
+			h = decoding
+		}
+		events, _ := serve(t, policyAt(LevelRequest), r, h)
 		if got := events[len(events)-1].RequestObject != nil; got != tc.want {
-			t.Errorf("%s %s: requestObject %s, recorded %v want %v", tc.method, tc.path, events[len(events)-1].RequestObject, got, tc.want)
+			t.Errorf("%s %s (decoded %v): requestObject %s, recorded %v want %v", tc.method, tc.path, tc.decoded, events[len(events)-1].RequestObject, got, tc.want)
 		}
 	}
 }

@@ -43,3 +43,19 @@ func LogRequestObject(ctx context.Context, obj metav1.Object) {
 	rec.ev.ObjectRef = &ref
 	rec.objectLogged = true
 }
+
+// LogRequestBody marks the request body of the audited request ctx belongs
+// to as decoded, for a body that is no object with metadata: a delete's
+// or deletecollection's once it decoded to DeleteOptions, as
+// kube-apiserver's delete handlers log it. From then on the body is
+// recorded at the Request level and above; one that did not decode is
+// not. It does nothing when the request is not audited.
+func LogRequestBody(ctx context.Context) {
+	rec := recorderFrom(ctx)
+	if rec == nil {
+		return
+	}
+	rec.mu.Lock()
+	rec.objectLogged = true
+	rec.mu.Unlock()
+}

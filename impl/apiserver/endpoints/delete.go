@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
@@ -45,6 +46,9 @@ func (h *Handler) deleteOptions(w http.ResponseWriter, r *http.Request) (*metav1
 		if opts, ok = obj.(*metav1.DeleteOptions); !ok {
 			return nil, apierrors.NewBadRequest("the body of a delete must be DeleteOptions")
 		}
+		// As kube-apiserver: the body is audited once decoded, before
+		// the options are validated.
+		audit.LogRequestBody(r.Context())
 	}
 	if q := r.URL.Query(); len(q) > 0 {
 		qopts := &metav1.DeleteOptions{}
