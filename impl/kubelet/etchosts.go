@@ -63,14 +63,7 @@ const maxHostnameLen = 63
 // in "svc."). The hostname is cut to 63 characters with no trailing '-'
 // or '.'. The API server validated them.
 func podHostnameAndDomain(pod *v1.Pod, clusterDomain string) (hostname, domain string) {
-	switch {
-	case pod.Spec.HostnameOverride != nil:
-		hostname = *pod.Spec.HostnameOverride
-	case pod.Spec.Hostname != "":
-		hostname = pod.Spec.Hostname
-	default:
-		hostname = pod.Name
-	}
+	hostname = podUncutHostname(pod)
 	if len(hostname) > maxHostnameLen {
 		hostname = strings.TrimRight(hostname[:maxHostnameLen], "-.")
 	}
@@ -78,6 +71,20 @@ func podHostnameAndDomain(pod *v1.Pod, clusterDomain string) (hostname, domain s
 		domain = fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, clusterDomain)
 	}
 	return hostname, domain
+}
+
+// podUncutHostname is pod's hostname before podHostnameAndDomain cuts it
+// to maxHostnameLen: spec.hostnameOverride, else spec.hostname, else the
+// pod's name. Pure.
+func podUncutHostname(pod *v1.Pod) string {
+	switch {
+	case pod.Spec.HostnameOverride != nil:
+		return *pod.Spec.HostnameOverride
+	case pod.Spec.Hostname != "":
+		return pod.Spec.Hostname
+	default:
+		return pod.Name
+	}
 }
 
 // hostsFileContent is the managed hosts file of pod whose IPs are ips (a

@@ -173,6 +173,12 @@ func (k *Kubelet) configureSandbox(pod *v1.Pod, cfg *runtimeapi.PodSandboxConfig
 	if err != nil {
 		return err
 	}
+	if h := podUncutHostname(pod); !pod.Spec.HostNetwork && len(h) > maxHostnameLen {
+		// Upstream's truncatePodHostnameIfNeeded reports the cut at
+		// error level (klog ErrorS), naming the cut before its trailing
+		// '-' and '.' go.
+		k.log.Error("Hostname for pod was too long, truncated it", "podName", pod.Name, "hostnameMaxLen", maxHostnameLen, "truncatedHostname", h[:maxHostnameLen])
+	}
 	cfg.Hostname = hostname
 	return nil
 }
