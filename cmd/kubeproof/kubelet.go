@@ -398,7 +398,7 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringSliceVar(&clusterDNS, "cluster-dns", nil, "Comma-separated list of DNS server IP addresses: the nameservers of pods with dnsPolicy ClusterFirst (and of ClusterFirstWithHostNet ones); without any such a pod falls back to the Default policy with a MissingClusterDNS warning. With --runtime cri only (simulated nodes' sandboxes get spec.dnsConfig as it is).")
 	fs.StringVar(&clusterDomain, "cluster-domain", "", "Domain for this cluster: ClusterFirst pods search <namespace>.svc.<domain>, svc.<domain> and <domain> before the node's search path, and a pod with a subdomain is named <hostname>.<subdomain>.<namespace>.svc.<domain> in its /etc/hosts (and by its sandbox's hostname with setHostnameAsFQDN: at most 64 characters, longer fails the sandbox).")
 	fs.StringVar(&resolvConf, "resolv-conf", kubelet.DefaultResolverConfig, "Resolver configuration file used as the basis for the container DNS resolution configuration (its nameservers, search path and options: those of Default pods, the search path after the cluster's for ClusterFirst ones); \"\" is none (loopback nameservers and the search path \".\" for Default pods). Read whenever a pod's sandbox config is built (at its creation and on every sync, as upstream) and checked against the resolver's limits once at start (a CheckLimitsForResolvConf warning on the Node), with --runtime cri.")
-	fs.StringSliceVar(&allowedUnsafeSysctls, "allowed-unsafe-sysctls", nil, "Unsafe sysctls, or sysctl patterns ending in * (net.core.*), pods may set in spec.securityContext.sysctls besides the safe ones (which depend on the kernel), comma-separated; each must be of a namespace the kernel keeps per pod (net.*, kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*, kernel.domainname, user.*). A pod setting any other is refused at admission (Failed, SysctlForbidden). Use at your own risk.")
+	fs.StringSliceVar(&allowedUnsafeSysctls, "allowed-unsafe-sysctls", nil, allowedUnsafeSysctlsUsage)
 	fs.StringSliceVar(&preloadedAllowlist, "preloaded-images-verification-allowlist", nil, "KubeletConfiguration's preloadedImagesVerificationAllowlist (upstream has no flag): the images NeverVerifyAllowlistedImages lets any pod use, each a repository without tag or digest as it normalizes (docker.io/library/nginx) or a prefix ending in /* (registry.example.com/team/*); only with that policy.")
 	// A flag that does not parse is upstream's kubelet's error (its
 	// command parses its flags itself and wraps their errors so), pflag's
@@ -568,3 +568,7 @@ func (g *kubeletFeatureGates) Set(s string) error {
 }
 
 func (*kubeletFeatureGates) Type() string { return "mapStringBool" }
+
+// allowedUnsafeSysctlsUsage is the help of --allowed-unsafe-sysctls,
+// `kubeproof kubelet`'s and `kubeproof up`'s (for each simulated node).
+const allowedUnsafeSysctlsUsage = "Unsafe sysctls, or sysctl patterns ending in * (net.core.*), pods may set in spec.securityContext.sysctls besides the safe ones (which depend on the kernel), comma-separated; each must be of a namespace the kernel keeps per pod (net.*, kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*, kernel.domainname, user.*). A pod setting any other is refused at admission (Failed, SysctlForbidden). Use at your own risk."

@@ -42,6 +42,7 @@ func newUpCommand() *cobra.Command {
 		failSwapOn  bool
 		cfsQuota    bool
 		seccompDef  bool
+		sysctls     []string
 		sysReserved = reservedFlag{}
 		kubReserved = reservedFlag{}
 		credConfig  string
@@ -129,6 +130,7 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 				NodeFailSwapOn:                &failSwapOn,
 				NodeCPUCFSQuota:               &cfsQuota,
 				NodeSeccompDefault:            seccompDef,
+				NodeAllowedUnsafeSysctls:      sysctls,
 				NodeSystemReserved:            systemReserved,
 				NodeKubeReserved:              kubeReserved,
 				ImageCredentialProviderConfig: credConfig,
@@ -184,6 +186,7 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 	fs.BoolVar(&failSwapOn, "fail-swap-on", true, "Makes each simulated node's kubelet, and so up, fail to start if the node has swap (--swap-capacity not 0), as kubeproof kubelet --fail-swap-on and upstream's.")
 	fs.StringVar(&swapMode, "memory-swap-behavior", "", "KubeletConfiguration's memorySwap.swapBehavior of each simulated node, as kubeproof kubelet --memory-swap-behavior: NoSwap (or empty, the default); LimitedSwap needs cgroup v2 and is refused, simulated nodes being cgroup v1.")
 	fs.BoolVar(&cfsQuota, "cpu-cfs-quota", true, "CPU CFS quota enforcement of each simulated node, as kubeproof kubelet --cpu-cfs-quota: false gives containers and sandboxes no CFS quota (their CPU limits unenforced).")
+	fs.StringSliceVar(&sysctls, "allowed-unsafe-sysctls", nil, allowedUnsafeSysctlsUsage)
 	fs.BoolVar(&seccompDef, "seccomp-default", false, "KubeletConfiguration's seccompDefault of each simulated node, as kubeproof kubelet --seccomp-default: a container whose pod and container set no seccompProfile runs under the runtime's default profile (RuntimeDefault) instead of Unconfined.")
 	fs.Var(sysReserved, "system-reserved", "Resources reserved for non-kubernetes components on each simulated node, as kubeproof kubelet --system-reserved (ResourceName=ResourceQuantity pairs of cpu, memory, ephemeral-storage, pid): they come off its allocatable. [default=none]")
 	fs.Var(kubReserved, "kube-reserved", "Resources reserved for kubernetes system components on each simulated node, as kubeproof kubelet --kube-reserved. [default=none]")

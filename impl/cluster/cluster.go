@@ -132,6 +132,11 @@ type Config struct {
 	// seccompProfile is created under RuntimeDefault instead of
 	// Unconfined. Default false, upstream's.
 	NodeSeccompDefault bool
+	// NodeAllowedUnsafeSysctls is each simulated node's allowedUnsafeSysctls
+	// (kubelet.Config.AllowedUnsafeSysctls; `kubeproof up
+	// --allowed-unsafe-sysctls`, as `kubeproof kubelet`'s): unsafe sysctls
+	// and patterns its pods may set besides the safe ones. Nil: none.
+	NodeAllowedUnsafeSysctls []string
 	// NodeSystemReserved and NodeKubeReserved are each simulated node's
 	// systemReserved and kubeReserved (kubelet.Config.SystemReserved and
 	// KubeReserved; `kubeproof up --system-reserved` and `--kube-reserved`,

@@ -384,7 +384,7 @@ func (c *Cluster) startKubelets(ctx context.Context, cfg Config) error {
 		kcfg := kubelet.Config{
 			NodeName: name, PodCIDR: cidr, Port: c.kubeletAPI.Port, CPU: cpu, Memory: mem, MaxPods: cfg.NodeMaxPods, HugePages: cfg.NodeHugePages,
 			SwapCapacity: swap, MemorySwapBehavior: cfg.NodeMemorySwapBehavior, FailSwapOn: cfg.NodeFailSwapOn, CPUCFSQuota: cfg.NodeCPUCFSQuota,
-			SeccompDefault: cfg.NodeSeccompDefault, SystemReserved: cfg.NodeSystemReserved, KubeReserved: cfg.NodeKubeReserved,
+			SeccompDefault: cfg.NodeSeccompDefault, AllowedUnsafeSysctls: cfg.NodeAllowedUnsafeSysctls, SystemReserved: cfg.NodeSystemReserved, KubeReserved: cfg.NodeKubeReserved,
 			ExternalPodSource: true, ServiceReadClient: n.reader,
 			RootDir: filepath.Join(n.rootDir, "root"), PodLogsDir: filepath.Join(n.rootDir, "pod-logs"), PullRecordsInMemory: true,
 			StateDir: nodeStateDir(cfg.DataDir, name), Logger: log, PodTrace: cfg.PodTrace,
