@@ -365,11 +365,12 @@ func resolvConfLimitsWarning(path string, searches []string, clusterDomain strin
 // pod resolver's limits, as upstream's kubelet does once when its sync
 // loop starts (Run), and records the CheckLimitsForResolvConf warning on
 // the Node: resolvConfLimitsWarning's, or the file's open or parse error.
-// Nothing without a file (--resolv-conf ""), nor on a simulated node,
-// whose pods' DNS configuration reads no file (setPodDNS).
+// Nothing without a file (--resolv-conf ""). A simulated node checks it
+// too, as upstream checks whatever the runtime, though its pods' DNS
+// configuration reads no file (setPodDNS).
 func (k *Kubelet) checkLimitsForResolvConf() {
 	path := k.cfg.resolverConfig()
-	if path == "" || k.rt.Type() == "sim" {
+	if path == "" {
 		return
 	}
 	var msg string
