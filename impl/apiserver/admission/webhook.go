@@ -112,49 +112,80 @@ func (d *webhookDispatcher) Start(ctx context.Context) {
 // request to a webhook with side effects is refused at its call
 // (dryRunRefusal), not here.
 func (d *webhookDispatcher) matching(ctx context.Context, a *Attributes) ([]matchedHook, error) {
-	if admissionConfigResources[a.Resource.GroupResource()] {
-		return nil, nil // never lock the configurations themselves out
-	}
-	hooks, err := d.list(ctx)
+	hooks, m, err := d.candidates(ctx, a)
 	if err != nil || len(hooks) == 0 {
 		return nil, err
 	}
-	var ns namespaceLabelCache
-	var eqs []EquivalentResource
-	eqsLoaded := false
-	equivalents := func() []EquivalentResource {
-		if !eqsLoaded && d.equivalents != nil {
-			eqs = d.equivalents.EquivalentResources(a.Resource, a.Subresource)
-		}
-		eqsLoaded = true
-		return eqs
-	}
 	var out []matchedHook
 	for _, w := range hooks {
-		ok, as := matchResource(&w, a, equivalents)
-		if !ok {
-			continue
+		h, ok, err := m.shouldCall(ctx, w, a)
+		if err != nil {
+			return append(out, matchedHook{webhook: w, as: h.as, shouldCallErr: err}), nil
 		}
-		var nsErr error
-		if w.invalid == nil && !w.namespaceSelector.Empty() {
-			set, applies, err := d.namespaceLabels(ctx, a, &ns)
-			if err == nil && applies && !w.namespaceSelector.Matches(set) {
-				continue
-			}
-			nsErr = err
+		if ok {
+			out = append(out, h)
 		}
-		if w.invalid == nil && !w.objectSelector.Empty() && !objectSelectorMatches(w.objectSelector, a) {
-			continue
-		}
-		// A namespace that could not be read fails the request only for a
-		// webhook the request would otherwise go to (kube-apiserver's
-		// ShouldCallHook reports it after the object selector and rules).
-		if nsErr != nil {
-			return append(out, matchedHook{webhook: w, as: as, shouldCallErr: nsErr}), nil
-		}
-		out = append(out, matchedHook{webhook: w, as: as})
 	}
 	return out, nil
+}
+
+// candidates lists the webhooks that may be called for a request (none
+// for the admission configurations themselves) with the matcher that
+// decides, webhook by webhook, whether to call each.
+func (d *webhookDispatcher) candidates(ctx context.Context, a *Attributes) ([]webhook, *hookMatcher, error) {
+	if admissionConfigResources[a.Resource.GroupResource()] {
+		return nil, nil, nil // never lock the configurations themselves out
+	}
+	hooks, err := d.list(ctx)
+	if err != nil || len(hooks) == 0 {
+		return nil, nil, err
+	}
+	return hooks, &hookMatcher{d: d}, nil
+}
+
+// hookMatcher decides for one request whether to call a webhook, as
+// kube-apiserver's ShouldCallHook; it reads the namespace's labels and
+// the equivalent resources at most once per request.
+type hookMatcher struct {
+	d         *webhookDispatcher
+	ns        namespaceLabelCache
+	eqs       []EquivalentResource
+	eqsLoaded bool
+}
+
+// shouldCall reports whether w is called for a (with the equivalent
+// resource it is called for, if not the request's), the object selector
+// matched against a's object as it is now. A namespace that cannot be
+// read is an error only for a webhook the request would otherwise go to
+// (kube-apiserver's ShouldCallHook reports it after the object selector
+// and rules).
+func (m *hookMatcher) shouldCall(ctx context.Context, w webhook, a *Attributes) (matchedHook, bool, error) {
+	equivalents := func() []EquivalentResource {
+		if !m.eqsLoaded && m.d.equivalents != nil {
+			m.eqs = m.d.equivalents.EquivalentResources(a.Resource, a.Subresource)
+		}
+		m.eqsLoaded = true
+		return m.eqs
+	}
+	ok, as := matchResource(&w, a, equivalents)
+	if !ok {
+		return matchedHook{}, false, nil
+	}
+	var nsErr error
+	if w.invalid == nil && !w.namespaceSelector.Empty() {
+		set, applies, err := m.d.namespaceLabels(ctx, a, &m.ns)
+		if err == nil && applies && !w.namespaceSelector.Matches(set) {
+			return matchedHook{}, false, nil
+		}
+		nsErr = err
+	}
+	if w.invalid == nil && !w.objectSelector.Empty() && !objectSelectorMatches(w.objectSelector, a) {
+		return matchedHook{}, false, nil
+	}
+	if nsErr != nil {
+		return matchedHook{webhook: w, as: as}, false, nsErr
+	}
+	return matchedHook{webhook: w, as: as}, true, nil
 }
 
 // dryRunRefusal is the 400 a dry-run request gets from a webhook whose

@@ -76,20 +76,29 @@ func mutatingWebhooks(configs []admissionregistrationv1.MutatingWebhookConfigura
 	return out
 }
 
-// Admit implements Mutator.
+// Admit implements Mutator. As kube-apiserver's dispatcher, whether to
+// call each webhook is decided at its turn, its objectSelector matched
+// against the object as the webhooks before it left it, in the
+// reinvocation round too (a webhook that no longer matches is not
+// reinvoked, one not called in the first round is never called).
 func (p *MutatingWebhook) Admit(ctx context.Context, a *Attributes) error {
-	hooks, err := p.matching(ctx, a)
+	hooks, m, err := p.candidates(ctx, a)
 	if err != nil || len(hooks) == 0 {
 		return err
 	}
 	lastChange := -1
-	calledAt := make([]int, len(hooks))
+	calledAt := make([]int, len(hooks)) // -1: not called
 	step := 0
 	for i, w := range hooks {
-		if w.shouldCallErr != nil {
-			return w.shouldCallErr
+		calledAt[i] = -1
+		h, ok, err := m.shouldCall(ctx, w, a)
+		if err != nil {
+			return err
 		}
-		changed, err := p.callOne(ctx, w, a, 0)
+		if !ok {
+			continue
+		}
+		changed, err := p.callOne(ctx, h, a, 0)
 		if err != nil {
 			return err
 		}
@@ -101,9 +110,16 @@ func (p *MutatingWebhook) Admit(ctx context.Context, a *Attributes) error {
 	}
 	// Reinvocation: once, for IfNeeded webhooks called before the last
 	// change by another webhook.
+	if lastChange < 0 {
+		return nil
+	}
 	for i, w := range hooks {
-		if w.reinvoke && calledAt[i] < lastChange {
-			if _, err := p.callOne(ctx, w, a, 1); err != nil {
+		h, ok, err := m.shouldCall(ctx, w, a)
+		if err != nil {
+			return err
+		}
+		if ok && w.reinvoke && calledAt[i] >= 0 && calledAt[i] < lastChange {
+			if _, err := p.callOne(ctx, h, a, 1); err != nil {
 				return err
 			}
 		}

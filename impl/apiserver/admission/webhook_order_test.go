@@ -119,3 +119,53 @@ func TestValidatingWebhookRefusalsInOrder(t *testing.T) {
 		}
 	})
 }
+
+// As kube-apiserver's mutating dispatcher, which runs ShouldCallHook for
+// each webhook against the object as the webhooks before it left it: a
+// webhook whose objectSelector matches only the labels an earlier
+// webhook added is called, and a reinvocation is skipped for a webhook
+// whose objectSelector no longer matches the object.
+func TestMutatingWebhookObjectSelectorSeesEarlierPatches(t *testing.T) {
+	srv := newHookServer(t, func(path string, r *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		switch path {
+		case "/label":
+			if strings.Contains(string(r.Object.Raw), `"tier":"web"`) {
+				return allow()
+			}
+			return patchResponse(`[{"op":"add","path":"/metadata/labels","value":{"tier":"web"}}]`)
+		case "/unlabel":
+			if strings.Contains(string(r.Object.Raw), `"tier":"web"`) {
+				return patchResponse(`[{"op":"remove","path":"/metadata/labels/tier"}]`)
+			}
+		}
+		return allow()
+	})
+	web := &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "web"}}
+	t.Run("later webhook matches the added label", func(t *testing.T) {
+		p := &MutatingWebhook{webhookDispatcher: testDispatcher(mutatingWebhooks(srv.mutating(
+			hookSpec{name: "label.example.com", path: "/label"},
+			hookSpec{name: "web-only.example.com", objSelector: web},
+		)))}
+		before := len(srv.requests())
+		if err := p.Admit(context.Background(), podCreate(newPod("p"))); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(srv.requests()) - before; n != 2 {
+			t.Errorf("%d webhook calls, want 2 (the selector matches the label the first webhook added)", n)
+		}
+	})
+	t.Run("reinvocation of a webhook that no longer matches", func(t *testing.T) {
+		p := &MutatingWebhook{webhookDispatcher: testDispatcher(mutatingWebhooks(srv.mutating(
+			hookSpec{name: "label.example.com", path: "/label"},
+			hookSpec{name: "web-only.example.com", objSelector: web, reinvoke: true},
+			hookSpec{name: "unlabel.example.com", path: "/unlabel"},
+		)))}
+		before := len(srv.requests())
+		if err := p.Admit(context.Background(), podCreate(newPod("p"))); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(srv.requests()) - before; n != 3 {
+			t.Errorf("%d webhook calls, want 3 (no reinvocation of web-only: its selector no longer matches)", n)
+		}
+	})
+}
