@@ -214,6 +214,12 @@ func TestAuditRequestObjectOnceDecoded(t *testing.T) {
 			t.Errorf("DELETE %s with a body that is no DeleteOptions: %+v, want no requestObject", path, ev)
 		}
 	}
+	// A deletecollection's list options are read before its body, as
+	// kube-apiserver's DeleteCollection: bad ones leave the body unread.
+	send("badselector", http.MethodDelete, "/api/v1/namespaces/default/configmaps?labelSelector=a%3D%3D%3Db", "application/json", opts, 400)
+	if ev := b.stage("badselector", audit.StageResponseComplete); ev == nil || ev.RequestObject != nil {
+		t.Errorf("deletecollection with a bad labelSelector: %+v, want no requestObject", ev)
+	}
 }
 
 // TestAuditIDHeaderOnEveryRequest: as kube-apiserver (WithAuditInit,

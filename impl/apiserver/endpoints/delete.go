@@ -460,11 +460,13 @@ func (h *Handler) deleteCollection(w http.ResponseWriter, r *http.Request, info 
 	if err != nil {
 		return err
 	}
-	opts, err := h.deleteOptions(w, r)
+	// As kube-apiserver's DeleteCollection, the list options are read
+	// (and refused) before the body.
+	_, sopts, err := h.listOptions(r, info, false)
 	if err != nil {
 		return err
 	}
-	_, sopts, err := h.listOptions(r, info, false)
+	opts, err := h.deleteOptions(w, r)
 	if err != nil {
 		return err
 	}
