@@ -25,7 +25,8 @@ var (
 	errAlreadyDeleting = errors.New("graceful deletion already pending")
 )
 
-// deleteOptions reads DeleteOptions from the body (if any) and the query.
+// deleteOptions reads DeleteOptions from the body, or from the query when
+// there is no body.
 func (h *Handler) deleteOptions(w http.ResponseWriter, r *http.Request) (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}
 	body, err := h.readBody(w, r)
@@ -50,7 +51,9 @@ func (h *Handler) deleteOptions(w http.ResponseWriter, r *http.Request) (*metav1
 		// the options are validated.
 		audit.LogRequestBody(r.Context())
 	}
-	if q := r.URL.Query(); len(q) > 0 {
+	// As kube-apiserver, the query's options are read only when there is
+	// no body: a body is the options, whatever the query says.
+	if q := r.URL.Query(); len(body) == 0 && len(q) > 0 {
 		qopts := &metav1.DeleteOptions{}
 		if err := h.opts.Codecs.ParameterCodec.DecodeParameters(q, schema.GroupVersion{Version: "v1"}, qopts); err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
