@@ -9,12 +9,13 @@ import (
 // After an interval that evicted pods, upstream's eviction manager does
 // not look at the node again until the evicted pods are gone: evicting a
 // pod waits for its kill (TerminatePodAbnormallyAndWait, the pods of one
-// interval one after another), then the manager polls every second, up
-// to 30 s, until every evicted pod is finished (its resources reclaimed:
-// the kubelet's PodIsFinished), and then synchronizes at once, without
-// waiting out its monitoring interval. Wait is that waiting as a state
-// the kubelet advances (Step) from its housekeeping loop: no goroutine
-// and nothing blocks.
+// interval one after another, each wait ending the moment the kill
+// does), then the manager polls every second, up to 30 s, until every
+// evicted pod is finished (its resources reclaimed: the kubelet's
+// PodIsFinished), and then synchronizes at once, without waiting out its
+// monitoring interval. Wait is that waiting as a state the kubelet
+// advances (Step) when a victim's kill ends and at the time the last step
+// asked for (WaitStep.WakeAt): no goroutine and nothing blocks.
 
 const (
 	// PodCleanupTimeout bounds the wait for the evicted pods' clean-up
@@ -64,10 +65,11 @@ type Wait struct {
 	requestedAt  time.Time // when Victims[next]'s eviction was requested (zero: not yet)
 	killDeadline time.Time
 	cleanupFrom  time.Time // when the kills were over
+	nextPoll     time.Time // the clean-up's next check: cleanupFrom plus whole poll periods
 }
 
-// WaitStep is what Step asks the kubelet to do; the zero value: nothing
-// until a later time or a victim's progress.
+// WaitStep is what Step asks the kubelet to do; with only WakeAt set:
+// nothing until then or until a victim's kill ends.
 type WaitStep struct {
 	// Request: hand this pod's eviction to the pod workers now.
 	Request *Eviction
@@ -79,6 +81,10 @@ type WaitStep struct {
 	// PodCleanupTimeout.
 	Over            bool
 	CleanupTimedOut bool
+	// WakeAt, on a step asking for nothing else: when to step again
+	// unless a victim's kill ends first (its KillTimeout, the clean-up's
+	// next poll).
+	WakeAt time.Time
 }
 
 // NewWait starts waiting for victims (none: the wait is over at once).
@@ -88,8 +94,11 @@ func NewWait(victims []Eviction) *Wait {
 
 // Step advances the wait at now, given what the kubelet knows of each
 // victim (state), and returns the next thing to do. Call it again after
-// acting on a non-zero step that is not Over; a zero step means waiting
-// further. It looks at nothing but its arguments.
+// acting on a step asking for something that is not Over; a step with
+// only WakeAt means waiting further: step again then, or once a victim's
+// kill ends (a pod terminated or gone), as upstream's manager wakes on the
+// pod worker's completion of the kill. It looks at nothing but its
+// arguments.
 func (w *Wait) Step(now time.Time, state func(types.UID) VictimState) WaitStep {
 	for w.next < len(w.Victims) {
 		v := &w.Victims[w.next]
@@ -115,15 +124,18 @@ func (w *Wait) Step(now time.Time, state func(types.UID) VictimState) WaitStep {
 			w.advance(w.killDeadline)
 			return WaitStep{KillTimedOut: v}
 		default:
-			return WaitStep{}
+			return WaitStep{WakeAt: w.killDeadline}
 		}
 	}
 	if len(w.Victims) == 0 {
 		return WaitStep{Over: true}
 	}
-	if now.Before(w.cleanupFrom.Add(PodCleanupPollPeriod)) {
-		return WaitStep{}
+	// The clean-up is checked on its poll's ticks only; one missed (the
+	// kubelet busy) is checked late, the next keeping to the ticks.
+	if now.Before(w.nextPoll) {
+		return WaitStep{WakeAt: w.nextPoll}
 	}
+	w.nextPoll = w.nextPoll.Add((now.Sub(w.nextPoll)/PodCleanupPollPeriod + 1) * PodCleanupPollPeriod)
 	finished := true
 	for i := range w.Victims {
 		if !state(w.Victims[i].Pod.UID).Finished {
@@ -137,7 +149,7 @@ func (w *Wait) Step(now time.Time, state func(types.UID) VictimState) WaitStep {
 	case !now.Before(w.cleanupFrom.Add(PodCleanupTimeout)):
 		return WaitStep{Over: true, CleanupTimedOut: true}
 	}
-	return WaitStep{}
+	return WaitStep{WakeAt: w.nextPoll}
 }
 
 // advance moves past the victim whose kill ended (or timed out) at at.
@@ -145,6 +157,6 @@ func (w *Wait) advance(at time.Time) {
 	w.next++
 	w.requestedAt, w.killDeadline = time.Time{}, time.Time{}
 	if w.next == len(w.Victims) {
-		w.cleanupFrom = at
+		w.cleanupFrom, w.nextPoll = at, at.Add(PodCleanupPollPeriod)
 	}
 }

@@ -49,10 +49,10 @@ func TestWaitKillsOneAfterAnother(t *testing.T) {
 	if s := w.mustStep(t, at(0), v); s.Request == nil || s.Request.Pod.UID != "a" {
 		t.Fatalf("first step %+v, want a's request", s)
 	}
-	if s := w.mustStep(t, at(0), v); s != (WaitStep{}) {
+	if s := w.mustStep(t, at(0), v); !idle(s) {
 		t.Fatalf("b requested before a's kill ended: %+v", s)
 	}
-	if s := w.mustStep(t, at(9), v); s != (WaitStep{}) {
+	if s := w.mustStep(t, at(9), v); !idle(s) {
 		t.Fatalf("a's kill timed out before 10 s: %+v", s)
 	}
 	v["a"] = VictimState{Killed: true, KilledAt: at(2)}
@@ -60,7 +60,7 @@ func TestWaitKillsOneAfterAnother(t *testing.T) {
 		t.Fatalf("a killed: %+v, want b's request", s)
 	}
 	// b: grace 30 s, its kill awaited 45 s from its request.
-	if s := w.mustStep(t, at(53), v); s != (WaitStep{}) {
+	if s := w.mustStep(t, at(53), v); !idle(s) {
 		t.Fatalf("b's kill timed out before 45 s: %+v", s)
 	}
 	if s := w.mustStep(t, at(54), v); s.KillTimedOut == nil || s.KillTimedOut.Pod.UID != "b" {
@@ -69,7 +69,7 @@ func TestWaitKillsOneAfterAnother(t *testing.T) {
 	// Clean-up: polled from 1 s after the kills ended (at 54 s).
 	v["a"] = VictimState{Killed: true, KilledAt: at(2), Finished: true}
 	v["b"] = VictimState{Finished: true}
-	if s := w.mustStep(t, at(54), v); s != (WaitStep{}) {
+	if s := w.mustStep(t, at(54), v); !idle(s) {
 		t.Fatalf("clean-up checked before its first poll: %+v", s)
 	}
 	if s := w.mustStep(t, at(55), v); !s.Over || s.CleanupTimedOut {
@@ -87,10 +87,10 @@ func TestWaitCleanupTimeout(t *testing.T) {
 	w.mustStep(t, at(0), v)
 	// Killed at 1 s, seen at 3 s: the clean-up is due from 2 s.
 	v["a"] = VictimState{Killed: true, KilledAt: at(1)}
-	if s := w.mustStep(t, at(3), v); s != (WaitStep{}) {
+	if s := w.mustStep(t, at(3), v); !idle(s) {
 		t.Fatalf("unfinished victim: %+v", s)
 	}
-	if s := w.mustStep(t, at(30), v); s != (WaitStep{}) {
+	if s := w.mustStep(t, at(30), v); !idle(s) {
 		t.Fatalf("over before 30 s of clean-up: %+v", s)
 	}
 	if s := w.mustStep(t, at(31), v); !s.Over || !s.CleanupTimedOut {
@@ -106,7 +106,7 @@ func TestWaitPodAlreadyTerminated(t *testing.T) {
 	v := victims{"a": {Killed: true, KilledAt: t0.Add(-time.Hour), Finished: true}}
 	w := NewWait([]Eviction{victim("a", 1)})
 	w.mustStep(t, t0, v)
-	if s := w.mustStep(t, t0.Add(999*time.Millisecond), v); s != (WaitStep{}) {
+	if s := w.mustStep(t, t0.Add(999*time.Millisecond), v); !idle(s) {
 		t.Fatalf("clean-up checked before a second: %+v", s)
 	}
 	if s := w.mustStep(t, t0.Add(time.Second), v); !s.Over {
@@ -115,4 +115,61 @@ func TestWaitPodAlreadyTerminated(t *testing.T) {
 	if s := NewWait(nil).Step(t0, v.state); !s.Over {
 		t.Fatalf("no victims: %+v, want over", s)
 	}
+}
+
+// waiting: s asks for nothing but to be looked at again at wakeAt (or
+// once a victim's kill ends).
+func waiting(s WaitStep, wakeAt time.Time) bool {
+	return s == WaitStep{WakeAt: wakeAt}
+}
+
+// TestWaitWakeAt: a step that waits says when the wait needs looking at
+// again without a victim's progress, as upstream's eviction manager
+// blocks on the kill's completion channel or its timeout
+// (TerminatePodAbnormallyAndWait), then on the clean-up poll's ticker
+// (waitForPodsCleanup: every second from the end of the kills, up to 30
+// s). The clean-up is checked at those ticks only: a step in between
+// (woken by anything else) checks nothing.
+func TestWaitWakeAt(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	v := victims{}
+	w := NewWait([]Eviction{victim("a", 30)})
+	w.mustStep(t, at(0), v)
+	if s := w.mustStep(t, at(0), v); !waiting(s, at(45000)) {
+		t.Fatalf("awaiting a's kill: %+v, want to wake at its KillTimeout (45 s)", s)
+	}
+	if s := w.mustStep(t, at(2000), v); !waiting(s, at(45000)) {
+		t.Fatalf("still awaiting a's kill: %+v", s)
+	}
+	// The kill ends at 2.5 s; its completion wakes the wait at once.
+	v["a"] = VictimState{Killed: true, KilledAt: at(2500)}
+	if s := w.mustStep(t, at(2500), v); !waiting(s, at(3500)) {
+		t.Fatalf("kill over: %+v, want the first clean-up poll a second later", s)
+	}
+	v["a"] = VictimState{Killed: true, KilledAt: at(2500), Finished: true}
+	if s := w.mustStep(t, at(3000), v); !waiting(s, at(3500)) {
+		t.Fatalf("between polls: %+v, want nothing checked before 3.5 s", s)
+	}
+	v["a"] = VictimState{Killed: true, KilledAt: at(2500)}
+	if s := w.mustStep(t, at(3500), v); !waiting(s, at(4500)) {
+		t.Fatalf("unfinished at the first poll: %+v, want the next one a second later", s)
+	}
+	// A poll late by 1.7 s (the kubelet busy) is the one due at 4.5 s;
+	// the next stays on the grid: 6.5 s.
+	if s := w.mustStep(t, at(6200), v); !waiting(s, at(6500)) {
+		t.Fatalf("late poll: %+v, want the next at 6.5 s", s)
+	}
+	if s := w.mustStep(t, at(31500), v); !waiting(s, at(32500)) {
+		t.Fatalf("29 s of clean-up: %+v", s)
+	}
+	if s := w.mustStep(t, at(32500), v); !s.Over || !s.CleanupTimedOut {
+		t.Fatalf("30 s of clean-up: %+v, want over, timed out", s)
+	}
+}
+
+// idle: s asks for nothing now (when to look again aside).
+func idle(s WaitStep) bool {
+	s.WakeAt = time.Time{}
+	return s == WaitStep{}
 }
