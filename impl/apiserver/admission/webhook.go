@@ -30,6 +30,9 @@ type webhook struct {
 	sideEffects       admissionregistrationv1.SideEffectClass
 	timeout           time.Duration
 	reinvoke          bool
+	// reviewVersions is admissionReviewVersions: the AdmissionReview
+	// versions the webhook takes, by preference.
+	reviewVersions []string
 	// index is the webhook's place among all the mutating webhooks of
 	// every configuration (its audit annotations' index).
 	index int
@@ -46,8 +49,9 @@ var admissionConfigResources = map[schema.GroupResource]bool{
 }
 
 func toWebhook(config, name string, cc admissionregistrationv1.WebhookClientConfig, rules []admissionregistrationv1.RuleWithOperations,
-	fp *admissionregistrationv1.FailurePolicyType, mp *admissionregistrationv1.MatchPolicyType, nsSel, objSel *metav1.LabelSelector, se *admissionregistrationv1.SideEffectClass, timeout *int32) webhook {
-	w := webhook{config: config, name: name, clientConfig: cc, rules: rules,
+	fp *admissionregistrationv1.FailurePolicyType, mp *admissionregistrationv1.MatchPolicyType, nsSel, objSel *metav1.LabelSelector, se *admissionregistrationv1.SideEffectClass, timeout *int32,
+	reviewVersions []string) webhook {
+	w := webhook{config: config, name: name, clientConfig: cc, rules: rules, reviewVersions: reviewVersions,
 		failurePolicy: admissionregistrationv1.Fail, matchPolicy: admissionregistrationv1.Equivalent, timeout: 10 * time.Second,
 		namespaceSelector: labels.Everything(), objectSelector: labels.Everything(),
 		sideEffects: admissionregistrationv1.SideEffectClassUnknown}

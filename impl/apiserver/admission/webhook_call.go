@@ -13,6 +13,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	admissionv1beta1 "k8s.io/api/admission/v1beta1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -108,30 +109,21 @@ func encodeWithKind(obj runtime.Object, gvk schema.GroupVersionKind) ([]byte, er
 	return b, nil
 }
 
-// call sends the review to the webhook and returns its response.
+// call sends the review to the webhook, in the first of its
+// admissionReviewVersions the server speaks, and returns its response.
+// As kube-apiserver's dispatchers, the review is made before the client
+// (a webhook taking no known version fails first with that).
 func (d *webhookDispatcher) call(ctx context.Context, w webhook, rev *admissionv1.AdmissionReview) (*admissionv1.AdmissionResponse, error) {
 	if w.invalid != nil {
 		return nil, w.invalid
 	}
-	var client *http.Client
-	var url string
-	var err error
-	switch cc := &w.clientConfig; {
-	case cc.Service != nil:
-		client, err = d.clients.get(cc.CABundle, cc.Service, d.services)
-		url = serviceURL(cc.Service)
-	case cc.URL != nil:
-		client, err = d.clients.getURL(cc.CABundle, *cc.URL, d.loopback)
-		url = *cc.URL
-	default:
-		err = errors.New("webhook configuration must have either service or URL")
-	}
+	version, body, err := encodeReview(w.reviewVersions, rev)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("could not create admission objects: %w", err)
 	}
-	body, err := json.Marshal(rev)
+	client, url, err := d.clientFor(&w.clientConfig)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("could not get REST client: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
@@ -157,7 +149,60 @@ func (d *webhookDispatcher) call(ctx context.Context, w webhook, rev *admissionv
 	if err := webhookStatusError(resp.StatusCode, resp.Header.Get("Content-Type"), data); err != nil {
 		return nil, fmt.Errorf("failed to call webhook: %w", err)
 	}
-	return readResponse(resp.StatusCode, resp.Header.Get("Content-Type"), data, rev.Request.UID, w.mutating)
+	return readResponse(resp.StatusCode, resp.Header.Get("Content-Type"), data, rev.Request.UID, w.mutating, version)
+}
+
+// clientFor is the client a webhook is called with, and its URL.
+func (d *webhookDispatcher) clientFor(cc *admissionregistrationv1.WebhookClientConfig) (*http.Client, string, error) {
+	switch {
+	case cc.Service != nil:
+		client, err := d.clients.get(cc.CABundle, cc.Service, d.services)
+		return client, serviceURL(cc.Service), err
+	case cc.URL != nil:
+		client, err := d.clients.getURL(cc.CABundle, *cc.URL, d.loopback)
+		return client, *cc.URL, err
+	}
+	return nil, "", errors.New("webhook configuration must have either service or URL")
+}
+
+// The AdmissionReview versions a webhook may be sent, as
+// admissionReviewVersions names them.
+const (
+	reviewV1      = "v1"
+	reviewV1beta1 = "v1beta1"
+)
+
+// encodeReview is the review as the webhook is sent it: in the first of
+// versions that is v1 or v1beta1 (the same request, apiVersion
+// admission.k8s.io/v1beta1); none of them is an error, as
+// kube-apiserver's.
+func encodeReview(versions []string, rev *admissionv1.AdmissionReview) (string, []byte, error) {
+	for _, v := range versions {
+		switch v {
+		case reviewV1:
+			body, err := json.Marshal(rev)
+			return v, body, err
+		case reviewV1beta1:
+			body, err := json.Marshal(v1beta1Review(rev))
+			return v, body, err
+		}
+	}
+	return "", nil, errors.New("webhook does not accept known AdmissionReview versions (v1, v1beta1)")
+}
+
+// v1beta1Review is rev as an admission.k8s.io/v1beta1 AdmissionReview,
+// whose request has the same fields.
+func v1beta1Review(rev *admissionv1.AdmissionReview) *admissionv1beta1.AdmissionReview {
+	r := rev.Request
+	return &admissionv1beta1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: admissionv1beta1.SchemeGroupVersion.String(), Kind: "AdmissionReview"},
+		Request: &admissionv1beta1.AdmissionRequest{
+			UID: r.UID, Kind: r.Kind, Resource: r.Resource, SubResource: r.SubResource,
+			RequestKind: r.RequestKind, RequestResource: r.RequestResource, RequestSubResource: r.RequestSubResource,
+			Name: r.Name, Namespace: r.Namespace, Operation: admissionv1beta1.Operation(r.Operation),
+			UserInfo: r.UserInfo, Object: r.Object, OldObject: r.OldObject, DryRun: r.DryRun, Options: r.Options,
+		},
+	}
 }
 
 // setTimeoutParam tells the webhook the time left to its call, as

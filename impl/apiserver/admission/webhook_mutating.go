@@ -66,7 +66,7 @@ func mutatingWebhooks(configs []admissionregistrationv1.MutatingWebhookConfigura
 	var out []webhook
 	for _, c := range configs {
 		for _, h := range c.Webhooks {
-			w := toWebhook(c.Name, h.Name, h.ClientConfig, h.Rules, h.FailurePolicy, h.MatchPolicy, h.NamespaceSelector, h.ObjectSelector, h.SideEffects, h.TimeoutSeconds)
+			w := toWebhook(c.Name, h.Name, h.ClientConfig, h.Rules, h.FailurePolicy, h.MatchPolicy, h.NamespaceSelector, h.ObjectSelector, h.SideEffects, h.TimeoutSeconds, h.AdmissionReviewVersions)
 			w.reinvoke = h.ReinvocationPolicy != nil && *h.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy
 			w.mutating = true
 			w.index = len(out)

@@ -26,19 +26,26 @@ var reviewDecoder = func() runtime.Decoder {
 	return serializer.NewCodecFactory(scheme).LegacyCodec(admissionv1beta1.SchemeGroupVersion, admissionv1.SchemeGroupVersion)
 }()
 
-// readResponse reads a webhook's HTTP answer to the review of uid as
-// kube-apiserver's webhook client and dispatchers do. Any error is a
-// failed call (the webhook's failurePolicy decides):
+// readResponse reads a webhook's HTTP answer to the review of uid, sent
+// in version (reviewV1 or reviewV1beta1), as kube-apiserver's webhook
+// client and dispatchers do. Any error is a failed call (the webhook's
+// failurePolicy decides):
 //   - client-go's ("failed to call webhook: ..."): a Content-Type that
 //     does not parse, an empty body (the status, one of 200–206, was
 //     checked by webhookStatusError), a body reviewDecoder does not
-//     decode;
+//     decode into an AdmissionReview of the version sent (one of the
+//     other version does not convert);
 //   - the dispatcher's ("received invalid webhook response: ..."): no
-//     response, another uid, an apiVersion and kind other than
+//     response; for v1, another uid, an apiVersion and kind other than
 //     admission.k8s.io/v1 AdmissionReview, in that order; from a mutating
 //     webhook, a patch without a patchType, a patchType without a patch or
 //     an empty one; from a validating one, either.
-func readResponse(status int, contentType string, body []byte, uid types.UID, mutating bool) (*admissionv1.AdmissionResponse, error) {
+//
+// A v1beta1 answer is read as upstream reads that version: its uid and
+// type are not checked, a mutating webhook's patch is a JSONPatch
+// whatever patchType says (a patchType alone is dropped), and a
+// validating webhook's patch and patchType are dropped.
+func readResponse(status int, contentType string, body []byte, uid types.UID, mutating bool, version string) (*admissionv1.AdmissionResponse, error) {
 	if contentType == "" {
 		// client-go takes an answer without one as of the type it sent.
 		contentType = "application/json"
@@ -48,6 +55,9 @@ func readResponse(status int, contentType string, body []byte, uid types.UID, mu
 	}
 	if len(body) == 0 {
 		return nil, fmt.Errorf("failed to call webhook: 0-length response with status code: %d and content type: %s", status, contentType)
+	}
+	if version == reviewV1beta1 {
+		return readV1beta1Response(body, mutating)
 	}
 	out := &admissionv1.AdmissionReview{}
 	if _, _, err := reviewDecoder.Decode(body, nil, out); err != nil {
@@ -76,4 +86,23 @@ func readResponse(status int, contentType string, body []byte, uid types.UID, mu
 		return nil, errors.New(`received invalid webhook response: webhook returned invalid response.patchType of ""`)
 	}
 	return r, nil
+}
+
+// readV1beta1Response reads a v1beta1 answer's body (readResponse).
+func readV1beta1Response(body []byte, mutating bool) (*admissionv1.AdmissionResponse, error) {
+	out := &admissionv1beta1.AdmissionReview{}
+	if _, _, err := reviewDecoder.Decode(body, nil, out); err != nil {
+		return nil, fmt.Errorf("failed to call webhook: %w", err)
+	}
+	r := out.Response
+	if r == nil {
+		return nil, errors.New("received invalid webhook response: webhook response was absent")
+	}
+	resp := &admissionv1.AdmissionResponse{UID: r.UID, Allowed: r.Allowed, Result: r.Result,
+		AuditAnnotations: r.AuditAnnotations, Warnings: r.Warnings}
+	if mutating && len(r.Patch) > 0 {
+		jsonPatch := admissionv1.PatchTypeJSONPatch
+		resp.Patch, resp.PatchType = r.Patch, &jsonPatch
+	}
+	return resp, nil
 }

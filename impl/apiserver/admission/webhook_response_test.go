@@ -59,7 +59,7 @@ func TestReadWebhookResponse(t *testing.T) {
 			if ct == "" {
 				ct = "application/json"
 			}
-			r, err := readResponse(c.status, ct, c.body, uid, c.mutating)
+			r, err := readResponse(c.status, ct, c.body, uid, c.mutating, reviewV1)
 			switch {
 			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
 				t.Fatalf("error %v, want one saying %q", err, c.err)
@@ -130,7 +130,7 @@ func TestMutatingWebhookPatchResults(t *testing.T) {
 func TestReadWebhookResponseAsClientGo(t *testing.T) {
 	const uid = types.UID("u-1")
 	yaml := []byte("apiVersion: admission.k8s.io/v1\nkind: AdmissionReview\nresponse:\n  uid: u-1\n  allowed: true\n  warnings: [w]\n")
-	r, err := readResponse(200, "application/yaml", yaml, uid, false)
+	r, err := readResponse(200, "application/yaml", yaml, uid, false, reviewV1)
 	if err != nil || !r.Allowed || len(r.Warnings) != 1 {
 		t.Errorf("a YAML answer: %+v, %v", r, err)
 	}
@@ -148,7 +148,7 @@ func TestReadWebhookResponseAsClientGo(t *testing.T) {
 		{"another kind", "application/json", []byte(`{"apiVersion":"v1","kind":"AdmissionReview","response":{"uid":"x","allowed":true}}`), "failed to call webhook: "},
 		{"no kind", "application/json", []byte(`{"response":{"uid":"u-1","allowed":true}}`), "received invalid webhook response: expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got /, Kind="},
 	} {
-		if _, err := readResponse(200, c.contentType, c.body, uid, false); err == nil || !strings.HasPrefix(err.Error(), c.err) {
+		if _, err := readResponse(200, c.contentType, c.body, uid, false, reviewV1); err == nil || !strings.HasPrefix(err.Error(), c.err) {
 			t.Errorf("%s: %v, want an error starting %q", c.name, err, c.err)
 		}
 	}

@@ -265,7 +265,7 @@ func TestWebhookByService(t *testing.T) {
 			none := admissionregistrationv1.SideEffectClassNone
 			ref := tt.ref
 			hooks := validatingWebhooks([]admissionregistrationv1.ValidatingWebhookConfiguration{{ObjectMeta: metav1.ObjectMeta{Name: "v"},
-				Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "svc.example.com", FailurePolicy: &fail, SideEffects: &none, Rules: podRules,
+				Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "svc.example.com", FailurePolicy: &fail, SideEffects: &none, Rules: podRules, AdmissionReviewVersions: []string{"v1"},
 					ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &ref, CABundle: tt.ca}}}}})
 			d := testDispatcher(hooks)
 			d.services = tt.resolver

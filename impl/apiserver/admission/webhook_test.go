@@ -99,7 +99,8 @@ func (h *hookServer) mutating(specs ...hookSpec) []admissionregistrationv1.Mutat
 	for _, s := range specs {
 		v := h.validatingHook(s)
 		m := admissionregistrationv1.MutatingWebhook{Name: v.Name, ClientConfig: v.ClientConfig, Rules: v.Rules, FailurePolicy: v.FailurePolicy,
-			NamespaceSelector: v.NamespaceSelector, ObjectSelector: v.ObjectSelector, SideEffects: v.SideEffects, TimeoutSeconds: v.TimeoutSeconds}
+			NamespaceSelector: v.NamespaceSelector, ObjectSelector: v.ObjectSelector, SideEffects: v.SideEffects, TimeoutSeconds: v.TimeoutSeconds,
+			AdmissionReviewVersions: v.AdmissionReviewVersions}
 		if s.reinvoke {
 			p := admissionregistrationv1.IfNeededReinvocationPolicy
 			m.ReinvocationPolicy = &p
@@ -132,7 +133,8 @@ func (h *hookServer) validatingHook(s hookSpec) admissionregistrationv1.Validati
 		cc.CABundle = h.caBundle()
 	}
 	return admissionregistrationv1.ValidatingWebhook{Name: s.name, ClientConfig: cc, Rules: rules, FailurePolicy: &fp,
-		NamespaceSelector: s.nsSelector, ObjectSelector: s.objSelector, SideEffects: &se, TimeoutSeconds: &timeout}
+		NamespaceSelector: s.nsSelector, ObjectSelector: s.objSelector, SideEffects: &se, TimeoutSeconds: &timeout,
+		AdmissionReviewVersions: []string{"v1"}}
 }
 
 func (h *hookServer) validating(specs ...hookSpec) []admissionregistrationv1.ValidatingWebhookConfiguration {

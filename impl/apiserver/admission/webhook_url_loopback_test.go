@@ -109,7 +109,7 @@ func TestWebhookURLAtKubernetesDefaultSvcUsesTheLoopbackClient(t *testing.T) {
 			none := admissionregistrationv1.SideEffectClassNone
 			url := tt.url
 			hooks := validatingWebhooks([]admissionregistrationv1.ValidatingWebhookConfiguration{{ObjectMeta: metav1.ObjectMeta{Name: "v"},
-				Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "url.example.com", FailurePolicy: &fail, SideEffects: &none, Rules: podRules,
+				Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "url.example.com", FailurePolicy: &fail, SideEffects: &none, Rules: podRules, AdmissionReviewVersions: []string{"v1"},
 					ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url}}}}})
 			d := testDispatcher(hooks)
 			d.clients = clients
@@ -148,7 +148,7 @@ func TestWebhookURLAtKubernetesDefaultSvcTrustsTheCABundleToo(t *testing.T) {
 	fail := admissionregistrationv1.Fail
 	none := admissionregistrationv1.SideEffectClassNone
 	hooks := validatingWebhooks([]admissionregistrationv1.ValidatingWebhookConfiguration{{ObjectMeta: metav1.ObjectMeta{Name: "v"},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "url.example.com", FailurePolicy: &fail, SideEffects: &none, Rules: podRules,
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "url.example.com", FailurePolicy: &fail, SideEffects: &none, Rules: podRules, AdmissionReviewVersions: []string{"v1"},
 			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle}}}}})
 	d := testDispatcher(hooks)
 	d.clients = clients

@@ -41,7 +41,7 @@ func validatingWebhooks(configs []admissionregistrationv1.ValidatingWebhookConfi
 	var out []webhook
 	for _, c := range configs {
 		for _, h := range c.Webhooks {
-			out = append(out, toWebhook(c.Name, h.Name, h.ClientConfig, h.Rules, h.FailurePolicy, h.MatchPolicy, h.NamespaceSelector, h.ObjectSelector, h.SideEffects, h.TimeoutSeconds))
+			out = append(out, toWebhook(c.Name, h.Name, h.ClientConfig, h.Rules, h.FailurePolicy, h.MatchPolicy, h.NamespaceSelector, h.ObjectSelector, h.SideEffects, h.TimeoutSeconds, h.AdmissionReviewVersions))
 		}
 	}
 	return out
