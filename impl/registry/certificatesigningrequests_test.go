@@ -113,16 +113,11 @@ func TestCSRStatusUpdateRules(t *testing.T) {
 	old, key := testCSR(t)
 	cert := testCertPEM(t, key)
 
-	// A certificate on an unapproved request is refused.
-	upd := old.DeepCopy()
-	upd.Status.Certificate = cert
-	if errs := r.Status.ValidateUpdate(ctx, upd, old); len(errs) == 0 {
-		t.Error("certificate on a pending request accepted")
-	}
-	// Approve, then issue.
+	// Approve (through /approval), then issue (through /status).
 	approved := old.DeepCopy()
 	approved.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "AutoApproved"}}
-	if errs := r.Status.ValidateUpdate(ctx, approved, old); len(errs) != 0 {
+	r.Approval.PrepareForUpdate(ctx, approved, old)
+	if errs := r.Approval.ValidateUpdate(ctx, approved, old); len(errs) != 0 {
 		t.Fatalf("approval refused: %v", errs)
 	}
 	issued := approved.DeepCopy()
