@@ -47,6 +47,18 @@ func TestNodeBootstrapBindings(t *testing.T) {
 	controller := user("system:serviceaccount:kube-system:certificate-controller", "system:serviceaccounts", "system:serviceaccounts:kube-system")
 	eventually("certificate controller updates status", csr(controller, "update", "status"), auth.DecisionAllow)
 	eventually("certificate controller creates CSRs", csr(controller, "create", ""), auth.DecisionNoOpinion)
+	// As upstream's system:controller:certificate-controller: approve for
+	// the kubelet client signer only, sign for the signers
+	// kube-controller-manager runs.
+	signer := func(verb, name string) auth.Attributes {
+		return auth.Attributes{User: controller, Info: &request.Info{IsResourceRequest: true, Verb: verb, APIGroup: "certificates.k8s.io", APIVersion: "*", Resource: "signers", Name: name}}
+	}
+	eventually("certificate controller approves kubelet client requests", signer("approve", "kubernetes.io/kube-apiserver-client-kubelet"), auth.DecisionAllow)
+	eventually("certificate controller approves kubelet serving requests", signer("approve", "kubernetes.io/kubelet-serving"), auth.DecisionNoOpinion)
+	for _, name := range []string{"kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/kubelet-serving", "kubernetes.io/kube-apiserver-client", "kubernetes.io/legacy-unknown"} {
+		eventually("certificate controller signs for "+name, signer("sign", name), auth.DecisionAllow)
+	}
+	eventually("certificate controller signs for others", signer("sign", "example.com/signer"), auth.DecisionNoOpinion)
 
 	for _, b := range bootstrappolicy.NodeBootstrapBindings() {
 		create(t, s, rbacv1.Resource("clusterrolebindings"), "", b.Name, &b)
