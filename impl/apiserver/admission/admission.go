@@ -5,8 +5,10 @@
 // The plugins, one file each, are kube-apiserver's of the same names:
 // NamespaceLifecycle, LimitRanger, ServiceAccount, NodeRestriction,
 // AlwaysPullImages, PodSecurity, Priority, DefaultTolerationSeconds,
-// RuntimeClass, PodTopologyLabels, MutatingAdmissionWebhook,
-// ValidatingAdmissionWebhook and ResourceQuota.
+// RuntimeClass, CertificateApproval, CertificateSigning,
+// CertificateSubjectRestriction (certificates.go), PodTopologyLabels,
+// PodResizeValidator, MutatingAdmissionWebhook, ValidatingAdmissionWebhook
+// and ResourceQuota.
 // Each is a small type whose decision is a pure function of the request and
 // the objects it reads; storage access sits behind a small function or
 // interface field, so tests give them fixed objects.

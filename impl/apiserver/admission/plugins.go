@@ -39,6 +39,9 @@ var plugins = []registered{
 	{"Priority", true, newPriority},
 	{"DefaultTolerationSeconds", true, newDefaultTolerationSeconds},
 	{"RuntimeClass", true, newRuntimeClassPlugin},
+	{"CertificateApproval", true, newCertificateApproval},
+	{"CertificateSigning", true, newCertificateSigning},
+	{"CertificateSubjectRestriction", true, newCertificateSubjectRestriction},
 	{"PodTopologyLabels", true, newPodTopologyLabels},
 	{"PodResizeValidator", true, newPodResizeValidator},
 	{"MutatingAdmissionWebhook", true, newMutatingWebhook},
@@ -119,7 +122,9 @@ type Options struct {
 	QuotaLimitedResources []LimitedResource
 	// Authorizer is the API server's authorizer (kube-apiserver's
 	// WantsAuthorizer): NodeRestriction asks it whether a node may request
-	// tokens for an audience its pod does not use.
+	// tokens for an audience its pod does not use, CertificateApproval and
+	// CertificateSigning whether a user may approve or sign for a signer
+	// (nil: nobody may).
 	Authorizer auth.Authorizer
 	// EnableAggregatorRouting is --enable-aggregator-routing: webhooks
 	// addressed by service are called at one of the service's ready
