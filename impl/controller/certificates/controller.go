@@ -110,7 +110,7 @@ func (a *Approver) sync(ctx context.Context, csr *certificatesv1.CertificateSign
 	return nil
 }
 
-// Signer is the csrsigning controller for the kubelet client signer.
+// Signer is the csrsigning controller for the signers of signerChecks.
 type Signer struct {
 	l           *loop
 	ca          *CA

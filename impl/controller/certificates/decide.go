@@ -6,7 +6,11 @@
 // signer; the approver approves it when a SubjectAccessReview says the
 // requester may create certificatesigningrequests/nodeclient (or
 // /selfnodeclient when it renews its own identity); the signer issues the
-// certificate with the cluster CA.
+// certificate with the cluster CA. The signer also issues, once approved
+// (by a user RBAC lets approve for the signer), kubelet serving
+// certificates (kubernetes.io/kubelet-serving) and client certificates
+// for any user (kubernetes.io/kube-apiserver-client), each after its
+// signer's checks of subject and usages.
 //
 // The decisions (is this a node client request, which subresource
 // authorizes it, what certificate to issue) are pure functions; Approver and
@@ -27,6 +31,7 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // Node identities (the Node authorizer's user and group).
@@ -42,12 +47,10 @@ const (
 	ReasonSignerValidation   = "SignerValidationFailure"
 	DefaultSigningDuration   = 365 * 24 * time.Hour
 	certificateBackdate      = 5 * time.Minute
+	minSigningDuration       = 10 * time.Minute
 	nodeClientSubresource    = "nodeclient"
 	selfNodeClientSubresouce = "selfnodeclient"
 )
-
-// kubeletClientUsages are the key usages a kubelet client request may ask for.
-var kubeletClientUsages = []certificatesv1.KeyUsage{certificatesv1.UsageKeyEncipherment, certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
 
 // Approved, Denied and Failed report a CSR's terminal conditions.
 func Approved(csr *certificatesv1.CertificateSigningRequest) bool {
@@ -89,29 +92,115 @@ func ParseRequest(csr *certificatesv1.CertificateSigningRequest) (*x509.Certific
 	return req, nil
 }
 
+// Subject checks' errors, as kube-controller-manager reports them.
+var (
+	errOrganizationNotNodes = errors.New("subject organization is not system:nodes")
+	errCommonNameNotNode    = errors.New("subject common name does not begin with system:node:")
+	errDNSOrIPRequired      = errors.New("DNS or IP subjectAltName is required")
+	errDNSNotAllowed        = errors.New("DNS subjectAltNames are not allowed")
+	errEmailNotAllowed      = errors.New("Email subjectAltNames are not allowed")
+	errIPNotAllowed         = errors.New("IP subjectAltNames are not allowed")
+	errURINotAllowed        = errors.New("URI subjectAltNames are not allowed")
+)
+
+// The usage sets a node's requests must have exactly: with key
+// encipherment (RSA keys) or without.
+var (
+	kubeletClientUsages  = sets.New(certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageClientAuth)
+	kubeletServingUsages = sets.New(certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageServerAuth)
+)
+
+// usagesMatch reports whether usages are exactly want, or want without key
+// encipherment.
+func usagesMatch(usages []certificatesv1.KeyUsage, want sets.Set[certificatesv1.KeyUsage]) error {
+	got := sets.New(usages...)
+	if got.Equal(want) || got.Equal(want.Clone().Delete(certificatesv1.UsageKeyEncipherment)) {
+		return nil
+	}
+	return fmt.Errorf("usages did not match %v", sets.List(want))
+}
+
 // ValidateKubeletClient checks that req asks for a kubelet client
-// certificate and nothing more: CN system:node:<name>, O exactly
-// system:nodes, no subject alternative names, client auth among usages
-// limited to key encipherment, digital signature and client auth.
+// certificate and nothing more (upstream's ValidateKubeletClientCSR):
+// organization exactly system:nodes, no subject alternative names, common
+// name system:node:<name>, usages digital signature and client auth (and
+// key encipherment).
 func ValidateKubeletClient(req *x509.CertificateRequest, usages []certificatesv1.KeyUsage) error {
-	if !strings.HasPrefix(req.Subject.CommonName, NodeUserPrefix) || len(req.Subject.CommonName) == len(NodeUserPrefix) {
-		return fmt.Errorf("subject common name %q does not begin with %q", req.Subject.CommonName, NodeUserPrefix)
-	}
 	if !slices.Equal(req.Subject.Organization, []string{NodesGroup}) {
-		return fmt.Errorf("subject organization %v is not [%s]", req.Subject.Organization, NodesGroup)
+		return errOrganizationNotNodes
 	}
-	if len(req.DNSNames) > 0 || len(req.EmailAddresses) > 0 || len(req.IPAddresses) > 0 || len(req.URIs) > 0 {
-		return errors.New("subject alternative names are not allowed")
+	switch {
+	case len(req.DNSNames) > 0:
+		return errDNSNotAllowed
+	case len(req.EmailAddresses) > 0:
+		return errEmailNotAllowed
+	case len(req.IPAddresses) > 0:
+		return errIPNotAllowed
+	case len(req.URIs) > 0:
+		return errURINotAllowed
 	}
-	if !slices.Contains(usages, certificatesv1.UsageClientAuth) {
-		return errors.New("usages do not include client auth")
+	if !strings.HasPrefix(req.Subject.CommonName, NodeUserPrefix) {
+		return errCommonNameNotNode
 	}
-	for _, u := range usages {
-		if !slices.Contains(kubeletClientUsages, u) {
-			return fmt.Errorf("usage %q is not allowed", u)
-		}
+	return usagesMatch(usages, kubeletClientUsages)
+}
+
+// ValidateKubeletServing checks that req asks for a kubelet serving
+// certificate (upstream's ValidateKubeletServingCSR): organization exactly
+// system:nodes, at least one DNS or IP name and no other kind, usages
+// digital signature and server auth (and key encipherment), common name
+// system:node:<name>.
+func ValidateKubeletServing(req *x509.CertificateRequest, usages []certificatesv1.KeyUsage) error {
+	if !slices.Equal(req.Subject.Organization, []string{NodesGroup}) {
+		return errOrganizationNotNodes
+	}
+	switch {
+	case len(req.DNSNames) == 0 && len(req.IPAddresses) == 0:
+		return errDNSOrIPRequired
+	case len(req.EmailAddresses) > 0:
+		return errEmailNotAllowed
+	case len(req.URIs) > 0:
+		return errURINotAllowed
+	}
+	if err := usagesMatch(usages, kubeletServingUsages); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(req.Subject.CommonName, NodeUserPrefix) {
+		return errCommonNameNotNode
 	}
 	return nil
+}
+
+// ValidateAPIServerClient checks the usages of a
+// kubernetes.io/kube-apiserver-client request: client auth, optionally
+// digital signature and key encipherment, nothing else. Any subject goes
+// (the CertificateSubjectRestriction admission plugin keeps
+// system:masters out).
+func ValidateAPIServerClient(_ *x509.CertificateRequest, usages []certificatesv1.KeyUsage) error {
+	clientAuth := false
+	for _, u := range usages {
+		switch u {
+		case certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment:
+		case certificatesv1.UsageClientAuth:
+			clientAuth = true
+		default:
+			return fmt.Errorf("invalid usage for client certificate: %s", u)
+		}
+	}
+	if !clientAuth {
+		return fmt.Errorf("missing required usage for client certificate: %s", certificatesv1.UsageClientAuth)
+	}
+	return nil
+}
+
+// signerChecks are the signers kube-controller-manager's csrsigning runs
+// with the cluster CA, each with its check of a request's subject and
+// usages. (kubernetes.io/legacy-unknown, which it also signs without
+// checks, cannot be requested through certificates.k8s.io/v1.)
+var signerChecks = map[string]func(*x509.CertificateRequest, []certificatesv1.KeyUsage) error{
+	certificatesv1.KubeAPIServerClientKubeletSignerName: ValidateKubeletClient,
+	certificatesv1.KubeletServingSignerName:             ValidateKubeletServing,
+	certificatesv1.KubeAPIServerClientSignerName:        ValidateAPIServerClient,
 }
 
 // ApprovalCheck is what the approver asks the authorizer before approving:
@@ -210,21 +299,25 @@ type SignDecision struct {
 }
 
 // DecideSigning returns the signer's decision for csr at now: only
-// approved, not yet issued, not failed requests for the kubelet client
-// signer are handled. The certificate lives min(expirationSeconds,
-// maxDuration), never past the CA, and is backdated five minutes for skew.
+// approved, not yet issued, not failed requests for the signers of
+// signerChecks are handled; one that fails its signer's check is marked
+// Failed. The certificate carries the request's subject, subject
+// alternative names and usages, lives min(expirationSeconds, maxDuration)
+// (at least ten minutes), never past the CA, and is backdated five
+// minutes for skew.
 func DecideSigning(csr *certificatesv1.CertificateSigningRequest, ca *CA, maxDuration time.Duration, now time.Time) (*SignDecision, error) {
-	if !Approved(csr) || Denied(csr) || Failed(csr) || len(csr.Status.Certificate) > 0 {
+	if !Approved(csr) || Failed(csr) || len(csr.Status.Certificate) > 0 {
 		return nil, nil
 	}
-	if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName {
+	check, ok := signerChecks[csr.Spec.SignerName]
+	if !ok {
 		return nil, nil
 	}
 	req, err := ParseRequest(csr)
 	if err != nil {
-		return &SignDecision{Failed: true, Message: err.Error()}, nil
+		return nil, fmt.Errorf("unable to parse csr %q: %w", csr.Name, err)
 	}
-	if err := ValidateKubeletClient(req, csr.Spec.Usages); err != nil {
+	if err := check(req, csr.Spec.Usages); err != nil {
 		return &SignDecision{Failed: true, Message: err.Error()}, nil
 	}
 	ttl := maxDuration
@@ -232,7 +325,7 @@ func DecideSigning(csr *certificatesv1.CertificateSigningRequest, ca *CA, maxDur
 		ttl = DefaultSigningDuration
 	}
 	if e := csr.Spec.ExpirationSeconds; e != nil && time.Duration(*e)*time.Second < ttl {
-		ttl = time.Duration(*e) * time.Second
+		ttl = max(time.Duration(*e)*time.Second, minSigningDuration)
 	}
 	notAfter := now.Add(ttl)
 	if notAfter.After(ca.Cert.NotAfter) {
@@ -242,13 +335,19 @@ func DecideSigning(csr *certificatesv1.CertificateSigningRequest, ca *CA, maxDur
 	if err != nil {
 		return nil, fmt.Errorf("generating serial number: %w", err)
 	}
+	ku, eku := keyUsages(csr.Spec.Usages)
 	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      req.Subject,
-		NotBefore:    now.Add(-certificateBackdate),
-		NotAfter:     notAfter,
-		KeyUsage:     keyUsage(csr.Spec.Usages),
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		SerialNumber:          serial,
+		Subject:               req.Subject,
+		DNSNames:              req.DNSNames,
+		IPAddresses:           req.IPAddresses,
+		EmailAddresses:        req.EmailAddresses,
+		URIs:                  req.URIs,
+		NotBefore:             now.Add(-certificateBackdate),
+		NotAfter:              notAfter,
+		KeyUsage:              ku,
+		ExtKeyUsage:           eku,
+		BasicConstraintsValid: true,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, req.PublicKey, ca.Key)
 	if err != nil {
@@ -257,17 +356,39 @@ func DecideSigning(csr *certificatesv1.CertificateSigningRequest, ca *CA, maxDur
 	return &SignDecision{Certificate: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
 }
 
-func keyUsage(usages []certificatesv1.KeyUsage) x509.KeyUsage {
+// x509 key usages and extended key usages of the API's usage names.
+var (
+	x509KeyUsages = map[certificatesv1.KeyUsage]x509.KeyUsage{
+		certificatesv1.UsageSigning: x509.KeyUsageDigitalSignature, certificatesv1.UsageDigitalSignature: x509.KeyUsageDigitalSignature,
+		certificatesv1.UsageContentCommitment: x509.KeyUsageContentCommitment, certificatesv1.UsageKeyEncipherment: x509.KeyUsageKeyEncipherment,
+		certificatesv1.UsageKeyAgreement: x509.KeyUsageKeyAgreement, certificatesv1.UsageDataEncipherment: x509.KeyUsageDataEncipherment,
+		certificatesv1.UsageCertSign: x509.KeyUsageCertSign, certificatesv1.UsageCRLSign: x509.KeyUsageCRLSign,
+		certificatesv1.UsageEncipherOnly: x509.KeyUsageEncipherOnly, certificatesv1.UsageDecipherOnly: x509.KeyUsageDecipherOnly,
+	}
+	x509ExtKeyUsages = map[certificatesv1.KeyUsage]x509.ExtKeyUsage{
+		certificatesv1.UsageAny: x509.ExtKeyUsageAny, certificatesv1.UsageServerAuth: x509.ExtKeyUsageServerAuth,
+		certificatesv1.UsageClientAuth: x509.ExtKeyUsageClientAuth, certificatesv1.UsageCodeSigning: x509.ExtKeyUsageCodeSigning,
+		certificatesv1.UsageEmailProtection: x509.ExtKeyUsageEmailProtection, certificatesv1.UsageSMIME: x509.ExtKeyUsageEmailProtection,
+		certificatesv1.UsageIPsecEndSystem: x509.ExtKeyUsageIPSECEndSystem, certificatesv1.UsageIPsecTunnel: x509.ExtKeyUsageIPSECTunnel,
+		certificatesv1.UsageIPsecUser: x509.ExtKeyUsageIPSECUser, certificatesv1.UsageTimestamping: x509.ExtKeyUsageTimeStamping,
+		certificatesv1.UsageOCSPSigning: x509.ExtKeyUsageOCSPSigning, certificatesv1.UsageMicrosoftSGC: x509.ExtKeyUsageMicrosoftServerGatedCrypto,
+		certificatesv1.UsageNetscapeSGC: x509.ExtKeyUsageNetscapeServerGatedCrypto,
+	}
+)
+
+// keyUsages maps a request's usages to the certificate's, extended ones
+// deduplicated and sorted.
+func keyUsages(usages []certificatesv1.KeyUsage) (x509.KeyUsage, []x509.ExtKeyUsage) {
 	var ku x509.KeyUsage
+	var eku []x509.ExtKeyUsage
 	for _, u := range usages {
-		switch u {
-		case certificatesv1.UsageDigitalSignature:
-			ku |= x509.KeyUsageDigitalSignature
-		case certificatesv1.UsageKeyEncipherment:
-			ku |= x509.KeyUsageKeyEncipherment
+		ku |= x509KeyUsages[u]
+		if e, ok := x509ExtKeyUsages[u]; ok && !slices.Contains(eku, e) {
+			eku = append(eku, e)
 		}
 	}
-	return ku
+	slices.Sort(eku)
+	return ku, eku
 }
 
 // Apply returns a copy of csr carrying decision d's result.
