@@ -1258,11 +1258,13 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 	event(v1.EventTypeNormal, EventStarted, "Started container %s", spec.Name)
 	if !s.Ephemeral && spec.Lifecycle != nil && spec.Lifecycle.PostStart != nil {
 		t := prober.Target{Pod: pod, Container: spec, ContainerID: id, PodIP: hookIP}
-		if herr := prober.RunHook(ctx, k.rt, spec.Lifecycle.PostStart, t, k.sleep); herr != nil {
-			msg := fmt.Sprintf("PostStartHook failed: %v", herr)
-			// As upstream's startContainer: the event without the error
-			// (no secret in it; the waiting message keeps it), then the
-			// kill's Killing event with its message.
+		if msg, herr := prober.RunHook(ctx, k.rt, spec.Lifecycle.PostStart, t, k.sleep); herr != nil {
+			// As upstream's startContainer: the error logged, the event
+			// without it (no secret in it; the waiting message keeps the
+			// handler runner's message), then the kill's Killing event
+			// with its message.
+			k.log.Error("Failed to execute PostStartHook", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID,
+				"containerName", spec.Name, "containerID", id, "err", herr)
 			event(v1.EventTypeWarning, EventFailedPostStart, "PostStartHook failed")
 			event(v1.EventTypeNormal, EventKilling, "FailedPostStartHook")
 			if err := k.killContainer(ctx, pod, spec, id, hookIP, podsync.GracePeriod(pod)); err != nil {
@@ -1317,8 +1319,11 @@ func (k *Kubelet) killContainer(ctx context.Context, pod *v1.Pod, spec *v1.Conta
 	if spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil && grace > 0 {
 		hctx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second)
 		t := prober.Target{Pod: pod, Container: spec, ContainerID: id, PodIP: ip}
-		if err := prober.RunHook(hctx, k.rt, spec.Lifecycle.PreStop, t, k.sleep); err != nil {
-			k.log.Info("preStop hook failed", "container", spec.Name, "err", err)
+		if _, err := prober.RunHook(hctx, k.rt, spec.Lifecycle.PreStop, t, k.sleep); err != nil {
+			// As upstream's executePreStopHook: the error logged (the
+			// handler runner's message is not used).
+			k.log.Error("PreStop hook failed", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID,
+				"containerName", spec.Name, "containerID", id, "err", err)
 			// Without the error, as upstream's: no secret in the event.
 			k.containerEvent(pod, spec.Name, isInit(pod, spec), v1.EventTypeWarning, EventFailedPreStop, "PreStopHook failed")
 		}

@@ -121,43 +121,6 @@ func Run(ctx context.Context, rt runtime.Runtime, kind string, p *v1.Probe, t Ta
 	return true, ""
 }
 
-// RunHook executes a postStart or preStop handler, as upstream's handler
-// runner: exec, httpGet or sleep. An httpGet without a host goes to
-// t.PodIP, the IP the runtime reports for the pod's newest sandbox while
-// it is ready (upstream reads it from the runtime's pod status, not from
-// the API's: a host-network pod's sandbox on containerd has none); with
-// none the hook fails ("failed to find networking container"), except on
-// a runtime that answers HTTP itself (NetworkProber, the simulation). A
-// tcpSocket handler is in the API for compatibility only and fails as
-// any other handler upstream does not run ("invalid handler: ...").
-func RunHook(ctx context.Context, rt runtime.Runtime, h *v1.LifecycleHandler, t Target, sleep func(context.Context, time.Duration)) error {
-	switch {
-	case h == nil:
-		return nil
-	case h.Exec != nil:
-		return runHandler(ctx, rt, h.Exec, nil, nil, 0, t)
-	case h.HTTPGet != nil:
-		if _, simulated := rt.(runtime.NetworkProber); !simulated && h.HTTPGet.Host == "" && t.PodIP == "" {
-			return noPodIP(t.Pod)
-		}
-		return runHandler(ctx, rt, nil, h.HTTPGet, nil, 0, t)
-	case h.Sleep != nil:
-		sleep(ctx, time.Duration(h.Sleep.Seconds)*time.Second)
-		return nil
-	}
-	return fmt.Errorf("invalid handler: %v", h)
-}
-
-// noPodIP is a hook's failure when it names no host and the runtime
-// reports no IP for the pod: upstream's message, which goes on with the
-// runtime's pod status, here the pod it names.
-func noPodIP(pod *v1.Pod) error {
-	if pod == nil {
-		return fmt.Errorf("failed to find networking container: no pod")
-	}
-	return fmt.Errorf("failed to find networking container: pod %s/%s (%s) has no IP from a ready sandbox", pod.Namespace, pod.Name, pod.UID)
-}
-
 func runHandler(ctx context.Context, rt runtime.Runtime, exec *v1.ExecAction, hg *v1.HTTPGetAction, tcp *v1.TCPSocketAction, timeout time.Duration, t Target) error {
 	switch {
 	case exec != nil:
