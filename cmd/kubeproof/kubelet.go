@@ -55,6 +55,7 @@ func newKubeletCommand() *cobra.Command {
 		simHandlers                         []string
 		simMissing                          []string
 		port                                int32
+		enableServer                        bool
 		address, tlsCert, tlsKey, clientCA  string
 		authorizationMode                   string
 		tokenWebhook, anonymousAuth         bool
@@ -294,7 +295,7 @@ func newKubeletCommand() *cobra.Command {
 				}
 			}
 			apiOpts := kubeletAPIOptions{
-				address: address, port: port, nodeIP: nodeIP, nodeName: nodeName,
+				address: address, port: kubeletAPIPort(cmd.Flags()), nodeIP: nodeIP, nodeName: nodeName,
 				tls: server.TLSOptions{CertFile: tlsCert, KeyFile: tlsKey, ClientCAFile: clientCA},
 			}
 			if authorizationMode == "Webhook" {
@@ -309,8 +310,8 @@ func newKubeletCommand() *cobra.Command {
 	}
 	fs := cmd.Flags()
 	logs.addFlags(fs)
-	fs.StringVar(&configFile, "config", "", "A KubeletConfiguration file (kubelet.config.k8s.io/v1beta1, as kubeadm writes): its fields kubeproof implements set their flags, unless given on the command line (flags on the command line win); fields it leaves out take upstream's v1beta1 defaults (so authorization mode Webhook, anonymous authentication off, token authentication on, sync every 1m); relative paths in it are relative to its directory. Fields kubeproof does not implement are named in a start-up warning when set to anything but upstream's default, and tlsMinVersion, tlsCipherSuites, tlsCurvePreferences and enableDebuggingHandlers so set are refused.")
-	fs.StringVar(&configDir, "config-dir", "", "Path to a directory of KubeletConfiguration drop-ins (files named *.conf, subdirectories included, in lexical order, each with apiVersion and kind), merged over --config (or the flags' configuration) as upstream's kubelet merges them: the fields each sets replace the earlier ones' (maps merged key by key), a null takes back only what an earlier drop-in set, never --config's value, and --config's evictionHard is the defaults where it leaves it out; flags on the command line still win.")
+	fs.StringVar(&configFile, "config", "", "A KubeletConfiguration file (kubelet.config.k8s.io/v1beta1, as kubeadm writes): its fields kubeproof implements set their flags, unless given on the command line (flags on the command line win); fields it leaves out take upstream's v1beta1 defaults (so authorization mode Webhook, anonymous authentication off, token authentication on, sync every 1m); relative paths in it are relative to its directory. The result, with the command line's values, is validated as upstream's kubelet validates it (errors name the field and its flag). Fields kubeproof does not implement are named in a start-up warning when set to anything but upstream's default, and tlsMinVersion, tlsCipherSuites, tlsCurvePreferences and enableDebuggingHandlers so set are refused.")
+	fs.StringVar(&configDir, "config-dir", "", "Path to a directory of KubeletConfiguration drop-ins (files named *.conf, subdirectories included, in lexical order, each with apiVersion and kind), merged over --config (or the flags' configuration) as upstream's kubelet merges them: the fields each sets replace the earlier ones' (maps merged key by key), a null removes a field whoever set it and the result is defaulted again (a null or zero field is v1beta1's default; evictionHard taken away is none), and --config's evictionHard is the defaults where it leaves it out; flags on the command line still win. The result, with the command line's values, is validated as upstream's kubelet validates it.")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig file for the API server.")
 	fs.StringVar(&bootstrapKubeconfig, "bootstrap-kubeconfig", "", "Path to a kubeconfig (normally with a bootstrap token) used to obtain a client certificate when --kubeconfig does not exist or its certificate expired; --kubeconfig is then written with it.")
 	fs.StringVar(&nodeName, "node-name", "", "Name of the Node to register.")
@@ -346,7 +347,8 @@ func newKubeletCommand() *cobra.Command {
 	fs.DurationVar(&simPull, "sim-pull-latency", 0, "Simulated image pull latency.")
 	fs.DurationVar(&simCreate, "sim-create-latency", 0, "Simulated CreateContainer latency.")
 	fs.DurationVar(&simStart, "sim-start-latency", 0, "Simulated StartContainer latency.")
-	fs.Int32Var(&port, "port", kubelet.KubeletPort, "Port of the kubelet API (HTTPS), reported in the node's status.daemonEndpoints; 0 disables the API.")
+	fs.Int32Var(&port, "port", kubelet.KubeletPort, "Port of the kubelet API (HTTPS), reported in the node's status.daemonEndpoints; 0 disables the API (not with --config or --config-dir, which, as upstream's kubelet, refuse a port outside 1-65535).")
+	fs.BoolVar(&enableServer, "enable-server", true, "Enable the kubelet API (KubeletConfiguration's enableServer); false: no API whatever --port says (the port is still reported in the node's status.daemonEndpoints), as upstream's.")
 	fs.StringVar(&address, "address", "0.0.0.0", "IP address the kubelet API listens on.")
 	fs.StringVar(&tlsCert, "tls-cert-file", "", "Serving certificate of the kubelet API (default: a self-signed one for the node name and IP).")
 	fs.StringVar(&tlsKey, "tls-private-key-file", "", "Private key of --tls-cert-file.")
@@ -407,6 +409,17 @@ func newKubeletCommand() *cobra.Command {
 		return fmt.Errorf("failed to parse kubelet flag: %w", err)
 	})
 	return cmd
+}
+
+// kubeletAPIPort is the port the kubelet API listens on, 0 for none:
+// --port, unless --enable-server=false, which upstream's kubelet obeys
+// whatever its port.
+func kubeletAPIPort(fs *pflag.FlagSet) int32 {
+	if on, err := fs.GetBool("enable-server"); err == nil && !on {
+		return 0
+	}
+	port, _ := fs.GetInt32("port")
+	return port
 }
 
 // parseKeyValues parses key=value items into out.

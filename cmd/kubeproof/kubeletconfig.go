@@ -7,6 +7,7 @@ import (
 	iofs "io/fs"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -18,7 +19,6 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	kcv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
 
@@ -32,10 +32,11 @@ import (
 // file's directory, the fields kubeproof implements become the values of
 // their flags unless the flag was given on the command line (a flag given
 // there wins, as upstream's kubeletConfigFlagPrecedence), fields left out
-// take upstream's v1beta1 defaults, and the result is validated with
-// upstream's messages. Fields kubeproof does not implement are named in a
-// start-up warning when the file sets them to anything but upstream's
-// default.
+// take upstream's v1beta1 defaults, and the result, the command line's
+// values included, is validated with upstream's messages
+// (kubeletconfig_validation.go). Fields kubeproof does not implement are
+// named in a start-up warning when the file sets them to anything but
+// upstream's default.
 
 // kubeletConfigField maps one KubeletConfiguration field onto the flag of
 // `kubeproof kubelet` that implements it.
@@ -49,12 +50,34 @@ type kubeletConfigField struct {
 	// upstream's v1beta1 default where it differs from the flag's default;
 	// false leaves the flag as it is.
 	value func(*kcv1beta1.KubeletConfiguration) (string, bool)
+	// kind is how the flag's value is written back into the field, to
+	// validate the configuration the kubelet runs with (the file's, its
+	// drop-ins' and the command line's, as upstream's after
+	// kubeletConfigFlagPrecedence); none for a flag upstream does not
+	// have whose default is not the field's.
+	kind flagKind
 	// merge: the command line's value is applied over the file's rather
 	// than instead of it (feature gates).
 	merge bool
 }
 
-func duration(d time.Duration) (string, bool) { return d.String(), d != 0 }
+// flagKind is the JSON a flag's value is for its field.
+type flagKind int
+
+const (
+	kindNone       flagKind = iota
+	kindText                // a string
+	kindInteger             // a number (a fraction dropped)
+	kindBool                // true or false
+	kindDuration            // a duration, as the flag prints it
+	kindSeconds             // a duration flag of a field in whole seconds
+	kindList                // comma-separated strings
+	kindThresholds          // signal<quantity pairs
+	kindPairs               // key=value pairs
+	kindGates               // name=bool pairs
+)
+
+func durationValue(d time.Duration) (string, bool) { return d.String(), d != 0 }
 
 // orDefault is s, or def when the file leaves the field out.
 func orDefault(s, def string) (string, bool) {
@@ -87,10 +110,10 @@ func int32Ptr(p *int32) (string, bool) {
 
 func nonZero[T int32 | int64](n T) (string, bool) { return strconv.FormatInt(int64(n), 10), n != 0 }
 
-func list(l []string) (string, bool) { return strings.Join(l, ","), l != nil }
+func listValue(l []string) (string, bool) { return strings.Join(l, ","), l != nil }
 
-// pairs is m as sep-separated key and value pairs, in key order.
-func pairs(m map[string]string, sep string) (string, bool) {
+// pairsValue is m as sep-separated key and value pairs, in key order.
+func pairsValue(m map[string]string, sep string) (string, bool) {
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		out = append(out, k+sep+m[k])
@@ -102,176 +125,150 @@ func pairs(m map[string]string, sep string) (string, bool) {
 // implements, with its flag: the one place the file and the command line
 // meet.
 var kubeletConfigFields = []kubeletConfigField{
-	{path: "enableServer", flag: "port", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
-		// enableServer: false is a kubelet without its API, port 0 here.
-		if c.EnableServer != nil && !*c.EnableServer {
-			return "0", true
-		}
-		return nonZero(c.Port)
-	}},
-	{path: "port", flag: "port", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
-		if c.EnableServer != nil && !*c.EnableServer {
-			return "0", true
-		}
-		return nonZero(c.Port)
-	}},
-	{path: "address", flag: "address", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return c.Address, c.Address != "" }},
-	{path: "tlsCertFile", flag: "tls-cert-file", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return c.TLSCertFile, c.TLSCertFile != "" }},
-	{path: "tlsPrivateKeyFile", flag: "tls-private-key-file", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+	// enableServer: false is a kubelet without its API, whatever its port.
+	{path: "enableServer", flag: "enable-server", kind: kindBool, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return boolPtr(c.EnableServer) }},
+	{path: "port", flag: "port", kind: kindInteger, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return nonZero(c.Port) }},
+	{path: "address", flag: "address", kind: kindText, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return c.Address, c.Address != "" }},
+	{path: "tlsCertFile", flag: "tls-cert-file", kind: kindText, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return c.TLSCertFile, c.TLSCertFile != "" }},
+	{path: "tlsPrivateKeyFile", flag: "tls-private-key-file", kind: kindText, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 		return c.TLSPrivateKeyFile, c.TLSPrivateKeyFile != ""
 	}},
-	{path: "authentication.x509.clientCAFile", flag: "client-ca-file", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+	{path: "authentication.x509.clientCAFile", flag: "client-ca-file", kind: kindText, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 		return c.Authentication.X509.ClientCAFile, c.Authentication.X509.ClientCAFile != ""
 	}},
 	// v1beta1's defaults for these three are not the flags': a file
 	// without them authenticates tokens, refuses anonymous requests and
 	// authorizes every request with a SubjectAccessReview.
-	{path: "authentication.webhook.enabled", flag: "authentication-token-webhook", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+	{path: "authentication.webhook.enabled", flag: "authentication-token-webhook", kind: kindBool, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 		return boolPtrOr(c.Authentication.Webhook.Enabled, true)
 	}},
-	{path: "authentication.anonymous.enabled", flag: "anonymous-auth", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+	{path: "authentication.anonymous.enabled", flag: "anonymous-auth", kind: kindBool, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 		return boolPtrOr(c.Authentication.Anonymous.Enabled, false)
 	}},
-	{path: "authorization.mode", flag: "authorization-mode", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+	{path: "authorization.mode", flag: "authorization-mode", kind: kindText, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 		return orDefault(string(c.Authorization.Mode), string(kcv1beta1.KubeletAuthorizationModeWebhook))
 	}},
-	{path: "syncFrequency", flag: "sync-frequency", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+	{path: "syncFrequency", flag: "sync-frequency", kind: kindDuration, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 		// kubeproof's flag defaults to 20s; v1beta1's is 1m.
 		if c.SyncFrequency.Duration == 0 {
 			return time.Minute.String(), true
 		}
 		return c.SyncFrequency.Duration.String(), true
 	}},
-	{path: "nodeStatusUpdateFrequency", flag: "node-status-update-frequency", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
-		return duration(c.NodeStatusUpdateFrequency.Duration)
+	{path: "nodeStatusUpdateFrequency", flag: "node-status-update-frequency", kind: kindDuration, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return durationValue(c.NodeStatusUpdateFrequency.Duration)
 	}},
-	{path: "nodeStatusReportFrequency", flag: "node-status-report-frequency", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+	{path: "nodeStatusReportFrequency", flag: "node-status-report-frequency", kind: kindDuration, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 		// As v1beta1's defaulting: left out, it follows an explicit
 		// nodeStatusUpdateFrequency.
 		if c.NodeStatusReportFrequency.Duration == 0 {
-			return duration(c.NodeStatusUpdateFrequency.Duration)
+			return durationValue(c.NodeStatusUpdateFrequency.Duration)
 		}
-		return duration(c.NodeStatusReportFrequency.Duration)
+		return durationValue(c.NodeStatusReportFrequency.Duration)
 	}},
-	{path: "nodeLeaseDurationSeconds", flag: "node-lease-duration", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
-		return duration(time.Duration(c.NodeLeaseDurationSeconds) * time.Second)
+	{path: "nodeLeaseDurationSeconds", flag: "node-lease-duration", kind: kindSeconds, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return durationValue(time.Duration(c.NodeLeaseDurationSeconds) * time.Second)
 	}},
-	{path: "maxPods", flag: "max-pods", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return nonZero(c.MaxPods) }},
-	{path: "podCIDR", flag: "pod-cidr", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return c.PodCIDR, c.PodCIDR != "" }},
-	{path: "podLogsDir", flag: "pod-logs-dir", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return c.PodLogsDir, c.PodLogsDir != "" }},
-	{path: "kubeAPIQPS", flag: "kube-api-qps", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return int32Ptr(c.KubeAPIQPS) }},
-	{path: "kubeAPIBurst", flag: "kube-api-burst", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return nonZero(c.KubeAPIBurst) }},
-	{path: "clusterDomain", flag: "cluster-domain", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return c.ClusterDomain, c.ClusterDomain != "" }},
-	{path: "clusterDNS", flag: "cluster-dns", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return list(c.ClusterDNS) }},
-	{path: "resolvConf", flag: "resolv-conf", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+	{path: "maxPods", flag: "max-pods", kind: kindInteger, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return nonZero(c.MaxPods) }},
+	{path: "podCIDR", flag: "pod-cidr", kind: kindText, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return c.PodCIDR, c.PodCIDR != "" }},
+	{path: "podLogsDir", flag: "pod-logs-dir", kind: kindText, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return c.PodLogsDir, c.PodLogsDir != "" }},
+	{path: "kubeAPIQPS", flag: "kube-api-qps", kind: kindInteger, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return int32Ptr(c.KubeAPIQPS) }},
+	{path: "kubeAPIBurst", flag: "kube-api-burst", kind: kindInteger, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return nonZero(c.KubeAPIBurst) }},
+	{path: "clusterDomain", flag: "cluster-domain", kind: kindText, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return c.ClusterDomain, c.ClusterDomain != "" }},
+	{path: "clusterDNS", flag: "cluster-dns", kind: kindList, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return listValue(c.ClusterDNS) }},
+	{path: "resolvConf", flag: "resolv-conf", kind: kindText, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 		if c.ResolverConfig == nil {
 			return "", false
 		}
 		return *c.ResolverConfig, true
 	}},
-	{path: "containerRuntimeEndpoint", flag: "container-runtime-endpoint", aliases: []string{"cri-endpoint"}, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+	{path: "containerRuntimeEndpoint", flag: "container-runtime-endpoint", aliases: []string{"cri-endpoint"}, kind: kindText, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 		return c.ContainerRuntimeEndpoint, c.ContainerRuntimeEndpoint != ""
 	}},
-	{path: "imageMinimumGCAge", flag: "minimum-image-ttl-duration", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
-		return duration(c.ImageMinimumGCAge.Duration)
+	{path: "imageMinimumGCAge", flag: "minimum-image-ttl-duration", kind: kindDuration, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return durationValue(c.ImageMinimumGCAge.Duration)
 	}},
-	{path: "imageMaximumGCAge", flag: "image-maximum-gc-age", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
-		return duration(c.ImageMaximumGCAge.Duration)
+	{path: "imageMaximumGCAge", flag: "image-maximum-gc-age", kind: kindDuration, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return durationValue(c.ImageMaximumGCAge.Duration)
 	}},
-	{path: "imageGCHighThresholdPercent", flag: "image-gc-high-threshold", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+	{path: "imageGCHighThresholdPercent", flag: "image-gc-high-threshold", kind: kindInteger, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 		return int32Ptr(c.ImageGCHighThresholdPercent)
 	}},
-	{path: "imageGCLowThresholdPercent", flag: "image-gc-low-threshold", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+	{path: "imageGCLowThresholdPercent", flag: "image-gc-low-threshold", kind: kindInteger, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 		return int32Ptr(c.ImageGCLowThresholdPercent)
 	}},
-	{path: "cgroupRoot", flag: "cgroup-root", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return c.CgroupRoot, c.CgroupRoot != "" }},
+	{path: "cgroupRoot", flag: "cgroup-root", kind: kindText, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return c.CgroupRoot, c.CgroupRoot != "" }},
 	{path: "singleProcessOOMKill", flag: "single-process-oom-kill", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 		return boolPtr(c.SingleProcessOOMKill)
 	}},
-	{path: "podPidsLimit", flag: "pod-max-pids", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+	{path: "podPidsLimit", flag: "pod-max-pids", kind: kindInteger, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 		if c.PodPidsLimit == nil {
 			return "", false
 		}
 		return strconv.FormatInt(max(*c.PodPidsLimit, -1), 10), true
 	}},
-	{path: "cpuCFSQuota", flag: "cpu-cfs-quota", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return boolPtr(c.CPUCFSQuota) }},
-	{path: "cpuCFSQuotaPeriod", flag: "cpu-cfs-quota-period", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+	{path: "cpuCFSQuota", flag: "cpu-cfs-quota", kind: kindBool, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return boolPtr(c.CPUCFSQuota) }},
+	{path: "cpuCFSQuotaPeriod", flag: "cpu-cfs-quota-period", kind: kindDuration, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 		if c.CPUCFSQuotaPeriod == nil {
 			return "", false
 		}
 		return c.CPUCFSQuotaPeriod.Duration.String(), true
 	}},
-	{path: "evictionHard", flag: "eviction-hard", value: evictionHardValue},
-	{path: "mergeDefaultEvictionSettings", flag: "eviction-hard", value: evictionHardValue},
-	{path: "evictionSoft", flag: "eviction-soft", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return pairs(c.EvictionSoft, "<") }},
-	{path: "evictionSoftGracePeriod", flag: "eviction-soft-grace-period", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
-		return pairs(c.EvictionSoftGracePeriod, "=")
+	{path: "evictionHard", flag: "eviction-hard", kind: kindThresholds, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		// Left out, the flag's default is upstream's; {} is none.
+		v, _ := pairsValue(c.EvictionHard, "<")
+		return v, c.EvictionHard != nil
 	}},
-	{path: "evictionMinimumReclaim", flag: "eviction-minimum-reclaim", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
-		return pairs(c.EvictionMinimumReclaim, "=")
+	// Taken up with the file (loadedKubeletConfig), as upstream's.
+	{path: "mergeDefaultEvictionSettings", flag: "eviction-hard", value: func(*kcv1beta1.KubeletConfiguration) (string, bool) { return "", false }},
+	{path: "evictionSoft", flag: "eviction-soft", kind: kindThresholds, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return pairsValue(c.EvictionSoft, "<") }},
+	{path: "evictionSoftGracePeriod", flag: "eviction-soft-grace-period", kind: kindPairs, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return pairsValue(c.EvictionSoftGracePeriod, "=")
 	}},
-	{path: "evictionPressureTransitionPeriod", flag: "eviction-pressure-transition-period", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
-		return duration(c.EvictionPressureTransitionPeriod.Duration)
+	{path: "evictionMinimumReclaim", flag: "eviction-minimum-reclaim", kind: kindPairs, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return pairsValue(c.EvictionMinimumReclaim, "=")
 	}},
-	{path: "evictionMaxPodGracePeriod", flag: "eviction-max-pod-grace-period", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+	{path: "evictionPressureTransitionPeriod", flag: "eviction-pressure-transition-period", kind: kindDuration, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return durationValue(c.EvictionPressureTransitionPeriod.Duration)
+	}},
+	{path: "evictionMaxPodGracePeriod", flag: "eviction-max-pod-grace-period", kind: kindInteger, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 		return nonZero(c.EvictionMaxPodGracePeriod)
 	}},
-	{path: "failSwapOn", flag: "fail-swap-on", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return boolPtr(c.FailSwapOn) }},
-	{path: "memorySwap.swapBehavior", flag: "memory-swap-behavior", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+	{path: "failSwapOn", flag: "fail-swap-on", kind: kindBool, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return boolPtr(c.FailSwapOn) }},
+	{path: "memorySwap.swapBehavior", flag: "memory-swap-behavior", kind: kindText, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 		return c.MemorySwap.SwapBehavior, c.MemorySwap.SwapBehavior != ""
 	}},
-	{path: "systemReserved", flag: "system-reserved", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return pairs(c.SystemReserved, "=") }},
-	{path: "kubeReserved", flag: "kube-reserved", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return pairs(c.KubeReserved, "=") }},
-	{path: "systemReservedCgroup", flag: "system-reserved-cgroup", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+	{path: "systemReserved", flag: "system-reserved", kind: kindPairs, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return pairsValue(c.SystemReserved, "=") }},
+	{path: "kubeReserved", flag: "kube-reserved", kind: kindPairs, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return pairsValue(c.KubeReserved, "=") }},
+	{path: "systemReservedCgroup", flag: "system-reserved-cgroup", kind: kindText, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 		return c.SystemReservedCgroup, c.SystemReservedCgroup != ""
 	}},
-	{path: "kubeReservedCgroup", flag: "kube-reserved-cgroup", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+	{path: "kubeReservedCgroup", flag: "kube-reserved-cgroup", kind: kindText, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 		return c.KubeReservedCgroup, c.KubeReservedCgroup != ""
 	}},
-	{path: "enforceNodeAllocatable", flag: "enforce-node-allocatable", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
-		return list(c.EnforceNodeAllocatable)
+	{path: "enforceNodeAllocatable", flag: "enforce-node-allocatable", kind: kindList, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return listValue(c.EnforceNodeAllocatable)
 	}},
-	{path: "allowedUnsafeSysctls", flag: "allowed-unsafe-sysctls", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
-		return list(c.AllowedUnsafeSysctls)
+	{path: "allowedUnsafeSysctls", flag: "allowed-unsafe-sysctls", kind: kindList, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return listValue(c.AllowedUnsafeSysctls)
 	}},
-	{path: "seccompDefault", flag: "seccomp-default", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return boolPtr(c.SeccompDefault) }},
-	{path: "imagePullCredentialsVerificationPolicy", flag: "image-pull-credentials-verification-policy", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+	{path: "seccompDefault", flag: "seccomp-default", kind: kindBool, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return boolPtr(c.SeccompDefault) }},
+	{path: "imagePullCredentialsVerificationPolicy", flag: "image-pull-credentials-verification-policy", kind: kindText, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 		return string(c.ImagePullCredentialsVerificationPolicy), c.ImagePullCredentialsVerificationPolicy != ""
 	}},
-	{path: "preloadedImagesVerificationAllowlist", flag: "preloaded-images-verification-allowlist", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
-		return list(c.PreloadedImagesVerificationAllowlist)
+	{path: "preloadedImagesVerificationAllowlist", flag: "preloaded-images-verification-allowlist", kind: kindList, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return listValue(c.PreloadedImagesVerificationAllowlist)
 	}},
-	{path: "logging.format", flag: "log-format", value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+	{path: "logging.format", flag: "log-format", kind: kindText, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 		return c.Logging.Format, c.Logging.Format != ""
 	}},
-	{path: "featureGates", flag: "feature-gates", merge: true, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+	{path: "featureGates", flag: "feature-gates", kind: kindGates, merge: true, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 		gates := make(map[string]string, len(c.FeatureGates))
 		for k, v := range c.FeatureGates {
 			gates[k] = strconv.FormatBool(v)
 		}
-		return pairs(gates, "=")
+		return pairsValue(gates, "=")
 	}},
-}
-
-// evictionHardValue is --eviction-hard from evictionHard: left out,
-// upstream's defaults; with mergeDefaultEvictionSettings the
-// defaults' signals the file leaves out are added to its own.
-func evictionHardValue(c *kcv1beta1.KubeletConfiguration) (string, bool) {
-	if c.EvictionHard == nil {
-		return "", false
-	}
-	// evictionHard: {} is no hard threshold (upstream defaults only a
-	// missing map), unless the defaults are merged in.
-	hard := maps.Clone(c.EvictionHard)
-	if c.MergeDefaultEvictionSettings != nil && *c.MergeDefaultEvictionSettings {
-		for signal, v := range defaultEvictionHard() {
-			if _, set := hard[signal]; !set {
-				hard[signal] = v
-			}
-		}
-	}
-	v, _ := pairs(hard, "<")
-	return v, true
 }
 
 // defaultEvictionHard is upstream's default evictionHard as a map.
@@ -555,74 +552,11 @@ func checkIgnoredKubeletConfig(kc *kcv1beta1.KubeletConfiguration, logger *slog.
 	return nil
 }
 
-// validateKubeletConfig checks the file's values of kc, after v1beta1's
-// defaults, as upstream's ValidateKubeletConfiguration does, with its
-// messages; a field whose flag was given on the command line is the
-// flag's to check. Several errors are one aggregate, as upstream's.
-func validateKubeletConfig(kc *kcv1beta1.KubeletConfiguration, given func(flag string) bool) error {
-	var errs []error
-	add := func(flags []string, bad bool, format string, args ...any) {
-		if bad && !slices.ContainsFunc(flags, given) {
-			errs = append(errs, fmt.Errorf(format, args...))
-		}
-	}
-	deref := func(p *int32, def int32) int32 {
-		if p == nil {
-			return def
-		}
-		return *p
-	}
-	lease := kc.NodeLeaseDurationSeconds
-	if lease == 0 {
-		lease = 40
-	}
-	add([]string{"node-lease-duration"}, lease <= 0, "invalid configuration: nodeLeaseDurationSeconds must be greater than 0")
-	high, low := deref(kc.ImageGCHighThresholdPercent, 85), deref(kc.ImageGCLowThresholdPercent, 80)
-	gcFlags := []string{"image-gc-high-threshold", "image-gc-low-threshold"}
-	add(gcFlags, high < 0 || high > 100, "invalid configuration: imageGCHighThresholdPercent (--image-gc-high-threshold) %v must be between 0 and 100, inclusive", high)
-	add(gcFlags, low < 0 || low > 100, "invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) %v must be between 0 and 100, inclusive", low)
-	add(gcFlags, low >= high, "invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) %v must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) %v", low, high)
-	minAge, maxAge := kc.ImageMinimumGCAge.Duration, kc.ImageMaximumGCAge.Duration
-	if minAge == 0 {
-		minAge = 2 * time.Minute
-	}
-	ageFlags := []string{"minimum-image-ttl-duration", "image-maximum-gc-age"}
-	add(ageFlags, minAge < 0, "invalid configuration: imageMinimumGCAge %v must not be negative", minAge)
-	add(ageFlags, maxAge < 0, "invalid configuration: imageMaximumGCAge %v must not be negative", maxAge)
-	add(ageFlags, maxAge > 0 && maxAge <= minAge, "invalid configuration: imageMaximumGCAge %v must be greater than imageMinimumGCAge %v", maxAge, minAge)
-	add([]string{"kube-api-burst"}, kc.KubeAPIBurst < 0, "invalid configuration: kubeAPIBurst (--kube-api-burst) %v must not be a negative number", kc.KubeAPIBurst)
-	qps := deref(kc.KubeAPIQPS, 50)
-	add([]string{"kube-api-qps"}, qps < 0, "invalid configuration: kubeAPIQPS (--kube-api-qps) %v must not be a negative number", qps)
-	add([]string{"max-pods"}, kc.MaxPods < 0, "invalid configuration: maxPods (--max-pods) %v must not be a negative number", kc.MaxPods)
-	port := kc.Port
-	if port == 0 {
-		port = 10250
-	}
-	add([]string{"port"}, port < 1 || port > 65535, "invalid configuration: port (--port) %v must be between 1 and 65535, inclusive", port)
-	add(nil, kc.RunOnce, "invalid configuration: runOnce (--runOnce) %v, Runonce mode has been deprecated and should not be set", kc.RunOnce)
-	switch kc.MemorySwap.SwapBehavior {
-	case "", "NoSwap", "LimitedSwap":
-	default:
-		add([]string{"memory-swap-behavior"}, true, "invalid configuration: memorySwap.swapBehavior %q must be one of: \"\", %q or %q", kc.MemorySwap.SwapBehavior, "LimitedSwap", "NoSwap")
-	}
-	enforce := []string{"enforce-node-allocatable"}
-	for _, pair := range [][2]string{{"system-reserved", "system-reserved-compressible"}, {"kube-reserved", "kube-reserved-compressible"}} {
-		add(enforce, slices.Contains(kc.EnforceNodeAllocatable, pair[0]) && slices.Contains(kc.EnforceNodeAllocatable, pair[1]),
-			"invalid configuration: both %q and %q cannot be specified together in enforceNodeAllocatable (--enforce-node-allocatable)", pair[0], pair[1])
-	}
-	switch len(errs) {
-	case 0:
-		return nil
-	case 1:
-		return errs[0]
-	}
-	return utilerrors.NewAggregate(errs)
-}
-
-// useKubeletConfigFile is --config and --config-dir: the file loaded,
-// the directory's drop-ins merged over it, the result checked, and its
-// values given to the flags the command line did not set. It returns the
-// flags the configuration set.
+// useKubeletConfigFile is --config and --config-dir, as upstream's
+// kubelet: the file loaded, the directory's drop-ins merged over it, the
+// command line over both, the result checked once, and its values given
+// to the flags the command line did not set. It returns the flags the
+// configuration set.
 func useKubeletConfigFile(fs *pflag.FlagSet, path, dropInDir string, logger *slog.Logger) (map[string]bool, error) {
 	var kc *kcv1beta1.KubeletConfiguration
 	if path != "" {
@@ -630,18 +564,7 @@ func useKubeletConfigFile(fs *pflag.FlagSet, path, dropInDir string, logger *slo
 		if kc, err = loadKubeletConfigFile(path, logger); err != nil {
 			return nil, err
 		}
-		if dropInDir != "" {
-			// Drop-ins go over upstream's loaded file: its evictionHard
-			// the default where it leaves it out (loadConfigFile), its
-			// nodeStatusReportFrequency already defaulted from its own
-			// nodeStatusUpdateFrequency (or 5m).
-			if kc.EvictionHard == nil {
-				kc.EvictionHard = defaultEvictionHard()
-			}
-			if kc.NodeStatusReportFrequency.Duration == 0 {
-				kc.NodeStatusReportFrequency.Duration = cmp.Or(kc.NodeStatusUpdateFrequency.Duration, 5*time.Minute)
-			}
-		}
+		kc = loadedKubeletConfig(kc)
 	} else {
 		// As upstream's: without --config the drop-ins go over the
 		// flags' configuration, whose defaults are not all v1beta1's.
@@ -658,23 +581,57 @@ func useKubeletConfigFile(fs *pflag.FlagSet, path, dropInDir string, logger *slo
 	if name == "" {
 		name = dropInDir
 	}
-	if err := validateKubeletConfig(kc, fs.Changed); err != nil {
-		return nil, fmt.Errorf("failed to validate kubelet configuration, error: %w, path: %s", err, name)
-	}
-	if err := checkIgnoredKubeletConfig(kc, logger); err != nil {
-		return nil, fmt.Errorf("kubelet configuration %s: %w", name, err)
-	}
 	fromFile, err := applyKubeletConfig(fs, kc)
 	if err != nil {
+		return nil, fmt.Errorf("kubelet configuration %s: %w", name, err)
+	}
+	// The flags now hold what the kubelet runs with: the configuration
+	// with the command line over it, checked as upstream checks it.
+	final, err := kubeletConfigOfFlags(kc, fs)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet configuration %s: %w", name, err)
+	}
+	if err := checkKubeletLogFormat(final); err != nil {
+		return nil, err
+	}
+	if err := validateKubeletConfig(final); err != nil {
+		return nil, fmt.Errorf("failed to validate kubelet configuration, error: %w, path: %s", err, name)
+	}
+	if err := checkIgnoredKubeletConfig(final, logger); err != nil {
 		return nil, fmt.Errorf("kubelet configuration %s: %w", name, err)
 	}
 	return fromFile, nil
 }
 
+// loadedKubeletConfig is kc as upstream's kubelet loads its file, before
+// any drop-in: evictionHard upstream's defaults where the file leaves it
+// out, or the file's with the defaults' other signals added when
+// mergeDefaultEvictionSettings is true (loadConfigFile);
+// nodeStatusReportFrequency v1beta1's default, from the file's
+// nodeStatusUpdateFrequency (or 5m).
+func loadedKubeletConfig(kc *kcv1beta1.KubeletConfiguration) *kcv1beta1.KubeletConfiguration {
+	kc = kc.DeepCopy()
+	switch {
+	case kc.EvictionHard == nil:
+		kc.EvictionHard = defaultEvictionHard()
+	case kc.MergeDefaultEvictionSettings != nil && *kc.MergeDefaultEvictionSettings:
+		for signal, v := range defaultEvictionHard() {
+			if _, set := kc.EvictionHard[signal]; !set {
+				kc.EvictionHard[signal] = v
+			}
+		}
+	}
+	if kc.NodeStatusReportFrequency.Duration == 0 {
+		kc.NodeStatusReportFrequency.Duration = cmp.Or(kc.NodeStatusUpdateFrequency.Duration, 5*time.Minute)
+	}
+	return kc
+}
+
 // flagsKubeletConfig is the configuration of the flags whose v1beta1
-// defaults are not the flags' (kubeletConfigFields' defaulted ones, and
-// the report frequency, which v1beta1 would take from a drop-in's update
-// frequency): the base of drop-ins without --config.
+// defaults are not the flags' (kubeletConfigFields' defaulted ones, the
+// report frequency, which v1beta1 would take from a drop-in's update
+// frequency, and the hard eviction thresholds, which v1beta1 leaves
+// out): the base of drop-ins without --config.
 func flagsKubeletConfig(fs *pflag.FlagSet) *kcv1beta1.KubeletConfiguration {
 	get := func(name string) string { return fs.Lookup(name).Value.String() }
 	kc := &kcv1beta1.KubeletConfiguration{}
@@ -684,29 +641,153 @@ func flagsKubeletConfig(fs *pflag.FlagSet) *kcv1beta1.KubeletConfiguration {
 	if d, err := time.ParseDuration(get("sync-frequency")); err == nil {
 		kc.SyncFrequency.Duration = d
 	}
+	if d, err := time.ParseDuration(get("node-status-update-frequency")); err == nil {
+		kc.NodeStatusUpdateFrequency.Duration = d
+	}
 	if d, err := time.ParseDuration(get("node-status-report-frequency")); err == nil {
 		kc.NodeStatusReportFrequency.Duration = d
+	}
+	kc.EvictionHard = map[string]string{}
+	for stmt := range strings.SplitSeq(get("eviction-hard"), ",") {
+		if signal, v, ok := strings.Cut(stmt, "<"); ok {
+			kc.EvictionHard[signal] = v
+		}
 	}
 	return kc
 }
 
-// mergeKubeletConfigDropIns merges the drop-ins of dir (its files, in
-// subdirectories too, named *.conf, in lexical order) over kc as
-// upstream's --config-dir: the drop-ins are JSON merge patches of one
-// another, so a null takes back what an earlier one set; their result
-// is laid over kc as upstream's merged JSON is decoded into the loaded
-// configuration, where the base's fields (under their Go names) are never
-// removed: objects and maps merged key by key, anything else replaced.
-func mergeKubeletConfigDropIns(kc *kcv1beta1.KubeletConfiguration, dir string, logger *slog.Logger) (*kcv1beta1.KubeletConfiguration, error) {
-	base, err := json.Marshal(kc)
+// kubeletConfigOfFlags is kc with the values of kubeletConfigFields'
+// flags written back into their fields: the configuration the kubelet
+// runs with.
+func kubeletConfigOfFlags(kc *kcv1beta1.KubeletConfiguration, fs *pflag.FlagSet) (*kcv1beta1.KubeletConfiguration, error) {
+	doc, err := kubeletConfigJSON(kc)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range kubeletConfigFields {
+		if f.kind == kindNone {
+			continue
+		}
+		fl := fs.Lookup(f.flag)
+		if fl == nil {
+			return nil, fmt.Errorf("kubelet configuration field %s: no flag --%s", f.path, f.flag)
+		}
+		v, err := flagJSON(f.kind, flagString(fl))
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", f.flag, err)
+		}
+		setJSONPath(doc, strings.Split(f.path, "."), v)
+	}
+	return kubeletConfigOfJSON(doc)
+}
+
+// flagString is a flag's value as it is given: a list's items
+// comma-separated, feature gates as pairs.
+func flagString(fl *pflag.Flag) string {
+	if sv, ok := fl.Value.(pflag.SliceValue); ok {
+		return strings.Join(sv.GetSlice(), ",")
+	}
+	return fl.Value.String()
+}
+
+// flagJSON is a flag's value s as the JSON of its field.
+func flagJSON(kind flagKind, s string) (any, error) {
+	items := func() []string {
+		if s == "" {
+			return nil
+		}
+		return strings.Split(s, ",")
+	}
+	switch kind {
+	case kindInteger:
+		f, err := strconv.ParseFloat(s, 64)
+		return math.Trunc(f), err
+	case kindBool:
+		return strconv.ParseBool(s)
+	case kindSeconds:
+		d, err := time.ParseDuration(s)
+		return math.Trunc(d.Seconds()), err
+	case kindList:
+		out := []any{}
+		for _, item := range items() {
+			out = append(out, item)
+		}
+		return out, nil
+	case kindThresholds, kindPairs, kindGates:
+		sep := map[flagKind]string{kindThresholds: "<", kindPairs: "=", kindGates: "="}[kind]
+		out := map[string]any{}
+		for _, item := range items() {
+			k, v, ok := strings.Cut(item, sep)
+			if !ok {
+				return nil, fmt.Errorf("%q: want key%svalue", item, sep)
+			}
+			out[k] = v
+			if kind == kindGates {
+				on, err := strconv.ParseBool(v)
+				if err != nil {
+					return nil, err
+				}
+				out[k] = on
+			}
+		}
+		return out, nil
+	}
+	return s, nil // kindText, kindDuration
+}
+
+// setJSONPath sets the member at path of doc, making the objects on the
+// way.
+func setJSONPath(doc map[string]any, path []string, v any) {
+	for _, k := range path[:len(path)-1] {
+		next, ok := doc[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			doc[k] = next
+		}
+		doc = next
+	}
+	doc[path[len(path)-1]] = v
+}
+
+// kubeletConfigJSON is kc as a JSON object (v1beta1's field names).
+func kubeletConfigJSON(kc *kcv1beta1.KubeletConfiguration) (map[string]any, error) {
+	data, err := json.Marshal(kc)
 	if err != nil {
 		return nil, fmt.Errorf("failed to marshal base config: %w", err)
 	}
-	var doc any
-	if err := json.Unmarshal(base, &doc); err != nil {
+	doc := map[string]any{}
+	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("failed to marshal base config: %w", err)
 	}
-	var dropIns any = map[string]any{}
+	return doc, nil
+}
+
+// kubeletConfigOfJSON decodes a JSON object into a KubeletConfiguration.
+func kubeletConfigOfJSON(doc map[string]any) (*kcv1beta1.KubeletConfiguration, error) {
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("failed to unmarshal merged JSON into kubelet configuration: %w", err)
+	}
+	kc := &kcv1beta1.KubeletConfiguration{}
+	if err := json.Unmarshal(data, kc); err != nil {
+		return nil, fmt.Errorf("failed to unmarshal merged JSON into kubelet configuration: %w", err)
+	}
+	return kc, nil
+}
+
+// mergeKubeletConfigDropIns merges the drop-ins of dir (its files, in
+// subdirectories too, named *.conf, in lexical order) over kc as
+// upstream's --config-dir: kc written as v1beta1 JSON, each drop-in
+// applied to it as a JSON merge patch (objects and maps merged key by
+// key, a null removing the member whoever set it, anything else
+// replaced), the result decoded and defaulted again, so a field a
+// drop-in nulls or zeroes is v1beta1's default. evictionHard has no
+// v1beta1 default: taken away, there is no hard threshold.
+func mergeKubeletConfigDropIns(kc *kcv1beta1.KubeletConfiguration, dir string, logger *slog.Logger) (*kcv1beta1.KubeletConfiguration, error) {
+	doc, err := kubeletConfigJSON(kc)
+	if err != nil {
+		return nil, err
+	}
 	err = filepath.WalkDir(dir, func(path string, d iofs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -718,23 +799,21 @@ func mergeKubeletConfigDropIns(kc *kcv1beta1.KubeletConfiguration, dir string, l
 		if err != nil {
 			return fmt.Errorf("failed to load kubelet dropin file, path: %s, error: %w", path, err)
 		}
-		dropIns = mergePatch(dropIns, patch)
+		doc, _ = mergePatch(doc, patch).(map[string]any)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to walk through kubelet dropin directory %q: %w", dir, err)
 	}
-	// dropIns holds no null: mergePatch drops them.
-	doc = mergePatch(doc, dropIns)
-	merged, err := json.Marshal(doc)
+	merged, err := kubeletConfigOfJSON(doc)
 	if err != nil {
-		return nil, fmt.Errorf("failed to unmarshal merged JSON into kubelet configuration: %w", err)
+		return nil, err
 	}
-	out := &kcv1beta1.KubeletConfiguration{}
-	if err := json.Unmarshal(merged, out); err != nil {
-		return nil, fmt.Errorf("failed to unmarshal merged JSON into kubelet configuration: %w", err)
+	// kubeletConfigFields' values give the other defaults.
+	if merged.EvictionHard == nil {
+		merged.EvictionHard = map[string]string{}
 	}
-	return out, nil
+	return merged, nil
 }
 
 // loadKubeletConfigDropIn is a drop-in's fields as JSON: the file must be
@@ -752,17 +831,31 @@ func loadKubeletConfigDropIn(path string, logger *slog.Logger) (any, error) {
 		return fail(fmt.Errorf("kubelet config file %q was empty", path))
 	}
 	if _, err := decodeKubeletConfig(data, logger); err != nil {
-		return fail(err)
+		// As upstream's, which reads a drop-in as plain JSON: a null,
+		// which takes a field away, need not be a value of the field's
+		// type (syncFrequency: null); what else it sets must decode.
+		stripped, serr := json.Marshal(mergePatch(map[string]any{}, yamlObject(data)))
+		if serr != nil {
+			return fail(err)
+		}
+		if _, retryErr := decodeKubeletConfig(stripped, logger); retryErr != nil {
+			return fail(err)
+		}
 	}
+	return yamlObject(data), nil
+}
+
+// yamlObject is data, YAML or JSON, as a JSON value; nil if it is none.
+func yamlObject(data []byte) any {
 	raw, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return fail(err)
+		return nil
 	}
-	var patch any
-	if err := json.Unmarshal(raw, &patch); err != nil {
-		return fail(err)
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil
 	}
-	return patch, nil
+	return v
 }
 
 // mergePatch applies patch to doc as a JSON merge patch (RFC 7386): an

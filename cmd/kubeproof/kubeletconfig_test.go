@@ -12,10 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
 
 	"github.com/kubeproof/kubeproof/impl/cluster"
 )
@@ -42,10 +41,21 @@ func applyConfigFile(t *testing.T, path string, args ...string) (*kubeletFlags, 
 	}
 	var logs bytes.Buffer
 	fromFile, err := useKubeletConfigFile(cmd.Flags(), path, "", slog.New(slog.NewTextHandler(&logs, nil)))
-	return &kubeletFlags{get: func(name string) string { return cmd.Flags().Lookup(name).Value.String() }, fromFile: fromFile, logs: logs.String()}, err
+	return &kubeletFlags{flags: cmd.Flags(), get: flagGetter(cmd.Flags()), fromFile: fromFile, logs: logs.String()}, err
+}
+
+// flagGetter is the value of a flag of fs by name.
+func flagGetter(fs *pflag.FlagSet) func(string) string {
+	return func(name string) string {
+		if fl := fs.Lookup(name); fl != nil {
+			return fl.Value.String()
+		}
+		return "<no flag --" + name + ">"
+	}
 }
 
 type kubeletFlags struct {
+	flags    *pflag.FlagSet
 	get      func(string) string
 	fromFile map[string]bool
 	logs     string
@@ -70,7 +80,7 @@ func TestKubeletConfigFilePrecedence(t *testing.T) {
 			want: map[string]string{"max-pods": "20", "sync-frequency": "30s", "cluster-dns": "[10.0.0.1]"}},
 		{name: "v1beta1 defaults", body: "",
 			want: map[string]string{"sync-frequency": "1m0s", "authorization-mode": "Webhook", "anonymous-auth": "false", "authentication-token-webhook": "true",
-				"max-pods": "110", "port": "10250", "eviction-hard": eviction.DefaultEvictionHard}},
+				"max-pods": "110", "port": "10250", "eviction-hard": "imagefs.available<15%,imagefs.inodesFree<5%,memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%"}},
 		{name: "command line beats v1beta1 default", body: "", args: []string{"--anonymous-auth=true", "--authorization-mode", "AlwaysAllow"},
 			want: map[string]string{"anonymous-auth": "true", "authorization-mode": "AlwaysAllow"}},
 		{name: "maps", body: "evictionHard: {memory.available: 200Mi}\nevictionSoft: {memory.available: 300Mi}\nevictionSoftGracePeriod: {memory.available: 1m}\nsystemReserved: {cpu: 100m, memory: 1Gi}\n",
@@ -89,7 +99,7 @@ func TestKubeletConfigFilePrecedence(t *testing.T) {
 			want: map[string]string{"feature-gates": "CustomCPUCFSQuotaPeriod=true"}},
 		{name: "alias given", body: "containerRuntimeEndpoint: unix:///run/crio/crio.sock\n", args: []string{"--cri-endpoint", "unix:///x.sock"},
 			want: map[string]string{"container-runtime-endpoint": "unix:///x.sock"}},
-		{name: "enableServer false", body: "enableServer: false\nport: 10999\n", want: map[string]string{"port": "0"}},
+		{name: "enableServer false", body: "enableServer: false\nport: 10999\n", want: map[string]string{"enable-server": "false", "port": "10999"}},
 		{name: "no enforcement", body: "enforceNodeAllocatable: []\n", want: map[string]string{"enforce-node-allocatable": "[]"}},
 		{name: "status report follows update", body: "nodeStatusUpdateFrequency: 20s\nnodeLeaseDurationSeconds: 60\n",
 			want: map[string]string{"node-status-update-frequency": "20s", "node-status-report-frequency": "20s", "node-lease-duration": "1m0s"}},
@@ -280,7 +290,8 @@ qosReserved: {memory: 50%}
 // an ignored field only warned of); a bad file stops it with upstream's error before it
 // contacts the API server.
 func TestKubeletStartsWithConfigFile(t *testing.T) {
-	if err := runKubelet(unreachableKubeconfig(t), "--config", writeKubeletConfig(t, kcHeader+"maxPods: -3\n")); err == nil ||
+	// The command line's --port 0 (runKubelet's) would be invalid too.
+	if err := runKubelet(unreachableKubeconfig(t), "--port", "10250", "--config", writeKubeletConfig(t, kcHeader+"maxPods: -3\n")); err == nil ||
 		!strings.Contains(err.Error(), "failed to validate kubelet configuration, error: invalid configuration: maxPods (--max-pods) -3 must not be a negative number") {
 		t.Errorf("kubelet with maxPods -3: %v", err)
 	}
@@ -389,12 +400,12 @@ func TestKubeletConfigDropIns(t *testing.T) {
 }
 
 // TestKubeletConfigDropInsOverLoadedFile: drop-ins go over --config as
-// upstream's kubelet merges them, over the loaded configuration: its
-// evictionHard already upstream's defaults when the file leaves it out
-// (loadConfigFile), so a drop-in's signal is merged into them, and a null
-// in a drop-in takes back only what an earlier drop-in set, never the
-// file's value (upstream's merged JSON keeps the file's fields under
-// their Go names, which a drop-in's null does not remove).
+// upstream's kubelet merges them, over the loaded configuration written
+// as v1beta1 JSON: its evictionHard already upstream's defaults when the
+// file leaves it out (loadConfigFile), so a drop-in's signal is merged
+// into them; a null in a drop-in removes the field, whoever set it, and
+// the merged result is defaulted again, so a null or a zero is v1beta1's
+// default (an evictionHard taken away is none).
 func TestKubeletConfigDropInsOverLoadedFile(t *testing.T) {
 	for _, tc := range []struct {
 		name, config string
@@ -405,11 +416,19 @@ func TestKubeletConfigDropInsOverLoadedFile(t *testing.T) {
 			want: map[string]string{"eviction-hard": "imagefs.available<15%,imagefs.inodesFree<5%,memory.available<200Mi,nodefs.available<10%,nodefs.inodesFree<5%"}},
 		{name: "signal merged into the file's", config: "evictionHard: {memory.available: 300Mi}\n", dropIns: []string{"evictionHard: {nodefs.available: 20%}\n"},
 			want: map[string]string{"eviction-hard": "memory.available<300Mi,nodefs.available<20%"}},
-		{name: "null keeps the file's", config: "maxPods: 50\nclusterDomain: base.local\nevictionHard: {memory.available: 300Mi, nodefs.available: 20%}\n",
-			dropIns: []string{"maxPods: null\nclusterDomain: null\nevictionHard: {nodefs.available: null}\n"},
-			want:    map[string]string{"max-pods": "50", "cluster-domain": "base.local", "eviction-hard": "memory.available<300Mi,nodefs.available<20%"}},
-		{name: "null takes back an earlier drop-in", config: "maxPods: 50\n", dropIns: []string{"maxPods: 80\ncgroupRoot: /a\n", "maxPods: null\n"},
-			want: map[string]string{"max-pods": "50", "cgroup-root": "/a"}},
+		{name: "null removes the file's", config: "maxPods: 50\nclusterDomain: base.local\nsyncFrequency: 30s\nevictionHard: {memory.available: 300Mi, nodefs.available: 20%}\n",
+			dropIns: []string{"maxPods: null\nclusterDomain: null\nsyncFrequency: null\nevictionHard: {nodefs.available: null}\n"},
+			want:    map[string]string{"max-pods": "110", "cluster-domain": "", "sync-frequency": "1m0s", "eviction-hard": "memory.available<300Mi"}},
+		{name: "null removes an earlier drop-in's", config: "maxPods: 50\n", dropIns: []string{"maxPods: 80\ncgroupRoot: /a\n", "maxPods: null\n"},
+			want: map[string]string{"max-pods": "110", "cgroup-root": "/a"}},
+		{name: "zero defaulted again", config: "maxPods: 50\nsyncFrequency: 30s\n", dropIns: []string{"maxPods: 0\nsyncFrequency: 0s\n"},
+			want: map[string]string{"max-pods": "110", "sync-frequency": "1m0s"}},
+		{name: "evictionHard taken away", config: "maxPods: 50\n", dropIns: []string{"evictionHard: null\n"},
+			want: map[string]string{"eviction-hard": ""}},
+		{name: "signal merged into the flags' defaults", dropIns: []string{"evictionHard: {memory.available: 200Mi}\n"},
+			want: map[string]string{"eviction-hard": "imagefs.available<15%,imagefs.inodesFree<5%,memory.available<200Mi,nodefs.available<10%,nodefs.inodesFree<5%"}},
+		{name: "report frequency of a null", config: "nodeStatusUpdateFrequency: 30s\nnodeStatusReportFrequency: 2m\n", dropIns: []string{"nodeStatusReportFrequency: null\n"},
+			want: map[string]string{"node-status-update-frequency": "30s", "node-status-report-frequency": "30s"}},
 		// nodeStatusReportFrequency is defaulted with the file, from its
 		// nodeStatusUpdateFrequency, before any drop-in.
 		{name: "report frequency defaulted before", config: "maxPods: 50\n", dropIns: []string{"nodeStatusUpdateFrequency: 20s\n"},
@@ -437,8 +456,9 @@ func TestKubeletConfigDropInsOverLoadedFile(t *testing.T) {
 			if _, err := useKubeletConfigFile(cmd.Flags(), config, dir, slog.New(slog.NewTextHandler(new(bytes.Buffer), nil))); err != nil {
 				t.Fatal(err)
 			}
+			get := flagGetter(cmd.Flags())
 			for flag, want := range tc.want {
-				if got := cmd.Flags().Lookup(flag).Value.String(); got != want {
+				if got := get(flag); got != want {
 					t.Errorf("--%s = %q, want %q", flag, got, want)
 				}
 			}
@@ -448,11 +468,96 @@ func TestKubeletConfigDropInsOverLoadedFile(t *testing.T) {
 
 // TestKubeletConfigLogFormatRebuildsLogger: the file's logging.format
 // is taken up once the file is read (the logger is built again from it),
-// so a format kubeproof does not have stops the kubelet before it
-// contacts the API server.
+// so a format upstream's kubelet does not have stops the kubelet, with
+// upstream's error, before it contacts the API server.
 func TestKubeletConfigLogFormatRebuildsLogger(t *testing.T) {
-	err := runKubelet(unreachableKubeconfig(t), "--config", writeKubeletConfig(t, kcHeader+"logging: {format: yaml}\n"))
-	if err == nil || !strings.Contains(err.Error(), `--log-format: unknown format "yaml"`) {
+	err := runKubelet(unreachableKubeconfig(t), "--port", "10250", "--config", writeKubeletConfig(t, kcHeader+"logging: {format: yaml}\n"))
+	if err == nil || !strings.Contains(err.Error(), `initialize logging: logging.format: Invalid value: "yaml": Unsupported log format`) {
 		t.Errorf("kubelet with logging.format yaml: %v", err)
+	}
+}
+
+// TestKubeletConfigValidatesMergedConfiguration: as upstream's kubelet,
+// the configuration is validated once, after the command line is applied
+// over the file and its drop-ins: a bad value given on the command line is
+// named by its field (maxPods (--max-pods)), a check across two fields
+// sees the command line's value of one and the file's of the other, and
+// the range checks upstream does on every field run on the fields
+// kubeproof does not implement too.
+func TestKubeletConfigValidatesMergedConfiguration(t *testing.T) {
+	const prefix = "failed to validate kubelet configuration, error: "
+	for _, tc := range []struct {
+		name, body string
+		args       []string
+		want       string
+	}{
+		{name: "command line value", body: "maxPods: 5\n", args: []string{"--max-pods", "-1"},
+			want: prefix + "invalid configuration: maxPods (--max-pods) -1 must not be a negative number, path: "},
+		{name: "command line over a bad file value", body: "maxPods: -1\n", args: []string{"--max-pods", "5"}},
+		{name: "command line against the file", body: "imageGCHighThresholdPercent: 50\n", args: []string{"--image-gc-low-threshold", "60"},
+			want: prefix + "invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) 60 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 50, path: "},
+		{name: "port 0 on the command line", args: []string{"--port", "0"},
+			want: prefix + "invalid configuration: port (--port) 0 must be between 1 and 65535, inclusive, path: "},
+		{name: "kube API QPS", args: []string{"--kube-api-qps", "-2"},
+			want: prefix + "invalid configuration: kubeAPIQPS (--kube-api-qps) -2 must not be a negative number, path: "},
+		{name: "lease duration", args: []string{"--node-lease-duration", "0s"},
+			want: prefix + "invalid configuration: nodeLeaseDurationSeconds must be greater than 0, path: "},
+		{name: "registry burst", body: "registryBurst: -1\n",
+			want: prefix + "invalid configuration: registryBurst (--registry-burst) -1 must not be a negative number, path: "},
+		{name: "several unimplemented fields", body: "eventBurst: -1\noomScoreAdj: 2000\nhealthzPort: 70000\niptablesDropBit: 32\nhairpinMode: bogus\n",
+			want: prefix + `[invalid configuration: eventBurst (--event-burst) -1 must not be a negative number, ` +
+				`invalid configuration: healthzPort (--healthz-port) 70000 must be between 1 and 65535, inclusive, ` +
+				`invalid configuration: iptablesDropBit (--iptables-drop-bit) 32 must be between 0 and 31, inclusive, ` +
+				`invalid configuration: oomScoreAdj (--oom-score-adj) 2000 must be between -1000 and 1000, inclusive, ` +
+				`invalid configuration: option "bogus" specified for hairpinMode (--hairpin-mode). Valid options are "none", "hairpin-veth" or "promiscuous-bridge"], path: `},
+		{name: "topology manager", body: "topologyManagerPolicy: fancy\n",
+			want: prefix + `invalid configuration: topologyManagerPolicy (--topology-manager-policy) "fancy" must be one of: ["none" "best-effort" "restricted" "single-numa-node"], path: `},
+		{name: "container log files", body: "containerLogMaxFiles: 1\ncontainerLogMaxWorkers: 0\ncontainerLogMonitorInterval: 1s\n",
+			want: prefix + "[invalid configuration: containerLogMaxWorkers must be greater than or equal to 1, invalid configuration: containerLogMonitorInterval must be a positive time duration greater than or equal to 3s, invalid configuration: containerLogMaxFiles must be greater than 1], path: "},
+		{name: "pod logs dir not clean", body: "podLogsDir: /var/log/../pods/\n",
+			want: prefix + `invalid configuration: pod logs path "/var/log/../pods/" must be normalized, path: `},
+		{name: "enforcement option", args: []string{"--enforce-node-allocatable", "pods,bogus"},
+			want: prefix + `invalid configuration: option "bogus" specified for enforceNodeAllocatable (--enforce-node-allocatable). Valid options are "pods", "system-reserved", "system-reserved-compressible", "kube-reserved", "kube-reserved-compressible" or "none", path: `},
+		{name: "enforcement cgroup", body: "enforceNodeAllocatable: [pods, system-reserved]\n",
+			want: prefix + `invalid configuration: systemReservedCgroup (--system-reserved-cgroup) must be specified when "system-reserved" or "system-reserved-compressible" included in enforceNodeAllocatable (--enforce-node-allocatable), path: `},
+		{name: "enforcement none", body: "enforceNodeAllocatable: [none, pods]\n",
+			want: prefix + `invalid configuration: enforceNodeAllocatable (--enforce-node-allocatable) may not contain additional enforcements when "none" is specified, path: `},
+		{name: "enforcement cgroup given", body: "enforceNodeAllocatable: [pods, system-reserved]\n", args: []string{"--system-reserved-cgroup", "/sys"}},
+		{name: "log format of the file", body: "logging: {format: yaml}\n",
+			want: `initialize logging: logging.format: Invalid value: "yaml": Unsupported log format`},
+		{name: "log format of the command line", args: []string{"--log-format", "yaml"},
+			want: `initialize logging: logging.format: Invalid value: "yaml": Unsupported log format`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := applyConfigFile(t, writeKubeletConfig(t, kcHeader+tc.body), tc.args...)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("got %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestKubeletConfigEnableServer: enableServer: false is upstream's
+// --enable-server=false, which --port on the command line does not undo
+// (upstream's kubelet serves nothing, whatever its port).
+func TestKubeletConfigEnableServer(t *testing.T) {
+	f, err := applyConfigFile(t, writeKubeletConfig(t, kcHeader+"enableServer: false\nport: 10999\n"), "--port", "10998")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fl := f.flags.Lookup("enable-server"); fl == nil || fl.Value.String() != "false" {
+		t.Fatalf("--enable-server: %v, want false", fl)
+	}
+	if got := f.get("port"); got != "10998" {
+		t.Errorf("--port %s, want 10998", got)
+	}
+	if port := kubeletAPIPort(f.flags); port != 0 {
+		t.Errorf("kubelet API on port %d, want none", port)
 	}
 }

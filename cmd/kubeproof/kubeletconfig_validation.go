@@ -1,0 +1,228 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+	"unicode"
+
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	kcv1beta1 "k8s.io/kubelet/config/v1beta1"
+)
+
+// The checks upstream's kubelet makes on its configuration once the
+// command line is applied over the file and its drop-ins
+// (ValidateKubeletConfiguration), with its messages, each naming the
+// field (and its flag where it has one). They run on the fields kubeproof
+// implements and on the range and option checks of those it does not;
+// feature gates are 1.37's defaults (GracefulNodeShutdown and its
+// pod-priority variant on, MemoryQoS off), CustomCPUCFSQuotaPeriod the
+// configuration's.
+
+// checkKubeletLogFormat is upstream's check of logging.format, made when
+// logging is set up, before the configuration's validation: text or json.
+func checkKubeletLogFormat(kc *kcv1beta1.KubeletConfiguration) error {
+	switch kc.Logging.Format {
+	case "", "text", "json":
+		return nil
+	}
+	return fmt.Errorf("initialize logging: logging.format: Invalid value: %q: Unsupported log format", kc.Logging.Format)
+}
+
+// orDefault32 is *p, or def when the field is left out.
+func orDefault32(p *int32, def int32) int32 {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// validateKubeletConfig checks kc as upstream's
+// ValidateKubeletConfiguration: every error found, in upstream's order,
+// one aggregate. Fields left out (nil or zero) are v1beta1's defaults.
+func validateKubeletConfig(kc *kcv1beta1.KubeletConfiguration) error {
+	var errs []error
+	check := func(bad bool, format string, args ...any) {
+		if bad {
+			errs = append(errs, fmt.Errorf("invalid configuration: "+format, args...))
+		}
+	}
+	outside := func(v, lo, hi int32) bool { return v < lo || v > hi }
+
+	check(kc.NodeLeaseDurationSeconds <= 0, "nodeLeaseDurationSeconds must be greater than 0")
+	check(kc.SystemCgroups != "" && kc.CgroupRoot == "", "systemCgroups (--system-cgroups) was specified and cgroupRoot (--cgroup-root) was not specified")
+	check(kc.EventBurst < 0, "eventBurst (--event-burst) %v must not be a negative number", kc.EventBurst)
+	eventQPS := orDefault32(kc.EventRecordQPS, 50)
+	check(eventQPS < 0, "eventRecordQPS (--event-qps) %v must not be a negative number", eventQPS)
+	healthz := orDefault32(kc.HealthzPort, 10248)
+	check(healthz != 0 && outside(healthz, 1, 65535), "healthzPort (--healthz-port) %v must be between 1 and 65535, inclusive", healthz)
+	cfsPeriod := 100 * time.Millisecond
+	if kc.CPUCFSQuotaPeriod != nil {
+		cfsPeriod = kc.CPUCFSQuotaPeriod.Duration
+	}
+	customPeriod := kc.FeatureGates["CustomCPUCFSQuotaPeriod"]
+	check(!customPeriod && cfsPeriod != 100*time.Millisecond, "cpuCFSQuotaPeriod (--cpu-cfs-quota-period) %v requires feature gate CustomCPUCFSQuotaPeriod", cfsPeriod)
+	check(customPeriod && (cfsPeriod < time.Millisecond || cfsPeriod > time.Second), "cpuCFSQuotaPeriod (--cpu-cfs-quota-period) %v must be between 1ms and 1sec, inclusive", cfsPeriod)
+	high, low := orDefault32(kc.ImageGCHighThresholdPercent, 85), orDefault32(kc.ImageGCLowThresholdPercent, 80)
+	check(outside(high, 0, 100), "imageGCHighThresholdPercent (--image-gc-high-threshold) %v must be between 0 and 100, inclusive", high)
+	check(outside(low, 0, 100), "imageGCLowThresholdPercent (--image-gc-low-threshold) %v must be between 0 and 100, inclusive", low)
+	check(low >= high, "imageGCLowThresholdPercent (--image-gc-low-threshold) %v must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) %v", low, high)
+	minAge, maxAge := kc.ImageMinimumGCAge.Duration, kc.ImageMaximumGCAge.Duration
+	if minAge == 0 {
+		minAge = 2 * time.Minute
+	}
+	check(minAge < 0, "imageMinimumGCAge %v must not be negative", minAge)
+	check(maxAge < 0, "imageMaximumGCAge %v must not be negative", maxAge)
+	check(maxAge > 0 && maxAge <= minAge, "imageMaximumGCAge %v must be greater than imageMinimumGCAge %v", maxAge, minAge)
+	dropBit, masqBit := orDefault32(kc.IPTablesDropBit, 15), orDefault32(kc.IPTablesMasqueradeBit, 14)
+	check(outside(dropBit, 0, 31), "iptablesDropBit (--iptables-drop-bit) %v must be between 0 and 31, inclusive", dropBit)
+	check(outside(masqBit, 0, 31), "iptablesMasqueradeBit (--iptables-masquerade-bit) %v must be between 0 and 31, inclusive", masqBit)
+	check(kc.KubeAPIBurst < 0, "kubeAPIBurst (--kube-api-burst) %v must not be a negative number", kc.KubeAPIBurst)
+	apiQPS := orDefault32(kc.KubeAPIQPS, 50)
+	check(apiQPS < 0, "kubeAPIQPS (--kube-api-qps) %v must not be a negative number", apiQPS)
+	maxImages := orDefault32(kc.NodeStatusMaxImages, 50)
+	check(maxImages < -1, "nodeStatusMaxImages (--node-status-max-images) %v must be -1 or greater", maxImages)
+	check(kc.MaxOpenFiles < 0, "maxOpenFiles (--max-open-files) %v must not be a negative number", kc.MaxOpenFiles)
+	check(kc.MaxPods < 0, "maxPods (--max-pods) %v must not be a negative number", kc.MaxPods)
+	oomScoreAdj := orDefault32(kc.OOMScoreAdj, -999)
+	check(outside(oomScoreAdj, -1000, 1000), "oomScoreAdj (--oom-score-adj) %v must be between -1000 and 1000, inclusive", oomScoreAdj)
+	check(kc.PodsPerCore < 0, "podsPerCore (--pods-per-core) %v must not be a negative number", kc.PodsPerCore)
+	check(outside(kc.Port, 1, 65535), "port (--port) %v must be between 1 and 65535, inclusive", kc.Port)
+	check(kc.ReadOnlyPort != 0 && outside(kc.ReadOnlyPort, 1, 65535), "readOnlyPort (--read-only-port) %v must be between 0 and 65535, inclusive", kc.ReadOnlyPort)
+	check(kc.RegistryBurst < 0, "registryBurst (--registry-burst) %v must not be a negative number", kc.RegistryBurst)
+	pullQPS := orDefault32(kc.RegistryPullQPS, 5)
+	check(pullQPS < 0, "registryPullQPS (--registry-qps) %v must not be a negative number", pullQPS)
+	if p := kc.MaxParallelImagePulls; p != nil {
+		check(*p < 1, "maxParallelImagePulls %v must be a positive number", *p)
+		serialize := kc.SerializeImagePulls == nil && *p < 2 || kc.SerializeImagePulls != nil && *kc.SerializeImagePulls
+		check(serialize && *p > 1, "maxParallelImagePulls cannot be larger than 1 unless SerializeImagePulls (--serialize-image-pulls) is set to false")
+	}
+	check(kc.RunOnce, "runOnce (--runOnce) %v, Runonce mode has been deprecated and should not be set", kc.RunOnce)
+	policies := []string{"none", "best-effort", "restricted", "single-numa-node"}
+	if policy := kc.TopologyManagerPolicy; policy != "" {
+		check(!slices.Contains(policies, policy), "topologyManagerPolicy (--topology-manager-policy) %q must be one of: %q", policy, policies)
+	}
+	if scope := kc.TopologyManagerScope; scope != "" {
+		check(scope != "container" && scope != "pod", "topologyManagerScope (--topology-manager-scope) %q must be one of: %q, or %q", scope, "container", "pod")
+	}
+	grace, critical := kc.ShutdownGracePeriod, kc.ShutdownGracePeriodCriticalPods
+	check(critical.Duration > grace.Duration, "shutdownGracePeriodCriticalPods %v must be <= shutdownGracePeriod %v", critical, grace)
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"shutdownGracePeriod", grace.Duration}, {"shutdownGracePeriodCriticalPods", critical.Duration}} {
+		check(d.v < 0 || d.v > 0 && d.v < time.Second, "%s %v must be either zero or otherwise >= 1 sec", d.name, d.v)
+	}
+	check(len(kc.ShutdownGracePeriodByPodPriority) != 0 && (grace.Duration > 0 || critical.Duration > 0),
+		"Cannot specify both shutdownGracePeriodByPodPriority and shutdownGracePeriod at the same time")
+	switch kc.MemorySwap.SwapBehavior {
+	case "", "NoSwap", "LimitedSwap":
+	default:
+		check(true, "memorySwap.swapBehavior %q must be one of: \"\", %q or %q", kc.MemorySwap.SwapBehavior, "LimitedSwap", "NoSwap")
+	}
+	errs = append(errs, enforceNodeAllocatableErrors(kc)...)
+	switch kc.HairpinMode {
+	case "", "none", "hairpin-veth", "promiscuous-bridge":
+	default:
+		check(true, "option %q specified for hairpinMode (--hairpin-mode). Valid options are %q, %q or %q", kc.HairpinMode, "none", "hairpin-veth", "promiscuous-bridge")
+	}
+	switch policy := kc.ImagePullCredentialsVerificationPolicy; policy {
+	case "", kcv1beta1.NeverVerify, kcv1beta1.NeverVerifyPreloadedImages, kcv1beta1.NeverVerifyAllowlistedImages, kcv1beta1.AlwaysVerify:
+	default:
+		check(true, "option %q specified for imagePullCredentialsVerificationPolicy. Valid options are %q, %q, %q or %q", policy,
+			kcv1beta1.NeverVerify, kcv1beta1.NeverVerifyPreloadedImages, kcv1beta1.NeverVerifyAllowlistedImages, kcv1beta1.AlwaysVerify)
+	}
+	check(len(kc.PreloadedImagesVerificationAllowlist) > 0 && kc.ImagePullCredentialsVerificationPolicy != kcv1beta1.NeverVerifyAllowlistedImages,
+		"can't set `preloadedImagesVerificationAllowlist` if `imagePullCredentialsVertificationPolicy` is not \"NeverVerifyAllowlistedImages\"")
+	if f := kc.MemoryThrottlingFactor; f != nil {
+		check(*f <= 0 || *f > 1.0, "memoryThrottlingFactor %v must be greater than 0 and less than or equal to 1.0", *f)
+	}
+	switch policy := kc.MemoryReservationPolicy; policy {
+	case "", kcv1beta1.NoneMemoryReservationPolicy:
+	case kcv1beta1.TieredReservationMemoryReservationPolicy:
+		check(true, "memoryReservationPolicy %q requires MemoryQoS feature gate to be enabled", policy)
+	default:
+		check(true, "option %q specified for memoryReservationPolicy. Valid options are %q or %q", policy,
+			kcv1beta1.NoneMemoryReservationPolicy, kcv1beta1.TieredReservationMemoryReservationPolicy)
+	}
+	check(kc.ContainerRuntimeEndpoint == "", "the containerRuntimeEndpoint was not specified or empty")
+	check(orDefault32(kc.ContainerLogMaxWorkers, 1) < 1, "containerLogMaxWorkers must be greater than or equal to 1")
+	monitor := 10 * time.Second
+	if kc.ContainerLogMonitorInterval != nil {
+		monitor = kc.ContainerLogMonitorInterval.Duration
+	}
+	check(monitor < 3*time.Second, "containerLogMonitorInterval must be a positive time duration greater than or equal to 3s")
+	check(orDefault32(kc.ContainerLogMaxFiles, 5) <= 1, "containerLogMaxFiles must be greater than 1")
+	errs = append(errs, podLogsDirErrors(kc.PodLogsDir)...)
+	return utilerrors.NewAggregate(errs)
+}
+
+// enforceNodeAllocatableErrors are upstream's checks of
+// enforceNodeAllocatable: known levels, each once, none alone, the
+// reservations' cgroups given, cgroups per QoS class on.
+func enforceNodeAllocatableErrors(kc *kcv1beta1.KubeletConfiguration) []error {
+	var errs []error
+	add := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("invalid configuration: "+format, args...))
+	}
+	levels := kc.EnforceNodeAllocatable
+	for _, pair := range [][2]string{{"system-reserved", "system-reserved-compressible"}, {"kube-reserved", "kube-reserved-compressible"}} {
+		if slices.Contains(levels, pair[0]) && slices.Contains(levels, pair[1]) {
+			add("both %q and %q cannot be specified together in enforceNodeAllocatable (--enforce-node-allocatable)", pair[0], pair[1])
+		}
+	}
+	perQOS := kc.CgroupsPerQOS == nil || *kc.CgroupsPerQOS
+	for i, level := range levels {
+		if slices.Contains(levels[:i], level) {
+			add("duplicated enforcements %q in enforceNodeAllocatable (--enforce-node-allocatable)", level)
+			continue
+		}
+		switch level {
+		case "pods":
+		case "system-reserved", "system-reserved-compressible":
+			if kc.SystemReservedCgroup == "" {
+				add("systemReservedCgroup (--system-reserved-cgroup) must be specified when %q or %q included in enforceNodeAllocatable (--enforce-node-allocatable)", "system-reserved", "system-reserved-compressible")
+			}
+		case "kube-reserved", "kube-reserved-compressible":
+			if kc.KubeReservedCgroup == "" {
+				add("kubeReservedCgroup (--kube-reserved-cgroup) must be specified when %q or %q included in enforceNodeAllocatable (--enforce-node-allocatable)", "kube-reserved", "kube-reserved-compressible")
+			}
+		case "none":
+			if len(levels) > 1 {
+				add("enforceNodeAllocatable (--enforce-node-allocatable) may not contain additional enforcements when %q is specified", "none")
+			}
+			continue
+		default:
+			add("option %q specified for enforceNodeAllocatable (--enforce-node-allocatable). Valid options are %q, %q, %q, %q, %q or %q", level,
+				"pods", "system-reserved", "system-reserved-compressible", "kube-reserved", "kube-reserved-compressible", "none")
+			continue
+		}
+		if !perQOS {
+			add("cgroupsPerQOS (--cgroups-per-qos) must be set to true when %q contained in enforceNodeAllocatable (--enforce-node-allocatable)", level)
+		}
+	}
+	return errs
+}
+
+// podLogsDirErrors are upstream's checks of podLogsDir: given, absolute,
+// clean, ASCII (it names metrics).
+func podLogsDirErrors(dir string) []error {
+	var errs []error
+	if dir == "" {
+		errs = append(errs, fmt.Errorf("invalid configuration: podLogsDir was not specified"))
+	}
+	if !filepath.IsAbs(dir) {
+		errs = append(errs, fmt.Errorf("invalid configuration: pod logs path %q must be absolute path", dir))
+	}
+	if filepath.Clean(dir) != dir {
+		errs = append(errs, fmt.Errorf("invalid configuration: pod logs path %q must be normalized", dir))
+	}
+	for _, c := range dir {
+		if c > unicode.MaxASCII {
+			errs = append(errs, fmt.Errorf("invalid configuration: pod logs path %q mut contains ASCII characters only", dir))
+			break
+		}
+	}
+	return errs
+}
