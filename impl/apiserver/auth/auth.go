@@ -174,7 +174,7 @@ func (u AuthorizerUnion) Authorize(ctx context.Context, a Attributes) (Decision,
 			return d, reason, err
 		}
 	}
-	return DecisionNoOpinion, strings.Join(reasons, ", "), errors.Join(errs...)
+	return DecisionNoOpinion, strings.Join(reasons, "\n"), errors.Join(errs...)
 }
 
 // AlwaysDeny denies every request (--authorization-mode=AlwaysDeny).
