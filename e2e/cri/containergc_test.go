@@ -46,8 +46,9 @@ echo settled; exec sleep 3600`)
 		}
 		return len(list)
 	}
-	// Three restarts take 2+4+8 s of back-off; the collection may run
-	// meanwhile, so more than one dead instance is not awaited.
+	// Three restarts take 0+2+4 s of back-off (the first is at once, as
+	// upstream's); a collection may run meanwhile, so more than one dead
+	// instance is not awaited.
 	waitPod(t, ns, p.Name, 90*time.Second, "running after 3 restarts", func(p *v1.Pod) bool {
 		cs := containerStatus(p, "main")
 		return cs != nil && cs.RestartCount >= 3 && cs.State.Running != nil
