@@ -13,7 +13,8 @@ import (
 // Authentication as kube-apiserver builds it: a union tried in order —
 // the server's own loopback token (loopback.go), x509 client certificates (or Config.Authenticator), then bearer tokens
 // (Config.TokenAuthenticators such as --token-auth-file, service account
-// tokens, bootstrap tokens), then the plugins' authenticators. The first
+// tokens, bootstrap tokens, then Config.LastTokenAuthenticators such as
+// the TokenReview webhook), then the plugins' authenticators. The first
 // that recognises the request decides; invalid credentials are a 401 even
 // when anonymous requests are allowed.
 
@@ -61,6 +62,7 @@ func (s *Server) buildAuthenticator() auth.Authenticator {
 	if cfg.BootstrapTokenAuth {
 		tokens = append(tokens, &auth.BootstrapTokens{Secrets: storeLookup{s}})
 	}
+	tokens = append(tokens, cfg.LastTokenAuthenticators...)
 	if len(tokens) > 0 {
 		union = append(union, auth.BearerToken{Tokens: tokens})
 	}

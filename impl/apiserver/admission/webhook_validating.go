@@ -19,7 +19,7 @@ var validatingConfigResource = schema.GroupResource{Group: "admissionregistratio
 // that match a request, all at once (as kube-apiserver does), with the
 // same AdmissionReview, matching and failure policy as MutatingWebhook.
 // Any refusal or failed call under failurePolicy Fail rejects the request;
-// the first to arrive is reported, as kube-apiserver's.
+// the first in configuration order is reported.
 type ValidatingWebhook struct {
 	*webhookDispatcher
 }
@@ -77,20 +77,7 @@ func (p *ValidatingWebhook) Validate(ctx context.Context, a *Attributes) error {
 			return err
 		}
 	}
-	// As kube-apiserver, the first failure to arrive is the request's
-	// (the others are dropped); it is recorded before the webhook's
-	// warnings and audit annotations are.
-	var (
-		mu    sync.Mutex
-		first error
-	)
-	fail := func(err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if first == nil {
-			first = err
-		}
-	}
+	errs := make([]error, len(hooks))
 	var wg sync.WaitGroup
 	for i, m := range hooks {
 		w := m.webhook
@@ -101,27 +88,29 @@ func (p *ValidatingWebhook) Validate(ctx context.Context, a *Attributes) error {
 		wg.Go(func() {
 			// As kube-apiserver, a dry run a webhook with side effects
 			// cannot take is refused in its call, the others still called.
-			if err := dryRunRefusal(&w, a); err != nil {
-				fail(err)
+			if errs[i] = dryRunRefusal(&w, a); errs[i] != nil {
 				return
 			}
 			resp, err := p.call(ctx, w, rev)
 			if err != nil {
 				// As kube-apiserver: a failure let through is recorded,
 				// indexed among the webhooks the request matched.
-				if err := p.callFailed(w, err); err != nil {
-					fail(err)
-					return
+				if errs[i] = p.callFailed(w, err); errs[i] == nil {
+					audit.AddAnnotation(ctx, fmt.Sprintf("failed-open.validating.webhook.admission.k8s.io/round_0_index_%d", i), w.name)
 				}
-				audit.AddAnnotation(ctx, fmt.Sprintf("failed-open.validating.webhook.admission.k8s.io/round_0_index_%d", i), w.name)
 				return
 			}
-			if !resp.Allowed {
-				fail(denied(w.name, resp.Result))
-			}
 			addResponseWarnings(ctx, w.name, resp)
+			if !resp.Allowed {
+				errs[i] = denied(w.name, resp.Result)
+			}
 		})
 	}
 	wg.Wait()
-	return first
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -24,11 +24,10 @@ type memBackend struct {
 	events []*Event
 }
 
-func (b *memBackend) ProcessEvent(ev *Event) bool {
+func (b *memBackend) ProcessEvent(ev *Event) {
 	b.mu.Lock()
 	b.events = append(b.events, ev)
 	b.mu.Unlock()
-	return true
 }
 
 func policyAt(level Level, omit ...Stage) *Policy {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -221,14 +222,17 @@ func WithAuthorization(next http.Handler, c *codec.Codecs, a auth.Authorizer, lo
 			next.ServeHTTP(w, r)
 			return
 		}
+		if err != nil {
+			// An authorizer failed (a webhook that could not be
+			// reached) and none allowed: kube-apiserver answers 500,
+			// not 403, so that the failure is not taken for a denial.
+			audit.AddAnnotation(r.Context(), reasonAnnotation, reasonInternalError)
+			log.Error("authorization error", "err", err)
+			internalError(w, r, err)
+			return
+		}
 		audit.AddAnnotation(r.Context(), decisionAnnotation, "forbid")
 		audit.AddAnnotation(r.Context(), reasonAnnotation, reason)
-		if err != nil {
-			log.Debug("authorization error", "err", err)
-			if reason == "" {
-				reason = err.Error()
-			}
-		}
 		endpoints.WriteStatusError(w, r, c, forbidden(attrs, reason))
 	})
 }
@@ -236,9 +240,19 @@ func WithAuthorization(next http.Handler, c *codec.Codecs, a auth.Authorizer, lo
 // The audit annotations of an authorization decision, as kube-apiserver
 // writes them.
 const (
-	decisionAnnotation = "authorization.k8s.io/decision"
-	reasonAnnotation   = "authorization.k8s.io/reason"
+	decisionAnnotation  = "authorization.k8s.io/decision"
+	reasonAnnotation    = "authorization.k8s.io/reason"
+	reasonInternalError = "internal error"
 )
+
+// htmlEscaper keeps error text from looking like HTML.
+var htmlEscaper = strings.NewReplacer(`&`, "&amp;", `<`, "&lt;", `>`, "&gt;")
+
+// internalError is kube-apiserver's plain-text 500 of a filter that
+// failed.
+func internalError(w http.ResponseWriter, r *http.Request, err error) {
+	http.Error(w, htmlEscaper.Replace(fmt.Sprintf("Internal Server Error: %q: %v", r.RequestURI, err)), http.StatusInternalServerError)
+}
 
 // forbidden builds kube-apiserver's 403 for attrs.
 func forbidden(a auth.Attributes, reason string) *apierrors.StatusError {
