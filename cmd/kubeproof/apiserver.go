@@ -17,6 +17,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 	"github.com/kubeproof/kubeproof/impl/cluster"
 	"github.com/kubeproof/kubeproof/impl/pki"
 )
@@ -151,21 +152,7 @@ func addServiceFlags(fs *pflag.FlagSet, o *cluster.ServiceOptions) {
 func addAuthFlags(fs *pflag.FlagSet, o *cluster.AuthOptions, modes, enable, disable []string) {
 	fs.StringSliceVar(&o.AuthorizationModes, "authorization-mode", modes,
 		"Ordered list of authorization plugins: "+strings.Join(cluster.AuthorizationModes, ", ")+".")
-	fs.StringVar(&o.AuthorizationWebhookConfigFile, "authorization-webhook-config-file", "",
-		"File with webhook configuration in kubeconfig format, used with --authorization-mode=Webhook: the API server asks the remote service (cluster) with its credentials (user) whether each request is allowed.")
-	fs.StringVar(&o.AuthorizationWebhookVersion, "authorization-webhook-version", "v1",
-		"The version of the authorization.k8s.io SubjectAccessReview to send to and expect from the webhook: v1 or v1beta1.")
-	fs.DurationVar(&o.AuthorizationWebhookCacheAuthorizedTTL, "authorization-webhook-cache-authorized-ttl", 5*time.Minute,
-		"The duration to cache 'authorized' responses from the webhook authorizer.")
-	fs.DurationVar(&o.AuthorizationWebhookCacheUnauthorizedTTL, "authorization-webhook-cache-unauthorized-ttl", 30*time.Second,
-		"The duration to cache 'unauthorized' responses from the webhook authorizer.")
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", "", "Static bearer tokens: a CSV file of token,user,uid,\"group1,group2\".")
-	fs.StringVar(&o.AuthenticationTokenWebhookConfigFile, "authentication-token-webhook-config-file", "",
-		"File with webhook configuration for token authentication in kubeconfig format: bearer tokens no other authenticator knows are sent in a TokenReview to the remote service (cluster) with the API server's credentials (user).")
-	fs.StringVar(&o.AuthenticationTokenWebhookVersion, "authentication-token-webhook-version", "v1",
-		"The version of the authentication.k8s.io TokenReview to send to and expect from the webhook: v1 or v1beta1.")
-	fs.DurationVar(&o.AuthenticationTokenWebhookCacheTTL, "authentication-token-webhook-cache-ttl", 2*time.Minute,
-		"The duration to cache responses from the webhook token authenticator.")
 	fs.StringArrayVar(&o.ServiceAccountIssuers, "service-account-issuer", nil,
 		"Issuer of service account tokens (repeatable: the first is put in new tokens, all are accepted); default "+cluster.DefaultServiceAccountIssuer+".")
 	fs.StringArrayVar(&o.ServiceAccountKeyFiles, "service-account-key-file", nil, "PEM file of public (or private) keys verifying service account tokens (repeatable).")
@@ -181,12 +168,47 @@ func addAuthFlags(fs *pflag.FlagSet, o *cluster.AuthOptions, modes, enable, disa
 		"File with admission control configuration (apiserver.config.k8s.io/v1 AdmissionConfiguration, YAML or JSON): PodSecurity's PodSecurityConfiguration (defaults, exemptions) and ResourceQuota's limitedResources are read; other plugins' configuration is ignored.")
 	fs.StringVar(&o.AuditLogPath, "audit-log-path", "", "Write audit events (audit.k8s.io/v1 JSON lines) to this file; \"-\" is standard output. Needs --audit-policy-file.")
 	fs.StringVar(&o.AuditPolicyFile, "audit-policy-file", "", "Audit policy (audit.k8s.io/v1 Policy, YAML or JSON).")
+	addAuditFlags(fs, o)
 	fs.Var(invertedBool{&o.DisablePriorityAndFairness}, "enable-priority-and-fairness",
 		"Classify requests by FlowSchemas into priority levels and queue them fairly (API Priority and Fairness); false keeps the legacy max-in-flight limits.")
 	fs.Lookup("enable-priority-and-fairness").NoOptDefVal = "true"
 	fs.BoolVar(&o.EnableAggregatorRouting, "enable-aggregator-routing", false,
 		"Call admission webhooks addressed by service at one of the service's ready endpoints (EndpointSlices) rather than at its ClusterIP.")
 	addFeatureGatesFlag(fs, o)
+}
+
+// addAuditFlags adds kube-apiserver's --audit-log-* and --audit-webhook-*
+// flags (but --audit-log-path), with its defaults.
+func addAuditFlags(fs *pflag.FlagSet, o *cluster.AuthOptions) {
+	o.AuditLog, o.AuditWebhook = audit.DefaultLogOptions(), audit.DefaultWebhookOptions()
+	l, w := &o.AuditLog, &o.AuditWebhook
+	fs.IntVar(&l.MaxAge, "audit-log-maxage", 0, "The maximum number of days to retain old audit log files based on the timestamp encoded in their filename.")
+	fs.IntVar(&l.MaxBackups, "audit-log-maxbackup", 0, "The maximum number of old audit log files to retain. Setting a value of 0 will mean there's no restriction on the number of files.")
+	fs.IntVar(&l.MaxSize, "audit-log-maxsize", 0, "The maximum size in megabytes of the audit log file before it gets rotated.")
+	fs.BoolVar(&l.Compress, "audit-log-compress", false, "If set, the rotated log files will be compressed using gzip.")
+	fs.StringVar(&l.Format, "audit-log-format", l.Format, "Format of saved audits. \"legacy\" indicates 1-line text format for each event. \"json\" indicates structured json format. Known formats are "+strings.Join(audit.AllowedFormats, ",")+".")
+	fs.StringVar(&l.Version, "audit-log-version", l.Version, "API group and version used for serializing audit events written to log.")
+	addAuditBatchFlags(fs, audit.PluginLog, &l.Mode, &l.Batch)
+	fs.StringVar(&w.ConfigFile, "audit-webhook-config-file", "", "Path to a kubeconfig formatted file that defines the audit webhook configuration.")
+	fs.DurationVar(&w.InitialBackoff, "audit-webhook-initial-backoff", w.InitialBackoff, "The amount of time to wait before retrying the first failed request.")
+	fs.DurationVar(&w.InitialBackoff, "audit-webhook-batch-initial-backoff", w.InitialBackoff, "The amount of time to wait before retrying the first failed request.")
+	_ = fs.MarkDeprecated("audit-webhook-batch-initial-backoff", "Deprecated, use --audit-webhook-initial-backoff instead.")
+	fs.StringVar(&w.Version, "audit-webhook-version", w.Version, "API group and version used for serializing audit events written to webhook.")
+	addAuditBatchFlags(fs, audit.PluginWebhook, &w.Mode, &w.Batch)
+}
+
+// addAuditBatchFlags adds --audit-<plugin>-mode and
+// --audit-<plugin>-batch-*, defaulting to the values already in mode and
+// c.
+func addAuditBatchFlags(fs *pflag.FlagSet, plugin string, mode *string, c *audit.BatchConfig) {
+	flag := func(name string) string { return "audit-" + plugin + "-" + name }
+	fs.StringVar(mode, flag("mode"), *mode, "Strategy for sending audit events. Blocking indicates sending events should block server responses. Batch causes the backend to buffer and write events asynchronously. Known modes are "+strings.Join(audit.AllowedModes, ",")+".")
+	fs.IntVar(&c.BufferSize, flag("batch-buffer-size"), c.BufferSize, "The size of the buffer to store events before batching and writing. Only used in batch mode.")
+	fs.IntVar(&c.MaxBatchSize, flag("batch-max-size"), c.MaxBatchSize, "The maximum size of a batch. Only used in batch mode.")
+	fs.DurationVar(&c.MaxBatchWait, flag("batch-max-wait"), c.MaxBatchWait, "The amount of time to wait before force writing the batch that hadn't reached the max size. Only used in batch mode.")
+	fs.BoolVar(&c.ThrottleEnable, flag("batch-throttle-enable"), c.ThrottleEnable, "Whether batching throttling is enabled. Only used in batch mode.")
+	fs.Float32Var(&c.ThrottleQPS, flag("batch-throttle-qps"), c.ThrottleQPS, "Maximum average number of batches per second. Only used in batch mode.")
+	fs.IntVar(&c.ThrottleBurst, flag("batch-throttle-burst"), c.ThrottleBurst, "Maximum number of requests sent at the same moment if ThrottleQPS was not utilized before. Only used in batch mode.")
 }
 
 // apiserverCredentials loads the serving certificate and client CA from

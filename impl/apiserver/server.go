@@ -117,10 +117,6 @@ type Config struct {
 	// BootstrapTokenAuth authenticates bootstrap tokens
 	// (--enable-bootstrap-token-auth).
 	BootstrapTokenAuth bool
-	// LastTokenAuthenticators check bearer tokens after every other token
-	// authenticator, as kube-apiserver asks its TokenReview webhook
-	// (--authentication-token-webhook-config-file) last.
-	LastTokenAuthenticators []auth.TokenAuthenticator
 	// Authorizer decides every request; nil is auth.AlwaysAllow.
 	Authorizer auth.Authorizer
 	// AdmissionMutators run after the built-in NamespaceLifecycle plugin
@@ -132,6 +128,9 @@ type Config struct {
 	// when it is an io.Closer.
 	AuditPolicy  *audit.Policy
 	AuditBackend audit.Backend
+	// AuditMetrics counts the requests failed because a blocking-strict
+	// backend failed; nil counts nothing.
+	AuditMetrics *audit.Metrics
 	// DisableNamespaceLifecycle leaves the built-in NamespaceLifecycle
 	// admission plugin out (--disable-admission-plugins=NamespaceLifecycle).
 	DisableNamespaceLifecycle bool
@@ -517,7 +516,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("apiserver: counting stored objects: %w", err)
 	}
 	h = filters.WithImpersonation(h, codecs, authorizer, s.log)
-	auditCfg := audit.Config{Policy: cfg.AuditPolicy, Backend: cfg.AuditBackend, MaxBodyBytes: int(cfg.MaxRequestBodyBytes)}
+	auditCfg := audit.Config{Policy: cfg.AuditPolicy, Backend: cfg.AuditBackend, MaxBodyBytes: int(cfg.MaxRequestBodyBytes),
+		Metrics: cfg.AuditMetrics}
 	h = audit.WithAudit(h, auditCfg)
 	h = filters.WithAuthentication(h, codecs, authenticator, cfg.Anonymous, publicPaths,
 		audit.WithFailedAuthenticationAudit(filters.Unauthorized(codecs), auditCfg))

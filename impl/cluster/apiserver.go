@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"slices"
@@ -24,7 +25,6 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth/bootstrappolicy"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth/node"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth/rbac"
-	"github.com/kubeproof/kubeproof/impl/apiserver/auth/webhook"
 	"github.com/kubeproof/kubeproof/impl/apiserver/openapi"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/registry"
@@ -94,32 +94,8 @@ type ServiceOptions struct {
 // their names.
 type AuthOptions struct {
 	// AuthorizationModes (--authorization-mode), tried in order: Node,
-	// RBAC, Webhook, AlwaysAllow, AlwaysDeny. Empty:
-	// DefaultAuthorizationModes.
+	// RBAC, AlwaysAllow, AlwaysDeny. Empty: DefaultAuthorizationModes.
 	AuthorizationModes []string
-	// AuthorizationWebhookConfigFile (--authorization-webhook-config-file):
-	// the kubeconfig of the Webhook mode's service.
-	AuthorizationWebhookConfigFile string
-	// AuthorizationWebhookVersion (--authorization-webhook-version): the
-	// SubjectAccessReview version sent, v1 ("") or v1beta1.
-	AuthorizationWebhookVersion string
-	// AuthorizationWebhookCacheAuthorizedTTL and
-	// AuthorizationWebhookCacheUnauthorizedTTL
-	// (--authorization-webhook-cache-authorized-ttl, 5m, and
-	// --authorization-webhook-cache-unauthorized-ttl, 30s): how long the
-	// webhook's answers are cached; 0 does not cache.
-	AuthorizationWebhookCacheAuthorizedTTL, AuthorizationWebhookCacheUnauthorizedTTL time.Duration
-	// AuthenticationTokenWebhookConfigFile
-	// (--authentication-token-webhook-config-file): the kubeconfig of a
-	// TokenReview service asked about bearer tokens no other
-	// authenticator knows.
-	AuthenticationTokenWebhookConfigFile string
-	// AuthenticationTokenWebhookVersion
-	// (--authentication-token-webhook-version): v1 ("") or v1beta1.
-	AuthenticationTokenWebhookVersion string
-	// AuthenticationTokenWebhookCacheTTL
-	// (--authentication-token-webhook-cache-ttl, 2m).
-	AuthenticationTokenWebhookCacheTTL time.Duration
 	// TokenAuthFile (--token-auth-file): static bearer tokens, CSV.
 	TokenAuthFile string
 	// ServiceAccountIssuers (--service-account-issuer): the first goes
@@ -160,9 +136,15 @@ type AuthOptions struct {
 	// tolerations DefaultTolerationSeconds gives pods.
 	DefaultNotReadyTolerationSeconds, DefaultUnreachableTolerationSeconds int64
 	// AuditLogPath (--audit-log-path; "-" is standard output) and
-	// AuditPolicyFile (--audit-policy-file): both are needed for an audit
-	// log.
+	// AuditPolicyFile (--audit-policy-file): the policy goes with a log
+	// path, a webhook config file or both.
 	AuditLogPath, AuditPolicyFile string
+	// AuditLog are the other --audit-log-* flags (its Path is
+	// AuditLogPath's); the zero value is kube-apiserver's defaults.
+	AuditLog audit.LogOptions
+	// AuditWebhook are the --audit-webhook-* flags; the zero value (no
+	// config file) is no webhook.
+	AuditWebhook audit.WebhookOptions
 	// DisablePriorityAndFairness (--enable-priority-and-fairness=false)
 	// keeps the legacy max-in-flight limits instead of API Priority and
 	// Fairness.
@@ -187,7 +169,7 @@ var DefaultAuthorizationModes = []string{"Node", "RBAC"}
 const DefaultServiceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
 
 // AuthorizationModes are the --authorization-mode values kubeproof has.
-var AuthorizationModes = []string{"Node", "RBAC", "Webhook", "AlwaysAllow", "AlwaysDeny"}
+var AuthorizationModes = []string{"Node", "RBAC", "AlwaysAllow", "AlwaysDeny"}
 
 // DefaultEventTTL is kube-apiserver's default --event-ttl.
 const DefaultEventTTL = time.Hour
@@ -220,12 +202,14 @@ func NewAPIServer(cfg APIServerConfig) (*apiserver.Server, *storagebackend.Facto
 	if err != nil {
 		return nil, nil, err
 	}
+	if cfg.Metrics != nil && chain.auditMetrics != nil {
+		if err := cfg.Metrics.Register(chain.auditMetrics); err != nil {
+			chain.close()
+			return nil, nil, fmt.Errorf("registering audit metrics: %w", err)
+		}
+	}
 	if cfg.NodeTokens != nil {
 		chain.tokens = append([]auth.TokenAuthenticator{cfg.NodeTokens}, chain.tokens...)
-	}
-	var lastTokens []auth.TokenAuthenticator
-	if chain.tokenWebhook != nil {
-		lastTokens = append(lastTokens, chain.tokenWebhook)
 	}
 	factory := storagebackend.NewFactory(storagebackend.Config{
 		Client: cfg.EtcdClient, NewWatcher: cfg.EtcdNewWatcher, Prefix: cfg.EtcdPrefix, WatchCache: cfg.WatchCache,
@@ -245,7 +229,6 @@ func NewAPIServer(cfg APIServerConfig) (*apiserver.Server, *storagebackend.Facto
 		ClientCA:                  cfg.ClientCA,
 		KubeletClientTLS:          cfg.KubeletClientTLS,
 		TokenAuthenticators:       chain.tokens,
-		LastTokenAuthenticators:   lastTokens,
 		ServiceAccounts:           chain.serviceAccounts,
 		BootstrapTokenAuth:        cfg.Auth.EnableBootstrapTokenAuth,
 		Anonymous:                 cfg.Auth.AnonymousAuth,
@@ -253,6 +236,7 @@ func NewAPIServer(cfg APIServerConfig) (*apiserver.Server, *storagebackend.Facto
 		Plugins:                   chain.plugins,
 		AuditPolicy:               chain.auditPolicy,
 		AuditBackend:              chain.backend(),
+		AuditMetrics:              chain.auditMetrics,
 		OpenAPI:                   openAPI,
 		Metrics:                   cfg.Metrics,
 		Listener:                  cfg.Listener,
@@ -281,25 +265,17 @@ type chain struct {
 	tokens          []auth.TokenAuthenticator
 	serviceAccounts *apiserver.ServiceAccountConfig
 	auditPolicy     *audit.Policy
-	auditBackend    *audit.WriterBackend
+	auditBackend    audit.Backend
+	auditMetrics    *audit.Metrics
 	plugins         apiserver.PluginsFunc
-	// authzWebhook is the Webhook mode's authorizer, tokenWebhook the
-	// TokenReview webhook; nil when not configured.
-	authzWebhook *webhook.Authorizer
-	tokenWebhook *webhook.TokenAuthenticator
 }
 
-// backend is the audit backend, nil (not a nil pointer) when none.
-func (c *chain) backend() audit.Backend {
-	if c.auditBackend == nil {
-		return nil
-	}
-	return c.auditBackend
-}
+// backend is the audit backend, nil when none.
+func (c *chain) backend() audit.Backend { return c.auditBackend }
 
 func (c *chain) close() {
-	if c.auditBackend != nil {
-		_ = c.auditBackend.Close()
+	if cl, ok := c.auditBackend.(io.Closer); ok {
+		_ = cl.Close()
 	}
 }
 
@@ -329,12 +305,6 @@ func buildChain(o AuthOptions) (*chain, error) {
 			return nil, fmt.Errorf("--authorization-mode %q is given twice", m)
 		}
 	}
-	if c.authzWebhook, err = authorizationWebhook(o, slices.Contains(modes, "Webhook")); err != nil {
-		return nil, err
-	}
-	if c.tokenWebhook, err = tokenWebhook(o, sa); err != nil {
-		return nil, err
-	}
 	admissionPlugins, err := admission.EnabledPlugins(o.EnableAdmissionPlugins, o.DisableAdmissionPlugins)
 	if err != nil {
 		return nil, err
@@ -355,14 +325,17 @@ func buildChain(o AuthOptions) (*chain, error) {
 	if len(ignored) > 0 {
 		slog.Warn("--admission-control-config-file configures admission plugins kubeproof reads no configuration of; ignored", "plugins", ignored)
 	}
-	if (o.AuditLogPath == "") != (o.AuditPolicyFile == "") {
-		return nil, errors.New("--audit-log-path and --audit-policy-file go together")
+	if hasBackend := o.AuditLogPath != "" || o.AuditWebhook.ConfigFile != ""; hasBackend != (o.AuditPolicyFile != "") {
+		return nil, errors.New("--audit-policy-file and --audit-log-path or --audit-webhook-config-file go together")
 	}
 	if o.AuditPolicyFile != "" {
 		if c.auditPolicy, err = audit.LoadPolicy(o.AuditPolicyFile); err != nil {
 			return nil, err
 		}
-		if c.auditBackend, err = audit.NewFileBackend(o.AuditLogPath); err != nil {
+		logOpts := o.AuditLog
+		logOpts.Path = o.AuditLogPath
+		c.auditMetrics = audit.NewMetrics()
+		if c.auditBackend, err = audit.NewBackends(logOpts, o.AuditWebhook, c.auditMetrics); err != nil {
 			return nil, err
 		}
 	}
@@ -389,8 +362,6 @@ func buildChain(o AuthOptions) (*chain, error) {
 				union = append(union, a)
 				p.Starters = append(p.Starters, start)
 				p.WaitReady = append(p.WaitReady, wait...)
-			case "Webhook":
-				union = append(union, c.authzWebhook)
 			case "AlwaysAllow":
 				union = append(union, auth.AlwaysAllow{})
 			case "AlwaysDeny":
@@ -439,44 +410,6 @@ func rbacAuthorizer(stores apiserver.StoreGetter) (a *rbac.Authorizer, start fun
 		}
 	}
 	return a, start, []func(context.Context) error{ensure, a.WaitSynced}, nil
-}
-
-// authorizationWebhook builds the Webhook mode's authorizer (nil when the
-// mode is not on), with kube-apiserver's validation of its flags.
-func authorizationWebhook(o AuthOptions, on bool) (*webhook.Authorizer, error) {
-	switch {
-	case on && o.AuthorizationWebhookConfigFile == "":
-		return nil, errors.New("authorization-mode Webhook's authorization config file not passed")
-	case !on && o.AuthorizationWebhookConfigFile != "":
-		return nil, errors.New("cannot specify --authorization-webhook-config-file without mode Webhook")
-	case !on:
-		return nil, nil
-	}
-	client, err := webhook.NewClient(o.AuthorizationWebhookConfigFile, webhook.DefaultRetryBackoff())
-	if err != nil {
-		return nil, fmt.Errorf("--authorization-webhook-config-file: %w", err)
-	}
-	return webhook.NewAuthorizer(webhook.AuthorizerConfig{Client: client, Version: o.AuthorizationWebhookVersion,
-		AuthorizedTTL: o.AuthorizationWebhookCacheAuthorizedTTL, UnauthorizedTTL: o.AuthorizationWebhookCacheUnauthorizedTTL})
-}
-
-// tokenWebhook builds the TokenReview webhook authenticator (nil when no
-// config file is given). It asks for the API audiences: --api-audiences,
-// else the service account issuers.
-func tokenWebhook(o AuthOptions, sa *apiserver.ServiceAccountConfig) (*webhook.TokenAuthenticator, error) {
-	if o.AuthenticationTokenWebhookConfigFile == "" {
-		return nil, nil
-	}
-	client, err := webhook.NewClient(o.AuthenticationTokenWebhookConfigFile, webhook.DefaultRetryBackoff())
-	if err != nil {
-		return nil, fmt.Errorf("--authentication-token-webhook-config-file: %w", err)
-	}
-	auds := o.APIAudiences
-	if len(auds) == 0 && sa != nil {
-		auds = sa.Issuers
-	}
-	return webhook.NewTokenAuthenticator(webhook.TokenAuthenticatorConfig{Client: client, Version: o.AuthenticationTokenWebhookVersion,
-		APIAudiences: auds, CacheTTL: o.AuthenticationTokenWebhookCacheTTL})
 }
 
 // requestFieldSelector gives the Node authorizer a list's field selector.

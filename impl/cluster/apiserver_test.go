@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth/bootstrappolicy"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth/rbac/objcache/objcachetest"
@@ -37,6 +38,11 @@ func TestBuildChainRejectsBadFlags(t *testing.T) {
 		{"unknown plugin", AuthOptions{EnableAdmissionPlugins: []string{"Nope"}}, `"Nope" is unknown`},
 		{"audit log without policy", AuthOptions{AuditLogPath: filepath.Join(dir, "audit.log")}, "go together"},
 		{"audit policy without log", AuthOptions{AuditPolicyFile: policy}, "go together"},
+		{"audit webhook without policy", AuthOptions{AuditWebhook: audit.WebhookOptions{ConfigFile: filepath.Join(dir, "hook")}}, "go together"},
+		{"bad audit log mode", AuthOptions{AuditPolicyFile: policy, AuditLogPath: filepath.Join(dir, "audit.log"),
+			AuditLog: audit.LogOptions{Mode: "async"}}, "invalid audit log mode async"},
+		{"missing audit webhook config", AuthOptions{AuditPolicyFile: policy, AuditWebhook: audit.WebhookOptions{ConfigFile: filepath.Join(dir, "none")}},
+			"initializing audit webhook"},
 		{"missing token file", AuthOptions{TokenAuthFile: filepath.Join(dir, "none.csv")}, "token file"},
 		{"issuer without keys", AuthOptions{ServiceAccountIssuers: []string{"https://x"}}, "needs --service-account-signing-key-file"},
 		{"missing signing key", AuthOptions{ServiceAccountSigningKeyFile: filepath.Join(dir, "none.key")}, "signing key"},
