@@ -152,7 +152,21 @@ func addServiceFlags(fs *pflag.FlagSet, o *cluster.ServiceOptions) {
 func addAuthFlags(fs *pflag.FlagSet, o *cluster.AuthOptions, modes, enable, disable []string) {
 	fs.StringSliceVar(&o.AuthorizationModes, "authorization-mode", modes,
 		"Ordered list of authorization plugins: "+strings.Join(cluster.AuthorizationModes, ", ")+".")
+	fs.StringVar(&o.AuthorizationWebhookConfigFile, "authorization-webhook-config-file", "",
+		"File with webhook configuration in kubeconfig format, used with --authorization-mode=Webhook: the API server asks the remote service (cluster) with its credentials (user) whether each request is allowed.")
+	fs.StringVar(&o.AuthorizationWebhookVersion, "authorization-webhook-version", "v1",
+		"The version of the authorization.k8s.io SubjectAccessReview to send to and expect from the webhook: v1 or v1beta1.")
+	fs.DurationVar(&o.AuthorizationWebhookCacheAuthorizedTTL, "authorization-webhook-cache-authorized-ttl", 5*time.Minute,
+		"The duration to cache 'authorized' responses from the webhook authorizer.")
+	fs.DurationVar(&o.AuthorizationWebhookCacheUnauthorizedTTL, "authorization-webhook-cache-unauthorized-ttl", 30*time.Second,
+		"The duration to cache 'unauthorized' responses from the webhook authorizer.")
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", "", "Static bearer tokens: a CSV file of token,user,uid,\"group1,group2\".")
+	fs.StringVar(&o.AuthenticationTokenWebhookConfigFile, "authentication-token-webhook-config-file", "",
+		"File with webhook configuration for token authentication in kubeconfig format: bearer tokens no other authenticator knows are sent in a TokenReview to the remote service (cluster) with the API server's credentials (user).")
+	fs.StringVar(&o.AuthenticationTokenWebhookVersion, "authentication-token-webhook-version", "v1",
+		"The version of the authentication.k8s.io TokenReview to send to and expect from the webhook: v1 or v1beta1.")
+	fs.DurationVar(&o.AuthenticationTokenWebhookCacheTTL, "authentication-token-webhook-cache-ttl", 2*time.Minute,
+		"The duration to cache responses from the webhook token authenticator.")
 	fs.StringArrayVar(&o.ServiceAccountIssuers, "service-account-issuer", nil,
 		"Issuer of service account tokens (repeatable: the first is put in new tokens, all are accepted); default "+cluster.DefaultServiceAccountIssuer+".")
 	fs.StringArrayVar(&o.ServiceAccountKeyFiles, "service-account-key-file", nil, "PEM file of public (or private) keys verifying service account tokens (repeatable).")

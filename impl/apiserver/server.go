@@ -117,6 +117,10 @@ type Config struct {
 	// BootstrapTokenAuth authenticates bootstrap tokens
 	// (--enable-bootstrap-token-auth).
 	BootstrapTokenAuth bool
+	// LastTokenAuthenticators check bearer tokens after every other token
+	// authenticator, as kube-apiserver asks its TokenReview webhook
+	// (--authentication-token-webhook-config-file) last.
+	LastTokenAuthenticators []auth.TokenAuthenticator
 	// Authorizer decides every request; nil is auth.AlwaysAllow.
 	Authorizer auth.Authorizer
 	// AdmissionMutators run after the built-in NamespaceLifecycle plugin

@@ -25,6 +25,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth/bootstrappolicy"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth/node"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth/rbac"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth/webhook"
 	"github.com/kubeproof/kubeproof/impl/apiserver/openapi"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/registry"
@@ -94,8 +95,32 @@ type ServiceOptions struct {
 // their names.
 type AuthOptions struct {
 	// AuthorizationModes (--authorization-mode), tried in order: Node,
-	// RBAC, AlwaysAllow, AlwaysDeny. Empty: DefaultAuthorizationModes.
+	// RBAC, Webhook, AlwaysAllow, AlwaysDeny. Empty:
+	// DefaultAuthorizationModes.
 	AuthorizationModes []string
+	// AuthorizationWebhookConfigFile (--authorization-webhook-config-file):
+	// the kubeconfig of the Webhook mode's service.
+	AuthorizationWebhookConfigFile string
+	// AuthorizationWebhookVersion (--authorization-webhook-version): the
+	// SubjectAccessReview version sent, v1 ("") or v1beta1.
+	AuthorizationWebhookVersion string
+	// AuthorizationWebhookCacheAuthorizedTTL and
+	// AuthorizationWebhookCacheUnauthorizedTTL
+	// (--authorization-webhook-cache-authorized-ttl, 5m, and
+	// --authorization-webhook-cache-unauthorized-ttl, 30s): how long the
+	// webhook's answers are cached; 0 does not cache.
+	AuthorizationWebhookCacheAuthorizedTTL, AuthorizationWebhookCacheUnauthorizedTTL time.Duration
+	// AuthenticationTokenWebhookConfigFile
+	// (--authentication-token-webhook-config-file): the kubeconfig of a
+	// TokenReview service asked about bearer tokens no other
+	// authenticator knows.
+	AuthenticationTokenWebhookConfigFile string
+	// AuthenticationTokenWebhookVersion
+	// (--authentication-token-webhook-version): v1 ("") or v1beta1.
+	AuthenticationTokenWebhookVersion string
+	// AuthenticationTokenWebhookCacheTTL
+	// (--authentication-token-webhook-cache-ttl, 2m).
+	AuthenticationTokenWebhookCacheTTL time.Duration
 	// TokenAuthFile (--token-auth-file): static bearer tokens, CSV.
 	TokenAuthFile string
 	// ServiceAccountIssuers (--service-account-issuer): the first goes
@@ -169,7 +194,7 @@ var DefaultAuthorizationModes = []string{"Node", "RBAC"}
 const DefaultServiceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
 
 // AuthorizationModes are the --authorization-mode values kubeproof has.
-var AuthorizationModes = []string{"Node", "RBAC", "AlwaysAllow", "AlwaysDeny"}
+var AuthorizationModes = []string{"Node", "RBAC", "Webhook", "AlwaysAllow", "AlwaysDeny"}
 
 // DefaultEventTTL is kube-apiserver's default --event-ttl.
 const DefaultEventTTL = time.Hour
@@ -211,6 +236,10 @@ func NewAPIServer(cfg APIServerConfig) (*apiserver.Server, *storagebackend.Facto
 	if cfg.NodeTokens != nil {
 		chain.tokens = append([]auth.TokenAuthenticator{cfg.NodeTokens}, chain.tokens...)
 	}
+	var lastTokens []auth.TokenAuthenticator
+	if chain.tokenWebhook != nil {
+		lastTokens = append(lastTokens, chain.tokenWebhook)
+	}
 	factory := storagebackend.NewFactory(storagebackend.Config{
 		Client: cfg.EtcdClient, NewWatcher: cfg.EtcdNewWatcher, Prefix: cfg.EtcdPrefix, WatchCache: cfg.WatchCache,
 		CompactionInterval: compaction, Metrics: cfg.Metrics, Logger: cfg.Logger,
@@ -229,6 +258,7 @@ func NewAPIServer(cfg APIServerConfig) (*apiserver.Server, *storagebackend.Facto
 		ClientCA:                  cfg.ClientCA,
 		KubeletClientTLS:          cfg.KubeletClientTLS,
 		TokenAuthenticators:       chain.tokens,
+		LastTokenAuthenticators:   lastTokens,
 		ServiceAccounts:           chain.serviceAccounts,
 		BootstrapTokenAuth:        cfg.Auth.EnableBootstrapTokenAuth,
 		Anonymous:                 cfg.Auth.AnonymousAuth,
@@ -268,6 +298,10 @@ type chain struct {
 	auditBackend    audit.Backend
 	auditMetrics    *audit.Metrics
 	plugins         apiserver.PluginsFunc
+	// authzWebhook is the Webhook mode's authorizer, tokenWebhook the
+	// TokenReview webhook; nil when not configured.
+	authzWebhook *webhook.Authorizer
+	tokenWebhook *webhook.TokenAuthenticator
 }
 
 // backend is the audit backend, nil when none.
@@ -304,6 +338,12 @@ func buildChain(o AuthOptions) (*chain, error) {
 		if slices.Contains(modes[:i], m) {
 			return nil, fmt.Errorf("--authorization-mode %q is given twice", m)
 		}
+	}
+	if c.authzWebhook, err = authorizationWebhook(o, slices.Contains(modes, "Webhook")); err != nil {
+		return nil, err
+	}
+	if c.tokenWebhook, err = tokenWebhook(o, sa); err != nil {
+		return nil, err
 	}
 	admissionPlugins, err := admission.EnabledPlugins(o.EnableAdmissionPlugins, o.DisableAdmissionPlugins)
 	if err != nil {
@@ -362,6 +402,8 @@ func buildChain(o AuthOptions) (*chain, error) {
 				union = append(union, a)
 				p.Starters = append(p.Starters, start)
 				p.WaitReady = append(p.WaitReady, wait...)
+			case "Webhook":
+				union = append(union, c.authzWebhook)
 			case "AlwaysAllow":
 				union = append(union, auth.AlwaysAllow{})
 			case "AlwaysDeny":
@@ -410,6 +452,44 @@ func rbacAuthorizer(stores apiserver.StoreGetter) (a *rbac.Authorizer, start fun
 		}
 	}
 	return a, start, []func(context.Context) error{ensure, a.WaitSynced}, nil
+}
+
+// authorizationWebhook builds the Webhook mode's authorizer (nil when the
+// mode is not on), with kube-apiserver's validation of its flags.
+func authorizationWebhook(o AuthOptions, on bool) (*webhook.Authorizer, error) {
+	switch {
+	case on && o.AuthorizationWebhookConfigFile == "":
+		return nil, errors.New("authorization-mode Webhook's authorization config file not passed")
+	case !on && o.AuthorizationWebhookConfigFile != "":
+		return nil, errors.New("cannot specify --authorization-webhook-config-file without mode Webhook")
+	case !on:
+		return nil, nil
+	}
+	client, err := webhook.NewClient(o.AuthorizationWebhookConfigFile, webhook.DefaultRetryBackoff())
+	if err != nil {
+		return nil, fmt.Errorf("--authorization-webhook-config-file: %w", err)
+	}
+	return webhook.NewAuthorizer(webhook.AuthorizerConfig{Client: client, Version: o.AuthorizationWebhookVersion,
+		AuthorizedTTL: o.AuthorizationWebhookCacheAuthorizedTTL, UnauthorizedTTL: o.AuthorizationWebhookCacheUnauthorizedTTL})
+}
+
+// tokenWebhook builds the TokenReview webhook authenticator (nil when no
+// config file is given). It asks for the API audiences: --api-audiences,
+// else the service account issuers.
+func tokenWebhook(o AuthOptions, sa *apiserver.ServiceAccountConfig) (*webhook.TokenAuthenticator, error) {
+	if o.AuthenticationTokenWebhookConfigFile == "" {
+		return nil, nil
+	}
+	client, err := webhook.NewClient(o.AuthenticationTokenWebhookConfigFile, webhook.DefaultRetryBackoff())
+	if err != nil {
+		return nil, fmt.Errorf("--authentication-token-webhook-config-file: %w", err)
+	}
+	auds := o.APIAudiences
+	if len(auds) == 0 && sa != nil {
+		auds = sa.Issuers
+	}
+	return webhook.NewTokenAuthenticator(webhook.TokenAuthenticatorConfig{Client: client, Version: o.AuthenticationTokenWebhookVersion,
+		APIAudiences: auds, CacheTTL: o.AuthenticationTokenWebhookCacheTTL})
 }
 
 // requestFieldSelector gives the Node authorizer a list's field selector.
