@@ -20,10 +20,11 @@ type auditEvents struct {
 	evs map[string][]*audit.Event
 }
 
-func (b *auditEvents) ProcessEvent(ev *audit.Event) {
+func (b *auditEvents) ProcessEvent(ev *audit.Event) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.evs[string(ev.AuditID)] = append(b.evs[string(ev.AuditID)], ev)
+	return true
 }
 
 func (b *auditEvents) stage(id string, s audit.Stage) *audit.Event {

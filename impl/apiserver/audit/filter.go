@@ -42,6 +42,9 @@ type Config struct {
 	MaxBodyBytes int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Metrics counts the requests failed because the backend failed
+	// (apiserver_audit_requests_rejected_total); nil counts nothing.
+	Metrics *Metrics
 }
 
 // WithAudit records the requests next serves, as cfg.Policy says. It must
@@ -73,7 +76,13 @@ func WithAudit(next http.Handler, cfg Config) http.Handler {
 		if !d.Level.Less(LevelRequest) && r.Body != nil && r.Body != http.NoBody {
 			rec.captureRequest(r)
 		}
-		rec.emit(StageRequestReceived, nil)
+		if !rec.emit(StageRequestReceived, nil) {
+			// A blocking-strict backend failed: as kube-apiserver, the
+			// request is not served.
+			cfg.Metrics.requestRejected()
+			internalError(w, r, "failed to store audit event")
+			return
+		}
 
 		rw := &responseWriter{ResponseWriter: w, rec: rec, longRunning: info.IsLongRunning(),
 			captureAll: !d.Level.Less(LevelRequestResponse), limit: cfg.MaxBodyBytes}
@@ -323,10 +332,11 @@ func bodyRecorded(ev *Event, decoded bool) bool {
 }
 
 // emit sends a copy of the event at stage s; status, when set, is its
-// responseStatus.
-func (rec *recorder) emit(s Stage, fill func(ev *Event)) {
+// responseStatus. It reports whether the backend handled it (an omitted
+// stage counts as handled).
+func (rec *recorder) emit(s Stage, fill func(ev *Event)) bool {
 	if rec.omitted(s) {
-		return
+		return true
 	}
 	rec.mu.Lock()
 	ev := *rec.ev
@@ -352,7 +362,19 @@ func (rec *recorder) emit(s Stage, fill func(ev *Event)) {
 	if fill != nil {
 		fill(&ev)
 	}
-	rec.cfg.Backend.ProcessEvent(&ev)
+	return rec.cfg.Backend.ProcessEvent(&ev)
+}
+
+// htmlEscaper keeps an error text from reading as HTML.
+var htmlEscaper = strings.NewReplacer(`&`, "&amp;", `<`, "&lt;", `>`, "&gt;")
+
+// internalError is kube-apiserver's plain-text 500 for a request it
+// cannot serve: Internal Server Error: "<request URI>": <msg>.
+func internalError(w http.ResponseWriter, r *http.Request, msg string) {
+	w.Header().Set("Content-Type", "text/plain")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusInternalServerError)
+	fmt.Fprintf(w, "Internal Server Error: %q: %s", htmlEscaper.Replace(r.RequestURI), msg)
 }
 
 // claimFinish reports whether the caller is the first to finish.

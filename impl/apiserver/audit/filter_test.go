@@ -24,10 +24,11 @@ type memBackend struct {
 	events []*Event
 }
 
-func (b *memBackend) ProcessEvent(ev *Event) {
+func (b *memBackend) ProcessEvent(ev *Event) bool {
 	b.mu.Lock()
 	b.events = append(b.events, ev)
 	b.mu.Unlock()
+	return true
 }
 
 func policyAt(level Level, omit ...Stage) *Policy {

@@ -8,17 +8,25 @@
 // The types mirror kube-apiserver's audit.k8s.io/v1 JSON field by field;
 // k8s.io/apiserver is not imported.
 //
-// Constructors (the API server wires them from --audit-policy-file and
-// --audit-log-path):
+// Constructors (the API server wires them from --audit-policy-file,
+// --audit-log-* and --audit-webhook-*):
 //
 //	policy, err := audit.LoadPolicy(path)        // or audit.ParsePolicy(data)
-//	backend, err := audit.NewFileBackend(path)   // "-" is standard output; Close it on shutdown
-//	cfg := audit.Config{Policy: policy, Backend: backend}
+//	backend, err := audit.NewBackends(logOpts, webhookOpts, metrics) // Close it on shutdown
+//	cfg := audit.Config{Policy: policy, Backend: backend, Metrics: metrics}
 //	h = audit.WithAudit(h, cfg)
 //	h = audit.WithAuditInit(h, cfg)              // outermost: Audit-Id on every answer
 //
 // WithFailedAuthenticationAudit(unauthorizedHandler, cfg) records the
 // requests authentication rejects (stage ResponseStarted, 401).
+//
+// Backends, as kube-apiserver's: the log (WriterBackend: JSON or legacy
+// lines to standard output or a RotatingFile) and the webhook
+// (WebhookBackend: audit.k8s.io/v1 EventLists POSTed to the service a
+// kubeconfig names, retried with backoff), each in a mode — blocking,
+// blocking-strict (a failure at RequestReceived fails the request) or
+// batch (Buffered: queued, sent in throttled batches, flushed on Close) —
+// and fanned out by Union.
 //
 // WithAudit must run after authentication (it reads request.UserFrom and
 // request.InfoFrom). Later filters may enrich the event through the

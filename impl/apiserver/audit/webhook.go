@@ -1,0 +1,173 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Webhook defaults and retry schedule, as kube-apiserver's audit webhook:
+// every failure is retried, 5 attempts in all, the waits between them
+// starting at the initial backoff, growing 1.5 times, each plus up to
+// 20% jitter; each request is cut off after 30s.
+const (
+	DefaultWebhookInitialBackoff = 10 * time.Second
+	webhookAttempts              = 5
+	webhookBackoffFactor         = 1.5
+	webhookBackoffJitter         = 0.2
+	webhookRequestTimeout        = 30 * time.Second
+)
+
+// EventListKind is the kind of the object a webhook is sent.
+const EventListKind = "EventList"
+
+// EventList is an audit.k8s.io/v1 EventList.
+type EventList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Event `json:"items"`
+}
+
+// WebhookBackend POSTs events, as an audit.k8s.io/v1 EventList, to the
+// remote audit service a kubeconfig file describes
+// (--audit-webhook-config-file: its current context's cluster server is
+// the URL, its user the credentials). By itself it is the blocking mode:
+// one request per event, the caller waiting; NewBuffered in front of it
+// is the batch mode.
+type WebhookBackend struct {
+	client         *http.Client
+	url            string
+	initialBackoff time.Duration
+	metrics        *Metrics
+	// sleep waits d or until ctx ends (tests give a fake).
+	sleep func(ctx context.Context, d time.Duration) error
+	// jitter is a number in [0, 1).
+	jitter func() float64
+}
+
+// NewWebhookBackend loads the kubeconfig at configFile.
+func NewWebhookBackend(configFile string, initialBackoff time.Duration, m *Metrics) (*WebhookBackend, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = configFile
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("initializing audit webhook: %w", err)
+	}
+	cfg.Timeout = webhookRequestTimeout
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("initializing audit webhook: %w", err)
+	}
+	u, err := webhookURL(cfg.Host)
+	if err != nil {
+		return nil, fmt.Errorf("initializing audit webhook: %w", err)
+	}
+	return &WebhookBackend{client: client, url: u, initialBackoff: initialBackoff, metrics: m,
+		sleep: sleepContext, jitter: rand.Float64}, nil
+}
+
+// webhookURL is the server of a kubeconfig as a URL (https when it names
+// no scheme).
+func webhookURL(host string) (string, error) {
+	if !strings.Contains(host, "://") {
+		host = "https://" + host
+	}
+	u, err := url.Parse(host)
+	if err != nil {
+		return "", err
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("server %q names no host", host)
+	}
+	return u.String(), nil
+}
+
+func sleepContext(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ProcessEvent implements Backend: one request for ev.
+func (w *WebhookBackend) ProcessEvent(ev *Event) bool {
+	return w.ProcessEvents(context.Background(), []*Event{ev})
+}
+
+// ProcessEvents implements BatchBackend: one EventList for events,
+// retried as kube-apiserver's; false (the events counted and logged as
+// plugin "webhook" errors) when every attempt failed.
+func (w *WebhookBackend) ProcessEvents(ctx context.Context, events []*Event) bool {
+	if err := w.post(ctx, events); err != nil {
+		pluginError(w.metrics, PluginWebhook, err, events...)
+		return false
+	}
+	return true
+}
+
+// webhookBackoff is the wait before retry n (0 the first retry), given
+// a jitter fraction in [0, 1).
+func webhookBackoff(initial time.Duration, n int, jitter float64) time.Duration {
+	d := float64(initial)
+	for range n {
+		d *= webhookBackoffFactor
+	}
+	return time.Duration(d + jitter*webhookBackoffJitter*d)
+}
+
+func (w *WebhookBackend) post(ctx context.Context, events []*Event) error {
+	list := EventList{TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: EventListKind}, Items: make([]Event, len(events))}
+	for i, ev := range events {
+		list.Items[i] = *ev
+	}
+	body, err := json.Marshal(list)
+	if err != nil {
+		return fmt.Errorf("encoding audit events: %w", err)
+	}
+	var last error
+	for attempt := range webhookAttempts {
+		if attempt > 0 {
+			if err := w.sleep(ctx, webhookBackoff(w.initialBackoff, attempt-1, w.jitter())); err != nil {
+				return fmt.Errorf("webhook call failed: %w (last error: %w)", err, last)
+			}
+		}
+		if last = w.postOnce(ctx, body); last == nil {
+			return nil
+		}
+	}
+	return last
+}
+
+func (w *WebhookBackend) postOnce(ctx context.Context, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("calling audit webhook: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, */*")
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("calling audit webhook: %w", err)
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("audit webhook %s answered %d: %s", w.url, resp.StatusCode, strings.TrimSpace(string(answer)))
+	}
+	return nil
+}

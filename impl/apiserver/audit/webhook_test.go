@@ -1,0 +1,145 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// webhookReceiver is an audit service: it answers the statuses queued
+// (then 200) and keeps the EventLists it was sent.
+type webhookReceiver struct {
+	mu       sync.Mutex
+	statuses []int
+	lists    []EventList
+	types    []string
+}
+
+func (h *webhookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var l EventList
+	if r.Method != http.MethodPost || json.Unmarshal(body, &l) != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	h.types = append(h.types, r.Header.Get("Content-Type"))
+	if len(h.statuses) > 0 {
+		code := h.statuses[0]
+		h.statuses = h.statuses[1:]
+		http.Error(w, "try later", code)
+		return
+	}
+	h.lists = append(h.lists, l)
+}
+
+// webhookKubeconfig writes a kubeconfig naming server.
+func webhookKubeconfig(t *testing.T, server string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "audit-webhook.kubeconfig")
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: audit
+  cluster:
+    server: %s
+users:
+- name: apiserver
+  user:
+    token: secret
+contexts:
+- name: audit
+  context: {cluster: audit, user: apiserver}
+current-context: audit
+`, server)
+	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestWebhookBackoffSchedule(t *testing.T) {
+	var got []time.Duration
+	for n := range 4 {
+		got = append(got, webhookBackoff(10*time.Second, n, 0))
+	}
+	if fmt.Sprint(got) != "[10s 15s 22.5s 33.75s]" {
+		t.Errorf("waits %v, want 10s ×1.5 each retry", got)
+	}
+	if d := webhookBackoff(10*time.Second, 0, 0.5); d != 11*time.Second {
+		t.Errorf("jitter 0.5: %v, want 11s (up to 20%% more)", d)
+	}
+}
+
+// TestWebhookPostsEventListWithRetries: events go as one audit.k8s.io/v1
+// EventList per call; a failing answer is retried after the backoff, up
+// to 5 attempts, then the events count as plugin "webhook" errors.
+func TestWebhookPostsEventListWithRetries(t *testing.T) {
+	recv := &webhookReceiver{statuses: []int{500, 503}}
+	srv := httptest.NewServer(recv)
+	defer srv.Close()
+	m := NewMetrics()
+	w, err := NewWebhookBackend(webhookKubeconfig(t, srv.URL+"/audit"), 10*time.Second, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.client.CloseIdleConnections()
+	var slept []time.Duration
+	w.sleep = func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }
+	w.jitter = func() float64 { return 0 }
+
+	if !w.ProcessEvents(context.Background(), []*Event{{AuditID: "a", Level: LevelMetadata}, {AuditID: "b", Level: LevelMetadata}}) {
+		t.Fatal("delivery after two failures reported failed")
+	}
+	if fmt.Sprint(slept) != "[10s 15s]" {
+		t.Errorf("waited %v between attempts, want [10s 15s]", slept)
+	}
+	if len(recv.lists) != 1 || len(recv.lists[0].Items) != 2 || recv.lists[0].Kind != "EventList" ||
+		recv.lists[0].APIVersion != "audit.k8s.io/v1" || recv.lists[0].Items[1].AuditID != "b" {
+		t.Fatalf("received %+v", recv.lists)
+	}
+	if recv.types[0] != "application/json" {
+		t.Errorf("Content-Type %q", recv.types[0])
+	}
+
+	recv.statuses = []int{500, 500, 500, 500, 500, 500}
+	slept = nil
+	if w.ProcessEvent(&Event{AuditID: "c"}) {
+		t.Error("delivery failing 5 times reported done")
+	}
+	if len(slept) != 4 || len(recv.statuses) != 1 {
+		t.Errorf("%d waits, %d unused failures: want 5 attempts (4 waits)", len(slept), len(recv.statuses))
+	}
+	if n := counterValue(t, m.errors.WithLabelValues(PluginWebhook)); n != 1 {
+		t.Errorf("apiserver_audit_error_total{plugin=webhook} = %v, want 1", n)
+	}
+	// A cancelled context ends the retries.
+	recv.statuses = []int{500, 500}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.sleep = func(ctx context.Context, _ time.Duration) error { cancel(); return ctx.Err() }
+	if w.ProcessEvents(ctx, []*Event{{AuditID: "d"}}) {
+		t.Error("delivery cancelled reported done")
+	}
+}
+
+func TestWebhookBadKubeconfig(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "bad")
+	if err := os.WriteFile(p, []byte("clusters: ["), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewWebhookBackend(p, time.Second, nil); err == nil {
+		t.Error("a broken kubeconfig was accepted")
+	}
+	if _, err := NewWebhookBackend(filepath.Join(t.TempDir(), "missing"), time.Second, nil); err == nil {
+		t.Error("a missing kubeconfig was accepted")
+	}
+}
