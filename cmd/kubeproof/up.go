@@ -42,6 +42,7 @@ func newUpCommand() *cobra.Command {
 		failSwapOn  bool
 		cfsQuota    bool
 		seccompDef  bool
+		resolvConf  string
 		sysctls     []string
 		sysReserved = reservedFlag{}
 		kubReserved = reservedFlag{}
@@ -131,6 +132,7 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 				NodeCPUCFSQuota:               &cfsQuota,
 				NodeSeccompDefault:            seccompDef,
 				NodeAllowedUnsafeSysctls:      sysctls,
+				NodeResolverConfig:            resolvConf,
 				NodeSystemReserved:            systemReserved,
 				NodeKubeReserved:              kubeReserved,
 				ImageCredentialProviderConfig: credConfig,
@@ -187,6 +189,7 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 	fs.StringVar(&swapMode, "memory-swap-behavior", "", "KubeletConfiguration's memorySwap.swapBehavior of each simulated node, as kubeproof kubelet --memory-swap-behavior: NoSwap (or empty, the default); LimitedSwap needs cgroup v2 and is refused, simulated nodes being cgroup v1.")
 	fs.BoolVar(&cfsQuota, "cpu-cfs-quota", true, "CPU CFS quota enforcement of each simulated node, as kubeproof kubelet --cpu-cfs-quota: false gives containers and sandboxes no CFS quota (their CPU limits unenforced).")
 	fs.StringSliceVar(&sysctls, "allowed-unsafe-sysctls", nil, allowedUnsafeSysctlsUsage)
+	fs.StringVar(&resolvConf, "resolv-conf", def.NodeResolverConfig, "Resolver configuration file of each simulated node, as kubeproof kubelet --resolv-conf: checked against the pod resolver's limits once at the node's start (a CheckLimitsForResolvConf warning on its Node), as upstream; simulated sandboxes read it no further (spec.dnsConfig passes through unchanged). \"\" is none: nothing read or checked.")
 	fs.BoolVar(&seccompDef, "seccomp-default", false, "KubeletConfiguration's seccompDefault of each simulated node, as kubeproof kubelet --seccomp-default: a container whose pod and container set no seccompProfile runs under the runtime's default profile (RuntimeDefault) instead of Unconfined.")
 	fs.Var(sysReserved, "system-reserved", "Resources reserved for non-kubernetes components on each simulated node, as kubeproof kubelet --system-reserved (ResourceName=ResourceQuantity pairs of cpu, memory, ephemeral-storage, pid): they come off its allocatable. [default=none]")
 	fs.Var(kubReserved, "kube-reserved", "Resources reserved for kubernetes system components on each simulated node, as kubeproof kubelet --kube-reserved. [default=none]")

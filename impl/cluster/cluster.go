@@ -137,6 +137,14 @@ type Config struct {
 	// --allowed-unsafe-sysctls`, as `kubeproof kubelet`'s): unsafe sysctls
 	// and patterns its pods may set besides the safe ones. Nil: none.
 	NodeAllowedUnsafeSysctls []string
+	// NodeResolverConfig is each simulated node's resolver file
+	// (kubelet.Config.ResolverConfig; `kubeproof up --resolv-conf`, as
+	// `kubeproof kubelet`'s): checked against the pod resolver's limits once
+	// at its start (a CheckLimitsForResolvConf warning on its Node), as
+	// upstream's kubelet does whatever its runtime; simulated sandboxes
+	// read it no further. "": none, nothing read or checked (UpConfig's is
+	// kubelet.DefaultResolverConfig, upstream's /etc/resolv.conf).
+	NodeResolverConfig string
 	// NodeSystemReserved and NodeKubeReserved are each simulated node's
 	// systemReserved and kubeReserved (kubelet.Config.SystemReserved and
 	// KubeReserved; `kubeproof up --system-reserved` and `--kube-reserved`,
@@ -428,6 +436,7 @@ func UpConfig(dataDir string) Config {
 		NodeCPU:                "4",
 		NodeMemory:             "32Gi",
 		NodeMaxPods:            110,
+		NodeResolverConfig:     kubelet.DefaultResolverConfig,
 		Services:               ServiceOptions{ClusterIPRange: "10.96.0.0/12", NodePortRange: "30000-32767"},
 	}
 }

@@ -367,9 +367,7 @@ func (c *Cluster) startKubelets(ctx context.Context, cfg Config) error {
 		}
 	}
 	n := c.simNodes
-	// `up` has no --resolv-conf: its nodes read no resolver file, so
-	// they check none at start (an empty --resolv-conf's skip).
-	noResolvConf := ""
+	resolvConf := cfg.NodeResolverConfig
 	for i := 0; i < cfg.Nodes; i++ {
 		name, cidr := SimulatedNode(i)
 		if cfg.DualStackNodes {
@@ -388,7 +386,7 @@ func (c *Cluster) startKubelets(ctx context.Context, cfg Config) error {
 			NodeName: name, PodCIDR: cidr, Port: c.kubeletAPI.Port, CPU: cpu, Memory: mem, MaxPods: cfg.NodeMaxPods, HugePages: cfg.NodeHugePages,
 			SwapCapacity: swap, MemorySwapBehavior: cfg.NodeMemorySwapBehavior, FailSwapOn: cfg.NodeFailSwapOn, CPUCFSQuota: cfg.NodeCPUCFSQuota,
 			SeccompDefault: cfg.NodeSeccompDefault, AllowedUnsafeSysctls: cfg.NodeAllowedUnsafeSysctls, SystemReserved: cfg.NodeSystemReserved, KubeReserved: cfg.NodeKubeReserved,
-			ExternalPodSource: true, ServiceReadClient: n.reader, ResolverConfig: &noResolvConf,
+			ExternalPodSource: true, ServiceReadClient: n.reader, ResolverConfig: &resolvConf,
 			RootDir: filepath.Join(n.rootDir, "root"), PodLogsDir: filepath.Join(n.rootDir, "pod-logs"), PullRecordsInMemory: true,
 			StateDir: nodeStateDir(cfg.DataDir, name), Logger: log, PodTrace: cfg.PodTrace,
 		}
