@@ -19,7 +19,7 @@ var validatingConfigResource = schema.GroupResource{Group: "admissionregistratio
 // that match a request, all at once (as kube-apiserver does), with the
 // same AdmissionReview, matching and failure policy as MutatingWebhook.
 // Any refusal or failed call under failurePolicy Fail rejects the request;
-// the first in configuration order is reported.
+// the first to arrive is reported, as kube-apiserver's.
 type ValidatingWebhook struct {
 	*webhookDispatcher
 }
@@ -77,7 +77,20 @@ func (p *ValidatingWebhook) Validate(ctx context.Context, a *Attributes) error {
 			return err
 		}
 	}
-	errs := make([]error, len(hooks))
+	// As kube-apiserver, the first failure to arrive is the request's
+	// (the others are dropped); it is recorded before the webhook's
+	// warnings and audit annotations are.
+	var (
+		mu    sync.Mutex
+		first error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if first == nil {
+			first = err
+		}
+	}
 	var wg sync.WaitGroup
 	for i, m := range hooks {
 		w := m.webhook
@@ -88,29 +101,27 @@ func (p *ValidatingWebhook) Validate(ctx context.Context, a *Attributes) error {
 		wg.Go(func() {
 			// As kube-apiserver, a dry run a webhook with side effects
 			// cannot take is refused in its call, the others still called.
-			if errs[i] = dryRunRefusal(&w, a); errs[i] != nil {
+			if err := dryRunRefusal(&w, a); err != nil {
+				fail(err)
 				return
 			}
 			resp, err := p.call(ctx, w, rev)
 			if err != nil {
 				// As kube-apiserver: a failure let through is recorded,
 				// indexed among the webhooks the request matched.
-				if errs[i] = p.callFailed(w, err); errs[i] == nil {
-					audit.AddAnnotation(ctx, fmt.Sprintf("failed-open.validating.webhook.admission.k8s.io/round_0_index_%d", i), w.name)
+				if err := p.callFailed(w, err); err != nil {
+					fail(err)
+					return
 				}
+				audit.AddAnnotation(ctx, fmt.Sprintf("failed-open.validating.webhook.admission.k8s.io/round_0_index_%d", i), w.name)
 				return
 			}
-			addResponseWarnings(ctx, w.name, resp)
 			if !resp.Allowed {
-				errs[i] = denied(w.name, resp.Result)
+				fail(denied(w.name, resp.Result))
 			}
+			addResponseWarnings(ctx, w.name, resp)
 		})
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return first
 }
