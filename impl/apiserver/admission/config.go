@@ -140,7 +140,8 @@ func (c *AdmissionConfig) ConfigFor(name string) ([]byte, error) {
 // Apply configures the enabled plugins in opts from c, as kube-apiserver
 // initialises them: a plugin that is not enabled is not configured (its
 // configuration is not even read); PodSecurity reads its
-// PodSecurityConfiguration, ResourceQuota its limitedResources; the other
+// PodSecurityConfiguration, ResourceQuota its limitedResources, the
+// webhook plugins their kubeConfigFile's users (webhook_auth.go); the other
 // plugins that have a configuration are returned in ignored (kubeproof
 // reads none of theirs).
 func (c *AdmissionConfig) Apply(enabled []string, opts *Options) (ignored []string, err error) {
@@ -173,6 +174,16 @@ func (c *AdmissionConfig) Apply(enabled []string, opts *Options) (ignored []stri
 				return nil, fmt.Errorf("couldn't init admission plugin %q: %w", p.name, err)
 			}
 			opts.QuotaLimitedResources = limited
+		case (p.name == "MutatingAdmissionWebhook" || p.name == "ValidatingAdmissionWebhook") && data != nil:
+			creds, err := decodeWebhookAdmission(data)
+			if err != nil {
+				return nil, fmt.Errorf("couldn't init admission plugin %q: %w", p.name, err)
+			}
+			if p.name == "MutatingAdmissionWebhook" {
+				opts.MutatingWebhookCredentials = creds
+			} else {
+				opts.ValidatingWebhookCredentials = creds
+			}
 		case data != nil:
 			ignored = append(ignored, p.name)
 		}

@@ -100,11 +100,10 @@ plugins:
   path: missing.yaml
 - name: PodSecurity
   path: also-missing.yaml
-- name: ValidatingAdmissionWebhook
+- name: LimitRanger
   configuration:
-    apiVersion: apiserver.config.k8s.io/v1
-    kind: WebhookAdmissionConfiguration
-    kubeConfigFile: /etc/kubernetes/webhooks.kubeconfig
+    apiVersion: example.com/v1
+    kind: LimitRangerConfiguration
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +111,7 @@ plugins:
 	enabled := slices.DeleteFunc(DefaultPlugins(), func(n string) bool { return n == "PodSecurity" })
 	var o Options
 	ignored, err := c.Apply(enabled, &o)
-	if err != nil || !slices.Equal(ignored, []string{"ValidatingAdmissionWebhook"}) {
+	if err != nil || !slices.Equal(ignored, []string{"LimitRanger"}) {
 		t.Fatalf("Apply: %v, ignored %v", err, ignored)
 	}
 	if _, err := c.Apply(DefaultPlugins(), &o); err == nil || !strings.Contains(err.Error(), "Couldn't open admission plugin configuration "+filepath.Join(dir, "also-missing.yaml")) {

@@ -130,6 +130,10 @@ type Options struct {
 	// addressed by service are called at one of the service's ready
 	// endpoints rather than at its ClusterIP.
 	EnableAggregatorRouting bool
+	// MutatingWebhookCredentials and ValidatingWebhookCredentials are the
+	// users of the webhook plugins' kubeConfigFile, the credentials their
+	// webhooks are called with (nil: none).
+	MutatingWebhookCredentials, ValidatingWebhookCredentials *WebhookCredentials
 }
 
 // NewPlugins builds the named plugins (in the registry's order, whatever

@@ -346,7 +346,7 @@ func resourceMatches(rule, res, sub string) bool {
 	return (ruleRes == "*" || ruleRes == res) && (ruleSub == "*" || ruleSub == sub) && sub != ""
 }
 
-func newDispatcher(d *deps, gr schema.GroupResource, newList func() runtime.Object, toWebhooks func([]runtime.Object) []webhook) (*webhookDispatcher, error) {
+func newDispatcher(d *deps, gr schema.GroupResource, newList func() runtime.Object, toWebhooks func([]runtime.Object) []webhook, credentials *WebhookCredentials) (*webhookDispatcher, error) {
 	c, err := d.cache(gr, newList)
 	if err != nil {
 		return nil, err
@@ -368,7 +368,7 @@ func newDispatcher(d *deps, gr schema.GroupResource, newList func() runtime.Obje
 	}
 	eq, _ := d.stores.(EquivalentResourceMapper)
 	lb, _ := d.stores.(LoopbackGetter)
-	return &webhookDispatcher{list: list, namespaces: ns, clients: &webhookClients{}, services: services, loopback: lb, equivalents: eq, log: slog.Default()}, nil
+	return &webhookDispatcher{list: list, namespaces: ns, clients: &webhookClients{credentials: credentials}, services: services, loopback: lb, equivalents: eq, log: slog.Default()}, nil
 }
 
 // sortByName orders configurations by name, as kube-apiserver calls them.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -13,15 +14,18 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // webhookClientCacheSize is how many webhook clients are kept, as
 // kube-apiserver's webhook ClientManager keeps 200 in an LRU cache.
 const webhookClientCacheSize = 200
 
-// webhookClients are HTTPS clients (HTTP/1.1) by CA bundle (and, for a
-// webhook addressed by service, by service and port), so connections are
-// kept between calls. At most webhookClientCacheSize are kept: the one
+// webhookClients are HTTPS clients (HTTP/1.1) by the whole client
+// configuration, as kube-apiserver's ClientManager keys them (CA bundle,
+// and the URL or the service's name, namespace, port and path), so that
+// connections are kept between calls and webhooks at different hosts
+// never share the credentials of one. At most webhookClientCacheSize are kept: the one
 // used least recently goes (its idle connections closed) when another
 // would exceed that; it is built again when next needed.
 type webhookClients struct {
@@ -33,6 +37,29 @@ type webhookClients struct {
 	// dial, when set, makes the clients' connections (tests); nil is a
 	// net.Dialer.
 	dial dialFunc
+	// credentials, when set, are the users webhooks are called as, by
+	// host (--admission-control-config-file's kubeConfigFile).
+	credentials *WebhookCredentials
+}
+
+// clientKey is what a client is cached by (kube-apiserver's
+// ClientConfig without the webhook's name).
+type clientKey struct {
+	URL      string            `json:"url,omitempty"`
+	CABundle []byte            `json:"caBundle,omitempty"`
+	Service  *clientServiceKey `json:"service,omitempty"`
+}
+
+type clientServiceKey struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	Path      string `json:"path,omitempty"`
+	Port      int32  `json:"port"`
+}
+
+func (k clientKey) String() string {
+	b, _ := json.Marshal(k)
+	return string(b)
 }
 
 // cachedClient is an element of webhookClients.lru.
@@ -46,7 +73,7 @@ type cachedClient struct {
 // resolver finds for it when the connection is made.
 func (c *webhookClients) get(caBundle []byte, svc *admissionregistrationv1.ServiceReference, resolver *serviceResolver) (*http.Client, error) {
 	if svc == nil {
-		return c.client(caBundle, string(caBundle), "", nil, nil)
+		return c.client(caBundle, clientKey{CABundle: caBundle}.String(), "", nil, nil, nil)
 	}
 	if resolver == nil {
 		return nil, errors.New("webhooks addressed by service need the services resource, which this server does not serve")
@@ -57,6 +84,14 @@ func (c *webhookClients) get(caBundle []byte, svc *admissionregistrationv1.Servi
 		lb = resolver.loopback
 	}
 	namespace, name := svc.Namespace, svc.Name
+	var user *clientcmdapi.AuthInfo
+	if lb == nil {
+		user = c.credentials.userFor(host)
+	}
+	key := clientKey{CABundle: caBundle, Service: &clientServiceKey{Name: name, Namespace: namespace, Port: port}}
+	if svc.Path != nil {
+		key.Service.Path = *svc.Path
+	}
 	redirect := func(dial dialFunc) dialFunc {
 		return func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if addr == host {
@@ -69,7 +104,7 @@ func (c *webhookClients) get(caBundle []byte, svc *admissionregistrationv1.Servi
 			return dial(ctx, network, addr)
 		}
 	}
-	return c.client(caBundle, string(caBundle)+"\x00"+host, serverName, lb, redirect)
+	return c.client(caBundle, key.String(), serverName, lb, user, redirect)
 }
 
 // loopbackURLHost is the host:port kube-apiserver's webhook
@@ -83,10 +118,12 @@ const loopbackURLHost = "kubernetes.default.svc:443"
 // (its TLS settings, the CA bundle trusted besides, and its token) that
 // still connects to the URL's host as DNS resolves it.
 func (c *webhookClients) getURL(caBundle []byte, rawURL string, loopback LoopbackGetter) (*http.Client, error) {
-	if loopback != nil && urlHostPort(rawURL) == loopbackURLHost {
-		return c.client(caBundle, string(caBundle)+"\x00url\x00"+loopbackURLHost, "", loopback, nil)
+	key := clientKey{URL: rawURL, CABundle: caBundle}.String()
+	hostPort := urlHostPort(rawURL)
+	if loopback != nil && hostPort == loopbackURLHost {
+		return c.client(caBundle, key, "", loopback, nil, nil)
 	}
-	return c.client(caBundle, string(caBundle), "", nil, nil)
+	return c.client(caBundle, key, "", nil, c.credentials.userFor(hostPort), nil)
 }
 
 // urlHostPort is the URL's host with port 443 when it has none ("" when
@@ -106,9 +143,10 @@ type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error
 
 // client returns the client cached under key, building it when missing:
 // trusting caBundle (and, with lb, the loopback client's roots, under its
-// server name, sending its token), under serverName when set, its
-// connections made by redirect's wrapping of the base dialer when set.
-func (c *webhookClients) client(caBundle []byte, key, serverName string, lb LoopbackGetter, redirect func(dialFunc) dialFunc) (*http.Client, error) {
+// server name, sending its token), under serverName when set, with the
+// user's credentials when set, its connections made by redirect's
+// wrapping of the base dialer when set.
+func (c *webhookClients) client(caBundle []byte, key, serverName string, lb LoopbackGetter, user *clientcmdapi.AuthInfo, redirect func(dialFunc) dialFunc) (*http.Client, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.clients[key]; ok {
@@ -150,6 +188,13 @@ func (c *webhookClients) client(caBundle []byte, key, serverName string, lb Loop
 	if token != "" {
 		cl.Transport = bearerTransport{token: token, next: tr}
 	}
+	if user != nil {
+		rt, err := applyUser(user, cfg, tr)
+		if err != nil {
+			return nil, err
+		}
+		cl.Transport = closingTransport{RoundTripper: rt, transport: tr}
+	}
 	if c.clients == nil {
 		c.clients = map[string]*list.Element{}
 	}
@@ -179,6 +224,15 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // CloseIdleConnections lets http.Client.CloseIdleConnections reach the
 // transport.
 func (b bearerTransport) CloseIdleConnections() { b.next.CloseIdleConnections() }
+
+// closingTransport lets http.Client.CloseIdleConnections reach the
+// transport under credential round trippers.
+type closingTransport struct {
+	http.RoundTripper
+	transport *http.Transport
+}
+
+func (t closingTransport) CloseIdleConnections() { t.transport.CloseIdleConnections() }
 
 // len is the number of cached clients.
 func (c *webhookClients) len() int {

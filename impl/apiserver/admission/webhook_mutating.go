@@ -53,7 +53,7 @@ func newMutatingWebhook(d *deps) (any, error) {
 		func() runtime.Object { return &admissionregistrationv1.MutatingWebhookConfigurationList{} },
 		func(objs []runtime.Object) []webhook {
 			return mutatingWebhooks(typed[admissionregistrationv1.MutatingWebhookConfiguration](objs))
-		})
+		}, d.opts.MutatingWebhookCredentials)
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ func newValidatingWebhook(d *deps) (any, error) {
 		func() runtime.Object { return &admissionregistrationv1.ValidatingWebhookConfigurationList{} },
 		func(objs []runtime.Object) []webhook {
 			return validatingWebhooks(typed[admissionregistrationv1.ValidatingWebhookConfiguration](objs))
-		})
+		}, d.opts.ValidatingWebhookCredentials)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,203 @@
+package admission
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/transport"
+)
+
+// The webhook admission plugins' configuration in
+// --admission-control-config-file (kube-apiserver's
+// WebhookAdmissionConfiguration, apiserver.config.k8s.io/v1, or
+// WebhookAdmission, apiserver.config.k8s.io/v1alpha1) names a kubeconfig
+// (kubeConfigFile, an absolute path) whose users are the credentials the
+// webhooks are called with, chosen by the host a webhook is called at, as
+// kube-apiserver's default authentication info resolver chooses them:
+//
+//   - the user named as the host:port (a service reference's host being
+//     <name>.<namespace>.svc, its port 443 when unset; a URL's port 443
+//     when it has none);
+//   - else the first user named "*." and a dot-separated suffix of it,
+//     longest first ("*.example.com:8443", "*.svc:443");
+//   - at port 443, the same two without the port ("hook.example.com",
+//     "*.example.com");
+//   - else the user named "*";
+//   - else the current context's user;
+//   - else none (no credentials).
+//
+// A user's credentials are its token (or tokenFile, read when the client
+// is made and again as the file changes), client certificate and key
+// (data or files), username and password, and impersonation; an
+// auth-provider is an error (a failed call), as upstream. The API server
+// itself (the URL host kubernetes.default.svc:443 and the service
+// default/kubernetes:443 with a loopback) is always called with its
+// loopback credentials.
+
+// webhookAdmissionVersions are the kinds kube-apiserver decodes a webhook
+// plugin's configuration as, by apiVersion.
+var webhookAdmissionVersions = map[string]string{
+	"apiserver.config.k8s.io/v1":       "WebhookAdmissionConfiguration",
+	"apiserver.config.k8s.io/v1alpha1": "WebhookAdmission",
+}
+
+// WebhookCredentials are the users of a webhook plugin's kubeConfigFile.
+type WebhookCredentials struct {
+	users map[string]*clientcmdapi.AuthInfo
+	// current is the current context's user ("" for none).
+	current string
+}
+
+// decodeWebhookAdmission reads a webhook plugin's configuration (see
+// above) and loads its kubeconfig; unknown fields are ignored.
+func decodeWebhookAdmission(data []byte) (*WebhookCredentials, error) {
+	var c struct {
+		KubeConfigFile string `json:"kubeConfigFile"`
+	}
+	if err := decodeTyped(data, &c, false); err != nil {
+		return nil, err
+	}
+	apiVersion, _ := typeMeta(data)
+	want, ok := webhookAdmissionVersions[apiVersion]
+	if !ok {
+		want = "WebhookAdmissionConfiguration"
+	}
+	if err := checkTypeMeta(data, want, []string{apiVersion}); err != nil {
+		return nil, err
+	}
+	if !ok {
+		_, kind := typeMeta(data)
+		return nil, fmt.Errorf("no kind %q is registered for version %q", kind, apiVersion)
+	}
+	if !path.IsAbs(c.KubeConfigFile) {
+		return nil, field.Invalid(field.NewPath("kubeConfigFile"), c.KubeConfigFile, "must be an absolute file path")
+	}
+	return LoadWebhookCredentials(c.KubeConfigFile)
+}
+
+// LoadWebhookCredentials reads a kubeconfig's users (their relative file
+// paths are the kubeconfig's directory's).
+func LoadWebhookCredentials(file string) (*WebhookCredentials, error) {
+	cfg, err := clientcmd.LoadFromFile(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := clientcmd.ResolveLocalPaths(cfg); err != nil {
+		return nil, err
+	}
+	c := &WebhookCredentials{users: cfg.AuthInfos}
+	if ctx, ok := cfg.Contexts[cfg.CurrentContext]; ok && cfg.CurrentContext != "" {
+		c.current = ctx.AuthInfo
+	}
+	return c, nil
+}
+
+// userFor is the user a webhook at target (host:port) is called as (nil:
+// none).
+func (c *WebhookCredentials) userFor(target string) *clientcmdapi.AuthInfo {
+	if c == nil {
+		return nil
+	}
+	if u := c.exactOrWildcard(target); u != nil {
+		return u
+	}
+	if host, port, err := net.SplitHostPort(target); err == nil && port == "443" {
+		if u := c.exactOrWildcard(host); u != nil {
+			return u
+		}
+	}
+	if u, ok := c.users["*"]; ok {
+		return u
+	}
+	if c.current != "" {
+		return c.users[c.current]
+	}
+	return nil
+}
+
+func (c *WebhookCredentials) exactOrWildcard(name string) *clientcmdapi.AuthInfo {
+	if u, ok := c.users[name]; ok {
+		return u
+	}
+	labels := strings.Split(name, ".")
+	for i := 1; i < len(labels); i++ {
+		if u, ok := c.users["*."+strings.Join(labels[i:], ".")]; ok {
+			return u
+		}
+	}
+	return nil
+}
+
+// applyUser sets the user's client certificate in cfg and returns rt
+// sending its token, basic credentials and impersonation headers.
+func applyUser(u *clientcmdapi.AuthInfo, cfg *tls.Config, rt http.RoundTripper) (http.RoundTripper, error) {
+	if u == nil {
+		return rt, nil
+	}
+	if u.AuthProvider != nil {
+		return nil, errors.New("auth provider not supported")
+	}
+	if u.Exec != nil {
+		return nil, errors.New("exec credential plugins are not supported by kubeproof")
+	}
+	if len(u.ClientCertificate) > 0 || len(u.ClientCertificateData) > 0 {
+		certPEM, err := dataOrFile(u.ClientCertificateData, u.ClientCertificate)
+		if err != nil {
+			return nil, err
+		}
+		keyPEM, err := dataOrFile(u.ClientKeyData, u.ClientKey)
+		if err != nil {
+			return nil, err
+		}
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	token := u.Token
+	tokenFile := u.TokenFile
+	if token == "" && tokenFile != "" {
+		b, err := os.ReadFile(tokenFile)
+		if err != nil {
+			return nil, err
+		}
+		token = string(b)
+	}
+	basic := u.Username != "" || u.Password != ""
+	switch {
+	case token != "" && basic:
+		return nil, errors.New("username/password or bearer token may be set, but not both")
+	case token != "":
+		var err error
+		if rt, err = transport.NewBearerAuthWithRefreshRoundTripper(token, tokenFile, rt); err != nil {
+			return nil, err
+		}
+	case basic:
+		rt = transport.NewBasicAuthRoundTripper(u.Username, u.Password, rt)
+	}
+	if u.Impersonate != "" || len(u.ImpersonateGroups) > 0 || len(u.ImpersonateUserExtra) > 0 {
+		rt = transport.NewImpersonatingRoundTripper(transport.ImpersonationConfig{
+			UserName: u.Impersonate, UID: u.ImpersonateUID, Groups: u.ImpersonateGroups, Extra: u.ImpersonateUserExtra}, rt)
+	}
+	return rt, nil
+}
+
+func dataOrFile(data []byte, file string) ([]byte, error) {
+	if len(data) > 0 {
+		return data, nil
+	}
+	if file == "" {
+		return nil, nil
+	}
+	return os.ReadFile(file)
+}
