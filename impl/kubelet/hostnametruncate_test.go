@@ -60,3 +60,48 @@ func TestHostnameTruncationLogged(t *testing.T) {
 		t.Errorf("sandbox hostname %q (%v), want the 62 a's", got, err)
 	}
 }
+
+// TestHostnameTruncationLoggedPerContainerStart: upstream builds a pod's
+// hostname (GeneratePodHostNameAndDomain, which logs its cut) for the
+// sandbox config, and again for every container it starts
+// (GenerateRunContainerOptions, whose hostname the /etc/hosts mount
+// names), whatever the runtime and for a host-network pod too (whose
+// sandbox config has no hostname). The sync that makes a two-container
+// pod's sandbox logs the cut four times (the sandbox's config, the
+// containers' config, each container's start), a later sync of the
+// running pod once (the config built for the containers to start, none);
+// a host-network pod's first sync once per container. Before, only the
+// sandbox configs logged it (two, one, none).
+func TestHostnameTruncationLoggedPerContainerStart(t *testing.T) {
+	var buf syncBuffer
+	h := newHarness(t, func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelError}))
+	})
+	cuts := func() int {
+		n := strings.Count(buf.String(), "Hostname for pod was too long, truncated it")
+		buf.mu.Lock()
+		buf.b.Reset()
+		buf.mu.Unlock()
+		return n
+	}
+	long := h.create(h.pod(strings.Repeat("a", 62)+"-b", func(p *v1.Pod) {
+		p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: "side", Image: "nginx:1.27"})
+	}))
+	if got := h.sync(long); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("long: %s", got.Status.Phase)
+	}
+	if n := cuts(); n != 4 {
+		t.Errorf("cuts logged by the sync making the sandbox: %d, want 4", n)
+	}
+	h.sync(long)
+	if n := cuts(); n != 1 {
+		t.Errorf("cuts logged by a later sync: %d, want 1", n)
+	}
+	hostNet := h.create(h.pod(strings.Repeat("h", 64), func(p *v1.Pod) { p.Spec.HostNetwork = true }))
+	if got := h.sync(hostNet); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("host network: %s", got.Status.Phase)
+	}
+	if n := cuts(); n != 1 {
+		t.Errorf("cuts logged by a host-network pod's first sync: %d, want 1", n)
+	}
+}

@@ -173,14 +173,24 @@ func (k *Kubelet) configureSandbox(pod *v1.Pod, cfg *runtimeapi.PodSandboxConfig
 	if err != nil {
 		return err
 	}
-	if h := podUncutHostname(pod); !pod.Spec.HostNetwork && len(h) > maxHostnameLen {
-		// Upstream's truncatePodHostnameIfNeeded reports the cut at
-		// error level (klog ErrorS), naming the cut before its trailing
-		// '-' and '.' go.
-		k.log.Error("Hostname for pod was too long, truncated it", "podName", pod.Name, "hostnameMaxLen", maxHostnameLen, "truncatedHostname", h[:maxHostnameLen])
+	if !pod.Spec.HostNetwork {
+		k.logHostnameCut(pod)
 	}
 	cfg.Hostname = hostname
 	return nil
+}
+
+// logHostnameCut logs, as upstream's truncatePodHostnameIfNeeded, a pod's
+// hostname longer than 63 characters at error level (klog ErrorS), naming
+// the cut before its trailing '-' and '.' go. Upstream builds the hostname
+// (GeneratePodHostNameAndDomain) for a sandbox config of a pod not on the
+// host network (configureSandbox) and for every container it starts,
+// whatever the pod (GenerateRunContainerOptions: startContainer); each
+// logs the cut.
+func (k *Kubelet) logHostnameCut(pod *v1.Pod) {
+	if h := podUncutHostname(pod); len(h) > maxHostnameLen {
+		k.log.Error("Hostname for pod was too long, truncated it", "podName", pod.Name, "hostnameMaxLen", maxHostnameLen, "truncatedHostname", h[:maxHostnameLen])
+	}
 }
 
 // maxFQDNLen is the longest FQDN a pod's sandbox may be named by, as

@@ -1209,6 +1209,9 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 	if s.MissingTarget != "" {
 		return failed(reasonCreateContainerConfigErr, fmt.Errorf("unable to find target container %s", s.MissingTarget))
 	}
+	// Upstream's container config starts with the pod's hostname (its
+	// /etc/hosts names it), which logs a cut one.
+	k.logHostnameCut(pod)
 	// The container is created from the image's reference, as upstream's
 	// kubelet (the pod's image as the user's); its user is read by the
 	// pod's image name, as upstream's getImageUser (containerSecurity).
