@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	kcv1beta1 "k8s.io/kubelet/config/v1beta1"
@@ -595,7 +596,9 @@ func useKubeletConfigFile(fs *pflag.FlagSet, path, dropInDir string, logger *slo
 		return nil, err
 	}
 	if err := validateKubeletConfig(final); err != nil {
-		return nil, fmt.Errorf("failed to validate kubelet configuration, error: %w, path: %s", err, name)
+		// Upstream's kubelet formats its configuration object as the
+		// "path", which prints as the object's empty TypeMeta.
+		return nil, fmt.Errorf("failed to validate kubelet configuration, error: %w, path: %s", err, &metav1.TypeMeta{})
 	}
 	if err := checkIgnoredKubeletConfig(final, logger); err != nil {
 		return nil, fmt.Errorf("kubelet configuration %s: %w", name, err)

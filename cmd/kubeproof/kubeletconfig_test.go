@@ -561,3 +561,14 @@ func TestKubeletConfigEnableServer(t *testing.T) {
 		t.Errorf("kubelet API on port %d, want none", port)
 	}
 }
+
+// TestKubeletConfigValidationErrorText: upstream's kubelet ends its
+// validation error with the configuration object formatted as a string,
+// which prints as its (empty) TypeMeta, not a path.
+func TestKubeletConfigValidationErrorText(t *testing.T) {
+	_, err := applyConfigFile(t, writeKubeletConfig(t, kcHeader+"maxPods: -1\n"))
+	const want = "failed to validate kubelet configuration, error: invalid configuration: maxPods (--max-pods) -1 must not be a negative number, path: &TypeMeta{Kind:,APIVersion:,}"
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
+	}
+}
