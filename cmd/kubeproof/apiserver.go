@@ -203,12 +203,23 @@ func addAuditFlags(fs *pflag.FlagSet, o *cluster.AuthOptions) {
 	fs.StringVar(&l.Format, "audit-log-format", l.Format, "Format of saved audits. \"legacy\" indicates 1-line text format for each event. \"json\" indicates structured json format. Known formats are "+strings.Join(audit.AllowedFormats, ",")+".")
 	fs.StringVar(&l.Version, "audit-log-version", l.Version, "API group and version used for serializing audit events written to log.")
 	addAuditBatchFlags(fs, audit.PluginLog, &l.Mode, &l.Batch)
+	addAuditTruncateFlags(fs, audit.PluginLog, &l.Truncate)
 	fs.StringVar(&w.ConfigFile, "audit-webhook-config-file", "", "Path to a kubeconfig formatted file that defines the audit webhook configuration.")
 	fs.DurationVar(&w.InitialBackoff, "audit-webhook-initial-backoff", w.InitialBackoff, "The amount of time to wait before retrying the first failed request.")
 	fs.DurationVar(&w.InitialBackoff, "audit-webhook-batch-initial-backoff", w.InitialBackoff, "The amount of time to wait before retrying the first failed request.")
 	_ = fs.MarkDeprecated("audit-webhook-batch-initial-backoff", "Deprecated, use --audit-webhook-initial-backoff instead.")
 	fs.StringVar(&w.Version, "audit-webhook-version", w.Version, "API group and version used for serializing audit events written to webhook.")
 	addAuditBatchFlags(fs, audit.PluginWebhook, &w.Mode, &w.Batch)
+	addAuditTruncateFlags(fs, audit.PluginWebhook, &w.Truncate)
+}
+
+// addAuditTruncateFlags adds --audit-<plugin>-truncate-*, defaulting to
+// the values already in c.
+func addAuditTruncateFlags(fs *pflag.FlagSet, plugin string, c *audit.TruncateConfig) {
+	flag := func(name string) string { return "audit-" + plugin + "-truncate-" + name }
+	fs.BoolVar(&c.Enabled, flag("enabled"), c.Enabled, "Whether event and batch truncating is enabled.")
+	fs.Int64Var(&c.MaxBatchSize, flag("max-batch-size"), c.MaxBatchSize, "Maximum size of the batch sent to the underlying backend. Actual serialized size can be several hundreds of bytes greater. If a batch exceeds this limit, it is split into several batches of smaller size.")
+	fs.Int64Var(&c.MaxEventSize, flag("max-event-size"), c.MaxEventSize, "Maximum size of the audit event sent to the underlying backend. If the size of an event is greater than this number, first request and response are removed, and if this doesn't reduce the size enough, event is discarded.")
 }
 
 // addAuditBatchFlags adds --audit-<plugin>-mode and

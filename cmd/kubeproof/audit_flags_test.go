@@ -30,16 +30,19 @@ func TestAuditFlags(t *testing.T) {
 		"--audit-webhook-config-file=/etc/hook", "--audit-webhook-mode=blocking-strict", "--audit-webhook-batch-buffer-size=1",
 		"--audit-webhook-batch-max-size=2", "--audit-webhook-batch-max-wait=3s", "--audit-webhook-batch-throttle-enable=false",
 		"--audit-webhook-batch-throttle-qps=4.5", "--audit-webhook-batch-throttle-burst=6", "--audit-webhook-batch-initial-backoff=7s",
-		"--audit-webhook-version=audit.k8s.io/v1"})
+		"--audit-webhook-version=audit.k8s.io/v1", "--audit-log-truncate-enabled", "--audit-webhook-truncate-max-event-size=9",
+		"--audit-webhook-truncate-max-batch-size=99"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	l, w := o.AuditLog, o.AuditWebhook
-	if o.AuditLogPath != "-" || l.MaxAge != 3 || l.MaxBackups != 4 || l.MaxSize != 5 || !l.Compress || l.Format != "legacy" || l.Mode != "batch" || l.Batch.BufferSize != 7 {
+	if o.AuditLogPath != "-" || l.MaxAge != 3 || l.MaxBackups != 4 || l.MaxSize != 5 || !l.Compress || l.Format != "legacy" || l.Mode != "batch" || l.Batch.BufferSize != 7 ||
+		l.Truncate != (audit.TruncateConfig{Enabled: true, MaxEventSize: 102400, MaxBatchSize: 10485760}) {
 		t.Errorf("log options %+v", l)
 	}
 	want := audit.WebhookOptions{ConfigFile: "/etc/hook", InitialBackoff: 7 * time.Second, Mode: "blocking-strict", Version: "audit.k8s.io/v1",
-		Batch: audit.BatchConfig{BufferSize: 1, MaxBatchSize: 2, MaxBatchWait: 3 * time.Second, ThrottleQPS: 4.5, ThrottleBurst: 6, AsyncDelegate: true}}
+		Batch:    audit.BatchConfig{BufferSize: 1, MaxBatchSize: 2, MaxBatchWait: 3 * time.Second, ThrottleQPS: 4.5, ThrottleBurst: 6, AsyncDelegate: true},
+		Truncate: audit.TruncateConfig{MaxEventSize: 9, MaxBatchSize: 99}}
 	if w != want {
 		t.Errorf("webhook options\n%+v\nwant\n%+v", w, want)
 	}

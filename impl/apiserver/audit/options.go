@@ -41,6 +41,7 @@ type LogOptions struct {
 	Format     string
 	Mode       string
 	Batch      BatchConfig
+	Truncate   TruncateConfig
 	Version    string
 }
 
@@ -51,18 +52,20 @@ type WebhookOptions struct {
 	InitialBackoff time.Duration
 	Mode           string
 	Batch          BatchConfig
+	Truncate       TruncateConfig
 	Version        string
 }
 
 // DefaultLogOptions are the --audit-log-* defaults: json, blocking.
 func DefaultLogOptions() LogOptions {
-	return LogOptions{Format: FormatJSON, Mode: ModeBlocking, Batch: DefaultLogBatchConfig(), Version: GroupVersion}
+	return LogOptions{Format: FormatJSON, Mode: ModeBlocking, Batch: DefaultLogBatchConfig(), Truncate: DefaultTruncateConfig(), Version: GroupVersion}
 }
 
 // DefaultWebhookOptions are the --audit-webhook-* defaults: batch mode,
 // 10s initial backoff.
 func DefaultWebhookOptions() WebhookOptions {
-	return WebhookOptions{InitialBackoff: DefaultWebhookInitialBackoff, Mode: ModeBatch, Batch: DefaultWebhookBatchConfig(), Version: GroupVersion}
+	return WebhookOptions{InitialBackoff: DefaultWebhookInitialBackoff, Mode: ModeBatch, Batch: DefaultWebhookBatchConfig(),
+		Truncate: DefaultTruncateConfig(), Version: GroupVersion}
 }
 
 // withDefaults gives options built in code without a mode (the zero
@@ -102,6 +105,9 @@ func (o LogOptions) Validate() []error {
 	if err := validateBatch(PluginLog, o.Mode, o.Batch); err != nil {
 		errs = append(errs, err)
 	}
+	if err := validateTruncate(PluginLog, o.Truncate); err != nil {
+		errs = append(errs, err)
+	}
 	if err := validateVersion(o.Version); err != nil {
 		errs = append(errs, err)
 	}
@@ -129,6 +135,9 @@ func (o WebhookOptions) Validate() []error {
 	}
 	var errs []error
 	if err := validateBatch(PluginWebhook, o.Mode, o.Batch); err != nil {
+		errs = append(errs, err)
+	}
+	if err := validateTruncate(PluginWebhook, o.Truncate); err != nil {
 		errs = append(errs, err)
 	}
 	if err := validateVersion(o.Version); err != nil {
@@ -210,7 +219,7 @@ func NewBackends(logOpts LogOptions, webhookOpts WebhookOptions, m *Metrics) (Ba
 		if err != nil {
 			return nil, err
 		}
-		webhookBackend = wrapMode(webhookOpts.Mode, w, webhookOpts.Batch, m, nil)
+		webhookBackend = wrapTruncate(wrapMode(webhookOpts.Mode, w, webhookOpts.Batch, m, nil), webhookOpts.Truncate, m)
 	}
 	if logOpts.Path != "" {
 		l, err := NewLogBackend(logOpts, m)
@@ -220,7 +229,7 @@ func NewBackends(logOpts LogOptions, webhookOpts WebhookOptions, m *Metrics) (Ba
 			}
 			return nil, err
 		}
-		logBackend = wrapMode(logOpts.Mode, l, logOpts.Batch, m, nil)
+		logBackend = wrapTruncate(wrapMode(logOpts.Mode, l, logOpts.Batch, m, nil), logOpts.Truncate, m)
 	}
 	return Union(logBackend, webhookBackend), nil
 }

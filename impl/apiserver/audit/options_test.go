@@ -12,7 +12,8 @@ import (
 func TestAuditOptionDefaults(t *testing.T) {
 	w := DefaultWebhookOptions()
 	want := WebhookOptions{InitialBackoff: 10 * time.Second, Mode: "batch", Version: "audit.k8s.io/v1", Batch: BatchConfig{BufferSize: 10000,
-		MaxBatchSize: 400, MaxBatchWait: 30 * time.Second, ThrottleEnable: true, ThrottleQPS: 10, ThrottleBurst: 15, AsyncDelegate: true}}
+		MaxBatchSize: 400, MaxBatchWait: 30 * time.Second, ThrottleEnable: true, ThrottleQPS: 10, ThrottleBurst: 15, AsyncDelegate: true},
+		Truncate: TruncateConfig{MaxEventSize: 102400, MaxBatchSize: 10485760}}
 	if w != want {
 		t.Errorf("webhook defaults %+v, want %+v", w, want)
 	}
