@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
@@ -22,9 +23,11 @@ import (
 // eviction.Decide, takes the pressure conditions it reports (node status
 // and AdmitUnderPressure read them) and hands the pod it picked to the
 // pod workers, which kill it and write its Failed/Evicted status. Then,
-// as upstream's, it waits for the pods it evicted (eviction.Wait, advanced
-// every housekeeping tick: each one's kill, then their clean-up) before it
-// observes the node again, at once when the wait is over.
+// as upstream's, it waits for the pods it evicted (eviction.Wait: each
+// one's kill, then their clean-up) before it observes the node again, at
+// once when the wait is over. Housekeeping steps the wait the moment a
+// victim's kill ends (markKilled, or the pod forgotten: wakeEvictionWait)
+// and at the time its last step asked for (evictionWaitTimer).
 
 // Upstream's DisruptionTarget reason for pods the kubelet terminates.
 const reasonTerminationByKubelet = "TerminationByKubelet"
@@ -216,6 +219,7 @@ func (k *Kubelet) waitForVictims() bool {
 	}
 	for {
 		s := w.Step(k.clock.Now(), k.victimState)
+		k.evictWakeAt.Store(0)
 		switch {
 		case s.Request != nil:
 			k.requestEviction(s.Request)
@@ -233,9 +237,62 @@ func (k *Kubelet) waitForVictims() bool {
 			k.evictWaiting.Store(false)
 			return true
 		default:
+			k.evictWakeAt.Store(s.WakeAt.UnixNano())
 			return false
 		}
 	}
+}
+
+// wakeEvictionWait has housekeeping step the eviction manager's wait now,
+// if there is one: a pod's kill ended, or a pod was forgotten.
+func (k *Kubelet) wakeEvictionWait() {
+	if !k.evictWaiting.Load() {
+		return
+	}
+	select {
+	case k.evictWake <- struct{}{}:
+	default:
+	}
+}
+
+// evictionWaitTimer is housekeeping's timer for the eviction manager's
+// wait: it fires at the time the wait's last step asked for
+// (Kubelet.evictWakeAt); c is nil while none is set.
+type evictionWaitTimer struct {
+	timer clock.Timer
+	at    int64
+	c     <-chan time.Time
+}
+
+// arm sets the timer to the wait's wake time (none without a wait). A
+// time passed already, the clock having moved on since the step, wakes
+// housekeeping at once.
+func (t *evictionWaitTimer) arm(k *Kubelet) {
+	at := int64(0)
+	if k.evictWaiting.Load() {
+		at = k.evictWakeAt.Load()
+	}
+	if at == t.at && (at == 0 || t.timer != nil) {
+		return
+	}
+	t.stop()
+	t.at = at
+	if at == 0 {
+		return
+	}
+	wakeAt := time.Unix(0, at)
+	t.timer = k.clock.NewTimer(wakeAt.Sub(k.clock.Now()))
+	t.c = t.timer.C()
+	if !k.clock.Now().Before(wakeAt) {
+		k.wakeEvictionWait()
+	}
+}
+
+func (t *evictionWaitTimer) stop() {
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+	t.timer, t.c, t.at = nil, nil, 0
 }
 
 // Upstream's event for a pod whose kill outlasted the wait for it.
@@ -476,5 +533,6 @@ func (k *Kubelet) evictNowIfRunning() {
 	k.mu.Unlock()
 	if ctx != nil && ctx.Err() == nil && registered && !k.paused.Load() {
 		k.evictionTick(ctx)
+		k.wakeEvictionWait() // housekeeping sets its timer for a wait begun here
 	}
 }

@@ -128,3 +128,54 @@ func TestContainerGCRunsWhileEvictionWaits(t *testing.T) {
 		t.Fatal("the wait for the hog is over")
 	}
 }
+
+// TestEvictionWaitWakesOnKill: the eviction manager's wait for a pod it
+// evicted ends the moment the pod's worker ends its kill, as upstream's
+// (killPodNow blocks on the kill's completion channel, which the pod
+// worker closes once SyncTerminatingPod succeeded), and the clean-up is
+// polled a second after that, not at housekeeping's next tick: with
+// housekeeping ticking once an hour, the next pod is picked a second
+// after the first one's kill. Before, the wait advanced on housekeeping's
+// ticks only.
+func TestEvictionWaitWakesOnKill(t *testing.T) {
+	ecfg, err := eviction.ParseConfig(eviction.Flags{Hard: "memory.available<100Mi", HardSet: true, MonitoringInterval: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := record.NewFakeRecorder(1000)
+	h := newHarness(t, func(c *Config) {
+		c.Eviction = &ecfg
+		c.Memory = resource.MustParse("4Gi")
+		c.Recorder = rec
+		c.RelistPeriod = time.Hour
+	})
+	if err := h.k.registerNode(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	hog := h.sync(h.create(h.pod("hog", withMemory("64Mi", "512Mi"))))
+	modest := h.sync(h.create(h.pod("modest", withMemory("256Mi", "128Mi"))))
+	lowOnMemory(t, h)
+	h.k.evictionTick(h.ctx)
+	if !picked(h.k, hog.UID) {
+		t.Fatal("hog not picked")
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.k.housekeeping(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+
+	killedAt := h.clock.Now()
+	if got := h.sync(hog); got.Status.Phase != v1.PodFailed {
+		t.Fatalf("hog: %s", got.Status.Phase)
+	}
+	firstPoll := killedAt.Add(eviction.PodCleanupPollPeriod).UnixNano()
+	eventually(t, "the wait woken by the end of the hog's kill", func() bool { return h.k.evictWakeAt.Load() == firstPoll })
+	if picked(h.k, modest.UID) {
+		t.Fatal("modest picked before the clean-up's first poll")
+	}
+	h.step(eviction.PodCleanupPollPeriod)
+	eventually(t, "modest picked a second after the hog's kill", func() bool { return picked(h.k, modest.UID) })
+}

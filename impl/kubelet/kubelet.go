@@ -105,9 +105,13 @@ type Kubelet struct {
 	gcMu        sync.Mutex // the collector's making (nodeGC): GC loops and eviction manager
 	// evictWait is the eviction manager waiting for the pods its last
 	// interval evicted (evict.go; guarded by evictMu); evictWaiting says
-	// there is one, for housekeeping to advance it every tick.
+	// there is one, evictWakeAt when it next needs stepping (its last
+	// step's WakeAt, Unix nanoseconds), and evictWake (one slot) wakes
+	// housekeeping to step it sooner: a victim's kill ended.
 	evictWait    *eviction.Wait
 	evictWaiting atomic.Bool
+	evictWakeAt  atomic.Int64
+	evictWake    chan struct{}
 	// unsyncedLeft is len(unsynced), for workers to skip markSynced
 	// without taking mu once every adopted pod was synced.
 	unsyncedLeft atomic.Int64
@@ -205,6 +209,8 @@ func New(ctx context.Context, client kubernetes.Interface, cfg Config, rt runtim
 		pods:    map[types.UID]*podRecord{},
 		qos:     qosCgroupsOf(cgroupRoot(cfg.CgroupRoot)),
 		started: cfg.Clock.Now(),
+
+		evictWake: make(chan struct{}, 1),
 	}
 	if cfg.CgroupDir != "" {
 		k.allocatableCgroup = nodeAllocatableCgroupConfig(cfg.kubepodsResources())
@@ -536,6 +542,7 @@ func (k *Kubelet) markKilled(uid types.UID, rec *podRecord) {
 		}
 	}
 	k.mu.Unlock()
+	k.wakeEvictionWait() // the kill the eviction manager awaits may be this one
 }
 
 // markFinished records that rec's terminated pod is finished: its final
@@ -851,13 +858,31 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 	nextEviction := phase(k.evictions.Config().MonitoringInterval)
 	nextQOS := now.Add(periodicQOSCgroupUpdateInterval)
 	nextCleanup := now.Add(housekeepingPeriod)
+	var wait evictionWaitTimer
+	defer wait.stop()
+	wait.arm(k)
 	for {
+		tick := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C():
+			tick = true
+		case <-k.evictWake:
+		case <-wait.c:
+			wait.stop() // fired: armed again for the next wake time
 		}
 		if k.paused.Load() {
+			continue
+		}
+		if !tick {
+			// The eviction manager's wait needs stepping: a victim's kill
+			// ended, or the time its last step asked for came.
+			if k.evictWaiting.Load() {
+				k.evictionTick(ctx)
+				nextEviction = k.clock.Now().Add(k.evictions.Config().MonitoringInterval)
+			}
+			wait.arm(k)
 			continue
 		}
 		k.relist(ctx)
@@ -872,14 +897,16 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 			}
 			nextLease = now.Add(k.cfg.NodeLeaseRenewInterval)
 		}
-		// While the eviction manager waits for the pods it evicted, every
-		// tick advances the wait (the clean-up is polled every second);
-		// it synchronizes at once when the wait is over, then again a
+		// While the eviction manager waits for the pods it evicted, the
+		// wait is stepped when a victim's kill ends and when its last step
+		// asked (wait.arm), and on ticks too (a wake while paused); it
+		// synchronizes at once when the wait is over, then again a
 		// monitoring interval after, as upstream's.
 		if k.evictWaiting.Load() || !now.Before(nextEviction) {
 			k.evictionTick(ctx)
 			nextEviction = now.Add(k.evictions.Config().MonitoringInterval)
 		}
+		wait.arm(k)
 		if !now.Before(nextStatus) {
 			if err := k.updateNodeStatus(ctx, false); err != nil && ctx.Err() == nil {
 				k.log.Warn("node status", "err", err)

@@ -665,6 +665,7 @@ func (k *Kubelet) cleanupPod(ctx context.Context, uid types.UID, rec *podRecord,
 		retry = k.retryPendingResizesLocked()
 	}
 	k.mu.Unlock()
+	k.wakeEvictionWait() // a victim gone is one whose kill ended
 	for _, u := range retry {
 		k.enqueue(u, 0)
 	}
