@@ -159,12 +159,13 @@ func TestPodTopologyLabelsAdmit(t *testing.T) {
 }
 
 // PodTopologyLabels is registered on by default, after RuntimeClass and
-// before the webhooks, as in kube-apiserver's plugin order.
+// the certificate plugins and before the webhooks, as in kube-apiserver's
+// plugin order.
 func TestPodTopologyLabelsRegistered(t *testing.T) {
 	all := AllPlugins()
 	i := slices.Index(all, "PodTopologyLabels")
-	if i < 0 || i != slices.Index(all, "RuntimeClass")+1 || i > slices.Index(all, "MutatingAdmissionWebhook") {
-		t.Fatalf("PodTopologyLabels not between RuntimeClass and MutatingAdmissionWebhook: %v", all)
+	if i < 0 || i != slices.Index(all, "CertificateSubjectRestriction")+1 || i > slices.Index(all, "MutatingAdmissionWebhook") {
+		t.Fatalf("PodTopologyLabels not between CertificateSubjectRestriction and MutatingAdmissionWebhook: %v", all)
 	}
 	if slices.Index(DefaultPlugins(), "PodTopologyLabels") < 0 {
 		t.Fatalf("PodTopologyLabels not on by default: %v", DefaultPlugins())
