@@ -1,18 +1,17 @@
 package admission
 
 import (
-	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
@@ -85,8 +84,10 @@ func (p *CertificateApproval) Validate(ctx context.Context, a *Attributes) error
 }
 
 // CertificateSigning lets an update of certificatesigningrequests/status
-// that changes the certificate or the conditions through only when the
-// user may sign the stored request's signer.
+// that changes status.certificate through only when the user may sign
+// for the stored request's signer. As upstream, other /status changes (a
+// Failed condition, for one) are not its concern, and "changes" is
+// reflect.DeepEqual's: an empty certificate where none is stored is one.
 type CertificateSigning struct {
 	Authorizer auth.Authorizer
 }
@@ -105,7 +106,7 @@ func (p *CertificateSigning) Validate(ctx context.Context, a *Attributes) error 
 	if !ok {
 		return forbidden(a, fmt.Errorf("expected type CertificateSigningRequest, got: %T", a.Object))
 	}
-	if bytes.Equal(old.Status.Certificate, csr.Status.Certificate) && apiequality.Semantic.DeepEqual(old.Status.Conditions, csr.Status.Conditions) {
+	if reflect.DeepEqual(old.Status.Certificate, csr.Status.Certificate) {
 		return nil
 	}
 	if !signerAuthorized(ctx, p.Authorizer, a.User, "sign", old.Spec.SignerName) {

@@ -96,15 +96,17 @@ func TestCertificateApprovalNeedsApproveOnSigner(t *testing.T) {
 }
 
 // TestCertificateSigningNeedsSignOnSigner: a /status update that changes
-// the certificate or the conditions needs sign on the stored request's
-// signer, as kube-apiserver's CertificateSigning; one that changes
-// neither (a label) does not.
+// the certificate (an empty one where none is stored included) needs sign
+// on the stored request's signer, as kube-apiserver's CertificateSigning;
+// one that changes anything else (a Failed condition, a label) does not.
 func TestCertificateSigningNeedsSignOnSigner(t *testing.T) {
 	old := pendingCSR("kubernetes.io/kube-apiserver-client-kubelet")
 	issued := old.DeepCopy()
 	issued.Status.Certificate = []byte("cert")
 	failed := old.DeepCopy()
 	failed.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateFailed, Status: corev1.ConditionTrue}}
+	emptyCert := old.DeepCopy()
+	emptyCert.Status.Certificate = []byte{}
 	labelled := old.DeepCopy()
 	labelled.Labels = map[string]string{"a": "b"}
 	const refused = `certificatesigningrequests.certificates.k8s.io "csr-1" is forbidden: user not permitted to sign requests with signerName "kubernetes.io/kube-apiserver-client-kubelet"`
@@ -117,8 +119,9 @@ func TestCertificateSigningNeedsSignOnSigner(t *testing.T) {
 		"certificate, no permission": {obj: issued, sub: "status", want: refused},
 		"certificate, by name":       {obj: issued, sub: "status", allow: []string{"sign kubernetes.io/kube-apiserver-client-kubelet"}},
 		"certificate, by domain":     {obj: issued, sub: "status", allow: []string{"sign kubernetes.io/*"}},
-		"failed, no permission":      {obj: failed, sub: "status", want: refused},
-		"approve is not it":          {obj: failed, sub: "status", allow: []string{"approve kubernetes.io/*"}, want: refused},
+		"failed, no permission":      {obj: failed, sub: "status"},
+		"empty certificate":          {obj: emptyCert, sub: "status", want: refused},
+		"approve is not it":          {obj: issued, sub: "status", allow: []string{"approve kubernetes.io/*"}, want: refused},
 		"label only":                 {obj: labelled, sub: "status"},
 		"approval subresource":       {obj: failed, sub: "approval"},
 	}
