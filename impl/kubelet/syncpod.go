@@ -1307,12 +1307,16 @@ func pullPolicy(c *v1.Container) v1.PullPolicy {
 	return v1.PullIfNotPresent
 }
 
-func (k *Kubelet) sleep(ctx context.Context, d time.Duration) {
+// sleep waits d on the kubelet's clock, or until ctx is done; it reports
+// whether it waited all of d (a sleep lifecycle hook's outcome).
+func (k *Kubelet) sleep(ctx context.Context, d time.Duration) bool {
 	t := k.clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C():
+		return true
 	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -1323,7 +1327,13 @@ func (k *Kubelet) killContainer(ctx context.Context, pod *v1.Pod, spec *v1.Conta
 	if spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil && grace > 0 {
 		hctx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second)
 		t := prober.Target{Pod: pod, Container: spec, ContainerID: id, PodIP: ip}
-		if _, err := prober.RunHook(hctx, k.rt, spec.Lifecycle.PreStop, t, k.sleep); err != nil {
+		_, err := prober.RunHook(hctx, k.rt, spec.Lifecycle.PreStop, t, k.sleep)
+		// A sleep hook cut by the grace period alone is no failure:
+		// upstream's kill stops waiting for the hook then, and the hook,
+		// its context (the pod's sync's) alive, sleeps on unobserved and
+		// ends without error. Cut by the sync's context (a shorter grace
+		// period, the kubelet stopping) it fails, as upstream's.
+		if cutByGrace := spec.Lifecycle.PreStop.Sleep != nil && ctx.Err() == nil; err != nil && !cutByGrace {
 			// As upstream's executePreStopHook: the error logged (the
 			// handler runner's message is not used).
 			k.log.Error("PreStop hook failed", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID,

@@ -2,6 +2,7 @@ package prober
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -18,11 +19,14 @@ import (
 //
 //	Exec lifecycle hook ([argv]) for Container "c" in Pod "name_ns(uid)" failed - error: E, message: "stdout+stderr"
 //	HTTP lifecycle hook (path) for Container "c" in Pod "name_ns(uid)" failed - error: E
+//	Sleep lifecycle hook (seconds) for Container "c" in Pod "name_ns(uid)" failed - error: container terminated before sleep hook finished
 //	Cannot run handler: invalid handler: ...
 //
 // An exec hook fails when the command cannot run or exits non-zero (the
 // error as upstream's CRI client words it); an httpGet hook only when the
-// request fails: any response is success, whatever its code. An httpGet
+// request fails: any response is success, whatever its code; a sleep
+// hook when ctx is done before its time is up (sleep reports whether it
+// slept it all). An httpGet
 // without a host goes to t.PodIP, the IP the runtime reports for the
 // pod's newest sandbox while it is ready (upstream reads it from the
 // runtime's pod status, not from the API's: a host-network pod's sandbox
@@ -31,7 +35,7 @@ import (
 // (NetworkProber, the simulation). A tcpSocket handler is in the API for
 // compatibility only and fails as any other handler upstream does not
 // run ("invalid handler: ...").
-func RunHook(ctx context.Context, rt runtime.Runtime, h *v1.LifecycleHandler, t Target, sleep func(context.Context, time.Duration)) (string, error) {
+func RunHook(ctx context.Context, rt runtime.Runtime, h *v1.LifecycleHandler, t Target, sleep func(context.Context, time.Duration) bool) (string, error) {
 	switch {
 	case h == nil:
 		return "", nil
@@ -49,7 +53,11 @@ func RunHook(ctx context.Context, rt runtime.Runtime, h *v1.LifecycleHandler, t 
 		}
 		return "", nil
 	case h.Sleep != nil:
-		sleep(ctx, time.Duration(h.Sleep.Seconds)*time.Second)
+		if !sleep(ctx, time.Duration(h.Sleep.Seconds)*time.Second) {
+			err := errors.New("container terminated before sleep hook finished")
+			return fmt.Sprintf("Sleep lifecycle hook (%d) for Container %q in Pod %q failed - error: %v",
+				h.Sleep.Seconds, containerName(t), podDesc(t.Pod), err), err
+		}
 		return "", nil
 	}
 	err := fmt.Errorf("invalid handler: %v", h)
