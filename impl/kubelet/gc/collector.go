@@ -462,6 +462,9 @@ func (c *Collector) CollectContainers(ctx context.Context, evictTerminated bool,
 			errs = append(errs, err)
 		}
 	}
+	if n > 0 {
+		c.log.Info("container garbage collection", "listed", len(containers), "removed", n, "ids", ids, "evictTerminated", evictTerminated)
+	}
 	return n, errors.Join(errs...)
 }
 
