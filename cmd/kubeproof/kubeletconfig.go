@@ -18,10 +18,11 @@ import (
 
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	kcv1beta1 "k8s.io/kubelet/config/v1beta1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/eviction"
 )
@@ -572,7 +573,7 @@ func useKubeletConfigFile(fs *pflag.FlagSet, path, dropInDir string, logger *slo
 		kc = flagsKubeletConfig(fs)
 	}
 	if dropInDir != "" {
-		merged, err := mergeKubeletConfigDropIns(kc, dropInDir, logger)
+		merged, err := mergeKubeletConfigDropIns(kc, dropInDir)
 		if err != nil {
 			return nil, fmt.Errorf("failed to merge kubelet configs: %w", err)
 		}
@@ -781,16 +782,20 @@ func kubeletConfigOfJSON(doc map[string]any) (*kcv1beta1.KubeletConfiguration, e
 // mergeKubeletConfigDropIns merges the drop-ins of dir (its files, in
 // subdirectories too, named *.conf, in lexical order) over kc as
 // upstream's --config-dir: kc written as v1beta1 JSON, each drop-in
-// applied to it as a JSON merge patch (objects and maps merged key by
-// key, a null removing the member whoever set it, anything else
-// replaced), the result decoded and defaulted again, so a field a
-// drop-in nulls or zeroes is v1beta1's default. evictionHard has no
-// v1beta1 default: taken away, there is no hard threshold.
-func mergeKubeletConfigDropIns(kc *kcv1beta1.KubeletConfiguration, dir string, logger *slog.Logger) (*kcv1beta1.KubeletConfiguration, error) {
+// (loadKubeletConfigDropIn), which must be a kubelet.config.k8s.io/v1beta1
+// KubeletConfiguration, applied to it as a JSON merge patch (objects and
+// maps merged key by key, a null removing the member whoever set it,
+// anything else replaced), the result decoded once and defaulted again,
+// so a field a drop-in nulls or zeroes is v1beta1's default, a field
+// v1beta1 does not have is dropped, and a value of the wrong type fails
+// only if no later drop-in replaced it. evictionHard has no v1beta1
+// default: taken away, there is no hard threshold.
+func mergeKubeletConfigDropIns(kc *kcv1beta1.KubeletConfiguration, dir string) (*kcv1beta1.KubeletConfiguration, error) {
 	doc, err := kubeletConfigJSON(kc)
 	if err != nil {
 		return nil, err
 	}
+	want := kcv1beta1.SchemeGroupVersion.WithKind("KubeletConfiguration")
 	err = filepath.WalkDir(dir, func(path string, d iofs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -798,9 +803,14 @@ func mergeKubeletConfigDropIns(kc *kcv1beta1.KubeletConfiguration, dir string, l
 		if d.IsDir() || filepath.Ext(d.Name()) != ".conf" {
 			return nil
 		}
-		patch, err := loadKubeletConfigDropIn(path, logger)
-		if err != nil {
+		patch, gvk, err := loadKubeletConfigDropIn(path)
+		switch {
+		case err != nil:
 			return fmt.Errorf("failed to load kubelet dropin file, path: %s, error: %w", path, err)
+		case gvk.Empty():
+			return fmt.Errorf("failed to load kubelet dropin file, path: %s, no apiVersion/kind", path)
+		case gvk != want:
+			return fmt.Errorf("failed to load kubelet dropin file, path: %s, unknown apiVersion/kind: %v", path, gvk)
 		}
 		doc, _ = mergePatch(doc, patch).(map[string]any)
 		return nil
@@ -819,46 +829,36 @@ func mergeKubeletConfigDropIns(kc *kcv1beta1.KubeletConfiguration, dir string, l
 	return merged, nil
 }
 
-// loadKubeletConfigDropIn is a drop-in's fields as JSON: the file must be
-// a KubeletConfiguration (decoded as --config's, strictly or leniently);
-// only what it sets is merged.
-func loadKubeletConfigDropIn(path string, logger *slog.Logger) (any, error) {
-	fail := func(err error) (any, error) {
-		return nil, fmt.Errorf("failed to load drop-in kubelet config file %s, error %w", path, err)
-	}
-	data, err := os.ReadFile(path)
+// loadKubeletConfigDropIn reads a drop-in as upstream's kubelet does:
+// decoded, YAML or JSON, into an unstructured object, so any field is
+// taken (v1beta1's are picked once the drop-ins are merged) but a
+// duplicate one is a strict decoding error; its apiVersion and kind are
+// returned for the caller to check.
+func loadKubeletConfigDropIn(path string) (map[string]any, schema.GroupVersionKind, error) {
+	abs, err := filepath.Abs(path)
 	if err != nil {
-		return fail(fmt.Errorf("failed to read kubelet config file %q, error: %w", path, err))
+		return nil, schema.GroupVersionKind{}, fmt.Errorf("failed to load drop-in kubelet config file %s, error %w", path, err)
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return nil, schema.GroupVersionKind{}, fmt.Errorf("failed to read kubelet config file %q, error: %w", abs, err)
 	}
 	if len(data) == 0 {
-		return fail(fmt.Errorf("kubelet config file %q was empty", path))
+		return nil, schema.GroupVersionKind{}, fmt.Errorf("kubelet config file %q was empty", abs)
 	}
-	if _, err := decodeKubeletConfig(data, logger); err != nil {
-		// As upstream's, which reads a drop-in as plain JSON: a null,
-		// which takes a field away, need not be a value of the field's
-		// type (syncFrequency: null); what else it sets must decode.
-		stripped, serr := json.Marshal(mergePatch(map[string]any{}, yamlObject(data)))
-		if serr != nil {
-			return fail(err)
-		}
-		if _, retryErr := decodeKubeletConfig(stripped, logger); retryErr != nil {
-			return fail(err)
-		}
-	}
-	return yamlObject(data), nil
-}
-
-// yamlObject is data, YAML or JSON, as a JSON value; nil if it is none.
-func yamlObject(data []byte) any {
-	raw, err := yaml.YAMLToJSON(data)
+	scheme, err := kubeletConfigScheme()
 	if err != nil {
-		return nil
+		return nil, schema.GroupVersionKind{}, err
 	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil
+	obj := &unstructured.Unstructured{}
+	_, gvk, err := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer().Decode(data, nil, obj)
+	if err != nil {
+		return nil, schema.GroupVersionKind{}, err
 	}
-	return v
+	if gvk == nil {
+		return obj.Object, schema.GroupVersionKind{}, nil
+	}
+	return obj.Object, *gvk, nil
 }
 
 // mergePatch applies patch to doc as a JSON merge patch (RFC 7386): an

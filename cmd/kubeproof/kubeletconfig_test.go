@@ -394,7 +394,7 @@ func TestKubeletConfigDropIns(t *testing.T) {
 	write("30-bad.conf", "maxPods: 3\n")
 	bad := filepath.Join(dir, "30-bad.conf")
 	_, err = run(config)
-	if want := `failed to merge kubelet configs: failed to walk through kubelet dropin directory "` + dir + `": failed to load kubelet dropin file, path: ` + bad + `, error: failed to load drop-in kubelet config file ` + bad + `, error failed to decode: Object 'Kind' is missing`; err == nil || !strings.HasPrefix(err.Error(), want) {
+	if want := `failed to merge kubelet configs: failed to walk through kubelet dropin directory "` + dir + `": failed to load kubelet dropin file, path: ` + bad + `, error: Object 'Kind' is missing in 'maxPods: 3` + "\n'"; err == nil || err.Error() != want {
 		t.Errorf("drop-in without kind: %v\nwant %s", err, want)
 	}
 }
@@ -570,5 +570,76 @@ func TestKubeletConfigValidationErrorText(t *testing.T) {
 	const want = "failed to validate kubelet configuration, error: invalid configuration: maxPods (--max-pods) -1 must not be a negative number, path: &TypeMeta{Kind:,APIVersion:,}"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
+	}
+}
+
+// TestKubeletConfigDropInDecoding: a drop-in is read as upstream's
+// kubelet reads it (into an unstructured object, then its
+// apiVersion/kind checked): an unknown field is merged and then dropped
+// without a word, a duplicate one stops the kubelet, a value of the
+// wrong type fails only if it is still there once every drop-in is
+// merged, and a file of another apiVersion or kind is refused by name.
+func TestKubeletConfigDropInDecoding(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		dropIns map[string]string
+		want    map[string]string
+		err     string // the error after `failed to merge kubelet configs: failed to walk through kubelet dropin directory "DIR": `; %s is DIR
+	}{
+		{name: "unknown field", dropIns: map[string]string{"10.conf": kcHeader + "maxPods: 7\nnoSuchField: 1\n"}, want: map[string]string{"max-pods": "7"}},
+		{name: "empty directory", want: map[string]string{"max-pods": "50"}},
+		{name: "duplicate field", dropIns: map[string]string{"10.conf": kcHeader + "maxPods: 7\nmaxPods: 8\n"},
+			err: "failed to load kubelet dropin file, path: %s/10.conf, error: strict decoding error: yaml: unmarshal errors:\n  line 4: key \"maxPods\" already set in map"},
+		{name: "wrong type replaced later", dropIns: map[string]string{"10.conf": kcHeader + "maxPods: many\n", "20.conf": kcHeader + "maxPods: 9\n"},
+			want: map[string]string{"max-pods": "9"}},
+		{name: "wrong apiVersion", dropIns: map[string]string{"10.conf": "apiVersion: kubelet.config.k8s.io/v1\nkind: KubeletConfiguration\nmaxPods: 7\n"},
+			err: "failed to load kubelet dropin file, path: %s/10.conf, unknown apiVersion/kind: kubelet.config.k8s.io/v1, Kind=KubeletConfiguration"},
+		{name: "wrong kind", dropIns: map[string]string{"10.conf": "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeProxyConfiguration\n"},
+			err: "failed to load kubelet dropin file, path: %s/10.conf, unknown apiVersion/kind: kubelet.config.k8s.io/v1beta1, Kind=KubeProxyConfiguration"},
+		{name: "no apiVersion", dropIns: map[string]string{"10.conf": "kind: KubeletConfiguration\nmaxPods: 7\n"},
+			err: "failed to load kubelet dropin file, path: %s/10.conf, unknown apiVersion/kind: /, Kind=KubeletConfiguration"},
+		{name: "no kind", dropIns: map[string]string{"10.conf": "maxPods: 7\n"},
+			err: "failed to load kubelet dropin file, path: %s/10.conf, error: Object 'Kind' is missing in 'maxPods: 7\n'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, body := range tc.dropIns {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd := newKubeletCommand()
+			var logs bytes.Buffer
+			_, err := useKubeletConfigFile(cmd.Flags(), writeKubeletConfig(t, kcHeader+"maxPods: 50\n"), dir, slog.New(slog.NewTextHandler(&logs, nil)))
+			if tc.err != "" {
+				want := fmt.Sprintf("failed to merge kubelet configs: failed to walk through kubelet dropin directory %q: "+tc.err, dir, dir)
+				if err == nil || err.Error() != want {
+					t.Errorf("got %v\nwant %s", err, want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			get := flagGetter(cmd.Flags())
+			for flag, want := range tc.want {
+				if got := get(flag); got != want {
+					t.Errorf("--%s = %q, want %q", flag, got, want)
+				}
+			}
+			if logs.Len() > 0 {
+				t.Errorf("logs: %s", logs.String())
+			}
+		})
+	}
+	// A wrong type still there once merged is upstream's unmarshal error.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "10.conf"), []byte(kcHeader+"maxPods: many\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := useKubeletConfigFile(newKubeletCommand().Flags(), "", dir, slog.New(slog.NewTextHandler(new(bytes.Buffer), nil)))
+	const want = "failed to merge kubelet configs: failed to unmarshal merged JSON into kubelet configuration: json: cannot unmarshal string into Go struct field KubeletConfiguration.maxPods of type int32"
+	if err == nil || err.Error() != want {
+		t.Errorf("wrong type: %v\nwant %s", err, want)
 	}
 }
