@@ -87,7 +87,7 @@ func TestCSRValidation(t *testing.T) {
 			c.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{
 				{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue},
 				{Type: certificatesv1.CertificateDenied, Status: corev1.ConditionTrue}}
-		}, "status.conditions"},
+		}, "status.conditions[1].type"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

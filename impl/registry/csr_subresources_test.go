@@ -130,7 +130,7 @@ func TestCSRConditionRules(t *testing.T) {
 		},
 		"approved and denied": {
 			[]certificatesv1.CertificateSigningRequestCondition{approvedCondition(), {Type: certificatesv1.CertificateDenied, Status: corev1.ConditionTrue}},
-			`status.conditions: Invalid value: "Denied": Approved and Denied conditions are mutually exclusive`,
+			`status.conditions[1].type: Invalid value: "Denied": Approved and Denied conditions are mutually exclusive`,
 		},
 		"duplicate": {
 			[]certificatesv1.CertificateSigningRequestCondition{{Type: "Custom", Status: corev1.ConditionTrue}, {Type: "Custom", Status: corev1.ConditionFalse}},
@@ -198,6 +198,32 @@ func TestCSRCreateChecks(t *testing.T) {
 	csr.Spec.Request = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: raw})
 	if errs := r.Strategy.Validate(ctx, csr); len(errs) != 1 || errs[0].Field != "spec.request" || !strings.Contains(errs[0].Detail, "verification failure") {
 		t.Errorf("bad signature: errors %v, want one on spec.request: the signature's verification failure", errs)
+	}
+}
+
+// TestCSRRequestAndUsageErrors: an unparsable request is reported with
+// its bytes as the value (the base64 JSON of a []byte), as upstream's
+// field.Invalid(spec.request, csr.Spec.Request, ...); unknown usages are
+// all reported before the duplicates, upstream's two loops.
+func TestCSRRequestAndUsageErrors(t *testing.T) {
+	r := certificateSigningRequests(time.Now)
+	ctx := context.Background()
+	csr, _ := testCSR(t)
+	csr.Spec.Request = []byte("invalid data")
+	if got, want := errorsText(r.Strategy.Validate(ctx, csr)), `spec.request: Invalid value: "aW52YWxpZCBkYXRh": PEM block type must be CERTIFICATE REQUEST`; got != want {
+		t.Errorf("invalid request: errors\n%s\nwant\n%s", got, want)
+	}
+
+	csr, _ = testCSR(t)
+	csr.Spec.Usages = []certificatesv1.KeyUsage{"unknown", "unknown", "bogus"}
+	errs := r.Strategy.Validate(ctx, csr)
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Field+" "+string(e.Type))
+	}
+	want := []string{"spec.usages[0] FieldValueNotSupported", "spec.usages[1] FieldValueNotSupported", "spec.usages[2] FieldValueNotSupported", "spec.usages[1] FieldValueDuplicate"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("usages: errors\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -99,22 +99,25 @@ func validateCSRCreate(c *certificatesv1.CertificateSigningRequest) field.ErrorL
 func validateCSRObject(c *certificatesv1.CertificateSigningRequest, tol csrTolerance) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
+	// The value is the request's bytes, shown as their base64 JSON.
 	if req, err := ParseCSRRequest(c.Spec.Request); err != nil {
-		errs = append(errs, field.Invalid(spec.Child("request"), "<request>", err.Error()))
+		errs = append(errs, field.Invalid(spec.Child("request"), c.Spec.Request, err.Error()))
 	} else if err := req.CheckSignature(); err != nil {
-		errs = append(errs, field.Invalid(spec.Child("request"), "<request>", err.Error()))
+		errs = append(errs, field.Invalid(spec.Child("request"), c.Spec.Request, err.Error()))
 	}
 	if len(c.Spec.Usages) == 0 {
 		errs = append(errs, field.Required(spec.Child("usages"), ""))
 	}
+	// Every unknown usage is reported before the first duplicate.
+	for i, u := range c.Spec.Usages {
+		if !tol.unknownUsages && !csrUsages.Has(string(u)) {
+			errs = append(errs, field.NotSupported(spec.Child("usages").Index(i), u, sets.List(csrUsages)))
+		}
+	}
 	seen := sets.New[certificatesv1.KeyUsage]()
 	for i, u := range c.Spec.Usages {
-		p := spec.Child("usages").Index(i)
-		if !tol.unknownUsages && !csrUsages.Has(string(u)) {
-			errs = append(errs, field.NotSupported(p, u, sets.List(csrUsages)))
-		}
 		if !tol.duplicateUsages && seen.Has(u) {
-			errs = append(errs, field.Duplicate(p, u))
+			errs = append(errs, field.Duplicate(spec.Child("usages").Index(i), u))
 		}
 		seen.Insert(u)
 	}
@@ -157,11 +160,12 @@ func validateCSRConditions(c *certificatesv1.CertificateSigningRequest, tol csrT
 		case !sets.New(allowed...).Has(string(cond.Status)):
 			errs = append(errs, field.NotSupported(cp.Child("status"), cond.Status, allowed))
 		}
-		// Reported at the second of the pair, whichever comes first.
+		// Reported at the type of each Approved or Denied condition
+		// after one of the other kind.
 		if !tol.bothApprovedAndDenied &&
 			(cond.Type == certificatesv1.CertificateApproved && seen[certificatesv1.CertificateDenied] ||
 				cond.Type == certificatesv1.CertificateDenied && seen[certificatesv1.CertificateApproved]) {
-			errs = append(errs, field.Invalid(p, cond.Type, "Approved and Denied conditions are mutually exclusive"))
+			errs = append(errs, field.Invalid(cp.Child("type"), cond.Type, "Approved and Denied conditions are mutually exclusive"))
 		}
 		if !tol.duplicateConditionTypes && seen[cond.Type] {
 			errs = append(errs, field.Duplicate(cp.Child("type"), cond.Type))
