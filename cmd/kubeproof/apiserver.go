@@ -179,7 +179,7 @@ func addAuthFlags(fs *pflag.FlagSet, o *cluster.AuthOptions, modes, enable, disa
 		"Admission plugins to enable besides the default ones ("+strings.Join(admission.DefaultPlugins(), ", ")+"); known: "+strings.Join(admission.AllPlugins(), ", ")+".")
 	fs.StringSliceVar(&o.DisableAdmissionPlugins, "disable-admission-plugins", disable, "Admission plugins to disable, default ones included.")
 	fs.StringVar(&o.AdmissionControlConfigFile, "admission-control-config-file", "",
-		"File with admission control configuration (apiserver.config.k8s.io/v1 AdmissionConfiguration, YAML or JSON): PodSecurity's PodSecurityConfiguration (defaults, exemptions) and ResourceQuota's limitedResources are read; other plugins' configuration is ignored.")
+		"File with admission control configuration (apiserver.config.k8s.io/v1 AdmissionConfiguration, YAML or JSON): PodSecurity's PodSecurityConfiguration (defaults, exemptions), ResourceQuota's limitedResources and the admission webhooks' WebhookAdmissionConfiguration (kubeConfigFile: the credentials webhooks are called with, by host) are read; other plugins' configuration is ignored.")
 	fs.StringVar(&o.AuditLogPath, "audit-log-path", "", "Write audit events (audit.k8s.io/v1 JSON lines) to this file; \"-\" is standard output. Needs --audit-policy-file.")
 	fs.StringVar(&o.AuditPolicyFile, "audit-policy-file", "", "Audit policy (audit.k8s.io/v1 Policy, YAML or JSON).")
 	addAuditFlags(fs, o)

@@ -52,8 +52,21 @@ plugins:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	relative := filepath.Join(dir, "webhooks.yaml")
+	if err := os.WriteFile(relative, []byte(`apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ValidatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: webhooks.kubeconfig
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for file, want := range map[string]string{
 		bad:                             `failed to initialize admission: failed to initialize admission plugin "PodSecurity": PodSecurity configuration error: Enforce.Level: must be one of privileged, baseline, restricted`,
+		relative:                        `failed to initialize admission: couldn't init admission plugin "ValidatingAdmissionWebhook": kubeConfigFile: Invalid value: "webhooks.kubeconfig": must be an absolute file path`,
 		filepath.Join(dir, "none.yaml"): `failed to initialize admission: failed to read plugin config: unable to read admission control configuration from "` + filepath.Join(dir, "none.yaml") + `"`,
 	} {
 		c, err := buildChain(AuthOptions{AdmissionControlConfigFile: file})

@@ -151,8 +151,8 @@ type AuthOptions struct {
 	EnableAdmissionPlugins, DisableAdmissionPlugins []string
 	// AdmissionControlConfigFile (--admission-control-config-file): an
 	// AdmissionConfiguration configuring the enabled plugins (kubeproof
-	// reads PodSecurity's and ResourceQuota's; others' are logged as
-	// ignored).
+	// reads PodSecurity's, ResourceQuota's and the admission webhooks';
+	// others' are logged as ignored).
 	AdmissionControlConfigFile string
 	// DefaultNotReadyTolerationSeconds and
 	// DefaultUnreachableTolerationSeconds
