@@ -314,11 +314,20 @@ func (k *Kubelet) victimState(uid types.UID) eviction.VictimState {
 
 // requestEviction records the Evicted event on the pod, as upstream's
 // eviction manager does for every pod it picks, and hands the pod to its
-// worker.
+// worker. The pod is marked evicted (its content removed: podGCState)
+// if this request begins its termination, by what the kubelet knows of
+// it now, as upstream's pod workers decide in the manager's UpdatePod: a
+// pod deleted after the request is marked all the same.
 func (k *Kubelet) requestEviction(ev *eviction.Eviction) {
 	k.mu.Lock()
 	rec, ok := k.pods[ev.Pod.UID]
 	if ok {
+		_, terminated := k.terminated[ev.Pod.UID]
+		_, decided := k.decided[ev.Pod.UID]
+		requested := rec.evicted || rec.eviction != nil || decided || terminated
+		if evictionBeginsTermination(rec.pod, requested) {
+			rec.evicted = true
+		}
 		rec.eviction = ev
 		// A sync starting the pod is cut short, as upstream's pod worker
 		// cancels it when the eviction's kill makes the pod terminating,
@@ -349,30 +358,41 @@ func (k *Kubelet) requestEviction(ev *eviction.Eviction) {
 	k.enqueue(ev.Pod.UID, 0)
 }
 
+// evictionBeginsTermination: an eviction requested now begins the pod's
+// termination (it is marked evicted), as upstream's UpdatePod decides
+// for a kill with Evict set: the pod is still in the API, not being
+// deleted, not in a terminal phase, and its termination was not
+// requested before (terminating: evicted already, given a terminal
+// status by the kubelet, killed). Pure.
+func evictionBeginsTermination(pod *v1.Pod, terminating bool) bool {
+	return pod != nil && !terminating && pod.DeletionTimestamp == nil && !podsync.IsTerminalPhase(pod.Status.Phase)
+}
+
 // takeEviction returns the eviction requested for uid and not carried
-// out yet (its kill has not succeeded), and whether this is the first
-// time the worker takes an eviction of the pod. It stays requested until
-// doneEviction. The first time, the pod is marked evicted (its content
-// removed, podGCState) if the eviction begins its termination: not if it
-// was being deleted, in a terminal phase, given one by the kubelet (its
-// deadline, its completion) or killed already, as upstream's pod workers
-// mark a pod evicted only when the eviction's kill makes it terminating.
-// Called by the pod's worker.
-func (k *Kubelet) takeEviction(uid types.UID) (rec *podRecord, pod *v1.Pod, ev *eviction.Eviction, first bool) {
+// out yet (its kill has not succeeded): the latest one requested. It
+// stays requested until doneEviction. Called by the pod's worker.
+func (k *Kubelet) takeEviction(uid types.UID) (rec *podRecord, pod *v1.Pod, ev *eviction.Eviction) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	rec = k.pods[uid]
 	if rec == nil || rec.eviction == nil {
-		return nil, nil, nil, false
+		return nil, nil, nil
 	}
-	first = !rec.x().evictionTaken
-	if first {
-		rec.more().evictionTaken = true
-		p := rec.pod
-		rec.evicted = p != nil && p.DeletionTimestamp == nil && !podsync.IsTerminalPhase(p.Status.Phase) &&
-			rec.terminal == nil && !rec.x().killed
+	return rec, rec.pod, rec.eviction
+}
+
+// markDecided records that rec's worker gave its pod a terminal status
+// (its deadline, its completion): its termination is requested, and an
+// eviction requested from now on does not begin it (requestEviction).
+func (k *Kubelet) markDecided(uid types.UID, rec *podRecord) {
+	k.mu.Lock()
+	if k.pods[uid] == rec {
+		if k.decided == nil {
+			k.decided = map[types.UID]struct{}{}
+		}
+		k.decided[uid] = struct{}{}
 	}
-	return rec, rec.pod, rec.eviction, first
+	k.mu.Unlock()
 }
 
 // doneEviction records that rec's eviction needs no more work: its kill
@@ -415,10 +435,13 @@ func (k *Kubelet) doneEviction(rec *podRecord) {
 // terminated first keeps the status that kill gave it (upstream's pod
 // worker drops a terminated pod's kill options, the eviction's status
 // function with them), and one whose API phase is already terminal keeps
-// that phase. The Evicted event is the eviction manager's, recorded when
-// it picks the pod (requestEviction), as upstream's.
+// that phase. A pod evicted again while its kill is retried takes the
+// later eviction's status, as upstream's pod worker applies the last
+// status function it was given. The Evicted event is the eviction
+// manager's, recorded when it picks the pod (requestEviction), as
+// upstream's.
 func (k *Kubelet) evictPod(ctx context.Context, uid types.UID) error {
-	rec, pod, ev, first := k.takeEviction(uid)
+	rec, pod, ev := k.takeEviction(uid)
 	if ev == nil {
 		return nil
 	}
@@ -434,12 +457,16 @@ func (k *Kubelet) evictPod(ctx context.Context, uid types.UID) error {
 		k.doneEviction(rec)
 		return nil
 	}
-	if first && !podsync.IsTerminalPhase(pod.Status.Phase) {
+	if !podsync.IsTerminalPhase(pod.Status.Phase) {
 		// The DisruptionTarget goes with the phase into rec.terminal:
 		// every status the kubelet generates for the pod from now on
 		// reports it, so neither a sync from an older view of the pod nor
 		// a retry after a failed kill or write writes Failed/Evicted
-		// without it.
+		// without it. Each attempt sets the status of the latest
+		// eviction requested, as upstream's SyncTerminatingPod applies
+		// the last PodStatusFunc UpdatePod was given
+		// (acknowledgeTerminating): a pod picked again while its kill
+		// is retried ends with the later eviction's message.
 		rec.terminal = evictionTerminal(ev, k.podView(rec, pod), k.clock.Now())
 	}
 	// As a deletion's kill (terminatePod): cut short by a deletion asking

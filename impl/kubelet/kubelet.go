@@ -124,6 +124,7 @@ type Kubelet struct {
 	resizes        map[types.UID]*podResize    // pods resized in place (resize.go); nil until the first
 	syncs          map[types.UID]*syncInFlight // the syncs an update may cut short under way (syncpod.go); nil until the first
 	terminated     map[types.UID]terminatedPod // pods whose kill ending them succeeded (markKilled), for the eviction manager; nil until the first
+	decided        map[types.UID]struct{}      // pods their worker gave a terminal status (podRecord.terminal: a deadline, a completion), for requestEviction; nil until the first
 	unsynced       map[types.UID]struct{}      // pods adopted at start (admitted) their worker has not synced yet (markSynced), for the eviction manager; nil once none
 	allocFile      string                      // where resizes' allocations are kept ("": memory only; resizestate.go)
 	started        time.Time                   // when New made it: a sandbox older was made by an earlier kubelet (planPodResize)
@@ -179,7 +180,7 @@ type podRecord struct {
 
 	admitted        bool
 	rejected        bool
-	evicted         bool // the eviction manager's kill began its termination: its content goes (podGCState)
+	evicted         bool // the eviction manager's kill began its termination: its content goes (podGCState); guarded by Kubelet.mu
 	finalDeleteSent bool
 	hasToken        bool
 	// mountFailures counts the consecutive syncs that failed to set up
@@ -506,9 +507,6 @@ type podExtra struct {
 	// was written, once its volumes were torn down and its cgroup
 	// removed; every later status is generated final too.
 	finalStatus bool
-	// evictionTaken: the pod's worker took an eviction of it once
-	// (takeEviction).
-	evictionTaken bool
 	// killGrace: the shortest grace period a kill ending the pod
 	// (terminatePod) was given so far, at least minimumKillGrace; 0
 	// before any. A later kill is given no longer one (boundKillGrace),

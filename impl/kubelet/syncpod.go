@@ -143,6 +143,9 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 		x.backoff[key] = e
 	}
 	if actions.Terminal != nil {
+		if rec.terminal == nil {
+			k.markDecided(uid, rec)
+		}
 		rec.terminal = actions.Terminal
 	}
 	execPod := pod
@@ -656,6 +659,7 @@ func (k *Kubelet) cleanupPod(ctx context.Context, uid types.UID, rec *podRecord,
 	if r := k.pods[uid]; r == rec && r.pod == nil {
 		delete(k.pods, uid)
 		delete(k.terminated, uid)
+		delete(k.decided, uid)
 		k.forgetUnsyncedLocked(uid)
 		if _, ok := k.resizes[uid]; ok {
 			delete(k.resizes, uid)
