@@ -47,6 +47,7 @@ const (
 	ReasonSignerValidation   = "SignerValidationFailure"
 	DefaultSigningDuration   = 365 * 24 * time.Hour
 	certificateBackdate      = 5 * time.Minute
+	shortCertificate         = 8 * time.Hour
 	minSigningDuration       = 10 * time.Minute
 	nodeClientSubresource    = "nodeclient"
 	selfNodeClientSubresouce = "selfnodeclient"
@@ -303,8 +304,8 @@ type SignDecision struct {
 // signerChecks are handled; one that fails its signer's check is marked
 // Failed. The certificate carries the request's subject, subject
 // alternative names and usages, lives min(expirationSeconds, maxDuration)
-// (at least ten minutes), never past the CA, and is backdated five
-// minutes for skew.
+// (at least ten minutes), starting five minutes back for skew (validity);
+// an expired CA is an error, retried.
 func DecideSigning(csr *certificatesv1.CertificateSigningRequest, ca *CA, maxDuration time.Duration, now time.Time) (*SignDecision, error) {
 	if !Approved(csr) || Failed(csr) || len(csr.Status.Certificate) > 0 {
 		return nil, nil
@@ -327,9 +328,9 @@ func DecideSigning(csr *certificatesv1.CertificateSigningRequest, ca *CA, maxDur
 	if e := csr.Spec.ExpirationSeconds; e != nil && time.Duration(*e)*time.Second < ttl {
 		ttl = max(time.Duration(*e)*time.Second, minSigningDuration)
 	}
-	notAfter := now.Add(ttl)
-	if notAfter.After(ca.Cert.NotAfter) {
-		notAfter = ca.Cert.NotAfter
+	notBefore, notAfter, err := validity(now, ttl, ca.Cert.NotAfter)
+	if err != nil {
+		return nil, err
 	}
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
 	if err != nil {
@@ -343,7 +344,7 @@ func DecideSigning(csr *certificatesv1.CertificateSigningRequest, ca *CA, maxDur
 		IPAddresses:           req.IPAddresses,
 		EmailAddresses:        req.EmailAddresses,
 		URIs:                  req.URIs,
-		NotBefore:             now.Add(-certificateBackdate),
+		NotBefore:             notBefore,
 		NotAfter:              notAfter,
 		KeyUsage:              ku,
 		ExtKeyUsage:           eku,
@@ -354,6 +355,30 @@ func DecideSigning(csr *certificatesv1.CertificateSigningRequest, ca *CA, maxDur
 		return nil, fmt.Errorf("signing certificate for %s: %w", csr.Name, err)
 	}
 	return &SignDecision{Certificate: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
+}
+
+// validity is a certificate's lifetime as kube-controller-manager's
+// permissive signing policy gives it: it starts certificateBackdate
+// before now; it ends ttl after now when ttl is shorter than
+// shortCertificate, else ttl less the backdate after now (a long
+// certificate's whole lifetime is ttl); never after the CA's notAfter. A
+// CA that has expired signs nothing.
+func validity(now time.Time, ttl time.Duration, caNotAfter time.Time) (notBefore, notAfter time.Time, err error) {
+	notBefore = now.Add(-certificateBackdate)
+	notAfter = now.Add(ttl)
+	if ttl >= shortCertificate {
+		notAfter = notAfter.Add(-certificateBackdate)
+	}
+	if !notAfter.Before(caNotAfter) {
+		notAfter = caNotAfter
+	}
+	if !notBefore.Before(caNotAfter) {
+		return notBefore, notAfter, fmt.Errorf("the signer has expired: NotAfter=%v", caNotAfter)
+	}
+	if !now.Before(caNotAfter) {
+		return notBefore, notAfter, fmt.Errorf("refusing to sign a certificate that expired in the past: NotAfter=%v", caNotAfter)
+	}
+	return notBefore, notAfter, nil
 }
 
 // x509 key usages and extended key usages of the API's usage names.

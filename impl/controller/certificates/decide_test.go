@@ -183,3 +183,60 @@ func TestDecideSigning(t *testing.T) {
 		t.Errorf("failed request %+v", f.Status)
 	}
 }
+
+// TestSignedValidityAsPermissivePolicy: as kube-controller-manager's
+// permissive signing policy, a certificate starts five minutes back; one
+// of 8 hours or more ends its ttl less those five minutes after now (a
+// lifetime of exactly ttl), a shorter one its ttl after now; none outlives
+// the CA, and an expired CA signs nothing (an error, retried).
+func TestSignedValidityAsPermissivePolicy(t *testing.T) {
+	now := time.Date(2026, 11, 26, 4, 0, 0, 0, time.UTC)
+	ca := newCA(t, now.Add(10*365*24*time.Hour))
+	seconds := func(d time.Duration) *int32 { s := int32(d / time.Second); return &s }
+	cases := map[string]struct {
+		expiration *int32
+		wantEnd    time.Duration // after now
+	}{
+		"default year":       {nil, DefaultSigningDuration - 5*time.Minute},
+		"eight hours":        {seconds(8 * time.Hour), 8*time.Hour - 5*time.Minute},
+		"one hour":           {seconds(time.Hour), time.Hour},
+		"under ten minutes":  {seconds(time.Minute), 10 * time.Minute},
+		"beyond the maximum": {seconds(2 * DefaultSigningDuration), DefaultSigningDuration - 5*time.Minute},
+		"just under 8 hours": {seconds(8*time.Hour - time.Second), 8*time.Hour - time.Second},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			csr := Approve(csrFor(t, "u", joiner), now)
+			csr.Spec.ExpirationSeconds = tc.expiration
+			d, err := DecideSigning(csr, ca, 0, now)
+			if err != nil || d == nil || d.Failed {
+				t.Fatalf("decision %+v, %v", d, err)
+			}
+			block, _ := pem.Decode(d.Certificate)
+			cert, err := x509.ParseCertificate(block.Bytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := now.Add(-5 * time.Minute); !cert.NotBefore.Equal(want) {
+				t.Errorf("notBefore %v, want %v", cert.NotBefore, want)
+			}
+			if want := now.Add(tc.wantEnd); !cert.NotAfter.Equal(want) {
+				t.Errorf("notAfter %v, want %v", cert.NotAfter, want)
+			}
+		})
+	}
+
+	for name, caEnd := range map[string]time.Duration{"expired before the backdate": -10 * time.Minute, "expired since the backdate": -time.Minute} {
+		t.Run(name, func(t *testing.T) {
+			ca := newCA(t, now.Add(caEnd))
+			d, err := DecideSigning(Approve(csrFor(t, "u", joiner), now), ca, 0, now)
+			want := "the signer has expired: NotAfter=" + ca.Cert.NotAfter.String()
+			if caEnd > -5*time.Minute {
+				want = "refusing to sign a certificate that expired in the past: NotAfter=" + ca.Cert.NotAfter.String()
+			}
+			if d != nil || err == nil || err.Error() != want {
+				t.Errorf("decided %v, error %v; want no decision and the error %q", d != nil, err, want)
+			}
+		})
+	}
+}
