@@ -523,6 +523,11 @@ func TestKubeletConfigValidatesMergedConfiguration(t *testing.T) {
 		{name: "enforcement none", body: "enforceNodeAllocatable: [none, pods]\n",
 			want: prefix + `invalid configuration: enforceNodeAllocatable (--enforce-node-allocatable) may not contain additional enforcements when "none" is specified, path: `},
 		{name: "enforcement cgroup given", body: "enforceNodeAllocatable: [pods, system-reserved]\n", args: []string{"--system-reserved-cgroup", "/sys"}},
+		{name: "allowlist pattern", body: "imagePullCredentialsVerificationPolicy: NeverVerifyAllowlistedImages\npreloadedImagesVerificationAllowlist: [\"registry.example/app:1\"]\n",
+			want: prefix + "invalid configuration: invalid image pattern in `preloadedImagesVerificationAllowlist`: neither tag nor digest is accepted in an image reference: registry.example/app:1, path: "},
+		{name: "allowlist pattern and policy", body: "imagePullCredentialsVerificationPolicy: Sometimes\n", args: []string{"--preloaded-images-verification-allowlist", "registry.example/*"},
+			want: prefix + "[invalid configuration: option \"Sometimes\" specified for imagePullCredentialsVerificationPolicy. Valid options are \"NeverVerify\", \"NeverVerifyPreloadedImages\", \"NeverVerifyAllowlistedImages\" or \"AlwaysVerify\", " +
+				"invalid configuration: can't set `preloadedImagesVerificationAllowlist` if `imagePullCredentialsVertificationPolicy` is not \"NeverVerifyAllowlistedImages\"], path: "},
 		{name: "log format of the file", body: "logging: {format: yaml}\n",
 			want: `initialize logging: logging.format: Invalid value: "yaml": Unsupported log format`},
 		{name: "log format of the command line", args: []string{"--log-format", "yaml"},

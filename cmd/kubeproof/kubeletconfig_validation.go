@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,8 @@ import (
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	kcv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/pullrecords"
 )
 
 // The checks upstream's kubelet makes on its configuration once the
@@ -127,14 +130,8 @@ func validateKubeletConfig(kc *kcv1beta1.KubeletConfiguration) error {
 	default:
 		check(true, "option %q specified for hairpinMode (--hairpin-mode). Valid options are %q, %q or %q", kc.HairpinMode, "none", "hairpin-veth", "promiscuous-bridge")
 	}
-	switch policy := kc.ImagePullCredentialsVerificationPolicy; policy {
-	case "", kcv1beta1.NeverVerify, kcv1beta1.NeverVerifyPreloadedImages, kcv1beta1.NeverVerifyAllowlistedImages, kcv1beta1.AlwaysVerify:
-	default:
-		check(true, "option %q specified for imagePullCredentialsVerificationPolicy. Valid options are %q, %q, %q or %q", policy,
-			kcv1beta1.NeverVerify, kcv1beta1.NeverVerifyPreloadedImages, kcv1beta1.NeverVerifyAllowlistedImages, kcv1beta1.AlwaysVerify)
-	}
-	check(len(kc.PreloadedImagesVerificationAllowlist) > 0 && kc.ImagePullCredentialsVerificationPolicy != kcv1beta1.NeverVerifyAllowlistedImages,
-		"can't set `preloadedImagesVerificationAllowlist` if `imagePullCredentialsVertificationPolicy` is not \"NeverVerifyAllowlistedImages\"")
+	pullPolicy := pullrecords.Policy(cmp.Or(kc.ImagePullCredentialsVerificationPolicy, kcv1beta1.ImagePullCredentialsVerificationPolicy(pullrecords.DefaultPolicy)))
+	errs = append(errs, pullrecords.ValidationErrors(pullPolicy, kc.PreloadedImagesVerificationAllowlist)...)
 	if f := kc.MemoryThrottlingFactor; f != nil {
 		check(*f <= 0 || *f > 1.0, "memoryThrottlingFactor %v must be greater than 0 and less than or equal to 1.0", *f)
 	}

@@ -161,13 +161,30 @@ func RequireVerification(policy Policy, allowlist []string, repo string, pulledB
 
 // Validate checks a kubelet's imagePullCredentialsVerificationPolicy
 // (already defaulted: "" is not valid) and preloadedImagesVerificationAllowlist
-// as upstream's kubelet configuration validation does with
-// KubeletEnsureSecretPulledImages on, with its messages (its typo
-// "Vertification" too): a known policy; an allowlist only with
-// NeverVerifyAllowlistedImages, its patterns checked otherwise
-// (allowlistPattern). Several errors are reported as upstream's aggregate
+// (ValidationErrors). Several errors are reported as upstream's aggregate
 // ("[a, b]").
 func Validate(policy Policy, allowlist []string) error {
+	errs := ValidationErrors(policy, allowlist)
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	msgs := make([]string, len(errs))
+	for i, err := range errs {
+		msgs[i] = err.Error()
+	}
+	return fmt.Errorf("[%s]", strings.Join(msgs, ", "))
+}
+
+// ValidationErrors are the errors upstream's kubelet configuration
+// validation finds, with KubeletEnsureSecretPulledImages on, in a policy
+// and allowlist, in its order and with its messages (its typo
+// "Vertification" too): a known policy; an allowlist only with
+// NeverVerifyAllowlistedImages, its patterns checked otherwise
+// (allowlistPattern; the first bad one reported).
+func ValidationErrors(policy Policy, allowlist []string) []error {
 	var errs []error
 	switch policy {
 	case NeverVerify, NeverVerifyPreloadedImages, NeverVerifyAllowlistedImages, AlwaysVerify:
@@ -181,21 +198,11 @@ func Validate(policy Policy, allowlist []string) error {
 		for _, p := range allowlist {
 			if err := allowlistPattern(p); err != nil {
 				errs = append(errs, fmt.Errorf("invalid configuration: invalid image pattern in `preloadedImagesVerificationAllowlist`: %w", err))
-				break // upstream reports the first bad pattern
+				break
 			}
 		}
 	}
-	switch len(errs) {
-	case 0:
-		return nil
-	case 1:
-		return errs[0]
-	}
-	msgs := make([]string, len(errs))
-	for i, err := range errs {
-		msgs[i] = err.Error()
-	}
-	return fmt.Errorf("[%s]", strings.Join(msgs, ", "))
+	return errs
 }
 
 // allowlistPattern checks one allowlist pattern as upstream's
