@@ -19,8 +19,8 @@ type BatchConfig struct {
 	// MaxBatchSize is the most events sent at once.
 	MaxBatchSize int
 	// MaxBatchWait sends a smaller batch once this long has passed since
-	// the batch was started; 0 waits for MaxBatchSize events (or
-	// shutdown).
+	// the batch was started; 0 (or less) sends each event with those
+	// queued behind it. Not used when MaxBatchSize is 1.
 	MaxBatchWait time.Duration
 	// ThrottleEnable limits the batches sent to ThrottleQPS per second
 	// with bursts of ThrottleBurst.
@@ -180,10 +180,20 @@ func (b *Buffered) run() {
 }
 
 // collect gathers one batch: it ends at MaxBatchSize events, when
-// MaxBatchWait has passed since it began, or at stop.
+// MaxBatchWait has passed since it began, or at stop. Batches of more
+// than one event with no positive MaxBatchWait (kube-apiserver's timer
+// then ends at once) take the first event and what is queued with it.
 func (b *Buffered) collect() (batch []*Event, stopped bool) {
+	if b.cfg.MaxBatchSize > 1 && b.cfg.MaxBatchWait <= 0 {
+		select {
+		case ev := <-b.buffer:
+			return append([]*Event{ev}, b.drainUpTo(b.cfg.MaxBatchSize-1)...), false
+		case <-b.stop:
+			return nil, true
+		}
+	}
 	var expired <-chan time.Time
-	if b.cfg.MaxBatchWait > 0 {
+	if b.cfg.MaxBatchSize > 1 {
 		t := b.clock.NewTimer(b.cfg.MaxBatchWait)
 		defer t.Stop()
 		expired = t.C()
@@ -202,9 +212,12 @@ func (b *Buffered) collect() (batch []*Event, stopped bool) {
 }
 
 // drain takes up to MaxBatchSize queued events without waiting.
-func (b *Buffered) drain() []*Event {
+func (b *Buffered) drain() []*Event { return b.drainUpTo(b.cfg.MaxBatchSize) }
+
+// drainUpTo takes up to n queued events without waiting.
+func (b *Buffered) drainUpTo(n int) []*Event {
 	var batch []*Event
-	for len(batch) < b.cfg.MaxBatchSize {
+	for len(batch) < n {
 		select {
 		case ev := <-b.buffer:
 			batch = append(batch, ev)

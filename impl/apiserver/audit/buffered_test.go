@@ -272,3 +272,22 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// TestBufferedNoMaxWaitSendsWhatIsQueued: with MaxBatchSize above one and
+// no MaxBatchWait (the log backend's --audit-log-batch-max-wait default,
+// 0), kube-apiserver's batch timer ends at once, so an event is sent
+// with whatever else is queued instead of waiting for a full batch.
+func TestBufferedNoMaxWaitSendsWhatIsQueued(t *testing.T) {
+	for _, wait := range []time.Duration{0, -time.Second} {
+		clk := clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+		rec := newBatchRecorder()
+		b := NewBuffered(rec, BatchConfig{BufferSize: 10, MaxBatchSize: 5, MaxBatchWait: wait}, nil, clk)
+		b.ProcessEvent(&Event{AuditID: "e1"})
+		if got := ids(rec.next(t)); fmt.Sprint(got) != "[e1]" {
+			t.Errorf("max wait %v: batch %v, want [e1]", wait, got)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
