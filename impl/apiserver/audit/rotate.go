@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -99,9 +100,10 @@ func (r *RotatingFile) closeFile() error {
 	return err
 }
 
-// openExistingOrNew opens the file to append, or rotates it first when
-// the coming write would fill it.
+// openExistingOrNew cleans up the backups, then opens the file to
+// append, or rotates it first when the coming write would fill it.
 func (r *RotatingFile) openExistingOrNew(writeLen int64) error {
+	r.cleanUp()
 	info, err := os.Stat(r.Filename)
 	if errors.Is(err, fs.ErrNotExist) {
 		return r.openNew()
@@ -129,7 +131,17 @@ func (r *RotatingFile) rotate() error {
 	if err := r.openNew(); err != nil {
 		return err
 	}
-	return r.mill()
+	r.cleanUp()
+	return nil
+}
+
+// cleanUp mills the backups. As lumberjack's (which mills in the
+// background and drops the error), a failure never fails the write: it
+// is only logged.
+func (r *RotatingFile) cleanUp() {
+	if err := r.mill(); err != nil {
+		slog.Warn("Cleaning up audit log backups failed", "file", r.Filename, "err", err)
+	}
 }
 
 // openNew renames an existing file to its backup name and creates the

@@ -188,3 +188,53 @@ func TestLogBackendStdoutAndFile(t *testing.T) {
 		t.Errorf("log holds %q", readFile(t, p))
 	}
 }
+
+// TestRotatingFileCleanupFailureKeepsWrite: as lumberjack, which mills
+// backups in the background and ignores its errors, a backup that cannot
+// be compressed does not fail the write that rotated the file.
+func TestRotatingFileCleanupFailureKeepsWrite(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	old := "audit-2026-01-01T00-00-00.000.log"
+	if err := os.WriteFile(filepath.Join(dir, old), []byte("old\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The compressed name is taken by a directory: gzip cannot create it.
+	if err := os.Mkdir(filepath.Join(dir, old+compressSuffix), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "audit.log"), []byte(strings.Repeat("a", megabyte-1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := &RotatingFile{Filename: filepath.Join(dir, "audit.log"), MaxSize: 1, Compress: true, Now: func() time.Time { return now }}
+	defer r.Close()
+	if n, err := r.Write([]byte("b\n")); err != nil || n != 2 {
+		t.Fatalf("Write = %d, %v; want 2, nil", n, err)
+	}
+	if got := readFile(t, filepath.Join(dir, "audit.log")); got != "b\n" {
+		t.Errorf("audit.log %q after rotation, want %q", got, "b\n")
+	}
+}
+
+// TestRotatingFileMillsOnFirstOpen: as lumberjack, opening the file for
+// the first write also removes the backups MaxBackups does not keep,
+// without a rotation.
+func TestRotatingFileMillsOnFirstOpen(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"audit-2026-01-01T00-00-00.000.log", "audit-2026-01-01T00-00-01.000.log", "audit.log"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &RotatingFile{Filename: filepath.Join(dir, "audit.log"), MaxBackups: 1}
+	defer r.Close()
+	if _, err := r.Write([]byte("y\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := dirNames(t, dir); !slices.Equal(got, []string{"audit-2026-01-01T00-00-01.000.log", "audit.log"}) {
+		t.Errorf("files %v, want the older backup removed", got)
+	}
+	if got := readFile(t, filepath.Join(dir, "audit.log")); got != "x\ny\n" {
+		t.Errorf("audit.log %q, want appended", got)
+	}
+}
