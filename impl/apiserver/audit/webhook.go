@@ -166,7 +166,9 @@ func (w *WebhookBackend) postOnce(ctx context.Context, body []byte) error {
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+	// client-go's REST client, which kube-apiserver's webhook uses, takes
+	// only 200-206 as success.
+	if resp.StatusCode < http.StatusOK || resp.StatusCode > http.StatusPartialContent {
 		return fmt.Errorf("audit webhook %s answered %d: %s", w.url, resp.StatusCode, strings.TrimSpace(string(answer)))
 	}
 	return nil

@@ -143,3 +143,26 @@ func TestWebhookBadKubeconfig(t *testing.T) {
 		t.Error("a missing kubeconfig was accepted")
 	}
 }
+
+// TestWebhookSuccessIsUpTo206: as client-go's REST client under
+// kube-apiserver's webhook, only 200-206 answers deliver the events; a
+// 207 (or any later 2xx) is a failure, retried.
+func TestWebhookSuccessIsUpTo206(t *testing.T) {
+	recv := &webhookReceiver{statuses: []int{http.StatusMultiStatus, http.StatusIMUsed}}
+	srv := httptest.NewServer(recv)
+	defer srv.Close()
+	w, err := NewWebhookBackend(webhookKubeconfig(t, srv.URL), 10*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.client.CloseIdleConnections()
+	var slept []time.Duration
+	w.sleep = func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }
+	w.jitter = func() float64 { return 0 }
+	if !w.ProcessEvent(&Event{AuditID: "a"}) {
+		t.Fatal("delivery reported failed")
+	}
+	if fmt.Sprint(slept) != "[10s 15s]" || len(recv.lists) != 1 {
+		t.Errorf("waits %v, %d lists kept: want the 207 and 226 answers retried", slept, len(recv.lists))
+	}
+}
