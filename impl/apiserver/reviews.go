@@ -190,7 +190,10 @@ func (s *Server) selfSubjectReview(r *http.Request, _ *request.Info, in runtime.
 }
 
 // tokenReview authenticates spec.token with the bearer token
-// authenticators for spec.audiences (the API audiences when empty).
+// authenticators for spec.audiences (the API audiences when empty):
+// audience-aware ones (auth.AudienceTokenAuthenticator, such as the
+// TokenReview webhook) are asked for those audiences, as kube-apiserver's
+// TokenReview puts them in its authenticators' context.
 func (s *Server) tokenReview(r *http.Request, _ *request.Info, in runtime.Object) (runtime.Object, error) {
 	rev := in.(*authenticationv1.TokenReview)
 	if rev.Spec.Token == "" {
@@ -210,6 +213,10 @@ func (s *Server) tokenReview(r *http.Request, _ *request.Info, in runtime.Object
 			tokens = append(tokens, &c)
 			continue
 		}
+		if _, ok := t.(auth.AudienceTokenAuthenticator); ok {
+			tokens = append(tokens, t)
+			continue
+		}
 		// Audience-agnostic tokens are only meant for this server.
 		if len(want) == 0 || len(agnostic) > 0 {
 			tokens = append(tokens, t)
@@ -217,7 +224,15 @@ func (s *Server) tokenReview(r *http.Request, _ *request.Info, in runtime.Object
 	}
 	rev.Status = authenticationv1.TokenReviewStatus{}
 	for _, t := range tokens {
-		u, ok, err := t.AuthenticateToken(r.Context(), rev.Spec.Token)
+		var u *request.User
+		var ok bool
+		var err error
+		auds := agnostic
+		if at, aware := t.(auth.AudienceTokenAuthenticator); aware {
+			u, auds, ok, err = at.AuthenticateTokenFor(r.Context(), rev.Spec.Token, want)
+		} else {
+			u, ok, err = t.AuthenticateToken(r.Context(), rev.Spec.Token)
+		}
 		if err != nil {
 			rev.Status.Error = err.Error()
 			continue
@@ -225,7 +240,6 @@ func (s *Server) tokenReview(r *http.Request, _ *request.Info, in runtime.Object
 		if !ok {
 			continue
 		}
-		auds := agnostic
 		if sa, isSA := t.(*auth.ServiceAccountTokens); isSA {
 			if claimed := sa.TokenAudiences(rev.Spec.Token); len(claimed) > 0 {
 				auds = intersect(want, claimed)

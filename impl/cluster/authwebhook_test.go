@@ -27,7 +27,8 @@ import (
 
 // authWebhook is a TLS webhook serving TokenReviews at /authenticate and
 // SubjectAccessReviews at /authorize, for the user "dave" (token
-// dave-token; expired-token is refused with an error). It counts calls.
+// dave-token; expired-token is refused with an error; vault-token is
+// good for the audience "vault" only). It counts calls.
 type authWebhook struct {
 	srv *httptest.Server
 
@@ -61,6 +62,11 @@ func newAuthWebhook(t *testing.T) *authWebhook {
 			tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{Username: "dave", UID: "42", Groups: []string{"devs"}}}
 		case "expired-token":
 			tr.Status = authenticationv1.TokenReviewStatus{Error: "token expired"}
+		case "vault-token":
+			if slices.Contains(tr.Spec.Audiences, "vault") {
+				tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, Audiences: []string{"vault"},
+					User: authenticationv1.UserInfo{Username: "vault-user", UID: "7"}}
+			}
 		}
 		writeJSON(rw, &tr)
 	})
@@ -274,5 +280,51 @@ func TestAuthWebhookOptionErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)
 		}
+	}
+}
+
+// A TokenReview posted to the API server asks the token webhook for its
+// spec.audiences, as kube-apiserver's TokenReview REST puts them in the
+// authenticator's context: a token the webhook accepts for another
+// audience than the API's is authenticated for it, and one it accepts
+// for the API audiences is not authenticated for another audience.
+func TestTokenReviewAsksTheWebhookForTheRequestedAudiences(t *testing.T) {
+	dir := t.TempDir()
+	hook := newAuthWebhook(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, admin, stop := startForTest(t, Config{DataDir: filepath.Join(dir, "data"), BindAddress: "127.0.0.1:0", WatchCache: true, UnsafeNoFsync: true,
+		Auth: AuthOptions{AuthenticationTokenWebhookConfigFile: hook.kubeconfig(t, dir, "/authenticate"), AuthenticationTokenWebhookCacheTTL: 2 * time.Minute}})
+	defer func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	review := func(token string, auds ...string) authenticationv1.TokenReviewStatus {
+		t.Helper()
+		rev, err := admin.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
+			Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: auds}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("TokenReview of %s for %v: %v", token, auds, err)
+		}
+		return rev.Status
+	}
+	if st := review("vault-token", "vault"); !st.Authenticated || st.User.Username != "vault-user" || !slices.Equal(st.Audiences, []string{"vault"}) {
+		t.Errorf("vault-token for [vault]: %+v, want vault-user authenticated for [vault]", st)
+	}
+	if st := review("vault-token"); st.Authenticated {
+		t.Errorf("vault-token for the API audiences: %+v, want not authenticated", st)
+	}
+	if st := review("dave-token"); !st.Authenticated || !slices.Equal(st.Audiences, []string{DefaultServiceAccountIssuer}) {
+		t.Errorf("dave-token for the API audiences: %+v, want authenticated for [%s]", st, DefaultServiceAccountIssuer)
+	}
+	if st := review("dave-token", "vault"); st.Authenticated {
+		t.Errorf("dave-token for [vault]: %+v, want not authenticated (the webhook names no audience, so it means the API's)", st)
+	}
+	hook.mu.Lock()
+	asked := slices.Clone(hook.gotAudience)
+	hook.mu.Unlock()
+	if !slices.ContainsFunc(asked, func(a []string) bool { return slices.Equal(a, []string{"vault"}) }) {
+		t.Errorf("the webhook was asked for %v, never for [vault]", asked)
 	}
 }

@@ -21,6 +21,17 @@ type TokenAuthenticator interface {
 	AuthenticateToken(ctx context.Context, token string) (user *request.User, ok bool, err error)
 }
 
+// AudienceTokenAuthenticator is a TokenAuthenticator that can check a
+// token for audiences other than the API server's, as kube-apiserver's
+// audience-aware token authenticators read the audiences asked for from
+// the request's context (a TokenReview's spec.audiences). auds are the
+// audiences, among those asked for, the token is good for; none asked
+// for checks none.
+type AudienceTokenAuthenticator interface {
+	TokenAuthenticator
+	AuthenticateTokenFor(ctx context.Context, token string, audiences []string) (user *request.User, auds []string, ok bool, err error)
+}
+
 // ErrInvalidBearerToken is the error of a bearer token no token
 // authenticator accepts.
 var ErrInvalidBearerToken = errors.New("invalid bearer token")

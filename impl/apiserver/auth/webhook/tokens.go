@@ -30,8 +30,9 @@ type TokenAuthenticatorConfig struct {
 	// VersionV1beta1.
 	Version string
 	// APIAudiences are the API server's audiences (--api-audiences): a
-	// review asks for them, and an answer must name one of them (or none,
-	// meaning them). Empty: audiences are not checked.
+	// request's token is reviewed for them, and an answer naming no
+	// audience means them. Empty: requests' tokens are reviewed for no
+	// audience and audiences are not checked.
 	APIAudiences []string
 	// CacheTTL: how long an authenticated or unauthenticated answer is
 	// remembered; failed calls and answers with an error are not.
@@ -42,7 +43,7 @@ type TokenAuthenticatorConfig struct {
 }
 
 // TokenAuthenticator authenticates bearer tokens with a TokenReview
-// webhook. It implements auth.TokenAuthenticator.
+// webhook. It implements auth.AudienceTokenAuthenticator.
 type TokenAuthenticator struct {
 	cfg     TokenAuthenticatorConfig
 	cache   *expiringCache[TokenResult]
@@ -74,30 +75,40 @@ func NewTokenAuthenticator(cfg TokenAuthenticatorConfig) (*TokenAuthenticator, e
 // TokenResult is what a TokenReview's status says of a token.
 type TokenResult struct {
 	User *request.User
-	// Audiences are the API audiences the token is good for (when the
-	// API server has audiences).
+	// Audiences are the audiences asked for the token is good for (none
+	// when none were asked for).
 	Audiences []string
 	OK        bool
 	Err       error
 }
 
-// AuthenticateToken implements auth.TokenAuthenticator.
+// AuthenticateToken implements auth.TokenAuthenticator: the token of a
+// request, reviewed for the API audiences.
 func (t *TokenAuthenticator) AuthenticateToken(ctx context.Context, token string) (*request.User, bool, error) {
-	res := t.authenticate(ctx, token)
+	res := t.authenticate(ctx, token, t.cfg.APIAudiences)
 	return res.User, res.OK, res.Err
 }
 
-func (t *TokenAuthenticator) authenticate(ctx context.Context, token string) TokenResult {
-	key := t.cacheKey(token)
+// AuthenticateTokenFor implements auth.AudienceTokenAuthenticator: the
+// token reviewed for audiences (a TokenReview's spec.audiences), as
+// kube-apiserver's webhook authenticator asks for the audiences in its
+// context.
+func (t *TokenAuthenticator) AuthenticateTokenFor(ctx context.Context, token string, audiences []string) (*request.User, []string, bool, error) {
+	res := t.authenticate(ctx, token, audiences)
+	return res.User, res.Audiences, res.OK, res.Err
+}
+
+func (t *TokenAuthenticator) authenticate(ctx context.Context, token string, audiences []string) TokenResult {
+	key := t.cacheKey(token, audiences)
 	if res, ok := t.cache.get(key); ok {
 		return res
 	}
-	status, err := t.review(ctx, token)
+	status, err := t.review(ctx, token, audiences)
 	if err != nil {
 		t.cfg.Logger.Error("Failed to make webhook authenticator request", "err", err)
 		return TokenResult{Err: err}
 	}
-	res := ReadTokenReview(status, t.cfg.APIAudiences)
+	res := ReadTokenReview(status, audiences, t.cfg.APIAudiences)
 	if res.Err == nil {
 		t.cache.add(key, res, t.cfg.CacheTTL)
 	}
@@ -106,17 +117,16 @@ func (t *TokenAuthenticator) authenticate(ctx context.Context, token string) Tok
 
 // cacheKey keys the cache by the audiences asked for and the token,
 // hashed so that tokens are not kept in memory.
-func (t *TokenAuthenticator) cacheKey(token string) string {
+func (t *TokenAuthenticator) cacheKey(token string, audiences []string) string {
 	h := hmac.New(sha256.New, t.hashKey)
-	h.Write([]byte(strings.Join(t.cfg.APIAudiences, "\x00")))
+	h.Write([]byte(strings.Join(audiences, "\x00")))
 	h.Write([]byte{0xff})
 	h.Write([]byte(token))
 	return string(h.Sum(nil))
 }
 
-// review POSTs a TokenReview of token for the API audiences.
-func (t *TokenAuthenticator) review(ctx context.Context, token string) (authenticationv1.TokenReviewStatus, error) {
-	auds := t.cfg.APIAudiences
+// review POSTs a TokenReview of token for auds.
+func (t *TokenAuthenticator) review(ctx context.Context, token string, auds []string) (authenticationv1.TokenReviewStatus, error) {
 	if t.cfg.Version == VersionV1beta1 {
 		out := &authenticationv1beta1.TokenReview{}
 		in := &authenticationv1beta1.TokenReview{Spec: authenticationv1beta1.TokenReviewSpec{Token: token, Audiences: auds}}
@@ -141,20 +151,20 @@ func (t *TokenAuthenticator) review(ctx context.Context, token string) (authenti
 	return out.Status, nil
 }
 
-// ReadTokenReview is what a TokenReview status says, as kube-apiserver's
-// webhook token authenticator reads it: when the API server has
-// audiences, the audiences the answer names (or, naming none, the API
-// server's) must include one of them, else the token is not
-// authenticated; then an unauthenticated answer is not OK, with its
-// error if it has one; an authenticated one is its user.
-func ReadTokenReview(st authenticationv1.TokenReviewStatus, apiAudiences []string) TokenResult {
+// ReadTokenReview is what the status of a TokenReview asking for want
+// says, as kube-apiserver's webhook token authenticator reads it: when
+// audiences were asked for, the audiences the answer names (or, naming
+// none, the API server's, apiAudiences) must include one of them, else
+// the token is not authenticated; then an unauthenticated answer is not
+// OK, with its error if it has one; an authenticated one is its user.
+func ReadTokenReview(st authenticationv1.TokenReviewStatus, want, apiAudiences []string) TokenResult {
 	var auds []string
-	if len(apiAudiences) > 0 {
+	if len(want) > 0 {
 		got := apiAudiences
 		if len(st.Audiences) > 0 {
 			got = st.Audiences
 		}
-		for _, a := range apiAudiences {
+		for _, a := range want {
 			if slices.Contains(got, a) && !slices.Contains(auds, a) {
 				auds = append(auds, a)
 			}

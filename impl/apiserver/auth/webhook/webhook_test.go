@@ -102,7 +102,7 @@ func TestReadTokenReview(t *testing.T) {
 		{"not authenticated", authenticationv1.TokenReviewStatus{}, nil, false, nil, ""},
 		{"not authenticated, with an error", authenticationv1.TokenReviewStatus{Error: "token expired"}, nil, false, nil, "token expired"},
 	} {
-		res := webhook.ReadTokenReview(c.status, c.apiAuds)
+		res := webhook.ReadTokenReview(c.status, c.apiAuds, c.apiAuds)
 		errText := ""
 		if res.Err != nil {
 			errText = res.Err.Error()
@@ -295,5 +295,45 @@ func TestAuthorizerV1beta1(t *testing.T) {
 	d, reason, err := a.Authorize(context.Background(), auth.Attributes{User: alice, Info: &request.Info{IsResourceRequest: true, Verb: "get", Resource: "pods"}})
 	if d != auth.DecisionDeny || reason != "not on weekends" || err != nil {
 		t.Errorf("got %v %q %v, want the webhook's deny", d, reason, err)
+	}
+}
+
+// A review asking for other audiences than the API's (a TokenReview's
+// spec.audiences): an answer naming no audience means the API's, so the
+// token is not good for the ones asked; one naming them is. Answers are
+// cached per audiences asked for.
+func TestTokenAuthenticatorForOtherAudiences(t *testing.T) {
+	var asked []any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var tr map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&tr)
+		spec := tr["spec"].(map[string]any)
+		asked = append(asked, spec["audiences"])
+		status := map[string]any{"authenticated": true, "user": map[string]any{"username": "dave"}}
+		if spec["token"] == "vault" {
+			status["audiences"] = []string{"vault"}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "status": status})
+	}))
+	defer srv.Close()
+	ta, err := webhook.NewTokenAuthenticator(webhook.TokenAuthenticatorConfig{Client: client(t, srv.URL, noRetry()),
+		APIAudiences: []string{"api"}, CacheTTL: time.Minute, Now: newClock().Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, ok, err := ta.AuthenticateToken(ctx, "plain"); !ok || err != nil {
+		t.Fatalf("plain for the API audiences: %v %v", ok, err)
+	}
+	if _, auds, ok, err := ta.AuthenticateTokenFor(ctx, "plain", []string{"vault"}); ok || err != nil || auds != nil {
+		t.Errorf("plain for [vault]: %v %v %v, want not authenticated (no audience named means the API's)", auds, ok, err)
+	}
+	if u, auds, ok, err := ta.AuthenticateTokenFor(ctx, "vault", []string{"vault", "x"}); !ok || err != nil || u.Name != "dave" || !reflect.DeepEqual(auds, []string{"vault"}) {
+		t.Errorf("vault for [vault x]: %v %v %v %v, want dave for [vault]", u, auds, ok, err)
+	}
+	want := []any{[]any{"api"}, []any{"vault"}, []any{"vault", "x"}}
+	if !reflect.DeepEqual(asked, want) {
+		t.Errorf("webhook asked for %v, want %v (one review per audiences asked for)", asked, want)
 	}
 }
