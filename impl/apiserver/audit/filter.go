@@ -67,6 +67,7 @@ func WithAudit(next http.Handler, cfg Config) http.Handler {
 		}
 		user := request.UserFrom(r.Context())
 		d := cfg.Policy.Evaluate(user, info)
+		cfg.Metrics.policyLevel(d.Level)
 		if d.Level == LevelNone {
 			next.ServeHTTP(w, r)
 			return
@@ -362,6 +363,7 @@ func (rec *recorder) emit(s Stage, fill func(ev *Event)) bool {
 	if fill != nil {
 		fill(&ev)
 	}
+	rec.cfg.Metrics.eventSent()
 	return rec.cfg.Backend.ProcessEvent(&ev)
 }
 

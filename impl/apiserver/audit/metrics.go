@@ -19,15 +19,26 @@ const (
 // Metrics are kube-apiserver's audit metrics. A nil *Metrics records
 // nothing.
 type Metrics struct {
+	events   prometheus.Counter
 	errors   *prometheus.CounterVec
+	levels   *prometheus.CounterVec
 	rejected prometheus.Counter
 }
 
-// NewMetrics makes apiserver_audit_error_total{plugin} and
-// apiserver_audit_requests_rejected_total; the Metrics is a
+// NewMetrics makes apiserver_audit_event_total,
+// apiserver_audit_error_total{plugin}, apiserver_audit_level_total{level}
+// and apiserver_audit_requests_rejected_total; the Metrics is a
 // prometheus.Collector to register where /metrics is served.
 func NewMetrics() *Metrics {
 	return &Metrics{
+		events: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "apiserver_audit_event_total",
+			Help: "Counter of audit events generated and sent to the audit backend.",
+		}),
+		levels: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_audit_level_total",
+			Help: "Counter of policy levels for audit events (1 per request).",
+		}, []string{"level"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apiserver_audit_error_total",
 			Help: "Counter of audit events that failed to be audited properly. Plugin identifies the plugin affected by the error.",
@@ -41,14 +52,32 @@ func NewMetrics() *Metrics {
 
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	m.events.Describe(ch)
 	m.errors.Describe(ch)
+	m.levels.Describe(ch)
 	m.rejected.Describe(ch)
 }
 
 // Collect implements prometheus.Collector.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	m.events.Collect(ch)
 	m.errors.Collect(ch)
+	m.levels.Collect(ch)
 	m.rejected.Collect(ch)
+}
+
+// policyLevel counts a request's policy level (None included).
+func (m *Metrics) policyLevel(l Level) {
+	if m != nil {
+		m.levels.WithLabelValues(string(l)).Inc()
+	}
+}
+
+// eventSent counts an event handed to the backend.
+func (m *Metrics) eventSent() {
+	if m != nil {
+		m.events.Inc()
+	}
 }
 
 func (m *Metrics) requestRejected() {
