@@ -20,8 +20,9 @@ import (
 // field (and its flag where it has one). They run on the fields kubeproof
 // implements and on the range and option checks of those it does not;
 // feature gates are 1.37's defaults (GracefulNodeShutdown and its
-// pod-priority variant on, MemoryQoS off), CustomCPUCFSQuotaPeriod the
-// configuration's.
+// pod-priority variant, KubeletCrashLoopBackOffMax and
+// KubeletEnsureSecretPulledImages on, MemoryQoS off),
+// CustomCPUCFSQuotaPeriod the configuration's.
 
 // checkKubeletLogFormat is upstream's check of logging.format, made when
 // logging is set up, before the configuration's validation: text or json.
@@ -123,6 +124,12 @@ func validateKubeletConfig(kc *kcv1beta1.KubeletConfiguration) error {
 	case "", "NoSwap", "LimitedSwap":
 	default:
 		check(true, "memorySwap.swapBehavior %q must be one of: \"\", %q or %q", kc.MemorySwap.SwapBehavior, "LimitedSwap", "NoSwap")
+	}
+	// KubeletCrashLoopBackOffMax is on (beta, on by default since 1.35):
+	// left out, the period is v1beta1's default, 300s.
+	if p := kc.CrashLoopBackOff.MaxContainerRestartPeriod; p != nil {
+		ms := p.Milliseconds()
+		check(ms < 1000 || ms > 300000, "CrashLoopBackOff.MaxContainerRestartPeriod (got: %v seconds) must be set between 1s and 300s", p.Seconds())
 	}
 	errs = append(errs, enforceNodeAllocatableErrors(kc)...)
 	switch kc.HairpinMode {
