@@ -68,7 +68,7 @@ func NewAuthorizer(cfg AuthorizerConfig) (*Authorizer, error) {
 		cfg.Version = VersionV1
 	case VersionV1, VersionV1beta1:
 	default:
-		return nil, fmt.Errorf("unsupported webhook authorizer version %q, supported versions are %q", cfg.Version, []string{VersionV1, VersionV1beta1})
+		return nil, fmt.Errorf("unsupported webhook authorizer version %q, supported versions are %v", cfg.Version, []string{VersionV1, VersionV1beta1})
 	}
 	if cfg.Client == nil {
 		return nil, errors.New("webhook authorizer needs a client")

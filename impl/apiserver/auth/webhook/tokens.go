@@ -57,7 +57,7 @@ func NewTokenAuthenticator(cfg TokenAuthenticatorConfig) (*TokenAuthenticator, e
 		cfg.Version = VersionV1
 	case VersionV1, VersionV1beta1:
 	default:
-		return nil, fmt.Errorf("unsupported authentication webhook version %q, supported versions are %q", cfg.Version, []string{VersionV1, VersionV1beta1})
+		return nil, fmt.Errorf("unsupported authentication webhook version %q, supported versions are %q, %q", cfg.Version, VersionV1, VersionV1beta1)
 	}
 	if cfg.Client == nil {
 		return nil, errors.New("webhook token authenticator needs a client")

@@ -265,11 +265,15 @@ func TestTokenAuthenticatorV1beta1CachesAnswersNotErrors(t *testing.T) {
 
 func TestUnsupportedVersion(t *testing.T) {
 	c := client(t, "http://127.0.0.1:1", noRetry())
-	if _, err := webhook.NewAuthorizer(webhook.AuthorizerConfig{Client: c, Version: "v2"}); err == nil {
-		t.Error("authorizer version v2 accepted")
+	// kube-apiserver's texts: the authorizer lists the versions as a
+	// slice, the token authenticator quotes each.
+	want := `unsupported webhook authorizer version "v2", supported versions are [v1 v1beta1]`
+	if _, err := webhook.NewAuthorizer(webhook.AuthorizerConfig{Client: c, Version: "v2"}); err == nil || err.Error() != want {
+		t.Errorf("authorizer version v2: %v, want %s", err, want)
 	}
-	if _, err := webhook.NewTokenAuthenticator(webhook.TokenAuthenticatorConfig{Client: c, Version: "v2"}); err == nil {
-		t.Error("token webhook version v2 accepted")
+	want = `unsupported authentication webhook version "v2", supported versions are "v1", "v1beta1"`
+	if _, err := webhook.NewTokenAuthenticator(webhook.TokenAuthenticatorConfig{Client: c, Version: "v2"}); err == nil || err.Error() != want {
+		t.Errorf("token webhook version v2: %v, want %s", err, want)
 	}
 }
 
