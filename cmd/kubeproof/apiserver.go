@@ -154,7 +154,7 @@ func addAuthFlags(fs *pflag.FlagSet, o *cluster.AuthOptions, modes, enable, disa
 		"Ordered list of authorization plugins: "+strings.Join(cluster.AuthorizationModes, ", ")+".")
 	fs.StringVar(&o.AuthorizationWebhookConfigFile, "authorization-webhook-config-file", "",
 		"File with webhook configuration in kubeconfig format, used with --authorization-mode=Webhook: the API server asks the remote service (cluster) with its credentials (user) whether each request is allowed.")
-	fs.StringVar(&o.AuthorizationWebhookVersion, "authorization-webhook-version", "v1",
+	fs.StringVar(&o.AuthorizationWebhookVersion, "authorization-webhook-version", "v1beta1",
 		"The version of the authorization.k8s.io SubjectAccessReview to send to and expect from the webhook: v1 or v1beta1.")
 	fs.DurationVar(&o.AuthorizationWebhookCacheAuthorizedTTL, "authorization-webhook-cache-authorized-ttl", 5*time.Minute,
 		"The duration to cache 'authorized' responses from the webhook authorizer.")
@@ -163,7 +163,7 @@ func addAuthFlags(fs *pflag.FlagSet, o *cluster.AuthOptions, modes, enable, disa
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", "", "Static bearer tokens: a CSV file of token,user,uid,\"group1,group2\".")
 	fs.StringVar(&o.AuthenticationTokenWebhookConfigFile, "authentication-token-webhook-config-file", "",
 		"File with webhook configuration for token authentication in kubeconfig format: bearer tokens no other authenticator knows are sent in a TokenReview to the remote service (cluster) with the API server's credentials (user).")
-	fs.StringVar(&o.AuthenticationTokenWebhookVersion, "authentication-token-webhook-version", "v1",
+	fs.StringVar(&o.AuthenticationTokenWebhookVersion, "authentication-token-webhook-version", "v1beta1",
 		"The version of the authentication.k8s.io TokenReview to send to and expect from the webhook: v1 or v1beta1.")
 	fs.DurationVar(&o.AuthenticationTokenWebhookCacheTTL, "authentication-token-webhook-cache-ttl", 2*time.Minute,
 		"The duration to cache responses from the webhook token authenticator.")

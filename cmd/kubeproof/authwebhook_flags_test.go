@@ -11,7 +11,8 @@ import (
 
 // The webhook authorizer's and token authenticator's flags, under
 // kube-apiserver's names and with its defaults, on `kubeproof apiserver`
-// and `kubeproof up` (addAuthFlags).
+// and `kubeproof up` (addAuthFlags). Both webhook versions default to
+// v1beta1, as kube-apiserver's.
 func TestAuthWebhookFlags(t *testing.T) {
 	var o cluster.AuthOptions
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
@@ -19,8 +20,8 @@ func TestAuthWebhookFlags(t *testing.T) {
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	if o.AuthorizationWebhookVersion != "v1" || o.AuthorizationWebhookCacheAuthorizedTTL != 5*time.Minute ||
-		o.AuthorizationWebhookCacheUnauthorizedTTL != 30*time.Second || o.AuthenticationTokenWebhookVersion != "v1" ||
+	if o.AuthorizationWebhookVersion != "v1beta1" || o.AuthorizationWebhookCacheAuthorizedTTL != 5*time.Minute ||
+		o.AuthorizationWebhookCacheUnauthorizedTTL != 30*time.Second || o.AuthenticationTokenWebhookVersion != "v1beta1" ||
 		o.AuthenticationTokenWebhookCacheTTL != 2*time.Minute {
 		t.Errorf("defaults: %+v", o)
 	}
