@@ -149,6 +149,12 @@ func ClusterRoles() []rbacv1.ClusterRole {
 			verbs("create").groups(certificatesGroup).resources("certificatesigningrequests/nodeclient").rule()),
 		clusterRole(SelfNodeClientApproverRole, nil,
 			verbs("create").groups(certificatesGroup).resources("certificatesigningrequests/selfnodeclient").rule()),
+		// Approve for one of kube-controller-manager's signers (what the
+		// CertificateApproval admission plugin asks), to bind to people.
+		signerApproverRole("legacy-unknown"),
+		signerApproverRole("kubelet-serving"),
+		signerApproverRole("kube-apiserver-client"),
+		signerApproverRole("kube-apiserver-client-kubelet"),
 		clusterRole("system:kubelet-api-admin", nil,
 			verbs("get", "list", "watch").groups(legacyGroup).resources("nodes").rule(),
 			verbs("proxy").groups(legacyGroup).resources("nodes").rule(),
@@ -201,6 +207,13 @@ func ClusterRoles() []rbacv1.ClusterRole {
 			verbs("list", "watch").groups(discoveryGroup).resources("endpointslices").rule()),
 	}
 	return append(roles, ControllerRoles()...)
+}
+
+// signerApproverRole is system:certificates.k8s.io:<signer>-approver:
+// approve on the signer kubernetes.io/<signer>.
+func signerApproverRole(signer string) rbacv1.ClusterRole {
+	return clusterRole("system:certificates.k8s.io:"+signer+"-approver", nil,
+		verbs("approve").groups(certificatesGroup).resources("signers").names("kubernetes.io/"+signer).rule())
 }
 
 // Roles of TLS bootstrapping.
