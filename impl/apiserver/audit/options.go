@@ -68,10 +68,13 @@ func DefaultWebhookOptions() WebhookOptions {
 		Truncate: DefaultTruncateConfig(), Version: GroupVersion}
 }
 
-// withDefaults gives options built in code without a mode (the zero
-// value) the flags' defaults, keeping their path and rotation settings.
+// withDefaults gives options built in code with no mode, batch, truncate
+// or version settings (the zero value but for the path, rotation and
+// format) the flags' defaults. Options from the flags always have them,
+// so an empty --audit-log-mode stays empty and is refused, as
+// kube-apiserver's.
 func (o LogOptions) withDefaults() LogOptions {
-	if o.Mode != "" {
+	if o.Mode != "" || o.Version != "" || o.Batch != (BatchConfig{}) || o.Truncate != (TruncateConfig{}) {
 		return o
 	}
 	d := DefaultLogOptions()
@@ -82,8 +85,10 @@ func (o LogOptions) withDefaults() LogOptions {
 	return d
 }
 
+// withDefaults is LogOptions.withDefaults for the webhook: the config
+// file and initial backoff are kept.
 func (o WebhookOptions) withDefaults() WebhookOptions {
-	if o.Mode != "" {
+	if o.Mode != "" || o.Version != "" || o.Batch != (BatchConfig{}) || o.Truncate != (TruncateConfig{}) {
 		return o
 	}
 	d := DefaultWebhookOptions()

@@ -59,6 +59,8 @@ func TestAuditOptionValidation(t *testing.T) {
 		{"webhook burst", hook(func(o *WebhookOptions) { o.Batch.ThrottleBurst = 0 }), "[invalid audit batch webhook throttle burst 0, must be a positive number]"},
 		{"throttle off", hook(func(o *WebhookOptions) { o.Batch.ThrottleEnable, o.Batch.ThrottleQPS = false, 0 }), "[]"},
 		{"webhook mode", hook(func(o *WebhookOptions) { o.Mode = "" + "strict" }), `[invalid audit webhook mode strict, allowed modes are "batch,blocking,blocking-strict"]`},
+		{"empty log mode", log(func(o *LogOptions) { o.Mode = "" }), `[invalid audit log mode , allowed modes are "batch,blocking,blocking-strict"]`},
+		{"empty webhook mode", hook(func(o *WebhookOptions) { o.Mode = "" }), `[invalid audit webhook mode , allowed modes are "batch,blocking,blocking-strict"]`},
 	} {
 		if got := fmt.Sprint(tc.errs); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
