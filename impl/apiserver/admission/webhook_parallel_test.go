@@ -7,6 +7,8 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
@@ -41,5 +43,25 @@ func TestValidatingWebhookFirstRefusalToArriveWins(t *testing.T) {
 	}
 	if n := len(srv.requests()); n != 2 {
 		t.Errorf("%d calls, want both webhooks called", n)
+	}
+}
+
+// As kube-apiserver's validating dispatcher, a request whose context has
+// already ended calls none of the webhooks it matches: it times out.
+func TestValidatingWebhookRequestAlreadyEnded(t *testing.T) {
+	srv := newHookServer(t, func(string, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	})
+	p := &ValidatingWebhook{testDispatcher(validatingWebhooks(srv.validating(
+		hookSpec{name: "ignored.example.com", path: "/allow", failure: admissionregistrationv1.Ignore},
+	)))}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := p.Validate(ctx, podCreate(newPod("p")))
+	if !apierrors.IsTimeout(err) || err.Error() != "Timeout: request did not complete within requested timeout" {
+		t.Fatalf("got %v, want Timeout: request did not complete within requested timeout", err)
+	}
+	if n := len(srv.requests()); n != 0 {
+		t.Errorf("%d calls, want none", n)
 	}
 }

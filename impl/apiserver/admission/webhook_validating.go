@@ -7,6 +7,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -76,6 +77,11 @@ func (p *ValidatingWebhook) Validate(ctx context.Context, a *Attributes) error {
 		if reviews[gvr], err = reviewFor(va, a); err != nil {
 			return err
 		}
+	}
+	// As kube-apiserver, none is called for a request whose context has
+	// already ended.
+	if ctx.Err() != nil {
+		return apierrors.NewTimeoutError("request did not complete within requested timeout", 0)
 	}
 	// As kube-apiserver, the first failure to arrive is the request's
 	// (the others are dropped); it is recorded before the webhook's
