@@ -37,8 +37,8 @@ import (
 //
 // A user's credentials are its token (or tokenFile, read when the client
 // is made and again as the file changes), client certificate and key
-// (data or files), username and password, and impersonation; an
-// auth-provider is an error (a failed call), as upstream. The API server
+// (data or files), username and password, and impersonation (of the
+// user named by "as" only); an auth-provider is an error (a failed call), as upstream. The API server
 // itself (the URL host kubernetes.default.svc:443 and the service
 // default/kubernetes:443 with a loopback) is always called with its
 // loopback credentials.
@@ -85,13 +85,14 @@ func decodeWebhookAdmission(data []byte) (*WebhookCredentials, error) {
 }
 
 // LoadWebhookCredentials reads a kubeconfig's users (their relative file
-// paths are the kubeconfig's directory's).
+// paths are the kubeconfig's directory's) as kube-apiserver's default
+// authentication info resolver loads it, with client-go's loading rules
+// for an explicit path: a missing file is the stat error ("stat F: no
+// such file or directory"), one that does not load is
+// `error loading config file "F": ...`.
 func LoadWebhookCredentials(file string) (*WebhookCredentials, error) {
-	cfg, err := clientcmd.LoadFromFile(file)
+	cfg, err := (&clientcmd.ClientConfigLoadingRules{ExplicitPath: file}).Load()
 	if err != nil {
-		return nil, err
-	}
-	if err := clientcmd.ResolveLocalPaths(cfg); err != nil {
 		return nil, err
 	}
 	c := &WebhookCredentials{users: cfg.AuthInfos}
@@ -185,9 +186,12 @@ func applyUser(u *clientcmdapi.AuthInfo, cfg *tls.Config, rt http.RoundTripper) 
 	case basic:
 		rt = transport.NewBasicAuthRoundTripper(u.Username, u.Password, rt)
 	}
-	if u.Impersonate != "" || len(u.ImpersonateGroups) > 0 || len(u.ImpersonateUserExtra) > 0 {
+	// As kube-apiserver's resolver: impersonation only with a user to
+	// impersonate (as), then with its groups and extra; as-uid is not
+	// read.
+	if u.Impersonate != "" {
 		rt = transport.NewImpersonatingRoundTripper(transport.ImpersonationConfig{
-			UserName: u.Impersonate, UID: u.ImpersonateUID, Groups: u.ImpersonateGroups, Extra: u.ImpersonateUserExtra}, rt)
+			UserName: u.Impersonate, Groups: u.ImpersonateGroups, Extra: u.ImpersonateUserExtra}, rt)
 	}
 	return rt, nil
 }

@@ -25,6 +25,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // As kube-apiserver's ClientManager, webhook clients are keyed by the
@@ -144,7 +145,8 @@ func TestWebhookCredentialsMatchTheHost(t *testing.T) {
 }
 
 // credServer is an HTTPS webhook that allows every review and keeps the
-// Authorization header and client certificate name of each call.
+// Authorization header, client certificate name, impersonation headers
+// and User-Agent of each call.
 type credServer struct {
 	*httptest.Server
 	mu   sync.Mutex
@@ -166,6 +168,13 @@ func newCredServer(t *testing.T) *credServer {
 		if imp := r.Header.Get("Impersonate-User"); imp != "" {
 			got += " as " + imp
 		}
+		if g := r.Header.Values("Impersonate-Group"); len(g) > 0 {
+			got += " groups " + strings.Join(g, ",")
+		}
+		if uid := r.Header.Get("Impersonate-Uid"); uid != "" {
+			got += " uid " + uid
+		}
+		got += " agent " + r.UserAgent()
 		s.mu.Lock()
 		s.seen = append(s.seen, got)
 		s.mu.Unlock()
@@ -257,7 +266,8 @@ plugins:
 	if err := (&ValidatingWebhook{d}).Validate(context.Background(), podCreate(newPod("p"))); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"Bearer one as someone", "Basic dTpw", "Bearer from-filecert:apiserver-client"}
+	want := []string{"Bearer one as someone agent kube-apiserver-admission", "Basic dTpw agent kube-apiserver-admission",
+		"Bearer from-filecert:apiserver-client agent kube-apiserver-admission"}
 	for i, s := range servers {
 		if got := s.calls(); len(got) != 1 || got[0] != want[i] {
 			t.Errorf("webhook %d was called with %q, want %q", i, got, want[i])
@@ -294,5 +304,65 @@ func TestWebhookAdmissionConfigurationDecoding(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tt.err)
 			}
 		})
+	}
+}
+
+// As kube-apiserver's resolver, a kubeconfig user impersonates only when
+// it names the user to impersonate (as): its groups then go with it, and
+// as-uid is never sent. Every call says User-Agent
+// kube-apiserver-admission, with credentials or without.
+func TestWebhookImpersonationAndUserAgent(t *testing.T) {
+	servers := []*credServer{newCredServer(t), newCredServer(t), newCredServer(t)}
+	host := func(i int) string { return strings.TrimPrefix(servers[i].URL, "https://") }
+	creds, err := LoadWebhookCredentials(writeKubeconfig(t, map[string]map[string]any{
+		host(0): {"token": "t", "as-groups": []string{"g1"}},
+		host(1): {"token": "t", "as": "someone", "as-groups": []string{"g1", "g2"}, "as-uid": "42"},
+	}, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hooks []admissionregistrationv1.ValidatingWebhook
+	for i, s := range servers {
+		url := s.URL + "/check"
+		none := admissionregistrationv1.SideEffectClassNone
+		hooks = append(hooks, admissionregistrationv1.ValidatingWebhook{Name: fmt.Sprintf("h%d.example.com", i), SideEffects: &none,
+			Rules: podRules, AdmissionReviewVersions: []string{"v1"},
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})}})
+	}
+	d := testDispatcher(validatingWebhooks([]admissionregistrationv1.ValidatingWebhookConfiguration{{ObjectMeta: metav1.ObjectMeta{Name: "v"}, Webhooks: hooks}}))
+	d.clients.credentials = creds
+	if err := (&ValidatingWebhook{d}).Validate(context.Background(), podCreate(newPod("p"))); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"Bearer t agent kube-apiserver-admission", "Bearer t as someone groups g1,g2 agent kube-apiserver-admission",
+		" agent kube-apiserver-admission"}
+	for i, s := range servers {
+		if got := s.calls(); len(got) != 1 || got[0] != want[i] {
+			t.Errorf("webhook %d was called with %q, want %q", i, got, want[i])
+		}
+	}
+}
+
+// A kubeConfigFile that is missing or does not load stops the plugin as
+// kube-apiserver's resolver does, with client-go's loading errors.
+func TestWebhookKubeconfigLoadErrors(t *testing.T) {
+	dir := t.TempDir()
+	malformed := filepath.Join(dir, "malformed")
+	if err := os.WriteFile(malformed, []byte("users: {"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, loadErr := clientcmd.Load([]byte("users: {"))
+	if loadErr == nil {
+		t.Fatal("the malformed kubeconfig loads")
+	}
+	missing := filepath.Join(dir, "missing")
+	for _, tt := range []struct{ file, want string }{
+		{missing, "stat " + missing + ": no such file or directory"},
+		{malformed, fmt.Sprintf("error loading config file %q: %v", malformed, loadErr)},
+	} {
+		_, err := decodeWebhookAdmission([]byte(`{"apiVersion":"apiserver.config.k8s.io/v1","kind":"WebhookAdmissionConfiguration","kubeConfigFile":"` + tt.file + `"}`))
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("%s: got %v, want %s", tt.file, err, tt.want)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/transport"
 )
 
 // webhookClientCacheSize is how many webhook clients are kept, as
@@ -61,6 +62,11 @@ func (k clientKey) String() string {
 	b, _ := json.Marshal(k)
 	return string(b)
 }
+
+// webhookUserAgent is the User-Agent of webhook calls, as
+// kube-apiserver's resolver sets it on every client configuration it
+// makes (not the loopback one).
+const webhookUserAgent = "kube-apiserver-admission"
 
 // cachedClient is an element of webhookClients.lru.
 type cachedClient struct {
@@ -188,12 +194,15 @@ func (c *webhookClients) client(caBundle []byte, key, serverName string, lb Loop
 	if token != "" {
 		cl.Transport = bearerTransport{token: token, next: tr}
 	}
-	if user != nil {
+	if lb == nil {
+		// As kube-apiserver's authentication info resolver, a webhook
+		// other than the server itself is called with the user's
+		// credentials and User-Agent webhookUserAgent.
 		rt, err := applyUser(user, cfg, tr)
 		if err != nil {
 			return nil, err
 		}
-		cl.Transport = closingTransport{RoundTripper: rt, transport: tr}
+		cl.Transport = closingTransport{RoundTripper: transport.NewUserAgentRoundTripper(webhookUserAgent, rt), transport: tr}
 	}
 	if c.clients == nil {
 		c.clients = map[string]*list.Element{}
