@@ -69,18 +69,24 @@ func NewLogBackend(o LogOptions, m *Metrics) (*WriterBackend, error) {
 	if o.Path == "-" {
 		return &WriterBackend{w: os.Stdout, format: format, metrics: m}, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(o.Path), 0o700); err != nil {
-		return nil, fmt.Errorf("opening audit log: %w", err)
-	}
-	f, err := os.OpenFile(o.Path, os.O_CREATE|os.O_APPEND|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("opening audit log: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("opening audit log: %w", err)
+	if err := ensureLogFile(o.Path); err != nil {
+		return nil, fmt.Errorf("ensureLogFile: %w", err)
 	}
 	rf := &RotatingFile{Filename: o.Path, MaxSize: o.MaxSize, MaxBackups: o.MaxBackups, MaxAge: o.MaxAge, Compress: o.Compress}
 	return &WriterBackend{w: rf, closer: rf, format: format, metrics: m}, nil
+}
+
+// ensureLogFile makes the log's directory (0700) and the file (0600)
+// when missing.
+func ensureLogFile(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // NewWriterBackend writes JSON lines to w.

@@ -238,3 +238,16 @@ func TestRotatingFileMillsOnFirstOpen(t *testing.T) {
 		t.Errorf("audit.log %q, want appended", got)
 	}
 }
+
+// TestLogBackendUnusablePath: a log path that cannot be made fails as
+// kube-apiserver's ensureLogFile ("ensureLogFile: mkdir ...").
+func TestLogBackendUnusablePath(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := NewLogBackend(LogOptions{Path: filepath.Join(file, "audit.log")}, nil)
+	if want := "ensureLogFile: mkdir " + file + ": not a directory"; err == nil || err.Error() != want {
+		t.Errorf("error %v, want %s", err, want)
+	}
+}
