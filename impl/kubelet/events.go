@@ -32,6 +32,9 @@ const (
 	EventSandboxChanged     = "SandboxChanged"
 	EventDeadlineExceeded   = "DeadlineExceeded"
 	EventFailedKillPod      = "FailedKillPod"
+	// EventLifecycleHTTPFallback: an HTTPS lifecycle hook answered in
+	// plain HTTP succeeded over HTTP.
+	EventLifecycleHTTPFallback = "LifecycleHTTPFallback"
 )
 
 // EventComponent is the source component of the kubelet's events.

@@ -1266,7 +1266,7 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 	event(v1.EventTypeNormal, EventStarted, "Started container %s", spec.Name)
 	if !s.Ephemeral && spec.Lifecycle != nil && spec.Lifecycle.PostStart != nil {
 		t := prober.Target{Pod: pod, Container: spec, ContainerID: id, PodIP: hookIP}
-		if msg, herr := prober.RunHook(ctx, k.rt, spec.Lifecycle.PostStart, t, k.sleep); herr != nil {
+		if msg, herr := prober.RunHook(ctx, k.rt, spec.Lifecycle.PostStart, t, k.sleep, k.hookHTTPFallback(pod)); herr != nil {
 			// As upstream's startContainer: the error logged, the event
 			// without it (no secret in it; the waiting message keeps the
 			// handler runner's message), then the kill's Killing event
@@ -1324,6 +1324,16 @@ func (k *Kubelet) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// hookHTTPFallback records upstream's Warning LifecycleHTTPFallback on
+// pod (no container field path, as upstream's handler runner records it)
+// when an HTTPS hook answered in plain HTTP succeeded over HTTP.
+func (k *Kubelet) hookHTTPFallback(pod *v1.Pod) func(host string) {
+	return func(host string) {
+		k.podEvent(pod, v1.EventTypeWarning, EventLifecycleHTTPFallback,
+			"request to HTTPS lifecycle hook %s got HTTP response, retry with HTTP succeeded", host)
+	}
+}
+
 // killContainer runs the preStop hook within the grace period, then stops
 // the container with what is left of it (at least 2 s).
 func (k *Kubelet) killContainer(ctx context.Context, pod *v1.Pod, spec *v1.Container, id, ip string, grace int64) error {
@@ -1331,7 +1341,7 @@ func (k *Kubelet) killContainer(ctx context.Context, pod *v1.Pod, spec *v1.Conta
 	if spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil && grace > 0 {
 		hctx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second)
 		t := prober.Target{Pod: pod, Container: spec, ContainerID: id, PodIP: ip}
-		_, err := prober.RunHook(hctx, k.rt, spec.Lifecycle.PreStop, t, k.sleep)
+		_, err := prober.RunHook(hctx, k.rt, spec.Lifecycle.PreStop, t, k.sleep, k.hookHTTPFallback(pod))
 		// A sleep hook cut by the grace period alone is no failure:
 		// upstream's kill stops waiting for the hook then, and the hook,
 		// its context (the pod's sync's) alive, sleeps on unobserved and

@@ -26,7 +26,10 @@ import (
 // error as upstream's CRI client words it); an httpGet hook only when the
 // request fails: any response is success, whatever its code; a sleep
 // hook when ctx is done before its time is up (sleep reports whether it
-// slept it all). An httpGet
+// slept it all). An httpGet hook's request is upstream's (user agent
+// "kube-lifecycle/<version>", hookClient); an HTTPS one answered in plain
+// HTTP is retried over HTTP, and httpFallback, when not nil, is told
+// the host:port when that succeeds. An httpGet
 // without a host goes to t.PodIP, the IP the runtime reports for the
 // pod's newest sandbox while it is ready (upstream reads it from the
 // runtime's pod status, not from the API's: a host-network pod's sandbox
@@ -35,7 +38,7 @@ import (
 // (NetworkProber, the simulation). A tcpSocket handler is in the API for
 // compatibility only and fails as any other handler upstream does not
 // run ("invalid handler: ...").
-func RunHook(ctx context.Context, rt runtime.Runtime, h *v1.LifecycleHandler, t Target, sleep func(context.Context, time.Duration) bool) (string, error) {
+func RunHook(ctx context.Context, rt runtime.Runtime, h *v1.LifecycleHandler, t Target, sleep func(context.Context, time.Duration) bool, httpFallback func(host string)) (string, error) {
 	switch {
 	case h == nil:
 		return "", nil
@@ -47,7 +50,7 @@ func RunHook(ctx context.Context, rt runtime.Runtime, h *v1.LifecycleHandler, t 
 		}
 		return "", nil
 	case h.HTTPGet != nil:
-		if err := httpHook(ctx, rt, h.HTTPGet, t); err != nil {
+		if err := httpHook(ctx, rt, h.HTTPGet, t, httpFallback); err != nil {
 			return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v",
 				h.HTTPGet.Path, containerName(t), podDesc(t.Pod), err), err
 		}
@@ -78,9 +81,10 @@ func execHook(ctx context.Context, rt runtime.Runtime, cmd []string, id string) 
 	return output, nil
 }
 
-// httpHook sends an httpGet hook's request; only a request that fails
-// fails the hook.
-func httpHook(ctx context.Context, rt runtime.Runtime, hg *v1.HTTPGetAction, t Target) error {
+// httpHook sends an httpGet hook's request (sendHook) or, without a host
+// on a runtime that answers HTTP itself, asks the runtime; only a
+// request that fails fails the hook.
+func httpHook(ctx context.Context, rt runtime.Runtime, hg *v1.HTTPGetAction, t Target, fellBack func(host string)) error {
 	np, simulated := rt.(runtime.NetworkProber)
 	if !simulated && hg.Host == "" && t.PodIP == "" {
 		return noPodIP(t.Pod)
@@ -91,10 +95,13 @@ func httpHook(ctx context.Context, rt runtime.Runtime, hg *v1.HTTPGetAction, t T
 	}
 	if simulated && hg.Host == "" {
 		_, err = np.ProbeHTTP(ctx, t.ContainerID, port, hg.Path)
-	} else {
-		_, err = httpGet(ctx, hg, port, t.PodIP)
+		return err
 	}
-	return err
+	req, err := newHTTPGetRequest(ctx, hg, port, t.PodIP, "lifecycle")
+	if err != nil {
+		return err
+	}
+	return sendHook(ctx, req, fellBack)
 }
 
 // noPodIP is a hook's failure when it names no host and the runtime

@@ -32,7 +32,7 @@ func TestHookWithoutHostNeedsPodIP(t *testing.T) {
 	h := &v1.LifecycleHandler{HTTPGet: &v1.HTTPGetAction{Path: "/stop", Port: intstr.FromInt32(int32(port))}}
 	sleep := func(context.Context, time.Duration) bool { return true }
 
-	_, err := RunHook(context.Background(), netRuntime{}, h, Target{Pod: pod, Container: c, ContainerID: "c1"}, sleep)
+	_, err := RunHook(context.Background(), netRuntime{}, h, Target{Pod: pod, Container: c, ContainerID: "c1"}, sleep, nil)
 	if err == nil || !strings.HasPrefix(err.Error(), "failed to find networking container: ") || !strings.Contains(err.Error(), "uid-web") {
 		t.Errorf("hook without host or pod IP: %v, want failed to find networking container", err)
 	}
@@ -41,7 +41,7 @@ func TestHookWithoutHostNeedsPodIP(t *testing.T) {
 	}
 
 	// With the pod's IP it goes there.
-	if _, err := RunHook(context.Background(), netRuntime{}, h, Target{Pod: pod, Container: c, ContainerID: "c1", PodIP: "127.0.0.1"}, sleep); err != nil {
+	if _, err := RunHook(context.Background(), netRuntime{}, h, Target{Pod: pod, Container: c, ContainerID: "c1", PodIP: "127.0.0.1"}, sleep, nil); err != nil {
 		t.Errorf("hook to the pod IP: %v", err)
 	}
 	if n := hits.Load(); n != 1 {
@@ -70,7 +70,7 @@ func TestTCPSocketHookIsInvalid(t *testing.T) {
 	}()
 	port := ln.Addr().(*net.TCPAddr).Port
 	h := &v1.LifecycleHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}}
-	_, err = RunHook(context.Background(), netRuntime{}, h, Target{Pod: &v1.Pod{}, Container: &v1.Container{Name: "app"}, ContainerID: "c1", PodIP: "127.0.0.1"}, func(context.Context, time.Duration) bool { return true })
+	_, err = RunHook(context.Background(), netRuntime{}, h, Target{Pod: &v1.Pod{}, Container: &v1.Container{Name: "app"}, ContainerID: "c1", PodIP: "127.0.0.1"}, func(context.Context, time.Duration) bool { return true }, nil)
 	if err == nil || !strings.HasPrefix(err.Error(), "invalid handler: &LifecycleHandler{") {
 		t.Errorf("tcpSocket hook: %v, want invalid handler", err)
 	}
