@@ -8,7 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -69,7 +69,7 @@ func NewWebhookBackend(configFile string, initialBackoff time.Duration, m *Metri
 	if err != nil {
 		return nil, fmt.Errorf("initializing audit webhook: %w", err)
 	}
-	u, err := webhookURL(cfg.Host)
+	u, err := webhookURL(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("initializing audit webhook: %w", err)
 	}
@@ -77,19 +77,16 @@ func NewWebhookBackend(configFile string, initialBackoff time.Duration, m *Metri
 		sleep: sleepContext, jitter: rand.Float64}, nil
 }
 
-// webhookURL is the server of a kubeconfig as a URL (https when it names
-// no scheme).
-func webhookURL(host string) (string, error) {
-	if !strings.Contains(host, "://") {
-		host = "https://" + host
-	}
-	u, err := url.Parse(host)
+// webhookURL is the URL events are posted to, as client-go's REST
+// client under kube-apiserver's webhook makes it: the kubeconfig's
+// server (https without a scheme only when TLS is configured), its path
+// cleaned.
+func webhookURL(cfg *rest.Config) (string, error) {
+	u, _, err := rest.DefaultServerUrlFor(cfg)
 	if err != nil {
 		return "", err
 	}
-	if u.Host == "" {
-		return "", fmt.Errorf("server %q names no host", host)
-	}
+	u.Path = path.Join("/", u.Path)
 	return u.String(), nil
 }
 

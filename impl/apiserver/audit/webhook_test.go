@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -164,5 +165,34 @@ func TestWebhookSuccessIsUpTo206(t *testing.T) {
 	}
 	if fmt.Sprint(slept) != "[10s 15s]" || len(recv.lists) != 1 {
 		t.Errorf("waits %v, %d lists kept: want the 207 and 226 answers retried", slept, len(recv.lists))
+	}
+}
+
+// TestWebhookServerURL: the kubeconfig's server is read as client-go
+// reads it for kube-apiserver's webhook: without a scheme it is http
+// unless TLS is configured (CA, client certificate or insecure), and its
+// path is the one posted to, cleaned ("/audit/" is /audit).
+func TestWebhookServerURL(t *testing.T) {
+	var paths []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	for _, server := range []string{srv.Listener.Addr().String(), srv.URL + "/audit/"} {
+		w, err := NewWebhookBackend(webhookKubeconfig(t, server), time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.sleep = func(context.Context, time.Duration) error { return errors.New("no retries") }
+		if !w.ProcessEvent(&Event{AuditID: "a"}) {
+			t.Errorf("server %q: not delivered", server)
+		}
+		w.client.CloseIdleConnections()
+	}
+	if fmt.Sprint(paths) != "[/ /audit]" {
+		t.Errorf("posted to %v, want [/ /audit]", paths)
 	}
 }
