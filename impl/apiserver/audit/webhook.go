@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -150,23 +151,55 @@ func (w *WebhookBackend) post(ctx context.Context, events []*Event) error {
 	return last
 }
 
+// webhookRetryAfterResends is how many times client-go's REST client
+// (Request's maxRetries) sends a request again after a 429 or 5xx answer
+// with a Retry-After of whole seconds, waiting those seconds, before the
+// answer counts.
+const webhookRetryAfterResends = 10
+
+// postOnce is one attempt of the backoff: a request, sent again while it
+// is answered 429 or 5xx with a Retry-After (at most
+// webhookRetryAfterResends times).
 func (w *WebhookBackend) postOnce(ctx context.Context, body []byte) error {
+	for resends := 0; ; resends++ {
+		wait, err := w.request(ctx, body)
+		if err == nil || wait < 0 || resends == webhookRetryAfterResends {
+			return err
+		}
+		if serr := w.sleep(ctx, wait); serr != nil {
+			return fmt.Errorf("%w (last error: %w)", serr, err)
+		}
+	}
+}
+
+// request posts body once. A 429 or 5xx answer with a Retry-After of
+// whole seconds also returns that wait; it is -1 otherwise.
+func (w *WebhookBackend) request(ctx context.Context, body []byte) (time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("calling audit webhook: %w", err)
+		return -1, fmt.Errorf("calling audit webhook: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, */*")
 	resp, err := w.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("calling audit webhook: %w", err)
+		return -1, fmt.Errorf("calling audit webhook: %w", err)
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	// client-go's REST client, which kube-apiserver's webhook uses, takes
 	// only 200-206 as success.
-	if resp.StatusCode < http.StatusOK || resp.StatusCode > http.StatusPartialContent {
-		return fmt.Errorf("audit webhook %s answered %d: %s", w.url, resp.StatusCode, strings.TrimSpace(string(answer)))
+	if resp.StatusCode >= http.StatusOK && resp.StatusCode <= http.StatusPartialContent {
+		return -1, nil
 	}
-	return nil
+	err = fmt.Errorf("audit webhook %s answered %d: %s", w.url, resp.StatusCode, strings.TrimSpace(string(answer)))
+	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode < http.StatusInternalServerError {
+		return -1, err
+	}
+	seconds, perr := strconv.Atoi(resp.Header.Get("Retry-After"))
+	if perr != nil {
+		return -1, err
+	}
+	// A negative Retry-After is resent at once, as client-go's.
+	return time.Duration(max(seconds, 0)) * time.Second, err
 }

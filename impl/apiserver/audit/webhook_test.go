@@ -196,3 +196,59 @@ func TestWebhookServerURL(t *testing.T) {
 		t.Errorf("posted to %v, want [/ /audit]", paths)
 	}
 }
+
+// TestWebhookRetryAfter: as client-go's REST client under
+// kube-apiserver's webhook, a 429 or 5xx answer with a Retry-After of
+// whole seconds is resent after that wait, up to 10 times, within one
+// attempt of the backoff; other answers are not (a 400 with Retry-After
+// goes to the backoff at once).
+func TestWebhookRetryAfter(t *testing.T) {
+	var mu sync.Mutex
+	answers := []int{503, 429, 500, 200}
+	retryAfter := "3"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		code := http.StatusOK
+		if len(answers) > 0 {
+			code, answers = answers[0], answers[1:]
+		}
+		w.Header().Set("Retry-After", retryAfter)
+		w.WriteHeader(code)
+	}))
+	defer srv.Close()
+	w, err := NewWebhookBackend(webhookKubeconfig(t, srv.URL), 10*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.client.CloseIdleConnections()
+	var slept []time.Duration
+	w.sleep = func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }
+	w.jitter = func() float64 { return 0 }
+	if !w.ProcessEvent(&Event{AuditID: "a"}) || fmt.Sprint(slept) != "[3s 3s 3s]" {
+		t.Errorf("waits %v, want three Retry-After waits of 3s", slept)
+	}
+
+	mu.Lock()
+	answers = []int{400, 200}
+	mu.Unlock()
+	slept = nil
+	if !w.ProcessEvent(&Event{AuditID: "b"}) || fmt.Sprint(slept) != "[10s]" {
+		t.Errorf("400 with Retry-After: waits %v, want the backoff's 10s", slept)
+	}
+
+	mu.Lock()
+	answers = make([]int, 12)
+	for i := range answers {
+		answers[i] = 503
+	}
+	retryAfter = "0"
+	mu.Unlock()
+	slept = nil
+	w.ProcessEvent(&Event{AuditID: "c"})
+	// 11 requests in the first attempt (10 resent), then the backoff's
+	// wait and the last 503 and 200 in the second attempt.
+	if fmt.Sprint(slept) != "[0s 0s 0s 0s 0s 0s 0s 0s 0s 0s 10s 0s]" {
+		t.Errorf("waits %v, want 10 Retry-After resends, then the backoff", slept)
+	}
+}
