@@ -81,31 +81,33 @@ func (a *Approver) Run(ctx context.Context, workers int) error {
 }
 
 func (a *Approver) sync(ctx context.Context, csr *certificatesv1.CertificateSigningRequest) error {
-	check := DecideApproval(csr)
-	if check == nil {
-		return nil
-	}
+	checks := DecideApproval(csr)
 	extra := map[string]authorizationv1.ExtraValue{}
 	for k, v := range csr.Spec.Extra {
 		extra[k] = authorizationv1.ExtraValue(v)
 	}
-	sar, err := a.l.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
-		Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: csr.Spec.Username, UID: csr.Spec.UID, Groups: csr.Spec.Groups, Extra: extra,
-			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Group: certificatesv1.GroupName, Resource: "certificatesigningrequests", Subresource: check.Subresource, Verb: "create",
+	for _, check := range checks {
+		sar, err := a.l.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: csr.Spec.Username, UID: csr.Spec.UID, Groups: csr.Spec.Groups, Extra: extra,
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Group: certificatesv1.GroupName, Resource: "certificatesigningrequests", Subresource: check.Subresource, Verb: "create",
+				},
 			},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("csrapproving: reviewing access of %q for %s: %w", csr.Spec.Username, csr.Name, err)
-	}
-	if !sar.Status.Allowed {
-		slog.Debug("csr not auto-approved", "csr", csr.Name, "user", csr.Spec.Username, "subresource", check.Subresource)
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("csrapproving: reviewing access of %q for %s: %w", csr.Spec.Username, csr.Name, err)
+		}
+		if !sar.Status.Allowed {
+			continue
+		}
+		if _, err := a.l.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, approveWith(csr, check.Message, a.l.now()), metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("csrapproving: approving %s: %w", csr.Name, err)
+		}
 		return nil
 	}
-	if _, err := a.l.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, Approve(csr, a.l.now()), metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("csrapproving: approving %s: %w", csr.Name, err)
+	if len(checks) > 0 {
+		slog.Debug("csr not auto-approved", "csr", csr.Name, "user", csr.Spec.Username, "tried", checks)
 	}
 	return nil
 }

@@ -44,6 +44,7 @@ const (
 const (
 	ReasonAutoApproved       = "AutoApproved"
 	MessageAutoApproved      = "Auto approving kubelet client certificate after SubjectAccessReview."
+	MessageSelfAutoApproved  = "Auto approving self kubelet client certificate after SubjectAccessReview."
 	ReasonSignerValidation   = "SignerValidationFailure"
 	DefaultSigningDuration   = 365 * 24 * time.Hour
 	certificateBackdate      = 5 * time.Minute
@@ -204,16 +205,21 @@ var signerChecks = map[string]func(*x509.CertificateRequest, []certificatesv1.Ke
 	certificatesv1.KubeAPIServerClientSignerName:        ValidateAPIServerClient,
 }
 
-// ApprovalCheck is what the approver asks the authorizer before approving:
-// may the requester create certificatesigningrequests/<Subresource>?
+// ApprovalCheck is one question the approver asks the authorizer before
+// approving: may the requester create certificatesigningrequests/<Subresource>?
+// Message is the Approved condition's when it may.
 type ApprovalCheck struct {
 	Subresource string
+	Message     string
 }
 
-// DecideApproval returns the authorization check to make for csr, or nil
-// when the approver leaves it alone (already approved, denied or issued;
-// another signer; not a kubelet client request — upstream never denies).
-func DecideApproval(csr *certificatesv1.CertificateSigningRequest) *ApprovalCheck {
+// DecideApproval returns the authorization checks to make for csr, in
+// order, the first allowed approving it; none when the approver leaves it
+// alone (already approved, denied or issued; another signer; not a
+// kubelet client request — upstream never denies). As upstream's
+// recognizers, a node renewing its own certificate is asked for
+// selfnodeclient, then for nodeclient like any other requester.
+func DecideApproval(csr *certificatesv1.CertificateSigningRequest) []ApprovalCheck {
 	if Approved(csr) || Denied(csr) || len(csr.Status.Certificate) > 0 {
 		return nil
 	}
@@ -224,18 +230,26 @@ func DecideApproval(csr *certificatesv1.CertificateSigningRequest) *ApprovalChec
 	if err != nil || ValidateKubeletClient(req, csr.Spec.Usages) != nil {
 		return nil
 	}
+	nodeClient := ApprovalCheck{Subresource: nodeClientSubresource, Message: MessageAutoApproved}
 	if req.Subject.CommonName == csr.Spec.Username {
-		return &ApprovalCheck{Subresource: selfNodeClientSubresouce}
+		return []ApprovalCheck{{Subresource: selfNodeClientSubresouce, Message: MessageSelfAutoApproved}, nodeClient}
 	}
-	return &ApprovalCheck{Subresource: nodeClientSubresource}
+	return []ApprovalCheck{nodeClient}
 }
 
-// Approve returns a copy of csr with the AutoApproved condition appended.
+// Approve returns a copy of csr with the AutoApproved condition of a new
+// node's request appended.
 func Approve(csr *certificatesv1.CertificateSigningRequest, now time.Time) *certificatesv1.CertificateSigningRequest {
+	return approveWith(csr, MessageAutoApproved, now)
+}
+
+// approveWith returns a copy of csr with an AutoApproved condition saying
+// message appended.
+func approveWith(csr *certificatesv1.CertificateSigningRequest, message string, now time.Time) *certificatesv1.CertificateSigningRequest {
 	out := csr.DeepCopy()
 	out.Status.Conditions = append(out.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,
-		Reason: ReasonAutoApproved, Message: MessageAutoApproved,
+		Reason: ReasonAutoApproved, Message: message,
 	})
 	setConditionTimes(out, now)
 	return out

@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -64,50 +65,50 @@ var joiner = pkix.Name{CommonName: "system:node:joiner", Organization: []string{
 func TestDecideApproval(t *testing.T) {
 	cases := map[string]struct {
 		csr  func() *certificatesv1.CertificateSigningRequest
-		want string // "" = no check
+		want []string // the checks' subresources, in order
 	}{
 		"bootstrap token asks for a node": {func() *certificatesv1.CertificateSigningRequest {
 			return csrFor(t, "system:bootstrap:abcdef", joiner)
-		}, "nodeclient"},
+		}, []string{"nodeclient"}},
 		"node renews itself": {func() *certificatesv1.CertificateSigningRequest {
 			return csrFor(t, "system:node:joiner", joiner)
-		}, "selfnodeclient"},
+		}, []string{"selfnodeclient", "nodeclient"}},
 		"wrong organization": {func() *certificatesv1.CertificateSigningRequest {
 			return csrFor(t, "u", pkix.Name{CommonName: "system:node:joiner", Organization: []string{"system:masters"}})
-		}, ""},
+		}, nil},
 		"not a node name": {func() *certificatesv1.CertificateSigningRequest {
 			return csrFor(t, "u", pkix.Name{CommonName: "admin", Organization: []string{"system:nodes"}})
-		}, ""},
+		}, nil},
 		"with a SAN": {func() *certificatesv1.CertificateSigningRequest {
 			return csrFor(t, "u", joiner, net.ParseIP("10.0.0.1"))
-		}, ""},
+		}, nil},
 		"server auth usage": {func() *certificatesv1.CertificateSigningRequest {
 			c := csrFor(t, "u", joiner)
 			c.Spec.Usages = append(c.Spec.Usages, certificatesv1.UsageServerAuth)
 			return c
-		}, ""},
+		}, nil},
 		"other signer": {func() *certificatesv1.CertificateSigningRequest {
 			c := csrFor(t, "u", joiner)
 			c.Spec.SignerName = certificatesv1.KubeAPIServerClientSignerName
 			return c
-		}, ""},
+		}, nil},
 		"already approved": {func() *certificatesv1.CertificateSigningRequest {
 			return Approve(csrFor(t, "u", joiner), time.Now())
-		}, ""},
+		}, nil},
 		"denied": {func() *certificatesv1.CertificateSigningRequest {
 			c := csrFor(t, "u", joiner)
 			c.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateDenied, Status: corev1.ConditionTrue}}
 			return c
-		}, ""},
+		}, nil},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := DecideApproval(tc.csr())
-			switch {
-			case tc.want == "" && got != nil:
-				t.Errorf("check %+v, want none", got)
-			case tc.want != "" && (got == nil || got.Subresource != tc.want):
-				t.Errorf("check %+v, want subresource %s", got, tc.want)
+			var got []string
+			for _, c := range DecideApproval(tc.csr()) {
+				got = append(got, c.Subresource)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("checks %v, want %v", got, tc.want)
 			}
 		})
 	}

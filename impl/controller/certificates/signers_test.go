@@ -133,7 +133,7 @@ func TestKubeletClientRules(t *testing.T) {
 		t.Errorf("client auth alone: approval check %+v, want none", got)
 	}
 	c.Spec.Usages = clientUsages
-	if got := DecideApproval(c); got == nil || got.Subresource != "nodeclient" {
+	if got := DecideApproval(c); len(got) != 1 || got[0].Subresource != "nodeclient" {
 		t.Errorf("with key encipherment: approval check %+v, want nodeclient", got)
 	}
 	d, err := DecideSigning(approvedFor(t, certificatesv1.KubeAPIServerClientKubeletSignerName, joiner, onlyClientAuth, nil), ca, 0, now)
