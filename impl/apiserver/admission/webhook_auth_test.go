@@ -252,6 +252,15 @@ plugins:
 	if err != nil || len(ignored) != 0 || opts.ValidatingWebhookCredentials == nil {
 		t.Fatalf("Apply: ignored %v, err %v, credentials %v", ignored, err, opts.ValidatingWebhookCredentials)
 	}
+	validateWithCredentials(t, servers, opts.ValidatingWebhookCredentials, "Bearer one as someone agent kube-apiserver-admission",
+		"Basic dTpw agent kube-apiserver-admission", "Bearer from-filecert:apiserver-client agent kube-apiserver-admission")
+}
+
+// validateWithCredentials validates a pod creation with a validating
+// webhook (failurePolicy Fail) at each server, called with creds, and
+// checks each server saw one call, as want says.
+func validateWithCredentials(t *testing.T, servers []*credServer, creds *WebhookCredentials, want ...string) {
+	t.Helper()
 	var hooks []admissionregistrationv1.ValidatingWebhook
 	for i, s := range servers {
 		url := s.URL + "/check"
@@ -262,12 +271,10 @@ plugins:
 			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})}})
 	}
 	d := testDispatcher(validatingWebhooks([]admissionregistrationv1.ValidatingWebhookConfiguration{{ObjectMeta: metav1.ObjectMeta{Name: "v"}, Webhooks: hooks}}))
-	d.clients.credentials = opts.ValidatingWebhookCredentials
+	d.clients.credentials = creds
 	if err := (&ValidatingWebhook{d}).Validate(context.Background(), podCreate(newPod("p"))); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"Bearer one as someone agent kube-apiserver-admission", "Basic dTpw agent kube-apiserver-admission",
-		"Bearer from-filecert:apiserver-client agent kube-apiserver-admission"}
 	for i, s := range servers {
 		if got := s.calls(); len(got) != 1 || got[0] != want[i] {
 			t.Errorf("webhook %d was called with %q, want %q", i, got, want[i])
@@ -321,26 +328,8 @@ func TestWebhookImpersonationAndUserAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var hooks []admissionregistrationv1.ValidatingWebhook
-	for i, s := range servers {
-		url := s.URL + "/check"
-		none := admissionregistrationv1.SideEffectClassNone
-		hooks = append(hooks, admissionregistrationv1.ValidatingWebhook{Name: fmt.Sprintf("h%d.example.com", i), SideEffects: &none,
-			Rules: podRules, AdmissionReviewVersions: []string{"v1"},
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})}})
-	}
-	d := testDispatcher(validatingWebhooks([]admissionregistrationv1.ValidatingWebhookConfiguration{{ObjectMeta: metav1.ObjectMeta{Name: "v"}, Webhooks: hooks}}))
-	d.clients.credentials = creds
-	if err := (&ValidatingWebhook{d}).Validate(context.Background(), podCreate(newPod("p"))); err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"Bearer t agent kube-apiserver-admission", "Bearer t as someone groups g1,g2 agent kube-apiserver-admission",
-		" agent kube-apiserver-admission"}
-	for i, s := range servers {
-		if got := s.calls(); len(got) != 1 || got[0] != want[i] {
-			t.Errorf("webhook %d was called with %q, want %q", i, got, want[i])
-		}
-	}
+	validateWithCredentials(t, servers, creds, "Bearer t agent kube-apiserver-admission",
+		"Bearer t as someone groups g1,g2 agent kube-apiserver-admission", " agent kube-apiserver-admission")
 }
 
 // A kubeConfigFile that is missing or does not load stops the plugin as
