@@ -102,6 +102,13 @@ func sleepContext(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// Close closes the client's kept-alive connections (sending later
+// events opens new ones).
+func (w *WebhookBackend) Close() error {
+	w.client.CloseIdleConnections()
+	return nil
+}
+
 // ProcessEvent implements Backend: one request for ev.
 func (w *WebhookBackend) ProcessEvent(ev *Event) bool {
 	return w.ProcessEvents(context.Background(), []*Event{ev})

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -250,5 +251,28 @@ func TestWebhookRetryAfter(t *testing.T) {
 	// wait and the last 503 and 200 in the second attempt.
 	if fmt.Sprint(slept) != "[0s 0s 0s 0s 0s 0s 0s 0s 0s 0s 10s 0s]" {
 		t.Errorf("waits %v, want 10 Retry-After resends, then the backoff", slept)
+	}
+}
+
+// TestWebhookCloseLeavesNoConnections: closing the backends on shutdown
+// also closes the webhook client's kept-alive connections, so no
+// connection goroutine outlives them (batch and blocking modes).
+func TestWebhookCloseLeavesNoConnections(t *testing.T) {
+	srv := httptest.NewServer(&webhookReceiver{})
+	defer srv.Close()
+	kubeconfig := webhookKubeconfig(t, srv.URL)
+	for _, mode := range []string{ModeBatch, ModeBlocking, ModeBlockingStrict} {
+		before := runtime.NumGoroutine()
+		o := DefaultWebhookOptions()
+		o.ConfigFile, o.Mode = kubeconfig, mode
+		b, err := NewBackends(LogOptions{}, o, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.ProcessEvent(&Event{AuditID: "a"})
+		if err := b.(io.Closer).Close(); err != nil {
+			t.Fatal(err)
+		}
+		waitGoroutines(t, before)
 	}
 }
