@@ -50,8 +50,11 @@ const (
 	// AnnotationFiles: comma-separated paths that exist in the container's
 	// simulated filesystem at start (for `cat` exec probes).
 	AnnotationFiles = "sim.kubeproof.io/files"
-	// AnnotationHTTPStatus: the status code simulated httpGet probes and
-	// hooks receive (default 200).
+	// AnnotationHTTPStatus: the status code the container answers HTTP
+	// with (default 200): httpGet probes, port-forwarded requests and
+	// httpGet lifecycle hooks get it; a probe fails on one outside
+	// 200-399, a hook, as upstream's, whatever the code never does (only
+	// a container not running fails it).
 	AnnotationHTTPStatus = "sim.kubeproof.io/http-status"
 	// AnnotationGRPCStatus: the grpc.health.v1 serving status simulated
 	// grpc probes receive: SERVING (default), NOT_SERVING,

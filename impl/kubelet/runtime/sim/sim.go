@@ -1094,7 +1094,9 @@ func (r *Runtime) runningContainer(id string) (*container, error) {
 }
 
 // ProbeHTTP implements runtime.NetworkProber: a running container answers
-// with its http-status annotation (default 200).
+// with its http-status annotation (default 200); one not running refuses
+// the connection. The caller judges the code (a probe does, a lifecycle
+// hook does not).
 func (r *Runtime) ProbeHTTP(ctx context.Context, id string, port int, path string) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
