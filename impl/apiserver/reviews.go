@@ -10,8 +10,11 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
@@ -30,13 +33,84 @@ func attributesInfo(ra *authorizationv1.ResourceAttributes, nra *authorizationv1
 			Resource: ra.Resource, Subresource: ra.Subresource, Namespace: ra.Namespace, Name: ra.Name}
 		if ra.FieldSelector != nil {
 			info.FieldSelector = ra.FieldSelector.RawSelector
+			if reqs := fieldRequirements(ra.FieldSelector.Requirements); len(reqs) > 0 {
+				info.Selectors = &request.SelectorRequirements{Fields: reqs}
+				info.FieldSelector = fieldSelectorText(reqs)
+			}
 		}
 		if ra.LabelSelector != nil {
 			info.LabelSelector = ra.LabelSelector.RawSelector
+			if reqs := labelRequirements(ra.LabelSelector.Requirements); len(reqs) > 0 {
+				if info.Selectors == nil {
+					info.Selectors = &request.SelectorRequirements{}
+				}
+				info.Selectors.Labels = reqs
+				info.LabelSelector = labels.NewSelector().Add(reqs...).String()
+			}
 		}
 		return info
 	}
 	return &request.Info{Path: nra.Path, Verb: nra.Verb}
+}
+
+// fieldRequirements are the field selector requirements of an access
+// review kube-apiserver passes to its authorizers: In and NotIn of one
+// value, as = and !=. Others (several values, Exists, DoesNotExist) are
+// left out: requirements are ANDed, so that only broadens the question.
+func fieldRequirements(in []metav1.FieldSelectorRequirement) fields.Requirements {
+	var out fields.Requirements
+	for _, r := range in {
+		if len(r.Values) != 1 {
+			continue
+		}
+		switch r.Operator {
+		case metav1.FieldSelectorOpIn:
+			out = append(out, fields.Requirement{Field: r.Key, Operator: selection.Equals, Value: r.Values[0]})
+		case metav1.FieldSelectorOpNotIn:
+			out = append(out, fields.Requirement{Field: r.Key, Operator: selection.NotEquals, Value: r.Values[0]})
+		}
+	}
+	return out
+}
+
+// fieldSelectorText is reqs as a field selector.
+func fieldSelectorText(reqs fields.Requirements) string {
+	sels := make([]fields.Selector, 0, len(reqs))
+	for _, r := range reqs {
+		if r.Operator == selection.NotEquals {
+			sels = append(sels, fields.OneTermNotEqualSelector(r.Field, r.Value))
+		} else {
+			sels = append(sels, fields.OneTermEqualSelector(r.Field, r.Value))
+		}
+	}
+	return fields.AndSelectors(sels...).String()
+}
+
+// labelRequirements are the label selector requirements of an access
+// review kube-apiserver passes to its authorizers; one with an unknown
+// operator or that labels.NewRequirement refuses is left out.
+func labelRequirements(in []metav1.LabelSelectorRequirement) labels.Requirements {
+	ops := map[metav1.LabelSelectorOperator]selection.Operator{
+		metav1.LabelSelectorOpIn: selection.In, metav1.LabelSelectorOpNotIn: selection.NotIn,
+		metav1.LabelSelectorOpExists: selection.Exists, metav1.LabelSelectorOpDoesNotExist: selection.DoesNotExist,
+	}
+	var out labels.Requirements
+	for _, r := range in {
+		op, ok := ops[r.Operator]
+		if !ok {
+			continue
+		}
+		vals := r.Values
+		if len(vals) == 0 {
+			vals = nil
+		}
+		req, err := labels.NewRequirement(r.Key, op, vals)
+		if err != nil {
+			continue
+		}
+		out = append(out, *req)
+	}
+	return out
 }
 
 // validateAttributes: exactly one of resourceAttributes and

@@ -12,6 +12,9 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // Info describes one request, as kube-apiserver's RequestInfo does.
@@ -38,6 +41,19 @@ type Info struct {
 	// watch or deletecollection (authorizers such as the Node authorizer
 	// allow some lists only with a given field selector).
 	FieldSelector, LabelSelector string
+	// Selectors are the selectors of an access review given as
+	// requirements (nil otherwise).
+	Selectors *SelectorRequirements
+}
+
+// SelectorRequirements are the field and label selector requirements a
+// SubjectAccessReview gives (spec.resourceAttributes.fieldSelector and
+// labelSelector requirements), in their order, as kube-apiserver passes
+// them to its authorizers; Info's FieldSelector and LabelSelector hold
+// their text for authorizers that read it.
+type SelectorRequirements struct {
+	Fields fields.Requirements
+	Labels labels.Requirements
 }
 
 // Parse builds the Info of r. It never fails: paths it does not recognise

@@ -168,29 +168,34 @@ func ReviewSpec(attrs auth.Attributes) authorizationv1.SubjectAccessReviewSpec {
 	}
 	ra := &authorizationv1.ResourceAttributes{Namespace: info.Namespace, Verb: info.Verb, Group: info.APIGroup,
 		Version: info.APIVersion, Resource: info.Resource, Subresource: info.Subresource, Name: info.Name}
-	if reqs := fieldRequirements(info.FieldSelector); len(reqs) > 0 {
+	if reqs := fieldRequirements(info); len(reqs) > 0 {
 		ra.FieldSelector = &authorizationv1.FieldSelectorAttributes{Requirements: reqs}
 	}
-	if reqs := labelRequirements(info.LabelSelector); len(reqs) > 0 {
+	if reqs := labelRequirements(info); len(reqs) > 0 {
 		ra.LabelSelector = &authorizationv1.LabelSelectorAttributes{Requirements: reqs}
 	}
 	spec.ResourceAttributes = ra
 	return spec
 }
 
-// fieldRequirements are a field selector's requirements as In and NotIn;
-// a selector that does not parse has none. Requirements are ANDed, so
-// leaving one out only broadens what is asked.
-func fieldRequirements(raw string) []metav1.FieldSelectorRequirement {
-	if raw == "" {
-		return nil
-	}
-	sel, err := fields.ParseSelector(raw)
-	if err != nil {
-		return nil
+// fieldRequirements are the request's field selector requirements (an
+// access review's as it gives them, else the parsed selector's) as In and
+// NotIn; a selector that does not parse has none. Requirements are ANDed,
+// so leaving one out only broadens what is asked.
+func fieldRequirements(info *request.Info) []metav1.FieldSelectorRequirement {
+	var reqs fields.Requirements
+	switch {
+	case info.Selectors != nil && len(info.Selectors.Fields) > 0:
+		reqs = info.Selectors.Fields
+	case info.FieldSelector != "":
+		sel, err := fields.ParseSelector(info.FieldSelector)
+		if err != nil {
+			return nil
+		}
+		reqs = sel.Requirements()
 	}
 	var out []metav1.FieldSelectorRequirement
-	for _, r := range sel.Requirements() {
+	for _, r := range reqs {
 		var op metav1.FieldSelectorOperator
 		switch r.Operator {
 		case selection.Equals, selection.DoubleEquals, selection.In:
@@ -205,17 +210,21 @@ func fieldRequirements(raw string) []metav1.FieldSelectorRequirement {
 	return out
 }
 
-// labelRequirements are a label selector's requirements as In, NotIn,
-// Exists and DoesNotExist (others, such as Gt, are left out).
-func labelRequirements(raw string) []metav1.LabelSelectorRequirement {
-	if raw == "" {
-		return nil
+// labelRequirements are the request's label selector requirements (an
+// access review's as it gives them, else the parsed selector's) as In,
+// NotIn, Exists and DoesNotExist (others, such as Gt, are left out).
+func labelRequirements(info *request.Info) []metav1.LabelSelectorRequirement {
+	var reqs labels.Requirements
+	switch {
+	case info.Selectors != nil && len(info.Selectors.Labels) > 0:
+		reqs = info.Selectors.Labels
+	case info.LabelSelector != "":
+		sel, err := labels.Parse(info.LabelSelector)
+		if err != nil {
+			return nil
+		}
+		reqs, _ = sel.Requirements()
 	}
-	sel, err := labels.Parse(raw)
-	if err != nil {
-		return nil
-	}
-	reqs, _ := sel.Requirements()
 	var out []metav1.LabelSelectorRequirement
 	for _, r := range reqs {
 		var op metav1.LabelSelectorOperator
