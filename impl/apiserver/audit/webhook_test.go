@@ -69,6 +69,21 @@ current-context: audit
 	return p
 }
 
+// backoffWebhook is a webhook backend posting to server with a 10s
+// initial backoff and no jitter, its waits appended to *slept instead of
+// slept.
+func backoffWebhook(t *testing.T, server string, m *Metrics, slept *[]time.Duration) *WebhookBackend {
+	t.Helper()
+	w, err := NewWebhookBackend(webhookKubeconfig(t, server), 10*time.Second, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.client.CloseIdleConnections)
+	w.sleep = func(_ context.Context, d time.Duration) error { *slept = append(*slept, d); return nil }
+	w.jitter = func() float64 { return 0 }
+	return w
+}
+
 func TestWebhookBackoffSchedule(t *testing.T) {
 	var got []time.Duration
 	for n := range 4 {
@@ -90,14 +105,8 @@ func TestWebhookPostsEventListWithRetries(t *testing.T) {
 	srv := httptest.NewServer(recv)
 	defer srv.Close()
 	m := NewMetrics()
-	w, err := NewWebhookBackend(webhookKubeconfig(t, srv.URL+"/audit"), 10*time.Second, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.client.CloseIdleConnections()
 	var slept []time.Duration
-	w.sleep = func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }
-	w.jitter = func() float64 { return 0 }
+	w := backoffWebhook(t, srv.URL+"/audit", m, &slept)
 
 	if !w.ProcessEvents(context.Background(), []*Event{{AuditID: "a", Level: LevelMetadata}, {AuditID: "b", Level: LevelMetadata}}) {
 		t.Fatal("delivery after two failures reported failed")
@@ -153,14 +162,8 @@ func TestWebhookSuccessIsUpTo206(t *testing.T) {
 	recv := &webhookReceiver{statuses: []int{http.StatusMultiStatus, http.StatusIMUsed}}
 	srv := httptest.NewServer(recv)
 	defer srv.Close()
-	w, err := NewWebhookBackend(webhookKubeconfig(t, srv.URL), 10*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.client.CloseIdleConnections()
 	var slept []time.Duration
-	w.sleep = func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }
-	w.jitter = func() float64 { return 0 }
+	w := backoffWebhook(t, srv.URL, nil, &slept)
 	if !w.ProcessEvent(&Event{AuditID: "a"}) {
 		t.Fatal("delivery reported failed")
 	}
@@ -218,14 +221,8 @@ func TestWebhookRetryAfter(t *testing.T) {
 		w.WriteHeader(code)
 	}))
 	defer srv.Close()
-	w, err := NewWebhookBackend(webhookKubeconfig(t, srv.URL), 10*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.client.CloseIdleConnections()
 	var slept []time.Duration
-	w.sleep = func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }
-	w.jitter = func() float64 { return 0 }
+	w := backoffWebhook(t, srv.URL, nil, &slept)
 	if !w.ProcessEvent(&Event{AuditID: "a"}) || fmt.Sprint(slept) != "[3s 3s 3s]" {
 		t.Errorf("waits %v, want three Retry-After waits of 3s", slept)
 	}
