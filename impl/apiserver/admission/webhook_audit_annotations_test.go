@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 )
@@ -109,5 +111,33 @@ func TestValidatingWebhookFailedOpenAnnotation(t *testing.T) {
 	})
 	if len(got) != 1 || got["failed-open.validating.webhook.admission.k8s.io/round_0_index_1"] != "broken.example.com" {
 		t.Errorf("annotations %v, want only failed-open.validating.webhook.admission.k8s.io/round_0_index_1 = broken.example.com", got)
+	}
+}
+
+// As kube-apiserver's mutating dispatcher, a call that fails because the
+// request's context has ended is not recorded as failed open, even under
+// failurePolicy Ignore, and the request stops there: it times out, the
+// webhooks after it not called.
+func TestMutatingWebhookRequestEnded(t *testing.T) {
+	srv := newHookServer(t, func(string, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse { return allow() })
+	p := &MutatingWebhook{webhookDispatcher: testDispatcher(mutatingWebhooks(srv.mutating(
+		hookSpec{name: "first.example.com", failure: admissionregistrationv1.Ignore},
+		hookSpec{name: "second.example.com", failure: admissionregistrationv1.Ignore},
+	)))}
+	var err error
+	got := annotationsAt(t, audit.LevelMetadata, func(ctx context.Context) {
+		ended, cancel := context.WithCancel(ctx)
+		cancel()
+		err = p.Admit(ended, podCreate(newPod("p")))
+	})
+	if !apierrors.IsTimeout(err) || err.Error() != "Timeout: request did not complete within requested timeout" {
+		t.Errorf("got %v, want Timeout: request did not complete within requested timeout", err)
+	}
+	want := map[string]string{"mutation.webhook.admission.k8s.io/round_0_index_0": `{"configuration":"m","webhook":"first.example.com","mutated":false}`}
+	if !maps.Equal(got, want) {
+		t.Errorf("annotations %v, want %v", got, want)
+	}
+	if n := len(srv.requests()); n != 0 {
+		t.Errorf("%d calls reached the webhooks, want none", n)
 	}
 }

@@ -220,6 +220,12 @@ func setTimeoutParam(u *neturl.URL, left time.Duration) {
 	u.RawQuery = q.Encode()
 }
 
+// errRequestEnded is kube-apiserver's dispatchers' error for a request
+// whose context ended before its webhooks were done: a 504 Timeout.
+func errRequestEnded() error {
+	return apierrors.NewTimeoutError("request did not complete within requested timeout", 0)
+}
+
 // callFailed applies the webhook's failure policy to a failed call.
 func (d *webhookDispatcher) callFailed(w webhook, err error) error {
 	if w.failurePolicy == admissionregistrationv1.Ignore {

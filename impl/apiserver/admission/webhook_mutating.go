@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -147,11 +148,19 @@ func (p *MutatingWebhook) callOne(ctx context.Context, m matchedHook, a *Attribu
 		v, _ := json.Marshal(mutationAnnotation{Configuration: w.config, Webhook: w.name, Mutated: changed})
 		audit.AddAnnotation(ctx, mutationAnnotationPrefix+suffix, string(v))
 	}()
+	// As kube-apiserver, a call failed by the end of the request's own
+	// context is not recorded as failed open, and a request whose context
+	// has ended goes no further than the failure its policy let through.
 	callFailed := func(err error) error {
 		if err := p.callFailed(w, err); err != nil {
 			return err
 		}
-		audit.AddAnnotation(ctx, "failed-open."+mutationAnnotationPrefix+suffix, w.name)
+		if !errors.Is(err, context.Canceled) {
+			audit.AddAnnotation(ctx, "failed-open."+mutationAnnotationPrefix+suffix, w.name)
+		}
+		if ctx.Err() != nil {
+			return errRequestEnded()
+		}
 		return nil
 	}
 	if err := dryRunRefusal(&w, a); err != nil {

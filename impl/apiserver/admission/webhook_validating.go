@@ -7,7 +7,6 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -81,7 +80,7 @@ func (p *ValidatingWebhook) Validate(ctx context.Context, a *Attributes) error {
 	// As kube-apiserver, none is called for a request whose context has
 	// already ended.
 	if ctx.Err() != nil {
-		return apierrors.NewTimeoutError("request did not complete within requested timeout", 0)
+		return errRequestEnded()
 	}
 	// As kube-apiserver, the first failure to arrive is the request's
 	// (the others are dropped); it is recorded before the webhook's
