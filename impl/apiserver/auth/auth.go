@@ -14,6 +14,7 @@ import (
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
@@ -154,7 +155,8 @@ func (AlwaysAllow) Authorize(context.Context, Attributes) (Decision, string, err
 // AuthorizerUnion asks each authorizer in turn (the --authorization-mode
 // order): the first Allow or Deny decides. When every one has no opinion
 // the request is denied, with their reasons joined, as kube-apiserver's
-// union does. Errors are kept in the reason but do not stop the walk.
+// union does. Errors do not stop the walk; they are aggregated as
+// kube-apiserver's (utilerrors.NewAggregate).
 type AuthorizerUnion []Authorizer
 
 // Authorize implements Authorizer.
@@ -174,7 +176,7 @@ func (u AuthorizerUnion) Authorize(ctx context.Context, a Attributes) (Decision,
 			return d, reason, err
 		}
 	}
-	return DecisionNoOpinion, strings.Join(reasons, "\n"), errors.Join(errs...)
+	return DecisionNoOpinion, strings.Join(reasons, "\n"), utilerrors.NewAggregate(errs)
 }
 
 // AlwaysDeny denies every request (--authorization-mode=AlwaysDeny).
