@@ -15,7 +15,7 @@ import (
 )
 
 // userAgentVersion is the Kubernetes major.minor version in the
-// kubelet's HTTP user agents ("kube-lifecycle/1.37"), upstream's
+// kubelet's HTTP user agents ("kube-probe/1.37", "kube-lifecycle/1.37"), upstream's
 // version.Get() of the kubelet binary.
 const userAgentVersion = "1.37"
 
@@ -72,15 +72,20 @@ var hookClient = &http.Client{
 	Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // as upstream's lifecycle client
 	},
-	CheckRedirect: func(req *http.Request, via []*http.Request) error {
-		if req.URL.Hostname() != via[0].URL.Hostname() {
-			return http.ErrUseLastResponse
-		}
-		if len(via) >= 10 {
-			return errors.New("stopped after 10 redirects")
-		}
-		return nil
-	},
+	CheckRedirect: sameHostRedirects,
+}
+
+// sameHostRedirects is upstream's kubelet's redirect policy for probes and
+// hooks (followNonLocalRedirects false): a redirect to another host is
+// not followed, its response is the answer; at most 10 on the same host.
+func sameHostRedirects(req *http.Request, via []*http.Request) error {
+	if req.URL.Hostname() != via[0].URL.Hostname() {
+		return http.ErrUseLastResponse
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	return nil
 }
 
 // sendHook sends an HTTP hook's request; only a request that fails fails

@@ -9,10 +9,10 @@ package prober
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -172,30 +172,32 @@ func runHandler(ctx context.Context, rt runtime.Runtime, exec *v1.ExecAction, hg
 	return fmt.Errorf("handler has no action")
 }
 
+// httpGet sends an httpGet probe's request (upstream's, with the "probe"
+// user agent) with probeClient and returns the answer's status code.
 func httpGet(ctx context.Context, hg *v1.HTTPGetAction, port int, podIP string) (int, error) {
-	host := hg.Host
-	if host == "" {
-		host = podIP
-	}
-	scheme := "http"
-	if hg.Scheme == v1.URISchemeHTTPS {
-		scheme = "https"
-	}
-	u := url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port)), Path: hg.Path}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req, err := newHTTPGetRequest(ctx, hg, port, podIP, "probe")
 	if err != nil {
 		return 0, err
 	}
-	for _, h := range hg.HTTPHeaders {
-		req.Header.Add(h.Name, h.Value)
-	}
-	req.Header.Set("User-Agent", "kube-probe/kubeproof")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := probeClient.Do(req)
 	if err != nil {
 		return 0, err
 	}
-	resp.Body.Close()
+	discardBody(resp)
 	return resp.StatusCode, nil
+}
+
+// probeClient sends httpGet probes as upstream's prober's transport:
+// HTTPS without verifying the container's certificate, no proxy, no
+// kept-alive connections, no compression, redirects followed on the same
+// host only (at most 10; one to another host is the answer).
+var probeClient = &http.Client{
+	Transport: &http.Transport{
+		TLSClientConfig:    &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // as upstream's prober
+		DisableKeepAlives:  true,
+		DisableCompression: true,
+	},
+	CheckRedirect: sameHostRedirects,
 }
 
 // resolvePort turns a number or a named container port into a number.
