@@ -20,7 +20,7 @@ import (
 // ("Auto approving self kubelet client certificate after
 // SubjectAccessReview."), else when it may create /nodeclient (the new
 // node message); another requester's only through /nodeclient; with
-// neither nothing is written.
+// neither nothing is written and the sync fails, to be retried.
 func TestApproverTriesSelfThenNodeClient(t *testing.T) {
 	cases := map[string]struct {
 		requester string
@@ -50,8 +50,14 @@ func TestApproverTriesSelfThenNodeClient(t *testing.T) {
 				return true, sar, nil
 			})
 			a := &Approver{l: &loop{client: client, now: time.Now}}
-			if err := a.sync(context.Background(), csr); err != nil {
+			err := a.sync(context.Background(), csr)
+			if tc.message != "" && err != nil {
 				t.Fatal(err)
+			}
+			// Not approved: an error, so the request is retried with
+			// back-off (RBAC may allow it later), upstream's message.
+			if want := `recognized csr "node-csr-1" as [selfnodeclient nodeclient] but subject access review was not approved`; tc.message == "" && (err == nil || err.Error() != want) {
+				t.Errorf("error %v, want %q", err, want)
 			}
 			if !slices.Equal(asked, tc.asked) {
 				t.Errorf("asked %v, want %v", asked, tc.asked)

@@ -3,7 +3,6 @@ package certificates
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -107,7 +106,13 @@ func (a *Approver) sync(ctx context.Context, csr *certificatesv1.CertificateSign
 		return nil
 	}
 	if len(checks) > 0 {
-		slog.Debug("csr not auto-approved", "csr", csr.Name, "user", csr.Spec.Username, "tried", checks)
+		// Retried with back-off, as upstream's ignorable error: the
+		// requester may be allowed later.
+		tried := make([]string, len(checks))
+		for i, c := range checks {
+			tried[i] = c.Subresource
+		}
+		return fmt.Errorf("recognized csr %q as %v but subject access review was not approved", csr.Name, tried)
 	}
 	return nil
 }
