@@ -31,6 +31,11 @@ func attributesInfo(ra *authorizationv1.ResourceAttributes, nra *authorizationv1
 	if ra != nil {
 		info := &request.Info{IsResourceRequest: true, Verb: ra.Verb, APIGroup: ra.Group, APIVersion: ra.Version,
 			Resource: ra.Resource, Subresource: ra.Subresource, Namespace: ra.Namespace, Name: ra.Name}
+		if info.APIVersion == "" {
+			// No version asks about all of them, as kube-apiserver's
+			// review fills in "*".
+			info.APIVersion = "*"
+		}
 		if ra.FieldSelector != nil {
 			info.FieldSelector = ra.FieldSelector.RawSelector
 			if reqs := fieldRequirements(ra.FieldSelector.Requirements); len(reqs) > 0 {

@@ -61,3 +61,15 @@ func TestAccessReviewSelectorRequirementsReachTheAuthorizer(t *testing.T) {
 		t.Errorf("raw field selector: %+v", got.FieldSelector)
 	}
 }
+
+// An access review naming no version asks about every version: the
+// authorizers (the webhook's review) see "*", as kube-apiserver's
+// SubjectAccessReview REST fills it (matchAllVersionIfEmpty).
+func TestAccessReviewWithoutVersionAsksAboutAll(t *testing.T) {
+	for version, want := range map[string]string{"": "*", "v1": "v1"} {
+		ra := &authorizationv1.ResourceAttributes{Verb: "get", Resource: "pods", Version: version}
+		if got := webhook.ReviewSpec(auth.Attributes{Info: attributesInfo(ra, nil)}).ResourceAttributes.Version; got != want {
+			t.Errorf("version %q: the webhook is asked about %q, want %q", version, got, want)
+		}
+	}
+}
