@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 	"github.com/kubeproof/kubeproof/impl/controllermanager"
 )
 
@@ -21,6 +22,7 @@ func newControllerManagerCommand() *cobra.Command {
 	var (
 		kubeconfig string
 		rootCAFile string
+		saKeyFile  string
 		signCert   string
 		signKey    string
 		qps        float32
@@ -29,7 +31,7 @@ func newControllerManagerCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "controller-manager --kubeconfig FILE",
-		Short: "Run the controllers: deployment, replicaset, garbagecollector, namespace, nodelifecycle, resourcequota, disruption, serviceaccount, root-ca-cert-publisher, csrapproving, csrsigning",
+		Short: "Run the controllers: deployment, replicaset, garbagecollector, namespace, nodelifecycle, resourcequota, disruption, serviceaccount-token, serviceaccount, root-ca-cert-publisher, csrapproving, csrsigning",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := logOpts.logger(); err != nil {
@@ -53,6 +55,11 @@ func newControllerManagerCommand() *cobra.Command {
 					return fmt.Errorf("reading the kubeconfig's certificate authority: %w", err)
 				}
 			}
+			if saKeyFile != "" {
+				if cfg.ServiceAccountPrivateKey, err = auth.LoadSigningKey(saKeyFile); err != nil {
+					return fmt.Errorf("reading --service-account-private-key-file: %w", err)
+				}
+			}
 			if signCert != "" || signKey != "" {
 				if cfg.ClusterSigningCert, err = os.ReadFile(signCert); err != nil {
 					return fmt.Errorf("reading --cluster-signing-cert-file: %w", err)
@@ -74,7 +81,9 @@ func newControllerManagerCommand() *cobra.Command {
 	f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig file for the API server (empty: in-cluster config)")
 	f.StringSliceVar(&cfg.Controllers, "controllers", cfg.Controllers, "controllers to run: '*' for all, 'name' to enable, '-name' to disable ("+fmt.Sprint(controllermanager.AllControllers)+")")
 	f.BoolVar(&cfg.UseServiceAccountCredentials, "use-service-account-credentials", cfg.UseServiceAccountCredentials, "each controller writes as its own kube-system service account (tokens from the TokenRequest API), so RBAC grants it only its system:controller:<name> role")
-	f.StringVar(&rootCAFile, "root-ca-file", "", "PEM bundle published to every namespace as the kube-root-ca.crt ConfigMap (default: the kubeconfig's certificate authority)")
+	f.StringVar(&rootCAFile, "root-ca-file", "", "PEM bundle published to every namespace as the kube-root-ca.crt ConfigMap and written as ca.crt into service account token secrets (default: the kubeconfig's certificate authority)")
+	f.StringVar(&saKeyFile, "service-account-private-key-file", "", "PEM private key that signs the tokens of kubernetes.io/service-account-token Secrets (without it the serviceaccount-token controller does not run)")
+	f.IntVar(&cfg.ConcurrentSATokenSyncs, "concurrent-serviceaccount-token-syncs", cfg.ConcurrentSATokenSyncs, "service account token secrets synced at once")
 	f.StringVar(&signCert, "cluster-signing-cert-file", "", "PEM CA certificate the csrsigning controller issues kubelet client certificates with (with --cluster-signing-key-file; without both it does not run)")
 	f.StringVar(&signKey, "cluster-signing-key-file", "", "PEM private key of --cluster-signing-cert-file")
 	f.DurationVar(&cfg.ClusterSigningDuration, "cluster-signing-duration", 365*24*time.Hour, "longest lifetime of an issued certificate")

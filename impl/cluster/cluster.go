@@ -14,6 +14,7 @@ package cluster
 
 import (
 	"context"
+	"crypto"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -206,6 +207,10 @@ type Cluster struct {
 	kubelets []*kubelet.Kubelet
 	// simNodes are the parts the simulated kubelets share (nodes.go).
 	simNodes *simulatedNodes
+	// saSigningKey signs service account tokens: the API server's, and
+	// the controller manager's --service-account-private-key-file (the
+	// same key, as kubeadm passes sa.key to both).
+	saSigningKey crypto.Signer
 	// nodeTokens authenticates the simulated kubelets (nodes.go); nil
 	// without simulated nodes.
 	nodeTokens *auth.NodeTokens
@@ -327,6 +332,12 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if authOpts.ServiceAccountSigningKeyFile == "" && authOpts.ServiceAccountSigningKey == nil {
 		if authOpts.ServiceAccountSigningKey, err = loadOrCreateServiceAccountKey(filepath.Join(cfg.DataDir, "pki")); err != nil {
 			return nil, err
+		}
+	}
+	c.saSigningKey = authOpts.ServiceAccountSigningKey
+	if authOpts.ServiceAccountSigningKeyFile != "" {
+		if c.saSigningKey, err = auth.LoadSigningKey(authOpts.ServiceAccountSigningKeyFile); err != nil {
+			return nil, fmt.Errorf("reading --service-account-signing-key-file: %w", err)
 		}
 	}
 

@@ -112,6 +112,9 @@ func (c *Cluster) startControllerManager(ctx context.Context, cfg Config) error 
 	// pod informer (nodes.go).
 	cmCfg.PodInformer = c.sharedPods()
 	cmCfg.RootCA = c.CA.CertPEM
+	// The serviceaccount-token controller signs with the API server's
+	// key (kubeadm: --service-account-private-key-file=sa.key).
+	cmCfg.ServiceAccountPrivateKey = c.saSigningKey
 	// The cluster CA also signs kubelet client certificates (TLS
 	// bootstrapping), as kubeadm passes --cluster-signing-cert-file and
 	// --cluster-signing-key-file.

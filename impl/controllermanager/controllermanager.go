@@ -1,7 +1,7 @@
 // Package controllermanager runs kubeproof's controllers — deployment,
 // replicaset, garbagecollector, namespace, nodelifecycle,
-// pod-garbage-collector, disruption, resourcequota, serviceaccount,
-// root-ca-cert-publisher, csrapproving, csrsigning — over shared
+// pod-garbage-collector, disruption, resourcequota, serviceaccount-token,
+// serviceaccount, root-ca-cert-publisher, csrapproving, csrsigning — over shared
 // informers, behind leader election on a coordination.k8s.io Lease
 // (kube-system/kube-controller-manager), with event recorders and optional
 // /metrics. It runs in-process (kubeproof up) or as its own process against
@@ -17,6 +17,7 @@ package controllermanager
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,6 +49,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 	"github.com/kubeproof/kubeproof/impl/controller/certificates"
 	"github.com/kubeproof/kubeproof/impl/controller/deployment"
 	"github.com/kubeproof/kubeproof/impl/controller/disruption"
@@ -72,20 +74,23 @@ const (
 	Namespace        = "namespace"
 	NodeLifecycle    = "nodelifecycle"
 	ServiceAccount   = "serviceaccount"
-	RootCAPublisher  = "root-ca-cert-publisher"
-	ResourceQuota    = "resourcequota"
-	Disruption       = "disruption"
-	CSRApproving     = "csrapproving"
-	CSRSigning       = "csrsigning"
-	PodGC            = "pod-garbage-collector"
-	Endpoint         = "endpoint"
-	EndpointSlice    = "endpointslice"
+	// ServiceAccountToken is upstream's "serviceaccount-token": it fills
+	// kubernetes.io/service-account-token Secrets (Config.ServiceAccountPrivateKey).
+	ServiceAccountToken = "serviceaccount-token"
+	RootCAPublisher     = "root-ca-cert-publisher"
+	ResourceQuota       = "resourcequota"
+	Disruption          = "disruption"
+	CSRApproving        = "csrapproving"
+	CSRSigning          = "csrsigning"
+	PodGC               = "pod-garbage-collector"
+	Endpoint            = "endpoint"
+	EndpointSlice       = "endpointslice"
 	// EndpointSliceMirroring is upstream's "endpointslicemirroring".
 	EndpointSliceMirroring = "endpointslicemirroring"
 )
 
 // AllControllers lists every controller, in start order.
-var AllControllers = []string{NodeLifecycle, PodGC, Endpoint, EndpointSlice, EndpointSliceMirroring, Namespace, ResourceQuota, Disruption, ServiceAccount, RootCAPublisher, CSRApproving, CSRSigning, GarbageCollector, ReplicaSet, Deployment}
+var AllControllers = []string{NodeLifecycle, PodGC, Endpoint, EndpointSlice, EndpointSliceMirroring, Namespace, ResourceQuota, Disruption, ServiceAccountToken, ServiceAccount, RootCAPublisher, CSRApproving, CSRSigning, GarbageCollector, ReplicaSet, Deployment}
 
 // LeaderElection configures the Lease lock (upstream defaults).
 type LeaderElection struct {
@@ -154,6 +159,14 @@ type Config struct {
 	// namespace's kube-root-ca.crt ConfigMap (kube-controller-manager's
 	// --root-ca-file); without it that controller does not start.
 	RootCA []byte
+	// ServiceAccountPrivateKey signs the legacy tokens the
+	// serviceaccount-token controller writes into
+	// kubernetes.io/service-account-token Secrets
+	// (--service-account-private-key-file); without it that controller does
+	// not start. ConcurrentSATokenSyncs: its workers
+	// (--concurrent-serviceaccount-token-syncs).
+	ServiceAccountPrivateKey crypto.Signer
+	ConcurrentSATokenSyncs   int
 	// ClusterSigningCert and ClusterSigningKey are the PEM CA certificate
 	// and key the csrsigning controller issues kubelet client
 	// certificates with (--cluster-signing-cert-file,
@@ -208,7 +221,7 @@ func DefaultConfig() Config {
 		ConcurrentDeploymentSyncs: 5, ConcurrentReplicaSetSyncs: 5, ConcurrentGCSyncs: 20, ConcurrentNamespaceSyncs: 10, ConcurrentTaintSyncs: 8, ConcurrentEndpointSyncs: 5,
 		ConcurrentServiceEndpointSyncs: 5, MaxEndpointsPerSlice: endpointslice.DefaultMaxEndpointsPerSlice,
 		MirroringConcurrentServiceEndpointSyncs: 5, MirroringMaxEndpointsPerSubset: endpointslicemirroring.DefaultMaxEndpointsPerSubset,
-		ConcurrentServiceAccountSyncs: 1, ConcurrentResourceQuotaSyncs: resourcequota.DefaultWorkers, ResourceQuotaSyncPeriod: resourcequota.DefaultSyncPeriod,
+		ConcurrentServiceAccountSyncs: 1, ConcurrentSATokenSyncs: serviceaccount.DefaultTokenWorkers, ConcurrentResourceQuotaSyncs: resourcequota.DefaultWorkers, ResourceQuotaSyncPeriod: resourcequota.DefaultSyncPeriod,
 		NodeMonitorPeriod: 5 * time.Second, NodeMonitorGracePeriod: 40 * time.Second, NodeStartupGracePeriod: time.Minute,
 		DefaultNotReadyTolerationSeconds: 300, DefaultUnreachableTolerationSeconds: 300,
 		NodeEvictionRate: 0.1, SecondaryNodeEvictionRate: 0.01, UnhealthyZoneThreshold: 0.55, LargeClusterSizeThreshold: 50,
@@ -250,7 +263,7 @@ func (c *Config) fillDefaults() {
 		{&c.ConcurrentEndpointSyncs, d.ConcurrentEndpointSyncs},
 		{&c.ConcurrentServiceEndpointSyncs, d.ConcurrentServiceEndpointSyncs}, {&c.MaxEndpointsPerSlice, d.MaxEndpointsPerSlice},
 		{&c.MirroringConcurrentServiceEndpointSyncs, d.MirroringConcurrentServiceEndpointSyncs}, {&c.MirroringMaxEndpointsPerSubset, d.MirroringMaxEndpointsPerSubset},
-		{&c.ConcurrentServiceAccountSyncs, d.ConcurrentServiceAccountSyncs}, {&c.ConcurrentResourceQuotaSyncs, d.ConcurrentResourceQuotaSyncs},
+		{&c.ConcurrentServiceAccountSyncs, d.ConcurrentServiceAccountSyncs}, {&c.ConcurrentSATokenSyncs, d.ConcurrentSATokenSyncs}, {&c.ConcurrentResourceQuotaSyncs, d.ConcurrentResourceQuotaSyncs},
 	} {
 		if *p.v <= 0 {
 			*p.v = p.d
@@ -609,6 +622,20 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 			return err
 		}
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, 2) })
+	}
+	if cfg.Enabled(ServiceAccountToken) && cfg.ServiceAccountPrivateKey != nil {
+		// As upstream, it writes with the manager's own credentials even
+		// with --use-service-account-credentials: it fills the secrets
+		// those credentials may come from.
+		secrets := serviceaccount.TokenSecretInformer(root.Kube)
+		defer secrets.Shutdown()
+		c, err := serviceaccount.NewTokens(root.Kube, &auth.ServiceAccountTokens{SigningKey: cfg.ServiceAccountPrivateKey}, cfg.RootCA,
+			factory.Core().V1().ServiceAccounts(), secrets.Core().V1().Secrets())
+		if err != nil {
+			return err
+		}
+		secrets.Start(ctx.Done())
+		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentSATokenSyncs) })
 	}
 	if cfg.Enabled(ServiceAccount) {
 		clients, err := clientsOf(ServiceAccount)
