@@ -132,3 +132,16 @@ func TestHTTPSHookAsUpstream(t *testing.T) {
 		t.Errorf("events %q, want %q", events, want)
 	}
 }
+
+// TestHTTPHookPortAsUpstream: an HTTP hook's port is resolved as
+// upstream's ResolveContainerPort: a name the container's ports lack is
+// tried as a number, and that error is the hook's ("strconv.Atoi: parsing
+// ..."), in the waiting message after upstream's runner's prefix. Before,
+// the error was kubeproof's own ("couldn't find port ...").
+func TestHTTPHookPortAsUpstream(t *testing.T) {
+	p, _ := hookPod(t, "noport", &v1.HTTPGetAction{Path: "/started", Port: intstr.FromString("web")})
+	want := `HTTP lifecycle hook (/started) for Container "app" in Pod "noport_default(uid-noport)" failed - error: strconv.Atoi: parsing "web": invalid syntax`
+	if w := cstatus(p, "app").State.Waiting; w == nil || w.Message != want {
+		t.Errorf("waiting %+v, want message %q", w, want)
+	}
+}

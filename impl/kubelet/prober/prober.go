@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -200,18 +201,26 @@ var probeClient = &http.Client{
 	CheckRedirect: sameHostRedirects,
 }
 
-// resolvePort turns a number or a named container port into a number.
+// resolvePort turns a probe's or hook's port into a number as upstream's
+// ResolveContainerPort: a name is looked up in the container's ports,
+// then, not found, read as a number (whose parse error is the answer);
+// the number must be within 1-65535 ("invalid port number: N").
 func resolvePort(p intstr.IntOrString, c *v1.Container) (int, error) {
-	if p.Type == intstr.Int {
-		return p.IntValue(), nil
-	}
-	for _, cp := range c.Ports {
-		if cp.Name == p.StrVal {
-			return int(cp.ContainerPort), nil
+	port := p.IntValue()
+	if p.Type == intstr.String {
+		named := slices.IndexFunc(c.Ports, func(cp v1.ContainerPort) bool { return cp.Name == p.StrVal })
+		if named >= 0 {
+			port = int(c.Ports[named].ContainerPort)
+		} else {
+			n, err := strconv.Atoi(p.StrVal)
+			if err != nil {
+				return n, err
+			}
+			port = n
 		}
 	}
-	if n, err := strconv.Atoi(p.StrVal); err == nil {
-		return n, nil
+	if port <= 0 || port >= 65536 {
+		return port, fmt.Errorf("invalid port number: %v", port)
 	}
-	return 0, fmt.Errorf("couldn't find port %q in container %s", p.StrVal, c.Name)
+	return port, nil
 }
