@@ -107,6 +107,9 @@ func newKubeletCommand() *cobra.Command {
 						return err
 					}
 				}
+			} else if err := validateFlagsKubeletConfig(cmd.Flags()); err != nil {
+				// As upstream's: the flags' configuration is validated too.
+				return err
 			}
 			given := func(flag string) bool { return cmd.Flags().Changed(flag) || fromFile[flag] }
 			if authorizationMode != "AlwaysAllow" && authorizationMode != "Webhook" {
@@ -347,7 +350,7 @@ func newKubeletCommand() *cobra.Command {
 	fs.DurationVar(&simPull, "sim-pull-latency", 0, "Simulated image pull latency.")
 	fs.DurationVar(&simCreate, "sim-create-latency", 0, "Simulated CreateContainer latency.")
 	fs.DurationVar(&simStart, "sim-start-latency", 0, "Simulated StartContainer latency.")
-	fs.Int32Var(&port, "port", kubelet.KubeletPort, "Port of the kubelet API (HTTPS), reported in the node's status.daemonEndpoints; 0 disables the API (not with --config or --config-dir, which, as upstream's kubelet, refuse a port outside 1-65535).")
+	fs.Int32Var(&port, "port", kubelet.KubeletPort, "Port of the kubelet API (HTTPS), reported in the node's status.daemonEndpoints; outside 1-65535 the kubelet does not start, as upstream's (--enable-server=false turns the API off).")
 	fs.BoolVar(&enableServer, "enable-server", true, "Enable the kubelet API (KubeletConfiguration's enableServer); false: no API whatever --port says (the port is still reported in the node's status.daemonEndpoints), as upstream's.")
 	fs.StringVar(&address, "address", "0.0.0.0", "IP address the kubelet API listens on.")
 	fs.StringVar(&tlsCert, "tls-cert-file", "", "Serving certificate of the kubelet API (default: a self-signed one for the node name and IP).")
@@ -359,10 +362,10 @@ func newKubeletCommand() *cobra.Command {
 	fs.DurationVar(&simStop, "sim-stop-latency", 0, "Simulated StopContainer latency.")
 	addSimRuntimeHandlersFlag(fs, &simHandlers)
 	addSimMissingImagesFlag(fs, &simMissing)
-	fs.StringVar(&evictionFlags.Hard, "eviction-hard", eviction.DefaultEvictionHard, "Hard eviction thresholds, signal<quantity or signal<percentage,... (signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available); giving it replaces the whole default, 0 disables a signal.")
-	fs.StringVar(&evictionFlags.Soft, "eviction-soft", "", "Soft eviction thresholds, signal<quantity or percentage,...; each needs a grace period in --eviction-soft-grace-period.")
-	fs.StringVar(&evictionFlags.SoftGracePeriod, "eviction-soft-grace-period", "", "How long each soft threshold must hold before pods are evicted, signal=duration,... (e.g. memory.available=1m30s).")
-	fs.StringVar(&evictionFlags.MinimumReclaim, "eviction-minimum-reclaim", "", "Amount beyond a met threshold to reclaim before it counts as resolved, signal=quantity or percentage,...")
+	fs.Var(newPairsFlag(&evictionFlags.Hard, eviction.DefaultEvictionHard, "<"), "eviction-hard", "Hard eviction thresholds, signal<quantity or signal<percentage,... (signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available); giving it replaces the whole default, 0 disables a signal.")
+	fs.Var(newPairsFlag(&evictionFlags.Soft, "", "<"), "eviction-soft", "Soft eviction thresholds, signal<quantity or percentage,...; each needs a grace period in --eviction-soft-grace-period.")
+	fs.Var(newPairsFlag(&evictionFlags.SoftGracePeriod, "", "="), "eviction-soft-grace-period", "How long each soft threshold must hold before pods are evicted, signal=duration,... (e.g. memory.available=1m30s).")
+	fs.Var(newPairsFlag(&evictionFlags.MinimumReclaim, "", "="), "eviction-minimum-reclaim", "Amount beyond a met threshold to reclaim before it counts as resolved, signal=quantity or percentage,...")
 	fs.DurationVar(&evictionFlags.PressureTransitionPeriod, "eviction-pressure-transition-period", eviction.DefaultPressureTransition, "How long a pressure condition stays True after its threshold stopped being met.")
 	fs.Int64Var(&evictionFlags.MaxPodGracePeriod, "eviction-max-pod-grace-period", 0, "Largest grace period (seconds) given to a pod evicted for a soft threshold; 0: the pod's own.")
 	fs.IntVar(&evictionFlags.ImageGCHighThresholdPercent, "image-gc-high-threshold", gc.DefaultHighThresholdPercent, "Image filesystem usage percent at or above which unused images are collected (100 disables image garbage collection).")

@@ -141,13 +141,13 @@ current-context: c
 	return kubeconfig
 }
 
-// runKubelet runs `kubeproof kubelet` as node x on a free port with
+// runKubelet runs `kubeproof kubelet` as node x without its API, with
 // kubeconfig and args, for at most a minute, and returns its error.
 func runKubelet(kubeconfig string, args ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	root := newRootCommand()
-	root.SetArgs(append([]string{"kubelet", "--kubeconfig", kubeconfig, "--node-name", "x", "--port", "0"}, args...))
+	root.SetArgs(append([]string{"kubelet", "--kubeconfig", kubeconfig, "--node-name", "x", "--enable-server=false"}, args...))
 	root.SetOut(new(discard))
 	root.SetErr(new(discard))
 	return root.ExecuteContext(ctx)
@@ -238,7 +238,7 @@ func TestKubeletSwapCapacityPublished(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		root := newRootCommand()
-		root.SetArgs([]string{"kubelet", "--kubeconfig", c.AdminKubeconfig, "--node-name", "swappy", "--port", "0", "--swap-capacity", "2Gi", "--fail-swap-on=false",
+		root.SetArgs([]string{"kubelet", "--kubeconfig", c.AdminKubeconfig, "--node-name", "swappy", "--enable-server=false", "--swap-capacity", "2Gi", "--fail-swap-on=false",
 			"--root-dir", filepath.Join(dir, "swappy"), "--pod-logs-dir", filepath.Join(dir, "swappy", "logs")})
 		root.SetOut(new(discard))
 		root.SetErr(new(discard))

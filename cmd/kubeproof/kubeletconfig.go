@@ -593,18 +593,41 @@ func useKubeletConfigFile(fs *pflag.FlagSet, path, dropInDir string, logger *slo
 	if err != nil {
 		return nil, fmt.Errorf("kubelet configuration %s: %w", name, err)
 	}
-	if err := checkKubeletLogFormat(final); err != nil {
+	if err := checkKubeletConfig(final); err != nil {
 		return nil, err
-	}
-	if err := validateKubeletConfig(final); err != nil {
-		// Upstream's kubelet formats its configuration object as the
-		// "path", which prints as the object's empty TypeMeta.
-		return nil, fmt.Errorf("failed to validate kubelet configuration, error: %w, path: %s", err, &metav1.TypeMeta{})
 	}
 	if err := checkIgnoredKubeletConfig(final, logger); err != nil {
 		return nil, fmt.Errorf("kubelet configuration %s: %w", name, err)
 	}
 	return fromFile, nil
+}
+
+// checkKubeletConfig is upstream's kubelet's check of the configuration
+// it runs with, whether or not it came from --config or --config-dir: its
+// logging format, then ValidateKubeletConfiguration inside its wrapper.
+func checkKubeletConfig(kc *kcv1beta1.KubeletConfiguration) error {
+	if err := checkKubeletLogFormat(kc); err != nil {
+		return err
+	}
+	if err := validateKubeletConfig(kc); err != nil {
+		// Upstream's kubelet formats its configuration object as the
+		// "path", which prints as the object's empty TypeMeta.
+		return fmt.Errorf("failed to validate kubelet configuration, error: %w, path: %s", err, &metav1.TypeMeta{})
+	}
+	return nil
+}
+
+// validateFlagsKubeletConfig is the check of a kubelet without --config
+// or --config-dir, as upstream's, which validates the configuration of
+// its flags in every case: the flags' configuration (flagsKubeletConfig,
+// with every flag of kubeletConfigFields written into its field) checked
+// as a file's is.
+func validateFlagsKubeletConfig(fs *pflag.FlagSet) error {
+	kc, err := kubeletConfigOfFlags(flagsKubeletConfig(fs), fs)
+	if err != nil {
+		return err
+	}
+	return checkKubeletConfig(kc)
 }
 
 // loadedKubeletConfig is kc as upstream's kubelet loads its file, before

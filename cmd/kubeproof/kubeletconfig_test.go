@@ -290,8 +290,7 @@ qosReserved: {memory: 50%}
 // an ignored field only warned of); a bad file stops it with upstream's error before it
 // contacts the API server.
 func TestKubeletStartsWithConfigFile(t *testing.T) {
-	// The command line's --port 0 (runKubelet's) would be invalid too.
-	if err := runKubelet(unreachableKubeconfig(t), "--port", "10250", "--config", writeKubeletConfig(t, kcHeader+"maxPods: -3\n")); err == nil ||
+	if err := runKubelet(unreachableKubeconfig(t), "--config", writeKubeletConfig(t, kcHeader+"maxPods: -3\n")); err == nil ||
 		!strings.Contains(err.Error(), "failed to validate kubelet configuration, error: invalid configuration: maxPods (--max-pods) -3 must not be a negative number") {
 		t.Errorf("kubelet with maxPods -3: %v", err)
 	}
@@ -471,7 +470,7 @@ func TestKubeletConfigDropInsOverLoadedFile(t *testing.T) {
 // so a format upstream's kubelet does not have stops the kubelet, with
 // upstream's error, before it contacts the API server.
 func TestKubeletConfigLogFormatRebuildsLogger(t *testing.T) {
-	err := runKubelet(unreachableKubeconfig(t), "--port", "10250", "--config", writeKubeletConfig(t, kcHeader+"logging: {format: yaml}\n"))
+	err := runKubelet(unreachableKubeconfig(t), "--config", writeKubeletConfig(t, kcHeader+"logging: {format: yaml}\n"))
 	if err == nil || !strings.Contains(err.Error(), `initialize logging: logging.format: Invalid value: "yaml": Unsupported log format`) {
 		t.Errorf("kubelet with logging.format yaml: %v", err)
 	}
@@ -498,6 +497,8 @@ func TestKubeletConfigValidatesMergedConfiguration(t *testing.T) {
 			want: prefix + "invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) 60 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 50, path: "},
 		{name: "port 0 on the command line", args: []string{"--port", "0"},
 			want: prefix + "invalid configuration: port (--port) 0 must be between 1 and 65535, inclusive, path: "},
+		{name: "CFS quota period", body: "cpuCFSQuotaPeriod: 200ms\n",
+			want: prefix + "invalid configuration: cpuCFSQuotaPeriod (--cpu-cfs-quota-period) {200ms} requires feature gate CustomCPUCFSQuotaPeriod, path: "},
 		{name: "kube API QPS", args: []string{"--kube-api-qps", "-2"},
 			want: prefix + "invalid configuration: kubeAPIQPS (--kube-api-qps) -2 must not be a negative number, path: "},
 		{name: "lease duration", args: []string{"--node-lease-duration", "0s"},

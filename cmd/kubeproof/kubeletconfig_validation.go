@@ -66,8 +66,9 @@ func validateKubeletConfig(kc *kcv1beta1.KubeletConfiguration) error {
 		cfsPeriod = kc.CPUCFSQuotaPeriod.Duration
 	}
 	customPeriod := kc.FeatureGates["CustomCPUCFSQuotaPeriod"]
-	check(!customPeriod && cfsPeriod != 100*time.Millisecond, "cpuCFSQuotaPeriod (--cpu-cfs-quota-period) %v requires feature gate CustomCPUCFSQuotaPeriod", cfsPeriod)
-	check(customPeriod && (cfsPeriod < time.Millisecond || cfsPeriod > time.Second), "cpuCFSQuotaPeriod (--cpu-cfs-quota-period) %v must be between 1ms and 1sec, inclusive", cfsPeriod)
+	// Upstream prints the period as the metav1.Duration it is: {100ms}.
+	check(!customPeriod && cfsPeriod != 100*time.Millisecond, "cpuCFSQuotaPeriod (--cpu-cfs-quota-period) {%v} requires feature gate CustomCPUCFSQuotaPeriod", cfsPeriod)
+	check(customPeriod && (cfsPeriod < time.Millisecond || cfsPeriod > time.Second), "cpuCFSQuotaPeriod (--cpu-cfs-quota-period) {%v} must be between 1ms and 1sec, inclusive", cfsPeriod)
 	high, low := orDefault32(kc.ImageGCHighThresholdPercent, 85), orDefault32(kc.ImageGCLowThresholdPercent, 80)
 	check(outside(high, 0, 100), "imageGCHighThresholdPercent (--image-gc-high-threshold) %v must be between 0 and 100, inclusive", high)
 	check(outside(low, 0, 100), "imageGCLowThresholdPercent (--image-gc-low-threshold) %v must be between 0 and 100, inclusive", low)
