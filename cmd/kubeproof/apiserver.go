@@ -180,8 +180,8 @@ func addAuthFlags(fs *pflag.FlagSet, o *cluster.AuthOptions, modes, enable, disa
 	fs.StringSliceVar(&o.DisableAdmissionPlugins, "disable-admission-plugins", disable, "Admission plugins to disable, default ones included.")
 	fs.StringVar(&o.AdmissionControlConfigFile, "admission-control-config-file", "",
 		"File with admission control configuration (apiserver.config.k8s.io/v1 AdmissionConfiguration, YAML or JSON): PodSecurity's PodSecurityConfiguration (defaults, exemptions), ResourceQuota's limitedResources and the admission webhooks' WebhookAdmissionConfiguration (kubeConfigFile: the credentials webhooks are called with, by host) are read; other plugins' configuration is ignored.")
-	fs.StringVar(&o.AuditLogPath, "audit-log-path", "", "Write audit events (audit.k8s.io/v1 JSON lines) to this file; \"-\" is standard output. Needs --audit-policy-file.")
-	fs.StringVar(&o.AuditPolicyFile, "audit-policy-file", "", "Audit policy (audit.k8s.io/v1 Policy, YAML or JSON).")
+	fs.StringVar(&o.AuditLogPath, "audit-log-path", "", "If set, all requests coming to the apiserver will be logged to this file.  '-' means standard out.")
+	fs.StringVar(&o.AuditPolicyFile, "audit-policy-file", "", "Path to the file that defines the audit policy configuration.")
 	addAuditFlags(fs, o)
 	fs.Var(invertedBool{&o.DisablePriorityAndFairness}, "enable-priority-and-fairness",
 		"Classify requests by FlowSchemas into priority levels and queue them fairly (API Priority and Fairness); false keeps the legacy max-in-flight limits.")

@@ -47,3 +47,19 @@ func TestAuditFlags(t *testing.T) {
 		t.Errorf("webhook options\n%+v\nwant\n%+v", w, want)
 	}
 }
+
+// TestAuditFlagHelp: --audit-log-path and --audit-policy-file say what
+// kube-apiserver's say; either may be given alone.
+func TestAuditFlagHelp(t *testing.T) {
+	var o cluster.AuthOptions
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	addAuthFlags(fs, &o, cluster.DefaultAuthorizationModes, nil, nil)
+	for name, want := range map[string]string{
+		"audit-log-path":    "If set, all requests coming to the apiserver will be logged to this file.  '-' means standard out.",
+		"audit-policy-file": "Path to the file that defines the audit policy configuration.",
+	} {
+		if got := fs.Lookup(name).Usage; got != want {
+			t.Errorf("--%s help %q, want %q", name, got, want)
+		}
+	}
+}

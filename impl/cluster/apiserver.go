@@ -161,8 +161,10 @@ type AuthOptions struct {
 	// tolerations DefaultTolerationSeconds gives pods.
 	DefaultNotReadyTolerationSeconds, DefaultUnreachableTolerationSeconds int64
 	// AuditLogPath (--audit-log-path; "-" is standard output) and
-	// AuditPolicyFile (--audit-policy-file): the policy goes with a log
-	// path, a webhook config file or both.
+	// AuditPolicyFile (--audit-policy-file): events are recorded when
+	// both a policy and a backend (a log path, a webhook config file or
+	// both) are given; either alone is accepted and records nothing, as
+	// kube-apiserver.
 	AuditLogPath, AuditPolicyFile string
 	// AuditLog are the other --audit-log-* flags (its Path is
 	// AuditLogPath's); the zero value is kube-apiserver's defaults.
@@ -365,19 +367,15 @@ func buildChain(o AuthOptions) (*chain, error) {
 	if len(ignored) > 0 {
 		slog.Warn("--admission-control-config-file configures admission plugins kubeproof reads no configuration of; ignored", "plugins", ignored)
 	}
-	if hasBackend := o.AuditLogPath != "" || o.AuditWebhook.ConfigFile != ""; hasBackend != (o.AuditPolicyFile != "") {
-		return nil, errors.New("--audit-policy-file and --audit-log-path or --audit-webhook-config-file go together")
-	}
+	// Either audit flag may come alone, as kube-apiserver's: a backend
+	// without a policy, or a policy without a backend, records nothing.
+	logOpts := o.AuditLog
+	logOpts.Path = o.AuditLogPath
 	if o.AuditPolicyFile != "" {
-		if c.auditPolicy, err = audit.LoadPolicy(o.AuditPolicyFile); err != nil {
-			return nil, err
-		}
-		logOpts := o.AuditLog
-		logOpts.Path = o.AuditLogPath
 		c.auditMetrics = audit.NewMetrics()
-		if c.auditBackend, err = audit.NewBackends(logOpts, o.AuditWebhook, c.auditMetrics); err != nil {
-			return nil, err
-		}
+	}
+	if c.auditPolicy, c.auditBackend, err = audit.Configure(o.AuditPolicyFile, logOpts, o.AuditWebhook, c.auditMetrics, slog.Default()); err != nil {
+		return nil, err
 	}
 	c.plugins = func(stores apiserver.StoreGetter) (apiserver.Plugins, error) {
 		var p apiserver.Plugins

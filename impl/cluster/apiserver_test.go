@@ -36,9 +36,15 @@ func TestBuildChainRejectsBadFlags(t *testing.T) {
 		{"unknown mode", AuthOptions{AuthorizationModes: []string{"RBAC", "ABAC"}}, `--authorization-mode "ABAC" is not supported`},
 		{"mode twice", AuthOptions{AuthorizationModes: []string{"RBAC", "RBAC"}}, "given twice"},
 		{"unknown plugin", AuthOptions{EnableAdmissionPlugins: []string{"Nope"}}, `"Nope" is unknown`},
-		{"audit log without policy", AuthOptions{AuditLogPath: filepath.Join(dir, "audit.log")}, "go together"},
-		{"audit policy without log", AuthOptions{AuditPolicyFile: policy}, "go together"},
-		{"audit webhook without policy", AuthOptions{AuditWebhook: audit.WebhookOptions{ConfigFile: filepath.Join(dir, "hook")}}, "go together"},
+		{"bad audit log mode without policy", AuthOptions{AuditLogPath: filepath.Join(dir, "audit.log"), AuditLog: audit.LogOptions{Mode: "async"}},
+			"invalid audit log mode async"},
+		{"missing audit policy without backend", AuthOptions{AuditPolicyFile: filepath.Join(dir, "none.yaml")}, "reading audit policy"},
+		{"all audit errors", func() AuthOptions {
+			o := AuthOptions{AuditLogPath: "-", AuditLog: audit.DefaultLogOptions(), AuditWebhook: audit.DefaultWebhookOptions()}
+			o.AuditLog.Mode, o.AuditWebhook.ConfigFile, o.AuditWebhook.Mode = "async", filepath.Join(dir, "hook"), "strict"
+			return o
+		}(),
+			`[invalid audit log mode async, allowed modes are "batch,blocking,blocking-strict", invalid audit webhook mode strict, allowed modes are "batch,blocking,blocking-strict"]`},
 		{"bad audit log mode", AuthOptions{AuditPolicyFile: policy, AuditLogPath: filepath.Join(dir, "audit.log"),
 			AuditLog: audit.LogOptions{Mode: "async"}}, "invalid audit log mode async"},
 		{"missing audit webhook config", AuthOptions{AuditPolicyFile: policy, AuditWebhook: audit.WebhookOptions{ConfigFile: filepath.Join(dir, "none")}},
@@ -69,6 +75,33 @@ func TestBuildChainRejectsBadFlags(t *testing.T) {
 	c.close()
 	if c, err = buildChain(AuthOptions{}); err != nil || c.backend() != nil {
 		t.Fatalf("default chain: %+v %v", c, err)
+	}
+}
+
+// TestBuildChainAuditFlagsAlone: as kube-apiserver, an audit backend
+// without --audit-policy-file, or the policy without a backend, starts
+// and records nothing (before: refused, "go together"); the webhook's
+// config file is not read without a policy.
+func TestBuildChainAuditFlagsAlone(t *testing.T) {
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(policy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, opts := range map[string]AuthOptions{
+		"log without policy":     {AuditLogPath: filepath.Join(dir, "audit.log")},
+		"webhook without policy": {AuditWebhook: audit.WebhookOptions{ConfigFile: filepath.Join(dir, "missing-hook")}},
+		"policy without backend": {AuditPolicyFile: policy},
+	} {
+		c, err := buildChain(opts)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if c.backend() != nil {
+			t.Errorf("%s: an audit backend, want none", name)
+		}
+		c.close()
 	}
 }
 

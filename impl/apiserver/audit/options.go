@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 )
 
@@ -175,8 +176,14 @@ func validateBatch(plugin, mode string, c BatchConfig) error {
 	return nil
 }
 
+// validateVersion parses v as a group version first, so a malformed one
+// gets apimachinery's "unexpected GroupVersion string" as kube-apiserver's.
 func validateVersion(v string) error {
-	if v != GroupVersion {
+	gv, err := schema.ParseGroupVersion(v)
+	if err != nil {
+		return err
+	}
+	if gv.String() != GroupVersion {
 		return fmt.Errorf("invalid group version, allowed versions are %q", []string{GroupVersion})
 	}
 	return nil
@@ -213,10 +220,8 @@ func wrapMode(mode string, delegate Backend, cfg BatchConfig, m *Metrics, clk cl
 // shutdown: batch backends send what they hold, files are closed.
 func NewBackends(logOpts LogOptions, webhookOpts WebhookOptions, m *Metrics) (Backend, error) {
 	logOpts, webhookOpts = logOpts.withDefaults(), webhookOpts.withDefaults()
-	for _, errs := range [][]error{logOpts.Validate(), webhookOpts.Validate()} {
-		if len(errs) > 0 {
-			return nil, errs[0]
-		}
+	if err := ValidateOptions(logOpts, webhookOpts); err != nil {
+		return nil, err
 	}
 	var logBackend, webhookBackend Backend
 	if webhookOpts.ConfigFile != "" {
