@@ -46,7 +46,7 @@ func runGRPC(ctx context.Context, rt runtime.Runtime, g *v1.GRPCAction, timeout 
 
 // checkHealth calls grpc.health.v1.Health/Check on addr.
 func checkHealth(ctx context.Context, addr, service string, timeout time.Duration) (string, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithUserAgent("kube-probe/kubeproof"))
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithUserAgent("kube-probe/"+userAgentVersion))
 	if err != nil {
 		return "", fmt.Errorf("failed to connect service %q: %w", addr, err)
 	}

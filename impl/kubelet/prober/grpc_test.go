@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
@@ -113,4 +114,33 @@ func startSimContainer(t *testing.T, rt *sim.Runtime, ann map[string]string) str
 		t.Fatal(err)
 	}
 	return id
+}
+
+// TestGRPCProbeUserAgent: a grpc probe's user agent is upstream's
+// prober's, "kube-probe/1.37" (gRPC appends its own after it). Before,
+// "kube-probe/kubeproof".
+func TestGRPCProbeUserAgent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents := make(chan []string, 1)
+	srv := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		md, _ := metadata.FromIncomingContext(ctx)
+		select {
+		case agents <- md.Get("user-agent"):
+		default:
+		}
+		return h(ctx, req)
+	}))
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	go srv.Serve(ln)
+	defer srv.Stop()
+	p := &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: int32(ln.Addr().(*net.TCPAddr).Port)}}, TimeoutSeconds: 2}
+	if ok, msg := Run(context.Background(), netRuntime{}, runtime.ProbeLiveness, p, Target{Container: &v1.Container{Name: "c"}, PodIP: "127.0.0.1"}); !ok {
+		t.Fatalf("probe: %s", msg)
+	}
+	if got := <-agents; len(got) != 1 || !strings.HasPrefix(got[0], "kube-probe/1.37 ") {
+		t.Errorf("user agent %q, want kube-probe/1.37 first", got)
+	}
 }
