@@ -1,8 +1,14 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -69,4 +75,44 @@ func (s *Server) buildAuthenticator() auth.Authenticator {
 	// TokenReview knows the loopback token too.
 	s.bearer = auth.BearerToken{Tokens: append([]auth.TokenAuthenticator{s.loopback}, tokens...)}
 	return append(union, s.plugins.Authenticators...)
+}
+
+// legacyTokenTracker writes the last-used label of legacy token secrets
+// through the server's loopback client, as kube-apiserver's legacy token
+// validator patches them with its loopback clientset.
+type legacyTokenTracker struct{ s *Server }
+
+// MarkLegacyTokenUsed implements auth.LegacyTokenTracker: a merge patch of
+// the label, carrying the secret's uid so that a recreated secret is not
+// labelled.
+func (t legacyTokenTracker) MarkLegacyTokenUsed(ctx context.Context, secret *corev1.Secret, date string) error {
+	addr, err := t.s.LoopbackAddress()
+	if err != nil {
+		return err
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid": secret.UID, "labels": map[string]string{auth.LegacyTokenLastUsedLabel: date}}})
+	if err != nil {
+		return err
+	}
+	u := url.URL{Scheme: "https", Host: addr, Path: "/api/v1/namespaces/" + url.PathEscape(secret.Namespace) + "/secrets/" + url.PathEscape(secret.Name)}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, u.String(), bytes.NewReader(patch))
+	if err != nil {
+		return err
+	}
+	tlsConfig, token := t.s.LoopbackClient()
+	req.Header.Set("Content-Type", "application/merge-patch+json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	tr := &http.Transport{TLSClientConfig: tlsConfig}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		return fmt.Errorf("patching secret %s/%s: %w", secret.Namespace, secret.Name, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("patching secret %s/%s: %s", secret.Namespace, secret.Name, resp.Status)
+	}
+	return nil
 }

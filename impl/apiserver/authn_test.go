@@ -433,6 +433,20 @@ func TestLegacyTokenReview(t *testing.T) {
 	if err != nil || u.Username != "system:serviceaccount:default:old" {
 		t.Fatalf("legacy whoami: %+v %v", u, err)
 	}
+	// Its use is recorded on the secret, as kube-apiserver's legacy token
+	// tracking: the kubernetes.io/legacy-token-last-used label, today (UTC).
+	for today := time.Now().UTC().Format(time.DateOnly); ; time.Sleep(20 * time.Millisecond) {
+		s, err := e.cs.CoreV1().Secrets("default").Get(c, "old-token", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Labels[auth.LegacyTokenLastUsedLabel]; got == today || got == time.Now().UTC().Format(time.DateOnly) {
+			break
+		}
+		if c.Err() != nil {
+			t.Fatalf("legacy token use not recorded: labels %v", s.Labels)
+		}
+	}
 	if err := e.cs.CoreV1().Secrets("default").Delete(c, "old-token", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -466,7 +466,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	if sa := cfg.ServiceAccounts; sa != nil {
 		s.saTokens = &auth.ServiceAccountTokens{Issuers: sa.Issuers, SigningKey: sa.SigningKey,
-			VerifyKeys: sa.VerifyKeys, APIAudiences: sa.APIAudiences, Objects: storeLookup{s}}
+			VerifyKeys: sa.VerifyKeys, APIAudiences: sa.APIAudiences, Objects: storeLookup{s},
+			LegacyTokens: legacyTokenTracker{s}}
 	}
 	authenticator := s.buildAuthenticator()
 	s.authorizer = authorizer

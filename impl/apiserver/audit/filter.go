@@ -110,6 +110,7 @@ func newEvent(r *http.Request, id string, info *request.Info, user *request.User
 		UserAgent:  userAgent(r),
 
 		RequestReceivedTimestamp: metav1.NewMicroTime(received),
+		Annotations:              earlyAnnotationsOf(r.Context()),
 	}
 	if info.IsResourceRequest {
 		ev.ObjectRef = &ObjectReference{Resource: info.Resource, Namespace: info.Namespace, Name: info.Name,
@@ -194,11 +195,15 @@ func recorderFrom(ctx context.Context) *recorder {
 }
 
 // AddAnnotation adds key=value to the audit events of the request ctx
-// belongs to (from the next stage on); it does nothing when the request
-// is not audited. An existing key keeps its first value.
+// belongs to (from the next stage on; added during authentication, from
+// the first); it does nothing when the request is not audited. An existing key keeps its first value.
 func AddAnnotation(ctx context.Context, key, value string) {
 	rec := recorderFrom(ctx)
 	if rec == nil {
+		// Before the event: authentication.
+		if e, _ := ctx.Value(earlyKey{}).(*earlyAnnotations); e != nil {
+			e.add(key, value)
+		}
 		return
 	}
 	rec.mu.Lock()

@@ -2,7 +2,9 @@ package audit
 
 import (
 	"context"
+	"maps"
 	"net/http"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -44,7 +46,9 @@ func WithAuditInit(next http.Handler, cfg Config) http.Handler {
 			return
 		}
 		info := initInfo{id: id, received: now()}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), initKey{}, info)))
+		ctx := context.WithValue(r.Context(), initKey{}, info)
+		ctx = context.WithValue(ctx, earlyKey{}, &earlyAnnotations{})
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
@@ -59,4 +63,40 @@ func requestIdentity(r *http.Request, now func() time.Time) (string, time.Time) 
 		id = string(uuid.NewUUID())
 	}
 	return id, now()
+}
+
+// earlyAnnotations hold the annotations added before the request's audit
+// event exists (by the authenticators, as kube-apiserver's audit context
+// keeps them from WithAuditInit on); the event starts with them.
+type earlyAnnotations struct {
+	mu  sync.Mutex
+	set map[string]string
+}
+
+type earlyKey struct{}
+
+func (e *earlyAnnotations) add(key, value string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.set == nil {
+		e.set = map[string]string{}
+	}
+	if _, ok := e.set[key]; !ok {
+		e.set[key] = value
+	}
+}
+
+// earlyAnnotationsOf copies the annotations added to ctx before its
+// event was made (nil when none).
+func earlyAnnotationsOf(ctx context.Context) map[string]string {
+	e, _ := ctx.Value(earlyKey{}).(*earlyAnnotations)
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.set) == 0 {
+		return nil
+	}
+	return maps.Clone(e.set)
 }

@@ -224,7 +224,7 @@ func testServiceAccountTokens(t *testing.T, key, otherKey crypto.Signer) {
 		{name: "legacy secret rotated", token: legacy, setup: func() {
 			objs.secrets["ns/builder-token"] = &corev1.Secret{ObjectMeta: meta("ns", "builder-token", "sec-uid"), Data: map[string][]byte{"token": []byte("other")}}
 		}, wantErr: "does not match"},
-		{name: "legacy secret deleted", token: legacy, setup: func() { delete(objs.secrets, "ns/builder-token") }, wantErr: "has been deleted"},
+		{name: "legacy secret deleted", token: legacy, setup: func() { delete(objs.secrets, "ns/builder-token") }, wantErr: "Token has been invalidated"},
 		{name: "service account deleted", token: plain, setup: func() { delete(objs.sas, "ns/builder") }, wantErr: "service account ns/builder has been deleted"},
 		{name: "service account recreated", token: plain, setup: func() {
 			objs.sas["ns/builder"] = &corev1.ServiceAccount{ObjectMeta: meta("ns", "builder", "sa-uid-2")}

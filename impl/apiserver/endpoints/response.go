@@ -153,6 +153,10 @@ func addWarnings(w http.ResponseWriter, warnings []string) {
 	}
 }
 
+// AddWarningHeaders adds warnings recorded outside an endpoint (the
+// authenticators') to w as Warning headers, capped as addWarnings.
+func AddWarningHeaders(w http.ResponseWriter, warnings []string) { addWarnings(w, warnings) }
+
 // warningHeaders returns the Warning header values for warnings (in
 // order, without repeats), capped as above. A text that is not UTF-8 or
 // has a control character makes no header and counts for nothing, as

@@ -185,6 +185,13 @@ func WithAuthentication(next http.Handler, c *codec.Codecs, a auth.Authenticator
 		failed = Unauthorized(c)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Warnings of the authenticators (a legacy service account
+		// token's) go out with the response, as kube-apiserver's warning
+		// recorder is in place before authentication.
+		var warnings request.Warnings
+		if ctx := request.CollectWarnings(r.Context(), &warnings); ctx != r.Context() {
+			r = r.WithContext(ctx)
+		}
 		user, ok, err := a.Authenticate(r)
 		if ok {
 			user = auth.WithAuthenticatedGroup(user)
@@ -195,6 +202,7 @@ func WithAuthentication(next http.Handler, c *codec.Codecs, a auth.Authenticator
 			failed.ServeHTTP(w, r)
 			return
 		}
+		endpoints.AddWarningHeaders(w, warnings.List())
 		r.Header.Del("Authorization")
 		if ctx := request.SetUser(r.Context(), user); ctx != r.Context() {
 			r = r.WithContext(ctx)
