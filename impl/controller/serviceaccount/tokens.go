@@ -3,6 +3,7 @@ package serviceaccount
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -100,8 +101,31 @@ func NewTokens(client kubernetes.Interface, generator TokenGenerator, rootCA []b
 	return c, nil
 }
 
-// Queue keys are "/"-joined fields: names and uids hold no "/".
-func joinKey(parts ...string) string { return strings.Join(parts, "/") }
+// Queue keys are "/"-joined fields, each path-escaped: names hold no "/",
+// but the uid annotation of a secret is whatever its writer put there.
+func joinKey(parts ...string) string {
+	escaped := make([]string, len(parts))
+	for i, p := range parts {
+		escaped[i] = url.PathEscape(p)
+	}
+	return strings.Join(escaped, "/")
+}
+
+// splitKey undoes joinKey; ok is false unless it has n fields.
+func splitKey(key string, n int) ([]string, bool) {
+	parts := strings.Split(key, "/")
+	if len(parts) != n {
+		return nil, false
+	}
+	for i, p := range parts {
+		u, err := url.PathUnescape(p)
+		if err != nil {
+			return nil, false
+		}
+		parts[i] = u
+	}
+	return parts, true
+}
 
 // Run runs workers on each queue until ctx is done.
 func (c *Tokens) Run(ctx context.Context, workers int) error {
@@ -121,8 +145,8 @@ func (c *Tokens) Run(ctx context.Context, workers int) error {
 
 // syncServiceAccount deletes the token secrets of an account that is gone.
 func (c *Tokens) syncServiceAccount(ctx context.Context, key string) error {
-	parts := strings.Split(key, "/")
-	if len(parts) != 3 {
+	parts, ok := splitKey(key, 3)
+	if !ok {
 		return nil
 	}
 	namespace, name, uid := parts[0], parts[1], types.UID(parts[2])
@@ -144,8 +168,8 @@ func (c *Tokens) syncServiceAccount(ctx context.Context, key string) error {
 // syncSecret fills or deletes one token secret, or, once it is gone,
 // takes it out of its account's .secrets.
 func (c *Tokens) syncSecret(ctx context.Context, key string) error {
-	parts := strings.Split(key, "/")
-	if len(parts) != 5 {
+	parts, ok := splitKey(key, 5)
+	if !ok {
 		return nil
 	}
 	namespace, name, uid, saName, saUID := parts[0], parts[1], types.UID(parts[2]), parts[3], types.UID(parts[4])

@@ -99,3 +99,16 @@ func TestWithoutSecretReference(t *testing.T) {
 		t.Error("an unreferenced secret should need no write")
 	}
 }
+
+// TestTokenQueueKeys: a secret's queue key survives any uid annotation
+// (it is the writer's text), so every token secret is synced.
+func TestTokenQueueKeys(t *testing.T) {
+	key := joinKey("team", "t", "secret-uid", "builder", "a/b%c")
+	got, ok := splitKey(key, 5)
+	if !ok || got[3] != "builder" || got[4] != "a/b%c" {
+		t.Fatalf("splitKey(%q) = %q, %v", key, got, ok)
+	}
+	if _, ok := splitKey(key, 3); ok {
+		t.Error("a key of another arity should not parse")
+	}
+}
