@@ -96,7 +96,7 @@ func allRunning(client kubernetes.Interface, want int) (bool, map[string]bool) {
 
 func TestPodDispatcherFeedsManyKubelets(t *testing.T) {
 	baseline := goruntime.NumGoroutine()
-	client := fake.NewClientset()
+	client := newFakeClient()
 	c := startCluster(t, client, 3, clock.RealClock{})
 	createPods(t, client, 9, 3)
 	var ips map[string]bool

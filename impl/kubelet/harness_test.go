@@ -14,6 +14,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/kubeproof/kubeproof/impl/fakeclient"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
 )
@@ -47,7 +48,7 @@ func newHarness(t fataler, mutate func(*Config)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, ctx: context.Background(), clock: clk, client: fake.NewClientset(), rt: rt}
+	h := &harness{t: t, ctx: context.Background(), clock: clk, client: newFakeClient(), rt: rt}
 	h.k = h.newKubelet(mutate)
 	return h
 }
@@ -164,3 +165,14 @@ func cstatus(p *v1.Pod, name string) v1.ContainerStatus {
 }
 
 func resourceMust(s string) resource.Quantity { return resource.MustParse(s) }
+
+// newFakeClient is client-go's fake clientset holding objs, its watches
+// delivering copies of the tracker's objects (fakeclient.CopyingWatches):
+// the pod source's transform interns a pod it receives in place, and the
+// fake tracker hands a new watch the pods created between an informer's
+// list and its watch themselves, which a test's Get then copies while the
+// transform writes them (a race in the test's fake, not in the kubelet:
+// a real client decodes a new object for every event).
+func newFakeClient(objs ...k8sruntime.Object) *fake.Clientset {
+	return fakeclient.CopyingWatches(fake.NewClientset(objs...))
+}

@@ -12,7 +12,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testingclock "k8s.io/utils/clock/testing"
@@ -235,7 +234,7 @@ func TestImagePullBackOffAlways(t *testing.T) {
 // waiting containers are retried on).
 func TestImagePullBackOffRetriedAtItsEnd(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
-	client := fake.NewClientset()
+	client := newFakeClient()
 	rt, err := sim.New(sim.Config{Clock: clk, PodCIDR: "10.244.1.0/24"})
 	if err != nil {
 		t.Fatal(err)

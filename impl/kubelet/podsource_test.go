@@ -13,7 +13,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubeproof/kubeproof/impl/intern"
@@ -60,7 +59,7 @@ func TestShareLastStatusOnceTheSourceHasTheWrittenVersion(t *testing.T) {
 
 func TestPodDispatcherOnASharedPodInformer(t *testing.T) {
 	baseline := goruntime.NumGoroutine()
-	client := fake.NewClientset()
+	client := newFakeClient()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	pods := NewPodInformer(client, 0)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,8 +14,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/sim"
@@ -53,7 +55,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func TestRunRegistersNodeHeartbeatsAndRunsPods(t *testing.T) {
 	baseline := goruntime.NumGoroutine()
 	clk := testingclock.NewFakeClock(t0)
-	client := fake.NewClientset()
+	client := newFakeClient()
 	k, rt := newSimKubelet(t, client, Config{NodeName: "n1", Clock: clk, CPU: resourceMust("2")})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -168,6 +170,42 @@ func TestRunRegistersNodeHeartbeatsAndRunsPods(t *testing.T) {
 	goroutinesEnd(t, baseline)
 }
 
+// TestRunStartsAPodCreatedBetweenListAndWatch: a pod bound to the node
+// and created after the pod source listed the pods but before its watch
+// began arrives through the watch, and the kubelet runs it. Run with -race
+// it also checks that the test client's watches deliver copies
+// (newFakeClient): client-go's fake tracker hands such a pod to the watch
+// as the object it stores, which the source's transform interns in place
+// while the test's Get copies it (a data race with fake.NewClientset).
+func TestRunStartsAPodCreatedBetweenListAndWatch(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	client := newFakeClient()
+	var once sync.Once
+	client.PrependWatchReactor("pods", func(clienttesting.Action) (bool, watch.Interface, error) {
+		once.Do(func() {
+			pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "uid-p"},
+				Spec: v1.PodSpec{NodeName: "n1", RestartPolicy: v1.RestartPolicyAlways, Containers: []v1.Container{{Name: "c", Image: "nginx:1"}}}}
+			if err := client.Tracker().Create(v1.SchemeGroupVersion.WithResource("pods"), pod, "default"); err != nil {
+				t.Error(err)
+			}
+		})
+		return false, nil, nil // the watch itself is the client's
+	})
+	k, _ := newSimKubelet(t, client, Config{NodeName: "n1", Clock: clk, CPU: resourceMust("2")})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- k.Run(ctx) }()
+	eventually(t, "pod running", func() bool {
+		p, err := client.CoreV1().Pods("default").Get(ctx, "p", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == v1.PodRunning
+	})
+	k.Stop()
+	if err := <-runErr; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // newSimKubelet returns a kubelet of cfg on a simulated runtime driven by
 // cfg.Clock.
 func newSimKubelet(t *testing.T, client kubernetes.Interface, cfg Config) (*Kubelet, *sim.Runtime) {
@@ -201,7 +239,7 @@ func ptrInt64(v int64) *int64 { return &v }
 func TestKubeletStartedPausedStaysSilentUntilResumed(t *testing.T) {
 	baseline := goruntime.NumGoroutine()
 	clk := testingclock.NewFakeClock(t0)
-	client := fake.NewClientset()
+	client := newFakeClient()
 	rt, err := sim.New(sim.Config{Clock: clk, PodCIDR: "10.244.2.0/24"})
 	if err != nil {
 		t.Fatal(err)
@@ -243,7 +281,7 @@ func TestKubeletStartedPausedStaysSilentUntilResumed(t *testing.T) {
 func TestResyncRefreshesARunningPodWithoutEvents(t *testing.T) {
 	baseline := goruntime.NumGoroutine()
 	clk := testingclock.NewFakeClock(t0)
-	client := fake.NewClientset(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "default"}, Data: map[string]string{"mode": "old"}})
+	client := newFakeClient(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "default"}, Data: map[string]string{"mode": "old"}})
 	k, _ := newSimKubelet(t, client, Config{NodeName: "n1", Clock: clk, CPU: resourceMust("2"), RootDir: t.TempDir()})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
