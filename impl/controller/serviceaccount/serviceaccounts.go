@@ -1,5 +1,5 @@
-// Package serviceaccount holds the two controllers the ServiceAccount
-// admission plugin relies on, as kube-controller-manager runs them:
+// Package serviceaccount holds kube-controller-manager's service account
+// controllers:
 //
 //   - ServiceAccounts keeps a "default" ServiceAccount in every active
 //     namespace (re-created if deleted), so pods that name no service
@@ -7,10 +7,13 @@
 //   - RootCAPublisher keeps a "kube-root-ca.crt" ConfigMap in every
 //     active namespace whose ca.crt is the cluster's CA bundle, the file a
 //     pod's projected kube-api-access volume mounts.
+//   - Tokens ("serviceaccount-token") fills kubernetes.io/service-account-token
+//     Secrets with a legacy token, the namespace and the CA, and deletes
+//     them once their service account is gone (tokens.go).
 //
-// Both follow the sample-controller shape: informers enqueue namespace
-// names, workers call one idempotent sync whose decision (Decide*) is a
-// pure function of the cached namespace and object.
+// All follow the sample-controller shape: informers enqueue keys, workers
+// call one idempotent sync whose decision (Decide*) is a pure function of
+// the cached objects.
 //
 // Wiring (controller manager):
 //
