@@ -200,6 +200,11 @@ func newKubeletCommand() *cobra.Command {
 			}
 			evictionFlags.HardSet = given("eviction-hard")
 			ecfg, err := eviction.ParseConfig(evictionFlags)
+			if te := (*eviction.ThresholdError)(nil); errors.As(err, &te) && te.Kubelet != nil {
+				// Upstream's kubelet parses its thresholds as it starts
+				// to run, and says so.
+				return fmt.Errorf("failed to run Kubelet: %w", te.Kubelet)
+			}
 			if err != nil {
 				return err
 			}

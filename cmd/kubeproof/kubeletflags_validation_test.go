@@ -87,3 +87,29 @@ func TestKubeletEvictionFlagsParseAsUpstream(t *testing.T) {
 		t.Errorf("--eviction-hard is %q", got)
 	}
 }
+
+// TestKubeletEvictionThresholdErrorsAsUpstream: a threshold of
+// --eviction-hard or --eviction-soft whose signal or value upstream's
+// kubelet does not take stops the kubelet with its error, which it gives
+// when it parses its thresholds to run ("failed to run Kubelet: ..."),
+// naming neither the flag nor, for a bad quantity, the signal.
+func TestKubeletEvictionThresholdErrorsAsUpstream(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--eviction-hard", "memory.available<lots"},
+			"failed to run Kubelet: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"},
+		{[]string{"--eviction-hard", "cpu.available<1"}, "failed to run Kubelet: unsupported eviction signal cpu.available"},
+		{[]string{"--eviction-hard", "memory.available<-1Mi"}, "failed to run Kubelet: eviction threshold memory.available must be positive: -1Mi"},
+		{[]string{"--eviction-hard", "nodefs.available<x%"}, `failed to run Kubelet: strconv.ParseFloat: parsing "x": invalid syntax`},
+		{[]string{"--eviction-hard", "nodefs.available<101%"}, "failed to run Kubelet: eviction percentage threshold nodefs.available must be <= 100%: 101%"},
+		{[]string{"--eviction-soft", "memory.available<1e", "--eviction-soft-grace-period", "memory.available=1m"},
+			"failed to run Kubelet: unable to parse quantity's suffix"},
+	} {
+		err := runKubelet(unreachableKubeconfig(t), tc.args...)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%q: got %v\nwant %s", tc.args, err, tc.want)
+		}
+	}
+}

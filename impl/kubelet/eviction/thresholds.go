@@ -275,18 +275,19 @@ func parseThresholdMap(flag, text string) (map[Signal]Value, error) {
 			return nil, fmt.Errorf("%s: %q: want <signal><<quantity or percentage> (the only operator is <)", flag, part)
 		}
 		s := Signal(strings.TrimSpace(part[:i]))
+		text := strings.TrimSpace(part[i+1:])
 		if !knownSignal(s) {
-			return nil, fmt.Errorf("%s: unsupported eviction signal %s", flag, s)
+			return nil, &ThresholdError{Text: fmt.Sprintf("%s: unsupported eviction signal %s", flag, s), Kubelet: kubeletThresholdError(s, text)}
 		}
 		if _, dup := out[s]; dup {
 			return nil, fmt.Errorf("%s: found duplicate eviction threshold for signal %s", flag, s)
 		}
-		v, err := parseValue(strings.TrimSpace(part[i+1:]))
+		v, err := parseValue(text)
 		if err != nil {
-			return nil, fmt.Errorf("%s: signal %s: %w", flag, s, err)
+			return nil, &ThresholdError{Text: fmt.Sprintf("%s: signal %s: %v", flag, s, err), Kubelet: kubeletThresholdError(s, text)}
 		}
 		if v.Quantity != nil && v.Quantity.Sign() < 0 {
-			return nil, fmt.Errorf("%s: signal %s: eviction threshold must be positive: %s", flag, s, v.Quantity)
+			return nil, &ThresholdError{Text: fmt.Sprintf("%s: signal %s: eviction threshold must be positive: %s", flag, s, v.Quantity), Kubelet: kubeletThresholdError(s, text)}
 		}
 		if v.Quantity != nil && v.Quantity.Sign() == 0 || v.Quantity == nil && v.Percentage == 0 {
 			continue // 0 disables the threshold, as upstream
@@ -294,6 +295,47 @@ func parseThresholdMap(flag, text string) (map[Signal]Value, error) {
 		out[s] = v
 	}
 	return out, nil
+}
+
+// ThresholdError is a threshold of --eviction-hard or --eviction-soft
+// that does not parse: Text names the flag and the signal; Kubelet is the
+// error upstream's kubelet gives for it (ParseThresholdConfig's, naming
+// neither), nil where upstream takes the threshold.
+type ThresholdError struct {
+	Text    string
+	Kubelet error
+}
+
+func (e *ThresholdError) Error() string { return e.Text }
+
+// kubeletThresholdError is the error upstream's kubelet gives for the
+// threshold signal<text (parseThresholdStatement): an unknown signal, a
+// percentage strconv does not parse or outside 0-100%, a quantity that
+// does not parse (resource.ParseQuantity's error) or is negative.
+func kubeletThresholdError(s Signal, text string) error {
+	if !knownSignal(s) {
+		return fmt.Errorf("unsupported eviction signal %s", s)
+	}
+	if p, ok := strings.CutSuffix(text, "%"); ok {
+		f, err := strconv.ParseFloat(p, 32)
+		switch {
+		case err != nil:
+			return err
+		case f < 0:
+			return fmt.Errorf("eviction percentage threshold %s must be >= 0%%: %s", s, text)
+		case f > 100:
+			return fmt.Errorf("eviction percentage threshold %s must be <= 100%%: %s", s, text)
+		}
+		return nil
+	}
+	q, err := resource.ParseQuantity(text)
+	if err != nil {
+		return err
+	}
+	if q.Sign() < 0 {
+		return fmt.Errorf("eviction threshold %s must be positive: %s", s, &q)
+	}
+	return nil
 }
 
 // parseKeyValues reads "signal=text,signal=text".
