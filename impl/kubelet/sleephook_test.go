@@ -60,3 +60,28 @@ func TestSleepPostStartHookCutByDeletion(t *testing.T) {
 		}
 	}
 }
+
+// TestSleepPreStopHookCutByGracePeriodIsSilent: a preStop sleep hook
+// longer than the kill's grace period is cut by it without a failure, as
+// upstream's executePreStopHook only stops waiting for the hook then (the
+// hook's context, the pod's sync's, goes on, and the sleep ends without
+// error): the container is killed, no FailedPreStopHook is recorded.
+// (The grace period is one real second: the kill's deadline is the wall
+// clock's, the hook's sleep the harness's, which never reaches 500 s.)
+func TestSleepPreStopHookCutByGracePeriodIsSilent(t *testing.T) {
+	h, rec := eventHarness(t)
+	p := h.sync(h.create(h.pod("sleepy", func(p *v1.Pod) {
+		p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 500}}}
+	})))
+	if p.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s", p.Status.Phase)
+	}
+	deletePod(t, h, p, 1)
+	h.k.HandlePod(h.get(p))
+	drain(rec)
+	syncEnded(t, "the kill", syncInBackground(h, p))
+	got := drain(rec)
+	if !slices.Contains(got, "Normal Killing Stopping container app") || slices.Contains(got, "Warning FailedPreStopHook PreStopHook failed") {
+		t.Errorf("events %q, want the kill without FailedPreStopHook", got)
+	}
+}
