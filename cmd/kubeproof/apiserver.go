@@ -173,6 +173,8 @@ func addAuthFlags(fs *pflag.FlagSet, o *cluster.AuthOptions, modes, enable, disa
 	fs.StringVar(&o.ServiceAccountSigningKeyFile, "service-account-signing-key-file", "", "PEM private key signing service account tokens (enables the TokenRequest API).")
 	fs.StringSliceVar(&o.APIAudiences, "api-audiences", nil, "Audiences a service account token must carry one of; default: the issuers.")
 	fs.DurationVar(&o.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", 0, "Longest expiration a TokenRequest gets; 0: no limit.")
+	fs.Var(negatedBool{&o.NoServiceAccountLookup}, "service-account-lookup", "If true, validate ServiceAccount tokens exist in etcd as part of authentication.")
+	fs.Lookup("service-account-lookup").NoOptDefVal = "true"
 	fs.BoolVar(&o.EnableBootstrapTokenAuth, "enable-bootstrap-token-auth", false, "Authenticate bootstrap tokens (kube-system secrets of type bootstrap.kubernetes.io/token).")
 	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", false, "Serve unauthenticated requests as system:anonymous (group system:unauthenticated) instead of answering 401.")
 	fs.StringSliceVar(&o.EnableAdmissionPlugins, "enable-admission-plugins", enable,
@@ -325,3 +327,26 @@ func (b invertedBool) Set(s string) error {
 }
 
 func (invertedBool) Type() string { return "bool" }
+
+// negatedBool is a boolean flag (default true) stored as its negation, for
+// options whose zero value is the upstream default.
+type negatedBool struct{ no *bool }
+
+func (b negatedBool) String() string {
+	if b.no == nil {
+		return "true"
+	}
+	return strconv.FormatBool(!*b.no)
+}
+
+func (b negatedBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*b.no = !v
+	return nil
+}
+
+func (negatedBool) Type() string     { return "bool" }
+func (negatedBool) IsBoolFlag() bool { return true }

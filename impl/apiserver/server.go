@@ -241,6 +241,9 @@ type ServiceAccountConfig struct {
 	// MaxTokenExpiration (--service-account-max-token-expiration) caps
 	// requested expirations; 0: no cap.
 	MaxTokenExpiration time.Duration
+	// NoLegacyLookup (--service-account-lookup=false): legacy tokens are
+	// not checked against their secret and service account.
+	NoLegacyLookup bool
 }
 
 // DefaultGitVersion is the Kubernetes version kubeproof reports.
@@ -467,7 +470,7 @@ func New(cfg Config) (*Server, error) {
 	if sa := cfg.ServiceAccounts; sa != nil {
 		s.saTokens = &auth.ServiceAccountTokens{Issuers: sa.Issuers, SigningKey: sa.SigningKey,
 			VerifyKeys: sa.VerifyKeys, APIAudiences: sa.APIAudiences, Objects: storeLookup{s},
-			LegacyTokens: legacyTokenTracker{s}}
+			LegacyTokens: legacyTokenTracker{s}, NoLegacyLookup: sa.NoLegacyLookup}
 	}
 	authenticator := s.buildAuthenticator()
 	s.authorizer = authorizer

@@ -140,6 +140,10 @@ type AuthOptions struct {
 	APIAudiences []string
 	// ServiceAccountMaxTokenExpiration (--service-account-max-token-expiration).
 	ServiceAccountMaxTokenExpiration time.Duration
+	// NoServiceAccountLookup (--service-account-lookup=false): legacy
+	// service account tokens are accepted without checking that their
+	// secret and service account still exist.
+	NoServiceAccountLookup bool
 	// EnableBootstrapTokenAuth (--enable-bootstrap-token-auth).
 	EnableBootstrapTokenAuth bool
 	// AnonymousAuth (--anonymous-auth): unauthenticated requests run as
@@ -523,7 +527,8 @@ func serviceAccountConfig(o AuthOptions) (*apiserver.ServiceAccountConfig, error
 		issuers = []string{DefaultServiceAccountIssuer}
 	}
 	return &apiserver.ServiceAccountConfig{Issuers: issuers, SigningKey: signer, VerifyKeys: verify,
-		APIAudiences: o.APIAudiences, MaxTokenExpiration: o.ServiceAccountMaxTokenExpiration}, nil
+		APIAudiences: o.APIAudiences, MaxTokenExpiration: o.ServiceAccountMaxTokenExpiration,
+		NoLegacyLookup: o.NoServiceAccountLookup}, nil
 }
 
 // EtcdClientLogger is the logger of kubeproof's etcd clients: errors only,

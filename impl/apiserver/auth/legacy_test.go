@@ -111,3 +111,26 @@ func TestLegacyTokenAsKubeAPIServer(t *testing.T) {
 		})
 	}
 }
+
+// TestLegacyTokenWithoutLookup: with --service-account-lookup=false a
+// legacy token is accepted on its signature and claims alone, its secret
+// and account gone, as kube-apiserver's legacy validator without lookup.
+func TestLegacyTokenWithoutLookup(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := &ServiceAccountTokens{SigningKey: key, Objects: newObjects(), NoLegacyLookup: true}
+	legacy, err := tokens.IssueLegacy(&corev1.ServiceAccount{ObjectMeta: meta("ns", "builder", "sa-uid")}, "builder-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, ok, err := tokens.AuthenticateToken(context.Background(), legacy)
+	if !ok || err != nil || u.Name != "system:serviceaccount:ns:builder" || u.UID != "sa-uid" {
+		t.Fatalf("got %+v ok=%v err=%v", u, ok, err)
+	}
+	tokens.NoLegacyLookup = false
+	if _, ok, err := tokens.AuthenticateToken(context.Background(), legacy); ok || err == nil || err.Error() != "Token has been invalidated" {
+		t.Fatalf("with lookup: ok=%v err=%v, want Token has been invalidated", ok, err)
+	}
+}

@@ -101,6 +101,10 @@ type ServiceAccountTokens struct {
 	// LegacyTokens, when set, records the daily last-used label of legacy
 	// token secrets.
 	LegacyTokens LegacyTokenTracker
+	// NoLegacyLookup (--service-account-lookup=false): a legacy token is
+	// accepted on its signature and claims alone, without checking that
+	// its secret and service account still exist.
+	NoLegacyLookup bool
 }
 
 // deletionGrace: a token bound to an object being deleted stays valid this
@@ -344,6 +348,10 @@ func (s *ServiceAccountTokens) validateLegacy(ctx context.Context, token string,
 		return nil, false, errors.New("sub claim is invalid")
 	}
 	namespace := c.LegacyNamespace
+	if s.NoLegacyLookup {
+		return &request.User{Name: ServiceAccountUsername(namespace, c.LegacyName), UID: c.LegacyUID,
+			Groups: ServiceAccountGroups(namespace)}, true, nil
+	}
 	secret, err := s.Objects.GetSecret(ctx, namespace, c.LegacySecret)
 	if err != nil || secret.DeletionTimestamp != nil {
 		return nil, false, errors.New("Token has been invalidated") //nolint:staticcheck // kube-apiserver's text
