@@ -40,7 +40,7 @@ func newKubeletCommand() *cobra.Command {
 		bootstrapKubeconfig                 string
 		criEndpoint, nodeIP, podCIDR        string
 		cpu, memory, ephemeral, hugepages   string
-		maxPods                             int64
+		maxPods                             int32
 		nodeLabels                          []string
 		syncFrequency, statusUpdate, relist time.Duration
 		statusReport, leaseDuration, renew  time.Duration
@@ -122,7 +122,7 @@ func newKubeletCommand() *cobra.Command {
 				return errors.New("--node-name is required")
 			}
 			cfg := kubelet.Config{
-				NodeName: nodeName, NodeIP: nodeIP, PodCIDR: podCIDR, MaxPods: maxPods,
+				NodeName: nodeName, NodeIP: nodeIP, PodCIDR: podCIDR, MaxPods: int64(maxPods),
 				SyncFrequency: syncFrequency, NodeStatusUpdateFrequency: statusUpdate, NodeStatusReportFrequency: statusReport,
 				LeaseDuration: leaseDuration, NodeLeaseRenewInterval: renew, RelistPeriod: relist,
 				Backoff: podsync.BackoffConfig{Base: backoffBase, Max: backoffMax}, Workers: workers, Logger: logger,
@@ -334,7 +334,7 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringVar(&ephemeral, "ephemeral-storage", "100Gi", "Node ephemeral-storage capacity (and allocatable, less --system-reserved, --kube-reserved and --eviction-hard's nodefs.available).")
 	fs.StringVar(&swapCapacity, "swap-capacity", "0", "Node swap capacity (upstream's machine info SwapCapacity), published as the node's status.nodeInfo.swap.capacity when not 0; --memory-swap-behavior LimitedSwap shares it among Burstable pods' containers. Default: none, or with --runtime cri SwapTotal of /proc/meminfo.")
 	fs.StringVar(&hugepages, "hugepages", "", "Node huge pages, page size=pre-allocated pages,... (e.g. 2Mi=512,1Gi=0): capacity and allocatable hugepages-<size> of pages × size (pods are admitted against it), allocatable memory that much less. Default: none, or with --runtime cri what /sys/kernel/mm/hugepages lists.")
-	fs.Int64Var(&maxPods, "max-pods", kubelet.DefaultMaxPods, "Maximum number of pods on the node.")
+	fs.Int32Var(&maxPods, "max-pods", kubelet.DefaultMaxPods, "Maximum number of pods on the node.")
 	fs.StringSliceVar(&nodeLabels, "node-labels", nil, "Extra node labels, key=value,...")
 	fs.DurationVar(&syncFrequency, "sync-frequency", kubelet.DefaultSyncFrequency, "Period of the full resync of every pod.")
 	fs.DurationVar(&statusUpdate, "node-status-update-frequency", kubelet.DefaultNodeStatusUpdateFrequency, "How often node status is computed and posted if changed.")

@@ -113,3 +113,13 @@ func TestKubeletEvictionThresholdErrorsAsUpstream(t *testing.T) {
 		}
 	}
 }
+
+// TestKubeletMaxPodsIsInt32: --max-pods is upstream's int32 flag: a
+// number beyond int32 does not parse, a flag error before any validation.
+func TestKubeletMaxPodsIsInt32(t *testing.T) {
+	err := runKubelet(unreachableKubeconfig(t), "--max-pods", "3000000000")
+	want := `failed to parse kubelet flag: invalid argument "3000000000" for "--max-pods" flag: strconv.ParseInt: parsing "3000000000": value out of range`
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
+	}
+}
