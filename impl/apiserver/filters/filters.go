@@ -187,9 +187,10 @@ func WithAuthentication(next http.Handler, c *codec.Codecs, a auth.Authenticator
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Warnings of the authenticators (a legacy service account
 		// token's) go out with the response, as kube-apiserver's warning
-		// recorder is in place before authentication.
-		var warnings request.Warnings
-		if ctx := request.CollectWarnings(r.Context(), &warnings); ctx != r.Context() {
+		// recorder is in place before authentication. Under the request
+		// chain's node the collector costs no allocation.
+		ctx, warnings := request.AuthenticationWarnings(r.Context())
+		if ctx != r.Context() {
 			r = r.WithContext(ctx)
 		}
 		user, ok, err := a.Authenticate(r)

@@ -290,6 +290,10 @@ type stateCtx struct {
 	// valKey and val are the one value SetValue kept here (valKey nil:
 	// none).
 	valKey, val any
+	// warnings collects the warnings added while no other collector is in
+	// place (the authenticators'; see AuthenticationWarnings), without an
+	// allocation of its own.
+	warnings Warnings
 }
 
 func (c *stateCtx) Value(key any) any {
@@ -305,6 +309,9 @@ func (c *stateCtx) Value(key any) any {
 	}
 	if c.valKey != nil && key == c.valKey {
 		return c.val
+	}
+	if _, ok := key.(warningsKey); ok {
+		return &c.warnings
 	}
 	return c.Context.Value(key)
 }

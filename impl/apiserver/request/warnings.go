@@ -30,6 +30,20 @@ func CollectWarnings(ctx context.Context, w *Warnings) context.Context {
 	return SetValue(ctx, warningsKey{}, w)
 }
 
+// AuthenticationWarnings returns the context to authenticate a request
+// with and the collector of the warnings its authenticators add (a legacy
+// service account token's). When ctx is the request chain's node (or
+// below it) the collector is the node's own: no allocation and no request
+// copy, and the node's value slot stays free for the endpoint's collector
+// (SetValue), which then takes over. Else a new collector in a new
+// context.
+func AuthenticationWarnings(ctx context.Context) (context.Context, *Warnings) {
+	if s, ok := ctx.Value(stateKey).(*stateCtx); ok {
+		return ctx, &s.warnings
+	}
+	return WithWarnings(ctx)
+}
+
 // AddWarning records a warning for the request of ctx; without a
 // collector (WithWarnings) it is dropped. Repeated messages are kept once.
 func AddWarning(ctx context.Context, msg string) {
