@@ -74,13 +74,11 @@ type cachedClient struct {
 	client *http.Client
 }
 
-// get returns the client of a CA bundle; with svc, one whose connections
-// to the service's host (<name>.<namespace>.svc:<port>) dial the address
-// resolver finds for it when the connection is made.
+// get returns the client of a webhook addressed by service svc under a
+// CA bundle: one whose connections to the service's host
+// (<name>.<namespace>.svc:<port>) dial the address resolver finds for it
+// when the connection is made. Webhooks addressed by URL take getURL's.
 func (c *webhookClients) get(caBundle []byte, svc *admissionregistrationv1.ServiceReference, resolver *serviceResolver) (*http.Client, error) {
-	if svc == nil {
-		return c.client(caBundle, clientKey{CABundle: caBundle}.String(), "", nil, nil, nil)
-	}
 	if resolver == nil {
 		return nil, errors.New("webhooks addressed by service need the services resource, which this server does not serve")
 	}
