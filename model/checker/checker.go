@@ -1,8 +1,10 @@
 // Package checker is an explicit-state model checker for the specification
 // in package model: breadth-first search, level by level, by parallel
 // workers; visited states kept as 64-bit fingerprints of their canonical
-// encodings (fpset.go: about 35 bytes a state with the id, parent link and
-// table slack); the frontier kept encoded; optional symmetry reduction over
+// encodings (fpset.go: sharded tables of 4-byte slots over blocks of
+// fingerprints and liveness goal masks, 14–16 bytes in memory a state, the
+// parent links in an unlinked temporary file read back only for a
+// counterexample); the frontier kept encoded; optional symmetry reduction over
 // interchangeable nodes, pod name slots and IPs (model.Model.Canonical);
 // shortest counterexamples printed action by action with the state
 // difference at each step (report.go); liveness under weak fairness
@@ -63,7 +65,7 @@ type Result struct {
 	Edges         int64 // distinct transitions kept for the liveness check
 	FairSCCs      int   // non-trivial strongly connected components examined
 	Duration      time.Duration
-	BytesPerState float64 // fingerprint-set memory per distinct state
+	BytesPerState float64 // visited-set memory per distinct state (fpSet.bytesPerState: parents on disk not counted)
 	Violation     *Violation
 }
 
@@ -136,6 +138,7 @@ func Check(ctx context.Context, m *model.Model, opt Options) (Result, error) {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	set := newFPSet()
+	defer set.close()
 	encodeCanonical := func(s *model.State, buf []byte) (model.State, []byte) {
 		if opt.Symmetry {
 			return m.Canonical(s, buf)
@@ -272,6 +275,9 @@ func Check(ctx context.Context, m *model.Model, opt Options) (Result, error) {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
+		if err := set.failure(); err != nil {
+			return res, fmt.Errorf("checking %s: %w", cfg.Name, err)
+		}
 		for _, e := range levelEdges {
 			if len(e) > 0 {
 				edges = append(edges, e)
@@ -291,7 +297,7 @@ func Check(ctx context.Context, m *model.Model, opt Options) (Result, error) {
 		if opt.MaxStates > 0 && distinct.Load() > opt.MaxStates {
 			return res, fmt.Errorf("checking %s: %w (%d)", cfg.Name, ErrTooManyStates, opt.MaxStates)
 		}
-		if res.Liveness && distinct.Load() >= maxLivenessStates {
+		if res.Liveness && set.size() >= maxLivenessStates {
 			return res, fmt.Errorf("checking %s: liveness needs fewer than %d states", cfg.Name, maxLivenessStates)
 		}
 	}
@@ -357,8 +363,13 @@ func startProgress(opt Options, distinct, queue, depth *atomic.Int64, start time
 // (with symmetry, a successor in the recorded orbit).
 func reconstruct(m *model.Model, set *fpSet, opt Options, f found, steps []model.Property) (*Violation, error) {
 	var chain []uint64
-	for id := f.from; id != noState; id = set.parents.get(id) {
-		chain = append([]uint64{set.fps.get(id)}, chain...)
+	for id := f.from; id != noState; {
+		chain = append([]uint64{set.fp(id)}, chain...)
+		p, err := set.parent(id)
+		if err != nil {
+			return nil, fmt.Errorf("trace reconstruction: %w", err)
+		}
+		id = p
 	}
 	fpOf := func(s *model.State) uint64 {
 		var buf [512]byte

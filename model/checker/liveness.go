@@ -124,7 +124,7 @@ func fairCycles(set *fpSet, edgeChunks [][]uint64, goals []model.Property, nEdge
 			return // some fair action stays enabled and is never taken: unfair
 		}
 		for _, s := range comp {
-			if g := set.goals.get(s); g != 0 && result == nil {
+			if g := set.goals(s); g != 0 && result == nil {
 				for i, p := range goals {
 					if g&(1<<i) != 0 {
 						result = &found{kind: "liveness", id: p.ID, from: s, cycle: len(comp)}

@@ -61,7 +61,7 @@ func FormatViolation(m *model.Model, v *Violation) string {
 // WriteSummary prints the closing table of a run.
 func WriteSummary(w io.Writer, results []Result) {
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "configuration\tsymmetry\tdistinct states\ttransitions\tdepth\tquiescent\ttime\tstates/min\tresult")
+	fmt.Fprintln(tw, "configuration\tsymmetry\tdistinct states\ttransitions\tdepth\tquiescent\ttime\tstates/min\tbytes/state\tresult")
 	for _, r := range results {
 		result := "ok"
 		if r.Violation != nil {
@@ -75,8 +75,8 @@ func WriteSummary(w io.Writer, results []Result) {
 		if r.Duration > 0 {
 			perMin = float64(r.Distinct) / r.Duration.Minutes()
 		}
-		fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%d\t%s\t%.0f\t%s\n", name, r.Symmetry, r.Distinct, r.Transitions, r.Depth,
-			r.Quiescent, r.Duration.Round(10*time.Millisecond), perMin, result)
+		fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%d\t%s\t%.0f\t%.1f\t%s\n", name, r.Symmetry, r.Distinct, r.Transitions, r.Depth,
+			r.Quiescent, r.Duration.Round(10*time.Millisecond), perMin, r.BytesPerState, result)
 	}
 	tw.Flush()
 }
