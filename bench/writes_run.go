@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -40,6 +41,12 @@ type WritesConfig struct {
 	// (APICreatesHTTP2), which otherwise runs at each level right after
 	// the first content type's client-go run.
 	NoHTTP2Client bool
+	// CPUProfile, if set, is a path prefix: each measurement writes the
+	// process's CPU profile over its run to CPUProfile.<target>.c<clients>
+	// (the target's name in lower case with runs of other characters as
+	// one "-", e.g. PATH.apiserver-protobuf-http2.c64), so the API rows can
+	// be read against the raw Txn rows of the same level.
+	CPUProfile string
 	// Progress, if set, is called after each measurement.
 	Progress func(WriteResult)
 }
@@ -125,7 +132,9 @@ func runWriteLevels(ctx context.Context, cfg WritesConfig, kind, namePrefix stri
 				continue
 			}
 			prefix := fmt.Sprintf("/kubeproof-bench/%s/%d-%d", ns, i, j)
-			r, err := etcdRun(ctx, e.client, prefix, clients, cfg.Duration)
+			r, err := cfg.profile(e.suffix, func() (WriteResult, error) {
+				return etcdRun(ctx, e.client, prefix, clients, cfg.Duration)
+			})
 			if cerr := dropEtcdKeys(context.WithoutCancel(ctx), e.client, prefix+"/"); cerr != nil && err == nil {
 				err = cerr
 			}
@@ -152,7 +161,9 @@ func runWriteLevels(ctx context.Context, cfg WritesConfig, kind, namePrefix stri
 			}
 		}
 		for _, run := range apiRuns {
-			r, err := run(ctx, ns, fmt.Sprintf("%s%d", namePrefix, i), clients, cfg.Duration)
+			r, err := cfg.profile("", func() (WriteResult, error) {
+				return run(ctx, ns, fmt.Sprintf("%s%d", namePrefix, i), clients, cfg.Duration)
+			})
 			if err == nil && cfg.Etcd != nil {
 				err = dropEtcdKeys(context.WithoutCancel(ctx), cfg.Etcd, cfg.etcdPrefix()+"/configmaps/"+ns+"/")
 			}
@@ -182,4 +193,52 @@ func dropEtcdKeys(ctx context.Context, client *clientv3.Client, prefix string) e
 		return fmt.Errorf("compacting etcd after cleaning up: %w", err)
 	}
 	return nil
+}
+
+// profile runs one measurement, writing the process's CPU profile over it
+// to its file (cfg.CPUProfile; see writesProfilePath) when asked. suffix
+// is what the caller appends to the result's target afterwards.
+func (cfg WritesConfig) profile(suffix string, run func() (WriteResult, error)) (WriteResult, error) {
+	if cfg.CPUProfile == "" {
+		return run()
+	}
+	// The target's name is known once the run returns: profile to a
+	// scratch file, then move it to its name.
+	scratch := cfg.CPUProfile + ".running"
+	stop, err := startCPUProfile(scratch)
+	if err != nil {
+		return WriteResult{}, fmt.Errorf("starting the writes CPU profile: %w", err)
+	}
+	r, err := run()
+	if serr := stop(); serr != nil && err == nil {
+		err = fmt.Errorf("writing the writes CPU profile: %w", serr)
+	}
+	if err != nil {
+		_ = os.Remove(scratch)
+		return r, err
+	}
+	if err := os.Rename(scratch, writesProfilePath(cfg.CPUProfile, r.Target+suffix, r.Clients)); err != nil {
+		return r, fmt.Errorf("naming the writes CPU profile: %w", err)
+	}
+	return r, nil
+}
+
+// writesProfilePath is where a measurement's CPU profile goes:
+// base.<target>.c<clients>, the target in lower case with every run of
+// characters other than letters and digits as one "-".
+func writesProfilePath(base, target string, clients int) string {
+	var b strings.Builder
+	dash := false
+	for _, c := range strings.ToLower(target) {
+		if ('a' <= c && c <= 'z') || ('0' <= c && c <= '9') {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			b.WriteRune(c)
+			dash = false
+			continue
+		}
+		dash = true
+	}
+	return fmt.Sprintf("%s.%s.c%d", base, b.String(), clients)
 }

@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -35,8 +37,10 @@ func TestRunWritesSmoke(t *testing.T) {
 		}
 		return resp.Count
 	}
+	profiles := filepath.Join(t.TempDir(), "cpu")
 	results, err := RunWrites(ctx, WritesConfig{
 		API: c.AdminConfig, Etcd: c.EtcdClient, EtcdInProcess: c.EtcdInProcessClient, Clients: []int{2}, Duration: time.Second,
+		CPUProfile: profiles,
 		Progress: func(r WriteResult) {
 			if n := apiObjectsLeft(); n != 0 {
 				t.Errorf("after %s: %d objects left in etcd", r.Target, n)
@@ -65,6 +69,30 @@ func TestRunWritesSmoke(t *testing.T) {
 	}
 	if want := []string{"etcd Txn", "etcd Txn (in-process)", "apiserver (protobuf)", "apiserver (protobuf, http2)", "apiserver (json)"}; !slices.Equal(targets, want) {
 		t.Fatalf("targets %q, want %q", targets, want)
+	}
+	// One CPU profile per measurement (gzip-compressed pprof), named by
+	// target and level, and no scratch file left.
+	written, err := filepath.Glob(profiles + ".*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantProfiles []string
+	for _, name := range []string{"etcd-txn", "etcd-txn-in-process", "apiserver-protobuf", "apiserver-protobuf-http2", "apiserver-json"} {
+		wantProfiles = append(wantProfiles, profiles+"."+name+".c2")
+	}
+	slices.Sort(written)
+	slices.Sort(wantProfiles)
+	if !slices.Equal(written, wantProfiles) {
+		t.Errorf("CPU profiles %q, want %q", written, wantProfiles)
+	}
+	for _, p := range written {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+			t.Errorf("%s: not a gzip-compressed profile (%d bytes)", p, len(b))
+		}
 	}
 	// The etcd keys are gone and the namespace is being deleted.
 	resp, err := c.EtcdClient.Get(ctx, "/kubeproof-bench/", clientv3.WithPrefix(), clientv3.WithCountOnly())

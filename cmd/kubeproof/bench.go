@@ -188,7 +188,7 @@ inline SVG charts) and charts/*.svg.`,
 					wStart := time.Now()
 					switch w {
 					case "writes", "updates":
-						results, err := runWritesWorkload(cmd.Context(), out, w, kubeconfig, etcdServers, clients, duration, targetConfig{watchCache, etcdGRPC})
+						results, err := runWritesWorkload(cmd.Context(), out, w, kubeconfig, etcdServers, clients, duration, targetConfig{watchCache, etcdGRPC}, cpuProfile)
 						if err != nil {
 							return err
 						}
@@ -369,7 +369,7 @@ inline SVG charts) and charts/*.svg.`,
 	fs.IntSliceVar(&historySizes, "history-sizes", bench.DefaultHistorySizes, "Operations per generated history of the checkers workload.")
 	fs.StringVar(&heapProfile, "heap-profile", "", "Startup workloads write a heap profile here once every pod is Running.")
 	fs.BoolVar(&startupControl, "startup-control", true, "Startup workloads run the control process that memory beyond the API server's share is measured against (false: latency, CPU and the whole process's memory only).")
-	fs.StringVar(&cpuProfile, "cpu-profile", "", "Startup workloads write the process's CPU profile from the first pod created to the last one Running here, and each pod's timeline to PATH.pods.csv (without --heap-profile's finer heap sampling; with --heap-profile alone the CPU profile goes to its PATH.cpu).")
+	fs.StringVar(&cpuProfile, "cpu-profile", "", "Startup workloads write the process's CPU profile from the first pod created to the last one Running here, and each pod's timeline to PATH.pods.csv (without --heap-profile's finer heap sampling; with --heap-profile alone the CPU profile goes to its PATH.cpu). The writes and updates workloads write one profile per measurement, PATH.<target>.c<clients> (e.g. PATH.apiserver-protobuf.c64, PATH.etcd-txn.c64), of the whole process: with an in-process cluster, client, API server and etcd together.")
 	fs.DurationVar(&cpuProfileEvery, "cpu-profile-every", 0, "Cut the startup workloads' CPU profile into windows of this width from the first pod created: PATH.000, PATH.001, ... instead of PATH (0: one profile), so early and late windows can be compared; go tool pprof merges them back.")
 	fs.DurationVar(&startupIdle, "startup-idle", 0, "After every pod of a startup workload is Running, keep the cluster this long with no arrivals and report the process's cores then (the steady cost of the running pods; the CPU profile and its windows go on through it, the run's windows and CPU per pod do not).")
 	return cmd
@@ -422,7 +422,7 @@ func runWatchFanoutWorkload(ctx context.Context, out io.Writer, kubeconfig strin
 }
 
 // runWritesWorkload runs writes (creates) or updates (CAS updates).
-func runWritesWorkload(ctx context.Context, out io.Writer, workload, kubeconfig string, etcdServers []string, clients []int, d time.Duration, tc targetConfig) ([]bench.WriteResult, error) {
+func runWritesWorkload(ctx context.Context, out io.Writer, workload, kubeconfig string, etcdServers []string, clients []int, d time.Duration, tc targetConfig, cpuProfile string) ([]bench.WriteResult, error) {
 	api, c, stop, err := benchTarget(ctx, kubeconfig, tc)
 	if err != nil {
 		return nil, err
@@ -445,7 +445,7 @@ func runWritesWorkload(ctx context.Context, out io.Writer, workload, kubeconfig 
 		run = bench.RunUpdates
 	}
 	return run(ctx, bench.WritesConfig{
-		API: api, Etcd: etcd, EtcdInProcess: etcdInProcess, Clients: clients, Duration: d,
+		API: api, Etcd: etcd, EtcdInProcess: etcdInProcess, Clients: clients, Duration: d, CPUProfile: cpuProfile,
 		Progress: func(r bench.WriteResult) {
 			fmt.Fprintf(out, "%-28s clients=%-4d %8.0f/s  p50 %6.1f ms  p99 %6.1f ms  errors %d  process CPU %4.0f µs/op\n", r.Target, r.Clients, r.Rate,
 				float64(r.Latencies.P50)/1e6, float64(r.Latencies.P99)/1e6, r.Errors, float64(r.ProcessCPUPerOp)/1e3)
